@@ -1,0 +1,136 @@
+package engines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrorKind classifies an engine failure by what the caller should do about it.
+type ErrorKind string
+
+// The error kinds. Only RateLimited and Unavailable are worth retrying.
+const (
+	// RateLimited: the provider asked us to slow down; retry after RetryAfter.
+	RateLimited ErrorKind = "rate_limited"
+	// Unavailable: a 5xx, a timeout or a network failure; retry with back-off.
+	Unavailable ErrorKind = "unavailable"
+	// BadRequest: the provider rejected the request (4xx, in-band invalid input).
+	BadRequest ErrorKind = "bad_request"
+	// Auth: missing, invalid or unauthorized credentials.
+	Auth ErrorKind = "auth"
+	// Quota: the account is out of money or over a hard usage limit.
+	Quota ErrorKind = "quota"
+	// Decode: the provider answered 2xx with a body we could not read.
+	Decode ErrorKind = "decode"
+	// Canceled: the caller's context ended first.
+	Canceled ErrorKind = "canceled"
+)
+
+// Error is an engine failure. Its message never contains an API key.
+type Error struct {
+	Kind   ErrorKind
+	Engine string
+	// Status is the provider's HTTP status, 0 when the failure was not an HTTP answer.
+	Status int
+	// RetryAfter is how long the provider asked us to wait (RateLimited), 0 if unsaid.
+	RetryAfter time.Duration
+	// Message is the provider's own error text, redacted and shortened.
+	Message string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Engine)
+	b.WriteString(": ")
+	b.WriteString(string(e.Kind))
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	} else if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether trying the same search again later can succeed.
+func (e *Error) Retryable() bool {
+	return e.Kind == RateLimited || e.Kind == Unavailable
+}
+
+// Type is the WebSearchResult error type the main model sees for this failure.
+func (e *Error) Type() string {
+	switch e.Kind {
+	case RateLimited:
+		return "SEARCH_RATE_LIMITED"
+	case Unavailable:
+		return "SEARCH_UNAVAILABLE"
+	case BadRequest:
+		return "SEARCH_BAD_REQUEST"
+	case Auth:
+		return "SEARCH_AUTH_FAILED"
+	case Quota:
+		return "SEARCH_QUOTA_EXCEEDED"
+	case Decode:
+		return "SEARCH_BAD_RESPONSE"
+	case Canceled:
+		return "SEARCH_CANCELED"
+	}
+	return "SEARCH_FAILED"
+}
+
+// AsError returns err as an *Error, wrapping errors that are not one: context errors
+// become Canceled (or Unavailable for a deadline, which a retry may beat), anything
+// else Unavailable.
+func AsError(engine string, err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return &Error{Kind: Canceled, Engine: engine, Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Kind: Unavailable, Engine: engine, Message: "timed out", Err: err}
+	}
+	return &Error{Kind: Unavailable, Engine: engine, Err: err}
+}
+
+// redact removes every occurrence of each non-empty secret from s.
+func redact(s string, secrets ...string) string {
+	for _, k := range secrets {
+		if len(k) >= 4 && strings.Contains(s, k) {
+			s = strings.ReplaceAll(s, k, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !runeStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func runeStart(b byte) bool { return b&0xC0 != 0x80 }

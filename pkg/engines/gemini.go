@@ -1,0 +1,11 @@
+package engines
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// newGemini is not built yet.
+func newGemini(cfg Config, hc *http.Client) (Engine, error) {
+	return nil, fmt.Errorf("engine %q: kind %q is not implemented yet", cfg.ID, cfg.Kind)
+}

@@ -1,0 +1,403 @@
+package engines
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// normalized wraps every configured engine: it validates the query, applies the filters
+// the engine cannot, and enforces the result's invariants, so each kind only has to
+// speak its wire format.
+type normalized struct {
+	id    string
+	inner Engine
+	caps  Capabilities
+	now   func() time.Time
+}
+
+func newNormalized(id string, e Engine) *normalized {
+	n := &normalized{id: id, inner: e, now: time.Now}
+	if c, ok := e.(Capable); ok {
+		n.caps = c.Capabilities()
+	}
+	return n
+}
+
+func (n *normalized) Name() string { return n.id }
+
+func (n *normalized) Capabilities() Capabilities { return n.caps }
+
+func (n *normalized) Search(ctx context.Context, q Query) (*Result, error) {
+	q, err := CheckQuery(q)
+	if err != nil {
+		return nil, &Error{Kind: BadRequest, Engine: n.id, Message: err.Error()}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, AsError(n.id, err)
+	}
+	res, err := n.inner.Search(ctx, q)
+	if err != nil {
+		e := AsError(n.id, err)
+		e.Engine = n.id
+		return nil, e
+	}
+	if res == nil {
+		return nil, &Error{Kind: Decode, Engine: n.id, Message: "engine returned no result"}
+	}
+	finish(res, n.id, q, n.caps, n.now())
+	return res, nil
+}
+
+// CheckQuery validates q and fills defaults: the query is trimmed and non-empty,
+// recency is one of the schema's values, count is 1..MaxCount (0 means DefaultCount),
+// domains are bare lower-case host names.
+func CheckQuery(q Query) (Query, error) {
+	q.Query = strings.TrimSpace(q.Query)
+	if q.Query == "" {
+		return q, fmt.Errorf("query is empty")
+	}
+	if !utf8.ValidString(q.Query) {
+		return q, fmt.Errorf("query is not valid UTF-8")
+	}
+	if !q.Recency.Valid() {
+		return q, fmt.Errorf("recency %q is not one of oneDay, oneWeek, oneMonth, oneYear, noLimit", q.Recency)
+	}
+	if q.Recency == "" {
+		q.Recency = NoLimit
+	}
+	switch {
+	case q.Count == 0:
+		q.Count = DefaultCount
+	case q.Count < 1 || q.Count > MaxCount:
+		return q, fmt.Errorf("count %d is outside 1..%d", q.Count, MaxCount)
+	}
+	var err error
+	if q.AllowedDomains, err = cleanDomains(q.AllowedDomains); err != nil {
+		return q, err
+	}
+	if q.BlockedDomains, err = cleanDomains(q.BlockedDomains); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+func cleanDomains(ds []string) ([]string, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	out := make([]string, 0, len(ds))
+	for _, d := range ds {
+		d = strings.ToLower(strings.TrimSpace(d))
+		if u, err := url.Parse(d); err == nil && u.Host != "" {
+			d = u.Hostname()
+		}
+		d = strings.TrimPrefix(strings.TrimSuffix(d, "."), "www.")
+		if d == "" || strings.ContainsAny(d, " /?#@") {
+			return nil, fmt.Errorf("domain %q is not a host name", d)
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// finish applies the after-the-fact filters and enforces the invariants every result
+// meets: hits and sources carry absolute http(s) URLs, every [n] marker numbers an
+// entry of Sources, LLMContent and ReturnDisplay are rendered the same way for all.
+func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
+	res.Engine = id
+	res.Query = q.Query
+	if res.Hits == nil {
+		res.Hits = []Hit{}
+	}
+
+	// URL hygiene first, so the filters below see real hosts.
+	bad := 0
+	hits := res.Hits[:0]
+	for _, h := range res.Hits {
+		u, ok := CleanURL(h.URL)
+		if !ok {
+			bad++
+			continue
+		}
+		h.URL = u
+		h.Title = oneLine(h.Title)
+		if h.Source == "" {
+			h.Source = hostOf(u)
+		}
+		hits = append(hits, h)
+	}
+	res.Hits = hits
+	if bad > 0 {
+		res.warnf("%d hit(s) without an absolute http(s) URL were dropped", bad)
+	}
+
+	keep := func(u string) bool { return true }
+	if !caps.AllowedDomains && len(q.AllowedDomains) > 0 {
+		keep = func(u string) bool { return domainIn(hostOf(u), q.AllowedDomains) }
+	}
+	if !caps.BlockedDomains && len(q.BlockedDomains) > 0 {
+		prev := keep
+		keep = func(u string) bool { return prev(u) && !domainIn(hostOf(u), q.BlockedDomains) }
+	}
+	if !caps.AllowedDomains && len(q.AllowedDomains) > 0 || !caps.BlockedDomains && len(q.BlockedDomains) > 0 {
+		before := len(res.Hits)
+		res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool { return !keep(h.URL) })
+		msg := "domain filters are not supported by this engine and were applied to its results afterwards"
+		if dropped := before - len(res.Hits); dropped > 0 {
+			msg += fmt.Sprintf(" (%d hit(s) dropped)", dropped)
+		}
+		if res.Summary != "" {
+			msg += "; the summary may still draw on filtered pages"
+		}
+		res.warnf("%s", msg)
+	}
+
+	if !caps.Recency && q.Recency != NoLimit {
+		if win, ok := q.Recency.Window(); ok {
+			cutoff := now.Add(-win)
+			before := len(res.Hits)
+			res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool {
+				return !h.Published.IsZero() && h.Published.Before(cutoff)
+			})
+			res.warnf("recency %s is not supported by this engine: applied afterwards to dated hits only (%d dropped); undated hits were kept", q.Recency, before-len(res.Hits))
+		}
+	}
+	if !caps.Language && q.Language != "" {
+		res.warnf("language %q is not supported by this engine and was ignored", q.Language)
+	}
+	if !caps.Country && q.Country != "" {
+		res.warnf("country %q is not supported by this engine and was ignored", q.Country)
+	}
+	if len(res.Hits) > q.Count {
+		if !caps.Count {
+			res.warnf("count is not supported by this engine: %d hit(s) cut to %d afterwards", len(res.Hits), q.Count)
+		}
+		res.Hits = res.Hits[:q.Count]
+	}
+
+	// Sources: those the engine numbered (its markers refer to them), else the hits.
+	if len(res.Citation.Sources) == 0 && res.Summary == "" {
+		for _, h := range res.Hits {
+			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: h.Title, URI: h.URL}})
+		}
+	}
+	fixSources(res, keep)
+
+	if res.Citation.ReturnDisplay == "" {
+		res.Citation.ReturnDisplay = fmt.Sprintf("Search results for %q returned (%d sources).", truncate(q.Query, 100), len(res.Citation.Sources))
+	}
+	res.Citation.LLMContent = BuildLLMContent(q.Query, res.Summary, res.Citation.Sources, res.Hits, nil)
+	if res.Usage.Searches == 0 {
+		res.Usage.Searches = 1
+	}
+}
+
+// fixSources drops sources that are not absolute http(s) or fail the domain filter,
+// merges duplicates, and renumbers the summary's markers to match; markers that number
+// no source are removed.
+func fixSources(res *Result, keep func(string) bool) {
+	old := res.Citation.Sources
+	mapping := make([]int, len(old)+1) // old 1-based index -> new 1-based index, 0 = gone
+	byURL := make(map[string]int, len(old))
+	var out []Source
+	for i, s := range old {
+		u, ok := CleanURL(s.Web.URI)
+		if !ok || !keep(u) {
+			continue
+		}
+		if n, dup := byURL[u]; dup {
+			mapping[i+1] = n
+			continue
+		}
+		s.Web.URI = u
+		s.Web.Title = oneLine(s.Web.Title)
+		out = append(out, s)
+		byURL[u] = len(out)
+		mapping[i+1] = len(out)
+	}
+	res.Citation.Sources = out
+	if res.Summary == "" {
+		return
+	}
+	removed := 0
+	res.Summary = RenumberMarkers(res.Summary, func(n int) int {
+		if n >= 1 && n < len(mapping) && mapping[n] > 0 {
+			return mapping[n]
+		}
+		removed++
+		return 0
+	})
+	res.Summary = collapseMarkers(res.Summary)
+	if removed > 0 {
+		res.warnf("%d citation marker(s) without a usable source were removed", removed)
+	}
+}
+
+// collapseMarkers turns runs like "[2][2]" (from merged duplicate sources) into "[2]".
+func collapseMarkers(s string) string {
+	if !strings.Contains(s, "][") {
+		return s
+	}
+	var b strings.Builder
+	last := ""
+	idx := markerRE.FindAllStringIndex(s, -1)
+	prevEnd := 0
+	for _, m := range idx {
+		tok := s[m[0]:m[1]]
+		adjacent := m[0] == prevEnd && prevEnd != 0
+		if adjacent && strings.Contains(last, tok) {
+			prevEnd = m[1]
+			continue
+		}
+		b.WriteString(s[prevEnd:m[0]])
+		b.WriteString(tok)
+		if adjacent {
+			last += tok
+		} else {
+			last = tok
+		}
+		prevEnd = m[1]
+	}
+	b.WriteString(s[prevEnd:])
+	return b.String()
+}
+
+func (r *Result) warnf(format string, args ...any) {
+	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
+}
+
+// CleanURL returns u as an absolute http(s) URL, or false. Spaces (Gemini sometimes
+// returns literal "google.com/search?q=a b" URIs) are escaped rather than refused.
+func CleanURL(u string) (string, bool) {
+	u = strings.TrimSpace(u)
+	if u == "" {
+		return "", false
+	}
+	if strings.ContainsAny(u, " \t") {
+		u = strings.NewReplacer(" ", "%20", "\t", "%09").Replace(u)
+	}
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return "", false
+	}
+	return p.String(), true
+}
+
+// hostOf returns u's host name without a leading "www.", or "".
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(strings.ToLower(p.Hostname()), "www.")
+}
+
+// domainIn reports whether host is one of domains or a subdomain of one.
+func domainIn(host string, domains []string) bool {
+	for _, d := range domains {
+		if host == d || strings.HasSuffix(host, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// Insert is a marker to place into a text at an offset.
+type Insert struct {
+	Offset int    // in the unit of the function that takes it
+	Text   string // e.g. "[1][3]"
+}
+
+// InsertAtBytes places each insert at its UTF-8 byte offset into text (Gemini's
+// groundingSupports unit). Offsets past the end go to the end; offsets inside a
+// multi-byte character move forward to its end. Inserts at the same offset keep their
+// order.
+func InsertAtBytes(text string, ins []Insert) string {
+	if len(ins) == 0 {
+		return text
+	}
+	ins = slices.Clone(ins)
+	for i := range ins {
+		o := min(max(ins[i].Offset, 0), len(text))
+		for o < len(text) && !runeStart(text[o]) {
+			o++
+		}
+		ins[i].Offset = o
+	}
+	return insertSorted(text, ins)
+}
+
+// InsertAtChars places each insert at its character (Unicode code point) offset into
+// text (the unit of OpenAI's and OpenRouter's url_citation annotations). Offsets past
+// the end go to the end.
+func InsertAtChars(text string, ins []Insert) string {
+	if len(ins) == 0 {
+		return text
+	}
+	ins = slices.Clone(ins)
+	// Map code point offsets to byte offsets in one pass.
+	want := make([]int, 0, len(ins))
+	for _, in := range ins {
+		want = append(want, max(in.Offset, 0))
+	}
+	slices.Sort(want)
+	byteAt := make(map[int]int, len(want))
+	ci, bi := 0, 0
+	for _, w := range want {
+		for ci < w && bi < len(text) {
+			_, size := utf8.DecodeRuneInString(text[bi:])
+			bi += size
+			ci++
+		}
+		byteAt[w] = bi
+	}
+	for i := range ins {
+		ins[i].Offset = byteAt[max(ins[i].Offset, 0)]
+	}
+	return insertSorted(text, ins)
+}
+
+// CharToByte converts a code point offset into text to a byte offset (clamped).
+func CharToByte(text string, chars int) int {
+	bi := 0
+	for ci := 0; ci < chars && bi < len(text); ci++ {
+		_, size := utf8.DecodeRuneInString(text[bi:])
+		bi += size
+	}
+	return bi
+}
+
+func insertSorted(text string, ins []Insert) string {
+	slices.SortStableFunc(ins, func(a, b Insert) int { return a.Offset - b.Offset })
+	var b strings.Builder
+	b.Grow(len(text) + 8*len(ins))
+	prev := 0
+	for _, in := range ins {
+		b.WriteString(text[prev:in.Offset])
+		b.WriteString(in.Text)
+		prev = in.Offset
+	}
+	b.WriteString(text[prev:])
+	return b.String()
+}
+
+// MarkerText renders sorted, unique 1-based source numbers as "[1][3]".
+func MarkerText(nums []int) string {
+	nums = slices.Clone(nums)
+	slices.Sort(nums)
+	nums = slices.Compact(nums)
+	var b strings.Builder
+	for _, n := range nums {
+		if n > 0 {
+			fmt.Fprintf(&b, "[%d]", n)
+		}
+	}
+	return b.String()
+}

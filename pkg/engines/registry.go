@@ -1,0 +1,133 @@
+package engines
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+)
+
+// Config configures one engine.
+type Config struct {
+	// ID is the engine id the main model and the subjects use ("glm", "google").
+	// Letters, digits, '-' and '_' only: it becomes a NATS subject token.
+	ID string `json:"id"`
+	// Kind is the wire protocol: one of Kinds().
+	Kind string `json:"kind"`
+	// BaseURL overrides the provider's default endpoint (tests and the simulator
+	// point it elsewhere; a self-hosted SearXNG has no default).
+	BaseURL string `json:"baseURL,omitempty"`
+	// Model is the provider model for LLM-grounded kinds ("glm-4.7", "gemini-2.5-flash").
+	Model string `json:"model,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key. The key itself is
+	// never part of a config file, a log line, an error or a result.
+	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// CostPerSearchUSD overrides the kind's list price per search, for accounting.
+	CostPerSearchUSD *float64 `json:"costPerSearchUSD,omitempty"`
+	// Options are per-kind settings, decoded by the kind (see its file).
+	Options json.RawMessage `json:"options,omitempty"`
+}
+
+func (c Config) apiKey() string {
+	if c.APIKeyEnv == "" {
+		return ""
+	}
+	return os.Getenv(c.APIKeyEnv)
+}
+
+// options decodes c.Options into v, leaving v untouched when there are none.
+func (c Config) options(v any) error {
+	if len(c.Options) == 0 || string(c.Options) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(c.Options, v); err != nil {
+		return fmt.Errorf("engine %q: options: %w", c.ID, err)
+	}
+	return nil
+}
+
+// price returns the configured cost per search, or def.
+func (c Config) price(def float64) float64 {
+	if c.CostPerSearchUSD != nil {
+		return *c.CostPerSearchUSD
+	}
+	return def
+}
+
+// factory builds one engine kind.
+type factory func(cfg Config, hc *http.Client) (Engine, error)
+
+// kinds is every engine kind, by wire protocol name.
+var kinds = map[string]factory{
+	"glm-chat":   newGLMChat,
+	"glm-api":    newGLMAPI,
+	"gemini":     newGemini,
+	"openai":     newOpenAI,
+	"anthropic":  newAnthropic,
+	"kimi":       newKimi,
+	"perplexity": newPerplexity,
+	"openrouter": newOpenRouter,
+	"brave":      newBrave,
+	"tavily":     newTavily,
+	"searxng":    newSearXNG,
+	"exa":        newExa,
+	"serper":     newSerper,
+}
+
+// Kinds returns the engine kinds, sorted.
+func Kinds() []string {
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidID reports whether id can name an engine (it becomes a subject token).
+func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// Registry holds the configured engines by id.
+type Registry struct {
+	byID map[string]Engine
+	ids  []string
+}
+
+// FromConfig builds every configured engine. hc is shared by all of them (nil means
+// http.DefaultClient); set its timeouts and transport there.
+func FromConfig(cfgs []Config, hc *http.Client) (*Registry, error) {
+	r := &Registry{byID: make(map[string]Engine, len(cfgs))}
+	for _, c := range cfgs {
+		if !ValidID(c.ID) {
+			return nil, fmt.Errorf("engine id %q: use 1-64 letters, digits, '-' or '_'", c.ID)
+		}
+		if _, dup := r.byID[c.ID]; dup {
+			return nil, fmt.Errorf("engine id %q is configured twice", c.ID)
+		}
+		f, ok := kinds[c.Kind]
+		if !ok {
+			return nil, fmt.Errorf("engine %q: unknown kind %q (known: %v)", c.ID, c.Kind, Kinds())
+		}
+		e, err := f(c, hc)
+		if err != nil {
+			return nil, err
+		}
+		r.byID[c.ID] = newNormalized(c.ID, e)
+		r.ids = append(r.ids, c.ID)
+	}
+	return r, nil
+}
+
+// Get returns the engine with the given id.
+func (r *Registry) Get(id string) (Engine, bool) {
+	e, ok := r.byID[id]
+	return e, ok
+}
+
+// IDs returns the configured engine ids in configuration order.
+func (r *Registry) IDs() []string { return slices.Clone(r.ids) }

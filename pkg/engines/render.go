@@ -1,0 +1,143 @@
+package engines
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The tool-result text the main model reads is compact by construction: each part has
+// a byte budget, so a result costs the model about
+//
+//	header ~60 B + summary ≤ SummaryBudget + per source ≤ TitleBudget + URLBudget + ~10 B
+//	(+ SnippetBudget when the engine wrote no summary, as classic search APIs don't)
+//
+// ≈ 0.4–0.8 KB per hit with snippets, ≈ 0.2 KB without. A 10-hit classic result stays
+// under ~8 KB; TestLLMContentBudget measures it on every recorded fixture.
+const (
+	SummaryBudget = 6000
+	TitleBudget   = 120
+	URLBudget     = 300
+	SnippetBudget = 300
+)
+
+var markerRE = regexp.MustCompile(`\[(\d{1,3})\]`)
+
+// Markers returns the numbers of the [n] markers in text, in order of appearance.
+func Markers(text string) []int {
+	var out []int
+	for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
+		n, _ := strconv.Atoi(m[1])
+		out = append(out, n)
+	}
+	return out
+}
+
+// RenumberMarkers rewrites every [n] marker in text to [f(n)], or removes it when f
+// returns 0 or less.
+func RenumberMarkers(text string, f func(n int) int) string {
+	return markerRE.ReplaceAllStringFunc(text, func(m string) string {
+		n, _ := strconv.Atoi(m[1 : len(m)-1])
+		if k := f(n); k > 0 {
+			return "[" + strconv.Itoa(k) + "]"
+		}
+		return ""
+	})
+}
+
+// BuildLLMContent renders the text the main model reads for a result: a header, the
+// summary (with its [n] markers), and the numbered Sources list. When there is no
+// summary, each source carries its hit's snippet instead. number maps a source's
+// position (1-based) to the number shown, so a chain with several searches can number
+// all its sources in one sequence; nil means identity. The markers in summary must
+// already use the shown numbers.
+func BuildLLMContent(query, summary string, sources []Source, hits []Hit, number func(int) int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Web search results for %q:\n\n", truncate(query, 200))
+	summary = strings.TrimSpace(summary)
+	if summary != "" {
+		b.WriteString(truncate(summary, SummaryBudget))
+		b.WriteString("\n\n")
+	}
+	if len(sources) == 0 {
+		if summary == "" {
+			b.WriteString("No results found.\n")
+		}
+		return b.String()
+	}
+	var snippets map[string]string
+	if summary == "" {
+		snippets = make(map[string]string, len(hits))
+		for _, h := range hits {
+			if h.Snippet != "" {
+				snippets[h.URL] = h.Snippet
+			}
+		}
+	}
+	b.WriteString("Sources:\n")
+	for i, s := range sources {
+		n := i + 1
+		if number != nil {
+			n = number(n)
+		}
+		title := oneLine(s.Web.Title)
+		if title == "" {
+			title = hostOf(s.Web.URI)
+		}
+		fmt.Fprintf(&b, "[%d] %s (%s)\n", n, truncate(title, TitleBudget), truncate(s.Web.URI, URLBudget))
+		if sn := snippets[s.Web.URI]; sn != "" {
+			b.WriteString("    ")
+			b.WriteString(truncate(oneLine(sn), SnippetBudget))
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// ErrorResult is the result the main model reads when a search failed: the seed's
+// WebSearchResult error shape, in words it can act on.
+func ErrorResult(engine, query string, err error) *Result {
+	e := AsError(engine, err)
+	advice := "The search failed; answer from what you know and say the search was unavailable, or try again with a different query."
+	switch e.Kind {
+	case RateLimited, Unavailable:
+		advice = "The search engine is busy or unavailable right now; try another engine if one is offered, or answer from what you know and say so."
+	case BadRequest:
+		advice = "The search engine rejected this query; rephrase it (shorter, plainer) and try again."
+	case Auth, Quota:
+		advice = "This search engine cannot be used right now; try another engine if one is offered, or answer from what you know and say so."
+	}
+	msg := e.Error()
+	return &Result{
+		Engine: engine,
+		Query:  query,
+		Hits:   []Hit{},
+		Citation: Citation{
+			LLMContent:    fmt.Sprintf("Error: web search for %q failed.\n\nDetails: %s\n\n%s", truncate(query, 200), msg, advice),
+			ReturnDisplay: "Web search failed.",
+			Error:         &CitationError{Type: e.Type(), Message: msg},
+		},
+	}
+}
+
+// InvalidArgumentsResult is the result for a web_search call whose arguments were
+// rejected before any search ran (seed 003: INVALID_TOOL_ARGUMENTS, INVALID_QUERY).
+func InvalidArgumentsResult(errType, display, details string) *Result {
+	return &Result{
+		Hits: []Hit{},
+		Citation: Citation{
+			LLMContent:    fmt.Sprintf("Error: %s\n\nDetails: %s", display, details),
+			ReturnDisplay: display,
+			Error:         &CitationError{Type: errType, Message: details},
+		},
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.ContainsAny(s, "\r\n\t") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}

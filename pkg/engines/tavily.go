@@ -1,0 +1,141 @@
+package engines
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Tavily is the Tavily search API (POST /search, bearer key).
+//
+// Options: {"searchDepth": "basic"|"advanced", "topic": "general"|"news"|"finance"}.
+// Pricing: 1 credit per basic search, 2 per advanced; the default cost assumes
+// $0.008 per credit (pay-as-you-go).
+type tavily struct {
+	client
+	opts  tavilyOptions
+	price float64
+}
+
+type tavilyOptions struct {
+	SearchDepth string `json:"searchDepth,omitempty"`
+	Topic       string `json:"topic,omitempty"`
+}
+
+func newTavily(cfg Config, hc *http.Client) (Engine, error) {
+	e := &tavily{client: newClient(cfg, hc, "https://api.tavily.com")}
+	if err := cfg.options(&e.opts); err != nil {
+		return nil, err
+	}
+	if e.opts.SearchDepth == "" {
+		e.opts.SearchDepth = "basic"
+	}
+	if e.opts.Topic == "" {
+		e.opts.Topic = "general"
+	}
+	credits := 1.0
+	if e.opts.SearchDepth == "advanced" {
+		credits = 2
+	}
+	e.price = cfg.price(0.008 * credits)
+	return e, nil
+}
+
+func (e *tavily) Name() string { return e.id }
+
+func (e *tavily) Capabilities() Capabilities {
+	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Country: e.opts.Topic == "general"}
+}
+
+type tavilyRequest struct {
+	Query          string   `json:"query"`
+	SearchDepth    string   `json:"search_depth"`
+	Topic          string   `json:"topic"`
+	MaxResults     int      `json:"max_results"`
+	TimeRange      string   `json:"time_range,omitempty"`
+	IncludeDomains []string `json:"include_domains,omitempty"`
+	ExcludeDomains []string `json:"exclude_domains,omitempty"`
+	Country        string   `json:"country,omitempty"`
+}
+
+type tavilyResponse struct {
+	Query   string `json:"query"`
+	Results []struct {
+		Title         string  `json:"title"`
+		URL           string  `json:"url"`
+		Content       string  `json:"content"`
+		Score         float64 `json:"score"`
+		PublishedDate string  `json:"published_date"`
+	} `json:"results"`
+}
+
+var tavilyRange = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
+
+func (e *tavily) Search(ctx context.Context, q Query) (*Result, error) {
+	if e.key == "" {
+		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
+	}
+	req := tavilyRequest{
+		Query:          q.Query,
+		SearchDepth:    e.opts.SearchDepth,
+		Topic:          e.opts.Topic,
+		MaxResults:     min(q.Count, 20), // Tavily's ceiling
+		TimeRange:      tavilyRange[q.Recency],
+		IncludeDomains: q.AllowedDomains,
+		ExcludeDomains: q.BlockedDomains,
+	}
+	if e.opts.Topic == "general" && len(q.Country) == 2 {
+		req.Country = countryName(q.Country)
+	}
+	var resp tavilyResponse
+	if err := e.doJSON(ctx, request{path: "/search", header: bearer(e.key), body: req}, &resp); err != nil {
+		return nil, err
+	}
+	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
+	for _, r := range resp.Results {
+		h := Hit{Title: r.Title, URL: r.URL, Snippet: r.Content}
+		if r.PublishedDate != "" {
+			h.Published = parseDate(r.PublishedDate)
+		}
+		res.Hits = append(res.Hits, h)
+	}
+	return res, nil
+}
+
+// parseDate reads the date formats search APIs use; the zero time when none fits.
+func parseDate(s string) time.Time {
+	for _, layout := range []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02", time.RFC1123, time.RFC1123Z, "Mon, 2 Jan 2006 15:04:05 MST", "January 2, 2006", "Jan 2, 2006"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// countryName maps the ISO codes Tavily's country parameter knows by name; others are
+// left for the caller to warn about.
+func countryName(code string) string {
+	switch code {
+	case "US", "us":
+		return "united states"
+	case "GB", "gb", "UK", "uk":
+		return "united kingdom"
+	case "DE", "de":
+		return "germany"
+	case "FR", "fr":
+		return "france"
+	case "CN", "cn":
+		return "china"
+	case "JP", "jp":
+		return "japan"
+	case "IN", "in":
+		return "india"
+	case "CA", "ca":
+		return "canada"
+	case "AU", "au":
+		return "australia"
+	case "BR", "br":
+		return "brazil"
+	}
+	return ""
+}

@@ -1,0 +1,284 @@
+package simulator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The scripted main model speaks OpenAI chat completions. Its script:
+//
+//   - The last message is a user message and a web_search tool is offered: it calls
+//     web_search with the user's text as the query when the text asks for something
+//     (a question mark, a search or freshness word, Chinese search words, or
+//     "sim:search"), unless the text says "sim:nosearch".
+//   - The last messages are tool results: it answers from them, citing the numbered
+//     sources it was given ("[n]"), or calls web_search again while the chain has made
+//     fewer hops than "sim:hops=N" asks.
+//   - Otherwise it answers plainly.
+//
+// Directives in the user's text steer it: "sim:calls=N" (N parallel web_search calls),
+// "sim:engine=ID" (name the engine), "sim:badargs" (malformed arguments JSON),
+// "sim:badkey" (an unknown argument), "sim:emptyquery" (a blank query),
+// "sim:tool=NAME" (call the client's tool NAME instead), and model faults
+// "sim:model-429", "sim:model-500", "sim:model-hang", "sim:model-slow=1s".
+
+type chatRequest struct {
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	Tools    []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []toolCall      `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+var (
+	modelDirectiveRE = regexp.MustCompile(`sim:model-(\S+)`)
+	callsRE          = regexp.MustCompile(`sim:calls=(\d+)`)
+	hopsRE           = regexp.MustCompile(`sim:hops=(\d+)`)
+	engineRE         = regexp.MustCompile(`sim:engine=([A-Za-z0-9_-]+)`)
+	toolRE           = regexp.MustCompile(`sim:tool=([A-Za-z0-9_-]+)`)
+	sourceLineRE     = regexp.MustCompile(`(?m)^\[(\d+)\] (.+) \((https?://[^\s)]+)\)$`)
+	searchWords      = []string{"?", "？", "search", "find", "look up", "latest", "news", "today", "current", "weather", "price", "who ", "what ", "when ", "搜", "查", "新闻", "最新", "谷歌", "百度", "sim:search"}
+)
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"object":"list","data":[{"id":"sim-scripted","object":"model","created":0,"owned_by":"searchfleet-simulator"}]}`)
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.stats.count("model", body, "")
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"message":"simulator: body must be a chat completion request with messages","type":"invalid_request_error","param":"messages","code":null}}`)
+		return
+	}
+	user := lastUserText(body)
+	modelFaults := strings.Join(modelDirectiveRE.FindAllString(user, -1), " ")
+	modelFaults = strings.ReplaceAll(modelFaults, "sim:model-", "sim:")
+	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults, nil, s.opts.ModelLatency) {
+		return
+	}
+	sum := sha256.Sum256(body)
+	id := hex.EncodeToString(sum[:8])
+	msg, finish := script(req, user, id)
+	out := map[string]any{
+		"id":                 "chatcmpl-sim-" + id,
+		"object":             "chat.completion",
+		"created":            time.Now().Unix(),
+		"model":              req.Model,
+		"system_fingerprint": "searchfleet-simulator",
+		"choices":            []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
+		"usage": map[string]int{
+			"prompt_tokens":     len(body) / 4,
+			"completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1,
+			"total_tokens":      len(body)/4 + len(fmt.Sprint(msg["content"]))/4 + 1,
+		},
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
+}
+
+// script decides the model's next message and finish reason.
+func script(req chatRequest, user, id string) (map[string]any, string) {
+	var webSearch *json.RawMessage
+	tools := map[string]bool{}
+	for i, t := range req.Tools {
+		tools[t.Function.Name] = true
+		if t.Function.Name == "web_search" {
+			webSearch = &req.Tools[i].Function.Parameters
+		}
+	}
+	last := req.Messages[len(req.Messages)-1]
+
+	if last.Role == "tool" {
+		hops := 0
+		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != "user"; i-- {
+			if req.Messages[i].Role == "assistant" && len(req.Messages[i].ToolCalls) > 0 {
+				hops++
+			}
+		}
+		if m := hopsRE.FindStringSubmatch(user); m != nil && webSearch != nil {
+			if want, _ := strconv.Atoi(m[1]); hops < want {
+				return searchCalls(*webSearch, user, fmt.Sprintf("%s (follow-up %d)", user, hops), id), "tool_calls"
+			}
+		}
+		var results []string
+		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
+			results = append([]string{contentText(req.Messages[i].Content)}, results...)
+		}
+		return map[string]any{"role": "assistant", "content": answerFrom(results)}, "stop"
+	}
+
+	if last.Role == "user" {
+		if m := toolRE.FindStringSubmatch(user); m != nil && tools[m[1]] {
+			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": "call_" + id + "_client", "type": "function",
+				"function": map[string]any{"name": m[1], "arguments": `{"input":` + strconv.Quote(user) + `}`},
+			}}}, "tool_calls"
+		}
+		if webSearch != nil && wantsSearch(user) {
+			return searchCalls(*webSearch, user, user, id), "tool_calls"
+		}
+	}
+	return map[string]any{"role": "assistant", "content": "(simulated model) " + plainAnswer(user)}, "stop"
+}
+
+func wantsSearch(text string) bool {
+	if strings.Contains(text, "sim:nosearch") {
+		return false
+	}
+	lower := strings.ToLower(text)
+	for _, w := range searchWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// searchCalls builds the web_search call(s) for query.
+func searchCalls(params json.RawMessage, user, query, id string) map[string]any {
+	n := 1
+	if m := callsRE.FindStringSubmatch(user); m != nil {
+		n, _ = strconv.Atoi(m[1])
+		n = min(max(n, 1), 8)
+	}
+	engine := ""
+	if m := engineRE.FindStringSubmatch(user); m != nil {
+		engine = m[1]
+	} else {
+		engine = requiredEngine(params)
+	}
+	query = strings.TrimSpace(query)
+	if len(query) > 300 {
+		query = query[:300]
+	}
+	calls := make([]any, 0, n)
+	for i := range n {
+		q := query
+		if n > 1 {
+			q = fmt.Sprintf("%s (part %d)", query, i+1)
+		}
+		args := map[string]any{"query": q}
+		if engine != "" {
+			args["engine"] = engine
+		}
+		var argStr string
+		switch {
+		case strings.Contains(user, "sim:badargs"):
+			argStr = `{"query": "unterminated`
+		case strings.Contains(user, "sim:badkey"):
+			args["foo"] = 1
+		case strings.Contains(user, "sim:emptyquery"):
+			args["query"] = "   "
+		}
+		if argStr == "" {
+			b, _ := json.Marshal(args)
+			argStr = string(b)
+		}
+		calls = append(calls, map[string]any{
+			"id": fmt.Sprintf("call_%s_%d", id, i), "type": "function",
+			"function": map[string]any{"name": "web_search", "arguments": argStr},
+		})
+	}
+	return map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}
+}
+
+// requiredEngine returns the first engine of the schema's enum when the schema
+// requires the model to choose one, else "".
+func requiredEngine(params json.RawMessage) string {
+	var p struct {
+		Required   []string `json:"required"`
+		Properties struct {
+			Engine struct {
+				Enum []string `json:"enum"`
+			} `json:"engine"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	for _, r := range p.Required {
+		if r == "engine" && len(p.Properties.Engine.Enum) > 0 {
+			return p.Properties.Engine.Enum[0]
+		}
+	}
+	return ""
+}
+
+// answerFrom writes the final answer from tool results, citing their numbered sources.
+func answerFrom(results []string) string {
+	var b strings.Builder
+	b.WriteString("(simulated answer) ")
+	cited := 0
+	failed := 0
+	for _, r := range results {
+		if strings.HasPrefix(r, "Error:") || strings.Contains(r, `"error"`) && !strings.Contains(r, "Sources:") {
+			failed++
+			continue
+		}
+		for _, m := range sourceLineRE.FindAllStringSubmatch(r, -1) {
+			if cited == 3 {
+				break
+			}
+			if cited == 0 {
+				b.WriteString("According to the search results, ")
+			} else {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s [%s]", strings.TrimSpace(m[2]), m[1])
+			cited++
+		}
+	}
+	switch {
+	case cited > 0:
+		b.WriteString(".")
+	case failed > 0:
+		b.WriteString("The web search failed, so this answer comes from what I already know.")
+	default:
+		b.WriteString("The search found nothing relevant.")
+	}
+	return b.String()
+}
+
+func plainAnswer(user string) string {
+	if len(user) > 120 {
+		user = user[:120] + "…"
+	}
+	return fmt.Sprintf("I can answer that without searching: you asked %q.", user)
+}

@@ -1,0 +1,363 @@
+// Package simulator is the built-in provider simulator: an HTTP server that speaks the
+// main model's protocol (OpenAI chat completions, as a scripted model) and every search
+// engine kind's wire format, answering from the recorded fixtures in internal/fixtures.
+// Tests, benchmarks and `make run` point the real adapters at it; only the base URL
+// differs from production. Everything it answers is labelled as simulated.
+//
+// Layout: the main model is at /v1/chat/completions; engine kind K lives under /K, so
+// an engine configured with BaseURL "<sim>/K" appends its native path ("/search",
+// "/v1beta/models/…:generateContent") and lands on the kind's handler.
+//
+// Faults are injected two ways. A query (or user message) containing a directive does
+// it per request: "sim:429" (with Retry-After: 1), "sim:500", "sim:hang",
+// "sim:slow=250ms", "sim:empty". POST /_sim/faults sets a standing fault for a path
+// prefix: {"prefix":"/brave","status":429,"retryAfter":"2s","times":3} or
+// {"prefix":"/v1/chat","hang":true}. GET /_sim/stats counts requests per route and the
+// requests whose body repeated an earlier one exactly (a paid call made twice).
+package simulator
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+)
+
+// Options tune the simulator.
+type Options struct {
+	// ModelLatency is added to every main-model answer.
+	ModelLatency time.Duration
+	// EngineLatency is added to every engine answer.
+	EngineLatency time.Duration
+}
+
+// Server is the simulator.
+type Server struct {
+	opts  Options
+	mux   *http.ServeMux
+	stats stats
+
+	mu     sync.Mutex
+	faults []*fault
+}
+
+// New builds a simulator with every route registered.
+func New(opts Options) *Server {
+	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s.stats.seen = make(map[[32]byte]struct{})
+	s.stats.requests = make(map[string]int64)
+	s.stats.dups = make(map[string]int64)
+	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	for _, rt := range s.engineRoutes() {
+		s.mux.HandleFunc(rt.pattern, s.serveEngine(rt))
+	}
+	s.mux.HandleFunc("GET /_sim/stats", s.getStats)
+	s.mux.HandleFunc("POST /_sim/reset", s.reset)
+	s.mux.HandleFunc("POST /_sim/faults", s.setFault)
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "searchfleet provider SIMULATOR: scripted main model at /v1/chat/completions, engine kinds under /<kind>/")
+	})
+	return s
+}
+
+// ServeHTTP serves the simulator.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Simulator", "searchfleet")
+	s.mux.ServeHTTP(w, r)
+}
+
+// Listen serves the simulator on addr ("127.0.0.1:0" for any port) until the returned
+// server is closed, and returns its base URL.
+func (s *Server) Listen(addr string) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	return hs, "http://" + ln.Addr().String(), nil
+}
+
+// engineRoute is one engine kind's endpoint.
+type engineRoute struct {
+	// kind is the engine kind; it names the stats counter.
+	kind string
+	// pattern is the ServeMux pattern, "POST /tavily/search".
+	pattern string
+	// queryOf extracts the search text from a request, for directives.
+	queryOf func(r *http.Request, body []byte) string
+	// answer returns the 200 body for a request (called after faults are applied).
+	answer func(r *http.Request, body []byte, query string) []byte
+	// empty returns a 200 body with no results, for "sim:empty"; nil means the kind
+	// has none and the directive is ignored.
+	empty func() []byte
+	// errorBody returns the kind's error body for a status; nil means a generic
+	// {"error":{"message"}} envelope.
+	errorBody func(status int) []byte
+	// model is the model an engine of this kind is configured with (LLM kinds).
+	model string
+	// options are the engine options a config for this kind needs, if any.
+	options string
+}
+
+// engineRoutes lists every engine kind's endpoints.
+func (s *Server) engineRoutes() []engineRoute {
+	return slices.Concat(tavilyRoutes(), groundedRoutesA(), groundedRoutesB(), classicRoutes())
+}
+
+// EngineConfigs returns one engine per kind the simulator serves, each pointed at the
+// simulator at base and named after its kind, with SIM_API_KEY as its key variable.
+func (s *Server) EngineConfigs(base string) []engines.Config {
+	var out []engines.Config
+	seen := map[string]bool{}
+	for _, rt := range s.engineRoutes() {
+		if seen[rt.kind] {
+			continue
+		}
+		seen[rt.kind] = true
+		c := engines.Config{ID: rt.kind, Kind: rt.kind, BaseURL: base + "/" + rt.kind, Model: rt.model, APIKeyEnv: "SIM_API_KEY"}
+		if rt.options != "" {
+			c.Options = json.RawMessage(rt.options)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.stats.count(rt.kind, body, r.URL.RawQuery)
+		q := rt.queryOf(r, body)
+		if !s.applyFaults(w, r, rt.kind, r.URL.Path, q, rt.errorBody, s.opts.EngineLatency) {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if rt.empty != nil && strings.Contains(q, "sim:empty") {
+			w.Write(rt.empty())
+			return
+		}
+		w.Write(rt.answer(r, body, q))
+	}
+}
+
+// applyFaults applies latency, directives and standing faults. It returns false when
+// it has answered the request itself.
+func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path, text string, errorBody func(int) []byte, latency time.Duration) bool {
+	d := parseDirectives(text)
+	if f := s.takeFault(path); f != nil {
+		d.merge(f)
+	}
+	if delay := latency + d.slow; delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	if d.hang {
+		<-r.Context().Done()
+		return false
+	}
+	if d.status == 0 {
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if d.status == http.StatusTooManyRequests {
+		ra := d.retryAfter
+		if ra == 0 {
+			ra = time.Second
+		}
+		w.Header().Set("Retry-After", strconv.FormatFloat(ra.Seconds(), 'f', -1, 64))
+	}
+	w.WriteHeader(d.status)
+	if errorBody != nil {
+		w.Write(errorBody(d.status))
+	} else {
+		fmt.Fprintf(w, `{"error":{"message":"simulated %s failure (HTTP %d)","type":"simulator_error","code":%d}}`, kind, d.status, d.status)
+	}
+	return false
+}
+
+// directives are the per-request faults a text asks for.
+type directives struct {
+	status     int
+	retryAfter time.Duration
+	hang       bool
+	slow       time.Duration
+}
+
+var directiveRE = regexp.MustCompile(`sim:(429|500|502|503|401|403|hang|slow=[0-9.]+(?:ms|s))`)
+
+func parseDirectives(text string) directives {
+	var d directives
+	if !strings.Contains(text, "sim:") {
+		return d
+	}
+	for _, m := range directiveRE.FindAllStringSubmatch(text, -1) {
+		switch v := m[1]; {
+		case v == "hang":
+			d.hang = true
+		case strings.HasPrefix(v, "slow="):
+			d.slow, _ = time.ParseDuration(strings.TrimPrefix(v, "slow="))
+		default:
+			d.status, _ = strconv.Atoi(v)
+		}
+	}
+	return d
+}
+
+func (d *directives) merge(f *fault) {
+	if f.Status != 0 {
+		d.status = f.Status
+		d.retryAfter = time.Duration(f.RetryAfter)
+	}
+	d.hang = d.hang || f.Hang
+	d.slow += time.Duration(f.Slow)
+}
+
+// fault is a standing fault set through POST /_sim/faults.
+type fault struct {
+	Prefix     string   `json:"prefix"`
+	Status     int      `json:"status,omitempty"`
+	RetryAfter duration `json:"retryAfter,omitempty"`
+	Hang       bool     `json:"hang,omitempty"`
+	Slow       duration `json:"slow,omitempty"`
+	// Times is how many requests the fault applies to; 0 means until reset.
+	Times int `json:"times,omitempty"`
+}
+
+func (s *Server) setFault(w http.ResponseWriter, r *http.Request) {
+	var f fault
+	if err := json.NewDecoder(r.Body).Decode(&f); err != nil || f.Prefix == "" {
+		http.Error(w, `want {"prefix":"/brave","status":429,...}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.faults = append(s.faults, &f)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// SetFault installs a standing fault (the Go form of POST /_sim/faults): requests whose
+// path starts with prefix get status (429s with Retry-After retryAfter), times times
+// (0: until Reset).
+func (s *Server) SetFault(prefix string, status int, retryAfter time.Duration, times int) {
+	s.mu.Lock()
+	s.faults = append(s.faults, &fault{Prefix: prefix, Status: status, RetryAfter: duration(retryAfter), Times: times})
+	s.mu.Unlock()
+}
+
+func (s *Server) takeFault(path string) *fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.faults {
+		if strings.HasPrefix(path, f.Prefix) {
+			if f.Times > 0 {
+				f.Times--
+				if f.Times == 0 {
+					s.faults = slices.Delete(s.faults, i, i+1)
+				}
+			}
+			return f
+		}
+	}
+	return nil
+}
+
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = duration(v)
+	return err
+}
+
+// stats counts requests per route and exact repeats of a request body.
+type stats struct {
+	mu       sync.Mutex
+	requests map[string]int64
+	dups     map[string]int64
+	seen     map[[32]byte]struct{}
+}
+
+func (st *stats) count(route string, body []byte, extra string) {
+	h := sha256.New()
+	h.Write([]byte(route))
+	h.Write(body)
+	h.Write([]byte(extra))
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	st.mu.Lock()
+	st.requests[route]++
+	if _, dup := st.seen[sum]; dup {
+		st.dups[route]++
+	} else {
+		st.seen[sum] = struct{}{}
+	}
+	st.mu.Unlock()
+}
+
+// Stats is a snapshot of what the simulator has been asked.
+type Stats struct {
+	// Requests counts requests per route: "model" for the main model, the kind name
+	// for engines.
+	Requests map[string]int64 `json:"requests"`
+	// Duplicates counts requests whose route and body exactly repeated an earlier one.
+	Duplicates map[string]int64 `json:"duplicates"`
+}
+
+// Stats returns the counters.
+func (s *Server) Stats() Stats {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	out := Stats{Requests: make(map[string]int64), Duplicates: make(map[string]int64)}
+	for k, v := range s.stats.requests {
+		out.Requests[k] = v
+	}
+	for k, v := range s.stats.dups {
+		out.Duplicates[k] = v
+	}
+	return out
+}
+
+// Reset clears the counters and the standing faults.
+func (s *Server) Reset() {
+	s.stats.mu.Lock()
+	clear(s.stats.requests)
+	clear(s.stats.dups)
+	clear(s.stats.seen)
+	s.stats.mu.Unlock()
+	s.mu.Lock()
+	s.faults = nil
+	s.mu.Unlock()
+}
+
+func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.Stats())
+}
+
+func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
+	s.Reset()
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,4 @@
+package simulator
+
+// classicRoutes is not built yet.
+func classicRoutes() []engineRoute { return nil }

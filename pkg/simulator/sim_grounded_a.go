@@ -1,0 +1,4 @@
+package simulator
+
+// groundedRoutesA is not built yet.
+func groundedRoutesA() []engineRoute { return nil }

@@ -1,0 +1,4 @@
+package simulator
+
+// groundedRoutesB is not built yet.
+func groundedRoutesB() []engineRoute { return nil }
