@@ -87,8 +87,16 @@ func (e *tavily) Search(ctx context.Context, q Query) (*Result, error) {
 	if e.opts.Topic == "general" && len(q.Country) == 2 {
 		req.Country = countryName(q.Country)
 	}
+	body, _, err := e.do(ctx, request{path: "/search", header: bearer(e.key), body: req})
+	if err != nil {
+		return nil, err
+	}
+	return e.parse(q, [][]byte{body})
+}
+
+func (e *tavily) parse(_ Query, bodies [][]byte) (*Result, error) {
 	var resp tavilyResponse
-	if err := e.doJSON(ctx, request{path: "/search", header: bearer(e.key), body: req}, &resp); err != nil {
+	if err := e.decode(bodies[0], &resp); err != nil {
 		return nil, err
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
