@@ -1,0 +1,176 @@
+// Package bus is the fleet's messaging layer on NATS JetStream: the streams, subjects
+// and durable consumers (subjects.go, mirrored in deploy/nats/), a typed envelope with
+// a stable kind and a deterministic Nats-Msg-Id (envelope.go), typed consumers whose
+// handler outcome decides ack, nak-with-delay, term + dead-letter or in-progress through
+// one table (outcome.go), heartbeats for long work and graceful drain (consume.go), and
+// the dead-letter path, including messages whose worker died on every attempt
+// (dlq.go).
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bus is a connection to NATS with JetStream.
+type Bus struct {
+	NC  *nats.Conn
+	JS  jetstream.JetStream
+	log *slog.Logger
+}
+
+// Connect dials url and retries until ctx ends, reconnecting forever afterwards:
+// a worker rides out a NATS restart instead of exiting.
+func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats: connecting to %s: %w", redactURL(url), err)
+	}
+	for !nc.IsConnected() {
+		select {
+		case <-ctx.Done():
+			nc.Close()
+			return nil, fmt.Errorf("nats: %s not reachable: %w", redactURL(url), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &Bus{NC: nc, JS: js, log: log}, nil
+}
+
+// Close drains the connection: pending publishes are flushed first.
+func (b *Bus) Close() {
+	if err := b.NC.Drain(); err != nil {
+		b.NC.Close()
+	}
+}
+
+// EnsureStreams creates or updates every stream of the fleet. It is idempotent and
+// every process calls it at start.
+func (b *Bus) EnsureStreams(ctx context.Context, l Limits) error {
+	for _, cfg := range Streams(l) {
+		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// EnsureConsumer creates or updates a durable consumer.
+func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.Consumer, error) {
+	c, err := b.JS.CreateOrUpdateConsumer(ctx, spec.Stream, spec.Config)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s/%s: %w", spec.Stream, spec.Config.Durable, err)
+	}
+	return c, nil
+}
+
+// ErrQueueFull means a work queue is at its limit: back-pressure, retry later.
+var ErrQueueFull = errors.New("bus: queue full")
+
+// Publish publishes p on subject and waits for the stream to store it. A duplicate
+// (same message id within the duplicate window) is not an error.
+func (b *Bus) Publish(ctx context.Context, subject string, p Payload) error {
+	m, err := Encode(subject, p)
+	if err != nil {
+		return err
+	}
+	if _, err := b.JS.PublishMsg(ctx, m); err != nil {
+		return publishError(subject, err)
+	}
+	return nil
+}
+
+// Pending is a publish whose acknowledgement has not been awaited yet.
+type Pending struct {
+	subject string
+	f       jetstream.PubAckFuture
+}
+
+// PublishAsync publishes p without waiting; Wait collects the acknowledgements. Use it
+// to put several messages of one step in flight at once.
+func (b *Bus) PublishAsync(subject string, p Payload) (Pending, error) {
+	m, err := Encode(subject, p)
+	if err != nil {
+		return Pending{}, err
+	}
+	f, err := b.JS.PublishMsgAsync(m)
+	if err != nil {
+		return Pending{}, publishError(subject, err)
+	}
+	return Pending{subject: subject, f: f}, nil
+}
+
+// Wait waits for every pending publish to be stored.
+func Wait(ctx context.Context, ps ...Pending) error {
+	var errs []error
+	for _, p := range ps {
+		if p.f == nil {
+			continue
+		}
+		select {
+		case <-p.f.Ok():
+		case err := <-p.f.Err():
+			errs = append(errs, publishError(p.subject, err))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func publishError(subject string, err error) error {
+	// A DiscardNew stream at its limit answers 503 with error code 10077
+	// ("maximum messages exceeded").
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrStreamStoreFailed {
+		return fmt.Errorf("%w: %s: %v", ErrQueueFull, subject, err)
+	}
+	return fmt.Errorf("publish %s: %w", subject, err)
+}
+
+const jsErrStreamStoreFailed jetstream.ErrorCode = 10077
+
+// redactURL drops credentials from a NATS URL for messages.
+func redactURL(u string) string {
+	for i := 0; i+2 < len(u); i++ {
+		if u[i] == ':' && u[i+1] == '/' && u[i+2] == '/' {
+			rest := u[i+3:]
+			for j := 0; j < len(rest); j++ {
+				if rest[j] == '@' {
+					return u[:i+3] + "***@" + rest[j+1:]
+				}
+				if rest[j] == '/' {
+					break
+				}
+			}
+			break
+		}
+	}
+	return u
+}

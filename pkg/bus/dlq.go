@@ -1,0 +1,141 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A message reaches the DLQ two ways. A handler that fails on the last delivery (or
+// says Permanent, or cannot be decoded) is dead-lettered by its consumer. A message
+// whose worker died on every delivery never gets an outcome at all: the server stops
+// redelivering it and announces that with a max-deliveries advisory, which
+// WatchMaxDeliveries turns into a dead letter. Either way the dead letter is then read
+// by the deadletters consumer (ConsumeDeadLetters), where the application makes the
+// failure visible: a failed job, an error result for the model. Nothing accepted
+// disappears without a trace.
+
+// ConsumerDeadLetters is the durable consumer that makes dead letters visible.
+const ConsumerDeadLetters = "deadletters"
+
+// DeadLetterConsumer reads the DLQ.
+func DeadLetterConsumer() ConsumerSpec {
+	return consumer(StreamDLQ, ConsumerDeadLetters, SubjectDLQAll, "make dead letters visible (fail jobs, feed error results)",
+		Timing{AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 256})
+}
+
+// DeadLetter is a message that reached the DLQ.
+type DeadLetter struct {
+	// MsgKind is the original message's kind ("" if it had none).
+	MsgKind string
+	// Subject, Stream and Consumer say where it came from.
+	Subject  string
+	Stream   string
+	Consumer string
+	// Reason says why it was dead-lettered.
+	Reason string
+	// Deliveries is how often it was delivered.
+	Deliveries int
+	// Data is the original message body.
+	Data []byte
+	id   string
+}
+
+// Kind of the DeadLetter pseudo-payload.
+func (DeadLetter) Kind() string { return "dlq.v1" }
+
+// MsgID is the dead letter's id.
+func (d DeadLetter) MsgID() string { return d.id }
+
+// ConsumeDeadLetters handles every dead letter with h. A dead letter whose handling
+// keeps failing is logged and acknowledged after the last delivery; it stays in the
+// DLQ stream for operators.
+func ConsumeDeadLetters(ctx context.Context, b *Bus, h Handler[DeadLetter], o ConsumeOptions) (*Worker, error) {
+	return consume(ctx, b, DeadLetterConsumer(), h, o, decodeDeadLetter)
+}
+
+func decodeDeadLetter(msg jetstream.Msg) (DeadLetter, string, time.Time, error) {
+	h := msg.Headers()
+	n, _ := strconv.Atoi(h.Get(HeaderDLQDeliver))
+	d := DeadLetter{
+		MsgKind:    h.Get(HeaderKind),
+		Subject:    h.Get(HeaderDLQSubject),
+		Stream:     h.Get(HeaderDLQStream),
+		Consumer:   h.Get(HeaderDLQConsumer),
+		Reason:     h.Get(HeaderDLQReason),
+		Deliveries: n,
+		Data:       msg.Data(),
+		id:         h.Get(nats.MsgIdHdr),
+	}
+	return d, d.id, time.Time{}, nil
+}
+
+// maxDeliveriesAdvisory is the server's JSConsumerDeliveryExceededAdvisory.
+type maxDeliveriesAdvisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+const advisoryMaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."
+
+// WatchMaxDeliveries moves messages of the fleet's work queues that ran out of
+// deliveries without an outcome into the DLQ. Every worker process may run it; a queue
+// group hands each advisory to one of them. It returns when the subscription is set up.
+func (b *Bus) WatchMaxDeliveries(ctx context.Context) (stop func(), err error) {
+	sub, err := b.NC.QueueSubscribe(advisoryMaxDeliveries+">", "fleet-max-deliveries", func(m *nats.Msg) {
+		var adv maxDeliveriesAdvisory
+		if err := json.Unmarshal(m.Data, &adv); err != nil {
+			b.log.Warn("max-deliveries advisory unreadable", "err", err)
+			return
+		}
+		if adv.Stream == StreamDLQ || adv.Stream == StreamEvents {
+			return
+		}
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := b.moveToDLQ(hctx, adv); err != nil {
+			b.log.Error("moving an exhausted message to the DLQ", "stream", adv.Stream, "seq", adv.StreamSeq, "err", err)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.NC.Flush(); err != nil {
+		sub.Unsubscribe()
+		return nil, err
+	}
+	return func() { sub.Unsubscribe() }, nil
+}
+
+func (b *Bus) moveToDLQ(ctx context.Context, adv maxDeliveriesAdvisory) error {
+	s, err := b.JS.Stream(ctx, adv.Stream)
+	if err != nil {
+		return err
+	}
+	raw, err := s.GetMsg(ctx, adv.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil // acknowledged or moved already
+	}
+	if err != nil {
+		return err
+	}
+	meta := &jetstream.MsgMetadata{Stream: adv.Stream, Consumer: adv.Consumer, NumDelivered: adv.Deliveries}
+	meta.Sequence.Stream = adv.StreamSeq
+	reason := fmt.Sprintf("no outcome after %d deliveries: the worker handling it stopped each time", adv.Deliveries)
+	if err := b.deadLetter(ctx, raw.Subject, raw.Header, raw.Data, meta, reason); err != nil {
+		return err
+	}
+	if err := s.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return err
+	}
+	b.log.Warn("message dead-lettered after max deliveries", "stream", adv.Stream, "consumer", adv.Consumer, "seq", adv.StreamSeq, "subject", raw.Subject)
+	return nil
+}

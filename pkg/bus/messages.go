@@ -1,0 +1,106 @@
+package bus
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+)
+
+// The fleet's message kinds. Each is a value type with a stable, versioned kind and a
+// message id derived from what it is about, never from when it was sent, so the same
+// step published twice is one message.
+
+// ChatJob asks a chat worker to start a job (fleet.jobs.v1.chat or .batch). The
+// request itself is in Redis with the job: messages stay small and a redelivered job
+// reads the same request.
+type ChatJob struct {
+	JobID  string `json:"job_id"`
+	Tenant string `json:"tenant,omitempty"`
+}
+
+func (ChatJob) Kind() string    { return "chat.job.v1" }
+func (m ChatJob) MsgID() string { return "job:" + m.JobID }
+
+// SearchRequest is one web_search call for one engine (fleet.search.v1.<engine>).
+type SearchRequest struct {
+	JobID  string        `json:"job_id"`
+	Hop    int           `json:"hop"`
+	CallID string        `json:"call_id"`
+	Engine string        `json:"engine"`
+	Query  engines.Query `json:"query"`
+	// Deadline is when the job stops waiting; a search past it is not run.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Direct marks a search of POST /v1/search: its result completes the job itself
+	// instead of resuming a chat chain.
+	Direct bool `json:"direct,omitempty"`
+}
+
+func (SearchRequest) Kind() string    { return "search.request.v1" }
+func (m SearchRequest) MsgID() string { return CallKey(m.JobID, m.Hop, m.CallID) }
+
+// SearchDone is a finished search on its way back to its chain
+// (fleet.chat.v1.resume). A failed search is a SearchDone too, with
+// Result.Citation.Error set: the model is told, the job goes on.
+type SearchDone struct {
+	JobID  string         `json:"job_id"`
+	Hop    int            `json:"hop"`
+	CallID string         `json:"call_id"`
+	Engine string         `json:"engine"`
+	Result engines.Result `json:"result"`
+	// Attempts is how many deliveries the search took.
+	Attempts int `json:"attempts"`
+	// Millis is how long the engine call took.
+	Millis int64 `json:"ms"`
+}
+
+func (SearchDone) Kind() string    { return "chat.resume.v1" }
+func (m SearchDone) MsgID() string { return "done:" + CallKey(m.JobID, m.Hop, m.CallID) }
+
+// CallKey identifies one server-tool call of a job: job:hop:call.
+func CallKey(jobID string, hop int, callID string) string {
+	return jobID + ":" + strconv.Itoa(hop) + ":" + callID
+}
+
+// EventType names a job lifecycle event.
+type EventType string
+
+// The lifecycle events, in the order a job with one search meets them:
+// queued → model_call → search_requested → search_done → model_call → completed.
+const (
+	EventQueued          EventType = "queued"
+	EventModelCall       EventType = "model_call"
+	EventSearchRequested EventType = "search_requested"
+	EventSearchDone      EventType = "search_done"
+	EventCompleted       EventType = "completed"
+	EventFailed          EventType = "failed"
+	EventCancelled       EventType = "cancelled"
+	EventWebhookFailed   EventType = "webhook_failed"
+	EventWebhookSent     EventType = "webhook_delivered"
+)
+
+// Terminal reports whether a job ends with this event.
+func (t EventType) Terminal() bool {
+	return t == EventCompleted || t == EventFailed || t == EventCancelled
+}
+
+// Event is one lifecycle event of a job (fleet.events.v1.<job>).
+type Event struct {
+	JobID string    `json:"job_id"`
+	Type  EventType `json:"type"`
+	At    time.Time `json:"at"`
+	Hop   int       `json:"hop"`
+	// CallID, Engine and Query describe the search of search_requested/search_done.
+	CallID string `json:"call_id,omitempty"`
+	Engine string `json:"engine,omitempty"`
+	Query  string `json:"query,omitempty"`
+	// Sources counts the sources a search returned.
+	Sources int `json:"sources,omitempty"`
+	// Error explains failed, and a failed search of search_done.
+	Error string `json:"error,omitempty"`
+}
+
+func (Event) Kind() string { return "job.event.v1" }
+func (m Event) MsgID() string {
+	return "ev:" + m.JobID + ":" + string(m.Type) + ":" + strconv.Itoa(m.Hop) + ":" + m.CallID
+}
