@@ -1,11 +1,481 @@
 package engines
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"html"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
 )
 
-// newBrave is not built yet.
+// Brave is the Brave Search web search API (GET /res/v1/web/search, key in the
+// X-Subscription-Token header).
+//
+// Every query field is applied by Brave: recency as freshness (pd, pw, pm, py), count
+// (at most 20 per request, Brave's ceiling), language as search_lang, country, and the
+// domain filters as site: operators in the query text, since Brave has no domain
+// parameters ("(site:a OR site:b)" for allowed domains, "-site:c" for blocked ones).
+// Hits outside the filters are still dropped, with a warning, should Brave ignore an
+// operator.
+//
+// Options: {"extraSnippets": true} asks Brave for its extra excerpts per result (plans
+// that include them), used when a result has no description. Off by default, because
+// plans without them gain nothing from the parameter.
+//
+// Pricing: the Search plan's $5 per 1,000 requests, so $0.005 per search by default.
+//
+// This file also holds the helpers every classic search API kind shares (brave,
+// searxng, exa, serper): classicBody, cleanHTML, clipSnippet, classicDate, siteQuery
+// and keepDomains.
+type brave struct {
+	client
+	opts  braveOptions
+	price float64
+}
+
+type braveOptions struct {
+	ExtraSnippets bool `json:"extraSnippets,omitempty"`
+}
+
+// braveMaxCount is the largest count Brave accepts in one request.
+const braveMaxCount = 20
+
 func newBrave(cfg Config, hc *http.Client) (Engine, error) {
-	return nil, fmt.Errorf("engine %q: kind %q is not implemented yet", cfg.ID, cfg.Kind)
+	e := &brave{client: newClient(cfg, hc, "https://api.search.brave.com")}
+	if err := cfg.options(&e.opts); err != nil {
+		return nil, err
+	}
+	e.price = cfg.price(0.005)
+	return e, nil
+}
+
+func (e *brave) Name() string { return e.id }
+
+// Capabilities reports every field as applied by Brave: the domain filters through
+// site: operators in q, the rest through Brave's own parameters.
+func (e *brave) Capabilities() Capabilities {
+	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
+}
+
+var braveFreshness = map[Recency]string{OneDay: "pd", OneWeek: "pw", OneMonth: "pm", OneYear: "py"}
+
+type braveResponse struct {
+	Web struct {
+		Results []braveResult `json:"results"`
+	} `json:"web"`
+}
+
+type braveResult struct {
+	Title       string `json:"title"`
+	URL         string `json:"url"`
+	Description string `json:"description"`
+	Age         string `json:"age"`
+	PageAge     string `json:"page_age"`
+	MetaURL     struct {
+		Hostname string `json:"hostname"`
+	} `json:"meta_url"`
+	ExtraSnippets []string `json:"extra_snippets"`
+}
+
+func (e *brave) Search(ctx context.Context, q Query) (*Result, error) {
+	if e.key == "" {
+		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
+	}
+	v, _ := e.params(q)
+	body, h, err := e.do(ctx, request{
+		method: http.MethodGet,
+		path:   "/res/v1/web/search?" + v.Encode(),
+		header: header("X-Subscription-Token", e.key),
+	})
+	if err != nil {
+		return nil, braveError(err, h)
+	}
+	return e.parse(q, [][]byte{body})
+}
+
+// params builds the query string for q, and the warnings for the parts of q Brave
+// cannot take as given (a count above its ceiling, a language or country it does not
+// know).
+func (e *brave) params(q Query) (url.Values, []string) {
+	v := url.Values{}
+	var warns []string
+	v.Set("q", siteQuery(q.Query, q.AllowedDomains, q.BlockedDomains))
+	count := q.Count
+	if count <= 0 {
+		count = DefaultCount
+	}
+	if count > braveMaxCount {
+		warns = append(warns, fmt.Sprintf("Brave returns at most %d results per request; %d were asked for", braveMaxCount, count))
+		count = braveMaxCount
+	}
+	v.Set("count", strconv.Itoa(count))
+	if f := braveFreshness[q.Recency]; f != "" {
+		v.Set("freshness", f)
+	}
+	if q.Country != "" {
+		if c, ok := braveCountry(q.Country); ok {
+			v.Set("country", c)
+		} else {
+			warns = append(warns, fmt.Sprintf("country %q is not one Brave knows and was ignored", q.Country))
+		}
+	}
+	if q.Language != "" {
+		if l, ok := braveLang(q.Language); ok {
+			v.Set("search_lang", l)
+		} else {
+			warns = append(warns, fmt.Sprintf("language %q is not one Brave knows and was ignored", q.Language))
+		}
+	}
+	if e.opts.ExtraSnippets {
+		v.Set("extra_snippets", "true")
+	}
+	return v, warns
+}
+
+// braveError reclassifies the failures whose HTTP status says less than Brave's error
+// code: 422 SUBSCRIPTION_TOKEN_INVALID is a bad key (Auth, not BadRequest), 429
+// QUOTA_LIMITED and 402 USAGE_LIMIT_EXCEEDED are spent quota, not a reason to retry. A
+// 429 without Retry-After waits for the first window of X-RateLimit-Reset ("1, 1419704":
+// seconds until the per-second and the monthly windows reset).
+//
+// The code is read from the error's message, which http.go builds as "CODE: detail"
+// from Brave's {"error":{"code","detail"}} envelope (or the body text otherwise).
+func braveError(err error, h http.Header) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Status == 0 {
+		return err
+	}
+	switch {
+	case strings.Contains(e.Message, "SUBSCRIPTION_TOKEN_INVALID"):
+		e.Kind = Auth
+	case strings.Contains(e.Message, "USAGE_LIMIT_EXCEEDED"), strings.Contains(e.Message, "QUOTA_LIMITED"):
+		e.Kind = Quota
+		e.RetryAfter = 0
+	}
+	if e.Kind == RateLimited && e.RetryAfter == 0 && h != nil {
+		e.RetryAfter = firstSeconds(h.Get("X-RateLimit-Reset"))
+	}
+	return e
+}
+
+// firstSeconds reads the first value of a comma-separated list of seconds; 0 when
+// there is none.
+func firstSeconds(v string) time.Duration {
+	first, _, _ := strings.Cut(v, ",")
+	s, err := strconv.ParseFloat(strings.TrimSpace(first), 64)
+	if err != nil || s <= 0 || s > 366*24*3600 {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {
+	body, err := classicBody(&e.client, bodies)
+	if err != nil {
+		return nil, err
+	}
+	var resp braveResponse
+	if err := e.decode(body, &resp); err != nil {
+		return nil, err
+	}
+	_, warns := e.params(q)
+	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}, Warnings: warns}
+	now := time.Now()
+	for _, r := range resp.Web.Results {
+		h := Hit{
+			Title:   cleanHTML(r.Title),
+			URL:     r.URL,
+			Source:  strings.TrimPrefix(strings.ToLower(r.MetaURL.Hostname), "www."),
+			Snippet: cleanHTML(r.Description),
+		}
+		if h.Snippet == "" && len(r.ExtraSnippets) > 0 {
+			h.Snippet = cleanHTML(strings.Join(r.ExtraSnippets, " … "))
+		}
+		h.Snippet = clipSnippet(h.Snippet)
+		if h.Published = classicDate(r.PageAge, now); h.Published.IsZero() {
+			h.Published = classicDate(r.Age, now)
+		}
+		res.Hits = append(res.Hits, h)
+	}
+	keepDomains(res, q)
+	return res, nil
+}
+
+// braveLangs are the search_lang values Brave accepts (its documented list; note "jp"
+// for Japanese and the script or region variants of Chinese, English and Portuguese).
+var braveLangs = map[string]bool{
+	"ar": true, "eu": true, "bn": true, "bg": true, "ca": true, "zh-hans": true, "zh-hant": true,
+	"hr": true, "cs": true, "da": true, "nl": true, "en": true, "en-gb": true, "et": true,
+	"fi": true, "fr": true, "gl": true, "de": true, "gu": true, "he": true, "hi": true,
+	"hu": true, "is": true, "it": true, "jp": true, "kn": true, "ko": true, "lv": true,
+	"lt": true, "ms": true, "ml": true, "mr": true, "nb": true, "pl": true, "pt-br": true,
+	"pt-pt": true, "pa": true, "ro": true, "ru": true, "sr": true, "sk": true, "sl": true,
+	"es": true, "sv": true, "ta": true, "te": true, "th": true, "tr": true, "uk": true, "vi": true,
+}
+
+// braveLang maps a BCP 47 tag to Brave's search_lang.
+func braveLang(tag string) (string, bool) {
+	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(tag), "_", "-"))
+	if braveLangs[t] {
+		return t, true
+	}
+	primary, rest, _ := strings.Cut(t, "-")
+	switch primary {
+	case "zh":
+		if strings.Contains(rest, "hant") || rest == "tw" || rest == "hk" || rest == "mo" {
+			return "zh-hant", true
+		}
+		return "zh-hans", true
+	case "ja":
+		return "jp", true
+	case "pt":
+		if rest == "pt" {
+			return "pt-pt", true
+		}
+		return "pt-br", true
+	case "en":
+		if rest == "gb" || rest == "uk" {
+			return "en-gb", true
+		}
+		return "en", true
+	case "no", "nn":
+		return "nb", true
+	case "iw":
+		return "he", true
+	}
+	if braveLangs[primary] {
+		return primary, true
+	}
+	return "", false
+}
+
+// braveCountries are the country codes Brave's country parameter accepts.
+var braveCountries = map[string]bool{
+	"AR": true, "AU": true, "AT": true, "BE": true, "BR": true, "CA": true, "CL": true,
+	"DK": true, "FI": true, "FR": true, "DE": true, "HK": true, "IN": true, "ID": true,
+	"IT": true, "JP": true, "KR": true, "MY": true, "MX": true, "NL": true, "NZ": true,
+	"NO": true, "CN": true, "PL": true, "PT": true, "PH": true, "RU": true, "SA": true,
+	"ZA": true, "ES": true, "SE": true, "CH": true, "TW": true, "TR": true, "GB": true,
+	"US": true,
+}
+
+func braveCountry(code string) (string, bool) {
+	c := strings.ToUpper(strings.TrimSpace(code))
+	if c == "UK" {
+		c = "GB"
+	}
+	return c, braveCountries[c]
+}
+
+// classicBody returns the one response body a classic kind parses (they make one call
+// per search), or a Decode error when there is none.
+func classicBody(c *client, bodies [][]byte) ([]byte, error) {
+	if len(bodies) == 0 || len(bodies[0]) == 0 {
+		return nil, &Error{Kind: Decode, Engine: c.id, Message: "empty response body"}
+	}
+	return bodies[0], nil
+}
+
+// siteQuery appends site: operators for the domain filters to q: "q site:a",
+// "q (site:a OR site:b)", "q -site:c". Brave and Google (Serper) both read them.
+func siteQuery(q string, allowed, blocked []string) string {
+	if len(allowed) == 0 && len(blocked) == 0 {
+		return q
+	}
+	var b strings.Builder
+	b.WriteString(q)
+	switch len(allowed) {
+	case 0:
+	case 1:
+		b.WriteString(" site:")
+		b.WriteString(allowed[0])
+	default:
+		b.WriteString(" (")
+		for i, d := range allowed {
+			if i > 0 {
+				b.WriteString(" OR ")
+			}
+			b.WriteString("site:")
+			b.WriteString(d)
+		}
+		b.WriteByte(')')
+	}
+	for _, d := range blocked {
+		b.WriteString(" -site:")
+		b.WriteString(d)
+	}
+	return b.String()
+}
+
+// keepDomains drops the hits outside q's domain filters, for kinds that pass the
+// filters to the provider (so finish does not) but cannot be sure it honoured them,
+// and warns when it dropped any.
+func keepDomains(res *Result, q Query) {
+	if len(q.AllowedDomains) == 0 && len(q.BlockedDomains) == 0 {
+		return
+	}
+	kept := res.Hits[:0]
+	for _, h := range res.Hits {
+		host := hostOf(h.URL)
+		if len(q.AllowedDomains) > 0 && !domainIn(host, q.AllowedDomains) || domainIn(host, q.BlockedDomains) {
+			continue
+		}
+		kept = append(kept, h)
+	}
+	if dropped := len(res.Hits) - len(kept); dropped > 0 {
+		res.warnf("%d hit(s) outside the domain filters were returned by the engine and dropped", dropped)
+	}
+	res.Hits = kept
+}
+
+// cleanHTML turns a provider's HTML-flavoured text (Brave's <strong> highlights,
+// entities such as &#x27;) into plain text on one line.
+func cleanHTML(s string) string {
+	if strings.IndexByte(s, '<') >= 0 {
+		s = stripTags(s)
+	}
+	if strings.IndexByte(s, '&') >= 0 {
+		s = html.UnescapeString(s)
+	}
+	return oneLine(s)
+}
+
+// stripTags removes HTML tags: a '<' followed by a letter, '/', '!' or '?' up to the
+// next '>'. Block-level breaks (br, p, div, li) become a line break, which oneLine then
+// turns into a space; a lone '<' ("a < b") is kept.
+func stripTags(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '<' || i+1 >= len(s) || !tagStart(s[i+1]) {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		end := strings.IndexByte(s[i:], '>')
+		if end < 0 {
+			b.WriteString(s[i:])
+			break
+		}
+		name := strings.ToLower(strings.TrimLeft(s[i+1:i+end], "/"))
+		for _, block := range []string{"br", "p", "div", "li"} {
+			if name == block || strings.HasPrefix(name, block+" ") || strings.HasPrefix(name, block+"/") {
+				b.WriteByte('\n')
+				break
+			}
+		}
+		i += end + 1
+	}
+	return b.String()
+}
+
+func tagStart(c byte) bool {
+	return c == '/' || c == '!' || c == '?' || (c|0x20) >= 'a' && (c|0x20) <= 'z'
+}
+
+// clipSnippet cuts s to at most SnippetBudget bytes on a rune boundary, the cut marked
+// with "…" inside the budget, so a hit's snippet is exactly what the model reads.
+func clipSnippet(s string) string {
+	const ellipsis = "…"
+	if len(s) <= SnippetBudget {
+		return s
+	}
+	n := SnippetBudget - len(ellipsis)
+	for n > 0 && !runeStart(s[n]) {
+		n--
+	}
+	return strings.TrimRight(s[:n], " ") + ellipsis
+}
+
+// classicDate reads the publication dates classic search APIs give: what parseDate
+// knows, a few more absolute layouts (fractional seconds without a zone as SearXNG
+// writes them, "5 Mar 2025", "2025年3月5日") and relative ages ("2 hours ago",
+// "yesterday", "3 天前") counted back from now. The zero time when none fits. The
+// string's shape picks the layouts to try first, so the common cases cost one parse.
+func classicDate(s string, now time.Time) time.Time {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}
+	}
+	if strings.HasSuffix(s, "ago") || strings.HasSuffix(s, "前") {
+		if t := relativeDate(s, now); !t.IsZero() {
+			return t
+		}
+	}
+	var likely []string
+	switch {
+	case len(s) >= 10 && s[4] == '-':
+		likely = isoLayouts
+	case s[0] >= 'A' && s[0] <= 'Z':
+		likely = monthLayouts
+	}
+	for _, layout := range likely {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t
+		}
+	}
+	if t := parseDate(s); !t.IsZero() {
+		return t
+	}
+	for _, layout := range otherLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t
+		}
+	}
+	return relativeDate(s, now)
+}
+
+var (
+	// isoLayouts: a fraction is optional in Go layouts, so these also read whole seconds.
+	isoLayouts   = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02"}
+	monthLayouts = []string{"Jan 2, 2006", "January 2, 2006"}
+	otherLayouts = []string{"2 Jan 2006", "2 January 2006", "Jan 2 2006", "2006年1月2日", "2006/01/02", "2006-1-2"}
+)
+
+var (
+	relativeEN = regexp.MustCompile(`^(\d+|an?|one)\s*(second|sec|minute|min|hour|hr|day|week|wk|month|mo|year|yr)s?\.?\s+ago$`)
+	relativeZH = regexp.MustCompile(`^(\d+)\s*(秒|分钟|小时|天|日|周|星期|个月|月|年)\s*前$`)
+)
+
+var relativeUnit = map[string]time.Duration{
+	"second": time.Second, "sec": time.Second, "秒": time.Second,
+	"minute": time.Minute, "min": time.Minute, "分钟": time.Minute,
+	"hour": time.Hour, "hr": time.Hour, "小时": time.Hour,
+	"day": 24 * time.Hour, "天": 24 * time.Hour, "日": 24 * time.Hour,
+	"week": 7 * 24 * time.Hour, "wk": 7 * 24 * time.Hour, "周": 7 * 24 * time.Hour, "星期": 7 * 24 * time.Hour,
+	"month": 30 * 24 * time.Hour, "mo": 30 * 24 * time.Hour, "个月": 30 * 24 * time.Hour, "月": 30 * 24 * time.Hour,
+	"year": 365 * 24 * time.Hour, "yr": 365 * 24 * time.Hour, "年": 365 * 24 * time.Hour,
+}
+
+// relativeDate reads an age relative to now; the zero time when s is not one.
+func relativeDate(s string, now time.Time) time.Time {
+	s = strings.ToLower(s)
+	switch s {
+	case "just now", "now", "刚刚":
+		return now
+	case "yesterday", "昨天":
+		return now.Add(-24 * time.Hour)
+	}
+	m := relativeEN.FindStringSubmatch(s)
+	if m == nil {
+		m = relativeZH.FindStringSubmatch(s)
+	}
+	if m == nil {
+		return time.Time{}
+	}
+	n, unit := 1, relativeUnit[m[2]]
+	if m[1] != "a" && m[1] != "an" && m[1] != "one" {
+		v, err := strconv.Atoi(m[1])
+		if err != nil || v < 0 || unit <= 0 || int64(v) > int64(200*365*24*time.Hour/unit) {
+			return time.Time{} // not a number, or further back than a Duration reaches
+		}
+		n = v
+	}
+	return now.Add(-time.Duration(n) * unit)
 }

@@ -1,11 +1,414 @@
 package engines
 
 import (
-	"fmt"
+	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
-// newOpenRouter is not built yet.
+// openRouter is OpenRouter chat completions with web search (POST
+// {base}/chat/completions, bearer key, default base https://openrouter.ai/api/v1,
+// default model openai/gpt-4.1-mini): any model answers, OpenRouter runs the searches
+// and returns the pages as url_citation annotations (WIRE_FORMATS.md §6).
+//
+// Options:
+//
+//	{"plugin": false,              // true: the older plugins:[{id:"web"}] form instead of the server tool
+//	 "engine": "",                 // auto (default) | native | exa | firecrawl | parallel
+//	 "maxUses": 1,                 // server tool: searches the model may run per request
+//	 "searchContextSize": "",      // low | medium | high (provider default when empty)
+//	 "systemPrompt": "…"}          // the instruction sent before the query
+//
+// The server tool (type openrouter:web_search) lets the model decide whether to
+// search, and the recordings show models answering without searching; the default
+// system prompt therefore tells it to search and cite. maxUses defaults to 1 because
+// one query is one search here and each extra search is billed.
+//
+// Cost is usage.cost as OpenRouter reports it (USD, search fee and tokens included);
+// without it, the configured or list price ($0.007, Exa's per-request fee) per search.
+type openRouter struct {
+	client
+	model string
+	opts  openrouterOptions
+	price float64
+}
+
+type openrouterOptions struct {
+	Plugin            bool   `json:"plugin,omitempty"`
+	Engine            string `json:"engine,omitempty"`
+	MaxUses           int    `json:"maxUses,omitempty"`
+	SearchContextSize string `json:"searchContextSize,omitempty"`
+	SystemPrompt      string `json:"systemPrompt,omitempty"`
+}
+
+// openrouterSystemPrompt is the default instruction: search, answer briefly, cite.
+const openrouterSystemPrompt = "Search the web for the user's query, then answer it concisely from the pages you found. Cite the pages you use."
+
 func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
-	return nil, fmt.Errorf("engine %q: kind %q is not implemented yet", cfg.ID, cfg.Kind)
+	e := &openRouter{client: newClient(cfg, hc, "https://openrouter.ai/api/v1"), model: cfg.Model}
+	if err := cfg.options(&e.opts); err != nil {
+		return nil, err
+	}
+	if e.model == "" {
+		e.model = "openai/gpt-4.1-mini"
+	}
+	if e.opts.MaxUses == 0 {
+		e.opts.MaxUses = 1
+	}
+	if e.opts.SystemPrompt == "" {
+		e.opts.SystemPrompt = openrouterSystemPrompt
+	}
+	e.price = cfg.price(0.007)
+	return e, nil
+}
+
+func (e *openRouter) Name() string { return e.id }
+
+// Capabilities: domain filters are sent to OpenRouter and the annotations are checked
+// against them (engines differ in what they honour: OpenAI ignores excluded_domains,
+// and the two lists cannot be combined); the server tool takes a user location
+// country. max_results only binds the Exa/Firecrawl/Parallel engines, and there is no
+// recency or language field, so those are left to the shared normalization.
+func (e *openRouter) Capabilities() Capabilities {
+	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: !e.opts.Plugin}
+}
+
+type openrouterRequest struct {
+	Model    string              `json:"model"`
+	Messages []openrouterMessage `json:"messages"`
+	Tools    []openrouterTool    `json:"tools,omitempty"`
+	Plugins  []openrouterPlugin  `json:"plugins,omitempty"`
+	Stream   bool                `json:"stream"`
+}
+
+type openrouterMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type openrouterTool struct {
+	Type       string               `json:"type"`
+	Parameters openrouterToolParams `json:"parameters"`
+}
+
+type openrouterToolParams struct {
+	Engine            string              `json:"engine,omitempty"`
+	MaxResults        int                 `json:"max_results,omitempty"`
+	MaxUses           int                 `json:"max_uses,omitempty"`
+	SearchContextSize string              `json:"search_context_size,omitempty"`
+	AllowedDomains    []string            `json:"allowed_domains,omitempty"`
+	ExcludedDomains   []string            `json:"excluded_domains,omitempty"`
+	UserLocation      *openrouterLocation `json:"user_location,omitempty"`
+}
+
+type openrouterLocation struct {
+	Type    string `json:"type"`
+	Country string `json:"country"`
+}
+
+type openrouterPlugin struct {
+	ID             string   `json:"id"`
+	Engine         string   `json:"engine,omitempty"`
+	MaxResults     int      `json:"max_results,omitempty"`
+	IncludeDomains []string `json:"include_domains,omitempty"`
+	ExcludeDomains []string `json:"exclude_domains,omitempty"`
+}
+
+type openrouterResponse struct {
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			Content     string                 `json:"content"`
+			Annotations []openrouterAnnotation `json:"annotations"`
+		} `json:"message"`
+		Error *openrouterErrorBody `json:"error"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens         int      `json:"prompt_tokens"`
+		CompletionTokens     int      `json:"completion_tokens"`
+		Cost                 *float64 `json:"cost"`
+		ServerToolUseDetails struct {
+			WebSearchRequests int `json:"web_search_requests"`
+		} `json:"server_tool_use_details"`
+	} `json:"usage"`
+	Error *openrouterErrorBody `json:"error"`
+}
+
+type openrouterAnnotation struct {
+	Type        string `json:"type"`
+	URLCitation struct {
+		URL        string `json:"url"`
+		Title      string `json:"title"`
+		Content    string `json:"content"`
+		StartIndex int    `json:"start_index"`
+		EndIndex   int    `json:"end_index"`
+	} `json:"url_citation"`
+}
+
+// openrouterErrorBody is the OpenAI-style error envelope {"error":{"code","message",
+// "metadata"}} that OpenRouter (numeric code = HTTP status) and Perplexity use, also
+// inside HTTP 200 answers.
+type openrouterErrorBody struct {
+	Code     json.RawMessage `json:"code"`
+	Message  string          `json:"message"`
+	Type     string          `json:"type"`
+	Metadata struct {
+		Raw          string `json:"raw"`
+		ProviderName string `json:"provider_name"`
+	} `json:"metadata"`
+}
+
+func (e *openRouter) Search(ctx context.Context, q Query) (*Result, error) {
+	if e.key == "" {
+		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
+	}
+	req := openrouterRequest{
+		Model: e.model,
+		Messages: []openrouterMessage{
+			{Role: "system", Content: e.opts.SystemPrompt},
+			{Role: "user", Content: q.Query},
+		},
+	}
+	// The two domain lists cannot be combined: the allow list wins, parse enforces
+	// the block list.
+	var allowed, excluded []string
+	if len(q.AllowedDomains) > 0 {
+		allowed = q.AllowedDomains
+	} else {
+		excluded = q.BlockedDomains
+	}
+	if e.opts.Plugin {
+		req.Plugins = []openrouterPlugin{{ID: "web", Engine: e.opts.Engine, MaxResults: q.Count, IncludeDomains: allowed, ExcludeDomains: excluded}}
+	} else {
+		p := openrouterToolParams{
+			Engine:            e.opts.Engine,
+			MaxResults:        q.Count,
+			MaxUses:           e.opts.MaxUses,
+			SearchContextSize: e.opts.SearchContextSize,
+			AllowedDomains:    allowed,
+			ExcludedDomains:   excluded,
+		}
+		if len(q.Country) == 2 {
+			p.UserLocation = &openrouterLocation{Type: "approximate", Country: strings.ToUpper(q.Country)}
+		}
+		req.Tools = []openrouterTool{{Type: "openrouter:web_search", Parameters: p}}
+	}
+	body, _, err := e.do(ctx, request{path: "/chat/completions", header: bearer(e.key), body: req})
+	if err != nil {
+		return nil, err
+	}
+	return e.parse(q, [][]byte{body})
+}
+
+func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
+	var resp openrouterResponse
+	if err := e.decode(bodies[0], &resp); err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, openrouterInBand(&e.client, resp.Error, bodies[0])
+	}
+	res := &Result{Usage: Usage{
+		Searches:     resp.Usage.ServerToolUseDetails.WebSearchRequests,
+		InputTokens:  resp.Usage.PromptTokens,
+		OutputTokens: resp.Usage.CompletionTokens,
+	}}
+	if resp.Usage.Cost != nil {
+		res.Usage.CostUSD = *resp.Usage.Cost
+	} else {
+		res.Usage.CostUSD = e.price * float64(max(res.Usage.Searches, 1))
+	}
+	if len(resp.Choices) == 0 {
+		return res, nil
+	}
+	c := resp.Choices[0]
+	if c.Error != nil {
+		return nil, openrouterInBand(&e.client, c.Error, bodies[0])
+	}
+	if c.FinishReason == "length" {
+		res.warnf("the answer was cut at the model's token limit")
+	}
+	text := c.Message.Content
+	var cites []openrouterCite
+	for _, a := range c.Message.Annotations {
+		if a.Type != "url_citation" || a.URLCitation.URL == "" {
+			continue
+		}
+		u := a.URLCitation
+		res.Hits = append(res.Hits, Hit{Title: u.Title, URL: u.URL, Snippet: u.Content})
+		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: u.Title, URI: u.URL}})
+		cites = append(cites, openrouterCite{num: len(res.Citation.Sources), url: u.URL, title: u.Title, start: u.StartIndex, end: u.EndIndex})
+	}
+	if len(cites) > 0 {
+		res.Summary = openrouterPlace(text, cites)
+	} else {
+		res.Summary, res.Citation.Sources, res.Hits = kimiCite(text)
+		if len(res.Citation.Sources) > 0 {
+			res.warnf("OpenRouter returned no url_citation annotations: the sources are the links in the answer text")
+		}
+	}
+	perplexityEnforceDomains(res, q.AllowedDomains, q.BlockedDomains)
+	return res, nil
+}
+
+// openrouterCite is one annotation to place in the text as marker [num].
+type openrouterCite struct {
+	num        int
+	url, title string
+	start, end int // code point offsets, often 0/0
+}
+
+// openrouterPlace inserts each citation's marker into text. An annotation whose
+// character span is real (non-empty, inside the text, and containing the page's
+// host, URL or title, as OpenAI's "([domain](url))" spans do) gets its marker at the
+// span's end. The others (OpenRouter's recordings are all 0/0) go after the sentence
+// or line where the URL, its host or its title first appears, else at the end of the
+// text. A text that already carries [n] markers is left alone: they number the
+// annotations (models like Perplexity's write them).
+func openrouterPlace(text string, cites []openrouterCite) string {
+	if markerRE.MatchString(text) {
+		return text
+	}
+	runes := utf8.RuneCountInString(text)
+	at := map[int][]int{} // byte offset -> source numbers
+	for _, c := range cites {
+		off := -1
+		if c.end > c.start && c.start >= 0 && c.end <= runes {
+			bs, be := CharToByte(text, c.start), CharToByte(text, c.end)
+			if openrouterSpanCites(text[bs:be], c) {
+				off = be
+			}
+		}
+		if off < 0 {
+			off = openrouterAnchor(text, c)
+		}
+		at[off] = append(at[off], c.num)
+	}
+	offs := make([]int, 0, len(at))
+	for o := range at {
+		offs = append(offs, o)
+	}
+	slices.Sort(offs)
+	ins := make([]Insert, 0, len(offs))
+	for _, o := range offs {
+		m := MarkerText(at[o])
+		if openrouterAfterURL(text[:o]) {
+			m = " " + m // keep the marker out of a bare URL
+		}
+		ins = append(ins, Insert{Offset: o, Text: m})
+	}
+	return InsertAtBytes(text, ins)
+}
+
+// openrouterSpanCites reports whether an annotated span plausibly belongs to c.
+func openrouterSpanCites(span string, c openrouterCite) bool {
+	if strings.Contains(span, c.url) {
+		return true
+	}
+	if h := hostOf(c.url); h != "" && openrouterIndexFold(span, h) >= 0 {
+		return true
+	}
+	return len(c.title) >= 4 && openrouterIndexFold(span, c.title) >= 0
+}
+
+// openrouterAnchor is where an unanchored citation's marker goes: after the sentence
+// or line that mentions its URL, host or title, else at the end of the text.
+func openrouterAnchor(text string, c openrouterCite) int {
+	end := len(strings.TrimRightFunc(text, unicode.IsSpace))
+	found := -1
+	if i := strings.Index(text, c.url); i >= 0 {
+		found = i + len(c.url)
+	} else if h := hostOf(c.url); h != "" {
+		if i := openrouterIndexFold(text, h); i >= 0 {
+			found = i + len(h)
+		}
+	}
+	if found < 0 && len(c.title) >= 4 {
+		if i := openrouterIndexFold(text, c.title); i >= 0 {
+			found = i + len(c.title)
+		}
+	}
+	if found < 0 {
+		return end
+	}
+	return min(openrouterSentenceEnd(text, found), end)
+}
+
+// openrouterSentenceEnd returns the offset just after the sentence that contains
+// text[from-1]: after ". ", "! ", "? " (or the same at the end of the text) and after
+// "。！？", or before the line break, whichever comes first.
+func openrouterSentenceEnd(text string, from int) int {
+	for i := from; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch r {
+		case '\n':
+			return len(strings.TrimRightFunc(text[:i], unicode.IsSpace))
+		case '.', '!', '?':
+			if i+size == len(text) || text[i+size] == ' ' || text[i+size] == '\n' || text[i+size] == '\t' {
+				return i + size
+			}
+		case '。', '！', '？':
+			return i + size
+		}
+		i += size
+	}
+	return len(text)
+}
+
+// openrouterAfterURL reports whether text ends inside a bare URL token.
+func openrouterAfterURL(text string) bool {
+	i := strings.LastIndexFunc(text, unicode.IsSpace)
+	tok := text[i+1:]
+	return strings.HasPrefix(tok, "http://") || strings.HasPrefix(tok, "https://")
+}
+
+// openrouterIndexFold is a case-insensitive strings.Index that returns a byte offset
+// into s itself (falling back to an exact search when lower-casing would move
+// offsets).
+func openrouterIndexFold(s, sub string) int {
+	ls, lsub := strings.ToLower(s), strings.ToLower(sub)
+	if len(ls) != len(s) || len(lsub) != len(sub) {
+		return strings.Index(s, sub)
+	}
+	return strings.Index(ls, lsub)
+}
+
+// openrouterInBand turns an error envelope that arrived inside an HTTP 200 answer into
+// an *Error. A numeric code is an HTTP status (OpenRouter's convention) and is
+// classified like one; otherwise the type or code text decides, and an unknown
+// in-band failure counts as Unavailable (it is the upstream's, and may pass). Shared
+// by the OpenAI-compatible kinds.
+func openrouterInBand(c *client, b *openrouterErrorBody, body []byte) *Error {
+	code := strings.Trim(string(b.Code), `" `)
+	msg := b.Message
+	if b.Metadata.Raw != "" {
+		msg += " (" + b.Metadata.Raw + ")"
+	}
+	if code != "" && code != "null" && !strings.Contains(msg, code) {
+		msg = code + ": " + msg
+	}
+	var e *Error
+	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n < 600 {
+		e = c.statusError(n, nil, body)
+		e.Status = 0 // the HTTP status was 200; the code is in the message
+	} else {
+		e = &Error{Engine: c.id, Kind: Unavailable}
+		switch hint := strings.ToLower(code + " " + b.Type); {
+		case strings.Contains(hint, "rate_limit"):
+			e.Kind = RateLimited
+		case strings.Contains(hint, "quota"), strings.Contains(hint, "insufficient"):
+			e.Kind = Quota
+		case strings.Contains(hint, "auth"):
+			e.Kind = Auth
+		case strings.Contains(hint, "invalid"):
+			e.Kind = BadRequest
+		}
+	}
+	e.Message = c.redact(truncate(msg, 300))
+	return e
 }

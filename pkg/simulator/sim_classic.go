@@ -1,4 +1,143 @@
 package simulator
 
-// classicRoutes is not built yet.
-func classicRoutes() []engineRoute { return nil }
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+)
+
+// classicRoutes serves the classic search APIs from their fixtures, each at the kind's
+// native path under /<kind>: Brave's GET /res/v1/web/search, SearXNG's GET /search,
+// Exa's POST /search and Serper's POST /search. The success bodies are the constructed
+// docs-shape fixtures (no recorded success exists for Brave, SearXNG or Serper); the
+// error bodies follow each provider's own envelope, with "simulated" in the text.
+func classicRoutes() []engineRoute {
+	braveOK := fixtures.Read("brave/docs-shape-web-search.CONSTRUCTED.json")
+	braveQuota := fixtures.Read("brave/logged-402-usage-limit-exceeded.json")
+	searxngOK := fixtures.Read("searxng/docs-shape-search.CONSTRUCTED.json")
+	searxngForbidden := fixtures.Read("searxng/docs-shape-403-format-disabled.CONSTRUCTED.html")
+	exaOK := fixtures.Read("exa/docs-shape-search-highlights.CONSTRUCTED.json")
+	serperOK := fixtures.Read("serper/docs-shape-search.CONSTRUCTED.json")
+	return []engineRoute{
+		{
+			kind:    "brave",
+			pattern: "GET /brave/res/v1/web/search",
+			queryOf: urlParam("q"),
+			answer:  func(*http.Request, []byte, string) []byte { return braveOK },
+			empty: func() []byte {
+				return []byte(`{"type":"search","query":{"original":"","more_results_available":false},"mixed":{"type":"mixed","main":[],"top":[],"side":[]}}`)
+			},
+			errorBody: func(status int) []byte {
+				if status == http.StatusPaymentRequired {
+					return braveQuota // the recorded body
+				}
+				return braveErrorBody(status)
+			},
+		},
+		{
+			kind:    "searxng",
+			pattern: "GET /searxng/search",
+			queryOf: urlParam("q"),
+			answer:  func(*http.Request, []byte, string) []byte { return searxngOK },
+			empty: func() []byte {
+				return []byte(`{"query":"","number_of_results":0,"results":[],"answers":[],"corrections":[],"infoboxes":[],"suggestions":[],"unresponsive_engines":[]}`)
+			},
+			errorBody: searxngErrorBody(searxngForbidden),
+		},
+		{
+			kind:    "exa",
+			pattern: "POST /exa/search",
+			queryOf: jsonField("query"),
+			answer:  func(*http.Request, []byte, string) []byte { return exaOK },
+			empty: func() []byte {
+				return []byte(`{"requestId":"sim-empty","resolvedSearchType":"neural","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`)
+			},
+			errorBody: exaErrorBody,
+		},
+		{
+			kind:    "serper",
+			pattern: "POST /serper/search",
+			queryOf: jsonField("q"),
+			answer:  func(*http.Request, []byte, string) []byte { return serperOK },
+			empty: func() []byte {
+				return []byte(`{"searchParameters":{"q":"","type":"search","engine":"google"},"organic":[],"credits":1}`)
+			},
+			errorBody: serperErrorBody,
+		},
+	}
+}
+
+// braveErrorBody is Brave's {"type":"ErrorResponse","error":{…}} envelope with the code
+// Brave uses for status.
+func braveErrorBody(status int) []byte {
+	code, detail := "SIMULATED_FAILURE", "Simulated Brave failure."
+	switch {
+	case status == http.StatusTooManyRequests:
+		code, detail = "RATE_LIMITED", "Request rate limit exceeded for plan. (simulated)"
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		code, detail = "SUBSCRIPTION_TOKEN_INVALID", "The provided subscription token is invalid. (simulated)"
+	}
+	return jsonBody(map[string]any{
+		"type": "ErrorResponse",
+		"error": map[string]any{
+			"id": "simulated", "status": status, "code": code, "detail": detail,
+			"meta": map[string]any{"component": "simulator"},
+		},
+		"time": 0,
+	})
+}
+
+// searxngErrorBody answers as SearXNG and what stands in front of it do: Flask's bare
+// HTML pages (its 403 is the refusal of a disabled output format), the limiter's
+// plain-text 429 and an authenticating proxy's 401 page.
+func searxngErrorBody(forbidden []byte) func(int) []byte {
+	return func(status int) []byte {
+		switch status {
+		case http.StatusForbidden:
+			return forbidden
+		case http.StatusTooManyRequests:
+			return []byte("Too Many Requests (simulated)")
+		case http.StatusUnauthorized:
+			return []byte("<html>\r\n<head><title>401 Authorization Required</title></head>\r\n<body>\r\n<center><h1>401 Authorization Required</h1></center>\r\n<hr><center>simulated proxy</center>\r\n</body>\r\n</html>\r\n")
+		}
+		return fmt.Appendf(nil, "<!doctype html>\n<html lang=en>\n<title>%d %s</title>\n<h1>%s</h1>\n<p>Simulated SearXNG failure.</p>\n", status, http.StatusText(status), http.StatusText(status))
+	}
+}
+
+// exaErrorBody is Exa's {"requestId","error","tag"} envelope.
+func exaErrorBody(status int) []byte {
+	tag, msg := "INTERNAL_ERROR", "Internal server error (simulated)"
+	switch status {
+	case http.StatusUnauthorized:
+		tag, msg = "INVALID_API_KEY", "Invalid API key (simulated)"
+	case http.StatusPaymentRequired:
+		tag, msg = "NO_MORE_CREDITS", "You have run out of credits (simulated)"
+	case http.StatusForbidden:
+		tag, msg = "ACCESS_DENIED", "Access denied (simulated)"
+	case http.StatusTooManyRequests:
+		tag, msg = "RATE_LIMIT_EXCEEDED", "Rate limit exceeded (simulated)"
+	}
+	return jsonBody(map[string]any{"requestId": "simulated", "error": msg, "tag": tag})
+}
+
+// serperErrorBody is Serper's {"message","statusCode"} envelope.
+func serperErrorBody(status int) []byte {
+	msg := "Internal server error (simulated)"
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		msg = "Unauthorized. (simulated)"
+	case http.StatusTooManyRequests:
+		msg = "Too many requests (simulated)"
+	}
+	return jsonBody(map[string]any{"message": msg, "statusCode": status})
+}
+
+func jsonBody(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil { // maps of strings and numbers always marshal
+		return []byte(`{}`)
+	}
+	return b
+}

@@ -1,4 +1,187 @@
 package simulator
 
-// groundedRoutesA is not built yet.
-func groundedRoutesA() []engineRoute { return nil }
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+)
+
+// groundedRoutesA serves the LLM-grounded kinds gemini, openai and anthropic from their
+// recordings, each under its kind's prefix and native path:
+//
+//   - gemini: POST /gemini/v1beta/models/{model}:generateContent (Developer API) and
+//     POST /gemini/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:generateContent
+//     (Vertex AI), answering with the gemini-2.5-pro San Francisco recording;
+//   - openai: POST /openai/v1/responses, answering with the gpt-5-mini recording (ten
+//     url_citation annotations, character offsets over non-ASCII text);
+//   - anthropic: POST /anthropic/v1/messages, answering with the claude-sonnet-4 San
+//     Francisco recording (end_turn; the pause_turn pair is left to the engine tests).
+//
+// Errors come in each provider's own envelope, so the engines' error parsing is
+// exercised as in production.
+func groundedRoutesA() []engineRoute {
+	gemOK := fixtures.Read("gemini/pydantic-generate-websearch-sf.response.json")
+	gemini := engineRoute{
+		kind:    "gemini",
+		queryOf: geminiSimQuery,
+		answer: func(r *http.Request, _ []byte, _ string) []byte {
+			// ServeMux wildcards match whole segments, so the method suffix is checked
+			// here; a wrong one gets Google's error envelope (the engine reports it).
+			if m := r.PathValue("model"); !strings.HasSuffix(m, ":generateContent") || m == ":generateContent" {
+				return []byte(`{"error":{"code":404,"message":"simulator: only {model}:generateContent is served","status":"NOT_FOUND"}}`)
+			}
+			return gemOK
+		},
+		empty: func() []byte {
+			return []byte(`{"candidates":[{"content":{"parts":[{"text":"(simulated) The search found nothing for this query."}],"role":"model"},"finishReason":"STOP","index":0,"groundingMetadata":{}}],"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":10,"totalTokenCount":22},"modelVersion":"gemini-2.5-flash"}`)
+		},
+		errorBody: geminiSimError,
+		model:     "gemini-2.5-flash",
+	}
+	vertex := gemini
+	gemini.pattern = "POST /gemini/v1beta/models/{model}"
+	vertex.pattern = "POST /gemini/v1/projects/{project}/locations/{location}/publishers/google/models/{model}"
+
+	oaiOK := fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json")
+	openai := engineRoute{
+		kind:    "openai",
+		pattern: "POST /openai/v1/responses",
+		queryOf: openaiSimQuery,
+		answer:  func(*http.Request, []byte, string) []byte { return oaiOK },
+		empty: func() []byte {
+			return []byte(`{"id":"resp_sim_empty","object":"response","status":"completed","error":null,"model":"gpt-5-mini","output":[{"id":"ws_sim","type":"web_search_call","status":"completed","action":{"type":"search","query":"","sources":[]}},{"id":"msg_sim","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"(simulated) The search found nothing for this query."}]}],"usage":{"input_tokens":900,"output_tokens":12,"total_tokens":912}}`)
+		},
+		errorBody: openaiSimError,
+		model:     "gpt-5-mini",
+	}
+
+	antOK := fixtures.Read("anthropic/pydantic-web-search-sf.response.json")
+	anthropic := engineRoute{
+		kind:    "anthropic",
+		pattern: "POST /anthropic/v1/messages",
+		queryOf: anthropicSimQuery,
+		answer:  func(*http.Request, []byte, string) []byte { return antOK },
+		empty: func() []byte {
+			return []byte(`{"id":"msg_sim_empty","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"server_tool_use","id":"srvtoolu_sim","name":"web_search","input":{"query":""}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_sim","content":[]},{"type":"text","text":"(simulated) The search found nothing for this query."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":2100,"output_tokens":12,"server_tool_use":{"web_search_requests":1}}}`)
+		},
+		errorBody: anthropicSimError,
+		model:     "claude-sonnet-4-5",
+	}
+	return []engineRoute{gemini, vertex, openai, anthropic}
+}
+
+// geminiSimQuery reads the last user text of a generateContent request.
+func geminiSimQuery(_ *http.Request, body []byte) string {
+	var req struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text string `json:"text"`
+			} `json:"parts"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	for i := len(req.Contents) - 1; i >= 0; i-- {
+		if c := req.Contents[i]; c.Role == "user" || c.Role == "" {
+			var b strings.Builder
+			for _, p := range c.Parts {
+				b.WriteString(p.Text)
+			}
+			return b.String()
+		}
+	}
+	return ""
+}
+
+// openaiSimQuery reads the input of a Responses request: a string, or the last user
+// message (string content or input_text parts).
+func openaiSimQuery(_ *http.Request, body []byte) string {
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(req.Input, &s) == nil {
+		return s
+	}
+	var items []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(req.Input, &items) != nil {
+		return ""
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Role == "user" {
+			return contentText(items[i].Content)
+		}
+	}
+	return ""
+}
+
+// anthropicSimQuery reads the first user message of a Messages request (string
+// content or text blocks); a pause_turn continuation repeats it first.
+func anthropicSimQuery(_ *http.Request, body []byte) string {
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	for _, m := range req.Messages {
+		if m.Role == "user" {
+			return contentText(m.Content)
+		}
+	}
+	return ""
+}
+
+// geminiSimError is Google's error envelope with the canonical status for code.
+func geminiSimError(code int) []byte {
+	status := map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+		404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE"}[code]
+	if status == "" {
+		status = "UNKNOWN"
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"code": code, "message": fmt.Sprintf("simulated Gemini failure (HTTP %d)", code), "status": status}})
+	return b
+}
+
+// openaiSimError is OpenAI's error envelope.
+func openaiSimError(code int) []byte {
+	typ, errCode := "invalid_request_error", any(nil)
+	switch {
+	case code == 429:
+		typ, errCode = "requests", "rate_limit_exceeded"
+	case code == 401 || code == 403:
+		errCode = "invalid_api_key"
+	case code >= 500:
+		typ, errCode = "server_error", "server_error"
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": fmt.Sprintf("simulated OpenAI failure (HTTP %d)", code), "type": typ, "param": nil, "code": errCode}})
+	return b
+}
+
+// anthropicSimError is Anthropic's error envelope.
+func anthropicSimError(code int) []byte {
+	typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+		404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[code]
+	if typ == "" {
+		typ = "api_error"
+	}
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{
+		"type": typ, "message": fmt.Sprintf("simulated Anthropic failure (HTTP %d)", code)}, "request_id": "req_simulated"})
+	return b
+}

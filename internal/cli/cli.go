@@ -1,0 +1,84 @@
+// Package cli is what every binary's main shares: a context cancelled by SIGINT or
+// SIGTERM, configuration loading with a redacted log line, and the Redis connection.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/config"
+)
+
+// Main runs run with a context cancelled on SIGINT/SIGTERM and exits 1 on error.
+func Main(run func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// Load reads the environment and the config file it names, logging both (redacted).
+func Load(role string) (config.Env, *config.File, *slog.Logger, error) {
+	env, err := config.LoadEnv()
+	if err != nil {
+		return env, nil, nil, err
+	}
+	log := env.Logger().With("process", role)
+	if env.ConfigFile == "" {
+		return env, nil, log, fmt.Errorf("FLEET_CONFIG must name the providers/models/webSearch config file (see config/example.json)")
+	}
+	f, err := config.LoadFile(env.ConfigFile)
+	if err != nil {
+		return env, nil, log, err
+	}
+	LogStart(log, env, f)
+	return env, f, log, nil
+}
+
+// LogStart logs the settings once, redacted, and which key variables are set (never
+// their values).
+func LogStart(log *slog.Logger, env config.Env, f *config.File) {
+	log.Info("starting", "settings", env)
+	for _, k := range f.KeyEnvs() {
+		if os.Getenv(k) == "" {
+			log.Warn("key variable not set: calls needing it will fail with an auth error", "var", k)
+		}
+	}
+}
+
+// Redis connects to url, retrying until ctx ends or 30s pass.
+func Redis(ctx context.Context, url string) (redis.UniversalClient, error) {
+	if url == "" {
+		return nil, fmt.Errorf("REDIS_URL is required")
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.PoolSize = 256
+	rdb := redis.NewClient(opt)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := rdb.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			return rdb, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			rdb.Close()
+			return nil, fmt.Errorf("redis %s not reachable: %w", config.RedactURL(url), err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

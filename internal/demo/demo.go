@@ -1,0 +1,68 @@
+// Package demo builds the zero-setup configuration of `make run`: a scripted main
+// model and every engine kind, all answered by the built-in simulator.
+package demo
+
+import (
+	"encoding/json"
+
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+)
+
+// Model is the model name the demo serves.
+const Model = "sim-model"
+
+// KeyEnv is the variable every simulated provider reads its key from; the demo sets
+// it, since the simulator accepts any key.
+const KeyEnv = "SIM_API_KEY"
+
+var descriptions = map[string]string{
+	"glm-chat":   "GLM-4.7 with web search – better for Chinese / domestic news",
+	"gemini":     "Gemini with Google Search grounding – broader global web coverage",
+	"openai":     "OpenAI Responses web_search",
+	"anthropic":  "Claude web_search",
+	"kimi":       "Kimi $web_search",
+	"perplexity": "Perplexity Sonar",
+	"openrouter": "OpenRouter web search",
+	"glm-api":    "Zhipu web search API (raw results)",
+	"brave":      "Brave Search API (raw results)",
+	"tavily":     "Tavily search API (raw results)",
+	"searxng":    "SearXNG metasearch (raw results)",
+	"exa":        "Exa neural search (raw results)",
+	"serper":     "Serper Google results (raw results)",
+}
+
+// ids renames two kinds to the seed's engine ids.
+var ids = map[string]string{"glm-chat": "glm", "gemini": "google"}
+
+// Config is the demo configuration for a simulator at simURL serving engineCfgs (its
+// EngineConfigs). GLM is configured the seed's way, through a provider key listed in
+// routing.web_search; the others by kind.
+func Config(simURL string, engineCfgs []engines.Config) *config.File {
+	f := &config.File{
+		Providers: map[string]config.Provider{
+			"sim":   {Kind: "openai", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
+			"zhipu": {Kind: "glm", SearchBaseURL: simURL + "/glm-chat", APIKeyEnv: KeyEnv},
+		},
+		Models:  map[string]config.ModelRoute{Model: {Provider: "sim", Model: "sim-scripted"}},
+		Routing: config.Routing{WebSearch: []config.Route{{ID: "web-search-backends", Priority: 200, Targets: []string{"zhipu.glm-4.7"}}}},
+		WebSearch: config.WebSearch{InjectPolicy: "selective"},
+	}
+	for _, c := range engineCfgs {
+		id := c.ID
+		if v, ok := ids[c.Kind]; ok {
+			id = v
+		}
+		e := config.EngineEntry{ID: id, Description: descriptions[c.Kind]}
+		if c.Kind == "glm-chat" {
+			e.ProviderKey, e.Default = "zhipu.glm-4.7", true
+		} else {
+			e.Kind, e.BaseURL, e.Model, e.APIKeyEnv = c.Kind, c.BaseURL, c.Model, c.APIKeyEnv
+			if len(c.Options) > 0 {
+				e.Options = json.RawMessage(c.Options)
+			}
+		}
+		f.WebSearch.Engines = append(f.WebSearch.Engines, e)
+	}
+	return f
+}

@@ -1,0 +1,313 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// chatCompletions is POST /v1/chat/completions: OpenAI-compatible, answered when the
+// job ends (streamed as chat.completion.chunk events when the request asks to stream).
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	req, ok := s.parseChat(w, body)
+	if !ok {
+		return
+	}
+	job := s.newChatJob(r, body, req)
+	waiter, err := s.watch(job.ID)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable: "+err.Error())
+		return
+	}
+	defer waiter.stop()
+	if !s.submit(w, r.Context(), job, bus.SubjectChatJob) {
+		return
+	}
+	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
+	if req.Stream {
+		s.streamAnswer(w, r, job, req, waiter)
+		return
+	}
+	done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
+	if err != nil {
+		s.waitFailed(w, job.ID, err)
+		return
+	}
+	s.writeOutcome(w, done)
+}
+
+// parseChat validates a chat request; it has answered when it returns false.
+func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest, bool) {
+	req, err := llm.ParseChatRequest(body)
+	if err != nil {
+		var re *llm.RequestError
+		param := ""
+		if errors.As(err, &re) {
+			param = re.Param
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", param, err.Error())
+		return nil, false
+	}
+	if !slices.Contains(s.Models, req.Model) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
+			fmt.Sprintf("The model %q does not exist. Available models: %s.", req.Model, strings.Join(s.Models, ", ")))
+		return nil, false
+	}
+	return req, true
+}
+
+func (s *Server) newChatJob(r *http.Request, body []byte, req *llm.ChatRequest) *state.Job {
+	now := time.Now().UTC()
+	return &state.Job{ID: newID("job_"), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
+}
+
+// submit records a job and publishes it: the queued event first, then the job. It has
+// answered the request with an error when it returns false.
+func (s *Server) submit(w http.ResponseWriter, ctx context.Context, job *state.Job, subject string) bool {
+	if err := s.Store.CreateJob(ctx, job); err != nil {
+		s.Log.Error("api: recording job", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the job; try again.")
+		return false
+	}
+	queued, _ := s.Bus.PublishAsync(bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})
+	var err error
+	switch job.Kind {
+	case "chat":
+		err = s.Bus.Publish(ctx, subject, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
+	default:
+		err = fmt.Errorf("unknown job kind %q", job.Kind)
+	}
+	if err == nil {
+		err = bus.Wait(ctx, queued)
+	}
+	if err != nil {
+		return s.publishFailed(w, ctx, job, err)
+	}
+	return true
+}
+
+// publishFailed fails a recorded job whose publish did not go through, so it is not
+// left queued forever, and answers 503.
+func (s *Server) publishFailed(w http.ResponseWriter, ctx context.Context, job *state.Job, err error) bool {
+	s.Log.Error("api: publishing job", "job", job.ID, "err", err)
+	msg := "The fleet could not take the job; try again."
+	if errors.Is(err, bus.ErrQueueFull) {
+		msg = "The fleet's queue is full; retry later."
+	}
+	s.Store.Update(context.WithoutCancel(ctx), job.ID, state.Failed, "error", &state.JobError{Status: http.StatusServiceUnavailable, Type: "server_error", Message: msg})
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "server_error", "", "", msg)
+	return false
+}
+
+// waiter watches one job's events. It subscribes before the job is published, so the
+// terminal event cannot be missed; a Redis poll backs it up across NATS reconnects.
+type waiter struct {
+	ch  chan *nats.Msg
+	sub *nats.Subscription
+}
+
+func (s *Server) watch(jobID string) (*waiter, error) {
+	wt := &waiter{ch: make(chan *nats.Msg, 32)}
+	sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectEvents(jobID), wt.ch)
+	if err != nil {
+		return nil, err
+	}
+	wt.sub = sub
+	return wt, nil
+}
+
+func (wt *waiter) stop() { wt.sub.Unsubscribe() }
+
+var errWaitTimeout = errors.New("still running")
+
+// wait returns the job once it has ended. onEvent, if set, sees each event.
+func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Duration, onEvent func(bus.Event)) (*state.Job, error) {
+	timeout := time.NewTimer(max)
+	defer timeout.Stop()
+	poll := time.NewTicker(2 * time.Second)
+	defer poll.Stop()
+	for {
+		select {
+		case m := <-wt.ch:
+			ev, _, err := bus.Decode[bus.Event](m.Data)
+			if err != nil {
+				continue
+			}
+			if onEvent != nil {
+				onEvent(ev)
+			}
+			if !ev.Type.Terminal() {
+				continue
+			}
+		case <-poll.C:
+			if onEvent != nil {
+				onEvent(bus.Event{})
+			}
+			st, err := s.Store.JobStatus(ctx, jobID)
+			if err != nil || !st.Terminal() {
+				continue
+			}
+		case <-timeout.C:
+			return nil, errWaitTimeout
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return s.Store.GetJob(ctx, jobID)
+	}
+}
+
+func (s *Server) waitFailed(w http.ResponseWriter, jobID string, err error) {
+	if errors.Is(err, errWaitTimeout) {
+		writeError(w, http.StatusGatewayTimeout, "timeout", "job_still_running", "",
+			fmt.Sprintf("The job %s is still running; fetch GET /v1/jobs/%s for its answer.", jobID, jobID))
+		return
+	}
+	if errors.Is(err, context.Canceled) {
+		return // the client left; the job runs on and can be fetched
+	}
+	writeError(w, http.StatusInternalServerError, "server_error", "", "", "Reading the job failed: "+err.Error())
+}
+
+func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
+	switch job.Status {
+	case state.Completed:
+		writeJSON(w, http.StatusOK, job.Response)
+	case state.Cancelled:
+		writeError(w, http.StatusConflict, "invalid_request_error", "job_cancelled", "", "The job was cancelled.")
+	default:
+		je := job.Error
+		if je == nil {
+			je = &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the job failed"}
+		}
+		writeJobError(w, je)
+	}
+}
+
+// streamAnswer answers a streaming request with server-sent events: keep-alive
+// comments while the fleet works, then the answer as chat.completion.chunk events and
+// [DONE]. (The answer is produced whole by the fleet; it is then streamed.)
+func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state.Job, req *llm.ChatRequest, wt *waiter) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	lastBeat := time.Now()
+	done, err := wt.wait(r.Context(), s, job.ID, s.SyncWait, func(bus.Event) {
+		if time.Since(lastBeat) > 10*time.Second {
+			fmt.Fprint(w, ": working\n\n")
+			if fl != nil {
+				fl.Flush()
+			}
+			lastBeat = time.Now()
+		}
+	})
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	switch {
+	case err != nil:
+		send(apiError{Error: apiErrorBody{Message: "the job did not finish in time; fetch GET /v1/jobs/" + job.ID, Type: "timeout"}})
+	case done.Status != state.Completed:
+		je := done.Error
+		if je == nil {
+			je = &state.JobError{Type: "server_error", Message: "the job " + string(done.Status)}
+		}
+		code := je.Code
+		send(apiError{Error: apiErrorBody{Message: je.Message, Type: je.Type, Code: &code}})
+	default:
+		includeUsage := strings.Contains(string(req.Extra["stream_options"]), `"include_usage":true`)
+		for _, c := range chunks(done.Response, includeUsage) {
+			fmt.Fprintf(w, "data: %s\n\n", c)
+		}
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// chunks renders a chat.completion as chat.completion.chunk events: the role, the
+// content in pieces, tool calls, then the finish reason with the annotations.
+func chunks(resp json.RawMessage, includeUsage bool) [][]byte {
+	var c struct {
+		ID      string `json:"id"`
+		Created int64  `json:"created"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      map[string]json.RawMessage `json:"message"`
+			FinishReason string                     `json:"finish_reason"`
+		} `json:"choices"`
+		Usage json.RawMessage `json:"usage"`
+	}
+	if json.Unmarshal(resp, &c) != nil || len(c.Choices) == 0 {
+		return nil
+	}
+	msg := c.Choices[0].Message
+	var out [][]byte
+	chunk := func(delta map[string]any, finish any, usage json.RawMessage) {
+		v := map[string]any{"id": c.ID, "object": "chat.completion.chunk", "created": c.Created, "model": c.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+		if usage != nil {
+			v["choices"] = []any{}
+			v["usage"] = usage
+		}
+		b, _ := json.Marshal(v)
+		out = append(out, b)
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	text := llm.Text(msg["content"])
+	for len(text) > 0 {
+		n := min(len(text), 64)
+		for n < len(text) && !utf8.RuneStart(text[n]) {
+			n++
+		}
+		chunk(map[string]any{"content": text[:n]}, nil, nil)
+		text = text[n:]
+	}
+	if tc, ok := msg["tool_calls"]; ok {
+		var calls []map[string]any
+		json.Unmarshal(tc, &calls)
+		for i := range calls {
+			calls[i]["index"] = i
+		}
+		chunk(map[string]any{"tool_calls": calls}, nil, nil)
+	}
+	final := map[string]any{}
+	if a, ok := msg["annotations"]; ok && string(a) != "[]" {
+		final["annotations"] = a
+	}
+	chunk(final, c.Choices[0].FinishReason, nil)
+	if includeUsage {
+		chunk(nil, nil, c.Usage)
+	}
+	return out
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	data := make([]map[string]any, 0, len(s.Models))
+	for _, m := range s.Models {
+		data = append(data, map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "searchfleet"})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}

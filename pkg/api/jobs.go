@@ -1,0 +1,199 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// jobView is a job as the API shows it.
+type jobView struct {
+	ID            string          `json:"id"`
+	Object        string          `json:"object"`
+	Kind          string          `json:"kind"`
+	Status        state.Status    `json:"status"`
+	Model         string          `json:"model,omitempty"`
+	CreatedAt     int64           `json:"created_at"`
+	UpdatedAt     int64           `json:"updated_at"`
+	FinishedAt    *int64          `json:"finished_at"`
+	Response      json.RawMessage `json:"response"`
+	Error         *apiErrorBody   `json:"error"`
+	Usage         json.RawMessage `json:"usage,omitempty"`
+	Trace         json.RawMessage `json:"trace,omitempty"`
+	WebhookStatus string          `json:"webhook_status,omitempty"`
+	Batch         string          `json:"batch_id,omitempty"`
+}
+
+func viewOf(j *state.Job) jobView {
+	v := jobView{ID: j.ID, Object: "job", Kind: j.Kind, Status: j.Status, Model: j.Model, CreatedAt: j.Created.Unix(), UpdatedAt: j.Updated.Unix(),
+		Response: j.Response, Usage: j.Usage, Trace: j.Trace, WebhookStatus: j.WebhookStatus, Batch: j.Batch}
+	if !j.Finished.IsZero() {
+		t := j.Finished.Unix()
+		v.FinishedAt = &t
+	}
+	if v.Response == nil {
+		v.Response = json.RawMessage("null")
+	}
+	if j.Error != nil {
+		code := j.Error.Code
+		v.Error = &apiErrorBody{Message: j.Error.Message, Type: j.Error.Type}
+		if code != "" {
+			v.Error.Code = &code
+		}
+	}
+	return v
+}
+
+// createJob is POST /v1/jobs: the chat request is accepted at once (202) and run by
+// the fleet; its answer is fetched later, followed as events, or delivered to a
+// callback.
+func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "request body is not a JSON object")
+		return
+	}
+	callback := top["callback"]
+	delete(top, "callback")
+	delete(top, "metadata")
+	chatBody, _ := json.Marshal(top)
+	req, ok := s.parseChat(w, chatBody)
+	if !ok {
+		return
+	}
+	if len(callback) > 0 && string(callback) != "null" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
+		return
+	}
+	job := s.newChatJob(r, chatBody, req)
+	if !s.submit(w, r.Context(), job, bus.SubjectChatJob) {
+		return
+	}
+	w.Header().Set("Location", "/v1/jobs/"+job.ID)
+	writeJSON(w, http.StatusAccepted, viewOf(job))
+}
+
+// loadJob reads the job named in the path, as its tenant sees it; it has answered
+// when it returns nil.
+func (s *Server) loadJob(w http.ResponseWriter, r *http.Request) *state.Job {
+	id := r.PathValue("id")
+	if !validJobID(id) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", id))
+		return nil
+	}
+	job, err := s.Store.GetJob(r.Context(), id)
+	if errors.Is(err, state.ErrNotFound) || err == nil && job.Tenant != tenantOf(r) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", id))
+		return nil
+	}
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed.")
+		return nil
+	}
+	return job
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	if job := s.loadJob(w, r); job != nil {
+		writeJSON(w, http.StatusOK, viewOf(job))
+	}
+}
+
+// cancelJob is POST /v1/jobs/{id}/cancel: the job stops at its next step and makes no
+// further paid calls.
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
+	job := s.loadJob(w, r)
+	if job == nil {
+		return
+	}
+	ok, err := s.Store.Update(r.Context(), job.ID, state.Cancelled)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
+		return
+	}
+	if !ok {
+		writeError(w, http.StatusConflict, "invalid_request_error", "job_finished", "", fmt.Sprintf("The job has already ended (%s).", job.Status))
+		return
+	}
+	s.Bus.Publish(r.Context(), bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventCancelled, At: time.Now().UTC()})
+	if s.Metrics != nil {
+		s.Metrics.Jobs.WithLabelValues(string(state.Cancelled)).Inc()
+	}
+	job, _ = s.Store.GetJob(r.Context(), job.ID)
+	writeJSON(w, http.StatusOK, viewOf(job))
+}
+
+// jobEvents is GET /v1/jobs/{id}/events: the job's lifecycle events as server-sent
+// events, replayed from the start of the durable event stream, then live, ending with
+// the terminal event.
+func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
+	job := s.loadJob(w, r)
+	if job == nil {
+		return
+	}
+	ctx := r.Context()
+	cons, err := s.Bus.JS.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{bus.SubjectEvents(job.ID)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")
+		return
+	}
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	for {
+		fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			// Nothing new: keep the connection alive, and stop if the job ended
+			// without a terminal event we could see (expired from the stream).
+			fmt.Fprint(w, ": keep-alive\n\n")
+			if fl != nil {
+				fl.Flush()
+			}
+			if st, err := s.Store.JobStatus(ctx, job.ID); err == nil && st.Terminal() && time.Since(job.Created) > 24*time.Hour {
+				return
+			}
+			continue
+		}
+		ev, _, derr := bus.Decode[bus.Event](msg.Data())
+		if derr != nil {
+			continue
+		}
+		meta, _ := msg.Metadata()
+		b, _ := json.Marshal(ev)
+		if meta != nil {
+			fmt.Fprintf(w, "id: %d\n", meta.Sequence.Stream)
+		}
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
+		if fl != nil {
+			fl.Flush()
+		}
+		if ev.Type.Terminal() {
+			return
+		}
+	}
+}

@@ -1,0 +1,273 @@
+// Package api is the ingress: the HTTP API clients talk to. It validates requests,
+// records jobs, publishes them to the fleet and, for synchronous calls, waits for the
+// job's terminal event; it holds no job state of its own, so replicas scale behind a
+// load balancer.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Server is the ingress.
+type Server struct {
+	Bus   *bus.Bus
+	Store *state.Store
+	// Models are the client model names the fleet serves.
+	Models []string
+	// Tools validates direct searches (nil: no web search configured).
+	Tools *intent.Toolset
+	// Tenants maps API keys to tenants; nil or empty means an open API (one tenant).
+	Tenants *Tenants
+	// MaxBody bounds request bodies.
+	MaxBody int64
+	// JobTimeout is each job's deadline; SyncWait how long a synchronous request waits.
+	JobTimeout time.Duration
+	SyncWait   time.Duration
+	Metrics    *metrics.Metrics
+	Log        *slog.Logger
+}
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chatCompletions))
+	mux.HandleFunc("GET /v1/models", s.auth(s.listModels))
+	mux.HandleFunc("POST /v1/jobs", s.auth(s.createJob))
+	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
+	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
+	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
+	mux.HandleFunc("POST /v1/search", s.auth(s.directSearch))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	if s.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
+	})
+	return s.observe(mux)
+}
+
+// apiError is the OpenAI error body.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	b := apiErrorBody{Message: msg, Type: typ}
+	if param != "" {
+		b.Param = &param
+	}
+	if code != "" {
+		b.Code = &code
+	}
+	writeJSON(w, status, apiError{Error: b})
+}
+
+func writeJobError(w http.ResponseWriter, je *state.JobError) {
+	status := je.Status
+	if status < 400 {
+		status = http.StatusInternalServerError
+	}
+	writeError(w, status, je.Type, je.Code, "", je.Message)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if raw, ok := v.(json.RawMessage); ok {
+		w.Write(raw)
+		return
+	}
+	json.NewEncoder(w).Encode(v)
+}
+
+// readBody reads a bounded body; it has answered the request when it returns false.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "",
+				fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// Tenants maps API keys to tenants.
+type Tenants struct {
+	byKeyHash map[[32]byte]string
+}
+
+// NewTenants reads each tenant's keys from the variable its config names (keys
+// separated by commas). Keys are kept only as hashes.
+func NewTenants(ts []config.Tenant) (*Tenants, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	t := &Tenants{byKeyHash: map[[32]byte]string{}}
+	for _, tc := range ts {
+		v := os.Getenv(tc.APIKeyEnv)
+		if v == "" {
+			return nil, fmt.Errorf("tenant %s: %s is not set", tc.ID, tc.APIKeyEnv)
+		}
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				t.byKeyHash[sha256.Sum256([]byte(k))] = tc.ID
+			}
+		}
+	}
+	return t, nil
+}
+
+type tenantKey struct{}
+
+// tenantOf returns the request's tenant.
+func tenantOf(r *http.Request) string {
+	if t, ok := r.Context().Value(tenantKey{}).(string); ok {
+		return t
+	}
+	return "default"
+}
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.Tenants == nil {
+			h(w, r)
+			return
+		}
+		key := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		if key == "" {
+			key = r.Header.Get("X-Api-Key")
+		}
+		tenant, ok := s.Tenants.byKeyHash[sha256.Sum256([]byte(key))]
+		if key == "" || !ok {
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>'.")
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	}
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	problems := map[string]string{}
+	if !s.Bus.NC.IsConnected() {
+		problems["nats"] = s.Bus.NC.Status().String()
+	}
+	if err := s.Store.R.Ping(ctx).Err(); err != nil {
+		problems["redis"] = err.Error()
+	}
+	if len(problems) > 0 {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "problems": problems})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// observe counts requests and turns a panic into a 500 in the API's error shape.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.Log.Error("api: handler panicked", "path", r.URL.Path, "panic", p)
+				if rec.status == 0 {
+					writeError(rec, http.StatusInternalServerError, "server_error", "", "", "Internal error.")
+				}
+			}
+			if s.Metrics != nil {
+				status := rec.status
+				if status == 0 {
+					status = http.StatusOK
+				}
+				route := r.Pattern
+				if route == "" {
+					route = "unmatched"
+				}
+				s.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			}
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newID returns a random id with a prefix; ids are NATS subject tokens.
+func newID(prefix string) string {
+	var b [15]byte
+	rand.Read(b[:])
+	return prefix + idEncoding.EncodeToString(b[:])
+}
+
+// validJobID reports whether id could be one of ours (and is a safe subject token).
+func validJobID(id string) bool {
+	if len(id) < 5 || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,205 @@
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// turn is what the chain stores for one hop's model call (state field m:<hop>).
+type turn struct {
+	// Message is the assistant message exactly as the model sent it.
+	Message json.RawMessage `json:"message"`
+	Finish  string          `json:"finish"`
+	Usage   llm.Usage       `json:"usage"`
+	Model   string          `json:"model,omitempty"`
+	// Offered says whether web_search was offered on this hop: only then are the
+	// model's web_search calls the fleet's to run.
+	Offered bool `json:"offered"`
+	// GooglePreferred is the engine narrowing in force on this hop.
+	GooglePreferred bool `json:"gp,omitempty"`
+}
+
+// call is one server-tool call of a hop (state field calls:<hop>).
+type call struct {
+	ID     string        `json:"id"`
+	Engine string        `json:"engine,omitempty"`
+	Query  engines.Query `json:"query"`
+	// Local is set when the call was answered without a search (rejected arguments,
+	// the search limit): Result is recorded at dispatch, so a replayed dispatch
+	// records the same result.
+	Local  bool            `json:"local,omitempty"`
+	Result *engines.Result `json:"result,omitempty"`
+}
+
+// view is a decoded chain: the stored turns, calls and results by hop.
+type view struct {
+	job   *state.Job
+	req   *llm.ChatRequest
+	chain *state.Chain
+}
+
+func newView(job *state.Job, chain *state.Chain) (*view, error) {
+	req, err := llm.ParseChatRequest(job.Request)
+	if err != nil {
+		return nil, fmt.Errorf("stored request unreadable: %w", err)
+	}
+	return &view{job: job, req: req, chain: chain}, nil
+}
+
+func (v *view) turn(h int) (*turn, bool) {
+	hp, ok := v.chain.Hops[h]
+	if !ok || hp.Turn == nil {
+		return nil, false
+	}
+	var t turn
+	if json.Unmarshal(hp.Turn, &t) != nil {
+		return nil, false
+	}
+	return &t, true
+}
+
+func (v *view) calls(h int) []call {
+	hp, ok := v.chain.Hops[h]
+	if !ok || hp.Calls == nil {
+		return nil
+	}
+	var cs []call
+	_ = json.Unmarshal(hp.Calls, &cs)
+	return cs
+}
+
+// complete reports whether every result of hop h is in.
+func (v *view) complete(h int) bool {
+	hp, ok := v.chain.Hops[h]
+	return ok && hp.Expected >= 0 && len(hp.Results) >= hp.Expected
+}
+
+func (v *view) result(h int, id string) (*engines.Result, bool) {
+	hp, ok := v.chain.Hops[h]
+	if !ok {
+		return nil, false
+	}
+	raw, ok := hp.Results[id]
+	if !ok {
+		return nil, false
+	}
+	var r engines.Result
+	if json.Unmarshal(raw, &r) != nil {
+		return nil, false
+	}
+	return &r, true
+}
+
+// sources numbers every source of the chain's results in one sequence, in hop and call
+// order, merging repeats by URL: the [n] the model cites in its final answer index it.
+type sources struct {
+	list  []engines.Source
+	index map[string]int
+}
+
+func (s *sources) add(src engines.Source) int {
+	if s.index == nil {
+		s.index = map[string]int{}
+	}
+	if n, ok := s.index[src.Web.URI]; ok {
+		return n
+	}
+	s.list = append(s.list, src)
+	s.index[src.Web.URI] = len(s.list)
+	return len(s.list)
+}
+
+// messages builds the conversation the model sees at hop h: the client's messages,
+// then each earlier hop's assistant message and its tool results, rendered with the
+// chain-wide source numbering. It is derived from stored state only, so every worker
+// (and every redelivery) builds the same messages.
+func (v *view) messages(h int) ([]json.RawMessage, *sources) {
+	msgs := append([]json.RawMessage(nil), v.req.Messages...)
+	srcs := &sources{}
+	for k := 0; k < h; k++ {
+		t, ok := v.turn(k)
+		if !ok {
+			break
+		}
+		msgs = append(msgs, t.Message)
+		m, _ := llm.ParseMessage(t.Message)
+		for _, tc := range m.ToolCalls {
+			res, ok := v.result(k, tc.ID)
+			if !ok {
+				continue // a client tool call never reaches a later hop
+			}
+			content := render(res, srcs)
+			b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": tc.ID, "content": content})
+			msgs = append(msgs, b)
+		}
+	}
+	return msgs, srcs
+}
+
+// allSources numbers the sources of every hop up to and including h.
+func (v *view) allSources(h int) *sources {
+	_, srcs := v.messages(h + 1)
+	return srcs
+}
+
+// render is the tool-result text the model reads for one result, with its sources
+// renumbered into the chain's sequence.
+func render(res *engines.Result, srcs *sources) string {
+	if res.Citation.Error != nil {
+		return res.Citation.LLMContent
+	}
+	local := make([]int, len(res.Citation.Sources)+1)
+	for i, s := range res.Citation.Sources {
+		local[i+1] = srcs.add(s)
+	}
+	number := func(n int) int {
+		if n >= 1 && n < len(local) {
+			return local[n]
+		}
+		return 0
+	}
+	summary := engines.RenumberMarkers(res.Summary, number)
+	return engines.BuildLLMContent(res.Query, summary, res.Citation.Sources, res.Hits, number)
+}
+
+// trace is one search of a job, for the job record.
+type traceEntry struct {
+	Hop     int      `json:"hop"`
+	CallID  string   `json:"call_id"`
+	Engine  string   `json:"engine,omitempty"`
+	Query   string   `json:"query"`
+	Sources []string `json:"sources"`
+	Error   string   `json:"error,omitempty"`
+	Warn    []string `json:"warnings,omitempty"`
+	Usage   any      `json:"usage,omitempty"`
+}
+
+func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
+	var out []traceEntry
+	var total engines.Usage
+	for h := 0; h <= last; h++ {
+		cs := v.calls(h)
+		for _, c := range cs {
+			e := traceEntry{Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query, Sources: []string{}}
+			if res, ok := v.result(h, c.ID); ok {
+				for _, s := range res.Citation.Sources {
+					e.Sources = append(e.Sources, s.Web.URI)
+				}
+				if res.Citation.Error != nil {
+					e.Error = res.Citation.Error.Type + ": " + res.Citation.Error.Message
+				}
+				e.Warn = res.Warnings
+				if !c.Local {
+					total.Add(res.Usage)
+					e.Usage = res.Usage
+				}
+			}
+			out = append(out, e)
+		}
+	}
+	return out, total
+}

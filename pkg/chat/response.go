@@ -1,0 +1,132 @@
+package chat
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// annotation is an OpenAI chat url_citation annotation.
+type annotation struct {
+	Type        string      `json:"type"`
+	URLCitation urlCitation `json:"url_citation"`
+}
+
+type urlCitation struct {
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+	StartIndex int    `json:"start_index"`
+	EndIndex   int    `json:"end_index"`
+}
+
+// annotate maps each [n] marker of text to a url_citation of source n, with
+// character (code point) offsets of the marker, as OpenAI reports them.
+func annotate(text string, srcs []engines.Source) []annotation {
+	out := []annotation{}
+	chars := 0
+	for i := 0; i < len(text); {
+		if text[i] == '[' {
+			j := i + 1
+			for j < len(text) && j-i <= 4 && text[j] >= '0' && text[j] <= '9' {
+				j++
+			}
+			if j > i+1 && j < len(text) && text[j] == ']' {
+				n, _ := strconv.Atoi(text[i+1 : j])
+				if n >= 1 && n <= len(srcs) {
+					s := srcs[n-1].Web
+					out = append(out, annotation{Type: "url_citation", URLCitation: urlCitation{URL: s.URI, Title: s.Title, StartIndex: chars, EndIndex: chars + j + 1 - i}})
+				}
+				chars += j + 1 - i // the marker is ASCII
+				i = j + 1
+				continue
+			}
+		}
+		_, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+		chars++
+	}
+	return out
+}
+
+// splitCalls sorts a turn's tool calls into the fleet's web_search calls and the
+// client's calls. A web_search call on a hop that did not offer the tool (past the
+// hop limit) is stray: it is neither run nor returned.
+func splitCalls(t *turn, msg llm.Message, clientTools []string) (server, client []llm.ToolCall, stray int) {
+	clientHasWebSearch := false
+	for _, n := range clientTools {
+		if n == intent.ToolName {
+			clientHasWebSearch = true
+		}
+	}
+	for _, tc := range msg.ToolCalls {
+		switch {
+		case tc.Function.Name == intent.ToolName && !clientHasWebSearch && t.Offered:
+			server = append(server, tc)
+		case tc.Function.Name == intent.ToolName && !clientHasWebSearch:
+			stray++
+		default:
+			client = append(client, tc)
+		}
+	}
+	return server, client, stray
+}
+
+// buildResponse renders the final chat.completion for hop h's answer: the model's
+// message as it sent it, minus the fleet's own tool calls, with url_citation
+// annotations for the [n] markers that cite the chain's sources. It returns the
+// response, its finish reason and the message as the client sees it.
+func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, string, json.RawMessage) {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(t.Message, &msg) != nil || msg == nil {
+		msg = map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`)}
+	}
+	parsed, _ := llm.ParseMessage(t.Message)
+	_, client, _ := splitCalls(t, parsed, v.req.ToolNames())
+	finish := t.Finish
+	if len(client) > 0 {
+		b, _ := json.Marshal(client)
+		msg["tool_calls"] = b
+		finish = "tool_calls"
+	} else {
+		delete(msg, "tool_calls")
+		if finish == "tool_calls" || finish == "" {
+			finish = "stop"
+		}
+	}
+	text := llm.Text(msg["content"])
+	anns := annotate(text, srcs.list)
+	ab, _ := json.Marshal(anns)
+	msg["annotations"] = ab
+	mb, _ := json.Marshal(msg)
+
+	usage := chainUsage(v, h)
+	sources := make([]map[string]string, 0, len(srcs.list))
+	for _, s := range srcs.list {
+		sources = append(sources, map[string]string{"title": s.Web.Title, "url": s.Web.URI})
+	}
+	searches := 0
+	for k := 0; k <= h; k++ {
+		for _, c := range v.calls(k) {
+			if !c.Local {
+				searches++
+			}
+		}
+	}
+	resp := map[string]any{
+		"id":      "chatcmpl-" + v.job.ID,
+		"object":  "chat.completion",
+		"created": v.job.Created.Unix(),
+		"model":   v.job.Model,
+		"choices": []any{map[string]any{"index": 0, "message": json.RawMessage(mb), "finish_reason": finish, "logprobs": nil}},
+		"usage":   map[string]int{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens},
+		// searchfleet is an extension the OpenAI SDKs ignore: the job and the sources
+		// the [n] markers (and annotations) refer to.
+		"searchfleet": map[string]any{"job_id": v.job.ID, "hops": h + 1, "searches": searches, "sources": sources},
+	}
+	b, _ := json.Marshal(resp)
+	return b, finish, mb
+}

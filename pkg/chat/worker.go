@@ -1,0 +1,518 @@
+// Package chat is the chat worker: it runs each job's chain — intent, tool injection,
+// the main-model call, server-tool dispatch, resume, the final answer — as a state
+// machine whose state lives in Redis (pkg/state), so any worker can take any step of
+// any chain and a redelivered step finds its work already recorded.
+//
+// The steps, per hop h of a job:
+//
+//  1. advance(h): if hop h's model answer is stored, use it; else take the hop's lease,
+//     call the model, store its answer (first write wins). No paid call is repeated.
+//  2. The answer has web_search calls: validate each (a rejected call gets an error
+//     result the model reads), record the calls, publish one search per call
+//     (Nats-Msg-Id job:hop:call), mark the hop dispatched.
+//  3. A search result arrives (resume): record it atomically; the result that
+//     completes the hop's set runs advance(h+1).
+//  4. The answer has no server calls: store the response, mark the job completed,
+//     publish "completed". Client tool calls end the job the same way: they are the
+//     client's to run.
+package chat
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Model is a main model: the client that reaches its provider and its upstream name.
+type Model struct {
+	Provider string
+	Client   *llm.Client
+	Upstream string
+}
+
+// Worker runs chat chains. It holds no job state between messages.
+type Worker struct {
+	Bus    *bus.Bus
+	Store  *state.Store
+	Models map[string]Model
+	// Tools is the web_search toolset (nil: web search disabled).
+	Tools      *intent.Toolset
+	Classifier *intent.Classifier
+	// MaxHops bounds model calls per job; MaxSearches web_search calls per job.
+	MaxHops     int
+	MaxSearches int
+	// ModelTimeout bounds one model call.
+	ModelTimeout time.Duration
+	// StickyTTL is how long a conversation that ended in client tool calls keeps its
+	// web_search chain sticky for the client's next request.
+	StickyTTL time.Duration
+	// OnFinish, if set, runs after a job reaches a terminal status (webhooks, batch
+	// counters). It must be idempotent: a redelivered final step may call it again.
+	OnFinish func(ctx context.Context, job *state.Job)
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	// ID names this worker in leases.
+	ID string
+}
+
+// HandleJob runs the first hop of a new job.
+func (w *Worker) HandleJob(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
+	return w.advance(ctx, d.Msg.JobID, 0, d.Last())
+}
+
+// HandleResume records a finished search; the result that completes its hop runs the
+// next hop.
+func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[bus.SearchDone]) error {
+	m := d.Msg
+	b, err := json.Marshal(m.Result)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	have, want, err := w.Store.RecordResult(ctx, m.JobID, m.Hop, m.CallID, b)
+	if err != nil {
+		return err
+	}
+	ev := bus.Event{JobID: m.JobID, Type: bus.EventSearchDone, At: time.Now().UTC(), Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Query: m.Result.Query, Sources: len(m.Result.Citation.Sources)}
+	if m.Result.Citation.Error != nil {
+		ev.Error = m.Result.Citation.Error.Type + ": " + m.Result.Citation.Error.Message
+	}
+	p, _ := w.Bus.PublishAsync(bus.SubjectEvents(m.JobID), ev)
+	defer bus.Wait(ctx, p)
+	switch {
+	case want < 0:
+		// The hop's dispatch record is missing: only possible if state expired.
+		return bus.Permanent(fmt.Errorf("job %s hop %d: result for a hop that was never dispatched", m.JobID, m.Hop))
+	case have < want:
+		return nil
+	}
+	return w.advance(ctx, m.JobID, m.Hop+1, d.Last())
+}
+
+// advance runs hop h of a job, as far as it can go without waiting. last is set on
+// the message's final delivery: failures then end the job instead of retrying.
+func (w *Worker) advance(ctx context.Context, jobID string, h int, last bool) error {
+	job, chain, err := w.Store.ChainLoad(ctx, jobID)
+	if errors.Is(err, state.ErrNotFound) {
+		w.Log.Warn("chat: job not found (expired?)", "job", jobID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if job.Status.Terminal() {
+		return nil // cancelled or finished: no further paid calls
+	}
+	if !job.Deadline.IsZero() && time.Now().After(job.Deadline) {
+		return w.fail(ctx, job, &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_deadline_exceeded", Message: "the job did not finish within its deadline"})
+	}
+	v, err := newView(job, chain)
+	if err != nil {
+		return w.fail(ctx, job, &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()})
+	}
+	if h > 0 && !v.complete(h-1) {
+		return nil // the result completing hop h-1 will run this
+	}
+	if job.Status == state.Queued {
+		if _, err := w.Store.Update(ctx, jobID, state.Running); err != nil {
+			return err
+		}
+	}
+	t, ok := v.turn(h)
+	if !ok {
+		t, err = w.callModel(ctx, v, h, last)
+		if err != nil || t == nil {
+			return err
+		}
+	}
+	return w.afterTurn(ctx, v, h, t, last)
+}
+
+// offer decides whether hop h offers web_search, and with which engine narrowing.
+func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePreferred bool, err error) {
+	if w.Tools == nil || h >= w.MaxHops-1 {
+		return false, false, nil // the last hop must answer
+	}
+	for _, name := range v.req.ToolNames() {
+		if name == intent.ToolName {
+			return false, false, nil // the client's own web_search tool wins
+		}
+	}
+	if h == 0 {
+		r := w.Classifier.Classify(intent.LatestUserText(v.req.Messages))
+		sticky := r.WebSearch
+		if !sticky {
+			if hash, ok := continuedConversation(v.req.Messages); ok {
+				sticky, err = w.Store.StickyConversation(ctx, hash)
+				if err != nil {
+					return false, false, err
+				}
+			}
+		}
+		if sticky != v.chain.Sticky || r.GooglePreferred != v.chain.GooglePreferred {
+			if err := w.Store.SetChainFlags(ctx, v.job.ID, sticky, r.GooglePreferred); err != nil {
+				return false, false, err
+			}
+			v.chain.Sticky, v.chain.GooglePreferred = sticky, r.GooglePreferred
+		}
+	}
+	return w.Tools.ShouldInject(intent.Result{}, v.chain.Sticky), v.chain.GooglePreferred, nil
+}
+
+// callModel calls the main model for hop h under the hop's lease and stores the
+// answer. It returns (nil, nil) when another worker holds the lease and the step
+// should simply wait.
+func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (*turn, error) {
+	model, ok := w.Models[v.job.Model]
+	if !ok {
+		return nil, w.fail(ctx, v.job, &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", v.job.Model)})
+	}
+	leaseKey := w.Store.K.Lease(v.job.ID, h)
+	got, left, err := w.Store.Lease(ctx, leaseKey, w.ID, w.ModelTimeout+15*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if !got {
+		return nil, bus.Retry(min(left, 5*time.Second), fmt.Errorf("hop %d of %s is being run by another worker", h, v.job.ID))
+	}
+	defer w.Store.Release(context.WithoutCancel(ctx), leaseKey, w.ID)
+
+	offered, gp, err := w.offer(ctx, v, h)
+	if err != nil {
+		return nil, err
+	}
+	msgs, _ := v.messages(h)
+	tools := v.req.Tools
+	if offered {
+		tools = append(append([]json.RawMessage(nil), tools...), w.Tools.Tool(gp))
+	}
+	body, err := v.req.Body(model.Upstream, msgs, tools)
+	if err != nil {
+		return nil, w.fail(ctx, v.job, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()})
+	}
+	p, _ := w.Bus.PublishAsync(bus.SubjectEvents(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
+	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
+	start := time.Now()
+	comp, err := model.Client.Complete(mctx, body)
+	cancel()
+	if w.Metrics != nil {
+		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())
+	}
+	if werr := bus.Wait(ctx, p); werr != nil {
+		w.Log.Warn("chat: publishing model_call event", "job", v.job.ID, "err", werr)
+	}
+	if err != nil {
+		return nil, w.modelFailed(ctx, v.job, model, err, last)
+	}
+	if w.Metrics != nil {
+		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "ok").Inc()
+	}
+	failpoint("chat.after_model_call")
+	t := &turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: offered, GooglePreferred: gp}
+	b, _ := json.Marshal(t)
+	stored, err := w.Store.SaveTurn(ctx, v.job.ID, h, b)
+	if err != nil {
+		return nil, err
+	}
+	var st turn
+	if err := json.Unmarshal(stored, &st); err != nil {
+		return nil, fmt.Errorf("stored turn unreadable: %w", err)
+	}
+	failpoint("chat.after_turn_stored")
+	return &st, nil
+}
+
+func (w *Worker) modelFailed(ctx context.Context, job *state.Job, model Model, err error, last bool) error {
+	if errors.Is(err, context.Canceled) {
+		return err // shutting down: another worker takes the step
+	}
+	var le *llm.Error
+	retryable := errors.Is(err, context.DeadlineExceeded)
+	if errors.As(err, &le) {
+		retryable = le.Retryable()
+	}
+	if w.Metrics != nil {
+		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "error").Inc()
+	}
+	if retryable && !last {
+		after := bus.Backoff(1)
+		if le != nil && le.RetryAfter > 0 {
+			after = le.RetryAfter
+		}
+		return bus.Retry(after, err)
+	}
+	je := &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: err.Error()}
+	if le != nil && le.Status >= 400 && le.Status < 500 && le.Status != http.StatusTooManyRequests {
+		// The provider refused the request itself (context too long, bad parameter):
+		// the client gets the provider's own status and message.
+		je = &state.JobError{Status: le.Status, Type: "invalid_request_error", Code: le.Code, Message: le.Message}
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		je = &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Message: "the model did not answer in time"}
+	}
+	return w.fail(ctx, job, je)
+}
+
+// afterTurn acts on hop h's stored model answer.
+func (w *Worker) afterTurn(ctx context.Context, v *view, h int, t *turn, last bool) error {
+	msg, err := llm.ParseMessage(t.Message)
+	if err != nil {
+		return w.fail(ctx, v.job, &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: "the model's message is unreadable"})
+	}
+	server, client, _ := splitCalls(t, msg, v.req.ToolNames())
+	if len(server) == 0 || len(client) > 0 {
+		// A final answer, or client tool calls: those are the client's to run (any
+		// web_search calls beside them are dropped; the model can ask again).
+		return w.complete(ctx, v, h, t)
+	}
+	if v.chain.Hop(h).Dispatched {
+		return nil // the searches are out; their results drive the chain on
+	}
+	return w.dispatch(ctx, v, h, t, server)
+}
+
+// plan turns hop h's web_search calls into calls to publish: validated arguments and
+// a chosen engine, or a local error result the model reads (rejected arguments, the
+// per-job search limit). A plan already stored (a replayed dispatch) is reused as is.
+func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []call, searches int, stored bool) {
+	if cs := v.calls(h); cs != nil {
+		for _, c := range cs {
+			if !c.Local {
+				searches++
+			}
+		}
+		return cs, searches, true
+	}
+	budget := w.MaxSearches - v.chain.Searches
+	for _, tc := range server {
+		c := call{ID: tc.ID}
+		parsed, aerr := w.Tools.Parse(tc.Function.Arguments, t.GooglePreferred)
+		switch {
+		case aerr != nil:
+			c.Local, c.Result = true, aerr.Result()
+		case searches >= budget:
+			c.Engine, c.Query = parsed.Engine, parsed.Query
+			c.Local, c.Result = true, engines.InvalidArgumentsResult("SEARCH_LIMIT_REACHED", "The search limit for this request is reached.",
+				fmt.Sprintf("This request may make at most %d web searches; answer with the results you already have.", w.MaxSearches))
+		default:
+			c.Engine, c.Query = parsed.Engine, parsed.Query
+			searches++
+		}
+		calls = append(calls, c)
+	}
+	return calls, searches, false
+}
+
+// dispatch records hop h's calls and publishes its searches.
+func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server []llm.ToolCall) error {
+	jobID := v.job.ID
+	calls, searches, stored := w.plan(v, h, t, server)
+	if !stored {
+		cb, _ := json.Marshal(calls)
+		if err := w.Store.SaveCalls(ctx, jobID, h, cb, len(calls), searches); err != nil {
+			return err
+		}
+	}
+	if !v.chain.Sticky {
+		// A web_search call happened: the rest of this chain keeps the tool.
+		if err := w.Store.SetChainFlags(ctx, jobID, true, v.chain.GooglePreferred); err != nil {
+			return err
+		}
+	}
+	// A cancel that arrived while the model was thinking stops the paid searches.
+	if st, err := w.Store.JobStatus(ctx, jobID); err == nil && st.Terminal() {
+		return nil
+	}
+	var pending []bus.Pending
+	now := time.Now().UTC()
+	complete := false
+	for _, c := range calls {
+		if c.Local {
+			b, _ := json.Marshal(c.Result)
+			have, want, err := w.Store.RecordResult(ctx, jobID, h, c.ID, b)
+			if err != nil {
+				return err
+			}
+			complete = have == want
+			continue
+		}
+		req := bus.SearchRequest{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline}
+		ev := bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query}
+		pe, err := w.Bus.PublishAsync(bus.SubjectEvents(jobID), ev)
+		if err != nil {
+			return err
+		}
+		ps, err := w.Bus.PublishAsync(bus.SubjectSearch(c.Engine), req)
+		if err != nil {
+			return err
+		}
+		pending = append(pending, pe, ps)
+	}
+	if err := bus.Wait(ctx, pending...); err != nil {
+		return err
+	}
+	failpoint("chat.after_dispatch")
+	if err := w.Store.MarkDispatched(ctx, jobID, h); err != nil {
+		return err
+	}
+	if searches == 0 && complete {
+		// Every call was answered locally: the model reads the errors at once.
+		return w.advance(ctx, jobID, h+1, false)
+	}
+	return nil
+}
+
+// complete ends the job with hop h's answer.
+func (w *Worker) complete(ctx context.Context, v *view, h int, t *turn) error {
+	srcs := v.allSources(h)
+	resp, finish, shown := buildResponse(v, h, t, srcs)
+	trace, searchUsage := v.trace(h)
+	usage := chainUsage(v, h)
+	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
+		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD})
+	tb, _ := json.Marshal(trace)
+	ok, err := w.Store.Update(ctx, v.job.ID, state.Completed, "response", resp, "usage", ub, "trace", tb)
+	if err != nil {
+		return err
+	}
+	if !ok && !w.statusIs(ctx, v.job.ID, state.Completed) {
+		return nil // cancelled or failed meanwhile: that ending stands
+	}
+	switch {
+	case finish == "stop":
+		// The chain ends here: the next request starts without the sticky flag.
+		if err := w.Store.SetChainFlags(ctx, v.job.ID, false, false); err != nil {
+			return err
+		}
+	case finish == "tool_calls" && v.chain.Sticky:
+		// The client runs its tools and comes back with this conversation plus their
+		// results: that request continues this chain, so it keeps web_search.
+		if hash, ok := conversationHash(append(append([]json.RawMessage(nil), v.req.Messages...), shown)); ok {
+			if err := w.Store.MarkStickyConversation(ctx, hash, w.StickyTTL); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.Bus.Publish(ctx, bus.SubjectEvents(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventCompleted, At: time.Now().UTC(), Hop: h}); err != nil {
+		return err
+	}
+	if ok {
+		w.finished(ctx, v.job.ID, state.Completed)
+	}
+	return nil
+}
+
+// fail ends a job with an error, visibly: status failed, a "failed" event. A job that
+// already ended otherwise is left as it is.
+func (w *Worker) fail(ctx context.Context, job *state.Job, je *state.JobError) error {
+	ok, err := w.Store.Update(ctx, job.ID, state.Failed, "error", je)
+	if err != nil {
+		return err
+	}
+	if !ok && !w.statusIs(ctx, job.ID, state.Failed) {
+		return nil
+	}
+	if err := w.Bus.Publish(ctx, bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventFailed, At: time.Now().UTC(), Error: je.Message}); err != nil {
+		return err
+	}
+	if ok {
+		w.Log.Info("chat: job failed", "job", job.ID, "type", je.Type, "err", je.Message)
+		w.finished(ctx, job.ID, state.Failed)
+	}
+	return nil
+}
+
+// statusIs reports whether a job's status is st (a replayed ending republishes its
+// event; the message id makes that a no-op if the first publish got through).
+func (w *Worker) statusIs(ctx context.Context, jobID string, st state.Status) bool {
+	got, err := w.Store.JobStatus(ctx, jobID)
+	return err == nil && got == st
+}
+
+func (w *Worker) finished(ctx context.Context, jobID string, st state.Status) {
+	if w.Metrics != nil {
+		w.Metrics.Jobs.WithLabelValues(string(st)).Inc()
+	}
+	if w.OnFinish == nil {
+		return
+	}
+	if job, err := w.Store.GetJob(ctx, jobID); err == nil {
+		if w.Metrics != nil && !job.Finished.IsZero() {
+			w.Metrics.JobSeconds.Observe(job.Finished.Sub(job.Created).Seconds())
+		}
+		w.OnFinish(ctx, job)
+	}
+}
+
+// FailJob ends a job from outside a step (the reaper, dead letters).
+func (w *Worker) FailJob(ctx context.Context, jobID string, je *state.JobError) error {
+	return w.fail(ctx, &state.Job{ID: jobID}, je)
+}
+
+func chainUsage(v *view, last int) llm.Usage {
+	var u llm.Usage
+	for h := 0; h <= last; h++ {
+		if t, ok := v.turn(h); ok {
+			u.Add(t.Usage)
+		}
+	}
+	return u
+}
+
+// conversationHash identifies a conversation by its messages' roles, text and tool
+// call ids (not their JSON formatting, which clients re-serialise).
+func conversationHash(msgs []json.RawMessage) (string, bool) {
+	if len(msgs) == 0 {
+		return "", false
+	}
+	h := sha256.New()
+	for _, raw := range msgs {
+		m, err := llm.ParseMessage(raw)
+		if err != nil {
+			return "", false
+		}
+		h.Write([]byte(m.Role))
+		h.Write([]byte{0})
+		h.Write([]byte(llm.Text(m.Content)))
+		h.Write([]byte{0})
+		for _, tc := range m.ToolCalls {
+			h.Write([]byte(tc.ID))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(m.ToolCallID))
+		h.Write([]byte{1})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), true
+}
+
+// continuedConversation returns the hash of a request's conversation up to its last
+// assistant message: the key under which an earlier answer marked the chain sticky.
+func continuedConversation(msgs []json.RawMessage) (string, bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m, err := llm.ParseMessage(msgs[i]); err == nil && m.Role == "assistant" {
+			return conversationHash(msgs[:i+1])
+		}
+	}
+	return "", false
+}
+
+// failpoint exits the process when FLEET_FAILPOINT names this point: the crash tests
+// kill a worker exactly between two steps of a chain.
+func failpoint(name string) {
+	if fp := os.Getenv("FLEET_FAILPOINT"); fp != "" && fp == name {
+		fmt.Fprintf(os.Stderr, "FAILPOINT %s: exiting\n", name)
+		os.Exit(3)
+	}
+}

@@ -1,0 +1,166 @@
+// Package config reads the fleet's configuration: process settings from the
+// environment (Env, through caarlos0/env), and providers, model routes and web search
+// engines from one JSON file (File) whose webSearch section keeps the seed's shape.
+// API keys are never in either: the file names the environment variables that hold
+// them.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Env are the process settings. Every field is an environment variable; the defaults
+// suit one machine.
+type Env struct {
+	// HTTPAddr is where ingress listens.
+	HTTPAddr string `env:"FLEET_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	// NATSURL is the NATS server ("embedded" runs one in-process: the all-in-one default).
+	NATSURL string `env:"NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	// RedisURL is the Redis server. Empty in the all-in-one process means: a local
+	// redis-server if one answers or can be started, else an in-process stand-in.
+	RedisURL string `env:"REDIS_URL"`
+	// ConfigFile is the providers/models/webSearch file.
+	ConfigFile string `env:"FLEET_CONFIG"`
+	// DataDir holds the embedded NATS server's JetStream store (all-in-one only).
+	DataDir string `env:"FLEET_DATA_DIR" envDefault:".data"`
+	// KeyPrefix prefixes every Redis key, so fleets can share a Redis.
+	KeyPrefix string `env:"FLEET_REDIS_PREFIX" envDefault:"sf"`
+	// Retention is how long job records are kept.
+	Retention time.Duration `env:"FLEET_JOB_RETENTION" envDefault:"168h"`
+	// JobTimeout bounds a whole job; past it the job fails visibly.
+	JobTimeout time.Duration `env:"FLEET_JOB_TIMEOUT" envDefault:"5m"`
+	// ModelTimeout bounds one main-model call.
+	ModelTimeout time.Duration `env:"FLEET_MODEL_TIMEOUT" envDefault:"120s"`
+	// EngineTimeout bounds one search engine call.
+	EngineTimeout time.Duration `env:"FLEET_ENGINE_TIMEOUT" envDefault:"45s"`
+	// AckWait is how long a delivery may go unacknowledged before another worker gets
+	// it: how quickly a dead worker's message moves on. Running handlers keep theirs
+	// alive with heartbeats every AckWait/3.
+	AckWait time.Duration `env:"FLEET_ACK_WAIT" envDefault:"30s"`
+	// ChatConcurrency is how many chat steps a chat worker runs at once.
+	ChatConcurrency int `env:"FLEET_CHAT_CONCURRENCY" envDefault:"256"`
+	// BatchConcurrency is how many batch jobs a chat worker runs at once.
+	BatchConcurrency int `env:"FLEET_BATCH_CONCURRENCY" envDefault:"16"`
+	// SearchConcurrency is how many searches a search worker runs at once per engine.
+	SearchConcurrency int `env:"FLEET_SEARCH_CONCURRENCY" envDefault:"64"`
+	// Engines limits a search worker to these engine ids (empty: all configured).
+	Engines []string `env:"FLEET_ENGINES" envSeparator:","`
+	// MaxHops bounds model calls per job; the last hop is offered no web_search, so the
+	// model has to answer. Clients cannot raise it.
+	MaxHops int `env:"FLEET_MAX_HOPS" envDefault:"6"`
+	// MaxSearches bounds web_search calls per job. Clients cannot raise it.
+	MaxSearches int `env:"FLEET_MAX_SEARCHES" envDefault:"12"`
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64 `env:"FLEET_MAX_BODY_BYTES" envDefault:"4194304"`
+	// DrainTimeout bounds graceful shutdown.
+	DrainTimeout time.Duration `env:"FLEET_DRAIN_TIMEOUT" envDefault:"30s"`
+	// NATSReplicas is the stream replica count (3 in a NATS cluster).
+	NATSReplicas int `env:"FLEET_NATS_REPLICAS" envDefault:"1"`
+	// LogLevel is debug, info, warn or error; LogFormat is text or json.
+	LogLevel  string `env:"FLEET_LOG_LEVEL" envDefault:"info"`
+	LogFormat string `env:"FLEET_LOG_FORMAT" envDefault:"text"`
+}
+
+// LoadEnv parses and validates the environment.
+func LoadEnv() (Env, error) {
+	e, err := env.ParseAs[Env]()
+	if err != nil {
+		return e, fmt.Errorf("config: %w", err)
+	}
+	return e, e.Validate()
+}
+
+// Validate checks the cross-field rules; each message names the variable.
+func (e Env) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if e.AckWait < 3*time.Second {
+		bad("FLEET_ACK_WAIT must be at least 3s (got %s)", e.AckWait)
+	}
+	if e.EngineTimeout <= 0 || e.EngineTimeout >= e.JobTimeout {
+		bad("FLEET_ENGINE_TIMEOUT (%s) must be positive and shorter than FLEET_JOB_TIMEOUT (%s)", e.EngineTimeout, e.JobTimeout)
+	}
+	if e.ModelTimeout <= 0 || e.ModelTimeout >= e.JobTimeout {
+		bad("FLEET_MODEL_TIMEOUT (%s) must be positive and shorter than FLEET_JOB_TIMEOUT (%s)", e.ModelTimeout, e.JobTimeout)
+	}
+	if e.MaxHops < 1 || e.MaxHops > 50 {
+		bad("FLEET_MAX_HOPS must be 1..50 (got %d)", e.MaxHops)
+	}
+	if e.MaxSearches < 0 {
+		bad("FLEET_MAX_SEARCHES must not be negative")
+	}
+	for name, n := range map[string]int{"FLEET_CHAT_CONCURRENCY": e.ChatConcurrency, "FLEET_BATCH_CONCURRENCY": e.BatchConcurrency, "FLEET_SEARCH_CONCURRENCY": e.SearchConcurrency} {
+		if n < 1 {
+			bad("%s must be at least 1 (got %d)", name, n)
+		}
+	}
+	if e.MaxBodyBytes < 1024 {
+		bad("FLEET_MAX_BODY_BYTES must be at least 1024")
+	}
+	if e.Retention < time.Minute {
+		bad("FLEET_JOB_RETENTION must be at least 1m")
+	}
+	switch e.LogFormat {
+	case "text", "json":
+	default:
+		bad("FLEET_LOG_FORMAT must be text or json")
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(e.LogLevel)); err != nil {
+		bad("FLEET_LOG_LEVEL must be debug, info, warn or error")
+	}
+	if e.RedisURL != "" {
+		if _, err := url.Parse(e.RedisURL); err != nil || !strings.HasPrefix(e.RedisURL, "redis") {
+			bad("REDIS_URL must be a redis:// or rediss:// URL")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Logger builds the process logger.
+func (e Env) Logger() *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(e.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if e.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(logWriter, opts))
+	}
+	return slog.New(slog.NewTextHandler(logWriter, opts))
+}
+
+// LogValue is the redacted form of the settings, for the one log line at start.
+func (e Env) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("http_addr", e.HTTPAddr),
+		slog.String("nats_url", RedactURL(e.NATSURL)),
+		slog.String("redis_url", RedactURL(e.RedisURL)),
+		slog.String("config_file", e.ConfigFile),
+		slog.String("redis_prefix", e.KeyPrefix),
+		slog.Duration("job_timeout", e.JobTimeout),
+		slog.Duration("model_timeout", e.ModelTimeout),
+		slog.Duration("engine_timeout", e.EngineTimeout),
+		slog.Duration("ack_wait", e.AckWait),
+		slog.Int("chat_concurrency", e.ChatConcurrency),
+		slog.Int("search_concurrency", e.SearchConcurrency),
+		slog.Int("max_hops", e.MaxHops),
+		slog.Int("max_searches", e.MaxSearches),
+		slog.Any("engines", e.Engines),
+	)
+}
+
+// RedactURL hides a URL's password (and a user that may be a token).
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User("***")
+	return u.String()
+}

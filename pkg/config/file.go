@@ -1,0 +1,350 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+)
+
+var logWriter = os.Stderr
+
+// File is the providers/models/webSearch configuration file:
+//
+//	{
+//	  "providers": {"glm": {"kind": "glm", "baseURL": "https://open.bigmodel.cn/api/paas/v4", "apiKeyEnv": "ZHIPU_API_KEY"}},
+//	  "models":    {"glm-4.7": {"provider": "glm", "model": "glm-4.7"}},
+//	  "routing":   {"web_search": [{"id": "web-search-backends", "targets": ["glm.glm-4.7"]}]},
+//	  "webSearch": {"engines": [{"id": "glm", "providerKey": "glm.glm-4.7", "description": "…", "default": true}],
+//	                "injectPolicy": "selective"}
+//	}
+type File struct {
+	// Providers are upstream APIs by name.
+	Providers map[string]Provider `json:"providers"`
+	// Models maps the model names clients send to a provider and its model.
+	Models map[string]ModelRoute `json:"models"`
+	// Routing holds the web_search backend route of the seed.
+	Routing Routing `json:"routing"`
+	// WebSearch is the seed's webSearch section, extended with per-engine settings.
+	WebSearch WebSearch `json:"webSearch"`
+	// Tenants map API keys to tenants; with none, the API is open (one tenant).
+	Tenants []Tenant `json:"tenants,omitempty"`
+}
+
+// Provider is one upstream API.
+type Provider struct {
+	// Kind is the provider's protocol family: "openai" (any OpenAI-compatible chat
+	// API) for main models; for search it also selects the engine kind of engines
+	// that name this provider (glm → glm-chat, gemini → gemini, …).
+	Kind string `json:"kind"`
+	// BaseURL is the chat-completions base (".../v1") for main-model use.
+	BaseURL string `json:"baseURL,omitempty"`
+	// SearchBaseURL is the base URL search engines of this provider use, when it
+	// differs from the engine kind's default.
+	SearchBaseURL string `json:"searchBaseURL,omitempty"`
+	// APIKeyEnv names the environment variable holding the key.
+	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+}
+
+// ModelRoute sends a client model name to a provider's model.
+type ModelRoute struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+// Routing are named routes; only web_search is used.
+type Routing struct {
+	WebSearch []Route `json:"web_search,omitempty"`
+}
+
+// Route lists targets ("provider.model" keys or engine ids).
+type Route struct {
+	ID       string   `json:"id"`
+	Priority int      `json:"priority,omitempty"`
+	Targets  []string `json:"targets"`
+}
+
+// WebSearch is the seed's section: engines, injectPolicy, opt-in keyword sets.
+type WebSearch struct {
+	Engines      []EngineEntry `json:"engines"`
+	InjectPolicy string        `json:"injectPolicy,omitempty"`
+	Keywords     []KeywordSet  `json:"keywords,omitempty"`
+}
+
+// KeywordSet is an opt-in set of extra intent keywords ("freshness" with no keywords
+// selects the built-in set).
+type KeywordSet struct {
+	Name     string   `json:"name"`
+	Keywords []string `json:"keywords,omitempty"`
+}
+
+// EngineEntry is one engine: the seed's {id, providerKey, description, default}, or a
+// kind for engines without a provider (classic search APIs), plus settings.
+type EngineEntry struct {
+	ID          string `json:"id"`
+	ProviderKey string `json:"providerKey,omitempty"`
+	Kind        string `json:"kind,omitempty"`
+	Description string `json:"description,omitempty"`
+	Default     bool   `json:"default,omitempty"`
+
+	// BaseURL, Model and APIKeyEnv override what the provider (or kind) gives.
+	BaseURL   string `json:"baseURL,omitempty"`
+	Model     string `json:"model,omitempty"`
+	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// Options are the engine kind's options.
+	Options json.RawMessage `json:"options,omitempty"`
+	// CostPerSearchUSD overrides the kind's list price.
+	CostPerSearchUSD *float64 `json:"costPerSearchUSD,omitempty"`
+	// RateLimit is shared by every search worker of the engine.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// CacheTTL caches results per normalized query ("0s": off, the default).
+	CacheTTL Duration `json:"cacheTTL,omitempty"`
+}
+
+// RateLimit is requests per second with a burst.
+type RateLimit struct {
+	PerSecond float64 `json:"perSecond"`
+	Burst     int     `json:"burst,omitempty"`
+}
+
+// Tenant is a client of the API.
+type Tenant struct {
+	ID string `json:"id"`
+	// APIKeyEnv names the variable holding the tenant's API key(s), comma-separated.
+	APIKeyEnv string `json:"apiKeyEnv"`
+	// WebhookSecretEnv names the variable holding the tenant's whsec_ signing secret.
+	WebhookSecretEnv string `json:"webhookSecretEnv,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s" in JSON.
+type Duration time.Duration
+
+// UnmarshalJSON reads "30s" or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n float64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration must be a string like \"30s\" or seconds")
+	}
+	*d = Duration(n * float64(time.Second))
+	return nil
+}
+
+// MarshalJSON writes "30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// LoadFile reads and validates a config file.
+func LoadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	f, err := ParseFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ParseFile reads and validates a config file's contents. Unknown fields are errors:
+// a misspelt setting must not be silently ignored.
+func ParseFile(b []byte) (*File, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, err
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// providerEngineKind maps a provider kind to the engine kind its search uses.
+var providerEngineKind = map[string]string{
+	"glm": "glm-chat", "zhipu": "glm-chat", "gemini": "gemini", "google": "gemini", "openai": "openai",
+	"anthropic": "anthropic", "kimi": "kimi", "moonshot": "kimi", "perplexity": "perplexity", "openrouter": "openrouter",
+	"brave": "brave", "tavily": "tavily", "searxng": "searxng", "exa": "exa", "serper": "serper",
+}
+
+// SplitProviderKey splits "glm.glm-4.7" into provider "glm" and model "glm-4.7" (the
+// model may contain dots; the provider may not).
+func SplitProviderKey(k string) (provider, model string) {
+	p, m, _ := strings.Cut(k, ".")
+	return p, m
+}
+
+// Validate checks the file's cross references.
+func (f *File) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for name, p := range f.Providers {
+		if p.Kind == "" {
+			bad("providers.%s.kind is required", name)
+		}
+		if strings.Contains(name, ".") {
+			bad("providers.%s: a provider name cannot contain '.'", name)
+		}
+	}
+	for name, m := range f.Models {
+		p, ok := f.Providers[m.Provider]
+		switch {
+		case !ok:
+			bad("models[%q].provider %q is not a configured provider", name, m.Provider)
+		case p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
+			bad("models[%q]: provider %q has kind %q; main models must speak OpenAI chat completions", name, m.Provider, p.Kind)
+		case p.BaseURL == "":
+			bad("providers.%s.baseURL is required for main-model use (models[%q])", m.Provider, name)
+		}
+		if m.Model == "" {
+			bad("models[%q].model is required", name)
+		}
+	}
+	if _, err := f.EngineConfigs(); err != nil {
+		errs = append(errs, err)
+	}
+	switch f.WebSearch.InjectPolicy {
+	case "", "selective", "always":
+	default:
+		bad("webSearch.injectPolicy must be \"selective\" or \"always\"")
+	}
+	defaults := 0
+	seen := map[string]bool{}
+	targets := f.webSearchTargets()
+	for i, e := range f.WebSearch.Engines {
+		path := fmt.Sprintf("webSearch.engines[%d]", i)
+		if !engines.ValidID(e.ID) {
+			bad("%s.id %q: use 1-64 letters, digits, '-' or '_'", path, e.ID)
+		}
+		if seen[e.ID] {
+			bad("%s.id %q is used twice", path, e.ID)
+		}
+		seen[e.ID] = true
+		if e.Default {
+			defaults++
+		}
+		if e.ProviderKey != "" && !slices.Contains(targets, e.ProviderKey) && !slices.Contains(targets, e.ID) {
+			bad("%s.providerKey %q is not a target of routing.web_search (targets: %v)", path, e.ProviderKey, targets)
+		}
+		if e.RateLimit != nil && e.RateLimit.PerSecond <= 0 {
+			bad("%s.rateLimit.perSecond must be positive", path)
+		}
+	}
+	if defaults > 1 {
+		bad("webSearch.engines: at most one engine may be the default (%d are)", defaults)
+	}
+	for i, t := range f.Tenants {
+		if t.ID == "" || t.APIKeyEnv == "" {
+			bad("tenants[%d] needs id and apiKeyEnv", i)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f *File) webSearchTargets() []string {
+	var out []string
+	for _, r := range f.Routing.WebSearch {
+		out = append(out, r.Targets...)
+	}
+	return out
+}
+
+// EngineConfigs resolves webSearch.engines into engine configurations: an engine
+// names a provider by providerKey ("glm.glm-4.7": provider glm, model glm-4.7), whose
+// kind, search base URL and key variable it inherits, or a kind directly.
+func (f *File) EngineConfigs() ([]engines.Config, error) {
+	var out []engines.Config
+	var errs []error
+	for i, e := range f.WebSearch.Engines {
+		path := fmt.Sprintf("webSearch.engines[%d]", i)
+		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
+		if e.ProviderKey != "" {
+			pname, model := SplitProviderKey(e.ProviderKey)
+			p, ok := f.Providers[pname]
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s.providerKey %q: no provider %q", path, e.ProviderKey, pname))
+				continue
+			}
+			if c.Kind == "" {
+				c.Kind = providerEngineKind[p.Kind]
+			}
+			if c.Model == "" {
+				c.Model = model
+			}
+			if c.BaseURL == "" {
+				c.BaseURL = p.SearchBaseURL
+			}
+			if c.APIKeyEnv == "" {
+				c.APIKeyEnv = p.APIKeyEnv
+			}
+		}
+		if c.Kind == "" {
+			errs = append(errs, fmt.Errorf("%s: give providerKey or kind", path))
+			continue
+		}
+		if !slices.Contains(engines.Kinds(), c.Kind) {
+			errs = append(errs, fmt.Errorf("%s.kind %q is not an engine kind (%s)", path, c.Kind, strings.Join(engines.Kinds(), ", ")))
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Engine returns the entry of an engine id.
+func (f *File) Engine(id string) (EngineEntry, bool) {
+	for _, e := range f.WebSearch.Engines {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return EngineEntry{}, false
+}
+
+// ModelNames returns the configured client model names, sorted.
+func (f *File) ModelNames() []string {
+	out := make([]string, 0, len(f.Models))
+	for k := range f.Models {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// KeyEnvs lists every environment variable the file names for a secret, for the
+// start-up check (a variable's presence is logged, never its value).
+func (f *File) KeyEnvs() []string {
+	set := map[string]bool{}
+	for _, p := range f.Providers {
+		if p.APIKeyEnv != "" {
+			set[p.APIKeyEnv] = true
+		}
+	}
+	for _, e := range f.WebSearch.Engines {
+		if e.APIKeyEnv != "" {
+			set[e.APIKeyEnv] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

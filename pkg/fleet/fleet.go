@@ -1,0 +1,299 @@
+// Package fleet wires the fleet's roles — ingress, chat worker, search worker — from
+// configuration. Each cmd/ binary runs one role through Run; the all-in-one process
+// and the end-to-end tests run all three in one process the same way.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/api"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/chat"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/search"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Roles selects what a process does.
+type Roles struct {
+	Ingress bool
+	Chat    bool
+	Search  bool
+}
+
+// Options configure Run.
+type Options struct {
+	Env   config.Env
+	File  *config.File
+	Roles Roles
+	Redis redis.UniversalClient
+	Log   *slog.Logger
+	// Metrics defaults to a new registry.
+	Metrics *metrics.Metrics
+	// HTTPClient reaches models and engines; nil means a tuned default.
+	HTTPClient *http.Client
+	// Listening, if set, is called with ingress's address once it accepts requests.
+	Listening func(addr string)
+	// Memory keeps the streams in memory (benchmarks); file storage otherwise.
+	Memory bool
+}
+
+// Run runs the selected roles until ctx ends, then drains: ingress stops accepting,
+// consumers finish their in-flight messages (bounded by DrainTimeout), and only then
+// does Run return, so the caller can close Redis.
+func Run(ctx context.Context, o Options) error {
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: Transport()}
+	}
+	env := o.Env
+	host, _ := os.Hostname()
+	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
+
+	b, err := bus.Connect(ctx, env.NATSURL, "searchfleet-"+workerID, log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.EnsureStreams(ctx, bus.Limits{Replicas: env.NATSReplicas, Memory: o.Memory}); err != nil {
+		return fmt.Errorf("nats streams: %w", err)
+	}
+	store := state.New(o.Redis, env.KeyPrefix, env.Retention)
+
+	engineCfgs, err := o.File.EngineConfigs()
+	if err != nil {
+		return err
+	}
+	reg, err := engines.FromConfig(engineCfgs, hc)
+	if err != nil {
+		return err
+	}
+	tools, classifier, err := Intent(o.File)
+	if err != nil {
+		return err
+	}
+
+	var workers []*bus.Worker
+	observe := func(consumer string, d bus.Decision, elapsed time.Duration) {
+		o.Metrics.ObserveDelivery(consumer, d.Action.String(), elapsed)
+	}
+	consume := func(w *bus.Worker, err error) error {
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+		return nil
+	}
+	stopAll := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), env.DrainTimeout)
+		defer cancel()
+		for _, w := range workers {
+			if err := w.Drain(dctx); err != nil {
+				log.Warn("drain", "err", err)
+			}
+		}
+	}
+	timing := func(name string) bus.Timing {
+		t := bus.TimingFor(name)
+		t.AckWait = env.AckWait
+		return t
+	}
+
+	if o.Roles.Chat {
+		models, err := Models(o.File, hc)
+		if err != nil {
+			return err
+		}
+		w := &chat.Worker{Bus: b, Store: store, Models: models, Tools: tools, Classifier: classifier,
+			MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, StickyTTL: time.Hour,
+			Metrics: o.Metrics, Log: log.With("role", "chat"), ID: workerID}
+		co := bus.ConsumeOptions{Concurrency: env.ChatConcurrency, Log: log, Observe: observe}
+		if err := consume(bus.Consume(ctx, b, bus.ChatConsumer(timing(bus.ConsumerChat)), w.HandleJob, co)); err != nil {
+			return err
+		}
+		if err := consume(bus.Consume(ctx, b, bus.ResumeConsumer(timing(bus.ConsumerResume)), w.HandleResume, co)); err != nil {
+			return err
+		}
+		bo := co
+		bo.Concurrency = env.BatchConcurrency
+		if err := consume(bus.Consume(ctx, b, bus.BatchConsumer(timing(bus.ConsumerBatch)), w.HandleJob, bo)); err != nil {
+			return err
+		}
+		do := co
+		do.Concurrency = 4
+		if err := consume(bus.ConsumeDeadLetters(ctx, b, w.HandleDeadLetter, do)); err != nil {
+			return err
+		}
+		stop, err := b.WatchMaxDeliveries(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		go w.Reap(ctx, 2*time.Second)
+		log.Info("chat worker running", "models", o.File.ModelNames(), "concurrency", env.ChatConcurrency)
+	}
+
+	if o.Roles.Search {
+		ids := reg.IDs()
+		if len(env.Engines) > 0 {
+			for _, id := range env.Engines {
+				if !slices.Contains(ids, id) {
+					stopAll()
+					return fmt.Errorf("FLEET_ENGINES names %q, which is not a configured engine (%v)", id, ids)
+				}
+			}
+			ids = env.Engines
+		}
+		w := &search.Worker{Bus: b, Store: store, Engines: reg, Settings: Settings(o.File), Timeout: env.EngineTimeout,
+			Metrics: o.Metrics, Log: log.With("role", "search"), ID: workerID}
+		so := bus.ConsumeOptions{Concurrency: env.SearchConcurrency, Log: log, Observe: observe}
+		for _, id := range ids {
+			if err := consume(bus.Consume(ctx, b, bus.SearchConsumer(id, timing(bus.ConsumerSearch(id))), w.Handle, so)); err != nil {
+				stopAll()
+				return err
+			}
+		}
+		log.Info("search worker running", "engines", ids, "concurrency", env.SearchConcurrency)
+	}
+
+	var srv *http.Server
+	errc := make(chan error, 1)
+	if o.Roles.Ingress {
+		tenants, err := api.NewTenants(o.File.Tenants)
+		if err != nil {
+			stopAll()
+			return err
+		}
+		if tenants == nil {
+			log.Warn("no tenants configured: the API accepts requests without an API key")
+		}
+		s := &api.Server{Bus: b, Store: store, Models: o.File.ModelNames(), Tools: tools, Tenants: tenants,
+			MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
+			Metrics: o.Metrics, Log: log.With("role", "ingress")}
+		ln, err := net.Listen("tcp", env.HTTPAddr)
+		if err != nil {
+			stopAll()
+			return fmt.Errorf("FLEET_HTTP_ADDR %s: %w", env.HTTPAddr, err)
+		}
+		srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- srv.Serve(ln) }()
+		log.Info("ingress listening", "addr", ln.Addr().String())
+		if o.Listening != nil {
+			o.Listening(ln.Addr().String())
+		}
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("ingress stopped", "err", err)
+		}
+	}
+	log.Info("shutting down: draining")
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), env.DrainTimeout)
+		srv.Shutdown(sctx)
+		cancel()
+	}
+	stopAll()
+	return nil
+}
+
+// Transport is the HTTP transport for models and engines: many idle connections per
+// host, since a fleet talks to few hosts at high rates.
+func Transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 512
+	t.IdleConnTimeout = 90 * time.Second
+	return t
+}
+
+// Models builds the main-model clients of the config file.
+func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
+	out := map[string]chat.Model{}
+	for name, m := range f.Models {
+		p := f.Providers[m.Provider]
+		key := ""
+		if p.APIKeyEnv != "" {
+			key = os.Getenv(p.APIKeyEnv)
+		}
+		out[name] = chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, key, hc), Upstream: m.Model}
+	}
+	return out, nil
+}
+
+// Intent builds the web_search toolset and classifier of the config file (a nil
+// toolset when no engine is configured).
+func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
+	c := &intent.Classifier{}
+	for _, k := range f.WebSearch.Keywords {
+		set := intent.KeywordSet{Name: k.Name, Keywords: k.Keywords}
+		if k.Name == "freshness" && len(k.Keywords) == 0 {
+			set = intent.Freshness
+		}
+		c.Extra = append(c.Extra, set)
+	}
+	if len(f.WebSearch.Engines) == 0 {
+		return nil, c, nil
+	}
+	ic := intent.Config{InjectPolicy: f.WebSearch.InjectPolicy}
+	cfgs, err := f.EngineConfigs()
+	if err != nil {
+		return nil, nil, err
+	}
+	kindOf := map[string]string{}
+	for _, ec := range cfgs {
+		kindOf[ec.ID] = ec.Kind
+	}
+	for _, e := range f.WebSearch.Engines {
+		ic.Engines = append(ic.Engines, intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID], Description: e.Description, Default: e.Default})
+	}
+	var route []string
+	for _, r := range f.Routing.WebSearch {
+		route = append(route, r.Targets...)
+	}
+	if err := ic.Validate(route); err != nil {
+		return nil, nil, fmt.Errorf("webSearch: %w", err)
+	}
+	ts, err := intent.NewToolset(ic)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ts, c, nil
+}
+
+// Settings are the search workers' per-engine limits from the config file.
+func Settings(f *config.File) map[string]search.Settings {
+	out := map[string]search.Settings{}
+	for _, e := range f.WebSearch.Engines {
+		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL)}
+		if e.RateLimit != nil {
+			s.PerSecond, s.Burst = e.RateLimit.PerSecond, e.RateLimit.Burst
+		}
+		out[e.ID] = s
+	}
+	return out
+}

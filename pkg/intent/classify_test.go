@@ -1,0 +1,397 @@
+package intent
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		text   string
+		want   Result
+		reason string
+	}{
+		// Chinese hard hits: all three are Google-preferred (seed).
+		{"谷歌搜索 golang generics", Result{true, true, RuleZhHard, "谷歌搜索"}, ""},
+		{"谷歌一下 weather", Result{true, true, RuleZhHard, "谷歌一下"}, "mixed text"},
+		{"百度一下 北京天气", Result{true, true, RuleZhHard, "百度一下"}, ""},
+		{"先谷歌一下再百度一下", Result{true, true, RuleZhHard, "谷歌一下"}, "first in the text"},
+		{"web search 然后谷歌搜索", Result{true, true, RuleZhHard, "谷歌搜索"}, "zh-hard outranks en-hard"},
+
+		// Chinese soft hits.
+		{"我想上网看看", Result{true, false, RuleZhSoft, "上网"}, ""},
+		{"帮我搜一下最新新闻", Result{true, false, RuleZhSoft, "搜+新闻"}, ""},
+		{"查找信息", Result{true, false, RuleZhSoft, "查找+信息"}, ""},
+		{"请搜索网络上的报道", Result{true, false, RuleZhSoft, "搜索+网络"}, "lowest ids win"},
+		{"搜搜索网络", Result{true, false, RuleZhSoft, "搜索+网络"}, "搜索 before 搜"},
+		{"联网查找", Result{true, false, RuleZhSoft, "查找+联网"}, "any order"},
+		{"用谷歌搜一下新闻", Result{true, true, RuleZhSoft, "搜+新闻"}, "谷歌 makes it Google-preferred"},
+		{"搜索", Result{}, "verb alone"},
+		{"新闻联播", Result{}, "noun alone"},
+		{"谷歌", Result{}, "brand alone"},
+		{"上", Result{}, ""},
+
+		// English hard hits.
+		{"Search the web for Go 1.26 release notes", Result{true, false, RuleEnHard, "search the web"}, ""},
+		{"WEB SEARCH", Result{true, false, RuleEnHard, "web search"}, "upper case"},
+		{"/search foo", Result{true, false, RuleEnHard, "/search"}, ""},
+		{"try /SEARCH", Result{true, false, RuleEnHard, "/search"}, ""},
+		{"use websearch please", Result{true, false, RuleEnHard, "websearch"}, ""},
+		{"do a web-search", Result{true, false, RuleEnHard, "web-search"}, ""},
+		{"an internet search", Result{true, false, RuleEnHard, "internet search"}, ""},
+		{"an internet-search", Result{true, false, RuleEnHard, "internet-search"}, ""},
+		{"online search tools", Result{true, false, RuleEnHard, "online search"}, ""},
+		{"search online for flights", Result{true, false, RuleEnHard, "search online"}, ""},
+		{"search the internet", Result{true, false, RuleEnHard, "search the internet"}, ""},
+		{"search on the web", Result{true, false, RuleEnHard, "search on the web"}, ""},
+		{"search on the Internet", Result{true, false, RuleEnHard, "search on the internet"}, ""},
+		{"search the net", Result{true, false, RuleEnHard, "search the net"}, ""},
+		{"search  the\n\tweb", Result{true, false, RuleEnHard, "search the web"}, "white space runs"},
+		{"several web searches", Result{true, false, RuleEnHard, "web search"}, "prefix"},
+		{"just google it", Result{true, true, RuleEnHard, "google it"}, "Google-preferred"},
+		{"Google Search Console setup", Result{true, true, RuleEnHard, "google search"}, "Google-preferred"},
+		{"search the web, google search", Result{true, true, RuleEnHard, "search the web"}, "lowest id; google anywhere"},
+
+		// English soft hits.
+		{"please google the latest news", Result{true, true, RuleEnSoft, "google+news"}, ""},
+		{"find information online", Result{true, false, RuleEnSoft, "find+online"}, "lowest noun id"},
+		{"fIND iNFO", Result{true, false, RuleEnSoft, "find+info"}, "case"},
+		{"look up the news", Result{true, false, RuleEnSoft, "look up+news"}, ""},
+		{"Looking for articles about Rust", Result{true, false, RuleEnSoft, "look for+article"}, ""},
+		{"can you look it up on the internet", Result{true, false, RuleEnSoft, "look up+internet"}, ""},
+		{"do a lookup of news", Result{true, false, RuleEnSoft, "look up+news"}, ""},
+		{"find websites about sailing", Result{true, false, RuleEnSoft, "find+website"}, "prefix"},
+		{"searching newsletters", Result{true, false, RuleEnSoft, "search+news"}, "prefixes"},
+		{"Find reports on EV sales", Result{true, false, RuleEnSoft, "find+report"}, ""},
+		{"search the news about google", Result{true, true, RuleEnSoft, "search+news"}, "google anywhere"},
+		{"googling the web page", Result{true, true, RuleEnSoft, "google+web"}, ""},
+		{"search\u00a0the web", Result{true, false, RuleEnSoft, "search+web"}, "NBSP is not ASCII white space"},
+		{"\xff\xfe search the web \xe8", Result{true, false, RuleEnHard, "search the web"}, "invalid UTF-8 around"},
+		{"find my keys", Result{}, ""},
+		{"research the history of Rome", Result{}, "research is not search"},
+		{"cobweb search", Result{}, "cobweb is not web"},
+		{"find the webpack config", Result{}, "web is a whole word"},
+		{"find the webhook handler", Result{}, ""},
+		{"I look forward to the news", Result{}, "look for is a whole phrase"},
+		{"2web search", Result{}, "a letter after a digit does not start a word"},
+		{"web2 search", Result{}, ""},
+		{"see https://example.com/search?q=x", Result{}, "/search in a URL"},
+		{"google items", Result{}, "google it is a whole phrase"},
+		{"", Result{}, ""},
+
+		// Both languages together.
+		{"search 新闻", Result{true, false, RuleEnSoft, "search+新闻"}, "English verb, Chinese noun"},
+		{"帮我 search 一下最新的新闻", Result{true, false, RuleEnSoft, "search+新闻"}, ""},
+		{"搜一下 news", Result{true, false, RuleZhSoft, "搜+news"}, "Chinese verb, English noun"},
+		{"查找 news 和新闻, find info", Result{true, false, RuleZhSoft, "查找+新闻"}, "same-language pairs first"},
+		{"find 信息 and search news", Result{true, false, RuleEnSoft, "search+news"}, ""},
+	}
+	for _, c := range cases {
+		got := Classify(c.text)
+		if got != c.want {
+			t.Errorf("Classify(%q) = %+v, want %+v (%s)", c.text, got, c.want, c.reason)
+		}
+		if ref := reference(c.text, nil); ref != got {
+			t.Errorf("Classify(%q) = %+v, reference %+v", c.text, got, ref)
+		}
+	}
+}
+
+func TestClassifyExtra(t *testing.T) {
+	t.Parallel()
+	fresh := NewClassifier(Freshness)
+	implicit := &Classifier{Extra: []KeywordSet{{Name: FreshnessName}}}
+	custom := NewClassifier(
+		KeywordSet{Name: "zh", Keywords: []string{" ", "天气", "股价"}},
+		KeywordSet{Name: "tags", Keywords: []string{"#news", "5g", "Stock Price"}},
+	)
+	cases := []struct {
+		c    *Classifier
+		text string
+		want Result
+	}{
+		{nil, "weather in Paris today", Result{}},
+		{&Classifier{}, "weather in Paris today", Result{}},
+		{fresh, "weather in Paris today", Result{true, false, "extra:freshness", "weather"}},
+		{implicit, "weather in Paris today", Result{true, false, "extra:freshness", "weather"}},
+		{fresh, "What's the WEATHER?", Result{true, false, "extra:freshness", "weather"}},
+		{fresh, "today in Paris, weather", Result{true, false, "extra:freshness", "weather"}},
+		{fresh, "known issues", Result{}},
+		{fresh, "nowadays", Result{true, false, "extra:freshness", "now"}},
+		{fresh, "Google stock", Result{true, true, "extra:freshness", "stock"}},
+		{fresh, "search the web today", Result{true, false, RuleEnHard, "search the web"}},
+		{custom, "北京天气怎么样", Result{true, false, "extra:zh", "天气"}},
+		{custom, "see #news", Result{true, false, "extra:tags", "#news"}},
+		{custom, "see a#news", Result{}},
+		{custom, "5g towers", Result{true, false, "extra:tags", "5g"}},
+		{custom, "a5g tower", Result{}},
+		{custom, "the stock   price", Result{true, false, "extra:tags", "Stock Price"}},
+		{custom, "天气 and 5g", Result{true, false, "extra:zh", "天气"}},
+		{NewClassifier(KeywordSet{Name: "a", Keywords: []string{"x"}}, KeywordSet{Name: "b", Keywords: []string{"y"}}), "y x", Result{true, false, "extra:a", "x"}},
+	}
+	for _, c := range cases {
+		got := c.c.Classify(c.text)
+		if got != c.want {
+			t.Errorf("Classify(%q) = %+v, want %+v", c.text, got, c.want)
+		}
+		var extra []KeywordSet
+		if c.c != nil {
+			extra = c.c.Extra
+		}
+		if ref := reference(c.text, extra); ref != got {
+			t.Errorf("Classify(%q) = %+v, reference %+v", c.text, got, ref)
+		}
+	}
+}
+
+func TestClassifyDoesNotAllocate(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun refuses to run in parallel tests.
+	fresh := NewClassifier(Freshness)
+	for _, text := range []string{
+		benchNoHit, benchLateHit, "帮我搜一下最新新闻", "please google the latest news", "谷歌一下", "x",
+	} {
+		if n := testing.AllocsPerRun(100, func() { Classify(text) }); n != 0 {
+			t.Errorf("Classify(%.20q…) allocates %v times", text, n)
+		}
+		if n := testing.AllocsPerRun(100, func() { fresh.Classify(text + " today") }); n > 1 {
+			// One allocation is the concatenation in this test.
+			t.Errorf("fresh.Classify(%.20q…) allocates %v times", text, n-1)
+		}
+	}
+}
+
+// TestKeywordTables checks the invariants the scanner relies on.
+func TestKeywordTables(t *testing.T) {
+	t.Parallel()
+	hardSeen := map[uint8]bool{hSlashSearch: true}
+	for letter, gates := range enGates {
+		for _, g := range gates {
+			if len(g.stem) < 3 || g.stem[0] != byte('a'+letter) {
+				t.Errorf("gate %q: stems are at least 3 letters and start with their letter %c", g.stem, 'a'+letter)
+			}
+			for i := range len(g.stem) {
+				if !isLetter(g.stem[i]) || lower(g.stem[i]) != g.stem[i] {
+					t.Errorf("gate %q: stems are lower-case letters", g.stem)
+				}
+			}
+			for _, p := range g.phrases {
+				if !strings.HasPrefix(p.text, g.stem) {
+					t.Errorf("phrase %q does not start with its gate %q", p.text, g.stem)
+				}
+				if strings.ToLower(p.text) != p.text || strings.Contains(p.text, "  ") {
+					t.Errorf("phrase %q: lower case, single spaces", p.text)
+				}
+				switch p.kind {
+				case hard:
+					if enHard[p.id] != p.text {
+						t.Errorf("hard phrase %q has id %d, which is %q", p.text, p.id, enHard[p.id])
+					}
+					hardSeen[p.id] = true
+				case verb:
+					if !strings.HasPrefix(strings.ReplaceAll(p.text, "s ", " "), verbNames[p.id][:3]) {
+						t.Errorf("verb %q has id %d (%q)", p.text, p.id, verbNames[p.id])
+					}
+				case noun:
+					if !strings.HasPrefix(p.text, nounNames[p.id]) {
+						t.Errorf("noun %q has id %d (%q)", p.text, p.id, nounNames[p.id])
+					}
+				default:
+					t.Errorf("English phrase %q has kind %d", p.text, p.kind)
+				}
+			}
+		}
+	}
+	if len(hardSeen) != int(numHard) {
+		t.Errorf("%d hard ids used, %d defined", len(hardSeen), numHard)
+	}
+	for v := range numVerbs {
+		for n := range numNouns {
+			if want := verbNames[v] + "+" + nounNames[n]; softMatch[v][n] != want {
+				t.Errorf("softMatch[%d][%d] = %q, want %q", v, n, softMatch[v][n], want)
+			}
+		}
+	}
+	for _, g := range zhGroups {
+		for _, p := range g.phrases {
+			if !strings.HasPrefix(p.text, string(g.first)) {
+				t.Errorf("phrase %q is not in the group of %q", p.text, g.first)
+			}
+			if b := p.text[0]; b < 0xE4 || b > 0xE9 {
+				t.Errorf("phrase %q starts with byte %#x, outside the scanner's lead byte range", p.text, b)
+			}
+			if p.kind == verb && verbNames[p.id] != p.text || p.kind == noun && nounNames[p.id] != p.text {
+				t.Errorf("phrase %q has the wrong id %d", p.text, p.id)
+			}
+		}
+	}
+}
+
+// TestBlockMasks compares the word-wide classification with a byte loop on every
+// byte value in every position of a block.
+func TestBlockMasks(t *testing.T) {
+	t.Parallel()
+	var buf [64]byte
+	for v := range 256 {
+		for pos := range 64 {
+			for k := range buf {
+				buf[k] = byte(k*37 + v) // a varied background
+			}
+			buf[pos] = byte(v)
+			for _, n := range []int{64, pos + 1} {
+				s := string(buf[:n])
+				letters, lead := blockMasks(s, 0)
+				for i := range 64 {
+					b := byte(0)
+					if i < n {
+						b = s[i]
+					}
+					wantL := isLetter(b)
+					wantLead := b >= 0xC0
+					gotL := letters>>((i&7)<<3|i>>3)&1 != 0
+					gotLead := lead>>i&1 != 0
+					if gotL != wantL || gotLead != wantLead {
+						t.Fatalf("byte %#x at %d of %d: letter %v lead %v, want %v %v", b, i, n, gotL, gotLead, wantL, wantLead)
+					}
+				}
+			}
+		}
+	}
+}
+
+// reference is a deliberately naive implementation of the rules: every phrase and
+// keyword is tried at every byte position. Classify must agree with it on every input
+// (FuzzClassify checks that).
+func reference(s string, extra []KeywordSet) Result {
+	wordStart := func(i int) bool { return i == 0 || !isAlnumRef(s[i-1]) }
+	var hardIDs, verbs, nouns uint16
+	isDirect, google := false, false
+	rec := func(p phrase) {
+		google = google || p.google
+		switch p.kind {
+		case hard:
+			hardIDs |= 1 << p.id
+		case verb:
+			verbs |= 1 << p.id
+		case noun:
+			nouns |= 1 << p.id
+		case direct:
+			isDirect = true
+		}
+	}
+	for i := range len(s) {
+		for _, g := range zhGroups {
+			for _, p := range g.phrases {
+				if strings.HasPrefix(s[i:], p.text) {
+					if p.kind == hard {
+						return Result{true, true, RuleZhHard, p.text}
+					}
+					rec(p)
+				}
+			}
+		}
+	}
+	for i := range len(s) {
+		if !wordStart(i) {
+			continue
+		}
+		if end, ok := matchRef(s, i, "/search"); ok && end > i {
+			hardIDs |= 1 << hSlashSearch
+		}
+		for _, gates := range enGates {
+			for _, g := range gates {
+				for _, p := range g.phrases {
+					end, ok := matchRef(s, i, p.text)
+					if ok && (!p.whole || end == len(s) || !isAlnumRef(s[end])) {
+						rec(p)
+					}
+				}
+			}
+		}
+	}
+	first := func(set uint16) int {
+		for i := range 16 {
+			if set>>i&1 != 0 {
+				return i
+			}
+		}
+		return -1
+	}
+	var zhV, zhN uint16 = 1<<vZhSousuo | 1<<vZhChazhao | 1<<vZhSou, 1<<nZhWangluo | 1<<nZhLianwang | 1<<nZhXinwen | 1<<nZhXinxi | 1<<nZhBaodao
+	var r Result
+	switch {
+	case hardIDs != 0:
+		r = Result{Rule: RuleEnHard, Match: enHard[first(hardIDs)]}
+	case isDirect:
+		r = Result{Rule: RuleZhSoft, Match: "上网"}
+	case verbs&zhV != 0 && nouns&zhN != 0:
+		r = Result{Rule: RuleZhSoft, Match: verbNames[first(verbs&zhV)] + "+" + nounNames[first(nouns&zhN)]}
+	case verbs&^zhV != 0 && nouns&^zhN != 0:
+		r = Result{Rule: RuleEnSoft, Match: verbNames[first(verbs&^zhV)] + "+" + nounNames[first(nouns&^zhN)]}
+	case verbs != 0 && nouns != 0:
+		r = Result{Rule: RuleEnSoft, Match: verbNames[first(verbs)] + "+" + nounNames[first(nouns)]}
+		if verbs&zhV != 0 && first(verbs) == first(verbs&zhV) {
+			r.Rule = RuleZhSoft
+		}
+	default:
+		for si, ks := range extra {
+			kws := ks.Keywords
+			if len(kws) == 0 && ks.Name == FreshnessName {
+				kws = Freshness.Keywords
+			}
+			for _, kw := range kws {
+				kw = strings.TrimSpace(kw)
+				if kw == "" {
+					continue
+				}
+				if kw[0] >= 0x80 {
+					if strings.Contains(s, kw) {
+						return Result{true, google, "extra:" + extra[si].Name, kw}
+					}
+					continue
+				}
+				for i := range len(s) {
+					if _, ok := matchRef(s, i, kw); ok && wordStart(i) {
+						return Result{true, google, "extra:" + extra[si].Name, kw}
+					}
+				}
+			}
+		}
+		return Result{}
+	}
+	r.WebSearch, r.GooglePreferred = true, google
+	return r
+}
+
+// matchRef is matchFold written the obvious way: kw's words, lower-cased, separated
+// by runs of ASCII white space.
+func matchRef(s string, i int, kw string) (int, bool) {
+	lowerRef := func(b byte) byte {
+		if 'A' <= b && b <= 'Z' {
+			return b + 32
+		}
+		return b
+	}
+	space := func(b byte) bool { return strings.IndexByte(" \t\n\v\f\r", b) >= 0 }
+	for wi, word := range strings.Fields(kw) {
+		if wi > 0 {
+			if i >= len(s) || !space(s[i]) {
+				return 0, false
+			}
+			for i < len(s) && space(s[i]) {
+				i++
+			}
+		}
+		for k := range len(word) {
+			if i >= len(s) || lowerRef(s[i]) != lowerRef(word[k]) {
+				return 0, false
+			}
+			i++
+		}
+	}
+	return i, true
+}
+
+func isAlnumRef(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
+}

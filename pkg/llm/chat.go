@@ -1,0 +1,212 @@
+// Package llm speaks the OpenAI chat-completions protocol to main models: the one
+// protocol OpenAI, GLM, Kimi, DeepSeek, OpenRouter, vLLM and Ollama share. Requests
+// keep every parameter the fleet does not touch exactly as the client sent it.
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ChatRequest is a client's chat completion request. Model, Messages, Tools and
+// Stream are read; every other field is kept verbatim in Extra and forwarded.
+type ChatRequest struct {
+	Model    string
+	Messages []json.RawMessage
+	Tools    []json.RawMessage
+	Stream   bool
+	// Extra holds the other top-level fields (temperature, max_tokens, tool_choice…).
+	Extra map[string]json.RawMessage
+}
+
+// Message is the part of a chat message the fleet reads.
+type Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content,omitempty"`
+	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a function call of an assistant message.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a call's function name and its arguments (a JSON string).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// RequestError is a request the fleet refuses, with the parameter at fault.
+type RequestError struct {
+	Param   string
+	Message string
+}
+
+func (e *RequestError) Error() string { return e.Message }
+
+func badParam(param, format string, args ...any) *RequestError {
+	return &RequestError{Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+
+// ParseChatRequest reads and validates a chat completion request body.
+func ParseChatRequest(body []byte) (*ChatRequest, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, badParam("", "request body is empty; send a JSON chat completion request")
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, badParam("", "request body is not valid JSON: %s", shortJSONError(err))
+	}
+	if top == nil {
+		return nil, badParam("", "request body must be a JSON object")
+	}
+	r := &ChatRequest{Extra: make(map[string]json.RawMessage, len(top))}
+	for k, v := range top {
+		switch k {
+		case "model":
+			if err := json.Unmarshal(v, &r.Model); err != nil || strings.TrimSpace(r.Model) == "" {
+				return nil, badParam("model", "'model' must be a non-empty string")
+			}
+		case "messages":
+			if err := json.Unmarshal(v, &r.Messages); err != nil {
+				return nil, badParam("messages", "'messages' must be an array of message objects")
+			}
+		case "tools":
+			if string(v) == "null" {
+				continue
+			}
+			if err := json.Unmarshal(v, &r.Tools); err != nil {
+				return nil, badParam("tools", "'tools' must be an array of tool objects")
+			}
+		case "stream":
+			if err := json.Unmarshal(v, &r.Stream); err != nil {
+				return nil, badParam("stream", "'stream' must be a boolean")
+			}
+		case "n":
+			var n int
+			if err := json.Unmarshal(v, &n); err != nil || n != 1 && string(v) != "null" {
+				return nil, badParam("n", "only n=1 is supported")
+			}
+		default:
+			r.Extra[k] = v
+		}
+	}
+	if _, ok := top["model"]; !ok {
+		return nil, badParam("model", "you must provide a model parameter")
+	}
+	if _, ok := top["messages"]; !ok || len(r.Messages) == 0 {
+		return nil, badParam("messages", "'messages' is required and must not be empty")
+	}
+	for i, raw := range r.Messages {
+		var m Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, badParam(fmt.Sprintf("messages[%d]", i), "messages[%d] is not a valid message object", i)
+		}
+		if !roles[m.Role] {
+			return nil, badParam(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
+		}
+		if m.Role == "tool" && m.ToolCallID == "" {
+			return nil, badParam(fmt.Sprintf("messages[%d].tool_call_id", i), "messages[%d] has role 'tool' but no tool_call_id", i)
+		}
+	}
+	for i, raw := range r.Tools {
+		var t struct {
+			Type     string `json:"type"`
+			Function *struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, badParam(fmt.Sprintf("tools[%d]", i), "tools[%d] is not a valid tool object", i)
+		}
+		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
+			return nil, badParam(fmt.Sprintf("tools[%d]", i), "tools[%d] must be {\"type\":\"function\",\"function\":{\"name\":…}}", i)
+		}
+	}
+	return r, nil
+}
+
+// ToolNames returns the names of the client's function tools.
+func (r *ChatRequest) ToolNames() []string {
+	var out []string
+	for _, raw := range r.Tools {
+		var t struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &t) == nil {
+			out = append(out, t.Function.Name)
+		}
+	}
+	return out
+}
+
+// Body builds the upstream request: the client's parameters with the upstream model,
+// the chain's messages and the given tools (none: the field is left out). Streaming is
+// off upstream; the fleet streams to the client itself.
+func (r *ChatRequest) Body(model string, messages []json.RawMessage, tools []json.RawMessage, drop ...string) ([]byte, error) {
+	out := make(map[string]any, len(r.Extra)+3)
+	for k, v := range r.Extra {
+		out[k] = v
+	}
+	for _, k := range drop {
+		delete(out, k)
+	}
+	delete(out, "stream_options")
+	out["model"] = model
+	out["messages"] = messages
+	if len(tools) > 0 {
+		out["tools"] = tools
+	} else {
+		delete(out, "tool_choice")
+		delete(out, "parallel_tool_calls")
+	}
+	return json.Marshal(out)
+}
+
+// Text returns a message content's text: a string, or the text of its text parts
+// (images and other parts are skipped).
+func Text(content json.RawMessage) string {
+	if len(content) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if (p.Type == "text" || p.Type == "input_text") && p.Text != "" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+func shortJSONError(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}

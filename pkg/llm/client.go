@@ -1,0 +1,202 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client calls one OpenAI-compatible provider.
+type Client struct {
+	name    string
+	baseURL string
+	key     string // never logged, never in an error
+	hc      *http.Client
+}
+
+// NewClient returns a client for the provider at baseURL (".../v1"), authenticating
+// with key (may be empty for local servers).
+func NewClient(name, baseURL, key string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, hc: hc}
+}
+
+// Completion is the part of a chat completion the fleet uses.
+type Completion struct {
+	ID    string
+	Model string
+	// Message is the assistant message exactly as the model sent it: the next hop
+	// echoes it back verbatim (providers such as Kimi and DeepSeek need their own
+	// fields, e.g. reasoning_content, returned).
+	Message      json.RawMessage
+	FinishReason string
+	Usage        Usage
+}
+
+// Usage is token usage of one or more model calls.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Add accumulates u2.
+func (u *Usage) Add(u2 Usage) {
+	u.PromptTokens += u2.PromptTokens
+	u.CompletionTokens += u2.CompletionTokens
+	u.TotalTokens += u2.TotalTokens
+}
+
+// Error is a failed model call.
+type Error struct {
+	Provider string
+	// Status is the provider's HTTP status (0: no HTTP answer).
+	Status int
+	// Type and Message come from the provider's OpenAI-shaped error body.
+	Type    string
+	Code    string
+	Message string
+	// RetryAfter is the provider's requested wait on 429/503.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "model provider %s", e.Provider)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " answered HTTP %d", e.Status)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	} else if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether the same call may succeed later (429, 408, 5xx, network).
+func (e *Error) Retryable() bool {
+	return e.Status == 0 || e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout || e.Status >= 500
+}
+
+// Complete sends one chat completion request body and returns the first choice.
+func (c *Client) Complete(ctx context.Context, body []byte) (*Completion, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, &Error{Provider: c.name, Message: "building request", Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &Error{Provider: c.name, Status: resp.StatusCode, Message: "reading response: " + err.Error()}
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, c.httpError(resp, data)
+	}
+	var out struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      json.RawMessage `json:"message"`
+			FinishReason string          `json:"finish_reason"`
+		} `json:"choices"`
+		Usage Usage `json:"usage"`
+		Error *struct {
+			Message string `json:"message"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, &Error{Provider: c.name, Status: resp.StatusCode, Type: "bad_response", Message: "response is not a chat completion: " + truncate(err.Error(), 200)}
+	}
+	if out.Error != nil {
+		// Some providers (OpenRouter) report failures inside a 200.
+		status := http.StatusBadGateway
+		if code, ok := out.Error.Code.(float64); ok && code >= 400 {
+			status = int(code)
+		}
+		return nil, &Error{Provider: c.name, Status: status, Type: "upstream_error", Message: c.redact(out.Error.Message)}
+	}
+	if len(out.Choices) == 0 || len(out.Choices[0].Message) == 0 {
+		return nil, &Error{Provider: c.name, Status: resp.StatusCode, Type: "bad_response", Message: "chat completion has no choices"}
+	}
+	return &Completion{ID: out.ID, Model: out.Model, Message: out.Choices[0].Message, FinishReason: out.Choices[0].FinishReason, Usage: out.Usage}, nil
+}
+
+func (c *Client) httpError(resp *http.Response, data []byte) *Error {
+	e := &Error{Provider: c.name, Status: resp.StatusCode}
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &body) == nil && body.Error.Message != "" {
+		e.Message = c.redact(truncate(body.Error.Message, 500))
+		e.Type = body.Error.Type
+		if body.Error.Code != nil {
+			e.Code = fmt.Sprint(body.Error.Code)
+		}
+	} else {
+		e.Message = c.redact(truncate(strings.TrimSpace(string(data)), 300))
+	}
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil {
+			e.RetryAfter = time.Duration(s * float64(time.Second))
+		} else if t, err := http.ParseTime(v); err == nil {
+			e.RetryAfter = time.Until(t)
+		}
+	}
+	return e
+}
+
+func (c *Client) redact(s string) string {
+	if len(c.key) >= 4 {
+		s = strings.ReplaceAll(s, c.key, "[REDACTED]")
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// ParseMessage reads an assistant message.
+func ParseMessage(raw json.RawMessage) (Message, error) {
+	var m Message
+	err := json.Unmarshal(raw, &m)
+	return m, err
+}

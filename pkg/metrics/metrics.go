@@ -1,0 +1,68 @@
+// Package metrics holds the fleet's Prometheus metrics. One Metrics value per process,
+// registered on its own registry (no globals), served by ingress at /metrics.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the fleet's counters and histograms.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// HTTPRequests counts ingress requests by route and status.
+	HTTPRequests *prometheus.CounterVec
+	// Jobs counts jobs by how they ended (completed, failed, cancelled).
+	Jobs *prometheus.CounterVec
+	// JobSeconds is the time from accepting a job to its end.
+	JobSeconds prometheus.Histogram
+	// ModelCalls counts main-model calls by provider and outcome.
+	ModelCalls *prometheus.CounterVec
+	// ModelSeconds is main-model call latency by provider.
+	ModelSeconds *prometheus.HistogramVec
+	// Searches counts searches by engine and outcome (ok, error, cached, rate_limited).
+	Searches *prometheus.CounterVec
+	// SearchSeconds is engine call latency by engine.
+	SearchSeconds *prometheus.HistogramVec
+	// SearchCostUSD sums what searches cost, by engine.
+	SearchCostUSD *prometheus.CounterVec
+	// Deliveries counts consumer outcomes by consumer and action.
+	Deliveries *prometheus.CounterVec
+	// StepSeconds is handler time per consumer.
+	StepSeconds *prometheus.HistogramVec
+	// Webhooks counts webhook delivery attempts by outcome.
+	Webhooks *prometheus.CounterVec
+}
+
+// New creates and registers the metrics.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+	m := &Metrics{
+		Registry:      r,
+		HTTPRequests:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_http_requests_total", Help: "Ingress requests by route and status."}, []string{"route", "status"}),
+		Jobs:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_jobs_total", Help: "Jobs by final status."}, []string{"status"}),
+		JobSeconds:    prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleet_job_seconds", Help: "Time from accepting a job to its end.", Buckets: latency}),
+		ModelCalls:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_model_calls_total", Help: "Main-model calls by provider and outcome."}, []string{"provider", "outcome"}),
+		ModelSeconds:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleet_model_call_seconds", Help: "Main-model call latency.", Buckets: latency}, []string{"provider"}),
+		Searches:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_searches_total", Help: "Searches by engine and outcome."}, []string{"engine", "outcome"}),
+		SearchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleet_search_seconds", Help: "Engine call latency.", Buckets: latency}, []string{"engine"}),
+		SearchCostUSD: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_cost_usd_total", Help: "What searches cost, by engine."}, []string{"engine"}),
+		Deliveries:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_deliveries_total", Help: "Consumer outcomes by consumer and action."}, []string{"consumer", "action"}),
+		StepSeconds:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleet_step_seconds", Help: "Handler time per consumer.", Buckets: latency}, []string{"consumer"}),
+		Webhooks:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_webhook_deliveries_total", Help: "Webhook delivery attempts by outcome."}, []string{"outcome"}),
+	}
+	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
+		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks)
+	return m
+}
+
+// ObserveDelivery is a bus.ConsumeOptions.Observe function.
+func (m *Metrics) ObserveDelivery(consumer, action string, elapsed time.Duration) {
+	m.Deliveries.WithLabelValues(consumer, action).Inc()
+	m.StepSeconds.WithLabelValues(consumer).Observe(elapsed.Seconds())
+}

@@ -1,0 +1,201 @@
+// Package search is the search worker: it takes web_search calls off an engine's
+// subject, runs them with the engine's shared rate limit, optional cache and timeout,
+// and publishes the normalized result for the chain to resume. A failed search is a
+// result too — the model is told, in words it can act on — never a stuck job.
+package search
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Settings are one engine's operating limits.
+type Settings struct {
+	// PerSecond and Burst rate-limit the engine across all workers (0: unlimited).
+	PerSecond float64
+	Burst     int
+	// CacheTTL caches results per normalized query (0: no cache).
+	CacheTTL time.Duration
+}
+
+// Worker runs searches.
+type Worker struct {
+	Bus      *bus.Bus
+	Store    *state.Store
+	Engines  *engines.Registry
+	Settings map[string]Settings
+	// Timeout bounds one engine call.
+	Timeout time.Duration
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+	// ID names this worker in leases.
+	ID string
+}
+
+// Handle runs one search. Its steps, each safe to replay:
+//  1. a result stored by an earlier delivery is republished, not searched again;
+//  2. a job that ended (cancelled) gets no search;
+//  3. the engine's rate limit may re-queue the search with a delay (no slot held);
+//  4. a lease keeps two deliveries of the same call from both paying;
+//  5. the engine runs; a retryable failure is retried with the provider's delay
+//     while deliveries remain, any other failure becomes an error result;
+//  6. the result is stored, then published for the chain.
+func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest]) error {
+	req := d.Msg
+	eng, ok := w.Engines.Get(req.Engine)
+	if !ok {
+		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.BadRequest, Engine: req.Engine, Message: "this worker has no engine " + req.Engine}), 0)
+	}
+	if b, ok, err := w.Store.SearchDone(ctx, req.JobID, req.Hop, req.CallID); err != nil {
+		return err
+	} else if ok {
+		var done bus.SearchDone
+		if json.Unmarshal(b, &done) == nil {
+			return w.publish(ctx, req, done)
+		}
+	}
+	if st, err := w.Store.JobStatus(ctx, req.JobID); err == nil && st.Terminal() {
+		return nil
+	}
+	if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
+		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.Unavailable, Engine: req.Engine, Message: "the job's deadline passed before the search could run"}), 0)
+	}
+	set := w.Settings[req.Engine]
+	cacheKey := ""
+	if set.CacheTTL > 0 {
+		cacheKey = w.Store.K.SearchCache(req.Engine, queryHash(req.Query))
+		if b, err := w.Store.R.Get(ctx, cacheKey).Bytes(); err == nil {
+			var res engines.Result
+			if json.Unmarshal(b, &res) == nil {
+				w.count(req.Engine, "cached")
+				res.Usage = engines.Usage{} // a cached answer costs nothing
+				return w.finish(ctx, req, d, &res, 0)
+			}
+		}
+	}
+	if wait, err := w.Store.Allow(ctx, req.Engine, set.PerSecond, set.Burst); err != nil {
+		return err
+	} else if wait > 0 {
+		w.count(req.Engine, "rate_limited")
+		if d.Last() {
+			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.RateLimited, Engine: req.Engine, Message: "the engine's rate limit kept this search waiting too long"}), 0)
+		}
+		return bus.Retry(wait, fmt.Errorf("engine %s rate limit", req.Engine))
+	}
+	leaseKey := w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID)
+	got, left, err := w.Store.Lease(ctx, leaseKey, w.ID, w.Timeout+10*time.Second)
+	if err != nil {
+		return err
+	}
+	if !got {
+		return bus.Retry(min(left, 5*time.Second), errors.New("search is being run by another worker"))
+	}
+	defer w.Store.Release(context.WithoutCancel(ctx), leaseKey, w.ID)
+
+	sctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	start := time.Now()
+	res, serr := eng.Search(sctx, req.Query)
+	cancel()
+	elapsed := time.Since(start)
+	if w.Metrics != nil {
+		w.Metrics.SearchSeconds.WithLabelValues(req.Engine).Observe(elapsed.Seconds())
+	}
+	if serr != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // shutting down: another worker takes it
+		}
+		e := engines.AsError(req.Engine, serr)
+		w.count(req.Engine, "error_"+string(e.Kind))
+		if e.Retryable() && !d.Last() {
+			after := e.RetryAfter
+			if after <= 0 {
+				after = bus.Backoff(d.Attempt)
+			}
+			w.Log.Info("search: retrying", "engine", req.Engine, "job", req.JobID, "attempt", d.Attempt, "after", after, "err", e)
+			return bus.Retry(after, e)
+		}
+		w.Log.Warn("search: failed", "engine", req.Engine, "job", req.JobID, "attempt", d.Attempt, "err", e)
+		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, e), elapsed)
+	}
+	w.count(req.Engine, "ok")
+	if w.Metrics != nil && res.Usage.CostUSD > 0 {
+		w.Metrics.SearchCostUSD.WithLabelValues(req.Engine).Add(res.Usage.CostUSD)
+	}
+	if cacheKey != "" {
+		if b, err := json.Marshal(res); err == nil {
+			w.Store.R.Set(ctx, cacheKey, b, set.CacheTTL)
+		}
+	}
+	return w.finish(ctx, req, d, res, elapsed)
+}
+
+// finish stores the result of a call, then publishes it.
+func (w *Worker) finish(ctx context.Context, req bus.SearchRequest, d *bus.Delivery[bus.SearchRequest], res *engines.Result, elapsed time.Duration) error {
+	done := bus.SearchDone{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.Engine, Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds()}
+	b, err := json.Marshal(done)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	if err := w.Store.SaveSearchDone(ctx, req.JobID, req.Hop, req.CallID, b); err != nil {
+		return err
+	}
+	return w.publish(ctx, req, done)
+}
+
+// publish sends a finished search on: to its chain, or, for a direct search, into the
+// job record itself.
+func (w *Worker) publish(ctx context.Context, req bus.SearchRequest, done bus.SearchDone) error {
+	if !req.Direct {
+		return w.Bus.Publish(ctx, bus.SubjectResume, done)
+	}
+	return w.completeDirect(ctx, req, done)
+}
+
+// completeDirect ends a direct search job (POST /v1/search) with its result.
+func (w *Worker) completeDirect(ctx context.Context, req bus.SearchRequest, done bus.SearchDone) error {
+	b, _ := json.Marshal(map[string]any{"object": "search.result", "id": req.JobID, "result": done.Result})
+	ub, _ := json.Marshal(done.Result.Usage)
+	st, je := state.Completed, (*state.JobError)(nil)
+	ev := bus.Event{JobID: req.JobID, Type: bus.EventCompleted, At: time.Now().UTC(), Engine: req.Engine, Query: req.Query.Query, Sources: len(done.Result.Citation.Sources)}
+	fields := []any{"response", b, "usage", ub}
+	if e := done.Result.Citation.Error; e != nil {
+		st, je = state.Failed, &state.JobError{Status: http.StatusBadGateway, Type: "search_error", Code: e.Type, Message: e.Message}
+		ev.Type, ev.Error = bus.EventFailed, e.Message
+		fields = append(fields, "error", je)
+	}
+	ok, err := w.Store.Update(ctx, req.JobID, st, fields...)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if cur, err := w.Store.JobStatus(ctx, req.JobID); err != nil || cur != st {
+			return nil
+		}
+	}
+	return w.Bus.Publish(ctx, bus.SubjectEvents(req.JobID), ev)
+}
+
+func (w *Worker) count(engine, outcome string) {
+	if w.Metrics != nil {
+		w.Metrics.Searches.WithLabelValues(engine, outcome).Inc()
+	}
+}
+
+// queryHash identifies a normalized query for the cache.
+func queryHash(q engines.Query) string {
+	b, _ := json.Marshal(q)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}

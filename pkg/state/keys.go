@@ -1,0 +1,71 @@
+package state
+
+import (
+	"strconv"
+)
+
+// Keys builds every Redis key the fleet uses; no key is spelled anywhere else. Keys of
+// one job carry the job id as a {hash tag}, so a job's keys live on one Redis Cluster
+// slot and can be read, written and scripted together.
+type Keys struct {
+	prefix string
+}
+
+// NewKeys returns the key builder for prefix (default "sf"). Tests use a unique prefix
+// each, so they share one Redis without FLUSHDB.
+func NewKeys(prefix string) Keys {
+	if prefix == "" {
+		prefix = "sf"
+	}
+	return Keys{prefix: prefix}
+}
+
+// Prefix returns the key prefix.
+func (k Keys) Prefix() string { return k.prefix }
+
+func (k Keys) job(id string) string { return k.prefix + ":{" + id + "}" }
+
+// Job is the job record: status, timestamps, request, answer, trace, usage (a hash).
+func (k Keys) Job(id string) string { return k.job(id) + ":job" }
+
+// Chain is the chain state: per hop the stored model turn, the dispatched calls, the
+// expected and recorded results; the sticky flag; counters (a hash).
+func (k Keys) Chain(id string) string { return k.job(id) + ":chain" }
+
+// Lease is the claim of the worker currently calling the model for one hop.
+func (k Keys) Lease(id string, hop int) string { return k.job(id) + ":lease:" + strconv.Itoa(hop) }
+
+// SearchDone is a search worker's stored result for one call: a redelivered search
+// republishes it instead of paying for the search again.
+func (k Keys) SearchDone(id string, hop int, call string) string {
+	return k.job(id) + ":sr:" + strconv.Itoa(hop) + ":" + call
+}
+
+// SearchLease is the claim of the worker currently running one search.
+func (k Keys) SearchLease(id string, hop int, call string) string {
+	return k.job(id) + ":sl:" + strconv.Itoa(hop) + ":" + call
+}
+
+// Deadlines is the sorted set of unfinished jobs by deadline (ms), which the reaper
+// sweeps so that no job stays unanswered.
+func (k Keys) Deadlines() string { return k.prefix + ":deadlines" }
+
+// ReaperLock is held by the one worker sweeping Deadlines.
+func (k Keys) ReaperLock() string { return k.prefix + ":reaper" }
+
+// StickyConversation marks a conversation whose web_search chain continues in the
+// client's next request (the answer ended in client tool calls, not "stop").
+func (k Keys) StickyConversation(hash string) string { return k.prefix + ":sticky:" + hash }
+
+// Idempotency maps a tenant's Idempotency-Key to its job.
+func (k Keys) Idempotency(tenant, key string) string {
+	return k.prefix + ":idem:{" + tenant + "}:" + key
+}
+
+// RateLimit is the limiter state of one engine.
+func (k Keys) RateLimit(engine string) string { return k.prefix + ":rl:{" + engine + "}" }
+
+// SearchCache is a cached result of one engine for one normalized query.
+func (k Keys) SearchCache(engine, queryHash string) string {
+	return k.prefix + ":cache:{" + engine + "}:" + queryHash
+}

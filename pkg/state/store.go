@@ -1,0 +1,507 @@
+// Package state keeps the fleet's shared state in Redis: job records, the chain state
+// of each job (so any chat worker can resume any chain), idempotency claims that keep a
+// redelivered step from paying for a model call or a search twice, deadlines, and rate
+// limits. Every key is built in keys.go. Workers hold nothing between messages.
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Status is a job's status.
+type Status string
+
+// The job statuses. A job ends in exactly one of the terminal three.
+const (
+	Queued    Status = "queued"
+	Running   Status = "running"
+	Completed Status = "completed"
+	Failed    Status = "failed"
+	Cancelled Status = "cancelled"
+)
+
+// Terminal reports whether the job has ended.
+func (s Status) Terminal() bool { return s == Completed || s == Failed || s == Cancelled }
+
+// Job is a job record.
+type Job struct {
+	ID     string `json:"id"`
+	Tenant string `json:"tenant,omitempty"`
+	// Kind is "chat" (a chat request through the model loop) or "search" (one direct
+	// search, no model).
+	Kind   string `json:"kind"`
+	Model  string `json:"model,omitempty"`
+	Status Status `json:"status"`
+	// Request is the validated client request.
+	Request json.RawMessage `json:"request,omitempty"`
+	Created time.Time       `json:"created_at"`
+	Updated time.Time       `json:"updated_at"`
+	// Finished is when the job reached a terminal status.
+	Finished time.Time `json:"finished_at,omitzero"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Response is the answer, in the protocol of the request.
+	Response json.RawMessage `json:"response,omitempty"`
+	Error    *JobError       `json:"error,omitempty"`
+	Usage    json.RawMessage `json:"usage,omitempty"`
+	// Trace lists the searches the job made.
+	Trace    json.RawMessage `json:"trace,omitempty"`
+	Callback json.RawMessage `json:"callback,omitempty"`
+	Batch    string          `json:"batch,omitempty"`
+	// WebhookStatus is "", "pending", "delivered" or "failed".
+	WebhookStatus string `json:"webhook_status,omitempty"`
+}
+
+// JobError is why a job failed, in the OpenAI error vocabulary.
+type JobError struct {
+	// Status is the HTTP status a synchronous caller gets.
+	Status  int    `json:"status"`
+	Type    string `json:"type"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+}
+
+func (e *JobError) Error() string { return e.Type + ": " + e.Message }
+
+// Store is the fleet's Redis state.
+type Store struct {
+	R redis.UniversalClient
+	K Keys
+	// Retention is how long job records and chain state live after creation.
+	Retention time.Duration
+}
+
+// New returns a store over r with keys under prefix, keeping jobs for retention.
+func New(r redis.UniversalClient, prefix string, retention time.Duration) *Store {
+	if retention <= 0 {
+		retention = 7 * 24 * time.Hour
+	}
+	return &Store{R: r, K: NewKeys(prefix), Retention: retention}
+}
+
+// ErrNotFound means there is no such job (or it expired).
+var ErrNotFound = errors.New("state: not found")
+
+// ErrExists means a job with that id exists already.
+var ErrExists = errors.New("state: job exists")
+
+func ms(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+func fromMS(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// CreateJob stores a new job record (status queued) and registers its deadline. It
+// fails with ErrExists if the id is taken.
+func (s *Store) CreateJob(ctx context.Context, j *Job) error {
+	now := time.Now().UTC()
+	if j.Created.IsZero() {
+		j.Created = now
+	}
+	j.Updated = j.Created
+	if j.Status == "" {
+		j.Status = Queued
+	}
+	fields := map[string]any{
+		"id": j.ID, "tenant": j.Tenant, "kind": j.Kind, "model": j.Model, "status": string(j.Status),
+		"request": []byte(j.Request), "created": ms(j.Created), "updated": ms(j.Updated),
+		"deadline": ms(j.Deadline), "batch": j.Batch,
+	}
+	if len(j.Callback) > 0 {
+		fields["callback"] = []byte(j.Callback)
+		fields["webhook"] = "pending"
+	}
+	key := s.K.Job(j.ID)
+	ok, err := s.R.HSetNX(ctx, key, "id", j.ID).Result()
+	if err != nil {
+		return fmt.Errorf("state: creating job: %w", err)
+	}
+	if !ok {
+		return ErrExists
+	}
+	_, err = s.R.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, fields)
+		p.Expire(ctx, key, s.Retention)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("state: creating job: %w", err)
+	}
+	if !j.Deadline.IsZero() {
+		if err := s.R.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(j.Deadline.UnixMilli()), Member: j.ID}).Err(); err != nil {
+			return fmt.Errorf("state: registering deadline: %w", err)
+		}
+	}
+	return nil
+}
+
+// GetJob reads a job record.
+func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
+	m, err := s.R.HGetAll(ctx, s.K.Job(id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("state: reading job: %w", err)
+	}
+	if len(m) == 0 || m["id"] == "" {
+		return nil, ErrNotFound
+	}
+	return jobFromHash(m), nil
+}
+
+func jobFromHash(m map[string]string) *Job {
+	raw := func(k string) json.RawMessage {
+		if v := m[k]; v != "" {
+			return json.RawMessage(v)
+		}
+		return nil
+	}
+	j := &Job{
+		ID: m["id"], Tenant: m["tenant"], Kind: m["kind"], Model: m["model"], Status: Status(m["status"]),
+		Request: raw("request"), Created: fromMS(m["created"]), Updated: fromMS(m["updated"]),
+		Finished: fromMS(m["finished"]), Deadline: fromMS(m["deadline"]),
+		Response: raw("response"), Usage: raw("usage"), Trace: raw("trace"), Callback: raw("callback"),
+		Batch: m["batch"], WebhookStatus: m["webhook"],
+	}
+	if e := m["error"]; e != "" {
+		j.Error = &JobError{}
+		if json.Unmarshal([]byte(e), j.Error) != nil {
+			j.Error = &JobError{Type: "server_error", Message: e}
+		}
+	}
+	return j
+}
+
+// JobStatus reads only a job's status (cheap: the chat worker checks it every step so
+// a cancelled job makes no further paid calls).
+func (s *Store) JobStatus(ctx context.Context, id string) (Status, error) {
+	v, err := s.R.HGet(ctx, s.K.Job(id), "status").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("state: reading status: %w", err)
+	}
+	return Status(v), nil
+}
+
+// setIfLive sets fields of a job unless it has ended. KEYS[1] job; ARGV[1] now (ms);
+// ARGV[2] new status or "" to keep; then field/value pairs. Returns 1 if it wrote.
+var setIfLive = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return -1 end
+if st == 'completed' or st == 'failed' or st == 'cancelled' then return 0 end
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[1], 'status', ARGV[2])
+  if ARGV[2] == 'completed' or ARGV[2] == 'failed' or ARGV[2] == 'cancelled' then
+    redis.call('HSET', KEYS[1], 'finished', ARGV[1])
+  end
+end
+redis.call('HSET', KEYS[1], 'updated', ARGV[1])
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
+return 1
+`)
+
+// Update sets status (if not "") and fields of a job that has not ended. It reports
+// whether it wrote: false means the job had already ended (or does not exist), and the
+// caller must not act as if it had moved it. Reaching a terminal status also drops the
+// job's deadline.
+func (s *Store) Update(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
+	argv := make([]any, 0, 2+len(fields))
+	argv = append(argv, ms(time.Now()), string(status))
+	for i := 0; i+1 < len(fields); i += 2 {
+		v := fields[i+1]
+		switch x := v.(type) {
+		case json.RawMessage:
+			v = []byte(x)
+		case *JobError:
+			b, _ := json.Marshal(x)
+			v = b
+		case time.Time:
+			v = ms(x)
+		}
+		argv = append(argv, fields[i], v)
+	}
+	n, err := setIfLive.Run(ctx, s.R, []string{s.K.Job(id)}, argv...).Int()
+	if err != nil {
+		return false, fmt.Errorf("state: updating job: %w", err)
+	}
+	if n == 1 && status.Terminal() {
+		s.R.ZRem(ctx, s.K.Deadlines(), id)
+	}
+	return n == 1, nil
+}
+
+// SetField sets fields of a job whatever its status (webhook bookkeeping after the end).
+func (s *Store) SetField(ctx context.Context, id string, fields ...any) error {
+	return s.R.HSet(ctx, s.K.Job(id), fields...).Err()
+}
+
+// Overdue returns up to n unfinished jobs whose deadline has passed.
+func (s *Store) Overdue(ctx context.Context, now time.Time, n int64) ([]string, error) {
+	return s.R.ZRangeByScore(ctx, s.K.Deadlines(), &redis.ZRangeBy{Min: "-inf", Max: ms(now), Count: n}).Result()
+}
+
+// ForgetDeadline drops a job from the deadline set.
+func (s *Store) ForgetDeadline(ctx context.Context, id string) error {
+	return s.R.ZRem(ctx, s.K.Deadlines(), id).Err()
+}
+
+// TryLock takes a short named lock (the reaper's), reporting whether it got it.
+func (s *Store) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	return s.R.SetNX(ctx, key, owner, ttl).Result()
+}
+
+// Chain is the chain state of one job. Its per-hop values are opaque JSON owned by the
+// chat worker; the store only guarantees each is written once.
+type Chain struct {
+	Hops            map[int]*Hop
+	Sticky          bool
+	GooglePreferred bool
+	// Searches counts the searches dispatched so far (the per-job search limit).
+	Searches int
+}
+
+// Hop is one model call and the server-tool calls it made.
+type Hop struct {
+	// Turn is the stored model answer of this hop (nil until the model answered).
+	Turn json.RawMessage
+	// Calls are the server-tool calls dispatched for this hop.
+	Calls json.RawMessage
+	// Expected is how many results the hop waits for (-1 until dispatched).
+	Expected int
+	// Results are the recorded results by call id.
+	Results map[string]json.RawMessage
+	// Dispatched is set once every call of the hop was published.
+	Dispatched bool
+}
+
+// Hop returns hop h, creating an empty one.
+func (c *Chain) Hop(h int) *Hop {
+	if hp, ok := c.Hops[h]; ok {
+		return hp
+	}
+	hp := &Hop{Expected: -1, Results: map[string]json.RawMessage{}}
+	c.Hops[h] = hp
+	return hp
+}
+
+// LoadChain reads a job's chain state in one round trip.
+func (s *Store) LoadChain(ctx context.Context, id string) (*Chain, error) {
+	m, err := s.R.HGetAll(ctx, s.K.Chain(id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("state: reading chain: %w", err)
+	}
+	return chainFromHash(m), nil
+}
+
+func chainFromHash(m map[string]string) *Chain {
+	c := &Chain{Hops: map[int]*Hop{}}
+	for k, v := range m {
+		switch {
+		case k == "sticky":
+			c.Sticky = v == "1"
+		case k == "gp":
+			c.GooglePreferred = v == "1"
+		case k == "searches":
+			c.Searches, _ = strconv.Atoi(v)
+		default:
+			kind, rest, ok := strings.Cut(k, ":")
+			if !ok {
+				continue
+			}
+			hs, call, _ := strings.Cut(rest, ":")
+			h, err := strconv.Atoi(hs)
+			if err != nil {
+				continue
+			}
+			hp := c.Hop(h)
+			switch kind {
+			case "m":
+				hp.Turn = json.RawMessage(v)
+			case "calls":
+				hp.Calls = json.RawMessage(v)
+			case "n":
+				hp.Expected, _ = strconv.Atoi(v)
+			case "d":
+				hp.Dispatched = true
+			case "r":
+				hp.Results[call] = json.RawMessage(v)
+			}
+		}
+	}
+	return c
+}
+
+// ChainLoad reads a job record and its chain state together (one round trip).
+func (s *Store) ChainLoad(ctx context.Context, id string) (*Job, *Chain, error) {
+	var jc, cc *redis.MapStringStringCmd
+	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+		jc = p.HGetAll(ctx, s.K.Job(id))
+		cc = p.HGetAll(ctx, s.K.Chain(id))
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("state: reading job and chain: %w", err)
+	}
+	jm := jc.Val()
+	if len(jm) == 0 || jm["id"] == "" {
+		return nil, nil, ErrNotFound
+	}
+	return jobFromHash(jm), chainFromHash(cc.Val()), nil
+}
+
+// SaveTurn stores the model's answer for hop h unless one is stored already, and
+// returns the stored one (so two racing workers agree on a single answer).
+func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte) (json.RawMessage, error) {
+	key := s.K.Chain(id)
+	field := "m:" + strconv.Itoa(h)
+	var set *redis.BoolCmd
+	var get *redis.StringCmd
+	_, err := s.R.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.HSetNX(ctx, key, field, turn)
+		get = p.HGet(ctx, key, field)
+		p.Expire(ctx, key, s.Retention)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: storing model turn: %w", err)
+	}
+	_ = set
+	return json.RawMessage(get.Val()), nil
+}
+
+// SetChainFlags sets the sticky and Google-preferred flags.
+func (s *Store) SetChainFlags(ctx context.Context, id string, sticky, googlePreferred bool) error {
+	b := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	return s.R.HSet(ctx, s.K.Chain(id), "sticky", b(sticky), "gp", b(googlePreferred)).Err()
+}
+
+// recordDispatch writes a hop's calls and expected count once, and adds the searches
+// to the job's counter only the first time. KEYS[1] chain; ARGV hop, calls, n, searches.
+var recordDispatch = redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], 'calls:'..ARGV[1], ARGV[2]) == 1 then
+  redis.call('HSET', KEYS[1], 'n:'..ARGV[1], ARGV[3])
+  redis.call('HINCRBY', KEYS[1], 'searches', ARGV[4])
+end
+return 1
+`)
+
+// SaveCalls records the calls of hop h (once): their JSON, how many results the hop
+// waits for, and how many are searches.
+func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) error {
+	return recordDispatch.Run(ctx, s.R, []string{s.K.Chain(id)}, h, calls, expected, searches).Err()
+}
+
+// MarkDispatched records that every call of hop h was published.
+func (s *Store) MarkDispatched(ctx context.Context, id string, h int) error {
+	return s.R.HSet(ctx, s.K.Chain(id), "d:"+strconv.Itoa(h), "1").Err()
+}
+
+// recordResult stores a call's result once and counts it. KEYS[1] chain; ARGV hop,
+// call, result. Returns {recorded, expected} (expected -1 before dispatch).
+var recordResult = redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], 'r:'..ARGV[1]..':'..ARGV[2], ARGV[3]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'c:'..ARGV[1], 1)
+end
+local n = tonumber(redis.call('HGET', KEYS[1], 'n:'..ARGV[1]) or '-1')
+local c = tonumber(redis.call('HGET', KEYS[1], 'c:'..ARGV[1]) or '0')
+return {c, n}
+`)
+
+// RecordResult stores the result of one call of hop h (the first write wins) and
+// returns how many results the hop has and expects: the hop is complete when they are
+// equal. Replaying it changes nothing.
+func (s *Store) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
+	v, err := recordResult.Run(ctx, s.R, []string{s.K.Chain(id)}, h, call, result).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("state: recording result: %w", err)
+	}
+	return int(v[0]), int(v[1]), nil
+}
+
+// Lease claims hop h of a job for owner for ttl. It returns true if owner holds it (a
+// claim it already held is renewed), else false with the time the current one has
+// left.
+func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
+	v, err := lease.Run(ctx, s.R, []string{key}, owner, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return false, 0, fmt.Errorf("state: lease: %w", err)
+	}
+	if v == 0 {
+		return true, 0, nil
+	}
+	return false, time.Duration(v) * time.Millisecond, nil
+}
+
+var lease = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if not cur or cur == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 0
+end
+local left = redis.call('PTTL', KEYS[1])
+if left < 1 then left = 1 end
+return left
+`)
+
+// Release drops a lease held by owner.
+func (s *Store) Release(ctx context.Context, key, owner string) error {
+	return release.Run(ctx, s.R, []string{key}, owner).Err()
+}
+
+var release = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// SearchDone returns a search worker's stored result for a call.
+func (s *Store) SearchDone(ctx context.Context, id string, h int, call string) ([]byte, bool, error) {
+	v, err := s.R.Get(ctx, s.K.SearchDone(id, h, call)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("state: reading search result: %w", err)
+	}
+	return v, true, nil
+}
+
+// SaveSearchDone stores a search worker's result for a call.
+func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte) error {
+	return s.R.Set(ctx, s.K.SearchDone(id, h, call), b, s.Retention).Err()
+}
+
+// MarkStickyConversation remembers, for ttl, that the conversation with this hash
+// continues a web_search chain.
+func (s *Store) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
+	return s.R.Set(ctx, s.K.StickyConversation(hash), "1", ttl).Err()
+}
+
+// StickyConversation reports whether a conversation continues a web_search chain.
+func (s *Store) StickyConversation(ctx context.Context, hash string) (bool, error) {
+	n, err := s.R.Exists(ctx, s.K.StickyConversation(hash)).Result()
+	return n == 1, err
+}

@@ -1,0 +1,170 @@
+package state_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+func newStore(t *testing.T) *state.Store {
+	rdb, prefix := testenv.Redis(t)
+	return state.New(rdb, prefix, time.Hour)
+}
+
+func TestJobLifecycle(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	j := &state.Job{ID: "j1", Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m"}`), Deadline: time.Now().Add(time.Minute)}
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateJob(ctx, j); !errors.Is(err, state.ErrExists) {
+		t.Fatalf("second create = %v, want ErrExists", err)
+	}
+	got, err := s.GetJob(ctx, "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != state.Queued || string(got.Request) != `{"model":"m"}` || got.Deadline.IsZero() {
+		t.Fatalf("job = %+v", got)
+	}
+	if ok, _ := s.Update(ctx, "j1", state.Running); !ok {
+		t.Fatal("queued → running refused")
+	}
+	if ok, _ := s.Update(ctx, "j1", state.Completed, "response", json.RawMessage(`{"ok":true}`)); !ok {
+		t.Fatal("running → completed refused")
+	}
+	// A terminal job never moves again: a late failure or cancel is a no-op.
+	if ok, _ := s.Update(ctx, "j1", state.Failed, "error", &state.JobError{Type: "x", Message: "late"}); ok {
+		t.Fatal("completed → failed was allowed")
+	}
+	got, _ = s.GetJob(ctx, "j1")
+	if got.Status != state.Completed || string(got.Response) != `{"ok":true}` || got.Error != nil || got.Finished.IsZero() {
+		t.Fatalf("job after end = %+v", got)
+	}
+	overdue, _ := s.Overdue(ctx, time.Now().Add(time.Hour), 10)
+	for _, id := range overdue {
+		if id == "j1" {
+			t.Fatal("a finished job is still in the deadline set")
+		}
+	}
+	if _, err := s.GetJob(ctx, "nope"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("missing job = %v", err)
+	}
+}
+
+// Two workers racing to store the model turn of a hop agree on one answer.
+func TestSaveTurnFirstWins(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := s.SaveTurn(ctx, "j", 0, []byte(fmt.Sprintf(`{"w":%d}`, i)))
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = string(v)
+		}()
+	}
+	wg.Wait()
+	for _, g := range got {
+		if g != got[0] {
+			t.Fatalf("workers disagree on the stored turn: %v", got)
+		}
+	}
+}
+
+// A hop completes exactly when every expected result is recorded; replays and
+// duplicates do not count twice.
+func TestRecordResultCountsOnce(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Dispatch replayed: counters unchanged.
+	if err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	have, want, _ := s.RecordResult(ctx, "j", 1, "a", []byte(`"ra"`))
+	if have != 1 || want != 2 {
+		t.Fatalf("after a: %d/%d", have, want)
+	}
+	have, _, _ = s.RecordResult(ctx, "j", 1, "a", []byte(`"ra-again"`))
+	if have != 1 {
+		t.Fatalf("duplicate result counted: %d", have)
+	}
+	have, want, _ = s.RecordResult(ctx, "j", 1, "b", []byte(`"rb"`))
+	if have != 2 || want != 2 {
+		t.Fatalf("after b: %d/%d", have, want)
+	}
+	c, err := s.LoadChain(ctx, "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := c.Hops[1]
+	if string(hp.Results["a"]) != `"ra"` || string(hp.Calls) != `["a","b"]` || hp.Expected != 2 || c.Searches != 2 {
+		t.Fatalf("chain = %+v hop = %+v", c, hp)
+	}
+}
+
+func TestLease(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	key := s.K.Lease("j", 0)
+	if ok, _, _ := s.Lease(ctx, key, "w1", time.Second); !ok {
+		t.Fatal("w1 did not get a free lease")
+	}
+	ok, left, _ := s.Lease(ctx, key, "w2", time.Second)
+	if ok || left <= 0 || left > time.Second {
+		t.Fatalf("w2 got a held lease: ok=%v left=%s", ok, left)
+	}
+	if ok, _, _ := s.Lease(ctx, key, "w1", time.Second); !ok {
+		t.Fatal("holder could not renew")
+	}
+	s.Release(ctx, key, "w2") // not the holder: no effect
+	if ok, _, _ := s.Lease(ctx, key, "w2", time.Second); ok {
+		t.Fatal("release by a non-holder freed the lease")
+	}
+	s.Release(ctx, key, "w1")
+	if ok, _, _ := s.Lease(ctx, key, "w2", time.Second); !ok {
+		t.Fatal("w2 could not take a released lease")
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	// 2 per second, burst 3: three pass at once, the fourth waits ~500ms.
+	for i := range 3 {
+		if d, err := s.Allow(ctx, "brave", 2, 3); err != nil || d != 0 {
+			t.Fatalf("request %d: wait %s err %v", i+1, d, err)
+		}
+	}
+	d, err := s.Allow(ctx, "brave", 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d <= 0 || d > 600*time.Millisecond {
+		t.Fatalf("fourth request wait = %s, want (0, 600ms]", d)
+	}
+	if d, _ := s.Allow(ctx, "other-engine", 2, 3); d != 0 {
+		t.Fatal("limits leak between engines")
+	}
+}
