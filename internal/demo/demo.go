@@ -44,8 +44,8 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 			"sim":   {Kind: "openai", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
 			"zhipu": {Kind: "glm", SearchBaseURL: simURL + "/glm-chat", APIKeyEnv: KeyEnv},
 		},
-		Models:  map[string]config.ModelRoute{Model: {Provider: "sim", Model: "sim-scripted"}},
-		Routing: config.Routing{WebSearch: []config.Route{{ID: "web-search-backends", Priority: 200, Targets: []string{"zhipu.glm-4.7"}}}},
+		Models:    map[string]config.ModelRoute{Model: {Provider: "sim", Model: "sim-scripted"}},
+		Routing:   config.Routing{WebSearch: []config.Route{{ID: "web-search-backends", Priority: 200, Targets: []string{"zhipu.glm-4.7"}}}},
 		WebSearch: config.WebSearch{InjectPolicy: "selective"},
 	}
 	for _, c := range engineCfgs {
@@ -54,9 +54,13 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 			id = v
 		}
 		e := config.EngineEntry{ID: id, Description: descriptions[c.Kind]}
-		if c.Kind == "glm-chat" {
-			e.ProviderKey, e.Default = "zhipu.glm-4.7", true
-		} else {
+		switch c.Kind {
+		case "glm-chat":
+			e.ProviderKey = "zhipu.glm-4.7"
+		case "gemini":
+			e.Default = true
+		}
+		if c.Kind != "glm-chat" {
 			e.Kind, e.BaseURL, e.Model, e.APIKeyEnv = c.Kind, c.BaseURL, c.Model, c.APIKeyEnv
 			if len(c.Options) > 0 {
 				e.Options = json.RawMessage(c.Options)

@@ -138,25 +138,30 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 		res.warnf("%d hit(s) without an absolute http(s) URL were dropped", bad)
 	}
 
-	keep := func(u string) bool { return true }
-	if !caps.AllowedDomains && len(q.AllowedDomains) > 0 {
-		keep = func(u string) bool { return domainIn(hostOf(u), q.AllowedDomains) }
+	// Domain filters are applied to every result, natively filtered or not: providers
+	// do not always honour their own filters, and applying them again is harmless. Only
+	// a filter the engine cannot apply itself earns a warning.
+	site := siteOf(res.Hits)
+	keep := func(u string) bool {
+		h := site(u)
+		if len(q.AllowedDomains) > 0 && !domainIn(h, q.AllowedDomains) {
+			return false
+		}
+		return len(q.BlockedDomains) == 0 || !domainIn(h, q.BlockedDomains)
 	}
-	if !caps.BlockedDomains && len(q.BlockedDomains) > 0 {
-		prev := keep
-		keep = func(u string) bool { return prev(u) && !domainIn(hostOf(u), q.BlockedDomains) }
-	}
-	if !caps.AllowedDomains && len(q.AllowedDomains) > 0 || !caps.BlockedDomains && len(q.BlockedDomains) > 0 {
+	if len(q.AllowedDomains) > 0 || len(q.BlockedDomains) > 0 {
 		before := len(res.Hits)
 		res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool { return !keep(h.URL) })
-		msg := "domain filters are not supported by this engine and were applied to its results afterwards"
-		if dropped := before - len(res.Hits); dropped > 0 {
-			msg += fmt.Sprintf(" (%d hit(s) dropped)", dropped)
+		if !caps.AllowedDomains && len(q.AllowedDomains) > 0 || !caps.BlockedDomains && len(q.BlockedDomains) > 0 {
+			msg := "domain filters are not supported by this engine and were applied to its results afterwards"
+			if dropped := before - len(res.Hits); dropped > 0 {
+				msg += fmt.Sprintf(" (%d hit(s) dropped)", dropped)
+			}
+			if res.Summary != "" {
+				msg += "; the summary may still draw on filtered pages"
+			}
+			res.warnf("%s", msg)
 		}
-		if res.Summary != "" {
-			msg += "; the summary may still draw on filtered pages"
-		}
-		res.warnf("%s", msg)
 	}
 
 	if !caps.Recency && q.Recency != NoLimit {
@@ -176,14 +181,11 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 		res.warnf("country %q is not supported by this engine and was ignored", q.Country)
 	}
 	if len(res.Hits) > q.Count {
-		if !caps.Count {
-			res.warnf("count is not supported by this engine: %d hit(s) cut to %d afterwards", len(res.Hits), q.Count)
-		}
-		res.Hits = res.Hits[:q.Count]
+		res.Hits = res.Hits[:q.Count] // applied afterwards where not native: no warning needed
 	}
 
 	// Sources: those the engine numbered (its markers refer to them), else the hits.
-	if len(res.Citation.Sources) == 0 && res.Summary == "" {
+	if len(res.Citation.Sources) == 0 {
 		for _, h := range res.Hits {
 			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: h.Title, URI: h.URL}})
 		}
@@ -288,6 +290,30 @@ func CleanURL(u string) (string, bool) {
 		return "", false
 	}
 	return p.String(), true
+}
+
+// redirectors are hosts whose URLs stand for another site: Gemini grounding returns
+// vertexaisearch redirect URLs and names the real site in the hit's title/Source.
+var redirectors = []string{"vertexaisearch.cloud.google.com"}
+
+// siteOf returns a function giving the site a URL belongs to: its host, or, for a
+// redirect URL, the Source of the hit carrying it.
+func siteOf(hits []Hit) func(string) string {
+	bySource := map[string]string{}
+	for _, h := range hits {
+		if h.Source != "" {
+			bySource[h.URL] = strings.TrimPrefix(strings.ToLower(h.Source), "www.")
+		}
+	}
+	return func(u string) string {
+		h := hostOf(u)
+		if slices.Contains(redirectors, h) {
+			if s, ok := bySource[u]; ok {
+				return s
+			}
+		}
+		return h
+	}
 }
 
 // hostOf returns u's host name without a leading "www.", or "".

@@ -109,8 +109,9 @@ func Classify(text string) Result {
 // every such false hit offers the model a tool it does not need. Matches stay prefixes,
 // so inflections still count ("searching", "websites", "reports", "newsletter").
 //
-// Classify only reads text: it does not allocate for ASCII or mixed input, never
-// panics, and treats invalid UTF-8 as bytes that match nothing.
+// Classify only reads text: it never panics, treats invalid UTF-8 as bytes that match
+// nothing, and does not allocate (except the Rule string of an opt-in hit on a
+// Classifier not made by NewClassifier). It takes about 1 µs for 2 KB of text.
 func (c *Classifier) Classify(text string) Result {
 	if c == nil {
 		return classify(text, nil).Result

@@ -15,17 +15,17 @@ func ExampleClassify() {
 		"research the history of Rome",
 	} {
 		r := intent.Classify(text)
-		fmt.Printf("%-42q web=%-5v google=%-5v %s %s\n", text, r.WebSearch, r.GooglePreferred, r.Rule, r.Match)
+		fmt.Printf("%s: web=%v google=%v rule=%q match=%q\n", text, r.WebSearch, r.GooglePreferred, r.Rule, r.Match)
 	}
 	// Opt-in sets fire only when configured.
 	fresh := intent.NewClassifier(intent.Freshness)
 	fmt.Println(intent.Classify("weather in Paris today").WebSearch, fresh.Classify("weather in Paris today").Rule)
 	// Output:
-	// "Search the web for Go 1.26 release notes" web=true  google=false en-hard search the web
-	// "please google the latest news"            web=true  google=true  en-soft google+news
-	// "帮我搜一下最新新闻"                                web=true  google=false zh-soft 搜+新闻
-	// "谷歌一下 weather"                             web=true  google=true  zh-hard 谷歌一下
-	// "research the history of Rome"             web=false google=false
+	// Search the web for Go 1.26 release notes: web=true google=false rule="en-hard" match="search the web"
+	// please google the latest news: web=true google=true rule="en-soft" match="google+news"
+	// 帮我搜一下最新新闻: web=true google=false rule="zh-soft" match="搜+新闻"
+	// 谷歌一下 weather: web=true google=true rule="zh-hard" match="谷歌一下"
+	// research the history of Rome: web=false google=false rule="" match=""
 	// false extra:freshness
 }
 

@@ -38,7 +38,8 @@ type scanState struct {
 // per 64-byte block, and visits only the candidates: word starts (an ASCII letter
 // after a byte that is not a letter or digit) and, in blocks that have any, lead bytes
 // of multi-byte characters. A word start gets a closer look only when its first three
-// letters can begin a keyword (the trigram filter), about one English word in fifty.
+// letters can begin a keyword (the trigram filter: a hashed bit set, so a few
+// ordinary words pass too and only cost a closer look).
 // "/search", the one built-in phrase that does not start with a letter, is found with
 // strings.IndexByte; so are opt-in keywords that start with a digit or punctuation.
 func classify(s string, extra []KeywordSet) verdict {
@@ -51,7 +52,7 @@ func classify(s string, extra []KeywordSet) verdict {
 	var prevLast uint64 // 1 when the last byte of the previous block is a letter
 	for base := 0; base < n; base += 64 {
 		letters, lead := blockMasks(s, base)
-		// letters is transposed (see blockMasks): the byte before the one at bit b
+		// letters is transposed (see masks): the byte before the one at bit b
 		// is at bit b-8, or for bits 0..7 (bytes 0, 8, …, 56) at bits 55..62, or
 		// in the previous block.
 		prev := letters<<8 | (letters>>56<<1)&0xFF | prevLast
@@ -322,8 +323,9 @@ func (st *scanState) extrasSubstring(s string, extra []KeywordSet) {
 // filter is the candidate filter of one classify call, built on the stack in a few
 // nanoseconds. A word start passes when the hash of its first three bytes (ASCII
 // letters lower-cased) is set in tri: every gate stem is at least three letters long,
-// so a word that starts a keyword always passes, and about one ordinary English word
-// in fifty passes too and only costs a closer look. Bit b2&63 of zh[b1&15] is set when
+// so a word that starts a keyword always passes; words that merely share a stem's
+// first three letters ("interface", "newer") or collide in the hash pass too and only
+// cost a closer look. Bit b2&63 of zh[b1&15] is set when
 // a Chinese first character starts with the bytes b1 b2.
 type filter struct {
 	tri   [16]uint64

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The scripted main model speaks OpenAI chat completions. Its script:
@@ -241,39 +242,72 @@ func requiredEngine(params json.RawMessage) string {
 	return ""
 }
 
-// answerFrom writes the final answer from tool results, citing their numbered sources.
+// answerFrom writes the final answer from tool results: the first sentences of each
+// grounded summary (with their [n] markers), or the titles of raw results, citing the
+// numbered sources it was given.
 func answerFrom(results []string) string {
-	var b strings.Builder
-	b.WriteString("(simulated answer) ")
-	cited := 0
+	var parts []string
 	failed := 0
 	for _, r := range results {
-		if strings.HasPrefix(r, "Error:") || strings.Contains(r, `"error"`) && !strings.Contains(r, "Sources:") {
+		if strings.HasPrefix(r, "Error:") {
 			failed++
 			continue
 		}
-		for _, m := range sourceLineRE.FindAllStringSubmatch(r, -1) {
-			if cited == 3 {
-				break
-			}
-			if cited == 0 {
-				b.WriteString("According to the search results, ")
-			} else {
-				b.WriteString("; ")
-			}
-			fmt.Fprintf(&b, "%s [%s]", strings.TrimSpace(m[2]), m[1])
-			cited++
+		body := r
+		if i := strings.Index(body, ":\n\n"); i >= 0 && strings.HasPrefix(body, "Web search results for") {
+			body = body[i+3:]
+		}
+		summary := body
+		if i := strings.Index(summary, "Sources:\n"); i >= 0 {
+			summary = summary[:i]
+		}
+		if s := firstSentences(strings.TrimSpace(summary), 2); s != "" && sourceMarkerRE.MatchString(s) {
+			parts = append(parts, s)
+			continue
+		}
+		var cites []string
+		for _, m := range sourceLineRE.FindAllStringSubmatch(r, 3) {
+			cites = append(cites, fmt.Sprintf("%s [%s]", strings.TrimSpace(m[2]), m[1]))
+		}
+		if len(cites) > 0 {
+			parts = append(parts, "The search found: "+strings.Join(cites, "; ")+".")
 		}
 	}
 	switch {
-	case cited > 0:
-		b.WriteString(".")
+	case len(parts) > 0:
+		return "(simulated answer) " + strings.Join(parts, " ")
 	case failed > 0:
-		b.WriteString("The web search failed, so this answer comes from what I already know.")
-	default:
-		b.WriteString("The search found nothing relevant.")
+		return "(simulated answer) The web search failed, so this answer comes from what I already know."
 	}
-	return b.String()
+	return "(simulated answer) The search found nothing relevant."
+}
+
+var sourceMarkerRE = regexp.MustCompile(`\[\d+\]`)
+
+// firstSentences returns up to n sentences of text, keeping markers that follow a
+// sentence's end ("… today. [1][2]" or "… today.[1]").
+func firstSentences(text string, n int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	end := 0
+	for count := 0; count < n && end < len(text); {
+		i := strings.IndexAny(text[end:], ".!?。！？")
+		if i < 0 {
+			return text
+		}
+		end += i
+		_, size := utf8.DecodeRuneInString(text[end:])
+		end += size
+		for {
+			rest := text[end:]
+			m := sourceMarkerRE.FindStringIndex(strings.TrimLeft(rest, " "))
+			if m == nil || m[0] != 0 {
+				break
+			}
+			end += len(rest) - len(strings.TrimLeft(rest, " ")) + m[1]
+		}
+		count++
+	}
+	return strings.TrimSpace(text[:end])
 }
 
 func plainAnswer(user string) string {

@@ -1,0 +1,48 @@
+# searchfleet — run `make help` for the targets.
+GO        ?= go
+REDIS_URL ?= redis://127.0.0.1:6379/0
+export REDIS_URL
+
+.PHONY: help run test test-short bench bench-e2e bench-go fuzz lint build deploy-nats tidy clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+run: ## run the whole fleet in one process: embedded NATS, built-in simulator, http://127.0.0.1:8080
+	$(GO) run ./cmd/fleet
+
+test: ## unit, bus conformance, integration and end-to-end tests, with -race (needs Redis at REDIS_URL)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-short: ## the tests without the slow end-to-end suite
+	$(GO) test -race -count=1 -short ./...
+
+bench: bench-e2e bench-go ## all benchmarks
+
+bench-e2e: ## end-to-end: jobs/s through ingress → chat → search → chat → answer, p50/p99 at a fixed rate
+	$(GO) run ./cmd/fleetbench
+
+bench-go: ## micro-benchmarks: engine normalization per kind, intent classification
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/engines/ ./pkg/intent/
+
+fuzz: ## fuzz the intent classifier and the web_search argument parser, 30s each
+	$(GO) test -run '^$$' -fuzz FuzzClassify -fuzztime 30s ./pkg/intent/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./pkg/intent/
+
+lint: ## gofmt, go vet, go mod tidy check
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+build: ## build the binaries into bin/
+	$(GO) build -o bin/ ./cmd/...
+
+deploy-nats: ## rewrite deploy/nats/ from the definitions in pkg/bus
+	$(GO) test ./pkg/bus -run TestDeployFilesMatch -update
+
+tidy:
+	$(GO) mod tidy
+
+clean:
+	rm -rf bin .data
