@@ -302,7 +302,7 @@ func reference(s string, extra []KeywordSet) Result {
 		if !wordStart(i) {
 			continue
 		}
-		if end, ok := matchRef(s, i, "/search"); ok && end > i {
+		if _, ok := matchRef(s, i, "/search"); ok {
 			hardIDs |= 1 << hSlashSearch
 		}
 		for _, gates := range enGates {
@@ -370,34 +370,39 @@ func reference(s string, extra []KeywordSet) Result {
 	return r
 }
 
-// matchRef is matchFold written the obvious way: kw's words, lower-cased, separated
-// by runs of ASCII white space.
+// matchRef is matchFold written the obvious way: bytes compared after lower-casing
+// A-Z, a run of spaces in kw matching a run of ASCII white space in s.
 func matchRef(s string, i int, kw string) (int, bool) {
-	lowerRef := func(b byte) byte {
-		if 'A' <= b && b <= 'Z' {
-			return b + 32
-		}
-		return b
-	}
-	space := func(b byte) bool { return strings.IndexByte(" \t\n\v\f\r", b) >= 0 }
-	for wi, word := range strings.Fields(kw) {
-		if wi > 0 {
-			if i >= len(s) || !space(s[i]) {
+	for k := 0; k < len(kw); {
+		if kw[k] == ' ' {
+			for k < len(kw) && kw[k] == ' ' {
+				k++
+			}
+			if i >= len(s) || !spaceRef(s[i]) {
 				return 0, false
 			}
-			for i < len(s) && space(s[i]) {
+			for i < len(s) && spaceRef(s[i]) {
 				i++
 			}
+			continue
 		}
-		for k := range len(word) {
-			if i >= len(s) || lowerRef(s[i]) != lowerRef(word[k]) {
-				return 0, false
-			}
-			i++
+		if i >= len(s) || lowerRef(s[i]) != lowerRef(kw[k]) {
+			return 0, false
 		}
+		i++
+		k++
 	}
 	return i, true
 }
+
+func lowerRef(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 32
+	}
+	return b
+}
+
+func spaceRef(b byte) bool { return strings.IndexByte(" \t\n\v\f\r", b) >= 0 }
 
 func isAlnumRef(b byte) bool {
 	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'

@@ -16,7 +16,9 @@ import (
 // their chance, and the sticky flag carries an intent through the tool-calling hops
 // of one chain. A message that is not a JSON object is skipped, not an error: intent
 // detection must never fail a request. The same shapes cover Responses API input items
-// and Anthropic messages.
+// and Anthropic messages; as Anthropic sends tool results as user messages made of
+// "tool_result" blocks, a user message with nothing but such blocks is not a user
+// turn and is skipped too.
 func LatestUserText(messages []json.RawMessage) string {
 	for i := len(messages) - 1; i >= 0; i-- {
 		// Decode the role alone first: the messages after the latest user turn are
@@ -33,30 +35,36 @@ func LatestUserText(messages []json.RawMessage) string {
 		if json.Unmarshal(messages[i], &m) != nil {
 			return ""
 		}
-		return contentText(m.Content)
+		text, toolResults := contentText(m.Content)
+		if toolResults {
+			continue
+		}
+		return text
 	}
 	return ""
 }
 
-// contentText returns the text of a message's content: a string, or an array of parts.
-func contentText(raw json.RawMessage) string {
+// contentText returns the text of a message's content: a string, or an array of
+// parts. toolResults reports an array made of "tool_result" parts only.
+func contentText(raw json.RawMessage) (text string, toolResults bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return ""
+		return "", false
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return ""
+			return "", false
 		}
-		return s
+		return s, false
 	case '[':
 		var parts []json.RawMessage
 		if json.Unmarshal(raw, &parts) != nil {
-			return ""
+			return "", false
 		}
 		var b strings.Builder
+		onlyResults := len(parts) > 0
 		for _, p := range parts {
 			// Parts are decoded one by one so one odd part (a text that is not a
 			// string) does not hide the others.
@@ -64,10 +72,14 @@ func contentText(raw json.RawMessage) string {
 				Type string `json:"type"`
 				Text string `json:"text"`
 			}
-			if json.Unmarshal(p, &part) != nil || part.Text == "" {
+			if json.Unmarshal(p, &part) != nil {
+				onlyResults = false
 				continue
 			}
-			if part.Type != "text" && part.Type != "input_text" {
+			if part.Type != "tool_result" {
+				onlyResults = false
+			}
+			if part.Text == "" || part.Type != "text" && part.Type != "input_text" {
 				continue
 			}
 			if b.Len() > 0 {
@@ -75,7 +87,7 @@ func contentText(raw json.RawMessage) string {
 			}
 			b.WriteString(part.Text)
 		}
-		return b.String()
+		return b.String(), onlyResults
 	}
-	return ""
+	return "", false
 }

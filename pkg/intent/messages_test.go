@@ -39,6 +39,16 @@ func TestLatestUserText(t *testing.T) {
 		{"malformed latest skipped", msgs(`{"role":"user","content":"ok"}`, `{"role":"user",`, `[1,2]`, `"x"`), "ok"},
 		{"role not a string", msgs(`{"role":"user","content":"ok"}`, `{"role":1,"content":"no"}`), "ok"},
 		{"object content", msgs(`{"role":"user","content":{"text":"no"}}`), ""},
+		{"anthropic tool results are not a user turn", msgs(
+			`{"role":"user","content":[{"type":"text","text":"find news online"}]}`,
+			`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"calc","input":{}}]}`,
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"42"}]}`,
+		), "find news online"},
+		{"tool result with text is a user turn", msgs(
+			`{"role":"user","content":"old"}`,
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"42"},{"type":"text","text":"now search the web"}]}`,
+		), "now search the web"},
+		{"empty parts", msgs(`{"role":"user","content":"old"}`, `{"role":"user","content":[]}`), ""},
 	}
 	for _, c := range cases {
 		if got := LatestUserText(c.in); got != c.want {

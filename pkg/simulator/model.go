@@ -88,6 +88,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"error":{"message":"simulator: body must be a chat completion request with messages","type":"invalid_request_error","param":"messages","code":null}}`)
 		return
 	}
+	for _, t := range req.Tools {
+		if t.Function.Name == "web_search" {
+			s.stats.count("model_offered_web_search", nil, string(body))
+			break
+		}
+	}
 	user := lastUserText(body)
 	modelFaults := strings.Join(modelDirectiveRE.FindAllString(user, -1), " ")
 	modelFaults = strings.ReplaceAll(modelFaults, "sim:model-", "sim:")

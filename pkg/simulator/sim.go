@@ -320,7 +320,8 @@ func (st *stats) count(route string, body []byte, extra string) {
 // Stats is a snapshot of what the simulator has been asked.
 type Stats struct {
 	// Requests counts requests per route: "model" for the main model, the kind name
-	// for engines.
+	// for engines; "model_offered_web_search" counts model requests whose tools
+	// included web_search.
 	Requests map[string]int64 `json:"requests"`
 	// Duplicates counts requests whose route and body exactly repeated an earlier one.
 	Duplicates map[string]int64 `json:"duplicates"`

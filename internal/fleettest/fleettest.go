@@ -1,0 +1,181 @@
+// Package fleettest starts a whole fleet for a test, in process: an embedded NATS
+// JetStream server (its store in t.TempDir()), the real Redis at REDIS_URL under a
+// key prefix of the test's own, the provider simulator on a free port, and ingress,
+// chat and search workers wired exactly as the binaries wire them.
+package fleettest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/simulator"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Fleet is a running test fleet.
+type Fleet struct {
+	URL    string // ingress base URL
+	Sim    *simulator.Server
+	SimURL string
+	NATS   string
+	Store  *state.Store
+	File   *config.File
+	Env    config.Env
+}
+
+// Option adjusts the fleet before it starts.
+type Option func(*config.Env, *config.File)
+
+// Policy sets webSearch.injectPolicy.
+func Policy(p string) Option {
+	return func(_ *config.Env, f *config.File) { f.WebSearch.InjectPolicy = p }
+}
+
+// Env adjusts the process settings.
+func Env(fn func(*config.Env)) Option {
+	return func(e *config.Env, _ *config.File) { fn(e) }
+}
+
+// File adjusts the config file.
+func File(fn func(*config.File)) Option {
+	return func(_ *config.Env, f *config.File) { fn(f) }
+}
+
+// Settings are the test defaults: short timings so redeliveries happen within a test.
+func Settings() config.Env {
+	return config.Env{
+		HTTPAddr: "127.0.0.1:0", JobTimeout: time.Minute, ModelTimeout: 20 * time.Second, EngineTimeout: 10 * time.Second,
+		AckWait: 3 * time.Second, ChatConcurrency: 32, BatchConcurrency: 4, SearchConcurrency: 16, MaxHops: 6, MaxSearches: 12,
+		MaxBodyBytes: 4 << 20, DrainTimeout: 5 * time.Second, NATSReplicas: 1, Retention: time.Hour, LogLevel: "warn", LogFormat: "text",
+	}
+}
+
+// Start runs a fleet until the test ends.
+func Start(t testing.TB, opts ...Option) *Fleet {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	natsURL := bustest.Server(t)
+	sim := simulator.New(simulator.Options{})
+	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close() })
+	os.Setenv(demo.KeyEnv, "sim-key")
+
+	env := Settings()
+	env.NATSURL, env.KeyPrefix = natsURL, prefix
+	file := demo.Config(simURL, sim.EngineConfigs(simURL))
+	for _, o := range opts {
+		o(&env, file)
+	}
+	if err := file.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	listening := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- fleet.Run(ctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
+			Redis: rdb, Log: log, Listening: func(a string) { listening <- a }})
+	}()
+	var addr string
+	select {
+	case addr = <-listening:
+	case err := <-done:
+		cancel()
+		t.Fatalf("fleet did not start: %v", err)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatal("fleet did not start in 20s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("fleet did not stop in 15s")
+		}
+	})
+	return &Fleet{URL: "http://" + addr, Sim: sim, SimURL: simURL, NATS: natsURL, Store: state.New(rdb, prefix, time.Hour), File: file, Env: env}
+}
+
+// Do sends a request to ingress and returns the status and body.
+func (f *Fleet) Do(t testing.TB, method, path string, body any) (int, []byte, http.Header) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = bytes.NewReader([]byte(b))
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, f.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
+}
+
+// Chat sends one user message to the demo model and returns the decoded response.
+func (f *Fleet) Chat(t testing.TB, text string) (int, map[string]any) {
+	t.Helper()
+	status, b, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{
+		"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": text}},
+	})
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("response is not JSON (%d): %s", status, b)
+	}
+	return status, m
+}
+
+// Content returns a chat completion's message content.
+func Content(resp map[string]any) string {
+	ch, _ := resp["choices"].([]any)
+	if len(ch) == 0 {
+		return ""
+	}
+	msg, _ := ch[0].(map[string]any)["message"].(map[string]any)
+	s, _ := msg["content"].(string)
+	return s
+}
+
+// Eventually polls cond until it holds or 20s pass.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
