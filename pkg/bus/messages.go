@@ -52,6 +52,8 @@ type SearchDone struct {
 	Attempts int `json:"attempts"`
 	// Millis is how long the engine call took.
 	Millis int64 `json:"ms"`
+	// Worker names the search worker that ran the search.
+	Worker string `json:"worker,omitempty"`
 }
 
 func (SearchDone) Kind() string    { return "chat.resume.v1" }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -78,7 +79,8 @@ func (v *view) complete(h int) bool {
 	return ok && hp.Expected >= 0 && len(hp.Results) >= hp.Expected
 }
 
-func (v *view) result(h int, id string) (*engines.Result, bool) {
+// done returns the recorded outcome of call id of hop h.
+func (v *view) done(h int, id string) (*bus.SearchDone, bool) {
 	hp, ok := v.chain.Hops[h]
 	if !ok {
 		return nil, false
@@ -87,11 +89,19 @@ func (v *view) result(h int, id string) (*engines.Result, bool) {
 	if !ok {
 		return nil, false
 	}
-	var r engines.Result
-	if json.Unmarshal(raw, &r) != nil {
+	var d bus.SearchDone
+	if json.Unmarshal(raw, &d) != nil {
 		return nil, false
 	}
-	return &r, true
+	return &d, true
+}
+
+func (v *view) result(h int, id string) (*engines.Result, bool) {
+	d, ok := v.done(h, id)
+	if !ok {
+		return nil, false
+	}
+	return &d.Result, true
 }
 
 // sources numbers every source of the chain's results in one sequence, in hop and call
@@ -176,6 +186,10 @@ type traceEntry struct {
 	Error   string   `json:"error,omitempty"`
 	Warn    []string `json:"warnings,omitempty"`
 	Usage   any      `json:"usage,omitempty"`
+	// Worker, Attempts and Millis say who ran the search, in how many deliveries, how fast.
+	Worker   string `json:"worker,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	Millis   int64  `json:"ms,omitempty"`
 }
 
 func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
@@ -185,7 +199,9 @@ func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
 		cs := v.calls(h)
 		for _, c := range cs {
 			e := traceEntry{Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query, Sources: []string{}}
-			if res, ok := v.result(h, c.ID); ok {
+			if d, ok := v.done(h, c.ID); ok {
+				res := &d.Result
+				e.Worker, e.Attempts, e.Millis = d.Worker, d.Attempts, d.Millis
 				for _, s := range res.Citation.Sources {
 					e.Sources = append(e.Sources, s.Web.URI)
 				}

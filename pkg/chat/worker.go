@@ -57,6 +57,9 @@ type Worker struct {
 	MaxSearches int
 	// ModelTimeout bounds one model call.
 	ModelTimeout time.Duration
+	// LeaseTTL is how long a dead worker's claim on a hop blocks the next one; a live
+	// worker renews its claim. It should match the consumers' AckWait.
+	LeaseTTL time.Duration
 	// StickyTTL is how long a conversation that ended in client tool calls keeps its
 	// web_search chain sticky for the client's next request.
 	StickyTTL time.Duration
@@ -78,7 +81,7 @@ func (w *Worker) HandleJob(ctx context.Context, d *bus.Delivery[bus.ChatJob]) er
 // next hop.
 func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[bus.SearchDone]) error {
 	m := d.Msg
-	b, err := json.Marshal(m.Result)
+	b, err := json.Marshal(m)
 	if err != nil {
 		return bus.Permanent(err)
 	}
@@ -180,15 +183,16 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (*tur
 	if !ok {
 		return nil, w.fail(ctx, v.job, &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", v.job.Model)})
 	}
-	leaseKey := w.Store.K.Lease(v.job.ID, h)
-	got, left, err := w.Store.Lease(ctx, leaseKey, w.ID, w.ModelTimeout+15*time.Second)
+	release, left, err := w.Store.Hold(ctx, w.Store.K.Lease(v.job.ID, h), w.ID, w.LeaseTTL)
 	if err != nil {
 		return nil, err
 	}
-	if !got {
-		return nil, bus.Retry(min(left, 5*time.Second), fmt.Errorf("hop %d of %s is being run by another worker", h, v.job.ID))
+	if release == nil {
+		// Another worker is on this hop, or died on it: look again when its claim
+		// would have lapsed.
+		return nil, bus.Retry(left+100*time.Millisecond, fmt.Errorf("hop %d of %s is being run by another worker", h, v.job.ID))
 	}
-	defer w.Store.Release(context.WithoutCancel(ctx), leaseKey, w.ID)
+	defer release()
 
 	offered, gp, err := w.offer(ctx, v, h)
 	if err != nil {
@@ -340,7 +344,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server [
 	complete := false
 	for _, c := range calls {
 		if c.Local {
-			b, _ := json.Marshal(c.Result)
+			b, _ := json.Marshal(bus.SearchDone{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Result: *c.Result})
 			have, want, err := w.Store.RecordResult(ctx, jobID, h, c.ID, b)
 			if err != nil {
 				return err

@@ -126,7 +126,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		w := &chat.Worker{Bus: b, Store: store, Models: models, Tools: tools, Classifier: classifier,
-			MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, StickyTTL: time.Hour,
+			MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
 			Metrics: o.Metrics, Log: log.With("role", "chat"), ID: workerID}
 		co := bus.ConsumeOptions{Concurrency: env.ChatConcurrency, Log: log, Observe: observe}
 		if err := consume(bus.Consume(ctx, b, bus.ChatConsumer(timing(bus.ConsumerChat)), w.HandleJob, co)); err != nil {
@@ -165,7 +165,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 			ids = env.Engines
 		}
-		w := &search.Worker{Bus: b, Store: store, Engines: reg, Settings: Settings(o.File), Timeout: env.EngineTimeout,
+		w := &search.Worker{Bus: b, Store: store, Engines: reg, Settings: Settings(o.File), Timeout: env.EngineTimeout, LeaseTTL: env.AckWait,
 			Metrics: o.Metrics, Log: log.With("role", "search"), ID: workerID}
 		so := bus.ConsumeOptions{Concurrency: env.SearchConcurrency, Log: log, Observe: observe}
 		for _, id := range ids {
@@ -248,14 +248,11 @@ func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 // Intent builds the web_search toolset and classifier of the config file (a nil
 // toolset when no engine is configured).
 func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
-	c := &intent.Classifier{}
+	var extra []intent.KeywordSet
 	for _, k := range f.WebSearch.Keywords {
-		set := intent.KeywordSet{Name: k.Name, Keywords: k.Keywords}
-		if k.Name == "freshness" && len(k.Keywords) == 0 {
-			set = intent.Freshness
-		}
-		c.Extra = append(c.Extra, set)
+		extra = append(extra, intent.KeywordSet{Name: k.Name, Keywords: k.Keywords})
 	}
+	c := intent.NewClassifier(extra...)
 	if len(f.WebSearch.Engines) == 0 {
 		return nil, c, nil
 	}
@@ -276,7 +273,7 @@ func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 		route = append(route, r.Targets...)
 	}
 	if err := ic.Validate(route); err != nil {
-		return nil, nil, fmt.Errorf("webSearch: %w", err)
+		return nil, nil, err
 	}
 	ts, err := intent.NewToolset(ic)
 	if err != nil {

@@ -354,9 +354,11 @@ func hostName(d string) (string, bool) {
 	return d, true
 }
 
-// clip shortens s to at most n bytes on a rune boundary, marking the cut, so echoed
-// model output stays short.
+// clip makes model output safe to echo back: invalid UTF-8 (raw JSON values keep the
+// model's bytes) becomes U+FFFD, and the text is cut to at most n bytes on a rune
+// boundary, marking the cut.
 func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

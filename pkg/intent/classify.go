@@ -107,7 +107,13 @@ func Classify(text string) Result {
 // or digit — which is stricter than the seed's plain substring test: plain substrings
 // make "research" a search verb, "cobweb" the web and "known" the word "now", and
 // every such false hit offers the model a tool it does not need. Matches stay prefixes,
-// so inflections still count ("searching", "websites", "reports", "newsletter").
+// so inflections still count ("searching", "websites", "reports", "newsletter"),
+// except for a few phrases that must also end at a word end: "web" (not "webpack",
+// "webhook", "websocket"), the "look up"/"look for" forms (not "look forward"),
+// "google it" (not "google items"), "search the web", "search on the web" and
+// "search the net" (not "search the network"). Case is folded for ASCII letters only;
+// a space in a phrase matches any run of ASCII white space. When several phrases of
+// the winning rule occur, Match reports the one listed first in the tables.
 //
 // Classify only reads text: it never panics, treats invalid UTF-8 as bytes that match
 // nothing, and does not allocate (except the Rule string of an opt-in hit on a

@@ -267,9 +267,36 @@ func TestBlockMasks(t *testing.T) {
 }
 
 // reference is a deliberately naive implementation of the rules: every phrase and
-// keyword is tried at every byte position. Classify must agree with it on every input
-// (FuzzClassify checks that).
-func reference(s string, extra []KeywordSet) Result {
+// keyword is tried at every position where it can start. Classify must agree with it
+// on every input (FuzzClassify checks that).
+func reference(s string, extra []KeywordSet) Result { return newRef(extra).classify(s) }
+
+// ref is the reference's table: every phrase by its first byte (lower case), built
+// once per fuzz run. The lookups and comparisons go through maps and the standard
+// library, which fuzzing does not instrument, so the reference stays fast enough to
+// run (and minimize) under the fuzzer.
+type ref struct {
+	byFirst map[byte][]phrase // English phrases and "/search"
+	zh      []phrase
+	extra   []KeywordSet
+}
+
+func newRef(extra []KeywordSet) *ref {
+	r := &ref{byFirst: map[byte][]phrase{'/': {{text: "/search", kind: hard, id: hSlashSearch}}}, extra: extra}
+	for _, gates := range enGates {
+		for _, g := range gates {
+			for _, p := range g.phrases {
+				r.byFirst[p.text[0]] = append(r.byFirst[p.text[0]], p)
+			}
+		}
+	}
+	for _, g := range zhGroups {
+		r.zh = append(r.zh, g.phrases...)
+	}
+	return r
+}
+
+func (r *ref) classify(s string) Result {
 	wordStart := func(i int) bool { return i == 0 || !isAlnumRef(s[i-1]) }
 	var hardIDs, verbs, nouns uint16
 	isDirect, google := false, false
@@ -287,14 +314,15 @@ func reference(s string, extra []KeywordSet) Result {
 		}
 	}
 	for i := range len(s) {
-		for _, g := range zhGroups {
-			for _, p := range g.phrases {
-				if strings.HasPrefix(s[i:], p.text) {
-					if p.kind == hard {
-						return Result{true, true, RuleZhHard, p.text}
-					}
-					rec(p)
+		if s[i] < 0x80 {
+			continue
+		}
+		for _, p := range r.zh {
+			if strings.HasPrefix(s[i:], p.text) {
+				if p.kind == hard {
+					return Result{true, true, RuleZhHard, p.text}
 				}
+				rec(p)
 			}
 		}
 	}
@@ -302,17 +330,10 @@ func reference(s string, extra []KeywordSet) Result {
 		if !wordStart(i) {
 			continue
 		}
-		if _, ok := matchRef(s, i, "/search"); ok {
-			hardIDs |= 1 << hSlashSearch
-		}
-		for _, gates := range enGates {
-			for _, g := range gates {
-				for _, p := range g.phrases {
-					end, ok := matchRef(s, i, p.text)
-					if ok && (!p.whole || end == len(s) || !isAlnumRef(s[end])) {
-						rec(p)
-					}
-				}
+		for _, p := range r.byFirst[lowerRef(s[i])] {
+			end, ok := matchRef(s, i, p.text)
+			if ok && (!p.whole || end == len(s) || !isAlnumRef(s[end])) {
+				rec(p)
 			}
 		}
 	}
@@ -325,23 +346,23 @@ func reference(s string, extra []KeywordSet) Result {
 		return -1
 	}
 	var zhV, zhN uint16 = 1<<vZhSousuo | 1<<vZhChazhao | 1<<vZhSou, 1<<nZhWangluo | 1<<nZhLianwang | 1<<nZhXinwen | 1<<nZhXinxi | 1<<nZhBaodao
-	var r Result
+	var res Result
 	switch {
 	case hardIDs != 0:
-		r = Result{Rule: RuleEnHard, Match: enHard[first(hardIDs)]}
+		res = Result{Rule: RuleEnHard, Match: enHard[first(hardIDs)]}
 	case isDirect:
-		r = Result{Rule: RuleZhSoft, Match: "上网"}
+		res = Result{Rule: RuleZhSoft, Match: "上网"}
 	case verbs&zhV != 0 && nouns&zhN != 0:
-		r = Result{Rule: RuleZhSoft, Match: verbNames[first(verbs&zhV)] + "+" + nounNames[first(nouns&zhN)]}
+		res = Result{Rule: RuleZhSoft, Match: verbNames[first(verbs&zhV)] + "+" + nounNames[first(nouns&zhN)]}
 	case verbs&^zhV != 0 && nouns&^zhN != 0:
-		r = Result{Rule: RuleEnSoft, Match: verbNames[first(verbs&^zhV)] + "+" + nounNames[first(nouns&^zhN)]}
+		res = Result{Rule: RuleEnSoft, Match: verbNames[first(verbs&^zhV)] + "+" + nounNames[first(nouns&^zhN)]}
 	case verbs != 0 && nouns != 0:
-		r = Result{Rule: RuleEnSoft, Match: verbNames[first(verbs)] + "+" + nounNames[first(nouns)]}
+		res = Result{Rule: RuleEnSoft, Match: verbNames[first(verbs)] + "+" + nounNames[first(nouns)]}
 		if verbs&zhV != 0 && first(verbs) == first(verbs&zhV) {
-			r.Rule = RuleZhSoft
+			res.Rule = RuleZhSoft
 		}
 	default:
-		for si, ks := range extra {
+		for si, ks := range r.extra {
 			kws := ks.Keywords
 			if len(kws) == 0 && ks.Name == FreshnessName {
 				kws = Freshness.Keywords
@@ -353,21 +374,24 @@ func reference(s string, extra []KeywordSet) Result {
 				}
 				if kw[0] >= 0x80 {
 					if strings.Contains(s, kw) {
-						return Result{true, google, "extra:" + extra[si].Name, kw}
+						return Result{true, google, "extra:" + ks.Name, kw}
 					}
 					continue
 				}
 				for i := range len(s) {
-					if _, ok := matchRef(s, i, kw); ok && wordStart(i) {
-						return Result{true, google, "extra:" + extra[si].Name, kw}
+					if lowerRef(s[i]) != lowerRef(kw[0]) || !wordStart(i) {
+						continue
+					}
+					if _, ok := matchRef(s, i, kw); ok {
+						return Result{true, google, "extra:" + r.extra[si].Name, kw}
 					}
 				}
 			}
 		}
 		return Result{}
 	}
-	r.WebSearch, r.GooglePreferred = true, google
-	return r
+	res.WebSearch, res.GooglePreferred = true, google
+	return res
 }
 
 // matchRef is matchFold written the obvious way: bytes compared after lower-casing

@@ -23,14 +23,20 @@ func FuzzClassify(f *testing.F) {
 	}
 	extra := []KeywordSet{Freshness, {Name: "custom", Keywords: []string{"天气", "#news", "5g", "Stock  Price", " ", "\xff"}}}
 	c := NewClassifier(extra...)
+	plain, withSets := newRef(nil), newRef(extra)
 	f.Fuzz(func(t *testing.T, s string) {
-		got := Classify(s)
-		if want := reference(s, nil); got != want {
-			t.Fatalf("Classify(%q) = %+v, reference %+v", s, got, want)
-		}
-		gotX := c.Classify(s)
-		if want := reference(s, extra); gotX != want {
-			t.Fatalf("with sets: Classify(%q) = %+v, reference %+v", s, gotX, want)
+		got, gotX := Classify(s), c.Classify(s)
+		// The reference tries every phrase at every position: under the fuzzer's
+		// coverage instrumentation, long inputs make each run (and minimizing a
+		// finding) slow. 256 bytes are four blocks of the scanner, boundaries and
+		// tail included; longer inputs are checked for panics and consistency.
+		if len(s) <= 256 {
+			if want := plain.classify(s); got != want {
+				t.Fatalf("Classify(%q) = %+v, reference %+v", s, got, want)
+			}
+			if want := withSets.classify(s); gotX != want {
+				t.Fatalf("with sets: Classify(%q) = %+v, reference %+v", s, gotX, want)
+			}
 		}
 		for _, r := range []Result{got, gotX} {
 			if !r.WebSearch && (r != Result{}) || r.WebSearch && (r.Rule == "" || r.Match == "") {

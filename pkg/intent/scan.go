@@ -37,11 +37,10 @@ type scanState struct {
 // time with word-wide arithmetic (blockMasks), gets one bit per byte in a 64-bit mask
 // per 64-byte block, and visits only the candidates: word starts (an ASCII letter
 // after a byte that is not a letter or digit) and, in blocks that have any, lead bytes
-// of multi-byte characters. A word start gets a closer look only when its first three
-// letters can begin a keyword (the trigram filter: a hashed bit set, so a few
-// ordinary words pass too and only cost a closer look).
-// "/search", the one built-in phrase that does not start with a letter, is found with
-// strings.IndexByte; so are opt-in keywords that start with a digit or punctuation.
+// of multi-byte characters. A word start gets a closer look only when its first bytes
+// can begin a keyword (see filter). "/search", the one built-in phrase that does not
+// start with a letter, is found with strings.IndexByte; so are opt-in keywords that
+// start with a digit or punctuation.
 func classify(s string, extra []KeywordSet) verdict {
 	var st scanState
 	var f filter
@@ -60,26 +59,29 @@ func classify(s string, extra []KeywordSet) verdict {
 		for m := letters &^ prev; m != 0; m &= m - 1 {
 			b := bits.TrailingZeros64(m)
 			i := base + (b&7)<<3 + b>>3
-			var w uint32 // the first three bytes of the word
+			var w uint32 // the first four bytes of the word
 			if i+4 <= n {
 				t := s[i : i+4]
-				w = uint32(t[0]) | uint32(t[1])<<8 | uint32(t[2])<<16
+				w = uint32(t[0]) | uint32(t[1])<<8 | uint32(t[2])<<16 | uint32(t[3])<<24
 			} else {
-				w = tail3(s, i)
+				w = tail4(s, i)
 			}
-			h := triHash(w | 0x202020)
-			builtin := f.tri[h>>6]>>(h&63)&1 != 0
-			c1 := byte(w) | 0x20 // lower case
-			if !builtin && !(letterExtra && f.extraFirst(c1)) {
+			// |0x20 lower-cases letters, leaves digits alone and never turns any
+			// other byte into a letter, so a keyword's first bytes (letters and
+			// digits) hash like any text they match.
+			w |= 0x20202020
+			builtin := f.tri.has(triHash(w))
+			optIn := letterExtra && f.optIn(w)
+			if !builtin && !optIn {
 				continue
 			}
 			if i > 0 && s[i-1]-'0' < 10 {
 				continue // "2web": a letter after a digit does not start a word
 			}
 			if builtin {
-				st.english(s, i, enGates[c1-'a'])
+				st.english(s, i, enGates[byte(w)-'a'])
 			}
-			if letterExtra && f.extraFirst(c1) {
+			if optIn {
 				st.extras(s, i, extra)
 			}
 		}
@@ -322,27 +324,35 @@ func (st *scanState) extrasSubstring(s string, extra []KeywordSet) {
 
 // filter is the candidate filter of one classify call, built on the stack in a few
 // nanoseconds. A word start passes when the hash of its first three bytes (ASCII
-// letters lower-cased) is set in tri: every gate stem is at least three letters long,
-// so a word that starts a keyword always passes; words that merely share a stem's
-// first three letters ("interface", "newer") or collide in the hash pass too and only
-// cost a closer look. Bit b2&63 of zh[b1&15] is set when
-// a Chinese first character starts with the bytes b1 b2.
+// letters lower-cased) is in tri: every gate stem is at least three letters long, so
+// a word that starts a keyword always passes; words that merely share a stem's first
+// three letters ("interface", "newer") or collide in the hash pass too and only cost
+// a closer look. Opt-in keywords have their own sets, by their first four bytes when
+// those are letters or digits (so "forecast" does not stop at every "for"), else by
+// their first three, else by their first letter. Bit b2&63 of zh[b1&15] is set when a
+// Chinese first character starts with the bytes b1 b2.
 type filter struct {
-	tri   [16]uint64
-	zh    [16]uint64
-	first [4]uint64 // first bytes (lower-cased) of the opt-in keywords that start with a letter
+	tri       bitset1024
+	zh        [16]uint64
+	extraQuad bitset1024
+	extraTri  bitset1024
+	first     [4]uint64 // first letters (lower-cased) of the other opt-in keywords
 }
 
-// triHash maps three lower-cased bytes (the low 24 bits of w) to 10 bits. |0x20
-// lower-cases letters and never turns another byte into a letter, so a stem (letters
-// only) hashes like the text it matches.
-func triHash(w uint32) uint32 { return (w & 0xFFFFFF * 0x9E3779B1) >> 22 }
+// bitset1024 is a set of 10-bit hashes.
+type bitset1024 [16]uint64
+
+func (b *bitset1024) add(h uint32)      { b[h>>6] |= 1 << (h & 63) }
+func (b *bitset1024) has(h uint32) bool { return b[h>>6]>>(h&63)&1 != 0 }
+
+// triHash maps the low three bytes of w to 10 bits; quadHash maps all four.
+func triHash(w uint32) uint32  { return (w & 0xFFFFFF * 0x9E3779B1) >> 22 }
+func quadHash(w uint32) uint32 { return (w * 0x9E3779B1) >> 22 }
 
 func (f *filter) addBuiltin() {
 	for _, gs := range enGates {
 		for _, g := range gs {
-			h := triHash(uint32(g.stem[0]) | uint32(g.stem[1])<<8 | uint32(g.stem[2])<<16)
-			f.tri[h>>6] |= 1 << (h & 63)
+			f.tri.add(triHash(uint32(g.stem[0]) | uint32(g.stem[1])<<8 | uint32(g.stem[2])<<16))
 		}
 	}
 	for _, g := range zhGroups {
@@ -352,11 +362,18 @@ func (f *filter) addBuiltin() {
 	}
 }
 
-// tail3 returns the bytes s[i:i+3] as a little-endian word, padded with zero bytes
+// optIn reports whether a word whose first four bytes, lower-cased, are w can start an
+// opt-in keyword that starts with a letter.
+func (f *filter) optIn(w uint32) bool {
+	c1 := byte(w)
+	return f.extraQuad.has(quadHash(w)) || f.extraTri.has(triHash(w)) || f.first[c1>>6]>>(c1&63)&1 != 0
+}
+
+// tail4 returns the bytes s[i:i+4] as a little-endian word, padded with zero bytes
 // past the end of s.
-func tail3(s string, i int) uint32 {
+func tail4(s string, i int) uint32 {
 	var w uint32
-	for k := 0; i+k < len(s) && k < 3; k++ {
+	for k := 0; i+k < len(s) && k < 4; k++ {
 		w |= uint32(s[i+k]) << (8 * k)
 	}
 	return w
@@ -376,16 +393,27 @@ func (f *filter) addExtra(extra []KeywordSet) (letter, other, nonASCII bool) {
 			case !isLetter(kw[0]):
 				other = true
 			default:
-				c1 := lower(kw[0])
-				f.first[c1>>6] |= 1 << (c1 & 63)
 				letter = true
+				var w uint32
+				k := 0
+				for k < len(kw) && k < 4 && isAlnum(kw[k]) {
+					w |= uint32(kw[k]|0x20) << (8 * k)
+					k++
+				}
+				switch k {
+				case 4:
+					f.extraQuad.add(quadHash(w))
+				case 3:
+					f.extraTri.add(triHash(w))
+				default:
+					c1 := lower(kw[0])
+					f.first[c1>>6] |= 1 << (c1 & 63)
+				}
 			}
 		}
 	}
 	return letter, other, nonASCII
 }
-
-func (f *filter) extraFirst(c1 byte) bool { return f.first[c1>>6]>>(c1&63)&1 != 0 }
 
 // passZh reports whether the character at the start of s can start a Chinese phrase;
 // s starts with a lead byte.

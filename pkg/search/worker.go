@@ -38,6 +38,9 @@ type Worker struct {
 	Settings map[string]Settings
 	// Timeout bounds one engine call.
 	Timeout time.Duration
+	// LeaseTTL is how long a dead worker's claim on a search blocks the next one; a
+	// live worker renews its claim. It should match the consumer's AckWait.
+	LeaseTTL time.Duration
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	// ID names this worker in leases.
@@ -94,15 +97,14 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 		}
 		return bus.Retry(wait, fmt.Errorf("engine %s rate limit", req.Engine))
 	}
-	leaseKey := w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID)
-	got, left, err := w.Store.Lease(ctx, leaseKey, w.ID, w.Timeout+10*time.Second)
+	release, left, err := w.Store.Hold(ctx, w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID, w.LeaseTTL)
 	if err != nil {
 		return err
 	}
-	if !got {
-		return bus.Retry(min(left, 5*time.Second), errors.New("search is being run by another worker"))
+	if release == nil {
+		return bus.Retry(left+100*time.Millisecond, errors.New("search is being run by another worker"))
 	}
-	defer w.Store.Release(context.WithoutCancel(ctx), leaseKey, w.ID)
+	defer release()
 
 	sctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	start := time.Now()
@@ -143,7 +145,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 
 // finish stores the result of a call, then publishes it.
 func (w *Worker) finish(ctx context.Context, req bus.SearchRequest, d *bus.Delivery[bus.SearchRequest], res *engines.Result, elapsed time.Duration) error {
-	done := bus.SearchDone{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.Engine, Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds()}
+	done := bus.SearchDone{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.Engine, Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID}
 	b, err := json.Marshal(done)
 	if err != nil {
 		return bus.Permanent(err)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -466,6 +467,42 @@ local left = redis.call('PTTL', KEYS[1])
 if left < 1 then left = 1 end
 return left
 `)
+
+// Hold takes a lease for owner and keeps it alive until release is called, renewing
+// it every ttl/3: a live holder keeps it however long its work takes, and a holder
+// that dies frees it within ttl. When someone else holds it, release is nil and left
+// says how long their lease has (at most ttl).
+func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(), left time.Duration, err error) {
+	ok, left, err := s.Lease(ctx, key, owner, ttl)
+	if err != nil || !ok {
+		return nil, left, err
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+				s.Lease(rctx, key, owner, ttl)
+				cancel()
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(stop)
+			<-done
+			s.Release(context.Background(), key, owner)
+		})
+	}, 0, nil
+}
 
 // Release drops a lease held by owner.
 func (s *Store) Release(ctx context.Context, key, owner string) error {

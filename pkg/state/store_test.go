@@ -168,3 +168,27 @@ func TestRateLimit(t *testing.T) {
 		t.Fatal("limits leak between engines")
 	}
 }
+
+// A held lease outlives its TTL while its holder lives, and lapses within the TTL once
+// the holder is gone.
+func TestHoldRenewsUntilReleased(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	key := s.K.Lease("j", 3)
+	release, _, err := s.Hold(ctx, key, "w1", 300*time.Millisecond)
+	if err != nil || release == nil {
+		t.Fatalf("Hold: %v", err)
+	}
+	time.Sleep(700 * time.Millisecond) // more than twice the TTL
+	if ok, left, _ := s.Lease(ctx, key, "w2", time.Second); ok || left <= 0 || left > 300*time.Millisecond {
+		t.Fatalf("the lease lapsed under a live holder (ok=%v left=%s)", ok, left)
+	}
+	if r2, left, _ := s.Hold(ctx, key, "w2", time.Second); r2 != nil || left <= 0 {
+		t.Fatal("a second holder got a held lease")
+	}
+	release()
+	if ok, _, _ := s.Lease(ctx, key, "w2", time.Second); !ok {
+		t.Fatal("released lease not free")
+	}
+}
