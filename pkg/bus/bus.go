@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -70,15 +71,40 @@ func (b *Bus) Close() {
 	}
 }
 
-// EnsureStreams creates or updates every stream of the fleet. It is idempotent and
-// every process calls it at start.
+// EnsureStreams creates every stream of the fleet that is missing and updates one
+// whose configuration differs. It is idempotent and every process calls it at start;
+// a stream already as configured is left alone (an update request for nothing would
+// still make the server rewrite the stream's config, racing consumer creation by
+// other processes).
 func (b *Bus) EnsureStreams(ctx context.Context, l Limits) error {
-	for _, cfg := range Streams(l) {
-		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("stream %s: %w", cfg.Name, err)
+	for _, want := range Streams(l) {
+		s, err := b.JS.Stream(ctx, want.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			_, err = b.JS.CreateStream(ctx, want)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				err = nil // another process made it first
+			}
+		case err == nil:
+			if streamDiffers(s.CachedInfo().Config, want) {
+				_, err = b.JS.UpdateStream(ctx, want)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", want.Name, err)
 		}
 	}
 	return nil
+}
+
+// streamDiffers reports whether a stream's configuration differs from the fleet's in
+// a field the fleet sets (the server fills unset limits with -1).
+func streamDiffers(have, want jetstream.StreamConfig) bool {
+	limit := func(h, w int64) bool { return h != w && !(w == 0 && h == -1) }
+	return have.Description != want.Description || !slices.Equal(have.Subjects, want.Subjects) ||
+		have.Retention != want.Retention || have.Discard != want.Discard || have.Storage != want.Storage ||
+		have.Replicas != want.Replicas || have.Duplicates != want.Duplicates || have.MaxAge != want.MaxAge ||
+		limit(have.MaxMsgs, want.MaxMsgs) || limit(have.MaxBytes, want.MaxBytes)
 }
 
 // EnsureConsumer creates or updates a durable consumer.

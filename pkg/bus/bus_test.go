@@ -458,3 +458,23 @@ func TestEnsureStreamsIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// A stream whose configuration drifted (an operator changed a limit) is brought back.
+func TestEnsureStreamsRepairsDrift(t *testing.T) {
+	t.Parallel()
+	b, _ := bustest.New(t)
+	ctx := context.Background()
+	cfg := bus.Streams(bus.Limits{})[0]
+	cfg.MaxMsgs = 5
+	if _, err := b.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EnsureStreams(ctx, bus.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := b.JS.Stream(ctx, cfg.Name)
+	info, _ := s.Info(ctx)
+	if info.Config.MaxMsgs != bus.DefaultLimits.MaxQueued {
+		t.Fatalf("MaxMsgs = %d after EnsureStreams, want %d", info.Config.MaxMsgs, bus.DefaultLimits.MaxQueued)
+	}
+}
