@@ -1,0 +1,321 @@
+// Command fleetbench measures the fleet end to end against the zero-latency
+// simulator: each job goes ingress → JOBS → chat worker → model → SEARCH → search
+// worker → engine → CHAT → chat worker → model → answer, over real HTTP, a real NATS
+// JetStream server (embedded, file storage unless -memory) and the real Redis at
+// REDIS_URL. It reports the throughput of a closed loop of clients, the latency at a
+// fixed offered rate, and where the time goes (handler time per step, from the
+// fleet's own metrics).
+//
+//	go run ./cmd/fleetbench                       (what `make bench-e2e` runs)
+//	go run ./cmd/fleetbench -rate 500 -duration 20s -cpuprofile cpu.out
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/internal/cli"
+	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/simulator"
+)
+
+func main() { cli.Main(run) }
+
+func run(ctx context.Context) error {
+	duration := flag.Duration("duration", 15*time.Second, "measurement time of each phase")
+	warmup := flag.Duration("warmup", 3*time.Second, "warm-up before each phase")
+	conc := flag.String("concurrency", "64,192", "closed-loop client counts to measure throughput with")
+	rate := flag.Int("rate", 500, "offered jobs/s of the fixed-rate latency phase (0: skip)")
+	engine := flag.String("engine", "brave", "engine the model searches with")
+	memory := flag.Bool("memory", false, "keep the streams in memory instead of on disk")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phases")
+	flag.Parse()
+
+	rdb, err := cli.Redis(ctx, testenv.RedisURL())
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	prefix := fmt.Sprintf("sfbench:%d", time.Now().UnixNano())
+	defer cleanup(rdb, prefix)
+
+	dir, _ := os.MkdirTemp("", "fleetbench-nats")
+	defer os.RemoveAll(dir)
+	nats, err := bus.RunEmbedded("127.0.0.1", -1, dir)
+	if err != nil {
+		return err
+	}
+	defer nats.Shutdown()
+	sim := simulator.New(simulator.Options{})
+	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer hs.Close()
+	os.Setenv(demo.KeyEnv, "sim-key")
+
+	env := config.Env{HTTPAddr: "127.0.0.1:0", NATSURL: nats.URL(), KeyPrefix: prefix, Retention: time.Hour,
+		JobTimeout: time.Minute, ModelTimeout: 30 * time.Second, EngineTimeout: 20 * time.Second, AckWait: 30 * time.Second,
+		ChatConcurrency: 512, BatchConcurrency: 16, SearchConcurrency: 256, MaxHops: 6, MaxSearches: 12,
+		MaxBodyBytes: 4 << 20, DrainTimeout: 10 * time.Second, NATSReplicas: 1}
+	file := demo.Config(simURL, sim.EngineConfigs(simURL))
+	m := metrics.New()
+	listening := make(chan string, 1)
+	fctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- fleet.Run(fctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
+			Redis: rdb, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+			Metrics: m, Memory: *memory, Listening: func(a string) { listening <- a }})
+	}()
+	var url string
+	select {
+	case a := <-listening:
+		url = "http://" + a + "/v1/chat/completions"
+	case err := <-done:
+		stop()
+		return err
+	}
+	defer func() { stop(); <-done }()
+
+	storage := "file"
+	if *memory {
+		storage = "memory"
+	}
+	cpu := cpuModel()
+	fmt.Printf("fleetbench: all roles in one process, embedded NATS JetStream (%s storage), Redis %s, zero-latency simulator, engine %s\n",
+		storage, config.RedactURL(testenv.RedisURL()), *engine)
+	fmt.Printf("machine: %s, %d CPUs, %s %s/%s\n\n", cpu, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+
+	client := &http.Client{Transport: fleet.Transport(), Timeout: time.Minute}
+	body := func(i int64) []byte {
+		b, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user",
+			"content": fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=%s", i, *engine)}}})
+		return b
+	}
+	var seq atomic.Int64
+	one := func() (time.Duration, error) {
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body(seq.Add(1))))
+		if err != nil {
+			return 0, err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte("[1]")) {
+			return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
+		}
+		return time.Since(start), nil
+	}
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+
+	fmt.Println("Throughput (closed loop: each client sends its next job when the last is answered)")
+	fmt.Printf("  %-8s %10s %9s %9s %9s %7s\n", "clients", "jobs/s", "p50", "p99", "max", "errors")
+	for _, c := range parseInts(*conc) {
+		closedLoop(ctx, one, c, *warmup)
+		before := snapshot(m)
+		lat, errs, elapsed := closedLoop(ctx, one, c, *duration)
+		after := snapshot(m)
+		fmt.Printf("  %-8d %10.0f %9s %9s %9s %7d\n", c, float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 99), pct(lat, 100), errs)
+		if c == parseInts(*conc)[len(parseInts(*conc))-1] {
+			defer breakdown(before, after, len(lat))
+		}
+	}
+	if *rate > 0 {
+		fmt.Printf("\nLatency at a fixed offered rate of %d jobs/s (open loop; every latency is pipeline overhead: the simulator answers at once)\n", *rate)
+		openLoop(ctx, one, *rate, *warmup)
+		lat, errs, elapsed := openLoop(ctx, one, *rate, *duration)
+		fmt.Printf("  achieved %.0f jobs/s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, errors %d\n",
+			float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 99.9), pct(lat, 100), errs)
+	}
+	return nil
+}
+
+// closedLoop runs c clients for d.
+func closedLoop(ctx context.Context, one func() (time.Duration, error), c int, d time.Duration) ([]time.Duration, int, time.Duration) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var errs atomic.Int64
+	end := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for time.Now().Before(end) && ctx.Err() == nil {
+				l, err := one()
+				if err != nil {
+					if errs.Add(1) < 3 {
+						fmt.Fprintln(os.Stderr, "error:", err)
+					}
+					continue
+				}
+				mine = append(mine, l)
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lat, int(errs.Load()), time.Since(start)
+}
+
+// openLoop offers rate jobs/s for d, whether or not earlier ones have been answered.
+func openLoop(ctx context.Context, one func() (time.Duration, error), rate int, d time.Duration) ([]time.Duration, int, time.Duration) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	next := start
+	for time.Since(start) < d && ctx.Err() == nil {
+		next = next.Add(interval)
+		if w := time.Until(next); w > 0 {
+			time.Sleep(w)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := one()
+			if err != nil {
+				errs.Add(1)
+				return
+			}
+			mu.Lock()
+			lat = append(lat, l)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lat, int(errs.Load()), time.Since(start)
+}
+
+func pct(l []time.Duration, p float64) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return s[i].Round(10 * time.Microsecond).String()
+}
+
+// snapshot reads the histogram sums and counts of the fleet's metrics.
+func snapshot(m *metrics.Metrics) map[string][2]float64 {
+	out := map[string][2]float64{}
+	families, _ := m.Registry.Gather()
+	for _, f := range families {
+		name := f.GetName()
+		if name != "fleet_step_seconds" && name != "fleet_model_call_seconds" && name != "fleet_search_seconds" {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			key := name + "{" + labels(mt.GetLabel()) + "}"
+			h := mt.GetHistogram()
+			out[key] = [2]float64{h.GetSampleSum(), float64(h.GetSampleCount())}
+		}
+	}
+	return out
+}
+
+func labels(ls []*dto.LabelPair) string {
+	var parts []string
+	for _, l := range ls {
+		parts = append(parts, l.GetName()+"="+l.GetValue())
+	}
+	return strings.Join(parts, ",")
+}
+
+// breakdown prints the mean time per job of each step, from the metrics' deltas.
+func breakdown(before, after map[string][2]float64, jobs int) {
+	fmt.Printf("\nWhere the time goes at the highest client count (mean per occurrence, from the fleet's histograms)\n")
+	keys := make([]string, 0, len(after))
+	for k := range after {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d := [2]float64{after[k][0] - before[k][0], after[k][1] - before[k][1]}
+		if d[1] == 0 {
+			continue
+		}
+		fmt.Printf("  %-58s %5.2f per job  mean %8s\n", k, d[1]/float64(max(jobs, 1)), time.Duration(d[0]/d[1]*float64(time.Second)).Round(time.Microsecond))
+	}
+}
+
+func parseInts(s string) []int {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		var n int
+		fmt.Sscan(strings.TrimSpace(p), &n)
+		if n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+// cleanup deletes the benchmark's keys.
+func cleanup(rdb redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+		if len(keys) == 1000 {
+			rdb.Del(ctx, keys...)
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		rdb.Del(ctx, keys...)
+	}
+}
