@@ -37,15 +37,16 @@ func run(ctx context.Context) error {
 	log := env.Logger().With("process", "fleet")
 
 	natsNote := "NATS_URL " + config.RedactURL(env.NATSURL)
+	var embedded *bus.Embedded
 	if _, set := os.LookupEnv("NATS_URL"); !set {
 		dir := filepath.Join(env.DataDir, "nats")
-		e, err := bus.RunEmbedded("127.0.0.1", -1, dir)
+		embedded, err = bus.RunEmbedded("127.0.0.1", -1, dir)
 		if err != nil {
 			return err
 		}
-		defer e.Shutdown()
-		env.NATSURL = e.URL()
-		natsNote = "embedded JetStream server, data in " + dir
+		defer embedded.Shutdown()
+		env.NATSURL = embedded.URL()
+		natsNote = "embedded JetStream server at " + env.NATSURL + ", data in " + dir
 	}
 
 	var file *config.File
@@ -77,7 +78,7 @@ func run(ctx context.Context) error {
 	defer closeRedis()
 
 	return fleet.Run(ctx, fleet.Options{
-		Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb, Log: log,
+		Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb, Log: log, Embedded: embedded,
 		Listening: func(addr string) { banner(addr, natsNote, redisNote, simNote, file) },
 	})
 }

@@ -89,7 +89,7 @@ func run(ctx context.Context) error {
 	go func() {
 		done <- fleet.Run(fctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
 			Redis: rdb, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-			Metrics: m, Memory: *memory, Listening: func(a string) { listening <- a }})
+			Metrics: m, Memory: *memory, Embedded: nats, Listening: func(a string) { listening <- a }})
 	}()
 	var url string
 	select {

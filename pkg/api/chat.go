@@ -85,17 +85,10 @@ func (s *Server) submit(w http.ResponseWriter, ctx context.Context, job *state.J
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the job; try again.")
 		return false
 	}
-	queued, _ := s.Bus.PublishAsync(bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})
-	var err error
-	switch job.Kind {
-	case "chat":
-		err = s.Bus.Publish(ctx, subject, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
-	default:
-		err = fmt.Errorf("unknown job kind %q", job.Kind)
-	}
-	if err == nil {
-		err = bus.Wait(ctx, queued)
-	}
+	// The queued event goes first on this connection, so it precedes the job's other
+	// events in the stream; only the job's own publish is waited for.
+	s.Bus.Emit(bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})
+	err := s.Bus.Publish(ctx, subject, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
 	if err != nil {
 		return s.publishFailed(w, ctx, job, err)
 	}
@@ -146,14 +139,10 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 	for {
 		select {
 		case m := <-wt.ch:
-			ev, _, err := bus.Decode[bus.Event](m.Data)
-			if err != nil {
-				continue
-			}
 			if onEvent != nil {
-				onEvent(ev)
+				onEvent(bus.Event{Type: bus.EventType(m.Header.Get(bus.HeaderEvent))})
 			}
-			if !ev.Type.Terminal() {
+			if !bus.EventType(m.Header.Get(bus.HeaderEvent)).Terminal() {
 				continue
 			}
 		case <-poll.C:

@@ -29,6 +29,11 @@ type Bus struct {
 // Connect dials url and retries until ctx ends, reconnecting forever afterwards:
 // a worker rides out a NATS restart instead of exiting.
 func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
+	return connect(ctx, url, name, log)
+}
+
+// connect dials url, or, with an in-process server, connects to it without a socket.
+func connect(ctx context.Context, url, name string, log *slog.Logger, extra ...nats.Option) (*Bus, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -44,6 +49,7 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, err
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
 	}
+	opts = append(opts, extra...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("nats: connecting to %s: %w", redactURL(url), err)
@@ -130,6 +136,18 @@ func (b *Bus) Publish(ctx context.Context, subject string, p Payload) error {
 		return publishError(subject, err)
 	}
 	return nil
+}
+
+// Emit publishes p into its stream without waiting for (or asking for) the stream's
+// acknowledgement: the message is stored and deduplicated like any other, but the
+// publisher does not learn whether it was. For progress events, whose loss costs a
+// line of a job's event log, never the job; everything else uses Publish.
+func (b *Bus) Emit(subject string, p Payload) error {
+	m, err := Encode(subject, p)
+	if err != nil {
+		return err
+	}
+	return b.NC.PublishMsg(m)
 }
 
 // Pending is a publish whose acknowledgement has not been awaited yet.

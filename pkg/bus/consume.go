@@ -26,7 +26,10 @@ type Delivery[T Payload] struct {
 	MaxDeliver int
 	// Published is when the message was first published.
 	Published time.Time
-	raw       jetstream.Msg
+	// Data is the message as it arrived (the envelope), for storing without
+	// encoding it again.
+	Data []byte
+	raw  jetstream.Msg
 }
 
 // Last reports whether this is the last delivery the consumer allows: a handler that
@@ -172,6 +175,7 @@ func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg) {
 		Subject:    msg.Subject(),
 		Attempt:    int(meta.NumDelivered),
 		MaxDeliver: r.spec.Config.MaxDeliver,
+		Data:       msg.Data(),
 		raw:        msg,
 	}
 	var herr error

@@ -1,10 +1,13 @@
 package bus
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // Embedded runs a NATS server with JetStream inside this process: the zero-setup
@@ -42,6 +45,12 @@ func RunEmbedded(host string, port int, storeDir string) (*Embedded, error) {
 
 // URL is the server's client URL.
 func (e *Embedded) URL() string { return e.srv.ClientURL() }
+
+// Connect connects to the embedded server in process, with no socket between: what
+// the all-in-one process uses (separate processes connect to URL over TCP).
+func (e *Embedded) Connect(ctx context.Context, name string, log *slog.Logger) (*Bus, error) {
+	return connect(ctx, e.URL(), name, log, nats.InProcessServer(e.srv))
+}
 
 // Shutdown stops the server and waits for it.
 func (e *Embedded) Shutdown() {

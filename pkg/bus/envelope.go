@@ -22,6 +22,9 @@ type Payload interface {
 // Header names.
 const (
 	HeaderKind = "Fleet-Kind"
+	// HeaderEvent carries an event's type, so a watcher can spot the terminal event
+	// without decoding every one.
+	HeaderEvent = "Fleet-Event"
 	// DLQ headers, set on dead letters.
 	HeaderDLQReason   = "Fleet-Dlq-Reason"
 	HeaderDLQSubject  = "Fleet-Dlq-Subject"
@@ -53,6 +56,9 @@ func Encode(subject string, p Payload) (*nats.Msg, error) {
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, id)
 	m.Header.Set(HeaderKind, p.Kind())
+	if e, ok := p.(Event); ok {
+		m.Header.Set(HeaderEvent, string(e.Type))
+	}
 	return m, nil
 }
 

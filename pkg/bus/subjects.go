@@ -95,6 +95,9 @@ var DefaultLimits = Limits{
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
+	if l.Memory && l.EventsMaxBytes == 0 {
+		l.EventsMaxBytes = 256 << 20 // memory is reserved up front
+	}
 	if l.Replicas == 0 {
 		l.Replicas = d.Replicas
 	}

@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
@@ -22,6 +23,9 @@ type turn struct {
 	Offered bool `json:"offered"`
 	// GooglePreferred is the engine narrowing in force on this hop.
 	GooglePreferred bool `json:"gp,omitempty"`
+
+	parsed   llm.Message // Message, decoded once
+	parseErr error
 }
 
 // call is one server-tool call of a hop (state field calls:<hop>).
@@ -41,17 +45,31 @@ type view struct {
 	job   *state.Job
 	req   *llm.ChatRequest
 	chain *state.Chain
+	// decoded memoizes results: a completion reads each several times (messages,
+	// sources, trace, response) and decoding them dominated a step's CPU.
+	decoded map[string]*bus.SearchDone
+	// rendered memoizes messages(h); turns memoizes decoded turns.
+	rendered map[int]renderedHop
+	turns    map[int]*turn
+}
+
+type renderedHop struct {
+	msgs []json.RawMessage
+	srcs *sources
 }
 
 func newView(job *state.Job, chain *state.Chain) (*view, error) {
-	req, err := llm.ParseChatRequest(job.Request)
+	req, err := llm.DecodeChatRequest(job.Request)
 	if err != nil {
 		return nil, fmt.Errorf("stored request unreadable: %w", err)
 	}
-	return &view{job: job, req: req, chain: chain}, nil
+	return &view{job: job, req: req, chain: chain, decoded: map[string]*bus.SearchDone{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}}, nil
 }
 
 func (v *view) turn(h int) (*turn, bool) {
+	if t, ok := v.turns[h]; ok {
+		return t, true
+	}
 	hp, ok := v.chain.Hops[h]
 	if !ok || hp.Turn == nil {
 		return nil, false
@@ -60,7 +78,14 @@ func (v *view) turn(h int) (*turn, bool) {
 	if json.Unmarshal(hp.Turn, &t) != nil {
 		return nil, false
 	}
+	t.parsed, t.parseErr = llm.ParseMessage(t.Message)
+	v.turns[h] = &t
 	return &t, true
+}
+
+// seed records a result already decoded (the resume message being handled).
+func (v *view) seed(d *bus.SearchDone) {
+	v.decoded[strconv.Itoa(d.Hop)+":"+d.CallID] = d
 }
 
 func (v *view) calls(h int) []call {
@@ -81,6 +106,10 @@ func (v *view) complete(h int) bool {
 
 // done returns the recorded outcome of call id of hop h.
 func (v *view) done(h int, id string) (*bus.SearchDone, bool) {
+	key := strconv.Itoa(h) + ":" + id
+	if d, ok := v.decoded[key]; ok {
+		return d, d != nil
+	}
 	hp, ok := v.chain.Hops[h]
 	if !ok {
 		return nil, false
@@ -89,10 +118,12 @@ func (v *view) done(h int, id string) (*bus.SearchDone, bool) {
 	if !ok {
 		return nil, false
 	}
-	var d bus.SearchDone
-	if json.Unmarshal(raw, &d) != nil {
+	d, _, err := bus.Decode[bus.SearchDone](raw)
+	if err != nil {
+		v.decoded[key] = nil
 		return nil, false
 	}
+	v.decoded[key] = &d
 	return &d, true
 }
 
@@ -128,6 +159,9 @@ func (s *sources) add(src engines.Source) int {
 // chain-wide source numbering. It is derived from stored state only, so every worker
 // (and every redelivery) builds the same messages.
 func (v *view) messages(h int) ([]json.RawMessage, *sources) {
+	if r, ok := v.rendered[h]; ok {
+		return r.msgs, r.srcs
+	}
 	msgs := append([]json.RawMessage(nil), v.req.Messages...)
 	srcs := &sources{}
 	for k := 0; k < h; k++ {
@@ -136,8 +170,7 @@ func (v *view) messages(h int) ([]json.RawMessage, *sources) {
 			break
 		}
 		msgs = append(msgs, t.Message)
-		m, _ := llm.ParseMessage(t.Message)
-		for _, tc := range m.ToolCalls {
+		for _, tc := range t.parsed.ToolCalls {
 			res, ok := v.result(k, tc.ID)
 			if !ok {
 				continue // a client tool call never reaches a later hop
@@ -147,11 +180,17 @@ func (v *view) messages(h int) ([]json.RawMessage, *sources) {
 			msgs = append(msgs, b)
 		}
 	}
+	v.rendered[h] = renderedHop{msgs: msgs, srcs: srcs}
 	return msgs, srcs
 }
 
-// allSources numbers the sources of every hop up to and including h.
+// allSources numbers the sources of every hop up to and including h. The final hop
+// has no results of its own, so its sources are those its messages were built with.
 func (v *view) allSources(h int) *sources {
+	if hp, ok := v.chain.Hops[h]; !ok || len(hp.Results) == 0 {
+		_, srcs := v.messages(h)
+		return srcs
+	}
 	_, srcs := v.messages(h + 1)
 	return srcs
 }

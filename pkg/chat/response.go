@@ -84,8 +84,7 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 	if json.Unmarshal(t.Message, &msg) != nil || msg == nil {
 		msg = map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`)}
 	}
-	parsed, _ := llm.ParseMessage(t.Message)
-	_, client, _ := splitCalls(t, parsed, v.req.ToolNames())
+	_, client, _ := splitCalls(t, t.parsed, v.req.ToolNames())
 	finish := t.Finish
 	if len(client) > 0 {
 		b, _ := json.Marshal(client)

@@ -74,41 +74,12 @@ type Worker struct {
 
 // HandleJob runs the first hop of a new job.
 func (w *Worker) HandleJob(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
-	return w.advance(ctx, d.Msg.JobID, 0, d.Last())
+	return w.load(ctx, d.Msg.JobID, 0, d.Last())
 }
 
-// HandleResume records a finished search; the result that completes its hop runs the
-// next hop.
-func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[bus.SearchDone]) error {
-	m := d.Msg
-	b, err := json.Marshal(m)
-	if err != nil {
-		return bus.Permanent(err)
-	}
-	have, want, err := w.Store.RecordResult(ctx, m.JobID, m.Hop, m.CallID, b)
-	if err != nil {
-		return err
-	}
-	ev := bus.Event{JobID: m.JobID, Type: bus.EventSearchDone, At: time.Now().UTC(), Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Query: m.Result.Query, Sources: len(m.Result.Citation.Sources)}
-	if m.Result.Citation.Error != nil {
-		ev.Error = m.Result.Citation.Error.Type + ": " + m.Result.Citation.Error.Message
-	}
-	p, _ := w.Bus.PublishAsync(bus.SubjectEvents(m.JobID), ev)
-	defer bus.Wait(ctx, p)
-	switch {
-	case want < 0:
-		// The hop's dispatch record is missing: only possible if state expired.
-		return bus.Permanent(fmt.Errorf("job %s hop %d: result for a hop that was never dispatched", m.JobID, m.Hop))
-	case have < want:
-		return nil
-	}
-	return w.advance(ctx, m.JobID, m.Hop+1, d.Last())
-}
-
-// advance runs hop h of a job, as far as it can go without waiting. last is set on
-// the message's final delivery: failures then end the job instead of retrying.
-func (w *Worker) advance(ctx context.Context, jobID string, h int, last bool) error {
-	job, chain, err := w.Store.ChainLoad(ctx, jobID)
+// load reads a job with its chain, claiming hop h's lease on the way, and advances it.
+func (w *Worker) load(ctx context.Context, jobID string, h int, last bool) error {
+	st, err := w.Store.LoadStep(ctx, jobID, &state.Claim{Hop: h, Owner: w.ID, TTL: w.LeaseTTL})
 	if errors.Is(err, state.ErrNotFound) {
 		w.Log.Warn("chat: job not found (expired?)", "job", jobID)
 		return nil
@@ -116,26 +87,71 @@ func (w *Worker) advance(ctx context.Context, jobID string, h int, last bool) er
 	if err != nil {
 		return err
 	}
+	return w.advance(ctx, st, h, last, nil)
+}
+
+// HandleResume records a finished search; the result that completes its hop runs the
+// next hop. Recording, reading the chain and claiming the next hop take one round trip.
+func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[bus.SearchDone]) error {
+	m := d.Msg
+	// The result is stored as it arrived: it decoded, so it will again.
+	st, err := w.Store.RecordAndLoad(ctx, m.JobID, m.Hop, m.CallID, d.Data, w.ID, w.LeaseTTL)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ev := bus.Event{JobID: m.JobID, Type: bus.EventSearchDone, At: time.Now().UTC(), Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Query: m.Result.Query, Sources: len(m.Result.Citation.Sources)}
+	if m.Result.Citation.Error != nil {
+		ev.Error = m.Result.Citation.Error.Type + ": " + m.Result.Citation.Error.Message
+	}
+	w.emit(ev)
+	switch {
+	case st.Want < 0:
+		// The hop's dispatch record is missing: only possible if state expired.
+		return bus.Permanent(fmt.Errorf("job %s hop %d: result for a hop that was never dispatched", m.JobID, m.Hop))
+	case st.Have < st.Want:
+		return nil
+	}
+	return w.advance(ctx, st, m.Hop+1, d.Last(), &m)
+}
+
+// emit publishes a progress event without waiting for the stream's acknowledgement.
+func (w *Worker) emit(ev bus.Event) {
+	if err := w.Bus.Emit(bus.SubjectEvents(ev.JobID), ev); err != nil {
+		w.Log.Warn("chat: publishing event", "job", ev.JobID, "type", ev.Type, "err", err)
+	}
+}
+
+// advance runs hop h of a job, as far as it can go without waiting. st is the job and
+// chain as read with hop h's lease claimed. last is set on the message's final
+// delivery: failures then end the job instead of retrying.
+func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, known *bus.SearchDone) error {
+	job := st.Job
 	if job.Status.Terminal() {
 		return nil // cancelled or finished: no further paid calls
 	}
 	if !job.Deadline.IsZero() && time.Now().After(job.Deadline) {
 		return w.fail(ctx, job, &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_deadline_exceeded", Message: "the job did not finish within its deadline"})
 	}
-	v, err := newView(job, chain)
+	v, err := newView(job, st.Chain)
 	if err != nil {
 		return w.fail(ctx, job, &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()})
+	}
+	if known != nil {
+		v.seed(known)
 	}
 	if h > 0 && !v.complete(h-1) {
 		return nil // the result completing hop h-1 will run this
 	}
-	if job.Status == state.Queued {
-		if _, err := w.Store.Update(ctx, jobID, state.Running); err != nil {
-			return err
-		}
-	}
 	t, ok := v.turn(h)
 	if !ok {
+		if !st.Claimed {
+			// Another worker is on this hop, or died on it: look again when its claim
+			// would have lapsed.
+			return bus.Retry(st.Left+100*time.Millisecond, fmt.Errorf("hop %d of %s is being run by another worker", h, job.ID))
+		}
 		t, err = w.callModel(ctx, v, h, last)
 		if err != nil || t == nil {
 			return err
@@ -165,34 +181,22 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 				}
 			}
 		}
-		if sticky != v.chain.Sticky || r.GooglePreferred != v.chain.GooglePreferred {
-			if err := w.Store.SetChainFlags(ctx, v.job.ID, sticky, r.GooglePreferred); err != nil {
-				return false, false, err
-			}
-			v.chain.Sticky, v.chain.GooglePreferred = sticky, r.GooglePreferred
-		}
+		// The flags are stored with the hop's answer (SaveTurn).
+		v.chain.Sticky, v.chain.GooglePreferred = sticky, r.GooglePreferred
 	}
 	return w.Tools.ShouldInject(intent.Result{}, v.chain.Sticky), v.chain.GooglePreferred, nil
 }
 
-// callModel calls the main model for hop h under the hop's lease and stores the
-// answer. It returns (nil, nil) when another worker holds the lease and the step
-// should simply wait.
+// callModel calls the main model for hop h, whose lease the caller holds (it is kept
+// alive during the call), and stores the answer.
 func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (*turn, error) {
 	model, ok := w.Models[v.job.Model]
 	if !ok {
 		return nil, w.fail(ctx, v.job, &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", v.job.Model)})
 	}
-	release, left, err := w.Store.Hold(ctx, w.Store.K.Lease(v.job.ID, h), w.ID, w.LeaseTTL)
-	if err != nil {
-		return nil, err
-	}
-	if release == nil {
-		// Another worker is on this hop, or died on it: look again when its claim
-		// would have lapsed.
-		return nil, bus.Retry(left+100*time.Millisecond, fmt.Errorf("hop %d of %s is being run by another worker", h, v.job.ID))
-	}
-	defer release()
+	release := w.Store.KeepAlive(w.Store.K.Lease(v.job.ID, h), w.ID, w.LeaseTTL)
+	done := false
+	defer func() { release(!done) }() // given up: free the hop for the next delivery at once
 
 	offered, gp, err := w.offer(ctx, v, h)
 	if err != nil {
@@ -207,16 +211,13 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (*tur
 	if err != nil {
 		return nil, w.fail(ctx, v.job, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()})
 	}
-	p, _ := w.Bus.PublishAsync(bus.SubjectEvents(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
+	w.emit(bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
 	start := time.Now()
 	comp, err := model.Client.Complete(mctx, body)
 	cancel()
 	if w.Metrics != nil {
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())
-	}
-	if werr := bus.Wait(ctx, p); werr != nil {
-		w.Log.Warn("chat: publishing model_call event", "job", v.job.ID, "err", werr)
 	}
 	if err != nil {
 		return nil, w.modelFailed(ctx, v.job, model, err, last)
@@ -227,16 +228,18 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (*tur
 	failpoint("chat.after_model_call")
 	t := &turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: offered, GooglePreferred: gp}
 	b, _ := json.Marshal(t)
-	stored, err := w.Store.SaveTurn(ctx, v.job.ID, h, b)
+	stored, err := w.Store.SaveTurn(ctx, v.job.ID, h, b, v.chain.Sticky, v.chain.GooglePreferred)
 	if err != nil {
 		return nil, err
 	}
-	var st turn
-	if err := json.Unmarshal(stored, &st); err != nil {
-		return nil, fmt.Errorf("stored turn unreadable: %w", err)
+	done = true
+	v.chain.Hop(h).Turn = stored // another worker's answer, if it stored first
+	st, ok := v.turn(h)
+	if !ok {
+		return nil, fmt.Errorf("stored turn unreadable")
 	}
 	failpoint("chat.after_turn_stored")
-	return &st, nil
+	return st, nil
 }
 
 func (w *Worker) modelFailed(ctx context.Context, job *state.Job, model Model, err error, last bool) error {
@@ -271,19 +274,18 @@ func (w *Worker) modelFailed(ctx context.Context, job *state.Job, model Model, e
 
 // afterTurn acts on hop h's stored model answer.
 func (w *Worker) afterTurn(ctx context.Context, v *view, h int, t *turn, last bool) error {
-	msg, err := llm.ParseMessage(t.Message)
-	if err != nil {
+	if t.parseErr != nil {
 		return w.fail(ctx, v.job, &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: "the model's message is unreadable"})
 	}
-	server, client, _ := splitCalls(t, msg, v.req.ToolNames())
+	server, client, _ := splitCalls(t, t.parsed, v.req.ToolNames())
 	if len(server) == 0 || len(client) > 0 {
 		// A final answer, or client tool calls: those are the client's to run (any
 		// web_search calls beside them are dropped; the model can ask again).
 		return w.complete(ctx, v, h, t)
 	}
-	if v.chain.Hop(h).Dispatched {
-		return nil // the searches are out; their results drive the chain on
-	}
+	// A replayed dispatch publishes the same searches again: the streams drop them as
+	// duplicates (same message ids), and past the duplicate window the search worker
+	// answers from its stored result. Nothing is searched twice.
 	return w.dispatch(ctx, v, h, t, server)
 }
 
@@ -323,20 +325,17 @@ func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []c
 func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server []llm.ToolCall) error {
 	jobID := v.job.ID
 	calls, searches, stored := w.plan(v, h, t, server)
+	cb := v.chain.Hop(h).Calls
 	if !stored {
-		cb, _ := json.Marshal(calls)
-		if err := w.Store.SaveCalls(ctx, jobID, h, cb, len(calls), searches); err != nil {
-			return err
-		}
+		cb, _ = json.Marshal(calls)
 	}
-	if !v.chain.Sticky {
-		// A web_search call happened: the rest of this chain keeps the tool.
-		if err := w.Store.SetChainFlags(ctx, jobID, true, v.chain.GooglePreferred); err != nil {
-			return err
-		}
+	// Recording the calls (once) also reads the job's status: a cancel that arrived
+	// while the model was thinking stops the paid searches.
+	status, err := w.Store.SaveCalls(ctx, jobID, h, cb, len(calls), searches)
+	if err != nil {
+		return err
 	}
-	// A cancel that arrived while the model was thinking stops the paid searches.
-	if st, err := w.Store.JobStatus(ctx, jobID); err == nil && st.Terminal() {
+	if status.Terminal() {
 		return nil
 	}
 	var pending []bus.Pending
@@ -344,7 +343,11 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server [
 	complete := false
 	for _, c := range calls {
 		if c.Local {
-			b, _ := json.Marshal(bus.SearchDone{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Result: *c.Result})
+			m, err := bus.Encode(bus.SubjectResume, bus.SearchDone{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Result: *c.Result})
+			if err != nil {
+				return bus.Permanent(err)
+			}
+			b := m.Data
 			have, want, err := w.Store.RecordResult(ctx, jobID, h, c.ID, b)
 			if err != nil {
 				return err
@@ -353,27 +356,20 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server [
 			continue
 		}
 		req := bus.SearchRequest{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline}
-		ev := bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query}
-		pe, err := w.Bus.PublishAsync(bus.SubjectEvents(jobID), ev)
-		if err != nil {
-			return err
-		}
+		w.emit(bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
 		ps, err := w.Bus.PublishAsync(bus.SubjectSearch(c.Engine), req)
 		if err != nil {
 			return err
 		}
-		pending = append(pending, pe, ps)
+		pending = append(pending, ps)
 	}
 	if err := bus.Wait(ctx, pending...); err != nil {
 		return err
 	}
 	failpoint("chat.after_dispatch")
-	if err := w.Store.MarkDispatched(ctx, jobID, h); err != nil {
-		return err
-	}
 	if searches == 0 && complete {
 		// Every call was answered locally: the model reads the errors at once.
-		return w.advance(ctx, jobID, h+1, false)
+		return w.load(ctx, jobID, h+1, false)
 	}
 	return nil
 }
@@ -387,20 +383,15 @@ func (w *Worker) complete(ctx context.Context, v *view, h int, t *turn) error {
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
 		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD})
 	tb, _ := json.Marshal(trace)
-	ok, err := w.Store.Update(ctx, v.job.ID, state.Completed, "response", resp, "usage", ub, "trace", tb)
+	// A "stop" answer ends the chain: the next request starts without the sticky flag.
+	ok, err := w.Store.Finish(ctx, v.job.ID, state.Completed, finish == "stop", "response", resp, "usage", ub, "trace", tb)
 	if err != nil {
 		return err
 	}
 	if !ok && !w.statusIs(ctx, v.job.ID, state.Completed) {
 		return nil // cancelled or failed meanwhile: that ending stands
 	}
-	switch {
-	case finish == "stop":
-		// The chain ends here: the next request starts without the sticky flag.
-		if err := w.Store.SetChainFlags(ctx, v.job.ID, false, false); err != nil {
-			return err
-		}
-	case finish == "tool_calls" && v.chain.Sticky:
+	if finish == "tool_calls" && v.chain.Sticky {
 		// The client runs its tools and comes back with this conversation plus their
 		// results: that request continues this chain, so it keeps web_search.
 		if hash, ok := conversationHash(append(append([]json.RawMessage(nil), v.req.Messages...), shown)); ok {

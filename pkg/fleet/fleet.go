@@ -50,6 +50,9 @@ type Options struct {
 	Listening func(addr string)
 	// Memory keeps the streams in memory (benchmarks); file storage otherwise.
 	Memory bool
+	// Embedded, if set, is a NATS server in this process: the fleet connects to it
+	// without a socket instead of dialling Env.NATSURL.
+	Embedded *bus.Embedded
 }
 
 // Run runs the selected roles until ctx ends, then drains: ingress stops accepting,
@@ -70,8 +73,14 @@ func Run(ctx context.Context, o Options) error {
 	env := o.Env
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
+	var err error
 
-	b, err := bus.Connect(ctx, env.NATSURL, "searchfleet-"+workerID, log)
+	var b *bus.Bus
+	if o.Embedded != nil {
+		b, err = o.Embedded.Connect(ctx, "searchfleet-"+workerID, log)
+	} else {
+		b, err = bus.Connect(ctx, env.NATSURL, "searchfleet-"+workerID, log)
+	}
 	if err != nil {
 		return err
 	}
@@ -80,6 +89,9 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("nats streams: %w", err)
 	}
 	store := state.New(o.Redis, env.KeyPrefix, env.Retention)
+	if err := store.LoadScripts(ctx); err != nil {
+		return err
+	}
 
 	engineCfgs, err := o.File.EngineConfigs()
 	if err != nil {

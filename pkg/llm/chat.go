@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 )
 
@@ -135,6 +137,38 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 	return r, nil
 }
 
+// DecodeChatRequest reads a request that ParseChatRequest already accepted (the one
+// stored with a job): the top-level split only, without validating every message again.
+func DecodeChatRequest(body []byte) (*ChatRequest, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		return nil, badParam("", "stored request is not a JSON object")
+	}
+	r := &ChatRequest{Extra: make(map[string]json.RawMessage, len(top))}
+	for k, v := range top {
+		var err error
+		switch k {
+		case "model":
+			err = json.Unmarshal(v, &r.Model)
+		case "messages":
+			err = json.Unmarshal(v, &r.Messages)
+		case "tools":
+			if string(v) != "null" {
+				err = json.Unmarshal(v, &r.Tools)
+			}
+		case "stream":
+			err = json.Unmarshal(v, &r.Stream)
+		case "n":
+		default:
+			r.Extra[k] = v
+		}
+		if err != nil {
+			return nil, badParam(k, "stored request field %q is unreadable", k)
+		}
+	}
+	return r, nil
+}
+
 // ToolNames returns the names of the client's function tools.
 func (r *ChatRequest) ToolNames() []string {
 	var out []string
@@ -153,25 +187,61 @@ func (r *ChatRequest) ToolNames() []string {
 
 // Body builds the upstream request: the client's parameters with the upstream model,
 // the chain's messages and the given tools (none: the field is left out). Streaming is
-// off upstream; the fleet streams to the client itself.
+// off upstream; the fleet streams to the client itself. The JSON is assembled from the
+// stored raw values directly: they were validated when the request was accepted, and
+// re-marshalling them would only re-validate and copy them.
 func (r *ChatRequest) Body(model string, messages []json.RawMessage, tools []json.RawMessage, drop ...string) ([]byte, error) {
-	out := make(map[string]any, len(r.Extra)+3)
+	size := 64 + len(model)
+	for _, m := range messages {
+		size += len(m) + 1
+	}
+	for _, t := range tools {
+		size += len(t) + 1
+	}
 	for k, v := range r.Extra {
-		out[k] = v
+		size += len(k) + len(v) + 4
 	}
-	for _, k := range drop {
-		delete(out, k)
+	b := make([]byte, 0, size)
+	b = append(b, `{"model":`...)
+	mb, err := json.Marshal(model)
+	if err != nil {
+		return nil, err
 	}
-	delete(out, "stream_options")
-	out["model"] = model
-	out["messages"] = messages
+	b = append(b, mb...)
+	b = append(b, `,"messages":[`...)
+	for i, m := range messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	b = append(b, ']')
 	if len(tools) > 0 {
-		out["tools"] = tools
-	} else {
-		delete(out, "tool_choice")
-		delete(out, "parallel_tool_calls")
+		b = append(b, `,"tools":[`...)
+		for i, t := range tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, t...)
+		}
+		b = append(b, ']')
 	}
-	return json.Marshal(out)
+	keys := make([]string, 0, len(r.Extra))
+	for k := range r.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "stream_options" || slices.Contains(drop, k) || len(tools) == 0 && (k == "tool_choice" || k == "parallel_tool_calls") {
+			continue
+		}
+		kb, _ := json.Marshal(k)
+		b = append(b, ',')
+		b = append(b, kb...)
+		b = append(b, ':')
+		b = append(b, r.Extra[k]...)
+	}
+	return append(b, '}'), nil
 }
 
 // Text returns a message content's text: a string, or the text of its text parts

@@ -61,18 +61,28 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 	if !ok {
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.BadRequest, Engine: req.Engine, Message: "this worker has no engine " + req.Engine}), 0)
 	}
-	if b, ok, err := w.Store.SearchDone(ctx, req.JobID, req.Hop, req.CallID); err != nil {
+	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
+	if err != nil {
 		return err
-	} else if ok {
+	}
+	if ss.Done != nil {
 		var done bus.SearchDone
-		if json.Unmarshal(b, &done) == nil {
+		if json.Unmarshal(ss.Done, &done) == nil {
 			return w.publish(ctx, req, done)
 		}
 	}
-	if st, err := w.Store.JobStatus(ctx, req.JobID); err == nil && st.Terminal() {
+	if ss.Status.Terminal() {
 		return nil
 	}
+	if !ss.Claimed {
+		return bus.Retry(ss.Left+100*time.Millisecond, errors.New("search is being run by another worker"))
+	}
+	release := w.Store.KeepAlive(w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID, w.LeaseTTL)
+	finished := false
+	defer func() { release(!finished) }() // not finished: free the call for the next delivery at once
+
 	if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
+		finished = true
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.Unavailable, Engine: req.Engine, Message: "the job's deadline passed before the search could run"}), 0)
 	}
 	set := w.Settings[req.Engine]
@@ -84,6 +94,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 			if json.Unmarshal(b, &res) == nil {
 				w.count(req.Engine, "cached")
 				res.Usage = engines.Usage{} // a cached answer costs nothing
+				finished = true
 				return w.finish(ctx, req, d, &res, 0)
 			}
 		}
@@ -93,18 +104,11 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 	} else if wait > 0 {
 		w.count(req.Engine, "rate_limited")
 		if d.Last() {
+			finished = true
 			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.RateLimited, Engine: req.Engine, Message: "the engine's rate limit kept this search waiting too long"}), 0)
 		}
 		return bus.Retry(wait, fmt.Errorf("engine %s rate limit", req.Engine))
 	}
-	release, left, err := w.Store.Hold(ctx, w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID, w.LeaseTTL)
-	if err != nil {
-		return err
-	}
-	if release == nil {
-		return bus.Retry(left+100*time.Millisecond, errors.New("search is being run by another worker"))
-	}
-	defer release()
 
 	sctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	start := time.Now()
@@ -129,6 +133,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 			return bus.Retry(after, e)
 		}
 		w.Log.Warn("search: failed", "engine", req.Engine, "job", req.JobID, "attempt", d.Attempt, "err", e)
+		finished = true
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, e), elapsed)
 	}
 	w.count(req.Engine, "ok")
@@ -140,6 +145,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 			w.Store.R.Set(ctx, cacheKey, b, set.CacheTTL)
 		}
 	}
+	finished = true
 	return w.finish(ctx, req, d, res, elapsed)
 }
 
@@ -160,6 +166,12 @@ func (w *Worker) finish(ctx context.Context, req bus.SearchRequest, d *bus.Deliv
 // job record itself.
 func (w *Worker) publish(ctx context.Context, req bus.SearchRequest, done bus.SearchDone) error {
 	if !req.Direct {
+		// The chat worker renders the model's text from the structured result (with
+		// the chain's numbering); the rendered text would only be carried and stored
+		// twice. Error results keep theirs: it is what the model reads.
+		if done.Result.Citation.Error == nil {
+			done.Result.Citation.LLMContent = ""
+		}
 		return w.Bus.Publish(ctx, bus.SubjectResume, done)
 	}
 	return w.completeDirect(ctx, req, done)

@@ -94,7 +94,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	user := lastUserText(body)
+	user := ""
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			user = contentText(req.Messages[i].Content)
+			break
+		}
+	}
 	modelFaults := strings.Join(modelDirectiveRE.FindAllString(user, -1), " ")
 	modelFaults = strings.ReplaceAll(modelFaults, "sim:model-", "sim:")
 	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults, nil, s.opts.ModelLatency) {

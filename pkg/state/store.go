@@ -111,8 +111,17 @@ func fromMS(s string) time.Time {
 	return time.UnixMilli(n).UTC()
 }
 
-// CreateJob stores a new job record (status queued) and registers its deadline. It
-// fails with ErrExists if the id is taken.
+// createJob writes a job record unless the id exists. KEYS[1] job; ARGV[1] ttl ms;
+// then field/value pairs. Returns 1 if it wrote.
+var createJob = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+`)
+
+// CreateJob stores a new job record (status queued) and registers its deadline, in
+// one round trip. It fails with ErrExists if the id is taken.
 func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	now := time.Now().UTC()
 	if j.Created.IsZero() {
@@ -122,35 +131,25 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	if j.Status == "" {
 		j.Status = Queued
 	}
-	fields := map[string]any{
-		"id": j.ID, "tenant": j.Tenant, "kind": j.Kind, "model": j.Model, "status": string(j.Status),
-		"request": []byte(j.Request), "created": ms(j.Created), "updated": ms(j.Updated),
-		"deadline": ms(j.Deadline), "batch": j.Batch,
-	}
+	argv := []any{s.Retention.Milliseconds(),
+		"id", j.ID, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
+		"request", []byte(j.Request), "created", ms(j.Created), "updated", ms(j.Updated),
+		"deadline", ms(j.Deadline), "batch", j.Batch}
 	if len(j.Callback) > 0 {
-		fields["callback"] = []byte(j.Callback)
-		fields["webhook"] = "pending"
+		argv = append(argv, "callback", []byte(j.Callback), "webhook", "pending")
 	}
-	key := s.K.Job(j.ID)
-	ok, err := s.R.HSetNX(ctx, key, "id", j.ID).Result()
-	if err != nil {
-		return fmt.Errorf("state: creating job: %w", err)
-	}
-	if !ok {
-		return ErrExists
-	}
-	_, err = s.R.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, fields)
-		p.Expire(ctx, key, s.Retention)
-		return nil
+	var created *redis.Cmd
+	err := s.pipelined(ctx, func(p redis.Pipeliner) {
+		created = createJob.EvalSha(ctx, p, []string{s.K.Job(j.ID)}, argv...)
+		if !j.Deadline.IsZero() {
+			p.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(j.Deadline.UnixMilli()), Member: j.ID})
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("state: creating job: %w", err)
 	}
-	if !j.Deadline.IsZero() {
-		if err := s.R.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(j.Deadline.UnixMilli()), Member: j.ID}).Err(); err != nil {
-			return fmt.Errorf("state: registering deadline: %w", err)
-		}
+	if n, _ := created.Int(); n == 0 {
+		return ErrExists
 	}
 	return nil
 }
@@ -225,6 +224,17 @@ return 1
 // caller must not act as if it had moved it. Reaching a terminal status also drops the
 // job's deadline.
 func (s *Store) Update(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
+	n, err := setIfLive.Run(ctx, s.R, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
+	if err != nil {
+		return false, fmt.Errorf("state: updating job: %w", err)
+	}
+	if n == 1 && status.Terminal() {
+		s.R.ZRem(ctx, s.K.Deadlines(), id)
+	}
+	return n == 1, nil
+}
+
+func updateArgs(status Status, fields []any) []any {
 	argv := make([]any, 0, 2+len(fields))
 	argv = append(argv, ms(time.Now()), string(status))
 	for i := 0; i+1 < len(fields); i += 2 {
@@ -240,14 +250,7 @@ func (s *Store) Update(ctx context.Context, id string, status Status, fields ...
 		}
 		argv = append(argv, fields[i], v)
 	}
-	n, err := setIfLive.Run(ctx, s.R, []string{s.K.Job(id)}, argv...).Int()
-	if err != nil {
-		return false, fmt.Errorf("state: updating job: %w", err)
-	}
-	if n == 1 && status.Terminal() {
-		s.R.ZRem(ctx, s.K.Deadlines(), id)
-	}
-	return n == 1, nil
+	return argv
 }
 
 // SetField sets fields of a job whatever its status (webhook bookkeeping after the end).
@@ -290,8 +293,6 @@ type Hop struct {
 	Expected int
 	// Results are the recorded results by call id.
 	Results map[string]json.RawMessage
-	// Dispatched is set once every call of the hop was published.
-	Dispatched bool
 }
 
 // Hop returns hop h, creating an empty one.
@@ -341,8 +342,6 @@ func chainFromHash(m map[string]string) *Chain {
 				hp.Calls = json.RawMessage(v)
 			case "n":
 				hp.Expected, _ = strconv.Atoi(v)
-			case "d":
-				hp.Dispatched = true
 			case "r":
 				hp.Results[call] = json.RawMessage(v)
 			}
@@ -353,94 +352,213 @@ func chainFromHash(m map[string]string) *Chain {
 
 // ChainLoad reads a job record and its chain state together (one round trip).
 func (s *Store) ChainLoad(ctx context.Context, id string) (*Job, *Chain, error) {
+	st, err := s.LoadStep(ctx, id, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st.Job, st.Chain, nil
+}
+
+// Claim asks for a hop's lease along with a step's reads.
+type Claim struct {
+	Hop   int
+	Owner string
+	TTL   time.Duration
+}
+
+// Step is what a chat step reads before acting.
+type Step struct {
+	Job   *Job
+	Chain *Chain
+	// Claimed reports whether the asked-for lease is held by the caller; Left is how
+	// long another holder's lease has.
+	Claimed bool
+	Left    time.Duration
+	// Have and Want are a recorded result's hop counts (RecordAndLoad).
+	Have, Want int
+}
+
+// LoadStep reads a job and its chain and, if claim is set, claims its hop's lease, in
+// one round trip.
+func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
 	var jc, cc *redis.MapStringStringCmd
-	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var lc *redis.Cmd
+	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		jc = p.HGetAll(ctx, s.K.Job(id))
 		cc = p.HGetAll(ctx, s.K.Chain(id))
-		return nil
+		if claim != nil {
+			lc = lease.EvalSha(ctx, p, []string{s.K.Lease(id, claim.Hop)}, claim.Owner, claim.TTL.Milliseconds())
+		}
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("state: reading job and chain: %w", err)
+		return nil, fmt.Errorf("state: reading job and chain: %w", err)
 	}
+	return s.step(jc, cc, lc)
+}
+
+func (s *Store) step(jc, cc *redis.MapStringStringCmd, lc *redis.Cmd) (*Step, error) {
 	jm := jc.Val()
 	if len(jm) == 0 || jm["id"] == "" {
-		return nil, nil, ErrNotFound
+		return nil, ErrNotFound
 	}
-	return jobFromHash(jm), chainFromHash(cc.Val()), nil
-}
-
-// SaveTurn stores the model's answer for hop h unless one is stored already, and
-// returns the stored one (so two racing workers agree on a single answer).
-func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte) (json.RawMessage, error) {
-	key := s.K.Chain(id)
-	field := "m:" + strconv.Itoa(h)
-	var set *redis.BoolCmd
-	var get *redis.StringCmd
-	_, err := s.R.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.HSetNX(ctx, key, field, turn)
-		get = p.HGet(ctx, key, field)
-		p.Expire(ctx, key, s.Retention)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("state: storing model turn: %w", err)
+	st := &Step{Job: jobFromHash(jm), Chain: chainFromHash(cc.Val())}
+	if lc != nil {
+		left, _ := lc.Int64()
+		st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
 	}
-	_ = set
-	return json.RawMessage(get.Val()), nil
+	return st, nil
 }
 
-// SetChainFlags sets the sticky and Google-preferred flags.
-func (s *Store) SetChainFlags(ctx context.Context, id string, sticky, googlePreferred bool) error {
-	b := func(v bool) string {
-		if v {
-			return "1"
-		}
-		return "0"
-	}
-	return s.R.HSet(ctx, s.K.Chain(id), "sticky", b(sticky), "gp", b(googlePreferred)).Err()
-}
-
-// recordDispatch writes a hop's calls and expected count once, and adds the searches
-// to the job's counter only the first time. KEYS[1] chain; ARGV hop, calls, n, searches.
-var recordDispatch = redis.NewScript(`
-if redis.call('HSETNX', KEYS[1], 'calls:'..ARGV[1], ARGV[2]) == 1 then
-  redis.call('HSET', KEYS[1], 'n:'..ARGV[1], ARGV[3])
-  redis.call('HINCRBY', KEYS[1], 'searches', ARGV[4])
-end
-return 1
-`)
-
-// SaveCalls records the calls of hop h (once): their JSON, how many results the hop
-// waits for, and how many are searches.
-func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) error {
-	return recordDispatch.Run(ctx, s.R, []string{s.K.Chain(id)}, h, calls, expected, searches).Err()
-}
-
-// MarkDispatched records that every call of hop h was published.
-func (s *Store) MarkDispatched(ctx context.Context, id string, h int) error {
-	return s.R.HSet(ctx, s.K.Chain(id), "d:"+strconv.Itoa(h), "1").Err()
-}
-
-// recordResult stores a call's result once and counts it. KEYS[1] chain; ARGV hop,
-// call, result. Returns {recorded, expected} (expected -1 before dispatch).
+// recordResult stores a call's result once and counts it; when that completes the
+// hop, it claims the next hop's lease for the caller. KEYS[1] chain, KEYS[2] lease of
+// hop+1; ARGV hop, call, result, owner, ttl ms. Returns {recorded, expected, lease}
+// where expected is -1 before dispatch and lease is -1 (not tried), 0 (held) or the
+// ms another holder has left.
 var recordResult = redis.NewScript(`
 if redis.call('HSETNX', KEYS[1], 'r:'..ARGV[1]..':'..ARGV[2], ARGV[3]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'c:'..ARGV[1], 1)
 end
 local n = tonumber(redis.call('HGET', KEYS[1], 'n:'..ARGV[1]) or '-1')
 local c = tonumber(redis.call('HGET', KEYS[1], 'c:'..ARGV[1]) or '0')
-return {c, n}
+local l = -1
+if c == n and ARGV[4] ~= '' then
+  local cur = redis.call('GET', KEYS[2])
+  if not cur or cur == ARGV[4] then
+    redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
+    l = 0
+  else
+    l = redis.call('PTTL', KEYS[2])
+    if l < 1 then l = 1 end
+  end
+end
+return {c, n, l}
 `)
 
-// RecordResult stores the result of one call of hop h (the first write wins) and
-// returns how many results the hop has and expects: the hop is complete when they are
-// equal. Replaying it changes nothing.
+// RecordAndLoad records the result of one call of hop h (the first write wins; a
+// replay changes nothing), and reads the job and chain after it, in one round trip.
+// When the result completes the hop (Have == Want), the lease of hop h+1 is claimed
+// for owner.
+func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
+	var rc *redis.Cmd
+	var jc, cc *redis.MapStringStringCmd
+	err := s.pipelined(ctx, func(p redis.Pipeliner) {
+		rc = recordResult.EvalSha(ctx, p, []string{s.K.Chain(id), s.K.Lease(id, h+1)}, h, call, result, owner, ttl.Milliseconds())
+		jc = p.HGetAll(ctx, s.K.Job(id))
+		cc = p.HGetAll(ctx, s.K.Chain(id))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: recording result: %w", err)
+	}
+	st, err := s.step(jc, cc, nil)
+	if err != nil {
+		return nil, err
+	}
+	v, err := rc.Int64Slice()
+	if err != nil || len(v) != 3 {
+		return nil, fmt.Errorf("state: recording result: %v", err)
+	}
+	st.Have, st.Want = int(v[0]), int(v[1])
+	st.Claimed, st.Left = v[2] == 0, time.Duration(max(v[2], 0))*time.Millisecond
+	return st, nil
+}
+
+// RecordResult records a result without reading anything back (calls answered at
+// dispatch). It returns the hop's counts.
 func (s *Store) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
-	v, err := recordResult.Run(ctx, s.R, []string{s.K.Chain(id)}, h, call, result).Int64Slice()
+	v, err := recordResult.Run(ctx, s.R, []string{s.K.Chain(id), s.K.Lease(id, h+1)}, h, call, result, "", 1).Int64Slice()
 	if err != nil {
 		return 0, 0, fmt.Errorf("state: recording result: %w", err)
 	}
 	return int(v[0]), int(v[1]), nil
+}
+
+// saveTurn stores hop h's model answer unless one is stored, sets the chain flags,
+// moves a queued job to running, and returns the stored answer. KEYS[1] chain,
+// KEYS[2] job; ARGV hop, turn, retention ms, sticky, gp, now ms.
+var saveTurn = redis.NewScript(`
+redis.call('HSETNX', KEYS[1], 'm:'..ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[1], 'sticky', ARGV[4], 'gp', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('HGET', KEYS[2], 'status') == 'queued' then
+  redis.call('HSET', KEYS[2], 'status', 'running', 'updated', ARGV[6])
+end
+return redis.call('HGET', KEYS[1], 'm:'..ARGV[1])
+`)
+
+// SaveTurn stores the model's answer for hop h unless one is stored already, and
+// returns the stored one (so two racing workers agree on a single answer). It also
+// records the chain's sticky and Google-preferred flags and marks a queued job
+// running, in the same round trip.
+func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
+	v, err := saveTurn.Run(ctx, s.R, []string{s.K.Chain(id), s.K.Job(id)}, h, turn, s.Retention.Milliseconds(),
+		flag(sticky), flag(googlePreferred), ms(time.Now())).Text()
+	if err != nil {
+		return nil, fmt.Errorf("state: storing model turn: %w", err)
+	}
+	return json.RawMessage(v), nil
+}
+
+func flag(v bool) string {
+	if v {
+		return "1"
+	}
+	return "0"
+}
+
+// SetChainFlags sets the sticky and Google-preferred flags.
+func (s *Store) SetChainFlags(ctx context.Context, id string, sticky, googlePreferred bool) error {
+	return s.R.HSet(ctx, s.K.Chain(id), "sticky", flag(sticky), "gp", flag(googlePreferred)).Err()
+}
+
+// recordDispatch writes a hop's calls and expected count once, adds its searches to
+// the job's counter only the first time, marks the chain sticky, and returns the job's
+// status. KEYS[1] chain, KEYS[2] job; ARGV hop, calls, n, searches.
+var recordDispatch = redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], 'calls:'..ARGV[1], ARGV[2]) == 1 then
+  redis.call('HSET', KEYS[1], 'n:'..ARGV[1], ARGV[3])
+  redis.call('HINCRBY', KEYS[1], 'searches', ARGV[4])
+end
+redis.call('HSET', KEYS[1], 'sticky', '1')
+return redis.call('HGET', KEYS[2], 'status') or ''
+`)
+
+// SaveCalls records the calls of hop h (once): their JSON, how many results the hop
+// waits for, and how many are searches; a web_search call makes the chain sticky. It
+// returns the job's status, so a job cancelled meanwhile makes no searches.
+func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (Status, error) {
+	st, err := recordDispatch.Run(ctx, s.R, []string{s.K.Chain(id), s.K.Job(id)}, h, calls, expected, searches).Text()
+	if err != nil {
+		return "", fmt.Errorf("state: recording calls: %w", err)
+	}
+	return Status(st), nil
+}
+
+// scripts are loaded at start and re-loaded if Redis forgets them (a restart).
+var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, lease, release, gcra}
+
+// pipelined runs fn's commands in one round trip. Scripts in it are called by SHA;
+// if Redis does not know one (it restarted), they are loaded and the pipeline is run
+// once more: every script the fleet pipelines is safe to repeat.
+func (s *Store) pipelined(ctx context.Context, fn func(redis.Pipeliner)) error {
+	for attempt := 0; ; attempt++ {
+		_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error { fn(p); return nil })
+		if err == nil || attempt > 0 || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return err
+		}
+		if err := s.LoadScripts(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// LoadScripts loads the fleet's Lua scripts into Redis.
+func (s *Store) LoadScripts(ctx context.Context) error {
+	for _, sc := range scripts {
+		if err := sc.Load(ctx, s.R).Err(); err != nil {
+			return fmt.Errorf("state: loading scripts: %w", err)
+		}
+	}
+	return nil
 }
 
 // Lease claims hop h of a job for owner for ttl. It returns true if owner holds it (a
@@ -468,15 +586,22 @@ if left < 1 then left = 1 end
 return left
 `)
 
-// Hold takes a lease for owner and keeps it alive until release is called, renewing
-// it every ttl/3: a live holder keeps it however long its work takes, and a holder
-// that dies frees it within ttl. When someone else holds it, release is nil and left
-// says how long their lease has (at most ttl).
-func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(), left time.Duration, err error) {
+// Hold takes a lease for owner and keeps it alive until released. When someone
+// else holds it, release is nil and left says how long their lease has (at most ttl).
+func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
 	ok, left, err := s.Lease(ctx, key, owner, ttl)
 	if err != nil || !ok {
 		return nil, left, err
 	}
+	return s.KeepAlive(key, owner, ttl), 0, nil
+}
+
+// KeepAlive renews a lease owner holds every ttl/3 until the returned function is
+// called: a live holder keeps it however long its work takes, a holder that dies frees
+// it within ttl. Calling the function with drop set also deletes the lease (work given
+// up: the next delivery should not wait); without, the lease lapses on its own (work
+// done: nothing will need it, and a round trip is saved).
+func (s *Store) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -495,13 +620,15 @@ func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) 
 		}
 	}()
 	var once sync.Once
-	return func() {
+	return func(drop bool) {
 		once.Do(func() {
 			close(stop)
 			<-done
-			s.Release(context.Background(), key, owner)
+			if drop {
+				s.Release(context.Background(), key, owner)
+			}
 		})
-	}, 0, nil
+	}
 }
 
 // Release drops a lease held by owner.
@@ -529,6 +656,59 @@ func (s *Store) SearchDone(ctx context.Context, id string, h int, call string) (
 // SaveSearchDone stores a search worker's result for a call.
 func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte) error {
 	return s.R.Set(ctx, s.K.SearchDone(id, h, call), b, s.Retention).Err()
+}
+
+// Finish moves a job that has not ended to a terminal status with fields, and, when
+// resetFlags is set, clears the chain's sticky flags, in one round trip. It reports
+// whether it moved the job (see Update).
+func (s *Store) Finish(ctx context.Context, id string, status Status, resetFlags bool, fields ...any) (bool, error) {
+	var c *redis.Cmd
+	err := s.pipelined(ctx, func(p redis.Pipeliner) {
+		c = setIfLive.EvalSha(ctx, p, []string{s.K.Job(id)}, updateArgs(status, fields)...)
+		if resetFlags {
+			p.HSet(ctx, s.K.Chain(id), "sticky", "0", "gp", "0")
+		}
+		if status.Terminal() {
+			p.ZRem(ctx, s.K.Deadlines(), id)
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("state: finishing job: %w", err)
+	}
+	n, _ := c.Int()
+	return n == 1, nil
+}
+
+// SearchStart is what a search worker reads before searching, in one round trip: a
+// result stored by an earlier delivery, the job's status, and the call's lease.
+type SearchStart struct {
+	Done    []byte
+	Status  Status
+	Claimed bool
+	Left    time.Duration
+}
+
+// StartSearch reads a call's stored result and its job's status and claims the
+// call's lease for owner.
+func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*SearchStart, error) {
+	var dc *redis.StringCmd
+	var sc *redis.StringCmd
+	var lc *redis.Cmd
+	err := s.pipelined(ctx, func(p redis.Pipeliner) {
+		dc = p.Get(ctx, s.K.SearchDone(id, h, call))
+		sc = p.HGet(ctx, s.K.Job(id), "status")
+		lc = lease.EvalSha(ctx, p, []string{s.K.SearchLease(id, h, call)}, owner, ttl.Milliseconds())
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("state: starting search: %w", err)
+	}
+	st := &SearchStart{Status: Status(sc.Val())}
+	if b, err := dc.Bytes(); err == nil {
+		st.Done = b
+	}
+	left, _ := lc.Int64()
+	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
+	return st, nil
 }
 
 // MarkStickyConversation remembers, for ttl, that the conversation with this hash

@@ -72,7 +72,7 @@ func TestSaveTurnFirstWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := s.SaveTurn(ctx, "j", 0, []byte(fmt.Sprintf(`{"w":%d}`, i)))
+			v, err := s.SaveTurn(ctx, "j", 0, []byte(fmt.Sprintf(`{"w":%d}`, i)), false, false)
 			if err != nil {
 				t.Error(err)
 			}
@@ -93,11 +93,11 @@ func TestRecordResultCountsOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	if err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
+	if _, err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
 		t.Fatal(err)
 	}
 	// Dispatch replayed: counters unchanged.
-	if err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
+	if _, err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
 		t.Fatal(err)
 	}
 	have, want, _ := s.RecordResult(ctx, "j", 1, "a", []byte(`"ra"`))
@@ -187,8 +187,51 @@ func TestHoldRenewsUntilReleased(t *testing.T) {
 	if r2, left, _ := s.Hold(ctx, key, "w2", time.Second); r2 != nil || left <= 0 {
 		t.Fatal("a second holder got a held lease")
 	}
-	release()
+	release(true)
 	if ok, _, _ := s.Lease(ctx, key, "w2", time.Second); !ok {
 		t.Fatal("released lease not free")
+	}
+}
+
+// The result that completes a hop claims the next hop's lease for its worker, in the
+// same round trip that records it and reads the chain back; earlier results do not.
+func TestRecordAndLoadClaimsNextHop(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.SaveCalls(ctx, "j", 0, []byte(`[]`), 2, 2); err != nil || st != state.Queued {
+		t.Fatalf("SaveCalls status %q err %v", st, err)
+	}
+	st, err := s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":1}`), "w1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Have != 1 || st.Want != 2 || st.Claimed || !st.Chain.Sticky {
+		t.Fatalf("after a: have %d want %d claimed %v sticky %v", st.Have, st.Want, st.Claimed, st.Chain.Sticky)
+	}
+	st, err = s.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":1}`), "w2", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Have != 2 || !st.Claimed || st.Job.ID != "j" || len(st.Chain.Hops[0].Results) != 2 {
+		t.Fatalf("after b: %+v", st)
+	}
+	// A replayed first result sees the hop complete but the next hop taken by w2.
+	st, _ = s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":2}`), "w1", time.Second)
+	if st.Claimed || st.Left <= 0 || string(st.Chain.Hops[0].Results["a"]) != `{"a":1}` {
+		t.Fatalf("replay: claimed %v left %s result %s", st.Claimed, st.Left, st.Chain.Hops[0].Results["a"])
+	}
+	// SaveTurn stores once, marks the job running and keeps the flags.
+	if v, _ := s.SaveTurn(ctx, "j", 1, []byte(`{"t":1}`), true, true); string(v) != `{"t":1}` {
+		t.Fatalf("turn %s", v)
+	}
+	if v, _ := s.SaveTurn(ctx, "j", 1, []byte(`{"t":2}`), true, true); string(v) != `{"t":1}` {
+		t.Fatalf("second turn overwrote the first: %s", v)
+	}
+	if st, _ := s.JobStatus(ctx, "j"); st != state.Running {
+		t.Fatalf("status %s after the first turn", st)
 	}
 }
