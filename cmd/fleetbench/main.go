@@ -80,7 +80,8 @@ func run(ctx context.Context) error {
 	env := config.Env{HTTPAddr: "127.0.0.1:0", NATSURL: nats.URL(), KeyPrefix: prefix, Retention: time.Hour,
 		JobTimeout: time.Minute, ModelTimeout: 30 * time.Second, EngineTimeout: 20 * time.Second, AckWait: 30 * time.Second,
 		ChatConcurrency: 512, BatchConcurrency: 16, SearchConcurrency: 256, MaxHops: 6, MaxSearches: 12,
-		MaxBodyBytes: 4 << 20, DrainTimeout: 10 * time.Second, NATSReplicas: 1}
+		MaxBodyBytes: 4 << 20, DrainTimeout: 10 * time.Second, NATSReplicas: 1,
+		WebhookSchedule: []time.Duration{time.Second}, WebhookTimeout: 10 * time.Second}
 	file := demo.Config(simURL, sim.EngineConfigs(simURL))
 	m := metrics.New()
 	listening := make(chan string, 1)

@@ -59,6 +59,8 @@ func Settings() config.Env {
 		HTTPAddr: "127.0.0.1:0", JobTimeout: time.Minute, ModelTimeout: 20 * time.Second, EngineTimeout: 10 * time.Second,
 		AckWait: 3 * time.Second, ChatConcurrency: 32, BatchConcurrency: 4, SearchConcurrency: 16, MaxHops: 6, MaxSearches: 12,
 		MaxBodyBytes: 4 << 20, DrainTimeout: 5 * time.Second, NATSReplicas: 1, Retention: time.Hour, LogLevel: "warn", LogFormat: "text",
+		WebhookSchedule: []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}, WebhookAllow: []string{"127.0.0.0/8", "::1/128"},
+		WebhookTimeout: 5 * time.Second,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/searchfleet/searchfleet/internal/httpx"
 	"net/http"
 	"slices"
 	"strings"
@@ -216,14 +217,14 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 	}
 	switch {
 	case err != nil:
-		send(apiError{Error: apiErrorBody{Message: "the job did not finish in time; fetch GET /v1/jobs/" + job.ID, Type: "timeout"}})
+		send(httpx.Error{Error: httpx.ErrorBody{Message: "the job did not finish in time; fetch GET /v1/jobs/" + job.ID, Type: "timeout"}})
 	case done.Status != state.Completed:
 		je := done.Error
 		if je == nil {
 			je = &state.JobError{Type: "server_error", Message: "the job " + string(done.Status)}
 		}
 		code := je.Code
-		send(apiError{Error: apiErrorBody{Message: je.Message, Type: je.Type, Code: &code}})
+		send(httpx.Error{Error: httpx.ErrorBody{Message: je.Message, Type: je.Type, Code: &code}})
 	default:
 		includeUsage := strings.Contains(string(req.Extra["stream_options"]), `"include_usage":true`)
 		for _, c := range chunks(done.Response, includeUsage) {

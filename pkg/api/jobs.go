@@ -2,9 +2,12 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/searchfleet/searchfleet/internal/httpx"
 	"net/http"
 	"time"
 
@@ -16,20 +19,22 @@ import (
 
 // jobView is a job as the API shows it.
 type jobView struct {
-	ID            string          `json:"id"`
-	Object        string          `json:"object"`
-	Kind          string          `json:"kind"`
-	Status        state.Status    `json:"status"`
-	Model         string          `json:"model,omitempty"`
-	CreatedAt     int64           `json:"created_at"`
-	UpdatedAt     int64           `json:"updated_at"`
-	FinishedAt    *int64          `json:"finished_at"`
-	Response      json.RawMessage `json:"response"`
-	Error         *apiErrorBody   `json:"error"`
-	Usage         json.RawMessage `json:"usage,omitempty"`
-	Trace         json.RawMessage `json:"trace,omitempty"`
-	WebhookStatus string          `json:"webhook_status,omitempty"`
-	Batch         string          `json:"batch_id,omitempty"`
+	ID            string           `json:"id"`
+	Object        string           `json:"object"`
+	Kind          string           `json:"kind"`
+	Status        state.Status     `json:"status"`
+	Model         string           `json:"model,omitempty"`
+	CreatedAt     int64            `json:"created_at"`
+	UpdatedAt     int64            `json:"updated_at"`
+	FinishedAt    *int64           `json:"finished_at"`
+	Response      json.RawMessage  `json:"response"`
+	Error         *httpx.ErrorBody `json:"error"`
+	Usage         json.RawMessage  `json:"usage,omitempty"`
+	Trace         json.RawMessage  `json:"trace,omitempty"`
+	WebhookStatus string           `json:"webhook_status,omitempty"`
+	// WebhookSecret is the job\'s callback signing secret: in the 202 answer only.
+	WebhookSecret string `json:"webhook_secret,omitempty"`
+	Batch         string `json:"batch_id,omitempty"`
 }
 
 func viewOf(j *state.Job) jobView {
@@ -44,7 +49,7 @@ func viewOf(j *state.Job) jobView {
 	}
 	if j.Error != nil {
 		code := j.Error.Code
-		v.Error = &apiErrorBody{Message: j.Error.Message, Type: j.Error.Type}
+		v.Error = &httpx.ErrorBody{Message: j.Error.Message, Type: j.Error.Type}
 		if code != "" {
 			v.Error.Code = &code
 		}
@@ -53,8 +58,9 @@ func viewOf(j *state.Job) jobView {
 }
 
 // createJob is POST /v1/jobs: the chat request is accepted at once (202) and run by
-// the fleet; its answer is fetched later, followed as events, or delivered to a
-// callback.
+// the fleet; its answer is fetched later, followed as events, or delivered to the
+// callback ({"callback": {"url": …, "events": ["completed", "failed"]}}). An
+// Idempotency-Key header makes a retried submission return the first one's job.
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
 	if !ok {
@@ -73,16 +79,76 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if len(callback) > 0 && string(callback) != "null" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
-		return
-	}
 	job := s.newChatJob(r, chatBody, req)
+	tenant := tenantOf(r)
+
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		if len(key) > 255 {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Idempotency-Key", "Idempotency-Key must be at most 255 characters")
+			return
+		}
+		sum := sha256.Sum256(body)
+		hash := hex.EncodeToString(sum[:16])
+		won, existing, existingHash, err := s.Store.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Retention)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the Idempotency-Key; try again.")
+			return
+		}
+		if !won {
+			if existingHash != hash {
+				writeError(w, http.StatusConflict, "invalid_request_error", "idempotency_key_reused", "Idempotency-Key",
+					"This Idempotency-Key was used with a different request body.")
+				return
+			}
+			s.replayJob(w, r, existing)
+			return
+		}
+	}
+
+	secret := ""
+	if len(callback) > 0 && string(callback) != "null" {
+		if s.Webhooks == nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
+			return
+		}
+		stored, sec, err := s.Webhooks.ParseCallback(r.Context(), tenant, job.ID, callback)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
+			return
+		}
+		job.Callback, secret = stored, sec
+	}
 	if !s.submit(w, r.Context(), job, bus.SubjectChatJob) {
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+job.ID)
-	writeJSON(w, http.StatusAccepted, viewOf(job))
+	view := viewOf(job)
+	if secret != "" {
+		// The job's own signing secret, shown once: it is not part of the job record.
+		view.WebhookSecret = secret
+	}
+	writeJSON(w, http.StatusAccepted, view)
+}
+
+// replayJob answers a repeated Idempotency-Key with the job the first request made
+// (waiting briefly for its record if that request is still writing it).
+func (s *Server) replayJob(w http.ResponseWriter, r *http.Request, id string) {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		job, err := s.Store.GetJob(r.Context(), id)
+		if err == nil {
+			w.Header().Set("Idempotent-Replayed", "true")
+			w.Header().Set("Location", "/v1/jobs/"+id)
+			writeJSON(w, http.StatusAccepted, viewOf(job))
+			return
+		}
+		if !errors.Is(err, state.ErrNotFound) || time.Now().After(deadline) {
+			writeError(w, http.StatusConflict, "invalid_request_error", "idempotency_key_in_use",
+				"Idempotency-Key", "A request with this Idempotency-Key is still being accepted; retry shortly.")
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // loadJob reads the job named in the path, as its tenant sees it; it has answered
@@ -132,6 +198,9 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.Metrics.Jobs.WithLabelValues(string(state.Cancelled)).Inc()
 	}
 	job, _ = s.Store.GetJob(r.Context(), job.ID)
+	if s.OnFinish != nil && job != nil {
+		s.OnFinish(r.Context(), job)
+	}
 	writeJSON(w, http.StatusOK, viewOf(job))
 }
 

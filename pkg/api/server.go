@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,11 +21,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/searchfleet/searchfleet/internal/httpx"
+	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
 // Server is the ingress.
@@ -46,6 +48,13 @@ type Server struct {
 	SyncWait   time.Duration
 	Metrics    *metrics.Metrics
 	Log        *slog.Logger
+	// Webhooks validates callbacks (nil: callbacks refused).
+	Webhooks *webhook.Service
+	// Batches serves files and batches (nil: not served).
+	Batches *batch.Service
+	// OnFinish runs after ingress ends a job itself (a cancel), like the chat
+	// worker's hook: webhooks, batch counters.
+	OnFinish func(ctx context.Context, job *state.Job)
 }
 
 // Handler returns the API's routes.
@@ -58,6 +67,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
 	mux.HandleFunc("POST /v1/search", s.auth(s.directSearch))
+	if s.Batches != nil {
+		s.Batches.Routes(mux, s.auth)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -71,27 +83,8 @@ func (s *Server) Handler() http.Handler {
 	return s.observe(mux)
 }
 
-// apiError is the OpenAI error body.
-type apiError struct {
-	Error apiErrorBody `json:"error"`
-}
-
-type apiErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
 func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
-	b := apiErrorBody{Message: msg, Type: typ}
-	if param != "" {
-		b.Param = &param
-	}
-	if code != "" {
-		b.Code = &code
-	}
-	writeJSON(w, status, apiError{Error: b})
+	httpx.WriteError(w, status, typ, code, param, msg)
 }
 
 func writeJobError(w http.ResponseWriter, je *state.JobError) {
@@ -102,15 +95,7 @@ func writeJobError(w http.ResponseWriter, je *state.JobError) {
 	writeError(w, status, je.Type, je.Code, "", je.Message)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if raw, ok := v.(json.RawMessage); ok {
-		w.Write(raw)
-		return
-	}
-	json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpx.WriteJSON(w, status, v) }
 
 // readBody reads a bounded body; it has answered the request when it returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
@@ -154,15 +139,8 @@ func NewTenants(ts []config.Tenant) (*Tenants, error) {
 	return t, nil
 }
 
-type tenantKey struct{}
-
 // tenantOf returns the request's tenant.
-func tenantOf(r *http.Request) string {
-	if t, ok := r.Context().Value(tenantKey{}).(string); ok {
-		return t
-	}
-	return "default"
-}
+func tenantOf(r *http.Request) string { return httpx.Tenant(r) }
 
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -179,7 +157,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>'.")
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		h(w, r.WithContext(httpx.WithTenant(r.Context(), tenant)))
 	}
 }
 

@@ -25,6 +25,7 @@ func deployFiles() map[string]any {
 		bus.BatchConsumer(bus.TimingFor(bus.ConsumerBatch)),
 		bus.ResumeConsumer(bus.TimingFor(bus.ConsumerResume)),
 		bus.WebhookConsumer(bus.TimingFor(bus.ConsumerWebhooks)),
+		bus.ExpandConsumer(bus.TimingFor(bus.ConsumerExpand)),
 		bus.SearchConsumer("ENGINE", bus.TimingFor(bus.ConsumerSearch("ENGINE"))),
 		bus.DeadLetterConsumer(),
 	} {

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -106,3 +107,35 @@ func (Event) Kind() string { return "job.event.v1" }
 func (m Event) MsgID() string {
 	return "ev:" + m.JobID + ":" + string(m.Type) + ":" + strconv.Itoa(m.Hop) + ":" + m.CallID
 }
+
+// WebhookDelivery is one callback delivery (fleet.webhooks.v1.deliver). ID is the
+// Standard Webhooks webhook-id: the same for every attempt of this delivery.
+type WebhookDelivery struct {
+	ID     string `json:"id"`
+	Tenant string `json:"tenant,omitempty"`
+	// JobID or BatchID names what the delivery is about; the signing secret is the
+	// tenant's, or the one created for that job or batch.
+	JobID   string `json:"job_id,omitempty"`
+	BatchID string `json:"batch_id,omitempty"`
+	// Event is the event type ("job.completed", "batch.completed", …).
+	Event string `json:"event"`
+	URL   string `json:"url"`
+	// Payload is the body to deliver, fixed when the delivery is enqueued.
+	Payload json.RawMessage `json:"payload"`
+	// Created is when the event happened.
+	Created time.Time `json:"created"`
+}
+
+func (WebhookDelivery) Kind() string    { return "webhook.delivery.v1" }
+func (m WebhookDelivery) MsgID() string { return "wh:" + m.ID }
+
+// BatchExpand asks for a batch to be turned into jobs (fleet.jobs.v1.expand). Expansion
+// is resumable: job ids derive from the batch id and line, so a redelivered expansion
+// creates each job once.
+type BatchExpand struct {
+	BatchID string `json:"batch_id"`
+	Tenant  string `json:"tenant,omitempty"`
+}
+
+func (BatchExpand) Kind() string    { return "batch.expand.v1" }
+func (m BatchExpand) MsgID() string { return "expand:" + m.BatchID }

@@ -14,6 +14,7 @@ import (
 const (
 	SubjectChatJob   = "fleet.jobs.v1.chat"        // interactive chat jobs
 	SubjectBatchJob  = "fleet.jobs.v1.batch"       // chat jobs that belong to a batch
+	SubjectExpand    = "fleet.jobs.v1.expand"      // a batch to turn into jobs
 	SubjectResume    = "fleet.chat.v1.resume"      // a finished server-tool call
 	subjectSearch    = "fleet.search.v1."          // + engine id
 	subjectEvents    = "fleet.events.v1."          // + job id
@@ -41,8 +42,13 @@ const (
 	ConsumerBatch    = "chatworker-batch"
 	ConsumerResume   = "chatworker-resume"
 	ConsumerWebhooks = "webhooks"
+	ConsumerExpand   = "batch-expander"
 	consumerSearch   = "searchworker-" // + engine id
 )
+
+// BucketFiles is the JetStream object store holding uploaded batch input files and
+// the output and error files of batches.
+const BucketFiles = "FLEET_FILES"
 
 // SubjectSearch is the subject that carries web_search calls for one engine.
 func SubjectSearch(engine string) string { return subjectSearch + engine }
@@ -137,7 +143,7 @@ func Streams(l Limits) []jetstream.StreamConfig {
 		}
 	}
 	return []jetstream.StreamConfig{
-		workQueue(StreamJobs, "new chat jobs (interactive and batch)", SubjectChatJob, SubjectBatchJob),
+		workQueue(StreamJobs, "new chat jobs (interactive and batch) and batches to expand", SubjectChatJob, SubjectBatchJob, SubjectExpand),
 		workQueue(StreamChat, "finished server-tool calls to fold back into their chains", SubjectResume),
 		workQueue(StreamSearch, "web_search calls, one subject per engine", SubjectSearchAll),
 		{
@@ -191,6 +197,7 @@ var DefaultTiming = map[string]Timing{
 	ConsumerBatch:    {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 64},
 	ConsumerResume:   {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 4096},
 	ConsumerWebhooks: {AckWait: 30 * time.Second, MaxDeliver: 12, MaxAckPending: 256},
+	ConsumerExpand:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 16},
 	consumerSearch:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 1024},
 }
 
@@ -228,6 +235,11 @@ func ResumeConsumer(t Timing) ConsumerSpec {
 // engine shares it.
 func SearchConsumer(engine string, t Timing) ConsumerSpec {
 	return consumer(StreamSearch, ConsumerSearch(engine), SubjectSearch(engine), "search workers: engine "+engine, t)
+}
+
+// ExpandConsumer reads batches to turn into jobs.
+func ExpandConsumer(t Timing) ConsumerSpec {
+	return consumer(StreamJobs, ConsumerExpand, SubjectExpand, "turn batches into batch jobs", t)
 }
 
 // WebhookConsumer reads callback deliveries.

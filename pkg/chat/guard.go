@@ -41,6 +41,9 @@ func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadL
 		}
 		return w.Bus.Publish(ctx, bus.SubjectResume, bus.SearchDone{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Result: *res, Attempts: dl.Deliveries})
 	}
+	if h, ok := w.DeadLetters[dl.MsgKind]; ok {
+		return h(ctx, dl)
+	}
 	return nil
 }
 

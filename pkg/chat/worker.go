@@ -66,6 +66,9 @@ type Worker struct {
 	// OnFinish, if set, runs after a job reaches a terminal status (webhooks, batch
 	// counters). It must be idempotent: a redelivered final step may call it again.
 	OnFinish func(ctx context.Context, job *state.Job)
+	// DeadLetters handle dead letters of kinds the chat worker does not own (webhook
+	// deliveries, batch expansions), by message kind.
+	DeadLetters map[string]func(ctx context.Context, dl bus.DeadLetter) error
 	Metrics  *metrics.Metrics
 	Log      *slog.Logger
 	// ID names this worker in leases.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -59,6 +60,15 @@ type Env struct {
 	MaxSearches int `env:"FLEET_MAX_SEARCHES" envDefault:"12"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `env:"FLEET_MAX_BODY_BYTES" envDefault:"4194304"`
+	// WebhookSchedule is the wait before each retry of a callback delivery: a delivery
+	// gets one try more than the schedule has entries, then goes to the DLQ and its
+	// job shows webhook_failed.
+	WebhookSchedule []time.Duration `env:"FLEET_WEBHOOK_SCHEDULE" envDefault:"5s,30s,2m,10m,30m,1h,2h,4h" envSeparator:","`
+	// WebhookAllow lists CIDRs callbacks may reach although they are private,
+	// loopback or link-local (e.g. 10.0.0.0/8 for receivers inside your network).
+	WebhookAllow []string `env:"FLEET_WEBHOOK_ALLOW" envSeparator:","`
+	// WebhookTimeout bounds one delivery attempt.
+	WebhookTimeout time.Duration `env:"FLEET_WEBHOOK_TIMEOUT" envDefault:"10s"`
 	// DrainTimeout bounds graceful shutdown.
 	DrainTimeout time.Duration `env:"FLEET_DRAIN_TIMEOUT" envDefault:"30s"`
 	// NATSReplicas is the stream replica count (3 in a NATS cluster).
@@ -99,6 +109,14 @@ func (e Env) Validate() error {
 	for name, n := range map[string]int{"FLEET_CHAT_CONCURRENCY": e.ChatConcurrency, "FLEET_BATCH_CONCURRENCY": e.BatchConcurrency, "FLEET_SEARCH_CONCURRENCY": e.SearchConcurrency} {
 		if n < 1 {
 			bad("%s must be at least 1 (got %d)", name, n)
+		}
+	}
+	if len(e.WebhookSchedule) == 0 {
+		bad("FLEET_WEBHOOK_SCHEDULE needs at least one wait (e.g. 5s,30s,2m)")
+	}
+	for _, c := range e.WebhookAllow {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			bad("FLEET_WEBHOOK_ALLOW: %q is not a CIDR (e.g. 127.0.0.0/8)", c)
 		}
 	}
 	if e.MaxBodyBytes < 1024 {

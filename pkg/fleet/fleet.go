@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/pkg/api"
+	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/config"
@@ -26,6 +28,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
 // Roles selects what a process does.
@@ -132,6 +135,18 @@ func Run(ctx context.Context, o Options) error {
 		return t
 	}
 
+	// Webhooks and batches: every role may finish jobs (and so enqueue callbacks and
+	// count batch lines); ingress delivers callbacks and expands batches.
+	hooks, err := Webhooks(env, o.File, b, store, log, o.Metrics)
+	if err != nil {
+		return err
+	}
+	batches := &batch.Service{Bus: b, Store: store, Webhooks: hooks, Models: o.File.ModelNames(), Log: log.With("role", "batch"), Metrics: o.Metrics}
+	onFinish := func(ctx context.Context, job *state.Job) {
+		hooks.JobFinished(ctx, job)
+		batches.JobFinished(ctx, job)
+	}
+
 	if o.Roles.Chat {
 		models, err := Models(o.File, hc)
 		if err != nil {
@@ -139,7 +154,16 @@ func Run(ctx context.Context, o Options) error {
 		}
 		w := &chat.Worker{Bus: b, Store: store, Models: models, Tools: tools, Classifier: classifier,
 			MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-			Metrics: o.Metrics, Log: log.With("role", "chat"), ID: workerID}
+			Metrics: o.Metrics, Log: log.With("role", "chat"), ID: workerID, OnFinish: onFinish,
+			DeadLetters: map[string]func(context.Context, bus.DeadLetter) error{
+				bus.WebhookDelivery{}.Kind(): func(ctx context.Context, dl bus.DeadLetter) error {
+					d, _, err := bus.Decode[bus.WebhookDelivery](dl.Data)
+					if err != nil {
+						return nil
+					}
+					return hooks.DeadLettered(ctx, d)
+				},
+			}}
 		co := bus.ConsumeOptions{Concurrency: env.ChatConcurrency, Log: log, Observe: observe}
 		if err := consume(bus.Consume(ctx, b, bus.ChatConsumer(timing(bus.ConsumerChat)), w.HandleJob, co)); err != nil {
 			return err
@@ -202,7 +226,18 @@ func Run(ctx context.Context, o Options) error {
 		}
 		s := &api.Server{Bus: b, Store: store, Models: o.File.ModelNames(), Tools: tools, Tenants: tenants,
 			MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
-			Metrics: o.Metrics, Log: log.With("role", "ingress")}
+			Metrics: o.Metrics, Log: log.With("role", "ingress"), Webhooks: hooks, Batches: batches, OnFinish: onFinish}
+		io := bus.ConsumeOptions{Concurrency: 64, Log: log, Observe: observe}
+		if err := consume(bus.Consume(ctx, b, bus.WebhookConsumer(timing(bus.ConsumerWebhooks)), hooks.Handle, io)); err != nil {
+			stopAll()
+			return err
+		}
+		eo := io
+		eo.Concurrency = 2
+		if err := consume(bus.Consume(ctx, b, bus.ExpandConsumer(timing(bus.ConsumerExpand)), batches.HandleExpand, eo)); err != nil {
+			stopAll()
+			return err
+		}
 		ln, err := net.Listen("tcp", env.HTTPAddr)
 		if err != nil {
 			stopAll()
@@ -292,6 +327,31 @@ func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 		return nil, nil, err
 	}
 	return ts, c, nil
+}
+
+// Webhooks builds the callback service: the delivery schedule and SSRF allow-list
+// from the environment, the tenants' signing secrets from the variables the config
+// file names.
+func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, log *slog.Logger, m *metrics.Metrics) (*webhook.Service, error) {
+	cfg := webhook.Config{Schedule: env.WebhookSchedule, Timeout: env.WebhookTimeout, TenantSecrets: map[string]string{}}
+	for _, c := range env.WebhookAllow {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("FLEET_WEBHOOK_ALLOW: %w", err)
+		}
+		cfg.Allow = append(cfg.Allow, p)
+	}
+	for _, t := range f.Tenants {
+		if t.WebhookSecretEnv == "" {
+			continue
+		}
+		sec := os.Getenv(t.WebhookSecretEnv)
+		if sec == "" {
+			return nil, fmt.Errorf("tenant %s: %s is not set", t.ID, t.WebhookSecretEnv)
+		}
+		cfg.TenantSecrets[t.ID] = sec
+	}
+	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
 }
 
 // Settings are the search workers' per-engine limits from the config file.

@@ -711,6 +711,24 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	return st, nil
 }
 
+// ClaimIdempotency binds a tenant's Idempotency-Key to a job for ttl, with a hash of
+// the request it came with. The first claim wins: it gets ok; every later one gets the
+// winner's job id and request hash, so the same request is answered with the same job
+// and a different one under the same key can be refused.
+func (s *Store) ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error) {
+	k := s.K.Idempotency(tenant, key)
+	won, err := s.R.SetNX(ctx, k, jobID+" "+requestHash, ttl).Result()
+	if err != nil || won {
+		return won, "", "", err
+	}
+	v, err := s.R.Get(ctx, k).Result()
+	if err != nil {
+		return false, "", "", err
+	}
+	existingJob, existingHash, _ = strings.Cut(v, " ")
+	return false, existingJob, existingHash, nil
+}
+
 // MarkStickyConversation remembers, for ttl, that the conversation with this hash
 // continues a web_search chain.
 func (s *Store) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
