@@ -37,7 +37,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer waiter.stop()
-	if !s.submit(w, r.Context(), job, bus.SubjectChatJob) {
+	if !s.submit(r.Context(), w, job, bus.SubjectChatJob) {
 		return
 	}
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
@@ -80,7 +80,7 @@ func (s *Server) newChatJob(r *http.Request, body []byte, req *llm.ChatRequest) 
 
 // submit records a job and publishes it: the queued event first, then the job. It has
 // answered the request with an error when it returns false.
-func (s *Server) submit(w http.ResponseWriter, ctx context.Context, job *state.Job, subject string) bool {
+func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.Job, subject string) bool {
 	if err := s.Store.CreateJob(ctx, job); err != nil {
 		s.Log.Error("api: recording job", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the job; try again.")
@@ -91,14 +91,14 @@ func (s *Server) submit(w http.ResponseWriter, ctx context.Context, job *state.J
 	s.Bus.Emit(bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})
 	err := s.Bus.Publish(ctx, subject, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
 	if err != nil {
-		return s.publishFailed(w, ctx, job, err)
+		return s.publishFailed(ctx, w, job, err)
 	}
 	return true
 }
 
 // publishFailed fails a recorded job whose publish did not go through, so it is not
 // left queued forever, and answers 503.
-func (s *Server) publishFailed(w http.ResponseWriter, ctx context.Context, job *state.Job, err error) bool {
+func (s *Server) publishFailed(ctx context.Context, w http.ResponseWriter, job *state.Job, err error) bool {
 	s.Log.Error("api: publishing job", "job", job.ID, "err", err)
 	msg := "The fleet could not take the job; try again."
 	if errors.Is(err, bus.ErrQueueFull) {

@@ -118,7 +118,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		}
 		job.Callback, secret = stored, sec
 	}
-	if !s.submit(w, r.Context(), job, bus.SubjectChatJob) {
+	if !s.submit(r.Context(), w, job, bus.SubjectChatJob) {
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+job.ID)

@@ -53,7 +53,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	req := bus.SearchRequest{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true}
 	if err := s.Bus.Publish(r.Context(), bus.SubjectSearch(call.Engine), req); err != nil {
-		s.publishFailed(w, r.Context(), job, err)
+		s.publishFailed(r.Context(), w, job, err)
 		return
 	}
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
