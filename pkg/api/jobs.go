@@ -15,47 +15,10 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
-// jobView is a job as the API shows it.
-type jobView struct {
-	ID            string           `json:"id"`
-	Object        string           `json:"object"`
-	Kind          string           `json:"kind"`
-	Status        state.Status     `json:"status"`
-	Model         string           `json:"model,omitempty"`
-	CreatedAt     int64            `json:"created_at"`
-	UpdatedAt     int64            `json:"updated_at"`
-	FinishedAt    *int64           `json:"finished_at"`
-	Response      json.RawMessage  `json:"response"`
-	Error         *httpx.ErrorBody `json:"error"`
-	Usage         json.RawMessage  `json:"usage,omitempty"`
-	Trace         json.RawMessage  `json:"trace,omitempty"`
-	WebhookStatus string           `json:"webhook_status,omitempty"`
-	// WebhookSecret is the job\'s callback signing secret: in the 202 answer only.
-	WebhookSecret string `json:"webhook_secret,omitempty"`
-	Batch         string `json:"batch_id,omitempty"`
-}
-
-func viewOf(j *state.Job) jobView {
-	v := jobView{ID: j.ID, Object: "job", Kind: j.Kind, Status: j.Status, Model: j.Model, CreatedAt: j.Created.Unix(), UpdatedAt: j.Updated.Unix(),
-		Response: j.Response, Usage: j.Usage, Trace: j.Trace, WebhookStatus: j.WebhookStatus, Batch: j.Batch}
-	if !j.Finished.IsZero() {
-		t := j.Finished.Unix()
-		v.FinishedAt = &t
-	}
-	if v.Response == nil {
-		v.Response = json.RawMessage("null")
-	}
-	if j.Error != nil {
-		code := j.Error.Code
-		v.Error = &httpx.ErrorBody{Message: j.Error.Message, Type: j.Error.Type}
-		if code != "" {
-			v.Error.Code = &code
-		}
-	}
-	return v
-}
+func viewOf(j *state.Job) httpx.JobView { return httpx.ViewOf(j) }
 
 // createJob is POST /v1/jobs: the chat request is accepted at once (202) and run by
 // the fleet; its answer is fetched later, followed as events, or delivered to the
@@ -112,8 +75,13 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		stored, sec, err := s.Webhooks.ParseCallback(r.Context(), tenant, job.ID, callback)
-		if err != nil {
+		if errors.Is(err, webhook.ErrInvalidCallback) {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
+			return
+		}
+		if err != nil {
+			s.Log.Error("api: recording the callback", "job", job.ID, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the callback; try again.")
 			return
 		}
 		job.Callback, secret = stored, sec

@@ -69,8 +69,8 @@ type Worker struct {
 	// DeadLetters handle dead letters of kinds the chat worker does not own (webhook
 	// deliveries, batch expansions), by message kind.
 	DeadLetters map[string]func(ctx context.Context, dl bus.DeadLetter) error
-	Metrics  *metrics.Metrics
-	Log      *slog.Logger
+	Metrics     *metrics.Metrics
+	Log         *slog.Logger
 	// ID names this worker in leases.
 	ID string
 }
@@ -406,9 +406,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int, t *turn) error {
 	if err := w.Bus.Publish(ctx, bus.SubjectEvents(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventCompleted, At: time.Now().UTC(), Hop: h}); err != nil {
 		return err
 	}
-	if ok {
-		w.finished(ctx, v.job.ID, state.Completed)
-	}
+	w.finished(ctx, v.job.ID, state.Completed, ok)
 	return nil
 }
 
@@ -427,8 +425,8 @@ func (w *Worker) fail(ctx context.Context, job *state.Job, je *state.JobError) e
 	}
 	if ok {
 		w.Log.Info("chat: job failed", "job", job.ID, "type", je.Type, "err", je.Message)
-		w.finished(ctx, job.ID, state.Failed)
 	}
+	w.finished(ctx, job.ID, state.Failed, ok)
 	return nil
 }
 
@@ -439,17 +437,24 @@ func (w *Worker) statusIs(ctx context.Context, jobID string, st state.Status) bo
 	return err == nil && got == st
 }
 
-func (w *Worker) finished(ctx context.Context, jobID string, st state.Status) {
-	if w.Metrics != nil {
+// finished runs the finish hooks of a job that ended with st. They run again when the
+// ending is replayed (first is false): a crash after the ending but before the hooks
+// must not lose a webhook or a batch count, and the hooks are idempotent.
+func (w *Worker) finished(ctx context.Context, jobID string, st state.Status, first bool) {
+	if first && w.Metrics != nil {
 		w.Metrics.Jobs.WithLabelValues(string(st)).Inc()
 	}
-	if w.OnFinish == nil {
+	if w.OnFinish == nil && (!first || w.Metrics == nil) {
 		return
 	}
-	if job, err := w.Store.GetJob(ctx, jobID); err == nil {
-		if w.Metrics != nil && !job.Finished.IsZero() {
-			w.Metrics.JobSeconds.Observe(job.Finished.Sub(job.Created).Seconds())
-		}
+	job, err := w.Store.GetJob(ctx, jobID)
+	if err != nil {
+		return
+	}
+	if first && w.Metrics != nil && !job.Finished.IsZero() {
+		w.Metrics.JobSeconds.Observe(job.Finished.Sub(job.Created).Seconds())
+	}
+	if w.OnFinish != nil {
 		w.OnFinish(ctx, job)
 	}
 }

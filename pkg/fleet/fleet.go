@@ -142,6 +142,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	batches := &batch.Service{Bus: b, Store: store, Webhooks: hooks, Models: o.File.ModelNames(), Log: log.With("role", "batch"), Metrics: o.Metrics}
+	hooks.BatchStatus = batches.WebhookStatus
 	onFinish := func(ctx context.Context, job *state.Job) {
 		hooks.JobFinished(ctx, job)
 		batches.JobFinished(ctx, job)
@@ -350,6 +351,9 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 			return nil, fmt.Errorf("tenant %s: %s is not set", t.ID, t.WebhookSecretEnv)
 		}
 		cfg.TenantSecrets[t.ID] = sec
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
 }

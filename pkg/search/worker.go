@@ -41,8 +41,8 @@ type Worker struct {
 	// LeaseTTL is how long a dead worker's claim on a search blocks the next one; a
 	// live worker renews its claim. It should match the consumer's AckWait.
 	LeaseTTL time.Duration
-	Metrics *metrics.Metrics
-	Log     *slog.Logger
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
 	// ID names this worker in leases.
 	ID string
 }

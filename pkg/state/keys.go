@@ -46,6 +46,10 @@ func (k Keys) SearchLease(id string, hop int, call string) string {
 	return k.job(id) + ":sl:" + strconv.Itoa(hop) + ":" + call
 }
 
+// WebhookSecret is the signing secret made for a job (or batch) whose tenant has
+// none. It is kept apart from the job record, which must never hold a secret.
+func (k Keys) WebhookSecret(id string) string { return k.job(id) + ":whsec" }
+
 // Deadlines is the sorted set of unfinished jobs by deadline (ms), which the reaper
 // sweeps so that no job stays unanswered.
 func (k Keys) Deadlines() string { return k.prefix + ":deadlines" }

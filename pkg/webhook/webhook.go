@@ -1,14 +1,34 @@
-// Package webhook delivers job and batch callbacks per the Standard Webhooks spec.
-// (Being built: see the issue "Async jobs with signed webhooks".)
+// Package webhook delivers job and batch callbacks per the Standard Webhooks spec
+// (https://www.standardwebhooks.com): each delivery is a JSON body fixed when it is
+// enqueued, signed on every attempt with webhook-id (the same on every attempt),
+// webhook-timestamp and webhook-signature (v1, HMAC-SHA256), and retried durably on
+// the WEBHOOKS stream on the configured schedule. Callback URLs are kept away from the
+// fleet's own network (ssrf.go): checked when registered, and checked again on every
+// connection, which goes to the address that was checked.
+//
+// A job's webhook status (its record's "webhook" field) moves from "pending" to
+// "delivered", "failed" (every attempt failed; the delivery is in the DLQ) or
+// "disabled" (the receiver answered 410 Gone). Signing secrets are the tenant's, or
+// made for the job and kept beside it, never in it; no secret reaches a log line, an
+// error or a job record.
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
+	"net/url"
+	"slices"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -17,43 +37,441 @@ import (
 
 // Config configures deliveries.
 type Config struct {
-	// Schedule is the wait before each retry; a delivery gets len(Schedule)+1 tries.
+	// Schedule is the wait before each retry; a delivery gets len(Schedule)+1 tries
+	// (an empty schedule: one try). Attempt n that fails waits Schedule[n-1].
 	Schedule []time.Duration
 	// Allow lists address ranges callbacks may reach although they are private,
 	// loopback or link-local (tests allow loopback).
 	Allow []netip.Prefix
-	// Timeout bounds one delivery attempt.
+	// Timeout bounds one delivery attempt, connect to last byte (default 10s).
 	Timeout time.Duration
-	// TenantSecrets are the tenants' whsec_ signing secrets.
+	// TenantSecrets are the tenants' whsec_ signing secrets. A tenant without one gets
+	// a secret made for each job.
 	TenantSecrets map[string]string
+	// Resolver resolves callback hosts, at registration and at every connection; nil
+	// means the system resolver. Tests map names to chosen addresses with it.
+	Resolver Resolver
 }
 
-// Service validates callbacks and delivers them.
+// Validate checks the tenants' secrets (naming the tenant, never the secret).
+func (c Config) Validate() error {
+	var errs []error
+	for tenant, sec := range c.TenantSecrets {
+		if err := CheckSecret(sec); err != nil {
+			errs = append(errs, fmt.Errorf("tenant %s: %w", tenant, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// defaultTimeout bounds an attempt when Config.Timeout is unset: long enough for a
+// slow receiver, short against the consumer's ack wait.
+const defaultTimeout = 10 * time.Second
+
+// The webhook statuses of a job record.
+const (
+	StatusPending   = "pending"
+	StatusDelivered = "delivered"
+	StatusFailed    = "failed"
+	StatusDisabled  = "disabled"
+)
+
+// Service validates callbacks and delivers them. Its Config is read on first use
+// (the guard and HTTP client are built from it then) and must not change afterwards;
+// a Service must not be copied.
 type Service struct {
 	Bus     *bus.Bus
 	Store   *state.Store
 	Config  Config
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
+	// BatchStatus, if set, records the webhook status of a batch's delivery
+	// ("delivered", "failed", "disabled"); job deliveries update the job record.
+	BatchStatus func(ctx context.Context, batchID, status string) error
+
+	once   sync.Once
+	guard  *Guard
+	client *http.Client
 }
 
-// ErrNotBuilt is returned until webhooks are built.
-var ErrNotBuilt = errors.New("webhooks are not available yet")
+// errNoSecret means a delivery has no secret to be signed with: its job's secret
+// expired with the job, and its tenant has none.
+var errNoSecret = errors.New("no signing secret: neither the tenant's nor one made for the job or batch")
+
+func (s *Service) init() {
+	s.once.Do(func() {
+		s.guard = &Guard{Allow: s.Config.Allow, Resolver: s.Config.Resolver}
+		s.client = NewClient(s.guard)
+	})
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+func (s *Service) count(outcome string) {
+	if s.Metrics != nil {
+		s.Metrics.Webhooks.WithLabelValues(outcome).Inc()
+	}
+}
+
+// CheckURL refuses a callback URL that is not http(s), has no host, or resolves to an
+// address that is not public and not allow-listed (see Guard).
+func (s *Service) CheckURL(ctx context.Context, raw string) error {
+	s.init()
+	_, err := s.guard.CheckURL(ctx, raw)
+	return err
+}
+
+// NewClient returns the HTTP client deliveries use: every connection goes through
+// g's DialContext (resolved, checked, connected to the checked address), no proxy is
+// used (it would connect on the client's behalf, unchecked), and redirects are not
+// followed (a 3xx is the answer, and a failure).
+func NewClient(g *Guard) *http.Client {
+	t := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           g.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
+// secretKey is the Redis key of the signing secret made for one job or batch; it
+// expires with the job.
+func (s *Service) secretKey(id string) string { return s.Store.K.WebhookSecret(id) }
 
 // ParseCallback validates a job's callback and returns what to store with the job,
 // and, when the tenant has no signing secret, a secret made for this job (given to
-// the client once).
+// the client once, and kept under its own key, not in the job record, as long as the
+// job). The same works for a batch: pass its id as jobID.
 func (s *Service) ParseCallback(ctx context.Context, tenant, jobID string, raw json.RawMessage) (stored json.RawMessage, secret string, err error) {
-	return nil, "", ErrNotBuilt
+	if jobID == "" {
+		return nil, "", errors.New("callback: no job id")
+	}
+	cb, err := parseCallback(raw)
+	if err != nil {
+		return nil, "", invalid{err}
+	}
+	if err := s.CheckURL(ctx, cb.URL); err != nil {
+		return nil, "", invalid{fmt.Errorf("callback.url: %w", err)}
+	}
+	stored, err = json.Marshal(cb)
+	if err != nil {
+		return nil, "", err
+	}
+	if sec := s.Config.TenantSecrets[tenant]; sec != "" {
+		if CheckSecret(sec) != nil {
+			return nil, "", errors.New("callbacks are unavailable: this tenant's signing secret is misconfigured")
+		}
+		return stored, "", nil
+	}
+	secret = NewSecret()
+	if err := s.Store.R.Set(ctx, s.secretKey(jobID), secret, s.Store.Retention).Err(); err != nil {
+		return nil, "", fmt.Errorf("storing the callback's signing secret: %w", err)
+	}
+	return stored, secret, nil
 }
 
-// JobFinished enqueues the deliveries a finished job's callback asks for.
-func (s *Service) JobFinished(ctx context.Context, job *state.Job) {}
+// ErrInvalidCallback matches (errors.Is) the errors of ParseCallback that are the
+// client's to fix — a malformed callback, an unknown event, a refused URL — as
+// opposed to the server's (storing the secret failed, a misconfigured tenant).
+var ErrInvalidCallback = errors.New("invalid callback")
 
-// Handle delivers one webhook: the WEBHOOKS consumer's handler.
-func (s *Service) Handle(ctx context.Context, d *bus.Delivery[bus.WebhookDelivery]) error {
+// invalid marks a client's error as ErrInvalidCallback without changing its message.
+type invalid struct{ err error }
+
+func (e invalid) Error() string        { return e.err.Error() }
+func (e invalid) Unwrap() error        { return e.err }
+func (e invalid) Is(target error) bool { return target == ErrInvalidCallback }
+
+// MessageID is the webhook-id of the delivery of event for a job or batch: derived
+// from what it is about, so a replayed finish enqueues one delivery.
+func MessageID(id, event string) string { return "msg_" + id + "_" + event }
+
+// JobFinished enqueues the delivery a finished job's callback asks for: one
+// "job.<status>" event carrying the job as GET /v1/jobs/{id} shows it. A job whose
+// webhook was already settled is left alone; a status the callback did not ask for
+// clears the job's webhook status. Errors are logged: the job itself has ended.
+func (s *Service) JobFinished(ctx context.Context, job *state.Job) {
+	if job == nil || len(job.Callback) == 0 || !job.Status.Terminal() {
+		return
+	}
+	switch job.WebhookStatus {
+	case StatusDelivered, StatusFailed, StatusDisabled:
+		return
+	}
+	log := s.log().With("job", job.ID)
+	cb, err := DecodeCallback(job.Callback)
+	if err != nil {
+		log.Error("webhook: job callback unreadable", "err", err)
+		return
+	}
+	event := string(job.Status)
+	if !cb.Wants(event) {
+		if _, _, err := s.setJobStatus(ctx, job.ID, "", StatusPending); err != nil {
+			log.Warn("webhook: clearing status", "err", err)
+		}
+		return
+	}
+	d, err := jobDelivery(job, cb.URL, event)
+	if err != nil {
+		log.Error("webhook: building delivery", "err", err)
+		return
+	}
+	// Pending before the publish: a fast delivery must not be overwritten by it.
+	if _, _, err := s.setJobStatus(ctx, job.ID, StatusPending, "", StatusPending); err != nil {
+		log.Warn("webhook: marking pending", "err", err)
+	}
+	if err := s.Enqueue(ctx, d); err != nil {
+		log.Error("webhook: enqueueing", "webhook_id", d.ID, "err", err)
+	}
+}
+
+// jobDelivery is the delivery of a finished job's event.
+func jobDelivery(job *state.Job, url, event string) (bus.WebhookDelivery, error) {
+	at := job.Finished
+	if at.IsZero() {
+		at = time.Now()
+	}
+	typ := "job." + event
+	body, err := NewPayload(typ, at, viewOf(job))
+	if err != nil {
+		return bus.WebhookDelivery{}, err
+	}
+	return bus.WebhookDelivery{ID: MessageID(job.ID, event), Tenant: job.Tenant, JobID: job.ID, Event: typ,
+		URL: url, Payload: body, Created: at.UTC()}, nil
+}
+
+// Enqueue queues one delivery on the WEBHOOKS stream. d.ID is its webhook-id and
+// message id (use MessageID), so enqueueing it twice delivers it once; d.Payload is
+// the body every attempt sends (use NewPayload); exactly one of d.JobID and d.BatchID
+// says whose signing secret signs it: the one ParseCallback made for that id, else
+// the tenant's.
+func (s *Service) Enqueue(ctx context.Context, d bus.WebhookDelivery) error {
+	switch {
+	case d.ID == "" || d.Event == "":
+		return errors.New("webhook: a delivery needs an id and an event")
+	case (d.JobID == "") == (d.BatchID == ""):
+		return fmt.Errorf("webhook %s: a delivery is about one job or one batch", d.ID)
+	case !json.Valid(d.Payload):
+		return fmt.Errorf("webhook %s: the payload is not JSON", d.ID)
+	}
+	if _, err := checkShape(d.URL); err != nil {
+		return fmt.Errorf("webhook %s: %w", d.ID, err)
+	}
+	if d.Created.IsZero() {
+		d.Created = time.Now().UTC()
+	}
+	if err := s.Bus.Publish(ctx, bus.SubjectWebhook, d); err != nil {
+		return fmt.Errorf("webhook %s: %w", d.ID, err)
+	}
 	return nil
 }
 
-// DeadLettered marks what a dead delivery was about as webhook_failed.
-func (s *Service) DeadLettered(ctx context.Context, d bus.WebhookDelivery) error { return nil }
+// Handle delivers one webhook: the WEBHOOKS consumer's handler. A 2xx answer is
+// delivered; 410 Gone disables the callback (no more tries); anything else — another
+// status (3xx included: redirects are not followed), a timeout, a refused connection,
+// an address the guard refuses — is retried after Config.Schedule[attempt-1], and
+// after the last try the job is marked webhook_failed and the delivery dead-lettered.
+func (s *Service) Handle(ctx context.Context, d *bus.Delivery[bus.WebhookDelivery]) error {
+	s.init()
+	m := d.Msg
+	if m.JobID != "" {
+		st, err := s.Store.R.HGet(ctx, s.Store.K.Job(m.JobID), "webhook").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("webhook %s: reading job: %w", m.ID, err)
+		}
+		if st == StatusDelivered || st == StatusDisabled {
+			return nil // settled by an earlier delivery whose ack was lost
+		}
+	}
+	secret, err := s.secretFor(ctx, m)
+	if errors.Is(err, errNoSecret) {
+		err = fmt.Errorf("webhook %s: %w", m.ID, err)
+		s.count("failed")
+		s.settle(ctx, m, StatusFailed, err.Error())
+		return bus.Permanent(err)
+	}
+	if err != nil {
+		return err
+	}
+	code, err := s.post(ctx, m, secret)
+	switch {
+	case err == nil && code >= 200 && code < 300:
+		s.count("delivered")
+		return s.settle(ctx, m, StatusDelivered, "")
+	case err == nil && code == http.StatusGone:
+		s.count("gone")
+		return s.settle(ctx, m, StatusDisabled, fmt.Sprintf("host %s answered 410 Gone: no more deliveries", hostOf(m.URL)))
+	case err == nil && code >= 300 && code < 400:
+		err = fmt.Errorf("host %s answered %d (redirects are not followed)", hostOf(m.URL), code)
+	case err == nil:
+		err = fmt.Errorf("host %s answered %d", hostOf(m.URL), code)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err() // shutting down: not the receiver's failure
+	}
+	return s.failed(ctx, d, err)
+}
+
+// failed decides what a failed attempt leads to: a retry on the schedule, or, after
+// the last try, a failed webhook and a dead letter.
+func (s *Service) failed(ctx context.Context, d *bus.Delivery[bus.WebhookDelivery], err error) error {
+	m, n, tries := d.Msg, max(d.Attempt, 1), len(s.Config.Schedule)+1
+	if n < tries && !d.Last() {
+		s.count("retry")
+		return bus.Retry(s.Config.Schedule[n-1], fmt.Errorf("webhook %s: attempt %d of %d: %w", m.ID, n, tries, err))
+	}
+	s.count("failed")
+	err = fmt.Errorf("webhook %s: giving up after %d attempts: %w", m.ID, n, err)
+	if serr := s.settle(ctx, m, StatusFailed, err.Error()); serr != nil {
+		// The dead letter reaches DeadLettered, which marks the job again.
+		s.log().Warn("webhook: marking failed", "webhook_id", m.ID, "err", serr)
+	}
+	return bus.Permanent(err)
+}
+
+// DeadLettered marks what a dead delivery was about as webhook_failed: a delivery
+// whose worker died on every attempt, or one Handle gave up on (then it is marked
+// already, and nothing changes).
+func (s *Service) DeadLettered(ctx context.Context, d bus.WebhookDelivery) error {
+	return s.settle(ctx, d, StatusFailed, fmt.Sprintf("webhook %s: dead-lettered: no attempt finished", d.ID))
+}
+
+// secretFor returns the secret that signs a delivery: the one made for its job or
+// batch, else its tenant's.
+func (s *Service) secretFor(ctx context.Context, m bus.WebhookDelivery) (string, error) {
+	id := m.JobID
+	if id == "" {
+		id = m.BatchID
+	}
+	sec, err := s.Store.R.Get(ctx, s.secretKey(id)).Result()
+	switch {
+	case err == nil:
+		return sec, nil
+	case !errors.Is(err, redis.Nil):
+		return "", fmt.Errorf("webhook %s: reading its signing secret: %w", m.ID, err)
+	}
+	if sec := s.Config.TenantSecrets[m.Tenant]; sec != "" {
+		return sec, nil
+	}
+	return "", errNoSecret
+}
+
+// post makes one attempt and returns the receiver's status code. Errors name the
+// URL's host only: not its credentials, path or query, and never the secret.
+func (s *Service) post(ctx context.Context, m bus.WebhookDelivery, secret string) (int, error) {
+	timeout := s.Config.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	host := hostOf(m.URL)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL, bytes.NewReader(m.Payload))
+	if err != nil {
+		return 0, fmt.Errorf("%w: the callback url for host %s does not make a request", ErrRefused, host)
+	}
+	if err := SetHeaders(req.Header, secret, m.ID, time.Now(), m.Payload); err != nil {
+		return 0, err
+	}
+	req.Header.Set("User-Agent", "searchfleet-webhooks/1")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message repeats the whole URL
+		}
+		return 0, fmt.Errorf("POST to host %s: %w", host, err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	return resp.StatusCode, nil
+}
+
+// settle records a delivery's outcome: the job's webhook status and event, or the
+// batch's status through BatchStatus. "failed" and "disabled" only replace "pending"
+// (or nothing): a delivered webhook stays delivered.
+func (s *Service) settle(ctx context.Context, m bus.WebhookDelivery, status, reason string) error {
+	if m.JobID == "" {
+		if m.BatchID != "" && s.BatchStatus != nil {
+			return s.BatchStatus(ctx, m.BatchID, status)
+		}
+		return nil
+	}
+	from := []string{"", StatusPending}
+	if status == StatusDelivered {
+		from = append(from, StatusFailed)
+	}
+	now, changed, err := s.setJobStatus(ctx, m.JobID, status, from...)
+	if err != nil {
+		return fmt.Errorf("webhook %s: recording %s: %w", m.ID, status, err)
+	}
+	if changed && status == StatusFailed {
+		s.log().Warn("webhook failed", "webhook_id", m.ID, "job", m.JobID, "reason", reason)
+	}
+	ev := bus.Event{JobID: m.JobID, At: time.Now().UTC(), Error: reason}
+	switch now {
+	case StatusDelivered:
+		ev.Type = bus.EventWebhookSent
+	case StatusFailed, StatusDisabled:
+		ev.Type = bus.EventWebhookFailed
+	default:
+		return nil
+	}
+	// The event's id is derived from the job and type: a repeat is one event.
+	if err := s.Bus.Publish(ctx, bus.SubjectEvents(m.JobID), ev); err != nil {
+		s.log().Warn("webhook: publishing event", "job", m.JobID, "event", ev.Type, "err", err)
+	}
+	return nil
+}
+
+// setJobStatus sets a job's webhook status to `to` if its current one is among from
+// (any, if from is empty) and the job still exists, atomically. It returns the status
+// after the call and whether it changed it.
+// TODO(state): this belongs in state.Store as a Lua script (SetWebhookStatus).
+func (s *Service) setJobStatus(ctx context.Context, jobID, to string, from ...string) (string, bool, error) {
+	key := s.Store.K.Job(jobID)
+	var now string
+	var changed bool
+	txf := func(tx *redis.Tx) error {
+		changed = false
+		vals, err := tx.HMGet(ctx, key, "id", "webhook").Result()
+		if err != nil {
+			return err
+		}
+		if vals[0] == nil {
+			now = "" // the job expired: do not recreate its hash without a TTL
+			return nil
+		}
+		now, _ = vals[1].(string)
+		if now == to || len(from) > 0 && !slices.Contains(from, now) {
+			return nil
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, key, "webhook", to)
+			return nil
+		})
+		if err == nil {
+			now, changed = to, true
+		}
+		return err
+	}
+	for range 10 {
+		err := s.Store.R.Watch(ctx, txf, key)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return now, changed, err
+		}
+	}
+	return now, false, fmt.Errorf("job %s: webhook status contended", jobID)
+}
