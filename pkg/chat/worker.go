@@ -403,11 +403,9 @@ func (w *Worker) complete(ctx context.Context, v *view, h int, t *turn) error {
 			}
 		}
 	}
-	if err := w.Bus.Publish(ctx, bus.SubjectEvents(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventCompleted, At: time.Now().UTC(), Hop: h}); err != nil {
-		return err
-	}
+	// Hooks and counters first: whoever waits on the terminal event sees them done.
 	w.finished(ctx, v.job.ID, state.Completed, ok)
-	return nil
+	return w.Bus.Publish(ctx, bus.SubjectEvents(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventCompleted, At: time.Now().UTC(), Hop: h})
 }
 
 // fail ends a job with an error, visibly: status failed, a "failed" event. A job that
@@ -420,14 +418,11 @@ func (w *Worker) fail(ctx context.Context, job *state.Job, je *state.JobError) e
 	if !ok && !w.statusIs(ctx, job.ID, state.Failed) {
 		return nil
 	}
-	if err := w.Bus.Publish(ctx, bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventFailed, At: time.Now().UTC(), Error: je.Message}); err != nil {
-		return err
-	}
 	if ok {
 		w.Log.Info("chat: job failed", "job", job.ID, "type", je.Type, "err", je.Message)
 	}
 	w.finished(ctx, job.ID, state.Failed, ok)
-	return nil
+	return w.Bus.Publish(ctx, bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventFailed, At: time.Now().UTC(), Error: je.Message})
 }
 
 // statusIs reports whether a job's status is st (a replayed ending republishes its

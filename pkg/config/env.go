@@ -49,6 +49,12 @@ type Env struct {
 	ChatConcurrency int `env:"FLEET_CHAT_CONCURRENCY" envDefault:"256"`
 	// BatchConcurrency is how many batch jobs a chat worker runs at once.
 	BatchConcurrency int `env:"FLEET_BATCH_CONCURRENCY" envDefault:"16"`
+	// BatchRate bounds how many batch jobs a chat worker starts per second (0: no
+	// limit), so a batch leaves CPU for interactive requests however fast its providers
+	// answer. With real provider latency BatchConcurrency binds first.
+	BatchRate float64 `env:"FLEET_BATCH_RATE" envDefault:"100"`
+	// MaxFileBytes bounds an uploaded batch input file.
+	MaxFileBytes int64 `env:"FLEET_MAX_FILE_BYTES" envDefault:"209715200"`
 	// SearchConcurrency is how many searches a search worker runs at once per engine.
 	SearchConcurrency int `env:"FLEET_SEARCH_CONCURRENCY" envDefault:"64"`
 	// Engines limits a search worker to these engine ids (empty: all configured).
@@ -102,6 +108,9 @@ func (e Env) Validate() error {
 	}
 	if e.MaxHops < 1 || e.MaxHops > 50 {
 		bad("FLEET_MAX_HOPS must be 1..50 (got %d)", e.MaxHops)
+	}
+	if e.BatchRate < 0 {
+		bad("FLEET_BATCH_RATE must not be negative (0: no limit)")
 	}
 	if e.MaxSearches < 0 {
 		bad("FLEET_MAX_SEARCHES must not be negative")

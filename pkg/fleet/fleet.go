@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
 
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/batch"
@@ -120,7 +121,14 @@ func Run(ctx context.Context, o Options) error {
 		workers = append(workers, w)
 		return nil
 	}
+	// Every way out of Run drains what it started: a SIGTERM that lands while later
+	// consumers are still being set up must not drop the steps the first ones took.
+	drained := false
 	stopAll := func() {
+		if drained {
+			return
+		}
+		drained = true
 		dctx, cancel := context.WithTimeout(context.Background(), env.DrainTimeout)
 		defer cancel()
 		for _, w := range workers {
@@ -129,6 +137,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}
 	}
+	defer stopAll()
 	timing := func(name string) bus.Timing {
 		t := bus.TimingFor(name)
 		t.AckWait = env.AckWait
@@ -141,7 +150,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	batches := &batch.Service{Bus: b, Store: store, Webhooks: hooks, Models: o.File.ModelNames(), Log: log.With("role", "batch"), Metrics: o.Metrics}
+	batches := &batch.Service{Bus: b, Store: store, Webhooks: hooks, Models: o.File.ModelNames(), Log: log.With("role", "batch"), Metrics: o.Metrics, MaxFileBytes: env.MaxFileBytes}
 	hooks.BatchStatus = batches.WebhookStatus
 	onFinish := func(ctx context.Context, job *state.Job) {
 		hooks.JobFinished(ctx, job)
@@ -157,6 +166,7 @@ func Run(ctx context.Context, o Options) error {
 			MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
 			Metrics: o.Metrics, Log: log.With("role", "chat"), ID: workerID, OnFinish: onFinish,
 			DeadLetters: map[string]func(context.Context, bus.DeadLetter) error{
+				bus.BatchExpand{}.Kind(): batches.DeadLettered,
 				bus.WebhookDelivery{}.Kind(): func(ctx context.Context, dl bus.DeadLetter) error {
 					d, _, err := bus.Decode[bus.WebhookDelivery](dl.Data)
 					if err != nil {
@@ -174,7 +184,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		bo := co
 		bo.Concurrency = env.BatchConcurrency
-		if err := consume(bus.Consume(ctx, b, bus.BatchConsumer(timing(bus.ConsumerBatch)), w.HandleJob, bo)); err != nil {
+		if err := consume(bus.Consume(ctx, b, bus.BatchConsumer(timing(bus.ConsumerBatch)), batchAdmission(env.BatchRate, w.HandleJob), bo)); err != nil {
 			return err
 		}
 		do := co
@@ -239,6 +249,7 @@ func Run(ctx context.Context, o Options) error {
 			stopAll()
 			return err
 		}
+		go batches.Sweep(ctx, 10*time.Second)
 		ln, err := net.Listen("tcp", env.HTTPAddr)
 		if err != nil {
 			stopAll()
@@ -267,6 +278,24 @@ func Run(ctx context.Context, o Options) error {
 	}
 	stopAll()
 	return nil
+}
+
+// batchAdmission paces the batch consumer's handler: at most perSecond batch jobs start
+// per second in this process (0: no limit). A job over the limit waits its turn in its
+// batch slot (its message kept alive by the consumer's heartbeats), so a batch never
+// takes more than that share of a worker, however fast its providers answer;
+// interactive jobs have their own consumer and never wait here.
+func batchAdmission(perSecond float64, h bus.Handler[bus.ChatJob]) bus.Handler[bus.ChatJob] {
+	if perSecond <= 0 {
+		return h
+	}
+	lim := rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
+	return func(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
+		if err := lim.Wait(ctx); err != nil {
+			return err
+		}
+		return h(ctx, d)
+	}
 }
 
 // Transport is the HTTP transport for models and engines: many idle connections per

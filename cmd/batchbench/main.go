@@ -1,0 +1,428 @@
+// Command batchbench measures whether a large batch leaves interactive requests
+// alone. It runs a whole fleet in this process — ingress, chat and search workers
+// wired by fleet.Run with the production defaults of every setting, an embedded NATS
+// JetStream server (file storage unless -memory), the real Redis at REDIS_URL, and the
+// provider simulator — and measures interactive /v1/chat/completions latency at a fixed
+// low rate, first alone, then while a batch of -batch questions runs. It prints p50,
+// p90, p99 and max of both phases, the batch's duration, and whether p99 during the
+// batch stays within -goal times p99 without it.
+//
+//	go run ./cmd/batchbench
+//	go run ./cmd/batchbench -model-latency 300ms -engine-latency 500ms
+//	FLEET_BATCH_CONCURRENCY=4 go run ./cmd/batchbench   (settings come from the environment)
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/internal/cli"
+	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/simulator"
+)
+
+func main() { cli.Main(run) }
+
+// options are the benchmark's flags.
+type options struct {
+	rate          int
+	duration      time.Duration
+	warmup        time.Duration
+	batch         int
+	runs          int
+	goal          float64
+	modelLatency  time.Duration
+	engineLatency time.Duration
+	memory        bool
+}
+
+func parseFlags() options {
+	var o options
+	flag.IntVar(&o.rate, "rate", 20, "interactive requests per second (open loop)")
+	flag.DurationVar(&o.duration, "duration", 15*time.Second, "length of the phase without a batch")
+	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "warm-up before measuring")
+	flag.IntVar(&o.batch, "batch", 2000, "questions in the batch")
+	flag.IntVar(&o.runs, "runs", 3, "batches to run one after the other (more interactive samples during batches)")
+	flag.Float64Var(&o.goal, "goal", 2, "p99 during the batch may be at most this many times p99 without it")
+	flag.DurationVar(&o.modelLatency, "model-latency", 0, "simulated main-model latency per call")
+	flag.DurationVar(&o.engineLatency, "engine-latency", 0, "simulated search-engine latency per search")
+	flag.BoolVar(&o.memory, "memory", false, "keep the streams in memory instead of on disk")
+	flag.Parse()
+	return o
+}
+
+func run(ctx context.Context) error {
+	o := parseFlags()
+	rdb, err := cli.Redis(ctx, testenv.RedisURL())
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	prefix := fmt.Sprintf("sfbatchbench:%d", time.Now().UnixNano())
+	defer cleanup(rdb, prefix)
+
+	base, natsURL, envSettings, stop, err := startFleet(ctx, o, rdb, prefix)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Printf("batchbench: all roles in one process, embedded NATS JetStream, Redis %s, simulator (model %s, engine %s per call)\n",
+		config.RedactURL(testenv.RedisURL()), o.modelLatency, o.engineLatency)
+	fmt.Printf("settings: FLEET_CHAT_CONCURRENCY=%d FLEET_BATCH_CONCURRENCY=%d FLEET_SEARCH_CONCURRENCY=%d, batch consumer max-ack-pending %d\n",
+		envSettings.ChatConcurrency, envSettings.BatchConcurrency, envSettings.SearchConcurrency, bus.TimingFor(bus.ConsumerBatch).MaxAckPending)
+	fmt.Printf("machine: %s, %d CPUs, %s\n\n", cpuModel(), runtime.NumCPU(), runtime.Version())
+
+	c := &client{base: base, http: &http.Client{Transport: fleet.Transport(), Timeout: 5 * time.Minute}}
+	if _, err := c.interactive(ctx, 0); err != nil {
+		return fmt.Errorf("the fleet does not answer: %w", err)
+	}
+	openLoop(ctx, c, o.rate, func() bool { return false }, o.warmup)
+	alone := openLoop(ctx, c, o.rate, func() bool { return false }, o.duration)
+	report("interactive alone", alone)
+	fmt.Println()
+
+	var during phase
+	queues := newQueueWatch(natsURL)
+	defer queues.close()
+	for r := range o.runs {
+		id, err := c.submitBatch(ctx, o.batch)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		var ended atomic.Bool
+		var status batchStatus
+		stopWatch := queues.watch(ctx)
+		go func() {
+			status = c.waitBatch(ctx, id)
+			ended.Store(true)
+		}()
+		p := openLoop(ctx, c, o.rate, ended.Load, 0)
+		took := time.Since(start)
+		stopWatch()
+		during.lat, during.errs = append(during.lat, p.lat...), during.errs+p.errs
+		fmt.Printf("batch %d: %s, %d completed + %d failed of %d in %s (%.0f questions/s); %d interactive requests meanwhile\n", r+1,
+			status.Status, status.RequestCounts.Completed, status.RequestCounts.Failed, status.RequestCounts.Total,
+			took.Round(10*time.Millisecond), float64(o.batch)/took.Seconds(), len(p.lat))
+	}
+	report(fmt.Sprintf("interactive during %d-question batches", o.batch), during)
+	queues.report()
+	ratio := float64(pct(during.lat, 99)) / float64(max(pct(alone.lat, 99), 1))
+	verdict := "met"
+	if ratio > o.goal {
+		verdict = "NOT met"
+	}
+	fmt.Printf("p99 during / p99 alone = %.2f (goal ≤ %.1f: %s)\n", ratio, o.goal, verdict)
+	return nil
+}
+
+// startFleet runs the fleet with the production defaults (overridden by the process
+// environment, so FLEET_BATCH_CONCURRENCY and friends can be tried) and returns its
+// base URL.
+func startFleet(ctx context.Context, o options, rdb redis.UniversalClient, prefix string) (url, natsURL string, _ config.Env, stop func(), _ error) {
+	environ := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FLEET_") {
+			environ[k] = v
+		}
+	}
+	e, err := env.ParseAsWithOptions[config.Env](env.Options{Environment: environ})
+	if err != nil {
+		return "", "", e, nil, err
+	}
+	dir, err := os.MkdirTemp("", "batchbench-nats")
+	if err != nil {
+		return "", "", e, nil, err
+	}
+	nats, err := bus.RunEmbedded("127.0.0.1", -1, dir)
+	if err != nil {
+		return "", "", e, nil, err
+	}
+	sim := simulator.New(simulator.Options{ModelLatency: o.modelLatency, EngineLatency: o.engineLatency})
+	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		return "", "", e, nil, err
+	}
+	os.Setenv(demo.KeyEnv, "sim-key")
+	e.HTTPAddr, e.NATSURL, e.KeyPrefix, e.Retention, e.LogLevel = "127.0.0.1:0", nats.URL(), prefix, time.Hour, "error"
+	if err := e.Validate(); err != nil {
+		return "", "", e, nil, err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	listening, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- fleet.Run(fctx, fleet.Options{Env: e, File: demo.Config(simURL, sim.EngineConfigs(simURL)),
+			Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb,
+			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+			Memory: o.memory, Embedded: nats, Listening: func(a string) { listening <- a }})
+	}()
+	stop = func() {
+		cancel()
+		<-done
+		hs.Close()
+		nats.Shutdown()
+		os.RemoveAll(dir)
+	}
+	select {
+	case a := <-listening:
+		return "http://" + a, nats.URL(), e, stop, nil
+	case err := <-done:
+		cancel()
+		stop()
+		return "", "", e, nil, err
+	}
+}
+
+// client drives the fleet's API.
+type client struct {
+	base string
+	http *http.Client
+	seq  atomic.Int64
+}
+
+// interactive sends one chat request that searches and returns its latency.
+func (c *client) interactive(ctx context.Context, i int64) (time.Duration, error) {
+	body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user",
+		"content": fmt.Sprintf("Search the web: what is new today, item %d?", i)}}})
+	start := time.Now()
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte("[1]")) {
+		return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
+	}
+	return time.Since(start), nil
+}
+
+// batchStatus is the part of a batch object the benchmark reads.
+type batchStatus struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	RequestCounts struct {
+		Total, Completed, Failed int
+	} `json:"request_counts"`
+}
+
+// submitBatch submits n questions that search, as the simple form.
+func (c *client) submitBatch(ctx context.Context, n int) (string, error) {
+	qs := make([]string, n)
+	for i := range qs {
+		qs[i] = fmt.Sprintf("Find the latest news about research subject %d", i)
+	}
+	body, _ := json.Marshal(map[string]any{"queries": qs, "model": demo.Model})
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/v1/batches", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var b batchStatus
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil || resp.StatusCode != 200 {
+		return "", fmt.Errorf("creating the batch: status %d, %v", resp.StatusCode, err)
+	}
+	return b.ID, nil
+}
+
+// waitBatch polls a batch until it ends.
+func (c *client) waitBatch(ctx context.Context, id string) batchStatus {
+	var b batchStatus
+	for ctx.Err() == nil {
+		resp, err := c.http.Get(c.base + "/v1/batches/" + id)
+		if err == nil {
+			json.NewDecoder(resp.Body).Decode(&b)
+			resp.Body.Close()
+			switch b.Status {
+			case "completed", "failed", "expired", "cancelled":
+				return b
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return b
+}
+
+// phase is what one measured phase saw.
+type phase struct {
+	lat     []time.Duration
+	errs    int
+	elapsed time.Duration
+}
+
+// openLoop offers rate requests per second, whether or not earlier ones have been
+// answered, until d has passed (d > 0) or done reports true, and waits for them all.
+func openLoop(ctx context.Context, c *client, rate int, done func() bool, d time.Duration) phase {
+	var mu sync.Mutex
+	var p phase
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for next := start; ctx.Err() == nil && !done() && (d <= 0 || time.Since(start) < d); {
+		next = next.Add(interval)
+		time.Sleep(time.Until(next))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := c.interactive(ctx, c.seq.Add(1))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if p.errs++; p.errs <= 3 {
+					fmt.Fprintln(os.Stderr, "interactive request failed:", err)
+				}
+				return
+			}
+			p.lat = append(p.lat, l)
+		}()
+	}
+	wg.Wait()
+	p.elapsed = time.Since(start)
+	return p
+}
+
+func report(name string, p phase) {
+	fmt.Printf("%-46s n=%-5d p50 %-9s p90 %-9s p99 %-9s max %-9s errors %d\n", name, len(p.lat),
+		pct(p.lat, 50).Round(100*time.Microsecond), pct(p.lat, 90).Round(100*time.Microsecond),
+		pct(p.lat, 99).Round(100*time.Microsecond), pct(p.lat, 100).Round(100*time.Microsecond), p.errs)
+}
+
+// pct is the p-th percentile of l (nearest rank).
+func pct(l []time.Duration, p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p/100)]
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+// cleanup deletes the benchmark's keys.
+func cleanup(rdb redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		if keys = append(keys, iter.Val()); len(keys) == 1000 {
+			rdb.Del(ctx, keys...)
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		rdb.Del(ctx, keys...)
+	}
+}
+
+// queueWatch samples the backlog (pending + unacknowledged messages) of the
+// consumers interactive and batch work share or compete through, while a batch runs:
+// where a batch's work waits is where interactive work waits behind it.
+type queueWatch struct {
+	nc  *natsgo.Conn
+	js  jetstream.JetStream
+	mu  sync.Mutex
+	max map[string]uint64
+}
+
+// watched are the consumers sampled, by stream.
+var watched = [][2]string{
+	{bus.StreamJobs, bus.ConsumerChat}, {bus.StreamJobs, bus.ConsumerBatch},
+	{bus.StreamChat, bus.ConsumerResume}, {bus.StreamSearch, bus.ConsumerSearch("google")},
+}
+
+func newQueueWatch(url string) *queueWatch {
+	q := &queueWatch{max: map[string]uint64{}}
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		return q
+	}
+	q.nc = nc
+	q.js, _ = jetstream.New(nc)
+	return q
+}
+
+// watch samples every 20ms until the returned function is called.
+func (q *queueWatch) watch(ctx context.Context) (stop func()) {
+	if q.js == nil {
+		return func() {}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for wctx.Err() == nil {
+			for _, w := range watched {
+				c, err := q.js.Consumer(wctx, w[0], w[1])
+				if err != nil {
+					continue
+				}
+				info, err := c.Info(wctx)
+				if err != nil {
+					continue
+				}
+				q.mu.Lock()
+				q.max[w[1]] = max(q.max[w[1]], info.NumPending+uint64(info.NumAckPending))
+				q.mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (q *queueWatch) report() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.max) == 0 {
+		return
+	}
+	fmt.Print("largest backlog during the batches (pending + unacknowledged):")
+	for _, w := range watched {
+		fmt.Printf(" %s %d;", w[1], q.max[w[1]])
+	}
+	fmt.Println()
+}
+
+func (q *queueWatch) close() {
+	if q.nc != nil {
+		q.nc.Close()
+	}
+}

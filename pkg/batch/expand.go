@@ -1,0 +1,482 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Driving settings.
+const (
+	// expandChunk is how many lines one expansion round creates and publishes before
+	// it moves the cursor: a crash repeats at most one round, whose jobs exist
+	// already (their ids are deterministic) and whose publishes the stream drops as
+	// duplicates.
+	expandChunk = 256
+	// workers is how many Redis round trips expansion, sweeps and finalization make
+	// at once.
+	workers = 16
+	// leaseTTL is how long a dead driver's lease blocks the next; a live one renews it.
+	leaseTTL = 15 * time.Second
+	// staleAfter is how long a batch may go without progress before a look at it
+	// (GET, the sweeper) asks for a repair: recounting lines whose job ended without
+	// being counted (a worker that died between ending a job and counting it).
+	staleAfter = 30 * time.Second
+)
+
+// HandleExpand drives one batch forward: the batch-expander consumer's handler. The
+// same message kind serves every step, distinguished only by the batch's state:
+// expansion (create and publish the jobs from the cursor on), the cancel sweep, the
+// expiry sweep, a repair, and finalization. One process drives a batch at a time (a
+// lease); a message that finds it held is retried when the lease would lapse.
+func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExpand]) error {
+	id := d.Msg.BatchID
+	b, err := s.load(ctx, id)
+	if errors.Is(err, errNoBatch) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if terminal(b.Status) {
+		return s.notify(ctx, b)
+	}
+	release, left, err := s.Store.Hold(ctx, s.key(keyLease, id), newID("drv_"), leaseTTL)
+	if err != nil {
+		return err
+	}
+	if release == nil {
+		return bus.Retry(left+100*time.Millisecond, fmt.Errorf("batch %s is being driven by another process", id))
+	}
+	defer release(true)
+	return s.drive(ctx, id)
+}
+
+// drive runs every step the batch is ready for, under its lease.
+func (s *Service) drive(ctx context.Context, id string) error {
+	b, err := s.load(ctx, id)
+	if err != nil || terminal(b.Status) {
+		return ignoreGone(err)
+	}
+	if !b.ExpandDone {
+		if err := s.expand(ctx, b); err != nil {
+			return err
+		}
+		if b, err = s.load(ctx, id); err != nil || terminal(b.Status) {
+			return ignoreGone(err)
+		}
+	}
+	switch {
+	case b.Status == statusCancelling:
+		err = s.sweep(ctx, b, outcomeCancelled)
+	case !time.Now().Before(b.Expires):
+		err = s.sweep(ctx, b, outcomeExpired)
+	case time.Since(b.ProgressAt) > staleAfter:
+		err = s.reconcile(ctx, b)
+	}
+	if err != nil {
+		return err
+	}
+	if b, err = s.load(ctx, id); err != nil {
+		return ignoreGone(err)
+	}
+	if !terminal(b.Status) && b.resolved() {
+		return s.finalize(ctx, b)
+	}
+	return nil
+}
+
+func ignoreGone(err error) error {
+	if errors.Is(err, errNoBatch) {
+		return nil
+	}
+	return err
+}
+
+// errStop ends an expansion early: the batch is cancelling or its window has ended.
+var errStop = errors.New("batch: expansion stopped")
+
+// pendingLine is an input line waiting for its job.
+type pendingLine struct {
+	i   int
+	raw []byte
+}
+
+// expand creates and publishes the jobs of the lines from the cursor on and marks
+// expansion done — cut short if the batch is cancelling or its window has ended: the
+// lines left never run.
+func (s *Service) expand(ctx context.Context, b *record) error {
+	cursor := b.Expanded
+	if b.Status == statusValidating || b.Status == statusInProgress {
+		rc, err := s.openFile(ctx, b.InputFileID)
+		if errors.Is(err, errNoFile) {
+			s.failBatch(ctx, b.ID, newLineError(0, "input_file_missing", "input_file_id", "the input file %s was deleted before the batch could run", b.InputFileID))
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		cursor, err = s.expandLines(ctx, b, rc)
+		if err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+	}
+	_, err := s.advance(ctx, b.ID, cursor, true)
+	return err
+}
+
+// expandLines expands the input's lines from the batch's cursor on, a chunk at a
+// time, moving the cursor after each chunk, and returns the cursor where it stopped.
+func (s *Service) expandLines(ctx context.Context, b *record, input io.Reader) (int, error) {
+	cursor := b.Expanded
+	var chunk []pendingLine
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		if err := s.expandChunk(ctx, b, chunk); err != nil {
+			return err
+		}
+		cursor = chunk[len(chunk)-1].i + 1
+		chunk = chunk[:0]
+		_, err := s.advance(ctx, b.ID, cursor, false)
+		return err
+	}
+	i := 0
+	err := eachLine(input, func(_ int, line []byte) error {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
+		idx := i
+		i++
+		if idx < cursor {
+			return nil // expanded by an earlier delivery
+		}
+		if chunk = append(chunk, pendingLine{i: idx, raw: bytes.Clone(line)}); len(chunk) < expandChunk {
+			return nil
+		}
+		return flush()
+	})
+	if err == nil {
+		err = flush()
+	}
+	return cursor, err
+}
+
+// advance moves the expansion cursor (and marks expansion done); it reports whether
+// the batch is now resolved.
+func (s *Service) advance(ctx context.Context, id string, cursor int, done bool) (bool, error) {
+	d := "0"
+	if done {
+		d = "1"
+	}
+	n, err := advanceCursor.Run(ctx, s.Store.R, []string{s.key(keyBatch, id)}, cursor, d, ms(time.Now())).Int()
+	if err != nil {
+		return false, fmt.Errorf("batch %s: moving the cursor: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// expandChunk creates the jobs of a chunk of lines and publishes them, unless the
+// batch should stop expanding.
+func (s *Service) expandChunk(ctx context.Context, b *record, chunk []pendingLine) error {
+	st, err := s.Store.R.HGet(ctx, s.key(keyBatch, b.ID), "status").Result()
+	if err != nil {
+		return fmt.Errorf("batch %s: reading status: %w", b.ID, err)
+	}
+	if st != statusValidating && st != statusInProgress || !time.Now().Before(b.Expires) {
+		return errStop
+	}
+	pending := make([]bus.Pending, len(chunk))
+	err = s.parallel(ctx, len(chunk), func(k int) error {
+		var err error
+		pending[k], err = s.createJob(ctx, b, chunk[k].i, chunk[k].raw)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return bus.Wait(ctx, pending...)
+}
+
+// createJob records the job of line i (once: a job that exists was created by an
+// earlier delivery) and publishes it on the batch subject.
+func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (bus.Pending, error) {
+	var l struct {
+		Body json.RawMessage `json:"body"`
+	}
+	var m struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(raw, &l) != nil || json.Unmarshal(l.Body, &m) != nil {
+		return bus.Pending{}, bus.Permanent(fmt.Errorf("batch %s line %d: the input changed since it was validated", b.ID, i+1))
+	}
+	var body bytes.Buffer
+	if err := json.Compact(&body, l.Body); err != nil {
+		return bus.Pending{}, bus.Permanent(err)
+	}
+	now := time.Now().UTC()
+	job := &state.Job{ID: jobID(b.ID, i), Tenant: b.Tenant, Kind: "chat", Model: m.Model, Request: body.Bytes(),
+		Created: now, Deadline: b.Expires, Batch: b.ID}
+	switch err := s.Store.CreateJob(ctx, job); {
+	case err == nil:
+		s.Bus.Emit(bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventQueued, At: now})
+	case !errors.Is(err, state.ErrExists):
+		return bus.Pending{}, err
+	}
+	return s.Bus.PublishAsync(bus.SubjectBatchJob, bus.ChatJob{JobID: job.ID, Tenant: b.Tenant})
+}
+
+// parallel runs fn(0..n-1) with at most `workers` at once and joins their errors.
+func (s *Service) parallel(ctx context.Context, n int, fn func(k int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for k := range n {
+		if ctx.Err() != nil {
+			errs[k] = ctx.Err()
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[k] = fn(k)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// unfinished returns the lines with a job but no outcome yet.
+func (s *Service) unfinished(ctx context.Context, b *record) ([]int, error) {
+	done, err := s.Store.R.HGetAll(ctx, s.key(keyDone, b.ID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("batch %s: reading outcomes: %w", b.ID, err)
+	}
+	var out []int
+	for i := range b.Expanded {
+		if _, ok := done[strconv.Itoa(i)]; !ok {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// expiredError is the error of a job its batch's window ended before.
+var expiredError = &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "batch_expired",
+	Message: "This request could not be executed before the completion window expired."}
+
+// sweep ends every unfinished job of a batch — cancelled, or failed as expired — and
+// counts it. A job that ended meanwhile is counted as it ended.
+func (s *Service) sweep(ctx context.Context, b *record, outcome string) error {
+	todo, err := s.unfinished(ctx, b)
+	if err != nil {
+		return err
+	}
+	return s.parallel(ctx, len(todo), func(k int) error { return s.endLine(ctx, b, todo[k], outcome) })
+}
+
+// endLine ends line i's job with outcome (cancelled or expired) and counts it.
+func (s *Service) endLine(ctx context.Context, b *record, i int, outcome string) error {
+	id := jobID(b.ID, i)
+	ev := bus.Event{JobID: id, Type: bus.EventCancelled, At: time.Now().UTC()}
+	var moved bool
+	var err error
+	if outcome == outcomeCancelled {
+		moved, err = s.Store.Update(ctx, id, state.Cancelled)
+	} else {
+		moved, err = s.Store.Update(ctx, id, state.Failed, "error", expiredError)
+		ev.Type, ev.Error = bus.EventFailed, expiredError.Message
+	}
+	if err != nil {
+		return err
+	}
+	if moved {
+		if err := s.Bus.Publish(ctx, bus.SubjectEvents(id), ev); err != nil {
+			return err
+		}
+		_, err = s.count(ctx, b.ID, i, outcome)
+		return err
+	}
+	return s.recount(ctx, b, i, outcome)
+}
+
+// recount counts line i as its job ended; a job that is gone counts as missing.
+func (s *Service) recount(ctx context.Context, b *record, i int, missing string) error {
+	job, err := s.Store.GetJob(ctx, jobID(b.ID, i))
+	if errors.Is(err, state.ErrNotFound) {
+		_, err = s.count(ctx, b.ID, i, missing)
+		return err
+	}
+	if err != nil || !job.Status.Terminal() {
+		return err
+	}
+	_, err = s.record(ctx, job)
+	return err
+}
+
+// reconcile counts the lines whose job ended without being counted (its worker died
+// between the two), so the batch does not wait for them forever.
+func (s *Service) reconcile(ctx context.Context, b *record) error {
+	todo, err := s.unfinished(ctx, b)
+	if err != nil {
+		return err
+	}
+	return s.parallel(ctx, len(todo), func(k int) error { return s.recount(ctx, b, todo[k], outcomeFailed) })
+}
+
+// JobFinished counts a finished batch job — once, however often it is called — and,
+// when it was the batch's last, asks the expander to finalize the batch. Jobs of no
+// batch are ignored. Errors are logged: the job itself has ended, and a batch whose
+// count was lost is repaired when it is next looked at.
+func (s *Service) JobFinished(ctx context.Context, job *state.Job) {
+	if job == nil || job.Batch == "" || !job.Status.Terminal() {
+		return
+	}
+	resolved, err := s.record(ctx, job)
+	if err != nil {
+		s.Log.Warn("batch: counting a finished job", "job", job.ID, "err", err)
+		return
+	}
+	if resolved {
+		if err := s.kick(ctx, job.Batch, job.Tenant, "finalize"); err != nil {
+			s.Log.Warn("batch: queueing finalization", "batch", job.Batch, "err", err)
+		}
+	}
+}
+
+// record counts a finished job of a batch; it reports whether that resolved the batch.
+func (s *Service) record(ctx context.Context, job *state.Job) (bool, error) {
+	i, ok := lineOf(job.Batch, job.ID)
+	if !ok {
+		return false, nil
+	}
+	return s.count(ctx, job.Batch, i, outcomeOf(job))
+}
+
+// outcomeOf is how a finished job counts: a job failed by its deadline (which is
+// the batch's expiry) or by the expiry sweep counts as expired.
+func outcomeOf(job *state.Job) string {
+	switch job.Status {
+	case state.Completed:
+		return outcomeCompleted
+	case state.Cancelled:
+		return outcomeCancelled
+	}
+	if job.Error != nil && (job.Error.Code == "job_deadline_exceeded" || job.Error.Code == expiredError.Code) {
+		return outcomeExpired
+	}
+	return outcomeFailed
+}
+
+// count records line i's outcome once; it reports whether that resolved the batch.
+func (s *Service) count(ctx context.Context, batchID string, i int, outcome string) (bool, error) {
+	v, err := countLine.Run(ctx, s.Store.R, []string{s.key(keyBatch, batchID), s.key(keyDone, batchID)}, i, outcome, ms(time.Now())).Int64Slice()
+	if err != nil {
+		return false, fmt.Errorf("batch %s: counting line %d: %w", batchID, i, err)
+	}
+	return len(v) == 2 && v[1] == 1, nil
+}
+
+// kick asks the expander to drive a batch for a reason ("cancel", "finalize",
+// "repair-…"). Each reason is its own message (its id names it), so a kick is not
+// dropped as a duplicate of the batch's expansion message, and the same kick sent
+// twice is one.
+func (s *Service) kick(ctx context.Context, id, tenant, reason string) error {
+	m, err := bus.Encode(bus.SubjectExpand, bus.BatchExpand{BatchID: id, Tenant: tenant})
+	if err != nil {
+		return err
+	}
+	m.Header.Set(nats.MsgIdHdr, bus.BatchExpand{BatchID: id}.MsgID()+":"+reason)
+	if _, err := s.Bus.JS.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("batch %s: queueing %s: %w", id, reason, err)
+	}
+	return nil
+}
+
+// repairIfStale kicks a batch that has made no progress for staleAfter, or whose
+// window has ended, at most once per staleAfter. It is called when a batch is looked
+// at, and by Sweep.
+func (s *Service) repairIfStale(ctx context.Context, b *record) {
+	if terminal(b.Status) {
+		return
+	}
+	now := time.Now()
+	if now.Sub(b.ProgressAt) < staleAfter && (now.Before(b.Expires) || b.Status == statusCancelling) {
+		return
+	}
+	bucket := now.Unix() / int64(staleAfter/time.Second)
+	if err := s.kick(ctx, b.ID, b.Tenant, "repair-"+strconv.FormatInt(bucket, 10)); err != nil {
+		s.Log.Warn("batch: queueing a repair", "batch", b.ID, "err", err)
+	}
+}
+
+// Sweep looks at every batch that has not ended, every interval until ctx ends, and
+// kicks the stale and the expired ones (see repairIfStale), so a batch nobody polls
+// still ends on time. Every ingress may run it: the kicks of one interval are the
+// same messages, which the stream keeps once.
+func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ids, err := s.Store.R.SMembers(ctx, s.key(keyActive, "")).Result()
+		if err != nil {
+			s.Log.Warn("batch: sweeping", "err", err)
+			continue
+		}
+		for _, id := range ids {
+			b, err := s.load(ctx, id)
+			if errors.Is(err, errNoBatch) {
+				s.Store.R.SRem(ctx, s.key(keyActive, ""), id)
+			}
+			if err == nil {
+				s.repairIfStale(ctx, b)
+			}
+		}
+	}
+}
+
+// DeadLettered handles a batch-expander message that failed every delivery: a batch
+// still expanding cannot run, so it ends failed with the reason (jobs it already
+// started finish on their own); a kick of a batch past expansion changes nothing —
+// the batch is repaired when it is next looked at. It is the chat worker's
+// dead-letter hook for bus.BatchExpand messages.
+func (s *Service) DeadLettered(ctx context.Context, dl bus.DeadLetter) error {
+	m, _, err := bus.Decode[bus.BatchExpand](dl.Data)
+	if err != nil {
+		return nil
+	}
+	b, err := s.load(ctx, m.BatchID)
+	if err != nil || terminal(b.Status) || b.ExpandDone {
+		return ignoreGone(err)
+	}
+	if _, err := s.advance(ctx, b.ID, b.Expanded, true); err != nil {
+		return err
+	}
+	s.failBatch(ctx, b.ID, newLineError(0, "expansion_failed", "", "the batch could not be expanded after %d attempts: %s", dl.Deliveries, dl.Reason))
+	b, err = s.load(ctx, b.ID)
+	if err != nil {
+		return ignoreGone(err)
+	}
+	return s.notify(ctx, b)
+}
