@@ -19,28 +19,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
-	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/caarlos0/env/v11"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/redis/go-redis/v9"
 
+	"github.com/searchfleet/searchfleet/internal/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
-	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 
 func main() { cli.Main(run) }
@@ -75,24 +69,17 @@ func parseFlags() options {
 
 func run(ctx context.Context) error {
 	o := parseFlags()
-	rdb, err := cli.Redis(ctx, testenv.RedisURL())
+	f, err := benchfleet.Start(ctx, benchfleet.Options{Memory: o.memory, ModelLatency: o.modelLatency, EngineLatency: o.engineLatency})
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	prefix := fmt.Sprintf("sfbatchbench:%d", time.Now().UnixNano())
-	defer cleanup(rdb, prefix)
-
-	base, natsURL, envSettings, stop, err := startFleet(ctx, o, rdb, prefix)
-	if err != nil {
-		return err
-	}
-	defer stop()
+	defer f.Stop()
+	base, natsURL, envSettings := f.URL, f.NATSURL, f.Env
 	fmt.Printf("batchbench: all roles in one process, embedded NATS JetStream, Redis %s, simulator (model %s, engine %s per call)\n",
 		config.RedactURL(testenv.RedisURL()), o.modelLatency, o.engineLatency)
 	fmt.Printf("settings: FLEET_CHAT_CONCURRENCY=%d FLEET_BATCH_CONCURRENCY=%d FLEET_SEARCH_CONCURRENCY=%d, batch consumer max-ack-pending %d\n",
 		envSettings.ChatConcurrency, envSettings.BatchConcurrency, envSettings.SearchConcurrency, bus.TimingFor(bus.ConsumerBatch).MaxAckPending)
-	fmt.Printf("machine: %s, %d CPUs, %s\n\n", cpuModel(), runtime.NumCPU(), runtime.Version())
+	fmt.Printf("machine: %s\n\n", benchfleet.Machine())
 
 	c := &client{base: base, http: &http.Client{Transport: fleet.Transport(), Timeout: 5 * time.Minute}}
 	if _, err := c.interactive(ctx, 0); err != nil {
@@ -129,70 +116,13 @@ func run(ctx context.Context) error {
 	}
 	report(fmt.Sprintf("interactive during %d-question batches", o.batch), during)
 	queues.report()
-	ratio := float64(pct(during.lat, 99)) / float64(max(pct(alone.lat, 99), 1))
+	ratio := float64(benchfleet.Pct(during.lat, 99)) / float64(max(benchfleet.Pct(alone.lat, 99), 1))
 	verdict := "met"
 	if ratio > o.goal {
 		verdict = "NOT met"
 	}
 	fmt.Printf("p99 during / p99 alone = %.2f (goal ≤ %.1f: %s)\n", ratio, o.goal, verdict)
 	return nil
-}
-
-// startFleet runs the fleet with the production defaults (overridden by the process
-// environment, so FLEET_BATCH_CONCURRENCY and friends can be tried) and returns its
-// base URL.
-func startFleet(ctx context.Context, o options, rdb redis.UniversalClient, prefix string) (url, natsURL string, _ config.Env, stop func(), _ error) {
-	environ := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FLEET_") {
-			environ[k] = v
-		}
-	}
-	e, err := env.ParseAsWithOptions[config.Env](env.Options{Environment: environ})
-	if err != nil {
-		return "", "", e, nil, err
-	}
-	dir, err := os.MkdirTemp("", "batchbench-nats")
-	if err != nil {
-		return "", "", e, nil, err
-	}
-	nats, err := bus.RunEmbedded("127.0.0.1", -1, dir)
-	if err != nil {
-		return "", "", e, nil, err
-	}
-	sim := simulator.New(simulator.Options{ModelLatency: o.modelLatency, EngineLatency: o.engineLatency})
-	hs, simURL, err := sim.Listen("127.0.0.1:0")
-	if err != nil {
-		return "", "", e, nil, err
-	}
-	os.Setenv(demo.KeyEnv, "sim-key")
-	e.HTTPAddr, e.NATSURL, e.KeyPrefix, e.Retention, e.LogLevel = "127.0.0.1:0", nats.URL(), prefix, time.Hour, "error"
-	if err := e.Validate(); err != nil {
-		return "", "", e, nil, err
-	}
-	fctx, cancel := context.WithCancel(ctx)
-	listening, done := make(chan string, 1), make(chan error, 1)
-	go func() {
-		done <- fleet.Run(fctx, fleet.Options{Env: e, File: demo.Config(simURL, sim.EngineConfigs(simURL)),
-			Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb,
-			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-			Memory: o.memory, Embedded: nats, Listening: func(a string) { listening <- a }})
-	}()
-	stop = func() {
-		cancel()
-		<-done
-		hs.Close()
-		nats.Shutdown()
-		os.RemoveAll(dir)
-	}
-	select {
-	case a := <-listening:
-		return "http://" + a, nats.URL(), e, stop, nil
-	case err := <-done:
-		cancel()
-		stop()
-		return "", "", e, nil, err
-	}
 }
 
 // client drives the fleet's API.
@@ -309,47 +239,8 @@ func openLoop(ctx context.Context, c *client, rate int, done func() bool, d time
 
 func report(name string, p phase) {
 	fmt.Printf("%-46s n=%-5d p50 %-9s p90 %-9s p99 %-9s max %-9s errors %d\n", name, len(p.lat),
-		pct(p.lat, 50).Round(100*time.Microsecond), pct(p.lat, 90).Round(100*time.Microsecond),
-		pct(p.lat, 99).Round(100*time.Microsecond), pct(p.lat, 100).Round(100*time.Microsecond), p.errs)
-}
-
-// pct is the p-th percentile of l (nearest rank).
-func pct(l []time.Duration, p float64) time.Duration {
-	if len(l) == 0 {
-		return 0
-	}
-	s := slices.Clone(l)
-	slices.Sort(s)
-	return s[int(float64(len(s)-1)*p/100)]
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return runtime.GOARCH
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return runtime.GOARCH
-}
-
-// cleanup deletes the benchmark's keys.
-func cleanup(rdb redis.UniversalClient, prefix string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		if keys = append(keys, iter.Val()); len(keys) == 1000 {
-			rdb.Del(ctx, keys...)
-			keys = keys[:0]
-		}
-	}
-	if len(keys) > 0 {
-		rdb.Del(ctx, keys...)
-	}
+		benchfleet.Pct(p.lat, 50).Round(100*time.Microsecond), benchfleet.Pct(p.lat, 90).Round(100*time.Microsecond),
+		benchfleet.Pct(p.lat, 99).Round(100*time.Microsecond), benchfleet.Pct(p.lat, 100).Round(100*time.Microsecond), p.errs)
 }
 
 // queueWatch samples the backlog (pending + unacknowledged messages) of the

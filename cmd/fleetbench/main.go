@@ -17,12 +17,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
-	"runtime"
 	"runtime/pprof"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,16 +27,14 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/redis/go-redis/v9"
 
+	"github.com/searchfleet/searchfleet/internal/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testenv"
-	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
-	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 
 func main() { cli.Main(run) }
@@ -54,62 +49,16 @@ func run(ctx context.Context) error {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phases")
 	flag.Parse()
 
-	rdb, err := cli.Redis(ctx, testenv.RedisURL())
+	f, err := benchfleet.Start(ctx, benchfleet.Options{Memory: *memory})
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	prefix := fmt.Sprintf("sfbench:%d", time.Now().UnixNano())
-	defer cleanup(rdb, prefix)
-
-	dir, _ := os.MkdirTemp("", "fleetbench-nats")
-	defer os.RemoveAll(dir)
-	nats, err := bus.RunEmbedded("127.0.0.1", -1, dir)
-	if err != nil {
-		return err
-	}
-	defer nats.Shutdown()
-	sim := simulator.New(simulator.Options{})
-	hs, simURL, err := sim.Listen("127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	defer hs.Close()
-	os.Setenv(demo.KeyEnv, "sim-key")
-
-	env := config.Env{HTTPAddr: "127.0.0.1:0", NATSURL: nats.URL(), KeyPrefix: prefix, Retention: time.Hour,
-		JobTimeout: time.Minute, ModelTimeout: 30 * time.Second, EngineTimeout: 20 * time.Second, AckWait: 30 * time.Second,
-		ChatConcurrency: 512, BatchConcurrency: 16, SearchConcurrency: 256, MaxHops: 6, MaxSearches: 12,
-		MaxBodyBytes: 4 << 20, DrainTimeout: 10 * time.Second, NATSReplicas: 1,
-		WebhookSchedule: []time.Duration{time.Second}, WebhookTimeout: 10 * time.Second}
-	file := demo.Config(simURL, sim.EngineConfigs(simURL))
-	m := metrics.New()
-	listening := make(chan string, 1)
-	fctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- fleet.Run(fctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
-			Redis: rdb, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-			Metrics: m, Memory: *memory, Embedded: nats, Listening: func(a string) { listening <- a }})
-	}()
-	var url string
-	select {
-	case a := <-listening:
-		url = "http://" + a + "/v1/chat/completions"
-	case err := <-done:
-		stop()
-		return err
-	}
-	defer func() { stop(); <-done }()
-
-	storage := "file"
-	if *memory {
-		storage = "memory"
-	}
-	cpu := cpuModel()
-	fmt.Printf("fleetbench: all roles in one process, embedded NATS JetStream (%s storage), Redis %s, zero-latency simulator, engine %s\n",
-		storage, config.RedactURL(testenv.RedisURL()), *engine)
-	fmt.Printf("machine: %s, %d CPUs, %s %s/%s\n\n", cpu, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	defer f.Stop()
+	url := f.URL + "/v1/chat/completions"
+	m := f.Metrics
+	fmt.Printf("fleetbench: all roles in one process with production settings, embedded NATS JetStream (%s storage), Redis %s, zero-latency simulator, engine %s\n",
+		f.Storage, config.RedactURL(testenv.RedisURL()), *engine)
+	fmt.Printf("machine: %s\n\n", benchfleet.Machine())
 
 	client := &http.Client{Transport: fleet.Transport(), Timeout: time.Minute}
 	body := func(i int64) []byte {
@@ -230,10 +179,7 @@ func pct(l []time.Duration, p float64) string {
 	if len(l) == 0 {
 		return "-"
 	}
-	s := slices.Clone(l)
-	slices.Sort(s)
-	i := int(float64(len(s)-1) * p / 100)
-	return s[i].Round(10 * time.Microsecond).String()
+	return benchfleet.Pct(l, p).Round(10 * time.Microsecond).String()
 }
 
 // snapshot reads the histogram sums and counts of the fleet's metrics.
@@ -289,34 +235,4 @@ func parseInts(s string) []int {
 		}
 	}
 	return out
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return runtime.GOARCH
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return runtime.GOARCH
-}
-
-// cleanup deletes the benchmark's keys.
-func cleanup(rdb redis.UniversalClient, prefix string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-		if len(keys) == 1000 {
-			rdb.Del(ctx, keys...)
-			keys = keys[:0]
-		}
-	}
-	if len(keys) > 0 {
-		rdb.Del(ctx, keys...)
-	}
 }

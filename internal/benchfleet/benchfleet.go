@@ -1,0 +1,159 @@
+// Package benchfleet starts the whole fleet in one process for the end-to-end
+// benchmarks (cmd/fleetbench, cmd/batchbench): ingress, chat and search workers wired
+// by fleet.Run with the production defaults of every setting (overridden by FLEET_*
+// variables, so settings can be tried), an embedded NATS JetStream server reached in
+// process, the real Redis at REDIS_URL under a key prefix of its own (deleted after),
+// and the provider simulator.
+package benchfleet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/internal/cli"
+	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/simulator"
+)
+
+// Options configure the benchmark fleet.
+type Options struct {
+	// Memory keeps the streams in memory instead of on disk.
+	Memory bool
+	// ModelLatency and EngineLatency are added by the simulator to every answer.
+	ModelLatency, EngineLatency time.Duration
+}
+
+// Fleet is a running benchmark fleet.
+type Fleet struct {
+	URL     string // ingress base URL
+	NATSURL string
+	Env     config.Env
+	Metrics *metrics.Metrics
+	Redis   redis.UniversalClient
+	Storage string // "file" or "memory"
+	stop    func()
+}
+
+// Start runs the fleet until Stop.
+func Start(ctx context.Context, o Options) (*Fleet, error) {
+	environ := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FLEET_") {
+			environ[k] = v
+		}
+	}
+	e, err := env.ParseAsWithOptions[config.Env](env.Options{Environment: environ})
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := cli.Redis(ctx, testenv.RedisURL())
+	if err != nil {
+		return nil, err
+	}
+	prefix := fmt.Sprintf("sfbench:%d", time.Now().UnixNano())
+	dir, err := os.MkdirTemp("", "benchfleet-nats")
+	if err != nil {
+		return nil, err
+	}
+	nats, err := bus.RunEmbedded("127.0.0.1", -1, dir)
+	if err != nil {
+		return nil, err
+	}
+	sim := simulator.New(simulator.Options{ModelLatency: o.ModelLatency, EngineLatency: o.EngineLatency})
+	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	os.Setenv(demo.KeyEnv, "sim-key")
+	e.HTTPAddr, e.NATSURL, e.KeyPrefix, e.Retention, e.LogLevel = "127.0.0.1:0", nats.URL(), prefix, time.Hour, "error"
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	m := metrics.New()
+	fctx, cancel := context.WithCancel(ctx)
+	listening, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- fleet.Run(fctx, fleet.Options{Env: e, File: demo.Config(simURL, sim.EngineConfigs(simURL)),
+			Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb, Metrics: m,
+			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+			Memory: o.Memory, Embedded: nats, Listening: func(a string) { listening <- a }})
+	}()
+	f := &Fleet{NATSURL: nats.URL(), Env: e, Metrics: m, Redis: rdb, Storage: "file"}
+	if o.Memory {
+		f.Storage = "memory"
+	}
+	f.stop = func() {
+		cancel()
+		<-done
+		hs.Close()
+		nats.Shutdown()
+		os.RemoveAll(dir)
+		deleteKeys(rdb, prefix)
+		rdb.Close()
+	}
+	select {
+	case a := <-listening:
+		f.URL = "http://" + a
+		return f, nil
+	case err := <-done:
+		f.stop()
+		return nil, err
+	}
+}
+
+// Stop stops the fleet and deletes its Redis keys.
+func (f *Fleet) Stop() { f.stop() }
+
+// deleteKeys deletes the benchmark's keys.
+func deleteKeys(rdb redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		if keys = append(keys, iter.Val()); len(keys) == 1000 {
+			rdb.Del(ctx, keys...)
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		rdb.Del(ctx, keys...)
+	}
+}
+
+// Pct is the p-th percentile of l (nearest rank), 0 for none.
+func Pct(l []time.Duration, p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p/100)]
+}
+
+// Machine describes the machine the benchmark runs on.
+func Machine() string {
+	model := runtime.GOARCH
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s %s/%s", model, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
