@@ -52,7 +52,7 @@ type Env struct {
 	// BatchRate bounds how many batch jobs a chat worker starts per second (0: no
 	// limit), so a batch leaves CPU for interactive requests however fast its providers
 	// answer. With real provider latency BatchConcurrency binds first.
-	BatchRate float64 `env:"FLEET_BATCH_RATE" envDefault:"100"`
+	BatchRate float64 `env:"FLEET_BATCH_RATE" envDefault:"50"`
 	// MaxFileBytes bounds an uploaded batch input file.
 	MaxFileBytes int64 `env:"FLEET_MAX_FILE_BYTES" envDefault:"209715200"`
 	// SearchConcurrency is how many searches a search worker runs at once per engine.
