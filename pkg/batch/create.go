@@ -273,19 +273,19 @@ func (s *Service) startBatch(w http.ResponseWriter, r *http.Request, b *record, 
 func (s *Service) insert(ctx context.Context, b *record, ids []string) error {
 	ttl := time.Until(b.Expires) + s.Store.Retention
 	_, err := s.Store.R.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.key(keyBatch, b.ID), b.fields()...)
+		p.HSet(ctx, s.Store.K.Batch(b.ID), b.fields()...)
 		for start := 0; start < len(ids); start += 1000 {
 			end := min(start+1000, len(ids))
 			args := make([]any, 0, 2*(end-start))
 			for i := start; i < end; i++ {
 				args = append(args, strconv.Itoa(i), ids[i])
 			}
-			p.HSet(ctx, s.key(keyIDs, b.ID), args...)
+			p.HSet(ctx, s.Store.K.BatchIDs(b.ID), args...)
 		}
-		p.PExpire(ctx, s.key(keyBatch, b.ID), ttl)
-		p.PExpire(ctx, s.key(keyIDs, b.ID), ttl)
-		p.ZAdd(ctx, s.key(keyTenantBatches, b.Tenant), redis.Z{Score: float64(b.Created.UnixMilli()), Member: b.ID})
-		p.SAdd(ctx, s.key(keyActive, ""), b.ID)
+		p.PExpire(ctx, s.Store.K.Batch(b.ID), ttl)
+		p.PExpire(ctx, s.Store.K.BatchIDs(b.ID), ttl)
+		p.ZAdd(ctx, s.Store.K.TenantBatches(b.Tenant), redis.Z{Score: float64(b.Created.UnixMilli()), Member: b.ID})
+		p.SAdd(ctx, s.Store.K.ActiveBatches(), b.ID)
 		return nil
 	})
 	return err
@@ -308,12 +308,12 @@ func (s *Service) failBatch(ctx context.Context, id string, e lineError) {
 func (s *Service) finish(ctx context.Context, id, status string, fields ...any) (bool, error) {
 	now := time.Now()
 	argv := append([]any{status, status + "_at", ms(now), s.Store.Retention.Milliseconds()}, fields...)
-	n, err := finishBatch.Run(ctx, s.Store.R, []string{s.key(keyBatch, id), s.key(keyDone, id), s.key(keyIDs, id)}, argv...).Int()
+	n, err := finishBatch.Run(ctx, s.Store.R, []string{s.Store.K.Batch(id), s.Store.K.BatchDone(id), s.Store.K.BatchIDs(id)}, argv...).Int()
 	if err != nil {
 		return false, fmt.Errorf("batch: finishing %s: %w", id, err)
 	}
 	if n == 1 {
-		s.Store.R.SRem(ctx, s.key(keyActive, ""), id)
+		s.Store.R.SRem(ctx, s.Store.K.ActiveBatches(), id)
 	}
 	return n == 1, nil
 }
@@ -354,7 +354,7 @@ func (s *Service) cancelBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	st, err := requestCancel.Run(ctx, s.Store.R, []string{s.key(keyBatch, b.ID)}, ms(time.Now())).Text()
+	st, err := requestCancel.Run(ctx, s.Store.R, []string{s.Store.K.Batch(b.ID)}, ms(time.Now())).Text()
 	if err != nil {
 		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
 		return
@@ -385,7 +385,7 @@ func (s *Service) listBatches(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := httpx.Tenant(r)
-	zkey := s.key(keyTenantBatches, tenant)
+	zkey := s.Store.K.TenantBatches(tenant)
 	batches, more, err := page(r.Context(), s, zkey, q.Get("after"), limit, false,
 		func(ctx context.Context, id string) (batchView, bool, error) {
 			b, err := s.load(ctx, id)

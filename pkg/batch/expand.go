@@ -53,7 +53,7 @@ func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExp
 	if terminal(b.Status) {
 		return s.notify(ctx, b)
 	}
-	release, left, err := s.Store.Hold(ctx, s.key(keyLease, id), newID("drv_"), leaseTTL)
+	release, left, err := s.Store.Hold(ctx, s.Store.K.BatchLease(id), newID("drv_"), leaseTTL)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (s *Service) advance(ctx context.Context, id string, cursor int, done bool)
 	if done {
 		d = "1"
 	}
-	n, err := advanceCursor.Run(ctx, s.Store.R, []string{s.key(keyBatch, id)}, cursor, d, ms(time.Now())).Int()
+	n, err := advanceCursor.Run(ctx, s.Store.R, []string{s.Store.K.Batch(id)}, cursor, d, ms(time.Now())).Int()
 	if err != nil {
 		return false, fmt.Errorf("batch %s: moving the cursor: %w", id, err)
 	}
@@ -193,7 +193,7 @@ func (s *Service) advance(ctx context.Context, id string, cursor int, done bool)
 // expandChunk creates the jobs of a chunk of lines and publishes them, unless the
 // batch should stop expanding.
 func (s *Service) expandChunk(ctx context.Context, b *record, chunk []pendingLine) error {
-	st, err := s.Store.R.HGet(ctx, s.key(keyBatch, b.ID), "status").Result()
+	st, err := s.Store.R.HGet(ctx, s.Store.K.Batch(b.ID), "status").Result()
 	if err != nil {
 		return fmt.Errorf("batch %s: reading status: %w", b.ID, err)
 	}
@@ -264,7 +264,7 @@ func (s *Service) parallel(ctx context.Context, n int, fn func(k int) error) err
 
 // unfinished returns the lines with a job but no outcome yet.
 func (s *Service) unfinished(ctx context.Context, b *record) ([]int, error) {
-	done, err := s.Store.R.HGetAll(ctx, s.key(keyDone, b.ID)).Result()
+	done, err := s.Store.R.HGetAll(ctx, s.Store.K.BatchDone(b.ID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("batch %s: reading outcomes: %w", b.ID, err)
 	}
@@ -386,7 +386,7 @@ func outcomeOf(job *state.Job) string {
 
 // count records line i's outcome once; it reports whether that resolved the batch.
 func (s *Service) count(ctx context.Context, batchID string, i int, outcome string) (bool, error) {
-	v, err := countLine.Run(ctx, s.Store.R, []string{s.key(keyBatch, batchID), s.key(keyDone, batchID)}, i, outcome, ms(time.Now())).Int64Slice()
+	v, err := countLine.Run(ctx, s.Store.R, []string{s.Store.K.Batch(batchID), s.Store.K.BatchDone(batchID)}, i, outcome, ms(time.Now())).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("batch %s: counting line %d: %w", batchID, i, err)
 	}
@@ -439,7 +439,7 @@ func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		ids, err := s.Store.R.SMembers(ctx, s.key(keyActive, "")).Result()
+		ids, err := s.Store.R.SMembers(ctx, s.Store.K.ActiveBatches()).Result()
 		if err != nil {
 			s.Log.Warn("batch: sweeping", "err", err)
 			continue
@@ -447,7 +447,7 @@ func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
 		for _, id := range ids {
 			b, err := s.load(ctx, id)
 			if errors.Is(err, errNoBatch) {
-				s.Store.R.SRem(ctx, s.key(keyActive, ""), id)
+				s.Store.R.SRem(ctx, s.Store.K.ActiveBatches(), id)
 			}
 			if err == nil {
 				s.repairIfStale(ctx, b)

@@ -119,9 +119,9 @@ func (s *Service) saveFile(ctx context.Context, f *fileRecord, r io.Reader) erro
 	}
 	f.Bytes = int64(info.Size)
 	_, err = s.Store.R.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.key(keyFile, f.ID), "id", f.ID, "tenant", f.Tenant, "filename", f.Filename, "purpose", f.Purpose,
+		p.HSet(ctx, s.Store.K.File(f.ID), "id", f.ID, "tenant", f.Tenant, "filename", f.Filename, "purpose", f.Purpose,
 			"bytes", f.Bytes, "created", ms(f.Created))
-		p.ZAdd(ctx, s.key(keyTenantFiles, f.Tenant), redis.Z{Score: float64(f.Created.UnixMilli()), Member: f.ID})
+		p.ZAdd(ctx, s.Store.K.TenantFiles(f.Tenant), redis.Z{Score: float64(f.Created.UnixMilli()), Member: f.ID})
 		return nil
 	})
 	if err != nil {
@@ -135,7 +135,7 @@ var errNoFile = errors.New("batch: no such file")
 
 // fileByID reads a file's metadata.
 func (s *Service) fileByID(ctx context.Context, id string) (*fileRecord, error) {
-	m, err := s.Store.R.HGetAll(ctx, s.key(keyFile, id)).Result()
+	m, err := s.Store.R.HGetAll(ctx, s.Store.K.File(id)).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -329,8 +329,8 @@ func (s *Service) deleteFile(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		_, err = s.Store.R.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Del(ctx, s.key(keyFile, f.ID))
-			p.ZRem(ctx, s.key(keyTenantFiles, f.Tenant), f.ID)
+			p.Del(ctx, s.Store.K.File(f.ID))
+			p.ZRem(ctx, s.Store.K.TenantFiles(f.Tenant), f.ID)
 			return nil
 		})
 	}
@@ -350,7 +350,7 @@ func (s *Service) listFiles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	purpose := q.Get("purpose")
-	files, more, err := page(r.Context(), s, s.key(keyTenantFiles, httpx.Tenant(r)), q.Get("after"), limit, q.Get("order") == "asc",
+	files, more, err := page(r.Context(), s, s.Store.K.TenantFiles(httpx.Tenant(r)), q.Get("after"), limit, q.Get("order") == "asc",
 		func(ctx context.Context, id string) (*fileRecord, bool, error) {
 			f, err := s.fileByID(ctx, id)
 			if errors.Is(err, errNoFile) {

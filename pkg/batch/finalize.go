@@ -49,11 +49,11 @@ type lineFailure struct {
 // batch its final status: cancelled if it was cancelling, expired if a line ran out of
 // window, else completed. Done twice, it writes the same files under the same ids.
 func (s *Service) finalize(ctx context.Context, b *record) error {
-	done, err := s.Store.R.HGetAll(ctx, s.key(keyDone, b.ID)).Result()
+	done, err := s.Store.R.HGetAll(ctx, s.Store.K.BatchDone(b.ID)).Result()
 	if err != nil {
 		return fmt.Errorf("batch %s: reading outcomes: %w", b.ID, err)
 	}
-	ids, err := s.Store.R.HGetAll(ctx, s.key(keyIDs, b.ID)).Result()
+	ids, err := s.Store.R.HGetAll(ctx, s.Store.K.BatchIDs(b.ID)).Result()
 	if err != nil {
 		return fmt.Errorf("batch %s: reading custom ids: %w", b.ID, err)
 	}
@@ -266,7 +266,7 @@ func (s *Service) notify(ctx context.Context, b *record) error {
 		}
 		status = "pending"
 	}
-	return s.Store.R.HSet(ctx, s.key(keyBatch, b.ID), "webhook", status).Err()
+	return s.Store.R.HSet(ctx, s.Store.K.Batch(b.ID), "webhook", status).Err()
 }
 
 // enqueueWebhook publishes the delivery of a batch's end to url.
@@ -298,7 +298,7 @@ func (b *record) endedAt() time.Time {
 // WebhookStatus records how a batch's callback delivery ended ("delivered", "failed",
 // "disabled"): the webhook service's BatchStatus hook.
 func (s *Service) WebhookStatus(ctx context.Context, batchID, status string) error {
-	k := s.key(keyBatch, batchID)
+	k := s.Store.K.Batch(batchID)
 	n, err := s.Store.R.Exists(ctx, k).Result()
 	if err != nil || n == 0 {
 		return err

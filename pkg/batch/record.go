@@ -42,7 +42,7 @@ const (
 	outcomeExpired   = "e"
 )
 
-// record is a batch as stored in Redis (the keyBatch hash). Times are stored as Unix
+// record is a batch as stored in Redis (the state.Keys.Batch hash). Times are stored as Unix
 // milliseconds; a zero time is an absent field.
 type record struct {
 	ID          string
@@ -157,7 +157,7 @@ var errNoBatch = errors.New("batch: not found")
 
 // load reads a batch record.
 func (s *Service) load(ctx context.Context, id string) (*record, error) {
-	m, err := s.Store.R.HGetAll(ctx, s.key(keyBatch, id)).Result()
+	m, err := s.Store.R.HGetAll(ctx, s.Store.K.Batch(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("batch: reading %s: %w", id, err)
 	}
@@ -168,7 +168,6 @@ func (s *Service) load(ctx context.Context, id string) (*record, error) {
 }
 
 // key builds one of this package's Redis keys under the store's prefix.
-func (s *Service) key(kind keyKind, id string) string { return key(s.Store.K.Prefix(), kind, id) }
 
 // resolvedLua is the tail of the scripts that change a batch's progress: when every
 // line with a job has an outcome, an in-progress batch moves to finalizing, and the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 func line(customID, model, content string) string {
@@ -139,22 +141,19 @@ func TestEachLine(t *testing.T) {
 // Keys carry the id as a hash tag; job ids map back to their line.
 func TestKeysAndJobIDs(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		kind keyKind
-		id   string
-		want string
-	}{
-		{keyBatch, "batch_x", "sf:batch:{batch_x}"},
-		{keyDone, "batch_x", "sf:batch:{batch_x}:done"},
-		{keyIDs, "batch_x", "sf:batch:{batch_x}:ids"},
-		{keyLease, "batch_x", "sf:batch:{batch_x}:lease"},
-		{keyTenantBatches, "acme", "sf:batches:{acme}"},
-		{keyFile, "file-x", "sf:file:{file-x}"},
-		{keyTenantFiles, "acme", "sf:files:{acme}"},
-		{keyActive, "", "sf:active-batches"},
+	k := state.NewKeys("sf")
+	for got, want := range map[string]string{
+		k.Batch("batch_x"):      "sf:batch:{batch_x}",
+		k.BatchDone("batch_x"):  "sf:batch:{batch_x}:done",
+		k.BatchIDs("batch_x"):   "sf:batch:{batch_x}:ids",
+		k.BatchLease("batch_x"): "sf:batch:{batch_x}:lease",
+		k.TenantBatches("acme"): "sf:batches:{acme}",
+		k.File("file-x"):        "sf:file:{file-x}",
+		k.TenantFiles("acme"):   "sf:files:{acme}",
+		k.ActiveBatches():       "sf:active-batches",
 	} {
-		if got := key("sf", c.kind, c.id); got != c.want {
-			t.Errorf("key %d: %s, want %s", c.kind, got, c.want)
+		if got != want {
+			t.Errorf("key %s, want %s", got, want)
 		}
 	}
 	if i, ok := lineOf("batch_x", jobID("batch_x", 1234)); !ok || i != 1234 {

@@ -73,3 +73,31 @@ func (k Keys) RateLimit(engine string) string { return k.prefix + ":rl:{" + engi
 func (k Keys) SearchCache(engine, queryHash string) string {
 	return k.prefix + ":cache:{" + engine + "}:" + queryHash
 }
+
+// Batch is a batch's record (a hash): status, timestamps, counters, expansion cursor.
+// A batch's keys share the batch id as hash tag, so its scripts touch one slot.
+func (k Keys) Batch(id string) string { return k.prefix + ":batch:{" + id + "}" }
+
+// BatchDone maps a batch's line index to how its job ended (a hash): "c" completed,
+// "f" failed, "x" cancelled, "e" expired. HSETNX on it counts each line once.
+func (k Keys) BatchDone(id string) string { return k.Batch(id) + ":done" }
+
+// BatchIDs maps a batch's line index to its custom_id (a hash), written when the batch
+// is created, so the output files never need the input file again.
+func (k Keys) BatchIDs(id string) string { return k.Batch(id) + ":ids" }
+
+// BatchLease is held by the one process driving a batch (expansion, cancel sweep,
+// finalization) at a time.
+func (k Keys) BatchLease(id string) string { return k.Batch(id) + ":lease" }
+
+// TenantBatches is a tenant's batches by creation time (a sorted set).
+func (k Keys) TenantBatches(tenant string) string { return k.prefix + ":batches:{" + tenant + "}" }
+
+// File is an uploaded or produced file's metadata (a hash).
+func (k Keys) File(id string) string { return k.prefix + ":file:{" + id + "}" }
+
+// TenantFiles is a tenant's files by creation time (a sorted set).
+func (k Keys) TenantFiles(tenant string) string { return k.prefix + ":files:{" + tenant + "}" }
+
+// ActiveBatches is the set of batches that have not ended, for the sweeper.
+func (k Keys) ActiveBatches() string { return k.prefix + ":active-batches" }
