@@ -1,12 +1,14 @@
 # searchfleet — run `make help` for the targets.
-GO        ?= go
-REDIS_URL ?= redis://127.0.0.1:6379/0
-export REDIS_URL
+GO ?= go
+# The tests and benchmarks need a real Redis; `make run` finds one itself (REDIS_URL,
+# else a local redis-server, else an in-process stand-in), so only they get a default.
+TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
+test test-short bench bench-e2e bench-batch bench-go: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run test test-short bench bench-e2e bench-go fuzz lint build deploy-nats tidy clean
+.PHONY: help run test test-short bench bench-e2e bench-batch bench-go fuzz lint build deploy-nats tidy clean
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 run: ## run the whole fleet in one process: embedded NATS, built-in simulator, http://127.0.0.1:8080
 	$(GO) run ./cmd/fleet
@@ -18,10 +20,13 @@ test: ## unit, bus conformance, integration and end-to-end tests, with -race (ne
 test-short: ## the tests without the slow end-to-end suite
 	$(GO) test -race -count=1 -short ./...
 
-bench: bench-e2e bench-go ## all benchmarks
+bench: bench-e2e bench-batch bench-go ## all benchmarks
 
 bench-e2e: ## end-to-end: jobs/s through ingress → chat → search → chat → answer, p50/p99 at a fixed rate
 	$(GO) run ./cmd/fleetbench
+
+bench-batch: ## interactive latency alone and while 2,000-question batches run
+	$(GO) run ./cmd/batchbench
 
 bench-go: ## micro-benchmarks: engine normalization per kind, intent classification
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/engines/ ./pkg/intent/

@@ -71,7 +71,7 @@ func run(ctx context.Context) error {
 	}
 	cli.LogStart(log, env, file)
 
-	rdb, redisNote, closeRedis, err := redisForDev(ctx, env.RedisURL, log)
+	rdb, redisNote, closeRedis, err := redisForDev(ctx, env.RedisURL, "redis://127.0.0.1:6379/0", log)
 	if err != nil {
 		return err
 	}
@@ -113,15 +113,18 @@ Or submit it as a job and follow its events:
 `, base, model)
 }
 
-// redisForDev returns REDIS_URL's Redis, else a local one, else one it starts, else an
-// in-process stand-in.
-func redisForDev(ctx context.Context, url string, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
+// redisForDev returns REDIS_URL's Redis, else the one at local if it answers, else a
+// redis-server it starts, else an in-process stand-in.
+func redisForDev(ctx context.Context, url, local string, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
 	if url != "" {
 		rdb, err := cli.Redis(ctx, url)
-		return rdb, config.RedactURL(url), func() { rdb.Close() }, err
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return rdb, config.RedactURL(url), func() { rdb.Close() }, nil
 	}
-	if rdb := ping("redis://127.0.0.1:6379/0"); rdb != nil {
-		return rdb, "redis://127.0.0.1:6379 (found running locally)", func() { rdb.Close() }, nil
+	if rdb := ping(local); rdb != nil {
+		return rdb, local + " (found running locally)", func() { rdb.Close() }, nil
 	}
 	if path, err := exec.LookPath("redis-server"); err == nil {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
