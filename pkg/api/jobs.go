@@ -158,6 +158,13 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
+		if job.Status == state.Cancelled && s.OnFinish != nil {
+			// Cancelled before: run its (idempotent) finish hooks again, in case the
+			// first cancel could not enqueue them.
+			if err := s.OnFinish(r.Context(), job); err != nil {
+				s.Log.Warn("api: after cancelling", "job", job.ID, "err", err)
+			}
+		}
 		writeError(w, http.StatusConflict, "invalid_request_error", "job_finished", "", fmt.Sprintf("The job has already ended (%s).", job.Status))
 		return
 	}
@@ -167,7 +174,11 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	}
 	job, _ = s.Store.GetJob(r.Context(), job.ID)
 	if s.OnFinish != nil && job != nil {
-		s.OnFinish(r.Context(), job)
+		if err := s.OnFinish(r.Context(), job); err != nil {
+			// The cancel stands; cancelling again retries the hooks, and the batch
+			// sweep repairs an uncounted batch line.
+			s.Log.Warn("api: after cancelling", "job", job.ID, "err", err)
+		}
 	}
 	writeJSON(w, http.StatusOK, viewOf(job))
 }

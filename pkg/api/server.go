@@ -54,7 +54,7 @@ type Server struct {
 	Batches *batch.Service
 	// OnFinish runs after ingress ends a job itself (a cancel), like the chat
 	// worker's hook: webhooks, batch counters.
-	OnFinish func(ctx context.Context, job *state.Job)
+	OnFinish func(ctx context.Context, job *state.Job) error
 }
 
 // Handler returns the API's routes.

@@ -344,20 +344,21 @@ func (s *Service) reconcile(ctx context.Context, b *record) error {
 // when it was the batch's last, asks the expander to finalize the batch. Jobs of no
 // batch are ignored. Errors are logged: the job itself has ended, and a batch whose
 // count was lost is repaired when it is next looked at.
-func (s *Service) JobFinished(ctx context.Context, job *state.Job) {
+func (s *Service) JobFinished(ctx context.Context, job *state.Job) error {
 	if job == nil || job.Batch == "" || !job.Status.Terminal() {
-		return
+		return nil
 	}
 	resolved, err := s.record(ctx, job)
 	if err != nil {
-		s.Log.Warn("batch: counting a finished job", "job", job.ID, "err", err)
-		return
+		return fmt.Errorf("batch %s: counting job %s: %w", job.Batch, job.ID, err)
 	}
 	if resolved {
+		// A lost finalization is repaired by the sweep; counting is what must not be lost.
 		if err := s.kick(ctx, job.Batch, job.Tenant, "finalize"); err != nil {
 			s.Log.Warn("batch: queueing finalization", "batch", job.Batch, "err", err)
 		}
 	}
+	return nil
 }
 
 // record counts a finished job of a batch; it reports whether that resolved the batch.

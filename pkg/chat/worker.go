@@ -64,8 +64,9 @@ type Worker struct {
 	// web_search chain sticky for the client's next request.
 	StickyTTL time.Duration
 	// OnFinish, if set, runs after a job reaches a terminal status (webhooks, batch
-	// counters). It must be idempotent: a redelivered final step may call it again.
-	OnFinish func(ctx context.Context, job *state.Job)
+	// counters). It must be idempotent: a redelivered final step calls it again, and
+	// an error makes the step be redelivered for exactly that.
+	OnFinish func(ctx context.Context, job *state.Job) error
 	// DeadLetters handle dead letters of kinds the chat worker does not own (webhook
 	// deliveries, batch expansions), by message kind.
 	DeadLetters map[string]func(ctx context.Context, dl bus.DeadLetter) error
@@ -404,7 +405,9 @@ func (w *Worker) complete(ctx context.Context, v *view, h int, t *turn) error {
 		}
 	}
 	// Hooks and counters first: whoever waits on the terminal event sees them done.
-	w.finished(ctx, v.job.ID, state.Completed, ok)
+	if err := w.finished(ctx, v.job.ID, state.Completed, ok); err != nil {
+		return err
+	}
 	return w.Bus.Publish(ctx, bus.SubjectEvents(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventCompleted, At: time.Now().UTC(), Hop: h})
 }
 
@@ -421,7 +424,9 @@ func (w *Worker) fail(ctx context.Context, job *state.Job, je *state.JobError) e
 	if ok {
 		w.Log.Info("chat: job failed", "job", job.ID, "type", je.Type, "err", je.Message)
 	}
-	w.finished(ctx, job.ID, state.Failed, ok)
+	if err := w.finished(ctx, job.ID, state.Failed, ok); err != nil {
+		return err
+	}
 	return w.Bus.Publish(ctx, bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventFailed, At: time.Now().UTC(), Error: je.Message})
 }
 
@@ -435,23 +440,24 @@ func (w *Worker) statusIs(ctx context.Context, jobID string, st state.Status) bo
 // finished runs the finish hooks of a job that ended with st. They run again when the
 // ending is replayed (first is false): a crash after the ending but before the hooks
 // must not lose a webhook or a batch count, and the hooks are idempotent.
-func (w *Worker) finished(ctx context.Context, jobID string, st state.Status, first bool) {
+func (w *Worker) finished(ctx context.Context, jobID string, st state.Status, first bool) error {
 	if first && w.Metrics != nil {
 		w.Metrics.Jobs.WithLabelValues(string(st)).Inc()
 	}
 	if w.OnFinish == nil && (!first || w.Metrics == nil) {
-		return
+		return nil
 	}
 	job, err := w.Store.GetJob(ctx, jobID)
 	if err != nil {
-		return
+		return err
 	}
 	if first && w.Metrics != nil && !job.Finished.IsZero() {
 		w.Metrics.JobSeconds.Observe(job.Finished.Sub(job.Created).Seconds())
 	}
 	if w.OnFinish != nil {
-		w.OnFinish(ctx, job)
+		return w.OnFinish(ctx, job)
 	}
+	return nil
 }
 
 // FailJob ends a job from outside a step (the reaper, dead letters).

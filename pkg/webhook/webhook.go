@@ -202,39 +202,40 @@ func MessageID(id, event string) string { return "msg_" + id + "_" + event }
 // "job.<status>" event carrying the job as GET /v1/jobs/{id} shows it. A job whose
 // webhook was already settled is left alone; a status the callback did not ask for
 // clears the job's webhook status. Errors are logged: the job itself has ended.
-func (s *Service) JobFinished(ctx context.Context, job *state.Job) {
+func (s *Service) JobFinished(ctx context.Context, job *state.Job) error {
 	if job == nil || len(job.Callback) == 0 || !job.Status.Terminal() {
-		return
+		return nil
 	}
 	switch job.WebhookStatus {
 	case StatusDelivered, StatusFailed, StatusDisabled:
-		return
+		return nil
 	}
 	log := s.log().With("job", job.ID)
 	cb, err := DecodeCallback(job.Callback)
 	if err != nil {
 		log.Error("webhook: job callback unreadable", "err", err)
-		return
+		return nil // no retry can fix it
 	}
 	event := string(job.Status)
 	if !cb.Wants(event) {
 		if _, _, err := s.setJobStatus(ctx, job.ID, "", StatusPending); err != nil {
-			log.Warn("webhook: clearing status", "err", err)
+			return fmt.Errorf("webhook: clearing status: %w", err)
 		}
-		return
+		return nil
 	}
 	d, err := jobDelivery(job, cb.URL, event)
 	if err != nil {
 		log.Error("webhook: building delivery", "err", err)
-		return
+		return nil
 	}
 	// Pending before the publish: a fast delivery must not be overwritten by it.
 	if _, _, err := s.setJobStatus(ctx, job.ID, StatusPending, "", StatusPending); err != nil {
-		log.Warn("webhook: marking pending", "err", err)
+		return fmt.Errorf("webhook: marking pending: %w", err)
 	}
 	if err := s.Enqueue(ctx, d); err != nil {
-		log.Error("webhook: enqueueing", "webhook_id", d.ID, "err", err)
+		return fmt.Errorf("webhook: enqueueing %s: %w", d.ID, err)
 	}
+	return nil
 }
 
 // jobDelivery is the delivery of a finished job's event.
