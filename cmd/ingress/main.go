@@ -1,4 +1,4 @@
-// Command ingress runs true:the HTTP API of searchfleet. Configuration: the environment (see the
+// Command ingress runs the HTTP API of searchfleet. Configuration: the environment (see the
 // README's table) and the file FLEET_CONFIG names.
 package main
 
@@ -9,17 +9,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 )
 
-func main() { cli.Main(run) }
-
-func run(ctx context.Context) error {
-	env, file, log, err := cli.Load("ingress")
-	if err != nil {
-		return err
-	}
-	rdb, err := cli.Redis(ctx, env.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	return fleet.Run(ctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true}, Redis: rdb, Log: log})
+func main() {
+	cli.Main(func(ctx context.Context) error {
+		return cli.RunRoles(ctx, "ingress", fleet.Roles{Ingress: true}, nil)
+	})
 }

@@ -10,25 +10,18 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/cli"
+	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 )
 
-func main() { cli.Main(run) }
-
-func run(ctx context.Context) error {
-	enginesFlag := flag.String("engines", "", "comma-separated engine ids to serve (default: FLEET_ENGINES, else all configured)")
+func main() {
+	engines := flag.String("engines", "", "comma-separated engine ids to serve (default: FLEET_ENGINES, else all configured)")
 	flag.Parse()
-	env, file, log, err := cli.Load("searchworker")
-	if err != nil {
-		return err
-	}
-	if *enginesFlag != "" {
-		env.Engines = strings.Split(*enginesFlag, ",")
-	}
-	rdb, err := cli.Redis(ctx, env.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	return fleet.Run(ctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Search: true}, Redis: rdb, Log: log})
+	cli.Main(func(ctx context.Context) error {
+		return cli.RunRoles(ctx, "searchworker", fleet.Roles{Search: true}, func(e *config.Env) {
+			if *engines != "" {
+				e.Engines = strings.Split(*engines, ",")
+			}
+		})
+	})
 }

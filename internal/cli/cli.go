@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/fleet"
 )
 
 // Main runs run with a context cancelled on SIGINT/SIGTERM and exits 1 on error.
@@ -81,4 +82,22 @@ func Redis(ctx context.Context, url string) (redis.UniversalClient, error) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// RunRoles is the whole of a role binary: load the configuration, connect to Redis,
+// run the roles until ctx ends. adjust, if set, may change the settings first (flags).
+func RunRoles(ctx context.Context, process string, roles fleet.Roles, adjust func(*config.Env)) error {
+	env, file, log, err := Load(process)
+	if err != nil {
+		return err
+	}
+	if adjust != nil {
+		adjust(&env)
+	}
+	rdb, err := Redis(ctx, env.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	return fleet.Run(ctx, fleet.Options{Env: env, File: file, Roles: roles, Redis: rdb, Log: log})
 }
