@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/searchfleet/searchfleet/internal/httpx"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/internal/httpx"
 
 	"github.com/nats-io/nats.go"
 
@@ -75,7 +76,7 @@ func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest
 
 func (s *Server) newChatJob(r *http.Request, body []byte, req *llm.ChatRequest) *state.Job {
 	now := time.Now().UTC()
-	return &state.Job{ID: newID("job_"), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
+	return &state.Job{ID: state.NewID("job_"), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
 }
 
 // submit records a job and publishes it: the queued event first, then the job. It has

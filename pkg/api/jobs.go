@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/searchfleet/searchfleet/internal/httpx"
 	"net/http"
 	"time"
+
+	"github.com/searchfleet/searchfleet/internal/httpx"
 
 	"github.com/nats-io/nats.go/jetstream"
 

@@ -40,7 +40,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now().UTC()
-	job := &state.Job{ID: newID("srch_"), Tenant: tenantOf(r), Kind: "search", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
+	job := &state.Job{ID: state.NewID("srch_"), Tenant: tenantOf(r), Kind: "search", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
 	waiter, err := s.watch(job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable.")

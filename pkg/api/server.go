@@ -6,9 +6,7 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
@@ -226,15 +224,6 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
-}
-
-var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// newID returns a random id with a prefix; ids are NATS subject tokens.
-func newID(prefix string) string {
-	var b [15]byte
-	rand.Read(b[:])
-	return prefix + idEncoding.EncodeToString(b[:])
 }
 
 // validJobID reports whether id could be one of ours (and is a safe subject token).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/httpx"
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // Batch creation limits.
@@ -119,7 +120,7 @@ func (s *Service) newRecord(r *http.Request, p *createParams) (b *record, msg, p
 		return nil, msg, "metadata"
 	}
 	now := time.Now().UTC()
-	return &record{ID: newID("batch_"), Tenant: httpx.Tenant(r), Status: statusValidating, Endpoint: chatEndpoint,
+	return &record{ID: state.NewID("batch_"), Tenant: httpx.Tenant(r), Status: statusValidating, Endpoint: chatEndpoint,
 		Window: p.CompletionWindow, Metadata: p.Metadata, Created: now, Expires: now.Add(window)}, "", ""
 }
 
@@ -218,7 +219,7 @@ func (s *Service) inputFromQueries(w http.ResponseWriter, r *http.Request, b *re
 		httpx.WriteJSON(w, http.StatusBadRequest, v.asInputError("queries"))
 		return nil, false
 	}
-	f := &fileRecord{ID: newID("file-"), Tenant: b.Tenant, Filename: b.ID + "_queries.jsonl", Purpose: purposeBatch, Created: b.Created}
+	f := &fileRecord{ID: state.NewID("file-"), Tenant: b.Tenant, Filename: b.ID + "_queries.jsonl", Purpose: purposeBatch, Created: b.Created}
 	if err := s.saveFile(r.Context(), f, &buf); err != nil {
 		s.Log.Error("batch: storing queries", "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not store the queries; try again.")
@@ -307,7 +308,7 @@ func (s *Service) failBatch(ctx context.Context, id string, e lineError) {
 // whether it did.
 func (s *Service) finish(ctx context.Context, id, status string, fields ...any) (bool, error) {
 	now := time.Now()
-	argv := append([]any{status, status + "_at", ms(now), s.Store.Retention.Milliseconds()}, fields...)
+	argv := append([]any{status, status + "_at", state.Millis(now), s.Store.Retention.Milliseconds()}, fields...)
 	n, err := finishBatch.Run(ctx, s.Store.R, []string{s.Store.K.Batch(id), s.Store.K.BatchDone(id), s.Store.K.BatchIDs(id)}, argv...).Int()
 	if err != nil {
 		return false, fmt.Errorf("batch: finishing %s: %w", id, err)
@@ -354,7 +355,7 @@ func (s *Service) cancelBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	st, err := requestCancel.Run(ctx, s.Store.R, []string{s.Store.K.Batch(b.ID)}, ms(time.Now())).Text()
+	st, err := requestCancel.Run(ctx, s.Store.R, []string{s.Store.K.Batch(b.ID)}, state.Millis(time.Now())).Text()
 	if err != nil {
 		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
 		return

@@ -53,7 +53,7 @@ func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExp
 	if terminal(b.Status) {
 		return s.notify(ctx, b)
 	}
-	release, left, err := s.Store.Hold(ctx, s.Store.K.BatchLease(id), newID("drv_"), leaseTTL)
+	release, left, err := s.Store.Hold(ctx, s.Store.K.BatchLease(id), state.NewID("drv_"), leaseTTL)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (s *Service) advance(ctx context.Context, id string, cursor int, done bool)
 	if done {
 		d = "1"
 	}
-	n, err := advanceCursor.Run(ctx, s.Store.R, []string{s.Store.K.Batch(id)}, cursor, d, ms(time.Now())).Int()
+	n, err := advanceCursor.Run(ctx, s.Store.R, []string{s.Store.K.Batch(id)}, cursor, d, state.Millis(time.Now())).Int()
 	if err != nil {
 		return false, fmt.Errorf("batch %s: moving the cursor: %w", id, err)
 	}
@@ -387,7 +387,7 @@ func outcomeOf(job *state.Job) string {
 
 // count records line i's outcome once; it reports whether that resolved the batch.
 func (s *Service) count(ctx context.Context, batchID string, i int, outcome string) (bool, error) {
-	v, err := countLine.Run(ctx, s.Store.R, []string{s.Store.K.Batch(batchID), s.Store.K.BatchDone(batchID)}, i, outcome, ms(time.Now())).Int64Slice()
+	v, err := countLine.Run(ctx, s.Store.R, []string{s.Store.K.Batch(batchID), s.Store.K.BatchDone(batchID)}, i, outcome, state.Millis(time.Now())).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("batch %s: counting line %d: %w", batchID, i, err)
 	}

@@ -2,8 +2,6 @@ package batch
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/httpx"
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // DefaultMaxFileBytes bounds an uploaded file unless Service.MaxFileBytes says
@@ -59,16 +58,6 @@ type fileView struct {
 
 func (f *fileRecord) view() fileView {
 	return fileView{ID: f.ID, Object: "file", Bytes: f.Bytes, CreatedAt: f.Created.Unix(), Filename: f.Filename, Purpose: f.Purpose, Status: "processed"}
-}
-
-var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// newID returns a random id with a prefix: lowercase letters and digits only, so a
-// batch id and the job ids derived from it are safe NATS subject tokens.
-func newID(prefix string) string {
-	var b [15]byte
-	rand.Read(b[:])
-	return prefix + idEncoding.EncodeToString(b[:])
 }
 
 // objects returns the file object store, creating it (file storage, the JOBS stream's
@@ -120,7 +109,7 @@ func (s *Service) saveFile(ctx context.Context, f *fileRecord, r io.Reader) erro
 	f.Bytes = int64(info.Size)
 	_, err = s.Store.R.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, s.Store.K.File(f.ID), "id", f.ID, "tenant", f.Tenant, "filename", f.Filename, "purpose", f.Purpose,
-			"bytes", f.Bytes, "created", ms(f.Created))
+			"bytes", f.Bytes, "created", state.Millis(f.Created))
 		p.ZAdd(ctx, s.Store.K.TenantFiles(f.Tenant), redis.Z{Score: float64(f.Created.UnixMilli()), Member: f.ID})
 		return nil
 	})
@@ -143,7 +132,7 @@ func (s *Service) fileByID(ctx context.Context, id string) (*fileRecord, error) 
 		return nil, errNoFile
 	}
 	n, _ := strconv.ParseInt(m["bytes"], 10, 64)
-	return &fileRecord{ID: m["id"], Tenant: m["tenant"], Filename: m["filename"], Purpose: m["purpose"], Bytes: n, Created: fromMS(m["created"])}, nil
+	return &fileRecord{ID: m["id"], Tenant: m["tenant"], Filename: m["filename"], Purpose: m["purpose"], Bytes: n, Created: state.FromMillis(m["created"])}, nil
 }
 
 // openFile opens a stored file's bytes.
@@ -202,7 +191,7 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusInternalServerError, "server_error", "", "", "Could not read back the upload.")
 		return
 	}
-	f := &fileRecord{ID: newID("file-"), Tenant: httpx.Tenant(r), Filename: up.filename, Purpose: purposeBatch, Created: time.Now().UTC()}
+	f := &fileRecord{ID: state.NewID("file-"), Tenant: httpx.Tenant(r), Filename: up.filename, Purpose: purposeBatch, Created: time.Now().UTC()}
 	if err := s.saveFile(r.Context(), f, tmp); err != nil {
 		s.Log.Error("batch: storing an upload", "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not store the file; try again.")

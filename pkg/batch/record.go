@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // The batch statuses of the OpenAI Batch API. A batch moves validating → in_progress →
@@ -86,7 +87,7 @@ func (r *record) fields() []any {
 	meta, _ := json.Marshal(r.Metadata)
 	f := []any{"id", r.ID, "tenant", r.Tenant, "status", r.Status, "endpoint", r.Endpoint,
 		"input_file_id", r.InputFileID, "window", r.Window, "model", r.Model, "metadata", meta,
-		"created", ms(r.Created), "expires", ms(r.Expires), "progress_at", ms(r.Created),
+		"created", state.Millis(r.Created), "expires", state.Millis(r.Expires), "progress_at", state.Millis(r.Created),
 		"total", r.Total, "completed", 0, "failed", 0, "ended", 0, "expanded", 0, "expand_done", 0}
 	if len(r.Callback) > 0 {
 		f = append(f, "callback", []byte(r.Callback))
@@ -100,10 +101,10 @@ func recordFromHash(m map[string]string) *record {
 	r := &record{
 		ID: m["id"], Tenant: m["tenant"], Status: m["status"], Endpoint: m["endpoint"], InputFileID: m["input_file_id"],
 		Window: m["window"], Model: m["model"],
-		Created: fromMS(m["created"]), Expires: fromMS(m["expires"]), InProgressAt: fromMS(m["in_progress_at"]),
-		FinalizingAt: fromMS(m["finalizing_at"]), CompletedAt: fromMS(m["completed_at"]), FailedAt: fromMS(m["failed_at"]),
-		ExpiredAt: fromMS(m["expired_at"]), CancellingAt: fromMS(m["cancelling_at"]), CancelledAt: fromMS(m["cancelled_at"]),
-		ProgressAt: fromMS(m["progress_at"]),
+		Created: state.FromMillis(m["created"]), Expires: state.FromMillis(m["expires"]), InProgressAt: state.FromMillis(m["in_progress_at"]),
+		FinalizingAt: state.FromMillis(m["finalizing_at"]), CompletedAt: state.FromMillis(m["completed_at"]), FailedAt: state.FromMillis(m["failed_at"]),
+		ExpiredAt: state.FromMillis(m["expired_at"]), CancellingAt: state.FromMillis(m["cancelling_at"]), CancelledAt: state.FromMillis(m["cancelled_at"]),
+		ProgressAt: state.FromMillis(m["progress_at"]),
 		Total:      num("total"), Completed: num("completed"), Failed: num("failed"), Ended: num("ended"),
 		Expanded: num("expanded"), ExpandDone: m["expand_done"] == "1",
 		OutputFileID: m["output_file_id"], ErrorFileID: m["error_file_id"], Webhook: m["webhook"],
@@ -135,21 +136,6 @@ func lineOf(batchID, jobID string) (int, bool) {
 	}
 	n, err := strconv.Atoi(jobID[len(batchID)+1:])
 	return n, err == nil && n >= 0
-}
-
-func ms(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return strconv.FormatInt(t.UnixMilli(), 10)
-}
-
-func fromMS(s string) time.Time {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(n).UTC()
 }
 
 // errNoBatch means there is no such batch (or it expired from Redis).

@@ -152,7 +152,7 @@ func (h *harness) lastMsg(stream, subject string) ([]byte, string) {
 
 func (h *harness) expire(id string) {
 	h.t.Helper()
-	h.s.Store.R.HSet(h.t.Context(), h.s.Store.K.Batch(id), "expires", ms(time.Now().Add(-time.Second)))
+	h.s.Store.R.HSet(h.t.Context(), h.s.Store.K.Batch(id), "expires", state.Millis(time.Now().Add(-time.Second)))
 }
 
 // Each line is counted once however often its job's end is reported; the last one
@@ -292,7 +292,7 @@ func TestStalledBatchRepaired(t *testing.T) {
 	if _, err := h.s.Store.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	h.s.Store.R.HSet(t.Context(), h.s.Store.K.Batch(id), "progress_at", ms(time.Now().Add(-time.Minute)))
+	h.s.Store.R.HSet(t.Context(), h.s.Store.K.Batch(id), "progress_at", state.Millis(time.Now().Add(-time.Minute)))
 	if status, _ := h.do("GET", "/v1/batches/"+id, nil); status != 200 {
 		t.Fatal(status)
 	}

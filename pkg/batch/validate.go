@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/httpx"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -259,16 +260,8 @@ func shortJSONError(err error) string {
 // inputError is a 400 answer listing the input's problems: the OpenAI error object,
 // plus the line errors in the shape of the batch object's errors field.
 type inputError struct {
-	Error  errorBody `json:"error"`
-	Errors errorList `json:"errors"`
-}
-
-// errorBody is the OpenAI error body.
-type errorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
+	Error  httpx.ErrorBody `json:"error"`
+	Errors errorList       `json:"errors"`
 }
 
 // errorList is the batch object's errors field.
@@ -297,7 +290,7 @@ func (v *validation) asInputError(param string) inputError {
 		code = v.Errors[0].Code
 	}
 	return inputError{
-		Error:  errorBody{Message: msg, Type: "invalid_request_error", Param: &param, Code: &code},
+		Error:  httpx.ErrorBody{Message: msg, Type: "invalid_request_error", Param: &param, Code: &code},
 		Errors: errorList{Object: "list", Data: v.Errors},
 	}
 }

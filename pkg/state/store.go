@@ -6,6 +6,8 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,22 +95,33 @@ var ErrNotFound = errors.New("state: not found")
 // ErrExists means a job with that id exists already.
 var ErrExists = errors.New("state: job exists")
 
-func ms(t time.Time) string {
+// Millis is how the fleet stores a time in a Redis hash: Unix milliseconds, "" for
+// the zero time.
+func Millis(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
-func fromMS(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
+// FromMillis reads a time stored by Millis (the zero time for "" or garbage).
+func FromMillis(s string) time.Time {
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
+	if err != nil || n == 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(n).UTC()
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewID returns a random id with a prefix ("job_…", "batch_…"): 120 random bits in
+// lower-case letters and digits, so ids (and ids derived from them) are safe NATS
+// subject tokens and Redis hash tags.
+func NewID(prefix string) string {
+	var b [15]byte
+	rand.Read(b[:])
+	return prefix + idEncoding.EncodeToString(b[:])
 }
 
 // createJob writes a job record unless the id exists. KEYS[1] job; ARGV[1] ttl ms;
@@ -133,8 +146,8 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	}
 	argv := []any{s.Retention.Milliseconds(),
 		"id", j.ID, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
-		"request", []byte(j.Request), "created", ms(j.Created), "updated", ms(j.Updated),
-		"deadline", ms(j.Deadline), "batch", j.Batch}
+		"request", []byte(j.Request), "created", Millis(j.Created), "updated", Millis(j.Updated),
+		"deadline", Millis(j.Deadline), "batch", j.Batch}
 	if len(j.Callback) > 0 {
 		argv = append(argv, "callback", []byte(j.Callback), "webhook", "pending")
 	}
@@ -175,8 +188,8 @@ func jobFromHash(m map[string]string) *Job {
 	}
 	j := &Job{
 		ID: m["id"], Tenant: m["tenant"], Kind: m["kind"], Model: m["model"], Status: Status(m["status"]),
-		Request: raw("request"), Created: fromMS(m["created"]), Updated: fromMS(m["updated"]),
-		Finished: fromMS(m["finished"]), Deadline: fromMS(m["deadline"]),
+		Request: raw("request"), Created: FromMillis(m["created"]), Updated: FromMillis(m["updated"]),
+		Finished: FromMillis(m["finished"]), Deadline: FromMillis(m["deadline"]),
 		Response: raw("response"), Usage: raw("usage"), Trace: raw("trace"), Callback: raw("callback"),
 		Batch: m["batch"], WebhookStatus: m["webhook"],
 	}
@@ -236,7 +249,7 @@ func (s *Store) Update(ctx context.Context, id string, status Status, fields ...
 
 func updateArgs(status Status, fields []any) []any {
 	argv := make([]any, 0, 2+len(fields))
-	argv = append(argv, ms(time.Now()), string(status))
+	argv = append(argv, Millis(time.Now()), string(status))
 	for i := 0; i+1 < len(fields); i += 2 {
 		v := fields[i+1]
 		switch x := v.(type) {
@@ -246,21 +259,16 @@ func updateArgs(status Status, fields []any) []any {
 			b, _ := json.Marshal(x)
 			v = b
 		case time.Time:
-			v = ms(x)
+			v = Millis(x)
 		}
 		argv = append(argv, fields[i], v)
 	}
 	return argv
 }
 
-// SetField sets fields of a job whatever its status (webhook bookkeeping after the end).
-func (s *Store) SetField(ctx context.Context, id string, fields ...any) error {
-	return s.R.HSet(ctx, s.K.Job(id), fields...).Err()
-}
-
 // Overdue returns up to n unfinished jobs whose deadline has passed.
 func (s *Store) Overdue(ctx context.Context, now time.Time, n int64) ([]string, error) {
-	return s.R.ZRangeByScore(ctx, s.K.Deadlines(), &redis.ZRangeBy{Min: "-inf", Max: ms(now), Count: n}).Result()
+	return s.R.ZRangeByScore(ctx, s.K.Deadlines(), &redis.ZRangeBy{Min: "-inf", Max: Millis(now), Count: n}).Result()
 }
 
 // ForgetDeadline drops a job from the deadline set.
@@ -305,15 +313,6 @@ func (c *Chain) Hop(h int) *Hop {
 	return hp
 }
 
-// LoadChain reads a job's chain state in one round trip.
-func (s *Store) LoadChain(ctx context.Context, id string) (*Chain, error) {
-	m, err := s.R.HGetAll(ctx, s.K.Chain(id)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("state: reading chain: %w", err)
-	}
-	return chainFromHash(m), nil
-}
-
 func chainFromHash(m map[string]string) *Chain {
 	c := &Chain{Hops: map[int]*Hop{}}
 	for k, v := range m {
@@ -348,15 +347,6 @@ func chainFromHash(m map[string]string) *Chain {
 		}
 	}
 	return c
-}
-
-// ChainLoad reads a job record and its chain state together (one round trip).
-func (s *Store) ChainLoad(ctx context.Context, id string) (*Job, *Chain, error) {
-	st, err := s.LoadStep(ctx, id, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st.Job, st.Chain, nil
 }
 
 // Claim asks for a hop's lease along with a step's reads.
@@ -491,7 +481,7 @@ return redis.call('HGET', KEYS[1], 'm:'..ARGV[1])
 // running, in the same round trip.
 func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
 	v, err := saveTurn.Run(ctx, s.R, []string{s.K.Chain(id), s.K.Job(id)}, h, turn, s.Retention.Milliseconds(),
-		flag(sticky), flag(googlePreferred), ms(time.Now())).Text()
+		flag(sticky), flag(googlePreferred), Millis(time.Now())).Text()
 	if err != nil {
 		return nil, fmt.Errorf("state: storing model turn: %w", err)
 	}
@@ -503,11 +493,6 @@ func flag(v bool) string {
 		return "1"
 	}
 	return "0"
-}
-
-// SetChainFlags sets the sticky and Google-preferred flags.
-func (s *Store) SetChainFlags(ctx context.Context, id string, sticky, googlePreferred bool) error {
-	return s.R.HSet(ctx, s.K.Chain(id), "sticky", flag(sticky), "gp", flag(googlePreferred)).Err()
 }
 
 // recordDispatch writes a hop's calls and expected count once, adds its searches to
@@ -640,18 +625,6 @@ var release = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
-
-// SearchDone returns a search worker's stored result for a call.
-func (s *Store) SearchDone(ctx context.Context, id string, h int, call string) ([]byte, bool, error) {
-	v, err := s.R.Get(ctx, s.K.SearchDone(id, h, call)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("state: reading search result: %w", err)
-	}
-	return v, true, nil
-}
 
 // SaveSearchDone stores a search worker's result for a call.
 func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte) error {

@@ -93,6 +93,9 @@ func TestRecordResultCountsOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
+	if err := s.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +115,11 @@ func TestRecordResultCountsOnce(t *testing.T) {
 	if have != 2 || want != 2 {
 		t.Fatalf("after b: %d/%d", have, want)
 	}
-	c, err := s.LoadChain(ctx, "j")
+	st, err := s.LoadStep(ctx, "j", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := st.Chain
 	hp := c.Hops[1]
 	if string(hp.Results["a"]) != `"ra"` || string(hp.Calls) != `["a","b"]` || hp.Expected != 2 || c.Searches != 2 {
 		t.Fatalf("chain = %+v hop = %+v", c, hp)
