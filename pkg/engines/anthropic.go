@@ -421,21 +421,9 @@ func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
 			res.Citation.Sources[n-1].Web.URI = ""
 		}
 	}
-	// Both domain lists: only allowed_domains was sent; apply the blocked ones here.
+	// Both domain lists: only allowed_domains was sent; the shared normalization
+	// applies the blocked ones to the results.
 	if len(q.AllowedDomains) > 0 && len(q.BlockedDomains) > 0 {
-		blocked := func(u string) bool { return domainIn(hostOf(u), q.BlockedDomains) }
-		kept := res.Hits[:0]
-		for _, h := range res.Hits {
-			if !blocked(h.URL) {
-				kept = append(kept, h)
-			}
-		}
-		res.Hits = kept
-		for i := range res.Citation.Sources {
-			if blocked(res.Citation.Sources[i].Web.URI) {
-				res.Citation.Sources[i].Web.URI = ""
-			}
-		}
 		res.warnf("Anthropic's web search takes allowed or blocked domains, not both: allowed_domains was sent and blocked_domains applied to the results afterwards")
 	}
 

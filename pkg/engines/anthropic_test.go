@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -542,12 +543,20 @@ func TestAnthropicBothDomainLists(t *testing.T) {
 		t.Errorf("warnings = %v", res.Warnings)
 	}
 
-	// One list alone is passed through with no warning.
+	// One list alone is passed through, with no "not both" warning. The recording
+	// was made without filters, so its weather.com hits stand for a provider ignoring
+	// the filter: they are dropped, and that is the only warning.
 	res, reqs = enginetest.Search(t, engines.Config{Kind: "anthropic"}, engines.Query{Query: "weather", BlockedDomains: []string{"weather.com"}},
 		enginetest.JSON("anthropic/pydantic-web-search-sf.response.json"))
 	json.Unmarshal(reqs[0].Body, &sent)
-	if !groundedAJSONEqual(sent.Tools[0]["blocked_domains"], json.RawMessage(`["weather.com"]`)) || len(res.Warnings) != 0 {
+	if !groundedAJSONEqual(sent.Tools[0]["blocked_domains"], json.RawMessage(`["weather.com"]`)) || len(res.Warnings) != 1 ||
+		!strings.Contains(res.Warnings[0], "returned 2 hit(s) outside the domain filters") {
 		t.Errorf("tool = %v, warnings %v", sent.Tools[0], res.Warnings)
+	}
+	for _, h := range res.Hits {
+		if u, _ := url.Parse(h.URL); u.Hostname() == "weather.com" || strings.HasSuffix(u.Hostname(), ".weather.com") {
+			t.Errorf("blocked hit %s", h.URL)
+		}
 	}
 }
 

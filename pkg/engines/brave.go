@@ -30,8 +30,8 @@ import (
 // Pricing: the Search plan's $5 per 1,000 requests, so $0.005 per search by default.
 //
 // This file also holds the helpers every classic search API kind shares (brave,
-// searxng, exa, serper): classicBody, cleanHTML, clipSnippet, classicDate, siteQuery
-// and keepDomains.
+// searxng, exa, serper): classicBody, cleanHTML, clipSnippet, classicDate and
+// siteQuery.
 type brave struct {
 	client
 	opts  braveOptions
@@ -202,7 +202,6 @@ func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {
 		}
 		res.Hits = append(res.Hits, h)
 	}
-	keepDomains(res, q)
 	return res, nil
 }
 
@@ -310,27 +309,6 @@ func siteQuery(q string, allowed, blocked []string) string {
 		b.WriteString(d)
 	}
 	return b.String()
-}
-
-// keepDomains drops the hits outside q's domain filters, for kinds that pass the
-// filters to the provider (so finish does not) but cannot be sure it honoured them,
-// and warns when it dropped any.
-func keepDomains(res *Result, q Query) {
-	if len(q.AllowedDomains) == 0 && len(q.BlockedDomains) == 0 {
-		return
-	}
-	kept := res.Hits[:0]
-	for _, h := range res.Hits {
-		host := hostOf(h.URL)
-		if len(q.AllowedDomains) > 0 && !domainIn(host, q.AllowedDomains) || domainIn(host, q.BlockedDomains) {
-			continue
-		}
-		kept = append(kept, h)
-	}
-	if dropped := len(res.Hits) - len(kept); dropped > 0 {
-		res.warnf("%d hit(s) outside the domain filters were returned by the engine and dropped", dropped)
-	}
-	res.Hits = kept
 }
 
 // cleanHTML turns a provider's HTML-flavoured text (Brave's <strong> highlights,

@@ -131,7 +131,6 @@ func (e *exa) parse(q Query, bodies [][]byte) (*Result, error) {
 		h.Snippet = clipSnippet(exaSnippet(r.Highlights, r.Summary, r.Text))
 		res.Hits = append(res.Hits, h)
 	}
-	keepDomains(res, q)
 	return res, nil
 }
 

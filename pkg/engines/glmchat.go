@@ -352,13 +352,11 @@ func glmDomainFilter(q Query) string {
 }
 
 // glmCheckDomains warns when only the first of several allowed domains was searched
-// and drops hits and sources outside the allowed domains (the filter is the provider's
-// and has no documented subdomain rule, so its answer is checked).
+// (the shared normalization then drops hits outside the allowed domains).
 func glmCheckDomains(res *Result, q Query) {
 	if len(q.AllowedDomains) > 1 {
 		res.warnf("Zhipu's domain filter takes one domain: only %s was searched, not %s", q.AllowedDomains[0], strings.Join(q.AllowedDomains[1:], ", "))
 	}
-	perplexityEnforceDomains(res, q.AllowedDomains, nil)
 }
 
 // glmError turns a Zhipu error envelope that arrived with HTTP 200 into an *Error:

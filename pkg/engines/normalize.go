@@ -152,15 +152,19 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 	if len(q.AllowedDomains) > 0 || len(q.BlockedDomains) > 0 {
 		before := len(res.Hits)
 		res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool { return !keep(h.URL) })
-		if !caps.AllowedDomains && len(q.AllowedDomains) > 0 || !caps.BlockedDomains && len(q.BlockedDomains) > 0 {
+		dropped := before - len(res.Hits)
+		switch {
+		case !caps.AllowedDomains && len(q.AllowedDomains) > 0 || !caps.BlockedDomains && len(q.BlockedDomains) > 0:
 			msg := "domain filters are not supported by this engine and were applied to its results afterwards"
-			if dropped := before - len(res.Hits); dropped > 0 {
+			if dropped > 0 {
 				msg += fmt.Sprintf(" (%d hit(s) dropped)", dropped)
 			}
 			if res.Summary != "" {
 				msg += "; the summary may still draw on filtered pages"
 			}
 			res.warnf("%s", msg)
+		case dropped > 0:
+			res.warnf("the engine was sent the domain filters but returned %d hit(s) outside the domain filters; they were dropped", dropped)
 		}
 	}
 

@@ -252,7 +252,6 @@ func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
 			res.warnf("OpenRouter returned no url_citation annotations: the sources are the links in the answer text")
 		}
 	}
-	perplexityEnforceDomains(res, q.AllowedDomains, q.BlockedDomains)
 	return res, nil
 }
 

@@ -211,7 +211,6 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	if len(q.AllowedDomains) > perplexityMaxDomains {
 		res.warnf("Perplexity takes at most %d domains: only the first %d allowed domains were searched", perplexityMaxDomains, perplexityMaxDomains)
 	}
-	perplexityEnforceDomains(res, q.AllowedDomains, q.BlockedDomains)
 	return res, nil
 }
 
@@ -257,36 +256,5 @@ func perplexityStripThink(s string) string {
 			return strings.TrimSpace(s[:i])
 		}
 		s = s[:i] + s[i+j+len("</think>"):]
-	}
-}
-
-// perplexityEnforceDomains checks a provider's answer against domain filters it was
-// asked to apply natively (the filters are the provider's, with limits and modes that
-// cannot always express the query): hits outside them are dropped, and sources outside
-// them lose their URL, so the shared normalization drops them and their markers. Used
-// by every kind that sends domain filters to its provider.
-func perplexityEnforceDomains(res *Result, allowed, blocked []string) {
-	if len(allowed) == 0 && len(blocked) == 0 {
-		return
-	}
-	ok := func(u string) bool {
-		c, valid := CleanURL(u)
-		if !valid {
-			return true // left for the shared URL hygiene to drop and report
-		}
-		h := hostOf(c)
-		return (len(allowed) == 0 || domainIn(h, allowed)) && !domainIn(h, blocked)
-	}
-	hits := res.Hits[:0]
-	for _, h := range res.Hits {
-		if ok(h.URL) {
-			hits = append(hits, h)
-		}
-	}
-	res.Hits = hits
-	for i := range res.Citation.Sources {
-		if !ok(res.Citation.Sources[i].Web.URI) {
-			res.Citation.Sources[i].Web.URI = ""
-		}
 	}
 }

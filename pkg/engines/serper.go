@@ -170,7 +170,6 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 	for _, r := range resp.Organic {
 		add(Hit{Title: oneLine(r.Title), URL: r.Link, Snippet: oneLine(r.Snippet), Published: classicDate(r.Date, now)})
 	}
-	keepDomains(res, q)
 	return res, nil
 }
 
