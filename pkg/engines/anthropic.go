@@ -9,7 +9,6 @@ import (
 	"html"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -401,7 +400,7 @@ func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
 		s := res.Citation.Sources[n-1].Web
 		h := Hit{Title: s.Title, URL: s.URI, Snippet: snippet[n]}
 		if n <= len(results) && results[n-1].PageAge != nil {
-			h.Published = anthropicPageAge(*results[n-1].PageAge, now)
+			h.Published = readDate(*results[n-1].PageAge, now) // "December 21, 2015" or "2 days ago"
 		}
 		return h
 	}
@@ -465,36 +464,4 @@ func (e *anthropic) inBandError(typ, msg string) *Error {
 		err.Kind = Quota
 	}
 	return err
-}
-
-var anthropicAgeRE = regexp.MustCompile(`^(\d+|an?|one) (minute|hour|day|week|month|year)s? ago$`)
-
-// anthropicPageAge reads a result's page_age: a date ("December 21, 2015") or an age
-// relative to the search ("2 days ago", "29 minutes ago"); the zero time otherwise.
-func anthropicPageAge(s string, now time.Time) time.Time {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}
-	}
-	m := anthropicAgeRE.FindStringSubmatch(strings.ToLower(s))
-	if m == nil {
-		return parseDate(s)
-	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil {
-		n = 1 // "a day ago", "an hour ago"
-	}
-	switch m[2] {
-	case "minute":
-		return now.Add(-time.Duration(n) * time.Minute)
-	case "hour":
-		return now.Add(-time.Duration(n) * time.Hour)
-	case "day":
-		return now.AddDate(0, 0, -n)
-	case "week":
-		return now.AddDate(0, 0, -7*n)
-	case "month":
-		return now.AddDate(0, -n, 0)
-	}
-	return now.AddDate(-n, 0, 0)
 }

@@ -7,7 +7,6 @@ import (
 	"html"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -30,8 +29,7 @@ import (
 // Pricing: the Search plan's $5 per 1,000 requests, so $0.005 per search by default.
 //
 // This file also holds the helpers every classic search API kind shares (brave,
-// searxng, exa, serper): classicBody, cleanHTML, clipSnippet, classicDate and
-// siteQuery.
+// searxng, exa, serper): classicBody, cleanHTML, clipSnippet and siteQuery.
 type brave struct {
 	client
 	opts  braveOptions
@@ -197,8 +195,8 @@ func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {
 			h.Snippet = cleanHTML(strings.Join(r.ExtraSnippets, " … "))
 		}
 		h.Snippet = clipSnippet(h.Snippet)
-		if h.Published = classicDate(r.PageAge, now); h.Published.IsZero() {
-			h.Published = classicDate(r.Age, now)
+		if h.Published = readDate(r.PageAge, now); h.Published.IsZero() {
+			h.Published = readDate(r.Age, now)
 		}
 		res.Hits = append(res.Hits, h)
 	}
@@ -369,91 +367,4 @@ func clipSnippet(s string) string {
 		n--
 	}
 	return strings.TrimRight(s[:n], " ") + ellipsis
-}
-
-// classicDate reads the publication dates classic search APIs give: what parseDate
-// knows, a few more absolute layouts (fractional seconds without a zone as SearXNG
-// writes them, "5 Mar 2025", "2025年3月5日") and relative ages ("2 hours ago",
-// "yesterday", "3 天前") counted back from now. The zero time when none fits. The
-// string's shape picks the layouts to try first, so the common cases cost one parse.
-func classicDate(s string, now time.Time) time.Time {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}
-	}
-	if strings.HasSuffix(s, "ago") || strings.HasSuffix(s, "前") {
-		if t := relativeDate(s, now); !t.IsZero() {
-			return t
-		}
-	}
-	var likely []string
-	switch {
-	case len(s) >= 10 && s[4] == '-':
-		likely = isoLayouts
-	case s[0] >= 'A' && s[0] <= 'Z':
-		likely = monthLayouts
-	}
-	for _, layout := range likely {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t
-		}
-	}
-	if t := parseDate(s); !t.IsZero() {
-		return t
-	}
-	for _, layout := range otherLayouts {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t
-		}
-	}
-	return relativeDate(s, now)
-}
-
-var (
-	// isoLayouts: a fraction is optional in Go layouts, so these also read whole seconds.
-	isoLayouts   = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02"}
-	monthLayouts = []string{"Jan 2, 2006", "January 2, 2006"}
-	otherLayouts = []string{"2 Jan 2006", "2 January 2006", "Jan 2 2006", "2006年1月2日", "2006/01/02", "2006-1-2"}
-)
-
-var (
-	relativeEN = regexp.MustCompile(`^(\d+|an?|one)\s*(second|sec|minute|min|hour|hr|day|week|wk|month|mo|year|yr)s?\.?\s+ago$`)
-	relativeZH = regexp.MustCompile(`^(\d+)\s*(秒|分钟|小时|天|日|周|星期|个月|月|年)\s*前$`)
-)
-
-var relativeUnit = map[string]time.Duration{
-	"second": time.Second, "sec": time.Second, "秒": time.Second,
-	"minute": time.Minute, "min": time.Minute, "分钟": time.Minute,
-	"hour": time.Hour, "hr": time.Hour, "小时": time.Hour,
-	"day": 24 * time.Hour, "天": 24 * time.Hour, "日": 24 * time.Hour,
-	"week": 7 * 24 * time.Hour, "wk": 7 * 24 * time.Hour, "周": 7 * 24 * time.Hour, "星期": 7 * 24 * time.Hour,
-	"month": 30 * 24 * time.Hour, "mo": 30 * 24 * time.Hour, "个月": 30 * 24 * time.Hour, "月": 30 * 24 * time.Hour,
-	"year": 365 * 24 * time.Hour, "yr": 365 * 24 * time.Hour, "年": 365 * 24 * time.Hour,
-}
-
-// relativeDate reads an age relative to now; the zero time when s is not one.
-func relativeDate(s string, now time.Time) time.Time {
-	s = strings.ToLower(s)
-	switch s {
-	case "just now", "now", "刚刚":
-		return now
-	case "yesterday", "昨天":
-		return now.Add(-24 * time.Hour)
-	}
-	m := relativeEN.FindStringSubmatch(s)
-	if m == nil {
-		m = relativeZH.FindStringSubmatch(s)
-	}
-	if m == nil {
-		return time.Time{}
-	}
-	n, unit := 1, relativeUnit[m[2]]
-	if m[1] != "a" && m[1] != "an" && m[1] != "one" {
-		v, err := strconv.Atoi(m[1])
-		if err != nil || v < 0 || unit <= 0 || int64(v) > int64(200*365*24*time.Hour/unit) {
-			return time.Time{} // not a number, or further back than a Duration reaches
-		}
-		n = v
-	}
-	return now.Add(-time.Duration(n) * unit)
 }

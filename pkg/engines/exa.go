@@ -127,7 +127,7 @@ func (e *exa) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	now := time.Now()
 	for _, r := range resp.Results {
-		h := Hit{Title: oneLine(r.Title), URL: r.URL, Published: classicDate(r.PublishedDate, now)}
+		h := Hit{Title: oneLine(r.Title), URL: r.URL, Published: readDate(r.PublishedDate, now)}
 		h.Snippet = clipSnippet(exaSnippet(r.Highlights, r.Summary, r.Text))
 		res.Hits = append(res.Hits, h)
 	}

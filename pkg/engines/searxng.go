@@ -176,7 +176,7 @@ func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
 	for _, r := range resp.Results {
 		h := Hit{Title: cleanHTML(r.Title), URL: r.URL, Snippet: clipSnippet(cleanHTML(r.Content))}
 		if r.PublishedDate != nil {
-			h.Published = classicDate(*r.PublishedDate, now)
+			h.Published = readDate(*r.PublishedDate, now)
 		}
 		res.Hits = append(res.Hits, h)
 	}

@@ -155,7 +155,7 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 			Title:     oneLine(ab.Title),
 			URL:       ab.Link,
 			Snippet:   joinNonEmpty(" — ", oneLine(ab.Answer), oneLine(ab.Snippet)),
-			Published: classicDate(ab.Date, now),
+			Published: readDate(ab.Date, now),
 		})
 	}
 	if kg := resp.KnowledgeGraph; kg != nil {
@@ -168,7 +168,7 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 		}
 	}
 	for _, r := range resp.Organic {
-		add(Hit{Title: oneLine(r.Title), URL: r.Link, Snippet: oneLine(r.Snippet), Published: classicDate(r.Date, now)})
+		add(Hit{Title: oneLine(r.Title), URL: r.Link, Snippet: oneLine(r.Snippet), Published: readDate(r.Date, now)})
 	}
 	return res, nil
 }

@@ -3,7 +3,6 @@ package engines
 import (
 	"context"
 	"net/http"
-	"time"
 )
 
 // Tavily is the Tavily search API (POST /search, bearer key).
@@ -108,16 +107,6 @@ func (e *tavily) parse(_ Query, bodies [][]byte) (*Result, error) {
 		res.Hits = append(res.Hits, h)
 	}
 	return res, nil
-}
-
-// parseDate reads the date formats search APIs use; the zero time when none fits.
-func parseDate(s string) time.Time {
-	for _, layout := range []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02", time.RFC1123, time.RFC1123Z, "Mon, 2 Jan 2006 15:04:05 MST", "January 2, 2006", "Jan 2, 2006"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t
-		}
-	}
-	return time.Time{}
 }
 
 // countryName maps the ISO codes Tavily's country parameter knows by name; others are
