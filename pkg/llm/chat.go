@@ -21,6 +21,8 @@ type ChatRequest struct {
 	Stream   bool
 	// Extra holds the other top-level fields (temperature, max_tokens, tool_choice…).
 	Extra map[string]json.RawMessage
+
+	toolNames []string // the function names of Tools, read once at decoding
 }
 
 // Message is the part of a chat message the fleet reads.
@@ -133,6 +135,7 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
 			return nil, badParam(fmt.Sprintf("tools[%d]", i), "tools[%d] must be {\"type\":\"function\",\"function\":{\"name\":…}}", i)
 		}
+		r.toolNames = append(r.toolNames, t.Function.Name)
 	}
 	return r, nil
 }
@@ -166,12 +169,15 @@ func DecodeChatRequest(body []byte) (*ChatRequest, error) {
 			return nil, badParam(k, "stored request field %q is unreadable", k)
 		}
 	}
+	r.readToolNames()
 	return r, nil
 }
 
 // ToolNames returns the names of the client's function tools.
-func (r *ChatRequest) ToolNames() []string {
-	var out []string
+func (r *ChatRequest) ToolNames() []string { return r.toolNames }
+
+// readToolNames reads the function names of a stored request's tools.
+func (r *ChatRequest) readToolNames() {
 	for _, raw := range r.Tools {
 		var t struct {
 			Function struct {
@@ -179,10 +185,9 @@ func (r *ChatRequest) ToolNames() []string {
 			} `json:"function"`
 		}
 		if json.Unmarshal(raw, &t) == nil {
-			out = append(out, t.Function.Name)
+			r.toolNames = append(r.toolNames, t.Function.Name)
 		}
 	}
-	return out
 }
 
 // Body builds the upstream request: the client's parameters with the upstream model,
