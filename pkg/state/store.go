@@ -519,7 +519,7 @@ func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, e
 }
 
 // scripts are loaded at start and re-loaded if Redis forgets them (a restart).
-var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, lease, release, gcra}
+var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, lease, release, gcra, setWebhookStatus}
 
 // pipelined runs fn's commands in one round trip. Scripts in it are called by SHA;
 // if Redis does not know one (it restarted), they are loaded and the pipeline is run
@@ -682,6 +682,41 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	left, _ := lc.Int64()
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
 	return st, nil
+}
+
+// setWebhookStatus moves a job's webhook status (hash field "webhook") to ARGV[1] if
+// its current status is one of ARGV[2..] (any, when none are given). KEYS[1] job.
+// Returns {status now, 1 if changed}; {"", 0} when the job record is gone (an expired
+// record is never recreated without its TTL).
+var setWebhookStatus = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {'', 0} end
+local cur = redis.call('HGET', KEYS[1], 'webhook') or ''
+if cur == ARGV[1] then return {cur, 0} end
+if #ARGV > 1 then
+  local ok = false
+  for i = 2, #ARGV do if cur == ARGV[i] then ok = true end end
+  if not ok then return {cur, 0} end
+end
+redis.call('HSET', KEYS[1], 'webhook', ARGV[1])
+return {ARGV[1], 1}
+`)
+
+// SetWebhookStatus moves a job's webhook status to "to" if it is now one of from (any
+// status when from is empty), atomically. It returns the status after the call and
+// whether it changed; "" when the job record has expired.
+func (s *Store) SetWebhookStatus(ctx context.Context, jobID, to string, from ...string) (string, bool, error) {
+	argv := make([]any, 0, 1+len(from))
+	argv = append(argv, to)
+	for _, f := range from {
+		argv = append(argv, f)
+	}
+	v, err := setWebhookStatus.Run(ctx, s.R, []string{s.K.Job(jobID)}, argv...).Slice()
+	if err != nil || len(v) != 2 {
+		return "", false, fmt.Errorf("state: setting webhook status: %v", err)
+	}
+	now, _ := v[0].(string)
+	changed, _ := v[1].(int64)
+	return now, changed == 1, nil
 }
 
 // ClaimIdempotency binds a tenant's Idempotency-Key to a job for ttl, with a hash of

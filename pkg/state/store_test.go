@@ -239,3 +239,32 @@ func TestRecordAndLoadClaimsNextHop(t *testing.T) {
 		t.Fatalf("status %s after the first turn", st)
 	}
 }
+
+// A webhook status moves only from the statuses allowed, never on an expired job, and
+// a delivered status is not overwritten by a later failure.
+func TestSetWebhookStatus(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	if now, changed, _ := s.SetWebhookStatus(ctx, "gone", "pending"); now != "" || changed {
+		t.Fatalf("expired job: %q %v", now, changed)
+	}
+	if n, _ := s.R.Exists(ctx, s.K.Job("gone")).Result(); n != 0 {
+		t.Fatal("an expired job record was recreated")
+	}
+	if err := s.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if now, changed, _ := s.SetWebhookStatus(ctx, "j", "pending", "", "pending"); now != "pending" || !changed {
+		t.Fatalf("to pending: %q %v", now, changed)
+	}
+	if now, changed, _ := s.SetWebhookStatus(ctx, "j", "delivered", "pending"); now != "delivered" || !changed {
+		t.Fatalf("to delivered: %q %v", now, changed)
+	}
+	if now, changed, _ := s.SetWebhookStatus(ctx, "j", "failed", "pending"); now != "delivered" || changed {
+		t.Fatalf("failed overwrote delivered: %q %v", now, changed)
+	}
+	if j, _ := s.GetJob(ctx, "j"); j.WebhookStatus != "delivered" {
+		t.Fatalf("record says %q", j.WebhookStatus)
+	}
+}

@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"slices"
 	"sync"
 	"time"
 
@@ -218,7 +217,7 @@ func (s *Service) JobFinished(ctx context.Context, job *state.Job) error {
 	}
 	event := string(job.Status)
 	if !cb.Wants(event) {
-		if _, _, err := s.setJobStatus(ctx, job.ID, "", StatusPending); err != nil {
+		if _, _, err := s.Store.SetWebhookStatus(ctx, job.ID, "", StatusPending); err != nil {
 			return fmt.Errorf("webhook: clearing status: %w", err)
 		}
 		return nil
@@ -229,7 +228,7 @@ func (s *Service) JobFinished(ctx context.Context, job *state.Job) error {
 		return nil
 	}
 	// Pending before the publish: a fast delivery must not be overwritten by it.
-	if _, _, err := s.setJobStatus(ctx, job.ID, StatusPending, "", StatusPending); err != nil {
+	if _, _, err := s.Store.SetWebhookStatus(ctx, job.ID, StatusPending, "", StatusPending); err != nil {
 		return fmt.Errorf("webhook: marking pending: %w", err)
 	}
 	if err := s.Enqueue(ctx, d); err != nil {
@@ -414,7 +413,7 @@ func (s *Service) settle(ctx context.Context, m bus.WebhookDelivery, status, rea
 	if status == StatusDelivered {
 		from = append(from, StatusFailed)
 	}
-	now, changed, err := s.setJobStatus(ctx, m.JobID, status, from...)
+	now, changed, err := s.Store.SetWebhookStatus(ctx, m.JobID, status, from...)
 	if err != nil {
 		return fmt.Errorf("webhook %s: recording %s: %w", m.ID, status, err)
 	}
@@ -435,44 +434,4 @@ func (s *Service) settle(ctx context.Context, m bus.WebhookDelivery, status, rea
 		s.log().Warn("webhook: publishing event", "job", m.JobID, "event", ev.Type, "err", err)
 	}
 	return nil
-}
-
-// setJobStatus sets a job's webhook status to `to` if its current one is among from
-// (any, if from is empty) and the job still exists, atomically. It returns the status
-// after the call and whether it changed it.
-// TODO(state): this belongs in state.Store as a Lua script (SetWebhookStatus).
-func (s *Service) setJobStatus(ctx context.Context, jobID, to string, from ...string) (string, bool, error) {
-	key := s.Store.K.Job(jobID)
-	var now string
-	var changed bool
-	txf := func(tx *redis.Tx) error {
-		changed = false
-		vals, err := tx.HMGet(ctx, key, "id", "webhook").Result()
-		if err != nil {
-			return err
-		}
-		if vals[0] == nil {
-			now = "" // the job expired: do not recreate its hash without a TTL
-			return nil
-		}
-		now, _ = vals[1].(string)
-		if now == to || len(from) > 0 && !slices.Contains(from, now) {
-			return nil
-		}
-		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, key, "webhook", to)
-			return nil
-		})
-		if err == nil {
-			now, changed = to, true
-		}
-		return err
-	}
-	for range 10 {
-		err := s.Store.R.Watch(ctx, txf, key)
-		if !errors.Is(err, redis.TxFailedErr) {
-			return now, changed, err
-		}
-	}
-	return now, false, fmt.Errorf("job %s: webhook status contended", jobID)
 }
