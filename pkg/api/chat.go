@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -79,26 +80,22 @@ func (s *Server) newChatJob(r *http.Request, body []byte, req *llm.ChatRequest) 
 	return &state.Job{ID: state.NewID("job_"), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
 }
 
-// submit records a job and publishes it: the queued event first, then the job. It has
-// answered the request with an error when it returns false.
+// submit records a job and publishes it (jobs.Submit), waiting until the stream has
+// it. It has answered the request with an error when it returns false.
 func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.Job, subject string) bool {
-	if err := s.Store.CreateJob(ctx, job); err != nil {
-		s.Log.Error("api: recording job", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the job; try again.")
-		return false
+	p, err := jobs.Submit(ctx, s.Bus, s.Store, job, subject)
+	if err == nil {
+		err = bus.Wait(ctx, p)
 	}
-	// The queued event goes first on this connection, so it precedes the job's other
-	// events in the stream; only the job's own publish is waited for.
-	s.Bus.Emit(bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})
-	err := s.Bus.Publish(ctx, subject, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
 	if err != nil {
 		return s.publishFailed(ctx, w, job, err)
 	}
 	return true
 }
 
-// publishFailed fails a recorded job whose publish did not go through, so it is not
-// left queued forever, and answers 503.
+// publishFailed fails a job whose recording or publish did not go through, so it is
+// not left queued forever (a job that was never recorded has nothing to fail), and
+// answers 503.
 func (s *Server) publishFailed(ctx context.Context, w http.ResponseWriter, job *state.Job, err error) bool {
 	s.Log.Error("api: publishing job", "job", job.ID, "err", err)
 	msg := "The fleet could not take the job; try again."

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -212,8 +213,8 @@ func (s *Service) expandChunk(ctx context.Context, b *record, chunk []pendingLin
 	return bus.Wait(ctx, pending...)
 }
 
-// createJob records the job of line i (once: a job that exists was created by an
-// earlier delivery) and publishes it on the batch subject.
+// createJob records the job of line i and publishes it on the batch subject; a job
+// an earlier delivery recorded is only published again (jobs.Submit).
 func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (bus.Pending, error) {
 	var l struct {
 		Body json.RawMessage `json:"body"`
@@ -228,16 +229,9 @@ func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (
 	if err := json.Compact(&body, l.Body); err != nil {
 		return bus.Pending{}, bus.Permanent(err)
 	}
-	now := time.Now().UTC()
 	job := &state.Job{ID: jobID(b.ID, i), Tenant: b.Tenant, Kind: "chat", Model: m.Model, Request: body.Bytes(),
-		Created: now, Deadline: b.Expires, Batch: b.ID}
-	switch err := s.Store.CreateJob(ctx, job); {
-	case err == nil:
-		s.Bus.Emit(bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventQueued, At: now})
-	case !errors.Is(err, state.ErrExists):
-		return bus.Pending{}, err
-	}
-	return s.Bus.PublishAsync(bus.SubjectBatchJob, bus.ChatJob{JobID: job.ID, Tenant: b.Tenant})
+		Created: time.Now().UTC(), Deadline: b.Expires, Batch: b.ID}
+	return jobs.Submit(ctx, s.Bus, s.Store, job, bus.SubjectBatchJob)
 }
 
 // parallel runs fn(0..n-1) with at most `workers` at once and joins their errors.
