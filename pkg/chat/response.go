@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -55,24 +56,19 @@ func annotate(text string, srcs []engines.Source) []annotation {
 // splitCalls sorts a turn's tool calls into the fleet's web_search calls and the
 // client's calls. A web_search call on a hop that did not offer the tool (past the
 // hop limit) is stray: it is neither run nor returned.
-func splitCalls(t *turn, msg llm.Message, clientTools []string) (server, client []llm.ToolCall, stray int) {
-	clientHasWebSearch := false
-	for _, n := range clientTools {
-		if n == intent.ToolName {
-			clientHasWebSearch = true
-		}
-	}
-	for _, tc := range msg.ToolCalls {
+func splitCalls(t *turn, clientTools []string) (server, client []llm.ToolCall) {
+	clientHasWebSearch := slices.Contains(clientTools, intent.ToolName)
+	for _, tc := range t.parsed.ToolCalls {
 		switch {
 		case tc.Function.Name == intent.ToolName && !clientHasWebSearch && t.Offered:
 			server = append(server, tc)
 		case tc.Function.Name == intent.ToolName && !clientHasWebSearch:
-			stray++
+			// stray: dropped
 		default:
 			client = append(client, tc)
 		}
 	}
-	return server, client, stray
+	return server, client
 }
 
 // buildResponse renders the final chat.completion for hop h's answer: the model's
@@ -84,7 +80,7 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 	if json.Unmarshal(t.Message, &msg) != nil || msg == nil {
 		msg = map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`)}
 	}
-	_, client, _ := splitCalls(t, t.parsed, v.req.ToolNames())
+	_, client := splitCalls(t, v.req.ToolNames())
 	finish := t.Finish
 	if len(client) > 0 {
 		b, _ := json.Marshal(client)

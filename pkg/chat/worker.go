@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -161,7 +162,7 @@ func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, 
 			return err
 		}
 	}
-	return w.afterTurn(ctx, v, h, t, last)
+	return w.afterTurn(ctx, v, h, t)
 }
 
 // offer decides whether hop h offers web_search, and with which engine narrowing.
@@ -169,10 +170,8 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 	if w.Tools == nil || h >= w.MaxHops-1 {
 		return false, false, nil // the last hop must answer
 	}
-	for _, name := range v.req.ToolNames() {
-		if name == intent.ToolName {
-			return false, false, nil // the client's own web_search tool wins
-		}
+	if slices.Contains(v.req.ToolNames(), intent.ToolName) {
+		return false, false, nil // the client's own web_search tool wins
 	}
 	if h == 0 {
 		r := w.Classifier.Classify(intent.LatestUserText(v.req.Messages))
@@ -277,11 +276,11 @@ func (w *Worker) modelFailed(ctx context.Context, job *state.Job, model Model, e
 }
 
 // afterTurn acts on hop h's stored model answer.
-func (w *Worker) afterTurn(ctx context.Context, v *view, h int, t *turn, last bool) error {
+func (w *Worker) afterTurn(ctx context.Context, v *view, h int, t *turn) error {
 	if t.parseErr != nil {
 		return w.fail(ctx, v.job, &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: "the model's message is unreadable"})
 	}
-	server, client, _ := splitCalls(t, t.parsed, v.req.ToolNames())
+	server, client := splitCalls(t, v.req.ToolNames())
 	if len(server) == 0 || len(client) > 0 {
 		// A final answer, or client tool calls: those are the client's to run (any
 		// web_search calls beside them are dropped; the model can ask again).
