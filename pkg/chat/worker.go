@@ -192,14 +192,14 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 
 // callModel calls the main model for hop h, whose lease the caller holds (it is kept
 // alive during the call), and stores the answer.
-func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (*turn, error) {
+func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (_ *turn, err error) {
 	model, ok := w.Models[v.job.Model]
 	if !ok {
 		return nil, w.fail(ctx, v.job, &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", v.job.Model)})
 	}
 	release := w.Store.KeepAlive(w.Store.K.Lease(v.job.ID, h), w.ID, w.LeaseTTL)
-	done := false
-	defer func() { release(!done) }() // given up: free the hop for the next delivery at once
+	// A step that ends in an error is retried: free the hop for that delivery at once.
+	defer func() { release(err != nil) }()
 
 	offered, gp, err := w.offer(ctx, v, h)
 	if err != nil {
@@ -235,7 +235,6 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (*tur
 	if err != nil {
 		return nil, err
 	}
-	done = true
 	v.chain.Hop(h).Turn = stored // another worker's answer, if it stored first
 	st, ok := v.turn(h)
 	if !ok {

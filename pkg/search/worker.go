@@ -55,7 +55,7 @@ type Worker struct {
 //  5. the engine runs; a retryable failure is retried with the provider's delay
 //     while deliveries remain, any other failure becomes an error result;
 //  6. the result is stored, then published for the chain.
-func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest]) error {
+func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest]) (err error) {
 	req := d.Msg
 	eng, ok := w.Engines.Get(req.Engine)
 	if !ok {
@@ -78,11 +78,11 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 		return bus.Retry(ss.Left+100*time.Millisecond, errors.New("search is being run by another worker"))
 	}
 	release := w.Store.KeepAlive(w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID, w.LeaseTTL)
-	finished := false
-	defer func() { release(!finished) }() // not finished: free the call for the next delivery at once
+	// A step that ends in an error is retried: free the call for that delivery at once.
+	// One that finished lets the claim lapse; its stored result answers any replay.
+	defer func() { release(err != nil) }()
 
 	if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
-		finished = true
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.Unavailable, Engine: req.Engine, Message: "the job's deadline passed before the search could run"}), 0)
 	}
 	set := w.Settings[req.Engine]
@@ -94,7 +94,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 			if json.Unmarshal(b, &res) == nil {
 				w.count(req.Engine, "cached")
 				res.Usage = engines.Usage{} // a cached answer costs nothing
-				finished = true
 				return w.finish(ctx, req, d, &res, 0)
 			}
 		}
@@ -104,7 +103,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 	} else if wait > 0 {
 		w.count(req.Engine, "rate_limited")
 		if d.Last() {
-			finished = true
 			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.RateLimited, Engine: req.Engine, Message: "the engine's rate limit kept this search waiting too long"}), 0)
 		}
 		return bus.Retry(wait, fmt.Errorf("engine %s rate limit", req.Engine))
@@ -133,7 +131,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 			return bus.Retry(after, e)
 		}
 		w.Log.Warn("search: failed", "engine", req.Engine, "job", req.JobID, "attempt", d.Attempt, "err", e)
-		finished = true
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, e), elapsed)
 	}
 	w.count(req.Engine, "ok")
@@ -145,7 +142,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 			w.Store.R.Set(ctx, cacheKey, b, set.CacheTTL)
 		}
 	}
-	finished = true
 	return w.finish(ctx, req, d, res, elapsed)
 }
 
