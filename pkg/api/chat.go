@@ -129,8 +129,9 @@ func (wt *waiter) stop() { wt.sub.Unsubscribe() }
 
 var errWaitTimeout = errors.New("still running")
 
-// wait returns the job once it has ended. onEvent, if set, sees each event.
-func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Duration, onEvent func(bus.Event)) (*state.Job, error) {
+// wait returns the job once it has ended. tick, if set, runs whenever the wait wakes
+// (an event, or the 2 s poll): a streaming answer sends its keep-alives from it.
+func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Duration, tick func()) (*state.Job, error) {
 	timeout := time.NewTimer(max)
 	defer timeout.Stop()
 	poll := time.NewTicker(2 * time.Second)
@@ -138,15 +139,15 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 	for {
 		select {
 		case m := <-wt.ch:
-			if onEvent != nil {
-				onEvent(bus.Event{Type: bus.EventType(m.Header.Get(bus.HeaderEvent))})
+			if tick != nil {
+				tick()
 			}
 			if !bus.EventType(m.Header.Get(bus.HeaderEvent)).Terminal() {
 				continue
 			}
 		case <-poll.C:
-			if onEvent != nil {
-				onEvent(bus.Event{})
+			if tick != nil {
+				tick()
 			}
 			st, err := s.Store.JobStatus(ctx, jobID)
 			if err != nil || !st.Terminal() {
@@ -200,7 +201,7 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 		fl.Flush()
 	}
 	lastBeat := time.Now()
-	done, err := wt.wait(r.Context(), s, job.ID, s.SyncWait, func(bus.Event) {
+	done, err := wt.wait(r.Context(), s, job.ID, s.SyncWait, func() {
 		if time.Since(lastBeat) > 10*time.Second {
 			fmt.Fprint(w, ": working\n\n")
 			if fl != nil {
