@@ -12,9 +12,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
@@ -86,6 +88,16 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 	if err := file.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	url, _ := Run(t, env, file, rdb)
+	return &Fleet{URL: url, Sim: sim, SimURL: simURL, NATS: natsURL, Store: state.New(rdb, prefix, time.Hour), File: file, Env: env}
+}
+
+// Run runs one fleet process (all roles) with env and file on rdb until the returned
+// stop is called or the test ends, and returns ingress's base URL. stop cancels the
+// fleet and waits for it (at most env.DrainTimeout plus a margin); calling it again
+// does nothing.
+func Run(t testing.TB, env config.Env, file *config.File, rdb redis.UniversalClient) (url string, stop func()) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithCancel(context.Background())
 	listening := make(chan string, 1)
@@ -94,9 +106,9 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 		done <- fleet.Run(ctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
 			Redis: rdb, Log: log, Listening: func(a string) { listening <- a }})
 	}()
-	var addr string
 	select {
-	case addr = <-listening:
+	case a := <-listening:
+		url = "http://" + a
 	case err := <-done:
 		cancel()
 		t.Fatalf("fleet did not start: %v", err)
@@ -104,15 +116,19 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 		cancel()
 		t.Fatal("fleet did not start in 20s")
 	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("fleet did not stop in 15s")
-		}
-	})
-	return &Fleet{URL: "http://" + addr, Sim: sim, SimURL: simURL, NATS: natsURL, Store: state.New(rdb, prefix, time.Hour), File: file, Env: env}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(env.DrainTimeout + 15*time.Second):
+				t.Error("fleet did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return url, stop
 }
 
 // Do sends a request to ingress and returns the status and body.

@@ -3,12 +3,10 @@ package fleet_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,7 +25,6 @@ import (
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -498,53 +495,24 @@ type restartable struct {
 	t    *testing.T
 	env  config.Env
 	file *config.File
-	stop context.CancelFunc
-	done chan error
+	rdb  redis.UniversalClient
+	stop func()
 	url  string
-}
-
-// testRedis is a client of the test Redis (closed when the test ends).
-func testRedis(t *testing.T) *redis.Client {
-	c, _ := testenv.Redis(t)
-	return c
 }
 
 // startFleet runs one fleet process (all roles) until stopFleet or the test's end.
 func (r *restartable) startFleet() {
 	r.t.Helper()
-	client := testRedis(r.t)
-	ctx, cancel := context.WithCancel(context.Background())
-	listening := make(chan string, 1)
-	done := make(chan error, 1)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	go func() {
-		done <- fleet.Run(ctx, fleet.Options{Env: r.env, File: r.file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
-			Redis: client, Log: log, Listening: func(a string) { listening <- a }})
-	}()
-	select {
-	case a := <-listening:
-		r.url = "http://" + a
-	case err := <-done:
-		cancel()
-		r.t.Fatalf("fleet did not start: %v", err)
-	}
-	r.stop, r.done = cancel, done
-	r.t.Cleanup(r.stopFleet)
+	r.url, r.stop = fleettest.Run(r.t, r.env, r.file, r.rdb)
 }
 
-// stopFleet stops the running fleet process without letting it finish its work: its
-// drain is cut short at once.
+// stopFleet stops the running fleet process; with the test's 1 ms drain timeout its
+// work is cut off, not finished.
 func (r *restartable) stopFleet() {
-	if r.stop == nil {
-		return
+	if r.stop != nil {
+		r.stop()
+		r.stop = nil
 	}
-	r.stop()
-	select {
-	case <-r.done:
-	case <-time.After(20 * time.Second):
-		r.t.Error("fleet did not stop in 20s")
-	}
-	r.stop = nil
 }
 
 // A fleet stopped in the middle of expanding a batch loses nothing: another fleet on
@@ -555,7 +523,7 @@ func TestBatchExpansionSurvivesRestart(t *testing.T) {
 		t.Skip("a restart in the middle of a big batch: skipped in -short mode")
 	}
 	t.Parallel()
-	_, prefix := testenv.Redis(t)
+	rdb, prefix := testenv.Redis(t)
 	sim := simulator.New(simulator.Options{})
 	hs, simURL, err := sim.Listen("127.0.0.1:0")
 	if err != nil {
@@ -567,7 +535,7 @@ func TestBatchExpansionSurvivesRestart(t *testing.T) {
 	env.NATSURL, env.KeyPrefix = bustest.Server(t), prefix
 	env.DrainTimeout = time.Millisecond // the stop cuts the expansion off mid-chunk
 	env.BatchConcurrency = 32
-	r := &restartable{t: t, env: env, file: demo.Config(simURL, sim.EngineConfigs(simURL))}
+	r := &restartable{t: t, env: env, file: demo.Config(simURL, sim.EngineConfigs(simURL)), rdb: rdb}
 	r.startFleet()
 
 	const n = 3000
@@ -582,7 +550,7 @@ func TestBatchExpansionSurvivesRestart(t *testing.T) {
 	}
 	var b batchObject
 	json.Unmarshal(body, &b)
-	jobs := state.New(testRedis(t), prefix, time.Hour)
+	jobs := state.New(rdb, prefix, time.Hour)
 	exists := func(line int) bool {
 		_, err := jobs.JobStatus(t.Context(), fmt.Sprintf("%s_%d", b.ID, line))
 		return err == nil
