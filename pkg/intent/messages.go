@@ -1,9 +1,9 @@
 package intent
 
 import (
-	"bytes"
 	"encoding/json"
-	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // LatestUserText returns the text of the latest message with role "user" in an
@@ -35,59 +35,11 @@ func LatestUserText(messages []json.RawMessage) string {
 		if json.Unmarshal(messages[i], &m) != nil {
 			return ""
 		}
-		text, toolResults := contentText(m.Content)
+		text, toolResults := llm.ContentText(m.Content)
 		if toolResults {
 			continue
 		}
 		return text
 	}
 	return ""
-}
-
-// contentText returns the text of a message's content: a string, or an array of
-// parts. toolResults reports an array made of "tool_result" parts only.
-func contentText(raw json.RawMessage) (text string, toolResults bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "", false
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
-		}
-		return s, false
-	case '[':
-		var parts []json.RawMessage
-		if json.Unmarshal(raw, &parts) != nil {
-			return "", false
-		}
-		var b strings.Builder
-		onlyResults := len(parts) > 0
-		for _, p := range parts {
-			// Parts are decoded one by one so one odd part (a text that is not a
-			// string) does not hide the others.
-			var part struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if json.Unmarshal(p, &part) != nil {
-				onlyResults = false
-				continue
-			}
-			if part.Type != "tool_result" {
-				onlyResults = false
-			}
-			if part.Text == "" || part.Type != "text" && part.Type != "input_text" {
-				continue
-			}
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(part.Text)
-		}
-		return b.String(), onlyResults
-	}
-	return "", false
 }

@@ -3,7 +3,8 @@ package simulator
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // jsonField returns a queryOf that reads a top-level string field of a JSON body.
@@ -38,33 +39,8 @@ func lastUserText(body []byte) string {
 	}
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == "user" {
-			return contentText(req.Messages[i].Content)
+			return llm.Text(req.Messages[i].Content)
 		}
 	}
 	return ""
-}
-
-// contentText flattens an OpenAI message content (a string or an array of parts).
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Text != "" {
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }

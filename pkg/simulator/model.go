@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // The scripted main model speaks OpenAI chat completions. Its script:
@@ -33,7 +35,7 @@ import (
 
 type chatRequest struct {
 	Model    string        `json:"model"`
-	Messages []chatMessage `json:"messages"`
+	Messages []llm.Message `json:"messages"`
 	Tools    []struct {
 		Type     string `json:"type"`
 		Function struct {
@@ -41,22 +43,6 @@ type chatRequest struct {
 			Parameters json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
-}
-
-type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []toolCall      `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-}
-
-type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
 }
 
 var (
@@ -97,7 +83,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	user := ""
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == "user" {
-			user = contentText(req.Messages[i].Content)
+			user = llm.Text(req.Messages[i].Content)
 			break
 		}
 	}
@@ -152,7 +138,7 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 		}
 		var results []string
 		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
-			results = append([]string{contentText(req.Messages[i].Content)}, results...)
+			results = append([]string{llm.Text(req.Messages[i].Content)}, results...)
 		}
 		return map[string]any{"role": "assistant", "content": answerFrom(results)}, "stop"
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // groundedRoutesA serves the LLM-grounded kinds gemini, openai and anthropic from their
@@ -120,7 +121,7 @@ func openaiSimQuery(_ *http.Request, body []byte) string {
 	}
 	for i := len(items) - 1; i >= 0; i-- {
 		if items[i].Role == "user" {
-			return contentText(items[i].Content)
+			return llm.Text(items[i].Content)
 		}
 	}
 	return ""
@@ -140,7 +141,7 @@ func anthropicSimQuery(_ *http.Request, body []byte) string {
 	}
 	for _, m := range req.Messages {
 		if m.Role == "user" {
-			return contentText(m.Content)
+			return llm.Text(m.Content)
 		}
 	}
 	return ""
