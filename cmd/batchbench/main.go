@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sync"
@@ -134,21 +133,7 @@ type client struct {
 
 // interactive sends one chat request that searches and returns its latency.
 func (c *client) interactive(ctx context.Context, i int64) (time.Duration, error) {
-	body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user",
-		"content": fmt.Sprintf("Search the web: what is new today, item %d?", i)}}})
-	start := time.Now()
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/v1/chat/completions", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Contains(b, []byte("[1]")) {
-		return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
-	}
-	return time.Since(start), nil
+	return benchfleet.Ask(ctx, c.http, c.base, fmt.Sprintf("Search the web: what is new today, item %d?", i))
 }
 
 // batchStatus is the part of a batch object the benchmark reads.

@@ -11,12 +11,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -30,7 +27,6 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/cli"
-	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
@@ -54,31 +50,15 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer f.Stop()
-	url := f.URL + "/v1/chat/completions"
 	m := f.Metrics
 	fmt.Printf("fleetbench: all roles in one process with production settings, embedded NATS JetStream (%s storage), Redis %s, zero-latency simulator, engine %s\n",
 		f.Storage, config.RedactURL(testenv.RedisURL()), *engine)
 	fmt.Printf("machine: %s\n\n", benchfleet.Machine())
 
 	client := &http.Client{Transport: fleet.Transport(), Timeout: time.Minute}
-	body := func(i int64) []byte {
-		b, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user",
-			"content": fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=%s", i, *engine)}}})
-		return b
-	}
 	var seq atomic.Int64
 	one := func() (time.Duration, error) {
-		start := time.Now()
-		resp, err := client.Post(url, "application/json", bytes.NewReader(body(seq.Add(1))))
-		if err != nil {
-			return 0, err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte("[1]")) {
-			return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
-		}
-		return time.Since(start), nil
+		return benchfleet.Ask(ctx, client, f.URL, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=%s", seq.Add(1), *engine))
 	}
 
 	if *cpuprofile != "" {
