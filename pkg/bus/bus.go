@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/searchfleet/searchfleet/pkg/config"
 )
 
 // Bus is a connection to NATS with JetStream.
@@ -52,13 +53,13 @@ func connect(ctx context.Context, url, name string, log *slog.Logger, extra ...n
 	opts = append(opts, extra...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("nats: connecting to %s: %w", redactURL(url), err)
+		return nil, fmt.Errorf("nats: connecting to %s: %w", config.RedactURL(url), err)
 	}
 	for !nc.IsConnected() {
 		select {
 		case <-ctx.Done():
 			nc.Close()
-			return nil, fmt.Errorf("nats: %s not reachable: %w", redactURL(url), ctx.Err())
+			return nil, fmt.Errorf("nats: %s not reachable: %w", config.RedactURL(url), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -199,22 +200,3 @@ func publishError(subject string, err error) error {
 }
 
 const jsErrStreamStoreFailed jetstream.ErrorCode = 10077
-
-// redactURL drops credentials from a NATS URL for messages.
-func redactURL(u string) string {
-	for i := 0; i+2 < len(u); i++ {
-		if u[i] == ':' && u[i+1] == '/' && u[i+2] == '/' {
-			rest := u[i+3:]
-			for j := 0; j < len(rest); j++ {
-				if rest[j] == '@' {
-					return u[:i+3] + "***@" + rest[j+1:]
-				}
-				if rest[j] == '/' {
-					break
-				}
-			}
-			break
-		}
-	}
-	return u
-}
