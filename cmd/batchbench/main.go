@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"net/http"
 	"os"
 	"sync"
@@ -32,7 +33,6 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
-	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 )
 
@@ -75,7 +75,7 @@ func run(ctx context.Context) error {
 	defer f.Stop()
 	base, natsURL, envSettings := f.URL, f.NATSURL, f.Env
 	fmt.Printf("batchbench: all roles in one process, embedded NATS JetStream, Redis %s, simulator (model %s, engine %s per call)\n",
-		config.RedactURL(testenv.RedisURL()), o.modelLatency, o.engineLatency)
+		redact.URL(testenv.RedisURL()), o.modelLatency, o.engineLatency)
 	fmt.Printf("settings: FLEET_CHAT_CONCURRENCY=%d FLEET_BATCH_CONCURRENCY=%d FLEET_SEARCH_CONCURRENCY=%d, batch consumer max-ack-pending %d\n",
 		envSettings.ChatConcurrency, envSettings.BatchConcurrency, envSettings.SearchConcurrency, bus.TimingFor(bus.ConsumerBatch).MaxAckPending)
 	fmt.Printf("machine: %s\n\n", benchfleet.Machine())

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"log/slog"
 	"net"
 	"os"
@@ -36,7 +37,7 @@ func run(ctx context.Context) error {
 	}
 	log := env.Logger().With("process", "fleet")
 
-	natsNote := "NATS_URL " + config.RedactURL(env.NATSURL)
+	natsNote := "NATS_URL " + redact.URL(env.NATSURL)
 	var embedded *bus.Embedded
 	if _, set := os.LookupEnv("NATS_URL"); !set {
 		dir := filepath.Join(env.DataDir, "nats")
@@ -121,7 +122,7 @@ func redisForDev(ctx context.Context, url, local string, log *slog.Logger) (redi
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return rdb, config.RedactURL(url), func() { rdb.Close() }, nil
+		return rdb, redact.URL(url), func() { rdb.Close() }, nil
 	}
 	if rdb := ping(local); rdb != nil {
 		return rdb, local + " (found running locally)", func() { rdb.Close() }, nil

@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -28,7 +29,6 @@ import (
 	"github.com/searchfleet/searchfleet/internal/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/testenv"
-	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 )
@@ -52,7 +52,7 @@ func run(ctx context.Context) error {
 	defer f.Stop()
 	m := f.Metrics
 	fmt.Printf("fleetbench: all roles in one process with production settings, embedded NATS JetStream (%s storage), Redis %s, zero-latency simulator, engine %s\n",
-		f.Storage, config.RedactURL(testenv.RedisURL()), *engine)
+		f.Storage, redact.URL(testenv.RedisURL()), *engine)
 	fmt.Printf("machine: %s\n\n", benchfleet.Machine())
 
 	client := &http.Client{Transport: fleet.Transport(), Timeout: time.Minute}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -78,7 +79,7 @@ func Redis(ctx context.Context, url string) (redis.UniversalClient, error) {
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			rdb.Close()
-			return nil, fmt.Errorf("redis %s not reachable: %w", config.RedactURL(url), err)
+			return nil, fmt.Errorf("redis %s not reachable: %w", redact.URL(url), err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

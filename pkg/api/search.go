@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -51,7 +52,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the search; try again.")
 		return
 	}
-	req := bus.SearchRequest{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true}
+	req := search.Request{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true}
 	if err := s.Bus.Publish(r.Context(), bus.SubjectSearch(call.Engine), req); err != nil {
 		s.publishFailed(r.Context(), w, job, err)
 		return

@@ -17,7 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // Bus is a connection to NATS with JetStream.
@@ -53,13 +53,13 @@ func connect(ctx context.Context, url, name string, log *slog.Logger, extra ...n
 	opts = append(opts, extra...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("nats: connecting to %s: %w", config.RedactURL(url), err)
+		return nil, fmt.Errorf("nats: connecting to %s: %w", redact.URL(url), err)
 	}
 	for !nc.IsConnected() {
 		select {
 		case <-ctx.Done():
 			nc.Close()
-			return nil, fmt.Errorf("nats: %s not reachable: %w", config.RedactURL(url), ctx.Err())
+			return nil, fmt.Errorf("nats: %s not reachable: %w", redact.URL(url), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

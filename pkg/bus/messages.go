@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-
-	"github.com/searchfleet/searchfleet/pkg/engines"
 )
 
 // The fleet's message kinds. Each is a value type with a stable, versioned kind and a
@@ -22,43 +20,6 @@ type ChatJob struct {
 
 func (ChatJob) Kind() string    { return "chat.job.v1" }
 func (m ChatJob) MsgID() string { return "job:" + m.JobID }
-
-// SearchRequest is one web_search call for one engine (fleet.search.v1.<engine>).
-type SearchRequest struct {
-	JobID  string        `json:"job_id"`
-	Hop    int           `json:"hop"`
-	CallID string        `json:"call_id"`
-	Engine string        `json:"engine"`
-	Query  engines.Query `json:"query"`
-	// Deadline is when the job stops waiting; a search past it is not run.
-	Deadline time.Time `json:"deadline,omitzero"`
-	// Direct marks a search of POST /v1/search: its result completes the job itself
-	// instead of resuming a chat chain.
-	Direct bool `json:"direct,omitempty"`
-}
-
-func (SearchRequest) Kind() string    { return "search.request.v1" }
-func (m SearchRequest) MsgID() string { return CallKey(m.JobID, m.Hop, m.CallID) }
-
-// SearchDone is a finished search on its way back to its chain
-// (fleet.chat.v1.resume). A failed search is a SearchDone too, with
-// Result.Citation.Error set: the model is told, the job goes on.
-type SearchDone struct {
-	JobID  string         `json:"job_id"`
-	Hop    int            `json:"hop"`
-	CallID string         `json:"call_id"`
-	Engine string         `json:"engine"`
-	Result engines.Result `json:"result"`
-	// Attempts is how many deliveries the search took.
-	Attempts int `json:"attempts"`
-	// Millis is how long the engine call took.
-	Millis int64 `json:"ms"`
-	// Worker names the search worker that ran the search.
-	Worker string `json:"worker,omitempty"`
-}
-
-func (SearchDone) Kind() string    { return "chat.resume.v1" }
-func (m SearchDone) MsgID() string { return "done:" + CallKey(m.JobID, m.Hop, m.CallID) }
 
 // CallKey identifies one server-tool call of a job: job:hop:call.
 func CallKey(jobID string, hop int, callID string) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -47,7 +48,7 @@ type view struct {
 	chain *state.Chain
 	// decoded memoizes results: a completion reads each several times (messages,
 	// sources, trace, response) and decoding them dominated a step's CPU.
-	decoded map[string]*bus.SearchDone
+	decoded map[string]*search.Done
 	// rendered memoizes messages(h); turns memoizes decoded turns.
 	rendered map[int]renderedHop
 	turns    map[int]*turn
@@ -63,7 +64,7 @@ func newView(job *state.Job, chain *state.Chain) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stored request unreadable: %w", err)
 	}
-	return &view{job: job, req: req, chain: chain, decoded: map[string]*bus.SearchDone{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}}, nil
+	return &view{job: job, req: req, chain: chain, decoded: map[string]*search.Done{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}}, nil
 }
 
 func (v *view) turn(h int) (*turn, bool) {
@@ -84,7 +85,7 @@ func (v *view) turn(h int) (*turn, bool) {
 }
 
 // seed records a result already decoded (the resume message being handled).
-func (v *view) seed(d *bus.SearchDone) {
+func (v *view) seed(d *search.Done) {
 	v.decoded[strconv.Itoa(d.Hop)+":"+d.CallID] = d
 }
 
@@ -105,7 +106,7 @@ func (v *view) complete(h int) bool {
 }
 
 // done returns the recorded outcome of call id of hop h.
-func (v *view) done(h int, id string) (*bus.SearchDone, bool) {
+func (v *view) done(h int, id string) (*search.Done, bool) {
 	key := strconv.Itoa(h) + ":" + id
 	if d, ok := v.decoded[key]; ok {
 		return d, d != nil
@@ -118,7 +119,7 @@ func (v *view) done(h int, id string) (*bus.SearchDone, bool) {
 	if !ok {
 		return nil, false
 	}
-	d, _, err := bus.Decode[bus.SearchDone](raw)
+	d, _, err := bus.Decode[search.Done](raw)
 	if err != nil {
 		v.decoded[key] = nil
 		return nil, false

@@ -8,6 +8,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -23,14 +24,14 @@ func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadL
 			return nil
 		}
 		return w.FailJob(ctx, m.JobID, internalError(dl))
-	case bus.SearchDone{}.Kind():
-		m, _, err := bus.Decode[bus.SearchDone](dl.Data)
+	case search.Done{}.Kind():
+		m, _, err := bus.Decode[search.Done](dl.Data)
 		if err != nil {
 			return nil
 		}
 		return w.FailJob(ctx, m.JobID, internalError(dl))
-	case bus.SearchRequest{}.Kind():
-		m, _, err := bus.Decode[bus.SearchRequest](dl.Data)
+	case search.Request{}.Kind():
+		m, _, err := bus.Decode[search.Request](dl.Data)
 		if err != nil {
 			return nil
 		}
@@ -39,7 +40,7 @@ func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadL
 		if m.Direct {
 			return w.FailJob(ctx, m.JobID, internalError(dl))
 		}
-		return w.Bus.Publish(ctx, bus.SubjectResume, bus.SearchDone{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Result: *res, Attempts: dl.Deliveries})
+		return w.Bus.Publish(ctx, bus.SubjectResume, search.Done{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Result: *res, Attempts: dl.Deliveries})
 	}
 	if h, ok := w.DeadLetters[dl.MsgKind]; ok {
 		return h(ctx, dl)

@@ -35,6 +35,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -97,7 +98,7 @@ func (w *Worker) load(ctx context.Context, jobID string, h int, last bool) error
 
 // HandleResume records a finished search; the result that completes its hop runs the
 // next hop. Recording, reading the chain and claiming the next hop take one round trip.
-func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[bus.SearchDone]) error {
+func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done]) error {
 	m := d.Msg
 	// The result is stored as it arrived: it decoded, so it will again.
 	st, err := w.Store.RecordAndLoad(ctx, m.JobID, m.Hop, m.CallID, d.Data, w.ID, w.LeaseTTL)
@@ -132,7 +133,7 @@ func (w *Worker) emit(ev bus.Event) {
 // advance runs hop h of a job, as far as it can go without waiting. st is the job and
 // chain as read with hop h's lease claimed. last is set on the message's final
 // delivery: failures then end the job instead of retrying.
-func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, known *bus.SearchDone) error {
+func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, known *search.Done) error {
 	job := st.Job
 	if job.Status.Terminal() {
 		return nil // cancelled or finished: no further paid calls
@@ -345,7 +346,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server [
 	complete := false
 	for _, c := range calls {
 		if c.Local {
-			m, err := bus.Encode(bus.SubjectResume, bus.SearchDone{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Result: *c.Result})
+			m, err := bus.Encode(bus.SubjectResume, search.Done{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Result: *c.Result})
 			if err != nil {
 				return bus.Permanent(err)
 			}
@@ -357,7 +358,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server [
 			complete = have == want
 			continue
 		}
-		req := bus.SearchRequest{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline}
+		req := search.Request{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline}
 		w.emit(bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
 		ps, err := w.Bus.PublishAsync(bus.SubjectSearch(c.Engine), req)
 		if err != nil {

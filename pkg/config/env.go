@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"log/slog"
 	"net/netip"
 	"net/url"
@@ -166,8 +167,8 @@ func (e Env) Logger() *slog.Logger {
 func (e Env) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("http_addr", e.HTTPAddr),
-		slog.String("nats_url", RedactURL(e.NATSURL)),
-		slog.String("redis_url", RedactURL(e.RedisURL)),
+		slog.String("nats_url", redact.URL(e.NATSURL)),
+		slog.String("redis_url", redact.URL(e.RedisURL)),
 		slog.String("config_file", e.ConfigFile),
 		slog.String("redis_prefix", e.KeyPrefix),
 		slog.Duration("job_timeout", e.JobTimeout),
@@ -180,14 +181,4 @@ func (e Env) LogValue() slog.Value {
 		slog.Int("max_searches", e.MaxSearches),
 		slog.Any("engines", e.Engines),
 	)
-}
-
-// RedactURL hides a URL's password (and a user that may be a token).
-func RedactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	u.User = url.User("***")
-	return u.String()
 }

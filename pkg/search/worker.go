@@ -55,7 +55,7 @@ type Worker struct {
 //  5. the engine runs; a retryable failure is retried with the provider's delay
 //     while deliveries remain, any other failure becomes an error result;
 //  6. the result is stored, then published for the chain.
-func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest]) (err error) {
+func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err error) {
 	req := d.Msg
 	eng, ok := w.Engines.Get(req.Engine)
 	if !ok {
@@ -66,7 +66,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 		return err
 	}
 	if ss.Done != nil {
-		var done bus.SearchDone
+		var done Done
 		if json.Unmarshal(ss.Done, &done) == nil {
 			return w.publish(ctx, req, done)
 		}
@@ -146,8 +146,8 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.SearchRequest])
 }
 
 // finish stores the result of a call, then publishes it.
-func (w *Worker) finish(ctx context.Context, req bus.SearchRequest, d *bus.Delivery[bus.SearchRequest], res *engines.Result, elapsed time.Duration) error {
-	done := bus.SearchDone{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.Engine, Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID}
+func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Request], res *engines.Result, elapsed time.Duration) error {
+	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.Engine, Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID}
 	b, err := json.Marshal(done)
 	if err != nil {
 		return bus.Permanent(err)
@@ -160,7 +160,7 @@ func (w *Worker) finish(ctx context.Context, req bus.SearchRequest, d *bus.Deliv
 
 // publish sends a finished search on: to its chain, or, for a direct search, into the
 // job record itself.
-func (w *Worker) publish(ctx context.Context, req bus.SearchRequest, done bus.SearchDone) error {
+func (w *Worker) publish(ctx context.Context, req Request, done Done) error {
 	if !req.Direct {
 		// The chat worker renders the model's text from the structured result (with
 		// the chain's numbering); the rendered text would only be carried and stored
@@ -174,7 +174,7 @@ func (w *Worker) publish(ctx context.Context, req bus.SearchRequest, done bus.Se
 }
 
 // completeDirect ends a direct search job (POST /v1/search) with its result.
-func (w *Worker) completeDirect(ctx context.Context, req bus.SearchRequest, done bus.SearchDone) error {
+func (w *Worker) completeDirect(ctx context.Context, req Request, done Done) error {
 	b, _ := json.Marshal(map[string]any{"object": "search.result", "id": req.JobID, "result": done.Result})
 	ub, _ := json.Marshal(done.Result.Usage)
 	st, je := state.Completed, (*state.JobError)(nil)
