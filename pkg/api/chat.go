@@ -39,7 +39,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer waiter.stop()
-	if !s.submit(r.Context(), w, job, bus.SubjectChatJob) {
+	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), false) {
 		return
 	}
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
@@ -81,32 +81,44 @@ func (s *Server) newChatJob(r *http.Request, body []byte, req *llm.ChatRequest) 
 }
 
 // submit records a job and publishes it (jobs.Submit), waiting until the stream has
-// it. It has answered the request with an error when it returns false.
-func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.Job, subject string) bool {
-	p, err := jobs.Submit(ctx, s.Bus, s.Store, job, subject)
+// it. It has answered the request with an error when it returns false. When the publish
+// fails the job was not accepted: a job an Idempotency-Key can complete (keyed) stays
+// recorded for the client's retry to publish; any other is deleted, so nothing is left
+// that no one will run.
+func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.Job, subject string, msg bus.Payload, keyed bool) bool {
+	p, err := jobs.Submit(ctx, s.Bus, s.Store, job, subject, msg)
 	if err == nil {
 		err = bus.Wait(ctx, p)
 	}
-	if err != nil {
-		return s.publishFailed(ctx, w, job, err)
+	if err == nil {
+		return true
 	}
-	return true
-}
-
-// publishFailed fails a job whose recording or publish did not go through, so it is
-// not left queued forever (a job that was never recorded has nothing to fail), and
-// answers 503.
-func (s *Server) publishFailed(ctx context.Context, w http.ResponseWriter, job *state.Job, err error) bool {
-	s.Log.Error("api: publishing job", "job", job.ID, "err", err)
-	msg := "The fleet could not take the job; try again."
+	if ctx.Err() != nil {
+		// The client hung up: not a server error. A keyed submission is completed by
+		// its retry; an unkeyed one is dropped like any failed publish.
+		s.Log.Info("api: client left during submission", "job", job.ID)
+	} else {
+		s.Log.Error("api: publishing job", "job", job.ID, "err", err)
+	}
+	text := "The fleet could not take the job; try again."
+	if keyed {
+		text = "The fleet could not take the job; retry with the same Idempotency-Key."
+	}
 	if errors.Is(err, bus.ErrQueueFull) {
-		msg = "The fleet's queue is full; retry later."
+		text = "The fleet's queue is full; retry later."
 	}
-	s.Store.Update(context.WithoutCancel(ctx), job.ID, state.Failed, "error", &state.JobError{Status: http.StatusServiceUnavailable, Type: "server_error", Message: msg})
+	if !keyed {
+		if err := s.Store.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
+			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
+		}
+	}
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, "server_error", "", "", msg)
+	writeError(w, http.StatusServiceUnavailable, "server_error", "", "", text)
 	return false
 }
+
+// chatJob is the message that starts a chat job.
+func chatJob(job *state.Job) bus.ChatJob { return bus.ChatJob{JobID: job.ID, Tenant: job.Tenant} }
 
 // waiter watches one job's events. It subscribes before the job is published, so the
 // terminal event cannot be missed; a Redis poll backs it up across NATS reconnects.
@@ -117,7 +129,7 @@ type waiter struct {
 
 func (s *Server) watch(jobID string) (*waiter, error) {
 	wt := &waiter{ch: make(chan *nats.Msg, 32)}
-	sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectEvents(jobID), wt.ch)
+	sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectJobEvents(jobID), wt.ch)
 	if err != nil {
 		return nil, err
 	}

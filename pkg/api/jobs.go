@@ -15,16 +15,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
-	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
 func viewOf(j *state.Job) httpx.JobView { return httpx.ViewOf(j) }
 
 // createJob is POST /v1/jobs: the chat request is accepted at once (202) and run by
 // the fleet; its answer is fetched later, followed as events, or delivered to the
-// callback ({"callback": {"url": …, "events": ["completed", "failed"]}}). An
-// Idempotency-Key header makes a retried submission return the first one's job.
+// callback ({"callback": {"url": …, "events": ["completed", "failed"]}}).
+//
+// An Idempotency-Key header makes a retried submission return the first one's job. The
+// key is claimed only once the request is valid (a refused request burns no key), and
+// it is bound to the job id and the request's hash before anything else is written, so
+// a retry after a crash at any point completes the same submission: it records the job
+// if the first attempt did not get that far, and publishes it again while it is queued
+// (the stream drops the duplicate if the first publish got through).
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
 	if !ok {
@@ -43,18 +49,34 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	job := s.newChatJob(r, chatBody, req)
-	tenant := tenantOf(r)
-
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		if len(key) > 255 {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Idempotency-Key", "Idempotency-Key must be at most 255 characters")
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > 255 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Idempotency-Key", "Idempotency-Key must be at most 255 characters")
+		return
+	}
+	var storedCallback json.RawMessage
+	if len(callback) > 0 && string(callback) != "null" {
+		if s.Webhooks == nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
 			return
 		}
+		cb, err := s.Webhooks.ValidateCallback(r.Context(), callback)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
+			return
+		}
+		storedCallback = cb
+	}
+
+	job := s.newChatJob(r, chatBody, req)
+	tenant := tenantOf(r)
+	replayed := false
+	if key != "" {
 		sum := sha256.Sum256(body)
 		hash := hex.EncodeToString(sum[:16])
 		won, existing, existingHash, err := s.Store.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Retention)
 		if err != nil {
+			s.Log.Error("api: claiming an Idempotency-Key", "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the Idempotency-Key; try again.")
 			return
 		}
@@ -64,60 +86,39 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 					"This Idempotency-Key was used with a different request body.")
 				return
 			}
-			s.replayJob(w, r, existing)
-			return
+			job.ID, replayed = existing, true
 		}
 	}
 
 	secret := ""
-	if len(callback) > 0 && string(callback) != "null" {
-		if s.Webhooks == nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
-			return
-		}
-		stored, sec, err := s.Webhooks.ParseCallback(r.Context(), tenant, job.ID, callback)
-		if errors.Is(err, webhook.ErrInvalidCallback) {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
-			return
-		}
+	if storedCallback != nil {
+		// The secret is stored before the job is: a job record never lacks it.
+		sec, err := s.Webhooks.Secret(r.Context(), tenant, job.ID)
 		if err != nil {
-			s.Log.Error("api: recording the callback", "job", job.ID, "err", err)
+			s.Log.Error("api: recording the callback's secret", "job", job.ID, "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the callback; try again.")
 			return
 		}
-		job.Callback, secret = stored, sec
+		job.Callback, secret = storedCallback, sec
 	}
-	if !s.submit(r.Context(), w, job, bus.SubjectChatJob) {
+	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), key != "") {
 		return
+	}
+	if replayed {
+		stored, err := s.Store.GetJob(r.Context(), job.ID)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed; try again.")
+			return
+		}
+		job = stored
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", "/v1/jobs/"+job.ID)
 	view := viewOf(job)
-	if secret != "" {
-		// The job's own signing secret, shown once: it is not part of the job record.
-		view.WebhookSecret = secret
-	}
+	// The job's own signing secret: not part of the job record, shown to the client
+	// that submitted it (again on a replay, for a client whose first answer was lost).
+	view.WebhookSecret = secret
 	writeJSON(w, http.StatusAccepted, view)
-}
-
-// replayJob answers a repeated Idempotency-Key with the job the first request made
-// (waiting briefly for its record if that request is still writing it).
-func (s *Server) replayJob(w http.ResponseWriter, r *http.Request, id string) {
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		job, err := s.Store.GetJob(r.Context(), id)
-		if err == nil {
-			w.Header().Set("Idempotent-Replayed", "true")
-			w.Header().Set("Location", "/v1/jobs/"+id)
-			writeJSON(w, http.StatusAccepted, viewOf(job))
-			return
-		}
-		if !errors.Is(err, state.ErrNotFound) || time.Now().After(deadline) {
-			writeError(w, http.StatusConflict, "invalid_request_error", "idempotency_key_in_use",
-				"Idempotency-Key", "A request with this Idempotency-Key is still being accepted; retry shortly.")
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // loadJob reads the job named in the path, as its tenant sees it; it has answered
@@ -153,33 +154,23 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
-	ok, err := s.Store.Update(r.Context(), job.ID, state.Cancelled)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
-		return
-	}
-	if !ok {
-		if job.Status == state.Cancelled && s.OnFinish != nil {
-			// Cancelled before: run its (idempotent) finish hooks again, in case the
-			// first cancel could not enqueue them.
-			if err := s.OnFinish(r.Context(), job); err != nil {
-				s.Log.Warn("api: after cancelling", "job", job.ID, "err", err)
-			}
-		}
+	if job.Status.Terminal() {
 		writeError(w, http.StatusConflict, "invalid_request_error", "job_finished", "", fmt.Sprintf("The job has already ended (%s).", job.Status))
 		return
 	}
-	s.Bus.Publish(r.Context(), bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventCancelled, At: time.Now().UTC()})
-	if s.Metrics != nil {
-		s.Metrics.Jobs.WithLabelValues(string(state.Cancelled)).Inc()
+	if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
+		s.Log.Warn("api: cancelling", "job", job.ID, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
+		return
 	}
-	job, _ = s.Store.GetJob(r.Context(), job.ID)
-	if s.OnFinish != nil && job != nil {
-		if err := s.OnFinish(r.Context(), job); err != nil {
-			// The cancel stands; cancelling again retries the hooks, and the batch
-			// sweep repairs an uncounted batch line.
-			s.Log.Warn("api: after cancelling", "job", job.ID, "err", err)
-		}
+	job, err := s.Store.GetJob(r.Context(), job.ID)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed.")
+		return
+	}
+	if job.Status != state.Cancelled {
+		writeError(w, http.StatusConflict, "invalid_request_error", "job_finished", "", fmt.Sprintf("The job has already ended (%s).", job.Status))
+		return
 	}
 	writeJSON(w, http.StatusOK, viewOf(job))
 }
@@ -194,7 +185,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	cons, err := s.Bus.JS.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.SubjectEvents(job.ID)},
+		FilterSubjects: []string{bus.SubjectJobEvents(job.ID)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {

@@ -48,13 +48,8 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer waiter.stop()
-	if err := s.Store.CreateJob(r.Context(), job); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the search; try again.")
-		return
-	}
 	req := search.Request{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true}
-	if err := s.Bus.Publish(r.Context(), bus.SubjectSearch(call.Engine), req); err != nil {
-		s.publishFailed(r.Context(), w, job, err)
+	if !s.submit(r.Context(), w, job, bus.SubjectSearch(call.Engine), req, false) {
 		return
 	}
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)

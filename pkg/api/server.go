@@ -24,6 +24,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -50,9 +51,8 @@ type Server struct {
 	Webhooks *webhook.Service
 	// Batches serves files and batches (nil: not served).
 	Batches *batch.Service
-	// OnFinish runs after ingress ends a job itself (a cancel), like the chat
-	// worker's hook: webhooks, batch counters.
-	OnFinish func(ctx context.Context, job *state.Job) error
+	// Ender ends the jobs ingress ends itself (a cancel).
+	Ender *jobs.Ender
 }
 
 // Handler returns the API's routes.

@@ -231,7 +231,7 @@ func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (
 	}
 	job := &state.Job{ID: jobID(b.ID, i), Tenant: b.Tenant, Kind: "chat", Model: m.Model, Request: body.Bytes(),
 		Created: time.Now().UTC(), Deadline: b.Expires, Batch: b.ID}
-	return jobs.Submit(ctx, s.Bus, s.Store, job, bus.SubjectBatchJob)
+	return jobs.Submit(ctx, s.Bus, s.Store, job, bus.SubjectBatchJob, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
 }
 
 // parallel runs fn(0..n-1) with at most `workers` at once and joins their errors.
@@ -301,7 +301,7 @@ func (s *Service) endLine(ctx context.Context, b *record, i int, outcome string)
 		return err
 	}
 	if moved {
-		if err := s.Bus.Publish(ctx, bus.SubjectEvents(id), ev); err != nil {
+		if err := s.Bus.Publish(ctx, ev.Subject(), ev); err != nil {
 			return err
 		}
 		_, err = s.count(ctx, b.ID, i, outcome)

@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
@@ -25,6 +27,9 @@ type Bus struct {
 	NC  *nats.Conn
 	JS  jetstream.JetStream
 	log *slog.Logger
+
+	mu     sync.Mutex
+	events jetstream.Stream // EVENTS, looked up on first use
 }
 
 // Connect dials url and retries until ctx ends, reconnecting forever afterwards:

@@ -26,6 +26,7 @@ func deployFiles() map[string]any {
 		bus.ResumeConsumer(bus.TimingFor(bus.ConsumerResume)),
 		bus.WebhookConsumer(bus.TimingFor(bus.ConsumerWebhooks)),
 		bus.ExpandConsumer(bus.TimingFor(bus.ConsumerExpand)),
+		bus.FinisherConsumer(bus.TimingFor(bus.ConsumerFinisher)),
 		bus.SearchConsumer("ENGINE", bus.TimingFor(bus.ConsumerSearch("ENGINE"))),
 		bus.DeadLetterConsumer(),
 	} {

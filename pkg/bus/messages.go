@@ -62,10 +62,16 @@ type Event struct {
 	Sources int `json:"sources,omitempty"`
 	// Error explains failed, and a failed search of search_done.
 	Error string `json:"error,omitempty"`
+	// Failure is a failed job's whole error (the job record's error object), so the
+	// terminal event alone can restore how a job ended.
+	Failure json.RawMessage `json:"failure,omitempty"`
 }
 
 func (Event) Kind() string { return "job.event.v1" }
 func (m Event) MsgID() string {
+	if m.Type.Terminal() {
+		return "ev:" + m.JobID + ":end" // one terminal event per job: see SubjectJobEnd
+	}
 	return "ev:" + m.JobID + ":" + string(m.Type) + ":" + strconv.Itoa(m.Hop) + ":" + m.CallID
 }
 

@@ -17,12 +17,13 @@ const (
 	SubjectExpand    = "fleet.jobs.v1.expand"      // a batch to turn into jobs
 	SubjectResume    = "fleet.chat.v1.resume"      // a finished server-tool call
 	subjectSearch    = "fleet.search.v1."          // + engine id
-	subjectEvents    = "fleet.events.v1."          // + job id
+	subjectEvents    = "fleet.events.v2."          // + job id + "." + event type, or ".end"
 	SubjectWebhook   = "fleet.webhooks.v1.deliver" // callback deliveries
 	subjectDLQ       = "fleet.dlq.v1."             // + stream + "." + consumer
 	subjectStream    = "fleet.stream.v1."          // + job id: token deltas, plain NATS
 	SubjectSearchAll = subjectSearch + "*"
-	SubjectEventsAll = subjectEvents + "*"
+	SubjectEventsAll = subjectEvents + "*.*"
+	SubjectEndsAll   = subjectEvents + "*.end"
 	SubjectDLQAll    = subjectDLQ + ">"
 )
 
@@ -43,6 +44,7 @@ const (
 	ConsumerResume   = "chatworker-resume"
 	ConsumerWebhooks = "webhooks"
 	ConsumerExpand   = "batch-expander"
+	ConsumerFinisher = "finisher"
 	consumerSearch   = "searchworker-" // + engine id
 )
 
@@ -52,9 +54,6 @@ const BucketFiles = "FLEET_FILES"
 
 // SubjectSearch is the subject that carries web_search calls for one engine.
 func SubjectSearch(engine string) string { return subjectSearch + engine }
-
-// SubjectEvents is the subject of one job's lifecycle events.
-func SubjectEvents(jobID string) string { return subjectEvents + jobID }
 
 // SubjectStream is the plain-NATS subject of one job's streamed token deltas.
 func SubjectStream(jobID string) string { return subjectStream + jobID }
@@ -157,6 +156,7 @@ func Streams(l Limits) []jetstream.StreamConfig {
 			Storage:     storage,
 			Replicas:    l.Replicas,
 			Duplicates:  DuplicateWindow,
+			AllowDirect: true, // TerminalEvent reads a job's ending in one request
 		},
 		workQueue(StreamWebhooks, "callback deliveries", SubjectWebhook),
 		{
@@ -198,6 +198,7 @@ var DefaultTiming = map[string]Timing{
 	ConsumerResume:   {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 4096},
 	ConsumerWebhooks: {AckWait: 30 * time.Second, MaxDeliver: 12, MaxAckPending: 256},
 	ConsumerExpand:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 16},
+	ConsumerFinisher: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
 	consumerSearch:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 1024},
 }
 
@@ -245,6 +246,12 @@ func ExpandConsumer(t Timing) ConsumerSpec {
 // WebhookConsumer reads callback deliveries.
 func WebhookConsumer(t Timing) ConsumerSpec {
 	return consumer(StreamWebhooks, ConsumerWebhooks, SubjectWebhook, "webhook delivery", t)
+}
+
+// FinisherConsumer reads terminal job events and runs the jobs' finish hooks
+// (webhooks, batch counts).
+func FinisherConsumer(t Timing) ConsumerSpec {
+	return consumer(StreamEvents, ConsumerFinisher, SubjectEndsAll, "finish hooks of ended jobs: webhooks, batch counts", t)
 }
 
 // TimingFor returns the default timing of a consumer name (search consumers share one).

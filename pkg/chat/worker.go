@@ -125,7 +125,7 @@ func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done])
 
 // emit publishes a progress event without waiting for the stream's acknowledgement.
 func (w *Worker) emit(ev bus.Event) {
-	if err := w.Bus.Emit(bus.SubjectEvents(ev.JobID), ev); err != nil {
+	if err := w.Bus.EmitEvent(ev); err != nil {
 		w.Log.Warn("chat: publishing event", "job", ev.JobID, "type", ev.Type, "err", err)
 	}
 }
@@ -407,7 +407,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int, t *turn) error {
 	if err := w.finished(ctx, v.job.ID, state.Completed, ok); err != nil {
 		return err
 	}
-	return w.Bus.Publish(ctx, bus.SubjectEvents(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventCompleted, At: time.Now().UTC(), Hop: h})
+	return w.Bus.Publish(ctx, bus.SubjectJobEnd(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventCompleted, At: time.Now().UTC(), Hop: h})
 }
 
 // fail ends a job with an error, visibly: status failed, a "failed" event. A job that
@@ -426,7 +426,7 @@ func (w *Worker) fail(ctx context.Context, job *state.Job, je *state.JobError) e
 	if err := w.finished(ctx, job.ID, state.Failed, ok); err != nil {
 		return err
 	}
-	return w.Bus.Publish(ctx, bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventFailed, At: time.Now().UTC(), Error: je.Message})
+	return w.Bus.Publish(ctx, bus.SubjectJobEnd(job.ID), bus.Event{JobID: job.ID, Type: bus.EventFailed, At: time.Now().UTC(), Error: je.Message})
 }
 
 // statusIs reports whether a job's status is st (a replayed ending republishes its

@@ -25,6 +25,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/search"
@@ -155,6 +156,7 @@ func Run(ctx context.Context, o Options) error {
 	onFinish := func(ctx context.Context, job *state.Job) error {
 		return errors.Join(hooks.JobFinished(ctx, job), batches.JobFinished(ctx, job))
 	}
+	ender := jobs.NewEnder(store, b, o.Metrics, log)
 
 	if o.Roles.Chat {
 		models, err := Models(o.File, hc)
@@ -212,7 +214,7 @@ func Run(ctx context.Context, o Options) error {
 			ids = env.Engines
 		}
 		w := &search.Worker{Bus: b, Store: store, Engines: reg, Settings: Settings(o.File), Timeout: env.EngineTimeout, LeaseTTL: env.AckWait,
-			Metrics: o.Metrics, Log: log.With("role", "search"), ID: workerID}
+			Ender: ender, Metrics: o.Metrics, Log: log.With("role", "search"), ID: workerID}
 		so := bus.ConsumeOptions{Concurrency: env.SearchConcurrency, Log: log, Observe: observe}
 		for _, id := range ids {
 			if err := consume(bus.Consume(ctx, b, bus.SearchConsumer(id, timing(bus.ConsumerSearch(id))), w.Handle, so)); err != nil {
@@ -236,9 +238,14 @@ func Run(ctx context.Context, o Options) error {
 		}
 		s := &api.Server{Bus: b, Store: store, Models: o.File.ModelNames(), Tools: tools, Tenants: tenants,
 			MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
-			Metrics: o.Metrics, Log: log.With("role", "ingress"), Webhooks: hooks, Batches: batches, OnFinish: onFinish}
+			Metrics: o.Metrics, Log: log.With("role", "ingress"), Webhooks: hooks, Batches: batches, Ender: ender}
 		io := bus.ConsumeOptions{Concurrency: 64, Log: log, Observe: observe}
 		if err := consume(bus.Consume(ctx, b, bus.WebhookConsumer(timing(bus.ConsumerWebhooks)), hooks.Handle, io)); err != nil {
+			stopAll()
+			return err
+		}
+		finisher := jobs.NewFinisher(store, ender, o.Metrics, log.With("role", "finisher"), hooks, batches)
+		if err := consume(bus.Consume(ctx, b, bus.FinisherConsumer(timing(bus.ConsumerFinisher)), finisher.Handle, io)); err != nil {
 			stopAll()
 			return err
 		}

@@ -10,17 +10,28 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Submit records a new job and publishes it on subject (bus.SubjectChatJob or
-// bus.SubjectBatchJob): the queued event first on this connection, so it precedes the
-// job's other events in the stream, then the job. A job that is already recorded (a
-// replayed submission with a deterministic id) is published again, not recorded twice;
-// the stream drops the duplicate. The returned publish is in flight: bus.Wait it.
-func Submit(ctx context.Context, b *bus.Bus, st *state.Store, job *state.Job, subject string) (bus.Pending, error) {
+// Submit records a new job and publishes msg, the message that starts it, on subject
+// (a bus.ChatJob on bus.SubjectChatJob or bus.SubjectBatchJob; a direct search's
+// request on its engine's subject): the queued event first on this connection, so it precedes the
+// job's other events in the stream, then the job. A job already recorded (a replayed
+// submission: the same Idempotency-Key, a batch line expanded again) is published
+// again while it is still queued — its first publish may never have happened (the
+// ingress died between the two) — and the stream drops the duplicate if it did. The
+// returned publish is in flight: bus.Wait it.
+func Submit(ctx context.Context, b *bus.Bus, st *state.Store, job *state.Job, subject string, msg bus.Payload) (bus.Pending, error) {
 	switch err := st.CreateJob(ctx, job); {
 	case err == nil:
-		b.Emit(bus.SubjectEvents(job.ID), bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})
-	case !errors.Is(err, state.ErrExists):
+		b.EmitEvent(bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})
+	case errors.Is(err, state.ErrExists):
+		status, err := st.JobStatus(ctx, job.ID)
+		if err != nil {
+			return bus.Pending{}, err
+		}
+		if status != state.Queued {
+			return bus.Pending{}, nil // it runs, or ended: nothing to publish
+		}
+	default:
 		return bus.Pending{}, err
 	}
-	return b.PublishAsync(subject, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
+	return b.PublishAsync(subject, msg)
 }

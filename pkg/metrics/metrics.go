@@ -35,6 +35,12 @@ type Metrics struct {
 	StepSeconds *prometheus.HistogramVec
 	// Webhooks counts webhook delivery attempts by outcome.
 	Webhooks *prometheus.CounterVec
+	// Orphans counts messages about a job Redis does not know (it lost the job, or
+	// the record expired), by consumer: dead-lettered, never paid for.
+	Orphans *prometheus.CounterVec
+	// Reconciled counts jobs whose Redis status was put back to the ending the event
+	// stream recorded (Redis had lost an acknowledged write).
+	Reconciled prometheus.Counter
 }
 
 // New creates and registers the metrics.
@@ -55,9 +61,11 @@ func New() *Metrics {
 		Deliveries:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_deliveries_total", Help: "Consumer outcomes by consumer and action."}, []string{"consumer", "action"}),
 		StepSeconds:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleet_step_seconds", Help: "Handler time per consumer.", Buckets: latency}, []string{"consumer"}),
 		Webhooks:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_webhook_deliveries_total", Help: "Webhook delivery attempts by outcome."}, []string{"outcome"}),
+		Orphans:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_orphan_messages_total", Help: "Messages about a job Redis does not know, by consumer (dead-lettered, not paid for)."}, []string{"consumer"}),
+		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
 	}
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
-		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks)
+		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled)
 	return m
 }
 

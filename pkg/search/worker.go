@@ -12,11 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -41,8 +41,10 @@ type Worker struct {
 	// LeaseTTL is how long a dead worker's claim on a search blocks the next one; a
 	// live worker renews its claim. It should match the consumer's AckWait.
 	LeaseTTL time.Duration
-	Metrics  *metrics.Metrics
-	Log      *slog.Logger
+	// Ender ends direct search jobs.
+	Ender   *jobs.Ender
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
 	// ID names this worker in leases.
 	ID string
 }
@@ -177,24 +179,11 @@ func (w *Worker) publish(ctx context.Context, req Request, done Done) error {
 func (w *Worker) completeDirect(ctx context.Context, req Request, done Done) error {
 	b, _ := json.Marshal(map[string]any{"object": "search.result", "id": req.JobID, "result": done.Result})
 	ub, _ := json.Marshal(done.Result.Usage)
-	st, je := state.Completed, (*state.JobError)(nil)
-	ev := bus.Event{JobID: req.JobID, Type: bus.EventCompleted, At: time.Now().UTC(), Engine: req.Engine, Query: req.Query.Query, Sources: len(done.Result.Citation.Sources)}
-	fields := []any{"response", b, "usage", ub}
+	end := jobs.Ending{Status: state.Completed, Response: b, Usage: ub}
 	if e := done.Result.Citation.Error; e != nil {
-		st, je = state.Failed, &state.JobError{Status: http.StatusBadGateway, Type: "search_error", Code: e.Type, Message: e.Message}
-		ev.Type, ev.Error = bus.EventFailed, e.Message
-		fields = append(fields, "error", je)
+		end = jobs.Ending{Status: state.Failed, Error: jobs.SearchFailed(e.Type, e.Message), Response: b, Usage: ub}
 	}
-	ok, err := w.Store.Update(ctx, req.JobID, st, fields...)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		if cur, err := w.Store.JobStatus(ctx, req.JobID); err != nil || cur != st {
-			return nil
-		}
-	}
-	return w.Bus.Publish(ctx, bus.SubjectEvents(req.JobID), ev)
+	return w.Ender.End(ctx, req.JobID, end)
 }
 
 func (w *Worker) count(engine, outcome string) {

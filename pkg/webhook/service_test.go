@@ -161,7 +161,7 @@ func enqueued(t *testing.T, s *Service) []bus.WebhookDelivery {
 // jobEvents returns the types of a job's lifecycle events.
 func jobEvents(t *testing.T, s *Service, id string) []bus.EventType {
 	t.Helper()
-	c, err := s.Bus.JS.OrderedConsumer(t.Context(), bus.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{bus.SubjectEvents(id)}})
+	c, err := s.Bus.JS.OrderedConsumer(t.Context(), bus.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{bus.SubjectJobEvents(id)}})
 	if err != nil {
 		t.Fatal(err)
 	}

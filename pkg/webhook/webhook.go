@@ -149,36 +149,52 @@ func NewClient(g *Guard) *http.Client {
 // expires with the job.
 func (s *Service) secretKey(id string) string { return s.Store.K.WebhookSecret(id) }
 
-// ParseCallback validates a job's callback and returns what to store with the job,
-// and, when the tenant has no signing secret, a secret made for this job (given to
-// the client once, and kept under its own key, not in the job record, as long as the
-// job). The same works for a batch: pass its id as jobID.
-func (s *Service) ParseCallback(ctx context.Context, tenant, jobID string, raw json.RawMessage) (stored json.RawMessage, secret string, err error) {
-	if jobID == "" {
-		return nil, "", errors.New("callback: no job id")
+// ParseCallback validates a callback and makes its signing secret: ValidateCallback,
+// then Secret.
+func (s *Service) ParseCallback(ctx context.Context, tenant, id string, raw json.RawMessage) (stored json.RawMessage, secret string, err error) {
+	if stored, err = s.ValidateCallback(ctx, raw); err != nil {
+		return nil, "", err
 	}
+	if secret, err = s.Secret(ctx, tenant, id); err != nil {
+		return nil, "", err
+	}
+	return stored, secret, nil
+}
+
+// ValidateCallback checks a callback ({"url", "events"}: the URL must not reach a
+// private address) and returns what to store with the job or batch. Its errors are
+// ErrInvalidCallback: the client's to fix. Nothing is stored, so a refused callback
+// leaves nothing behind (no Idempotency-Key is claimed before it passes).
+func (s *Service) ValidateCallback(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	cb, err := parseCallback(raw)
 	if err != nil {
-		return nil, "", invalid{err}
+		return nil, invalid{err}
 	}
 	if err := s.CheckURL(ctx, cb.URL); err != nil {
-		return nil, "", invalid{fmt.Errorf("callback.url: %w", err)}
+		return nil, invalid{fmt.Errorf("callback.url: %w", err)}
 	}
-	stored, err = json.Marshal(cb)
-	if err != nil {
-		return nil, "", err
+	return json.Marshal(cb)
+}
+
+// Secret returns the signing secret a job's (or batch's) webhooks are signed with, to
+// show its client: "" when the tenant has a secret of its own, else the one made for
+// this id — made on the first call, the same on every later one, so a client whose
+// first response was lost gets it again with the replay.
+func (s *Service) Secret(ctx context.Context, tenant, id string) (string, error) {
+	if id == "" {
+		return "", errors.New("callback: no job id")
 	}
 	if sec := s.Config.TenantSecrets[tenant]; sec != "" {
 		if CheckSecret(sec) != nil {
-			return nil, "", errors.New("callbacks are unavailable: this tenant's signing secret is misconfigured")
+			return "", errors.New("callbacks are unavailable: this tenant's signing secret is misconfigured")
 		}
-		return stored, "", nil
+		return "", nil
 	}
-	secret = NewSecret()
-	if err := s.Store.R.Set(ctx, s.secretKey(jobID), secret, s.Store.Retention).Err(); err != nil {
-		return nil, "", fmt.Errorf("storing the callback's signing secret: %w", err)
+	sec, err := s.Store.KeepWebhookSecret(ctx, id, NewSecret())
+	if err != nil {
+		return "", fmt.Errorf("storing the callback's signing secret: %w", err)
 	}
-	return stored, secret, nil
+	return sec, nil
 }
 
 // ErrInvalidCallback matches (errors.Is) the errors of ParseCallback that are the
@@ -430,7 +446,7 @@ func (s *Service) settle(ctx context.Context, m bus.WebhookDelivery, status, rea
 		return nil
 	}
 	// The event's id is derived from the job and type: a repeat is one event.
-	if err := s.Bus.Publish(ctx, bus.SubjectEvents(m.JobID), ev); err != nil {
+	if err := s.Bus.Publish(ctx, ev.Subject(), ev); err != nil {
 		s.log().Warn("webhook: publishing event", "job", m.JobID, "event", ev.Type, "err", err)
 	}
 	return nil

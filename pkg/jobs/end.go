@@ -1,0 +1,222 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// A job ends in one place, End, whoever ends it (the chat worker's final step, a
+// failed step, a direct search, a cancel, the reaper, a dead letter). Ending is two
+// writes in this order:
+//
+//  1. Redis: a compare-and-set of the terminal status (with the answer or the error)
+//     that never overwrites a terminal status;
+//  2. the event stream: the job's terminal event, on a subject and with a message id
+//     of its own (bus.SubjectJobEnd), so the stream keeps one terminal event per job.
+//
+// The terminal event is the commit point: the finish hooks (the webhook, the batch
+// count) run from it, in the Finisher, a durable consumer of terminal events, so a
+// crash after the event loses no webhook. A crash between the two writes is repaired
+// by whoever comes next (the redelivered step, the reaper): End on a job Redis says
+// has ended publishes its terminal event again, a duplicate if it was out.
+//
+// When Redis lost an acknowledged write (a restart without fsync), Redis may say a job
+// still runs that the stream says ended. The stream wins: a terminal publish the stream
+// answers as a duplicate, and a reaper that finds a terminal event before ending a job,
+// make Redis agree with the stream (Store.Settle) instead of ending the job twice.
+
+// Store is what ending a job needs of the state store (state.Store implements it).
+type Store interface {
+	// Finish moves a job that has not ended to status, storing fields; it reports
+	// whether it did (false: the job had ended, or does not exist).
+	Finish(ctx context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error)
+	GetJob(ctx context.Context, id string) (*state.Job, error)
+	// Settle makes a job's status the one the event stream recorded.
+	Settle(ctx context.Context, id string, status state.Status, je *state.JobError) error
+	// ForgetDeadline drops a job from the reaper's set once its ending is published.
+	ForgetDeadline(ctx context.Context, id string) error
+}
+
+// Events is the durable event log (bus.Bus implements it).
+type Events interface {
+	PublishEvent(ctx context.Context, ev bus.Event) (dup bool, err error)
+	TerminalEvent(ctx context.Context, jobID string) (*bus.Event, error)
+}
+
+// Ending is how a job ends.
+type Ending struct {
+	Status state.Status // Completed, Failed or Cancelled
+	// Error is why a failed job failed.
+	Error *state.JobError
+	// Response, Usage and Trace are a completed job's answer and accounting.
+	Response, Usage, Trace json.RawMessage
+	// ResetSticky ends the chain's web_search stickiness ("stop" answers).
+	ResetSticky bool
+	// Hop is the hop the job ended on, for the event.
+	Hop int
+}
+
+func (e Ending) fields() []any {
+	var f []any
+	if e.Error != nil {
+		f = append(f, "error", e.Error)
+	}
+	if e.Response != nil {
+		f = append(f, "response", e.Response)
+	}
+	if e.Usage != nil {
+		f = append(f, "usage", e.Usage)
+	}
+	if e.Trace != nil {
+		f = append(f, "trace", e.Trace)
+	}
+	return f
+}
+
+// Ender ends jobs.
+type Ender struct {
+	store   Store
+	events  Events
+	metrics *metrics.Metrics
+	log     *slog.Logger
+}
+
+// NewEnder returns an Ender over the store and the event log; m may be nil.
+func NewEnder(store Store, events Events, m *metrics.Metrics, log *slog.Logger) *Ender {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Ender{store: store, events: events, metrics: m, log: log}
+}
+
+// End ends a job, exactly once: the first ending stands, and a later one (a
+// redelivery, a cancel racing an answer, the reaper) only makes sure the first one's
+// terminal event is out. It returns an error when a write failed: the caller retries
+// (a step is redelivered, the reaper sweeps again), and End is safe to repeat.
+func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
+	won, err := e.store.Finish(ctx, jobID, end.Status, end.ResetSticky, end.fields()...)
+	if err != nil {
+		return err
+	}
+	ev := bus.Event{JobID: jobID, Type: eventOf(end.Status), At: time.Now().UTC(), Hop: end.Hop}
+	setError(&ev, end.Error)
+	if !won {
+		job, err := e.store.GetJob(ctx, jobID)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil // nothing to end (expired, or Redis lost it: see Orphan)
+		}
+		if err != nil {
+			return err
+		}
+		if !job.Status.Terminal() {
+			return fmt.Errorf("jobs: ending %s: status %s did not move", jobID, job.Status)
+		}
+		// It ended before, maybe otherwise: republish that ending's event (a duplicate
+		// if the first publish got through).
+		ev.Type = eventOf(job.Status)
+		setError(&ev, job.Error)
+	}
+	dup, err := e.events.PublishEvent(ctx, ev)
+	if err != nil {
+		return err
+	}
+	if dup && won {
+		// The stream holds a terminal event although Redis let this ending win: Redis
+		// lost the first ending. The stream's record stands.
+		if err := e.settle(ctx, jobID, ev.Type); err != nil {
+			return err
+		}
+		won = false
+	}
+	if err := e.store.ForgetDeadline(ctx, jobID); err != nil {
+		e.log.Warn("jobs: forgetting a deadline", "job", jobID, "err", err)
+	}
+	if won {
+		e.log.Debug("job ended", "job", jobID, "status", end.Status)
+		if e.metrics != nil {
+			e.metrics.Jobs.WithLabelValues(string(end.Status)).Inc()
+		}
+	}
+	return nil
+}
+
+// Recorded reports how the event stream says a job ended, or nil. The reaper asks
+// before ending a job: past the duplicate window only this lookup tells a job that
+// ended (its Redis write lost) from one that never did.
+func (e *Ender) Recorded(ctx context.Context, jobID string) (*bus.Event, error) {
+	return e.events.TerminalEvent(ctx, jobID)
+}
+
+// Reconcile makes Redis agree with a recorded terminal event.
+func (e *Ender) Reconcile(ctx context.Context, ev *bus.Event) error {
+	if err := e.store.Settle(ctx, ev.JobID, statusOf(ev.Type), recordedError(ev)); err != nil {
+		return err
+	}
+	return e.store.ForgetDeadline(ctx, ev.JobID)
+}
+
+// settle reads the recorded terminal event and makes Redis agree with it, unless it is
+// the one just attempted (a replay: nothing to repair).
+func (e *Ender) settle(ctx context.Context, jobID string, attempted bus.EventType) error {
+	rec, err := e.events.TerminalEvent(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	if rec == nil || rec.Type == attempted {
+		return nil
+	}
+	e.log.Warn("jobs: Redis had lost how a job ended; the event stream's record stands",
+		"job", jobID, "recorded", rec.Type, "attempted", attempted)
+	if e.metrics != nil {
+		e.metrics.Reconciled.Inc()
+	}
+	return e.store.Settle(ctx, jobID, statusOf(rec.Type), recordedError(rec))
+}
+
+func recordedError(ev *bus.Event) *state.JobError {
+	if ev.Type != bus.EventFailed {
+		return nil
+	}
+	je := &state.JobError{}
+	if json.Unmarshal(ev.Failure, je) != nil || je.Type == "" {
+		return &state.JobError{Status: 500, Type: "server_error", Message: ev.Error}
+	}
+	return je
+}
+
+func eventOf(s state.Status) bus.EventType {
+	switch s {
+	case state.Completed:
+		return bus.EventCompleted
+	case state.Cancelled:
+		return bus.EventCancelled
+	}
+	return bus.EventFailed
+}
+
+func statusOf(t bus.EventType) state.Status {
+	switch t {
+	case bus.EventCompleted:
+		return state.Completed
+	case bus.EventCancelled:
+		return state.Cancelled
+	}
+	return state.Failed
+}
+
+// setError puts a failed job's error on its terminal event (nil clears it).
+func setError(ev *bus.Event, je *state.JobError) {
+	ev.Error, ev.Failure = "", nil
+	if je != nil {
+		ev.Error = je.Message
+		ev.Failure, _ = json.Marshal(je)
+	}
+}

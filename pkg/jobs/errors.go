@@ -1,0 +1,74 @@
+package jobs
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// The ways a job fails, named once. Each is what a synchronous caller gets (HTTP
+// status, OpenAI error type and code) and what the job record and its webhook say.
+// Messages are written for the client: no internal address, type name or secret.
+
+// DeadlineExceeded: the job did not end within its deadline (the reaper, or a step
+// that found the deadline passed).
+func DeadlineExceeded() *state.JobError {
+	return &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_deadline_exceeded",
+		Message: "the job did not finish within its deadline"}
+}
+
+// ModelNotFound: the job names a model no worker serves.
+func ModelNotFound(model string) *state.JobError {
+	return &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
+		Message: fmt.Sprintf("the model %q does not exist", model)}
+}
+
+// BadRequest: the request could not be turned into a model call.
+func BadRequest(msg string) *state.JobError {
+	return &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: msg}
+}
+
+// ProviderRefused: the model's provider refused the request itself (context too long,
+// a bad parameter): the client gets the provider's own status, code and message.
+func ProviderRefused(status int, code, msg string) *state.JobError {
+	return &state.JobError{Status: status, Type: "invalid_request_error", Code: code, Message: msg}
+}
+
+// UpstreamFailed: the model's provider failed (5xx, 429 past the retries, a broken
+// connection) on the job's last attempt.
+func UpstreamFailed(msg string) *state.JobError {
+	return &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: msg}
+}
+
+// ModelTimeout: the model did not answer within the model timeout, on the last attempt.
+func ModelTimeout() *state.JobError {
+	return &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Message: "the model did not answer in time"}
+}
+
+// UnreadableAnswer: the model's stored answer cannot be read.
+func UnreadableAnswer() *state.JobError {
+	return &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: "the model's message is unreadable"}
+}
+
+// Internal: the fleet could not run the job (its stored request unreadable, …).
+func Internal(msg string) *state.JobError {
+	return &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: msg}
+}
+
+// DeadLettered: a step of the job was dead-lettered after its deliveries ran out.
+func DeadLettered(consumer string, deliveries int, reason string) *state.JobError {
+	return &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Code: "dead_letter",
+		Message: fmt.Sprintf("the job could not be processed (%s after %d deliveries): %s", consumer, deliveries, reason)}
+}
+
+// SearchFailed: a direct search (POST /v1/search) failed.
+func SearchFailed(code, msg string) *state.JobError {
+	return &state.JobError{Status: http.StatusBadGateway, Type: "search_error", Code: code, Message: msg}
+}
+
+// BatchExpired: the job's batch reached its completion window first.
+func BatchExpired() *state.JobError {
+	return &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "batch_expired",
+		Message: "This request could not be executed before the completion window expired."}
+}

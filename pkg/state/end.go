@@ -1,0 +1,66 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// settle overwrites a job's status with a terminal one (the event stream's record of
+// how the job ended), keeping its other fields. KEYS[1] job; ARGV now ms, status,
+// error JSON or "". Returns 0 when the job record is gone.
+var settle = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'updated', ARGV[1])
+if redis.call('HEXISTS', KEYS[1], 'finished') == 0 or redis.call('HGET', KEYS[1], 'finished') == '' then
+  redis.call('HSET', KEYS[1], 'finished', ARGV[1])
+end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[3]) end
+return 1
+`)
+
+// Settle makes a job's status the terminal status the event stream recorded for it:
+// the one write that may overwrite a terminal status, for a Redis that lost the first
+// ending (see jobs.End). A job whose record is gone stays gone.
+func (s *Store) Settle(ctx context.Context, id string, status Status, je *JobError) error {
+	if !status.Terminal() {
+		return fmt.Errorf("state: settling %s to %s: not a terminal status", id, status)
+	}
+	errJSON := ""
+	if je != nil {
+		b, _ := json.Marshal(je)
+		errJSON = string(b)
+	}
+	if err := settle.Run(ctx, s.R, []string{s.K.Job(id)}, Millis(time.Now()), string(status), errJSON).Err(); err != nil {
+		return fmt.Errorf("state: settling job: %w", err)
+	}
+	return nil
+}
+
+// keepSecret stores a secret unless one is stored, and returns the stored one.
+// KEYS[1]; ARGV secret, ttl ms.
+var keepSecret = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return ARGV[1] end
+return redis.call('GET', KEYS[1])
+`)
+
+// KeepWebhookSecret stores the signing secret made for a job or batch unless one is
+// stored already, and returns the stored one: the first secret made for an id is the
+// one its webhooks are signed with, however often its submission is replayed.
+func (s *Store) KeepWebhookSecret(ctx context.Context, id, secret string) (string, error) {
+	return keepSecret.Run(ctx, s.R, []string{s.K.WebhookSecret(id)}, secret, s.Retention.Milliseconds()).Text()
+}
+
+// DeleteJob removes a job that was recorded but never accepted (its publish failed
+// and no Idempotency-Key can complete it), with its deadline.
+func (s *Store) DeleteJob(ctx context.Context, id string) error {
+	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, s.K.Job(id), s.K.WebhookSecret(id))
+		p.ZRem(ctx, s.K.Deadlines(), id)
+		return nil
+	})
+	return err
+}
