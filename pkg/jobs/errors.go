@@ -1,9 +1,13 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -71,4 +75,21 @@ func SearchFailed(code, msg string) *state.JobError {
 func BatchExpired() *state.JobError {
 	return &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "batch_expired",
 		Message: "This request could not be executed before the completion window expired."}
+}
+
+// ErrUnknownJob is the reason a message about a job Redis does not know is
+// dead-lettered: Redis lost the job (a restart without its data) or the record
+// expired. Nothing can be done for the job — its request was in the lost record, and
+// the message carries only its id — but nothing is paid for either, and the dead
+// letter keeps the message for operators.
+var ErrUnknownJob = errors.New("unknown job")
+
+// Orphan is a handler's answer to a message about a job Redis does not know: counted
+// (fleet_orphan_messages_total), logged at error level, dead-lettered with its reason.
+func Orphan(m *metrics.Metrics, log *slog.Logger, consumer, jobID string) error {
+	log.Error("message for a job Redis does not know: dead-lettered, nothing paid", "job", jobID, "consumer", consumer)
+	if m != nil {
+		m.Orphans.WithLabelValues(consumer).Inc()
+	}
+	return bus.Permanent(fmt.Errorf("%w %s", ErrUnknownJob, jobID))
 }

@@ -73,6 +73,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 			return w.publish(ctx, req, done)
 		}
 	}
+	if ss.Status == "" {
+		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerSearch(req.Engine), req.JobID)
+	}
 	if ss.Status.Terminal() {
 		return nil
 	}
