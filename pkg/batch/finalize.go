@@ -294,14 +294,3 @@ func (b *record) endedAt() time.Time {
 	}
 	return time.Now().UTC()
 }
-
-// WebhookStatus records how a batch's callback delivery ended ("delivered", "failed",
-// "disabled"): the webhook service's BatchStatus hook.
-func (s *Service) WebhookStatus(ctx context.Context, batchID, status string) error {
-	k := s.Store.K.Batch(batchID)
-	n, err := s.Store.R.Exists(ctx, k).Result()
-	if err != nil || n == 0 {
-		return err
-	}
-	return s.Store.R.HSet(ctx, k, "webhook", status).Err()
-}

@@ -1,0 +1,48 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SaveWebhookSecret keeps the callback signing secret made for a job or batch (whose
+// tenant has none) for the store's retention, apart from the record, which must never
+// hold a secret.
+func (s *Store) SaveWebhookSecret(ctx context.Context, id, secret string) error {
+	if err := s.R.Set(ctx, s.K.WebhookSecret(id), secret, s.Retention).Err(); err != nil {
+		return fmt.Errorf("state: storing a signing secret: %w", err)
+	}
+	return nil
+}
+
+// WebhookSecret reads the signing secret made for a job or batch; ErrNotFound when
+// none was made or it expired. Errors never contain the secret.
+func (s *Store) WebhookSecret(ctx context.Context, id string) (string, error) {
+	sec, err := s.R.Get(ctx, s.K.WebhookSecret(id)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", ErrNotFound
+	case err != nil:
+		return "", fmt.Errorf("state: reading a signing secret: %w", err)
+	}
+	return sec, nil
+}
+
+// JobWebhookStatus reads a job's webhook status ("" when it has none, or the job is
+// gone).
+func (s *Store) JobWebhookStatus(ctx context.Context, jobID string) (string, error) {
+	st, err := s.R.HGet(ctx, s.K.Job(jobID), "webhook").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("state: reading job %s webhook status: %w", jobID, err)
+	}
+	return st, nil
+}
+
+// JobFields returns a job record's fields exactly as stored, for checks of what a
+// record holds (that no secret reached it); read jobs with GetJob.
+func (s *Store) JobFields(ctx context.Context, jobID string) (map[string]string, error) {
+	return s.R.HGetAll(ctx, s.K.Job(jobID)).Result()
+}
