@@ -11,8 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/searchfleet/searchfleet/internal/httpx"
-
 	"github.com/nats-io/nats.go"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -228,14 +226,14 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 	}
 	switch {
 	case err != nil:
-		send(httpx.Error{Error: httpx.ErrorBody{Message: "the job did not finish in time; fetch GET /v1/jobs/" + job.ID, Type: "timeout"}})
+		send(apiError{Error: jobs.ErrorBody{Message: "the job did not finish in time; fetch GET /v1/jobs/" + job.ID, Type: "timeout"}})
 	case done.Status != state.Completed:
 		je := done.Error
 		if je == nil {
 			je = &state.JobError{Type: "server_error", Message: "the job " + string(done.Status)}
 		}
 		code := je.Code
-		send(httpx.Error{Error: httpx.ErrorBody{Message: je.Message, Type: je.Type, Code: &code}})
+		send(apiError{Error: jobs.ErrorBody{Message: je.Message, Type: je.Type, Code: &code}})
 	default:
 		includeUsage := strings.Contains(string(req.Extra["stream_options"]), `"include_usage":true`)
 		for _, c := range chunks(done.Response, includeUsage) {

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/httpx"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -19,7 +17,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-func viewOf(j *state.Job) httpx.JobView { return httpx.ViewOf(j) }
+func viewOf(j *state.Job) jobs.View { return jobs.ViewOf(j) }
 
 // createJob is POST /v1/jobs: the chat request is accepted at once (202) and run by
 // the fleet; its answer is fetched later, followed as events, or delivered to the

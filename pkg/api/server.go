@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/searchfleet/searchfleet/internal/httpx"
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
@@ -66,7 +65,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
 	mux.HandleFunc("POST /v1/search", s.auth(s.directSearch))
 	if s.Batches != nil {
-		s.Batches.Routes(mux, s.auth)
+		mux.HandleFunc("POST /v1/files", s.auth(s.uploadFile))
+		mux.HandleFunc("GET /v1/files", s.auth(s.listFiles))
+		mux.HandleFunc("GET /v1/files/{id}", s.auth(s.getFile))
+		mux.HandleFunc("GET /v1/files/{id}/content", s.auth(s.fileContent))
+		mux.HandleFunc("DELETE /v1/files/{id}", s.auth(s.deleteFile))
+		mux.HandleFunc("POST /v1/batches", s.auth(s.createBatch))
+		mux.HandleFunc("GET /v1/batches", s.auth(s.listBatches))
+		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
+		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -81,10 +88,6 @@ func (s *Server) Handler() http.Handler {
 	return s.observe(mux)
 }
 
-func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
-	httpx.WriteError(w, status, typ, code, param, msg)
-}
-
 func writeJobError(w http.ResponseWriter, je *state.JobError) {
 	status := je.Status
 	if status < 400 {
@@ -92,8 +95,6 @@ func writeJobError(w http.ResponseWriter, je *state.JobError) {
 	}
 	writeError(w, status, je.Type, je.Code, "", je.Message)
 }
-
-func writeJSON(w http.ResponseWriter, status int, v any) { httpx.WriteJSON(w, status, v) }
 
 // readBody reads a bounded body; it has answered the request when it returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
@@ -137,9 +138,6 @@ func NewTenants(ts []config.Tenant) (*Tenants, error) {
 	return t, nil
 }
 
-// tenantOf returns the request's tenant.
-func tenantOf(r *http.Request) string { return httpx.Tenant(r) }
-
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.Tenants == nil {
@@ -155,7 +153,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>'.")
 			return
 		}
-		h(w, r.WithContext(httpx.WithTenant(r.Context(), tenant)))
+		h(w, r.WithContext(withTenant(r.Context(), tenant)))
 	}
 }
 
@@ -166,7 +164,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if !s.Bus.NC.IsConnected() {
 		problems["nats"] = s.Bus.NC.Status().String()
 	}
-	if err := s.Store.R.Ping(ctx).Err(); err != nil {
+	if err := s.Store.Ping(ctx); err != nil {
 		problems["redis"] = err.Error()
 	}
 	if len(problems) > 0 {

@@ -6,15 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/searchfleet/searchfleet/internal/httpx"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -26,16 +21,18 @@ const (
 	defaultWindow = "24h"
 	minWindow     = time.Second
 	maxWindow     = 7 * 24 * time.Hour
-	// maxQueriesBytes bounds the body of the simple {queries} form: 50,000 questions
-	// of several hundred characters fit.
-	maxQueriesBytes = 64 << 20
+	// MaxCreateBytes bounds the body of POST /v1/batches: 50,000 questions of the
+	// simple {queries} form, of several hundred characters each, fit.
+	MaxCreateBytes = 64 << 20
 	// maxQueryBytes bounds one question of the simple form.
 	maxQueryBytes = 32 << 10
 )
 
-// createParams are the fields both forms of POST /v1/batches share. Callback is an
-// extension of the OpenAI shape: {url, events?} as for POST /v1/jobs.
-type createParams struct {
+// CreateParams are the fields of both forms of a new batch: the OpenAI shape
+// ({input_file_id, endpoint, completion_window, metadata}) or the simple form
+// ({queries, model, metadata, callback}). Callback is an extension of the OpenAI
+// shape: {url, events?} as for POST /v1/jobs.
+type CreateParams struct {
 	InputFileID      string            `json:"input_file_id"`
 	Endpoint         string            `json:"endpoint"`
 	CompletionWindow string            `json:"completion_window"`
@@ -47,81 +44,71 @@ type createParams struct {
 	Model   string   `json:"model"`
 }
 
-// createBatch is POST /v1/batches: the OpenAI shape ({input_file_id, endpoint,
-// completion_window, metadata}) or the simple form ({queries, model, metadata,
-// callback}). Every line is validated before anything is created; the batch is then
-// recorded and queued for expansion, and answered as status "validating".
-func (s *Service) createBatch(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxQueriesBytes))
+// Create starts a batch of tenant's. Every line is validated before anything is
+// created (a refusal is an *Error); the batch is then recorded and queued for
+// expansion, and returned as status "validating", with the callback's signing secret
+// when one was made for it.
+func (s *Service) Create(ctx context.Context, tenant string, p *CreateParams) (View, error) {
+	b, err := newRecord(tenant, p)
 	if err != nil {
-		httpx.WriteError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "",
-			fmt.Sprintf("The request body exceeds %d bytes; upload large inputs with POST /v1/files.", maxQueriesBytes))
-		return
+		return View{}, err
 	}
-	var p createParams
-	if err := json.Unmarshal(body, &p); err != nil {
-		httpx.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", "", "The body must be a JSON object: "+err.Error())
-		return
-	}
-	b, msg, param := s.newRecord(r, &p)
-	if msg != "" {
-		httpx.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", param, msg)
-		return
-	}
-	secret, ok := s.takeCallback(w, r, b, p.Callback)
-	if !ok {
-		return
+	secret, err := s.takeCallback(ctx, b, p.Callback)
+	if err != nil {
+		return View{}, err
 	}
 	var ids []string
 	if p.Queries != nil {
-		ids, ok = s.inputFromQueries(w, r, b, &p)
+		ids, err = s.inputFromQueries(ctx, b, p)
 	} else {
-		ids, ok = s.inputFromFile(w, r, b, &p)
+		ids, err = s.inputFromFile(ctx, b, p)
 	}
-	if ok {
-		s.startBatch(w, r, b, secret, ids)
+	if err != nil {
+		return View{}, err
 	}
+	if err := s.start(ctx, b, ids); err != nil {
+		return View{}, err
+	}
+	v := ViewOf(b)
+	v.WebhookSecret = secret
+	return v, nil
 }
 
 // takeCallback validates the batch's callback, if it has one, through the webhook
-// service, which also makes the batch a signing secret when the tenant has none. It
-// has answered when !ok.
-func (s *Service) takeCallback(w http.ResponseWriter, r *http.Request, b *record, callback json.RawMessage) (secret string, ok bool) {
+// service, which also makes the batch a signing secret when the tenant has none.
+func (s *Service) takeCallback(ctx context.Context, b *record, callback json.RawMessage) (secret string, err error) {
 	if len(callback) == 0 || string(callback) == "null" {
-		return "", true
+		return "", nil
 	}
 	if s.Webhooks == nil {
-		httpx.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
-		return "", false
+		return "", invalid("", "callback", "callbacks are not enabled on this server")
 	}
-	stored, secret, err := s.Webhooks.ParseCallback(r.Context(), b.Tenant, b.ID, callback)
+	stored, secret, err := s.Webhooks.ParseCallback(ctx, b.Tenant, b.ID, callback)
 	if err != nil {
-		httpx.WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
-		return "", false
+		return "", invalid("invalid_callback", "callback", "%s", err.Error())
 	}
 	b.Callback = stored
-	return secret, true
+	return secret, nil
 }
 
-// newRecord checks the fields both forms share and builds the batch record; a
-// message explains what is wrong.
-func (s *Service) newRecord(r *http.Request, p *createParams) (b *record, msg, param string) {
+// newRecord checks the fields both forms share and builds the batch record.
+func newRecord(tenant string, p *CreateParams) (*record, error) {
 	if p.Endpoint != "" && p.Endpoint != chatEndpoint {
-		return nil, fmt.Sprintf("endpoint %q is not supported; batches run %q", p.Endpoint, chatEndpoint), "endpoint"
+		return nil, invalid("", "endpoint", "endpoint %q is not supported; batches run %q", p.Endpoint, chatEndpoint)
 	}
 	if p.CompletionWindow == "" {
 		p.CompletionWindow = defaultWindow
 	}
 	window, err := time.ParseDuration(p.CompletionWindow)
 	if err != nil || window < minWindow || window > maxWindow {
-		return nil, fmt.Sprintf("completion_window %q must be a duration such as \"24h\" (from %s to %s)", p.CompletionWindow, minWindow, maxWindow), "completion_window"
+		return nil, invalid("", "completion_window", "completion_window %q must be a duration such as \"24h\" (from %s to %s)", p.CompletionWindow, minWindow, maxWindow)
 	}
 	if msg := checkMetadata(p.Metadata); msg != "" {
-		return nil, msg, "metadata"
+		return nil, invalid("", "metadata", "%s", msg)
 	}
 	now := time.Now().UTC()
-	return &record{ID: state.NewID("batch_"), Tenant: httpx.Tenant(r), Status: statusValidating, Endpoint: chatEndpoint,
-		Window: p.CompletionWindow, Metadata: p.Metadata, Created: now, Expires: now.Add(window)}, "", ""
+	return &record{ID: state.NewID("batch_"), Tenant: tenant, Status: statusValidating, Endpoint: chatEndpoint,
+		Window: p.CompletionWindow, Metadata: p.Metadata, Created: now, Expires: now.Add(window)}, nil
 }
 
 // checkMetadata applies OpenAI's metadata rules: at most 16 pairs, keys up to 64
@@ -143,42 +130,36 @@ func checkMetadata(m map[string]string) string {
 
 // inputFromFile checks the OpenAI form's input file: the tenant's, uploaded for
 // batches, every line valid (validated again: the models served may have changed
-// since the upload). It returns the custom_ids; it has answered when !ok.
-func (s *Service) inputFromFile(w http.ResponseWriter, r *http.Request, b *record, p *createParams) (ids []string, ok bool) {
-	ctx := r.Context()
+// since the upload). It returns the custom_ids.
+func (s *Service) inputFromFile(ctx context.Context, b *record, p *CreateParams) ([]string, error) {
 	if p.InputFileID == "" {
-		httpx.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", "input_file_id", "input_file_id is required (or send {\"queries\": [...]})")
-		return nil, false
+		return nil, invalid("", "input_file_id", "input_file_id is required (or send {\"queries\": [...]})")
 	}
-	f, err := s.fileByID(ctx, p.InputFileID)
+	f, err := s.Store.GetFile(ctx, p.InputFileID)
 	if errors.Is(err, errNoFile) || err == nil && f.Tenant != b.Tenant {
-		httpx.WriteError(w, http.StatusNotFound, "invalid_request_error", "file_not_found", "input_file_id", fmt.Sprintf("No such file: %q.", p.InputFileID))
-		return nil, false
+		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "input_file_id", Message: fmt.Sprintf("No such file: %q.", p.InputFileID)}
 	}
-	if err == nil && f.Purpose != purposeBatch {
-		httpx.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", "input_file_id", fmt.Sprintf("File %s has purpose %q; a batch input needs purpose \"batch\".", f.ID, f.Purpose))
-		return nil, false
+	if err == nil && f.Purpose != PurposeBatch {
+		return nil, invalid("", "input_file_id", "File %s has purpose %q; a batch input needs purpose \"batch\".", f.ID, f.Purpose)
 	}
-	var v *validation
+	var v *Validation
 	if err == nil {
 		v, err = s.validateStored(ctx, f.ID)
 	}
 	if err != nil {
 		s.Log.Error("batch: reading an input file", "file", p.InputFileID, "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not read the input file; try again.")
-		return nil, false
+		return nil, unavailable(err, "Could not read the input file; try again.")
 	}
 	if v.Invalid > 0 {
-		httpx.WriteJSON(w, http.StatusBadRequest, v.asInputError("input_file_id"))
-		return nil, false
+		return nil, &Error{Kind: Invalid, Param: "input_file_id", Input: v, Message: "invalid batch input"}
 	}
 	b.InputFileID, b.Model, b.Total = f.ID, v.Model, v.Requests
-	return v.CustomIDs, true
+	return v.CustomIDs, nil
 }
 
 // validateStored validates a stored file.
-func (s *Service) validateStored(ctx context.Context, id string) (*validation, error) {
-	rc, err := s.openFile(ctx, id)
+func (s *Service) validateStored(ctx context.Context, id string) (*Validation, error) {
+	rc, err := s.OpenFile(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -187,19 +168,16 @@ func (s *Service) validateStored(ctx context.Context, id string) (*validation, e
 }
 
 // inputFromQueries turns the simple form into an input file (stored, so the batch
-// reads like any other): one chat request per question. It returns the custom_ids;
-// it has answered when !ok.
-func (s *Service) inputFromQueries(w http.ResponseWriter, r *http.Request, b *record, p *createParams) (ids []string, ok bool) {
+// reads like any other): one chat request per question. It returns the custom_ids.
+func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreateParams) ([]string, error) {
 	if p.InputFileID != "" {
-		httpx.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", "queries", "Send either queries or input_file_id, not both.")
-		return nil, false
+		return nil, invalid("", "queries", "Send either queries or input_file_id, not both.")
 	}
 	if p.Model == "" && len(s.Models) == 1 {
 		p.Model = s.Models[0]
 	}
 	if p.Model == "" {
-		httpx.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", "model", "model is required with queries; available models: "+strings.Join(s.Models, ", "))
-		return nil, false
+		return nil, invalid("", "model", "model is required with queries; available models: %s", strings.Join(s.Models, ", "))
 	}
 	var buf bytes.Buffer
 	va := newValidator(s.Models)
@@ -216,17 +194,15 @@ func (s *Service) inputFromQueries(w http.ResponseWriter, r *http.Request, b *re
 	}
 	v := va.result()
 	if v.Invalid > 0 {
-		httpx.WriteJSON(w, http.StatusBadRequest, v.asInputError("queries"))
-		return nil, false
+		return nil, &Error{Kind: Invalid, Param: "queries", Input: v, Message: "invalid batch input"}
 	}
-	f := &fileRecord{ID: state.NewID("file-"), Tenant: b.Tenant, Filename: b.ID + "_queries.jsonl", Purpose: purposeBatch, Created: b.Created}
-	if err := s.saveFile(r.Context(), f, &buf); err != nil {
+	f := &state.File{ID: state.NewID("file-"), Tenant: b.Tenant, Filename: b.ID + "_queries.jsonl", Purpose: PurposeBatch, Created: b.Created}
+	if err := s.saveFile(ctx, f, &buf); err != nil {
 		s.Log.Error("batch: storing queries", "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not store the queries; try again.")
-		return nil, false
+		return nil, unavailable(err, "Could not store the queries; try again.")
 	}
 	b.InputFileID, b.Model, b.Total = f.ID, v.Model, v.Requests
-	return v.CustomIDs, true
+	return v.CustomIDs, nil
 }
 
 // checkQuery checks question i of the simple form.
@@ -247,55 +223,25 @@ func queryBody(model, q string) json.RawMessage {
 	return b
 }
 
-// startBatch records the validated batch, queues its expansion and answers with it
-// (and the callback's signing secret, once).
-func (s *Service) startBatch(w http.ResponseWriter, r *http.Request, b *record, secret string, ids []string) {
-	ctx := r.Context()
-	if err := s.insert(ctx, b, ids); err != nil {
+// start records the validated batch and queues its expansion.
+func (s *Service) start(ctx context.Context, b *record, ids []string) error {
+	if err := s.Store.CreateBatch(ctx, b, ids); err != nil {
 		s.Log.Error("batch: recording", "batch", b.ID, "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the batch; try again.")
-		return
+		return unavailable(err, "Could not record the batch; try again.")
 	}
 	if err := s.Bus.Publish(ctx, bus.SubjectExpand, bus.BatchExpand{BatchID: b.ID, Tenant: b.Tenant}); err != nil {
 		s.Log.Error("batch: queueing expansion", "batch", b.ID, "err", err)
 		s.failBatch(context.WithoutCancel(ctx), b.ID, newLineError(0, "queue_unavailable", "", "the batch could not be queued: %v", err))
-		w.Header().Set("Retry-After", "1")
-		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet could not take the batch; try again.")
-		return
+		e := unavailable(err, "The fleet could not take the batch; try again.")
+		e.RetryAfter = time.Second
+		return e
 	}
-	v := b.view()
-	v.WebhookSecret = secret
-	httpx.WriteJSON(w, http.StatusOK, v)
-}
-
-// insert records a new batch, its custom_ids and its place in the tenant's list and
-// in the active set, in one round trip. Its keys live until the completion window
-// ends plus the store's retention; a batch that ends keeps them for the retention.
-func (s *Service) insert(ctx context.Context, b *record, ids []string) error {
-	ttl := time.Until(b.Expires) + s.Store.Retention
-	_, err := s.Store.R.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.Store.K.Batch(b.ID), b.fields()...)
-		for start := 0; start < len(ids); start += 1000 {
-			end := min(start+1000, len(ids))
-			args := make([]any, 0, 2*(end-start))
-			for i := start; i < end; i++ {
-				args = append(args, strconv.Itoa(i), ids[i])
-			}
-			p.HSet(ctx, s.Store.K.BatchIDs(b.ID), args...)
-		}
-		p.PExpire(ctx, s.Store.K.Batch(b.ID), ttl)
-		p.PExpire(ctx, s.Store.K.BatchIDs(b.ID), ttl)
-		p.ZAdd(ctx, s.Store.K.TenantBatches(b.Tenant), redis.Z{Score: float64(b.Created.UnixMilli()), Member: b.ID})
-		p.SAdd(ctx, s.Store.K.ActiveBatches(), b.ID)
-		return nil
-	})
-	return err
+	return nil
 }
 
 // failBatch ends a batch that cannot run as failed, with the reason as its error.
 func (s *Service) failBatch(ctx context.Context, id string, e lineError) {
-	errs, _ := json.Marshal([]lineError{e})
-	moved, err := s.finish(ctx, id, statusFailed, "errors", errs)
+	moved, err := s.Store.FinishBatch(ctx, id, statusFailed, state.BatchEnd{Errors: []lineError{e}})
 	if err != nil {
 		s.Log.Error("batch: marking failed", "batch", id, "err", err)
 	}
@@ -304,66 +250,44 @@ func (s *Service) failBatch(ctx context.Context, id string, e lineError) {
 	}
 }
 
-// finish gives a batch its final status (and fields) unless it has one, and reports
-// whether it did.
-func (s *Service) finish(ctx context.Context, id, status string, fields ...any) (bool, error) {
-	now := time.Now()
-	argv := append([]any{status, status + "_at", state.Millis(now), s.Store.Retention.Milliseconds()}, fields...)
-	n, err := finishBatch.Run(ctx, s.Store.R, []string{s.Store.K.Batch(id), s.Store.K.BatchDone(id), s.Store.K.BatchIDs(id)}, argv...).Int()
-	if err != nil {
-		return false, fmt.Errorf("batch: finishing %s: %w", id, err)
-	}
-	if n == 1 {
-		s.Store.R.SRem(ctx, s.Store.K.ActiveBatches(), id)
-	}
-	return n == 1, nil
-}
-
-// loadBatch reads the batch named in the path as its tenant sees it; it has answered
-// when it returns nil.
-func (s *Service) loadBatch(w http.ResponseWriter, r *http.Request) *record {
-	id := r.PathValue("id")
-	b, err := s.load(r.Context(), id)
-	if errors.Is(err, errNoBatch) || err == nil && b.Tenant != httpx.Tenant(r) {
-		httpx.WriteError(w, http.StatusNotFound, "invalid_request_error", "batch_not_found", "id", fmt.Sprintf("No such batch: %q.", id))
-		return nil
+// tenantBatch reads a batch as its tenant sees it: another tenant's is NotFound.
+func (s *Service) tenantBatch(ctx context.Context, tenant, id string) (*record, error) {
+	b, err := s.load(ctx, id)
+	if errors.Is(err, errNoBatch) || err == nil && b.Tenant != tenant {
+		return nil, &Error{Kind: NotFound, Code: "batch_not_found", Param: "id", Message: fmt.Sprintf("No such batch: %q.", id)}
 	}
 	if err != nil {
-		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the batch failed.")
-		return nil
+		return nil, unavailable(err, "Reading the batch failed.")
 	}
-	return b
+	return b, nil
 }
 
-// getBatch is GET /v1/batches/{id}. Looking at a batch that seems stuck also asks the
+// Get returns a batch of tenant's. Looking at a batch that seems stuck also asks the
 // expander to repair it (see repairIfStale).
-func (s *Service) getBatch(w http.ResponseWriter, r *http.Request) {
-	b := s.loadBatch(w, r)
-	if b == nil {
-		return
+func (s *Service) Get(ctx context.Context, tenant, id string) (View, error) {
+	b, err := s.tenantBatch(ctx, tenant, id)
+	if err != nil {
+		return View{}, err
 	}
-	s.repairIfStale(r.Context(), b)
-	httpx.WriteJSON(w, http.StatusOK, b.view())
+	s.repairIfStale(ctx, b)
+	return ViewOf(b), nil
 }
 
-// cancelBatch is POST /v1/batches/{id}/cancel: the batch moves to cancelling at once;
-// the expander then cancels its unfinished jobs and writes the partial output.
-// Cancelling a batch that is cancelling or cancelled again answers it as it is.
-func (s *Service) cancelBatch(w http.ResponseWriter, r *http.Request) {
-	b := s.loadBatch(w, r)
-	if b == nil {
-		return
-	}
-	ctx := r.Context()
-	st, err := requestCancel.Run(ctx, s.Store.R, []string{s.Store.K.Batch(b.ID)}, state.Millis(time.Now())).Text()
+// Cancel moves a batch of tenant's to cancelling at once; the expander then cancels
+// its unfinished jobs and writes the partial output. Cancelling a batch that is
+// cancelling or cancelled again returns it as it is; one that ended otherwise is a
+// Conflict.
+func (s *Service) Cancel(ctx context.Context, tenant, id string) (View, error) {
+	b, err := s.tenantBatch(ctx, tenant, id)
 	if err != nil {
-		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
-		return
+		return View{}, err
+	}
+	st, err := s.Store.CancelBatch(ctx, b.ID)
+	if err != nil {
+		return View{}, unavailable(err, "Cancelling failed; try again.")
 	}
 	if st != statusCancelling && st != statusCancelled {
-		httpx.WriteError(w, http.StatusConflict, "invalid_request_error", "batch_not_cancellable", "",
-			fmt.Sprintf("Cannot cancel a batch with status %q.", st))
-		return
+		return View{}, &Error{Kind: Conflict, Code: "batch_not_cancellable", Message: fmt.Sprintf("Cannot cancel a batch with status %q.", st)}
 	}
 	if st == statusCancelling {
 		if err := s.kick(ctx, b.ID, b.Tenant, "cancel"); err != nil {
@@ -371,37 +295,24 @@ func (s *Service) cancelBatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if b, err = s.load(ctx, b.ID); err != nil {
-		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the batch failed.")
-		return
+		return View{}, unavailable(err, "Reading the batch failed.")
 	}
-	httpx.WriteJSON(w, http.StatusOK, b.view())
+	return ViewOf(b), nil
 }
 
-// listBatches is GET /v1/batches: the tenant's batches, newest first, paged with
-// limit (1..100, default 20) and after.
-func (s *Service) listBatches(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, ok := listLimit(w, q.Get("limit"), 20, 100)
-	if !ok {
-		return
-	}
-	tenant := httpx.Tenant(r)
-	zkey := s.Store.K.TenantBatches(tenant)
-	batches, more, err := page(r.Context(), s, zkey, q.Get("after"), limit, false,
-		func(ctx context.Context, id string) (batchView, bool, error) {
+// List returns up to limit of tenant's batches, newest first, after the batch after
+// (none: from the newest), and whether more follow.
+func (s *Service) List(ctx context.Context, tenant, after string, limit int) ([]View, bool, error) {
+	return page(ctx, s.Store.TenantBatches(ctx, tenant, after), limit,
+		func(ctx context.Context, id string) (View, bool, error) {
 			b, err := s.load(ctx, id)
 			if errors.Is(err, errNoBatch) {
-				s.Store.R.ZRem(ctx, zkey, id) // expired: drop it from the list
-				return batchView{}, false, nil
+				s.Store.ForgetTenantBatch(ctx, tenant, id) // expired: drop it from the list
+				return View{}, false, nil
 			}
 			if err != nil {
-				return batchView{}, false, err
+				return View{}, false, err
 			}
-			return b.view(), true, nil
+			return ViewOf(b), true, nil
 		})
-	if err != nil {
-		httpx.WriteError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing batches failed.")
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, listOf(batches, func(v batchView) string { return v.ID }, more))
 }

@@ -93,7 +93,7 @@ func (s *Service) drive(ctx context.Context, id string) error {
 	if b, err = s.load(ctx, id); err != nil {
 		return ignoreGone(err)
 	}
-	if !terminal(b.Status) && b.resolved() {
+	if !terminal(b.Status) && b.Resolved() {
 		return s.finalize(ctx, b)
 	}
 	return nil
@@ -121,7 +121,7 @@ type pendingLine struct {
 func (s *Service) expand(ctx context.Context, b *record) error {
 	cursor := b.Expanded
 	if b.Status == statusValidating || b.Status == statusInProgress {
-		rc, err := s.openFile(ctx, b.InputFileID)
+		rc, err := s.OpenFile(ctx, b.InputFileID)
 		if errors.Is(err, errNoFile) {
 			s.failBatch(ctx, b.ID, newLineError(0, "input_file_missing", "input_file_id", "the input file %s was deleted before the batch could run", b.InputFileID))
 			return nil
@@ -180,23 +180,15 @@ func (s *Service) expandLines(ctx context.Context, b *record, input io.Reader) (
 // advance moves the expansion cursor (and marks expansion done); it reports whether
 // the batch is now resolved.
 func (s *Service) advance(ctx context.Context, id string, cursor int, done bool) (bool, error) {
-	d := "0"
-	if done {
-		d = "1"
-	}
-	n, err := advanceCursor.Run(ctx, s.Store.R, []string{s.Store.K.Batch(id)}, cursor, d, state.Millis(time.Now())).Int()
-	if err != nil {
-		return false, fmt.Errorf("batch %s: moving the cursor: %w", id, err)
-	}
-	return n == 1, nil
+	return s.Store.AdvanceBatch(ctx, id, cursor, done)
 }
 
 // expandChunk creates the jobs of a chunk of lines and publishes them, unless the
 // batch should stop expanding.
 func (s *Service) expandChunk(ctx context.Context, b *record, chunk []pendingLine) error {
-	st, err := s.Store.R.HGet(ctx, s.Store.K.Batch(b.ID), "status").Result()
+	st, err := s.Store.BatchStatus(ctx, b.ID)
 	if err != nil {
-		return fmt.Errorf("batch %s: reading status: %w", b.ID, err)
+		return err
 	}
 	if st != statusValidating && st != statusInProgress || !time.Now().Before(b.Expires) {
 		return errStop
@@ -258,13 +250,13 @@ func (s *Service) parallel(ctx context.Context, n int, fn func(k int) error) err
 
 // unfinished returns the lines with a job but no outcome yet.
 func (s *Service) unfinished(ctx context.Context, b *record) ([]int, error) {
-	done, err := s.Store.R.HGetAll(ctx, s.Store.K.BatchDone(b.ID)).Result()
+	done, err := s.Store.BatchOutcomes(ctx, b.ID)
 	if err != nil {
-		return nil, fmt.Errorf("batch %s: reading outcomes: %w", b.ID, err)
+		return nil, err
 	}
 	var out []int
 	for i := range b.Expanded {
-		if _, ok := done[strconv.Itoa(i)]; !ok {
+		if _, ok := done[i]; !ok {
 			out = append(out, i)
 		}
 	}
@@ -381,11 +373,7 @@ func outcomeOf(job *state.Job) string {
 
 // count records line i's outcome once; it reports whether that resolved the batch.
 func (s *Service) count(ctx context.Context, batchID string, i int, outcome string) (bool, error) {
-	v, err := countLine.Run(ctx, s.Store.R, []string{s.Store.K.Batch(batchID), s.Store.K.BatchDone(batchID)}, i, outcome, state.Millis(time.Now())).Int64Slice()
-	if err != nil {
-		return false, fmt.Errorf("batch %s: counting line %d: %w", batchID, i, err)
-	}
-	return len(v) == 2 && v[1] == 1, nil
+	return s.Store.CountBatchLine(ctx, batchID, i, outcome)
 }
 
 // kick asks the expander to drive a batch for a reason ("cancel", "finalize",
@@ -434,7 +422,7 @@ func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		ids, err := s.Store.R.SMembers(ctx, s.Store.K.ActiveBatches()).Result()
+		ids, err := s.Store.ActiveBatches(ctx)
 		if err != nil {
 			s.Log.Warn("batch: sweeping", "err", err)
 			continue
@@ -442,7 +430,7 @@ func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
 		for _, id := range ids {
 			b, err := s.load(ctx, id)
 			if errors.Is(err, errNoBatch) {
-				s.Store.R.SRem(ctx, s.Store.K.ActiveBatches(), id)
+				s.Store.ForgetActiveBatch(ctx, id)
 			}
 			if err == nil {
 				s.repairIfStale(ctx, b)

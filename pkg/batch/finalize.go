@@ -49,13 +49,13 @@ type lineFailure struct {
 // batch its final status: cancelled if it was cancelling, expired if a line ran out of
 // window, else completed. Done twice, it writes the same files under the same ids.
 func (s *Service) finalize(ctx context.Context, b *record) error {
-	done, err := s.Store.R.HGetAll(ctx, s.Store.K.BatchDone(b.ID)).Result()
+	done, err := s.Store.BatchOutcomes(ctx, b.ID)
 	if err != nil {
-		return fmt.Errorf("batch %s: reading outcomes: %w", b.ID, err)
+		return err
 	}
-	ids, err := s.Store.R.HGetAll(ctx, s.Store.K.BatchIDs(b.ID)).Result()
+	ids, err := s.Store.BatchCustomIDs(ctx, b.ID)
 	if err != nil {
-		return fmt.Errorf("batch %s: reading custom ids: %w", b.ID, err)
+		return err
 	}
 	status := finalStatus(b, done)
 	out, err := newOutputs()
@@ -70,7 +70,7 @@ func (s *Service) finalize(ctx context.Context, b *record) error {
 			return err
 		}
 		for i := start; i < end; i++ {
-			if err := out.write(lineFor(b, i, ids[strconv.Itoa(i)], done[strconv.Itoa(i)], jobs[i-start], status)); err != nil {
+			if err := out.write(lineFor(b, i, ids[i], done[i], jobs[i-start], status)); err != nil {
 				return err
 			}
 		}
@@ -79,7 +79,7 @@ func (s *Service) finalize(ctx context.Context, b *record) error {
 	if err != nil {
 		return err
 	}
-	moved, err := s.finish(ctx, b.ID, status, "output_file_id", outID, "error_file_id", errID)
+	moved, err := s.Store.FinishBatch(ctx, b.ID, status, state.BatchEnd{OutputFileID: outID, ErrorFileID: errID})
 	if err != nil {
 		return err
 	}
@@ -93,12 +93,12 @@ func (s *Service) finalize(ctx context.Context, b *record) error {
 }
 
 // finalStatus is the status a resolved batch ends with.
-func finalStatus(b *record, done map[string]string) string {
+func finalStatus(b *record, done map[int]string) string {
 	if b.Status == statusCancelling {
 		return statusCancelled
 	}
 	for i := range b.Total {
-		if o := done[strconv.Itoa(i)]; o == "" || o == outcomeExpired {
+		if o := done[i]; o == "" || o == outcomeExpired {
 			return statusExpired
 		}
 	}
@@ -107,10 +107,10 @@ func finalStatus(b *record, done map[string]string) string {
 
 // jobsOf reads the jobs of lines [start, end) that completed or failed (the others'
 // lines need no job).
-func (s *Service) jobsOf(ctx context.Context, b *record, start, end int, done map[string]string) ([]*state.Job, error) {
+func (s *Service) jobsOf(ctx context.Context, b *record, start, end int, done map[int]string) ([]*state.Job, error) {
 	jobs := make([]*state.Job, end-start)
 	err := s.parallel(ctx, end-start, func(k int) error {
-		switch done[strconv.Itoa(start+k)] {
+		switch done[start+k] {
 		case outcomeCompleted, outcomeFailed:
 		default:
 			return nil
@@ -226,8 +226,8 @@ func (s *Service) storeOutputs(ctx context.Context, b *record, o *outputs) (outI
 		if err != nil {
 			return "", "", err
 		}
-		f := &fileRecord{ID: "file-" + strings.TrimPrefix(b.ID, "batch_") + "-" + kind, Tenant: b.Tenant,
-			Filename: b.ID + "_" + kind + ".jsonl", Purpose: purposeOutput, Created: time.Now().UTC()}
+		f := &state.File{ID: "file-" + strings.TrimPrefix(b.ID, "batch_") + "-" + kind, Tenant: b.Tenant,
+			Filename: b.ID + "_" + kind + ".jsonl", Purpose: PurposeOutput, Created: time.Now().UTC()}
 		if err := s.saveFile(ctx, f, r); err != nil {
 			return "", "", err
 		}
@@ -241,7 +241,7 @@ func (s *Service) storeOutputs(ctx context.Context, b *record, o *outputs) (outI
 type webhookPayload struct {
 	Type      string    `json:"type"`
 	Timestamp time.Time `json:"timestamp"`
-	Data      batchView `json:"data"`
+	Data      View      `json:"data"`
 }
 
 // notify enqueues the callback delivery of a batch that has ended, if its callback
@@ -266,14 +266,14 @@ func (s *Service) notify(ctx context.Context, b *record) error {
 		}
 		status = "pending"
 	}
-	return s.Store.R.HSet(ctx, s.Store.K.Batch(b.ID), "webhook", status).Err()
+	return s.Store.SetBatchWebhook(ctx, b.ID, status)
 }
 
 // enqueueWebhook publishes the delivery of a batch's end to url.
 func (s *Service) enqueueWebhook(ctx context.Context, b *record, url string) error {
-	at := b.endedAt()
+	at := endedAt(b)
 	typ := "batch." + b.Status
-	payload, err := json.Marshal(webhookPayload{Type: typ, Timestamp: at, Data: b.view()})
+	payload, err := json.Marshal(webhookPayload{Type: typ, Timestamp: at, Data: ViewOf(b)})
 	if err != nil {
 		return err
 	}
@@ -286,22 +286,11 @@ func (s *Service) enqueueWebhook(ctx context.Context, b *record, url string) err
 }
 
 // endedAt is when a batch reached its final status.
-func (b *record) endedAt() time.Time {
+func endedAt(b *record) time.Time {
 	for _, t := range []time.Time{b.CompletedAt, b.CancelledAt, b.ExpiredAt, b.FailedAt} {
 		if !t.IsZero() {
 			return t
 		}
 	}
 	return time.Now().UTC()
-}
-
-// WebhookStatus records how a batch's callback delivery ended ("delivered", "failed",
-// "disabled"): the webhook service's BatchStatus hook.
-func (s *Service) WebhookStatus(ctx context.Context, batchID, status string) error {
-	k := s.Store.K.Batch(batchID)
-	n, err := s.Store.R.Exists(ctx, k).Result()
-	if err != nil || n == 0 {
-		return err
-	}
-	return s.Store.R.HSet(ctx, k, "webhook", status).Err()
 }

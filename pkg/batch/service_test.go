@@ -1,19 +1,18 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -24,10 +23,11 @@ import (
 
 // harness is a batch service on a real NATS server and the real Redis, with no chat
 // workers: tests end the jobs themselves and drive the batch by calling HandleExpand.
+// rdb is the test's own Redis client, to move a batch's clock.
 type harness struct {
 	t   *testing.T
 	s   *Service
-	mux *http.ServeMux
+	rdb *redis.Client
 }
 
 func newHarness(t *testing.T) *harness {
@@ -40,20 +40,16 @@ func newHarness(t *testing.T) *harness {
 	}
 	hooks := &webhook.Service{Bus: b, Store: store, Config: webhook.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 	s := &Service{Bus: b, Store: store, Webhooks: hooks, Models: []string{"m1"}, Log: slog.New(slog.DiscardHandler)}
-	mux := http.NewServeMux()
-	s.Routes(mux, func(h http.HandlerFunc) http.HandlerFunc { return h })
-	return &harness{t: t, s: s, mux: mux}
+	return &harness{t: t, s: s, rdb: rdb}
 }
 
-func (h *harness) do(method, path string, body any) (int, []byte) {
-	h.t.Helper()
-	var b []byte
-	if body != nil {
-		b, _ = json.Marshal(body)
-	}
-	rec := httptest.NewRecorder()
-	h.mux.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(b)).WithContext(h.t.Context()))
-	return rec.Code, rec.Body.Bytes()
+// tenant is the tenant the harness's batches belong to.
+const tenant = "default"
+
+// asJSON is a view as the API answers it.
+func asJSON(v View) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // create makes a batch of n questions (with extra fields) and returns its id.
@@ -67,12 +63,15 @@ func (h *harness) create(n int, extra map[string]any) string {
 	for k, v := range extra {
 		body[k] = v
 	}
-	status, resp := h.do("POST", "/v1/batches", body)
-	if status != 200 {
-		h.t.Fatalf("create: %d %s", status, resp)
+	raw, _ := json.Marshal(body)
+	var p CreateParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		h.t.Fatal(err)
 	}
-	var v batchView
-	json.Unmarshal(resp, &v)
+	v, err := h.s.Create(h.t.Context(), tenant, &p)
+	if err != nil {
+		h.t.Fatalf("create: %v", err)
+	}
 	return v.ID
 }
 
@@ -121,9 +120,14 @@ func (h *harness) lines(fileID string) []outputLine {
 	if fileID == "" {
 		return nil
 	}
-	status, body := h.do("GET", "/v1/files/"+fileID+"/content", nil)
-	if status != 200 {
-		h.t.Fatalf("content of %s: %d %s", fileID, status, body)
+	rc, err := h.s.OpenFile(h.t.Context(), fileID)
+	if err != nil {
+		h.t.Fatalf("content of %s: %v", fileID, err)
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(rc)
+	if err != nil {
+		h.t.Fatalf("content of %s: %v", fileID, err)
 	}
 	var out []outputLine
 	for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
@@ -152,7 +156,7 @@ func (h *harness) lastMsg(stream, subject string) ([]byte, string) {
 
 func (h *harness) expire(id string) {
 	h.t.Helper()
-	h.s.Store.R.HSet(h.t.Context(), h.s.Store.K.Batch(id), "expires", state.Millis(time.Now().Add(-time.Second)))
+	h.rdb.HSet(h.t.Context(), h.s.Store.K.Batch(id), "expires", state.Millis(time.Now().Add(-time.Second)))
 }
 
 // Each line is counted once however often its job's end is reported; the last one
@@ -260,8 +264,8 @@ func TestCancelBeforeExpansion(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	id := h.create(3, nil)
-	if status, body := h.do("POST", "/v1/batches/"+id+"/cancel", nil); status != 200 || !strings.Contains(string(body), `"cancelling"`) {
-		t.Fatalf("cancel: %d %s", status, body)
+	if v, err := h.s.Cancel(t.Context(), tenant, id); err != nil || !strings.Contains(string(asJSON(v)), `"cancelling"`) {
+		t.Fatalf("cancel: %v %s", err, asJSON(v))
 	}
 	h.drive(id)
 	b := h.record(id)
@@ -276,8 +280,8 @@ func TestCancelBeforeExpansion(t *testing.T) {
 	h.drive(id)
 	h.end(id, 0, "")
 	h.drive(id)
-	if status, body := h.do("POST", "/v1/batches/"+id+"/cancel", nil); status != 409 {
-		t.Errorf("cancelling a completed batch: %d %s", status, body)
+	if v, err := h.s.Cancel(t.Context(), tenant, id); !isKind(err, Conflict) {
+		t.Errorf("cancelling a completed batch: %v %s", err, asJSON(v))
 	}
 }
 
@@ -292,9 +296,9 @@ func TestStalledBatchRepaired(t *testing.T) {
 	if _, err := h.s.Store.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	h.s.Store.R.HSet(t.Context(), h.s.Store.K.Batch(id), "progress_at", state.Millis(time.Now().Add(-time.Minute)))
-	if status, _ := h.do("GET", "/v1/batches/"+id, nil); status != 200 {
-		t.Fatal(status)
+	h.rdb.HSet(t.Context(), h.s.Store.K.Batch(id), "progress_at", state.Millis(time.Now().Add(-time.Minute)))
+	if _, err := h.s.Get(t.Context(), tenant, id); err != nil {
+		t.Fatal(err)
 	}
 	if _, msgID := h.lastMsg(bus.StreamJobs, bus.SubjectExpand); !strings.HasPrefix(msgID, "expand:"+id+":repair-") {
 		t.Fatalf("last expand message %q, want a repair", msgID)
@@ -340,8 +344,14 @@ func TestExpansionDeadLettered(t *testing.T) {
 	if b.Status != statusFailed || b.FailedAt.IsZero() || len(b.Errors) != 1 || b.Errors[0].Code != "expansion_failed" || !strings.Contains(b.Errors[0].Message, "redis down") {
 		t.Fatalf("dead-lettered batch %+v", b)
 	}
-	status, body := h.do("GET", "/v1/batches/"+id, nil)
-	if status != 200 || !strings.Contains(string(body), `"errors":{"object":"list","data":[{"code":"expansion_failed"`) {
-		t.Errorf("GET: %d %s", status, body)
+	v, err := h.s.Get(t.Context(), tenant, id)
+	if body := asJSON(v); err != nil || !strings.Contains(string(body), `"errors":{"object":"list","data":[{"code":"expansion_failed"`) {
+		t.Errorf("GET: %v %s", err, body)
 	}
+}
+
+// isKind reports whether err is an *Error of kind k.
+func isKind(err error, k Kind) bool {
+	e, ok := AsError(err)
+	return ok && e.Kind == k
 }

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/internal/httpx"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -27,16 +27,6 @@ const (
 	chatEndpoint = "/v1/chat/completions"
 )
 
-// lineError is one problem of the input, in the shape of the batch object's
-// errors.data entries: a code, a message naming the line, the parameter at fault
-// and the line number (1-based, as an editor shows it).
-type lineError struct {
-	Code    string  `json:"code"`
-	Message string  `json:"message"`
-	Param   *string `json:"param"`
-	Line    *int    `json:"line"`
-}
-
 // newLineError builds the error of line (0: the input as a whole).
 func newLineError(line int, code, param, format string, args ...any) lineError {
 	e := lineError{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -50,8 +40,8 @@ func newLineError(line int, code, param, format string, args ...any) lineError {
 	return e
 }
 
-// validation is what checking an input file found.
-type validation struct {
+// Validation is what checking a batch input found.
+type Validation struct {
 	// Requests counts the request lines (blank lines are skipped).
 	Requests int
 	// CustomIDs are the lines' custom_ids, in order.
@@ -67,7 +57,7 @@ type validation struct {
 type validator struct {
 	models []string
 	seen   map[string]int // custom_id → line
-	v      validation
+	v      Validation
 }
 
 func newValidator(models []string) *validator {
@@ -190,16 +180,20 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 	return nil
 }
 
-// result finishes the validation: an input without requests is an error too.
-func (va *validator) result() *validation {
+// result finishes the Validation: an input without requests is an error too.
+func (va *validator) result() *Validation {
 	if va.v.Requests == 0 && va.v.Invalid == 0 {
 		va.fail(newLineError(0, "empty_file", "", "the input has no requests"))
 	}
 	return &va.v
 }
 
+// Validate checks every line of a batch input against the models served. A line too
+// long to read is a LineTooLongError; a refused input has Invalid > 0.
+func (s *Service) Validate(r io.Reader) (*Validation, error) { return validate(r, s.Models) }
+
 // validate checks every line of r.
-func validate(r io.Reader, models []string) (*validation, error) {
+func validate(r io.Reader, models []string) (*Validation, error) {
 	va := newValidator(models)
 	if err := eachLine(r, func(n int, line []byte) error { va.line(n, line); return nil }); err != nil {
 		return nil, err
@@ -207,10 +201,10 @@ func validate(r io.Reader, models []string) (*validation, error) {
 	return va.result(), nil
 }
 
-// errLineTooLong is a line over maxLineBytes.
-type errLineTooLong struct{ line int }
+// LineTooLongError is an input line over 8 MB: reading the input stopped there.
+type LineTooLongError struct{ line int }
 
-func (e errLineTooLong) Error() string {
+func (e LineTooLongError) Error() string {
 	return fmt.Sprintf("line %d is longer than %d bytes", e.line, maxLineBytes)
 }
 
@@ -223,7 +217,7 @@ func eachLine(r io.Reader, fn func(n int, line []byte) error) error {
 		line, err := br.ReadSlice('\n')
 		for errors.Is(err, bufio.ErrBufferFull) {
 			if long = append(long, line...); len(long) > maxLineBytes+2 {
-				return errLineTooLong{n}
+				return LineTooLongError{n}
 			}
 			line, err = br.ReadSlice('\n')
 		}
@@ -232,7 +226,7 @@ func eachLine(r io.Reader, fn func(n int, line []byte) error) error {
 			long = nil
 		}
 		if len(bytes.TrimRight(line, "\r\n")) > maxLineBytes {
-			return errLineTooLong{n}
+			return LineTooLongError{n}
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return err
@@ -257,22 +251,16 @@ func shortJSONError(err error) string {
 	return err.Error()
 }
 
-// inputError is a 400 answer listing the input's problems: the OpenAI error object,
+// InputError is the API's 400 answer to a refused input: the OpenAI error object,
 // plus the line errors in the shape of the batch object's errors field.
-type inputError struct {
-	Error  httpx.ErrorBody `json:"error"`
-	Errors errorList       `json:"errors"`
+type InputError struct {
+	Error  jobs.ErrorBody `json:"error"`
+	Errors ErrorList      `json:"errors"`
 }
 
-// errorList is the batch object's errors field.
-type errorList struct {
-	Object string      `json:"object"`
-	Data   []lineError `json:"data"`
-}
-
-// asInputError summarises a failed validation: the message names the first invalid
-// lines and how many there are.
-func (v *validation) asInputError(param string) inputError {
+// AsInputError summarises a failed validation: the message names the first invalid
+// lines and how many there are; param is the request field that held the input.
+func (v *Validation) AsInputError(param string) InputError {
 	const shown = 5
 	var parts []string
 	for i, e := range v.Errors {
@@ -289,8 +277,8 @@ func (v *validation) asInputError(param string) inputError {
 	if len(v.Errors) == 1 {
 		code = v.Errors[0].Code
 	}
-	return inputError{
-		Error:  httpx.ErrorBody{Message: msg, Type: "invalid_request_error", Param: &param, Code: &code},
-		Errors: errorList{Object: "list", Data: v.Errors},
+	return InputError{
+		Error:  jobs.ErrorBody{Message: msg, Type: "invalid_request_error", Param: &param, Code: &code},
+		Errors: ErrorList{Object: "list", Data: v.Errors},
 	}
 }

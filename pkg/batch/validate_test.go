@@ -111,13 +111,13 @@ func TestValidateLimits(t *testing.T) {
 	if v.Invalid != 300 || len(v.Errors) != maxReportedErrors {
 		t.Errorf("%d invalid, %d listed", v.Invalid, len(v.Errors))
 	}
-	ie := v.asInputError("file")
+	ie := v.AsInputError("file")
 	if !strings.Contains(ie.Error.Message, "300 invalid") || !strings.Contains(ie.Error.Message, "and 295 more") || *ie.Error.Code != "invalid_batch_input" {
 		t.Errorf("summary %q", ie.Error.Message)
 	}
 	long := `{"custom_id": "x", "pad": "` + strings.Repeat("a", maxLineBytes) + `"}`
 	_, err = validate(strings.NewReader(line("a", "m1", "q")+"\n"+long), []string{"m1"})
-	var tooLong errLineTooLong
+	var tooLong LineTooLongError
 	if !errors.As(err, &tooLong) || tooLong.line != 2 {
 		t.Errorf("long line: %v", err)
 	}

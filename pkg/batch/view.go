@@ -1,14 +1,18 @@
 package batch
 
-import "time"
+import (
+	"time"
 
-// batchView is the OpenAI batch object.
-type batchView struct {
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// View is the OpenAI batch object: what the API answers and a batch webhook carries.
+type View struct {
 	ID               string            `json:"id"`
 	Object           string            `json:"object"`
 	Endpoint         string            `json:"endpoint"`
 	Model            string            `json:"model,omitempty"`
-	Errors           *errorList        `json:"errors"`
+	Errors           *ErrorList        `json:"errors"`
 	InputFileID      string            `json:"input_file_id"`
 	CompletionWindow string            `json:"completion_window"`
 	Status           string            `json:"status"`
@@ -23,7 +27,7 @@ type batchView struct {
 	ExpiredAt        *int64            `json:"expired_at"`
 	CancellingAt     *int64            `json:"cancelling_at"`
 	CancelledAt      *int64            `json:"cancelled_at"`
-	RequestCounts    requestCounts     `json:"request_counts"`
+	RequestCounts    RequestCounts     `json:"request_counts"`
 	Metadata         map[string]string `json:"metadata"`
 	// WebhookStatus is the callback delivery's state (an extension: batches with a
 	// callback only).
@@ -33,22 +37,28 @@ type batchView struct {
 	WebhookSecret string `json:"webhook_secret,omitempty"`
 }
 
-// requestCounts are the batch's progress counters. Cancelled and expired lines are
+// RequestCounts are the batch's progress counters. Cancelled and expired lines are
 // counted in neither completed nor failed; they appear in the error file.
-type requestCounts struct {
+type RequestCounts struct {
 	Total     int `json:"total"`
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
 }
 
-// view renders a batch record as the API shows it.
-func (r *record) view() batchView {
-	v := batchView{ID: r.ID, Object: "batch", Endpoint: r.Endpoint, Model: r.Model, InputFileID: r.InputFileID,
+// ErrorList is the batch object's errors field.
+type ErrorList struct {
+	Object string             `json:"object"`
+	Data   []state.BatchError `json:"data"`
+}
+
+// ViewOf renders a stored batch as the API shows it.
+func ViewOf(r *state.Batch) View {
+	v := View{ID: r.ID, Object: "batch", Endpoint: r.Endpoint, Model: r.Model, InputFileID: r.InputFileID,
 		CompletionWindow: r.Window, Status: r.Status, CreatedAt: r.Created.Unix(),
 		InProgressAt: unix(r.InProgressAt), ExpiresAt: unix(r.Expires), FinalizingAt: unix(r.FinalizingAt),
 		CompletedAt: unix(r.CompletedAt), FailedAt: unix(r.FailedAt), ExpiredAt: unix(r.ExpiredAt),
 		CancellingAt: unix(r.CancellingAt), CancelledAt: unix(r.CancelledAt),
-		RequestCounts: requestCounts{Total: r.Total, Completed: r.Completed, Failed: r.Failed},
+		RequestCounts: RequestCounts{Total: r.Total, Completed: r.Completed, Failed: r.Failed},
 		Metadata:      r.Metadata, WebhookStatus: r.Webhook,
 	}
 	if r.OutputFileID != "" {
@@ -58,7 +68,7 @@ func (r *record) view() batchView {
 		v.ErrorFileID = &r.ErrorFileID
 	}
 	if len(r.Errors) > 0 {
-		v.Errors = &errorList{Object: "list", Data: r.Errors}
+		v.Errors = &ErrorList{Object: "list", Data: r.Errors}
 	}
 	return v
 }

@@ -152,7 +152,6 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	batches := &batch.Service{Bus: b, Store: store, Webhooks: hooks, Models: o.File.ModelNames(), Log: log.With("role", "batch"), Metrics: o.Metrics, MaxFileBytes: env.MaxFileBytes}
-	hooks.BatchStatus = batches.WebhookStatus
 	onFinish := func(ctx context.Context, job *state.Job) error {
 		return errors.Join(hooks.JobFinished(ctx, job), batches.JobFinished(ctx, job))
 	}

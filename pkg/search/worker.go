@@ -93,8 +93,8 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	set := w.Settings[req.Engine]
 	cacheKey := ""
 	if set.CacheTTL > 0 {
-		cacheKey = w.Store.K.SearchCache(req.Engine, queryHash(req.Query))
-		if b, err := w.Store.R.Get(ctx, cacheKey).Bytes(); err == nil {
+		cacheKey = queryHash(req.Query)
+		if b, err := w.Store.CachedSearch(ctx, req.Engine, cacheKey); err == nil {
 			var res engines.Result
 			if json.Unmarshal(b, &res) == nil {
 				w.count(req.Engine, "cached")
@@ -144,7 +144,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	}
 	if cacheKey != "" {
 		if b, err := json.Marshal(res); err == nil {
-			w.Store.R.Set(ctx, cacheKey, b, set.CacheTTL)
+			w.Store.CacheSearch(ctx, req.Engine, cacheKey, b, set.CacheTTL)
 		}
 	}
 	return w.finish(ctx, req, d, res, elapsed)

@@ -40,20 +40,6 @@ func (s *Store) Settle(ctx context.Context, id string, status Status, je *JobErr
 	return nil
 }
 
-// keepSecret stores a secret unless one is stored, and returns the stored one.
-// KEYS[1]; ARGV secret, ttl ms.
-var keepSecret = redis.NewScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return ARGV[1] end
-return redis.call('GET', KEYS[1])
-`)
-
-// KeepWebhookSecret stores the signing secret made for a job or batch unless one is
-// stored already, and returns the stored one: the first secret made for an id is the
-// one its webhooks are signed with, however often its submission is replayed.
-func (s *Store) KeepWebhookSecret(ctx context.Context, id, secret string) (string, error) {
-	return keepSecret.Run(ctx, s.R, []string{s.K.WebhookSecret(id)}, secret, s.Retention.Milliseconds()).Text()
-}
-
 // DeleteJob removes a job that was recorded but never accepted (its publish failed
 // and no Idempotency-Key can complete it), with its deadline.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/httpx"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -32,8 +32,8 @@ func NewPayload(eventType string, at time.Time, data any) (json.RawMessage, erro
 
 // viewOf is a job as GET /v1/jobs/{id} shows it, less the webhook status (it changes
 // after the payload is fixed).
-func viewOf(j *state.Job) httpx.JobView {
-	v := httpx.ViewOf(j)
+func viewOf(j *state.Job) jobs.View {
+	v := jobs.ViewOf(j)
 	v.WebhookStatus = ""
 	return v
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/searchfleet/searchfleet/internal/testenv"
@@ -50,6 +51,7 @@ func (s *syncBuffer) String() string {
 // and keeps every request.
 type harness struct {
 	s    *Service
+	rdb  *redis.Client // the test's Redis client, to break what the service stored
 	logs *syncBuffer
 	url  string
 
@@ -71,7 +73,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if err := store.LoadScripts(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{logs: &syncBuffer{}, reply: func(int) int { return http.StatusOK }}
+	h := &harness{rdb: rdb, logs: &syncBuffer{}, reply: func(int) int { return http.StatusOK }}
 	srv := httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(srv.Close)
 	h.url = srv.URL + "/hook?token=q-secret"
@@ -361,7 +363,7 @@ func TestHandleRetriesThenFails(t *testing.T) {
 		t.Errorf("failed counted %v times", f)
 	}
 
-	hash, err := h.s.Store.R.HGetAll(t.Context(), h.s.Store.K.Job(job.ID)).Result()
+	hash, err := h.s.Store.JobFields(t.Context(), job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +444,7 @@ func TestTenantSecret(t *testing.T) {
 	if secret != "" {
 		t.Fatalf("a per-job secret was made for a tenant with its own")
 	}
-	if n, _ := h.s.Store.R.Exists(t.Context(), h.s.secretKey(job.ID)).Result(); n != 0 {
+	if _, err := h.s.Store.WebhookSecret(t.Context(), job.ID); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("a per-job secret was stored")
 	}
 	h.s.JobFinished(t.Context(), job)
@@ -468,7 +470,7 @@ func TestHandleWithoutSecret(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Config{})
 	job, _ := h.finishedJob(t, "default", nil)
-	h.s.Store.R.Del(t.Context(), h.s.secretKey(job.ID))
+	h.rdb.Del(t.Context(), h.s.Store.K.WebhookSecret(job.ID))
 	h.s.JobFinished(t.Context(), job)
 	err := h.s.Handle(t.Context(), attempt(enqueued(t, h.s)[0], 1))
 	if dec := bus.Decide(err, 1, 12); dec.Action != bus.TermDLQ {

@@ -27,8 +27,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -84,9 +82,6 @@ type Service struct {
 	Config  Config
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
-	// BatchStatus, if set, records the webhook status of a batch's delivery
-	// ("delivered", "failed", "disabled"); job deliveries update the job record.
-	BatchStatus func(ctx context.Context, batchID, status string) error
 
 	once   sync.Once
 	guard  *Guard
@@ -144,10 +139,6 @@ func NewClient(g *Guard) *http.Client {
 		return http.ErrUseLastResponse
 	}}
 }
-
-// secretKey is the Redis key of the signing secret made for one job or batch; it
-// expires with the job.
-func (s *Service) secretKey(id string) string { return s.Store.K.WebhookSecret(id) }
 
 // ParseCallback validates a callback and makes its signing secret: ValidateCallback,
 // then Secret.
@@ -303,8 +294,8 @@ func (s *Service) Handle(ctx context.Context, d *bus.Delivery[bus.WebhookDeliver
 	s.init()
 	m := d.Msg
 	if m.JobID != "" {
-		st, err := s.Store.R.HGet(ctx, s.Store.K.Job(m.JobID), "webhook").Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
+		st, err := s.Store.JobWebhookStatus(ctx, m.JobID)
+		if err != nil {
 			return fmt.Errorf("webhook %s: reading job: %w", m.ID, err)
 		}
 		if st == StatusDelivered || st == StatusDisabled {
@@ -371,11 +362,11 @@ func (s *Service) secretFor(ctx context.Context, m bus.WebhookDelivery) (string,
 	if id == "" {
 		id = m.BatchID
 	}
-	sec, err := s.Store.R.Get(ctx, s.secretKey(id)).Result()
+	sec, err := s.Store.WebhookSecret(ctx, id)
 	switch {
 	case err == nil:
 		return sec, nil
-	case !errors.Is(err, redis.Nil):
+	case !errors.Is(err, state.ErrNotFound):
 		return "", fmt.Errorf("webhook %s: reading its signing secret: %w", m.ID, err)
 	}
 	if sec := s.Config.TenantSecrets[m.Tenant]; sec != "" {
@@ -416,12 +407,15 @@ func (s *Service) post(ctx context.Context, m bus.WebhookDelivery, secret string
 }
 
 // settle records a delivery's outcome: the job's webhook status and event, or the
-// batch's status through BatchStatus. "failed" and "disabled" only replace "pending"
+// batch's webhook status. For a job, "failed" and "disabled" only replace "pending"
 // (or nothing): a delivered webhook stays delivered.
 func (s *Service) settle(ctx context.Context, m bus.WebhookDelivery, status, reason string) error {
 	if m.JobID == "" {
-		if m.BatchID != "" && s.BatchStatus != nil {
-			return s.BatchStatus(ctx, m.BatchID, status)
+		if m.BatchID == "" {
+			return nil
+		}
+		if err := s.Store.SetBatchWebhook(ctx, m.BatchID, status); err != nil {
+			return fmt.Errorf("webhook %s: recording %s: %w", m.ID, status, err)
 		}
 		return nil
 	}

@@ -1,0 +1,61 @@
+package state
+
+import (
+	"context"
+	"iter"
+)
+
+// indexPage is how many members of a tenant's index one round trip reads.
+const indexPage = 200
+
+// TenantBatches iterates over a tenant's batch ids, newest first, from the one after
+// the id after (all of them when after is ""; none when after is not in the list).
+// Ids of batches that expired may still be listed: drop them with ForgetTenantBatch.
+func (s *Store) TenantBatches(ctx context.Context, tenant, after string) iter.Seq2[string, error] {
+	return s.index(ctx, s.K.TenantBatches(tenant), after, false)
+}
+
+// TenantFiles iterates over a tenant's file ids, newest first unless asc, from the one
+// after the id after (all when after is ""; none when after is not in the list).
+func (s *Store) TenantFiles(ctx context.Context, tenant, after string, asc bool) iter.Seq2[string, error] {
+	return s.index(ctx, s.K.TenantFiles(tenant), after, asc)
+}
+
+// index iterates over the members of a sorted set by creation time, a page of
+// indexPage per round trip.
+func (s *Store) index(ctx context.Context, key, after string, asc bool) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		start := int64(0)
+		if after != "" {
+			rank := s.R.ZRevRank
+			if asc {
+				rank = s.R.ZRank
+			}
+			r, err := rank(ctx, key, after).Result()
+			if err != nil {
+				return // an unknown cursor: nothing after it
+			}
+			start = r + 1
+		}
+		for {
+			rng := s.R.ZRevRange
+			if asc {
+				rng = s.R.ZRange
+			}
+			ids, err := rng(ctx, key, start, start+indexPage-1).Result()
+			if err != nil {
+				yield("", err)
+				return
+			}
+			for _, id := range ids {
+				if !yield(id, nil) {
+					return
+				}
+			}
+			if len(ids) < indexPage {
+				return
+			}
+			start += indexPage
+		}
+	}
+}

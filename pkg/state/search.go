@@ -1,0 +1,31 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// CachedSearch reads an engine's cached result for a query (by its hash);
+// ErrNotFound when none is cached.
+func (s *Store) CachedSearch(ctx context.Context, engine, queryHash string) ([]byte, error) {
+	b, err := s.R.Get(ctx, s.K.SearchCache(engine, queryHash)).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("state: reading the search cache: %w", err)
+	}
+	return b, nil
+}
+
+// CacheSearch caches an engine's result for a query (by its hash) for ttl.
+func (s *Store) CacheSearch(ctx context.Context, engine, queryHash string, result []byte, ttl time.Duration) error {
+	if err := s.R.Set(ctx, s.K.SearchCache(engine, queryHash), result, ttl).Err(); err != nil {
+		return fmt.Errorf("state: caching a search: %w", err)
+	}
+	return nil
+}
