@@ -65,7 +65,7 @@ func (w *Worker) Reap(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		got, err := w.Store.TryLock(ctx, w.Store.K.ReaperLock(), w.ID, interval)
+		got, err := w.Store.LockReaper(ctx, w.ID, interval)
 		if err != nil || !got {
 			continue
 		}
@@ -78,8 +78,7 @@ func (w *Worker) Reap(ctx context.Context, interval time.Duration) {
 			st, err := w.Store.JobStatus(ctx, id)
 			if err == nil && !st.Terminal() {
 				w.Log.Warn("reaper: job past its deadline", "job", id, "status", st)
-				if err := w.FailJob(ctx, id, &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_deadline_exceeded",
-					Message: "the job did not finish within its deadline"}); err != nil {
+				if err := w.FailJob(ctx, id, deadlineError()); err != nil {
 					continue
 				}
 			}

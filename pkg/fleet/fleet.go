@@ -163,7 +163,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		w := &chat.Worker{Bus: b, Store: store, Models: models, Tools: tools, Classifier: classifier,
 			MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-			Metrics: o.Metrics, Log: log.With("role", "chat"), ID: workerID, OnFinish: onFinish,
+			Metrics: o.Metrics, Log: log.With("role", "chat"), ID: workerID, OnFinish: onFinish, Failpoint: chat.ExitAt(env.Failpoint),
 			DeadLetters: map[string]func(context.Context, bus.DeadLetter) error{
 				bus.BatchExpand{}.Kind(): batches.DeadLettered,
 				bus.WebhookDelivery{}.Kind(): func(ctx context.Context, dl bus.DeadLetter) error {
