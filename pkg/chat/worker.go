@@ -1,9 +1,11 @@
 // Package chat is the chat worker: it runs each job's chain — intent, tool injection,
 // the main-model call, server-tool dispatch, resume, the final answer — as a state
-// machine whose state lives in Redis (pkg/state), so any worker can take any step of
-// any chain and a redelivered step finds its work already recorded.
+// machine whose state lives in a ChainStore (Redis: pkg/state), so any worker can take
+// any step of any chain and a redelivered step finds its work already recorded.
 //
-// The steps, per hop h of a job:
+// Each step reads a hop's stored view in one round trip, and next (phase.go), a pure
+// function, says what to do: call the model, dispatch searches, wait, complete or fail.
+// Every ending goes through Worker.end. The steps, per hop h of a job:
 //
 //  1. advance(h): if hop h's model answer is stored, use it; else take the hop's lease,
 //     call the model, store its answer (first write wins). No paid call is repeated.
