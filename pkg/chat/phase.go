@@ -17,14 +17,15 @@ const (
 	phaseEnded phase = iota
 	// phaseOverdue: the job is past its deadline.
 	phaseOverdue
-	// phaseBroken: the stored request cannot be decoded.
-	phaseBroken
 	// phaseUndispatched: hop h-1 has a result but no recorded calls; only lost state
 	// does that.
 	phaseUndispatched
 	// phaseWaiting: hop h-1 still waits for results; the one that completes it runs
 	// hop h.
 	phaseWaiting
+	// phaseBroken: the stored request cannot be decoded. The phases before it are
+	// decided without decoding anything.
+	phaseBroken
 	// phaseLeased: hop h has no answer and another worker holds its lease (or held it
 	// when it died).
 	phaseLeased
@@ -38,7 +39,7 @@ const (
 	phaseSearching
 )
 
-var phaseNames = [...]string{"ended", "overdue", "broken", "undispatched", "waiting", "leased", "claimed", "garbled", "answered", "searching"}
+var phaseNames = [...]string{"ended", "overdue", "undispatched", "waiting", "broken", "leased", "claimed", "garbled", "answered", "searching"}
 
 func (p phase) String() string {
 	if p >= 0 && int(p) < len(phaseNames) {
@@ -118,12 +119,12 @@ func next(f facts) action {
 		return action{phase: phaseEnded, act: actWait}
 	case f.overdue:
 		return action{phase: phaseOverdue, act: actFail, err: deadlineError()}
-	case f.badRequest != nil:
-		return action{phase: phaseBroken, act: actFail, err: &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: f.badRequest.Error()}}
 	case f.hop > 0 && f.prevWant < 0:
 		return action{phase: phaseUndispatched, act: actReject}
 	case f.hop > 0 && f.prevHave < f.prevWant:
 		return action{phase: phaseWaiting, act: actWait}
+	case f.badRequest != nil:
+		return action{phase: phaseBroken, act: actFail, err: &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: f.badRequest.Error()}}
 	case !f.answered && !f.claimed:
 		return action{phase: phaseLeased, act: actRetry, after: f.left}
 	case !f.answered && !f.modelKnown:

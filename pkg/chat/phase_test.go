@@ -44,6 +44,7 @@ func TestNext(t *testing.T) {
 		// Resume: results of hop 0 arriving for hop 1.
 		{"result for an undispatched hop", with(func(f *facts) { f.hop, f.prevWant, f.prevHave = 1, -1, 1 }), phaseUndispatched, actReject, 0, 0},
 		{"first of two results waits", with(func(f *facts) { f.hop, f.prevWant, f.prevHave = 1, 2, 1; f.claimed = false }), phaseWaiting, actWait, 0, 0},
+		{"a waiting hop decodes nothing, even a broken request", with(func(f *facts) { f.hop, f.prevWant, f.prevHave = 1, 2, 1; f.badRequest = errors.New("x") }), phaseWaiting, actWait, 0, 0},
 		{"completing result calls the model", with(func(f *facts) { f.hop, f.prevWant, f.prevHave = 1, 2, 2 }), phaseClaimed, actCallModel, 0, 0},
 		{"all results local (0 expected, 0 had) calls the model", with(func(f *facts) { f.hop, f.prevWant, f.prevHave = 1, 0, 0 }), phaseClaimed, actCallModel, 0, 0},
 		{"hop 0 ignores the previous hop", with(func(f *facts) { f.prevWant, f.prevHave = 3, 0 }), phaseClaimed, actCallModel, 0, 0},

@@ -142,12 +142,18 @@ func (w *Worker) failpoint(name string) {
 // carries, already decoded.
 func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, known *search.Done) error {
 	job := st.Job
-	v, verr := newView(job, st.Chain)
-	if v != nil && known != nil {
-		v.seed(known)
-	}
+	var v *view
+	var verr error
 	for called := false; ; called = true {
 		a := next(w.facts(st, v, verr, h))
+		if v == nil && verr == nil && a.phase >= phaseBroken {
+			// Only now is the chain decoded: the phases before need nothing of it, so a
+			// result that does not complete its hop costs no decoding.
+			if v, verr = newView(job, st.Chain); v != nil && known != nil {
+				v.seed(known)
+			}
+			a = next(w.facts(st, v, verr, h))
+		}
 		switch a.act {
 		case actWait:
 			return nil
@@ -173,18 +179,19 @@ func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, 
 	}
 }
 
-// facts reads what decides hop h's next action from a step and its decoded view (nil,
-// with verr, when the stored request is unreadable).
+// facts reads what decides hop h's next action from a step and its decoded view: nil
+// when not decoded yet (the answer is then not looked at), or nil with verr when the
+// stored request is unreadable.
 func (w *Worker) facts(st *state.Step, v *view, verr error, h int) facts {
 	job := st.Job
 	f := facts{hop: h, status: job.Status, badRequest: verr, claimed: st.Claimed, left: st.Left, model: job.Model, prevWant: -1}
 	f.overdue = !job.Deadline.IsZero() && time.Now().After(job.Deadline)
 	_, f.modelKnown = w.Models[job.Model]
+	if hp, ok := st.Chain.Hops[h-1]; ok && h > 0 {
+		f.prevWant, f.prevHave = hp.Expected, len(hp.Results)
+	}
 	if v == nil {
 		return f
-	}
-	if hp, ok := v.chain.Hops[h-1]; ok && h > 0 {
-		f.prevWant, f.prevHave = hp.Expected, len(hp.Results)
 	}
 	if hp, ok := v.chain.Hops[h]; ok && hp.Turn != nil {
 		f.answered = true
