@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -42,6 +43,8 @@ type Service struct {
 	Store *state.Store
 	// Webhooks validates batch callbacks (nil: callbacks refused).
 	Webhooks *webhook.Service
+	// Ender ends the jobs a cancel or an expiry sweeps.
+	Ender *jobs.Ender
 	// Models are the model names batch lines may use.
 	Models  []string
 	Log     *slog.Logger

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -263,10 +262,6 @@ func (s *Service) unfinished(ctx context.Context, b *record) ([]int, error) {
 	return out, nil
 }
 
-// expiredError is the error of a job its batch's window ended before.
-var expiredError = &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "batch_expired",
-	Message: "This request could not be executed before the completion window expired."}
-
 // sweep ends every unfinished job of a batch — cancelled, or failed as expired — and
 // counts it. A job that ended meanwhile is counted as it ended.
 func (s *Service) sweep(ctx context.Context, b *record, outcome string) error {
@@ -277,26 +272,14 @@ func (s *Service) sweep(ctx context.Context, b *record, outcome string) error {
 	return s.parallel(ctx, len(todo), func(k int) error { return s.endLine(ctx, b, todo[k], outcome) })
 }
 
-// endLine ends line i's job with outcome (cancelled or expired) and counts it.
+// endLine ends line i's job with outcome (cancelled or expired) and counts it. A job
+// that ended meanwhile (jobs.End lets the first ending stand) is counted as it ended.
 func (s *Service) endLine(ctx context.Context, b *record, i int, outcome string) error {
-	id := jobID(b.ID, i)
-	ev := bus.Event{JobID: id, Type: bus.EventCancelled, At: time.Now().UTC()}
-	var moved bool
-	var err error
-	if outcome == outcomeCancelled {
-		moved, err = s.Store.Update(ctx, id, state.Cancelled)
-	} else {
-		moved, err = s.Store.Update(ctx, id, state.Failed, "error", expiredError)
-		ev.Type, ev.Error = bus.EventFailed, expiredError.Message
+	end := jobs.Ending{Status: state.Cancelled}
+	if outcome != outcomeCancelled {
+		end = jobs.Ending{Status: state.Failed, Error: jobs.BatchExpired()}
 	}
-	if err != nil {
-		return err
-	}
-	if moved {
-		if err := s.Bus.Publish(ctx, ev.Subject(), ev); err != nil {
-			return err
-		}
-		_, err = s.count(ctx, b.ID, i, outcome)
+	if err := s.Ender.End(ctx, jobID(b.ID, i), end); err != nil {
 		return err
 	}
 	return s.recount(ctx, b, i, outcome)
@@ -365,7 +348,7 @@ func outcomeOf(job *state.Job) string {
 	case state.Cancelled:
 		return outcomeCancelled
 	}
-	if job.Error != nil && (job.Error.Code == "job_deadline_exceeded" || job.Error.Code == expiredError.Code) {
+	if job.Error != nil && (job.Error.Code == "job_deadline_exceeded" || job.Error.Code == jobs.BatchExpired().Code) {
 		return outcomeExpired
 	}
 	return outcomeFailed

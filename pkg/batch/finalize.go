@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -151,12 +152,12 @@ func lineFor(b *record, i int, customID, outcome string, job *state.Job, status 
 	case outcomeCancelled:
 		return fail("batch_cancelled", "The request was cancelled before it completed.")
 	case outcomeExpired:
-		return fail(expiredError.Code, expiredError.Message)
+		return fail(jobs.BatchExpired().Code, jobs.BatchExpired().Message)
 	}
 	if status == statusCancelled {
 		return fail("batch_cancelled", "The batch was cancelled before this request started.")
 	}
-	return fail(expiredError.Code, expiredError.Message)
+	return fail(jobs.BatchExpired().Code, jobs.BatchExpired().Message)
 }
 
 // outputs are the output and error files being written, in temporary files.

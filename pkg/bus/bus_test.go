@@ -61,7 +61,7 @@ func deadLetters(t *testing.T, b *bus.Bus) func() []bus.DeadLetter {
 	t.Helper()
 	var mu sync.Mutex
 	var got []bus.DeadLetter
-	w, err := bus.ConsumeDeadLetters(context.Background(), b, func(_ context.Context, d *bus.Delivery[bus.DeadLetter]) error {
+	w, err := bus.ConsumeDeadLetters(context.Background(), b, bus.DeadLetterConsumer(), func(_ context.Context, d *bus.Delivery[bus.DeadLetter]) error {
 		mu.Lock()
 		got = append(got, d.Msg)
 		mu.Unlock()

@@ -29,6 +29,7 @@ func deployFiles() map[string]any {
 		bus.FinisherConsumer(bus.TimingFor(bus.ConsumerFinisher)),
 		bus.SearchConsumer("ENGINE", bus.TimingFor(bus.ConsumerSearch("ENGINE"))),
 		bus.DeadLetterConsumer(),
+		bus.IngressDeadLetterConsumer(),
 	} {
 		files["consumer-"+c.Stream+"-"+c.Config.Durable+".json"] = c.Config
 	}

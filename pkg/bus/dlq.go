@@ -21,13 +21,29 @@ import (
 // failure visible: a failed job, an error result for the model. Nothing accepted
 // disappears without a trace.
 
-// ConsumerDeadLetters is the durable consumer that makes dead letters visible.
-const ConsumerDeadLetters = "deadletters"
+// The durable consumers that make dead letters visible, one per role that owns them.
+const (
+	ConsumerDeadLetters        = "deadletters"
+	ConsumerIngressDeadLetters = "deadletters-ingress"
+)
 
-// DeadLetterConsumer reads the DLQ.
+// DeadLetterConsumer makes the chat role's dead letters visible: jobs, resumes and
+// searches (a dead job fails, a dead search becomes an error result the model reads).
 func DeadLetterConsumer() ConsumerSpec {
-	return consumer(StreamDLQ, ConsumerDeadLetters, SubjectDLQAll, "make dead letters visible (fail jobs, feed error results)",
+	c := consumer(StreamDLQ, ConsumerDeadLetters, "", "chat role: make dead jobs, resumes and searches visible",
 		Timing{AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 256})
+	c.Config.FilterSubjects = []string{SubjectDLQ(StreamJobs, ConsumerChat), SubjectDLQ(StreamJobs, ConsumerBatch),
+		subjectDLQ + StreamChat + ".>", subjectDLQ + StreamSearch + ".>"}
+	return c
+}
+
+// IngressDeadLetterConsumer makes the ingress role's dead letters visible, where that
+// role runs: webhook deliveries, batch expansions, finish hooks.
+func IngressDeadLetterConsumer() ConsumerSpec {
+	c := consumer(StreamDLQ, ConsumerIngressDeadLetters, "", "ingress role: make dead webhooks, batch expansions and finish hooks visible",
+		Timing{AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 256})
+	c.Config.FilterSubjects = []string{subjectDLQ + StreamWebhooks + ".>", SubjectDLQ(StreamJobs, ConsumerExpand), subjectDLQ + StreamEvents + ".>"}
+	return c
 }
 
 // DeadLetter is a message that reached the DLQ.
@@ -53,11 +69,12 @@ func (DeadLetter) Kind() string { return "dlq.v1" }
 // MsgID is the dead letter's id.
 func (d DeadLetter) MsgID() string { return d.id }
 
-// ConsumeDeadLetters handles every dead letter with h. A dead letter whose handling
+// ConsumeDeadLetters handles the dead letters of spec (DeadLetterConsumer or
+// IngressDeadLetterConsumer) with h. A dead letter whose handling
 // keeps failing is logged and acknowledged after the last delivery; it stays in the
 // DLQ stream for operators.
-func ConsumeDeadLetters(ctx context.Context, b *Bus, h Handler[DeadLetter], o ConsumeOptions) (*Worker, error) {
-	return consume(ctx, b, DeadLetterConsumer(), h, o, decodeDeadLetter)
+func ConsumeDeadLetters(ctx context.Context, b *Bus, spec ConsumerSpec, h Handler[DeadLetter], o ConsumeOptions) (*Worker, error) {
+	return consume(ctx, b, spec, h, o, decodeDeadLetter)
 }
 
 func decodeDeadLetter(msg jetstream.Msg) (DeadLetter, string, time.Time, error) {

@@ -99,12 +99,6 @@ func (v *view) calls(h int) []call {
 	return cs
 }
 
-// complete reports whether every result of hop h is in.
-func (v *view) complete(h int) bool {
-	hp, ok := v.chain.Hops[h]
-	return ok && hp.Expected >= 0 && len(hp.Results) >= hp.Expected
-}
-
 // done returns the recorded outcome of call id of hop h.
 func (v *view) done(h int, id string) (*search.Done, bool) {
 	key := strconv.Itoa(h) + ":" + id

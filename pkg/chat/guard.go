@@ -3,13 +3,11 @@ package chat
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/search"
-	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // HandleDeadLetter makes a dead letter visible. A dead job or resume fails its job; a
@@ -23,13 +21,13 @@ func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadL
 		if err != nil {
 			return nil
 		}
-		return w.FailJob(ctx, m.JobID, internalError(dl))
+		return w.FailJob(ctx, m.JobID, jobs.DeadLettered(dl.Consumer, dl.Deliveries, dl.Reason))
 	case search.Done{}.Kind():
 		m, _, err := bus.Decode[search.Done](dl.Data)
 		if err != nil {
 			return nil
 		}
-		return w.FailJob(ctx, m.JobID, internalError(dl))
+		return w.FailJob(ctx, m.JobID, jobs.DeadLettered(dl.Consumer, dl.Deliveries, dl.Reason))
 	case search.Request{}.Kind():
 		m, _, err := bus.Decode[search.Request](dl.Data)
 		if err != nil {
@@ -38,52 +36,9 @@ func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadL
 		res := engines.ErrorResult(m.Engine, m.Query.Query, &engines.Error{Kind: engines.Unavailable, Engine: m.Engine,
 			Message: fmt.Sprintf("the search could not be completed after %d attempts", dl.Deliveries)})
 		if m.Direct {
-			return w.FailJob(ctx, m.JobID, internalError(dl))
+			return w.FailJob(ctx, m.JobID, jobs.DeadLettered(dl.Consumer, dl.Deliveries, dl.Reason))
 		}
 		return w.Bus.Publish(ctx, bus.SubjectResume, search.Done{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Result: *res, Attempts: dl.Deliveries})
 	}
-	if h, ok := w.DeadLetters[dl.MsgKind]; ok {
-		return h(ctx, dl)
-	}
 	return nil
-}
-
-func internalError(dl bus.DeadLetter) *state.JobError {
-	return &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Code: "dead_letter",
-		Message: fmt.Sprintf("the job could not be processed (%s after %d deliveries): %s", dl.Consumer, dl.Deliveries, dl.Reason)}
-}
-
-// Reap fails jobs past their deadline, every interval until ctx ends. Every chat
-// worker runs it; a short Redis lock lets one sweep at a time. It is the fleet's last
-// guarantee that an accepted job ends visibly, whatever was lost on the way.
-func (w *Worker) Reap(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		got, err := w.Store.TryLock(ctx, w.Store.K.ReaperLock(), w.ID, interval)
-		if err != nil || !got {
-			continue
-		}
-		ids, err := w.Store.Overdue(ctx, time.Now(), 200)
-		if err != nil {
-			w.Log.Warn("reaper: reading deadlines", "err", err)
-			continue
-		}
-		for _, id := range ids {
-			st, err := w.Store.JobStatus(ctx, id)
-			if err == nil && !st.Terminal() {
-				w.Log.Warn("reaper: job past its deadline", "job", id, "status", st)
-				if err := w.FailJob(ctx, id, &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_deadline_exceeded",
-					Message: "the job did not finish within its deadline"}); err != nil {
-					continue
-				}
-			}
-			w.Store.ForgetDeadline(ctx, id)
-		}
-	}
 }

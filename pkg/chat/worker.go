@@ -1,9 +1,11 @@
 // Package chat is the chat worker: it runs each job's chain — intent, tool injection,
 // the main-model call, server-tool dispatch, resume, the final answer — as a state
-// machine whose state lives in Redis (pkg/state), so any worker can take any step of
-// any chain and a redelivered step finds its work already recorded.
+// machine whose state lives in a ChainStore (Redis: pkg/state), so any worker can take
+// any step of any chain and a redelivered step finds its work already recorded.
 //
-// The steps, per hop h of a job:
+// Each step reads a hop's stored view in one round trip, and next (phase.go), a pure
+// function, says what to do: call the model, dispatch searches, wait, complete or fail.
+// Every ending goes through Worker.end. The steps, per hop h of a job:
 //
 //  1. advance(h): if hop h's model answer is stored, use it; else take the hop's lease,
 //     call the model, store its answer (first write wins). No paid call is repeated.
@@ -26,13 +28,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/search"
@@ -48,8 +50,9 @@ type Model struct {
 
 // Worker runs chat chains. It holds no job state between messages.
 type Worker struct {
-	Bus    *bus.Bus
-	Store  *state.Store
+	// Bus carries the chain's messages; Store keeps its state between steps.
+	Bus    Publisher
+	Store  ChainStore
 	Models map[string]Model
 	// Tools is the web_search toolset (nil: web search disabled).
 	Tools      *intent.Toolset
@@ -65,17 +68,16 @@ type Worker struct {
 	// StickyTTL is how long a conversation that ended in client tool calls keeps its
 	// web_search chain sticky for the client's next request.
 	StickyTTL time.Duration
-	// OnFinish, if set, runs after a job reaches a terminal status (webhooks, batch
-	// counters). It must be idempotent: a redelivered final step calls it again, and
-	// an error makes the step be redelivered for exactly that.
-	OnFinish func(ctx context.Context, job *state.Job) error
-	// DeadLetters handle dead letters of kinds the chat worker does not own (webhook
-	// deliveries, batch expansions), by message kind.
-	DeadLetters map[string]func(ctx context.Context, dl bus.DeadLetter) error
+	// Ender ends jobs (jobs.Ender): every ending of the chat worker goes through it.
+	Ender Ender
 	Metrics     *metrics.Metrics
 	Log         *slog.Logger
 	// ID names this worker in leases.
 	ID string
+	// Failpoint, if set, is called at named points between the writes of a step
+	// ("chat.after_model_call", "chat.after_turn_stored", "chat.after_dispatch"): the
+	// crash tests pass ExitAt to kill a worker exactly there. Nil in production.
+	Failpoint func(name string)
 }
 
 // HandleJob runs the first hop of a new job.
@@ -113,57 +115,89 @@ func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done])
 		ev.Error = m.Result.Citation.Error.Type + ": " + m.Result.Citation.Error.Message
 	}
 	w.emit(ev)
-	switch {
-	case st.Want < 0:
-		// The hop's dispatch record is missing: only possible if state expired.
-		return bus.Permanent(fmt.Errorf("job %s hop %d: result for a hop that was never dispatched", m.JobID, m.Hop))
-	case st.Have < st.Want:
-		return nil
-	}
 	return w.advance(ctx, st, m.Hop+1, d.Last(), &m)
 }
 
 // emit publishes a progress event without waiting for the stream's acknowledgement.
 func (w *Worker) emit(ev bus.Event) {
-	if err := w.Bus.EmitEvent(ev); err != nil {
+	if err := w.Bus.Emit(ev.Subject(), ev); err != nil {
 		w.Log.Warn("chat: publishing event", "job", ev.JobID, "type", ev.Type, "err", err)
 	}
 }
 
-// advance runs hop h of a job, as far as it can go without waiting. st is the job and
-// chain as read with hop h's lease claimed. last is set on the message's final
-// delivery: failures then end the job instead of retrying.
+func (w *Worker) failpoint(name string) {
+	if w.Failpoint != nil {
+		w.Failpoint(name)
+	}
+}
+
+// advance runs hop h of a job, as far as it can go without waiting: it reads the
+// hop's facts, asks next what to do, and does it. st is the job and chain as read with
+// hop h's lease claimed. last is set on the message's final delivery: failures then
+// end the job instead of retrying. known is the result the message being handled
+// carries, already decoded.
 func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, known *search.Done) error {
 	job := st.Job
-	if job.Status.Terminal() {
-		return nil // cancelled or finished: no further paid calls
-	}
-	if !job.Deadline.IsZero() && time.Now().After(job.Deadline) {
-		return w.fail(ctx, job, &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_deadline_exceeded", Message: "the job did not finish within its deadline"})
-	}
-	v, err := newView(job, st.Chain)
-	if err != nil {
-		return w.fail(ctx, job, &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()})
-	}
-	if known != nil {
-		v.seed(known)
-	}
-	if h > 0 && !v.complete(h-1) {
-		return nil // the result completing hop h-1 will run this
-	}
-	t, ok := v.turn(h)
-	if !ok {
-		if !st.Claimed {
-			// Another worker is on this hop, or died on it: look again when its claim
-			// would have lapsed.
-			return bus.Retry(st.Left+100*time.Millisecond, fmt.Errorf("hop %d of %s is being run by another worker", h, job.ID))
+	var v *view
+	var verr error
+	for called := false; ; called = true {
+		a := next(w.facts(st, v, verr, h))
+		if v == nil && verr == nil && a.phase >= phaseBroken {
+			// Only now is the chain decoded: the phases before need nothing of it, so a
+			// result that does not complete its hop costs no decoding.
+			if v, verr = newView(job, st.Chain); v != nil && known != nil {
+				v.seed(known)
+			}
+			a = next(w.facts(st, v, verr, h))
 		}
-		t, err = w.callModel(ctx, v, h, last)
-		if err != nil || t == nil {
-			return err
+		switch a.act {
+		case actWait:
+			return nil
+		case actRetry:
+			return bus.LeaseHeld(a.after, fmt.Errorf("hop %d of %s is being run by another worker", h, job.ID))
+		case actReject:
+			// The hop's dispatch record is missing: only possible if state expired.
+			return bus.Permanent(fmt.Errorf("job %s hop %d: result for a hop that was never dispatched", job.ID, h-1))
+		case actFail:
+			return w.fail(ctx, job.ID, a.err)
+		case actComplete:
+			return w.complete(ctx, v, h)
+		case actDispatch:
+			return w.dispatch(ctx, v, h)
+		case actCallModel:
+			if called {
+				return fmt.Errorf("hop %d of %s: the stored answer was not found", h, job.ID)
+			}
+			if stored, err := w.callModel(ctx, v, h, last); err != nil || !stored {
+				return err
+			}
 		}
 	}
-	return w.afterTurn(ctx, v, h, t)
+}
+
+// facts reads what decides hop h's next action from a step and its decoded view: nil
+// when not decoded yet (the answer is then not looked at), or nil with verr when the
+// stored request is unreadable.
+func (w *Worker) facts(st *state.Step, v *view, verr error, h int) facts {
+	job := st.Job
+	f := facts{hop: h, status: job.Status, badRequest: verr, claimed: st.Claimed, left: st.Left, model: job.Model, prevWant: -1}
+	f.overdue = !job.Deadline.IsZero() && time.Now().After(job.Deadline)
+	_, f.modelKnown = w.Models[job.Model]
+	if hp, ok := st.Chain.Hops[h-1]; ok && h > 0 {
+		f.prevWant, f.prevHave = hp.Expected, len(hp.Results)
+	}
+	if v == nil {
+		return f
+	}
+	if hp, ok := v.chain.Hops[h]; ok && hp.Turn != nil {
+		f.answered = true
+		t, ok := v.turn(h)
+		if f.garbled = !ok || t.parseErr != nil; !f.garbled {
+			server, client := splitCalls(t, v.req.ToolNames())
+			f.server, f.client = len(server), len(client)
+		}
+	}
+	return f
 }
 
 // offer decides whether hop h offers web_search, and with which engine narrowing.
@@ -192,19 +226,17 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 }
 
 // callModel calls the main model for hop h, whose lease the caller holds (it is kept
-// alive during the call), and stores the answer.
-func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (_ *turn, err error) {
-	model, ok := w.Models[v.job.Model]
-	if !ok {
-		return nil, w.fail(ctx, v.job, &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", v.job.Model)})
-	}
-	release := w.Store.KeepAlive(w.Store.K.Lease(v.job.ID, h), w.ID, w.LeaseTTL)
+// alive during the call), and stores the answer in the store and in v. It reports
+// whether an answer is stored; false with a nil error means the job ended.
+func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stored bool, err error) {
+	model := w.Models[v.job.Model]
+	release := w.Store.KeepHop(v.job.ID, h, w.ID, w.LeaseTTL)
 	// A step that ends in an error is retried: free the hop for that delivery at once.
 	defer func() { release(err != nil) }()
 
 	offered, gp, err := w.offer(ctx, v, h)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	msgs, _ := v.messages(h)
 	tools := v.req.Tools
@@ -213,7 +245,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (_ *t
 	}
 	body, err := v.req.Body(model.Upstream, msgs, tools)
 	if err != nil {
-		return nil, w.fail(ctx, v.job, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()})
+		return false, w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()})
 	}
 	w.emit(bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
@@ -224,72 +256,54 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (_ *t
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())
 	}
 	if err != nil {
-		return nil, w.modelFailed(ctx, v.job, model, err, last)
+		return false, w.modelFailed(ctx, v.job.ID, model, err, last)
 	}
 	if w.Metrics != nil {
 		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "ok").Inc()
 	}
-	failpoint("chat.after_model_call")
-	t := &turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: offered, GooglePreferred: gp}
-	b, _ := json.Marshal(t)
-	stored, err := w.Store.SaveTurn(ctx, v.job.ID, h, b, v.chain.Sticky, v.chain.GooglePreferred)
+	w.failpoint("chat.after_model_call")
+	b, _ := json.Marshal(&turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: offered, GooglePreferred: gp})
+	got, err := w.Store.SaveTurn(ctx, v.job.ID, h, b, v.chain.Sticky, v.chain.GooglePreferred)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	v.chain.Hop(h).Turn = stored // another worker's answer, if it stored first
-	st, ok := v.turn(h)
-	if !ok {
-		return nil, fmt.Errorf("stored turn unreadable")
-	}
-	failpoint("chat.after_turn_stored")
-	return st, nil
+	v.chain.Hop(h).Turn = got // another worker's answer, if it stored first
+	w.failpoint("chat.after_turn_stored")
+	return true, nil
 }
 
-func (w *Worker) modelFailed(ctx context.Context, job *state.Job, model Model, err error, last bool) error {
+// modelFailed retries a model call that may succeed later, or ends the job with the
+// failure on the last delivery or when a retry cannot help.
+func (w *Worker) modelFailed(ctx context.Context, jobID string, model Model, err error, last bool) error {
 	if errors.Is(err, context.Canceled) {
 		return err // shutting down: another worker takes the step
 	}
 	var le *llm.Error
 	retryable := errors.Is(err, context.DeadlineExceeded)
+	after := bus.Backoff(1)
 	if errors.As(err, &le) {
 		retryable = le.Retryable()
+		if le.RetryAfter > 0 {
+			after = le.RetryAfter
+		}
 	}
 	if w.Metrics != nil {
 		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "error").Inc()
 	}
-	if retryable && !last {
-		after := bus.Backoff(1)
-		if le != nil && le.RetryAfter > 0 {
-			after = le.RetryAfter
-		}
-		return bus.Retry(after, err)
-	}
-	je := &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: err.Error()}
-	if le != nil && le.Status >= 400 && le.Status < 500 && le.Status != http.StatusTooManyRequests {
-		// The provider refused the request itself (context too long, bad parameter):
-		// the client gets the provider's own status and message.
-		je = &state.JobError{Status: le.Status, Type: "invalid_request_error", Code: le.Code, Message: le.Message}
-	} else if errors.Is(err, context.DeadlineExceeded) {
-		je = &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Message: "the model did not answer in time"}
-	}
-	return w.fail(ctx, job, je)
+	return bus.RetryOrEnd(err, retryable, last, after, func() error { return w.fail(ctx, jobID, modelError(err, le)) })
 }
 
-// afterTurn acts on hop h's stored model answer.
-func (w *Worker) afterTurn(ctx context.Context, v *view, h int, t *turn) error {
-	if t.parseErr != nil {
-		return w.fail(ctx, v.job, &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: "the model's message is unreadable"})
+// modelError is how a failed model call is reported to the client.
+func modelError(err error, le *llm.Error) *state.JobError {
+	switch {
+	case le != nil && le.Status >= 400 && le.Status < 500 && le.Status != http.StatusTooManyRequests:
+		// The provider refused the request itself (context too long, bad parameter):
+		// the client gets the provider's own status and message.
+		return &state.JobError{Status: le.Status, Type: "invalid_request_error", Code: le.Code, Message: le.Message}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Message: "the model did not answer in time"}
 	}
-	server, client := splitCalls(t, v.req.ToolNames())
-	if len(server) == 0 || len(client) > 0 {
-		// A final answer, or client tool calls: those are the client's to run (any
-		// web_search calls beside them are dropped; the model can ask again).
-		return w.complete(ctx, v, h, t)
-	}
-	// A replayed dispatch publishes the same searches again: the streams drop them as
-	// duplicates (same message ids), and past the duplicate window the search worker
-	// answers from its stored result. Nothing is searched twice.
-	return w.dispatch(ctx, v, h, t, server)
+	return &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: err.Error()}
 }
 
 // plan turns hop h's web_search calls into calls to publish: validated arguments and
@@ -324,9 +338,14 @@ func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []c
 	return calls, searches, false
 }
 
-// dispatch records hop h's calls and publishes its searches.
-func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server []llm.ToolCall) error {
+// dispatch records hop h's calls and publishes its searches. A replayed dispatch
+// publishes the same searches again: the streams drop them as duplicates (same
+// message ids), and past the duplicate window the search worker answers from its
+// stored result. Nothing is searched twice.
+func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	jobID := v.job.ID
+	t, _ := v.turn(h)
+	server, _ := splitCalls(t, v.req.ToolNames())
 	calls, searches, stored := w.plan(v, h, t, server)
 	cb := v.chain.Hop(h).Calls
 	if !stored {
@@ -350,8 +369,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server [
 			if err != nil {
 				return bus.Permanent(err)
 			}
-			b := m.Data
-			have, want, err := w.Store.RecordResult(ctx, jobID, h, c.ID, b)
+			have, want, err := w.Store.RecordResult(ctx, jobID, h, c.ID, m.Data)
 			if err != nil {
 				return err
 			}
@@ -369,7 +387,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server [
 	if err := bus.Wait(ctx, pending...); err != nil {
 		return err
 	}
-	failpoint("chat.after_dispatch")
+	w.failpoint("chat.after_dispatch")
 	if searches == 0 && complete {
 		// Every call was answered locally: the model reads the errors at once.
 		return w.load(ctx, jobID, h+1, false)
@@ -378,7 +396,8 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int, t *turn, server [
 }
 
 // complete ends the job with hop h's answer.
-func (w *Worker) complete(ctx context.Context, v *view, h int, t *turn) error {
+func (w *Worker) complete(ctx context.Context, v *view, h int) error {
+	t, _ := v.turn(h)
 	srcs := v.allSources(h)
 	resp, finish, shown := buildResponse(v, h, t, srcs)
 	trace, searchUsage := v.trace(h)
@@ -386,82 +405,39 @@ func (w *Worker) complete(ctx context.Context, v *view, h int, t *turn) error {
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
 		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD})
 	tb, _ := json.Marshal(trace)
-	// A "stop" answer ends the chain: the next request starts without the sticky flag.
-	ok, err := w.Store.Finish(ctx, v.job.ID, state.Completed, finish == "stop", "response", resp, "usage", ub, "trace", tb)
-	if err != nil {
-		return err
-	}
-	if !ok && !w.statusIs(ctx, v.job.ID, state.Completed) {
-		return nil // cancelled or failed meanwhile: that ending stands
-	}
 	if finish == "tool_calls" && v.chain.Sticky {
 		// The client runs its tools and comes back with this conversation plus their
-		// results: that request continues this chain, so it keeps web_search.
+		// results: that request continues this chain, so it keeps web_search. Marked
+		// before the job ends: the client may send that request as soon as it has the
+		// answer.
 		if hash, ok := conversationHash(append(append([]json.RawMessage(nil), v.req.Messages...), shown)); ok {
 			if err := w.Store.MarkStickyConversation(ctx, hash, w.StickyTTL); err != nil {
 				return err
 			}
 		}
 	}
-	// Hooks and counters first: whoever waits on the terminal event sees them done.
-	if err := w.finished(ctx, v.job.ID, state.Completed, ok); err != nil {
-		return err
-	}
-	return w.Bus.Publish(ctx, bus.SubjectJobEnd(v.job.ID), bus.Event{JobID: v.job.ID, Type: bus.EventCompleted, At: time.Now().UTC(), Hop: h})
+	// A "stop" answer ends the chain: the next request starts without the sticky flag.
+	return w.end(ctx, v.job.ID, jobs.Ending{Status: state.Completed, Hop: h, Response: resp, Usage: ub, Trace: tb, ResetSticky: finish == "stop"})
 }
 
-// fail ends a job with an error, visibly: status failed, a "failed" event. A job that
-// already ended otherwise is left as it is.
-func (w *Worker) fail(ctx context.Context, job *state.Job, je *state.JobError) error {
-	ok, err := w.Store.Update(ctx, job.ID, state.Failed, "error", je)
-	if err != nil {
-		return err
-	}
-	if !ok && !w.statusIs(ctx, job.ID, state.Failed) {
-		return nil
-	}
-	if ok {
-		w.Log.Info("chat: job failed", "job", job.ID, "type", je.Type, "err", je.Message)
-	}
-	if err := w.finished(ctx, job.ID, state.Failed, ok); err != nil {
-		return err
-	}
-	return w.Bus.Publish(ctx, bus.SubjectJobEnd(job.ID), bus.Event{JobID: job.ID, Type: bus.EventFailed, At: time.Now().UTC(), Error: je.Message})
+// fail ends a job with an error, visibly: status failed, a "failed" event.
+func (w *Worker) fail(ctx context.Context, jobID string, je *state.JobError) error {
+	return w.end(ctx, jobID, jobs.Ending{Status: state.Failed, Error: je})
 }
 
-// statusIs reports whether a job's status is st (a replayed ending republishes its
-// event; the message id makes that a no-op if the first publish got through).
-func (w *Worker) statusIs(ctx context.Context, jobID string, st state.Status) bool {
-	got, err := w.Store.JobStatus(ctx, jobID)
-	return err == nil && got == st
-}
-
-// finished runs the finish hooks of a job that ended with st. They run again when the
-// ending is replayed (first is false): a crash after the ending but before the hooks
-// must not lose a webhook or a batch count, and the hooks are idempotent.
-func (w *Worker) finished(ctx context.Context, jobID string, st state.Status, first bool) error {
-	if first && w.Metrics != nil {
-		w.Metrics.Jobs.WithLabelValues(string(st)).Inc()
+// end is where every job the chat worker ends is ended: jobs.End (the terminal
+// status, never over another, then the terminal event; the finish hooks run from that
+// event). A replayed step that ends the job again only republishes its event.
+func (w *Worker) end(ctx context.Context, jobID string, o jobs.Ending) error {
+	if o.Error != nil {
+		w.Log.Info("chat: job failed", "job", jobID, "type", o.Error.Type, "err", o.Error.Message)
 	}
-	if w.OnFinish == nil && (!first || w.Metrics == nil) {
-		return nil
-	}
-	job, err := w.Store.GetJob(ctx, jobID)
-	if err != nil {
-		return err
-	}
-	if first && w.Metrics != nil && !job.Finished.IsZero() {
-		w.Metrics.JobSeconds.Observe(job.Finished.Sub(job.Created).Seconds())
-	}
-	if w.OnFinish != nil {
-		return w.OnFinish(ctx, job)
-	}
-	return nil
+	return w.Ender.End(ctx, jobID, o)
 }
 
 // FailJob ends a job from outside a step (the reaper, dead letters).
 func (w *Worker) FailJob(ctx context.Context, jobID string, je *state.JobError) error {
-	return w.fail(ctx, &state.Job{ID: jobID}, je)
+	return w.fail(ctx, jobID, je)
 }
 
 func chainUsage(v *view, last int) llm.Usage {
@@ -509,13 +485,4 @@ func continuedConversation(msgs []json.RawMessage) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// failpoint exits the process when FLEET_FAILPOINT names this point: the crash tests
-// kill a worker exactly between two steps of a chain.
-func failpoint(name string) {
-	if fp := os.Getenv("FLEET_FAILPOINT"); fp != "" && fp == name {
-		fmt.Fprintf(os.Stderr, "FAILPOINT %s: exiting\n", name)
-		os.Exit(3)
-	}
 }

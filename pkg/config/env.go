@@ -83,6 +83,9 @@ type Env struct {
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `env:"FLEET_LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"FLEET_LOG_FORMAT" envDefault:"text"`
+	// Failpoint names a point of a chat step at which a chat worker exits with status
+	// 3 (e.g. chat.after_dispatch). For the crash tests only; empty in production.
+	Failpoint string `env:"FLEET_FAILPOINT"`
 }
 
 // LoadEnv parses and validates the environment.

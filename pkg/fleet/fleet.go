@@ -64,207 +64,30 @@ type Options struct {
 // consumers finish their in-flight messages (bounded by DrainTimeout), and only then
 // does Run return, so the caller can close Redis.
 func Run(ctx context.Context, o Options) error {
-	log := o.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	if o.Metrics == nil {
-		o.Metrics = metrics.New()
-	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: Transport()}
-	}
-	env := o.Env
-	host, _ := os.Hostname()
-	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
-	var err error
-
-	var b *bus.Bus
-	if o.Embedded != nil {
-		b, err = o.Embedded.Connect(ctx, "searchfleet-"+workerID, log)
-	} else {
-		b, err = bus.Connect(ctx, env.NATSURL, "searchfleet-"+workerID, log)
-	}
+	p, err := open(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	if err := b.EnsureStreams(ctx, bus.Limits{Replicas: env.NATSReplicas, Memory: o.Memory}); err != nil {
-		return fmt.Errorf("nats streams: %w", err)
-	}
-	store := state.New(o.Redis, env.KeyPrefix, env.Retention)
-	if err := store.LoadScripts(ctx); err != nil {
-		return err
-	}
-
-	engineCfgs, err := o.File.EngineConfigs()
-	if err != nil {
-		return err
-	}
-	reg, err := engines.FromConfig(engineCfgs, hc)
-	if err != nil {
-		return err
-	}
-	tools, classifier, err := Intent(o.File)
-	if err != nil {
-		return err
-	}
-
-	var workers []*bus.Worker
-	observe := func(consumer string, d bus.Decision, elapsed time.Duration) {
-		o.Metrics.ObserveDelivery(consumer, d.Action.String(), elapsed)
-	}
-	consume := func(w *bus.Worker, err error) error {
-		if err != nil {
-			return err
-		}
-		workers = append(workers, w)
-		return nil
-	}
-	// Every way out of Run drains what it started: a SIGTERM that lands while later
+	defer p.bus.Close()
+	// Every way out drains what was started: a SIGTERM that lands while later
 	// consumers are still being set up must not drop the steps the first ones took.
-	drained := false
-	stopAll := func() {
-		if drained {
-			return
-		}
-		drained = true
-		dctx, cancel := context.WithTimeout(context.Background(), env.DrainTimeout)
-		defer cancel()
-		for _, w := range workers {
-			if err := w.Drain(dctx); err != nil {
-				log.Warn("drain", "err", err)
-			}
-		}
-	}
-	defer stopAll()
-	timing := func(name string) bus.Timing {
-		t := bus.TimingFor(name)
-		t.AckWait = env.AckWait
-		return t
-	}
-
-	// Webhooks and batches: every role may finish jobs (and so enqueue callbacks and
-	// count batch lines); ingress delivers callbacks and expands batches.
-	hooks, err := Webhooks(env, o.File, b, store, log, o.Metrics)
-	if err != nil {
-		return err
-	}
-	batches := &batch.Service{Bus: b, Store: store, Webhooks: hooks, Models: o.File.ModelNames(), Log: log.With("role", "batch"), Metrics: o.Metrics, MaxFileBytes: env.MaxFileBytes}
-	onFinish := func(ctx context.Context, job *state.Job) error {
-		return errors.Join(hooks.JobFinished(ctx, job), batches.JobFinished(ctx, job))
-	}
-	ender := jobs.NewEnder(store, b, o.Metrics, log)
+	defer p.drain()
 
 	if o.Roles.Chat {
-		models, err := Models(o.File, hc)
-		if err != nil {
+		if err := p.runChat(ctx); err != nil {
 			return err
 		}
-		w := &chat.Worker{Bus: b, Store: store, Models: models, Tools: tools, Classifier: classifier,
-			MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-			Metrics: o.Metrics, Log: log.With("role", "chat"), ID: workerID, OnFinish: onFinish,
-			DeadLetters: map[string]func(context.Context, bus.DeadLetter) error{
-				bus.BatchExpand{}.Kind(): batches.DeadLettered,
-				bus.WebhookDelivery{}.Kind(): func(ctx context.Context, dl bus.DeadLetter) error {
-					d, _, err := bus.Decode[bus.WebhookDelivery](dl.Data)
-					if err != nil {
-						return nil
-					}
-					return hooks.DeadLettered(ctx, d)
-				},
-			}}
-		co := bus.ConsumeOptions{Concurrency: env.ChatConcurrency, Log: log, Observe: observe}
-		if err := consume(bus.Consume(ctx, b, bus.ChatConsumer(timing(bus.ConsumerChat)), w.HandleJob, co)); err != nil {
-			return err
-		}
-		if err := consume(bus.Consume(ctx, b, bus.ResumeConsumer(timing(bus.ConsumerResume)), w.HandleResume, co)); err != nil {
-			return err
-		}
-		bo := co
-		bo.Concurrency = env.BatchConcurrency
-		if err := consume(bus.Consume(ctx, b, bus.BatchConsumer(timing(bus.ConsumerBatch)), batchAdmission(env.BatchRate, w.HandleJob), bo)); err != nil {
-			return err
-		}
-		do := co
-		do.Concurrency = 4
-		if err := consume(bus.ConsumeDeadLetters(ctx, b, w.HandleDeadLetter, do)); err != nil {
-			return err
-		}
-		stop, err := b.WatchMaxDeliveries(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		go w.Reap(ctx, 2*time.Second)
-		log.Info("chat worker running", "models", o.File.ModelNames(), "concurrency", env.ChatConcurrency)
 	}
-
 	if o.Roles.Search {
-		ids := reg.IDs()
-		if len(env.Engines) > 0 {
-			for _, id := range env.Engines {
-				if !slices.Contains(ids, id) {
-					stopAll()
-					return fmt.Errorf("FLEET_ENGINES names %q, which is not a configured engine (%v)", id, ids)
-				}
-			}
-			ids = env.Engines
+		if err := p.runSearch(ctx); err != nil {
+			return err
 		}
-		w := &search.Worker{Bus: b, Store: store, Engines: reg, Settings: Settings(o.File), Timeout: env.EngineTimeout, LeaseTTL: env.AckWait,
-			Ender: ender, Metrics: o.Metrics, Log: log.With("role", "search"), ID: workerID}
-		so := bus.ConsumeOptions{Concurrency: env.SearchConcurrency, Log: log, Observe: observe}
-		for _, id := range ids {
-			if err := consume(bus.Consume(ctx, b, bus.SearchConsumer(id, timing(bus.ConsumerSearch(id))), w.Handle, so)); err != nil {
-				stopAll()
-				return err
-			}
-		}
-		log.Info("search worker running", "engines", ids, "concurrency", env.SearchConcurrency)
 	}
-
 	var srv *http.Server
 	errc := make(chan error, 1)
 	if o.Roles.Ingress {
-		tenants, err := api.NewTenants(o.File.Tenants)
-		if err != nil {
-			stopAll()
+		if srv, err = p.runIngress(ctx, errc); err != nil {
 			return err
-		}
-		if tenants == nil {
-			log.Warn("no tenants configured: the API accepts requests without an API key")
-		}
-		s := &api.Server{Bus: b, Store: store, Models: o.File.ModelNames(), Tools: tools, Tenants: tenants,
-			MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
-			Metrics: o.Metrics, Log: log.With("role", "ingress"), Webhooks: hooks, Batches: batches, Ender: ender}
-		io := bus.ConsumeOptions{Concurrency: 64, Log: log, Observe: observe}
-		if err := consume(bus.Consume(ctx, b, bus.WebhookConsumer(timing(bus.ConsumerWebhooks)), hooks.Handle, io)); err != nil {
-			stopAll()
-			return err
-		}
-		finisher := jobs.NewFinisher(store, ender, o.Metrics, log.With("role", "finisher"), hooks, batches)
-		if err := consume(bus.Consume(ctx, b, bus.FinisherConsumer(timing(bus.ConsumerFinisher)), finisher.Handle, io)); err != nil {
-			stopAll()
-			return err
-		}
-		eo := io
-		eo.Concurrency = 2
-		if err := consume(bus.Consume(ctx, b, bus.ExpandConsumer(timing(bus.ConsumerExpand)), batches.HandleExpand, eo)); err != nil {
-			stopAll()
-			return err
-		}
-		go batches.Sweep(ctx, 10*time.Second)
-		ln, err := net.Listen("tcp", env.HTTPAddr)
-		if err != nil {
-			stopAll()
-			return fmt.Errorf("FLEET_HTTP_ADDR %s: %w", env.HTTPAddr, err)
-		}
-		srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- srv.Serve(ln) }()
-		log.Info("ingress listening", "addr", ln.Addr().String())
-		if o.Listening != nil {
-			o.Listening(ln.Addr().String())
 		}
 	}
 
@@ -272,16 +95,253 @@ func Run(ctx context.Context, o Options) error {
 	case <-ctx.Done():
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
-			log.Error("ingress stopped", "err", err)
+			p.log.Error("ingress stopped", "err", err)
 		}
 	}
-	log.Info("shutting down: draining")
+	p.log.Info("shutting down: draining")
 	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), env.DrainTimeout)
+		sctx, cancel := context.WithTimeout(context.Background(), p.env.DrainTimeout)
 		srv.Shutdown(sctx)
 		cancel()
 	}
-	stopAll()
+	return nil
+}
+
+// process is one fleet process: its connections, what every role shares, and the
+// consumers it started (drained on the way out).
+type process struct {
+	o        Options
+	env      config.Env
+	log      *slog.Logger
+	id       string
+	hc       *http.Client
+	bus      *bus.Bus
+	store    *state.Store
+	engines  *engines.Registry
+	tools    *intent.Toolset
+	classify *intent.Classifier
+	// ender ends jobs in every role; hooks and batches are run from terminal events
+	// by the ingress role's finisher, and also validate callbacks and batches there.
+	ender   *jobs.Ender
+	hooks   *webhook.Service
+	batches *batch.Service
+
+	workers []*bus.Worker
+	stops   []func()
+	drained bool
+}
+
+// open connects to NATS and Redis and builds what the roles share.
+func open(ctx context.Context, o Options) (*process, error) {
+	p := &process{o: o, env: o.Env, log: o.Log, hc: o.HTTPClient}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if p.o.Metrics == nil {
+		p.o.Metrics = metrics.New()
+	}
+	if p.hc == nil {
+		p.hc = &http.Client{Transport: Transport()}
+	}
+	host, _ := os.Hostname()
+	p.id = fmt.Sprintf("%s-%d", host, os.Getpid())
+	var err error
+	if o.Embedded != nil {
+		p.bus, err = o.Embedded.Connect(ctx, "searchfleet-"+p.id, p.log)
+	} else {
+		p.bus, err = bus.Connect(ctx, p.env.NATSURL, "searchfleet-"+p.id, p.log)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*process, error) { p.bus.Close(); return nil, err }
+	if err := p.bus.EnsureStreams(ctx, bus.Limits{Replicas: p.env.NATSReplicas, Memory: o.Memory}); err != nil {
+		return fail(fmt.Errorf("nats streams: %w", err))
+	}
+	p.store = state.New(o.Redis, p.env.KeyPrefix, p.env.Retention)
+	if err := p.store.LoadScripts(ctx); err != nil {
+		return fail(err)
+	}
+	cfgs, err := o.File.EngineConfigs()
+	if err != nil {
+		return fail(err)
+	}
+	if p.engines, err = engines.FromConfig(cfgs, p.hc); err != nil {
+		return fail(err)
+	}
+	if p.tools, p.classify, err = Intent(o.File); err != nil {
+		return fail(err)
+	}
+	p.ender = jobs.NewEnder(p.store, p.bus, p.o.Metrics, p.log)
+	if p.hooks, err = Webhooks(p.env, o.File, p.bus, p.store, p.log, p.o.Metrics); err != nil {
+		return fail(err)
+	}
+	p.batches = &batch.Service{Bus: p.bus, Store: p.store, Webhooks: p.hooks, Ender: p.ender, Models: o.File.ModelNames(),
+		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes}
+	return p, nil
+}
+
+// consume starts a consumer and keeps it for the drain.
+func consume[T bus.Payload](ctx context.Context, p *process, spec bus.ConsumerSpec, h bus.Handler[T], concurrency int) error {
+	w, err := bus.Consume(ctx, p.bus, spec, h, p.consumeOptions(concurrency))
+	if err != nil {
+		return err
+	}
+	p.workers = append(p.workers, w)
+	return nil
+}
+
+func (p *process) consumeOptions(concurrency int) bus.ConsumeOptions {
+	return bus.ConsumeOptions{Concurrency: concurrency, Log: p.log, Observe: func(consumer string, d bus.Decision, elapsed time.Duration) {
+		p.o.Metrics.ObserveDelivery(consumer, d.Action.String(), elapsed)
+	}}
+}
+
+func (p *process) consumeDeadLetters(ctx context.Context, spec bus.ConsumerSpec, h bus.Handler[bus.DeadLetter]) error {
+	w, err := bus.ConsumeDeadLetters(ctx, p.bus, spec, h, p.consumeOptions(4))
+	if err != nil {
+		return err
+	}
+	p.workers = append(p.workers, w)
+	return nil
+}
+
+// timing is a consumer's default timing with the configured AckWait.
+func (p *process) timing(name string) bus.Timing {
+	t := bus.TimingFor(name)
+	t.AckWait = p.env.AckWait
+	return t
+}
+
+// drain lets every started consumer finish its in-flight messages, once.
+func (p *process) drain() {
+	if p.drained {
+		return
+	}
+	p.drained = true
+	for _, stop := range p.stops {
+		stop()
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), p.env.DrainTimeout)
+	defer cancel()
+	for _, w := range p.workers {
+		if err := w.Drain(dctx); err != nil {
+			p.log.Warn("drain", "err", err)
+		}
+	}
+}
+
+// runChat starts the chat role: new jobs (interactive and batch), resumes, the chat
+// role's dead letters, the max-deliveries watch and the deadline reaper.
+func (p *process) runChat(ctx context.Context) error {
+	models, err := Models(p.o.File, p.hc)
+	if err != nil {
+		return err
+	}
+	env := p.env
+	w := &chat.Worker{Bus: p.bus, Store: p.store, Models: models, Tools: p.tools, Classifier: p.classify,
+		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint)}
+	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
+		return err
+	}
+	if err := consume(ctx, p, bus.ResumeConsumer(p.timing(bus.ConsumerResume)), w.HandleResume, env.ChatConcurrency); err != nil {
+		return err
+	}
+	if err := consume(ctx, p, bus.BatchConsumer(p.timing(bus.ConsumerBatch)), batchAdmission(env.BatchRate, w.HandleJob), env.BatchConcurrency); err != nil {
+		return err
+	}
+	if err := p.consumeDeadLetters(ctx, bus.DeadLetterConsumer(), w.HandleDeadLetter); err != nil {
+		return err
+	}
+	stop, err := p.bus.WatchMaxDeliveries(ctx)
+	if err != nil {
+		return err
+	}
+	p.stops = append(p.stops, stop)
+	go jobs.NewReaper(p.store, p.ender, p.id, p.log.With("role", "reaper")).Run(ctx, 2*time.Second)
+	p.log.Info("chat worker running", "models", p.o.File.ModelNames(), "concurrency", env.ChatConcurrency)
+	return nil
+}
+
+// runSearch starts one consumer per engine this process serves (FLEET_ENGINES, or all).
+func (p *process) runSearch(ctx context.Context) error {
+	ids := p.engines.IDs()
+	if len(p.env.Engines) > 0 {
+		for _, id := range p.env.Engines {
+			if !slices.Contains(ids, id) {
+				return fmt.Errorf("FLEET_ENGINES names %q, which is not a configured engine (%v)", id, ids)
+			}
+		}
+		ids = p.env.Engines
+	}
+	w := &search.Worker{Bus: p.bus, Store: p.store, Engines: p.engines, Settings: Settings(p.o.File), Timeout: p.env.EngineTimeout,
+		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id}
+	for _, id := range ids {
+		if err := consume(ctx, p, bus.SearchConsumer(id, p.timing(bus.ConsumerSearch(id))), w.Handle, p.env.SearchConcurrency); err != nil {
+			return err
+		}
+	}
+	p.log.Info("search worker running", "engines", ids, "concurrency", p.env.SearchConcurrency)
+	return nil
+}
+
+// runIngress starts the HTTP API and the work that runs beside it: webhook delivery,
+// the finisher (finish hooks from terminal events), batch expansion and sweeps, and
+// the dead letters of those.
+func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Server, error) {
+	tenants, err := api.NewTenants(p.o.File.Tenants)
+	if err != nil {
+		return nil, err
+	}
+	if tenants == nil {
+		p.log.Warn("no tenants configured: the API accepts requests without an API key")
+	}
+	env := p.env
+	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Tools: p.tools, Tenants: tenants,
+		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
+		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender}
+	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
+		return nil, err
+	}
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches)
+	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
+		return nil, err
+	}
+	if err := consume(ctx, p, bus.ExpandConsumer(p.timing(bus.ConsumerExpand)), p.batches.HandleExpand, 2); err != nil {
+		return nil, err
+	}
+	if err := p.consumeDeadLetters(ctx, bus.IngressDeadLetterConsumer(), p.ingressDeadLetter); err != nil {
+		return nil, err
+	}
+	go p.batches.Sweep(ctx, 10*time.Second)
+	ln, err := net.Listen("tcp", env.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("FLEET_HTTP_ADDR %s: %w", env.HTTPAddr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { errc <- srv.Serve(ln) }()
+	p.log.Info("ingress listening", "addr", ln.Addr().String())
+	if p.o.Listening != nil {
+		p.o.Listening(ln.Addr().String())
+	}
+	return srv, nil
+}
+
+// ingressDeadLetter makes the ingress role's dead letters visible: a dead webhook
+// delivery marks the webhook failed, a dead expansion fails its batch, and a terminal
+// event whose finish hooks kept failing is logged for operators (it stays in the DLQ).
+func (p *process) ingressDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadLetter]) error {
+	dl := d.Msg
+	p.log.Warn("dead letter", "kind", dl.MsgKind, "subject", dl.Subject, "consumer", dl.Consumer, "deliveries", dl.Deliveries, "reason", dl.Reason)
+	switch dl.MsgKind {
+	case bus.WebhookDelivery{}.Kind():
+		return p.hooks.HandleDeadLetter(ctx, dl)
+	case bus.BatchExpand{}.Kind():
+		return p.batches.DeadLettered(ctx, dl)
+	case bus.Event{}.Kind():
+		p.log.Error("finish hooks of a job kept failing: its webhook or batch count may be missing", "subject", dl.Subject, "reason", dl.Reason)
+	}
 	return nil
 }
 

@@ -149,7 +149,7 @@ func TestReaperReconcilesFromTheStreamInsteadOfFailing(t *testing.T) {
 	}
 	r.lose(id, state.Running)
 	reArm(t, r, id)
-	reaper := jobs.NewReaper(r.store, r.ender, r.store.K.ReaperLock(), "test", nil)
+	reaper := jobs.NewReaper(r.store, r.ender, "test", nil)
 	reaper.Sweep(t.Context(), time.Now().Add(2*time.Minute))
 	job, err := r.store.GetJob(t.Context(), id)
 	if err != nil {
@@ -175,7 +175,7 @@ func TestReaperPublishesAnEndingThatCrashedBeforeItsEvent(t *testing.T) {
 	if evs := r.terminalEvents(t, id); len(evs) != 0 {
 		t.Fatalf("terminal events before the sweep = %+v", evs)
 	}
-	jobs.NewReaper(r.store, r.ender, r.store.K.ReaperLock(), "test", nil).Sweep(t.Context(), time.Now().Add(2*time.Minute))
+	jobs.NewReaper(r.store, r.ender, "test", nil).Sweep(t.Context(), time.Now().Add(2*time.Minute))
 	if evs := r.terminalEvents(t, id); len(evs) != 1 || evs[0].Type != bus.EventCompleted {
 		t.Fatalf("terminal events = %+v, want one completed", evs)
 	}
@@ -187,7 +187,7 @@ func TestReaperPublishesAnEndingThatCrashedBeforeItsEvent(t *testing.T) {
 func TestReaperFailsAJobThatNeverEnded(t *testing.T) {
 	r := newRig(t)
 	id := r.job(t)
-	jobs.NewReaper(r.store, r.ender, r.store.K.ReaperLock(), "test", nil).Sweep(t.Context(), time.Now().Add(2*time.Minute))
+	jobs.NewReaper(r.store, r.ender, "test", nil).Sweep(t.Context(), time.Now().Add(2*time.Minute))
 	job, _ := r.store.GetJob(t.Context(), id)
 	if job.Status != state.Failed || job.Error == nil || job.Error.Code != "job_deadline_exceeded" {
 		t.Fatalf("job = %s %+v, want failed job_deadline_exceeded", job.Status, job.Error)

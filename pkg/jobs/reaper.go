@@ -11,7 +11,7 @@ import (
 
 // ReaperStore is what the reaper needs of the state store (state.Store implements it).
 type ReaperStore interface {
-	TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error)
+	LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error)
 	Overdue(ctx context.Context, now time.Time, n int64) ([]string, error)
 	JobStatus(ctx context.Context, id string) (state.Status, error)
 	ForgetDeadline(ctx context.Context, id string) error
@@ -23,18 +23,17 @@ type ReaperStore interface {
 type Reaper struct {
 	store ReaperStore
 	ender *Ender
-	lock  string
 	owner string
 	log   *slog.Logger
 }
 
-// NewReaper returns a reaper; lock is the Redis key of the sweep lock (one sweeper at
-// a time across the fleet), owner names this process in it.
-func NewReaper(store ReaperStore, ender *Ender, lock, owner string, log *slog.Logger) *Reaper {
+// NewReaper returns a reaper; owner names this process in the sweep lock (one sweeper
+// at a time across the fleet).
+func NewReaper(store ReaperStore, ender *Ender, owner string, log *slog.Logger) *Reaper {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Reaper{store: store, ender: ender, lock: lock, owner: owner, log: log}
+	return &Reaper{store: store, ender: ender, owner: owner, log: log}
 }
 
 // Run sweeps every interval until ctx ends.
@@ -47,7 +46,7 @@ func (r *Reaper) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		got, err := r.store.TryLock(ctx, r.lock, r.owner, interval)
+		got, err := r.store.LockReaper(ctx, r.owner, interval)
 		if err != nil || !got {
 			continue
 		}

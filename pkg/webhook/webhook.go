@@ -348,6 +348,15 @@ func (s *Service) failed(ctx context.Context, d *bus.Delivery[bus.WebhookDeliver
 	return bus.Permanent(err)
 }
 
+// HandleDeadLetter is DeadLettered for a dead letter of the DLQ.
+func (s *Service) HandleDeadLetter(ctx context.Context, dl bus.DeadLetter) error {
+	d, _, err := bus.Decode[bus.WebhookDelivery](dl.Data)
+	if err != nil {
+		return nil // undecodable: it stays in the DLQ for operators
+	}
+	return s.DeadLettered(ctx, d)
+}
+
 // DeadLettered marks what a dead delivery was about as webhook_failed: a delivery
 // whose worker died on every attempt, or one Handle gave up on (then it is marked
 // already, and nothing changes).

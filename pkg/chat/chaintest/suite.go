@@ -1,0 +1,421 @@
+package chaintest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Run is the conformance suite of chat.ChainStore: the semantics the chat chain
+// relies on to be replayable by any worker at any point. newStore returns an empty
+// store of its own for each subtest; subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, s Store)
+	}{
+		{"TurnFirstWriteWins", turnFirstWriteWins},
+		{"TurnRaceAgrees", turnRaceAgrees},
+		{"CallsRecordedOnce", callsRecordedOnce},
+		{"CallsReportCancel", callsReportCancel},
+		{"ResultsRecordedOnceAndCounted", resultsRecordedOnce},
+		{"CompletingResultClaimsNextHop", completingResultClaims},
+		{"LeaseHeldRenewedLapsing", leaseHeldRenewedLapsing},
+		{"KeptLeaseOutlivesTTL", keptLease},
+		{"FinishNeverOverwritesTerminal", finishNeverOverwrites},
+		{"StickyFlags", stickyFlags},
+		{"Deadlines", deadlines},
+		{"NotFound", notFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, newStore(t))
+		})
+	}
+}
+
+func mustJob(t *testing.T, s Store, id string, deadline time.Time) {
+	t.Helper()
+	if err := s.CreateJob(context.Background(), &state.Job{ID: id, Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m"}`), Deadline: deadline}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func load(t *testing.T, s Store, id string, claim *state.Claim) *state.Step {
+	t.Helper()
+	st, err := s.LoadStep(context.Background(), id, claim)
+	if err != nil {
+		t.Fatalf("LoadStep %s: %v", id, err)
+	}
+	return st
+}
+
+func turnFirstWriteWins(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	if v, err := s.SaveTurn(ctx, "j", 0, []byte(`{"t":1}`), false, false); err != nil || string(v) != `{"t":1}` {
+		t.Fatalf("first SaveTurn = %s, %v", v, err)
+	}
+	if v, _ := s.SaveTurn(ctx, "j", 0, []byte(`{"t":2}`), true, true); string(v) != `{"t":1}` {
+		t.Fatalf("second SaveTurn returned %s, want the first answer", v)
+	}
+	if v, _ := s.SaveTurn(ctx, "j", 1, []byte(`{"t":3}`), true, true); string(v) != `{"t":3}` {
+		t.Fatalf("hop 1 SaveTurn returned %s", v)
+	}
+	st := load(t, s, "j", nil)
+	if st.Job.Status != state.Running {
+		t.Errorf("status after the first turn %q, want running", st.Job.Status)
+	}
+	if string(st.Chain.Hops[0].Turn) != `{"t":1}` || string(st.Chain.Hops[1].Turn) != `{"t":3}` {
+		t.Errorf("turns %s %s", st.Chain.Hops[0].Turn, st.Chain.Hops[1].Turn)
+	}
+	if st.Chain.Hops[0].Expected != -1 || st.Chain.Hops[0].Calls != nil {
+		t.Errorf("an answered hop is not dispatched: %+v", st.Chain.Hops[0])
+	}
+	// The flags are the latest answer's.
+	if !st.Chain.Sticky || !st.Chain.GooglePreferred {
+		t.Errorf("flags sticky=%v gp=%v, want both set", st.Chain.Sticky, st.Chain.GooglePreferred)
+	}
+}
+
+func turnRaceAgrees(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := s.SaveTurn(ctx, "j", 0, []byte(fmt.Sprintf(`{"w":%d}`, i)), false, false)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = string(v)
+		}()
+	}
+	wg.Wait()
+	for _, g := range got {
+		if g != got[0] {
+			t.Fatalf("racing workers stored different answers: %v", got)
+		}
+	}
+}
+
+func callsRecordedOnce(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	if st, err := s.SaveCalls(ctx, "j", 0, []byte(`["a","b"]`), 2, 2); err != nil || st != state.Queued {
+		t.Fatalf("SaveCalls = %q, %v; want the job's status", st, err)
+	}
+	// A replayed dispatch (with a plan made again) changes nothing: the search
+	// counter is added to once.
+	if _, err := s.SaveCalls(ctx, "j", 0, []byte(`["x"]`), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveCalls(ctx, "j", 1, []byte(`["c"]`), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	st := load(t, s, "j", nil)
+	h0 := st.Chain.Hops[0]
+	if string(h0.Calls) != `["a","b"]` || h0.Expected != 2 || len(h0.Results) != 0 {
+		t.Fatalf("hop 0 = calls %s expected %d results %d", h0.Calls, h0.Expected, len(h0.Results))
+	}
+	if st.Chain.Searches != 2 {
+		t.Errorf("searches %d, want 2 (counted once, local calls not at all)", st.Chain.Searches)
+	}
+	if !st.Chain.Sticky {
+		t.Error("a dispatched web_search call does not make the chain sticky")
+	}
+}
+
+func callsReportCancel(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	if ok, err := s.Finish(ctx, "j", state.Cancelled, false); err != nil || !ok {
+		t.Fatalf("cancel = %v, %v", ok, err)
+	}
+	if st, err := s.SaveCalls(ctx, "j", 0, []byte(`["a"]`), 1, 1); err != nil || st != state.Cancelled {
+		t.Fatalf("SaveCalls on a cancelled job = %q, %v", st, err)
+	}
+}
+
+func resultsRecordedOnce(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	// A result before its hop's dispatch is recorded, and the hop waits for -1.
+	if have, want, err := s.RecordResult(ctx, "j", 3, "early", []byte(`"e"`)); err != nil || have != 1 || want != -1 {
+		t.Fatalf("result before dispatch = %d/%d, %v", have, want, err)
+	}
+	if _, err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	check := func(call, result string, wantHave int) {
+		t.Helper()
+		have, want, err := s.RecordResult(ctx, "j", 1, call, []byte(result))
+		if err != nil || have != wantHave || want != 2 {
+			t.Fatalf("RecordResult %s = %d/%d, %v; want %d/2", call, have, want, err, wantHave)
+		}
+	}
+	check("a", `"ra"`, 1)
+	check("a", `"ra-again"`, 1)
+	check("b", `"rb"`, 2)
+	st := load(t, s, "j", nil)
+	rs := st.Chain.Hops[1].Results
+	if len(rs) != 2 || string(rs["a"]) != `"ra"` || string(rs["b"]) != `"rb"` {
+		t.Fatalf("results %v", rs)
+	}
+	if st.Chain.Hops[3].Expected != -1 || len(st.Chain.Hops[3].Results) != 1 {
+		t.Fatalf("undispatched hop %+v", st.Chain.Hops[3])
+	}
+}
+
+func completingResultClaims(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	if _, err := s.SaveCalls(ctx, "j", 0, []byte(`[]`), 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":1}`), "w1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Have != 1 || st.Want != 2 || st.Claimed {
+		t.Fatalf("first of two: have %d want %d claimed %v", st.Have, st.Want, st.Claimed)
+	}
+	st, err = s.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":1}`), "w2", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Have != 2 || st.Want != 2 || !st.Claimed || st.Job.ID != "j" || len(st.Chain.Hops[0].Results) != 2 {
+		t.Fatalf("completing result: have %d want %d claimed %v job %q results %d", st.Have, st.Want, st.Claimed, st.Job.ID, len(st.Chain.Hops[0].Results))
+	}
+	// A replay of a result by another worker finds the next hop claimed by w2.
+	st, _ = s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":2}`), "w1", time.Second)
+	if st.Have != 2 || st.Claimed || st.Left <= 0 || st.Left > time.Second || string(st.Chain.Hops[0].Results["a"]) != `{"a":1}` {
+		t.Fatalf("replay: have %d claimed %v left %s result %s", st.Have, st.Claimed, st.Left, st.Chain.Hops[0].Results["a"])
+	}
+	// The claim is hop 1's lease: w2 holds it for its LoadStep too.
+	if st := load(t, s, "j", &state.Claim{Hop: 1, Owner: "w2", TTL: time.Second}); !st.Claimed {
+		t.Fatal("the completing worker does not hold the next hop's lease")
+	}
+	if st := load(t, s, "j", &state.Claim{Hop: 1, Owner: "w1", TTL: time.Second}); st.Claimed {
+		t.Fatal("another worker took the next hop's lease")
+	}
+}
+
+func leaseHeldRenewedLapsing(t *testing.T, s Store) {
+	mustJob(t, s, "j", time.Time{})
+	const ttl = 300 * time.Millisecond
+	claim := func(owner string) *state.Step { return load(t, s, "j", &state.Claim{Hop: 0, Owner: owner, TTL: ttl}) }
+	if st := claim("w1"); !st.Claimed || st.Left != 0 {
+		t.Fatalf("free lease: claimed %v left %s", st.Claimed, st.Left)
+	}
+	st := claim("w2")
+	if st.Claimed || st.Left <= 0 || st.Left > ttl {
+		t.Fatalf("held lease: claimed %v left %s, want another holder's time left (0, %s]", st.Claimed, st.Left, ttl)
+	}
+	time.Sleep(ttl / 2)
+	if st := claim("w1"); !st.Claimed {
+		t.Fatal("the holder's claim was not renewed")
+	}
+	if st := claim("w2"); st.Claimed || st.Left <= ttl/2 {
+		t.Fatalf("after renewal: claimed %v left %s, want more than %s", st.Claimed, st.Left, ttl/2)
+	}
+	// Other hops have leases of their own.
+	if st := load(t, s, "j", &state.Claim{Hop: 1, Owner: "w2", TTL: ttl}); !st.Claimed {
+		t.Fatal("hop 1's lease is held by hop 0's holder")
+	}
+	eventually(t, 3*ttl, func() bool { return claim("w2").Claimed })
+}
+
+func keptLease(t *testing.T, s Store) {
+	mustJob(t, s, "j", time.Time{})
+	const ttl = 150 * time.Millisecond
+	claim := func(h int, owner string) *state.Step {
+		return load(t, s, "j", &state.Claim{Hop: h, Owner: owner, TTL: ttl})
+	}
+	if !claim(0, "w1").Claimed {
+		t.Fatal("free lease not claimed")
+	}
+	release := s.KeepHop("j", 0, "w1", ttl)
+	time.Sleep(3 * ttl)
+	if st := claim(0, "w2"); st.Claimed || st.Left <= 0 {
+		t.Fatalf("a kept lease lapsed: claimed %v left %s", st.Claimed, st.Left)
+	}
+	release(true)
+	if !claim(0, "w2").Claimed {
+		t.Fatal("a dropped lease is not free at once")
+	}
+	// Released without drop, a lease lapses on its own within its ttl.
+	if !claim(1, "w1").Claimed {
+		t.Fatal("free lease not claimed")
+	}
+	release = s.KeepHop("j", 1, "w1", ttl)
+	release(false)
+	release(true) // a second call does nothing
+	if claim(1, "w2").Claimed {
+		t.Fatal("a lease released without drop was freed at once")
+	}
+	eventually(t, 3*ttl, func() bool { return claim(1, "w2").Claimed })
+}
+
+func finishNeverOverwrites(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "c", time.Now().Add(time.Hour))
+	ok, err := s.Finish(ctx, "c", state.Completed, false, "response", json.RawMessage(`{"ok":true}`), "usage", []byte(`{"u":1}`), "trace", []byte(`[]`))
+	if err != nil || !ok {
+		t.Fatalf("completing = %v, %v", ok, err)
+	}
+	if ok, _ := s.Finish(ctx, "c", state.Failed, false, "error", &state.JobError{Type: "x", Message: "late"}); ok {
+		t.Fatal("completed → failed was allowed")
+	}
+	if ok, _ := s.Finish(ctx, "c", state.Completed, false, "response", json.RawMessage(`{"ok":false}`)); ok {
+		t.Fatal("a replayed completion moved the job again")
+	}
+	j, err := s.GetJob(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != state.Completed || string(j.Response) != `{"ok":true}` || string(j.Usage) != `{"u":1}` || string(j.Trace) != `[]` || j.Error != nil || j.Finished.IsZero() {
+		t.Fatalf("job after end = %+v", j)
+	}
+	if st, _ := s.JobStatus(ctx, "c"); st != state.Completed {
+		t.Fatalf("status %q", st)
+	}
+	mustJob(t, s, "f", time.Time{})
+	je := &state.JobError{Status: 504, Type: "timeout", Code: "job_deadline_exceeded", Message: "late"}
+	if ok, _ := s.Finish(ctx, "f", state.Failed, false, "error", je); !ok {
+		t.Fatal("failing refused")
+	}
+	if j, _ := s.GetJob(ctx, "f"); j.Status != state.Failed || j.Error == nil || *j.Error != *je {
+		t.Fatalf("failed job = %+v", j)
+	}
+	if ok, err := s.Finish(ctx, "missing", state.Failed, false); ok || err != nil {
+		t.Fatalf("finishing a missing job = %v, %v", ok, err)
+	}
+	// Settle is the one write over a terminal status: the event stream's record of
+	// how the job ended, after Redis lost it.
+	if err := s.Settle(ctx, "c", state.Cancelled, nil); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := s.GetJob(ctx, "c"); j.Status != state.Cancelled || string(j.Response) != `{"ok":true}` {
+		t.Fatalf("settled job = %+v", j)
+	}
+	if err := s.Settle(ctx, "f", state.Failed, je); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(ctx, "missing", state.Completed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetJob(ctx, "missing"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("settling a missing job created it: %v", err)
+	}
+}
+
+func stickyFlags(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	if _, err := s.SaveTurn(ctx, "j", 0, []byte(`{}`), true, true); err != nil {
+		t.Fatal(err)
+	}
+	if c := load(t, s, "j", nil).Chain; !c.Sticky || !c.GooglePreferred {
+		t.Fatalf("flags not stored: %+v", c)
+	}
+	// Ending without reset keeps them; a reset clears both, also on a replay.
+	mustJob(t, s, "k", time.Time{})
+	s.SaveTurn(ctx, "k", 0, []byte(`{}`), true, false)
+	s.Finish(ctx, "k", state.Completed, false)
+	if c := load(t, s, "k", nil).Chain; !c.Sticky {
+		t.Fatal("ending without reset cleared the sticky flag")
+	}
+	if _, err := s.Finish(ctx, "j", state.Completed, true); err != nil {
+		t.Fatal(err)
+	}
+	if c := load(t, s, "j", nil).Chain; c.Sticky || c.GooglePreferred {
+		t.Fatalf("flags after reset: sticky %v gp %v", c.Sticky, c.GooglePreferred)
+	}
+	if sticky, err := s.StickyConversation(ctx, "h1"); err != nil || sticky {
+		t.Fatalf("unknown conversation sticky = %v, %v", sticky, err)
+	}
+	if err := s.MarkStickyConversation(ctx, "h1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if sticky, _ := s.StickyConversation(ctx, "h1"); !sticky {
+		t.Fatal("marked conversation is not sticky")
+	}
+	if sticky, _ := s.StickyConversation(ctx, "h2"); sticky {
+		t.Fatal("another conversation is sticky")
+	}
+}
+
+func deadlines(t *testing.T, s Store) {
+	ctx := context.Background()
+	past := time.Now().Add(-time.Minute)
+	mustJob(t, s, "late1", past)
+	mustJob(t, s, "late2", past.Add(time.Second))
+	mustJob(t, s, "early", time.Now().Add(time.Hour))
+	mustJob(t, s, "none", time.Time{})
+	ids, err := s.Overdue(ctx, time.Now(), 10)
+	if err != nil || len(ids) != 2 || ids[0] != "late1" || ids[1] != "late2" {
+		t.Fatalf("overdue = %v, %v", ids, err)
+	}
+	if ids, _ := s.Overdue(ctx, time.Now(), 1); len(ids) != 1 {
+		t.Fatalf("overdue limited to 1 = %v", ids)
+	}
+	// Ending a job keeps its deadline: jobs.End forgets it once the terminal event is
+	// out, so the reaper repairs an ending that crashed between its two writes.
+	s.Finish(ctx, "late1", state.Failed, false)
+	if ids, _ := s.Overdue(ctx, time.Now(), 10); len(ids) != 2 {
+		t.Fatalf("overdue after ending = %v, want both still due", ids)
+	}
+	s.ForgetDeadline(ctx, "late1")
+	s.ForgetDeadline(ctx, "late2")
+	if ids, _ := s.Overdue(ctx, time.Now(), 10); len(ids) != 0 {
+		t.Fatalf("overdue after forgetting = %v", ids)
+	}
+	if got, err := s.LockReaper(ctx, "w1", time.Minute); err != nil || !got {
+		t.Fatalf("first reaper lock = %v, %v", got, err)
+	}
+	if got, _ := s.LockReaper(ctx, "w2", time.Minute); got {
+		t.Fatal("two reapers hold the lock")
+	}
+}
+
+func notFound(t *testing.T, s Store) {
+	ctx := context.Background()
+	if _, err := s.LoadStep(ctx, "nope", &state.Claim{Hop: 0, Owner: "w", TTL: time.Second}); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("LoadStep = %v", err)
+	}
+	if _, err := s.RecordAndLoad(ctx, "nope", 0, "a", []byte(`1`), "w", time.Second); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("RecordAndLoad = %v", err)
+	}
+	if _, err := s.JobStatus(ctx, "nope"); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("JobStatus = %v", err)
+	}
+	if _, err := s.GetJob(ctx, "nope"); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("GetJob = %v", err)
+	}
+	mustJob(t, s, "j", time.Time{})
+	if err := s.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat"}); !errors.Is(err, state.ErrExists) {
+		t.Errorf("second CreateJob = %v", err)
+	}
+}
+
+func eventually(t *testing.T, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,78 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// ChainStore is the state a chat worker keeps between steps: a job, its chain, the
+// leases of its hops. *state.Store is the Redis one; chaintest.Memory is an in-memory
+// one for unit tests, and chaintest.Run is the conformance suite both pass. Every
+// write the chain relies on is first-write-wins or counted once, so any step may be
+// replayed.
+type ChainStore interface {
+	// LoadStep reads a job and its chain and, with claim, claims the claimed hop's
+	// lease, in one round trip. A missing job is state.ErrNotFound.
+	LoadStep(ctx context.Context, id string, claim *state.Claim) (*state.Step, error)
+	// RecordAndLoad records the result of call of hop h once (counting it once) and
+	// reads the job and chain after it, in one round trip; the result that completes
+	// the hop claims hop h+1's lease for owner.
+	RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*state.Step, error)
+	// RecordResult records a result like RecordAndLoad, reading nothing back, and
+	// returns the hop's counts (calls answered at dispatch).
+	RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error)
+	// SaveTurn stores hop h's model answer unless one is stored and returns the stored
+	// one; it sets the chain's flags and marks a queued job running.
+	SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error)
+	// SaveCalls records hop h's calls once: how many results it waits for, how many
+	// searches it adds to the job's count. It makes the chain sticky and returns the
+	// job's status.
+	SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (state.Status, error)
+	// KeepHop keeps owner's lease of hop h alive until the returned function is
+	// called; with drop set, that also frees the lease at once.
+	KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool)
+
+	// StickyConversation reports whether a conversation continues a web_search chain;
+	// MarkStickyConversation records that one does, for ttl.
+	StickyConversation(ctx context.Context, hash string) (bool, error)
+	MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error
+
+	// Finish moves a job that has not ended to a terminal status with fields
+	// ("response", "usage", "trace", "error"), and with resetFlags clears the chain's
+	// sticky flags. It reports whether it moved the job: a terminal status is never
+	// overwritten.
+	Finish(ctx context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error)
+	JobStatus(ctx context.Context, id string) (state.Status, error)
+	GetJob(ctx context.Context, id string) (*state.Job, error)
+
+	// LockReaper, Overdue and ForgetDeadline serve the deadline reaper.
+	LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error)
+	Overdue(ctx context.Context, now time.Time, n int64) ([]string, error)
+	ForgetDeadline(ctx context.Context, id string) error
+}
+
+// Ender ends a job, exactly once (jobs.Ender is the one the fleet uses).
+type Ender interface {
+	End(ctx context.Context, jobID string, e jobs.Ending) error
+}
+
+// Publisher puts the chain's messages on the bus. *bus.Bus is the NATS one.
+type Publisher interface {
+	// Publish publishes and waits for the stream to store the message.
+	Publish(ctx context.Context, subject string, p bus.Payload) error
+	// PublishAsync publishes without waiting; bus.Wait collects the acknowledgements.
+	PublishAsync(subject string, p bus.Payload) (bus.Pending, error)
+	// Emit publishes a progress event without waiting for the stream.
+	Emit(subject string, p bus.Payload) error
+}
+
+var (
+	_ ChainStore = (*state.Store)(nil)
+	_ Publisher  = (*bus.Bus)(nil)
+	_ Ender      = (*jobs.Ender)(nil)
+)

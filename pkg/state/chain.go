@@ -1,0 +1,300 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The chain state of a job is one hash (Keys.Chain). Its fields are spelled here and
+// only here: the Lua scripts below are handed the field names they touch, and the
+// chat worker sees the decoded Chain, never a field name.
+//
+//	m:<hop>            the hop's model answer (first write wins)
+//	calls:<hop>        the hop's dispatched server-tool calls (first write wins)
+//	n:<hop>            how many results the hop waits for
+//	c:<hop>            how many results are recorded
+//	r:<hop>:<call>     one call's result (first write wins)
+//	sticky, gp         the chain's web_search flags
+//	searches           searches dispatched so far (the per-job limit)
+const (
+	fieldSticky          = "sticky"
+	fieldGooglePreferred = "gp"
+	fieldSearches        = "searches"
+
+	prefixTurn     = "m"
+	prefixCalls    = "calls"
+	prefixExpected = "n"
+	prefixCount    = "c"
+	prefixResult   = "r"
+)
+
+func hopField(prefix string, h int) string { return prefix + ":" + strconv.Itoa(h) }
+
+func resultField(h int, call string) string { return hopField(prefixResult, h) + ":" + call }
+
+// Chain is the chain state of one job. Its per-hop values are opaque JSON owned by the
+// chat worker; the store only guarantees each is written once.
+type Chain struct {
+	Hops            map[int]*Hop
+	Sticky          bool
+	GooglePreferred bool
+	// Searches counts the searches dispatched so far (the per-job search limit).
+	Searches int
+}
+
+// Hop is one model call and the server-tool calls it made.
+type Hop struct {
+	// Turn is the stored model answer of this hop (nil until the model answered).
+	Turn json.RawMessage
+	// Calls are the server-tool calls dispatched for this hop.
+	Calls json.RawMessage
+	// Expected is how many results the hop waits for (-1 until dispatched).
+	Expected int
+	// Results are the recorded results by call id.
+	Results map[string]json.RawMessage
+}
+
+// Hop returns hop h, creating an empty one.
+func (c *Chain) Hop(h int) *Hop {
+	if c.Hops == nil {
+		c.Hops = map[int]*Hop{}
+	}
+	if hp, ok := c.Hops[h]; ok {
+		return hp
+	}
+	hp := &Hop{Expected: -1, Results: map[string]json.RawMessage{}}
+	c.Hops[h] = hp
+	return hp
+}
+
+func chainFromHash(m map[string]string) *Chain {
+	c := &Chain{Hops: map[int]*Hop{}}
+	for k, v := range m {
+		switch {
+		case k == fieldSticky:
+			c.Sticky = v == "1"
+		case k == fieldGooglePreferred:
+			c.GooglePreferred = v == "1"
+		case k == fieldSearches:
+			c.Searches, _ = strconv.Atoi(v)
+		default:
+			kind, rest, ok := strings.Cut(k, ":")
+			if !ok {
+				continue
+			}
+			hs, call, _ := strings.Cut(rest, ":")
+			h, err := strconv.Atoi(hs)
+			if err != nil {
+				continue
+			}
+			switch kind {
+			case prefixTurn:
+				c.Hop(h).Turn = json.RawMessage(v)
+			case prefixCalls:
+				c.Hop(h).Calls = json.RawMessage(v)
+			case prefixExpected:
+				c.Hop(h).Expected, _ = strconv.Atoi(v)
+			case prefixResult:
+				c.Hop(h).Results[call] = json.RawMessage(v)
+			}
+		}
+	}
+	return c
+}
+
+// Claim asks for a hop's lease along with a step's reads.
+type Claim struct {
+	Hop   int
+	Owner string
+	TTL   time.Duration
+}
+
+// Step is what a chat step reads before acting.
+type Step struct {
+	Job   *Job
+	Chain *Chain
+	// Claimed reports whether the asked-for lease is held by the caller; Left is how
+	// long another holder's lease has.
+	Claimed bool
+	Left    time.Duration
+	// Have and Want are a recorded result's hop counts (RecordAndLoad).
+	Have, Want int
+}
+
+// LoadStep reads a job and its chain and, if claim is set, claims its hop's lease, in
+// one round trip.
+func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
+	var jc, cc *redis.MapStringStringCmd
+	var lc *redis.Cmd
+	err := s.pipelined(ctx, func(p redis.Pipeliner) {
+		jc = p.HGetAll(ctx, s.K.Job(id))
+		cc = p.HGetAll(ctx, s.K.Chain(id))
+		if claim != nil {
+			lc = lease.EvalSha(ctx, p, []string{s.K.Lease(id, claim.Hop)}, claim.Owner, claim.TTL.Milliseconds())
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: reading job and chain: %w", err)
+	}
+	return s.step(jc, cc, lc)
+}
+
+func (s *Store) step(jc, cc *redis.MapStringStringCmd, lc *redis.Cmd) (*Step, error) {
+	jm := jc.Val()
+	if len(jm) == 0 || jm["id"] == "" {
+		return nil, ErrNotFound
+	}
+	st := &Step{Job: jobFromHash(jm), Chain: chainFromHash(cc.Val())}
+	if lc != nil {
+		left, _ := lc.Int64()
+		st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
+	}
+	return st, nil
+}
+
+// recordResult stores a call's result once and counts it; when that completes the
+// hop, it claims the next hop's lease for the caller. KEYS[1] chain, KEYS[2] lease of
+// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms.
+// Returns {recorded, expected, lease} where expected is -1 before dispatch and lease
+// is -1 (not tried), 0 (held) or the ms another holder has left.
+var recordResult = redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[4]) == 1 then
+  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+end
+local n = tonumber(redis.call('HGET', KEYS[1], ARGV[3]) or '-1')
+local c = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0')
+local l = -1
+if c == n and ARGV[5] ~= '' then
+  local cur = redis.call('GET', KEYS[2])
+  if not cur or cur == ARGV[5] then
+    redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
+    l = 0
+  else
+    l = redis.call('PTTL', KEYS[2])
+    if l < 1 then l = 1 end
+  end
+end
+return {c, n, l}
+`)
+
+func (s *Store) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration) ([]string, []any) {
+	return []string{s.K.Chain(id), s.K.Lease(id, h+1)},
+		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds()}
+}
+
+// RecordAndLoad records the result of one call of hop h (the first write wins; a
+// replay changes nothing), and reads the job and chain after it, in one round trip.
+// When the result completes the hop (Have == Want), the lease of hop h+1 is claimed
+// for owner.
+func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
+	var rc *redis.Cmd
+	var jc, cc *redis.MapStringStringCmd
+	keys, argv := s.recordArgs(id, h, call, result, owner, ttl)
+	err := s.pipelined(ctx, func(p redis.Pipeliner) {
+		rc = recordResult.EvalSha(ctx, p, keys, argv...)
+		jc = p.HGetAll(ctx, s.K.Job(id))
+		cc = p.HGetAll(ctx, s.K.Chain(id))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: recording result: %w", err)
+	}
+	st, err := s.step(jc, cc, nil)
+	if err != nil {
+		return nil, err
+	}
+	v, err := rc.Int64Slice()
+	if err != nil || len(v) != 3 {
+		return nil, fmt.Errorf("state: recording result: %v", err)
+	}
+	st.Have, st.Want = int(v[0]), int(v[1])
+	st.Claimed, st.Left = v[2] == 0, time.Duration(max(v[2], 0))*time.Millisecond
+	return st, nil
+}
+
+// RecordResult records a result without reading anything back (calls answered at
+// dispatch). It returns the hop's counts.
+func (s *Store) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
+	keys, argv := s.recordArgs(id, h, call, result, "", time.Millisecond)
+	v, err := recordResult.Run(ctx, s.R, keys, argv...).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("state: recording result: %w", err)
+	}
+	return int(v[0]), int(v[1]), nil
+}
+
+// saveTurn stores hop h's model answer unless one is stored, sets the chain flags,
+// moves a queued job to running, and returns the stored answer. KEYS[1] chain,
+// KEYS[2] job; ARGV turn field, turn, retention ms, sticky field, sticky, gp field,
+// gp, now ms.
+var saveTurn = redis.NewScript(`
+redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[1], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('HGET', KEYS[2], 'status') == 'queued' then
+  redis.call('HSET', KEYS[2], 'status', 'running', 'updated', ARGV[8])
+end
+return redis.call('HGET', KEYS[1], ARGV[1])
+`)
+
+// SaveTurn stores the model's answer for hop h unless one is stored already, and
+// returns the stored one (so two racing workers agree on a single answer). It also
+// records the chain's sticky and Google-preferred flags and marks a queued job
+// running, in the same round trip.
+func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
+	v, err := saveTurn.Run(ctx, s.R, []string{s.K.Chain(id), s.K.Job(id)}, hopField(prefixTurn, h), turn, s.Retention.Milliseconds(),
+		fieldSticky, flag(sticky), fieldGooglePreferred, flag(googlePreferred), Millis(time.Now())).Text()
+	if err != nil {
+		return nil, fmt.Errorf("state: storing model turn: %w", err)
+	}
+	return json.RawMessage(v), nil
+}
+
+func flag(v bool) string {
+	if v {
+		return "1"
+	}
+	return "0"
+}
+
+// recordDispatch writes a hop's calls and expected count once, adds its searches to
+// the job's counter only the first time, marks the chain sticky, and returns the job's
+// status. KEYS[1] chain, KEYS[2] job; ARGV calls field, calls, expected field, n,
+// searches field, searches, sticky field.
+var recordDispatch = redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
+  redis.call('HINCRBY', KEYS[1], ARGV[5], ARGV[6])
+end
+redis.call('HSET', KEYS[1], ARGV[7], '1')
+return redis.call('HGET', KEYS[2], 'status') or ''
+`)
+
+// SaveCalls records the calls of hop h (once): their JSON, how many results the hop
+// waits for, and how many are searches; a web_search call makes the chain sticky. It
+// returns the job's status, so a job cancelled meanwhile makes no searches.
+func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (Status, error) {
+	st, err := recordDispatch.Run(ctx, s.R, []string{s.K.Chain(id), s.K.Job(id)},
+		hopField(prefixCalls, h), calls, hopField(prefixExpected, h), expected, fieldSearches, searches, fieldSticky).Text()
+	if err != nil {
+		return "", fmt.Errorf("state: recording calls: %w", err)
+	}
+	return Status(st), nil
+}
+
+// KeepHop holds the lease of hop h of a job (claimed by LoadStep or RecordAndLoad)
+// for owner until the returned function is called; see KeepAlive.
+func (s *Store) KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool) {
+	return s.KeepAlive(s.K.Lease(id, h), owner, ttl)
+}
+
+// LockReaper takes the deadline reaper's lock for ttl, reporting whether owner got it:
+// one chat worker sweeps at a time.
+func (s *Store) LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
+	return s.TryLock(ctx, s.K.ReaperLock(), owner, ttl)
+}
