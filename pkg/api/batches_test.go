@@ -16,6 +16,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -27,7 +28,7 @@ func batchAPI(t *testing.T) http.Handler {
 	rdb, prefix := testenv.Redis(t)
 	store := state.New(rdb, prefix, time.Hour)
 	log := slog.New(slog.DiscardHandler)
-	batches := &batch.Service{Bus: b, Store: store, Models: []string{"m1"}, Log: log}
+	batches := &batch.Service{Bus: b, Store: store, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: log}
 	s := &api.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Batches: batches}
 	return s.Handler()
 }

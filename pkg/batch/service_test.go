@@ -17,6 +17,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -39,7 +40,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	hooks := &webhook.Service{Bus: b, Store: store, Config: webhook.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
-	s := &Service{Bus: b, Store: store, Webhooks: hooks, Models: []string{"m1"}, Log: slog.New(slog.DiscardHandler)}
+	s := &Service{Bus: b, Store: store, Webhooks: hooks, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: slog.New(slog.DiscardHandler)}
 	return &harness{t: t, s: s, rdb: rdb}
 }
 

@@ -69,9 +69,9 @@ type Worker struct {
 	// web_search chain sticky for the client's next request.
 	StickyTTL time.Duration
 	// Ender ends jobs (jobs.Ender): every ending of the chat worker goes through it.
-	Ender Ender
-	Metrics     *metrics.Metrics
-	Log         *slog.Logger
+	Ender   Ender
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
 	// ID names this worker in leases.
 	ID string
 	// Failpoint, if set, is called at named points between the writes of a step
