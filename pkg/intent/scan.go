@@ -17,7 +17,7 @@ type verdict struct {
 // candidates: of several matches for one rule, the phrase listed first in the tables
 // (lowest id) is reported.
 type scanState struct {
-	hard   uint16 // English hard phrases seen, bit per id
+	hard   uint32 // English hard phrases seen, bit per id
 	verbs  uint16 // verbs seen, bit per id
 	nouns  uint16 // nouns seen, bit per id
 	direct bool   // 上网
@@ -100,7 +100,7 @@ func classify(s string, extra []KeywordSet) verdict {
 	var r Result
 	switch {
 	case st.hard != 0:
-		r = Result{Rule: RuleEnHard, Match: enHard[lowest(st.hard)]}
+		r = Result{Rule: RuleEnHard, Match: enHard[bits.TrailingZeros32(st.hard)]}
 	case st.direct:
 		r = Result{Rule: RuleZhSoft, Match: "上网"}
 	case st.verbs&zhVerbs != 0 && st.nouns&zhNouns != 0:
@@ -245,6 +245,20 @@ func keywordsOf(ks *KeywordSet) []string {
 	return ks.Keywords
 }
 
+// wholeOf reports whether the keywords of ks match whole words only.
+func wholeOf(ks *KeywordSet) bool {
+	if len(ks.Keywords) == 0 && ks.Name == FreshnessName {
+		return Freshness.Whole
+	}
+	return ks.Whole
+}
+
+// endsWord reports whether a match ending at e (exclusive) ends a word, as a Whole
+// set requires.
+func endsWord(s string, e int, whole bool) bool {
+	return !whole || e >= len(s) || !isAlnum(s[e])
+}
+
 // foundExtra records opt-in keyword k of set si when it comes before the one found so
 // far in configuration order.
 func (st *scanState) foundExtra(si, k int, kw string) {
@@ -264,6 +278,7 @@ func (st *scanState) before(si, k int) bool {
 func (st *scanState) extras(s string, i int, extra []KeywordSet) {
 	c1 := lower(s[i])
 	for si := range extra {
+		whole := wholeOf(&extra[si])
 		for k, kw := range keywordsOf(&extra[si]) {
 			if !st.before(si, k) {
 				return
@@ -272,7 +287,7 @@ func (st *scanState) extras(s string, i int, extra []KeywordSet) {
 			if kw == "" || lower(kw[0]) != c1 {
 				continue
 			}
-			if _, ok := matchFold(s, i, kw); ok {
+			if e, ok := matchFold(s, i, kw); ok && endsWord(s, e, whole) {
 				st.foundExtra(si, k, kw)
 				return
 			}
@@ -284,6 +299,7 @@ func (st *scanState) extras(s string, i int, extra []KeywordSet) {
 // letter ("#news", "5g") wherever that byte starts a word.
 func (st *scanState) extrasOther(s string, extra []KeywordSet) {
 	for si := range extra {
+		whole := wholeOf(&extra[si])
 		for k, kw := range keywordsOf(&extra[si]) {
 			kw = strings.TrimSpace(kw)
 			if kw == "" || kw[0] >= utf8.RuneSelf || isLetter(kw[0]) || !st.before(si, k) {
@@ -296,7 +312,7 @@ func (st *scanState) extrasOther(s string, extra []KeywordSet) {
 				}
 				i += j
 				if i == 0 || !isAlnum(s[i-1]) {
-					if _, ok := matchFold(s, i, kw); ok {
+					if e, ok := matchFold(s, i, kw); ok && endsWord(s, e, whole) {
 						st.foundExtra(si, k, kw)
 						break
 					}
