@@ -479,3 +479,15 @@ func TestDefaultKeywordSets(t *testing.T) {
 		t.Error("DefaultKeywordSets shares its argument's backing array")
 	}
 }
+
+func TestTrimKeyword(t *testing.T) {
+	t.Parallel()
+	for _, kw := range []string{
+		"", " ", "news", " news ", "天气", " 天气", "天气\u3000", "\u3000天气", "\u00a0x", "x\u00a0", "\u2028天", "天\u2029",
+		"\u1680a", "a\u0085", "\xff", "\xe4\xc2\xa0", "\xc2\xa0", "\t#news\n", "5g", "天\xff", "\x85天",
+	} {
+		if got, want := trimKeyword(kw), strings.TrimSpace(kw); got != want {
+			t.Errorf("trimKeyword(%q) = %q, want %q", kw, got, want)
+		}
+	}
+}
