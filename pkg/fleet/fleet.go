@@ -388,17 +388,21 @@ func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 }
 
 // Intent builds the web_search toolset and classifier of the config file (a nil
-// toolset when no engine is configured).
+// toolset when no engine is configured). The classifier has the configured keyword
+// sets and, unless one of them is named "freshness", the built-in Freshness set
+// (intent.DefaultKeywordSets): "the latest news", "the current price" and 今天的天气
+// are offered the tool with no keywords configured.
 func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
-	var extra []intent.KeywordSet
+	var configured []intent.KeywordSet
 	for _, k := range f.WebSearch.Keywords {
-		extra = append(extra, intent.KeywordSet{Name: k.Name, Keywords: k.Keywords})
+		configured = append(configured, intent.KeywordSet{Name: k.Name, Keywords: k.Keywords})
 	}
+	extra := intent.DefaultKeywordSets(configured...)
 	c := intent.NewClassifier(extra...)
 	if len(f.WebSearch.Engines) == 0 {
 		return nil, c, nil
 	}
-	ic := intent.Config{InjectPolicy: f.WebSearch.InjectPolicy}
+	ic := intent.Config{InjectPolicy: f.WebSearch.InjectPolicy, Keywords: extra}
 	cfgs, err := f.EngineConfigs()
 	if err != nil {
 		return nil, nil, err

@@ -31,8 +31,9 @@ Our on-call runbook (https://wiki.example.internal/payments/runbook#retries) say
 // benchNoHit and benchLateHit are exactly 2048 bytes; benchLateHit asks for a web
 // search in its last sentence only.
 var (
-	benchNoHit   = pad2K(benchMessage)
-	benchLateHit = pad2K(benchMessage)[:2048-len(lateHit)] + lateHit
+	benchChineseNoHit = pad2K(strings.Repeat("我觉得这个地方可能有问题，因为重试的时候会变。", 10))
+	benchNoHit        = pad2K(benchMessage)
+	benchLateHit      = pad2K(benchMessage)[:2048-len(lateHit)] + lateHit
 )
 
 func pad2K(s string) string {
@@ -52,7 +53,9 @@ func BenchmarkClassify2KB(b *testing.B) {
 		{"no-hit", benchNoHit, nil, false},
 		{"late-hit", benchLateHit, nil, true},
 		{"no-hit-freshness", benchNoHit, NewClassifier(Freshness), false},
-		{"chinese-no-hit", pad2K(strings.Repeat("我觉得这个地方可能有问题，因为重试的时候会变。", 10)), nil, false},
+		{"chinese-no-hit", benchChineseNoHit, nil, false},
+		// The fleet's classifier: Freshness is on by default (DefaultKeywordSets).
+		{"chinese-no-hit-freshness", benchChineseNoHit, NewClassifier(DefaultKeywordSets()...), false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			if len(bc.text) != 2048 {

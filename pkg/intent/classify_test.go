@@ -52,9 +52,20 @@ func TestClassify(t *testing.T) {
 		{"just google it", Result{true, true, RuleEnHard, "google it"}, "Google-preferred"},
 		{"Google Search Console setup", Result{true, true, RuleEnHard, "google search"}, "Google-preferred"},
 		{"search the web, google search", Result{true, true, RuleEnHard, "search the web"}, "lowest id; google anywhere"},
+		{"google the Go 1.26 release notes", Result{true, true, RuleEnHard, "google the"}, "google as a verb"},
+		{"Google for cheap flights to Rome", Result{true, true, RuleEnHard, "google for"}, ""},
+		{"google how to renew a passport", Result{true, true, RuleEnHard, "google how"}, ""},
+		{"can you google whether the bridge is open", Result{true, true, RuleEnHard, "you google"}, "whether is not in the list; you google is"},
+		{"Please Google Nvidia earnings", Result{true, true, RuleEnHard, "please google"}, ""},
+		{"google what the error means", Result{true, true, RuleEnHard, "google what"}, ""},
+		{"Google released a new Pixel", Result{}, "the company"},
+		{"Google's new phone", Result{}, ""},
+		{"google theme for vscode", Result{}, "google the is a whole phrase"},
+		{"google format strings", Result{}, "google for is a whole phrase"},
 
 		// English soft hits.
-		{"please google the latest news", Result{true, true, RuleEnSoft, "google+news"}, ""},
+		{"please google the latest news", Result{true, true, RuleEnHard, "google the"}, "google the outranks please google"},
+		{"googled the news", Result{true, true, RuleEnSoft, "google+news"}, ""},
 		{"find information online", Result{true, false, RuleEnSoft, "find+online"}, "lowest noun id"},
 		{"fIND iNFO", Result{true, false, RuleEnSoft, "find+info"}, "case"},
 		{"look up the news", Result{true, false, RuleEnSoft, "look up+news"}, ""},
@@ -118,8 +129,24 @@ func TestClassifyExtra(t *testing.T) {
 		{fresh, "What's the WEATHER?", Result{true, false, "extra:freshness", "weather"}},
 		{fresh, "today in Paris, weather", Result{true, false, "extra:freshness", "weather"}},
 		{fresh, "known issues", Result{}},
-		{fresh, "nowadays", Result{true, false, "extra:freshness", "now"}},
+		{fresh, "nowadays", Result{}},
+		{fresh, "currency exchange in Python", Result{}},
+		{fresh, "time series forecasting", Result{}},
+		{fresh, "a trip to Stockholm", Result{}},
+		{fresh, "the newsletter", Result{}},
 		{fresh, "Google stock", Result{true, true, "extra:freshness", "stock"}},
+		{fresh, "stocks to watch", Result{true, false, "extra:freshness", "stocks"}},
+		{fresh, "today's headlines", Result{true, false, "extra:freshness", "today"}},
+		{fresh, "prices", Result{true, false, "extra:freshness", "prices"}},
+		{fresh, "What is the current price of bitcoin?", Result{true, false, "extra:freshness", "current"}},
+		{fresh, "What is the latest news about Nvidia?", Result{true, false, "extra:freshness", "news"}},
+		{fresh, "今天北京天气怎么样", Result{true, false, "extra:freshness", "天气"}},
+		{fresh, "最近有什么新闻", Result{true, false, "extra:freshness", "新闻"}},
+		{fresh, "北京明天气温", Result{true, false, "extra:freshness", "天气"}}, // 明天气温 contains 天气
+		{fresh, "上海气温多少度", Result{true, false, "extra:freshness", "气温"}},
+		{implicit, "now", Result{true, false, "extra:freshness", "now"}},
+		{implicit, "nowhere", Result{}},
+		{NewClassifier(KeywordSet{Name: "w", Whole: true, Keywords: []string{"5g", "#news"}}), "5gs #news #newsy", Result{true, false, "extra:w", "#news"}},
 		{fresh, "search the web today", Result{true, false, RuleEnHard, "search the web"}},
 		{custom, "北京天气怎么样", Result{true, false, "extra:zh", "天气"}},
 		{custom, "see #news", Result{true, false, "extra:tags", "#news"}},
@@ -206,8 +233,8 @@ func TestKeywordTables(t *testing.T) {
 			}
 		}
 	}
-	if numHard > 16 || numVerbs > 16 || numNouns > 16 {
-		t.Errorf("the scanner keeps ids in uint16 sets: %d hard, %d verbs, %d nouns", numHard, numVerbs, numNouns)
+	if numHard > 32 || numVerbs > 16 || numNouns > 16 {
+		t.Errorf("the scanner keeps ids in uint32 (hard) and uint16 sets: %d hard, %d verbs, %d nouns", numHard, numVerbs, numNouns)
 	}
 	if len(hardSeen) != int(numHard) {
 		t.Errorf("%d hard ids used, %d defined", len(hardSeen), numHard)
@@ -298,7 +325,8 @@ func newRef(extra []KeywordSet) *ref {
 
 func (r *ref) classify(s string) Result {
 	wordStart := func(i int) bool { return i == 0 || !isAlnumRef(s[i-1]) }
-	var hardIDs, verbs, nouns uint16
+	var hardIDs uint32
+	var verbs, nouns uint16
 	isDirect, google := false, false
 	rec := func(p phrase) {
 		google = google || p.google
@@ -337,8 +365,8 @@ func (r *ref) classify(s string) Result {
 			}
 		}
 	}
-	first := func(set uint16) int {
-		for i := range 16 {
+	first := func(set uint32) int {
+		for i := range 32 {
 			if set>>i&1 != 0 {
 				return i
 			}
@@ -353,19 +381,19 @@ func (r *ref) classify(s string) Result {
 	case isDirect:
 		res = Result{Rule: RuleZhSoft, Match: "上网"}
 	case verbs&zhV != 0 && nouns&zhN != 0:
-		res = Result{Rule: RuleZhSoft, Match: verbNames[first(verbs&zhV)] + "+" + nounNames[first(nouns&zhN)]}
+		res = Result{Rule: RuleZhSoft, Match: verbNames[first(uint32(verbs&zhV))] + "+" + nounNames[first(uint32(nouns&zhN))]}
 	case verbs&^zhV != 0 && nouns&^zhN != 0:
-		res = Result{Rule: RuleEnSoft, Match: verbNames[first(verbs&^zhV)] + "+" + nounNames[first(nouns&^zhN)]}
+		res = Result{Rule: RuleEnSoft, Match: verbNames[first(uint32(verbs&^zhV))] + "+" + nounNames[first(uint32(nouns&^zhN))]}
 	case verbs != 0 && nouns != 0:
-		res = Result{Rule: RuleEnSoft, Match: verbNames[first(verbs)] + "+" + nounNames[first(nouns)]}
-		if verbs&zhV != 0 && first(verbs) == first(verbs&zhV) {
+		res = Result{Rule: RuleEnSoft, Match: verbNames[first(uint32(verbs))] + "+" + nounNames[first(uint32(nouns))]}
+		if verbs&zhV != 0 && first(uint32(verbs)) == first(uint32(verbs&zhV)) {
 			res.Rule = RuleZhSoft
 		}
 	default:
 		for si, ks := range r.extra {
 			kws := ks.Keywords
 			if len(kws) == 0 && ks.Name == FreshnessName {
-				kws = Freshness.Keywords
+				kws, ks.Whole = Freshness.Keywords, Freshness.Whole
 			}
 			for _, kw := range kws {
 				kw = strings.TrimSpace(kw)
@@ -382,7 +410,7 @@ func (r *ref) classify(s string) Result {
 					if lowerRef(s[i]) != lowerRef(kw[0]) || !wordStart(i) {
 						continue
 					}
-					if _, ok := matchRef(s, i, kw); ok {
+					if end, ok := matchRef(s, i, kw); ok && (!ks.Whole || end == len(s) || !isAlnumRef(s[end])) {
 						return Result{true, google, "extra:" + r.extra[si].Name, kw}
 					}
 				}
@@ -430,4 +458,36 @@ func spaceRef(b byte) bool { return strings.IndexByte(" \t\n\v\f\r", b) >= 0 }
 
 func isAlnumRef(b byte) bool {
 	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
+}
+
+func TestDefaultKeywordSets(t *testing.T) {
+	t.Parallel()
+	if got := DefaultKeywordSets(); len(got) != 1 || got[0].Name != FreshnessName || !got[0].Whole {
+		t.Errorf("DefaultKeywordSets() = %+v, want [Freshness]", got)
+	}
+	custom := KeywordSet{Name: "zh", Keywords: []string{"天气"}}
+	if got := DefaultKeywordSets(custom); len(got) != 2 || got[0].Name != "zh" || got[1].Name != FreshnessName {
+		t.Errorf("configured sets come first, then Freshness: %+v", got)
+	}
+	own := KeywordSet{Name: FreshnessName, Keywords: []string{"breaking news"}}
+	if got := DefaultKeywordSets(custom, own); len(got) != 2 || got[1].Keywords[0] != "breaking news" {
+		t.Errorf("a configured freshness set replaces the built-in one: %+v", got)
+	}
+	in := []KeywordSet{custom}
+	DefaultKeywordSets(in...)[0].Name = "changed"
+	if in[0].Name != "zh" {
+		t.Error("DefaultKeywordSets shares its argument's backing array")
+	}
+}
+
+func TestTrimKeyword(t *testing.T) {
+	t.Parallel()
+	for _, kw := range []string{
+		"", " ", "news", " news ", "天气", " 天气", "天气\u3000", "\u3000天气", "\u00a0x", "x\u00a0", "\u2028天", "天\u2029",
+		"\u1680a", "a\u0085", "\xff", "\xe4\xc2\xa0", "\xc2\xa0", "\t#news\n", "5g", "天\xff", "\x85天",
+	} {
+		if got, want := trimKeyword(kw), strings.TrimSpace(kw); got != want {
+			t.Errorf("trimKeyword(%q) = %q, want %q", kw, got, want)
+		}
+	}
 }

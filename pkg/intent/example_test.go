@@ -17,12 +17,12 @@ func ExampleClassify() {
 		r := intent.Classify(text)
 		fmt.Printf("%s: web=%v google=%v rule=%q match=%q\n", text, r.WebSearch, r.GooglePreferred, r.Rule, r.Match)
 	}
-	// Opt-in sets fire only when configured.
-	fresh := intent.NewClassifier(intent.Freshness)
-	fmt.Println(intent.Classify("weather in Paris today").WebSearch, fresh.Classify("weather in Paris today").Rule)
+	// Keyword sets fire only when configured; the fleet's classifier has Freshness.
+	fleet := intent.NewClassifier(intent.DefaultKeywordSets()...)
+	fmt.Println(intent.Classify("weather in Paris today").WebSearch, fleet.Classify("weather in Paris today").Rule)
 	// Output:
 	// Search the web for Go 1.26 release notes: web=true google=false rule="en-hard" match="search the web"
-	// please google the latest news: web=true google=true rule="en-soft" match="google+news"
+	// please google the latest news: web=true google=true rule="en-hard" match="google the"
 	// 帮我搜一下最新新闻: web=true google=false rule="zh-soft" match="搜+新闻"
 	// 谷歌一下 weather: web=true google=true rule="zh-hard" match="谷歌一下"
 	// research the history of Rome: web=false google=false rule="" match=""

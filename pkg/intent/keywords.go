@@ -56,6 +56,17 @@ const (
 	hSearchOnTheInternet
 	hGoogleSearch
 	hGoogleIt
+	hGoogleThe
+	hGoogleFor
+	hGoogleHow
+	hGoogleWhat
+	hGoogleWhen
+	hGoogleWhere
+	hGoogleWhich
+	hGoogleWho
+	hGoogleWhy
+	hYouGoogle
+	hPleaseGoogle
 	numHard
 )
 
@@ -64,6 +75,8 @@ var enHard = [numHard]string{
 	"/search", "web search", "web-search", "websearch", "internet search", "internet-search",
 	"online search", "search the web", "search the net", "search the internet", "search online",
 	"search on the web", "search on the internet", "google search", "google it",
+	"google the", "google for", "google how", "google what", "google when", "google where",
+	"google which", "google who", "google why", "you google", "please google",
 }
 
 // Verb and noun ids: indexes into verbNames, nounNames and softMatch. English and
@@ -119,7 +132,12 @@ var (
 // /search, web search, web-search, websearch, internet search, internet-search,
 // online search, search the web, search the net, search the internet, search online,
 // search on the web, search on the internet, google search, google it. The last two
-// are Google-preferred, as the English counterparts of 谷歌搜索 and 谷歌一下.
+// are Google-preferred, as the English counterparts of 谷歌搜索 and 谷歌一下. So is
+// "google" used as a verb ("google the Go 1.26 release notes", "can you google how
+// …"): "google" followed by the, for, how, what, when, where, which, who or why, or
+// preceded by "you" or "please". The seed's verb+noun rule misses these requests,
+// which name what to search for instead of a noun from its list; the company
+// ("Google released …", "Google's new phone") is not followed by those words.
 //
 // Verbs: search; find; look up (also looks up, looking up, looked up, look it up,
 // lookup); look for (also looks for, looking for, looked for); google (also googling).
@@ -138,6 +156,15 @@ var enGates = [26][]gate{
 	'g' - 'a': {{"googl", []phrase{
 		{text: "google search", kind: hard, id: hGoogleSearch, google: true},
 		{text: "google it", kind: hard, id: hGoogleIt, whole: true, google: true},
+		{text: "google the", kind: hard, id: hGoogleThe, whole: true, google: true},
+		{text: "google for", kind: hard, id: hGoogleFor, whole: true, google: true},
+		{text: "google how", kind: hard, id: hGoogleHow, whole: true, google: true},
+		{text: "google what", kind: hard, id: hGoogleWhat, whole: true, google: true},
+		{text: "google when", kind: hard, id: hGoogleWhen, whole: true, google: true},
+		{text: "google where", kind: hard, id: hGoogleWhere, whole: true, google: true},
+		{text: "google which", kind: hard, id: hGoogleWhich, whole: true, google: true},
+		{text: "google who", kind: hard, id: hGoogleWho, whole: true, google: true},
+		{text: "google why", kind: hard, id: hGoogleWhy, whole: true, google: true},
 		{text: "google", kind: verb, id: vGoogle, google: true},
 		{text: "googling", kind: verb, id: vGoogle, google: true},
 	}}},
@@ -171,6 +198,9 @@ var enGates = [26][]gate{
 		{text: "online search", kind: hard, id: hOnlineSearch},
 		{text: "online", kind: noun, id: nOnline},
 	}}},
+	'p' - 'a': {{"please", []phrase{
+		{text: "please google", kind: hard, id: hPleaseGoogle, google: true},
+	}}},
 	'r' - 'a': {{"report", []phrase{
 		{text: "report", kind: noun, id: nReport},
 	}}},
@@ -190,6 +220,9 @@ var enGates = [26][]gate{
 		{text: "website", kind: noun, id: nWebsite},
 		{text: "webpage", kind: noun, id: nWebpage},
 		{text: "web", kind: noun, id: nWeb, whole: true},
+	}}},
+	'y' - 'a': {{"you", []phrase{
+		{text: "you google", kind: hard, id: hYouGoogle, google: true},
 	}}},
 }
 

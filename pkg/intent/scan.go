@@ -17,7 +17,7 @@ type verdict struct {
 // candidates: of several matches for one rule, the phrase listed first in the tables
 // (lowest id) is reported.
 type scanState struct {
-	hard   uint16 // English hard phrases seen, bit per id
+	hard   uint32 // English hard phrases seen, bit per id
 	verbs  uint16 // verbs seen, bit per id
 	nouns  uint16 // nouns seen, bit per id
 	direct bool   // 上网
@@ -45,7 +45,7 @@ func classify(s string, extra []KeywordSet) verdict {
 	var st scanState
 	var f filter
 	f.addBuiltin()
-	letterExtra, otherExtra, nonASCIIExtra := f.addExtra(extra)
+	letterExtra, otherExtra, zhExtra, nonASCIIExtra := f.addExtra(extra)
 
 	n := len(s)
 	var prevLast uint64 // 1 when the last byte of the previous block is a letter
@@ -87,6 +87,9 @@ func classify(s string, extra []KeywordSet) verdict {
 		}
 		for m := lead; m != 0; m &= m - 1 {
 			i := base + bits.TrailingZeros64(m)
+			if zhExtra && f.passExtraZh(s[i:]) {
+				st.extrasZh(s[i:], extra)
+			}
 			if !f.passZh(s[i:]) {
 				continue
 			}
@@ -100,7 +103,7 @@ func classify(s string, extra []KeywordSet) verdict {
 	var r Result
 	switch {
 	case st.hard != 0:
-		r = Result{Rule: RuleEnHard, Match: enHard[lowest(st.hard)]}
+		r = Result{Rule: RuleEnHard, Match: enHard[bits.TrailingZeros32(st.hard)]}
 	case st.direct:
 		r = Result{Rule: RuleZhSoft, Match: "上网"}
 	case st.verbs&zhVerbs != 0 && st.nouns&zhNouns != 0:
@@ -245,6 +248,20 @@ func keywordsOf(ks *KeywordSet) []string {
 	return ks.Keywords
 }
 
+// wholeOf reports whether the keywords of ks match whole words only.
+func wholeOf(ks *KeywordSet) bool {
+	if len(ks.Keywords) == 0 && ks.Name == FreshnessName {
+		return Freshness.Whole
+	}
+	return ks.Whole
+}
+
+// endsWord reports whether a match ending at e (exclusive) ends a word, as a Whole
+// set requires.
+func endsWord(s string, e int, whole bool) bool {
+	return !whole || e >= len(s) || !isAlnum(s[e])
+}
+
 // foundExtra records opt-in keyword k of set si when it comes before the one found so
 // far in configuration order.
 func (st *scanState) foundExtra(si, k int, kw string) {
@@ -264,15 +281,16 @@ func (st *scanState) before(si, k int) bool {
 func (st *scanState) extras(s string, i int, extra []KeywordSet) {
 	c1 := lower(s[i])
 	for si := range extra {
+		whole := wholeOf(&extra[si])
 		for k, kw := range keywordsOf(&extra[si]) {
 			if !st.before(si, k) {
 				return
 			}
-			kw = strings.TrimSpace(kw)
+			kw = trimKeyword(kw)
 			if kw == "" || lower(kw[0]) != c1 {
 				continue
 			}
-			if _, ok := matchFold(s, i, kw); ok {
+			if e, ok := matchFold(s, i, kw); ok && endsWord(s, e, whole) {
 				st.foundExtra(si, k, kw)
 				return
 			}
@@ -284,8 +302,9 @@ func (st *scanState) extras(s string, i int, extra []KeywordSet) {
 // letter ("#news", "5g") wherever that byte starts a word.
 func (st *scanState) extrasOther(s string, extra []KeywordSet) {
 	for si := range extra {
+		whole := wholeOf(&extra[si])
 		for k, kw := range keywordsOf(&extra[si]) {
-			kw = strings.TrimSpace(kw)
+			kw = trimKeyword(kw)
 			if kw == "" || kw[0] >= utf8.RuneSelf || isLetter(kw[0]) || !st.before(si, k) {
 				continue
 			}
@@ -296,7 +315,7 @@ func (st *scanState) extrasOther(s string, extra []KeywordSet) {
 				}
 				i += j
 				if i == 0 || !isAlnum(s[i-1]) {
-					if _, ok := matchFold(s, i, kw); ok {
+					if e, ok := matchFold(s, i, kw); ok && endsWord(s, e, whole) {
 						st.foundExtra(si, k, kw)
 						break
 					}
@@ -306,13 +325,75 @@ func (st *scanState) extrasOther(s string, extra []KeywordSet) {
 	}
 }
 
-// extrasSubstring tests the opt-in keywords that start with a non-ASCII byte, as exact
-// substrings: Chinese and Japanese text has no word starts to speak of.
+// zhKeyword reports whether kw starts with a three-byte UTF-8 lead byte (most of
+// CJK) and is long enough to be tested where the main pass visits lead bytes.
+func zhKeyword(kw string) bool { return len(kw) >= 3 && kw[0] >= 0xE0 && kw[0] < 0xF0 }
+
+// extrasZh tests the opt-in keywords that start with a three-byte character at the
+// start of s, which starts with a lead byte. Chinese and Japanese text has no word
+// starts to speak of, so they match wherever they occur.
+func (st *scanState) extrasZh(s string, extra []KeywordSet) {
+	for si := range extra {
+		for k, kw := range keywordsOf(&extra[si]) {
+			if !st.before(si, k) {
+				return
+			}
+			if !mayStartWith(kw, s) {
+				continue
+			}
+			kw = trimKeyword(kw)
+			if zhKeyword(kw) && strings.HasPrefix(s, kw) {
+				st.foundExtra(si, k, kw)
+				return
+			}
+		}
+	}
+}
+
+// trimKeyword is strings.TrimSpace(kw), with a fast path for keywords that plainly
+// neither start nor end with white space: an ASCII byte other than white space or
+// a byte no Unicode space starts with at the start, and an ASCII byte other than
+// white space or a whole character U+4000-U+9FFF (most of CJK) at the end.
+// TrimSpace decodes non-ASCII keywords rune by rune, which showed in the profile of
+// every classification with the Chinese Freshness keywords.
+func trimKeyword(kw string) string {
+	n := len(kw)
+	if n == 0 {
+		return kw
+	}
+	b, e := kw[0], kw[n-1]
+	startPlain := b > ' ' && b != 0xC2 && b != 0xE1 && b != 0xE2 && b != 0xE3
+	endPlain := e > ' ' && e < utf8.RuneSelf ||
+		n >= 3 && kw[n-3] >= 0xE4 && kw[n-3] <= 0xE9 && kw[n-2]&0xC0 == 0x80 && e&0xC0 == 0x80
+	if startPlain && endPlain {
+		return kw
+	}
+	return strings.TrimSpace(kw)
+}
+
+// mayStartWith reports whether keyword kw, before strings.TrimSpace, can start with
+// the three-byte character at the start of s: it does, or it starts with white space
+// (ASCII, or a Unicode space, whose first byte is 0xC2, 0xE1, 0xE2 or 0xE3). It saves
+// extrasZh trimming every non-ASCII keyword at every candidate, which is slow.
+func mayStartWith(kw, s string) bool {
+	if len(kw) < 3 {
+		return false
+	}
+	switch b := kw[0]; {
+	case b <= ' ', b == 0xC2, b == 0xE1, b == 0xE2, b == 0xE3:
+		return true
+	default:
+		return b == s[0] && kw[1] == s[1] && kw[2] == s[2]
+	}
+}
+
+// extrasSubstring tests the other opt-in keywords that start with a non-ASCII byte
+// (see zhKeyword), as exact substrings.
 func (st *scanState) extrasSubstring(s string, extra []KeywordSet) {
 	for si := range extra {
 		for k, kw := range keywordsOf(&extra[si]) {
-			kw = strings.TrimSpace(kw)
-			if kw == "" || kw[0] < utf8.RuneSelf || !st.before(si, k) {
+			kw = trimKeyword(kw)
+			if kw == "" || kw[0] < utf8.RuneSelf || zhKeyword(kw) || !st.before(si, k) {
 				continue
 			}
 			if strings.Contains(s, kw) {
@@ -334,6 +415,7 @@ func (st *scanState) extrasSubstring(s string, extra []KeywordSet) {
 type filter struct {
 	tri       bitset1024
 	zh        [16]uint64
+	extraZh   bitset1024 // first characters of opt-in keywords that pass zhKeyword
 	extraQuad bitset1024
 	extraTri  bitset1024
 	first     [4]uint64 // first letters (lower-cased) of the other opt-in keywords
@@ -381,13 +463,17 @@ func tail4(s string, i int) uint32 {
 
 // addExtra adds the opt-in keywords. It reports whether there are keywords that start
 // with an ASCII letter (tested at word starts in the main pass), with another ASCII
-// byte (tested by extrasOther) and with a non-ASCII byte (extrasSubstring).
-func (f *filter) addExtra(extra []KeywordSet) (letter, other, nonASCII bool) {
+// byte (tested by extrasOther), with a three-byte character (tested at lead bytes in
+// the main pass, see zhKeyword) and with another non-ASCII byte (extrasSubstring).
+func (f *filter) addExtra(extra []KeywordSet) (letter, other, zh, nonASCII bool) {
 	for i := range extra {
 		for _, kw := range keywordsOf(&extra[i]) {
-			kw = strings.TrimSpace(kw)
+			kw = trimKeyword(kw)
 			switch {
 			case kw == "":
+			case zhKeyword(kw):
+				zh = true
+				f.extraZh.add(triHash(uint32(kw[0]) | uint32(kw[1])<<8 | uint32(kw[2])<<16))
 			case kw[0] >= utf8.RuneSelf:
 				nonASCII = true
 			case !isLetter(kw[0]):
@@ -412,7 +498,16 @@ func (f *filter) addExtra(extra []KeywordSet) (letter, other, nonASCII bool) {
 			}
 		}
 	}
-	return letter, other, nonASCII
+	return letter, other, zh, nonASCII
+}
+
+// passExtraZh reports whether the character at the start of s can start an opt-in
+// keyword that passes zhKeyword; s starts with a lead byte. It hashes the whole
+// three-byte character: common Chinese characters share their first two bytes with
+// a keyword's far too often for the cheaper test of passZh.
+func (f *filter) passExtraZh(s string) bool {
+	return s[0] >= 0xE0 && s[0] < 0xF0 && len(s) >= 3 &&
+		f.extraZh.has(triHash(uint32(s[0])|uint32(s[1])<<8|uint32(s[2])<<16))
 }
 
 // passZh reports whether the character at the start of s can start a Chinese phrase;

@@ -32,11 +32,16 @@ import (
 // "sim:badkey" (an unknown argument), "sim:emptyquery" (a blank query),
 // "sim:tool=NAME" (call the client's tool NAME instead), and model faults
 // "sim:model-429", "sim:model-500", "sim:model-hang", "sim:model-slow=1s".
+//
+// With "stream": true the same answer arrives as chat.completion.chunk events, a
+// token at a time, "sim:token-delay=DUR" apart (see stream.go).
 
 type chatRequest struct {
-	Model    string        `json:"model"`
-	Messages []llm.Message `json:"messages"`
-	Tools    []struct {
+	Model         string         `json:"model"`
+	Messages      []llm.Message  `json:"messages"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options"`
+	Tools         []struct {
 		Type     string `json:"type"`
 		Function struct {
 			Name       string          `json:"name"`
@@ -95,18 +100,25 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(body)
 	id := hex.EncodeToString(sum[:8])
 	msg, finish := script(req, user, id)
+	created := time.Now().Unix()
+	usage := map[string]int{
+		"prompt_tokens":     len(body) / 4,
+		"completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1,
+		"total_tokens":      len(body)/4 + len(fmt.Sprint(msg["content"]))/4 + 1,
+	}
+	if req.Stream {
+		h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
+		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
+		return
+	}
 	out := map[string]any{
 		"id":                 "chatcmpl-sim-" + id,
 		"object":             "chat.completion",
-		"created":            time.Now().Unix(),
+		"created":            created,
 		"model":              req.Model,
 		"system_fingerprint": "searchfleet-simulator",
 		"choices":            []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
-		"usage": map[string]int{
-			"prompt_tokens":     len(body) / 4,
-			"completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1,
-			"total_tokens":      len(body)/4 + len(fmt.Sprint(msg["content"]))/4 + 1,
-		},
+		"usage":              usage,
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(out)
