@@ -41,10 +41,11 @@ lint: ## gofmt, go vet, go mod tidy check
 	$(GO) mod tidy -diff
 
 chaos: ## kill processes, restart NATS and Redis, take the webhook receiver down; check every job (≤ 10 min; ARGS=-quick for ~3)
+	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	$(GO) run ./cmd/chaos $(ARGS)
 
 chaos-quick: ## the chaos suite's smoke run: every scenario, small
-	$(GO) run ./cmd/chaos -quick $(ARGS)
+	@$(MAKE) --no-print-directory chaos ARGS="-quick $(ARGS)"
 
 build: ## build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...

@@ -61,8 +61,8 @@ func (r Row) verdict() string {
 }
 
 // check looks at every job of a scenario.
-func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submission, wipeAt time.Time) (Row, error) {
-	row := Row{Scenario: sc.name, Submitted: len(subs)}
+func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submission, wipeAt time.Time, what string) (Row, error) {
+	row := Row{Scenario: sc.name, Chaos: what, Submitted: len(subs)}
 	facts, err := readStreams(ctx, "nats://"+hostPort(r.natsPort))
 	if err != nil {
 		return row, err
