@@ -141,9 +141,9 @@ func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submiss
 			row.Unaccepted++
 			if s.lastCode == "idempotency_key_in_use" {
 				row.Poisoned++
-				add("poisoned keys", s.key)
+				add("poisoned keys", fmt.Sprintf("%s after %d attempts [%s]", s.key, s.attempts, strings.Join(s.history, "; ")))
 			} else {
-				add("never accepted", fmt.Sprintf("%s (%d %s %s)", s.key, s.lastStatus, s.lastCode, s.lastErr))
+				add("never accepted", fmt.Sprintf("%s after %d attempts [%s]", s.key, s.attempts, strings.Join(s.history, "; ")))
 			}
 			continue
 		}
@@ -301,7 +301,7 @@ func writeDetail(r *rig, row Row, reps []repeat, facts *streamFacts) {
 	}
 	fmt.Fprintln(f, "\nrepeated paid calls:")
 	for _, rp := range reps {
-		fmt.Fprintf(f, "  %s %-8s %s excused=%v %s\n", rp.call.start.Format("15:04:05.000"), rp.call.route, rp.call.tag, rp.excused, rp.killedBy)
+		fmt.Fprintf(f, "  %s %-8s %s excused=%v %s\n", rp.call.start.Format("15:04:05.000"), rp.call.route, rp.call.tag, rp.excused, rp.why)
 	}
 	fmt.Fprintf(f, "\ndead letters (%d):\n", facts.dlqTotal)
 	for _, d := range facts.dlq {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,8 @@ type submission struct {
 	lastCode   string
 	lastErr    string
 	inUse      int // 409 idempotency_key_in_use answers
+	start      time.Time
+	history    []string // the first attempts' answers, "+1.2s 503" or "+0.1s error"
 }
 
 func (s *submission) accepted() bool {
@@ -109,11 +112,25 @@ func (c *client) post(ctx context.Context, s *submission) (status int, code, id 
 // submit retries s until a 2xx, a final refusal, or the give-up time.
 func (c *client) submit(ctx context.Context, s *submission) {
 	start := time.Now()
+	s.mu.Lock()
+	s.start = start
+	s.mu.Unlock()
 	wait := 100 * time.Millisecond
 	for {
+		sent := time.Since(start)
 		status, code, id, err := c.post(ctx, s)
 		s.mu.Lock()
 		s.attempts++
+		if len(s.history) < 12 {
+			what := fmt.Sprintf("%d %s", status, code)
+			if err != nil {
+				what = err.Error()
+				if i := strings.LastIndex(what, ": "); i >= 0 {
+					what = what[i+2:]
+				}
+			}
+			s.history = append(s.history, fmt.Sprintf("+%.1fs→+%.1fs %s", sent.Seconds(), time.Since(start).Seconds(), what))
+		}
 		s.lastStatus, s.lastCode = status, code
 		s.lastErr = ""
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -32,6 +33,9 @@ type paidCall struct {
 	tag        string // the job's tag, "" if none was found
 	hash       [32]byte
 	start, end time.Time
+	// abandoned: the caller went away before the answer was written (it was killed,
+	// or its own timeout ended the call).
+	abandoned bool
 }
 
 // tagRE finds a job's tag in a request body: every submission's text carries one.
@@ -51,6 +55,11 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Write(body)
 	h.Write([]byte(r.URL.RawQuery))
 	c := paidCall{route: route, tag: string(tagRE.Find(body)), start: time.Now()}
+	if c.tag == "" {
+		// Engines that search with GET carry the query in the URL.
+		q, _ := url.QueryUnescape(r.URL.RawQuery)
+		c.tag = tagRE.FindString(q)
+	}
 	copy(c.hash[:], h.Sum(nil))
 	if rc.jitter > 0 {
 		select {
@@ -60,6 +69,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.sim.ServeHTTP(w, r)
 	c.end = time.Now()
+	c.abandoned = r.Context().Err() != nil
 	rc.mu.Lock()
 	rc.calls = append(rc.calls, c)
 	rc.mu.Unlock()
@@ -90,15 +100,20 @@ func (rc *recorder) snapshot() []paidCall {
 
 // repeat is a paid call whose exact request had been made before.
 type repeat struct {
-	call     paidCall
-	excused  bool   // an earlier identical call was in flight when its caller was killed
-	killedBy string // the kill that excuses it
+	call    paidCall
+	excused bool
+	// why says what excuses it: "killed <process>" (a process of the caller's role
+	// was killed while an earlier identical call was in flight), or "abandoned" (the
+	// caller gave up on the earlier call before its answer — its own timeout — so
+	// asking again is a retry of a call that never answered).
+	why string
 }
 
 // repeats lists every repeated call. A repeat is excused when, while an earlier
 // identical call was in flight (or within grace after it answered, before its caller
-// could store the answer), a process of the caller's role was killed: the model's
-// caller is a chat worker, an engine's a search worker.
+// could store the answer), a process of the caller's role was killed — the model's
+// caller is a chat worker, an engine's a search worker — or when the caller abandoned
+// the earlier call before it answered.
 func repeats(calls []paidCall, tl []incident, grace time.Duration) []repeat {
 	seen := map[[32]byte][]paidCall{}
 	var out []repeat
@@ -116,8 +131,11 @@ func repeats(calls []paidCall, tl []incident, grace time.Duration) []repeat {
 		for _, p := range prev {
 			for _, in := range tl {
 				if in.kind == "kill" && in.role == role && !in.at.Before(p.start) && !in.at.After(p.end.Add(grace)) {
-					rp.excused, rp.killedBy = true, in.target
+					rp.excused, rp.why = true, "killed "+in.target
 				}
+			}
+			if !rp.excused && p.abandoned {
+				rp.excused, rp.why = true, "abandoned"
 			}
 		}
 		out = append(out, rp)

@@ -31,7 +31,8 @@ const (
 
 // rig is one scenario's world: its own nats-server and redis-server on loopback ports
 // with their data in the scenario's directory, the simulator, the webhook receiver,
-// and the fleet's processes — one ingress, two chat workers, two search workers.
+// and the fleet's processes — two ingress replicas behind a load balancer, two chat
+// workers, two search workers.
 type rig struct {
 	dir      string
 	bins     Binaries
@@ -42,14 +43,16 @@ type rig struct {
 	natsDir  string
 	redisDir string
 
-	redisPort, ingressPort int
-	nats, redis, ingress   *proc
-	chat, search           []*proc
-	sim                    *simulator.Server
-	rec                    *recorder
-	simSrv                 *http.Server
-	recv                   *receiver
-	recvURL, url           string
+	redisPort             int
+	nats, redis           *proc
+	ingress, chat, search []*proc
+	ingressPorts          []int
+	lb                    *http.Server
+	sim                   *simulator.Server
+	rec                   *recorder
+	simSrv                *http.Server
+	recv                  *receiver
+	recvURL, url          string
 
 	// phaseStart is when the submissions began.
 	phaseStart time.Time
@@ -85,7 +88,7 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 		return r, err
 	}
 	var err error
-	for _, p := range []*int{&r.natsPort, &r.redisPort, &r.ingressPort} {
+	for _, p := range []*int{&r.natsPort, &r.redisPort} {
 		if *p, err = freePort(); err != nil {
 			return r, err
 		}
@@ -153,14 +156,24 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 	env := []string{
 		"NATS_URL=nats://" + hostPort(r.natsPort), "REDIS_URL=redis://" + hostPort(r.redisPort) + "/0", "FLEET_CONFIG=" + cfg,
 		"FLEET_ACK_WAIT=" + o.AckWait.String(), "FLEET_JOB_TIMEOUT=" + o.JobTimeout.String(),
-		"FLEET_MODEL_TIMEOUT=10s", "FLEET_ENGINE_TIMEOUT=5s", "FLEET_DRAIN_TIMEOUT=5s",
+		"FLEET_MODEL_TIMEOUT=20s", "FLEET_ENGINE_TIMEOUT=15s", "FLEET_DRAIN_TIMEOUT=5s",
 		"FLEET_WEBHOOK_SCHEDULE=" + strings.Join(schedule, ","), "FLEET_WEBHOOK_ALLOW=127.0.0.0/8", "FLEET_WEBHOOK_TIMEOUT=5s",
 		"FLEET_CHAT_CONCURRENCY=64", "FLEET_SEARCH_CONCURRENCY=32", "FLEET_LOG_LEVEL=info", "FLEET_DATA_DIR=" + filepath.Join(dir, "data"),
 		demo.KeyEnv + "=sim-key", tenantKeyEnv + "=" + apiKey, tenantSecretEnv + "=" + r.secret,
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 	}
-	r.url = "http://" + hostPort(r.ingressPort)
-	if r.ingress, err = newProc(dir, "ingress", bins.Ingress, nil, append(env[:len(env):len(env)], "FLEET_HTTP_ADDR="+hostPort(r.ingressPort))); err != nil {
+	for i := range 2 {
+		port, err := freePort()
+		if err != nil {
+			return r, err
+		}
+		p, err := newProc(dir, fmt.Sprintf("ingress-%d", i), bins.Ingress, nil, append(env[:len(env):len(env)], "FLEET_HTTP_ADDR="+hostPort(port)))
+		if err != nil {
+			return r, err
+		}
+		r.ingress, r.ingressPorts = append(r.ingress, p), append(r.ingressPorts, port)
+	}
+	if r.url, r.lb, err = startBalancer(r.ingress, r.ingressPorts); err != nil {
 		return r, err
 	}
 	for i := range 2 {
@@ -184,30 +197,39 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 
 // fleet lists the fleet's processes (not the servers).
 func (r *rig) fleet() []*proc {
-	return append([]*proc{r.ingress}, append(append([]*proc(nil), r.chat...), r.search...)...)
+	return append(append(append([]*proc(nil), r.ingress...), r.chat...), r.search...)
 }
 
-// waitReady waits until the ingress answers /readyz with 200.
+// waitReady waits until every ingress replica answers /readyz with 200.
 func (r *rig) waitReady(ctx context.Context, within time.Duration) error {
+	for i := range r.ingress {
+		if err := r.waitIngress(ctx, i, within); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitIngress waits until ingress replica i answers /readyz with 200.
+func (r *rig) waitIngress(ctx context.Context, i int, within time.Duration) error {
 	deadline := time.Now().Add(within)
+	p := r.ingress[i]
 	for {
-		resp, err := http.Get(r.url + "/readyz")
+		resp, err := http.Get("http://" + hostPort(r.ingressPorts[i]) + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
 		}
-		if !r.ingress.running() {
-			return fmt.Errorf("ingress exited (see %s)", filepath.Join(r.dir, "ingress.log"))
+		if !p.running() {
+			return fmt.Errorf("%s exited (see %s)", p.name, filepath.Join(r.dir, p.name+".log"))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ingress not ready after %s (see %s)", within, filepath.Join(r.dir, "ingress.log"))
+			return fmt.Errorf("%s not ready after %s (see %s)", p.name, within, filepath.Join(r.dir, p.name+".log"))
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, 100*time.Millisecond) {
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -326,6 +348,9 @@ func (r *rig) stop() {
 	}
 	if r.simSrv != nil {
 		r.simSrv.Close()
+	}
+	if r.lb != nil {
+		r.lb.Close()
 	}
 }
 
