@@ -296,7 +296,7 @@ func runScenario(ctx context.Context, sc scenario, o Options, bins Binaries, dir
 		n, d = o.Jobs, o.Duration
 	}
 	started := time.Now()
-	logf("%s: starting nats-server, redis-server, simulator, receiver, ingress, 2 chat and 2 search workers (%s)", sc.name, dir)
+	logf("%s: starting nats-server, redis-server, simulator, receiver, 2 ingress replicas behind a balancer, 2 chat and 2 search workers (%s)", sc.name, dir)
 	r, err := startRig(ctx, dir, bins, o, logf)
 	defer r.stop()
 	if err != nil {
