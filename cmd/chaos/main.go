@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string) (int, error) {
 	fs.DurationVar(&o.JobTimeout, "job-timeout", o.JobTimeout, "FLEET_JOB_TIMEOUT of the fleet")
 	fs.DurationVar(&o.AckWait, "ack-wait", o.AckWait, "FLEET_ACK_WAIT of the fleet")
 	fs.StringVar(&o.Dir, "dir", o.Dir, "where binaries, server data and process logs go (one directory per run)")
+	fs.IntVar(&o.IngressReplicas, "ingress-replicas", o.IngressReplicas, "ingress processes behind the harness's balancer")
 	fs.BoolVar(&o.Parallel, "parallel", o.Parallel, "run the scenarios at the same time, each in its own world (default in -quick)")
 	fs.StringVar(&o.Run, "run", "", "name of this run: its directory under -dir and part of every key (default: from the clock)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed for victims and timings")

@@ -57,6 +57,10 @@ type Options struct {
 	ReceiverDown time.Duration
 	// GiveUp is how long a client retries one submission.
 	GiveUp time.Duration
+	// IngressReplicas is how many ingress processes run behind the balancer (1 or 2).
+	// With one, every kill takes down every submission in flight (and the ingress is
+	// down while it restarts); with two, the other replica serves meanwhile.
+	IngressReplicas int
 	// Parallel runs the scenarios at the same time (each in its own world) instead of
 	// one after another: the quick run's way to be quick.
 	Parallel bool
@@ -71,7 +75,7 @@ func Defaults() Options {
 		ModelLatency: 400 * time.Millisecond, EngineLatency: 700 * time.Millisecond,
 		JobTimeout: 30 * time.Second, AckWait: 4 * time.Second,
 		WebhookSchedule: []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 15 * time.Second},
-		ReceiverDown:    15 * time.Second, GiveUp: 30 * time.Second, Dir: ".data/chaos",
+		ReceiverDown:    15 * time.Second, GiveUp: 30 * time.Second, Dir: ".data/chaos", IngressReplicas: 2,
 	}
 }
 
@@ -102,7 +106,7 @@ type scenario struct {
 }
 
 var scenarios = []scenario{
-	{name: "ingress-kill", big: true, doc: "SIGKILL an ingress replica {kills} times (the other one serving) while clients retry every submission with its key",
+	{name: "ingress-kill", big: true, doc: "SIGKILL an ingress replica {kills} times (once another one serves) while clients retry every submission with its key",
 		hurt: func(ctx context.Context, r *rig, rnd *rand.Rand, o Options, d time.Duration) string {
 			kills := 0
 			for k := range o.IngressKills {
@@ -113,7 +117,8 @@ var scenarios = []scenario{
 				// Kill one replica once the other serves: a load balancer in front of
 				// replicas, one of which dies now and then, never all at once.
 				i := rnd.IntN(len(r.ingress))
-				if err := r.waitIngress(ctx, 1-i, 20*time.Second); err != nil {
+				other := (i + 1) % len(r.ingress) // itself, with one replica: kill it once it serves
+				if err := r.waitIngress(ctx, other, 20*time.Second); err != nil {
 					r.logf("ingress-kill: %v", err)
 					continue
 				}
@@ -296,7 +301,7 @@ func runScenario(ctx context.Context, sc scenario, o Options, bins Binaries, dir
 		n, d = o.Jobs, o.Duration
 	}
 	started := time.Now()
-	logf("%s: starting nats-server, redis-server, simulator, receiver, 2 ingress replicas behind a balancer, 2 chat and 2 search workers (%s)", sc.name, dir)
+	logf("%s: starting nats-server, redis-server, simulator, receiver, %d ingress replicas behind a balancer, 2 chat and 2 search workers (%s)", sc.name, o.IngressReplicas, dir)
 	r, err := startRig(ctx, dir, bins, o, logf)
 	defer r.stop()
 	if err != nil {
