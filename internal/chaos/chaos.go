@@ -106,7 +106,7 @@ type scenario struct {
 }
 
 var scenarios = []scenario{
-	{name: "ingress-kill", big: true, doc: "SIGKILL an ingress replica {kills} times (once another one serves) while clients retry every submission with its key",
+	{name: "ingress-kill", big: true, doc: "SIGKILL an ingress replica {kills} times (once another one serves, and it has submissions in flight) while clients retry every submission with its key",
 		hurt: func(ctx context.Context, r *rig, rnd *rand.Rand, o Options, d time.Duration) string {
 			kills := 0
 			for k := range o.IngressKills {
@@ -121,6 +121,11 @@ var scenarios = []scenario{
 				if err := r.waitIngress(ctx, other, 20*time.Second); err != nil {
 					r.logf("ingress-kill: %v", err)
 					continue
+				}
+				// Kill under load: once the replica has submissions in flight (at most
+				// 2s later), as a crash in production lands among requests.
+				for wait := time.Now().Add(2 * time.Second); r.lb.inflight[i].Load() < 1 && time.Now().Before(wait); {
+					sleep(ctx, time.Millisecond)
 				}
 				r.killRestart(ctx, "ingress", r.ingress[i], 0)
 				kills++

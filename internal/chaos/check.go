@@ -31,8 +31,8 @@ type Row struct {
 	// NoWebhook: ended, but no signed terminal webhook arrived. NoEvent: ended, but
 	// EVENTS holds no terminal event for it.
 	NoWebhook, NoEvent int
-	// Poisoned: the client gave up on a key still answered 409
-	// idempotency_key_in_use. DupJobs: a key answered with more than one job id.
+	// Poisoned: the client gave up on a key that was answered 409
+	// idempotency_key_in_use (and never 2xx). DupJobs: a key answered with more than one job id.
 	// RepostMismatch: re-posting the key after the run did not answer the same job.
 	Poisoned, DupJobs, RepostMismatch int
 	// NeverRan: failed without the main model ever being called for it.
@@ -139,7 +139,7 @@ func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submiss
 		id := s.jobID()
 		if id == "" {
 			row.Unaccepted++
-			if s.lastCode == "idempotency_key_in_use" {
+			if s.inUse > 0 {
 				row.Poisoned++
 				add("poisoned keys", fmt.Sprintf("%s after %d attempts [%s]", s.key, s.attempts, strings.Join(s.history, "; ")))
 			} else {

@@ -47,7 +47,7 @@ type rig struct {
 	nats, redis           *proc
 	ingress, chat, search []*proc
 	ingressPorts          []int
-	lb                    *http.Server
+	lb                    *balancer
 	sim                   *simulator.Server
 	rec                   *recorder
 	simSrv                *http.Server
@@ -173,9 +173,10 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 		}
 		r.ingress, r.ingressPorts = append(r.ingress, p), append(r.ingressPorts, port)
 	}
-	if r.url, r.lb, err = startBalancer(r.ingress, r.ingressPorts); err != nil {
+	if r.lb, err = startBalancer(r.ingress, r.ingressPorts); err != nil {
 		return r, err
 	}
+	r.url = r.lb.url
 	for i := range 2 {
 		c, err := newProc(dir, fmt.Sprintf("chatworker-%d", i), bins.ChatWorker, nil, env)
 		if err != nil {
@@ -350,7 +351,7 @@ func (r *rig) stop() {
 		r.simSrv.Close()
 	}
 	if r.lb != nil {
-		r.lb.Close()
+		r.lb.srv.Close()
 	}
 }
 
