@@ -40,11 +40,11 @@ lint: ## gofmt, go vet, go mod tidy check
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-chaos: ## kill processes, restart NATS and Redis, take the webhook receiver down; check every job (≤ 10 min; ARGS=-quick for ~3)
+chaos: ## kill processes, restart NATS and Redis, take the webhook receiver down; check every job (≤ 10 min; not part of make test)
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	$(GO) run ./cmd/chaos $(ARGS)
 
-chaos-quick: ## the chaos suite's smoke run: every scenario, small
+chaos-quick: ## the chaos suite's smoke run: every scenario, small, at once (~1 min)
 	@$(MAKE) --no-print-directory chaos ARGS="-quick $(ARGS)"
 
 build: ## build the binaries into bin/
