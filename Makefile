@@ -5,7 +5,7 @@ GO ?= go
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
 test test-short bench bench-e2e bench-batch bench-go: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run test test-short bench bench-e2e bench-batch bench-go fuzz lint build deploy-nats tidy clean
+.PHONY: help run test test-short bench bench-e2e bench-batch bench-go fuzz lint build chaos chaos-quick deploy-nats tidy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,6 +39,13 @@ lint: ## gofmt, go vet, go mod tidy check
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+
+chaos: ## kill processes, restart NATS and Redis, take the webhook receiver down; check every job (≤ 10 min; not part of make test)
+	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
+	$(GO) run ./cmd/chaos $(ARGS)
+
+chaos-quick: ## the chaos suite's smoke run: every scenario, small, at once (~1 min)
+	@$(MAKE) --no-print-directory chaos ARGS="-quick $(ARGS)"
 
 build: ## build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...

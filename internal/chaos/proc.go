@@ -1,0 +1,151 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is one child process that the harness kills and starts again. Every start
+// appends to the same log file, so a role's whole life is in one place.
+type proc struct {
+	name string
+	path string
+	args []string
+	env  []string
+	log  io.Writer
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func newProc(dir, name, path string, args, env []string) (*proc, error) {
+	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &proc{name: name, path: path, args: args, env: env, log: f}, nil
+}
+
+// start runs the process. It lives in its own process group (so a kill reaches
+// whatever it started) and dies with the harness (Pdeathsig), so an interrupted run
+// leaves nothing behind.
+func (p *proc) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done != nil {
+		select {
+		case <-p.done:
+		default:
+			return fmt.Errorf("%s is already running", p.name)
+		}
+	}
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Env = p.env
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	fmt.Fprintf(p.log, "=== chaos: starting %s %v at %s\n", p.path, p.args, time.Now().Format(time.RFC3339Nano))
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", p.name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		fmt.Fprintf(p.log, "=== chaos: %s exited (%v) at %s\n", p.name, err, time.Now().Format(time.RFC3339Nano))
+		close(done)
+	}()
+	p.cmd, p.done = cmd, done
+	return nil
+}
+
+// kill sends SIGKILL to the process group and waits for the process to be gone:
+// nothing drained, nothing acknowledged, no file synced.
+func (p *proc) kill() {
+	p.signal(syscall.SIGKILL)
+}
+
+// term sends SIGTERM and waits up to wait before killing.
+func (p *proc) term(wait time.Duration) {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(wait):
+		p.kill()
+	}
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	syscall.Kill(-cmd.Process.Pid, sig)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		fmt.Fprintf(p.log, "=== chaos: %s did not exit 10s after %s\n", p.name, sig)
+	}
+}
+
+func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// freePort returns a loopback port nobody listens on right now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func hostPort(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// waitTCP waits until something accepts connections on port.
+func waitTCP(ctx context.Context, port int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		c, err := net.DialTimeout("tcp", hostPort(port), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listening on %s after %s: %w", hostPort(port), within, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
