@@ -29,6 +29,9 @@ type ChatRequest struct {
 	// Protocol is the protocol the client spoke ("" for OpenAI Chat), from the stored
 	// request's "searchfleet" key: the ingress answers in it.
 	Protocol string
+	// Notes are the request's settings the fleet cannot honour (besides Search's), from
+	// the "searchfleet" key: the answer repeats them.
+	Notes []string
 
 	toolNames []string // the function names of Tools, read once at decoding
 }
@@ -189,7 +192,7 @@ func DecodeChatRequest(body []byte) (*ChatRequest, error) {
 		case FleetKey:
 			var f fleetFields
 			if err = json.Unmarshal(v, &f); err == nil {
-				r.Protocol = f.Protocol
+				r.Protocol, r.Notes = f.Protocol, f.Notes
 				r.mergeSearch(f.Search)
 			}
 		default:
@@ -214,12 +217,13 @@ const FleetKey = "searchfleet"
 type fleetFields struct {
 	Protocol string         `json:"protocol,omitempty"`
 	Search   *SearchOptions `json:"search,omitempty"`
+	Notes    []string       `json:"notes,omitempty"`
 }
 
-// FleetField returns the value of the FleetKey for a request in protocol carrying
-// search options (nil: none).
-func FleetField(protocol string, search *SearchOptions) json.RawMessage {
-	b, _ := json.Marshal(fleetFields{Protocol: protocol, Search: search})
+// FleetField returns the value of the FleetKey for a request in protocol, with its
+// search options (nil: none) and the notes on settings the fleet cannot honour.
+func FleetField(protocol string, search *SearchOptions, notes []string) json.RawMessage {
+	b, _ := json.Marshal(fleetFields{Protocol: protocol, Search: search, Notes: notes})
 	return b
 }
 
