@@ -78,22 +78,33 @@ func (s *Server) newChatJob(r *http.Request, body []byte, req *llm.ChatRequest) 
 	return &state.Job{ID: state.NewID("job_"), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
 }
 
-// submit records a job and publishes it (jobs.Submit), waiting until the stream has
-// it. It has answered the request with an error when it returns false. When the publish
-// fails the job was not accepted: a job an Idempotency-Key can complete (keyed) stays
-// recorded for the client's retry to publish; any other is deleted, so nothing is left
-// that no one will run.
+// submit records a job and publishes it (enqueue), answering the request in the
+// OpenAI error shape when that fails; it has answered when it returns false.
 func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.Job, subject string, msg bus.Payload, keyed bool) bool {
+	text := s.enqueue(ctx, job, subject, msg, keyed)
+	if text == "" {
+		return true
+	}
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "server_error", "", "", text)
+	return false
+}
+
+// enqueue records a job and publishes msg (jobs.Submit), waiting until the stream has
+// it. It returns "" when the job is accepted, else what to tell the client (503). When
+// the publish fails the job was not accepted: a job an Idempotency-Key can complete
+// (keyed) stays recorded for the client's retry to publish; any other is deleted, so
+// nothing is left that no one will run.
+func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, msg bus.Payload, keyed bool) string {
 	p, err := jobs.Submit(ctx, s.Bus, s.Store, job, subject, msg)
 	if err == nil {
 		err = bus.Wait(ctx, p)
 	}
 	if err == nil {
-		return true
+		return ""
 	}
 	if ctx.Err() != nil {
-		// The client hung up: not a server error. A keyed submission is completed by
-		// its retry; an unkeyed one is dropped like any failed publish.
+		// The client hung up: not a server error.
 		s.Log.Info("api: client left during submission", "job", job.ID)
 	} else {
 		s.Log.Error("api: publishing job", "job", job.ID, "err", err)
@@ -110,9 +121,7 @@ func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.J
 			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
 		}
 	}
-	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, "server_error", "", "", text)
-	return false
+	return text
 }
 
 // chatJob is the message that starts a chat job.

@@ -24,6 +24,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -64,6 +65,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
 	mux.HandleFunc("POST /v1/search", s.auth(s.directSearch))
+	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))
+	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
+	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.uploadFile))
 		mux.HandleFunc("GET /v1/files", s.auth(s.listFiles))
@@ -139,6 +143,12 @@ func NewTenants(ts []config.Tenant) (*Tenants, error) {
 }
 
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return s.authAs(wire.Chat, h)
+}
+
+// authAs authenticates by "Authorization: Bearer <key>" or "x-api-key: <key>" and
+// answers a missing or unknown key in codec's error shape.
+func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.Tenants == nil {
 			h(w, r)
@@ -146,11 +156,12 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 		}
 		key := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 		if key == "" {
-			key = r.Header.Get("X-Api-Key")
+			key = strings.TrimSpace(r.Header.Get("X-Api-Key"))
 		}
 		tenant, ok := s.Tenants.byKeyHash[sha256.Sum256([]byte(key))]
 		if key == "" || !ok {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>'.")
+			writeWireError(w, codec, &wire.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
+				Message: "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."})
 			return
 		}
 		h(w, r.WithContext(withTenant(r.Context(), tenant)))

@@ -21,6 +21,17 @@ type ChatRequest struct {
 	Stream   bool
 	// Extra holds the other top-level fields (temperature, max_tokens, tool_choice…).
 	Extra map[string]json.RawMessage
+	// Search is the request's own web search settings (nil: none declared). They come
+	// from web_search_options and search declarations in tools (removed from Tools and
+	// Extra: the fleet serves them, the model never sees them), or, for a request that
+	// arrived in another protocol, from the stored request's "searchfleet" key.
+	Search *SearchOptions
+	// Protocol is the protocol the client spoke ("" for OpenAI Chat), from the stored
+	// request's "searchfleet" key: the ingress answers in it.
+	Protocol string
+	// Notes are the request's settings the fleet cannot honour (besides Search's), from
+	// the "searchfleet" key: the answer repeats them.
+	Notes []string
 
 	toolNames []string // the function names of Tools, read once at decoding
 }
@@ -100,6 +111,14 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 			if err := json.Unmarshal(v, &n); err != nil || n != 1 && string(v) != "null" {
 				return nil, badParam("n", "only n=1 is supported")
 			}
+		case "web_search_options":
+			o, err := chatSearchOptions(v)
+			if err != nil {
+				return nil, err
+			}
+			r.mergeSearch(o)
+		case FleetKey:
+			return nil, badParam(FleetKey, "'%s' is reserved for the fleet", FleetKey)
 		default:
 			r.Extra[k] = v
 		}
@@ -121,6 +140,9 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 		if m.Role == "tool" && m.ToolCallID == "" {
 			return nil, badParam(fmt.Sprintf("messages[%d].tool_call_id", i), "messages[%d] has role 'tool' but no tool_call_id", i)
 		}
+	}
+	if err := r.takeSearchTools(); err != nil {
+		return nil, err
 	}
 	for i, raw := range r.Tools {
 		var t struct {
@@ -162,6 +184,17 @@ func DecodeChatRequest(body []byte) (*ChatRequest, error) {
 		case "stream":
 			err = json.Unmarshal(v, &r.Stream)
 		case "n":
+		case "web_search_options":
+			var o *SearchOptions
+			if o, err = chatSearchOptions(v); err == nil {
+				r.mergeSearch(o)
+			}
+		case FleetKey:
+			var f fleetFields
+			if err = json.Unmarshal(v, &f); err == nil {
+				r.Protocol, r.Notes = f.Protocol, f.Notes
+				r.mergeSearch(f.Search)
+			}
 		default:
 			r.Extra[k] = v
 		}
@@ -169,8 +202,57 @@ func DecodeChatRequest(body []byte) (*ChatRequest, error) {
 			return nil, badParam(k, "stored request field %q is unreadable", k)
 		}
 	}
+	if err := r.takeSearchTools(); err != nil {
+		return nil, err
+	}
 	r.readToolNames()
 	return r, nil
+}
+
+// FleetKey is the reserved top-level key of a stored request that carries what the
+// fleet adds to a job's chat request: {"protocol": …, "search": SearchOptions}. It is
+// never forwarded to a model, and a client may not send it.
+const FleetKey = "searchfleet"
+
+type fleetFields struct {
+	Protocol string         `json:"protocol,omitempty"`
+	Search   *SearchOptions `json:"search,omitempty"`
+	Notes    []string       `json:"notes,omitempty"`
+}
+
+// FleetField returns the value of the FleetKey for a request in protocol, with its
+// search options (nil: none) and the notes on settings the fleet cannot honour.
+func FleetField(protocol string, search *SearchOptions, notes []string) json.RawMessage {
+	b, _ := json.Marshal(fleetFields{Protocol: protocol, Search: search, Notes: notes})
+	return b
+}
+
+func (r *ChatRequest) mergeSearch(o *SearchOptions) {
+	if o == nil {
+		return
+	}
+	if r.Search == nil {
+		r.Search = &SearchOptions{}
+	}
+	r.Search.Merge(o)
+}
+
+// takeSearchTools moves the search declarations of Tools into Search.
+func (r *ChatRequest) takeSearchTools() error {
+	kept := r.Tools[:0:0]
+	for i, raw := range r.Tools {
+		isSearch, o, err := chatSearchTool(fmt.Sprintf("tools[%d]", i), raw)
+		if err != nil {
+			return err
+		}
+		if isSearch {
+			r.mergeSearch(o)
+			continue
+		}
+		kept = append(kept, raw)
+	}
+	r.Tools = kept
+	return nil
 }
 
 // ToolNames returns the names of the client's function tools.

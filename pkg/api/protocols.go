@@ -1,0 +1,280 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// The client protocols besides Chat (POST /v1/responses, POST /v1/messages) share one
+// route: the request is decoded by the protocol's codec into the canonical model and
+// stored as the Chat request the chat worker runs, with the protocol, the request's
+// search settings and the settings the fleet cannot honour under llm.FleetKey. When
+// the job ends, its Chat answer and its search trace are encoded back in the
+// client's protocol.
+
+func writeWireError(w http.ResponseWriter, codec wire.ClientCodec, e *wire.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	w.Write(codec.EncodeError(e))
+}
+
+// protocolRequest serves a client protocol's create endpoint. Job ids (and so the
+// answers' ids) start with idPrefix.
+func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		fail := func(e *wire.Error) { writeWireError(w, codec, e) }
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				fail(&wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+					Message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody)})
+				return
+			}
+			fail(wire.Invalid("", "Could not read the request body: %s", err))
+			return
+		}
+		req, err := codec.DecodeRequest(body)
+		if err != nil {
+			fail(wire.AsError(err))
+			return
+		}
+		if !slices.Contains(s.Models, req.Model) {
+			fail(&wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
+				Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", req.Model, strings.Join(s.Models, ", "))})
+			return
+		}
+		if e := s.checkSearch(req); e != nil {
+			fail(e)
+			return
+		}
+		stored, err := storedRequest(codec.Protocol(), req)
+		if err != nil {
+			fail(wire.Invalid("", "The request cannot be run: %s", err))
+			return
+		}
+		now := time.Now().UTC()
+		job := &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored, Created: now, Deadline: now.Add(s.JobTimeout)}
+		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
+		waiter, err := s.watch(job.ID)
+		if err != nil {
+			fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "The fleet is unavailable: " + err.Error()})
+			return
+		}
+		defer waiter.stop()
+		if e := s.submitJob(r.Context(), job); e != nil {
+			w.Header().Set("Retry-After", "1")
+			fail(e)
+			return
+		}
+		w.Header().Set("X-Searchfleet-Job-Id", job.ID)
+		for _, n := range base.Notes {
+			w.Header().Add("X-Searchfleet-Warning", n)
+		}
+		switch {
+		case req.Background:
+			b, _ := codec.EncodeResponse(base)
+			writeJSON(w, http.StatusOK, json.RawMessage(b))
+		case req.Stream:
+			s.streamProtocol(w, r, codec, base, waiter)
+		default:
+			done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
+			if err != nil {
+				if e := s.waitError(job.ID, err); e != nil {
+					fail(e)
+				}
+				return
+			}
+			resp, e := answerOf(done, base.Notes)
+			if e != nil {
+				fail(e)
+				return
+			}
+			b, err := codec.EncodeResponse(resp)
+			if err != nil {
+				fail(wire.AsError(err))
+				return
+			}
+			writeJSON(w, http.StatusOK, json.RawMessage(b))
+		}
+	}
+}
+
+// checkSearch refuses search settings the fleet cannot serve at all, and notes a
+// search declaration on a fleet without web search.
+func (s *Server) checkSearch(req *wire.Request) *wire.Error {
+	if req.Search == nil {
+		return nil
+	}
+	if s.Tools == nil {
+		req.Notes = append(req.Notes, "web search is not configured on this server: the model answers without searching")
+		return nil
+	}
+	if e := req.Search.Engine; e != "" {
+		if _, ok := s.Tools.Engine(e); !ok {
+			return wire.Invalid("tools", "engine %q is not one of this fleet's engines", e)
+		}
+	}
+	return nil
+}
+
+// storedRequest is the Chat request a job of another protocol runs as, with
+// llm.FleetKey added. It must pass the chat endpoint's own validation.
+func storedRequest(p wire.Protocol, req *wire.Request) (json.RawMessage, error) {
+	body, err := wire.Chat.EncodeRequest(req, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := llm.ParseChatRequest(body); err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, err
+	}
+	top[llm.FleetKey] = llm.FleetField(string(p), req.Search, req.Notes)
+	return json.Marshal(top)
+}
+
+// submitJob records and publishes a job (enqueue), in the wire protocol's terms.
+func (s *Server) submitJob(ctx context.Context, job *state.Job) *wire.Error {
+	if text := s.enqueue(ctx, job, bus.SubjectChatJob, chatJob(job), false); text != "" {
+		return &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: text}
+	}
+	return nil
+}
+
+// waitError is the error for a synchronous wait that ended without the job (nil: the
+// client left).
+func (s *Server) waitError(jobID string, err error) *wire.Error {
+	switch {
+	case errors.Is(err, errWaitTimeout):
+		return &wire.Error{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_still_running",
+			Message: fmt.Sprintf("The job %s is still running; fetch GET /v1/jobs/%s for its answer.", jobID, jobID)}
+	case errors.Is(err, context.Canceled):
+		return nil
+	}
+	return &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "Reading the job failed: " + err.Error()}
+}
+
+// answerOf is a job's answer in canonical form: the chat worker's final Chat answer
+// with the job's searches, or the job's current status. The error is set for a job
+// that failed or was cancelled.
+func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
+	base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Notes: notes}
+	switch job.Status {
+	case state.Completed:
+		resp, err := wire.Chat.DecodeResponse(job.Response)
+		if err == nil {
+			err = resp.AddTrace(job.Trace)
+		}
+		if err != nil {
+			return base, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The job's answer is unreadable: " + err.Error()}
+		}
+		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Status = job.ID, job.ID, job.Model, job.Created, wire.StatusCompleted
+		resp.Notes = append(resp.Notes, notes...)
+		return resp, nil
+	case state.Failed:
+		je := job.Error
+		if je == nil {
+			je = &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the job failed"}
+		}
+		status := je.Status
+		if status < 400 {
+			status = http.StatusInternalServerError
+		}
+		base.Status, base.Error = wire.StatusFailed, &wire.Error{Status: status, Type: je.Type, Code: je.Code, Message: je.Message}
+		return base, base.Error
+	case state.Cancelled:
+		base.Status, base.Error = wire.StatusCancelled, &wire.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "job_cancelled", Message: "The job was cancelled."}
+		return base, base.Error
+	case state.Running:
+		base.Status = wire.StatusInProgress
+	default:
+		base.Status = wire.StatusQueued
+	}
+	return base, nil
+}
+
+// streamProtocol answers a streaming request in the codec's event sequence: the
+// opening events at once, keep-alives while the fleet works, then the finished answer
+// rendered as the protocol's events. (The fleet produces the answer whole; tokens are
+// not relayed as the model writes them yet.)
+func (s *Server) streamProtocol(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, base *wire.Response, wt *waiter) {
+	fl, _ := w.(http.Flusher)
+	flush := func() {
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	st := codec.NewStream()
+	wire.WriteSSE(w, st.Start(base))
+	flush()
+	lastBeat := time.Now()
+	done, err := wt.wait(r.Context(), s, base.JobID, s.SyncWait, func() {
+		if time.Since(lastBeat) > 10*time.Second {
+			wire.WriteSSE(w, st.KeepAlive())
+			flush()
+			lastBeat = time.Now()
+		}
+	})
+	switch {
+	case err != nil:
+		if e := s.waitError(base.JobID, err); e != nil {
+			wire.WriteSSE(w, st.Fail(base, e))
+		}
+	default:
+		resp, e := answerOf(done, base.Notes)
+		if e != nil {
+			wire.WriteSSE(w, st.Fail(base, e))
+		} else {
+			wire.WriteSSE(w, st.Finish(resp))
+		}
+	}
+	flush()
+}
+
+// getResponse is GET /v1/responses/{id}: a Responses answer of the caller's tenant,
+// complete or as far as it has come.
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	job := s.loadJob(w, r)
+	if job == nil {
+		return
+	}
+	req, err := llm.DecodeChatRequest(job.Request)
+	if err != nil || req.Protocol != string(wire.OpenAIResponses) {
+		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
+			Message: fmt.Sprintf("No response with id %q.", job.ID)})
+		return
+	}
+	notes := append([]string(nil), req.Notes...)
+	if req.Search != nil {
+		notes = append(notes, req.Search.Unhonoured...)
+	}
+	resp, e := answerOf(job, notes)
+	if e != nil && resp.Status != wire.StatusFailed && resp.Status != wire.StatusCancelled {
+		writeWireError(w, wire.Responses, e)
+		return
+	}
+	b, err := wire.Responses.EncodeResponse(resp)
+	if err != nil {
+		writeWireError(w, wire.Responses, wire.AsError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, json.RawMessage(b))
+}

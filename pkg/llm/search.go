@@ -1,0 +1,296 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// SearchOptions are one request's own settings for the fleet's web_search tool, read
+// from whatever declaration its protocol uses: Chat web_search_options, a
+// {"type":"web_search"} entry in tools (the fleet's own, OpenRouter's
+// openrouter:web_search, Gemini's googleSearch, Kimi's $web_search), a Responses
+// web_search tool, an Anthropic web_search_20250305 server tool. A request that
+// carries any of them asked for search: the fleet offers web_search on it whatever
+// the intent rules say.
+//
+// They travel with the job in the stored request (ChatRequest.Search). They can only
+// narrow what the fleet does: MaxUses lowers the per-job search limit, never raises it.
+type SearchOptions struct {
+	// Requested is set when the request declared search: offer the tool regardless of
+	// intent classification.
+	Requested bool `json:"requested"`
+	// Engine names one of the fleet's engines for every search ("" = the fleet chooses).
+	Engine string `json:"engine,omitempty"`
+	// MaxUses caps this request's searches (0 = the fleet's limit).
+	MaxUses int `json:"max_uses,omitempty"`
+	// Count is the number of hits per search (0 = the engine default). It comes from
+	// max_results, or from search_context_size: low 5, medium 10, high 20.
+	Count int `json:"count,omitempty"`
+	// AllowedDomains / BlockedDomains become every search's domain filters.
+	AllowedDomains []string `json:"allowed_domains,omitempty"`
+	BlockedDomains []string `json:"blocked_domains,omitempty"`
+	// Country is the ISO 3166-1 alpha-2 code of user_location: the engines' country hint.
+	Country string `json:"country,omitempty"`
+	// ContextSize is search_context_size as sent (low, medium, high).
+	ContextSize string `json:"search_context_size,omitempty"`
+	// Unhonoured says, in words for the client, which settings the fleet cannot honour
+	// (a city, a time zone, a cached-only index…). The answer repeats them.
+	Unhonoured []string `json:"unhonoured,omitempty"`
+}
+
+// Merge folds o into s: later settings win, lists and notes accumulate.
+func (s *SearchOptions) Merge(o *SearchOptions) {
+	if o == nil {
+		return
+	}
+	s.Requested = s.Requested || o.Requested
+	if o.Engine != "" {
+		s.Engine = o.Engine
+	}
+	if o.MaxUses > 0 && (s.MaxUses == 0 || o.MaxUses < s.MaxUses) {
+		s.MaxUses = o.MaxUses
+	}
+	if o.Count > 0 {
+		s.Count = o.Count
+	}
+	if o.Country != "" {
+		s.Country = o.Country
+	}
+	if o.ContextSize != "" {
+		s.ContextSize = o.ContextSize
+	}
+	s.AllowedDomains = appendNew(s.AllowedDomains, o.AllowedDomains...)
+	s.BlockedDomains = appendNew(s.BlockedDomains, o.BlockedDomains...)
+	s.Unhonoured = appendNew(s.Unhonoured, o.Unhonoured...)
+}
+
+func appendNew(dst []string, add ...string) []string {
+	for _, a := range add {
+		if !slices.Contains(dst, a) {
+			dst = append(dst, a)
+		}
+	}
+	return dst
+}
+
+// contextCounts maps search_context_size onto hits per search.
+var contextCounts = map[string]int{"low": 5, "medium": 10, "high": 20}
+
+// ParseSearchSettings reads the settings of one search declaration (the object of a
+// web_search tool, web_search_options, OpenRouter's parameters…). param names the
+// object in errors. Known settings the fleet cannot honour, and unknown ones, become
+// Unhonoured notes, never silent drops; malformed values are errors.
+func ParseSearchSettings(param string, fields map[string]json.RawMessage) (*SearchOptions, error) {
+	o := &SearchOptions{Requested: true}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	at := func(k string) string { return param + "." + k }
+	for _, k := range keys {
+		v := fields[k]
+		if isNull(v) {
+			continue
+		}
+		switch k {
+		case "type", "name", "enable", "allowed_callers", "cache_control", "defer_loading", "strict":
+			// the declaration itself, or settings with nothing to do for the fleet
+		case "engine":
+			if json.Unmarshal(v, &o.Engine) != nil || strings.TrimSpace(o.Engine) == "" {
+				return nil, badParam(at(k), "'%s' must be a non-empty string naming one of the fleet's engines", at(k))
+			}
+		case "max_uses":
+			if json.Unmarshal(v, &o.MaxUses) != nil || o.MaxUses < 1 {
+				return nil, badParam(at(k), "'%s' must be a positive integer", at(k))
+			}
+		case "max_results", "count":
+			if json.Unmarshal(v, &o.Count) != nil || o.Count < 1 || o.Count > 50 {
+				return nil, badParam(at(k), "'%s' must be an integer from 1 to 50", at(k))
+			}
+		case "search_context_size":
+			if json.Unmarshal(v, &o.ContextSize) != nil || contextCounts[o.ContextSize] == 0 {
+				return nil, badParam(at(k), "'%s' must be one of low, medium, high", at(k))
+			}
+			if o.Count == 0 {
+				o.Count = contextCounts[o.ContextSize]
+			}
+		case "allowed_domains", "include_domains":
+			d, err := domains(at(k), v)
+			if err != nil {
+				return nil, err
+			}
+			o.AllowedDomains = appendNew(o.AllowedDomains, d...)
+		case "blocked_domains", "excluded_domains", "exclude_domains":
+			d, err := domains(at(k), v)
+			if err != nil {
+				return nil, err
+			}
+			o.BlockedDomains = appendNew(o.BlockedDomains, d...)
+		case "filters":
+			var f map[string]json.RawMessage
+			if json.Unmarshal(v, &f) != nil || f == nil {
+				return nil, badParam(at(k), "'%s' must be an object", at(k))
+			}
+			sub, err := ParseSearchSettings(at(k), f)
+			if err != nil {
+				return nil, err
+			}
+			o.Merge(sub)
+		case "user_location":
+			if err := o.location(at(k), v); err != nil {
+				return nil, err
+			}
+		case "external_web_access":
+			var b bool
+			if json.Unmarshal(v, &b) != nil {
+				return nil, badParam(at(k), "'%s' must be a boolean", at(k))
+			}
+			if !b {
+				o.Unhonoured = append(o.Unhonoured, at(k)+"=false is not honoured: the fleet has no cached-only index and searches the live web")
+			}
+		default:
+			o.Unhonoured = append(o.Unhonoured, fmt.Sprintf("%s is not supported by the fleet's web search and was ignored", at(k)))
+		}
+	}
+	return o, nil
+}
+
+func isNull(v json.RawMessage) bool { return len(v) == 0 || string(bytes.TrimSpace(v)) == "null" }
+
+func domains(param string, v json.RawMessage) ([]string, error) {
+	var ds []string
+	if json.Unmarshal(v, &ds) != nil {
+		return nil, badParam(param, "'%s' must be an array of domain names", param)
+	}
+	out := make([]string, 0, len(ds))
+	for _, d := range ds {
+		d = strings.ToLower(strings.TrimSpace(d))
+		if d == "" {
+			return nil, badParam(param, "'%s' contains an empty domain", param)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// location reads a user_location in the Responses / Anthropic shape ({type, city,
+// region, country, timezone}) or the Chat one ({type, approximate: {…}}). The
+// engines take a country; the rest is reported as not honoured.
+func (o *SearchOptions) location(param string, v json.RawMessage) error {
+	var loc map[string]json.RawMessage
+	if json.Unmarshal(v, &loc) != nil || loc == nil {
+		return badParam(param, "'%s' must be an object", param)
+	}
+	if a, ok := loc["approximate"]; ok && !isNull(a) {
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(a, &inner) != nil || inner == nil {
+			return badParam(param+".approximate", "'%s.approximate' must be an object", param)
+		}
+		for k, x := range inner {
+			loc[k] = x
+		}
+		delete(loc, "approximate")
+	}
+	for _, k := range []string{"type", "city", "region", "country", "timezone"} {
+		x, ok := loc[k]
+		if !ok || isNull(x) {
+			continue
+		}
+		var s string
+		if json.Unmarshal(x, &s) != nil {
+			return badParam(param+"."+k, "'%s.%s' must be a string", param, k)
+		}
+		switch k {
+		case "type":
+			if s != "approximate" {
+				return badParam(param+".type", "'%s.type' must be \"approximate\"", param)
+			}
+		case "country":
+			if len(s) != 2 {
+				return badParam(param+".country", "'%s.country' must be a two-letter ISO 3166-1 code", param)
+			}
+			o.Country = strings.ToUpper(s)
+		default:
+			if s != "" {
+				o.Unhonoured = append(o.Unhonoured, fmt.Sprintf("%s.%s (%q) is not honoured: the fleet's engines take a country only", param, k, s))
+			}
+		}
+		delete(loc, k)
+	}
+	for k := range loc {
+		o.Unhonoured = append(o.Unhonoured, fmt.Sprintf("%s.%s is not supported and was ignored", param, k))
+	}
+	return nil
+}
+
+// chatSearchTool reads one entry of a Chat request's tools. It reports whether the
+// entry declares the fleet's web search rather than a client function, in any of the
+// forms the fleet accepts:
+//
+//	{"type":"web_search", …settings}            the fleet's own (settings flat or under "web_search")
+//	{"type":"openrouter:web_search","parameters":{…}}  OpenRouter's server tool
+//	{"googleSearch":{}} / {"google_search":{}} / {"type":"google_search"}  Gemini style
+//	{"type":"builtin_function","function":{"name":"$web_search"}}  Kimi
+func chatSearchTool(param string, raw json.RawMessage) (bool, *SearchOptions, error) {
+	var t map[string]json.RawMessage
+	if json.Unmarshal(raw, &t) != nil || t == nil {
+		return false, nil, nil // not an object: the function-tool check reports it
+	}
+	var typ string
+	if v, ok := t["type"]; ok {
+		json.Unmarshal(v, &typ)
+	}
+	settings := func(key string) (*SearchOptions, error) {
+		fields := t
+		if inner, ok := t[key]; ok && !isNull(inner) {
+			if json.Unmarshal(inner, &fields) != nil || fields == nil {
+				return nil, badParam(param+"."+key, "'%s.%s' must be an object", param, key)
+			}
+			return ParseSearchSettings(param+"."+key, fields)
+		}
+		return ParseSearchSettings(param, fields)
+	}
+	switch typ {
+	case "web_search", "web_search_preview":
+		o, err := settings("web_search")
+		return true, o, err
+	case "openrouter:web_search":
+		o, err := settings("parameters")
+		return true, o, err
+	case "google_search", "googleSearch":
+		return true, &SearchOptions{Requested: true}, nil
+	case "builtin_function":
+		var fn struct {
+			Name string `json:"name"`
+		}
+		json.Unmarshal(t["function"], &fn)
+		if fn.Name == "$web_search" {
+			return true, &SearchOptions{Requested: true}, nil
+		}
+		return false, nil, badParam(param, "%s: builtin_function %q is not supported; the fleet serves $web_search only", param, fn.Name)
+	case "":
+		for _, k := range []string{"googleSearch", "google_search", "googleSearchRetrieval"} {
+			if _, ok := t[k]; ok {
+				return true, &SearchOptions{Requested: true}, nil
+			}
+		}
+	}
+	return false, nil, nil
+}
+
+// chatSearchOptions reads web_search_options: "search for this request".
+func chatSearchOptions(v json.RawMessage) (*SearchOptions, error) {
+	if isNull(v) {
+		return nil, nil
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(v, &fields) != nil || fields == nil {
+		return nil, badParam("web_search_options", "'web_search_options' must be an object")
+	}
+	return ParseSearchSettings("web_search_options", fields)
+}

@@ -1,0 +1,546 @@
+package wire
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Anthropic is the Anthropic Messages codec (client side).
+var Anthropic anthropicCodec
+
+type anthropicCodec struct{}
+
+func (anthropicCodec) Protocol() Protocol { return AnthropicMessages }
+
+// anthropicErrorType is Anthropic's error type for an HTTP status.
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case 529, http.StatusServiceUnavailable:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// EncodeError renders {"type":"error","error":{"type":…,"message":…}}.
+func (anthropicCodec) EncodeError(e *Error) []byte {
+	msg := e.Message
+	if e.Param != "" && !strings.Contains(msg, e.Param) {
+		msg = e.Param + ": " + msg
+	}
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": anthropicErrorType(e.Status), "message": msg}})
+	return b
+}
+
+// anthropicServerTools are the web search tool versions the fleet serves.
+var anthropicServerTools = map[string]bool{"web_search_20250305": true, "web_search_20260209": true, "web_search_20260318": true}
+
+// DecodeRequest reads a Messages request: system, content blocks, client tools,
+// web_search server tools (max_uses, allowed_domains, blocked_domains, user_location).
+func (anthropicCodec) DecodeRequest(body []byte) (*Request, error) {
+	top, err := jsonObject(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{}
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := top[k]
+		if isNull(v) {
+			continue
+		}
+		var err error
+		switch k {
+		case "model":
+			if json.Unmarshal(v, &r.Model) != nil || strings.TrimSpace(r.Model) == "" {
+				return nil, Invalid(k, "model: Input should be a valid non-empty string")
+			}
+		case "max_tokens":
+			if json.Unmarshal(v, &r.MaxTokens) != nil || r.MaxTokens < 1 {
+				return nil, Invalid(k, "max_tokens: Input should be a positive integer")
+			}
+		case "messages":
+			err = r.anthropicMessages(v)
+		case "system":
+			err = r.anthropicSystem(v)
+		case "tools":
+			err = r.anthropicTools(v)
+		case "tool_choice":
+			err = r.anthropicToolChoice(v)
+		case "temperature":
+			err = decodeAs(k, v, &r.Temperature, "a number")
+		case "top_p":
+			err = decodeAs(k, v, &r.TopP, "a number")
+		case "stop_sequences":
+			err = decodeAs(k, v, &r.Stop, "an array of strings")
+		case "stream":
+			err = decodeAs(k, v, &r.Stream, "a boolean")
+		case "top_k":
+			r.Notes = append(r.Notes, "top_k is not honoured by the fleet's model")
+		case "thinking":
+			var t struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(v, &t) == nil && t.Type == "enabled" {
+				r.Notes = append(r.Notes, "thinking is not honoured: the answer has no thinking blocks")
+			}
+		case "metadata", "service_tier":
+		default:
+			return nil, Invalid(k, "%s: Extra inputs are not permitted", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case r.Model == "":
+		return nil, Invalid("model", "model: Field required")
+	case r.MaxTokens == 0:
+		return nil, Invalid("max_tokens", "max_tokens: Field required")
+	case len(r.Messages) == 0:
+		return nil, Invalid("messages", "messages: Field required (at least one message)")
+	}
+	return r, nil
+}
+
+func (r *Request) anthropicSystem(v json.RawMessage) error {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		r.System = s
+		return nil
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(v, &blocks) != nil {
+		return Invalid("system", "system: Input should be a string or a list of text blocks")
+	}
+	var texts []string
+	for i, b := range blocks {
+		if b.Type != "text" {
+			return Invalid(fmt.Sprintf("system.%d.type", i), "system.%d: only text blocks are allowed", i)
+		}
+		texts = append(texts, b.Text)
+	}
+	r.System = strings.Join(texts, "\n\n")
+	return nil
+}
+
+// anthropicBlock is a content block of any type.
+type anthropicBlock struct {
+	Type   string `json:"type"`
+	Text   string `json:"text"`
+	Source *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	} `json:"source"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+func (r *Request) anthropicMessages(v json.RawMessage) error {
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(v, &msgs) != nil {
+		return Invalid("messages", "messages: Input should be a valid list of message objects")
+	}
+	for i, m := range msgs {
+		param := fmt.Sprintf("messages.%d", i)
+		if m.Role != "user" && m.Role != "assistant" {
+			return Invalid(param+".role", "%s.role: Input should be 'user' or 'assistant'", param)
+		}
+		parts, err := anthropicContent(param+".content", m.Content, m.Role == "assistant")
+		if err != nil {
+			return err
+		}
+		r.Messages = append(r.Messages, Message{Role: Role(m.Role), Parts: parts})
+	}
+	return nil
+}
+
+func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part, error) {
+	if isNull(raw) {
+		return nil, Invalid(param, "%s: Field required", param)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []Part{{Kind: PartText, Text: s}}, nil
+	}
+	var blocks []anthropicBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, Invalid(param, "%s: Input should be a string or a list of content blocks", param)
+	}
+	var parts []Part
+	for i, b := range blocks {
+		bp := fmt.Sprintf("%s.%d", param, i)
+		switch b.Type {
+		case "text":
+			parts = append(parts, Part{Kind: PartText, Text: b.Text})
+		case "image":
+			if b.Source == nil {
+				return nil, Invalid(bp+".source", "%s.source: Field required", bp)
+			}
+			switch b.Source.Type {
+			case "base64":
+				parts = append(parts, Part{Kind: PartImage, Image: &Image{MediaType: b.Source.MediaType, Data: b.Source.Data}})
+			case "url":
+				parts = append(parts, Part{Kind: PartImage, Image: &Image{URL: b.Source.URL}})
+			default:
+				return nil, Invalid(bp+".source.type", "%s.source.type %q is not supported", bp, b.Source.Type)
+			}
+		case "tool_use":
+			if !assistant || b.ID == "" || b.Name == "" {
+				return nil, Invalid(bp, "%s: tool_use blocks belong to assistant messages and need id and name", bp)
+			}
+			args := "{}"
+			if !isNull(b.Input) {
+				args = string(b.Input)
+			}
+			parts = append(parts, Part{Kind: PartToolCall, Call: &ToolCall{ID: b.ID, Name: b.Name, Arguments: args}})
+		case "tool_result":
+			if assistant || b.ToolUseID == "" {
+				return nil, Invalid(bp, "%s: tool_result blocks belong to user messages and need tool_use_id", bp)
+			}
+			var inner []Part
+			if !isNull(b.Content) {
+				var err error
+				if inner, err = anthropicContent(bp+".content", b.Content, false); err != nil {
+					return nil, err
+				}
+			}
+			parts = append(parts, Part{Kind: PartToolResult, Result: &ToolResult{CallID: b.ToolUseID, Parts: inner, IsError: b.IsError}})
+		case "server_tool_use":
+			var in struct {
+				Query string `json:"query"`
+			}
+			json.Unmarshal(b.Input, &in)
+			parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: b.ID, Name: b.Name, Query: in.Query}})
+		case "web_search_tool_result":
+			res := &SearchResult{CallID: b.ToolUseID}
+			var hits []struct {
+				URL     string `json:"url"`
+				Title   string `json:"title"`
+				PageAge string `json:"page_age"`
+			}
+			if json.Unmarshal(b.Content, &hits) == nil {
+				for _, h := range hits {
+					res.Sources = append(res.Sources, Source{URL: h.URL, Title: h.Title, PageAge: h.PageAge})
+				}
+			} else {
+				var e struct {
+					ErrorCode string `json:"error_code"`
+				}
+				json.Unmarshal(b.Content, &e)
+				res.Error = &SearchError{Code: e.ErrorCode}
+			}
+			parts = append(parts, Part{Kind: PartServerResult, Search: res})
+		case "thinking", "redacted_thinking":
+			// The model's own reasoning: not for another model.
+		case "web_fetch_tool_result", "server_tool_result":
+			// Results of server tools the fleet does not run: nothing the model can use.
+		default:
+			return nil, Invalid(bp+".type", "%s.type: content block type %q is not supported by this server", bp, b.Type)
+		}
+	}
+	return parts, nil
+}
+
+func (r *Request) anthropicTools(v json.RawMessage) error {
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(v, &tools) != nil {
+		return Invalid("tools", "tools: Input should be a valid list")
+	}
+	for i, t := range tools {
+		param := fmt.Sprintf("tools.%d", i)
+		var typ, name string
+		json.Unmarshal(t["type"], &typ)
+		json.Unmarshal(t["name"], &name)
+		switch {
+		case typ == "" || typ == "custom":
+			var ct struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				InputSchema json.RawMessage `json:"input_schema"`
+			}
+			raw, _ := json.Marshal(t)
+			if json.Unmarshal(raw, &ct) != nil || ct.Name == "" {
+				return Invalid(param+".name", "%s.name: Field required", param)
+			}
+			if isNull(ct.InputSchema) {
+				return Invalid(param+".input_schema", "%s.input_schema: Field required", param)
+			}
+			r.Tools = append(r.Tools, Tool{Name: ct.Name, Description: ct.Description, Parameters: ct.InputSchema})
+		case anthropicServerTools[typ]:
+			if name != "web_search" {
+				return Invalid(param+".name", "%s.name: Input should be 'web_search'", param)
+			}
+			if !isNull(t["allowed_domains"]) && !isNull(t["blocked_domains"]) {
+				return Invalid(param, "%s: Cannot specify both allowed_domains and blocked_domains", param)
+			}
+			o, err := llm.ParseSearchSettings(param, t)
+			if err != nil {
+				return fromLLM(err)
+			}
+			if r.Search == nil {
+				r.Search = &llm.SearchOptions{}
+			}
+			r.Search.Merge(o)
+		case strings.HasPrefix(typ, "web_fetch_"):
+			r.Notes = append(r.Notes, param+" ("+typ+") is not served yet: the model cannot fetch pages")
+		default:
+			return Invalid(param+".type", "%s.type: tool type %q is not supported by this server; it serves custom tools and web_search", param, typ)
+		}
+	}
+	return nil
+}
+
+func (r *Request) anthropicToolChoice(v json.RawMessage) error {
+	var tc struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse *bool  `json:"disable_parallel_tool_use"`
+	}
+	if json.Unmarshal(v, &tc) != nil {
+		return Invalid("tool_choice", "tool_choice: Input should be an object")
+	}
+	switch tc.Type {
+	case "auto", "none":
+		r.ToolChoice = &ToolChoice{Mode: tc.Type}
+	case "any":
+		r.ToolChoice = &ToolChoice{Mode: "required"}
+	case "tool":
+		if tc.Name == "" {
+			return Invalid("tool_choice.name", "tool_choice.name: Field required")
+		}
+		if tc.Name == "web_search" {
+			r.Notes = append(r.Notes, "tool_choice web_search is not honoured: the fleet offers web_search but cannot force the model to call it")
+			break
+		}
+		r.ToolChoice = &ToolChoice{Mode: "tool", Name: tc.Name}
+	default:
+		return Invalid("tool_choice.type", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+	}
+	if tc.DisableParallelToolUse != nil && *tc.DisableParallelToolUse {
+		f := false
+		r.ParallelToolCalls = &f
+	}
+	return nil
+}
+
+var anthropicStops = map[StopReason]string{StopEndTurn: "end_turn", StopToolUse: "tool_use", StopMaxTokens: "max_tokens", StopRefusal: "refusal"}
+
+// serverToolID is the srvtoolu_ id of a fleet search.
+func serverToolID(id string) string { return "srvtoolu_" + idToken(id) }
+
+// opaque stands in for Anthropic's encrypted fields: the fleet needs nothing back, but
+// the field is required and clients send it back unchanged.
+func opaque(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// anthropicBlocks renders a response's content: server_tool_use and
+// web_search_tool_result per search, text blocks cut at each cited span with
+// web_search_result_location citations, tool_use blocks.
+func anthropicBlocks(r *Response) []map[string]any {
+	var out []map[string]any
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			out = append(out, map[string]any{"type": "server_tool_use", "id": serverToolID(p.Server.ID), "name": "web_search", "input": map[string]string{"query": p.Server.Query}})
+		case PartServerResult:
+			var content any
+			if e := p.Search.Error; e != nil {
+				content = map[string]string{"type": "web_search_tool_result_error", "error_code": e.Code}
+			} else {
+				hits := []any{}
+				for _, s := range p.Search.Sources {
+					var age any
+					if s.PageAge != "" {
+						age = s.PageAge
+					}
+					hits = append(hits, map[string]any{"type": "web_search_result", "url": s.URL, "title": s.Title, "encrypted_content": opaque(s.URL), "page_age": age})
+				}
+				content = hits
+			}
+			out = append(out, map[string]any{"type": "web_search_tool_result", "tool_use_id": serverToolID(p.Search.CallID), "content": content})
+		case PartText:
+			out = append(out, textBlocks(p)...)
+		case PartToolCall:
+			var input any = json.RawMessage(p.Call.Arguments)
+			var obj map[string]json.RawMessage
+			if json.Unmarshal([]byte(p.Call.Arguments), &obj) != nil || obj == nil {
+				input = map[string]string{"arguments": p.Call.Arguments}
+			}
+			out = append(out, map[string]any{"type": "tool_use", "id": p.Call.ID, "name": p.Call.Name, "input": input})
+		}
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	return out
+}
+
+// textBlocks cuts a text part into blocks: each run of text ending with cited spans
+// (adjacent spans together) carries their citations; the rest carries none. The
+// blocks' texts concatenate to the part's text.
+func textBlocks(p Part) []map[string]any {
+	runes := []rune(p.Text)
+	cits := append([]Citation(nil), p.Citations...)
+	sort.SliceStable(cits, func(i, j int) bool { return cits[i].Start < cits[j].Start })
+	var out []map[string]any
+	from := 0
+	for i := 0; i < len(cits); {
+		c := cits[i]
+		if c.Start < 0 || c.End > len(runes) || c.Start < from {
+			i++
+			continue
+		}
+		end, group := c.End, []Citation{c}
+		for i++; i < len(cits) && cits[i].Start == end && cits[i].End <= len(runes); i++ {
+			end = cits[i].End
+			group = append(group, cits[i])
+		}
+		cited := strings.TrimSpace(string(runes[from:c.Start]))
+		if k := strings.LastIndexAny(cited, ".!?\n"); k >= 0 && k < len(cited)-1 {
+			cited = strings.TrimSpace(cited[k+1:])
+		}
+		cited = tail(cited, 150)
+		var cs []any
+		for _, g := range group {
+			cs = append(cs, map[string]any{"type": "web_search_result_location", "url": g.URL, "title": g.Title, "cited_text": cited, "encrypted_index": opaque(g.URL)})
+		}
+		out = append(out, map[string]any{"type": "text", "text": string(runes[from:end]), "citations": cs})
+		from = end
+	}
+	if from < len(runes) || len(out) == 0 {
+		out = append(out, map[string]any{"type": "text", "text": string(runes[from:]), "citations": nil})
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[len(r)-n:])
+}
+
+func anthropicUsage(r *Response) map[string]any {
+	return map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
+		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches}, "service_tier": "standard"}
+}
+
+func anthropicMessage(r *Response, content []map[string]any, stop any) map[string]any {
+	m := map[string]any{"id": r.ID, "type": "message", "role": "assistant", "model": r.Model, "content": content,
+		"stop_reason": stop, "stop_sequence": nil, "usage": anthropicUsage(r)}
+	if ext := extension(r); ext != nil {
+		m["searchfleet"] = ext
+	}
+	return m
+}
+
+// EncodeResponse renders r as a Messages response.
+func (anthropicCodec) EncodeResponse(r *Response) ([]byte, error) {
+	stop := anthropicStops[r.Stop]
+	if stop == "" {
+		stop = "end_turn"
+	}
+	return json.Marshal(anthropicMessage(r, anthropicBlocks(r), stop))
+}
+
+func (anthropicCodec) NewStream() Stream { return &anthropicStream{} }
+
+// anthropicStream renders an answer as Messages stream events.
+type anthropicStream struct{}
+
+func anthropicEvent(typ string, fields map[string]any) Event {
+	fields["type"] = typ
+	b, _ := json.Marshal(fields)
+	return Event{Name: typ, Data: b}
+}
+
+func (anthropicStream) Start(r *Response) []Event {
+	m := anthropicMessage(r, []map[string]any{}, nil)
+	return []Event{anthropicEvent("message_start", map[string]any{"message": m}), anthropicEvent("ping", map[string]any{})}
+}
+
+func (anthropicStream) KeepAlive() []Event { return []Event{anthropicEvent("ping", map[string]any{})} }
+
+func (anthropicStream) Finish(r *Response) []Event {
+	var evs []Event
+	for i, b := range anthropicBlocks(r) {
+		start := map[string]any{}
+		for k, v := range b {
+			start[k] = v
+		}
+		var deltas []map[string]any
+		switch b["type"] {
+		case "server_tool_use", "tool_use":
+			in, _ := json.Marshal(b["input"])
+			start["input"] = map[string]any{}
+			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
+		case "text":
+			start["text"] = ""
+			if cs, ok := b["citations"].([]any); ok {
+				start["citations"] = []any{}
+				for _, c := range cs {
+					deltas = append(deltas, map[string]any{"type": "citations_delta", "citation": c})
+				}
+			} else {
+				delete(start, "citations")
+			}
+			for _, piece := range pieces(b["text"].(string), 64) {
+				deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
+			}
+		}
+		evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": i, "content_block": start}))
+		for _, d := range deltas {
+			evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": i, "delta": d}))
+		}
+		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": i}))
+	}
+	stop := anthropicStops[r.Stop]
+	if stop == "" {
+		stop = "end_turn"
+	}
+	evs = append(evs, anthropicEvent("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": anthropicUsage(r)}))
+	return append(evs, anthropicEvent("message_stop", map[string]any{}))
+}
+
+func (anthropicStream) Fail(_ *Response, e *Error) []Event {
+	return []Event{{Name: "error", Data: Anthropic.EncodeError(e)}}
+}

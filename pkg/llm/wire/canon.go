@@ -1,0 +1,263 @@
+// Package wire is the fleet's protocol layer: one canonical conversation model
+// (messages, content parts, client tool calls and results, server-tool calls and their
+// results, citations, usage, stop reasons) and one codec per wire protocol — OpenAI
+// Chat Completions, OpenAI Responses, Anthropic Messages — that decodes a request into
+// it and encodes answers, stream events and errors from it.
+//
+// The codecs serve both directions. A ClientCodec is a protocol as a client speaks it
+// to the ingress; a ModelCodec is a protocol as the fleet speaks it to a main model.
+// Today the chat worker runs every job in OpenAI Chat form, so the ingress decodes a
+// Responses or Anthropic request with its ClientCodec, stores it encoded by the Chat
+// ModelCodec, and encodes the finished job (the Chat answer decoded by the Chat
+// ModelCodec, plus the job's search trace) back with the client's codec.
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Protocol names a wire protocol. The names are stored with jobs: never rename one.
+type Protocol string
+
+const (
+	OpenAIChat        Protocol = "openai.chat"
+	OpenAIResponses   Protocol = "openai.responses"
+	AnthropicMessages Protocol = "anthropic.messages"
+)
+
+// Role is who speaks a message.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	// RoleTool carries client tool results (Chat "tool" messages, Responses
+	// function_call_output items); Anthropic puts them in user messages instead.
+	RoleTool Role = "tool"
+)
+
+// Request is a conversation request in canonical form.
+type Request struct {
+	Model string
+	// System is the system prompt (Chat system/developer messages before the first
+	// turn, Responses instructions, Anthropic system).
+	System   string
+	Messages []Message
+	// Tools are the client's function tools: returned to it when called, never run.
+	Tools      []Tool
+	ToolChoice *ToolChoice
+	// Search is the request's own web search settings (nil: none declared).
+	Search *llm.SearchOptions
+	// MaxTokens bounds the answer (0: the model's default).
+	MaxTokens         int
+	Temperature, TopP *float64
+	Stop              []string
+	ParallelToolCalls *bool
+	// ResponseFormat is a Chat response_format (Responses text.format maps onto it).
+	ResponseFormat json.RawMessage
+	Stream         bool
+	// Background asks for an answer fetched later (Responses background mode).
+	Background bool
+	// Params are parameters of the request's own protocol the canonical model does not
+	// name (Chat's seed, logprobs…): forwarded only to a model of the same protocol.
+	Params map[string]json.RawMessage
+	// Notes say which of the request's settings the fleet cannot honour; the answer
+	// repeats them (Search.Unhonoured are added to them).
+	Notes []string
+}
+
+// Message is one turn.
+type Message struct {
+	Role  Role
+	Parts []Part
+}
+
+// PartKind says what a Part holds.
+type PartKind string
+
+const (
+	PartText         PartKind = "text"
+	PartImage        PartKind = "image"
+	PartToolCall     PartKind = "tool_call"     // Call: a client tool call
+	PartToolResult   PartKind = "tool_result"   // Result: a client tool's result
+	PartServerCall   PartKind = "server_call"   // Server: a web_search the fleet ran
+	PartServerResult PartKind = "server_result" // Search: what that search found
+)
+
+// Part is one piece of a message's content. Kind says which field is set.
+type Part struct {
+	Kind PartKind
+	// Text and its citations (PartText).
+	Text      string
+	Citations []Citation
+	Image     *Image
+	Call      *ToolCall
+	Result    *ToolResult
+	Server    *ServerCall
+	Search    *SearchResult
+}
+
+// Image is an image part: a URL (http(s) or data:) or base64 data with its type.
+type Image struct {
+	URL       string
+	MediaType string
+	Data      string
+}
+
+// ToolCall is a client tool call. Arguments is the JSON text exactly as the model
+// wrote it.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ToolResult is the result of a client tool call.
+type ToolResult struct {
+	CallID  string
+	Parts   []Part // text and images
+	IsError bool
+}
+
+// ServerCall is a server-tool call the fleet ran (today always web_search).
+type ServerCall struct {
+	ID    string
+	Name  string
+	Query string
+}
+
+// SearchResult is what one server web_search returned.
+type SearchResult struct {
+	CallID  string
+	Sources []Source
+	// Error is set when the search failed.
+	Error *SearchError
+}
+
+// Source is one search result page.
+type Source struct {
+	URL   string
+	Title string
+	// PageAge is the page's age or date as the engine gave it ("" unknown).
+	PageAge string
+}
+
+// SearchError is a failed search, with an Anthropic-vocabulary code: unavailable,
+// too_many_requests, max_uses_exceeded, invalid_tool_input, query_too_long.
+type SearchError struct {
+	Code    string
+	Message string
+}
+
+// Citation ties a span of a text part to a source.
+type Citation struct {
+	URL, Title string
+	// CitedText is the cited passage, where known.
+	CitedText string
+	// Start and End are character (code point) offsets of the cited span in the part's
+	// text; both -1 when the citation covers the whole part (Anthropic).
+	Start, End int
+}
+
+// Tool is a client function tool.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments.
+	Parameters json.RawMessage
+	Strict     *bool
+}
+
+// ToolChoice is how the model may use tools: Mode auto, none, required (any tool) or
+// tool (the one named).
+type ToolChoice struct {
+	Mode string
+	Name string
+}
+
+// StopReason is why an answer ended.
+type StopReason string
+
+const (
+	StopEndTurn   StopReason = "end_turn"
+	StopToolUse   StopReason = "tool_use"
+	StopMaxTokens StopReason = "max_tokens"
+	StopRefusal   StopReason = "refusal"
+)
+
+// Status is where a stored answer is.
+type Status string
+
+const (
+	StatusQueued     Status = "queued"
+	StatusInProgress Status = "in_progress"
+	StatusCompleted  Status = "completed"
+	StatusFailed     Status = "failed"
+	StatusCancelled  Status = "cancelled"
+)
+
+// Usage is what an answer cost.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+	// WebSearches counts the searches that ran (failed ones are not billed).
+	WebSearches int
+}
+
+// Response is an answer in canonical form.
+type Response struct {
+	ID      string
+	JobID   string
+	Model   string
+	Created time.Time
+	Status  Status
+	// Content is the assistant's output in order: server calls and their results,
+	// text with citations, client tool calls.
+	Content []Part
+	Stop    StopReason
+	Usage   Usage
+	// Sources are the sources the answer's [n] markers number (the fleet's extension
+	// of a Chat answer); used to title the search results.
+	Sources []Source
+	// Notes are the request's settings the fleet could not honour.
+	Notes []string
+	// Error is why a failed job failed.
+	Error *Error
+}
+
+// Text returns the answer's text parts joined.
+func (r *Response) Text() string {
+	var s string
+	for _, p := range r.Content {
+		if p.Kind == PartText {
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// Error is a request the fleet refuses or a job that failed, rendered by each codec in
+// its protocol's error shape.
+type Error struct {
+	// Status is the HTTP status.
+	Status int
+	// Type is an OpenAI error type (invalid_request_error, server_error…); empty means
+	// derived from Status. Anthropic types are always derived from Status.
+	Type    string
+	Code    string
+	Param   string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Event is one server-sent event of a stream: its event name ("" for a data-only
+// event, as Chat sends them) and its JSON data.
+type Event struct {
+	Name string
+	Data []byte
+}

@@ -1,0 +1,527 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Chat is the OpenAI Chat Completions codec, for clients and for models.
+var Chat chatCodec
+
+type chatCodec struct{}
+
+func (chatCodec) Protocol() Protocol { return OpenAIChat }
+
+func (chatCodec) EncodeError(e *Error) []byte { return openAIError(e) }
+
+// chatMessage is a Chat message as the codec reads and writes it.
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content,omitempty"`
+	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+}
+
+// DecodeRequest reads a Chat request (validated as llm.ParseChatRequest validates the
+// chat endpoint's requests): system and developer messages before the first turn
+// become System, fleet search declarations become Search, the parameters the
+// canonical model does not name stay in Params.
+func (chatCodec) DecodeRequest(body []byte) (*Request, error) {
+	cr, err := llm.ParseChatRequest(body)
+	if err != nil {
+		return nil, fromLLM(err)
+	}
+	r := &Request{Model: cr.Model, Stream: cr.Stream, Search: cr.Search, Params: map[string]json.RawMessage{}}
+	var sys []string
+	for i, raw := range cr.Messages {
+		var m chatMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, Invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] is not a valid message object", i)
+		}
+		param := fmt.Sprintf("messages[%d]", i)
+		parts, err := chatParts(param+".content", m.Content)
+		if err != nil {
+			return nil, err
+		}
+		switch m.Role {
+		case "system", "developer":
+			if len(r.Messages) == 0 {
+				for _, p := range parts {
+					sys = append(sys, p.Text)
+				}
+				continue
+			}
+			r.Messages = append(r.Messages, Message{Role: RoleSystem, Parts: parts})
+		case "user":
+			r.Messages = append(r.Messages, Message{Role: RoleUser, Parts: parts})
+		case "assistant":
+			for _, tc := range m.ToolCalls {
+				parts = append(parts, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+			}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Parts: parts})
+		case "tool", "function":
+			id := m.ToolCallID
+			if id == "" {
+				id = m.Name
+			}
+			r.Messages = append(r.Messages, Message{Role: RoleTool, Parts: []Part{{Kind: PartToolResult, Result: &ToolResult{CallID: id, Parts: parts}}}})
+		}
+	}
+	r.System = strings.Join(sys, "\n\n")
+	for i, raw := range cr.Tools {
+		var t struct {
+			Function struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+				Strict      *bool           `json:"strict"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d] is not a valid function tool", i)
+		}
+		r.Tools = append(r.Tools, Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters, Strict: t.Function.Strict})
+	}
+	for k, v := range cr.Extra {
+		var err error
+		switch k {
+		case "max_tokens", "max_completion_tokens":
+			err = json.Unmarshal(v, &r.MaxTokens)
+		case "temperature":
+			err = json.Unmarshal(v, &r.Temperature)
+		case "top_p":
+			err = json.Unmarshal(v, &r.TopP)
+		case "parallel_tool_calls":
+			err = json.Unmarshal(v, &r.ParallelToolCalls)
+		case "response_format":
+			r.ResponseFormat = v
+		case "stop":
+			var one string
+			if json.Unmarshal(v, &one) == nil {
+				r.Stop = []string{one}
+			} else if !isNull(v) {
+				err = json.Unmarshal(v, &r.Stop)
+			}
+		case "tool_choice":
+			r.ToolChoice, err = chatToolChoice(v)
+		default:
+			r.Params[k] = v
+		}
+		if err != nil {
+			return nil, Invalid(k, "'%s' has the wrong type", k)
+		}
+	}
+	return r, nil
+}
+
+func chatToolChoice(v json.RawMessage) (*ToolChoice, error) {
+	var mode string
+	if json.Unmarshal(v, &mode) == nil {
+		return &ToolChoice{Mode: mode}, nil
+	}
+	var o struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(v, &o); err != nil || o.Function.Name == "" {
+		return nil, fmt.Errorf("bad tool_choice")
+	}
+	return &ToolChoice{Mode: "tool", Name: o.Function.Name}, nil
+}
+
+// chatParts reads a Chat message content: a string or text / image_url parts.
+func chatParts(param string, raw json.RawMessage) ([]Part, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []Part{{Kind: PartText, Text: s}}, nil
+	}
+	var items []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, Invalid(param, "'%s' must be a string or an array of content parts", param)
+	}
+	var parts []Part
+	for i, it := range items {
+		switch it.Type {
+		case "text", "input_text", "output_text":
+			parts = append(parts, Part{Kind: PartText, Text: it.Text})
+		case "image_url":
+			parts = append(parts, Part{Kind: PartImage, Image: &Image{URL: it.ImageURL.URL}})
+		case "refusal":
+		default:
+			return nil, Invalid(fmt.Sprintf("%s[%d].type", param, i), "content part type %q is not supported", it.Type)
+		}
+	}
+	return parts, nil
+}
+
+// EncodeRequest renders r as a Chat request body for model: the form the chat worker
+// runs every job in.
+func (chatCodec) EncodeRequest(r *Request, model string) ([]byte, error) {
+	msgs, err := chatMessages(r)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"model": model, "messages": msgs}
+	for k, v := range r.Params {
+		out[k] = v
+	}
+	if len(r.Tools) > 0 {
+		tools := make([]any, 0, len(r.Tools))
+		for _, t := range r.Tools {
+			fn := map[string]any{"name": t.Name}
+			if t.Description != "" {
+				fn["description"] = t.Description
+			}
+			if !isNull(t.Parameters) {
+				fn["parameters"] = t.Parameters
+			}
+			if t.Strict != nil {
+				fn["strict"] = *t.Strict
+			}
+			tools = append(tools, map[string]any{"type": "function", "function": fn})
+		}
+		out["tools"] = tools
+		if tc := r.ToolChoice; tc != nil {
+			if tc.Mode == "tool" {
+				out["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}}
+			} else {
+				out["tool_choice"] = tc.Mode
+			}
+		}
+		if r.ParallelToolCalls != nil {
+			out["parallel_tool_calls"] = *r.ParallelToolCalls
+		}
+	}
+	if r.MaxTokens > 0 {
+		out["max_tokens"] = r.MaxTokens
+	}
+	if r.Temperature != nil {
+		out["temperature"] = *r.Temperature
+	}
+	if r.TopP != nil {
+		out["top_p"] = *r.TopP
+	}
+	if len(r.Stop) > 0 {
+		out["stop"] = r.Stop
+	}
+	if !isNull(r.ResponseFormat) {
+		out["response_format"] = r.ResponseFormat
+	}
+	return json.Marshal(out)
+}
+
+func chatMessages(r *Request) ([]any, error) {
+	var out []any
+	if r.System != "" {
+		out = append(out, map[string]any{"role": "system", "content": r.System})
+	}
+	for i, m := range r.Messages {
+		var texts, rest []Part
+		var calls []llm.ToolCall
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartToolResult:
+				// Chat wants tool results as their own messages, right after the call.
+				out = append(out, map[string]any{"role": "tool", "tool_call_id": p.Result.CallID, "content": chatContent(p.Result.Parts, true)})
+			case PartToolCall:
+				tc := llm.ToolCall{ID: p.Call.ID, Type: "function"}
+				tc.Function.Name, tc.Function.Arguments = p.Call.Name, p.Call.Arguments
+				calls = append(calls, tc)
+			case PartServerCall, PartServerResult:
+				// Searches of earlier turns are history the model reads as text.
+				texts = append(texts, Part{Kind: PartText, Text: renderServerPart(p)})
+			case PartText:
+				texts = append(texts, p)
+			case PartImage:
+				rest = append(rest, p)
+			}
+		}
+		switch m.Role {
+		case RoleTool:
+			continue
+		case RoleAssistant:
+			msg := map[string]any{"role": "assistant"}
+			var b strings.Builder
+			for _, p := range texts {
+				b.WriteString(p.Text)
+			}
+			if b.Len() > 0 || len(calls) == 0 {
+				msg["content"] = b.String()
+			} else {
+				msg["content"] = nil
+			}
+			if len(calls) > 0 {
+				msg["tool_calls"] = calls
+			}
+			out = append(out, msg)
+		case RoleSystem, RoleUser:
+			parts := append(texts, rest...)
+			if len(parts) == 0 {
+				continue // a user turn made only of tool results
+			}
+			out = append(out, map[string]any{"role": string(m.Role), "content": chatContent(parts, false)})
+		default:
+			return nil, fmt.Errorf("message %d has role %q", i, m.Role)
+		}
+	}
+	return out, nil
+}
+
+// chatContent renders parts as a Chat content: a string when it is text only.
+func chatContent(parts []Part, textOnly bool) any {
+	allText := true
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Kind != PartText {
+			allText = false
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(p.Text)
+	}
+	if allText || textOnly {
+		return b.String()
+	}
+	var items []any
+	for _, p := range parts {
+		switch p.Kind {
+		case PartText:
+			items = append(items, map[string]any{"type": "text", "text": p.Text})
+		case PartImage:
+			url := p.Image.URL
+			if url == "" {
+				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
+			}
+			items = append(items, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
+		}
+	}
+	return items
+}
+
+// renderServerPart renders an earlier turn's search for a model that reads it as text.
+func renderServerPart(p Part) string {
+	if p.Kind == PartServerCall {
+		return fmt.Sprintf("\n[web_search %q]\n", p.Server.Query)
+	}
+	if p.Search.Error != nil {
+		return "[web_search failed: " + p.Search.Error.Code + "]\n"
+	}
+	var b strings.Builder
+	for i, s := range p.Search.Sources {
+		fmt.Fprintf(&b, "%d. %s <%s>\n", i+1, s.Title, s.URL)
+	}
+	return b.String()
+}
+
+// chatCompletion is the part of a chat.completion the codec reads, with the fleet's
+// extension.
+type chatCompletion struct {
+	ID      string `json:"id"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content     json.RawMessage `json:"content"`
+			ToolCalls   []llm.ToolCall  `json:"tool_calls"`
+			Annotations []struct {
+				Type        string `json:"type"`
+				URLCitation struct {
+					URL        string `json:"url"`
+					Title      string `json:"title"`
+					StartIndex int    `json:"start_index"`
+					EndIndex   int    `json:"end_index"`
+				} `json:"url_citation"`
+			} `json:"annotations"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage       llm.Usage `json:"usage"`
+	Searchfleet *struct {
+		JobID   string `json:"job_id"`
+		Sources []struct {
+			Title string `json:"title"`
+			URL   string `json:"url"`
+		} `json:"sources"`
+		Warnings []string `json:"warnings"`
+	} `json:"searchfleet"`
+}
+
+var chatStops = map[string]StopReason{"stop": StopEndTurn, "tool_calls": StopToolUse, "function_call": StopToolUse, "length": StopMaxTokens, "content_filter": StopRefusal}
+
+// DecodeResponse reads a chat.completion (a model's, or the chat worker's final answer
+// with its url_citation annotations and searchfleet extension).
+func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
+	var c chatCompletion
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, fmt.Errorf("not a chat completion: %w", err)
+	}
+	if len(c.Choices) == 0 {
+		return nil, fmt.Errorf("chat completion has no choices")
+	}
+	ch := c.Choices[0]
+	r := &Response{ID: c.ID, Model: c.Model, Status: StatusCompleted, Stop: chatStops[ch.FinishReason],
+		Usage: Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}}
+	if r.Stop == "" {
+		r.Stop = StopEndTurn
+	}
+	if c.Created > 0 {
+		r.Created = time.Unix(c.Created, 0).UTC()
+	}
+	if text := llm.Text(ch.Message.Content); text != "" {
+		p := Part{Kind: PartText, Text: text}
+		for _, a := range ch.Message.Annotations {
+			if a.Type != "url_citation" {
+				continue
+			}
+			u := a.URLCitation
+			p.Citations = append(p.Citations, Citation{URL: u.URL, Title: u.Title, Start: u.StartIndex, End: u.EndIndex})
+		}
+		r.Content = append(r.Content, p)
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+	}
+	if sf := c.Searchfleet; sf != nil {
+		r.JobID = sf.JobID
+		r.Notes = sf.Warnings
+		for _, s := range sf.Sources {
+			r.Sources = append(r.Sources, Source{URL: s.URL, Title: s.Title})
+		}
+	}
+	return r, nil
+}
+
+// EncodeResponse renders r as a chat.completion: text joined, citations as
+// url_citation annotations, client tool calls.
+func (chatCodec) EncodeResponse(r *Response) ([]byte, error) {
+	msg, finish := chatMessageOf(r)
+	out := map[string]any{
+		"id": r.ID, "object": "chat.completion", "created": r.Created.Unix(), "model": r.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
+		"usage":   map[string]int{"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens, "total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens},
+	}
+	if ext := extension(r); ext != nil {
+		out["searchfleet"] = ext
+	}
+	return json.Marshal(out)
+}
+
+func chatMessageOf(r *Response) (map[string]any, string) {
+	var b strings.Builder
+	anns := []any{}
+	var calls []llm.ToolCall
+	chars := 0
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartText:
+			n := utf8.RuneCountInString(p.Text)
+			for _, c := range p.Citations {
+				start, end := c.Start, c.End
+				if start < 0 {
+					start, end = 0, n
+				}
+				anns = append(anns, map[string]any{"type": "url_citation", "url_citation": map[string]any{"url": c.URL, "title": c.Title, "start_index": chars + start, "end_index": chars + end}})
+			}
+			b.WriteString(p.Text)
+			chars += n
+		case PartToolCall:
+			tc := llm.ToolCall{ID: p.Call.ID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = p.Call.Name, p.Call.Arguments
+			calls = append(calls, tc)
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": b.String(), "refusal": nil, "annotations": anns}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	finish := "stop"
+	for k, v := range chatStops {
+		if v == r.Stop && k != "function_call" {
+			finish = k
+		}
+	}
+	return msg, finish
+}
+
+// extension is the fleet's own top-level field of an answer ("searchfleet"): the job,
+// and the settings the fleet could not honour. The SDKs ignore it.
+func extension(r *Response) map[string]any {
+	if r.JobID == "" && len(r.Notes) == 0 {
+		return nil
+	}
+	ext := map[string]any{"job_id": r.JobID}
+	if len(r.Notes) > 0 {
+		ext["warnings"] = r.Notes
+	}
+	return ext
+}
+
+func (chatCodec) NewStream() Stream { return &chatStream{} }
+
+// chatStream renders an answer as chat.completion.chunk events and [DONE].
+type chatStream struct{}
+
+func (chatStream) Start(*Response) []Event { return nil }
+
+func (chatStream) KeepAlive() []Event { return []Event{{}} }
+
+func (chatStream) Finish(r *Response) []Event {
+	msg, finish := chatMessageOf(r)
+	chunk := func(delta map[string]any, finish any) Event {
+		b, _ := json.Marshal(map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created.Unix(), "model": r.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}})
+		return Event{Data: b}
+	}
+	evs := []Event{chunk(map[string]any{"role": "assistant", "content": ""}, nil)}
+	for _, piece := range pieces(msg["content"].(string), 64) {
+		evs = append(evs, chunk(map[string]any{"content": piece}, nil))
+	}
+	if calls, ok := msg["tool_calls"].([]llm.ToolCall); ok {
+		items := make([]any, len(calls))
+		for i, c := range calls {
+			items[i] = map[string]any{"index": i, "id": c.ID, "type": "function", "function": c.Function}
+		}
+		evs = append(evs, chunk(map[string]any{"tool_calls": items}, nil))
+	}
+	final := map[string]any{}
+	if anns := msg["annotations"].([]any); len(anns) > 0 {
+		final["annotations"] = anns
+	}
+	return append(evs, chunk(final, finish), Event{Data: []byte("[DONE]")})
+}
+
+func (chatStream) Fail(_ *Response, e *Error) []Event {
+	return []Event{{Data: openAIError(e)}, {Data: []byte("[DONE]")}}
+}
+
+// pieces cuts text into pieces of about n bytes on rune boundaries.
+func pieces(text string, n int) []string {
+	var out []string
+	for len(text) > 0 {
+		k := min(len(text), n)
+		for k < len(text) && !utf8.RuneStart(text[k]) {
+			k++
+		}
+		out = append(out, text[:k])
+		text = text[k:]
+	}
+	return out
+}

@@ -1,0 +1,182 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// ClientCodec is a protocol as a client speaks it to the fleet.
+type ClientCodec interface {
+	Protocol() Protocol
+	// DecodeRequest reads and validates a request body. Its errors are *Error values
+	// with the status and wording of the protocol.
+	DecodeRequest(body []byte) (*Request, error)
+	// EncodeResponse renders an answer (or a stored answer's current state).
+	EncodeResponse(r *Response) ([]byte, error)
+	// EncodeError renders an error body (the status is e.Status).
+	EncodeError(e *Error) []byte
+	// NewStream returns an encoder of one answer's stream events.
+	NewStream() Stream
+}
+
+// ModelCodec is a protocol as the fleet speaks it to a main model.
+type ModelCodec interface {
+	Protocol() Protocol
+	// EncodeRequest renders a request for the named upstream model (not streaming).
+	EncodeRequest(r *Request, model string) ([]byte, error)
+	// DecodeResponse reads a model's answer.
+	DecodeResponse(body []byte) (*Response, error)
+}
+
+// Stream renders one answer as a protocol's server-sent events. Start runs as soon as
+// the job is accepted (only the id, model and creation time are known); Finish when
+// the answer is there; Fail when the job failed after Start. KeepAlive is sent while
+// the fleet works. (Token-by-token relay will add a Delta method.)
+type Stream interface {
+	Start(r *Response) []Event
+	KeepAlive() []Event
+	Finish(r *Response) []Event
+	Fail(r *Response, e *Error) []Event
+}
+
+// For returns the client codec of a protocol.
+func For(p Protocol) (ClientCodec, bool) {
+	switch p {
+	case OpenAIChat, "":
+		return Chat, true
+	case OpenAIResponses:
+		return Responses, true
+	case AnthropicMessages:
+		return Anthropic, true
+	}
+	return nil, false
+}
+
+// WriteSSE writes events in server-sent event framing.
+func WriteSSE(w interface{ Write([]byte) (int, error) }, evs []Event) {
+	var b bytes.Buffer
+	for _, e := range evs {
+		if e.Name != "" {
+			b.WriteString("event: ")
+			b.WriteString(e.Name)
+			b.WriteByte('\n')
+		}
+		if e.Data == nil {
+			b.WriteString(": keep-alive\n\n")
+			continue
+		}
+		b.WriteString("data: ")
+		b.Write(e.Data)
+		b.WriteString("\n\n")
+	}
+	w.Write(b.Bytes())
+}
+
+// Invalid is a 400 about param.
+func Invalid(param, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// fromLLM turns an llm.RequestError into an *Error.
+func fromLLM(err error) error {
+	var re *llm.RequestError
+	if errors.As(err, &re) {
+		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: re.Param, Message: re.Message}
+	}
+	return err
+}
+
+// AsError returns err as an *Error (a 500 if it is not one).
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
+}
+
+// openAIError renders the OpenAI error shape.
+func openAIError(e *Error) []byte {
+	typ := e.Type
+	if typ == "" {
+		typ = openAIType(e.Status)
+	}
+	body := map[string]any{"message": e.Message, "type": typ, "param": nil, "code": nil}
+	if e.Param != "" {
+		body["param"] = e.Param
+	}
+	if e.Code != "" {
+		body["code"] = e.Code
+	}
+	b, _ := json.Marshal(map[string]any{"error": body})
+	return b
+}
+
+func openAIType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+// jsonObject decodes a request body into its top-level fields.
+func jsonObject(body []byte) (map[string]json.RawMessage, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, Invalid("", "request body is empty; send a JSON object")
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, Invalid("", "request body is not valid JSON: %s", clip(err.Error(), 200))
+	}
+	if top == nil {
+		return nil, Invalid("", "request body must be a JSON object")
+	}
+	return top, nil
+}
+
+func isNull(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// idToken keeps the characters of s that are safe in an id.
+func idToken(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// notes returns the request's notes and its search settings' ones.
+func (r *Request) AllNotes() []string {
+	out := append([]string(nil), r.Notes...)
+	if r.Search != nil {
+		out = append(out, r.Search.Unhonoured...)
+	}
+	return out
+}

@@ -1,0 +1,578 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Responses is the OpenAI Responses API codec (client side).
+var Responses responsesCodec
+
+type responsesCodec struct{}
+
+func (responsesCodec) Protocol() Protocol { return OpenAIResponses }
+
+func (responsesCodec) EncodeError(e *Error) []byte { return openAIError(e) }
+
+// responsesIgnored are parameters accepted without effect on the answer: the fleet
+// always stores answers, always includes search sources, and has no prompt cache.
+var responsesIgnored = map[string]bool{"store": true, "include": true, "metadata": true, "user": true, "safety_identifier": true,
+	"prompt_cache_key": true, "service_tier": true, "truncation": true, "stream_options": true}
+
+// DecodeRequest reads a Responses request: input as a string or items (messages,
+// function_call, function_call_output, earlier web_search_call and reasoning items),
+// instructions, function tools, web_search / web_search_preview tools.
+func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
+	top, err := jsonObject(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{}
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := top[k]
+		if isNull(v) {
+			continue
+		}
+		var err error
+		switch k {
+		case "model":
+			if json.Unmarshal(v, &r.Model) != nil || strings.TrimSpace(r.Model) == "" {
+				return nil, Invalid(k, "'model' must be a non-empty string")
+			}
+		case "input":
+			err = r.responsesInput(v)
+		case "instructions":
+			if json.Unmarshal(v, &r.System) != nil {
+				return nil, Invalid(k, "'instructions' must be a string")
+			}
+		case "tools":
+			err = r.responsesTools(v)
+		case "tool_choice":
+			err = r.responsesToolChoice(v)
+		case "max_output_tokens":
+			if json.Unmarshal(v, &r.MaxTokens) != nil || r.MaxTokens < 1 {
+				return nil, Invalid(k, "'max_output_tokens' must be a positive integer")
+			}
+		case "temperature":
+			err = decodeAs(k, v, &r.Temperature, "a number")
+		case "top_p":
+			err = decodeAs(k, v, &r.TopP, "a number")
+		case "parallel_tool_calls":
+			err = decodeAs(k, v, &r.ParallelToolCalls, "a boolean")
+		case "stream":
+			err = decodeAs(k, v, &r.Stream, "a boolean")
+		case "background":
+			err = decodeAs(k, v, &r.Background, "a boolean")
+		case "text":
+			err = r.responsesText(v)
+		case "reasoning":
+			r.Notes = append(r.Notes, "reasoning settings are not honoured: the fleet's model decides how much it reasons")
+		case "previous_response_id", "conversation", "prompt":
+			return nil, Invalid(k, "'%s' is not supported by this server; send the whole conversation in 'input'", k)
+		default:
+			if !responsesIgnored[k] {
+				return nil, Invalid(k, "Unknown parameter: '%s'.", k)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if r.Model == "" {
+		return nil, Invalid("model", "Missing required parameter: 'model'.")
+	}
+	if len(r.Messages) == 0 {
+		return nil, Invalid("input", "Missing required parameter: 'input'.")
+	}
+	if r.Stream && r.Background {
+		return nil, Invalid("stream", "'stream' and 'background' cannot both be true on this server")
+	}
+	return r, nil
+}
+
+func decodeAs(param string, v json.RawMessage, dst any, what string) error {
+	if json.Unmarshal(v, dst) != nil {
+		return Invalid(param, "'%s' must be %s", param, what)
+	}
+	return nil
+}
+
+// responsesItem is an input item, of any type.
+type responsesItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+	ID        string          `json:"id"`
+	Status    string          `json:"status"`
+	Action    *struct {
+		Type    string `json:"type"`
+		Query   string `json:"query"`
+		Sources []struct {
+			URL string `json:"url"`
+		} `json:"sources"`
+	} `json:"action"`
+}
+
+func (r *Request) responsesInput(v json.RawMessage) error {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		r.Messages = append(r.Messages, Message{Role: RoleUser, Parts: []Part{{Kind: PartText, Text: s}}})
+		return nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(v, &items) != nil {
+		return Invalid("input", "'input' must be a string or an array of input items")
+	}
+	// add appends parts to the last message when it has the role, else a new message.
+	add := func(role Role, p ...Part) {
+		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == role && role != RoleUser {
+			r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p...)
+			return
+		}
+		r.Messages = append(r.Messages, Message{Role: role, Parts: p})
+	}
+	for i, raw := range items {
+		param := fmt.Sprintf("input[%d]", i)
+		var it responsesItem
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return Invalid(param, "%s is not a valid input item: %s", param, clip(err.Error(), 120))
+		}
+		switch it.Type {
+		case "message", "":
+			role := Role(it.Role)
+			switch it.Role {
+			case "user", "assistant", "system":
+			case "developer":
+				role = RoleSystem
+			default:
+				return Invalid(param+".role", "%s.role must be one of user, assistant, system, developer", param)
+			}
+			parts, err := responsesContent(param+".content", it.Content)
+			if err != nil {
+				return err
+			}
+			if role == RoleSystem && len(r.Messages) == 0 {
+				for _, p := range parts {
+					r.System = strings.TrimSpace(r.System + "\n\n" + p.Text)
+				}
+				continue
+			}
+			if role == RoleAssistant {
+				add(role, parts...)
+			} else {
+				r.Messages = append(r.Messages, Message{Role: role, Parts: parts})
+			}
+		case "function_call":
+			if it.CallID == "" || it.Name == "" {
+				return Invalid(param, "%s: a function_call item needs call_id and name", param)
+			}
+			add(RoleAssistant, Part{Kind: PartToolCall, Call: &ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments}})
+		case "function_call_output":
+			if it.CallID == "" {
+				return Invalid(param+".call_id", "%s: a function_call_output item needs call_id", param)
+			}
+			out, err := responsesContent(param+".output", it.Output)
+			if err != nil {
+				return err
+			}
+			add(RoleTool, Part{Kind: PartToolResult, Result: &ToolResult{CallID: it.CallID, Parts: out}})
+		case "web_search_call":
+			// An earlier turn's search, echoed back: history for the model.
+			if it.Action != nil && it.Action.Type == "search" {
+				res := &SearchResult{CallID: it.ID}
+				for _, s := range it.Action.Sources {
+					res.Sources = append(res.Sources, Source{URL: s.URL})
+				}
+				add(RoleAssistant, Part{Kind: PartServerCall, Server: &ServerCall{ID: it.ID, Name: "web_search", Query: it.Action.Query}}, Part{Kind: PartServerResult, Search: res})
+			}
+		case "reasoning":
+			// Reasoning (often encrypted) belongs to the model that wrote it; the fleet's
+			// model cannot read it.
+		default:
+			return Invalid(param+".type", "input item type %q is not supported by this server", it.Type)
+		}
+	}
+	return nil
+}
+
+// responsesContent reads a message content or a function output: a string or parts.
+func responsesContent(param string, raw json.RawMessage) ([]Part, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []Part{{Kind: PartText, Text: s}}, nil
+	}
+	var items []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Refusal  string `json:"refusal"`
+		ImageURL string `json:"image_url"`
+		FileID   string `json:"file_id"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, Invalid(param, "'%s' must be a string or an array of content parts", param)
+	}
+	var parts []Part
+	for i, it := range items {
+		switch it.Type {
+		case "input_text", "output_text", "text":
+			parts = append(parts, Part{Kind: PartText, Text: it.Text})
+		case "refusal":
+			parts = append(parts, Part{Kind: PartText, Text: it.Refusal})
+		case "input_image":
+			if it.ImageURL == "" {
+				return nil, Invalid(fmt.Sprintf("%s[%d]", param, i), "input_image needs image_url on this server (file_id is not supported)")
+			}
+			parts = append(parts, Part{Kind: PartImage, Image: &Image{URL: it.ImageURL}})
+		default:
+			return nil, Invalid(fmt.Sprintf("%s[%d].type", param, i), "content part type %q is not supported by this server", it.Type)
+		}
+	}
+	return parts, nil
+}
+
+func (r *Request) responsesTools(v json.RawMessage) error {
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(v, &tools) != nil {
+		return Invalid("tools", "'tools' must be an array of tool objects")
+	}
+	for i, t := range tools {
+		param := fmt.Sprintf("tools[%d]", i)
+		if t == nil {
+			return Invalid(param, "%s must be an object", param)
+		}
+		var typ string
+		json.Unmarshal(t["type"], &typ)
+		switch typ {
+		case "function":
+			var f struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+				Strict      *bool           `json:"strict"`
+			}
+			raw, _ := json.Marshal(t)
+			if json.Unmarshal(raw, &f) != nil || f.Name == "" {
+				return Invalid(param, "%s: a function tool needs a name", param)
+			}
+			r.Tools = append(r.Tools, Tool{Name: f.Name, Description: f.Description, Parameters: f.Parameters, Strict: f.Strict})
+		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11":
+			o, err := llm.ParseSearchSettings(param, t)
+			if err != nil {
+				return fromLLM(err)
+			}
+			if r.Search == nil {
+				r.Search = &llm.SearchOptions{}
+			}
+			r.Search.Merge(o)
+		case "":
+			return Invalid(param+".type", "Missing required parameter: '%s.type'.", param)
+		default:
+			return Invalid(param+".type", "tool type %q is not supported by this server; it serves function tools and web_search", typ)
+		}
+	}
+	return nil
+}
+
+func (r *Request) responsesToolChoice(v json.RawMessage) error {
+	var mode string
+	if json.Unmarshal(v, &mode) == nil {
+		switch mode {
+		case "auto", "none", "required":
+			r.ToolChoice = &ToolChoice{Mode: mode}
+			return nil
+		}
+		return Invalid("tool_choice", "'tool_choice' must be auto, none, required or a tool object")
+	}
+	var o struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(v, &o) != nil {
+		return Invalid("tool_choice", "'tool_choice' must be auto, none, required or a tool object")
+	}
+	switch {
+	case o.Type == "function" && o.Name != "":
+		r.ToolChoice = &ToolChoice{Mode: "tool", Name: o.Name}
+	case strings.HasPrefix(o.Type, "web_search"):
+		r.Notes = append(r.Notes, "tool_choice "+o.Type+" is not honoured: the fleet offers web_search but cannot force the model to call it")
+	default:
+		return Invalid("tool_choice", "tool_choice type %q is not supported", o.Type)
+	}
+	return nil
+}
+
+// responsesText maps text.format onto a Chat response_format.
+func (r *Request) responsesText(v json.RawMessage) error {
+	var t struct {
+		Format map[string]json.RawMessage `json:"format"`
+	}
+	if json.Unmarshal(v, &t) != nil {
+		return Invalid("text", "'text' must be an object")
+	}
+	if t.Format == nil {
+		return nil
+	}
+	var typ string
+	json.Unmarshal(t.Format["type"], &typ)
+	switch typ {
+	case "text":
+	case "json_object":
+		r.ResponseFormat = json.RawMessage(`{"type":"json_object"}`)
+	case "json_schema":
+		schema := map[string]json.RawMessage{}
+		for _, k := range []string{"name", "schema", "strict", "description"} {
+			if x, ok := t.Format[k]; ok {
+				schema[k] = x
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": schema})
+		r.ResponseFormat = b
+	default:
+		return Invalid("text.format.type", "text.format.type %q is not supported", typ)
+	}
+	return nil
+}
+
+// responsesOutput renders a response's output items.
+func responsesOutput(r *Response) []any {
+	out := []any{}
+	results := map[string]*SearchResult{}
+	for _, p := range r.Content {
+		if p.Kind == PartServerResult {
+			results[p.Search.CallID] = p.Search
+		}
+	}
+	var text []Part
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			out = append(out, webSearchItem(p.Server, results[p.Server.ID], ""))
+		case PartText:
+			text = append(text, p)
+		}
+	}
+	if len(text) > 0 || r.Stop != StopToolUse {
+		out = append(out, messageItem(r, text, "completed"))
+	}
+	for _, p := range r.Content {
+		if p.Kind == PartToolCall {
+			out = append(out, functionCallItem(p.Call))
+		}
+	}
+	return out
+}
+
+func webSearchItem(c *ServerCall, res *SearchResult, status string) map[string]any {
+	sources := []any{}
+	if status == "" {
+		status = "completed"
+		if res != nil && res.Error != nil {
+			status = "failed"
+		}
+	}
+	if res != nil {
+		for _, s := range res.Sources {
+			sources = append(sources, map[string]string{"type": "url", "url": s.URL})
+		}
+	}
+	return map[string]any{"type": "web_search_call", "id": "ws_" + c.ID, "status": status,
+		"action": map[string]any{"type": "search", "query": c.Query, "sources": sources}}
+}
+
+func functionCallItem(c *ToolCall) map[string]any {
+	return map[string]any{"type": "function_call", "id": "fc_" + idToken(c.ID), "call_id": c.ID, "name": c.Name, "arguments": c.Arguments, "status": "completed"}
+}
+
+func messageID(r *Response) string { return "msg_" + idToken(r.ID) }
+
+// outputText joins text parts and turns their citations into url_citation
+// annotations with character offsets into the joined text.
+func outputText(text []Part) map[string]any {
+	var b strings.Builder
+	anns := []any{}
+	chars := 0
+	for _, p := range text {
+		n := utf8.RuneCountInString(p.Text)
+		for _, c := range p.Citations {
+			start, end := c.Start, c.End
+			if start < 0 {
+				start, end = 0, n
+			}
+			anns = append(anns, map[string]any{"type": "url_citation", "start_index": chars + start, "end_index": chars + end, "url": c.URL, "title": c.Title})
+		}
+		b.WriteString(p.Text)
+		chars += n
+	}
+	return map[string]any{"type": "output_text", "text": b.String(), "annotations": anns, "logprobs": []any{}}
+}
+
+func messageItem(r *Response, text []Part, status string) map[string]any {
+	content := []any{}
+	if status == "completed" {
+		content = append(content, outputText(text))
+	}
+	return map[string]any{"type": "message", "id": messageID(r), "status": status, "role": "assistant", "content": content}
+}
+
+// responseObject renders r as a Responses response object; output as given.
+func responseObject(r *Response, output []any) map[string]any {
+	status := string(r.Status)
+	if status == "" {
+		status = string(StatusCompleted)
+	}
+	var incomplete, errBody any
+	if r.Status == StatusCompleted {
+		switch r.Stop {
+		case StopMaxTokens:
+			status, incomplete = "incomplete", map[string]string{"reason": "max_output_tokens"}
+		case StopRefusal:
+			status, incomplete = "incomplete", map[string]string{"reason": "content_filter"}
+		}
+	}
+	if r.Error != nil {
+		code := r.Error.Code
+		if code == "" {
+			code = "server_error"
+		}
+		errBody = map[string]string{"code": code, "message": r.Error.Message}
+	}
+	o := map[string]any{
+		"id": r.ID, "object": "response", "created_at": r.Created.Unix(), "status": status, "model": r.Model,
+		"output": output, "error": errBody, "incomplete_details": incomplete,
+		"instructions": nil, "metadata": map[string]string{}, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{},
+		"temperature": nil, "top_p": nil, "text": map[string]any{"format": map[string]string{"type": "text"}}, "truncation": "disabled",
+		"background": false, "store": true,
+		"usage": map[string]any{"input_tokens": r.Usage.InputTokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
+			"output_tokens": r.Usage.OutputTokens, "output_tokens_details": map[string]int{"reasoning_tokens": 0},
+			"total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens},
+		"tool_usage": map[string]any{"web_search": map[string]int{"num_requests": r.Usage.WebSearches}},
+	}
+	if r.Status != StatusCompleted {
+		o["usage"] = nil
+	}
+	if ext := extension(r); ext != nil {
+		o["searchfleet"] = ext
+	}
+	return o
+}
+
+// EncodeResponse renders r as a Responses response: a web_search_call item per search
+// (action search with its query and sources; status failed when it failed), the
+// message item with output_text and url_citation annotations, function_call items.
+func (responsesCodec) EncodeResponse(r *Response) ([]byte, error) {
+	output := []any{}
+	if r.Status == StatusCompleted || r.Status == "" {
+		output = responsesOutput(r)
+	}
+	return json.Marshal(responseObject(r, output))
+}
+
+func (responsesCodec) NewStream() Stream { return &responsesStream{} }
+
+// responsesStream renders an answer as the Responses event sequence, each event with
+// its sequence_number.
+type responsesStream struct{ seq int }
+
+func (s *responsesStream) ev(typ string, fields map[string]any) Event {
+	fields["type"] = typ
+	fields["sequence_number"] = s.seq
+	s.seq++
+	b, _ := json.Marshal(fields)
+	return Event{Name: typ, Data: b}
+}
+
+func (s *responsesStream) Start(r *Response) []Event {
+	rr := *r
+	rr.Status = StatusInProgress
+	o := responseObject(&rr, []any{})
+	return []Event{s.ev("response.created", map[string]any{"response": o}), s.ev("response.in_progress", map[string]any{"response": o})}
+}
+
+func (s *responsesStream) KeepAlive() []Event { return []Event{{}} }
+
+func (s *responsesStream) Finish(r *Response) []Event {
+	var evs []Event
+	final := responsesOutput(r)
+	for idx, item := range final {
+		it := item.(map[string]any)
+		id, _ := it["id"].(string)
+		switch it["type"] {
+		case "web_search_call":
+			added := map[string]any{"type": "web_search_call", "id": id, "status": "in_progress", "action": map[string]any{"type": "search", "query": it["action"].(map[string]any)["query"]}}
+			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
+			for _, phase := range []string{"in_progress", "searching", "completed"} {
+				evs = append(evs, s.ev("response.web_search_call."+phase, map[string]any{"output_index": idx, "item_id": id}))
+			}
+		case "message":
+			added := map[string]any{"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []any{}}
+			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
+			part := it["content"].([]any)[0].(map[string]any)
+			loc := map[string]any{"item_id": id, "output_index": idx, "content_index": 0}
+			with := func(m map[string]any) map[string]any {
+				for k, v := range loc {
+					m[k] = v
+				}
+				return m
+			}
+			evs = append(evs, s.ev("response.content_part.added", with(map[string]any{"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}})))
+			text := part["text"].(string)
+			anns := part["annotations"].([]any)
+			sent, next := 0, 0
+			for _, piece := range pieces(text, 64) {
+				evs = append(evs, s.ev("response.output_text.delta", with(map[string]any{"delta": piece, "logprobs": []any{}})))
+				sent += utf8.RuneCountInString(piece)
+				for ; next < len(anns) && anns[next].(map[string]any)["end_index"].(int) <= sent; next++ {
+					evs = append(evs, s.ev("response.output_text.annotation.added", with(map[string]any{"annotation_index": next, "annotation": anns[next]})))
+				}
+			}
+			for ; next < len(anns); next++ {
+				evs = append(evs, s.ev("response.output_text.annotation.added", with(map[string]any{"annotation_index": next, "annotation": anns[next]})))
+			}
+			evs = append(evs, s.ev("response.output_text.done", with(map[string]any{"text": text, "logprobs": []any{}})))
+			evs = append(evs, s.ev("response.content_part.done", with(map[string]any{"part": part})))
+		case "function_call":
+			added := map[string]any{}
+			for k, v := range it {
+				added[k] = v
+			}
+			added["arguments"], added["status"] = "", "in_progress"
+			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
+			evs = append(evs, s.ev("response.function_call_arguments.delta", map[string]any{"output_index": idx, "item_id": id, "delta": it["arguments"]}))
+			evs = append(evs, s.ev("response.function_call_arguments.done", map[string]any{"output_index": idx, "item_id": id, "arguments": it["arguments"], "name": it["name"]}))
+		}
+		evs = append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
+	}
+	typ := "response.completed"
+	o := responseObject(r, final)
+	if o["status"] == "incomplete" {
+		typ = "response.incomplete"
+	}
+	return append(evs, s.ev(typ, map[string]any{"response": o}))
+}
+
+func (s *responsesStream) Fail(r *Response, e *Error) []Event {
+	rr := *r
+	rr.Status, rr.Error = StatusFailed, e
+	if e.Status == http.StatusGatewayTimeout && e.Code == "" {
+		rr.Error = &Error{Status: e.Status, Code: "timeout", Message: e.Message}
+	}
+	return []Event{s.ev("response.failed", map[string]any{"response": responseObject(&rr, []any{})})}
+}

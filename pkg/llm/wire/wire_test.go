@@ -1,0 +1,251 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"io/fs"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// Every recorded request decodes in its protocol's codec, and its Chat form passes the
+// chat endpoint's validation.
+func TestFixtureRequestsDecode(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		glob  string
+		codec wire.ClientCodec
+	}{
+		{"anthropic/*.request.json", wire.Anthropic},
+		{"openai/pydantic-responses-*.request.json", wire.Responses},
+		{"openai/pydantic-chat-*.request.json", wire.Chat},
+	} {
+		names, _ := fs.Glob(fixtures.FS(), c.glob)
+		if len(names) == 0 {
+			t.Fatalf("no fixtures %s", c.glob)
+		}
+		for _, n := range names {
+			req, err := c.codec.DecodeRequest(fixtures.Read(n))
+			if err != nil {
+				t.Errorf("%s: %v", n, err)
+				continue
+			}
+			if len(req.Messages) == 0 || req.Model == "" {
+				t.Errorf("%s: decoded %+v", n, req)
+			}
+			body, err := wire.Chat.EncodeRequest(req, "m")
+			if err != nil {
+				t.Errorf("%s: chat form: %v", n, err)
+				continue
+			}
+			if _, err := llm.ParseChatRequest(body); err != nil {
+				t.Errorf("%s: chat form refused: %v\n%s", n, err, body)
+			}
+		}
+	}
+}
+
+func TestSearchSettings(t *testing.T) {
+	t.Parallel()
+	req, err := wire.Responses.DecodeRequest(fixtures.Read("openai/pydantic-responses-web-search-allowed-domains.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := req.Search; s == nil || !s.Requested || len(s.AllowedDomains) != 1 || s.AllowedDomains[0] != "wikipedia.org" || s.Count != 10 {
+		t.Fatalf("responses search %+v", req.Search)
+	}
+	if req.System != "You are a helpful assistant." {
+		t.Errorf("instructions %q", req.System)
+	}
+	chat, err := wire.Chat.DecodeRequest(fixtures.Read("openai/pydantic-chat-search-preview-user-location.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := chat.Search; s == nil || s.Country != "NL" || len(s.Unhonoured) != 1 || !strings.Contains(s.Unhonoured[0], "city") {
+		t.Fatalf("chat search %+v", chat.Search)
+	}
+	// Chat tool declarations of the fleet's tool, OpenRouter's, Gemini's and Kimi's are
+	// taken out of tools into Search; the function tool stays.
+	cr, err := llm.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[
+		{"type":"function","function":{"name":"f"}},
+		{"type":"web_search","engine":"brave","max_uses":2,"blocked_domains":["x.com"]},
+		{"type":"openrouter:web_search","parameters":{"max_results":3,"allowed_domains":["a.org"]}},
+		{"googleSearch":{}},
+		{"type":"builtin_function","function":{"name":"$web_search"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cr.Search
+	if len(cr.Tools) != 1 || s == nil || s.Engine != "brave" || s.MaxUses != 2 || s.Count != 3 || s.AllowedDomains[0] != "a.org" || s.BlockedDomains[0] != "x.com" {
+		t.Fatalf("tools %d search %+v", len(cr.Tools), s)
+	}
+	body, _ := cr.Body("up", cr.Messages, cr.Tools)
+	if strings.Contains(string(body), "web_search") || strings.Contains(string(body), "googleSearch") {
+		t.Errorf("search declarations forwarded upstream: %s", body)
+	}
+	// The stored form round-trips through the chat worker's reader.
+	stored := `{"model":"m","messages":[{"role":"user","content":"hi"}],"searchfleet":` + string(llm.FleetField("openai.responses", s, []string{"n"})) + `}`
+	back, err := llm.DecodeChatRequest([]byte(stored))
+	if err != nil || back.Protocol != "openai.responses" || back.Search.MaxUses != 2 || back.Notes[0] != "n" || len(back.Extra) != 0 {
+		t.Fatalf("stored form: %v %+v", err, back)
+	}
+	if _, err := llm.ParseChatRequest([]byte(stored)); err == nil {
+		t.Error("a client may not send the searchfleet key")
+	}
+}
+
+// answer is an answer with a search, a failed search, cited non-ASCII text and a
+// client tool call.
+func answer() *wire.Response {
+	text := "Température à Paris : 18°C [1][2]. Rain later [1]. Done."
+	idx := func(s string) int { return len([]rune(text[:strings.Index(text, s)])) }
+	return &wire.Response{ID: "resp_x", JobID: "resp_x", Model: "m", Created: time.Unix(1700000000, 0), Status: wire.StatusCompleted, Stop: wire.StopEndTurn,
+		Usage: wire.Usage{InputTokens: 10, OutputTokens: 5, WebSearches: 1}, Notes: []string{"city not honoured"},
+		Content: []wire.Part{
+			{Kind: wire.PartServerCall, Server: &wire.ServerCall{ID: "0_a", Name: "web_search", Query: "paris weather"}},
+			{Kind: wire.PartServerResult, Search: &wire.SearchResult{CallID: "0_a", Sources: []wire.Source{{URL: "https://a.fr", Title: "A"}, {URL: "https://b.fr", Title: "B", PageAge: "2 days ago"}}}},
+			{Kind: wire.PartServerCall, Server: &wire.ServerCall{ID: "0_b", Name: "web_search", Query: "x"}},
+			{Kind: wire.PartServerResult, Search: &wire.SearchResult{CallID: "0_b", Error: &wire.SearchError{Code: "unavailable"}}},
+			{Kind: wire.PartText, Text: text, Citations: []wire.Citation{
+				{URL: "https://a.fr", Title: "A", Start: idx("[1][2]"), End: idx("[1][2]") + 3},
+				{URL: "https://b.fr", Title: "B", Start: idx("[2]"), End: idx("[2]") + 3},
+				{URL: "https://a.fr", Title: "A", Start: idx("[1]. Done"), End: idx("[1]. Done") + 3}}},
+		}}
+}
+
+func TestResponsesEncodingDecodesInSDK(t *testing.T) {
+	t.Parallel()
+	b, err := wire.Responses.EncodeResponse(answer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r responses.Response
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Output) != 3 || r.Output[1].AsWebSearchCall().Status != "failed" || r.Output[0].AsWebSearchCall().Action.Sources[1].URL != "https://b.fr" {
+		t.Fatalf("output %s", b)
+	}
+	text := r.OutputText()
+	runes := []rune(text)
+	anns := r.Output[2].AsMessage().Content[0].Annotations
+	if len(anns) != 3 {
+		t.Fatalf("annotations %d", len(anns))
+	}
+	for _, a := range anns {
+		if got := string(runes[a.StartIndex:a.EndIndex]); got != "[1]" && got != "[2]" {
+			t.Errorf("annotation %d..%d spans %q", a.StartIndex, a.EndIndex, got)
+		}
+	}
+	// The recorded response decodes in the same SDK type with the same item kinds.
+	var rec responses.Response
+	if err := json.Unmarshal(fixtures.Read("openai/pydantic-responses-web-search-allowed-domains.response.json"), &rec); err != nil {
+		t.Fatal(err)
+	}
+	// The stream: every event decodes as a stream event; the completed one carries the answer.
+	st := wire.Responses.NewStream()
+	evs := append(st.Start(answer()), st.Finish(answer())...)
+	var last responses.ResponseStreamEventUnion
+	for i, e := range evs {
+		if err := json.Unmarshal(e.Data, &last); err != nil || last.Type != e.Name || last.SequenceNumber != int64(i) {
+			t.Fatalf("event %d %s: %v", i, e.Data, err)
+		}
+	}
+	if last.Type != "response.completed" || last.Response.OutputText() != text {
+		t.Fatalf("last event %s", last.RawJSON())
+	}
+}
+
+func TestAnthropicEncodingDecodesInSDK(t *testing.T) {
+	t.Parallel()
+	a := answer()
+	b, err := wire.Anthropic.EncodeResponse(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m anthropic.Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	var kinds []string
+	for _, c := range m.Content {
+		kinds = append(kinds, c.Type)
+		text.WriteString(c.Text)
+	}
+	if strings.Join(kinds[:4], ",") != "server_tool_use,web_search_tool_result,server_tool_use,web_search_tool_result" {
+		t.Fatalf("blocks %v", kinds)
+	}
+	if text.String() != a.Text() {
+		t.Errorf("text blocks join to %q", text.String())
+	}
+	first := m.Content[4]
+	if first.Text != "Température à Paris : 18°C [1][2]" || len(first.Citations) != 2 || first.Citations[0].CitedText != "Température à Paris : 18°C" {
+		t.Errorf("first text block %s", first.RawJSON())
+	}
+	if e := m.Content[3].AsWebSearchToolResult().Content; e.ErrorCode != "unavailable" {
+		t.Errorf("failed search %s", m.Content[3].RawJSON())
+	}
+	if r := m.Content[1].AsWebSearchToolResult().Content.OfWebSearchResultBlockArray; len(r) != 2 || r[1].PageAge != "2 days ago" {
+		t.Errorf("results %s", m.Content[1].RawJSON())
+	}
+	if m.Usage.ServerToolUse.WebSearchRequests != 1 || m.StopReason != "end_turn" {
+		t.Errorf("usage %s stop %s", m.Usage.RawJSON(), m.StopReason)
+	}
+	// A recorded response decodes into the same SDK type.
+	var rec anthropic.Message
+	if err := json.Unmarshal(fixtures.Read("anthropic/pydantic-web-search-sf.response.json"), &rec); err != nil {
+		t.Fatal(err)
+	}
+	// The stream accumulates to the same message.
+	st := wire.Anthropic.NewStream()
+	var acc anthropic.Message
+	for _, e := range append(st.Start(a), st.Finish(a)...) {
+		var ev anthropic.MessageStreamEventUnion
+		if err := json.Unmarshal(e.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.Accumulate(ev); err != nil {
+			t.Fatalf("%s: %v", e.Data, err)
+		}
+	}
+	if len(acc.Content) != len(m.Content) || acc.Content[4].Text != first.Text || len(acc.Content[4].Citations) != 2 || acc.StopReason != "end_turn" {
+		t.Fatalf("accumulated %+v", acc.Content)
+	}
+	// Errors have Anthropic's shape.
+	var e struct {
+		Type  string                `json:"type"`
+		Error struct{ Type string } `json:"error"`
+	}
+	json.Unmarshal(wire.Anthropic.EncodeError(&wire.Error{Status: 529, Message: "busy"}), &e)
+	if e.Type != "error" || e.Error.Type != "overloaded_error" {
+		t.Errorf("error %+v", e)
+	}
+}
+
+// The chat worker's final answer and trace become the canonical answer.
+func TestChatAnswerWithTrace(t *testing.T) {
+	t.Parallel()
+	resp, err := wire.Chat.DecodeResponse([]byte(`{"id":"chatcmpl-j","created":1,"model":"m","choices":[{"message":{"role":"assistant","content":"Hi [1]","annotations":[{"type":"url_citation","url_citation":{"url":"https://a","title":"A","start_index":3,"end_index":6}}]},"finish_reason":"stop"}],
+		"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"searchfleet":{"job_id":"j","sources":[{"title":"A","url":"https://a"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.AddTrace([]byte(`[{"hop":0,"call_id":"call_1","query":"q","sources":["https://a"]},{"hop":0,"call_id":"call_2","query":"q2","sources":[],"error":"SEARCH_LIMIT_REACHED: no"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Content) != 5 || resp.Content[1].Search.Sources[0].Title != "A" || resp.Content[3].Search.Error.Code != "max_uses_exceeded" || resp.Usage.WebSearches != 1 {
+		t.Fatalf("%+v", resp)
+	}
+	b, _ := wire.Chat.EncodeResponse(resp)
+	if !strings.Contains(string(b), `"start_index":3`) {
+		t.Errorf("chat encoding %s", b)
+	}
+}
