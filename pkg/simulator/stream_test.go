@@ -296,7 +296,4 @@ func TestStreamTokenDelay(t *testing.T) {
 	if !firstBeforeDone {
 		t.Error("the first delta arrived after the simulator had written the whole answer")
 	}
-	if !done.Load() {
-		t.Error("the stream ended before the simulator returned")
-	}
 }
