@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
+	"github.com/searchfleet/searchfleet/pkg/state"
 
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
@@ -116,7 +116,7 @@ Or submit it as a job and follow its events:
 
 // redisForDev returns REDIS_URL's Redis, else the one at local if it answers, else a
 // redis-server it starts, else an in-process stand-in.
-func redisForDev(ctx context.Context, url, local string, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
+func redisForDev(ctx context.Context, url, local string, log *slog.Logger) (state.Client, string, func(), error) {
 	if url != "" {
 		rdb, err := cli.Redis(ctx, url)
 		if err != nil {
@@ -151,21 +151,17 @@ func redisForDev(ctx context.Context, url, local string, log *slog.Logger) (redi
 		return nil, "", nil, err
 	}
 	log.Warn("NO REDIS FOUND: using an in-process Redis stand-in (miniredis). It is for DEVELOPMENT ONLY: state is lost on exit and cannot be shared with other processes. Set REDIS_URL for anything else.")
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	rdb, err := state.Dial(ctx, "redis://"+mr.Addr(), 0)
+	if err != nil {
+		mr.Close()
+		return nil, "", nil, err
+	}
 	return rdb, "in-process stand-in (DEVELOPMENT ONLY, set REDIS_URL)", func() { rdb.Close(); mr.Close() }, nil
 }
 
-func ping(url string) redis.UniversalClient {
-	opt, err := redis.ParseURL(url)
+func ping(url string) state.Client {
+	rdb, err := state.Dial(context.Background(), url, 0)
 	if err != nil {
-		return nil
-	}
-	opt.PoolSize = 256
-	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	if rdb.Ping(ctx).Err() != nil {
-		rdb.Close()
 		return nil
 	}
 	return rdb

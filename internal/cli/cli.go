@@ -6,14 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/searchfleet/searchfleet/internal/redact"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/searchfleet/searchfleet/pkg/state"
 
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
@@ -59,30 +58,11 @@ func LogStart(log *slog.Logger, env config.Env, f *config.File) {
 }
 
 // Redis connects to url, retrying until ctx ends or 30s pass.
-func Redis(ctx context.Context, url string) (redis.UniversalClient, error) {
+func Redis(ctx context.Context, url string) (state.Client, error) {
 	if url == "" {
 		return nil, fmt.Errorf("REDIS_URL is required")
 	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
-	}
-	opt.PoolSize = 256
-	rdb := redis.NewClient(opt)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := rdb.Ping(pctx).Err()
-		cancel()
-		if err == nil {
-			return rdb, nil
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			rdb.Close()
-			return nil, fmt.Errorf("redis %s not reachable: %w", redact.URL(url), err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	return state.Dial(ctx, url, 30*time.Second)
 }
 
 // RunRoles is the whole of a role binary: load the configuration, connect to Redis,

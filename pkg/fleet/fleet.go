@@ -15,7 +15,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
 	"github.com/searchfleet/searchfleet/pkg/api"
@@ -45,7 +44,7 @@ type Options struct {
 	Env   config.Env
 	File  *config.File
 	Roles Roles
-	Redis redis.UniversalClient
+	Redis state.Client
 	Log   *slog.Logger
 	// Metrics defaults to a new registry.
 	Metrics *metrics.Metrics

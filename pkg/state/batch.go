@@ -131,7 +131,7 @@ func batchFromHash(m map[string]string) *Batch {
 // them for the retention.
 func (s *Store) CreateBatch(ctx context.Context, b *Batch, customIDs []string) error {
 	ttl := time.Until(b.Expires) + s.Retention
-	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, s.K.Batch(b.ID), b.fields()...)
 		for start := 0; start < len(customIDs); start += 1000 {
 			end := min(start+1000, len(customIDs))
@@ -155,7 +155,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, customIDs []string) e
 
 // GetBatch reads a batch; ErrNotFound when there is none (or it expired).
 func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
-	m, err := s.R.HGetAll(ctx, s.K.Batch(id)).Result()
+	m, err := s.r.HGetAll(ctx, s.K.Batch(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading batch %s: %w", id, err)
 	}
@@ -167,7 +167,7 @@ func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
 
 // BatchStatus reads only a batch's status ("" when there is no such batch).
 func (s *Store) BatchStatus(ctx context.Context, id string) (string, error) {
-	st, err := s.R.HGet(ctx, s.K.Batch(id), "status").Result()
+	st, err := s.r.HGet(ctx, s.K.Batch(id), "status").Result()
 	if err == redis.Nil {
 		return "", nil
 	}
@@ -189,7 +189,7 @@ func (s *Store) BatchCustomIDs(ctx context.Context, id string) (map[int]string, 
 }
 
 func (s *Store) batchIndexHash(ctx context.Context, key string) (map[int]string, error) {
-	m, err := s.R.HGetAll(ctx, key).Result()
+	m, err := s.r.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading %s: %w", key, err)
 	}
@@ -246,7 +246,7 @@ return {1, resolved(ARGV[3])}
 // only the call that counted reports it, so one finished job asks for
 // finalization once.
 func (s *Store) CountBatchLine(ctx context.Context, id string, i int, outcome string) (resolved bool, err error) {
-	v, err := countLine.Run(ctx, s.R, []string{s.K.Batch(id), s.K.BatchDone(id)}, i, outcome, Millis(time.Now())).Int64Slice()
+	v, err := countLine.Run(ctx, s.r, []string{s.K.Batch(id), s.K.BatchDone(id)}, i, outcome, Millis(time.Now())).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("state: batch %s: counting line %d: %w", id, i, err)
 	}
@@ -279,7 +279,7 @@ func (s *Store) AdvanceBatch(ctx context.Context, id string, cursor int, done bo
 	if done {
 		d = "1"
 	}
-	n, err := advanceCursor.Run(ctx, s.R, []string{s.K.Batch(id)}, cursor, d, Millis(time.Now())).Int()
+	n, err := advanceCursor.Run(ctx, s.r, []string{s.K.Batch(id)}, cursor, d, Millis(time.Now())).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: batch %s: moving the cursor: %w", id, err)
 	}
@@ -301,7 +301,7 @@ return st
 // CancelBatch moves a batch that is validating or in progress to cancelling, and
 // returns its status after the call ("" when there is no such batch).
 func (s *Store) CancelBatch(ctx context.Context, id string) (string, error) {
-	st, err := requestCancel.Run(ctx, s.R, []string{s.K.Batch(id)}, Millis(time.Now())).Text()
+	st, err := requestCancel.Run(ctx, s.r, []string{s.K.Batch(id)}, Millis(time.Now())).Text()
 	if err != nil {
 		return "", fmt.Errorf("state: cancelling batch %s: %w", id, err)
 	}
@@ -344,12 +344,12 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string, end BatchEnd
 		}
 		argv = append(argv, "errors", errs)
 	}
-	n, err := finishBatch.Run(ctx, s.R, []string{s.K.Batch(id), s.K.BatchDone(id), s.K.BatchIDs(id)}, argv...).Int()
+	n, err := finishBatch.Run(ctx, s.r, []string{s.K.Batch(id), s.K.BatchDone(id), s.K.BatchIDs(id)}, argv...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: finishing batch %s: %w", id, err)
 	}
 	if n == 1 {
-		s.R.SRem(ctx, s.K.ActiveBatches(), id)
+		s.r.SRem(ctx, s.K.ActiveBatches(), id)
 	}
 	return n == 1, nil
 }
@@ -358,24 +358,24 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string, end BatchEnd
 // "skipped", "delivered", "failed", "disabled"). A batch that is gone is left gone.
 func (s *Store) SetBatchWebhook(ctx context.Context, id, status string) error {
 	k := s.K.Batch(id)
-	n, err := s.R.Exists(ctx, k).Result()
+	n, err := s.r.Exists(ctx, k).Result()
 	if err != nil || n == 0 {
 		return err
 	}
-	return s.R.HSet(ctx, k, "webhook", status).Err()
+	return s.r.HSet(ctx, k, "webhook", status).Err()
 }
 
 // ActiveBatches lists the batches that have not ended.
 func (s *Store) ActiveBatches(ctx context.Context) ([]string, error) {
-	return s.R.SMembers(ctx, s.K.ActiveBatches()).Result()
+	return s.r.SMembers(ctx, s.K.ActiveBatches()).Result()
 }
 
 // ForgetActiveBatch drops a batch from the active set (its record expired).
 func (s *Store) ForgetActiveBatch(ctx context.Context, id string) error {
-	return s.R.SRem(ctx, s.K.ActiveBatches(), id).Err()
+	return s.r.SRem(ctx, s.K.ActiveBatches(), id).Err()
 }
 
 // ForgetTenantBatch drops a batch from its tenant's list (its record expired).
 func (s *Store) ForgetTenantBatch(ctx context.Context, tenant, id string) error {
-	return s.R.ZRem(ctx, s.K.TenantBatches(tenant), id).Err()
+	return s.r.ZRem(ctx, s.K.TenantBatches(tenant), id).Err()
 }

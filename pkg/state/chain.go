@@ -221,7 +221,7 @@ func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string
 // dispatch). It returns the hop's counts.
 func (s *Store) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
 	keys, argv := s.recordArgs(id, h, call, result, "", time.Millisecond)
-	v, err := recordResult.Run(ctx, s.R, keys, argv...).Int64Slice()
+	v, err := recordResult.Run(ctx, s.r, keys, argv...).Int64Slice()
 	if err != nil {
 		return 0, 0, fmt.Errorf("state: recording result: %w", err)
 	}
@@ -247,7 +247,7 @@ return redis.call('HGET', KEYS[1], ARGV[1])
 // records the chain's sticky and Google-preferred flags and marks a queued job
 // running, in the same round trip.
 func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
-	v, err := saveTurn.Run(ctx, s.R, []string{s.K.Chain(id), s.K.Job(id)}, hopField(prefixTurn, h), turn, s.Retention.Milliseconds(),
+	v, err := saveTurn.Run(ctx, s.r, []string{s.K.Chain(id), s.K.Job(id)}, hopField(prefixTurn, h), turn, s.Retention.Milliseconds(),
 		fieldSticky, flag(sticky), fieldGooglePreferred, flag(googlePreferred), Millis(time.Now())).Text()
 	if err != nil {
 		return nil, fmt.Errorf("state: storing model turn: %w", err)
@@ -279,7 +279,7 @@ return redis.call('HGET', KEYS[2], 'status') or ''
 // waits for, and how many are searches; a web_search call makes the chain sticky. It
 // returns the job's status, so a job cancelled meanwhile makes no searches.
 func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (Status, error) {
-	st, err := recordDispatch.Run(ctx, s.R, []string{s.K.Chain(id), s.K.Job(id)},
+	st, err := recordDispatch.Run(ctx, s.r, []string{s.K.Chain(id), s.K.Job(id)},
 		hopField(prefixCalls, h), calls, hopField(prefixExpected, h), expected, fieldSearches, searches, fieldSticky).Text()
 	if err != nil {
 		return "", fmt.Errorf("state: recording calls: %w", err)

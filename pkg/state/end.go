@@ -34,7 +34,7 @@ func (s *Store) Settle(ctx context.Context, id string, status Status, je *JobErr
 		b, _ := json.Marshal(je)
 		errJSON = string(b)
 	}
-	if err := settle.Run(ctx, s.R, []string{s.K.Job(id)}, Millis(time.Now()), string(status), errJSON).Err(); err != nil {
+	if err := settle.Run(ctx, s.r, []string{s.K.Job(id)}, Millis(time.Now()), string(status), errJSON).Err(); err != nil {
 		return fmt.Errorf("state: settling job: %w", err)
 	}
 	return nil
@@ -43,7 +43,7 @@ func (s *Store) Settle(ctx context.Context, id string, status Status, je *JobErr
 // DeleteJob removes a job that was recorded but never accepted (its publish failed
 // and no Idempotency-Key can complete it), with its deadline.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.K.Job(id), s.K.WebhookSecret(id))
 		p.ZRem(ctx, s.K.Deadlines(), id)
 		return nil

@@ -23,7 +23,7 @@ type File struct {
 // SaveFile records a file's metadata and its place in its tenant's list. Saving an id
 // again replaces it.
 func (s *Store) SaveFile(ctx context.Context, f *File) error {
-	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, s.K.File(f.ID), "id", f.ID, "tenant", f.Tenant, "filename", f.Filename, "purpose", f.Purpose,
 			"bytes", f.Bytes, "created", Millis(f.Created))
 		p.ZAdd(ctx, s.K.TenantFiles(f.Tenant), redis.Z{Score: float64(f.Created.UnixMilli()), Member: f.ID})
@@ -37,7 +37,7 @@ func (s *Store) SaveFile(ctx context.Context, f *File) error {
 
 // GetFile reads a file's metadata; ErrNotFound when there is none.
 func (s *Store) GetFile(ctx context.Context, id string) (*File, error) {
-	m, err := s.R.HGetAll(ctx, s.K.File(id)).Result()
+	m, err := s.r.HGetAll(ctx, s.K.File(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading file %s: %w", id, err)
 	}
@@ -50,7 +50,7 @@ func (s *Store) GetFile(ctx context.Context, id string) (*File, error) {
 
 // DeleteFile removes a file's metadata and its place in its tenant's list.
 func (s *Store) DeleteFile(ctx context.Context, f *File) error {
-	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.K.File(f.ID))
 		p.ZRem(ctx, s.K.TenantFiles(f.Tenant), f.ID)
 		return nil

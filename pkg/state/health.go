@@ -4,5 +4,5 @@ import "context"
 
 // Ping checks that Redis answers (the readiness probe).
 func (s *Store) Ping(ctx context.Context) error {
-	return s.R.Ping(ctx).Err()
+	return s.r.Ping(ctx).Err()
 }

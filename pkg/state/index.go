@@ -27,9 +27,9 @@ func (s *Store) index(ctx context.Context, key, after string, asc bool) iter.Seq
 	return func(yield func(string, error) bool) {
 		start := int64(0)
 		if after != "" {
-			rank := s.R.ZRevRank
+			rank := s.r.ZRevRank
 			if asc {
-				rank = s.R.ZRank
+				rank = s.r.ZRank
 			}
 			r, err := rank(ctx, key, after).Result()
 			if err != nil {
@@ -38,9 +38,9 @@ func (s *Store) index(ctx context.Context, key, after string, asc bool) iter.Seq
 			start = r + 1
 		}
 		for {
-			rng := s.R.ZRevRange
+			rng := s.r.ZRevRange
 			if asc {
-				rng = s.R.ZRange
+				rng = s.r.ZRange
 			}
 			ids, err := rng(ctx, key, start, start+indexPage-1).Result()
 			if err != nil {

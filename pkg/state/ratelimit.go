@@ -37,7 +37,7 @@ func (s *Store) Allow(ctx context.Context, engine string, perSecond float64, bur
 		burst = 1
 	}
 	emission := 1000 / perSecond
-	v, err := gcra.Run(ctx, s.R, []string{s.K.RateLimit(engine)}, emission, burst).Int64()
+	v, err := gcra.Run(ctx, s.r, []string{s.K.RateLimit(engine)}, emission, burst).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("state: rate limit: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 // CachedSearch reads an engine's cached result for a query (by its hash);
 // ErrNotFound when none is cached.
 func (s *Store) CachedSearch(ctx context.Context, engine, queryHash string) ([]byte, error) {
-	b, err := s.R.Get(ctx, s.K.SearchCache(engine, queryHash)).Bytes()
+	b, err := s.r.Get(ctx, s.K.SearchCache(engine, queryHash)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, ErrNotFound
@@ -24,7 +24,7 @@ func (s *Store) CachedSearch(ctx context.Context, engine, queryHash string) ([]b
 
 // CacheSearch caches an engine's result for a query (by its hash) for ttl.
 func (s *Store) CacheSearch(ctx context.Context, engine, queryHash string, result []byte, ttl time.Duration) error {
-	if err := s.R.Set(ctx, s.K.SearchCache(engine, queryHash), result, ttl).Err(); err != nil {
+	if err := s.r.Set(ctx, s.K.SearchCache(engine, queryHash), result, ttl).Err(); err != nil {
 		return fmt.Errorf("state: caching a search: %w", err)
 	}
 	return nil

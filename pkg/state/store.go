@@ -75,7 +75,7 @@ func (e *JobError) Error() string { return e.Type + ": " + e.Message }
 
 // Store is the fleet's Redis state.
 type Store struct {
-	R redis.UniversalClient
+	r redis.UniversalClient
 	K Keys
 	// Retention is how long job records and chain state live after creation.
 	Retention time.Duration
@@ -86,7 +86,7 @@ func New(r redis.UniversalClient, prefix string, retention time.Duration) *Store
 	if retention <= 0 {
 		retention = 7 * 24 * time.Hour
 	}
-	return &Store{R: r, K: NewKeys(prefix), Retention: retention}
+	return &Store{r: r, K: NewKeys(prefix), Retention: retention}
 }
 
 // ErrNotFound means there is no such job (or it expired).
@@ -169,7 +169,7 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 
 // GetJob reads a job record.
 func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
-	m, err := s.R.HGetAll(ctx, s.K.Job(id)).Result()
+	m, err := s.r.HGetAll(ctx, s.K.Job(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job: %w", err)
 	}
@@ -205,7 +205,7 @@ func jobFromHash(m map[string]string) *Job {
 // JobStatus reads only a job's status (cheap: the chat worker checks it every step so
 // a cancelled job makes no further paid calls).
 func (s *Store) JobStatus(ctx context.Context, id string) (Status, error) {
-	v, err := s.R.HGet(ctx, s.K.Job(id), "status").Result()
+	v, err := s.r.HGet(ctx, s.K.Job(id), "status").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNotFound
 	}
@@ -237,12 +237,12 @@ return 1
 // caller must not act as if it had moved it. Reaching a terminal status also drops the
 // job's deadline.
 func (s *Store) Update(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
-	n, err := setIfLive.Run(ctx, s.R, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
+	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: updating job: %w", err)
 	}
 	if n == 1 && status.Terminal() {
-		s.R.ZRem(ctx, s.K.Deadlines(), id)
+		s.r.ZRem(ctx, s.K.Deadlines(), id)
 	}
 	return n == 1, nil
 }
@@ -268,17 +268,17 @@ func updateArgs(status Status, fields []any) []any {
 
 // Overdue returns up to n unfinished jobs whose deadline has passed.
 func (s *Store) Overdue(ctx context.Context, now time.Time, n int64) ([]string, error) {
-	return s.R.ZRangeByScore(ctx, s.K.Deadlines(), &redis.ZRangeBy{Min: "-inf", Max: Millis(now), Count: n}).Result()
+	return s.r.ZRangeByScore(ctx, s.K.Deadlines(), &redis.ZRangeBy{Min: "-inf", Max: Millis(now), Count: n}).Result()
 }
 
 // ForgetDeadline drops a job from the deadline set.
 func (s *Store) ForgetDeadline(ctx context.Context, id string) error {
-	return s.R.ZRem(ctx, s.K.Deadlines(), id).Err()
+	return s.r.ZRem(ctx, s.K.Deadlines(), id).Err()
 }
 
 // TryLock takes a short named lock (the reaper's), reporting whether it got it.
 func (s *Store) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	return s.R.SetNX(ctx, key, owner, ttl).Result()
+	return s.r.SetNX(ctx, key, owner, ttl).Result()
 }
 
 // scripts are loaded at start and re-loaded if Redis forgets them (a restart).
@@ -289,7 +289,7 @@ var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, re
 // once more: every script the fleet pipelines is safe to repeat.
 func (s *Store) pipelined(ctx context.Context, fn func(redis.Pipeliner)) error {
 	for attempt := 0; ; attempt++ {
-		_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error { fn(p); return nil })
+		_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error { fn(p); return nil })
 		if err == nil || attempt > 0 || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			return err
 		}
@@ -302,7 +302,7 @@ func (s *Store) pipelined(ctx context.Context, fn func(redis.Pipeliner)) error {
 // LoadScripts loads the fleet's Lua scripts into Redis.
 func (s *Store) LoadScripts(ctx context.Context) error {
 	for _, sc := range scripts {
-		if err := sc.Load(ctx, s.R).Err(); err != nil {
+		if err := sc.Load(ctx, s.r).Err(); err != nil {
 			return fmt.Errorf("state: loading scripts: %w", err)
 		}
 	}
@@ -313,7 +313,7 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 // claim it already held is renewed), else false with the time the current one has
 // left.
 func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
-	v, err := lease.Run(ctx, s.R, []string{key}, owner, ttl.Milliseconds()).Int64()
+	v, err := lease.Run(ctx, s.r, []string{key}, owner, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, 0, fmt.Errorf("state: lease: %w", err)
 	}
@@ -381,7 +381,7 @@ func (s *Store) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) 
 
 // Release drops a lease held by owner.
 func (s *Store) Release(ctx context.Context, key, owner string) error {
-	return release.Run(ctx, s.R, []string{key}, owner).Err()
+	return release.Run(ctx, s.r, []string{key}, owner).Err()
 }
 
 var release = redis.NewScript(`
@@ -391,7 +391,7 @@ return 0
 
 // SaveSearchDone stores a search worker's result for a call.
 func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte) error {
-	return s.R.Set(ctx, s.K.SearchDone(id, h, call), b, s.Retention).Err()
+	return s.r.Set(ctx, s.K.SearchDone(id, h, call), b, s.Retention).Err()
 }
 
 // Finish moves a job that has not ended to a terminal status with fields, and, when
@@ -470,7 +470,7 @@ func (s *Store) SetWebhookStatus(ctx context.Context, jobID, to string, from ...
 	for _, f := range from {
 		argv = append(argv, f)
 	}
-	v, err := setWebhookStatus.Run(ctx, s.R, []string{s.K.Job(jobID)}, argv...).Slice()
+	v, err := setWebhookStatus.Run(ctx, s.r, []string{s.K.Job(jobID)}, argv...).Slice()
 	if err != nil || len(v) != 2 {
 		return "", false, fmt.Errorf("state: setting webhook status: %v", err)
 	}
@@ -485,11 +485,11 @@ func (s *Store) SetWebhookStatus(ctx context.Context, jobID, to string, from ...
 // and a different one under the same key can be refused.
 func (s *Store) ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error) {
 	k := s.K.Idempotency(tenant, key)
-	won, err := s.R.SetNX(ctx, k, jobID+" "+requestHash, ttl).Result()
+	won, err := s.r.SetNX(ctx, k, jobID+" "+requestHash, ttl).Result()
 	if err != nil || won {
 		return won, "", "", err
 	}
-	v, err := s.R.Get(ctx, k).Result()
+	v, err := s.r.Get(ctx, k).Result()
 	if err != nil {
 		return false, "", "", err
 	}
@@ -500,11 +500,11 @@ func (s *Store) ClaimIdempotency(ctx context.Context, tenant, key, jobID, reques
 // MarkStickyConversation remembers, for ttl, that the conversation with this hash
 // continues a web_search chain.
 func (s *Store) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
-	return s.R.Set(ctx, s.K.StickyConversation(hash), "1", ttl).Err()
+	return s.r.Set(ctx, s.K.StickyConversation(hash), "1", ttl).Err()
 }
 
 // StickyConversation reports whether a conversation continues a web_search chain.
 func (s *Store) StickyConversation(ctx context.Context, hash string) (bool, error) {
-	n, err := s.R.Exists(ctx, s.K.StickyConversation(hash)).Result()
+	n, err := s.r.Exists(ctx, s.K.StickyConversation(hash)).Result()
 	return n == 1, err
 }

@@ -249,8 +249,8 @@ func TestSetWebhookStatus(t *testing.T) {
 	if now, changed, _ := s.SetWebhookStatus(ctx, "gone", "pending"); now != "" || changed {
 		t.Fatalf("expired job: %q %v", now, changed)
 	}
-	if n, _ := s.R.Exists(ctx, s.K.Job("gone")).Result(); n != 0 {
-		t.Fatal("an expired job record was recreated")
+	if m, _ := s.JobFields(ctx, "gone"); len(m) != 0 {
+		t.Fatalf("an expired job record was recreated: %v", m)
 	}
 	if err := s.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
