@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
@@ -15,6 +16,9 @@ import (
 func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadLetter]) error {
 	dl := d.Msg
 	w.Log.Warn("dead letter", "kind", dl.MsgKind, "subject", dl.Subject, "consumer", dl.Consumer, "deliveries", dl.Deliveries, "reason", dl.Reason)
+	if strings.Contains(dl.Reason, jobs.ErrUnknownJob.Error()) {
+		return nil // an orphan: no job to fail or resume (counted where it was refused)
+	}
 	switch dl.MsgKind {
 	case bus.ChatJob{}.Kind():
 		m, _, err := bus.Decode[bus.ChatJob](dl.Data)

@@ -89,8 +89,7 @@ func (w *Worker) HandleJob(ctx context.Context, d *bus.Delivery[bus.ChatJob]) er
 func (w *Worker) load(ctx context.Context, jobID string, h int, last bool) error {
 	st, err := w.Store.LoadStep(ctx, jobID, &state.Claim{Hop: h, Owner: w.ID, TTL: w.LeaseTTL})
 	if errors.Is(err, state.ErrNotFound) {
-		w.Log.Warn("chat: job not found (expired?)", "job", jobID)
-		return nil
+		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerChat, jobID)
 	}
 	if err != nil {
 		return err
@@ -105,7 +104,7 @@ func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done])
 	// The result is stored as it arrived: it decoded, so it will again.
 	st, err := w.Store.RecordAndLoad(ctx, m.JobID, m.Hop, m.CallID, d.Data, w.ID, w.LeaseTTL)
 	if errors.Is(err, state.ErrNotFound) {
-		return nil
+		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerResume, m.JobID)
 	}
 	if err != nil {
 		return err

@@ -419,12 +419,16 @@ func TestParallelResults(t *testing.T) {
 	if d := decide(err, 1); d.Action != bus.TermDLQ {
 		t.Fatalf("result for an undispatched hop: %v → %+v", err, d)
 	}
-	// A result for a job the store does not know is dropped.
-	if err := h.resume(search.Done{JobID: "gone", Hop: 0, CallID: "x"}, 1); err != nil {
-		t.Fatal(err)
+	// A message for a job the store does not know (Redis lost it) is an orphan:
+	// dead-lettered at once with its reason, and nothing is paid for it.
+	calls := h.model.calls()
+	for _, err := range []error{h.resume(search.Done{JobID: "gone", Hop: 0, CallID: "x"}, 1), h.job("gone", 1)} {
+		if d := decide(err, 1); d.Action != bus.TermDLQ || !errors.Is(err, jobs.ErrUnknownJob) {
+			t.Fatalf("orphan: %v → %+v", err, d)
+		}
 	}
-	if err := h.job("gone", 1); err != nil {
-		t.Fatal(err)
+	if h.model.calls() != calls {
+		t.Fatalf("%d model calls, %d before: an orphan was paid for", h.model.calls(), calls)
 	}
 }
 

@@ -11,7 +11,11 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -142,5 +146,36 @@ func TestRefusedRequestDoesNotClaimItsKey(t *testing.T) {
 	good := jobBody(t, "hello", nil)
 	if status, v, _ := postJob(t, f, "k-refused", good); status != http.StatusAccepted {
 		t.Fatalf("the key was burned by a refused request: %d %v", status, v)
+	}
+}
+
+// Redis restarted empty: a search for a job it does not know is counted, dead-lettered
+// with its reason, and never paid for.
+func TestOrphanedSearchIsDeadLetteredUnpaid(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	b := bustest.Connect(t, f.NATS)
+	before := f.Sim.Stats().Requests["brave"]
+	req := search.Request{JobID: "job_lostinredis00000000000000", Hop: 0, CallID: "c1", Engine: "brave", Query: engines.Query{Query: "nats"}}
+	if err := b.Publish(t.Context(), bus.SubjectSearch("brave"), req); err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Eventually(t, "the orphan to be counted", func() bool {
+		_, body, _ := f.Do(t, "GET", "/metrics", nil)
+		return strings.Contains(string(body), `fleet_orphan_messages_total{consumer="searchworker-brave"} 1`)
+	})
+	dlq, err := b.JS.Stream(t.Context(), bus.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := dlq.GetLastMsgForSubject(t.Context(), bus.SubjectDLQ(bus.StreamSearch, bus.ConsumerSearch("brave")))
+	if err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	if reason := msg.Header.Get(bus.HeaderDLQReason); !strings.Contains(reason, "unknown job") {
+		t.Fatalf("dead letter reason %q", reason)
+	}
+	if n := f.Sim.Stats().Requests["brave"]; n != before {
+		t.Fatalf("brave searched %d times for an orphan", n-before)
 	}
 }
