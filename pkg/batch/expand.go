@@ -279,10 +279,10 @@ func (s *Service) endLine(ctx context.Context, b *record, i int, outcome string)
 	if outcome != outcomeCancelled {
 		end = jobs.Ending{Status: state.Failed, Error: jobs.BatchExpired()}
 	}
-	if err := s.Ender.End(ctx, jobID(b.ID, i), end); err != nil {
+	if err := s.Ender.End(ctx, jobID(b.ID, i), end); err != nil && !errors.Is(err, jobs.ErrUnknownJob) {
 		return err
 	}
-	return s.recount(ctx, b, i, outcome)
+	return s.recount(ctx, b, i, outcome) // a job that is gone counts as missing
 }
 
 // recount counts line i as its job ended; a job that is gone counts as missing.

@@ -356,6 +356,9 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	if err != nil {
 		return err
 	}
+	if status == "" {
+		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerChat, jobID) // Redis lost the job meanwhile: no paid search
+	}
 	if status.Terminal() {
 		return nil
 	}
@@ -436,7 +439,10 @@ func (w *Worker) end(ctx context.Context, jobID string, o jobs.Ending) error {
 
 // FailJob ends a job from outside a step (the reaper, dead letters).
 func (w *Worker) FailJob(ctx context.Context, jobID string, je *state.JobError) error {
-	return w.fail(ctx, jobID, je)
+	if err := w.fail(ctx, jobID, je); err != nil && !errors.Is(err, jobs.ErrUnknownJob) {
+		return err
+	}
+	return nil // a job Redis does not know has nothing to fail (counted as an orphan)
 }
 
 func chainUsage(v *view, last int) llm.Usage {

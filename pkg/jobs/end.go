@@ -100,7 +100,8 @@ func NewEnder(store Store, events Events, m *metrics.Metrics, log *slog.Logger) 
 // End ends a job, exactly once: the first ending stands, and a later one (a
 // redelivery, a cancel racing an answer, the reaper) only makes sure the first one's
 // terminal event is out. It returns an error when a write failed: the caller retries
-// (a step is redelivered, the reaper sweeps again), and End is safe to repeat.
+// (a step is redelivered, the reaper sweeps again), and End is safe to repeat. A job
+// Redis does not know is an orphan (ErrUnknownJob, a permanent error).
 func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 	won, err := e.store.Finish(ctx, jobID, end.Status, end.ResetSticky, end.fields()...)
 	if err != nil {
@@ -111,7 +112,9 @@ func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 	if !won {
 		job, err := e.store.GetJob(ctx, jobID)
 		if errors.Is(err, state.ErrNotFound) {
-			return nil // nothing to end (expired, or Redis lost it: see Orphan)
+			// Nothing to end: Redis lost the job (or its record expired). The step
+			// that got here is dead-lettered as an orphan.
+			return Orphan(e.metrics, e.log, "end", jobID)
 		}
 		if err != nil {
 			return err
