@@ -58,7 +58,7 @@ func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExp
 		return err
 	}
 	if release == nil {
-		return bus.Retry(left+100*time.Millisecond, fmt.Errorf("batch %s is being driven by another process", id))
+		return bus.LeaseHeld(left, fmt.Errorf("batch %s is being driven by another process", id))
 	}
 	defer release(true)
 	return s.drive(ctx, id)

@@ -80,7 +80,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		return nil
 	}
 	if !ss.Claimed {
-		return bus.Retry(ss.Left+100*time.Millisecond, errors.New("search is being run by another worker"))
+		return bus.LeaseHeld(ss.Left, errors.New("search is being run by another worker"))
 	}
 	release := w.Store.KeepAlive(w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID, w.LeaseTTL)
 	// A step that ends in an error is retried: free the call for that delivery at once.
@@ -107,10 +107,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		return err
 	} else if wait > 0 {
 		w.count(req.Engine, "rate_limited")
-		if d.Last() {
+		return bus.RetryOrEnd(fmt.Errorf("engine %s rate limit", req.Engine), true, lastChance(d, req, wait), wait, func() error {
 			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.RateLimited, Engine: req.Engine, Message: "the engine's rate limit kept this search waiting too long"}), 0)
-		}
-		return bus.Retry(wait, fmt.Errorf("engine %s rate limit", req.Engine))
+		})
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, w.Timeout)
@@ -127,16 +126,14 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		}
 		e := engines.AsError(req.Engine, serr)
 		w.count(req.Engine, "error_"+string(e.Kind))
-		if e.Retryable() && !d.Last() {
-			after := e.RetryAfter
-			if after <= 0 {
-				after = bus.Backoff(d.Attempt)
-			}
-			w.Log.Info("search: retrying", "engine", req.Engine, "job", req.JobID, "attempt", d.Attempt, "after", after, "err", e)
-			return bus.Retry(after, e)
+		after := e.RetryAfter
+		if after <= 0 {
+			after = bus.Backoff(d.Attempt)
 		}
-		w.Log.Warn("search: failed", "engine", req.Engine, "job", req.JobID, "attempt", d.Attempt, "err", e)
-		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, e), elapsed)
+		return bus.RetryOrEnd(e, e.Retryable(), lastChance(d, req, after), after, func() error {
+			w.Log.Warn("search: failed", "engine", req.Engine, "job", req.JobID, "attempt", d.Attempt, "err", e)
+			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, e), elapsed)
+		})
 	}
 	w.count(req.Engine, "ok")
 	if w.Metrics != nil && res.Usage.CostUSD > 0 {
@@ -187,6 +184,13 @@ func (w *Worker) completeDirect(ctx context.Context, req Request, done Done) err
 		end = jobs.Ending{Status: state.Failed, Error: jobs.SearchFailed(e.Type, e.Message), Response: b, Usage: ub}
 	}
 	return w.Ender.End(ctx, req.JobID, end)
+}
+
+// lastChance reports whether a search that would wait after to retry must instead end
+// now: its message's last delivery, or a retry that would land past the job's deadline
+// (the model then answers with the failure, instead of the job missing its deadline).
+func lastChance(d *bus.Delivery[Request], req Request, after time.Duration) bool {
+	return d.Last() || !req.Deadline.IsZero() && time.Now().Add(after).After(req.Deadline)
 }
 
 func (w *Worker) count(engine, outcome string) {
