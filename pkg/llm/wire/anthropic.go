@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -64,12 +66,7 @@ func (anthropicCodec) DecodeRequest(body []byte) (*Request, error) {
 		return nil, err
 	}
 	r := &Request{}
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		v := top[k]
 		if isNull(v) {
 			continue

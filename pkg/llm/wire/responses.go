@@ -3,8 +3,9 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -34,12 +35,7 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 		return nil, err
 	}
 	r := &Request{}
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		v := top[k]
 		if isNull(v) {
 			continue
