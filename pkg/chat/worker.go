@@ -209,7 +209,9 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 	}
 	if h == 0 {
 		r := w.Classifier.Classify(intent.LatestUserText(v.req.Messages))
-		sticky := r.WebSearch
+		// A request that declared search (web_search_options, a web_search tool of any
+		// protocol) is offered the tool whatever the intent rules say.
+		sticky := r.WebSearch || v.req.Search != nil && v.req.Search.Requested
 		if !sticky {
 			if hash, ok := continuedConversation(v.req.Messages); ok {
 				sticky, err = w.Store.StickyConversation(ctx, hash)
@@ -317,7 +319,12 @@ func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []c
 		}
 		return cs, searches, true
 	}
-	budget := w.MaxSearches - v.chain.Searches
+	limit := w.MaxSearches
+	opts := v.req.Search
+	if opts != nil && opts.MaxUses > 0 && opts.MaxUses < limit {
+		limit = opts.MaxUses // the request's max_uses narrows the fleet's limit, never raises it
+	}
+	budget := limit - v.chain.Searches
 	for _, tc := range server {
 		c := call{ID: tc.ID}
 		parsed, aerr := w.Tools.Parse(tc.Function.Arguments, t.GooglePreferred)
@@ -327,14 +334,41 @@ func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []c
 		case searches >= budget:
 			c.Engine, c.Query = parsed.Engine, parsed.Query
 			c.Local, c.Result = true, engines.InvalidArgumentsResult("SEARCH_LIMIT_REACHED", "The search limit for this request is reached.",
-				fmt.Sprintf("This request may make at most %d web searches; answer with the results you already have.", w.MaxSearches))
+				fmt.Sprintf("This request may make at most %d web searches; answer with the results you already have.", limit))
 		default:
-			c.Engine, c.Query = parsed.Engine, parsed.Query
+			c.Engine, c.Query = parsed.Engine, withRequestOptions(parsed.Query, opts)
+			if opts != nil && opts.Engine != "" {
+				if _, ok := w.Tools.Engine(opts.Engine); ok {
+					c.Engine = opts.Engine // the request named the engine for all its searches
+				}
+			}
 			searches++
 		}
 		calls = append(calls, c)
 	}
 	return calls, searches, false
+}
+
+// withRequestOptions applies the request's own search settings (domains, hits per
+// search, country) to a query the model wrote; the model's own filters stay where the
+// request sets none.
+func withRequestOptions(q engines.Query, o *llm.SearchOptions) engines.Query {
+	if o == nil {
+		return q
+	}
+	if len(o.AllowedDomains) > 0 {
+		q.AllowedDomains = o.AllowedDomains
+	}
+	if len(o.BlockedDomains) > 0 {
+		q.BlockedDomains = o.BlockedDomains
+	}
+	if o.Count > 0 {
+		q.Count = o.Count
+	}
+	if o.Country != "" {
+		q.Country = o.Country
+	}
+	return q
 }
 
 // dispatch records hop h's calls and publishes its searches. A replayed dispatch

@@ -797,3 +797,34 @@ func TestExitAt(t *testing.T) {
 	fp := chat.ExitAt("chat.after_dispatch")
 	fp("chat.after_model_call") // another point: returns
 }
+
+// A request that declares search is offered the tool whatever the intent rules say,
+// and its own settings shape the searches: max_uses narrows the limit, its domains and
+// hits per search apply to every query.
+func TestRequestSearchSettings(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "x"), webSearch("c2", "y")), text("done")})
+	h.submit("j1", "hello there", `,"tools":[{"type":"web_search","max_uses":1,"allowed_domains":["go.dev"],"max_results":3}]`)
+	if err := h.job("j1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.model.body(0), `"name":"web_search"`) {
+		t.Fatalf("web_search not offered to a request that declared it: %s", h.model.body(0))
+	}
+	reqs := h.pub.searches()
+	if len(reqs) != 1 {
+		t.Fatalf("%d searches published, want 1 (max_uses 1)", len(reqs))
+	}
+	if q := reqs[0].Query; len(q.AllowedDomains) != 1 || q.AllowedDomains[0] != "go.dev" || q.Count != 3 {
+		t.Fatalf("query %+v, want the request's domains and count", q)
+	}
+	// Without a declaration, the same greeting is not offered the tool.
+	h2 := newHarness(t, []func(http.ResponseWriter){text("hi")})
+	h2.submit("j2", "hello there")
+	if err := h2.job("j2", 1); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(h2.model.body(0), `"name":"web_search"`) {
+		t.Fatal("web_search offered without intent or a declaration")
+	}
+}
