@@ -291,20 +291,28 @@ func (w *Worker) modelFailed(ctx context.Context, jobID string, model Model, err
 	if w.Metrics != nil {
 		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "error").Inc()
 	}
-	return bus.RetryOrEnd(err, retryable, last, after, func() error { return w.fail(ctx, jobID, modelError(err, le)) })
+	return bus.RetryOrEnd(err, retryable, last, after, func() error {
+		// The details (addresses, the transport's words) go to the log; the client
+		// gets a stable message.
+		w.Log.Warn("chat: model call failed", "job", jobID, "provider", model.Provider, "err", err)
+		return w.fail(ctx, jobID, modelError(err, le))
+	})
 }
 
-// modelError is how a failed model call is reported to the client.
+// modelError is how a failed model call is reported to the client: never with the
+// provider's address or the transport's error text.
 func modelError(err error, le *llm.Error) *state.JobError {
 	switch {
 	case le != nil && le.Status >= 400 && le.Status < 500 && le.Status != http.StatusTooManyRequests:
 		// The provider refused the request itself (context too long, bad parameter):
 		// the client gets the provider's own status and message.
-		return &state.JobError{Status: le.Status, Type: "invalid_request_error", Code: le.Code, Message: le.Message}
+		return jobs.ProviderRefused(le.Status, le.Code, le.Message)
 	case errors.Is(err, context.DeadlineExceeded):
-		return &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Message: "the model did not answer in time"}
+		return jobs.ModelTimeout()
+	case le != nil:
+		return jobs.UpstreamFailed(fmt.Sprintf("the model's provider failed (HTTP %d)", le.Status))
 	}
-	return &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: err.Error()}
+	return jobs.UpstreamFailed("the model's provider could not be reached")
 }
 
 // plan turns hop h's web_search calls into calls to publish: validated arguments and

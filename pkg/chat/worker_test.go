@@ -828,3 +828,25 @@ func TestRequestSearchSettings(t *testing.T) {
 		t.Fatal("web_search offered without intent or a declaration")
 	}
 }
+
+// A model that cannot be reached fails the job (on its last delivery) with a stable
+// message: the provider's address and the transport's words stay in the log.
+func TestUnreachableModelLeaksNoAddress(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, func(w *chat.Worker, _ *harness) {
+		w.Models = map[string]chat.Model{"m": {Provider: "sim", Client: llm.NewClient("sim", "http://127.0.0.1:1", "", http.DefaultClient), Upstream: "up"}}
+	})
+	h.submit("j1", "hi")
+	if err := h.job("j1", 5); err != nil {
+		t.Fatal(err)
+	}
+	j := h.ended("j1")
+	if j.Status != state.Failed || j.Error == nil || j.Error.Type != "upstream_error" {
+		t.Fatalf("job %s %+v", j.Status, j.Error)
+	}
+	for _, leak := range []string{"127.0.0.1", "dial", "connect", "http://"} {
+		if strings.Contains(j.Error.Message, leak) {
+			t.Fatalf("client-visible error %q contains %q", j.Error.Message, leak)
+		}
+	}
+}
