@@ -264,7 +264,13 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	}
 	w.failpoint("chat.after_model_call")
 	b, _ := json.Marshal(&turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: offered, GooglePreferred: gp})
-	got, err := w.Store.SaveTurn(ctx, v.job.ID, h, b, v.chain.Sticky, v.chain.GooglePreferred)
+	// The answer is paid for: storing it is worth riding out a Redis restart (while
+	// this worker keeps the hop's lease), or the redelivery would call the model again.
+	var got json.RawMessage
+	err = state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() (err error) {
+		got, err = w.Store.SaveTurn(ctx, v.job.ID, h, b, v.chain.Sticky, v.chain.GooglePreferred)
+		return err
+	})
 	if err != nil {
 		return false, err
 	}

@@ -154,7 +154,12 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	if err := w.Store.SaveSearchDone(ctx, req.JobID, req.Hop, req.CallID, b); err != nil {
+	// The search is paid for: storing its result is worth riding out a Redis restart
+	// (a few seconds, while this worker still holds the call's lease), or a
+	// redelivery would find no result and pay again.
+	if err := state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() error {
+		return w.Store.SaveSearchDone(ctx, req.JobID, req.Hop, req.CallID, b)
+	}); err != nil {
 		return err
 	}
 	return w.publish(ctx, req, done)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
@@ -37,4 +38,14 @@ func Dial(ctx context.Context, url string, wait time.Duration) (Client, error) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// Persist runs write until it succeeds, backing off from 100 ms, for at most within
+// (or until ctx ends). It is for the writes that record something already paid for (a
+// model's answer, a search result): worth riding out a Redis restart, because the
+// redelivery that would follow a failure would pay again.
+func Persist(ctx context.Context, within time.Duration, write func() error) error {
+	policy := backoff.NewExponentialBackOff()
+	policy.InitialInterval, policy.MaxElapsedTime = 100*time.Millisecond, within
+	return backoff.Retry(write, backoff.WithContext(policy, ctx))
 }
