@@ -77,7 +77,6 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	os.Setenv(demo.KeyEnv, "sim-key")
 
 	env := Settings()
 	env.NATSURL, env.KeyPrefix = natsURL, prefix
