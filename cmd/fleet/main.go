@@ -63,8 +63,7 @@ func run(ctx context.Context) error {
 			return err
 		}
 		defer hs.Close()
-		os.Setenv(demo.KeyEnv, "sim-key")
-		file = demo.Config(url, sim.EngineConfigs(url))
+		file = demo.Config(url, sim.EngineConfigs(url)) // resolved: no keys needed
 		if err := file.Validate(); err != nil {
 			return fmt.Errorf("demo config: %w", err)
 		}

@@ -31,7 +31,6 @@ func TestDevFallbackRunsTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hs.Close()
-	t.Setenv(demo.KeyEnv, "sim-key")
 	env := fleettest.Settings()
 	env.NATSURL = bustest.Server(t)
 	url, _ := fleettest.Run(t, env, demo.Config(simURL, sim.EngineConfigs(simURL)), rdb)

@@ -46,15 +46,11 @@ func Load(role string) (config.Env, *config.File, *slog.Logger, error) {
 	return env, f, log, nil
 }
 
-// LogStart logs the settings once, redacted, and which key variables are set (never
-// their values).
+// LogStart logs the settings once, redacted, and the secret variables the config
+// file names (names only: config.LoadFile has resolved them all, or failed listing
+// the missing ones).
 func LogStart(log *slog.Logger, env config.Env, f *config.File) {
-	log.Info("starting", "settings", env)
-	for _, k := range f.KeyEnvs() {
-		if os.Getenv(k) == "" {
-			log.Warn("key variable not set: calls needing it will fail with an auth error", "var", k)
-		}
-	}
+	log.Info("starting", "settings", env, "secret_vars", f.KeyEnvs())
 }
 
 // Redis connects to url, retrying until ctx ends or 30s pass.

@@ -12,9 +12,17 @@ import (
 // Model is the model name the demo serves.
 const Model = "sim-model"
 
-// KeyEnv is the variable every simulated provider reads its key from; the demo sets
-// it, since the simulator accepts any key.
+// KeyEnv is the variable every simulated provider names for its key. Config resolves
+// it to Key itself (the simulator accepts any key), so the demo needs nothing set;
+// fleet processes that load the demo's JSON from a file need KeyEnv set to anything.
 const KeyEnv = "SIM_API_KEY"
+
+// Key is the key the demo's providers and engines are resolved with.
+const Key = "sim-key"
+
+// Lookup resolves every secret variable to Key: with it, config.File.Resolve fills a
+// demo-based file (tenants added by tests included) with no environment.
+func Lookup(string) (string, bool) { return Key, true }
 
 var descriptions = map[string]string{
 	"glm-chat":   "GLM-4.7 with web search – better for Chinese / domestic news",
@@ -36,8 +44,8 @@ var descriptions = map[string]string{
 var ids = map[string]string{"glm-chat": "glm", "gemini": "google"}
 
 // Config is the demo configuration for a simulator at simURL serving engineCfgs (its
-// EngineConfigs). GLM is configured the seed's way, through a provider key listed in
-// routing.web_search; the others by kind.
+// EngineConfigs), its secrets resolved with Lookup. GLM is configured the seed's way,
+// through a provider key listed in routing.web_search; the others by kind.
 func Config(simURL string, engineCfgs []engines.Config) *config.File {
 	f := &config.File{
 		Providers: map[string]config.Provider{
@@ -68,5 +76,6 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 		}
 		f.WebSearch.Engines = append(f.WebSearch.Engines, e)
 	}
+	_ = f.Resolve(Lookup) // cannot fail: Lookup answers every variable
 	return f
 }

@@ -50,7 +50,9 @@ func Env(fn func(*config.Env)) Option {
 	return func(e *config.Env, _ *config.File) { fn(e) }
 }
 
-// File adjusts the config file.
+// File adjusts the config file, which arrives resolved (demo.Config): a secret fn adds
+// goes into its resolved field (Tenant.APIKeys, Tenant.WebhookSecret, …), since the
+// fleet reads no environment.
 func File(fn func(*config.File)) Option {
 	return func(_ *config.Env, f *config.File) { fn(f) }
 }
@@ -77,7 +79,6 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	os.Setenv(demo.KeyEnv, "sim-key")
 
 	env := Settings()
 	env.NATSURL, env.KeyPrefix = natsURL, prefix

@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -121,22 +120,19 @@ type Tenants struct {
 	byKeyHash map[[32]byte]string
 }
 
-// NewTenants reads each tenant's keys from the variable its config names (keys
-// separated by commas). Keys are kept only as hashes.
+// NewTenants maps each tenant's resolved keys (config.File.Resolve fills APIKeys
+// from the variable the config names) to the tenant. Keys are kept only as hashes.
 func NewTenants(ts []config.Tenant) (*Tenants, error) {
 	if len(ts) == 0 {
 		return nil, nil
 	}
 	t := &Tenants{byKeyHash: map[[32]byte]string{}}
 	for _, tc := range ts {
-		v := os.Getenv(tc.APIKeyEnv)
-		if v == "" {
-			return nil, fmt.Errorf("tenant %s: %s is not set", tc.ID, tc.APIKeyEnv)
+		if len(tc.APIKeys) == 0 {
+			return nil, fmt.Errorf("tenant %s: no API keys (%s not resolved)", tc.ID, tc.APIKeyEnv)
 		}
-		for _, k := range strings.Split(v, ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				t.byKeyHash[sha256.Sum256([]byte(k))] = tc.ID
-			}
+		for _, k := range tc.APIKeys {
+			t.byKeyHash[sha256.Sum256([]byte(k))] = tc.ID
 		}
 	}
 	return t, nil

@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,12 +13,32 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 )
 
-// The example in config/ is what operators copy: it must load, resolve every engine,
-// and build every engine kind it names.
+// exampleSecrets are values for every variable config/example.json names.
+var exampleSecrets = map[string]string{
+	"OPENAI_API_KEY": "sk-openai-VALUE", "ZHIPU_API_KEY": "zhipu-VALUE", "DEEPSEEK_API_KEY": "sk-deepseek-VALUE",
+	"GEMINI_API_KEY": "gemini-VALUE", "BRAVE_API_KEY": "brave-VALUE", "TAVILY_API_KEY": "tvly-VALUE",
+	"ACME_API_KEYS": "acme-one-VALUE, acme-two-VALUE", "ACME_WEBHOOK_SECRET": "whsec_acme-VALUE",
+}
+
+func parseExample(t *testing.T) *config.File {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "config", "example.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.ParseFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The example in config/ is what operators copy: it must load, resolve every engine
+// and secret, and build every engine kind it names.
 func TestExampleConfigLoads(t *testing.T) {
 	t.Parallel()
-	f, err := config.LoadFile(filepath.Join("..", "..", "config", "example.json"))
-	if err != nil {
+	f := parseExample(t)
+	if err := f.Resolve(config.MapLookup(exampleSecrets)); err != nil {
 		t.Fatal(err)
 	}
 	cfgs, err := f.EngineConfigs()
@@ -25,16 +47,127 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 	kinds := map[string]string{}
 	for _, c := range cfgs {
-		kinds[c.ID] = c.Kind + "/" + c.Model + "/" + c.APIKeyEnv
+		kinds[c.ID] = c.Kind + "/" + c.Model + "/" + c.APIKeyEnv + "/" + c.APIKey
 	}
-	if kinds["glm"] != "glm-chat/glm-4.7/ZHIPU_API_KEY" || kinds["google"] != "gemini/gemini-2.5-flash/GEMINI_API_KEY" || kinds["brave"] != "brave//BRAVE_API_KEY" {
+	if kinds["glm"] != "glm-chat/glm-4.7/ZHIPU_API_KEY/zhipu-VALUE" || kinds["google"] != "gemini/gemini-2.5-flash/GEMINI_API_KEY/gemini-VALUE" ||
+		kinds["brave"] != "brave//BRAVE_API_KEY/brave-VALUE" || kinds["searxng"] != "searxng///" {
 		t.Errorf("resolved engines: %v", kinds)
 	}
 	if _, err := engines.FromConfig(cfgs, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(f.KeyEnvs(), ","); !strings.Contains(got, "OPENAI_API_KEY") || strings.Contains(got, "sk-") {
+	if got := strings.Join(f.KeyEnvs(), ","); got != "ACME_API_KEYS,ACME_WEBHOOK_SECRET,BRAVE_API_KEY,DEEPSEEK_API_KEY,GEMINI_API_KEY,OPENAI_API_KEY,TAVILY_API_KEY,ZHIPU_API_KEY" {
 		t.Errorf("key variables %s", got)
+	}
+}
+
+// Resolve fills every secret field: provider keys, engine keys (an engine's own
+// variable, else its provider's), tenant key lists and webhook secrets; and none of
+// them is in the file's JSON encoding.
+func TestResolveFillsEverySecret(t *testing.T) {
+	t.Parallel()
+	f := parseExample(t)
+	if err := f.Resolve(config.MapLookup(exampleSecrets)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Providers["openai"].APIKey; got != "sk-openai-VALUE" {
+		t.Errorf("providers.openai key %q", got)
+	}
+	for id, want := range map[string]string{"glm": "zhipu-VALUE", "google": "gemini-VALUE", "brave": "brave-VALUE", "searxng": ""} {
+		if e, _ := f.Engine(id); e.APIKey != want {
+			t.Errorf("engine %s key %q, want %q", id, e.APIKey, want)
+		}
+	}
+	acme := f.Tenants[0]
+	if strings.Join(acme.APIKeys, "|") != "acme-one-VALUE|acme-two-VALUE" || acme.WebhookSecret != "whsec_acme-VALUE" {
+		t.Errorf("tenant %+v", acme)
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "VALUE") || !strings.Contains(string(b), "ZHIPU_API_KEY") {
+		t.Errorf("JSON encoding holds a secret or lost a variable name:\n%s", b)
+	}
+}
+
+// An engine's own apiKeyEnv overrides its provider's; without one it takes the
+// provider's key.
+func TestResolveEngineKeyFallsBackToProvider(t *testing.T) {
+	t.Parallel()
+	f, err := config.ParseFile([]byte(`{
+	  "providers": {"glm": {"kind": "glm", "apiKeyEnv": "P_KEY"}},
+	  "routing":   {"web_search": [{"id": "r", "targets": ["glm.glm-4.7"]}]},
+	  "webSearch": {"engines": [
+	    {"id": "inherits", "providerKey": "glm.glm-4.7"},
+	    {"id": "own", "providerKey": "glm.glm-4.7", "apiKeyEnv": "E_KEY"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Resolve(config.MapLookup(map[string]string{"P_KEY": "provider-key", "E_KEY": "engine-key"})); err != nil {
+		t.Fatal(err)
+	}
+	cfgs, err := f.EngineConfigs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfgs[0].APIKey != "provider-key" || cfgs[0].APIKeyEnv != "P_KEY" || cfgs[1].APIKey != "engine-key" || cfgs[1].APIKeyEnv != "E_KEY" {
+		t.Errorf("engine keys: %s=%q %s=%q", cfgs[0].APIKeyEnv, cfgs[0].APIKey, cfgs[1].APIKeyEnv, cfgs[1].APIKey)
+	}
+}
+
+// The example as shipped, with no variable set, fails with one error listing every
+// missing variable, sorted, each with what needs it; with the tenant's secrets set,
+// the same error lists exactly the provider keys. Values never appear, and a failed
+// Resolve changes nothing.
+func TestResolveListsEveryMissingVariable(t *testing.T) {
+	t.Parallel()
+	f := parseExample(t)
+	err := f.Resolve(config.MapLookup(nil))
+	var missing *config.MissingSecretsError
+	if !errors.As(err, &missing) {
+		t.Fatalf("error %v, want a *MissingSecretsError", err)
+	}
+	if got := strings.Join(missing.Vars(), ","); got != strings.Join(f.KeyEnvs(), ",") {
+		t.Errorf("missing %s, want every variable %v", got, f.KeyEnvs())
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"8 secret variables are unset or empty",
+		`GEMINI_API_KEY (needed by providers.gemini, webSearch.engines[1] "google" through providers.gemini)`,
+		`BRAVE_API_KEY (needed by providers.brave, webSearch.engines[2] "brave")`,
+		`ACME_API_KEYS (needed by tenants[0] "acme" API keys)`,
+		`ACME_WEBHOOK_SECRET (needed by tenants[0] "acme" webhook secret)`,
+		"OPENAI_API_KEY (needed by providers.openai)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+	if i, j := strings.Index(msg, "ACME_API_KEYS"), strings.Index(msg, "ZHIPU_API_KEY"); i < 0 || j < i {
+		t.Errorf("variables not sorted:\n%s", msg)
+	}
+
+	// Only provider keys missing; the set values (and blanks) stay out of the error.
+	partial := map[string]string{"ACME_API_KEYS": "acme-VALUE", "ACME_WEBHOOK_SECRET": "whsec_VALUE", "OPENAI_API_KEY": "  "}
+	err = f.Resolve(config.MapLookup(partial))
+	if !errors.As(err, &missing) {
+		t.Fatalf("error %v", err)
+	}
+	if got := strings.Join(missing.Vars(), ","); got != "BRAVE_API_KEY,DEEPSEEK_API_KEY,GEMINI_API_KEY,OPENAI_API_KEY,TAVILY_API_KEY,ZHIPU_API_KEY" {
+		t.Errorf("missing %s", got)
+	}
+	if strings.Contains(err.Error(), "VALUE") {
+		t.Errorf("a value is in the error: %v", err)
+	}
+	if len(f.Tenants[0].APIKeys) != 0 || f.Tenants[0].WebhookSecret != "" {
+		t.Errorf("a failed Resolve filled the tenant: %+v", f.Tenants[0])
+	}
+
+	// A key list with no key in it is missing too.
+	tf, _ := config.ParseFile([]byte(`{"tenants":[{"id":"t","apiKeyEnv":"T_KEYS"}]}`))
+	if err := tf.Resolve(config.MapLookup(map[string]string{"T_KEYS": " , "})); err == nil || !strings.Contains(err.Error(), "T_KEYS") {
+		t.Errorf("blank key list: %v", err)
 	}
 }
 
@@ -79,11 +212,11 @@ func TestEnvValidationNamesVariables(t *testing.T) {
 
 // The defaults parse and validate, and the logged form hides credentials.
 func TestEnvDefaultsAndRedaction(t *testing.T) {
-	os.Setenv("REDIS_URL", "redis://user:s3cret-pass@redis.internal:6379/0")
-	os.Setenv("NATS_URL", "nats://token:nats-secret@nats.internal:4222")
-	defer os.Unsetenv("REDIS_URL")
-	defer os.Unsetenv("NATS_URL")
-	e, err := config.LoadEnv()
+	t.Parallel()
+	e, err := config.LoadEnvFrom(map[string]string{
+		"REDIS_URL": "redis://user:s3cret-pass@redis.internal:6379/0",
+		"NATS_URL":  "nats://token:nats-secret@nats.internal:4222",
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

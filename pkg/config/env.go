@@ -88,9 +88,13 @@ type Env struct {
 	Failpoint string `env:"FLEET_FAILPOINT"`
 }
 
-// LoadEnv parses and validates the environment.
-func LoadEnv() (Env, error) {
-	e, err := env.ParseAs[Env]()
+// LoadEnv parses and validates the process environment.
+func LoadEnv() (Env, error) { return LoadEnvFrom(nil) }
+
+// LoadEnvFrom parses and validates environ (variable → value) as the environment;
+// nil means the process environment. Tests use it instead of os.Setenv.
+func LoadEnvFrom(environ map[string]string) (Env, error) {
+	e, err := env.ParseAsWithOptions[Env](env.Options{Environment: environ})
 	if err != nil {
 		return e, fmt.Errorf("config: %w", err)
 	}

@@ -51,6 +51,8 @@ type Provider struct {
 	SearchBaseURL string `json:"searchBaseURL,omitempty"`
 	// APIKeyEnv names the environment variable holding the key.
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// APIKey is the key, filled by Resolve from APIKeyEnv; never serialized.
+	APIKey string `json:"-"`
 }
 
 // ModelRoute sends a client model name to a provider's model.
@@ -98,6 +100,9 @@ type EngineEntry struct {
 	BaseURL   string `json:"baseURL,omitempty"`
 	Model     string `json:"model,omitempty"`
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// APIKey is the engine's key, filled by Resolve from APIKeyEnv, else from its
+	// provider's variable; never serialized.
+	APIKey string `json:"-"`
 	// Options are the engine kind's options.
 	Options json.RawMessage `json:"options,omitempty"`
 	// CostPerSearchUSD overrides the kind's list price.
@@ -121,6 +126,13 @@ type Tenant struct {
 	APIKeyEnv string `json:"apiKeyEnv"`
 	// WebhookSecretEnv names the variable holding the tenant's whsec_ signing secret.
 	WebhookSecretEnv string `json:"webhookSecretEnv,omitempty"`
+
+	// APIKeys are the tenant's keys, filled by Resolve from APIKeyEnv (split at
+	// commas, blanks dropped); never serialized.
+	APIKeys []string `json:"-"`
+	// WebhookSecret is the signing secret, filled by Resolve from WebhookSecretEnv;
+	// never serialized.
+	WebhookSecret string `json:"-"`
 }
 
 // Duration is a time.Duration written as "30s" in JSON.
@@ -148,21 +160,27 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes "30s".
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// LoadFile reads and validates a config file.
+// LoadFile reads and validates a config file, then resolves its secrets from the
+// process environment (Resolve with os.LookupEnv): a file loads only when every
+// variable it names is set.
 func LoadFile(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	f, err := ParseFile(b)
+	if err == nil {
+		err = f.Resolve(os.LookupEnv)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return f, nil
 }
 
-// ParseFile reads and validates a config file's contents. Unknown fields are errors:
-// a misspelt setting must not be silently ignored.
+// ParseFile reads and validates a config file's contents; it does not resolve
+// secrets (see Resolve). Unknown fields are errors: a misspelt setting must not be
+// silently ignored.
 func ParseFile(b []byte) (*File, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -267,13 +285,14 @@ func (f *File) webSearchTargets() []string {
 
 // EngineConfigs resolves webSearch.engines into engine configurations: an engine
 // names a provider by providerKey ("glm.glm-4.7": provider glm, model glm-4.7), whose
-// kind, search base URL and key variable it inherits, or a kind directly.
+// kind, search base URL and key variable it inherits, or a kind directly. Each config
+// carries the key Resolve found for the engine (empty before Resolve).
 func (f *File) EngineConfigs() ([]engines.Config, error) {
 	var out []engines.Config
 	var errs []error
 	for i, e := range f.WebSearch.Engines {
 		path := fmt.Sprintf("webSearch.engines[%d]", i)
-		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
+		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
 		if e.ProviderKey != "" {
 			pname, model := SplitProviderKey(e.ProviderKey)
 			p, ok := f.Providers[pname]
@@ -292,6 +311,9 @@ func (f *File) EngineConfigs() ([]engines.Config, error) {
 			}
 			if c.APIKeyEnv == "" {
 				c.APIKeyEnv = p.APIKeyEnv
+			}
+			if c.APIKey == "" && e.APIKeyEnv == "" {
+				c.APIKey = p.APIKey
 			}
 		}
 		if c.Kind == "" {
@@ -327,23 +349,14 @@ func (f *File) ModelNames() []string {
 	return out
 }
 
-// KeyEnvs lists every environment variable the file names for a secret, for the
-// start-up check (a variable's presence is logged, never its value).
+// KeyEnvs lists every environment variable the file names for a secret, sorted, for
+// the start-up log line (names only, never values).
 func (f *File) KeyEnvs() []string {
-	set := map[string]bool{}
-	for _, p := range f.Providers {
-		if p.APIKeyEnv != "" {
-			set[p.APIKeyEnv] = true
+	var out []string
+	for _, n := range f.secretNeeds() {
+		if !slices.Contains(out, n.env) {
+			out = append(out, n.env)
 		}
-	}
-	for _, e := range f.WebSearch.Engines {
-		if e.APIKeyEnv != "" {
-			set[e.APIKeyEnv] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out

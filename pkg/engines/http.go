@@ -34,7 +34,7 @@ func newClient(cfg Config, hc *http.Client, defaultBase string) client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return client{id: cfg.ID, hc: hc, baseURL: base, key: cfg.apiKey()}
+	return client{id: cfg.ID, hc: hc, baseURL: base, key: cfg.APIKey}
 }
 
 // request describes one HTTP call.

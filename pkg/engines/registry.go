@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -22,20 +21,17 @@ type Config struct {
 	BaseURL string `json:"baseURL,omitempty"`
 	// Model is the provider model for LLM-grounded kinds ("glm-4.7", "gemini-2.5-flash").
 	Model string `json:"model,omitempty"`
-	// APIKeyEnv names the environment variable holding the API key. The key itself is
-	// never part of a config file, a log line, an error or a result.
+	// APIKeyEnv names the environment variable holding the API key, for messages
+	// ("API key variable X is not set"); the engine never reads the environment.
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// APIKey is the key itself, resolved by the config layer (config.File.Resolve) or
+	// set by whoever builds the Config in code. It is never serialized, logged, put in
+	// an error or in a result; empty means the engine sends no credential.
+	APIKey string `json:"-"`
 	// CostPerSearchUSD overrides the kind's list price per search, for accounting.
 	CostPerSearchUSD *float64 `json:"costPerSearchUSD,omitempty"`
 	// Options are per-kind settings, decoded by the kind (see its file).
 	Options json.RawMessage `json:"options,omitempty"`
-}
-
-func (c Config) apiKey() string {
-	if c.APIKeyEnv == "" {
-		return ""
-	}
-	return os.Getenv(c.APIKeyEnv)
 }
 
 // options decodes c.Options into v, leaving v untouched when there are none.

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -410,11 +409,8 @@ func TestBatchCancel(t *testing.T) {
 // A tenant sees only its own files and batches.
 func TestBatchTenants(t *testing.T) {
 	t.Parallel()
-	envA, envB := fmt.Sprintf("BATCHTEST_KEY_A_%d", time.Now().UnixNano()), fmt.Sprintf("BATCHTEST_KEY_B_%d", time.Now().UnixNano())
-	os.Setenv(envA, "key-alice")
-	os.Setenv(envB, "key-bob")
 	f := fleettest.Start(t, fleettest.File(func(c *config.File) {
-		c.Tenants = []config.Tenant{{ID: "alice", APIKeyEnv: envA}, {ID: "bob", APIKeyEnv: envB}}
+		c.Tenants = []config.Tenant{{ID: "alice", APIKeyEnv: "BATCHTEST_KEY_A", APIKeys: []string{"key-alice"}}, {ID: "bob", APIKeyEnv: "BATCHTEST_KEY_B", APIKeys: []string{"key-bob"}}}
 	}))
 	alice, bob := batchClient{t: t, url: f.URL, key: "key-alice"}, batchClient{t: t, url: f.URL, key: "key-bob"}
 	status, body := alice.do("POST", "/v1/batches", map[string]any{"queries": []string{"What is new today?"}, "model": demo.Model})
@@ -530,7 +526,6 @@ func TestBatchExpansionSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	os.Setenv(demo.KeyEnv, "sim-key")
 	env := fleettest.Settings()
 	env.NATSURL, env.KeyPrefix = bustest.Server(t), prefix
 	env.DrainTimeout = time.Millisecond // the stop cuts the expansion off mid-chunk

@@ -372,16 +372,13 @@ func Transport() *http.Transport {
 	return t
 }
 
-// Models builds the main-model clients of the config file.
+// Models builds the main-model clients of the config file, with the provider keys
+// config.File.Resolve filled in.
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 	out := map[string]chat.Model{}
 	for name, m := range f.Models {
 		p := f.Providers[m.Provider]
-		key := ""
-		if p.APIKeyEnv != "" {
-			key = os.Getenv(p.APIKeyEnv)
-		}
-		out[name] = chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, key, hc), Upstream: m.Model}
+		out[name] = chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, p.APIKey, hc), Upstream: m.Model}
 	}
 	return out, nil
 }
@@ -428,8 +425,8 @@ func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 }
 
 // Webhooks builds the callback service: the delivery schedule and SSRF allow-list
-// from the environment, the tenants' signing secrets from the variables the config
-// file names.
+// from the environment, the tenants' signing secrets as config.File.Resolve filled
+// them in.
 func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, log *slog.Logger, m *metrics.Metrics) (*webhook.Service, error) {
 	cfg := webhook.Config{Schedule: env.WebhookSchedule, Timeout: env.WebhookTimeout, TenantSecrets: map[string]string{}}
 	for _, c := range env.WebhookAllow {
@@ -443,11 +440,10 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 		if t.WebhookSecretEnv == "" {
 			continue
 		}
-		sec := os.Getenv(t.WebhookSecretEnv)
-		if sec == "" {
-			return nil, fmt.Errorf("tenant %s: %s is not set", t.ID, t.WebhookSecretEnv)
+		if t.WebhookSecret == "" {
+			return nil, fmt.Errorf("tenant %s: no webhook secret (%s not resolved)", t.ID, t.WebhookSecretEnv)
 		}
-		cfg.TenantSecrets[t.ID] = sec
+		cfg.TenantSecrets[t.ID] = t.WebhookSecret
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

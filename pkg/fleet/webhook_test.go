@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -289,15 +288,12 @@ func TestWebhookGoneStopsRetries(t *testing.T) {
 // Redis record.
 func TestWebhookSecrets(t *testing.T) {
 	t.Parallel()
-	// Variable names of this test only: tests run in parallel in one process.
+	// The secrets are given resolved, as config.File.Resolve fills them: no environment.
 	tenantSecret := webhook.NewSecret()
-	os.Setenv("WHTEST_ACME_KEY", "acme-key")
-	os.Setenv("WHTEST_ACME_WHSEC", tenantSecret)
-	os.Setenv("WHTEST_PLAIN_KEY", "plain-key")
 	f := fleettest.Start(t, fleettest.File(func(f *config.File) {
 		f.Tenants = append(f.Tenants,
-			config.Tenant{ID: "acme", APIKeyEnv: "WHTEST_ACME_KEY", WebhookSecretEnv: "WHTEST_ACME_WHSEC"},
-			config.Tenant{ID: "plain", APIKeyEnv: "WHTEST_PLAIN_KEY"})
+			config.Tenant{ID: "acme", APIKeyEnv: "WHTEST_ACME_KEY", WebhookSecretEnv: "WHTEST_ACME_WHSEC", APIKeys: []string{"acme-key"}, WebhookSecret: tenantSecret},
+			config.Tenant{ID: "plain", APIKeyEnv: "WHTEST_PLAIN_KEY", APIKeys: []string{"plain-key"}})
 	}))
 
 	acme := newReceiver(t, func(int) int { return http.StatusOK })

@@ -117,7 +117,8 @@ func (s *Server) engineRoutes() []engineRoute {
 }
 
 // EngineConfigs returns one engine per kind the simulator serves, each pointed at the
-// simulator at base and named after its kind, with SIM_API_KEY as its key variable.
+// simulator at base and named after its kind, with SIM_API_KEY as its key variable
+// and "sim-key" as its key (the simulator accepts any).
 func (s *Server) EngineConfigs(base string) []engines.Config {
 	var out []engines.Config
 	seen := map[string]bool{}
@@ -126,7 +127,7 @@ func (s *Server) EngineConfigs(base string) []engines.Config {
 			continue
 		}
 		seen[rt.kind] = true
-		c := engines.Config{ID: rt.kind, Kind: rt.kind, BaseURL: base + "/" + rt.kind, Model: rt.model, APIKeyEnv: "SIM_API_KEY"}
+		c := engines.Config{ID: rt.kind, Kind: rt.kind, BaseURL: base + "/" + rt.kind, Model: rt.model, APIKeyEnv: "SIM_API_KEY", APIKey: "sim-key"}
 		if rt.options != "" {
 			c.Options = json.RawMessage(rt.options)
 		}
