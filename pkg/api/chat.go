@@ -241,11 +241,13 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 		if je == nil {
 			je = &state.JobError{Type: "server_error", Message: "the job " + string(done.Status)}
 		}
-		code := je.Code
-		send(apiError{Error: jobs.ErrorBody{Message: je.Message, Type: je.Type, Code: &code}})
+		eb := jobs.ErrorBody{Message: je.Message, Type: je.Type}
+		if je.Code != "" {
+			eb.Code = &je.Code // no code is null, as in every other error answer
+		}
+		send(apiError{Error: eb})
 	default:
-		includeUsage := strings.Contains(string(req.Extra["stream_options"]), `"include_usage":true`)
-		for _, c := range chunks(done.Response, includeUsage) {
+		for _, c := range chunks(done.Response, includeUsage(req)) {
 			fmt.Fprintf(w, "data: %s\n\n", c)
 		}
 	}
@@ -253,6 +255,16 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 	if fl != nil {
 		fl.Flush()
 	}
+}
+
+// includeUsage reports whether a streaming request asked for a final usage chunk
+// (stream_options.include_usage).
+func includeUsage(req *llm.ChatRequest) bool {
+	var opts struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	raw := req.Extra["stream_options"]
+	return len(raw) > 0 && json.Unmarshal(raw, &opts) == nil && opts.IncludeUsage
 }
 
 // chunks renders a chat.completion as chat.completion.chunk events: the role, the

@@ -74,7 +74,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		hash := hex.EncodeToString(sum[:16])
 		won, existing, existingHash, err := s.Store.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Retention)
 		if err != nil {
-			s.Log.Error("api: claiming an Idempotency-Key", "err", err)
+			s.logFailure(r.Context(), "api: claiming an Idempotency-Key", "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the Idempotency-Key; try again.")
 			return
 		}
@@ -93,7 +93,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		// The secret is stored before the job is: a job record never lacks it.
 		sec, err := s.Webhooks.Secret(r.Context(), tenant, job.ID)
 		if err != nil {
-			s.Log.Error("api: recording the callback's secret", "job", job.ID, "err", err)
+			s.logFailure(r.Context(), "api: recording the callback's secret", "job", job.ID, "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the callback; try again.")
 			return
 		}
