@@ -175,6 +175,9 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 		case <-timeout.C:
 			return nil, errWaitTimeout
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, errWaitTimeout // a stream's longest duration
+			}
 			return nil, ctx.Err()
 		}
 		return s.Store.GetJob(ctx, jobID)
@@ -212,6 +215,8 @@ func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 // comments while the fleet works, then the answer as chat.completion.chunk events and
 // [DONE]. (The answer is produced whole by the fleet; it is then streamed.)
 func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state.Job, req *llm.ChatRequest, wt *waiter) {
+	ctx, cancel := s.stream(w, r)
+	defer cancel()
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -220,7 +225,7 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 		fl.Flush()
 	}
 	lastBeat := time.Now()
-	done, err := wt.wait(r.Context(), s, job.ID, s.SyncWait, func() {
+	done, err := wt.wait(ctx, s, job.ID, s.SyncWait, func() {
 		if time.Since(lastBeat) > 10*time.Second {
 			fmt.Fprint(w, ": working\n\n")
 			if fl != nil {

@@ -182,7 +182,8 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
-	ctx := r.Context()
+	ctx, cancel := s.stream(w, r) // ends the stream at SSEMaxDuration
+	defer cancel()
 	it, stop, err := s.followEvents(ctx, job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")

@@ -46,8 +46,14 @@ type Server struct {
 	// JobTimeout is each job's deadline; SyncWait how long a synchronous request waits.
 	JobTimeout time.Duration
 	SyncWait   time.Duration
-	Metrics    *metrics.Metrics
-	Log        *slog.Logger
+	// BodyTimeout bounds reading a request body, UploadTimeout a multipart upload's
+	// (and writing a file's content); SSEMaxDuration bounds a server-sent event
+	// stream. Zero sets no deadline.
+	BodyTimeout    time.Duration
+	UploadTimeout  time.Duration
+	SSEMaxDuration time.Duration
+	Metrics        *metrics.Metrics
+	Log            *slog.Logger
 	// Webhooks validates callbacks (nil: callbacks refused).
 	Webhooks *webhook.Service
 	// Batches serves files and batches (nil: not served).
@@ -87,7 +93,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
 	}
-	return s.observe(routed(mux))
+	return s.observe(s.deadlines(routed(mux)))
 }
 
 // routed serves the mux's routes and answers the rest in the API's error shape: a
