@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,9 +17,14 @@ import (
 // recorded and queued for expansion, and answered as status "validating".
 func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, batch.MaxCreateBytes))
-	if err != nil {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "",
 			fmt.Sprintf("The request body exceeds %d bytes; upload large inputs with POST /v1/files.", batch.MaxCreateBytes))
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+err.Error())
 		return
 	}
 	var p batch.CreateParams

@@ -175,6 +175,9 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 		case <-timeout.C:
 			return nil, errWaitTimeout
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, errWaitTimeout // a stream's longest duration
+			}
 			return nil, ctx.Err()
 		}
 		return s.Store.GetJob(ctx, jobID)
@@ -212,6 +215,8 @@ func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 // comments while the fleet works, then the answer as chat.completion.chunk events and
 // [DONE]. (The answer is produced whole by the fleet; it is then streamed.)
 func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state.Job, req *llm.ChatRequest, wt *waiter) {
+	ctx, cancel := s.stream(w, r)
+	defer cancel()
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -220,7 +225,7 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 		fl.Flush()
 	}
 	lastBeat := time.Now()
-	done, err := wt.wait(r.Context(), s, job.ID, s.SyncWait, func() {
+	done, err := wt.wait(ctx, s, job.ID, s.SyncWait, func() {
 		if time.Since(lastBeat) > 10*time.Second {
 			fmt.Fprint(w, ": working\n\n")
 			if fl != nil {
@@ -241,11 +246,13 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 		if je == nil {
 			je = &state.JobError{Type: "server_error", Message: "the job " + string(done.Status)}
 		}
-		code := je.Code
-		send(apiError{Error: jobs.ErrorBody{Message: je.Message, Type: je.Type, Code: &code}})
+		eb := jobs.ErrorBody{Message: je.Message, Type: je.Type}
+		if je.Code != "" {
+			eb.Code = &je.Code // no code is null, as in every other error answer
+		}
+		send(apiError{Error: eb})
 	default:
-		includeUsage := strings.Contains(string(req.Extra["stream_options"]), `"include_usage":true`)
-		for _, c := range chunks(done.Response, includeUsage) {
+		for _, c := range chunks(done.Response, includeUsage(req)) {
 			fmt.Fprintf(w, "data: %s\n\n", c)
 		}
 	}
@@ -253,6 +260,16 @@ func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state
 	if fl != nil {
 		fl.Flush()
 	}
+}
+
+// includeUsage reports whether a streaming request asked for a final usage chunk
+// (stream_options.include_usage).
+func includeUsage(req *llm.ChatRequest) bool {
+	var opts struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	raw := req.Extra["stream_options"]
+	return len(raw) > 0 && json.Unmarshal(raw, &opts) == nil && opts.IncludeUsage
 }
 
 // chunks renders a chat.completion as chat.completion.chunk events: the role, the

@@ -85,6 +85,9 @@ type upload struct {
 	check *batch.Validation
 }
 
+// errTwoFiles refuses an upload with more than one 'file' part.
+var errTwoFiles = errors.New("the upload has more than one 'file' part; send exactly one")
+
 // readUpload reads the parts of an upload, copying the file into tmp while it is
 // validated (the SDKs send the file before the purpose, so every file is validated
 // as a batch input; other purposes are refused afterwards).
@@ -106,6 +109,11 @@ func (s *Server) readUpload(mr *multipart.Reader, tmp io.Writer) (*upload, error
 			}
 			up.purpose = strings.TrimSpace(string(b))
 		case "file":
+			if up.check != nil {
+				// Only the first file part would be validated but every part's bytes
+				// land in tmp: a second one is refused, not stored unchecked.
+				return nil, errTwoFiles
+			}
 			up.filename = part.FileName()
 			if up.filename == "" {
 				up.filename = "upload.jsonl"
@@ -128,6 +136,8 @@ func uploadFailed(w http.ResponseWriter, err error, limit int64) {
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "file_too_large", "file",
 			fmt.Sprintf("The upload exceeds the limit of %d bytes.", limit))
+	case errors.Is(err, errTwoFiles):
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "file", "Could not read the upload: "+err.Error())
 	case errors.As(err, &long):
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "line_too_long", "file", err.Error())
 	default:
@@ -165,6 +175,7 @@ func (s *Server) fileContent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rc.Close()
+	s.extendWrite(w)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(f.Bytes, 10))
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Filename}))

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -74,7 +75,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		hash := hex.EncodeToString(sum[:16])
 		won, existing, existingHash, err := s.Store.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Retention)
 		if err != nil {
-			s.Log.Error("api: claiming an Idempotency-Key", "err", err)
+			s.logFailure(r.Context(), "api: claiming an Idempotency-Key", "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the Idempotency-Key; try again.")
 			return
 		}
@@ -93,7 +94,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		// The secret is stored before the job is: a job record never lacks it.
 		sec, err := s.Webhooks.Secret(r.Context(), tenant, job.ID)
 		if err != nil {
-			s.Log.Error("api: recording the callback's secret", "job", job.ID, "err", err)
+			s.logFailure(r.Context(), "api: recording the callback's secret", "job", job.ID, "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the callback; try again.")
 			return
 		}
@@ -181,15 +182,14 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
-	ctx := r.Context()
-	cons, err := s.Bus.JS.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.SubjectJobEvents(job.ID)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	ctx, cancel := s.stream(w, r) // ends the stream at SSEMaxDuration
+	defer cancel()
+	it, stop, err := s.followEvents(ctx, job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")
 		return
 	}
+	defer stop()
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -200,12 +200,16 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		msg, err := it.Next(jetstream.NextContext(fctx))
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+				s.Log.Warn("api: reading a job's events", "job", job.ID, "err", err)
+				return
+			}
 			// Nothing new: keep the connection alive, and stop if the job ended
 			// without a terminal event we could see (expired from the stream).
 			fmt.Fprint(w, ": keep-alive\n\n")
@@ -234,4 +238,37 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// eventsInactive is how long the server keeps an /events consumer nobody pulls from:
+// the backstop for one whose deletion failed (the ingress died mid-stream).
+const eventsInactive = 30 * time.Second
+
+// followEvents reads a job's events from the start of the durable event stream
+// through an ordered consumer. stop ends the reading and deletes the consumer on the
+// server, so a finished or abandoned stream leaves nothing behind.
+func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.MessagesContext, func(), error) {
+	cons, err := s.Bus.JS.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{bus.SubjectJobEvents(jobID)},
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: eventsInactive,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		it.Stop()
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := s.Bus.JS.DeleteConsumer(dctx, bus.StreamEvents, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				s.Log.Warn("api: deleting an events consumer (it expires on its own)", "consumer", info.Name, "err", err)
+			}
+		}
+	}
+	return it, stop, nil
 }

@@ -213,6 +213,8 @@ func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
 // rendered as the protocol's events. (The fleet produces the answer whole; tokens are
 // not relayed as the model writes them yet.)
 func (s *Server) streamProtocol(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, base *wire.Response, wt *waiter) {
+	ctx, cancel := s.stream(w, r)
+	defer cancel()
 	fl, _ := w.(http.Flusher)
 	flush := func() {
 		if fl != nil {
@@ -226,7 +228,7 @@ func (s *Server) streamProtocol(w http.ResponseWriter, r *http.Request, codec wi
 	wire.WriteSSE(w, st.Start(base))
 	flush()
 	lastBeat := time.Now()
-	done, err := wt.wait(r.Context(), s, base.JobID, s.SyncWait, func() {
+	done, err := wt.wait(ctx, s, base.JobID, s.SyncWait, func() {
 		if time.Since(lastBeat) > 10*time.Second {
 			wire.WriteSSE(w, st.KeepAlive())
 			flush()

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,8 +45,14 @@ type Server struct {
 	// JobTimeout is each job's deadline; SyncWait how long a synchronous request waits.
 	JobTimeout time.Duration
 	SyncWait   time.Duration
-	Metrics    *metrics.Metrics
-	Log        *slog.Logger
+	// BodyTimeout bounds reading a request body, UploadTimeout a multipart upload's
+	// (and writing a file's content); SSEMaxDuration bounds a server-sent event
+	// stream. Zero sets no deadline.
+	BodyTimeout    time.Duration
+	UploadTimeout  time.Duration
+	SSEMaxDuration time.Duration
+	Metrics        *metrics.Metrics
+	Log            *slog.Logger
 	// Webhooks validates callbacks (nil: callbacks refused).
 	Webhooks *webhook.Service
 	// Batches serves files and batches (nil: not served).
@@ -57,23 +64,23 @@ type Server struct {
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chatCompletions))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(jsonBody(wire.Chat, s.chatCompletions)))
 	mux.HandleFunc("GET /v1/models", s.auth(s.listModels))
-	mux.HandleFunc("POST /v1/jobs", s.auth(s.createJob))
+	mux.HandleFunc("POST /v1/jobs", s.auth(jsonBody(wire.Chat, s.createJob)))
 	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
-	mux.HandleFunc("POST /v1/search", s.auth(s.directSearch))
-	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))
+	mux.HandleFunc("POST /v1/search", s.auth(jsonBody(wire.Chat, s.directSearch)))
+	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_"))))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
-	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))
+	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_"))))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.uploadFile))
 		mux.HandleFunc("GET /v1/files", s.auth(s.listFiles))
 		mux.HandleFunc("GET /v1/files/{id}", s.auth(s.getFile))
 		mux.HandleFunc("GET /v1/files/{id}/content", s.auth(s.fileContent))
 		mux.HandleFunc("DELETE /v1/files/{id}", s.auth(s.deleteFile))
-		mux.HandleFunc("POST /v1/batches", s.auth(s.createBatch))
+		mux.HandleFunc("POST /v1/batches", s.auth(jsonBody(wire.Chat, s.createBatch)))
 		mux.HandleFunc("GET /v1/batches", s.auth(s.listBatches))
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
@@ -85,10 +92,50 @@ func (s *Server) Handler() http.Handler {
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
+	return s.observe(s.deadlines(routed(mux)))
+}
+
+// routed serves the mux's routes and answers the rest in the API's error shape: a
+// path no route has is 404; a path that routes only for other methods is 405 with
+// Allow listing them.
+func routed(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		var allow []string
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) == 0 {
+			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "",
+			fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, strings.Join(allow, " or ")))
 	})
-	return s.observe(mux)
+}
+
+// jsonBody refuses a request whose body is not declared JSON (415 in codec's error
+// shape). A browser can send a cross-origin POST without asking first only as
+// text/plain, form or multipart; requiring application/json (or a +json type) keeps
+// such a request from submitting jobs.
+func jsonBody(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			writeWireError(w, codec, &wire.Error{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_media_type",
+				Message: "Send the request body as JSON with 'Content-Type: application/json'."})
+			return
+		}
+		h(w, r)
+	}
 }
 
 func writeJobError(w http.ResponseWriter, je *state.JobError) {
@@ -229,6 +276,17 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// logFailure logs a failed call to Redis or NATS made for a request: at ERROR, unless
+// the client has hung up (the request's context ended the call), which is no server
+// error and is logged at INFO.
+func (s *Server) logFailure(ctx context.Context, msg string, args ...any) {
+	if ctx.Err() != nil {
+		s.Log.Info(msg+": the client left", args...)
+		return
+	}
+	s.Log.Error(msg, args...)
 }
 
 // validJobID reports whether id could be one of ours (and is a safe subject token).

@@ -65,6 +65,20 @@ type Env struct {
 	MaxHops int `env:"FLEET_MAX_HOPS" envDefault:"6"`
 	// MaxSearches bounds web_search calls per job. Clients cannot raise it.
 	MaxSearches int `env:"FLEET_MAX_SEARCHES" envDefault:"12"`
+	// HTTPHeaderTimeout bounds reading a request's headers: a client that never
+	// finishes them (slowloris) is cut off.
+	HTTPHeaderTimeout time.Duration `env:"FLEET_HTTP_HEADER_TIMEOUT" envDefault:"10s"`
+	// HTTPIdleTimeout is how long an idle keep-alive connection is kept open.
+	HTTPIdleTimeout time.Duration `env:"FLEET_HTTP_IDLE_TIMEOUT" envDefault:"60s"`
+	// HTTPBodyTimeout bounds reading a request body (from the end of its headers); a
+	// body trickled slower is refused and its connection closed.
+	HTTPBodyTimeout time.Duration `env:"FLEET_HTTP_BODY_TIMEOUT" envDefault:"30s"`
+	// HTTPUploadTimeout replaces HTTPBodyTimeout for multipart uploads (POST
+	// /v1/files, up to FLEET_MAX_FILE_BYTES) and bounds sending a file's content.
+	HTTPUploadTimeout time.Duration `env:"FLEET_HTTP_UPLOAD_TIMEOUT" envDefault:"10m"`
+	// SSEMaxDuration bounds one server-sent event stream (streamed answers, job
+	// events); keep-alive comments are sent every 10-15 s while it is open.
+	SSEMaxDuration time.Duration `env:"FLEET_SSE_MAX_DURATION" envDefault:"30m"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `env:"FLEET_MAX_BODY_BYTES" envDefault:"4194304"`
 	// WebhookSchedule is the wait before each retry of a callback delivery: a delivery
@@ -139,6 +153,18 @@ func (e Env) Validate() error {
 	if e.MaxBodyBytes < 1024 {
 		bad("FLEET_MAX_BODY_BYTES must be at least 1024")
 	}
+	for name, d := range map[string]time.Duration{"FLEET_HTTP_HEADER_TIMEOUT": e.HTTPHeaderTimeout, "FLEET_HTTP_IDLE_TIMEOUT": e.HTTPIdleTimeout,
+		"FLEET_HTTP_BODY_TIMEOUT": e.HTTPBodyTimeout, "FLEET_HTTP_UPLOAD_TIMEOUT": e.HTTPUploadTimeout} {
+		if d <= 0 {
+			bad("%s must be positive (got %s)", name, d)
+		}
+	}
+	if e.HTTPUploadTimeout < e.HTTPBodyTimeout {
+		bad("FLEET_HTTP_UPLOAD_TIMEOUT (%s) must not be shorter than FLEET_HTTP_BODY_TIMEOUT (%s)", e.HTTPUploadTimeout, e.HTTPBodyTimeout)
+	}
+	if e.SSEMaxDuration <= e.JobTimeout {
+		bad("FLEET_SSE_MAX_DURATION (%s) must exceed FLEET_JOB_TIMEOUT (%s), so a stream can follow a whole job", e.SSEMaxDuration, e.JobTimeout)
+	}
 	if e.Retention < time.Minute {
 		bad("FLEET_JOB_RETENTION must be at least 1m")
 	}
@@ -187,5 +213,8 @@ func (e Env) LogValue() slog.Value {
 		slog.Int("max_hops", e.MaxHops),
 		slog.Int("max_searches", e.MaxSearches),
 		slog.Any("engines", e.Engines),
+		slog.Duration("http_body_timeout", e.HTTPBodyTimeout),
+		slog.Duration("http_upload_timeout", e.HTTPUploadTimeout),
+		slog.Duration("sse_max_duration", e.SSEMaxDuration),
 	)
 }

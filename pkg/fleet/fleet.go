@@ -299,6 +299,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	env := p.env
 	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Tools: p.tools, Tenants: tenants,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
+		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender}
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
@@ -318,7 +319,13 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err != nil {
 		return nil, fmt.Errorf("FLEET_HTTP_ADDR %s: %w", env.HTTPAddr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Header and idle deadlines are the server's; body, answer and stream deadlines
+	// are set per request by the API (api.Server.BodyTimeout and the rest).
+	headerTimeout := env.HTTPHeaderTimeout
+	if headerTimeout <= 0 {
+		headerTimeout = 10 * time.Second
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: env.HTTPIdleTimeout}
 	go func() { errc <- srv.Serve(ln) }()
 	p.log.Info("ingress listening", "addr", ln.Addr().String())
 	if p.o.Listening != nil {
