@@ -41,19 +41,6 @@ type ChainStore interface {
 	// MarkStickyConversation records that one does, for ttl.
 	StickyConversation(ctx context.Context, hash string) (bool, error)
 	MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error
-
-	// Finish moves a job that has not ended to a terminal status with fields
-	// ("response", "usage", "trace", "error"), and with resetFlags clears the chain's
-	// sticky flags. It reports whether it moved the job: a terminal status is never
-	// overwritten.
-	Finish(ctx context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error)
-	JobStatus(ctx context.Context, id string) (state.Status, error)
-	GetJob(ctx context.Context, id string) (*state.Job, error)
-
-	// LockReaper, Overdue and ForgetDeadline serve the deadline reaper.
-	LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error)
-	Overdue(ctx context.Context, now time.Time, n int64) ([]string, error)
-	ForgetDeadline(ctx context.Context, id string) error
 }
 
 // Ender ends a job, exactly once (jobs.Ender is the one the fleet uses).

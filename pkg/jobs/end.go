@@ -158,12 +158,17 @@ func (e *Ender) Recorded(ctx context.Context, jobID string) (*bus.Event, error) 
 	return e.events.TerminalEvent(ctx, jobID)
 }
 
-// Reconcile makes Redis agree with a recorded terminal event.
-func (e *Ender) Reconcile(ctx context.Context, ev *bus.Event) error {
-	if err := e.store.Settle(ctx, ev.JobID, statusOf(ev.Type), recordedError(ev)); err != nil {
+// Reconcile makes Redis agree with a recorded terminal event: Redis had lost how the
+// job ended, and the stream's record stands.
+func (e *Ender) Reconcile(ctx context.Context, rec *bus.Event) error {
+	e.log.Warn("jobs: Redis had lost how a job ended; the event stream's record stands", "job", rec.JobID, "recorded", rec.Type)
+	if e.metrics != nil {
+		e.metrics.Reconciled.Inc()
+	}
+	if err := e.store.Settle(ctx, rec.JobID, statusOf(rec.Type), recordedError(rec)); err != nil {
 		return err
 	}
-	return e.store.ForgetDeadline(ctx, ev.JobID)
+	return e.store.ForgetDeadline(ctx, rec.JobID)
 }
 
 // settle reads the recorded terminal event and makes Redis agree with it, unless it is
@@ -176,12 +181,7 @@ func (e *Ender) settle(ctx context.Context, jobID string, attempted bus.EventTyp
 	if rec == nil || rec.Type == attempted {
 		return nil
 	}
-	e.log.Warn("jobs: Redis had lost how a job ended; the event stream's record stands",
-		"job", jobID, "recorded", rec.Type, "attempted", attempted)
-	if e.metrics != nil {
-		e.metrics.Reconciled.Inc()
-	}
-	return e.store.Settle(ctx, jobID, statusOf(rec.Type), recordedError(rec))
+	return e.Reconcile(ctx, rec)
 }
 
 func recordedError(ev *bus.Event) *state.JobError {

@@ -65,6 +65,9 @@ func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error
 			return err
 		}
 	}
+	if d.Attempt <= 1 && f.metrics != nil && !job.Finished.IsZero() {
+		f.metrics.JobSeconds.Observe(job.Finished.Sub(job.Created).Seconds())
+	}
 	var errs []error
 	for _, h := range f.hooks {
 		if err := h.JobFinished(ctx, job); err != nil {

@@ -89,10 +89,6 @@ func (r *Reaper) reap(ctx context.Context, id string) error {
 		return err
 	}
 	if rec != nil {
-		r.log.Warn("reaper: Redis had lost how a job ended; the event stream's record stands", "job", id, "recorded", rec.Type)
-		if r.ender.metrics != nil {
-			r.ender.metrics.Reconciled.Inc()
-		}
 		return r.ender.Reconcile(ctx, rec)
 	}
 	r.log.Warn("reaper: job past its deadline", "job", id, "status", st)

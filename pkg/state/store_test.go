@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,34 +59,9 @@ func TestJobLifecycle(t *testing.T) {
 	}
 }
 
-// Two workers racing to store the model turn of a hop agree on one answer.
-func TestSaveTurnFirstWins(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	got := make([]string, 8)
-	for i := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, err := s.SaveTurn(ctx, "j", 0, []byte(fmt.Sprintf(`{"w":%d}`, i)), false, false)
-			if err != nil {
-				t.Error(err)
-			}
-			got[i] = string(v)
-		}()
-	}
-	wg.Wait()
-	for _, g := range got {
-		if g != got[0] {
-			t.Fatalf("workers disagree on the stored turn: %v", got)
-		}
-	}
-}
+// (Racing SaveTurns agreeing on one answer is chaintest's TurnRaceAgrees, run on
+// this store by chain_conformance_test.go.)
 
-// A hop completes exactly when every expected result is recorded; replays and
-// duplicates do not count twice.
 func TestRecordResultCountsOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)

@@ -19,6 +19,20 @@ import (
 type Store interface {
 	chat.ChainStore
 	CreateJob(ctx context.Context, j *state.Job) error
+	// What ending a job needs (jobs.Store, jobs.ReaperStore): the suite keeps the
+	// fake's endings as honest as its chains.
+	// Finish moves a job that has not ended to a terminal status with fields
+	// ("response", "usage", "trace", "error"), and with resetFlags clears the chain's
+	// sticky flags. It reports whether it moved the job: a terminal status is never
+	// overwritten.
+	Finish(ctx context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error)
+	JobStatus(ctx context.Context, id string) (state.Status, error)
+	GetJob(ctx context.Context, id string) (*state.Job, error)
+
+	// LockReaper, Overdue and ForgetDeadline serve the deadline reaper.
+	LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error)
+	Overdue(ctx context.Context, now time.Time, n int64) ([]string, error)
+	ForgetDeadline(ctx context.Context, id string) error
 	// Settle (jobs.Store) puts back the terminal status the event stream recorded.
 	Settle(ctx context.Context, id string, status state.Status, je *state.JobError) error
 }
@@ -286,7 +300,7 @@ func (m *Memory) MarkStickyConversation(_ context.Context, hash string, ttl time
 	return nil
 }
 
-// Finish implements chat.ChainStore.
+// Finish implements jobs.Store.
 func (m *Memory) Finish(_ context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -353,7 +367,7 @@ func (m *Memory) Settle(_ context.Context, id string, status state.Status, je *s
 	return nil
 }
 
-// JobStatus implements chat.ChainStore.
+// JobStatus implements jobs.Store.
 func (m *Memory) JobStatus(_ context.Context, id string) (state.Status, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -364,7 +378,7 @@ func (m *Memory) JobStatus(_ context.Context, id string) (state.Status, error) {
 	return j.Status, nil
 }
 
-// GetJob implements chat.ChainStore.
+// GetJob implements jobs.Store.
 func (m *Memory) GetJob(_ context.Context, id string) (*state.Job, error) {
 	if j := m.Job(id); j != nil {
 		return j, nil
@@ -372,7 +386,7 @@ func (m *Memory) GetJob(_ context.Context, id string) (*state.Job, error) {
 	return nil, state.ErrNotFound
 }
 
-// LockReaper implements chat.ChainStore.
+// LockReaper implements jobs.ReaperStore.
 func (m *Memory) LockReaper(_ context.Context, owner string, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -384,7 +398,7 @@ func (m *Memory) LockReaper(_ context.Context, owner string, ttl time.Duration) 
 	return true, nil
 }
 
-// Overdue implements chat.ChainStore.
+// Overdue implements jobs.ReaperStore.
 func (m *Memory) Overdue(_ context.Context, now time.Time, n int64) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -401,7 +415,7 @@ func (m *Memory) Overdue(_ context.Context, now time.Time, n int64) ([]string, e
 	return ids, nil
 }
 
-// ForgetDeadline implements chat.ChainStore.
+// ForgetDeadline implements jobs.Store.
 func (m *Memory) ForgetDeadline(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
