@@ -102,7 +102,8 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	}
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return nil, fmt.Errorf("resolving host %s: %w", host, err)
+		// The resolver's own words name the resolver's address: the client gets why.
+		return nil, fmt.Errorf("resolving host %s: %s", host, lookupFailure(err))
 	}
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("resolving host %s: no addresses", host)
@@ -304,4 +305,16 @@ func (g *Guard) control(network, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("%w: cannot check %s", ErrRefused, address)
 	}
 	return g.CheckAddr(ap.Addr())
+}
+
+// lookupFailure says why a name did not resolve, without the resolver's address.
+func lookupFailure(err error) string {
+	var de *net.DNSError
+	switch {
+	case errors.As(err, &de) && de.IsNotFound:
+		return "no such host"
+	case errors.As(err, &de) && de.IsTimeout:
+		return "the lookup timed out"
+	}
+	return "the lookup failed"
 }

@@ -136,6 +136,27 @@ func TestCheckURLErrorsHideCredentials(t *testing.T) {
 	}
 }
 
+type failingResolver struct{ err error }
+
+func (f failingResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return nil, f.err
+}
+
+// A name that does not resolve is refused with why, never with the resolver's address.
+func TestCheckURLErrorsHideTheResolver(t *testing.T) {
+	t.Parallel()
+	for _, de := range []*net.DNSError{
+		{Err: "no such host", Name: "gone.example", Server: "10.255.255.53:53", IsNotFound: true},
+		{Err: "i/o timeout", Name: "gone.example", Server: "10.255.255.53:53", IsTimeout: true},
+		{Err: "server misbehaving", Name: "gone.example", Server: "10.255.255.53:53"},
+	} {
+		_, err := (&Guard{Resolver: failingResolver{de}}).CheckURL(t.Context(), "https://gone.example/hook")
+		if err == nil || strings.Contains(err.Error(), "10.255.255.53") || !strings.Contains(err.Error(), "gone.example") {
+			t.Errorf("error %v: want the host named and the resolver not", err)
+		}
+	}
+}
+
 // Public addresses and names are admitted, with or without credentials.
 func TestCheckURLAdmits(t *testing.T) {
 	t.Parallel()
