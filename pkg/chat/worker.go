@@ -41,10 +41,11 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Model is a main model: the client that reaches its provider and its upstream name.
+// Model is a main model: the caller that reaches its provider (in the provider's
+// protocol) and its upstream name.
 type Model struct {
 	Provider string
-	Client   *llm.Client
+	Client   llm.Caller
 	Upstream string
 }
 
@@ -251,7 +252,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	w.emit(bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
 	start := time.Now()
-	comp, err := model.Client.Complete(mctx, body)
+	comp, err := model.Client.Complete(mctx, body, nil)
 	cancel()
 	if w.Metrics != nil {
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())

@@ -94,7 +94,8 @@ func (e *Error) Retryable() bool {
 }
 
 // Complete sends one chat completion request body and returns the first choice.
-func (c *Client) Complete(ctx context.Context, body []byte) (*Completion, error) {
+// (onDelta is not called yet: the answer is read whole.)
+func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta)) (*Completion, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return nil, &Error{Provider: c.name, Message: "building request", Err: err}
