@@ -5,7 +5,7 @@ GO ?= go
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
 test test-short bench bench-e2e bench-batch bench-go: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run test test-short bench bench-e2e bench-batch bench-go fuzz lint build chaos chaos-quick deploy-nats tidy clean
+.PHONY: help run test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-go fuzz lint build chaos chaos-quick deploy-nats tidy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -46,6 +46,18 @@ chaos: ## kill processes, restart NATS and Redis, take the webhook receiver down
 
 chaos-quick: ## the chaos suite's smoke run: every scenario, small, at once (~1 min)
 	@$(MAKE) --no-print-directory chaos ARGS="-quick $(ARGS)"
+
+cluster-up: ## start a 3-node NATS JetStream cluster and a 6-node Redis Cluster on loopback (scripts/cluster.sh)
+	scripts/cluster.sh up
+
+cluster-down: ## stop them and remove their data
+	scripts/cluster.sh down
+
+test-cluster: ## the state, job and end-to-end suites on a real NATS cluster (R3) and Redis Cluster, with node kills (~6 min)
+	scripts/cluster.sh up
+	set -a; . $${CLUSTER_DIR:-$${TMPDIR:-/tmp}/searchfleet-cluster}/env; set +a; \
+	  $(GO) test -count=1 -timeout 30m ./pkg/state/ ./pkg/jobs/ ./pkg/webhook/ ./pkg/batch/ ./test/e2e/; \
+	  status=$$?; scripts/cluster.sh down; exit $$status
 
 build: ## build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
