@@ -189,6 +189,11 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 	env := []string{"NATS_URL=" + emb.URL(), "REDIS_URL=" + testenv.RedisURL(), "FLEET_REDIS_PREFIX=" + prefix, "FLEET_CONFIG=" + cfg,
 		"FLEET_LOG_LEVEL=error", "FLEET_JOB_TIMEOUT=10m", "FLEET_MODEL_TIMEOUT=5m", demo.KeyEnv + "=sim-key",
 		"FLEET_CHAT_MAX_IN_FLIGHT=" + strconv.Itoa(max(4096, sc.chat*sc.chatC)), "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for _, k := range []string{"GOGC", "GOMEMLIMIT"} { // the Go runtime's settings reach the processes
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
 	startProc := func(bin string, extra ...string) error {
 		cmd := exec.Command(bin)
 		cmd.Env = append(append([]string(nil), env...), extra...)
