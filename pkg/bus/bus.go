@@ -90,18 +90,21 @@ func (b *Bus) Close() {
 // other processes).
 func (b *Bus) EnsureStreams(ctx context.Context, l Limits) error {
 	for _, want := range Streams(l) {
-		s, err := b.JS.Stream(ctx, want.Name)
-		switch {
-		case errors.Is(err, jetstream.ErrStreamNotFound):
-			_, err = b.JS.CreateStream(ctx, want)
-			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-				err = nil // another process made it first
+		err := retryTransient(ctx, func(ctx context.Context) error {
+			s, err := b.JS.Stream(ctx, want.Name)
+			switch {
+			case errors.Is(err, jetstream.ErrStreamNotFound):
+				_, err = b.JS.CreateStream(ctx, want)
+				if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+					err = nil // another process made it first
+				}
+			case err == nil:
+				if streamDiffers(s.CachedInfo().Config, want) {
+					_, err = b.JS.UpdateStream(ctx, want)
+				}
 			}
-		case err == nil:
-			if streamDiffers(s.CachedInfo().Config, want) {
-				_, err = b.JS.UpdateStream(ctx, want)
-			}
-		}
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", want.Name, err)
 		}
@@ -119,9 +122,14 @@ func streamDiffers(have, want jetstream.StreamConfig) bool {
 		limit(have.MaxMsgs, want.MaxMsgs) || limit(have.MaxBytes, want.MaxBytes)
 }
 
-// EnsureConsumer creates or updates a durable consumer.
+// EnsureConsumer creates or updates a durable consumer, riding out a JetStream
+// cluster that is failing over (retryTransient).
 func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.Consumer, error) {
-	c, err := b.JS.CreateOrUpdateConsumer(ctx, spec.Stream, spec.Config)
+	var c jetstream.Consumer
+	err := retryTransient(ctx, func(ctx context.Context) (err error) {
+		c, err = b.JS.CreateOrUpdateConsumer(ctx, spec.Stream, spec.Config)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s/%s: %w", spec.Stream, spec.Config.Durable, err)
 	}

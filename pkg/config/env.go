@@ -48,6 +48,10 @@ type Env struct {
 	AckWait time.Duration `env:"FLEET_ACK_WAIT" envDefault:"30s"`
 	// ChatConcurrency is how many chat steps a chat worker runs at once.
 	ChatConcurrency int `env:"FLEET_CHAT_CONCURRENCY" envDefault:"256"`
+	// ChatInFlight bounds the interactive chat steps in flight across ALL chat workers
+	// (the chat and resume consumers' MaxAckPending): every chat worker must set the
+	// same value, as the last one to start writes it into the consumers.
+	ChatInFlight int `env:"FLEET_CHAT_MAX_IN_FLIGHT" envDefault:"4096"`
 	// BatchConcurrency is how many batch jobs a chat worker runs at once.
 	BatchConcurrency int `env:"FLEET_BATCH_CONCURRENCY" envDefault:"16"`
 	// BatchRate bounds how many batch jobs a chat worker starts per second (0: no
@@ -137,7 +141,7 @@ func (e Env) Validate() error {
 	if e.MaxSearches < 0 {
 		bad("FLEET_MAX_SEARCHES must not be negative")
 	}
-	for name, n := range map[string]int{"FLEET_CHAT_CONCURRENCY": e.ChatConcurrency, "FLEET_BATCH_CONCURRENCY": e.BatchConcurrency, "FLEET_SEARCH_CONCURRENCY": e.SearchConcurrency} {
+	for name, n := range map[string]int{"FLEET_CHAT_MAX_IN_FLIGHT": e.ChatInFlight, "FLEET_CHAT_CONCURRENCY": e.ChatConcurrency, "FLEET_BATCH_CONCURRENCY": e.BatchConcurrency, "FLEET_SEARCH_CONCURRENCY": e.SearchConcurrency} {
 		if n < 1 {
 			bad("%s must be at least 1 (got %d)", name, n)
 		}

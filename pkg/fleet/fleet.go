@@ -209,6 +209,9 @@ func (p *process) consumeDeadLetters(ctx context.Context, spec bus.ConsumerSpec,
 func (p *process) timing(name string) bus.Timing {
 	t := bus.TimingFor(name)
 	t.AckWait = p.env.AckWait
+	if name == bus.ConsumerChat || name == bus.ConsumerResume {
+		t.MaxAckPending = p.env.ChatInFlight
+	}
 	return t
 }
 
