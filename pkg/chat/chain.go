@@ -31,8 +31,10 @@ type turn struct {
 
 // call is one server-tool call of a hop (state field calls:<hop>).
 type call struct {
-	ID     string        `json:"id"`
-	Engine string        `json:"engine,omitempty"`
+	ID     string `json:"id"`
+	Engine string `json:"engine,omitempty"`
+	// Choice says how the engine was chosen (intent.Call.Choice).
+	Choice string        `json:"choice,omitempty"`
 	Query  engines.Query `json:"query"`
 	// Local is set when the call was answered without a search (rejected arguments,
 	// the search limit): Result is recorded at dispatch, so a replayed dispatch
@@ -212,14 +214,17 @@ func render(res *engines.Result, srcs *sources) string {
 
 // trace is one search of a job, for the job record.
 type traceEntry struct {
-	Hop     int      `json:"hop"`
-	CallID  string   `json:"call_id"`
-	Engine  string   `json:"engine,omitempty"`
-	Query   string   `json:"query"`
-	Sources []string `json:"sources"`
-	Error   string   `json:"error,omitempty"`
-	Warn    []string `json:"warnings,omitempty"`
-	Usage   any      `json:"usage,omitempty"`
+	Hop    int    `json:"hop"`
+	CallID string `json:"call_id"`
+	Engine string `json:"engine,omitempty"`
+	// EngineChoice says how the engine was chosen: "model", "default",
+	// "language:zh", or "request" (the request's own search settings named it).
+	EngineChoice string   `json:"engine_choice,omitempty"`
+	Query        string   `json:"query"`
+	Sources      []string `json:"sources"`
+	Error        string   `json:"error,omitempty"`
+	Warn         []string `json:"warnings,omitempty"`
+	Usage        any      `json:"usage,omitempty"`
 	// Worker, Attempts and Millis say who ran the search, in how many deliveries, how fast.
 	Worker   string `json:"worker,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
@@ -232,7 +237,7 @@ func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
 	for h := 0; h <= last; h++ {
 		cs := v.calls(h)
 		for _, c := range cs {
-			e := traceEntry{Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query, Sources: []string{}}
+			e := traceEntry{Hop: h, CallID: c.ID, Engine: c.Engine, EngineChoice: c.Choice, Query: c.Query.Query, Sources: []string{}}
 			if d, ok := v.done(h, c.ID); ok {
 				res := &d.Result
 				e.Worker, e.Attempts, e.Millis = d.Worker, d.Attempts, d.Millis

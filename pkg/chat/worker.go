@@ -351,10 +351,10 @@ func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []c
 			c.Local, c.Result = true, engines.InvalidArgumentsResult("SEARCH_LIMIT_REACHED", "The search limit for this request is reached.",
 				fmt.Sprintf("This request may make at most %d web searches; answer with the results you already have.", limit))
 		default:
-			c.Engine, c.Query = parsed.Engine, withRequestOptions(parsed.Query, opts)
+			c.Engine, c.Choice, c.Query = parsed.Engine, parsed.Choice, withRequestOptions(parsed.Query, opts)
 			if opts != nil && opts.Engine != "" {
 				if _, ok := w.Tools.Engine(opts.Engine); ok {
-					c.Engine = opts.Engine // the request named the engine for all its searches
+					c.Engine, c.Choice = opts.Engine, "request" // the request named the engine for all its searches
 				}
 			}
 			searches++

@@ -95,6 +95,10 @@ type EngineEntry struct {
 	Kind        string `json:"kind,omitempty"`
 	Description string `json:"description,omitempty"`
 	Default     bool   `json:"default,omitempty"`
+	// Languages are the query languages the engine is good at (["zh"] for GLM and
+	// Kimi): a call that names no engine goes to one declared for its query's language
+	// (intent.Engine.Languages).
+	Languages []string `json:"languages,omitempty"`
 
 	// BaseURL, Model and APIKeyEnv override what the provider (or kind) gives.
 	BaseURL   string `json:"baseURL,omitempty"`

@@ -418,7 +418,7 @@ func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 		kindOf[ec.ID] = ec.Kind
 	}
 	for _, e := range f.WebSearch.Engines {
-		ic.Engines = append(ic.Engines, intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID], Description: e.Description, Default: e.Default})
+		ic.Engines = append(ic.Engines, intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID], Description: e.Description, Default: e.Default, Languages: e.Languages})
 	}
 	var route []string
 	for _, r := range f.Routing.WebSearch {
