@@ -450,11 +450,15 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	t, _ := v.turn(h)
 	srcs := v.allSources(h)
-	resp, finish, shown := buildResponse(v, h, t, srcs)
+	resp, finish, shown, cites := buildResponse(v, h, t, srcs)
 	trace, searchUsage := v.trace(h)
 	usage := chainUsage(v, h)
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
-		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD})
+		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD, "citations": cites})
+	if w.Metrics != nil {
+		w.Metrics.Citations.WithLabelValues("valid").Add(float64(cites.Valid))
+		w.Metrics.Citations.WithLabelValues("removed").Add(float64(cites.Removed))
+	}
 	tb, _ := json.Marshal(trace)
 	if finish == "tool_calls" && v.chain.Sticky {
 		// The client runs its tools and comes back with this conversation plus their
