@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { openai, model, searchPrompt, plainPrompt, toolPrompt, weatherSchema, assertCitesAt, citationKeys, assertTypedError } from './common.mjs';
+import { openai, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, assertCitesAt, citationKeys, assertTypedError } from './common.mjs';
 
 const searchParams = { model, messages: [{ role: 'user', content: searchPrompt }] };
 const weatherTool = { type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: weatherSchema } };
@@ -19,8 +19,9 @@ test('chat: an answer cites its sources as url_citation annotations', async () =
 });
 
 test('chat: the stream helper rebuilds the same answer, annotations included', async () => {
-  const whole = await openai.chat.completions.create(searchParams);
-  const stream = openai.chat.completions.stream(searchParams);
+  const params = { model, messages: [{ role: 'user', content: streamPrompt }] };
+  const whole = await openai.chat.completions.create(params);
+  const stream = openai.chat.completions.stream(params);
   let deltas = '';
   stream.on('content.delta', ({ delta }) => { deltas += delta; });
   const chunks = [];

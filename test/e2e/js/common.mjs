@@ -20,6 +20,10 @@ export const anthropic = new Anthropic({ baseURL, apiKey, maxRetries: 0, timeout
 
 // searchPrompt shows search intent: the fleet offers web_search and the model searches.
 export const searchPrompt = 'Search the web: what is the weather in San Francisco today?';
+// streamPrompt is searchPrompt with the simulator's tokens 5 ms apart when the model is
+// streamed, so a fleet that relays tokens delivers the answer in many deltas; the
+// answer is the same as searchPrompt's.
+export const streamPrompt = `${searchPrompt} sim:token-delay=5ms`;
 // plainPrompt shows no search intent, so the fleet offers no tool unless the request
 // declares search; when offered one, the simulator model searches.
 export const plainPrompt = 'Tell me about the Eiffel Tower sim:search';

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { anthropic, baseURL, model, searchPrompt, plainPrompt, toolPrompt, weatherSchema, assertTypedError } from './common.mjs';
+import { anthropic, baseURL, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, assertTypedError } from './common.mjs';
 
 const webSearch = { type: 'web_search_20250305', name: 'web_search', max_uses: 3 };
 const searchParams = { model, max_tokens: 1024, system: 'Answer briefly.', messages: [{ role: 'user', content: searchPrompt }], tools: [webSearch] };
@@ -51,8 +51,9 @@ test('messages: server_tool_use, web_search_tool_result and cited text', async (
 });
 
 test('messages: the stream helper rebuilds the same answer from well-formed events', async () => {
-  const whole = await anthropic.messages.create(searchParams);
-  const stream = anthropic.messages.stream(searchParams);
+  const params = { ...searchParams, messages: [{ role: 'user', content: streamPrompt }] };
+  const whole = await anthropic.messages.create(params);
+  const stream = anthropic.messages.stream(params);
   const types = [];
   let deltas = '';
   stream.on('text', (delta) => { deltas += delta; });

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { openai, model, searchPrompt, plainPrompt, toolPrompt, weatherSchema, span, citationKeys, assertTypedError } from './common.mjs';
+import { openai, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, span, citationKeys, assertTypedError } from './common.mjs';
 
 const searchParams = { model, instructions: 'Answer briefly.', input: searchPrompt, tools: [{ type: 'web_search' }] };
 const weatherTool = { type: 'function', name: 'get_weather', parameters: weatherSchema, strict: false };
@@ -47,8 +47,9 @@ test('responses: web_search_call items, then a message with url_citation annotat
 });
 
 test('responses: the stream helper rebuilds the same answer from well-formed events', async () => {
-  const whole = await openai.responses.create(searchParams);
-  const stream = openai.responses.stream(searchParams);
+  const params = { ...searchParams, input: streamPrompt };
+  const whole = await openai.responses.create(params);
+  const stream = openai.responses.stream(params);
   const types = [];
   const seqs = [];
   let deltas = '';
