@@ -61,7 +61,7 @@ func TestNPMSDKs(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
 	cmd.Dir = jsDir
-	cmd.Env = append(os.Environ(), "FLEET_BASE_URL="+c.url, "FLEET_API_KEY="+key, "FLEET_MODEL="+demo.Model, "NO_COLOR=1", "FORCE_COLOR=0")
+	cmd.Env = append(sdkFreeEnv(), "FLEET_BASE_URL="+c.url, "FLEET_API_KEY="+key, "FLEET_MODEL="+demo.Model, "NO_COLOR=1", "FORCE_COLOR=0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -73,6 +73,19 @@ func TestNPMSDKs(t *testing.T) {
 		t.Fatalf("node --test reported no passing run:\n%s", out.String())
 	}
 	t.Logf("node --test: %s", strings.Join(summary, ", "))
+}
+
+// sdkFreeEnv is this process's environment without the variables the SDKs read for
+// themselves (OPENAI_*, ANTHROPIC_*: keys, base URLs, an auth token the Anthropic SDK
+// would send besides x-api-key), so a developer's settings cannot redirect the tests.
+func sdkFreeEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "ANTHROPIC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func slicesContainPrefix(list []string, prefix string) bool {

@@ -16,7 +16,7 @@ export const apiKey = env('FLEET_API_KEY');
 export const model = env('FLEET_MODEL');
 
 export const openai = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0, timeout: 60_000 });
-export const anthropic = new Anthropic({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
+export const anthropic = new Anthropic({ baseURL, apiKey, authToken: null, maxRetries: 0, timeout: 60_000 });
 
 // searchPrompt shows search intent: the fleet offers web_search and the model searches.
 export const searchPrompt = 'Search the web: what is the weather in San Francisco today?';

@@ -125,6 +125,6 @@ test('messages: bad input raises the SDK typed errors', async () => {
   await assertTypedError(() => anthropic.messages.create({ model, messages: user }), Anthropic.BadRequestError, 400);
   await assertTypedError(() => anthropic.messages.create({ model, max_tokens: 10, messages: user, tools: [{ type: 'computer_20250124', name: 'computer', display_width_px: 1, display_height_px: 1 }] }), Anthropic.BadRequestError, 400);
   await assertTypedError(() => anthropic.messages.stream({ model: 'no-such-model', max_tokens: 10, messages: user }).finalMessage(), Anthropic.NotFoundError, 404);
-  const bad = new Anthropic({ baseURL, apiKey: 'sk-wrong', maxRetries: 0 });
+  const bad = new Anthropic({ baseURL, apiKey: 'sk-wrong', authToken: null, maxRetries: 0 });
   await assertTypedError(() => bad.messages.create({ model, max_tokens: 10, messages: user }), Anthropic.AuthenticationError, 401);
 });
