@@ -70,6 +70,12 @@ func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest
 			fmt.Sprintf("The model %q does not exist. Available models: %s.", req.Model, strings.Join(s.Models, ", ")))
 		return nil, false
 	}
+	if e := req.Search; e != nil && e.Engine != "" && s.Tools != nil {
+		if _, ok := s.Tools.Engine(e.Engine); !ok {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "tools", fmt.Sprintf("engine %q is not one of this fleet's engines", e.Engine))
+			return nil, false
+		}
+	}
 	return req, true
 }
 

@@ -116,6 +116,10 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 			}
 		}
 	}
+	ext := map[string]any{"job_id": v.job.ID, "hops": h + 1, "searches": searches, "sources": sources, "citations": cites}
+	if w := chatWarnings(v.req); len(w) > 0 {
+		ext["warnings"] = w
+	}
 	resp := map[string]any{
 		"id":      "chatcmpl-" + v.job.ID,
 		"object":  "chat.completion",
@@ -123,10 +127,26 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 		"model":   v.job.Model,
 		"choices": []any{map[string]any{"index": 0, "message": json.RawMessage(mb), "finish_reason": finish, "logprobs": nil}},
 		"usage":   map[string]int{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens},
-		// searchfleet is an extension the OpenAI SDKs ignore: the job and the sources
-		// the [n] markers (and annotations) refer to.
-		"searchfleet": map[string]any{"job_id": v.job.ID, "hops": h + 1, "searches": searches, "sources": sources, "citations": cites},
+		// searchfleet is an extension the OpenAI SDKs ignore: the job, the sources
+		// the [n] markers (and annotations) refer to, what checking the citations
+		// found, and the request's settings the fleet could not honour.
+		"searchfleet": ext,
 	}
 	b, _ := json.Marshal(resp)
 	return b, finish, mb, cites
+}
+
+// chatWarnings are the notes a Chat client's answer carries in searchfleet.warnings:
+// the request's search settings the fleet cannot honour. A request that arrived in
+// another protocol gets none here: the ingress adds its notes when it renders the
+// answer in that protocol, and they would otherwise be repeated.
+func chatWarnings(req *llm.ChatRequest) []string {
+	if req.Protocol != "" {
+		return nil
+	}
+	out := append([]string(nil), req.Notes...)
+	if req.Search != nil {
+		out = append(out, req.Search.Unhonoured...)
+	}
+	return out
 }
