@@ -31,6 +31,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := s.newChatJob(r, body, req)
+	release, ok := s.admitChat(w, r, job, streamed(req.Stream))
+	if !ok {
+		return
+	}
+	defer release()
 	waiter, err := s.watch(job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable: "+err.Error())

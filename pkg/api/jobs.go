@@ -69,6 +69,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 
 	job := s.newChatJob(r, chatBody, req)
 	tenant := tenantOf(r)
+	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
+		return
+	}
 	replayed := false
 	if key != "" {
 		sum := sha256.Sum256(body)
@@ -85,6 +88,8 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 					"This Idempotency-Key was used with a different request body.")
 				return
 			}
+			// The replayed job holds its own slot; the new id's is not needed.
+			s.JobFinished(context.WithoutCancel(r.Context()), job)
 			job.ID, replayed = existing, true
 		}
 	}
@@ -182,6 +187,11 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
+	release, ok := s.admitWait(w, r, chatCodec, job.Tenant, holdStream)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := s.stream(w, r) // ends the stream at SSEMaxDuration
 	defer cancel()
 	it, stop, err := s.followEvents(ctx, job.ID)

@@ -40,6 +40,8 @@ type Server struct {
 	Tools *intent.Toolset
 	// Tenants maps API keys to tenants; nil or empty means an open API (one tenant).
 	Tenants *Tenants
+	// Limits are each tenant's limits (nil: none; see limits.go).
+	Limits *config.TenantLimits
 	// MaxBody bounds request bodies.
 	MaxBody int64
 	// JobTimeout is each job's deadline; SyncWait how long a synchronous request waits.
@@ -220,7 +222,9 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.Tenants == nil {
-			h(w, r)
+			if s.allowRate(w, r, codec, tenantOf(r)) {
+				h(w, r)
+			}
 			return
 		}
 		key := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
@@ -233,7 +237,9 @@ func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.Handler
 				Message: "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."})
 			return
 		}
-		h(w, r.WithContext(withTenant(r.Context(), tenant)))
+		if s.allowRate(w, r, codec, tenant) {
+			h(w, r.WithContext(withTenant(r.Context(), tenant)))
+		}
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -52,6 +53,8 @@ type Service struct {
 	// MaxFileBytes bounds an uploaded file (default DefaultMaxFileBytes, 200 MB).
 	// Uploads do not go through ingress's body limit: they are streamed to disk.
 	MaxFileBytes int64
+	// Limits are each tenant's limits on batches and stored files (nil: none).
+	Limits *config.TenantLimits
 
 	mu  sync.Mutex
 	obs jetstream.ObjectStore

@@ -101,3 +101,12 @@ func (k Keys) TenantFiles(tenant string) string { return k.prefix + ":files:{" +
 
 // ActiveBatches is the set of batches that have not ended, for the sweeper.
 func (k Keys) ActiveBatches() string { return k.prefix + ":active-batches" }
+
+// TenantLeases is a tenant's semaphore of one kind (a sorted set of leases by expiry):
+// its synchronous waits, open streams, unfinished jobs or unfinished batches.
+func (k Keys) TenantLeases(kind, tenant string) string {
+	return k.prefix + ":leases:{" + tenant + "}:" + kind
+}
+
+// TenantRate is a tenant's request rate limiter.
+func (k Keys) TenantRate(tenant string) string { return k.prefix + ":rl-tenant:{" + tenant + "}" }
