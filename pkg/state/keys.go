@@ -110,3 +110,10 @@ func (k Keys) TenantLeases(kind, tenant string) string {
 
 // TenantRate is a tenant's request rate limiter.
 func (k Keys) TenantRate(tenant string) string { return k.prefix + ":rl-tenant:{" + tenant + "}" }
+
+// TenantFileBytes maps each of a tenant's files to its size (a hash): the tenant's
+// storage usage.
+func (k Keys) TenantFileBytes(tenant string) string { return k.prefix + ":filebytes:{" + tenant + "}" }
+
+// FileExpiries is every expiring file ("<id>/<tenant>") by expiry time (a sorted set).
+func (k Keys) FileExpiries() string { return k.prefix + ":file-expiries" }
