@@ -27,6 +27,7 @@ package batch
 import (
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -55,6 +56,11 @@ type Service struct {
 	MaxFileBytes int64
 	// Limits are each tenant's limits on batches and stored files (nil: none).
 	Limits *config.TenantLimits
+	// FilesMaxBytes bounds the bus.BucketFiles object store as a whole (0: no bound);
+	// a full store refuses new files (Full). FileExpiry is how long an upload without
+	// expires_after is kept (default DefaultFileExpiry).
+	FilesMaxBytes int64
+	FileExpiry    time.Duration
 
 	mu  sync.Mutex
 	obs jetstream.ObjectStore
