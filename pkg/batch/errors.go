@@ -43,7 +43,7 @@ type Error struct {
 	// Limit is the per-tenant limit that refused a Limited request ("batches",
 	// "files", "file_bytes").
 	Limit string
-	Err        error
+	Err   error
 }
 
 func (e *Error) Error() string {
