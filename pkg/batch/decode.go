@@ -25,8 +25,8 @@ func (s *Service) CreateFrom(ctx context.Context, tenant string, body io.Reader)
 
 // decodeCreate reads a create body, streaming its questions into an input file when
 // it can.
-func (s *Service) decodeCreate(ctx context.Context, tenant string, body io.Reader) (p *CreateParams, err error) {
-	p = &CreateParams{}
+func (s *Service) decodeCreate(ctx context.Context, tenant string, body io.Reader) (_ *CreateParams, err error) {
+	p := &CreateParams{}
 	defer func() {
 		if err != nil && p.streamed != nil {
 			p.streamed.abort()

@@ -277,16 +277,17 @@ func (s *Service) StoreUpload(ctx context.Context, tenant, filename string, r io
 	info, err := obs.Put(ctx, objectMeta(f), io.TeeReader(src, pw))
 	pw.CloseWithError(err)
 	<-validated
+	var long LineTooLongError
 	switch {
-	case verr != nil:
-		if err == nil {
-			obs.Delete(context.WithoutCancel(ctx), f.ID)
-		}
-		return nil, nil, verr
 	case src.err != nil:
 		// The upload's own read error (over its size limit or the quota, a client
 		// that left) is the caller's to word.
 		return nil, nil, src.err
+	case errors.As(verr, &long):
+		if err == nil {
+			obs.Delete(context.WithoutCancel(ctx), f.ID)
+		}
+		return nil, nil, verr
 	case err != nil:
 		err = storeError(f, err)
 		if _, ok := AsError(err); !ok {
@@ -294,6 +295,9 @@ func (s *Service) StoreUpload(ctx context.Context, tenant, filename string, r io
 			err = unavailable(err, "Could not store the file; try again.")
 		}
 		return nil, nil, err
+	case verr != nil:
+		obs.Delete(context.WithoutCancel(ctx), f.ID)
+		return nil, nil, verr
 	case check.Invalid > 0:
 		obs.Delete(context.WithoutCancel(ctx), f.ID)
 		return nil, check, nil
