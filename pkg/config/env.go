@@ -34,7 +34,9 @@ type Env struct {
 	DataDir string `env:"FLEET_DATA_DIR" envDefault:".data"`
 	// KeyPrefix prefixes every Redis key, so fleets can share a Redis.
 	KeyPrefix string `env:"FLEET_REDIS_PREFIX" envDefault:"sf"`
-	// Retention is how long job records are kept.
+	// Retention is how long job records are kept (at most 720h): a record holds the
+	// request body (up to MaxBodyBytes) and the answer. Batch records and the files a
+	// batch writes are kept this long after the batch ends.
 	Retention time.Duration `env:"FLEET_JOB_RETENTION" envDefault:"168h"`
 	// JobTimeout bounds a whole job; past it the job fails visibly.
 	JobTimeout time.Duration `env:"FLEET_JOB_TIMEOUT" envDefault:"5m"`
@@ -182,8 +184,8 @@ func (e Env) Validate() error {
 	if e.FilesMaxBytes < 1<<20 {
 		bad("FLEET_FILES_MAX_BYTES must be at least 1 MiB")
 	}
-	if e.Retention < time.Minute {
-		bad("FLEET_JOB_RETENTION must be at least 1m")
+	if e.Retention < time.Minute || e.Retention > 720*time.Hour {
+		bad("FLEET_JOB_RETENTION must be from 1m to 720h (got %s)", e.Retention)
 	}
 	switch e.LogFormat {
 	case "text", "json":

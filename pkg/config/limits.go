@@ -100,3 +100,10 @@ func (t *TenantLimits) Of(tenant string) Limits {
 	}
 	return t.def
 }
+
+// UnlimitedTenantEnv is the environment (KEY=value) that lifts every per-tenant
+// default: for load tests and benchmarks, which measure the fleet, not its limits.
+func UnlimitedTenantEnv() []string {
+	return []string{"FLEET_TENANT_RPS=0", "FLEET_TENANT_SYNC_WAITS=0", "FLEET_TENANT_STREAMS=0", "FLEET_TENANT_QUEUED_JOBS=0",
+		"FLEET_TENANT_BATCHES=0", "FLEET_TENANT_FILES=0", "FLEET_TENANT_FILE_BYTES=0"}
+}

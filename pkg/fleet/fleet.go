@@ -177,7 +177,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 	}
 	p.batches = &batch.Service{Bus: p.bus, Store: p.store, Webhooks: p.hooks, Ender: p.ender, Models: o.File.ModelNames(),
 		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes,
-		Limits: config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants)}
+		Limits: config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants), FilesMaxBytes: p.env.FilesMaxBytes, FileExpiry: p.env.FileExpiry}
 	return p, nil
 }
 

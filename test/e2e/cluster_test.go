@@ -113,6 +113,7 @@ func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 		"FLEET_ACK_WAIT=3s", "FLEET_JOB_TIMEOUT=90s", "FLEET_MODEL_TIMEOUT=20s", "FLEET_ENGINE_TIMEOUT=10s", "FLEET_DRAIN_TIMEOUT=10s",
 		"FLEET_LOG_LEVEL=info", demo.KeyEnv + "=sim-key", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 	}}
+	c.env = append(c.env, config.UnlimitedTenantEnv()...) // load, not per-tenant limits, is under test
 	t.Cleanup(func() {
 		for _, p := range c.procs {
 			p.cmd.Process.Kill()
