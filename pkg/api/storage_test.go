@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/batch"
@@ -270,5 +273,23 @@ func TestBatchBodyPeakHeap(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		t.Logf("body %.1f MB (model first: %v): peak heap above the body %.1f MB, %.0f MB allocated", float64(len(raw))/1e6, modelFirst,
 			float64(peak.Load()-base)/1e6, float64(ms.TotalAlloc-allocated)/1e6)
+	}
+}
+
+// openai-go's expires_after reaches the upload as the OpenAI API reads it: the file
+// object says when it expires.
+func TestUploadExpiresAfterWithSDK(t *testing.T) {
+	t.Parallel()
+	st := newStorage(t, 1<<20, 0, config.Limits{}, config.Limits{})
+	srv := httptest.NewServer(st.h)
+	defer srv.Close()
+	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("ka"), option.WithMaxRetries(0))
+	f, err := client.Files.New(t.Context(), openai.FileNewParams{File: openai.File(bytes.NewReader(inputFile(2, 200)), "in.jsonl", "application/jsonl"),
+		Purpose: openai.FilePurposeBatch, ExpiresAfter: openai.FileNewParamsExpiresAfter{Seconds: 3600}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ExpiresAt-f.CreatedAt != 3600 {
+		t.Errorf("created %d, expires %d", f.CreatedAt, f.ExpiresAt)
 	}
 }
