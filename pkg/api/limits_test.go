@@ -285,3 +285,54 @@ func TestTenantQueuedJobsCap(t *testing.T) {
 		t.Errorf("a job after one ended: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// With no tenants configured the open API is one tenant, "default", with the default
+// limits: a burst past them is refused like any tenant's.
+func TestOpenAPIIsOneTenant(t *testing.T) {
+	t.Parallel()
+	b, _ := bustest.New(t)
+	rdb, prefix := testenv.Redis(t)
+	store := state.New(rdb, prefix, time.Hour)
+	m := metrics.New()
+	s := &api.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: slog.New(slog.DiscardHandler), Metrics: m,
+		Limits: config.NewTenantLimits(config.Limits{RequestsPerSecond: 0.001, Burst: 2}, nil)}
+	h := s.Handler()
+	codes := map[int]int{}
+	for range 4 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/models", nil).WithContext(t.Context()))
+		codes[rec.Code]++
+	}
+	if codes[200] != 2 || codes[429] != 2 {
+		t.Errorf("statuses %v, want two 200 and two 429", codes)
+	}
+	if n := testutilValue(m, "fleet_tenant_rejected_total", map[string]string{"tenant": "default", "limit": "rate"}); n != 2 {
+		t.Errorf("rejections of tenant default: %v", n)
+	}
+}
+
+// GET /v1/jobs/{id}/events holds a stream slot while it is open: another stream is
+// refused meanwhile, and the slot is free once the client hangs up.
+func TestEventsStreamHoldsASlot(t *testing.T) {
+	t.Parallel()
+	l := newLimited(t, config.Limits{}, config.Limits{Streams: 1})
+	rec := l.do(t.Context(), "ka", "POST", "/v1/jobs", chatBody)
+	var v struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != 202 {
+		t.Fatalf("job: %d %s", rec.Code, rec.Body)
+	}
+	ctx, leave := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); l.do(ctx, "ka", "GET", "/v1/jobs/"+v.ID+"/events", "") }()
+	waitFor(t, "the stream's slot", func() bool { return l.held(t, state.LeaseStreams, "a") == 1 })
+	if rec := l.do(t.Context(), "ka", "GET", "/v1/jobs/"+v.ID+"/events", ""); rec.Code != 429 {
+		t.Errorf("a second stream: %d %s", rec.Code, rec.Body)
+	}
+	leave()
+	<-done
+	if n := l.held(t, state.LeaseStreams, "a"); n != 0 {
+		t.Errorf("%d stream slots held after the client left", n)
+	}
+}
