@@ -122,6 +122,7 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 		text = "The fleet's queue is full; retry later."
 	}
 	if !keyed {
+		s.JobFinished(context.WithoutCancel(ctx), job) // its tenant's job slot
 		if err := s.Store.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
 			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
 		}

@@ -72,6 +72,14 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
 		return
 	}
+	// The job slot admitChat took is freed unless a new job is accepted under it (a
+	// replay is admitted like a new request, so at the cap it is refused too).
+	slot := job.ID
+	defer func() {
+		if slot != "" {
+			s.JobFinished(context.WithoutCancel(r.Context()), &state.Job{ID: slot, Tenant: tenant})
+		}
+	}()
 	replayed := false
 	if key != "" {
 		sum := sha256.Sum256(body)
@@ -88,9 +96,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 					"This Idempotency-Key was used with a different request body.")
 				return
 			}
-			// The replayed job holds its own slot; the new id's is not needed.
-			s.JobFinished(context.WithoutCancel(r.Context()), job)
-			job.ID, replayed = existing, true
+			job.ID, replayed = existing, true // it holds its own slot
 		}
 	}
 
@@ -107,6 +113,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), key != "") {
 		return
+	}
+	if !replayed {
+		slot = ""
 	}
 	if replayed {
 		stored, err := s.Store.GetJob(r.Context(), job.ID)

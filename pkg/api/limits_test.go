@@ -336,3 +336,31 @@ func TestEventsStreamHoldsASlot(t *testing.T) {
 		t.Errorf("%d stream slots held after the client left", n)
 	}
 }
+
+// A submission refused after its slot was taken (an Idempotency-Key reused with
+// another body) or answered by a replay leaves no slot behind.
+func TestRefusedSubmissionFreesItsSlot(t *testing.T) {
+	t.Parallel()
+	l := newLimited(t, config.Limits{}, config.Limits{QueuedJobs: 5})
+	post := func(key, body string) int {
+		req := httptest.NewRequest("POST", "/v1/jobs", strings.NewReader(body)).WithContext(t.Context())
+		req.Header.Set("Authorization", "Bearer ka")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		rec := httptest.NewRecorder()
+		l.h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := post("k1", chatBody); code != 202 {
+		t.Fatalf("first: %d", code)
+	}
+	if code := post("k1", chatBody); code != 202 {
+		t.Errorf("replay: %d", code)
+	}
+	if code := post("k1", `{"model":"m1","messages":[{"role":"user","content":"other"}]}`); code != 409 {
+		t.Errorf("key reused: %d", code)
+	}
+	if n := l.held(t, state.LeaseJobs, "a"); n != 1 {
+		t.Errorf("%d job slots held, want the one job's", n)
+	}
+}
