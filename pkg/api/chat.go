@@ -31,6 +31,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := s.newChatJob(r, body, req)
+	release, ok := s.admitChat(w, r, job, streamed(req.Stream))
+	if !ok {
+		return
+	}
+	defer release()
 	waiter, err := s.watch(job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable: "+err.Error())
@@ -123,6 +128,7 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 		text = "The fleet's queue is full; retry later."
 	}
 	if !keyed {
+		s.JobFinished(context.WithoutCancel(ctx), job) // its tenant's job slot
 		if err := s.Store.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
 			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
 		}

@@ -130,6 +130,9 @@ type Tenant struct {
 	APIKeyEnv string `json:"apiKeyEnv"`
 	// WebhookSecretEnv names the variable holding the tenant's whsec_ signing secret.
 	WebhookSecretEnv string `json:"webhookSecretEnv,omitempty"`
+	// Limits are the tenant's own limits; omitted fields take the FLEET_TENANT_*
+	// defaults (see Limits).
+	Limits Limits `json:"limits,omitzero"`
 
 	// APIKeys are the tenant's keys, filled by Resolve from APIKeyEnv (split at
 	// commas, blanks dropped); never serialized.

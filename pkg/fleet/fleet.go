@@ -176,7 +176,8 @@ func open(ctx context.Context, o Options) (*process, error) {
 		return fail(err)
 	}
 	p.batches = &batch.Service{Bus: p.bus, Store: p.store, Webhooks: p.hooks, Ender: p.ender, Models: o.File.ModelNames(),
-		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes}
+		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes,
+		Limits: config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants), FilesMaxBytes: p.env.FilesMaxBytes, FileExpiry: p.env.FileExpiry}
 	return p, nil
 }
 
@@ -303,11 +304,12 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Tools: p.tools, Tenants: tenants,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
-		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender}
+		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
+		Limits: p.batches.Limits}
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches)
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}

@@ -44,6 +44,9 @@ type Metrics struct {
 	// Citations counts the [n] markers of final answers: valid, or removed because
 	// they cited no source the job retrieved.
 	Citations *prometheus.CounterVec
+	// TenantRejected counts requests refused by a per-tenant limit, by tenant and
+	// limit (rate, sync_waits, streams, queued_jobs, batches, files, file_bytes).
+	TenantRejected *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -68,6 +71,8 @@ func New() *Metrics {
 		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
 		Citations:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_citations_total", Help: "Citation markers of final answers: valid, or removed (cited no retrieved source)."}, []string{"result"}),
 	}
+	m.TenantRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_tenant_rejected_total", Help: "Requests refused by a per-tenant limit, by tenant and limit."}, []string{"tenant", "limit"})
+	r.MustRegister(m.TenantRejected)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.Citations)
 	return m

@@ -101,3 +101,19 @@ func (k Keys) TenantFiles(tenant string) string { return k.prefix + ":files:{" +
 
 // ActiveBatches is the set of batches that have not ended, for the sweeper.
 func (k Keys) ActiveBatches() string { return k.prefix + ":active-batches" }
+
+// TenantLeases is a tenant's semaphore of one kind (a sorted set of leases by expiry):
+// its synchronous waits, open streams, unfinished jobs or unfinished batches.
+func (k Keys) TenantLeases(kind, tenant string) string {
+	return k.prefix + ":leases:{" + tenant + "}:" + kind
+}
+
+// TenantRate is a tenant's request rate limiter.
+func (k Keys) TenantRate(tenant string) string { return k.prefix + ":rl-tenant:{" + tenant + "}" }
+
+// TenantFileBytes maps each of a tenant's files to its size (a hash): the tenant's
+// storage usage.
+func (k Keys) TenantFileBytes(tenant string) string { return k.prefix + ":filebytes:{" + tenant + "}" }
+
+// FileExpiries is every expiring file ("<id>/<tenant>") by expiry time (a sorted set).
+func (k Keys) FileExpiries() string { return k.prefix + ":file-expiries" }
