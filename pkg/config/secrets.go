@@ -10,8 +10,10 @@ import (
 // process, MapLookup in tests and for configs built in code) and fills the fields
 // that hold them, none of which is ever serialized:
 //
-//   - Provider.APIKey from the provider's apiKeyEnv;
-//   - EngineEntry.APIKey from the engine's apiKeyEnv, else its provider's;
+//   - Provider.APIKey from the provider's apiKeyEnv (and APIKeys, when it holds
+//     several comma-separated keys: APIKey is then the first);
+//   - EngineEntry.APIKey and APIKeys the same way, from the engine's apiKeyEnv, else
+//     its provider's;
 //   - Tenant.APIKeys from apiKeyEnv (a comma-separated list);
 //   - Tenant.WebhookSecret from webhookSecretEnv.
 //
@@ -40,12 +42,12 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 		return &MissingSecretsError{NeededBy: missing}
 	}
 	for name, p := range f.Providers {
-		p.APIKey = values[p.APIKeyEnv]
+		p.APIKey, p.APIKeys = keyList(values[p.APIKeyEnv])
 		f.Providers[name] = p
 	}
 	for i := range f.WebSearch.Engines {
 		e := &f.WebSearch.Engines[i]
-		e.APIKey = values[f.engineKeyEnv(*e)]
+		e.APIKey, e.APIKeys = keyList(values[f.engineKeyEnv(*e)])
 	}
 	for i := range f.Tenants {
 		t := &f.Tenants[i]
@@ -152,6 +154,19 @@ func (f *File) engineKeyEnv(e EngineEntry) string {
 	}
 	p, _ := SplitProviderKey(e.ProviderKey)
 	return f.Providers[p].APIKeyEnv
+}
+
+// keyList reads a key variable's value: one key, or several comma-separated ones.
+// It returns the first key, and every key when there are several (nil for one).
+func keyList(v string) (string, []string) {
+	keys := splitKeys(v)
+	switch len(keys) {
+	case 0:
+		return "", nil
+	case 1:
+		return keys[0], nil
+	}
+	return keys[0], keys
 }
 
 // splitKeys splits a comma-separated list of keys, dropping blanks.
