@@ -165,7 +165,8 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if p.engines, err = engines.FromConfig(cfgs, p.hc); err != nil {
+	// Key cooldowns live in Redis: a key one search worker saw refused rests for all.
+	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: p.store, Log: p.log.With("role", "search")}); err != nil {
 		return fail(err)
 	}
 	if p.tools, p.classify, err = Intent(o.File); err != nil {
@@ -461,8 +462,14 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 // Settings are the search workers' per-engine limits from the config file.
 func Settings(f *config.File) map[string]search.Settings {
 	out := map[string]search.Settings{}
+	kindOf := map[string]string{}
+	cfgs, _ := f.EngineConfigs() // a loaded file has been validated
+	for _, c := range cfgs {
+		kindOf[c.ID] = c.Kind
+	}
 	for _, e := range f.WebSearch.Engines {
-		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL)}
+		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL), Fallback: e.Fallback,
+			Google: intent.GoogleBacked(intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID]})}
 		if e.RateLimit != nil {
 			s.PerSecond, s.Burst = e.RateLimit.PerSecond, e.RateLimit.Burst
 		}

@@ -41,6 +41,9 @@ type Metrics struct {
 	// Reconciled counts jobs whose Redis status was put back to the ending the event
 	// stream recorded (Redis had lost an acknowledged write).
 	Reconciled prometheus.Counter
+	// SearchFallbacks counts searches handed from a failed engine to a fallback
+	// engine, by the engine that failed, the one that took over, and why.
+	SearchFallbacks *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -64,6 +67,8 @@ func New() *Metrics {
 		Orphans:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_orphan_messages_total", Help: "Messages about a job Redis does not know, by consumer (dead-lettered, not paid for)."}, []string{"consumer"}),
 		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
 	}
+	m.SearchFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_fallbacks_total", Help: "Searches handed from a failed engine to a fallback engine, by engine, fallback and reason."}, []string{"from", "to", "reason"})
+	r.MustRegister(m.SearchFallbacks)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled)
 	return m

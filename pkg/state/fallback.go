@@ -31,8 +31,11 @@ return {ARGV[2], ARGV[3]}
 // gets the state that stands.
 func (s *Store) HandOff(ctx context.Context, id string, h int, call, from, to string, tried []byte) (*Fallback, error) {
 	v, err := handOff.Run(ctx, s.r, []string{s.K.SearchFallback(id, h, call)}, from, to, tried, s.Retention.Milliseconds()).StringSlice()
-	if err != nil || len(v) != 2 {
+	if err != nil {
 		return nil, fmt.Errorf("state: search fallback: %w", err)
+	}
+	if len(v) != 2 {
+		return nil, fmt.Errorf("state: search fallback: %d values, want 2", len(v))
 	}
 	return &Fallback{Engine: v[0], Tried: []byte(v[1])}, nil
 }
