@@ -150,6 +150,26 @@ func (k *keyed) Search(ctx context.Context, q Query) (*Result, error) {
 	return nil, k.resting(rests)
 }
 
+// restingFor reports whether every key of the engine rests, and for how long at
+// least; false when the cooldowns cannot be read.
+func (k *keyed) restingFor(ctx context.Context) (time.Duration, bool) {
+	if k.cool == nil {
+		return 0, false
+	}
+	rests, err := k.cool.Resting(ctx, k.id, k.fps)
+	if err != nil {
+		return 0, false
+	}
+	soon := rests[0].Left
+	for _, r := range rests {
+		if r.Left <= 0 {
+			return 0, false
+		}
+		soon = min(soon, r.Left)
+	}
+	return soon, true
+}
+
 // coolDown rests key i after e, and reports a refused key once.
 func (k *keyed) coolDown(ctx context.Context, i int, e *Error, d time.Duration) {
 	first := true

@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"time"
 )
 
 // Config configures one engine.
@@ -163,6 +165,21 @@ func build(f factory, c Config, hc *http.Client, o Options) (Engine, error) {
 func (r *Registry) Get(id string) (Engine, bool) {
 	e, ok := r.byID[id]
 	return e, ok
+}
+
+// Resting reports whether every API key of engine id is cooling down (see keys.go),
+// and for how long at least: a search there would fail without a request. It is
+// false for an unknown engine and when no Cooldowns were given.
+func (r *Registry) Resting(ctx context.Context, id string) (time.Duration, bool) {
+	n, ok := r.byID[id].(*normalized)
+	if !ok {
+		return 0, false
+	}
+	k, ok := n.inner.(*keyed)
+	if !ok {
+		return 0, false
+	}
+	return k.restingFor(ctx)
 }
 
 // IDs returns the configured engine ids in configuration order.

@@ -154,7 +154,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		}
 		e := engines.AsError(req.Engine, serr)
 		w.count(req.Engine, "error_"+string(e.Kind))
-		if next := w.nextEngine(req, e); next != "" {
+		if next := w.nextEngine(ctx, req, e); next != "" {
 			return w.handOff(ctx, req, e, next, release)
 		}
 		after := e.RetryAfter
@@ -209,8 +209,10 @@ func fallbackReason(e *engines.Error) bool {
 // nextEngine picks the engine that takes over a call req.Engine failed with e: the
 // first engine of the call's fallback list (the list of the engine the call was made
 // for) not tried yet, keeping to Google-backed engines when the call was narrowed to
-// them; "" when none is left or e is not a reason to fall back.
-func (w *Worker) nextEngine(req Request, e *engines.Error) string {
+// them, and passing over engines whose keys are all cooling down (a search there
+// would fail without a request); "" when none is left or e is not a reason to fall
+// back.
+func (w *Worker) nextEngine(ctx context.Context, req Request, e *engines.Error) string {
 	if !fallbackReason(e) {
 		return ""
 	}
@@ -222,6 +224,9 @@ func (w *Worker) nextEngine(req Request, e *engines.Error) string {
 			continue
 		}
 		if _, ok := w.Engines.Get(id); !ok || google && !w.Settings[id].Google {
+			continue
+		}
+		if _, resting := w.Engines.Resting(ctx, id); resting {
 			continue
 		}
 		return id

@@ -300,3 +300,30 @@ func TestRefusedKeyIsLoggedOnceRedacted(t *testing.T) {
 		t.Errorf("%d brave requests, want 7: the refused key once, then only the good key", got)
 	}
 }
+
+// A fallback engine whose keys are all cooling down (a 429 a moment ago, seen by any
+// worker) is passed over: the call goes to the next engine of the list.
+func TestFallbackSkipsARestingEngine(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	w := r.worker("w1", map[string]search.Settings{"brave": {Fallback: []string{"tavily", "exa"}}}, nil, r.cfgs["brave"], r.cfgs["tavily"], r.cfgs["exa"])
+	if _, err := r.store.CoolDown(context.Background(), "tavily", engines.Fingerprint(r.cfgs["tavily"].APIKey), engines.RateLimited, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r.sim.SetFault("/brave", 503, 0, 0)
+	handle(t, w, r.job("j-skip", "brave"), 1)
+	if n, _ := stored[search.Request](t, r.bus, bus.StreamSearch, bus.SubjectSearch("tavily")); n != 0 {
+		t.Fatal("the call was handed to tavily, which is cooling down")
+	}
+	n, fwd := stored[search.Request](t, r.bus, bus.StreamSearch, bus.SubjectSearch("exa"))
+	if n != 1 || len(fwd.Tried) != 1 || fwd.Tried[0].Engine != "brave" {
+		t.Fatalf("exa got %d hand-offs (%+v), want 1 after brave", n, fwd)
+	}
+	handle(t, w, fwd, 1)
+	if _, done := stored[search.Done](t, r.bus, bus.StreamChat, bus.SubjectResume); done.Result.Engine != "exa" || done.Result.Citation.Error != nil {
+		t.Fatalf("result from %q, error %+v", done.Result.Engine, done.Result.Citation.Error)
+	}
+	if got := r.sim.Stats().Requests["tavily"]; got != 0 {
+		t.Errorf("tavily was called %d times while resting", got)
+	}
+}
