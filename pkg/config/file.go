@@ -114,6 +114,11 @@ type EngineEntry struct {
 	// engine the model chose follows its list (a fallback's own list is not
 	// followed), so lists cannot loop.
 	Fallback []string `json:"fallback,omitempty"`
+	// AccessToken is an OAuth access token source used instead of an API key (a
+	// token file or a refresh command; see AccessToken).
+	AccessToken *AccessToken `json:"accessToken,omitempty"`
+	// Token is the source Resolve built from AccessToken; never serialized.
+	Token engines.TokenSource `json:"-"`
 	// Options are the engine kind's options.
 	Options json.RawMessage `json:"options,omitempty"`
 	// CostPerSearchUSD overrides the kind's list price.
@@ -274,6 +279,14 @@ func (f *File) Validate() error {
 		if e.RateLimit != nil && e.RateLimit.PerSecond <= 0 {
 			bad("%s.rateLimit.perSecond must be positive", path)
 		}
+		if e.AccessToken != nil {
+			if err := e.AccessToken.validate(path); err != nil {
+				errs = append(errs, err)
+			}
+			if e.APIKeyEnv != "" {
+				bad("%s: give apiKeyEnv or accessToken, not both", path)
+			}
+		}
 		for j, fb := range e.Fallback {
 			switch _, ok := f.Engine(fb); {
 			case fb == e.ID:
@@ -313,7 +326,7 @@ func (f *File) EngineConfigs() ([]engines.Config, error) {
 	var errs []error
 	for i, e := range f.WebSearch.Engines {
 		path := fmt.Sprintf("webSearch.engines[%d]", i)
-		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, APIKeys: e.APIKeys, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
+		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, APIKeys: e.APIKeys, Token: e.Token, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
 		if e.ProviderKey != "" {
 			pname, model := SplitProviderKey(e.ProviderKey)
 			p, ok := f.Providers[pname]
@@ -333,7 +346,7 @@ func (f *File) EngineConfigs() ([]engines.Config, error) {
 			if c.APIKeyEnv == "" {
 				c.APIKeyEnv = p.APIKeyEnv
 			}
-			if c.APIKey == "" && e.APIKeyEnv == "" {
+			if c.APIKey == "" && e.APIKeyEnv == "" && e.AccessToken == nil {
 				c.APIKey, c.APIKeys = p.APIKey, p.APIKeys
 			}
 		}

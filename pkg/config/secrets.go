@@ -1,9 +1,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
 )
 
 // Resolve reads every secret the file names through lookup (os.LookupEnv in a
@@ -14,6 +17,8 @@ import (
 //     several comma-separated keys: APIKey is then the first);
 //   - EngineEntry.APIKey and APIKeys the same way, from the engine's apiKeyEnv, else
 //     its provider's;
+//   - EngineEntry.Token from accessToken (its file must read to a token, its
+//     command's program must exist; the token itself is read per search);
 //   - Tenant.APIKeys from apiKeyEnv (a comma-separated list);
 //   - Tenant.WebhookSecret from webhookSecretEnv.
 //
@@ -41,6 +46,19 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 	if len(missing) > 0 {
 		return &MissingSecretsError{NeededBy: missing}
 	}
+	tokens := make([]engines.TokenSource, len(f.WebSearch.Engines))
+	var terrs []error
+	for i, e := range f.WebSearch.Engines {
+		if e.AccessToken != nil {
+			var err error
+			if tokens[i], err = e.AccessToken.source(fmt.Sprintf("webSearch.engines[%d]", i)); err != nil {
+				terrs = append(terrs, err)
+			}
+		}
+	}
+	if len(terrs) > 0 {
+		return errors.Join(terrs...)
+	}
 	for name, p := range f.Providers {
 		p.APIKey, p.APIKeys = keyList(values[p.APIKeyEnv])
 		f.Providers[name] = p
@@ -48,6 +66,7 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 	for i := range f.WebSearch.Engines {
 		e := &f.WebSearch.Engines[i]
 		e.APIKey, e.APIKeys = keyList(values[f.engineKeyEnv(*e)])
+		e.Token = tokens[i]
 	}
 	for i := range f.Tenants {
 		t := &f.Tenants[i]
@@ -126,8 +145,8 @@ func (f *File) secretNeeds() []secretNeed {
 	}
 	for i, e := range f.WebSearch.Engines {
 		env := f.engineKeyEnv(e)
-		if env == "" {
-			continue
+		if env == "" || e.AccessToken != nil {
+			continue // an engine with an access token needs no key
 		}
 		what := fmt.Sprintf("webSearch.engines[%d] %q", i, e.ID)
 		if e.APIKeyEnv == "" {

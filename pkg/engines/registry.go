@@ -34,6 +34,9 @@ type Config struct {
 	// APIKeys are several keys to rotate over (a comma-separated apiKeyEnv, see
 	// keys.go); when set they replace APIKey. Never serialized.
 	APIKeys []string `json:"-"`
+	// Token, when set, supplies OAuth access tokens instead of a fixed key (see
+	// tokens.go); APIKey and APIKeys are then unused.
+	Token TokenSource `json:"-"`
 	// CostPerSearchUSD overrides the kind's list price per search, for accounting.
 	CostPerSearchUSD *float64 `json:"costPerSearchUSD,omitempty"`
 	// Options are per-kind settings, decoded by the kind (see its file).
@@ -136,9 +139,13 @@ func FromConfigWith(cfgs []Config, hc *http.Client, o Options) (*Registry, error
 	return r, nil
 }
 
-// build makes one engine: the kind's own, or, with several keys or shared cooldowns,
-// one per key behind the rotation of keys.go.
+// build makes one engine: the kind's own; with an access token source, one rebuilt
+// per token (tokens.go); with several keys or shared cooldowns, one per key behind
+// the rotation of keys.go.
 func build(f factory, c Config, hc *http.Client, o Options) (Engine, error) {
+	if c.Token != nil {
+		return newTokened(f, c, hc)
+	}
 	keys := c.APIKeys
 	if len(keys) == 0 {
 		keys = []string{c.APIKey}
