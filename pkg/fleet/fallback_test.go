@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/searchfleet/searchfleet/internal/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
@@ -62,4 +63,43 @@ func TestBraveFailingFallsBackToTavily(t *testing.T) {
 	if st.Duplicates["tavily"] != 0 || st.Duplicates["brave"] != 0 {
 		t.Errorf("tavily paid twice for one search: %v", st.Duplicates)
 	}
+}
+
+// An engine with two keys, one rate limited: every search still answers (the other
+// key carries it), the limited key is sent once and rests, and the fleet counts the
+// rest in fleet_engine_key_cooldowns_total.
+func TestRateLimitedKeyRotatesAndIsCounted(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t, fleettest.File(func(f *config.File) {
+		for i := range f.WebSearch.Engines {
+			if e := &f.WebSearch.Engines[i]; e.ID == "brave" {
+				e.APIKey, e.APIKeys = "brave-one", []string{"brave-one", "brave-two"}
+			}
+		}
+	}))
+	f.Sim.SetKeyFault("/brave", "brave-one", 429, time.Minute, 0)
+	const jobs = 3
+	for i := range jobs {
+		status, resp := f.Chat(t, fmt.Sprintf("Search the web: what is new with NATS JetStream, item %d? sim:engine=brave", i))
+		if status != 200 || !strings.Contains(fleettest.Content(resp), "[1]") {
+			t.Fatalf("%d %v", status, resp)
+		}
+	}
+	if got := f.Sim.Stats().Requests["brave"]; got != jobs+1 {
+		t.Errorf("%d brave requests, want %d (the limited key once)", got, jobs+1)
+	}
+	_, body, _ := f.Do(t, "GET", "/metrics", nil)
+	if !strings.Contains(string(body), `fleet_engine_key_cooldowns_total{engine="brave",reason="rate_limited"} 1`) {
+		t.Errorf("metrics lack the key's rest:\n%s", grepLines(string(body), "fleet_engine_key"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -166,7 +166,8 @@ func open(ctx context.Context, o Options) (*process, error) {
 		return fail(err)
 	}
 	// Key cooldowns live in Redis: a key one search worker saw refused rests for all.
-	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: p.store, Log: p.log.With("role", "search")}); err != nil {
+	cool := countedCooldowns{Cooldowns: p.store, m: p.o.Metrics}
+	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search")}); err != nil {
 		return fail(err)
 	}
 	if p.tools, p.classify, err = Intent(o.File); err != nil {
@@ -457,6 +458,21 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 		return nil, err
 	}
 	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
+}
+
+// countedCooldowns counts the keys the fleet puts to rest
+// (fleet_engine_key_cooldowns_total), once per rest, whichever worker starts it.
+type countedCooldowns struct {
+	engines.Cooldowns
+	m *metrics.Metrics
+}
+
+func (c countedCooldowns) CoolDown(ctx context.Context, engine, fp string, reason engines.ErrorKind, d time.Duration) (bool, error) {
+	first, err := c.Cooldowns.CoolDown(ctx, engine, fp, reason, d)
+	if first {
+		c.m.KeyCooldowns.WithLabelValues(engine, string(reason)).Inc()
+	}
+	return first, err
 }
 
 // Settings are the search workers' per-engine limits from the config file.

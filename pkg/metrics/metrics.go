@@ -44,6 +44,9 @@ type Metrics struct {
 	// SearchFallbacks counts searches handed from a failed engine to a fallback
 	// engine, by the engine that failed, the one that took over, and why.
 	SearchFallbacks *prometheus.CounterVec
+	// KeyCooldowns counts engine API keys put to rest after the provider refused
+	// them, by engine and reason (rate_limited, auth, quota).
+	KeyCooldowns *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -68,7 +71,8 @@ func New() *Metrics {
 		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
 	}
 	m.SearchFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_fallbacks_total", Help: "Searches handed from a failed engine to a fallback engine, by engine, fallback and reason."}, []string{"from", "to", "reason"})
-	r.MustRegister(m.SearchFallbacks)
+	m.KeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_engine_key_cooldowns_total", Help: "Engine API keys put to rest after the provider refused them, by engine and reason."}, []string{"engine", "reason"})
+	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled)
 	return m
