@@ -199,7 +199,7 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	return w.publish(ctx, req, done)
 }
 
-// fallbackReasons are the failures another engine may mend: the engine is busy or
+// fallbackReason reports whether another engine may mend e: the engine is busy or
 // down (rate_limited, unavailable), or its account or key cannot pay (quota, auth).
 // A bad request or an unreadable answer would fail the same way elsewhere.
 func fallbackReason(e *engines.Error) bool {
