@@ -406,10 +406,13 @@ func TestHealthAndMetrics(t *testing.T) {
 		}
 	}
 	f.Chat(t, "Search the web: weather today?")
-	status, body, _ := f.Do(t, "GET", "/metrics", nil)
-	if status != 200 {
-		t.Fatalf("/metrics %d", status)
-	}
+	// The job's ending is counted just after its answer is out: poll for it.
+	var body []byte
+	fleettest.Eventually(t, "the ended job counted", func() bool {
+		var status int
+		status, body, _ = f.Do(t, "GET", "/metrics", nil)
+		return status == 200 && strings.Contains(string(body), `fleet_jobs_total{status="completed"} 1`)
+	})
 	for _, m := range []string{`fleet_jobs_total{status="completed"} 1`, `fleet_searches_total{engine="google",outcome="ok"} 1`, `fleet_model_calls_total{outcome="ok",provider="sim"} 2`} {
 		if !strings.Contains(string(body), m) {
 			t.Errorf("/metrics lacks %s", m)
