@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 func TestKeyCooldowns(t *testing.T) {
@@ -70,5 +72,20 @@ func TestKeyCooldowns(t *testing.T) {
 			t.Fatal("a 50 ms rest did not end")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// BenchmarkResting is the Redis round trip every search of an engine with shared
+// cooldowns pays before its request (two keys).
+func BenchmarkResting(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	s := state.New(rdb, prefix, time.Hour)
+	ctx := context.Background()
+	fps := []string{engines.Fingerprint("a"), engines.Fingerprint("b")}
+	s.CoolDown(ctx, "brave", fps[0], engines.RateLimited, time.Minute)
+	for b.Loop() {
+		if _, err := s.Resting(ctx, "brave", fps); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
