@@ -427,7 +427,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 			complete = have == want
 			continue
 		}
-		req := search.Request{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline}
+		req := search.Request{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline, GooglePreferred: t.GooglePreferred}
 		w.emit(bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
 		ps, err := w.Bus.PublishAsync(bus.SubjectSearch(c.Engine), req)
 		if err != nil {

@@ -165,7 +165,9 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if p.engines, err = engines.FromConfig(cfgs, p.hc); err != nil {
+	// Key cooldowns live in Redis: a key one search worker saw refused rests for all.
+	cool := countedCooldowns{Cooldowns: p.store, m: p.o.Metrics}
+	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search")}); err != nil {
 		return fail(err)
 	}
 	if p.tools, p.classify, err = Intent(o.File); err != nil {
@@ -463,11 +465,32 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
 }
 
+// countedCooldowns counts the keys the fleet puts to rest
+// (fleet_engine_key_cooldowns_total), once per rest, whichever worker starts it.
+type countedCooldowns struct {
+	engines.Cooldowns
+	m *metrics.Metrics
+}
+
+func (c countedCooldowns) CoolDown(ctx context.Context, engine, fp string, reason engines.ErrorKind, d time.Duration) (bool, error) {
+	first, err := c.Cooldowns.CoolDown(ctx, engine, fp, reason, d)
+	if first {
+		c.m.KeyCooldowns.WithLabelValues(engine, string(reason)).Inc()
+	}
+	return first, err
+}
+
 // Settings are the search workers' per-engine limits from the config file.
 func Settings(f *config.File) map[string]search.Settings {
 	out := map[string]search.Settings{}
+	kindOf := map[string]string{}
+	cfgs, _ := f.EngineConfigs() // a loaded file has been validated
+	for _, c := range cfgs {
+		kindOf[c.ID] = c.Kind
+	}
 	for _, e := range f.WebSearch.Engines {
-		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL)}
+		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL), Fallback: e.Fallback,
+			Google: intent.GoogleBacked(intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID]})}
 		if e.RateLimit != nil {
 			s.PerSecond, s.Burst = e.RateLimit.PerSecond, e.RateLimit.Burst
 		}

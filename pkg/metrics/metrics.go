@@ -47,6 +47,12 @@ type Metrics struct {
 	// TenantRejected counts requests refused by a per-tenant limit, by tenant and
 	// limit (rate, sync_waits, streams, queued_jobs, batches, files, file_bytes).
 	TenantRejected *prometheus.CounterVec
+	// SearchFallbacks counts searches handed from a failed engine to a fallback
+	// engine, by the engine that failed, the one that took over, and why.
+	SearchFallbacks *prometheus.CounterVec
+	// KeyCooldowns counts engine API keys put to rest after the provider refused
+	// them, by engine and reason (rate_limited, auth, quota).
+	KeyCooldowns *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -73,6 +79,9 @@ func New() *Metrics {
 	}
 	m.TenantRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_tenant_rejected_total", Help: "Requests refused by a per-tenant limit, by tenant and limit."}, []string{"tenant", "limit"})
 	r.MustRegister(m.TenantRejected)
+	m.SearchFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_fallbacks_total", Help: "Searches handed from a failed engine to a fallback engine, by engine, fallback and reason."}, []string{"from", "to", "reason"})
+	m.KeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_engine_key_cooldowns_total", Help: "Engine API keys put to rest after the provider refused them, by engine and reason."}, []string{"engine", "reason"})
+	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.Citations)
 	return m
