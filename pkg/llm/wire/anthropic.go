@@ -481,8 +481,20 @@ func (anthropicCodec) EncodeResponse(r *Response) ([]byte, error) {
 
 func (anthropicCodec) NewStream() Stream { return &anthropicStream{} }
 
-// anthropicStream renders an answer as Messages stream events.
-type anthropicStream struct{}
+// anthropicStream renders an answer as Messages stream events: a server_tool_use
+// block per search as it starts and its web_search_tool_result block when it ends (in
+// the answer's order: a search's result block comes before the next search's block),
+// then the text block, whose text arrives as text_delta events. Text streams as it is
+// written up to its first citation marker ("[n]"): where the answer's text blocks are
+// cut, and which citations each carries, is known only from the whole answer, so the
+// rest comes with it, cut into cited blocks exactly as the non-streamed answer is.
+type anthropicStream struct {
+	closed int             // blocks started and stopped
+	cursor int             // the next Content part of an Update's answer to render
+	used   map[string]bool // server calls whose block is out
+	open   bool            // block closed is a text block still open
+	sent   string          // the open block's text sent
+}
 
 func anthropicEvent(typ string, fields map[string]any) Event {
 	fields["type"] = typ
@@ -490,45 +502,136 @@ func anthropicEvent(typ string, fields map[string]any) Event {
 	return Event{Name: typ, Data: b}
 }
 
-func (anthropicStream) Start(r *Response) []Event {
+func (s *anthropicStream) Start(r *Response) []Event {
+	s.used = map[string]bool{}
 	m := anthropicMessage(r, []map[string]any{}, nil)
 	return []Event{anthropicEvent("message_start", map[string]any{"message": m}), anthropicEvent("ping", map[string]any{})}
 }
 
-func (anthropicStream) KeepAlive() []Event { return []Event{anthropicEvent("ping", map[string]any{})} }
+func (s *anthropicStream) KeepAlive() []Event { return []Event{anthropicEvent("ping", map[string]any{})} }
 
-func (anthropicStream) Finish(r *Response) []Event {
+// block renders one whole block at the next index.
+func (s *anthropicStream) block(evs []Event, b map[string]any) []Event {
+	i := s.closed
+	s.closed++
+	start := map[string]any{}
+	for k, v := range b {
+		start[k] = v
+	}
+	var deltas []map[string]any
+	switch b["type"] {
+	case "server_tool_use", "tool_use":
+		in, _ := json.Marshal(b["input"])
+		start["input"] = map[string]any{}
+		deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
+	case "text":
+		start["text"] = ""
+		if cs, ok := b["citations"].([]any); ok {
+			start["citations"] = []any{}
+			for _, c := range cs {
+				deltas = append(deltas, map[string]any{"type": "citations_delta", "citation": c})
+			}
+		} else {
+			delete(start, "citations")
+		}
+		for _, piece := range pieces(b["text"].(string), 64) {
+			deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
+		}
+	}
+	evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": i, "content_block": start}))
+	for _, d := range deltas {
+		evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": i, "delta": d}))
+	}
+	return append(evs, anthropicEvent("content_block_stop", map[string]any{"index": i}))
+}
+
+// liveText is the part of a text that streams before the answer is complete: up to
+// its first possible citation marker (a "[" followed by a digit, or ending the text).
+func liveText(text string) string {
+	for i := 0; i < len(text); i++ {
+		if text[i] == '[' && (i+1 == len(text) || text[i+1] >= '0' && text[i+1] <= '9') {
+			return text[:i]
+		}
+	}
+	return text
+}
+
+func (s *anthropicStream) Update(r *Response) []Event {
 	var evs []Event
-	for i, b := range anthropicBlocks(r) {
-		start := map[string]any{}
-		for k, v := range b {
-			start[k] = v
-		}
-		var deltas []map[string]any
-		switch b["type"] {
-		case "server_tool_use", "tool_use":
-			in, _ := json.Marshal(b["input"])
-			start["input"] = map[string]any{}
-			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
-		case "text":
-			start["text"] = ""
-			if cs, ok := b["citations"].([]any); ok {
-				start["citations"] = []any{}
-				for _, c := range cs {
-					deltas = append(deltas, map[string]any{"type": "citations_delta", "citation": c})
-				}
-			} else {
-				delete(start, "citations")
+	for s.cursor < len(r.Content) {
+		p := r.Content[s.cursor]
+		switch p.Kind {
+		case PartServerCall:
+			if s.open {
+				return evs // a search after the text: Finish renders it
 			}
-			for _, piece := range pieces(b["text"].(string), 64) {
-				deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
+			if !s.used[p.Server.ID] {
+				s.used[p.Server.ID] = true
+				evs = s.block(evs, anthropicBlocks(&Response{Content: []Part{p}})[0])
 			}
+			// The next block must be this search's result.
+			if s.cursor+1 >= len(r.Content) || r.Content[s.cursor+1].Kind != PartServerResult {
+				return evs
+			}
+			s.cursor++
+		case PartServerResult:
+			if s.open {
+				return evs
+			}
+			evs = s.block(evs, anthropicBlocks(&Response{Content: []Part{p}})[0])
+			s.cursor++
+		case PartText:
+			if !s.open {
+				s.open = true
+				evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": s.closed, "content_block": map[string]any{"type": "text", "text": ""}}))
+			}
+			if rest, ok := strings.CutPrefix(liveText(p.Text), s.sent); ok && rest != "" {
+				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": s.closed, "delta": map[string]any{"type": "text_delta", "text": rest}}))
+				s.sent += rest
+			}
+			return evs
+		default:
+			return evs
 		}
-		evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": i, "content_block": start}))
-		for _, d := range deltas {
-			evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": i, "delta": d}))
+	}
+	return evs
+}
+
+func (s *anthropicStream) Finish(r *Response) []Event {
+	var evs []Event
+	blocks := anthropicBlocks(r)
+	for i := s.closed; i < len(blocks); i++ {
+		b := blocks[i]
+		if !s.open {
+			evs = s.block(evs, b)
+			continue
 		}
-		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": i}))
+		// The open text block: its citations, then the rest of its text.
+		s.open = false
+		idx := s.closed
+		s.closed++
+		text, _ := b["text"].(string)
+		rest, ok := strings.CutPrefix(text, s.sent)
+		if b["type"] == "text" && ok {
+			cs, _ := b["citations"].([]any)
+			for _, c := range cs {
+				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "citations_delta", "citation": c}}))
+			}
+			for _, piece := range pieces(rest, 64) {
+				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "text_delta", "text": piece}}))
+			}
+			evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": idx}))
+			continue
+		}
+		// The text sent does not begin this block (a model that wrote before it
+		// searched): the block closes as it is, and the answer's blocks follow it.
+		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": idx}))
+		i--
+	}
+	if s.open {
+		s.open = false
+		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": s.closed}))
+		s.closed++
 	}
 	stop := anthropicStops[r.Stop]
 	if stop == "" {
@@ -538,6 +641,6 @@ func (anthropicStream) Finish(r *Response) []Event {
 	return append(evs, anthropicEvent("message_stop", map[string]any{}))
 }
 
-func (anthropicStream) Fail(_ *Response, e *Error) []Event {
+func (*anthropicStream) Fail(_ *Response, e *Error) []Event {
 	return []Event{{Name: "error", Data: Anthropic.EncodeError(e)}}
 }
