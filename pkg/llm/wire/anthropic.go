@@ -508,7 +508,9 @@ func (s *anthropicStream) Start(r *Response) []Event {
 	return []Event{anthropicEvent("message_start", map[string]any{"message": m}), anthropicEvent("ping", map[string]any{})}
 }
 
-func (s *anthropicStream) KeepAlive() []Event { return []Event{anthropicEvent("ping", map[string]any{})} }
+func (s *anthropicStream) KeepAlive() []Event {
+	return []Event{anthropicEvent("ping", map[string]any{})}
+}
 
 // block renders one whole block at the next index.
 func (s *anthropicStream) block(evs []Event, b map[string]any) []Event {
