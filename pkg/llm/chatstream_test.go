@@ -163,3 +163,46 @@ func TestCompleteStreamHTTPError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A provider's own message fields survive streaming (DeepSeek's and Kimi's
+// reasoning_content, concatenated, must go back to them on the next hop), and tool
+// calls whose fragments interleave are rebuilt by index, in index order.
+func TestCompleteStreamKeepsProviderFields(t *testing.T) {
+	t.Parallel()
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","model":"kimi","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	body := chunk(`{"role":"assistant","reasoning_content":"Think "}`, "null") +
+		chunk(`{"reasoning_content":"twice."}`, "null") +
+		chunk(`{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"g","arguments":"{\"y\""}}]}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`, "null") +
+		chunk(`{"tool_calls":[{"index":1,"function":{"arguments":":2}"}}]}`, "null") +
+		chunk(`{}`, `"tool_calls"`) +
+		`data: {"id":"c1","model":"kimi","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}` + "\n\ndata: [DONE]\n\n"
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte(body))
+	}))
+	defer hs.Close()
+	var deltas int
+	comp, err := llm.NewClient("kimi", hs.URL, "", nil).Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(llm.Delta) { deltas++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Content   *string        `json:"content"`
+		Reasoning string         `json:"reasoning_content"`
+		ToolCalls []llm.ToolCall `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(comp.Message, &msg); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := json.Marshal(msg.ToolCalls)
+	want := `[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"{\"y\":2}"}}]`
+	if msg.Content != nil || msg.Reasoning != "Think twice." || string(calls) != want || deltas != 0 {
+		t.Errorf("message %s (%d text deltas)", comp.Message, deltas)
+	}
+	if comp.FinishReason != "tool_calls" || comp.Usage.TotalTokens != 12 || comp.ID != "c1" {
+		t.Errorf("completion %+v", comp)
+	}
+}
