@@ -20,7 +20,8 @@ import (
 )
 
 // chatCompletions is POST /v1/chat/completions: OpenAI-compatible, answered when the
-// job ends (streamed as chat.completion.chunk events when the request asks to stream).
+// job ends, or, when the request asks to stream, as chat.completion.chunk events while
+// the model writes (relayStream).
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
 	if !ok {
