@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -44,6 +45,8 @@ type liveAnswer struct {
 	attempts map[string]*attemptText
 	calls    []liveCall
 	callAt   map[string]int
+	// sources are each hop's numbered sources: its text's "[n]" markers cite them.
+	sources map[int][]bus.StreamSource
 }
 
 // attemptText is the text of one attempt of a hop's model call, as far as it has
@@ -63,7 +66,7 @@ type liveCall struct {
 }
 
 func newLiveAnswer() *liveAnswer {
-	return &liveAnswer{hop: -1, attempts: map[string]*attemptText{}, callAt: map[string]int{}}
+	return &liveAnswer{hop: -1, attempts: map[string]*attemptText{}, callAt: map[string]int{}, sources: map[int][]bus.StreamSource{}}
 }
 
 // add takes one live message in and reports whether the answer grew.
@@ -99,6 +102,12 @@ func (l *liveAnswer) add(m bus.StreamMsg) bool {
 			return true
 		}
 		return false
+	case bus.StreamSources:
+		if _, ok := l.sources[m.Hop]; ok {
+			return false
+		}
+		l.sources[m.Hop] = m.Sources
+		return m.Hop == l.hop
 	case bus.StreamSearchStarted, bus.StreamSearchDone:
 		key := strconv.Itoa(m.Hop) + ":" + m.CallID
 		i, ok := l.callAt[key]
@@ -135,7 +144,14 @@ func (l *liveAnswer) answer(base *wire.Response) *wire.Response {
 		pending = pending || !c.done
 	}
 	if l.shown != "" && !pending {
-		r.Content = []wire.Part{{Kind: wire.PartText, Text: l.shown}}
+		// The text's markers cite the hop's sources, as the answer's annotations will.
+		p := wire.Part{Kind: wire.PartText, Text: l.shown}
+		srcs := l.sources[l.hop]
+		for _, m := range llm.CitationMarkers(l.shown, len(srcs)) {
+			src := srcs[m.N-1]
+			p.Citations = append(p.Citations, wire.Citation{URL: src.URL, Title: src.Title, Start: m.Start, End: m.End})
+		}
+		r.Content = []wire.Part{p}
 	}
 	if len(entries) > 0 {
 		b, _ := json.Marshal(entries)

@@ -23,6 +23,9 @@ const (
 	StreamSearchStarted StreamType = "search_started"
 	// StreamSearchDone is a finished search (Sources, or Error).
 	StreamSearchDone StreamType = "search_done"
+	// StreamSources is the numbered sources a hop's model reads (Sources; its "[n]"
+	// markers cite source n), sent before the hop's first delta.
+	StreamSources StreamType = "sources"
 )
 
 // StreamMsg is one message of a job's live stream.
@@ -46,7 +49,8 @@ type StreamMsg struct {
 	CallID string `json:"call_id,omitempty"`
 	Engine string `json:"engine,omitempty"`
 	Query  string `json:"query,omitempty"`
-	// Sources are a finished search's pages, in the engine's order (search_done).
+	// Sources are a finished search's pages, in the engine's order (search_done), or
+	// the numbered sources of the hop (sources).
 	Sources []StreamSource `json:"sources,omitempty"`
 	// Error is "TYPE: message" for a search that failed (search_done).
 	Error string `json:"error,omitempty"`

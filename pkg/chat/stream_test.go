@@ -56,7 +56,7 @@ func TestStreamingJobRelaysDeltas(t *testing.T) {
 			t.Errorf("search done %+v", m)
 		}
 	}
-	if strings.Join(kinds, ",") != "search_started,search_done,delta" || text.String() != "Sunny [1]." {
+	if strings.Join(kinds, ",") != "search_started,search_done,sources,delta" || text.String() != "Sunny [1]." {
 		t.Fatalf("live stream %v, text %q", kinds, text.String())
 	}
 

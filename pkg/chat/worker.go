@@ -242,7 +242,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	if err != nil {
 		return false, err
 	}
-	msgs, _ := v.messages(h)
+	msgs, srcs := v.messages(h)
 	tools := v.req.Tools
 	if offered {
 		tools = append(append([]json.RawMessage(nil), tools...), w.Tools.Tool(gp))
@@ -252,6 +252,14 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 		return false, w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()})
 	}
 	w.emit(bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
+	if v.req.Stream && len(srcs.list) > 0 {
+		// The ingress turns the hop's [n] markers into citations as they stream.
+		m := bus.StreamMsg{JobID: v.job.ID, Type: bus.StreamSources, Hop: h}
+		for _, s := range srcs.list {
+			m.Sources = append(m.Sources, bus.StreamSource{URL: s.Web.URI, Title: s.Web.Title})
+		}
+		w.progress(m)
+	}
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
 	start := time.Now()
 	comp, err := model.Client.Complete(mctx, body, w.relay(v, h))

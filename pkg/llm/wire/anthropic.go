@@ -484,16 +484,18 @@ func (anthropicCodec) NewStream() Stream { return &anthropicStream{} }
 // anthropicStream renders an answer as Messages stream events: a server_tool_use
 // block per search as it starts and its web_search_tool_result block when it ends (in
 // the answer's order: a search's result block comes before the next search's block),
-// then the text block, whose text arrives as text_delta events. Text streams as it is
-// written up to its first citation marker ("[n]"): where the answer's text blocks are
-// cut, and which citations each carries, is known only from the whole answer, so the
-// rest comes with it, cut into cited blocks exactly as the non-streamed answer is.
+// then the text, cut into blocks at its citations exactly as the non-streamed answer
+// is (textBlocks): each block's text arrives as text_delta events and its citations as
+// citations_delta events as soon as their "[n]" markers are written; a block closes
+// once the text goes on past its citations.
 type anthropicStream struct {
-	closed int             // blocks started and stopped
-	cursor int             // the next Content part of an Update's answer to render
-	used   map[string]bool // server calls whose block is out
-	open   bool            // block closed is a text block still open
-	sent   string          // the open block's text sent
+	closed   int             // blocks started and stopped
+	cursor   int             // the next Content part of an Update's answer to render
+	used     map[string]bool // server calls whose block is out
+	textBase int             // the index of the first text block (-1: none yet)
+	open     bool            // block closed is a text block still open
+	sent     string          // the open block's text sent
+	cites    int             // the open block's citations sent
 }
 
 func anthropicEvent(typ string, fields map[string]any) Event {
@@ -503,7 +505,7 @@ func anthropicEvent(typ string, fields map[string]any) Event {
 }
 
 func (s *anthropicStream) Start(r *Response) []Event {
-	s.used = map[string]bool{}
+	s.used, s.textBase = map[string]bool{}, -1
 	m := anthropicMessage(r, []map[string]any{}, nil)
 	return []Event{anthropicEvent("message_start", map[string]any{"message": m}), anthropicEvent("ping", map[string]any{})}
 }
@@ -547,15 +549,63 @@ func (s *anthropicStream) block(evs []Event, b map[string]any) []Event {
 	return append(evs, anthropicEvent("content_block_stop", map[string]any{"index": i}))
 }
 
-// liveText is the part of a text that streams before the answer is complete: up to
-// its first possible citation marker (a "[" followed by a digit, or ending the text).
-func liveText(text string) string {
-	for i := 0; i < len(text); i++ {
-		if text[i] == '[' && (i+1 == len(text) || text[i+1] >= '0' && text[i+1] <= '9') {
-			return text[:i]
+// unresolved is the number of characters at the end of text that may still become a
+// citation marker: a "[" and at most four digits.
+func unresolved(text string) int {
+	for n := 0; n <= 5 && n < len(text); n++ {
+		c := text[len(text)-1-n]
+		if c == '[' {
+			return n + 1
+		}
+		if c < '0' || c > '9' {
+			return 0
 		}
 	}
-	return text
+	return 0
+}
+
+// liveText renders the text part as far as it is written: the blocks textBlocks cuts
+// it into, each opened, filled and closed as soon as that is certain. A cited block is
+// certain once a character other than "[" follows its markers (another marker would
+// join the group); text that may still become a marker is held back.
+func (s *anthropicStream) liveText(evs []Event, p Part) []Event {
+	if s.textBase < 0 {
+		s.textBase = s.closed
+	}
+	runes := []rune(p.Text)
+	safe := len(runes) - unresolved(p.Text)
+	blocks := textBlocks(p)
+	start := 0
+	for k, b := range blocks {
+		text := []rune(b["text"].(string))
+		end := start + len(text)
+		from := start
+		start = end
+		if k < s.closed-s.textBase {
+			continue
+		}
+		complete := k < len(blocks)-1 && runes[end] != '['
+		if !s.open {
+			s.open, s.sent, s.cites = true, "", 0
+			evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": s.closed, "content_block": map[string]any{"type": "text", "text": ""}}))
+		}
+		cs, _ := b["citations"].([]any)
+		for ; s.cites < len(cs); s.cites++ {
+			evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": s.closed, "delta": map[string]any{"type": "citations_delta", "citation": cs[s.cites]}}))
+		}
+		avail := string(runes[from:max(from, min(end, safe))])
+		if rest, ok := strings.CutPrefix(avail, s.sent); ok && rest != "" {
+			evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": s.closed, "delta": map[string]any{"type": "text_delta", "text": rest}}))
+			s.sent = avail
+		}
+		if !complete || s.sent != string(text) {
+			return evs
+		}
+		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": s.closed}))
+		s.closed++
+		s.open = false
+	}
+	return evs
 }
 
 func (s *anthropicStream) Update(r *Response) []Event {
@@ -583,15 +633,7 @@ func (s *anthropicStream) Update(r *Response) []Event {
 			evs = s.block(evs, anthropicBlocks(&Response{Content: []Part{p}})[0])
 			s.cursor++
 		case PartText:
-			if !s.open {
-				s.open = true
-				evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": s.closed, "content_block": map[string]any{"type": "text", "text": ""}}))
-			}
-			if rest, ok := strings.CutPrefix(liveText(p.Text), s.sent); ok && rest != "" {
-				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": s.closed, "delta": map[string]any{"type": "text_delta", "text": rest}}))
-				s.sent += rest
-			}
-			return evs
+			return s.liveText(evs, p)
 		default:
 			return evs
 		}
@@ -614,9 +656,8 @@ func (s *anthropicStream) Finish(r *Response) []Event {
 		s.closed++
 		text, _ := b["text"].(string)
 		rest, ok := strings.CutPrefix(text, s.sent)
-		if b["type"] == "text" && ok {
-			cs, _ := b["citations"].([]any)
-			for _, c := range cs {
+		if cs, _ := b["citations"].([]any); b["type"] == "text" && ok && s.cites <= len(cs) {
+			for _, c := range cs[s.cites:] {
 				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "citations_delta", "citation": c}}))
 			}
 			for _, piece := range pieces(rest, 64) {
