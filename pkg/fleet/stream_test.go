@@ -183,8 +183,9 @@ func outputJSON(r responses.Response) string {
 
 // Anthropic Messages through a search hop, with anthropic-sdk-go's accumulator: the
 // server_tool_use and web_search_tool_result blocks come before the text, the first
-// text delta arrives while the job runs, and the accumulated content is the
-// non-streamed rendering of the same job, block for block, citations included.
+// text delta and the first citation arrive while the job runs, and the accumulated
+// content is the non-streamed rendering of the same job, block for block, citations
+// included.
 func TestStreamMessagesLive(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t)
@@ -193,7 +194,7 @@ func TestStreamMessagesLive(t *testing.T) {
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(slowSearch))},
 		Tools:    []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{}}}})
 	var acc anthropic.Message
-	var atFirst string
+	var atFirst, atCite string
 	var kindsAtFirst []string
 	for st.Next() {
 		ev := st.Current()
@@ -206,12 +207,18 @@ func TestStreamMessagesLive(t *testing.T) {
 				kindsAtFirst = append(kindsAtFirst, b.Type)
 			}
 		}
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "citations_delta" && atCite == "" {
+			atCite, _, _ = storedJob(t, f, acc.ID)
+		}
 	}
 	if err := st.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if atFirst == "" || terminal(atFirst) || !slices.Equal(kindsAtFirst, []string{"server_tool_use", "web_search_tool_result", "text"}) {
 		t.Fatalf("at the first text delta the job was %q and the blocks %v", atFirst, kindsAtFirst)
+	}
+	if atCite == "" || terminal(atCite) {
+		t.Errorf("the first citation came when the job was %q: citations not streamed as written", atCite)
 	}
 	status, stored, trace := storedJob(t, f, acc.ID)
 	resp, err := wire.Chat.DecodeResponse(stored)

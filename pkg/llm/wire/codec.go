@@ -45,7 +45,8 @@ type ModelCodec interface {
 //
 // The answer passed to Update grows: its Content lists, in order, a server call per
 // search started (followed by its result once the search is done), and, once every
-// search so far is done, one text part holding the text so far (no citations yet).
+// search so far is done, one text part holding the text so far with the citations of
+// the "[n]" markers written so far.
 // What a stream has sent is never taken back: a text that is not a continuation of
 // the text already sent is not sent until Finish, which sends what the final text
 // adds to it.
