@@ -121,10 +121,16 @@ func TestStreamChatLive(t *testing.T) {
 func TestStreamResponsesLive(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t)
+	for name, prompt := range map[string]string{"one search": slowSearch, "parallel searches over two hops": slowSearch + " sim:hops=2 sim:calls=2"} {
+		t.Run(name, func(t *testing.T) { responsesLive(t, f, prompt) })
+	}
+}
+
+func responsesLive(t *testing.T, f *fleettest.Fleet, prompt string) {
 	c := openaiClient(f)
 	st := c.Responses.NewStreaming(ctx(t), responses.ResponseNewParams{
 		Model: demo.Model,
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(slowSearch)},
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)},
 		Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}},
 	})
 	var types []string
