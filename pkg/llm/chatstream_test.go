@@ -110,6 +110,23 @@ func TestCompleteStreamFixture(t *testing.T) {
 	if len(msg.Annotations) == 0 || comp.FinishReason != "stop" || comp.Usage.TotalTokens != 2370 || comp.Model != "deepseek/deepseek-chat" {
 		t.Errorf("annotations %d, finish %q, usage %+v, model %q", len(msg.Annotations), comp.FinishReason, comp.Usage, comp.Model)
 	}
+
+	// The second recording: gpt-4.1-mini through OpenRouter, usage in the last chunk.
+	sse2 := fixtures.Read("openrouter/pydantic-server-tool-web-search-usage-stream.sse")
+	hs2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(sse2)
+	}))
+	defer hs2.Close()
+	text.Reset()
+	comp, err = llm.NewClient("openrouter", hs2.URL, "", nil).Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(d llm.Delta) { text.WriteString(d.Text) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, _ := llm.ParseMessage(comp.Message)
+	if got := llm.Text(m2.Content); got == "" || got != text.String() || comp.Usage.TotalTokens != 8204 || comp.FinishReason != "stop" {
+		t.Errorf("content %q, deltas %q, usage %+v, finish %q", got, text.String(), comp.Usage, comp.FinishReason)
+	}
 }
 
 // An error object inside the stream and a stream cut before its end are *llm.Error
