@@ -52,7 +52,7 @@ type liveAnswer struct {
 // attemptText is the text of one attempt of a hop's model call, as far as it has
 // arrived without a gap.
 type attemptText struct {
-	text   string
+	b      strings.Builder // appended to only: each String() stays valid, uncopied
 	runes  int
 	broken bool
 }
@@ -95,10 +95,10 @@ func (l *liveAnswer) add(m bus.StreamMsg) bool {
 		if !ok {
 			return false
 		}
-		a.text += suffix
+		a.b.WriteString(suffix)
 		a.runes = m.End()
-		if len(a.text) > len(l.shown) && strings.HasPrefix(a.text, l.shown) {
-			l.shown = a.text
+		if text := a.b.String(); len(text) > len(l.shown) && strings.HasPrefix(text, l.shown) {
+			l.shown = text
 			return true
 		}
 		return false
