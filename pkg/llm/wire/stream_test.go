@@ -157,3 +157,44 @@ func TestOpenAIStreamsGrowToTheAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A Chat stream shows search progress as SSE comment lines only (never as data the
+// SDKs parse): searching, then completed with the number of sources or failed with
+// the error code.
+func TestChatStreamSearchProgressComments(t *testing.T) {
+	t.Parallel()
+	base := &wire.Response{ID: "chatcmpl-job1", Model: "m", Created: time.Unix(1700000000, 0)}
+	call := func(id string) wire.Part {
+		return wire.Part{Kind: wire.PartServerCall, Server: &wire.ServerCall{ID: id, Name: "web_search", Query: "q " + id}}
+	}
+	ok := wire.Part{Kind: wire.PartServerResult, Search: &wire.SearchResult{CallID: "0_a", Sources: []wire.Source{{URL: "https://a.example/"}, {URL: "https://b.example/"}}}}
+	bad := wire.Part{Kind: wire.PartServerResult, Search: &wire.SearchResult{CallID: "0_b", Error: &wire.SearchError{Code: "unavailable"}}}
+	st := wire.Chat.NewStream()
+	evs := st.Start(base)
+	for _, parts := range [][]wire.Part{{call("0_a")}, {call("0_a"), call("0_b")}, {call("0_a"), ok, call("0_b"), bad}} {
+		r := *base
+		r.Content = parts
+		evs = append(evs, st.Update(&r)...)
+	}
+	var comments []string
+	for _, e := range evs {
+		if e.Data != nil {
+			t.Errorf("search progress as data: %s", e.Data)
+		}
+		comments = append(comments, e.Comment)
+	}
+	want := []string{
+		`web_search {"id":"0_a","query":"q 0_a","status":"searching"}`,
+		`web_search {"id":"0_b","query":"q 0_b","status":"searching"}`,
+		`web_search {"id":"0_a","sources":2,"status":"completed"}`,
+		`web_search {"error":"unavailable","id":"0_b","status":"failed"}`,
+	}
+	if strings.Join(comments, "\n") != strings.Join(want, "\n") {
+		t.Errorf("comments:\n%s\nwant:\n%s", strings.Join(comments, "\n"), strings.Join(want, "\n"))
+	}
+	var b strings.Builder
+	wire.WriteSSE(&b, evs[:1])
+	if b.String() != ": "+want[0]+"\n\n" {
+		t.Errorf("framed as %q", b.String())
+	}
+}
