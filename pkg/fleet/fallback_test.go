@@ -39,7 +39,7 @@ func TestBraveFailingFallsBackToTavily(t *testing.T) {
 		}
 		var trace []struct {
 			Engine   string   `json:"engine"`
-			Sources  []string `json:"sources"`
+			Sources  []struct{ URL string } `json:"sources"`
 			Error    string   `json:"error"`
 			Fallback *struct {
 				From   string `json:"from"`
