@@ -38,9 +38,9 @@ func TestBraveFailingFallsBackToTavily(t *testing.T) {
 			t.Fatal(err)
 		}
 		var trace []struct {
-			Engine   string   `json:"engine"`
+			Engine   string                 `json:"engine"`
 			Sources  []struct{ URL string } `json:"sources"`
-			Error    string   `json:"error"`
+			Error    string                 `json:"error"`
 			Fallback *struct {
 				From   string `json:"from"`
 				Engine string `json:"engine"`
