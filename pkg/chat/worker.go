@@ -262,7 +262,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	}
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
 	start := time.Now()
-	comp, err := model.Client.Complete(mctx, body, w.relay(v, h))
+	comp, err := model.Client.Complete(mctx, body, w.relay(v, h, len(srcs.list)))
 	cancel()
 	if w.Metrics != nil {
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())
@@ -295,15 +295,23 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 // job's live stream at once, placed by its character offset in the hop's text and
 // tagged with this attempt, so the ingress can drop what a re-run hop repeats.
 // Publishing is fire and forget: a lost delta is made good by the stored answer.
-func (w *Worker) relay(v *view, h int) func(llm.Delta) {
+func (w *Worker) relay(v *view, h int, sources int) func(llm.Delta) {
 	if !v.req.Stream {
 		return nil
 	}
 	attempt := w.ID + "." + strconv.FormatInt(time.Now().UnixNano(), 36)
 	offset := 0
 	subject := bus.SubjectStream(v.job.ID)
+	// The text is relayed as the stored answer will be: a marker that cites no source
+	// is dropped here too (a marker still being written is held until it is whole; the
+	// answer's end fills in what a cut stream held).
+	cites := newMarkerFilter(sources)
 	return func(d llm.Delta) {
-		m := bus.StreamMsg{JobID: v.job.ID, Type: bus.StreamDelta, Hop: h, Attempt: attempt, Offset: offset, Text: d.Text}
+		text := cites.Push(d.Text)
+		if text == "" {
+			return
+		}
+		m := bus.StreamMsg{JobID: v.job.ID, Type: bus.StreamDelta, Hop: h, Attempt: attempt, Offset: offset, Text: text}
 		offset = m.End()
 		if err := w.Bus.Emit(subject, m); err != nil {
 			w.Log.Debug("chat: publishing a delta", "job", v.job.ID, "err", err)
