@@ -47,6 +47,9 @@ type Model struct {
 	Provider string
 	Client   llm.Caller
 	Upstream string
+	// Protocol is the protocol the provider speaks (its config "protocol"): the job's
+	// usage record names it.
+	Protocol string
 }
 
 // Worker runs chat chains. It holds no job state between messages.
@@ -454,7 +457,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	trace, searchUsage := v.trace(h)
 	usage := chainUsage(v, h)
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
-		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD})
+		"model_calls": h + 1, "model_protocol": w.Models[v.job.Model].Protocol, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD})
 	tb, _ := json.Marshal(trace)
 	if finish == "tool_calls" && v.chain.Sticky {
 		// The client runs its tools and comes back with this conversation plus their

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 var logWriter = os.Stderr
@@ -44,8 +45,13 @@ type Provider struct {
 	// API) for main models; for search it also selects the engine kind of engines
 	// that name this provider (glm → glm-chat, gemini → gemini, …).
 	Kind string `json:"kind"`
-	// BaseURL is the chat-completions base (".../v1") for main-model use.
+	// BaseURL is the main-model API base: ".../v1" for openai-chat and
+	// openai-responses, the host root for anthropic-messages and gemini (as their
+	// SDKs take it).
 	BaseURL string `json:"baseURL,omitempty"`
+	// Protocol is the protocol the provider's main models speak: "openai-chat" (the
+	// default), "openai-responses", "anthropic-messages" or "gemini".
+	Protocol string `json:"protocol,omitempty"`
 	// SearchBaseURL is the base URL search engines of this provider use, when it
 	// differs from the engine kind's default.
 	SearchBaseURL string `json:"searchBaseURL,omitempty"`
@@ -219,14 +225,17 @@ func (f *File) Validate() error {
 		if strings.Contains(name, ".") {
 			bad("providers.%s: a provider name cannot contain '.'", name)
 		}
+		if p.Protocol != "" && !slices.Contains(wire.ModelProtocols, p.Protocol) {
+			bad("providers.%s.protocol %q is not a main-model protocol; use one of %s", name, p.Protocol, strings.Join(wire.ModelProtocols, ", "))
+		}
 	}
 	for name, m := range f.Models {
 		p, ok := f.Providers[m.Provider]
 		switch {
 		case !ok:
 			bad("models[%q].provider %q is not a configured provider", name, m.Provider)
-		case p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
-			bad("models[%q]: provider %q has kind %q; main models must speak OpenAI chat completions", name, m.Provider, p.Kind)
+		case (p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
+			bad("models[%q]: provider %q has kind %q; main models speak OpenAI chat completions unless the provider sets \"protocol\" (one of %s)", name, m.Provider, p.Kind, strings.Join(wire.ModelProtocols, ", "))
 		case p.BaseURL == "":
 			bad("providers.%s.baseURL is required for main-model use (models[%q])", m.Provider, name)
 		}

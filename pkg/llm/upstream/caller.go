@@ -1,0 +1,195 @@
+// Package upstream calls main models that speak a protocol other than OpenAI Chat
+// (OpenAI Responses, Anthropic Messages, Gemini). A Caller is an llm.Caller: it takes
+// the chain's Chat request, translates it with the codecs of pkg/llm/wire, and gives
+// the answer back as a Chat assistant message, so the chat worker never knows which
+// protocol its model speaks.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// maxAnswer bounds a model's answer body.
+const maxAnswer = 64 << 20
+
+// Caller calls one provider's main models in its protocol.
+type Caller struct {
+	api     wire.ModelAPI
+	name    string
+	baseURL string
+	key     string // never logged, never in an error
+	hc      *http.Client
+}
+
+var _ llm.Caller = (*Caller)(nil)
+
+// New returns a caller of the provider name at baseURL speaking api, authenticating
+// with key. The base URL is what the protocol's SDKs take: ".../v1" for OpenAI
+// Responses, the host root for Anthropic and Gemini.
+func New(api wire.ModelAPI, name, baseURL, key string, hc *http.Client) *Caller {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Caller{api: api, name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, hc: hc}
+}
+
+// Protocol returns the protocol the caller speaks.
+func (c *Caller) Protocol() wire.Protocol { return c.api.Protocol() }
+
+// Complete translates a Chat request body into the provider's protocol, calls the
+// model (streaming when onDelta is set: onDelta gets the answer's text in order) and
+// returns its answer as a Chat assistant message with the model's tool call ids.
+func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error) {
+	req, err := wire.Chat.DecodeRequest(body)
+	if err != nil {
+		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
+	}
+	stream := onDelta != nil
+	req.Stream = stream
+	out, err := c.api.EncodeRequest(req, req.Model)
+	if err != nil {
+		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(req.Model, stream), bytes.NewReader(out))
+	if err != nil {
+		return nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	} else {
+		hr.Header.Set("Accept", "application/json")
+	}
+	c.api.Authorize(hr.Header, c.key)
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &llm.Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, c.httpError(resp, data)
+	}
+	var answer *wire.Response
+	if stream && isEventStream(resp.Header.Get("Content-Type")) {
+		answer, err = c.readStream(resp.Body, onDelta)
+	} else {
+		answer, err = c.readWhole(resp, onDelta)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, c.asError(resp.StatusCode, err)
+	}
+	msg, finish, usage := wire.ChatAnswer(answer)
+	return &llm.Completion{ID: answer.ID, Model: answer.Model, Message: msg, FinishReason: finish, Usage: usage}, nil
+}
+
+// readWhole reads a whole answer; a streaming caller gets its text as one delta.
+func (c *Caller) readWhole(resp *http.Response, onDelta func(llm.Delta)) (*wire.Response, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, &llm.Error{Status: resp.StatusCode, Message: "reading response: " + err.Error()}
+	}
+	answer, err := c.api.DecodeResponse(data)
+	if err != nil {
+		return nil, err
+	}
+	if t := answer.Text(); onDelta != nil && t != "" {
+		onDelta(llm.Delta{Text: t})
+	}
+	return answer, nil
+}
+
+// readStream decodes a streamed answer, passing its text on as it arrives.
+func (c *Caller) readStream(body io.Reader, onDelta func(llm.Delta)) (*wire.Response, error) {
+	dec := c.api.NewStreamDecoder()
+	err := llm.ReadSSE(body, func(event string, data []byte) error {
+		if string(data) == "[DONE]" {
+			return nil
+		}
+		text, err := dec.Event(event, data)
+		if err != nil {
+			return err
+		}
+		if text != "" {
+			onDelta(llm.Delta{Text: text})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return dec.Response()
+}
+
+// asError makes err an *llm.Error of this provider: a provider's error stays one
+// (with its status), anything else (an unreadable answer) is a bad response.
+func (c *Caller) asError(status int, err error) *llm.Error {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		e := *le
+		e.Provider = c.name
+		e.Message = c.redact(e.Message)
+		return &e
+	}
+	return &llm.Error{Provider: c.name, Status: status, Type: "bad_response", Message: c.redact(err.Error())}
+}
+
+func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
+	e := c.api.DecodeError(resp.StatusCode, data)
+	e.Provider = c.name
+	e.Message = c.redact(clip(e.Message, 500))
+	if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+		e.RetryAfter = d
+	}
+	return e
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == "text/event-stream"
+}
+
+func (c *Caller) redact(s string) string {
+	if len(c.key) >= 4 {
+		s = strings.ReplaceAll(s, c.key, "[REDACTED]")
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
