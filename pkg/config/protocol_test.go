@@ -24,8 +24,8 @@ func TestProviderProtocol(t *testing.T) {
 		t.Errorf("protocols %+v", f.Providers)
 	}
 	bad := map[string]string{
-		`{"providers":{"p":{"kind":"openai","protocol":"grpc","baseURL":"http://x"}}}`: `providers.p.protocol "grpc" is not a main-model protocol; use one of openai-chat, openai-responses, anthropic-messages, gemini`,
-		`{"providers":{"p":{"kind":"anthropic","baseURL":"http://x"}},"models":{"m":{"provider":"p","model":"x"}}}`: `unless the provider sets "protocol"`,
+		`{"providers":{"p":{"kind":"openai","protocol":"grpc","baseURL":"http://x"}}}`:                                                       `providers.p.protocol "grpc" is not a main-model protocol; use one of openai-chat, openai-responses, anthropic-messages, gemini`,
+		`{"providers":{"p":{"kind":"anthropic","baseURL":"http://x"}},"models":{"m":{"provider":"p","model":"x"}}}`:                          `unless the provider sets "protocol"`,
 		`{"providers":{"p":{"kind":"anthropic","protocol":"openai-chat","baseURL":"http://x"}},"models":{"m":{"provider":"p","model":"x"}}}`: `has kind "anthropic"`,
 	}
 	for in, want := range bad {

@@ -1,0 +1,68 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/fleettest"
+)
+
+// Every demo main model answers a Chat client with a cited answer, whatever protocol
+// it speaks: the chain's Chat request goes out in the model's protocol (the simulator
+// decodes each with that protocol's rules), the web_search call and the results
+// round trip in it, and the job's usage names the protocol.
+func TestEveryModelProtocolAnswersCited(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	_, b, _ := f.Do(t, "GET", "/v1/models", nil)
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	json.Unmarshal(b, &list)
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	protocols := map[string]string{demo.Model: "openai-chat", demo.ModelResponses: "openai-responses", demo.ModelClaude: "anthropic-messages", demo.ModelGemini: "gemini"}
+	for model, protocol := range protocols {
+		if !slices.Contains(ids, model) {
+			t.Errorf("GET /v1/models lists %v, not %s", ids, model)
+		}
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{
+				"model": model, "messages": []any{map[string]any{"role": "user", "content": "Search the web for the latest news about NATS JetStream"}},
+			})
+			var resp map[string]any
+			if err := json.Unmarshal(body, &resp); err != nil || status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			content := fleettest.Content(resp)
+			if !strings.Contains(content, "[1]") || !strings.Contains(content, "(simulated answer)") {
+				t.Fatalf("answer is not a cited answer from the search: %q", content)
+			}
+			msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+			if anns, _ := msg["annotations"].([]any); len(anns) == 0 {
+				t.Errorf("no url_citation annotations: %v", msg)
+			}
+			j, err := f.Store.GetJob(context.Background(), jobID(t, resp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var usage map[string]any
+			json.Unmarshal(j.Usage, &usage)
+			if usage["model_protocol"] != protocol || usage["model_calls"] != 2.0 || usage["searches"] != 1.0 {
+				t.Errorf("usage %s, want model_protocol %s, 2 model calls, 1 search", j.Usage, protocol)
+			}
+			if usage["prompt_tokens"] == 0.0 || usage["completion_tokens"] == 0.0 {
+				t.Errorf("usage %s has no tokens", j.Usage)
+			}
+		})
+	}
+}
