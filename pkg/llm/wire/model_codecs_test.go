@@ -344,6 +344,25 @@ func TestGeminiModelEncodesChain(t *testing.T) {
 	}
 }
 
+// Gemini 3 models refuse a replayed function call without a thought signature: the
+// first call of each replayed model turn carries Google's sentinel; older models get
+// none.
+func TestGeminiThoughtSignatureSentinel(t *testing.T) {
+	t.Parallel()
+	req, err := wire.Chat.DecodeRequest([]byte(chainBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := wire.GeminiModel.EncodeRequest(req, "gemini-3-flash-preview")
+	if n := strings.Count(string(b), `"thoughtSignature":"skip_thought_signature_validator"`); n != 1 ||
+		!strings.Contains(string(b), `{"functionCall":{"args":{"query":"NATS JetStream news"},"id":"call_a","name":"web_search"},"thoughtSignature":"skip_thought_signature_validator"}`) {
+		t.Errorf("gemini-3 request has %d sentinels: %s", n, b)
+	}
+	if b, _ := wire.GeminiModel.EncodeRequest(req, "gemini-2.5-flash"); strings.Contains(string(b), "thoughtSignature") {
+		t.Errorf("gemini-2.5 request has a signature: %s", b)
+	}
+}
+
 // Gemini function calls without ids get ids that are stable for the same answer and
 // distinct within it, and are not sent back to the model (it never saw them).
 func TestGeminiCallIDs(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -24,6 +26,23 @@ type geminiModel struct{}
 // geminiCallPrefix marks the ids the fleet gives function calls that came without
 // one (Gemini ids are optional): they are not sent back to the model.
 const geminiCallPrefix = "gcall_"
+
+// geminiSkipSignature is the thoughtSignature Google documents for function calls
+// replayed without the signature the model gave them.
+const geminiSkipSignature = "skip_thought_signature_validator"
+
+var geminiVersionRE = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
+
+// geminiNeedsSignature reports whether model (Gemini 3 and later) validates the thought
+// signatures of replayed function calls.
+func geminiNeedsSignature(model string) bool {
+	m := geminiVersionRE.FindStringSubmatch(model)
+	if m == nil {
+		return false
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v >= 3
+}
 
 func (geminiModel) Protocol() Protocol { return Gemini }
 
@@ -44,7 +63,7 @@ func (geminiModel) Authorize(h http.Header, key string) {
 // turns (functionCall parts in model turns, functionResponse parts in user turns,
 // named after the call they answer), systemInstruction, the client tools as
 // functionDeclarations, toolConfig and generationConfig. The model is in the URL.
-func (geminiModel) EncodeRequest(r *Request, _ string) ([]byte, error) {
+func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	names := map[string]string{} // call id → function name, for functionResponse
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
@@ -64,6 +83,7 @@ func (geminiModel) EncodeRequest(r *Request, _ string) ([]byte, error) {
 			role = "model"
 		}
 		var parts []any
+		signed := false
 		for _, p := range m.Parts {
 			switch p.Kind {
 			case PartText:
@@ -79,7 +99,15 @@ func (geminiModel) EncodeRequest(r *Request, _ string) ([]byte, error) {
 				if !strings.HasPrefix(p.Call.ID, geminiCallPrefix) {
 					fc["id"] = p.Call.ID
 				}
-				parts = append(parts, map[string]any{"functionCall": fc})
+				part := map[string]any{"functionCall": fc}
+				if !signed && geminiNeedsSignature(model) {
+					// Gemini 3 refuses a replayed turn whose first call has no thought
+					// signature; the fleet keeps none, so it sends Google's documented
+					// sentinel for calls whose signature is not at hand.
+					part["thoughtSignature"] = geminiSkipSignature
+					signed = true
+				}
+				parts = append(parts, part)
 			case PartToolResult:
 				name := names[p.Result.CallID]
 				if name == "" {
