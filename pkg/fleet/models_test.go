@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
 )
@@ -64,5 +68,36 @@ func TestEveryModelProtocolAnswersCited(t *testing.T) {
 				t.Errorf("usage %s has no tokens", j.Usage)
 			}
 		})
+	}
+}
+
+// Any client protocol drives any model protocol: an Anthropic client on the Gemini
+// brain and a Responses client on the Claude brain get cited answers in their own
+// protocol's shapes, with the searches the fleet ran.
+func TestClientProtocolsOnOtherBrains(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	ac, oc := anthropicClient(f), openaiClient(f)
+	msg, err := ac.Messages.New(ctx(t), anthropic.MessageNewParams{Model: demo.ModelGemini, MaxTokens: 500,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Search the web for the latest news about NATS JetStream"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	kinds := map[string]int{}
+	for _, b := range msg.Content {
+		kinds[b.Type]++
+		text += b.Text
+	}
+	if msg.StopReason != anthropic.StopReasonEndTurn || kinds["server_tool_use"] != 1 || kinds["web_search_tool_result"] != 1 || !strings.Contains(text, "[1]") {
+		t.Errorf("Messages answer on %s: %s", demo.ModelGemini, msg.RawJSON())
+	}
+	resp, err := oc.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.ModelClaude,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Search the web for the latest news about NATS JetStream")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != responses.ResponseStatusCompleted || resp.Output[0].Type != "web_search_call" || !strings.Contains(resp.OutputText(), "[1]") {
+		t.Errorf("Responses answer on %s: %s", demo.ModelClaude, resp.RawJSON())
 	}
 }
