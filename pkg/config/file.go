@@ -65,6 +65,24 @@ type Provider struct {
 type ModelRoute struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
+	// WebSearch is whose search the model's web_search runs: "server" (the fleet's
+	// engines, the default), "native" (the provider's own search, for protocols whose
+	// search the fleet forwards: anthropic-messages) or "auto" (native where supported).
+	WebSearch string `json:"webSearch,omitempty"`
+}
+
+// NativeSearch reports whether the model runs the provider's own search.
+func (f *File) NativeSearch(name string) bool {
+	m := f.Models[name]
+	if m.WebSearch != "native" && m.WebSearch != "auto" {
+		return false
+	}
+	api, ok := wire.ModelAPIFor(f.Providers[m.Provider].Protocol)
+	if !ok {
+		return false
+	}
+	_, ok = wire.NativeSearchPrice(api.Protocol())
+	return ok
 }
 
 // Routing are named routes; only web_search is used.
@@ -241,6 +259,15 @@ func (f *File) Validate() error {
 		}
 		if m.Model == "" {
 			bad("models[%q].model is required", name)
+		}
+		switch m.WebSearch {
+		case "", "server", "auto":
+		case "native":
+			if ok && !f.NativeSearch(name) {
+				bad("models[%q].webSearch \"native\": provider %q speaks %q, whose own search the fleet cannot forward (anthropic-messages only); use \"server\" or \"auto\"", name, m.Provider, p.Protocol)
+			}
+		default:
+			bad("models[%q].webSearch %q must be server, native or auto", name, m.WebSearch)
 		}
 	}
 	if _, err := f.EngineConfigs(); err != nil {

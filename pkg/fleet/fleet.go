@@ -394,7 +394,7 @@ func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 			if !ok {
 				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
 			}
-			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc), p.Protocol
+			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name)}), p.Protocol
 		}
 		out[name] = model
 	}

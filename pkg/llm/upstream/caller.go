@@ -8,6 +8,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -30,18 +32,30 @@ type Caller struct {
 	baseURL string
 	key     string // never logged, never in an error
 	hc      *http.Client
+	opts    Options
 }
+
+// Options are a caller's settings beyond the provider.
+type Options struct {
+	// NativeSearch forwards the provider's own web search instead of the fleet's:
+	// when the chain offers the web_search tool, the model gets its protocol's search
+	// tool in its place, and the searches it runs come back in the answer's
+	// llm.NativeKey report (with their cost), its citations as [n] markers.
+	NativeSearch bool
+}
+
+
 
 var _ llm.Caller = (*Caller)(nil)
 
 // New returns a caller of the provider name at baseURL speaking api, authenticating
 // with key. The base URL is what the protocol's SDKs take: ".../v1" for OpenAI
 // Responses, the host root for Anthropic and Gemini.
-func New(api wire.ModelAPI, name, baseURL, key string, hc *http.Client) *Caller {
+func New(api wire.ModelAPI, name, baseURL, key string, hc *http.Client, opts Options) *Caller {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Caller{api: api, name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, hc: hc}
+	return &Caller{api: api, name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, hc: hc, opts: opts}
 }
 
 // Protocol returns the protocol the caller speaks.
@@ -55,6 +69,7 @@ func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Del
 	if err != nil {
 		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
 	}
+	c.searchTool(req)
 	stream := onDelta != nil
 	req.Stream = stream
 	out, err := c.api.EncodeRequest(req, req.Model)
@@ -97,7 +112,47 @@ func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Del
 		return nil, c.asError(resp.StatusCode, err)
 	}
 	msg, finish, usage := wire.ChatAnswer(answer)
-	return &llm.Completion{ID: answer.ID, Model: answer.Model, Message: msg, FinishReason: finish, Usage: usage}, nil
+	return &llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg), FinishReason: finish, Usage: usage}, nil
+}
+
+// searchTool puts the provider's own search in place of the fleet's web_search tool
+// when the caller forwards native search; otherwise the request declares none (the
+// chain's web_search is a function tool like any other).
+func (c *Caller) searchTool(req *wire.Request) {
+	req.Search = nil
+	if !c.opts.NativeSearch {
+		return
+	}
+	kept := req.Tools[:0]
+	for _, t := range req.Tools {
+		if intent.IsWebSearchCall(t.Name) {
+			req.Search = &llm.SearchOptions{Requested: true}
+			continue
+		}
+		kept = append(kept, t)
+	}
+	req.Tools = kept
+	if tc := req.ToolChoice; tc != nil && tc.Mode == "tool" && intent.IsWebSearchCall(tc.Name) {
+		req.ToolChoice = nil
+	}
+}
+
+// priceNative names the protocol and the cost in an answer's native-search report.
+func (c *Caller) priceNative(msg json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if !c.opts.NativeSearch || json.Unmarshal(msg, &m) != nil || m[llm.NativeKey] == nil {
+		return msg
+	}
+	var n llm.NativeSearch
+	if json.Unmarshal(m[llm.NativeKey], &n) != nil {
+		return msg
+	}
+	n.Protocol = string(c.api.Protocol())
+	price, _ := wire.NativeSearchPrice(c.api.Protocol())
+	n.CostUSD = float64(n.Requests) * price
+	m[llm.NativeKey], _ = json.Marshal(n)
+	out, _ := json.Marshal(m)
+	return out
 }
 
 // readWhole reads a whole answer; a streaming caller gets its text as one delta.

@@ -42,7 +42,7 @@ func start(t *testing.T, p protocol, k string) (*simulator.Server, *upstream.Cal
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	return sim, upstream.New(p.api, "sim-"+p.name, p.base(url), k, &http.Client{Timeout: 10 * time.Second})
+	return sim, upstream.New(p.api, "sim-"+p.name, p.base(url), k, &http.Client{Timeout: 10 * time.Second}, upstream.Options{})
 }
 
 const webSearchTool = `{"type":"function","function":{"name":"web_search","description":"Search the web","parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}}`

@@ -2,7 +2,10 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -60,6 +63,17 @@ func ModelAPIFor(name string) (ModelAPI, bool) {
 	return nil, false
 }
 
+// nativeSearchPriceUSD is the list price of one search a model runs itself, per
+// protocol whose native search the fleet forwards (Anthropic: $10 per 1,000).
+var nativeSearchPriceUSD = map[Protocol]float64{AnthropicMessages: 0.01}
+
+// NativeSearchPrice returns the price of one native search of protocol p; false when
+// the fleet cannot forward p's native search.
+func NativeSearchPrice(p Protocol) (float64, bool) {
+	v, ok := nativeSearchPriceUSD[p]
+	return v, ok
+}
+
 // chatFinish is the Chat finish_reason of a stop reason.
 var chatFinish = map[StopReason]string{StopEndTurn: "stop", StopToolUse: "tool_calls", StopMaxTokens: "length", StopRefusal: "content_filter"}
 
@@ -69,9 +83,14 @@ var chatFinish = map[StopReason]string{StopEndTurn: "stop", StopToolUse: "tool_c
 func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usage) {
 	var text string
 	var calls []llm.ToolCall
+	native := nativeSearch(r)
 	for _, p := range r.Content {
 		switch p.Kind {
 		case PartText:
+			if native != nil {
+				text += native.mark(p)
+				continue
+			}
 			text += p.Text
 		case PartToolCall:
 			tc := llm.ToolCall{ID: p.Call.ID, Type: "function"}
@@ -86,6 +105,9 @@ func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usag
 			m["content"] = nil
 		}
 	}
+	if native != nil {
+		m[llm.NativeKey] = native.NativeSearch
+	}
 	msg, _ = json.Marshal(m)
 	finish = chatFinish[r.Stop]
 	if len(calls) > 0 {
@@ -95,6 +117,87 @@ func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usag
 	}
 	usage = llm.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
 	return msg, finish, usage
+}
+
+// native is the provider's own search of an answer, while its text is rendered.
+type native struct {
+	llm.NativeSearch
+	number map[string]int // cited URL → its [n]
+}
+
+// nativeSearch collects an answer's provider-run searches (nil: none ran).
+func nativeSearch(r *Response) *native {
+	n := &native{number: map[string]int{}}
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			n.Searches = append(n.Searches, llm.NativeQuery{ID: p.Server.ID, Query: p.Server.Query, URLs: []string{}})
+		case PartServerResult:
+			for i := range n.Searches {
+				q := &n.Searches[i]
+				if q.ID != p.Search.CallID {
+					continue
+				}
+				for _, s := range p.Search.Sources {
+					q.URLs = append(q.URLs, s.URL)
+				}
+				if p.Search.Error != nil {
+					q.Error = p.Search.Error.Code
+				}
+			}
+		}
+	}
+	if len(n.Searches) == 0 && r.Usage.WebSearches == 0 {
+		return nil
+	}
+	n.Requests = r.Usage.WebSearches
+	if n.Requests == 0 {
+		for _, q := range n.Searches {
+			if q.Error == "" {
+				n.Requests++
+			}
+		}
+	}
+	n.Sources = []llm.NativeSource{}
+	return n
+}
+
+// mark returns a text part with an [n] marker for each of its citations: after the
+// cited span (offsets) or after the part (a block-level citation), each URL numbered
+// once, in the order first cited.
+func (n *native) mark(p Part) string {
+	if len(p.Citations) == 0 {
+		return p.Text
+	}
+	runes := []rune(p.Text)
+	at := map[int][]int{} // rune offset → markers
+	for _, c := range p.Citations {
+		k, ok := n.number[c.URL]
+		if !ok {
+			n.Sources = append(n.Sources, llm.NativeSource{URL: c.URL, Title: c.Title})
+			k = len(n.Sources)
+			n.number[c.URL] = k
+		}
+		end := c.End
+		if c.Start < 0 || end > len(runes) || end < 0 {
+			end = len(runes)
+		}
+		if !slices.Contains(at[end], k) {
+			at[end] = append(at[end], k)
+		}
+	}
+	var b strings.Builder
+	for i := 0; i <= len(runes); i++ {
+		if ks := at[i]; len(ks) > 0 {
+			for _, k := range ks {
+				fmt.Fprintf(&b, "[%d]", k)
+			}
+		}
+		if i < len(runes) {
+			b.WriteRune(runes[i])
+		}
+	}
+	return b.String()
 }
 
 // toolArgs returns a tool call's arguments as a JSON object for protocols that carry

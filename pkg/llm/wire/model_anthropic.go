@@ -88,8 +88,25 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		return nil, Invalid("messages", "the conversation has no content for the model")
 	}
 	out["messages"] = msgs
+	var tools []any
+	if o := r.Search; o != nil {
+		// The provider's own search: its server tool, with the request's settings.
+		st := map[string]any{"type": "web_search_20250305", "name": "web_search"}
+		if o.MaxUses > 0 {
+			st["max_uses"] = o.MaxUses
+		}
+		if len(o.AllowedDomains) > 0 {
+			st["allowed_domains"] = o.AllowedDomains
+		} else if len(o.BlockedDomains) > 0 {
+			st["blocked_domains"] = o.BlockedDomains
+		}
+		if o.Country != "" {
+			st["user_location"] = map[string]string{"type": "approximate", "country": o.Country}
+		}
+		tools = append(tools, st)
+		out["tools"] = tools
+	}
 	if len(r.Tools) > 0 {
-		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
 			schema := t.Parameters
 			if isNull(schema) {

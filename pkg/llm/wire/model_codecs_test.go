@@ -86,14 +86,24 @@ func TestAnthropicModelDecodesRecordedAnswers(t *testing.T) {
 	if cited == 0 || len(r.Text()) != 1874 {
 		t.Errorf("%d citations, text of %d bytes", cited, len(r.Text()))
 	}
+	// In Chat form the provider's searches become [n] markers after each cited block,
+	// numbered by first citation, and the native-search report the chat worker reads.
 	msg, finish, usage := wire.ChatAnswer(r)
 	var m struct {
-		Content   string `json:"content"`
-		ToolCalls []any  `json:"tool_calls"`
+		Content   string            `json:"content"`
+		ToolCalls []any             `json:"tool_calls"`
+		Native    *llm.NativeSearch `json:"searchfleet_native"`
 	}
 	json.Unmarshal(msg, &m)
-	if finish != "stop" || m.Content != r.Text() || m.ToolCalls != nil || usage.TotalTokens != 27718 {
-		t.Errorf("Chat answer %s finish %s usage %+v", msg, finish, usage)
+	if finish != "stop" || m.ToolCalls != nil || usage.TotalTokens != 27718 || m.Native == nil {
+		t.Fatalf("Chat answer %s finish %s usage %+v", msg, finish, usage)
+	}
+	if !strings.Contains(m.Content, "restitution.[1]") || !strings.Contains(m.Content, "real-time web control.[2]") || strings.Contains(m.Content, "[3]") {
+		t.Errorf("markers in %q", m.Content)
+	}
+	if n := m.Native; n.Requests != 2 || len(n.Searches) != 2 || len(n.Searches[0].URLs) != 10 || len(n.Searches[1].URLs) != 0 ||
+		len(n.Sources) != 2 || n.Sources[0].URL != "https://acecomments.mu.nu/?post=411647" || n.Sources[0].Title != "Daily Tech News 26 September 2024" {
+		t.Errorf("native search %+v", n)
 	}
 	r, err = wire.AnthropicModel.DecodeResponse(fixtures.Read("anthropic/pydantic-web-search-sf.response.json"))
 	if err != nil || r.Text() == "" || r.Usage.WebSearches != 1 || countKind(r, wire.PartText) != 19 {
