@@ -44,8 +44,6 @@ type Options struct {
 	NativeSearch bool
 }
 
-
-
 var _ llm.Caller = (*Caller)(nil)
 
 // New returns a caller of the provider name at baseURL speaking api, authenticating
