@@ -18,6 +18,9 @@ const (
 	ModelResponses = "sim-responses" // openai-responses
 	ModelClaude    = "sim-claude"    // anthropic-messages
 	ModelGemini    = "sim-gemini"    // gemini
+	// ModelClaudeNative is sim-claude searching with Anthropic's own web_search
+	// (webSearch "native"): the simulator answers it with the recorded native answer.
+	ModelClaudeNative = "sim-claude-native"
 )
 
 // KeyEnv is the variable every simulated provider names for its key. Config resolves
@@ -66,10 +69,11 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 			"sim-gemini":    {Kind: "gemini", Protocol: "gemini", BaseURL: simURL, APIKeyEnv: KeyEnv},
 		},
 		Models: map[string]config.ModelRoute{
-			Model:          {Provider: "sim", Model: "sim-scripted"},
-			ModelResponses: {Provider: "sim-responses", Model: "sim-scripted"},
-			ModelClaude:    {Provider: "sim-anthropic", Model: "sim-scripted"},
-			ModelGemini:    {Provider: "sim-gemini", Model: "sim-scripted"},
+			Model:             {Provider: "sim", Model: "sim-scripted"},
+			ModelResponses:    {Provider: "sim-responses", Model: "sim-scripted"},
+			ModelClaude:       {Provider: "sim-anthropic", Model: "sim-scripted"},
+			ModelGemini:       {Provider: "sim-gemini", Model: "sim-scripted"},
+			ModelClaudeNative: {Provider: "sim-anthropic", Model: "sim-scripted", WebSearch: "native"},
 		},
 		Routing:   config.Routing{WebSearch: []config.Route{{ID: "web-search-backends", Priority: 200, Targets: []string{"zhipu.glm-4.7"}}}},
 		WebSearch: config.WebSearch{InjectPolicy: "selective"},

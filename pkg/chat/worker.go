@@ -452,9 +452,10 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 // complete ends the job with hop h's answer.
 func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	t, _ := v.turn(h)
-	srcs := v.allSources(h)
+	srcs := nativeSources(t, v.allSources(h))
 	resp, finish, shown := buildResponse(v, h, t, srcs)
 	trace, searchUsage := v.trace(h)
+	trace, searchUsage = v.addNative(h, trace, searchUsage)
 	usage := chainUsage(v, h)
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
 		"model_calls": h + 1, "model_protocol": w.Models[v.job.Model].Protocol, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD})

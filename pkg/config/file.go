@@ -264,7 +264,11 @@ func (f *File) Validate() error {
 		case "", "server", "auto":
 		case "native":
 			if ok && !f.NativeSearch(name) {
-				bad("models[%q].webSearch \"native\": provider %q speaks %q, whose own search the fleet cannot forward (anthropic-messages only); use \"server\" or \"auto\"", name, m.Provider, p.Protocol)
+				proto := p.Protocol
+				if proto == "" {
+					proto = wire.ModelOpenAIChat
+				}
+				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward (anthropic-messages only); use \"server\" or \"auto\"", name, m.Provider, proto)
 			}
 		default:
 			bad("models[%q].webSearch %q must be server, native or auto", name, m.WebSearch)

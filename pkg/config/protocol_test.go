@@ -35,3 +35,25 @@ func TestProviderProtocol(t *testing.T) {
 		}
 	}
 }
+
+// A model's webSearch: native needs a protocol whose own search the fleet forwards;
+// auto falls back to the fleet's engines elsewhere; other values are refused.
+func TestModelWebSearch(t *testing.T) {
+	t.Parallel()
+	f, err := config.ParseFile([]byte(`{"providers":{"claude":{"kind":"anthropic","protocol":"anthropic-messages","baseURL":"http://x"},"chat":{"kind":"openai","baseURL":"http://x/v1"}},
+		"models":{"n":{"provider":"claude","model":"c","webSearch":"native"},"a":{"provider":"chat","model":"g","webSearch":"auto"},"s":{"provider":"claude","model":"c"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.NativeSearch("n") || f.NativeSearch("a") || f.NativeSearch("s") {
+		t.Errorf("native: n %v a %v s %v", f.NativeSearch("n"), f.NativeSearch("a"), f.NativeSearch("s"))
+	}
+	for in, want := range map[string]string{
+		`{"providers":{"p":{"kind":"openai","baseURL":"http://x"}},"models":{"m":{"provider":"p","model":"x","webSearch":"native"}}}`: `models["m"].webSearch "native": provider "p" speaks openai-chat, whose own search`,
+		`{"providers":{"p":{"kind":"openai","baseURL":"http://x"}},"models":{"m":{"provider":"p","model":"x","webSearch":"always"}}}`: `must be server, native or auto`,
+	} {
+		if _, err := config.ParseFile([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\n  error %v, want %q", in, err, want)
+		}
+	}
+}

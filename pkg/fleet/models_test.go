@@ -101,3 +101,48 @@ func TestClientProtocolsOnOtherBrains(t *testing.T) {
 		t.Errorf("Responses answer on %s: %s", demo.ModelClaude, resp.RawJSON())
 	}
 }
+
+// A model with native search (sim-claude-native) searches with Anthropic's own tool:
+// the answer's citations become the fleet's [n] markers and sources, and the job
+// record counts its searches like the fleet's: a trace entry each, $10 per 1,000.
+func TestNativeSearchInJobRecord(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{
+		"model": demo.ModelClaudeNative, "messages": []any{map[string]any{"role": "user", "content": "Search the web for the latest news about NATS JetStream"}},
+	})
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	content := fleettest.Content(resp)
+	msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	anns, _ := msg["annotations"].([]any)
+	if !strings.Contains(content, "restitution.[1]") || !strings.Contains(content, "[2]") || len(anns) < 2 || msg["searchfleet_native"] != nil {
+		t.Fatalf("answer %q, message %v", content, msg)
+	}
+	if u := anns[0].(map[string]any)["url_citation"].(map[string]any)["url"]; u != "https://acecomments.mu.nu/?post=411647" {
+		t.Errorf("first citation %v", u)
+	}
+	sources := resp["searchfleet"].(map[string]any)["sources"].([]any)
+	if len(sources) != 2 || sources[0].(map[string]any)["title"] != "Daily Tech News 26 September 2024" {
+		t.Errorf("sources %v", sources)
+	}
+	if n := f.Sim.Stats().Requests["model_native_search"]; n != 1 {
+		t.Errorf("%d native-search model calls, want 1", n)
+	}
+	j, err := f.Store.GetJob(context.Background(), jobID(t, resp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage map[string]any
+	json.Unmarshal(j.Usage, &usage)
+	if usage["searches"] != 2.0 || usage["search_cost_usd"] != 0.02 || usage["model_calls"] != 1.0 || usage["model_protocol"] != "anthropic-messages" {
+		t.Errorf("usage %s", j.Usage)
+	}
+	var trace []map[string]any
+	json.Unmarshal(j.Trace, &trace)
+	if len(trace) != 2 || trace[0]["engine"] != "native:anthropic.messages" || trace[0]["query"] != "tech news today September 26 2024" || len(trace[0]["sources"].([]any)) != 10 {
+		t.Errorf("trace %s", j.Trace)
+	}
+}

@@ -295,3 +295,46 @@ func TestErrorClasses(t *testing.T) {
 		})
 	}
 }
+
+// With native search, the fleet's web_search tool reaches Anthropic as its own
+// web_search_20250305 server tool; the provider's searches come back as [n] markers
+// and a native-search report with the protocol and the cost ($10 per 1,000); a client
+// tool still goes as a client tool.
+func TestNativeSearchForwarded(t *testing.T) {
+	t.Parallel()
+	p := protocols[1]
+	sim := simulator.New(simulator.Options{})
+	hs, url, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close() })
+	c := upstream.New(p.api, "claude", p.base(url), key, nil, upstream.Options{NativeSearch: true})
+	comp, err := c.Complete(context.Background(), body([]string{user(question)}, weatherTool, webSearchTool), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Content string            `json:"content"`
+		Native  *llm.NativeSearch `json:"searchfleet_native"`
+	}
+	json.Unmarshal(comp.Message, &m)
+	if comp.FinishReason != "stop" || !strings.Contains(m.Content, "[1]") || m.Native == nil {
+		t.Fatalf("answer %s", comp.Message)
+	}
+	if n := m.Native; n.Protocol != "anthropic.messages" || n.Requests != 2 || n.CostUSD != 0.02 || len(n.Sources) != 2 {
+		t.Errorf("native report %+v", n)
+	}
+	st := sim.Stats().Requests
+	if st["model_native_search"] != 1 || st["model_offered_web_search"] != 0 {
+		t.Errorf("the simulator saw %v: want the native tool, not the function tool", st)
+	}
+	// Without native search the same request offers the function tool.
+	plain := upstream.New(p.api, "claude", p.base(url), key, nil, upstream.Options{})
+	if _, err := plain.Complete(context.Background(), body([]string{user(question)}, weatherTool, webSearchTool), nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := sim.Stats().Requests; st["model_native_search"] != 1 || st["model_offered_web_search"] != 1 {
+		t.Errorf("the simulator saw %v", st)
+	}
+}
