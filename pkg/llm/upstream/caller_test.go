@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -329,12 +330,27 @@ func TestNativeSearchForwarded(t *testing.T) {
 	if st["model_native_search"] != 1 || st["model_offered_web_search"] != 0 {
 		t.Errorf("the simulator saw %v: want the native tool, not the function tool", st)
 	}
+	// Streamed, the recorded native stream gives the same kind of report; the deltas
+	// are the answer's text before its markers.
+	var deltas strings.Builder
+	comp, err = c.Complete(context.Background(), body([]string{user(question)}, webSearchTool), func(d llm.Delta) { deltas.WriteString(d.Text) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Native = nil
+	json.Unmarshal(comp.Message, &m)
+	if m.Native == nil || m.Native.Requests != 2 || m.Native.CostUSD != 0.02 || len(m.Native.Sources) == 0 || !strings.Contains(m.Content, "[1]") || deltas.Len() == 0 {
+		t.Errorf("streamed native answer %s (deltas %d bytes)", comp.Message, deltas.Len())
+	}
+	if got := regexp.MustCompile(`\[\d+\]`).ReplaceAllString(m.Content, ""); got != deltas.String() {
+		t.Errorf("the answer without its markers %q differs from the deltas %q", got, deltas.String())
+	}
 	// Without native search the same request offers the function tool.
 	plain := upstream.New(p.api, "claude", p.base(url), key, nil, upstream.Options{})
 	if _, err := plain.Complete(context.Background(), body([]string{user(question)}, weatherTool, webSearchTool), nil); err != nil {
 		t.Fatal(err)
 	}
-	if st := sim.Stats().Requests; st["model_native_search"] != 1 || st["model_offered_web_search"] != 1 {
+	if st := sim.Stats().Requests; st["model_native_search"] != 2 || st["model_offered_web_search"] != 1 {
 		t.Errorf("the simulator saw %v", st)
 	}
 }
