@@ -172,12 +172,14 @@ func (c *Caller) readWhole(resp *http.Response, onDelta func(llm.Delta)) (*wire.
 // readStream decodes a streamed answer, passing its text on as it arrives.
 func (c *Caller) readStream(body io.Reader, onDelta func(llm.Delta)) (*wire.Response, error) {
 	dec := c.api.NewStreamDecoder()
+	var eventErr error
 	err := llm.ReadSSE(body, func(event string, data []byte) error {
 		if string(data) == "[DONE]" {
 			return nil
 		}
 		text, err := dec.Event(event, data)
 		if err != nil {
+			eventErr = err
 			return err
 		}
 		if text != "" {
@@ -185,8 +187,12 @@ func (c *Caller) readStream(body io.Reader, onDelta func(llm.Delta)) (*wire.Resp
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	switch {
+	case eventErr != nil:
+		return nil, eventErr
+	case err != nil:
+		// The connection broke mid-answer: the same call may succeed again.
+		return nil, &llm.Error{Status: http.StatusBadGateway, Type: "stream_broken", Message: "the model's stream broke off: " + err.Error()}
 	}
 	return dec.Response()
 }
