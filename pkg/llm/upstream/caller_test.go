@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -352,5 +354,30 @@ func TestNativeSearchForwarded(t *testing.T) {
 	}
 	if st := sim.Stats().Requests; st["model_native_search"] != 2 || st["model_offered_web_search"] != 1 {
 		t.Errorf("the simulator saw %v", st)
+	}
+}
+
+// A stream that breaks off mid-answer (the recorded Anthropic stream cut in half, the
+// connection dropped) is a retryable failure, never a half answer.
+func TestBrokenStreamRetries(t *testing.T) {
+	t.Parallel()
+	rec := fixtures.Read("anthropic/pydantic-web-search-news-stream.sse")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.Write(rec[:len(rec)/2])
+		http.NewResponseController(w).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := upstream.New(wire.AnthropicModel, "claude", srv.URL, key, nil, upstream.Options{})
+	var got strings.Builder
+	_, err := c.Complete(context.Background(), body([]string{user(question)}), func(d llm.Delta) { got.WriteString(d.Text) })
+	var le *llm.Error
+	if !errors.As(err, &le) || !le.Retryable() || le.Status != http.StatusBadGateway {
+		t.Fatalf("broken stream: %#v", err)
 	}
 }
