@@ -74,9 +74,38 @@ func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Del
 	if err != nil {
 		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(req.Model, stream), bytes.NewReader(out))
+	answer, raw, err := c.call(ctx, req.Model, out, stream, onDelta)
 	if err != nil {
-		return nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
+		return nil, err
+	}
+	// A paused answer (Anthropic's pause_turn, a long run of the provider's own
+	// searches) is resumed with the paused content sent back as it came.
+	cont, _ := c.api.(wire.Continuer)
+	for i := 0; cont != nil && raw != nil && i < maxContinuations; i++ {
+		next, paused := cont.Continue(out, raw)
+		if !paused {
+			break
+		}
+		more, moreRaw, err := c.call(ctx, req.Model, next, false, nil)
+		if err != nil {
+			return nil, err
+		}
+		answer = answer.Join(more)
+		out, raw = next, moreRaw
+	}
+	msg, finish, usage := wire.ChatAnswer(answer)
+	return &llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg), FinishReason: finish, Usage: usage}, nil
+}
+
+// maxContinuations bounds the resumptions of one paused answer.
+const maxContinuations = 4
+
+// call posts one request and reads its answer; raw is the answer's body when it was
+// read whole (nil when streamed).
+func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(model, stream), bytes.NewReader(out))
+	if err != nil {
+		return nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	if stream {
@@ -88,29 +117,29 @@ func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Del
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		return nil, &llm.Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
+		return nil, nil, &llm.Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, c.httpError(resp, data)
+		return nil, nil, c.httpError(resp, data)
 	}
 	var answer *wire.Response
+	var raw []byte
 	if stream && isEventStream(resp.Header.Get("Content-Type")) {
 		answer, err = c.readStream(resp.Body, onDelta)
 	} else {
-		answer, err = c.readWhole(resp, onDelta)
+		answer, raw, err = c.readWhole(resp, onDelta)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		return nil, c.asError(resp.StatusCode, err)
+		return nil, nil, c.asError(resp.StatusCode, err)
 	}
-	msg, finish, usage := wire.ChatAnswer(answer)
-	return &llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg), FinishReason: finish, Usage: usage}, nil
+	return answer, raw, nil
 }
 
 // searchTool puts the provider's own search in place of the fleet's web_search tool
@@ -154,19 +183,19 @@ func (c *Caller) priceNative(msg json.RawMessage) json.RawMessage {
 }
 
 // readWhole reads a whole answer; a streaming caller gets its text as one delta.
-func (c *Caller) readWhole(resp *http.Response, onDelta func(llm.Delta)) (*wire.Response, error) {
+func (c *Caller) readWhole(resp *http.Response, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return nil, &llm.Error{Status: resp.StatusCode, Message: "reading response: " + err.Error()}
+		return nil, nil, &llm.Error{Status: http.StatusBadGateway, Message: "reading response: " + err.Error()}
 	}
 	answer, err := c.api.DecodeResponse(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t := answer.Text(); onDelta != nil && t != "" {
 		onDelta(llm.Delta{Text: t})
 	}
-	return answer, nil
+	return answer, data, nil
 }
 
 // readStream decodes a streamed answer, passing its text on as it arrives.

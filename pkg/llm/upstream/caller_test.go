@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -379,5 +382,61 @@ func TestBrokenStreamRetries(t *testing.T) {
 	var le *llm.Error
 	if !errors.As(err, &le) || !le.Retryable() || le.Status != http.StatusBadGateway {
 		t.Fatalf("broken stream: %#v", err)
+	}
+}
+
+// A native-search answer that pauses (the recorded pause_turn after 10 searches) is
+// resumed with the paused content sent back exactly as it came (the recorded
+// continuation request has it so), and the two recorded answers make one: 15 searches
+// priced, the citations of the resumed part marked.
+func TestPauseTurnContinues(t *testing.T) {
+	t.Parallel()
+	paused := fixtures.Read("anthropic/pydantic-pause-turn.0.response.json")
+	answers := [][]byte{paused, fixtures.Read("anthropic/pydantic-pause-turn.1-continuation.response.json")}
+	var bodies [][]byte
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		n := len(bodies)
+		bodies = append(bodies, b)
+		mu.Unlock()
+		if n >= len(answers) {
+			http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"too many calls"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answers[n])
+	}))
+	t.Cleanup(srv.Close)
+	c := upstream.New(wire.AnthropicModel, "claude", srv.URL, key, nil, upstream.Options{NativeSearch: true})
+	comp, err := c.Complete(context.Background(), body([]string{user(question)}, webSearchTool), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 2 {
+		t.Fatalf("%d model calls, want 2", len(bodies))
+	}
+	var second, recorded struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(bodies[1], &second)
+	json.Unmarshal(fixtures.Read("anthropic/pydantic-pause-turn.1-continuation.request.json"), &recorded)
+	if len(second.Messages) != 2 || second.Messages[1].Role != "assistant" || !reflect.DeepEqual(second.Messages[1].Content, recorded.Messages[1].Content) {
+		t.Errorf("the continuation does not send the paused content back as recorded")
+	}
+	var m struct {
+		Content string            `json:"content"`
+		Native  *llm.NativeSearch `json:"searchfleet_native"`
+	}
+	json.Unmarshal(comp.Message, &m)
+	if comp.FinishReason != "stop" || m.Native == nil || m.Native.Requests != 15 || m.Native.CostUSD != 0.15 || len(m.Native.Searches) != 15 || !strings.Contains(m.Content, "[1]") {
+		t.Errorf("joined answer: finish %s, native %+v", comp.FinishReason, m.Native)
+	}
+	if comp.Usage.PromptTokens == 0 || comp.Usage.CompletionTokens == 0 {
+		t.Errorf("usage %+v", comp.Usage)
 	}
 }

@@ -28,6 +28,26 @@ type ModelAPI interface {
 	DecodeError(status int, body []byte) *llm.Error
 }
 
+// Continuer is a ModelAPI whose answers may pause before they are done (Anthropic's
+// pause_turn after a long run of its own searches).
+type Continuer interface {
+	// Continue returns the request that resumes a paused answer: request (a body
+	// EncodeRequest made, or an earlier Continue) with the paused content sent back
+	// exactly as answer (the paused answer's body) had it. paused is false when the
+	// answer did not pause.
+	Continue(request, answer []byte) (next []byte, paused bool)
+}
+
+// Join returns the answer r continued by more (a resumed paused answer): the content
+// of both in order, the usage of both, more's stop reason.
+func (r *Response) Join(more *Response) *Response {
+	out := *more
+	out.Content = append(append([]Part(nil), r.Content...), more.Content...)
+	out.Usage = Usage{InputTokens: r.Usage.InputTokens + more.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens + more.Usage.OutputTokens,
+		WebSearches: r.Usage.WebSearches + more.Usage.WebSearches}
+	return &out
+}
+
 // StreamDecoder assembles one streamed answer from its server-sent events.
 type StreamDecoder interface {
 	// Event reads one event; text is the answer text it adds ("" when none). An error

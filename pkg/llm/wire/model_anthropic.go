@@ -281,6 +281,27 @@ func (a *anthropicAnswer) response() *Response {
 	return r
 }
 
+// Continue resumes a pause_turn answer: the request's messages with the paused
+// assistant content appended exactly as it came (its encrypted fields included).
+func (anthropicModel) Continue(request, answer []byte) ([]byte, bool) {
+	var a struct {
+		StopReason string          `json:"stop_reason"`
+		Content    json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(answer, &a) != nil || a.StopReason != "pause_turn" || isNull(a.Content) {
+		return nil, false
+	}
+	var req map[string]json.RawMessage
+	var msgs []json.RawMessage
+	if json.Unmarshal(request, &req) != nil || json.Unmarshal(req["messages"], &msgs) != nil {
+		return nil, false
+	}
+	turn, _ := json.Marshal(map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`), "content": a.Content})
+	req["messages"], _ = json.Marshal(append(msgs, turn))
+	next, err := json.Marshal(req)
+	return next, err == nil
+}
+
 // anthropicStatus is the HTTP status of an Anthropic error type (for errors that
 // arrive in a stream, without a status of their own).
 func anthropicStatus(typ string) int {
