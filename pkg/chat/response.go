@@ -62,6 +62,7 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 	if json.Unmarshal(t.Message, &msg) != nil || msg == nil {
 		msg = map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`)}
 	}
+	delete(msg, llm.NativeKey) // the job record reads it; the client never sees it
 	_, client := splitCalls(t, v.req.ToolNames())
 	finish := t.Finish
 	if len(client) > 0 {

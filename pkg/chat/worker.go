@@ -48,6 +48,9 @@ type Model struct {
 	Provider string
 	Client   llm.Caller
 	Upstream string
+	// Protocol is the protocol the provider speaks (its config "protocol"): the job's
+	// usage record names it.
+	Protocol string
 }
 
 // Worker runs chat chains. It holds no job state between messages.
@@ -513,12 +516,13 @@ func searchDone(jobID string, h int, callID, engine string, res *engines.Result)
 // complete ends the job with hop h's answer.
 func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	t, _ := v.turn(h)
-	srcs := v.allSources(h)
+	srcs := nativeSources(t, v.allSources(h))
 	resp, finish, shown, cites := buildResponse(v, h, t, srcs)
 	trace, searchUsage := v.trace(h)
+	trace, searchUsage = v.addNative(h, trace, searchUsage)
 	usage := chainUsage(v, h)
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
-		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD, "citations": cites})
+		"model_calls": h + 1, "model_protocol": w.Models[v.job.Model].Protocol, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD, "citations": cites})
 	if w.Metrics != nil {
 		w.Metrics.Citations.WithLabelValues("valid").Add(float64(cites.Valid))
 		w.Metrics.Citations.WithLabelValues("removed").Add(float64(cites.Removed))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 var logWriter = os.Stderr
@@ -44,8 +45,13 @@ type Provider struct {
 	// API) for main models; for search it also selects the engine kind of engines
 	// that name this provider (glm → glm-chat, gemini → gemini, …).
 	Kind string `json:"kind"`
-	// BaseURL is the chat-completions base (".../v1") for main-model use.
+	// BaseURL is the main-model API base: ".../v1" for openai-chat and
+	// openai-responses, the host root for anthropic-messages and gemini (as their
+	// SDKs take it).
 	BaseURL string `json:"baseURL,omitempty"`
+	// Protocol is the protocol the provider's main models speak: "openai-chat" (the
+	// default), "openai-responses", "anthropic-messages" or "gemini".
+	Protocol string `json:"protocol,omitempty"`
 	// SearchBaseURL is the base URL search engines of this provider use, when it
 	// differs from the engine kind's default.
 	SearchBaseURL string `json:"searchBaseURL,omitempty"`
@@ -62,6 +68,24 @@ type Provider struct {
 type ModelRoute struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
+	// WebSearch is whose search the model's web_search runs: "server" (the fleet's
+	// engines, the default), "native" (the provider's own search, for protocols whose
+	// search the fleet forwards: anthropic-messages) or "auto" (native where supported).
+	WebSearch string `json:"webSearch,omitempty"`
+}
+
+// NativeSearch reports whether the model runs the provider's own search.
+func (f *File) NativeSearch(name string) bool {
+	m := f.Models[name]
+	if m.WebSearch != "native" && m.WebSearch != "auto" {
+		return false
+	}
+	api, ok := wire.ModelAPIFor(f.Providers[m.Provider].Protocol)
+	if !ok {
+		return false
+	}
+	_, ok = wire.NativeSearchPrice(api.Protocol())
+	return ok
 }
 
 // Routing are named routes; only web_search is used.
@@ -242,19 +266,35 @@ func (f *File) Validate() error {
 		if strings.Contains(name, ".") {
 			bad("providers.%s: a provider name cannot contain '.'", name)
 		}
+		if p.Protocol != "" && !slices.Contains(wire.ModelProtocols, p.Protocol) {
+			bad("providers.%s.protocol %q is not a main-model protocol; use one of %s", name, p.Protocol, strings.Join(wire.ModelProtocols, ", "))
+		}
 	}
 	for name, m := range f.Models {
 		p, ok := f.Providers[m.Provider]
 		switch {
 		case !ok:
 			bad("models[%q].provider %q is not a configured provider", name, m.Provider)
-		case p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
-			bad("models[%q]: provider %q has kind %q; main models must speak OpenAI chat completions", name, m.Provider, p.Kind)
+		case (p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
+			bad("models[%q]: provider %q has kind %q; main models speak OpenAI chat completions unless the provider sets \"protocol\" (one of %s)", name, m.Provider, p.Kind, strings.Join(wire.ModelProtocols, ", "))
 		case p.BaseURL == "":
 			bad("providers.%s.baseURL is required for main-model use (models[%q])", m.Provider, name)
 		}
 		if m.Model == "" {
 			bad("models[%q].model is required", name)
+		}
+		switch m.WebSearch {
+		case "", "server", "auto":
+		case "native":
+			if ok && !f.NativeSearch(name) {
+				proto := p.Protocol
+				if proto == "" {
+					proto = wire.ModelOpenAIChat
+				}
+				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward (anthropic-messages only); use \"server\" or \"auto\"", name, m.Provider, proto)
+			}
+		default:
+			bad("models[%q].webSearch %q must be server, native or auto", name, m.WebSearch)
 		}
 	}
 	if _, err := f.EngineConfigs(); err != nil {

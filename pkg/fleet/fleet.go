@@ -26,6 +26,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -386,13 +388,22 @@ func Transport() *http.Transport {
 	return t
 }
 
-// Models builds the main-model clients of the config file, with the provider keys
-// config.File.Resolve filled in.
+// Models builds the main-model callers of the config file, with the provider keys
+// config.File.Resolve filled in: llm.Client for openai-chat providers, an
+// upstream.Caller for the other protocols.
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 	out := map[string]chat.Model{}
 	for name, m := range f.Models {
 		p := f.Providers[m.Provider]
-		out[name] = chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, p.APIKey, hc), Upstream: m.Model}
+		model := chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, p.APIKey, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
+		if p.Protocol != "" && p.Protocol != wire.ModelOpenAIChat {
+			api, ok := wire.ModelAPIFor(p.Protocol)
+			if !ok {
+				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
+			}
+			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name)}), p.Protocol
+		}
+		out[name] = model
 	}
 	return out, nil
 }

@@ -61,6 +61,9 @@ func New(opts Options) *Server {
 	s.stats.dups = make(map[string]int64)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("POST /v1/responses", s.openAIResponses)
+	s.mux.HandleFunc("POST /v1/messages", s.anthropicMessages)
+	s.mux.HandleFunc("POST /v1beta/models/{call}", s.geminiGenerate)
 	for _, rt := range s.engineRoutes() {
 		s.mux.HandleFunc(rt.pattern, s.serveEngine(rt))
 	}
