@@ -35,13 +35,13 @@ func (s *Service) objects(ctx context.Context) (jetstream.ObjectStore, error) {
 	if s.obs != nil {
 		return s.obs, nil
 	}
-	obs, err := s.Bus.JS.ObjectStore(ctx, bus.BucketFiles)
+	obs, err := s.Bus.JS.ObjectStore(ctx, s.Bus.Name(bus.BucketFiles))
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		cfg := jetstream.ObjectStoreConfig{Bucket: bus.BucketFiles, Storage: jetstream.FileStorage, Replicas: s.replicas(ctx),
+		cfg := jetstream.ObjectStoreConfig{Bucket: s.Bus.Name(bus.BucketFiles), Storage: jetstream.FileStorage, Replicas: s.replicas(ctx),
 			Description: "batch input, output and error files"}
 		obs, err = s.Bus.JS.CreateObjectStore(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			obs, err = s.Bus.JS.ObjectStore(ctx, bus.BucketFiles)
+			obs, err = s.Bus.JS.ObjectStore(ctx, s.Bus.Name(bus.BucketFiles))
 		}
 	}
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *Service) objects(ctx context.Context) (jetstream.ObjectStore, error) {
 
 // replicas is the JOBS stream's replica count: files are as durable as the jobs.
 func (s *Service) replicas(ctx context.Context) int {
-	st, err := s.Bus.JS.Stream(ctx, bus.StreamJobs)
+	st, err := s.Bus.JS.Stream(ctx, s.Bus.Name(bus.StreamJobs))
 	if err != nil {
 		return 1
 	}

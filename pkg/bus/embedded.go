@@ -48,8 +48,8 @@ func (e *Embedded) URL() string { return e.srv.ClientURL() }
 
 // Connect connects to the embedded server in process, with no socket between: what
 // the all-in-one process uses (separate processes connect to URL over TCP).
-func (e *Embedded) Connect(ctx context.Context, name string, log *slog.Logger) (*Bus, error) {
-	return connect(ctx, e.URL(), name, log, nats.InProcessServer(e.srv))
+func (e *Embedded) Connect(ctx context.Context, name string, log *slog.Logger, opts ...Option) (*Bus, error) {
+	return connect(ctx, e.URL(), name, log, opts, []nats.Option{nats.InProcessServer(e.srv)})
 }
 
 // Shutdown stops the server and waits for it.

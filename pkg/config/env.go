@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
 )
 
 // Env are the process settings. Every field is an environment variable; the defaults
@@ -97,6 +99,15 @@ type Env struct {
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `env:"FLEET_LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"FLEET_LOG_FORMAT" envDefault:"text"`
+	// Namespace prefixes every stream, consumer, subject and object store of the fleet
+	// on NATS, and its Redis keys, so several fleets share one NATS server and one
+	// Redis without seeing each other's work. Empty (the default) keeps the
+	// un-namespaced names, those of deploy/nats/.
+	Namespace string `env:"FLEET_NAMESPACE"`
+	// MetricsAddr is the internal listener of every role process: /metrics, /healthz
+	// and /readyz (e.g. :9090). Empty: none (the ingress still serves /metrics on its
+	// API port while no tenants are configured).
+	MetricsAddr string `env:"FLEET_METRICS_ADDR"`
 	// Failpoint names a point of a chat step at which a chat worker exits with status
 	// 3 (e.g. chat.after_dispatch). For the crash tests only; empty in production.
 	Failpoint string `env:"FLEET_FAILPOINT"`
@@ -177,6 +188,9 @@ func (e Env) Validate() error {
 	if err := lvl.UnmarshalText([]byte(e.LogLevel)); err != nil {
 		bad("FLEET_LOG_LEVEL must be debug, info, warn or error")
 	}
+	if err := bus.ValidateNamespace(e.Namespace); err != nil {
+		bad("FLEET_NAMESPACE: %v", err)
+	}
 	if e.RedisURL != "" {
 		if _, err := url.Parse(e.RedisURL); err != nil || !strings.HasPrefix(e.RedisURL, "redis") {
 			bad("REDIS_URL must be a redis:// or rediss:// URL")
@@ -204,6 +218,8 @@ func (e Env) LogValue() slog.Value {
 		slog.String("redis_url", redact.URL(e.RedisURL)),
 		slog.String("config_file", e.ConfigFile),
 		slog.String("redis_prefix", e.KeyPrefix),
+		slog.String("namespace", e.Namespace),
+		slog.String("metrics_addr", e.MetricsAddr),
 		slog.Duration("job_timeout", e.JobTimeout),
 		slog.Duration("model_timeout", e.ModelTimeout),
 		slog.Duration("engine_timeout", e.EngineTimeout),

@@ -146,9 +146,9 @@ func open(ctx context.Context, o Options) (*process, error) {
 	p.id = fmt.Sprintf("%s-%d", host, os.Getpid())
 	var err error
 	if o.Embedded != nil {
-		p.bus, err = o.Embedded.Connect(ctx, "searchfleet-"+p.id, p.log)
+		p.bus, err = o.Embedded.Connect(ctx, "searchfleet-"+p.id, p.log, bus.WithNamespace(p.env.Namespace))
 	} else {
-		p.bus, err = bus.Connect(ctx, p.env.NATSURL, "searchfleet-"+p.id, p.log)
+		p.bus, err = bus.Connect(ctx, p.env.NATSURL, "searchfleet-"+p.id, p.log, bus.WithNamespace(p.env.Namespace))
 	}
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err := p.bus.EnsureStreams(ctx, bus.Limits{Replicas: p.env.NATSReplicas, Memory: o.Memory}); err != nil {
 		return fail(fmt.Errorf("nats streams: %w", err))
 	}
-	p.store = state.New(o.Redis, p.env.KeyPrefix, p.env.Retention)
+	p.store = state.New(o.Redis, state.NamespacePrefix(p.env.Namespace, p.env.KeyPrefix), p.env.Retention)
 	if err := p.store.LoadScripts(ctx); err != nil {
 		return fail(err)
 	}
