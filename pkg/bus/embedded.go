@@ -27,9 +27,10 @@ func RunEmbedded(host string, port int, storeDir string) (*Embedded, error) {
 		StoreDir:   storeDir,
 		NoSigs:     true,
 		NoLog:      true,
-		// Big enough for the work queues of a development fleet.
+		// Big enough for the work queues of a few development fleets (namespaces): an
+		// accounting limit, what the streams reserve; the disk holds what they store.
 		JetStreamMaxMemory: 1 << 30,
-		JetStreamMaxStore:  8 << 30,
+		JetStreamMaxStore:  64 << 30,
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -41,6 +41,10 @@ type Metrics struct {
 	// Reconciled counts jobs whose Redis status was put back to the ending the event
 	// stream recorded (Redis had lost an acknowledged write).
 	Reconciled prometheus.Counter
+	// StepsInFlight are the messages each consumer's handlers work on (lag.go).
+	StepsInFlight *prometheus.GaugeVec
+
+	queues *queueCollector // WatchQueues
 }
 
 // New creates and registers the metrics.
@@ -63,9 +67,10 @@ func New() *Metrics {
 		Webhooks:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_webhook_deliveries_total", Help: "Webhook delivery attempts by outcome."}, []string{"outcome"}),
 		Orphans:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_orphan_messages_total", Help: "Messages about a job Redis does not know, by consumer (dead-lettered, not paid for)."}, []string{"consumer"}),
 		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
+		StepsInFlight: newStepsInFlight(),
 	}
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
-		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled)
+		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.StepsInFlight)
 	return m
 }
 
