@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -52,6 +53,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Listening, if set, is called with ingress's address once it accepts requests.
 	Listening func(addr string)
+	// MetricsListening, if set, is called with the internal listener's address
+	// (FLEET_METRICS_ADDR) once it serves.
+	MetricsListening func(addr string)
 	// Memory keeps the streams in memory (benchmarks); file storage otherwise.
 	Memory bool
 	// Embedded, if set, is a NATS server in this process: the fleet connects to it
@@ -71,6 +75,11 @@ func Run(ctx context.Context, o Options) error {
 	// Every way out drains what was started: a SIGTERM that lands while later
 	// consumers are still being set up must not drop the steps the first ones took.
 	defer p.drain()
+	stopOps, err := p.runOps()
+	if err != nil {
+		return err
+	}
+	defer stopOps()
 
 	if o.Roles.Chat {
 		if err := p.runChat(ctx); err != nil {
@@ -128,6 +137,9 @@ type process struct {
 	workers []*bus.Worker
 	stops   []func()
 	drained bool
+
+	mu    sync.Mutex
+	specs []bus.ConsumerSpec // the consumers started, for their lag metrics (ops.go)
 }
 
 // open connects to NATS and Redis and builds what the roles share.
@@ -182,11 +194,12 @@ func open(ctx context.Context, o Options) (*process, error) {
 
 // consume starts a consumer and keeps it for the drain.
 func consume[T bus.Payload](ctx context.Context, p *process, spec bus.ConsumerSpec, h bus.Handler[T], concurrency int) error {
-	w, err := bus.Consume(ctx, p.bus, spec, h, p.consumeOptions(concurrency))
+	w, err := bus.Consume(ctx, p.bus, spec, inFlight(p.o.Metrics, spec.Config.Durable, h), p.consumeOptions(concurrency))
 	if err != nil {
 		return err
 	}
 	p.workers = append(p.workers, w)
+	p.started(spec)
 	return nil
 }
 
@@ -197,11 +210,12 @@ func (p *process) consumeOptions(concurrency int) bus.ConsumeOptions {
 }
 
 func (p *process) consumeDeadLetters(ctx context.Context, spec bus.ConsumerSpec, h bus.Handler[bus.DeadLetter]) error {
-	w, err := bus.ConsumeDeadLetters(ctx, p.bus, spec, h, p.consumeOptions(4))
+	w, err := bus.ConsumeDeadLetters(ctx, p.bus, spec, inFlight(p.o.Metrics, spec.Config.Durable, h), p.consumeOptions(4))
 	if err != nil {
 		return err
 	}
 	p.workers = append(p.workers, w)
+	p.started(spec)
 	return nil
 }
 
