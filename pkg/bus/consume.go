@@ -100,10 +100,12 @@ func consume[T Payload](ctx context.Context, b *Bus, spec ConsumerSpec, h Handle
 		defer close(w.loopDone)
 		for {
 			sem <- struct{}{}
-			msg, err := iter.Next()
+			// Next also ends with hctx: with NATS unreachable a draining iterator
+			// never closes by itself, and a cut-short Drain must still return.
+			msg, err := iter.Next(jetstream.NextContext(hctx))
 			if err != nil {
 				<-sem
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || hctx.Err() != nil {
 					return
 				}
 				o.Log.Warn("consume: next", "consumer", w.name, "err", err)
