@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,7 +14,9 @@ import (
 //   - Provider.APIKey from the provider's apiKeyEnv;
 //   - EngineEntry.APIKey from the engine's apiKeyEnv, else its provider's;
 //   - Tenant.APIKeys from apiKeyEnv (a comma-separated list);
-//   - Tenant.WebhookSecret from webhookSecretEnv.
+//   - Tenant.WebhookSecret from webhookSecretEnv;
+//
+// and applies the base URLs the environment sets (overrides.go).
 //
 // Every variable named is required: one that is unset or empty (for a tenant's keys:
 // holds no key) is missing. Resolve checks them all and reports every missing
@@ -36,8 +39,18 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 		}
 		values[n.env] = v
 	}
+	overrides, err := f.baseURLOverrides(lookup)
 	if len(missing) > 0 {
+		if err != nil {
+			return errors.Join(&MissingSecretsError{NeededBy: missing}, err)
+		}
 		return &MissingSecretsError{NeededBy: missing}
+	}
+	if err != nil {
+		return err
+	}
+	for _, o := range overrides {
+		o.set(f, o.value)
 	}
 	for name, p := range f.Providers {
 		p.APIKey = values[p.APIKeyEnv]
