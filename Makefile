@@ -3,9 +3,9 @@ GO ?= go
 # The tests and benchmarks need a real Redis; `make run` finds one itself (REDIS_URL,
 # else a local redis-server, else an in-process stand-in), so only they get a default.
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
-test test-short bench bench-e2e bench-batch bench-go: export REDIS_URL := $(TEST_REDIS_URL)
+test test-short bench bench-e2e bench-batch bench-scale bench-go: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run test test-short bench bench-e2e bench-batch bench-go fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
+.PHONY: help run test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-scale bench-go fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ bench-e2e: ## end-to-end: jobs/s through ingress → chat → search → chat �
 bench-batch: ## interactive latency alone and while 2,000-question batches run
 	$(GO) run ./cmd/batchbench
 
+bench-scale: ## scale-out: jobs/s with 1, 2, 4 search-worker and chat-worker processes, and jobs one chat worker holds in flight (~5 min)
+	$(GO) run ./cmd/scalebench -inflight 10000
+
 bench-go: ## micro-benchmarks: engine normalization per kind, intent classification
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/engines/ ./pkg/intent/
 
@@ -46,6 +49,20 @@ chaos: ## kill processes, restart NATS and Redis, take the webhook receiver down
 
 chaos-quick: ## the chaos suite's smoke run: every scenario, small, at once (~1 min)
 	@$(MAKE) --no-print-directory chaos ARGS="-quick $(ARGS)"
+
+cluster-up: ## start a 3-node NATS JetStream cluster and a 6-node Redis Cluster on loopback (scripts/cluster.sh)
+	scripts/cluster.sh up
+
+cluster-down: ## stop them and remove their data
+	scripts/cluster.sh down
+
+test-cluster: ## the Redis-backed and end-to-end suites on a real NATS cluster (R3) and Redis Cluster, then node kills (~8 min)
+	scripts/cluster.sh up
+	set -a; . $${CLUSTER_DIR:-$${TMPDIR:-/tmp}/searchfleet-cluster}/env; set +a; \
+	  $(GO) test -count=1 -timeout 30m ./pkg/state/ ./pkg/jobs/ ./pkg/webhook/ ./pkg/batch/ ./pkg/api/ ./pkg/chat/... ./pkg/fleet/ && \
+	  $(GO) test -count=1 -timeout 30m -skip TestClusterNodeKills ./test/e2e/ && \
+	  $(GO) test -count=1 -timeout 10m -run TestClusterNodeKills -v ./test/e2e/; \
+	  status=$$?; scripts/cluster.sh down; exit $$status
 
 build: ## build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...

@@ -55,6 +55,10 @@ type Fleet struct {
 // Start runs the fleet until Stop.
 func Start(ctx context.Context, o Options) (*Fleet, error) {
 	environ := map[string]string{}
+	for _, kv := range config.UnlimitedTenantEnv() { // benchmarks measure the fleet, not its per-tenant limits
+		k, v, _ := strings.Cut(kv, "=")
+		environ[k] = v
+	}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FLEET_") {
 			environ[k] = v

@@ -75,6 +75,9 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 		case "gemini":
 			e.Default = true
 		}
+		if c.Kind == "glm-chat" || c.Kind == "kimi" {
+			e.Languages = []string{"zh"} // a Chinese query the model leaves to the fleet goes here
+		}
 		if c.Kind != "glm-chat" {
 			e.Kind, e.BaseURL, e.Model, e.APIKeyEnv = c.Kind, c.BaseURL, c.Model, c.APIKeyEnv
 			if len(c.Options) > 0 {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 var seq atomic.Int64
@@ -26,13 +28,15 @@ func RedisURL() string {
 }
 
 // Redis returns a client for the test Redis and a key prefix unique to this test.
-func Redis(t testing.TB) (*redis.Client, string) {
+// REDIS_URL may name a Redis Cluster (state.NewClient says how): the tests then run
+// on it unchanged, which is how `make test-cluster` proves every script stays in one
+// hash slot.
+func Redis(t testing.TB) (redis.UniversalClient, string) {
 	t.Helper()
-	opt, err := redis.ParseURL(RedisURL())
+	rdb, err := state.NewClient(RedisURL())
 	if err != nil {
 		t.Fatalf("REDIS_URL: %v", err)
 	}
-	rdb := redis.NewClient(opt)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -42,13 +46,23 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	prefix := fmt.Sprintf("sftest:%s:%d:%d", name, time.Now().UnixNano(), seq.Add(1))
 	t.Cleanup(func() {
 		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+":*", 500).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
+		del := func(ctx context.Context, c *redis.Client) error {
+			// One DEL per key (a cluster refuses a DEL across slots), pipelined. The
+			// keys of a namespaced fleet on this prefix are "<prefix>@<ns>:…".
+			p := c.Pipeline()
+			for _, pattern := range []string{prefix + ":*", prefix + "@*"} {
+				iter := c.Scan(ctx, 0, pattern, 500).Iterator()
+				for iter.Next(ctx) {
+					p.Del(ctx, iter.Val())
+				}
+			}
+			_, err := p.Exec(ctx)
+			return err
 		}
-		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
+		if cc, ok := rdb.(*redis.ClusterClient); ok {
+			cc.ForEachMaster(ctx, del)
+		} else {
+			del(ctx, rdb.(*redis.Client))
 		}
 		rdb.Close()
 	})

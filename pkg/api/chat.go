@@ -31,6 +31,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := s.newChatJob(r, body, req)
+	release, ok := s.admitChat(w, r, job, streamed(req.Stream))
+	if !ok {
+		return
+	}
+	defer release()
 	waiter, err := s.watch(job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable: "+err.Error())
@@ -69,6 +74,12 @@ func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
 			fmt.Sprintf("The model %q does not exist. Available models: %s.", req.Model, strings.Join(s.Models, ", ")))
 		return nil, false
+	}
+	if e := req.Search; e != nil && e.Engine != "" && s.Tools != nil {
+		if _, ok := s.Tools.Engine(e.Engine); !ok {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "tools", fmt.Sprintf("engine %q is not one of this fleet's engines", e.Engine))
+			return nil, false
+		}
 	}
 	return req, true
 }
@@ -117,6 +128,7 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 		text = "The fleet's queue is full; retry later."
 	}
 	if !keyed {
+		s.JobFinished(context.WithoutCancel(ctx), job) // its tenant's job slot
 		if err := s.Store.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
 			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
 		}

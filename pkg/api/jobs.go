@@ -69,6 +69,17 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 
 	job := s.newChatJob(r, chatBody, req)
 	tenant := tenantOf(r)
+	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
+		return
+	}
+	// The job slot admitChat took is freed unless a new job is accepted under it (a
+	// replay is admitted like a new request, so at the cap it is refused too).
+	slot := job.ID
+	defer func() {
+		if slot != "" {
+			s.JobFinished(context.WithoutCancel(r.Context()), &state.Job{ID: slot, Tenant: tenant})
+		}
+	}()
 	replayed := false
 	if key != "" {
 		sum := sha256.Sum256(body)
@@ -85,7 +96,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 					"This Idempotency-Key was used with a different request body.")
 				return
 			}
-			job.ID, replayed = existing, true
+			job.ID, replayed = existing, true // it holds its own slot
 		}
 	}
 
@@ -102,6 +113,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), key != "") {
 		return
+	}
+	if !replayed {
+		slot = ""
 	}
 	if replayed {
 		stored, err := s.Store.GetJob(r.Context(), job.ID)
@@ -182,6 +196,11 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
+	release, ok := s.admitWait(w, r, chatCodec, job.Tenant, holdStream)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := s.stream(w, r) // ends the stream at SSEMaxDuration
 	defer cancel()
 	it, stop, err := s.followEvents(ctx, job.ID)

@@ -68,6 +68,11 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		now := time.Now().UTC()
 		job := &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored, Created: now, Deadline: now.Add(s.JobTimeout)}
 		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
+		release, ok := s.admit(w, r, codec, job, holdOf(req))
+		if !ok {
+			return
+		}
+		defer release()
 		waiter, err := s.watch(job.ID)
 		if err != nil {
 			fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "The fleet is unavailable: " + err.Error()})

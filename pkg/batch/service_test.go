@@ -28,7 +28,7 @@ import (
 type harness struct {
 	t   *testing.T
 	s   *Service
-	rdb *redis.Client
+	rdb redis.UniversalClient
 }
 
 func newHarness(t *testing.T) *harness {

@@ -100,18 +100,21 @@ func (b *Bus) Close() {
 func (b *Bus) EnsureStreams(ctx context.Context, l Limits) error {
 	for _, want := range Streams(l) {
 		want.Name, want.Subjects = b.Name(want.Name), b.subjects(want.Subjects)
-		s, err := b.JS.Stream(ctx, want.Name)
-		switch {
-		case errors.Is(err, jetstream.ErrStreamNotFound):
-			_, err = b.JS.CreateStream(ctx, want)
-			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-				err = nil // another process made it first
+		err := retryTransient(ctx, func(ctx context.Context) error {
+			s, err := b.JS.Stream(ctx, want.Name)
+			switch {
+			case errors.Is(err, jetstream.ErrStreamNotFound):
+				_, err = b.JS.CreateStream(ctx, want)
+				if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+					err = nil // another process made it first
+				}
+			case err == nil:
+				if streamDiffers(s.CachedInfo().Config, want) {
+					_, err = b.JS.UpdateStream(ctx, want)
+				}
 			}
-		case err == nil:
-			if streamDiffers(s.CachedInfo().Config, want) {
-				_, err = b.JS.UpdateStream(ctx, want)
-			}
-		}
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", want.Name, err)
 		}
@@ -130,7 +133,8 @@ func streamDiffers(have, want jetstream.StreamConfig) bool {
 }
 
 // EnsureConsumer creates or updates a durable consumer (spec names it without the
-// namespace; the bus applies its own).
+// namespace; the bus applies its own), riding out a JetStream cluster that is failing
+// over (retryTransient).
 func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.Consumer, error) {
 	cfg := spec.Config
 	cfg.Durable, cfg.Name = b.Name(cfg.Durable), ""
@@ -141,7 +145,11 @@ func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.
 		cfg.FilterSubject = b.Subject(cfg.FilterSubject)
 	}
 	cfg.FilterSubjects = b.subjects(cfg.FilterSubjects)
-	c, err := b.JS.CreateOrUpdateConsumer(ctx, b.Name(spec.Stream), cfg)
+	var c jetstream.Consumer
+	err := retryTransient(ctx, func(ctx context.Context) (err error) {
+		c, err = b.JS.CreateOrUpdateConsumer(ctx, b.Name(spec.Stream), cfg)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s/%s: %w", b.Name(spec.Stream), cfg.Durable, err)
 	}

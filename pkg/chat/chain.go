@@ -8,6 +8,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -31,8 +32,10 @@ type turn struct {
 
 // call is one server-tool call of a hop (state field calls:<hop>).
 type call struct {
-	ID     string        `json:"id"`
-	Engine string        `json:"engine,omitempty"`
+	ID     string `json:"id"`
+	Engine string `json:"engine,omitempty"`
+	// Choice says how the engine was chosen (intent.Call.Choice).
+	Choice string        `json:"choice,omitempty"`
 	Query  engines.Query `json:"query"`
 	// Local is set when the call was answered without a search (rejected arguments,
 	// the search limit): Result is recorded at dispatch, so a replayed dispatch
@@ -212,18 +215,25 @@ func render(res *engines.Result, srcs *sources) string {
 
 // trace is one search of a job, for the job record.
 type traceEntry struct {
-	Hop     int      `json:"hop"`
-	CallID  string   `json:"call_id"`
-	Engine  string   `json:"engine,omitempty"`
-	Query   string   `json:"query"`
-	Sources []string `json:"sources"`
-	Error   string   `json:"error,omitempty"`
-	Warn    []string `json:"warnings,omitempty"`
-	Usage   any      `json:"usage,omitempty"`
+	Hop    int    `json:"hop"`
+	CallID string `json:"call_id"`
+	Engine string `json:"engine,omitempty"`
+	// EngineChoice says how the engine was chosen: "model", "default",
+	// "language:zh", or "request" (the request's own search settings named it).
+	EngineChoice string `json:"engine_choice,omitempty"`
+	Query        string `json:"query"`
+	// Sources are the search's numbered sources with their titles and dates, the
+	// form wire.TraceEntry reads (and older string-only traces still decode into).
+	Sources []wire.TraceSource `json:"sources"`
+	Error   string             `json:"error,omitempty"`
+	Warn    []string           `json:"warnings,omitempty"`
+	Usage   any                `json:"usage,omitempty"`
 	// Worker, Attempts and Millis say who ran the search, in how many deliveries, how fast.
 	Worker   string `json:"worker,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
 	Millis   int64  `json:"ms,omitempty"`
+	// Fallback names the engines that failed the call and the one that answered it.
+	Fallback *search.Fallback `json:"fallback,omitempty"`
 }
 
 func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
@@ -232,13 +242,12 @@ func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
 	for h := 0; h <= last; h++ {
 		cs := v.calls(h)
 		for _, c := range cs {
-			e := traceEntry{Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query, Sources: []string{}}
+			e := traceEntry{Hop: h, CallID: c.ID, Engine: c.Engine, EngineChoice: c.Choice, Query: c.Query.Query, Sources: []wire.TraceSource{}}
 			if d, ok := v.done(h, c.ID); ok {
 				res := &d.Result
 				e.Worker, e.Attempts, e.Millis = d.Worker, d.Attempts, d.Millis
-				for _, s := range res.Citation.Sources {
-					e.Sources = append(e.Sources, s.Web.URI)
-				}
+				e.Fallback = d.Fallback
+				e.Sources = traceSources(res)
 				if res.Citation.Error != nil {
 					e.Error = res.Citation.Error.Type + ": " + res.Citation.Error.Message
 				}
@@ -252,4 +261,29 @@ func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
 		}
 	}
 	return out, total
+}
+
+// traceSources lists a result's numbered sources for the trace: URL, title (the
+// source's, else its hit's) and, where the engine dated the page, its date.
+func traceSources(res *engines.Result) []wire.TraceSource {
+	hits := make(map[string]*engines.Hit, len(res.Hits))
+	for i := range res.Hits {
+		if _, dup := hits[res.Hits[i].URL]; !dup {
+			hits[res.Hits[i].URL] = &res.Hits[i]
+		}
+	}
+	out := make([]wire.TraceSource, 0, len(res.Citation.Sources))
+	for _, s := range res.Citation.Sources {
+		ts := wire.TraceSource{URL: s.Web.URI, Title: s.Web.Title}
+		if h := hits[s.Web.URI]; h != nil {
+			if ts.Title == "" {
+				ts.Title = h.Title
+			}
+			if !h.Published.IsZero() {
+				ts.PageAge = h.Published.UTC().Format("January 2, 2006")
+			}
+		}
+		out = append(out, ts)
+	}
+	return out
 }

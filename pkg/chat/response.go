@@ -74,8 +74,10 @@ func splitCalls(t *turn, clientTools []string) (server, client []llm.ToolCall) {
 // buildResponse renders the final chat.completion for hop h's answer: the model's
 // message as it sent it, minus the fleet's own tool calls, with url_citation
 // annotations for the [n] markers that cite the chain's sources. It returns the
-// response, its finish reason and the message as the client sees it.
-func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, string, json.RawMessage) {
+// response, its finish reason, the message as the client sees it and what checking
+// its citations found: a marker that cites no retrieved source is removed from the
+// text (checkCitations).
+func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, string, json.RawMessage, citationCount) {
 	var msg map[string]json.RawMessage
 	if json.Unmarshal(t.Message, &msg) != nil || msg == nil {
 		msg = map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`)}
@@ -92,7 +94,10 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 			finish = "stop"
 		}
 	}
-	text := llm.Text(msg["content"])
+	text, cites := checkCitations(llm.Text(msg["content"]), len(srcs.list))
+	if cites.Removed > 0 {
+		msg["content"], _ = json.Marshal(text)
+	}
 	anns := annotate(text, srcs.list)
 	ab, _ := json.Marshal(anns)
 	msg["annotations"] = ab
@@ -111,6 +116,10 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 			}
 		}
 	}
+	ext := map[string]any{"job_id": v.job.ID, "hops": h + 1, "searches": searches, "sources": sources, "citations": cites}
+	if w := chatWarnings(v.req); len(w) > 0 {
+		ext["warnings"] = w
+	}
 	resp := map[string]any{
 		"id":      "chatcmpl-" + v.job.ID,
 		"object":  "chat.completion",
@@ -118,10 +127,26 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 		"model":   v.job.Model,
 		"choices": []any{map[string]any{"index": 0, "message": json.RawMessage(mb), "finish_reason": finish, "logprobs": nil}},
 		"usage":   map[string]int{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens},
-		// searchfleet is an extension the OpenAI SDKs ignore: the job and the sources
-		// the [n] markers (and annotations) refer to.
-		"searchfleet": map[string]any{"job_id": v.job.ID, "hops": h + 1, "searches": searches, "sources": sources},
+		// searchfleet is an extension the OpenAI SDKs ignore: the job, the sources
+		// the [n] markers (and annotations) refer to, what checking the citations
+		// found, and the request's settings the fleet could not honour.
+		"searchfleet": ext,
 	}
 	b, _ := json.Marshal(resp)
-	return b, finish, mb
+	return b, finish, mb, cites
+}
+
+// chatWarnings are the notes a Chat client's answer carries in searchfleet.warnings:
+// the request's search settings the fleet cannot honour. A request that arrived in
+// another protocol gets none here: the ingress adds its notes when it renders the
+// answer in that protocol, and they would otherwise be repeated.
+func chatWarnings(req *llm.ChatRequest) []string {
+	if req.Protocol != "" {
+		return nil
+	}
+	out := append([]string(nil), req.Notes...)
+	if req.Search != nil {
+		out = append(out, req.Search.Unhonoured...)
+	}
+	return out
 }

@@ -351,10 +351,10 @@ func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []c
 			c.Local, c.Result = true, engines.InvalidArgumentsResult("SEARCH_LIMIT_REACHED", "The search limit for this request is reached.",
 				fmt.Sprintf("This request may make at most %d web searches; answer with the results you already have.", limit))
 		default:
-			c.Engine, c.Query = parsed.Engine, withRequestOptions(parsed.Query, opts)
+			c.Engine, c.Choice, c.Query = parsed.Engine, parsed.Choice, withRequestOptions(parsed.Query, opts)
 			if opts != nil && opts.Engine != "" {
 				if _, ok := w.Tools.Engine(opts.Engine); ok {
-					c.Engine = opts.Engine // the request named the engine for all its searches
+					c.Engine, c.Choice = opts.Engine, "request" // the request named the engine for all its searches
 				}
 			}
 			searches++
@@ -427,7 +427,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 			complete = have == want
 			continue
 		}
-		req := search.Request{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline}
+		req := search.Request{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline, GooglePreferred: t.GooglePreferred}
 		w.emit(bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
 		ps, err := w.Bus.PublishAsync(bus.SubjectSearch(c.Engine), req)
 		if err != nil {
@@ -450,11 +450,15 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	t, _ := v.turn(h)
 	srcs := v.allSources(h)
-	resp, finish, shown := buildResponse(v, h, t, srcs)
+	resp, finish, shown, cites := buildResponse(v, h, t, srcs)
 	trace, searchUsage := v.trace(h)
 	usage := chainUsage(v, h)
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
-		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD})
+		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD, "citations": cites})
+	if w.Metrics != nil {
+		w.Metrics.Citations.WithLabelValues("valid").Add(float64(cites.Valid))
+		w.Metrics.Citations.WithLabelValues("removed").Add(float64(cites.Removed))
+	}
 	tb, _ := json.Marshal(trace)
 	if finish == "tool_calls" && v.chain.Sticky {
 		// The client runs its tools and comes back with this conversation plus their

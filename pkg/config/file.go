@@ -53,6 +53,9 @@ type Provider struct {
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
 	// APIKey is the key, filled by Resolve from APIKeyEnv; never serialized.
 	APIKey string `json:"-"`
+	// APIKeys are the keys when APIKeyEnv holds several, comma-separated (APIKey is
+	// then the first); never serialized.
+	APIKeys []string `json:"-"`
 }
 
 // ModelRoute sends a client model name to a provider's model.
@@ -95,6 +98,10 @@ type EngineEntry struct {
 	Kind        string `json:"kind,omitempty"`
 	Description string `json:"description,omitempty"`
 	Default     bool   `json:"default,omitempty"`
+	// Languages are the query languages the engine is good at (["zh"] for GLM and
+	// Kimi): a call that names no engine goes to one declared for its query's language
+	// (intent.Engine.Languages).
+	Languages []string `json:"languages,omitempty"`
 
 	// BaseURL, Model and APIKeyEnv override what the provider (or kind) gives.
 	BaseURL   string `json:"baseURL,omitempty"`
@@ -103,6 +110,19 @@ type EngineEntry struct {
 	// APIKey is the engine's key, filled by Resolve from APIKeyEnv, else from its
 	// provider's variable; never serialized.
 	APIKey string `json:"-"`
+	// APIKeys are the engine's keys when the variable holds several, comma-separated
+	// (APIKey is then the first): searches rotate over them; never serialized.
+	APIKeys []string `json:"-"`
+	// Fallback lists the engines, in order, that take over a search this engine
+	// failed with a retryable (429, 5xx, timeout), quota or auth error. Only the
+	// engine the model chose follows its list (a fallback's own list is not
+	// followed), so lists cannot loop.
+	Fallback []string `json:"fallback,omitempty"`
+	// AccessToken is an OAuth access token source used instead of an API key (a
+	// token file or a refresh command; see AccessToken).
+	AccessToken *AccessToken `json:"accessToken,omitempty"`
+	// Token is the source Resolve built from AccessToken; never serialized.
+	Token engines.TokenSource `json:"-"`
 	// Options are the engine kind's options.
 	Options json.RawMessage `json:"options,omitempty"`
 	// CostPerSearchUSD overrides the kind's list price.
@@ -126,6 +146,9 @@ type Tenant struct {
 	APIKeyEnv string `json:"apiKeyEnv"`
 	// WebhookSecretEnv names the variable holding the tenant's whsec_ signing secret.
 	WebhookSecretEnv string `json:"webhookSecretEnv,omitempty"`
+	// Limits are the tenant's own limits; omitted fields take the FLEET_TENANT_*
+	// defaults (see Limits).
+	Limits Limits `json:"limits,omitzero"`
 
 	// APIKeys are the tenant's keys, filled by Resolve from APIKeyEnv (split at
 	// commas, blanks dropped); never serialized.
@@ -263,6 +286,24 @@ func (f *File) Validate() error {
 		if e.RateLimit != nil && e.RateLimit.PerSecond <= 0 {
 			bad("%s.rateLimit.perSecond must be positive", path)
 		}
+		if e.AccessToken != nil {
+			if err := e.AccessToken.validate(path); err != nil {
+				errs = append(errs, err)
+			}
+			if e.APIKeyEnv != "" {
+				bad("%s: give apiKeyEnv or accessToken, not both", path)
+			}
+		}
+		for j, fb := range e.Fallback {
+			switch _, ok := f.Engine(fb); {
+			case fb == e.ID:
+				bad("%s.fallback[%d]: engine %q cannot fall back to itself", path, j, fb)
+			case !ok:
+				bad("%s.fallback[%d]: %q is not a configured engine", path, j, fb)
+			case slices.Contains(e.Fallback[:j], fb):
+				bad("%s.fallback[%d]: %q is listed twice", path, j, fb)
+			}
+		}
 	}
 	if defaults > 1 {
 		bad("webSearch.engines: at most one engine may be the default (%d are)", defaults)
@@ -292,7 +333,7 @@ func (f *File) EngineConfigs() ([]engines.Config, error) {
 	var errs []error
 	for i, e := range f.WebSearch.Engines {
 		path := fmt.Sprintf("webSearch.engines[%d]", i)
-		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
+		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, APIKeys: e.APIKeys, Token: e.Token, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
 		if e.ProviderKey != "" {
 			pname, model := SplitProviderKey(e.ProviderKey)
 			p, ok := f.Providers[pname]
@@ -312,8 +353,8 @@ func (f *File) EngineConfigs() ([]engines.Config, error) {
 			if c.APIKeyEnv == "" {
 				c.APIKeyEnv = p.APIKeyEnv
 			}
-			if c.APIKey == "" && e.APIKeyEnv == "" {
-				c.APIKey = p.APIKey
+			if c.APIKey == "" && e.APIKeyEnv == "" && e.AccessToken == nil {
+				c.APIKey, c.APIKeys = p.APIKey, p.APIKeys
 			}
 		}
 		if c.Kind == "" {

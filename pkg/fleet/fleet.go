@@ -177,7 +177,9 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if p.engines, err = engines.FromConfig(cfgs, p.hc); err != nil {
+	// Key cooldowns live in Redis: a key one search worker saw refused rests for all.
+	cool := countedCooldowns{Cooldowns: p.store, m: p.o.Metrics}
+	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search")}); err != nil {
 		return fail(err)
 	}
 	if p.tools, p.classify, err = Intent(o.File); err != nil {
@@ -188,7 +190,8 @@ func open(ctx context.Context, o Options) (*process, error) {
 		return fail(err)
 	}
 	p.batches = &batch.Service{Bus: p.bus, Store: p.store, Webhooks: p.hooks, Ender: p.ender, Models: o.File.ModelNames(),
-		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes}
+		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes,
+		Limits: config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants), FilesMaxBytes: p.env.FilesMaxBytes, FileExpiry: p.env.FileExpiry}
 	return p, nil
 }
 
@@ -223,6 +226,9 @@ func (p *process) consumeDeadLetters(ctx context.Context, spec bus.ConsumerSpec,
 func (p *process) timing(name string) bus.Timing {
 	t := bus.TimingFor(name)
 	t.AckWait = p.env.AckWait
+	if name == bus.ConsumerChat || name == bus.ConsumerResume {
+		t.MaxAckPending = p.env.ChatInFlight
+	}
 	return t
 }
 
@@ -314,11 +320,12 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Tools: p.tools, Tenants: tenants,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
-		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender}
+		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
+		Limits: p.batches.Limits}
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches)
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -429,7 +436,7 @@ func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 		kindOf[ec.ID] = ec.Kind
 	}
 	for _, e := range f.WebSearch.Engines {
-		ic.Engines = append(ic.Engines, intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID], Description: e.Description, Default: e.Default})
+		ic.Engines = append(ic.Engines, intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID], Description: e.Description, Default: e.Default, Languages: e.Languages})
 	}
 	var route []string
 	for _, r := range f.Routing.WebSearch {
@@ -472,11 +479,32 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
 }
 
+// countedCooldowns counts the keys the fleet puts to rest
+// (fleet_engine_key_cooldowns_total), once per rest, whichever worker starts it.
+type countedCooldowns struct {
+	engines.Cooldowns
+	m *metrics.Metrics
+}
+
+func (c countedCooldowns) CoolDown(ctx context.Context, engine, fp string, reason engines.ErrorKind, d time.Duration) (bool, error) {
+	first, err := c.Cooldowns.CoolDown(ctx, engine, fp, reason, d)
+	if first {
+		c.m.KeyCooldowns.WithLabelValues(engine, string(reason)).Inc()
+	}
+	return first, err
+}
+
 // Settings are the search workers' per-engine limits from the config file.
 func Settings(f *config.File) map[string]search.Settings {
 	out := map[string]search.Settings{}
+	kindOf := map[string]string{}
+	cfgs, _ := f.EngineConfigs() // a loaded file has been validated
+	for _, c := range cfgs {
+		kindOf[c.ID] = c.Kind
+	}
 	for _, e := range f.WebSearch.Engines {
-		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL)}
+		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL), Fallback: e.Fallback,
+			Google: intent.GoogleBacked(intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID]})}
 		if e.RateLimit != nil {
 			s.PerSecond, s.Burst = e.RateLimit.PerSecond, e.RateLimit.Burst
 		}

@@ -406,13 +406,28 @@ func TestHealthAndMetrics(t *testing.T) {
 		}
 	}
 	f.Chat(t, "Search the web: weather today?")
-	status, body, _ := f.Do(t, "GET", "/metrics", nil)
-	if status != 200 {
-		t.Fatalf("/metrics %d", status)
-	}
-	for _, m := range []string{`fleet_jobs_total{status="completed"} 1`, `fleet_searches_total{engine="google",outcome="ok"} 1`, `fleet_model_calls_total{outcome="ok",provider="sim"} 2`} {
-		if !strings.Contains(string(body), m) {
-			t.Errorf("/metrics lacks %s", m)
+	want := []string{`fleet_jobs_total{status="completed"} 1`, `fleet_searches_total{engine="google",outcome="ok"} 1`, `fleet_model_calls_total{outcome="ok",provider="sim"} 2`}
+	// A job is counted by the finisher, from its terminal event: it may come a moment
+	// after the answer.
+	var missing []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, body, _ := f.Do(t, "GET", "/metrics", nil)
+		if status != 200 {
+			t.Fatalf("/metrics %d", status)
 		}
+		missing = missing[:0]
+		for _, m := range want {
+			if !strings.Contains(string(body), m) {
+				missing = append(missing, m)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, m := range missing {
+		t.Errorf("/metrics lacks %s", m)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
@@ -29,7 +28,6 @@ import (
 func TestNamespacedFleetsShareNATSAndRedis(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
-	t.Cleanup(func() { deleteKeys(t, rdb, prefix+"@*") }) // runs before testenv closes rdb
 	natsURL := bustest.Server(t)
 	sim := simulator.New(simulator.Options{})
 	hs, simURL, err := sim.Listen("127.0.0.1:0")
@@ -177,21 +175,6 @@ func TestNamespacedFleetsShareNATSAndRedis(t *testing.T) {
 			if seen[namespaces[1-i]][id] {
 				t.Errorf("an event of %s job %s crossed into %s", ns, id, namespaces[1-i])
 			}
-		}
-	}
-}
-
-// deleteKeys removes a test's keys matching pattern (never FLUSHDB).
-func deleteKeys(t *testing.T, rdb *redis.Client, pattern string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, pattern, 500).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if len(keys) > 0 {
-		if err := rdb.Del(ctx, keys...).Err(); err != nil {
-			t.Log(err)
 		}
 	}
 }

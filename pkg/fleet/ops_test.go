@@ -180,16 +180,6 @@ func swap(labels string) string {
 	return b + "," + a
 }
 
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // /readyz names an unreachable Redis with the stable word and no error text.
 func TestReadyzRedisUnreachable(t *testing.T) {
 	t.Parallel()

@@ -32,6 +32,9 @@ const (
 type Call struct {
 	// Engine is the id of the engine to run the search on.
 	Engine string
+	// Choice says how Engine was chosen: ChoiceModel, ChoiceDefault, or
+	// ChoiceLanguage plus the query's language.
+	Choice string
 	// Query is the search, checked by engines.CheckQuery: trimmed query, recency
 	// and count with their defaults filled in (noLimit, engines.DefaultCount),
 	// domains as lower-case host names.
@@ -112,21 +115,21 @@ func (t *Toolset) Parse(arguments string, googlePreferred bool) (Call, *ArgError
 	if q.BlockedDomains, e = parseDomains("blocked_domains", fields["blocked_domains"]); e != nil {
 		return Call{}, e
 	}
+	choice := ChoiceModel
 	if engine == "" {
-		if v.def == "" {
+		if engine, choice = v.chooseEngine(q.Query); engine == "" {
 			return Call{}, &ArgError{
 				Type:    EngineRequired,
 				Display: "web_search needs an engine.",
 				Details: "Several search engines are configured and none is the default: call web_search again with 'engine' set to one of: " + v.listing + ".",
 			}
 		}
-		engine = v.def
 	}
 	checked, err := engines.CheckQuery(q)
 	if err != nil { // a safety net: the checks above are stricter
 		return Call{}, argsError("web_search arguments are invalid.", err.Error()+".")
 	}
-	return Call{Engine: engine, Query: checked}, nil
+	return Call{Engine: engine, Choice: choice, Query: checked}, nil
 }
 
 func argsError(display, details string) *ArgError {

@@ -38,6 +38,11 @@ type Engine struct {
 	// Default makes this engine the one used when a call names none. At most one
 	// engine is the default; a single engine is the default implicitly.
 	Default bool `json:"default,omitempty"`
+	// Languages are the query languages the engine is good at, as lower-case ISO
+	// 639-1 codes (GLM and Kimi: ["zh"]). None means any. When a call names no engine,
+	// a query in a language the default engine does not declare goes to an engine that
+	// declares it (QueryLanguage says which languages are told apart).
+	Languages []string `json:"languages,omitempty"`
 }
 
 // GoogleBacked reports whether e searches with Google: Kind "gemini", or a
@@ -104,6 +109,11 @@ func (c Config) validate(route []string, checkRoute bool) error {
 				bad(at+".default", "only one engine can be the default; webSearch.engines[%d] (%q) already is", def, c.Engines[def].ID)
 			} else {
 				def = i
+			}
+		}
+		for j, l := range e.Languages {
+			if !slices.Contains(knownLanguages, l) {
+				bad(fmt.Sprintf("%s.languages[%d]", at, j), "%q is not a language the fleet tells apart (%s)", l, strings.Join(knownLanguages, ", "))
 			}
 		}
 		if e.ProviderKey == "" && e.Kind == "" {

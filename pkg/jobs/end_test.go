@@ -27,7 +27,7 @@ type rig struct {
 	// lose rewrites a job's Redis status behind the fleet's back: what a Redis restart
 	// without fsync does to an acknowledged write.
 	lose func(id string, st state.Status)
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 }
 
 func newRig(t *testing.T) *rig {

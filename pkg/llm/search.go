@@ -246,14 +246,14 @@ func chatSearchTool(param string, raw json.RawMessage) (bool, *SearchOptions, er
 		json.Unmarshal(v, &typ)
 	}
 	settings := func(key string) (*SearchOptions, error) {
-		fields := t
 		if inner, ok := t[key]; ok && !isNull(inner) {
+			var fields map[string]json.RawMessage // fresh: decoding into t would merge the two
 			if json.Unmarshal(inner, &fields) != nil || fields == nil {
 				return nil, badParam(param+"."+key, "'%s.%s' must be an object", param, key)
 			}
 			return ParseSearchSettings(param+"."+key, fields)
 		}
-		return ParseSearchSettings(param, fields)
+		return ParseSearchSettings(param, t)
 	}
 	switch typ {
 	case "web_search", "web_search_preview":

@@ -30,7 +30,8 @@ import (
 // Directives in the user's text steer it: "sim:calls=N" (N parallel web_search calls),
 // "sim:engine=ID" (name the engine), "sim:badargs" (malformed arguments JSON),
 // "sim:badkey" (an unknown argument), "sim:emptyquery" (a blank query),
-// "sim:tool=NAME" (call the client's tool NAME instead), and model faults
+// "sim:tool=NAME" (call the client's tool NAME instead), "sim:bad-cite" (the answer
+// also cites [97], a source it was never given), and model faults
 // "sim:model-429", "sim:model-500", "sim:model-hang", "sim:model-slow=1s".
 //
 // With "stream": true the same answer arrives as chat.completion.chunk events, a
@@ -152,7 +153,12 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
 			results = append([]string{llm.Text(req.Messages[i].Content)}, results...)
 		}
-		return map[string]any{"role": "assistant", "content": answerFrom(results)}, "stop"
+		answer := answerFrom(results)
+		if strings.Contains(user, "sim:bad-cite") {
+			// A model that cites a source it was never given, as real ones do.
+			answer += " Some say otherwise [97]."
+		}
+		return map[string]any{"role": "assistant", "content": answer}, "stop"
 	}
 
 	if last.Role == "user" {

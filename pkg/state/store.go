@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -350,28 +351,35 @@ func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) 
 // up: the next delivery should not wait); without, the lease lapses on its own (work
 // done: nothing will need it, and a round trip is saved).
 func (s *Store) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(ttl / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-				s.Lease(rctx, key, owner, ttl)
-				cancel()
-			}
+	// A timer, not a goroutine, waits between renewals: a chat worker holds one lease
+	// per model call in flight, thousands of them.
+	var (
+		stopped atomic.Bool
+		running sync.Mutex // held by a renewal; stop waits for it
+		timer   *time.Timer
+	)
+	running.Lock()
+	timer = time.AfterFunc(ttl/3, func() {
+		running.Lock()
+		defer running.Unlock()
+		if stopped.Load() {
+			return
 		}
-	}()
+		rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+		s.Lease(rctx, key, owner, ttl)
+		cancel()
+		timer.Reset(ttl / 3)
+	})
+	running.Unlock()
 	var once sync.Once
 	return func(drop bool) {
 		once.Do(func() {
-			close(stop)
-			<-done
+			stopped.Store(true)
+			timer.Stop()
+			// A renewal under way finishes before the lease is released, so it cannot
+			// write the lease back after the release.
+			running.Lock()
+			running.Unlock()
 			if drop {
 				s.Release(context.Background(), key, owner)
 			}
@@ -419,6 +427,8 @@ type SearchStart struct {
 	Status  Status
 	Claimed bool
 	Left    time.Duration
+	// Fallback is the call's engine fallback state, nil before any (see HandOff).
+	Fallback *Fallback
 }
 
 // StartSearch reads a call's stored result and its job's status and claims the
@@ -427,8 +437,10 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	var dc *redis.StringCmd
 	var sc *redis.StringCmd
 	var lc *redis.Cmd
+	var fc *redis.MapStringStringCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		dc = p.Get(ctx, s.K.SearchDone(id, h, call))
+		fc = p.HGetAll(ctx, s.K.SearchFallback(id, h, call))
 		sc = p.HGet(ctx, s.K.Job(id), "status")
 		lc = lease.EvalSha(ctx, p, []string{s.K.SearchLease(id, h, call)}, owner, ttl.Milliseconds())
 	})
@@ -438,6 +450,9 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	st := &SearchStart{Status: Status(sc.Val())}
 	if b, err := dc.Bytes(); err == nil {
 		st.Done = b
+	}
+	if m := fc.Val(); m["engine"] != "" {
+		st.Fallback = &Fallback{Engine: m["engine"], Tried: []byte(m["tried"])}
 	}
 	left, _ := lc.Int64()
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond

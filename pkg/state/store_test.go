@@ -241,3 +241,43 @@ func TestSetWebhookStatus(t *testing.T) {
 		t.Fatalf("record says %q", j.WebhookStatus)
 	}
 }
+
+// A live holder keeps its lease past the lease's TTL (renewed every TTL/3); once it
+// stops, the lease lapses within the TTL, or at once when dropped, and no renewal under
+// way can write it back.
+func TestKeepAlive(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	key := s.K.Lease("job_keep", 0)
+	ok, _, err := s.Lease(ctx, key, "a", ttl)
+	if err != nil || !ok {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	stop := s.KeepAlive(key, "a", ttl)
+	time.Sleep(3 * ttl) // three TTLs: only renewals keep it
+	if ok, _, _ := s.Lease(ctx, key, "b", ttl); ok {
+		t.Fatal("another owner took a lease its live holder keeps")
+	}
+	stop(false)
+	deadline := time.Now().Add(5 * ttl)
+	for {
+		if ok, _, _ := s.Lease(ctx, key, "b", ttl); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lease did not lapse after its holder stopped")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	key2 := s.K.Lease("job_keep", 1)
+	s.Lease(ctx, key2, "a", ttl)
+	stop = s.KeepAlive(key2, "a", ttl)
+	time.Sleep(ttl / 2)
+	stop(true)
+	if ok, _, _ := s.Lease(ctx, key2, "b", ttl); !ok {
+		t.Fatal("a dropped lease is still held")
+	}
+}

@@ -51,7 +51,7 @@ func (s *syncBuffer) String() string {
 // and keeps every request.
 type harness struct {
 	s    *Service
-	rdb  *redis.Client // the test's Redis client, to break what the service stored
+	rdb  redis.UniversalClient // the test's Redis client, to break what the service stored
 	logs *syncBuffer
 	url  string
 

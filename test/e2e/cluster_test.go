@@ -60,8 +60,10 @@ type cluster struct {
 	sim   *simulator.Server
 	store *state.Store
 	url   string // ingress
-	mu    sync.Mutex
-	procs []*proc
+	// natsURL is the NATS the processes use; namespace is set on a shared cluster.
+	natsURL, namespace string
+	mu                 sync.Mutex
+	procs              []*proc
 }
 
 type proc struct {
@@ -92,7 +94,13 @@ func (l *lockedBuffer) String() string {
 func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
-	natsURL := bustest.Server(t)
+	// `make test-cluster` points the suite at a real NATS cluster (FLEET_TEST_NATS_URL)
+	// and a Redis Cluster (REDIS_URL): each test then runs in its own namespace, with
+	// R3 streams. Otherwise every test has its own embedded server.
+	natsURL, shared := os.LookupEnv("FLEET_TEST_NATS_URL")
+	if !shared {
+		natsURL = bustest.Server(t)
+	}
 	sim := simulator.New(simulator.Options{})
 	hs, simURL, err := sim.Listen("127.0.0.1:0")
 	if err != nil {
@@ -113,6 +121,12 @@ func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 		"FLEET_ACK_WAIT=3s", "FLEET_JOB_TIMEOUT=90s", "FLEET_MODEL_TIMEOUT=20s", "FLEET_ENGINE_TIMEOUT=10s", "FLEET_DRAIN_TIMEOUT=10s",
 		"FLEET_LOG_LEVEL=info", demo.KeyEnv + "=sim-key", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 	}}
+	if shared {
+		c.namespace = fmt.Sprintf("t%d", time.Now().UnixNano()%1e12)
+		c.env = append(c.env, "FLEET_NAMESPACE="+c.namespace, "FLEET_NATS_REPLICAS=3")
+	}
+	c.natsURL = natsURL
+	c.env = append(c.env, config.UnlimitedTenantEnv()...) // load, not per-tenant limits, is under test
 	t.Cleanup(func() {
 		for _, p := range c.procs {
 			p.cmd.Process.Kill()

@@ -386,7 +386,12 @@ func webSearchItem(c *ServerCall, res *SearchResult, status string) map[string]a
 	}
 	if res != nil {
 		for _, s := range res.Sources {
-			sources = append(sources, map[string]string{"type": "url", "url": s.URL})
+			src := map[string]string{"type": "url", "url": s.URL}
+			if s.Title != "" {
+				// An addition to OpenAI's {type, url}: the SDKs keep unknown fields.
+				src["title"] = s.Title
+			}
+			sources = append(sources, src)
 		}
 	}
 	return map[string]any{"type": "web_search_call", "id": "ws_" + c.ID, "status": status,

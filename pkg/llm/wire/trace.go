@@ -8,13 +8,34 @@ import (
 
 // TraceEntry is one search of a job as the chat worker records it in the job's trace.
 type TraceEntry struct {
-	Hop     int      `json:"hop"`
-	CallID  string   `json:"call_id"`
-	Engine  string   `json:"engine,omitempty"`
-	Query   string   `json:"query"`
-	Sources []string `json:"sources"`
+	Hop     int           `json:"hop"`
+	CallID  string        `json:"call_id"`
+	Engine  string        `json:"engine,omitempty"`
+	Query   string        `json:"query"`
+	Sources []TraceSource `json:"sources"`
 	// Error is "TYPE: message" when the search failed.
 	Error string `json:"error,omitempty"`
+}
+
+// TraceSource is one source a search returned, as the job's trace records it. Traces
+// written before titles and dates were kept hold the bare URL string, which decodes
+// into URL alone.
+type TraceSource struct {
+	URL   string `json:"url"`
+	Title string `json:"title,omitempty"`
+	// PageAge is the page's publication date ("January 2, 2006") where the engine
+	// gave one.
+	PageAge string `json:"page_age,omitempty"`
+}
+
+// UnmarshalJSON reads a source as an object or, from older traces, a URL string.
+func (s *TraceSource) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		*s = TraceSource{}
+		return json.Unmarshal(b, &s.URL)
+	}
+	type plain TraceSource
+	return json.Unmarshal(b, (*plain)(s))
 }
 
 // searchErrorCodes maps the fleet's search error types onto Anthropic's
@@ -28,9 +49,10 @@ var searchErrorCodes = map[string]string{
 }
 
 // AddTrace puts a job's searches into its answer: a server call and its result per
-// trace entry, before the answer's text, in the order they ran. Source titles come
-// from the answer's numbered sources (the trace keeps URLs only); failed searches
-// become results with an error and are not counted in Usage.WebSearches.
+// trace entry, before the answer's text, in the order they ran. Each source carries
+// the title and page age the trace recorded; a source without a title (older traces
+// kept URLs only) takes it from the answer's numbered sources. Failed searches become
+// results with an error and are not counted in Usage.WebSearches.
 func (r *Response) AddTrace(trace json.RawMessage) error {
 	if isNull(trace) {
 		return nil
@@ -57,8 +79,11 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 			res.Error = &SearchError{Code: code, Message: msg}
 		} else {
 			searches++
-			for _, u := range e.Sources {
-				res.Sources = append(res.Sources, Source{URL: u, Title: titles[u]})
+			for _, s := range e.Sources {
+				if s.Title == "" {
+					s.Title = titles[s.URL]
+				}
+				res.Sources = append(res.Sources, Source{URL: s.URL, Title: s.Title, PageAge: s.PageAge})
 			}
 		}
 		parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: id, Name: "web_search", Query: e.Query}}, Part{Kind: PartServerResult, Search: res})

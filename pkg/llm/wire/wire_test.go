@@ -249,3 +249,67 @@ func TestChatAnswerWithTrace(t *testing.T) {
 		t.Errorf("chat encoding %s", b)
 	}
 }
+
+// A trace's per-source titles and page ages reach the Anthropic web_search_tool_result
+// and the Responses web_search_call sources; a trace written before they were kept
+// (bare URL strings) still decodes, its titles taken from the answer's sources.
+func TestTraceSourceTitlesAndAges(t *testing.T) {
+	t.Parallel()
+	answer := []byte(`{"id":"chatcmpl-j","created":1,"model":"m","choices":[{"message":{"role":"assistant","content":"Hi [1]"},"finish_reason":"stop"}],
+		"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"searchfleet":{"job_id":"j","sources":[{"title":"Old A","url":"https://a"}]}}`)
+	for _, tc := range []struct {
+		name, trace, title, age string
+	}{
+		{"current", `[{"hop":0,"call_id":"c1","query":"q","sources":[{"url":"https://a","title":"Page A","page_age":"March 3, 2026"},{"url":"https://b"}]}]`, "Page A", "March 3, 2026"},
+		{"old strings", `[{"hop":0,"call_id":"c1","query":"q","sources":["https://a","https://b"]}]`, "Old A", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := wire.Chat.DecodeResponse(answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := resp.AddTrace([]byte(tc.trace)); err != nil {
+				t.Fatal(err)
+			}
+			b, err := wire.Anthropic.EncodeResponse(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msg struct {
+				Content []struct {
+					Type    string `json:"type"`
+					Content []struct {
+						URL     string  `json:"url"`
+						Title   string  `json:"title"`
+						PageAge *string `json:"page_age"`
+					} `json:"content"`
+				} `json:"content"`
+			}
+			if err := json.Unmarshal(b, &msg); err != nil || len(msg.Content) < 2 || msg.Content[1].Type != "web_search_tool_result" || len(msg.Content[1].Content) != 2 {
+				t.Fatalf("anthropic %s (%v)", b, err)
+			}
+			a := msg.Content[1].Content[0]
+			if a.URL != "https://a" || a.Title != tc.title || (tc.age == "") != (a.PageAge == nil) || (a.PageAge != nil && *a.PageAge != tc.age) {
+				t.Errorf("result %+v, want title %q page_age %q: %s", a, tc.title, tc.age, b)
+			}
+			b, err = wire.Responses.EncodeResponse(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				Output []struct {
+					Type   string `json:"type"`
+					Action struct {
+						Sources []struct{ Type, URL, Title string } `json:"sources"`
+					} `json:"action"`
+				} `json:"output"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil || len(r.Output) == 0 || r.Output[0].Type != "web_search_call" || len(r.Output[0].Action.Sources) != 2 {
+				t.Fatalf("responses %s (%v)", b, err)
+			}
+			if s := r.Output[0].Action.Sources[0]; s.Type != "url" || s.URL != "https://a" || s.Title != tc.title {
+				t.Errorf("responses source %+v, want title %q", s, tc.title)
+			}
+		})
+	}
+}

@@ -1,0 +1,439 @@
+// Command scalebench measures how the fleet scales out: throughput with 1, 2 and 4
+// search-worker processes (engine latency 300 ms) and with 1, 2 and 4 chat-worker
+// processes (model latency 1 s), each run saturated by a closed loop of outstanding
+// jobs; and how many jobs one chat worker holds in flight, with its resident memory.
+//
+// Every role runs as its own process (the binaries are built first); NATS JetStream
+// is embedded in this process, Redis is REDIS_URL, and the provider simulator runs
+// here too. All traffic stays on 127.0.0.1, and every run is bounded in time.
+//
+//	go run ./cmd/scalebench                      # the default sweep (~4 min)
+//	go run ./cmd/scalebench -inflight 10000      # also the in-flight capacity check
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/searchfleet/searchfleet/internal/chaos"
+	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/simulator"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+func main() {
+	searchN := flag.String("search-workers", "1,2,4", "search-worker process counts to measure")
+	chatM := flag.String("chat-workers", "1,2,4", "chat-worker process counts to measure")
+	searchC := flag.Int("search-concurrency", 16, "FLEET_SEARCH_CONCURRENCY of each search worker")
+	chatC := flag.Int("chat-concurrency", 32, "FLEET_CHAT_CONCURRENCY of each chat worker in the chat sweep")
+	engineLat := flag.Duration("engine-latency", 300*time.Millisecond, "simulated engine latency")
+	modelLat := flag.Duration("model-latency", time.Second, "simulated model latency")
+	warmup := flag.Duration("warmup", 5*time.Second, "time before measuring")
+	duration := flag.Duration("duration", 15*time.Second, "measured time per run")
+	inflight := flag.Int("inflight", 0, "if set, also hold this many jobs in flight on one chat worker and report its RSS")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, opts{searchN: ints(*searchN), chatM: ints(*chatM), searchC: *searchC, chatC: *chatC,
+		engineLat: *engineLat, modelLat: *modelLat, warmup: *warmup, duration: *duration, inflight: *inflight}); err != nil {
+		fmt.Fprintln(os.Stderr, "scalebench:", err)
+		os.Exit(1)
+	}
+}
+
+type opts struct {
+	searchN, chatM      []int
+	searchC, chatC      int
+	engineLat, modelLat time.Duration
+	warmup, duration    time.Duration
+	inflight            int
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func run(ctx context.Context, o opts) error {
+	dir, err := os.MkdirTemp("", "scalebench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Println("building the role binaries…")
+	bins, err := chaos.Build(ctx, filepath.Join(dir, "bin"))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("machine: %d CPUs; engine latency %s, model latency %s; %s measured after %s warm-up per run\n\n",
+		runtime.NumCPU(), o.engineLat, o.modelLat, o.duration, o.warmup)
+
+	fmt.Printf("search workers (each FLEET_SEARCH_CONCURRENCY=%d; 2 chat workers, one search per job):\n", o.searchC)
+	fmt.Println("  N  jobs/s  searches/s  per-worker ceiling  scaling vs N=1")
+	var base float64
+	for _, n := range o.searchN {
+		r, err := measure(ctx, dir, bins, o, scenario{search: n, chat: 2, searchC: o.searchC, chatC: 1024, text: "Search the web: scale item %d? sim:engine=brave"})
+		if err != nil {
+			return err
+		}
+		ceiling := float64(o.searchC) / o.engineLat.Seconds()
+		if base == 0 {
+			base = r.perSec / float64(n)
+		}
+		fmt.Printf("  %d  %6.1f  %10.1f  %18.1f  %13.0f%%\n", n, r.perSec, r.searchesPerSec, ceiling*float64(n), 100*r.perSec/(base*float64(n)))
+	}
+
+	fmt.Printf("\nchat workers (each FLEET_CHAT_CONCURRENCY=%d; no search: one model call per job):\n", o.chatC)
+	fmt.Println("  M  jobs/s  per-worker ceiling  scaling vs M=1")
+	base = 0
+	for _, m := range o.chatM {
+		r, err := measure(ctx, dir, bins, o, scenario{search: 1, chat: m, searchC: o.searchC, chatC: o.chatC, text: "Say hello %d sim:nosearch"})
+		if err != nil {
+			return err
+		}
+		ceiling := float64(o.chatC) / o.modelLat.Seconds()
+		if base == 0 {
+			base = r.perSec / float64(m)
+		}
+		fmt.Printf("  %d  %6.1f  %18.1f  %13.0f%%\n", m, r.perSec, ceiling*float64(m), 100*r.perSec/(base*float64(m)))
+	}
+
+	if o.inflight > 0 {
+		fmt.Printf("\nin flight on one chat worker (model latency 90s, nothing finishes while measured):\n")
+		if err := holdInFlight(ctx, dir, bins, o.inflight); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type scenario struct {
+	search, chat   int
+	searchC, chatC int
+	text           string // a job's user message, %d the job number
+	modelLat       time.Duration
+	window         int // jobs kept outstanding (0: derived)
+}
+
+type result struct {
+	perSec, searchesPerSec float64
+}
+
+// world is one run's servers and processes.
+type world struct {
+	sim    *simulator.Server
+	simURL string
+	url    string // ingress
+	nc     *nats.Conn
+	procs  []*exec.Cmd
+	store  *state.Store
+	stop   func()
+}
+
+func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scenario) (*world, error) {
+	run := filepath.Join(dir, fmt.Sprintf("run-%d", time.Now().UnixNano()))
+	emb, err := bus.RunEmbedded("127.0.0.1", -1, filepath.Join(run, "nats"))
+	if err != nil {
+		return nil, err
+	}
+	lat := o.modelLat
+	if sc.modelLat > 0 {
+		lat = sc.modelLat
+	}
+	sim := simulator.New(simulator.Options{ModelLatency: lat, EngineLatency: o.engineLat})
+	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		emb.Shutdown()
+		return nil, err
+	}
+	file := demo.Config(simURL, sim.EngineConfigs(simURL))
+	b, _ := json.Marshal(file)
+	cfg := filepath.Join(run, "fleet.json")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		return nil, err
+	}
+	rdb, err := state.Dial(ctx, testenv.RedisURL(), 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	prefix := fmt.Sprintf("sfscale:%d", time.Now().UnixNano())
+	w := &world{sim: sim, simURL: simURL, store: state.New(rdb, prefix, time.Hour)}
+	env := []string{"NATS_URL=" + emb.URL(), "REDIS_URL=" + testenv.RedisURL(), "FLEET_REDIS_PREFIX=" + prefix, "FLEET_CONFIG=" + cfg,
+		"FLEET_LOG_LEVEL=error", "FLEET_JOB_TIMEOUT=10m", "FLEET_MODEL_TIMEOUT=5m", demo.KeyEnv + "=sim-key",
+		"FLEET_CHAT_MAX_IN_FLIGHT=" + strconv.Itoa(max(4096, sc.chat*sc.chatC)), "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for _, k := range []string{"GOGC", "GOMEMLIMIT"} { // the Go runtime's settings reach the processes
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	startProc := func(bin string, extra ...string) error {
+		cmd := exec.Command(bin)
+		cmd.Env = append(append([]string(nil), env...), extra...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		w.procs = append(w.procs, cmd)
+		return nil
+	}
+	w.stop = func() {
+		for _, p := range w.procs {
+			p.Process.Signal(syscall.SIGKILL)
+			p.Wait()
+		}
+		if w.nc != nil {
+			w.nc.Close()
+		}
+		hs.Close()
+		emb.Shutdown()
+		deleteKeys(ctx, rdb, prefix)
+		rdb.Close()
+		os.RemoveAll(run)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		w.stop()
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := startProc(bins.Ingress, "FLEET_HTTP_ADDR="+addr); err != nil {
+		w.stop()
+		return nil, err
+	}
+	for range sc.chat {
+		if err := startProc(bins.ChatWorker, "FLEET_CHAT_CONCURRENCY="+strconv.Itoa(sc.chatC)); err != nil {
+			w.stop()
+			return nil, err
+		}
+	}
+	for range sc.search {
+		if err := startProc(bins.SearchWorker, "FLEET_ENGINES=brave", "FLEET_SEARCH_CONCURRENCY="+strconv.Itoa(sc.searchC)); err != nil {
+			w.stop()
+			return nil, err
+		}
+	}
+	w.url = "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(w.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			w.stop()
+			return nil, errors.New("the ingress did not become ready in 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if w.nc, err = nats.Connect(emb.URL()); err != nil {
+		w.stop()
+		return nil, err
+	}
+	return w, nil
+}
+
+// measure runs a closed loop: a window of outstanding jobs, a new one submitted for
+// every job that ends, and counts the ends of the measured period.
+func measure(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scenario) (result, error) {
+	w, err := start(ctx, dir, bins, o, sc)
+	if err != nil {
+		return result{}, err
+	}
+	defer w.stop()
+	window := sc.window
+	if window == 0 {
+		// Enough outstanding jobs to keep every worker busy: twice the jobs that can
+		// be in the fleet at the capacity the run is expected to reach.
+		capacity := min(float64(sc.search*sc.searchC)/o.engineLat.Seconds(), float64(sc.chat*sc.chatC)/o.modelLat.Seconds())
+		window = int(2*capacity*(2*o.modelLat.Seconds()+o.engineLat.Seconds())) + 32
+	}
+	ends := make(chan struct{}, 4*window)
+	sub, err := w.nc.Subscribe(bus.SubjectEndsAll, func(*nats.Msg) { ends <- struct{}{} })
+	if err != nil {
+		return result{}, err
+	}
+	defer sub.Unsubscribe()
+	var seq atomic.Int64
+	submit := func() {
+		n := seq.Add(1)
+		body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": fmt.Sprintf(sc.text, n)}}})
+		for ctx.Err() == nil {
+			resp, err := http.Post(w.url+"/v1/jobs", "application/json", bytes.NewReader(body))
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusAccepted {
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The window is filled by a few submitters; every end then makes room for one more.
+	tokens := make(chan struct{}, window)
+	for range window {
+		tokens <- struct{}{}
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-rctx.Done():
+					return
+				case <-tokens:
+					submit()
+				}
+			}
+		}()
+	}
+	var counted atomic.Int64
+	measuring := atomic.Bool{}
+	go func() {
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-ends:
+				if measuring.Load() {
+					counted.Add(1)
+				}
+				select {
+				case tokens <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case <-time.After(o.warmup):
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+	measuring.Store(true)
+	t0, s0 := time.Now(), w.sim.Stats().Requests["brave"]
+	select {
+	case <-time.After(o.duration):
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+	n, s1 := counted.Load(), w.sim.Stats().Requests["brave"]
+	elapsed := time.Since(t0)
+	cancel()
+	wg.Wait()
+	return result{perSec: float64(n) / elapsed.Seconds(), searchesPerSec: float64(s1-s0) / elapsed.Seconds()}, nil
+}
+
+// holdInFlight submits n jobs to one chat worker whose model answers after 90 s, waits
+// until the simulator holds all n model calls, and reads the worker's resident memory.
+func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int) error {
+	o := opts{engineLat: 300 * time.Millisecond, modelLat: 90 * time.Second}
+	w, err := start(ctx, dir, bins, o, scenario{search: 1, chat: 1, searchC: 16, chatC: n + 64, modelLat: o.modelLat})
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+	chat := w.procs[1]
+	idle := rssMB(chat.Process.Pid)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": fmt.Sprintf("Hold %d sim:nosearch", i)}}})
+				for ctx.Err() == nil {
+					resp, err := http.Post(w.url+"/v1/jobs", "application/json", bytes.NewReader(body))
+					if err == nil {
+						resp.Body.Close()
+						if resp.StatusCode == http.StatusAccepted {
+							break
+						}
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	submitted := time.Since(t0)
+	deadline := time.Now().Add(80 * time.Second)
+	for w.sim.Stats().Requests["model"] < int64(n) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("only %d of %d model calls in flight after 80s", w.sim.Stats().Requests["model"], n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	held := w.sim.Stats().Requests["model"]
+	rss := rssMB(chat.Process.Pid)
+	fmt.Printf("  %d jobs submitted in %s; %d model calls in flight at once on one chat worker\n", n, submitted.Round(100*time.Millisecond), held)
+	fmt.Printf("  chat worker RSS: %.0f MB idle, %.0f MB holding them (%.1f KB per job in flight)\n", idle, rss, (rss-idle)*1024/float64(held))
+	return nil
+}
+
+// rssMB reads a process's resident set size.
+func rssMB(pid int) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func deleteKeys(ctx context.Context, rdb state.Client, prefix string) {
+	p := rdb.Pipeline()
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		p.Del(ctx, iter.Val())
+	}
+	p.Exec(ctx)
+}

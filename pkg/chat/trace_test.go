@@ -1,0 +1,86 @@
+package chat_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// The trace keeps each source's title and, where the engine dated the page, its
+// date: the source's own title, else its hit's; the date from the hit with its URL.
+func TestTraceKeepsTitlesAndDates(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather in Paris")), text("Sunny [1] [2].")})
+	h.submit("j1", "Search the web: weather in Paris today?")
+	if err := h.job("j1", 1); err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.pub.searches()
+	if len(reqs) != 1 {
+		t.Fatalf("%d searches", len(reqs))
+	}
+	done := answerSearch(reqs[0], "https://a.example/1")
+	done.Result.Citation.Sources = append(done.Result.Citation.Sources, engines.Source{Web: engines.Web{URI: "https://b.example/2"}})
+	done.Result.Hits = []engines.Hit{
+		{Title: "hit a", URL: "https://a.example/1", Published: time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC)},
+		{Title: "Page B", URL: "https://b.example/2"},
+	}
+	if err := h.resume(done, 1); err != nil {
+		t.Fatal(err)
+	}
+	j := h.ended("j1")
+	var trace []wire.TraceEntry
+	if err := json.Unmarshal(j.Trace, &trace); err != nil || len(trace) != 1 {
+		t.Fatalf("trace %s: %v", j.Trace, err)
+	}
+	want := []wire.TraceSource{
+		{URL: "https://a.example/1", Title: "t https://a.example/1", PageAge: "March 3, 2026"},
+		{URL: "https://b.example/2", Title: "Page B"},
+	}
+	if got := trace[0].Sources; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("trace sources %+v, want %+v", got, want)
+	}
+}
+
+// A Chat client's answer lists the request's search settings the fleet cannot honour
+// in searchfleet.warnings; a request that arrived in another protocol does not (its
+// ingress adds them in that protocol's form).
+func TestChatWarningsNameUnhonouredSettings(t *testing.T) {
+	t.Parallel()
+	opts := `,"web_search_options":{"search_context_size":"low","user_location":{"type":"approximate","approximate":{"city":"Paris","country":"FR"}}}`
+	for _, tc := range []struct {
+		name, extra string
+		want        bool
+	}{
+		{"chat", opts, true},
+		{"chat without settings", "", false},
+		{"responses", `,"searchfleet":{"protocol":"openai.responses","search":{"unhonoured":["user_location.city is not honoured"]}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, []func(http.ResponseWriter){text("Hello.")})
+			h.submit("j1", "hello there", tc.extra)
+			if err := h.job("j1", 1); err != nil {
+				t.Fatal(err)
+			}
+			var resp struct {
+				Searchfleet struct {
+					Warnings []string `json:"warnings"`
+				} `json:"searchfleet"`
+			}
+			j := h.ended("j1")
+			if err := json.Unmarshal(j.Response, &resp); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(resp.Searchfleet.Warnings, "; ")
+			if tc.want != strings.Contains(got, "city") || !tc.want && got != "" {
+				t.Fatalf("warnings %q (want a note on the city: %v): %s", got, tc.want, j.Response)
+			}
+		})
+	}
+}

@@ -1,0 +1,121 @@
+// OpenAI Responses through the official openai npm SDK.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { openai, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, span, citationKeys, assertTypedError } from './common.mjs';
+
+const searchParams = { model, instructions: 'Answer briefly.', input: searchPrompt, tools: [{ type: 'web_search' }] };
+const weatherTool = { type: 'function', name: 'get_weather', parameters: weatherSchema, strict: false };
+
+// assertCited checks a completed response: a web_search_call item per search with its
+// sources (titles included), then the message whose url_citation offsets point at [n].
+function assertCited(r) {
+  assert.equal(r.status, 'completed');
+  const calls = r.output.filter((o) => o.type === 'web_search_call');
+  assert.ok(calls.length >= 1, `no web_search_call in ${JSON.stringify(r.output)}`);
+  for (const c of calls) {
+    assert.equal(c.status, 'completed');
+    assert.equal(c.action.type, 'search');
+    assert.ok(c.action.query);
+    assert.ok(c.action.sources.length > 0, 'search without sources');
+    for (const s of c.action.sources) {
+      assert.equal(s.type, 'url');
+      assert.match(s.url, /^https:\/\//);
+      assert.ok(s.title, `source without a title: ${JSON.stringify(s)}`);
+    }
+  }
+  const msg = r.output.at(-1);
+  assert.equal(msg.type, 'message');
+  const anns = msg.content.flatMap((p) => p.annotations);
+  assert.ok(anns.length > 0, 'no url_citation annotations');
+  for (const a of anns) {
+    assert.equal(a.type, 'url_citation');
+    assert.match(a.url, /^https:\/\//);
+    assert.match(span(r.output_text, a.start_index, a.end_index), /^\[\d+\]$/, `annotation ${JSON.stringify(a)} spans no [n] marker`);
+  }
+  return anns;
+}
+
+test('responses: web_search_call items, then a message with url_citation annotations', async () => {
+  const r = await openai.responses.create(searchParams);
+  assert.match(r.id, /^resp_/);
+  assert.match(r.output_text, /\[1\]/);
+  assertCited(r);
+  assert.ok(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
+  const again = await openai.responses.retrieve(r.id);
+  assert.equal(again.output_text, r.output_text);
+});
+
+test('responses: the stream helper rebuilds the same answer from well-formed events', async () => {
+  const params = { ...searchParams, input: streamPrompt };
+  const whole = await openai.responses.create(params);
+  const stream = openai.responses.stream(params);
+  const types = [];
+  const seqs = [];
+  let deltas = '';
+  for await (const ev of stream) {
+    types.push(ev.type);
+    seqs.push(ev.sequence_number);
+    if (ev.type === 'response.output_text.delta') deltas += ev.delta;
+  }
+  const final = await stream.finalResponse();
+  assert.deepEqual(seqs, seqs.map((_, i) => i), 'sequence numbers are not 0, 1, 2, …');
+  assert.equal(types[0], 'response.created');
+  assert.equal(types.at(-1), 'response.completed');
+  for (const want of ['response.output_item.added', 'response.web_search_call.completed', 'response.content_part.added',
+    'response.output_text.delta', 'response.output_text.annotation.added', 'response.output_text.done', 'response.output_item.done']) {
+    assert.ok(types.includes(want), `no ${want} in ${types.join(' ')}`);
+  }
+  assert.ok(types.indexOf('response.web_search_call.completed') < types.indexOf('response.output_text.delta'), 'text before the search completed');
+  assert.equal(final.output_text, whole.output_text);
+  assert.equal(deltas, whole.output_text);
+  assert.deepEqual(citationKeys(assertCited(final)), citationKeys(assertCited(whole)));
+});
+
+test('responses: a client function call comes back untouched and its output continues', async () => {
+  const params = { model, input: toolPrompt, tools: [weatherTool] };
+  const r = await openai.responses.create(params);
+  const call = r.output.find((o) => o.type === 'function_call');
+  assert.ok(call, JSON.stringify(r.output));
+  assert.equal(call.name, 'get_weather');
+  assert.ok(call.call_id);
+  assert.equal(typeof JSON.parse(call.arguments), 'object');
+
+  const final = await openai.responses.stream(params).finalResponse();
+  const streamed = final.output.find((o) => o.type === 'function_call');
+  assert.equal(streamed?.name, 'get_weather');
+  assert.deepEqual(JSON.parse(streamed.arguments), JSON.parse(call.arguments));
+
+  const next = await openai.responses.create({
+    model, tools: [weatherTool],
+    input: [{ role: 'user', content: toolPrompt }, { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
+      { type: 'function_call_output', call_id: call.call_id, output: '{"temp_c": 18}' }],
+  });
+  assert.equal(next.status, 'completed');
+  assert.ok(next.output_text);
+});
+
+test('responses: without a web_search tool a plain question is not searched', async () => {
+  const r = await openai.responses.create({ model, input: plainPrompt });
+  assert.equal(r.output.filter((o) => o.type === 'web_search_call').length, 0);
+});
+
+for (const tool of [
+  { type: 'web_search', search_context_size: 'low', user_location: { type: 'approximate', country: 'FR', city: 'Paris' } },
+  { type: 'web_search_preview' },
+]) {
+  test(`responses: the ${tool.type} tool gets a cited answer`, async () => {
+    const r = await openai.responses.create({ model, input: plainPrompt, tools: [tool] });
+    assertCited(r);
+    if (tool.user_location) assert.match(JSON.stringify(r), /user_location\.city/, 'no note on the city the fleet cannot honour');
+  });
+}
+
+test('responses: bad input raises the SDK typed errors', async () => {
+  await assertTypedError(() => openai.responses.create({ model: 'no-such-model', input: 'hi' }), OpenAI.NotFoundError, 404);
+  await assertTypedError(() => openai.responses.create({ model }), OpenAI.BadRequestError, 400);
+  await assertTypedError(() => openai.responses.create({ model, input: 42 }), OpenAI.BadRequestError, 400);
+  await assertTypedError(() => openai.responses.create({ model, input: 'hi', tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }] }), OpenAI.BadRequestError, 400);
+  await assertTypedError(() => openai.responses.retrieve('resp_doesnotexist'), OpenAI.NotFoundError, 404);
+  await assertTypedError(() => openai.responses.stream({ model: 'no-such-model', input: 'hi' }).finalResponse(), OpenAI.NotFoundError, 404);
+});
