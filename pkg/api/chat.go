@@ -160,7 +160,7 @@ type waiter struct {
 
 func (s *Server) watch(jobID string) (*waiter, error) {
 	wt := &waiter{ch: make(chan *nats.Msg, 32)}
-	sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectJobEvents(jobID), wt.ch)
+	sub, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectJobEvents(jobID)), wt.ch)
 	if err != nil {
 		return nil, err
 	}

@@ -317,8 +317,8 @@ const eventsInactive = 30 * time.Second
 // through an ordered consumer. stop ends the reading and deletes the consumer on the
 // server, so a finished or abandoned stream leaves nothing behind.
 func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.MessagesContext, func(), error) {
-	cons, err := s.Bus.JS.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{bus.SubjectJobEvents(jobID)},
+	cons, err := s.Bus.JS.OrderedConsumer(ctx, s.Bus.Name(bus.StreamEvents), jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{s.Bus.Subject(bus.SubjectJobEvents(jobID))},
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: eventsInactive,
 	})
@@ -334,7 +334,7 @@ func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.Mess
 		if info := cons.CachedInfo(); info != nil {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := s.Bus.JS.DeleteConsumer(dctx, bus.StreamEvents, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			if err := s.Bus.JS.DeleteConsumer(dctx, s.Bus.Name(bus.StreamEvents), info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 				s.Log.Warn("api: deleting an events consumer (it expires on its own)", "consumer", info.Name, "err", err)
 			}
 		}

@@ -90,8 +90,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", s.ready)
-	if s.Metrics != nil {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, s.Bus, s.Store, s.Log) })
+	// With tenants the API port is public: metrics (tenants, models, costs) are
+	// served only on the internal listener, FLEET_METRICS_ADDR (Ops).
+	if s.Metrics != nil && s.Tenants == nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
 	}
 	return s.observe(s.deadlines(crossOrigin(routed(mux))))
@@ -241,23 +243,6 @@ func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.Handler
 			h(w, r.WithContext(withTenant(r.Context(), tenant)))
 		}
 	}
-}
-
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	problems := map[string]string{}
-	if !s.Bus.NC.IsConnected() {
-		problems["nats"] = s.Bus.NC.Status().String()
-	}
-	if err := s.Store.Ping(ctx); err != nil {
-		problems["redis"] = err.Error()
-	}
-	if len(problems) > 0 {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "problems": problems})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 type statusRecorder struct {

@@ -53,6 +53,10 @@ type Metrics struct {
 	// KeyCooldowns counts engine API keys put to rest after the provider refused
 	// them, by engine and reason (rate_limited, auth, quota).
 	KeyCooldowns *prometheus.CounterVec
+	// StepsInFlight are the messages each consumer's handlers work on (lag.go).
+	StepsInFlight *prometheus.GaugeVec
+
+	queues *queueCollector // WatchQueues
 }
 
 // New creates and registers the metrics.
@@ -76,6 +80,7 @@ func New() *Metrics {
 		Orphans:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_orphan_messages_total", Help: "Messages about a job Redis does not know, by consumer (dead-lettered, not paid for)."}, []string{"consumer"}),
 		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
 		Citations:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_citations_total", Help: "Citation markers of final answers: valid, or removed (cited no retrieved source)."}, []string{"result"}),
+		StepsInFlight: newStepsInFlight(),
 	}
 	m.TenantRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_tenant_rejected_total", Help: "Requests refused by a per-tenant limit, by tenant and limit."}, []string{"tenant", "limit"})
 	r.MustRegister(m.TenantRejected)
@@ -83,7 +88,7 @@ func New() *Metrics {
 	m.KeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_engine_key_cooldowns_total", Help: "Engine API keys put to rest after the provider refused them, by engine and reason."}, []string{"engine", "reason"})
 	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
-		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.Citations)
+		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.StepsInFlight, m.Citations)
 	return m
 }
 

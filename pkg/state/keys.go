@@ -20,6 +20,20 @@ func NewKeys(prefix string) Keys {
 	return Keys{prefix: prefix}
 }
 
+// NamespacePrefix is the key prefix of a fleet in namespace ns (FLEET_NAMESPACE):
+// prefix (default "sf") itself without a namespace, else "<prefix>@<ns>", so
+// "sf@team-a:{job}:job". A namespace holds no ':' or '@', so no key of one namespace
+// is a key of another or of the un-namespaced fleet; the {job} hash tags are kept.
+func NamespacePrefix(ns, prefix string) string {
+	if prefix == "" {
+		prefix = "sf"
+	}
+	if ns == "" {
+		return prefix
+	}
+	return prefix + "@" + ns
+}
+
 // Prefix returns the key prefix.
 func (k Keys) Prefix() string { return k.prefix }
 
