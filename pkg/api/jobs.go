@@ -209,7 +209,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	var deltas chan *nats.Msg
 	if v := r.URL.Query().Get("deltas"); v == "1" || v == "true" {
 		deltas = make(chan *nats.Msg, 4096)
-		sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectStream(job.ID), deltas)
+		sub, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectStream(job.ID)), deltas)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")
 			return
