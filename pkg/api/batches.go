@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/searchfleet/searchfleet/pkg/batch"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // createBatch is POST /v1/batches: the OpenAI shape ({input_file_id, endpoint,
@@ -29,7 +30,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	var p batch.CreateParams
 	if err := json.Unmarshal(body, &p); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "The body must be a JSON object: "+err.Error())
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "The body must be a JSON object: "+llm.JSONError(err))
 		return
 	}
 	v, err := s.Batches.Create(r.Context(), tenantOf(r), &p)

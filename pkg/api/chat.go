@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -67,7 +68,7 @@ func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest
 	}
 	if !slices.Contains(s.Models, req.Model) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("The model %q does not exist. Available models: %s.", req.Model, strings.Join(s.Models, ", ")))
+			fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", ")))
 		return nil, false
 	}
 	return req, true

@@ -214,12 +214,16 @@ func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.Handler
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	// The answer is unauthenticated: it names what is down in one stable word, and
+	// the details (addresses, the driver's words) go to the log.
 	problems := map[string]string{}
 	if !s.Bus.NC.IsConnected() {
-		problems["nats"] = s.Bus.NC.Status().String()
+		problems["nats"] = "unavailable"
+		s.Log.Warn("api: not ready", "nats", s.Bus.NC.Status().String())
 	}
 	if err := s.Store.Ping(ctx); err != nil {
-		problems["redis"] = err.Error()
+		problems["redis"] = "unavailable"
+		s.Log.Warn("api: not ready", "redis", err)
 	}
 	if len(problems) > 0 {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "problems": problems})

@@ -110,7 +110,7 @@ func ErrorResult(engine, query string, err error) *Result {
 	case Auth, Quota:
 		advice = "This search engine cannot be used right now; try another engine if one is offered, or answer from what you know and say so."
 	}
-	msg := e.Error()
+	msg := e.Public()
 	return &Result{
 		Engine: engine,
 		Query:  query,

@@ -388,10 +388,4 @@ func ContentText(raw json.RawMessage) (text string, toolResults bool) {
 	return "", false
 }
 
-func shortJSONError(err error) string {
-	s := err.Error()
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
-}
+func shortJSONError(err error) string { return JSONError(err) }

@@ -140,7 +140,7 @@ func jsonObject(body []byte) (map[string]json.RawMessage, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, Invalid("", "request body is not valid JSON: %s", clip(err.Error(), 200))
+		return nil, Invalid("", "request body is not valid JSON: %s", llm.JSONError(err))
 	}
 	if top == nil {
 		return nil, Invalid("", "request body must be a JSON object")
