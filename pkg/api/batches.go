@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/batch"
-	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // createBatch is POST /v1/batches: the OpenAI shape ({input_file_id, endpoint,
@@ -30,7 +30,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	var p batch.CreateParams
 	if err := json.Unmarshal(body, &p); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "The body must be a JSON object: "+llm.JSONError(err))
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "The body must be a JSON object: "+redact.JSONError(err))
 		return
 	}
 	v, err := s.Batches.Create(r.Context(), tenantOf(r), &p)

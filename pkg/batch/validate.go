@@ -244,7 +244,7 @@ func eachLine(r io.Reader, fn func(n int, line []byte) error) error {
 }
 
 // shortJSONError words a JSON error briefly, without Go's type names.
-func shortJSONError(err error) string { return llm.JSONError(err) }
+func shortJSONError(err error) string { return redact.JSONError(err) }
 
 // InputError is the API's 400 answer to a refused input: the OpenAI error object,
 // plus the line errors in the shape of the batch object's errors field.

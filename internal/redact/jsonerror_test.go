@@ -1,11 +1,11 @@
-package llm_test
+package redact_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // TestJSONErrorNamesNoGoType: every encoding/json failure is worded in JSON's terms.
@@ -31,11 +31,11 @@ func TestJSONErrorNamesNoGoType(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s decoded", in)
 		}
-		got := llm.JSONError(err)
+		got := redact.JSONError(err)
 		if got != want {
 			t.Errorf("%s: %q, want %q (from %v)", in, got, want, err)
 		}
-		for _, leak := range []string{"Go ", "json:", "llm_test", "inner", "body"} {
+		for _, leak := range []string{"Go ", "json:", "inner", "body"} {
 			if strings.Contains(got, leak) {
 				t.Errorf("%s: %q names %q", in, got, leak)
 			}

@@ -1,4 +1,4 @@
-package llm
+package redact
 
 import (
 	"encoding/json"
@@ -35,6 +35,8 @@ func JSONError(err error) string {
 			return fmt.Sprintf("expected %s, got %s", want, got)
 		}
 		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, want, got)
+	case err != nil && strings.HasPrefix(err.Error(), "json: unknown field "):
+		return strings.TrimPrefix(err.Error(), "json: ") // names the client's field only
 	case errors.Is(err, io.ErrUnexpectedEOF), err != nil && strings.Contains(err.Error(), "unexpected end of JSON input"):
 		return "the JSON ends before it is complete"
 	}
