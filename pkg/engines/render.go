@@ -83,14 +83,14 @@ func BuildLLMContent(query, summary string, sources []Source, hits []Hit, number
 		if number != nil {
 			n = number(n)
 		}
-		title := oneLine(s.Web.Title)
+		title := pageText(s.Web.Title)
 		if title == "" {
 			title = hostOf(s.Web.URI)
 		}
-		fmt.Fprintf(&b, "[%d] %s (%s)\n", n, truncate(title, TitleBudget), truncate(oneLine(s.Web.URI), URLBudget))
+		fmt.Fprintf(&b, "[%d] %s (%s)\n", n, truncate(title, TitleBudget), truncate(markerFreeURL.Replace(oneLine(s.Web.URI)), URLBudget))
 		if sn := snippets[s.Web.URI]; sn != "" {
 			b.WriteString("    ")
-			b.WriteString(truncate(oneLine(sn), SnippetBudget))
+			b.WriteString(truncate(pageText(sn), SnippetBudget))
 			b.WriteByte('\n')
 		}
 	}
@@ -135,6 +135,17 @@ func InvalidArgumentsResult(errType, display, details string) *Result {
 		},
 	}
 }
+
+// pageText is a title or snippet as the model reads it: on one line, cleaned, and
+// without [n] markers, which in a tool result number the fleet's sources only (a page's
+// own footnote marks, "born 1990[1]", would read as citations of the wrong source).
+func pageText(s string) string {
+	return oneLine(RenumberMarkers(s, func(int) int { return 0 }))
+}
+
+// markerFreeURL escapes the brackets of a URL shown to the model, so that no part of
+// it reads as a [n] marker; the escaped URL is the same address.
+var markerFreeURL = strings.NewReplacer("[", "%5B", "]", "%5D")
 
 // oneLine is s cleaned (CleanText) on one line, runs of white space made one space.
 func oneLine(s string) string {
