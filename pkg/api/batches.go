@@ -25,7 +25,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("The request body exceeds %d bytes; upload large inputs with POST /v1/files.", batch.MaxCreateBytes))
 		return
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+err.Error())
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+bodyError(err))
 		return
 	}
 	var p batch.CreateParams

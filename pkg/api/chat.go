@@ -194,7 +194,8 @@ func (s *Server) waitFailed(w http.ResponseWriter, jobID string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // the client left; the job runs on and can be fetched
 	}
-	writeError(w, http.StatusInternalServerError, "server_error", "", "", "Reading the job failed: "+err.Error())
+	s.Log.Warn("api: reading a job failed", "job", jobID, "err", err) // the details name Redis's address
+	writeError(w, http.StatusInternalServerError, "server_error", "", "", fmt.Sprintf("Reading the job failed; fetch GET /v1/jobs/%s for its answer.", jobID))
 }
 
 func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {

@@ -44,7 +44,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 					Message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody)})
 				return
 			}
-			fail(wire.Invalid("", "Could not read the request body: %s", err))
+			fail(wire.Invalid("", "Could not read the request body: %s", bodyError(err)))
 			return
 		}
 		req, err := codec.DecodeRequest(body)
