@@ -34,9 +34,8 @@ bench-scale: ## scale-out: jobs/s with 1, 2, 4 search-worker and chat-worker pro
 bench-go: ## micro-benchmarks: engine normalization per kind, intent classification
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/engines/ ./pkg/intent/
 
-fuzz: ## fuzz the intent classifier and the web_search argument parser, 30s each
-	$(GO) test -run '^$$' -fuzz FuzzClassify -fuzztime 30s ./pkg/intent/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./pkg/intent/
+fuzz: ## run every fuzz target (found with go test -list) for FUZZTIME each (10s); crashers stay in testdata/fuzz
+	GO=$(GO) scripts/fuzz.sh $(ARGS)
 
 lint: ## gofmt, go vet, go mod tidy check
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)

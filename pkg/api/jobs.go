@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -139,12 +140,12 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 func (s *Server) loadJob(w http.ResponseWriter, r *http.Request) *state.Job {
 	id := r.PathValue("id")
 	if !validJobID(id) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", id))
+		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
 		return nil
 	}
 	job, err := s.Store.GetJob(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) || err == nil && job.Tenant != tenantOf(r) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", id))
+		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
 		return nil
 	}
 	if err != nil {

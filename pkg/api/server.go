@@ -186,7 +186,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 				fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody))
 			return nil, false
 		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+err.Error())
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+bodyError(err))
 		return nil, false
 	}
 	return body, true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -352,7 +353,7 @@ func (s *Service) sweepFiles(ctx context.Context) {
 func (s *Service) File(ctx context.Context, tenant, id string) (*state.File, error) {
 	f, err := s.Store.GetFile(ctx, id)
 	if errors.Is(err, errNoFile) || err == nil && f.Tenant != tenant {
-		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "id", Message: fmt.Sprintf("No such file: %q.", id)}
+		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "id", Message: fmt.Sprintf("No such file: %q.", redact.Clip(id, 64))}
 	}
 	if err != nil {
 		return nil, unavailable(err, "Reading the file failed.")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -25,7 +26,7 @@ func DeadlineExceeded() *state.JobError {
 // ModelNotFound: the job names a model no worker serves.
 func ModelNotFound(model string) *state.JobError {
 	return &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
-		Message: fmt.Sprintf("the model %q does not exist", model)}
+		Message: fmt.Sprintf("the model %q does not exist", redact.Clip(model, 64))}
 }
 
 // BadRequest: the request could not be turned into a model call.
