@@ -13,12 +13,32 @@ import (
 
 // Budget caps a tenant's paid searches per UTC day and month, in searches and in
 // dollars. A zero field sets no limit; a Budget with every field zero only records
-// spend.
+// spend. It is written in the config file (a tenant's "budget") and, for the default,
+// in the environment (config.Env.DefaultBudget).
 type Budget struct {
-	SearchesPerDay   int64   `json:"searchesPerDay,omitempty"`
-	SearchesPerMonth int64   `json:"searchesPerMonth,omitempty"`
-	USDPerDay        float64 `json:"usdPerDay,omitempty"`
-	USDPerMonth      float64 `json:"usdPerMonth,omitempty"`
+	SearchesPerDay   int64   `json:"searchesPerDay,omitempty" env:"SEARCHES_PER_DAY"`
+	SearchesPerMonth int64   `json:"searchesPerMonth,omitempty" env:"SEARCHES_PER_MONTH"`
+	USDPerDay        float64 `json:"usdPerDay,omitempty" env:"USD_PER_DAY"`
+	USDPerMonth      float64 `json:"usdPerMonth,omitempty" env:"USD_PER_MONTH"`
+}
+
+// Budgets are the tenants' budgets.
+type Budgets struct {
+	// ByTenant holds the budgets the config file sets.
+	ByTenant map[string]Budget
+	// Default is the budget of every other tenant.
+	Default Budget
+}
+
+// For returns tenant's budget.
+func (b *Budgets) For(tenant string) Budget {
+	if b == nil {
+		return Budget{}
+	}
+	if v, ok := b.ByTenant[tenant]; ok {
+		return v
+	}
+	return b.Default
 }
 
 // Validate refuses negative limits.
