@@ -278,7 +278,8 @@ func (p *process) runSearch(ctx context.Context) error {
 		ids = p.env.Engines
 	}
 	w := &search.Worker{Bus: p.bus, Store: p.store, Engines: p.engines, Settings: Settings(p.o.File), Timeout: p.env.EngineTimeout,
-		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id}
+		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id,
+		Budgets: p.o.File.Budgets(p.env.DefaultBudget)}
 	for _, id := range ids {
 		if err := consume(ctx, p, bus.SearchConsumer(id, p.timing(bus.ConsumerSearch(id))), w.Handle, p.env.SearchConcurrency); err != nil {
 			return err
@@ -303,7 +304,8 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Tools: p.tools, Tenants: tenants,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
-		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender}
+		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
+		Budgets: p.o.File.Budgets(env.DefaultBudget)}
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}

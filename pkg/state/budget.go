@@ -97,7 +97,7 @@ type Spend struct {
 // Check reports the first budget spend has used up (nil when every limit has room):
 // the ingress refuses a tenant's new jobs on it.
 func (b Budget) Check(sp Spend, now time.Time) *Exhausted {
-	day, month := periodEnds(now)
+	day, month := PeriodEnds(now)
 	switch {
 	case b.USDPerDay > 0 && toMicros(sp.DayUSD) >= toMicros(b.USDPerDay):
 		return &Exhausted{Budget: BudgetUSDDay, Limit: b.USDPerDay, Reset: day}
@@ -179,7 +179,7 @@ return 1
 // gets its reservation back without reserving again.
 func (s *Store) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
 	day, month := periods(now)
-	dayEnd, monthEnd := periodEnds(now)
+	dayEnd, monthEnd := PeriodEnds(now)
 	limit := func(usd float64, n int64) (int64, int64) {
 		lu, ln := int64(-1), int64(-1)
 		if usd > 0 {
@@ -259,7 +259,7 @@ func periods(t time.Time) (day, month string) {
 }
 
 // periodEnds returns when the UTC day and month of t end.
-func periodEnds(t time.Time) (day, month time.Time) {
+func PeriodEnds(t time.Time) (day, month time.Time) {
 	t = t.UTC()
 	y, m, d := t.Date()
 	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
