@@ -148,6 +148,17 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 	if json.Unmarshal(body, &oe) != nil || oe.Error.Code != "budget_exhausted" {
 		t.Errorf("OpenAI error shape: %s", body)
 	}
+	for _, path := range []string{"/v1/responses", "/v1/jobs", "/v1/search"} {
+		req := map[string]any{"model": demo.Model, "input": "Search the web: one more?", "query": "one more",
+			"messages": []any{map[string]any{"role": "user", "content": "Search the web: one more?"}}}
+		if path == "/v1/responses" {
+			delete(req, "messages")
+		}
+		status, body, _ := budgetCall(t, urls[0], path, key, req)
+		if json.Unmarshal(body, &oe) != nil || status != http.StatusTooManyRequests || oe.Error.Code != "budget_exhausted" {
+			t.Errorf("%s past the budget: %d %s", path, status, body)
+		}
+	}
 	status, body, _ = budgetCall(t, urls[0], "/v1/messages", key, map[string]any{"model": demo.Model, "max_tokens": 100,
 		"messages": []any{map[string]any{"role": "user", "content": "Search the web: one more?"}}})
 	var ae struct {
@@ -195,7 +206,7 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 			exhausted += v
 		}
 	}
-	if spend < 0.0499 || spend > 0.0501 || exhausted != float64(jobs-5+2) {
-		t.Errorf("metrics: spend %v (want 0.05), exhausted %v (want %d: %d searches, 2 jobs)", spend, exhausted, jobs-5+2, jobs-5)
+	if spend < 0.0499 || spend > 0.0501 || exhausted != float64(jobs-5+5) {
+		t.Errorf("metrics: spend %v (want 0.05), exhausted %v (want %d: %d searches, 5 requests)", spend, exhausted, jobs-5+5, jobs-5)
 	}
 }
