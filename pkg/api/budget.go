@@ -13,7 +13,8 @@ import (
 
 // budgeted refuses a new job (or batch) of a tenant whose spend budget is used up: 429
 // in codec's error shape, naming the budget, with Retry-After set to the seconds until
-// the budget's period resets. A budget with room admits the job; its searches are
+// the budget's period resets. A retry under an Idempotency-Key that already names a
+// job passes, so it gets that job. A budget with room admits the job; its searches are
 // still reserved one by one (search.Worker), so a job admitted near the limit gets
 // SEARCH_BUDGET_EXHAUSTED results, never an overdraft.
 func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
@@ -36,6 +37,13 @@ func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.Handl
 		if ex == nil {
 			h(w, r)
 			return
+		}
+		if key := r.Header.Get("Idempotency-Key"); key != "" {
+			// A retry of a submission that was accepted gets its job, not a refusal.
+			if claimed, err := s.Store.IdempotencyClaimed(r.Context(), tenant, key); err == nil && claimed {
+				h(w, r)
+				return
+			}
 		}
 		if s.Metrics != nil {
 			s.Metrics.BudgetExhausted.WithLabelValues(tenant, ex.Budget).Inc()

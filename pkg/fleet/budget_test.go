@@ -87,6 +87,25 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 	if status, body, _ := chat(urls[0], "Search the web: weather today? sim:engine=brave sim:401"); status != 200 {
 		t.Fatalf("failed search: %d %s", status, body)
 	}
+	// An accepted asynchronous job (no search) whose client retries after the budget ran out.
+	retry := func() (int, []byte) {
+		b, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": "hello sim:nosearch"}}})
+		req, _ := http.NewRequest(http.MethodPost, urls[0]+"/v1/jobs", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Idempotency-Key", "budget-retry")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, out
+	}
+	status, first := retry()
+	if status != http.StatusAccepted {
+		t.Fatalf("async job: %d %s", status, first)
+	}
 	store := state.New(rdb, prefix, 0)
 	if sp, err := store.SpendOf(t.Context(), "acme", time.Now()); err != nil || sp.DaySearches != 0 || sp.DayUSD != 0 {
 		t.Fatalf("spend after an unbilled failure = %+v, %v; want nothing held", sp, err)
@@ -168,6 +187,12 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 	if status != http.StatusTooManyRequests || json.Unmarshal(body, &ae) != nil || ae.Type != "error" || ae.Error.Type != "rate_limit_error" ||
 		!strings.Contains(ae.Error.Message, "daily search budget of $0.05") {
 		t.Errorf("Anthropic messages past the budget: %d %s", status, body)
+	}
+
+	var j1, j2 struct{ ID string }
+	json.Unmarshal(first, &j1)
+	if status, again := retry(); status != http.StatusAccepted || json.Unmarshal(again, &j2) != nil || j2.ID != j1.ID || j1.ID == "" {
+		t.Errorf("a retry of an accepted job under its Idempotency-Key: %d %s, want 202 with job %s", status, again, j1.ID)
 	}
 
 	// The tenant sees its spend and what is left.

@@ -252,6 +252,17 @@ func (s *Store) SpendOf(ctx context.Context, tenant string, now time.Time) (Spen
 	return sp, nil
 }
 
+// IdempotencyClaimed reports whether a tenant's Idempotency-Key already names a job:
+// a retry of an accepted submission is answered with that job even when the tenant's
+// budget has since run out.
+func (s *Store) IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error) {
+	n, err := s.r.Exists(ctx, s.K.Idempotency(tenant, key)).Result()
+	if err != nil {
+		return false, fmt.Errorf("state: reading an Idempotency-Key: %w", err)
+	}
+	return n == 1, nil
+}
+
 // periods names the UTC day and month of t.
 func periods(t time.Time) (day, month string) {
 	t = t.UTC()
