@@ -235,3 +235,38 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 		t.Errorf("metrics: spend %v (want 0.05), exhausted %v (want %d: %d searches, 5 requests)", spend, exhausted, jobs-5+5, jobs-5)
 	}
 }
+
+// A budget with room for less than the next search admits the request at the door
+// (it is not used up), and the search worker refuses the search itself: a direct
+// search then fails with 429 and the budget named, and nothing reaches the engine.
+func TestBudgetRefusedAtTheWorker(t *testing.T) {
+	t.Parallel()
+	const key = "budget-key-2"
+	price := 0.01
+	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
+		for i, e := range file.WebSearch.Engines {
+			if e.ID == "brave" {
+				file.WebSearch.Engines[i].CostPerSearchUSD = &price
+			}
+		}
+		file.Tenants = []config.Tenant{{ID: "small", APIKeyEnv: "BUDGETTEST_KEY2", APIKeys: []string{key}, Budget: &state.Budget{USDPerDay: 0.015}}}
+	}))
+	search := func() (int, []byte) {
+		status, body, _ := budgetCall(t, f.URL, "/v1/search", key, map[string]any{"query": "go generics", "engine": "brave"})
+		return status, body
+	}
+	if status, body := search(); status != 200 {
+		t.Fatalf("first search: %d %s", status, body)
+	}
+	status, body := search()
+	var oe struct {
+		Error struct{ Type, Code, Message string }
+	}
+	if status != http.StatusTooManyRequests || json.Unmarshal(body, &oe) != nil || oe.Error.Code != "budget_exhausted" ||
+		!strings.Contains(oe.Error.Message, "daily search budget of $0.015") {
+		t.Fatalf("second search: %d %s", status, body)
+	}
+	if n := f.Sim.Stats().Requests["brave"]; n != 1 {
+		t.Errorf("engine calls = %d, want 1", n)
+	}
+}
