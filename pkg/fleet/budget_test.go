@@ -226,6 +226,11 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 			v, _ := strconv.ParseFloat(string(m[1]), 64)
 			spend += v
 		}
+		// Which process ran how many searches (ok and refused), for the log.
+		ran := regexp.MustCompile(`(?m)^fleet_searches_total\{engine="brave",outcome="(ok|budget_exhausted)"\} (\S+)$`).FindAllSubmatch(b, -1)
+		for _, m := range ran {
+			t.Logf("%s: %s searches %s", url, m[1], m[2])
+		}
 		if m := exhaustedRE.FindSubmatch(b); m != nil {
 			v, _ := strconv.ParseFloat(string(m[1]), 64)
 			exhausted += v
