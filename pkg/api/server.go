@@ -61,32 +61,36 @@ type Server struct {
 	Batches *batch.Service
 	// Ender ends the jobs ingress ends itself (a cancel).
 	Ender *jobs.Ender
+	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
+	// 429 for new jobs (nil: no budgets).
+	Budgets *state.Budgets
 }
 
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.auth(jsonBody(wire.Chat, s.chatCompletions)))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.chatCompletions))))
 	mux.HandleFunc("GET /v1/models", s.auth(s.listModels))
-	mux.HandleFunc("POST /v1/jobs", s.auth(jsonBody(wire.Chat, s.createJob)))
+	mux.HandleFunc("POST /v1/jobs", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createJob))))
 	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
-	mux.HandleFunc("POST /v1/search", s.auth(jsonBody(wire.Chat, s.directSearch)))
-	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_"))))
+	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directSearch))))
+	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.budgeted(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
-	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_"))))
+	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.uploadFile))
 		mux.HandleFunc("GET /v1/files", s.auth(s.listFiles))
 		mux.HandleFunc("GET /v1/files/{id}", s.auth(s.getFile))
 		mux.HandleFunc("GET /v1/files/{id}/content", s.auth(s.fileContent))
 		mux.HandleFunc("DELETE /v1/files/{id}", s.auth(s.deleteFile))
-		mux.HandleFunc("POST /v1/batches", s.auth(jsonBody(wire.Chat, s.createBatch)))
+		mux.HandleFunc("POST /v1/batches", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createBatch))))
 		mux.HandleFunc("GET /v1/batches", s.auth(s.listBatches))
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
+	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // Env are the process settings. Every field is an environment variable; the defaults
@@ -127,6 +128,9 @@ type Env struct {
 	// Failpoint names a point of a chat step at which a chat worker exits with status
 	// 3 (e.g. chat.after_dispatch). For the crash tests only; empty in production.
 	Failpoint string `env:"FLEET_FAILPOINT"`
+	// DefaultBudget is the spend budget of every tenant whose config entry sets none,
+	// and of the open API's one tenant (zero: no limit, spend is only recorded).
+	DefaultBudget state.Budget `envPrefix:"FLEET_TENANT_BUDGET_"`
 }
 
 // LoadEnv parses and validates the process environment.
@@ -213,6 +217,9 @@ func (e Env) Validate() error {
 	}
 	if err := bus.ValidateNamespace(e.Namespace); err != nil {
 		bad("FLEET_NAMESPACE: %v", err)
+	}
+	if err := e.DefaultBudget.Validate(); err != nil {
+		bad("FLEET_TENANT_BUDGET_*: %v", err)
 	}
 	if e.RedisURL != "" {
 		if _, err := url.Parse(e.RedisURL); err != nil || !strings.HasPrefix(e.RedisURL, "redis") {

@@ -297,7 +297,8 @@ func (p *process) runSearch(ctx context.Context) error {
 		ids = p.env.Engines
 	}
 	w := &search.Worker{Bus: p.bus, Store: p.store, Engines: p.engines, Settings: Settings(p.o.File), Timeout: p.env.EngineTimeout,
-		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id}
+		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id,
+		Budgets: p.o.File.Budgets(p.env.DefaultBudget)}
 	for _, id := range ids {
 		if err := consume(ctx, p, bus.SearchConsumer(id, p.timing(bus.ConsumerSearch(id))), w.Handle, p.env.SearchConcurrency); err != nil {
 			return err
@@ -323,7 +324,8 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
-		Limits: p.batches.Limits}
+		Limits:  p.batches.Limits,
+		Budgets: p.o.File.Budgets(env.DefaultBudget)}
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}

@@ -67,8 +67,12 @@ func DeadLettered(consumer string, deliveries int, reason string) *state.JobErro
 		Message: fmt.Sprintf("the job could not be processed (%s after %d deliveries): %s", consumer, deliveries, reason)}
 }
 
-// SearchFailed: a direct search (POST /v1/search) failed.
+// SearchFailed: a direct search (POST /v1/search) failed. One its tenant's spend
+// budget refused (SEARCH_BUDGET_EXHAUSTED) is 429, as the ingress answers new jobs.
 func SearchFailed(code, msg string) *state.JobError {
+	if code == "SEARCH_BUDGET_EXHAUSTED" {
+		return &state.JobError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exhausted", Message: msg}
+	}
 	return &state.JobError{Status: http.StatusBadGateway, Type: "search_error", Code: code, Message: msg}
 }
 

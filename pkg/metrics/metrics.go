@@ -57,6 +57,11 @@ type Metrics struct {
 	StepsInFlight *prometheus.GaugeVec
 
 	queues *queueCollector // WatchQueues
+	// SpendUSD sums what paid searches cost, by tenant and engine (settled cost).
+	SpendUSD *prometheus.CounterVec
+	// BudgetExhausted counts searches and jobs refused because a tenant's budget was
+	// used up, by tenant and budget (usd_day, usd_month, searches_day, searches_month).
+	BudgetExhausted *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -89,6 +94,9 @@ func New() *Metrics {
 	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.StepsInFlight, m.Citations)
+	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid searches cost, by tenant and engine."}, []string{"tenant", "engine"})
+	m.BudgetExhausted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_budget_exhausted_total", Help: "Searches and jobs refused on a used-up tenant budget, by tenant and budget."}, []string{"tenant", "budget"})
+	r.MustRegister(m.SpendUSD, m.BudgetExhausted)
 	return m
 }
 

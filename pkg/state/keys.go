@@ -145,3 +145,18 @@ func (k Keys) KeyCooldown(engine, fp string) string {
 func (k Keys) SearchFallback(id string, hop int, call string) string {
 	return k.job(id) + ":sf:" + strconv.Itoa(hop) + ":" + call
 }
+
+// budget is the root of a tenant's spend keys. They carry the tenant as hash tag, so
+// the reservation script touches one Redis Cluster slot.
+func (k Keys) budget(tenant string) string { return k.prefix + ":budget:{" + tenant + "}" }
+
+// SpendDay is a tenant's spend in one UTC day ("20261124"), a hash: "usd" in
+// micro-dollars and "n" searches, reservations included.
+func (k Keys) SpendDay(tenant, day string) string { return k.budget(tenant) + ":d:" + day }
+
+// SpendMonth is a tenant's spend in one UTC month ("202611"), shaped as SpendDay.
+func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) + ":m:" + month }
+
+// SpendCalls maps each call reserved against a tenant's day to what it holds
+// ("micros:searches"), so a redelivered search never reserves twice.
+func (k Keys) SpendCalls(tenant, day string) string { return k.budget(tenant) + ":c:" + day }
