@@ -56,6 +56,7 @@ cluster-down: ## stop them and remove their data
 	scripts/cluster.sh down
 
 test-cluster: ## the Redis-backed and end-to-end suites on a real NATS cluster (R3) and Redis Cluster, then node kills (~8 min)
+	scripts/cluster.sh down
 	scripts/cluster.sh up
 	set -a; . $${CLUSTER_DIR:-$${TMPDIR:-/tmp}/searchfleet-cluster}/env; set +a; \
 	  $(GO) test -count=1 -timeout 30m ./pkg/state/ ./pkg/jobs/ ./pkg/webhook/ ./pkg/batch/ ./pkg/api/ ./pkg/chat/... ./pkg/fleet/ && \

@@ -107,6 +107,9 @@ print_env() {
 }
 
 up() {
+  if [ -d "$dir/nats" ] || [ -d "$dir/redis" ]; then
+    log "$dir is in use: run '$0 down' first"; exit 1
+  fi
   command -v curl >/dev/null || { apt-get update -qq && apt-get install -y -qq curl >/dev/null; }
   need_redis
   build_nats
@@ -123,18 +126,31 @@ up() {
   fi
   wait_for 30 "the Redis Cluster" cluster_ok
   wait_for 30 "the NATS JetStream cluster" nats_ok
+  sleep 1
+  alive || exit 1
   print_env > "$dir/env"
   log "up; variables in $dir/env"
 }
 
 down() {
-  local f
+  local f p
   for f in "$dir"/nats/*.pid "$dir"/redis/*.pid; do
     [ -f "$f" ] || continue
     kill -9 "$(cat "$f")" 2>/dev/null || true
   done
+  # Also whatever a run that lost its pid files left behind on these ports.
+  pkill -9 -f "$dir/bin/nats-server" 2>/dev/null || true
+  for p in $(redis_ports); do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
   rm -rf "$dir"
   log "down"
+}
+
+# alive fails when a process the script started has exited (a port already taken).
+alive() {
+  local f
+  for f in "$dir"/nats/*.pid "$dir"/redis/*.pid; do
+    kill -0 "$(cat "$f")" 2>/dev/null || { log "$(basename "$f" .pid) exited: see ${f%.pid}.log"; return 1; }
+  done
 }
 
 case "${1:-}" in
