@@ -101,3 +101,12 @@ func (k Keys) TenantFiles(tenant string) string { return k.prefix + ":files:{" +
 
 // ActiveBatches is the set of batches that have not ended, for the sweeper.
 func (k Keys) ActiveBatches() string { return k.prefix + ":active-batches" }
+
+// SearchRecord is a job's recorded search results by content address (a hash:
+// search.Address → the normalized result), kept for the job's retention: a replay of
+// the job answers its searches from it, and a repeated search of the job is made once.
+func (k Keys) SearchRecord(jobID string) string { return k.job(jobID) + ":rec" }
+
+// BatchSearchRecord is the recorded search results of a batch's jobs by content
+// address (a hash), so an identical search across the batch is made once.
+func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID) + ":rec" }
