@@ -93,6 +93,9 @@ func (w *Worker) fromRecord(ctx context.Context, v *view, calls []call, searches
 		if replay {
 			c.Recorded = recordedReplay
 		}
+		if w.Metrics != nil {
+			w.Metrics.Searches.WithLabelValues(c.Engine, c.Recorded).Inc()
+		}
 		searches--
 	}
 	return calls, searches, nil

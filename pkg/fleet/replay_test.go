@@ -256,3 +256,27 @@ func TestCacheNeverStoresFailures(t *testing.T) {
 		}
 	}
 }
+
+// A replay whose model asks a search the original never made gets SEARCH_NOT_RECORDED,
+// naming the recorded searches, and no paid search.
+func TestReplayNewQuery(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	c := batchClient{t: t, url: f.URL}
+	orig := submitAndWait(t, c, "Search the web: what is new today? sim:fresh-query")
+	if orig.Status != "completed" || len(orig.Trace) != 1 || orig.Trace[0].Result == "" {
+		t.Fatalf("original: %+v", orig)
+	}
+	paid := engineRequests(f.Sim.Stats())
+	rep := replay(t, c, orig.ID)
+	if got := engineRequests(f.Sim.Stats()); got != paid {
+		t.Errorf("the replay made %d engine requests", got-paid)
+	}
+	if rep.Status != "completed" || len(rep.Trace) != 1 || rep.Usage.Searches != 0 {
+		t.Fatalf("replay: %+v", rep)
+	}
+	e := rep.Trace[0]
+	if e.Query == orig.Trace[0].Query || !strings.HasPrefix(e.Error, "SEARCH_NOT_RECORDED") || !strings.Contains(e.Error, orig.Trace[0].Query) || e.Result != "" {
+		t.Errorf("replay trace: %+v", e)
+	}
+}

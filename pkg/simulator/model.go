@@ -31,7 +31,8 @@ import (
 // "sim:engine=ID" (name the engine), "sim:badargs" (malformed arguments JSON),
 // "sim:badkey" (an unknown argument), "sim:emptyquery" (a blank query),
 // "sim:tool=NAME" (call the client's tool NAME instead), "sim:repeat-search" (each
-// "sim:hops=N" follow-up repeats the first search exactly), "sim:bad-cite" (the answer
+// "sim:hops=N" follow-up repeats the first search exactly), "sim:fresh-query" (the
+// first search's query is new every time), "sim:bad-cite" (the answer
 // also cites [97], a source it was never given), and model faults
 // "sim:model-429", "sim:model-500", "sim:model-hang", "sim:model-slow=1s".
 //
@@ -174,7 +175,11 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 			}}}, "tool_calls"
 		}
 		if webSearch != nil && wantsSearch(user) {
-			return searchCalls(*webSearch, user, user, id), "tool_calls"
+			q := user
+			if strings.Contains(user, "sim:fresh-query") {
+				q = fmt.Sprintf("%s (asked at %d)", user, time.Now().UnixNano()) // never the same twice
+			}
+			return searchCalls(*webSearch, user, q, id), "tool_calls"
 		}
 	}
 	return map[string]any{"role": "assistant", "content": "(simulated model) " + plainAnswer(user)}, "stop"
