@@ -174,6 +174,28 @@ func TestReplayTenants(t *testing.T) {
 	if rep := replay(t, alice, orig.ID); rep.Status != "completed" {
 		t.Errorf("alice's replay: %+v", rep)
 	}
+
+	// Only an ended chat job can be replayed: one still running is 409 (its searches
+	// are still being recorded), a direct search 400.
+	status, body := alice.do("POST", "/v1/jobs", map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": "Search the web: what is new? sim:model-hang"}}})
+	var running replayView
+	if json.Unmarshal(body, &running); status != 202 {
+		t.Fatalf("submitting: %d %s", status, body)
+	}
+	if status, body := alice.do("POST", "/v1/jobs/"+running.ID+"/replay", nil); status != 409 || !strings.Contains(string(body), "job_not_finished") {
+		t.Errorf("replaying a running job: %d %s", status, body)
+	}
+	alice.do("POST", "/v1/jobs/"+running.ID+"/cancel", nil)
+	status, body = alice.do("POST", "/v1/search", map[string]any{"query": "go generics", "engine": "brave"})
+	var direct struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(body, &direct); status != 200 || direct.ID == "" {
+		t.Fatalf("direct search: %d %s", status, body)
+	}
+	if status, body := alice.do("POST", "/v1/jobs/"+direct.ID+"/replay", nil); status != 400 || !strings.Contains(string(body), "job_not_replayable") {
+		t.Errorf("replaying a direct search: %d %s", status, body)
+	}
 }
 
 // A search the original job did not record — here because it failed (a failed search
