@@ -6,8 +6,14 @@
 // fixed offered rate, and where the time goes (handler time per step, from the
 // fleet's own metrics).
 //
+// It then measures time to first token with streaming on: the same streaming
+// question sent, one at a time, to the simulator directly and through the fleet
+// (ingress → JOBS → chat worker → streamed model call → fleet.stream.v1.<job> →
+// ingress → client); the difference is what the fleet adds to a model's own TTFT.
+//
 //	go run ./cmd/fleetbench                       (what `make bench-e2e` runs)
 //	go run ./cmd/fleetbench -rate 500 -duration 20s -cpuprofile cpu.out
+//	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 500   (time to first token only)
 package main
 
 import (
@@ -28,6 +34,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/cli"
+	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -43,6 +50,7 @@ func run(ctx context.Context) error {
 	engine := flag.String("engine", "brave", "engine the model searches with")
 	memory := flag.Bool("memory", false, "keep the streams in memory instead of on disk")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phases")
+	ttft := flag.Int("ttft", 300, "streaming requests of the time-to-first-token phase, each sent to the simulator and through the fleet (0: skip)")
 	flag.Parse()
 
 	f, err := benchfleet.Start(ctx, benchfleet.Options{Memory: *memory})
@@ -89,7 +97,41 @@ func run(ctx context.Context) error {
 		fmt.Printf("  achieved %.0f jobs/s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, errors %d\n",
 			float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 99.9), pct(lat, 100), errs)
 	}
+	if *ttft > 0 {
+		firstToken(ctx, client, f, *ttft)
+	}
 	return nil
+}
+
+// firstToken measures time to first token, streaming on, one request at a time: a
+// plain question (no search: the first token comes from the first model call) straight
+// to the simulator, then the same through the fleet.
+func firstToken(ctx context.Context, hc *http.Client, f *benchfleet.Fleet, n int) {
+	fmt.Printf("\nTime to first token, streaming on (%d sequential requests each; a question the model answers without searching)\n", n)
+	measure := func(base, model string) ([]time.Duration, int) {
+		var lat []time.Duration
+		errs := 0
+		for i := range n + n/10 { // the first tenth warms up
+			d, err := benchfleet.FirstToken(ctx, hc, base, model, fmt.Sprintf("Tell me a story about item %d sim:nosearch", i))
+			switch {
+			case err != nil:
+				if errs++; errs < 3 {
+					fmt.Fprintln(os.Stderr, "error:", err)
+				}
+			case i >= n/10:
+				lat = append(lat, d)
+			}
+		}
+		return lat, errs
+	}
+	sim, serrs := measure(f.SimURL, "sim-scripted")
+	fl, ferrs := measure(f.URL, demo.Model)
+	fmt.Printf("  %-34s %9s %9s %9s %7s\n", "", "p50", "p90", "p99", "errors")
+	fmt.Printf("  %-34s %9s %9s %9s %7d\n", "simulator directly", pct(sim, 50), pct(sim, 90), pct(sim, 99), serrs)
+	fmt.Printf("  %-34s %9s %9s %9s %7d\n", "through the fleet", pct(fl, 50), pct(fl, 90), pct(fl, 99), ferrs)
+	if len(sim) > 0 && len(fl) > 0 {
+		fmt.Printf("  the fleet adds %s at p50\n", (benchfleet.Pct(fl, 50) - benchfleet.Pct(sim, 50)).Round(10*time.Microsecond))
+	}
 }
 
 // closedLoop runs c clients for d.

@@ -29,6 +29,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
@@ -44,6 +45,7 @@ type Options struct {
 // Fleet is a running benchmark fleet.
 type Fleet struct {
 	URL     string // ingress base URL
+	SimURL  string // the simulator's base URL
 	NATSURL string
 	Env     config.Env
 	Metrics *metrics.Metrics
@@ -55,6 +57,10 @@ type Fleet struct {
 // Start runs the fleet until Stop.
 func Start(ctx context.Context, o Options) (*Fleet, error) {
 	environ := map[string]string{}
+	for _, kv := range config.UnlimitedTenantEnv() { // benchmarks measure the fleet, not its per-tenant limits
+		k, v, _ := strings.Cut(kv, "=")
+		environ[k] = v
+	}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FLEET_") {
 			environ[k] = v
@@ -96,7 +102,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 			Memory: o.Memory, Embedded: nats, Listening: func(a string) { listening <- a }})
 	}()
-	f := &Fleet{NATSURL: nats.URL(), Env: e, Metrics: m, Redis: rdb, Storage: "file"}
+	f := &Fleet{NATSURL: nats.URL(), SimURL: simURL, Env: e, Metrics: m, Redis: rdb, Storage: "file"}
 	if o.Memory {
 		f.Storage = "memory"
 	}
@@ -182,4 +188,38 @@ func Ask(ctx context.Context, hc *http.Client, base, question string) (time.Dura
 		return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
 	}
 	return time.Since(start), nil
+}
+
+// FirstToken sends one streaming chat request for model to the chat completions
+// endpoint at base (the fleet's, or the simulator's own) and returns the time to the
+// first chunk with answer text, reading the stream to its end. An answer that does not
+// stream text is an error.
+func FirstToken(ctx context.Context, hc *http.Client, base, model, question string) (time.Duration, error) {
+	body, _ := json.Marshal(map[string]any{"model": model, "stream": true, "messages": []any{map[string]any{"role": "user", "content": question}}})
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
+	}
+	var first time.Duration
+	err = llm.ReadSSE(resp.Body, func(_ string, data []byte) error {
+		if first == 0 && bytes.Contains(data, []byte(`"content":"`)) && !bytes.Contains(data, []byte(`"content":""`)) {
+			first = time.Since(start)
+		}
+		return nil
+	})
+	if err == nil && first == 0 {
+		err = fmt.Errorf("no text in the stream")
+	}
+	return first, err
 }

@@ -162,6 +162,7 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 		demo.KeyEnv + "=sim-key", tenantKeyEnv + "=" + apiKey, tenantSecretEnv + "=" + r.secret,
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 	}
+	env = append(env, config.UnlimitedTenantEnv()...) // the suite measures the fleet, not its per-tenant limits
 	for i := range max(1, o.IngressReplicas) {
 		port, err := freePort()
 		if err != nil {

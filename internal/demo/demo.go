@@ -9,8 +9,19 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 )
 
-// Model is the model name the demo serves.
+// Model is the model name the demo serves (OpenAI Chat).
 const Model = "sim-model"
+
+// The demo's other main models: the same scripted model, spoken to in each other
+// main-model protocol.
+const (
+	ModelResponses = "sim-responses" // openai-responses
+	ModelClaude    = "sim-claude"    // anthropic-messages
+	ModelGemini    = "sim-gemini"    // gemini
+	// ModelClaudeNative is sim-claude searching with Anthropic's own web_search
+	// (webSearch "native"): the simulator answers it with the recorded native answer.
+	ModelClaudeNative = "sim-claude-native"
+)
 
 // KeyEnv is the variable every simulated provider names for its key. Config resolves
 // it to Key itself (the simulator accepts any key), so the demo needs nothing set;
@@ -51,8 +62,19 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 		Providers: map[string]config.Provider{
 			"sim":   {Kind: "openai", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
 			"zhipu": {Kind: "glm", SearchBaseURL: simURL + "/glm-chat", APIKeyEnv: KeyEnv},
+			// The simulator's main model in the other protocols: the base URL is what
+			// each protocol's SDKs take (".../v1" for OpenAI, the host root for the others).
+			"sim-responses": {Kind: "openai", Protocol: "openai-responses", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
+			"sim-anthropic": {Kind: "anthropic", Protocol: "anthropic-messages", BaseURL: simURL, APIKeyEnv: KeyEnv},
+			"sim-gemini":    {Kind: "gemini", Protocol: "gemini", BaseURL: simURL, APIKeyEnv: KeyEnv},
 		},
-		Models:    map[string]config.ModelRoute{Model: {Provider: "sim", Model: "sim-scripted"}},
+		Models: map[string]config.ModelRoute{
+			Model:             {Provider: "sim", Model: "sim-scripted"},
+			ModelResponses:    {Provider: "sim-responses", Model: "sim-scripted"},
+			ModelClaude:       {Provider: "sim-anthropic", Model: "sim-scripted"},
+			ModelGemini:       {Provider: "sim-gemini", Model: "sim-scripted"},
+			ModelClaudeNative: {Provider: "sim-anthropic", Model: "sim-scripted", WebSearch: "native"},
+		},
 		Routing:   config.Routing{WebSearch: []config.Route{{ID: "web-search-backends", Priority: 200, Targets: []string{"zhipu.glm-4.7"}}}},
 		WebSearch: config.WebSearch{InjectPolicy: "selective"},
 	}

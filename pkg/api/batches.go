@@ -1,10 +1,7 @@
 package api
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -15,24 +12,12 @@ import (
 // completion_window, metadata}) or the simple form ({queries, model, metadata,
 // callback}). Every line is validated before anything is created; the batch is then
 // recorded and queued for expansion, and answered as status "validating".
+//
+// The body is bounded by MaxBody (FLEET_MAX_BODY_BYTES) like any other and read as a
+// stream (batch.Service.CreateFrom): the questions go to the batch's input file as
+// they arrive.
 func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, batch.MaxCreateBytes))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "",
-			fmt.Sprintf("The request body exceeds %d bytes; upload large inputs with POST /v1/files.", batch.MaxCreateBytes))
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+err.Error())
-		return
-	}
-	var p batch.CreateParams
-	if err := json.Unmarshal(body, &p); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "The body must be a JSON object: "+err.Error())
-		return
-	}
-	v, err := s.Batches.Create(r.Context(), tenantOf(r), &p)
+	v, err := s.Batches.CreateFrom(r.Context(), tenantOf(r), http.MaxBytesReader(w, r.Body, s.MaxBody))
 	if err != nil {
 		writeBatchError(w, err)
 		return
@@ -93,6 +78,12 @@ func writeBatchError(w http.ResponseWriter, err error) {
 	}
 	status, typ := http.StatusBadRequest, "invalid_request_error"
 	switch e.Kind {
+	case batch.Limited:
+		status, typ = http.StatusTooManyRequests, "rate_limit_exceeded"
+	case batch.TooLarge:
+		status = http.StatusRequestEntityTooLarge
+	case batch.Full:
+		status, typ = http.StatusInsufficientStorage, "server_error"
 	case batch.NotFound:
 		status = http.StatusNotFound
 	case batch.Conflict:

@@ -9,18 +9,19 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // chatCompletions is POST /v1/chat/completions: OpenAI-compatible, answered when the
-// job ends (streamed as chat.completion.chunk events when the request asks to stream).
+// job ends, or, when the request asks to stream, as chat.completion.chunk events while
+// the model writes (relayStream).
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
 	if !ok {
@@ -31,7 +32,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := s.newChatJob(r, body, req)
-	waiter, err := s.watch(job.ID)
+	release, ok := s.admitChat(w, r, job, streamed(req.Stream))
+	if !ok {
+		return
+	}
+	defer release()
+	watch := s.watch
+	if req.Stream {
+		watch = s.watchLive
+	}
+	waiter, err := watch(job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable: "+err.Error())
 		return
@@ -42,7 +52,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
 	if req.Stream {
-		s.streamAnswer(w, r, job, req, waiter)
+		base := &wire.Response{ID: "chatcmpl-" + job.ID, JobID: job.ID, Model: job.Model, Created: job.Created}
+		s.relayStream(w, r, wire.NewChatStream(includeUsage(req)), base, waiter, func(done *state.Job) (*wire.Response, *wire.Error) {
+			return answerOf(done, nil)
+		})
 		return
 	}
 	done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
@@ -123,6 +136,7 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 		text = "The fleet's queue is full; retry later."
 	}
 	if !keyed {
+		s.JobFinished(context.WithoutCancel(ctx), job) // its tenant's job slot
 		if err := s.Store.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
 			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
 		}
@@ -138,6 +152,10 @@ func chatJob(job *state.Job) bus.ChatJob { return bus.ChatJob{JobID: job.ID, Ten
 type waiter struct {
 	ch  chan *nats.Msg
 	sub *nats.Subscription
+	// live is the job's live-stream subscription (watchLive) and on what receives its
+	// messages during wait.
+	live *nats.Subscription
+	on   func(*nats.Msg)
 }
 
 func (s *Server) watch(jobID string) (*waiter, error) {
@@ -150,7 +168,12 @@ func (s *Server) watch(jobID string) (*waiter, error) {
 	return wt, nil
 }
 
-func (wt *waiter) stop() { wt.sub.Unsubscribe() }
+func (wt *waiter) stop() {
+	wt.sub.Unsubscribe()
+	if wt.live != nil {
+		wt.live.Unsubscribe()
+	}
+}
 
 var errWaitTimeout = errors.New("still running")
 
@@ -164,6 +187,12 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 	for {
 		select {
 		case m := <-wt.ch:
+			if streamLive(m) {
+				if wt.on != nil {
+					wt.on(m)
+				}
+				continue
+			}
 			if tick != nil {
 				tick()
 			}
@@ -217,57 +246,6 @@ func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 	}
 }
 
-// streamAnswer answers a streaming request with server-sent events: keep-alive
-// comments while the fleet works, then the answer as chat.completion.chunk events and
-// [DONE]. (The answer is produced whole by the fleet; it is then streamed.)
-func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, job *state.Job, req *llm.ChatRequest, wt *waiter) {
-	ctx, cancel := s.stream(w, r)
-	defer cancel()
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if fl != nil {
-		fl.Flush()
-	}
-	lastBeat := time.Now()
-	done, err := wt.wait(ctx, s, job.ID, s.SyncWait, func() {
-		if time.Since(lastBeat) > 10*time.Second {
-			fmt.Fprint(w, ": working\n\n")
-			if fl != nil {
-				fl.Flush()
-			}
-			lastBeat = time.Now()
-		}
-	})
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-	}
-	switch {
-	case err != nil:
-		send(apiError{Error: jobs.ErrorBody{Message: "the job did not finish in time; fetch GET /v1/jobs/" + job.ID, Type: "timeout"}})
-	case done.Status != state.Completed:
-		je := done.Error
-		if je == nil {
-			je = &state.JobError{Type: "server_error", Message: "the job " + string(done.Status)}
-		}
-		eb := jobs.ErrorBody{Message: je.Message, Type: je.Type}
-		if je.Code != "" {
-			eb.Code = &je.Code // no code is null, as in every other error answer
-		}
-		send(apiError{Error: eb})
-	default:
-		for _, c := range chunks(done.Response, includeUsage(req)) {
-			fmt.Fprintf(w, "data: %s\n\n", c)
-		}
-	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	if fl != nil {
-		fl.Flush()
-	}
-}
-
 // includeUsage reports whether a streaming request asked for a final usage chunk
 // (stream_options.include_usage).
 func includeUsage(req *llm.ChatRequest) bool {
@@ -276,63 +254,6 @@ func includeUsage(req *llm.ChatRequest) bool {
 	}
 	raw := req.Extra["stream_options"]
 	return len(raw) > 0 && json.Unmarshal(raw, &opts) == nil && opts.IncludeUsage
-}
-
-// chunks renders a chat.completion as chat.completion.chunk events: the role, the
-// content in pieces, tool calls, then the finish reason with the annotations.
-func chunks(resp json.RawMessage, includeUsage bool) [][]byte {
-	var c struct {
-		ID      string `json:"id"`
-		Created int64  `json:"created"`
-		Model   string `json:"model"`
-		Choices []struct {
-			Message      map[string]json.RawMessage `json:"message"`
-			FinishReason string                     `json:"finish_reason"`
-		} `json:"choices"`
-		Usage json.RawMessage `json:"usage"`
-	}
-	if json.Unmarshal(resp, &c) != nil || len(c.Choices) == 0 {
-		return nil
-	}
-	msg := c.Choices[0].Message
-	var out [][]byte
-	chunk := func(delta map[string]any, finish any, usage json.RawMessage) {
-		v := map[string]any{"id": c.ID, "object": "chat.completion.chunk", "created": c.Created, "model": c.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
-		if usage != nil {
-			v["choices"] = []any{}
-			v["usage"] = usage
-		}
-		b, _ := json.Marshal(v)
-		out = append(out, b)
-	}
-	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
-	text := llm.Text(msg["content"])
-	for len(text) > 0 {
-		n := min(len(text), 64)
-		for n < len(text) && !utf8.RuneStart(text[n]) {
-			n++
-		}
-		chunk(map[string]any{"content": text[:n]}, nil, nil)
-		text = text[n:]
-	}
-	if tc, ok := msg["tool_calls"]; ok {
-		var calls []map[string]any
-		json.Unmarshal(tc, &calls)
-		for i := range calls {
-			calls[i]["index"] = i
-		}
-		chunk(map[string]any{"tool_calls": calls}, nil, nil)
-	}
-	final := map[string]any{}
-	if a, ok := msg["annotations"]; ok && string(a) != "[]" {
-		final["annotations"] = a
-	}
-	chunk(final, c.Choices[0].FinishReason, nil)
-	if includeUsage {
-		chunk(nil, nil, c.Usage)
-	}
-	return out
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {

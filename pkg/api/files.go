@@ -7,9 +7,9 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -29,12 +29,19 @@ type fileView struct {
 }
 
 func fileViewOf(f *state.File) fileView {
-	return fileView{ID: f.ID, Object: "file", Bytes: f.Bytes, CreatedAt: f.Created.Unix(), Filename: f.Filename, Purpose: f.Purpose, Status: "processed"}
+	v := fileView{ID: f.ID, Object: "file", Bytes: f.Bytes, CreatedAt: f.Created.Unix(), Filename: f.Filename, Purpose: f.Purpose, Status: "processed"}
+	if !f.Expires.IsZero() {
+		at := f.Expires.Unix()
+		v.ExpiresAt = &at
+	}
+	return v
 }
 
-// uploadFile is POST /v1/files (multipart: purpose, file). A batch input file is
-// validated line by line as it streams in; an invalid one is refused with every
-// problem's line number and nothing is stored.
+// uploadFile is POST /v1/files (multipart: purpose, file, and optionally OpenAI's
+// expires_after[anchor]=created_at and expires_after[seconds]=N). A batch input file
+// is validated line by line as it streams into the file store; an invalid one is
+// refused with every problem's line number and nothing is kept. A file without
+// expires_after expires after FLEET_FILE_EXPIRY.
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 	limit := s.Batches.MaxUploadBytes()
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
@@ -43,18 +50,24 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Send the file as multipart/form-data with the fields 'purpose' and 'file'.")
 		return
 	}
-	tmp, err := os.CreateTemp("", "searchfleet-upload-*")
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "server_error", "", "", "Could not buffer the upload.")
-		return
+	up, err := s.readUpload(r, mr)
+	if up != nil && up.file != nil {
+		// Stored but not recorded: dropped unless it is recorded below.
+		defer func() {
+			if up.file != nil {
+				s.Batches.DiscardUpload(r.Context(), up.file)
+			}
+		}()
 	}
-	defer func() { tmp.Close(); os.Remove(tmp.Name()) }()
-	up, err := s.readUpload(mr, tmp)
 	if err != nil {
 		uploadFailed(w, err, limit)
 		return
 	}
+	expires, msg := up.expiry()
 	switch {
+	case msg != "":
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "expires_after", msg)
+		return
 	case up.purpose != batch.PurposeBatch:
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "purpose", fmt.Sprintf("purpose %q is not supported; this server stores files with purpose \"batch\"", up.purpose))
 		return
@@ -65,12 +78,9 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, up.check.AsInputError("file"))
 		return
 	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		writeError(w, http.StatusInternalServerError, "server_error", "", "", "Could not read back the upload.")
-		return
-	}
-	f, err := s.Batches.Upload(r.Context(), tenantOf(r), up.filename, tmp)
-	if err != nil {
+	f := up.file
+	up.file = nil // recorded, or dropped by RecordUpload
+	if err := s.Batches.RecordUpload(r.Context(), f, expires); err != nil {
 		writeBatchError(w, err)
 		return
 	}
@@ -81,45 +91,76 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 type upload struct {
 	purpose  string
 	filename string
-	// check is the file's validation (nil: no file part).
+	// check is the file's validation (nil: no file part); file the stored file when
+	// it is valid.
 	check *batch.Validation
+	file  *state.File
+	// anchor and seconds are the expires_after fields, as sent.
+	anchor, seconds string
+}
+
+// expiry reads expires_after: how long after its creation the file expires (0: the
+// default), or why it cannot.
+func (up *upload) expiry() (time.Duration, string) {
+	if up.anchor == "" && up.seconds == "" {
+		return 0, ""
+	}
+	if up.anchor != "created_at" {
+		return 0, `expires_after[anchor] must be "created_at"`
+	}
+	n, err := strconv.Atoi(up.seconds)
+	if err != nil || n < 1 || time.Duration(n)*time.Second > batch.MaxExpiresAfter {
+		return 0, fmt.Sprintf("expires_after[seconds] must be a whole number of seconds from 1 to %d", int(batch.MaxExpiresAfter.Seconds()))
+	}
+	return time.Duration(n) * time.Second, ""
 }
 
 // errTwoFiles refuses an upload with more than one 'file' part.
 var errTwoFiles = errors.New("the upload has more than one 'file' part; send exactly one")
 
-// readUpload reads the parts of an upload, copying the file into tmp while it is
-// validated (the SDKs send the file before the purpose, so every file is validated
-// as a batch input; other purposes are refused afterwards).
-func (s *Server) readUpload(mr *multipart.Reader, tmp io.Writer) (*upload, error) {
+// readUpload reads the parts of an upload, storing the file while it is validated
+// (the SDKs send the file before the purpose, so every file is validated as a batch
+// input; other purposes are refused afterwards). The stored file is in up.file, even
+// when an error follows.
+func (s *Server) readUpload(r *http.Request, mr *multipart.Reader) (*upload, error) {
 	up := &upload{}
+	field := func(part *multipart.Part) (string, error) {
+		b, err := io.ReadAll(io.LimitReader(part, 256))
+		return strings.TrimSpace(string(b)), err
+	}
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			return up, nil
 		}
 		if err != nil {
-			return nil, err
+			return up, err
 		}
 		switch part.FormName() {
 		case "purpose":
-			b, err := io.ReadAll(io.LimitReader(part, 256))
-			if err != nil {
-				return nil, err
+			if up.purpose, err = field(part); err != nil {
+				return up, err
 			}
-			up.purpose = strings.TrimSpace(string(b))
+		case "expires_after[anchor]":
+			if up.anchor, err = field(part); err != nil {
+				return up, err
+			}
+		case "expires_after[seconds]":
+			if up.seconds, err = field(part); err != nil {
+				return up, err
+			}
 		case "file":
 			if up.check != nil {
 				// Only the first file part would be validated but every part's bytes
 				// land in tmp: a second one is refused, not stored unchecked.
-				return nil, errTwoFiles
+				return up, errTwoFiles
 			}
 			up.filename = part.FileName()
 			if up.filename == "" {
 				up.filename = "upload.jsonl"
 			}
-			if up.check, err = s.Batches.Validate(io.TeeReader(part, tmp)); err != nil {
-				return nil, err
+			if up.file, up.check, err = s.Batches.StoreUpload(r.Context(), tenantOf(r), up.filename, part); err != nil {
+				return up, err
 			}
 		default:
 			io.Copy(io.Discard, part)
@@ -132,6 +173,10 @@ func (s *Server) readUpload(mr *multipart.Reader, tmp io.Writer) (*upload, error
 func uploadFailed(w http.ResponseWriter, err error, limit int64) {
 	var tooBig *http.MaxBytesError
 	var long batch.LineTooLongError
+	if _, ok := batch.AsError(err); ok {
+		writeBatchError(w, err)
+		return
+	}
 	switch {
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "file_too_large", "file",

@@ -69,6 +69,17 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 
 	job := s.newChatJob(r, chatBody, req)
 	tenant := tenantOf(r)
+	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
+		return
+	}
+	// The job slot admitChat took is freed unless a new job is accepted under it (a
+	// replay is admitted like a new request, so at the cap it is refused too).
+	slot := job.ID
+	defer func() {
+		if slot != "" {
+			s.JobFinished(context.WithoutCancel(r.Context()), &state.Job{ID: slot, Tenant: tenant})
+		}
+	}()
 	replayed := false
 	if key != "" {
 		sum := sha256.Sum256(body)
@@ -85,7 +96,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 					"This Idempotency-Key was used with a different request body.")
 				return
 			}
-			job.ID, replayed = existing, true
+			job.ID, replayed = existing, true // it holds its own slot
 		}
 	}
 
@@ -102,6 +113,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), key != "") {
 		return
+	}
+	if !replayed {
+		slot = ""
 	}
 	if replayed {
 		stored, err := s.Store.GetJob(r.Context(), job.ID)
@@ -176,20 +190,60 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 
 // jobEvents is GET /v1/jobs/{id}/events: the job's lifecycle events as server-sent
 // events, replayed from the start of the durable event stream, then live, ending with
-// the terminal event.
+// the terminal event. With ?deltas=1 the job's live stream is interleaved as it
+// arrives: each piece of model text as an "event: delta" (a bus.StreamMsg: hop,
+// attempt, character offset, text). Deltas are ephemeral: only those published while
+// the request is open are shown, and only a job whose client streams has any.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	job := s.loadJob(w, r)
 	if job == nil {
 		return
 	}
+	release, ok := s.admitWait(w, r, chatCodec, job.Tenant, holdStream)
+	if !ok {
+		return
+	}
+	defer release()
 	ctx, cancel := s.stream(w, r) // ends the stream at SSEMaxDuration
 	defer cancel()
+	var deltas chan *nats.Msg
+	if v := r.URL.Query().Get("deltas"); v == "1" || v == "true" {
+		deltas = make(chan *nats.Msg, 4096)
+		sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectStream(job.ID), deltas)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")
+			return
+		}
+		defer sub.Unsubscribe()
+	}
 	it, stop, err := s.followEvents(ctx, job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")
 		return
 	}
 	defer stop()
+	// The durable events are read on a goroutine of their own, so live deltas are
+	// written while it waits; only this goroutine writes the response.
+	type next struct {
+		msg jetstream.Msg
+		err error
+	}
+	events := make(chan next)
+	go func() {
+		for {
+			fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			msg, err := it.Next(jetstream.NextContext(fctx))
+			cancel()
+			select {
+			case events <- next{msg, err}:
+			case <-ctx.Done():
+				return
+			}
+			if ctx.Err() != nil || err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+				return
+			}
+		}
+	}()
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -199,9 +253,24 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	for {
-		fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		msg, err := it.Next(jetstream.NextContext(fctx))
-		cancel()
+		var n next
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-deltas:
+			d, _, derr := bus.Decode[bus.StreamMsg](m.Data)
+			if derr != nil || d.Type != bus.StreamDelta {
+				continue
+			}
+			b, _ := json.Marshal(d)
+			fmt.Fprintf(w, "event: delta\ndata: %s\n\n", b)
+			if fl != nil {
+				fl.Flush()
+			}
+			continue
+		case n = <-events:
+		}
+		msg, err := n.msg, n.err
 		if ctx.Err() != nil {
 			return
 		}

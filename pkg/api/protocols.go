@@ -68,7 +68,16 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		now := time.Now().UTC()
 		job := &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored, Created: now, Deadline: now.Add(s.JobTimeout)}
 		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
-		waiter, err := s.watch(job.ID)
+		release, ok := s.admit(w, r, codec, job, holdOf(req))
+		if !ok {
+			return
+		}
+		defer release()
+		watch := s.watch
+		if req.Stream {
+			watch = s.watchLive
+		}
+		waiter, err := watch(job.ID)
 		if err != nil {
 			fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "The fleet is unavailable: " + err.Error()})
 			return
@@ -88,7 +97,9 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			b, _ := codec.EncodeResponse(base)
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		case req.Stream:
-			s.streamProtocol(w, r, codec, base, waiter)
+			s.relayStream(w, r, codec.NewStream(), base, waiter, func(done *state.Job) (*wire.Response, *wire.Error) {
+				return answerOf(done, base.Notes)
+			})
 		default:
 			done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
 			if err != nil {
@@ -145,6 +156,10 @@ func storedRequest(p wire.Protocol, req *wire.Request) (json.RawMessage, error) 
 		return nil, err
 	}
 	top[llm.FleetKey] = llm.FleetField(string(p), req.Search, req.Notes)
+	if req.Stream {
+		// The chat worker streams the model only for a client that streams.
+		top["stream"] = json.RawMessage("true")
+	}
 	return json.Marshal(top)
 }
 
@@ -206,49 +221,6 @@ func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
 		base.Status = wire.StatusQueued
 	}
 	return base, nil
-}
-
-// streamProtocol answers a streaming request in the codec's event sequence: the
-// opening events at once, keep-alives while the fleet works, then the finished answer
-// rendered as the protocol's events. (The fleet produces the answer whole; tokens are
-// not relayed as the model writes them yet.)
-func (s *Server) streamProtocol(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, base *wire.Response, wt *waiter) {
-	ctx, cancel := s.stream(w, r)
-	defer cancel()
-	fl, _ := w.(http.Flusher)
-	flush := func() {
-		if fl != nil {
-			fl.Flush()
-		}
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	st := codec.NewStream()
-	wire.WriteSSE(w, st.Start(base))
-	flush()
-	lastBeat := time.Now()
-	done, err := wt.wait(ctx, s, base.JobID, s.SyncWait, func() {
-		if time.Since(lastBeat) > 10*time.Second {
-			wire.WriteSSE(w, st.KeepAlive())
-			flush()
-			lastBeat = time.Now()
-		}
-	})
-	switch {
-	case err != nil:
-		if e := s.waitError(base.JobID, err); e != nil {
-			wire.WriteSSE(w, st.Fail(base, e))
-		}
-	default:
-		resp, e := answerOf(done, base.Notes)
-		if e != nil {
-			wire.WriteSSE(w, st.Fail(base, e))
-		} else {
-			wire.WriteSSE(w, st.Finish(resp))
-		}
-	}
-	flush()
 }
 
 // getResponse is GET /v1/responses/{id}: a Responses answer of the caller's tenant,

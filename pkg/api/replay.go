@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -31,7 +32,13 @@ func (s *Server) replayJob(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UTC()
 	job := &state.Job{ID: state.NewID("job_"), Tenant: orig.Tenant, Kind: "chat", Model: orig.Model, Request: orig.Request,
 		Created: now, Deadline: now.Add(s.JobTimeout), ReplayOf: orig.ID}
+	// A replay is a new job: it takes one of the tenant's job slots like any other,
+	// freed again if the job is not accepted.
+	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
+		return
+	}
 	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), false) {
+		s.JobFinished(context.WithoutCancel(r.Context()), job)
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+job.ID)

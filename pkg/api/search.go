@@ -42,6 +42,11 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now().UTC()
 	job := &state.Job{ID: state.NewID("srch_"), Tenant: tenantOf(r), Kind: "search", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
+	release, ok := s.admitChat(w, r, job, holdSync)
+	if !ok {
+		return
+	}
+	defer release()
 	waiter, err := s.watch(job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable.")

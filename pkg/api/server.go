@@ -40,6 +40,8 @@ type Server struct {
 	Tools *intent.Toolset
 	// Tenants maps API keys to tenants; nil or empty means an open API (one tenant).
 	Tenants *Tenants
+	// Limits are each tenant's limits (nil: none; see limits.go).
+	Limits *config.TenantLimits
 	// MaxBody bounds request bodies.
 	MaxBody int64
 	// JobTimeout is each job's deadline; SyncWait how long a synchronous request waits.
@@ -93,7 +95,33 @@ func (s *Server) Handler() http.Handler {
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
 	}
-	return s.observe(s.deadlines(routed(mux)))
+	return s.observe(s.deadlines(crossOrigin(routed(mux))))
+}
+
+// crossOrigin refuses browser requests from another site that change something (any
+// method but GET, HEAD and OPTIONS), by Sec-Fetch-Site or else by an Origin foreign
+// to Host (http.CrossOriginProtection). A browser sends a body-less or form POST
+// cross-site without asking first, so without this a web page could cancel a job on
+// an open API. API clients send neither header and are not affected.
+func crossOrigin(next http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeWireError(w, codecFor(r.URL.Path), &wire.Error{Status: http.StatusForbidden, Type: "permission_error", Code: "cross_origin_request",
+			Message: "Cross-origin browser requests are refused; call the API from a server or a same-origin page."})
+	}))
+	return p.Handler(next)
+}
+
+// codecFor is the client protocol whose error shape answers path: Anthropic's for
+// /v1/messages, the OpenAI shape for every other route.
+func codecFor(path string) wire.ClientCodec {
+	switch {
+	case strings.HasPrefix(path, "/v1/messages"):
+		return wire.Anthropic
+	case strings.HasPrefix(path, "/v1/responses"):
+		return wire.Responses
+	}
+	return wire.Chat
 }
 
 // routed serves the mux's routes and answers the rest in the API's error shape: a
@@ -195,7 +223,9 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.Tenants == nil {
-			h(w, r)
+			if s.allowRate(w, r, codec, tenantOf(r)) {
+				h(w, r)
+			}
 			return
 		}
 		key := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
@@ -208,7 +238,9 @@ func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.Handler
 				Message: "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."})
 			return
 		}
-		h(w, r.WithContext(withTenant(r.Context(), tenant)))
+		if s.allowRate(w, r, codec, tenant) {
+			h(w, r.WithContext(withTenant(r.Context(), tenant)))
+		}
 	}
 }
 

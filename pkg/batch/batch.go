@@ -27,10 +27,12 @@ package batch
 import (
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -52,6 +54,13 @@ type Service struct {
 	// MaxFileBytes bounds an uploaded file (default DefaultMaxFileBytes, 200 MB).
 	// Uploads do not go through ingress's body limit: they are streamed to disk.
 	MaxFileBytes int64
+	// Limits are each tenant's limits on batches and stored files (nil: none).
+	Limits *config.TenantLimits
+	// FilesMaxBytes bounds the bus.BucketFiles object store as a whole (0: no bound);
+	// a full store refuses new files (Full). FileExpiry is how long an upload without
+	// expires_after is kept (default DefaultFileExpiry).
+	FilesMaxBytes int64
+	FileExpiry    time.Duration
 
 	mu  sync.Mutex
 	obs jetstream.ObjectStore

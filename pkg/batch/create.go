@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,9 +20,6 @@ const (
 	defaultWindow = "24h"
 	minWindow     = time.Second
 	maxWindow     = 7 * 24 * time.Hour
-	// MaxCreateBytes bounds the body of POST /v1/batches: 50,000 questions of the
-	// simple {queries} form, of several hundred characters each, fit.
-	MaxCreateBytes = 64 << 20
 	// maxQueryBytes bounds one question of the simple form.
 	maxQueryBytes = 32 << 10
 )
@@ -42,23 +38,41 @@ type CreateParams struct {
 	// one user message, custom_id "q-<n>" (n from 1).
 	Queries []string `json:"queries"`
 	Model   string   `json:"model"`
+
+	// streamed holds the questions CreateFrom stored as it read them (then Queries
+	// is nil).
+	streamed *queryInput
 }
 
 // Create starts a batch of tenant's. Every line is validated before anything is
 // created (a refusal is an *Error); the batch is then recorded and queued for
 // expansion, and returned as status "validating", with the callback's signing secret
 // when one was made for it.
-func (s *Service) Create(ctx context.Context, tenant string, p *CreateParams) (View, error) {
+func (s *Service) Create(ctx context.Context, tenant string, p *CreateParams) (_ View, err error) {
+	defer func() {
+		if err != nil && p.streamed != nil {
+			p.streamed.abort()
+		}
+	}()
 	b, err := newRecord(tenant, p)
 	if err != nil {
 		return View{}, err
 	}
+	release, err := s.holdBatchSlot(ctx, b)
+	if err != nil {
+		return View{}, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	secret, err := s.takeCallback(ctx, b, p.Callback)
 	if err != nil {
 		return View{}, err
 	}
 	var ids []string
-	if p.Queries != nil {
+	if p.Queries != nil || p.streamed != nil {
 		ids, err = s.inputFromQueries(ctx, b, p)
 	} else {
 		ids, err = s.inputFromFile(ctx, b, p)
@@ -168,41 +182,117 @@ func (s *Service) validateStored(ctx context.Context, id string) (*Validation, e
 }
 
 // inputFromQueries turns the simple form into an input file (stored, so the batch
-// reads like any other): one chat request per question. It returns the custom_ids.
+// reads like any other): one chat request per question. The questions CreateFrom
+// streamed are stored already; others are streamed into the store now. It returns the
+// custom_ids.
 func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreateParams) ([]string, error) {
 	if p.InputFileID != "" {
 		return nil, invalid("", "queries", "Send either queries or input_file_id, not both.")
 	}
-	if p.Model == "" && len(s.Models) == 1 {
-		p.Model = s.Models[0]
-	}
-	if p.Model == "" {
-		return nil, invalid("", "model", "model is required with queries; available models: %s", strings.Join(s.Models, ", "))
-	}
-	var buf bytes.Buffer
-	va := newValidator(s.Models)
-	for i, q := range p.Queries {
-		if e := checkQuery(i, q); e != nil {
-			va.fail(*e)
-			continue
+	in := p.streamed
+	if in == nil {
+		if p.Model == "" && len(s.Models) == 1 {
+			p.Model = s.Models[0]
 		}
-		line, _ := json.Marshal(inputLine{CustomID: "q-" + strconv.Itoa(i+1), Method: "POST", URL: chatEndpoint,
-			Body: queryBody(p.Model, q)})
-		va.line(i+1, line)
-		buf.Write(line)
-		buf.WriteByte('\n')
+		if p.Model == "" {
+			return nil, invalid("", "model", "model is required with queries; available models: %s", strings.Join(s.Models, ", "))
+		}
+		var err error
+		if in, err = s.newQueryInput(ctx, b.Tenant, p.Model); err != nil {
+			return nil, err
+		}
+		p.streamed = in
+		for _, q := range p.Queries {
+			in.add(q)
+		}
+	} else if p.Model != in.model {
+		return nil, invalid("", "model", "model %q does not match the model %q the queries were read for", p.Model, in.model)
 	}
-	v := va.result()
+	v := in.va.result()
 	if v.Invalid > 0 {
 		return nil, &Error{Kind: Invalid, Param: "queries", Input: v, Message: "invalid batch input"}
 	}
-	f := &state.File{ID: state.NewID("file-"), Tenant: b.Tenant, Filename: b.ID + "_queries.jsonl", Purpose: PurposeBatch, Created: b.Created}
-	if err := s.saveFile(ctx, f, &buf); err != nil {
+	f := in.file
+	f.Filename, f.Created, f.Expires = b.ID+"_queries.jsonl", b.Created, b.Expires.Add(s.Store.Retention)
+	size, err := in.obj.finish()
+	if err == nil {
+		f.Bytes = size
+		err = s.Store.SaveFile(ctx, f)
+	}
+	if err != nil {
+		if e, ok := AsError(err); ok {
+			return nil, e
+		}
 		s.Log.Error("batch: storing queries", "err", err)
 		return nil, unavailable(err, "Could not store the queries; try again.")
 	}
 	b.InputFileID, b.Model, b.Total = f.ID, v.Model, v.Requests
 	return v.CustomIDs, nil
+}
+
+// queryInput is the input file of the simple form, streamed into the object store a
+// question at a time as it is validated.
+type queryInput struct {
+	model string
+	va    *validator
+	n     int
+	file  *state.File
+	obj   *objectWriter
+	err   error
+}
+
+// newQueryInput starts the input file of tenant's questions for model.
+func (s *Service) newQueryInput(ctx context.Context, tenant, model string) (*queryInput, error) {
+	if _, err := s.checkFileQuota(ctx, tenant); err != nil {
+		return nil, err
+	}
+	f := &state.File{ID: state.NewID("file-"), Tenant: tenant, Purpose: PurposeBatch, Created: time.Now().UTC()}
+	obj, err := s.createObject(ctx, f)
+	if err != nil {
+		return nil, unavailable(err, "Could not store the queries; try again.")
+	}
+	return &queryInput{model: model, va: newValidator(s.Models), file: f, obj: obj}, nil
+}
+
+// add validates the next question and writes its line; once a line is invalid
+// nothing more is written (the input will be refused), but every line is checked.
+func (in *queryInput) add(q string) {
+	i := in.n
+	in.n++
+	if e := checkQuery(i, q); e != nil {
+		in.va.fail(*e)
+		return
+	}
+	line, _ := json.Marshal(inputLine{CustomID: "q-" + strconv.Itoa(i+1), Method: "POST", URL: chatEndpoint, Body: queryBody(in.model, q)})
+	in.va.line(i+1, line)
+	if in.va.v.Invalid == 0 && in.err == nil {
+		_, in.err = in.obj.Write(append(line, '\n'))
+	}
+}
+
+// abort drops the input file (once finished, the record's expiry removes it).
+func (in *queryInput) abort() { in.obj.abort() }
+
+// holdBatchSlot takes one of the tenant's unfinished-batch slots for b (released by
+// the returned function, or when b ends: batchEnded).
+func (s *Service) holdBatchSlot(ctx context.Context, b *record) (func(), error) {
+	limit := s.Limits.Of(b.Tenant).Batches
+	took, err := s.Store.AcquireLease(ctx, state.LeaseBatches, b.Tenant, b.ID, limit, time.Until(b.Expires)+time.Hour)
+	if err != nil {
+		return nil, unavailable(err, "Could not check the batch limit; try again.")
+	}
+	if !took {
+		e := s.limited(b.Tenant, "batches", "Too many unfinished batches: at most %d at once; retry when one has ended.", limit)
+		return nil, e
+	}
+	return func() { s.batchEnded(context.WithoutCancel(ctx), b.Tenant, b.ID) }, nil
+}
+
+// batchEnded frees the slot of a batch that ended.
+func (s *Service) batchEnded(ctx context.Context, tenant, id string) {
+	if err := s.Store.ReleaseLease(ctx, state.LeaseBatches, tenant, id); err != nil {
+		s.Log.Warn("batch: freeing a batch slot (it expires on its own)", "batch", id, "err", err)
+	}
 }
 
 // checkQuery checks question i of the simple form.
@@ -231,7 +321,7 @@ func (s *Service) start(ctx context.Context, b *record, ids []string) error {
 	}
 	if err := s.Bus.Publish(ctx, bus.SubjectExpand, bus.BatchExpand{BatchID: b.ID, Tenant: b.Tenant}); err != nil {
 		s.Log.Error("batch: queueing expansion", "batch", b.ID, "err", err)
-		s.failBatch(context.WithoutCancel(ctx), b.ID, newLineError(0, "queue_unavailable", "", "the batch could not be queued: %v", err))
+		s.failBatch(context.WithoutCancel(ctx), b, newLineError(0, "queue_unavailable", "", "the batch could not be queued: %v", err))
 		e := unavailable(err, "The fleet could not take the batch; try again.")
 		e.RetryAfter = time.Second
 		return e
@@ -240,13 +330,14 @@ func (s *Service) start(ctx context.Context, b *record, ids []string) error {
 }
 
 // failBatch ends a batch that cannot run as failed, with the reason as its error.
-func (s *Service) failBatch(ctx context.Context, id string, e lineError) {
-	moved, err := s.Store.FinishBatch(ctx, id, statusFailed, state.BatchEnd{Errors: []lineError{e}})
+func (s *Service) failBatch(ctx context.Context, b *record, e lineError) {
+	moved, err := s.Store.FinishBatch(ctx, b.ID, statusFailed, state.BatchEnd{Errors: []lineError{e}})
 	if err != nil {
-		s.Log.Error("batch: marking failed", "batch", id, "err", err)
+		s.Log.Error("batch: marking failed", "batch", b.ID, "err", err)
 	}
 	if moved {
-		s.Log.Warn("batch failed", "batch", id, "reason", e.Message)
+		s.Log.Warn("batch failed", "batch", b.ID, "reason", e.Message)
+		s.batchEnded(ctx, b.Tenant, b.ID)
 	}
 }
 

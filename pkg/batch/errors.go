@@ -20,6 +20,12 @@ const (
 	// Unavailable: the fleet could not do it now; the same request may succeed later
 	// (503).
 	Unavailable
+	// Limited: a per-tenant limit or quota refuses it (429); Limit names which.
+	Limited
+	// TooLarge: the body or the file is over its size limit (413).
+	TooLarge
+	// Full: the file store is full (507).
+	Full
 )
 
 // Error is a request the batch service refused, worded for the client. The cause of
@@ -34,7 +40,10 @@ type Error struct {
 	Input *Validation
 	// RetryAfter, when set, is how soon to try again.
 	RetryAfter time.Duration
-	Err        error
+	// Limit is the per-tenant limit that refused a Limited request ("batches",
+	// "files", "file_bytes").
+	Limit string
+	Err   error
 }
 
 func (e *Error) Error() string {

@@ -122,7 +122,7 @@ func (s *Service) expand(ctx context.Context, b *record) error {
 	if b.Status == statusValidating || b.Status == statusInProgress {
 		rc, err := s.OpenFile(ctx, b.InputFileID)
 		if errors.Is(err, errNoFile) {
-			s.failBatch(ctx, b.ID, newLineError(0, "input_file_missing", "input_file_id", "the input file %s was deleted before the batch could run", b.InputFileID))
+			s.failBatch(ctx, b, newLineError(0, "input_file_missing", "input_file_id", "the input file %s was deleted before the batch could run", b.InputFileID))
 			return nil
 		}
 		if err != nil {
@@ -419,6 +419,7 @@ func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
 				s.repairIfStale(ctx, b)
 			}
 		}
+		s.sweepFiles(ctx)
 	}
 }
 
@@ -439,7 +440,7 @@ func (s *Service) DeadLettered(ctx context.Context, dl bus.DeadLetter) error {
 	if _, err := s.advance(ctx, b.ID, b.Expanded, true); err != nil {
 		return err
 	}
-	s.failBatch(ctx, b.ID, newLineError(0, "expansion_failed", "", "the batch could not be expanded after %d attempts: %s", dl.Deliveries, dl.Reason))
+	s.failBatch(ctx, b, newLineError(0, "expansion_failed", "", "the batch could not be expanded after %d attempts: %s", dl.Deliveries, dl.Reason))
 	b, err = s.load(ctx, b.ID)
 	if err != nil {
 		return ignoreGone(err)

@@ -88,6 +88,7 @@ func (s *Service) finalize(ctx context.Context, b *record) error {
 		return ignoreGone(err)
 	}
 	if moved {
+		s.batchEnded(ctx, b.Tenant, b.ID)
 		s.Log.Info("batch ended", "batch", b.ID, "status", b.Status, "total", b.Total, "completed", b.Completed, "failed", b.Failed)
 	}
 	return s.notify(ctx, b)
@@ -228,7 +229,8 @@ func (s *Service) storeOutputs(ctx context.Context, b *record, o *outputs) (outI
 			return "", "", err
 		}
 		f := &state.File{ID: "file-" + strings.TrimPrefix(b.ID, "batch_") + "-" + kind, Tenant: b.Tenant,
-			Filename: b.ID + "_" + kind + ".jsonl", Purpose: PurposeOutput, Created: time.Now().UTC()}
+			Filename: b.ID + "_" + kind + ".jsonl", Purpose: PurposeOutput, Created: time.Now().UTC(),
+			Expires: time.Now().Add(s.Store.Retention)}
 		if err := s.saveFile(ctx, f, r); err != nil {
 			return "", "", err
 		}

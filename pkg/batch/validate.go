@@ -188,10 +188,6 @@ func (va *validator) result() *Validation {
 	return &va.v
 }
 
-// Validate checks every line of a batch input against the models served. A line too
-// long to read is a LineTooLongError; a refused input has Invalid > 0.
-func (s *Service) Validate(r io.Reader) (*Validation, error) { return validate(r, s.Models) }
-
 // validate checks every line of r.
 func validate(r io.Reader, models []string) (*Validation, error) {
 	va := newValidator(models)

@@ -235,6 +235,8 @@ type traceEntry struct {
 	Worker   string `json:"worker,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
 	Millis   int64  `json:"ms,omitempty"`
+	// Fallback names the engines that failed the call and the one that answered it.
+	Fallback *search.Fallback `json:"fallback,omitempty"`
 	// Result is the content address (search.Address) of the recorded result.
 	Result string `json:"result,omitempty"`
 }
@@ -249,6 +251,7 @@ func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
 			if d, ok := v.done(h, c.ID); ok {
 				res := &d.Result
 				e.Worker, e.Attempts, e.Millis = d.Worker, d.Attempts, d.Millis
+				e.Fallback = d.Fallback
 				e.Sources = traceSources(res)
 				if res.Citation.Error != nil {
 					e.Error = res.Citation.Error.Type + ": " + res.Citation.Error.Message

@@ -3,8 +3,6 @@ package chat
 import (
 	"encoding/json"
 	"slices"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
@@ -28,27 +26,9 @@ type urlCitation struct {
 // character (code point) offsets of the marker, as OpenAI reports them.
 func annotate(text string, srcs []engines.Source) []annotation {
 	out := []annotation{}
-	chars := 0
-	for i := 0; i < len(text); {
-		if text[i] == '[' {
-			j := i + 1
-			for j < len(text) && j-i <= 4 && text[j] >= '0' && text[j] <= '9' {
-				j++
-			}
-			if j > i+1 && j < len(text) && text[j] == ']' {
-				n, _ := strconv.Atoi(text[i+1 : j])
-				if n >= 1 && n <= len(srcs) {
-					s := srcs[n-1].Web
-					out = append(out, annotation{Type: "url_citation", URLCitation: urlCitation{URL: s.URI, Title: s.Title, StartIndex: chars, EndIndex: chars + j + 1 - i}})
-				}
-				chars += j + 1 - i // the marker is ASCII
-				i = j + 1
-				continue
-			}
-		}
-		_, size := utf8.DecodeRuneInString(text[i:])
-		i += size
-		chars++
+	for _, m := range llm.CitationMarkers(text, len(srcs)) {
+		s := srcs[m.N-1].Web
+		out = append(out, annotation{Type: "url_citation", URLCitation: urlCitation{URL: s.URI, Title: s.Title, StartIndex: m.Start, EndIndex: m.End}})
 	}
 	return out
 }
@@ -82,6 +62,7 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 	if json.Unmarshal(t.Message, &msg) != nil || msg == nil {
 		msg = map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`)}
 	}
+	delete(msg, llm.NativeKey) // the job record reads it; the client never sees it
 	_, client := splitCalls(t, v.req.ToolNames())
 	finish := t.Finish
 	if len(client) > 0 {

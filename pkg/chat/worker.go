@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -47,6 +48,9 @@ type Model struct {
 	Provider string
 	Client   llm.Caller
 	Upstream string
+	// Protocol is the protocol the provider speaks (its config "protocol"): the job's
+	// usage record names it.
+	Protocol string
 }
 
 // Worker runs chat chains. It holds no job state between messages.
@@ -119,6 +123,7 @@ func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done])
 		ev.Error = m.Result.Citation.Error.Type + ": " + m.Result.Citation.Error.Message
 	}
 	w.emit(ev)
+	w.progress(searchDone(m.JobID, m.Hop, m.CallID, m.Engine, &m.Result))
 	return w.advance(ctx, st, m.Hop+1, d.Last(), &m)
 }
 
@@ -244,7 +249,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	if err != nil {
 		return false, err
 	}
-	msgs, _ := v.messages(h)
+	msgs, srcs := v.messages(h)
 	tools := v.req.Tools
 	if offered {
 		tools = append(append([]json.RawMessage(nil), tools...), w.Tools.Tool(gp))
@@ -254,9 +259,17 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 		return false, w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()})
 	}
 	w.emit(bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
+	if v.req.Stream && len(srcs.list) > 0 {
+		// The ingress turns the hop's [n] markers into citations as they stream.
+		m := bus.StreamMsg{JobID: v.job.ID, Type: bus.StreamSources, Hop: h}
+		for _, s := range srcs.list {
+			m.Sources = append(m.Sources, bus.StreamSource{URL: s.Web.URI, Title: s.Web.Title})
+		}
+		w.progress(m)
+	}
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
 	start := time.Now()
-	comp, err := model.Client.Complete(mctx, body, nil)
+	comp, err := model.Client.Complete(mctx, body, w.relay(v, h, len(srcs.list)))
 	cancel()
 	if w.Metrics != nil {
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())
@@ -282,6 +295,43 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	v.chain.Hop(h).Turn = got // another worker's answer, if it stored first
 	w.failpoint("chat.after_turn_stored")
 	return true, nil
+}
+
+// relay returns the delta callback of hop h's model call: nil (the model answers
+// whole) unless the job's client streams; then each piece of text goes out on the
+// job's live stream at once, placed by its character offset in the hop's text and
+// tagged with this attempt, so the ingress can drop what a re-run hop repeats.
+// Publishing is fire and forget: a lost delta is made good by the stored answer.
+func (w *Worker) relay(v *view, h int, sources int) func(llm.Delta) {
+	if !v.req.Stream {
+		return nil
+	}
+	attempt := w.ID + "." + strconv.FormatInt(time.Now().UnixNano(), 36)
+	offset := 0
+	subject := bus.SubjectStream(v.job.ID)
+	// The text is relayed as the stored answer will be: a marker that cites no source
+	// is dropped here too (a marker still being written is held until it is whole; the
+	// answer's end fills in what a cut stream held).
+	cites := newMarkerFilter(sources)
+	return func(d llm.Delta) {
+		text := cites.Push(d.Text)
+		if text == "" {
+			return
+		}
+		m := bus.StreamMsg{JobID: v.job.ID, Type: bus.StreamDelta, Hop: h, Attempt: attempt, Offset: offset, Text: text}
+		offset = m.End()
+		if err := w.Bus.Emit(subject, m); err != nil {
+			w.Log.Debug("chat: publishing a delta", "job", v.job.ID, "err", err)
+		}
+	}
+}
+
+// progress publishes a search's progress on the job's live stream (fire and forget;
+// a job nobody streams has no subscriber, and the message goes nowhere).
+func (w *Worker) progress(m bus.StreamMsg) {
+	if err := w.Bus.Emit(bus.SubjectStream(m.JobID), m); err != nil {
+		w.Log.Debug("chat: publishing search progress", "job", m.JobID, "err", err)
+	}
 }
 
 // modelFailed retries a model call that may succeed later, or ends the job with the
@@ -433,10 +483,13 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 				return err
 			}
 			complete = have == want
+			w.progress(bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchStarted, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
+			w.progress(searchDone(jobID, h, c.ID, c.Engine, c.Result))
 			continue
 		}
-		req := search.Request{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline}
+		req := search.Request{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline, GooglePreferred: t.GooglePreferred}
 		w.emit(bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
+		w.progress(bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchStarted, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
 		ps, err := w.Bus.PublishAsync(bus.SubjectSearch(c.Engine), req)
 		if err != nil {
 			return err
@@ -455,15 +508,30 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	return nil
 }
 
+// searchDone is the live-stream message of a finished search: its pages (URL and
+// title, in the engine's order) or its error.
+func searchDone(jobID string, h int, callID, engine string, res *engines.Result) bus.StreamMsg {
+	m := bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchDone, Hop: h, CallID: callID, Engine: engine, Query: res.Query}
+	if e := res.Citation.Error; e != nil {
+		m.Error = e.Type + ": " + e.Message
+		return m
+	}
+	for _, s := range traceSources(res) { // titled and dated as the stored trace is
+		m.Sources = append(m.Sources, bus.StreamSource{URL: s.URL, Title: s.Title, PageAge: s.PageAge})
+	}
+	return m
+}
+
 // complete ends the job with hop h's answer.
 func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	t, _ := v.turn(h)
-	srcs := v.allSources(h)
+	srcs := nativeSources(t, v.allSources(h))
 	resp, finish, shown, cites := buildResponse(v, h, t, srcs)
 	trace, searchUsage := v.trace(h)
+	trace, searchUsage = v.addNative(h, trace, searchUsage)
 	usage := chainUsage(v, h)
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
-		"model_calls": h + 1, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD, "citations": cites})
+		"model_calls": h + 1, "model_protocol": w.Models[v.job.Model].Protocol, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD, "citations": cites})
 	if w.Metrics != nil {
 		w.Metrics.Citations.WithLabelValues("valid").Add(float64(cites.Valid))
 		w.Metrics.Citations.WithLabelValues("removed").Add(float64(cites.Removed))

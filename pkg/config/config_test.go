@@ -116,6 +116,48 @@ func TestResolveEngineKeyFallsBackToProvider(t *testing.T) {
 	}
 }
 
+// A key variable holding several comma-separated keys gives an engine (and an engine
+// that inherits its provider's variable) every key, in order; one key stays one key.
+func TestResolveKeyLists(t *testing.T) {
+	t.Parallel()
+	f, err := config.ParseFile([]byte(`{
+	  "providers": {"glm": {"kind": "glm", "apiKeyEnv": "P_KEYS"}},
+	  "routing":   {"web_search": [{"id": "r", "targets": ["glm.glm-4.7"]}]},
+	  "webSearch": {"engines": [
+	    {"id": "inherits", "providerKey": "glm.glm-4.7"},
+	    {"id": "brave", "kind": "brave", "apiKeyEnv": "B_KEYS", "fallback": ["tavily", "inherits"]},
+	    {"id": "tavily", "kind": "tavily", "apiKeyEnv": "T_KEY"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Resolve(config.MapLookup(map[string]string{"P_KEYS": "p1,p2", "B_KEYS": " b1 , b2,, b3\n", "T_KEY": "t1"})); err != nil {
+		t.Fatal(err)
+	}
+	cfgs, err := f.EngineConfigs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(c engines.Config) string { return c.APIKey + "|" + strings.Join(c.APIKeys, ",") }
+	if g := got(cfgs[0]); g != "p1|p1,p2" {
+		t.Errorf("inherited keys = %s", g)
+	}
+	if g := got(cfgs[1]); g != "b1|b1,b2,b3" {
+		t.Errorf("engine keys = %s", g)
+	}
+	if g := got(cfgs[2]); g != "t1|" {
+		t.Errorf("single key = %s", g)
+	}
+	if f.Providers["glm"].APIKey != "p1" {
+		t.Errorf("provider key = %q, want the first of the list", f.Providers["glm"].APIKey)
+	}
+	if e, _ := f.Engine("brave"); strings.Join(e.Fallback, ",") != "tavily,inherits" {
+		t.Errorf("fallback = %v", e.Fallback)
+	}
+	if _, err := engines.FromConfig(cfgs, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The example as shipped, with no variable set, fails with one error listing every
 // missing variable, sorted, each with what needs it; with the tenant's secrets set,
 // the same error lists exactly the provider keys. Values never appear, and a failed
@@ -182,7 +224,10 @@ func TestFileValidation(t *testing.T) {
 		`{"webSearch":{"engines":[{"id":"a","kind":"bing"}]}}`:                                                           `kind "bing" is not an engine kind`,
 		`{"webSearch":{"engines":[{"id":"a","kind":"brave"}],"injectPolicy":"sometimes"}}`:                               `injectPolicy`,
 		`{"webSearch":{"engines":[{"id":"a","kind":"brave","rateLimit":{"perSecond":0}}]}}`:                              `rateLimit.perSecond must be positive`,
-		`{"webSearch":{"enginez":[]}}`: `unknown field "enginez"`,
+		`{"webSearch":{"enginez":[]}}`:                                                                          `unknown field "enginez"`,
+		`{"webSearch":{"engines":[{"id":"a","kind":"brave","fallback":["a"]}]}}`:                                `webSearch.engines[0].fallback[0]: engine "a" cannot fall back to itself`,
+		`{"webSearch":{"engines":[{"id":"a","kind":"brave","fallback":["bing"]}]}}`:                             `webSearch.engines[0].fallback[0]: "bing" is not a configured engine`,
+		`{"webSearch":{"engines":[{"id":"a","kind":"brave","fallback":["b","b"]},{"id":"b","kind":"tavily"}]}}`: `webSearch.engines[0].fallback[1]: "b" is listed twice`,
 	}
 	for in, want := range cases {
 		_, err := config.ParseFile([]byte(in))

@@ -34,7 +34,9 @@ type Env struct {
 	DataDir string `env:"FLEET_DATA_DIR" envDefault:".data"`
 	// KeyPrefix prefixes every Redis key, so fleets can share a Redis.
 	KeyPrefix string `env:"FLEET_REDIS_PREFIX" envDefault:"sf"`
-	// Retention is how long job records are kept.
+	// Retention is how long job records are kept (at most 720h): a record holds the
+	// request body (up to MaxBodyBytes) and the answer. Batch records and the files a
+	// batch writes are kept this long after the batch ends.
 	Retention time.Duration `env:"FLEET_JOB_RETENTION" envDefault:"168h"`
 	// JobTimeout bounds a whole job; past it the job fails visibly.
 	JobTimeout time.Duration `env:"FLEET_JOB_TIMEOUT" envDefault:"5m"`
@@ -101,6 +103,16 @@ type Env struct {
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `env:"FLEET_LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"FLEET_LOG_FORMAT" envDefault:"text"`
+	// TenantLimits are the per-tenant limits of every tenant that sets none of its
+	// own, and of the open API (FLEET_TENANT_RPS, _BURST, _SYNC_WAITS, _STREAMS,
+	// _QUEUED_JOBS, _BATCHES, _FILES, _FILE_BYTES; 0: no limit).
+	TenantLimits Limits `envPrefix:"FLEET_TENANT_"`
+	// FileExpiry is how long an uploaded file is kept when its upload names no
+	// expires_after; FilesMaxBytes bounds the FLEET_FILES object store as a whole (a
+	// full store refuses uploads with 507 and cannot take the space of the JOBS and
+	// EVENTS streams). Produced batch files are kept as long as their batch.
+	FileExpiry    time.Duration `env:"FLEET_FILE_EXPIRY" envDefault:"720h"`
+	FilesMaxBytes int64         `env:"FLEET_FILES_MAX_BYTES" envDefault:"10737418240"`
 	// Failpoint names a point of a chat step at which a chat worker exits with status
 	// 3 (e.g. chat.after_dispatch). For the crash tests only; empty in production.
 	Failpoint string `env:"FLEET_FAILPOINT"`
@@ -169,8 +181,15 @@ func (e Env) Validate() error {
 	if e.SSEMaxDuration <= e.JobTimeout {
 		bad("FLEET_SSE_MAX_DURATION (%s) must exceed FLEET_JOB_TIMEOUT (%s), so a stream can follow a whole job", e.SSEMaxDuration, e.JobTimeout)
 	}
-	if e.Retention < time.Minute {
-		bad("FLEET_JOB_RETENTION must be at least 1m")
+	e.TenantLimits.validate(bad)
+	if e.FileExpiry < time.Minute {
+		bad("FLEET_FILE_EXPIRY must be at least 1m")
+	}
+	if e.FilesMaxBytes < 1<<20 {
+		bad("FLEET_FILES_MAX_BYTES must be at least 1 MiB")
+	}
+	if e.Retention < time.Minute || e.Retention > 720*time.Hour {
+		bad("FLEET_JOB_RETENTION must be from 1m to 720h (got %s)", e.Retention)
 	}
 	switch e.LogFormat {
 	case "text", "json":

@@ -32,3 +32,24 @@ func TestEnvHTTPDeadlines(t *testing.T) {
 		}
 	}
 }
+
+// The per-tenant limits have documented defaults, read from FLEET_TENANT_*; a
+// tenant's own limits override them field by field, and a negative one lifts it.
+func TestTenantLimits(t *testing.T) {
+	t.Parallel()
+	e, err := config.LoadEnvFrom(map[string]string{"FLEET_TENANT_RPS": "5", "FLEET_TENANT_STREAMS": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := e.TenantLimits
+	if d.RequestsPerSecond != 5 || d.Burst != 40 || d.Streams != 0 || d.SyncWaits != 64 || d.QueuedJobs != 512 || d.FileBytes != 2<<30 {
+		t.Errorf("defaults: %+v", d)
+	}
+	own := config.Limits{SyncWaits: 3, QueuedJobs: -1}.Or(d)
+	if own.SyncWaits != 3 || own.QueuedJobs != 0 || own.RequestsPerSecond != 5 || own.Files != 1000 {
+		t.Errorf("tenant's own: %+v", own)
+	}
+	if _, err := config.LoadEnvFrom(map[string]string{"FLEET_TENANT_FILES": "-1"}); err == nil {
+		t.Error("a negative default was accepted")
+	}
+}

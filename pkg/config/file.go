@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 var logWriter = os.Stderr
@@ -44,8 +45,13 @@ type Provider struct {
 	// API) for main models; for search it also selects the engine kind of engines
 	// that name this provider (glm → glm-chat, gemini → gemini, …).
 	Kind string `json:"kind"`
-	// BaseURL is the chat-completions base (".../v1") for main-model use.
+	// BaseURL is the main-model API base: ".../v1" for openai-chat and
+	// openai-responses, the host root for anthropic-messages and gemini (as their
+	// SDKs take it).
 	BaseURL string `json:"baseURL,omitempty"`
+	// Protocol is the protocol the provider's main models speak: "openai-chat" (the
+	// default), "openai-responses", "anthropic-messages" or "gemini".
+	Protocol string `json:"protocol,omitempty"`
 	// SearchBaseURL is the base URL search engines of this provider use, when it
 	// differs from the engine kind's default.
 	SearchBaseURL string `json:"searchBaseURL,omitempty"`
@@ -53,12 +59,33 @@ type Provider struct {
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
 	// APIKey is the key, filled by Resolve from APIKeyEnv; never serialized.
 	APIKey string `json:"-"`
+	// APIKeys are the keys when APIKeyEnv holds several, comma-separated (APIKey is
+	// then the first); never serialized.
+	APIKeys []string `json:"-"`
 }
 
 // ModelRoute sends a client model name to a provider's model.
 type ModelRoute struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
+	// WebSearch is whose search the model's web_search runs: "server" (the fleet's
+	// engines, the default), "native" (the provider's own search, for protocols whose
+	// search the fleet forwards: anthropic-messages) or "auto" (native where supported).
+	WebSearch string `json:"webSearch,omitempty"`
+}
+
+// NativeSearch reports whether the model runs the provider's own search.
+func (f *File) NativeSearch(name string) bool {
+	m := f.Models[name]
+	if m.WebSearch != "native" && m.WebSearch != "auto" {
+		return false
+	}
+	api, ok := wire.ModelAPIFor(f.Providers[m.Provider].Protocol)
+	if !ok {
+		return false
+	}
+	_, ok = wire.NativeSearchPrice(api.Protocol())
+	return ok
 }
 
 // Routing are named routes; only web_search is used.
@@ -107,6 +134,19 @@ type EngineEntry struct {
 	// APIKey is the engine's key, filled by Resolve from APIKeyEnv, else from its
 	// provider's variable; never serialized.
 	APIKey string `json:"-"`
+	// APIKeys are the engine's keys when the variable holds several, comma-separated
+	// (APIKey is then the first): searches rotate over them; never serialized.
+	APIKeys []string `json:"-"`
+	// Fallback lists the engines, in order, that take over a search this engine
+	// failed with a retryable (429, 5xx, timeout), quota or auth error. Only the
+	// engine the model chose follows its list (a fallback's own list is not
+	// followed), so lists cannot loop.
+	Fallback []string `json:"fallback,omitempty"`
+	// AccessToken is an OAuth access token source used instead of an API key (a
+	// token file or a refresh command; see AccessToken).
+	AccessToken *AccessToken `json:"accessToken,omitempty"`
+	// Token is the source Resolve built from AccessToken; never serialized.
+	Token engines.TokenSource `json:"-"`
 	// Options are the engine kind's options.
 	Options json.RawMessage `json:"options,omitempty"`
 	// CostPerSearchUSD overrides the kind's list price.
@@ -130,6 +170,9 @@ type Tenant struct {
 	APIKeyEnv string `json:"apiKeyEnv"`
 	// WebhookSecretEnv names the variable holding the tenant's whsec_ signing secret.
 	WebhookSecretEnv string `json:"webhookSecretEnv,omitempty"`
+	// Limits are the tenant's own limits; omitted fields take the FLEET_TENANT_*
+	// defaults (see Limits).
+	Limits Limits `json:"limits,omitzero"`
 
 	// APIKeys are the tenant's keys, filled by Resolve from APIKeyEnv (split at
 	// commas, blanks dropped); never serialized.
@@ -223,19 +266,35 @@ func (f *File) Validate() error {
 		if strings.Contains(name, ".") {
 			bad("providers.%s: a provider name cannot contain '.'", name)
 		}
+		if p.Protocol != "" && !slices.Contains(wire.ModelProtocols, p.Protocol) {
+			bad("providers.%s.protocol %q is not a main-model protocol; use one of %s", name, p.Protocol, strings.Join(wire.ModelProtocols, ", "))
+		}
 	}
 	for name, m := range f.Models {
 		p, ok := f.Providers[m.Provider]
 		switch {
 		case !ok:
 			bad("models[%q].provider %q is not a configured provider", name, m.Provider)
-		case p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
-			bad("models[%q]: provider %q has kind %q; main models must speak OpenAI chat completions", name, m.Provider, p.Kind)
+		case (p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
+			bad("models[%q]: provider %q has kind %q; main models speak OpenAI chat completions unless the provider sets \"protocol\" (one of %s)", name, m.Provider, p.Kind, strings.Join(wire.ModelProtocols, ", "))
 		case p.BaseURL == "":
 			bad("providers.%s.baseURL is required for main-model use (models[%q])", m.Provider, name)
 		}
 		if m.Model == "" {
 			bad("models[%q].model is required", name)
+		}
+		switch m.WebSearch {
+		case "", "server", "auto":
+		case "native":
+			if ok && !f.NativeSearch(name) {
+				proto := p.Protocol
+				if proto == "" {
+					proto = wire.ModelOpenAIChat
+				}
+				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward (anthropic-messages only); use \"server\" or \"auto\"", name, m.Provider, proto)
+			}
+		default:
+			bad("models[%q].webSearch %q must be server, native or auto", name, m.WebSearch)
 		}
 	}
 	if _, err := f.EngineConfigs(); err != nil {
@@ -267,6 +326,24 @@ func (f *File) Validate() error {
 		if e.RateLimit != nil && e.RateLimit.PerSecond <= 0 {
 			bad("%s.rateLimit.perSecond must be positive", path)
 		}
+		if e.AccessToken != nil {
+			if err := e.AccessToken.validate(path); err != nil {
+				errs = append(errs, err)
+			}
+			if e.APIKeyEnv != "" {
+				bad("%s: give apiKeyEnv or accessToken, not both", path)
+			}
+		}
+		for j, fb := range e.Fallback {
+			switch _, ok := f.Engine(fb); {
+			case fb == e.ID:
+				bad("%s.fallback[%d]: engine %q cannot fall back to itself", path, j, fb)
+			case !ok:
+				bad("%s.fallback[%d]: %q is not a configured engine", path, j, fb)
+			case slices.Contains(e.Fallback[:j], fb):
+				bad("%s.fallback[%d]: %q is listed twice", path, j, fb)
+			}
+		}
 	}
 	if defaults > 1 {
 		bad("webSearch.engines: at most one engine may be the default (%d are)", defaults)
@@ -296,7 +373,7 @@ func (f *File) EngineConfigs() ([]engines.Config, error) {
 	var errs []error
 	for i, e := range f.WebSearch.Engines {
 		path := fmt.Sprintf("webSearch.engines[%d]", i)
-		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
+		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, APIKeys: e.APIKeys, Token: e.Token, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
 		if e.ProviderKey != "" {
 			pname, model := SplitProviderKey(e.ProviderKey)
 			p, ok := f.Providers[pname]
@@ -316,8 +393,8 @@ func (f *File) EngineConfigs() ([]engines.Config, error) {
 			if c.APIKeyEnv == "" {
 				c.APIKeyEnv = p.APIKeyEnv
 			}
-			if c.APIKey == "" && e.APIKeyEnv == "" {
-				c.APIKey = p.APIKey
+			if c.APIKey == "" && e.APIKeyEnv == "" && e.AccessToken == nil {
+				c.APIKey, c.APIKeys = p.APIKey, p.APIKeys
 			}
 		}
 		if c.Kind == "" {

@@ -1,17 +1,24 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
 )
 
 // Resolve reads every secret the file names through lookup (os.LookupEnv in a
 // process, MapLookup in tests and for configs built in code) and fills the fields
 // that hold them, none of which is ever serialized:
 //
-//   - Provider.APIKey from the provider's apiKeyEnv;
-//   - EngineEntry.APIKey from the engine's apiKeyEnv, else its provider's;
+//   - Provider.APIKey from the provider's apiKeyEnv (and APIKeys, when it holds
+//     several comma-separated keys: APIKey is then the first);
+//   - EngineEntry.APIKey and APIKeys the same way, from the engine's apiKeyEnv, else
+//     its provider's;
+//   - EngineEntry.Token from accessToken (its file must read to a token, its
+//     command's program must exist; the token itself is read per search);
 //   - Tenant.APIKeys from apiKeyEnv (a comma-separated list);
 //   - Tenant.WebhookSecret from webhookSecretEnv.
 //
@@ -39,13 +46,27 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 	if len(missing) > 0 {
 		return &MissingSecretsError{NeededBy: missing}
 	}
+	tokens := make([]engines.TokenSource, len(f.WebSearch.Engines))
+	var terrs []error
+	for i, e := range f.WebSearch.Engines {
+		if e.AccessToken != nil {
+			var err error
+			if tokens[i], err = e.AccessToken.source(fmt.Sprintf("webSearch.engines[%d]", i)); err != nil {
+				terrs = append(terrs, err)
+			}
+		}
+	}
+	if len(terrs) > 0 {
+		return errors.Join(terrs...)
+	}
 	for name, p := range f.Providers {
-		p.APIKey = values[p.APIKeyEnv]
+		p.APIKey, p.APIKeys = keyList(values[p.APIKeyEnv])
 		f.Providers[name] = p
 	}
 	for i := range f.WebSearch.Engines {
 		e := &f.WebSearch.Engines[i]
-		e.APIKey = values[f.engineKeyEnv(*e)]
+		e.APIKey, e.APIKeys = keyList(values[f.engineKeyEnv(*e)])
+		e.Token = tokens[i]
 	}
 	for i := range f.Tenants {
 		t := &f.Tenants[i]
@@ -124,8 +145,8 @@ func (f *File) secretNeeds() []secretNeed {
 	}
 	for i, e := range f.WebSearch.Engines {
 		env := f.engineKeyEnv(e)
-		if env == "" {
-			continue
+		if env == "" || e.AccessToken != nil {
+			continue // an engine with an access token needs no key
 		}
 		what := fmt.Sprintf("webSearch.engines[%d] %q", i, e.ID)
 		if e.APIKeyEnv == "" {
@@ -152,6 +173,19 @@ func (f *File) engineKeyEnv(e EngineEntry) string {
 	}
 	p, _ := SplitProviderKey(e.ProviderKey)
 	return f.Providers[p].APIKeyEnv
+}
+
+// keyList reads a key variable's value: one key, or several comma-separated ones.
+// It returns the first key, and every key when there are several (nil for one).
+func keyList(v string) (string, []string) {
+	keys := splitKeys(v)
+	switch len(keys) {
+	case 0:
+		return "", nil
+	case 1:
+		return keys[0], nil
+	}
+	return keys[0], keys
 }
 
 // splitKeys splits a comma-separated list of keys, dropping blanks.

@@ -1,12 +1,15 @@
 package engines
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
 	"sort"
+	"time"
 )
 
 // Config configures one engine.
@@ -28,6 +31,12 @@ type Config struct {
 	// set by whoever builds the Config in code. It is never serialized, logged, put in
 	// an error or in a result; empty means the engine sends no credential.
 	APIKey string `json:"-"`
+	// APIKeys are several keys to rotate over (a comma-separated apiKeyEnv, see
+	// keys.go); when set they replace APIKey. Never serialized.
+	APIKeys []string `json:"-"`
+	// Token, when set, supplies OAuth access tokens instead of a fixed key (see
+	// tokens.go); APIKey and APIKeys are then unused.
+	Token TokenSource `json:"-"`
 	// CostPerSearchUSD overrides the kind's list price per search, for accounting.
 	CostPerSearchUSD *float64 `json:"costPerSearchUSD,omitempty"`
 	// Options are per-kind settings, decoded by the kind (see its file).
@@ -95,8 +104,19 @@ type Registry struct {
 }
 
 // FromConfig builds every configured engine. hc is shared by all of them (nil means
-// http.DefaultClient); set its timeouts and transport there.
+// http.DefaultClient); set its timeouts and transport there. Keys rotate, but no
+// cooldown is remembered between searches (see FromConfigWith).
 func FromConfig(cfgs []Config, hc *http.Client) (*Registry, error) {
+	return FromConfigWith(cfgs, hc, Options{})
+}
+
+// FromConfigWith is FromConfig with shared key cooldowns (see keys.go): an engine
+// with several keys, or any engine when o.Cooldowns is set, rotates over its keys and
+// rests the ones the provider refuses.
+func FromConfigWith(cfgs []Config, hc *http.Client, o Options) (*Registry, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
 	r := &Registry{byID: make(map[string]Engine, len(cfgs))}
 	for _, c := range cfgs {
 		if !ValidID(c.ID) {
@@ -109,7 +129,7 @@ func FromConfig(cfgs []Config, hc *http.Client) (*Registry, error) {
 		if !ok {
 			return nil, fmt.Errorf("engine %q: unknown kind %q (known: %v)", c.ID, c.Kind, Kinds())
 		}
-		e, err := f(c, hc)
+		e, err := build(f, c, hc, o)
 		if err != nil {
 			return nil, err
 		}
@@ -119,10 +139,54 @@ func FromConfig(cfgs []Config, hc *http.Client) (*Registry, error) {
 	return r, nil
 }
 
+// build makes one engine: the kind's own; with an access token source, one rebuilt
+// per token (tokens.go); with several keys or shared cooldowns, one per key behind
+// the rotation of keys.go.
+func build(f factory, c Config, hc *http.Client, o Options) (Engine, error) {
+	if c.Token != nil {
+		return newTokened(f, c, hc)
+	}
+	keys := c.APIKeys
+	if len(keys) == 0 {
+		keys = []string{c.APIKey}
+	}
+	if len(keys) == 1 && o.Cooldowns == nil {
+		c.APIKey, c.APIKeys = keys[0], nil
+		return f(c, hc)
+	}
+	k := &keyed{id: c.ID, keyEnv: c.APIKeyEnv, cool: o.Cooldowns, log: o.Log}
+	for _, key := range keys {
+		ck := c
+		ck.APIKey, ck.APIKeys = key, nil
+		e, err := f(ck, hc)
+		if err != nil {
+			return nil, err
+		}
+		k.per = append(k.per, e)
+		k.fps = append(k.fps, Fingerprint(key))
+	}
+	return k, nil
+}
+
 // Get returns the engine with the given id.
 func (r *Registry) Get(id string) (Engine, bool) {
 	e, ok := r.byID[id]
 	return e, ok
+}
+
+// Resting reports whether every API key of engine id is cooling down (see keys.go),
+// and for how long at least: a search there would fail without a request. It is
+// false for an unknown engine and when no Cooldowns were given.
+func (r *Registry) Resting(ctx context.Context, id string) (time.Duration, bool) {
+	n, ok := r.byID[id].(*normalized)
+	if !ok {
+		return 0, false
+	}
+	k, ok := n.inner.(*keyed)
+	if !ok {
+		return 0, false
+	}
+	return k.restingFor(ctx)
 }
 
 // IDs returns the configured engine ids in configuration order.

@@ -371,7 +371,7 @@ func TestBatchCancel(t *testing.T) {
 		qs = append(qs, fmt.Sprintf("What is the news about topic %d? sim:model-slow=150ms", i))
 		ids = append(ids, fmt.Sprintf("q-%d", i+1))
 	}
-	status, body := a.do("POST", "/v1/batches", map[string]any{"queries": qs})
+	status, body := a.do("POST", "/v1/batches", map[string]any{"queries": qs, "model": demo.Model})
 	if status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
@@ -591,7 +591,7 @@ func TestBatchWebhook(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 	a := batchClient{t: t, url: f.URL}
-	status, body := a.do("POST", "/v1/batches", map[string]any{"queries": []string{"Find the latest news about Go"},
+	status, body := a.do("POST", "/v1/batches", map[string]any{"queries": []string{"Find the latest news about Go"}, "model": demo.Model,
 		"callback": map[string]any{"url": hook.URL + "/batch-done"}})
 	if status != 200 {
 		t.Fatalf("%d %s", status, body)

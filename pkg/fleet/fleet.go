@@ -26,6 +26,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -165,7 +167,9 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if p.engines, err = engines.FromConfig(cfgs, p.hc); err != nil {
+	// Key cooldowns live in Redis: a key one search worker saw refused rests for all.
+	cool := countedCooldowns{Cooldowns: p.store, m: p.o.Metrics}
+	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search")}); err != nil {
 		return fail(err)
 	}
 	if p.tools, p.classify, err = Intent(o.File); err != nil {
@@ -176,7 +180,8 @@ func open(ctx context.Context, o Options) (*process, error) {
 		return fail(err)
 	}
 	p.batches = &batch.Service{Bus: p.bus, Store: p.store, Webhooks: p.hooks, Ender: p.ender, Models: o.File.ModelNames(),
-		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes}
+		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes,
+		Limits: config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants), FilesMaxBytes: p.env.FilesMaxBytes, FileExpiry: p.env.FileExpiry}
 	return p, nil
 }
 
@@ -303,11 +308,12 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Tools: p.tools, Tenants: tenants,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
-		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender}
+		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
+		Limits: p.batches.Limits}
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches)
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -382,13 +388,22 @@ func Transport() *http.Transport {
 	return t
 }
 
-// Models builds the main-model clients of the config file, with the provider keys
-// config.File.Resolve filled in.
+// Models builds the main-model callers of the config file, with the provider keys
+// config.File.Resolve filled in: llm.Client for openai-chat providers, an
+// upstream.Caller for the other protocols.
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 	out := map[string]chat.Model{}
 	for name, m := range f.Models {
 		p := f.Providers[m.Provider]
-		out[name] = chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, p.APIKey, hc), Upstream: m.Model}
+		model := chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, p.APIKey, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
+		if p.Protocol != "" && p.Protocol != wire.ModelOpenAIChat {
+			api, ok := wire.ModelAPIFor(p.Protocol)
+			if !ok {
+				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
+			}
+			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name)}), p.Protocol
+		}
+		out[name] = model
 	}
 	return out, nil
 }
@@ -461,11 +476,32 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
 }
 
+// countedCooldowns counts the keys the fleet puts to rest
+// (fleet_engine_key_cooldowns_total), once per rest, whichever worker starts it.
+type countedCooldowns struct {
+	engines.Cooldowns
+	m *metrics.Metrics
+}
+
+func (c countedCooldowns) CoolDown(ctx context.Context, engine, fp string, reason engines.ErrorKind, d time.Duration) (bool, error) {
+	first, err := c.Cooldowns.CoolDown(ctx, engine, fp, reason, d)
+	if first {
+		c.m.KeyCooldowns.WithLabelValues(engine, string(reason)).Inc()
+	}
+	return first, err
+}
+
 // Settings are the search workers' per-engine limits from the config file.
 func Settings(f *config.File) map[string]search.Settings {
 	out := map[string]search.Settings{}
+	kindOf := map[string]string{}
+	cfgs, _ := f.EngineConfigs() // a loaded file has been validated
+	for _, c := range cfgs {
+		kindOf[c.ID] = c.Kind
+	}
 	for _, e := range f.WebSearch.Engines {
-		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL)}
+		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL), Fallback: e.Fallback,
+			Google: intent.GoogleBacked(intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID]})}
 		if e.RateLimit != nil {
 			s.PerSecond, s.Burst = e.RateLimit.PerSecond, e.RateLimit.Burst
 		}

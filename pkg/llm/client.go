@@ -93,15 +93,28 @@ func (e *Error) Retryable() bool {
 	return e.Status == 0 || e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout || e.Status >= 500
 }
 
-// Complete sends one chat completion request body and returns the first choice.
-// (onDelta is not called yet: the answer is read whole.)
+// Complete sends one chat completion request body and returns the first choice. With
+// onDelta set the request asks the provider to stream (stream: true, with usage) and
+// onDelta receives each piece of answer text as it arrives; the Completion is
+// assembled from the chunks exactly as the whole answer would have read (streamRead).
 func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta)) (*Completion, error) {
+	if onDelta != nil {
+		b, err := streamingBody(body)
+		if err != nil {
+			return nil, &Error{Provider: c.name, Message: "building request", Err: err}
+		}
+		body = b
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return nil, &Error{Provider: c.name, Message: "building request", Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	if onDelta != nil {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
@@ -113,6 +126,9 @@ func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta))
 		return nil, &Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
 	}
 	defer resp.Body.Close()
+	if onDelta != nil && resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return c.readStream(ctx, resp, onDelta)
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -123,6 +139,20 @@ func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta))
 	if resp.StatusCode/100 != 2 {
 		return nil, c.httpError(resp, data)
 	}
+	// A provider that ignores stream: true answers whole: the answer is read whole.
+	comp, err := c.decodeCompletion(resp.StatusCode, data)
+	if err == nil && onDelta != nil {
+		if m, perr := ParseMessage(comp.Message); perr == nil {
+			if t := Text(m.Content); t != "" {
+				onDelta(Delta{Text: t})
+			}
+		}
+	}
+	return comp, err
+}
+
+// decodeCompletion reads a whole chat.completion body.
+func (c *Client) decodeCompletion(status int, data []byte) (*Completion, error) {
 	var out struct {
 		ID      string `json:"id"`
 		Model   string `json:"model"`
@@ -130,27 +160,45 @@ func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta))
 			Message      json.RawMessage `json:"message"`
 			FinishReason string          `json:"finish_reason"`
 		} `json:"choices"`
-		Usage Usage `json:"usage"`
-		Error *struct {
-			Message string `json:"message"`
-			Code    any    `json:"code"`
-		} `json:"error"`
+		Usage Usage           `json:"usage"`
+		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, &Error{Provider: c.name, Status: resp.StatusCode, Type: "bad_response", Message: "response is not a chat completion: " + truncate(err.Error(), 200)}
+		return nil, &Error{Provider: c.name, Status: status, Type: "bad_response", Message: "response is not a chat completion: " + truncate(err.Error(), 200)}
 	}
-	if out.Error != nil {
-		// Some providers (OpenRouter) report failures inside a 200.
-		status := http.StatusBadGateway
-		if code, ok := out.Error.Code.(float64); ok && code >= 400 {
-			status = int(code)
-		}
-		return nil, &Error{Provider: c.name, Status: status, Type: "upstream_error", Message: c.redact(out.Error.Message)}
+	if e := c.inBandError(out.Error); e != nil {
+		return nil, e
 	}
 	if len(out.Choices) == 0 || len(out.Choices[0].Message) == 0 {
-		return nil, &Error{Provider: c.name, Status: resp.StatusCode, Type: "bad_response", Message: "chat completion has no choices"}
+		return nil, &Error{Provider: c.name, Status: status, Type: "bad_response", Message: "chat completion has no choices"}
 	}
 	return &Completion{ID: out.ID, Model: out.Model, Message: out.Choices[0].Message, FinishReason: out.Choices[0].FinishReason, Usage: out.Usage}, nil
+}
+
+// inBandError reads an error object some providers (OpenRouter) send inside a 200, in
+// a whole body or in a stream's data event; nil when raw is absent or null.
+func (c *Client) inBandError(raw json.RawMessage) *Error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var e struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	}
+	json.Unmarshal(raw, &e)
+	status := http.StatusBadGateway
+	if code, ok := e.Code.(float64); ok && code >= 400 {
+		status = int(code)
+	}
+	out := &Error{Provider: c.name, Status: status, Type: "upstream_error", Message: c.redact(truncate(e.Message, 500))}
+	if e.Code != nil {
+		out.Code = fmt.Sprint(e.Code)
+	}
+	if out.Message == "" {
+		out.Message = "the provider reported an error"
+	}
+	return out
 }
 
 func (c *Client) httpError(resp *http.Response, data []byte) *Error {

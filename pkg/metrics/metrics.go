@@ -45,6 +45,15 @@ type Metrics struct {
 	// Citations counts the [n] markers of final answers: valid, or removed because
 	// they cited no source the job retrieved.
 	Citations *prometheus.CounterVec
+	// TenantRejected counts requests refused by a per-tenant limit, by tenant and
+	// limit (rate, sync_waits, streams, queued_jobs, batches, files, file_bytes).
+	TenantRejected *prometheus.CounterVec
+	// SearchFallbacks counts searches handed from a failed engine to a fallback
+	// engine, by the engine that failed, the one that took over, and why.
+	SearchFallbacks *prometheus.CounterVec
+	// KeyCooldowns counts engine API keys put to rest after the provider refused
+	// them, by engine and reason (rate_limited, auth, quota).
+	KeyCooldowns *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -69,6 +78,11 @@ func New() *Metrics {
 		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
 		Citations:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_citations_total", Help: "Citation markers of final answers: valid, or removed (cited no retrieved source)."}, []string{"result"}),
 	}
+	m.TenantRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_tenant_rejected_total", Help: "Requests refused by a per-tenant limit, by tenant and limit."}, []string{"tenant", "limit"})
+	r.MustRegister(m.TenantRejected)
+	m.SearchFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_fallbacks_total", Help: "Searches handed from a failed engine to a fallback engine, by engine, fallback and reason."}, []string{"from", "to", "reason"})
+	m.KeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_engine_key_cooldowns_total", Help: "Engine API keys put to rest after the provider refused them, by engine and reason."}, []string{"engine", "reason"})
+	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.Citations)
 	return m

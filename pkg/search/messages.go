@@ -1,6 +1,7 @@
 package search
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -22,10 +23,47 @@ type Request struct {
 	// Direct marks a search of POST /v1/search: its result completes the job itself
 	// instead of resuming a chat chain.
 	Direct bool `json:"direct,omitempty"`
+	// GooglePreferred says the call was narrowed to the Google-backed engines; a
+	// fallback from a Google-backed engine then keeps to them.
+	GooglePreferred bool `json:"gp,omitempty"`
+	// Origin is the engine the call was made for, when Engine is a fallback of it.
+	Origin string `json:"origin,omitempty"`
+	// Tried are the engines that failed the call before Engine, in order.
+	Tried []Attempt `json:"tried,omitempty"`
 }
 
-func (Request) Kind() string    { return "search.request.v1" }
-func (m Request) MsgID() string { return bus.CallKey(m.JobID, m.Hop, m.CallID) }
+func (Request) Kind() string { return "search.request.v1" }
+
+// MsgID is the call's key; the n-th hand-off to a fallback engine adds
+// ":fallback-n", so each hand-off is published once.
+func (m Request) MsgID() string {
+	if n := len(m.Tried); n > 0 {
+		return bus.CallKey(m.JobID, m.Hop, m.CallID) + ":fallback-" + strconv.Itoa(n)
+	}
+	return bus.CallKey(m.JobID, m.Hop, m.CallID)
+}
+
+// origin is the engine the call was made for.
+func (m Request) origin() string {
+	if m.Origin != "" {
+		return m.Origin
+	}
+	return m.Engine
+}
+
+// Attempt is one engine that failed a call, and how (an engines.ErrorKind).
+type Attempt struct {
+	Engine string `json:"engine"`
+	Reason string `json:"reason"`
+}
+
+// Fallback says that a search ran on a fallback engine: the engine the call was made
+// for, the engine that gave the result, and the failed attempts before it.
+type Fallback struct {
+	From   string    `json:"from"`
+	Engine string    `json:"engine"`
+	Tried  []Attempt `json:"tried"`
+}
 
 // Done is a finished search on its way back to its chain
 // (fleet.chat.v1.resume). A failed search is a Done too, with
@@ -42,6 +80,9 @@ type Done struct {
 	Millis int64 `json:"ms"`
 	// Worker names the search worker that ran the search.
 	Worker string `json:"worker,omitempty"`
+	// Fallback is set when engines failed the call and another one ran it; Engine
+	// is then the call's engine and Result.Engine the one that answered.
+	Fallback *Fallback `json:"fallback,omitempty"`
 }
 
 func (Done) Kind() string    { return "chat.resume.v1" }

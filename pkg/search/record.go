@@ -53,7 +53,9 @@ func (w *Worker) record(ctx context.Context, req Request, res *engines.Result) {
 	}
 	b, err := json.Marshal(res)
 	if err == nil {
-		err = w.Store.RecordSearch(ctx, req.JobID, Address(req.Engine, req.Query), b)
+		// Under the engine the call was made for, even when a fallback answered it:
+		// that is the address the call's replay looks up.
+		err = w.Store.RecordSearch(ctx, req.JobID, Address(req.origin(), req.Query), b)
 	}
 	if err != nil {
 		w.Log.Warn("search: recording a result", "engine", req.Engine, "job", req.JobID, "err", err)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -28,6 +29,12 @@ type Settings struct {
 	Burst     int
 	// CacheTTL caches results per normalized query (0: no cache).
 	CacheTTL time.Duration
+	// Fallback lists the engines, in order, that take over a call this engine was
+	// chosen for when it fails with a retryable, quota or auth error.
+	Fallback []string
+	// Google marks a Google-backed engine (intent.GoogleBacked): a call narrowed to
+	// Google-preferred engines falls back only to those.
+	Google bool
 }
 
 // Worker runs searches.
@@ -54,9 +61,19 @@ type Worker struct {
 //  2. a job that ended (cancelled) gets no search;
 //  3. the engine's rate limit may re-queue the search with a delay (no slot held);
 //  4. a lease keeps two deliveries of the same call from both paying;
-//  5. the engine runs; a retryable failure is retried with the provider's delay
-//     while deliveries remain, any other failure becomes an error result;
+//  5. the engine runs; a retryable, quota or auth failure hands the call to the
+//     next engine of the call's fallback list (see handOff); with none left, a
+//     retryable failure is retried with the provider's delay while deliveries
+//     remain, any other failure becomes an error result;
 //  6. the result is stored, then published for the chain.
+//
+// Engine fallback republishes the call to the fallback engine's own subject
+// (fleet.search.v1.<fallback>, message id <call>:fallback-<n>) rather than running
+// the fallback engine in this worker: the fallback runs under its own engine's
+// consumer, concurrency, rate limit and AckWait, and a worker serving only some
+// engines (FLEET_ENGINES) still falls back. The hand-off is recorded in Redis first
+// (state.HandOff, first write wins), so a redelivery of the failed engine's message
+// passes the call on again instead of paying that engine twice.
 func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err error) {
 	req := d.Msg
 	eng, ok := w.Engines.Get(req.Engine)
@@ -78,6 +95,17 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	}
 	if ss.Status.Terminal() {
 		return nil
+	}
+	if fb := ss.Fallback; fb != nil && fb.Engine != req.Engine {
+		// This engine already failed the call (a redelivery): pass it on again.
+		if ss.Claimed {
+			w.Store.Release(ctx, w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID)
+		}
+		var tried []Attempt
+		if err := json.Unmarshal(fb.Tried, &tried); err != nil {
+			return bus.Permanent(fmt.Errorf("search fallback state: %w", err))
+		}
+		return w.forward(ctx, req, fb.Engine, tried)
 	}
 	if !ss.Claimed {
 		return bus.LeaseHeld(ss.Left, errors.New("search is being run by another worker"))
@@ -125,6 +153,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		}
 		e := engines.AsError(req.Engine, serr)
 		w.count(req.Engine, "error_"+string(e.Kind))
+		if next := w.nextEngine(ctx, req, e); next != "" {
+			return w.handOff(ctx, req, e, next, release)
+		}
 		after := e.RetryAfter
 		if after <= 0 {
 			after = bus.Backoff(d.Attempt)
@@ -148,7 +179,10 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 
 // finish stores the result of a call, then publishes it.
 func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Request], res *engines.Result, elapsed time.Duration) error {
-	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.Engine, Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID}
+	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.origin(), Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID}
+	if len(req.Tried) > 0 {
+		done.Fallback = &Fallback{From: req.origin(), Engine: req.Engine, Tried: req.Tried}
+	}
 	b, err := json.Marshal(done)
 	if err != nil {
 		return bus.Permanent(err)
@@ -163,6 +197,74 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	}
 	w.record(ctx, req, res)
 	return w.publish(ctx, req, done)
+}
+
+// fallbackReason reports whether another engine may mend e: the engine is busy or
+// down (rate_limited, unavailable), or its account or key cannot pay (quota, auth).
+// A bad request or an unreadable answer would fail the same way elsewhere.
+func fallbackReason(e *engines.Error) bool {
+	return e.Retryable() || e.Kind == engines.Quota || e.Kind == engines.Auth
+}
+
+// nextEngine picks the engine that takes over a call req.Engine failed with e: the
+// first engine of the call's fallback list (the list of the engine the call was made
+// for) not tried yet, keeping to Google-backed engines when the call was narrowed to
+// them, and passing over engines whose keys are all cooling down (a search there
+// would fail without a request); "" when none is left or e is not a reason to fall
+// back.
+func (w *Worker) nextEngine(ctx context.Context, req Request, e *engines.Error) string {
+	if !fallbackReason(e) {
+		return ""
+	}
+	origin := req.origin()
+	set := w.Settings[origin]
+	google := req.GooglePreferred && set.Google
+	for _, id := range set.Fallback {
+		if id == origin || id == req.Engine || slices.ContainsFunc(req.Tried, func(a Attempt) bool { return a.Engine == id }) {
+			continue
+		}
+		if _, ok := w.Engines.Get(id); !ok || google && !w.Settings[id].Google {
+			continue
+		}
+		if _, resting := w.Engines.Resting(ctx, id); resting {
+			continue
+		}
+		return id
+	}
+	return ""
+}
+
+// handOff records that req.Engine failed the call with e and that next runs it now,
+// frees the call's lease for next's worker, and publishes the call to next's subject.
+// If a racing delivery handed the call off first, its hand-off stands and is
+// published again (the stream drops the duplicate).
+func (w *Worker) handOff(ctx context.Context, req Request, e *engines.Error, next string, release func(bool)) error {
+	tried := append(slices.Clone(req.Tried), Attempt{Engine: req.Engine, Reason: string(e.Kind)})
+	b, err := json.Marshal(tried)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	fb, err := w.Store.HandOff(ctx, req.JobID, req.Hop, req.CallID, req.Engine, next, b)
+	if err != nil {
+		return err
+	}
+	if fb.Engine == next {
+		if w.Metrics != nil {
+			w.Metrics.SearchFallbacks.WithLabelValues(req.Engine, next, string(e.Kind)).Inc()
+		}
+		w.Log.Info("search: falling back", "engine", req.Engine, "to", next, "reason", string(e.Kind), "job", req.JobID, "call", req.CallID)
+	} else if err := json.Unmarshal(fb.Tried, &tried); err != nil {
+		return bus.Permanent(fmt.Errorf("search fallback state: %w", err))
+	}
+	release(true)
+	return w.forward(ctx, req, fb.Engine, tried)
+}
+
+// forward publishes req's call for engine, after the failed attempts tried.
+func (w *Worker) forward(ctx context.Context, req Request, engine string, tried []Attempt) error {
+	fr := req
+	fr.Origin, fr.Engine, fr.Tried = req.origin(), engine, tried
+	return w.Bus.Publish(ctx, bus.SubjectSearch(engine), fr)
 }
 
 // publish sends a finished search on: to its chain, or, for a direct search, into the

@@ -12,7 +12,9 @@
 // it per request: "sim:429" (with Retry-After: 1), "sim:500", "sim:hang",
 // "sim:slow=250ms", "sim:empty". POST /_sim/faults sets a standing fault for a path
 // prefix: {"prefix":"/brave","status":429,"retryAfter":"2s","times":3} or
-// {"prefix":"/v1/chat","hang":true}. GET /_sim/stats counts requests per route and the
+// {"prefix":"/v1/chat","hang":true}; with "key", a standing fault applies only to
+// requests carrying that credential ({"prefix":"/brave","key":"k1","status":401}), so
+// tests can fail one API key of several. GET /_sim/stats counts requests per route and the
 // requests whose body repeated an earlier one exactly (a paid call made twice).
 package simulator
 
@@ -59,6 +61,9 @@ func New(opts Options) *Server {
 	s.stats.dups = make(map[string]int64)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("POST /v1/responses", s.openAIResponses)
+	s.mux.HandleFunc("POST /v1/messages", s.anthropicMessages)
+	s.mux.HandleFunc("POST /v1beta/models/{call}", s.geminiGenerate)
 	for _, rt := range s.engineRoutes() {
 		s.mux.HandleFunc(rt.pattern, s.serveEngine(rt))
 	}
@@ -161,7 +166,7 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 // it has answered the request itself.
 func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path, text string, errorBody func(int) []byte, latency time.Duration) bool {
 	d := parseDirectives(text)
-	if f := s.takeFault(path); f != nil {
+	if f := s.takeFault(path, requestKey(r)); f != nil {
 		d.merge(f)
 	}
 	if delay := latency + d.slow; delay > 0 {
@@ -241,6 +246,8 @@ type fault struct {
 	Slow       duration `json:"slow,omitempty"`
 	// Times is how many requests the fault applies to; 0 means until reset.
 	Times int `json:"times,omitempty"`
+	// Key limits the fault to requests carrying this credential (any, when empty).
+	Key string `json:"key,omitempty"`
 }
 
 func (s *Server) setFault(w http.ResponseWriter, r *http.Request) {
@@ -264,11 +271,33 @@ func (s *Server) SetFault(prefix string, status int, retryAfter time.Duration, t
 	s.mu.Unlock()
 }
 
-func (s *Server) takeFault(path string) *fault {
+// SetKeyFault is SetFault for the requests carrying one credential (the API key of
+// whichever header or parameter the engine kind sends it in).
+func (s *Server) SetKeyFault(prefix, key string, status int, retryAfter time.Duration, times int) {
+	s.mu.Lock()
+	s.faults = append(s.faults, &fault{Prefix: prefix, Key: key, Status: status, RetryAfter: duration(retryAfter), Times: times})
+	s.mu.Unlock()
+}
+
+// requestKey is the credential a request carries, in any of the places the engine
+// kinds put it.
+func requestKey(r *http.Request) string {
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return v
+	}
+	for _, h := range []string{"X-Subscription-Token", "X-Api-Key", "X-Goog-Api-Key"} {
+		if v := r.Header.Get(h); v != "" {
+			return v
+		}
+	}
+	return r.URL.Query().Get("key")
+}
+
+func (s *Server) takeFault(path, key string) *fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
-		if strings.HasPrefix(path, f.Prefix) {
+		if strings.HasPrefix(path, f.Prefix) && (f.Key == "" || f.Key == key) {
 			if f.Times > 0 {
 				f.Times--
 				if f.Times == 0 {

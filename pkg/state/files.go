@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,15 +19,23 @@ type File struct {
 	Purpose  string
 	Bytes    int64
 	Created  time.Time
+	// Expires is when the file is deleted (zero: never). Its metadata key expires
+	// then; the file's bytes go with the next sweep (ExpiredFiles).
+	Expires time.Time
 }
 
-// SaveFile records a file's metadata and its place in its tenant's list. Saving an id
-// again replaces it.
+// SaveFile records a file's metadata, its place in its tenant's list and its size in
+// its tenant's usage (FileUsage), and when it expires. Saving an id again replaces it.
 func (s *Store) SaveFile(ctx context.Context, f *File) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, s.K.File(f.ID), "id", f.ID, "tenant", f.Tenant, "filename", f.Filename, "purpose", f.Purpose,
-			"bytes", f.Bytes, "created", Millis(f.Created))
+			"bytes", f.Bytes, "created", Millis(f.Created), "expires", Millis(f.Expires))
 		p.ZAdd(ctx, s.K.TenantFiles(f.Tenant), redis.Z{Score: float64(f.Created.UnixMilli()), Member: f.ID})
+		p.HSet(ctx, s.K.TenantFileBytes(f.Tenant), f.ID, f.Bytes)
+		if !f.Expires.IsZero() {
+			p.PExpireAt(ctx, s.K.File(f.ID), f.Expires)
+			p.ZAdd(ctx, s.K.FileExpiries(), redis.Z{Score: float64(f.Expires.UnixMilli()), Member: f.ID + "/" + f.Tenant})
+		}
 		return nil
 	})
 	if err != nil {
@@ -45,7 +54,8 @@ func (s *Store) GetFile(ctx context.Context, id string) (*File, error) {
 		return nil, ErrNotFound
 	}
 	n, _ := strconv.ParseInt(m["bytes"], 10, 64)
-	return &File{ID: m["id"], Tenant: m["tenant"], Filename: m["filename"], Purpose: m["purpose"], Bytes: n, Created: FromMillis(m["created"])}, nil
+	return &File{ID: m["id"], Tenant: m["tenant"], Filename: m["filename"], Purpose: m["purpose"], Bytes: n, Created: FromMillis(m["created"]),
+		Expires: FromMillis(m["expires"])}, nil
 }
 
 // DeleteFile removes a file's metadata and its place in its tenant's list.
@@ -53,10 +63,41 @@ func (s *Store) DeleteFile(ctx context.Context, f *File) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.K.File(f.ID))
 		p.ZRem(ctx, s.K.TenantFiles(f.Tenant), f.ID)
+		p.HDel(ctx, s.K.TenantFileBytes(f.Tenant), f.ID)
+		p.ZRem(ctx, s.K.FileExpiries(), f.ID+"/"+f.Tenant)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("state: deleting file %s: %w", f.ID, err)
 	}
 	return nil
+}
+
+// FileUsage is what tenant's files take: how many and their bytes (files past their
+// expiry count until the sweep deletes them).
+func (s *Store) FileUsage(ctx context.Context, tenant string) (files int, bytes int64, err error) {
+	sizes, err := s.r.HVals(ctx, s.K.TenantFileBytes(tenant)).Result()
+	if err != nil {
+		return 0, 0, fmt.Errorf("state: reading file usage: %w", err)
+	}
+	for _, v := range sizes {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		bytes += n
+	}
+	return len(sizes), bytes, nil
+}
+
+// ExpiredFiles returns up to limit files past their expiry (id and tenant only), for
+// the sweep that deletes their bytes and then their records (DeleteFile).
+func (s *Store) ExpiredFiles(ctx context.Context, limit int) ([]*File, error) {
+	members, err := s.r.ZRangeByScore(ctx, s.K.FileExpiries(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("state: listing expired files: %w", err)
+	}
+	out := make([]*File, 0, len(members))
+	for _, m := range members {
+		id, tenant, _ := strings.Cut(m, "/")
+		out = append(out, &File{ID: id, Tenant: tenant})
+	}
+	return out, nil
 }

@@ -102,6 +102,36 @@ func (k Keys) TenantFiles(tenant string) string { return k.prefix + ":files:{" +
 // ActiveBatches is the set of batches that have not ended, for the sweeper.
 func (k Keys) ActiveBatches() string { return k.prefix + ":active-batches" }
 
+// TenantLeases is a tenant's semaphore of one kind (a sorted set of leases by expiry):
+// its synchronous waits, open streams, unfinished jobs or unfinished batches.
+func (k Keys) TenantLeases(kind, tenant string) string {
+	return k.prefix + ":leases:{" + tenant + "}:" + kind
+}
+
+// TenantRate is a tenant's request rate limiter.
+func (k Keys) TenantRate(tenant string) string { return k.prefix + ":rl-tenant:{" + tenant + "}" }
+
+// TenantFileBytes maps each of a tenant's files to its size (a hash): the tenant's
+// storage usage.
+func (k Keys) TenantFileBytes(tenant string) string { return k.prefix + ":filebytes:{" + tenant + "}" }
+
+// FileExpiries is every expiring file ("<id>/<tenant>") by expiry time (a sorted set).
+func (k Keys) FileExpiries() string { return k.prefix + ":file-expiries" }
+
+// KeyCooldown is one engine API key's rest after the provider refused it (429,
+// 401/403, 402), shared by every search worker; fp is the key's fingerprint, never
+// the key. Its value is why it rests, its TTL how long.
+func (k Keys) KeyCooldown(engine, fp string) string {
+	return k.prefix + ":keyrest:{" + engine + "}:" + fp
+}
+
+// SearchFallback is the engine fallback state of one call (a hash): the engine that
+// now runs it and the engines that failed it, so a redelivered message of an engine
+// that already failed hands the call on instead of paying that engine again.
+func (k Keys) SearchFallback(id string, hop int, call string) string {
+	return k.job(id) + ":sf:" + strconv.Itoa(hop) + ":" + call
+}
+
 // SearchRecord is a job's recorded search results by content address (a hash:
 // search.Address → the normalized result), kept for the job's retention: a replay of
 // the job answers its searches from it, and a repeated search of the job is made once.

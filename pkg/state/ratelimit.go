@@ -30,6 +30,11 @@ return 0
 // burst. It returns 0 when the request may go, else how long to wait: the search
 // worker re-queues the search with that delay instead of sleeping on a slot.
 func (s *Store) Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error) {
+	return s.allow(ctx, s.K.RateLimit(engine), perSecond, burst)
+}
+
+// allow takes one request from the GCRA limiter at key.
+func (s *Store) allow(ctx context.Context, key string, perSecond float64, burst int) (time.Duration, error) {
 	if perSecond <= 0 {
 		return 0, nil
 	}
@@ -37,7 +42,7 @@ func (s *Store) Allow(ctx context.Context, engine string, perSecond float64, bur
 		burst = 1
 	}
 	emission := 1000 / perSecond
-	v, err := gcra.Run(ctx, s.r, []string{s.K.RateLimit(engine)}, emission, burst).Int64()
+	v, err := gcra.Run(ctx, s.r, []string{key}, emission, burst).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("state: rate limit: %w", err)
 	}

@@ -433,6 +433,8 @@ type SearchStart struct {
 	Status  Status
 	Claimed bool
 	Left    time.Duration
+	// Fallback is the call's engine fallback state, nil before any (see HandOff).
+	Fallback *Fallback
 }
 
 // StartSearch reads a call's stored result and its job's status and claims the
@@ -441,8 +443,10 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	var dc *redis.StringCmd
 	var sc *redis.StringCmd
 	var lc *redis.Cmd
+	var fc *redis.MapStringStringCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		dc = p.Get(ctx, s.K.SearchDone(id, h, call))
+		fc = p.HGetAll(ctx, s.K.SearchFallback(id, h, call))
 		sc = p.HGet(ctx, s.K.Job(id), "status")
 		lc = lease.EvalSha(ctx, p, []string{s.K.SearchLease(id, h, call)}, owner, ttl.Milliseconds())
 	})
@@ -452,6 +456,9 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	st := &SearchStart{Status: Status(sc.Val())}
 	if b, err := dc.Bytes(); err == nil {
 		st.Done = b
+	}
+	if m := fc.Val(); m["engine"] != "" {
+		st.Fallback = &Fallback{Engine: m["engine"], Tried: []byte(m["tried"])}
 	}
 	left, _ := lc.Int64()
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond

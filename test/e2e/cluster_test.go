@@ -126,6 +126,7 @@ func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 		c.env = append(c.env, "FLEET_NAMESPACE="+c.namespace, "FLEET_NATS_REPLICAS=3")
 	}
 	c.natsURL = natsURL
+	c.env = append(c.env, config.UnlimitedTenantEnv()...) // load, not per-tenant limits, is under test
 	t.Cleanup(func() {
 		for _, p := range c.procs {
 			p.cmd.Process.Kill()

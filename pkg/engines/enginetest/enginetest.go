@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -325,6 +326,54 @@ func Run(t *testing.T, s Suite) {
 		_, err := search(t, q) // search fails the test if the key shows
 		if err == nil {
 			t.Fatal("want an error")
+		}
+	})
+
+	t.Run("a refused key passes the search to the next key", func(t *testing.T) {
+		if s.NoKey || s.KeyOf == nil {
+			t.Skip("kind sends no key")
+		}
+		for _, code := range []int{http.StatusTooManyRequests, http.StatusUnauthorized} {
+			first, second := secret+"-first", secret+"-second"
+			var mu sync.Mutex
+			var sent []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := readAll(r)
+				key := s.KeyOf(r)
+				mu.Lock()
+				sent = append(sent, key)
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				if key != second {
+					w.WriteHeader(code)
+					fmt.Fprintf(w, `{"error":{"message":"refused (HTTP %d)"}}`, code)
+					return
+				}
+				i := 0
+				if s.Turn != nil && len(s.OK) > 1 {
+					i = s.Turn(r, body)
+				}
+				w.Write(s.OK[i].Body)
+			}))
+			kc := cfg
+			kc.BaseURL, kc.APIKey, kc.APIKeys = srv.URL, "", []string{first, second}
+			reg, err := engines.FromConfig([]engines.Config{kc}, srv.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, _ := reg.Get(kc.ID)
+			// Round robin: of two searches, one starts on each key, and both succeed.
+			for range 2 {
+				if _, err := eng.Search(context.Background(), q); err != nil {
+					t.Fatalf("HTTP %d on the first key: search failed instead of using the second: %v", code, err)
+				}
+			}
+			srv.Close()
+			mu.Lock()
+			if !slices.Contains(sent, first) || !slices.Contains(sent, second) {
+				t.Errorf("HTTP %d: keys sent %d times; want both keys tried", code, len(sent))
+			}
+			mu.Unlock()
 		}
 	})
 

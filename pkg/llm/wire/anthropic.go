@@ -481,8 +481,22 @@ func (anthropicCodec) EncodeResponse(r *Response) ([]byte, error) {
 
 func (anthropicCodec) NewStream() Stream { return &anthropicStream{} }
 
-// anthropicStream renders an answer as Messages stream events.
-type anthropicStream struct{}
+// anthropicStream renders an answer as Messages stream events: a server_tool_use
+// block per search as it starts and its web_search_tool_result block when it ends (in
+// the answer's order: a search's result block comes before the next search's block),
+// then the text, cut into blocks at its citations exactly as the non-streamed answer
+// is (textBlocks): each block's text arrives as text_delta events and its citations as
+// citations_delta events as soon as their "[n]" markers are written; a block closes
+// once the text goes on past its citations.
+type anthropicStream struct {
+	closed   int             // blocks started and stopped
+	cursor   int             // the next Content part of an Update's answer to render
+	used     map[string]bool // server calls whose block is out
+	textBase int             // the index of the first text block (-1: none yet)
+	open     bool            // block closed is a text block still open
+	sent     string          // the open block's text sent
+	cites    int             // the open block's citations sent
+}
 
 func anthropicEvent(typ string, fields map[string]any) Event {
 	fields["type"] = typ
@@ -490,45 +504,177 @@ func anthropicEvent(typ string, fields map[string]any) Event {
 	return Event{Name: typ, Data: b}
 }
 
-func (anthropicStream) Start(r *Response) []Event {
+func (s *anthropicStream) Start(r *Response) []Event {
+	s.used, s.textBase = map[string]bool{}, -1
 	m := anthropicMessage(r, []map[string]any{}, nil)
 	return []Event{anthropicEvent("message_start", map[string]any{"message": m}), anthropicEvent("ping", map[string]any{})}
 }
 
-func (anthropicStream) KeepAlive() []Event { return []Event{anthropicEvent("ping", map[string]any{})} }
+func (s *anthropicStream) KeepAlive() []Event {
+	return []Event{anthropicEvent("ping", map[string]any{})}
+}
 
-func (anthropicStream) Finish(r *Response) []Event {
+// block renders one whole block at the next index.
+func (s *anthropicStream) block(evs []Event, b map[string]any) []Event {
+	i := s.closed
+	s.closed++
+	start := map[string]any{}
+	for k, v := range b {
+		start[k] = v
+	}
+	var deltas []map[string]any
+	switch b["type"] {
+	case "server_tool_use", "tool_use":
+		in, _ := json.Marshal(b["input"])
+		start["input"] = map[string]any{}
+		deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
+	case "text":
+		start["text"] = ""
+		if cs, ok := b["citations"].([]any); ok {
+			start["citations"] = []any{}
+			for _, c := range cs {
+				deltas = append(deltas, map[string]any{"type": "citations_delta", "citation": c})
+			}
+		} else {
+			delete(start, "citations")
+		}
+		for _, piece := range pieces(b["text"].(string), 64) {
+			deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
+		}
+	}
+	evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": i, "content_block": start}))
+	for _, d := range deltas {
+		evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": i, "delta": d}))
+	}
+	return append(evs, anthropicEvent("content_block_stop", map[string]any{"index": i}))
+}
+
+// unresolved is the number of characters at the end of text that may still become a
+// citation marker: a "[" and at most four digits.
+func unresolved(text string) int {
+	for n := 0; n <= 5 && n < len(text); n++ {
+		c := text[len(text)-1-n]
+		if c == '[' {
+			return n + 1
+		}
+		if c < '0' || c > '9' {
+			return 0
+		}
+	}
+	return 0
+}
+
+// liveText renders the text part as far as it is written: the blocks textBlocks cuts
+// it into, each opened, filled and closed as soon as that is certain. A cited block is
+// certain once a character other than "[" follows its markers (another marker would
+// join the group); text that may still become a marker is held back.
+func (s *anthropicStream) liveText(evs []Event, p Part) []Event {
+	if s.textBase < 0 {
+		s.textBase = s.closed
+	}
+	runes := []rune(p.Text)
+	safe := len(runes) - unresolved(p.Text)
+	blocks := textBlocks(p)
+	start := 0
+	for k, b := range blocks {
+		text := []rune(b["text"].(string))
+		end := start + len(text)
+		from := start
+		start = end
+		if k < s.closed-s.textBase {
+			continue
+		}
+		complete := k < len(blocks)-1 && runes[end] != '['
+		if !s.open {
+			s.open, s.sent, s.cites = true, "", 0
+			evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": s.closed, "content_block": map[string]any{"type": "text", "text": ""}}))
+		}
+		cs, _ := b["citations"].([]any)
+		for ; s.cites < len(cs); s.cites++ {
+			evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": s.closed, "delta": map[string]any{"type": "citations_delta", "citation": cs[s.cites]}}))
+		}
+		avail := string(runes[from:max(from, min(end, safe))])
+		if rest, ok := strings.CutPrefix(avail, s.sent); ok && rest != "" {
+			evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": s.closed, "delta": map[string]any{"type": "text_delta", "text": rest}}))
+			s.sent = avail
+		}
+		if !complete || s.sent != string(text) {
+			return evs
+		}
+		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": s.closed}))
+		s.closed++
+		s.open = false
+	}
+	return evs
+}
+
+func (s *anthropicStream) Update(r *Response) []Event {
 	var evs []Event
-	for i, b := range anthropicBlocks(r) {
-		start := map[string]any{}
-		for k, v := range b {
-			start[k] = v
-		}
-		var deltas []map[string]any
-		switch b["type"] {
-		case "server_tool_use", "tool_use":
-			in, _ := json.Marshal(b["input"])
-			start["input"] = map[string]any{}
-			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
-		case "text":
-			start["text"] = ""
-			if cs, ok := b["citations"].([]any); ok {
-				start["citations"] = []any{}
-				for _, c := range cs {
-					deltas = append(deltas, map[string]any{"type": "citations_delta", "citation": c})
-				}
-			} else {
-				delete(start, "citations")
+	for s.cursor < len(r.Content) {
+		p := r.Content[s.cursor]
+		switch p.Kind {
+		case PartServerCall:
+			if s.open {
+				return evs // a search after the text: Finish renders it
 			}
-			for _, piece := range pieces(b["text"].(string), 64) {
-				deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
+			if !s.used[p.Server.ID] {
+				s.used[p.Server.ID] = true
+				evs = s.block(evs, anthropicBlocks(&Response{Content: []Part{p}})[0])
 			}
+			// The next block must be this search's result.
+			if s.cursor+1 >= len(r.Content) || r.Content[s.cursor+1].Kind != PartServerResult {
+				return evs
+			}
+			s.cursor++
+		case PartServerResult:
+			if s.open {
+				return evs
+			}
+			evs = s.block(evs, anthropicBlocks(&Response{Content: []Part{p}})[0])
+			s.cursor++
+		case PartText:
+			return s.liveText(evs, p)
+		default:
+			return evs
 		}
-		evs = append(evs, anthropicEvent("content_block_start", map[string]any{"index": i, "content_block": start}))
-		for _, d := range deltas {
-			evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": i, "delta": d}))
+	}
+	return evs
+}
+
+func (s *anthropicStream) Finish(r *Response) []Event {
+	var evs []Event
+	blocks := anthropicBlocks(r)
+	for i := s.closed; i < len(blocks); i++ {
+		b := blocks[i]
+		if !s.open {
+			evs = s.block(evs, b)
+			continue
 		}
-		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": i}))
+		// The open text block: its citations, then the rest of its text.
+		s.open = false
+		idx := s.closed
+		s.closed++
+		text, _ := b["text"].(string)
+		rest, ok := strings.CutPrefix(text, s.sent)
+		if cs, _ := b["citations"].([]any); b["type"] == "text" && ok && s.cites <= len(cs) {
+			for _, c := range cs[s.cites:] {
+				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "citations_delta", "citation": c}}))
+			}
+			for _, piece := range pieces(rest, 64) {
+				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "text_delta", "text": piece}}))
+			}
+			evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": idx}))
+			continue
+		}
+		// The text sent does not begin this block (a model that wrote before it
+		// searched): the block closes as it is, and the answer's blocks follow it.
+		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": idx}))
+		i--
+	}
+	if s.open {
+		s.open = false
+		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": s.closed}))
+		s.closed++
 	}
 	stop := anthropicStops[r.Stop]
 	if stop == "" {
@@ -538,6 +684,6 @@ func (anthropicStream) Finish(r *Response) []Event {
 	return append(evs, anthropicEvent("message_stop", map[string]any{}))
 }
 
-func (anthropicStream) Fail(_ *Response, e *Error) []Event {
+func (*anthropicStream) Fail(_ *Response, e *Error) []Event {
 	return []Event{{Name: "error", Data: Anthropic.EncodeError(e)}}
 }

@@ -256,8 +256,10 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 // Event is one server-sent event of a stream: its event name ("" for a data-only
-// event, as Chat sends them) and its JSON data.
+// event, as Chat sends them) and its JSON data. An event without data is a comment
+// line (Comment, or "keep-alive"), which every SSE client ignores.
 type Event struct {
-	Name string
-	Data []byte
+	Name    string
+	Data    []byte
+	Comment string
 }

@@ -476,39 +476,129 @@ func extension(r *Response) map[string]any {
 
 func (chatCodec) NewStream() Stream { return &chatStream{} }
 
-// chatStream renders an answer as chat.completion.chunk events and [DONE].
-type chatStream struct{}
+// NewChatStream returns a Chat stream; with includeUsage it ends with the usage chunk
+// (the request's stream_options.include_usage).
+func NewChatStream(includeUsage bool) Stream { return &chatStream{includeUsage: includeUsage} }
 
-func (chatStream) Start(*Response) []Event { return nil }
+// chatStream renders an answer as chat.completion.chunk events and [DONE]: a role
+// chunk, the text as it arrives, then the rest of the text, the client tool calls and
+// a last chunk with the finish reason and the url_citation annotations (a field of the
+// delta, as OpenRouter sends them; the SDKs keep it as an extra field).
+//
+// Search progress has no place in a Chat chunk that every SDK parses, so it goes out
+// as SSE comment lines, which the SDKs (openai-go, openai-node, openai-python) skip:
+//
+//	: web_search {"status":"searching","id":"0_call_1","query":"…"}
+//	: web_search {"status":"completed","id":"0_call_1","sources":5}
+//	: web_search {"status":"failed","id":"0_call_1","error":"unavailable"}
+type chatStream struct {
+	includeUsage bool
+	id, model    string
+	created      int64
+	started      bool   // the role chunk is out
+	sent         string // the text sent
+	searching    map[string]bool
+	searched     map[string]bool
+}
 
-func (chatStream) KeepAlive() []Event { return []Event{{}} }
+func (s *chatStream) chunk(delta map[string]any, finish any) Event {
+	b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}})
+	return Event{Data: b}
+}
 
-func (chatStream) Finish(r *Response) []Event {
+func (s *chatStream) Start(r *Response) []Event {
+	s.id, s.model, s.created = r.ID, r.Model, r.Created.Unix()
+	return nil
+}
+
+func (s *chatStream) KeepAlive() []Event { return []Event{{}} }
+
+// text renders what text adds to the text sent, if it continues it; final (the
+// answer) is sent past what it shares with the text sent in any case.
+func (s *chatStream) text(evs []Event, text string, final bool) []Event {
+	if !s.started {
+		s.started = true
+		evs = append(evs, s.chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	}
+	rest, ok := strings.CutPrefix(text, s.sent)
+	if !ok && final {
+		rest = text[commonPrefix(text, s.sent):]
+	}
+	if rest != "" && (ok || final) {
+		evs = append(evs, s.chunk(map[string]any{"content": rest}, nil))
+		s.sent = text
+	}
+	return evs
+}
+
+// commonPrefix is the length in bytes of the longest common prefix of a and b that
+// ends on a character boundary.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
+		n--
+	}
+	return n
+}
+
+func (s *chatStream) Update(r *Response) []Event {
+	var evs []Event
+	if s.searching == nil {
+		s.searching, s.searched = map[string]bool{}, map[string]bool{}
+	}
+	for _, p := range r.Content {
+		switch {
+		case p.Kind == PartServerCall && !s.searching[p.Server.ID]:
+			s.searching[p.Server.ID] = true
+			evs = append(evs, progressComment(map[string]any{"status": "searching", "id": p.Server.ID, "query": p.Server.Query}))
+		case p.Kind == PartServerResult && !s.searched[p.Search.CallID]:
+			s.searched[p.Search.CallID] = true
+			if e := p.Search.Error; e != nil {
+				evs = append(evs, progressComment(map[string]any{"status": "failed", "id": p.Search.CallID, "error": e.Code}))
+			} else {
+				evs = append(evs, progressComment(map[string]any{"status": "completed", "id": p.Search.CallID, "sources": len(p.Search.Sources)}))
+			}
+		case p.Kind == PartText:
+			evs = s.text(evs, p.Text, false)
+		}
+	}
+	return evs
+}
+
+// progressComment is a search's progress as an SSE comment line.
+func progressComment(v map[string]any) Event {
+	b, _ := json.Marshal(v)
+	return Event{Comment: "web_search " + string(b)}
+}
+
+func (s *chatStream) Finish(r *Response) []Event {
 	msg, finish := chatMessageOf(r)
-	chunk := func(delta map[string]any, finish any) Event {
-		b, _ := json.Marshal(map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created.Unix(), "model": r.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}})
-		return Event{Data: b}
-	}
-	evs := []Event{chunk(map[string]any{"role": "assistant", "content": ""}, nil)}
-	for _, piece := range pieces(msg["content"].(string), 64) {
-		evs = append(evs, chunk(map[string]any{"content": piece}, nil))
-	}
+	evs := s.text(nil, msg["content"].(string), true)
 	if calls, ok := msg["tool_calls"].([]llm.ToolCall); ok {
 		items := make([]any, len(calls))
 		for i, c := range calls {
 			items[i] = map[string]any{"index": i, "id": c.ID, "type": "function", "function": c.Function}
 		}
-		evs = append(evs, chunk(map[string]any{"tool_calls": items}, nil))
+		evs = append(evs, s.chunk(map[string]any{"tool_calls": items}, nil))
 	}
 	final := map[string]any{}
 	if anns := msg["annotations"].([]any); len(anns) > 0 {
 		final["annotations"] = anns
 	}
-	return append(evs, chunk(final, finish), Event{Data: []byte("[DONE]")})
+	evs = append(evs, s.chunk(final, finish))
+	if s.includeUsage {
+		b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model, "choices": []any{},
+			"usage": map[string]int{"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens, "total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens}})
+		evs = append(evs, Event{Data: b})
+	}
+	return append(evs, Event{Data: []byte("[DONE]")})
 }
 
-func (chatStream) Fail(_ *Response, e *Error) []Event {
+func (s *chatStream) Fail(_ *Response, e *Error) []Event {
 	return []Event{{Data: openAIError(e)}, {Data: []byte("[DONE]")}}
 }
 

@@ -34,12 +34,25 @@ type ModelCodec interface {
 	DecodeResponse(body []byte) (*Response, error)
 }
 
-// Stream renders one answer as a protocol's server-sent events. Start runs as soon as
-// the job is accepted (only the id, model and creation time are known); Finish when
-// the answer is there; Fail when the job failed after Start. KeepAlive is sent while
-// the fleet works. (Token-by-token relay will add a Delta method.)
+// Stream renders one answer as a protocol's server-sent events, as it is produced.
+// Start runs as soon as the job is accepted (only the id, model and creation time are
+// known). Update runs whenever more of the answer is known while the job runs (the
+// model's text so far, the searches started and finished so far: the ingress builds
+// it from the job's live stream) and renders only what is new since the last call.
+// Finish renders the rest of the final answer: what the client has accumulated from
+// every event then equals the non-streamed answer, citations included. Fail ends a
+// stream whose job failed. KeepAlive is sent while nothing else is.
+//
+// The answer passed to Update grows: its Content lists, in order, a server call per
+// search started (followed by its result once the search is done), and, once every
+// search so far is done, one text part holding the text so far with the citations of
+// the "[n]" markers written so far.
+// What a stream has sent is never taken back: a text that is not a continuation of
+// the text already sent is not sent until Finish, which sends what the final text
+// adds to it.
 type Stream interface {
 	Start(r *Response) []Event
+	Update(r *Response) []Event
 	KeepAlive() []Event
 	Finish(r *Response) []Event
 	Fail(r *Response, e *Error) []Event
@@ -68,7 +81,13 @@ func WriteSSE(w interface{ Write([]byte) (int, error) }, evs []Event) {
 			b.WriteByte('\n')
 		}
 		if e.Data == nil {
-			b.WriteString(": keep-alive\n\n")
+			comment := e.Comment
+			if comment == "" {
+				comment = "keep-alive"
+			}
+			b.WriteString(": ")
+			b.WriteString(comment)
+			b.WriteString("\n\n")
 			continue
 		}
 		b.WriteString("data: ")

@@ -489,8 +489,19 @@ func (responsesCodec) EncodeResponse(r *Response) ([]byte, error) {
 func (responsesCodec) NewStream() Stream { return &responsesStream{} }
 
 // responsesStream renders an answer as the Responses event sequence, each event with
-// its sequence_number.
-type responsesStream struct{ seq int }
+// its sequence_number: a web_search_call item per search as it starts (in_progress,
+// searching) and ends (completed, with its sources), the message item whose text
+// arrives as output_text.delta events, its annotations when the answer is complete,
+// then response.completed with the whole response.
+type responsesStream struct {
+	seq     int
+	next    int            // the next output_index
+	calls   map[string]int // a server call's output_index
+	queries map[string]*ServerCall
+	done    map[string]bool // the calls whose item is done
+	msg     int             // the message item's output_index (-1: not yet added)
+	sent    string          // the text sent
+}
 
 func (s *responsesStream) ev(typ string, fields map[string]any) Event {
 	fields["type"] = typ
@@ -501,6 +512,7 @@ func (s *responsesStream) ev(typ string, fields map[string]any) Event {
 }
 
 func (s *responsesStream) Start(r *Response) []Event {
+	s.calls, s.queries, s.done, s.msg = map[string]int{}, map[string]*ServerCall{}, map[string]bool{}, -1
 	rr := *r
 	rr.Status = StatusInProgress
 	o := responseObject(&rr, []any{})
@@ -509,47 +521,117 @@ func (s *responsesStream) Start(r *Response) []Event {
 
 func (s *responsesStream) KeepAlive() []Event { return []Event{{}} }
 
+// search adds a web_search_call item: in progress, searching.
+func (s *responsesStream) search(evs []Event, c *ServerCall) []Event {
+	idx := s.next
+	s.next++
+	s.calls[c.ID], s.queries[c.ID] = idx, c
+	id := "ws_" + c.ID
+	added := map[string]any{"type": "web_search_call", "id": id, "status": "in_progress", "action": map[string]any{"type": "search", "query": c.Query}}
+	evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
+	for _, phase := range []string{"in_progress", "searching"} {
+		evs = append(evs, s.ev("response.web_search_call."+phase, map[string]any{"output_index": idx, "item_id": id}))
+	}
+	return evs
+}
+
+// searched completes a web_search_call item.
+func (s *responsesStream) searched(evs []Event, res *SearchResult) []Event {
+	idx, ok := s.calls[res.CallID]
+	if !ok || s.done[res.CallID] {
+		return evs
+	}
+	s.done[res.CallID] = true
+	item := webSearchItem(s.queries[res.CallID], res, "")
+	evs = append(evs, s.ev("response.web_search_call.completed", map[string]any{"output_index": idx, "item_id": item["id"]}))
+	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": item}))
+}
+
+func (s *responsesStream) loc(r *Response, m map[string]any) map[string]any {
+	m["item_id"], m["output_index"], m["content_index"] = messageID(r), s.msg, 0
+	return m
+}
+
+// text opens the message item and sends what text adds to the text sent, if it
+// continues it; final (the answer) is sent past what it shares with it in any case.
+func (s *responsesStream) text(evs []Event, r *Response, text string, final bool) []Event {
+	if s.msg < 0 {
+		s.msg = s.next
+		s.next++
+		added := map[string]any{"type": "message", "id": messageID(r), "status": "in_progress", "role": "assistant", "content": []any{}}
+		evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": s.msg, "item": added}))
+		evs = append(evs, s.ev("response.content_part.added", s.loc(r, map[string]any{"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}})))
+	}
+	rest, ok := strings.CutPrefix(text, s.sent)
+	if !ok && final {
+		rest = text[commonPrefix(text, s.sent):]
+	}
+	if rest != "" && (ok || final) {
+		evs = append(evs, s.ev("response.output_text.delta", s.loc(r, map[string]any{"delta": rest, "logprobs": []any{}})))
+		s.sent = text
+	}
+	return evs
+}
+
+func (s *responsesStream) Update(r *Response) []Event {
+	var evs []Event
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			// A search that starts after the text (a model that wrote before it
+			// searched) cannot be put before the message item: Finish adds it.
+			if _, ok := s.calls[p.Server.ID]; !ok && s.msg < 0 {
+				evs = s.search(evs, p.Server)
+			}
+		case PartServerResult:
+			evs = s.searched(evs, p.Search)
+		case PartText:
+			evs = s.text(evs, r, p.Text, false)
+		}
+	}
+	return evs
+}
+
 func (s *responsesStream) Finish(r *Response) []Event {
 	var evs []Event
 	final := responsesOutput(r)
-	for idx, item := range final {
+	results := map[string]*SearchResult{}
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			if _, ok := s.calls[p.Server.ID]; !ok {
+				evs = s.search(evs, p.Server)
+			}
+		case PartServerResult:
+			results[p.Search.CallID] = p.Search
+		}
+	}
+	for _, p := range r.Content {
+		if p.Kind == PartServerCall {
+			res := results[p.Server.ID]
+			if res == nil {
+				res = &SearchResult{CallID: p.Server.ID, Sources: []Source{}}
+			}
+			evs = s.searched(evs, res)
+		}
+	}
+	for _, item := range final {
 		it := item.(map[string]any)
 		id, _ := it["id"].(string)
 		switch it["type"] {
-		case "web_search_call":
-			added := map[string]any{"type": "web_search_call", "id": id, "status": "in_progress", "action": map[string]any{"type": "search", "query": it["action"].(map[string]any)["query"]}}
-			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
-			for _, phase := range []string{"in_progress", "searching", "completed"} {
-				evs = append(evs, s.ev("response.web_search_call."+phase, map[string]any{"output_index": idx, "item_id": id}))
-			}
 		case "message":
-			added := map[string]any{"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []any{}}
-			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
 			part := it["content"].([]any)[0].(map[string]any)
-			loc := map[string]any{"item_id": id, "output_index": idx, "content_index": 0}
-			with := func(m map[string]any) map[string]any {
-				for k, v := range loc {
-					m[k] = v
-				}
-				return m
-			}
-			evs = append(evs, s.ev("response.content_part.added", with(map[string]any{"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}})))
 			text := part["text"].(string)
-			anns := part["annotations"].([]any)
-			sent, next := 0, 0
-			for _, piece := range pieces(text, 64) {
-				evs = append(evs, s.ev("response.output_text.delta", with(map[string]any{"delta": piece, "logprobs": []any{}})))
-				sent += utf8.RuneCountInString(piece)
-				for ; next < len(anns) && anns[next].(map[string]any)["end_index"].(int) <= sent; next++ {
-					evs = append(evs, s.ev("response.output_text.annotation.added", with(map[string]any{"annotation_index": next, "annotation": anns[next]})))
-				}
+			evs = s.text(evs, r, text, true)
+			for n, a := range part["annotations"].([]any) {
+				evs = append(evs, s.ev("response.output_text.annotation.added", s.loc(r, map[string]any{"annotation_index": n, "annotation": a})))
 			}
-			for ; next < len(anns); next++ {
-				evs = append(evs, s.ev("response.output_text.annotation.added", with(map[string]any{"annotation_index": next, "annotation": anns[next]})))
-			}
-			evs = append(evs, s.ev("response.output_text.done", with(map[string]any{"text": text, "logprobs": []any{}})))
-			evs = append(evs, s.ev("response.content_part.done", with(map[string]any{"part": part})))
+			evs = append(evs, s.ev("response.output_text.done", s.loc(r, map[string]any{"text": text, "logprobs": []any{}})))
+			evs = append(evs, s.ev("response.content_part.done", s.loc(r, map[string]any{"part": part})))
+			evs = append(evs, s.ev("response.output_item.done", map[string]any{"output_index": s.msg, "item": it}))
 		case "function_call":
+			idx := s.next
+			s.next++
 			added := map[string]any{}
 			for k, v := range it {
 				added[k] = v
@@ -558,8 +640,8 @@ func (s *responsesStream) Finish(r *Response) []Event {
 			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
 			evs = append(evs, s.ev("response.function_call_arguments.delta", map[string]any{"output_index": idx, "item_id": id, "delta": it["arguments"]}))
 			evs = append(evs, s.ev("response.function_call_arguments.done", map[string]any{"output_index": idx, "item_id": id, "arguments": it["arguments"], "name": it["name"]}))
+			evs = append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
 		}
-		evs = append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
 	}
 	typ := "response.completed"
 	o := responseObject(r, final)

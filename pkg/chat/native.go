@@ -1,0 +1,73 @@
+package chat
+
+import (
+	"encoding/json"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// A model that runs its provider's own search (a model caller with native search)
+// reports it in its answer's llm.NativeKey field. The job record counts those searches
+// like the fleet's: a trace entry each (engine "native:<protocol>"), their cost in the
+// usage, and the cited pages as the sources the answer's [n] markers number.
+
+// native reads a turn's native-search report (nil: the model did not search itself).
+func native(t *turn) *llm.NativeSearch {
+	var m struct {
+		Native *llm.NativeSearch `json:"searchfleet_native"`
+	}
+	if t == nil || json.Unmarshal(t.Message, &m) != nil {
+		return nil
+	}
+	return m.Native
+}
+
+// nativeSources returns the sources the final answer's markers number: its native
+// search's cited pages when the model searched itself in that answer, else srcs.
+func nativeSources(t *turn, srcs *sources) *sources {
+	n := native(t)
+	if n == nil || len(n.Sources) == 0 {
+		return srcs
+	}
+	out := &sources{}
+	for _, s := range n.Sources {
+		out.add(engines.Source{Web: engines.Web{URI: s.URL, Title: s.Title}})
+	}
+	return out
+}
+
+// addNative appends the chain's native searches (hops 0..last) to its trace and usage.
+func (v *view) addNative(last int, trace []traceEntry, u engines.Usage) ([]traceEntry, engines.Usage) {
+	for h := 0; h <= last; h++ {
+		t, _ := v.turn(h)
+		n := native(t)
+		if n == nil {
+			continue
+		}
+		per := 0.0
+		if n.Requests > 0 {
+			per = n.CostUSD / float64(n.Requests)
+		}
+		titles := map[string]string{}
+		for _, s := range n.Sources {
+			titles[s.URL] = s.Title
+		}
+		for _, q := range n.Searches {
+			e := traceEntry{Hop: h, CallID: q.ID, Engine: "native:" + n.Protocol, Query: q.Query, Sources: []wire.TraceSource{}}
+			for _, u := range q.URLs {
+				e.Sources = append(e.Sources, wire.TraceSource{URL: u, Title: titles[u]})
+			}
+			if q.Error != "" {
+				e.Error = "NATIVE_SEARCH_FAILED: " + q.Error
+			} else {
+				e.Usage = engines.Usage{Searches: 1, CostUSD: per}
+			}
+			trace = append(trace, e)
+		}
+		u.Searches += n.Requests
+		u.CostUSD += n.CostUSD
+	}
+	return trace, u
+}

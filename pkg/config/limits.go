@@ -1,0 +1,109 @@
+package config
+
+// Limits are what one tenant may use at once. The process defaults come from the
+// environment (FLEET_TENANT_*, Env.TenantLimits); a tenant of the config file may set
+// its own ("limits" in the tenant's entry), where an omitted or 0 field takes the
+// default and a negative one means no limit. With no tenants configured the open API
+// is one tenant, "default", with the defaults.
+//
+// The defaults protect a small deployment (one ingress, a handful of workers): a key
+// holder cannot hold more than a few dozen connections open, queue more jobs than the
+// workers clear in minutes, or fill the disk.
+type Limits struct {
+	// RequestsPerSecond is the steady request rate, shared by every ingress replica
+	// (a GCRA limiter in Redis); Burst is how many requests may come at once.
+	RequestsPerSecond float64 `json:"requestsPerSecond,omitempty" env:"RPS" envDefault:"20"`
+	Burst             int     `json:"burst,omitempty" env:"BURST" envDefault:"40"`
+	// SyncWaits bounds synchronous requests waiting for their answer at once (each
+	// may wait up to the job timeout); Streams bounds open server-sent event streams
+	// (streamed answers and /events).
+	SyncWaits int `json:"syncWaits,omitempty" env:"SYNC_WAITS" envDefault:"64"`
+	Streams   int `json:"streams,omitempty" env:"STREAMS" envDefault:"64"`
+	// QueuedJobs bounds the tenant's jobs submitted through the API that have not
+	// ended (batch lines count against Batches instead).
+	QueuedJobs int `json:"queuedJobs,omitempty" env:"QUEUED_JOBS" envDefault:"512"`
+	// Batches bounds the tenant's batches that have not ended.
+	Batches int `json:"batches,omitempty" env:"BATCHES" envDefault:"8"`
+	// Files and FileBytes bound the tenant's stored files (uploads, batch inputs,
+	// outputs and error files) by count and by size.
+	Files     int   `json:"files,omitempty" env:"FILES" envDefault:"1000"`
+	FileBytes int64 `json:"fileBytes,omitempty" env:"FILE_BYTES" envDefault:"2147483648"`
+}
+
+// Or returns l with every zero field taken from def; a negative field (no limit)
+// becomes 0, which the enforcing code reads as "no limit".
+func (l Limits) Or(def Limits) Limits {
+	pick := func(v, d int64) int64 {
+		switch {
+		case v < 0:
+			return 0
+		case v == 0:
+			return d
+		}
+		return v
+	}
+	out := Limits{
+		SyncWaits:  int(pick(int64(l.SyncWaits), int64(def.SyncWaits))),
+		Streams:    int(pick(int64(l.Streams), int64(def.Streams))),
+		QueuedJobs: int(pick(int64(l.QueuedJobs), int64(def.QueuedJobs))),
+		Batches:    int(pick(int64(l.Batches), int64(def.Batches))),
+		Files:      int(pick(int64(l.Files), int64(def.Files))),
+		FileBytes:  pick(l.FileBytes, def.FileBytes),
+		Burst:      int(pick(int64(l.Burst), int64(def.Burst))),
+	}
+	switch {
+	case l.RequestsPerSecond < 0:
+	case l.RequestsPerSecond == 0:
+		out.RequestsPerSecond = def.RequestsPerSecond
+	default:
+		out.RequestsPerSecond = l.RequestsPerSecond
+	}
+	return out
+}
+
+// validate checks the process defaults (negative values make no sense there: 0 is
+// "no limit").
+func (l Limits) validate(bad func(string, ...any)) {
+	if l.RequestsPerSecond < 0 || l.Burst < 0 || l.SyncWaits < 0 || l.Streams < 0 || l.QueuedJobs < 0 ||
+		l.Batches < 0 || l.Files < 0 || l.FileBytes < 0 {
+		bad("FLEET_TENANT_* limits must not be negative (0: no limit)")
+	}
+	if l.RequestsPerSecond > 0 && l.Burst < 1 {
+		bad("FLEET_TENANT_BURST must be at least 1 when FLEET_TENANT_RPS is set")
+	}
+}
+
+// TenantLimits gives each tenant its limits: its own over the process defaults.
+type TenantLimits struct {
+	def Limits
+	own map[string]Limits
+}
+
+// NewTenantLimits returns the limits of tenants, with def for any other tenant (the
+// open API's "default" among them).
+func NewTenantLimits(def Limits, tenants []Tenant) *TenantLimits {
+	t := &TenantLimits{def: def, own: map[string]Limits{}}
+	for _, tc := range tenants {
+		t.own[tc.ID] = tc.Limits.Or(def)
+	}
+	return t
+}
+
+// Of returns tenant's limits (0 in a field: no limit). A nil TenantLimits limits
+// nothing.
+func (t *TenantLimits) Of(tenant string) Limits {
+	if t == nil {
+		return Limits{}
+	}
+	if l, ok := t.own[tenant]; ok {
+		return l
+	}
+	return t.def
+}
+
+// UnlimitedTenantEnv is the environment (KEY=value) that lifts every per-tenant
+// default: for load tests and benchmarks, which measure the fleet, not its limits.
+func UnlimitedTenantEnv() []string {
+	return []string{"FLEET_TENANT_RPS=0", "FLEET_TENANT_SYNC_WAITS=0", "FLEET_TENANT_STREAMS=0", "FLEET_TENANT_QUEUED_JOBS=0",
+		"FLEET_TENANT_BATCHES=0", "FLEET_TENANT_FILES=0", "FLEET_TENANT_FILE_BYTES=0"}
+}

@@ -1,0 +1,230 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+)
+
+// streamingBody returns a chat request body with streaming on and the final usage
+// chunk asked for (stream_options.include_usage), whatever the body said.
+func streamingBody(body []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, err
+	}
+	if top == nil {
+		return nil, errors.New("request body is not a JSON object")
+	}
+	top["stream"] = json.RawMessage("true")
+	top["stream_options"] = json.RawMessage(`{"include_usage":true}`)
+	return json.Marshal(top)
+}
+
+// errStreamCut is a stream that ended before its answer did.
+var errStreamCut = errors.New("the stream ended before the answer was complete")
+
+// chatChunk is one chat.completion.chunk (or an in-band error event).
+type chatChunk struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int                        `json:"index"`
+		Delta        map[string]json.RawMessage `json:"delta"`
+		FinishReason *string                    `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *Usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// toolCallDelta is a fragment of a streamed tool call: the first fragment of a call
+// carries its id, type and name, the following ones pieces of its arguments.
+type toolCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// assembler folds a chunk stream back into the chat.completion it stands for.
+type assembler struct {
+	id, model  string
+	content    []byte
+	hasContent bool // a non-null content was seen (a tool-call answer's stays null)
+	calls      []ToolCall
+	callAt     map[int]int // a fragment's index → its place in calls
+	extra      map[string]json.RawMessage
+	extraText  map[string][]byte // string fields other than content: concatenated
+	finish     string
+	usage      Usage
+	done       bool // [DONE] or a finish_reason was seen
+}
+
+// readStream reads a chat completion's server-sent chunks, calling onDelta with each
+// piece of text, and returns the assembled completion. In-band errors and a stream
+// cut short are *Error values (status 0 for a cut: retryable).
+func (c *Client) readStream(ctx context.Context, resp *http.Response, onDelta func(Delta)) (*Completion, error) {
+	a := &assembler{callAt: map[int]int{}, extra: map[string]json.RawMessage{}, extraText: map[string][]byte{}}
+	var failed *Error
+	err := ReadSSE(resp.Body, func(_ string, data []byte) error {
+		if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+			a.done = true
+			return errDone
+		}
+		var ch chatChunk
+		if err := json.Unmarshal(data, &ch); err != nil {
+			failed = &Error{Provider: c.name, Status: resp.StatusCode, Type: "bad_response", Message: "stream event is not a chat completion chunk: " + truncate(err.Error(), 200)}
+			return failed
+		}
+		if e := c.inBandError(ch.Error); e != nil {
+			failed = e
+			return e
+		}
+		if text := a.add(&ch); text != "" {
+			onDelta(Delta{Text: text})
+		}
+		return nil
+	})
+	switch {
+	case failed != nil:
+		return nil, failed
+	case err != nil && !errors.Is(err, errDone):
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &Error{Provider: c.name, Message: "reading the stream: " + c.redact(err.Error()), Err: errStreamCut}
+	case !a.done:
+		return nil, &Error{Provider: c.name, Message: errStreamCut.Error(), Err: errStreamCut}
+	}
+	return a.completion(), nil
+}
+
+// errDone stops reading at [DONE].
+var errDone = errors.New("done")
+
+// add folds one chunk in and returns its text.
+func (a *assembler) add(ch *chatChunk) string {
+	if a.id == "" {
+		a.id = ch.ID
+	}
+	if a.model == "" {
+		a.model = ch.Model
+	}
+	if ch.Usage != nil {
+		a.usage = *ch.Usage
+	}
+	var text []byte
+	for _, choice := range ch.Choices {
+		if choice.Index != 0 {
+			continue
+		}
+		if choice.FinishReason != nil && *choice.FinishReason != "" {
+			a.finish, a.done = *choice.FinishReason, true
+		}
+		for k, v := range choice.Delta {
+			if isJSONNull(v) {
+				continue
+			}
+			switch k {
+			case "role":
+			case "content":
+				var s string
+				if json.Unmarshal(v, &s) == nil {
+					a.hasContent = true
+					a.content = append(a.content, s...)
+					text = append(text, s...)
+				}
+			case "tool_calls":
+				var frags []toolCallDelta
+				json.Unmarshal(v, &frags)
+				for _, f := range frags {
+					a.addCall(f)
+				}
+			default:
+				a.addExtra(k, v)
+			}
+		}
+	}
+	return string(text)
+}
+
+func (a *assembler) addCall(f toolCallDelta) {
+	i, ok := a.callAt[f.Index]
+	if !ok {
+		i = len(a.calls)
+		a.callAt[f.Index] = i
+		a.calls = append(a.calls, ToolCall{Type: "function"})
+	}
+	tc := &a.calls[i]
+	if f.ID != "" {
+		tc.ID = f.ID
+	}
+	if f.Type != "" {
+		tc.Type = f.Type
+	}
+	if f.Function.Name != "" && tc.Function.Name == "" {
+		tc.Function.Name = f.Function.Name
+	}
+	tc.Function.Arguments += f.Function.Arguments
+}
+
+// addExtra keeps a provider's own message field: strings (reasoning_content) are
+// concatenated, arrays (annotations) appended, anything else the last value wins.
+func (a *assembler) addExtra(k string, v json.RawMessage) {
+	switch v[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			a.extraText[k] = append(a.extraText[k], s...)
+			return
+		}
+	case '[':
+		var items, have []json.RawMessage
+		if json.Unmarshal(v, &items) == nil {
+			json.Unmarshal(a.extra[k], &have)
+			b, _ := json.Marshal(append(have, items...))
+			a.extra[k] = b
+			return
+		}
+	}
+	a.extra[k] = append(json.RawMessage(nil), v...)
+}
+
+// completion is the assembled answer: the message as a whole answer carries it.
+func (a *assembler) completion() *Completion {
+	msg := map[string]any{"role": "assistant", "content": nil}
+	if a.hasContent {
+		msg["content"] = string(a.content)
+	}
+	if len(a.calls) > 0 {
+		idx := make([]int, 0, len(a.callAt))
+		for i := range a.callAt {
+			idx = append(idx, i)
+		}
+		sort.Ints(idx) // the order a whole answer lists them in
+		calls := make([]ToolCall, 0, len(idx))
+		for _, i := range idx {
+			calls = append(calls, a.calls[a.callAt[i]])
+		}
+		msg["tool_calls"] = calls
+	}
+	for k, v := range a.extra {
+		msg[k] = v
+	}
+	for k, v := range a.extraText {
+		msg[k] = string(v)
+	}
+	b, _ := json.Marshal(msg)
+	return &Completion{ID: a.id, Model: a.model, Message: b, FinishReason: a.finish, Usage: a.usage}
+}
+
+func isJSONNull(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
+}

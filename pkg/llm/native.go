@@ -1,0 +1,34 @@
+package llm
+
+// NativeKey is the field of a Chat assistant message in which a model caller reports
+// the provider's own (native) web search of that answer: the chat worker reads it into
+// the job's sources, trace and cost, and removes it from what the client sees.
+const NativeKey = "searchfleet_native"
+
+// NativeSearch is what a provider's own web search did in one answer.
+type NativeSearch struct {
+	// Protocol is the model protocol that searched ("anthropic-messages").
+	Protocol string `json:"protocol"`
+	// Requests are the billed searches; CostUSD their price.
+	Requests int     `json:"requests"`
+	CostUSD  float64 `json:"cost_usd"`
+	// Searches are the queries with the URLs each found, in order.
+	Searches []NativeQuery `json:"searches"`
+	// Sources are the cited pages, numbered as the answer's [n] markers (from 1).
+	Sources []NativeSource `json:"sources"`
+}
+
+// NativeQuery is one native search.
+type NativeQuery struct {
+	ID    string   `json:"id"`
+	Query string   `json:"query"`
+	URLs  []string `json:"urls"`
+	// Error is the provider's error code when the search failed.
+	Error string `json:"error,omitempty"`
+}
+
+// NativeSource is one cited page.
+type NativeSource struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+}

@@ -1,0 +1,283 @@
+// Package upstream calls main models that speak a protocol other than OpenAI Chat
+// (OpenAI Responses, Anthropic Messages, Gemini). A Caller is an llm.Caller: it takes
+// the chain's Chat request, translates it with the codecs of pkg/llm/wire, and gives
+// the answer back as a Chat assistant message, so the chat worker never knows which
+// protocol its model speaks.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// maxAnswer bounds a model's answer body.
+const maxAnswer = 64 << 20
+
+// Caller calls one provider's main models in its protocol.
+type Caller struct {
+	api     wire.ModelAPI
+	name    string
+	baseURL string
+	key     string // never logged, never in an error
+	hc      *http.Client
+	opts    Options
+}
+
+// Options are a caller's settings beyond the provider.
+type Options struct {
+	// NativeSearch forwards the provider's own web search instead of the fleet's:
+	// when the chain offers the web_search tool, the model gets its protocol's search
+	// tool in its place, and the searches it runs come back in the answer's
+	// llm.NativeKey report (with their cost), its citations as [n] markers.
+	NativeSearch bool
+}
+
+var _ llm.Caller = (*Caller)(nil)
+
+// New returns a caller of the provider name at baseURL speaking api, authenticating
+// with key. The base URL is what the protocol's SDKs take: ".../v1" for OpenAI
+// Responses, the host root for Anthropic and Gemini.
+func New(api wire.ModelAPI, name, baseURL, key string, hc *http.Client, opts Options) *Caller {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Caller{api: api, name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, hc: hc, opts: opts}
+}
+
+// Protocol returns the protocol the caller speaks.
+func (c *Caller) Protocol() wire.Protocol { return c.api.Protocol() }
+
+// Complete translates a Chat request body into the provider's protocol, calls the
+// model (streaming when onDelta is set: onDelta gets the answer's text in order) and
+// returns its answer as a Chat assistant message with the model's tool call ids.
+func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error) {
+	req, err := wire.Chat.DecodeRequest(body)
+	if err != nil {
+		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
+	}
+	c.searchTool(req)
+	stream := onDelta != nil
+	req.Stream = stream
+	out, err := c.api.EncodeRequest(req, req.Model)
+	if err != nil {
+		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
+	}
+	answer, raw, err := c.call(ctx, req.Model, out, stream, onDelta)
+	if err != nil {
+		return nil, err
+	}
+	// A paused answer (Anthropic's pause_turn, a long run of the provider's own
+	// searches) is resumed with the paused content sent back as it came.
+	cont, _ := c.api.(wire.Continuer)
+	for i := 0; cont != nil && raw != nil && i < maxContinuations; i++ {
+		next, paused := cont.Continue(out, raw)
+		if !paused {
+			break
+		}
+		more, moreRaw, err := c.call(ctx, req.Model, next, false, nil)
+		if err != nil {
+			return nil, err
+		}
+		answer = answer.Join(more)
+		out, raw = next, moreRaw
+	}
+	msg, finish, usage := wire.ChatAnswer(answer)
+	return &llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg), FinishReason: finish, Usage: usage}, nil
+}
+
+// maxContinuations bounds the resumptions of one paused answer.
+const maxContinuations = 4
+
+// call posts one request and reads its answer; raw is the answer's body when it was
+// read whole (nil when streamed).
+func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(model, stream), bytes.NewReader(out))
+	if err != nil {
+		return nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	} else {
+		hr.Header.Set("Accept", "application/json")
+	}
+	c.api.Authorize(hr.Header, c.key)
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, &llm.Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, nil, c.httpError(resp, data)
+	}
+	var answer *wire.Response
+	var raw []byte
+	if stream && isEventStream(resp.Header.Get("Content-Type")) {
+		answer, err = c.readStream(resp.Body, onDelta)
+	} else {
+		answer, raw, err = c.readWhole(resp, onDelta)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, c.asError(resp.StatusCode, err)
+	}
+	return answer, raw, nil
+}
+
+// searchTool puts the provider's own search in place of the fleet's web_search tool
+// when the caller forwards native search; otherwise the request declares none (the
+// chain's web_search is a function tool like any other).
+func (c *Caller) searchTool(req *wire.Request) {
+	req.Search = nil
+	if !c.opts.NativeSearch {
+		return
+	}
+	kept := req.Tools[:0]
+	for _, t := range req.Tools {
+		if intent.IsWebSearchCall(t.Name) {
+			req.Search = &llm.SearchOptions{Requested: true}
+			continue
+		}
+		kept = append(kept, t)
+	}
+	req.Tools = kept
+	if tc := req.ToolChoice; tc != nil && tc.Mode == "tool" && intent.IsWebSearchCall(tc.Name) {
+		req.ToolChoice = nil
+	}
+}
+
+// priceNative names the protocol and the cost in an answer's native-search report.
+func (c *Caller) priceNative(msg json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if !c.opts.NativeSearch || json.Unmarshal(msg, &m) != nil || m[llm.NativeKey] == nil {
+		return msg
+	}
+	var n llm.NativeSearch
+	if json.Unmarshal(m[llm.NativeKey], &n) != nil {
+		return msg
+	}
+	n.Protocol = string(c.api.Protocol())
+	price, _ := wire.NativeSearchPrice(c.api.Protocol())
+	n.CostUSD = float64(n.Requests) * price
+	m[llm.NativeKey], _ = json.Marshal(n)
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// readWhole reads a whole answer; a streaming caller gets its text as one delta.
+func (c *Caller) readWhole(resp *http.Response, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, nil, &llm.Error{Status: http.StatusBadGateway, Message: "reading response: " + err.Error()}
+	}
+	answer, err := c.api.DecodeResponse(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t := answer.Text(); onDelta != nil && t != "" {
+		onDelta(llm.Delta{Text: t})
+	}
+	return answer, data, nil
+}
+
+// readStream decodes a streamed answer, passing its text on as it arrives.
+func (c *Caller) readStream(body io.Reader, onDelta func(llm.Delta)) (*wire.Response, error) {
+	dec := c.api.NewStreamDecoder()
+	var eventErr error
+	err := llm.ReadSSE(body, func(event string, data []byte) error {
+		if string(data) == "[DONE]" {
+			return nil
+		}
+		text, err := dec.Event(event, data)
+		if err != nil {
+			eventErr = err
+			return err
+		}
+		if text != "" {
+			onDelta(llm.Delta{Text: text})
+		}
+		return nil
+	})
+	switch {
+	case eventErr != nil:
+		return nil, eventErr
+	case err != nil:
+		// The connection broke mid-answer: the same call may succeed again.
+		return nil, &llm.Error{Status: http.StatusBadGateway, Type: "stream_broken", Message: "the model's stream broke off: " + err.Error()}
+	}
+	return dec.Response()
+}
+
+// asError makes err an *llm.Error of this provider: a provider's error stays one
+// (with its status), anything else (an unreadable answer) is a bad response.
+func (c *Caller) asError(status int, err error) *llm.Error {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		e := *le
+		e.Provider = c.name
+		e.Message = c.redact(e.Message)
+		return &e
+	}
+	return &llm.Error{Provider: c.name, Status: status, Type: "bad_response", Message: c.redact(err.Error())}
+}
+
+func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
+	e := c.api.DecodeError(resp.StatusCode, data)
+	e.Provider = c.name
+	e.Message = c.redact(clip(e.Message, 500))
+	if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+		e.RetryAfter = d
+	}
+	return e
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == "text/event-stream"
+}
+
+func (c *Caller) redact(s string) string {
+	if len(c.key) >= 4 {
+		s = strings.ReplaceAll(s, c.key, "[REDACTED]")
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,278 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// ModelAPI is a main-model protocol as the fleet speaks it over HTTP: its codec, where
+// a call goes and how it authenticates, how its stream and its error bodies read.
+// OpenAI Chat is not one: llm.Client speaks it directly.
+type ModelAPI interface {
+	ModelCodec
+	// Path returns the path of a call to model, appended to the provider's base URL.
+	Path(model string, stream bool) string
+	// Authorize sets the headers that carry key (and the protocol's version headers).
+	Authorize(h http.Header, key string)
+	// NewStreamDecoder returns a decoder of one streamed answer: the answer to a
+	// request encoded with Stream set.
+	NewStreamDecoder() StreamDecoder
+	// DecodeError reads a failed call's body (status is the HTTP status) as an
+	// *llm.Error; its Provider is left for the caller to set.
+	DecodeError(status int, body []byte) *llm.Error
+}
+
+// Continuer is a ModelAPI whose answers may pause before they are done (Anthropic's
+// pause_turn after a long run of its own searches).
+type Continuer interface {
+	// Continue returns the request that resumes a paused answer: request (a body
+	// EncodeRequest made, or an earlier Continue) with the paused content sent back
+	// exactly as answer (the paused answer's body) had it. paused is false when the
+	// answer did not pause.
+	Continue(request, answer []byte) (next []byte, paused bool)
+}
+
+// Join returns the answer r continued by more (a resumed paused answer): the content
+// of both in order, the usage of both, more's stop reason.
+func (r *Response) Join(more *Response) *Response {
+	out := *more
+	out.Content = append(append([]Part(nil), r.Content...), more.Content...)
+	out.Usage = Usage{InputTokens: r.Usage.InputTokens + more.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens + more.Usage.OutputTokens,
+		WebSearches: r.Usage.WebSearches + more.Usage.WebSearches}
+	return &out
+}
+
+// StreamDecoder assembles one streamed answer from its server-sent events.
+type StreamDecoder interface {
+	// Event reads one event; text is the answer text it adds ("" when none). An error
+	// reported in the stream comes back as an *llm.Error.
+	Event(name string, data []byte) (text string, err error)
+	// Response returns the answer the events made, or an error when the stream ended
+	// before the answer did.
+	Response() (*Response, error)
+}
+
+// Names of the "protocol" setting of a provider.
+const (
+	ModelOpenAIChat        = "openai-chat"
+	ModelOpenAIResponses   = "openai-responses"
+	ModelAnthropicMessages = "anthropic-messages"
+	ModelGemini            = "gemini"
+)
+
+// ModelProtocols are the values a provider's "protocol" setting takes.
+var ModelProtocols = []string{ModelOpenAIChat, ModelOpenAIResponses, ModelAnthropicMessages, ModelGemini}
+
+// ModelAPIFor returns the main-model protocol named by a provider's "protocol"
+// setting; false for openai-chat (llm.Client) and unknown names.
+func ModelAPIFor(name string) (ModelAPI, bool) {
+	switch name {
+	case ModelOpenAIResponses:
+		return ResponsesModel, true
+	case ModelAnthropicMessages:
+		return AnthropicModel, true
+	case ModelGemini:
+		return GeminiModel, true
+	}
+	return nil, false
+}
+
+// nativeSearchPriceUSD is the list price of one search a model runs itself, per
+// protocol whose native search the fleet forwards (Anthropic: $10 per 1,000).
+var nativeSearchPriceUSD = map[Protocol]float64{AnthropicMessages: 0.01}
+
+// NativeSearchPrice returns the price of one native search of protocol p; false when
+// the fleet cannot forward p's native search.
+func NativeSearchPrice(p Protocol) (float64, bool) {
+	v, ok := nativeSearchPriceUSD[p]
+	return v, ok
+}
+
+// chatFinish is the Chat finish_reason of a stop reason.
+var chatFinish = map[StopReason]string{StopEndTurn: "stop", StopToolUse: "tool_calls", StopMaxTokens: "length", StopRefusal: "content_filter"}
+
+// ChatAnswer renders a model's answer as the chain's Chat assistant message (text
+// content, tool_calls with the model's ids, so the next hop's tool results match), its
+// finish_reason and usage.
+func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usage) {
+	var text string
+	var calls []llm.ToolCall
+	native := nativeSearch(r)
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartText:
+			if native != nil {
+				text += native.mark(p)
+				continue
+			}
+			text += p.Text
+		case PartToolCall:
+			tc := llm.ToolCall{ID: p.Call.ID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = p.Call.Name, p.Call.Arguments
+			calls = append(calls, tc)
+		}
+	}
+	m := map[string]any{"role": "assistant", "content": text}
+	if len(calls) > 0 {
+		m["tool_calls"] = calls
+		if text == "" {
+			m["content"] = nil
+		}
+	}
+	if native != nil {
+		m[llm.NativeKey] = native.NativeSearch
+	}
+	msg, _ = json.Marshal(m)
+	finish = chatFinish[r.Stop]
+	if len(calls) > 0 {
+		finish = "tool_calls"
+	} else if finish == "" || finish == "tool_calls" {
+		finish = "stop"
+	}
+	usage = llm.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
+	return msg, finish, usage
+}
+
+// native is the provider's own search of an answer, while its text is rendered.
+type native struct {
+	llm.NativeSearch
+	number map[string]int // cited URL → its [n]
+}
+
+// nativeSearch collects an answer's provider-run searches (nil: none ran).
+func nativeSearch(r *Response) *native {
+	n := &native{number: map[string]int{}}
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			n.Searches = append(n.Searches, llm.NativeQuery{ID: p.Server.ID, Query: p.Server.Query, URLs: []string{}})
+		case PartServerResult:
+			for i := range n.Searches {
+				q := &n.Searches[i]
+				if q.ID != p.Search.CallID {
+					continue
+				}
+				for _, s := range p.Search.Sources {
+					q.URLs = append(q.URLs, s.URL)
+				}
+				if p.Search.Error != nil {
+					q.Error = p.Search.Error.Code
+				}
+			}
+		}
+	}
+	if len(n.Searches) == 0 && r.Usage.WebSearches == 0 {
+		return nil
+	}
+	n.Requests = r.Usage.WebSearches
+	if n.Requests == 0 {
+		for _, q := range n.Searches {
+			if q.Error == "" {
+				n.Requests++
+			}
+		}
+	}
+	n.Sources = []llm.NativeSource{}
+	return n
+}
+
+// mark returns a text part with an [n] marker for each of its citations: after the
+// cited span (offsets) or after the part (a block-level citation), each URL numbered
+// once, in the order first cited.
+func (n *native) mark(p Part) string {
+	if len(p.Citations) == 0 {
+		return p.Text
+	}
+	runes := []rune(p.Text)
+	at := map[int][]int{} // rune offset → markers
+	for _, c := range p.Citations {
+		k, ok := n.number[c.URL]
+		if !ok {
+			n.Sources = append(n.Sources, llm.NativeSource{URL: c.URL, Title: c.Title})
+			k = len(n.Sources)
+			n.number[c.URL] = k
+		}
+		end := c.End
+		if c.Start < 0 || end > len(runes) || end < 0 {
+			end = len(runes)
+		}
+		if !slices.Contains(at[end], k) {
+			at[end] = append(at[end], k)
+		}
+	}
+	var b strings.Builder
+	for i := 0; i <= len(runes); i++ {
+		if ks := at[i]; len(ks) > 0 {
+			for _, k := range ks {
+				fmt.Fprintf(&b, "[%d]", k)
+			}
+		}
+		if i < len(runes) {
+			b.WriteRune(runes[i])
+		}
+	}
+	return b.String()
+}
+
+// toolArgs returns a tool call's arguments as a JSON object for protocols that carry
+// them as one (Anthropic input, Gemini args); arguments that are not an object are
+// wrapped as {"arguments": "…"} so the model still sees what it wrote.
+func toolArgs(args string) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &obj) == nil && obj != nil {
+		return json.RawMessage(args)
+	}
+	if args == "" {
+		return json.RawMessage("{}")
+	}
+	b, _ := json.Marshal(map[string]string{"arguments": args})
+	return b
+}
+
+// compactArgs renders a protocol's argument object as Chat's arguments string.
+func compactArgs(raw json.RawMessage) string {
+	if isNull(raw) {
+		return "{}"
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// resultText is a tool result's text (images are not forwarded to a tool result).
+func resultText(res *ToolResult) string {
+	var s string
+	for _, p := range res.Parts {
+		if p.Kind == PartText {
+			if s != "" {
+				s += "\n"
+			}
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// statusError is an *llm.Error for an error a provider reported inside a 200 answer
+// or a stream.
+func statusError(status int, typ, msg string) *llm.Error {
+	return &llm.Error{Status: status, Type: typ, Message: clip(msg, 500)}
+}
+
+// parseDelay reads a protobuf Duration string ("34.4s").
+func parseDelay(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}

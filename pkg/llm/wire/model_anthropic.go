@@ -1,0 +1,455 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// AnthropicModel is the Anthropic Messages protocol as the fleet speaks it to a main
+// model: POST {base}/v1/messages with x-api-key and anthropic-version.
+var AnthropicModel anthropicModel
+
+type anthropicModel struct{}
+
+// AnthropicVersion is the anthropic-version header the fleet sends.
+const AnthropicVersion = "2023-06-01"
+
+// anthropicDefaultMaxTokens is max_tokens when the request names none: Anthropic
+// requires the field.
+const anthropicDefaultMaxTokens = 4096
+
+func (anthropicModel) Protocol() Protocol { return AnthropicMessages }
+
+func (anthropicModel) Path(string, bool) string { return "/v1/messages" }
+
+func (anthropicModel) Authorize(h http.Header, key string) {
+	if key != "" {
+		h.Set("x-api-key", key)
+	}
+	h.Set("anthropic-version", AnthropicVersion)
+}
+
+// EncodeRequest renders r as a Messages request: system apart, tool results as
+// tool_result blocks of user turns, tool calls as tool_use blocks, client tools as
+// {name, description, input_schema}, consecutive turns of one role merged.
+func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
+	out := map[string]any{"model": model, "max_tokens": anthropicDefaultMaxTokens}
+	if r.MaxTokens > 0 {
+		out["max_tokens"] = r.MaxTokens
+	}
+	if r.System != "" {
+		out["system"] = r.System
+	}
+	type turn struct {
+		Role    string `json:"role"`
+		Content []any  `json:"content"`
+	}
+	var msgs []turn
+	for _, m := range r.Messages {
+		role := "user"
+		if m.Role == RoleAssistant {
+			role = "assistant"
+		}
+		var blocks []any
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartText:
+				if p.Text != "" {
+					blocks = append(blocks, map[string]any{"type": "text", "text": p.Text})
+				}
+			case PartImage:
+				blocks = append(blocks, anthropicImage(p.Image))
+			case PartToolCall:
+				blocks = append(blocks, map[string]any{"type": "tool_use", "id": p.Call.ID, "name": p.Call.Name, "input": toolArgs(p.Call.Arguments)})
+			case PartToolResult:
+				b := map[string]any{"type": "tool_result", "tool_use_id": p.Result.CallID, "content": resultText(p.Result)}
+				if p.Result.IsError {
+					b["is_error"] = true
+				}
+				blocks = append(blocks, b)
+			case PartServerCall, PartServerResult:
+				blocks = append(blocks, map[string]any{"type": "text", "text": renderServerPart(p)})
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(msgs); n > 0 && msgs[n-1].Role == role {
+			msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
+			continue
+		}
+		msgs = append(msgs, turn{Role: role, Content: blocks})
+	}
+	if len(msgs) == 0 {
+		return nil, Invalid("messages", "the conversation has no content for the model")
+	}
+	out["messages"] = msgs
+	var tools []any
+	if o := r.Search; o != nil {
+		// The provider's own search: its server tool, with the request's settings.
+		st := map[string]any{"type": "web_search_20250305", "name": "web_search"}
+		if o.MaxUses > 0 {
+			st["max_uses"] = o.MaxUses
+		}
+		if len(o.AllowedDomains) > 0 {
+			st["allowed_domains"] = o.AllowedDomains
+		} else if len(o.BlockedDomains) > 0 {
+			st["blocked_domains"] = o.BlockedDomains
+		}
+		if o.Country != "" {
+			st["user_location"] = map[string]string{"type": "approximate", "country": o.Country}
+		}
+		tools = append(tools, st)
+		out["tools"] = tools
+	}
+	if len(r.Tools) > 0 {
+		for _, t := range r.Tools {
+			schema := t.Parameters
+			if isNull(schema) {
+				schema = json.RawMessage(`{"type":"object","properties":{}}`)
+			}
+			tool := map[string]any{"name": t.Name, "input_schema": schema}
+			if t.Description != "" {
+				tool["description"] = t.Description
+			}
+			tools = append(tools, tool)
+		}
+		out["tools"] = tools
+		var choice map[string]any
+		if tc := r.ToolChoice; tc != nil {
+			switch tc.Mode {
+			case "none":
+				choice = map[string]any{"type": "none"}
+			case "required":
+				choice = map[string]any{"type": "any"}
+			case "tool":
+				choice = map[string]any{"type": "tool", "name": tc.Name}
+			default:
+				choice = map[string]any{"type": "auto"}
+			}
+		}
+		if r.ParallelToolCalls != nil && !*r.ParallelToolCalls {
+			if choice == nil {
+				choice = map[string]any{"type": "auto"}
+			}
+			if choice["type"] != "none" {
+				choice["disable_parallel_tool_use"] = true
+			}
+		}
+		if choice != nil {
+			out["tool_choice"] = choice
+		}
+	}
+	if r.Temperature != nil {
+		out["temperature"] = *r.Temperature
+	}
+	if r.TopP != nil {
+		out["top_p"] = *r.TopP
+	}
+	if len(r.Stop) > 0 {
+		out["stop_sequences"] = r.Stop
+	}
+	if r.Stream {
+		out["stream"] = true
+	}
+	return json.Marshal(out)
+}
+
+// anthropicImage renders an image block: a URL source, or base64 (data: URLs split).
+func anthropicImage(im *Image) map[string]any {
+	data, media := im.Data, im.MediaType
+	if rest, ok := strings.CutPrefix(im.URL, "data:"); ok {
+		meta, payload, _ := strings.Cut(rest, ",")
+		media, _, _ = strings.Cut(meta, ";")
+		data = payload
+	} else if im.URL != "" {
+		return map[string]any{"type": "image", "source": map[string]string{"type": "url", "url": im.URL}}
+	}
+	return map[string]any{"type": "image", "source": map[string]string{"type": "base64", "media_type": media, "data": data}}
+}
+
+// anthropicAnswer is a Messages response as the model codec reads it.
+type anthropicAnswer struct {
+	ID         string                 `json:"id"`
+	Type       string                 `json:"type"`
+	Model      string                 `json:"model"`
+	Content    []anthropicAnswerBlock `json:"content"`
+	StopReason string                 `json:"stop_reason"`
+	Usage      anthropicAnswerUsage   `json:"usage"`
+	Error      *anthropicErrorBody    `json:"error"`
+}
+
+type anthropicAnswerUsage struct {
+	InputTokens   int `json:"input_tokens"`
+	OutputTokens  int `json:"output_tokens"`
+	ServerToolUse *struct {
+		WebSearchRequests int `json:"web_search_requests"`
+	} `json:"server_tool_use"`
+}
+
+type anthropicAnswerBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	Citations []struct {
+		Type      string `json:"type"`
+		URL       string `json:"url"`
+		Title     string `json:"title"`
+		CitedText string `json:"cited_text"`
+	} `json:"citations"`
+}
+
+type anthropicErrorBody struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+var anthropicStopReasons = map[string]StopReason{"end_turn": StopEndTurn, "stop_sequence": StopEndTurn, "pause_turn": StopEndTurn,
+	"tool_use": StopToolUse, "max_tokens": StopMaxTokens, "model_context_window_exceeded": StopMaxTokens, "refusal": StopRefusal}
+
+// DecodeResponse reads a Messages response: text blocks (with their citations),
+// tool_use blocks as tool calls, the provider's own searches (server_tool_use,
+// web_search_tool_result), usage and the stop reason. Thinking blocks are skipped.
+func (anthropicModel) DecodeResponse(body []byte) (*Response, error) {
+	var a anthropicAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, fmt.Errorf("not a Messages response: %s", clip(err.Error(), 200))
+	}
+	if a.Type == "error" && a.Error != nil {
+		return nil, statusError(anthropicStatus(a.Error.Type), a.Error.Type, a.Error.Message)
+	}
+	if a.Type != "message" {
+		return nil, fmt.Errorf("not a Messages response: type %q", a.Type)
+	}
+	return a.response(), nil
+}
+
+func (a *anthropicAnswer) response() *Response {
+	r := &Response{ID: a.ID, Model: a.Model, Status: StatusCompleted, Stop: anthropicStopReasons[a.StopReason],
+		Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
+	if r.Stop == "" {
+		r.Stop = StopEndTurn
+	}
+	if st := a.Usage.ServerToolUse; st != nil {
+		r.Usage.WebSearches = st.WebSearchRequests
+	}
+	for _, b := range a.Content {
+		switch b.Type {
+		case "text":
+			p := Part{Kind: PartText, Text: b.Text}
+			for _, c := range b.Citations {
+				p.Citations = append(p.Citations, Citation{URL: c.URL, Title: c.Title, CitedText: c.CitedText, Start: -1, End: -1})
+			}
+			r.Content = append(r.Content, p)
+		case "tool_use":
+			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: b.ID, Name: b.Name, Arguments: compactArgs(b.Input)}})
+		case "server_tool_use":
+			var in struct {
+				Query string `json:"query"`
+			}
+			json.Unmarshal(b.Input, &in)
+			r.Content = append(r.Content, Part{Kind: PartServerCall, Server: &ServerCall{ID: b.ID, Name: b.Name, Query: in.Query}})
+		case "web_search_tool_result":
+			res := &SearchResult{CallID: b.ToolUseID}
+			var hits []struct {
+				URL     string `json:"url"`
+				Title   string `json:"title"`
+				PageAge string `json:"page_age"`
+			}
+			if json.Unmarshal(b.Content, &hits) == nil {
+				for _, h := range hits {
+					res.Sources = append(res.Sources, Source{URL: h.URL, Title: h.Title, PageAge: h.PageAge})
+				}
+			} else {
+				var e struct {
+					ErrorCode string `json:"error_code"`
+				}
+				json.Unmarshal(b.Content, &e)
+				res.Error = &SearchError{Code: e.ErrorCode}
+			}
+			r.Content = append(r.Content, Part{Kind: PartServerResult, Search: res})
+		}
+	}
+	return r
+}
+
+// Continue resumes a pause_turn answer: the request's messages with the paused
+// assistant content appended exactly as it came (its encrypted fields included).
+func (anthropicModel) Continue(request, answer []byte) ([]byte, bool) {
+	var a struct {
+		StopReason string          `json:"stop_reason"`
+		Content    json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(answer, &a) != nil || a.StopReason != "pause_turn" || isNull(a.Content) {
+		return nil, false
+	}
+	var req map[string]json.RawMessage
+	var msgs []json.RawMessage
+	if json.Unmarshal(request, &req) != nil || json.Unmarshal(req["messages"], &msgs) != nil {
+		return nil, false
+	}
+	turn, _ := json.Marshal(map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`), "content": a.Content})
+	req["messages"], _ = json.Marshal(append(msgs, turn))
+	next, err := json.Marshal(req)
+	return next, err == nil
+}
+
+// anthropicStatus is the HTTP status of an Anthropic error type (for errors that
+// arrive in a stream, without a status of their own).
+func anthropicStatus(typ string) int {
+	switch typ {
+	case "overloaded_error":
+		return 529
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "api_error":
+		return http.StatusInternalServerError
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+// DecodeError reads {"type":"error","error":{"type":…,"message":…}}.
+func (anthropicModel) DecodeError(status int, body []byte) *llm.Error {
+	var e struct {
+		Error anthropicErrorBody `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return statusError(status, e.Error.Type, e.Error.Message)
+	}
+	return statusError(status, "", strings.TrimSpace(string(body)))
+}
+
+func (anthropicModel) NewStreamDecoder() StreamDecoder { return &anthropicDecoder{} }
+
+// anthropicDecoder assembles a Messages stream: message_start, content blocks built
+// from their start and deltas (text_delta, input_json_delta, citations_delta),
+// message_delta's stop reason and usage, message_stop.
+type anthropicDecoder struct {
+	msg     anthropicAnswer
+	started bool
+	done    bool
+	args    map[int]*strings.Builder
+}
+
+func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
+	var ev struct {
+		Type         string                `json:"type"`
+		Message      *anthropicAnswer      `json:"message"`
+		Index        int                   `json:"index"`
+		ContentBlock *anthropicAnswerBlock `json:"content_block"`
+		Delta        *struct {
+			Type        string          `json:"type"`
+			Text        string          `json:"text"`
+			PartialJSON string          `json:"partial_json"`
+			Citation    json.RawMessage `json:"citation"`
+			StopReason  string          `json:"stop_reason"`
+		} `json:"delta"`
+		Usage *anthropicAnswerUsage `json:"usage"`
+		Error *anthropicErrorBody   `json:"error"`
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return "", fmt.Errorf("unreadable Messages stream event: %s", clip(err.Error(), 200))
+	}
+	block := func() *anthropicAnswerBlock {
+		if ev.Index < 0 || ev.Index >= len(d.msg.Content) {
+			return nil
+		}
+		return &d.msg.Content[ev.Index]
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			d.msg, d.started = *ev.Message, true
+			d.msg.Content = nil
+		}
+	case "content_block_start":
+		if ev.ContentBlock == nil {
+			break
+		}
+		for len(d.msg.Content) <= ev.Index {
+			d.msg.Content = append(d.msg.Content, anthropicAnswerBlock{})
+		}
+		d.msg.Content[ev.Index] = *ev.ContentBlock
+		if t := ev.ContentBlock.Type; t == "tool_use" || t == "server_tool_use" {
+			if d.args == nil {
+				d.args = map[int]*strings.Builder{}
+			}
+			d.args[ev.Index] = &strings.Builder{}
+		}
+		return ev.ContentBlock.Text, nil
+	case "content_block_delta":
+		b := block()
+		if b == nil || ev.Delta == nil {
+			break
+		}
+		switch ev.Delta.Type {
+		case "text_delta":
+			b.Text += ev.Delta.Text
+			return ev.Delta.Text, nil
+		case "input_json_delta":
+			if sb := d.args[ev.Index]; sb != nil {
+				sb.WriteString(ev.Delta.PartialJSON)
+			}
+		case "citations_delta":
+			var c struct {
+				Type      string `json:"type"`
+				URL       string `json:"url"`
+				Title     string `json:"title"`
+				CitedText string `json:"cited_text"`
+			}
+			if json.Unmarshal(ev.Delta.Citation, &c) == nil {
+				b.Citations = append(b.Citations, c)
+			}
+		}
+	case "content_block_stop":
+		if b, sb := block(), d.args[ev.Index]; b != nil && sb != nil && sb.Len() > 0 {
+			b.Input = json.RawMessage(sb.String())
+		}
+	case "message_delta":
+		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			d.msg.StopReason = ev.Delta.StopReason
+		}
+		if u := ev.Usage; u != nil {
+			if u.InputTokens > 0 {
+				d.msg.Usage.InputTokens = u.InputTokens
+			}
+			d.msg.Usage.OutputTokens = u.OutputTokens
+			if u.ServerToolUse != nil {
+				d.msg.Usage.ServerToolUse = u.ServerToolUse
+			}
+		}
+	case "message_stop":
+		d.done = true
+	case "error":
+		if ev.Error != nil {
+			return "", statusError(anthropicStatus(ev.Error.Type), ev.Error.Type, ev.Error.Message)
+		}
+		return "", statusError(http.StatusBadGateway, "", "the model's stream reported an error")
+	}
+	return "", nil
+}
+
+func (d *anthropicDecoder) Response() (*Response, error) {
+	if !d.started || !d.done {
+		return nil, statusError(http.StatusBadGateway, "", "the model's stream ended before message_stop")
+	}
+	return d.msg.response(), nil
+}

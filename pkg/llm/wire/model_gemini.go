@@ -1,0 +1,418 @@
+package wire
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Gemini is the Gemini generateContent protocol (model side only).
+const Gemini Protocol = "gemini"
+
+// GeminiModel is the Gemini Developer API as the fleet speaks it to a main model:
+// POST {base}/v1beta/models/{model}:generateContent (:streamGenerateContent?alt=sse
+// when streaming), the key in x-goog-api-key (never in the URL).
+var GeminiModel geminiModel
+
+type geminiModel struct{}
+
+// geminiCallPrefix marks the ids the fleet gives function calls that came without
+// one (Gemini ids are optional): they are not sent back to the model.
+const geminiCallPrefix = "gcall_"
+
+// geminiSkipSignature is the thoughtSignature Google documents for function calls
+// replayed without the signature the model gave them.
+const geminiSkipSignature = "skip_thought_signature_validator"
+
+var geminiVersionRE = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
+
+// geminiNeedsSignature reports whether model (Gemini 3 and later) validates the thought
+// signatures of replayed function calls.
+func geminiNeedsSignature(model string) bool {
+	m := geminiVersionRE.FindStringSubmatch(model)
+	if m == nil {
+		return false
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v >= 3
+}
+
+func (geminiModel) Protocol() Protocol { return Gemini }
+
+func (geminiModel) Path(model string, stream bool) string {
+	if stream {
+		return "/v1beta/models/" + model + ":streamGenerateContent?alt=sse"
+	}
+	return "/v1beta/models/" + model + ":generateContent"
+}
+
+func (geminiModel) Authorize(h http.Header, key string) {
+	if key != "" {
+		h.Set("x-goog-api-key", key)
+	}
+}
+
+// EncodeRequest renders r as a generateContent request: contents of user and model
+// turns (functionCall parts in model turns, functionResponse parts in user turns,
+// named after the call they answer), systemInstruction, the client tools as
+// functionDeclarations, toolConfig and generationConfig. The model is in the URL.
+func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
+	names := map[string]string{} // call id → function name, for functionResponse
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			if p.Kind == PartToolCall {
+				names[p.Call.ID] = p.Call.Name
+			}
+		}
+	}
+	type content struct {
+		Role  string `json:"role"`
+		Parts []any  `json:"parts"`
+	}
+	var contents []content
+	for _, m := range r.Messages {
+		role := "user"
+		if m.Role == RoleAssistant {
+			role = "model"
+		}
+		var parts []any
+		signed := false
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartText:
+				if p.Text != "" {
+					parts = append(parts, map[string]string{"text": p.Text})
+				}
+			case PartImage:
+				parts = append(parts, geminiImage(p.Image))
+			case PartServerCall, PartServerResult:
+				parts = append(parts, map[string]string{"text": renderServerPart(p)})
+			case PartToolCall:
+				fc := map[string]any{"name": p.Call.Name, "args": toolArgs(p.Call.Arguments)}
+				if !strings.HasPrefix(p.Call.ID, geminiCallPrefix) {
+					fc["id"] = p.Call.ID
+				}
+				part := map[string]any{"functionCall": fc}
+				if !signed && geminiNeedsSignature(model) {
+					// Gemini 3 refuses a replayed turn whose first call has no thought
+					// signature; the fleet keeps none, so it sends Google's documented
+					// sentinel for calls whose signature is not at hand.
+					part["thoughtSignature"] = geminiSkipSignature
+					signed = true
+				}
+				parts = append(parts, part)
+			case PartToolResult:
+				name := names[p.Result.CallID]
+				if name == "" {
+					name = "tool"
+				}
+				key := "result"
+				if p.Result.IsError {
+					key = "error"
+				}
+				fr := map[string]any{"name": name, "response": map[string]string{key: resultText(p.Result)}}
+				if !strings.HasPrefix(p.Result.CallID, geminiCallPrefix) {
+					fr["id"] = p.Result.CallID
+				}
+				parts = append(parts, map[string]any{"functionResponse": fr})
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		if n := len(contents); n > 0 && contents[n-1].Role == role {
+			contents[n-1].Parts = append(contents[n-1].Parts, parts...)
+			continue
+		}
+		contents = append(contents, content{Role: role, Parts: parts})
+	}
+	if len(contents) == 0 {
+		return nil, Invalid("contents", "the conversation has no content for the model")
+	}
+	out := map[string]any{"contents": contents}
+	if r.System != "" {
+		out["systemInstruction"] = map[string]any{"parts": []any{map[string]string{"text": r.System}}}
+	}
+	if len(r.Tools) > 0 {
+		decls := make([]any, 0, len(r.Tools))
+		for _, t := range r.Tools {
+			d := map[string]any{"name": t.Name}
+			if t.Description != "" {
+				d["description"] = t.Description
+			}
+			if !isNull(t.Parameters) {
+				d["parameters"] = t.Parameters
+			}
+			decls = append(decls, d)
+		}
+		out["tools"] = []any{map[string]any{"functionDeclarations": decls}}
+		if tc := r.ToolChoice; tc != nil {
+			cfg := map[string]any{"mode": "AUTO"}
+			switch tc.Mode {
+			case "none":
+				cfg["mode"] = "NONE"
+			case "required":
+				cfg["mode"] = "ANY"
+			case "tool":
+				cfg["mode"], cfg["allowedFunctionNames"] = "ANY", []string{tc.Name}
+			}
+			out["toolConfig"] = map[string]any{"functionCallingConfig": cfg}
+		}
+	}
+	gen := map[string]any{}
+	if r.MaxTokens > 0 {
+		gen["maxOutputTokens"] = r.MaxTokens
+	}
+	if r.Temperature != nil {
+		gen["temperature"] = *r.Temperature
+	}
+	if r.TopP != nil {
+		gen["topP"] = *r.TopP
+	}
+	if len(r.Stop) > 0 {
+		gen["stopSequences"] = r.Stop
+	}
+	if f := responsesFormat(r.ResponseFormat); f != nil {
+		gen["responseMimeType"] = "application/json"
+		if s, ok := f["schema"]; ok {
+			gen["responseJsonSchema"] = s
+		}
+	}
+	out["generationConfig"] = gen
+	return json.Marshal(out)
+}
+
+// geminiImage renders an image: inlineData for base64 and data: URLs, fileData for
+// other URLs.
+func geminiImage(im *Image) map[string]any {
+	data, media := im.Data, im.MediaType
+	if rest, ok := strings.CutPrefix(im.URL, "data:"); ok {
+		meta, payload, _ := strings.Cut(rest, ",")
+		media, _, _ = strings.Cut(meta, ";")
+		data = payload
+	} else if im.URL != "" {
+		return map[string]any{"fileData": map[string]string{"fileUri": im.URL}}
+	}
+	return map[string]any{"inlineData": map[string]string{"mimeType": media, "data": data}}
+}
+
+// geminiAnswer is a GenerateContentResponse (or one chunk of a stream).
+type geminiAnswer struct {
+	Candidates []struct {
+		Content struct {
+			Parts []geminiPart `json:"parts"`
+		} `json:"content"`
+		FinishReason      string          `json:"finishReason"`
+		GroundingMetadata json.RawMessage `json:"groundingMetadata"`
+	} `json:"candidates"`
+	PromptFeedback *struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback"`
+	UsageMetadata *struct {
+		PromptTokenCount        int `json:"promptTokenCount"`
+		CandidatesTokenCount    int `json:"candidatesTokenCount"`
+		ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
+		ToolUsePromptTokenCount int `json:"toolUsePromptTokenCount"`
+	} `json:"usageMetadata"`
+	ModelVersion string           `json:"modelVersion"`
+	ResponseID   string           `json:"responseId"`
+	Error        *geminiErrorBody `json:"error"`
+}
+
+type geminiPart struct {
+	Text         string `json:"text"`
+	Thought      bool   `json:"thought"`
+	FunctionCall *struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"functionCall"`
+}
+
+type geminiErrorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+	Details []struct {
+		Type       string `json:"@type"`
+		RetryDelay string `json:"retryDelay"`
+	} `json:"details"`
+}
+
+var geminiStops = map[string]StopReason{"STOP": StopEndTurn, "MAX_TOKENS": StopMaxTokens, "SAFETY": StopRefusal, "RECITATION": StopRefusal,
+	"BLOCKLIST": StopRefusal, "PROHIBITED_CONTENT": StopRefusal, "SPII": StopRefusal, "IMAGE_SAFETY": StopRefusal}
+
+// DecodeResponse reads a generateContent answer: the first candidate's text parts
+// (thought parts skipped) and functionCall parts (each given an id when it has none),
+// usage (thinking tokens count as output) and the finish reason; a prompt blocked
+// before any candidate is a refusal.
+func (geminiModel) DecodeResponse(body []byte) (*Response, error) {
+	var a geminiAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, fmt.Errorf("not a generateContent response: %s", clip(err.Error(), 200))
+	}
+	if a.Error != nil {
+		return nil, geminiError(a.Error.Code, a.Error)
+	}
+	acc := geminiAccumulator{}
+	acc.add(&a)
+	return acc.response(), nil
+}
+
+// geminiAccumulator merges a stream's chunks (or holds one whole answer).
+type geminiAccumulator struct {
+	id, model, finish string
+	blocked           bool
+	parts             []geminiPart
+	input, output     int
+	chunks            int
+}
+
+// add merges a chunk and returns the text it adds.
+func (acc *geminiAccumulator) add(a *geminiAnswer) string {
+	acc.chunks++
+	if a.ResponseID != "" {
+		acc.id = a.ResponseID
+	}
+	if a.ModelVersion != "" {
+		acc.model = a.ModelVersion
+	}
+	if u := a.UsageMetadata; u != nil {
+		// Every chunk carries the usage so far.
+		acc.input = u.PromptTokenCount + u.ToolUsePromptTokenCount
+		acc.output = u.CandidatesTokenCount + u.ThoughtsTokenCount
+	}
+	if a.PromptFeedback != nil && a.PromptFeedback.BlockReason != "" {
+		acc.blocked = true
+	}
+	var text strings.Builder
+	if len(a.Candidates) > 0 {
+		c := a.Candidates[0]
+		if c.FinishReason != "" {
+			acc.finish = c.FinishReason
+		}
+		for _, p := range c.Content.Parts {
+			if p.Thought {
+				continue
+			}
+			if p.FunctionCall != nil {
+				acc.parts = append(acc.parts, p)
+				continue
+			}
+			if p.Text == "" {
+				continue
+			}
+			text.WriteString(p.Text)
+			if n := len(acc.parts); n > 0 && acc.parts[n-1].FunctionCall == nil {
+				acc.parts[n-1].Text += p.Text
+			} else {
+				acc.parts = append(acc.parts, geminiPart{Text: p.Text})
+			}
+		}
+	}
+	return text.String()
+}
+
+func (acc *geminiAccumulator) response() *Response {
+	r := &Response{ID: acc.id, Model: acc.model, Status: StatusCompleted, Stop: geminiStops[acc.finish],
+		Usage: Usage{InputTokens: acc.input, OutputTokens: acc.output}}
+	if r.Stop == "" {
+		r.Stop = StopEndTurn
+	}
+	if acc.blocked {
+		r.Stop = StopRefusal
+	}
+	for i, p := range acc.parts {
+		if fc := p.FunctionCall; fc != nil {
+			id := fc.ID
+			if id == "" {
+				id = geminiCallID(acc.id, i, fc.Name, fc.Args)
+			}
+			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: id, Name: fc.Name, Arguments: compactArgs(fc.Args)}})
+			r.Stop = StopToolUse
+			continue
+		}
+		r.Content = append(r.Content, Part{Kind: PartText, Text: p.Text})
+	}
+	return r
+}
+
+// geminiCallID names a function call that came without an id: unique within the
+// answer, the same each time the same answer is decoded.
+func geminiCallID(responseID string, i int, name string, args json.RawMessage) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%s\x00", responseID, i, name)
+	h.Write(args)
+	return fmt.Sprintf("%s%s_%d", geminiCallPrefix, hex.EncodeToString(h.Sum(nil)[:8]), i)
+}
+
+// geminiError turns a google.rpc error body into an *llm.Error, its RetryInfo
+// retryDelay as the retry-after.
+func geminiError(status int, e *geminiErrorBody) *llm.Error {
+	if status == 0 {
+		status = e.Code
+	}
+	if status == 0 {
+		status = http.StatusBadGateway
+	}
+	le := statusError(status, e.Status, e.Message)
+	for _, d := range e.Details {
+		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
+			le.RetryAfter = parseDelay(d.RetryDelay)
+		}
+	}
+	return le
+}
+
+// DecodeError reads {"error":{"code","message","status","details"}}.
+func (geminiModel) DecodeError(status int, body []byte) *llm.Error {
+	var e struct {
+		Error *geminiErrorBody `json:"error"`
+	}
+	trimmed := strings.TrimSpace(string(body))
+	// Errors of a streamed call may come as a one-element array.
+	if strings.HasPrefix(trimmed, "[") {
+		var arr []json.RawMessage
+		if json.Unmarshal(body, &arr) == nil && len(arr) > 0 {
+			body = arr[0]
+		}
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != nil && e.Error.Message != "" {
+		return geminiError(status, e.Error)
+	}
+	return statusError(status, "", trimmed)
+}
+
+func (geminiModel) NewStreamDecoder() StreamDecoder { return &geminiDecoder{} }
+
+// geminiDecoder reads a streamGenerateContent?alt=sse stream: each event is a
+// GenerateContentResponse chunk whose text parts continue the answer; the last
+// carries the finish reason (and, with search, the grounding metadata).
+type geminiDecoder struct {
+	acc geminiAccumulator
+}
+
+func (d *geminiDecoder) Event(_ string, data []byte) (string, error) {
+	var a geminiAnswer
+	if err := json.Unmarshal(data, &a); err != nil {
+		return "", fmt.Errorf("unreadable generateContent stream chunk: %s", clip(err.Error(), 200))
+	}
+	if a.Error != nil {
+		return "", geminiError(a.Error.Code, a.Error)
+	}
+	return d.acc.add(&a), nil
+}
+
+func (d *geminiDecoder) Response() (*Response, error) {
+	if d.acc.chunks == 0 || d.acc.finish == "" && !d.acc.blocked {
+		return nil, statusError(http.StatusBadGateway, "", "the model's stream ended before its finishReason")
+	}
+	return d.acc.response(), nil
+}

@@ -1,0 +1,366 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// ResponsesModel is the OpenAI Responses protocol as the fleet speaks it to a main
+// model: POST {base}/responses (base ".../v1", as for Chat) with a bearer key. The
+// fleet sends the whole conversation each time, with store false.
+var ResponsesModel responsesModel
+
+type responsesModel struct{}
+
+func (responsesModel) Protocol() Protocol { return OpenAIResponses }
+
+func (responsesModel) Path(string, bool) string { return "/responses" }
+
+func (responsesModel) Authorize(h http.Header, key string) {
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// EncodeRequest renders r as a Responses request: instructions, input items (messages,
+// function_call and function_call_output items with the call ids), function tools
+// ({type:"function", name, parameters}, strict only when the client asked).
+func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
+	out := map[string]any{"model": model, "store": false}
+	if r.System != "" {
+		out["instructions"] = r.System
+	}
+	var input []any
+	for _, m := range r.Messages {
+		var text []Part
+		flush := func() {
+			if len(text) == 0 {
+				return
+			}
+			role := string(m.Role)
+			if m.Role == RoleTool {
+				role = "user"
+			}
+			input = append(input, map[string]any{"role": role, "content": responsesInputContent(text, m.Role == RoleAssistant)})
+			text = nil
+		}
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartText, PartImage:
+				if p.Kind == PartText && p.Text == "" {
+					continue
+				}
+				text = append(text, p)
+			case PartServerCall, PartServerResult:
+				text = append(text, Part{Kind: PartText, Text: renderServerPart(p)})
+			case PartToolCall:
+				flush()
+				input = append(input, map[string]any{"type": "function_call", "call_id": p.Call.ID, "name": p.Call.Name, "arguments": p.Call.Arguments})
+			case PartToolResult:
+				flush()
+				input = append(input, map[string]any{"type": "function_call_output", "call_id": p.Result.CallID, "output": resultText(p.Result)})
+			}
+		}
+		flush()
+	}
+	if len(input) == 0 {
+		return nil, Invalid("input", "the conversation has no content for the model")
+	}
+	out["input"] = input
+	if len(r.Tools) > 0 {
+		tools := make([]any, 0, len(r.Tools))
+		for _, t := range r.Tools {
+			// Responses function tools are strict unless told otherwise, and a strict
+			// schema must list every property as required: only the client may ask.
+			tool := map[string]any{"type": "function", "name": t.Name, "strict": t.Strict != nil && *t.Strict}
+			if t.Description != "" {
+				tool["description"] = t.Description
+			}
+			if !isNull(t.Parameters) {
+				tool["parameters"] = t.Parameters
+			}
+			tools = append(tools, tool)
+		}
+		out["tools"] = tools
+		if tc := r.ToolChoice; tc != nil {
+			if tc.Mode == "tool" {
+				out["tool_choice"] = map[string]string{"type": "function", "name": tc.Name}
+			} else {
+				out["tool_choice"] = tc.Mode
+			}
+		}
+		if r.ParallelToolCalls != nil {
+			out["parallel_tool_calls"] = *r.ParallelToolCalls
+		}
+	}
+	if r.MaxTokens > 0 {
+		out["max_output_tokens"] = r.MaxTokens
+	}
+	if r.Temperature != nil {
+		out["temperature"] = *r.Temperature
+	}
+	if r.TopP != nil {
+		out["top_p"] = *r.TopP
+	}
+	if f := responsesFormat(r.ResponseFormat); f != nil {
+		out["text"] = map[string]any{"format": f}
+	}
+	if r.Stream {
+		out["stream"] = true
+	}
+	return json.Marshal(out)
+}
+
+// responsesInputContent renders a message's text and images: a string when it is
+// text only, else input parts (an assistant's earlier text is output_text).
+func responsesInputContent(parts []Part, assistant bool) any {
+	var b strings.Builder
+	textOnly := true
+	for _, p := range parts {
+		if p.Kind != PartText {
+			textOnly = false
+			continue
+		}
+		b.WriteString(p.Text)
+	}
+	if textOnly || assistant {
+		return b.String()
+	}
+	var items []any
+	for _, p := range parts {
+		switch p.Kind {
+		case PartText:
+			items = append(items, map[string]string{"type": "input_text", "text": p.Text})
+		case PartImage:
+			url := p.Image.URL
+			if url == "" {
+				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
+			}
+			items = append(items, map[string]string{"type": "input_image", "image_url": url})
+		}
+	}
+	return items
+}
+
+// responsesFormat maps a Chat response_format onto a Responses text.format.
+func responsesFormat(rf json.RawMessage) map[string]any {
+	if isNull(rf) {
+		return nil
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+			Strict      *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(rf, &f) != nil || f.Type == "" || f.Type == "text" {
+		return nil
+	}
+	out := map[string]any{"type": f.Type}
+	if s := f.JSONSchema; f.Type == "json_schema" && s != nil {
+		out["name"], out["schema"] = s.Name, s.Schema
+		if s.Description != "" {
+			out["description"] = s.Description
+		}
+		if s.Strict != nil {
+			out["strict"] = *s.Strict
+		}
+	}
+	return out
+}
+
+// responsesAnswer is a response object as the model codec reads it.
+type responsesAnswer struct {
+	ID                string `json:"id"`
+	Object            string `json:"object"`
+	Model             string `json:"model"`
+	Status            string `json:"status"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Output []struct {
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+		Content   []struct {
+			Type        string `json:"type"`
+			Text        string `json:"text"`
+			Refusal     string `json:"refusal"`
+			Annotations []struct {
+				Type       string `json:"type"`
+				URL        string `json:"url"`
+				Title      string `json:"title"`
+				StartIndex int    `json:"start_index"`
+				EndIndex   int    `json:"end_index"`
+			} `json:"annotations"`
+		} `json:"content"`
+		Action *struct {
+			Type    string `json:"type"`
+			Query   string `json:"query"`
+			Sources []struct {
+				URL string `json:"url"`
+			} `json:"sources"`
+		} `json:"action"`
+	} `json:"output"`
+	Usage struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+// DecodeResponse reads a response object: message items' output_text (with
+// url_citation annotations) and refusals, function_call items as tool calls (their
+// call_id is the id the result must name), the provider's own web_search_call items,
+// usage, and the stop reason (incomplete for max_output_tokens or content_filter).
+func (responsesModel) DecodeResponse(body []byte) (*Response, error) {
+	var a responsesAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, fmt.Errorf("not a Responses response: %s", clip(err.Error(), 200))
+	}
+	if a.Object != "" && a.Object != "response" {
+		return nil, fmt.Errorf("not a Responses response: object %q", a.Object)
+	}
+	return a.response()
+}
+
+func (a *responsesAnswer) response() (*Response, error) {
+	if a.Status == "failed" {
+		msg := "the model's response failed"
+		if a.Error != nil && a.Error.Message != "" {
+			msg = a.Error.Message
+		}
+		return nil, statusError(http.StatusBadGateway, "response_failed", msg)
+	}
+	r := &Response{ID: a.ID, Model: a.Model, Status: StatusCompleted, Stop: StopEndTurn,
+		Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
+	for _, it := range a.Output {
+		switch it.Type {
+		case "message":
+			for _, c := range it.Content {
+				switch c.Type {
+				case "output_text":
+					p := Part{Kind: PartText, Text: c.Text}
+					for _, an := range c.Annotations {
+						if an.Type == "url_citation" {
+							p.Citations = append(p.Citations, Citation{URL: an.URL, Title: an.Title, Start: an.StartIndex, End: an.EndIndex})
+						}
+					}
+					r.Content = append(r.Content, p)
+				case "refusal":
+					r.Content = append(r.Content, Part{Kind: PartText, Text: c.Refusal})
+					r.Stop = StopRefusal
+				}
+			}
+		case "function_call":
+			id := it.CallID
+			if id == "" {
+				id = it.ID
+			}
+			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: id, Name: it.Name, Arguments: it.Arguments}})
+		case "web_search_call":
+			if it.Action != nil && it.Action.Type == "search" {
+				res := &SearchResult{CallID: it.ID}
+				for _, s := range it.Action.Sources {
+					res.Sources = append(res.Sources, Source{URL: s.URL})
+				}
+				r.Content = append(r.Content, Part{Kind: PartServerCall, Server: &ServerCall{ID: it.ID, Name: "web_search", Query: it.Action.Query}}, Part{Kind: PartServerResult, Search: res})
+				r.Usage.WebSearches++
+			}
+		}
+	}
+	if a.Status == "incomplete" && a.IncompleteDetails != nil {
+		switch a.IncompleteDetails.Reason {
+		case "max_output_tokens":
+			r.Stop = StopMaxTokens
+		case "content_filter":
+			r.Stop = StopRefusal
+		}
+	}
+	for _, p := range r.Content {
+		if p.Kind == PartToolCall {
+			r.Stop = StopToolUse
+		}
+	}
+	return r, nil
+}
+
+// DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}}.
+func (responsesModel) DecodeError(status int, body []byte) *llm.Error {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		le := statusError(status, e.Error.Type, e.Error.Message)
+		if e.Error.Code != nil {
+			le.Code = fmt.Sprint(e.Error.Code)
+		}
+		return le
+	}
+	return statusError(status, "", strings.TrimSpace(string(body)))
+}
+
+func (responsesModel) NewStreamDecoder() StreamDecoder { return &responsesDecoder{} }
+
+// responsesDecoder reads a Responses stream: the text of response.output_text.delta
+// events as it comes, the whole answer from response.completed (or
+// response.incomplete); response.failed and error events are errors.
+type responsesDecoder struct {
+	final *Response
+}
+
+func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
+	var ev struct {
+		Type     string           `json:"type"`
+		Delta    string           `json:"delta"`
+		Response *responsesAnswer `json:"response"`
+		Code     string           `json:"code"`
+		Message  string           `json:"message"`
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return "", fmt.Errorf("unreadable Responses stream event: %s", clip(err.Error(), 200))
+	}
+	switch ev.Type {
+	case "response.output_text.delta":
+		return ev.Delta, nil
+	case "response.completed", "response.incomplete", "response.failed":
+		if ev.Response == nil {
+			return "", statusError(http.StatusBadGateway, "", ev.Type+" has no response")
+		}
+		r, err := ev.Response.response()
+		if err != nil {
+			return "", err
+		}
+		d.final = r
+	case "error":
+		status := http.StatusBadGateway
+		if strings.Contains(ev.Code, "rate_limit") {
+			status = http.StatusTooManyRequests
+		}
+		return "", statusError(status, ev.Code, ev.Message)
+	}
+	return "", nil
+}
+
+func (d *responsesDecoder) Response() (*Response, error) {
+	if d.final == nil {
+		return nil, statusError(http.StatusBadGateway, "", "the model's stream ended before response.completed")
+	}
+	return d.final, nil
+}

@@ -1,0 +1,80 @@
+package simulator
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// anthropicNative answers a request that declared Anthropic's own web_search tool
+// (web_search_20250305) with the recorded native-search answers: the non-streaming one
+// (two server_tool_use searches, their web_search_tool_result blocks, text blocks with
+// web_search_result_location citations, usage.server_tool_use.web_search_requests 2),
+// its text marked as simulated; streamed, the recorded event stream as it was.
+func (s *Server) anthropicNative(w http.ResponseWriter, req *wire.Request, id string) {
+	s.stats.count("model_native_search", nil, id)
+	if req.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(fixtures.Read("anthropic/pydantic-web-search-news-stream.sse"))
+		return
+	}
+	var msg map[string]any
+	json.Unmarshal(fixtures.Read("anthropic/vercel-web-search-nonstream.json"), &msg)
+	msg["id"], msg["model"] = "msg_sim_"+id, req.Model
+	for _, b := range msg["content"].([]any) {
+		if block := b.(map[string]any); block["type"] == "text" {
+			block["text"] = "(simulated answer) " + block["text"].(string)
+			break
+		}
+	}
+	b, _ := json.Marshal(msg)
+	writeJSON(w, b)
+}
+
+// anthropicMessages is the scripted model as an Anthropic Messages API (POST
+// /v1/messages, x-api-key and anthropic-version required): tool_use blocks with
+// toolu_ ids, end_turn / tool_use stop reasons, the Messages stream events, and
+// {"type":"error",…} bodies (a 529 is an overloaded_error).
+func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	fail := func(status int, msg string) []byte {
+		return wire.Anthropic.EncodeError(&wire.Error{Status: status, Message: msg})
+	}
+	if r.Header.Get("x-api-key") == "" || r.Header.Get("anthropic-version") == "" {
+		writeError(w, http.StatusUnauthorized, fail(http.StatusUnauthorized, "simulator: x-api-key and anthropic-version headers are required"))
+		return
+	}
+	req, err := wire.Anthropic.DecodeRequest(body)
+	if err != nil {
+		e := wire.AsError(err)
+		writeError(w, e.Status, wire.Anthropic.EncodeError(e))
+		return
+	}
+	creq, err := chatForm(req)
+	if err != nil || len(creq.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, fail(http.StatusBadRequest, "simulator: messages: the conversation is empty"))
+		return
+	}
+	a, ok := s.play(w, r, body, creq, func(status int) []byte { return fail(status, "simulated model failure") })
+	if !ok {
+		return
+	}
+	if req.Search != nil && creq.Messages[len(creq.Messages)-1].Role == "user" && wantsSearch(a.user) {
+		s.anthropicNative(w, req, a.id)
+		return
+	}
+	resp := a.response("msg_sim_"+a.id, req.Model, func(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") })
+	if !req.Stream {
+		b, _ := wire.Anthropic.EncodeResponse(resp)
+		writeJSON(w, b)
+		return
+	}
+	st := wire.Anthropic.NewStream()
+	writeEvents(w, r, append(st.Start(resp), st.Finish(resp)...), tokenDelay(a.user))
+}

@@ -1,0 +1,191 @@
+package simulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// geminiRequest is the part of a generateContent request the simulator reads.
+type geminiRequest struct {
+	Contents []struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			Text         string `json:"text"`
+			FunctionCall *struct {
+				ID   string          `json:"id"`
+				Name string          `json:"name"`
+				Args json.RawMessage `json:"args"`
+			} `json:"functionCall"`
+			FunctionResponse *struct {
+				ID       string          `json:"id"`
+				Name     string          `json:"name"`
+				Response json.RawMessage `json:"response"`
+			} `json:"functionResponse"`
+		} `json:"parts"`
+	} `json:"contents"`
+	Tools []struct {
+		FunctionDeclarations []struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+}
+
+// geminiStatus is the google.rpc status name of an HTTP status.
+func geminiStatus(status int) string {
+	switch status {
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusBadRequest:
+		return "INVALID_ARGUMENT"
+	}
+	return "INTERNAL"
+}
+
+// geminiErrorBody is the google.rpc error shape of the recorded 429s: a 429 carries a
+// RetryInfo of one second.
+func geminiErrorBody(status int, msg string) []byte {
+	e := map[string]any{"code": status, "message": msg, "status": geminiStatus(status)}
+	if status == http.StatusTooManyRequests {
+		e["details"] = []any{map[string]string{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}}
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
+	return b
+}
+
+// geminiGenerate is the scripted model as the Gemini API (POST
+// /v1beta/models/{model}:generateContent, :streamGenerateContent?alt=sse;
+// x-goog-api-key required): functionCall parts without ids (as the recorded answers
+// have none), STOP, usageMetadata, and streamed chunks of text in CRLF-framed SSE.
+func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	model, method, _ := strings.Cut(r.PathValue("call"), ":")
+	if method != "generateContent" && method != "streamGenerateContent" {
+		writeError(w, http.StatusNotFound, geminiErrorBody(http.StatusNotFound, "simulator: method "+method+" is not served"))
+		return
+	}
+	if r.Header.Get("x-goog-api-key") == "" {
+		writeError(w, http.StatusUnauthorized, geminiErrorBody(http.StatusUnauthorized, "simulator: the x-goog-api-key header is required"))
+		return
+	}
+	var req geminiRequest
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Contents) == 0 {
+		writeError(w, http.StatusBadRequest, geminiErrorBody(http.StatusBadRequest, "simulator: contents is required"))
+		return
+	}
+	a, ok := s.play(w, r, body, req.chatForm(model), func(status int) []byte { return geminiErrorBody(status, "simulated model failure") })
+	if !ok {
+		return
+	}
+	usage := map[string]int{"promptTokenCount": a.usage.InputTokens, "candidatesTokenCount": a.usage.OutputTokens, "totalTokenCount": a.usage.InputTokens + a.usage.OutputTokens}
+	answer := func(parts []any, finish string) []byte {
+		c := map[string]any{"content": map[string]any{"parts": parts, "role": "model"}, "index": 0}
+		if finish != "" {
+			c["finishReason"] = finish
+		}
+		b, _ := json.Marshal(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
+		return b
+	}
+	var calls []any
+	for _, c := range a.calls {
+		var args any = json.RawMessage(c.Function.Arguments)
+		if !json.Valid([]byte(c.Function.Arguments)) {
+			args = map[string]string{"arguments": c.Function.Arguments}
+		}
+		calls = append(calls, map[string]any{"functionCall": map[string]any{"name": c.Function.Name, "args": args}})
+	}
+	if method == "generateContent" {
+		var parts []any
+		if a.text != "" {
+			parts = append(parts, map[string]string{"text": a.text})
+		}
+		writeJSON(w, answer(append(parts, calls...), "STOP"))
+		return
+	}
+	var evs []wire.Event
+	for _, tok := range tokens(a.text) {
+		evs = append(evs, wire.Event{Data: answer([]any{map[string]string{"text": tok}}, "")})
+	}
+	if len(calls) == 0 {
+		calls = []any{map[string]string{"text": ""}}
+	}
+	evs = append(evs, wire.Event{Data: answer(calls, "STOP")})
+	writeEvents(w, r, evs, tokenDelay(a.user))
+}
+
+// chatForm renders the request in the Chat form the script reads: model turns as
+// assistant messages with tool calls, functionResponse parts as tool messages.
+func (req *geminiRequest) chatForm(model string) chatRequest {
+	out := chatRequest{Model: model}
+	for i, c := range req.Contents {
+		var text []string
+		var calls []llm.ToolCall
+		for j, p := range c.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				tc := llm.ToolCall{ID: p.FunctionCall.ID, Type: "function"}
+				if tc.ID == "" {
+					tc.ID = fmt.Sprintf("call_%d_%d", i, j)
+				}
+				tc.Function.Name, tc.Function.Arguments = p.FunctionCall.Name, string(p.FunctionCall.Args)
+				calls = append(calls, tc)
+			case p.FunctionResponse != nil:
+				var res map[string]json.RawMessage
+				json.Unmarshal(p.FunctionResponse.Response, &res)
+				content := string(p.FunctionResponse.Response)
+				for _, k := range []string{"result", "output", "content", "error"} {
+					var s string
+					if json.Unmarshal(res[k], &s) == nil && s != "" {
+						content = s
+						break
+					}
+				}
+				cb, _ := json.Marshal(content)
+				out.Messages = append(out.Messages, llm.Message{Role: "tool", ToolCallID: p.FunctionResponse.ID + p.FunctionResponse.Name, Content: cb})
+			case p.Text != "":
+				text = append(text, p.Text)
+			}
+		}
+		if len(text) == 0 && len(calls) == 0 {
+			continue
+		}
+		role := "user"
+		if c.Role == "model" {
+			role = "assistant"
+		}
+		m := llm.Message{Role: role, ToolCalls: calls}
+		if len(text) > 0 {
+			m.Content, _ = json.Marshal(strings.Join(text, ""))
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	for _, t := range req.Tools {
+		for _, d := range t.FunctionDeclarations {
+			var tool struct {
+				Type     string `json:"type"`
+				Function struct {
+					Name       string          `json:"name"`
+					Parameters json.RawMessage `json:"parameters"`
+				} `json:"function"`
+			}
+			tool.Type, tool.Function.Name, tool.Function.Parameters = "function", d.Name, d.Parameters
+			out.Tools = append(out.Tools, tool)
+		}
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package simulator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// The scripted main model also speaks OpenAI Responses (POST /v1/responses),
+// Anthropic Messages (POST /v1/messages) and Gemini (POST
+// /v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse). Each
+// endpoint reads its protocol's request into the Chat form the script reads, runs the
+// same script (the same directives, faults included: a standing fault on the
+// endpoint's path answers in the protocol's error shape) and writes the answer in its
+// protocol's shapes, streamed when asked. Each requires its protocol's key header.
+
+// scripted is one answer of the script, protocol-neutral.
+type scripted struct {
+	id    string
+	user  string
+	text  string
+	calls []llm.ToolCall
+	stop  wire.StopReason
+	usage wire.Usage
+}
+
+// play counts the request, applies the model faults of the user's text and the
+// standing faults of the path (answering them with errorBody), and runs the script.
+func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req chatRequest, errorBody func(int) []byte) (scripted, bool) {
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, errorBody(http.StatusBadRequest))
+		return scripted{}, false
+	}
+	for _, t := range req.Tools {
+		if t.Function.Name == "web_search" {
+			s.stats.count("model_offered_web_search", nil, string(body))
+			break
+		}
+	}
+	user := ""
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			user = llm.Text(req.Messages[i].Content)
+			break
+		}
+	}
+	faults := strings.ReplaceAll(strings.Join(modelDirectiveRE.FindAllString(user, -1), " "), "sim:model-", "sim:")
+	if !s.applyFaults(w, r, "model", r.URL.Path, faults, errorBody, s.opts.ModelLatency) {
+		return scripted{}, false
+	}
+	sum := sha256.Sum256(body)
+	id := hex.EncodeToString(sum[:8])
+	msg, finish := script(req, user, id)
+	a := scripted{id: id, user: user, stop: wire.StopEndTurn}
+	if finish == "tool_calls" {
+		a.stop = wire.StopToolUse
+	}
+	if text, ok := msg["content"].(string); ok {
+		a.text = text
+	}
+	if calls, ok := msg["tool_calls"]; ok {
+		b, _ := json.Marshal(calls)
+		json.Unmarshal(b, &a.calls)
+	}
+	a.usage = wire.Usage{InputTokens: len(body) / 4, OutputTokens: len(a.text)/4 + 1}
+	return a, true
+}
+
+// response is the answer in canonical form, its tool call ids made by rename.
+func (a scripted) response(id, model string, rename func(string) string) *wire.Response {
+	r := &wire.Response{ID: id, Model: model, Created: time.Now().UTC(), Status: wire.StatusCompleted, Stop: a.stop, Usage: a.usage}
+	if a.text != "" {
+		r.Content = append(r.Content, wire.Part{Kind: wire.PartText, Text: a.text})
+	}
+	for _, c := range a.calls {
+		r.Content = append(r.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: rename(c.ID), Name: c.Function.Name, Arguments: c.Function.Arguments}})
+	}
+	return r
+}
+
+// chatForm renders a decoded request in the Chat form the script reads.
+func chatForm(req *wire.Request) (chatRequest, error) {
+	var out chatRequest
+	body, err := wire.Chat.EncodeRequest(req, req.Model)
+	if err != nil {
+		return out, err
+	}
+	err = json.Unmarshal(body, &out)
+	return out, err
+}
+
+// readBody reads a model request body and counts it.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	s.stats.count("model", body, r.URL.RawQuery)
+	return body, true
+}
+
+// writeError writes an error body with its status.
+func writeError(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// writeJSON writes a 200 JSON answer.
+func writeJSON(w http.ResponseWriter, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+// writeEvents sends events as server-sent events, each flushed, delay apart.
+func writeEvents(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay time.Duration) {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	for i, ev := range evs {
+		if i > 0 && delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		wire.WriteSSE(w, []wire.Event{ev})
+		rc.Flush()
+	}
+}
