@@ -242,43 +242,6 @@ func TestRepeatedSearchPaidOnce(t *testing.T) {
 	}
 }
 
-// The search cache keeps only complete results: a failed search is searched again by
-// the next job, while a successful one is answered from the cache.
-func TestCacheNeverStoresFailures(t *testing.T) {
-	t.Parallel()
-	f := fleettest.Start(t, fleettest.File(func(c *config.File) {
-		for i := range c.WebSearch.Engines {
-			c.WebSearch.Engines[i].CacheTTL = config.Duration(60_000_000_000)
-		}
-	}))
-	c := batchClient{t: t, url: f.URL}
-	for _, tc := range []struct {
-		text string
-		want int64 // engine requests of the second job
-	}{
-		{"Search the web: what failed today? sim:401", -1},
-		{"Search the web: what worked today?", 0},
-	} {
-		first := engineRequests(f.Sim.Stats())
-		j := submitAndWait(t, c, tc.text)
-		if j.Status != "completed" {
-			t.Fatalf("%q: %+v", tc.text, j)
-		}
-		second := engineRequests(f.Sim.Stats())
-		if second == first {
-			t.Fatalf("%q: no engine request", tc.text)
-		}
-		submitAndWait(t, c, tc.text)
-		got := engineRequests(f.Sim.Stats()) - second
-		if tc.want == 0 && got != 0 {
-			t.Errorf("%q: a cached success was searched again (%d requests)", tc.text, got)
-		}
-		if tc.want < 0 && got == 0 {
-			t.Errorf("%q: the failure was answered from the cache", tc.text)
-		}
-	}
-}
-
 // A replay whose model asks a search the original never made gets SEARCH_NOT_RECORDED,
 // naming the recorded searches, and no paid search.
 func TestReplayNewQuery(t *testing.T) {
