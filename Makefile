@@ -5,7 +5,7 @@ GO ?= go
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
 test test-short bench bench-e2e bench-batch bench-scale bench-go: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-scale bench-go fuzz lint build chaos chaos-quick deploy-nats tidy clean
+.PHONY: help run test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-scale bench-go fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,9 +34,8 @@ bench-scale: ## scale-out: jobs/s with 1, 2, 4 search-worker and chat-worker pro
 bench-go: ## micro-benchmarks: engine normalization per kind, intent classification
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/engines/ ./pkg/intent/
 
-fuzz: ## fuzz the intent classifier and the web_search argument parser, 30s each
-	$(GO) test -run '^$$' -fuzz FuzzClassify -fuzztime 30s ./pkg/intent/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./pkg/intent/
+fuzz: ## run every fuzz target (found with go test -list) for FUZZTIME each (10s); crashers stay in testdata/fuzz
+	GO=$(GO) scripts/fuzz.sh $(ARGS)
 
 lint: ## gofmt, go vet, go mod tidy check
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
@@ -69,6 +68,12 @@ build: ## build the binaries into bin/
 
 deploy-nats: ## rewrite deploy/nats/ from the definitions in pkg/bus
 	$(GO) test ./pkg/bus -run TestDeployFilesMatch -update
+
+deploy-check: ## check the Dockerfile, deploy/compose, deploy/k8s, the dashboard and the alert rules against the code (parsing only)
+	$(GO) test -count=1 ./deploy/
+
+image: ## build the container image: every binary, static, distroless, nonroot (needs Docker)
+	docker build -t searchfleet .
 
 tidy:
 	$(GO) mod tidy

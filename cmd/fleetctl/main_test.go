@@ -38,7 +38,7 @@ func TestBatchSubmitWatchDownload(t *testing.T) {
 	questions := filepath.Join(dir, "questions.txt")
 	os.WriteFile(questions, []byte("# research run\nFind the latest news about Go\n\nSearch the web: NATS JetStream\nWho won the cup today?\nHello sim:nosearch\n"), 0o644)
 
-	id := strings.TrimSpace(mustRun(t, f, "batch", "submit", questions))
+	id := strings.TrimSpace(mustRun(t, f, "batch", "submit", questions, "--model", "sim-model"))
 	if !strings.HasPrefix(id, "batch_") {
 		t.Fatalf("submit printed %q", id)
 	}

@@ -4,6 +4,7 @@ package demo
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
@@ -32,8 +33,14 @@ const KeyEnv = "SIM_API_KEY"
 const Key = "sim-key"
 
 // Lookup resolves every secret variable to Key: with it, config.File.Resolve fills a
-// demo-based file (tenants added by tests included) with no environment.
-func Lookup(string) (string, bool) { return Key, true }
+// demo-based file (tenants added by tests included) with no environment. It sets none
+// of the FLEET_ settings (such as the base URL overrides FLEET_PROVIDER_<ID>_BASE_URL).
+func Lookup(name string) (string, bool) {
+	if strings.HasPrefix(name, "FLEET_") {
+		return "", false
+	}
+	return Key, true
+}
 
 var descriptions = map[string]string{
 	"glm-chat":   "GLM-4.7 with web search – better for Chinese / domestic news",

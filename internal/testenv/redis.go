@@ -47,11 +47,14 @@ func Redis(t testing.TB) (redis.UniversalClient, string) {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		del := func(ctx context.Context, c *redis.Client) error {
-			// One DEL per key (a cluster refuses a DEL across slots), pipelined.
+			// One DEL per key (a cluster refuses a DEL across slots), pipelined. The
+			// keys of a namespaced fleet on this prefix are "<prefix>@<ns>:…".
 			p := c.Pipeline()
-			iter := c.Scan(ctx, 0, prefix+":*", 500).Iterator()
-			for iter.Next(ctx) {
-				p.Del(ctx, iter.Val())
+			for _, pattern := range []string{prefix + ":*", prefix + "@*"} {
+				iter := c.Scan(ctx, 0, pattern, 500).Iterator()
+				for iter.Next(ctx) {
+					p.Del(ctx, iter.Val())
+				}
 			}
 			_, err := p.Exec(ctx)
 			return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -80,7 +81,7 @@ func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest
 	}
 	if !slices.Contains(s.Models, req.Model) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("The model %q does not exist. Available models: %s.", req.Model, strings.Join(s.Models, ", ")))
+			fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", ")))
 		return nil, false
 	}
 	if e := req.Search; e != nil && e.Engine != "" && s.Tools != nil {
@@ -160,7 +161,7 @@ type waiter struct {
 
 func (s *Server) watch(jobID string) (*waiter, error) {
 	wt := &waiter{ch: make(chan *nats.Msg, 32)}
-	sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectJobEvents(jobID), wt.ch)
+	sub, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectJobEvents(jobID)), wt.ch)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +229,8 @@ func (s *Server) waitFailed(w http.ResponseWriter, jobID string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // the client left; the job runs on and can be fetched
 	}
-	writeError(w, http.StatusInternalServerError, "server_error", "", "", "Reading the job failed: "+err.Error())
+	s.Log.Warn("api: reading a job failed", "job", jobID, "err", err) // the details name Redis's address
+	writeError(w, http.StatusInternalServerError, "server_error", "", "", fmt.Sprintf("Reading the job failed; fetch GET /v1/jobs/%s for its answer.", jobID))
 }
 
 func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {

@@ -186,7 +186,7 @@ func uploadFailed(w http.ResponseWriter, err error, limit int64) {
 	case errors.As(err, &long):
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "line_too_long", "file", err.Error())
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "file", "Could not read the upload: "+err.Error())
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "file", "Could not read the upload: "+bodyError(err))
 	}
 }
 

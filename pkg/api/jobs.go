@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -139,12 +140,12 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 func (s *Server) loadJob(w http.ResponseWriter, r *http.Request) *state.Job {
 	id := r.PathValue("id")
 	if !validJobID(id) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", id))
+		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
 		return nil
 	}
 	job, err := s.Store.GetJob(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) || err == nil && job.Tenant != tenantOf(r) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", id))
+		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
 		return nil
 	}
 	if err != nil {
@@ -209,7 +210,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	var deltas chan *nats.Msg
 	if v := r.URL.Query().Get("deltas"); v == "1" || v == "true" {
 		deltas = make(chan *nats.Msg, 4096)
-		sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectStream(job.ID), deltas)
+		sub, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectStream(job.ID)), deltas)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")
 			return
@@ -317,8 +318,8 @@ const eventsInactive = 30 * time.Second
 // through an ordered consumer. stop ends the reading and deletes the consumer on the
 // server, so a finished or abandoned stream leaves nothing behind.
 func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.MessagesContext, func(), error) {
-	cons, err := s.Bus.JS.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{bus.SubjectJobEvents(jobID)},
+	cons, err := s.Bus.JS.OrderedConsumer(ctx, s.Bus.Name(bus.StreamEvents), jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{s.Bus.Subject(bus.SubjectJobEvents(jobID))},
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: eventsInactive,
 	})
@@ -334,7 +335,7 @@ func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.Mess
 		if info := cons.CachedInfo(); info != nil {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := s.Bus.JS.DeleteConsumer(dctx, bus.StreamEvents, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			if err := s.Bus.JS.DeleteConsumer(dctx, s.Bus.Name(bus.StreamEvents), info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 				s.Log.Warn("api: deleting an events consumer (it expires on its own)", "consumer", info.Name, "err", err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -43,7 +44,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 					Message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody)})
 				return
 			}
-			fail(wire.Invalid("", "Could not read the request body: %s", err))
+			fail(wire.Invalid("", "Could not read the request body: %s", bodyError(err)))
 			return
 		}
 		req, err := codec.DecodeRequest(body)
@@ -53,7 +54,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		}
 		if !slices.Contains(s.Models, req.Model) {
 			fail(&wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
-				Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", req.Model, strings.Join(s.Models, ", "))})
+				Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", "))})
 			return
 		}
 		if e := s.checkSearch(req); e != nil {

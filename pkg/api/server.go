@@ -61,38 +61,44 @@ type Server struct {
 	Batches *batch.Service
 	// Ender ends the jobs ingress ends itself (a cancel).
 	Ender *jobs.Ender
+	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
+	// 429 for new jobs (nil: no budgets).
+	Budgets *state.Budgets
 }
 
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.auth(jsonBody(wire.Chat, s.chatCompletions)))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.chatCompletions))))
 	mux.HandleFunc("GET /v1/models", s.auth(s.listModels))
-	mux.HandleFunc("POST /v1/jobs", s.auth(jsonBody(wire.Chat, s.createJob)))
+	mux.HandleFunc("POST /v1/jobs", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createJob))))
 	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
-	mux.HandleFunc("POST /v1/jobs/{id}/replay", s.auth(s.replayJob))
-	mux.HandleFunc("POST /v1/search", s.auth(jsonBody(wire.Chat, s.directSearch)))
-	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_"))))
+	mux.HandleFunc("POST /v1/jobs/{id}/replay", s.auth(s.budgeted(wire.Chat, s.replayJob)))
+	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directSearch))))
+	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.budgeted(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
-	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_"))))
+	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.uploadFile))
 		mux.HandleFunc("GET /v1/files", s.auth(s.listFiles))
 		mux.HandleFunc("GET /v1/files/{id}", s.auth(s.getFile))
 		mux.HandleFunc("GET /v1/files/{id}/content", s.auth(s.fileContent))
 		mux.HandleFunc("DELETE /v1/files/{id}", s.auth(s.deleteFile))
-		mux.HandleFunc("POST /v1/batches", s.auth(jsonBody(wire.Chat, s.createBatch)))
+		mux.HandleFunc("POST /v1/batches", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createBatch))))
 		mux.HandleFunc("GET /v1/batches", s.auth(s.listBatches))
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
+	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", s.ready)
-	if s.Metrics != nil {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, s.Bus, s.Store, s.Log) })
+	// With tenants the API port is public: metrics (tenants, models, costs) are
+	// served only on the internal listener, FLEET_METRICS_ADDR (Ops).
+	if s.Metrics != nil && s.Tenants == nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
 	}
 	return s.observe(s.deadlines(crossOrigin(routed(mux))))
@@ -185,7 +191,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 				fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody))
 			return nil, false
 		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+err.Error())
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+bodyError(err))
 		return nil, false
 	}
 	return body, true
@@ -242,23 +248,6 @@ func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.Handler
 			h(w, r.WithContext(withTenant(r.Context(), tenant)))
 		}
 	}
-}
-
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	problems := map[string]string{}
-	if !s.Bus.NC.IsConnected() {
-		problems["nats"] = s.Bus.NC.Status().String()
-	}
-	if err := s.Store.Ping(ctx); err != nil {
-		problems["redis"] = err.Error()
-	}
-	if len(problems) > 0 {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "problems": problems})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 type statusRecorder struct {

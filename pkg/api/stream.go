@@ -176,11 +176,11 @@ func (l *liveAnswer) answer(base *wire.Response) *wire.Response {
 // on the same connection and channel, so what the worker publishes arrives in order.
 func (s *Server) watchLive(jobID string) (*waiter, error) {
 	wt := &waiter{ch: make(chan *nats.Msg, 4096)}
-	sub, err := s.Bus.NC.ChanSubscribe(bus.SubjectJobEvents(jobID), wt.ch)
+	sub, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectJobEvents(jobID)), wt.ch)
 	if err != nil {
 		return nil, err
 	}
-	live, err := s.Bus.NC.ChanSubscribe(bus.SubjectStream(jobID), wt.ch)
+	live, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectStream(jobID)), wt.ch)
 	if err != nil {
 		sub.Unsubscribe()
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -151,7 +152,7 @@ func (s *Service) inputFromFile(ctx context.Context, b *record, p *CreateParams)
 	}
 	f, err := s.Store.GetFile(ctx, p.InputFileID)
 	if errors.Is(err, errNoFile) || err == nil && f.Tenant != b.Tenant {
-		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "input_file_id", Message: fmt.Sprintf("No such file: %q.", p.InputFileID)}
+		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "input_file_id", Message: fmt.Sprintf("No such file: %q.", redact.Clip(p.InputFileID, 64))}
 	}
 	if err == nil && f.Purpose != PurposeBatch {
 		return nil, invalid("", "input_file_id", "File %s has purpose %q; a batch input needs purpose \"batch\".", f.ID, f.Purpose)
@@ -345,7 +346,7 @@ func (s *Service) failBatch(ctx context.Context, b *record, e lineError) {
 func (s *Service) tenantBatch(ctx context.Context, tenant, id string) (*record, error) {
 	b, err := s.load(ctx, id)
 	if errors.Is(err, errNoBatch) || err == nil && b.Tenant != tenant {
-		return nil, &Error{Kind: NotFound, Code: "batch_not_found", Param: "id", Message: fmt.Sprintf("No such batch: %q.", id)}
+		return nil, &Error{Kind: NotFound, Code: "batch_not_found", Param: "id", Message: fmt.Sprintf("No such batch: %q.", redact.Clip(id, 64))}
 	}
 	if err != nil {
 		return nil, unavailable(err, "Reading the batch failed.")

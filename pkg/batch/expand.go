@@ -369,7 +369,7 @@ func (s *Service) kick(ctx context.Context, id, tenant, reason string) error {
 		return err
 	}
 	m.Header.Set(nats.MsgIdHdr, bus.BatchExpand{BatchID: id}.MsgID()+":"+reason)
-	if _, err := s.Bus.JS.PublishMsg(ctx, m); err != nil {
+	if err := s.Bus.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("batch %s: queueing %s: %w", id, reason, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -51,7 +52,7 @@ func (s *Service) objects(ctx context.Context) (jetstream.ObjectStore, error) {
 	// The store is bounded (FilesMaxBytes; it refuses what does not fit rather than
 	// drop old files) and its objects expire after the longest any file may live, a
 	// backstop for the sweep (sweepFiles) that deletes each file at its own expiry.
-	cfg := jetstream.ObjectStoreConfig{Bucket: bus.BucketFiles, Storage: jetstream.FileStorage, Replicas: s.replicas(ctx),
+	cfg := jetstream.ObjectStoreConfig{Bucket: s.Bus.Name(bus.BucketFiles), Storage: jetstream.FileStorage, Replicas: s.replicas(ctx),
 		Description: "batch input, output and error files", MaxBytes: s.FilesMaxBytes, TTL: s.longestFileLife()}
 	if s.FilesMaxBytes <= 0 {
 		cfg.MaxBytes = -1
@@ -66,7 +67,7 @@ func (s *Service) objects(ctx context.Context) (jetstream.ObjectStore, error) {
 
 // replicas is the JOBS stream's replica count: files are as durable as the jobs.
 func (s *Service) replicas(ctx context.Context) int {
-	st, err := s.Bus.JS.Stream(ctx, bus.StreamJobs)
+	st, err := s.Bus.JS.Stream(ctx, s.Bus.Name(bus.StreamJobs))
 	if err != nil {
 		return 1
 	}
@@ -352,7 +353,7 @@ func (s *Service) sweepFiles(ctx context.Context) {
 func (s *Service) File(ctx context.Context, tenant, id string) (*state.File, error) {
 	f, err := s.Store.GetFile(ctx, id)
 	if errors.Is(err, errNoFile) || err == nil && f.Tenant != tenant {
-		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "id", Message: fmt.Sprintf("No such file: %q.", id)}
+		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "id", Message: fmt.Sprintf("No such file: %q.", redact.Clip(id, 64))}
 	}
 	if err != nil {
 		return nil, unavailable(err, "Reading the file failed.")

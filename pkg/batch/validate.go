@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
@@ -172,7 +173,7 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 		return ptr(newLineError(n, "invalid_request", "body.stream", "'stream' must be false: batch answers are written to the output file"))
 	}
 	if !slices.Contains(va.models, req.Model) {
-		return ptr(newLineError(n, "model_not_found", "body.model", "the model %q does not exist; available models: %s", req.Model, strings.Join(va.models, ", ")))
+		return ptr(newLineError(n, "model_not_found", "body.model", "the model %q does not exist; available models: %s", redact.Clip(req.Model, 64), strings.Join(va.models, ", ")))
 	}
 	if va.v.Model == "" {
 		va.v.Model = req.Model
@@ -238,14 +239,8 @@ func eachLine(r io.Reader, fn func(n int, line []byte) error) error {
 	}
 }
 
-// shortJSONError words a JSON syntax error briefly.
-func shortJSONError(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-	}
-	return err.Error()
-}
+// shortJSONError words a JSON error briefly, without Go's type names.
+func shortJSONError(err error) string { return redact.JSONError(err) }
 
 // InputError is the API's 400 answer to a refused input: the OpenAI error object,
 // plus the line errors in the shape of the batch object's errors field.

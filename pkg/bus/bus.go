@@ -27,6 +27,7 @@ type Bus struct {
 	NC  *nats.Conn
 	JS  jetstream.JetStream
 	log *slog.Logger
+	ns  string // FLEET_NAMESPACE (namespace.go)
 
 	mu     sync.Mutex
 	events jetstream.Stream // EVENTS, looked up on first use
@@ -34,14 +35,21 @@ type Bus struct {
 
 // Connect dials url and retries until ctx ends, reconnecting forever afterwards:
 // a worker rides out a NATS restart instead of exiting.
-func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
-	return connect(ctx, url, name, log)
+func Connect(ctx context.Context, url, name string, log *slog.Logger, opts ...Option) (*Bus, error) {
+	return connect(ctx, url, name, log, opts, nil)
 }
 
 // connect dials url, or, with an in-process server, connects to it without a socket.
-func connect(ctx context.Context, url, name string, log *slog.Logger, extra ...nats.Option) (*Bus, error) {
+func connect(ctx context.Context, url, name string, log *slog.Logger, bopts []Option, extra []nats.Option) (*Bus, error) {
 	if log == nil {
 		log = slog.Default()
+	}
+	b := &Bus{log: log}
+	for _, o := range bopts {
+		o(b)
+	}
+	if err := ValidateNamespace(b.ns); err != nil {
+		return nil, fmt.Errorf("nats: %w", err)
 	}
 	opts := []nats.Option{
 		nats.Name(name),
@@ -73,7 +81,8 @@ func connect(ctx context.Context, url, name string, log *slog.Logger, extra ...n
 		nc.Close()
 		return nil, err
 	}
-	return &Bus{NC: nc, JS: js, log: log}, nil
+	b.NC, b.JS = nc, js
+	return b, nil
 }
 
 // Close drains the connection: pending publishes are flushed first.
@@ -90,6 +99,7 @@ func (b *Bus) Close() {
 // other processes).
 func (b *Bus) EnsureStreams(ctx context.Context, l Limits) error {
 	for _, want := range Streams(l) {
+		want.Name, want.Subjects = b.Name(want.Name), b.subjects(want.Subjects)
 		err := retryTransient(ctx, func(ctx context.Context) error {
 			s, err := b.JS.Stream(ctx, want.Name)
 			switch {
@@ -122,16 +132,26 @@ func streamDiffers(have, want jetstream.StreamConfig) bool {
 		limit(have.MaxMsgs, want.MaxMsgs) || limit(have.MaxBytes, want.MaxBytes)
 }
 
-// EnsureConsumer creates or updates a durable consumer, riding out a JetStream
-// cluster that is failing over (retryTransient).
+// EnsureConsumer creates or updates a durable consumer (spec names it without the
+// namespace; the bus applies its own), riding out a JetStream cluster that is failing
+// over (retryTransient).
 func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.Consumer, error) {
+	cfg := spec.Config
+	cfg.Durable, cfg.Name = b.Name(cfg.Durable), ""
+	if spec.Config.Name != "" {
+		cfg.Name = b.Name(spec.Config.Name)
+	}
+	if cfg.FilterSubject != "" {
+		cfg.FilterSubject = b.Subject(cfg.FilterSubject)
+	}
+	cfg.FilterSubjects = b.subjects(cfg.FilterSubjects)
 	var c jetstream.Consumer
 	err := retryTransient(ctx, func(ctx context.Context) (err error) {
-		c, err = b.JS.CreateOrUpdateConsumer(ctx, spec.Stream, spec.Config)
+		c, err = b.JS.CreateOrUpdateConsumer(ctx, b.Name(spec.Stream), cfg)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s/%s: %w", spec.Stream, spec.Config.Durable, err)
+		return nil, fmt.Errorf("consumer %s/%s: %w", b.Name(spec.Stream), cfg.Durable, err)
 	}
 	return c, nil
 }
@@ -146,6 +166,14 @@ func (b *Bus) Publish(ctx context.Context, subject string, p Payload) error {
 	if err != nil {
 		return err
 	}
+	return b.PublishMsg(ctx, m)
+}
+
+// PublishMsg publishes a message built by Encode (and given headers of its own) on
+// its subject in the bus's namespace, and waits for the stream to store it.
+func (b *Bus) PublishMsg(ctx context.Context, m *nats.Msg) error {
+	subject := m.Subject
+	m.Subject = b.Subject(subject)
 	if _, err := b.JS.PublishMsg(ctx, m); err != nil {
 		return publishError(subject, err)
 	}
@@ -157,7 +185,7 @@ func (b *Bus) Publish(ctx context.Context, subject string, p Payload) error {
 // publisher does not learn whether it was. For progress events, whose loss costs a
 // line of a job's event log, never the job; everything else uses Publish.
 func (b *Bus) Emit(subject string, p Payload) error {
-	m, err := Encode(subject, p)
+	m, err := Encode(b.Subject(subject), p)
 	if err != nil {
 		return err
 	}
@@ -173,7 +201,7 @@ type Pending struct {
 // PublishAsync publishes p without waiting; Wait collects the acknowledgements. Use it
 // to put several messages of one step in flight at once.
 func (b *Bus) PublishAsync(subject string, p Payload) (Pending, error) {
-	m, err := Encode(subject, p)
+	m, err := Encode(b.Subject(subject), p)
 	if err != nil {
 		return Pending{}, err
 	}

@@ -100,10 +100,12 @@ func consume[T Payload](ctx context.Context, b *Bus, spec ConsumerSpec, h Handle
 		defer close(w.loopDone)
 		for {
 			sem <- struct{}{}
-			msg, err := iter.Next()
+			// Next also ends with hctx: with NATS unreachable a draining iterator
+			// never closes by itself, and a cut-short Drain must still return.
+			msg, err := iter.Next(jetstream.NextContext(hctx))
 			if err != nil {
 				<-sem
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || hctx.Err() != nil {
 					return
 				}
 				o.Log.Warn("consume: next", "consumer", w.name, "err", err)
@@ -172,7 +174,7 @@ func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	d := &Delivery[T]{
-		Subject:    msg.Subject(),
+		Subject:    r.b.localSubject(msg.Subject()),
 		Attempt:    int(meta.NumDelivered),
 		MaxDeliver: r.spec.Config.MaxDeliver,
 		Data:       msg.Data(),
@@ -250,7 +252,7 @@ func (r *runner[T]) apply(ctx context.Context, msg jetstream.Msg, meta *jetstrea
 	case InProgress:
 		err = msg.InProgress()
 	case TermDLQ:
-		if meta.Stream == StreamDLQ {
+		if meta.Stream == r.b.Name(StreamDLQ) {
 			// A dead letter whose handling failed stays in the DLQ stream for
 			// operators; dead-lettering it again would loop.
 			r.o.Log.Error("consume: giving up on a dead letter", "consumer", r.spec.Config.Durable, "seq", meta.Sequence.Stream, "reason", dec.Reason)
@@ -273,18 +275,20 @@ func (r *runner[T]) apply(ctx context.Context, msg jetstream.Msg, meta *jetstrea
 
 // deadLetter stores a message in the DLQ with why, where from and how often it was
 // delivered. Its id is derived from the stream sequence, so doing it twice stores it
-// once.
+// once. subject and meta are as the server gave them (namespaced); the dead letter
+// names them without the namespace.
 func (b *Bus) deadLetter(ctx context.Context, subject string, h nats.Header, data []byte, meta *jetstream.MsgMetadata, reason string) error {
-	m := nats.NewMsg(SubjectDLQ(meta.Stream, meta.Consumer))
+	subject, stream, consumer := b.localSubject(subject), b.localName(meta.Stream), b.localName(meta.Consumer)
+	m := nats.NewMsg(b.Subject(SubjectDLQ(stream, consumer)))
 	m.Data = data
 	if kind := h.Get(HeaderKind); kind != "" {
 		m.Header.Set(HeaderKind, kind)
 	}
-	m.Header.Set(nats.MsgIdHdr, "dlq:"+meta.Stream+":"+strconv.FormatUint(meta.Sequence.Stream, 10))
+	m.Header.Set(nats.MsgIdHdr, "dlq:"+stream+":"+strconv.FormatUint(meta.Sequence.Stream, 10))
 	m.Header.Set(HeaderDLQReason, truncateReason(reason))
 	m.Header.Set(HeaderDLQSubject, subject)
-	m.Header.Set(HeaderDLQStream, meta.Stream)
-	m.Header.Set(HeaderDLQConsumer, meta.Consumer)
+	m.Header.Set(HeaderDLQStream, stream)
+	m.Header.Set(HeaderDLQConsumer, consumer)
 	m.Header.Set(HeaderDLQDeliver, strconv.FormatUint(meta.NumDelivered, 10))
 	m.Header.Set(HeaderDLQSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
 	_, err := b.JS.PublishMsg(ctx, m)

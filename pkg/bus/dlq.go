@@ -105,15 +105,14 @@ const advisoryMaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."
 
 // WatchMaxDeliveries moves messages of the fleet's work queues that ran out of
 // deliveries without an outcome into the DLQ. Every worker process may run it; a queue
-// group hands each advisory to one of them. It returns when the subscription is set up.
+// group hands each advisory to one of them. It listens to the advisories of its own
+// namespace's work queues only, so fleets sharing a server never move each other's
+// messages. It returns when the subscriptions are set up.
 func (b *Bus) WatchMaxDeliveries(ctx context.Context) (stop func(), err error) {
-	sub, err := b.NC.QueueSubscribe(advisoryMaxDeliveries+">", "fleet-max-deliveries", func(m *nats.Msg) {
+	handle := func(m *nats.Msg) {
 		var adv maxDeliveriesAdvisory
 		if err := json.Unmarshal(m.Data, &adv); err != nil {
 			b.log.Warn("max-deliveries advisory unreadable", "err", err)
-			return
-		}
-		if adv.Stream == StreamDLQ || adv.Stream == StreamEvents {
 			return
 		}
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -121,15 +120,26 @@ func (b *Bus) WatchMaxDeliveries(ctx context.Context) (stop func(), err error) {
 		if err := b.moveToDLQ(hctx, adv); err != nil {
 			b.log.Error("moving an exhausted message to the DLQ", "stream", adv.Stream, "seq", adv.StreamSeq, "err", err)
 		}
-	})
-	if err != nil {
-		return nil, err
+	}
+	var subs []*nats.Subscription
+	stop = func() {
+		for _, s := range subs {
+			s.Unsubscribe()
+		}
+	}
+	for _, stream := range []string{StreamJobs, StreamChat, StreamSearch, StreamWebhooks} {
+		sub, err := b.NC.QueueSubscribe(advisoryMaxDeliveries+b.Name(stream)+".>", b.Name("fleet-max-deliveries"), handle)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		subs = append(subs, sub)
 	}
 	if err := b.NC.Flush(); err != nil {
-		sub.Unsubscribe()
+		stop()
 		return nil, err
 	}
-	return func() { sub.Unsubscribe() }, nil
+	return stop, nil
 }
 
 func (b *Bus) moveToDLQ(ctx context.Context, adv maxDeliveriesAdvisory) error {

@@ -27,9 +27,10 @@ func RunEmbedded(host string, port int, storeDir string) (*Embedded, error) {
 		StoreDir:   storeDir,
 		NoSigs:     true,
 		NoLog:      true,
-		// Big enough for the work queues of a development fleet.
+		// Big enough for the work queues of a few development fleets (namespaces): an
+		// accounting limit, what the streams reserve; the disk holds what they store.
 		JetStreamMaxMemory: 1 << 30,
-		JetStreamMaxStore:  8 << 30,
+		JetStreamMaxStore:  64 << 30,
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -48,8 +49,8 @@ func (e *Embedded) URL() string { return e.srv.ClientURL() }
 
 // Connect connects to the embedded server in process, with no socket between: what
 // the all-in-one process uses (separate processes connect to URL over TCP).
-func (e *Embedded) Connect(ctx context.Context, name string, log *slog.Logger) (*Bus, error) {
-	return connect(ctx, e.URL(), name, log, nats.InProcessServer(e.srv))
+func (e *Embedded) Connect(ctx context.Context, name string, log *slog.Logger, opts ...Option) (*Bus, error) {
+	return connect(ctx, e.URL(), name, log, opts, []nats.Option{nats.InProcessServer(e.srv)})
 }
 
 // Shutdown stops the server and waits for it.

@@ -37,13 +37,13 @@ func (b *Bus) EmitEvent(ev Event) error { return b.Emit(ev.Subject(), ev) }
 // terminal event it reports whether the stream already held a terminal event of the
 // job (dup): the job had ended before, possibly otherwise.
 func (b *Bus) PublishEvent(ctx context.Context, ev Event) (dup bool, err error) {
-	m, err := Encode(ev.Subject(), ev)
+	m, err := Encode(b.Subject(ev.Subject()), ev)
 	if err != nil {
 		return false, err
 	}
 	ack, err := b.JS.PublishMsg(ctx, m)
 	if err != nil {
-		return false, publishError(m.Subject, err)
+		return false, publishError(ev.Subject(), err)
 	}
 	return ack.Duplicate, nil
 }
@@ -55,7 +55,7 @@ func (b *Bus) TerminalEvent(ctx context.Context, jobID string) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.GetLastMsgForSubject(ctx, SubjectJobEnd(jobID))
+	raw, err := s.GetLastMsgForSubject(ctx, b.Subject(SubjectJobEnd(jobID)))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -76,9 +76,9 @@ func (b *Bus) eventStream(ctx context.Context) (jetstream.Stream, error) {
 	if b.events != nil {
 		return b.events, nil
 	}
-	s, err := b.JS.Stream(ctx, StreamEvents)
+	s, err := b.JS.Stream(ctx, b.Name(StreamEvents))
 	if err != nil {
-		return nil, fmt.Errorf("bus: stream %s: %w", StreamEvents, err)
+		return nil, fmt.Errorf("bus: stream %s: %w", b.Name(StreamEvents), err)
 	}
 	b.events = s
 	return s, nil

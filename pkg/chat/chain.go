@@ -176,7 +176,7 @@ func (v *view) messages(h int) ([]json.RawMessage, *sources) {
 			if !ok {
 				continue // a client tool call never reaches a later hop
 			}
-			content := render(res, srcs)
+			content := evidence(evidenceNonce(v.job.ID), render(res, srcs))
 			b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": tc.ID, "content": content})
 			msgs = append(msgs, b)
 		}

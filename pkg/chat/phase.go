@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -130,7 +131,7 @@ func next(f facts) action {
 		return action{phase: phaseLeased, act: actRetry, after: f.left}
 	case !f.answered && !f.modelKnown:
 		return action{phase: phaseClaimed, act: actFail, err: &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
-			Message: fmt.Sprintf("the model %q does not exist", f.model)}}
+			Message: fmt.Sprintf("the model %q does not exist", redact.Clip(f.model, 64))}}
 	case !f.answered:
 		return action{phase: phaseClaimed, act: actCallModel}
 	case f.garbled:

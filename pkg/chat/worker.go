@@ -250,6 +250,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 		return false, err
 	}
 	msgs, srcs := v.messages(h)
+	msgs = v.withEvidencePolicy(msgs, h, offered)
 	tools := v.req.Tools
 	if offered {
 		tools = append(append([]json.RawMessage(nil), tools...), w.Tools.Tool(gp))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,18 @@ var exampleSecrets = map[string]string{
 	"OPENAI_API_KEY": "sk-openai-VALUE", "ZHIPU_API_KEY": "zhipu-VALUE", "DEEPSEEK_API_KEY": "sk-deepseek-VALUE",
 	"GEMINI_API_KEY": "gemini-VALUE", "BRAVE_API_KEY": "brave-VALUE", "TAVILY_API_KEY": "tvly-VALUE",
 	"ACME_API_KEYS": "acme-one-VALUE, acme-two-VALUE", "ACME_WEBHOOK_SECRET": "whsec_acme-VALUE",
+}
+
+// acme is a tenant the tests add to the example (which ships without tenants, so it
+// starts with provider keys alone).
+var acme = config.Tenant{ID: "acme", APIKeyEnv: "ACME_API_KEYS", WebhookSecretEnv: "ACME_WEBHOOK_SECRET"}
+
+// parseExampleWithTenant is the example with the acme tenant added.
+func parseExampleWithTenant(t *testing.T) *config.File {
+	t.Helper()
+	f := parseExample(t)
+	f.Tenants = append(f.Tenants, acme)
+	return f
 }
 
 func parseExample(t *testing.T) *config.File {
@@ -37,7 +50,7 @@ func parseExample(t *testing.T) *config.File {
 // and secret, and build every engine kind it names.
 func TestExampleConfigLoads(t *testing.T) {
 	t.Parallel()
-	f := parseExample(t)
+	f := parseExampleWithTenant(t)
 	if err := f.Resolve(config.MapLookup(exampleSecrets)); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +79,7 @@ func TestExampleConfigLoads(t *testing.T) {
 // them is in the file's JSON encoding.
 func TestResolveFillsEverySecret(t *testing.T) {
 	t.Parallel()
-	f := parseExample(t)
+	f := parseExampleWithTenant(t)
 	if err := f.Resolve(config.MapLookup(exampleSecrets)); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +177,7 @@ func TestResolveKeyLists(t *testing.T) {
 // Resolve changes nothing.
 func TestResolveListsEveryMissingVariable(t *testing.T) {
 	t.Parallel()
-	f := parseExample(t)
+	f := parseExampleWithTenant(t)
 	err := f.Resolve(config.MapLookup(nil))
 	var missing *config.MissingSecretsError
 	if !errors.As(err, &missing) {
@@ -271,5 +284,85 @@ func TestEnvDefaultsAndRedaction(t *testing.T) {
 	logged := e.LogValue().String()
 	if strings.Contains(logged, "s3cret-pass") || strings.Contains(logged, "nats-secret") || !strings.Contains(logged, "redis.internal") {
 		t.Errorf("logged settings: %s", logged)
+	}
+}
+
+// config/example.json as shipped needs nothing but the provider keys: with an empty
+// environment, one error lists exactly the variables its providers name, and with
+// those set it resolves.
+func TestExampleNeedsOnlyProviderKeys(t *testing.T) {
+	t.Parallel()
+	f := parseExample(t)
+	err := f.Resolve(config.MapLookup(nil))
+	var missing *config.MissingSecretsError
+	if !errors.As(err, &missing) {
+		t.Fatalf("error %v, want a *MissingSecretsError", err)
+	}
+	var providerKeys []string
+	for _, p := range f.Providers {
+		if !slices.Contains(providerKeys, p.APIKeyEnv) {
+			providerKeys = append(providerKeys, p.APIKeyEnv)
+		}
+	}
+	slices.Sort(providerKeys)
+	if got := missing.Vars(); !slices.Equal(got, providerKeys) {
+		t.Errorf("missing %v, want exactly the provider keys %v", got, providerKeys)
+	}
+	keys := map[string]string{}
+	for _, k := range providerKeys {
+		keys[k] = "key-VALUE"
+	}
+	if err := f.Resolve(config.MapLookup(keys)); err != nil {
+		t.Fatalf("with the provider keys set: %v", err)
+	}
+}
+
+// Base URLs come from FLEET_PROVIDER_<ID>_BASE_URL, FLEET_PROVIDER_<ID>_SEARCH_BASE_URL
+// and FLEET_ENGINE_<ID>_BASE_URL (the id upper-cased, other characters as '_'); an
+// engine inherits its provider's overridden search URL; a bad URL is named.
+func TestBaseURLsFromEnvironment(t *testing.T) {
+	t.Parallel()
+	f, err := config.ParseFile([]byte(`{
+	  "providers": {"my-llm": {"kind": "openai", "baseURL": "https://file.example/v1", "apiKeyEnv": "K"},
+	                "glm":    {"kind": "glm", "apiKeyEnv": "K"}},
+	  "models":    {"m": {"provider": "my-llm", "model": "x"}},
+	  "routing":   {"web_search": [{"id": "r", "targets": ["glm.glm-4.7"]}]},
+	  "webSearch": {"engines": [{"id": "glm", "providerKey": "glm.glm-4.7"},
+	                            {"id": "searx-local", "kind": "searxng", "baseURL": "http://file.example:8080"},
+	                            {"id": "brave", "kind": "brave"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"K": "k",
+		"FLEET_PROVIDER_MY_LLM_BASE_URL":     "http://127.0.0.1:9/v1",
+		"FLEET_PROVIDER_GLM_SEARCH_BASE_URL": "http://127.0.0.1:9/glm-chat",
+		"FLEET_ENGINE_SEARX_LOCAL_BASE_URL":  "http://127.0.0.1:9/searxng",
+	}
+	if err := f.Resolve(config.MapLookup(env)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Providers["my-llm"].BaseURL; got != "http://127.0.0.1:9/v1" {
+		t.Errorf("provider base URL %q", got)
+	}
+	cfgs, err := f.EngineConfigs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := map[string]string{}
+	for _, c := range cfgs {
+		urls[c.ID] = c.BaseURL
+	}
+	if urls["glm"] != "http://127.0.0.1:9/glm-chat" || urls["searx-local"] != "http://127.0.0.1:9/searxng" || urls["brave"] != "" {
+		t.Errorf("engine base URLs %v", urls)
+	}
+
+	bad := map[string]string{"FLEET_ENGINE_BRAVE_BASE_URL": "not a url"}
+	before := f.WebSearch.Engines[2].BaseURL
+	err = f.Resolve(config.MapLookup(bad))
+	if err == nil || !strings.Contains(err.Error(), "FLEET_ENGINE_BRAVE_BASE_URL must be an http(s) URL") || !strings.Contains(err.Error(), "K (needed by") {
+		t.Errorf("bad URL and missing key: %v", err)
+	}
+	if f.WebSearch.Engines[2].BaseURL != before {
+		t.Error("a failed Resolve changed a base URL")
 	}
 }

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // Env are the process settings. Every field is an environment variable; the defaults
@@ -103,6 +106,15 @@ type Env struct {
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `env:"FLEET_LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"FLEET_LOG_FORMAT" envDefault:"text"`
+	// Namespace prefixes every stream, consumer, subject and object store of the fleet
+	// on NATS, and its Redis keys, so several fleets share one NATS server and one
+	// Redis without seeing each other's work. Empty (the default) keeps the
+	// un-namespaced names, those of deploy/nats/.
+	Namespace string `env:"FLEET_NAMESPACE"`
+	// MetricsAddr is the internal listener of every role process: /metrics, /healthz
+	// and /readyz (e.g. :9090). Empty: none (the ingress still serves /metrics on its
+	// API port while no tenants are configured).
+	MetricsAddr string `env:"FLEET_METRICS_ADDR"`
 	// TenantLimits are the per-tenant limits of every tenant that sets none of its
 	// own, and of the open API (FLEET_TENANT_RPS, _BURST, _SYNC_WAITS, _STREAMS,
 	// _QUEUED_JOBS, _BATCHES, _FILES, _FILE_BYTES; 0: no limit).
@@ -116,6 +128,9 @@ type Env struct {
 	// Failpoint names a point of a chat step at which a chat worker exits with status
 	// 3 (e.g. chat.after_dispatch). For the crash tests only; empty in production.
 	Failpoint string `env:"FLEET_FAILPOINT"`
+	// DefaultBudget is the spend budget of every tenant whose config entry sets none,
+	// and of the open API's one tenant (zero: no limit, spend is only recorded).
+	DefaultBudget state.Budget `envPrefix:"FLEET_TENANT_BUDGET_"`
 }
 
 // LoadEnv parses and validates the process environment.
@@ -200,6 +215,12 @@ func (e Env) Validate() error {
 	if err := lvl.UnmarshalText([]byte(e.LogLevel)); err != nil {
 		bad("FLEET_LOG_LEVEL must be debug, info, warn or error")
 	}
+	if err := bus.ValidateNamespace(e.Namespace); err != nil {
+		bad("FLEET_NAMESPACE: %v", err)
+	}
+	if err := e.DefaultBudget.Validate(); err != nil {
+		bad("FLEET_TENANT_BUDGET_*: %v", err)
+	}
 	if e.RedisURL != "" {
 		if _, err := url.Parse(e.RedisURL); err != nil || !strings.HasPrefix(e.RedisURL, "redis") {
 			bad("REDIS_URL must be a redis:// or rediss:// URL")
@@ -227,6 +248,8 @@ func (e Env) LogValue() slog.Value {
 		slog.String("redis_url", redact.URL(e.RedisURL)),
 		slog.String("config_file", e.ConfigFile),
 		slog.String("redis_prefix", e.KeyPrefix),
+		slog.String("namespace", e.Namespace),
+		slog.String("metrics_addr", e.MetricsAddr),
 		slog.Duration("job_timeout", e.JobTimeout),
 		slog.Duration("model_timeout", e.ModelTimeout),
 		slog.Duration("engine_timeout", e.EngineTimeout),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 var logWriter = os.Stderr
@@ -173,6 +174,9 @@ type Tenant struct {
 	// Limits are the tenant's own limits; omitted fields take the FLEET_TENANT_*
 	// defaults (see Limits).
 	Limits Limits `json:"limits,omitzero"`
+	// Budget caps the tenant's paid searches per day and month (nil: the default
+	// budget of FLEET_TENANT_BUDGET_*).
+	Budget *state.Budget `json:"budget,omitempty"`
 
 	// APIKeys are the tenant's keys, filled by Resolve from APIKeyEnv (split at
 	// commas, blanks dropped); never serialized.
@@ -352,6 +356,11 @@ func (f *File) Validate() error {
 		if t.ID == "" || t.APIKeyEnv == "" {
 			bad("tenants[%d] needs id and apiKeyEnv", i)
 		}
+		if t.Budget != nil {
+			if err := t.Budget.Validate(); err != nil {
+				bad("tenants[%d].budget: %v", i, err)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -441,4 +450,15 @@ func (f *File) KeyEnvs() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Budgets returns the tenants' spend budgets: each tenant's own, else def.
+func (f *File) Budgets(def state.Budget) *state.Budgets {
+	b := &state.Budgets{ByTenant: map[string]state.Budget{}, Default: def}
+	for _, t := range f.Tenants {
+		if t.Budget != nil {
+			b.ByTenant[t.ID] = *t.Budget
+		}
+	}
+	return b
 }

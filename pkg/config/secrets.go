@@ -20,7 +20,9 @@ import (
 //   - EngineEntry.Token from accessToken (its file must read to a token, its
 //     command's program must exist; the token itself is read per search);
 //   - Tenant.APIKeys from apiKeyEnv (a comma-separated list);
-//   - Tenant.WebhookSecret from webhookSecretEnv.
+//   - Tenant.WebhookSecret from webhookSecretEnv;
+//
+// and applies the base URLs the environment sets (overrides.go).
 //
 // Every variable named is required: one that is unset or empty (for a tenant's keys:
 // holds no key) is missing. Resolve checks them all and reports every missing
@@ -43,7 +45,11 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 		}
 		values[n.env] = v
 	}
+	overrides, err := f.baseURLOverrides(lookup)
 	if len(missing) > 0 {
+		if err != nil {
+			return errors.Join(&MissingSecretsError{NeededBy: missing}, err)
+		}
 		return &MissingSecretsError{NeededBy: missing}
 	}
 	tokens := make([]engines.TokenSource, len(f.WebSearch.Engines))
@@ -58,6 +64,12 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 	}
 	if len(terrs) > 0 {
 		return errors.Join(terrs...)
+	}
+	if err != nil {
+		return err
+	}
+	for _, o := range overrides {
+		o.set(f, o.value)
 	}
 	for name, p := range f.Providers {
 		p.APIKey, p.APIKeys = keyList(values[p.APIKeyEnv])

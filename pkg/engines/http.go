@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	redactpkg "github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // maxBody bounds what we read from a provider: grounded answers with many results
@@ -109,10 +114,42 @@ func (c *client) transportError(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return AsError(c.id, ctxErr)
 	}
-	// url.Error messages contain the URL; a key carried in a query string would
-	// leak through them, so redact.
-	return &Error{Kind: Unavailable, Engine: c.id, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
+	// The message says what failed in stable words, without the engine's address;
+	// the transport's error is kept in Err for the log, with the URL's query values
+	// hidden (they carry the user's search query, and for some kinds the key).
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = &url.Error{Op: ue.Op, URL: redactpkg.Query(ue.URL), Err: ue.Err}
+	}
+	return &Error{Kind: Unavailable, Engine: c.id, Message: netReason(err), Err: redactedError{msg: c.redact(err.Error()), err: err}}
 }
+
+// netReason words a transport failure for people, naming no address.
+func netReason(err error) string {
+	var dns *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.As(err, &dns):
+		return "the engine's host name did not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the engine refused the connection"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the connection to the engine was cut"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "the engine did not answer in time"
+	}
+	return "the engine could not be reached"
+}
+
+// redactedError is a transport error whose text has its secrets removed; it still
+// unwraps to the original, so errors.Is and errors.As see the cause.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
 
 // statusError classifies a non-2xx answer.
 func (c *client) statusError(status int, h http.Header, body []byte) *Error {

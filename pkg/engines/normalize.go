@@ -113,6 +113,7 @@ func cleanDomains(ds []string) ([]string, error) {
 func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 	res.Engine = id
 	res.Query = q.Query
+	res.Summary = CleanText(res.Summary)
 	if res.Hits == nil {
 		res.Hits = []Hit{}
 	}
@@ -128,6 +129,7 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 		}
 		h.URL = u
 		h.Title = oneLine(h.Title)
+		h.Snippet = CleanText(h.Snippet)
 		if h.Source == "" {
 			h.Source = hostOf(u)
 		}

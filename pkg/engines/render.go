@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The tool-result text the main model reads is compact by construction: each part has
@@ -54,8 +56,8 @@ func RenumberMarkers(text string, f func(n int) int) string {
 // already use the shown numbers.
 func BuildLLMContent(query, summary string, sources []Source, hits []Hit, number func(int) int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Web search results for %q:\n\n", truncate(query, 200))
-	summary = strings.TrimSpace(summary)
+	fmt.Fprintf(&b, "Web search results for %q:\n\n", truncate(oneLine(query), 200))
+	summary = strings.TrimSpace(CleanText(summary))
 	if summary != "" {
 		b.WriteString(truncate(summary, SummaryBudget))
 		b.WriteString("\n\n")
@@ -81,14 +83,14 @@ func BuildLLMContent(query, summary string, sources []Source, hits []Hit, number
 		if number != nil {
 			n = number(n)
 		}
-		title := oneLine(s.Web.Title)
+		title := pageText(s.Web.Title)
 		if title == "" {
 			title = hostOf(s.Web.URI)
 		}
-		fmt.Fprintf(&b, "[%d] %s (%s)\n", n, truncate(title, TitleBudget), truncate(s.Web.URI, URLBudget))
+		fmt.Fprintf(&b, "[%d] %s (%s)\n", n, truncate(title, TitleBudget), truncate(markerFreeURL.Replace(oneLine(s.Web.URI)), URLBudget))
 		if sn := snippets[s.Web.URI]; sn != "" {
 			b.WriteString("    ")
-			b.WriteString(truncate(oneLine(sn), SnippetBudget))
+			b.WriteString(truncate(pageText(sn), SnippetBudget))
 			b.WriteByte('\n')
 		}
 	}
@@ -108,7 +110,7 @@ func ErrorResult(engine, query string, err error) *Result {
 	case Auth, Quota:
 		advice = "This search engine cannot be used right now; try another engine if one is offered, or answer from what you know and say so."
 	}
-	msg := e.Error()
+	msg := e.Public()
 	return &Result{
 		Engine: engine,
 		Query:  query,
@@ -134,10 +136,65 @@ func InvalidArgumentsResult(errType, display, details string) *Result {
 	}
 }
 
+// pageText is a title or snippet as the model reads it: on one line, cleaned, and
+// without [n] markers, which in a tool result number the fleet's sources only (a page's
+// own footnote marks, "born 1990[1]", would read as citations of the wrong source).
+func pageText(s string) string {
+	return oneLine(RenumberMarkers(s, func(int) int { return 0 }))
+}
+
+// markerFreeURL escapes the brackets of a URL shown to the model, so that no part of
+// it reads as a [n] marker; the escaped URL is the same address.
+var markerFreeURL = strings.NewReplacer("[", "%5B", "]", "%5D")
+
+// oneLine is s cleaned (CleanText) on one line, runs of white space made one space.
 func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if !strings.ContainsAny(s, "\r\n\t") {
+	s = strings.TrimSpace(CleanText(s))
+	if !strings.ContainsAny(s, "\r\n\t\v\f\u0085\u00a0\u2028\u2029") {
 		return s
 	}
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// CleanText removes what a page can use to show the model text a reader does not see,
+// or to reorder what the reader sees: control characters (newline and tab stay),
+// invisible format characters (zero-width space and joiners, the soft hyphen, the
+// byte-order mark, bidi embeddings, overrides and isolates U+202A–202E and
+// U+2066–2069, Unicode tag characters U+E0000–E007F: every character of category Cf),
+// the combining grapheme joiner and the Hangul fillers. Invalid UTF-8 becomes U+FFFD.
+// Search results are untrusted input to the model: titles, snippets and summaries go
+// through CleanText before the model reads them.
+func CleanText(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || invisible(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if !invisible(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// invisible reports whether CleanText removes r.
+func invisible(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x80:
+		return r < 0x20 || r == 0x7f
+	case r == 0x034f, r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0:
+		return true // combining grapheme joiner, Hangul fillers
+	}
+	return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r)
 }

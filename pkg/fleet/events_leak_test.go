@@ -83,7 +83,7 @@ func TestEventsStreamsLeaveNothingBehind(t *testing.T) {
 	runtime.GC()
 	baseGoroutines := runtime.NumGoroutine()
 
-	const n = 50
+	const n = 500 // as many as the probe of issue 13 opened
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)

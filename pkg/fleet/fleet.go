@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -54,6 +55,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Listening, if set, is called with ingress's address once it accepts requests.
 	Listening func(addr string)
+	// MetricsListening, if set, is called with the internal listener's address
+	// (FLEET_METRICS_ADDR) once it serves.
+	MetricsListening func(addr string)
 	// Memory keeps the streams in memory (benchmarks); file storage otherwise.
 	Memory bool
 	// Embedded, if set, is a NATS server in this process: the fleet connects to it
@@ -73,6 +77,11 @@ func Run(ctx context.Context, o Options) error {
 	// Every way out drains what was started: a SIGTERM that lands while later
 	// consumers are still being set up must not drop the steps the first ones took.
 	defer p.drain()
+	stopOps, err := p.runOps()
+	if err != nil {
+		return err
+	}
+	defer stopOps()
 
 	if o.Roles.Chat {
 		if err := p.runChat(ctx); err != nil {
@@ -130,6 +139,9 @@ type process struct {
 	workers []*bus.Worker
 	stops   []func()
 	drained bool
+
+	mu    sync.Mutex
+	specs []bus.ConsumerSpec // the consumers started, for their lag metrics (ops.go)
 }
 
 // open connects to NATS and Redis and builds what the roles share.
@@ -148,9 +160,9 @@ func open(ctx context.Context, o Options) (*process, error) {
 	p.id = fmt.Sprintf("%s-%d", host, os.Getpid())
 	var err error
 	if o.Embedded != nil {
-		p.bus, err = o.Embedded.Connect(ctx, "searchfleet-"+p.id, p.log)
+		p.bus, err = o.Embedded.Connect(ctx, "searchfleet-"+p.id, p.log, bus.WithNamespace(p.env.Namespace))
 	} else {
-		p.bus, err = bus.Connect(ctx, p.env.NATSURL, "searchfleet-"+p.id, p.log)
+		p.bus, err = bus.Connect(ctx, p.env.NATSURL, "searchfleet-"+p.id, p.log, bus.WithNamespace(p.env.Namespace))
 	}
 	if err != nil {
 		return nil, err
@@ -159,7 +171,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err := p.bus.EnsureStreams(ctx, bus.Limits{Replicas: p.env.NATSReplicas, Memory: o.Memory}); err != nil {
 		return fail(fmt.Errorf("nats streams: %w", err))
 	}
-	p.store = state.New(o.Redis, p.env.KeyPrefix, p.env.Retention)
+	p.store = state.New(o.Redis, state.NamespacePrefix(p.env.Namespace, p.env.KeyPrefix), p.env.Retention)
 	if err := p.store.LoadScripts(ctx); err != nil {
 		return fail(err)
 	}
@@ -187,11 +199,12 @@ func open(ctx context.Context, o Options) (*process, error) {
 
 // consume starts a consumer and keeps it for the drain.
 func consume[T bus.Payload](ctx context.Context, p *process, spec bus.ConsumerSpec, h bus.Handler[T], concurrency int) error {
-	w, err := bus.Consume(ctx, p.bus, spec, h, p.consumeOptions(concurrency))
+	w, err := bus.Consume(ctx, p.bus, spec, inFlight(p.o.Metrics, spec.Config.Durable, h), p.consumeOptions(concurrency))
 	if err != nil {
 		return err
 	}
 	p.workers = append(p.workers, w)
+	p.started(spec)
 	return nil
 }
 
@@ -202,11 +215,12 @@ func (p *process) consumeOptions(concurrency int) bus.ConsumeOptions {
 }
 
 func (p *process) consumeDeadLetters(ctx context.Context, spec bus.ConsumerSpec, h bus.Handler[bus.DeadLetter]) error {
-	w, err := bus.ConsumeDeadLetters(ctx, p.bus, spec, h, p.consumeOptions(4))
+	w, err := bus.ConsumeDeadLetters(ctx, p.bus, spec, inFlight(p.o.Metrics, spec.Config.Durable, h), p.consumeOptions(4))
 	if err != nil {
 		return err
 	}
 	p.workers = append(p.workers, w)
+	p.started(spec)
 	return nil
 }
 
@@ -283,7 +297,8 @@ func (p *process) runSearch(ctx context.Context) error {
 		ids = p.env.Engines
 	}
 	w := &search.Worker{Bus: p.bus, Store: p.store, Engines: p.engines, Settings: Settings(p.o.File), Timeout: p.env.EngineTimeout,
-		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id}
+		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id,
+		Budgets: p.o.File.Budgets(p.env.DefaultBudget)}
 	for _, id := range ids {
 		if err := consume(ctx, p, bus.SearchConsumer(id, p.timing(bus.ConsumerSearch(id))), w.Handle, p.env.SearchConcurrency); err != nil {
 			return err
@@ -309,7 +324,8 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
-		Limits: p.batches.Limits}
+		Limits:  p.batches.Limits,
+		Budgets: p.o.File.Budgets(env.DefaultBudget)}
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}

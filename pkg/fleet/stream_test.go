@@ -15,6 +15,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -56,7 +57,17 @@ func sameJSON(t *testing.T, what string, a, b json.RawMessage) {
 // stored answer (text, and the url_citation annotations of the last chunk).
 func TestStreamChatLive(t *testing.T) {
 	t.Parallel()
-	f := fleettest.Start(t)
+	// In a namespace too: the worker publishes the deltas, and the ingress listens, on
+	// the namespace's subjects.
+	for _, ns := range []string{"", "nsa"} {
+		t.Run("namespace="+ns, func(t *testing.T) {
+			t.Parallel()
+			streamChatLive(t, fleettest.Start(t, fleettest.Env(func(e *config.Env) { e.Namespace = ns })))
+		})
+	}
+}
+
+func streamChatLive(t *testing.T, f *fleettest.Fleet) {
 	c := openaiClient(f)
 	st := c.Chat.Completions.NewStreaming(ctx(t), openai.ChatCompletionNewParams{
 		Model:         demo.Model,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -25,7 +26,7 @@ func DeadlineExceeded() *state.JobError {
 // ModelNotFound: the job names a model no worker serves.
 func ModelNotFound(model string) *state.JobError {
 	return &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
-		Message: fmt.Sprintf("the model %q does not exist", model)}
+		Message: fmt.Sprintf("the model %q does not exist", redact.Clip(model, 64))}
 }
 
 // BadRequest: the request could not be turned into a model call.
@@ -66,8 +67,12 @@ func DeadLettered(consumer string, deliveries int, reason string) *state.JobErro
 		Message: fmt.Sprintf("the job could not be processed (%s after %d deliveries): %s", consumer, deliveries, reason)}
 }
 
-// SearchFailed: a direct search (POST /v1/search) failed.
+// SearchFailed: a direct search (POST /v1/search) failed. One its tenant's spend
+// budget refused (SEARCH_BUDGET_EXHAUSTED) is 429, as the ingress answers new jobs.
 func SearchFailed(code, msg string) *state.JobError {
+	if code == "SEARCH_BUDGET_EXHAUSTED" {
+		return &state.JobError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exhausted", Message: msg}
+	}
 	return &state.JobError{Status: http.StatusBadGateway, Type: "search_error", Code: code, Message: msg}
 }
 

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // ChatRequest is a client's chat completion request. Model, Messages, Tools and
@@ -388,10 +390,4 @@ func ContentText(raw json.RawMessage) (text string, toolResults bool) {
 	return "", false
 }
 
-func shortJSONError(err error) string {
-	s := err.Error()
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
-}
+func shortJSONError(err error) string { return redact.JSONError(err) }

@@ -54,6 +54,15 @@ type Metrics struct {
 	// KeyCooldowns counts engine API keys put to rest after the provider refused
 	// them, by engine and reason (rate_limited, auth, quota).
 	KeyCooldowns *prometheus.CounterVec
+	// StepsInFlight are the messages each consumer's handlers work on (lag.go).
+	StepsInFlight *prometheus.GaugeVec
+
+	queues *queueCollector // WatchQueues
+	// SpendUSD sums what paid searches cost, by tenant and engine (settled cost).
+	SpendUSD *prometheus.CounterVec
+	// BudgetExhausted counts searches and jobs refused because a tenant's budget was
+	// used up, by tenant and budget (usd_day, usd_month, searches_day, searches_month).
+	BudgetExhausted *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -77,6 +86,7 @@ func New() *Metrics {
 		Orphans:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_orphan_messages_total", Help: "Messages about a job Redis does not know, by consumer (dead-lettered, not paid for)."}, []string{"consumer"}),
 		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
 		Citations:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_citations_total", Help: "Citation markers of final answers: valid, or removed (cited no retrieved source)."}, []string{"result"}),
+		StepsInFlight: newStepsInFlight(),
 	}
 	m.TenantRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_tenant_rejected_total", Help: "Requests refused by a per-tenant limit, by tenant and limit."}, []string{"tenant", "limit"})
 	r.MustRegister(m.TenantRejected)
@@ -84,7 +94,10 @@ func New() *Metrics {
 	m.KeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_engine_key_cooldowns_total", Help: "Engine API keys put to rest after the provider refused them, by engine and reason."}, []string{"engine", "reason"})
 	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
-		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.Citations)
+		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.StepsInFlight, m.Citations)
+	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid searches cost, by tenant and engine."}, []string{"tenant", "engine"})
+	m.BudgetExhausted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_budget_exhausted_total", Help: "Searches and jobs refused on a used-up tenant budget, by tenant and budget."}, []string{"tenant", "budget"})
+	r.MustRegister(m.SpendUSD, m.BudgetExhausted)
 	return m
 }
 

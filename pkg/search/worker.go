@@ -54,6 +54,8 @@ type Worker struct {
 	Log     *slog.Logger
 	// ID names this worker in leases.
 	ID string
+	// Budgets are the tenants' spend budgets (nil: spend is recorded, never refused).
+	Budgets *state.Budgets
 }
 
 // Handle runs one search. Its steps, each safe to replay:
@@ -139,10 +141,17 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		})
 	}
 
+	held, refused, err := w.reserve(ctx, req, ss.Tenant, eng)
+	if err != nil {
+		return err
+	} else if refused != nil {
+		return w.finish(ctx, req, d, refused, 0)
+	}
 	sctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	start := time.Now()
 	res, serr := eng.Search(sctx, req.Query)
 	cancel()
+	w.settle(ctx, held, req.Engine, res, serr)
 	elapsed := time.Since(start)
 	if w.Metrics != nil {
 		w.Metrics.SearchSeconds.WithLabelValues(req.Engine).Observe(elapsed.Seconds())

@@ -275,6 +275,7 @@ func answerFrom(results []string) string {
 	var parts []string
 	failed := 0
 	for _, r := range results {
+		r = evidenceRE.ReplaceAllString(r, "") // the fleet's delimiters around a result
 		if strings.HasPrefix(r, "Error:") {
 			failed++
 			continue
@@ -309,6 +310,10 @@ func answerFrom(results []string) string {
 }
 
 var sourceMarkerRE = regexp.MustCompile(`\[\d+\]`)
+
+// evidenceRE matches the delimiters the fleet puts around each tool result
+// (<search_results id="…"> … </search_results id="…">, see pkg/chat/evidence.go).
+var evidenceRE = regexp.MustCompile(`(?m)^</?search_results id="[0-9a-f]+">\n?`)
 
 // firstSentences returns up to n sentences of text, keeping markers that follow a
 // sentence's end ("… today. [1][2]" or "… today.[1]").

@@ -76,5 +76,5 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := wire.Anthropic.NewStream()
-	writeEvents(w, r, append(st.Start(resp), st.Finish(resp)...), tokenDelay(a.user))
+	writeEvents(w, r, streamEvents(st, resp), tokenDelay(a.user))
 }

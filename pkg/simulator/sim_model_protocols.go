@@ -138,3 +138,19 @@ func writeEvents(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay
 		rc.Flush()
 	}
 }
+
+// streamEvents renders resp as st's events a token at a time, as a model writes: the
+// opening events, one update per token of the answer's text (tokens), then the end.
+// An answer without text (tool calls only) has no updates.
+func streamEvents(st wire.Stream, resp *wire.Response) []wire.Event {
+	evs := st.Start(resp)
+	text := resp.Text()
+	written := ""
+	for _, tok := range tokens(text) {
+		written += tok
+		partial := *resp
+		partial.Content = []wire.Part{{Kind: wire.PartText, Text: written}}
+		evs = append(evs, st.Update(&partial)...)
+	}
+	return append(evs, st.Finish(resp)...)
+}

@@ -45,5 +45,5 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := wire.Responses.NewStream()
-	writeEvents(w, r, append(st.Start(resp), st.Finish(resp)...), tokenDelay(a.user))
+	writeEvents(w, r, streamEvents(st, resp), tokenDelay(a.user))
 }

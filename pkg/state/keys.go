@@ -20,6 +20,20 @@ func NewKeys(prefix string) Keys {
 	return Keys{prefix: prefix}
 }
 
+// NamespacePrefix is the key prefix of a fleet in namespace ns (FLEET_NAMESPACE):
+// prefix (default "sf") itself without a namespace, else "<prefix>@<ns>", so
+// "sf@team-a:{job}:job". A namespace holds no ':' or '@', so no key of one namespace
+// is a key of another or of the un-namespaced fleet; the {job} hash tags are kept.
+func NamespacePrefix(ns, prefix string) string {
+	if prefix == "" {
+		prefix = "sf"
+	}
+	if ns == "" {
+		return prefix
+	}
+	return prefix + "@" + ns
+}
+
 // Prefix returns the key prefix.
 func (k Keys) Prefix() string { return k.prefix }
 
@@ -131,6 +145,21 @@ func (k Keys) KeyCooldown(engine, fp string) string {
 func (k Keys) SearchFallback(id string, hop int, call string) string {
 	return k.job(id) + ":sf:" + strconv.Itoa(hop) + ":" + call
 }
+
+// budget is the root of a tenant's spend keys. They carry the tenant as hash tag, so
+// the reservation script touches one Redis Cluster slot.
+func (k Keys) budget(tenant string) string { return k.prefix + ":budget:{" + tenant + "}" }
+
+// SpendDay is a tenant's spend in one UTC day ("20261124"), a hash: "usd" in
+// micro-dollars and "n" searches, reservations included.
+func (k Keys) SpendDay(tenant, day string) string { return k.budget(tenant) + ":d:" + day }
+
+// SpendMonth is a tenant's spend in one UTC month ("202611"), shaped as SpendDay.
+func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) + ":m:" + month }
+
+// SpendCalls maps each call reserved against a tenant's day to what it holds
+// ("micros:searches"), so a redelivered search never reserves twice.
+func (k Keys) SpendCalls(tenant, day string) string { return k.budget(tenant) + ":c:" + day }
 
 // SearchRecord is a job's recorded search results by content address (a hash:
 // search.Address → the normalized result), kept for the job's retention: a replay of

@@ -435,25 +435,32 @@ type SearchStart struct {
 	Left    time.Duration
 	// Fallback is the call's engine fallback state, nil before any (see HandOff).
 	Fallback *Fallback
+	// Tenant is the job's tenant, whose budget the search is paid from.
+	Tenant string
 }
 
 // StartSearch reads a call's stored result and its job's status and claims the
 // call's lease for owner.
 func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*SearchStart, error) {
 	var dc *redis.StringCmd
-	var sc *redis.StringCmd
+	var sc *redis.SliceCmd
 	var lc *redis.Cmd
 	var fc *redis.MapStringStringCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		dc = p.Get(ctx, s.K.SearchDone(id, h, call))
 		fc = p.HGetAll(ctx, s.K.SearchFallback(id, h, call))
-		sc = p.HGet(ctx, s.K.Job(id), "status")
+		sc = p.HMGet(ctx, s.K.Job(id), "status", "tenant")
 		lc = lease.EvalSha(ctx, p, []string{s.K.SearchLease(id, h, call)}, owner, ttl.Milliseconds())
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("state: starting search: %w", err)
 	}
-	st := &SearchStart{Status: Status(sc.Val())}
+	st := &SearchStart{}
+	if v := sc.Val(); len(v) == 2 {
+		status, _ := v[0].(string)
+		tenant, _ := v[1].(string)
+		st.Status, st.Tenant = Status(status), tenant
+	}
 	if b, err := dc.Bytes(); err == nil {
 		st.Done = b
 	}

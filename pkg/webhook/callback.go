@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // Callback is a job's (or batch's) callback as the client gives it and as it is
@@ -49,7 +51,7 @@ func parseCallback(raw json.RawMessage) (Callback, error) {
 	dec.DisallowUnknownFields()
 	var c Callback
 	if err := dec.Decode(&c); err != nil {
-		return Callback{}, fmt.Errorf("callback must be an object {\"url\": …, \"events\": […]}: %w", err)
+		return Callback{}, fmt.Errorf("callback must be an object {\"url\": …, \"events\": […]}: %s", redact.JSONError(err))
 	}
 	if dec.More() {
 		return Callback{}, fmt.Errorf("callback must be a single JSON object")

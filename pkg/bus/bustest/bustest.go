@@ -24,11 +24,12 @@ func Server(t testing.TB) string {
 
 // Connect connects to url with the fleet's streams in place (memory storage unless
 // file storage is asked for, so tests stay fast) and closes the connection when t ends.
-func Connect(t testing.TB, url string) *bus.Bus {
+// opts are the connection's options (bus.WithNamespace).
+func Connect(t testing.TB, url string, opts ...bus.Option) *bus.Bus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := bus.Connect(ctx, url, t.Name(), slog.New(slog.DiscardHandler))
+	b, err := bus.Connect(ctx, url, t.Name(), slog.New(slog.DiscardHandler), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -159,7 +160,7 @@ func jsonObject(body []byte) (map[string]json.RawMessage, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, Invalid("", "request body is not valid JSON: %s", clip(err.Error(), 200))
+		return nil, Invalid("", "request body is not valid JSON: %s", redact.JSONError(err))
 	}
 	if top == nil {
 		return nil, Invalid("", "request body must be a JSON object")

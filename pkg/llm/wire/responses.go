@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -146,7 +147,7 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 		param := fmt.Sprintf("input[%d]", i)
 		var it responsesItem
 		if err := json.Unmarshal(raw, &it); err != nil {
-			return Invalid(param, "%s is not a valid input item: %s", param, clip(err.Error(), 120))
+			return Invalid(param, "%s is not a valid input item: %s", param, redact.JSONError(err))
 		}
 		switch it.Type {
 		case "message", "":

@@ -1,0 +1,102 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/api"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+)
+
+// runOps starts the internal listener (FLEET_METRICS_ADDR: /metrics, /healthz,
+// /readyz) once NATS and Redis are open, and registers the queue metrics. It returns
+// a stop function; with no address set it serves nothing.
+func (p *process) runOps() (stop func(), err error) {
+	p.o.Metrics.WatchQueues(&queueReader{p: p}, 3*time.Second)
+	if p.env.MetricsAddr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", p.env.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("FLEET_METRICS_ADDR %s: %w", p.env.MetricsAddr, err)
+	}
+	ops := &api.Ops{Bus: p.bus, Store: p.store, Metrics: p.o.Metrics, Log: p.log.With("role", "ops")}
+	srv := &http.Server{Handler: ops.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.log.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	p.log.Info("metrics, health and readiness listening", "addr", ln.Addr().String())
+	if p.o.MetricsListening != nil {
+		p.o.MetricsListening(ln.Addr().String())
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
+}
+
+// started records a consumer this process reads, for its lag metrics.
+func (p *process) started(spec bus.ConsumerSpec) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.specs = append(p.specs, spec)
+}
+
+// inFlight counts a consumer's running handlers in fleet_steps_in_flight.
+func inFlight[T bus.Payload](m *metrics.Metrics, consumer string, h bus.Handler[T]) bus.Handler[T] {
+	g := m.StepsInFlight.WithLabelValues(consumer)
+	return func(ctx context.Context, d *bus.Delivery[T]) error {
+		g.Inc()
+		defer g.Dec()
+		return h(ctx, d)
+	}
+}
+
+// queueReader reads the queue metrics at a scrape: the backlogs of this process's
+// consumers, and the fleet-wide figures (DLQ depth, oldest queued job, unfinished
+// jobs and the nearest deadline) every process reports alike.
+type queueReader struct{ p *process }
+
+func (r *queueReader) ReadQueues(ctx context.Context) metrics.Queues {
+	p := r.p
+	q := metrics.Queues{Up: true, OldestQueued: map[string]time.Time{}}
+	fail := func(what string, err error) {
+		q.Up = false
+		p.log.Debug("queue metrics: reading "+what, "err", err)
+	}
+	p.mu.Lock()
+	specs := append([]bus.ConsumerSpec(nil), p.specs...)
+	p.mu.Unlock()
+	for _, s := range specs {
+		lag, err := p.bus.ConsumerLag(ctx, s.Stream, s.Config.Durable)
+		if err != nil {
+			fail("consumer lag", err)
+			continue
+		}
+		q.Consumers = append(q.Consumers, metrics.ConsumerLag{Stream: s.Stream, Consumer: s.Config.Durable, Pending: lag.Pending, AckPending: lag.AckPending})
+	}
+	var err error
+	if q.DLQMessages, err = p.bus.StreamMessages(ctx, bus.StreamDLQ); err != nil {
+		fail("dlq depth", err)
+	}
+	for queue, subject := range map[string]string{"chat": bus.SubjectChatJob, "batch": bus.SubjectBatchJob} {
+		at, ok, err := p.bus.OldestMessage(ctx, bus.StreamJobs, subject)
+		if err != nil {
+			fail("oldest job", err)
+		} else if ok {
+			q.OldestQueued[queue] = at
+		}
+	}
+	if q.Unfinished, q.NextDeadline, err = p.store.Unfinished(ctx); err != nil {
+		fail("unfinished jobs", err)
+	}
+	return q
+}

@@ -1,0 +1,111 @@
+package llm_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+var goNames = regexp.MustCompile(`Go (struct|value)|cannot unmarshal|json: |\b(llm|json)\.[A-Z]|map\[string\]`)
+
+func seedGlob(f *testing.F, globs ...string) {
+	for _, g := range globs {
+		names, _ := fs.Glob(fixtures.FS(), g)
+		if len(names) == 0 {
+			f.Fatalf("no fixtures match %s", g)
+		}
+		for _, n := range names {
+			f.Add(fixtures.Read(n))
+		}
+	}
+}
+
+// FuzzParseChatRequest: the chat endpoint's validator answers any body with a request
+// or a RequestError in JSON's words (never Go's), and a request it accepts renders as
+// a model body (never streamed) that it accepts again, with the same model, messages
+// and tools.
+func FuzzParseChatRequest(f *testing.F) {
+	seedGlob(f, "openai/pydantic-chat-*.request.json", "openrouter/*.request.json", "zhipu/*.request.json")
+	for _, s := range []string{``, `[]`, `{}`, `{"model":"m","messages":[{"role":5}]}`, `{"model":"m","messages":[],"n":2}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"web_search_options":{"user_location":{"approximate":{"country":"x"}}}}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"searchfleet":{"protocol":"x"}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := llm.ParseChatRequest(body)
+		if err != nil {
+			var re *llm.RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("not a RequestError: %v", err)
+			}
+			if goNames.MatchString(re.Message) {
+				t.Fatalf("error names Go types: %q", re.Message)
+			}
+			return
+		}
+		out, err := req.Body(req.Model, req.Messages, req.Tools)
+		if err != nil {
+			return // a parameter that cannot be re-encoded is refused when the job runs
+		}
+		if !json.Valid(out) {
+			t.Fatalf("model body is not JSON: %s", out)
+		}
+		again, err := llm.ParseChatRequest(out)
+		if err != nil {
+			t.Fatalf("the rendered body is refused: %v\n%s", err, out)
+		}
+		if again.Model != req.Model || len(again.Messages) != len(req.Messages) || len(again.Tools) != len(req.Tools) {
+			t.Fatalf("round trip changed the request: %q %d %d → %q %d %d", req.Model, len(req.Messages), len(req.Tools), again.Model, len(again.Messages), len(again.Tools))
+		}
+	})
+}
+
+// bodyTransport answers every request with one status and body, without a network.
+type bodyTransport struct {
+	status int
+	body   []byte
+}
+
+func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: b.status, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(b.body)), Request: r}, nil
+}
+
+// FuzzComplete: the model client reads any answer (any status, any body) into a
+// completion or an *llm.Error, never panicking; a completion has a message that is
+// JSON, and no error carries the key.
+func FuzzComplete(f *testing.F) {
+	seedGlob(f, "openai/pydantic-chat-*.response.json", "moonshot/*.response.json", "openrouter/*.response.json", "zhipu/docs-chat-web-search.response.json")
+	for _, s := range []string{``, `{}`, `{"choices":[]}`, `{"choices":[{"message":null}]}`, `{"error":{"message":"sk-fuzz-key bad","code":429}}`, `{"error":{"code":"x"}}`} {
+		f.Add([]byte(s))
+	}
+	const key = "sk-fuzz-key"
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, status := range []int{200, 400, 429, 503} {
+			c := llm.NewClient("fuzz", "http://model.invalid/v1", key, &http.Client{Transport: bodyTransport{status, body}})
+			comp, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), nil)
+			if err != nil {
+				var le *llm.Error
+				if !errors.As(err, &le) {
+					t.Fatalf("%d: not an *llm.Error: %v", status, err)
+				}
+				if strings.Contains(le.Message, key) {
+					t.Fatalf("%d: the key reaches the error: %q", status, le.Message)
+				}
+				continue
+			}
+			if status != 200 || !json.Valid(comp.Message) {
+				t.Fatalf("%d: completion %+v", status, comp)
+			}
+		}
+	})
+}

@@ -1,0 +1,282 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Budget caps a tenant's paid searches per UTC day and month, in searches and in
+// dollars. A zero field sets no limit; a Budget with every field zero only records
+// spend. It is written in the config file (a tenant's "budget") and, for the default,
+// in the environment (config.Env.DefaultBudget).
+type Budget struct {
+	SearchesPerDay   int64   `json:"searchesPerDay,omitempty" env:"SEARCHES_PER_DAY"`
+	SearchesPerMonth int64   `json:"searchesPerMonth,omitempty" env:"SEARCHES_PER_MONTH"`
+	USDPerDay        float64 `json:"usdPerDay,omitempty" env:"USD_PER_DAY"`
+	USDPerMonth      float64 `json:"usdPerMonth,omitempty" env:"USD_PER_MONTH"`
+}
+
+// Budgets are the tenants' budgets.
+type Budgets struct {
+	// ByTenant holds the budgets the config file sets.
+	ByTenant map[string]Budget
+	// Default is the budget of every other tenant.
+	Default Budget
+}
+
+// For returns tenant's budget.
+func (b *Budgets) For(tenant string) Budget {
+	if b == nil {
+		return Budget{}
+	}
+	if v, ok := b.ByTenant[tenant]; ok {
+		return v
+	}
+	return b.Default
+}
+
+// Validate refuses negative limits.
+func (b Budget) Validate() error {
+	if b.SearchesPerDay < 0 || b.SearchesPerMonth < 0 || b.USDPerDay < 0 || b.USDPerMonth < 0 ||
+		math.IsNaN(b.USDPerDay) || math.IsNaN(b.USDPerMonth) || math.IsInf(b.USDPerDay, 0) || math.IsInf(b.USDPerMonth, 0) {
+		return errors.New("budget limits must be zero (no limit) or positive")
+	}
+	return nil
+}
+
+// The budgets a limit can be hit on; they name the budget in metrics
+// (fleet_budget_exhausted_total{budget}) and in errors.
+const (
+	BudgetUSDDay        = "usd_day"
+	BudgetUSDMonth      = "usd_month"
+	BudgetSearchesDay   = "searches_day"
+	BudgetSearchesMonth = "searches_month"
+)
+
+// Exhausted says which budget refused a search or a job.
+type Exhausted struct {
+	// Budget is one of the Budget* names.
+	Budget string
+	// Limit is the budget's size, in USD or searches.
+	Limit float64
+	// Reset is when the budget's period ends (UTC midnight, or the first of the next
+	// month).
+	Reset time.Time
+}
+
+// Describe names the budget in words a client or model can act on: "daily search
+// budget of $0.05".
+func (e *Exhausted) Describe() string {
+	period := "daily"
+	if e.Budget == BudgetUSDMonth || e.Budget == BudgetSearchesMonth {
+		period = "monthly"
+	}
+	if e.Budget == BudgetUSDDay || e.Budget == BudgetUSDMonth {
+		return fmt.Sprintf("%s search budget of $%s", period, strconv.FormatFloat(e.Limit, 'f', -1, 64))
+	}
+	return fmt.Sprintf("%s search budget of %d searches", period, int64(e.Limit))
+}
+
+// Spend is what a tenant has spent (reservations in flight included) in the current
+// UTC day and month.
+type Spend struct {
+	Day           string  `json:"day"`
+	DayUSD        float64 `json:"day_usd"`
+	DaySearches   int64   `json:"day_searches"`
+	Month         string  `json:"month"`
+	MonthUSD      float64 `json:"month_usd"`
+	MonthSearches int64   `json:"month_searches"`
+}
+
+// Check reports the first budget spend has used up (nil when every limit has room):
+// the ingress refuses a tenant's new jobs on it.
+func (b Budget) Check(sp Spend, now time.Time) *Exhausted {
+	day, month := PeriodEnds(now)
+	switch {
+	case b.USDPerDay > 0 && toMicros(sp.DayUSD) >= toMicros(b.USDPerDay):
+		return &Exhausted{Budget: BudgetUSDDay, Limit: b.USDPerDay, Reset: day}
+	case b.SearchesPerDay > 0 && sp.DaySearches >= b.SearchesPerDay:
+		return &Exhausted{Budget: BudgetSearchesDay, Limit: float64(b.SearchesPerDay), Reset: day}
+	case b.USDPerMonth > 0 && toMicros(sp.MonthUSD) >= toMicros(b.USDPerMonth):
+		return &Exhausted{Budget: BudgetUSDMonth, Limit: b.USDPerMonth, Reset: month}
+	case b.SearchesPerMonth > 0 && sp.MonthSearches >= b.SearchesPerMonth:
+		return &Exhausted{Budget: BudgetSearchesMonth, Limit: float64(b.SearchesPerMonth), Reset: month}
+	}
+	return nil
+}
+
+// Reservation is what one call holds against its tenant's day and month until it
+// is settled.
+type Reservation struct {
+	Tenant string
+	Call   string
+	Day    string
+	Month  string
+}
+
+// reserveSpend reserves one call's price against a tenant's day and month: every limit
+// is checked first, then all counters are raised together, so concurrent workers can
+// never overshoot a budget. A call that already holds a reservation (a redelivery)
+// reserves nothing more.
+// KEYS[1] day, KEYS[2] month, KEYS[3] the day's calls. ARGV[1] call; ARGV[2] price in
+// micro-dollars; ARGV[3..6] limits (usd/day, searches/day, usd/month, searches/month,
+// -1: none); ARGV[7] day TTL s; ARGV[8] month TTL s.
+// Returns 'ok', 'again' (already reserved) or the name of the budget that refused.
+var reserveSpend = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 'again' end
+local price = tonumber(ARGV[2])
+local du = tonumber(redis.call('HGET', KEYS[1], 'usd') or '0')
+local dn = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+local mu = tonumber(redis.call('HGET', KEYS[2], 'usd') or '0')
+local mn = tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
+local lim = {tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
+if lim[1] >= 0 and du + price > lim[1] then return 'usd_day' end
+if lim[2] >= 0 and dn + 1 > lim[2] then return 'searches_day' end
+if lim[3] >= 0 and mu + price > lim[3] then return 'usd_month' end
+if lim[4] >= 0 and mn + 1 > lim[4] then return 'searches_month' end
+redis.call('HINCRBY', KEYS[1], 'usd', price)
+redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HINCRBY', KEYS[2], 'usd', price)
+redis.call('HINCRBY', KEYS[2], 'n', 1)
+redis.call('HSET', KEYS[3], ARGV[1], price .. ':1')
+redis.call('EXPIRE', KEYS[1], ARGV[7])
+redis.call('EXPIRE', KEYS[3], ARGV[7])
+redis.call('EXPIRE', KEYS[2], ARGV[8])
+return 'ok'
+`)
+
+// settleSpend moves a reservation to what the call really cost, adjusting the day and
+// month by the difference; settling again to the same cost changes nothing.
+// KEYS as reserveSpend; ARGV[1] call, ARGV[2] cost in micro-dollars, ARGV[3] searches.
+// Returns 0 when the call holds no reservation.
+var settleSpend = redis.NewScript(`
+local r = redis.call('HGET', KEYS[3], ARGV[1])
+if not r then return 0 end
+local sep = string.find(r, ':', 1, true)
+local pu, pn = tonumber(string.sub(r, 1, sep - 1)), tonumber(string.sub(r, sep + 1))
+local cu, cn = tonumber(ARGV[2]), tonumber(ARGV[3])
+if cu ~= pu then
+  redis.call('HINCRBY', KEYS[1], 'usd', cu - pu)
+  redis.call('HINCRBY', KEYS[2], 'usd', cu - pu)
+end
+if cn ~= pn then
+  redis.call('HINCRBY', KEYS[1], 'n', cn - pn)
+  redis.call('HINCRBY', KEYS[2], 'n', cn - pn)
+end
+redis.call('HSET', KEYS[3], ARGV[1], cu .. ':' .. cn)
+return 1
+`)
+
+// ReserveSpend reserves usd (one search) for call against tenant's budget in the
+// period of now. It returns the reservation to settle, or which budget refused it
+// (nothing is reserved then). A call that is already reserved (a redelivered search)
+// gets its reservation back without reserving again.
+func (s *Store) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
+	day, month := periods(now)
+	dayEnd, monthEnd := PeriodEnds(now)
+	limit := func(usd float64, n int64) (int64, int64) {
+		lu, ln := int64(-1), int64(-1)
+		if usd > 0 {
+			lu = toMicros(usd)
+		}
+		if n > 0 {
+			ln = n
+		}
+		return lu, ln
+	}
+	du, dn := limit(b.USDPerDay, b.SearchesPerDay)
+	mu, mn := limit(b.USDPerMonth, b.SearchesPerMonth)
+	// Keep each period's counters a day past its end, for GET /v1/usage and late settles.
+	dayTTL := int64(time.Until(dayEnd.Add(24*time.Hour)).Seconds()) + 1
+	monthTTL := int64(time.Until(monthEnd.Add(24*time.Hour)).Seconds()) + 1
+	keys := []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month), s.K.SpendCalls(tenant, day)}
+	v, err := reserveSpend.Run(ctx, s.r, keys, call, toMicros(usd), du, dn, mu, mn, max(dayTTL, 60), max(monthTTL, 60)).Text()
+	if err != nil {
+		return nil, nil, fmt.Errorf("state: reserving spend: %w", err)
+	}
+	r := &Reservation{Tenant: tenant, Call: call, Day: day, Month: month}
+	switch v {
+	case "ok", "again":
+		return r, nil, nil
+	case BudgetUSDDay:
+		return nil, &Exhausted{Budget: v, Limit: b.USDPerDay, Reset: dayEnd}, nil
+	case BudgetSearchesDay:
+		return nil, &Exhausted{Budget: v, Limit: float64(b.SearchesPerDay), Reset: dayEnd}, nil
+	case BudgetUSDMonth:
+		return nil, &Exhausted{Budget: v, Limit: b.USDPerMonth, Reset: monthEnd}, nil
+	case BudgetSearchesMonth:
+		return nil, &Exhausted{Budget: v, Limit: float64(b.SearchesPerMonth), Reset: monthEnd}, nil
+	}
+	return nil, nil, fmt.Errorf("state: reserving spend: unexpected answer %q", v)
+}
+
+// SettleSpend sets what r's call really cost: usd over searches searches (0 and 0
+// release a call that was not billed). Settling twice to the same cost is harmless.
+func (s *Store) SettleSpend(ctx context.Context, r *Reservation, usd float64, searches int) error {
+	keys := []string{s.K.SpendDay(r.Tenant, r.Day), s.K.SpendMonth(r.Tenant, r.Month), s.K.SpendCalls(r.Tenant, r.Day)}
+	if err := settleSpend.Run(ctx, s.r, keys, r.Call, toMicros(usd), searches).Err(); err != nil {
+		return fmt.Errorf("state: settling spend: %w", err)
+	}
+	return nil
+}
+
+// SpendOf reads a tenant's spend in the day and month of now.
+func (s *Store) SpendOf(ctx context.Context, tenant string, now time.Time) (Spend, error) {
+	day, month := periods(now)
+	var dc, mc *redis.SliceCmd
+	err := s.pipelined(ctx, func(p redis.Pipeliner) {
+		dc = p.HMGet(ctx, s.K.SpendDay(tenant, day), "usd", "n")
+		mc = p.HMGet(ctx, s.K.SpendMonth(tenant, month), "usd", "n")
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Spend{}, fmt.Errorf("state: reading spend: %w", err)
+	}
+	num := func(v any) int64 {
+		str, _ := v.(string)
+		n, _ := strconv.ParseInt(str, 10, 64)
+		return n
+	}
+	sp := Spend{Day: day, Month: month}
+	if v := dc.Val(); len(v) == 2 {
+		sp.DayUSD, sp.DaySearches = fromMicros(num(v[0])), num(v[1])
+	}
+	if v := mc.Val(); len(v) == 2 {
+		sp.MonthUSD, sp.MonthSearches = fromMicros(num(v[0])), num(v[1])
+	}
+	return sp, nil
+}
+
+// IdempotencyClaimed reports whether a tenant's Idempotency-Key already names a job:
+// a retry of an accepted submission is answered with that job even when the tenant's
+// budget has since run out.
+func (s *Store) IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error) {
+	n, err := s.r.Exists(ctx, s.K.Idempotency(tenant, key)).Result()
+	if err != nil {
+		return false, fmt.Errorf("state: reading an Idempotency-Key: %w", err)
+	}
+	return n == 1, nil
+}
+
+// periods names the UTC day and month of t.
+func periods(t time.Time) (day, month string) {
+	t = t.UTC()
+	return t.Format("20060102"), t.Format("200601")
+}
+
+// periodEnds returns when the UTC day and month of t end.
+func PeriodEnds(t time.Time) (day, month time.Time) {
+	t = t.UTC()
+	y, m, d := t.Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// Amounts are kept in integer micro-dollars, so limits compare exactly.
+func toMicros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
+
+func fromMicros(n int64) float64 { return float64(n) / 1e6 }

@@ -1,0 +1,21 @@
+package state
+
+import (
+	"context"
+	"time"
+)
+
+// Unfinished reports how many jobs have not ended and the earliest deadline among
+// them (zero when none): the reaper's deadline set, read for the queue metrics.
+func (s *Store) Unfinished(ctx context.Context) (n int64, next time.Time, err error) {
+	p := s.r.Pipeline()
+	card := p.ZCard(ctx, s.K.Deadlines())
+	first := p.ZRangeWithScores(ctx, s.K.Deadlines(), 0, 0)
+	if _, err := p.Exec(ctx); err != nil {
+		return 0, time.Time{}, err
+	}
+	if z := first.Val(); len(z) > 0 {
+		next = time.UnixMilli(int64(z[0].Score))
+	}
+	return card.Val(), next, nil
+}
