@@ -22,6 +22,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -99,13 +100,20 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 // does nothing.
 func Run(t testing.TB, env config.Env, file *config.File, rdb redis.UniversalClient) (url string, stop func()) {
 	t.Helper()
+	return RunMetered(t, env, file, rdb, nil)
+}
+
+// RunMetered is Run with the process's metrics in m (nil: its own), for a test that
+// reads them when the API port serves no /metrics (tenants configured).
+func RunMetered(t testing.TB, env config.Env, file *config.File, rdb redis.UniversalClient, m *metrics.Metrics) (url string, stop func()) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithCancel(context.Background())
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- fleet.Run(ctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
-			Redis: rdb, Log: log, Listening: func(a string) { listening <- a }})
+			Redis: rdb, Log: log, Metrics: m, Listening: func(a string) { listening <- a }})
 	}()
 	select {
 	case a := <-listening:

@@ -35,3 +35,6 @@ func (e *perplexity) PricePerSearch() float64 { return e.fee }
 
 // One credit; a search that takes more is settled after the call.
 func (e *serper) PricePerSearch() float64 { return e.creditPrice }
+
+// An engine with several keys costs what each of them does.
+func (k *keyed) PricePerSearch() float64 { return PriceOf(k.per[0]) }
