@@ -284,3 +284,29 @@ func (a *app) printResult(raw json.RawMessage) error {
 	}
 	return nil
 }
+
+// jobReplay is `job replay ID [--wait]`: a new job with the ended job's request and
+// model, its searches answered from the ones that job recorded (POST
+// /v1/jobs/{id}/replay). Without --wait it prints the new job's id; with it, it
+// follows the replay and prints its answer.
+func (a *app) jobReplay(ctx context.Context, args []string) error {
+	fs := a.flags("job replay")
+	wait := fs.Bool("wait", false, "follow the replay and print its answer")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := exactly(pos, 1, "a job ID"); err != nil {
+		return err
+	}
+	var j job
+	if err := a.call(ctx, "POST", "/v1/jobs/"+pos[0]+"/replay", nil, &j); err != nil {
+		return err
+	}
+	if !*wait {
+		fmt.Fprintln(a.stdout, j.ID)
+		return nil
+	}
+	fmt.Fprintln(a.stderr, "job", j.ID, "replays", pos[0])
+	return a.followAndPrint(ctx, j.ID)
+}

@@ -8,6 +8,7 @@
 //	fleetctl batch list | get ID | cancel ID
 //	fleetctl job submit "What is new in Go?" --wait
 //	fleetctl job watch ID | get ID
+//	fleetctl job replay ID --wait        re-run a job on its recorded searches
 //	fleetctl search "nats jetstream" --engine brave
 //
 // The fleet's address and API key come from --url and --api-key, or FLEETCTL_URL
@@ -51,6 +52,7 @@ Commands:
   job submit QUESTION   submit one question as an async job (--model, --wait)
   job watch ID          follow a job's events and print its answer
   job get ID            print a job's status and answer (--json for the raw job)
+  job replay ID         re-run an ended job with its recorded searches, none paid (--wait)
   search QUERY          run one web search, no model (--engine, --count, --json)
 
 Environment: FLEETCTL_URL (default ` + defaultURL + `), FLEETCTL_API_KEY.
@@ -104,7 +106,7 @@ func (a *app) dispatch(ctx context.Context, cmd string, args []string) error {
 	commands := map[string]func(context.Context, []string) error{
 		"batch submit": a.batchSubmit, "batch watch": a.batchWatch, "batch download": a.batchDownload,
 		"batch list": a.batchList, "batch get": a.batchGet, "batch cancel": a.batchCancel,
-		"job submit": a.jobSubmit, "job watch": a.jobWatch, "job get": a.jobGet,
+		"job submit": a.jobSubmit, "job watch": a.jobWatch, "job get": a.jobGet, "job replay": a.jobReplay,
 	}
 	fn, ok := commands[cmd]
 	if !ok {

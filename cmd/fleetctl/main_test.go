@@ -119,6 +119,18 @@ func TestJobSubmitWait(t *testing.T) {
 	if watched := mustRun(t, f, "job", "watch", id); watched != out {
 		t.Errorf("job watch printed\n%s", watched)
 	}
+	// A replay prints the same answer from the recorded searches, searching nothing.
+	searches := f.Sim.Stats().Requests["gemini"]
+	if searches == 0 {
+		t.Fatal("the job searched nothing")
+	}
+	replayed, errs, err := fleetctl(t, f, "job", "replay", id, "--wait")
+	if err != nil || replayed != out || !strings.Contains(errs, "replays "+id) {
+		t.Errorf("job replay: %v\n%s\n%s", err, replayed, errs)
+	}
+	if got := f.Sim.Stats().Requests["gemini"]; got != searches {
+		t.Errorf("the replay searched %d times", got-searches)
+	}
 }
 
 // search prints one engine's hits.

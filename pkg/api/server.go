@@ -75,6 +75,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
+	mux.HandleFunc("POST /v1/jobs/{id}/replay", s.auth(s.budgeted(wire.Chat, s.replayJob)))
 	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directSearch))))
 	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.budgeted(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))

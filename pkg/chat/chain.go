@@ -42,6 +42,9 @@ type call struct {
 	// records the same result.
 	Local  bool            `json:"local,omitempty"`
 	Result *engines.Result `json:"result,omitempty"`
+	// Recorded says a local call was answered from recorded results (replay.go):
+	// "replay" (the replayed job's) or "dedupe" (this job's or its batch's).
+	Recorded string `json:"recorded,omitempty"`
 }
 
 // view is a decoded chain: the stored turns, calls and results by hop.
@@ -234,6 +237,8 @@ type traceEntry struct {
 	Millis   int64  `json:"ms,omitempty"`
 	// Fallback names the engines that failed the call and the one that answered it.
 	Fallback *search.Fallback `json:"fallback,omitempty"`
+	// Result is the content address (search.Address) of the recorded result.
+	Result string `json:"result,omitempty"`
 }
 
 func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
@@ -256,6 +261,7 @@ func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
 					total.Add(res.Usage)
 					e.Usage = res.Usage
 				}
+				traceRecord(&e, c, res)
 			}
 			out = append(out, e)
 		}

@@ -79,6 +79,10 @@ type Worker struct {
 	Log     *slog.Logger
 	// ID names this worker in leases.
 	ID string
+	// Records holds the recorded search results (nil: no replay, no dedupe): a
+	// replay job's searches, and a search repeated within a job or batch, are answered
+	// from them (replay.go).
+	Records Records
 	// Failpoint, if set, is called at named points between the writes of a step
 	// ("chat.after_model_call", "chat.after_turn_stored", "chat.after_dispatch"): the
 	// crash tests pass ExitAt to kill a worker exactly there. Nil in production.
@@ -448,6 +452,10 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	calls, searches, stored := w.plan(v, h, t, server)
 	cb := v.chain.Hop(h).Calls
 	if !stored {
+		var err error
+		if calls, searches, err = w.fromRecord(ctx, v, calls, searches); err != nil {
+			return err
+		}
 		cb, _ = json.Marshal(calls)
 	}
 	// Recording the calls (once) also reads the job's status: a cancel that arrived
@@ -493,8 +501,9 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 		return err
 	}
 	w.failpoint("chat.after_dispatch")
-	if searches == 0 && complete {
-		// Every call was answered locally: the model reads the errors at once.
+	if complete {
+		// The last call answered here (locally, or from a record) completed the hop:
+		// its searches, if any, came back during the dispatch. The model goes on now.
 		return w.load(ctx, jobID, h+1, false)
 	}
 	return nil

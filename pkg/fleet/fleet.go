@@ -262,7 +262,7 @@ func (p *process) runChat(ctx context.Context) error {
 	env := p.env
 	w := &chat.Worker{Bus: p.bus, Store: p.store, Models: models, Tools: p.tools, Classifier: p.classify,
 		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint)}
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store}
 	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
 		return err
 	}

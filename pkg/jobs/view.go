@@ -25,6 +25,8 @@ type View struct {
 	// WebhookSecret is the job's callback signing secret: in the 202 answer only.
 	WebhookSecret string `json:"webhook_secret,omitempty"`
 	Batch         string `json:"batch_id,omitempty"`
+	// ReplayOf is the job this one replays (POST /v1/jobs/{id}/replay).
+	ReplayOf string `json:"replay_of,omitempty"`
 }
 
 // ErrorBody is an error in the OpenAI shape (the inside of {"error": {...}}): how a
@@ -39,7 +41,7 @@ type ErrorBody struct {
 // ViewOf renders a job record for clients.
 func ViewOf(j *state.Job) View {
 	v := View{ID: j.ID, Object: "job", Kind: j.Kind, Status: j.Status, Model: j.Model, CreatedAt: j.Created.Unix(), UpdatedAt: j.Updated.Unix(),
-		Response: j.Response, Usage: j.Usage, Trace: j.Trace, WebhookStatus: j.WebhookStatus, Batch: j.Batch}
+		Response: j.Response, Usage: j.Usage, Trace: j.Trace, WebhookStatus: j.WebhookStatus, Batch: j.Batch, ReplayOf: j.ReplayOf}
 	if !j.Finished.IsZero() {
 		t := j.Finished.Unix()
 		v.FinishedAt = &t

@@ -23,7 +23,8 @@ type Metrics struct {
 	ModelCalls *prometheus.CounterVec
 	// ModelSeconds is main-model call latency by provider.
 	ModelSeconds *prometheus.HistogramVec
-	// Searches counts searches by engine and outcome (ok, error, cached, rate_limited).
+	// Searches counts searches by engine and outcome (ok, error, cached, rate_limited;
+	// replay and dedupe: answered from a recorded result, nothing searched).
 	Searches *prometheus.CounterVec
 	// SearchSeconds is engine call latency by engine.
 	SearchSeconds *prometheus.HistogramVec

@@ -125,11 +125,10 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if set.CacheTTL > 0 {
 		cacheKey = queryHash(req.Query)
 		if b, err := w.Store.CachedSearch(ctx, req.Engine, cacheKey); err == nil {
-			var res engines.Result
-			if json.Unmarshal(b, &res) == nil {
+			if res, ok := cacheable(b); ok {
 				w.count(req.Engine, "cached")
 				res.Usage = engines.Usage{} // a cached answer costs nothing
-				return w.finish(ctx, req, d, &res, 0)
+				return w.finish(ctx, req, d, res, 0)
 			}
 		}
 	}
@@ -179,7 +178,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if w.Metrics != nil && res.Usage.CostUSD > 0 {
 		w.Metrics.SearchCostUSD.WithLabelValues(req.Engine).Add(res.Usage.CostUSD)
 	}
-	if cacheKey != "" {
+	if cacheKey != "" && Complete(res) {
 		if b, err := json.Marshal(res); err == nil {
 			w.Store.CacheSearch(ctx, req.Engine, cacheKey, b, set.CacheTTL)
 		}
@@ -205,6 +204,7 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	}); err != nil {
 		return err
 	}
+	w.record(ctx, req, res)
 	return w.publish(ctx, req, done)
 }
 

@@ -30,7 +30,9 @@ import (
 // Directives in the user's text steer it: "sim:calls=N" (N parallel web_search calls),
 // "sim:engine=ID" (name the engine), "sim:badargs" (malformed arguments JSON),
 // "sim:badkey" (an unknown argument), "sim:emptyquery" (a blank query),
-// "sim:tool=NAME" (call the client's tool NAME instead), "sim:bad-cite" (the answer
+// "sim:tool=NAME" (call the client's tool NAME instead), "sim:repeat-search" (each
+// "sim:hops=N" follow-up repeats the first search exactly), "sim:fresh-query" (the
+// first search's query is new every time), "sim:bad-cite" (the answer
 // also cites [97], a source it was never given), and model faults
 // "sim:model-429", "sim:model-500", "sim:model-hang", "sim:model-slow=1s".
 //
@@ -146,7 +148,11 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 		}
 		if m := hopsRE.FindStringSubmatch(user); m != nil && webSearch != nil {
 			if want, _ := strconv.Atoi(m[1]); hops < want {
-				return searchCalls(*webSearch, user, fmt.Sprintf("%s (follow-up %d)", user, hops), id), "tool_calls"
+				q := fmt.Sprintf("%s (follow-up %d)", user, hops)
+				if strings.Contains(user, "sim:repeat-search") {
+					q = user // the same search again, as models do
+				}
+				return searchCalls(*webSearch, user, q, id), "tool_calls"
 			}
 		}
 		var results []string
@@ -169,7 +175,11 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 			}}}, "tool_calls"
 		}
 		if webSearch != nil && wantsSearch(user) {
-			return searchCalls(*webSearch, user, user, id), "tool_calls"
+			q := user
+			if strings.Contains(user, "sim:fresh-query") {
+				q = fmt.Sprintf("%s (asked at %d)", user, time.Now().UnixNano()) // never the same twice
+			}
+			return searchCalls(*webSearch, user, q, id), "tool_calls"
 		}
 	}
 	return map[string]any{"role": "assistant", "content": "(simulated model) " + plainAnswer(user)}, "stop"

@@ -160,3 +160,12 @@ func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) 
 // SpendCalls maps each call reserved against a tenant's day to what it holds
 // ("micros:searches"), so a redelivered search never reserves twice.
 func (k Keys) SpendCalls(tenant, day string) string { return k.budget(tenant) + ":c:" + day }
+
+// SearchRecord is a job's recorded search results by content address (a hash:
+// search.Address → the normalized result), kept for the job's retention: a replay of
+// the job answers its searches from it, and a repeated search of the job is made once.
+func (k Keys) SearchRecord(jobID string) string { return k.job(jobID) + ":rec" }
+
+// BatchSearchRecord is the recorded search results of a batch's jobs by content
+// address (a hash), so an identical search across the batch is made once.
+func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID) + ":rec" }

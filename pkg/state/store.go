@@ -61,6 +61,9 @@ type Job struct {
 	Batch    string          `json:"batch,omitempty"`
 	// WebhookStatus is "", "pending", "delivered" or "failed".
 	WebhookStatus string `json:"webhook_status,omitempty"`
+	// ReplayOf is the job this one replays: its searches are answered from that job's
+	// recorded results, never searched.
+	ReplayOf string `json:"replay_of,omitempty"`
 }
 
 // JobError is why a job failed, in the OpenAI error vocabulary.
@@ -152,6 +155,9 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	if len(j.Callback) > 0 {
 		argv = append(argv, "callback", []byte(j.Callback), "webhook", "pending")
 	}
+	if j.ReplayOf != "" {
+		argv = append(argv, "replay_of", j.ReplayOf)
+	}
 	var created *redis.Cmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		created = createJob.EvalSha(ctx, p, []string{s.K.Job(j.ID)}, argv...)
@@ -192,7 +198,7 @@ func jobFromHash(m map[string]string) *Job {
 		Request: raw("request"), Created: FromMillis(m["created"]), Updated: FromMillis(m["updated"]),
 		Finished: FromMillis(m["finished"]), Deadline: FromMillis(m["deadline"]),
 		Response: raw("response"), Usage: raw("usage"), Trace: raw("trace"), Callback: raw("callback"),
-		Batch: m["batch"], WebhookStatus: m["webhook"],
+		Batch: m["batch"], WebhookStatus: m["webhook"], ReplayOf: m["replay_of"],
 	}
 	if e := m["error"]; e != "" {
 		j.Error = &JobError{}

@@ -1,0 +1,73 @@
+package search
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+)
+
+// Address is the content address of a search: the hex SHA-256 of the engine id and
+// the normalized query (text, recency, count, domain filters, language and country).
+// A job's recorded results are kept under it, so a replay of the job, or a second
+// identical search of the same job or batch, finds the result without searching.
+// Domain lists are compared as sets and the text and hints case- and space-
+// insensitively where engines treat them so; the query text keeps its case.
+func Address(engine string, q engines.Query) string {
+	norm := func(ds []string) []string {
+		out := make([]string, 0, len(ds))
+		for _, d := range ds {
+			out = append(out, strings.ToLower(strings.TrimSpace(d)))
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	count := q.Count
+	if count == 0 {
+		count = engines.DefaultCount
+	}
+	b, _ := json.Marshal([]any{"search.v1", engine, strings.TrimSpace(q.Query), string(q.Recency), count,
+		norm(q.AllowedDomains), norm(q.BlockedDomains), strings.ToLower(q.Language), strings.ToUpper(q.Country)})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Complete reports whether a result may be recorded or cached: a finished, successful
+// search. A failed one (an error result the model reads) never is: a replay or a cache
+// hit would hand a transient failure on as if it were the web's answer.
+func Complete(res *engines.Result) bool {
+	return res != nil && res.Citation.Error == nil
+}
+
+// record keeps a complete result of a call under its content address, among its job's
+// (and its batch's) recorded results, for the job's retention. It runs before the
+// result is published, so the chain's next hop finds it. A failure to record costs a
+// later replay or dedupe its hit, never the search itself: it is logged, not retried.
+func (w *Worker) record(ctx context.Context, req Request, res *engines.Result) {
+	if !Complete(res) {
+		return
+	}
+	b, err := json.Marshal(res)
+	if err == nil {
+		// Under the engine the call was made for, even when a fallback answered it:
+		// that is the address the call's replay looks up.
+		err = w.Store.RecordSearch(ctx, req.JobID, Address(req.origin(), req.Query), b)
+	}
+	if err != nil {
+		w.Log.Warn("search: recording a result", "engine", req.Engine, "job", req.JobID, "err", err)
+	}
+}
+
+// cacheable reads a cached result: one that is not Complete (written before the cache
+// refused failures) is not used.
+func cacheable(b []byte) (*engines.Result, bool) {
+	var res engines.Result
+	if json.Unmarshal(b, &res) != nil || !Complete(&res) {
+		return nil, false
+	}
+	return &res, true
+}
