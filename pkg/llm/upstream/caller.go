@@ -13,9 +13,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -243,24 +241,10 @@ func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
 	e := c.api.DecodeError(resp.StatusCode, data)
 	e.Provider = c.name
 	e.Message = c.redact(clip(e.Message, 500))
-	if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+	if d, ok := llm.RetryAfter(resp.Header.Get("Retry-After")); ok {
 		e.RetryAfter = d
 	}
 	return e
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
 }
 
 func isEventStream(contentType string) bool {

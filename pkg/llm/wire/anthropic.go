@@ -247,24 +247,7 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part
 			json.Unmarshal(b.Input, &in)
 			parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: b.ID, Name: b.Name, Query: in.Query}})
 		case "web_search_tool_result":
-			res := &SearchResult{CallID: b.ToolUseID}
-			var hits []struct {
-				URL     string `json:"url"`
-				Title   string `json:"title"`
-				PageAge string `json:"page_age"`
-			}
-			if json.Unmarshal(b.Content, &hits) == nil {
-				for _, h := range hits {
-					res.Sources = append(res.Sources, Source{URL: h.URL, Title: h.Title, PageAge: h.PageAge})
-				}
-			} else {
-				var e struct {
-					ErrorCode string `json:"error_code"`
-				}
-				json.Unmarshal(b.Content, &e)
-				res.Error = &SearchError{Code: e.ErrorCode}
-			}
-			parts = append(parts, Part{Kind: PartServerResult, Search: res})
+			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
 		case "thinking", "redacted_thinking":
 			// The model's own reasoning: not for another model.
 		case "web_fetch_tool_result", "server_tool_result":
@@ -686,4 +669,27 @@ func (s *anthropicStream) Finish(r *Response) []Event {
 
 func (*anthropicStream) Fail(_ *Response, e *Error) []Event {
 	return []Event{{Name: "error", Data: Anthropic.EncodeError(e)}}
+}
+
+// anthropicSearchResult reads a web_search_tool_result block's content: the results
+// (url, title, page_age), or the error object Anthropic puts in their place.
+func anthropicSearchResult(toolUseID string, content json.RawMessage) *SearchResult {
+	res := &SearchResult{CallID: toolUseID}
+	var hits []struct {
+		URL     string `json:"url"`
+		Title   string `json:"title"`
+		PageAge string `json:"page_age"`
+	}
+	if json.Unmarshal(content, &hits) == nil {
+		for _, h := range hits {
+			res.Sources = append(res.Sources, Source{URL: h.URL, Title: h.Title, PageAge: h.PageAge})
+		}
+		return res
+	}
+	var e struct {
+		ErrorCode string `json:"error_code"`
+	}
+	json.Unmarshal(content, &e)
+	res.Error = &SearchError{Code: e.ErrorCode}
+	return res
 }

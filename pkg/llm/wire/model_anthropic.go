@@ -258,24 +258,7 @@ func (a *anthropicAnswer) response() *Response {
 			json.Unmarshal(b.Input, &in)
 			r.Content = append(r.Content, Part{Kind: PartServerCall, Server: &ServerCall{ID: b.ID, Name: b.Name, Query: in.Query}})
 		case "web_search_tool_result":
-			res := &SearchResult{CallID: b.ToolUseID}
-			var hits []struct {
-				URL     string `json:"url"`
-				Title   string `json:"title"`
-				PageAge string `json:"page_age"`
-			}
-			if json.Unmarshal(b.Content, &hits) == nil {
-				for _, h := range hits {
-					res.Sources = append(res.Sources, Source{URL: h.URL, Title: h.Title, PageAge: h.PageAge})
-				}
-			} else {
-				var e struct {
-					ErrorCode string `json:"error_code"`
-				}
-				json.Unmarshal(b.Content, &e)
-				res.Error = &SearchError{Code: e.ErrorCode}
-			}
-			r.Content = append(r.Content, Part{Kind: PartServerResult, Search: res})
+			r.Content = append(r.Content, Part{Kind: PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
 		}
 	}
 	return r
