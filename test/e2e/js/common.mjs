@@ -48,9 +48,12 @@ export function assertCitesAt(text, anns) {
   }
 }
 
-// citationKeys is a citation list in a comparable order.
+// citationKeys is a citation list in a comparable order: each citation with its
+// fields sorted (a streamed and a whole answer may list them in another order).
 export function citationKeys(list) {
-  return list.map((c) => JSON.stringify(c)).sort();
+  const canon = (v) => (Array.isArray(v) ? v.map(canon)
+    : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])])) : v);
+  return list.map((c) => JSON.stringify(canon(c))).sort();
 }
 
 // assertTypedError runs fn and checks it rejects with the SDK's typed error class.
