@@ -64,14 +64,17 @@ func TestConversationHash(t *testing.T) {
 	a := []json.RawMessage{json.RawMessage(`{"role":"user","content":"hi"}`), json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`)}
 	b := []json.RawMessage{json.RawMessage(`{ "content" : "hi", "role" : "user" }`), json.RawMessage(`{"tool_calls":[{"function":{"arguments":"{}","name":"f"},"type":"function","id":"c1"}],"role":"assistant"}`)}
 	c := []json.RawMessage{json.RawMessage(`{"role":"user","content":"hello"}`), a[1]}
-	ha, _ := conversationHash(a)
-	hb, _ := conversationHash(b)
-	hc, _ := conversationHash(c)
+	ha, _ := conversationHash("t1", a)
+	hb, _ := conversationHash("t1", b)
+	hc, _ := conversationHash("t1", c)
 	if ha != hb || ha == hc {
 		t.Fatalf("hashes %s %s %s", ha, hb, hc)
 	}
+	if other, _ := conversationHash("t2", a); other == ha {
+		t.Fatal("another tenant's identical conversation has the same hash: it would share the sticky flag")
+	}
 	withResult := append(append([]json.RawMessage(nil), b...), json.RawMessage(`{"role":"tool","tool_call_id":"c1","content":"r"}`), json.RawMessage(`{"role":"user","content":"next"}`))
-	if hn, _ := continuedConversation(withResult); hn != ha {
+	if hn, _ := continuedConversation("t1", withResult); hn != ha {
 		t.Fatal("the continued conversation does not hash to the conversation that ended in tool calls")
 	}
 }

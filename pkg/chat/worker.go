@@ -223,7 +223,7 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 		// protocol) is offered the tool whatever the intent rules say.
 		sticky := r.WebSearch || v.req.Search != nil && v.req.Search.Requested
 		if !sticky {
-			if hash, ok := continuedConversation(v.req.Messages); ok {
+			if hash, ok := continuedConversation(v.job.Tenant, v.req.Messages); ok {
 				sticky, err = w.Store.StickyConversation(ctx, hash)
 				if err != nil {
 					return false, false, err
@@ -543,7 +543,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 		// results: that request continues this chain, so it keeps web_search. Marked
 		// before the job ends: the client may send that request as soon as it has the
 		// answer.
-		if hash, ok := conversationHash(append(append([]json.RawMessage(nil), v.req.Messages...), shown)); ok {
+		if hash, ok := conversationHash(v.job.Tenant, append(append([]json.RawMessage(nil), v.req.Messages...), shown)); ok {
 			if err := w.Store.MarkStickyConversation(ctx, hash, w.StickyTTL); err != nil {
 				return err
 			}
@@ -586,13 +586,16 @@ func chainUsage(v *view, last int) llm.Usage {
 	return u
 }
 
-// conversationHash identifies a conversation by its messages' roles, text and tool
-// call ids (not their JSON formatting, which clients re-serialise).
-func conversationHash(msgs []json.RawMessage) (string, bool) {
+// conversationHash identifies a tenant's conversation by its messages' roles, text
+// and tool call ids (not their JSON formatting, which clients re-serialise). The
+// tenant is part of it: one tenant's conversation never makes another's sticky.
+func conversationHash(tenant string, msgs []json.RawMessage) (string, bool) {
 	if len(msgs) == 0 {
 		return "", false
 	}
 	h := sha256.New()
+	h.Write([]byte(tenant))
+	h.Write([]byte{2})
 	for _, raw := range msgs {
 		m, err := llm.ParseMessage(raw)
 		if err != nil {
@@ -614,10 +617,10 @@ func conversationHash(msgs []json.RawMessage) (string, bool) {
 
 // continuedConversation returns the hash of a request's conversation up to its last
 // assistant message: the key under which an earlier answer marked the chain sticky.
-func continuedConversation(msgs []json.RawMessage) (string, bool) {
+func continuedConversation(tenant string, msgs []json.RawMessage) (string, bool) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if m, err := llm.ParseMessage(msgs[i]); err == nil && m.Role == "assistant" {
-			return conversationHash(msgs[:i+1])
+			return conversationHash(tenant, msgs[:i+1])
 		}
 	}
 	return "", false

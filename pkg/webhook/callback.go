@@ -59,8 +59,14 @@ func parseCallback(raw json.RawMessage) (Callback, error) {
 	if c.URL == "" {
 		return Callback{}, fmt.Errorf("callback.url is required")
 	}
-	if _, err := checkShape(c.URL); err != nil {
+	u, err := checkShape(c.URL)
+	if err != nil {
 		return Callback{}, err
+	}
+	if u.User != nil {
+		// The job record keeps the callback: credentials in it would be stored and
+		// shown in clear. Deliveries are signed (webhook-signature) instead.
+		return Callback{}, fmt.Errorf("%w: the callback url must not carry credentials (user:password@); verify the webhook-signature header instead", ErrRefused)
 	}
 	if len(c.Events) == 0 {
 		c.Events = slices.Clone(defaultEvents)
@@ -96,6 +102,7 @@ func checkShape(raw string) (*url.URL, error) {
 	if u.Opaque != "" || host == "" {
 		return nil, fmt.Errorf("%w: the callback url has no host", ErrRefused)
 	}
+
 	if p := u.Port(); p != "" && !validPort(p) {
 		return nil, fmt.Errorf("%w: host %s: %q is not a port", ErrRefused, host, p)
 	}

@@ -524,6 +524,7 @@ func TestParseCallback(t *testing.T) {
 		`{"url":"http://internal.example/"}`,
 		`"https://public.example/"`,
 		`{"url":"https://public.example/"} {}`,
+		`{"url":"https://alice:hunter2@public.example/hook"}`, // stored in the job record: never credentials
 	} {
 		if _, _, err := h.s.ParseCallback(ctx, "default", "job_c", json.RawMessage(raw)); !errors.Is(err, ErrInvalidCallback) {
 			t.Errorf("%s: %v, want ErrInvalidCallback", raw, err)
