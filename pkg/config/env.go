@@ -103,6 +103,10 @@ type Env struct {
 	DrainTimeout time.Duration `env:"FLEET_DRAIN_TIMEOUT" envDefault:"30s"`
 	// NATSReplicas is the stream replica count (3 in a NATS cluster).
 	NATSReplicas int `env:"FLEET_NATS_REPLICAS" envDefault:"1"`
+	// EventsMaxBytes bounds the EVENTS stream (the oldest events go first). JetStream
+	// reserves it on every replica's storage when the stream is made, so fleets in many
+	// namespaces on one server may want less than the 4 GiB default.
+	EventsMaxBytes int64 `env:"FLEET_EVENTS_MAX_BYTES" envDefault:"4294967296"`
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `env:"FLEET_LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"FLEET_LOG_FORMAT" envDefault:"text"`
@@ -180,6 +184,9 @@ func (e Env) Validate() error {
 		if _, err := netip.ParsePrefix(c); err != nil {
 			bad("FLEET_WEBHOOK_ALLOW: %q is not a CIDR (e.g. 127.0.0.0/8)", c)
 		}
+	}
+	if e.EventsMaxBytes < 1<<20 {
+		bad("FLEET_EVENTS_MAX_BYTES must be at least 1 MiB")
 	}
 	if e.MaxBodyBytes < 1024 {
 		bad("FLEET_MAX_BODY_BYTES must be at least 1024")

@@ -168,7 +168,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 		return nil, err
 	}
 	fail := func(err error) (*process, error) { p.bus.Close(); return nil, err }
-	if err := p.bus.EnsureStreams(ctx, bus.Limits{Replicas: p.env.NATSReplicas, Memory: o.Memory}); err != nil {
+	if err := p.bus.EnsureStreams(ctx, bus.Limits{Replicas: p.env.NATSReplicas, EventsMaxBytes: p.env.EventsMaxBytes, Memory: o.Memory}); err != nil {
 		return fail(fmt.Errorf("nats streams: %w", err))
 	}
 	p.store = state.New(o.Redis, state.NamespacePrefix(p.env.Namespace, p.env.KeyPrefix), p.env.Retention)

@@ -123,7 +123,9 @@ func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 	}}
 	if shared {
 		c.namespace = fmt.Sprintf("t%d", time.Now().UnixNano()%1e12)
-		c.env = append(c.env, "FLEET_NAMESPACE="+c.namespace, "FLEET_NATS_REPLICAS=3")
+		// Every test's namespace has its own streams, R3: a small EVENTS stream keeps
+		// the suite within the cluster's JetStream storage.
+		c.env = append(c.env, "FLEET_NAMESPACE="+c.namespace, "FLEET_NATS_REPLICAS=3", "FLEET_EVENTS_MAX_BYTES=67108864")
 	}
 	c.natsURL = natsURL
 	c.env = append(c.env, config.UnlimitedTenantEnv()...) // load, not per-tenant limits, is under test
