@@ -126,6 +126,8 @@ func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 		// Every test's namespace has its own streams, R3: a small EVENTS stream keeps
 		// the suite within the cluster's JetStream storage.
 		c.env = append(c.env, "FLEET_NAMESPACE="+c.namespace, "FLEET_NATS_REPLICAS=3", "FLEET_EVENTS_MAX_BYTES=67108864")
+		// The processes' Redis keys are in the namespace too: read them there.
+		c.store = state.New(rdb, state.NamespacePrefix(c.namespace, prefix), time.Hour)
 	}
 	c.natsURL = natsURL
 	c.env = append(c.env, config.UnlimitedTenantEnv()...) // load, not per-tenant limits, is under test
