@@ -147,6 +147,14 @@ func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.
 	cfg.FilterSubjects = b.subjects(cfg.FilterSubjects)
 	var c jetstream.Consumer
 	err := retryTransient(ctx, func(ctx context.Context) (err error) {
+		// A consumer already as configured is left alone, as streams are: on a
+		// JetStream cluster an update, even to the same settings, dropped the pull
+		// requests of the workers already reading it, which then sat idle until
+		// their heartbeat timed out (every process updates at start).
+		if have, err := b.JS.Consumer(ctx, b.Name(spec.Stream), cfg.Durable); err == nil && !consumerDiffers(have.CachedInfo().Config, cfg) {
+			c = have
+			return nil
+		}
 		c, err = b.JS.CreateOrUpdateConsumer(ctx, b.Name(spec.Stream), cfg)
 		return err
 	})
@@ -154,6 +162,16 @@ func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.
 		return nil, fmt.Errorf("consumer %s/%s: %w", b.Name(spec.Stream), cfg.Durable, err)
 	}
 	return c, nil
+}
+
+// consumerDiffers reports whether a consumer's configuration differs from the fleet's
+// in a setting the fleet sets (the server fills in the others).
+func consumerDiffers(have, want jetstream.ConsumerConfig) bool {
+	return have.Description != want.Description || have.FilterSubject != want.FilterSubject ||
+		!slices.Equal(have.FilterSubjects, want.FilterSubjects) || have.AckPolicy != want.AckPolicy ||
+		have.DeliverPolicy != want.DeliverPolicy || have.AckWait != want.AckWait || have.MaxDeliver != want.MaxDeliver ||
+		have.MaxAckPending != want.MaxAckPending || have.ReplayPolicy != want.ReplayPolicy ||
+		!slices.Equal(have.BackOff, want.BackOff) || have.InactiveThreshold != want.InactiveThreshold
 }
 
 // ErrQueueFull means a work queue is at its limit: back-pressure, retry later.

@@ -478,3 +478,33 @@ func TestEnsureStreamsRepairsDrift(t *testing.T) {
 		t.Fatalf("MaxMsgs = %d after EnsureStreams, want %d", info.Config.MaxMsgs, bus.DefaultLimits.MaxQueued)
 	}
 }
+
+// EnsureConsumer leaves a consumer that is already as configured alone (every process
+// calls it at start; an update dropped the other workers' pulls on a cluster) and
+// updates one whose settings changed.
+func TestEnsureConsumerUpdatesOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
+	b, _ := bustest.New(t)
+	ctx := context.Background()
+	spec := fast(3)
+	c1, err := b.EnsureConsumer(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := b.EnsureConsumer(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c2.CachedInfo().Created.Equal(c1.CachedInfo().Created) || c2.CachedInfo().Config.MaxAckPending != 100 {
+		t.Fatalf("the same spec again: %+v", c2.CachedInfo().Config)
+	}
+	spec.Config.MaxAckPending = 250
+	c3, err := b.EnsureConsumer(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c3.Info(ctx)
+	if err != nil || info.Config.MaxAckPending != 250 {
+		t.Fatalf("changed MaxAckPending not applied: %v %+v", err, info)
+	}
+}
