@@ -14,6 +14,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -106,6 +107,17 @@ type Image struct {
 	URL       string
 	MediaType string
 	Data      string
+}
+
+// inline returns an image's base64 data and media type: its Data, or the payload of a
+// data: URL. ok is false for an image given by an http(s) URL.
+func (im *Image) inline() (media, data string, ok bool) {
+	if rest, isData := strings.CutPrefix(im.URL, "data:"); isData {
+		meta, payload, _ := strings.Cut(rest, ",")
+		media, _, _ = strings.Cut(meta, ";")
+		return media, payload, true
+	}
+	return im.MediaType, im.Data, im.URL == ""
 }
 
 // ToolCall is a client tool call. Arguments is the JSON text exactly as the model

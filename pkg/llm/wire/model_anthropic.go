@@ -161,12 +161,8 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 
 // anthropicImage renders an image block: a URL source, or base64 (data: URLs split).
 func anthropicImage(im *Image) map[string]any {
-	data, media := im.Data, im.MediaType
-	if rest, ok := strings.CutPrefix(im.URL, "data:"); ok {
-		meta, payload, _ := strings.Cut(rest, ",")
-		media, _, _ = strings.Cut(meta, ";")
-		data = payload
-	} else if im.URL != "" {
+	media, data, ok := im.inline()
+	if !ok {
 		return map[string]any{"type": "image", "source": map[string]string{"type": "url", "url": im.URL}}
 	}
 	return map[string]any{"type": "image", "source": map[string]string{"type": "base64", "media_type": media, "data": data}}

@@ -192,12 +192,8 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 // geminiImage renders an image: inlineData for base64 and data: URLs, fileData for
 // other URLs.
 func geminiImage(im *Image) map[string]any {
-	data, media := im.Data, im.MediaType
-	if rest, ok := strings.CutPrefix(im.URL, "data:"); ok {
-		meta, payload, _ := strings.Cut(rest, ",")
-		media, _, _ = strings.Cut(meta, ";")
-		data = payload
-	} else if im.URL != "" {
+	media, data, ok := im.inline()
+	if !ok {
 		return map[string]any{"fileData": map[string]string{"fileUri": im.URL}}
 	}
 	return map[string]any{"inlineData": map[string]string{"mimeType": media, "data": data}}
