@@ -151,11 +151,17 @@ func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.
 		// JetStream cluster an update, even to the same settings, dropped the pull
 		// requests of the workers already reading it, which then sat idle until
 		// their heartbeat timed out (every process updates at start).
+		// Processes starting together race to make it: a create with the same settings
+		// is answered with the existing consumer, not an update, and only a consumer
+		// whose settings changed is updated.
 		if have, err := b.JS.Consumer(ctx, b.Name(spec.Stream), cfg.Durable); err == nil && !consumerDiffers(have.CachedInfo().Config, cfg) {
 			c = have
 			return nil
 		}
-		c, err = b.JS.CreateOrUpdateConsumer(ctx, b.Name(spec.Stream), cfg)
+		c, err = b.JS.CreateConsumer(ctx, b.Name(spec.Stream), cfg)
+		if errors.Is(err, jetstream.ErrConsumerExists) {
+			c, err = b.JS.UpdateConsumer(ctx, b.Name(spec.Stream), cfg)
+		}
 		return err
 	})
 	if err != nil {
