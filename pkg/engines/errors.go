@@ -43,34 +43,15 @@ type Error struct {
 	Err error
 }
 
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Engine)
-	b.WriteString(": ")
-	b.WriteString(string(e.Kind))
-	if e.Status != 0 {
-		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
-	}
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-		if e.Err != nil {
-			fmt.Fprintf(&b, " (%s)", e.Err)
-		}
-	} else if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	if e.RetryAfter > 0 {
-		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
-	}
-	return b.String()
-}
+func (e *Error) Error() string { return e.render(true) }
 
 // Public is the error as the main model and the client see it: the engine, the kind,
 // the provider's status and its own (redacted) message, never the transport's error,
 // which names addresses. Error, with those details, is for the log.
-func (e *Error) Public() string {
+func (e *Error) Public() string { return e.render(false) }
+
+// render writes the error; with transport set, the underlying error too.
+func (e *Error) render(transport bool) string {
 	var b strings.Builder
 	b.WriteString(e.Engine)
 	b.WriteString(": ")
@@ -78,9 +59,16 @@ func (e *Error) Public() string {
 	if e.Status != 0 {
 		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
 	}
-	if e.Message != "" {
+	switch {
+	case e.Message != "":
 		b.WriteString(": ")
 		b.WriteString(e.Message)
+		if transport && e.Err != nil {
+			fmt.Fprintf(&b, " (%s)", e.Err)
+		}
+	case transport && e.Err != nil:
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
 	}
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
