@@ -63,6 +63,9 @@ type Metrics struct {
 	// BudgetExhausted counts searches and jobs refused because a tenant's budget was
 	// used up, by tenant and budget (usd_day, usd_month, searches_day, searches_month).
 	BudgetExhausted *prometheus.CounterVec
+	// Fetches counts web_fetch calls by outcome (ok, truncated, js_shell, empty, or
+	// the error type in lower case: fetch_refused, fetch_http_error, …).
+	Fetches *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -98,6 +101,8 @@ func New() *Metrics {
 	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid searches cost, by tenant and engine."}, []string{"tenant", "engine"})
 	m.BudgetExhausted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_budget_exhausted_total", Help: "Searches and jobs refused on a used-up tenant budget, by tenant and budget."}, []string{"tenant", "budget"})
 	r.MustRegister(m.SpendUSD, m.BudgetExhausted)
+	m.Fetches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_fetch_total", Help: "web_fetch calls by outcome."}, []string{"outcome"})
+	r.MustRegister(m.Fetches)
 	return m
 }
 

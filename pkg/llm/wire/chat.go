@@ -318,6 +318,9 @@ func chatContent(parts []Part, textOnly bool) any {
 
 // renderServerPart renders an earlier turn's search for a model that reads it as text.
 func renderServerPart(p Part) string {
+	if p.Kind == PartServerCall && p.Server.IsFetch() {
+		return fmt.Sprintf("\n[web_fetch %q]\n", p.Server.URL)
+	}
 	if p.Kind == PartServerCall {
 		return fmt.Sprintf("\n[web_search %q]\n", p.Server.Query)
 	}
