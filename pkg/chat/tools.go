@@ -121,7 +121,7 @@ func planFetch(w *Worker, v *view, t *turn, tc llm.ToolCall, p *planState, c *ca
 	case p.fetches >= p.fetchBudget:
 		c.URL, c.Query.Query = u, u
 		c.Local, c.Result = true, search.PageResult(&fetch.Page{URL: u, Error: &fetch.Error{Type: fetch.ErrLimit,
-			Message: fmt.Sprintf("this request may fetch at most %d pages", p.fetchLimit)}})
+			Message: fmt.Sprintf("this request may make at most %d web fetches", p.fetchLimit)}})
 	default:
 		c.URL, c.Query.Query = u, u
 		p.fetches++
@@ -154,7 +154,7 @@ func renderPage(d *search.Done, srcs *sources) string {
 		title = src.Web.URI
 	}
 	b.WriteString("Sources:\n")
-	fmt.Fprintf(&b, "[%d] %s (%s)\n\n", n, engines.RenumberMarkers(title, func(int) int { return 0 }), strings.NewReplacer("[", "%5B", "]", "%5D").Replace(src.Web.URI))
+	fmt.Fprintf(&b, "[%d] %s (%s)\n", n, engines.RenumberMarkers(title, func(int) int { return 0 }), strings.NewReplacer("[", "%5B", "]", "%5D").Replace(src.Web.URI))
 	switch p.Kind {
 	case fetch.KindJSShell:
 		b.WriteString("Kind: js_shell. The page is a JavaScript application's shell: it has no readable text without running its scripts. Do not treat it as the page's content.\n")

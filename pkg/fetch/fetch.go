@@ -247,7 +247,7 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL) (*http.Response, *url.
 // guardError says why the guard refused, without the addresses it resolved.
 func guardError(ctx context.Context, err error) *Error {
 	if errors.Is(err, webhook.ErrRefused) {
-		return &Error{Type: ErrRefused, Message: "refused: private address"}
+		return refused(err)
 	}
 	if ctx.Err() != nil {
 		return &Error{Type: ErrTimeout, Message: "the fetch timed out"}
@@ -261,11 +261,21 @@ func guardError(ctx context.Context, err error) *Error {
 	return &Error{Type: ErrUnreachable, Message: "the host could not be resolved (" + msg + ")"}
 }
 
+// refused is the error of an address the guard refused: a private one, or a host
+// written so that it cannot be checked (numeric-looking, non-ASCII). The guard's own
+// words name the address: they go nowhere.
+func refused(err error) *Error {
+	if strings.Contains(err.Error(), "not a public address") {
+		return &Error{Type: ErrRefused, Message: "refused: private address"}
+	}
+	return &Error{Type: ErrRefused, Message: "refused: the url's host may not be fetched"}
+}
+
 // transportError says why a connection or a read failed, in words without addresses.
 func transportError(ctx context.Context, err error) *Error {
 	switch {
 	case errors.Is(err, webhook.ErrRefused):
-		return &Error{Type: ErrRefused, Message: "refused: private address"}
+		return refused(err)
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Type: ErrTimeout, Message: "the fetch timed out"}
 	}

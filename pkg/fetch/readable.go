@@ -55,7 +55,7 @@ func Readable(body []byte) Document {
 		return Document{Kind: KindEmpty}
 	}
 	var d Document
-	scripts := 0
+	scripts, mounts := 0, 0
 	var main *html.Node
 	var bodyNode *html.Node
 	var find func(*html.Node)
@@ -74,6 +74,9 @@ func Readable(body []byte) Document {
 				}
 			case atom.Body:
 				bodyNode = n
+			}
+			if mountPoint(n) {
+				mounts++
 			}
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -96,7 +99,9 @@ func Readable(body []byte) Document {
 	switch {
 	case n == 0 && scripts == 0:
 		d.Kind = KindEmpty
-	case n < shellMinChars && scripts > 0:
+	case scripts > 0 && (n == 0 || n < shellMinChars && mounts > 0):
+		// Scripts and no text, or next to nothing beside an empty mount point: the
+		// text is what the scripts would render.
 		d.Kind = KindJSShell
 	case n == 0:
 		d.Kind = KindEmpty
@@ -145,6 +150,18 @@ func render(n *html.Node) string {
 	}
 	walk(n)
 	return tidy(b.String())
+}
+
+// mountIDs are the ids single-page-app frameworks render into.
+var mountIDs = map[string]bool{"root": true, "app": true, "__next": true, "__nuxt": true, "___gatsby": true, "svelte": true, "main-app": true, "q-app": true}
+
+// mountPoint reports an element an app's scripts render into, still empty.
+func mountPoint(n *html.Node) bool {
+	_, ng := attrOK(n, "ng-app")
+	if !mountIDs[strings.ToLower(attr(n, "id"))] && !ng {
+		return false
+	}
+	return strings.TrimSpace(render(n)) == ""
 }
 
 // hidden reports an element the page hides from readers.
