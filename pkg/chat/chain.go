@@ -238,7 +238,9 @@ type traceEntry struct {
 	// Excerpt is the beginning of a fetched page's text (the Anthropic answer's
 	// document block shows it).
 	Excerpt string `json:"excerpt,omitempty"`
-	Engine  string `json:"engine,omitempty"`
+	// RetrievedAt is when the page was read (RFC 3339).
+	RetrievedAt string `json:"retrieved_at,omitempty"`
+	Engine      string `json:"engine,omitempty"`
 	// EngineChoice says how the engine was chosen: "model", "default",
 	// "language:zh", or "request" (the request's own search settings named it).
 	EngineChoice string `json:"engine_choice,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
@@ -229,6 +230,9 @@ func tracePage(e *traceEntry, d *search.Done) {
 	e.Status, e.Bytes, e.Truncated, e.Kind = p.Status, p.Bytes, p.Truncated, p.Kind
 	if p.Error == nil {
 		e.Excerpt, _ = cutText(p.Text, traceExcerpt)
+	}
+	if !p.Retrieved.IsZero() {
+		e.RetrievedAt = p.Retrieved.Format(time.RFC3339)
 	}
 }
 

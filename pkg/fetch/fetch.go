@@ -75,6 +75,8 @@ type Page struct {
 	Kind      string `json:"kind,omitempty"`
 	// Error is set when the page could not be fetched.
 	Error *Error `json:"error,omitempty"`
+	// Retrieved is when the page was read.
+	Retrieved time.Time `json:"retrieved,omitzero"`
 }
 
 // Error is a failed fetch: a type the model can branch on and a message it reads.
@@ -169,7 +171,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 		return p, nil
 	}
 	defer resp.Body.Close()
-	p.FinalURL, p.Status = final.String(), resp.StatusCode
+	p.FinalURL, p.Status, p.Retrieved = final.String(), resp.StatusCode, time.Now().UTC()
 	if resp.StatusCode >= 400 {
 		p.Error = &Error{Type: ErrHTTPStatus, Message: fmt.Sprintf("the page answered HTTP %d", resp.StatusCode)}
 		return p, nil

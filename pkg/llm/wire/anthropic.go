@@ -486,8 +486,8 @@ func anthropicFetchResult(res *SearchResult) map[string]any {
 	var content any
 	switch {
 	case res.Page != nil:
-		content = map[string]any{"type": "web_fetch_result", "url": res.Page.URL,
-			"content": map[string]any{"type": "document", "title": res.Page.Title, "citations": nil,
+		content = map[string]any{"type": "web_fetch_result", "url": res.Page.URL, "retrieved_at": res.Page.RetrievedAt,
+			"content": map[string]any{"type": "document", "title": res.Page.Title,
 				"source": map[string]string{"type": "text", "media_type": "text/plain", "data": res.Page.Text}}}
 	case res.Error != nil && res.fetch:
 		content = map[string]string{"type": "web_fetch_tool_result_error", "error_code": res.Error.Code}

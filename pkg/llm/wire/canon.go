@@ -155,9 +155,10 @@ type FetchedPage struct {
 	URL   string
 	Title string
 	// Text is the beginning of the page's readable text.
-	Text      string
-	Kind      string
-	Truncated bool
+	Text        string
+	Kind        string
+	Truncated   bool
+	RetrievedAt string
 }
 
 // SearchResult is what one server web_search returned.

@@ -555,6 +555,9 @@ func (s *chatStream) Update(r *Response) []Event {
 	}
 	for _, p := range r.Content {
 		switch {
+		case p.Kind == PartServerCall && !s.searching[p.Server.ID] && p.Server.IsFetch():
+			s.searching[p.Server.ID] = true
+			evs = append(evs, progressComment(map[string]any{"status": "fetching", "tool": FetchName, "id": p.Server.ID, "url": p.Server.URL}))
 		case p.Kind == PartServerCall && !s.searching[p.Server.ID]:
 			s.searching[p.Server.ID] = true
 			evs = append(evs, progressComment(map[string]any{"status": "searching", "id": p.Server.ID, "query": p.Server.Query}))

@@ -22,6 +22,8 @@ type TraceEntry struct {
 	Kind      string `json:"kind,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Excerpt   string `json:"excerpt,omitempty"`
+	// RetrievedAt is when the page was read (RFC 3339).
+	RetrievedAt string `json:"retrieved_at,omitempty"`
 }
 
 // TraceSource is one source a search returned, as the job's trace records it. Traces
@@ -102,7 +104,7 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 				res.Error = &SearchError{Code: code, Message: msg}
 			} else {
 				fetches++
-				page := &FetchedPage{URL: e.URL, Text: e.Excerpt, Kind: e.Kind, Truncated: e.Truncated}
+				page := &FetchedPage{URL: e.URL, Text: e.Excerpt, Kind: e.Kind, Truncated: e.Truncated, RetrievedAt: e.RetrievedAt}
 				for _, s := range e.Sources {
 					if s.Title == "" {
 						s.Title = titles[s.URL]
