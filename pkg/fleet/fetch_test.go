@@ -110,6 +110,10 @@ func TestWebFetchOnEveryProtocol(t *testing.T) {
 			t.Errorf("%s: citations %+v", c.name, job.Usage.Citations)
 		}
 	}
+	// Each fetch is counted before its result is published: the answers are proof.
+	if _, m, _ := f.Do(t, "GET", "/metrics", nil); !strings.Contains(string(m), `fleet_fetch_total{outcome="ok"} 5`) {
+		t.Errorf("metrics lack five ok fetches")
+	}
 }
 
 // The Anthropic SDK reads the fetch blocks: a server_tool_use named web_fetch with
@@ -161,5 +165,8 @@ func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
 	got := string(b)
 	if !strings.Contains(got, `"web_fetch_tool_result_error"`) || !strings.Contains(got, `"url_not_allowed"`) || strings.Contains(got, "SSRF guard") {
 		t.Fatalf("answer %s", got)
+	}
+	if _, m, _ := f.Do(t, "GET", "/metrics", nil); !strings.Contains(string(m), `fleet_fetch_total{outcome="fetch_refused"} 1`) {
+		t.Errorf("metrics lack the refused fetch")
 	}
 }
