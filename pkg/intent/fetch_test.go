@@ -13,8 +13,8 @@ import (
 func TestParseFetch(t *testing.T) {
 	t.Parallel()
 	for args, want := range map[string]string{
-		`{"url":"https://example.com/a?b=1"}`:   "https://example.com/a?b=1",
-		`{"url":"  http://example.com/  "}`:     "http://example.com/",
+		`{"url":"https://example.com/a?b=1"}`:  "https://example.com/a?b=1",
+		`{"url":"  http://example.com/  "}`:    "http://example.com/",
 		`"{\"url\":\"https://example.com/\"}"`: "https://example.com/", // encoded twice, as some models do
 	} {
 		if got, err := intent.ParseFetch(args); err != nil || got != want {
