@@ -221,3 +221,33 @@ func TestFetchLimitAndBadArguments(t *testing.T) {
 		t.Errorf("trace %s", j.Trace)
 	}
 }
+
+// A page with no readable text (a JavaScript app shell) is shown to the model as what
+// it is and is no source: an answer citing it loses the marker.
+func TestFetchedAppShellIsNoSource(t *testing.T) {
+	t.Parallel()
+	const url = "https://app.example/"
+	h := newHarness(t, []func(http.ResponseWriter){
+		calls(webFetch("f1", url)),
+		text("The app says hello [1]."),
+	}, withFetches(5))
+	h.submit("j1", "What does "+url+" say")
+	if err := h.job("j1", 1); err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.pub.fetches()
+	if len(reqs) != 1 {
+		t.Fatalf("fetches %+v", reqs)
+	}
+	if err := h.resume(answerFetch(reqs[0], &fetch.Page{Status: 200, Title: "App", Kind: fetch.KindJSShell, Text: "Loading…"}), 1); err != nil {
+		t.Fatal(err)
+	}
+	b := h.model.body(1)
+	if !strings.Contains(b, "Kind: js_shell") || !strings.Contains(b, "not a source to cite") || strings.Contains(b, "[1] App") {
+		t.Fatalf("hop 1 body: %s", b)
+	}
+	j := h.ended("j1")
+	if strings.Contains(string(j.Response), "[1]") || !strings.Contains(string(j.Trace), `"kind":"js_shell"`) {
+		t.Fatalf("response %s trace %s", j.Response, j.Trace)
+	}
+}

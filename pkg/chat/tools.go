@@ -139,23 +139,28 @@ func fetchRequest(v *view, h int, _ *turn, c call) (string, bus.Payload) {
 // An error result is the error's own text.
 func renderPage(d *search.Done, srcs *sources) string {
 	res := &d.Result
-	if res.Citation.Error != nil || len(res.Citation.Sources) == 0 {
+	if res.Citation.Error != nil {
 		return res.Citation.LLMContent
 	}
-	src := res.Citation.Sources[0]
-	n := srcs.add(src)
 	p := d.Page
 	if p == nil {
-		p = &fetch.Page{}
+		p = &fetch.Page{URL: res.Query}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Web page fetched from %q:\n\n", src.Web.URI)
-	title := engines.CleanText(strings.Join(strings.Fields(src.Web.Title), " "))
-	if title == "" {
-		title = src.Web.URI
+	if len(res.Citation.Sources) == 0 {
+		// No readable content: shown, but not a source an answer may cite.
+		fmt.Fprintf(&b, "Web page fetched from %q (no readable content: not a source to cite).\n\n", markerFreeURL(p.URL))
+	} else {
+		src := res.Citation.Sources[0]
+		n := srcs.add(src)
+		title := engines.CleanText(strings.Join(strings.Fields(src.Web.Title), " "))
+		if title == "" {
+			title = src.Web.URI
+		}
+		fmt.Fprintf(&b, "Web page fetched from %q:\n\n", markerFreeURL(src.Web.URI))
+		b.WriteString("Sources:\n")
+		fmt.Fprintf(&b, "[%d] %s (%s)\n", n, engines.RenumberMarkers(title, func(int) int { return 0 }), markerFreeURL(src.Web.URI))
 	}
-	b.WriteString("Sources:\n")
-	fmt.Fprintf(&b, "[%d] %s (%s)\n", n, engines.RenumberMarkers(title, func(int) int { return 0 }), strings.NewReplacer("[", "%5B", "]", "%5D").Replace(src.Web.URI))
 	switch p.Kind {
 	case fetch.KindJSShell:
 		b.WriteString("Kind: js_shell. The page is a JavaScript application's shell: it has no readable text without running its scripts. Do not treat it as the page's content.\n")
@@ -172,6 +177,10 @@ func renderPage(d *search.Done, srcs *sources) string {
 	}
 	return b.String()
 }
+
+// markerFreeURL escapes the brackets of a URL shown to the model, so that no part of
+// it reads as a [n] marker.
+func markerFreeURL(u string) string { return strings.NewReplacer("[", "%5B", "]", "%5D").Replace(u) }
 
 // offerFetch reports whether hop h offers web_fetch: the fleet serves it (MaxFetches),
 // the client has no web_fetch tool of its own, the job may still fetch, and the model

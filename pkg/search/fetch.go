@@ -106,8 +106,9 @@ func FetchOutcome(p *fetch.Page) string {
 }
 
 // PageResult is a fetched page as a search result: one source (the page, titled)
-// that the chain numbers with its search results, so the answer can cite it; or the
-// fetch's error, in the words the model reads.
+// that the chain numbers with its search results, so the answer can cite it — unless
+// the page had no readable content (js_shell, empty): then no source; or the fetch's
+// error, in the words the model reads.
 func PageResult(p *fetch.Page) *engines.Result {
 	if e := p.Error; e != nil {
 		return &engines.Result{
@@ -125,12 +126,14 @@ func PageResult(p *fetch.Page) *engines.Result {
 	if u == "" {
 		u = p.URL
 	}
-	return &engines.Result{
-		Engine:   FetchEngine,
-		Query:    p.URL,
-		Hits:     []engines.Hit{{Title: p.Title, URL: u}},
-		Citation: engines.Citation{ReturnDisplay: "Fetched 1 page.", Sources: []engines.Source{{Web: engines.Web{Title: p.Title, URI: u}}}},
+	res := &engines.Result{Engine: FetchEngine, Query: p.URL, Hits: []engines.Hit{{Title: p.Title, URL: u}}, Citation: engines.Citation{ReturnDisplay: "Fetched 1 page."}}
+	if p.Kind == fetch.KindJSShell || p.Kind == fetch.KindEmpty {
+		// Nothing readable: nothing an answer could cite.
+		res.Citation.ReturnDisplay = "Fetched 1 page without readable content."
+		return res
 	}
+	res.Citation.Sources = []engines.Source{{Web: engines.Web{Title: p.Title, URI: u}}}
+	return res
 }
 
 // fetchAdvice tells the model what to do after a failed fetch.
