@@ -1,12 +1,14 @@
 package chat_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/intent"
@@ -249,5 +251,22 @@ func TestFetchedAppShellIsNoSource(t *testing.T) {
 	j := h.ended("j1")
 	if strings.Contains(string(j.Response), "[1]") || !strings.Contains(string(j.Trace), `"kind":"js_shell"`) {
 		t.Fatalf("response %s trace %s", j.Response, j.Trace)
+	}
+}
+
+// A fetch that kept failing until the dead-letter queue becomes an error result the
+// model reads, as a dead search does.
+func TestDeadFetchBecomesAnErrorResult(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	m, _ := bus.Encode("x", search.FetchRequest{JobID: "j9", Hop: 1, CallID: "f9", URL: "https://a.example/"})
+	d := &bus.Delivery[bus.DeadLetter]{Msg: bus.DeadLetter{MsgKind: search.FetchRequest{}.Kind(), Data: m.Data, Consumer: "fetchworker", Deliveries: 5, Reason: "boom"}}
+	if err := h.w.HandleDeadLetter(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	rs := h.pub.resumes()
+	if len(rs) != 1 || rs[0].CallID != "f9" || rs[0].Engine != search.FetchEngine || rs[0].Page == nil ||
+		rs[0].Result.Citation.Error == nil || rs[0].Result.Citation.Error.Type != fetch.ErrUnavailable {
+		t.Fatalf("resumes %+v", rs)
 	}
 }
