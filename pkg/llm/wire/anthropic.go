@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -255,7 +256,9 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part
 			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
 		case "thinking", "redacted_thinking":
 			// The model's own reasoning: not for another model.
-		case "web_fetch_tool_result", "server_tool_result":
+		case "web_fetch_tool_result":
+			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicFetchHistory(b.ToolUseID, b.Content)})
+		case "server_tool_result":
 			// Results of server tools the fleet does not run: nothing the model can use.
 		default:
 			return nil, Invalid(bp+".type", "%s.type: content block type %q is not supported by this server", bp, b.Type)
@@ -477,6 +480,27 @@ func anthropicUsage(r *Response) map[string]any {
 	return map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
 		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
 		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches, "web_fetch_requests": r.Usage.WebFetches}, "service_tier": "standard"}
+}
+
+// anthropicFetchHistory reads an earlier turn's web_fetch_tool_result block: the page
+// fetched (as a source), or the error's code.
+func anthropicFetchHistory(id string, raw json.RawMessage) *SearchResult {
+	res := &SearchResult{CallID: id, Sources: []Source{}, fetch: true}
+	var c struct {
+		Type      string `json:"type"`
+		URL       string `json:"url"`
+		ErrorCode string `json:"error_code"`
+		Content   struct {
+			Title string `json:"title"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.Type == "web_fetch_tool_result_error" || c.URL == "" {
+		res.Error = &SearchError{Code: cmp.Or(c.ErrorCode, "unavailable")}
+		return res
+	}
+	res.Sources = append(res.Sources, Source{URL: c.URL, Title: c.Content.Title})
+	res.Page = &FetchedPage{URL: c.URL, Title: c.Content.Title}
+	return res
 }
 
 // anthropicFetchResult renders a web_fetch result as Anthropic's

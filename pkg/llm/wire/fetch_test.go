@@ -125,3 +125,35 @@ func TestAnthropicWebFetchBlocksMatchTheRecordings(t *testing.T) {
 		t.Fatalf("usage %v", m.Usage.ServerToolUse)
 	}
 }
+
+// An answer with a fetch, sent back as history, reads as the fetch it was: a call of
+// web_fetch with its URL and the page (or the recorded error) as its result.
+func TestAnthropicWebFetchHistory(t *testing.T) {
+	t.Parallel()
+	var rec map[string]any
+	json.Unmarshal(fixtures.Read("anthropic/vercel-web-fetch-tool-result-error-unavailable.json"), &rec)
+	body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 10, "messages": []any{
+		map[string]any{"role": "user", "content": "read it"},
+		map[string]any{"role": "assistant", "content": rec["content"]},
+		map[string]any{"role": "user", "content": "and now?"},
+	}})
+	r, err := wire.Anthropic.DecodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var call *wire.ServerCall
+	var res *wire.SearchResult
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case wire.PartServerCall:
+				call = p.Server
+			case wire.PartServerResult:
+				res = p.Search
+			}
+		}
+	}
+	if !call.IsFetch() || call.URL == "" || res == nil || res.Error == nil || res.Error.Code != "unavailable" {
+		t.Fatalf("call %+v result %+v", call, res)
+	}
+}
