@@ -22,6 +22,10 @@ const (
 	// ModelClaudeNative is sim-claude searching with Anthropic's own web_search
 	// (webSearch "native"): the simulator answers it with the recorded native answer.
 	ModelClaudeNative = "sim-claude-native"
+	// ModelResponsesNative and ModelGeminiNative search with OpenAI's web_search tool
+	// and Gemini's grounding with Google Search, answered from the recorded answers.
+	ModelResponsesNative = "sim-responses-native"
+	ModelGeminiNative    = "sim-gemini-native"
 )
 
 // KeyEnv is the variable every simulated provider names for its key. Config resolves
@@ -81,6 +85,9 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 			ModelClaude:       {Provider: "sim-anthropic", Model: "sim-scripted"},
 			ModelGemini:       {Provider: "sim-gemini", Model: "sim-scripted"},
 			ModelClaudeNative: {Provider: "sim-anthropic", Model: "sim-scripted", WebSearch: "native"},
+
+			ModelResponsesNative: {Provider: "sim-responses", Model: "sim-scripted", WebSearch: "native"},
+			ModelGeminiNative:    {Provider: "sim-gemini", Model: "sim-scripted", WebSearch: "native"},
 		},
 		Routing:   config.Routing{WebSearch: []config.Route{{ID: "web-search-backends", Priority: 200, Targets: []string{"zhipu.glm-4.7"}}}},
 		WebSearch: config.WebSearch{InjectPolicy: "selective"},

@@ -71,7 +71,8 @@ type ModelRoute struct {
 	Model    string `json:"model"`
 	// WebSearch is whose search the model's web_search runs: "server" (the fleet's
 	// engines, the default), "native" (the provider's own search, for protocols whose
-	// search the fleet forwards: anthropic-messages) or "auto" (native where supported).
+	// search the fleet forwards: anthropic-messages, openai-responses, gemini) or "auto"
+	// (native where supported).
 	WebSearch string `json:"webSearch,omitempty"`
 }
 
@@ -295,7 +296,7 @@ func (f *File) Validate() error {
 				if proto == "" {
 					proto = wire.ModelOpenAIChat
 				}
-				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward (anthropic-messages only); use \"server\" or \"auto\"", name, m.Provider, proto)
+				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward (anthropic-messages, openai-responses and gemini only); use \"server\" or \"auto\"", name, m.Provider, proto)
 			}
 		default:
 			bad("models[%q].webSearch %q must be server, native or auto", name, m.WebSearch)

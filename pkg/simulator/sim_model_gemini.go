@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -29,6 +30,8 @@ type geminiRequest struct {
 		} `json:"parts"`
 	} `json:"contents"`
 	Tools []struct {
+		GoogleSearch         json.RawMessage `json:"googleSearch"`
+		GoogleSearchSnake    json.RawMessage `json:"google_search"`
 		FunctionDeclarations []struct {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
@@ -92,6 +95,10 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if req.searches() && req.Contents[len(req.Contents)-1].Role != "model" && wantsSearch(a.user) {
+		s.geminiNative(w, method == "streamGenerateContent", model, a.id)
+		return
+	}
 	usage := map[string]int{"promptTokenCount": a.usage.InputTokens, "candidatesTokenCount": a.usage.OutputTokens, "totalTokenCount": a.usage.InputTokens + a.usage.OutputTokens}
 	answer := func(parts []any, finish string) []byte {
 		c := map[string]any{"content": map[string]any{"parts": parts, "role": "model"}, "index": 0}
@@ -126,6 +133,44 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	evs = append(evs, wire.Event{Data: answer(calls, "STOP")})
 	writeEvents(w, r, evs, tokenDelay(a.user))
+}
+
+// searches reports whether the request declared grounding with Google Search.
+func (req *geminiRequest) searches() bool {
+	for _, t := range req.Tools {
+		if t.GoogleSearch != nil || t.GoogleSearchSnake != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// geminiNative answers a request grounded with Google Search with the recorded
+// grounded answers: the non-streaming one (gemini-2.5-pro on Mexico City: one query,
+// four grounding chunks, seven supports over text with '°'), its text marked as
+// simulated and its segments' byte offsets moved to match; streamed, the recorded
+// stream as it was (the grounding metadata on its last chunk).
+func (s *Server) geminiNative(w http.ResponseWriter, stream bool, model, id string) {
+	s.stats.count("model_native_search", nil, id)
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(fixtures.Read("gemini/pydantic-stream-websearch-sf.sse"))
+		return
+	}
+	var resp map[string]any
+	json.Unmarshal(fixtures.Read("gemini/pydantic-generate-websearch-mexico-2.response.json"), &resp)
+	resp["responseId"], resp["modelVersion"] = "sim-"+id, model
+	c := resp["candidates"].([]any)[0].(map[string]any)
+	part := c["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)
+	part["text"] = simulatedPrefix + part["text"].(string)
+	shift := float64(len(simulatedPrefix)) // segments count UTF-8 bytes
+	for _, sp := range c["groundingMetadata"].(map[string]any)["groundingSupports"].([]any) {
+		seg := sp.(map[string]any)["segment"].(map[string]any)
+		start, _ := seg["startIndex"].(float64) // absent when 0
+		seg["startIndex"], seg["endIndex"] = start+shift, seg["endIndex"].(float64)+shift
+	}
+	b, _ := json.Marshal(resp)
+	writeJSON(w, b)
 }
 
 // chatForm renders the request in the Chat form the script reads: model turns as

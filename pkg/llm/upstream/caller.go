@@ -148,15 +148,19 @@ func (c *Caller) searchTool(req *wire.Request) {
 	if !c.opts.NativeSearch {
 		return
 	}
-	kept := req.Tools[:0]
+	var kept []wire.Tool
+	var search *llm.SearchOptions
 	for _, t := range req.Tools {
 		if intent.IsWebSearchCall(t.Name) {
-			req.Search = &llm.SearchOptions{Requested: true}
+			search = &llm.SearchOptions{Requested: true}
 			continue
 		}
 		kept = append(kept, t)
 	}
-	req.Tools = kept
+	if f, ok := c.api.(wire.SearchFitter); ok && search != nil && !f.NativeSearchFits(&wire.Request{Tools: kept, Search: search}, req.Model) {
+		return // the provider's search cannot go with this request: the fleet's runs
+	}
+	req.Tools, req.Search = kept, search
 	if tc := req.ToolChoice; tc != nil && tc.Mode == "tool" && intent.IsWebSearchCall(tc.Name) {
 		req.ToolChoice = nil
 	}
