@@ -51,6 +51,9 @@ type Model struct {
 	// Protocol is the protocol the provider speaks (its config "protocol"): the job's
 	// usage record names it.
 	Protocol string
+	// NativeSearch says the model runs its provider's own search in place of the
+	// fleet's web_search (its config "webSearch": "native" or "auto").
+	NativeSearch bool
 }
 
 // Worker runs chat chains. It holds no job state between messages.
@@ -270,7 +273,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	}
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
 	start := time.Now()
-	comp, err := model.Client.Complete(mctx, body, w.relay(v, h, len(srcs.list)))
+	comp, err := model.Client.Complete(mctx, body, w.relay(v, h, len(srcs.list), model.NativeSearch && offered))
 	cancel()
 	if w.Metrics != nil {
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())
@@ -303,8 +306,15 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 // job's live stream at once, placed by its character offset in the hop's text and
 // tagged with this attempt, so the ingress can drop what a re-run hop repeats.
 // Publishing is fire and forget: a lost delta is made good by the stored answer.
-func (w *Worker) relay(v *view, h int, sources int) func(llm.Delta) {
-	if !v.req.Stream {
+//
+// A hop whose model may run its provider's own search (native) is not relayed: its
+// [n] markers are placed where the provider's citations point once the whole answer
+// is known (Gemini's grounding comes with the last chunk, Responses' annotations
+// after the text they cite), so text streamed as written would not be a prefix of
+// the stored answer, and the client's stream would end garbled. The stored answer
+// streams to the client when the hop ends.
+func (w *Worker) relay(v *view, h int, sources int, native bool) func(llm.Delta) {
+	if !v.req.Stream || native {
 		return nil
 	}
 	attempt := w.ID + "." + strconv.FormatInt(time.Now().UnixNano(), 36)

@@ -419,6 +419,7 @@ func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 			}
 			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name)}), p.Protocol
 		}
+		model.NativeSearch = f.NativeSearch(name)
 		out[name] = model
 	}
 	return out, nil

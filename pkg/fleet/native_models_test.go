@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
 )
@@ -85,5 +87,49 @@ func TestNativeSearchResponsesAndGeminiInJobRecord(t *testing.T) {
 	}
 	if n := f.Sim.Stats().Requests["model_native_search"]; n != 2 {
 		t.Errorf("%d native-search model calls, want 2", n)
+	}
+}
+
+// A streamed answer of a model that searches itself arrives whole and equal to the
+// stored answer: its [n] markers are placed where the provider's citations point,
+// which is known only once the answer is, so its text is not relayed as written (it
+// was, and the client's stream ended with the marked tail repeated).
+func TestNativeSearchStreamsTheStoredAnswer(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	for _, model := range []string{demo.ModelClaudeNative, demo.ModelResponsesNative, demo.ModelGeminiNative} {
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			c := openaiClient(f)
+			st := c.Chat.Completions.NewStreaming(ctx(t), openai.ChatCompletionNewParams{
+				Model:    model,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Search the web for the latest news about NATS JetStream")},
+			})
+			var acc openai.ChatCompletionAccumulator
+			var job string
+			for st.Next() {
+				ch := st.Current()
+				acc.AddChunk(ch)
+				job = strings.TrimPrefix(ch.ID, "chatcmpl-")
+			}
+			if err := st.Err(); err != nil {
+				t.Fatal(err)
+			}
+			status, stored, _ := storedJob(t, f, job)
+			var want struct {
+				Choices []struct {
+					Message struct {
+						Content string `json:"content"`
+					} `json:"message"`
+				} `json:"choices"`
+			}
+			json.Unmarshal(stored, &want)
+			if status != "completed" || len(want.Choices) == 0 || len(acc.Choices) == 0 {
+				t.Fatalf("job %s: %s", status, stored)
+			}
+			if got := acc.Choices[0].Message.Content; got != want.Choices[0].Message.Content || !strings.Contains(got, "[1]") {
+				t.Fatalf("streamed %q\nstored   %q", got, want.Choices[0].Message.Content)
+			}
+		})
 	}
 }
