@@ -61,8 +61,15 @@ type Provider struct {
 	// APIKey is the key, filled by Resolve from APIKeyEnv; never serialized.
 	APIKey string `json:"-"`
 	// APIKeys are the keys when APIKeyEnv holds several, comma-separated (APIKey is
-	// then the first); never serialized.
+	// then the first); never serialized. Main-model calls rotate over them and rest
+	// the ones the provider refuses (llm.Credentials).
 	APIKeys []string `json:"-"`
+	// AccessToken is an OAuth access token source the main models use instead of an
+	// API key (a token file or a refresh command; see AccessToken), sent as a bearer
+	// token: for openai-chat, openai-responses and gemini (Vertex AI) providers.
+	AccessToken *AccessToken `json:"accessToken,omitempty"`
+	// Token is the source Resolve built from AccessToken; never serialized.
+	Token engines.TokenSource `json:"-"`
 }
 
 // ModelRoute sends a client model name to a provider's model.
@@ -273,6 +280,18 @@ func (f *File) Validate() error {
 		}
 		if p.Protocol != "" && !slices.Contains(wire.ModelProtocols, p.Protocol) {
 			bad("providers.%s.protocol %q is not a main-model protocol; use one of %s", name, p.Protocol, strings.Join(wire.ModelProtocols, ", "))
+		}
+		if p.AccessToken != nil {
+			path := "providers." + name
+			if err := p.AccessToken.validate(path); err != nil {
+				errs = append(errs, err)
+			}
+			if p.APIKeyEnv != "" {
+				bad("%s: give apiKeyEnv or accessToken, not both", path)
+			}
+			if p.Protocol == wire.ModelAnthropicMessages {
+				bad("%s.accessToken: anthropic-messages takes an API key (x-api-key), not an access token", path)
+			}
 		}
 	}
 	for name, m := range f.Models {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/searchfleet/searchfleet/pkg/api"
+	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
@@ -255,7 +256,10 @@ func (p *process) drain() {
 // runChat starts the chat role: new jobs (interactive and batch), resumes, the chat
 // role's dead letters, the max-deliveries watch and the deadline reaper.
 func (p *process) runChat(ctx context.Context) error {
-	models, err := Models(p.o.File, p.hc)
+	// Provider key cooldowns live in Redis: a key one chat worker saw refused rests
+	// for all.
+	cool := countedModelCooldowns{Cooldowns: p.store.ModelKeyCooldowns(), m: p.o.Metrics}
+	models, err := ModelsWith(p.o.File, p.hc, ModelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
 	if err != nil {
 		return err
 	}
@@ -406,18 +410,44 @@ func Transport() *http.Transport {
 
 // Models builds the main-model callers of the config file, with the provider keys
 // config.File.Resolve filled in: llm.Client for openai-chat providers, an
-// upstream.Caller for the other protocols.
+// upstream.Caller for the other protocols. Keys rotate, but no cooldown is remembered
+// between calls (see ModelsWith).
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
+	return ModelsWith(f, hc, ModelOptions{})
+}
+
+// ModelOptions are what ModelsWith adds to Models.
+type ModelOptions struct {
+	// Cooldowns rest the provider keys refused (state.ModelKeyCooldowns, shared by
+	// every chat worker); nil remembers nothing between calls.
+	Cooldowns apikeys.Cooldowns
+	// Log receives the one warning per refused key; nil is slog.Default().
+	Log *slog.Logger
+}
+
+// ModelsWith is Models with shared key cooldowns: each provider's models share one
+// llm.Credentials (its keys or access token), so they rotate and rest together.
+func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]chat.Model, error) {
 	out := map[string]chat.Model{}
+	creds := map[string]*llm.Credentials{}
 	for name, m := range f.Models {
 		p := f.Providers[m.Provider]
-		model := chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, p.APIKey, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
+		cr := creds[m.Provider]
+		if cr == nil {
+			keys := p.APIKeys
+			if len(keys) == 0 {
+				keys = []string{p.APIKey}
+			}
+			cr = llm.NewCredentials(m.Provider, keys, llm.CredentialOptions{KeyEnv: p.APIKeyEnv, Token: p.Token, Cooldowns: o.Cooldowns, Log: o.Log})
+			creds[m.Provider] = cr
+		}
+		model := chat.Model{Provider: m.Provider, Client: llm.NewClientWith(m.Provider, p.BaseURL, cr, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
 		if p.Protocol != "" && p.Protocol != wire.ModelOpenAIChat {
 			api, ok := wire.ModelAPIFor(p.Protocol)
 			if !ok {
 				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
 			}
-			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name)}), p.Protocol
+			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr}), p.Protocol
 		}
 		model.NativeSearch = f.NativeSearch(name)
 		out[name] = model
@@ -504,6 +534,21 @@ func (c countedCooldowns) CoolDown(ctx context.Context, engine, fp string, reaso
 	first, err := c.Cooldowns.CoolDown(ctx, engine, fp, reason, d)
 	if first {
 		c.m.KeyCooldowns.WithLabelValues(engine, string(reason)).Inc()
+	}
+	return first, err
+}
+
+// countedModelCooldowns counts the provider keys the fleet puts to rest
+// (fleet_model_key_cooldowns_total), once per rest, whichever worker starts it.
+type countedModelCooldowns struct {
+	apikeys.Cooldowns
+	m *metrics.Metrics
+}
+
+func (c countedModelCooldowns) CoolDown(ctx context.Context, provider, fp string, reason apikeys.Reason, d time.Duration) (bool, error) {
+	first, err := c.Cooldowns.CoolDown(ctx, provider, fp, reason, d)
+	if first {
+		c.m.ModelKeyCooldowns.WithLabelValues(provider, string(reason)).Inc()
 	}
 	return first, err
 }

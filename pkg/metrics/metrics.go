@@ -54,6 +54,9 @@ type Metrics struct {
 	// KeyCooldowns counts engine API keys put to rest after the provider refused
 	// them, by engine and reason (rate_limited, auth, quota).
 	KeyCooldowns *prometheus.CounterVec
+	// ModelKeyCooldowns counts main-model provider API keys put to rest after the
+	// provider refused them, by provider and reason (rate_limited, auth, quota).
+	ModelKeyCooldowns *prometheus.CounterVec
 	// StepsInFlight are the messages each consumer's handlers work on (lag.go).
 	StepsInFlight *prometheus.GaugeVec
 
@@ -93,6 +96,8 @@ func New() *Metrics {
 	m.SearchFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_fallbacks_total", Help: "Searches handed from a failed engine to a fallback engine, by engine, fallback and reason."}, []string{"from", "to", "reason"})
 	m.KeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_engine_key_cooldowns_total", Help: "Engine API keys put to rest after the provider refused them, by engine and reason."}, []string{"engine", "reason"})
 	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
+	m.ModelKeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_model_key_cooldowns_total", Help: "Main-model provider API keys put to rest after the provider refused them, by provider and reason."}, []string{"provider", "reason"})
+	r.MustRegister(m.ModelKeyCooldowns)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.StepsInFlight, m.Citations)
 	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid searches cost, by tenant and engine."}, []string{"tenant", "engine"})

@@ -70,7 +70,7 @@ func geminiErrorBody(status int, msg string) []byte {
 
 // geminiGenerate is the scripted model as the Gemini API (POST
 // /v1beta/models/{model}:generateContent, :streamGenerateContent?alt=sse;
-// x-goog-api-key required): functionCall parts without ids (as the recorded answers
+// x-goog-api-key or a bearer access token required): functionCall parts without ids (as the recorded answers
 // have none), STOP, usageMetadata, and streamed chunks of text in CRLF-framed SSE.
 func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
@@ -82,8 +82,9 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, geminiErrorBody(http.StatusNotFound, "simulator: method "+method+" is not served"))
 		return
 	}
-	if r.Header.Get("x-goog-api-key") == "" {
-		writeError(w, http.StatusUnauthorized, geminiErrorBody(http.StatusUnauthorized, "simulator: the x-goog-api-key header is required"))
+	if r.Header.Get("x-goog-api-key") == "" && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		// An OAuth access token (Vertex AI) comes as a bearer token instead.
+		writeError(w, http.StatusUnauthorized, geminiErrorBody(http.StatusUnauthorized, "simulator: the x-goog-api-key header (or a bearer access token) is required"))
 		return
 	}
 	var req geminiRequest

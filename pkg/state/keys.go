@@ -139,6 +139,13 @@ func (k Keys) KeyCooldown(engine, fp string) string {
 	return k.prefix + ":keyrest:{" + engine + "}:" + fp
 }
 
+// ModelKeyCooldown is one main-model provider API key's rest, shaped as KeyCooldown
+// but apart from the engines' ("modelkeyrest"), so a provider and an engine of one
+// name never share a rest.
+func (k Keys) ModelKeyCooldown(provider, fp string) string {
+	return k.prefix + ":modelkeyrest:{" + provider + "}:" + fp
+}
+
 // SearchFallback is the engine fallback state of one call (a hash): the engine that
 // now runs it and the engines that failed it, so a redelivered message of an engine
 // that already failed hands the call on instead of paying that engine again.
