@@ -27,6 +27,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -405,8 +406,9 @@ func Transport() *http.Transport {
 }
 
 // Models builds the main-model callers of the config file, with the provider keys
-// config.File.Resolve filled in: llm.Client for openai-chat providers, an
-// upstream.Caller for the other protocols.
+// config.File.Resolve filled in: llm.Client for openai-chat providers (in a
+// nativechat.Caller for Kimi's and GLM's own search), an upstream.Caller for the
+// other protocols.
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 	out := map[string]chat.Model{}
 	for name, m := range f.Models {
@@ -418,6 +420,9 @@ func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
 			}
 			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name)}), p.Protocol
+		} else if kind, ok := nativechat.KindOf(p.Kind); ok && f.NativeSearch(name) {
+			// Kimi's and GLM's own search, over their OpenAI-Chat API.
+			model.Client = nativechat.New(kind, llm.NewClient(m.Provider, p.BaseURL, p.APIKey, nativechat.HTTPClient(hc)))
 		}
 		out[name] = model
 	}
