@@ -105,6 +105,10 @@ var glmRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_
 
 var glmRefNumRE = regexp.MustCompile(`ref_[0-9]{1,4}`)
 
+// glmPublishedRE matches the publication suffix Zhipu appends to titles: Chinese
+// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)".
+var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:][^（）()]*[）)]\s*$`)
+
 // glmCite replaces each refer marker of text by the [n] markers of the pages it names,
 // pages numbered by first citation (a refer with no result or no link is dropped), and
 // removes the model's own [n] markers; it returns the text and the cited pages.
@@ -134,7 +138,7 @@ func glmCite(text string, items []glmItem) (string, []llm.NativeSource) {
 				}
 				n, seen := num[it.Link]
 				if !seen {
-					sources = append(sources, llm.NativeSource{URL: it.Link, Title: it.Title})
+					sources = append(sources, llm.NativeSource{URL: it.Link, Title: glmPublishedRE.ReplaceAllString(it.Title, "")})
 					n = len(sources)
 					num[it.Link] = n
 				}
