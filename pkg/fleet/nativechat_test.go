@@ -138,3 +138,40 @@ func TestKimiNativeSearchClientProtocols(t *testing.T) {
 		t.Errorf("finish %q", acc.Choices[0].FinishReason)
 	}
 }
+
+// A GLM model with native search (sim-glm-native) searches with GLM's own web_search
+// tool: its ref_N markers become [n], its results the sources, one search at ¥0.03.
+func TestGLMNativeSearchInJobRecord(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{
+		"model": demo.ModelGLMNative, "messages": []any{map[string]any{"role": "user", "content": "搜索2025年4月的重要财经新闻"}},
+	})
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	content := fleettest.Content(resp)
+	if !strings.HasPrefix(content, "(simulated answer)") || !strings.Contains(content, "[1]") || strings.Contains(content, "ref_") {
+		t.Fatalf("answer %q", content)
+	}
+	sources := resp["searchfleet"].(map[string]any)["sources"].([]any)
+	if len(sources) != 1 || sources[0].(map[string]any)["url"] != "https://www.sohu.com/a/887836650_121956424" {
+		t.Errorf("sources %v", sources)
+	}
+	j, err := f.Store.GetJob(context.Background(), jobID(t, resp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage map[string]any
+	json.Unmarshal(j.Usage, &usage)
+	cost, _ := usage["search_cost_usd"].(float64)
+	if usage["searches"] != 1.0 || math.Abs(cost-0.03*0.14) > 1e-9 || usage["model_calls"] != 1.0 {
+		t.Errorf("usage %s", j.Usage)
+	}
+	var trace []map[string]any
+	json.Unmarshal(j.Trace, &trace)
+	if len(trace) != 1 || trace[0]["engine"] != "native:glm.chat" || len(trace[0]["sources"].([]any)) != 2 {
+		t.Errorf("trace %s", j.Trace)
+	}
+}

@@ -32,6 +32,20 @@ import (
 // prompt tokens of the second round). With "stream": true the same answers arrive as
 // chunks.
 
+// nativeChat answers a request that declares Kimi's or GLM's own search and reports
+// whether it did.
+func (s *Server) nativeChat(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string) bool {
+	switch {
+	case kimiSearchOffered(req):
+		s.kimiNative(w, r, req, user, id)
+	case glmSearchOffered(req):
+		s.glmNative(w, r, req, user, id)
+	default:
+		return false
+	}
+	return true
+}
+
 // kimiSearchOffered reports whether a request declares Kimi's builtin $web_search.
 func kimiSearchOffered(req chatRequest) bool {
 	for _, t := range req.Tools {

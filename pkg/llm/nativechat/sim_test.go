@@ -64,3 +64,28 @@ func mustField(t *testing.T, msg []byte, k string) []byte {
 	m, _ := native(t, msg)
 	return m[k]
 }
+
+// The GLM caller with the simulator's GLM search, whole and streamed: the same answer.
+func TestGLMAgainstSimulator(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(simulator.New(simulator.Options{}))
+	t.Cleanup(srv.Close)
+	c := nativechat.New(nativechat.GLM, llm.NewClient("sim-glm", srv.URL+"/v1", "k", nativechat.HTTPClient(srv.Client())))
+	body := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"搜索2025年4月的重要财经新闻"}],` +
+		`"tools":[{"type":"function","function":{"name":"web_search","parameters":{"type":"object"}}}]}`)
+	var answers []string
+	for _, onDelta := range []func(llm.Delta){nil, func(llm.Delta) {}} {
+		comp, err := c.Complete(context.Background(), body, onDelta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, n := native(t, comp.Message)
+		answers = append(answers, text(msg["content"]))
+		if n == nil || n.Requests != 1 || len(n.Sources) != 1 || comp.Usage.TotalTokens != 5067 {
+			t.Errorf("report %+v, usage %+v", n, comp.Usage)
+		}
+	}
+	if answers[0] != answers[1] || !strings.Contains(answers[0], "[1]") || strings.Contains(answers[0], "ref_") {
+		t.Errorf("answers %q", answers)
+	}
+}
