@@ -36,7 +36,7 @@ var kimiThinkingRE = regexp.MustCompile(`^kimi-k2\.[5-9]`)
 // kimi runs the rounds of one answer: each $web_search call is echoed and the model
 // called again, up to kimiMaxRounds; usage is summed over the rounds. The answer's
 // text is the text of every round (a round that searched rarely says anything), its
-// links numbered as [n] markers (citer).
+// links numbered as [n] markers (kimiCiter).
 func (c *Caller) kimi(ctx context.Context, req *request, onDelta func(llm.Delta)) (*llm.Completion, error) {
 	req.tools = append(req.tools, kimiTool)
 	var model string

@@ -211,3 +211,22 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// A model still searching after four rounds is cut off: four calls, four searches
+// billed, and an answer with no calls for the chain to run.
+func TestKimiRoundsBounded(t *testing.T) {
+	t.Parallel()
+	round := fixtures.Read("moonshot/hermoonshotes-round1-tool-calls.response.json")
+	p := &replay{answers: [][]byte{round, round, round, round, round}}
+	comp, err := newCaller(t, nativechat.Kimi, p).Complete(context.Background(), []byte(chainBody), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, n := native(t, comp.Message)
+	if len(p.requests) != 4 || comp.FinishReason != "stop" || m["tool_calls"] != nil {
+		t.Errorf("%d requests, finish %s, message %s", len(p.requests), comp.FinishReason, comp.Message)
+	}
+	if n == nil || n.Requests != 4 || len(n.Searches) != 4 || comp.Usage.PromptTokens != 4*178 {
+		t.Errorf("report %+v, usage %+v", n, comp.Usage)
+	}
+}
