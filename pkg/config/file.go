@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -77,9 +78,10 @@ type ModelRoute struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 	// WebSearch is whose search the model's web_search runs: "server" (the fleet's
-	// engines, the default), "native" (the provider's own search, for protocols whose
-	// search the fleet forwards: anthropic-messages, openai-responses, gemini) or "auto"
-	// (native where supported).
+	// engines, the default), "native" (the provider's own search, where the fleet
+	// forwards it: anthropic-messages, openai-responses and gemini providers, and
+	// openai-chat providers of kind kimi/moonshot or glm/zhipu) or "auto" (native
+	// where supported).
 	WebSearch string `json:"webSearch,omitempty"`
 }
 
@@ -89,7 +91,12 @@ func (f *File) NativeSearch(name string) bool {
 	if m.WebSearch != "native" && m.WebSearch != "auto" {
 		return false
 	}
-	api, ok := wire.ModelAPIFor(f.Providers[m.Provider].Protocol)
+	p := f.Providers[m.Provider]
+	if p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat {
+		_, ok := nativechat.KindOf(p.Kind)
+		return ok
+	}
+	api, ok := wire.ModelAPIFor(p.Protocol)
 	if !ok {
 		return false
 	}
@@ -299,7 +306,7 @@ func (f *File) Validate() error {
 		switch {
 		case !ok:
 			bad("models[%q].provider %q is not a configured provider", name, m.Provider)
-		case (p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
+		case (p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "zhipu" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
 			bad("models[%q]: provider %q has kind %q; main models speak OpenAI chat completions unless the provider sets \"protocol\" (one of %s)", name, m.Provider, p.Kind, strings.Join(wire.ModelProtocols, ", "))
 		case p.BaseURL == "":
 			bad("providers.%s.baseURL is required for main-model use (models[%q])", m.Provider, name)
@@ -315,7 +322,7 @@ func (f *File) Validate() error {
 				if proto == "" {
 					proto = wire.ModelOpenAIChat
 				}
-				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward (anthropic-messages, openai-responses and gemini only); use \"server\" or \"auto\"", name, m.Provider, proto)
+				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward for a provider of kind %q; native search works with anthropic-messages, openai-responses and gemini providers and openai-chat providers of kind kimi, moonshot, glm or zhipu; use \"server\" or \"auto\"", name, m.Provider, proto, p.Kind)
 			}
 		default:
 			bad("models[%q].webSearch %q must be server, native or auto", name, m.WebSearch)

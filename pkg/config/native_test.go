@@ -25,7 +25,7 @@ func TestNativeSearchProtocols(t *testing.T) {
 		}
 	}
 	_, err = config.ParseFile([]byte(`{"providers":{"p":{"kind":"openai","baseURL":"http://x"}},"models":{"m":{"provider":"p","model":"x","webSearch":"native"}}}`))
-	if want := "(anthropic-messages, openai-responses and gemini only)"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "native search works with anthropic-messages, openai-responses and gemini providers and openai-chat providers of kind kimi"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want it to mention %q", err, want)
 	}
 }

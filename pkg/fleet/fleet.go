@@ -28,6 +28,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -409,9 +410,10 @@ func Transport() *http.Transport {
 }
 
 // Models builds the main-model callers of the config file, with the provider keys
-// config.File.Resolve filled in: llm.Client for openai-chat providers, an
-// upstream.Caller for the other protocols. Keys rotate, but no cooldown is remembered
-// between calls (see ModelsWith).
+// config.File.Resolve filled in: llm.Client for openai-chat providers (in a
+// nativechat.Caller for Kimi's and GLM's own search), an upstream.Caller for the
+// other protocols. Keys rotate, but no cooldown is remembered between calls (see
+// ModelsWith).
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 	return ModelsWith(f, hc, ModelOptions{})
 }
@@ -448,6 +450,9 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
 			}
 			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr}), p.Protocol
+		} else if kind, ok := nativechat.KindOf(p.Kind); ok && f.NativeSearch(name) {
+			// Kimi's and GLM's own search, over their OpenAI-Chat API.
+			model.Client = nativechat.New(kind, llm.NewClientWith(m.Provider, p.BaseURL, cr, nativechat.HTTPClient(hc)))
 		}
 		model.NativeSearch = f.NativeSearch(name)
 		out[name] = model
