@@ -305,10 +305,12 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 		return false, err
 	}
 	v.chain.Hop(h).Turn = got // another worker's answer, if it stored first
-	if bytes.Equal(got, b) {
-		w.recordTurn(ctx, v, h) // ours: priced into the spend ledgers (once per hop)
-	}
 	w.failpoint("chat.after_turn_stored")
+	if bytes.Equal(got, b) {
+		// Ours: priced into the spend ledgers now (once per hop; a crash before this
+		// leaves it to the completion's sweep, spend.go).
+		w.recordTurn(ctx, v, h)
+	}
 	return true, nil
 }
 
