@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -24,6 +27,7 @@ func withLedger(t *testing.T) (option, *state.Store) {
 		m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
 		w.Models = map[string]chat.Model{"m": m}
 		w.Ledger = ledger
+		w.Metrics = metrics.New()
 	}, ledger
 }
 
@@ -100,6 +104,9 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 			job, _, _ := ledger.RequestSpend(context.Background(), "j1")
 			if err != nil || sp.DayUSD != 2*turnUSD || sp.DaySearches != 0 || job != 2*turnUSD {
 				t.Errorf("tenant ledger %+v, job ledger %v (%v); want the two stored turns once each", sp, job, err)
+			}
+			if got := testutil.ToFloat64(h.w.Metrics.SpendUSD.WithLabelValues("acme", metrics.SpendModel, "m")); got < 2*turnUSD-1e-12 || got > 2*turnUSD+1e-12 {
+				t.Errorf("fleet_spend_usd_total{kind=model} = %v, want %v", got, 2*turnUSD)
 			}
 		})
 	}
