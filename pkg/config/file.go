@@ -83,6 +83,10 @@ type ModelRoute struct {
 	// openai-chat providers of kind kimi/moonshot or glm/zhipu) or "auto" (native
 	// where supported).
 	WebSearch string `json:"webSearch,omitempty"`
+	// Pricing is what the model's tokens cost ({"inputPerMTokUSD": 3,
+	// "outputPerMTokUSD": 15}): every turn is priced and counted in its tenant's,
+	// batch's and request's spend (nil: turns are free).
+	Pricing *state.Pricing `json:"pricing,omitempty"`
 }
 
 // NativeSearch reports whether the model runs the provider's own search.
@@ -313,6 +317,11 @@ func (f *File) Validate() error {
 		}
 		if m.Model == "" {
 			bad("models[%q].model is required", name)
+		}
+		if m.Pricing != nil {
+			if err := m.Pricing.Validate(); err != nil {
+				bad("models[%q].pricing: %v", name, err)
+			}
 		}
 		switch m.WebSearch {
 		case "", "server", "auto":

@@ -267,7 +267,7 @@ func (p *process) runChat(ctx context.Context) error {
 	env := p.env
 	w := &chat.Worker{Bus: p.bus, Store: p.store, Models: models, Tools: p.tools, Classifier: p.classify,
 		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store}
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store, Ledger: p.store}
 	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
 		return err
 	}
@@ -444,6 +444,9 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 			creds[m.Provider] = cr
 		}
 		model := chat.Model{Provider: m.Provider, Client: llm.NewClientWith(m.Provider, p.BaseURL, cr, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
+		if m.Pricing != nil {
+			model.Pricing = *m.Pricing
+		}
 		if p.Protocol != "" && p.Protocol != wire.ModelOpenAIChat {
 			api, ok := wire.ModelAPIFor(p.Protocol)
 			if !ok {

@@ -168,6 +168,15 @@ func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) 
 // ("micros:searches"), so a redelivered search never reserves twice.
 func (k Keys) SpendCalls(tenant, day string) string { return k.budget(tenant) + ":c:" + day }
 
+// JobSpend is one job's spend ledger (a hash): "usd" in micro-dollars (model turns
+// and searches, reservations included), "cap" the request's max_cost_usd, and per
+// paid call "r:<call>" what it holds, so a redelivered call is never counted twice.
+func (k Keys) JobSpend(id string) string { return k.job(id) + ":spend" }
+
+// BatchSpend is a batch's spend ledger, shaped as JobSpend; "cap" is the batch's
+// metadata.max_cost_usd.
+func (k Keys) BatchSpend(id string) string { return k.Batch(id) + ":spend" }
+
 // SearchRecord is a job's recorded search results by content address (a hash:
 // search.Address → the normalized result), kept for the job's retention: a replay of
 // the job answers its searches from it, and a repeated search of the job is made once.

@@ -439,9 +439,9 @@ func tail(s string, n int) string {
 }
 
 func anthropicUsage(r *Response) map[string]any {
-	return map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
+	return withSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
 		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches}, "service_tier": "standard"}
+		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches}, "service_tier": "standard"}, r.Usage)
 }
 
 func anthropicMessage(r *Response, content []map[string]any, stop any) map[string]any {
