@@ -16,11 +16,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -128,8 +130,10 @@ func run(ctx context.Context, o opts) error {
 
 	if o.inflight > 0 {
 		fmt.Printf("\nin flight on one chat worker (model latency 90s, nothing finishes while measured):\n")
-		if err := holdInFlight(ctx, dir, bins, o.inflight); err != nil {
-			return err
+		for _, tls := range []bool{false, true} {
+			if err := holdInFlight(ctx, dir, bins, o.inflight, tls); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -141,6 +145,12 @@ type scenario struct {
 	text           string // a job's user message, %d the job number
 	modelLat       time.Duration
 	window         int // jobs kept outstanding (0: derived)
+	// tls serves the simulator over HTTPS (a throwaway certificate the processes
+	// trust through SSL_CERT_FILE), so the fleet reaches it as it reaches real
+	// providers: HTTP/2, many calls multiplexed on few connections.
+	tls bool
+	// chatMetrics, if set, is the chat worker's FLEET_METRICS_ADDR.
+	chatMetrics string
 }
 
 type result struct {
@@ -169,10 +179,29 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		lat = sc.modelLat
 	}
 	sim := simulator.New(simulator.Options{ModelLatency: lat, EngineLatency: o.engineLat})
-	hs, simURL, err := sim.Listen("127.0.0.1:0")
-	if err != nil {
-		emb.Shutdown()
-		return nil, err
+	var closeSim func()
+	var simURL, caFile string
+	if sc.tls {
+		ts := httptest.NewUnstartedServer(sim)
+		ts.EnableHTTP2 = true
+		ts.StartTLS()
+		closeSim, simURL = ts.Close, ts.URL
+		caFile = filepath.Join(run, "sim-ca.pem")
+		if err := os.MkdirAll(run, 0o755); err != nil {
+			return nil, err
+		}
+		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+		if err := os.WriteFile(caFile, ca, 0o644); err != nil {
+			return nil, err
+		}
+	} else {
+		hs, u, err := sim.Listen("127.0.0.1:0")
+		if err != nil {
+			emb.Shutdown()
+			return nil, err
+		}
+		closeSim = func() { hs.Close() }
+		simURL = u
 	}
 	file := demo.Config(simURL, sim.EngineConfigs(simURL))
 	b, _ := json.Marshal(file)
@@ -189,6 +218,9 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 	env := []string{"NATS_URL=" + emb.URL(), "REDIS_URL=" + testenv.RedisURL(), "FLEET_REDIS_PREFIX=" + prefix, "FLEET_CONFIG=" + cfg,
 		"FLEET_LOG_LEVEL=error", "FLEET_JOB_TIMEOUT=10m", "FLEET_MODEL_TIMEOUT=5m", demo.KeyEnv + "=sim-key",
 		"FLEET_CHAT_MAX_IN_FLIGHT=" + strconv.Itoa(max(4096, sc.chat*sc.chatC)), "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	if caFile != "" {
+		env = append(env, "SSL_CERT_FILE="+caFile)
+	}
 	for _, k := range []string{"GOGC", "GOMEMLIMIT"} { // the Go runtime's settings reach the processes
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -212,7 +244,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		if w.nc != nil {
 			w.nc.Close()
 		}
-		hs.Close()
+		closeSim()
 		emb.Shutdown()
 		deleteKeys(ctx, rdb, prefix)
 		rdb.Close()
@@ -230,7 +262,11 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		return nil, err
 	}
 	for range sc.chat {
-		if err := startProc(bins.ChatWorker, "FLEET_CHAT_CONCURRENCY="+strconv.Itoa(sc.chatC)); err != nil {
+		extra := []string{"FLEET_CHAT_CONCURRENCY=" + strconv.Itoa(sc.chatC)}
+		if sc.chatMetrics != "" {
+			extra = append(extra, "FLEET_METRICS_ADDR="+sc.chatMetrics)
+		}
+		if err := startProc(bins.ChatWorker, extra...); err != nil {
 			w.stop()
 			return nil, err
 		}
@@ -361,9 +397,15 @@ func measure(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc sc
 
 // holdInFlight submits n jobs to one chat worker whose model answers after 90 s, waits
 // until the simulator holds all n model calls, and reads the worker's resident memory.
-func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int) error {
+// With tls the model is reached over HTTPS and HTTP/2, as real providers are;
+// without, over plain HTTP/1.1, one connection per call.
+func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, tls bool) error {
 	o := opts{engineLat: 300 * time.Millisecond, modelLat: 90 * time.Second}
-	w, err := start(ctx, dir, bins, o, scenario{search: 1, chat: 1, searchC: 16, chatC: n + 64, modelLat: o.modelLat})
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	w, err := start(ctx, dir, bins, o, scenario{search: 1, chat: 1, searchC: 16, chatC: n + 64, modelLat: o.modelLat, tls: tls, chatMetrics: metricsAddr})
 	if err != nil {
 		return err
 	}
@@ -407,9 +449,49 @@ func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int) e
 	}
 	held := w.sim.Stats().Requests["model"]
 	rss := rssMB(chat.Process.Pid)
-	fmt.Printf("  %d jobs submitted in %s; %d model calls in flight at once on one chat worker\n", n, submitted.Round(100*time.Millisecond), held)
+	rt := runtimeStats(metricsAddr)
+	proto := "plain HTTP/1.1"
+	if tls {
+		proto = "HTTPS, HTTP/2"
+	}
+	fmt.Printf("  model over %s: %d jobs submitted in %s; %d model calls in flight at once on one chat worker\n", proto, n, submitted.Round(100*time.Millisecond), held)
 	fmt.Printf("  chat worker RSS: %.0f MB idle, %.0f MB holding them (%.1f KB per job in flight)\n", idle, rss, (rss-idle)*1024/float64(held))
+	fmt.Printf("  of which: %.0f goroutines (%.1f a job), stacks %.0f MB, heap in use %.0f MB\n",
+		rt["go_goroutines"], rt["go_goroutines"]/float64(held), rt["go_memstats_stack_inuse_bytes"]/1e6, rt["go_memstats_heap_inuse_bytes"]/1e6)
 	return nil
+}
+
+// runtimeStats reads the Go runtime's gauges from a process's /metrics.
+func runtimeStats(addr string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		switch name {
+		case "go_goroutines", "go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes":
+			out[name], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return out
+}
+
+// freeAddr returns a loopback address with a free port.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // rssMB reads a process's resident set size.

@@ -22,6 +22,18 @@ const (
 	// ModelClaudeNative is sim-claude searching with Anthropic's own web_search
 	// (webSearch "native"): the simulator answers it with the recorded native answer.
 	ModelClaudeNative = "sim-claude-native"
+	// ModelResponsesNative and ModelGeminiNative search with OpenAI's web_search tool
+	// and Gemini's grounding with Google Search, answered from the recorded answers.
+	ModelResponsesNative = "sim-responses-native"
+	ModelGeminiNative    = "sim-gemini-native"
+	// ModelKimiNative is the scripted model behind a provider of kind kimi, searching
+	// with Kimi's own $web_search (webSearch "native"): the simulator plays the
+	// recorded round trip (the call, the echo, the answer with markdown links).
+	ModelKimiNative = "sim-kimi-native"
+	// ModelGLMNative is the scripted model behind a provider of kind glm, searching
+	// with GLM's own web_search tool: the simulator answers with GLM's answer shape
+	// (ref_N markers, the top-level web_search results).
+	ModelGLMNative = "sim-glm-native"
 )
 
 // KeyEnv is the variable every simulated provider names for its key. Config resolves
@@ -74,6 +86,8 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 			"sim-responses": {Kind: "openai", Protocol: "openai-responses", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
 			"sim-anthropic": {Kind: "anthropic", Protocol: "anthropic-messages", BaseURL: simURL, APIKeyEnv: KeyEnv},
 			"sim-gemini":    {Kind: "gemini", Protocol: "gemini", BaseURL: simURL, APIKeyEnv: KeyEnv},
+			"sim-kimi":      {Kind: "kimi", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
+			"sim-glm":       {Kind: "glm", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
 		},
 		Models: map[string]config.ModelRoute{
 			Model:             {Provider: "sim", Model: "sim-scripted"},
@@ -81,6 +95,11 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 			ModelClaude:       {Provider: "sim-anthropic", Model: "sim-scripted"},
 			ModelGemini:       {Provider: "sim-gemini", Model: "sim-scripted"},
 			ModelClaudeNative: {Provider: "sim-anthropic", Model: "sim-scripted", WebSearch: "native"},
+
+			ModelResponsesNative: {Provider: "sim-responses", Model: "sim-scripted", WebSearch: "native"},
+			ModelGeminiNative:    {Provider: "sim-gemini", Model: "sim-scripted", WebSearch: "native"},
+			ModelKimiNative:      {Provider: "sim-kimi", Model: "sim-scripted", WebSearch: "native"},
+			ModelGLMNative:       {Provider: "sim-glm", Model: "sim-scripted", WebSearch: "native"},
 		},
 		Routing:   config.Routing{WebSearch: []config.Route{{ID: "web-search-backends", Priority: 200, Targets: []string{"zhipu.glm-4.7"}}}},
 		WebSearch: config.WebSearch{InjectPolicy: "selective"},

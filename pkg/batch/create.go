@@ -121,6 +121,9 @@ func newRecord(tenant string, p *CreateParams) (*record, error) {
 	if msg := checkMetadata(p.Metadata); msg != "" {
 		return nil, invalid("", "metadata", "%s", msg)
 	}
+	if _, e := batchCap(p.Metadata); e != nil {
+		return nil, e
+	}
 	now := time.Now().UTC()
 	return &record{ID: state.NewID("batch_"), Tenant: tenant, Status: statusValidating, Endpoint: chatEndpoint,
 		Window: p.CompletionWindow, Metadata: p.Metadata, Created: now, Expires: now.Add(window)}, nil
@@ -316,6 +319,9 @@ func queryBody(model, q string) json.RawMessage {
 
 // start records the validated batch and queues its expansion.
 func (s *Service) start(ctx context.Context, b *record, ids []string) error {
+	if err := s.capSpend(ctx, b); err != nil {
+		return err
+	}
 	if err := s.Store.CreateBatch(ctx, b, ids); err != nil {
 		s.Log.Error("batch: recording", "batch", b.ID, "err", err)
 		return unavailable(err, "Could not record the batch; try again.")

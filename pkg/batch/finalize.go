@@ -262,14 +262,15 @@ func (s *Service) notify(ctx context.Context, b *record) error {
 		s.Log.Error("batch: stored callback unreadable", "batch", b.ID, "err", err)
 		return nil
 	}
-	status := "skipped"
-	if len(cb.Events) == 0 || slices.Contains(cb.Events, b.Status) {
-		if err := s.enqueueWebhook(ctx, b, cb.URL); err != nil {
-			return err
-		}
-		status = "pending"
+	if len(cb.Events) > 0 && !slices.Contains(cb.Events, b.Status) {
+		return s.Store.SetBatchWebhook(ctx, b.ID, "skipped", "")
 	}
-	return s.Store.SetBatchWebhook(ctx, b.ID, status)
+	if err := s.enqueueWebhook(ctx, b, cb.URL); err != nil {
+		return err
+	}
+	// Only a state not yet recorded becomes "pending": the delivery may already have
+	// settled (delivered, failed) while this step went on, and its outcome stays.
+	return s.Store.SetBatchWebhook(ctx, b.ID, "pending", "")
 }
 
 // enqueueWebhook publishes the delivery of a batch's end to url.

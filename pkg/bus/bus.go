@@ -164,10 +164,43 @@ func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.
 		}
 		return err
 	})
+	if err == nil {
+		err = b.awaitLeader(ctx, c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s/%s: %w", b.Name(spec.Stream), cfg.Durable, err)
 	}
 	return c, nil
+}
+
+// awaitLeader returns once a consumer on a JetStream cluster has a leader. A consumer
+// is created before its replicas have elected one, and the pull requests a worker
+// sends in that gap reach nobody: the worker that created it idled until its pull
+// heartbeat lapsed (about 10 s) while the workers started a moment later took all the
+// work (found by the e2e suite on a 3-node cluster). A leaderless consumer's info is
+// answered by the meta leader, without cluster details; its leader answers with them.
+func (b *Bus) awaitLeader(ctx context.Context, c jetstream.Consumer) error {
+	if b.NC.ConnectedClusterName() == "" {
+		return nil // a single server: the consumer is served as soon as it exists
+	}
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		var info *jetstream.ConsumerInfo
+		err := retryTransient(ctx, func(ctx context.Context) (err error) {
+			info, err = c.Info(ctx)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for its leader: %w", err)
+		}
+		if info.Cluster != nil && info.Cluster.Leader != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for its leader: %w", ctx.Err())
+		case <-time.After(wait):
+		}
+	}
 }
 
 // consumerDiffers reports whether a consumer's configuration differs from the fleet's

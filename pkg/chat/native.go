@@ -46,9 +46,18 @@ func (v *view) addNative(last int, trace []traceEntry, u engines.Usage) ([]trace
 		if n == nil {
 			continue
 		}
-		per := 0.0
-		if n.Requests > 0 {
-			per = n.CostUSD / float64(n.Requests)
+		// The billed requests and their price are spread over the searches that ran:
+		// Gemini bills one grounded answer however many queries it made, so its trace
+		// entries share one search's price (the entries add up to the usage).
+		ran := 0
+		for _, q := range n.Searches {
+			if q.Error == "" {
+				ran++
+			}
+		}
+		per, billed := 0.0, n.Requests
+		if ran > 0 {
+			per = n.CostUSD / float64(ran)
 		}
 		titles := map[string]string{}
 		for _, s := range n.Sources {
@@ -62,7 +71,11 @@ func (v *view) addNative(last int, trace []traceEntry, u engines.Usage) ([]trace
 			if q.Error != "" {
 				e.Error = "NATIVE_SEARCH_FAILED: " + q.Error
 			} else {
-				e.Usage = engines.Usage{Searches: 1, CostUSD: per}
+				searches := 0
+				if billed > 0 {
+					searches, billed = 1, billed-1
+				}
+				e.Usage = engines.Usage{Searches: searches, CostUSD: per}
 			}
 			trace = append(trace, e)
 		}

@@ -2,12 +2,14 @@ package chat_test
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -82,5 +84,41 @@ func TestChatWarningsNameUnhonouredSettings(t *testing.T) {
 				t.Fatalf("warnings %q (want a note on the city: %v): %s", got, tc.want, j.Response)
 			}
 		})
+	}
+}
+
+// A provider that bills one search for an answer that ran several queries (Gemini
+// grounding: one grounded prompt) shares that price among the answer's trace entries:
+// they add up to the usage, not to a price per query.
+func TestNativeTraceAddsUpToItsBill(t *testing.T) {
+	t.Parallel()
+	b, _ := json.Marshal(map[string]any{"role": "assistant", "content": "Warm [1].", llm.NativeKey: llm.NativeSearch{
+		Protocol: "gemini", Requests: 1, CostUSD: 0.035,
+		Searches: []llm.NativeQuery{{ID: "q1", Query: "weather", URLs: []string{"https://a.example"}}, {ID: "q2", Query: "weather today"}, {ID: "q3", Query: "forecast"}},
+		Sources:  []llm.NativeSource{{URL: "https://a.example", Title: "A"}},
+	}})
+	h := newHarness(t, []func(http.ResponseWriter){say(string(b), "stop")})
+	h.submit("j1", "What's the weather? Search the web")
+	if err := h.job("j1", 1); err != nil {
+		t.Fatal(err)
+	}
+	j := h.ended("j1")
+	var trace []struct {
+		Engine string        `json:"engine"`
+		Usage  engines.Usage `json:"usage"`
+	}
+	json.Unmarshal(j.Trace, &trace)
+	var usage struct {
+		Searches int     `json:"searches"`
+		Cost     float64 `json:"search_cost_usd"`
+	}
+	json.Unmarshal(j.Usage, &usage)
+	searches, cost := 0, 0.0
+	for _, e := range trace {
+		searches += e.Usage.Searches
+		cost += e.Usage.CostUSD
+	}
+	if len(trace) != 3 || trace[0].Engine != "native:gemini" || searches != 1 || math.Abs(cost-0.035) > 1e-9 || usage.Searches != 1 || math.Abs(usage.Cost-0.035) > 1e-9 {
+		t.Fatalf("trace %s, usage %s: the entries should add up to 1 search and $0.035", j.Trace, j.Usage)
 	}
 }

@@ -20,6 +20,7 @@
 package chat
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -51,6 +52,11 @@ type Model struct {
 	// Protocol is the protocol the provider speaks (its config "protocol"): the job's
 	// usage record names it.
 	Protocol string
+	// NativeSearch says the model runs its provider's own search in place of the
+	// fleet's web_search (its config "webSearch": "native" or "auto").
+	NativeSearch bool
+	// Pricing prices the model's turns for the spend ledgers (zero: free).
+	Pricing state.Pricing
 }
 
 // Worker runs chat chains. It holds no job state between messages.
@@ -85,6 +91,9 @@ type Worker struct {
 	// replay job's searches, and a search repeated within a job or batch, are answered
 	// from them (replay.go).
 	Records Records
+	// Ledger records what model turns cost and holds the request's max_cost_usd
+	// (spend.go; nil: turns are not counted, no cap).
+	Ledger Ledger
 	// Failpoint, if set, is called at named points between the writes of a step
 	// ("chat.after_model_call", "chat.after_turn_stored", "chat.after_dispatch"): the
 	// crash tests pass ExitAt to kill a worker exactly there. Nil in production.
@@ -252,6 +261,11 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 		return false, err
 	}
 	fetchOffered := w.offerFetch(v, h)
+	if spent, err := w.openRequestLedger(ctx, v, h); err != nil {
+		return false, err
+	} else if spent {
+		offered, fetchOffered = false, false // the request's max_cost_usd is spent: the model answers now
+	}
 	msgs, srcs := v.messages(h)
 	msgs = v.withEvidencePolicy(msgs, h, offered || fetchOffered)
 	tools := v.req.Tools
@@ -279,7 +293,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	}
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
 	start := time.Now()
-	comp, err := model.Client.Complete(mctx, body, w.relay(v, h, len(srcs.list)))
+	comp, err := model.Client.Complete(mctx, body, w.relay(v, h, len(srcs.list), model.NativeSearch && offered))
 	cancel()
 	if w.Metrics != nil {
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())
@@ -304,6 +318,11 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	}
 	v.chain.Hop(h).Turn = got // another worker's answer, if it stored first
 	w.failpoint("chat.after_turn_stored")
+	if bytes.Equal(got, b) {
+		// Ours: priced into the spend ledgers now (once per hop; a crash before this
+		// leaves it to the completion's sweep, spend.go).
+		w.recordTurn(ctx, v, h)
+	}
 	return true, nil
 }
 
@@ -312,8 +331,15 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 // job's live stream at once, placed by its character offset in the hop's text and
 // tagged with this attempt, so the ingress can drop what a re-run hop repeats.
 // Publishing is fire and forget: a lost delta is made good by the stored answer.
-func (w *Worker) relay(v *view, h int, sources int) func(llm.Delta) {
-	if !v.req.Stream {
+//
+// A hop whose model may run its provider's own search (native) is not relayed: its
+// [n] markers are placed where the provider's citations point once the whole answer
+// is known (Gemini's grounding comes with the last chunk, Responses' annotations
+// after the text they cite), so text streamed as written would not be a prefix of
+// the stored answer, and the client's stream would end garbled. The stored answer
+// streams to the client when the hop ends.
+func (w *Worker) relay(v *view, h int, sources int, native bool) func(llm.Delta) {
+	if !v.req.Stream || native {
 		return nil
 	}
 	attempt := w.ID + "." + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -530,8 +556,11 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	trace, searchUsage := v.trace(h)
 	trace, searchUsage = v.addNative(h, trace, searchUsage)
 	usage := chainUsage(v, h)
+	spend := w.jobSpend(ctx, v, h, searchUsage.Searches, searchUsage.CostUSD)
+	resp = withSpend(resp, spend)
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
-		"model_calls": h + 1, "model_protocol": w.Models[v.job.Model].Protocol, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD, "citations": cites})
+		"model_calls": h + 1, "model_protocol": w.Models[v.job.Model].Protocol, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD,
+		"model_cost_usd": spend.ModelCostUSD, "cost_usd": spend.CostUSD, "citations": cites})
 	if w.Metrics != nil {
 		w.Metrics.Citations.WithLabelValues("valid").Add(float64(cites.Valid))
 		w.Metrics.Citations.WithLabelValues("removed").Add(float64(cites.Removed))

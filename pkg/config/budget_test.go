@@ -42,3 +42,30 @@ func TestTenantBudgets(t *testing.T) {
 		t.Fatalf("negative env budget: %v", err)
 	}
 }
+
+// A model route's token prices are read and validated: a negative or unknown price
+// is refused with the route named.
+func TestModelPricing(t *testing.T) {
+	t.Parallel()
+	const route = `{"providers":{"p":{"kind":"openai","baseURL":"http://127.0.0.1:1/v1"}},"models":{"m":{"provider":"p","model":"up","pricing":%s}}}`
+	f, err := config.ParseFile([]byte(strings.Replace(route, "%s", `{"inputPerMTokUSD":3,"outputPerMTokUSD":15}`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Models["m"].Pricing; p == nil || *p != (state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}) {
+		t.Fatalf("pricing = %+v", p)
+	}
+	f, err = config.ParseFile([]byte(strings.Replace(route, "%s", `{"inputPerMTokUSD":-3}`, 1)))
+	if err == nil {
+		err = f.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), `models["m"].pricing`) {
+		t.Fatalf("negative price: %v", err)
+	}
+	if _, err := config.ParseFile([]byte(strings.Replace(route, "%s", `{"cachedPerMTokUSD":1}`, 1))); err == nil {
+		t.Fatal("unknown pricing field accepted")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -61,8 +62,15 @@ type Provider struct {
 	// APIKey is the key, filled by Resolve from APIKeyEnv; never serialized.
 	APIKey string `json:"-"`
 	// APIKeys are the keys when APIKeyEnv holds several, comma-separated (APIKey is
-	// then the first); never serialized.
+	// then the first); never serialized. Main-model calls rotate over them and rest
+	// the ones the provider refuses (llm.Credentials).
 	APIKeys []string `json:"-"`
+	// AccessToken is an OAuth access token source the main models use instead of an
+	// API key (a token file or a refresh command; see AccessToken), sent as a bearer
+	// token: for openai-chat, openai-responses and gemini (Vertex AI) providers.
+	AccessToken *AccessToken `json:"accessToken,omitempty"`
+	// Token is the source Resolve built from AccessToken; never serialized.
+	Token engines.TokenSource `json:"-"`
 }
 
 // ModelRoute sends a client model name to a provider's model.
@@ -70,9 +78,15 @@ type ModelRoute struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 	// WebSearch is whose search the model's web_search runs: "server" (the fleet's
-	// engines, the default), "native" (the provider's own search, for protocols whose
-	// search the fleet forwards: anthropic-messages) or "auto" (native where supported).
+	// engines, the default), "native" (the provider's own search, where the fleet
+	// forwards it: anthropic-messages, openai-responses and gemini providers, and
+	// openai-chat providers of kind kimi/moonshot or glm/zhipu) or "auto" (native
+	// where supported).
 	WebSearch string `json:"webSearch,omitempty"`
+	// Pricing is what the model's tokens cost ({"inputPerMTokUSD": 3,
+	// "outputPerMTokUSD": 15}): every turn is priced and counted in its tenant's,
+	// batch's and request's spend (nil: turns are free).
+	Pricing *state.Pricing `json:"pricing,omitempty"`
 }
 
 // NativeSearch reports whether the model runs the provider's own search.
@@ -81,7 +95,12 @@ func (f *File) NativeSearch(name string) bool {
 	if m.WebSearch != "native" && m.WebSearch != "auto" {
 		return false
 	}
-	api, ok := wire.ModelAPIFor(f.Providers[m.Provider].Protocol)
+	p := f.Providers[m.Provider]
+	if p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat {
+		_, ok := nativechat.KindOf(p.Kind)
+		return ok
+	}
+	api, ok := wire.ModelAPIFor(p.Protocol)
 	if !ok {
 		return false
 	}
@@ -273,19 +292,36 @@ func (f *File) Validate() error {
 		if p.Protocol != "" && !slices.Contains(wire.ModelProtocols, p.Protocol) {
 			bad("providers.%s.protocol %q is not a main-model protocol; use one of %s", name, p.Protocol, strings.Join(wire.ModelProtocols, ", "))
 		}
+		if p.AccessToken != nil {
+			path := "providers." + name
+			if err := p.AccessToken.validate(path); err != nil {
+				errs = append(errs, err)
+			}
+			if p.APIKeyEnv != "" {
+				bad("%s: give apiKeyEnv or accessToken, not both", path)
+			}
+			if p.Protocol == wire.ModelAnthropicMessages {
+				bad("%s.accessToken: anthropic-messages takes an API key (x-api-key), not an access token", path)
+			}
+		}
 	}
 	for name, m := range f.Models {
 		p, ok := f.Providers[m.Provider]
 		switch {
 		case !ok:
 			bad("models[%q].provider %q is not a configured provider", name, m.Provider)
-		case (p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
+		case (p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "zhipu" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
 			bad("models[%q]: provider %q has kind %q; main models speak OpenAI chat completions unless the provider sets \"protocol\" (one of %s)", name, m.Provider, p.Kind, strings.Join(wire.ModelProtocols, ", "))
 		case p.BaseURL == "":
 			bad("providers.%s.baseURL is required for main-model use (models[%q])", m.Provider, name)
 		}
 		if m.Model == "" {
 			bad("models[%q].model is required", name)
+		}
+		if m.Pricing != nil {
+			if err := m.Pricing.Validate(); err != nil {
+				bad("models[%q].pricing: %v", name, err)
+			}
 		}
 		switch m.WebSearch {
 		case "", "server", "auto":
@@ -295,7 +331,7 @@ func (f *File) Validate() error {
 				if proto == "" {
 					proto = wire.ModelOpenAIChat
 				}
-				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward (anthropic-messages only); use \"server\" or \"auto\"", name, m.Provider, proto)
+				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward for a provider of kind %q; native search works with anthropic-messages, openai-responses and gemini providers and openai-chat providers of kind kimi, moonshot, glm or zhipu; use \"server\" or \"auto\"", name, m.Provider, proto, p.Kind)
 			}
 		default:
 			bad("models[%q].webSearch %q must be server, native or auto", name, m.WebSearch)

@@ -17,7 +17,7 @@ import (
 //     several comma-separated keys: APIKey is then the first);
 //   - EngineEntry.APIKey and APIKeys the same way, from the engine's apiKeyEnv, else
 //     its provider's;
-//   - EngineEntry.Token from accessToken (its file must read to a token, its
+//   - Provider.Token and EngineEntry.Token from accessToken (its file must read to a token, its
 //     command's program must exist; the token itself is read per search);
 //   - Tenant.APIKeys from apiKeyEnv (a comma-separated list);
 //   - Tenant.WebhookSecret from webhookSecretEnv;
@@ -62,6 +62,16 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 			}
 		}
 	}
+	ptokens := map[string]engines.TokenSource{}
+	for _, name := range f.providerNames() {
+		if p := f.Providers[name]; p.AccessToken != nil {
+			tok, err := p.AccessToken.source("providers." + name)
+			if err != nil {
+				terrs = append(terrs, err)
+			}
+			ptokens[name] = tok
+		}
+	}
 	if len(terrs) > 0 {
 		return errors.Join(terrs...)
 	}
@@ -73,6 +83,7 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 	}
 	for name, p := range f.Providers {
 		p.APIKey, p.APIKeys = keyList(values[p.APIKeyEnv])
+		p.Token = ptokens[name]
 		f.Providers[name] = p
 	}
 	for i := range f.WebSearch.Engines {
@@ -145,12 +156,7 @@ type secretNeed struct {
 // name, then engines and tenants in file order.
 func (f *File) secretNeeds() []secretNeed {
 	var out []secretNeed
-	names := make([]string, 0, len(f.Providers))
-	for name := range f.Providers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range f.providerNames() {
 		if env := f.Providers[name].APIKeyEnv; env != "" {
 			out = append(out, secretNeed{env: env, what: "providers." + name})
 		}
@@ -176,6 +182,16 @@ func (f *File) secretNeeds() []secretNeed {
 		}
 	}
 	return out
+}
+
+// providerNames returns the providers' names, sorted.
+func (f *File) providerNames() []string {
+	names := make([]string, 0, len(f.Providers))
+	for name := range f.Providers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // engineKeyEnv is the variable holding an engine's key: its own, else its provider's.

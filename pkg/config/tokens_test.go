@@ -142,3 +142,45 @@ func TestAccessTokenErrors(t *testing.T) {
 		t.Fatalf("error %v, want an auth error without the token or the command's path", err)
 	}
 }
+
+// A main-model provider takes an access token instead of an API key: the file is
+// checked by Resolve and becomes the provider's Token; apiKeyEnv beside it, or an
+// anthropic-messages provider (which takes x-api-key only), is refused.
+func TestProviderAccessToken(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte("ya29.provider-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.ParseFile(fmt.Appendf(nil, `{"providers":{"vertex":{"kind":"gemini","protocol":"gemini","baseURL":"http://127.0.0.1:1","accessToken":{"file":%q}}},
+	  "models":{"m":{"provider":"vertex","model":"gemini-2.5-flash"}}}`, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Resolve(config.MapLookup(nil)); err != nil {
+		t.Fatal(err)
+	}
+	tok := f.Providers["vertex"].Token
+	if tok == nil {
+		t.Fatal("no token source for the provider")
+	}
+	if got, err := tok.Token(context.Background()); err != nil || got != "ya29.provider-token" {
+		t.Fatalf("token = %q, %v", got, err)
+	}
+	for in, want := range map[string]string{
+		`{"kind":"openai","apiKeyEnv":"K","accessToken":{"file":"/x"}}`:                    "not both",
+		`{"kind":"anthropic","protocol":"anthropic-messages","accessToken":{"file":"/x"}}`: "takes an API key",
+		`{"kind":"openai","accessToken":{}}`:                                               "needs exactly one of file and command",
+	} {
+		if _, err := config.ParseFile([]byte(`{"providers":{"p":` + in + `}}`)); err == nil || !strings.Contains(err.Error(), "providers.p") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+	missing, err := config.ParseFile([]byte(`{"providers":{"p":{"kind":"openai","accessToken":{"file":"/nonexistent/token"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := missing.Resolve(config.MapLookup(nil)); err == nil || !strings.Contains(err.Error(), "providers.p.accessToken") {
+		t.Errorf("a missing token file: %v", err)
+	}
+}

@@ -2,13 +2,13 @@ package engines
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/apikeys"
 )
 
 // Key rotation. An engine configured with several API keys (Config.APIKeys, from a
@@ -50,9 +50,9 @@ type Rest struct {
 // money (quota) will not mend by itself within a job, so it rests much longer (an
 // operator replacing it restarts the workers anyway).
 const (
-	DefaultRateLimitRest = 30 * time.Second
-	AuthRest             = 30 * time.Minute
-	QuotaRest            = 10 * time.Minute
+	DefaultRateLimitRest = apikeys.DefaultRateLimitRest
+	AuthRest             = apikeys.AuthRest
+	QuotaRest            = apikeys.QuotaRest
 )
 
 // restFor is how long a failure rests the key that got it; false when the failure
@@ -74,13 +74,7 @@ func restFor(e *Error) (time.Duration, bool) {
 
 // Fingerprint names a key in logs and in Redis without revealing it: "k-" and the
 // first 8 hex digits of its SHA-256 ("k-none" for the keyless slot).
-func Fingerprint(key string) string {
-	if key == "" {
-		return "k-none"
-	}
-	sum := sha256.Sum256([]byte(key))
-	return "k-" + hex.EncodeToString(sum[:4])
-}
+func Fingerprint(key string) string { return apikeys.Fingerprint(key) }
 
 // Options are what FromConfigWith adds to FromConfig.
 type Options struct {

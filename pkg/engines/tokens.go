@@ -4,21 +4,17 @@ import (
 	"context"
 	"net/http"
 	"sync"
+
+	"github.com/searchfleet/searchfleet/pkg/apikeys"
 )
 
 // TokenSource hands out OAuth access tokens, for engines that authenticate with one
 // instead of an API key (seed 003: Gemini through Vertex AI, OpenAI). The config layer
 // implements it (a token file, or a refresh command); the token is sent where the
 // kind sends its key, so it suits kinds that send a bearer token (gemini with
-// options.vertex, openai and the other bearer kinds).
-type TokenSource interface {
-	// Token returns the current access token, fetching a new one when the last has
-	// expired or was rejected. Its error never contains a token.
-	Token(ctx context.Context) (string, error)
-	// Rejected tells the source that the provider refused tok (401/403), so the next
-	// Token fetches a fresh one instead of handing it out again.
-	Rejected(tok string)
-}
+// options.vertex, openai and the other bearer kinds). The main-model callers take
+// the same sources (apikeys.TokenSource).
+type TokenSource = apikeys.TokenSource
 
 // tokened runs an engine with the current token of a TokenSource: the kind's engine
 // is built again (a cheap value) whenever the token changes, and a search refused for

@@ -220,7 +220,7 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 
 	// Prometheus: the spend of both processes adds up to the five searches.
 	spend, exhausted := 0.0, 0.0
-	spendRE := regexp.MustCompile(`(?m)^fleet_spend_usd_total\{engine="brave",tenant="acme"\} (\S+)$`)
+	spendRE := regexp.MustCompile(`(?m)^fleet_spend_usd_total\{kind="search",source="brave",tenant="acme"\} (\S+)$`)
 	exhaustedRE := regexp.MustCompile(`(?m)^fleet_budget_exhausted_total\{budget="usd_day",tenant="acme"\} (\S+)$`)
 	for i, url := range urls {
 		rec := httptest.NewRecorder()

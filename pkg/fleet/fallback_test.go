@@ -103,3 +103,27 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// A main-model provider with two keys, one rate limited: every job still answers in
+// its first step (the other key carries each model call at once), the limited key
+// rests once for every chat worker, and the fleet counts the rest in
+// fleet_model_key_cooldowns_total.
+func TestRateLimitedModelKeyRotatesAndIsCounted(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t, fleettest.File(func(f *config.File) {
+		p := f.Providers["sim"]
+		p.APIKey, p.APIKeys = "sim-model-one", []string{"sim-model-one", "sim-model-two"}
+		f.Providers["sim"] = p
+	}))
+	f.Sim.SetKeyFault("/v1/chat/completions", "sim-model-one", 429, time.Minute, 0)
+	for i := range 3 {
+		status, resp := f.Chat(t, fmt.Sprintf("Search the web: what is new with NATS JetStream, item %d?", i))
+		if status != 200 || !strings.Contains(fleettest.Content(resp), "[1]") {
+			t.Fatalf("%d %v", status, resp)
+		}
+	}
+	_, body, _ := f.Do(t, "GET", "/metrics", nil)
+	if !strings.Contains(string(body), `fleet_model_key_cooldowns_total{provider="sim",reason="rate_limited"} 1`) {
+		t.Errorf("metrics lack the key's rest:\n%s", grepLines(string(body), "fleet_model_key"))
+	}
+}

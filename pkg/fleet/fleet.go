@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/searchfleet/searchfleet/pkg/api"
+	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
@@ -28,6 +29,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -256,14 +258,17 @@ func (p *process) drain() {
 // runChat starts the chat role: new jobs (interactive and batch), resumes, the chat
 // role's dead letters, the max-deliveries watch and the deadline reaper.
 func (p *process) runChat(ctx context.Context) error {
-	models, err := Models(p.o.File, p.hc)
+	// Provider key cooldowns live in Redis: a key one chat worker saw refused rests
+	// for all.
+	cool := countedModelCooldowns{Cooldowns: p.store.ModelKeyCooldowns(), m: p.o.Metrics}
+	models, err := ModelsWith(p.o.File, p.hc, ModelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
 	if err != nil {
 		return err
 	}
 	env := p.env
 	w := &chat.Worker{Bus: p.bus, Store: p.store, Models: models, Tools: p.tools, Classifier: p.classify,
 		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, MaxFetches: env.MaxFetches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store}
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store, Ledger: p.store}
 	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
 		return err
 	}
@@ -430,20 +435,54 @@ func Transport() *http.Transport {
 }
 
 // Models builds the main-model callers of the config file, with the provider keys
-// config.File.Resolve filled in: llm.Client for openai-chat providers, an
-// upstream.Caller for the other protocols.
+// config.File.Resolve filled in: llm.Client for openai-chat providers (in a
+// nativechat.Caller for Kimi's and GLM's own search), an upstream.Caller for the
+// other protocols. Keys rotate, but no cooldown is remembered between calls (see
+// ModelsWith).
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
+	return ModelsWith(f, hc, ModelOptions{})
+}
+
+// ModelOptions are what ModelsWith adds to Models.
+type ModelOptions struct {
+	// Cooldowns rest the provider keys refused (state.ModelKeyCooldowns, shared by
+	// every chat worker); nil remembers nothing between calls.
+	Cooldowns apikeys.Cooldowns
+	// Log receives the one warning per refused key; nil is slog.Default().
+	Log *slog.Logger
+}
+
+// ModelsWith is Models with shared key cooldowns: each provider's models share one
+// llm.Credentials (its keys or access token), so they rotate and rest together.
+func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]chat.Model, error) {
 	out := map[string]chat.Model{}
+	creds := map[string]*llm.Credentials{}
 	for name, m := range f.Models {
 		p := f.Providers[m.Provider]
-		model := chat.Model{Provider: m.Provider, Client: llm.NewClient(m.Provider, p.BaseURL, p.APIKey, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
+		cr := creds[m.Provider]
+		if cr == nil {
+			keys := p.APIKeys
+			if len(keys) == 0 {
+				keys = []string{p.APIKey}
+			}
+			cr = llm.NewCredentials(m.Provider, keys, llm.CredentialOptions{KeyEnv: p.APIKeyEnv, Token: p.Token, Cooldowns: o.Cooldowns, Log: o.Log})
+			creds[m.Provider] = cr
+		}
+		model := chat.Model{Provider: m.Provider, Client: llm.NewClientWith(m.Provider, p.BaseURL, cr, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
+		if m.Pricing != nil {
+			model.Pricing = *m.Pricing
+		}
 		if p.Protocol != "" && p.Protocol != wire.ModelOpenAIChat {
 			api, ok := wire.ModelAPIFor(p.Protocol)
 			if !ok {
 				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
 			}
-			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name)}), p.Protocol
+			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr}), p.Protocol
+		} else if kind, ok := nativechat.KindOf(p.Kind); ok && f.NativeSearch(name) {
+			// Kimi's and GLM's own search, over their OpenAI-Chat API.
+			model.Client = nativechat.New(kind, llm.NewClientWith(m.Provider, p.BaseURL, cr, nativechat.HTTPClient(hc)))
 		}
+		model.NativeSearch = f.NativeSearch(name)
 		out[name] = model
 	}
 	return out, nil
@@ -528,6 +567,21 @@ func (c countedCooldowns) CoolDown(ctx context.Context, engine, fp string, reaso
 	first, err := c.Cooldowns.CoolDown(ctx, engine, fp, reason, d)
 	if first {
 		c.m.KeyCooldowns.WithLabelValues(engine, string(reason)).Inc()
+	}
+	return first, err
+}
+
+// countedModelCooldowns counts the provider keys the fleet puts to rest
+// (fleet_model_key_cooldowns_total), once per rest, whichever worker starts it.
+type countedModelCooldowns struct {
+	apikeys.Cooldowns
+	m *metrics.Metrics
+}
+
+func (c countedModelCooldowns) CoolDown(ctx context.Context, provider, fp string, reason apikeys.Reason, d time.Duration) (bool, error) {
+	first, err := c.Cooldowns.CoolDown(ctx, provider, fp, reason, d)
+	if first {
+		c.m.ModelKeyCooldowns.WithLabelValues(provider, string(reason)).Inc()
 	}
 	return first, err
 }

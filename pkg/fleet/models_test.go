@@ -146,3 +146,77 @@ func TestNativeSearchInJobRecord(t *testing.T) {
 		t.Errorf("trace %s", j.Trace)
 	}
 }
+
+// The protocol matrix of the README: every model `make run` lists (each model
+// protocol, with the fleet's search and with the provider's own) answers each client
+// protocol with a cited answer in that protocol's shapes — Chat url_citation
+// annotations, a Responses web_search_call item and url_citation annotations, an
+// Anthropic web_search_tool_result block and cited text.
+func TestProtocolMatrix(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	_, b, _ := f.Do(t, "GET", "/v1/models", nil)
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	json.Unmarshal(b, &list)
+	if len(list.Data) < 9 {
+		t.Fatalf("GET /v1/models lists %s", b)
+	}
+	const q = "Search the web for the latest news about NATS JetStream"
+	ac, oc := anthropicClient(f), openaiClient(f)
+	for _, m := range list.Data {
+		model := m.ID
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{
+				"model": model, "messages": []any{map[string]any{"role": "user", "content": q}}})
+			var chat map[string]any
+			if err := json.Unmarshal(body, &chat); err != nil || status != 200 {
+				t.Fatalf("chat: status %d: %s", status, body)
+			}
+			msg := chat["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+			if anns, _ := msg["annotations"].([]any); len(anns) == 0 || !strings.Contains(fleettest.Content(chat), "[1]") {
+				t.Errorf("chat: not cited: %s", body)
+			}
+
+			resp, err := oc.Responses.New(ctx(t), responses.ResponseNewParams{Model: model,
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(q)}})
+			if err != nil {
+				t.Fatalf("responses: %v", err)
+			}
+			searched, cited := false, 0
+			for _, item := range resp.Output {
+				searched = searched || item.Type == "web_search_call"
+				for _, c := range item.Content {
+					for _, a := range c.Annotations {
+						if a.Type == "url_citation" && a.URL != "" {
+							cited++
+						}
+					}
+				}
+			}
+			if !searched || cited == 0 || !strings.Contains(resp.OutputText(), "[1]") {
+				t.Errorf("responses: not a cited answer: %s", resp.RawJSON())
+			}
+
+			am, err := ac.Messages.New(ctx(t), anthropic.MessageNewParams{Model: model, MaxTokens: 500,
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(q))}})
+			if err != nil {
+				t.Fatalf("messages: %v", err)
+			}
+			results, citations := 0, 0
+			for _, blk := range am.Content {
+				if blk.Type == "web_search_tool_result" {
+					results++
+				}
+				citations += len(blk.Citations)
+			}
+			if results == 0 || citations == 0 {
+				t.Errorf("messages: not a cited answer: %s", am.RawJSON())
+			}
+		})
+	}
+}

@@ -17,17 +17,23 @@ import (
 type Client struct {
 	name    string
 	baseURL string
-	key     string // never logged, never in an error
+	creds   *Credentials // keys never logged, never in an error
 	hc      *http.Client
 }
 
 // NewClient returns a client for the provider at baseURL (".../v1"), authenticating
 // with key (may be empty for local servers).
 func NewClient(name, baseURL, key string, hc *http.Client) *Client {
+	return NewClientWith(name, baseURL, NewCredentials(name, []string{key}, CredentialOptions{}), hc)
+}
+
+// NewClientWith is NewClient with the provider's credentials: several keys rotated
+// and rested, or an access token (keys.go).
+func NewClientWith(name, baseURL string, creds *Credentials, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, hc: hc}
+	return &Client{name: name, baseURL: strings.TrimRight(baseURL, "/"), creds: creds, hc: hc}
 }
 
 // Completion is the part of a chat completion the fleet uses.
@@ -105,6 +111,17 @@ func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta))
 		}
 		body = b
 	}
+	var comp *Completion
+	err := c.creds.Try(ctx, onDelta, func(cred Credential, onDelta func(Delta)) error {
+		var err error
+		comp, err = c.complete(ctx, body, cred, onDelta)
+		return err
+	})
+	return comp, err
+}
+
+// complete makes one request with cred.
+func (c *Client) complete(ctx context.Context, body []byte, cred Credential, onDelta func(Delta)) (*Completion, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return nil, &Error{Provider: c.name, Message: "building request", Err: err}
@@ -115,8 +132,8 @@ func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta))
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
+	if cred.Value != "" {
+		req.Header.Set("Authorization", "Bearer "+cred.Value)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -225,12 +242,7 @@ func (c *Client) httpError(resp *http.Response, data []byte) *Error {
 	return e
 }
 
-func (c *Client) redact(s string) string {
-	if len(c.key) >= 4 {
-		s = strings.ReplaceAll(s, c.key, "[REDACTED]")
-	}
-	return s
-}
+func (c *Client) redact(s string) string { return c.creds.Redact(s) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

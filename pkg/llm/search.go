@@ -27,6 +27,10 @@ type SearchOptions struct {
 	Engine string `json:"engine,omitempty"`
 	// MaxUses caps this request's searches (0 = the fleet's limit).
 	MaxUses int `json:"max_uses,omitempty"`
+	// MaxCostUSD caps what this request may spend, model turns and searches together,
+	// in US dollars (0 = no cap): a search that would pass it is not made, and the
+	// model answers with what it has.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 	// Count is the number of hits per search (0 = the engine default). It comes from
 	// max_results, or from search_context_size: low 5, medium 10, high 20.
 	Count int `json:"count,omitempty"`
@@ -62,6 +66,9 @@ func (s *SearchOptions) Merge(o *SearchOptions) {
 	}
 	if o.MaxUses > 0 && (s.MaxUses == 0 || o.MaxUses < s.MaxUses) {
 		s.MaxUses = o.MaxUses
+	}
+	if o.MaxCostUSD > 0 && (s.MaxCostUSD == 0 || o.MaxCostUSD < s.MaxCostUSD) {
+		s.MaxCostUSD = o.MaxCostUSD
 	}
 	if o.Count > 0 {
 		s.Count = o.Count
@@ -116,6 +123,10 @@ func ParseSearchSettings(param string, fields map[string]json.RawMessage) (*Sear
 		case "max_uses":
 			if json.Unmarshal(v, &o.MaxUses) != nil || o.MaxUses < 1 {
 				return nil, badParam(at(k), "'%s' must be a positive integer", at(k))
+			}
+		case "max_cost_usd":
+			if json.Unmarshal(v, &o.MaxCostUSD) != nil || !(o.MaxCostUSD > 0 && o.MaxCostUSD <= 1e6) || o.MaxCostUSD < 1e-6 {
+				return nil, badParam(at(k), "'%s' must be a positive number of US dollars (at most 1000000)", at(k))
 			}
 		case "max_results", "count":
 			if json.Unmarshal(v, &o.Count) != nil || o.Count < 1 || o.Count > 50 {

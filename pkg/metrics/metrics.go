@@ -54,14 +54,20 @@ type Metrics struct {
 	// KeyCooldowns counts engine API keys put to rest after the provider refused
 	// them, by engine and reason (rate_limited, auth, quota).
 	KeyCooldowns *prometheus.CounterVec
+	// ModelKeyCooldowns counts main-model provider API keys put to rest after the
+	// provider refused them, by provider and reason (rate_limited, auth, quota).
+	ModelKeyCooldowns *prometheus.CounterVec
 	// StepsInFlight are the messages each consumer's handlers work on (lag.go).
 	StepsInFlight *prometheus.GaugeVec
 
 	queues *queueCollector // WatchQueues
-	// SpendUSD sums what paid searches cost, by tenant and engine (settled cost).
+	// SpendUSD sums what paid calls cost (settled), by tenant, kind (search, model)
+	// and source (the engine or the model). Tenants are the config's, engines and
+	// models too: the labels stay bounded.
 	SpendUSD *prometheus.CounterVec
 	// BudgetExhausted counts searches and jobs refused because a tenant's budget was
-	// used up, by tenant and budget (usd_day, usd_month, searches_day, searches_month).
+	// used up, by tenant and budget (usd_day, usd_month, searches_day, searches_month,
+	// request, batch).
 	BudgetExhausted *prometheus.CounterVec
 	// Fetches counts web_fetch calls by outcome (ok, truncated, js_shell, empty, or
 	// the error type in lower case: fetch_refused, fetch_http_error, …).
@@ -96,14 +102,30 @@ func New() *Metrics {
 	m.SearchFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_fallbacks_total", Help: "Searches handed from a failed engine to a fallback engine, by engine, fallback and reason."}, []string{"from", "to", "reason"})
 	m.KeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_engine_key_cooldowns_total", Help: "Engine API keys put to rest after the provider refused them, by engine and reason."}, []string{"engine", "reason"})
 	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
+	m.ModelKeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_model_key_cooldowns_total", Help: "Main-model provider API keys put to rest after the provider refused them, by provider and reason."}, []string{"provider", "reason"})
+	r.MustRegister(m.ModelKeyCooldowns)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.StepsInFlight, m.Citations)
-	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid searches cost, by tenant and engine."}, []string{"tenant", "engine"})
+	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid calls cost, by tenant, kind (search, model) and source (engine or model)."}, []string{"tenant", "kind", "source"})
 	m.BudgetExhausted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_budget_exhausted_total", Help: "Searches and jobs refused on a used-up tenant budget, by tenant and budget."}, []string{"tenant", "budget"})
 	r.MustRegister(m.SpendUSD, m.BudgetExhausted)
 	m.Fetches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_fetch_total", Help: "web_fetch calls by outcome."}, []string{"outcome"})
 	r.MustRegister(m.Fetches)
 	return m
+}
+
+// The kinds of paid call fleet_spend_usd_total counts.
+const (
+	SpendSearch = "search"
+	SpendModel  = "model"
+)
+
+// Spend adds usd to what tenant spent on source (an engine or a model) of kind.
+func (m *Metrics) Spend(tenant, kind, source string, usd float64) {
+	if m == nil || usd <= 0 {
+		return
+	}
+	m.SpendUSD.WithLabelValues(tenant, kind, source).Add(usd)
 }
 
 // ObserveDelivery is a bus.ConsumeOptions.Observe function.

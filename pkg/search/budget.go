@@ -7,6 +7,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -14,22 +15,28 @@ import (
 // budget is used up: the model reads it and answers with what it has.
 const BudgetExhausted = "SEARCH_BUDGET_EXHAUSTED"
 
-// reserve holds the engine's price for one search against its job's tenant's budget,
-// before the engine is paid. It returns the reservation to settle after the call, or,
-// when a budget is used up, the result the model reads instead of a search. A
-// redelivered search finds its earlier reservation and reserves nothing more. The
-// reservation is per call and engine: a call handed to a fallback engine reserves that
-// engine's price anew (the failed engine's reservation was settled to nothing).
-func (w *Worker) reserve(ctx context.Context, req Request, tenant string, eng engines.Engine) (*state.Reservation, *engines.Result, error) {
-	r, ex, err := w.Store.ReserveSpend(ctx, tenant, bus.CallKey(req.JobID, req.Hop, req.CallID)+"@"+req.Engine, engines.PriceOf(eng), w.Budgets.For(tenant), time.Now())
+// reserve holds the engine's price for one search, before the engine is paid,
+// against its job's ledger (the request's max_cost_usd), its batch's (the batch's cap)
+// and its tenant's budget (state.Store.ReserveCall). It returns the hold to settle
+// after the call, or, when a budget is used up, the result the model reads instead of
+// a search. A redelivered search finds its earlier reservation and reserves nothing
+// more. The reservation is per call and engine: a call handed to a fallback engine
+// reserves that engine's price anew (the failed engine's reservation was settled to
+// nothing).
+func (w *Worker) reserve(ctx context.Context, req Request, tenant string, eng engines.Engine) (*state.Hold, *engines.Result, error) {
+	call := bus.CallKey(req.JobID, req.Hop, req.CallID) + "@" + req.Engine
+	h, ex, err := w.Store.ReserveCall(ctx, req.JobID, tenant, call, engines.PriceOf(eng), w.Budgets.For(tenant), time.Now())
 	if err != nil || ex == nil {
-		return r, nil, err
+		return h, nil, err
 	}
 	w.count(req.Engine, "budget_exhausted")
 	if w.Metrics != nil {
 		w.Metrics.BudgetExhausted.WithLabelValues(tenant, ex.Budget).Inc()
 	}
-	detail := fmt.Sprintf("The %s is used up until %s; no search was made.", ex.Describe(), ex.Reset.Format(time.RFC3339))
+	detail := fmt.Sprintf("The %s is used up; no search was made.", ex.Describe())
+	if !ex.Reset.IsZero() {
+		detail = fmt.Sprintf("The %s is used up until %s; no search was made.", ex.Describe(), ex.Reset.Format(time.RFC3339))
+	}
 	res := engines.InvalidArgumentsResult(BudgetExhausted,
 		"the search budget is used up. Answer now from the results you already have and what you know, say that no further search could be made, and do not call web_search again.",
 		detail)
@@ -39,19 +46,19 @@ func (w *Worker) reserve(ctx context.Context, req Request, tenant string, eng en
 
 // settle moves a search's reservation to what the engine really charged: the
 // result's cost, or nothing for a call that failed (engines do not bill those).
-func (w *Worker) settle(ctx context.Context, r *state.Reservation, engine string, res *engines.Result, failed error) {
-	if r == nil {
+func (w *Worker) settle(ctx context.Context, h *state.Hold, engine string, res *engines.Result, failed error) {
+	if h == nil {
 		return
 	}
 	var u engines.Usage
 	if failed == nil && res != nil {
 		u = res.Usage
 	}
-	if err := w.Store.SettleSpend(context.WithoutCancel(ctx), r, u.CostUSD, u.Searches); err != nil {
+	if err := w.Store.SettleCall(context.WithoutCancel(ctx), h, u.CostUSD, u.Searches); err != nil {
 		// The reservation stays at the price: spend is over-counted, never under.
-		w.Log.Warn("search: settling spend", "engine", engine, "tenant", r.Tenant, "err", err)
+		w.Log.Warn("search: settling spend", "engine", engine, "job", h.JobID, "err", err)
 	}
-	if w.Metrics != nil && u.CostUSD > 0 {
-		w.Metrics.SpendUSD.WithLabelValues(r.Tenant, engine).Add(u.CostUSD)
+	if w.Metrics != nil && u.CostUSD > 0 && h.Tenant != nil {
+		w.Metrics.Spend(h.Tenant.Tenant, metrics.SpendSearch, engine, u.CostUSD)
 	}
 }

@@ -106,6 +106,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	sum := sha256.Sum256(body)
 	id := hex.EncodeToString(sum[:8])
+	if s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_kimi.go)
+		return
+	}
 	msg, finish := script(req, user, id)
 	created := time.Now().Unix()
 	usage := map[string]int{

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -29,6 +30,8 @@ type geminiRequest struct {
 		} `json:"parts"`
 	} `json:"contents"`
 	Tools []struct {
+		GoogleSearch         json.RawMessage `json:"googleSearch"`
+		GoogleSearchSnake    json.RawMessage `json:"google_search"`
 		FunctionDeclarations []struct {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
@@ -67,7 +70,7 @@ func geminiErrorBody(status int, msg string) []byte {
 
 // geminiGenerate is the scripted model as the Gemini API (POST
 // /v1beta/models/{model}:generateContent, :streamGenerateContent?alt=sse;
-// x-goog-api-key required): functionCall parts without ids (as the recorded answers
+// x-goog-api-key or a bearer access token required): functionCall parts without ids (as the recorded answers
 // have none), STOP, usageMetadata, and streamed chunks of text in CRLF-framed SSE.
 func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
@@ -79,8 +82,9 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, geminiErrorBody(http.StatusNotFound, "simulator: method "+method+" is not served"))
 		return
 	}
-	if r.Header.Get("x-goog-api-key") == "" {
-		writeError(w, http.StatusUnauthorized, geminiErrorBody(http.StatusUnauthorized, "simulator: the x-goog-api-key header is required"))
+	if r.Header.Get("x-goog-api-key") == "" && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		// An OAuth access token (Vertex AI) comes as a bearer token instead.
+		writeError(w, http.StatusUnauthorized, geminiErrorBody(http.StatusUnauthorized, "simulator: the x-goog-api-key header (or a bearer access token) is required"))
 		return
 	}
 	var req geminiRequest
@@ -90,6 +94,10 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	a, ok := s.play(w, r, body, req.chatForm(model), func(status int) []byte { return geminiErrorBody(status, "simulated model failure") })
 	if !ok {
+		return
+	}
+	if req.searches() && req.Contents[len(req.Contents)-1].Role != "model" && wantsSearch(a.user) {
+		s.geminiNative(w, method == "streamGenerateContent", model, a.id)
 		return
 	}
 	usage := map[string]int{"promptTokenCount": a.usage.InputTokens, "candidatesTokenCount": a.usage.OutputTokens, "totalTokenCount": a.usage.InputTokens + a.usage.OutputTokens}
@@ -126,6 +134,44 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	evs = append(evs, wire.Event{Data: answer(calls, "STOP")})
 	writeEvents(w, r, evs, tokenDelay(a.user))
+}
+
+// searches reports whether the request declared grounding with Google Search.
+func (req *geminiRequest) searches() bool {
+	for _, t := range req.Tools {
+		if t.GoogleSearch != nil || t.GoogleSearchSnake != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// geminiNative answers a request grounded with Google Search with the recorded
+// grounded answers: the non-streaming one (gemini-2.5-pro on Mexico City: one query,
+// four grounding chunks, seven supports over text with '°'), its text marked as
+// simulated and its segments' byte offsets moved to match; streamed, the recorded
+// stream as it was (the grounding metadata on its last chunk).
+func (s *Server) geminiNative(w http.ResponseWriter, stream bool, model, id string) {
+	s.stats.count("model_native_search", nil, id)
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(fixtures.Read("gemini/pydantic-stream-websearch-sf.sse"))
+		return
+	}
+	var resp map[string]any
+	json.Unmarshal(fixtures.Read("gemini/pydantic-generate-websearch-mexico-2.response.json"), &resp)
+	resp["responseId"], resp["modelVersion"] = "sim-"+id, model
+	c := resp["candidates"].([]any)[0].(map[string]any)
+	part := c["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)
+	part["text"] = simulatedPrefix + part["text"].(string)
+	shift := float64(len(simulatedPrefix)) // segments count UTF-8 bytes
+	for _, sp := range c["groundingMetadata"].(map[string]any)["groundingSupports"].([]any) {
+		seg := sp.(map[string]any)["segment"].(map[string]any)
+		start, _ := seg["startIndex"].(float64) // absent when 0
+		seg["startIndex"], seg["endIndex"] = start+shift, seg["endIndex"].(float64)+shift
+	}
+	b, _ := json.Marshal(resp)
+	writeJSON(w, b)
 }
 
 // chatForm renders the request in the Chat form the script reads: model turns as

@@ -1,9 +1,12 @@
 package simulator
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -38,6 +41,10 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if req.Search != nil && creq.Messages[len(creq.Messages)-1].Role == "user" && wantsSearch(a.user) {
+		s.responsesNative(w, req, a.id)
+		return
+	}
 	resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return id })
 	if !req.Stream {
 		b, _ := wire.Responses.EncodeResponse(resp)
@@ -46,4 +53,43 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	st := wire.Responses.NewStream()
 	writeEvents(w, r, streamEvents(st, resp), tokenDelay(a.user))
+}
+
+// simulatedPrefix marks the text of a recorded answer the simulator replays.
+const simulatedPrefix = "(simulated answer) "
+
+// responsesNative answers a request that declared OpenAI's own web_search tool with
+// the recorded native-search answers: the non-streaming one (gpt-5-mini: web_search_call
+// items that search, open a page and find in it, ten url_citation annotations over
+// non-ASCII text), its text marked as simulated and its annotations moved to match;
+// streamed, the recorded gpt-5.2 event stream as it was (two searches, one citation
+// announced by response.output_text.annotation.added).
+func (s *Server) responsesNative(w http.ResponseWriter, req *wire.Request, id string) {
+	s.stats.count("model_native_search", nil, id)
+	if req.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(fixtures.Read("openai/pydantic-responses-raw-annotations-stream.sse"))
+		return
+	}
+	var resp map[string]any
+	json.Unmarshal(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"), &resp)
+	resp["id"], resp["model"] = "resp_sim_"+id, req.Model
+	shift := float64(utf8.RuneCountInString(simulatedPrefix)) // annotations count code points
+	for _, it := range resp["output"].([]any) {
+		item := it.(map[string]any)
+		if item["type"] != "message" {
+			continue
+		}
+		for _, c := range item["content"].([]any) {
+			part := c.(map[string]any)
+			part["text"] = simulatedPrefix + part["text"].(string)
+			for _, a := range part["annotations"].([]any) {
+				an := a.(map[string]any)
+				an["start_index"], an["end_index"] = an["start_index"].(float64)+shift, an["end_index"].(float64)+shift
+			}
+		}
+		break
+	}
+	b, _ := json.Marshal(resp)
+	writeJSON(w, b)
 }

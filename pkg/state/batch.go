@@ -354,15 +354,21 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string, end BatchEnd
 	return n == 1, nil
 }
 
-// SetBatchWebhook records the state of a batch's callback delivery ("pending",
-// "skipped", "delivered", "failed", "disabled"). A batch that is gone is left gone.
-func (s *Store) SetBatchWebhook(ctx context.Context, id, status string) error {
-	k := s.K.Batch(id)
-	n, err := s.r.Exists(ctx, k).Result()
-	if err != nil || n == 0 {
-		return err
+// SetBatchWebhook moves a batch's callback delivery state ("pending", "skipped",
+// "delivered", "failed", "disabled") to "to" if it is now one of from (any state when
+// from is empty), atomically, as SetWebhookStatus does for a job: a delivery that
+// settles before the finalizer has recorded "pending" is not overwritten by it. A
+// batch that is gone is left gone.
+func (s *Store) SetBatchWebhook(ctx context.Context, id, to string, from ...string) error {
+	argv := make([]any, 0, 1+len(from))
+	argv = append(argv, to)
+	for _, f := range from {
+		argv = append(argv, f)
 	}
-	return s.r.HSet(ctx, k, "webhook", status).Err()
+	if err := setWebhookStatus.Run(ctx, s.r, []string{s.K.Batch(id)}, argv...).Err(); err != nil {
+		return fmt.Errorf("state: setting batch webhook status: %w", err)
+	}
+	return nil
 }
 
 // ActiveBatches lists the batches that have not ended.

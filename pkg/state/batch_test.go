@@ -163,6 +163,24 @@ func TestBatchWebhook(t *testing.T) {
 	if got, _ := s.GetBatch(ctx, b.ID); got.Webhook != "delivered" {
 		t.Errorf("webhook %q", got.Webhook)
 	}
+	// The finalizer records "pending" after queueing the delivery; a delivery that
+	// settled first keeps its outcome, and a failure does not replace a delivery.
+	if err := s.SetBatchWebhook(ctx, b.ID, "pending", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetBatchWebhook(ctx, b.ID, "failed", "", "pending"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetBatch(ctx, b.ID); got.Webhook != "delivered" {
+		t.Errorf("webhook %q after a late pending and failed, want delivered", got.Webhook)
+	}
+	fresh := newBatch(t, s, "acme", 1)
+	if err := s.SetBatchWebhook(ctx, fresh.ID, "pending", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetBatch(ctx, fresh.ID); got.Webhook != "pending" {
+		t.Errorf("webhook %q, want pending", got.Webhook)
+	}
 	if err := s.SetBatchWebhook(ctx, "batch_gone", "failed"); err != nil {
 		t.Fatal(err)
 	}

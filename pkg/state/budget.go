@@ -66,13 +66,19 @@ type Exhausted struct {
 	// Limit is the budget's size, in USD or searches.
 	Limit float64
 	// Reset is when the budget's period ends (UTC midnight, or the first of the next
-	// month).
+	// month); zero for a request's or batch's cap, which never resets.
 	Reset time.Time
 }
 
 // Describe names the budget in words a client or model can act on: "daily search
 // budget of $0.05".
 func (e *Exhausted) Describe() string {
+	switch e.Budget {
+	case BudgetRequest:
+		return fmt.Sprintf("request's spending cap (max_cost_usd) of $%s", strconv.FormatFloat(e.Limit, 'f', -1, 64))
+	case BudgetBatch:
+		return fmt.Sprintf("batch's spending cap (metadata.max_cost_usd) of $%s", strconv.FormatFloat(e.Limit, 'f', -1, 64))
+	}
 	period := "daily"
 	if e.Budget == BudgetUSDMonth || e.Budget == BudgetSearchesMonth {
 		period = "monthly"

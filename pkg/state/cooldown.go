@@ -7,12 +7,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 )
 
-// The Store is the fleet's engines.Cooldowns: a resting key is a Redis key with a TTL
-// (Keys.KeyCooldown), so a key one worker saw refused rests for all of them.
-var _ engines.Cooldowns = (*Store)(nil)
+// Key cooldowns. A resting key is a Redis key with a TTL whose value is why it rests,
+// so a key one worker saw refused rests for all of them. The Store is the engines'
+// Cooldowns (Keys.KeyCooldown, per engine); ModelKeyCooldowns is the main models'
+// (Keys.ModelKeyCooldown, per provider): both run the same two operations below.
+var (
+	_ engines.Cooldowns = (*Store)(nil)
+	_ apikeys.Cooldowns = ModelKeyCooldowns{}
+)
 
 // coolDown rests a key: KEYS[1] the key's cooldown; ARGV[1] reason; ARGV[2] ms. A
 // longer rest already running is kept. Returns 1 when the key was usable before.
@@ -28,22 +34,59 @@ return 1
 // longer rest; it reports whether the key was usable before (exactly one of several
 // concurrent callers sees true).
 func (s *Store) CoolDown(ctx context.Context, engine, fp string, reason engines.ErrorKind, d time.Duration) (bool, error) {
+	return s.coolDownKey(ctx, s.K.KeyCooldown(engine, fp), string(reason), d)
+}
+
+// Resting returns how long each of engine's keys fps still rests, and why, in one
+// round trip.
+func (s *Store) Resting(ctx context.Context, engine string, fps []string) ([]engines.Rest, error) {
+	rests, err := s.resting(ctx, fps, func(fp string) string { return s.K.KeyCooldown(engine, fp) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engines.Rest, len(rests))
+	for i, r := range rests {
+		out[i] = engines.Rest{Left: r.Left, Reason: engines.ErrorKind(r.Reason)}
+	}
+	return out, nil
+}
+
+// ModelKeyCooldowns are the main-model providers' key cooldowns (apikeys.Cooldowns,
+// scoped by provider name), kept apart from the engines' so that an engine and a
+// provider of one name never share a rest.
+type ModelKeyCooldowns struct{ s *Store }
+
+// ModelKeyCooldowns returns the main models' key cooldowns in this store.
+func (s *Store) ModelKeyCooldowns() ModelKeyCooldowns { return ModelKeyCooldowns{s: s} }
+
+// CoolDown rests the key fp of provider for d (see Store.CoolDown).
+func (m ModelKeyCooldowns) CoolDown(ctx context.Context, provider, fp string, reason apikeys.Reason, d time.Duration) (bool, error) {
+	return m.s.coolDownKey(ctx, m.s.K.ModelKeyCooldown(provider, fp), string(reason), d)
+}
+
+// Resting returns how long each of provider's keys fps still rests (see
+// Store.Resting).
+func (m ModelKeyCooldowns) Resting(ctx context.Context, provider string, fps []string) ([]apikeys.Rest, error) {
+	return m.s.resting(ctx, fps, func(fp string) string { return m.s.K.ModelKeyCooldown(provider, fp) })
+}
+
+// coolDownKey rests the cooldown key k for d because of reason.
+func (s *Store) coolDownKey(ctx context.Context, k, reason string, d time.Duration) (bool, error) {
 	ms := max(d.Milliseconds(), 1)
-	n, err := coolDown.Run(ctx, s.r, []string{s.K.KeyCooldown(engine, fp)}, string(reason), ms).Int()
+	n, err := coolDown.Run(ctx, s.r, []string{k}, reason, ms).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: key cooldown: %w", err)
 	}
 	return n == 1, nil
 }
 
-// Resting returns how long each of engine's keys fps still rests, and why, in one
-// round trip.
-func (s *Store) Resting(ctx context.Context, engine string, fps []string) ([]engines.Rest, error) {
+// resting reads the rests of fps, whose cooldown keys key names, in one round trip.
+func (s *Store) resting(ctx context.Context, fps []string, key func(fp string) string) ([]apikeys.Rest, error) {
 	ttls := make([]*redis.DurationCmd, len(fps))
 	vals := make([]*redis.StringCmd, len(fps))
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, fp := range fps {
-			k := s.K.KeyCooldown(engine, fp)
+			k := key(fp)
 			vals[i], ttls[i] = p.Get(ctx, k), p.PTTL(ctx, k)
 		}
 		return nil
@@ -51,10 +94,10 @@ func (s *Store) Resting(ctx context.Context, engine string, fps []string) ([]eng
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("state: key cooldowns: %w", err)
 	}
-	out := make([]engines.Rest, len(fps))
+	out := make([]apikeys.Rest, len(fps))
 	for i := range fps {
 		if left := ttls[i].Val(); left > 0 {
-			out[i] = engines.Rest{Left: left, Reason: engines.ErrorKind(vals[i].Val())}
+			out[i] = apikeys.Rest{Left: left, Reason: apikeys.Reason(vals[i].Val())}
 		}
 	}
 	return out, nil

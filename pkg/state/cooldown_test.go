@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -72,6 +73,34 @@ func TestKeyCooldowns(t *testing.T) {
 			t.Fatal("a 50 ms rest did not end")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The main models' key cooldowns work as the engines' but apart from them: a provider
+// key resting never makes the engine of the same name and fingerprint rest, nor back.
+func TestModelKeyCooldownsApartFromEngines(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	m := s.ModelKeyCooldowns()
+	ctx := context.Background()
+	fps := []string{apikeys.Fingerprint("a"), apikeys.Fingerprint("b")}
+	first, err := m.CoolDown(ctx, "gemini", fps[0], apikeys.Quota, time.Minute)
+	if err != nil || !first {
+		t.Fatalf("first rest: %v, %v", first, err)
+	}
+	if again, _ := m.CoolDown(ctx, "gemini", fps[0], apikeys.RateLimited, time.Second); again {
+		t.Fatal("a resting key was reported usable")
+	}
+	rests, err := m.Resting(ctx, "gemini", fps)
+	if err != nil || rests[0].Reason != apikeys.Quota || rests[0].Left <= 30*time.Second || rests[1].Left != 0 {
+		t.Fatalf("rests = %+v, %v; want key a resting a minute for quota", rests, err)
+	}
+	if er, _ := s.Resting(ctx, "gemini", fps[:1]); er[0].Left != 0 {
+		t.Fatalf("the provider's rest leaked to the engine of its name: %+v", er[0])
+	}
+	s.CoolDown(ctx, "gemini", fps[1], engines.Auth, time.Minute)
+	if rests, _ = m.Resting(ctx, "gemini", fps); rests[1].Left != 0 {
+		t.Fatalf("the engine's rest leaked to the provider of its name: %+v", rests[1])
 	}
 }
 

@@ -139,6 +139,13 @@ func (k Keys) KeyCooldown(engine, fp string) string {
 	return k.prefix + ":keyrest:{" + engine + "}:" + fp
 }
 
+// ModelKeyCooldown is one main-model provider API key's rest, shaped as KeyCooldown
+// but apart from the engines' ("modelkeyrest"), so a provider and an engine of one
+// name never share a rest.
+func (k Keys) ModelKeyCooldown(provider, fp string) string {
+	return k.prefix + ":modelkeyrest:{" + provider + "}:" + fp
+}
+
 // SearchFallback is the engine fallback state of one call (a hash): the engine that
 // now runs it and the engines that failed it, so a redelivered message of an engine
 // that already failed hands the call on instead of paying that engine again.
@@ -160,6 +167,15 @@ func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) 
 // SpendCalls maps each call reserved against a tenant's day to what it holds
 // ("micros:searches"), so a redelivered search never reserves twice.
 func (k Keys) SpendCalls(tenant, day string) string { return k.budget(tenant) + ":c:" + day }
+
+// JobSpend is one job's spend ledger (a hash): "usd" in micro-dollars (model turns
+// and searches, reservations included), "cap" the request's max_cost_usd, and per
+// paid call "r:<call>" what it holds, so a redelivered call is never counted twice.
+func (k Keys) JobSpend(id string) string { return k.job(id) + ":spend" }
+
+// BatchSpend is a batch's spend ledger, shaped as JobSpend; "cap" is the batch's
+// metadata.max_cost_usd.
+func (k Keys) BatchSpend(id string) string { return k.Batch(id) + ":spend" }
 
 // SearchRecord is a job's recorded search results by content address (a hash:
 // search.Address → the normalized result), kept for the job's retention: a replay of

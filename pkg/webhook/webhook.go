@@ -416,21 +416,21 @@ func (s *Service) post(ctx context.Context, m bus.WebhookDelivery, secret string
 }
 
 // settle records a delivery's outcome: the job's webhook status and event, or the
-// batch's webhook status. For a job, "failed" and "disabled" only replace "pending"
-// (or nothing): a delivered webhook stays delivered.
+// batch's webhook status. "failed" and "disabled" only replace "pending" (or
+// nothing): a delivered webhook stays delivered.
 func (s *Service) settle(ctx context.Context, m bus.WebhookDelivery, status, reason string) error {
+	from := []string{"", StatusPending}
+	if status == StatusDelivered {
+		from = append(from, StatusFailed)
+	}
 	if m.JobID == "" {
 		if m.BatchID == "" {
 			return nil
 		}
-		if err := s.Store.SetBatchWebhook(ctx, m.BatchID, status); err != nil {
+		if err := s.Store.SetBatchWebhook(ctx, m.BatchID, status, from...); err != nil {
 			return fmt.Errorf("webhook %s: recording %s: %w", m.ID, status, err)
 		}
 		return nil
-	}
-	from := []string{"", StatusPending}
-	if status == StatusDelivered {
-		from = append(from, StatusFailed)
 	}
 	now, changed, err := s.Store.SetWebhookStatus(ctx, m.JobID, status, from...)
 	if err != nil {

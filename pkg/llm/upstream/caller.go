@@ -28,7 +28,7 @@ type Caller struct {
 	api     wire.ModelAPI
 	name    string
 	baseURL string
-	key     string // never logged, never in an error
+	creds   *llm.Credentials // keys never logged, never in an error
 	hc      *http.Client
 	opts    Options
 }
@@ -40,6 +40,9 @@ type Options struct {
 	// tool in its place, and the searches it runs come back in the answer's
 	// llm.NativeKey report (with their cost), its citations as [n] markers.
 	NativeSearch bool
+	// Credentials, when set, replace New's key: several keys rotated and rested, or
+	// an access token (llm.Credentials).
+	Credentials *llm.Credentials
 }
 
 var _ llm.Caller = (*Caller)(nil)
@@ -51,7 +54,11 @@ func New(api wire.ModelAPI, name, baseURL, key string, hc *http.Client, opts Opt
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Caller{api: api, name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, hc: hc, opts: opts}
+	creds := opts.Credentials
+	if creds == nil {
+		creds = llm.NewCredentials(name, []string{key}, llm.CredentialOptions{})
+	}
+	return &Caller{api: api, name: name, baseURL: strings.TrimRight(baseURL, "/"), creds: creds, hc: hc, opts: opts}
 }
 
 // Protocol returns the protocol the caller speaks.
@@ -99,8 +106,33 @@ func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Del
 const maxContinuations = 4
 
 // call posts one request and reads its answer; raw is the answer's body when it was
-// read whole (nil when streamed).
+// read whole (nil when streamed). A request refused for its key is made again with
+// the provider's next key (llm.Credentials).
 func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
+	var answer *wire.Response
+	var raw []byte
+	err := c.creds.Try(ctx, onDelta, func(cred llm.Credential, onDelta func(llm.Delta)) error {
+		var err error
+		answer, raw, err = c.callWith(ctx, cred, model, out, stream, onDelta)
+		return err
+	})
+	return answer, raw, err
+}
+
+// authorize sets the headers that carry cred: the protocol's own for a key; for an
+// access token a bearer token (Gemini's OAuth form, where its key would go in
+// x-goog-api-key; Anthropic takes no OAuth token, so it keeps x-api-key).
+func (c *Caller) authorize(h http.Header, cred llm.Credential) {
+	if cred.Token && c.api.Protocol() == wire.Gemini {
+		c.api.Authorize(h, "")
+		h.Set("Authorization", "Bearer "+cred.Value)
+		return
+	}
+	c.api.Authorize(h, cred.Value)
+}
+
+// callWith makes one request with cred.
+func (c *Caller) callWith(ctx context.Context, cred llm.Credential, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(model, stream), bytes.NewReader(out))
 	if err != nil {
 		return nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
@@ -111,7 +143,7 @@ func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool
 	} else {
 		hr.Header.Set("Accept", "application/json")
 	}
-	c.api.Authorize(hr.Header, c.key)
+	c.authorize(hr.Header, cred)
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -148,15 +180,19 @@ func (c *Caller) searchTool(req *wire.Request) {
 	if !c.opts.NativeSearch {
 		return
 	}
-	kept := req.Tools[:0]
+	var kept []wire.Tool
+	var search *llm.SearchOptions
 	for _, t := range req.Tools {
 		if intent.IsWebSearchCall(t.Name) {
-			req.Search = &llm.SearchOptions{Requested: true}
+			search = &llm.SearchOptions{Requested: true}
 			continue
 		}
 		kept = append(kept, t)
 	}
-	req.Tools = kept
+	if f, ok := c.api.(wire.SearchFitter); ok && search != nil && !f.NativeSearchFits(&wire.Request{Tools: kept, Search: search}, req.Model) {
+		return // the provider's search cannot go with this request: the fleet's runs
+	}
+	req.Tools, req.Search = kept, search
 	if tc := req.ToolChoice; tc != nil && tc.Mode == "tool" && intent.IsWebSearchCall(tc.Name) {
 		req.ToolChoice = nil
 	}
@@ -252,12 +288,7 @@ func isEventStream(contentType string) bool {
 	return mt == "text/event-stream"
 }
 
-func (c *Caller) redact(s string) string {
-	if len(c.key) >= 4 {
-		s = strings.ReplaceAll(s, c.key, "[REDACTED]")
-	}
-	return s
-}
+func (c *Caller) redact(s string) string { return c.creds.Redact(s) }
 
 func clip(s string, n int) string {
 	if len(s) <= n {

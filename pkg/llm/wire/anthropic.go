@@ -477,9 +477,9 @@ func tail(s string, n int) string {
 }
 
 func anthropicUsage(r *Response) map[string]any {
-	return map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
+	return withSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
 		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches, "web_fetch_requests": r.Usage.WebFetches}, "service_tier": "standard"}
+		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches, "web_fetch_requests": r.Usage.WebFetches}, "service_tier": "standard"}, r.Usage)
 }
 
 // anthropicFetchHistory reads an earlier turn's web_fetch_tool_result block: the page

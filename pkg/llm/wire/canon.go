@@ -243,6 +243,27 @@ type Usage struct {
 	// WebFetches the pages fetched.
 	WebSearches int
 	WebFetches  int
+	// Spend is what the job spent (nil until it completed): every protocol reports
+	// it as usage.searchfleet.
+	Spend *Spend
+}
+
+// Spend is a job's searches and what they and its model turns cost, in US dollars.
+type Spend struct {
+	Searches      int     `json:"searches"`
+	SearchCostUSD float64 `json:"search_cost_usd"`
+	ModelCostUSD  float64 `json:"model_cost_usd"`
+	CostUSD       float64 `json:"cost_usd"`
+}
+
+// withSpend adds usage.searchfleet to a protocol's usage object when the job's spend
+// is known. The SDKs keep unknown usage fields (openai-go in JSON.ExtraFields,
+// anthropic-sdk-go likewise), so clients read it without a custom type.
+func withSpend(usage map[string]any, u Usage) map[string]any {
+	if u.Spend != nil {
+		usage["searchfleet"] = u.Spend
+	}
+	return usage
 }
 
 // Response is an answer in canonical form.

@@ -356,7 +356,10 @@ type chatCompletion struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage       llm.Usage `json:"usage"`
+	Usage struct {
+		llm.Usage
+		Searchfleet *Spend `json:"searchfleet"`
+	} `json:"usage"`
 	Searchfleet *struct {
 		JobID   string `json:"job_id"`
 		Sources []struct {
@@ -381,7 +384,7 @@ func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
 	}
 	ch := c.Choices[0]
 	r := &Response{ID: c.ID, Model: c.Model, Status: StatusCompleted, Stop: chatStops[ch.FinishReason],
-		Usage: Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}}
+		Usage: Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens, Spend: c.Usage.Searchfleet}}
 	if r.Stop == "" {
 		r.Stop = StopEndTurn
 	}
@@ -419,7 +422,7 @@ func (chatCodec) EncodeResponse(r *Response) ([]byte, error) {
 	out := map[string]any{
 		"id": r.ID, "object": "chat.completion", "created": r.Created.Unix(), "model": r.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
-		"usage":   map[string]int{"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens, "total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens},
+		"usage":   chatUsage(r.Usage),
 	}
 	if ext := extension(r); ext != nil {
 		out["searchfleet"] = ext
@@ -462,6 +465,11 @@ func chatMessageOf(r *Response) (map[string]any, string) {
 		}
 	}
 	return msg, finish
+}
+
+// chatUsage is a Chat answer's usage, with the job's spend as usage.searchfleet.
+func chatUsage(u Usage) map[string]any {
+	return withSpend(map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}, u)
 }
 
 // extension is the fleet's own top-level field of an answer ("searchfleet"): the job,
@@ -598,7 +606,7 @@ func (s *chatStream) Finish(r *Response) []Event {
 	evs = append(evs, s.chunk(final, finish))
 	if s.includeUsage {
 		b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model, "choices": []any{},
-			"usage": map[string]int{"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens, "total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens}})
+			"usage": chatUsage(r.Usage)})
 		evs = append(evs, Event{Data: b})
 	}
 	return append(evs, Event{Data: []byte("[DONE]")})

@@ -38,6 +38,13 @@ type Continuer interface {
 	Continue(request, answer []byte) (next []byte, paused bool)
 }
 
+// SearchFitter is a ModelAPI whose own search cannot go with every request.
+type SearchFitter interface {
+	// NativeSearchFits reports whether r (its Search set, the fleet's web_search tool
+	// taken out) may go to model with the provider's own search.
+	NativeSearchFits(r *Request, model string) bool
+}
+
 // Join returns the answer r continued by more (a resumed paused answer): the content
 // of both in order, the usage of both, more's stop reason.
 func (r *Response) Join(more *Response) *Response {
@@ -84,8 +91,13 @@ func ModelAPIFor(name string) (ModelAPI, bool) {
 }
 
 // nativeSearchPriceUSD is the list price of one search a model runs itself, per
-// protocol whose native search the fleet forwards (Anthropic: $10 per 1,000).
-var nativeSearchPriceUSD = map[Protocol]float64{AnthropicMessages: 0.01}
+// protocol whose native search the fleet forwards: Anthropic web search $10 per 1,000
+// searches (docs.anthropic.com, web search tool pricing); OpenAI's web_search tool $10
+// per 1,000 calls (openai.com/api/pricing, built-in tools: web search for reasoning and
+// GPT-5 models); Gemini grounding with Google Search $35 per 1,000 grounded prompts
+// (ai.google.dev/gemini-api/docs/pricing, 2.x Flash and Pro paid tier; one request per
+// answer that searched — Gemini 3 bills $14 per 1,000 queries instead, not modelled).
+var nativeSearchPriceUSD = map[Protocol]float64{AnthropicMessages: 0.01, OpenAIResponses: 0.01, Gemini: 0.035}
 
 // NativeSearchPrice returns the price of one native search of protocol p; false when
 // the fleet cannot forward p's native search.

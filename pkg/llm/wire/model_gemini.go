@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
@@ -140,6 +141,13 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if r.System != "" {
 		out["systemInstruction"] = map[string]any{"parts": []any{map[string]string{"text": r.System}}}
 	}
+	var tools []any
+	if r.Search != nil {
+		// The provider's own search: grounding with Google Search (its settings have no
+		// counterpart in the tool).
+		tools = append(tools, map[string]any{"googleSearch": map[string]any{}})
+		out["tools"] = tools
+	}
 	if len(r.Tools) > 0 {
 		decls := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
@@ -152,7 +160,7 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			}
 			decls = append(decls, d)
 		}
-		out["tools"] = []any{map[string]any{"functionDeclarations": decls}}
+		out["tools"] = append(tools, map[string]any{"functionDeclarations": decls})
 		if tc := r.ToolChoice; tc != nil {
 			cfg := map[string]any{"mode": "AUTO"}
 			switch tc.Mode {
@@ -189,6 +197,13 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// NativeSearchFits reports whether grounding with Google Search can go with r: only
+// without function tools (Gemini 2.x refuses the two together — "Multiple tools are
+// supported only when they are all search tools" — and Gemini 3 takes them only with
+// server-side tool invocations, which the fleet does not replay), so a request with
+// the client's tools keeps the fleet's web_search instead.
+func (geminiModel) NativeSearchFits(r *Request, _ string) bool { return len(r.Tools) == 0 }
+
 // geminiImage renders an image: inlineData for base64 and data: URLs, fileData for
 // other URLs.
 func geminiImage(im *Image) map[string]any {
@@ -205,8 +220,8 @@ type geminiAnswer struct {
 		Content struct {
 			Parts []geminiPart `json:"parts"`
 		} `json:"content"`
-		FinishReason      string          `json:"finishReason"`
-		GroundingMetadata json.RawMessage `json:"groundingMetadata"`
+		FinishReason      string           `json:"finishReason"`
+		GroundingMetadata *geminiGrounding `json:"groundingMetadata"`
 	} `json:"candidates"`
 	PromptFeedback *struct {
 		BlockReason string `json:"blockReason"`
@@ -230,6 +245,42 @@ type geminiPart struct {
 		Name string          `json:"name"`
 		Args json.RawMessage `json:"args"`
 	} `json:"functionCall"`
+}
+
+// geminiGrounding is a candidate's groundingMetadata: the queries Google Search ran,
+// the pages the answer was grounded on, and which segment of the text each supports.
+type geminiGrounding struct {
+	WebSearchQueries []string `json:"webSearchQueries"`
+	GroundingChunks  []struct {
+		Web *struct {
+			URI   string `json:"uri"`
+			Title string `json:"title"`
+		} `json:"web"`
+	} `json:"groundingChunks"`
+	GroundingSupports []struct {
+		Segment struct {
+			// PartIndex names the part the offsets count in; StartIndex and EndIndex
+			// are byte offsets of the segment in that part's text (UTF-8).
+			PartIndex  int `json:"partIndex"`
+			StartIndex int `json:"startIndex"`
+			EndIndex   int `json:"endIndex"`
+		} `json:"segment"`
+		GroundingChunkIndices []int `json:"groundingChunkIndices"`
+	} `json:"groundingSupports"`
+}
+
+// merge folds a later chunk's grounding metadata into g: each field it carries
+// replaces the earlier one (a stream sends the metadata whole, on its last chunks).
+func (g *geminiGrounding) merge(o *geminiGrounding) {
+	if len(o.WebSearchQueries) > 0 {
+		g.WebSearchQueries = o.WebSearchQueries
+	}
+	if len(o.GroundingChunks) > 0 {
+		g.GroundingChunks = o.GroundingChunks
+	}
+	if len(o.GroundingSupports) > 0 {
+		g.GroundingSupports = o.GroundingSupports
+	}
 }
 
 type geminiErrorBody struct {
@@ -269,6 +320,10 @@ type geminiAccumulator struct {
 	parts             []geminiPart
 	input, output     int
 	chunks            int
+	grounding         geminiGrounding
+	// partBase is the byte offset at which each part of the first chunk starts in
+	// the answer's text: where a grounding segment's partIndex points.
+	partBase []int
 }
 
 // add merges a chunk and returns the text it adds.
@@ -294,7 +349,14 @@ func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 		if c.FinishReason != "" {
 			acc.finish = c.FinishReason
 		}
+		if c.GroundingMetadata != nil {
+			acc.grounding.merge(c.GroundingMetadata)
+		}
+		base := acc.textLen()
 		for _, p := range c.Content.Parts {
+			if acc.chunks == 1 {
+				acc.partBase = append(acc.partBase, base+text.Len())
+			}
 			if p.Thought {
 				continue
 			}
@@ -314,6 +376,15 @@ func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 		}
 	}
 	return text.String()
+}
+
+// textLen is the byte length of the answer's text so far.
+func (acc *geminiAccumulator) textLen() int {
+	n := 0
+	for _, p := range acc.parts {
+		n += len(p.Text)
+	}
+	return n
 }
 
 func (acc *geminiAccumulator) response() *Response {
@@ -337,7 +408,77 @@ func (acc *geminiAccumulator) response() *Response {
 		}
 		r.Content = append(r.Content, Part{Kind: PartText, Text: p.Text})
 	}
+	acc.ground(r)
 	return r
+}
+
+// ground adds an answer's Google Search grounding: a server call per query the search
+// ran (each listing the pages the answer was grounded on: Gemini does not say which
+// query found which page), before the text; a citation of each page a segment cites,
+// at the segment's end; one billed request for the answer (Gemini bills the grounded
+// prompt, not its queries).
+func (acc *geminiAccumulator) ground(r *Response) {
+	g := &acc.grounding
+	var pages []Source
+	for _, c := range g.GroundingChunks {
+		if c.Web != nil && c.Web.URI != "" {
+			pages = append(pages, Source{URL: c.Web.URI, Title: c.Web.Title})
+		}
+	}
+	var searches []Part
+	for i, q := range g.WebSearchQueries {
+		if q == "" {
+			continue
+		}
+		id := fmt.Sprintf("gsearch_%s_%d", acc.id, i)
+		searches = append(searches, Part{Kind: PartServerCall, Server: &ServerCall{ID: id, Name: "web_search", Query: q}},
+			Part{Kind: PartServerResult, Search: &SearchResult{CallID: id, Sources: pages}})
+	}
+	if len(searches) > 0 {
+		r.Usage.WebSearches = 1
+		r.Content = append(searches, r.Content...)
+	}
+	for _, s := range g.GroundingSupports {
+		end := s.Segment.EndIndex
+		if i := s.Segment.PartIndex; i > 0 && i < len(acc.partBase) {
+			end += acc.partBase[i]
+		}
+		p, at := textAt(r.Content, end)
+		if p == nil {
+			continue
+		}
+		for _, k := range s.GroundingChunkIndices {
+			if k < 0 || k >= len(g.GroundingChunks) || g.GroundingChunks[k].Web == nil {
+				continue
+			}
+			w := g.GroundingChunks[k].Web
+			p.Citations = append(p.Citations, Citation{URL: w.URI, Title: w.Title, Start: at, End: at})
+		}
+	}
+}
+
+// textAt finds byte offset off of the text of parts (their text parts in order): the
+// part it falls in and its code point offset there (a byte inside a character counts
+// as the character's end). nil when off is past the text.
+func textAt(parts []Part, off int) (*Part, int) {
+	if off < 0 {
+		return nil, 0
+	}
+	for i := range parts {
+		p := &parts[i]
+		if p.Kind != PartText {
+			continue
+		}
+		if off > len(p.Text) {
+			off -= len(p.Text)
+			continue
+		}
+		for off < len(p.Text) && !utf8.RuneStart(p.Text[off]) {
+			off++
+		}
+		return p, utf8.RuneCountInString(p.Text[:off])
+	}
+	return nil, 0
 }
 
 // geminiCallID names a function call that came without an id: unique within the
@@ -390,7 +531,10 @@ func (geminiModel) NewStreamDecoder() StreamDecoder { return &geminiDecoder{} }
 
 // geminiDecoder reads a streamGenerateContent?alt=sse stream: each event is a
 // GenerateContentResponse chunk whose text parts continue the answer; the last
-// carries the finish reason (and, with search, the grounding metadata).
+// carries the finish reason (and, with search, the grounding metadata). The text is
+// passed on as it comes, nothing held back: the grounding that places the [n] markers
+// arrives only with the last chunk, so the markers are in the finished answer
+// (Response), not in the streamed text.
 type geminiDecoder struct {
 	acc geminiAccumulator
 }

@@ -71,8 +71,15 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		return nil, Invalid("input", "the conversation has no content for the model")
 	}
 	out["input"] = input
+	var tools []any
+	if o := r.Search; o != nil {
+		// The provider's own search: its web_search tool, asked to list the pages each
+		// search found (the job's trace shows them).
+		tools = append(tools, responsesSearchTool(o))
+		out["include"] = []string{"web_search_call.action.sources"}
+		out["tools"] = tools
+	}
 	if len(r.Tools) > 0 {
-		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
 			// Responses function tools are strict unless told otherwise, and a strict
 			// schema must list every property as required: only the client may ask.
@@ -113,6 +120,22 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		out["stream"] = true
 	}
 	return json.Marshal(out)
+}
+
+// responsesSearchTool is OpenAI's web_search tool with a request's settings: allowed
+// domains as its filters, the country as an approximate user_location, the context size.
+func responsesSearchTool(o *llm.SearchOptions) map[string]any {
+	t := map[string]any{"type": "web_search"}
+	if len(o.AllowedDomains) > 0 {
+		t["filters"] = map[string]any{"allowed_domains": o.AllowedDomains}
+	}
+	if o.Country != "" {
+		t["user_location"] = map[string]string{"type": "approximate", "country": o.Country}
+	}
+	if o.ContextSize != "" {
+		t["search_context_size"] = o.ContextSize
+	}
+	return t
 }
 
 // responsesInputContent renders a message's text and images: a string when it is
@@ -189,36 +212,49 @@ type responsesAnswer struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Output []struct {
-		Type      string `json:"type"`
-		ID        string `json:"id"`
-		CallID    string `json:"call_id"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-		Content   []struct {
-			Type        string `json:"type"`
-			Text        string `json:"text"`
-			Refusal     string `json:"refusal"`
-			Annotations []struct {
-				Type       string `json:"type"`
-				URL        string `json:"url"`
-				Title      string `json:"title"`
-				StartIndex int    `json:"start_index"`
-				EndIndex   int    `json:"end_index"`
-			} `json:"annotations"`
-		} `json:"content"`
-		Action *struct {
-			Type    string `json:"type"`
-			Query   string `json:"query"`
-			Sources []struct {
-				URL string `json:"url"`
-			} `json:"sources"`
-		} `json:"action"`
-	} `json:"output"`
-	Usage struct {
+	Output []responsesOutputItem `json:"output"`
+	Usage  struct {
 		InputTokens  int `json:"input_tokens"`
 		OutputTokens int `json:"output_tokens"`
 	} `json:"usage"`
+}
+
+// responsesOutputItem is one output item of a response.
+type responsesOutputItem struct {
+	Type      string                   `json:"type"`
+	ID        string                   `json:"id"`
+	Status    string                   `json:"status"`
+	CallID    string                   `json:"call_id"`
+	Name      string                   `json:"name"`
+	Arguments string                   `json:"arguments"`
+	Content   []responsesOutputContent `json:"content"`
+	Action    *struct {
+		Type    string   `json:"type"`
+		Query   string   `json:"query"`
+		Queries []string `json:"queries"`
+		URL     string   `json:"url"`
+		Pattern string   `json:"pattern"`
+		Sources []struct {
+			URL string `json:"url"`
+		} `json:"sources"`
+	} `json:"action"`
+}
+
+type responsesOutputContent struct {
+	Type        string                `json:"type"`
+	Text        string                `json:"text"`
+	Refusal     string                `json:"refusal"`
+	Annotations []responsesAnnotation `json:"annotations"`
+}
+
+// responsesAnnotation is an output_text annotation: a url_citation's offsets are code
+// point offsets of the cited span (OpenAI's own inline markdown link to the page).
+type responsesAnnotation struct {
+	Type       string `json:"type"`
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+	StartIndex int    `json:"start_index"`
+	EndIndex   int    `json:"end_index"`
 }
 
 // DecodeResponse reads a response object: message items' output_text (with
@@ -271,13 +307,10 @@ func (a *responsesAnswer) response() (*Response, error) {
 			}
 			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: id, Name: it.Name, Arguments: it.Arguments}})
 		case "web_search_call":
-			if it.Action != nil && it.Action.Type == "search" {
-				res := &SearchResult{CallID: it.ID}
-				for _, s := range it.Action.Sources {
-					res.Sources = append(res.Sources, Source{URL: s.URL})
-				}
-				r.Content = append(r.Content, Part{Kind: PartServerCall, Server: &ServerCall{ID: it.ID, Name: "web_search", Query: it.Action.Query}}, Part{Kind: PartServerResult, Search: res})
-				r.Usage.WebSearches++
+			call, res := it.webSearch()
+			r.Content = append(r.Content, Part{Kind: PartServerCall, Server: call}, Part{Kind: PartServerResult, Search: res})
+			if it.Status == "completed" {
+				r.Usage.WebSearches++ // OpenAI bills each web_search call that ran
 			}
 		}
 	}
@@ -295,6 +328,40 @@ func (a *responsesAnswer) response() (*Response, error) {
 		}
 	}
 	return r, nil
+}
+
+// webSearch reads a web_search_call item as the provider's search and what it found:
+// a search's query (its first when it ran several), an opened page or a search in a
+// page as words naming the page; the pages listed when the request included
+// web_search_call.action.sources. A failed call is a failed search.
+func (it *responsesOutputItem) webSearch() (*ServerCall, *SearchResult) {
+	call := &ServerCall{ID: it.ID, Name: "web_search"}
+	res := &SearchResult{CallID: it.ID}
+	if a := it.Action; a != nil {
+		switch a.Type {
+		case "open_page":
+			call.Query = "open_page " + a.URL
+		case "find_in_page":
+			call.Query = fmt.Sprintf("find_in_page %q in %s", a.Pattern, a.URL)
+		default:
+			call.Query = a.Query
+			if call.Query == "" && len(a.Queries) > 0 {
+				call.Query = a.Queries[0]
+			}
+		}
+		for _, s := range a.Sources {
+			if s.URL != "" {
+				res.Sources = append(res.Sources, Source{URL: s.URL})
+			}
+		}
+		if a.URL != "" && len(res.Sources) == 0 {
+			res.Sources = append(res.Sources, Source{URL: a.URL})
+		}
+	}
+	if it.Status == "failed" {
+		res.Error = &SearchError{Code: "unavailable", Message: "the provider's web search failed"}
+	}
+	return call, res
 }
 
 // DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}}.
@@ -320,18 +387,27 @@ func (responsesModel) NewStreamDecoder() StreamDecoder { return &responsesDecode
 
 // responsesDecoder reads a Responses stream: the text of response.output_text.delta
 // events as it comes, the whole answer from response.completed (or
-// response.incomplete); response.failed and error events are errors.
+// response.incomplete); response.failed and error events are errors. The output
+// items the stream completed (response.output_item.done) and the citations it added
+// (response.output_text.annotation.added) stand in for a final response that lists no
+// output or no annotations.
 type responsesDecoder struct {
 	final *Response
+	items []responsesOutputItem
+	notes map[string][]responsesAnnotation // item id and content index → annotations
 }
 
 func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
 	var ev struct {
-		Type     string           `json:"type"`
-		Delta    string           `json:"delta"`
-		Response *responsesAnswer `json:"response"`
-		Code     string           `json:"code"`
-		Message  string           `json:"message"`
+		Type         string               `json:"type"`
+		Delta        string               `json:"delta"`
+		Response     *responsesAnswer     `json:"response"`
+		Item         *responsesOutputItem `json:"item"`
+		ItemID       string               `json:"item_id"`
+		ContentIndex int                  `json:"content_index"`
+		Annotation   *responsesAnnotation `json:"annotation"`
+		Code         string               `json:"code"`
+		Message      string               `json:"message"`
 	}
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return "", fmt.Errorf("unreadable Responses stream event: %s", clip(err.Error(), 200))
@@ -339,10 +415,23 @@ func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
 	switch ev.Type {
 	case "response.output_text.delta":
 		return ev.Delta, nil
+	case "response.output_item.done":
+		if ev.Item != nil {
+			d.items = append(d.items, *ev.Item)
+		}
+	case "response.output_text.annotation.added":
+		if ev.Annotation != nil {
+			if d.notes == nil {
+				d.notes = map[string][]responsesAnnotation{}
+			}
+			k := fmt.Sprintf("%s/%d", ev.ItemID, ev.ContentIndex)
+			d.notes[k] = append(d.notes[k], *ev.Annotation)
+		}
 	case "response.completed", "response.incomplete", "response.failed":
 		if ev.Response == nil {
 			return "", statusError(http.StatusBadGateway, "", ev.Type+" has no response")
 		}
+		d.complete(ev.Response)
 		r, err := ev.Response.response()
 		if err != nil {
 			return "", err
@@ -356,6 +445,22 @@ func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
 		return "", statusError(status, ev.Code, ev.Message)
 	}
 	return "", nil
+}
+
+// complete fills in a final response from the stream's items and annotations where
+// it lacks them.
+func (d *responsesDecoder) complete(a *responsesAnswer) {
+	if len(a.Output) == 0 {
+		a.Output = d.items
+	}
+	for i := range a.Output {
+		it := &a.Output[i]
+		for j := range it.Content {
+			if c := &it.Content[j]; len(c.Annotations) == 0 && c.Type == "output_text" {
+				c.Annotations = d.notes[fmt.Sprintf("%s/%d", it.ID, j)]
+			}
+		}
+	}
 }
 
 func (d *responsesDecoder) Response() (*Response, error) {

@@ -467,9 +467,9 @@ func responseObject(r *Response, output []any) map[string]any {
 		"instructions": nil, "metadata": map[string]string{}, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{},
 		"temperature": nil, "top_p": nil, "text": map[string]any{"format": map[string]string{"type": "text"}}, "truncation": "disabled",
 		"background": false, "store": true,
-		"usage": map[string]any{"input_tokens": r.Usage.InputTokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
+		"usage": withSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
 			"output_tokens": r.Usage.OutputTokens, "output_tokens_details": map[string]int{"reasoning_tokens": 0},
-			"total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens},
+			"total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens}, r.Usage),
 		"tool_usage": map[string]any{"web_search": map[string]int{"num_requests": r.Usage.WebSearches}},
 	}
 	if r.Status != StatusCompleted {

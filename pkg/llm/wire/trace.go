@@ -50,11 +50,14 @@ func (s *TraceSource) UnmarshalJSON(b []byte) error {
 // searchErrorCodes maps the fleet's search error types onto Anthropic's
 // web_search_tool_result_error codes.
 var searchErrorCodes = map[string]string{
-	"SEARCH_RATE_LIMITED":    "too_many_requests",
-	"SEARCH_LIMIT_REACHED":   "max_uses_exceeded",
-	"INVALID_TOOL_ARGUMENTS": "invalid_tool_input",
-	"INVALID_QUERY":          "invalid_tool_input",
-	"SEARCH_BAD_REQUEST":     "invalid_tool_input",
+	"SEARCH_RATE_LIMITED":  "too_many_requests",
+	"SEARCH_LIMIT_REACHED": "max_uses_exceeded",
+	// A spent budget (the tenant's, the batch's or the request's max_cost_usd) ends
+	// the searches as max_uses does: the closest of Anthropic's codes.
+	"SEARCH_BUDGET_EXHAUSTED": "max_uses_exceeded",
+	"INVALID_TOOL_ARGUMENTS":  "invalid_tool_input",
+	"INVALID_QUERY":           "invalid_tool_input",
+	"SEARCH_BAD_REQUEST":      "invalid_tool_input",
 }
 
 // fetchErrorCodes maps the fleet's fetch error types onto Anthropic's

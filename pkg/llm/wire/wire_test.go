@@ -313,3 +313,15 @@ func TestTraceSourceTitlesAndAges(t *testing.T) {
 		})
 	}
 }
+
+// A search a spent budget refused (the tenant's, the batch's or the request's) reaches
+// an Anthropic client as max_uses_exceeded, the closest official error code.
+func TestBudgetExhaustedErrorCode(t *testing.T) {
+	r := &wire.Response{}
+	if err := r.AddTrace(json.RawMessage(`[{"hop":0,"call_id":"c1","query":"q","sources":[],"error":"SEARCH_BUDGET_EXHAUSTED: the search budget is used up"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Content) != 2 || r.Content[1].Search == nil || r.Content[1].Search.Error == nil || r.Content[1].Search.Error.Code != "max_uses_exceeded" || r.Usage.WebSearches != 0 {
+		t.Fatalf("content %+v, searches %d", r.Content, r.Usage.WebSearches)
+	}
+}

@@ -1,0 +1,154 @@
+package chat_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/chat"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// withLedger prices the harness model's turns ($3 / $15 per million tokens: each
+// 10+5-token turn costs $0.000105) into a spend ledger on the real Redis.
+func withLedger(t *testing.T) (option, *state.Store) {
+	rdb, prefix := testenv.Redis(t)
+	ledger := state.New(rdb, prefix, time.Hour)
+	return func(w *chat.Worker, _ *harness) {
+		m := w.Models["m"]
+		m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+		w.Models = map[string]chat.Model{"m": m}
+		w.Ledger = ledger
+		w.Metrics = metrics.New()
+	}, ledger
+}
+
+const turnUSD = 0.000105
+
+// A worker killed at each crash point of a step: every model turn stored is counted
+// exactly once in the tenant's and the job's ledgers, and the job's usage says what
+// it cost. A crash after the turn is stored but before it is recorded leaves it to
+// the completion's sweep; one after it is recorded does not count it again.
+func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"chat.after_model_call", "chat.after_turn_stored", "chat.after_dispatch"} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			answers := []func(http.ResponseWriter){calls(webSearch("c1", "weather")), text("Sunny [1].")}
+			if point == "chat.after_model_call" {
+				answers = append([]func(http.ResponseWriter){calls(webSearch("c1", "weather"))}, answers...)
+			}
+			type crash struct{}
+			ledgerOpt, ledger := withLedger(t)
+			h := newHarness(t, answers, ledgerOpt, func(w *chat.Worker, _ *harness) {
+				w.Failpoint = func(name string) {
+					if name == point {
+						panic(crash{})
+					}
+				}
+			})
+			h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
+				Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"Search the web: weather?"}]}`)})
+			func() {
+				defer func() {
+					if r := recover(); r != (crash{}) {
+						t.Fatalf("no crash at %s: %v", point, r)
+					}
+				}()
+				h.job("j1", 1)
+			}()
+			h.w.Failpoint, h.w.ID = nil, "w2"
+			var err error
+			for attempt := 2; ; attempt++ {
+				if err = h.job("j1", 2); err == nil || attempt > 20 {
+					break
+				}
+				if d := decide(err, 2); d.Action != bus.Nak {
+					t.Fatalf("attempt %d: %v → %+v", attempt, err, d)
+				}
+				time.Sleep(50 * time.Millisecond) // the dead worker's lease lapses
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := h.pub.searches()
+			if len(reqs) == 0 {
+				t.Fatal("no search published")
+			}
+			// The resume is delivered twice: the second finds the job ended.
+			for range 2 {
+				if err := h.resume(answerSearch(reqs[len(reqs)-1], "https://w.example/"), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			j := h.ended("j1")
+			var u struct {
+				ModelCost float64 `json:"model_cost_usd"`
+				Cost      float64 `json:"cost_usd"`
+			}
+			if err := json.Unmarshal(j.Usage, &u); err != nil || u.ModelCost != 2*turnUSD || u.Cost != 2*turnUSD {
+				t.Errorf("usage %s, want two turns of $%v", j.Usage, turnUSD)
+			}
+			if !strings.Contains(string(j.Response), `"model_cost_usd":0.00021`) {
+				t.Errorf("answer %s lacks usage.searchfleet", j.Response)
+			}
+			sp, err := ledger.SpendOf(context.Background(), "acme", time.Now())
+			job, _, _ := ledger.RequestSpend(context.Background(), "j1")
+			if err != nil || sp.DayUSD != 2*turnUSD || sp.DaySearches != 0 || job != 2*turnUSD {
+				t.Errorf("tenant ledger %+v, job ledger %v (%v); want the two stored turns once each", sp, job, err)
+			}
+			if got := testutil.ToFloat64(h.w.Metrics.SpendUSD.WithLabelValues("acme", metrics.SpendModel, "m")); got < 2*turnUSD-1e-12 || got > 2*turnUSD+1e-12 {
+				t.Errorf("fleet_spend_usd_total{kind=model} = %v, want %v", got, 2*turnUSD)
+			}
+		})
+	}
+}
+
+// Once the request's max_cost_usd is spent (here by the first turn), the next hop is
+// offered no web_search: the model answers with what it has.
+func TestMaxCostSpentOffersNoSearch(t *testing.T) {
+	t.Parallel()
+	ledgerOpt, ledger := withLedger(t)
+	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather")), text("Sunny [1].")}, ledgerOpt)
+	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
+		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"Search the web: weather?"}],"web_search_options":{"max_cost_usd":0.0001}}`)})
+	if err := h.job("j1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, limit, _ := ledger.RequestSpend(context.Background(), "j1"); limit != 0.0001 {
+		t.Fatalf("the request's cap was not set before the first hop: %v", limit)
+	}
+	reqs := h.pub.searches()
+	if len(reqs) != 1 {
+		t.Fatalf("searches published: %d", len(reqs))
+	}
+	if err := h.resume(answerSearch(reqs[0], "https://w.example/"), 1); err != nil {
+		t.Fatal(err)
+	}
+	h.ended("j1")
+	offered := func(i int) bool {
+		var body struct {
+			Tools []struct {
+				Function struct{ Name string } `json:"function"`
+			} `json:"tools"`
+		}
+		json.Unmarshal([]byte(h.model.body(i)), &body)
+		for _, tl := range body.Tools {
+			if tl.Function.Name == "web_search" {
+				return true
+			}
+		}
+		return false
+	}
+	if !offered(0) || offered(1) {
+		t.Errorf("hop 0 offered web_search: %v (want true); hop 1, after the cap was spent: %v (want false)", offered(0), offered(1))
+	}
+}

@@ -1,0 +1,291 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/apikeys"
+)
+
+// Credentials are how a main-model caller authenticates with its provider: several
+// API keys (from a comma-separated apiKeyEnv), or an OAuth access token source.
+//
+// Each model call takes the next key round robin (a counter per process) among the
+// keys that are not resting. A key the provider refuses — 429 (rate limited), 401/403
+// (auth), 402 or an insufficient_quota 429 (quota) — rests in Cooldowns, which the
+// fleet backs with Redis (state.ModelKeyCooldowns), so it rests for every worker; and
+// since a refused call is not paid for, the same call moves on at once to the next
+// usable key. When no key is left, the call fails with the error that lets the step
+// retry when the first key comes back (a 429 whose RetryAfter is the soonest rest).
+// A refused key (auth, quota) is logged once per process by its fingerprint, never
+// its value.
+//
+// With a token source, every call uses its current token (sent as a bearer token);
+// a call refused for its token is retried once with a fresh one (a command runs
+// again; a file is read again, so a renewed file is picked up at once).
+type Credentials struct {
+	provider string
+	keyEnv   string
+	keys     []string
+	fps      []string
+	tok      apikeys.TokenSource
+	cool     apikeys.Cooldowns
+	log      *slog.Logger
+
+	next atomic.Uint64
+	// lastTok is the last token handed out, redacted from errors like the keys.
+	lastTok atomic.Pointer[string]
+	// told holds the fingerprints already reported as refused by this process.
+	told sync.Map
+}
+
+// CredentialOptions are what NewCredentials adds to the keys.
+type CredentialOptions struct {
+	// KeyEnv is the variable the keys came from, named in the refused-key warning.
+	KeyEnv string
+	// Token, when set, is used instead of keys.
+	Token apikeys.TokenSource
+	// Cooldowns is shared across workers (state.ModelKeyCooldowns); nil remembers
+	// nothing between calls (a refused key is still passed over within a call).
+	Cooldowns apikeys.Cooldowns
+	// Log receives the one warning per refused key; nil is slog.Default().
+	Log *slog.Logger
+}
+
+// tokenSlot names the one credential of a token source in Cooldowns: the tokens
+// change, the identity they stand for does not.
+const tokenSlot = "t-oauth"
+
+// NewCredentials returns the credentials of provider: keys (empty keys are dropped;
+// none is one keyless slot, for local servers) or o.Token.
+func NewCredentials(provider string, keys []string, o CredentialOptions) *Credentials {
+	c := &Credentials{provider: provider, keyEnv: o.KeyEnv, tok: o.Token, cool: o.Cooldowns, log: o.Log}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	for _, k := range keys {
+		if k != "" {
+			c.keys = append(c.keys, k)
+		}
+	}
+	if len(c.keys) == 0 {
+		c.keys = []string{""}
+	}
+	for _, k := range c.keys {
+		c.fps = append(c.fps, apikeys.Fingerprint(k))
+	}
+	if c.tok != nil {
+		c.keys, c.fps = nil, []string{tokenSlot}
+	}
+	return c
+}
+
+// Credential is what one request authenticates with.
+type Credential struct {
+	// Value is the API key or access token ("" for a keyless provider).
+	Value string
+	// Token reports an OAuth access token: every protocol sends it as a bearer token
+	// (Gemini too, instead of its x-goog-api-key).
+	Token bool
+}
+
+// Try runs call with a usable credential, and with the next one while the provider
+// refuses the credential (see Credentials). call gets onDelta wrapped: once it has
+// passed text on, a refused call is not tried again (the text was streamed).
+func (c *Credentials) Try(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta)) error) error {
+	sent := false
+	wrapped := onDelta
+	if onDelta != nil {
+		wrapped = func(d Delta) { sent = true; onDelta(d) }
+	}
+	rests := c.resting(ctx)
+	if c.tok != nil {
+		return c.tryToken(ctx, rests, &sent, wrapped, call)
+	}
+	n := len(c.keys)
+	start := int(c.next.Add(1) - 1)
+	var last error
+	for j := range n {
+		i := (start + j) % n
+		if rests[i].Left > 0 {
+			continue
+		}
+		err := call(Credential{Value: c.keys[i]}, wrapped)
+		if err == nil {
+			return nil
+		}
+		last = err
+		reason, d, le, ok := keyFailure(err)
+		if !ok {
+			return err
+		}
+		rests[i] = apikeys.Rest{Left: d, Reason: reason}
+		c.coolDown(ctx, i, reason, d, le.Status)
+		if sent {
+			return err
+		}
+	}
+	return c.exhausted(rests, last)
+}
+
+// tryToken runs call with the token source's current token, and once more with a
+// fresh one when the provider refuses it.
+func (c *Credentials) tryToken(ctx context.Context, rests []apikeys.Rest, sent *bool, onDelta func(Delta), call func(Credential, func(Delta)) error) error {
+	if rests[0].Left > 0 {
+		return c.exhausted(rests, nil)
+	}
+	for attempt := 0; ; attempt++ {
+		tok, err := c.tok.Token(ctx)
+		if err != nil {
+			// Retryable: a file being rewritten, a command that failed once.
+			return &Error{Provider: c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)}
+		}
+		c.lastTok.Store(&tok)
+		err = call(Credential{Value: tok, Token: true}, onDelta)
+		if err == nil {
+			return nil
+		}
+		reason, d, le, ok := keyFailure(err)
+		switch {
+		case !ok:
+			return err
+		case reason == apikeys.Auth:
+			c.tok.Rejected(tok)
+			if attempt == 0 && !*sent {
+				continue
+			}
+			// Not rested: a renewed token is used by the next call at once.
+			c.tellRefused(0, reason, d, le.Status)
+			return err
+		}
+		rests[0] = apikeys.Rest{Left: d, Reason: reason}
+		c.coolDown(ctx, 0, reason, d, le.Status)
+		if *sent {
+			return err
+		}
+		return c.exhausted(rests, err)
+	}
+}
+
+// resting reads the rests of the provider's keys; none rests without Cooldowns or
+// when they cannot be read (Redis trouble must not stop model calls).
+func (c *Credentials) resting(ctx context.Context) []apikeys.Rest {
+	if c.cool != nil {
+		if rests, err := c.cool.Resting(ctx, c.provider, c.fps); err == nil && len(rests) == len(c.fps) {
+			return rests
+		}
+	}
+	return make([]apikeys.Rest, len(c.fps))
+}
+
+// keyFailure reports whether err is the provider refusing the credential, why, for
+// how long it rests, and the provider's error.
+func keyFailure(err error) (apikeys.Reason, time.Duration, *Error, bool) {
+	var le *Error
+	if !errors.As(err, &le) {
+		return "", 0, nil, false
+	}
+	var reason apikeys.Reason
+	switch le.Status {
+	case http.StatusTooManyRequests:
+		reason = apikeys.RateLimited
+		if le.Code == "insufficient_quota" || le.Type == "insufficient_quota" {
+			reason = apikeys.Quota // OpenAI: the key's money is spent, waiting won't help
+		}
+	case http.StatusUnauthorized, http.StatusForbidden:
+		reason = apikeys.Auth
+	case http.StatusPaymentRequired:
+		reason = apikeys.Quota
+	default:
+		return "", 0, nil, false
+	}
+	return reason, apikeys.RestFor(reason, le.RetryAfter), le, true
+}
+
+// coolDown rests key i for d and reports a refused key once.
+func (c *Credentials) coolDown(ctx context.Context, i int, reason apikeys.Reason, d time.Duration, status int) {
+	first := true
+	if c.cool != nil {
+		var err error
+		if first, err = c.cool.CoolDown(ctx, c.provider, c.fps[i], reason, d); err != nil {
+			first = true
+		}
+	}
+	if reason != apikeys.RateLimited && first {
+		c.tellRefused(i, reason, d, status)
+	}
+}
+
+// tellRefused logs, once per process, that the provider refused key i: by its
+// fingerprint and position, never its value.
+func (c *Credentials) tellRefused(i int, reason apikeys.Reason, d time.Duration, status int) {
+	if _, told := c.told.LoadOrStore(c.fps[i], true); told {
+		return
+	}
+	attrs := []any{"provider", c.provider, "key", c.fps[i], "kind", string(reason), "status", status}
+	if c.tok != nil {
+		c.log.Warn("model: the provider refused the access token, also after a fresh one", attrs...)
+		return
+	}
+	attrs = append(attrs, "position", strconv.Itoa(i+1)+" of "+strconv.Itoa(len(c.keys)), "variable", c.keyEnv, "rest", d)
+	c.log.Warn("model: a provider API key was refused; it rests, the other keys carry on", attrs...)
+}
+
+// exhausted is the error of a call left without a usable key: a retryable 429 whose
+// RetryAfter is the soonest rest when the first key back rests for rate limiting
+// (last, the provider's own error, when it was one), else last or the refusal.
+func (c *Credentials) exhausted(rests []apikeys.Rest, last error) error {
+	if c.cool == nil && last != nil {
+		return last // nothing rests between calls: the provider's own error says it all
+	}
+	soon := rests[0]
+	for _, r := range rests[1:] {
+		if r.Left < soon.Left {
+			soon = r
+		}
+	}
+	if soon.Reason == apikeys.RateLimited || soon.Reason == "" {
+		var le *Error
+		if errors.As(last, &le) && le.Status == http.StatusTooManyRequests {
+			e := *le
+			e.RetryAfter = soon.Left
+			return &e
+		}
+		return &Error{Provider: c.provider, Status: http.StatusTooManyRequests, Type: "rate_limited", RetryAfter: soon.Left,
+			Message: "every API key of this provider is cooling down (" + soon.Left.Round(time.Second).String() + " left)"}
+	}
+	if last != nil {
+		return last
+	}
+	status := http.StatusUnauthorized
+	if soon.Reason == apikeys.Quota {
+		status = http.StatusPaymentRequired
+	}
+	return &Error{Provider: c.provider, Status: status, Type: string(soon.Reason),
+		Message: "every API key of this provider was refused (" + string(soon.Reason) + "); they rest " + soon.Left.Round(time.Second).String()}
+}
+
+// Redact removes every key and the last token from s.
+func (c *Credentials) Redact(s string) string {
+	for _, k := range c.keys {
+		s = redactValue(s, k)
+	}
+	if t := c.lastTok.Load(); t != nil {
+		s = redactValue(s, *t)
+	}
+	return s
+}
+
+func redactValue(s, v string) string {
+	if len(v) >= 4 {
+		s = strings.ReplaceAll(s, v, "[REDACTED]")
+	}
+	return s
+}

@@ -1,0 +1,202 @@
+package nativechat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Zhipu GLM's web_search tool (WIRE_FORMATS.md §4a, internal/fixtures/zhipu): the
+// request declares {"type":"web_search","web_search":{"enable":true,
+// "search_engine":…,"search_result":true}}; the model searches and answers in one
+// call, the results in a top-level "web_search" array next to "choices" (on one chunk
+// when streamed) with refer "ref_1"…, and the answer cites them with free-text
+// markers that name a refer ("[ref_1]", "[来源：ref_1]", "[Source: ref_1]").
+
+// glmTool declares GLM's search: search_pro (what Zhipu's own examples use), with the
+// results returned (search_result, without which the array is missing).
+var glmTool = json.RawMessage(`{"type":"web_search","web_search":{"enable":true,"search_engine":"search_pro","search_result":true}}`)
+
+// glmItem is one search result of the web_search array.
+type glmItem struct {
+	Title string `json:"title"`
+	Link  string `json:"link"`
+	Refer string `json:"refer"`
+}
+
+// glm makes the one call of a GLM answer and reads its search results and markers.
+func (c *Caller) glm(ctx context.Context, req *request, onDelta func(llm.Delta)) (*llm.Completion, error) {
+	req.tools = append(req.tools, glmTool)
+	body, err := req.encode()
+	if err != nil {
+		return nil, err
+	}
+	text := &lineStream{onDelta: onDelta, cites: glmRefRE.MatchString, clean: cleanLine}
+	var push func(llm.Delta)
+	if onDelta != nil {
+		push = func(d llm.Delta) { text.push(d.Text) }
+	}
+	cap := &capture{}
+	comp, err := c.client.Complete(context.WithValue(ctx, captureKey{}, cap), body, push)
+	if err != nil {
+		return nil, err
+	}
+	a, err := readAnswer(comp.Message)
+	if err != nil {
+		return nil, &llm.Error{Status: http.StatusBadGateway, Type: "bad_response", Message: "the model's answer is not a chat message"}
+	}
+	if onDelta == nil {
+		text.push(a.content)
+	}
+	items := glmResults(cap.buf.Bytes())
+	if items == nil {
+		return comp, nil // the model did not search
+	}
+	report := &llm.NativeSearch{Protocol: GLM.Protocol(), Requests: 1, CostUSD: glmSearchUSD,
+		Searches: []llm.NativeQuery{{ID: comp.ID, URLs: []string{}}}}
+	for _, it := range items {
+		if it.Link != "" {
+			report.Searches[0].URLs = append(report.Searches[0].URLs, it.Link)
+		}
+	}
+	content, sources := glmCite(text.String(), items)
+	report.Sources = sources
+	comp.Message = withReport(a.fields, content, a.calls, report)
+	return comp, nil
+}
+
+// glmResults reads the web_search array of a response body, whole or streamed (nil:
+// the answer has none).
+func glmResults(body []byte) []glmItem {
+	var items []glmItem
+	read := func(data []byte) {
+		var top struct {
+			WebSearch []glmItem `json:"web_search"`
+		}
+		if json.Unmarshal(data, &top) == nil && top.WebSearch != nil && items == nil {
+			items = top.WebSearch
+		}
+	}
+	if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '{' {
+		read(b)
+		return items
+	}
+	llm.ReadSSE(bytes.NewReader(body), func(_ string, data []byte) error {
+		if bytes.Contains(data, []byte(`"web_search"`)) {
+			read(data)
+		}
+		return nil
+	})
+	return items
+}
+
+// glmRefRE finds a bracketed citation that names one or more refers: "[ref_1]",
+// "[来源：ref_1]", "[Source: ref_1, ref_2]", "【ref_3】". The model writes these freely,
+// so anything short between the brackets is accepted (as the glm-chat engine reads
+// them, pkg/engines/glmchat.go).
+var glmRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_[0-9]{1,4}[^\[\]【】()（）\n]{0,40}?[\]】)）]`)
+
+var glmRefNumRE = regexp.MustCompile(`ref_[0-9]{1,4}`)
+
+// glmPublishedRE matches the publication suffix Zhipu appends to titles: Chinese
+// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)".
+var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:][^（）()]*[）)]\s*$`)
+
+// glmCite replaces each refer marker of text by the [n] markers of the pages it names,
+// pages numbered by first citation (a refer with no result or no link is dropped), and
+// removes the model's own [n] markers; it returns the text and the cited pages.
+func glmCite(text string, items []glmItem) (string, []llm.NativeSource) {
+	byRef := map[string]glmItem{}
+	for i, it := range items {
+		ref := it.Refer
+		if ref == "" {
+			ref = "ref_" + strconv.Itoa(i+1) // an item without refer is ref_<position>
+		}
+		if _, dup := byRef[ref]; !dup {
+			byRef[ref] = it
+		}
+	}
+	sources := []llm.NativeSource{}
+	num := map[string]int{}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		prev := 0
+		for _, m := range glmRefRE.FindAllStringIndex(line, -1) {
+			b.WriteString(cleanLine(line[prev:m[0]]))
+			prev = m[1]
+			for _, ref := range glmRefNumRE.FindAllString(line[m[0]:m[1]], -1) {
+				it, ok := byRef[ref]
+				if !ok || it.Link == "" {
+					continue
+				}
+				n, seen := num[it.Link]
+				if !seen {
+					sources = append(sources, llm.NativeSource{URL: it.Link, Title: glmPublishedRE.ReplaceAllString(it.Title, "")})
+					n = len(sources)
+					num[it.Link] = n
+				}
+				b.WriteString("[" + strconv.Itoa(n) + "]")
+			}
+		}
+		b.WriteString(cleanLine(line[prev:]))
+	}
+	return b.String(), sources
+}
+
+// capture is the body of one response, copied as the client reads it.
+type capture struct{ buf bytes.Buffer }
+
+type captureKey struct{}
+
+// maxCapture bounds the copy of one response (the client reads at most 64 MiB).
+const maxCapture = 64 << 20
+
+// HTTPClient returns hc (nil: http.DefaultClient) with a transport that copies the
+// response bodies of the calls a GLM caller makes, which carry the search results
+// outside the assistant message llm.Client returns. Other calls pass through
+// untouched.
+func HTTPClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	out := *hc
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	out.Transport = captureTransport{base}
+	return &out
+}
+
+type captureTransport struct{ base http.RoundTripper }
+
+func (t captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	cap, _ := r.Context().Value(captureKey{}).(*capture)
+	if err != nil || cap == nil {
+		return resp, err
+	}
+	resp.Body = &teeBody{ReadCloser: resp.Body, cap: cap}
+	return resp, nil
+}
+
+// teeBody copies what is read of a body into its capture.
+type teeBody struct {
+	io.ReadCloser
+	cap *capture
+}
+
+func (b *teeBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && b.cap.buf.Len() < maxCapture {
+		b.cap.buf.Write(p[:n])
+	}
+	return n, err
+}

@@ -1,0 +1,225 @@
+package nativechat
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Kimi's $web_search (WIRE_FORMATS.md §5, the recorded transcript in
+// internal/fixtures/moonshot): the request declares
+// {"type":"builtin_function","function":{"name":"$web_search"}} (on every round); the
+// model answers finish_reason "tool_calls" with a $web_search call whose arguments
+// hold an opaque search_id; the assistant message goes back as it came with a "tool"
+// message carrying those arguments verbatim; Moonshot runs the search and the model
+// answers, its sources only as markdown links [title](url) in the text.
+
+// KimiWebSearch is the builtin function's name.
+const KimiWebSearch = "$web_search"
+
+// kimiTool is the builtin function's declaration.
+var kimiTool = json.RawMessage(`{"type":"builtin_function","function":{"name":"$web_search"}}`)
+
+// kimiMaxRounds bounds the search rounds of one answer: one search usually suffices;
+// a model still searching after four is cut off (its answer so far is returned).
+const kimiMaxRounds = 4
+
+// kimiThinkingRE matches the models that think by default, which must have thinking
+// disabled to use $web_search (WIRE_FORMATS.md §5).
+var kimiThinkingRE = regexp.MustCompile(`^kimi-k2\.[5-9]`)
+
+// kimi runs the rounds of one answer: each $web_search call is echoed and the model
+// called again, up to kimiMaxRounds; usage is summed over the rounds. The answer's
+// text is the text of every round (a round that searched rarely says anything), its
+// links numbered as [n] markers (kimiCiter).
+func (c *Caller) kimi(ctx context.Context, req *request, onDelta func(llm.Delta)) (*llm.Completion, error) {
+	req.tools = append(req.tools, kimiTool)
+	var model string
+	json.Unmarshal(req.top["model"], &model)
+	if _, set := req.top["thinking"]; !set && kimiThinkingRE.MatchString(model) {
+		req.top["thinking"] = json.RawMessage(`{"type":"disabled"}`)
+	}
+	text := &lineStream{onDelta: onDelta, cites: kimiCites, clean: cleanLine}
+	report := &llm.NativeSearch{Protocol: Kimi.Protocol(), Searches: []llm.NativeQuery{}}
+	var usage llm.Usage
+	for round := 1; ; round++ {
+		body, err := req.encode()
+		if err != nil {
+			return nil, err
+		}
+		var push func(llm.Delta)
+		if onDelta != nil {
+			push = func(d llm.Delta) { text.push(d.Text) }
+		}
+		comp, err := c.client.Complete(ctx, body, push)
+		if err != nil {
+			return nil, err
+		}
+		usage.Add(comp.Usage)
+		a, err := readAnswer(comp.Message)
+		if err != nil {
+			return nil, &llm.Error{Status: http.StatusBadGateway, Type: "bad_response", Message: "the model's answer is not a chat message"}
+		}
+		if onDelta == nil {
+			text.push(a.content)
+		}
+		native, others := a.splitCalls()
+		for _, call := range native {
+			report.Requests++
+			report.Searches = append(report.Searches, llm.NativeQuery{ID: call.ID, URLs: []string{}})
+		}
+		if len(native) == 0 || len(others) > 0 || comp.FinishReason != "tool_calls" || round == kimiMaxRounds {
+			// The answer: its text with [n] markers, the calls for the chain to run
+			// (a $web_search mixed with other calls is not echoed: the chain answers
+			// the others, and the model reads no search results in that round).
+			citer := &kimiCiter{sources: []llm.NativeSource{}, num: map[string]int{}}
+			content := citer.convert(text.String())
+			report.CostUSD = float64(report.Requests) * kimiSearchUSD
+			report.Sources = citer.sources
+			if n := len(report.Searches); n > 0 {
+				// Kimi does not say which search found which page: the cited pages
+				// are the last search's.
+				for _, s := range citer.sources {
+					report.Searches[n-1].URLs = append(report.Searches[n-1].URLs, s.URL)
+				}
+			}
+			finish := comp.FinishReason
+			if len(others) == 0 && finish == "tool_calls" {
+				finish = "stop"
+			}
+			var out *llm.NativeSearch
+			if report.Requests > 0 {
+				out = report
+			}
+			return &llm.Completion{ID: comp.ID, Model: comp.Model, Message: withReport(a.fields, content, others, out), FinishReason: finish, Usage: usage}, nil
+		}
+		// Echo: the assistant message as it came, and each call's arguments verbatim.
+		req.messages = append(req.messages, comp.Message)
+		for _, call := range native {
+			echo, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": call.ID, "name": KimiWebSearch, "content": call.Function.Arguments})
+			req.messages = append(req.messages, echo)
+		}
+		text.separate()
+	}
+}
+
+// answer is one round's assistant message.
+type answer struct {
+	fields  map[string]json.RawMessage
+	content string
+	calls   []json.RawMessage
+}
+
+func readAnswer(msg json.RawMessage) (*answer, error) {
+	a := &answer{}
+	if err := json.Unmarshal(msg, &a.fields); err != nil {
+		return nil, err
+	}
+	a.content = llm.Text(a.fields["content"])
+	if raw := a.fields["tool_calls"]; !isNull(raw) {
+		if err := json.Unmarshal(raw, &a.calls); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// splitCalls separates the answer's $web_search calls from the calls the chain runs
+// (the fleet's tools, the client's), each kept as the model wrote it.
+func (a *answer) splitCalls() (native []llm.ToolCall, others []json.RawMessage) {
+	for _, raw := range a.calls {
+		var tc llm.ToolCall
+		if json.Unmarshal(raw, &tc) == nil && tc.Function.Name == KimiWebSearch {
+			native = append(native, tc)
+			continue
+		}
+		others = append(others, raw)
+	}
+	return native, others
+}
+
+// kimiCiter numbers the pages an answer links to: each markdown link [title](url)
+// keeps its place and gets the [n] of its URL right after it (URLs numbered by first
+// appearance, the same URL the same n); a link whose text is only a number becomes
+// its marker; [n] markers the model wrote itself are removed, since they number
+// nothing the fleet knows. Images are not sources. Lines are converted one by one
+// (a link never spans lines), so the text streamed before the first citing line is
+// a prefix of the converted answer (lineStream).
+type kimiCiter struct {
+	sources []llm.NativeSource
+	num     map[string]int
+}
+
+// kimiCites reports whether a line may cite: it holds a link (images included, so
+// that a line passed on is always converted as cleanLine converts it).
+func kimiCites(line string) bool { return linkRE.MatchString(line) }
+
+// convert converts a whole answer text.
+func (l *kimiCiter) convert(text string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		b.WriteString(l.line(line))
+	}
+	return b.String()
+}
+
+// linkRE matches a markdown link or image: [text](url), [text](<url>),
+// [text](url "title"); URLs may hold one level of parentheses (Wikipedia's
+// "Foo_(bar)"). The same syntax the kimi engine reads (pkg/engines/kimi.go).
+var linkRE = regexp.MustCompile(`(!?)\[([^\[\]\n]*)\]\(\s*<?(https?://(?:[^\s()<>]|\([^\s()<>]*\))+)>?(?:\s+"[^"\n]*")?\s*\)`)
+
+// strayMarkerRE matches a model's own citation marker.
+var strayMarkerRE = regexp.MustCompile(`\[[0-9]{1,3}\]`)
+
+// cleanLine is a line that cites nothing as the conversion leaves it: without the
+// model's own markers.
+func cleanLine(line string) string { return strayMarkerRE.ReplaceAllString(line, "") }
+
+// numericRE matches link texts that are citation numbers ("1", "^2", "[3]").
+var numericRE = regexp.MustCompile(`^\^?[0-9]{1,3}$`)
+
+// line converts one line.
+func (l *kimiCiter) line(s string) string {
+	var b strings.Builder
+	prev := 0
+	for _, m := range linkRE.FindAllStringSubmatchIndex(s, -1) {
+		b.WriteString(strayMarkerRE.ReplaceAllString(s[prev:m[0]], ""))
+		prev = m[1]
+		link := s[m[0]:m[1]]
+		if m[3] > m[2] { // "!": an image
+			b.WriteString(link)
+			continue
+		}
+		title := strings.Trim(s[m[4]:m[5]], " *_`<>")
+		url := s[m[6]:m[7]]
+		if title == url {
+			title = ""
+		}
+		if numericRE.MatchString(strings.Trim(title, "[]")) {
+			b.WriteString(l.marker(url, ""))
+			continue
+		}
+		b.WriteString(link)
+		b.WriteString(l.marker(url, title))
+	}
+	b.WriteString(strayMarkerRE.ReplaceAllString(s[prev:], ""))
+	return b.String()
+}
+
+// marker returns the [n] of url, numbering it if it is new.
+func (l *kimiCiter) marker(url, title string) string {
+	n, ok := l.num[url]
+	if !ok {
+		l.sources = append(l.sources, llm.NativeSource{URL: url, Title: title})
+		n = len(l.sources)
+		l.num[url] = n
+	} else if l.sources[n-1].Title == "" && title != "" {
+		l.sources[n-1].Title = title
+	}
+	return "[" + strconv.Itoa(n) + "]"
+}

@@ -1,0 +1,77 @@
+package simulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+)
+
+// Zhipu GLM's own search, played on /v1/chat/completions for a request that declares
+// the {"type":"web_search","web_search":{…}} tool (WIRE_FORMATS.md §4a): a user turn
+// that asks for something gets the GLM answer of internal/fixtures/zhipu (its text
+// with "[来源：ref_1]" markers, marked as simulated, and the top-level web_search array
+// of results next to choices); streamed, the text arrives as chunks and the array on
+// the last chunk, with finish_reason and usage (the documented default). Anything
+// else is the scripted model's answer.
+
+// glmSearchOffered reports whether a request declares GLM's web_search tool.
+func glmSearchOffered(req chatRequest) bool {
+	for _, t := range req.Tools {
+		if t.Type == "web_search" {
+			return true
+		}
+	}
+	return false
+}
+
+// glmNative answers a request that declared GLM's web_search tool.
+func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string) {
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role != "user" || !wantsSearch(user) {
+		msg, finish := script(req, user, id)
+		usage := map[string]int{"prompt_tokens": 10, "completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1}
+		usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+		h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
+		if req.Stream {
+			streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"id": h.ID, "object": "chat.completion", "created": h.Created, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})
+		writeJSON(w, b)
+		return
+	}
+	s.stats.count("model_native_search", nil, id)
+	var rec map[string]any
+	json.Unmarshal(fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json"), &rec)
+	delete(rec, "_note")
+	choice := rec["choices"].([]any)[0].(map[string]any)
+	msg := choice["message"].(map[string]any)
+	content := "(simulated answer) " + msg["content"].(string)
+	msg["content"] = content
+	rec["model"] = req.Model
+	if !req.Stream {
+		b, _ := json.Marshal(rec)
+		writeJSON(w, b)
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	send := func(v map[string]any) {
+		v["id"], v["created"], v["model"] = rec["id"], rec["created"], req.Model
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		rc.Flush()
+	}
+	for _, tok := range tokens(content) {
+		send(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": tok}}}})
+	}
+	send(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": "stop"}},
+		"usage": rec["usage"], "web_search": rec["web_search"]})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	rc.Flush()
+}

@@ -1,0 +1,166 @@
+package simulator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Moonshot Kimi's own search, played on /v1/chat/completions for a request that
+// declares the builtin function {"type":"builtin_function","function":{"name":
+// "$web_search"}} (WIRE_FORMATS.md §5), from the recorded round trip in
+// internal/fixtures/moonshot:
+//
+//   - A user turn that asks for something (wantsSearch) gets the recorded round-1
+//     answer: finish_reason "tool_calls", content "", one builtin_function call of
+//     $web_search whose arguments carry a search_id (derived from the user's text,
+//     so the echo can be checked) and the search's token count.
+//   - The echo — the assistant message sent back with a "tool" message whose content
+//     is that arguments string verbatim — gets the recorded final answer (markdown
+//     links, no citation fields), marked as simulated. An echo whose content is not
+//     the arguments verbatim is refused with HTTP 400, as Moonshot refuses it.
+//   - Anything else is the scripted model's answer.
+//
+// Usage is the recording's (178 + 1 tokens, then 8182 + 1971: the search results are
+// prompt tokens of the second round). With "stream": true the same answers arrive as
+// chunks.
+
+// nativeChat answers a request that declares Kimi's or GLM's own search and reports
+// whether it did.
+func (s *Server) nativeChat(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string) bool {
+	switch {
+	case kimiSearchOffered(req):
+		s.kimiNative(w, r, req, user, id)
+	case glmSearchOffered(req):
+		s.glmNative(w, r, req, user, id)
+	default:
+		return false
+	}
+	return true
+}
+
+// kimiSearchOffered reports whether a request declares Kimi's builtin $web_search.
+func kimiSearchOffered(req chatRequest) bool {
+	for _, t := range req.Tools {
+		if t.Type == "builtin_function" && t.Function.Name == "$web_search" {
+			return true
+		}
+	}
+	return false
+}
+
+// kimiArguments is the arguments string of the $web_search call answering user: the
+// recorded shape with a search_id of its own.
+func kimiArguments(user string) (callID, args string) {
+	sum := sha256.Sum256([]byte("kimi:" + user))
+	h := hex.EncodeToString(sum[:])
+	return "t-web_search-" + h[:12], fmt.Sprintf(`{"search_result":{"search_id":"%s"},"usage":{"total_tokens":7946}}`, h[:32])
+}
+
+// kimiNative answers a request that declared $web_search.
+func (s *Server) kimiNative(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string) {
+	last := req.Messages[len(req.Messages)-1]
+	var (
+		msg    map[string]any
+		finish string
+		usage  map[string]int
+		model  = req.Model
+	)
+	switch {
+	case last.Role == "tool" && kimiEchoed(req.Messages):
+		if problem := kimiCheckEcho(req.Messages, user); problem != "" {
+			writeError(w, http.StatusBadRequest, []byte(fmt.Sprintf(`{"error":{"message":%q,"type":"invalid_request_error"}}`, problem)))
+			return
+		}
+		s.stats.count("model_kimi_echo", nil, id)
+		msg, finish, usage = kimiRecorded("moonshot/hermoonshotes-round2-final.response.json")
+		msg["content"] = "(simulated answer) The search found:\n\n" + msg["content"].(string)
+	case last.Role == "user" && wantsSearch(user):
+		s.stats.count("model_native_search", nil, id)
+		msg, finish, usage = kimiRecorded("moonshot/hermoonshotes-round1-tool-calls.response.json")
+		callID, args := kimiArguments(user)
+		call := msg["tool_calls"].([]any)[0].(map[string]any)
+		call["id"] = callID
+		call["function"].(map[string]any)["arguments"] = args
+	default:
+		msg, finish = script(req, user, id)
+		usage = map[string]int{"prompt_tokens": 10, "completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1}
+		usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+	}
+	created := time.Now().Unix()
+	if req.Stream {
+		h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: created, Model: model, SystemFingerprint: "searchfleet-simulator"}
+		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
+		return
+	}
+	b, _ := json.Marshal(map[string]any{
+		"id": "chatcmpl-sim-" + id, "object": "chat.completion", "created": created, "model": model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   usage,
+	})
+	writeJSON(w, b)
+}
+
+// kimiRecorded returns a recorded answer's message, finish reason and usage.
+func kimiRecorded(name string) (map[string]any, string, map[string]int) {
+	var rec struct {
+		Choices []struct {
+			Message      map[string]any `json:"message"`
+			FinishReason string         `json:"finish_reason"`
+		} `json:"choices"`
+		Usage map[string]int `json:"usage"`
+	}
+	json.Unmarshal(fixtures.Read(name), &rec)
+	return rec.Choices[0].Message, rec.Choices[0].FinishReason, rec.Usage
+}
+
+// kimiEchoed reports whether the request's last tool messages answer a $web_search
+// call.
+func kimiEchoed(msgs []llm.Message) bool {
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == "tool"; i-- {
+		if c, ok := kimiCall(msgs, msgs[i].ToolCallID); ok && c.Function.Name == "$web_search" {
+			return true
+		}
+	}
+	return false
+}
+
+// kimiCall finds the call id of an assistant message of msgs.
+func kimiCall(msgs []llm.Message, id string) (llm.ToolCall, bool) {
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if m.Role == "assistant" && c.ID == id {
+				return c, true
+			}
+		}
+	}
+	return llm.ToolCall{}, false
+}
+
+// kimiCheckEcho checks the echo of the $web_search calls: each tool message's content
+// is its call's arguments verbatim, as this simulator issued them. It returns what is
+// wrong ("": nothing).
+func kimiCheckEcho(msgs []llm.Message, user string) string {
+	_, want := kimiArguments(user)
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == "tool"; i-- {
+		c, ok := kimiCall(msgs, msgs[i].ToolCallID)
+		if !ok || c.Function.Name != "$web_search" {
+			continue
+		}
+		got := llm.Text(msgs[i].Content)
+		if c.Function.Arguments != want || got != want {
+			return "Invalid request: the tool message of the $web_search call " + c.ID + " must carry the call's arguments verbatim (simulated Moonshot error)"
+		}
+	}
+	if strings.TrimSpace(user) == "" {
+		return "Invalid request: no user message (simulated Moonshot error)"
+	}
+	return ""
+}

@@ -1,0 +1,294 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Besides the tenant's day and month, a paid call is counted in two capped ledgers:
+// its job's (the request's max_cost_usd) and its batch's (the batch's
+// metadata.max_cost_usd). They name the budget that refused a search.
+const (
+	BudgetRequest = "request"
+	BudgetBatch   = "batch"
+)
+
+// Pricing is what a main model's tokens cost, in US dollars per million tokens
+// (a model route's "pricing" in the config file). A zero Pricing makes turns free.
+type Pricing struct {
+	InputPerMTokUSD  float64 `json:"inputPerMTokUSD,omitempty"`
+	OutputPerMTokUSD float64 `json:"outputPerMTokUSD,omitempty"`
+}
+
+// Validate refuses negative or non-finite prices.
+func (p Pricing) Validate() error {
+	for _, v := range []float64{p.InputPerMTokUSD, p.OutputPerMTokUSD} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return errors.New("token prices must be zero or positive numbers of dollars per million tokens")
+		}
+	}
+	return nil
+}
+
+// Cost prices one model turn of in prompt and out completion tokens, rounded to the
+// micro-dollar the ledgers count in.
+func (p Pricing) Cost(in, out int) float64 {
+	return fromMicros(toMicros((float64(in)*p.InputPerMTokUSD + float64(out)*p.OutputPerMTokUSD) / 1e6))
+}
+
+// CheckCap validates a client's spending cap (max_cost_usd): a positive, finite
+// number of dollars.
+func CheckCap(usd float64) error {
+	if usd <= 0 || math.IsNaN(usd) || math.IsInf(usd, 0) || toMicros(usd) < 1 {
+		return errors.New("must be a positive number of US dollars")
+	}
+	return nil
+}
+
+// ledgerTTL keeps a ledger no longer than what it counts for: a ledger without a
+// TTL gets ARGV ttl (ms); one created with its owner's TTL keeps it.
+const ledgerTTL = `
+local function keep(key, ttl)
+  if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, ttl) end
+end
+`
+
+// reserveCap reserves a call's price against a capped ledger. KEYS[1] ledger;
+// KEYS[2], optional, the job record, whose batch is returned. ARGV[1] call, ARGV[2]
+// price (micro-dollars), ARGV[3] TTL ms. Returns {'ok'|'again'|'over', batch, cap}.
+var reserveCap = redis.NewScript(ledgerTTL + `
+local batch = ''
+if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
+local f = 'r:' .. ARGV[1]
+if redis.call('HEXISTS', KEYS[1], f) == 1 then return {'again', batch, 0} end
+local price = tonumber(ARGV[2])
+local cap = tonumber(redis.call('HGET', KEYS[1], 'cap') or '-1')
+local usd = tonumber(redis.call('HGET', KEYS[1], 'usd') or '0')
+if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
+redis.call('HINCRBY', KEYS[1], 'usd', price)
+redis.call('HSET', KEYS[1], f, price)
+keep(KEYS[1], ARGV[3])
+return {'ok', batch, 0}
+`)
+
+// settleCap moves a call's reservation to its real cost (ARGV[2]); 0 when the call
+// holds none. KEYS[1] ledger, ARGV[1] call.
+var settleCap = redis.NewScript(`
+local f = 'r:' .. ARGV[1]
+local r = redis.call('HGET', KEYS[1], f)
+if not r then return 0 end
+local d = tonumber(ARGV[2]) - tonumber(r)
+if d ~= 0 then
+  redis.call('HINCRBY', KEYS[1], 'usd', d)
+  redis.call('HSET', KEYS[1], f, ARGV[2])
+end
+return 1
+`)
+
+// recordCap counts a call that was paid without a reservation (a model turn), once:
+// a call already counted changes nothing. KEYS and ARGV as reserveCap. Returns
+// {1 recorded now | 0 already, batch}.
+var recordCap = redis.NewScript(ledgerTTL + `
+local batch = ''
+if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
+if redis.call('HSETNX', KEYS[1], 'r:' .. ARGV[1], ARGV[2]) == 0 then return {0, batch} end
+redis.call('HINCRBY', KEYS[1], 'usd', ARGV[2])
+keep(KEYS[1], ARGV[3])
+return {1, batch}
+`)
+
+// recordSpend counts a paid call against the tenant's day and month once, in
+// dollars only (a model turn is not a search). KEYS as reserveSpend; ARGV[1] call,
+// ARGV[2] cost in micro-dollars, ARGV[3] day TTL s, ARGV[4] month TTL s.
+var recordSpend = redis.NewScript(`
+if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2] .. ':0') == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'usd', ARGV[2])
+redis.call('HINCRBY', KEYS[2], 'usd', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+`)
+
+// SetSpendCap caps a ledger (JobSpend, BatchSpend) at usd; setting it again is
+// harmless. ttl is the ledger's lifetime when it has none yet.
+func (s *Store) SetSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, ledger, "cap", toMicros(usd))
+		p.PExpire(ctx, ledger, ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("state: setting a spending cap: %w", err)
+	}
+	return nil
+}
+
+// LedgerSpend reads a ledger's spend and cap (0: none).
+func (s *Store) LedgerSpend(ctx context.Context, ledger string) (usd, capUSD float64, err error) {
+	v, err := s.r.HMGet(ctx, ledger, "usd", "cap").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, fmt.Errorf("state: reading spend: %w", err)
+	}
+	num := func(x any) float64 {
+		str, _ := x.(string)
+		n, _ := strconv.ParseInt(str, 10, 64)
+		return fromMicros(n)
+	}
+	if len(v) == 2 {
+		usd, capUSD = num(v[0]), num(v[1])
+	}
+	return usd, capUSD, nil
+}
+
+// Hold is what one paid call holds until it is settled: its job's and batch's
+// ledger entries and the tenant's reservation.
+type Hold struct {
+	JobID  string
+	Batch  string
+	Call   string
+	Tenant *Reservation
+}
+
+// ReserveCall reserves usd for a paid call of job against, in turn, the job's
+// ledger (the request's cap), its batch's ledger (the batch's cap) and the tenant's
+// budget b. Each step is atomic across workers and reserves a call once, so a
+// redelivered call reserves nothing more; a refusal gives back what the earlier steps
+// reserved. It returns the hold to settle, or the budget that refused.
+func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+	price := toMicros(usd)
+	ttl := s.Retention.Milliseconds()
+	v, err := reserveCap.Run(ctx, s.r, []string{s.K.JobSpend(jobID), s.K.Job(jobID)}, call, price, ttl).Slice()
+	if err != nil {
+		return nil, nil, fmt.Errorf("state: reserving a request's spend: %w", err)
+	}
+	answer, batch, limit := capAnswer(v)
+	if answer == "over" {
+		return nil, &Exhausted{Budget: BudgetRequest, Limit: limit}, nil
+	}
+	h := &Hold{JobID: jobID, Batch: batch, Call: call}
+	if batch != "" {
+		v, err := reserveCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, price, ttl).Slice()
+		if err != nil {
+			s.releaseHold(ctx, h)
+			return nil, nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
+		}
+		if a, _, limit := capAnswer(v); a == "over" {
+			h.Batch = "" // nothing held there
+			s.releaseHold(ctx, h)
+			return nil, &Exhausted{Budget: BudgetBatch, Limit: limit}, nil
+		}
+	}
+	r, ex, err := s.ReserveSpend(ctx, tenant, call, usd, b, now)
+	if err != nil || ex != nil {
+		s.releaseHold(ctx, h)
+		return nil, ex, err
+	}
+	h.Tenant = r
+	return h, nil, nil
+}
+
+// capAnswer reads reserveCap's {answer, batch, cap}.
+func capAnswer(v []any) (answer, batch string, limit float64) {
+	if len(v) == 3 {
+		answer, _ = v[0].(string)
+		batch, _ = v[1].(string)
+		n, _ := v[2].(int64)
+		limit = fromMicros(n)
+	}
+	return answer, batch, limit
+}
+
+// releaseHold gives back what a refused call reserved in its job's and batch's
+// ledgers (settled to nothing; the entries stay, so a redelivery is still one call).
+func (s *Store) releaseHold(ctx context.Context, h *Hold) {
+	ctx = context.WithoutCancel(ctx)
+	settleCap.Run(ctx, s.r, []string{s.K.JobSpend(h.JobID)}, h.Call, 0)
+	if h.Batch != "" {
+		settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, 0)
+	}
+}
+
+// SettleCall sets what h's call really cost in every ledger that holds it: usd over
+// searches searches (0 and 0 release a call that was not billed). Settling twice to
+// the same cost is harmless.
+func (s *Store) SettleCall(ctx context.Context, h *Hold, usd float64, searches int) error {
+	cost := toMicros(usd)
+	var errs []error
+	if err := settleCap.Run(ctx, s.r, []string{s.K.JobSpend(h.JobID)}, h.Call, cost).Err(); err != nil {
+		errs = append(errs, err)
+	}
+	if h.Batch != "" {
+		if err := settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, cost).Err(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if h.Tenant != nil {
+		if err := s.SettleSpend(ctx, h.Tenant, usd, searches); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("state: settling spend: %w", err)
+	}
+	return nil
+}
+
+// RecordCall counts a call that was paid before its price was known (a model turn)
+// in its job's and batch's ledgers and its tenant's day and month, once per call in
+// each: recording it again, after a crash part-way or from a redelivered step,
+// changes nothing. It reports whether this call was new to the tenant's ledger.
+// Nothing is refused: the call is paid already, and the next search finds the budget
+// spent.
+func (s *Store) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
+	cost := toMicros(usd)
+	ttl := s.Retention.Milliseconds()
+	v, err := recordCap.Run(ctx, s.r, []string{s.K.JobSpend(jobID), s.K.Job(jobID)}, call, cost, ttl).Slice()
+	if err != nil {
+		return false, fmt.Errorf("state: recording a request's spend: %w", err)
+	}
+	if len(v) == 2 {
+		if batch, _ := v[1].(string); batch != "" {
+			if err := recordCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, cost, ttl).Err(); err != nil {
+				return false, fmt.Errorf("state: recording a batch's spend: %w", err)
+			}
+		}
+	}
+	day, month := periods(now)
+	dayEnd, monthEnd := PeriodEnds(now)
+	dayTTL := int64(time.Until(dayEnd.Add(24*time.Hour)).Seconds()) + 1
+	monthTTL := int64(time.Until(monthEnd.Add(24*time.Hour)).Seconds()) + 1
+	keys := []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month), s.K.SpendCalls(tenant, day)}
+	n, err := recordSpend.Run(ctx, s.r, keys, call, cost, max(dayTTL, 60), max(monthTTL, 60)).Int()
+	if err != nil {
+		return false, fmt.Errorf("state: recording spend: %w", err)
+	}
+	return n == 1, nil
+}
+
+// SetRequestCap caps a job's spend at the request's max_cost_usd.
+func (s *Store) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
+	return s.SetSpendCap(ctx, s.K.JobSpend(jobID), usd, s.Retention)
+}
+
+// RequestSpend reads what a job has spent (model turns and searches, reservations
+// included) and its cap (0: none).
+func (s *Store) RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error) {
+	return s.LedgerSpend(ctx, s.K.JobSpend(jobID))
+}
+
+// SetBatchCap caps a batch's spend across all its jobs; ttl is the batch record's.
+func (s *Store) SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error {
+	return s.SetSpendCap(ctx, s.K.BatchSpend(batchID), usd, ttl)
+}
+
+// BatchSpendOf reads what a batch's jobs have spent and its cap (0: none).
+func (s *Store) BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error) {
+	return s.LedgerSpend(ctx, s.K.BatchSpend(batchID))
+}
