@@ -1,5 +1,6 @@
 // Command searchworker runs web searches for searchfleet: one durable consumer per
-// engine it serves, shared with every other search worker serving that engine.
+// engine it serves, shared with every other search worker serving that engine, and
+// the web_fetch consumer (pages read through the SSRF guard) shared by all of them.
 //
 //	searchworker --engines glm,brave    (or FLEET_ENGINES=glm,brave; default: all)
 package main

@@ -60,6 +60,7 @@ type attemptText struct {
 type liveCall struct {
 	hop               int
 	id, engine, query string
+	tool              string // "web_fetch" for a fetch (query is its URL)
 	done              bool
 	sources           []bus.StreamSource
 	err               string
@@ -114,7 +115,7 @@ func (l *liveAnswer) add(m bus.StreamMsg) bool {
 		if !ok {
 			i = len(l.calls)
 			l.callAt[key] = i
-			l.calls = append(l.calls, liveCall{hop: m.Hop, id: m.CallID, engine: m.Engine, query: m.Query})
+			l.calls = append(l.calls, liveCall{hop: m.Hop, id: m.CallID, engine: m.Engine, query: m.Query, tool: m.Tool})
 		}
 		c := &l.calls[i]
 		if m.Type == bus.StreamSearchStarted || c.done {
@@ -136,6 +137,9 @@ func (l *liveAnswer) answer(base *wire.Response) *wire.Response {
 	pending := false
 	for _, c := range l.calls {
 		e := wire.TraceEntry{Hop: c.hop, CallID: c.id, Engine: c.engine, Query: c.query, Sources: []wire.TraceSource{}, Error: c.err}
+		if c.tool != "" {
+			e.Tool, e.URL, e.Query = c.tool, c.query, ""
+		}
 		for _, s := range c.sources {
 			e.Sources = append(e.Sources, wire.TraceSource{URL: s.URL, Title: s.Title, PageAge: s.PageAge})
 			r.Sources = append(r.Sources, wire.Source{URL: s.URL, Title: s.Title})

@@ -28,6 +28,7 @@ func deployFiles() map[string]any {
 		bus.ExpandConsumer(bus.TimingFor(bus.ConsumerExpand)),
 		bus.FinisherConsumer(bus.TimingFor(bus.ConsumerFinisher)),
 		bus.SearchConsumer("ENGINE", bus.TimingFor(bus.ConsumerSearch("ENGINE"))),
+		bus.FetchConsumer(bus.TimingFor(bus.ConsumerFetch)),
 		bus.DeadLetterConsumer(),
 		bus.IngressDeadLetterConsumer(),
 	} {

@@ -45,7 +45,9 @@ type StreamMsg struct {
 	// Offset is the hop text's length in characters before Text (deltas).
 	Offset int    `json:"offset"`
 	Text   string `json:"text,omitempty"`
-	// CallID, Engine and Query name a search (search_started, search_done).
+	// CallID, Engine and Query name a search (search_started, search_done). Tool is
+	// "web_fetch" for a fetch (Query is then its URL), absent for a search.
+	Tool   string `json:"tool,omitempty"`
 	CallID string `json:"call_id,omitempty"`
 	Engine string `json:"engine,omitempty"`
 	Query  string `json:"query,omitempty"`

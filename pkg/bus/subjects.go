@@ -17,6 +17,7 @@ const (
 	SubjectExpand    = "fleet.jobs.v1.expand"      // a batch to turn into jobs
 	SubjectResume    = "fleet.chat.v1.resume"      // a finished server-tool call
 	subjectSearch    = "fleet.search.v1."          // + engine id
+	SubjectFetch     = "fleet.fetch.v1.pages"      // web_fetch calls (one subject: no engines)
 	subjectEvents    = "fleet.events.v2."          // + job id + "." + event type, or ".end"
 	SubjectWebhook   = "fleet.webhooks.v1.deliver" // callback deliveries
 	subjectDLQ       = "fleet.dlq.v1."             // + stream + "." + consumer
@@ -46,6 +47,7 @@ const (
 	ConsumerExpand   = "batch-expander"
 	ConsumerFinisher = "finisher"
 	consumerSearch   = "searchworker-" // + engine id
+	ConsumerFetch    = "fetchworker"   // web_fetch calls, in the search workers' processes
 )
 
 // BucketFiles is the JetStream object store holding uploaded batch input files and
@@ -144,7 +146,7 @@ func Streams(l Limits) []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
 		workQueue(StreamJobs, "new chat jobs (interactive and batch) and batches to expand", SubjectChatJob, SubjectBatchJob, SubjectExpand),
 		workQueue(StreamChat, "finished server-tool calls to fold back into their chains", SubjectResume),
-		workQueue(StreamSearch, "web_search calls, one subject per engine", SubjectSearchAll),
+		workQueue(StreamSearch, "web_search calls, one subject per engine, and web_fetch calls", SubjectSearchAll, SubjectFetch),
 		{
 			Name:        StreamEvents,
 			Description: "job lifecycle events, the durable record of each job's progress",
@@ -200,6 +202,7 @@ var DefaultTiming = map[string]Timing{
 	ConsumerExpand:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 16},
 	ConsumerFinisher: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
 	consumerSearch:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 1024},
+	ConsumerFetch:    {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 1024},
 }
 
 func consumer(stream, name, filter, desc string, t Timing) ConsumerSpec {
@@ -236,6 +239,12 @@ func ResumeConsumer(t Timing) ConsumerSpec {
 // engine shares it.
 func SearchConsumer(engine string, t Timing) ConsumerSpec {
 	return consumer(StreamSearch, ConsumerSearch(engine), SubjectSearch(engine), "search workers: engine "+engine, t)
+}
+
+// FetchConsumer reads web_fetch calls; every search worker process shares it (the
+// fetch pool is the search workers' pool).
+func FetchConsumer(t Timing) ConsumerSpec {
+	return consumer(StreamSearch, ConsumerFetch, SubjectFetch, "search workers: web_fetch pages", t)
 }
 
 // ExpandConsumer reads batches to turn into jobs.

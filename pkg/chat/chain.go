@@ -25,6 +25,9 @@ type turn struct {
 	Offered bool `json:"offered"`
 	// GooglePreferred is the engine narrowing in force on this hop.
 	GooglePreferred bool `json:"gp,omitempty"`
+	// Fetch says whether web_fetch was offered on this hop (only then are the model's
+	// web_fetch calls the fleet's to run).
+	Fetch bool `json:"fetch,omitempty"`
 
 	parsed   llm.Message // Message, decoded once
 	parseErr error
@@ -32,7 +35,11 @@ type turn struct {
 
 // call is one server-tool call of a hop (state field calls:<hop>).
 type call struct {
-	ID     string `json:"id"`
+	ID string `json:"id"`
+	// Tool is the server tool called (serverTools): "" is web_search, as in every
+	// chain stored before web_fetch.
+	Tool   string `json:"tool,omitempty"`
+	URL    string `json:"url,omitempty"` // web_fetch's page
 	Engine string `json:"engine,omitempty"`
 	// Choice says how the engine was chosen (intent.Call.Choice).
 	Choice string        `json:"choice,omitempty"`
@@ -172,11 +179,11 @@ func (v *view) messages(h int) ([]json.RawMessage, *sources) {
 		}
 		msgs = append(msgs, t.Message)
 		for _, tc := range t.parsed.ToolCalls {
-			res, ok := v.result(k, tc.ID)
+			d, ok := v.done(k, tc.ID)
 			if !ok {
 				continue // a client tool call never reaches a later hop
 			}
-			content := evidence(evidenceNonce(v.job.ID), render(res, srcs))
+			content := evidence(evidenceNonce(v.job.ID), renderDone(d, srcs))
 			b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": tc.ID, "content": content})
 			msgs = append(msgs, b)
 		}
@@ -216,11 +223,24 @@ func render(res *engines.Result, srcs *sources) string {
 	return engines.BuildLLMContent(res.Query, summary, res.Citation.Sources, res.Hits, number)
 }
 
-// trace is one search of a job, for the job record.
+// trace is one server-tool call of a job (a search or a fetch), for the job record.
 type traceEntry struct {
 	Hop    int    `json:"hop"`
 	CallID string `json:"call_id"`
-	Engine string `json:"engine,omitempty"`
+	// Tool is "web_fetch" for a fetch (absent: a search).
+	Tool string `json:"tool,omitempty"`
+	// URL, Status, Bytes, Truncated and Kind say what a fetch asked for and saw.
+	URL       string `json:"url,omitempty"`
+	Status    int    `json:"status,omitempty"`
+	Bytes     int64  `json:"bytes,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	// Excerpt is the beginning of a fetched page's text (the Anthropic answer's
+	// document block shows it).
+	Excerpt string `json:"excerpt,omitempty"`
+	// RetrievedAt is when the page was read (RFC 3339).
+	RetrievedAt string `json:"retrieved_at,omitempty"`
+	Engine      string `json:"engine,omitempty"`
 	// EngineChoice says how the engine was chosen: "model", "default",
 	// "language:zh", or "request" (the request's own search settings named it).
 	EngineChoice string `json:"engine_choice,omitempty"`
@@ -248,6 +268,9 @@ func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
 		cs := v.calls(h)
 		for _, c := range cs {
 			e := traceEntry{Hop: h, CallID: c.ID, Engine: c.Engine, EngineChoice: c.Choice, Query: c.Query.Query, Sources: []wire.TraceSource{}}
+			if c.Tool != "" {
+				e.Tool, e.URL, e.Query = c.Tool, c.URL, ""
+			}
 			if d, ok := v.done(h, c.ID); ok {
 				res := &d.Result
 				e.Worker, e.Attempts, e.Millis = d.Worker, d.Attempts, d.Millis
@@ -262,6 +285,7 @@ func (v *view) trace(last int) ([]traceEntry, engines.Usage) {
 					e.Usage = res.Usage
 				}
 				traceRecord(&e, c, res)
+				tracePage(&e, d)
 			}
 			out = append(out, e)
 		}

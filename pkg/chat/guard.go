@@ -7,6 +7,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/search"
 )
@@ -43,6 +44,14 @@ func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadL
 			return w.FailJob(ctx, m.JobID, jobs.DeadLettered(dl.Consumer, dl.Deliveries, dl.Reason))
 		}
 		return w.Bus.Publish(ctx, bus.SubjectResume, search.Done{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Result: *res, Attempts: dl.Deliveries})
+	case search.FetchRequest{}.Kind():
+		// A fetch that kept failing: the model reads that the page was unavailable.
+		m, _, err := bus.Decode[search.FetchRequest](dl.Data)
+		if err != nil {
+			return nil
+		}
+		p := &fetch.Page{URL: m.URL, Error: &fetch.Error{Type: fetch.ErrUnavailable, Message: fmt.Sprintf("the page could not be fetched after %d attempts", dl.Deliveries)}}
+		return w.Bus.Publish(ctx, bus.SubjectResume, search.Done{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: search.FetchEngine, Result: *search.PageResult(p), Attempts: dl.Deliveries, Page: p})
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func (w *Worker) fromRecord(ctx context.Context, v *view, calls []call, searches
 	}
 	addrs := make([]string, 0, len(calls))
 	for _, c := range calls {
-		if !c.Local {
+		if !c.Local && c.Tool == "" {
 			addrs = append(addrs, search.Address(c.Engine, c.Query))
 		}
 	}
@@ -71,8 +71,8 @@ func (w *Worker) fromRecord(ctx context.Context, v *view, calls []call, searches
 	}
 	for i := range calls {
 		c := &calls[i]
-		if c.Local {
-			continue
+		if c.Local || c.Tool != "" {
+			continue // answered already, or not a search (a fetch is not recorded)
 		}
 		addr := search.Address(c.Engine, c.Query)
 		var res engines.Result
@@ -123,6 +123,9 @@ func notRecorded(record map[string][]byte) *engines.Result {
 // worker or a record gave) and, for a call answered from a record, names the record
 // in the entry's worker.
 func traceRecord(e *traceEntry, c call, res *engines.Result) {
+	if c.Tool != "" {
+		return // only searches are recorded
+	}
 	if search.Complete(res) && (!c.Local || c.Recorded != "") {
 		e.Result = search.Address(c.Engine, c.Query)
 	}

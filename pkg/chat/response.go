@@ -33,19 +33,20 @@ func annotate(text string, srcs []engines.Source) []annotation {
 	return out
 }
 
-// splitCalls sorts a turn's tool calls into the fleet's web_search calls and the
-// client's calls. A web_search call on a hop that did not offer the tool (past the
-// hop limit) is stray: it is neither run nor returned.
+// splitCalls sorts a turn's tool calls into the fleet's server-tool calls (web_search,
+// web_fetch: the registry's tools) and the client's calls. A server-tool call on a hop
+// that did not offer that tool (past the hop limit, no URL to read) is stray: it is
+// neither run nor returned. A client that declared a tool of the same name keeps it.
 func splitCalls(t *turn, clientTools []string) (server, client []llm.ToolCall) {
-	clientHasWebSearch := slices.Contains(clientTools, intent.ToolName)
 	for _, tc := range t.parsed.ToolCalls {
+		name := tc.Function.Name
 		switch {
-		case tc.Function.Name == intent.ToolName && !clientHasWebSearch && t.Offered:
-			server = append(server, tc)
-		case tc.Function.Name == intent.ToolName && !clientHasWebSearch:
-			// stray: dropped
-		default:
+		case serverTools[name] == nil || slices.Contains(clientTools, name):
 			client = append(client, tc)
+		case name == intent.ToolName && t.Offered, name == intent.FetchToolName && t.Fetch:
+			server = append(server, tc)
+		default:
+			// stray: dropped
 		}
 	}
 	return server, client
@@ -89,15 +90,22 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 	for _, s := range srcs.list {
 		sources = append(sources, map[string]string{"title": s.Web.Title, "url": s.Web.URI})
 	}
-	searches := 0
+	searches, fetches := 0, 0
 	for k := 0; k <= h; k++ {
 		for _, c := range v.calls(k) {
-			if !c.Local {
+			switch {
+			case c.Local:
+			case c.Tool == intent.FetchToolName:
+				fetches++
+			default:
 				searches++
 			}
 		}
 	}
 	ext := map[string]any{"job_id": v.job.ID, "hops": h + 1, "searches": searches, "sources": sources, "citations": cites}
+	if fetches > 0 {
+		ext["fetches"] = fetches
+	}
 	if w := chatWarnings(v.req); len(w) > 0 {
 		ext["warnings"] = w
 	}

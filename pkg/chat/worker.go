@@ -68,9 +68,11 @@ type Worker struct {
 	// Tools is the web_search toolset (nil: web search disabled).
 	Tools      *intent.Toolset
 	Classifier *intent.Classifier
-	// MaxHops bounds model calls per job; MaxSearches web_search calls per job.
+	// MaxHops bounds model calls per job; MaxSearches web_search calls per job;
+	// MaxFetches web_fetch calls per job (0: web_fetch is not offered).
 	MaxHops     int
 	MaxSearches int
+	MaxFetches  int
 	// ModelTimeout bounds one model call.
 	ModelTimeout time.Duration
 	// LeaseTTL is how long a dead worker's claim on a hop blocks the next one; a live
@@ -258,16 +260,23 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	if err != nil {
 		return false, err
 	}
+	fetchOffered := w.offerFetch(v, h)
 	if spent, err := w.openRequestLedger(ctx, v, h); err != nil {
 		return false, err
 	} else if spent {
-		offered = false // the request's max_cost_usd is spent: the model answers now
+		offered, fetchOffered = false, false // the request's max_cost_usd is spent: the model answers now
 	}
 	msgs, srcs := v.messages(h)
-	msgs = v.withEvidencePolicy(msgs, h, offered)
+	msgs = v.withEvidencePolicy(msgs, h, offered || fetchOffered)
 	tools := v.req.Tools
+	if offered || fetchOffered {
+		tools = append([]json.RawMessage(nil), tools...)
+	}
 	if offered {
-		tools = append(append([]json.RawMessage(nil), tools...), w.Tools.Tool(gp))
+		tools = append(tools, serverTools[intent.ToolName].schema(w, gp))
+	}
+	if fetchOffered {
+		tools = append(tools, serverTools[intent.FetchToolName].schema(w, gp))
 	}
 	body, err := v.req.Body(model.Upstream, msgs, tools)
 	if err != nil {
@@ -296,7 +305,7 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "ok").Inc()
 	}
 	w.failpoint("chat.after_model_call")
-	b, _ := json.Marshal(&turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: offered, GooglePreferred: gp})
+	b, _ := json.Marshal(&turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: offered, GooglePreferred: gp, Fetch: fetchOffered})
 	// The answer is paid for: storing it is worth riding out a Redis restart (while
 	// this worker keeps the hop's lease), or the redelivery would call the model again.
 	var got json.RawMessage
@@ -403,46 +412,32 @@ func modelError(err error, le *llm.Error) *state.JobError {
 	return jobs.UpstreamFailed("the model's provider could not be reached")
 }
 
-// plan turns hop h's web_search calls into calls to publish: validated arguments and
-// a chosen engine, or a local error result the model reads (rejected arguments, the
-// per-job search limit). A plan already stored (a replayed dispatch) is reused as is.
+// plan turns hop h's server-tool calls into calls to publish, each through its tool
+// in the registry (tools.go): validated arguments (for web_search, a chosen engine),
+// or a local error result the model reads (rejected arguments, the per-job search or
+// fetch limit). A plan already stored (a replayed dispatch) is reused as is. searches
+// counts the web_search calls to run (fetches are counted from the stored calls).
 func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []call, searches int, stored bool) {
 	if cs := v.calls(h); cs != nil {
 		for _, c := range cs {
-			if !c.Local {
+			if !c.Local && c.Tool == "" {
 				searches++
 			}
 		}
 		return cs, searches, true
 	}
-	limit := w.MaxSearches
-	opts := v.req.Search
-	if opts != nil && opts.MaxUses > 0 && opts.MaxUses < limit {
-		limit = opts.MaxUses // the request's max_uses narrows the fleet's limit, never raises it
+	p := planState{searchLimit: w.MaxSearches, fetchLimit: w.fetchLimit(v)}
+	if opts := v.req.Search; opts != nil && opts.MaxUses > 0 && opts.MaxUses < p.searchLimit {
+		p.searchLimit = opts.MaxUses // the request's max_uses narrows the fleet's limit, never raises it
 	}
-	budget := limit - v.chain.Searches
+	p.searchBudget = p.searchLimit - v.chain.Searches
+	p.fetchBudget = p.fetchLimit - v.fetches(h)
 	for _, tc := range server {
 		c := call{ID: tc.ID}
-		parsed, aerr := w.Tools.Parse(tc.Function.Arguments, t.GooglePreferred)
-		switch {
-		case aerr != nil:
-			c.Local, c.Result = true, aerr.Result()
-		case searches >= budget:
-			c.Engine, c.Query = parsed.Engine, parsed.Query
-			c.Local, c.Result = true, engines.InvalidArgumentsResult("SEARCH_LIMIT_REACHED", "The search limit for this request is reached.",
-				fmt.Sprintf("This request may make at most %d web searches; answer with the results you already have.", limit))
-		default:
-			c.Engine, c.Choice, c.Query = parsed.Engine, parsed.Choice, withRequestOptions(parsed.Query, opts)
-			if opts != nil && opts.Engine != "" {
-				if _, ok := w.Tools.Engine(opts.Engine); ok {
-					c.Engine, c.Choice = opts.Engine, "request" // the request named the engine for all its searches
-				}
-			}
-			searches++
-		}
+		serverTools[tc.Function.Name].plan(w, v, t, tc, &p, &c)
 		calls = append(calls, c)
 	}
-	return calls, searches, false
+	return calls, p.searches, false
 }
 
 // withRequestOptions applies the request's own search settings (domains, hits per
@@ -500,6 +495,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	now := time.Now().UTC()
 	complete := false
 	for _, c := range calls {
+		query := c.Query.Query
 		if c.Local {
 			m, err := bus.Encode(bus.SubjectResume, search.Done{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Result: *c.Result})
 			if err != nil {
@@ -510,14 +506,14 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 				return err
 			}
 			complete = have == want
-			w.progress(bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchStarted, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
+			w.progress(bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchStarted, Hop: h, CallID: c.ID, Engine: c.Engine, Query: query, Tool: c.Tool})
 			w.progress(searchDone(jobID, h, c.ID, c.Engine, c.Result))
 			continue
 		}
-		req := search.Request{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline, GooglePreferred: t.GooglePreferred}
-		w.emit(bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
-		w.progress(bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchStarted, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query.Query})
-		ps, err := w.Bus.PublishAsync(bus.SubjectSearch(c.Engine), req)
+		subject, req := toolOf(c).request(v, h, t, c)
+		w.emit(bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: query})
+		w.progress(bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchStarted, Hop: h, CallID: c.ID, Engine: c.Engine, Query: query, Tool: c.Tool})
+		ps, err := w.Bus.PublishAsync(subject, req)
 		if err != nil {
 			return err
 		}
@@ -539,6 +535,9 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 // title, in the engine's order) or its error.
 func searchDone(jobID string, h int, callID, engine string, res *engines.Result) bus.StreamMsg {
 	m := bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchDone, Hop: h, CallID: callID, Engine: engine, Query: res.Query}
+	if engine == search.FetchEngine {
+		m.Tool = intent.FetchToolName
+	}
 	if e := res.Citation.Error; e != nil {
 		m.Error = e.Type + ": " + e.Message
 		return m

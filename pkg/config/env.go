@@ -74,6 +74,16 @@ type Env struct {
 	MaxHops int `env:"FLEET_MAX_HOPS" envDefault:"6"`
 	// MaxSearches bounds web_search calls per job. Clients cannot raise it.
 	MaxSearches int `env:"FLEET_MAX_SEARCHES" envDefault:"12"`
+	// MaxFetches bounds web_fetch calls per job (0: web_fetch is not offered). A
+	// request may lower it, never raise it.
+	MaxFetches int `env:"FLEET_MAX_FETCHES" envDefault:"5"`
+	// FetchMaxBytes caps the body web_fetch reads of a page; FetchTimeout bounds one
+	// fetch, redirects included.
+	FetchMaxBytes int64         `env:"FLEET_FETCH_MAX_BYTES" envDefault:"2097152"`
+	FetchTimeout  time.Duration `env:"FLEET_FETCH_TIMEOUT" envDefault:"15s"`
+	// FetchAllow lists CIDRs web_fetch may reach although they are private or
+	// loopback (tests allow loopback; empty in production: public addresses only).
+	FetchAllow []string `env:"FLEET_FETCH_ALLOW" envSeparator:","`
 	// HTTPHeaderTimeout bounds reading a request's headers: a client that never
 	// finishes them (slowloris) is cut off.
 	HTTPHeaderTimeout time.Duration `env:"FLEET_HTTP_HEADER_TIMEOUT" envDefault:"10s"`
@@ -185,6 +195,14 @@ func (e Env) Validate() error {
 			bad("FLEET_WEBHOOK_ALLOW: %q is not a CIDR (e.g. 127.0.0.0/8)", c)
 		}
 	}
+	for _, c := range e.FetchAllow {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			bad("FLEET_FETCH_ALLOW: %q is not a CIDR (e.g. 127.0.0.0/8)", c)
+		}
+	}
+	if e.MaxFetches < 0 || e.FetchMaxBytes < 1024 || e.FetchTimeout <= 0 {
+		bad("FLEET_MAX_FETCHES must be at least 0, FLEET_FETCH_MAX_BYTES at least 1024 and FLEET_FETCH_TIMEOUT positive")
+	}
 	if e.EventsMaxBytes < 1<<20 {
 		bad("FLEET_EVENTS_MAX_BYTES must be at least 1 MiB")
 	}
@@ -265,6 +283,7 @@ func (e Env) LogValue() slog.Value {
 		slog.Int("search_concurrency", e.SearchConcurrency),
 		slog.Int("max_hops", e.MaxHops),
 		slog.Int("max_searches", e.MaxSearches),
+		slog.Int("max_fetches", e.MaxFetches),
 		slog.Any("engines", e.Engines),
 		slog.Duration("http_body_timeout", e.HTTPBodyTimeout),
 		slog.Duration("http_upload_timeout", e.HTTPUploadTimeout),

@@ -25,6 +25,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -266,7 +267,7 @@ func (p *process) runChat(ctx context.Context) error {
 	}
 	env := p.env
 	w := &chat.Worker{Bus: p.bus, Store: p.store, Models: models, Tools: p.tools, Classifier: p.classify,
-		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
+		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, MaxFetches: env.MaxFetches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
 		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store, Ledger: p.store}
 	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
 		return err
@@ -309,8 +310,32 @@ func (p *process) runSearch(ctx context.Context) error {
 			return err
 		}
 	}
-	p.log.Info("search worker running", "engines", ids, "concurrency", p.env.SearchConcurrency)
+	fw, err := p.fetchWorker()
+	if err != nil {
+		return err
+	}
+	if err := consume(ctx, p, bus.FetchConsumer(p.timing(bus.ConsumerFetch)), fw.Handle, p.env.SearchConcurrency); err != nil {
+		return err
+	}
+	p.log.Info("search worker running", "engines", ids, "concurrency", p.env.SearchConcurrency, "web_fetch", true)
 	return nil
+}
+
+// fetchWorker builds the web_fetch worker: every page is fetched through the webhook
+// SSRF guard (FLEET_FETCH_ALLOW admits private ranges; tests allow loopback), capped
+// at FLEET_FETCH_MAX_BYTES and FLEET_FETCH_TIMEOUT.
+func (p *process) fetchWorker() (*search.FetchWorker, error) {
+	g := &webhook.Guard{}
+	for _, c := range p.env.FetchAllow {
+		pre, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("FLEET_FETCH_ALLOW: %w", err)
+		}
+		g.Allow = append(g.Allow, pre)
+	}
+	f := fetch.New(fetch.Options{Guard: g, MaxBytes: p.env.FetchMaxBytes, Timeout: p.env.FetchTimeout})
+	return &search.FetchWorker{Bus: p.bus, Store: p.store, Fetcher: f, LeaseTTL: p.env.AckWait, Metrics: p.o.Metrics,
+		Log: p.log.With("role", "fetch"), ID: p.id}, nil
 }
 
 // runIngress starts the HTTP API and the work that runs beside it: webhook delivery,

@@ -44,6 +44,11 @@ type SearchOptions struct {
 	// Unhonoured says, in words for the client, which settings the fleet cannot honour
 	// (a city, a time zone, a cached-only index…). The answer repeats them.
 	Unhonoured []string `json:"unhonoured,omitempty"`
+	// Fetch is set when the request declared a web_fetch tool (Anthropic's server
+	// tool): offer web_fetch whenever the model has a URL to read. MaxFetches caps its
+	// fetches (0 = the fleet's limit).
+	Fetch      bool `json:"fetch,omitempty"`
+	MaxFetches int  `json:"max_fetches,omitempty"`
 }
 
 // Merge folds o into s: later settings win, lists and notes accumulate.
@@ -52,6 +57,10 @@ func (s *SearchOptions) Merge(o *SearchOptions) {
 		return
 	}
 	s.Requested = s.Requested || o.Requested
+	s.Fetch = s.Fetch || o.Fetch
+	if o.MaxFetches > 0 && (s.MaxFetches == 0 || o.MaxFetches < s.MaxFetches) {
+		s.MaxFetches = o.MaxFetches
+	}
 	if o.Engine != "" {
 		s.Engine = o.Engine
 	}

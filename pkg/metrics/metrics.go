@@ -69,6 +69,9 @@ type Metrics struct {
 	// used up, by tenant and budget (usd_day, usd_month, searches_day, searches_month,
 	// request, batch).
 	BudgetExhausted *prometheus.CounterVec
+	// Fetches counts web_fetch calls by outcome (ok, truncated, js_shell, empty, or
+	// the error type in lower case: fetch_refused, fetch_http_error, …).
+	Fetches *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -106,6 +109,8 @@ func New() *Metrics {
 	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid calls cost, by tenant, kind (search, model) and source (engine or model)."}, []string{"tenant", "kind", "source"})
 	m.BudgetExhausted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_budget_exhausted_total", Help: "Searches and jobs refused on a used-up tenant budget, by tenant and budget."}, []string{"tenant", "budget"})
 	r.MustRegister(m.SpendUSD, m.BudgetExhausted)
+	m.Fetches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_fetch_total", Help: "web_fetch calls by outcome."}, []string{"outcome"})
+	r.MustRegister(m.Fetches)
 	return m
 }
 

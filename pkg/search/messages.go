@@ -6,6 +6,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/fetch"
 )
 
 // The search messages: defined here, with the worker that serves them; the bus only
@@ -83,7 +84,26 @@ type Done struct {
 	// Fallback is set when engines failed the call and another one ran it; Engine
 	// is then the call's engine and Result.Engine the one that answered.
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// Page is the page of a web_fetch call (Engine is then FetchEngine): Result
+	// carries it as one source (or its error), Page the text and what the fetch saw.
+	Page *fetch.Page `json:"page,omitempty"`
 }
+
+// FetchEngine is the Engine of a web_fetch call's messages and results.
+const FetchEngine = "web_fetch"
+
+// FetchRequest is one web_fetch call (fleet.fetch.v1.pages).
+type FetchRequest struct {
+	JobID  string `json:"job_id"`
+	Hop    int    `json:"hop"`
+	CallID string `json:"call_id"`
+	URL    string `json:"url"`
+	// Deadline is when the job stops waiting; a fetch past it is not run.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+func (FetchRequest) Kind() string    { return "fetch.request.v1" }
+func (m FetchRequest) MsgID() string { return bus.CallKey(m.JobID, m.Hop, m.CallID) }
 
 func (Done) Kind() string    { return "chat.resume.v1" }
 func (m Done) MsgID() string { return "done:" + bus.CallKey(m.JobID, m.Hop, m.CallID) }

@@ -33,7 +33,9 @@ import (
 // "sim:tool=NAME" (call the client's tool NAME instead), "sim:repeat-search" (each
 // "sim:hops=N" follow-up repeats the first search exactly), "sim:fresh-query" (the
 // first search's query is new every time), "sim:bad-cite" (the answer
-// also cites [97], a source it was never given), and model faults
+// also cites [97], a source it was never given), "sim:fetch" (when web_fetch is
+// offered: fetch the first URL of the user's text, or, with none there, the first
+// source of the search results it read, once), and model faults
 // "sim:model-429", "sim:model-500", "sim:model-hang", "sim:model-slow=1s".
 //
 // With "stream": true the same answer arrives as chat.completion.chunk events, a
@@ -83,9 +85,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, t := range req.Tools {
-		if t.Function.Name == "web_search" {
+		switch t.Function.Name {
+		case "web_search":
 			s.stats.count("model_offered_web_search", nil, string(body))
-			break
+		case "web_fetch":
+			s.stats.count("model_offered_web_fetch", nil, string(body))
 		}
 	}
 	user := ""
@@ -142,6 +146,12 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 	}
 	last := req.Messages[len(req.Messages)-1]
 
+	if last.Role == "tool" && tools["web_fetch"] && strings.Contains(user, "sim:fetch") && !fetched(req.Messages) {
+		// A search's results are in: read the first page they name.
+		if m := sourceLineRE.FindStringSubmatch(llm.Text(last.Content)); m != nil {
+			return fetchCall(m[3], id), "tool_calls"
+		}
+	}
 	if last.Role == "tool" {
 		hops := 0
 		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != "user"; i-- {
@@ -171,6 +181,9 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 	}
 
 	if last.Role == "user" {
+		if u := urlRE.FindString(user); u != "" && tools["web_fetch"] && strings.Contains(user, "sim:fetch") {
+			return fetchCall(strings.TrimRight(u, ".,;:!?"), id), "tool_calls"
+		}
 		if m := toolRE.FindStringSubmatch(user); m != nil && tools[m[1]] {
 			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 				"id": "call_" + id + "_client", "type": "function",
@@ -186,6 +199,30 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 		}
 	}
 	return map[string]any{"role": "assistant", "content": "(simulated model) " + plainAnswer(user)}, "stop"
+}
+
+// urlRE finds a URL in the user's text (sim:fetch).
+var urlRE = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+`)
+
+// fetchCall is a web_fetch call of url.
+func fetchCall(url, id string) map[string]any {
+	b, _ := json.Marshal(map[string]string{"url": url})
+	return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+		"id": "call_" + id + "_fetch", "type": "function",
+		"function": map[string]any{"name": "web_fetch", "arguments": string(b)},
+	}}}
+}
+
+// fetched reports whether the model already called web_fetch since the user spoke.
+func fetched(msgs []llm.Message) bool {
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != "user"; i-- {
+		for _, tc := range msgs[i].ToolCalls {
+			if tc.Function.Name == "web_fetch" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func wantsSearch(text string) bool {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -57,6 +58,10 @@ func (anthropicCodec) EncodeError(e *Error) []byte {
 
 // anthropicServerTools are the web search tool versions the fleet serves.
 var anthropicServerTools = map[string]bool{"web_search_20250305": true, "web_search_20260209": true, "web_search_20260318": true}
+
+// anthropicFetchTools are the web fetch tool versions the fleet serves (its
+// web_fetch server tool).
+var anthropicFetchTools = map[string]bool{"web_fetch_20250910": true, "web_fetch_20260209": true}
 
 // DecodeRequest reads a Messages request: system, content blocks, client tools,
 // web_search server tools (max_uses, allowed_domains, blocked_domains, user_location).
@@ -243,14 +248,17 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part
 		case "server_tool_use":
 			var in struct {
 				Query string `json:"query"`
+				URL   string `json:"url"`
 			}
 			json.Unmarshal(b.Input, &in)
-			parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: b.ID, Name: b.Name, Query: in.Query}})
+			parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: b.ID, Name: b.Name, Query: in.Query, URL: in.URL}})
 		case "web_search_tool_result":
 			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
 		case "thinking", "redacted_thinking":
 			// The model's own reasoning: not for another model.
-		case "web_fetch_tool_result", "server_tool_result":
+		case "web_fetch_tool_result":
+			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicFetchHistory(b.ToolUseID, b.Content)})
+		case "server_tool_result":
 			// Results of server tools the fleet does not run: nothing the model can use.
 		default:
 			return nil, Invalid(bp+".type", "%s.type: content block type %q is not supported by this server", bp, b.Type)
@@ -299,8 +307,30 @@ func (r *Request) anthropicTools(v json.RawMessage) error {
 				r.Search = &llm.SearchOptions{}
 			}
 			r.Search.Merge(o)
+		case anthropicFetchTools[typ]:
+			if name != "web_fetch" {
+				return Invalid(param+".name", "%s.name: Input should be 'web_fetch'", param)
+			}
+			var ft struct {
+				MaxUses *int `json:"max_uses"`
+			}
+			raw, _ := json.Marshal(t)
+			if json.Unmarshal(raw, &ft) != nil || ft.MaxUses != nil && *ft.MaxUses < 1 {
+				return Invalid(param+".max_uses", "%s.max_uses: Input should be a positive integer", param)
+			}
+			o := &llm.SearchOptions{Fetch: true}
+			if ft.MaxUses != nil {
+				o.MaxFetches = *ft.MaxUses
+			}
+			if !isNull(t["allowed_domains"]) || !isNull(t["blocked_domains"]) {
+				o.Unhonoured = append(o.Unhonoured, param+": web_fetch domain filters are not honoured")
+			}
+			if r.Search == nil {
+				r.Search = &llm.SearchOptions{}
+			}
+			r.Search.Merge(o)
 		case strings.HasPrefix(typ, "web_fetch_"):
-			r.Notes = append(r.Notes, param+" ("+typ+") is not served yet: the model cannot fetch pages")
+			r.Notes = append(r.Notes, param+" ("+typ+") is not served: the model cannot fetch pages with this tool version")
 		default:
 			return Invalid(param+".type", "%s.type: tool type %q is not supported by this server; it serves custom tools and web_search", param, typ)
 		}
@@ -358,8 +388,16 @@ func anthropicBlocks(r *Response) []map[string]any {
 	for _, p := range r.Content {
 		switch p.Kind {
 		case PartServerCall:
+			if p.Server.IsFetch() {
+				out = append(out, map[string]any{"type": "server_tool_use", "id": serverToolID(p.Server.ID), "name": FetchName, "input": map[string]string{"url": p.Server.URL}})
+				break
+			}
 			out = append(out, map[string]any{"type": "server_tool_use", "id": serverToolID(p.Server.ID), "name": "web_search", "input": map[string]string{"query": p.Server.Query}})
 		case PartServerResult:
+			if b := anthropicFetchResult(p.Search); b != nil {
+				out = append(out, b)
+				break
+			}
 			var content any
 			if e := p.Search.Error; e != nil {
 				content = map[string]string{"type": "web_search_tool_result_error", "error_code": e.Code}
@@ -441,7 +479,46 @@ func tail(s string, n int) string {
 func anthropicUsage(r *Response) map[string]any {
 	return withSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
 		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches}, "service_tier": "standard"}, r.Usage)
+		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches, "web_fetch_requests": r.Usage.WebFetches}, "service_tier": "standard"}, r.Usage)
+}
+
+// anthropicFetchHistory reads an earlier turn's web_fetch_tool_result block: the page
+// fetched (as a source), or the error's code.
+func anthropicFetchHistory(id string, raw json.RawMessage) *SearchResult {
+	res := &SearchResult{CallID: id, Sources: []Source{}, fetch: true}
+	var c struct {
+		Type      string `json:"type"`
+		URL       string `json:"url"`
+		ErrorCode string `json:"error_code"`
+		Content   struct {
+			Title string `json:"title"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.Type == "web_fetch_tool_result_error" || c.URL == "" {
+		res.Error = &SearchError{Code: cmp.Or(c.ErrorCode, "unavailable")}
+		return res
+	}
+	res.Sources = append(res.Sources, Source{URL: c.URL, Title: c.Content.Title})
+	res.Page = &FetchedPage{URL: c.URL, Title: c.Content.Title}
+	return res
+}
+
+// anthropicFetchResult renders a web_fetch result as Anthropic's
+// web_fetch_tool_result block: a web_fetch_result with the page as a text document,
+// or a web_fetch_tool_result_error. nil when res is a search's result.
+func anthropicFetchResult(res *SearchResult) map[string]any {
+	var content any
+	switch {
+	case res.Page != nil:
+		content = map[string]any{"type": "web_fetch_result", "url": res.Page.URL, "retrieved_at": res.Page.RetrievedAt,
+			"content": map[string]any{"type": "document", "title": res.Page.Title,
+				"source": map[string]string{"type": "text", "media_type": "text/plain", "data": res.Page.Text}}}
+	case res.Error != nil && res.fetch:
+		content = map[string]string{"type": "web_fetch_tool_result_error", "error_code": res.Error.Code}
+	default:
+		return nil
+	}
+	return map[string]any{"type": "web_fetch_tool_result", "tool_use_id": serverToolID(res.CallID), "content": content}
 }
 
 func anthropicMessage(r *Response, content []map[string]any, stop any) map[string]any {

@@ -135,17 +135,40 @@ type ToolResult struct {
 	IsError bool
 }
 
-// ServerCall is a server-tool call the fleet ran (today always web_search).
+// ServerCall is a server-tool call the fleet ran: web_search (Query) or web_fetch
+// (Name "web_fetch", URL).
 type ServerCall struct {
 	ID    string
 	Name  string
 	Query string
+	URL   string
+}
+
+// FetchName is the Name of a web_fetch ServerCall.
+const FetchName = "web_fetch"
+
+// IsFetch reports whether c is a web_fetch call.
+func (c *ServerCall) IsFetch() bool { return c != nil && c.Name == FetchName }
+
+// FetchedPage is what one server web_fetch read (SearchResult.Page).
+type FetchedPage struct {
+	URL   string
+	Title string
+	// Text is the beginning of the page's readable text.
+	Text        string
+	Kind        string
+	Truncated   bool
+	RetrievedAt string
 }
 
 // SearchResult is what one server web_search returned.
 type SearchResult struct {
 	CallID  string
 	Sources []Source
+	// Page is set for a web_fetch result that read a page (Sources then holds it).
+	Page *FetchedPage
+	// fetch marks a web_fetch result (AddTrace), failed ones included.
+	fetch bool
 	// Error is set when the search failed.
 	Error *SearchError
 }
@@ -216,8 +239,10 @@ const (
 type Usage struct {
 	InputTokens  int
 	OutputTokens int
-	// WebSearches counts the searches that ran (failed ones are not billed).
+	// WebSearches counts the searches that ran (failed ones are not billed);
+	// WebFetches the pages fetched.
 	WebSearches int
+	WebFetches  int
 	// Spend is what the job spent (nil until it completed): every protocol reports
 	// it as usage.searchfleet.
 	Spend *Spend

@@ -318,6 +318,9 @@ func chatContent(parts []Part, textOnly bool) any {
 
 // renderServerPart renders an earlier turn's search for a model that reads it as text.
 func renderServerPart(p Part) string {
+	if p.Kind == PartServerCall && p.Server.IsFetch() {
+		return fmt.Sprintf("\n[web_fetch %q]\n", p.Server.URL)
+	}
 	if p.Kind == PartServerCall {
 		return fmt.Sprintf("\n[web_search %q]\n", p.Server.Query)
 	}
@@ -560,6 +563,9 @@ func (s *chatStream) Update(r *Response) []Event {
 	}
 	for _, p := range r.Content {
 		switch {
+		case p.Kind == PartServerCall && !s.searching[p.Server.ID] && p.Server.IsFetch():
+			s.searching[p.Server.ID] = true
+			evs = append(evs, progressComment(map[string]any{"status": "fetching", "tool": FetchName, "id": p.Server.ID, "url": p.Server.URL}))
 		case p.Kind == PartServerCall && !s.searching[p.Server.ID]:
 			s.searching[p.Server.ID] = true
 			evs = append(evs, progressComment(map[string]any{"status": "searching", "id": p.Server.ID, "query": p.Server.Query}))

@@ -395,6 +395,11 @@ func webSearchItem(c *ServerCall, res *SearchResult, status string) map[string]a
 			sources = append(sources, src)
 		}
 	}
+	if c.IsFetch() {
+		// A fetch is the Responses web_search_call's open_page action.
+		return map[string]any{"type": "web_search_call", "id": "ws_" + c.ID, "status": status,
+			"action": map[string]any{"type": "open_page", "url": c.URL}}
+	}
 	return map[string]any{"type": "web_search_call", "id": "ws_" + c.ID, "status": status,
 		"action": map[string]any{"type": "search", "query": c.Query, "sources": sources}}
 }

@@ -15,6 +15,15 @@ type TraceEntry struct {
 	Sources []TraceSource `json:"sources"`
 	// Error is "TYPE: message" when the search failed.
 	Error string `json:"error,omitempty"`
+	// Tool is "web_fetch" for a fetch of URL (absent: a search); Kind, Truncated and
+	// Excerpt say what the fetch read.
+	Tool      string `json:"tool,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Excerpt   string `json:"excerpt,omitempty"`
+	// RetrievedAt is when the page was read (RFC 3339).
+	RetrievedAt string `json:"retrieved_at,omitempty"`
 }
 
 // TraceSource is one source a search returned, as the job's trace records it. Traces
@@ -51,7 +60,20 @@ var searchErrorCodes = map[string]string{
 	"SEARCH_BAD_REQUEST":      "invalid_tool_input",
 }
 
-// AddTrace puts a job's searches into its answer: a server call and its result per
+// fetchErrorCodes maps the fleet's fetch error types onto Anthropic's
+// web_fetch_tool_result_error codes.
+var fetchErrorCodes = map[string]string{
+	"INVALID_TOOL_ARGUMENTS":         "invalid_tool_input",
+	"FETCH_INVALID_URL":              "invalid_tool_input",
+	"FETCH_REFUSED":                  "url_not_allowed",
+	"FETCH_HTTP_ERROR":               "url_not_accessible",
+	"FETCH_UNREACHABLE":              "url_not_accessible",
+	"FETCH_TOO_MANY_REDIRECTS":       "url_not_accessible",
+	"FETCH_UNSUPPORTED_CONTENT_TYPE": "unsupported_content_type",
+	"FETCH_LIMIT_REACHED":            "max_uses_exceeded",
+}
+
+// AddTrace puts a job's searches and fetches into its answer: a server call and its result per
 // trace entry, before the answer's text, in the order they ran. Each source carries
 // the title and page age the trace recorded; a source without a title (older traces
 // kept URLs only) takes it from the answer's numbered sources. Failed searches become
@@ -69,10 +91,35 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 		titles[s.URL] = s.Title
 	}
 	parts := make([]Part, 0, 2*len(entries)+len(r.Content))
-	searches := 0
+	searches, fetches := 0, 0
 	for _, e := range entries {
 		id := fmt.Sprintf("%d_%s", e.Hop, idToken(e.CallID))
 		res := &SearchResult{CallID: id, Sources: []Source{}}
+		if e.Tool == FetchName {
+			res.fetch = true
+			call := &ServerCall{ID: id, Name: FetchName, URL: e.URL}
+			if e.Error != "" {
+				typ, msg, _ := strings.Cut(e.Error, ": ")
+				code := fetchErrorCodes[typ]
+				if code == "" {
+					code = "unavailable"
+				}
+				res.Error = &SearchError{Code: code, Message: msg}
+			} else {
+				fetches++
+				page := &FetchedPage{URL: e.URL, Text: e.Excerpt, Kind: e.Kind, Truncated: e.Truncated, RetrievedAt: e.RetrievedAt}
+				for _, s := range e.Sources {
+					if s.Title == "" {
+						s.Title = titles[s.URL]
+					}
+					page.URL, page.Title = s.URL, s.Title
+					res.Sources = append(res.Sources, Source{URL: s.URL, Title: s.Title})
+				}
+				res.Page = page
+			}
+			parts = append(parts, Part{Kind: PartServerCall, Server: call}, Part{Kind: PartServerResult, Search: res})
+			continue
+		}
 		if e.Error != "" {
 			typ, msg, _ := strings.Cut(e.Error, ": ")
 			code := searchErrorCodes[typ]
@@ -92,6 +139,6 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 		parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: id, Name: "web_search", Query: e.Query}}, Part{Kind: PartServerResult, Search: res})
 	}
 	r.Content = append(parts, r.Content...)
-	r.Usage.WebSearches = searches
+	r.Usage.WebSearches, r.Usage.WebFetches = searches, fetches
 	return nil
 }

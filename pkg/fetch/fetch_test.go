@@ -1,0 +1,191 @@
+package fetch_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/fetch"
+	"github.com/searchfleet/searchfleet/pkg/webhook"
+	"github.com/searchfleet/searchfleet/pkg/webhook/webhooktest"
+)
+
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+// fetcher fetches through a guard that admits loopback (the test servers) and maps
+// the test names of webhooktest.Resolver.
+func fetcher(o fetch.Options) *fetch.Fetcher {
+	if o.Guard == nil {
+		o.Guard = &webhook.Guard{Allow: loopback, Resolver: webhooktest.Resolver}
+	}
+	return fetch.New(o)
+}
+
+func get(t *testing.T, f *fetch.Fetcher, url string) *fetch.Page {
+	t.Helper()
+	p, err := f.Fetch(t.Context(), url)
+	if err != nil {
+		t.Fatalf("fetch %s: %v", url, err)
+	}
+	return p
+}
+
+func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func page(contentType, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		fmt.Fprint(w, body)
+	}
+}
+
+// Every private address form the webhook guard refuses, web_fetch refuses too, and
+// says so without the address it resolved.
+func TestFetchRefusesEveryPrivateForm(t *testing.T) {
+	t.Parallel()
+	f := fetch.New(fetch.Options{Guard: &webhook.Guard{Resolver: webhooktest.Resolver}, Timeout: 2 * time.Second})
+	for _, u := range webhooktest.RefusedURLs {
+		p := get(t, f, u)
+		if p.Error == nil {
+			t.Errorf("%q fetched", u)
+			continue
+		}
+		if p.Error.Type != fetch.ErrRefused && p.Error.Type != fetch.ErrInvalidURL {
+			t.Errorf("%q: error %s, want %s or %s", u, p.Error, fetch.ErrRefused, fetch.ErrInvalidURL)
+		}
+		for _, addr := range []string{"10.0.0.5", "169.254.169.254", "127.0.0.1"} {
+			if strings.Contains(p.Error.Message, addr) {
+				t.Errorf("%q: message %q names the address %s", u, p.Error.Message, addr)
+			}
+		}
+	}
+	// A name that resolves to a private address is refused in those words.
+	if p := get(t, f, "http://internal.example/x"); p.Error == nil || p.Error.Message != "refused: private address" {
+		t.Errorf("internal.example: %+v, want refused: private address", p.Error)
+	}
+}
+
+// A loopback server is reachable only when the guard's allow-list admits loopback.
+func TestFetchLoopbackNeedsTheAllowList(t *testing.T) {
+	t.Parallel()
+	s := serve(t, page("text/plain", "hello"))
+	p := get(t, fetch.New(fetch.Options{}), s.URL)
+	if p.Error == nil || p.Error.Type != fetch.ErrRefused {
+		t.Fatalf("loopback without allow-list: %+v", p)
+	}
+	p = get(t, fetcher(fetch.Options{}), s.URL)
+	if p.Error != nil || p.Text != "hello" || p.Kind != fetch.KindPage || p.Status != 200 {
+		t.Fatalf("loopback with allow-list: %+v", p)
+	}
+}
+
+// A redirect is checked like the first URL: one to a private address (by name or
+// literal, metadata included) is refused; more than MaxRedirects are refused.
+func TestFetchRedirects(t *testing.T) {
+	t.Parallel()
+	f := fetcher(fetch.Options{})
+	for _, to := range []string{"http://internal.example/", "http://169.254.169.254/latest/meta-data/", "http://[::ffff:10.0.0.5]/", "file:///etc/passwd"} {
+		s := serve(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, to, http.StatusFound) })
+		p := get(t, f, s.URL)
+		if p.Error == nil || p.Error.Type != fetch.ErrRefused {
+			t.Errorf("redirect to %s: %+v, want refused", to, p)
+		}
+	}
+	var s *httptest.Server
+	s = serve(t, func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		fmt.Sscanf(r.URL.Path, "/%d", &n)
+		if n == 0 {
+			fmt.Fprint(w, "arrived")
+			return
+		}
+		http.Redirect(w, r, fmt.Sprintf("%s/%d", s.URL, n-1), http.StatusMovedPermanently)
+	})
+	if p := get(t, f, s.URL+"/5"); p.Error != nil || p.Text != "arrived" || p.FinalURL != s.URL+"/0" {
+		t.Errorf("5 redirects: %+v", p)
+	}
+	if p := get(t, f, s.URL+"/6"); p.Error == nil || p.Error.Type != fetch.ErrTooManyRedirect {
+		t.Errorf("6 redirects: %+v", p)
+	}
+}
+
+// A body over the size cap is cut, and the page says truncated.
+func TestFetchTruncates(t *testing.T) {
+	t.Parallel()
+	s := serve(t, page("text/plain", strings.Repeat("word ", 2000)))
+	p := get(t, fetcher(fetch.Options{MaxBytes: 1024}), s.URL)
+	if p.Error != nil || !p.Truncated || p.Bytes != 1024 {
+		t.Fatalf("capped page: truncated=%v bytes=%d err=%v", p.Truncated, p.Bytes, p.Error)
+	}
+	p = get(t, fetcher(fetch.Options{}), s.URL)
+	if p.Truncated || p.Bytes != 10000 {
+		t.Fatalf("whole page: truncated=%v bytes=%d", p.Truncated, p.Bytes)
+	}
+	p = get(t, fetcher(fetch.Options{MaxTextChars: 100}), s.URL)
+	if !p.Truncated || len(p.Text) != 100 {
+		t.Fatalf("text cap: truncated=%v len=%d", p.Truncated, len(p.Text))
+	}
+}
+
+// A JavaScript app shell and an empty page are named for what they are.
+func TestFetchKinds(t *testing.T) {
+	t.Parallel()
+	f := fetcher(fetch.Options{})
+	for _, c := range []struct{ body, kind string }{
+		{`<!doctype html><html><head><title>App</title><script src="/a.js"></script></head><body><div id="root"></div><noscript>You need to enable JavaScript to run this app.</noscript><script>window.boot()</script></body></html>`, fetch.KindJSShell},
+		{`<!doctype html><html><head><title>Nothing</title></head><body>  <div></div> </body></html>`, fetch.KindEmpty},
+		{`<html><body><div id="__next"></div><p>Loading…</p><script src="/_next/main.js"></script></body></html>`, fetch.KindJSShell},
+		{`<html><body><nav>Home | About</nav><main><h1>Release notes</h1><p>Version 2 adds fetch.</p><script>track()</script><style>p{}</style></main></body></html>`, fetch.KindPage},
+	} {
+		s := serve(t, page("text/html; charset=utf-8", c.body))
+		p := get(t, f, s.URL)
+		if p.Error != nil || p.Kind != c.kind {
+			t.Errorf("%.40s…: kind %q err %v, want %q", c.body, p.Kind, p.Error, c.kind)
+		}
+		if c.kind == fetch.KindPage {
+			want := "## Release notes\n\nVersion 2 adds fetch."
+			if p.Text != want {
+				t.Errorf("readable text %q, want %q", p.Text, want)
+			}
+		}
+		if strings.Contains(c.body, "<title>App<") && p.Title != "App" {
+			t.Errorf("title %q", p.Title)
+		}
+	}
+	s := serve(t, page("application/json", "  "))
+	if p := get(t, f, s.URL); p.Kind != fetch.KindEmpty {
+		t.Errorf("empty JSON: kind %q", p.Kind)
+	}
+}
+
+// Only HTML, text and JSON are read; a failed status is an error, not a page.
+func TestFetchRefusesOtherTypesAndFailures(t *testing.T) {
+	t.Parallel()
+	f := fetcher(fetch.Options{Timeout: 300 * time.Millisecond})
+	png := serve(t, page("image/png", "\x89PNG\r\n\x1a\n"))
+	if p := get(t, f, png.URL); p.Error == nil || p.Error.Type != fetch.ErrContentType || !strings.Contains(p.Error.Message, "unsupported content type") {
+		t.Errorf("png: %+v", p.Error)
+	}
+	missing := serve(t, func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	if p := get(t, f, missing.URL); p.Error == nil || p.Error.Type != fetch.ErrHTTPStatus || p.Status != 404 {
+		t.Errorf("404: %+v", p)
+	}
+	hang := serve(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	if p := get(t, f, hang.URL); p.Error == nil || p.Error.Type != fetch.ErrTimeout {
+		t.Errorf("hang: %+v", p.Error)
+	}
+	for _, u := range []string{"", "ftp://example.com/", "not a url", "https://" + strings.Repeat("a", fetch.MaxURLLen)} {
+		if p := get(t, f, u); p.Error == nil || p.Error.Type != fetch.ErrInvalidURL {
+			t.Errorf("%.30q: %+v", u, p.Error)
+		}
+	}
+}

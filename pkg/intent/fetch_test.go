@@ -1,0 +1,43 @@
+package intent_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/searchfleet/searchfleet/pkg/intent"
+)
+
+// web_fetch takes one absolute http(s) URL; anything else is an argument error the
+// model reads.
+func TestParseFetch(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string]string{
+		`{"url":"https://example.com/a?b=1"}`:  "https://example.com/a?b=1",
+		`{"url":"  http://example.com/  "}`:    "http://example.com/",
+		`"{\"url\":\"https://example.com/\"}"`: "https://example.com/", // encoded twice, as some models do
+	} {
+		if got, err := intent.ParseFetch(args); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", args, got, err, want)
+		}
+	}
+	for _, args := range []string{``, `{}`, `{"url":""}`, `{"url":5}`, `{"url":"ftp://example.com/"}`, `{"url":"example.com"}`,
+		`{"url":"https://example.com/","query":"x"}`, `{"url":"https://example.com/` + strings.Repeat("a", intent.MaxFetchURLChars) + `"}`, `{"url": "unterminated`} {
+		_, err := intent.ParseFetch(args)
+		if err == nil || err.Type != intent.InvalidToolArguments || err.Result().Citation.Error == nil {
+			t.Errorf("%.60s: accepted (%v)", args, err)
+		}
+	}
+}
+
+// URLs finds the http(s) URLs of a user's text, without trailing punctuation.
+func TestURLs(t *testing.T) {
+	t.Parallel()
+	got := intent.URLs(`Compare https://a.example/x, and (http://b.example/y). Not ftp://c.example or "https://"`)
+	if want := []string{"https://a.example/x", "http://b.example/y"}; !slices.Equal(got, want) {
+		t.Fatalf("URLs %q, want %q", got, want)
+	}
+	if got := intent.URLs("no links here"); len(got) != 0 {
+		t.Fatalf("URLs %q", got)
+	}
+}

@@ -1,0 +1,159 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// keys are an object's keys, sorted.
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// blocks decodes a Messages response's content blocks.
+func blocks(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	var m struct {
+		Content []map[string]any `json:"content"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Content
+}
+
+func blockOf(bs []map[string]any, typ, name string) map[string]any {
+	for _, b := range bs {
+		if b["type"] == typ && (name == "" || b["name"] == name) {
+			return b
+		}
+	}
+	return nil
+}
+
+// The request's web_fetch server tool (the recorded 20260209 declaration, nulls and
+// all) is served: the request asks the fleet to offer web_fetch.
+func TestAnthropicWebFetchDeclaration(t *testing.T) {
+	t.Parallel()
+	r, err := wire.Anthropic.DecodeRequest(fixtures.Read("anthropic/pydantic-web-tools-20260209.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Search == nil || !r.Search.Fetch || !r.Search.Requested || len(r.Search.Unhonoured) != 0 {
+		t.Fatalf("search options %+v", r.Search)
+	}
+	r, err = wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_fetch_20250910","name":"web_fetch","max_uses":2}]}`))
+	if err != nil || !r.Search.Fetch || r.Search.MaxFetches != 2 {
+		t.Fatalf("20250910: %+v %v", r.Search, err)
+	}
+	if _, err := wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_fetch_20250910","name":"fetch"}]}`)); err == nil {
+		t.Fatal("a web_fetch tool named otherwise was accepted")
+	}
+}
+
+// The fleet's fetches render as the recorded blocks: server_tool_use web_fetch with
+// its url, web_fetch_tool_result with a web_fetch_result document or a
+// web_fetch_tool_result_error, keys as Anthropic sends them; usage counts the fetch.
+func TestAnthropicWebFetchBlocksMatchTheRecordings(t *testing.T) {
+	t.Parallel()
+	const url = "https://ai.pydantic.dev"
+	trace := []wire.TraceEntry{
+		{Hop: 0, CallID: "f1", Tool: "web_fetch", URL: url, Sources: []wire.TraceSource{{URL: url, Title: "Pydantic AI"}}, Kind: "page", Excerpt: "Pydantic AI - Pydantic AI", RetrievedAt: "2026-04-07T15:19:29Z"},
+		{Hop: 0, CallID: "f2", Tool: "web_fetch", URL: "http://10.0.0.5/", Sources: []wire.TraceSource{}, Error: "FETCH_REFUSED: refused: private address"},
+	}
+	tb, _ := json.Marshal(trace)
+	r := &wire.Response{ID: "msg_1", Model: "m", Content: []wire.Part{{Kind: wire.PartText, Text: "It is Pydantic AI [1]."}}}
+	if err := r.AddTrace(tb); err != nil {
+		t.Fatal(err)
+	}
+	b, err := wire.Anthropic.EncodeResponse(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := blocks(t, b)
+	ok := blocks(t, fixtures.Read("anthropic/pydantic-web-tools-20260209.response.json"))
+	failed := blocks(t, fixtures.Read("anthropic/vercel-web-fetch-tool-result-error-unavailable.json"))
+
+	use, want := blockOf(got, "server_tool_use", "web_fetch"), blockOf(failed, "server_tool_use", "web_fetch")
+	if use == nil || !slices.Equal(keys(use), keys(want)) || use["input"].(map[string]any)["url"] != url {
+		t.Fatalf("server_tool_use %v, recorded %v", use, want)
+	}
+	var page, refused map[string]any
+	for _, bl := range got {
+		if bl["type"] == "web_fetch_tool_result" {
+			if c := bl["content"].(map[string]any); c["type"] == "web_fetch_result" {
+				page = bl
+			} else {
+				refused = bl
+			}
+		}
+	}
+	rec := blockOf(ok, "web_fetch_tool_result", "")
+	delete(rec, "caller") // the recording's fetch ran inside code execution; the fleet's are direct
+	if page == nil || !slices.Equal(keys(page), keys(rec)) {
+		t.Fatalf("web_fetch_tool_result %v, recorded %v", page, rec)
+	}
+	pc, rc := page["content"].(map[string]any), rec["content"].(map[string]any)
+	if !slices.Equal(keys(pc), keys(rc)) || !slices.Equal(keys(pc["content"].(map[string]any)), keys(rc["content"].(map[string]any))) {
+		t.Fatalf("web_fetch_result %v, recorded %v", pc, rc)
+	}
+	src := pc["content"].(map[string]any)["source"].(map[string]any)
+	if !slices.Equal(keys(src), keys(rc["content"].(map[string]any)["source"].(map[string]any))) || src["data"] != "Pydantic AI - Pydantic AI" {
+		t.Fatalf("document source %v", src)
+	}
+	recErr := blockOf(failed, "web_fetch_tool_result", "")
+	if refused == nil || !slices.Equal(keys(refused), keys(recErr)) || !slices.Equal(keys(refused["content"].(map[string]any)), keys(recErr["content"].(map[string]any))) ||
+		refused["content"].(map[string]any)["error_code"] != "url_not_allowed" {
+		t.Fatalf("error block %v, recorded %v", refused, recErr)
+	}
+	var m struct {
+		Usage struct {
+			ServerToolUse map[string]int `json:"server_tool_use"`
+		} `json:"usage"`
+	}
+	json.Unmarshal(b, &m)
+	if m.Usage.ServerToolUse["web_fetch_requests"] != 1 || m.Usage.ServerToolUse["web_search_requests"] != 0 {
+		t.Fatalf("usage %v", m.Usage.ServerToolUse)
+	}
+}
+
+// An answer with a fetch, sent back as history, reads as the fetch it was: a call of
+// web_fetch with its URL and the page (or the recorded error) as its result.
+func TestAnthropicWebFetchHistory(t *testing.T) {
+	t.Parallel()
+	var rec map[string]any
+	json.Unmarshal(fixtures.Read("anthropic/vercel-web-fetch-tool-result-error-unavailable.json"), &rec)
+	body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 10, "messages": []any{
+		map[string]any{"role": "user", "content": "read it"},
+		map[string]any{"role": "assistant", "content": rec["content"]},
+		map[string]any{"role": "user", "content": "and now?"},
+	}})
+	r, err := wire.Anthropic.DecodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var call *wire.ServerCall
+	var res *wire.SearchResult
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case wire.PartServerCall:
+				call = p.Server
+			case wire.PartServerResult:
+				res = p.Search
+			}
+		}
+	}
+	if !call.IsFetch() || call.URL == "" || res == nil || res.Error == nil || res.Error.Code != "unavailable" {
+		t.Fatalf("call %+v result %+v", call, res)
+	}
+}

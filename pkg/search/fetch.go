@@ -1,0 +1,152 @@
+package search
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/fetch"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// FetchWorker runs web_fetch calls in the search workers' processes: the same pool,
+// the same per-call lease and stored result (a redelivery republishes what the first
+// delivery fetched), and the same resume message (Done, with Page set).
+type FetchWorker struct {
+	Bus     *bus.Bus
+	Store   *state.Store
+	Fetcher *fetch.Fetcher
+	// LeaseTTL is how long a dead worker's claim on a fetch blocks the next one.
+	LeaseTTL time.Duration
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	ID       string
+}
+
+// Handle runs one fetch: a stored result is republished; a job that ended gets no
+// fetch; the call's lease keeps two deliveries from both fetching; the page (or why
+// it could not be read) is stored, then published for the chain.
+func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest]) (err error) {
+	req := d.Msg
+	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
+	if err != nil {
+		return err
+	}
+	if ss.Done != nil {
+		var done Done
+		if json.Unmarshal(ss.Done, &done) == nil {
+			return w.Bus.Publish(ctx, bus.SubjectResume, done)
+		}
+	}
+	if ss.Status == "" {
+		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerFetch, req.JobID)
+	}
+	if ss.Status.Terminal() {
+		return nil
+	}
+	if !ss.Claimed {
+		return bus.LeaseHeld(ss.Left, errors.New("fetch is being run by another worker"))
+	}
+	release := w.Store.KeepAlive(w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID, w.LeaseTTL)
+	defer func() { release(err != nil) }()
+
+	var page *fetch.Page
+	start := time.Now()
+	if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
+		page = &fetch.Page{URL: req.URL, Error: &fetch.Error{Type: fetch.ErrUnavailable, Message: "the job's deadline passed before the page could be fetched"}}
+	} else if page, err = w.Fetcher.Fetch(ctx, req.URL); err != nil {
+		return err // shutting down: another worker takes it
+	}
+	elapsed := time.Since(start)
+	w.count(page)
+	if page.Error != nil {
+		w.Log.Info("fetch: failed", "job", req.JobID, "type", page.Error.Type)
+	}
+	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: FetchEngine, Result: *PageResult(page),
+		Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID, Page: page}
+	b, err := json.Marshal(done)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	if err := state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() error {
+		return w.Store.SaveSearchDone(ctx, req.JobID, req.Hop, req.CallID, b)
+	}); err != nil {
+		return err
+	}
+	return w.Bus.Publish(ctx, bus.SubjectResume, done)
+}
+
+// count adds the fetch to fleet_fetch_total by outcome.
+func (w *FetchWorker) count(p *fetch.Page) {
+	if w.Metrics != nil {
+		w.Metrics.Fetches.WithLabelValues(FetchOutcome(p)).Inc()
+	}
+}
+
+// FetchOutcome is a fetch's outcome label: the error type in lower case, else the
+// page's kind, "truncated" for a capped page, or "ok".
+func FetchOutcome(p *fetch.Page) string {
+	switch {
+	case p.Error != nil:
+		return strings.ToLower(p.Error.Type)
+	case p.Kind == fetch.KindJSShell || p.Kind == fetch.KindEmpty:
+		return p.Kind
+	case p.Truncated:
+		return "truncated"
+	}
+	return "ok"
+}
+
+// PageResult is a fetched page as a search result: one source (the page, titled)
+// that the chain numbers with its search results, so the answer can cite it — unless
+// the page had no readable content (js_shell, empty): then no source; or the fetch's
+// error, in the words the model reads.
+func PageResult(p *fetch.Page) *engines.Result {
+	if e := p.Error; e != nil {
+		return &engines.Result{
+			Engine: FetchEngine,
+			Query:  p.URL,
+			Hits:   []engines.Hit{},
+			Citation: engines.Citation{
+				LLMContent:    fmt.Sprintf("Error: web_fetch of %q failed.\n\nDetails: %s\n\n%s", p.URL, e.Message, fetchAdvice(e.Type)),
+				ReturnDisplay: "Web fetch failed.",
+				Error:         &engines.CitationError{Type: e.Type, Message: e.Message},
+			},
+		}
+	}
+	u := p.FinalURL
+	if u == "" {
+		u = p.URL
+	}
+	res := &engines.Result{Engine: FetchEngine, Query: p.URL, Hits: []engines.Hit{{Title: p.Title, URL: u}}, Citation: engines.Citation{ReturnDisplay: "Fetched 1 page."}}
+	if p.Kind == fetch.KindJSShell || p.Kind == fetch.KindEmpty {
+		// Nothing readable: nothing an answer could cite.
+		res.Citation.ReturnDisplay = "Fetched 1 page without readable content."
+		return res
+	}
+	res.Citation.Sources = []engines.Source{{Web: engines.Web{Title: p.Title, URI: u}}}
+	return res
+}
+
+// fetchAdvice tells the model what to do after a failed fetch.
+func fetchAdvice(typ string) string {
+	switch typ {
+	case fetch.ErrRefused:
+		return "This address may not be fetched; do not retry it. Answer from what you have."
+	case fetch.ErrContentType:
+		return "Only HTML, plain text and JSON pages can be read; answer from what you have or fetch another page."
+	case fetch.ErrLimit:
+		return "Answer with the pages you already have."
+	case fetch.ErrInvalidURL:
+		return "Call web_fetch again with one absolute http or https URL."
+	}
+	return "The page could not be read; answer from what you have and say the page was unavailable, or fetch another page."
+}
