@@ -7,6 +7,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
@@ -52,6 +53,9 @@ type call struct {
 	// Recorded says a local call was answered from recorded results (replay.go):
 	// "replay" (the replayed job's) or "dedupe" (this job's or its batch's).
 	Recorded string `json:"recorded,omitempty"`
+	// Page is the page of a web_fetch answered from a record: the local result's
+	// Done carries it, as a fetch worker's does, for rendering and the trace.
+	Page *fetch.Page `json:"page,omitempty"`
 }
 
 // view is a decoded chain: the stored turns, calls and results by hop.

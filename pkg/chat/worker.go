@@ -87,9 +87,9 @@ type Worker struct {
 	Log     *slog.Logger
 	// ID names this worker in leases.
 	ID string
-	// Records holds the recorded search results (nil: no replay, no dedupe): a
-	// replay job's searches, and a search repeated within a job or batch, are answered
-	// from them (replay.go).
+	// Records holds the recorded search results and pages (nil: no replay, no dedupe):
+	// a replay job's searches and fetches, and a search or fetch repeated within a job
+	// or batch, are answered from them (replay.go).
 	Records Records
 	// Ledger records what model turns cost and holds the request's max_cost_usd
 	// (spend.go; nil: turns are not counted, no cap).
@@ -497,7 +497,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	for _, c := range calls {
 		query := c.Query.Query
 		if c.Local {
-			m, err := bus.Encode(bus.SubjectResume, search.Done{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Result: *c.Result})
+			m, err := bus.Encode(bus.SubjectResume, search.Done{JobID: jobID, Hop: h, CallID: c.ID, Engine: c.Engine, Result: *c.Result, Page: c.Page})
 			if err != nil {
 				return bus.Permanent(err)
 			}

@@ -69,8 +69,9 @@ type Metrics struct {
 	// used up, by tenant and budget (usd_day, usd_month, searches_day, searches_month,
 	// request, batch).
 	BudgetExhausted *prometheus.CounterVec
-	// Fetches counts web_fetch calls by outcome (ok, truncated, js_shell, empty, or
-	// the error type in lower case: fetch_refused, fetch_http_error, …).
+	// Fetches counts web_fetch calls by outcome (ok, truncated, js_shell, empty, the
+	// error type in lower case: fetch_refused, fetch_http_error, …; or replay and
+	// dedupe for a page read from a record, no fetch made).
 	Fetches *prometheus.CounterVec
 }
 

@@ -33,7 +33,9 @@ type FetchWorker struct {
 
 // Handle runs one fetch: a stored result is republished; a job that ended gets no
 // fetch; the call's lease keeps two deliveries from both fetching; the page (or why
-// it could not be read) is stored, then published for the chain.
+// it could not be read) is stored, a page the server answered with is recorded
+// under its FetchAddress (record.go: a replay or a repeated fetch reads it), then
+// it is published for the chain.
 func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest]) (err error) {
 	req := d.Msg
 	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
@@ -81,6 +83,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	}); err != nil {
 		return err
 	}
+	w.recordFetch(ctx, req, &done)
 	return w.Bus.Publish(ctx, bus.SubjectResume, done)
 }
 

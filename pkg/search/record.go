@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/fetch"
 )
 
 // Address is the content address of a search: the hex SHA-256 of the engine id and
@@ -70,4 +72,62 @@ func cacheable(b []byte) (*engines.Result, bool) {
 		return nil, false
 	}
 	return &res, true
+}
+
+// FetchAddress is the content address of a web_fetch of rawURL: the hex SHA-256 of
+// the URL with its scheme and host in lower case and its fragment dropped (neither
+// changes the page a server sends). A job's fetched pages are recorded under it
+// beside its searches, so a replay of the job reads the same pages, and a second
+// fetch of the same URL in the job (or its batch) reads the first one's page.
+func FetchAddress(rawURL string) string {
+	u := strings.TrimSpace(rawURL)
+	if p, err := url.Parse(u); err == nil && p.Scheme != "" && p.Host != "" {
+		p.Scheme, p.Host, p.Fragment, p.RawFragment = strings.ToLower(p.Scheme), strings.ToLower(p.Host), "", ""
+		u = p.String()
+	}
+	b, _ := json.Marshal([]any{"fetch.v1", u})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// FetchRecord is a recorded fetch: what the chat worker renders for the model (the
+// page as a result, and the page itself) when it answers a fetch from the record.
+type FetchRecord struct {
+	Result engines.Result `json:"fetch_result"`
+	Page   *fetch.Page    `json:"page"`
+}
+
+// Recordable reports whether a fetch's page may be recorded: a page the server
+// answered with, readable or not (a js_shell or empty page is what the URL serves, so
+// a replay is given it too); never a failed fetch, which a replay or a repeated
+// fetch would otherwise take for the page.
+func Recordable(p *fetch.Page) bool {
+	return p != nil && p.Error == nil
+}
+
+// ReadFetchRecord decodes a recorded fetch; ok is false for anything else (a recorded
+// search, or a fetch that could not be recorded whole).
+func ReadFetchRecord(b []byte) (*FetchRecord, bool) {
+	var r FetchRecord
+	if json.Unmarshal(b, &r) != nil || !Recordable(r.Page) || !Complete(&r.Result) || r.Result.Engine != FetchEngine {
+		return nil, false
+	}
+	return &r, true
+}
+
+// recordFetch keeps a recordable page of a fetch under its content address, among its
+// job's (and its batch's) recorded results, before the page is published. As with a
+// search, a failure to record costs a later replay or dedupe its hit, never the
+// fetch: it is logged, not retried.
+func (w *FetchWorker) recordFetch(ctx context.Context, req FetchRequest, done *Done) {
+	if !Recordable(done.Page) || !Complete(&done.Result) {
+		return
+	}
+	b, err := json.Marshal(FetchRecord{Result: done.Result, Page: done.Page})
+	if err == nil {
+		err = w.Store.RecordSearch(ctx, req.JobID, FetchAddress(req.URL), b)
+	}
+	if err != nil {
+		w.Log.Warn("fetch: recording a page", "job", req.JobID, "err", err)
+	}
 }
