@@ -41,6 +41,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -218,6 +219,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 	env := []string{"NATS_URL=" + emb.URL(), "REDIS_URL=" + testenv.RedisURL(), "FLEET_REDIS_PREFIX=" + prefix, "FLEET_CONFIG=" + cfg,
 		"FLEET_LOG_LEVEL=error", "FLEET_JOB_TIMEOUT=10m", "FLEET_MODEL_TIMEOUT=5m", demo.KeyEnv + "=sim-key",
 		"FLEET_CHAT_MAX_IN_FLIGHT=" + strconv.Itoa(max(4096, sc.chat*sc.chatC)), "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	env = append(env, config.UnlimitedTenantEnv()...) // the fleet's capacity is measured, not its per-tenant limits
 	if caFile != "" {
 		env = append(env, "SSL_CERT_FILE="+caFile)
 	}

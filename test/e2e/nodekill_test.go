@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -126,12 +127,20 @@ func TestClusterNodeKills(t *testing.T) {
 	}
 }
 
+// submitClient bounds a submission: the ingress answers within its own timeouts.
+var submitClient = &http.Client{Timeout: 30 * time.Second}
+
 // trySubmit posts an async job with a callback; false when the fleet refused it.
 func (c *cluster) trySubmit(text, callback string) (string, bool) {
 	body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": text}},
 		"callback": map[string]any{"url": callback}})
-	resp, err := http.Post(c.url+"/v1/jobs", "application/json", bytes.NewReader(body))
+	resp, err := submitClient.Post(c.url+"/v1/jobs", "application/json", bytes.NewReader(body))
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) {
+			// The ingress answers every request, refusing what it cannot take: one that
+			// hangs while a server fails over is a defect, not back-pressure.
+			c.t.Errorf("POST /v1/jobs got no answer within %s: %v", submitClient.Timeout, err)
+		}
 		return "", false
 	}
 	defer resp.Body.Close()
