@@ -225,6 +225,39 @@ var kimiBareRE = regexp.MustCompile(`https?://[^\s<>()\[\]{}"'` + "`" + `，。�
 // kimiNumericRE matches link texts that are citation numbers ("1", "^2", "[3]").
 var kimiNumericRE = regexp.MustCompile(`^\^?[0-9]{1,3}$`)
 
+// MarkLinks writes text to b with its markdown links cited: each link stays and gets
+// the marker "[n]" of n = number(url, title) right after it; a link whose text is
+// only a number (a citation-style link) becomes its marker alone; an image stays as
+// it is, no source. The text between links goes through plain. The kimi engine and
+// Kimi's native search (pkg/llm/nativechat) read answers' links with it.
+func MarkLinks(b *strings.Builder, text string, plain func(string), number func(url, title string) int) {
+	prev := 0
+	for _, m := range kimiLinkRE.FindAllStringSubmatchIndex(text, -1) {
+		plain(text[prev:m[0]])
+		prev = m[1]
+		link := text[m[0]:m[1]]
+		if m[3] > m[2] { // "!": an image
+			b.WriteString(link)
+			continue
+		}
+		title := strings.Trim(text[m[4]:m[5]], " *_`<>")
+		url := text[m[6]:m[7]]
+		if title == url {
+			title = ""
+		}
+		if kimiNumericRE.MatchString(strings.Trim(title, "[]")) {
+			b.WriteString("[" + strconv.Itoa(number(url, "")) + "]")
+			continue
+		}
+		b.WriteString(link)
+		b.WriteString("[" + strconv.Itoa(number(url, title)) + "]")
+	}
+	plain(text[prev:])
+}
+
+// HasLink reports whether text has a markdown link (or image) MarkLinks reads.
+func HasLink(text string) bool { return kimiLinkRE.MatchString(text) }
+
 // kimiCite numbers the pages an answer links to and marks each link: sources are the
 // unique URLs of its markdown links and bare URLs in order of first appearance, and
 // "[n]" goes right after each link, which stays. A link whose text is only a number
@@ -271,27 +304,6 @@ func kimiCite(text string) (string, []Source, []Hit) {
 		}
 		b.WriteString(markerRE.ReplaceAllString(s[prev:], ""))
 	}
-	prev := 0
-	for _, m := range kimiLinkRE.FindAllStringSubmatchIndex(text, -1) {
-		plain(text[prev:m[0]])
-		prev = m[1]
-		link := text[m[0]:m[1]]
-		if m[3] > m[2] { // "!": an image
-			b.WriteString(link)
-			continue
-		}
-		title := strings.Trim(text[m[4]:m[5]], " *_`<>")
-		url := text[m[6]:m[7]]
-		if title == url {
-			title = ""
-		}
-		if kimiNumericRE.MatchString(strings.Trim(title, "[]")) {
-			b.WriteString("[" + strconv.Itoa(number(url, "")) + "]")
-			continue
-		}
-		b.WriteString(link)
-		b.WriteString("[" + strconv.Itoa(number(url, title)) + "]")
-	}
-	plain(text[prev:])
+	MarkLinks(&b, text, plain, number)
 	return b.String(), sources, hits
 }

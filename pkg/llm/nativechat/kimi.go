@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -157,7 +157,7 @@ type kimiCiter struct {
 
 // kimiCites reports whether a line may cite: it holds a link (images included, so
 // that a line passed on is always converted as cleanLine converts it).
-func kimiCites(line string) bool { return linkRE.MatchString(line) }
+func kimiCites(line string) bool { return engines.HasLink(line) }
 
 // convert converts a whole answer text.
 func (l *kimiCiter) convert(text string) string {
@@ -168,11 +168,6 @@ func (l *kimiCiter) convert(text string) string {
 	return b.String()
 }
 
-// linkRE matches a markdown link or image: [text](url), [text](<url>),
-// [text](url "title"); URLs may hold one level of parentheses (Wikipedia's
-// "Foo_(bar)"). The same syntax the kimi engine reads (pkg/engines/kimi.go).
-var linkRE = regexp.MustCompile(`(!?)\[([^\[\]\n]*)\]\(\s*<?(https?://(?:[^\s()<>]|\([^\s()<>]*\))+)>?(?:\s+"[^"\n]*")?\s*\)`)
-
 // strayMarkerRE matches a model's own citation marker.
 var strayMarkerRE = regexp.MustCompile(`\[[0-9]{1,3}\]`)
 
@@ -180,39 +175,16 @@ var strayMarkerRE = regexp.MustCompile(`\[[0-9]{1,3}\]`)
 // model's own markers.
 func cleanLine(line string) string { return strayMarkerRE.ReplaceAllString(line, "") }
 
-// numericRE matches link texts that are citation numbers ("1", "^2", "[3]").
-var numericRE = regexp.MustCompile(`^\^?[0-9]{1,3}$`)
-
-// line converts one line.
+// line converts one line: its links cited (engines.MarkLinks, as the kimi engine
+// reads answers), the model's own markers removed.
 func (l *kimiCiter) line(s string) string {
 	var b strings.Builder
-	prev := 0
-	for _, m := range linkRE.FindAllStringSubmatchIndex(s, -1) {
-		b.WriteString(strayMarkerRE.ReplaceAllString(s[prev:m[0]], ""))
-		prev = m[1]
-		link := s[m[0]:m[1]]
-		if m[3] > m[2] { // "!": an image
-			b.WriteString(link)
-			continue
-		}
-		title := strings.Trim(s[m[4]:m[5]], " *_`<>")
-		url := s[m[6]:m[7]]
-		if title == url {
-			title = ""
-		}
-		if numericRE.MatchString(strings.Trim(title, "[]")) {
-			b.WriteString(l.marker(url, ""))
-			continue
-		}
-		b.WriteString(link)
-		b.WriteString(l.marker(url, title))
-	}
-	b.WriteString(strayMarkerRE.ReplaceAllString(s[prev:], ""))
+	engines.MarkLinks(&b, s, func(t string) { b.WriteString(strayMarkerRE.ReplaceAllString(t, "")) }, l.number)
 	return b.String()
 }
 
-// marker returns the [n] of url, numbering it if it is new.
-func (l *kimiCiter) marker(url, title string) string {
+// number returns the n of url, numbering it if it is new.
+func (l *kimiCiter) number(url, title string) int {
 	n, ok := l.num[url]
 	if !ok {
 		l.sources = append(l.sources, llm.NativeSource{URL: url, Title: title})
@@ -221,5 +193,5 @@ func (l *kimiCiter) marker(url, title string) string {
 	} else if l.sources[n-1].Title == "" && title != "" {
 		l.sources[n-1].Title = title
 	}
-	return "[" + strconv.Itoa(n) + "]"
+	return n
 }
