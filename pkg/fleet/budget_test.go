@@ -162,7 +162,7 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 
 	// The next job is refused at the door, in each protocol's shape.
 	status, body, h := chat(urls[1], "Search the web: one more?")
-	if status != http.StatusTooManyRequests || !strings.Contains(string(body), "daily search budget of $0.05 is used up") {
+	if status != http.StatusTooManyRequests || !strings.Contains(string(body), "daily spending budget of $0.05 is used up") {
 		t.Fatalf("job past the budget: %d %s", status, body)
 	}
 	if s, err := strconv.Atoi(h.Get("Retry-After")); err != nil || s < 1 || s > 86400 {
@@ -192,7 +192,7 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 		Error struct{ Type, Message string }
 	}
 	if status != http.StatusTooManyRequests || json.Unmarshal(body, &ae) != nil || ae.Type != "error" || ae.Error.Type != "rate_limit_error" ||
-		!strings.Contains(ae.Error.Message, "daily search budget of $0.05") {
+		!strings.Contains(ae.Error.Message, "daily spending budget of $0.05") {
 		t.Errorf("Anthropic messages past the budget: %d %s", status, body)
 	}
 
@@ -272,7 +272,7 @@ func TestBudgetRefusedAtTheWorker(t *testing.T) {
 		Error struct{ Type, Code, Message string }
 	}
 	if status != http.StatusTooManyRequests || json.Unmarshal(body, &oe) != nil || oe.Error.Code != "budget_exhausted" ||
-		!strings.Contains(oe.Error.Message, "daily search budget of $0.015") {
+		!strings.Contains(oe.Error.Message, "daily spending budget of $0.015") {
 		t.Fatalf("second search: %d %s", status, body)
 	}
 	if n := f.Sim.Stats().Requests["brave"]; n != 1 {

@@ -70,8 +70,9 @@ type Exhausted struct {
 	Reset time.Time
 }
 
-// Describe names the budget in words a client or model can act on: "daily search
-// budget of $0.05".
+// Describe names the budget in words a client or model can act on: "daily spending
+// budget of $0.05" (searches and model turns count toward the dollar budgets),
+// "daily search budget of 100 searches".
 func (e *Exhausted) Describe() string {
 	switch e.Budget {
 	case BudgetRequest:
@@ -84,7 +85,7 @@ func (e *Exhausted) Describe() string {
 		period = "monthly"
 	}
 	if e.Budget == BudgetUSDDay || e.Budget == BudgetUSDMonth {
-		return fmt.Sprintf("%s search budget of $%s", period, strconv.FormatFloat(e.Limit, 'f', -1, 64))
+		return fmt.Sprintf("%s spending budget of $%s", period, strconv.FormatFloat(e.Limit, 'f', -1, 64))
 	}
 	return fmt.Sprintf("%s search budget of %d searches", period, int64(e.Limit))
 }

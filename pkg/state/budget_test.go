@@ -47,7 +47,7 @@ func TestReserveSpendIsAtomic(t *testing.T) {
 	if sp.DayUSD != 0.05 || sp.DaySearches != 5 || sp.MonthUSD != 0.05 || sp.MonthSearches != 5 {
 		t.Fatalf("spend = %+v", sp)
 	}
-	if ex := b.Check(sp, now); ex == nil || ex.Budget != state.BudgetUSDDay || ex.Describe() != "daily search budget of $0.05" {
+	if ex := b.Check(sp, now); ex == nil || ex.Budget != state.BudgetUSDDay || ex.Describe() != "daily spending budget of $0.05" {
 		t.Fatalf("check = %+v", ex)
 	}
 	// Another tenant's budget is its own.
@@ -144,7 +144,7 @@ func TestMonthlyBudget(t *testing.T) {
 	if ex == nil || ex.Budget != state.BudgetUSDMonth || !ex.Reset.Equal(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("fourth search of the month: %+v", ex)
 	}
-	if ex.Describe() != "monthly search budget of $0.03" {
+	if ex.Describe() != "monthly spending budget of $0.03" {
 		t.Fatal(ex.Describe())
 	}
 	sp, _ := s.SpendOf(ctx, "t", d2)
