@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -266,7 +267,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 	for range sc.chat {
 		extra := []string{"FLEET_CHAT_CONCURRENCY=" + strconv.Itoa(sc.chatC)}
 		if sc.chatMetrics != "" {
-			extra = append(extra, "FLEET_METRICS_ADDR="+sc.chatMetrics)
+			extra = append(extra, "FLEET_METRICS_ADDR="+sc.chatMetrics, "FLEET_PPROF=1")
 		}
 		if err := startProc(bins.ChatWorker, extra...); err != nil {
 			w.stop()
@@ -452,6 +453,13 @@ func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, t
 	held := w.sim.Stats().Requests["model"]
 	rss := rssMB(chat.Process.Pid)
 	rt := runtimeStats(metricsAddr)
+	if *heapDir != "" {
+		name := filepath.Join(*heapDir, fmt.Sprintf("chatworker-heap-%v.pb.gz", map[bool]string{false: "http1", true: "http2"}[tls]))
+		if err := saveHeap(metricsAddr, name); err != nil {
+			return err
+		}
+		fmt.Printf("  heap profile: %s (go tool pprof -top -inuse_space %s)\n", name, name)
+	}
 	proto := "plain HTTP/1.1"
 	if tls {
 		proto = "HTTPS, HTTP/2"
@@ -461,6 +469,30 @@ func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, t
 	fmt.Printf("  of which: %.0f goroutines (%.1f a job), stacks %.0f MB, heap in use %.0f MB\n",
 		rt["go_goroutines"], rt["go_goroutines"]/float64(held), rt["go_memstats_stack_inuse_bytes"]/1e6, rt["go_memstats_heap_inuse_bytes"]/1e6)
 	return nil
+}
+
+// heapDir is where -inflight saves the chat worker's heap profiles (empty: none).
+var heapDir = flag.String("heap-profiles", "", "with -inflight, save the chat worker's heap profile while it holds the jobs into this directory")
+
+// saveHeap saves a process's heap profile (FLEET_PPROF) to name.
+func saveHeap(addr, name string) error {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // runtimeStats reads the Go runtime's gauges from a process's /metrics.

@@ -129,6 +129,10 @@ type Env struct {
 	// and /readyz (e.g. :9090). Empty: none (the ingress still serves /metrics on its
 	// API port while no tenants are configured).
 	MetricsAddr string `env:"FLEET_METRICS_ADDR"`
+	// Pprof also serves Go's profiles (/debug/pprof/) on FLEET_METRICS_ADDR, for
+	// finding where a process's memory or CPU goes. Off by default: profiles show
+	// the process's internals, so the listener must stay internal.
+	Pprof bool `env:"FLEET_PPROF"`
 	// TenantLimits are the per-tenant limits of every tenant that sets none of its
 	// own, and of the open API (FLEET_TENANT_RPS, _BURST, _SYNC_WAITS, _STREAMS,
 	// _QUEUED_JOBS, _BATCHES, _FILES, _FILE_BYTES; 0: no limit).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/api"
@@ -26,7 +27,17 @@ func (p *process) runOps() (stop func(), err error) {
 		return nil, fmt.Errorf("FLEET_METRICS_ADDR %s: %w", p.env.MetricsAddr, err)
 	}
 	ops := &api.Ops{Bus: p.bus, Store: p.store, Metrics: p.o.Metrics, Log: p.log.With("role", "ops")}
-	srv := &http.Server{Handler: ops.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+	h := ops.Handler()
+	if p.env.Pprof {
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		h = mux
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("metrics listener stopped", "err", err)

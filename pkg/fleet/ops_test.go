@@ -104,8 +104,16 @@ func TestEveryRoleIsObservable(t *testing.T) {
 	file.Tenants = []config.Tenant{{ID: "acme", APIKeyEnv: "OPSTEST_KEY", APIKeys: []string{"ops-key"}}}
 
 	apiAddr, ingressOps := role(t, fleet.Roles{Ingress: true}, env, file, rdb)
-	_, chatOps := role(t, fleet.Roles{Chat: true}, env, file, rdb)
+	profiled := env
+	profiled.Pprof = true // FLEET_PPROF: Go's profiles on the internal listener too
+	_, chatOps := role(t, fleet.Roles{Chat: true}, profiled, file, rdb)
 	_, searchOps := role(t, fleet.Roles{Search: true}, env, file, rdb)
+	if status, _ := get(t, "http://"+chatOps+"/debug/pprof/heap"); status != 200 {
+		t.Errorf("FLEET_PPROF set: /debug/pprof/heap %d", status)
+	}
+	if status, _ := get(t, "http://"+searchOps+"/debug/pprof/heap"); status != 404 {
+		t.Errorf("FLEET_PPROF unset: /debug/pprof/heap %d, want 404", status)
+	}
 
 	// A job runs through the three processes.
 	body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": "Find the latest news about AI"}}})
