@@ -238,21 +238,9 @@ func tracePage(e *traceEntry, d *search.Done) {
 	}
 	e.Status, e.Bytes, e.Truncated, e.Kind = p.Status, p.Bytes, p.Truncated, p.Kind
 	if p.Error == nil {
-		e.Excerpt, _ = cutText(p.Text, traceExcerpt)
+		e.Excerpt, _ = fetch.CutRunes(p.Text, traceExcerpt)
 	}
 	if !p.Retrieved.IsZero() {
 		e.RetrievedAt = p.Retrieved.Format(time.RFC3339)
 	}
-}
-
-// cutText returns s cut to n characters, and whether it was cut.
-func cutText(s string, n int) (string, bool) {
-	i := 0
-	for k := range s {
-		if i == n {
-			return s[:k], true
-		}
-		i++
-	}
-	return s, false
 }

@@ -204,7 +204,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 			p.Kind = KindEmpty
 		}
 	}
-	if cut, ok := cutRunes(p.Text, f.o.MaxTextChars); ok {
+	if cut, ok := CutRunes(p.Text, f.o.MaxTextChars); ok {
 		p.Text, p.Truncated = cut, true
 	}
 	return p, nil
@@ -310,8 +310,8 @@ func mediaType(header string, body []byte) string {
 	return strings.ToLower(mt)
 }
 
-// cutRunes returns s cut to n characters, and whether it was cut.
-func cutRunes(s string, n int) (string, bool) {
+// CutRunes returns s cut to n characters, and whether it was cut.
+func CutRunes(s string, n int) (string, bool) {
 	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s, false
 	}
