@@ -74,13 +74,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	}
 	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: FetchEngine, Result: *PageResult(page),
 		Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID, Page: page}
-	b, err := json.Marshal(done)
-	if err != nil {
-		return bus.Permanent(err)
-	}
-	if err := state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() error {
-		return w.Store.SaveSearchDone(ctx, req.JobID, req.Hop, req.CallID, b)
-	}); err != nil {
+	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done); err != nil {
 		return err
 	}
 	w.recordFetch(ctx, req, &done)

@@ -192,16 +192,7 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	if len(req.Tried) > 0 {
 		done.Fallback = &Fallback{From: req.origin(), Engine: req.Engine, Tried: req.Tried}
 	}
-	b, err := json.Marshal(done)
-	if err != nil {
-		return bus.Permanent(err)
-	}
-	// The search is paid for: storing its result is worth riding out a Redis restart
-	// (a few seconds, while this worker still holds the call's lease), or a
-	// redelivery would find no result and pay again.
-	if err := state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() error {
-		return w.Store.SaveSearchDone(ctx, req.JobID, req.Hop, req.CallID, b)
-	}); err != nil {
+	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done); err != nil {
 		return err
 	}
 	w.record(ctx, req, res)
@@ -320,4 +311,18 @@ func queryHash(q engines.Query) string {
 	b, _ := json.Marshal(q)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
+}
+
+// saveDone stores a call's outcome under its lease, before it is published. The call
+// is paid for (a search) or done (a fetch): storing it is worth riding out a Redis
+// restart (a few seconds, while the worker still holds the call's lease), or a
+// redelivery would find no result and pay or fetch again.
+func saveDone(ctx context.Context, st *state.Store, leaseTTL time.Duration, done *Done) error {
+	b, err := json.Marshal(done)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	return state.Persist(ctx, min(leaseTTL/2, 15*time.Second), func() error {
+		return st.SaveSearchDone(ctx, done.JobID, done.Hop, done.CallID, b)
+	})
 }
