@@ -15,6 +15,7 @@ import (
 // which the search workers reserve against.
 type Ledger interface {
 	RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error)
+	UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error)
 	SetRequestCap(ctx context.Context, jobID string, usd float64) error
 	RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error)
 }
@@ -68,9 +69,9 @@ func (w *Worker) turnCost(v *view, h int) float64 {
 }
 
 // recordTurn counts hop h's stored turn in the spend ledgers. It is called by the
-// worker whose answer was stored, and again for every hop when the job completes
-// (a worker that died between storing a turn and recording it left it to that
-// sweep); the ledgers count each turn once. A failure is logged: the completion
+// worker whose answer was stored, and, when the job completes, for a turn the ledger
+// does not have (a worker that died between storing a turn and recording it left it
+// to that sweep); the ledgers count each turn once. A failure is logged: the completion
 // sweep records it again.
 func (w *Worker) recordTurn(ctx context.Context, v *view, h int) float64 {
 	cost := w.turnCost(v, h)
@@ -88,12 +89,29 @@ func (w *Worker) recordTurn(ctx context.Context, v *view, h int) float64 {
 	return cost
 }
 
-// jobSpend records every turn of a completing job (once each) and sums what the
-// job spent: the searches as its trace counted them, and the model's turns.
+// jobSpend records the turns of a completing job that are not in the ledgers yet (a
+// worker that died between storing a turn and recording it; one read finds them) and
+// sums what the job spent: the searches as its trace counted them, and the turns.
 func (w *Worker) jobSpend(ctx context.Context, v *view, h int, searches int, searchCost float64) spendUsage {
 	u := spendUsage{Searches: searches, SearchCostUSD: searchCost}
+	var priced []string
+	hop := map[string]int{}
 	for i := 0; i <= h; i++ {
-		u.ModelCostUSD += w.recordTurn(ctx, v, i)
+		if cost := w.turnCost(v, i); cost > 0 {
+			u.ModelCostUSD += cost
+			priced = append(priced, turnCall(v.job.ID, i))
+			hop[priced[len(priced)-1]] = i
+		}
+	}
+	if w.Ledger != nil && len(priced) > 0 {
+		missing, err := w.Ledger.UnrecordedCalls(context.WithoutCancel(ctx), v.job.Tenant, priced, time.Now())
+		if err != nil {
+			w.Log.Warn("chat: reading a job's recorded turns", "job", v.job.ID, "err", err)
+			missing = priced // record them all: each is counted once
+		}
+		for _, c := range missing {
+			w.recordTurn(ctx, v, hop[c])
+		}
 	}
 	u.ModelCostUSD = roundUSD(u.ModelCostUSD)
 	u.CostUSD = roundUSD(u.SearchCostUSD + u.ModelCostUSD)

@@ -272,6 +272,27 @@ func (s *Store) RecordCall(ctx context.Context, jobID, tenant, call string, usd 
 	return n == 1, nil
 }
 
+// UnrecordedCalls returns those of calls the tenant's ledger of the day has not
+// counted (RecordCall's last write), in one read: a job's completion records only
+// those, not every turn again.
+func (s *Store) UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error) {
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	day, _ := periods(now)
+	got, err := s.r.HMGet(ctx, s.K.SpendCalls(tenant, day), calls...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("state: reading recorded calls: %w", err)
+	}
+	var out []string
+	for i, v := range got {
+		if v == nil {
+			out = append(out, calls[i])
+		}
+	}
+	return out, nil
+}
+
 // SetRequestCap caps a job's spend at the request's max_cost_usd.
 func (s *Store) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
 	return s.SetSpendCap(ctx, s.K.JobSpend(jobID), usd, s.Retention)
