@@ -30,6 +30,22 @@ type Delivery[T Payload] struct {
 	// encoding it again.
 	Data []byte
 	raw  jetstream.Msg
+	// later, set by the runner, hands the delivery's outcome to whoever ends it
+	// (Later); deferred says the handler took it.
+	later    func(error)
+	deferred bool
+}
+
+// Later takes the delivery's outcome out of the handler's hands: the handler returns
+// at once (what it returns is then ignored) and the message stays in progress, its
+// heartbeats going on and its place in the consumer's concurrency held, until finish
+// is called with what the handler would have returned. finish must be called exactly
+// once (later calls do nothing), on any goroutine, before or after the handler
+// returns. A step that waits on the network with no goroutine of its own (an async
+// model call) ends this way.
+func (d *Delivery[T]) Later() (finish func(error)) {
+	d.deferred = true
+	return d.later
 }
 
 // Last reports whether this is the last delivery the consumer allows: a handler that
@@ -51,6 +67,9 @@ type ConsumeOptions struct {
 	Log *slog.Logger
 	// Observe, if set, is told each outcome, for metrics.
 	Observe func(consumer string, d Decision, elapsed time.Duration)
+	// InFlight, if set, is told +1 when a delivery starts and -1 when it ends (a
+	// deferred one when it is finished), for the in-flight steps gauge.
+	InFlight func(consumer string, delta int)
 }
 
 // Worker consumes one durable consumer.
@@ -117,11 +136,13 @@ func consume[T Payload](ctx context.Context, b *Bus, spec ConsumerSpec, h Handle
 				continue
 			}
 			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				defer func() { <-sem }()
-				r.handle(hctx, msg)
-			}()
+			// A delivery ends when its handler returns or, if it deferred its outcome
+			// (Delivery.Later), when that is finished: only then does it free its place.
+			release := func() {
+				<-sem
+				w.wg.Done()
+			}
+			go r.handle(hctx, msg, release)
 		}
 	}()
 	return w, nil
@@ -165,13 +186,17 @@ type runner[T Payload] struct {
 	decode func(jetstream.Msg) (T, string, time.Time, error)
 }
 
-func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg) {
+func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg, release func()) {
 	start := time.Now()
 	meta, err := msg.Metadata()
 	if err != nil {
 		// Not a JetStream delivery; nothing to acknowledge.
 		r.o.Log.Error("consume: message without metadata", "consumer", r.spec.Config.Durable, "err", err)
+		release()
 		return
+	}
+	if r.o.InFlight != nil {
+		r.o.InFlight(r.spec.Config.Durable, 1)
 	}
 	d := &Delivery[T]{
 		Subject:    r.b.localSubject(msg.Subject()),
@@ -180,20 +205,37 @@ func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg) {
 		Data:       msg.Data(),
 		raw:        msg,
 	}
+	stopBeats := r.heartbeat(d)
+	var once sync.Once
+	end := func(herr error) {
+		once.Do(func() {
+			stopBeats()
+			dec := Decide(herr, d.Attempt, d.MaxDeliver)
+			r.apply(ctx, msg, meta, dec)
+			if r.o.Observe != nil {
+				r.o.Observe(r.spec.Config.Durable, dec, time.Since(start))
+			}
+			if dec.Action != Ack {
+				r.o.Log.Warn("consume: message not done", "consumer", r.spec.Config.Durable, "subject", d.Subject,
+					"id", d.ID, "attempt", d.Attempt, "action", dec.Action.String(), "delay", dec.Delay, "err", herr)
+			}
+			if r.o.InFlight != nil {
+				r.o.InFlight(r.spec.Config.Durable, -1)
+			}
+			release()
+		})
+	}
+	d.later = end
 	var herr error
 	d.Msg, d.ID, d.Published, herr = r.decode(msg)
 	if herr == nil {
-		herr = r.run(ctx, d)
+		var panicked bool
+		panicked, herr = r.run(ctx, d)
+		if d.deferred && !panicked {
+			return // ended by Later's finish
+		}
 	}
-	dec := Decide(herr, d.Attempt, d.MaxDeliver)
-	r.apply(ctx, msg, meta, dec)
-	if r.o.Observe != nil {
-		r.o.Observe(r.spec.Config.Durable, dec, time.Since(start))
-	}
-	if dec.Action != Ack {
-		r.o.Log.Warn("consume: message not done", "consumer", r.spec.Config.Durable, "subject", d.Subject,
-			"id", d.ID, "attempt", d.Attempt, "action", dec.Action.String(), "delay", dec.Delay, "err", herr)
-	}
+	end(herr)
 }
 
 func decodeMsg[T Payload](msg jetstream.Msg) (T, string, time.Time, error) {
@@ -201,14 +243,16 @@ func decodeMsg[T Payload](msg jetstream.Msg) (T, string, time.Time, error) {
 	return v, info.ID, info.At, err
 }
 
-// run calls the handler with heartbeats, turning a panic into an error.
-func (r *runner[T]) run(ctx context.Context, d *Delivery[T]) (err error) {
+// heartbeat marks d's message in progress every Heartbeat until the returned stop is
+// called, so long work is not redelivered while it runs. A timer, not a goroutine,
+// waits between beats: a deferred delivery has no goroutine of its own.
+func (r *runner[T]) heartbeat(d *Delivery[T]) (stop func()) {
 	var (
 		mu      sync.Mutex
 		stopped bool
 		timer   *time.Timer
 	)
-	beat := func() {}
+	var beat func()
 	beat = func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -221,19 +265,24 @@ func (r *runner[T]) run(ctx context.Context, d *Delivery[T]) (err error) {
 	mu.Lock()
 	timer = time.AfterFunc(r.o.Heartbeat, beat)
 	mu.Unlock()
-	defer func() {
+	return func() {
 		mu.Lock()
 		stopped = true
 		timer.Stop()
 		mu.Unlock()
-	}()
+	}
+}
+
+// run calls the handler, turning a panic into an error (a panic ends the delivery
+// even if the handler had deferred it).
+func (r *runner[T]) run(ctx context.Context, d *Delivery[T]) (panicked bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.o.Log.Error("consume: handler panicked", "consumer", r.spec.Config.Durable, "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("handler panicked: %v", p)
+			panicked, err = true, fmt.Errorf("handler panicked: %v", p)
 		}
 	}()
-	return r.h(ctx, d)
+	return false, r.h(ctx, d)
 }
 
 // apply carries out a decision. A dead letter is stored in the DLQ before the message

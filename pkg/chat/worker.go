@@ -102,11 +102,16 @@ type Worker struct {
 
 // HandleJob runs the first hop of a new job.
 func (w *Worker) HandleJob(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
-	return w.load(ctx, d.Msg.JobID, 0, d.Last())
+	return w.load(ctx, d.Msg.JobID, 0, d.Last(), d.Later)
 }
 
+// later is a delivery's Later: a step that makes its model call with an llm.Starter
+// takes it and ends when the answer is in, holding no goroutine while the provider
+// thinks. nil: the step ends when its handler returns.
+type later func() (finish func(error))
+
 // load reads a job with its chain, claiming hop h's lease on the way, and advances it.
-func (w *Worker) load(ctx context.Context, jobID string, h int, last bool) error {
+func (w *Worker) load(ctx context.Context, jobID string, h int, last bool, l later) error {
 	st, err := w.Store.LoadStep(ctx, jobID, &state.Claim{Hop: h, Owner: w.ID, TTL: w.LeaseTTL})
 	if errors.Is(err, state.ErrNotFound) {
 		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerChat, jobID)
@@ -114,7 +119,7 @@ func (w *Worker) load(ctx context.Context, jobID string, h int, last bool) error
 	if err != nil {
 		return err
 	}
-	return w.advance(ctx, st, h, last, nil)
+	return w.advance(ctx, st, h, last, nil, l)
 }
 
 // HandleResume records a finished search; the result that completes its hop runs the
@@ -135,7 +140,7 @@ func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done])
 	}
 	w.emit(ev)
 	w.progress(searchDone(m.JobID, m.Hop, m.CallID, m.Engine, &m.Result))
-	return w.advance(ctx, st, m.Hop+1, d.Last(), &m)
+	return w.advance(ctx, st, m.Hop+1, d.Last(), &m, d.Later)
 }
 
 // emit publishes a progress event without waiting for the stream's acknowledgement.
@@ -155,12 +160,18 @@ func (w *Worker) failpoint(name string) {
 // hop's facts, asks next what to do, and does it. st is the job and chain as read with
 // hop h's lease claimed. last is set on the message's final delivery: failures then
 // end the job instead of retrying. known is the result the message being handled
-// carries, already decoded.
-func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, known *search.Done) error {
+// carries, already decoded. With l set, a model call is made with the model's
+// llm.Starter and the step ends when the answer is in (see later).
+func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, known *search.Done, l later) error {
+	return w.run(ctx, st, nil, h, last, known, false, l)
+}
+
+// run is advance's loop, from a decoded view v (nil: not yet) and whether hop h's
+// model was called: an async model call's answer resumes it there.
+func (w *Worker) run(ctx context.Context, st *state.Step, v *view, h int, last bool, known *search.Done, called bool, l later) error {
 	job := st.Job
-	var v *view
 	var verr error
-	for called := false; ; called = true {
+	for ; ; called = true {
 		a := next(w.facts(st, v, verr, h))
 		if v == nil && verr == nil && a.phase >= phaseBroken {
 			// Only now is the chain decoded: the phases before need nothing of it, so a
@@ -187,6 +198,19 @@ func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, 
 		case actCallModel:
 			if called {
 				return fmt.Errorf("hop %d of %s: the stored answer was not found", h, job.ID)
+			}
+			if s, ok := w.Models[job.Model].Client.(llm.Starter); ok && l != nil {
+				// The rest of the step runs when the answer is in, on the goroutine that
+				// read it; a hop it completes on the way (searches answered from the
+				// records) calls its model there, synchronously.
+				finish := l()
+				w.startModel(ctx, v, h, last, s, func(stored bool, err error) {
+					if err == nil && stored {
+						err = w.run(ctx, st, v, h, last, known, true, nil)
+					}
+					finish(err)
+				})
+				return nil
 			}
 			if stored, err := w.callModel(ctx, v, h, last); err != nil || !stored {
 				return err
@@ -251,18 +275,62 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 // alive during the call), and stores the answer in the store and in v. It reports
 // whether an answer is stored; false with a nil error means the job ended.
 func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stored bool, err error) {
-	model := w.Models[v.job.Model]
-	release := w.Store.KeepHop(v.job.ID, h, w.ID, w.LeaseTTL)
-	// A step that ends in an error is retried: free the hop for that delivery at once.
-	defer func() { release(err != nil) }()
+	mc, err := w.prepareCall(ctx, v, h)
+	if mc == nil {
+		return false, err
+	}
+	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
+	comp, err := mc.model.Client.Complete(mctx, mc.body, mc.onDelta)
+	cancel()
+	return w.answered(ctx, v, h, last, mc, comp, err)
+}
 
+// startModel is callModel with the model's llm.Starter: it returns once the request
+// is out, and done gets what callModel would have returned when the answer is in
+// (or at once, when the call ended before it went out).
+func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s llm.Starter, done func(stored bool, err error)) {
+	mc, err := w.prepareCall(ctx, v, h)
+	if mc == nil {
+		done(false, err)
+		return
+	}
+	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
+	s.Start(mctx, mc.body, mc.onDelta, func(comp *llm.Completion, err error) {
+		cancel()
+		done(w.answered(ctx, v, h, last, mc, comp, err))
+	})
+}
+
+// modelCall is hop h's model call between its request and its answer.
+type modelCall struct {
+	model   Model
+	body    []byte
+	onDelta func(llm.Delta)
+	// offered and fetchOffered say which server tools the hop offered, gp whether
+	// Google-backed engines were preferred: the turn records them.
+	offered, gp, fetchOffered bool
+	// release ends the hop's lease renewal (drop: free the hop at once).
+	release func(drop bool)
+	start   time.Time
+}
+
+// prepareCall does what comes before hop h's model call: it keeps the hop's lease
+// alive, decides the tools offered and builds the request. A nil call means the step
+// ends with err (nil: the job ended).
+func (w *Worker) prepareCall(ctx context.Context, v *view, h int) (mc *modelCall, err error) {
+	mc = &modelCall{model: w.Models[v.job.Model]}
+	mc.release = w.Store.KeepHop(v.job.ID, h, w.ID, w.LeaseTTL)
+	fail := func(err error) (*modelCall, error) {
+		mc.release(err != nil)
+		return nil, err
+	}
 	offered, gp, err := w.offer(ctx, v, h)
 	if err != nil {
-		return false, err
+		return fail(err)
 	}
 	fetchOffered := w.offerFetch(v, h)
 	if spent, err := w.openRequestLedger(ctx, v, h); err != nil {
-		return false, err
+		return fail(err)
 	} else if spent {
 		offered, fetchOffered = false, false // the request's max_cost_usd is spent: the model answers now
 	}
@@ -278,9 +346,9 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	if fetchOffered {
 		tools = append(tools, serverTools[intent.FetchToolName].schema(w, gp))
 	}
-	body, err := v.req.Body(model.Upstream, msgs, tools)
+	body, err := v.req.Body(mc.model.Upstream, msgs, tools)
 	if err != nil {
-		return false, w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()})
+		return fail(w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}))
 	}
 	w.emit(bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
 	if v.req.Stream && len(srcs.list) > 0 {
@@ -291,21 +359,31 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 		}
 		w.progress(m)
 	}
-	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
-	start := time.Now()
-	comp, err := model.Client.Complete(mctx, body, w.relay(v, h, len(srcs.list), model.NativeSearch && offered))
-	cancel()
+	mc.body, mc.offered, mc.gp, mc.fetchOffered = body, offered, gp, fetchOffered
+	mc.onDelta = w.relay(v, h, len(srcs.list), mc.model.NativeSearch && offered)
+	mc.start = time.Now()
+	return mc, nil
+}
+
+// answered ends hop h's model call: it stores the answer (first write wins) in the
+// store and in v, or handles the failure, and releases the hop's lease. It reports
+// what callModel does.
+func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *modelCall, comp *llm.Completion, err error) (stored bool, _ error) {
+	model := mc.model
+	// A step that ends in an error is retried: free the hop for that delivery at once.
+	defer func() { mc.release(err != nil) }()
 	if w.Metrics != nil {
-		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(start).Seconds())
+		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(mc.start).Seconds())
 	}
 	if err != nil {
-		return false, w.modelFailed(ctx, v.job.ID, model, err, last)
+		err = w.modelFailed(ctx, v.job.ID, model, err, last)
+		return false, err
 	}
 	if w.Metrics != nil {
 		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "ok").Inc()
 	}
 	w.failpoint("chat.after_model_call")
-	b, _ := json.Marshal(&turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: offered, GooglePreferred: gp, Fetch: fetchOffered})
+	b, _ := json.Marshal(&turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: mc.offered, GooglePreferred: mc.gp, Fetch: mc.fetchOffered})
 	// The answer is paid for: storing it is worth riding out a Redis restart (while
 	// this worker keeps the hop's lease), or the redelivery would call the model again.
 	var got json.RawMessage
@@ -526,7 +604,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	if complete {
 		// The last call answered here (locally, or from a record) completed the hop:
 		// its searches, if any, came back during the dispatch. The model goes on now.
-		return w.load(ctx, jobID, h+1, false)
+		return w.load(ctx, jobID, h+1, false, nil)
 	}
 	return nil
 }

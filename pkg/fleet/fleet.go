@@ -202,7 +202,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 
 // consume starts a consumer and keeps it for the drain.
 func consume[T bus.Payload](ctx context.Context, p *process, spec bus.ConsumerSpec, h bus.Handler[T], concurrency int) error {
-	w, err := bus.Consume(ctx, p.bus, spec, inFlight(p.o.Metrics, spec.Config.Durable, h), p.consumeOptions(concurrency))
+	w, err := bus.Consume(ctx, p.bus, spec, h, p.consumeOptions(concurrency))
 	if err != nil {
 		return err
 	}
@@ -212,13 +212,19 @@ func consume[T bus.Payload](ctx context.Context, p *process, spec bus.ConsumerSp
 }
 
 func (p *process) consumeOptions(concurrency int) bus.ConsumeOptions {
-	return bus.ConsumeOptions{Concurrency: concurrency, Log: p.log, Observe: func(consumer string, d bus.Decision, elapsed time.Duration) {
-		p.o.Metrics.ObserveDelivery(consumer, d.Action.String(), elapsed)
-	}}
+	return bus.ConsumeOptions{Concurrency: concurrency, Log: p.log,
+		Observe: func(consumer string, d bus.Decision, elapsed time.Duration) {
+			p.o.Metrics.ObserveDelivery(consumer, d.Action.String(), elapsed)
+		},
+		// Counted by the bus, since a step whose model call is out (Delivery.Later)
+		// is in flight after its handler returned.
+		InFlight: func(consumer string, delta int) {
+			p.o.Metrics.StepsInFlight.WithLabelValues(consumer).Add(float64(delta))
+		}}
 }
 
 func (p *process) consumeDeadLetters(ctx context.Context, spec bus.ConsumerSpec, h bus.Handler[bus.DeadLetter]) error {
-	w, err := bus.ConsumeDeadLetters(ctx, p.bus, spec, inFlight(p.o.Metrics, spec.Config.Durable, h), p.consumeOptions(4))
+	w, err := bus.ConsumeDeadLetters(ctx, p.bus, spec, h, p.consumeOptions(4))
 	if err != nil {
 		return err
 	}

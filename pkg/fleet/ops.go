@@ -61,16 +61,6 @@ func (p *process) started(spec bus.ConsumerSpec) {
 	p.specs = append(p.specs, spec)
 }
 
-// inFlight counts a consumer's running handlers in fleet_steps_in_flight.
-func inFlight[T bus.Payload](m *metrics.Metrics, consumer string, h bus.Handler[T]) bus.Handler[T] {
-	g := m.StepsInFlight.WithLabelValues(consumer)
-	return func(ctx context.Context, d *bus.Delivery[T]) error {
-		g.Inc()
-		defer g.Dec()
-		return h(ctx, d)
-	}
-}
-
 // queueReader reads the queue metrics at a scrape: the backlogs of this process's
 // consumers, and the fleet-wide figures (DLQ depth, oldest queued job, unfinished
 // jobs and the nearest deadline) every process reports alike.
