@@ -455,10 +455,16 @@ func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, t
 	rt := runtimeStats(metricsAddr)
 	if *heapDir != "" {
 		name := filepath.Join(*heapDir, fmt.Sprintf("chatworker-heap-%v.pb.gz", map[bool]string{false: "http1", true: "http2"}[tls]))
-		if err := saveHeap(metricsAddr, name); err != nil {
+		if err := saveProfile(metricsAddr, "heap", name); err != nil {
 			return err
 		}
 		fmt.Printf("  heap profile: %s (go tool pprof -top -inuse_space %s)\n", name, name)
+		gname := strings.Replace(name, "-heap-", "-goroutines-", 1)
+		gname = strings.TrimSuffix(gname, ".pb.gz") + ".txt"
+		if err := saveProfile(metricsAddr, "goroutine?debug=1", gname); err != nil {
+			return err
+		}
+		fmt.Printf("  goroutines: %s\n", gname)
 	}
 	proto := "plain HTTP/1.1"
 	if tls {
@@ -472,17 +478,17 @@ func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, t
 }
 
 // heapDir is where -inflight saves the chat worker's heap profiles (empty: none).
-var heapDir = flag.String("heap-profiles", "", "with -inflight, save the chat worker's heap profile while it holds the jobs into this directory")
+var heapDir = flag.String("heap-profiles", "", "with -inflight, save the chat worker's heap and goroutine profiles while it holds the jobs into this directory")
 
-// saveHeap saves a process's heap profile (FLEET_PPROF) to name.
-func saveHeap(addr, name string) error {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+// saveProfile saves one of a process's profiles (FLEET_PPROF) to name.
+func saveProfile(addr, profile, name string) error {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + profile)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("heap profile: %s", resp.Status)
+		return fmt.Errorf("%s profile: %s", profile, resp.Status)
 	}
 	f, err := os.Create(name)
 	if err != nil {
