@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -373,4 +374,114 @@ func TestTryAsyncRotatesFromTheCallback(t *testing.T) {
 	if strings.Join(tried, ",") != "key-a,key-b,key-c" {
 		t.Errorf("tried %v; want each key once, in turn", tried)
 	}
+}
+
+// parkingTransport is an llm.AsyncTransport that holds each started request, with no
+// goroutine, until release sends them all: what h2async does while a request waits
+// for its headers. It sends with a transport of its own, closed by close.
+type parkingTransport struct {
+	base   http.Transport
+	mu     sync.Mutex
+	parked []func()
+	sends  sync.WaitGroup
+}
+
+func (p *parkingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return p.base.RoundTrip(r)
+}
+
+func (p *parkingTransport) Start(r *http.Request, done func(*http.Response, error)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.parked = append(p.parked, func() { done(p.base.RoundTrip(r)) })
+}
+
+// release sends the parked requests, each answered on a goroutine of its own.
+func (p *parkingTransport) release() int {
+	p.mu.Lock()
+	parked := p.parked
+	p.parked = nil
+	p.mu.Unlock()
+	p.sends.Add(len(parked))
+	for _, send := range parked {
+		go func() {
+			defer p.sends.Done()
+			send()
+		}()
+	}
+	return len(parked)
+}
+
+// close waits for the sends and closes the idle connections.
+func (p *parkingTransport) close() {
+	p.sends.Wait()
+	p.base.CloseIdleConnections()
+}
+
+// settled is the number of goroutines once it stops changing (goroutines of closed
+// connections still exiting would hide one a pending call holds).
+func settled() int {
+	n := runtime.NumGoroutine()
+	for same := 0; same < 5; {
+		time.Sleep(5 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m != n {
+			n, same = m, 0
+			continue
+		}
+		same++
+	}
+	return n
+}
+
+// While its request waits for an answer, a started call holds no goroutine in any
+// protocol (the transport holds the request), and little memory; released, every
+// call completes, done once each.
+func TestStartHoldsNoGoroutineWhilePending(t *testing.T) {
+	_, url := startSim(t)
+	const n = 1000
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			tr := &parkingTransport{}
+			defer tr.close()
+			c := f.new("p", url, llm.NewCredentials("p", []string{"k"}, llm.CredentialOptions{}), &http.Client{Transport: tr})
+			var ok, calls atomic.Int64
+			var all sync.WaitGroup
+			all.Add(n)
+			goroutines, held := settled(), inUse()
+			for range n {
+				c.(llm.Starter).Start(context.Background(), hello, func(llm.Delta) {}, func(comp *llm.Completion, err error) {
+					if err == nil && comp != nil {
+						ok.Add(1)
+					}
+					if calls.Add(1) <= n {
+						all.Done()
+					}
+				})
+			}
+			pending, perCall := runtime.NumGoroutine()-goroutines, (inUse()-held)/n
+			t.Logf("%s: %d pending calls hold %d goroutines and %d bytes each (heap and stacks)", f.name, n, pending, perCall)
+			if pending > 0 || calls.Load() != 0 {
+				t.Fatalf("%d pending calls hold %d goroutines (%d done); want none", n, pending, calls.Load())
+			}
+			if perCall > 8<<10 {
+				t.Errorf("a pending call holds %d bytes; want less than a goroutine's stack", perCall)
+			}
+			if got := tr.release(); got != n {
+				t.Fatalf("%d requests parked; want %d", got, n)
+			}
+			all.Wait()
+			if ok.Load() != n || calls.Load() != n {
+				t.Errorf("%d answers from %d calls of done; want %d of each", ok.Load(), calls.Load(), n)
+			}
+		})
+	}
+}
+
+// inUse is the memory held in the heap and in goroutine stacks after a collection.
+func inUse() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc + m.StackInuse)
 }
