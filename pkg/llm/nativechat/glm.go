@@ -210,12 +210,15 @@ func (t asyncCaptureTransport) Start(r *http.Request, done func(*http.Response, 
 	t.async.Start(r, func(resp *http.Response, err error) { done(tee(r, resp, err)) })
 }
 
-// tee has resp's body copied into the capture r's context carries, if any.
+// tee has resp's body copied into the capture r's context carries, if any, in place
+// of an earlier response's: a call that moved on to another key (llm.Credentials)
+// read the refusal first, and only the last response is the answer.
 func tee(r *http.Request, resp *http.Response, err error) (*http.Response, error) {
 	cap, _ := r.Context().Value(captureKey{}).(*capture)
 	if err != nil || cap == nil {
 		return resp, err
 	}
+	cap.buf.Reset()
 	resp.Body = &teeBody{ReadCloser: resp.Body, cap: cap}
 	return resp, nil
 }

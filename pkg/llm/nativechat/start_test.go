@@ -155,3 +155,35 @@ func TestStartNativeCancelled(t *testing.T) {
 		}
 	}
 }
+
+// A GLM call whose first key is rate limited moves on to the next key under Start and
+// still reads its search results: the body captured is the answer's, not the refusal's
+// before it.
+func TestStartGLMRotatesKeyAndKeepsResults(t *testing.T) {
+	t.Parallel()
+	sim := simulator.New(simulator.Options{})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	sim.SetKeyFault("/v1/chat/completions", "key-a", http.StatusTooManyRequests, 20*time.Second, 0)
+	body := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"搜索2025年4月的重要财经新闻"}],` +
+		`"tools":[{"type":"function","function":{"name":"web_search","parameters":{"type":"object"}}}]}`)
+	tr := &startTransport{}
+	creds := llm.NewCredentials("sim", []string{"key-a", "key-b"}, llm.CredentialOptions{})
+	c := nativechat.New(nativechat.GLM, llm.NewClientWith("sim", srv.URL+"/v1", creds, nativechat.HTTPClient(&http.Client{Transport: tr})))
+	comp, calls, err := startWait(t, tr, c, context.Background(), body, nil)
+	if err != nil || calls != 1 || tr.starts.Load() != 2 {
+		t.Fatalf("%v, done called %d times after %d Starts; want an answer after two", err, calls, tr.starts.Load())
+	}
+	plain := nativechat.New(nativechat.GLM, llm.NewClientWith("sim", srv.URL+"/v1",
+		llm.NewCredentials("sim", []string{"key-a", "key-b"}, llm.CredentialOptions{}), nativechat.HTTPClient(srv.Client())))
+	want, err := plain.Complete(context.Background(), body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, comp := range map[string]*llm.Completion{"Start": comp, "Complete": want} {
+		msg, n := native(t, comp.Message)
+		if n == nil || len(n.Sources) != 1 || strings.Contains(text(msg["content"]), "ref_") {
+			t.Errorf("%s after a refused key: report %+v, content %q; want the search's sources cited", name, n, text(msg["content"]))
+		}
+	}
+}
