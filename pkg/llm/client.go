@@ -104,27 +104,42 @@ func (e *Error) Retryable() bool {
 // onDelta receives each piece of answer text as it arrives; the Completion is
 // assembled from the chunks exactly as the whole answer would have read (streamRead).
 func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta)) (*Completion, error) {
+	// With Do every step runs on this goroutine: done has run when run returns.
+	var comp *Completion
+	var err error
+	c.run(ctx, body, onDelta, Do, func(cp *Completion, e error) { comp, err = cp, e })
+	return comp, err
+}
+
+// Start is Complete with no goroutine waiting on the provider when the client's
+// transport is an AsyncTransport (Send): the answer is read, and the next key tried
+// after a refusal, on the goroutine the transport calls back on.
+func (c *Client) Start(ctx context.Context, body []byte, onDelta func(Delta), done func(*Completion, error)) {
+	c.run(ctx, body, onDelta, Send, done)
+}
+
+// run makes the call of Complete and Start, sending each request with send.
+func (c *Client) run(ctx context.Context, body []byte, onDelta func(Delta), send SendFunc, done func(*Completion, error)) {
 	if onDelta != nil {
 		b, err := streamingBody(body)
 		if err != nil {
-			return nil, &Error{Provider: c.name, Message: "building request", Err: err}
+			done(nil, &Error{Provider: c.name, Message: "building request", Err: err})
+			return
 		}
 		body = b
 	}
 	var comp *Completion
-	err := c.creds.Try(ctx, onDelta, func(cred Credential, onDelta func(Delta)) error {
-		var err error
-		comp, err = c.complete(ctx, body, cred, onDelta)
-		return err
-	})
-	return comp, err
+	c.creds.TryAsync(ctx, onDelta, func(cred Credential, onDelta func(Delta), tried func(error)) {
+		c.attempt(ctx, body, cred, onDelta, send, func(cp *Completion, err error) { comp = cp; tried(err) })
+	}, func(err error) { done(comp, err) })
 }
 
-// complete makes one request with cred.
-func (c *Client) complete(ctx context.Context, body []byte, cred Credential, onDelta func(Delta)) (*Completion, error) {
+// attempt makes one request with cred.
+func (c *Client) attempt(ctx context.Context, body []byte, cred Credential, onDelta func(Delta), send SendFunc, done func(*Completion, error)) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return nil, &Error{Provider: c.name, Message: "building request", Err: err}
+		done(nil, &Error{Provider: c.name, Message: "building request", Err: err})
+		return
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if onDelta != nil {
@@ -135,7 +150,13 @@ func (c *Client) complete(ctx context.Context, body []byte, cred Credential, onD
 	if cred.Value != "" {
 		req.Header.Set("Authorization", "Bearer "+cred.Value)
 	}
-	resp, err := c.hc.Do(req)
+	send(c.hc, req, func(resp *http.Response, err error) {
+		done(c.answer(ctx, resp, err, onDelta))
+	})
+}
+
+// answer reads the answer to one request: the response, or the error sending it.
+func (c *Client) answer(ctx context.Context, resp *http.Response, err error, onDelta func(Delta)) (*Completion, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -100,78 +100,133 @@ type Credential struct {
 // refuses the credential (see Credentials). call gets onDelta wrapped: once it has
 // passed text on, a refused call is not tried again (the text was streamed).
 func (c *Credentials) Try(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta)) error) error {
-	sent := false
-	wrapped := onDelta
-	if onDelta != nil {
-		wrapped = func(d Delta) { sent = true; onDelta(d) }
-	}
-	rests := c.resting(ctx)
-	if c.tok != nil {
-		return c.tryToken(ctx, rests, &sent, wrapped, call)
-	}
-	n := len(c.keys)
-	start := int(c.next.Add(1) - 1)
-	var last error
-	for j := range n {
-		i := (start + j) % n
-		if rests[i].Left > 0 {
-			continue
-		}
-		err := call(Credential{Value: c.keys[i]}, wrapped)
-		if err == nil {
-			return nil
-		}
-		last = err
-		reason, d, le, ok := keyFailure(err)
-		if !ok {
-			return err
-		}
-		rests[i] = apikeys.Rest{Left: d, Reason: reason}
-		c.coolDown(ctx, i, reason, d, le.Status)
-		if sent {
-			return err
-		}
-	}
-	return c.exhausted(rests, last)
+	// call is synchronous, so TryAsync finishes before it returns.
+	var out error
+	c.TryAsync(ctx, onDelta, func(cred Credential, onDelta func(Delta), done func(error)) {
+		done(call(cred, onDelta))
+	}, func(err error) { out = err })
+	return out
 }
 
-// tryToken runs call with the token source's current token, and once more with a
-// fresh one when the provider refuses it.
-func (c *Credentials) tryToken(ctx context.Context, rests []apikeys.Rest, sent *bool, onDelta func(Delta), call func(Credential, func(Delta)) error) error {
-	if rests[0].Left > 0 {
-		return c.exhausted(rests, nil)
+// TryAsync is Try in continuation-passing style, for calls no goroutine waits on: call
+// makes one request with cred and calls its done exactly once with the outcome, on any
+// goroutine; the call with the next credential, when the provider refused this one,
+// starts from that callback. TryAsync calls done exactly once with the outcome of the
+// whole try, on the goroutine of the last call's done (before TryAsync returns when
+// no call was made or every call finished inline).
+func (c *Credentials) TryAsync(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta), func(error)), done func(error)) {
+	t := &try{c: c, ctx: ctx, call: call, done: done, rests: c.resting(ctx)}
+	t.onDelta = onDelta
+	if onDelta != nil {
+		t.onDelta = func(d Delta) { t.sent = true; onDelta(d) }
 	}
-	for attempt := 0; ; attempt++ {
-		tok, err := c.tok.Token(ctx)
-		if err != nil {
-			// Retryable: a file being rewritten, a command that failed once.
-			return &Error{Provider: c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)}
-		}
-		c.lastTok.Store(&tok)
-		err = call(Credential{Value: tok, Token: true}, onDelta)
-		if err == nil {
-			return nil
-		}
-		reason, d, le, ok := keyFailure(err)
-		switch {
-		case !ok:
-			return err
-		case reason == apikeys.Auth:
-			c.tok.Rejected(tok)
-			if attempt == 0 && !*sent {
-				continue
-			}
-			// Not rested: a renewed token is used by the next call at once.
-			c.tellRefused(0, reason, d, le.Status)
-			return err
-		}
-		rests[0] = apikeys.Rest{Left: d, Reason: reason}
-		c.coolDown(ctx, 0, reason, d, le.Status)
-		if *sent {
-			return err
-		}
-		return c.exhausted(rests, err)
+	if c.tok == nil {
+		t.start = int(c.next.Add(1) - 1)
+		t.key(0)
+		return
 	}
+	if t.rests[0].Left > 0 {
+		done(c.exhausted(t.rests, nil))
+		return
+	}
+	t.token(0)
+}
+
+// try is one TryAsync in progress. Its calls run one after the other, each started
+// from the callback of the one before, so its fields need no lock.
+type try struct {
+	c       *Credentials
+	ctx     context.Context
+	onDelta func(Delta)
+	call    func(Credential, func(Delta), func(error))
+	done    func(error)
+	rests   []apikeys.Rest
+	sent    bool  // onDelta has passed text on: a refused call is not tried again
+	start   int   // the round-robin position of the first key tried
+	last    error // the last refusal
+}
+
+// key calls with the j-th key from start on that does not rest, or ends the try when
+// none is left.
+func (t *try) key(j int) {
+	n := len(t.c.keys)
+	for ; j < n; j++ {
+		i := (t.start + j) % n
+		if t.rests[i].Left > 0 {
+			continue
+		}
+		t.call(Credential{Value: t.c.keys[i]}, t.onDelta, func(err error) { t.keyDone(i, j, err) })
+		return
+	}
+	t.done(t.c.exhausted(t.rests, t.last))
+}
+
+// keyDone takes the outcome of the call with key i (the j-th tried): a refused key
+// rests and the try moves on to the next key, unless text was streamed already.
+func (t *try) keyDone(i, j int, err error) {
+	if err == nil {
+		t.done(nil)
+		return
+	}
+	t.last = err
+	reason, d, le, ok := keyFailure(err)
+	if !ok {
+		t.done(err)
+		return
+	}
+	t.rests[i] = apikeys.Rest{Left: d, Reason: reason}
+	t.c.coolDown(t.ctx, i, reason, d, le.Status)
+	if t.sent {
+		t.done(err)
+		return
+	}
+	t.key(j + 1)
+}
+
+// token calls with the token source's current token (attempt 0), or with a fresh one
+// after the provider refused it (attempt 1).
+func (t *try) token(attempt int) {
+	tok, err := t.c.tok.Token(t.ctx)
+	if err != nil {
+		// Retryable: a file being rewritten, a command that failed once.
+		t.done(&Error{Provider: t.c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)})
+		return
+	}
+	t.c.lastTok.Store(&tok)
+	t.call(Credential{Value: tok, Token: true}, t.onDelta, func(err error) { t.tokenDone(attempt, tok, err) })
+}
+
+// tokenDone takes the outcome of a call with tok: a token refused for auth is tried
+// once more fresh; one refused otherwise rests (it stands for the provider's one slot).
+func (t *try) tokenDone(attempt int, tok string, err error) {
+	if err == nil {
+		t.done(nil)
+		return
+	}
+	c := t.c
+	reason, d, le, ok := keyFailure(err)
+	switch {
+	case !ok:
+		t.done(err)
+		return
+	case reason == apikeys.Auth:
+		c.tok.Rejected(tok)
+		if attempt == 0 && !t.sent {
+			t.token(1)
+			return
+		}
+		// Not rested: a renewed token is used by the next call at once.
+		c.tellRefused(0, reason, d, le.Status)
+		t.done(err)
+		return
+	}
+	t.rests[0] = apikeys.Rest{Left: d, Reason: reason}
+	c.coolDown(t.ctx, 0, reason, d, le.Status)
+	if t.sent {
+		t.done(err)
+		return
+	}
+	t.done(c.exhausted(t.rests, err))
 }
 
 // resting reads the rests of the provider's keys; none rests without Cooldowns or

@@ -31,12 +31,14 @@ type glmItem struct {
 	Refer string `json:"refer"`
 }
 
-// glm makes the one call of a GLM answer and reads its search results and markers.
-func (c *Caller) glm(ctx context.Context, req *request, onDelta func(llm.Delta)) (*llm.Completion, error) {
+// glm makes the one call of a GLM answer (with call) and reads its search results and
+// markers.
+func (c *Caller) glm(ctx context.Context, req *request, onDelta func(llm.Delta), call callFunc, done func(*llm.Completion, error)) {
 	req.tools = append(req.tools, glmTool)
 	body, err := req.encode()
 	if err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
 	text := &lineStream{onDelta: onDelta, cites: glmRefRE.MatchString, clean: cleanLine}
 	var push func(llm.Delta)
@@ -44,15 +46,24 @@ func (c *Caller) glm(ctx context.Context, req *request, onDelta func(llm.Delta))
 		push = func(d llm.Delta) { text.push(d.Text) }
 	}
 	cap := &capture{}
-	comp, err := c.client.Complete(context.WithValue(ctx, captureKey{}, cap), body, push)
-	if err != nil {
-		return nil, err
-	}
+	call(context.WithValue(ctx, captureKey{}, cap), body, push, func(comp *llm.Completion, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(glmAnswer(comp, text, cap, onDelta == nil))
+	})
+}
+
+// glmAnswer is comp with the search results of the captured body: its refer markers
+// as [n] markers and its native-search report. whole says text has not been pushed
+// (the answer was not streamed).
+func glmAnswer(comp *llm.Completion, text *lineStream, cap *capture, whole bool) (*llm.Completion, error) {
 	a, err := readAnswer(comp.Message)
 	if err != nil {
 		return nil, &llm.Error{Status: http.StatusBadGateway, Type: "bad_response", Message: "the model's answer is not a chat message"}
 	}
-	if onDelta == nil {
+	if whole {
 		text.push(a.content)
 	}
 	items := glmResults(cap.buf.Bytes())
@@ -172,17 +183,42 @@ func HTTPClient(hc *http.Client) *http.Client {
 		base = http.DefaultTransport
 	}
 	out.Transport = captureTransport{base}
+	if async, ok := base.(llm.AsyncTransport); ok {
+		// Kept async, so that a GLM caller's Start keeps the captured body too.
+		out.Transport = asyncCaptureTransport{captureTransport{base}, async}
+	}
 	return &out
 }
 
+// captureTransport copies the response body of a request whose context carries a
+// capture.
 type captureTransport struct{ base http.RoundTripper }
 
 func (t captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(r)
+	return tee(r, resp, err)
+}
+
+// asyncCaptureTransport is a captureTransport over an llm.AsyncTransport, and one
+// itself: only a transport whose base can Start may claim it can.
+type asyncCaptureTransport struct {
+	captureTransport
+	async llm.AsyncTransport
+}
+
+func (t asyncCaptureTransport) Start(r *http.Request, done func(*http.Response, error)) {
+	t.async.Start(r, func(resp *http.Response, err error) { done(tee(r, resp, err)) })
+}
+
+// tee has resp's body copied into the capture r's context carries, if any, in place
+// of an earlier response's: a call that moved on to another key (llm.Credentials)
+// read the refusal first, and only the last response is the answer.
+func tee(r *http.Request, resp *http.Response, err error) (*http.Response, error) {
 	cap, _ := r.Context().Value(captureKey{}).(*capture)
 	if err != nil || cap == nil {
 		return resp, err
 	}
+	cap.buf.Reset()
 	resp.Body = &teeBody{ReadCloser: resp.Body, cap: cap}
 	return resp, nil
 }

@@ -34,78 +34,113 @@ const kimiMaxRounds = 4
 var kimiThinkingRE = regexp.MustCompile(`^kimi-k2\.[5-9]`)
 
 // kimi runs the rounds of one answer: each $web_search call is echoed and the model
-// called again, up to kimiMaxRounds; usage is summed over the rounds. The answer's
-// text is the text of every round (a round that searched rarely says anything), its
-// links numbered as [n] markers (kimiCiter).
-func (c *Caller) kimi(ctx context.Context, req *request, onDelta func(llm.Delta)) (*llm.Completion, error) {
+// called again (with call, from the callback of the round before), up to
+// kimiMaxRounds; usage is summed over the rounds. The answer's text is the text of
+// every round (a round that searched rarely says anything), its links numbered as [n]
+// markers (kimiCiter).
+func (c *Caller) kimi(ctx context.Context, req *request, onDelta func(llm.Delta), call callFunc, done func(*llm.Completion, error)) {
 	req.tools = append(req.tools, kimiTool)
 	var model string
 	json.Unmarshal(req.top["model"], &model)
 	if _, set := req.top["thinking"]; !set && kimiThinkingRE.MatchString(model) {
 		req.top["thinking"] = json.RawMessage(`{"type":"disabled"}`)
 	}
-	text := &lineStream{onDelta: onDelta, cites: kimiCites, clean: cleanLine}
-	report := &llm.NativeSearch{Protocol: Kimi.Protocol(), Searches: []llm.NativeQuery{}}
-	var usage llm.Usage
-	for round := 1; ; round++ {
-		body, err := req.encode()
-		if err != nil {
-			return nil, err
-		}
-		var push func(llm.Delta)
-		if onDelta != nil {
-			push = func(d llm.Delta) { text.push(d.Text) }
-		}
-		comp, err := c.client.Complete(ctx, body, push)
-		if err != nil {
-			return nil, err
-		}
-		usage.Add(comp.Usage)
-		a, err := readAnswer(comp.Message)
-		if err != nil {
-			return nil, &llm.Error{Status: http.StatusBadGateway, Type: "bad_response", Message: "the model's answer is not a chat message"}
-		}
-		if onDelta == nil {
-			text.push(a.content)
-		}
-		native, others := a.splitCalls()
-		for _, call := range native {
-			report.Requests++
-			report.Searches = append(report.Searches, llm.NativeQuery{ID: call.ID, URLs: []string{}})
-		}
-		if len(native) == 0 || len(others) > 0 || comp.FinishReason != "tool_calls" || round == kimiMaxRounds {
-			// The answer: its text with [n] markers, the calls for the chain to run
-			// (a $web_search mixed with other calls is not echoed: the chain answers
-			// the others, and the model reads no search results in that round).
-			citer := &kimiCiter{sources: []llm.NativeSource{}, num: map[string]int{}}
-			content := citer.convert(text.String())
-			report.CostUSD = float64(report.Requests) * kimiSearchUSD
-			report.Sources = citer.sources
-			if n := len(report.Searches); n > 0 {
-				// Kimi does not say which search found which page: the cited pages
-				// are the last search's.
-				for _, s := range citer.sources {
-					report.Searches[n-1].URLs = append(report.Searches[n-1].URLs, s.URL)
-				}
-			}
-			finish := comp.FinishReason
-			if len(others) == 0 && finish == "tool_calls" {
-				finish = "stop"
-			}
-			var out *llm.NativeSearch
-			if report.Requests > 0 {
-				out = report
-			}
-			return &llm.Completion{ID: comp.ID, Model: comp.Model, Message: withReport(a.fields, content, others, out), FinishReason: finish, Usage: usage}, nil
-		}
-		// Echo: the assistant message as it came, and each call's arguments verbatim.
-		req.messages = append(req.messages, comp.Message)
-		for _, call := range native {
-			echo, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": call.ID, "name": KimiWebSearch, "content": call.Function.Arguments})
-			req.messages = append(req.messages, echo)
-		}
-		text.separate()
+	k := &kimiRun{ctx: ctx, req: req, onDelta: onDelta, call: call, done: done,
+		text:   &lineStream{onDelta: onDelta, cites: kimiCites, clean: cleanLine},
+		report: &llm.NativeSearch{Protocol: Kimi.Protocol(), Searches: []llm.NativeQuery{}}}
+	k.round(1)
+}
+
+// kimiRun is one Kimi answer in progress. Its rounds run one after the other, each
+// started from the callback of the one before, so its fields need no lock.
+type kimiRun struct {
+	ctx     context.Context
+	req     *request
+	onDelta func(llm.Delta)
+	call    callFunc
+	done    func(*llm.Completion, error)
+	text    *lineStream
+	report  *llm.NativeSearch
+	usage   llm.Usage
+}
+
+// round calls the model for round n.
+func (k *kimiRun) round(n int) {
+	body, err := k.req.encode()
+	if err != nil {
+		k.done(nil, err)
+		return
 	}
+	var push func(llm.Delta)
+	if k.onDelta != nil {
+		push = func(d llm.Delta) { k.text.push(d.Text) }
+	}
+	k.call(k.ctx, body, push, func(comp *llm.Completion, err error) {
+		if err != nil {
+			k.done(nil, err)
+			return
+		}
+		k.answered(n, comp)
+	})
+}
+
+// answered takes round n's answer: its $web_search calls are echoed and the next
+// round started, or it is the answer.
+func (k *kimiRun) answered(n int, comp *llm.Completion) {
+	k.usage.Add(comp.Usage)
+	a, err := readAnswer(comp.Message)
+	if err != nil {
+		k.done(nil, &llm.Error{Status: http.StatusBadGateway, Type: "bad_response", Message: "the model's answer is not a chat message"})
+		return
+	}
+	if k.onDelta == nil {
+		k.text.push(a.content)
+	}
+	native, others := a.splitCalls()
+	for _, call := range native {
+		k.report.Requests++
+		k.report.Searches = append(k.report.Searches, llm.NativeQuery{ID: call.ID, URLs: []string{}})
+	}
+	if len(native) == 0 || len(others) > 0 || comp.FinishReason != "tool_calls" || n == kimiMaxRounds {
+		// The answer (a $web_search mixed with other calls is not echoed: the chain
+		// answers the others, and the model reads no search results in that round).
+		k.done(k.answer(comp, a, others), nil)
+		return
+	}
+	// Echo: the assistant message as it came, and each call's arguments verbatim.
+	k.req.messages = append(k.req.messages, comp.Message)
+	for _, call := range native {
+		echo, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": call.ID, "name": KimiWebSearch, "content": call.Function.Arguments})
+		k.req.messages = append(k.req.messages, echo)
+	}
+	k.text.separate()
+	k.round(n + 1)
+}
+
+// answer is the Completion of the last round: the text of every round with [n]
+// markers, and the calls for the chain to run.
+func (k *kimiRun) answer(comp *llm.Completion, a *answer, others []json.RawMessage) *llm.Completion {
+	report := k.report
+	citer := &kimiCiter{sources: []llm.NativeSource{}, num: map[string]int{}}
+	content := citer.convert(k.text.String())
+	report.CostUSD = float64(report.Requests) * kimiSearchUSD
+	report.Sources = citer.sources
+	if n := len(report.Searches); n > 0 {
+		// Kimi does not say which search found which page: the cited pages are the
+		// last search's.
+		for _, s := range citer.sources {
+			report.Searches[n-1].URLs = append(report.Searches[n-1].URLs, s.URL)
+		}
+	}
+	finish := comp.FinishReason
+	if len(others) == 0 && finish == "tool_calls" {
+		finish = "stop"
+	}
+	var out *llm.NativeSearch
+	if report.Requests > 0 {
+		out = report
+	}
+	return &llm.Completion{ID: comp.ID, Model: comp.Model, Message: withReport(a.fields, content, others, out), FinishReason: finish, Usage: k.usage}
 }
 
 // answer is one round's assistant message.

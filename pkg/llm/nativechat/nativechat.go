@@ -62,7 +62,7 @@ type Caller struct {
 	client llm.Caller
 }
 
-var _ llm.Caller = (*Caller)(nil)
+var _ llm.Starter = (*Caller)(nil)
 
 // New returns a caller of kind's native search over client, an llm.Client of the
 // provider. A GLM client must be built on an http.Client from HTTPClient, through
@@ -75,23 +75,56 @@ func New(kind Kind, client llm.Caller) *Caller {
 // the client's, unchanged (but for llm.NativeKey reports of earlier answers, which
 // never go to a provider).
 func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error) {
+	// With the client's Complete every step runs on this goroutine: done has run when
+	// run returns.
+	var comp *llm.Completion
+	var err error
+	c.run(ctx, body, onDelta, c.complete, func(cp *llm.Completion, e error) { comp, err = cp, e })
+	return comp, err
+}
+
+// Start is Complete with the client's own calls started (llm.StartCall): with an
+// llm.Client on an llm.AsyncTransport no goroutine waits on the provider, and Kimi's
+// next round starts from the callback of the one before.
+func (c *Caller) Start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
+	c.run(ctx, body, onDelta, c.start, done)
+}
+
+// callFunc makes one call of the client and calls done exactly once with its outcome.
+type callFunc func(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error))
+
+// complete is the client's Complete as a callFunc.
+func (c *Caller) complete(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
+	done(c.client.Complete(ctx, body, onDelta))
+}
+
+// start is the client's Start as a callFunc (its Complete when it has none).
+func (c *Caller) start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
+	llm.StartCall(ctx, c.client, body, onDelta, done)
+}
+
+// run makes the call of Complete and Start, calling the client with call.
+func (c *Caller) run(ctx context.Context, body []byte, onDelta func(llm.Delta), call callFunc, done func(*llm.Completion, error)) {
 	req, err := decodeRequest(body)
 	if err != nil {
-		return nil, &llm.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request is not a JSON object"}
+		done(nil, &llm.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request is not a JSON object"})
+		return
 	}
 	offered := req.takeSearchTool()
 	if !offered {
 		out, err := req.encode()
 		if err != nil {
-			return nil, err
+			done(nil, err)
+			return
 		}
-		return c.client.Complete(ctx, out, onDelta)
+		call(ctx, out, onDelta, done)
+		return
 	}
 	switch c.kind {
 	case GLM:
-		return c.glm(ctx, req, onDelta)
+		c.glm(ctx, req, onDelta, call, done)
 	default:
-		return c.kimi(ctx, req, onDelta)
+		c.kimi(ctx, req, onDelta, call, done)
 	}
 }
 

@@ -68,55 +68,93 @@ func (c *Caller) Protocol() wire.Protocol { return c.api.Protocol() }
 // model (streaming when onDelta is set: onDelta gets the answer's text in order) and
 // returns its answer as a Chat assistant message with the model's tool call ids.
 func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error) {
+	// With llm.Do every step runs on this goroutine: done has run when run returns.
+	var comp *llm.Completion
+	var err error
+	c.run(ctx, body, onDelta, llm.Do, func(cp *llm.Completion, e error) { comp, err = cp, e })
+	return comp, err
+}
+
+// Start is Complete with no goroutine waiting on the provider when the caller's
+// transport is an llm.AsyncTransport (llm.Send): each answer is read, and the next
+// request (another key, a paused answer's continuation) started, on the goroutine the
+// transport calls back on.
+func (c *Caller) Start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
+	c.run(ctx, body, onDelta, llm.Send, done)
+}
+
+var _ llm.Starter = (*Caller)(nil)
+
+// run makes the call of Complete and Start, sending each request with send.
+func (c *Caller) run(ctx context.Context, body []byte, onDelta func(llm.Delta), send llm.SendFunc, done func(*llm.Completion, error)) {
 	req, err := wire.Chat.DecodeRequest(body)
 	if err != nil {
-		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
+		done(nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()})
+		return
 	}
 	c.searchTool(req)
 	stream := onDelta != nil
 	req.Stream = stream
 	out, err := c.api.EncodeRequest(req, req.Model)
 	if err != nil {
-		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
+		done(nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()})
+		return
 	}
-	answer, raw, err := c.call(ctx, req.Model, out, stream, onDelta)
-	if err != nil {
-		return nil, err
-	}
-	// A paused answer (Anthropic's pause_turn, a long run of the provider's own
-	// searches) is resumed with the paused content sent back as it came.
-	cont, _ := c.api.(wire.Continuer)
-	for i := 0; cont != nil && raw != nil && i < maxContinuations; i++ {
-		next, paused := cont.Continue(out, raw)
-		if !paused {
-			break
-		}
-		more, moreRaw, err := c.call(ctx, req.Model, next, false, nil)
+	c.call(ctx, req.Model, out, stream, onDelta, send, func(answer *wire.Response, raw []byte, err error) {
 		if err != nil {
-			return nil, err
+			done(nil, err)
+			return
 		}
-		answer = answer.Join(more)
-		out, raw = next, moreRaw
-	}
-	msg, finish, usage := wire.ChatAnswer(answer)
-	return &llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg), FinishReason: finish, Usage: usage}, nil
+		c.resume(ctx, req.Model, out, answer, raw, 0, send, func(answer *wire.Response, err error) {
+			if err != nil {
+				done(nil, err)
+				return
+			}
+			msg, finish, usage := wire.ChatAnswer(answer)
+			done(&llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg), FinishReason: finish, Usage: usage}, nil)
+		})
+	})
 }
 
 // maxContinuations bounds the resumptions of one paused answer.
 const maxContinuations = 4
 
+// resume resumes a paused answer (Anthropic's pause_turn, a long run of the provider's
+// own searches) with the paused content sent back as it came, and joins the parts;
+// sent is the request that got answer, raw its body when it was read whole (a
+// streamed answer is never resumed), i the resumptions so far.
+func (c *Caller) resume(ctx context.Context, model string, sent []byte, answer *wire.Response, raw []byte, i int, send llm.SendFunc, done func(*wire.Response, error)) {
+	cont, _ := c.api.(wire.Continuer)
+	if cont == nil || raw == nil || i >= maxContinuations {
+		done(answer, nil)
+		return
+	}
+	next, paused := cont.Continue(sent, raw)
+	if !paused {
+		done(answer, nil)
+		return
+	}
+	c.call(ctx, model, next, false, nil, send, func(more *wire.Response, moreRaw []byte, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		c.resume(ctx, model, next, answer.Join(more), moreRaw, i+1, send, done)
+	})
+}
+
 // call posts one request and reads its answer; raw is the answer's body when it was
 // read whole (nil when streamed). A request refused for its key is made again with
 // the provider's next key (llm.Credentials).
-func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
+func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool, onDelta func(llm.Delta), send llm.SendFunc, done func(*wire.Response, []byte, error)) {
 	var answer *wire.Response
 	var raw []byte
-	err := c.creds.Try(ctx, onDelta, func(cred llm.Credential, onDelta func(llm.Delta)) error {
-		var err error
-		answer, raw, err = c.callWith(ctx, cred, model, out, stream, onDelta)
-		return err
-	})
-	return answer, raw, err
+	c.creds.TryAsync(ctx, onDelta, func(cred llm.Credential, onDelta func(llm.Delta), tried func(error)) {
+		c.callWith(ctx, cred, model, out, stream, onDelta, send, func(a *wire.Response, r []byte, err error) {
+			answer, raw = a, r
+			tried(err)
+		})
+	}, func(err error) { done(answer, raw, err) })
 }
 
 // authorize sets the headers that carry cred: the protocol's own for a key; for an
@@ -132,10 +170,11 @@ func (c *Caller) authorize(h http.Header, cred llm.Credential) {
 }
 
 // callWith makes one request with cred.
-func (c *Caller) callWith(ctx context.Context, cred llm.Credential, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
+func (c *Caller) callWith(ctx context.Context, cred llm.Credential, model string, out []byte, stream bool, onDelta func(llm.Delta), send llm.SendFunc, done func(*wire.Response, []byte, error)) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(model, stream), bytes.NewReader(out))
 	if err != nil {
-		return nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
+		done(nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err})
+		return
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	if stream {
@@ -144,7 +183,13 @@ func (c *Caller) callWith(ctx context.Context, cred llm.Credential, model string
 		hr.Header.Set("Accept", "application/json")
 	}
 	c.authorize(hr.Header, cred)
-	resp, err := c.hc.Do(hr)
+	send(c.hc, hr, func(resp *http.Response, err error) {
+		done(c.answer(ctx, resp, err, stream, onDelta))
+	})
+}
+
+// answer reads the answer to one request: the response, or the error sending it.
+func (c *Caller) answer(ctx context.Context, resp *http.Response, err error, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()

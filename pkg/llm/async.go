@@ -1,0 +1,83 @@
+package llm
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// AsyncTransport is an http.RoundTripper that can also send a request with no goroutine
+// waiting for its answer (pkg/h2async.Transport).
+type AsyncTransport interface {
+	http.RoundTripper
+	// Start sends req and calls done exactly once, on a goroutine of its own (done may
+	// block, e.g. read the body), with the response as soon as its headers arrive (the
+	// body still streaming; done's receiver closes it) or with the error.
+	Start(req *http.Request, done func(*http.Response, error))
+}
+
+// Starter is a Caller that can make its call without a goroutine waiting on the provider.
+type Starter interface {
+	Caller
+	// Start makes the call Complete makes and calls done exactly once with its outcome,
+	// either before Start returns or later on another goroutine. onDelta (as in Complete)
+	// is called in order, on the goroutine reading the answer, before done.
+	Start(ctx context.Context, body []byte, onDelta func(Delta), done func(*Completion, error))
+}
+
+var _ Starter = (*Client)(nil)
+
+// SendFunc sends one request with hc and calls done exactly once with what hc.Do
+// would return. The callers take one so that Complete and Start share every line of
+// their protocol: Complete passes Do, Start passes Send.
+type SendFunc func(hc *http.Client, req *http.Request, done func(*http.Response, error))
+
+// Do is hc.Do as a SendFunc: done runs on the calling goroutine before Do returns, which
+// is what Complete promises (onDelta on the calling goroutine).
+func Do(hc *http.Client, req *http.Request, done func(*http.Response, error)) {
+	done(hc.Do(req))
+}
+
+// Send sends req with hc's AsyncTransport when it has one, so that no goroutine waits
+// for the answer: done runs on the transport's goroutine once the headers arrive.
+// Otherwise it is Do. Either way done gets what hc.Do would give: a transport error
+// wrapped in *url.Error, so callers word (and redact) it the same on both paths.
+//
+// A client with a Timeout is always sent with Do: http.Client enforces Timeout over
+// the headers and the whole body with a timer and a body wrapper of its own, which the
+// transport's Start bypasses; the async path leaves deadlines to ctx, as the chat
+// worker sets them. The async path also follows no redirects and uses no cookie jar
+// (a model endpoint answers a POST itself).
+func Send(hc *http.Client, req *http.Request, done func(*http.Response, error)) {
+	at, ok := hc.Transport.(AsyncTransport)
+	if !ok || hc.Timeout != 0 {
+		Do(hc, req, done)
+		return
+	}
+	at.Start(req, func(resp *http.Response, err error) {
+		if err != nil {
+			err = &url.Error{Op: urlOp(req.Method), URL: req.URL.Redacted(), Err: err}
+		}
+		done(resp, err)
+	})
+}
+
+// urlOp is the Op http.Client gives its *url.Error: "Post" for POST.
+func urlOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
+}
+
+// StartCall makes c's call with Start when c is a Starter, else with Complete on the
+// calling goroutine (done before StartCall returns): a caller built on another Caller
+// (nativechat) starts it without knowing which it is.
+func StartCall(ctx context.Context, c Caller, body []byte, onDelta func(Delta), done func(*Completion, error)) {
+	if s, ok := c.(Starter); ok {
+		s.Start(ctx, body, onDelta, done)
+		return
+	}
+	done(c.Complete(ctx, body, onDelta))
+}

@@ -1,0 +1,487 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/apikeys"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// startTransport is an llm.AsyncTransport over a real transport (base; nil is
+// http.DefaultTransport). It answers every Start on a goroutine of its own that sends
+// the request only once Start has returned, so done never runs inside Start: the
+// async path is the one exercised. It counts its Starts and its plain round trips.
+type startTransport struct {
+	base       http.RoundTripper
+	starts     atomic.Int64
+	roundTrips atomic.Int64
+	running    sync.WaitGroup // the goroutines of Starts whose done has not returned
+}
+
+func (t *startTransport) transport() http.RoundTripper {
+	if t.base == nil {
+		return http.DefaultTransport
+	}
+	return t.base
+}
+
+func (t *startTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.roundTrips.Add(1)
+	return t.transport().RoundTrip(r)
+}
+
+func (t *startTransport) Start(r *http.Request, done func(*http.Response, error)) {
+	t.starts.Add(1)
+	t.running.Add(1)
+	returned := make(chan struct{})
+	defer close(returned)
+	go func() {
+		defer t.running.Done()
+		<-returned
+		done(t.transport().RoundTrip(r))
+	}()
+}
+
+var _ llm.AsyncTransport = (*startTransport)(nil)
+
+// outcome is what one Start's done was called with, and how many times.
+type outcome struct {
+	comp  *llm.Completion
+	err   error
+	calls int
+}
+
+// startWait calls c's Start and returns its outcome once done has run and every
+// callback of tr has returned, so that a second call of done would be counted.
+func startWait(t *testing.T, tr *startTransport, c llm.Caller, ctx context.Context, body []byte, onDelta func(llm.Delta)) outcome {
+	t.Helper()
+	s, ok := c.(llm.Starter)
+	if !ok {
+		t.Fatalf("%T is not an llm.Starter", c)
+	}
+	var mu sync.Mutex
+	var o outcome
+	first := make(chan struct{})
+	s.Start(ctx, body, onDelta, func(comp *llm.Completion, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if o.calls++; o.calls == 1 {
+			o.comp, o.err = comp, err
+			close(first)
+		}
+	})
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("done was not called")
+	}
+	tr.running.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return o
+}
+
+// asyncWorker is newWorker with its requests sent through a startTransport.
+func asyncWorker(f family, sim, provider string, keys []string, o llm.CredentialOptions) (worker, *startTransport) {
+	s := &seen{}
+	tr := &startTransport{base: s}
+	cr := llm.NewCredentials(provider, keys, o)
+	return worker{caller: f.new(provider, sim, cr, &http.Client{Transport: tr}), creds: cr, seen: s}, tr
+}
+
+// Start through an async transport gives the Completion Complete gives through a plain
+// client, in every protocol, whole and streamed (the deltas, in order, are the text),
+// and every request went through the transport's Start.
+func TestStartMatchesComplete(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t)
+	bodies := map[string][]byte{
+		"answer":    []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"Say hello in a few words sim:token-delay=1ms"}]}`),
+		"tool call": []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"Search the web for NATS news"}],"tools":[{"type":"function","function":{"name":"web_search","parameters":{"type":"object","properties":{"query":{"type":"string"}}}}}]}`),
+	}
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			plain := f.new("p", url, llm.NewCredentials("p", []string{"k"}, llm.CredentialOptions{}), &http.Client{})
+			w, tr := asyncWorker(f, url, "p", []string{"k"}, llm.CredentialOptions{})
+			calls := 0
+			for name, body := range bodies {
+				for _, stream := range []bool{false, true} {
+					var deltas []string
+					var onDelta func(llm.Delta)
+					if stream {
+						onDelta = func(d llm.Delta) { deltas = append(deltas, d.Text) }
+					}
+					want, err := plain.Complete(context.Background(), body, onDelta)
+					if err != nil {
+						t.Fatalf("%s: Complete: %v", name, err)
+					}
+					deltas = nil
+					got := startWait(t, tr, w.caller, context.Background(), body, onDelta)
+					calls++
+					if got.err != nil || got.calls != 1 {
+						t.Fatalf("%s (stream %v): Start: %v, done called %d times", name, stream, got.err, got.calls)
+					}
+					if string(got.comp.Message) != string(want.Message) || got.comp.FinishReason != want.FinishReason || got.comp.Usage != want.Usage {
+						t.Errorf("%s (stream %v): Start gave %s (%s, %+v); Complete %s (%s, %+v)", name, stream,
+							got.comp.Message, got.comp.FinishReason, got.comp.Usage, want.Message, want.FinishReason, want.Usage)
+					}
+					text := messageText(t, got.comp)
+					if stream && strings.Join(deltas, "") != text {
+						t.Errorf("%s: deltas %q; want the text %q", name, deltas, text)
+					}
+					if name == "answer" && (text == "" || stream && len(deltas) < 2) {
+						t.Errorf("%s (stream %v): text %q in %d deltas; want a streamed answer", name, stream, text, len(deltas))
+					}
+				}
+			}
+			if n := tr.starts.Load(); n != int64(calls) || tr.roundTrips.Load() != 0 {
+				t.Errorf("%d Starts and %d round trips for %d calls; want every call started", n, tr.roundTrips.Load(), calls)
+			}
+		})
+	}
+}
+
+// messageText is the text content of a Completion's message.
+func messageText(t *testing.T, c *llm.Completion) string {
+	t.Helper()
+	m, err := llm.ParseMessage(c.Message)
+	if err != nil {
+		t.Fatalf("message %s: %v", c.Message, err)
+	}
+	return llm.Text(m.Content)
+}
+
+// Under Start, a key the provider rate limits rests (in Redis) and the same call
+// moves on to the next key, started from the refused request's callback; done is
+// called once, with the answer.
+func TestStartRotatesKeyOn429(t *testing.T) {
+	t.Parallel()
+	sim, url := startSim(t)
+	cool := modelCooldowns(t)
+	for _, f := range families {
+		for _, stream := range []bool{false, true} {
+			name := f.name + map[bool]string{false: "-whole", true: "-streamed"}[stream]
+			t.Run(name, func(t *testing.T) {
+				a, b := "key-a-start-"+name, "key-b-start-"+name
+				sim.SetKeyFault(f.path, a, http.StatusTooManyRequests, 20*time.Second, 0)
+				w, tr := asyncWorker(f, url, "start-"+name, []string{a, b}, llm.CredentialOptions{Cooldowns: cool})
+				var onDelta func(llm.Delta)
+				var streamed strings.Builder
+				if stream {
+					onDelta = func(d llm.Delta) { streamed.WriteString(d.Text) }
+				}
+				got := startWait(t, tr, w.caller, context.Background(), hello, onDelta)
+				if got.err != nil || got.calls != 1 {
+					t.Fatalf("Start with a second key: %v, done called %d times", got.err, got.calls)
+				}
+				if w.seen.with(a) != 1 || w.seen.with(b) != 1 || tr.starts.Load() != 2 || tr.roundTrips.Load() != 0 {
+					t.Fatalf("sent %v in %d Starts, %d round trips; want key A (429), then key B, both started", w.seen.got, tr.starts.Load(), tr.roundTrips.Load())
+				}
+				if stream && streamed.String() != messageText(t, got.comp) {
+					t.Errorf("streamed %q; want the answer %q", streamed.String(), messageText(t, got.comp))
+				}
+				rests, err := cool.Resting(context.Background(), "start-"+name, []string{apikeys.Fingerprint(a), apikeys.Fingerprint(b)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rests[0].Left <= 10*time.Second || rests[1].Left != 0 {
+					t.Errorf("rests = %+v; want key A resting for the Retry-After, key B usable", rests)
+				}
+			})
+		}
+	}
+}
+
+// A cancelled call ends with the context's error, given to done once: cancelled before
+// Start, while waiting for the headers, and while the answer streams.
+func TestStartCancelled(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t)
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			w, tr := asyncWorker(f, url, "cancel", []string{"k"}, llm.CredentialOptions{})
+			before, cancel := context.WithCancel(context.Background())
+			cancel()
+			got := startWait(t, tr, w.caller, before, hello, nil)
+			if got.err != context.Canceled || got.comp != nil || got.calls != 1 {
+				t.Errorf("cancelled before: %v, %v, done called %d times; want context.Canceled once", got.comp, got.err, got.calls)
+			}
+
+			hang := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"Say hello sim:model-hang"}]}`)
+			waiting, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			got = startWait(t, tr, w.caller, waiting, hang, nil)
+			if got.err != context.DeadlineExceeded || got.calls != 1 {
+				t.Errorf("deadline while waiting: %v, done called %d times; want context.DeadlineExceeded once", got.err, got.calls)
+			}
+
+			slow := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"Say hello in a few more words sim:token-delay=30ms"}]}`)
+			streaming, cancel := context.WithCancel(context.Background())
+			deltas := 0
+			got = startWait(t, tr, w.caller, streaming, slow, func(llm.Delta) { deltas++; cancel() })
+			if got.err != context.Canceled || got.calls != 1 || deltas == 0 {
+				t.Errorf("cancelled mid-stream after %d deltas: %v, done called %d times; want context.Canceled once", deltas, got.err, got.calls)
+			}
+			if tr.starts.Load() != 3 {
+				t.Errorf("%d Starts; want 3", tr.starts.Load())
+			}
+		})
+	}
+}
+
+// done is called exactly once whatever the path, whole and streamed: an answer, a
+// provider's error, a key rotation, every key refused, no key usable (no request at
+// all), a body that is not a request.
+func TestStartDoneOnceEveryPath(t *testing.T) {
+	t.Parallel()
+	sim, url := startSim(t)
+	cool := modelCooldowns(t)
+	for _, f := range families {
+		for _, stream := range []bool{false, true} {
+			name := f.name + map[bool]string{false: "-whole", true: "-streamed"}[stream]
+			t.Run(name, func(t *testing.T) {
+				var onDelta func(llm.Delta)
+				if stream {
+					onDelta = func(llm.Delta) {}
+				}
+				bad, good := "key-bad-once-"+name, "key-good-once-"+name
+				sim.SetKeyFault(f.path, bad, http.StatusTooManyRequests, 30*time.Second, 0)
+				o := llm.CredentialOptions{Cooldowns: cool}
+				for _, c := range []struct {
+					name   string
+					w      func() (worker, *startTransport)
+					fault  int // a fault of the provider for the next request
+					body   []byte
+					status int   // 0: an answer
+					starts int64 // -1: not checked
+				}{
+					{"answer", func() (worker, *startTransport) { return asyncWorker(f, url, "ok-"+name, []string{good}, o) }, 0, hello, 0, 1},
+					{"provider error", func() (worker, *startTransport) { return asyncWorker(f, url, "err-"+name, []string{good}, o) }, 500, hello, 500, 1},
+					{"rotation", func() (worker, *startTransport) { return asyncWorker(f, url, "rot-"+name, []string{bad, good}, o) }, 0, hello, 0, 2},
+					{"every key refused", func() (worker, *startTransport) { return asyncWorker(f, url, "refused-"+name, []string{bad}, o) }, 0, hello, 429, 1},
+					{"every key resting", func() (worker, *startTransport) { return asyncWorker(f, url, "refused-"+name, []string{bad}, o) }, 0, hello, 429, 0},
+					{"not a request", func() (worker, *startTransport) { return asyncWorker(f, url, "bad-"+name, []string{good}, o) }, 0, []byte(`[1,2`), -1, -1},
+				} {
+					w, tr := c.w()
+					if c.fault != 0 {
+						sim.SetFault(f.path, c.fault, 0, 1)
+					}
+					got := startWait(t, tr, w.caller, context.Background(), c.body, onDelta)
+					var le *llm.Error
+					switch {
+					case got.calls != 1:
+						t.Errorf("%s: done called %d times", c.name, got.calls)
+					case c.status == 0 && (got.err != nil || got.comp == nil):
+						t.Errorf("%s: %v; want an answer", c.name, got.err)
+					case c.status != 0 && (got.comp != nil || !errors.As(got.err, &le) || c.status > 0 && le.Status != c.status):
+						t.Errorf("%s: %v, %v; want an error of status %d", c.name, got.comp, got.err, c.status)
+					}
+					if c.starts >= 0 && tr.starts.Load() != c.starts {
+						t.Errorf("%s: %d Starts; want %d", c.name, tr.starts.Load(), c.starts)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A request the transport cannot send fails as it does through hc.Do, word for word
+// (the *url.Error naming the method and URL), with the transport's error inside.
+func TestStartTransportErrorWordedAsComplete(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() // nothing listens there once closed
+	ln.Close()
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			plain := f.new("p", dead, llm.NewCredentials("p", []string{"k"}, llm.CredentialOptions{}), &http.Client{})
+			_, want := plain.Complete(context.Background(), hello, nil)
+			w, tr := asyncWorker(f, dead, "p", []string{"k"}, llm.CredentialOptions{})
+			got := startWait(t, tr, w.caller, context.Background(), hello, nil)
+			var le *llm.Error
+			if want == nil || got.err == nil || got.err.Error() != want.Error() || !errors.As(got.err, &le) || le.Err == nil || tr.starts.Load() != 1 {
+				t.Errorf("Start: %v; Complete: %v; want the same error, after a Start", got.err, want)
+			}
+		})
+	}
+}
+
+// A client with a Timeout is sent with hc.Do even over an AsyncTransport: Timeout
+// covers reading the body, which only http.Client enforces.
+func TestStartWithClientTimeoutUsesDo(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t)
+	tr := &startTransport{}
+	c := llm.NewClient("p", url+"/v1", "k", &http.Client{Transport: tr, Timeout: 10 * time.Second})
+	got := startWait(t, tr, c, context.Background(), hello, nil)
+	if got.err != nil || got.calls != 1 || tr.starts.Load() != 0 || tr.roundTrips.Load() != 1 {
+		t.Errorf("%v, done called %d times, %d Starts, %d round trips; want one round trip", got.err, got.calls, tr.starts.Load(), tr.roundTrips.Load())
+	}
+}
+
+// TryAsync moves on to the next key from the callback of the refused call, on the
+// goroutine that callback runs on: nothing waits in TryAsync, which has returned
+// before the outcome is known; done is called once, after the last call.
+func TestTryAsyncRotatesFromTheCallback(t *testing.T) {
+	t.Parallel()
+	creds := llm.NewCredentials("p", []string{"key-a", "key-b", "key-c"}, llm.CredentialOptions{})
+	var mu sync.Mutex
+	var tried []string
+	var calls sync.WaitGroup // the goroutines answering the calls
+	returned := make(chan struct{})
+	outcome := make(chan error, 2)
+	creds.TryAsync(context.Background(), nil, func(cred llm.Credential, _ func(llm.Delta), done func(error)) {
+		mu.Lock()
+		tried = append(tried, cred.Value)
+		n := len(tried)
+		mu.Unlock()
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			<-returned
+			if n < 3 {
+				done(&llm.Error{Provider: "p", Status: http.StatusTooManyRequests, Message: "slow down"})
+				return
+			}
+			done(nil)
+		}()
+	}, func(err error) { outcome <- err })
+	close(returned)
+	if err := <-outcome; err != nil {
+		t.Fatalf("after two refusals: %v", err)
+	}
+	calls.Wait()
+	if len(outcome) != 0 {
+		t.Fatalf("done called again with %v", <-outcome)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(tried, ",") != "key-a,key-b,key-c" {
+		t.Errorf("tried %v; want each key once, in turn", tried)
+	}
+}
+
+// parkingTransport is an llm.AsyncTransport that holds each started request, with no
+// goroutine, until release sends them all: what h2async does while a request waits
+// for its headers. It sends with a transport of its own, closed by close.
+type parkingTransport struct {
+	base   http.Transport
+	mu     sync.Mutex
+	parked []func()
+	sends  sync.WaitGroup
+}
+
+func (p *parkingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return p.base.RoundTrip(r)
+}
+
+func (p *parkingTransport) Start(r *http.Request, done func(*http.Response, error)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.parked = append(p.parked, func() { done(p.base.RoundTrip(r)) })
+}
+
+// release sends the parked requests, each answered on a goroutine of its own.
+func (p *parkingTransport) release() int {
+	p.mu.Lock()
+	parked := p.parked
+	p.parked = nil
+	p.mu.Unlock()
+	p.sends.Add(len(parked))
+	for _, send := range parked {
+		go func() {
+			defer p.sends.Done()
+			send()
+		}()
+	}
+	return len(parked)
+}
+
+// close waits for the sends and closes the idle connections.
+func (p *parkingTransport) close() {
+	p.sends.Wait()
+	p.base.CloseIdleConnections()
+}
+
+// settled is the number of goroutines once it stops changing (goroutines of closed
+// connections still exiting would hide one a pending call holds).
+func settled() int {
+	n := runtime.NumGoroutine()
+	for same := 0; same < 5; {
+		time.Sleep(5 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m != n {
+			n, same = m, 0
+			continue
+		}
+		same++
+	}
+	return n
+}
+
+// While its request waits for an answer, a started call holds no goroutine in any
+// protocol (the transport holds the request), and little memory; released, every
+// call completes, done once each.
+func TestStartHoldsNoGoroutineWhilePending(t *testing.T) {
+	_, url := startSim(t)
+	const n = 1000
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			tr := &parkingTransport{}
+			defer tr.close()
+			c := f.new("p", url, llm.NewCredentials("p", []string{"k"}, llm.CredentialOptions{}), &http.Client{Transport: tr})
+			var ok, calls atomic.Int64
+			var all sync.WaitGroup
+			all.Add(n)
+			goroutines, held := settled(), inUse()
+			for range n {
+				c.(llm.Starter).Start(context.Background(), hello, func(llm.Delta) {}, func(comp *llm.Completion, err error) {
+					if err == nil && comp != nil {
+						ok.Add(1)
+					}
+					if calls.Add(1) <= n {
+						all.Done()
+					}
+				})
+			}
+			pending, perCall := runtime.NumGoroutine()-goroutines, (inUse()-held)/n
+			t.Logf("%s: %d pending calls hold %d goroutines and %d bytes each (heap and stacks)", f.name, n, pending, perCall)
+			if pending > 0 || calls.Load() != 0 {
+				t.Fatalf("%d pending calls hold %d goroutines (%d done); want none", n, pending, calls.Load())
+			}
+			if perCall > 8<<10 {
+				t.Errorf("a pending call holds %d bytes; want less than a goroutine's stack", perCall)
+			}
+			if got := tr.release(); got != n {
+				t.Fatalf("%d requests parked; want %d", got, n)
+			}
+			all.Wait()
+			if ok.Load() != n || calls.Load() != n {
+				t.Errorf("%d answers from %d calls of done; want %d of each", ok.Load(), calls.Load(), n)
+			}
+		})
+	}
+}
+
+// inUse is the memory held in the heap and in goroutine stacks after a collection.
+func inUse() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc + m.StackInuse)
+}
