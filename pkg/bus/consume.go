@@ -42,10 +42,23 @@ type Delivery[T Payload] struct {
 // is called with what the handler would have returned. finish must be called exactly
 // once (later calls do nothing), on any goroutine, before or after the handler
 // returns. A step that waits on the network with no goroutine of its own (an async
-// model call) ends this way.
+// model call) ends this way. A delivery that did not come from a consumer (one built
+// by hand, as tests do) cannot be deferred: Later returns nil, and the handler's
+// return decides.
 func (d *Delivery[T]) Later() (finish func(error)) {
+	if d.later == nil {
+		return nil
+	}
 	d.deferred = true
 	return d.later
+}
+
+// WithOutcome makes a delivery built by hand deferrable: Later's finish calls
+// outcome (at most once). For tests of handlers that defer.
+func (d *Delivery[T]) WithOutcome(outcome func(error)) *Delivery[T] {
+	var once sync.Once
+	d.later = func(err error) { once.Do(func() { outcome(err) }) }
+	return d
 }
 
 // Last reports whether this is the last delivery the consumer allows: a handler that

@@ -48,7 +48,8 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 			}
 			type crash struct{}
 			ledgerOpt, ledger := withLedger(t)
-			h := newHarness(t, answers, ledgerOpt, func(w *chat.Worker, _ *harness) {
+			h := newHarness(t, answers, ledgerOpt, func(w *chat.Worker, h *harness) {
+				h.sync = true // the crash must reach the test
 				w.Failpoint = func(name string) {
 					if name == point {
 						panic(crash{})

@@ -29,8 +29,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -200,17 +202,10 @@ func (w *Worker) run(ctx context.Context, st *state.Step, v *view, h int, last b
 				return fmt.Errorf("hop %d of %s: the stored answer was not found", h, job.ID)
 			}
 			if s, ok := w.Models[job.Model].Client.(llm.Starter); ok && l != nil {
-				// The rest of the step runs when the answer is in, on the goroutine that
-				// read it; a hop it completes on the way (searches answered from the
-				// records) calls its model there, synchronously.
-				finish := l()
-				w.startModel(ctx, v, h, last, s, func(stored bool, err error) {
-					if err == nil && stored {
-						err = w.run(ctx, st, v, h, last, known, true, nil)
-					}
-					finish(err)
-				})
-				return nil
+				if finish := l(); finish != nil {
+					w.deferModel(ctx, st, v, h, last, known, s, finish)
+					return nil
+				}
 			}
 			if stored, err := w.callModel(ctx, v, h, last); err != nil || !stored {
 				return err
@@ -285,6 +280,21 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	return w.answered(ctx, v, h, last, mc, comp, err)
 }
 
+// deferModel makes hop h's model call with the model's llm.Starter and returns: the
+// rest of the step runs when the answer is in, on the goroutine that read it, and
+// finish (the delivery's Later) ends the step. A hop completed on the way (searches
+// answered from the records) calls its model there, synchronously.
+func (w *Worker) deferModel(ctx context.Context, st *state.Step, v *view, h int, last bool, known *search.Done, s llm.Starter, finish func(error)) {
+	finish = w.guard(st.Job.ID, finish)
+	w.startModel(ctx, v, h, last, s, func(stored bool, err error) {
+		defer w.recoverInto(st.Job.ID, finish)
+		if err == nil && stored {
+			err = w.run(ctx, st, v, h, last, known, true, nil)
+		}
+		finish(err)
+	})
+}
+
 // startModel is callModel with the model's llm.Starter: it returns once the request
 // is out, and done gets what callModel would have returned when the answer is in
 // (or at once, when the call ended before it went out).
@@ -299,6 +309,41 @@ func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s ll
 		cancel()
 		done(w.answered(ctx, v, h, last, mc, comp, err))
 	})
+}
+
+// guard returns finish, called at the latest once the model call's time is up and
+// more: a step whose answer never came back (a lost callback, a panic on the
+// transport's goroutine) is retried, not held by its heartbeats for ever. The
+// step's own finish stops the timer.
+func (w *Worker) guard(jobID string, finish func(error)) func(error) {
+	var once sync.Once
+	var mu sync.Mutex
+	var timer *time.Timer
+	end := func(err error) {
+		once.Do(func() {
+			mu.Lock()
+			timer.Stop()
+			mu.Unlock()
+			finish(err)
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	timer = time.AfterFunc(max(w.ModelTimeout, time.Second)+w.LeaseTTL, func() {
+		w.Log.Error("chat: a model call's answer never came back; the step is retried", "job", jobID)
+		end(errors.New("the model call's answer never came back"))
+	})
+	return end
+}
+
+// recoverInto ends a step whose continuation panicked, as the consumer does for a
+// handler that panics (the continuation runs on the transport's goroutine, outside
+// the consumer's recover).
+func (w *Worker) recoverInto(jobID string, finish func(error)) {
+	if p := recover(); p != nil {
+		w.Log.Error("chat: the step after a model call panicked", "job", jobID, "panic", p, "stack", string(debug.Stack()))
+		finish(fmt.Errorf("panicked: %v", p))
+	}
 }
 
 // modelCall is hop h's model call between its request and its answer.

@@ -213,6 +213,11 @@ type harness struct {
 	model  *model
 	w      *chat.Worker
 	points []string
+	// sync hands the worker deliveries that cannot be deferred, so a model call runs
+	// on the handler's goroutine (Complete) and a panic at a failpoint reaches the test,
+	// as a crashing process would. Otherwise deliveries are deferrable, as a consumer's
+	// are, and model calls take the llm.Starter path.
+	sync bool
 }
 
 type option func(*chat.Worker, *harness)
@@ -270,11 +275,29 @@ func delivery[T bus.Payload](msg T, attempt int) *bus.Delivery[T] {
 }
 
 func (h *harness) job(id string, attempt int) error {
-	return h.w.HandleJob(context.Background(), delivery(bus.ChatJob{JobID: id}, attempt))
+	return handle(h, delivery(bus.ChatJob{JobID: id}, attempt), h.w.HandleJob)
 }
 
 func (h *harness) resume(d search.Done, attempt int) error {
-	return h.w.HandleResume(context.Background(), delivery(d, attempt))
+	return handle(h, delivery(d, attempt), h.w.HandleResume)
+}
+
+// handle runs a handler on a delivery as a consumer would: its outcome is what it
+// returned or, if it deferred the delivery (Delivery.Later), what the delivery was
+// finished with. The model is reached over plain HTTP, whose Start answers on the
+// calling goroutine, so a deferred step has ended when the handler returns.
+func handle[T bus.Payload](h *harness, d *bus.Delivery[T], fn bus.Handler[T]) error {
+	if h.sync {
+		return fn(context.Background(), d)
+	}
+	var finished bool
+	var outcome error
+	d.WithOutcome(func(err error) { finished, outcome = true, err })
+	returned := fn(context.Background(), d)
+	if finished {
+		return outcome
+	}
+	return returned
 }
 
 // answerSearch plays the search worker for a published request.
@@ -658,7 +681,8 @@ func TestCrashPoints(t *testing.T) {
 		t.Run(c.point, func(t *testing.T) {
 			t.Parallel()
 			type crash struct{}
-			h := newHarness(t, answers, func(w *chat.Worker, _ *harness) {
+			h := newHarness(t, answers, func(w *chat.Worker, h *harness) {
+				h.sync = true // the crash must reach the test
 				w.Failpoint = func(name string) {
 					if name == c.point {
 						panic(crash{})
