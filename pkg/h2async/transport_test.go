@@ -417,7 +417,10 @@ func TestGoAwayRetriesUnprocessedStreams(t *testing.T) {
 	h2srv := &http2.Server{}
 	var conns atomic.Int32
 	ts := newH2Server(t, http.NotFoundHandler(), func(ts *httptest.Server) {
-		real := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "real server") })
+		real := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			io.WriteString(w, "real server got "+string(b))
+		})
 		ts.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 			"h2": func(s *http.Server, c *tls.Conn, _ http.Handler) {
 				if conns.Add(1) > 1 {
@@ -453,7 +456,9 @@ func TestGoAwayRetriesUnprocessedStreams(t *testing.T) {
 	})
 	tr := newTransport(t, ts.Certificate())
 	a := startAsync(tr, ctxRequest(t, context.Background(), ts.URL+"/a"))
-	b := startAsync(tr, ctxRequest(t, context.Background(), ts.URL+"/b"))
+	// b's body went out with its HEADERS, so the retry replays it via GetBody.
+	reqB, _ := http.NewRequest(http.MethodPost, ts.URL+"/b", strings.NewReader("payload-b"))
+	b := startAsync(tr, reqB)
 	var got []string
 	for _, ch := range []<-chan result{a, b} {
 		r := await(t, ch)
@@ -464,10 +469,54 @@ func TestGoAwayRetriesUnprocessedStreams(t *testing.T) {
 		r.resp.Body.Close()
 		got = append(got, string(body))
 	}
-	if got[0] != "goaway conn" || got[1] != "real server" || conns.Load() != 2 {
+	if got[0] != "goaway conn" || got[1] != "real server got payload-b" || conns.Load() != 2 {
 		t.Fatalf("bodies %q over %d connections", got, conns.Load())
 	}
 	waitFor(t, "GOAWAY connection closed", func() bool { c, _ := tr.connStats(); return c == 1 })
+}
+
+// Go's server, shutting down, sends GOAWAY: the request in flight completes,
+// and the connection takes no new stream (the next one must dial, and fails
+// because the listener is closed).
+func TestServerShutdownDrainsConnection(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	ts := newH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		io.WriteString(w, "finished")
+	}))
+	tr := newTransport(t, ts.Certificate())
+	inflight := startAsync(tr, ctxRequest(t, context.Background(), ts.URL))
+	recvWithin(t, started, "handler start")
+	shut := make(chan error, 1)
+	go func() { shut <- ts.Config.Shutdown(context.Background()) }()
+	waitFor(t, "GOAWAY received", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, p := range tr.pools {
+			for _, c := range p.conns {
+				return c.goAway
+			}
+		}
+		return false
+	})
+	if r := await(t, startAsync(tr, ctxRequest(t, context.Background(), ts.URL))); r.err == nil {
+		t.Fatal("a new request went onto the draining connection")
+	}
+	close(release)
+	r := await(t, inflight)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if b, err := io.ReadAll(r.resp.Body); err != nil || string(b) != "finished" {
+		t.Fatalf("in-flight request got %q, %v", b, err)
+	}
+	r.resp.Body.Close()
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "drained connection closed", func() bool { c, _ := tr.connStats(); return c == 0 })
 }
 
 func TestConnectionLossFailsPendingStreams(t *testing.T) {
