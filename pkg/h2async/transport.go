@@ -158,12 +158,13 @@ func (t *Transport) Start(req *http.Request, done func(*http.Response, error)) {
 		return
 	}
 	s := newStream(t, req, key, body, done)
-	// AfterFunc adds no goroutine for the standard context types; the function
-	// runs (on a goroutine of its own) only if the context ends.
-	s.stop = context.AfterFunc(ctx, func() { t.cancel(s, ctx.Err()) })
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	// AfterFunc adds no goroutine for the standard context types; the function
+	// runs (on a goroutine of its own) only if the context ends. It is set
+	// under the lock because that function reads s.stop under it.
+	s.stop = context.AfterFunc(ctx, func() { t.cancel(s, ctx.Err()) })
 	t.assign(s)
-	t.mu.Unlock()
 }
 
 // CloseIdleConnections closes every connection that carries no stream, here

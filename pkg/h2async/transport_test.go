@@ -686,3 +686,102 @@ func TestRequestBodyLimit(t *testing.T) {
 		t.Fatalf("got %v", r.err)
 	}
 }
+
+// Headers over MaxResponseHeaderBytes fail that request only. (x/net's Framer
+// drops the whole connection instead when one value exceeds the limit or the
+// block is over twice it.)
+func TestResponseHeaderLimit(t *testing.T) {
+	ts := newH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			for i := range 20 { // each value below the limit, their sum above
+				w.Header().Set("X-Big-"+strconv.Itoa(i), strings.Repeat("x", 80))
+			}
+		}
+		io.WriteString(w, "ok")
+	}))
+	tr := newTransport(t, ts.Certificate())
+	tr.MaxResponseHeaderBytes = 1000
+	r := await(t, startAsync(tr, ctxRequest(t, context.Background(), ts.URL+"/big")))
+	if r.err == nil || !strings.Contains(r.err.Error(), "too large") {
+		t.Fatalf("got %v; want a header size error", r.err)
+	}
+	if got := mustGet(t, tr, ts.URL+"/small"); got != "ok" {
+		t.Fatalf("next request got %q", got)
+	}
+	if c, _ := tr.connStats(); c != 1 {
+		t.Fatalf("%d connections; the oversized headers should have cost only their stream", c)
+	}
+}
+
+// Many requests, cancelled or abandoned at random points against a server
+// limited to 20 streams a connection: every done is called exactly once, and
+// afterwards no stream is left seated and no goroutine is left running.
+func TestRandomCancellationLeavesNoState(t *testing.T) {
+	base := runtime.NumGoroutine()
+	ts := newH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		io.Copy(io.Discard, r.Body)
+		for i := 0; i < n; i++ {
+			if _, err := w.Write(make([]byte, 1000)); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(time.Millisecond)
+		}
+	}), func(ts *httptest.Server) {
+		ts.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 20}
+	})
+	tr := newTransport(t, ts.Certificate())
+	const n = 400
+	var calls, failed atomic.Int32
+	var wg sync.WaitGroup
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range n {
+		ctx, cancel := context.WithCancel(context.Background())
+		url := fmt.Sprintf("%s/?n=%d", ts.URL, rng.IntN(30))
+		var body io.Reader
+		if i%3 == 0 {
+			body = bytes.NewReader(make([]byte, rng.IntN(200<<10)))
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+		cancelAfter := time.Duration(rng.IntN(40)) * time.Millisecond
+		mode := rng.IntN(3) // 0: read all, 1: close early, 2: cancel
+		wg.Add(1)
+		var once atomic.Bool
+		tr.Start(req, func(resp *http.Response, err error) {
+			defer wg.Done()
+			defer cancel()
+			calls.Add(1)
+			if !once.CompareAndSwap(false, true) {
+				t.Error("done called twice")
+			}
+			if err != nil {
+				failed.Add(1)
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("request failed with %v; only cancellation was expected", err)
+				}
+				return
+			}
+			defer resp.Body.Close()
+			if mode == 1 {
+				resp.Body.Read(make([]byte, 10))
+				return
+			}
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("body read failed with %v; only cancellation was expected", err)
+			}
+		})
+		if mode == 2 {
+			time.AfterFunc(cancelAfter, cancel)
+		}
+	}
+	wg.Wait()
+	if calls.Load() != n {
+		t.Fatalf("done called %d times for %d requests", calls.Load(), n)
+	}
+	t.Logf("%d of %d requests failed (cancelled before their headers)", failed.Load(), n)
+	waitFor(t, "no stream left", func() bool { _, s := tr.connStats(); return s == 0 })
+	tr.CloseIdleConnections()
+	ts.Close()
+	waitFor(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= base })
+}
