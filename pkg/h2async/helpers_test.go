@@ -110,6 +110,11 @@ func (t *Transport) connStats() (conns, streams int) {
 // server cannot be made to produce (GOAWAY mid-traffic, unanswered PINGs).
 // Its goroutines are the server's, not the transport's.
 func newRawServer(t testing.TB, serve func(n int, rc *rawConn)) *httptest.Server {
+	return newRawServerWith(t, nil, serve)
+}
+
+// newRawServerWith is newRawServer whose first SETTINGS frame adds settings.
+func newRawServerWith(t testing.TB, settings []http2.Setting, serve func(n int, rc *rawConn)) *httptest.Server {
 	var mu sync.Mutex
 	n := 0
 	return newH2Server(t, http.NotFoundHandler(), func(ts *httptest.Server) {
@@ -119,15 +124,16 @@ func newRawServer(t testing.TB, serve func(n int, rc *rawConn)) *httptest.Server
 				n++
 				i := n
 				mu.Unlock()
-				serveRawConn(c, func(rc *rawConn) { serve(i, rc) })
+				serveRawConn(c, settings, func(rc *rawConn) { serve(i, rc) })
 			},
 		}
 	})
 }
 
-// serveRawConn reads the client preface, sends SETTINGS and hands the
-// connection to serve; it closes the connection when serve returns.
-func serveRawConn(c *tls.Conn, serve func(rc *rawConn)) {
+// serveRawConn reads the client preface, sends SETTINGS (a 100-stream limit
+// plus settings) and hands the connection to serve; it closes the connection
+// when serve returns.
+func serveRawConn(c *tls.Conn, settings []http2.Setting, serve func(rc *rawConn)) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	preface := make([]byte, len(http2.ClientPreface))
@@ -137,7 +143,8 @@ func serveRawConn(c *tls.Conn, serve func(rc *rawConn)) {
 	fr := http2.NewFramer(c, br)
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	rc := &rawConn{c: c, fr: fr}
-	rc.write(func() error { return fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100}) })
+	settings = append([]http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 100}}, settings...)
+	rc.write(func() error { return fr.WriteSettings(settings...) })
 	serve(rc)
 }
 

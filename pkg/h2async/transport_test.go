@@ -94,7 +94,8 @@ func TestLargeRequestBodyFlowControl(t *testing.T) {
 		}
 		fmt.Fprintf(w, "%d %x", n, h.Sum(nil))
 	}), func(ts *httptest.Server) {
-		ts.Config.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 65535, MaxReceiveBufferPerConnection: 65535}
+		// Go's server drops the connection on a frame above MaxReadFrameSize.
+		ts.Config.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 65535, MaxReceiveBufferPerConnection: 65535, MaxReadFrameSize: 16384}
 	})
 	tr := newTransport(t, ts.Certificate())
 	var wg sync.WaitGroup
@@ -427,7 +428,7 @@ func TestGoAwayRetriesUnprocessedStreams(t *testing.T) {
 					h2srv.ServeConn(c, &http2.ServeConnOpts{Handler: real, BaseConfig: s})
 					return
 				}
-				serveRawConn(c, func(rc *rawConn) {
+				serveRawConn(c, nil, func(rc *rawConn) {
 					var ids []uint32
 					for len(ids) < 2 {
 						f, err := rc.fr.ReadFrame()
@@ -784,4 +785,106 @@ func TestRandomCancellationLeavesNoState(t *testing.T) {
 	tr.CloseIdleConnections()
 	ts.Close()
 	waitFor(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= base })
+}
+
+// The server starts with a zero stream window: HEADERS go out, the body waits
+// (no goroutine) until a SETTINGS_INITIAL_WINDOW_SIZE change opens the open
+// stream's window; the 65,535-byte connection window then needs WINDOW_UPDATEs.
+func TestInitialWindowChangeReleasesBody(t *testing.T) {
+	const size = 200 << 10
+	gotData := make(chan int, 1)
+	ts := newRawServerWith(t, []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}, func(_ int, rc *rawConn) {
+		var id uint32
+		received, early := 0, 0
+		opened := false
+		rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			if id != 0 && !opened {
+				// Give a client that ignores the zero window time to misbehave.
+				rc.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			}
+			f, err := rc.fr.ReadFrame()
+			if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() && !opened {
+				opened = true
+				rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				rc.write(func() error {
+					return rc.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+				})
+				continue
+			}
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					rc.write(rc.fr.WriteSettingsAck)
+				}
+			case *http2.MetaHeadersFrame:
+				id = f.StreamID
+			case *http2.DataFrame:
+				if !opened {
+					early += len(f.Data())
+				}
+				received += len(f.Data())
+				if n := uint32(len(f.Data())); n > 0 {
+					rc.write(func() error { return rc.fr.WriteWindowUpdate(0, n) })
+				}
+				if f.StreamEnded() {
+					gotData <- early
+					rc.respond(id, strconv.Itoa(received))
+				}
+			}
+		}
+	})
+	tr := newTransport(t, ts.Certificate())
+	req, _ := http.NewRequest(http.MethodPost, ts.URL, bytes.NewReader(make([]byte, size)))
+	r := await(t, startAsync(tr, req))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.resp.Body.Close()
+	b, _ := io.ReadAll(r.resp.Body)
+	if early := <-gotData; early != 0 || string(b) != strconv.Itoa(size) {
+		t.Fatalf("server got %s bytes, %d of them before the window opened", b, early)
+	}
+}
+
+// A request waiting for a connection (here: the server delays its SETTINGS)
+// is cancelled there: done gets the context error at once, and the server
+// never sees it.
+func TestCancelWhileWaitingForConnection(t *testing.T) {
+	gate := make(chan struct{})
+	var served atomic.Int32
+	h2srv := &http2.Server{}
+	ts := newH2Server(t, http.NotFoundHandler(), func(ts *httptest.Server) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served.Add(1)
+			io.WriteString(w, r.URL.Path)
+		})
+		ts.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
+			"h2": func(s *http.Server, c *tls.Conn, _ http.Handler) {
+				<-gate
+				h2srv.ServeConn(c, &http2.ServeConnOpts{Handler: h, BaseConfig: s})
+			},
+		}
+	})
+	tr := newTransport(t, ts.Certificate())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := startAsync(tr, ctxRequest(t, ctx, ts.URL+"/cancelled"))
+	kept := startAsync(tr, ctxRequest(t, context.Background(), ts.URL+"/kept"))
+	cancel()
+	if r := await(t, cancelled); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("got %v; want context.Canceled", r.err)
+	}
+	close(gate)
+	r := await(t, kept)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	b, _ := io.ReadAll(r.resp.Body)
+	r.resp.Body.Close()
+	if string(b) != "/kept" || served.Load() != 1 {
+		t.Fatalf("kept request got %q; server served %d requests", b, served.Load())
+	}
 }
