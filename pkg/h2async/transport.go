@@ -185,7 +185,7 @@ func (t *Transport) CloseIdleConnections() {
 
 // checkRequest rejects what no HTTP/2 server could be sent.
 func checkRequest(req *http.Request) error {
-	if req.URL == nil {
+	if req == nil || req.URL == nil {
 		return errors.New("h2async: request has no URL")
 	}
 	if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
