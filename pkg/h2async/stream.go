@@ -1,0 +1,121 @@
+package h2async
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// Receive windows we advertise. The connection window is larger than one
+// stream's so a few slow readers do not stall every other stream.
+const (
+	streamRecvWindow = 1 << 20
+	connRecvWindow   = 4 << 20
+	// bigBuffer is the receive buffer capacity above which an emptied buffer is
+	// dropped rather than kept, so an idle stream does not pin a large array.
+	bigBuffer = 64 << 10
+)
+
+var errBodyClosed = errors.New("h2async: read on closed response body")
+
+// stream is one request: the only per-request state while it is pending. All
+// fields after the immutable ones are guarded by Transport.mu.
+type stream struct {
+	t    *Transport
+	req  *http.Request
+	key  string
+	done func(*http.Response, error)
+	stop func() bool // stops the context.AfterFunc
+
+	bodyLen  int // the request body's full length, for content-length
+	attempts int
+
+	conn      *conn  // nil while waiting in the pool
+	id        uint32 // 0 until its HEADERS are handed to the writer
+	dead      bool   // no longer open on conn (ended, reset or conn closed)
+	finished  bool   // done has been called
+	sendBody  []byte // the part of the request body not yet handed to the writer
+	bodyTaken bool   // part of the body went to the writer (a retry must replay it)
+	endSent   bool   // END_STREAM handed to the writer
+	sendWin   int64  // peer's window for this stream
+
+	resp       *http.Response // set when the response headers arrive
+	cond       sync.Cond      // signals Body.Read; L is &t.mu
+	buf        []byte         // received, not yet read body bytes (from off)
+	off        int
+	eof        bool  // END_STREAM received
+	err        error // what Body.Read returns once buf is drained (or at once)
+	bodyDone   bool  // Body.Read returned io.EOF
+	bodyClosed bool
+	recvWin    int64 // how much more the peer may send on this stream
+	recvOwed   int64 // read bytes not yet returned to the peer by WINDOW_UPDATE
+}
+
+func newStream(t *Transport, req *http.Request, key string, body []byte, done func(*http.Response, error)) *stream {
+	s := &stream{t: t, req: req, key: key, done: done, sendBody: body, bodyLen: len(body), recvWin: streamRecvWindow}
+	s.cond.L = &t.mu
+	return s
+}
+
+// body is a response Body: it reads what the connection's reader buffered and
+// gives flow-control window back as it goes, so a slow reader holds at most
+// one stream window of data.
+type body struct{ s *stream }
+
+func (b body) Read(p []byte) (int, error) {
+	s := b.s
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	for {
+		if s.err != nil {
+			return 0, s.err
+		}
+		if s.off < len(s.buf) {
+			n := copy(p, s.buf[s.off:])
+			s.off += n
+			if s.off == len(s.buf) {
+				s.off = 0
+				s.buf = s.buf[:0]
+				if cap(s.buf) > bigBuffer {
+					s.buf = nil
+				}
+			}
+			s.conn.returnWindow(s, n)
+			return n, nil
+		}
+		if s.eof {
+			s.bodyDone = true
+			s.stop()
+			return 0, io.EOF
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		s.cond.Wait()
+	}
+}
+
+// Close before the end resets the stream (RST_STREAM CANCEL), freeing its slot
+// and returning its unread bytes to the connection window.
+func (b body) Close() error {
+	s := b.s
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	if s.bodyClosed {
+		return nil
+	}
+	s.bodyClosed = true
+	unread := len(s.buf) - s.off
+	s.buf, s.off = nil, 0
+	if s.conn != nil {
+		s.conn.returnConnWindow(unread)
+		s.conn.resetStream(s)
+	}
+	if s.err == nil {
+		s.err = errBodyClosed
+	}
+	s.stop()
+	s.cond.Broadcast()
+	return nil
+}
