@@ -61,7 +61,7 @@ func File(fn func(*config.File)) Option {
 // Settings are the test defaults: short timings so redeliveries happen within a test.
 func Settings() config.Env {
 	return config.Env{
-		HTTPAddr: "127.0.0.1:0", JobTimeout: time.Minute, ModelTimeout: 20 * time.Second, EngineTimeout: 10 * time.Second,
+		HTTPAddr: "127.0.0.1:0", JobTimeout: time.Minute, ModelTimeout: 20 * time.Second, EngineTimeout: 10 * time.Second, ModelAsync: true,
 		AckWait: 3 * time.Second, ChatConcurrency: 32, BatchConcurrency: 4, SearchConcurrency: 16, MaxHops: 6, MaxSearches: 12,
 		MaxBodyBytes: 4 << 20, DrainTimeout: 5 * time.Second, NATSReplicas: 1, Retention: time.Hour, LogLevel: "warn", LogFormat: "text",
 		WebhookSchedule: []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}, WebhookAllow: []string{"127.0.0.0/8", "::1/128"},
@@ -107,14 +107,20 @@ func Run(t testing.TB, env config.Env, file *config.File, rdb redis.UniversalCli
 // reads them when the API port serves no /metrics (tenants configured).
 func RunMetered(t testing.TB, env config.Env, file *config.File, rdb redis.UniversalClient, m *metrics.Metrics) (url string, stop func()) {
 	t.Helper()
+	return RunWith(t, env, file, rdb, func(o *fleet.Options) { o.Metrics = m })
+}
+
+// RunWith is Run with the fleet's options adjusted by adjust (its HTTP client, say).
+func RunWith(t testing.TB, env config.Env, file *config.File, rdb redis.UniversalClient, adjust func(*fleet.Options)) (url string, stop func()) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithCancel(context.Background())
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- fleet.Run(ctx, fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
-			Redis: rdb, Log: log, Metrics: m, Listening: func(a string) { listening <- a }})
-	}()
+	o := fleet.Options{Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true},
+		Redis: rdb, Log: log, Listening: func(a string) { listening <- a }}
+	adjust(&o)
+	go func() { done <- fleet.Run(ctx, o) }()
 	select {
 	case a := <-listening:
 		url = "http://" + a

@@ -26,6 +26,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
+	"github.com/searchfleet/searchfleet/pkg/h2async"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -54,7 +55,8 @@ type Options struct {
 	Log   *slog.Logger
 	// Metrics defaults to a new registry.
 	Metrics *metrics.Metrics
-	// HTTPClient reaches models and engines; nil means a tuned default.
+	// HTTPClient reaches models and engines; nil means a tuned default (ModelClient
+	// for the models).
 	HTTPClient *http.Client
 	// Listening, if set, is called with ingress's address once it accepts requests.
 	Listening func(addr string)
@@ -128,6 +130,7 @@ type process struct {
 	log      *slog.Logger
 	id       string
 	hc       *http.Client
+	modelHC  *http.Client // the main models'
 	bus      *bus.Bus
 	store    *state.Store
 	engines  *engines.Registry
@@ -156,8 +159,10 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if p.o.Metrics == nil {
 		p.o.Metrics = metrics.New()
 	}
+	p.modelHC = p.hc
 	if p.hc == nil {
 		p.hc = &http.Client{Transport: Transport()}
+		p.modelHC = ModelClient(p.env.ModelAsync)
 	}
 	host, _ := os.Hostname()
 	p.id = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -267,7 +272,7 @@ func (p *process) runChat(ctx context.Context) error {
 	// Provider key cooldowns live in Redis: a key one chat worker saw refused rests
 	// for all.
 	cool := countedModelCooldowns{Cooldowns: p.store.ModelKeyCooldowns(), m: p.o.Metrics}
-	models, err := ModelsWith(p.o.File, p.hc, ModelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
+	models, err := ModelsWith(p.o.File, p.modelHC, ModelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
 	if err != nil {
 		return err
 	}
@@ -438,6 +443,19 @@ func Transport() *http.Transport {
 	t.MaxIdleConnsPerHost = 512
 	t.IdleConnTimeout = 90 * time.Second
 	return t
+}
+
+// ModelClient is the HTTP client of the main models. With async, an h2async.Transport
+// carries calls to HTTPS providers that speak HTTP/2, so a call waiting for its
+// answer holds no goroutine (the chat worker makes it with llm.Starter and its step
+// ends when the answer is in); Transport carries the rest (plain http, proxies,
+// HTTP/1-only servers). Without, Transport carries everything. No Timeout: each
+// call's context bounds it (FLEET_MODEL_TIMEOUT).
+func ModelClient(async bool) *http.Client {
+	if !async {
+		return &http.Client{Transport: Transport()}
+	}
+	return &http.Client{Transport: &h2async.Transport{Fallback: Transport()}}
 }
 
 // Models builds the main-model callers of the config file, with the provider keys
