@@ -133,6 +133,9 @@ func run(ctx context.Context, o opts) error {
 	if o.inflight > 0 {
 		fmt.Printf("\nin flight on one chat worker (model latency 90s, nothing finishes while measured):\n")
 		for _, tls := range []bool{false, true} {
+			if *inflightOver != "both" && *inflightOver != map[bool]string{false: "http", true: "https"}[tls] {
+				continue
+			}
 			if err := holdInFlight(ctx, dir, bins, o.inflight, tls); err != nil {
 				return err
 			}
@@ -476,6 +479,9 @@ func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, t
 		rt["go_goroutines"], rt["go_goroutines"]/float64(held), rt["go_memstats_stack_inuse_bytes"]/1e6, rt["go_memstats_heap_inuse_bytes"]/1e6)
 	return nil
 }
+
+// inflightOver picks the provider protocols -inflight measures.
+var inflightOver = flag.String("inflight-over", "both", "with -inflight: https (HTTP/2, where model calls wait with no goroutine), http (plain HTTP/1.1, one connection a call) or both")
 
 // heapDir is where -inflight saves the chat worker's heap profiles (empty: none).
 var heapDir = flag.String("heap-profiles", "", "with -inflight, save the chat worker's heap and goroutine profiles while it holds the jobs into this directory")
