@@ -2,8 +2,10 @@ package llm
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 )
 
@@ -56,6 +58,15 @@ func Send(hc *http.Client, req *http.Request, done func(*http.Response, error)) 
 		return
 	}
 	at.Start(req, func(resp *http.Response, err error) {
+		// This goroutine is the transport's: no consumer's recover is above it. A
+		// panic while reading the answer (a decoder's bug) must not take the process
+		// down with every other call in flight; it is logged, and the caller's step,
+		// which never hears back, is retried by its guard (chat.Worker.guard).
+		defer func() {
+			if p := recover(); p != nil {
+				slog.Error("llm: reading a model's answer panicked", "url", req.URL.Redacted(), "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
 		if err != nil {
 			err = &url.Error{Op: urlOp(req.Method), URL: req.URL.Redacted(), Err: err}
 		}

@@ -485,3 +485,23 @@ func inUse() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc + m.StackInuse)
 }
+
+// A panic while the answer is read on the transport's goroutine (here in onDelta, the
+// deepest caller code that runs there) does not take the process down: Send recovers
+// it, done is never called (the chat worker's guard retries such a step), and the
+// next call works.
+func TestStartPanicReadingTheAnswerIsContained(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t)
+	tr := &startTransport{}
+	c := llm.NewClient("p", url+"/v1", "k", &http.Client{Transport: tr})
+	var calls atomic.Int64
+	c.Start(context.Background(), hello, func(llm.Delta) { panic("a decoder's bug") }, func(*llm.Completion, error) { calls.Add(1) })
+	tr.running.Wait()
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("done called %d times after a panic in the answer's reading; want 0 (the caller's guard ends the call)", n)
+	}
+	if got := startWait(t, tr, c, context.Background(), hello, nil); got.err != nil || got.calls != 1 {
+		t.Fatalf("the next call: %v, done called %d times", got.err, got.calls)
+	}
+}
