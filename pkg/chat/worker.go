@@ -285,55 +285,95 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 // finish (the delivery's Later) ends the step. A hop completed on the way (searches
 // answered from the records) calls its model there, synchronously.
 func (w *Worker) deferModel(ctx context.Context, st *state.Step, v *view, h int, last bool, known *search.Done, s llm.Starter, finish func(error)) {
-	finish = w.guard(st.Job.ID, finish)
-	w.startModel(ctx, v, h, last, s, func(stored bool, err error) {
-		defer w.recoverInto(st.Job.ID, finish)
+	g := w.guard(st.Job.ID, finish)
+	w.startModel(ctx, v, h, last, s, g, func(stored bool, err error) {
+		defer w.recoverInto(st.Job.ID, g.end)
 		if err == nil && stored {
 			err = w.run(ctx, st, v, h, last, known, true, nil)
 		}
-		finish(err)
+		g.end(err)
 	})
 }
 
 // startModel is callModel with the model's llm.Starter: it returns once the request
 // is out, and done gets what callModel would have returned when the answer is in
-// (or at once, when the call ended before it went out).
-func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s llm.Starter, done func(stored bool, err error)) {
+// (or at once, when the call ended before it went out). g is told the answer is in
+// before it is stored; if the step was given up on meanwhile, the answer is stored
+// all the same (it is paid for), but done is not called.
+func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s llm.Starter, g *stepGuard, done func(stored bool, err error)) {
 	mc, err := w.prepareCall(ctx, v, h)
 	if mc == nil {
 		done(false, err)
 		return
 	}
+	// A step given up on frees its hop at once for the retry.
+	g.onFire(func() { mc.release(true) })
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
 	s.Start(mctx, mc.body, mc.onDelta, func(comp *llm.Completion, err error) {
 		cancel()
-		done(w.answered(ctx, v, h, last, mc, comp, err))
+		live := g.arrived()
+		stored, err := w.answered(ctx, v, h, last, mc, comp, err)
+		if live {
+			done(stored, err)
+		}
 	})
 }
 
-// guard returns finish, called at the latest once the model call's time is up and
-// more: a step whose answer never came back (a lost callback, a panic on the
-// transport's goroutine) is retried, not held by its heartbeats for ever. The
-// step's own finish stops the timer.
-func (w *Worker) guard(jobID string, finish func(error)) func(error) {
-	var once sync.Once
-	var mu sync.Mutex
-	var timer *time.Timer
-	end := func(err error) {
-		once.Do(func() {
-			mu.Lock()
-			timer.Stop()
-			mu.Unlock()
-			finish(err)
-		})
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	timer = time.AfterFunc(max(w.ModelTimeout, time.Second)+w.LeaseTTL, func() {
+// stepGuard ends a deferred step whose model call's answer never comes back (a lost
+// callback, a panic on the transport's goroutine): past the model's timeout and a
+// lease's length it frees the hop and ends the step with an error, so the step is
+// retried rather than held by its heartbeats, and its hop by lease renewals, for
+// ever.
+type stepGuard struct {
+	once   sync.Once
+	mu     sync.Mutex
+	timer  *time.Timer
+	fired  bool
+	finish func(error)
+	fire   func() // what else firing does (frees the hop)
+}
+
+func (w *Worker) guard(jobID string, finish func(error)) *stepGuard {
+	g := &stepGuard{finish: finish}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.timer = time.AfterFunc(max(w.ModelTimeout, time.Second)+w.LeaseTTL, func() {
+		g.mu.Lock()
+		g.fired = true
+		fire := g.fire
+		g.mu.Unlock()
+		if fire != nil {
+			fire()
+		}
 		w.Log.Error("chat: a model call's answer never came back; the step is retried", "job", jobID)
-		end(errors.New("the model call's answer never came back"))
+		g.end(errors.New("the model call's answer never came back"))
 	})
-	return end
+	return g
+}
+
+// onFire sets what else firing does.
+func (g *stepGuard) onFire(f func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fire = f
+}
+
+// arrived stops the guard as the answer comes in; false: it had already fired.
+func (g *stepGuard) arrived() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.timer.Stop()
+	return !g.fired
+}
+
+// end ends the step once.
+func (g *stepGuard) end(err error) {
+	g.once.Do(func() {
+		g.mu.Lock()
+		g.timer.Stop()
+		g.mu.Unlock()
+		g.finish(err)
+	})
 }
 
 // recoverInto ends a step whose continuation panicked, as the consumer does for a
