@@ -14,86 +14,13 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
 )
 
-// startTransport is an llm.AsyncTransport over a real transport (base; nil is
-// http.DefaultTransport). It answers every Start on a goroutine of its own that sends
-// the request only once Start has returned, so done never runs inside Start: the
-// async path is the one exercised. It counts its Starts and its plain round trips.
-type startTransport struct {
-	base       http.RoundTripper
-	starts     atomic.Int64
-	roundTrips atomic.Int64
-	running    sync.WaitGroup // the goroutines of Starts whose done has not returned
-}
-
-func (t *startTransport) transport() http.RoundTripper {
-	if t.base == nil {
-		return http.DefaultTransport
-	}
-	return t.base
-}
-
-func (t *startTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.roundTrips.Add(1)
-	return t.transport().RoundTrip(r)
-}
-
-func (t *startTransport) Start(r *http.Request, done func(*http.Response, error)) {
-	t.starts.Add(1)
-	t.running.Add(1)
-	returned := make(chan struct{})
-	defer close(returned)
-	go func() {
-		defer t.running.Done()
-		<-returned
-		done(t.transport().RoundTrip(r))
-	}()
-}
-
-var _ llm.AsyncTransport = (*startTransport)(nil)
-
-// outcome is what one Start's done was called with, and how many times.
-type outcome struct {
-	comp  *llm.Completion
-	err   error
-	calls int
-}
-
-// startWait calls c's Start and returns its outcome once done has run and every
-// callback of tr has returned, so that a second call of done would be counted.
-func startWait(t *testing.T, tr *startTransport, c llm.Caller, ctx context.Context, body []byte, onDelta func(llm.Delta)) outcome {
-	t.Helper()
-	s, ok := c.(llm.Starter)
-	if !ok {
-		t.Fatalf("%T is not an llm.Starter", c)
-	}
-	var mu sync.Mutex
-	var o outcome
-	first := make(chan struct{})
-	s.Start(ctx, body, onDelta, func(comp *llm.Completion, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if o.calls++; o.calls == 1 {
-			o.comp, o.err = comp, err
-			close(first)
-		}
-	})
-	select {
-	case <-first:
-	case <-time.After(10 * time.Second):
-		t.Fatal("done was not called")
-	}
-	tr.running.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return o
-}
-
-// asyncWorker is newWorker with its requests sent through a startTransport.
-func asyncWorker(f family, sim, provider string, keys []string, o llm.CredentialOptions) (worker, *startTransport) {
+// asyncWorker is newWorker with its requests sent through an llmtest.StartTransport.
+func asyncWorker(f family, sim, provider string, keys []string, o llm.CredentialOptions) (worker, *llmtest.StartTransport) {
 	s := &seen{}
-	tr := &startTransport{base: s}
+	tr := &llmtest.StartTransport{Base: s}
 	cr := llm.NewCredentials(provider, keys, o)
 	return worker{caller: f.new(provider, sim, cr, &http.Client{Transport: tr}), creds: cr, seen: s}, tr
 }
@@ -126,16 +53,16 @@ func TestStartMatchesComplete(t *testing.T) {
 						t.Fatalf("%s: Complete: %v", name, err)
 					}
 					deltas = nil
-					got := startWait(t, tr, w.caller, context.Background(), body, onDelta)
+					got := llmtest.StartWait(t, tr, w.caller, context.Background(), body, onDelta)
 					calls++
-					if got.err != nil || got.calls != 1 {
-						t.Fatalf("%s (stream %v): Start: %v, done called %d times", name, stream, got.err, got.calls)
+					if got.Err != nil || got.Calls != 1 {
+						t.Fatalf("%s (stream %v): Start: %v, done called %d times", name, stream, got.Err, got.Calls)
 					}
-					if string(got.comp.Message) != string(want.Message) || got.comp.FinishReason != want.FinishReason || got.comp.Usage != want.Usage {
+					if string(got.Comp.Message) != string(want.Message) || got.Comp.FinishReason != want.FinishReason || got.Comp.Usage != want.Usage {
 						t.Errorf("%s (stream %v): Start gave %s (%s, %+v); Complete %s (%s, %+v)", name, stream,
-							got.comp.Message, got.comp.FinishReason, got.comp.Usage, want.Message, want.FinishReason, want.Usage)
+							got.Comp.Message, got.Comp.FinishReason, got.Comp.Usage, want.Message, want.FinishReason, want.Usage)
 					}
-					text := messageText(t, got.comp)
+					text := messageText(t, got.Comp)
 					if stream && strings.Join(deltas, "") != text {
 						t.Errorf("%s: deltas %q; want the text %q", name, deltas, text)
 					}
@@ -144,8 +71,8 @@ func TestStartMatchesComplete(t *testing.T) {
 					}
 				}
 			}
-			if n := tr.starts.Load(); n != int64(calls) || tr.roundTrips.Load() != 0 {
-				t.Errorf("%d Starts and %d round trips for %d calls; want every call started", n, tr.roundTrips.Load(), calls)
+			if n := tr.Starts(); n != int64(calls) || tr.RoundTrips() != 0 {
+				t.Errorf("%d Starts and %d round trips for %d calls; want every call started", n, tr.RoundTrips(), calls)
 			}
 		})
 	}
@@ -180,15 +107,15 @@ func TestStartRotatesKeyOn429(t *testing.T) {
 				if stream {
 					onDelta = func(d llm.Delta) { streamed.WriteString(d.Text) }
 				}
-				got := startWait(t, tr, w.caller, context.Background(), hello, onDelta)
-				if got.err != nil || got.calls != 1 {
-					t.Fatalf("Start with a second key: %v, done called %d times", got.err, got.calls)
+				got := llmtest.StartWait(t, tr, w.caller, context.Background(), hello, onDelta)
+				if got.Err != nil || got.Calls != 1 {
+					t.Fatalf("Start with a second key: %v, done called %d times", got.Err, got.Calls)
 				}
-				if w.seen.with(a) != 1 || w.seen.with(b) != 1 || tr.starts.Load() != 2 || tr.roundTrips.Load() != 0 {
-					t.Fatalf("sent %v in %d Starts, %d round trips; want key A (429), then key B, both started", w.seen.got, tr.starts.Load(), tr.roundTrips.Load())
+				if w.seen.with(a) != 1 || w.seen.with(b) != 1 || tr.Starts() != 2 || tr.RoundTrips() != 0 {
+					t.Fatalf("sent %v in %d Starts, %d round trips; want key A (429), then key B, both started", w.seen.got, tr.Starts(), tr.RoundTrips())
 				}
-				if stream && streamed.String() != messageText(t, got.comp) {
-					t.Errorf("streamed %q; want the answer %q", streamed.String(), messageText(t, got.comp))
+				if stream && streamed.String() != messageText(t, got.Comp) {
+					t.Errorf("streamed %q; want the answer %q", streamed.String(), messageText(t, got.Comp))
 				}
 				rests, err := cool.Resting(context.Background(), "start-"+name, []string{apikeys.Fingerprint(a), apikeys.Fingerprint(b)})
 				if err != nil {
@@ -213,28 +140,28 @@ func TestStartCancelled(t *testing.T) {
 			w, tr := asyncWorker(f, url, "cancel", []string{"k"}, llm.CredentialOptions{})
 			before, cancel := context.WithCancel(context.Background())
 			cancel()
-			got := startWait(t, tr, w.caller, before, hello, nil)
-			if got.err != context.Canceled || got.comp != nil || got.calls != 1 {
-				t.Errorf("cancelled before: %v, %v, done called %d times; want context.Canceled once", got.comp, got.err, got.calls)
+			got := llmtest.StartWait(t, tr, w.caller, before, hello, nil)
+			if got.Err != context.Canceled || got.Comp != nil || got.Calls != 1 {
+				t.Errorf("cancelled before: %v, %v, done called %d times; want context.Canceled once", got.Comp, got.Err, got.Calls)
 			}
 
 			hang := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"Say hello sim:model-hang"}]}`)
 			waiting, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
-			got = startWait(t, tr, w.caller, waiting, hang, nil)
-			if got.err != context.DeadlineExceeded || got.calls != 1 {
-				t.Errorf("deadline while waiting: %v, done called %d times; want context.DeadlineExceeded once", got.err, got.calls)
+			got = llmtest.StartWait(t, tr, w.caller, waiting, hang, nil)
+			if got.Err != context.DeadlineExceeded || got.Calls != 1 {
+				t.Errorf("deadline while waiting: %v, done called %d times; want context.DeadlineExceeded once", got.Err, got.Calls)
 			}
 
 			slow := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"Say hello in a few more words sim:token-delay=30ms"}]}`)
 			streaming, cancel := context.WithCancel(context.Background())
 			deltas := 0
-			got = startWait(t, tr, w.caller, streaming, slow, func(llm.Delta) { deltas++; cancel() })
-			if got.err != context.Canceled || got.calls != 1 || deltas == 0 {
-				t.Errorf("cancelled mid-stream after %d deltas: %v, done called %d times; want context.Canceled once", deltas, got.err, got.calls)
+			got = llmtest.StartWait(t, tr, w.caller, streaming, slow, func(llm.Delta) { deltas++; cancel() })
+			if got.Err != context.Canceled || got.Calls != 1 || deltas == 0 {
+				t.Errorf("cancelled mid-stream after %d deltas: %v, done called %d times; want context.Canceled once", deltas, got.Err, got.Calls)
 			}
-			if tr.starts.Load() != 3 {
-				t.Errorf("%d Starts; want 3", tr.starts.Load())
+			if tr.Starts() != 3 {
+				t.Errorf("%d Starts; want 3", tr.Starts())
 			}
 		})
 	}
@@ -260,35 +187,41 @@ func TestStartDoneOnceEveryPath(t *testing.T) {
 				o := llm.CredentialOptions{Cooldowns: cool}
 				for _, c := range []struct {
 					name   string
-					w      func() (worker, *startTransport)
+					w      func() (worker, *llmtest.StartTransport)
 					fault  int // a fault of the provider for the next request
 					body   []byte
 					status int   // 0: an answer
 					starts int64 // -1: not checked
 				}{
-					{"answer", func() (worker, *startTransport) { return asyncWorker(f, url, "ok-"+name, []string{good}, o) }, 0, hello, 0, 1},
-					{"provider error", func() (worker, *startTransport) { return asyncWorker(f, url, "err-"+name, []string{good}, o) }, 500, hello, 500, 1},
-					{"rotation", func() (worker, *startTransport) { return asyncWorker(f, url, "rot-"+name, []string{bad, good}, o) }, 0, hello, 0, 2},
-					{"every key refused", func() (worker, *startTransport) { return asyncWorker(f, url, "refused-"+name, []string{bad}, o) }, 0, hello, 429, 1},
-					{"every key resting", func() (worker, *startTransport) { return asyncWorker(f, url, "refused-"+name, []string{bad}, o) }, 0, hello, 429, 0},
-					{"not a request", func() (worker, *startTransport) { return asyncWorker(f, url, "bad-"+name, []string{good}, o) }, 0, []byte(`[1,2`), -1, -1},
+					{"answer", func() (worker, *llmtest.StartTransport) { return asyncWorker(f, url, "ok-"+name, []string{good}, o) }, 0, hello, 0, 1},
+					{"provider error", func() (worker, *llmtest.StartTransport) { return asyncWorker(f, url, "err-"+name, []string{good}, o) }, 500, hello, 500, 1},
+					{"rotation", func() (worker, *llmtest.StartTransport) {
+						return asyncWorker(f, url, "rot-"+name, []string{bad, good}, o)
+					}, 0, hello, 0, 2},
+					{"every key refused", func() (worker, *llmtest.StartTransport) {
+						return asyncWorker(f, url, "refused-"+name, []string{bad}, o)
+					}, 0, hello, 429, 1},
+					{"every key resting", func() (worker, *llmtest.StartTransport) {
+						return asyncWorker(f, url, "refused-"+name, []string{bad}, o)
+					}, 0, hello, 429, 0},
+					{"not a request", func() (worker, *llmtest.StartTransport) { return asyncWorker(f, url, "bad-"+name, []string{good}, o) }, 0, []byte(`[1,2`), -1, -1},
 				} {
 					w, tr := c.w()
 					if c.fault != 0 {
 						sim.SetFault(f.path, c.fault, 0, 1)
 					}
-					got := startWait(t, tr, w.caller, context.Background(), c.body, onDelta)
+					got := llmtest.StartWait(t, tr, w.caller, context.Background(), c.body, onDelta)
 					var le *llm.Error
 					switch {
-					case got.calls != 1:
-						t.Errorf("%s: done called %d times", c.name, got.calls)
-					case c.status == 0 && (got.err != nil || got.comp == nil):
-						t.Errorf("%s: %v; want an answer", c.name, got.err)
-					case c.status != 0 && (got.comp != nil || !errors.As(got.err, &le) || c.status > 0 && le.Status != c.status):
-						t.Errorf("%s: %v, %v; want an error of status %d", c.name, got.comp, got.err, c.status)
+					case got.Calls != 1:
+						t.Errorf("%s: done called %d times", c.name, got.Calls)
+					case c.status == 0 && (got.Err != nil || got.Comp == nil):
+						t.Errorf("%s: %v; want an answer", c.name, got.Err)
+					case c.status != 0 && (got.Comp != nil || !errors.As(got.Err, &le) || c.status > 0 && le.Status != c.status):
+						t.Errorf("%s: %v, %v; want an error of status %d", c.name, got.Comp, got.Err, c.status)
 					}
-					if c.starts >= 0 && tr.starts.Load() != c.starts {
-						t.Errorf("%s: %d Starts; want %d", c.name, tr.starts.Load(), c.starts)
+					if c.starts >= 0 && tr.Starts() != c.starts {
+						t.Errorf("%s: %d Starts; want %d", c.name, tr.Starts(), c.starts)
 					}
 				}
 			})
@@ -312,10 +245,10 @@ func TestStartTransportErrorWordedAsComplete(t *testing.T) {
 			plain := f.new("p", dead, llm.NewCredentials("p", []string{"k"}, llm.CredentialOptions{}), &http.Client{})
 			_, want := plain.Complete(context.Background(), hello, nil)
 			w, tr := asyncWorker(f, dead, "p", []string{"k"}, llm.CredentialOptions{})
-			got := startWait(t, tr, w.caller, context.Background(), hello, nil)
+			got := llmtest.StartWait(t, tr, w.caller, context.Background(), hello, nil)
 			var le *llm.Error
-			if want == nil || got.err == nil || got.err.Error() != want.Error() || !errors.As(got.err, &le) || le.Err == nil || tr.starts.Load() != 1 {
-				t.Errorf("Start: %v; Complete: %v; want the same error, after a Start", got.err, want)
+			if want == nil || got.Err == nil || got.Err.Error() != want.Error() || !errors.As(got.Err, &le) || le.Err == nil || tr.Starts() != 1 {
+				t.Errorf("Start: %v; Complete: %v; want the same error, after a Start", got.Err, want)
 			}
 		})
 	}
@@ -326,11 +259,11 @@ func TestStartTransportErrorWordedAsComplete(t *testing.T) {
 func TestStartWithClientTimeoutUsesDo(t *testing.T) {
 	t.Parallel()
 	_, url := startSim(t)
-	tr := &startTransport{}
+	tr := &llmtest.StartTransport{}
 	c := llm.NewClient("p", url+"/v1", "k", &http.Client{Transport: tr, Timeout: 10 * time.Second})
-	got := startWait(t, tr, c, context.Background(), hello, nil)
-	if got.err != nil || got.calls != 1 || tr.starts.Load() != 0 || tr.roundTrips.Load() != 1 {
-		t.Errorf("%v, done called %d times, %d Starts, %d round trips; want one round trip", got.err, got.calls, tr.starts.Load(), tr.roundTrips.Load())
+	got := llmtest.StartWait(t, tr, c, context.Background(), hello, nil)
+	if got.Err != nil || got.Calls != 1 || tr.Starts() != 0 || tr.RoundTrips() != 1 {
+		t.Errorf("%v, done called %d times, %d Starts, %d round trips; want one round trip", got.Err, got.Calls, tr.Starts(), tr.RoundTrips())
 	}
 }
 
@@ -493,15 +426,15 @@ func inUse() int64 {
 func TestStartPanicReadingTheAnswerIsContained(t *testing.T) {
 	t.Parallel()
 	_, url := startSim(t)
-	tr := &startTransport{}
+	tr := &llmtest.StartTransport{}
 	c := llm.NewClient("p", url+"/v1", "k", &http.Client{Transport: tr})
 	var calls atomic.Int64
 	c.Start(context.Background(), hello, func(llm.Delta) { panic("a decoder's bug") }, func(*llm.Completion, error) { calls.Add(1) })
-	tr.running.Wait()
+	tr.Wait()
 	if n := calls.Load(); n != 0 {
 		t.Fatalf("done called %d times after a panic in the answer's reading; want 0 (the caller's guard ends the call)", n)
 	}
-	if got := startWait(t, tr, c, context.Background(), hello, nil); got.err != nil || got.calls != 1 {
-		t.Fatalf("the next call: %v, done called %d times", got.err, got.calls)
+	if got := llmtest.StartWait(t, tr, c, context.Background(), hello, nil); got.Err != nil || got.Calls != 1 {
+		t.Fatalf("the next call: %v, done called %d times", got.Err, got.Calls)
 	}
 }

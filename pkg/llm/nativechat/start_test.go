@@ -5,74 +5,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
-
-// startTransport is an llm.AsyncTransport over http.DefaultTransport that answers
-// every Start on a goroutine of its own, once Start has returned (so the async path is
-// the one exercised), and counts its Starts (pkg/llm's async_test.go has its twin).
-type startTransport struct {
-	starts  atomic.Int64
-	running sync.WaitGroup
-}
-
-func (t *startTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func (t *startTransport) Start(r *http.Request, done func(*http.Response, error)) {
-	t.starts.Add(1)
-	t.running.Add(1)
-	returned := make(chan struct{})
-	defer close(returned)
-	go func() {
-		defer t.running.Done()
-		<-returned
-		done(http.DefaultTransport.RoundTrip(r))
-	}()
-}
-
-// startWait calls c's Start and returns what done got, and how many times, once done
-// has run and every callback of tr has returned.
-func startWait(t *testing.T, tr *startTransport, c llm.Starter, ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, int, error) {
-	t.Helper()
-	var mu sync.Mutex
-	var comp *llm.Completion
-	var err error
-	calls := 0
-	first := make(chan struct{})
-	c.Start(ctx, body, onDelta, func(cp *llm.Completion, e error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if calls++; calls == 1 {
-			comp, err = cp, e
-			close(first)
-		}
-	})
-	select {
-	case <-first:
-	case <-time.After(10 * time.Second):
-		t.Fatal("done was not called")
-	}
-	tr.running.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return comp, calls, err
-}
 
 // The capture transport GLM reads its search results through stays an
 // llm.AsyncTransport over one, and only over one (Start on a base that has none
 // would not exist).
 func TestHTTPClientKeepsAsyncTransport(t *testing.T) {
 	t.Parallel()
-	if _, ok := nativechat.HTTPClient(&http.Client{Transport: &startTransport{}}).Transport.(llm.AsyncTransport); !ok {
+	if _, ok := nativechat.HTTPClient(&http.Client{Transport: &llmtest.StartTransport{}}).Transport.(llm.AsyncTransport); !ok {
 		t.Error("over an AsyncTransport: not one")
 	}
 	if _, ok := nativechat.HTTPClient(nil).Transport.(llm.AsyncTransport); ok {
@@ -100,7 +47,7 @@ func TestStartKimiAndGLMMatchComplete(t *testing.T) {
 			body := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"` + c.question + `"}],` +
 				`"tools":[{"type":"function","function":{"name":"web_search","parameters":{"type":"object"}}}]}`)
 			plain := nativechat.New(c.kind, llm.NewClient("sim", srv.URL+"/v1", "k", nativechat.HTTPClient(srv.Client())))
-			tr := &startTransport{}
+			tr := &llmtest.StartTransport{}
 			async := nativechat.New(c.kind, llm.NewClient("sim", srv.URL+"/v1", "k", nativechat.HTTPClient(&http.Client{Transport: tr})))
 			for _, stream := range []bool{false, true} {
 				var deltas strings.Builder
@@ -114,8 +61,9 @@ func TestStartKimiAndGLMMatchComplete(t *testing.T) {
 				}
 				wantDeltas := deltas.String()
 				deltas.Reset()
-				tr.starts.Store(0)
-				got, calls, err := startWait(t, tr, async, context.Background(), body, onDelta)
+				before := tr.Starts()
+				o := llmtest.StartWait(t, tr, async, context.Background(), body, onDelta)
+				got, calls, err := o.Comp, o.Calls, o.Err
 				if err != nil || calls != 1 {
 					t.Fatalf("stream %v: Start: %v, done called %d times", stream, err, calls)
 				}
@@ -129,8 +77,8 @@ func TestStartKimiAndGLMMatchComplete(t *testing.T) {
 				if stream && (deltas.String() != wantDeltas || deltas.Len() == 0 || !strings.HasPrefix(text(msg["content"]), deltas.String())) {
 					t.Errorf("deltas %q; Complete's %q; want the same prefix of the answer", deltas.String(), wantDeltas)
 				}
-				if tr.starts.Load() != c.requests {
-					t.Errorf("stream %v: %d Starts; want %d", stream, tr.starts.Load(), c.requests)
+				if tr.Starts()-before != c.requests {
+					t.Errorf("stream %v: %d Starts; want %d", stream, tr.Starts()-before, c.requests)
 				}
 			}
 		})
@@ -145,13 +93,14 @@ func TestStartNativeCancelled(t *testing.T) {
 	body := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"Search the web for the latest news"}],` +
 		`"tools":[{"type":"function","function":{"name":"web_search","parameters":{"type":"object"}}}]}`)
 	for _, kind := range []nativechat.Kind{nativechat.Kimi, nativechat.GLM} {
-		tr := &startTransport{}
+		tr := &llmtest.StartTransport{}
 		c := nativechat.New(kind, llm.NewClient("sim", srv.URL+"/v1", "k", nativechat.HTTPClient(&http.Client{Transport: tr})))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		comp, calls, err := startWait(t, tr, c, ctx, body, nil)
-		if err != context.Canceled || comp != nil || calls != 1 || tr.starts.Load() != 1 {
-			t.Errorf("%s: %v, %v, done called %d times after %d Starts; want context.Canceled once", kind, comp, err, calls, tr.starts.Load())
+		o := llmtest.StartWait(t, tr, c, ctx, body, nil)
+		comp, calls, err := o.Comp, o.Calls, o.Err
+		if err != context.Canceled || comp != nil || calls != 1 || tr.Starts() != 1 {
+			t.Errorf("%s: %v, %v, done called %d times after %d Starts; want context.Canceled once", kind, comp, err, calls, tr.Starts())
 		}
 	}
 }
@@ -167,12 +116,13 @@ func TestStartGLMRotatesKeyAndKeepsResults(t *testing.T) {
 	sim.SetKeyFault("/v1/chat/completions", "key-a", http.StatusTooManyRequests, 20*time.Second, 0)
 	body := []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"搜索2025年4月的重要财经新闻"}],` +
 		`"tools":[{"type":"function","function":{"name":"web_search","parameters":{"type":"object"}}}]}`)
-	tr := &startTransport{}
+	tr := &llmtest.StartTransport{}
 	creds := llm.NewCredentials("sim", []string{"key-a", "key-b"}, llm.CredentialOptions{})
 	c := nativechat.New(nativechat.GLM, llm.NewClientWith("sim", srv.URL+"/v1", creds, nativechat.HTTPClient(&http.Client{Transport: tr})))
-	comp, calls, err := startWait(t, tr, c, context.Background(), body, nil)
-	if err != nil || calls != 1 || tr.starts.Load() != 2 {
-		t.Fatalf("%v, done called %d times after %d Starts; want an answer after two", err, calls, tr.starts.Load())
+	o := llmtest.StartWait(t, tr, c, context.Background(), body, nil)
+	comp, calls, err := o.Comp, o.Calls, o.Err
+	if err != nil || calls != 1 || tr.Starts() != 2 {
+		t.Fatalf("%v, done called %d times after %d Starts; want an answer after two", err, calls, tr.Starts())
 	}
 	plain := nativechat.New(nativechat.GLM, llm.NewClientWith("sim", srv.URL+"/v1",
 		llm.NewCredentials("sim", []string{"key-a", "key-b"}, llm.CredentialOptions{}), nativechat.HTTPClient(srv.Client())))

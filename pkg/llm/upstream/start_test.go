@@ -5,40 +5,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
-
-// startTransport is an llm.AsyncTransport over http.DefaultTransport that answers
-// every Start on a goroutine of its own, once Start has returned (so the async path is
-// the one exercised), and counts its Starts (pkg/llm's async_test.go has its twin).
-type startTransport struct {
-	starts  atomic.Int64
-	running sync.WaitGroup
-}
-
-func (t *startTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func (t *startTransport) Start(r *http.Request, done func(*http.Response, error)) {
-	t.starts.Add(1)
-	t.running.Add(1)
-	returned := make(chan struct{})
-	defer close(returned)
-	go func() {
-		defer t.running.Done()
-		<-returned
-		done(http.DefaultTransport.RoundTrip(r))
-	}()
-}
 
 // pausingServer answers the recorded pause_turn answer, then its continuation, and
 // counts the requests.
@@ -73,7 +49,7 @@ func TestStartPauseTurnContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	url, requests := pausingServer(t)
-	tr := &startTransport{}
+	tr := &llmtest.StartTransport{}
 	c := upstream.New(wire.AnthropicModel, "claude", url, key, &http.Client{Transport: tr}, upstream.Options{NativeSearch: true})
 	calls := 0
 	got := make(chan *llm.Completion, 2)
@@ -90,9 +66,9 @@ func TestStartPauseTurnContinues(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("done was not called")
 	}
-	tr.running.Wait()
-	if calls != 1 || tr.starts.Load() != 2 || requests.Load() != 2 {
-		t.Fatalf("done called %d times after %d Starts, %d requests; want once after the paused answer and its continuation", calls, tr.starts.Load(), requests.Load())
+	tr.Wait()
+	if calls != 1 || tr.Starts() != 2 || requests.Load() != 2 {
+		t.Fatalf("done called %d times after %d Starts, %d requests; want once after the paused answer and its continuation", calls, tr.Starts(), requests.Load())
 	}
 	if comp == nil || string(comp.Message) != string(want.Message) || comp.FinishReason != want.FinishReason || comp.Usage != want.Usage {
 		t.Fatalf("Start gave %+v; Complete %+v", comp, want)
