@@ -3,8 +3,10 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,7 +52,7 @@ type rig struct {
 	lb                    *balancer
 	sim                   *simulator.Server
 	rec                   *recorder
-	simSrv                *http.Server
+	simSrv                *httptest.Server
 	recv                  *receiver
 	recvURL, url          string
 
@@ -113,17 +115,18 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 		return r, err
 	}
 
-	// The simulator at realistic latency, behind the recorder.
+	// The simulator at realistic latency, behind the recorder, over HTTPS as real
+	// providers are (HTTP/2: the chat workers' model calls wait in h2async, with no
+	// goroutine, as in production); the processes trust its throwaway certificate
+	// through SSL_CERT_FILE.
 	r.sim = simulator.New(simulator.Options{ModelLatency: o.ModelLatency, EngineLatency: o.EngineLatency})
 	r.rec = &recorder{sim: r.sim, jitter: o.ModelLatency / 2}
-	simPort, err := freePort()
-	if err != nil {
-		return r, err
-	}
-	simURL := "http://" + hostPort(simPort)
-	r.simSrv = &http.Server{Addr: hostPort(simPort), Handler: r.rec, ReadHeaderTimeout: 10 * time.Second}
-	go r.simSrv.ListenAndServe()
-	if err := waitTCP(ctx, simPort, 5*time.Second); err != nil {
+	r.simSrv = httptest.NewUnstartedServer(r.rec)
+	r.simSrv.EnableHTTP2 = true
+	r.simSrv.StartTLS()
+	simURL := r.simSrv.URL
+	caFile := filepath.Join(dir, "sim-ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.simSrv.Certificate().Raw}), 0o644); err != nil {
 		return r, err
 	}
 
@@ -160,7 +163,7 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 		"FLEET_WEBHOOK_SCHEDULE=" + strings.Join(schedule, ","), "FLEET_WEBHOOK_ALLOW=127.0.0.0/8", "FLEET_WEBHOOK_TIMEOUT=5s",
 		"FLEET_CHAT_CONCURRENCY=64", "FLEET_SEARCH_CONCURRENCY=32", "FLEET_LOG_LEVEL=info", "FLEET_DATA_DIR=" + filepath.Join(dir, "data"),
 		demo.KeyEnv + "=sim-key", tenantKeyEnv + "=" + apiKey, tenantSecretEnv + "=" + r.secret,
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SSL_CERT_FILE=" + caFile,
 	}
 	env = append(env, config.UnlimitedTenantEnv()...) // the suite measures the fleet, not its per-tenant limits
 	for i := range max(1, o.IngressReplicas) {
