@@ -9,6 +9,8 @@
 //
 //	go run ./cmd/scalebench                      # the default sweep (~4 min)
 //	go run ./cmd/scalebench -inflight 10000      # also the in-flight capacity check
+//	go run ./cmd/scalebench -search-workers= -chat-workers= -inflight 10000 -inflight-over https
+//	                                             # only that, against an HTTPS provider (~15 s)
 package main
 
 import (
