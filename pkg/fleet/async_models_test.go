@@ -24,10 +24,12 @@ import (
 // Against an HTTPS provider (HTTP/2, as real ones are), a model call waiting for its
 // answer holds no goroutine of the fleet's: the chat worker's step has returned, and
 // h2async keeps the request as a struct. Measured on the goroutines themselves: while
-// every call is out, none of them runs chat-worker or model-caller code, nor Go's
-// net/http client. The answers then complete every job, cited where it searched.
+// every call is out, next to none of them runs chat-worker or model-caller code, nor
+// Go's net/http client (a few may be finishing other work: the searched job's
+// steps, a heartbeat); with net/http it is two a call. The answers then complete every job, cited where it searched.
 func TestModelCallsWaitWithoutGoroutines(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the goroutines of the whole process, and other tests'
+	// fleets run chat steps too.
 	const n = 120
 	rdb, prefix := testenv.Redis(t)
 	sim := simulator.New(simulator.Options{ModelLatency: 2 * time.Second})
@@ -64,7 +66,7 @@ func TestModelCallsWaitWithoutGoroutines(t *testing.T) {
 		ids[i] = job.ID
 	}
 	fleettest.Eventually(t, "every model call out", func() bool { return sim.Stats().Requests["model"]-before >= n })
-	if waiting := fleetGoroutines(); waiting > 4 {
+	if waiting := fleetGoroutines(); waiting > n/10 {
 		t.Fatalf("%d of the fleet's goroutines run chat, model-caller or net/http client code while %d model calls wait; want none a call", waiting, n)
 	}
 	for _, id := range ids {
