@@ -393,7 +393,9 @@ func TestStartHoldsNoGoroutineWhilePending(t *testing.T) {
 			}
 			pending, perCall := runtime.NumGoroutine()-goroutines, (inUse()-held)/n
 			t.Logf("%s: %d pending calls hold %d goroutines and %d bytes each (heap and stacks)", f.name, n, pending, perCall)
-			if pending > 0 || calls.Load() != 0 {
+			// A goroutine or two of the process's own may come and go meanwhile (an
+			// idle connection closing); one a call would be a thousand.
+			if pending > n/100 || calls.Load() != 0 {
 				t.Fatalf("%d pending calls hold %d goroutines (%d done); want none", n, pending, calls.Load())
 			}
 			if perCall > 8<<10 {
