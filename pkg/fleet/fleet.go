@@ -13,7 +13,9 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -150,6 +152,9 @@ type process struct {
 	specs []bus.ConsumerSpec // the consumers started, for their lag metrics (ops.go)
 }
 
+// processes counts the fleet processes this OS process has opened, to name each apart.
+var processes atomic.Int64
+
 // open connects to NATS and Redis and builds what the roles share.
 func open(ctx context.Context, o Options) (*process, error) {
 	p := &process{o: o, env: o.Env, log: o.Log, hc: o.HTTPClient}
@@ -166,6 +171,11 @@ func open(ctx context.Context, o Options) (*process, error) {
 	}
 	host, _ := os.Hostname()
 	p.id = fmt.Sprintf("%s-%d", host, os.Getpid())
+	if n := processes.Add(1); n > 1 {
+		// A second fleet in the same OS process (tests run several) is another
+		// worker: leases and claims must tell them apart.
+		p.id += "-" + strconv.FormatInt(n, 10)
+	}
 	var err error
 	if o.Embedded != nil {
 		p.bus, err = o.Embedded.Connect(ctx, "searchfleet-"+p.id, p.log, bus.WithNamespace(p.env.Namespace))
