@@ -65,8 +65,9 @@ func ParseFetch(arguments string) (string, *ArgError) {
 	return u, nil
 }
 
-// urlRE finds http(s) URLs in text: up to white space, quotes or angle brackets.
-var urlRE = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+`)
+// urlRE finds http(s) URLs in text: up to white space, quotes, brackets or braces,
+// an IPv6 literal's brackets right after the scheme excepted (https://[2001:db8::1]/).
+var urlRE = regexp.MustCompile(`https?://(?:\[[0-9A-Fa-f:.]+\])?[^\s"'<>()\[\]{}]*`)
 
 // URLs returns the http(s) URLs written in text, trailing punctuation trimmed.
 func URLs(text string) []string {

@@ -37,6 +37,10 @@ func TestURLs(t *testing.T) {
 	if want := []string{"https://a.example/x", "http://b.example/y"}; !slices.Equal(got, want) {
 		t.Fatalf("URLs %q, want %q", got, want)
 	}
+	got = intent.URLs("Read https://[2001:db8::1]:8443/page?q=1 and http://[::1]/, not [https://x]")
+	if want := []string{"https://[2001:db8::1]:8443/page?q=1", "http://[::1]/", "https://x"}; !slices.Equal(got, want) {
+		t.Fatalf("URLs %q, want %q", got, want)
+	}
 	if got := intent.URLs("no links here"); len(got) != 0 {
 		t.Fatalf("URLs %q", got)
 	}
