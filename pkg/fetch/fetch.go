@@ -20,6 +20,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/net/html/charset"
+
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
@@ -194,6 +196,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 		p.Error = &Error{Type: ErrContentType, Message: "unsupported content type " + mt + ": only HTML, plain text and JSON pages can be read"}
 		return p, nil
 	}
+	body = toUTF8(body, mt, resp.Header.Get("Content-Type"))
 	if mt == "text/html" || mt == "application/xhtml+xml" {
 		d := Readable(body)
 		p.Title, p.Text, p.Kind = d.Title, d.Text, d.Kind
@@ -308,6 +311,27 @@ func mediaType(header string, body []byte) string {
 		return "application/octet-stream"
 	}
 	return strings.ToLower(mt)
+}
+
+// toUTF8 decodes a page written in another character set (GBK, Shift_JIS,
+// Windows-1252, …: named by the Content-Type header, a byte order mark or, in HTML,
+// a <meta> charset) to UTF-8, which the rest of the fleet speaks. A guess (no header,
+// BOM or meta) gives way to a body that is valid UTF-8 as a whole: the guess looks at
+// the first 1 KB only, where a UTF-8 page often has nothing but ASCII. JSON is UTF-8
+// (RFC 8259) unless its header says otherwise.
+func toUTF8(body []byte, mt, header string) []byte {
+	if mt == "application/json" && !strings.Contains(strings.ToLower(header), "charset=") {
+		return body
+	}
+	enc, name, certain := charset.DetermineEncoding(body, header)
+	if name == "utf-8" || !certain && utf8.Valid(body) {
+		return body
+	}
+	out, err := enc.NewDecoder().Bytes(body)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // CutRunes returns s cut to n characters, and whether it was cut.

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/fetch"
@@ -186,6 +187,37 @@ func TestFetchRefusesOtherTypesAndFailures(t *testing.T) {
 	for _, u := range []string{"", "ftp://example.com/", "not a url", "https://" + strings.Repeat("a", fetch.MaxURLLen)} {
 		if p := get(t, f, u); p.Error == nil || p.Error.Type != fetch.ErrInvalidURL {
 			t.Errorf("%.30q: %+v", u, p.Error)
+		}
+	}
+}
+
+// A page in another character set is read as the text it is, whichever way it names
+// its charset; a UTF-8 page whose first kilobyte is ASCII is not taken for
+// Windows-1252 (the guess a missing charset falls back to).
+func TestFetchDecodesCharsets(t *testing.T) {
+	t.Parallel()
+	f := fetcher(fetch.Options{})
+	asciiHead := "<!doctype html><html><head><title>News</title>" + strings.Repeat("<script>var x = 1;</script>", 60) + "</head>"
+	for _, c := range []struct {
+		name, contentType, body, want string
+	}{
+		// 中文新闻 in GBK, named by the header.
+		{"gbk header", "text/html; charset=gbk", "<html><body><p>\xd6\xd0\xce\xc4\xd0\xc2\xce\xc5</p></body></html>", "中文新闻"},
+		// 日本語 in Shift_JIS, named by a <meta> only.
+		{"shift_jis meta", "text/html", `<html><head><meta charset="shift_jis"></head><body><p>` + "\x93\xfa\x96\x7b\x8c\xea" + `</p></body></html>`, "日本語"},
+		// café in ISO-8859-1, plain text.
+		{"latin-1 text", "text/plain; charset=iso-8859-1", "caf\xe9 cr\xe8me", "café crème"},
+		// UTF-8 with no charset anywhere and an ASCII first kilobyte.
+		{"utf-8 unnamed", "text/html", asciiHead + "<body><p>东京 Ünïcode</p></body></html>", "东京 Ünïcode"},
+		// A page that calls itself Windows-1252 but is UTF-8 throughout.
+		{"mislabelled utf-8", "text/html", `<html><head><meta charset="windows-1252"></head><body><p>naïve 北京</p></body></html>`, "naïve 北京"},
+		// JSON is UTF-8.
+		{"json", "application/json", `{"city":"北京"}`, `{"city":"北京"}`},
+	} {
+		s := serve(t, page(c.contentType, c.body))
+		p := get(t, f, s.URL)
+		if p.Error != nil || !strings.Contains(p.Text, c.want) || !utf8.ValidString(p.Text) {
+			t.Errorf("%s: text %q (err %v), want it to contain %q", c.name, p.Text, p.Error, c.want)
 		}
 	}
 }
