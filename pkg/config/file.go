@@ -104,7 +104,7 @@ func (f *File) NativeSearch(name string) bool {
 	if !ok {
 		return false
 	}
-	_, ok = wire.NativeSearchPrice(api.Protocol())
+	_, ok = wire.NativeSearchPrice(api.Protocol(), "")
 	return ok
 }
 

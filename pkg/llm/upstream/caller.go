@@ -111,7 +111,7 @@ func (c *Caller) run(ctx context.Context, body []byte, onDelta func(llm.Delta), 
 				return
 			}
 			msg, finish, usage := wire.ChatAnswer(answer)
-			done(&llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg), FinishReason: finish, Usage: usage}, nil)
+			done(&llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg, answer.Model, req.Model), FinishReason: finish, Usage: usage}, nil)
 		})
 	})
 }
@@ -243,8 +243,10 @@ func (c *Caller) searchTool(req *wire.Request) {
 	}
 }
 
-// priceNative names the protocol and the cost in an answer's native-search report.
-func (c *Caller) priceNative(msg json.RawMessage) json.RawMessage {
+// priceNative names the protocol and the cost in an answer's native-search report,
+// priced for the model that answered (its version as the answer names it, else the
+// one asked for).
+func (c *Caller) priceNative(msg json.RawMessage, answered, asked string) json.RawMessage {
 	var m map[string]json.RawMessage
 	if !c.opts.NativeSearch || json.Unmarshal(msg, &m) != nil || m[llm.NativeKey] == nil {
 		return msg
@@ -254,7 +256,10 @@ func (c *Caller) priceNative(msg json.RawMessage) json.RawMessage {
 		return msg
 	}
 	n.Protocol = string(c.api.Protocol())
-	price, _ := wire.NativeSearchPrice(c.api.Protocol())
+	if answered == "" {
+		answered = asked
+	}
+	price, _ := wire.NativeSearchPrice(c.api.Protocol(), answered)
 	n.CostUSD = float64(n.Requests) * price
 	m[llm.NativeKey], _ = json.Marshal(n)
 	out, _ := json.Marshal(m)

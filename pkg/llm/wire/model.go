@@ -96,12 +96,21 @@ func ModelAPIFor(name string) (ModelAPI, bool) {
 // per 1,000 calls (openai.com/api/pricing, built-in tools: web search for reasoning and
 // GPT-5 models); Gemini grounding with Google Search $35 per 1,000 grounded prompts
 // (ai.google.dev/gemini-api/docs/pricing, 2.x Flash and Pro paid tier; one request per
-// answer that searched — Gemini 3 bills $14 per 1,000 queries instead, not modelled).
+// answer that searched).
 var nativeSearchPriceUSD = map[Protocol]float64{AnthropicMessages: 0.01, OpenAIResponses: 0.01, Gemini: 0.035}
 
-// NativeSearchPrice returns the price of one native search of protocol p; false when
-// the fleet cannot forward p's native search.
-func NativeSearchPrice(p Protocol) (float64, bool) {
+// gemini3QueryPriceUSD is what Gemini 3 bills for grounding with Google Search: $14
+// per 1,000 search queries it ran (empty queries are not billed), instead of 2.x's
+// per grounded prompt (WIRE_FORMATS.md, "Pricing").
+const gemini3QueryPriceUSD = 0.014
+
+// NativeSearchPrice returns the price of one billed native search of protocol p by
+// model (the answer's model version; Gemini 3 bills its queries, not its prompts);
+// false when the fleet cannot forward p's native search.
+func NativeSearchPrice(p Protocol, model string) (float64, bool) {
+	if p == Gemini && geminiBillsQueries(model) {
+		return gemini3QueryPriceUSD, true
+	}
 	v, ok := nativeSearchPriceUSD[p]
 	return v, ok
 }

@@ -36,13 +36,20 @@ var geminiVersionRE = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
 
 // geminiNeedsSignature reports whether model (Gemini 3 and later) validates the thought
 // signatures of replayed function calls.
-func geminiNeedsSignature(model string) bool {
+func geminiNeedsSignature(model string) bool { return geminiVersion(model) >= 3 }
+
+// geminiBillsQueries reports whether model (Gemini 3 and later) bills grounding per
+// search query rather than per grounded prompt.
+func geminiBillsQueries(model string) bool { return geminiVersion(model) >= 3 }
+
+// geminiVersion is the major version of a Gemini model name (0: not one).
+func geminiVersion(model string) int {
 	m := geminiVersionRE.FindStringSubmatch(model)
 	if m == nil {
-		return false
+		return 0
 	}
 	v, _ := strconv.Atoi(m[1])
-	return v >= 3
+	return v
 }
 
 func (geminiModel) Protocol() Protocol { return Gemini }
@@ -415,8 +422,8 @@ func (acc *geminiAccumulator) response() *Response {
 // ground adds an answer's Google Search grounding: a server call per query the search
 // ran (each listing the pages the answer was grounded on: Gemini does not say which
 // query found which page), before the text; a citation of each page a segment cites,
-// at the segment's end; one billed request for the answer (Gemini bills the grounded
-// prompt, not its queries).
+// at the segment's end; the billed requests: one for the answer (Gemini 2.x bills the
+// grounded prompt), or one per query it ran (Gemini 3 bills queries).
 func (acc *geminiAccumulator) ground(r *Response) {
 	g := &acc.grounding
 	var pages []Source
@@ -436,6 +443,9 @@ func (acc *geminiAccumulator) ground(r *Response) {
 	}
 	if len(searches) > 0 {
 		r.Usage.WebSearches = 1
+		if geminiBillsQueries(acc.model) {
+			r.Usage.WebSearches = len(searches) / 2 // a call and its result a query
+		}
 		r.Content = append(searches, r.Content...)
 	}
 	for _, s := range g.GroundingSupports {

@@ -226,6 +226,43 @@ func TestGeminiNativeSearchMarkers(t *testing.T) {
 	}
 }
 
+// Gemini 3 bills grounding per query it ran, $14 per 1,000 (empty queries not
+// billed), where 2.x bills the grounded prompt, $35 per 1,000: the recorded 2.5 answer
+// as Gemini 3 would send it (its modelVersion, three queries, one of them empty) is
+// two billed requests at 0.014; as recorded, one at 0.035.
+func TestGemini3BillsQueries(t *testing.T) {
+	t.Parallel()
+	rec := fixtures.Read("gemini/pydantic-generate-websearch-sf.response.json")
+	var doc map[string]any
+	if err := json.Unmarshal(rec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["modelVersion"] = "gemini-3-flash-preview"
+	gm := doc["candidates"].([]any)[0].(map[string]any)["groundingMetadata"].(map[string]any)
+	gm["webSearchQueries"] = []any{"weather in San Francisco today", "", "San Francisco forecast"}
+	g3, _ := json.Marshal(doc)
+	for _, c := range []struct {
+		name     string
+		body     []byte
+		model    string
+		requests int
+		price    float64
+	}{
+		{"gemini 2.5 as recorded", rec, "gemini-2.5-pro", 1, 0.035},
+		{"gemini 3", g3, "gemini-3-flash-preview", 2, 0.014},
+	} {
+		r, err := wire.GeminiModel.DecodeResponse(c.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, n := nativeAnswer(t, r)
+		price, ok := wire.NativeSearchPrice(wire.Gemini, r.Model)
+		if n.Requests != c.requests || r.Model != c.model || !ok || price != c.price {
+			t.Errorf("%s: model %q, %d billed requests at %v; want %d at %v", c.name, r.Model, n.Requests, price, c.requests, c.price)
+		}
+	}
+}
+
 // The recorded Gemini stream grounded with Google Search: the text goes out as it
 // comes (the deltas are the answer without markers); the grounding on the last chunk
 // (offsets into the whole streamed text) places the markers in the finished answer.
