@@ -265,7 +265,8 @@ func (t *Transport) deliverErr(s *stream, err error) {
 }
 
 // returnWindow gives n read bytes back to the peer, batching WINDOW_UPDATEs to
-// a quarter of each window. Caller holds t.mu.
+// a quarter of the stream window (for the connection too: see connUpdateBatch).
+// Caller holds t.mu.
 func (c *conn) returnWindow(s *stream, n int) {
 	c.returnConnWindow(n)
 	if s.dead || c.closed {
@@ -284,7 +285,7 @@ func (c *conn) returnConnWindow(n int) {
 		return
 	}
 	c.recvOwed += int64(n)
-	if c.recvOwed >= connRecvWindow/4 {
+	if c.recvOwed >= connUpdateBatch {
 		c.queue(ctrlFrame{kind: ctrlWindowUpdate, id: 0, val: uint32(c.recvOwed)})
 		c.recvWin += c.recvOwed
 		c.recvOwed = 0

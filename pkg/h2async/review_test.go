@@ -428,6 +428,7 @@ func TestStressRepeatedGoAway(t *testing.T) {
 // closes the connection so every stream ends with an error, not a hang.
 func TestStalledPeerWriteTimeoutClosesConnection(t *testing.T) {
 	base := runtime.NumGoroutine()
+	release := make(chan struct{})
 	ts := newRawServerWith(t, []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 1 << 30}}, func(_ int, rc *rawConn) {
 		rc.write(func() error { return rc.fr.WriteWindowUpdate(0, 1<<30) })
 		var ids []uint32
@@ -447,12 +448,13 @@ func TestStalledPeerWriteTimeoutClosesConnection(t *testing.T) {
 		}
 		// Answer the GET's headers and part of its body, then read nothing more.
 		rc.respond(ids[0], "")
-		time.Sleep(5 * time.Second) // the client gives up long before
+		<-release // the client gives up long before
 	})
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // on failure; runs before the server's Close
 	tr := newTransport(t, ts.Certificate())
 	tr.WriteTimeout = 500 * time.Millisecond
 	get := startAsync(tr, ctxRequest(t, context.Background(), ts.URL+"/get"))
-	_ = get
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/post", bytes.NewReader(make([]byte, 32<<20)))
 	post := startAsync(tr, req)
 	start := time.Now()
@@ -470,7 +472,7 @@ func TestStalledPeerWriteTimeoutClosesConnection(t *testing.T) {
 		g.resp.Body.Close()
 	}
 	waitFor(t, "no connection left", func() bool { c, _ := tr.connStats(); return c == 0 })
-	ts.CloseClientConnections()
+	unblock()
 	ts.Close()
 	waitFor(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= base })
 }

@@ -14,6 +14,10 @@ import (
 const (
 	streamRecvWindow = 1 << 20
 	connRecvWindow   = 1 << 30
+	// connUpdateBatch is how many read bytes are returned to the connection
+	// window at once. It is small next to the window: batching a quarter of
+	// 1 GiB could leave it closed while streams still had window.
+	connUpdateBatch = streamRecvWindow / 4
 	// bigBuffer is the receive buffer capacity above which an emptied buffer is
 	// dropped rather than kept, so an idle stream does not pin a large array.
 	bigBuffer = 64 << 10
@@ -122,5 +126,6 @@ func (b body) Close() error {
 	return nil
 }
 
-// The connection window must hold every stream's window (see connRecvWindow).
-var _ [connRecvWindow - maxStreamsCap*streamRecvWindow]struct{}
+// The connection window must hold every stream's window plus the bytes read
+// but not yet returned (see connRecvWindow); this fails to compile otherwise.
+var _ [connRecvWindow - maxStreamsCap*streamRecvWindow - connUpdateBatch]struct{}
