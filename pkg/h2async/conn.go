@@ -435,9 +435,13 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 			c.maxStreams = int(min(st.Val, maxStreamsCap))
 		case http2.SettingInitialWindowSize:
 			// The change applies to every open stream's window (RFC 9113 6.9.2).
+			// Growing a window past 2^31-1 is a FLOW_CONTROL_ERROR on the connection.
 			delta := int64(st.Val) - c.peerInitWin
 			for _, s := range c.streams {
 				s.sendWin += delta
+				if s.sendWin > maxWindow {
+					return fmt.Errorf("stream %d flow-control window overflow", s.id)
+				}
 			}
 			c.peerInitWin = int64(st.Val)
 		case http2.SettingMaxFrameSize:

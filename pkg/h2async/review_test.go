@@ -531,3 +531,43 @@ func TestConcurrentBodyCloseAndRead(t *testing.T) {
 
 // quietLog keeps a test server's expected connection errors out of the output.
 func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// A SETTINGS_INITIAL_WINDOW_SIZE change that grows an open stream's window
+// past 2^31-1 is a connection error (RFC 9113 6.9.2): the connection closes
+// and the request fails, rather than sending beyond what the peer can count.
+func TestInitialWindowOverflowClosesConnection(t *testing.T) {
+	ts := newRawServer(t, func(_ int, rc *rawConn) {
+		rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			f, err := rc.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					rc.write(rc.fr.WriteSettingsAck)
+				}
+			case *http2.MetaHeadersFrame:
+				id := f.StreamID
+				rc.write(func() error {
+					if err := rc.fr.WriteWindowUpdate(id, maxWindow-(65535-10)); err != nil { // to exactly 2^31-1
+						return err
+					}
+					return rc.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 65536})
+				})
+			}
+		}
+	})
+	tr := newTransport(t, ts.Certificate())
+	req, _ := http.NewRequest(http.MethodPost, ts.URL, bytes.NewReader(make([]byte, 10)))
+	r := await(t, startAsync(tr, req))
+	if r.err == nil {
+		r.resp.Body.Close()
+		t.Fatal("request succeeded")
+	}
+	if !strings.Contains(r.err.Error(), "window overflow") {
+		t.Fatalf("got %v; want a flow-control window overflow", r.err)
+	}
+	waitFor(t, "the connection closed", func() bool { c, _ := tr.connStats(); return c == 0 })
+}
