@@ -265,7 +265,8 @@ func (t *Transport) deliverErr(s *stream, err error) {
 }
 
 // returnWindow gives n read bytes back to the peer, batching WINDOW_UPDATEs to
-// a quarter of each window. Caller holds t.mu.
+// a quarter of the stream window (for the connection too: see connUpdateBatch).
+// Caller holds t.mu.
 func (c *conn) returnWindow(s *stream, n int) {
 	c.returnConnWindow(n)
 	if s.dead || c.closed {
@@ -284,7 +285,7 @@ func (c *conn) returnConnWindow(n int) {
 		return
 	}
 	c.recvOwed += int64(n)
-	if c.recvOwed >= connRecvWindow/4 {
+	if c.recvOwed >= connUpdateBatch {
 		c.queue(ctrlFrame{kind: ctrlWindowUpdate, id: 0, val: uint32(c.recvOwed)})
 		c.recvWin += c.recvOwed
 		c.recvOwed = 0
@@ -434,9 +435,13 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 			c.maxStreams = int(min(st.Val, maxStreamsCap))
 		case http2.SettingInitialWindowSize:
 			// The change applies to every open stream's window (RFC 9113 6.9.2).
+			// Growing a window past 2^31-1 is a FLOW_CONTROL_ERROR on the connection.
 			delta := int64(st.Val) - c.peerInitWin
 			for _, s := range c.streams {
 				s.sendWin += delta
+				if s.sendWin > maxWindow {
+					return fmt.Errorf("stream %d flow-control window overflow", s.id)
+				}
 			}
 			c.peerInitWin = int64(st.Val)
 		case http2.SettingMaxFrameSize:

@@ -7,11 +7,17 @@ import (
 	"sync"
 )
 
-// Receive windows we advertise. The connection window is larger than one
-// stream's so a few slow readers do not stall every other stream.
+// Receive windows we advertise. The connection window covers every stream's
+// full window (maxStreamsCap of them, as net/http's 1 GiB does): were it
+// smaller, a few readers that stop reading would use it up and stall every
+// other stream on the connection. Memory stays bounded by the stream windows.
 const (
 	streamRecvWindow = 1 << 20
-	connRecvWindow   = 4 << 20
+	connRecvWindow   = 1 << 30
+	// connUpdateBatch is how many read bytes are returned to the connection
+	// window at once. It is small next to the window: batching a quarter of
+	// 1 GiB could leave it closed while streams still had window.
+	connUpdateBatch = streamRecvWindow / 4
 	// bigBuffer is the receive buffer capacity above which an emptied buffer is
 	// dropped rather than kept, so an idle stream does not pin a large array.
 	bigBuffer = 64 << 10
@@ -119,3 +125,7 @@ func (b body) Close() error {
 	s.cond.Broadcast()
 	return nil
 }
+
+// The connection window must hold every stream's window plus the bytes read
+// but not yet returned (see connRecvWindow); this fails to compile otherwise.
+var _ [connRecvWindow - maxStreamsCap*streamRecvWindow - connUpdateBatch]struct{}

@@ -16,11 +16,19 @@ import (
 // lock and then writes without it.
 type batch struct {
 	ctrl      []ctrlFrame
-	heads     []*stream
-	headEnd   []bool
+	heads     []headWork
 	data      []dataChunk
 	tableSize uint32
 	setTable  bool
+}
+
+// headWork is one stream's HEADERS to write. The id is copied under the lock:
+// a GOAWAY read while the writer is busy may requeue the stream, which zeroes
+// s.id (or gives it another connection's id) before its frames are written.
+type headWork struct {
+	s   *stream
+	id  uint32
+	end bool
 }
 
 type dataChunk struct {
@@ -32,7 +40,7 @@ type dataChunk struct {
 func (b *batch) reset() {
 	clear(b.heads)
 	clear(b.data)
-	b.ctrl, b.heads, b.headEnd, b.data = b.ctrl[:0], b.heads[:0], b.headEnd[:0], b.data[:0]
+	b.ctrl, b.heads, b.data = b.ctrl[:0], b.heads[:0], b.data[:0]
 	b.setTable = false
 }
 
@@ -96,8 +104,7 @@ func (c *conn) takeWork(b *batch) bool {
 		} else {
 			c.sendQ = append(c.sendQ, s)
 		}
-		b.heads = append(b.heads, s)
-		b.headEnd = append(b.headEnd, end)
+		b.heads = append(b.heads, headWork{s: s, id: s.id, end: end})
 	}
 	clear(c.headerQ)
 	c.headerQ = c.headerQ[:0]
@@ -152,8 +159,8 @@ func (c *conn) writeBatch(b *batch) error {
 			return err
 		}
 	}
-	for i, s := range b.heads {
-		if err := c.writeHeaders(s, b.headEnd[i]); err != nil {
+	for _, h := range b.heads {
+		if err := c.writeHeaders(h); err != nil {
 			return err
 		}
 	}
@@ -183,8 +190,8 @@ func (c *conn) writeCtrl(f ctrlFrame) error {
 
 // writeHeaders encodes s's request header block and writes it as HEADERS plus
 // as many CONTINUATION frames as the peer's frame size requires.
-func (c *conn) writeHeaders(s *stream, end bool) error {
-	block := c.encodeHeaders(s)
+func (c *conn) writeHeaders(h headWork) error {
+	block := c.encodeHeaders(h.s)
 	first := true
 	for first || len(block) > 0 {
 		n := min(len(block), c.peerMaxFrameSize())
@@ -192,10 +199,10 @@ func (c *conn) writeHeaders(s *stream, end bool) error {
 		block = block[n:]
 		var err error
 		if first {
-			err = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: frag, EndStream: end, EndHeaders: len(block) == 0})
+			err = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: h.id, BlockFragment: frag, EndStream: h.end, EndHeaders: len(block) == 0})
 			first = false
 		} else {
-			err = c.fr.WriteContinuation(s.id, len(block) == 0, frag)
+			err = c.fr.WriteContinuation(h.id, len(block) == 0, frag)
 		}
 		if err != nil {
 			return err
