@@ -571,3 +571,48 @@ func TestInitialWindowOverflowClosesConnection(t *testing.T) {
 	}
 	waitFor(t, "the connection closed", func() bool { c, _ := tr.connStats(); return c == 0 })
 }
+
+// A server that sets connections up but lets them carry nothing — closing each right
+// after its SETTINGS, or allowing no stream — fails the waiting request after a few
+// connections, with an error that says so, instead of dialling again until the
+// request's context ends; a usable server afterwards is used at once.
+func TestUnusableServerFailsInsteadOfRedialling(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		settings []http2.Setting
+		serve    func(n int, rc *rawConn)
+		want     error
+		also     string // another error text that is as good
+	}{
+		{"closed at once", nil, func(int, *rawConn) {}, errClosedAtOnce, "127.0.0.1"},
+		{"no stream allowed", []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}}, func(_ int, rc *rawConn) {
+			rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for {
+				if _, err := rc.fr.ReadFrame(); err != nil {
+					return
+				}
+			}
+		}, errNoStreams, "\x00"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var conns atomic.Int64
+			ts := newRawServerWith(t, c.settings, func(n int, rc *rawConn) {
+				conns.Add(1)
+				c.serve(n, rc)
+			})
+			tr := newTransport(t, ts.Certificate())
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			r := await(t, startAsync(tr, ctxRequest(t, ctx, ts.URL)))
+			// A connection closed at once may also be noticed after the request was
+			// seated on it: it then fails as a lost connection, as fast.
+			if r.err == nil || errors.Is(r.err, context.DeadlineExceeded) || !errors.Is(r.err, c.want) && !strings.Contains(r.err.Error(), c.also) {
+				t.Fatalf("err %v after %s; want %v", r.err, time.Since(start), c.want)
+			}
+			if n := conns.Load(); n > maxUnusable+maxParallelDials {
+				t.Fatalf("%d connections dialled for one request", n)
+			}
+		})
+	}
+}

@@ -36,6 +36,9 @@ const (
 	// maxAttempts bounds how often one request is sent again after a GOAWAY or
 	// REFUSED_STREAM, so a misbehaving server cannot make it loop forever.
 	maxAttempts = 4
+	// maxUnusable is how many connections in a row may close at once or allow no
+	// stream before the requests waiting for one fail.
+	maxUnusable = 3
 )
 
 // Transport is an HTTP/2 client whose pending requests hold no goroutine; see
@@ -93,12 +96,20 @@ type pool struct {
 	dialing int
 	perConn int       // the last MAX_CONCURRENT_STREAMS seen, to size dials
 	h1Until time.Time // until then, the authority is sent to Fallback
+	// unusable counts the connections in a row that could carry nothing.
+	unusable int
 }
 
 var (
 	errBodyTooLarge = errors.New("h2async: request body is larger than the transport's limit")
 	errNoReplay     = errors.New("h2async: server did not process the request and its body cannot be sent again")
 	errTooManyTries = errors.New("h2async: server did not process the request after several attempts")
+)
+
+// The server set connections up but they could carry nothing.
+var (
+	errClosedAtOnce = errors.New("h2async: the server closes every new connection")
+	errNoStreams    = errors.New("h2async: the server allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)")
 )
 
 // errNotH2 marks a server that did not choose h2 over ALPN.
@@ -344,8 +355,12 @@ func (t *Transport) dial(p *pool) {
 			p.waiting = nil
 		}
 	case c.closed:
-		t.drain(p)
+		t.unusable(p, errClosedAtOnce)
+	case c.maxStreams == 0:
+		c.close(errNoStreams)
+		t.unusable(p, errNoStreams)
 	default:
+		p.unusable = 0
 		c.registered = true
 		p.conns = append(p.conns, c)
 		p.perConn = c.maxStreams
@@ -354,6 +369,22 @@ func (t *Transport) dial(p *pool) {
 			c.becameIdle()
 		}
 	}
+}
+
+// unusable counts a connection the server set up but that could carry nothing (it
+// closed at once, or allows no stream). From the third in a row, the requests
+// waiting fail with err when no other connection can take them, instead of dialling
+// again for as long as their contexts last; until a usable connection comes, each
+// new request gets one more dial. Caller holds t.mu.
+func (t *Transport) unusable(p *pool, err error) {
+	if p.unusable++; p.unusable < maxUnusable || p.hasLiveConn() {
+		t.drain(p)
+		return
+	}
+	for _, s := range p.waiting {
+		t.finish(s, nil, err)
+	}
+	p.waiting = nil
 }
 
 func (p *pool) hasLiveConn() bool {
