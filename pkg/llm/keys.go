@@ -96,22 +96,12 @@ type Credential struct {
 	Token bool
 }
 
-// Try runs call with a usable credential, and with the next one while the provider
-// refuses the credential (see Credentials). call gets onDelta wrapped: once it has
-// passed text on, a refused call is not tried again (the text was streamed).
-func (c *Credentials) Try(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta)) error) error {
-	// call is synchronous, so TryAsync finishes before it returns.
-	var out error
-	c.TryAsync(ctx, onDelta, func(cred Credential, onDelta func(Delta), done func(error)) {
-		done(call(cred, onDelta))
-	}, func(err error) { out = err })
-	return out
-}
-
-// TryAsync is Try in continuation-passing style, for calls no goroutine waits on: call
-// makes one request with cred and calls its done exactly once with the outcome, on any
-// goroutine; the call with the next credential, when the provider refused this one,
-// starts from that callback. TryAsync calls done exactly once with the outcome of the
+// TryAsync runs call with a usable credential, and with the next one while the provider
+// refuses the credential (see Credentials). It is written in continuation-passing
+// style, so that no goroutine need wait on a call: call makes one request with cred
+// and calls its done exactly once with the outcome, on any goroutine; the call with
+// the next credential starts from that callback. call gets onDelta wrapped: once it
+// has passed text on, a refused call is not tried again (the text was streamed). TryAsync calls done exactly once with the outcome of the
 // whole try, on the goroutine of the last call's done (before TryAsync returns when
 // no call was made or every call finished inline).
 func (c *Credentials) TryAsync(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta), func(error)), done func(error)) {
