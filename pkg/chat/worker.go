@@ -270,14 +270,16 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 // alive during the call), and stores the answer in the store and in v. It reports
 // whether an answer is stored; false with a nil error means the job ended.
 func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stored bool, err error) {
-	mc, err := w.prepareCall(ctx, v, h)
-	if mc == nil {
-		return false, err
-	}
-	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
-	comp, err := mc.model.Client.Complete(mctx, mc.body, mc.onDelta)
-	cancel()
-	return w.answered(ctx, v, h, last, mc, comp, err)
+	// blocking's Start calls done before it returns: so does startModel.
+	w.startModel(ctx, v, h, last, blocking{w.Models[v.job.Model].Client}, nil, func(s bool, e error) { stored, err = s, e })
+	return stored, err
+}
+
+// blocking makes a model's call with Complete, on the calling goroutine, as a Starter.
+type blocking struct{ llm.Caller }
+
+func (b blocking) Start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
+	done(b.Complete(ctx, body, onDelta))
 }
 
 // deferModel makes hop h's model call with the model's llm.Starter and returns: the
@@ -295,11 +297,11 @@ func (w *Worker) deferModel(ctx context.Context, st *state.Step, v *view, h int,
 	})
 }
 
-// startModel is callModel with the model's llm.Starter: it returns once the request
-// is out, and done gets what callModel would have returned when the answer is in
-// (or at once, when the call ended before it went out). g is told the answer is in
-// before it is stored; if the step was given up on meanwhile, the answer is stored
-// all the same (it is paid for), but done is not called.
+// startModel makes hop h's model call with s: it returns once the request is out
+// (with a blocking s, once the call has ended), and done gets what callModel returns
+// when the answer is in (or at once, when the call ended before it went out). g, if set, is told the answer
+// is in before it is stored; if the step was given up on meanwhile, the answer is
+// stored all the same (it is paid for), but done is not called.
 func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s llm.Starter, g *stepGuard, done func(stored bool, err error)) {
 	mc, err := w.prepareCall(ctx, v, h)
 	if mc == nil {
@@ -351,8 +353,11 @@ func (w *Worker) guard(jobID string, finish func(error)) *stepGuard {
 	return g
 }
 
-// onFire sets what else firing does.
+// onFire sets what else firing does (nothing without a guard).
 func (g *stepGuard) onFire(f func()) {
+	if g == nil {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.fire = f
@@ -360,6 +365,9 @@ func (g *stepGuard) onFire(f func()) {
 
 // arrived stops the guard as the answer comes in; false: it had already fired.
 func (g *stepGuard) arrived() bool {
+	if g == nil {
+		return true
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.timer.Stop()
