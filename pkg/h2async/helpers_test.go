@@ -170,6 +170,24 @@ func (rc *rawConn) write(f func() error) error {
 }
 
 // respond writes a complete 200 response on stream id.
+// readFrame reads the client's next frame, acknowledging its SETTINGS on the way (a
+// SETTINGS frame is not returned).
+func (rc *rawConn) readFrame() (http2.Frame, error) {
+	for {
+		f, err := rc.fr.ReadFrame()
+		if err != nil {
+			return nil, err
+		}
+		if sf, ok := f.(*http2.SettingsFrame); ok {
+			if !sf.IsAck() {
+				rc.write(rc.fr.WriteSettingsAck)
+			}
+			continue
+		}
+		return f, nil
+	}
+}
+
 func (rc *rawConn) respond(id uint32, body string) error {
 	var hb []byte
 	enc := hpack.NewEncoder(writerFunc(func(p []byte) (int, error) { hb = append(hb, p...); return len(p), nil }))

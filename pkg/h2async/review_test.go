@@ -63,15 +63,11 @@ func TestGoAwayDuringHeaderWriteKeepsAcceptedStream(t *testing.T) {
 				serveRawConn(c, nil, func(rc *rawConn) {
 					nextHeaders := func() uint32 {
 						for {
-							f, err := rc.fr.ReadFrame()
+							f, err := rc.readFrame()
 							if err != nil {
 								return 0
 							}
 							switch f := f.(type) {
-							case *http2.SettingsFrame:
-								if !f.IsAck() {
-									rc.write(rc.fr.WriteSettingsAck)
-								}
 							case *http2.MetaHeadersFrame:
 								return f.StreamID
 							}
@@ -365,15 +361,11 @@ func TestStressRepeatedGoAway(t *testing.T) {
 	ts := newRawServer(t, func(_ int, rc *rawConn) {
 		seen := 0
 		for {
-			f, err := rc.fr.ReadFrame()
+			f, err := rc.readFrame()
 			if err != nil {
 				return
 			}
 			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					rc.write(rc.fr.WriteSettingsAck)
-				}
 			case *http2.MetaHeadersFrame:
 				seen++
 				id := f.StreamID
@@ -433,15 +425,11 @@ func TestStalledPeerWriteTimeoutClosesConnection(t *testing.T) {
 		rc.write(func() error { return rc.fr.WriteWindowUpdate(0, 1<<30) })
 		var ids []uint32
 		for len(ids) < 2 {
-			f, err := rc.fr.ReadFrame()
+			f, err := rc.readFrame()
 			if err != nil {
 				return
 			}
 			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					rc.write(rc.fr.WriteSettingsAck)
-				}
 			case *http2.MetaHeadersFrame:
 				ids = append(ids, f.StreamID)
 			}
@@ -539,15 +527,11 @@ func TestInitialWindowOverflowClosesConnection(t *testing.T) {
 	ts := newRawServer(t, func(_ int, rc *rawConn) {
 		rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		for {
-			f, err := rc.fr.ReadFrame()
+			f, err := rc.readFrame()
 			if err != nil {
 				return
 			}
 			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					rc.write(rc.fr.WriteSettingsAck)
-				}
 			case *http2.MetaHeadersFrame:
 				id := f.StreamID
 				rc.write(func() error {

@@ -431,15 +431,11 @@ func TestGoAwayRetriesUnprocessedStreams(t *testing.T) {
 				serveRawConn(c, nil, func(rc *rawConn) {
 					var ids []uint32
 					for len(ids) < 2 {
-						f, err := rc.fr.ReadFrame()
+						f, err := rc.readFrame()
 						if err != nil {
 							return
 						}
 						switch f := f.(type) {
-						case *http2.SettingsFrame:
-							if !f.IsAck() {
-								rc.write(rc.fr.WriteSettingsAck)
-							}
 						case *http2.MetaHeadersFrame:
 							ids = append(ids, f.StreamID)
 						}
@@ -565,15 +561,11 @@ func TestConnectionLossFailsPendingStreams(t *testing.T) {
 func rawPingServer(t *testing.T, answer bool, delay time.Duration, pings *atomic.Int32) *httptest.Server {
 	return newRawServer(t, func(_ int, rc *rawConn) {
 		for {
-			f, err := rc.fr.ReadFrame()
+			f, err := rc.readFrame()
 			if err != nil {
 				return
 			}
 			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					rc.write(rc.fr.WriteSettingsAck)
-				}
 			case *http2.PingFrame:
 				if !f.IsAck() {
 					pings.Add(1)
@@ -803,7 +795,7 @@ func TestInitialWindowChangeReleasesBody(t *testing.T) {
 				// Give a client that ignores the zero window time to misbehave.
 				rc.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 			}
-			f, err := rc.fr.ReadFrame()
+			f, err := rc.readFrame()
 			if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() && !opened {
 				opened = true
 				rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -816,10 +808,6 @@ func TestInitialWindowChangeReleasesBody(t *testing.T) {
 				return
 			}
 			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					rc.write(rc.fr.WriteSettingsAck)
-				}
 			case *http2.MetaHeadersFrame:
 				id = f.StreamID
 			case *http2.DataFrame:
