@@ -463,7 +463,9 @@ func textBlocks(p Part) []map[string]any {
 		from = end
 	}
 	if from < len(runes) || len(out) == 0 {
-		out = append(out, map[string]any{"type": "text", "text": string(runes[from:]), "citations": nil})
+		// A text block without citations has no citations field (the API sends none,
+		// and schema-validating clients refuse a null).
+		out = append(out, map[string]any{"type": "text", "text": string(runes[from:])})
 	}
 	return out
 }
@@ -540,6 +542,9 @@ func (anthropicCodec) EncodeResponse(r *Response) ([]byte, error) {
 }
 
 func (anthropicCodec) NewStream() Stream { return &anthropicStream{} }
+
+// EncodeError renders the error a stream that has sent nothing answers with.
+func (*anthropicStream) EncodeError(e *Error) []byte { return Anthropic.EncodeError(e) }
 
 // anthropicStream renders an answer as Messages stream events: a server_tool_use
 // block per search as it starts and its web_search_tool_result block when it ends (in
