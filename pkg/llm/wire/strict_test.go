@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/internal/openresponses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -194,10 +195,10 @@ func TestResponsesEmitsNoNullTheAPIOmits(t *testing.T) {
 		switch id {
 		case "object:response":
 			// The Open Responses specification requires these fields, null when unset.
-			return fits(nil, responseResourceFields[key])
+			return openresponses.Fits(nil, openresponses.ResponseResourceFields[key])
 		case "type:function":
 			// So it does a function tool's description, parameters and strict.
-			return fits(nil, nested["tool.function"][key])
+			return openresponses.Fits(nil, openresponses.Nested["tool.function"][key])
 		case "key:error":
 			// OpenAI's error object always has param and code (the SDKs read both).
 			return key == "param" || key == "code"
