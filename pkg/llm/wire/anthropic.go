@@ -357,7 +357,11 @@ func (r *Request) anthropicToolChoice(v json.RawMessage) error {
 			return Invalid("tool_choice.name", "tool_choice.name: Field required")
 		}
 		if tc.Name == "web_search" {
-			r.Notes = append(r.Notes, "tool_choice web_search is not honoured: the fleet offers web_search but cannot force the model to call it")
+			// The server tool, forced on the first model call that offers it.
+			if r.Search == nil {
+				r.Search = &llm.SearchOptions{}
+			}
+			r.Search.Requested, r.Search.Forced = true, true
 			break
 		}
 		r.ToolChoice = &ToolChoice{Mode: "tool", Name: tc.Name}

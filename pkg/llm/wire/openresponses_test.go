@@ -182,6 +182,12 @@ func TestResponsesToolLimitsAndForcedSearch(t *testing.T) {
 	if err != nil || req.Search.MaxUses != 2 {
 		t.Fatalf("max_tool_calls 2 under max_uses 5: %+v %v", req.Search, err)
 	}
+	// A Messages tool_choice naming the web_search server tool forces it too.
+	req, err = wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hi"}],
+		"tools":[{"type":"web_search_20250305","name":"web_search"}],"tool_choice":{"type":"tool","name":"web_search"}}`))
+	if err != nil || req.Search == nil || !req.Search.Forced || len(req.AllNotes()) != 0 {
+		t.Fatalf("Messages forced web_search: %+v %v %v", req.Search, req.AllNotes(), err)
+	}
 }
 
 func events(evs []wire.Event) []openresponses.Event {
