@@ -55,6 +55,8 @@ var Nested = map[string]map[string][]kind{
 	"error":                 {"code": {kString}, "message": {kString}},
 	"incomplete_details":    {"reason": {kString}},
 	"item.message":          {"type": {kString}, "id": {kString}, "status": {kString}, "role": {kString}, "content": {kArray}},
+	"item.web_search_call":  {"type": {kString}, "id": {kString}, "status": {kString}},
+	"action":                {"type": {kString}},
 	"item.function_call":    {"type": {kString}, "id": {kString}, "call_id": {kString}, "name": {kString}, "arguments": {kString}, "status": {kString}},
 	"content.output_text":   {"type": {kString}, "text": {kString}, "annotations": {kArray}},
 	"annotation":            {"type": {kString}, "url": {kString}, "start_index": {kInteger}, "end_index": {kInteger}, "title": {kString}},
@@ -139,9 +141,20 @@ func checkItem(where string, it map[string]any) []string {
 		return errs
 	case "function_call":
 		return checkFields(where, it, Nested["item.function_call"])
+	case "web_search_call":
+		errs := checkFields(where, it, Nested["item.web_search_call"])
+		if s, _ := it["status"].(string); !contains(webSearchStatuses, s) {
+			errs = append(errs, fmt.Sprintf("%s.status %q is not one of %v", where, s, webSearchStatuses))
+		}
+		if a, ok := it["action"].(map[string]any); ok {
+			errs = append(errs, checkFields(where+".action", a, Nested["action"])...)
+		}
+		return errs
 	}
-	return nil // web_search_call and other OpenAI items: outside the spec's item list
+	return nil // other items: outside the spec's item list
 }
+
+var webSearchStatuses = []string{"in_progress", "searching", "completed", "failed"}
 
 func checkContent(where string, c map[string]any) []string {
 	if c["type"] != "output_text" {

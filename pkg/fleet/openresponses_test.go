@@ -14,8 +14,8 @@ import (
 )
 
 // complianceCases are the scenarios the Open Responses compliance suite runs (a plain
-// answer, a stream, a system message, a function tool, an image, a conversation), each
-// with what its answer must show besides every required field.
+// answer, a stream, a system message, a function tool, an image, a conversation, web
+// search), each with what its answer must show besides every required field.
 var complianceCases = []struct {
 	name   string
 	stream bool
@@ -36,7 +36,18 @@ var complianceCases = []struct {
 			return "no function_call item"
 		}},
 	{"image input", false, `"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"What do you see? sim:nosearch"},{"type":"input_image","image_url":"https://example.com/logo.png"}]}]`, hasOutput},
+	{"web search", false, `"input":"Search the web: what is the weather in San Francisco today?","tools":[{"type":"web_search"}]`, hasSearch},
+	{"web search stream", true, `"input":"Search the web: what is the weather in San Francisco today?","tools":[{"type":"web_search"}]`, hasSearch},
 	{"multi-turn", false, `"input":[{"type":"message","role":"user","content":"My name is Alice."},{"type":"message","role":"assistant","content":"Hello Alice!"},{"type":"message","role":"user","content":"What is my name?"}]`, hasOutput},
+}
+
+func hasSearch(out []map[string]any) string {
+	for _, it := range out {
+		if it["type"] == "web_search_call" {
+			return hasOutput(out)
+		}
+	}
+	return "no web_search_call item"
 }
 
 func hasOutput(out []map[string]any) string {
