@@ -25,7 +25,8 @@ const conformanceRequest = `{"model":"m","input":"Weather in Paris?","instructio
  "tool_choice":{"type":"function","name":"get_weather"},"temperature":0.2,"top_p":0.9,"max_output_tokens":300,
  "max_tool_calls":2,"store":false,"metadata":{"k":"v"},"service_tier":"auto","safety_identifier":"u-1",
  "prompt_cache_key":"pk","presence_penalty":0,"frequency_penalty":0,"top_logprobs":0,"truncation":"disabled",
- "reasoning":{"effort":"low"},"parallel_tool_calls":false}`
+ "reasoning":{"effort":"low"},"parallel_tool_calls":false,
+ "text":{"format":{"type":"json_schema","name":"weather","schema":{"type":"object"}}}}`
 
 // responseStates are answers in every state a response object is rendered in.
 func responseStates() map[string]*wire.Response {
@@ -129,6 +130,9 @@ func TestResponsesEchoTheRequest(t *testing.T) {
 	}
 	if len(resp.Tools) != 2 || resp.Tools[0].Name != "get_weather" || resp.Tools[1].Type != "web_search" || resp.Tools[1].SearchContextSize != "low" {
 		t.Errorf("tools = %s", resp.JSON.Tools.Raw())
+	}
+	if f := resp.Text.Format; f.Type != "json_schema" || f.Name != "weather" || f.JSON.Description.Raw() != "null" || f.JSON.Strict.Raw() != "false" {
+		t.Errorf("text.format = %s", resp.JSON.Text.Raw())
 	}
 	if resp.Reasoning.Effort != "low" || resp.CompletedAt != float64(r.Finished.Unix()) || resp.Metadata["k"] != "v" {
 		t.Errorf("reasoning %+v completed_at %v metadata %v", resp.Reasoning, resp.CompletedAt, resp.Metadata)

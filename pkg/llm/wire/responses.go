@@ -606,7 +606,7 @@ func ResponsesEcho(body []byte) map[string]json.RawMessage {
 		case "reasoning":
 			v = withKeys(v, map[string]string{"effort": "null", "summary": "null"})
 		case "text":
-			v = withKeys(v, map[string]string{"format": `{"type":"text"}`})
+			v = echoText(v)
 		case "service_tier":
 			if string(v) == `"auto"` {
 				v = json.RawMessage(`"default"`)
@@ -630,6 +630,29 @@ func withKeys(v json.RawMessage, defs map[string]string) json.RawMessage {
 		}
 	}
 	b, err := json.Marshal(o)
+	if err != nil {
+		return v
+	}
+	return b
+}
+
+// echoText is text with its format, a json_schema format with its optional fields
+// (description null, strict false when not sent).
+func echoText(v json.RawMessage) json.RawMessage {
+	var t map[string]json.RawMessage
+	if json.Unmarshal(v, &t) != nil || t == nil {
+		return v
+	}
+	if isNull(t["format"]) {
+		t["format"] = json.RawMessage(`{"type":"text"}`)
+	}
+	var f struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(t["format"], &f) == nil && f.Type == "json_schema" {
+		t["format"] = withKeys(t["format"], map[string]string{"description": "null", "strict": "false"})
+	}
+	b, err := json.Marshal(t)
 	if err != nil {
 		return v
 	}

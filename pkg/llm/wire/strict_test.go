@@ -199,6 +199,9 @@ func TestResponsesEmitsNoNullTheAPIOmits(t *testing.T) {
 		case "type:function":
 			// So it does a function tool's description, parameters and strict.
 			return openresponses.Fits(nil, openresponses.Nested["tool.function"][key])
+		case "type:json_schema":
+			// And a json_schema text format's description.
+			return key == "description"
 		case "key:error":
 			// OpenAI's error object always has param and code (the SDKs read both).
 			return key == "param" || key == "code"
