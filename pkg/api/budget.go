@@ -80,8 +80,9 @@ func newUsagePeriod(period string, reset time.Time, usd float64, n int64, limitU
 	return u
 }
 
-// usage serves GET /v1/usage: the calling tenant's search spend (reservations in
-// flight included) and what is left of its budget, for the current UTC day and month.
+// usage serves GET /v1/usage: the calling tenant's spend (model turns and searches,
+// reservations in flight included) and what is left of its budget, for the current
+// UTC day and month, and its storage (job records and files) against its quotas.
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	tenant := tenantOf(r)
 	now := time.Now()
@@ -90,12 +91,18 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
 		return
 	}
+	storage, err := s.storageOf(r.Context(), tenant)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
+		return
+	}
 	b := s.Budgets.For(tenant)
 	dayEnd, monthEnd := state.PeriodEnds(now)
 	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "usage",
-		"tenant": tenant,
-		"day":    newUsagePeriod(sp.Day, dayEnd, sp.DayUSD, sp.DaySearches, b.USDPerDay, b.SearchesPerDay),
-		"month":  newUsagePeriod(sp.Month, monthEnd, sp.MonthUSD, sp.MonthSearches, b.USDPerMonth, b.SearchesPerMonth),
+		"object":  "usage",
+		"tenant":  tenant,
+		"day":     newUsagePeriod(sp.Day, dayEnd, sp.DayUSD, sp.DaySearches, b.USDPerDay, b.SearchesPerDay),
+		"month":   newUsagePeriod(sp.Month, monthEnd, sp.MonthUSD, sp.MonthSearches, b.USDPerMonth, b.SearchesPerMonth),
+		"storage": storage,
 	})
 }
