@@ -13,17 +13,13 @@ import (
 
 // A tenant's storage quota (config.Limits.StorageBytes) bounds the bytes of the job
 // records the fleet keeps for it over the retention period. A job is charged its
-// request and recordAllowance when it is submitted (admit), before its record is
+// request and state.RecordAllowance when it is submitted (admit), before its record is
 // written, and its real size (state.Store.JobFootprint: record, chain, recorded
 // searches) when it ends (JobFinished, from the finisher); its bytes come back when
 // the record expires, or at once when an unaccepted job is deleted. A submission that
 // does not fit is refused with 429 (413 when the request alone exceeds the quota), in
 // the protocol's error shape, counted in
 // fleet_tenant_rejected_total{limit="storage_bytes"}; GET /v1/usage reports the use.
-
-// recordAllowance is what a job is charged beyond its request until it ends and its
-// real size is known: room for its answer, trace and chain.
-const recordAllowance = 64 << 10
 
 // recordExpiry is when a job's record expires (its retention from creation).
 func (s *Server) recordExpiry(job *state.Job) time.Time {
@@ -41,11 +37,11 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 	if limit <= 0 {
 		return true
 	}
-	size := int64(len(job.Request)) + recordAllowance
+	size := int64(len(job.Request)) + state.RecordAllowance
 	if size > limit {
 		s.storageRefused(job.Tenant)
 		writeWireError(w, codec, &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-			Message: fmt.Sprintf("The request (%d bytes, with %d bytes kept for its answer) is larger than the tenant's storage quota of %d bytes.", len(job.Request), recordAllowance, limit)})
+			Message: fmt.Sprintf("The request (%d bytes, with %d bytes kept for its answer) is larger than the tenant's storage quota of %d bytes.", len(job.Request), state.RecordAllowance, limit)})
 		return false
 	}
 	ok, st, err := s.Store.ChargeRecord(r.Context(), job.Tenant, job.ID, size, s.recordExpiry(job), limit, false)

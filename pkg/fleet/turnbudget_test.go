@@ -153,3 +153,39 @@ func clip(b []byte) string {
 	}
 	return string(b)
 }
+
+// A batch's lines are charged to the tenant's storage quota as they are expanded, as
+// submitted jobs are: with a 256 KiB quota and twelve lines of ~30 KB (each charged
+// its request and a 64 KiB allowance until it ends), the lines that do not fit fail
+// with storage_quota_exceeded instead of being kept, the batch still ends, and the
+// tenant's records stay within its quota.
+func TestBatchLinesChargedToTheStorageQuota(t *testing.T) {
+	t.Parallel()
+	const key = "quota-batch-key"
+	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
+		file.Tenants = []config.Tenant{{ID: "small", APIKeyEnv: "QUOTABATCH_KEY", APIKeys: []string{key}, Limits: config.Limits{StorageBytes: 256 << 10}}}
+	}))
+	a := batchClient{t: t, url: f.URL, key: key}
+	var qs []string
+	for i := range 12 {
+		qs = append(qs, fmt.Sprintf("hello %d sim:nosearch %s", i, strings.Repeat("z", 30<<10)))
+	}
+	status, body := a.do("POST", "/v1/batches", map[string]any{"queries": qs, "model": demo.Model})
+	if status != 200 {
+		t.Fatalf("batch: %d %s", status, clip(body))
+	}
+	var b batchObject
+	json.Unmarshal(body, &b)
+	b = a.waitBatch(b.ID, 60*time.Second)
+	if b.RequestCounts.Total != 12 || b.RequestCounts.Failed == 0 || b.RequestCounts.Completed == 0 {
+		t.Errorf("batch %+v, want some lines run and the rest failed on the quota", b)
+	}
+	st, err := f.Store.StorageOf(t.Context(), "small")
+	if err != nil || st.Used > 256<<10 {
+		t.Errorf("tenant storage %+v (%v), want within its 256 KiB quota", st, err)
+	}
+	status, body = a.do("GET", "/v1/files/"+b.ErrorFileID+"/content", nil)
+	if status != 200 || !strings.Contains(string(body), "storage_quota_exceeded") {
+		t.Errorf("error file: %d %s", status, clip(body))
+	}
+}

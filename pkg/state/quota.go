@@ -22,6 +22,10 @@ import (
 // ledger counts a record whether Redis or another store (a JetStream KV bucket with
 // the same TTL) holds its bytes.
 
+// RecordAllowance is what a new job is charged beyond its request until it ends and
+// its real size is known: room for its answer, trace and chain (64 KiB).
+const RecordAllowance = 64 << 10
+
 // quotaSweep gives back a tenant's records past their expiry. KEYS[1] ledger,
 // KEYS[2] expiries. Returns now (ms).
 const quotaSweep = `
