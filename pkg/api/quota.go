@@ -52,6 +52,12 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 	if ok {
 		return true
 	}
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		// A retry of a submission that was accepted gets its job (charged already).
+		if claimed, err := s.Store.IdempotencyClaimed(r.Context(), job.Tenant, key); err == nil && claimed {
+			return true
+		}
+	}
 	s.storageRefused(job.Tenant)
 	after := time.Hour
 	if !st.FirstExpiry.IsZero() {
