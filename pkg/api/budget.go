@@ -14,9 +14,11 @@ import (
 // budgeted refuses a new job (or batch) of a tenant whose spend budget is used up: 429
 // in codec's error shape, naming the budget, with Retry-After set to the seconds until
 // the budget's period resets. A retry under an Idempotency-Key that already names a
-// job passes, so it gets that job. A budget with room admits the job; its searches are
-// still reserved one by one (search.Worker), so a job admitted near the limit gets
-// SEARCH_BUDGET_EXHAUSTED results, never an overdraft.
+// job passes, so it gets that job. A budget with room admits the job; its model turns
+// and searches are still reserved one by one at their worst case (chat.Worker,
+// search.Worker), so a job admitted near the limit gets SEARCH_BUDGET_EXHAUSTED
+// results, or fails with a budget error when its next model turn cannot be paid,
+// never an overdraft.
 func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tenant := tenantOf(r)
