@@ -14,9 +14,11 @@ import (
 // budgeted refuses a new job (or batch) of a tenant whose spend budget is used up: 429
 // in codec's error shape, naming the budget, with Retry-After set to the seconds until
 // the budget's period resets. A retry under an Idempotency-Key that already names a
-// job passes, so it gets that job. A budget with room admits the job; its searches are
-// still reserved one by one (search.Worker), so a job admitted near the limit gets
-// SEARCH_BUDGET_EXHAUSTED results, never an overdraft.
+// job passes, so it gets that job. A budget with room admits the job; its model turns
+// and searches are still reserved one by one at their worst case (chat.Worker,
+// search.Worker), so a job admitted near the limit gets SEARCH_BUDGET_EXHAUSTED
+// results, or fails with a budget error when its next model turn cannot be paid,
+// never an overdraft.
 func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tenant := tenantOf(r)
@@ -80,8 +82,9 @@ func newUsagePeriod(period string, reset time.Time, usd float64, n int64, limitU
 	return u
 }
 
-// usage serves GET /v1/usage: the calling tenant's search spend (reservations in
-// flight included) and what is left of its budget, for the current UTC day and month.
+// usage serves GET /v1/usage: the calling tenant's spend (model turns and searches,
+// reservations in flight included) and what is left of its budget, for the current
+// UTC day and month, and its storage (job records and files) against its quotas.
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	tenant := tenantOf(r)
 	now := time.Now()
@@ -90,12 +93,18 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
 		return
 	}
+	storage, err := s.storageOf(r.Context(), tenant)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
+		return
+	}
 	b := s.Budgets.For(tenant)
 	dayEnd, monthEnd := state.PeriodEnds(now)
 	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "usage",
-		"tenant": tenant,
-		"day":    newUsagePeriod(sp.Day, dayEnd, sp.DayUSD, sp.DaySearches, b.USDPerDay, b.SearchesPerDay),
-		"month":  newUsagePeriod(sp.Month, monthEnd, sp.MonthUSD, sp.MonthSearches, b.USDPerMonth, b.SearchesPerMonth),
+		"object":  "usage",
+		"tenant":  tenant,
+		"day":     newUsagePeriod(sp.Day, dayEnd, sp.DayUSD, sp.DaySearches, b.USDPerDay, b.SearchesPerDay),
+		"month":   newUsagePeriod(sp.Month, monthEnd, sp.MonthUSD, sp.MonthSearches, b.USDPerMonth, b.SearchesPerMonth),
+		"storage": storage,
 	})
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -17,8 +18,9 @@ import (
 // a request is authenticated; a request that submits a job takes one of its tenant's
 // job slots (released when the job ends, by the finisher: Server.JobFinished) and, if
 // it waits for the answer, a synchronous-wait or stream slot for as long as it waits
-// (released when it returns, whether the job ended or the client left). A refusal is
-// 429 with Retry-After in the protocol's error shape, counted in
+// (released when it returns, whether the job ended or the client left), and its
+// record is charged to the tenant's storage quota (quota.go). A refusal is 429 with
+// Retry-After in the protocol's error shape, counted in
 // fleet_tenant_rejected_total{tenant,limit}.
 
 // leaseTTL is how long a wait or stream slot outlives its ingress: a holder renews
@@ -88,12 +90,16 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, codec wire.Client
 		s.refuse(w, codec, job.Tenant, "queued_jobs", time.Second, fmt.Sprintf("Too many unfinished jobs: at most %d at once; retry when some have ended.", l.QueuedJobs))
 		return nil, false
 	}
+	if !s.chargeStorage(w, r, codec, job) {
+		s.Store.ReleaseLease(context.WithoutCancel(r.Context()), state.LeaseJobs, job.Tenant, job.ID)
+		return nil, false
+	}
 	if h == holdNone {
 		return func() {}, true
 	}
 	release, ok = s.admitWait(w, r, codec, job.Tenant, h)
 	if !ok {
-		s.Store.ReleaseLease(context.WithoutCancel(r.Context()), state.LeaseJobs, job.Tenant, job.ID)
+		s.JobFinished(context.WithoutCancel(r.Context()), &state.Job{ID: job.ID, Tenant: job.Tenant}) // its job slot and storage
 	}
 	return release, ok
 }
@@ -147,9 +153,11 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 }
 
 // JobFinished frees the job slot of a job that ended (a jobs.Hook, run by the
-// finisher). Batch lines hold none; releasing one is a no-op.
+// finisher) and charges its record's real size to its tenant's storage quota (see
+// settleStorage; a job that was never accepted gives its charge back). Batch lines
+// hold no slot; releasing one is a no-op.
 func (s *Server) JobFinished(ctx context.Context, job *state.Job) error {
-	return s.Store.ReleaseLease(ctx, state.LeaseJobs, job.Tenant, job.ID)
+	return errors.Join(s.Store.ReleaseLease(ctx, state.LeaseJobs, job.Tenant, job.ID), s.settleStorage(ctx, job))
 }
 
 // holdOf is what a request of a client protocol waits as.

@@ -222,6 +222,9 @@ func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (
 	}
 	job := &state.Job{ID: jobID(b.ID, i), Tenant: b.Tenant, Kind: "chat", Model: m.Model, Request: body.Bytes(),
 		Created: time.Now().UTC(), Deadline: b.Expires, Batch: b.ID}
+	if ok, err := s.chargeLine(ctx, job); !ok {
+		return bus.Pending{}, err // refused by the tenant's storage quota: the line failed (quota.go)
+	}
 	return jobs.Submit(ctx, s.Bus, s.Store, job, bus.SubjectBatchJob, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
 }
 

@@ -113,43 +113,41 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 	}
 }
 
-// Once the request's max_cost_usd is spent (here by the first turn), the next hop is
-// offered no web_search: the model answers with what it has.
-func TestMaxCostSpentOffersNoSearch(t *testing.T) {
+// A model turn is reserved at its worst case (the request's bytes as tokens, its
+// max_tokens) against the request's max_cost_usd before the model is called: hop 0
+// fits the $0.003 cap, hop 1, which reads a search result, does not, so the job fails
+// with a budget error naming the cap and the model is called once. The cap is set
+// before the first hop.
+func TestMaxCostReservesModelTurns(t *testing.T) {
 	t.Parallel()
 	ledgerOpt, ledger := withLedger(t)
 	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather")), text("Sunny [1].")}, ledgerOpt)
 	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
-		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"Search the web: weather?"}],"web_search_options":{"max_cost_usd":0.0001}}`)})
+		Request: json.RawMessage(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"Search the web: weather?"}],"web_search_options":{"max_cost_usd":0.003}}`)})
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, limit, _ := ledger.RequestSpend(context.Background(), "j1"); limit != 0.0001 {
+	if _, limit, _ := ledger.RequestSpend(context.Background(), "j1"); limit != 0.003 {
 		t.Fatalf("the request's cap was not set before the first hop: %v", limit)
 	}
 	reqs := h.pub.searches()
 	if len(reqs) != 1 {
-		t.Fatalf("searches published: %d", len(reqs))
+		t.Fatalf("searches published: %d (job %+v)", len(reqs), h.store.Job("j1"))
 	}
-	if err := h.resume(answerSearch(reqs[0], "https://w.example/"), 1); err != nil {
+	res := answerSearch(reqs[0], "https://w.example/")
+	res.Result.Summary = strings.Repeat("It is sunny today. ", 200)
+	if err := h.resume(res, 1); err != nil {
 		t.Fatal(err)
 	}
-	h.ended("j1")
-	offered := func(i int) bool {
-		var body struct {
-			Tools []struct {
-				Function struct{ Name string } `json:"function"`
-			} `json:"tools"`
-		}
-		json.Unmarshal([]byte(h.model.body(i)), &body)
-		for _, tl := range body.Tools {
-			if tl.Function.Name == "web_search" {
-				return true
-			}
-		}
-		return false
+	j := h.ended("j1")
+	if j.Status != state.Failed || j.Error == nil || j.Error.Status != http.StatusTooManyRequests || j.Error.Type != "insufficient_quota" ||
+		!strings.Contains(j.Error.Message, "max_cost_usd") {
+		t.Errorf("job %s, error %+v; want failed with a budget error naming max_cost_usd", j.Status, j.Error)
 	}
-	if !offered(0) || offered(1) {
-		t.Errorf("hop 0 offered web_search: %v (want true); hop 1, after the cap was spent: %v (want false)", offered(0), offered(1))
+	if n := h.model.calls(); n != 1 {
+		t.Errorf("the model was called %d times, want once: the turn that does not fit is never made", n)
+	}
+	if usd, _, _ := ledger.RequestSpend(context.Background(), "j1"); usd != turnUSD {
+		t.Errorf("the job's ledger holds $%v, want the one turn's $%v (the refused reservation given back)", usd, turnUSD)
 	}
 }

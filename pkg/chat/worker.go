@@ -96,6 +96,8 @@ type Worker struct {
 	// Ledger records what model turns cost and holds the request's max_cost_usd
 	// (spend.go; nil: turns are not counted, no cap).
 	Ledger Ledger
+	// Budgets are the tenants' spend budgets a model turn is reserved against (nil: none).
+	Budgets *state.Budgets
 	// Failpoint, if set, is called at named points between the writes of a step
 	// ("chat.after_model_call", "chat.after_turn_stored", "chat.after_dispatch"): the
 	// crash tests pass ExitAt to kill a worker exactly there. Nil in production.
@@ -442,6 +444,9 @@ func (w *Worker) prepareCall(ctx context.Context, v *view, h int) (mc *modelCall
 	body, err := hopRequest(v.req, h, offered).Body(mc.model.Upstream, msgs, tools)
 	if err != nil {
 		return fail(w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}))
+	}
+	if ok, err := w.reserveTurn(ctx, v, h, body, offered && mc.model.NativeSearch); !ok {
+		return fail(err) // the turn's worst case does not fit a budget: the job failed (spend.go)
 	}
 	w.emit(bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
 	if v.req.Stream && len(srcs.list) > 0 {

@@ -140,7 +140,7 @@ type Env struct {
 	Pprof bool `env:"FLEET_PPROF"`
 	// TenantLimits are the per-tenant limits of every tenant that sets none of its
 	// own, and of the open API (FLEET_TENANT_RPS, _BURST, _SYNC_WAITS, _STREAMS,
-	// _QUEUED_JOBS, _BATCHES, _FILES, _FILE_BYTES; 0: no limit).
+	// _QUEUED_JOBS, _BATCHES, _FILES, _FILE_BYTES, _STORAGE_BYTES; 0: no limit).
 	TenantLimits Limits `envPrefix:"FLEET_TENANT_"`
 	// FileExpiry is how long an uploaded file is kept when its upload names no
 	// expires_after; FilesMaxBytes bounds the FLEET_FILES object store as a whole (a

@@ -28,6 +28,14 @@ type Limits struct {
 	// outputs and error files) by count and by size.
 	Files     int   `json:"files,omitempty" env:"FILES" envDefault:"1000"`
 	FileBytes int64 `json:"fileBytes,omitempty" env:"FILE_BYTES" envDefault:"2147483648"`
+	// StorageBytes bounds the bytes of the tenant's job records the fleet keeps for
+	// the retention period (requests, answers, traces, the chain and recorded search
+	// results of each job, batch lines included; stored Responses objects are job
+	// records). A new job is reserved its request plus an allowance when it is
+	// submitted and charged its real size when it ends; a record's bytes are given
+	// back when it expires or is deleted. Over it, submissions are refused (429; 413
+	// for one request larger than the whole quota). Default 256 MiB.
+	StorageBytes int64 `json:"storageBytes,omitempty" env:"STORAGE_BYTES" envDefault:"268435456"`
 }
 
 // Or returns l with every zero field taken from def; a negative field (no limit)
@@ -43,13 +51,14 @@ func (l Limits) Or(def Limits) Limits {
 		return v
 	}
 	out := Limits{
-		SyncWaits:  int(pick(int64(l.SyncWaits), int64(def.SyncWaits))),
-		Streams:    int(pick(int64(l.Streams), int64(def.Streams))),
-		QueuedJobs: int(pick(int64(l.QueuedJobs), int64(def.QueuedJobs))),
-		Batches:    int(pick(int64(l.Batches), int64(def.Batches))),
-		Files:      int(pick(int64(l.Files), int64(def.Files))),
-		FileBytes:  pick(l.FileBytes, def.FileBytes),
-		Burst:      int(pick(int64(l.Burst), int64(def.Burst))),
+		SyncWaits:    int(pick(int64(l.SyncWaits), int64(def.SyncWaits))),
+		Streams:      int(pick(int64(l.Streams), int64(def.Streams))),
+		QueuedJobs:   int(pick(int64(l.QueuedJobs), int64(def.QueuedJobs))),
+		Batches:      int(pick(int64(l.Batches), int64(def.Batches))),
+		Files:        int(pick(int64(l.Files), int64(def.Files))),
+		FileBytes:    pick(l.FileBytes, def.FileBytes),
+		StorageBytes: pick(l.StorageBytes, def.StorageBytes),
+		Burst:        int(pick(int64(l.Burst), int64(def.Burst))),
 	}
 	switch {
 	case l.RequestsPerSecond < 0:
@@ -65,7 +74,7 @@ func (l Limits) Or(def Limits) Limits {
 // "no limit").
 func (l Limits) validate(bad func(string, ...any)) {
 	if l.RequestsPerSecond < 0 || l.Burst < 0 || l.SyncWaits < 0 || l.Streams < 0 || l.QueuedJobs < 0 ||
-		l.Batches < 0 || l.Files < 0 || l.FileBytes < 0 {
+		l.Batches < 0 || l.Files < 0 || l.FileBytes < 0 || l.StorageBytes < 0 {
 		bad("FLEET_TENANT_* limits must not be negative (0: no limit)")
 	}
 	if l.RequestsPerSecond > 0 && l.Burst < 1 {
@@ -105,5 +114,5 @@ func (t *TenantLimits) Of(tenant string) Limits {
 // default: for load tests and benchmarks, which measure the fleet, not its limits.
 func UnlimitedTenantEnv() []string {
 	return []string{"FLEET_TENANT_RPS=0", "FLEET_TENANT_SYNC_WAITS=0", "FLEET_TENANT_STREAMS=0", "FLEET_TENANT_QUEUED_JOBS=0",
-		"FLEET_TENANT_BATCHES=0", "FLEET_TENANT_FILES=0", "FLEET_TENANT_FILE_BYTES=0"}
+		"FLEET_TENANT_BATCHES=0", "FLEET_TENANT_FILES=0", "FLEET_TENANT_FILE_BYTES=0", "FLEET_TENANT_STORAGE_BYTES=0"}
 }

@@ -189,3 +189,20 @@ func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID)
 // StoredResponse holds what a stored Responses answer keeps of its request (its input,
 // previous turns included, and the settings it echoes), beside its job's keys.
 func (k Keys) StoredResponse(id string) string { return k.job(id) + ":response" }
+
+// SpendPending is a tenant's model-turn reservations of one UTC day that are not
+// settled yet (a sorted set: call → when the reservation lapses, ms). A reservation
+// whose worker died is released by the next reservation of the day once it lapses.
+func (k Keys) SpendPending(tenant, day string) string { return k.budget(tenant) + ":p:" + day }
+
+// quota is the root of a tenant's storage quota keys (the tenant as hash tag, so the
+// quota script touches one Redis Cluster slot).
+func (k Keys) quota(tenant string) string { return k.prefix + ":quota:{" + tenant + "}" }
+
+// QuotaBytes is a tenant's storage ledger (a hash): "used" bytes, and per record
+// ("b:<id>") the bytes it holds.
+func (k Keys) QuotaBytes(tenant string) string { return k.quota(tenant) + ":b" }
+
+// QuotaExpiries is a tenant's stored records by when each expires (a sorted set, ms):
+// a record past its expiry is released lazily by the next quota call.
+func (k Keys) QuotaExpiries(tenant string) string { return k.quota(tenant) + ":x" }

@@ -24,6 +24,10 @@ const (
 type Pricing struct {
 	InputPerMTokUSD  float64 `json:"inputPerMTokUSD,omitempty"`
 	OutputPerMTokUSD float64 `json:"outputPerMTokUSD,omitempty"`
+	// MaxOutputTokens is the most tokens one answer of the model can bill when its
+	// request sets no max_tokens (the model's output limit): a turn's worst case is
+	// reserved with it before the model is called (0: 4096).
+	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
 }
 
 // Validate refuses negative or non-finite prices.
@@ -32,6 +36,9 @@ func (p Pricing) Validate() error {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return errors.New("token prices must be zero or positive numbers of dollars per million tokens")
 		}
+	}
+	if p.MaxOutputTokens < 0 {
+		return errors.New("maxOutputTokens must be zero (the default, 4096) or positive")
 	}
 	return nil
 }
@@ -273,8 +280,8 @@ func (s *Store) RecordCall(ctx context.Context, jobID, tenant, call string, usd 
 }
 
 // UnrecordedCalls returns those of calls the tenant's ledger of the day has not
-// counted (RecordCall's last write), in one read: a job's completion records only
-// those, not every turn again.
+// counted, or holds only as a reservation not yet settled (ReserveTurn), in one read:
+// a job's completion settles only those, not every turn again.
 func (s *Store) UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error) {
 	if len(calls) == 0 {
 		return nil, nil
@@ -286,7 +293,7 @@ func (s *Store) UnrecordedCalls(ctx context.Context, tenant string, calls []stri
 	}
 	var out []string
 	for i, v := range got {
-		if v == nil {
+		if v == nil || pendingValue(v) {
 			out = append(out, calls[i])
 		}
 	}
