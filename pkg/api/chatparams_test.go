@@ -1,9 +1,11 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -150,6 +152,26 @@ func TestChatParametersWithSDK(t *testing.T) {
 		var apiErr *openai.Error
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != c.param || apiErr.Code != c.code || apiErr.Type != "invalid_request_error" {
 			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+// A batch line is a Chat request too: its parameters are checked the same way (no
+// billable ones in batches), and the line's error names the parameter.
+func TestBatchLineParametersValidated(t *testing.T) {
+	t.Parallel()
+	h := batchAPI(t)
+	for _, c := range []struct{ extra, param string }{{`"temperature":"hot"`, "body.temperature"}, {`"plugins":[]`, "body.plugins"}, {`"store":true`, "body.store"}} {
+		line := `{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":` + chatWith(c.extra) + "}\n"
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		mw.WriteField("purpose", "batch")
+		fw, _ := mw.CreateFormFile("file", "in.jsonl")
+		fw.Write([]byte(line))
+		mw.Close()
+		code, _, body := call(t, h, "POST", "/v1/files", mw.FormDataContentType(), &buf)
+		if code != 400 || !strings.Contains(string(body), `"param":"`+c.param+`"`) {
+			t.Errorf("batch line with %s: %d %s", c.extra, code, body)
 		}
 	}
 }
