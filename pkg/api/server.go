@@ -61,9 +61,6 @@ type Server struct {
 	Batches *batch.Service
 	// Ender ends the jobs ingress ends itself (a cancel).
 	Ender *jobs.Ender
-	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
-	// 429 for new jobs (nil: no budgets).
-	Budgets *state.Budgets
 
 	// MaxUnauthenticatedConns bounds the connections of HTTPServer that have not yet
 	// carried an authenticated request (0: no bound; see connGate).
@@ -71,8 +68,11 @@ type Server struct {
 	// ChatBillableParams are the billable Chat parameters clients may send
 	// (wire.BillableChatParams; none: each is refused with 400).
 	ChatBillableParams []string
+	pace               paces // the tenants' job durations, for Retry-After (retryafter.go)
 
-	pace paces // the tenants' job durations, for Retry-After (retryafter.go)
+	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
+	// 429 for new jobs (nil: no budgets).
+	Budgets *state.Budgets
 }
 
 // Handler returns the API's routes.
