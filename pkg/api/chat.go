@@ -79,6 +79,10 @@ func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", param, err.Error())
 		return nil, false
 	}
+	if e := wire.CheckChatParams(req.Extra, s.ChatBillableParams); e != nil {
+		writeWireError(w, wire.Chat, e)
+		return nil, false
+	}
 	if !slices.Contains(s.Models, req.Model) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
 			fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", ")))

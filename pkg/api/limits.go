@@ -87,7 +87,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, codec wire.Client
 		return nil, false
 	}
 	if !took {
-		s.refuse(w, codec, job.Tenant, "queued_jobs", time.Second, fmt.Sprintf("Too many unfinished jobs: at most %d at once; retry when some have ended.", l.QueuedJobs))
+		s.refuse(w, codec, job.Tenant, "queued_jobs", s.pace.slotFree(job.Tenant, l.QueuedJobs, s.JobTimeout), fmt.Sprintf("Too many unfinished jobs: at most %d at once; retry when some have ended.", l.QueuedJobs))
 		return nil, false
 	}
 	if !s.chargeStorage(w, r, codec, job) {
@@ -122,7 +122,7 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 		return nil, false
 	}
 	if !took {
-		s.refuse(w, codec, tenant, name, time.Second, fmt.Sprintf("Too many %s: at most %d at once; retry later, or submit with POST /v1/jobs and poll.", what, limit))
+		s.refuse(w, codec, tenant, name, s.pace.slotFree(tenant, limit, s.JobTimeout), fmt.Sprintf("Too many %s: at most %d at once; retry later, or submit with POST /v1/jobs and poll.", what, limit))
 		return nil, false
 	}
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
@@ -157,6 +157,7 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 // settleStorage; a job that was never accepted gives its charge back). Batch lines
 // hold no slot; releasing one is a no-op.
 func (s *Server) JobFinished(ctx context.Context, job *state.Job) error {
+	s.pace.observe(job)
 	return errors.Join(s.Store.ReleaseLease(ctx, state.LeaseJobs, job.Tenant, job.ID), s.settleStorage(ctx, job))
 }
 

@@ -48,9 +48,9 @@ type Server struct {
 	// JobTimeout is each job's deadline; SyncWait how long a synchronous request waits.
 	JobTimeout time.Duration
 	SyncWait   time.Duration
-	// BodyTimeout bounds reading a request body, UploadTimeout a multipart upload's
-	// (and writing a file's content); SSEMaxDuration bounds a server-sent event
-	// stream. Zero sets no deadline.
+	// BodyTimeout bounds reading a request body, UploadTimeout an authenticated
+	// upload's (POST /v1/files; and writing a file's content); SSEMaxDuration bounds a
+	// server-sent event stream. Zero sets no deadline.
 	BodyTimeout    time.Duration
 	UploadTimeout  time.Duration
 	SSEMaxDuration time.Duration
@@ -62,6 +62,15 @@ type Server struct {
 	Batches *batch.Service
 	// Ender ends the jobs ingress ends itself (a cancel).
 	Ender *jobs.Ender
+
+	// MaxUnauthenticatedConns bounds the connections of HTTPServer that have not yet
+	// carried an authenticated request (0: no bound; see connGate).
+	MaxUnauthenticatedConns int
+	// ChatBillableParams are the billable Chat parameters clients may send
+	// (wire.BillableChatParams; none: each is refused with 400).
+	ChatBillableParams []string
+	pace               paces // the tenants' job durations, for Retry-After (retryafter.go)
+
 	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
 	// 429 for new jobs (nil: no budgets).
 	Budgets *state.Budgets
@@ -88,7 +97,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
 	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
 	if s.Batches != nil {
-		mux.HandleFunc("POST /v1/files", s.auth(s.uploadFile))
+		mux.HandleFunc("POST /v1/files", s.auth(s.upload(s.uploadFile)))
 		mux.HandleFunc("GET /v1/files", s.auth(s.listFiles))
 		mux.HandleFunc("GET /v1/files/{id}", s.auth(s.getFile))
 		mux.HandleFunc("GET /v1/files/{id}/content", s.auth(s.fileContent))
@@ -231,17 +240,20 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return s.authAs(wire.Chat, h)
 }
 
-// authAs authenticates by "Authorization: Bearer <key>" or "x-api-key: <key>" and
-// answers a missing or unknown key in codec's error shape.
+// authAs authenticates by "Authorization: Bearer <key>" (the scheme in any case) or
+// "x-api-key: <key>" and answers a missing or unknown key in codec's error shape. No
+// body has been read when it runs (deadlines): an unauthenticated request is answered
+// at once.
 func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.Tenants == nil {
+			authenticated(r)
 			if s.allowRate(w, r, codec, tenantOf(r)) {
 				h(w, r)
 			}
 			return
 		}
-		key := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		key := bearer(r.Header.Get("Authorization"))
 		if key == "" {
 			key = strings.TrimSpace(r.Header.Get("X-Api-Key"))
 		}
@@ -251,10 +263,21 @@ func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.Handler
 				Message: "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."})
 			return
 		}
+		authenticated(r)
 		if s.allowRate(w, r, codec, tenant) {
 			h(w, r.WithContext(withTenant(r.Context(), tenant)))
 		}
 	}
+}
+
+// bearer returns the token of an Authorization header of the Bearer scheme, whose
+// name is case-insensitive (RFC 9110, section 11.1): "" for another scheme.
+func bearer(authorization string) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 type statusRecorder struct {

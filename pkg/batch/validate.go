@@ -13,6 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // Input limits. They follow the OpenAI Batch API's: at most 50,000 requests a batch.
@@ -168,6 +169,9 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 			param += "." + re.Param
 		}
 		return ptr(newLineError(n, "invalid_request", param, "%s", err.Error()))
+	}
+	if e := wire.CheckChatParams(req.Extra, nil); e != nil { // billable parameters: none in batches
+		return ptr(newLineError(n, "invalid_request", "body."+e.Param, "%s", e.Message))
 	}
 	if req.Stream {
 		return ptr(newLineError(n, "invalid_request", "body.stream", "'stream' must be false: batch answers are written to the output file"))

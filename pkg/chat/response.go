@@ -57,8 +57,9 @@ func splitCalls(t *turn, clientTools []string) (server, client []llm.ToolCall) {
 // annotations for the [n] markers that cite the chain's sources. It returns the
 // response, its finish reason, the message as the client sees it and what checking
 // its citations found: a marker that cites no retrieved source is removed from the
-// text (checkCitations).
-func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, string, json.RawMessage, citationCount) {
+// text (checkCitations). searches is the job's billed searches, as its usage counts
+// them (a refused or failed search is not one).
+func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (json.RawMessage, string, json.RawMessage, citationCount) {
 	var msg map[string]json.RawMessage
 	if json.Unmarshal(t.Message, &msg) != nil || msg == nil {
 		msg = map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`)}
@@ -90,15 +91,11 @@ func buildResponse(v *view, h int, t *turn, srcs *sources) (json.RawMessage, str
 	for _, s := range srcs.list {
 		sources = append(sources, map[string]string{"title": s.Web.Title, "url": s.Web.URI})
 	}
-	searches, fetches := 0, 0
+	fetches := 0
 	for k := 0; k <= h; k++ {
 		for _, c := range v.calls(k) {
-			switch {
-			case c.Local:
-			case c.Tool == intent.FetchToolName:
+			if !c.Local && c.Tool == intent.FetchToolName {
 				fetches++
-			default:
-				searches++
 			}
 		}
 	}

@@ -302,7 +302,7 @@ func handle[T bus.Payload](h *harness, d *bus.Delivery[T], fn bus.Handler[T]) er
 
 // answerSearch plays the search worker for a published request.
 func answerSearch(r search.Request, urls ...string) search.Done {
-	res := engines.Result{Query: r.Query.Query, Summary: "It is sunny [1]."}
+	res := engines.Result{Query: r.Query.Query, Summary: "It is sunny [1].", Usage: engines.Usage{Searches: 1}}
 	for _, u := range urls {
 		res.Citation.Sources = append(res.Citation.Sources, engines.Source{Web: engines.Web{URI: u, Title: "t " + u}})
 	}
@@ -482,6 +482,55 @@ func TestLocalResults(t *testing.T) {
 	j := h.ended("j1")
 	if !strings.Contains(h.model.body(2), "The search limit for this request is reached.") || !strings.Contains(string(j.Response), `"searches":1`) {
 		t.Fatalf("hop 2 body %s; response %s", h.model.body(2), j.Response)
+	}
+}
+
+// A search the budget refused is no search in the answer: searchfleet.searches,
+// usage.searchfleet.searches and the job's usage all count only the one that ran.
+func TestRefusedSearchesNotCounted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []func(http.ResponseWriter){
+		calls(webSearch("a", "one"), webSearch("b", "two")),
+		text("One [1]."),
+	})
+	h.submit("j1", "Search the web for one and two")
+	if err := h.job("j1", 1); err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.pub.searches()
+	if len(reqs) != 2 {
+		t.Fatalf("searches %+v", reqs)
+	}
+	refused := search.Done{JobID: reqs[1].JobID, Hop: reqs[1].Hop, CallID: reqs[1].CallID, Engine: reqs[1].Engine,
+		Result: *engines.InvalidArgumentsResult(search.BudgetExhausted, "The daily spending budget is used up.", reqs[1].Query.Query)}
+	for _, d := range []search.Done{answerSearch(reqs[0], "https://a.example/"), refused} {
+		if err := h.resume(d, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := h.ended("j1")
+	var resp struct {
+		Usage struct {
+			Searchfleet struct {
+				Searches int `json:"searches"`
+			} `json:"searchfleet"`
+		} `json:"usage"`
+		Searchfleet struct {
+			Searches int `json:"searches"`
+		} `json:"searchfleet"`
+	}
+	var usage struct {
+		Searches int `json:"searches"`
+	}
+	if err := json.Unmarshal(j.Response, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(j.Usage, &usage); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Searchfleet.Searches != 1 || resp.Usage.Searchfleet.Searches != 1 || usage.Searches != 1 {
+		t.Errorf("searches: searchfleet %d, usage.searchfleet %d, job usage %d; want 1 each (one ran, one was refused)",
+			resp.Searchfleet.Searches, resp.Usage.Searchfleet.Searches, usage.Searches)
 	}
 }
 

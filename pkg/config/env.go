@@ -12,12 +12,14 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -100,6 +102,16 @@ type Env struct {
 	// HTTPUploadTimeout replaces HTTPBodyTimeout for multipart uploads (POST
 	// /v1/files, up to FLEET_MAX_FILE_BYTES) and bounds sending a file's content.
 	HTTPUploadTimeout time.Duration `env:"FLEET_HTTP_UPLOAD_TIMEOUT" envDefault:"10m"`
+	// HTTPMaxUnauthenticatedConns bounds the ingress connections that have not yet
+	// carried an authenticated request (from accept until a request on them presents a
+	// known API key, or they close). A connection accepted beyond it is answered 503
+	// and closed before its request is read; 0 sets no bound.
+	HTTPMaxUnauthenticatedConns int `env:"FLEET_HTTP_MAX_UNAUTHENTICATED_CONNS" envDefault:"1024"`
+	// ChatBillableParams lists the Chat request parameters that change what the model
+	// provider bills which clients may send: service_tier (other than "default"),
+	// audio (audio output), store (stored completions and their metadata),
+	// prediction (predicted outputs). Empty (the default): each is refused with 400.
+	ChatBillableParams []string `env:"FLEET_CHAT_BILLABLE_PARAMS" envSeparator:","`
 	// SSEMaxDuration bounds one server-sent event stream (streamed answers, job
 	// events); keep-alive comments are sent every 10-15 s while it is open.
 	SSEMaxDuration time.Duration `env:"FLEET_SSE_MAX_DURATION" envDefault:"30m"`
@@ -224,6 +236,14 @@ func (e Env) Validate() error {
 			bad("%s must be positive (got %s)", name, d)
 		}
 	}
+	for _, p := range e.ChatBillableParams {
+		if !slices.Contains(wire.BillableChatParams, p) {
+			bad("FLEET_CHAT_BILLABLE_PARAMS: %q is not one of %s", p, strings.Join(wire.BillableChatParams, ", "))
+		}
+	}
+	if e.HTTPMaxUnauthenticatedConns < 0 {
+		bad("FLEET_HTTP_MAX_UNAUTHENTICATED_CONNS must be at least 0 (0: no bound)")
+	}
 	if e.HTTPUploadTimeout < e.HTTPBodyTimeout {
 		bad("FLEET_HTTP_UPLOAD_TIMEOUT (%s) must not be shorter than FLEET_HTTP_BODY_TIMEOUT (%s)", e.HTTPUploadTimeout, e.HTTPBodyTimeout)
 	}
@@ -297,6 +317,7 @@ func (e Env) LogValue() slog.Value {
 		slog.Any("engines", e.Engines),
 		slog.Duration("http_body_timeout", e.HTTPBodyTimeout),
 		slog.Duration("http_upload_timeout", e.HTTPUploadTimeout),
+		slog.Int("http_max_unauthenticated_conns", e.HTTPMaxUnauthenticatedConns),
 		slog.Duration("sse_max_duration", e.SSEMaxDuration),
 	)
 }

@@ -377,7 +377,8 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
 		Limits:  p.batches.Limits,
-		Budgets: p.o.File.Budgets(env.DefaultBudget)}
+		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
+		ChatBillableParams: env.ChatBillableParams}
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -402,7 +403,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if headerTimeout <= 0 {
 		headerTimeout = 10 * time.Second
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: env.HTTPIdleTimeout}
+	srv := s.HTTPServer(headerTimeout, env.HTTPIdleTimeout)
 	go func() { errc <- srv.Serve(ln) }()
 	p.log.Info("ingress listening", "addr", ln.Addr().String())
 	if p.o.Listening != nil {
