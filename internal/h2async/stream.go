@@ -1,6 +1,7 @@
 package h2async
 
 import (
+	"compress/gzip"
 	"errors"
 	"io"
 	"net/http"
@@ -36,6 +37,7 @@ type stream struct {
 
 	bodyLen  int // the request body's full length, for content-length
 	attempts int
+	gzip     bool // the transport asks for gzip and decompresses it (see DisableCompression)
 
 	conn      *conn  // nil while waiting in the pool
 	id        uint32 // 0 until its HEADERS are handed to the writer
@@ -60,6 +62,7 @@ type stream struct {
 
 func newStream(t *Transport, req *http.Request, key string, body []byte, done func(*http.Response, error)) *stream {
 	s := &stream{t: t, req: req, key: key, done: done, sendBody: body, bodyLen: len(body), recvWin: streamRecvWindow}
+	s.gzip = !t.DisableCompression && req.Header.Get("Accept-Encoding") == "" && req.Header.Get("Range") == "" && req.Method != http.MethodHead
 	s.cond.L = &t.mu
 	return s
 }
@@ -129,3 +132,28 @@ func (b body) Close() error {
 // The connection window must hold every stream's window plus the bytes read
 // but not yet returned (see connRecvWindow); this fails to compile otherwise.
 var _ [connRecvWindow - maxStreamsCap*streamRecvWindow - connUpdateBatch]struct{}
+
+// gzipBody decompresses a gzip response body as it is read; the gzip reader is
+// made on the first Read, so the response callback never blocks on the body.
+type gzipBody struct {
+	body io.ReadCloser
+	zr   *gzip.Reader
+	err  error // a bad gzip header, returned by every Read
+}
+
+func (g *gzipBody) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.body)
+		if err != nil {
+			g.err = err
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+func (g *gzipBody) Close() error { return g.body.Close() }

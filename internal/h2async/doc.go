@@ -44,8 +44,9 @@
 //
 // # Not done
 //
-// Responses are not transparently decompressed (no Accept-Encoding is added),
-// request trailers are not sent (such requests fall back), server push is
-// refused, and the peer's SETTINGS_MAX_HEADER_LIST_SIZE is not enforced on
-// outgoing headers.
+// Request trailers are not sent (such requests fall back), server push is
+// refused (SETTINGS_ENABLE_PUSH is 0; a PUSH_PROMISE closes the connection), and
+// the peer's SETTINGS_MAX_HEADER_LIST_SIZE is not enforced on outgoing headers.
+// Like net/http, a request without Accept-Encoding asks for gzip and its
+// response is decompressed transparently (see Transport.DisableCompression).
 package h2async
