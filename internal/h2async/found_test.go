@@ -1,6 +1,7 @@
 package h2async
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -119,5 +120,46 @@ func TestPushPromiseFailsConnection(t *testing.T) {
 	}
 	if got := mustGet(t, tr, ts.URL); got != "ok" || conns.Load() != 2 {
 		t.Fatalf("next request: %q over %d connections", got, conns.Load())
+	}
+}
+
+// The data that arrived before the server reset the stream is read before the
+// reset's error, as net/http does: a streamed answer cut by the server keeps its
+// last events. (Node resets slow GET responses with RST_STREAM(NO_ERROR) after
+// their last DATA; the bytes used to be dropped.)
+func TestDataBeforeResetIsRead(t *testing.T) {
+	ts := newRawServer(t, func(_ int, rc *rawConn) {
+		for {
+			f, err := rc.readFrame()
+			if err != nil {
+				return
+			}
+			h, ok := f.(*http2.MetaHeadersFrame)
+			if !ok {
+				continue
+			}
+			rc.write(func() error {
+				if err := rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: h.StreamID, BlockFragment: []byte{0x88}, EndHeaders: true}); err != nil { // :status 200
+					return err
+				}
+				if err := rc.fr.WriteData(h.StreamID, false, []byte("data: last event\n\n")); err != nil {
+					return err
+				}
+				return rc.fr.WriteRSTStream(h.StreamID, http2.ErrCodeInternal)
+			})
+		}
+	})
+	tr := newTransport(t, ts.Certificate())
+	req, _ := http.NewRequest(http.MethodGet, ts.URL, nil)
+	r := await(t, startAsync(tr, req))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.resp.Body.Close()
+	waitFor(t, "the reset to arrive", func() bool { _, s := tr.connStats(); return s == 0 })
+	b, err := io.ReadAll(r.resp.Body)
+	var se http2.StreamError
+	if string(b) != "data: last event\n\n" || !errors.As(err, &se) || se.Code != http2.ErrCodeInternal {
+		t.Fatalf("read %q, %v; want the event, then the reset", b, err)
 	}
 }

@@ -77,9 +77,8 @@ func (b body) Read(p []byte) (int, error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
 	for {
-		if s.err != nil {
-			return 0, s.err
-		}
+		// What arrived before a reset or a lost connection is read first, as with
+		// net/http; after Close, buf is empty and err is errBodyClosed.
 		if s.off < len(s.buf) {
 			n := copy(p, s.buf[s.off:])
 			s.off += n
@@ -92,6 +91,9 @@ func (b body) Read(p []byte) (int, error) {
 			}
 			s.conn.returnWindow(s, n)
 			return n, nil
+		}
+		if s.err != nil {
+			return 0, s.err
 		}
 		if s.eof {
 			s.bodyDone = true

@@ -56,6 +56,10 @@ function readBody(stream, cb) {
 
 server.on('stream', (stream, headers) => {
   stream.on('error', () => {});
+  // Consuming the request side keeps Node from closing a finished response with
+  // RST_STREAM(NO_ERROR) while its last DATA still waits for flow-control window:
+  // Node does that to a stream whose request body was never read (a GET).
+  if (headers[':method'] === 'GET' || headers[':method'] === 'HEAD') stream.resume();
   const url = new URL(headers[':path'], 'https://127.0.0.1');
   const q = (k, d) => (url.searchParams.has(k) ? url.searchParams.get(k) : d);
   const session = stream.session;
