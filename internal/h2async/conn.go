@@ -272,11 +272,13 @@ func (t *Transport) deliverErr(s *stream, err error) {
 		t.finish(s, nil, err)
 		return
 	}
+	s.mu.Lock()
 	if !s.eof && s.err == nil {
 		s.err = err
 		s.stop()
 		s.cond.Broadcast()
 	}
+	s.mu.Unlock()
 }
 
 // returnWindow gives n read bytes back to the peer, batching WINDOW_UPDATEs to
@@ -559,8 +561,10 @@ func (c *conn) newResponse(s *stream, f *http2.MetaHeadersFrame, code int) *http
 // remoteEnded handles the server's END_STREAM: the body is complete, and if
 // our request body is still being sent the server no longer wants it.
 func (c *conn) remoteEnded(s *stream) {
+	s.mu.Lock()
 	s.eof = true
 	s.cond.Broadcast()
+	s.mu.Unlock()
 	if !s.endSent {
 		c.resetStream(s)
 		return
@@ -576,7 +580,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	}
 	s := c.streams[f.StreamID]
 	data := f.Data()
-	if s == nil || s.bodyClosed {
+	if s == nil {
 		c.returnConnWindow(int(n)) // nobody will read it
 		return nil
 	}
@@ -595,8 +599,14 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		c.returnWindow(s, pad)
 	}
 	if len(data) > 0 {
-		s.buf = append(s.buf, data...)
-		s.cond.Broadcast()
+		s.mu.Lock()
+		if s.bodyClosed {
+			c.returnConnWindow(len(data)) // nobody will read it
+		} else {
+			s.buf = append(s.buf, data...)
+			s.cond.Broadcast()
+		}
+		s.mu.Unlock()
 	}
 	if f.StreamEnded() {
 		c.remoteEnded(s)

@@ -506,11 +506,17 @@ func (t *Transport) cancel(s *stream, err error) {
 			return
 		}
 		t.finish(s, nil, err)
-	} else if s.bodyDone || s.bodyClosed || s.eof || s.err != nil {
-		return
 	} else {
-		s.err = err
-		s.cond.Broadcast()
+		s.mu.Lock()
+		over := s.bodyDone || s.bodyClosed || s.eof || s.err != nil
+		if !over {
+			s.err = err
+			s.cond.Broadcast()
+		}
+		s.mu.Unlock()
+		if over {
+			return
+		}
 	}
 	if c != nil {
 		c.resetStream(s)
