@@ -46,11 +46,14 @@ type testServer struct {
 	goawayURL string
 	// node: the Node-only routes (/push, /goaway) are served.
 	node bool
+	// cutsCleanly: a response whose upstream was cut ends with END_STREAM, so
+	// no client can tell it from a complete one (h2o 2.2.5's proxy does that).
+	cutsCleanly bool
 }
 
 // needTool finds a server binary. Without it the test is skipped, except in CI
-// (CI=true), where a missing server is a failure: scripts/ensure-nginx.sh installs
-// nginx, and .ci/run requires Node.js.
+// (CI=true), where a missing server is a failure: scripts/ensure-http2-servers.sh
+// installs nginx and h2o, and .ci/run requires Node.js.
 func needTool(t testing.TB, name string, alt ...string) string {
 	t.Helper()
 	if p, err := exec.LookPath(name); err == nil {
@@ -62,9 +65,9 @@ func needTool(t testing.TB, name string, alt ...string) string {
 		}
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not installed; the h2async interop tests need it in CI (scripts/ensure-nginx.sh installs nginx; Node.js >= 20 is required)", name)
+		t.Fatalf("%s is not installed; the h2async interop tests need it in CI (scripts/ensure-http2-servers.sh installs nginx and h2o; Node.js >= 20 is required)", name)
 	}
-	t.Skipf("%s is not installed; skipping (scripts/ensure-nginx.sh installs nginx)", name)
+	t.Skipf("%s is not installed; skipping (scripts/ensure-http2-servers.sh installs nginx and h2o)", name)
 	return ""
 }
 
@@ -234,6 +237,67 @@ func nginxServer(t testing.TB) *testServer {
 		h1URL: fmt.Sprintf("https://127.0.0.1:%d", h1port), goawayURL: fmt.Sprintf("https://127.0.0.1:%d", goawayport)}
 }
 
+// h2oConf is the generated h2o configuration: an HTTP/2 listener proxying to the
+// backend, compressing text itself, and pushing what a response's Link: preload
+// header names (h2o's default) to clients that allow push.
+const h2oConf = `
+{{user}}
+pid-file: {{dir}}/h2o.pid
+error-log: {{dir}}/error.log
+num-threads: 1
+http2-push-preload: ON
+listen:
+  host: 127.0.0.1
+  port: {{port}}
+  ssl:
+    certificate-file: {{cert}}
+    key-file: {{key}}
+hosts:
+  "127.0.0.1:{{port}}":
+    paths:
+      "/":
+        proxy.reverse.url: "http://{{backend}}/"
+    compress: ON
+`
+
+// h2oServer starts h2o (a child process with its own configuration) in front of
+// the backend.
+func h2oServer(t testing.TB) *testServer {
+	bin := needTool(t, "h2o", "/usr/sbin/h2o")
+	be := httptest.NewServer(backend())
+	t.Cleanup(be.Close)
+	dir := t.TempDir()
+	certFile, keyFile, roots := testCert(t, dir)
+	port := freePort(t)
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user: root"
+	}
+	conf := strings.NewReplacer("{{user}}", user, "{{dir}}", dir, "{{cert}}", certFile, "{{key}}", keyFile,
+		"{{port}}", strconv.Itoa(port), "{{backend}}", be.Listener.Addr().String()).Replace(h2oConf)
+	if err := os.WriteFile(filepath.Join(dir, "h2o.conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-c", filepath.Join(dir, "h2o.conf"))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	logs := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return out.String() + string(b)
+	}
+	waitListening(t, "127.0.0.1:"+strconv.Itoa(port), exited, logs)
+	return &testServer{name: "h2o", url: fmt.Sprintf("https://127.0.0.1:%d", port), roots: roots, cutsCleanly: true}
+}
+
 // nodeServer starts testdata/h2server.js with Node's http2 module.
 func nodeServer(t testing.TB) *testServer {
 	bin := needTool(t, "node")
@@ -356,6 +420,11 @@ func backend() http.Handler {
 		w.(http.Flusher).Flush()
 		time.Sleep(20 * time.Millisecond)
 		panic(http.ErrAbortHandler)
+	})
+	mux.HandleFunc("/push", func(w http.ResponseWriter, r *http.Request) {
+		// h2o pushes what Link: rel=preload names, unless the client disabled push.
+		w.Header().Set("Link", "</status?code=200>; rel=preload")
+		io.WriteString(w, "push\n")
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
