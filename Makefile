@@ -36,7 +36,7 @@ bench-scale: ## scale-out: jobs/s with 1, 2, 4 search-worker and chat-worker pro
 
 bench-go: ## micro-benchmarks: engine normalization per kind, intent classification, memory of a pending model call (h2async vs net/http)
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/engines/ ./pkg/intent/
-	$(GO) test -run '^$$' -bench PendingRequest -benchtime 3x ./pkg/h2async/
+	$(GO) test -run '^$$' -bench PendingRequest -benchtime 3x ./internal/h2async/
 
 fuzz: ## run every fuzz target (found with go test -list) for FUZZTIME each (10s); crashers stay in testdata/fuzz
 	GO=$(GO) scripts/fuzz.sh $(ARGS)

@@ -229,7 +229,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 	if caFile != "" {
 		env = append(env, "SSL_CERT_FILE="+caFile)
 	}
-	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GODEBUG"} { // the Go runtime's settings reach the processes
+	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "FLEET_MODEL_ASYNC"} { // the Go runtime's settings (and the model transport) reach the processes
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

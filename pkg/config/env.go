@@ -47,11 +47,12 @@ type Env struct {
 	JobTimeout time.Duration `env:"FLEET_JOB_TIMEOUT" envDefault:"5m"`
 	// ModelTimeout bounds one main-model call.
 	ModelTimeout time.Duration `env:"FLEET_MODEL_TIMEOUT" envDefault:"120s"`
-	// ModelAsync sends model calls to HTTPS providers with pkg/h2async, so a call
+	// ModelAsync sends model calls to HTTPS providers with internal/h2async, so a call
 	// waiting for its answer holds no goroutine (about 1 KB instead of net/http's
-	// ~17 KB): a chat worker can then hold tens of thousands of slow calls. Off:
-	// Go's net/http carries them.
-	ModelAsync bool `env:"FLEET_MODEL_ASYNC" envDefault:"true"`
+	// ~17 KB): a chat worker can then hold tens of thousands of slow calls. Off by
+	// default until its interop and differential tests against non-Go HTTP/2 servers
+	// pass in CI; off: Go's net/http carries them.
+	ModelAsync bool `env:"FLEET_MODEL_ASYNC" envDefault:"false"`
 	// EngineTimeout bounds one search engine call.
 	EngineTimeout time.Duration `env:"FLEET_ENGINE_TIMEOUT" envDefault:"45s"`
 	// AckWait is how long a delivery may go unacknowledged before another worker gets

@@ -14,10 +14,10 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/h2async"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
-	"github.com/searchfleet/searchfleet/pkg/h2async"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 

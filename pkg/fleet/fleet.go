@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/searchfleet/searchfleet/internal/h2async"
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/batch"
@@ -28,7 +29,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
-	"github.com/searchfleet/searchfleet/pkg/h2async"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"

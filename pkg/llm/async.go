@@ -10,7 +10,7 @@ import (
 )
 
 // AsyncTransport is an http.RoundTripper that can also send a request with no goroutine
-// waiting for its answer (pkg/h2async.Transport).
+// waiting for its answer (internal/h2async.Transport).
 type AsyncTransport interface {
 	http.RoundTripper
 	// Start sends req and calls done exactly once, on a goroutine of its own (done may

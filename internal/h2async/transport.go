@@ -33,8 +33,11 @@ const (
 	// maxParallelDials bounds the connections being dialled at once to one
 	// authority, so a burst of queued requests does not open a flood of them.
 	maxParallelDials = 8
-	// maxAttempts bounds how often one request is sent again after a GOAWAY or
-	// REFUSED_STREAM, so a misbehaving server cannot make it loop forever.
+	// maxAttempts bounds how often one request is sent again after a REFUSED_STREAM,
+	// or after a GOAWAY from a connection that processed nothing, so a misbehaving
+	// server cannot make it loop forever. A GOAWAY from a connection that did
+	// process requests (a server that ends connections every N requests, as nginx's
+	// keepalive_requests does) is progress and does not count.
 	maxAttempts = 4
 	// maxUnusable is how many connections in a row may close at once or allow no
 	// stream before the requests waiting for one fail.
@@ -77,9 +80,17 @@ type Transport struct {
 	MaxResponseHeaderBytes int64
 	// MaxBodyBytes caps a request body, which Start reads whole (default 64 MiB).
 	MaxBodyBytes int64
+	// DisableCompression, as in net/http, stops the transport from asking for gzip.
+	// Otherwise a request without Accept-Encoding (nor Range, nor HEAD) is sent with
+	// "Accept-Encoding: gzip", and a gzip response is decompressed as it is read:
+	// its Content-Encoding and Content-Length are removed and Uncompressed is set.
+	DisableCompression bool
 
 	initOnce sync.Once
 	fallback *http.Transport
+	// dialH2, when set (by tests), replaces the TCP dial and TLS handshake: it
+	// returns a connection on which h2 is spoken from the client preface on.
+	dialH2 func(ctx context.Context, addr string) (net.Conn, error)
 
 	// mu guards every pool, connection and stream of this transport (see the
 	// package documentation for why one lock).
@@ -442,10 +453,13 @@ func (t *Transport) finish(s *stream, resp *http.Response, err error) {
 }
 
 // requeue sends again a stream that its server did not process (above a
-// GOAWAY's last stream id, or refused). Caller holds t.mu; s is detached.
-func (t *Transport) requeue(s *stream) {
+// GOAWAY's last stream id, or refused); counted says whether this counts as one
+// of its maxAttempts. Caller holds t.mu; s is detached.
+func (t *Transport) requeue(s *stream, counted bool) {
 	s.conn, s.id, s.dead, s.endSent = nil, 0, false, false
-	s.attempts++
+	if counted {
+		s.attempts++
+	}
 	if s.finished {
 		return
 	}
@@ -492,11 +506,17 @@ func (t *Transport) cancel(s *stream, err error) {
 			return
 		}
 		t.finish(s, nil, err)
-	} else if s.bodyDone || s.bodyClosed || s.eof || s.err != nil {
-		return
 	} else {
-		s.err = err
-		s.cond.Broadcast()
+		s.mu.Lock()
+		over := s.bodyDone || s.bodyClosed || s.eof || s.err != nil
+		if !over {
+			s.err = err
+			s.cond.Broadcast()
+		}
+		s.mu.Unlock()
+		if over {
+			return
+		}
 	}
 	if c != nil {
 		c.resetStream(s)

@@ -148,7 +148,7 @@ func (c *conn) takeData(b *batch) {
 }
 
 func (c *conn) writeBatch(b *batch) error {
-	if err := c.tc.SetWriteDeadline(time.Now().Add(c.t.writeTimeout())); err != nil {
+	if err := c.nc.SetWriteDeadline(time.Now().Add(c.t.writeTimeout())); err != nil {
 		return err
 	}
 	if b.setTable {
@@ -260,6 +260,9 @@ func (c *conn) encodeHeaders(s *stream) []byte {
 	}
 	if s.bodyLen > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		write("content-length", strconv.Itoa(s.bodyLen), false)
+	}
+	if s.gzip {
+		write("accept-encoding", "gzip", false)
 	}
 	if !hasUA {
 		write("user-agent", "Go-http-client/2.0", false)

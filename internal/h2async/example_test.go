@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/searchfleet/searchfleet/pkg/h2async"
+	"github.com/searchfleet/searchfleet/internal/h2async"
 )
 
 // Start returns at once; done runs on a goroutine of its own once the response

@@ -25,8 +25,11 @@
 // trades some parallelism (frames of different connections are processed one
 // at a time) for a state machine that is easy to reason about: a stream moves
 // between the pool's wait queue, a connection's header queue and its stream
-// table without any lock ordering to get wrong. Model traffic (a few thousand
-// frames a second) is far below what one mutex can serve.
+// table without any lock ordering to get wrong. The one exception is a response
+// body's buffer, which has a lock of its own (taken after the transport's, never
+// before): a caller reading its answer takes the transport's lock only to give
+// back flow-control window, once per 256 KiB read, so thousands of streamed
+// answers read at once do not queue behind every connection's reader.
 //
 // When every connection to an authority is at its SETTINGS_MAX_CONCURRENT_STREAMS
 // limit, requests wait in a per-authority queue (still no goroutine) and more
@@ -44,8 +47,9 @@
 //
 // # Not done
 //
-// Responses are not transparently decompressed (no Accept-Encoding is added),
-// request trailers are not sent (such requests fall back), server push is
-// refused, and the peer's SETTINGS_MAX_HEADER_LIST_SIZE is not enforced on
-// outgoing headers.
+// Request trailers are not sent (such requests fall back), server push is
+// refused (SETTINGS_ENABLE_PUSH is 0; a PUSH_PROMISE closes the connection), and
+// the peer's SETTINGS_MAX_HEADER_LIST_SIZE is not enforced on outgoing headers.
+// Like net/http, a request without Accept-Encoding asks for gzip and its
+// response is decompressed transparently (see Transport.DisableCompression).
 package h2async

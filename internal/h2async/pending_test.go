@@ -194,7 +194,7 @@ func TestPendingRequestsHoldNoGoroutines(t *testing.T) {
 // and for net/http's HTTP/2 client with a goroutine blocked in Do per request.
 // Each round runs after a warm-up round, so connections are already open.
 //
-//	go test -run '^$' -bench PendingRequest -benchtime 3x ./pkg/h2async/
+//	go test -run '^$' -bench PendingRequest -benchtime 3x ./internal/h2async/
 func BenchmarkPendingRequest(b *testing.B) {
 	cs := startChildServer(b)
 	b.Run("h2async", func(b *testing.B) {

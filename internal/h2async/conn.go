@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -31,8 +32,8 @@ const (
 type conn struct {
 	t   *Transport
 	p   *pool
-	raw net.Conn
-	tc  *tls.Conn
+	raw net.Conn // the TCP connection, closed to shut c down
+	nc  net.Conn // what frames are read from and written to (the TLS connection)
 	tls tls.ConnectionState
 	fr  *http2.Framer // reads by the reader goroutine, writes by the writer
 
@@ -64,6 +65,7 @@ type conn struct {
 	sendWin      int64 // peer's connection window
 	recvWin      int64 // how much more the peer may send on the connection
 	recvOwed     int64 // consumed bytes not yet returned by WINDOW_UPDATE
+	answered     int   // responses received: the connection made progress
 
 	lastRead    time.Time
 	pingOut     bool
@@ -96,22 +98,11 @@ type ctrlFrame struct {
 func (t *Transport) dialConn(p *pool) (*conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), t.dialTimeout())
 	defer cancel()
-	d := net.Dialer{KeepAlive: 30 * time.Second}
-	raw, err := d.DialContext(ctx, "tcp", p.key)
+	raw, nc, state, err := t.connect(ctx, p.key)
 	if err != nil {
-		return nil, fmt.Errorf("h2async: dialing %s: %w", p.key, err)
+		return nil, err
 	}
-	host, _, _ := net.SplitHostPort(p.key)
-	tc := tls.Client(raw, t.tlsConfig(host))
-	if err := tc.HandshakeContext(ctx); err != nil {
-		raw.Close()
-		return nil, fmt.Errorf("h2async: TLS handshake with %s: %w", p.key, err)
-	}
-	if tc.ConnectionState().NegotiatedProtocol != http2.NextProtoTLS {
-		raw.Close()
-		return nil, errNotH2
-	}
-	c := newConn(t, p, raw, tc)
+	c := newConn(t, p, raw, nc, state)
 	if err := c.writePreface(); err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("h2async: writing preface to %s: %w", p.key, err)
@@ -134,10 +125,34 @@ func (t *Transport) dialConn(p *pool) (*conn, error) {
 	}
 }
 
-func newConn(t *Transport, p *pool, raw net.Conn, tc *tls.Conn) *conn {
+// connect dials addr and negotiates h2 over TLS; raw is the TCP connection under nc.
+func (t *Transport) connect(ctx context.Context, addr string) (raw, nc net.Conn, state tls.ConnectionState, err error) {
+	if t.dialH2 != nil {
+		nc, err := t.dialH2(ctx, addr)
+		return nc, nc, tls.ConnectionState{NegotiatedProtocol: http2.NextProtoTLS}, err
+	}
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	raw, err = d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, state, fmt.Errorf("h2async: dialing %s: %w", addr, err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	tc := tls.Client(raw, t.tlsConfig(host))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, nil, state, fmt.Errorf("h2async: TLS handshake with %s: %w", addr, err)
+	}
+	if tc.ConnectionState().NegotiatedProtocol != http2.NextProtoTLS {
+		raw.Close()
+		return nil, nil, state, errNotH2
+	}
+	return raw, tc, tc.ConnectionState(), nil
+}
+
+func newConn(t *Transport, p *pool, raw, nc net.Conn, state tls.ConnectionState) *conn {
 	c := &conn{
-		t: t, p: p, raw: raw, tc: tc, tls: tc.ConnectionState(),
-		bw:           bufio.NewWriterSize(tc, 16<<10),
+		t: t, p: p, raw: raw, nc: nc, tls: state,
+		bw:           bufio.NewWriterSize(nc, 16<<10),
 		wake:         make(chan struct{}, 1),
 		closedCh:     make(chan struct{}),
 		settingsCh:   make(chan struct{}),
@@ -150,7 +165,7 @@ func newConn(t *Transport, p *pool, raw net.Conn, tc *tls.Conn) *conn {
 		recvWin:      connRecvWindow,
 		lastRead:     time.Now(),
 	}
-	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(tc, 16<<10))
+	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 16<<10))
 	c.fr.SetMaxReadFrameSize(16384) // the RFC default, which we do not raise
 	c.fr.MaxHeaderListSize = uint32(min(t.maxHeaderBytes(), maxWindow))
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
@@ -160,7 +175,7 @@ func newConn(t *Transport, p *pool, raw net.Conn, tc *tls.Conn) *conn {
 }
 
 func (c *conn) writePreface() error {
-	c.tc.SetWriteDeadline(time.Now().Add(c.t.writeTimeout()))
+	c.nc.SetWriteDeadline(time.Now().Add(c.t.writeTimeout()))
 	if _, err := c.bw.WriteString(http2.ClientPreface); err != nil {
 		return err
 	}
@@ -257,11 +272,13 @@ func (t *Transport) deliverErr(s *stream, err error) {
 		t.finish(s, nil, err)
 		return
 	}
+	s.mu.Lock()
 	if !s.eof && s.err == nil {
 		s.err = err
 		s.stop()
 		s.cond.Broadcast()
 	}
+	s.mu.Unlock()
 }
 
 // returnWindow gives n read bytes back to the peer, batching WINDOW_UPDATEs to
@@ -312,7 +329,7 @@ func (c *conn) close(err error) {
 	for _, s := range c.headerQ {
 		if s.conn == c && !s.dead {
 			c.detach(s)
-			c.t.requeue(s)
+			c.t.requeue(s, c.answered == 0)
 		}
 	}
 	c.headerQ, c.sendQ = nil, nil
@@ -499,6 +516,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	}
 	s.resp = c.newResponse(s, f, code)
+	c.answered++
 	if f.StreamEnded() {
 		c.remoteEnded(s)
 	}
@@ -530,14 +548,23 @@ func (c *conn) newResponse(s *stream, f *http2.MetaHeadersFrame, code int) *http
 	} else if f.StreamEnded() {
 		resp.ContentLength = 0
 	}
+	if s.gzip && strings.EqualFold(h.Get("Content-Encoding"), "gzip") && !f.StreamEnded() {
+		h.Del("Content-Encoding")
+		h.Del("Content-Length")
+		resp.ContentLength = -1
+		resp.Body = &gzipBody{body: resp.Body}
+		resp.Uncompressed = true
+	}
 	return resp
 }
 
 // remoteEnded handles the server's END_STREAM: the body is complete, and if
 // our request body is still being sent the server no longer wants it.
 func (c *conn) remoteEnded(s *stream) {
+	s.mu.Lock()
 	s.eof = true
 	s.cond.Broadcast()
+	s.mu.Unlock()
 	if !s.endSent {
 		c.resetStream(s)
 		return
@@ -553,7 +580,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	}
 	s := c.streams[f.StreamID]
 	data := f.Data()
-	if s == nil || s.bodyClosed {
+	if s == nil {
 		c.returnConnWindow(int(n)) // nobody will read it
 		return nil
 	}
@@ -572,8 +599,14 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		c.returnWindow(s, pad)
 	}
 	if len(data) > 0 {
-		s.buf = append(s.buf, data...)
-		s.cond.Broadcast()
+		s.mu.Lock()
+		if s.bodyClosed {
+			c.returnConnWindow(len(data)) // nobody will read it
+		} else {
+			s.buf = append(s.buf, data...)
+			s.cond.Broadcast()
+		}
+		s.mu.Unlock()
 	}
 	if f.StreamEnded() {
 		c.remoteEnded(s)
@@ -605,7 +638,7 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) {
 	}
 	c.detach(s)
 	if s.resp == nil && f.ErrCode == http2.ErrCodeRefusedStream {
-		c.t.requeue(s) // refused streams were not processed: safe to send again
+		c.t.requeue(s, true) // refused streams were not processed: safe to send again
 		return
 	}
 	c.t.deliverErr(s, fmt.Errorf("h2async: server reset the stream: %w", http2.StreamError{StreamID: f.StreamID, Code: f.ErrCode}))
@@ -626,16 +659,19 @@ func (c *conn) onPing(f *http2.PingFrame) {
 // server says it did not process.
 func (c *conn) onGoAway(f *http2.GoAwayFrame) {
 	c.goAway = true
+	// A connection that processed requests before its GOAWAY made progress: the
+	// requests it turns away are sent again without using up their attempts.
+	counted := f.LastStreamID == 0 && c.answered == 0
 	for id, s := range c.streams {
 		if id > f.LastStreamID && s.resp == nil {
 			c.detach(s)
-			c.t.requeue(s)
+			c.t.requeue(s, counted)
 		}
 	}
 	for _, s := range c.headerQ {
 		if s.conn == c && !s.dead {
 			c.detach(s)
-			c.t.requeue(s)
+			c.t.requeue(s, counted)
 		}
 	}
 	c.headerQ = nil

@@ -68,6 +68,13 @@ func mustGet(t testing.TB, tr *Transport, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mustDo(t, tr, req)
+}
+
+// mustDo sends req and returns its whole body.
+func mustDo(t testing.TB, tr *Transport, req *http.Request) string {
+	t.Helper()
+	url := req.URL
 	r := await(t, startAsync(tr, req))
 	if r.err != nil {
 		t.Fatalf("GET %s: %v", url, r.err)
