@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,8 +45,6 @@ type Options struct {
 	Models []string
 	// MaxBody bounds an MCP request body (0: the SDK's default, 4 MiB).
 	MaxBody int64
-	// Version is the server version reported to clients.
-	Version string
 	Log     *slog.Logger
 }
 
@@ -61,9 +60,9 @@ func New(o Options) http.Handler {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	version := o.Version
-	if version == "" {
-		version = "dev"
+	version := "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "searchfleet", Title: "searchfleet", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: o.Log})
