@@ -22,6 +22,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -64,8 +65,11 @@ func New(o Options) http.Handler {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		version = bi.Main.Version
 	}
+	// The SDK logs every session's start and end at INFO, and in stateless mode each
+	// HTTP request is a session: only its warnings and errors are kept.
+	sdkLog := slog.New(warnings{o.Log.Handler()})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "searchfleet", Title: "searchfleet", Version: version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: o.Log})
+		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLog})
 	t := &tools{api: apiCaller{o.API}, models: o.Models}
 	var params json.RawMessage
 	if o.Tools != nil {
@@ -75,7 +79,17 @@ func New(o Options) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		Logger:              o.Log,
+		Logger:              sdkLog,
 		MaxRequestBodyBytes: o.MaxBody,
 	})
 }
+
+// warnings passes on the records of WARN and above.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(as []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(as)} }
+func (w warnings) WithGroup(name string) slog.Handler    { return warnings{w.Handler.WithGroup(name)} }
