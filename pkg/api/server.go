@@ -74,6 +74,9 @@ type Server struct {
 	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
 	// 429 for new jobs (nil: no budgets).
 	Budgets *state.Budgets
+	// MCP serves the Model Context Protocol at /mcp to authenticated callers (nil: not
+	// served); see mcp.go.
+	MCP http.Handler
 
 	// eventsGate bounds the JetStream API calls that event streams make at once
 	// (creating and deleting their consumers): a burst of streams queues here instead
@@ -93,6 +96,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
 	mux.HandleFunc("POST /v1/jobs/{id}/replay", s.auth(s.budgeted(wire.Chat, s.replayJob)))
 	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directSearch))))
+	mux.HandleFunc("POST /v1/fetch", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directFetch))))
 	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.budgeted(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
 	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
@@ -108,6 +112,9 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
 	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
+	if s.MCP != nil {
+		mux.Handle("/mcp", s.mcpRoute())
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -236,6 +243,17 @@ func NewTenants(ts []config.Tenant) (*Tenants, error) {
 	return t, nil
 }
 
+// of is the tenant whose key r carries, as "Authorization: Bearer <key>" or
+// "x-api-key: <key>"; false for a missing or unknown key.
+func (t *Tenants) of(r *http.Request) (string, bool) {
+	key := bearer(r.Header.Get("Authorization"))
+	if key == "" {
+		key = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	}
+	tenant, ok := t.byKeyHash[sha256.Sum256([]byte(key))]
+	return tenant, key != "" && ok
+}
+
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return s.authAs(wire.Chat, h)
 }
@@ -253,12 +271,8 @@ func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.Handler
 			}
 			return
 		}
-		key := bearer(r.Header.Get("Authorization"))
-		if key == "" {
-			key = strings.TrimSpace(r.Header.Get("X-Api-Key"))
-		}
-		tenant, ok := s.Tenants.byKeyHash[sha256.Sum256([]byte(key))]
-		if key == "" || !ok {
+		tenant, ok := s.Tenants.of(r)
+		if !ok {
 			writeWireError(w, codec, &wire.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
 				Message: "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."})
 			return

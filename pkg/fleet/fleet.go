@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/searchfleet/searchfleet/internal/h2async"
+	"github.com/searchfleet/searchfleet/internal/mcp"
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/batch"
@@ -356,7 +357,7 @@ func (p *process) fetchWorker() (*search.FetchWorker, error) {
 		g.Allow = append(g.Allow, pre)
 	}
 	f := fetch.New(fetch.Options{Guard: g, MaxBytes: p.env.FetchMaxBytes, Timeout: p.env.FetchTimeout})
-	return &search.FetchWorker{Bus: p.bus, Store: p.store, Fetcher: f, LeaseTTL: p.env.AckWait, Metrics: p.o.Metrics,
+	return &search.FetchWorker{Bus: p.bus, Store: p.store, Fetcher: f, Ender: p.ender, LeaseTTL: p.env.AckWait, Metrics: p.o.Metrics,
 		Log: p.log.With("role", "fetch"), ID: p.id}, nil
 }
 
@@ -379,6 +380,8 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		Limits:  p.batches.Limits,
 		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
 		ChatBillableParams: env.ChatBillableParams}
+	// /mcp: the MCP tools call this API in process, with the caller's key.
+	s.MCP = mcp.New(mcp.Options{API: s.Handler(), Tools: p.tools, Models: s.Models, MaxBody: env.MaxBodyBytes, Log: p.log.With("role", "mcp")})
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -24,6 +25,8 @@ type FetchWorker struct {
 	Bus     *bus.Bus
 	Store   *state.Store
 	Fetcher *fetch.Fetcher
+	// Ender ends direct fetch jobs (POST /v1/fetch).
+	Ender *jobs.Ender
 	// LeaseTTL is how long a dead worker's claim on a fetch blocks the next one.
 	LeaseTTL time.Duration
 	Metrics  *metrics.Metrics
@@ -45,7 +48,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	if ss.Done != nil {
 		var done Done
 		if json.Unmarshal(ss.Done, &done) == nil {
-			return w.Bus.Publish(ctx, bus.SubjectResume, done)
+			return w.deliver(ctx, req, done)
 		}
 	}
 	if ss.Status == "" {
@@ -78,7 +81,37 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 		return err
 	}
 	w.recordFetch(ctx, req, &done)
-	return w.Bus.Publish(ctx, bus.SubjectResume, done)
+	return w.deliver(ctx, req, done)
+}
+
+// deliver hands a finished fetch on: to its chat chain, or, for a direct fetch
+// (POST /v1/fetch), as the job's own ending: completed with the page, or failed with
+// the fetch's error (the page kept as the response, so the client sees what was seen).
+func (w *FetchWorker) deliver(ctx context.Context, req FetchRequest, done Done) error {
+	if !req.Direct {
+		return w.Bus.Publish(ctx, bus.SubjectResume, done)
+	}
+	b, _ := json.Marshal(map[string]any{"object": "fetch.result", "id": req.JobID, "page": done.Page})
+	end := jobs.Ending{Status: state.Completed, Response: b}
+	if p := done.Page; p == nil || p.Error != nil {
+		e := &fetch.Error{Type: fetch.ErrUnavailable, Message: "the page could not be fetched"}
+		if p != nil {
+			e = p.Error
+		}
+		end = jobs.Ending{Status: state.Failed, Error: fetchFailed(e), Response: b}
+	}
+	return w.Ender.End(ctx, req.JobID, end)
+}
+
+// fetchFailed is a direct fetch's job error: a URL the fetcher may not or cannot read
+// is the client's to change (400), anything else is the page's server or the way to
+// it (502).
+func fetchFailed(e *fetch.Error) *state.JobError {
+	switch e.Type {
+	case fetch.ErrInvalidURL, fetch.ErrRefused, fetch.ErrContentType:
+		return &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: e.Type, Message: e.Message}
+	}
+	return &state.JobError{Status: http.StatusBadGateway, Type: "fetch_error", Code: e.Type, Message: e.Message}
 }
 
 // count adds the fetch to fleet_fetch_total by outcome.

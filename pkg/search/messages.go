@@ -100,6 +100,9 @@ type FetchRequest struct {
 	URL    string `json:"url"`
 	// Deadline is when the job stops waiting; a fetch past it is not run.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Direct marks a fetch of POST /v1/fetch: its page completes the job itself
+	// instead of resuming a chat chain.
+	Direct bool `json:"direct,omitempty"`
 }
 
 func (FetchRequest) Kind() string    { return "fetch.request.v1" }

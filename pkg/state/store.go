@@ -39,8 +39,8 @@ func (s Status) Terminal() bool { return s == Completed || s == Failed || s == C
 type Job struct {
 	ID     string `json:"id"`
 	Tenant string `json:"tenant,omitempty"`
-	// Kind is "chat" (a chat request through the model loop) or "search" (one direct
-	// search, no model).
+	// Kind is "chat" (a chat request through the model loop), "search" (one direct
+	// search, no model) or "fetch" (one direct page fetch, no model).
 	Kind   string `json:"kind"`
 	Model  string `json:"model,omitempty"`
 	Status Status `json:"status"`

@@ -32,8 +32,10 @@ const minNode = 20
 // test/e2e/js/*.test.mjs with the openai and @anthropic-ai/sdk packages against the
 // fleet's binaries — chat.completions, responses and messages, each non-streamed and
 // through the SDK's stream helper (which must rebuild the same answer, citations
-// included), client tools, the native search declarations and typed errors. A tenant
-// key is configured, so Bearer (openai) and x-api-key (anthropic) auth are exercised.
+// included), client tools, the native search declarations and typed errors; and the
+// MCP server (/mcp) with @modelcontextprotocol/sdk's client and the MCP inspector's CLI.
+// A tenant key is configured, so Bearer (openai, MCP) and x-api-key (anthropic) auth are
+// exercised.
 //
 // Node.js ≥ 20 and npm are required: without them the test fails, it does not skip
 // (go test -short skips the whole e2e suite).
@@ -53,7 +55,7 @@ func TestNPMSDKs(t *testing.T) {
 	c := newCluster(t, func(f *config.File) {
 		f.Tenants = append(f.Tenants, config.Tenant{ID: "sdk-js", APIKeyEnv: keyEnv})
 	})
-	c.env = append(c.env, keyEnv+"="+key)
+	c.env = append(c.env, keyEnv+"="+key, "FLEET_FETCH_ALLOW=127.0.0.0/8") // mcp.test.mjs fetches a page it serves on loopback
 	c.startIngress()
 	c.start("chatworker", "chatworker")
 	c.start("searchworker", "searchworker")
