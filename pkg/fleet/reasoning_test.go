@@ -21,15 +21,16 @@ import (
 
 // stripReasoning is the test switch of the reasoning tests: a transport that, when
 // on, removes the reasoning state from the fleet's model requests on the way out
-// (Anthropic thinking and redacted_thinking blocks of assistant messages), as a
-// fleet that dropped it would send them.
+// (Anthropic thinking and redacted_thinking blocks of assistant messages, Responses
+// reasoning items), as a fleet that dropped it would send them.
 type stripReasoning struct {
 	on   atomic.Bool
 	base http.RoundTripper
 }
 
 func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !s.on.Load() || r.Body == nil || !strings.HasSuffix(r.URL.Path, "/v1/messages") {
+	messages, responses := strings.HasSuffix(r.URL.Path, "/v1/messages"), strings.HasSuffix(r.URL.Path, "/responses")
+	if !s.on.Load() || r.Body == nil || !messages && !responses {
 		return s.base.RoundTrip(r)
 	}
 	body, err := io.ReadAll(r.Body)
@@ -37,7 +38,16 @@ func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	var req map[string]any
-	if json.Unmarshal(body, &req) == nil {
+	if json.Unmarshal(body, &req) == nil && responses {
+		kept := []any{}
+		for _, it := range req["input"].([]any) {
+			if it.(map[string]any)["type"] != "reasoning" {
+				kept = append(kept, it)
+			}
+		}
+		req["input"] = kept
+		body, _ = json.Marshal(req)
+	} else if json.Unmarshal(body, &req) == nil {
 		msgs, _ := req["messages"].([]any)
 		for _, m := range msgs {
 			msg := m.(map[string]any)
@@ -166,5 +176,36 @@ func TestChatReasoningEffortOnClaude(t *testing.T) {
 	}
 	if st := f.Sim.Stats().Requests; st["model_reasoning_verified"] < 1 || st["model_reasoning_refused"] != 0 {
 		t.Fatalf("verified %d, refused %d", st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+}
+
+// A Chat client's reasoning_effort reaches the Responses brain as reasoning.effort
+// with include ["reasoning.encrypted_content"] (the fleet stores nothing at the
+// provider); the reasoning item of each hop goes back, encrypted content unaltered,
+// before the function_call it led to, which the strict simulator checks. With the
+// switch on it refuses the second hop and the question fails.
+func TestResponsesReasoningItemsSurviveTheSearchLoop(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	ask := func() (int, []byte) {
+		status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": demo.ModelResponses, "reasoning_effort": "medium",
+			"messages": []any{map[string]any{"role": "user", "content": searchPrompt + " sim:hops=2"}}})
+		return status, body
+	}
+	status, body := ask()
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != http.StatusOK || !strings.Contains(fleettest.Content(resp), "[1]") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if st := f.Sim.Stats().Requests; st["model_reasoning_verified"] < 2 || st["model_reasoning_refused"] != 0 {
+		t.Fatalf("the simulator verified the reasoning items of %d hops and refused %d; want every hop after the first (2), none refused",
+			st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+	sw.on.Store(true)
+	if status, body := ask(); status == http.StatusOK {
+		t.Fatalf("with the reasoning items removed the question still completed: %s", body)
+	}
+	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
+		t.Fatal("the question failed, but not because the simulator refused the stripped reasoning")
 	}
 }

@@ -142,3 +142,117 @@ func withReasoning(r *wire.Response, p *wire.Part) *wire.Response {
 	}
 	return r
 }
+
+//   - OpenAI Responses with reasoning.effort set (not "none"): the answer's function
+//     calls follow a reasoning item (rs_…, a summary, and encrypted_content when the
+//     request included "reasoning.encrypted_content"), and their call ids say so
+//     (call_rs_…). A follow-up that sends such a call without its reasoning item is
+//     refused ("Item 'fc_…' of type 'function_call' was provided without its
+//     required 'reasoning' item: 'rs_…'.", param input), one whose encrypted_content
+//     is not the simulator's ("The encrypted content for item rs_… could not be
+//     verified. Reason: Encrypted content could not be decrypted or parsed.", code
+//     invalid_encrypted_content). OpenAI keys the first check on the function_call
+//     item's id; the simulator, which gets no item ids back, keys it on the call id.
+//     The messages are OpenAI's (public issue threads; the fixtures hold only the
+//     reasoning item's shape).
+
+// responsesReasoningOn reports whether a Responses request asks for reasoning, and
+// whether it included the encrypted content.
+func responsesReasoningOn(body []byte) (on, encrypted bool) {
+	var req struct {
+		Reasoning *struct {
+			Effort string `json:"effort"`
+		} `json:"reasoning"`
+		Include []string `json:"include"`
+	}
+	json.Unmarshal(body, &req)
+	on = req.Reasoning != nil && req.Reasoning.Effort != "" && req.Reasoning.Effort != "none"
+	for _, i := range req.Include {
+		encrypted = encrypted || i == "reasoning.encrypted_content"
+	}
+	return on, encrypted
+}
+
+// reasoningID is the id of the reasoning item the simulator gives with call id.
+func reasoningID(callID string) string { return "rs_" + sign("rs", callID)[:20] }
+
+// responsesReasoningError checks a Responses request's input: every reasoning item the
+// simulator issued carries its encrypted content, and every call the simulator made
+// after reasoning comes after its reasoning item. It returns the refusal (nil: none)
+// and the reasoning items the input carried.
+func responsesReasoningError(body []byte) (refusal *wire.Error, carried int) {
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	var items []struct {
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		CallID    string `json:"call_id"`
+		Encrypted string `json:"encrypted_content"`
+	}
+	if json.Unmarshal(body, &req) != nil || json.Unmarshal(req.Input, &items) != nil {
+		return nil, 0
+	}
+	seen := map[string]bool{}
+	for _, it := range items {
+		switch it.Type {
+		case "reasoning":
+			carried++
+			if it.Encrypted != sign("encrypted", it.ID) {
+				return &wire.Error{Status: http.StatusBadRequest, Code: "invalid_encrypted_content",
+					Message: fmt.Sprintf("The encrypted content for item %s could not be verified. Reason: Encrypted content could not be decrypted or parsed.", it.ID)}, carried
+			}
+			seen[it.ID] = true
+		case "function_call":
+			if rs := reasoningID(it.CallID); len(it.CallID) > 8 && it.CallID[:8] == "call_rs_" && !seen[rs] {
+				return &wire.Error{Status: http.StatusBadRequest, Param: "input",
+					Message: fmt.Sprintf("Item 'fc_%s' of type 'function_call' was provided without its required 'reasoning' item: '%s'.", it.CallID[5:], rs)}, carried
+			}
+		}
+	}
+	return nil, carried
+}
+
+// responsesReasoning checks a reasoning request (ok false: refused, the error written)
+// and returns the call id renaming of its answer (reasoning calls are call_rs_…).
+func (s *Server) responsesReasoning(w http.ResponseWriter, body []byte) (on, ok bool) {
+	on, _ = responsesReasoningOn(body)
+	if !on {
+		return false, true
+	}
+	refusal, carried := responsesReasoningError(body)
+	if refusal != nil {
+		s.stats.count("model_reasoning_refused", nil, string(body))
+		writeError(w, refusal.Status, wire.Responses.EncodeError(refusal))
+		return on, false
+	}
+	if carried > 0 {
+		s.stats.count("model_reasoning_verified", nil, string(body))
+	}
+	return on, true
+}
+
+// withReasoningItem adds a reasoning item before the first output item of an encoded
+// Responses answer: the one its first call (call_rs_…) names, or a new one.
+func withReasoningItem(answer []byte, body []byte, user, id string) []byte {
+	_, encrypted := responsesReasoningOn(body)
+	var resp map[string]any
+	if json.Unmarshal(answer, &resp) != nil {
+		return answer
+	}
+	out, _ := resp["output"].([]any)
+	rs := "rs_sim_" + id
+	for _, it := range out {
+		if item := it.(map[string]any); item["type"] == "function_call" {
+			rs = reasoningID(item["call_id"].(string))
+			break
+		}
+	}
+	item := map[string]any{"id": rs, "type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": thinkingText(user, id)}}}
+	if encrypted {
+		item["encrypted_content"] = sign("encrypted", rs)
+	}
+	resp["output"] = append([]any{item}, out...)
+	b, _ := json.Marshal(resp)
+	return b
+}

@@ -302,3 +302,75 @@ func thinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
 	out := append(append([]map[string]any(nil), rest[:at]...), thinking...)
 	return append(out, rest[at:]...)
 }
+
+// reasoningItem renders a Responses reasoning part as the input item it came as (nil:
+// the part is another protocol's).
+func reasoningItem(p Part) map[string]any {
+	r, ok := reasoningFor(p, OpenAIResponses)
+	if !ok {
+		return nil
+	}
+	summary := []any{}
+	for _, s := range r.Summary {
+		summary = append(summary, map[string]string{"type": "summary_text", "text": s})
+	}
+	it := map[string]any{"type": "reasoning", "summary": summary}
+	if r.ID != "" {
+		it["id"] = r.ID
+	}
+	if r.Encrypted != "" {
+		it["encrypted_content"] = r.Encrypted
+	}
+	return it
+}
+
+// responsesReasoningConfig sets a Responses request's reasoning (effort, summary) and,
+// since the fleet does not store at the provider (store false), asks for the
+// reasoning items' encrypted_content, which the next turn sends back.
+func responsesReasoningConfig(out map[string]any, r *Request) {
+	carried := false
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			if _, ok := reasoningFor(p, OpenAIResponses); ok {
+				carried = true
+			}
+		}
+	}
+	c := r.Reasoning
+	if c == nil && !carried {
+		return
+	}
+	if c != nil {
+		rc := map[string]any{}
+		if e := c.EffortOf(); e != "" {
+			rc["effort"] = e
+		}
+		if c.Summary != "" {
+			rc["summary"] = c.Summary
+		}
+		if len(rc) > 0 {
+			out["reasoning"] = rc
+		}
+		if c.Disabled {
+			return
+		}
+	}
+	include, _ := out["include"].([]string)
+	out["include"] = append(include, "reasoning.encrypted_content")
+}
+
+// responsesReasoning reads a Responses request's reasoning: effort and summary.
+func responsesReasoning(v json.RawMessage) (*ReasoningConfig, error) {
+	var o struct {
+		Effort  string `json:"effort"`
+		Summary string `json:"summary"`
+	}
+	if json.Unmarshal(v, &o) != nil {
+		return nil, Invalid("reasoning", "Invalid type for 'reasoning': expected an object.")
+	}
+	c := &ReasoningConfig{Effort: o.Effort, Summary: o.Summary}
+	if o.Effort == "none" {
+		c = &ReasoningConfig{Disabled: true, Summary: o.Summary}
+	}
+	return c, nil
+}

@@ -74,7 +74,7 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 		case "text":
 			err = r.responsesText(v)
 		case "reasoning":
-			r.Notes = append(r.Notes, "reasoning settings are not honoured: the fleet's model decides how much it reasons")
+			r.Reasoning, err = responsesReasoning(v)
 		case "previous_response_id", "conversation", "prompt":
 			return nil, Invalid(k, "'%s' is not supported by this server; send the whole conversation in 'input'", k)
 		default:
