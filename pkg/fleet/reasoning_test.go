@@ -22,7 +22,7 @@ import (
 // stripReasoning is the test switch of the reasoning tests: a transport that, when
 // on, removes the reasoning state from the fleet's model requests on the way out
 // (Anthropic thinking and redacted_thinking blocks of assistant messages, Responses
-// reasoning items), as a fleet that dropped it would send them.
+// reasoning items, Gemini thought signatures), as a fleet that dropped it would send them.
 type stripReasoning struct {
 	on   atomic.Bool
 	base http.RoundTripper
@@ -30,7 +30,8 @@ type stripReasoning struct {
 
 func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
 	messages, responses := strings.HasSuffix(r.URL.Path, "/v1/messages"), strings.HasSuffix(r.URL.Path, "/responses")
-	if !s.on.Load() || r.Body == nil || !messages && !responses {
+	gemini := strings.Contains(r.URL.Path, ":generateContent") || strings.Contains(r.URL.Path, ":streamGenerateContent")
+	if !s.on.Load() || r.Body == nil || !messages && !responses && !gemini {
 		return s.base.RoundTrip(r)
 	}
 	body, err := io.ReadAll(r.Body)
@@ -38,7 +39,14 @@ func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	var req map[string]any
-	if json.Unmarshal(body, &req) == nil && responses {
+	if json.Unmarshal(body, &req) == nil && gemini {
+		for _, c := range req["contents"].([]any) {
+			for _, p := range c.(map[string]any)["parts"].([]any) {
+				delete(p.(map[string]any), "thoughtSignature")
+			}
+		}
+		body, _ = json.Marshal(req)
+	} else if json.Unmarshal(body, &req) == nil && responses {
 		kept := []any{}
 		for _, it := range req["input"].([]any) {
 			if it.(map[string]any)["type"] != "reasoning" {
@@ -207,5 +215,35 @@ func TestResponsesReasoningItemsSurviveTheSearchLoop(t *testing.T) {
 	}
 	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
 		t.Fatal("the question failed, but not because the simulator refused the stripped reasoning")
+	}
+}
+
+// A Chat client's reasoning_effort reaches the Gemini brain as a thinkingConfig, and
+// each functionCall part goes back with the thoughtSignature the model gave it (not
+// Google's sentinel), which the strict simulator checks on every hop. With the switch
+// on it refuses the second hop and the question fails.
+func TestGeminiThoughtSignaturesSurviveTheSearchLoop(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	ask := func() (int, []byte) {
+		status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": demo.ModelGemini, "reasoning_effort": "high",
+			"messages": []any{map[string]any{"role": "user", "content": searchPrompt + " sim:hops=2"}}})
+		return status, body
+	}
+	status, body := ask()
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != http.StatusOK || !strings.Contains(fleettest.Content(resp), "[1]") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if st := f.Sim.Stats().Requests; st["model_reasoning_verified"] < 2 || st["model_reasoning_refused"] != 0 {
+		t.Fatalf("the simulator verified the thought signatures of %d hops and refused %d; want every hop after the first (2), none refused",
+			st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+	sw.on.Store(true)
+	if status, body := ask(); status == http.StatusOK {
+		t.Fatalf("with the thought signatures removed the question still completed: %s", body)
+	}
+	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
+		t.Fatal("the question failed, but not because the simulator refused the missing signatures")
 	}
 }

@@ -256,3 +256,94 @@ func withReasoningItem(answer []byte, body []byte, user, id string) []byte {
 	b, _ := json.Marshal(resp)
 	return b
 }
+
+//   - Gemini with generationConfig.thinkingConfig: the first functionCall part of each
+//     answer carries a thoughtSignature; a request whose current turn (the contents
+//     after the last user text) has a model turn whose first functionCall part does
+//     not carry the signature the simulator gave it (absent, altered, or Google's
+//     "skip" sentinel) is refused with Gemini's 400 INVALID_ARGUMENT ("Function call
+//     is missing a thought_signature in functionCall parts. …", from public issue
+//     threads; Gemini's wording for an altered signature is not on record, so the
+//     simulator says the same).
+
+// geminiCallSignature is the simulator's thought signature of a function call.
+func geminiCallSignature(name string, args json.RawMessage) string {
+	var v any
+	json.Unmarshal(args, &v)
+	norm, _ := json.Marshal(v)
+	return sign("gemini", name+"|"+string(norm))
+}
+
+// geminiThinkingOn reports whether a generateContent request configures thinking.
+func geminiThinkingOn(body []byte) bool {
+	var req struct {
+		GenerationConfig struct {
+			ThinkingConfig json.RawMessage `json:"thinkingConfig"`
+		} `json:"generationConfig"`
+	}
+	json.Unmarshal(body, &req)
+	return len(req.GenerationConfig.ThinkingConfig) > 0
+}
+
+// geminiSignatureError checks the current turn's function calls as Gemini 3 does;
+// carried counts the signatures checked.
+func geminiSignatureError(body []byte) (msg string, carried int) {
+	var req struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text             string `json:"text"`
+				ThoughtSignature string `json:"thoughtSignature"`
+				FunctionCall     *struct {
+					Name string          `json:"name"`
+					Args json.RawMessage `json:"args"`
+				} `json:"functionCall"`
+			} `json:"parts"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return "", 0
+	}
+	start := 0
+	for i, c := range req.Contents {
+		for _, p := range c.Parts {
+			if c.Role == "user" && p.Text != "" {
+				start = i + 1
+			}
+		}
+	}
+	for i := start; i < len(req.Contents); i++ {
+		c := req.Contents[i]
+		if c.Role != "model" {
+			continue
+		}
+		for _, p := range c.Parts {
+			if p.FunctionCall == nil {
+				continue
+			}
+			if p.ThoughtSignature != geminiCallSignature(p.FunctionCall.Name, p.FunctionCall.Args) {
+				return fmt.Sprintf("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:%s` , position %d. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", p.FunctionCall.Name, i+1), carried
+			}
+			carried++
+			break // only the first call of a turn is signed
+		}
+	}
+	return "", carried
+}
+
+// geminiReasoning checks a thinking request (ok false: refused, the error written).
+func (s *Server) geminiReasoning(w http.ResponseWriter, body []byte) (on, ok bool) {
+	if !geminiThinkingOn(body) {
+		return false, true
+	}
+	msg, carried := geminiSignatureError(body)
+	if msg != "" {
+		s.stats.count("model_reasoning_refused", nil, string(body))
+		writeError(w, http.StatusBadRequest, geminiErrorBody(http.StatusBadRequest, msg))
+		return true, false
+	}
+	if carried > 0 {
+		s.stats.count("model_reasoning_verified", nil, string(body))
+	}
+	return true, true
+}

@@ -374,3 +374,49 @@ func responsesReasoning(v json.RawMessage) (*ReasoningConfig, error) {
 	}
 	return c, nil
 }
+
+// geminiSigned reports whether parts carry a Gemini thought signature: the model made
+// their calls, and the sentinel signature is not for them.
+func geminiSigned(parts []Part) bool {
+	for _, p := range parts {
+		if rs, ok := reasoningFor(p, Gemini); ok && rs.Signature != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// geminiThinking is a request's generationConfig.thinkingConfig: Gemini 3 takes a
+// thinkingLevel (low, high), earlier models a thinkingBudget (-1: dynamic, for
+// adaptive; 0: off); includeThoughts when the request asked for reasoning summaries.
+func geminiThinking(c *ReasoningConfig, model string) map[string]any {
+	if c == nil {
+		return nil
+	}
+	tc := map[string]any{}
+	if geminiVersion(model) >= 3 {
+		switch c.EffortOf() {
+		case "none", "minimal", "low":
+			tc["thinkingLevel"] = "low"
+		case "":
+		default:
+			tc["thinkingLevel"] = "high"
+		}
+	} else {
+		switch {
+		case c.Disabled:
+			tc["thinkingBudget"] = 0
+		case c.Adaptive:
+			tc["thinkingBudget"] = -1
+		case c.BudgetOf() > 0:
+			tc["thinkingBudget"] = c.BudgetOf()
+		}
+	}
+	if c.Summary != "" && !c.Disabled {
+		tc["includeThoughts"] = true
+	}
+	if len(tc) == 0 {
+		return nil
+	}
+	return tc
+}
