@@ -22,7 +22,7 @@ import (
 // stripReasoning is the test switch of the reasoning tests: a transport that, when
 // on, removes the reasoning state from the fleet's model requests on the way out
 // (Anthropic thinking and redacted_thinking blocks of assistant messages, Responses
-// reasoning items, Gemini thought signatures), as a fleet that dropped it would send them.
+// reasoning items, Gemini thought signatures, Chat reasoning_content), as a fleet that dropped it would send them.
 type stripReasoning struct {
 	on   atomic.Bool
 	base http.RoundTripper
@@ -31,7 +31,8 @@ type stripReasoning struct {
 func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
 	messages, responses := strings.HasSuffix(r.URL.Path, "/v1/messages"), strings.HasSuffix(r.URL.Path, "/responses")
 	gemini := strings.Contains(r.URL.Path, ":generateContent") || strings.Contains(r.URL.Path, ":streamGenerateContent")
-	if !s.on.Load() || r.Body == nil || !messages && !responses && !gemini {
+	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
+	if !s.on.Load() || r.Body == nil || !messages && !responses && !gemini && !chat {
 		return s.base.RoundTrip(r)
 	}
 	body, err := io.ReadAll(r.Body)
@@ -39,7 +40,12 @@ func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	var req map[string]any
-	if json.Unmarshal(body, &req) == nil && gemini {
+	if json.Unmarshal(body, &req) == nil && chat {
+		for _, m := range req["messages"].([]any) {
+			delete(m.(map[string]any), "reasoning_content")
+		}
+		body, _ = json.Marshal(req)
+	} else if json.Unmarshal(body, &req) == nil && gemini {
 		for _, c := range req["contents"].([]any) {
 			for _, p := range c.(map[string]any)["parts"].([]any) {
 				delete(p.(map[string]any), "thoughtSignature")
@@ -245,5 +251,40 @@ func TestGeminiThoughtSignaturesSurviveTheSearchLoop(t *testing.T) {
 	}
 	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
 		t.Fatal("the question failed, but not because the simulator refused the missing signatures")
+	}
+}
+
+// A Chat client's reasoning_effort reaches a Chat-compatible thinking model (DeepSeek,
+// Kimi style) as it is; the reasoning_content of each hop's assistant message with
+// tool_calls goes back with it, which the strict simulator checks; the Chat answer
+// carries the model's reasoning_content. With the switch on it refuses the second
+// hop and the question fails.
+func TestChatReasoningContentSurvivesTheSearchLoop(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	ask := func() (int, []byte) {
+		status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": demo.Model, "reasoning_effort": "high",
+			"messages": []any{map[string]any{"role": "user", "content": searchPrompt + " sim:hops=2"}}})
+		return status, body
+	}
+	status, body := ask()
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != http.StatusOK || !strings.Contains(fleettest.Content(resp), "[1]") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if rc, _ := msg["reasoning_content"].(string); rc == "" {
+		t.Errorf("the answer has no reasoning_content: %v", msg)
+	}
+	if st := f.Sim.Stats().Requests; st["model_reasoning_verified"] < 2 || st["model_reasoning_refused"] != 0 {
+		t.Fatalf("the simulator verified the reasoning_content of %d hops and refused %d; want every hop after the first (2), none refused",
+			st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+	sw.on.Store(true)
+	if status, body := ask(); status == http.StatusOK {
+		t.Fatalf("with reasoning_content removed the question still completed: %s", body)
+	}
+	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
+		t.Fatal("the question failed, but not because the simulator refused the missing reasoning_content")
 	}
 }

@@ -109,7 +109,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_kimi.go)
 		return
 	}
+	reasoning, ok := s.chatReasoning(w, req, body)
+	if !ok {
+		return
+	}
 	msg, finish := script(req, user, id)
+	if reasoning {
+		msg = withReasoningContent(msg, user, id)
+	}
 	created := time.Now().Unix()
 	usage := map[string]int{
 		"prompt_tokens":     len(body) / 4,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -346,4 +347,88 @@ func (s *Server) geminiReasoning(w http.ResponseWriter, body []byte) (on, ok boo
 		s.stats.count("model_reasoning_verified", nil, string(body))
 	}
 	return true, true
+}
+
+//   - OpenAI Chat with reasoning_effort (or thinking enabled, as Kimi and DeepSeek
+//     take it), not streamed: the answer's assistant message carries
+//     reasoning_content (signed at its end) and its tool call ids say so (call_rc_…);
+//     a follow-up whose assistant message with such calls lacks that reasoning_content,
+//     or alters it, is refused as Moonshot refuses it ("thinking is enabled but
+//     reasoning_content is missing in assistant tool call message at index N", from a
+//     public issue thread).
+
+// chatReasoningOn reports whether a Chat request asks for reasoning.
+func chatReasoningOn(body []byte) bool {
+	var req struct {
+		ReasoningEffort string `json:"reasoning_effort"`
+		Thinking        *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
+	}
+	json.Unmarshal(body, &req)
+	return req.ReasoningEffort != "" && req.ReasoningEffort != "none" || req.Thinking != nil && req.Thinking.Type == "enabled"
+}
+
+// signedReasoning is reasoning_content with the simulator's signature at its end.
+func signedReasoning(text string) string { return text + " #" + sign("chat", text) }
+
+// chatReasoningError checks the assistant tool call messages of a reasoning request.
+func chatReasoningError(req chatRequest, body []byte) (msg string, carried int) {
+	var raw struct {
+		Messages []struct {
+			ReasoningContent *string `json:"reasoning_content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(body, &raw)
+	for i, m := range req.Messages {
+		if m.Role != "assistant" || len(m.ToolCalls) == 0 || !strings.HasPrefix(m.ToolCalls[0].ID, "call_rc_") {
+			continue
+		}
+		rc := ""
+		if i < len(raw.Messages) && raw.Messages[i].ReasoningContent != nil {
+			rc = *raw.Messages[i].ReasoningContent
+		}
+		text, _, _ := strings.Cut(rc, " #")
+		if rc == "" || signedReasoning(text) != rc {
+			return fmt.Sprintf("thinking is enabled but reasoning_content is missing in assistant tool call message at index %d", i), carried
+		}
+		carried++
+	}
+	return "", carried
+}
+
+// chatReasoning checks a Chat reasoning request (ok false: refused, the error written).
+func (s *Server) chatReasoning(w http.ResponseWriter, req chatRequest, body []byte) (on, ok bool) {
+	if req.Stream || !chatReasoningOn(body) {
+		return false, true
+	}
+	msg, carried := chatReasoningError(req, body)
+	if msg != "" {
+		s.stats.count("model_reasoning_refused", nil, string(body))
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+		writeError(w, http.StatusBadRequest, b)
+		return true, false
+	}
+	if carried > 0 {
+		s.stats.count("model_reasoning_verified", nil, string(body))
+	}
+	return true, true
+}
+
+// withReasoningContent gives a scripted Chat answer its reasoning_content, and its
+// tool calls ids that say so.
+func withReasoningContent(msg map[string]any, user, id string) map[string]any {
+	msg["reasoning_content"] = signedReasoning(thinkingText(user, id))
+	if calls, ok := msg["tool_calls"]; ok {
+		var tcs []map[string]any
+		b, _ := json.Marshal(calls)
+		json.Unmarshal(b, &tcs)
+		for _, tc := range tcs {
+			if s, _ := tc["id"].(string); s != "" {
+				tc["id"] = "call_rc_" + strings.TrimPrefix(s, "call_")
+			}
+		}
+		msg["tool_calls"] = tcs
+	}
+	return msg
 }
