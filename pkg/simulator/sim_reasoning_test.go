@@ -42,7 +42,7 @@ func TestSimulatorClaudeIsStrictAboutThinking(t *testing.T) {
 	tools := []any{map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object"}}}
 	first := map[string]any{"model": "sim-scripted", "max_tokens": 4096, "thinking": map[string]any{"type": "enabled", "budget_tokens": 2048}, "tools": tools,
 		"tool_choice": map[string]any{"type": "tool", "name": "get_weather"},
-		"messages": []any{map[string]any{"role": "user", "content": "Paris sim:nosearch"}}}
+		"messages":    []any{map[string]any{"role": "user", "content": "Paris sim:nosearch"}}}
 	status, body := postJSON(t, url+"/v1/messages", first, h)
 	var msg struct {
 		Content []map[string]any `json:"content"`
