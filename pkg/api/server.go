@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -64,6 +65,12 @@ type Server struct {
 	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
 	// 429 for new jobs (nil: no budgets).
 	Budgets *state.Budgets
+
+	// eventsGate bounds the JetStream API calls that event streams make at once
+	// (creating and deleting their consumers): a burst of streams queues here instead
+	// of timing out together on a loaded server (see followEvents).
+	eventsGateOnce sync.Once
+	eventsGate     chan struct{}
 }
 
 // Handler returns the API's routes.

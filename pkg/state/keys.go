@@ -185,3 +185,7 @@ func (k Keys) SearchRecord(jobID string) string { return k.job(jobID) + ":rec" }
 // BatchSearchRecord is the recorded search results of a batch's jobs by content
 // address (a hash), so an identical search across the batch is made once.
 func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID) + ":rec" }
+
+// StoredResponse holds what a stored Responses answer keeps of its request (its input,
+// previous turns included, and the settings it echoes), beside its job's keys.
+func (k Keys) StoredResponse(id string) string { return k.job(id) + ":response" }
