@@ -120,6 +120,11 @@ func (c *Client) Start(ctx context.Context, body []byte, onDelta func(Delta), do
 
 // run makes the call of Complete and Start, sending each request with send.
 func (c *Client) run(ctx context.Context, body []byte, onDelta func(Delta), send SendFunc, done func(*Completion, error)) {
+	body, err := chatModelBody(body)
+	if err != nil {
+		done(nil, &Error{Provider: c.name, Message: "building request", Err: err})
+		return
+	}
 	if onDelta != nil {
 		b, err := streamingBody(body)
 		if err != nil {

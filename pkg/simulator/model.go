@@ -31,7 +31,8 @@ import (
 // "sim:engine=ID" (name the engine), "sim:badargs" (malformed arguments JSON),
 // "sim:badkey" (an unknown argument), "sim:emptyquery" (a blank query),
 // "sim:tool=NAME" (call the client's tool NAME instead), "sim:repeat-search" (each
-// "sim:hops=N" follow-up repeats the first search exactly), "sim:fresh-query" (the
+// "sim:hops=N" follow-up repeats the first search exactly; a forced tool_choice, a
+// function or "required", is honoured when the user has just spoken), "sim:fresh-query" (the
 // first search's query is new every time), "sim:bad-cite" (the answer
 // also cites [97], a source it was never given), "sim:fetch" (when web_fetch is
 // offered: fetch the first URL of the user's text, or, with none there, the first
@@ -42,10 +43,11 @@ import (
 // token at a time, "sim:token-delay=DUR" apart (see stream.go).
 
 type chatRequest struct {
-	Model         string         `json:"model"`
-	Messages      []llm.Message  `json:"messages"`
-	Stream        bool           `json:"stream"`
-	StreamOptions *streamOptions `json:"stream_options"`
+	Model         string          `json:"model"`
+	Messages      []llm.Message   `json:"messages"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *streamOptions  `json:"stream_options"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
 	Tools         []struct {
 		Type     string `json:"type"`
 		Function struct {
@@ -109,7 +111,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_kimi.go)
 		return
 	}
+	reasoning, ok := s.chatReasoning(w, req, body)
+	if !ok {
+		return
+	}
 	msg, finish := script(req, user, id)
+	if reasoning {
+		msg = withReasoningContent(msg, user, id)
+	}
 	created := time.Now().Unix()
 	usage := map[string]int{
 		"prompt_tokens":     len(body) / 4,
@@ -184,6 +193,16 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 		if u := urlRE.FindString(user); u != "" && tools["web_fetch"] && strings.Contains(user, "sim:fetch") {
 			return fetchCall(strings.TrimRight(u, ".,;:!?"), id), "tool_calls"
 		}
+		if name := forcedTool(req.ToolChoice, req.Tools); name != "" {
+			// A forced tool_choice is honoured, as the providers honour it.
+			if name == "web_search" && webSearch != nil {
+				return searchCalls(*webSearch, user, user, id), "tool_calls"
+			}
+			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": "call_" + id + "_client", "type": "function",
+				"function": map[string]any{"name": name, "arguments": `{"input":` + strconv.Quote(user) + `}`},
+			}}}, "tool_calls"
+		}
 		if m := toolRE.FindStringSubmatch(user); m != nil && tools[m[1]] {
 			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 				"id": "call_" + id + "_client", "type": "function",
@@ -199,6 +218,44 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 		}
 	}
 	return map[string]any{"role": "assistant", "content": "(simulated model) " + plainAnswer(user)}, "stop"
+}
+
+// forcedTool is the tool a request's tool_choice forces ("": none): the function it
+// names, or with "required" web_search when offered, else the first tool.
+func forcedTool(choice json.RawMessage, tools []struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}) string {
+	if len(choice) == 0 || len(tools) == 0 {
+		return ""
+	}
+	var mode string
+	if json.Unmarshal(choice, &mode) == nil {
+		if mode != "required" {
+			return ""
+		}
+		for _, t := range tools {
+			if t.Function.Name == "web_search" {
+				return "web_search"
+			}
+		}
+		return tools[0].Function.Name
+	}
+	var o struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	json.Unmarshal(choice, &o)
+	for _, t := range tools {
+		if t.Function.Name == o.Function.Name {
+			return o.Function.Name
+		}
+	}
+	return ""
 }
 
 // urlRE finds a URL in the user's text (sim:fetch).

@@ -69,7 +69,11 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		s.anthropicNative(w, req, a.id)
 		return
 	}
-	resp := a.response("msg_sim_"+a.id, req.Model, func(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") })
+	thinking, ok := s.anthropicThinking(w, body, a.user, a.id)
+	if !ok {
+		return
+	}
+	resp := withReasoning(a.response("msg_sim_"+a.id, req.Model, func(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") }), thinking)
 	if !req.Stream {
 		b, _ := wire.Anthropic.EncodeResponse(resp)
 		writeJSON(w, b)

@@ -109,13 +109,22 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
 		return b
 	}
+	thinking, ok := s.geminiReasoning(w, body)
+	if !ok {
+		return
+	}
 	var calls []any
-	for _, c := range a.calls {
+	for i, c := range a.calls {
 		var args any = json.RawMessage(c.Function.Arguments)
 		if !json.Valid([]byte(c.Function.Arguments)) {
 			args = map[string]string{"arguments": c.Function.Arguments}
 		}
-		calls = append(calls, map[string]any{"functionCall": map[string]any{"name": c.Function.Name, "args": args}})
+		part := map[string]any{"functionCall": map[string]any{"name": c.Function.Name, "args": args}}
+		if thinking && i == 0 {
+			raw, _ := json.Marshal(args)
+			part["thoughtSignature"] = geminiCallSignature(c.Function.Name, raw)
+		}
+		calls = append(calls, part)
 	}
 	if method == "generateContent" {
 		var parts []any

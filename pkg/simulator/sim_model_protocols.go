@@ -146,10 +146,18 @@ func streamEvents(st wire.Stream, resp *wire.Response) []wire.Event {
 	evs := st.Start(resp)
 	text := resp.Text()
 	written := ""
+	// The reasoning a model writes first comes first.
+	var lead []wire.Part
+	for _, p := range resp.Content {
+		if p.Kind != wire.PartReasoning {
+			break
+		}
+		lead = append(lead, p)
+	}
 	for _, tok := range tokens(text) {
 		written += tok
 		partial := *resp
-		partial.Content = []wire.Part{{Kind: wire.PartText, Text: written}}
+		partial.Content = append(append([]wire.Part(nil), lead...), wire.Part{Kind: wire.PartText, Text: written})
 		evs = append(evs, st.Update(&partial)...)
 	}
 	return append(evs, st.Finish(resp)...)

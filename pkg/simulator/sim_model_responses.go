@@ -45,9 +45,20 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		s.responsesNative(w, req, a.id)
 		return
 	}
-	resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return id })
+	reasoning, ok := s.responsesReasoning(w, body)
+	if !ok {
+		return
+	}
+	rename := func(id string) string { return id }
+	if reasoning && !req.Stream { // the simulator streams no reasoning items
+		rename = func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") }
+	}
+	resp := a.response("resp_sim_"+a.id, req.Model, rename)
 	if !req.Stream {
 		b, _ := wire.Responses.EncodeResponse(resp)
+		if reasoning {
+			b = withReasoningItem(b, body, a.user, a.id)
+		}
 		writeJSON(w, b)
 		return
 	}

@@ -105,12 +105,7 @@ func (anthropicCodec) DecodeRequest(body []byte) (*Request, error) {
 		case "top_k":
 			r.Notes = append(r.Notes, "top_k is not honoured by the fleet's model")
 		case "thinking":
-			var t struct {
-				Type string `json:"type"`
-			}
-			if json.Unmarshal(v, &t) == nil && t.Type == "enabled" {
-				r.Notes = append(r.Notes, "thinking is not honoured: the answer has no thinking blocks")
-			}
+			r.Reasoning, err = anthropicThinking(v)
 		case "metadata", "service_tier":
 		default:
 			return nil, Invalid(k, "%s: Extra inputs are not permitted", k)
@@ -170,6 +165,10 @@ type anthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	// Thinking, Signature and Data are a thinking or redacted_thinking block's.
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+	Data      string `json:"data"`
 }
 
 func (r *Request) anthropicMessages(v json.RawMessage) error {
@@ -255,7 +254,11 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part
 		case "web_search_tool_result":
 			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
 		case "thinking", "redacted_thinking":
-			// The model's own reasoning: not for another model.
+			// The model's reasoning, kept verbatim: an Anthropic model wants it back.
+			if !assistant {
+				return nil, Invalid(bp+".type", "%s.type: %s blocks belong to assistant messages", bp, b.Type)
+			}
+			parts = append(parts, Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}})
 		case "web_fetch_tool_result":
 			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicFetchHistory(b.ToolUseID, b.Content)})
 		case "server_tool_result":
@@ -419,6 +422,10 @@ func anthropicBlocks(r *Response) []map[string]any {
 			out = append(out, map[string]any{"type": "web_search_tool_result", "tool_use_id": serverToolID(p.Search.CallID), "content": content})
 		case PartText:
 			out = append(out, textBlocks(p)...)
+		case PartReasoning:
+			if b := thinkingBlock(p); b != nil {
+				out = append(out, b)
+			}
 		case PartToolCall:
 			var input any = json.RawMessage(p.Call.Arguments)
 			var obj map[string]json.RawMessage
@@ -597,6 +604,12 @@ func (s *anthropicStream) block(evs []Event, b map[string]any) []Event {
 		in, _ := json.Marshal(b["input"])
 		start["input"] = map[string]any{}
 		deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
+	case "thinking":
+		start["thinking"], start["signature"] = "", ""
+		for _, piece := range pieces(b["thinking"].(string), 64) {
+			deltas = append(deltas, map[string]any{"type": "thinking_delta", "thinking": piece})
+		}
+		deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": b["signature"]})
 	case "text":
 		start["text"] = ""
 		if cs, ok := b["citations"].([]any); ok {
@@ -703,6 +716,14 @@ func (s *anthropicStream) Update(r *Response) []Event {
 			s.cursor++
 		case PartText:
 			return s.liveText(evs, p)
+		case PartReasoning:
+			if s.open {
+				return evs
+			}
+			if b := thinkingBlock(p); b != nil {
+				evs = s.block(evs, b)
+			}
+			s.cursor++
 		default:
 			return evs
 		}
@@ -713,6 +734,13 @@ func (s *anthropicStream) Update(r *Response) []Event {
 func (s *anthropicStream) Finish(r *Response) []Event {
 	var evs []Event
 	blocks := anthropicBlocks(r)
+	if s.textBase >= 0 {
+		at := s.closed
+		if s.open {
+			at++
+		}
+		blocks = thinkingAfterText(blocks, s.textBase, at)
+	}
 	for i := s.closed; i < len(blocks); i++ {
 		b := blocks[i]
 		if !s.open {

@@ -63,6 +63,8 @@ type Request struct {
 	Stream         bool
 	// Background asks for an answer fetched later (Responses background mode).
 	Background bool
+	// Reasoning is how much the model should think (nil: its default).
+	Reasoning *ReasoningConfig
 	// Params are parameters of the request's own protocol the canonical model does not
 	// name (Chat's seed, logprobs…): forwarded only to a model of the same protocol.
 	Params map[string]json.RawMessage
@@ -87,6 +89,7 @@ const (
 	PartToolResult   PartKind = "tool_result"   // Result: a client tool's result
 	PartServerCall   PartKind = "server_call"   // Server: a web_search the fleet ran
 	PartServerResult PartKind = "server_result" // Search: what that search found
+	PartReasoning    PartKind = "reasoning"     // Reasoning: a model's reasoning state
 )
 
 // Part is one piece of a message's content. Kind says which field is set.
@@ -100,6 +103,7 @@ type Part struct {
 	Result    *ToolResult
 	Server    *ServerCall
 	Search    *SearchResult
+	Reasoning *Reasoning
 }
 
 // Image is an image part: a URL (http(s) or data:) or base64 data with its type.

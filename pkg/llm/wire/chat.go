@@ -26,6 +26,9 @@ type chatMessage struct {
 	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	Name       string          `json:"name,omitempty"`
+	// ReasoningContent and Reasoning are the model's reasoning (reasoning.go).
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	Reasoning        json.RawMessage `json:"searchfleet_reasoning,omitempty"`
 }
 
 // DecodeRequest reads a Chat request (validated as llm.ParseChatRequest validates the
@@ -64,6 +67,7 @@ func (chatCodec) DecodeRequest(body []byte) (*Request, error) {
 			for _, tc := range m.ToolCalls {
 				parts = append(parts, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 			}
+			parts = chatReasoningParts(m.Reasoning, m.ReasoningContent, parts)
 			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Parts: parts})
 		case "tool", "function":
 			id := m.ToolCallID
@@ -110,6 +114,19 @@ func (chatCodec) DecodeRequest(body []byte) (*Request, error) {
 			}
 		case "tool_choice":
 			r.ToolChoice, err = chatToolChoice(v)
+		case "reasoning_effort":
+			if r.Reasoning == nil {
+				r.Reasoning = &ReasoningConfig{}
+			}
+			err = json.Unmarshal(v, &r.Reasoning.Effort)
+		case llm.ReasoningKey:
+			var c ReasoningConfig
+			if err = json.Unmarshal(v, &c); err == nil {
+				if r.Reasoning != nil && r.Reasoning.Effort != "" {
+					c.Effort = r.Reasoning.Effort // the request's own reasoning_effort wins
+				}
+				r.Reasoning = &c
+			}
 		default:
 			r.Params[k] = v
 		}
@@ -223,6 +240,7 @@ func (chatCodec) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if !isNull(r.ResponseFormat) {
 		out["response_format"] = r.ResponseFormat
 	}
+	chatReasoningConfig(out, r.Reasoning)
 	return json.Marshal(out)
 }
 
@@ -269,6 +287,7 @@ func chatMessages(r *Request) ([]any, error) {
 			if len(calls) > 0 {
 				msg["tool_calls"] = calls
 			}
+			chatReasoningFields(msg, m.Parts)
 			out = append(out, msg)
 		case RoleSystem, RoleUser:
 			parts := append(texts, rest...)
@@ -342,9 +361,11 @@ type chatCompletion struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content     json.RawMessage `json:"content"`
-			ToolCalls   []llm.ToolCall  `json:"tool_calls"`
-			Annotations []struct {
+			Content          json.RawMessage `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        json.RawMessage `json:"searchfleet_reasoning"`
+			ToolCalls        []llm.ToolCall  `json:"tool_calls"`
+			Annotations      []struct {
 				Type        string `json:"type"`
 				URLCitation struct {
 					URL        string `json:"url"`
@@ -405,6 +426,7 @@ func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
 	for _, tc := range ch.Message.ToolCalls {
 		r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 	}
+	r.Content = chatReasoningParts(ch.Message.Reasoning, ch.Message.ReasoningContent, r.Content)
 	if sf := c.Searchfleet; sf != nil {
 		r.JobID = sf.JobID
 		r.Notes = sf.Warnings
@@ -458,6 +480,7 @@ func chatMessageOf(r *Response) (map[string]any, string) {
 	if len(calls) > 0 {
 		msg["tool_calls"] = calls
 	}
+	chatReasoningFields(msg, r.Content)
 	finish := "stop"
 	for k, v := range chatStops {
 		if v == r.Stop && k != "function_call" {

@@ -149,6 +149,7 @@ func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usag
 	if native != nil {
 		m[llm.NativeKey] = native.NativeSearch
 	}
+	chatReasoningFields(m, r.Content)
 	msg, _ = json.Marshal(m)
 	finish = chatFinish[r.Stop]
 	if len(calls) > 0 {

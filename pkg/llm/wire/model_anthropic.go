@@ -55,8 +55,18 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			role = "assistant"
 		}
 		var blocks []any
-		for _, p := range m.Parts {
+		parts := m.Parts
+		if m.Role == RoleAssistant {
+			parts = thinkingFirst(parts)
+		}
+		for _, p := range parts {
 			switch p.Kind {
+			case PartReasoning:
+				// The model's own thinking goes back verbatim; another protocol's
+				// reasoning cannot (it has no signature Anthropic accepts).
+				if b := thinkingBlock(p); b != nil {
+					blocks = append(blocks, b)
+				}
 			case PartText:
 				if p.Text != "" {
 					blocks = append(blocks, map[string]any{"type": "text", "text": p.Text})
@@ -156,7 +166,57 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if r.Stream {
 		out["stream"] = true
 	}
+	anthropicThinkingConfig(out, r.Reasoning)
 	return json.Marshal(out)
+}
+
+// anthropicThinkingConfig sets a request's thinking from its reasoning settings:
+// adaptive, disabled, or enabled with the budget (an effort's, BudgetOf); max_tokens
+// is raised above the budget where it is not (Anthropic requires it).
+func anthropicThinkingConfig(out map[string]any, c *ReasoningConfig) {
+	switch {
+	case c == nil:
+	case c.Adaptive:
+		out["thinking"] = map[string]any{"type": "adaptive"}
+	case c.Disabled:
+		out["thinking"] = map[string]any{"type": "disabled"}
+	case c.BudgetOf() > 0:
+		budget := max(c.BudgetOf(), 1024)
+		out["thinking"] = map[string]any{"type": "enabled", "budget_tokens": budget}
+		if mt, _ := out["max_tokens"].(int); mt <= budget {
+			out["max_tokens"] = budget + anthropicDefaultMaxTokens
+		}
+	}
+}
+
+// thinkingFirst moves the text an assistant message has before its first thinking
+// block to after that run of thinking blocks: Anthropic wants an assistant message
+// that made tool calls to start with its thinking, and a streamed answer (text sent
+// as it came, its thinking at the end) may come back in that order.
+func thinkingFirst(parts []Part) []Part {
+	first := -1
+	for i, p := range parts {
+		if _, ok := reasoningFor(p, AnthropicMessages); ok {
+			first = i
+			break
+		}
+		if p.Kind != PartText {
+			return parts
+		}
+	}
+	if first <= 0 {
+		return parts
+	}
+	end := first
+	for end < len(parts) {
+		if _, ok := reasoningFor(parts[end], AnthropicMessages); !ok {
+			break
+		}
+		end++
+	}
+	out := append([]Part(nil), parts[first:end]...)
+	out = append(out, parts[:first]...)
+	return append(out, parts[end:]...)
 }
 
 // anthropicImage renders an image block: a URL source, or base64 (data: URLs split).
@@ -195,6 +255,9 @@ type anthropicAnswerBlock struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
 	Citations []struct {
 		Type      string `json:"type"`
 		URL       string `json:"url"`
@@ -213,7 +276,8 @@ var anthropicStopReasons = map[string]StopReason{"end_turn": StopEndTurn, "stop_
 
 // DecodeResponse reads a Messages response: text blocks (with their citations),
 // tool_use blocks as tool calls, the provider's own searches (server_tool_use,
-// web_search_tool_result), usage and the stop reason. Thinking blocks are skipped.
+// web_search_tool_result), thinking and redacted_thinking blocks (verbatim, for the
+// next turn), usage and the stop reason.
 func (anthropicModel) DecodeResponse(body []byte) (*Response, error) {
 	var a anthropicAnswer
 	if err := json.Unmarshal(body, &a); err != nil {
@@ -247,6 +311,8 @@ func (a *anthropicAnswer) response() *Response {
 			r.Content = append(r.Content, p)
 		case "tool_use":
 			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: b.ID, Name: b.Name, Arguments: compactArgs(b.Input)}})
+		case "thinking", "redacted_thinking":
+			r.Content = append(r.Content, Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}})
 		case "server_tool_use":
 			var in struct {
 				Query string `json:"query"`
@@ -338,6 +404,8 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 			Type        string          `json:"type"`
 			Text        string          `json:"text"`
 			PartialJSON string          `json:"partial_json"`
+			Thinking    string          `json:"thinking"`
+			Signature   string          `json:"signature"`
 			Citation    json.RawMessage `json:"citation"`
 			StopReason  string          `json:"stop_reason"`
 		} `json:"delta"`
@@ -383,6 +451,10 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 		case "text_delta":
 			b.Text += ev.Delta.Text
 			return ev.Delta.Text, nil
+		case "thinking_delta":
+			b.Thinking += ev.Delta.Thinking
+		case "signature_delta":
+			b.Signature += ev.Delta.Signature
 		case "input_json_delta":
 			if sb := d.args[ev.Index]; sb != nil {
 				sb.WriteString(ev.Delta.PartialJSON)

@@ -92,8 +92,14 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		}
 		var parts []any
 		signed := false
+		signature := "" // the thoughtSignature of the part that follows
 		for _, p := range m.Parts {
 			switch p.Kind {
+			case PartReasoning:
+				if rs, ok := reasoningFor(p, Gemini); ok && rs.Signature != "" {
+					signature = rs.Signature
+				}
+				continue
 			case PartText:
 				if p.Text != "" {
 					parts = append(parts, map[string]string{"text": p.Text})
@@ -108,10 +114,15 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 					fc["id"] = p.Call.ID
 				}
 				part := map[string]any{"functionCall": fc}
-				if !signed && geminiNeedsSignature(model) {
+				switch {
+				case signature != "":
+					// The signature the model gave this call, back on it unchanged.
+					part["thoughtSignature"] = signature
+					signed = true
+				case !signed && geminiNeedsSignature(model) && !geminiSigned(m.Parts):
 					// Gemini 3 refuses a replayed turn whose first call has no thought
-					// signature; the fleet keeps none, so it sends Google's documented
-					// sentinel for calls whose signature is not at hand.
+					// signature: a call the model never made (another protocol's
+					// history) gets Google's documented sentinel.
 					part["thoughtSignature"] = geminiSkipSignature
 					signed = true
 				}
@@ -131,6 +142,7 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				}
 				parts = append(parts, map[string]any{"functionResponse": fr})
 			}
+			signature = ""
 		}
 		if len(parts) == 0 {
 			continue
@@ -194,6 +206,9 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if len(r.Stop) > 0 {
 		gen["stopSequences"] = r.Stop
 	}
+	if tc := geminiThinking(r.Reasoning, model); tc != nil {
+		gen["thinkingConfig"] = tc
+	}
 	if f := responsesFormat(r.ResponseFormat); f != nil {
 		gen["responseMimeType"] = "application/json"
 		if s, ok := f["schema"]; ok {
@@ -245,9 +260,12 @@ type geminiAnswer struct {
 }
 
 type geminiPart struct {
-	Text         string `json:"text"`
-	Thought      bool   `json:"thought"`
-	FunctionCall *struct {
+	Text    string `json:"text"`
+	Thought bool   `json:"thought"`
+	// ThoughtSignature is the signature the model put on the part (on a
+	// functionCall part: required back with it by Gemini 3).
+	ThoughtSignature string `json:"thoughtSignature"`
+	FunctionCall     *struct {
 		ID   string          `json:"id"`
 		Name string          `json:"name"`
 		Args json.RawMessage `json:"args"`
@@ -304,7 +322,8 @@ var geminiStops = map[string]StopReason{"STOP": StopEndTurn, "MAX_TOKENS": StopM
 	"BLOCKLIST": StopRefusal, "PROHIBITED_CONTENT": StopRefusal, "SPII": StopRefusal, "IMAGE_SAFETY": StopRefusal}
 
 // DecodeResponse reads a generateContent answer: the first candidate's text parts
-// (thought parts skipped) and functionCall parts (each given an id when it has none),
+// (thought parts skipped) and functionCall parts (each given an id when it has none,
+// after its thoughtSignature as a reasoning part),
 // usage (thinking tokens count as output) and the finish reason; a prompt blocked
 // before any candidate is a refusal.
 func (geminiModel) DecodeResponse(body []byte) (*Response, error) {
@@ -408,6 +427,9 @@ func (acc *geminiAccumulator) response() *Response {
 			id := fc.ID
 			if id == "" {
 				id = geminiCallID(acc.id, i, fc.Name, fc.Args)
+			}
+			if p.ThoughtSignature != "" {
+				r.Content = append(r.Content, Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: Gemini, Signature: p.ThoughtSignature}})
 			}
 			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: id, Name: fc.Name, Arguments: compactArgs(fc.Args)}})
 			r.Stop = StopToolUse

@@ -57,6 +57,13 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				text = append(text, p)
 			case PartServerCall, PartServerResult:
 				text = append(text, Part{Kind: PartText, Text: renderServerPart(p)})
+			case PartReasoning:
+				// The model's own reasoning items go back as they came, before the
+				// calls they led to; another protocol's reasoning cannot.
+				if it := reasoningItem(p); it != nil {
+					flush()
+					input = append(input, it)
+				}
 			case PartToolCall:
 				flush()
 				input = append(input, map[string]any{"type": "function_call", "call_id": p.Call.ID, "name": p.Call.Name, "arguments": p.Call.Arguments})
@@ -119,6 +126,7 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if r.Stream {
 		out["stream"] = true
 	}
+	responsesReasoningConfig(out, r)
 	return json.Marshal(out)
 }
 
@@ -228,7 +236,12 @@ type responsesOutputItem struct {
 	Name      string                   `json:"name"`
 	Arguments string                   `json:"arguments"`
 	Content   []responsesOutputContent `json:"content"`
-	Action    *struct {
+	// Summary and EncryptedContent are a reasoning item's.
+	Summary []struct {
+		Text string `json:"text"`
+	} `json:"summary"`
+	EncryptedContent string `json:"encrypted_content"`
+	Action           *struct {
 		Type    string   `json:"type"`
 		Query   string   `json:"query"`
 		Queries []string `json:"queries"`
@@ -306,6 +319,13 @@ func (a *responsesAnswer) response() (*Response, error) {
 				id = it.ID
 			}
 			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: id, Name: it.Name, Arguments: it.Arguments}})
+		case "reasoning":
+			rs := &Reasoning{Protocol: OpenAIResponses, ID: it.ID, Encrypted: it.EncryptedContent}
+			for _, sm := range it.Summary {
+				rs.Summary = append(rs.Summary, sm.Text)
+			}
+			rs.Text = strings.Join(rs.Summary, "\n\n")
+			r.Content = append(r.Content, Part{Kind: PartReasoning, Reasoning: rs})
 		case "web_search_call":
 			call, res := it.webSearch()
 			r.Content = append(r.Content, Part{Kind: PartServerCall, Server: call}, Part{Kind: PartServerResult, Search: res})

@@ -123,7 +123,7 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 		case "text":
 			err = r.responsesText(v)
 		case "reasoning":
-			r.Notes = append(r.Notes, "reasoning settings are not honoured: the fleet's model decides how much it reasons")
+			r.Reasoning, err = responsesReasoning(v)
 		case "previous_response_id":
 			// The ingress resolves it into the input before decoding (ResolveResponsesInput).
 			return nil, Invalid(k, "'previous_response_id' could not be resolved on this server")

@@ -1,0 +1,290 @@
+package fleet_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+
+	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
+	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/simulator"
+)
+
+// stripReasoning is the test switch of the reasoning tests: a transport that, when
+// on, removes the reasoning state from the fleet's model requests on the way out
+// (Anthropic thinking and redacted_thinking blocks of assistant messages, Responses
+// reasoning items, Gemini thought signatures, Chat reasoning_content), as a fleet that dropped it would send them.
+type stripReasoning struct {
+	on   atomic.Bool
+	base http.RoundTripper
+}
+
+func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
+	messages, responses := strings.HasSuffix(r.URL.Path, "/v1/messages"), strings.HasSuffix(r.URL.Path, "/responses")
+	gemini := strings.Contains(r.URL.Path, ":generateContent") || strings.Contains(r.URL.Path, ":streamGenerateContent")
+	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
+	if !s.on.Load() || r.Body == nil || !messages && !responses && !gemini && !chat {
+		return s.base.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	var req map[string]any
+	if json.Unmarshal(body, &req) == nil && chat {
+		for _, m := range req["messages"].([]any) {
+			delete(m.(map[string]any), "reasoning_content")
+		}
+		body, _ = json.Marshal(req)
+	} else if json.Unmarshal(body, &req) == nil && gemini {
+		for _, c := range req["contents"].([]any) {
+			for _, p := range c.(map[string]any)["parts"].([]any) {
+				delete(p.(map[string]any), "thoughtSignature")
+			}
+		}
+		body, _ = json.Marshal(req)
+	} else if json.Unmarshal(body, &req) == nil && responses {
+		kept := []any{}
+		for _, it := range req["input"].([]any) {
+			if it.(map[string]any)["type"] != "reasoning" {
+				kept = append(kept, it)
+			}
+		}
+		req["input"] = kept
+		body, _ = json.Marshal(req)
+	} else if json.Unmarshal(body, &req) == nil {
+		msgs, _ := req["messages"].([]any)
+		for _, m := range msgs {
+			msg := m.(map[string]any)
+			blocks, ok := msg["content"].([]any)
+			if !ok {
+				continue
+			}
+			kept := []any{}
+			for _, b := range blocks {
+				if t := b.(map[string]any)["type"]; t != "thinking" && t != "redacted_thinking" {
+					kept = append(kept, b)
+				}
+			}
+			msg["content"] = kept
+		}
+		body, _ = json.Marshal(req)
+	}
+	r = r.Clone(r.Context())
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return s.base.RoundTrip(r)
+}
+
+// reasoningFleet starts a fleet whose model requests pass through the switch.
+func reasoningFleet(t *testing.T) (*fleettest.Fleet, *stripReasoning) {
+	rdb, prefix := testenv.Redis(t)
+	sim := simulator.New(simulator.Options{})
+	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close() })
+	env := fleettest.Settings()
+	env.NATSURL, env.KeyPrefix = bustest.Server(t), prefix
+	file := demo.Config(simURL, sim.EngineConfigs(simURL))
+	sw := &stripReasoning{base: fleet.Transport()}
+	url, _ := fleettest.RunWith(t, env, file, rdb, func(o *fleet.Options) { o.HTTPClient = &http.Client{Transport: sw} })
+	return &fleettest.Fleet{URL: url, Sim: sim, SimURL: simURL, File: file, Env: env}, sw
+}
+
+// A Messages client asks the Claude brain with thinking enabled: every hop of the
+// search loop sends the earlier hops' thinking blocks back verbatim before their
+// tool_use (the strict simulator checks each signature and refuses a turn that lost
+// them), and the answer carries the model's thinking block, signed. With the switch
+// on (the thinking blocks removed on the way out) the simulator refuses the second
+// hop with Anthropic's error and the question fails.
+func TestAnthropicThinkingSurvivesTheSearchLoop(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	c := anthropicClient(f)
+	params := anthropic.MessageNewParams{Model: anthropic.Model(demo.ModelClaude), MaxTokens: 2048,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(searchPrompt + " sim:hops=2"))}}
+	msg, err := c.Messages.New(ctx(t), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, b := range msg.Content {
+		kinds = append(kinds, b.Type)
+		if b.Type == "thinking" && (b.Signature == "" || b.Thinking == "") {
+			t.Errorf("thinking block without its text or signature: %s", b.RawJSON())
+		}
+	}
+	if !strings.Contains(strings.Join(kinds, ","), "thinking,text") || msg.StopReason != anthropic.StopReasonEndTurn {
+		t.Fatalf("content %v, stop %q: %s", kinds, msg.StopReason, msg.RawJSON())
+	}
+	if strings.Contains(msg.RawJSON(), "not honoured") {
+		t.Errorf("a warning says thinking is not honoured: %s", msg.RawJSON())
+	}
+	st := f.Sim.Stats().Requests
+	if st["model_reasoning_verified"] < 2 || st["model_reasoning_refused"] != 0 {
+		t.Fatalf("the simulator verified the thinking of %d hops and refused %d; want every hop after the first verified (2), none refused",
+			st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+
+	// Streamed: the thinking block arrives as thinking_delta and signature_delta.
+	stream := c.Messages.NewStreaming(ctx(t), params)
+	var acc anthropic.Message
+	deltas := map[string]int{}
+	for stream.Next() {
+		ev := stream.Current()
+		if ev.Type == "content_block_delta" {
+			deltas[ev.Delta.Type]++
+		}
+		if err := acc.Accumulate(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	signed := false
+	for _, b := range acc.Content {
+		signed = signed || b.Type == "thinking" && b.Signature != "" && b.Thinking != ""
+	}
+	if !signed || deltas["thinking_delta"] == 0 || deltas["signature_delta"] == 0 {
+		t.Fatalf("streamed answer has no signed thinking block (deltas %v): %s", deltas, acc.RawJSON())
+	}
+
+	// The switch: the state removed on the way out, the simulator refuses.
+	sw.on.Store(true)
+	_, err = c.Messages.New(ctx(t), params)
+	if err == nil {
+		t.Fatal("with the thinking blocks removed the question still completed: the simulator does not check them")
+	}
+	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
+		t.Fatalf("the question failed (%v), but not because the simulator refused the stripped thinking", err)
+	}
+}
+
+// A Chat client's reasoning_effort reaches the Claude brain as a thinking budget, and
+// the thinking survives the loop the same way; the Chat answer carries the model's
+// thinking as reasoning_content.
+func TestChatReasoningEffortOnClaude(t *testing.T) {
+	t.Parallel()
+	f, _ := reasoningFleet(t)
+	status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": demo.ModelClaude, "reasoning_effort": "low",
+		"messages": []any{map[string]any{"role": "user", "content": searchPrompt}}})
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if rc, _ := msg["reasoning_content"].(string); rc == "" || !strings.Contains(fleettest.Content(resp), "[1]") {
+		t.Fatalf("message %v", msg)
+	}
+	if st := f.Sim.Stats().Requests; st["model_reasoning_verified"] < 1 || st["model_reasoning_refused"] != 0 {
+		t.Fatalf("verified %d, refused %d", st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+}
+
+// A Chat client's reasoning_effort reaches the Responses brain as reasoning.effort
+// with include ["reasoning.encrypted_content"] (the fleet stores nothing at the
+// provider); the reasoning item of each hop goes back, encrypted content unaltered,
+// before the function_call it led to, which the strict simulator checks. With the
+// switch on it refuses the second hop and the question fails.
+func TestResponsesReasoningItemsSurviveTheSearchLoop(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	ask := func() (int, []byte) {
+		status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": demo.ModelResponses, "reasoning_effort": "medium",
+			"messages": []any{map[string]any{"role": "user", "content": searchPrompt + " sim:hops=2"}}})
+		return status, body
+	}
+	status, body := ask()
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != http.StatusOK || !strings.Contains(fleettest.Content(resp), "[1]") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if st := f.Sim.Stats().Requests; st["model_reasoning_verified"] < 2 || st["model_reasoning_refused"] != 0 {
+		t.Fatalf("the simulator verified the reasoning items of %d hops and refused %d; want every hop after the first (2), none refused",
+			st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+	sw.on.Store(true)
+	if status, body := ask(); status == http.StatusOK {
+		t.Fatalf("with the reasoning items removed the question still completed: %s", body)
+	}
+	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
+		t.Fatal("the question failed, but not because the simulator refused the stripped reasoning")
+	}
+}
+
+// A Chat client's reasoning_effort reaches the Gemini brain as a thinkingConfig, and
+// each functionCall part goes back with the thoughtSignature the model gave it (not
+// Google's sentinel), which the strict simulator checks on every hop. With the switch
+// on it refuses the second hop and the question fails.
+func TestGeminiThoughtSignaturesSurviveTheSearchLoop(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	ask := func() (int, []byte) {
+		status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": demo.ModelGemini, "reasoning_effort": "high",
+			"messages": []any{map[string]any{"role": "user", "content": searchPrompt + " sim:hops=2"}}})
+		return status, body
+	}
+	status, body := ask()
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != http.StatusOK || !strings.Contains(fleettest.Content(resp), "[1]") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if st := f.Sim.Stats().Requests; st["model_reasoning_verified"] < 2 || st["model_reasoning_refused"] != 0 {
+		t.Fatalf("the simulator verified the thought signatures of %d hops and refused %d; want every hop after the first (2), none refused",
+			st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+	sw.on.Store(true)
+	if status, body := ask(); status == http.StatusOK {
+		t.Fatalf("with the thought signatures removed the question still completed: %s", body)
+	}
+	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
+		t.Fatal("the question failed, but not because the simulator refused the missing signatures")
+	}
+}
+
+// A Chat client's reasoning_effort reaches a Chat-compatible thinking model (DeepSeek,
+// Kimi style) as it is; the reasoning_content of each hop's assistant message with
+// tool_calls goes back with it, which the strict simulator checks; the Chat answer
+// carries the model's reasoning_content. With the switch on it refuses the second
+// hop and the question fails.
+func TestChatReasoningContentSurvivesTheSearchLoop(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	ask := func() (int, []byte) {
+		status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": demo.Model, "reasoning_effort": "high",
+			"messages": []any{map[string]any{"role": "user", "content": searchPrompt + " sim:hops=2"}}})
+		return status, body
+	}
+	status, body := ask()
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil || status != http.StatusOK || !strings.Contains(fleettest.Content(resp), "[1]") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if rc, _ := msg["reasoning_content"].(string); rc == "" {
+		t.Errorf("the answer has no reasoning_content: %v", msg)
+	}
+	if st := f.Sim.Stats().Requests; st["model_reasoning_verified"] < 2 || st["model_reasoning_refused"] != 0 {
+		t.Fatalf("the simulator verified the reasoning_content of %d hops and refused %d; want every hop after the first (2), none refused",
+			st["model_reasoning_verified"], st["model_reasoning_refused"])
+	}
+	sw.on.Store(true)
+	if status, body := ask(); status == http.StatusOK {
+		t.Fatalf("with reasoning_content removed the question still completed: %s", body)
+	}
+	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
+		t.Fatal("the question failed, but not because the simulator refused the missing reasoning_content")
+	}
+}

@@ -1,0 +1,422 @@
+package wire
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Reasoning is a model's reasoning state, kept verbatim: what a reasoning model wants
+// back, unaltered, on every later turn of a tool loop. Only a model of its Protocol
+// can read it back; the others get nothing of it (its Text is the model's own
+// thinking, not part of the conversation).
+//
+// Its JSON form (the tags) is the canonical one the fleet stores.
+type Reasoning struct {
+	// Protocol is whose state it is: AnthropicMessages (a thinking or
+	// redacted_thinking block), OpenAIResponses (a reasoning item), Gemini (a thought
+	// or the thoughtSignature of the functionCall part that follows it), OpenAIChat
+	// (reasoning_content, DeepSeek and Kimi style).
+	Protocol Protocol `json:"protocol"`
+	// Text is the readable reasoning: Anthropic's thinking, Gemini's thought text, a
+	// Chat model's reasoning_content, a Responses item's summary texts joined.
+	Text string `json:"text,omitempty"`
+	// Signature is an Anthropic thinking block's signature, or the thoughtSignature
+	// Gemini put on the part that follows.
+	Signature string `json:"signature,omitempty"`
+	// Redacted is an Anthropic redacted_thinking block's data.
+	Redacted string `json:"redacted,omitempty"`
+	// ID, Summary and Encrypted are a Responses reasoning item's id, summary texts and
+	// encrypted_content.
+	ID        string   `json:"id,omitempty"`
+	Summary   []string `json:"summary,omitempty"`
+	Encrypted string   `json:"encrypted_content,omitempty"`
+}
+
+// ReasoningConfig is how much a model should think: an OpenAI effort, an Anthropic
+// or Gemini token budget, or Anthropic's adaptive thinking. Each model codec carries
+// what its protocol takes (EffortOf, BudgetOf map the others onto it).
+type ReasoningConfig struct {
+	// Effort is none, minimal, low, medium, high or xhigh.
+	Effort string `json:"effort,omitempty"`
+	// BudgetTokens is a thinking budget in tokens (Anthropic budget_tokens, Gemini
+	// thinkingBudget).
+	BudgetTokens int `json:"budget_tokens,omitempty"`
+	// Adaptive is Anthropic's adaptive thinking: the model decides.
+	Adaptive bool `json:"adaptive,omitempty"`
+	// Disabled turns thinking off.
+	Disabled bool `json:"disabled,omitempty"`
+	// Summary is a Responses reasoning.summary (auto, concise, detailed).
+	Summary string `json:"summary,omitempty"`
+}
+
+// Thinking budgets of the efforts, for a target that takes a budget (Anthropic's
+// minimum budget_tokens is 1,024), and the efforts of budgets, for one that takes an
+// effort: the fleet's own mapping, no provider publishes one.
+var effortBudget = map[string]int{"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
+
+// BudgetOf returns the thinking budget of c: its own, else its effort's; 0 when it
+// names neither (or thinking is off).
+func (c *ReasoningConfig) BudgetOf() int {
+	if c == nil || c.Disabled {
+		return 0
+	}
+	if c.BudgetTokens > 0 {
+		return c.BudgetTokens
+	}
+	return effortBudget[c.Effort]
+}
+
+// EffortOf returns the effort of c: its own, else its budget's; "" when it names
+// neither (adaptive: the model's default).
+func (c *ReasoningConfig) EffortOf() string {
+	switch {
+	case c == nil:
+		return ""
+	case c.Disabled:
+		return "none"
+	case c.Effort != "":
+		return c.Effort
+	case c.BudgetTokens <= 0:
+		return ""
+	case c.BudgetTokens <= effortBudget["low"]:
+		return "low"
+	case c.BudgetTokens <= effortBudget["medium"]:
+		return "medium"
+	}
+	return "high"
+}
+
+// reasoningFor returns the reasoning parts of protocol p among parts.
+func reasoningFor(p Part, protocol Protocol) (*Reasoning, bool) {
+	if p.Kind != PartReasoning || p.Reasoning == nil || p.Reasoning.Protocol != protocol {
+		return nil, false
+	}
+	return p.Reasoning, true
+}
+
+// The chain stores each hop's answer as a Chat assistant message (the Chat detour,
+// see DESIGN.md): reasoning state, which Chat has no field for, rides in it under
+// llm.ReasoningKey, each entry the canonical Reasoning with the id of the tool call
+// it came before ("" : before the text). A request's ReasoningConfig rides at the top
+// level under the same key (llm.Client turns it into reasoning_effort for a Chat
+// model).
+
+// chatReasoning is one entry of an assistant message's llm.ReasoningKey.
+type chatReasoning struct {
+	Reasoning
+	Before string `json:"before,omitempty"`
+}
+
+// chatReasoningOf lists the reasoning parts of parts with the tool call each precedes.
+func chatReasoningOf(parts []Part) []chatReasoning {
+	var out []chatReasoning
+	var pending []Reasoning
+	flush := func(before string) {
+		for _, r := range pending {
+			out = append(out, chatReasoning{Reasoning: r, Before: before})
+		}
+		pending = nil
+	}
+	for _, p := range parts {
+		switch {
+		case p.Kind == PartReasoning && p.Reasoning != nil:
+			pending = append(pending, *p.Reasoning)
+		case p.Kind == PartToolCall:
+			flush(p.Call.ID)
+		case p.Kind == PartText && p.Text != "":
+			flush("")
+		}
+	}
+	flush("")
+	return out
+}
+
+// withChatReasoning places the reasoning entries among an assistant message's text
+// and tool call parts: the entries before the text first (those before the first
+// call when none is), then the text, then each call after its own entries.
+func withChatReasoning(entries []chatReasoning, parts []Part) []Part {
+	if len(entries) == 0 {
+		return parts
+	}
+	byCall := map[string][]Reasoning{}
+	var lead []Reasoning
+	for _, e := range entries {
+		if e.Before == "" {
+			lead = append(lead, e.Reasoning)
+			continue
+		}
+		byCall[e.Before] = append(byCall[e.Before], e.Reasoning)
+	}
+	placed := map[string]bool{}
+	if len(lead) == 0 {
+		for _, p := range parts {
+			if p.Kind == PartToolCall {
+				lead, placed[p.Call.ID] = byCall[p.Call.ID], true
+				break
+			}
+		}
+	}
+	out := make([]Part, 0, len(parts)+len(entries))
+	for i := range lead {
+		out = append(out, Part{Kind: PartReasoning, Reasoning: &lead[i]})
+	}
+	for _, p := range parts {
+		if p.Kind == PartToolCall && !placed[p.Call.ID] {
+			for _, r := range byCall[p.Call.ID] {
+				out = append(out, Part{Kind: PartReasoning, Reasoning: &r})
+			}
+			placed[p.Call.ID] = true
+		}
+		out = append(out, p)
+	}
+	// Entries of calls the message does not have (a client that dropped a call) go
+	// last rather than nowhere.
+	for _, e := range entries {
+		if e.Before != "" && !placed[e.Before] {
+			out = append(out, Part{Kind: PartReasoning, Reasoning: &e.Reasoning})
+			placed[e.Before] = true
+		}
+	}
+	return out
+}
+
+// chatReasoningFields adds an assistant message's reasoning to its Chat form: the
+// entries under llm.ReasoningKey and, as DeepSeek and Kimi send it, the readable
+// reasoning as reasoning_content (a Chat model's own reasoning_content only).
+func chatReasoningFields(msg map[string]any, parts []Part) {
+	entries := chatReasoningOf(parts)
+	if len(entries) == 0 {
+		return
+	}
+	var own, text []string
+	native := true
+	for _, e := range entries {
+		if e.Protocol != OpenAIChat {
+			native = false
+		}
+		if e.Text != "" {
+			text = append(text, e.Text)
+		}
+		if e.Protocol == OpenAIChat {
+			own = append(own, e.Text)
+		}
+	}
+	if native {
+		msg["reasoning_content"] = strings.Join(own, "")
+		return
+	}
+	msg[llm.ReasoningKey] = entries
+	if len(text) > 0 {
+		msg["reasoning_content"] = strings.Join(text, "\n\n")
+	}
+}
+
+// chatReasoningParts reads an assistant message's reasoning: its llm.ReasoningKey
+// entries, else its reasoning_content (a Chat model's own).
+func chatReasoningParts(fleet json.RawMessage, content string, parts []Part) []Part {
+	var entries []chatReasoning
+	if !isNull(fleet) && json.Unmarshal(fleet, &entries) == nil && len(entries) > 0 {
+		return withChatReasoning(entries, parts)
+	}
+	if content == "" {
+		return parts
+	}
+	return append([]Part{{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: OpenAIChat, Text: content}}}, parts...)
+}
+
+// chatReasoningConfig renders a request's reasoning settings in Chat form: an effort
+// alone as reasoning_effort, anything more under llm.ReasoningKey (with the effort it
+// maps to, for a Chat model).
+func chatReasoningConfig(out map[string]any, c *ReasoningConfig) {
+	if c == nil {
+		return
+	}
+	if *c == (ReasoningConfig{Effort: c.Effort}) {
+		out["reasoning_effort"] = c.Effort
+		return
+	}
+	cc := *c
+	cc.Effort = c.EffortOf()
+	out[llm.ReasoningKey] = cc
+}
+
+// anthropicThinking reads a Messages request's thinking: enabled with budget_tokens,
+// adaptive, or disabled.
+func anthropicThinking(v json.RawMessage) (*ReasoningConfig, error) {
+	var t struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
+	}
+	if json.Unmarshal(v, &t) != nil {
+		return nil, Invalid("thinking", "thinking: Input should be an object")
+	}
+	switch t.Type {
+	case "enabled":
+		if t.BudgetTokens < 1024 {
+			return nil, Invalid("thinking.budget_tokens", "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+		}
+		return &ReasoningConfig{BudgetTokens: t.BudgetTokens}, nil
+	case "adaptive":
+		return &ReasoningConfig{Adaptive: true}, nil
+	case "disabled":
+		return &ReasoningConfig{Disabled: true}, nil
+	}
+	return nil, Invalid("thinking.type", "thinking.type: Input tag '%s' found using 'type' does not match any of the expected tags: 'adaptive', 'disabled', 'enabled'", t.Type)
+}
+
+// thinkingBlock renders an Anthropic reasoning part as its block, verbatim (nil: the
+// part is another protocol's).
+func thinkingBlock(p Part) map[string]any {
+	r, ok := reasoningFor(p, AnthropicMessages)
+	if !ok {
+		return nil
+	}
+	if r.Redacted != "" {
+		return map[string]any{"type": "redacted_thinking", "data": r.Redacted}
+	}
+	return map[string]any{"type": "thinking", "thinking": r.Text, "signature": r.Signature}
+}
+
+// thinkingAfterText moves the thinking blocks that come from index base on, before the
+// first text block, to index at: a stream that already sent text from base on (the
+// text streamed as the model wrote it, before its thinking was known) sends them
+// after what it sent.
+func thinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
+	var thinking, rest []map[string]any
+	text := false
+	for i, b := range blocks {
+		t := b["type"]
+		text = text || i >= base && t == "text"
+		if i >= base && !text && (t == "thinking" || t == "redacted_thinking") {
+			thinking = append(thinking, b)
+			continue
+		}
+		rest = append(rest, b)
+	}
+	if len(thinking) == 0 {
+		return blocks
+	}
+	at = min(at, len(rest))
+	out := append(append([]map[string]any(nil), rest[:at]...), thinking...)
+	return append(out, rest[at:]...)
+}
+
+// reasoningItem renders a Responses reasoning part as the input item it came as (nil:
+// the part is another protocol's).
+func reasoningItem(p Part) map[string]any {
+	r, ok := reasoningFor(p, OpenAIResponses)
+	if !ok {
+		return nil
+	}
+	summary := []any{}
+	for _, s := range r.Summary {
+		summary = append(summary, map[string]string{"type": "summary_text", "text": s})
+	}
+	it := map[string]any{"type": "reasoning", "summary": summary}
+	if r.ID != "" {
+		it["id"] = r.ID
+	}
+	if r.Encrypted != "" {
+		it["encrypted_content"] = r.Encrypted
+	}
+	return it
+}
+
+// responsesReasoningConfig sets a Responses request's reasoning (effort, summary) and,
+// since the fleet does not store at the provider (store false), asks for the
+// reasoning items' encrypted_content, which the next turn sends back.
+func responsesReasoningConfig(out map[string]any, r *Request) {
+	carried := false
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			if _, ok := reasoningFor(p, OpenAIResponses); ok {
+				carried = true
+			}
+		}
+	}
+	c := r.Reasoning
+	if c == nil && !carried {
+		return
+	}
+	if c != nil {
+		rc := map[string]any{}
+		if e := c.EffortOf(); e != "" {
+			rc["effort"] = e
+		}
+		if c.Summary != "" {
+			rc["summary"] = c.Summary
+		}
+		if len(rc) > 0 {
+			out["reasoning"] = rc
+		}
+		if c.Disabled {
+			return
+		}
+	}
+	include, _ := out["include"].([]string)
+	out["include"] = append(include, "reasoning.encrypted_content")
+}
+
+// responsesReasoning reads a Responses request's reasoning: effort and summary.
+func responsesReasoning(v json.RawMessage) (*ReasoningConfig, error) {
+	var o struct {
+		Effort  string `json:"effort"`
+		Summary string `json:"summary"`
+	}
+	if json.Unmarshal(v, &o) != nil {
+		return nil, Invalid("reasoning", "Invalid type for 'reasoning': expected an object.")
+	}
+	c := &ReasoningConfig{Effort: o.Effort, Summary: o.Summary}
+	if o.Effort == "none" {
+		c = &ReasoningConfig{Disabled: true, Summary: o.Summary}
+	}
+	return c, nil
+}
+
+// geminiSigned reports whether parts carry a Gemini thought signature: the model made
+// their calls, and the sentinel signature is not for them.
+func geminiSigned(parts []Part) bool {
+	for _, p := range parts {
+		if rs, ok := reasoningFor(p, Gemini); ok && rs.Signature != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// geminiThinking is a request's generationConfig.thinkingConfig: Gemini 3 takes a
+// thinkingLevel (low, high), earlier models a thinkingBudget (-1: dynamic, for
+// adaptive; 0: off); includeThoughts when the request asked for reasoning summaries.
+func geminiThinking(c *ReasoningConfig, model string) map[string]any {
+	if c == nil {
+		return nil
+	}
+	tc := map[string]any{}
+	if geminiVersion(model) >= 3 {
+		switch c.EffortOf() {
+		case "none", "minimal", "low":
+			tc["thinkingLevel"] = "low"
+		case "":
+		default:
+			tc["thinkingLevel"] = "high"
+		}
+	} else {
+		switch {
+		case c.Disabled:
+			tc["thinkingBudget"] = 0
+		case c.Adaptive:
+			tc["thinkingBudget"] = -1
+		case c.BudgetOf() > 0:
+			tc["thinkingBudget"] = c.BudgetOf()
+		}
+	}
+	if c.Summary != "" && !c.Disabled {
+		tc["includeThoughts"] = true
+	}
+	if len(tc) == 0 {
+		return nil
+	}
+	return tc
+}
