@@ -185,3 +185,11 @@ func (k Keys) SearchRecord(jobID string) string { return k.job(jobID) + ":rec" }
 // BatchSearchRecord is the recorded search results of a batch's jobs by content
 // address (a hash), so an identical search across the batch is made once.
 func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID) + ":rec" }
+
+// TenantJobs is a tenant's recent jobs by creation time (a sorted set, ms): the jobs
+// it submitted itself, not its batches' lines, trimmed to the newest TenantJobsKept.
+func (k Keys) TenantJobs(tenant string) string { return k.prefix + ":jobs:{" + tenant + "}" }
+
+// ModelSpendDay is what a tenant's jobs that ended in one UTC day ("20261124") spent,
+// per model (a hash: "usd:<model>" micro-dollars, "jobs:<model>", "searches:<model>").
+func (k Keys) ModelSpendDay(tenant, day string) string { return k.budget(tenant) + ":models:" + day }
