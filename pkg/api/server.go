@@ -64,6 +64,8 @@ type Server struct {
 	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
 	// 429 for new jobs (nil: no budgets).
 	Budgets *state.Budgets
+	// Console serves the web console's pages under /console/ (nil: not served).
+	Console http.Handler
 }
 
 // Handler returns the API's routes.
@@ -92,6 +94,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
 	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
+	s.consoleRoutes(mux) // console_api.go: the console's pages and the read routes it uses
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

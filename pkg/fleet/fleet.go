@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/searchfleet/searchfleet/internal/console"
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/batch"
@@ -377,10 +378,11 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
 		Limits:  p.batches.Limits,
 		Budgets: p.o.File.Budgets(env.DefaultBudget)}
+	s.Console = console.Handler() // the web console at /console/
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
 		return nil, err
 	}
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches, s)
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches, s, api.ModelSpend{Store: p.store})
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
