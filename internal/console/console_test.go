@@ -118,7 +118,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	do("open the console", chromedp.Navigate(f.URL+"/console/"), chromedp.WaitVisible(chromedp.CSS("#login")))
 	do("a wrong key", chromedp.SendKeys(chromedp.CSS("#key"), "sk-wrong"), chromedp.Click(chromedp.CSS("#login-submit")))
 	until("the wrong key refused", `document.querySelector("#login-error").textContent.includes("not accepted")`)
-	do("sign in", chromedp.SetValue(chromedp.CSS("#key"), ""), chromedp.SendKeys(chromedp.CSS("#key"), acmeKey),
+	do("sign in", chromedp.Evaluate[chromedp.Void](`document.querySelector("#key").value = ""`), chromedp.SendKeys(chromedp.CSS("#key"), acmeKey),
 		chromedp.Click(chromedp.CSS("#login-submit")), chromedp.WaitVisible(chromedp.CSS("#new-job")))
 
 	// Submit a job whose question carries markup: it must show as text.
@@ -132,6 +132,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// Each citation marker links to the source of its number, as the API numbers them.
 	var job struct {
+		Model    string
 		Response struct {
 			Searchfleet struct{ Sources []struct{ Title, URL string } }
 		}
@@ -154,6 +155,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	eval(`[...document.querySelectorAll("#sources li a")].map(a => a.getAttribute("href"))`, &listed)
 	if len(listed) != len(sources) {
 		t.Errorf("sources list has %d links, the job %d sources", len(listed), len(sources))
+	}
+	if got := text("#question-text"); got != question {
+		t.Errorf("the job page shows the question %q, want %q as text", got, question)
 	}
 	// The trace shows the query, the engine and the sources each search returned.
 	if q := text("#trace td.query"); q == "" || !strings.Contains(text("#trace td.engine"), "google") {
@@ -201,21 +205,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	until("the batch's output linked to its jobs", `document.querySelectorAll("#output-lines a[href^='#/jobs/']").length === 2`)
 
-	// Spend per day and model: the four jobs, once the finish hook has counted them.
+	// Spend per day and model: the four jobs (all of the model the form offered first),
+	// once the finish hook has counted them.
 	today := time.Now().UTC().Format(time.DateOnly)
 	do("spend", hashTo("#/spend"), chromedp.WaitVisible(chromedp.CSS("#spend")))
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		// The page reads the spend when shown: show it again (hashchange re-routes).
 		do("spend", chromedp.Evaluate[chromedp.Void](`window.dispatchEvent(new HashChangeEvent("hashchange"))`),
 			chromedp.WaitVisible(chromedp.CSS("#spend")))
-		if text(fmt.Sprintf(`#spend tr[data-day=%q][data-model=%q] td.jobs`, today, demo.Model)) == "4" {
+		if text(fmt.Sprintf(`#spend tr[data-day=%q][data-model=%q] td.jobs`, today, job.Model)) == "4" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("spend page: %q, want 4 %s jobs today", text("#spend"), demo.Model)
+			t.Fatalf("spend page: %q, want 4 %s jobs today", text("#spend"), job.Model)
 		}
 	}
-	if s := text(fmt.Sprintf(`#spend tr[data-model=%q] td.spent`, demo.Model)); s == "" || s == "$0.0000" {
+	if s := text(fmt.Sprintf(`#spend tr[data-model=%q] td.spent`, job.Model)); s == "" || s == "$0.0000" {
 		t.Errorf("spent %q, want the searches' cost", s)
 	}
 

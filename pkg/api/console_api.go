@@ -22,6 +22,7 @@ import (
 // them. Each is tenant-scoped like the rest of the API and bounded:
 //
 //	GET /v1/jobs                  the tenant's recent jobs, newest first (limit 1..100, after)
+//	GET /v1/jobs/{id}/request     the request a job was submitted with, and its question
 //	GET /v1/batches/{id}/events   a batch's progress as server-sent events until it ends
 //	GET /v1/usage/daily           the tenant's spend per day and model (days 1..35)
 //	GET /v1/engines               each engine's health: searches, errors, latency, cooldowns
@@ -32,6 +33,7 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 		mux.Handle("GET /console/", s.Console)
 	}
 	mux.HandleFunc("GET /v1/jobs", s.auth(s.listJobs))
+	mux.HandleFunc("GET /v1/jobs/{id}/request", s.auth(s.jobRequest))
 	mux.HandleFunc("GET /v1/usage/daily", s.auth(s.dailyUsage))
 	mux.HandleFunc("GET /v1/engines", s.auth(s.engineHealth))
 	if s.Batches != nil {
@@ -166,6 +168,21 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		out[i] = summaryOf(j)
 	}
 	writeJSON(w, http.StatusOK, listOf(out, func(v jobSummary) string { return v.ID }, more))
+}
+
+// jobRequest is GET /v1/jobs/{id}/request: the request the tenant's job was submitted
+// with (as validated and stored, in the protocol it came in), and the text of its last
+// user turn as "question".
+func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) {
+	job := s.loadJob(w, r)
+	if job == nil {
+		return
+	}
+	req := job.Request
+	if len(req) == 0 {
+		req = json.RawMessage("null")
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "job.request", "id": job.ID, "question": questionOf(job.Request), "request": req})
 }
 
 // dailyUsage is GET /v1/usage/daily?days=N: what the tenant's jobs spent per UTC day

@@ -113,6 +113,13 @@ func TestConsoleReadRoutes(t *testing.T) {
 		t.Fatalf("summary = %+v, want the question as sent, its searches and cost", j)
 	}
 	total := list.Data[0].CostUSD + list.Data[1].CostUSD
+	if status, b := as(t, f, "sk-acme", "GET", "/v1/jobs/"+ids[1]+"/request", nil); status != http.StatusOK ||
+		!strings.Contains(string(b), `"question":"Search the web for \u003cb\u003eRedis\u003c/b\u003e news"`) {
+		t.Errorf("GET /v1/jobs/{id}/request = %d %s, want the question", status, b)
+	}
+	if status, _ := as(t, f, "sk-globex", "GET", "/v1/jobs/"+ids[1]+"/request", nil); status != http.StatusNotFound {
+		t.Errorf("globex read acme's request: %d", status)
+	}
 	_, b = as(t, f, "sk-acme", "GET", "/v1/jobs?limit=1", nil)
 	list.Data = nil
 	json.Unmarshal(b, &list)

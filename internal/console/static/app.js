@@ -130,11 +130,15 @@ function leave() {
   page = { ctl: new AbortController(), timers: [] };
 }
 
-function every(ms, fn) {
-  page.timers.push(setInterval(() => fn().catch(() => {}), ms));
+function every(pg, ms, fn) {
+  if (pg !== page) return;
+  pg.timers.push(setInterval(() => fn().catch(() => {}), ms));
 }
 
-function show(...children) {
+// show replaces the page's content, unless the user has moved on to another page
+// since pg started (its late answer must not cover the new page).
+function show(pg, ...children) {
+  if (pg !== page) return;
   const main = $("#main");
   main.replaceChildren();
   append(main, children);
@@ -142,7 +146,7 @@ function show(...children) {
 
 function failure(err) {
   if (String(err && err.message) === "unauthorized") return;
-  show(h("p", { class: "error", id: "page-error" }, "Error: " + (err && err.message)));
+  show(page, h("p", { class: "error", id: "page-error" }, "Error: " + (err && err.message)));
 }
 
 async function route() {
@@ -154,10 +158,11 @@ async function route() {
   $("#who").textContent = openAPI ? "open API (no tenants configured)" : "signed in with key …" + apiKey.slice(-4);
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === name);
   const pages = { jobs: id ? () => jobPage(decodeURIComponent(id)) : jobsPage, batches: id ? () => batchPage(decodeURIComponent(id)) : batchesPage, spend: spendPage, engines: enginesPage };
+  const pg = page;
   try {
     await (pages[name] || jobsPage)();
   } catch (err) {
-    failure(err);
+    if (pg === page) failure(err);
   }
 }
 
@@ -184,7 +189,7 @@ function login(message) {
     if (!location.hash.startsWith("#/") || location.hash === "#/login") location.hash = "#/jobs";
     route();
   } }, input, h("button", { type: "submit", id: "login-submit" }, "Sign in"));
-  show(h("div", { class: "card login" },
+  show(page, h("div", { class: "card login" },
     h("h1", {}, "Sign in"),
     h("p", { class: "muted" }, "Use your tenant API key. It is kept in this tab only (sessionStorage) and sent to this fleet's API."),
     form, err));
@@ -193,6 +198,7 @@ function login(message) {
 // ---- jobs ------------------------------------------------------------------------------
 
 async function jobsPage() {
+  const pg = page;
   const names = await modelNames();
   const select = h("select", { id: "model" }, names.map((m) => h("option", { value: m }, m)));
   const question = h("textarea", { id: "question", placeholder: "Ask something that needs the web…", required: true });
@@ -205,7 +211,7 @@ async function jobsPage() {
     } catch (err) { status.textContent = err.message; }
   } }, question, h("div", { class: "row" }, select, h("button", { type: "submit", id: "submit-job" }, "Submit job"), status));
   const body = h("tbody", { id: "jobs" });
-  show(
+  show(pg, 
     h("h1", {}, "Jobs"),
     h("div", { class: "card" }, h("h2", { style: null }, "New job"), form),
     h("table", {}, h("thead", {}, h("tr", {}, ["Job", "Status", "Question", "Model", "Searches", "Cost", "Created"].map((c, i) => h("th", { class: i === 4 || i === 5 ? "num" : null }, c)))), body),
@@ -223,7 +229,7 @@ async function jobsPage() {
     if (!list.data.length) body.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No jobs yet.")));
   };
   await load();
-  every(2000, load);
+  every(pg, 2000, load);
 }
 
 // answerOf reads the answer text out of a job's response in any client protocol.
@@ -263,36 +269,37 @@ function stat(label, value, id) {
 }
 
 async function jobPage(id) {
+  const pg = page;
   const events = h("ul", { class: "events mono", id: "events" });
   const content = h("div", { id: "job" });
-  show(content, h("div", { class: "card" }, h("h2", {}, "Events"), events));
+  show(pg, content, h("div", { class: "card" }, h("h2", {}, "Events"), events));
   let job = await api("GET", "/v1/jobs/" + encodeURIComponent(id));
-  const render = () => content.replaceChildren(jobView(job));
+  const req = await api("GET", "/v1/jobs/" + encodeURIComponent(id) + "/request").catch(() => null);
+  const render = () => content.replaceChildren(jobView(job, req));
   render();
-  if (!terminalJob(job.status)) {
-    const ctl = page.ctl;
+  // The event stream replays the job's events from its start, then follows it live.
+  {
+    const ctl = pg.ctl;
     sse("/v1/jobs/" + encodeURIComponent(id) + "/events", async (type, data) => {
       let ev = {};
       try { ev = JSON.parse(data); } catch {}
       if (type === "delta") return;
       events.append(h("li", {}, `${new Date(ev.at || Date.now()).toLocaleTimeString()}  ${type}`, ev.hop !== undefined ? `  hop ${ev.hop}` : "", ev.engine ? `  ${ev.engine}` : "", ev.error ? `  ${ev.error}` : ""));
-      if (["completed", "failed", "cancelled", "model_call", "search_done"].includes(type)) {
+      if (!terminalJob(job.status) && ["completed", "failed", "cancelled", "model_call", "search_done"].includes(type)) {
         job = await api("GET", "/v1/jobs/" + encodeURIComponent(id));
         if (!ctl.signal.aborted) render();
       }
     }, ctl.signal).catch(() => {});
     // The event stream may end without a terminal event (a deadline): poll as well.
-    every(3000, async () => {
+    every(pg, 3000, async () => {
       if (terminalJob(job.status)) return;
       job = await api("GET", "/v1/jobs/" + encodeURIComponent(id));
       render();
     });
-  } else {
-    events.append(h("li", { class: "muted" }, `ended ${when(job.finished_at)}`));
   }
 }
 
-function jobView(job) {
+function jobView(job, req) {
   const u = job.usage || {};
   const sources = sourcesOf(job);
   const text = answerOf(job.response);
@@ -320,6 +327,8 @@ function jobView(job) {
       stat("Search / model cost", `${usd(u.search_cost_usd)} / ${usd(u.model_cost_usd)}`),
       stat("Tokens in / out", `${u.prompt_tokens ?? 0} / ${u.completion_tokens ?? 0}`),
       u.citations ? stat("Citations valid / removed", `${u.citations.valid} / ${u.citations.removed}`, "citations") : null),
+    req ? h("div", { class: "card" }, h("h2", {}, "Question"), h("p", { class: "answer", id: "question-text" }, req.question || "—"),
+      h("details", {}, h("summary", { class: "muted" }, "Request"), h("pre", { class: "mono" }, JSON.stringify(req.request, null, 2)))) : null,
     job.error ? h("div", { class: "card error", id: "job-error" }, `${job.error.type}: ${job.error.message}`) : null,
     h("div", { class: "card" }, h("h2", {}, "Answer"),
       text ? h("div", { class: "answer", id: "answer" }, answerNodes(text, sources))
@@ -361,6 +370,7 @@ function bar(done, failed) {
 }
 
 async function batchesPage() {
+  const pg = page;
   const names = await modelNames();
   const select = h("select", { id: "batch-model" }, names.map((m) => h("option", { value: m }, m)));
   const queries = h("textarea", { id: "queries", placeholder: "One question per line", required: true });
@@ -374,7 +384,7 @@ async function batchesPage() {
     } catch (err) { status.textContent = err.message; }
   } }, queries, h("div", { class: "row" }, select, h("button", { type: "submit", id: "submit-batch" }, "Start batch"), status));
   const body = h("tbody", { id: "batches" });
-  show(h("h1", {}, "Batches"), h("div", { class: "card" }, h("h2", {}, "New batch"), form),
+  show(pg, h("h1", {}, "Batches"), h("div", { class: "card" }, h("h2", {}, "New batch"), form),
     h("table", {}, h("thead", {}, h("tr", {}, ["Batch", "Status", "Progress", "Done", "Failed", "Created"].map((c) => h("th", {}, c)))), body));
   const load = async () => {
     const list = await api("GET", "/v1/batches?limit=50");
@@ -388,16 +398,17 @@ async function batchesPage() {
     if (!list.data.length) body.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No batches yet.")));
   };
   await load();
-  every(3000, load);
+  every(pg, 3000, load);
 }
 
 const pct = (b, k) => (b.request_counts.total ? (100 * b.request_counts[k]) / b.request_counts.total : 0);
 
 async function batchPage(id) {
+  const pg = page;
   const head = h("div", {});
   const updates = h("span", { class: "muted", id: "batch-updates" }, "0 updates");
   const output = h("div", { id: "output" });
-  show(head, h("p", {}, updates), output);
+  show(pg, head, h("p", {}, updates), output);
   let n = 0;
   let shown = false;
   const render = (b) => {
@@ -418,7 +429,7 @@ async function batchPage(id) {
     n++;
     updates.textContent = `${n} live update${n === 1 ? "" : "s"}`;
     render(JSON.parse(data));
-  }, page.ctl.signal).catch(() => {});
+  }, pg.ctl.signal).catch(() => {});
 }
 
 // showOutput lists a finished batch's output lines, each linked to its job's trace.
@@ -443,6 +454,7 @@ async function showOutput(fileID, into) {
 // ---- spend and engines ------------------------------------------------------------------
 
 async function spendPage() {
+  const pg = page;
   const [usage, daily] = await Promise.all([api("GET", "/v1/usage"), api("GET", "/v1/usage/daily?days=14")]);
   const period = (p, label) => h("div", { class: "card" }, h("h2", {}, `${label} (${p.period})`),
     h("div", { class: "grid" },
@@ -450,7 +462,7 @@ async function spendPage() {
       stat("Budget", p.budget_usd != null ? usd(p.budget_usd) : "none"), stat("Left", p.remaining_usd != null ? usd(p.remaining_usd) : "—"),
       stat("Resets", new Date(p.resets_at).toLocaleString())));
   const top = Math.max(0, ...daily.data.map((r) => r.spent_usd));
-  show(h("h1", {}, "Spend"), period(usage.day, "Today"), period(usage.month, "This month"),
+  show(pg, h("h1", {}, "Spend"), period(usage.day, "Today"), period(usage.month, "This month"),
     h("h2", {}, "Per day and model (the day each job ended, UTC)"),
     h("table", { id: "spend", class: "bars" },
       h("thead", {}, h("tr", {}, ["Day", "Model", "Jobs", "Searches", "Spent", ""].map((c, i) => h("th", { class: i >= 2 && i <= 4 ? "num" : null }, c)))),
@@ -464,8 +476,9 @@ async function spendPage() {
 }
 
 async function enginesPage() {
+  const pg = page;
   const body = h("tbody", { id: "engines" });
-  show(h("h1", {}, "Engines"),
+  show(pg, h("h1", {}, "Engines"),
     h("p", { class: "muted" }, "From this ingress process's metrics since it started (the whole fleet's when it runs every role)."),
     h("table", {}, h("thead", {}, h("tr", {}, ["Engine", "Searches", "Errors", "Error rate", "p50 ms", "p95 ms", "Key cooldowns", "Fallbacks", "Outcomes"].map((c) => h("th", {}, c)))), body));
   const load = async () => {
@@ -482,7 +495,7 @@ async function enginesPage() {
       h("td", { class: "muted" }, Object.entries(e.outcomes).map(([k, v]) => `${k}: ${v}`).join(", ")))));
   };
   await load();
-  every(5000, load);
+  every(pg, 5000, load);
 }
 
 // ---- start --------------------------------------------------------------------------------
