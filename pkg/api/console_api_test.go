@@ -187,6 +187,36 @@ func TestConsoleReadRoutes(t *testing.T) {
 	}
 }
 
+// The console's pages are served under /console/ without a key (the page asks for
+// one), with a policy that allows this origin's scripts only; /console redirects there.
+func TestConsolePages(t *testing.T) {
+	t.Parallel()
+	f := tenantFleet(t)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(f.URL + "/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode/100 != 3 || loc != "/console/" {
+		t.Fatalf("GET /console = %d Location %q, want a redirect to /console/", resp.StatusCode, loc)
+	}
+	for path, want := range map[string]string{"/console/": "text/html", "/console/app.js": "text/javascript", "/console/style.css": "text/css"} {
+		resp, err := http.Get(f.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, want) ||
+			!strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") {
+			t.Errorf("GET %s = %d %s CSP %q", path, resp.StatusCode, ct, resp.Header.Get("Content-Security-Policy"))
+		}
+	}
+	if status, _ := as(t, f, "", "GET", "/console/missing.js", nil); status != http.StatusNotFound {
+		t.Errorf("GET /console/missing.js = %d, want 404", status)
+	}
+}
+
 // GET /v1/batches/{id}/events streams the batch object as it progresses and ends with
 // the batch ended; another tenant's batch is a 404.
 func TestBatchProgressEvents(t *testing.T) {
