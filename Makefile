@@ -5,13 +5,16 @@ GO ?= go
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
 test test-short bench bench-e2e bench-batch bench-scale bench-go: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-scale bench-go fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
+.PHONY: help run demo test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-scale bench-go fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 run: ## run the whole fleet in one process: embedded NATS, built-in simulator, http://127.0.0.1:8080
 	$(GO) run ./cmd/fleet
+
+demo: ## make run with two demo tenants (keys, budgets, signed webhooks to a local receiver); the banner prints examples
+	$(GO) run ./cmd/fleet -demo
 
 test: ## unit, bus conformance, integration and end-to-end tests, with -race (needs Redis at REDIS_URL)
 	$(GO) vet ./...

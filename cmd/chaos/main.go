@@ -4,7 +4,7 @@
 // worker kills, NATS and Redis kill -9 + restart, Redis restarted empty, the webhook
 // receiver down) while clients submit jobs with Idempotency-Keys and callbacks, then
 // checks every job and prints a table. It exits 1 when any job was lost, ended twice,
-// or paid for twice without its caller dying; see RELIABILITY.md.
+// or paid for twice without its caller dying; see docs/reliability.md.
 package main
 
 import (

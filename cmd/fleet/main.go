@@ -3,12 +3,19 @@
 // a config file, the built-in provider simulator: `make run`, with nothing to set up
 // and no keys. Redis comes from REDIS_URL, else a local redis-server if one answers or
 // can be started, else an in-process stand-in that is for development only.
+//
+// With -demo (`make demo`) the built-in configuration also has two tenants with API
+// keys, a small search budget and signed webhooks to a receiver in the same process:
+// the banner prints the keys and examples that work as printed.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -31,6 +38,14 @@ import (
 func main() { cli.Main(run) }
 
 func run(ctx context.Context) error {
+	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
+	demoTenants := fs.Bool("demo", false, "add the demo tenants (keys, budgets, signed webhooks to a local receiver) to the built-in simulator's configuration")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
 	env, err := config.LoadEnv()
 	if err != nil {
 		return err
@@ -51,7 +66,7 @@ func run(ctx context.Context) error {
 	}
 
 	var file *config.File
-	simNote := ""
+	simNote, demoNote := "", ""
 	if env.ConfigFile != "" {
 		if file, err = config.LoadFile(env.ConfigFile); err != nil {
 			return err
@@ -64,6 +79,16 @@ func run(ctx context.Context) error {
 		}
 		defer hs.Close()
 		file = demo.Config(url, sim.EngineConfigs(url)) // resolved: no keys needed
+		if *demoTenants {
+			demo.AddTenants(file)
+			env.WebhookAllow = append(env.WebhookAllow, "127.0.0.0/8") // the receiver below
+			receiverURL, closeReceiver, err := demo.Receiver(demo.AliceWebhookSecret, log)
+			if err != nil {
+				return err
+			}
+			defer closeReceiver()
+			demoNote = receiverURL
+		}
 		if err := file.Validate(); err != nil {
 			return fmt.Errorf("demo config: %w", err)
 		}
@@ -79,38 +104,66 @@ func run(ctx context.Context) error {
 
 	return fleet.Run(ctx, fleet.Options{
 		Env: env, File: file, Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb, Log: log, Embedded: embedded,
-		Listening: func(addr string) { banner(addr, natsNote, redisNote, simNote, file) },
+		Listening: func(addr string) { banner(os.Stdout, addr, natsNote, redisNote, simNote, demoNote, file) },
 	})
 }
 
-func banner(addr, natsNote, redisNote, simNote string, file *config.File) {
+// banner prints where the fleet is and examples that work as printed: with tenants
+// configured they carry a key (the demo's own, or a placeholder for the operator's).
+func banner(w io.Writer, addr, natsNote, redisNote, simNote, demoNote string, file *config.File) {
 	base := "http://" + addr
 	model := demo.Model
 	if names := file.ModelNames(); len(names) > 0 && simNote == "" {
 		model = names[0]
 	}
-	fmt.Printf(`
+	fmt.Fprintf(w, `
 searchfleet is running: ingress, chat worker and search workers in one process.
-  API        %s
+  API        %s   (console: %[1]s/console, MCP: %[1]s/mcp)
   NATS       %s
   Redis      %s
 `, base, natsNote, redisNote)
 	if simNote != "" {
-		fmt.Printf("  Providers  SIMULATED by the built-in simulator at %s (no keys needed)\n", simNote)
+		fmt.Fprintf(w, "  Providers  SIMULATED by the built-in simulator at %s (no keys needed)\n", simNote)
 	}
-	fmt.Printf(`
+	auth := ""
+	switch {
+	case demoNote != "":
+		auth = " -H 'Authorization: Bearer " + demo.AliceKey + "'"
+		fmt.Fprintf(w, `  Tenants    alice (key %s, signed webhooks, 50 searches a day)
+             bob   (key %s, %d searches a day: ask more to see the budget refuse)
+  Webhooks   a receiver at %s verifies and logs every delivery
+`, demo.AliceKey, demo.BobKey, demo.BobSearchesPerDay, demoNote)
+	case len(file.Tenants) > 0:
+		auth = " -H \"Authorization: Bearer $API_KEY\""
+		fmt.Fprintf(w, "  Tenants    %d configured: set API_KEY to one of their keys for the examples below\n", len(file.Tenants))
+	}
+	fmt.Fprintf(w, `
 Ask a question that needs the web:
 
-  curl -s %[1]s/v1/chat/completions -H 'Content-Type: application/json' \
+  curl -s %[1]s/v1/chat/completions -H 'Content-Type: application/json'%[3]s \
     -d '{"model":"%[2]s","messages":[{"role":"user","content":"Search the web: what is the weather in San Francisco today?"}]}'
 
 Or submit it as a job and follow its events:
 
-  curl -s %[1]s/v1/jobs -H 'Content-Type: application/json' \
+  curl -s %[1]s/v1/jobs -H 'Content-Type: application/json'%[3]s \
     -d '{"model":"%[2]s","messages":[{"role":"user","content":"Find the latest news about AI"}]}'
-  curl -sN %[1]s/v1/jobs/<id>/events
+  curl -sN%[3]s %[1]s/v1/jobs/<id>/events
+`, base, model, auth)
+	if demoNote != "" {
+		fmt.Fprintf(w, `
+As alice, with a signed webhook to the demo receiver (watch this log), then her spend:
 
-`, base, model)
+  curl -s %[1]s/v1/jobs -H 'Content-Type: application/json'%[3]s \
+    -d '{"model":"%[2]s","messages":[{"role":"user","content":"Search the web for NATS JetStream news"}],"callback":{"url":"%[4]s"}}'
+  curl -s%[3]s %[1]s/v1/usage
+
+As bob, until his budget of %[5]d searches a day answers 429:
+
+  curl -s %[1]s/v1/chat/completions -H 'Content-Type: application/json' -H 'Authorization: Bearer %[6]s' \
+    -d '{"model":"%[2]s","messages":[{"role":"user","content":"Search the web: latest Go release?"}]}'
+`, base, model, auth, demoNote, demo.BobSearchesPerDay, demo.BobKey)
+	}
+	fmt.Fprintln(w)
 }
 
 // redisForDev returns REDIS_URL's Redis, else the one at local if it answers, else a

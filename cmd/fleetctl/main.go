@@ -71,12 +71,28 @@ type app struct {
 
 // run runs fleetctl with args (without the program name), writing results to stdout
 // and progress and notes to stderr.
+//
+// -h or --help, anywhere, prints the usage (of fleetctl, or of the command's flags) and
+// is not an error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	a := &app{url: envOr("FLEETCTL_URL", defaultURL), key: os.Getenv("FLEETCTL_API_KEY"), stdout: stdout, stderr: stderr,
 		http: &http.Client{}, tty: isTerminal(stdout)}
 	fs := a.flags("fleetctl")
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil { // up to the command: its flags are its own
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+		} else {
+			fmt.Fprint(stderr, usage)
+		}
 		return err
 	}
 	rest := fs.Args()
@@ -119,6 +135,10 @@ func (a *app) dispatch(ctx context.Context, cmd string, args []string) error {
 func (a *app) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage of fleetctl %s (see fleetctl help for the commands):\n", name)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&a.url, "url", a.url, "the fleet's base URL (FLEETCTL_URL)")
 	fs.StringVar(&a.key, "api-key", a.key, "API key (FLEETCTL_API_KEY)")
 	return fs

@@ -156,6 +156,20 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// -h and --help print usage and succeed, for fleetctl and for each command.
+func TestHelpSucceeds(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"job", "submit", "--help"}, {"batch", "watch", "-h"}, {"search", "--help"}} {
+		var out, errOut bytes.Buffer
+		if err := run(t.Context(), args, &out, &errOut); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+		if !strings.Contains(out.String()+errOut.String(), "Usage") {
+			t.Errorf("%v printed no usage: %q %q", args, out.String(), errOut.String())
+		}
+	}
+}
+
 // Progress on a terminal redraws one line with a bar, rate and ETA; elsewhere it
 // prints a line at status changes and at most every plainEvery while counts move.
 func TestProgress(t *testing.T) {

@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -219,6 +221,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	it, stop, err := s.followEvents(ctx, job.ID)
 	if err != nil {
+		s.Log.Warn("api: opening a job's event stream", "job", job.ID, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")
 		return
 	}
@@ -312,33 +315,111 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 
 // eventsInactive is how long the server keeps an /events consumer nobody pulls from:
 // the backstop for one whose deletion failed (the ingress died mid-stream).
-const eventsInactive = 30 * time.Second
+const eventsInactive = 10 * time.Second
 
 // followEvents reads a job's events from the start of the durable event stream
 // through an ordered consumer. stop ends the reading and deletes the consumer on the
 // server, so a finished or abandoned stream leaves nothing behind.
+//
+// The consumer's name is chosen here, not by the library, so that a creation whose
+// answer was lost (a JetStream API timeout on a loaded server: the consumer may exist
+// all the same) is retried under the same name, which the server takes as the same
+// consumer, and deleted if the stream gives up. Before, 500 streams opened at once on
+// a loaded machine answered a few with 503 and left their consumers behind.
 func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.MessagesContext, func(), error) {
-	cons, err := s.Bus.JS.OrderedConsumer(ctx, s.Bus.Name(bus.StreamEvents), jetstream.OrderedConsumerConfig{
+	stream := s.Bus.Name(bus.StreamEvents)
+	prefix := nuid.Next()
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{s.Bus.Subject(bus.SubjectJobEvents(jobID))},
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: eventsInactive,
-	})
-	if err != nil {
-		return nil, nil, err
+		NamePrefix:        prefix,
 	}
-	it, err := cons.Messages()
+	// A consumer left behind is deleted by the server once nobody pulls from it
+	// (eventsInactive), so deleting it here only frees it sooner: a stream that cannot
+	// get a turn for the call soon gives up rather than hold its handler.
+	deleteConsumer := func(name string) {
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsDeleteWait)
+		release, err := s.eventsCall(gctx)
+		cancel()
+		if err != nil {
+			s.Log.Debug("api: left an events consumer to expire", "consumer", name)
+			return
+		}
+		defer release()
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsCallTimeout)
+		defer cancel()
+		if err := s.Bus.JS.DeleteConsumer(dctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			s.Log.Warn("api: deleting an events consumer (it expires on its own)", "consumer", name, "err", err)
+		}
+	}
+	var cons jetstream.Consumer
+	var it jetstream.MessagesContext
+	err := backoff.Retry(func() error {
+		if cons == nil {
+			release, err := s.eventsCall(ctx)
+			if err != nil {
+				return backoff.Permanent(err)
+			}
+			actx, cancel := context.WithTimeout(ctx, eventsCallTimeout)
+			cons, err = s.Bus.JS.OrderedConsumer(actx, stream, cfg)
+			cancel()
+			release()
+			if err != nil {
+				cons = nil
+				return transientEvents(ctx, err)
+			}
+		}
+		var err error
+		it, err = cons.Messages()
+		return transientEvents(ctx, err)
+	}, backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxElapsedTime(followEventsPatience)), ctx))
 	if err != nil {
+		// The first consumer's name is <prefix>_1 (the library numbers them from 1).
+		deleteConsumer(prefix + "_1")
 		return nil, nil, err
 	}
 	stop := func() {
 		it.Stop()
 		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := s.Bus.JS.DeleteConsumer(dctx, s.Bus.Name(bus.StreamEvents), info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-				s.Log.Warn("api: deleting an events consumer (it expires on its own)", "consumer", info.Name, "err", err)
-			}
+			deleteConsumer(info.Name)
 		}
 	}
 	return it, stop, nil
+}
+
+// followEventsPatience bounds how long opening an event stream retries JetStream;
+// eventsCallTimeout bounds one JetStream API call of a stream, once it has its turn.
+const (
+	followEventsPatience = 30 * time.Second
+	eventsCallTimeout    = 10 * time.Second
+	eventsDeleteWait     = 2 * time.Second
+	// eventsCallsAtOnce is how many of those calls one ingress makes at once.
+	eventsCallsAtOnce = 16
+)
+
+// eventsCall waits for a turn to make a JetStream API call for an event stream; the
+// caller releases it when the call returns.
+func (s *Server) eventsCall(ctx context.Context) (release func(), err error) {
+	s.eventsGateOnce.Do(func() { s.eventsGate = make(chan struct{}, eventsCallsAtOnce) })
+	select {
+	case s.eventsGate <- struct{}{}:
+		return func() { <-s.eventsGate }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// transientEvents marks an error of opening an event stream as worth retrying: a
+// timeout while the request is still wanted; anything else is permanent.
+func transientEvents(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)) {
+		return err
+	}
+	return backoff.Permanent(err)
 }

@@ -47,6 +47,15 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			fail(wire.Invalid("", "Could not read the request body: %s", bodyError(err)))
 			return
 		}
+		var rr *responsesRequest
+		if codec.Protocol() == wire.OpenAIResponses {
+			var e *wire.Error
+			if rr, e = s.resolveResponses(r.Context(), tenantOf(r), body); e != nil {
+				fail(e)
+				return
+			}
+			body = rr.body
+		}
 		req, err := codec.DecodeRequest(body)
 		if err != nil {
 			fail(wire.AsError(err))
@@ -69,6 +78,14 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		now := time.Now().UTC()
 		job := &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored, Created: now, Deadline: now.Add(s.JobTimeout)}
 		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
+		if rr != nil {
+			base.Echo = rr.echo
+		}
+		answer := func(done *state.Job) (*wire.Response, *wire.Error) {
+			resp, e := answerOf(done, base.Notes)
+			resp.Echo = base.Echo
+			return resp, e
+		}
 		release, ok := s.admit(w, r, codec, job, holdOf(req))
 		if !ok {
 			return
@@ -89,6 +106,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			fail(e)
 			return
 		}
+		s.saveResponse(r.Context(), job, rr)
 		w.Header().Set("X-Searchfleet-Job-Id", job.ID)
 		for _, n := range base.Notes {
 			w.Header().Add("X-Searchfleet-Warning", n)
@@ -98,9 +116,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			b, _ := codec.EncodeResponse(base)
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		case req.Stream:
-			s.relayStream(w, r, codec.NewStream(), base, waiter, func(done *state.Job) (*wire.Response, *wire.Error) {
-				return answerOf(done, base.Notes)
-			})
+			s.relayStream(w, r, codec.NewStream(), base, waiter, answer)
 		default:
 			done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
 			if err != nil {
@@ -109,7 +125,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 				}
 				return
 			}
-			resp, e := answerOf(done, base.Notes)
+			resp, e := answer(done)
 			if e != nil {
 				fail(e)
 				return
@@ -189,7 +205,7 @@ func (s *Server) waitError(jobID string, err error) *wire.Error {
 // with the job's searches, or the job's current status. The error is set for a job
 // that failed or was cancelled.
 func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
-	base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Notes: notes}
+	base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Finished: job.Finished, Notes: notes}
 	switch job.Status {
 	case state.Completed:
 		resp, err := wire.Chat.DecodeResponse(job.Response)
@@ -199,7 +215,7 @@ func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
 		if err != nil {
 			return base, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The job's answer is unreadable: " + err.Error()}
 		}
-		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Status = job.ID, job.ID, job.Model, job.Created, wire.StatusCompleted
+		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Finished, resp.Status = job.ID, job.ID, job.Model, job.Created, job.Finished, wire.StatusCompleted
 		resp.Notes = append(resp.Notes, notes...)
 		return resp, nil
 	case state.Failed:
@@ -237,11 +253,22 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("No response with id %q.", job.ID)})
 		return
 	}
+	rec, err := s.Store.GetResponse(r.Context(), job.ID)
+	if err != nil || rec.Tenant != job.Tenant {
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			return
+		}
+		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
+			Message: fmt.Sprintf("No response with id %q: responses created with 'store': false are not stored.", job.ID)})
+		return
+	}
 	notes := append([]string(nil), req.Notes...)
 	if req.Search != nil {
 		notes = append(notes, req.Search.Unhonoured...)
 	}
 	resp, e := answerOf(job, notes)
+	resp.Echo = rec.Echo
 	if e != nil && resp.Status != wire.StatusFailed && resp.Status != wire.StatusCancelled {
 		writeWireError(w, wire.Responses, e)
 		return

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -66,6 +67,12 @@ type Server struct {
 	Budgets *state.Budgets
 	// Console serves the web console's pages under /console/ (nil: not served).
 	Console http.Handler
+
+	// eventsGate bounds the JetStream API calls that event streams make at once
+	// (creating and deleting their consumers): a burst of streams queues here instead
+	// of timing out together on a loaded server (see followEvents).
+	eventsGateOnce sync.Once
+	eventsGate     chan struct{}
 }
 
 // Handler returns the API's routes.

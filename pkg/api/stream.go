@@ -193,18 +193,26 @@ func (s *Server) watchLive(jobID string) (*waiter, error) {
 	return wt, nil
 }
 
-// relayStream answers a streaming request: the opening events at once, then the
-// answer as it grows, keep-alives whenever nothing was sent for keepAliveEvery, and
-// the rest of the answer (or the failure) when the job ends. A client that goes away
-// leaves the job running: it can be fetched later.
+// streamHold is how long a stream's 200 may wait for the job's first sign of life
+// (text, a search, its end): a job that fails before (a provider refusing the first
+// model call) is answered with an HTTP error in the client's protocol instead of a 200
+// and an error event.
+const streamHold = 3 * time.Second
+
+// errorEncoder is a wire.Stream that can render its protocol's error body.
+type errorEncoder interface{ EncodeError(*wire.Error) []byte }
+
+// relayStream answers a streaming request: the opening events once the job shows
+// life (or after streamHold), then the answer as it grows, keep-alives whenever
+// nothing was sent for keepAliveEvery, and the rest of the answer (or the failure)
+// when the job ends. A client that goes away leaves the job running: it can be
+// fetched later.
 func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Stream, base *wire.Response, wt *waiter, answer func(*state.Job) (*wire.Response, *wire.Error)) {
 	ctx, cancel := s.stream(w, r)
 	defer cancel()
 	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	held := time.Now()
+	started := false
 	last := time.Now()
 	send := func(evs []wire.Event) {
 		if len(evs) == 0 {
@@ -214,30 +222,59 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Str
 		rc.Flush()
 		last = time.Now()
 	}
-	send(st.Start(base))
-	rc.Flush()
+	// open sends the 200 and the opening events, once; every other event follows it.
+	open := func() {
+		if started {
+			return
+		}
+		started = true
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		send(st.Start(base))
+		rc.Flush()
+	}
+	fail := func(e *wire.Error) {
+		if enc, ok := st.(errorEncoder); ok && !started {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(e.Status)
+			w.Write(enc.EncodeError(e))
+			return
+		}
+		open()
+		send(st.Fail(base, e))
+	}
+	if _, ok := st.(errorEncoder); !ok {
+		open() // a stream that cannot answer with an HTTP error opens at once
+	}
 	la := newLiveAnswer()
 	wt.on = func(m *nats.Msg) {
 		msg, _, err := bus.Decode[bus.StreamMsg](m.Data)
 		if err == nil && la.add(msg) {
+			open()
 			send(st.Update(la.answer(base)))
 		}
 	}
 	done, err := wt.wait(ctx, s, base.JobID, s.SyncWait, func() {
-		if time.Since(last) >= keepAliveEvery {
+		switch {
+		case !started && time.Since(held) >= streamHold:
+			open()
+		case started && time.Since(last) >= keepAliveEvery:
 			send(st.KeepAlive())
 		}
 	})
 	switch {
 	case err != nil:
 		if e := s.waitError(base.JobID, err); e != nil {
-			send(st.Fail(base, e))
+			fail(e)
 		}
 	default:
 		resp, e := answer(done)
 		if e != nil {
-			send(st.Fail(base, e))
+			fail(e)
 		} else {
+			open()
 			send(st.Finish(resp))
 		}
 	}

@@ -439,7 +439,7 @@ func (w *Worker) prepareCall(ctx context.Context, v *view, h int) (mc *modelCall
 	if fetchOffered {
 		tools = append(tools, serverTools[intent.FetchToolName].schema(w, gp))
 	}
-	body, err := v.req.Body(mc.model.Upstream, msgs, tools)
+	body, err := hopRequest(v.req, h, offered).Body(mc.model.Upstream, msgs, tools)
 	if err != nil {
 		return fail(w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}))
 	}
@@ -469,7 +469,7 @@ func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *mo
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(mc.start).Seconds())
 	}
 	if err != nil {
-		err = w.modelFailed(ctx, v.job.ID, model, err, last)
+		err = w.modelFailed(ctx, v.job.ID, v.req.Protocol, model, err, last)
 		return false, err
 	}
 	if w.Metrics != nil {
@@ -543,7 +543,7 @@ func (w *Worker) progress(m bus.StreamMsg) {
 
 // modelFailed retries a model call that may succeed later, or ends the job with the
 // failure on the last delivery or when a retry cannot help.
-func (w *Worker) modelFailed(ctx context.Context, jobID string, model Model, err error, last bool) error {
+func (w *Worker) modelFailed(ctx context.Context, jobID, protocol string, model Model, err error, last bool) error {
 	if errors.Is(err, context.Canceled) {
 		return err // shutting down: another worker takes the step
 	}
@@ -563,18 +563,21 @@ func (w *Worker) modelFailed(ctx context.Context, jobID string, model Model, err
 		// The details (addresses, the transport's words) go to the log; the client
 		// gets a stable message.
 		w.Log.Warn("chat: model call failed", "job", jobID, "provider", model.Provider, "err", err)
-		return w.fail(ctx, jobID, modelError(err, le))
+		return w.fail(ctx, jobID, modelError(err, le, protocol))
 	})
 }
 
-// modelError is how a failed model call is reported to the client: never with the
-// provider's address or the transport's error text.
-func modelError(err error, le *llm.Error) *state.JobError {
+// modelError is how a failed model call is reported to the client in protocol: never
+// with the provider's address or the transport's error text, and a provider's refusal
+// only when it is about what the client sent (llm.ClientRefused), in the client's
+// field names; a refusal of the request the fleet built is the fleet's failure.
+func modelError(err error, le *llm.Error, protocol string) *state.JobError {
+	if r, ok := llm.ClientRefused(le, protocol); ok {
+		return jobs.ProviderRefused(r.Status, r.Code, r.Message)
+	}
 	switch {
-	case le != nil && le.Status >= 400 && le.Status < 500 && le.Status != http.StatusTooManyRequests:
-		// The provider refused the request itself (context too long, bad parameter):
-		// the client gets the provider's own status and message.
-		return jobs.ProviderRefused(le.Status, le.Code, le.Message)
+	case le != nil && le.Status >= 400 && le.Status < 500 && le.Status != http.StatusTooManyRequests && le.Status != http.StatusRequestTimeout:
+		return jobs.UpstreamFailed("the model's provider refused the request the fleet made for it; the fleet has logged the details")
 	case errors.Is(err, context.DeadlineExceeded):
 		return jobs.ModelTimeout()
 	case le != nil:

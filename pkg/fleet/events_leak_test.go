@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -51,6 +52,11 @@ func TestEventsStreamsLeaveNothingBehind(t *testing.T) {
 		resp, err := client.Get(f.URL + "/v1/jobs/" + id + "/events")
 		if err != nil {
 			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Fatalf("stream refused: %d %s", resp.StatusCode, b)
 		}
 		br := bufio.NewReader(resp.Body)
 		for {
@@ -110,7 +116,9 @@ func TestEventsStreamsLeaveNothingBehind(t *testing.T) {
 	}
 	tr.CloseIdleConnections()
 
-	deadline := time.Now().Add(10 * time.Second)
+	// A consumer whose deletion could not get a turn is deleted by the server once
+	// inactive (10 s): wait past that.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		g, c := runtime.NumGoroutine(), consumers()
 		if g <= baseGoroutines+5 && c == baseConsumers {

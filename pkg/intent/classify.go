@@ -62,7 +62,7 @@ const FreshnessName = "freshness"
 // the seed's verb+noun rules miss them. It matches whole words, so "currency",
 // "nowhere", "Stockholm", "forecasting" and "newsletter" are not fresh. It stays
 // broad: "now", "today", "current", "temperature" and 最近, 现在, 当前, 温度 also occur
-// in messages that need no search (BENCHMARKS.md measures how often, on a labelled
+// in messages that need no search (docs/benchmarks.md measures how often, on a labelled
 // set). Treat it as a constant.
 var Freshness = KeywordSet{Name: FreshnessName, Whole: true, Keywords: []string{
 	"weather", "news", "current", "currently", "latest", "price", "prices", "stock", "stocks",

@@ -90,7 +90,7 @@ func (c confusion) String() string {
 // TestLabelled measures the fleet's classifier (built-in rules plus
 // DefaultKeywordSets, i.e. Freshness) on the hand-labelled queries of
 // testdata/labelled.tsv, and the built-in rules alone for comparison. Run it with -v
-// to see the figures and every miss; BENCHMARKS.md records them.
+// to see the figures and every miss; docs/benchmarks.md records them.
 //
 // The floors sit about three points below the lowest figures measured when the set
 // was written (precision 0.810 overall, 0.820 EN, 0.800 ZH; recall 0.862, 0.877,

@@ -49,6 +49,9 @@ type SearchOptions struct {
 	// fetches (0 = the fleet's limit).
 	Fetch      bool `json:"fetch,omitempty"`
 	MaxFetches int  `json:"max_fetches,omitempty"`
+	// Forced is set when the request's tool_choice names web_search: the first model
+	// call that offers it must call it; later ones may answer.
+	Forced bool `json:"forced,omitempty"`
 }
 
 // Merge folds o into s: later settings win, lists and notes accumulate.
@@ -58,6 +61,7 @@ func (s *SearchOptions) Merge(o *SearchOptions) {
 	}
 	s.Requested = s.Requested || o.Requested
 	s.Fetch = s.Fetch || o.Fetch
+	s.Forced = s.Forced || o.Forced
 	if o.MaxFetches > 0 && (s.MaxFetches == 0 || o.MaxFetches < s.MaxFetches) {
 		s.MaxFetches = o.MaxFetches
 	}

@@ -186,6 +186,10 @@ func (k Keys) SearchRecord(jobID string) string { return k.job(jobID) + ":rec" }
 // address (a hash), so an identical search across the batch is made once.
 func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID) + ":rec" }
 
+// StoredResponse holds what a stored Responses answer keeps of its request (its input,
+// previous turns included, and the settings it echoes), beside its job's keys.
+func (k Keys) StoredResponse(id string) string { return k.job(id) + ":response" }
+
 // TenantJobs is a tenant's recent jobs by creation time (a sorted set, ms): the jobs
 // it submitted itself, not its batches' lines, trimmed to the newest TenantJobsKept.
 func (k Keys) TenantJobs(tenant string) string { return k.prefix + ":jobs:{" + tenant + "}" }

@@ -357,7 +357,11 @@ func (r *Request) anthropicToolChoice(v json.RawMessage) error {
 			return Invalid("tool_choice.name", "tool_choice.name: Field required")
 		}
 		if tc.Name == "web_search" {
-			r.Notes = append(r.Notes, "tool_choice web_search is not honoured: the fleet offers web_search but cannot force the model to call it")
+			// The server tool, forced on the first model call that offers it.
+			if r.Search == nil {
+				r.Search = &llm.SearchOptions{}
+			}
+			r.Search.Requested, r.Search.Forced = true, true
 			break
 		}
 		r.ToolChoice = &ToolChoice{Mode: "tool", Name: tc.Name}
@@ -463,7 +467,9 @@ func textBlocks(p Part) []map[string]any {
 		from = end
 	}
 	if from < len(runes) || len(out) == 0 {
-		out = append(out, map[string]any{"type": "text", "text": string(runes[from:]), "citations": nil})
+		// A text block without citations has no citations field (the API sends none,
+		// and schema-validating clients refuse a null).
+		out = append(out, map[string]any{"type": "text", "text": string(runes[from:])})
 	}
 	return out
 }
@@ -540,6 +546,9 @@ func (anthropicCodec) EncodeResponse(r *Response) ([]byte, error) {
 }
 
 func (anthropicCodec) NewStream() Stream { return &anthropicStream{} }
+
+// EncodeError renders the error a stream that has sent nothing answers with.
+func (*anthropicStream) EncodeError(e *Error) []byte { return Anthropic.EncodeError(e) }
 
 // anthropicStream renders an answer as Messages stream events: a server_tool_use
 // block per search as it starts and its web_search_tool_result block when it ends (in

@@ -285,6 +285,11 @@ type Response struct {
 	Notes []string
 	// Error is why a failed job failed.
 	Error *Error
+	// Finished is when the job ended (zero while it runs).
+	Finished time.Time
+	// Echo is what the answer repeats of its request, by top-level field, as the
+	// client sent it (ResponsesEcho); nil: the protocol's defaults.
+	Echo map[string]json.RawMessage
 }
 
 // Text returns the answer's text parts joined.

@@ -491,6 +491,9 @@ func (chatCodec) NewStream() Stream { return &chatStream{} }
 // (the request's stream_options.include_usage).
 func NewChatStream(includeUsage bool) Stream { return &chatStream{includeUsage: includeUsage} }
 
+// EncodeError renders the error a stream that has sent nothing answers with.
+func (*chatStream) EncodeError(e *Error) []byte { return openAIError(e) }
+
 // chatStream renders an answer as chat.completion.chunk events and [DONE]: a role
 // chunk, the text as it arrives, then the rest of the text, the client tool calls and
 // a last chunk with the finish reason and the url_citation annotations (a field of the

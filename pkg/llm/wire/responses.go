@@ -22,10 +22,14 @@ func (responsesCodec) Protocol() Protocol { return OpenAIResponses }
 
 func (responsesCodec) EncodeError(e *Error) []byte { return openAIError(e) }
 
-// responsesIgnored are parameters accepted without effect on the answer: the fleet
-// always stores answers, always includes search sources, and has no prompt cache.
-var responsesIgnored = map[string]bool{"store": true, "include": true, "metadata": true, "user": true, "safety_identifier": true,
-	"prompt_cache_key": true, "service_tier": true, "truncation": true, "stream_options": true}
+// responsesIgnored are parameters accepted without effect on the answer (the answer
+// echoes the ones a response object repeats): the fleet always includes search
+// sources, has no prompt cache and one service tier.
+var responsesIgnored = map[string]bool{"include": true, "user": true, "stream_options": true}
+
+// responsesEchoed are parameters a response object repeats that the fleet does not
+// pass to its model: a value other than 0 is noted as not honoured.
+var responsesEchoed = map[string]bool{"presence_penalty": true, "frequency_penalty": true, "top_logprobs": true}
 
 // DecodeRequest reads a Responses request: input as a string or items (messages,
 // function_call, function_call_output, earlier web_search_call and reasoning items),
@@ -36,6 +40,13 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 		return nil, err
 	}
 	r := &Request{}
+	if v, ok := top["model"]; ok && !isNull(v) {
+		// Read first: errors about the input name the model.
+		if json.Unmarshal(v, &r.Model) != nil || strings.TrimSpace(r.Model) == "" {
+			return nil, Invalid("model", "'model' must be a non-empty string")
+		}
+	}
+	maxToolCalls := 0
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		v := top[k]
 		if isNull(v) {
@@ -44,9 +55,6 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 		var err error
 		switch k {
 		case "model":
-			if json.Unmarshal(v, &r.Model) != nil || strings.TrimSpace(r.Model) == "" {
-				return nil, Invalid(k, "'model' must be a non-empty string")
-			}
 		case "input":
 			err = r.responsesInput(v)
 		case "instructions":
@@ -60,6 +68,47 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 		case "max_output_tokens":
 			if json.Unmarshal(v, &r.MaxTokens) != nil || r.MaxTokens < 1 {
 				return nil, Invalid(k, "'max_output_tokens' must be a positive integer")
+			}
+		case "max_tool_calls":
+			if json.Unmarshal(v, &maxToolCalls) != nil || maxToolCalls < 1 {
+				return nil, Invalid(k, "'max_tool_calls' must be a positive integer")
+			}
+		case "presence_penalty", "frequency_penalty":
+			var f float64
+			if json.Unmarshal(v, &f) != nil || f < -2 || f > 2 {
+				return nil, Invalid(k, "'%s' must be a number from -2 to 2", k)
+			}
+		case "top_logprobs":
+			var n int
+			if json.Unmarshal(v, &n) != nil || n < 0 || n > 20 {
+				return nil, Invalid(k, "'top_logprobs' must be an integer from 0 to 20")
+			}
+		case "store":
+			err = decodeAs(k, v, new(bool), "a boolean")
+		case "service_tier":
+			var t string
+			if json.Unmarshal(v, &t) != nil || !slices.Contains([]string{"auto", "default", "flex", "priority"}, t) {
+				return nil, Invalid(k, "'service_tier' must be one of auto, default, flex, priority")
+			}
+		case "truncation":
+			var t string
+			if json.Unmarshal(v, &t) != nil || t != "auto" && t != "disabled" {
+				return nil, Invalid(k, "'truncation' must be auto or disabled")
+			}
+		case "safety_identifier", "prompt_cache_key":
+			var t string
+			if json.Unmarshal(v, &t) != nil || len(t) > 64 {
+				return nil, Invalid(k, "'%s' must be a string of at most 64 characters", k)
+			}
+		case "metadata":
+			var m map[string]string
+			if json.Unmarshal(v, &m) != nil || len(m) > 16 {
+				return nil, Invalid(k, "'metadata' must be an object of at most 16 string values")
+			}
+			for mk, mv := range m {
+				if len(mk) > 64 || len(mv) > 512 {
+					return nil, Invalid(k, "'metadata' keys are at most 64 characters and values at most 512")
+				}
 			}
 		case "temperature":
 			err = decodeAs(k, v, &r.Temperature, "a number")
@@ -75,8 +124,11 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 			err = r.responsesText(v)
 		case "reasoning":
 			r.Notes = append(r.Notes, "reasoning settings are not honoured: the fleet's model decides how much it reasons")
-		case "previous_response_id", "conversation", "prompt":
-			return nil, Invalid(k, "'%s' is not supported by this server; send the whole conversation in 'input'", k)
+		case "previous_response_id":
+			// The ingress resolves it into the input before decoding (ResolveResponsesInput).
+			return nil, Invalid(k, "'previous_response_id' could not be resolved on this server")
+		case "conversation", "prompt":
+			return nil, Invalid(k, "'%s' is not supported by this server; send the conversation in 'input' or name it with 'previous_response_id'", k)
 		default:
 			if !responsesIgnored[k] {
 				return nil, Invalid(k, "Unknown parameter: '%s'.", k)
@@ -85,6 +137,16 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 		if err != nil {
 			return nil, err
 		}
+		if responsesEchoed[k] && string(v) != "0" {
+			r.Notes = append(r.Notes, k+" is not honoured: the fleet's model uses its default")
+		}
+	}
+	if maxToolCalls > 0 {
+		// max_tool_calls bounds the server tools the fleet runs for the request.
+		if r.Search == nil {
+			r.Search = &llm.SearchOptions{}
+		}
+		r.Search.Merge(&llm.SearchOptions{MaxUses: maxToolCalls, MaxFetches: maxToolCalls})
 	}
 	if r.Model == "" {
 		return nil, Invalid("model", "Missing required parameter: 'model'.")
@@ -159,7 +221,7 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 			default:
 				return Invalid(param+".role", "%s.role must be one of user, assistant, system, developer", param)
 			}
-			parts, err := responsesContent(param+".content", it.Content)
+			parts, err := responsesContent(param+".content", it.Content, r.Model)
 			if err != nil {
 				return err
 			}
@@ -183,7 +245,7 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 			if it.CallID == "" {
 				return Invalid(param+".call_id", "%s: a function_call_output item needs call_id", param)
 			}
-			out, err := responsesContent(param+".output", it.Output)
+			out, err := responsesContent(param+".output", it.Output, r.Model)
 			if err != nil {
 				return err
 			}
@@ -200,6 +262,9 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 		case "reasoning":
 			// Reasoning (often encrypted) belongs to the model that wrote it; the fleet's
 			// model cannot read it.
+		case "item_reference":
+			// The ingress replaces references by the items (ResolveResponsesInput).
+			return Invalid(param+".id", "%s: item %q was not found among this tenant's stored responses", param, clip(it.ID, 64))
 		default:
 			return Invalid(param+".type", "input item type %q is not supported by this server", it.Type)
 		}
@@ -208,7 +273,8 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 }
 
 // responsesContent reads a message content or a function output: a string or parts.
-func responsesContent(param string, raw json.RawMessage) ([]Part, error) {
+// model names the model in the error about a file it cannot read.
+func responsesContent(param string, raw json.RawMessage, model string) ([]Part, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -222,6 +288,9 @@ func responsesContent(param string, raw json.RawMessage) ([]Part, error) {
 		Refusal  string `json:"refusal"`
 		ImageURL string `json:"image_url"`
 		FileID   string `json:"file_id"`
+		FileData string `json:"file_data"`
+		FileURL  string `json:"file_url"`
+		Filename string `json:"filename"`
 	}
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, Invalid(param, "'%s' must be a string or an array of content parts", param)
@@ -238,6 +307,12 @@ func responsesContent(param string, raw json.RawMessage) ([]Part, error) {
 				return nil, Invalid(fmt.Sprintf("%s[%d]", param, i), "input_image needs image_url on this server (file_id is not supported)")
 			}
 			parts = append(parts, Part{Kind: PartImage, Image: &Image{URL: it.ImageURL}})
+		case "input_file":
+			p, err := inlineFile(fmt.Sprintf("%s[%d]", param, i), model, it.Filename, it.FileData, it.FileURL, it.FileID)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, p)
 		default:
 			return nil, Invalid(fmt.Sprintf("%s[%d].type", param, i), "content part type %q is not supported by this server", it.Type)
 		}
@@ -309,7 +384,12 @@ func (r *Request) responsesToolChoice(v json.RawMessage) error {
 	case o.Type == "function" && o.Name != "":
 		r.ToolChoice = &ToolChoice{Mode: "tool", Name: o.Name}
 	case strings.HasPrefix(o.Type, "web_search"):
-		r.Notes = append(r.Notes, "tool_choice "+o.Type+" is not honoured: the fleet offers web_search but cannot force the model to call it")
+		// The fleet's web_search tool, forced on the first model call that offers it
+		// (the chat worker lets the model answer once it has searched).
+		if r.Search == nil {
+			r.Search = &llm.SearchOptions{}
+		}
+		r.Search.Requested, r.Search.Forced = true, true
 	default:
 		return Invalid("tool_choice", "tool_choice type %q is not supported", o.Type)
 	}
@@ -439,20 +519,27 @@ func messageItem(r *Response, text []Part, status string) map[string]any {
 	return map[string]any{"type": "message", "id": messageID(r), "status": status, "role": "assistant", "content": content}
 }
 
-// responseObject renders r as a Responses response object; output as given.
+// responseObject renders r as a Responses response object (every field of Open
+// Responses' ResponseResource, with its type); output as given. The request's settings
+// come from r.Echo, else their defaults.
 func responseObject(r *Response, output []any) map[string]any {
 	status := string(r.Status)
 	if status == "" {
 		status = string(StatusCompleted)
 	}
-	var incomplete, errBody any
-	if r.Status == StatusCompleted {
+	var incomplete, errBody, completedAt any
+	if r.Status == StatusCompleted || r.Status == "" {
 		switch r.Stop {
 		case StopMaxTokens:
 			status, incomplete = "incomplete", map[string]string{"reason": "max_output_tokens"}
 		case StopRefusal:
 			status, incomplete = "incomplete", map[string]string{"reason": "content_filter"}
 		}
+		finished := r.Finished
+		if finished.IsZero() {
+			finished = r.Created
+		}
+		completedAt = finished.Unix()
 	}
 	if r.Error != nil {
 		code := r.Error.Code
@@ -462,23 +549,140 @@ func responseObject(r *Response, output []any) map[string]any {
 		errBody = map[string]string{"code": code, "message": r.Error.Message}
 	}
 	o := map[string]any{
-		"id": r.ID, "object": "response", "created_at": r.Created.Unix(), "status": status, "model": r.Model,
+		"id": r.ID, "object": "response", "created_at": r.Created.Unix(), "completed_at": completedAt, "status": status, "model": r.Model,
 		"output": output, "error": errBody, "incomplete_details": incomplete,
-		"instructions": nil, "metadata": map[string]string{}, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{},
-		"temperature": nil, "top_p": nil, "text": map[string]any{"format": map[string]string{"type": "text"}}, "truncation": "disabled",
-		"background": false, "store": true,
 		"usage": withSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
 			"output_tokens": r.Usage.OutputTokens, "output_tokens_details": map[string]int{"reasoning_tokens": 0},
 			"total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens}, r.Usage),
 		"tool_usage": map[string]any{"web_search": map[string]int{"num_requests": r.Usage.WebSearches}},
 	}
-	if r.Status != StatusCompleted {
+	for _, f := range responsesEchoFields {
+		if v, ok := r.Echo[f.key]; ok {
+			o[f.key] = v
+		} else {
+			o[f.key] = json.RawMessage(f.def)
+		}
+	}
+	if r.Status != StatusCompleted && r.Status != "" {
 		o["usage"] = nil
 	}
 	if ext := extension(r); ext != nil {
 		o["searchfleet"] = ext
 	}
 	return o
+}
+
+// responsesEchoFields are the request's settings a response object repeats, with the
+// value each takes when the request left it out (the model's defaults as OpenAI
+// reports them).
+var responsesEchoFields = []struct{ key, def string }{
+	{"previous_response_id", "null"}, {"instructions", "null"}, {"tools", "[]"}, {"tool_choice", `"auto"`},
+	{"truncation", `"disabled"`}, {"parallel_tool_calls", "true"}, {"text", `{"format":{"type":"text"}}`},
+	{"temperature", "1"}, {"top_p", "1"}, {"presence_penalty", "0"}, {"frequency_penalty", "0"}, {"top_logprobs", "0"},
+	{"reasoning", `{"effort":null,"summary":null}`}, {"max_output_tokens", "null"}, {"max_tool_calls", "null"},
+	{"store", "true"}, {"background", "false"}, {"service_tier", `"default"`}, {"metadata", "{}"},
+	{"safety_identifier", "null"}, {"prompt_cache_key", "null"},
+}
+
+// ResponsesEcho returns what a response object repeats of a Responses request body
+// (one DecodeRequest accepted): each echoed field the request set, in the shape the
+// response object gives it. Function tools get their optional fields (null when not
+// sent), web_search tools their search_context_size, reasoning both its fields, and a
+// service_tier of auto the tier that served it (default).
+func ResponsesEcho(body []byte) map[string]json.RawMessage {
+	top, err := jsonObject(body)
+	if err != nil {
+		return nil
+	}
+	echo := map[string]json.RawMessage{}
+	for _, f := range responsesEchoFields {
+		v, ok := top[f.key]
+		if !ok || isNull(v) {
+			continue
+		}
+		switch f.key {
+		case "tools":
+			v = echoTools(v)
+		case "reasoning":
+			v = withKeys(v, map[string]string{"effort": "null", "summary": "null"})
+		case "text":
+			v = echoText(v)
+		case "service_tier":
+			if string(v) == `"auto"` {
+				v = json.RawMessage(`"default"`)
+			}
+		}
+		echo[f.key] = v
+	}
+	return echo
+}
+
+// withKeys returns the object v with the keys of defs it lacks (or has null) set to
+// their default.
+func withKeys(v json.RawMessage, defs map[string]string) json.RawMessage {
+	var o map[string]json.RawMessage
+	if json.Unmarshal(v, &o) != nil || o == nil {
+		return v
+	}
+	for k, d := range defs {
+		if isNull(o[k]) {
+			o[k] = json.RawMessage(d)
+		}
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return v
+	}
+	return b
+}
+
+// echoText is text with its format, a json_schema format with its optional fields
+// (description null, strict false when not sent).
+func echoText(v json.RawMessage) json.RawMessage {
+	var t map[string]json.RawMessage
+	if json.Unmarshal(v, &t) != nil || t == nil {
+		return v
+	}
+	if isNull(t["format"]) {
+		t["format"] = json.RawMessage(`{"type":"text"}`)
+	}
+	var f struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(t["format"], &f) == nil && f.Type == "json_schema" {
+		t["format"] = withKeys(t["format"], map[string]string{"description": "null", "strict": "false"})
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return v
+	}
+	return b
+}
+
+func echoTools(v json.RawMessage) json.RawMessage {
+	var tools []json.RawMessage
+	if json.Unmarshal(v, &tools) != nil {
+		return v
+	}
+	out := make([]json.RawMessage, 0, len(tools))
+	for _, t := range tools {
+		var typ struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(t, &typ)
+		switch {
+		case typ.Type == "function":
+			t = withKeys(t, map[string]string{"description": "null", "parameters": "null", "strict": "null"})
+		case strings.HasPrefix(typ.Type, "web_search"):
+			t = withKeys(t, map[string]string{"search_context_size": `"medium"`})
+		}
+		out = append(out, t)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return v
+	}
+	return b
 }
 
 // EncodeResponse renders r as a Responses response: a web_search_call item per search
@@ -493,6 +697,9 @@ func (responsesCodec) EncodeResponse(r *Response) ([]byte, error) {
 }
 
 func (responsesCodec) NewStream() Stream { return &responsesStream{} }
+
+// EncodeError renders the error a stream that has sent nothing answers with.
+func (*responsesStream) EncodeError(e *Error) []byte { return openAIError(e) }
 
 // responsesStream renders an answer as the Responses event sequence, each event with
 // its sequence_number: a web_search_call item per search as it starts (in_progress,

@@ -1,0 +1,52 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// StoredResponse is what the fleet keeps of a Responses request made with store
+// (the default), beside its job: the conversation it ran on, so previous_response_id
+// and item_reference can name it later, and the settings its answers repeat. The
+// answer itself is the job's. It lives as long as the job record (Retention).
+type StoredResponse struct {
+	Tenant string `json:"tenant"`
+	// Input is the request's input items, with those of the responses before it
+	// (previous_response_id) resolved into it.
+	Input json.RawMessage `json:"input"`
+	// Echo is the request's settings the response object repeats, by field.
+	Echo map[string]json.RawMessage `json:"echo,omitempty"`
+}
+
+// SaveResponse records the stored response of job id for the retention period.
+func (s *Store) SaveResponse(ctx context.Context, id string, r *StoredResponse) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := s.r.Set(ctx, s.K.StoredResponse(id), b, s.Retention).Err(); err != nil {
+		return fmt.Errorf("state: recording response %s: %w", id, err)
+	}
+	return nil
+}
+
+// GetResponse reads the stored response of job id; ErrNotFound when there is none
+// (never stored, or expired with its job).
+func (s *Store) GetResponse(ctx context.Context, id string) (*StoredResponse, error) {
+	b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: reading response %s: %w", id, err)
+	}
+	var r StoredResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("state: reading response %s: %w", id, err)
+	}
+	return &r, nil
+}
