@@ -77,6 +77,8 @@ type Server struct {
 	// MCP serves the Model Context Protocol at /mcp to authenticated callers (nil: not
 	// served); see mcp.go.
 	MCP http.Handler
+	// Console serves the web console's pages under /console/ (nil: not served).
+	Console http.Handler
 
 	// eventsGate bounds the JetStream API calls that event streams make at once
 	// (creating and deleting their consumers): a burst of streams queues here instead
@@ -115,6 +117,7 @@ func (s *Server) Handler() http.Handler {
 	if s.MCP != nil {
 		mux.Handle("/mcp", s.mcpRoute())
 	}
+	s.consoleRoutes(mux) // console_api.go: the console's pages and the read routes it uses
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -206,3 +206,10 @@ func (k Keys) QuotaBytes(tenant string) string { return k.quota(tenant) + ":b" }
 // QuotaExpiries is a tenant's stored records by when each expires (a sorted set, ms):
 // a record past its expiry is released lazily by the next quota call.
 func (k Keys) QuotaExpiries(tenant string) string { return k.quota(tenant) + ":x" }
+// TenantJobs is a tenant's recent jobs by creation time (a sorted set, ms): the jobs
+// it submitted itself, not its batches' lines, trimmed to the newest TenantJobsKept.
+func (k Keys) TenantJobs(tenant string) string { return k.prefix + ":jobs:{" + tenant + "}" }
+
+// ModelSpendDay is what a tenant's jobs that ended in one UTC day ("20261124") spent,
+// per model (a hash: "usd:<model>" micro-dollars, "jobs:<model>", "searches:<model>").
+func (k Keys) ModelSpendDay(tenant, day string) string { return k.budget(tenant) + ":models:" + day }

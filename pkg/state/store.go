@@ -164,6 +164,7 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 		if !j.Deadline.IsZero() {
 			p.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(j.Deadline.UnixMilli()), Member: j.ID})
 		}
+		s.indexJob(ctx, p, j) // the tenant's recent jobs (console.go)
 	})
 	if err != nil {
 		return fmt.Errorf("state: creating job: %w", err)

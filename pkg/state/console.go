@@ -1,0 +1,231 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What the web console reads besides the job and batch records: a tenant's recent
+// jobs (an index written when a job is created) and its spend per day and model (a
+// ledger written when a job ends).
+
+// TenantJobsKept is how many of a tenant's most recent jobs its index keeps; older
+// ones drop out of the list (their records stay readable by id until they expire).
+const TenantJobsKept = 1000
+
+// ModelSpendDays is how many days the per-model spend ledger keeps.
+const ModelSpendDays = 35
+
+// indexJob adds a job a tenant submitted to the tenant's index in p, trimmed to the
+// newest TenantJobsKept and to the retention period. A batch's lines are not indexed:
+// a 2,000-line batch would push out everything else, and they are reached through
+// their batch.
+func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job) {
+	if j.Batch != "" {
+		return
+	}
+	k := s.K.TenantJobs(j.Tenant)
+	p.ZAdd(ctx, k, redis.Z{Score: float64(j.Created.UnixMilli()), Member: j.ID})
+	p.ZRemRangeByRank(ctx, k, 0, -TenantJobsKept-1)
+	p.ZRemRangeByScore(ctx, k, "-inf", "("+Millis(j.Created.Add(-s.Retention)))
+	p.PExpire(ctx, k, s.Retention)
+}
+
+// TenantJobs returns up to limit of a tenant's jobs, newest first, after the job id
+// after ("" from the newest), and whether more follow. Jobs whose records expired are
+// dropped from the index as they are met.
+func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*Job, bool, error) {
+	var out []*Job
+	var ids []string
+	flush := func() error {
+		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HGetAll(ctx, s.K.Job(id))
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("state: reading a tenant's jobs: %w", err)
+		}
+		var gone []any
+		for i, c := range cmds {
+			m := c.Val()
+			if len(m) == 0 || m["id"] == "" {
+				gone = append(gone, ids[i])
+				continue
+			}
+			if j := jobFromHash(m); j.Tenant == tenant {
+				out = append(out, j)
+			}
+		}
+		if len(gone) > 0 {
+			s.r.ZRem(ctx, s.K.TenantJobs(tenant), gone...)
+		}
+		ids = ids[:0]
+		return nil
+	}
+	for id, err := range s.index(ctx, s.K.TenantJobs(tenant), after, false) {
+		if err != nil {
+			return nil, false, fmt.Errorf("state: listing a tenant's jobs: %w", err)
+		}
+		ids = append(ids, id)
+		if len(ids) < limit+1-len(out) {
+			continue
+		}
+		if err := flush(); err != nil {
+			return nil, false, err
+		}
+		if len(out) > limit {
+			break
+		}
+	}
+	if len(out) <= limit && len(ids) > 0 {
+		if err := flush(); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// countSpend marks a job record as counted in the per-model spend ledger. KEYS[1]
+// job. Returns 1 the first time, 0 after, -1 when the record is gone (no hash is
+// made without its TTL).
+var countSpend = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return -1 end
+return redis.call('HSETNX', KEYS[1], 'spend_counted', '1')
+`)
+
+// RecordModelSpend counts an ended job in its tenant's spend per day (the day it
+// ended, UTC) and model: what its spend ledger holds (model turns and searches, of a
+// failed job too), else its usage's cost_usd, and its searches. A job is counted at
+// most once: its record is marked first, so a crash between the two writes loses that
+// job's count rather than counting it twice. The tenant's budget ledgers, which
+// refuse work, are kept apart and exactly (RecordCall, SettleCall).
+func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
+	if !j.Status.Terminal() {
+		return nil
+	}
+	var u struct {
+		Searches int     `json:"searches"`
+		CostUSD  float64 `json:"cost_usd"`
+	}
+	if len(j.Usage) > 0 {
+		json.Unmarshal(j.Usage, &u)
+	}
+	usd, _, err := s.RequestSpend(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	if usd == 0 {
+		usd = u.CostUSD
+	}
+	n, err := countSpend.Run(ctx, s.r, []string{s.K.Job(j.ID)}).Int()
+	if err != nil {
+		return fmt.Errorf("state: marking a job's spend: %w", err)
+	}
+	if n != 1 {
+		return nil
+	}
+	at := j.Finished
+	if at.IsZero() {
+		at = time.Now()
+	}
+	day, _ := periods(at)
+	k := s.K.ModelSpendDay(j.Tenant, day)
+	model := spendModel(j)
+	_, err = s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HIncrBy(ctx, k, "usd:"+model, toMicros(usd))
+		p.HIncrBy(ctx, k, "jobs:"+model, 1)
+		p.HIncrBy(ctx, k, "searches:"+model, int64(u.Searches))
+		p.Expire(ctx, k, ModelSpendDays*24*time.Hour)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("state: recording spend per model: %w", err)
+	}
+	return nil
+}
+
+// spendModel is the name a job's spend is counted under: its model, or "(search)" for
+// a direct search, which has none.
+func spendModel(j *Job) string {
+	if j.Model != "" {
+		return j.Model
+	}
+	if j.Kind == "search" {
+		return "(search)"
+	}
+	return "(none)"
+}
+
+// ModelDaySpend is what a tenant's jobs of one model that ended in one UTC day spent.
+type ModelDaySpend struct {
+	Day      string  `json:"day"` // "2026-11-24"
+	Model    string  `json:"model"`
+	USD      float64 `json:"spent_usd"`
+	Jobs     int64   `json:"jobs"`
+	Searches int64   `json:"searches"`
+}
+
+// ModelSpend returns a tenant's spend per day and model for the days UTC days up to
+// and including now's (1..ModelSpendDays), newest day first, models by name.
+func (s *Store) ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]ModelDaySpend, error) {
+	if days < 1 || days > ModelSpendDays {
+		return nil, errors.New("state: days out of range")
+	}
+	now = now.UTC()
+	cmds := make([]*redis.MapStringStringCmd, days)
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range days {
+			day, _ := periods(now.AddDate(0, 0, -i))
+			cmds[i] = p.HGetAll(ctx, s.K.ModelSpendDay(tenant, day))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: reading spend per model: %w", err)
+	}
+	var out []ModelDaySpend
+	for i, c := range cmds {
+		day := now.AddDate(0, 0, -i).Format(time.DateOnly)
+		byModel := map[string]*ModelDaySpend{}
+		for f, v := range c.Val() {
+			kind, model, ok := strings.Cut(f, ":")
+			if !ok {
+				continue
+			}
+			n, _ := strconv.ParseInt(v, 10, 64)
+			m := byModel[model]
+			if m == nil {
+				m = &ModelDaySpend{Day: day, Model: model}
+				byModel[model] = m
+			}
+			switch kind {
+			case "usd":
+				m.USD = fromMicros(n)
+			case "jobs":
+				m.Jobs = n
+			case "searches":
+				m.Searches = n
+			}
+		}
+		start := len(out)
+		for _, m := range byModel {
+			out = append(out, *m)
+		}
+		sort.Slice(out[start:], func(a, b int) bool { return out[start+a].Model < out[start+b].Model })
+	}
+	return out, nil
+}
