@@ -20,9 +20,9 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/searchfleet/searchfleet/internal/console"
 	"github.com/searchfleet/searchfleet/internal/h2async"
 	"github.com/searchfleet/searchfleet/internal/mcp"
-	"github.com/searchfleet/searchfleet/internal/console"
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/batch"

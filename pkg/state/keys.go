@@ -206,6 +206,7 @@ func (k Keys) QuotaBytes(tenant string) string { return k.quota(tenant) + ":b" }
 // QuotaExpiries is a tenant's stored records by when each expires (a sorted set, ms):
 // a record past its expiry is released lazily by the next quota call.
 func (k Keys) QuotaExpiries(tenant string) string { return k.quota(tenant) + ":x" }
+
 // TenantJobs is a tenant's recent jobs by creation time (a sorted set, ms): the jobs
 // it submitted itself, not its batches' lines, trimmed to the newest TenantJobsKept.
 func (k Keys) TenantJobs(tenant string) string { return k.prefix + ":jobs:{" + tenant + "}" }
