@@ -1,0 +1,154 @@
+package webhook
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+)
+
+// receiver is a callback receiver that counts each webhook-id it is sent, optionally
+// holding every request until it is released.
+type receiver struct {
+	url     string
+	release chan struct{} // nil: answers at once
+
+	mu      sync.Mutex
+	hits    map[string]int
+	waiting int // requests held now
+	maxWait int // most requests held at once
+}
+
+func newReceiver(t *testing.T, hang bool) *receiver {
+	r := &receiver{hits: map[string]int{}}
+	if hang {
+		r.release = make(chan struct{})
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.hits[req.Header.Get("webhook-id")]++
+		r.waiting++
+		r.maxWait = max(r.maxWait, r.waiting)
+		r.mu.Unlock()
+		if r.release != nil {
+			select {
+			case <-r.release:
+			case <-req.Context().Done():
+			}
+		}
+		r.mu.Lock()
+		r.waiting--
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL + "/hook"
+	return r
+}
+
+// counts returns how many webhook-ids arrived, how many arrived more than once, and
+// the most requests held at once.
+func (r *receiver) counts() (ids, repeated, maxWait int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.hits {
+		if n > 1 {
+			repeated++
+		}
+	}
+	return len(r.hits), repeated, r.maxWait
+}
+
+// waitFor polls cond until it holds or the bound passes (a bound on progress, far
+// above what the work needs, not a measurement).
+func waitFor(t *testing.T, bound time.Duration, cond func() bool) bool {
+	t.Helper()
+	for end := time.Now().Add(bound); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// One tenant's hanging receiver does not hold the delivery pool: with tenant A's 120
+// callbacks hanging (more than the pool of 64), all of tenant B's are delivered while
+// A's receiver is still blocked, A never has more than its cap in progress, and once
+// A's receiver recovers every one of A's webhooks arrives exactly once.
+func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
+	const nA, nB = 120, 20
+	h := newHarness(t, Config{Timeout: 5 * time.Minute, TenantInFlight: 8, Defer: 100 * time.Millisecond})
+	slow, fast := newReceiver(t, true), newReceiver(t, false)
+	ctx := t.Context()
+	var jobsA, jobsB []string
+	// A's deliveries are queued first: on one shared pool they take every worker.
+	for range nA {
+		job, _ := h.finishedJob(t, "tenant-a", map[string]any{"url": slow.url})
+		if err := h.s.JobFinished(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		jobsA = append(jobsA, job.ID)
+	}
+	for range nB {
+		job, _ := h.finishedJob(t, "tenant-b", map[string]any{"url": fast.url})
+		if err := h.s.JobFinished(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		jobsB = append(jobsB, job.ID)
+	}
+	w, err := bus.Consume(ctx, h.s.Bus, bus.WebhookConsumer(bus.TimingFor(bus.ConsumerWebhooks)), h.s.Handle,
+		bus.ConsumeOptions{Concurrency: h.s.Config.PoolSize()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(slow.release)
+		}
+	})
+
+	bDone := waitFor(t, time.Minute, func() bool { n, _, _ := fast.counts(); return n == nB })
+	gotB, _, _ := fast.counts()
+	gotA, _, heldA := slow.counts()
+	if !bDone {
+		t.Fatalf("with tenant A's receiver hanging (%d of its requests held), tenant B got %d of %d webhooks", gotA, gotB, nB)
+	}
+	if heldA > 8 {
+		t.Errorf("tenant A had %d deliveries in progress at once, over its cap of 8", heldA)
+	}
+	if d := testutil.ToFloat64(h.s.Metrics.WebhookDeferred.WithLabelValues("tenant-a", deferTenant)); d == 0 {
+		t.Error("no deferral of tenant A was counted")
+	}
+	if d := testutil.ToFloat64(h.s.Metrics.WebhookDeferred.WithLabelValues("tenant-b", deferTenant)); d != 0 {
+		t.Errorf("tenant B, under its cap, was deferred %v times", d)
+	}
+
+	// A's receiver recovers: every one of its webhooks arrives, once.
+	close(slow.release)
+	released = true
+	if !waitFor(t, 3*time.Minute, func() bool { n, _, _ := slow.counts(); return n == nA }) {
+		n, _, _ := slow.counts()
+		t.Fatalf("tenant A got %d of %d webhooks after its receiver recovered", n, nA)
+	}
+	for _, id := range append(jobsA, jobsB...) {
+		if !waitFor(t, 30*time.Second, func() bool { return webhookStatus(t, h.s, id) == StatusDelivered }) {
+			t.Errorf("job %s: webhook status %q, want delivered", id, webhookStatus(t, h.s, id))
+		}
+	}
+	for name, r := range map[string]*receiver{"A": slow, "B": fast} {
+		if _, rep, _ := r.counts(); rep != 0 {
+			t.Errorf("tenant %s: %d webhooks arrived more than once", name, rep)
+		}
+	}
+	if r, f := testutil.ToFloat64(h.s.Metrics.Webhooks.WithLabelValues("retry")), testutil.ToFloat64(h.s.Metrics.Webhooks.WithLabelValues("failed")); r != 0 || f != 0 {
+		t.Errorf("%v retries and %v failures: a hold-back is not an attempt", r, f)
+	}
+}
