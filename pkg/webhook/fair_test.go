@@ -149,3 +149,49 @@ func TestSlowTenantDoesNotDelayOthers(t *testing.T) {
 		t.Errorf("%v retries and %v failures: a hold-back is not an attempt", r, f)
 	}
 }
+
+// A hold-back is not an attempt: a delivery redelivered after being held back keeps
+// its place in the retry schedule, and gives up only after every real try.
+func TestHoldBackKeepsRetrySchedule(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{TenantInFlight: 1})
+	h.reply = func(int) int { return http.StatusInternalServerError }
+	job, _ := h.finishedJob(t, "default", nil)
+	if err := h.s.JobFinished(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	d := enqueued(t, h.s)[0]
+	h.s.init()
+	// Another delivery of the tenant holds its one place: this one is held back, 5 times.
+	done, _ := h.s.fair.acquire("default", "elsewhere:1")
+	for n := 1; n <= 5; n++ {
+		err := h.s.Handle(t.Context(), attempt(d, n))
+		if dec := bus.Decide(err, n, -1); dec.Action != bus.Nak || dec.Delay <= 0 {
+			t.Fatalf("held back on delivery %d: %v after %v, want a delayed nak", n, dec.Action, dec.Delay)
+		}
+	}
+	done(true)
+	if got := len(h.received()); got != 0 {
+		t.Fatalf("%d requests while held back", got)
+	}
+	// Delivery 6 is attempt 1: it waits Schedule[0]; delivery 9 is attempt 4, the last.
+	for n := 6; n <= 9; n++ {
+		err := h.s.Handle(t.Context(), attempt(d, n))
+		dec := bus.Decide(err, n, -1)
+		if try := n - 5; try <= 3 {
+			if dec.Action != bus.Nak || dec.Delay != h.s.Config.Schedule[try-1] {
+				t.Errorf("attempt %d: %v after %v, want nak after %v", try, dec.Action, dec.Delay, h.s.Config.Schedule[try-1])
+			}
+			continue
+		}
+		if dec.Action != bus.TermDLQ {
+			t.Errorf("last attempt: %v, want term+dlq", dec.Action)
+		}
+	}
+	if got := len(h.received()); got != 4 {
+		t.Errorf("%d requests, want the 4 tries", got)
+	}
+	if d := testutil.ToFloat64(h.s.Metrics.WebhookDeferred.WithLabelValues("default", deferTenant)); d != 5 {
+		t.Errorf("%v hold-backs counted, want 5", d)
+	}
+}
