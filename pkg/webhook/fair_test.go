@@ -195,3 +195,38 @@ func TestHoldBackKeepsRetrySchedule(t *testing.T) {
 		t.Errorf("%v hold-backs counted, want 5", d)
 	}
 }
+
+// A destination that fails gets fewer deliveries at once, down to one, and its limit
+// grows back as it answers; a tenant's cap counts across its destinations.
+func TestDestinationBackPressure(t *testing.T) {
+	t.Parallel()
+	f := newFairness(100, 4)
+	take := func(tenant, host string) func(bool) {
+		done, _ := f.acquire(tenant, host)
+		return done
+	}
+	var held []func(bool)
+	for range 4 {
+		held = append(held, take("a", "slow:1"))
+	}
+	if _, why := f.acquire("b", "slow:1"); why != deferHost {
+		t.Fatalf("a 5th delivery to a host capped at 4: %q, want held back for the destination", why)
+	}
+	if take("b", "other:1") == nil {
+		t.Fatal("another destination was held back")
+	}
+	for _, done := range held {
+		done(false) // 4 failures: 4 → 2 → 1 → 1 → 1
+	}
+	if take("a", "slow:1") == nil {
+		t.Fatal("a failing host got no delivery at all")
+	}
+	if _, why := f.acquire("a", "slow:1"); why != deferHost {
+		t.Errorf("a failing host got 2 deliveries at once (%q)", why)
+	}
+	f2 := newFairness(2, 100)
+	take2 := func(host string) string { _, why := f2.acquire("a", host); return why }
+	if take2("x:1") != "" || take2("y:1") != "" || take2("z:1") != deferTenant {
+		t.Error("a tenant's cap does not count across its destinations")
+	}
+}
