@@ -228,7 +228,8 @@ func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg, release func(
 			if r.o.Observe != nil {
 				r.o.Observe(r.spec.Config.Durable, dec, time.Since(start))
 			}
-			if dec.Action != Ack {
+			var re *retryError
+			if dec.Action != Ack && !(errors.As(herr, &re) && re.deferred && dec.Action == Nak) {
 				r.o.Log.Warn("consume: message not done", "consumer", r.spec.Config.Durable, "subject", d.Subject,
 					"id", d.ID, "attempt", d.Attempt, "action", dec.Action.String(), "delay", dec.Delay, "err", herr)
 			}

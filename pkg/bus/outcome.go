@@ -54,8 +54,9 @@ type Decision struct {
 }
 
 type retryError struct {
-	after time.Duration
-	err   error
+	after    time.Duration
+	err      error
+	deferred bool // held back, not tried: not logged as a failure
 }
 
 func (e *retryError) Error() string { return fmt.Sprintf("retry after %s: %v", e.after, e.err) }
@@ -67,6 +68,15 @@ func Retry(d time.Duration, err error) error {
 		err = errors.New("retry requested")
 	}
 	return &retryError{after: d, err: err}
+}
+
+// Defer asks for the message to be redelivered after d without having been worked on
+// (a handler holding it back for fairness): Retry, not logged as a failure.
+func Defer(d time.Duration, err error) error {
+	if err == nil {
+		err = errors.New("deferred")
+	}
+	return &retryError{after: d, err: err, deferred: true}
 }
 
 type permanentError struct{ err error }

@@ -193,12 +193,15 @@ type Timing struct {
 	MaxAckPending int
 }
 
-// DefaultTiming are the consumer settings unless configured otherwise.
+// DefaultTiming are the consumer settings unless configured otherwise. Webhook
+// deliveries held back by a fairness cap are redelivered without being attempted, so
+// their handler counts attempts and gives up itself (MaxDeliver unlimited), and the
+// held-back ones stay pending (MaxAckPending far above the delivery pool).
 var DefaultTiming = map[string]Timing{
 	ConsumerChat:     {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 4096},
 	ConsumerBatch:    {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 64},
 	ConsumerResume:   {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 4096},
-	ConsumerWebhooks: {AckWait: 30 * time.Second, MaxDeliver: 12, MaxAckPending: 256},
+	ConsumerWebhooks: {AckWait: 30 * time.Second, MaxDeliver: -1, MaxAckPending: 16384},
 	ConsumerExpand:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 16},
 	ConsumerFinisher: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
 	consumerSearch:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 1024},

@@ -127,6 +127,20 @@ type Env struct {
 	WebhookAllow []string `env:"FLEET_WEBHOOK_ALLOW" envSeparator:","`
 	// WebhookTimeout bounds one delivery attempt.
 	WebhookTimeout time.Duration `env:"FLEET_WEBHOOK_TIMEOUT" envDefault:"10s"`
+	// WebhookTenantInFlight caps one tenant's deliveries in progress at once in one
+	// ingress (of its pool of WebhookPool); a tenant's deliveries past it wait on the
+	// WEBHOOKS stream, so one tenant's slow receivers never hold every worker.
+	WebhookTenantInFlight int `env:"FLEET_WEBHOOK_TENANT_IN_FLIGHT" envDefault:"8"`
+	// WebhookHostInFlight caps one destination host's deliveries in progress at once
+	// in one ingress. A host that fails or times out gets half as many (down to 1) and
+	// one more for each delivery it answers with a 2xx, up to this cap.
+	WebhookHostInFlight int `env:"FLEET_WEBHOOK_HOST_IN_FLIGHT" envDefault:"16"`
+	// WebhookDefer is the wait before a delivery held back by a cap is tried again
+	// (jittered, and longer the more often the same delivery was held back, up to 8x).
+	WebhookDefer time.Duration `env:"FLEET_WEBHOOK_DEFER" envDefault:"1s"`
+	// WebhookPool is how many deliveries one ingress makes at once, all tenants
+	// together.
+	WebhookPool int `env:"FLEET_WEBHOOK_POOL" envDefault:"64"`
 	// DrainTimeout bounds graceful shutdown.
 	DrainTimeout time.Duration `env:"FLEET_DRAIN_TIMEOUT" envDefault:"30s"`
 	// NATSReplicas is the stream replica count (3 in a NATS cluster).
@@ -208,6 +222,14 @@ func (e Env) Validate() error {
 		if n < 1 {
 			bad("%s must be at least 1 (got %d)", name, n)
 		}
+	}
+	for name, n := range map[string]int{"FLEET_WEBHOOK_TENANT_IN_FLIGHT": e.WebhookTenantInFlight, "FLEET_WEBHOOK_HOST_IN_FLIGHT": e.WebhookHostInFlight, "FLEET_WEBHOOK_POOL": e.WebhookPool} {
+		if n < 1 {
+			bad("%s must be at least 1 (got %d)", name, n)
+		}
+	}
+	if e.WebhookDefer <= 0 {
+		bad("FLEET_WEBHOOK_DEFER must be positive (e.g. 1s)")
 	}
 	if len(e.WebhookSchedule) == 0 {
 		bad("FLEET_WEBHOOK_SCHEDULE needs at least one wait (e.g. 5s,30s,2m)")

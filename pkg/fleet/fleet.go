@@ -384,7 +384,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	s.Console = console.Handler() // the web console at /console/
 	// /mcp: the MCP tools call this API in process, with the caller's key.
 	s.MCP = mcp.New(mcp.Options{API: s.Handler(), Tools: p.tools, Models: s.Models, MaxBody: env.MaxBodyBytes, Log: p.log.With("role", "mcp")})
-	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, 64); err != nil {
+	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, p.hooks.Config.PoolSize()); err != nil {
 		return nil, err
 	}
 	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches, s, api.ModelSpend{Store: p.store})
@@ -574,7 +574,8 @@ func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 // from the environment, the tenants' signing secrets as config.File.Resolve filled
 // them in.
 func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, log *slog.Logger, m *metrics.Metrics) (*webhook.Service, error) {
-	cfg := webhook.Config{Schedule: env.WebhookSchedule, Timeout: env.WebhookTimeout, TenantSecrets: map[string]string{}}
+	cfg := webhook.Config{Schedule: env.WebhookSchedule, Timeout: env.WebhookTimeout, TenantSecrets: map[string]string{},
+		Pool: env.WebhookPool, TenantInFlight: env.WebhookTenantInFlight, HostInFlight: env.WebhookHostInFlight, Defer: env.WebhookDefer}
 	for _, c := range env.WebhookAllow {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

@@ -36,6 +36,9 @@ type Metrics struct {
 	StepSeconds *prometheus.HistogramVec
 	// Webhooks counts webhook delivery attempts by outcome.
 	Webhooks *prometheus.CounterVec
+	// WebhookDeferred counts webhook deliveries held back by a fairness cap (not
+	// attempted, tried again shortly), by tenant and reason (tenant, destination).
+	WebhookDeferred *prometheus.CounterVec
 	// Orphans counts messages about a job Redis does not know (it lost the job, or
 	// the record expired), by consumer: dead-lettered, never paid for.
 	Orphans *prometheus.CounterVec
@@ -105,6 +108,8 @@ func New() *Metrics {
 	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
 	m.ModelKeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_model_key_cooldowns_total", Help: "Main-model provider API keys put to rest after the provider refused them, by provider and reason."}, []string{"provider", "reason"})
 	r.MustRegister(m.ModelKeyCooldowns)
+	m.WebhookDeferred = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_webhook_deferred_total", Help: "Webhook deliveries held back by a fairness cap (the tenant's in-flight cap or the destination's limit), by tenant and reason."}, []string{"tenant", "reason"})
+	r.MustRegister(m.WebhookDeferred)
 	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
 		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.StepsInFlight, m.Citations)
 	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid calls cost, by tenant, kind (search, model) and source (engine or model)."}, []string{"tenant", "kind", "source"})

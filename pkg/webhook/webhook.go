@@ -48,6 +48,23 @@ type Config struct {
 	// Resolver resolves callback hosts, at registration and at every connection; nil
 	// means the system resolver. Tests map names to chosen addresses with it.
 	Resolver Resolver
+	// Pool is how many deliveries one consumer makes at once (default 64); the
+	// WEBHOOKS consumer's concurrency.
+	Pool int
+	// TenantInFlight caps one tenant's deliveries in progress (default 8), and
+	// HostInFlight one destination host's (default 16; halved by each failed attempt,
+	// down to 1, and raised by one by each answered one). Deliveries past a cap are
+	// deferred: redelivered after about Defer (default 1s), see fair.go.
+	TenantInFlight, HostInFlight int
+	Defer                        time.Duration
+}
+
+// PoolSize is the number of deliveries made at once: Config.Pool or its default.
+func (c Config) PoolSize() int {
+	if c.Pool > 0 {
+		return c.Pool
+	}
+	return DefaultPool
 }
 
 // Validate checks the tenants' secrets (naming the tenant, never the secret).
@@ -86,6 +103,7 @@ type Service struct {
 	once   sync.Once
 	guard  *Guard
 	client *http.Client
+	fair   *fairness
 }
 
 // errNoSecret means a delivery has no secret to be signed with: its job's secret
@@ -96,6 +114,7 @@ func (s *Service) init() {
 	s.once.Do(func() {
 		s.guard = &Guard{Allow: s.Config.Allow, Resolver: s.Config.Resolver}
 		s.client = NewClient(s.guard)
+		s.fair = newFairness(s.Config.TenantInFlight, s.Config.HostInFlight)
 	})
 }
 
@@ -290,6 +309,8 @@ func (s *Service) Enqueue(ctx context.Context, d bus.WebhookDelivery) error {
 // status (3xx included: redirects are not followed), a timeout, a refused connection,
 // an address the guard refuses — is retried after Config.Schedule[attempt-1], and
 // after the last try the job is marked webhook_failed and the delivery dead-lettered.
+// A delivery past its tenant's in-flight cap or its destination's limit is not
+// attempted: it is deferred (see fair.go), and that is not one of its tries.
 func (s *Service) Handle(ctx context.Context, d *bus.Delivery[bus.WebhookDelivery]) error {
 	s.init()
 	m := d.Msg
@@ -302,6 +323,20 @@ func (s *Service) Handle(ctx context.Context, d *bus.Delivery[bus.WebhookDeliver
 			return nil // settled by an earlier delivery whose ack was lost
 		}
 	}
+	if tries := len(s.Config.Schedule) + 1; d.Attempt > tries {
+		// Past the tries by delivery count: unless hold-backs account for it, its
+		// attempts ended without an outcome (the worker died in each).
+		n, err := s.attempt(ctx, d)
+		if err != nil {
+			return err
+		}
+		if n > tries {
+			err := fmt.Errorf("webhook %s: dead-lettered: %d attempts, none finished", m.ID, n-1)
+			s.count("failed")
+			s.settle(ctx, m, StatusFailed, err.Error())
+			return bus.Permanent(err)
+		}
+	}
 	secret, err := s.secretFor(ctx, m)
 	if errors.Is(err, errNoSecret) {
 		err = fmt.Errorf("webhook %s: %w", m.ID, err)
@@ -312,7 +347,14 @@ func (s *Service) Handle(ctx context.Context, d *bus.Delivery[bus.WebhookDeliver
 	if err != nil {
 		return err
 	}
+	done, reason := s.fair.acquire(m.Tenant, destOf(m.URL))
+	if done == nil {
+		return s.hold(ctx, m, reason)
+	}
 	code, err := s.post(ctx, m, secret)
+	// An answer other than 5xx or 429 is the receiver's word, promptly given: the host
+	// is well; anything else slows deliveries to it down.
+	done(err == nil && code < 500 && code != http.StatusTooManyRequests)
 	switch {
 	case err == nil && code >= 200 && code < 300:
 		s.count("delivered")
@@ -334,7 +376,11 @@ func (s *Service) Handle(ctx context.Context, d *bus.Delivery[bus.WebhookDeliver
 // failed decides what a failed attempt leads to: a retry on the schedule, or, after
 // the last try, a failed webhook and a dead letter.
 func (s *Service) failed(ctx context.Context, d *bus.Delivery[bus.WebhookDelivery], err error) error {
-	m, n, tries := d.Msg, max(d.Attempt, 1), len(s.Config.Schedule)+1
+	m, tries := d.Msg, len(s.Config.Schedule)+1
+	n, aerr := s.attempt(ctx, d)
+	if aerr != nil {
+		return aerr // tried again, as a new attempt
+	}
 	if n < tries && !d.Last() {
 		s.count("retry")
 		return bus.Retry(s.Config.Schedule[n-1], fmt.Errorf("webhook %s: attempt %d of %d: %w", m.ID, n, tries, err))
@@ -346,6 +392,41 @@ func (s *Service) failed(ctx context.Context, d *bus.Delivery[bus.WebhookDeliver
 		s.log().Warn("webhook: marking failed", "webhook_id", m.ID, "err", serr)
 	}
 	return bus.Permanent(err)
+}
+
+// attempt is a delivery's attempt number: its delivery count less the times it was
+// held back by a fairness cap.
+func (s *Service) attempt(ctx context.Context, d *bus.Delivery[bus.WebhookDelivery]) (int, error) {
+	n := max(d.Attempt, 1)
+	if n == 1 {
+		return 1, nil
+	}
+	held, err := s.Store.WebhookDeferrals(ctx, ownerOf(d.Msg), d.Msg.ID)
+	if err != nil {
+		return 0, fmt.Errorf("webhook %s: %w", d.Msg.ID, err)
+	}
+	return max(n-held, 1), nil
+}
+
+// hold defers a delivery a fairness cap holds back: it is counted (in Redis, so its
+// attempt number stays right, and in the metrics) and redelivered after a short wait.
+func (s *Service) hold(ctx context.Context, m bus.WebhookDelivery, reason string) error {
+	held, err := s.Store.CountWebhookDeferral(ctx, ownerOf(m), m.ID)
+	if err != nil {
+		return fmt.Errorf("webhook %s: %w", m.ID, err)
+	}
+	if s.Metrics != nil {
+		s.Metrics.WebhookDeferred.WithLabelValues(m.Tenant, reason).Inc()
+	}
+	return bus.Defer(deferFor(s.Config.Defer, held), fmt.Errorf("webhook %s: held back: %s in-flight cap reached", m.ID, reason))
+}
+
+// ownerOf is the job or batch a delivery is about.
+func ownerOf(m bus.WebhookDelivery) string {
+	if m.JobID != "" {
+		return m.JobID
+	}
+	return m.BatchID
 }
 
 // HandleDeadLetter is DeadLettered for a dead letter of the DLQ.
