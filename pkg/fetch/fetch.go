@@ -270,7 +270,7 @@ func guardError(ctx context.Context, err error) *Error {
 // written so that it cannot be checked (numeric-looking, non-ASCII). The guard's own
 // words name the address: they go nowhere.
 func refused(err error) *Error {
-	if strings.Contains(err.Error(), "not a public address") {
+	if errors.Is(err, webhook.ErrNotPublic) {
 		return &Error{Type: ErrRefused, Message: "refused: private address"}
 	}
 	return &Error{Type: ErrRefused, Message: "refused: the url's host may not be fetched"}
