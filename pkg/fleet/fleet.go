@@ -289,7 +289,11 @@ func (p *process) runChat(ctx context.Context) error {
 	env := p.env
 	w := &chat.Worker{Bus: p.bus, Store: p.store, Models: models, Tools: p.tools, Classifier: p.classify,
 		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, MaxFetches: env.MaxFetches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store, Ledger: p.store}
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store, Ledger: p.store,
+		EvidenceKey: []byte(env.EvidenceSecret)}
+	if env.EvidenceSecret == "" {
+		p.log.Warn("FLEET_EVIDENCE_SECRET is unset: this process keys the evidence delimiters with a random secret; a fleet of several chat worker processes must set the same secret on all of them")
+	}
 	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
 		return err
 	}
