@@ -571,7 +571,7 @@ func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 // from the environment, the tenants' signing secrets as config.File.Resolve filled
 // them in.
 func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, log *slog.Logger, m *metrics.Metrics) (*webhook.Service, error) {
-	cfg := webhook.Config{Schedule: env.WebhookSchedule, Timeout: env.WebhookTimeout, TenantSecrets: map[string]string{}}
+	cfg := webhook.Config{Schedule: env.WebhookSchedule, Timeout: env.WebhookTimeout, TenantSecrets: map[string]string{}, SecretOverlapUntil: map[string]time.Time{}}
 	for _, c := range env.WebhookAllow {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
@@ -587,6 +587,9 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 			return nil, fmt.Errorf("tenant %s: no webhook secret (%s not resolved)", t.ID, t.WebhookSecretEnv)
 		}
 		cfg.TenantSecrets[t.ID] = t.WebhookSecret
+		if !t.WebhookSecretOverlapUntil.IsZero() {
+			cfg.SecretOverlapUntil[t.ID] = t.WebhookSecretOverlapUntil
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
