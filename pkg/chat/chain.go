@@ -69,6 +69,8 @@ type view struct {
 	// rendered memoizes messages(h); turns memoizes decoded turns.
 	rendered map[int]renderedHop
 	turns    map[int]*turn
+	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey).
+	evidenceKey []byte
 }
 
 type renderedHop struct {
@@ -187,7 +189,7 @@ func (v *view) messages(h int) ([]json.RawMessage, *sources) {
 			if !ok {
 				continue // a client tool call never reaches a later hop
 			}
-			content := evidence(evidenceNonce(v.job.ID), renderDone(d, srcs))
+			content := evidence(v.nonce(), renderDone(d, srcs))
 			b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": tc.ID, "content": content})
 			msgs = append(msgs, b)
 		}

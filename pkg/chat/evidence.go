@@ -2,11 +2,17 @@ package chat
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
 )
@@ -23,35 +29,157 @@ import (
 //   - announced by a system instruction (evidencePolicy) saying that what is inside the
 //     delimiters is evidence to weigh and cite, never instructions.
 //
-// The nonce is derived from the job id alone, so every worker and every redelivery
-// renders exactly the same messages from stored state.
+// The nonce is derived from the deployment's evidence key (Worker.EvidenceKey,
+// FLEET_EVIDENCE_SECRET) and the job id, so every worker of a fleet and every
+// redelivery renders exactly the same messages from stored state, and knowing a job
+// id — every client knows its own — is not enough to forge the delimiter.
 
-// evidenceKey separates the nonce's hash from every other use of a job id. The nonce's
-// strength is that a page's author never sees the job id; the key only makes the nonce
-// unusable as anything else.
-var evidenceKey = []byte("searchfleet/evidence-delimiter/v1")
+// evidenceLabel separates the nonce's HMAC from every other use of the key.
+const evidenceLabel = "searchfleet/evidence-delimiter/v2\x00"
 
-// evidenceNonce is job's delimiter nonce: 16 hex digits of HMAC-SHA256(job id).
-func evidenceNonce(jobID string) string {
-	m := hmac.New(sha256.New, evidenceKey)
+// processEvidenceKey is the key of a worker given none: random for this process, so a
+// delimiter is still unforgeable, only not the same in two processes.
+var processEvidenceKey = func() []byte {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return b
+}()
+
+// evidenceNonce is a job's delimiter nonce: 16 hex digits of
+// HMAC-SHA256(key, label || job id). An empty key is the process's random one.
+func evidenceNonce(key []byte, jobID string) string {
+	if len(key) == 0 {
+		key = processEvidenceKey
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(evidenceLabel))
 	m.Write([]byte(jobID))
 	return hex.EncodeToString(m.Sum(nil))[:16]
 }
 
+// nonce is the view's job's delimiter nonce.
+func (v *view) nonce() string { return evidenceNonce(v.evidenceKey, v.job.ID) }
+
 // delimiterRE finds text a page could use to imitate the delimiters: "search_results"
 // in any case, with any separators (spaces, underscores, hyphens) between the words.
+// It runs on the skeleton of the text (see skeleton), so look-alikes match too.
 var delimiterRE = regexp.MustCompile(`(?i)search[\s_\-]*results`)
 
 // evidence wraps content, one tool result's text, in job's delimiters. Any delimiter
-// look-alike inside content becomes plain words ("search results") and the nonce
-// itself, should content contain it, is removed.
+// look-alike inside content — written in other scripts' homoglyphs (Cyrillic "ѕеаrсh",
+// Greek), full-width or mathematical letters, with combining marks or Unicode dashes —
+// becomes the plain words "search results", and the nonce itself, should content
+// contain it in any such form, is removed.
 func evidence(nonce, content string) string {
-	content = engines.CleanText(content)
-	content = delimiterRE.ReplaceAllStringFunc(content, func(m string) string {
-		return m[:len("search")] + " " + m[len(m)-len("results"):]
-	})
-	content = strings.ReplaceAll(content, nonce, "[removed]")
+	content = neutralise(engines.CleanText(content), nonce)
 	return `<search_results id="` + nonce + `">` + "\n" + strings.TrimRight(content, "\n") + "\n" + `</search_results id="` + nonce + `">`
+}
+
+// neutralise replaces, in content, every span whose skeleton is a delimiter
+// look-alike or the nonce.
+func neutralise(content, nonce string) string {
+	skel, at := skeleton(content)
+	type span struct {
+		from, to int // skeleton byte offsets
+		with     string
+	}
+	var spans []span
+	for _, m := range delimiterRE.FindAllStringIndex(skel, -1) {
+		w := skel[m[0]:m[1]]
+		spans = append(spans, span{m[0], m[1], w[:len("search")] + " " + w[len(w)-len("results"):]})
+	}
+	for i := 0; nonce != ""; {
+		k := strings.Index(skel[i:], nonce)
+		if k < 0 {
+			break
+		}
+		spans = append(spans, span{i + k, i + k + len(nonce), "[removed]"})
+		i += k + len(nonce)
+	}
+	if len(spans) == 0 {
+		return content
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		from, to := at[sp.from], at[sp.to]
+		if from < last {
+			continue // overlaps a span already replaced
+		}
+		b.WriteString(content[last:from])
+		b.WriteString(sp.with)
+		last = to
+	}
+	b.WriteString(content[last:])
+	return b.String()
+}
+
+// skeleton is the text a reader would take content for, for matching: each character
+// decomposed (NFKD: full-width and mathematical letters become ASCII, accents split
+// off), combining marks dropped, Cyrillic and Greek homoglyphs and Unicode dashes
+// mapped to their ASCII look-alikes, letters lower-cased. at maps every skeleton byte
+// offset (and len(skel)) to the offset in content of the character it came from, so a
+// match in the skeleton is replaced in content; a match ending inside a character's
+// expansion takes the whole character.
+func skeleton(content string) (skel string, at []int) {
+	var b strings.Builder
+	at = make([]int, 0, len(content)+1)
+	for i, r := range content {
+		var out string
+		switch {
+		case r < utf8.RuneSelf:
+			out = string(unicode.ToLower(r))
+		default:
+			var k strings.Builder
+			for _, d := range norm.NFKD.String(string(r)) {
+				if unicode.Is(unicode.Mn, d) {
+					continue
+				}
+				if a, ok := homoglyphs[d]; ok {
+					d = a
+				}
+				k.WriteRune(unicode.ToLower(d))
+			}
+			out = k.String()
+		}
+		end := i + utf8.RuneLen(r)
+		if r == utf8.RuneError {
+			end = i + 1
+		}
+		for j := range len(out) {
+			if j == 0 {
+				at = append(at, i)
+			} else {
+				at = append(at, end) // inside an expansion: the match takes the character
+			}
+		}
+		b.WriteString(out)
+	}
+	at = append(at, len(content))
+	return b.String(), at
+}
+
+// homoglyphs maps Cyrillic, Greek and other letters that look like the Latin letters
+// of "search_results" (and its separators) to them: NFKD leaves them alone, as they
+// are letters of their own scripts. From Unicode's confusables.txt, for the letters the
+// delimiter uses and the hex digits of its nonce.
+var homoglyphs = map[rune]rune{
+	// Cyrillic
+	'а': 'a', 'А': 'a', 'е': 'e', 'Е': 'e', 'ѕ': 's', 'Ѕ': 's', 'с': 'c', 'С': 'c',
+	'һ': 'h', 'Һ': 'h', 'Н': 'h', 'г': 'r', 'ⲅ': 'r', 'Т': 't', 'т': 't', 'ս': 'u', 'Ս': 'u',
+	'ӏ': 'l', 'Ӏ': 'l', 'о': 'o', 'О': 'o', 'р': 'p', 'Р': 'p', 'ԁ': 'd', 'В': 'b', 'ь': 'b',
+	'х': 'x', 'Х': 'x', 'у': 'y', 'У': 'y', 'і': 'i', 'І': 'i', 'ј': 'j', 'Ј': 'j', 'К': 'k', 'М': 'm',
+	// Greek
+	'α': 'a', 'Α': 'a', 'ε': 'e', 'Ε': 'e', 'τ': 't', 'Τ': 't', 'υ': 'u', 'Η': 'h',
+	'ο': 'o', 'Ο': 'o', 'ρ': 'p', 'Ρ': 'p', 'ι': 'i', 'Ι': 'l', 'κ': 'k', 'Κ': 'k', 'Χ': 'x', 'χ': 'x',
+	'Β': 'b', 'Ζ': 'z', 'Μ': 'm', 'Ν': 'n', 'ν': 'v', 'Υ': 'y',
+	// Latin letters of other shapes, and Armenian
+	'ʀ': 'r', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u', 'ʟ': 'l', 'ᴄ': 'c', 'ᴇ': 'e', 'ᴀ': 'a', 'ʜ': 'h',
+	'ı': 'i', 'ǀ': 'l', 'օ': 'o', 'հ': 'h',
+	// dashes and low lines
+	'‐': '-', '‑': '-', '‒': '-', '–': '-', '—': '-', '―': '-', '−': '-', '⁃': '-', '﹘': '-',
+	'‗': '_', '﹍': '_', '﹎': '_', '﹏': '_',
 }
 
 // evidencePolicy is the system instruction for a job whose conversation offers
@@ -70,7 +198,7 @@ func (v *view) withEvidencePolicy(msgs []json.RawMessage, h int, offered bool) [
 	if !offered && !v.hasResults(h) {
 		return msgs
 	}
-	policy := evidencePolicy(evidenceNonce(v.job.ID))
+	policy := evidencePolicy(v.nonce())
 	out := make([]json.RawMessage, 0, len(msgs)+1)
 	if len(msgs) > 0 {
 		if m, ok := appendToSystem(msgs[0], policy); ok {

@@ -33,7 +33,7 @@ func nativeSources(t *turn, srcs *sources) *sources {
 	}
 	out := &sources{}
 	for _, s := range n.Sources {
-		out.add(engines.Source{Web: engines.Web{URI: s.URL, Title: s.Title}})
+		out.add(engines.Source{Web: engines.Web{URI: s.URL, Title: engines.PlainText(s.Title)}})
 	}
 	return out
 }
@@ -61,7 +61,7 @@ func (v *view) addNative(last int, trace []traceEntry, u engines.Usage) ([]trace
 		}
 		titles := map[string]string{}
 		for _, s := range n.Sources {
-			titles[s.URL] = s.Title
+			titles[s.URL] = engines.PlainText(s.Title) // a provider's title is a page's: no markup
 		}
 		for _, q := range n.Searches {
 			e := traceEntry{Hop: h, CallID: q.ID, Engine: "native:" + n.Protocol, Query: q.Query, Sources: []wire.TraceSource{}}

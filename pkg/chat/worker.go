@@ -98,6 +98,10 @@ type Worker struct {
 	Ledger Ledger
 	// Budgets are the tenants' spend budgets a model turn is reserved against (nil: none).
 	Budgets *state.Budgets
+	// EvidenceKey keys the delimiters search results are wrapped in (evidence.go):
+	// every chat worker of a fleet needs the same one (FLEET_EVIDENCE_SECRET) for
+	// them to render a job's messages alike. Empty: a random key of this process.
+	EvidenceKey []byte
 	// Failpoint, if set, is called at named points between the writes of a step
 	// ("chat.after_model_call", "chat.after_turn_stored", "chat.after_dispatch"): the
 	// crash tests pass ExitAt to kill a worker exactly there. Nil in production.
@@ -180,8 +184,11 @@ func (w *Worker) run(ctx context.Context, st *state.Step, v *view, h int, last b
 		if v == nil && verr == nil && a.phase >= phaseBroken {
 			// Only now is the chain decoded: the phases before need nothing of it, so a
 			// result that does not complete its hop costs no decoding.
-			if v, verr = newView(job, st.Chain); v != nil && known != nil {
-				v.seed(known)
+			if v, verr = newView(job, st.Chain); v != nil {
+				v.evidenceKey = w.EvidenceKey
+				if known != nil {
+					v.seed(known)
+				}
 			}
 			a = next(w.facts(st, v, verr, h))
 		}

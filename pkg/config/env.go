@@ -181,6 +181,12 @@ type Env struct {
 	// DefaultBudget is the spend budget of every tenant whose config entry sets none,
 	// and of the open API's one tenant (zero: no limit, spend is only recorded).
 	DefaultBudget state.Budget `envPrefix:"FLEET_TENANT_BUDGET_"`
+	// EvidenceSecret keys the delimiters search results and fetched pages are wrapped
+	// in for the model (at least 32 characters; every chat worker of a fleet needs the
+	// same). Unset: each process makes a random one at start and warns, which is
+	// safe but renders a job's evidence differently on each worker (a provider's
+	// prompt cache then misses across workers). Never logged.
+	EvidenceSecret string `env:"FLEET_EVIDENCE_SECRET"`
 }
 
 // LoadEnv parses and validates the process environment.
@@ -297,6 +303,9 @@ func (e Env) Validate() error {
 	}
 	if err := e.DefaultBudget.Validate(); err != nil {
 		bad("FLEET_TENANT_BUDGET_*: %v", err)
+	}
+	if e.EvidenceSecret != "" && len(e.EvidenceSecret) < 32 {
+		bad("FLEET_EVIDENCE_SECRET must be at least 32 characters (got %d)", len(e.EvidenceSecret))
 	}
 	if e.RedisURL != "" {
 		if _, err := url.Parse(e.RedisURL); err != nil || !strings.HasPrefix(e.RedisURL, "redis") {

@@ -188,8 +188,14 @@ type Tenant struct {
 	ID string `json:"id"`
 	// APIKeyEnv names the variable holding the tenant's API key(s), comma-separated.
 	APIKeyEnv string `json:"apiKeyEnv"`
-	// WebhookSecretEnv names the variable holding the tenant's whsec_ signing secret.
+	// WebhookSecretEnv names the variable holding the tenant's whsec_ signing secret
+	// (a key of at least 24 bytes). To rotate it, the variable holds the new and the
+	// old secret separated by a space, newest first: deliveries carry a signature of
+	// each until WebhookSecretOverlapUntil, then of the new one only.
 	WebhookSecretEnv string `json:"webhookSecretEnv,omitempty"`
+	// WebhookSecretOverlapUntil (RFC 3339) ends a rotation's overlap; unset, every
+	// secret the variable holds signs.
+	WebhookSecretOverlapUntil time.Time `json:"webhookSecretOverlapUntil,omitzero"`
 	// Limits are the tenant's own limits; omitted fields take the FLEET_TENANT_*
 	// defaults (see Limits).
 	Limits Limits `json:"limits,omitzero"`
@@ -389,6 +395,9 @@ func (f *File) Validate() error {
 		bad("webSearch.engines: at most one engine may be the default (%d are)", defaults)
 	}
 	for i, t := range f.Tenants {
+		if !t.WebhookSecretOverlapUntil.IsZero() && t.WebhookSecretEnv == "" {
+			bad("tenants[%d].webhookSecretOverlapUntil needs webhookSecretEnv", i)
+		}
 		if t.ID == "" || t.APIKeyEnv == "" {
 			bad("tenants[%d] needs id and apiKeyEnv", i)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -310,50 +309,9 @@ func siteQuery(q string, allowed, blocked []string) string {
 }
 
 // cleanHTML turns a provider's HTML-flavoured text (Brave's <strong> highlights,
-// entities such as &#x27;) into plain text on one line.
-func cleanHTML(s string) string {
-	if strings.IndexByte(s, '<') >= 0 {
-		s = stripTags(s)
-	}
-	if strings.IndexByte(s, '&') >= 0 {
-		s = html.UnescapeString(s)
-	}
-	return oneLine(s)
-}
-
-// stripTags removes HTML tags: a '<' followed by a letter, '/', '!' or '?' up to the
-// next '>'. Block-level breaks (br, p, div, li) become a line break, which oneLine then
-// turns into a space; a lone '<' ("a < b") is kept.
-func stripTags(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c != '<' || i+1 >= len(s) || !tagStart(s[i+1]) {
-			b.WriteByte(c)
-			i++
-			continue
-		}
-		end := strings.IndexByte(s[i:], '>')
-		if end < 0 {
-			b.WriteString(s[i:])
-			break
-		}
-		name := strings.ToLower(strings.TrimLeft(s[i+1:i+end], "/"))
-		for _, block := range []string{"br", "p", "div", "li"} {
-			if name == block || strings.HasPrefix(name, block+" ") || strings.HasPrefix(name, block+"/") {
-				b.WriteByte('\n')
-				break
-			}
-		}
-		i += end + 1
-	}
-	return b.String()
-}
-
-func tagStart(c byte) bool {
-	return c == '/' || c == '!' || c == '?' || (c|0x20) >= 'a' && (c|0x20) <= 'z'
-}
+// entities such as &#x27;) into plain text on one line (PlainText). Entity-encoded
+// markup is markup too: "types &lt;T any&gt; that" reads "types that".
+func cleanHTML(s string) string { return strings.Join(strings.Fields(PlainText(s)), " ") }
 
 // clipSnippet cuts s to at most SnippetBudget bytes on a rune boundary, the cut marked
 // with "…" inside the budget, so a hit's snippet is exactly what the model reads.

@@ -89,7 +89,7 @@ func TestBraveWebSearchFixture(t *testing.T) {
 			"Type parameters let us write code that works with many types. … Constraints say which types a parameter accepts.",
 			time.Date(2024, 1, 8, 9, 15, 27, 0, time.UTC)},
 		{"proposal: spec: add generic programming using type parameters · Issue #43651 · golang/go", "https://github.com/golang/go/issues/43651", "github.com",
-			"We propose adding support for type parameters to Go. This change will permit writing generic functions and types <T any> that work with any type.",
+			"We propose adding support for type parameters to Go. This change will permit writing generic functions and types that work with any type.",
 			time.Time{}},
 		{"Go Generics 101", "https://go101.org/generics/101.html", "go101.org",
 			"Go Generics 101 is a book focusing on the custom generics feature in Go.",

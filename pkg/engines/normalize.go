@@ -128,8 +128,10 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 			continue
 		}
 		h.URL = u
-		h.Title = oneLine(h.Title)
-		h.Snippet = CleanText(h.Snippet)
+		// Titles and snippets are plain text (PlainText: no markup, encoded or not),
+		// whichever engine gave them: they reach clients as citation titles.
+		h.Title = oneLine(PlainText(h.Title))
+		h.Snippet = PlainText(h.Snippet)
 		if h.Source == "" {
 			h.Source = hostOf(u)
 		}
@@ -225,7 +227,7 @@ func fixSources(res *Result, keep func(string) bool) {
 			continue
 		}
 		s.Web.URI = u
-		s.Web.Title = oneLine(s.Web.Title)
+		s.Web.Title = oneLine(PlainText(s.Web.Title))
 		out = append(out, s)
 		byURL[u] = len(out)
 		mapping[i+1] = len(out)

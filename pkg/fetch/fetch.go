@@ -149,14 +149,32 @@ func CheckURL(raw string) (*url.URL, *Error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, &Error{Type: ErrInvalidURL, Message: "only http and https URLs can be fetched"}
 	}
+	if u.User != nil {
+		return nil, errCredentials
+	}
 	return u, nil
+}
+
+// errCredentials refuses a URL with a user name or password: Go's HTTP client sends
+// them as Basic auth, and a page's URL is kept in the job's trace.
+var errCredentials = &Error{Type: ErrInvalidURL, Message: "the url carries a user name or password (user:password@host); " +
+	"web_fetch never sends credentials: fetch the URL without them"}
+
+// withoutCredentials is raw with any user:password@ removed: the form a Page keeps.
+func withoutCredentials(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
 }
 
 // Fetch fetches a page. A page that cannot be fetched is a Page with Error; the
 // error return is only the caller's context ending (shutting down: another worker
 // takes the fetch).
 func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
-	p := &Page{URL: raw}
+	p := &Page{URL: withoutCredentials(raw)}
 	u, perr := CheckURL(raw)
 	if perr != nil {
 		p.Error = perr
@@ -245,6 +263,9 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL) (*http.Response, *url.
 		if loc.Scheme != "http" && loc.Scheme != "https" {
 			return nil, nil, &Error{Type: ErrRefused, Message: "refused: the page redirected to a non-http URL"}
 		}
+		if loc.User != nil {
+			return nil, nil, &Error{Type: ErrRefused, Message: "refused: the page redirected to a URL with a user name or password (web_fetch never sends credentials)"}
+		}
 		u = loc
 	}
 }
@@ -270,7 +291,7 @@ func guardError(ctx context.Context, err error) *Error {
 // written so that it cannot be checked (numeric-looking, non-ASCII). The guard's own
 // words name the address: they go nowhere.
 func refused(err error) *Error {
-	if strings.Contains(err.Error(), "not a public address") {
+	if errors.Is(err, webhook.ErrNotPublic) {
 		return &Error{Type: ErrRefused, Message: "refused: private address"}
 	}
 	return &Error{Type: ErrRefused, Message: "refused: the url's host may not be fetched"}

@@ -1,11 +1,13 @@
 package fetch_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -219,5 +221,42 @@ func TestFetchDecodesCharsets(t *testing.T) {
 		if p.Error != nil || !strings.Contains(p.Text, c.want) || !utf8.ValidString(p.Text) {
 			t.Errorf("%s: text %q (err %v), want it to contain %q", c.name, p.Text, p.Error, c.want)
 		}
+	}
+}
+
+// A URL with user:password@ is refused before anything is sent (Go's client would send
+// them as Basic auth), and the page record does not keep them; a redirect to such a
+// URL is refused the same way.
+func TestFetchRefusesCredentials(t *testing.T) {
+	t.Parallel()
+	var auth []string
+	var mu sync.Mutex
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "http://bob:s3cret@"+r.Host+"/page", http.StatusFound)
+			return
+		}
+		page("text/html", "<p>hello</p>")(w, r)
+	})
+	f := fetcher(fetch.Options{})
+	withCreds := strings.Replace(srv.URL, "http://", "http://alice:hunter2@", 1) + "/page"
+	p := get(t, f, withCreds)
+	if p.Error == nil || p.Error.Type != fetch.ErrInvalidURL || !strings.Contains(p.Error.Message, "without them") {
+		t.Errorf("fetch with credentials: %+v, want %s saying what to do", p.Error, fetch.ErrInvalidURL)
+	}
+	if b, _ := json.Marshal(p); strings.Contains(string(b), "hunter2") || strings.Contains(string(b), "alice") {
+		t.Errorf("the page record keeps the credentials: %s", b)
+	}
+	p = get(t, f, srv.URL+"/redirect")
+	if p.Error == nil || p.Error.Type != fetch.ErrRefused {
+		t.Errorf("redirect to a URL with credentials: %+v, want %s", p.Error, fetch.ErrRefused)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auth) != 1 || auth[0] != "" {
+		t.Errorf("requests' Authorization headers %q: want only the redirecting request, without credentials", auth)
 	}
 }

@@ -25,7 +25,7 @@ const (
 	scanKeyBob      = "sk-scan-bob-2d8e4f6a0c"
 	scanProviderKey = "sk-scan-provider-91b7e3d5"
 	scanEngineKey   = "sk-scan-engine-c4a2f8e6"
-	scanWebhookKey  = "whsec_scan0b1c2d3e4f5a6b7c8d9e"
+	scanWebhookKey  = "whsec_scan0b1c2d3e4f5a6b7c8d9e0f1a2b3c"
 )
 
 // leakPatterns are what no client-visible body or header may contain: internal

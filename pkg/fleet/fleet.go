@@ -292,7 +292,11 @@ func (p *process) runChat(ctx context.Context) error {
 	w := &chat.Worker{Bus: p.bus, Store: p.store, Models: models, Tools: p.tools, Classifier: p.classify,
 		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, MaxFetches: env.MaxFetches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
 		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store, Ledger: p.store,
-		Budgets: p.o.File.Budgets(env.DefaultBudget)}
+		Budgets:     p.o.File.Budgets(env.DefaultBudget),
+		EvidenceKey: []byte(env.EvidenceSecret)}
+	if env.EvidenceSecret == "" {
+		p.log.Warn("FLEET_EVIDENCE_SECRET is unset: this process keys the evidence delimiters with a random secret; a fleet of several chat worker processes must set the same secret on all of them")
+	}
 	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
 		return err
 	}
@@ -574,7 +578,7 @@ func Intent(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 // from the environment, the tenants' signing secrets as config.File.Resolve filled
 // them in.
 func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, log *slog.Logger, m *metrics.Metrics) (*webhook.Service, error) {
-	cfg := webhook.Config{Schedule: env.WebhookSchedule, Timeout: env.WebhookTimeout, TenantSecrets: map[string]string{},
+	cfg := webhook.Config{Schedule: env.WebhookSchedule, Timeout: env.WebhookTimeout, TenantSecrets: map[string]string{}, SecretOverlapUntil: map[string]time.Time{},
 		Pool: env.WebhookPool, TenantInFlight: env.WebhookTenantInFlight, HostInFlight: env.WebhookHostInFlight, Defer: env.WebhookDefer}
 	for _, c := range env.WebhookAllow {
 		p, err := netip.ParsePrefix(c)
@@ -591,6 +595,9 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 			return nil, fmt.Errorf("tenant %s: no webhook secret (%s not resolved)", t.ID, t.WebhookSecretEnv)
 		}
 		cfg.TenantSecrets[t.ID] = t.WebhookSecret
+		if !t.WebhookSecretOverlapUntil.IsZero() {
+			cfg.SecretOverlapUntil[t.ID] = t.WebhookSecretOverlapUntil
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package intent
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -61,6 +62,14 @@ func ParseFetch(arguments string) (string, *ArgError) {
 	if !strings.HasPrefix(strings.ToLower(u), "http://") && !strings.HasPrefix(strings.ToLower(u), "https://") {
 		return "", &ArgError{Type: InvalidToolArguments, Display: "web_fetch reads http and https URLs only.",
 			Details: "The url must start with http:// or https://."}
+	}
+	if pu, err := url.Parse(u); err == nil && pu.User != nil {
+		// An HTTP client sends a URL's user:password as Basic auth, and the call's URL
+		// is kept with the job: refused before it is stored or fetched, as callbacks
+		// are. The message does not repeat the URL.
+		return "", &ArgError{Type: InvalidToolArguments, Display: "web_fetch does not send credentials.",
+			Details: "The url carries a user name or password (user:password@host). web_fetch reads public pages only and never sends credentials: " +
+				"call web_fetch again with the URL without the user:password@ part, or answer without this page."}
 	}
 	return u, nil
 }

@@ -30,6 +30,27 @@ func TestParseFetch(t *testing.T) {
 	}
 }
 
+// A URL with credentials (user:password@) is refused with words the model can act
+// on, and the refusal does not repeat them.
+func TestParseFetchRefusesCredentials(t *testing.T) {
+	t.Parallel()
+	for _, args := range []string{`{"url":"https://alice:hunter2@example.com/private"}`, `{"url":"http://alice@example.com/"}`, `{"url":"https://:hunter2@example.com/"}`} {
+		u, err := intent.ParseFetch(args)
+		if err == nil {
+			t.Errorf("%s: accepted as %q", args, u)
+			continue
+		}
+		res := err.Result()
+		text := res.Citation.LLMContent + res.Citation.Error.Message + res.Query
+		if !strings.Contains(text, "without the user:password@ part") {
+			t.Errorf("%s: the model is not told what to do: %q", args, text)
+		}
+		if strings.Contains(text, "hunter2") || strings.Contains(text, "alice") {
+			t.Errorf("%s: the refusal repeats the credentials: %q", args, text)
+		}
+	}
+}
+
 // URLs finds the http(s) URLs of a user's text, without trailing punctuation.
 func TestURLs(t *testing.T) {
 	t.Parallel()

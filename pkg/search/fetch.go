@@ -156,13 +156,16 @@ func PageResult(p *fetch.Page) *engines.Result {
 	if u == "" {
 		u = p.URL
 	}
-	res := &engines.Result{Engine: FetchEngine, Query: p.URL, Hits: []engines.Hit{{Title: p.Title, URL: u}}, Citation: engines.Citation{ReturnDisplay: "Fetched 1 page."}}
+	// The page's <title> is text the parser decoded: "&lt;script&gt;" in it is a
+	// <script> now. A citation title is plain text (engines.PlainText).
+	title := strings.Join(strings.Fields(engines.PlainText(p.Title)), " ")
+	res := &engines.Result{Engine: FetchEngine, Query: p.URL, Hits: []engines.Hit{{Title: title, URL: u}}, Citation: engines.Citation{ReturnDisplay: "Fetched 1 page."}}
 	if p.Kind == fetch.KindJSShell || p.Kind == fetch.KindEmpty {
 		// Nothing readable: nothing an answer could cite.
 		res.Citation.ReturnDisplay = "Fetched 1 page without readable content."
 		return res
 	}
-	res.Citation.Sources = []engines.Source{{Web: engines.Web{Title: p.Title, URI: u}}}
+	res.Citation.Sources = []engines.Source{{Web: engines.Web{Title: title, URI: u}}}
 	return res
 }
 

@@ -123,8 +123,10 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	set := w.Settings[req.Engine]
 	cacheKey := ""
 	if set.CacheTTL > 0 {
+		// Per tenant: a hit is free (searches: 0), which must not tell one tenant
+		// what another searched for.
 		cacheKey = queryHash(req.Query)
-		if b, err := w.Store.CachedSearch(ctx, req.Engine, cacheKey); err == nil {
+		if b, err := w.Store.CachedSearch(ctx, ss.Tenant, req.Engine, cacheKey); err == nil {
 			if res, ok := cacheable(b); ok {
 				w.count(req.Engine, "cached")
 				res.Usage = engines.Usage{} // a cached answer costs nothing
@@ -180,7 +182,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	}
 	if cacheKey != "" && Complete(res) {
 		if b, err := json.Marshal(res); err == nil {
-			w.Store.CacheSearch(ctx, req.Engine, cacheKey, b, set.CacheTTL)
+			w.Store.CacheSearch(ctx, ss.Tenant, req.Engine, cacheKey, b, set.CacheTTL)
 		}
 	}
 	return w.finish(ctx, req, d, res, elapsed)

@@ -327,3 +327,42 @@ func TestFallbackSkipsARestingEngine(t *testing.T) {
 		t.Errorf("tavily was called %d times while resting", got)
 	}
 }
+
+// The result cache is per tenant. A hit is free and the answer says so
+// (searches: 0), so a cache shared across tenants would tell a tenant that someone
+// else searched for the same words: tenant B's first search of a query tenant A
+// searched is paid and run, and only each tenant's own repeat is a hit.
+func TestSearchCacheIsPerTenant(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	w := r.worker("w1", map[string]search.Settings{"brave": {CacheTTL: time.Minute}}, nil, r.cfgs["brave"])
+	dl := time.Now().Add(time.Minute)
+	run := func(job, tenant string) engines.Usage {
+		t.Helper()
+		if err := r.store.CreateJob(context.Background(), &state.Job{ID: job, Tenant: tenant, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+			t.Fatal(err)
+		}
+		req := search.Request{JobID: job, CallID: "c1", Engine: "brave", Query: engines.Query{Query: "acme merger rumours"}, Deadline: dl}
+		handle(t, w, req, 1)
+		_, done := stored[search.Done](t, r.bus, bus.StreamChat, bus.SubjectResume)
+		if done.JobID != job {
+			t.Fatalf("last resume is for %s, want %s", done.JobID, job)
+		}
+		return done.Result.Usage
+	}
+	if u := run("j-cache-a1", "tenant-a"); u.Searches != 1 {
+		t.Fatalf("tenant A's first search: usage %+v, want one paid search", u)
+	}
+	if u := run("j-cache-b1", "tenant-b"); u.Searches != 1 {
+		t.Errorf("tenant B's first search of the same query: usage %+v, want one paid search (a free hit shows what A searched)", u)
+	}
+	if got := r.sim.Stats().Requests["brave"]; got != 2 {
+		t.Errorf("brave called %d times for two tenants' first searches, want 2", got)
+	}
+	if u := run("j-cache-a2", "tenant-a"); u.Searches != 0 {
+		t.Errorf("tenant A's repeat: usage %+v, want a cache hit", u)
+	}
+	if got := r.sim.Stats().Requests["brave"]; got != 2 {
+		t.Errorf("brave called %d times after tenant A's repeat, want 2 (served from A's cache)", got)
+	}
+}

@@ -83,9 +83,12 @@ func (k Keys) Idempotency(tenant, key string) string {
 // RateLimit is the limiter state of one engine.
 func (k Keys) RateLimit(engine string) string { return k.prefix + ":rl:{" + engine + "}" }
 
-// SearchCache is a cached result of one engine for one normalized query.
-func (k Keys) SearchCache(engine, queryHash string) string {
-	return k.prefix + ":cache:{" + engine + "}:" + queryHash
+// SearchCache is a tenant's cached result of one engine for one normalized query.
+// The cache is per tenant: a hit costs no search, which the answer shows
+// (searches: 0), so a cache shared across tenants would tell one tenant what another
+// searched for. queryHash is of fixed length, so no tenant id makes another's key.
+func (k Keys) SearchCache(tenant, engine, queryHash string) string {
+	return k.prefix + ":cache:{" + engine + "}:" + tenant + ":" + queryHash
 }
 
 // Batch is a batch's record (a hash): status, timestamps, counters, expansion cursor.

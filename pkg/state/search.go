@@ -9,10 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// CachedSearch reads an engine's cached result for a query (by its hash);
-// ErrNotFound when none is cached.
-func (s *Store) CachedSearch(ctx context.Context, engine, queryHash string) ([]byte, error) {
-	b, err := s.r.Get(ctx, s.K.SearchCache(engine, queryHash)).Bytes()
+// CachedSearch reads a tenant's cached result of an engine for a query (by its
+// hash); ErrNotFound when none is cached.
+func (s *Store) CachedSearch(ctx context.Context, tenant, engine, queryHash string) ([]byte, error) {
+	b, err := s.r.Get(ctx, s.K.SearchCache(tenant, engine, queryHash)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, ErrNotFound
@@ -22,9 +22,10 @@ func (s *Store) CachedSearch(ctx context.Context, engine, queryHash string) ([]b
 	return b, nil
 }
 
-// CacheSearch caches an engine's result for a query (by its hash) for ttl.
-func (s *Store) CacheSearch(ctx context.Context, engine, queryHash string, result []byte, ttl time.Duration) error {
-	if err := s.r.Set(ctx, s.K.SearchCache(engine, queryHash), result, ttl).Err(); err != nil {
+// CacheSearch caches a tenant's result of an engine for a query (by its hash) for
+// ttl. Only that tenant's searches read it (Keys.SearchCache).
+func (s *Store) CacheSearch(ctx context.Context, tenant, engine, queryHash string, result []byte, ttl time.Duration) error {
+	if err := s.r.Set(ctx, s.K.SearchCache(tenant, engine, queryHash), result, ttl).Err(); err != nil {
 		return fmt.Errorf("state: caching a search: %w", err)
 	}
 	return nil

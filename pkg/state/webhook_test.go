@@ -52,17 +52,20 @@ func TestWebhookSecretsAndSearchCache(t *testing.T) {
 		}
 	}
 
-	if _, err := s.CachedSearch(ctx, "brave", "h1"); !errors.Is(err, state.ErrNotFound) {
+	if _, err := s.CachedSearch(ctx, "t1", "brave", "h1"); !errors.Is(err, state.ErrNotFound) {
 		t.Fatalf("empty cache: %v", err)
 	}
-	if err := s.CacheSearch(ctx, "brave", "h1", []byte(`{"hits":[]}`), time.Minute); err != nil {
+	if err := s.CacheSearch(ctx, "t1", "brave", "h1", []byte(`{"hits":[]}`), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := s.CachedSearch(ctx, "brave", "h1"); err != nil || string(b) != `{"hits":[]}` {
+	if b, err := s.CachedSearch(ctx, "t1", "brave", "h1"); err != nil || string(b) != `{"hits":[]}` {
 		t.Errorf("cached %s %v", b, err)
 	}
-	if _, err := s.CachedSearch(ctx, "tavily", "h1"); !errors.Is(err, state.ErrNotFound) {
+	if _, err := s.CachedSearch(ctx, "t1", "tavily", "h1"); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("another engine's cache: %v", err)
+	}
+	if _, err := s.CachedSearch(ctx, "t2", "brave", "h1"); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("another tenant's cache: %v", err)
 	}
 	if err := s.Ping(ctx); err != nil {
 		t.Error(err)

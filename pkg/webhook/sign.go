@@ -26,9 +26,13 @@ const SecretPrefix = "whsec_"
 // HMAC-SHA256 output and inside the 24–64 bytes the spec recommends.
 const secretBytes = 32
 
-// ErrBadSecret means a signing secret is not "whsec_" followed by base64. It never
-// carries the secret.
-var ErrBadSecret = errors.New("the webhook signing secret is not whsec_ followed by a base64 key")
+// MinSecretBytes is the shortest key a signing secret may have: the Standard Webhooks
+// recommendation (24 to 64 bytes). A shorter key is guessable from signed deliveries.
+const MinSecretBytes = 24
+
+// ErrBadSecret means a signing secret is not "whsec_" followed by base64 of at least
+// MinSecretBytes bytes. It never carries the secret.
+var ErrBadSecret = errors.New("the webhook signing secret is not whsec_ followed by a base64 key of at least 24 bytes")
 
 // NewSecret makes a random signing secret ("whsec_" + base64 of 32 random bytes).
 func NewSecret() string {
@@ -37,37 +41,74 @@ func NewSecret() string {
 	return SecretPrefix + base64.StdEncoding.EncodeToString(b)
 }
 
-// secretKey returns the HMAC key of a secret: the base64 after the whsec_ prefix.
+// secretKey returns the HMAC key of a secret: the base64 after the whsec_ prefix, at
+// least MinSecretBytes long.
 func secretKey(secret string) ([]byte, error) {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SecretPrefix))
-	if err != nil || len(key) == 0 {
+	if err != nil || len(key) < MinSecretBytes {
 		return nil, ErrBadSecret
 	}
 	return key, nil
 }
 
-// CheckSecret reports whether secret is a usable signing secret, without saying what
-// it is.
+// A tenant's secret may be several secrets separated by spaces, the newest first
+// ("whsec_new whsec_old"): while a secret is rotated, every delivery carries one
+// signature per secret in its webhook-signature header, as Standard Webhooks allows,
+// so a receiver verifying with either secret accepts it. Config.SecretOverlapUntil
+// ends the overlap: from then on only the first secret signs.
+
+// CheckSecret reports whether secret (one, or several separated by spaces) is usable
+// for signing, without saying what it is.
 func CheckSecret(secret string) error {
-	_, err := secretKey(secret)
-	return err
+	fields := strings.Fields(secret)
+	if len(fields) == 0 {
+		return ErrBadSecret
+	}
+	for _, f := range fields {
+		if _, err := secretKey(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Sign returns the webhook-signature header value for one attempt: "v1," and the
-// base64 HMAC-SHA256, keyed by the secret, of "id.timestamp.body" (timestamp in unix
-// seconds).
+// Sign returns the webhook-signature header value for one attempt: for each secret
+// (several separated by spaces during a rotation), "v1," and the base64 HMAC-SHA256,
+// keyed by it, of "id.timestamp.body" (timestamp in unix seconds), separated by
+// spaces.
 func Sign(secret, id string, ts time.Time, body []byte) (string, error) {
-	key, err := secretKey(secret)
-	if err != nil {
-		return "", err
+	fields := strings.Fields(secret)
+	if len(fields) == 0 {
+		return "", ErrBadSecret
 	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id))
-	mac.Write([]byte{'.'})
-	mac.Write(strconv.AppendInt(nil, ts.Unix(), 10))
-	mac.Write([]byte{'.'})
-	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
+	sigs := make([]string, 0, len(fields))
+	for _, f := range fields {
+		key, err := secretKey(f)
+		if err != nil {
+			return "", err
+		}
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(id))
+		mac.Write([]byte{'.'})
+		mac.Write(strconv.AppendInt(nil, ts.Unix(), 10))
+		mac.Write([]byte{'.'})
+		mac.Write(body)
+		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// tenantSecret is the secret a tenant's deliveries are signed with at now: all of its
+// secrets during a rotation's overlap (SecretOverlapUntil unset or ahead), the newest
+// alone after it. "" when the tenant has none.
+func (c Config) tenantSecret(tenant string, now time.Time) string {
+	sec := c.TenantSecrets[tenant]
+	if until, ok := c.SecretOverlapUntil[tenant]; ok && !now.Before(until) {
+		if f := strings.Fields(sec); len(f) > 0 {
+			return f[0]
+		}
+	}
+	return sec
 }
 
 // SetHeaders sets the Standard Webhooks headers of one attempt, and the JSON content

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -99,5 +100,73 @@ func TestBadSecretNotInError(t *testing.T) {
 	}
 	if err := (Config{TenantSecrets: map[string]string{"acme": bad}}).Validate(); err == nil || strings.Contains(err.Error(), "SUPERSECRET") || !strings.Contains(err.Error(), "acme") {
 		t.Errorf("Validate: %v", err)
+	}
+}
+
+// A key shorter than 24 bytes is refused wherever a secret is taken: at start
+// (Config.Validate) and when signing; 24 bytes and more are accepted.
+func TestShortSecretsRefused(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 16, 23} {
+		short := SecretPrefix + base64.StdEncoding.EncodeToString(make([]byte, n))
+		if err := (Config{TenantSecrets: map[string]string{"acme": short}}).Validate(); err == nil {
+			t.Errorf("a %d-byte key passes Validate", n)
+		}
+		if _, err := Sign(short, "msg_1", time.Now(), []byte("{}")); err == nil {
+			t.Errorf("a %d-byte key signs", n)
+		}
+		if err := CheckSecret(NewSecret() + " " + short); err == nil {
+			t.Errorf("a rotation with a %d-byte old key passes", n)
+		}
+	}
+	for _, n := range []int{24, 32, 64} {
+		ok := SecretPrefix + base64.StdEncoding.EncodeToString(make([]byte, n))
+		if err := CheckSecret(ok); err != nil {
+			t.Errorf("a %d-byte key is refused: %v", n, err)
+		}
+	}
+}
+
+// Rotation: while a tenant's entry holds the new and the old secret, every delivery
+// carries a signature of each, and the reference library verifies it with either;
+// after the overlap ends, only with the new one.
+func TestSecretRotationOverlap(t *testing.T) {
+	t.Parallel()
+	newSec, oldSec := NewSecret(), NewSecret()
+	body := []byte(`{"type":"job.completed","data":{"id":"job_x"}}`)
+	end := time.Now().Add(time.Hour)
+	c := Config{TenantSecrets: map[string]string{"acme": newSec + " " + oldSec}, SecretOverlapUntil: map[string]time.Time{"acme": end}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	verifies := func(at time.Time) (withNew, withOld bool) {
+		h := http.Header{}
+		if err := SetHeaders(h, c.tenantSecret("acme", at), "msg_job_x_completed", time.Now(), body); err != nil {
+			t.Fatal(err)
+		}
+		for _, sec := range []string{newSec, oldSec} {
+			ref, err := standardwebhooks.NewWebhook(sec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok := ref.Verify(body, h) == nil
+			if sec == newSec {
+				withNew = ok
+			} else {
+				withOld = ok
+			}
+		}
+		return withNew, withOld
+	}
+	if n, o := verifies(end.Add(-time.Minute)); !n || !o {
+		t.Errorf("during the overlap: verifies with new %v, with old %v; want both", n, o)
+	}
+	if n, o := verifies(end); !n || o {
+		t.Errorf("after the overlap: verifies with new %v, with old %v; want the new only", n, o)
+	}
+	// Without an end, the overlap lasts as long as both are configured.
+	c.SecretOverlapUntil = nil
+	if n, o := verifies(end.Add(time.Hour)); !n || !o {
+		t.Errorf("open overlap: verifies with new %v, with old %v; want both", n, o)
 	}
 }

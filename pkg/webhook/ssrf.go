@@ -122,14 +122,21 @@ func (g *Guard) checkAll(host string, addrs []netip.Addr) error {
 	return nil
 }
 
+// ErrNotPublic (wrapping ErrRefused) is the refusal of a non-public address. It never
+// names the address: a host's resolved addresses are the fleet's view of DNS
+// (internal names included), and telling a client which address a name resolved to
+// would make the guard a DNS oracle for the fleet's network.
+var ErrNotPublic = fmt.Errorf("%w: not a public address", ErrRefused)
+
 // CheckAddr refuses an address that is not public, unless the allow-list admits it.
 // An IPv6 address that carries an IPv4 address (IPv4-mapped, IPv4-compatible, SIIT,
-// NAT64, 6to4, Teredo) is also judged by that IPv4 address.
+// NAT64, 6to4, Teredo) is also judged by that IPv4 address. The error does not name
+// the address.
 func (g *Guard) CheckAddr(a netip.Addr) error {
 	a = a.WithZone("").Unmap()
 	for _, c := range append([]netip.Addr{a}, embeddedIPv4(a)...) {
 		if nonPublic(c) && !g.allowed(c) {
-			return fmt.Errorf("%w: %s is not a public address", ErrRefused, c)
+			return ErrNotPublic
 		}
 	}
 	return nil
@@ -287,16 +294,52 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		timeout = 10 * time.Second
 	}
 	d := net.Dialer{Timeout: timeout, Control: g.control}
-	var errs []error
+	var last error
 	for _, a := range addrs {
 		conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
 		if err == nil {
 			return conn, nil
 		}
-		errs = append(errs, err)
+		last = err
 	}
-	return nil, errors.Join(errs...)
+	return nil, dialFailure(host, last)
 }
+
+// dialFailure says why connecting to host failed in words that name no address: the
+// dialer's own errors (*net.OpError) spell out the resolved address and port, which
+// reach the client in a webhook's failure reason or a web_fetch result. It keeps
+// what callers branch on: ErrRefused, timeouts, the context's end.
+func dialFailure(host string, err error) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrRefused):
+		return fmt.Errorf("host %s: %w", host, ErrNotPublic)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("connecting to host %s: %w", host, context.Canceled)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("connecting to host %s: %w", host, context.DeadlineExceeded)
+	case errors.As(err, &ne) && ne.Timeout():
+		return &dialError{host: host, why: "the connection timed out", timeout: true}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &dialError{host: host, why: "the connection was refused"}
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return &dialError{host: host, why: "the host is unreachable"}
+	case errors.Is(err, syscall.ECONNRESET):
+		return &dialError{host: host, why: "the connection was reset"}
+	}
+	return &dialError{host: host, why: "the connection failed"}
+}
+
+// dialError is a failed connect, named by host only. It is a net.Error, so a timeout
+// still reads as one.
+type dialError struct {
+	host, why string
+	timeout   bool
+}
+
+func (e *dialError) Error() string   { return "connecting to host " + e.host + ": " + e.why }
+func (e *dialError) Timeout() bool   { return e.timeout }
+func (e *dialError) Temporary() bool { return e.timeout }
 
 // control is the dialer's last check, on the very address the socket connects to.
 func (g *Guard) control(network, address string, _ syscall.RawConn) error {

@@ -59,6 +59,36 @@ func TestCheckURLErrorsHideCredentials(t *testing.T) {
 	}
 }
 
+// A refusal says "not a public address" and nothing of what the host resolved to:
+// naming the address would let a client map the fleet's internal DNS by registering
+// callbacks (internal.example → 10.0.0.5). The host named is only what the client sent.
+func TestRefusalNamesNoResolvedAddress(t *testing.T) {
+	t.Parallel()
+	g := &Guard{Resolver: testResolver}
+	for host, addrs := range testResolver {
+		_, err := g.CheckURL(t.Context(), "https://"+host+"/hook")
+		if err == nil {
+			continue // public
+		}
+		if !strings.Contains(err.Error(), "not a public address") {
+			t.Errorf("%s: error %q does not say why", host, err)
+		}
+		for _, a := range addrs {
+			for _, form := range []string{a, netip.MustParseAddr(a).Unmap().String()} {
+				if strings.Contains(err.Error(), form) {
+					t.Errorf("%s: error %q names the resolved address %s", host, err, form)
+				}
+			}
+		}
+	}
+	for _, raw := range []string{"http://0x7f.1/", "http://[::ffff:a00:5]/", "http://2130706433/"} {
+		_, err := g.CheckURL(t.Context(), raw)
+		if err == nil || strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "10.0.0.5") {
+			t.Errorf("%s: error %v names the address the host stands for", raw, err)
+		}
+	}
+}
+
 type failingResolver struct{ err error }
 
 func (f failingResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
@@ -178,6 +208,9 @@ func TestDialRefusesRebinding(t *testing.T) {
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("post after rebinding: %v, want ErrRefused", err)
 	}
+	if strings.Contains(err.Error(), "127.0.0.1") {
+		t.Errorf("post after rebinding: %q names the address the host rebound to", err)
+	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the private receiver was reached %d times", n)
 	}
@@ -239,6 +272,26 @@ func ExampleGuard_CheckURL() {
 		fmt.Println(err)
 	}
 	// Output:
-	// host 0x7f.1: callback address refused: 127.0.0.1 is not a public address
+	// host 0x7f.1: callback address refused: not a public address
 	// callback address refused: the callback url must be http or https, not "ftp"
+}
+
+// A connect that fails names the host the client gave, never the address it resolved
+// to: a delivery's failure reason reaches the client in the job's events.
+func TestDialFailureNamesNoAddress(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens there now
+	g := &Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Resolver: mapResolver{"closed.example": {"127.0.0.1"}}}
+	_, err = g.DialContext(t.Context(), "tcp", fmt.Sprintf("closed.example:%d", port))
+	if err == nil {
+		t.Fatal("dial to a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "127.0.0.1") || !strings.Contains(err.Error(), "closed.example") {
+		t.Errorf("error %q: want the host named and the address not", err)
+	}
 }

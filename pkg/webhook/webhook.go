@@ -43,8 +43,12 @@ type Config struct {
 	// Timeout bounds one delivery attempt, connect to last byte (default 10s).
 	Timeout time.Duration
 	// TenantSecrets are the tenants' whsec_ signing secrets. A tenant without one gets
-	// a secret made for each job.
+	// a secret made for each job. During a rotation a tenant's entry holds the new and
+	// the old secret, separated by a space (see sign.go).
 	TenantSecrets map[string]string
+	// SecretOverlapUntil ends a tenant's rotation overlap: from then on only the first
+	// of its secrets signs.
+	SecretOverlapUntil map[string]time.Time
 	// Resolver resolves callback hosts, at registration and at every connection; nil
 	// means the system resolver. Tests map names to chosen addresses with it.
 	Resolver Resolver
@@ -459,7 +463,7 @@ func (s *Service) secretFor(ctx context.Context, m bus.WebhookDelivery) (string,
 	case !errors.Is(err, state.ErrNotFound):
 		return "", fmt.Errorf("webhook %s: reading its signing secret: %w", m.ID, err)
 	}
-	if sec := s.Config.TenantSecrets[m.Tenant]; sec != "" {
+	if sec := s.Config.tenantSecret(m.Tenant, time.Now()); sec != "" {
 		return sec, nil
 	}
 	return "", errNoSecret
