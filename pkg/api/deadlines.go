@@ -48,21 +48,25 @@ func (s *Server) deadlines(next http.Handler) http.Handler {
 		body := &watchedBody{ReadCloser: r.Body}
 		r.Body = body
 		next.ServeHTTP(w, r)
-		if !body.done.Load() {
+		if !body.done.Load() && !body.started.Load() {
 			// The read that drains the rest fails at once: the answer is written
-			// with "Connection: close" and the connection closed.
+			// with "Connection: close" and the connection closed. A body the handler
+			// began to read (one refused as too large, say) is left to net/http,
+			// which answers before it closes: closing under a client still sending
+			// resets the connection, and the client would lose the answer.
 			rc.SetReadDeadline(time.Now())
 		}
 	})
 }
 
-// watchedBody records that a request body was read to its end.
+// watchedBody records that a request body was read from, and read to its end.
 type watchedBody struct {
 	io.ReadCloser
-	done atomic.Bool
+	started, done atomic.Bool
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
+	b.started.Store(true)
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		b.done.Store(true)
