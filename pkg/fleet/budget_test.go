@@ -125,7 +125,10 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 	var ids []string
 	for i := range jobs {
 		wg.Go(func() {
-			status, body, _ := chat(urls[i%2], fmt.Sprintf("Search the web: weather today in city %d? sim:engine=brave", i))
+			// The model takes 2 s to answer, so all twelve are admitted before the first
+			// search reserves: the ingress refuses new jobs once reservations fill the
+			// budget, and this test is about the jobs already running.
+			status, body, _ := chat(urls[i%2], fmt.Sprintf("Search the web: weather today in city %d? sim:engine=brave sim:model-slow=2s", i))
 			var resp map[string]any
 			if status != 200 || json.Unmarshal(body, &resp) != nil {
 				t.Errorf("job %d: %d %s", i, status, body)
