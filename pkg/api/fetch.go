@@ -29,26 +29,5 @@ func (s *Server) directFetch(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now().UTC()
 	job := &state.Job{ID: state.NewID("ftch_"), Tenant: tenantOf(r), Kind: "fetch", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
-	release, ok := s.admitChat(w, r, job, holdSync)
-	if !ok {
-		return
-	}
-	defer release()
-	waiter, err := s.watch(job.ID)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable.")
-		return
-	}
-	defer waiter.stop()
-	req := search.FetchRequest{JobID: job.ID, Hop: 0, CallID: "direct", URL: u, Deadline: job.Deadline, Direct: true}
-	if !s.submit(r.Context(), w, job, bus.SubjectFetch, req, false) {
-		return
-	}
-	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
-	done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
-	if err != nil {
-		s.waitFailed(w, job.ID, err)
-		return
-	}
-	s.writeOutcome(w, done)
+	s.runDirect(w, r, job, bus.SubjectFetch, search.FetchRequest{JobID: job.ID, Hop: 0, CallID: "direct", URL: u, Deadline: job.Deadline, Direct: true})
 }

@@ -42,6 +42,13 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now().UTC()
 	job := &state.Job{ID: state.NewID("srch_"), Tenant: tenantOf(r), Kind: "search", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
+	s.runDirect(w, r, job, bus.SubjectSearch(call.Engine), search.Request{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true})
+}
+
+// runDirect runs a job that is one search or fetch, no model (POST /v1/search,
+// POST /v1/fetch): admitted as a synchronous wait, published as req on subject, and
+// answered with its outcome when its worker ends it.
+func (s *Server) runDirect(w http.ResponseWriter, r *http.Request, job *state.Job, subject string, req bus.Payload) {
 	release, ok := s.admitChat(w, r, job, holdSync)
 	if !ok {
 		return
@@ -53,8 +60,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer waiter.stop()
-	req := search.Request{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true}
-	if !s.submit(r.Context(), w, job, bus.SubjectSearch(call.Engine), req, false) {
+	if !s.submit(r.Context(), w, job, subject, req, false) {
 		return
 	}
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
