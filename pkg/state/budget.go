@@ -138,10 +138,10 @@ type Reservation struct {
 var reserveSpend = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 'again' end
 local price = tonumber(ARGV[2])
-local du = tonumber(redis.call('HGET', KEYS[1], 'usd') or '0')
-local dn = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
-local mu = tonumber(redis.call('HGET', KEYS[2], 'usd') or '0')
-local mn = tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
+local d = redis.call('HMGET', KEYS[1], 'usd', 'n')
+local m = redis.call('HMGET', KEYS[2], 'usd', 'n')
+local du, dn = tonumber(d[1] or '0'), tonumber(d[2] or '0')
+local mu, mn = tonumber(m[1] or '0'), tonumber(m[2] or '0')
 local lim = {tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
 if lim[1] >= 0 and du + price > lim[1] then return 'usd_day' end
 if lim[2] >= 0 and dn + 1 > lim[2] then return 'searches_day' end
@@ -152,11 +152,21 @@ redis.call('HINCRBY', KEYS[1], 'n', 1)
 redis.call('HINCRBY', KEYS[2], 'usd', price)
 redis.call('HINCRBY', KEYS[2], 'n', 1)
 redis.call('HSET', KEYS[3], ARGV[1], price .. ':1')
-redis.call('EXPIRE', KEYS[1], ARGV[7])
-redis.call('EXPIRE', KEYS[3], ARGV[7])
-redis.call('EXPIRE', KEYS[2], ARGV[8])
+` + periodExpiry + `
 return 'ok'
 `)
+
+// periodExpiry gives a period's counters their lifetime when this script created
+// them (a counter hash without a 'usd' field before it), so a reservation pays for
+// EXPIRE once a day instead of on every call. The day's calls hash is created
+// with the day's counters. Scripts using it read d and m with HMGET first.
+const periodExpiry = `
+if not d[1] and not d[2] then
+  redis.call('EXPIRE', KEYS[1], ARGV[7])
+  redis.call('EXPIRE', KEYS[3], ARGV[7])
+end
+if not m[1] and not m[2] then redis.call('EXPIRE', KEYS[2], ARGV[8]) end
+`
 
 // settleSpend moves a reservation to what the call really cost, adjusting the day and
 // month by the difference; settling again to the same cost changes nothing.

@@ -69,18 +69,20 @@ end
 // reserveCap reserves a call's price against a capped ledger. KEYS[1] ledger;
 // KEYS[2], optional, the job record, whose batch is returned. ARGV[1] call, ARGV[2]
 // price (micro-dollars), ARGV[3] TTL ms. Returns {'ok'|'again'|'over', batch, cap}.
-var reserveCap = redis.NewScript(ledgerTTL + `
+var reserveCap = redis.NewScript(`
 local batch = ''
 if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
 local f = 'r:' .. ARGV[1]
-if redis.call('HEXISTS', KEYS[1], f) == 1 then return {'again', batch, 0} end
+local v = redis.call('HMGET', KEYS[1], f, 'cap', 'usd')
+if v[1] then return {'again', batch, 0} end
 local price = tonumber(ARGV[2])
-local cap = tonumber(redis.call('HGET', KEYS[1], 'cap') or '-1')
-local usd = tonumber(redis.call('HGET', KEYS[1], 'usd') or '0')
+local cap, usd = tonumber(v[2] or '-1'), tonumber(v[3] or '0')
 if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
 redis.call('HINCRBY', KEYS[1], 'usd', price)
 redis.call('HSET', KEYS[1], f, price)
-keep(KEYS[1], ARGV[3])
+-- A ledger with neither a cap (SetSpendCap gives it its lifetime) nor spend was
+-- created just now: give it one.
+if not v[2] and not v[3] then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return {'ok', batch, 0}
 `)
 

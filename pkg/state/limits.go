@@ -23,17 +23,22 @@ const (
 )
 
 // acquire takes a lease if fewer than limit live ones are held. KEYS[1] the
-// semaphore; ARGV[1] lease id; ARGV[2] limit; ARGV[3] lease ms. Taking a lease the
-// caller holds already renews it. Returns 1 when taken, else 0.
+// semaphore; ARGV[1] lease id; ARGV[2] limit; ARGV[3] lease ms; ARGV[4] now (ms).
+// Taking a lease the caller holds already renews it. Returns 1 when taken, else 0.
+//
+// It runs on every admission, so it does the least work it can (3 commands when the
+// semaphore has room): expired leases are swept only when they could stand in the
+// way (the semaphore looks full), and the key's lifetime, which must outlast its
+// longest lease, is pushed out only when this lease would outlive it, with slack so
+// that renewing leases of one length rarely pushes it again.
 var acquire = redis.NewScript(`
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not held and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', KEYS[1], math.ceil(tonumber(last[2])) + 1000)
+local now, ms = tonumber(ARGV[4]), tonumber(ARGV[3])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+end
+redis.call('ZADD', KEYS[1], now + ms, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ms + 1000 then redis.call('PEXPIRE', KEYS[1], 2 * ms + 1000) end
 return 1
 `)
 
@@ -44,7 +49,7 @@ func (s *Store) AcquireLease(ctx context.Context, kind, tenant, id string, limit
 	if limit <= 0 {
 		return true, nil
 	}
-	n, err := acquire.Run(ctx, s.r, []string{s.K.TenantLeases(kind, tenant)}, id, limit, ttl.Milliseconds()).Int()
+	n, err := acquire.Run(ctx, s.r, []string{s.K.TenantLeases(kind, tenant)}, id, limit, ttl.Milliseconds(), time.Now().UnixMilli()).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: taking a %s lease: %w", kind, err)
 	}

@@ -132,7 +132,7 @@ func NewID(prefix string) string {
 // then field/value pairs. Returns 1 if it wrote.
 var createJob = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 `)
@@ -229,14 +229,17 @@ var setIfLive = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return -1 end
 if st == 'completed' or st == 'failed' or st == 'cancelled' then return 0 end
+-- One HSET writes every field: updated, the status (and finished, for a terminal
+-- one) and the given fields.
+local f = {'updated', ARGV[1]}
 if ARGV[2] ~= '' then
-  redis.call('HSET', KEYS[1], 'status', ARGV[2])
+  f[#f+1] = 'status'; f[#f+1] = ARGV[2]
   if ARGV[2] == 'completed' or ARGV[2] == 'failed' or ARGV[2] == 'cancelled' then
-    redis.call('HSET', KEYS[1], 'finished', ARGV[1])
+    f[#f+1] = 'finished'; f[#f+1] = ARGV[1]
   end
 end
-redis.call('HSET', KEYS[1], 'updated', ARGV[1])
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
+for i = 3, #ARGV do f[#f+1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(f))
 return 1
 `)
 
