@@ -88,17 +88,22 @@ func ReadCommandStats(ctx context.Context, rdb redis.UniversalClient) (CommandSt
 
 // Delta is what happened between the readings before and s (s − before). INFO is
 // left out: the readings themselves make those calls (Redis counts a reading's own
-// INFO in the next one), and the fleet makes none. Commands with no calls in between
-// are left out too.
+// INFO in the next one), and the fleet makes none. So are the commands a client sends
+// when it opens a connection (connSetup): they are a pool's growing, not a job's.
+// Commands with no calls in between are left out too.
 func (s CommandStats) Delta(before CommandStats) CommandStats {
 	out := CommandStats{}
 	for k, v := range s {
-		if d := v - before[k]; d != 0 && k != "info" {
+		if d := v - before[k]; d != 0 && k != "info" && !connSetup[k] {
 			out[k] = d
 		}
 	}
 	return out
 }
+
+// connSetup are the commands go-redis sends on a new connection, by their names in
+// INFO commandstats and as a client names them.
+var connSetup = map[string]bool{"hello": true, "auth": true, "select": true, "client|setinfo": true, "client|setname": true, "client": true}
 
 // Total is the sum of the calls.
 func (s CommandStats) Total() int64 {
@@ -136,7 +141,8 @@ func (s CommandStats) Scripts() int64 {
 // a pipeline or a MULTI/EXEC transaction is one round trip however many commands it
 // carries, a script is one command (what it runs inside Redis is not seen here; INFO
 // commandstats sees it). Unlike commandstats it counts only this client, so other
-// users of the same Redis do not show in it.
+// users of the same Redis do not show in it. What the client sends to open a
+// connection (HELLO, CLIENT SETINFO…) is not counted.
 type RedisCounter struct {
 	roundTrips, commands atomic.Int64
 	mu                   sync.Mutex
@@ -171,6 +177,13 @@ func (a RedisCounts) Sub(b RedisCounts) RedisCounts {
 }
 
 func (c *RedisCounter) count(cmds []redis.Cmder) {
+	setup := true
+	for _, cmd := range cmds {
+		setup = setup && connSetup[strings.ToLower(cmd.Name())]
+	}
+	if setup {
+		return
+	}
 	c.roundTrips.Add(1)
 	c.commands.Add(int64(len(cmds)))
 	c.mu.Lock()
