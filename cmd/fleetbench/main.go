@@ -6,14 +6,25 @@
 // fixed offered rate, and where the time goes (handler time per step, from the
 // fleet's own metrics).
 //
+// Next to each throughput figure it measures the floor (benchfleet.Floor: -floor-hops
+// JetStream work-queue hops with the fleet's stream settings and -floor-round-trips
+// Redis round trips a hop, no other work) at the same client count, and prints the
+// fleet's rate as a share of it. It counts Redis commands per job: INFO commandstats
+// around the throughput phase (Lua-internal commands counted; every client of that
+// Redis shows, so run it on a Redis nothing else uses) and a hook on the fleet's own
+// client (commands sent, round trips), and then for -single one-search jobs measured
+// alone.
+//
 // It then measures time to first token with streaming on: the same streaming
 // question sent, one at a time, to the simulator directly and through the fleet
 // (ingress → JOBS → chat worker → streamed model call → fleet.stream.v1.<job> →
 // ingress → client); the difference is what the fleet adds to a model's own TTFT.
 //
-//	go run ./cmd/fleetbench                       (what `make bench-e2e` runs)
+//	go run ./cmd/fleetbench -concurrency 16,64 -duration 10s -warmup 2s   (what `make bench-e2e` runs)
 //	go run ./cmd/fleetbench -rate 500 -duration 20s -cpuprofile cpu.out
-//	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 500   (time to first token only)
+//	go run ./cmd/fleetbench -concurrency 16 -rounds 3 -rate 0 -ttft 0   (the fleet against its floor only)
+//	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 0 -single 10   (Redis commands of one job only)
+//	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 500 -single 0  (time to first token only)
 package main
 
 import (
@@ -101,6 +112,11 @@ func run(ctx context.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 
+	if bg, err := idleTraffic(ctx, meter, time.Second); err == nil {
+		fmt.Printf("Redis while the fleet idles (1 s): %d commands by the server's count, %d sent by the fleet's client: the rest is other clients of this Redis and the scripts' inner commands\n\n",
+			bg.Server.Total(), bg.Client.Commands)
+	}
+
 	type costRow struct {
 		clients int
 		jobs    int
@@ -163,14 +179,27 @@ func run(ctx context.Context) error {
 	if *rate > 0 {
 		fmt.Printf("\nLatency at a fixed offered rate of %d jobs/s (open loop; every latency is pipeline overhead: the simulator answers at once)\n", *rate)
 		openLoop(ctx, one, *rate, *warmup)
-		lat, errs, elapsed := openLoop(ctx, one, *rate, *duration)
+		lat, errs, elapsed, behind := openLoop(ctx, one, *rate, *duration)
 		fmt.Printf("  achieved %.0f jobs/s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, errors %d\n",
 			float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 99.9), pct(lat, 100), errs)
+		if behind {
+			fmt.Printf("  NOT SUSTAINED: more than 2 s of offered jobs were unanswered, so offering stopped after %d jobs (the figures above are of those)\n", len(lat)+errs)
+		}
 	}
 	if *ttft > 0 {
 		firstToken(ctx, client, f, *ttft)
 	}
 	return nil
+}
+
+// idleTraffic reads the Redis traffic of a window d with no job sent.
+func idleTraffic(ctx context.Context, meter benchfleet.RedisMeter, d time.Duration) (benchfleet.RedisCost, error) {
+	stop, err := meter.Start(ctx)
+	if err != nil {
+		return benchfleet.RedisCost{}, err
+	}
+	time.Sleep(d)
+	return stop(ctx)
 }
 
 // alone measures n one-search jobs one at a time, each with the fleet quiet before
@@ -236,23 +265,34 @@ func firstToken(ctx context.Context, hc *http.Client, f *benchfleet.Fleet, n int
 	}
 }
 
-// openLoop offers rate jobs/s for d, whether or not earlier ones have been answered.
-func openLoop(ctx context.Context, one func() (time.Duration, error), rate int, d time.Duration) ([]time.Duration, int, time.Duration) {
+// openLoop offers rate jobs/s for d, whether or not earlier ones have been answered,
+// until more than two seconds' worth are unanswered: then the fleet cannot carry the
+// rate, and offering more would only grow a backlog (and the run's time) without
+// bound. It returns the answered jobs' latencies, the errors, the time, and whether it
+// stopped early.
+func openLoop(ctx context.Context, one func() (time.Duration, error), rate int, d time.Duration) ([]time.Duration, int, time.Duration, bool) {
 	var mu sync.Mutex
 	var lat []time.Duration
-	var errs atomic.Int64
+	var errs, inflight atomic.Int64
 	var wg sync.WaitGroup
 	interval := time.Second / time.Duration(rate)
 	start := time.Now()
 	next := start
+	behind := false
 	for time.Since(start) < d && ctx.Err() == nil {
+		if inflight.Load() > int64(2*rate) {
+			behind = true
+			break
+		}
 		next = next.Add(interval)
 		if w := time.Until(next); w > 0 {
 			time.Sleep(w)
 		}
 		wg.Add(1)
+		inflight.Add(1)
 		go func() {
 			defer wg.Done()
+			defer inflight.Add(-1)
 			l, err := one()
 			if err != nil {
 				errs.Add(1)
@@ -264,7 +304,7 @@ func openLoop(ctx context.Context, one func() (time.Duration, error), rate int, 
 		}()
 	}
 	wg.Wait()
-	return lat, int(errs.Load()), time.Since(start)
+	return lat, int(errs.Load()), time.Since(start), behind
 }
 
 func pct(l []time.Duration, p float64) string {

@@ -107,7 +107,7 @@ func MeasureAlone(ctx context.Context, m RedisMeter, settle time.Duration, job f
 func FormatTop(s CommandStats, n int, per float64) string {
 	var parts []string
 	for _, k := range s.Top(n) {
-		parts = append(parts, fmt.Sprintf("%s %.4g", k, float64(s[k])/per))
+		parts = append(parts, fmt.Sprintf("%s %.3g", k, float64(s[k])/per))
 	}
 	return strings.Join(parts, ", ")
 }
