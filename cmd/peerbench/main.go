@@ -195,6 +195,21 @@ func run(ctx context.Context) error {
 			return p, 0, err
 		},
 	}
+	// What each uses doing nothing, for reading the CPU figures of slow phases.
+	idle := 2 * time.Second
+	f0, r0, err := cpu["fleet"]()
+	if err != nil {
+		return err
+	}
+	k0, _, err := cpu["portkey"]()
+	if err != nil {
+		return err
+	}
+	time.Sleep(idle)
+	f1, r1, _ := cpu["fleet"]()
+	k1, _, _ := cpu["portkey"]()
+	fmt.Printf("CPU used idle over %s: fleet %s, Redis %s, Portkey %s\n\n", idle, f1-f0, r1-r0, k1-k0)
+
 	var results []phase
 	fmt.Printf("  %-5s %-7s %-10s %8s %9s %9s %9s %9s %9s %11s %11s\n", "round", "clients", "target", "requests", "req/s", "p50", "p99", "+p50", "+p99", "CPU/req", "of it Redis")
 	for r := 1; r <= o.rounds; r++ {
@@ -256,7 +271,7 @@ func (p phase) print() {
 	}
 	over50, over99 := "", ""
 	if p.target != "simulator" {
-		over50, over99 = "+"+ms(p.over50()), "+"+ms(p.over99())
+		over50, over99 = signed(p.over50()), signed(p.over99())
 	}
 	fmt.Printf("  %-5d %-7d %-10s %8d %9.0f %9s %9s %9s %9s %11s %11s\n", p.round, p.clients, p.target, p.n(), p.res.Rate(),
 		ms(p.p50()), ms(p.p99()), over50, over99, cpu, redis)
@@ -331,7 +346,7 @@ func summary(all []phase, o options) {
 					}
 				}
 			}
-			p50 = append(p50, fmt.Sprintf("%s vs %s", ms(f.over50()), ms(p.over50())))
+			p50 = append(p50, fmt.Sprintf("%s vs %s", signed(f.over50()), signed(p.over50())))
 			rps = append(rps, fmt.Sprintf("%.2f×", f.res.Rate()/max(p.res.Rate(), 1e-9)))
 			cpu = append(cpu, fmt.Sprintf("%.2f×", float64(f.cpuPerReq())/max(float64(p.cpuPerReq()), 1)))
 		}
@@ -357,6 +372,8 @@ func rangeOf(ps []phase, f func(phase) float64, format, unit string) string {
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func ms(d time.Duration) string { return strconv.FormatFloat(msf(d), 'f', 2, 64) + "ms" }
+
+func signed(d time.Duration) string { return fmt.Sprintf("%+.2fms", msf(d)) }
 
 // ready waits until t answers a request, or a process it needs has exited.
 func ready(ctx context.Context, hc *http.Client, t peerbench.Target, procs *processes, wait time.Duration) error {
