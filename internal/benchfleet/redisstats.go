@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -144,8 +143,8 @@ func (s CommandStats) Scripts() int64 {
 // users of the same Redis do not show in it. What the client sends to open a
 // connection (HELLO, CLIENT SETINFO…) is not counted.
 type RedisCounter struct {
-	roundTrips, commands atomic.Int64
 	mu                   sync.Mutex
+	roundTrips, commands int64
 	byName               map[string]int64
 }
 
@@ -162,7 +161,7 @@ func NewRedisCounter() *RedisCounter { return &RedisCounter{byName: map[string]i
 func (c *RedisCounter) Counts() RedisCounts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return RedisCounts{RoundTrips: c.roundTrips.Load(), Commands: c.commands.Load(), ByName: maps.Clone(c.byName)}
+	return RedisCounts{RoundTrips: c.roundTrips, Commands: c.commands, ByName: maps.Clone(c.byName)}
 }
 
 // Sub is a − b.
@@ -184,9 +183,9 @@ func (c *RedisCounter) count(cmds []redis.Cmder) {
 	if setup {
 		return
 	}
-	c.roundTrips.Add(1)
-	c.commands.Add(int64(len(cmds)))
 	c.mu.Lock()
+	c.roundTrips++
+	c.commands += int64(len(cmds))
 	for _, cmd := range cmds {
 		c.byName[strings.ToLower(cmd.Name())]++
 	}
