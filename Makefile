@@ -3,9 +3,9 @@ GO ?= go
 # The tests and benchmarks need a real Redis; `make run` finds one itself (REDIS_URL,
 # else a local redis-server, else an in-process stand-in), so only they get a default.
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
-test test-short bench bench-e2e bench-batch bench-scale bench-go: export REDIS_URL := $(TEST_REDIS_URL)
+test test-short bench bench-e2e bench-batch bench-scale bench-go bench-peer: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run demo test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-scale bench-go fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
+.PHONY: help run demo test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-scale bench-go bench-peer fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -25,14 +25,17 @@ test-short: ## the tests without the slow end-to-end suite
 
 bench: bench-e2e bench-batch bench-go ## all benchmarks
 
-bench-e2e: ## end-to-end: jobs/s through ingress → chat → search → chat → answer, p50/p99 at a fixed rate
-	$(GO) run ./cmd/fleetbench
+bench-e2e: ## end-to-end: jobs/s through ingress → chat → search → chat → answer next to the floor's (5 JetStream hops × 2 Redis round trips), Redis commands per job, p50/p99 at a fixed rate (~2 min)
+	$(GO) run ./cmd/fleetbench -concurrency 16,64 -duration 10s -warmup 2s
 
 bench-batch: ## interactive latency alone and while 2,000-question batches run
 	$(GO) run ./cmd/batchbench
 
 bench-scale: ## scale-out: jobs/s with 1, 2, 4 search-worker and chat-worker processes, and jobs one chat worker holds in flight (~5 min)
 	$(GO) run ./cmd/scalebench -inflight 10000
+
+bench-peer: ## the same no-search request to the simulator alone, through the fleet and through the Portkey gateway (npm, pinned in bench/peer): c=1 and c=32, 3 alternating rounds, p50/p99 overhead, req/s, CPU per request (~3 min; needs node and npm)
+	dir=$$(scripts/install-portkey.sh) && GO=$(GO) $(GO) run ./cmd/peerbench -portkey-dir "$$dir" $(ARGS)
 
 bench-go: ## micro-benchmarks: engine normalization per kind, intent classification, memory of a pending model call (h2async vs net/http)
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/engines/ ./pkg/intent/

@@ -6,14 +6,25 @@
 // fixed offered rate, and where the time goes (handler time per step, from the
 // fleet's own metrics).
 //
+// Next to each throughput figure it measures the floor (benchfleet.Floor: -floor-hops
+// JetStream work-queue hops with the fleet's stream settings and -floor-round-trips
+// Redis round trips a hop, no other work) at the same client count, and prints the
+// fleet's rate as a share of it. It counts Redis commands per job: INFO commandstats
+// around the throughput phase (Lua-internal commands counted; every client of that
+// Redis shows, so run it on a Redis nothing else uses) and a hook on the fleet's own
+// client (commands sent, round trips), and then for -single one-search jobs measured
+// alone.
+//
 // It then measures time to first token with streaming on: the same streaming
 // question sent, one at a time, to the simulator directly and through the fleet
 // (ingress → JOBS → chat worker → streamed model call → fleet.stream.v1.<job> →
 // ingress → client); the difference is what the fleet adds to a model's own TTFT.
 //
-//	go run ./cmd/fleetbench                       (what `make bench-e2e` runs)
+//	go run ./cmd/fleetbench -concurrency 16,64 -duration 10s -warmup 2s   (what `make bench-e2e` runs)
 //	go run ./cmd/fleetbench -rate 500 -duration 20s -cpuprofile cpu.out
-//	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 500   (time to first token only)
+//	go run ./cmd/fleetbench -concurrency 16 -rounds 3 -rate 0 -ttft 0   (the fleet against its floor only)
+//	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 0 -single 10   (Redis commands of one job only)
+//	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 500 -single 0  (time to first token only)
 package main
 
 import (
@@ -24,6 +35,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,11 +58,18 @@ func run(ctx context.Context) error {
 	duration := flag.Duration("duration", 15*time.Second, "measurement time of each phase")
 	warmup := flag.Duration("warmup", 3*time.Second, "warm-up before each phase")
 	conc := flag.String("concurrency", "64,192", "closed-loop client counts to measure throughput with")
+	rounds := flag.Int("rounds", 1, "times the fleet and the floor are measured, alternately, at each client count")
 	rate := flag.Int("rate", 500, "offered jobs/s of the fixed-rate latency phase (0: skip)")
 	engine := flag.String("engine", "brave", "engine the model searches with")
 	memory := flag.Bool("memory", false, "keep the streams in memory instead of on disk")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phases")
 	ttft := flag.Int("ttft", 300, "streaming requests of the time-to-first-token phase, each sent to the simulator and through the fleet (0: skip)")
+	floor := flag.Bool("floor", true, "measure the floor (JetStream hops and Redis round trips, no work) at each client count, next to the fleet")
+	floorHops := flag.Int("floor-hops", 5, "work-queue hops of a floor job")
+	floorRT := flag.Int("floor-round-trips", 2, "Redis round trips of each floor hop")
+	floorConc := flag.Int("floor-concurrency", 64, "messages each floor hop handles at once")
+	single := flag.Int("single", 5, "one-search jobs measured alone for their Redis commands (0: skip)")
+	settle := flag.Duration("settle", 300*time.Millisecond, "how long the fleet's Redis client must be quiet before and after a job measured alone")
 	flag.Parse()
 
 	f, err := benchfleet.Start(ctx, benchfleet.Options{Memory: *memory})
@@ -61,13 +80,28 @@ func run(ctx context.Context) error {
 	m := f.Metrics
 	fmt.Printf("fleetbench: all roles in one process with production settings, embedded NATS JetStream (%s storage), Redis %s, zero-latency simulator, engine %s\n",
 		f.Storage, redact.URL(testenv.RedisURL()), *engine)
-	fmt.Printf("machine: %s\n\n", benchfleet.Machine())
+	fmt.Printf("machine: %s; load average %s at start\n", benchfleet.Machine(), benchfleet.LoadAvg())
+	defer func() { fmt.Printf("\nload average %s at the end\n", benchfleet.LoadAvg()) }()
+
+	var fl *benchfleet.Floor
+	if *floor {
+		fl, err = benchfleet.StartFloor(ctx, benchfleet.FloorOptions{Hops: *floorHops, RoundTrips: *floorRT, Concurrency: *floorConc, Memory: *memory})
+		if err != nil {
+			return err
+		}
+		defer fl.Stop()
+		o := fl.Options
+		fmt.Printf("floor: %d JetStream work-queue hops a job (%s storage, the fleet's stream and consumer settings, its own embedded server), %d Redis round trips a hop (EVALSHA of HSET+PEXPIRE: %d commands), %d-byte messages, %d in flight a hop\n",
+			o.Hops, fl.Storage, o.RoundTrips, benchfleet.FloorCommandsPerRoundTrip*o.RoundTrips, o.PayloadBytes, o.Concurrency)
+	}
+	fmt.Println()
 
 	client := &http.Client{Transport: fleet.Transport(), Timeout: time.Minute}
 	var seq atomic.Int64
 	one := func() (time.Duration, error) {
 		return benchfleet.Ask(ctx, client, f.URL, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=%s", seq.Add(1), *engine))
 	}
+	meter := benchfleet.RedisMeter{Stats: f.Stats, Counter: f.Counter}
 
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -78,29 +112,126 @@ func run(ctx context.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	fmt.Println("Throughput (closed loop: each client sends its next job when the last is answered)")
-	fmt.Printf("  %-8s %10s %9s %9s %9s %7s\n", "clients", "jobs/s", "p50", "p99", "max", "errors")
-	for _, c := range parseInts(*conc) {
-		closedLoop(ctx, one, c, *warmup)
-		before := snapshot(m)
-		lat, errs, elapsed := closedLoop(ctx, one, c, *duration)
-		after := snapshot(m)
-		fmt.Printf("  %-8d %10.0f %9s %9s %9s %7d\n", c, float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 99), pct(lat, 100), errs)
-		if c == parseInts(*conc)[len(parseInts(*conc))-1] {
-			defer breakdown(before, after, len(lat))
+	if bg, err := idleTraffic(ctx, meter, time.Second); err == nil {
+		fmt.Printf("Redis while the fleet idles (1 s): %d commands by the server's count, %d sent by the fleet's client: the rest is other clients of this Redis and the scripts' inner commands\n\n",
+			bg.Server.Total(), bg.Client.Commands)
+	}
+
+	type costRow struct {
+		clients int
+		jobs    int
+		cost    benchfleet.RedisCost
+	}
+	var costs []costRow
+	fmt.Println("Throughput (closed loop: each client sends its next job when the last is answered; the floor measured right after the fleet at the same client count)")
+	fmt.Printf("  %-8s %10s %9s %9s %9s %7s %12s %9s %9s %12s\n", "clients", "jobs/s", "p50", "p99", "max", "errors", "floor jobs/s", "p50", "p99", "fleet/floor")
+	counts := parseInts(*conc)
+	for i, c := range counts {
+		for range max(*rounds, 1) {
+			benchfleet.ClosedLoop(ctx, one, c, *warmup, 0)
+			before := snapshot(m)
+			stopMeter, err := meter.Start(ctx)
+			if err != nil {
+				return err
+			}
+			res := benchfleet.ClosedLoop(ctx, one, c, *duration, 0)
+			cost, err := stopMeter(ctx)
+			if err != nil {
+				return err
+			}
+			after := snapshot(m)
+			if res.FirstErr != nil {
+				fmt.Fprintln(os.Stderr, "error:", res.FirstErr)
+			}
+			costs = append(costs, costRow{c, len(res.Latencies), cost})
+			line := fmt.Sprintf("  %-8d %10.0f %9s %9s %9s %7d", c, res.Rate(), pct(res.Latencies, 50), pct(res.Latencies, 99), pct(res.Latencies, 100), res.Errors)
+			if fl != nil {
+				job := func() (time.Duration, error) { return fl.Job(ctx) }
+				benchfleet.ClosedLoop(ctx, job, c, *warmup, 0)
+				fr := benchfleet.ClosedLoop(ctx, job, c, *duration, 0)
+				if fr.FirstErr != nil {
+					fmt.Fprintln(os.Stderr, "floor error:", fr.FirstErr)
+				}
+				ratio := "-"
+				if fr.Rate() > 0 {
+					ratio = fmt.Sprintf("%.0f%%", 100*res.Rate()/fr.Rate())
+				}
+				line += fmt.Sprintf(" %12.0f %9s %9s %12s", fr.Rate(), pct(fr.Latencies, 50), pct(fr.Latencies, 99), ratio)
+			}
+			fmt.Println(line)
+			if i == len(counts)-1 {
+				defer breakdown(before, after, len(res.Latencies))
+			}
 		}
+	}
+	if len(costs) > 0 {
+		fmt.Println("\nRedis per fleet job in the throughput phase (server: INFO commandstats deltas, Lua-internal commands counted, every client of this Redis included; client: the fleet's own Redis client, a script one command, a pipeline one round trip)")
+		fmt.Printf("  %-8s %8s %14s %12s %16s %16s  %s\n", "clients", "jobs", "commands/job", "scripts/job", "client cmds/job", "round trips/job", "server commands per job, most first")
+		for _, r := range costs {
+			n := float64(max(r.jobs, 1))
+			fmt.Printf("  %-8d %8d %14.1f %12.1f %16.1f %16.1f  %s\n", r.clients, r.jobs, float64(r.cost.Server.Total())/n, float64(r.cost.Server.Scripts())/n,
+				float64(r.cost.Client.Commands)/n, float64(r.cost.Client.RoundTrips)/n, benchfleet.FormatTop(r.cost.Server, 8, n))
+		}
+	}
+	if *single > 0 {
+		alone(ctx, meter, *single, *settle, func() error { _, err := one(); return err })
 	}
 	if *rate > 0 {
 		fmt.Printf("\nLatency at a fixed offered rate of %d jobs/s (open loop; every latency is pipeline overhead: the simulator answers at once)\n", *rate)
 		openLoop(ctx, one, *rate, *warmup)
-		lat, errs, elapsed := openLoop(ctx, one, *rate, *duration)
+		lat, errs, elapsed, behind := openLoop(ctx, one, *rate, *duration)
 		fmt.Printf("  achieved %.0f jobs/s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, errors %d\n",
 			float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 99.9), pct(lat, 100), errs)
+		if behind {
+			fmt.Printf("  NOT SUSTAINED: more than 2 s of offered jobs were unanswered, so offering stopped after %d jobs (the figures above are of those)\n", len(lat)+errs)
+		}
 	}
 	if *ttft > 0 {
 		firstToken(ctx, client, f, *ttft)
 	}
 	return nil
+}
+
+// idleTraffic reads the Redis traffic of a window d with no job sent.
+func idleTraffic(ctx context.Context, meter benchfleet.RedisMeter, d time.Duration) (benchfleet.RedisCost, error) {
+	stop, err := meter.Start(ctx)
+	if err != nil {
+		return benchfleet.RedisCost{}, err
+	}
+	time.Sleep(d)
+	return stop(ctx)
+}
+
+// alone measures n one-search jobs one at a time, each with the fleet quiet before
+// and after, and prints each one's Redis commands and the median.
+func alone(ctx context.Context, meter benchfleet.RedisMeter, n int, settle time.Duration, job func() error) {
+	fmt.Printf("\nRedis for one one-search job measured alone (%d jobs one at a time; each read from just before it is sent until the fleet's Redis client has been quiet for %s after the answer)\n", n, settle)
+	fmt.Printf("  %-5s %9s %9s %13s %12s   %s\n", "job", "commands", "scripts", "client cmds", "round trips", "background in an idle window as long (server commands / client commands)")
+	var cmds, rts []float64
+	var last benchfleet.JobCost
+	for i := range n {
+		c, err := benchfleet.MeasureAlone(ctx, meter, settle, job)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			continue
+		}
+		last = c
+		cmds, rts = append(cmds, float64(c.Job.Server.Total())), append(rts, float64(c.Job.Client.RoundTrips))
+		fmt.Printf("  %-5d %9d %9d %13d %12d   %d / %d\n", i+1, c.Job.Server.Total(), c.Job.Server.Scripts(), c.Job.Client.Commands, c.Job.Client.RoundTrips,
+			c.Background.Server.Total(), c.Background.Client.Commands)
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	fmt.Printf("  median: %.0f commands, %.0f round trips a one-search job\n", median(cmds), median(rts))
+	fmt.Printf("  the last job's commands: %s\n", benchfleet.FormatTop(last.Job.Server, 40, 1))
+	fmt.Printf("  the last job's client calls: %s\n", benchfleet.FormatTop(benchfleet.CommandStats(last.Job.Client.ByName), 40, 1))
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // firstToken measures time to first token, streaming on, one request at a time: a
@@ -134,55 +265,34 @@ func firstToken(ctx context.Context, hc *http.Client, f *benchfleet.Fleet, n int
 	}
 }
 
-// closedLoop runs c clients for d.
-func closedLoop(ctx context.Context, one func() (time.Duration, error), c int, d time.Duration) ([]time.Duration, int, time.Duration) {
+// openLoop offers rate jobs/s for d, whether or not earlier ones have been answered,
+// until more than two seconds' worth are unanswered: then the fleet cannot carry the
+// rate, and offering more would only grow a backlog (and the run's time) without
+// bound. It returns the answered jobs' latencies, the errors, the time, and whether it
+// stopped early.
+func openLoop(ctx context.Context, one func() (time.Duration, error), rate int, d time.Duration) ([]time.Duration, int, time.Duration, bool) {
 	var mu sync.Mutex
 	var lat []time.Duration
-	var errs atomic.Int64
-	end := time.Now().Add(d)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			for time.Now().Before(end) && ctx.Err() == nil {
-				l, err := one()
-				if err != nil {
-					if errs.Add(1) < 3 {
-						fmt.Fprintln(os.Stderr, "error:", err)
-					}
-					continue
-				}
-				mine = append(mine, l)
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return lat, int(errs.Load()), time.Since(start)
-}
-
-// openLoop offers rate jobs/s for d, whether or not earlier ones have been answered.
-func openLoop(ctx context.Context, one func() (time.Duration, error), rate int, d time.Duration) ([]time.Duration, int, time.Duration) {
-	var mu sync.Mutex
-	var lat []time.Duration
-	var errs atomic.Int64
+	var errs, inflight atomic.Int64
 	var wg sync.WaitGroup
 	interval := time.Second / time.Duration(rate)
 	start := time.Now()
 	next := start
+	behind := false
 	for time.Since(start) < d && ctx.Err() == nil {
+		if inflight.Load() > int64(2*rate) {
+			behind = true
+			break
+		}
 		next = next.Add(interval)
 		if w := time.Until(next); w > 0 {
 			time.Sleep(w)
 		}
 		wg.Add(1)
+		inflight.Add(1)
 		go func() {
 			defer wg.Done()
+			defer inflight.Add(-1)
 			l, err := one()
 			if err != nil {
 				errs.Add(1)
@@ -194,7 +304,7 @@ func openLoop(ctx context.Context, one func() (time.Duration, error), rate int, 
 		}()
 	}
 	wg.Wait()
-	return lat, int(errs.Load()), time.Since(start)
+	return lat, int(errs.Load()), time.Since(start), behind
 }
 
 func pct(l []time.Duration, p float64) string {

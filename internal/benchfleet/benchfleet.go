@@ -32,6 +32,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // Options configure the benchmark fleet.
@@ -50,6 +51,11 @@ type Fleet struct {
 	Env     config.Env
 	Metrics *metrics.Metrics
 	Redis   redis.UniversalClient
+	// Counter counts the commands and round trips of the fleet's Redis client.
+	Counter *RedisCounter
+	// Stats is a second client on the same Redis for reading INFO, so the readings
+	// are not counted as the fleet's.
+	Stats   redis.UniversalClient
 	Storage string // "file" or "memory"
 	stop    func()
 }
@@ -71,6 +77,12 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		return nil, err
 	}
 	rdb, err := cli.Redis(ctx, testenv.RedisURL())
+	if err != nil {
+		return nil, err
+	}
+	counter := NewRedisCounter()
+	rdb.AddHook(counter)
+	stats, err := state.NewClient(testenv.RedisURL())
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +114,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 			Memory: o.Memory, Embedded: nats, Listening: func(a string) { listening <- a }})
 	}()
-	f := &Fleet{NATSURL: nats.URL(), SimURL: simURL, Env: e, Metrics: m, Redis: rdb, Storage: "file"}
+	f := &Fleet{NATSURL: nats.URL(), SimURL: simURL, Env: e, Metrics: m, Redis: rdb, Counter: counter, Stats: stats, Storage: "file"}
 	if o.Memory {
 		f.Storage = "memory"
 	}
@@ -114,6 +126,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		os.RemoveAll(dir)
 		deleteKeys(rdb, prefix)
 		rdb.Close()
+		stats.Close()
 	}
 	select {
 	case a := <-listening:

@@ -1,0 +1,168 @@
+package benchfleet
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/fleet"
+)
+
+func TestParseCommandStats(t *testing.T) {
+	info := "# Commandstats\r\n" +
+		"cmdstat_evalsha:calls=12,usec=340,usec_per_call=28.33,rejected_calls=0,failed_calls=1\r\n" +
+		"cmdstat_hset:calls=30,usec=60,usec_per_call=2.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_client|setname:calls=2,usec=1,usec_per_call=0.50,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_info:calls=7,usec=700,usec_per_call=100.00,rejected_calls=0,failed_calls=0\r\n\r\n"
+	s, err := ParseCommandStats(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CommandStats{"evalsha": 12, "hset": 30, "client|setname": 2, "info": 7}
+	if fmt.Sprint(s) != fmt.Sprint(want) {
+		t.Fatalf("parsed %v, want %v", s, want)
+	}
+	if s.Total() != 51 || s.Scripts() != 12 {
+		t.Errorf("total %d scripts %d, want 51 and 12", s.Total(), s.Scripts())
+	}
+	after := CommandStats{"evalsha": 15, "hset": 36, "client|setname": 2, "info": 9, "pexpire": 3}
+	d := after.Delta(s)
+	if want := (CommandStats{"evalsha": 3, "hset": 6, "pexpire": 3}); fmt.Sprint(d) != fmt.Sprint(want) {
+		t.Errorf("delta %v, want %v (INFO left out, unchanged commands left out)", d, want)
+	}
+	if top := d.Top(2); fmt.Sprint(top) != "[hset evalsha]" {
+		t.Errorf("top %v, want [hset evalsha] (ties by name)", top)
+	}
+	for _, bad := range []string{"cmdstat_get\r\n", "cmdstat_get:usec=3\r\n", "cmdstat_get:calls=x,usec=3\r\n"} {
+		if _, err := ParseCommandStats(bad); err == nil {
+			t.Errorf("%q parsed without an error", bad)
+		}
+	}
+}
+
+// The floor's streams and consumers are the fleet's, renamed.
+func TestFloorUsesTheFleetsStreamSettings(t *testing.T) {
+	var jobs jetstream.StreamConfig
+	for _, s := range bus.Streams(bus.Limits{}) {
+		if s.Name == bus.StreamJobs {
+			jobs = s
+		}
+	}
+	streams, consumers := FloorStreams(FloorOptions{Hops: 3}), FloorConsumers(FloorOptions{Hops: 3})
+	if len(streams) != 3 || len(consumers) != 3 {
+		t.Fatalf("%d streams, %d consumers for 3 hops", len(streams), len(consumers))
+	}
+	chat := bus.ChatConsumer(bus.DefaultTiming[bus.ConsumerChat]).Config
+	for i, s := range streams {
+		if s.Retention != jetstream.WorkQueuePolicy || s.Storage != jetstream.FileStorage || s.Retention != jobs.Retention ||
+			s.Discard != jobs.Discard || s.Duplicates != jobs.Duplicates || s.MaxMsgs != jobs.MaxMsgs || s.Replicas != jobs.Replicas {
+			t.Errorf("stream %s = %+v, want the settings of JOBS %+v", s.Name, s, jobs)
+		}
+		c := consumers[i]
+		if c.AckPolicy != jetstream.AckExplicitPolicy || c.AckWait != chat.AckWait || c.MaxDeliver != chat.MaxDeliver ||
+			c.MaxAckPending != chat.MaxAckPending || c.FilterSubject != s.Subjects[0] {
+			t.Errorf("consumer %s = %+v, want the chat consumer's settings on %s", c.Durable, c, s.Subjects[0])
+		}
+	}
+	if FloorStreams(FloorOptions{Memory: true})[0].Storage != jetstream.MemoryStorage {
+		t.Error("Memory does not keep the floor's streams in memory")
+	}
+}
+
+// Twenty floor jobs go through every hop, make exactly their round trips, and show
+// in INFO commandstats.
+func TestFloorRunsJobsAndCountsRedis(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := StartFloor(ctx, FloorOptions{Hops: 5, RoundTrips: 2, Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			f.Stop()
+		}
+	}()
+	stats, _ := testenv.Redis(t)
+	meter := RedisMeter{Stats: stats, Counter: f.Counter}
+	stop, err := meter.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := ClosedLoop(ctx, func() (time.Duration, error) { return f.Job(ctx) }, 4, 30*time.Second, 20)
+	cost, err := stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || len(res.Latencies) != 20 || res.Rate() <= 0 {
+		t.Fatalf("%d jobs, %d errors (%v), rate %.1f; want 20 jobs, none failed, a positive rate", len(res.Latencies), res.Errors, res.FirstErr, res.Rate())
+	}
+	const roundTrips = 20 * 5 * 2
+	if cost.Client.RoundTrips != roundTrips || cost.Client.Commands != roundTrips || cost.Client.ByName["evalsha"] != roundTrips {
+		t.Errorf("client counted %d round trips, %d commands, %d EVALSHA; want %d each", cost.Client.RoundTrips, cost.Client.Commands, cost.Client.ByName["evalsha"], roundTrips)
+	}
+	// The server counts every client of this Redis (other tests share it), so its
+	// counts are at least the floor's: the EVALSHA and the two commands each runs.
+	for _, name := range []string{"evalsha", "hset", "pexpire"} {
+		if cost.Server[name] < roundTrips {
+			t.Errorf("INFO commandstats counted %d %s, want at least %d", cost.Server[name], name, roundTrips)
+		}
+	}
+	if cost.Server.Total() < roundTrips*FloorCommandsPerRoundTrip {
+		t.Errorf("INFO commandstats counted %d commands, want at least %d", cost.Server.Total(), roundTrips*FloorCommandsPerRoundTrip)
+	}
+	// Every job's hash holds one field a round trip; Stop deletes them.
+	keys, err := f.Redis.Keys(ctx, f.prefix+":*").Result()
+	if err != nil || len(keys) != 20 {
+		t.Fatalf("%d job hashes (%v), want 20", len(keys), err)
+	}
+	if n, _ := f.Redis.HLen(ctx, keys[0]).Result(); n != 5*2 {
+		t.Errorf("job hash %s has %d fields, want 10", keys[0], n)
+	}
+	f.Stop()
+	stopped = true
+	if n, _ := stats.Keys(ctx, f.prefix+":*").Result(); len(n) != 0 {
+		t.Errorf("%d floor keys left after Stop", len(n))
+	}
+}
+
+// One fleet job measured alone: the fleet's client made round trips, and Redis
+// counted at least the commands the client sent (the scripts' own add to them).
+func TestOneFleetJobMeasuredAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole fleet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	hc := &http.Client{Transport: fleet.Transport(), Timeout: 30 * time.Second}
+	meter := RedisMeter{Stats: f.Stats, Counter: f.Counter}
+	c, err := MeasureAlone(ctx, meter, 200*time.Millisecond, func() error {
+		_, err := Ask(ctx, hc, f.URL, "Search the web: what is new today? sim:engine=brave")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Job.Client.RoundTrips < 2 || c.Job.Client.Commands < c.Job.Client.RoundTrips {
+		t.Errorf("the fleet's client made %d round trips with %d commands for a one-search job", c.Job.Client.RoundTrips, c.Job.Client.Commands)
+	}
+	if c.Job.Server.Total() < c.Job.Client.Commands || c.Job.Server["evalsha"]+c.Job.Server["eval"] < c.Job.Client.ByName["evalsha"] {
+		t.Errorf("Redis counted %d commands (%d scripts) but the client sent %d (%v)", c.Job.Server.Total(), c.Job.Server.Scripts(), c.Job.Client.Commands, c.Job.Client.ByName)
+	}
+	if !strings.Contains(FormatTop(c.Job.Server, 3, 1), " ") {
+		t.Errorf("FormatTop wrote %q", FormatTop(c.Job.Server, 3, 1))
+	}
+}
