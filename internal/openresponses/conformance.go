@@ -47,31 +47,75 @@ var ResponseResourceFields = map[string][]kind{
 
 // Nested are the required fields of objects inside a response, by where they are.
 var Nested = map[string]map[string][]kind{
-	"usage":                 {"input_tokens": {kInteger}, "output_tokens": {kInteger}, "total_tokens": {kInteger}, "input_tokens_details": {kObject}, "output_tokens_details": {kObject}},
-	"usage.input_details":   {"cached_tokens": {kInteger}},
-	"usage.output_details":  {"reasoning_tokens": {kInteger}},
-	"reasoning":             {"effort": {kString, kNull}, "summary": {kString, kNull}},
-	"text":                  {"format": {kObject}},
-	"error":                 {"code": {kString}, "message": {kString}},
-	"incomplete_details":    {"reason": {kString}},
-	"item.message":          {"type": {kString}, "id": {kString}, "status": {kString}, "role": {kString}, "content": {kArray}},
-	"item.web_search_call":  {"type": {kString}, "id": {kString}, "status": {kString}},
-	"action":                {"type": {kString}},
-	"item.function_call":    {"type": {kString}, "id": {kString}, "call_id": {kString}, "name": {kString}, "arguments": {kString}, "status": {kString}},
-	"content.output_text":   {"type": {kString}, "text": {kString}, "annotations": {kArray}},
-	"annotation":            {"type": {kString}, "url": {kString}, "start_index": {kInteger}, "end_index": {kInteger}, "title": {kString}},
-	"tool.function":         {"type": {kString}, "name": {kString}, "description": {kString, kNull}, "parameters": {kObject, kNull}, "strict": {kBool, kNull}},
-	"event":                 {"type": {kString}, "sequence_number": {kInteger}},
-	"event.output_item":     {"output_index": {kInteger}, "item": {kObject}},
-	"event.content_part":    {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "part": {kObject}},
-	"event.text_delta":      {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "delta": {kString}},
-	"event.text_done":       {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "text": {kString}},
-	"event.annotation":      {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "annotation_index": {kInteger}, "annotation": {kObject}},
-	"event.arguments_delta": {"item_id": {kString}, "output_index": {kInteger}, "delta": {kString}},
-	"event.arguments_done":  {"item_id": {kString}, "output_index": {kInteger}, "arguments": {kString}},
+	"usage":                     {"input_tokens": {kInteger}, "output_tokens": {kInteger}, "total_tokens": {kInteger}, "input_tokens_details": {kObject}, "output_tokens_details": {kObject}},
+	"usage.input_details":       {"cached_tokens": {kInteger}},
+	"usage.output_details":      {"reasoning_tokens": {kInteger}},
+	"reasoning":                 {"effort": {kString, kNull}, "summary": {kString, kNull}},
+	"text":                      {"format": {kObject}},
+	"error":                     {"code": {kString}, "message": {kString}},
+	"incomplete_details":        {"reason": {kString}},
+	"item.message":              {"type": {kString}, "id": {kString}, "status": {kString}, "role": {kString}, "content": {kArray}},
+	"item.web_search_call":      {"type": {kString}, "id": {kString}, "status": {kString}},
+	"action":                    {"type": {kString}},
+	"item.function_call":        {"type": {kString}, "id": {kString}, "call_id": {kString}, "name": {kString}, "arguments": {kString}, "status": {kString}},
+	"content.output_text":       {"type": {kString}, "text": {kString}, "annotations": {kArray}, "logprobs": {kArray}},
+	"content.text":              {"type": {kString}, "text": {kString}},
+	"content.refusal":           {"type": {kString}, "refusal": {kString}},
+	"item.function_call_output": {"type": {kString}, "id": {kString}, "call_id": {kString}, "output": {kString, kArray}, "status": {kString}},
+	"item.reasoning":            {"type": {kString}, "id": {kString}, "summary": {kArray}},
+	"source.url":                {"type": {kString}, "url": {kString}},
+	"tool.web_search":           {"type": {kString}},
+	"annotation":                {"type": {kString}, "url": {kString}, "start_index": {kInteger}, "end_index": {kInteger}, "title": {kString}},
+	"tool.function":             {"type": {kString}, "name": {kString}, "description": {kString, kNull}, "parameters": {kObject, kNull}, "strict": {kBool, kNull}},
+	"event":                     {"type": {kString}, "sequence_number": {kInteger}},
+	"event.output_item":         {"output_index": {kInteger}, "item": {kObject}},
+	"event.content_part":        {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "part": {kObject}},
+	"event.text_delta":          {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "delta": {kString}},
+	"event.text_done":           {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "text": {kString}},
+	"event.annotation":          {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "annotation_index": {kInteger}, "annotation": {kObject}},
+	"event.arguments_delta":     {"item_id": {kString}, "output_index": {kInteger}, "delta": {kString}},
+	"event.arguments_done":      {"item_id": {kString}, "output_index": {kInteger}, "arguments": {kString}},
+	"event.refusal_delta":       {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "delta": {kString}},
+	"event.refusal_done":        {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "refusal": {kString}},
+	"event.summary_part":        {"item_id": {kString}, "output_index": {kInteger}, "summary_index": {kInteger}, "part": {kObject}},
+	"event.summary_delta":       {"item_id": {kString}, "output_index": {kInteger}, "summary_index": {kInteger}, "delta": {kString}},
+	"event.summary_done":        {"item_id": {kString}, "output_index": {kInteger}, "summary_index": {kInteger}, "text": {kString}},
+	"event.reasoning_delta":     {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "delta": {kString}},
+	"event.reasoning_done":      {"item_id": {kString}, "output_index": {kInteger}, "content_index": {kInteger}, "text": {kString}},
+	"event.tool_progress":       {"item_id": {kString}, "output_index": {kInteger}},
+	"event.error":               {"error": {kObject}},
+	"event.error_payload":       {"type": {kString}, "code": {kString, kNull}, "message": {kString}, "param": {kString, kNull}},
 }
 
-var messageStatuses = []string{"in_progress", "completed", "incomplete"}
+var (
+	messageStatuses = []string{"in_progress", "completed", "incomplete"}
+	messageRoles    = []string{"user", "assistant", "system", "developer"}
+	// contentTypes are the content parts a message, a content_part event or a
+	// reasoning summary may hold.
+	contentTypes = []string{"input_text", "output_text", "text", "summary_text", "reasoning_text", "refusal", "input_image", "input_file", "input_video"}
+	// toolTypes are the tools a response may list; toolChoices the tool_choice
+	// strings and objectChoices the types of a tool_choice object.
+	toolTypes     = []string{"function", "web_search", "file_search"}
+	toolChoices   = []string{"none", "auto", "required"}
+	objectChoices = []string{"function", "file_search", "web_search", "web_search_preview", "allowed_tools"}
+	actionTypes   = []string{"search", "open_page", "find_in_page"}
+)
+
+// StreamEventTypes are the streaming events the specification defines; a stream
+// sends no other.
+var StreamEventTypes = []string{
+	"response.created", "response.queued", "response.in_progress", "response.completed", "response.failed", "response.incomplete",
+	"response.output_item.added", "response.output_item.done", "response.content_part.added", "response.content_part.done",
+	"response.output_text.delta", "response.output_text.done", "response.refusal.delta", "response.refusal.done",
+	"response.function_call_arguments.delta", "response.function_call_arguments.done",
+	"response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
+	"response.reasoning.delta", "response.reasoning.done",
+	"response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+	"response.output_text.annotation.added",
+	"response.file_search_call.in_progress", "response.file_search_call.searching", "response.file_search_call.completed",
+	"response.web_search_call.in_progress", "response.web_search_call.searching", "response.web_search_call.completed",
+	"error",
+}
 
 func kindOf(v any) kind {
 	switch x := v.(type) {
@@ -130,9 +174,8 @@ func checkItem(where string, it map[string]any) []string {
 	switch it["type"] {
 	case "message":
 		errs := checkFields(where, it, Nested["item.message"])
-		if s, _ := it["status"].(string); !contains(messageStatuses, s) {
-			errs = append(errs, fmt.Sprintf("%s.status %q is not one of %v", where, s, messageStatuses))
-		}
+		errs = append(errs, oneOf(where+".status", it["status"], messageStatuses)...)
+		errs = append(errs, oneOf(where+".role", it["role"], messageRoles)...)
 		content, _ := it["content"].([]any)
 		for i, c := range content {
 			cp, _ := c.(map[string]any)
@@ -140,25 +183,68 @@ func checkItem(where string, it map[string]any) []string {
 		}
 		return errs
 	case "function_call":
-		return checkFields(where, it, Nested["item.function_call"])
-	case "web_search_call":
-		errs := checkFields(where, it, Nested["item.web_search_call"])
-		if s, _ := it["status"].(string); !contains(webSearchStatuses, s) {
-			errs = append(errs, fmt.Sprintf("%s.status %q is not one of %v", where, s, webSearchStatuses))
-		}
-		if a, ok := it["action"].(map[string]any); ok {
-			errs = append(errs, checkFields(where+".action", a, Nested["action"])...)
+		errs := checkFields(where, it, Nested["item.function_call"])
+		return append(errs, oneOf(where+".status", it["status"], messageStatuses)...)
+	case "function_call_output":
+		errs := checkFields(where, it, Nested["item.function_call_output"])
+		return append(errs, oneOf(where+".status", it["status"], messageStatuses)...)
+	case "reasoning":
+		errs := checkFields(where, it, Nested["item.reasoning"])
+		for _, f := range []string{"summary", "content"} {
+			parts, _ := it[f].([]any)
+			for i, c := range parts {
+				cp, _ := c.(map[string]any)
+				errs = append(errs, checkContent(fmt.Sprintf("%s.%s[%d]", where, f, i), cp)...)
+			}
 		}
 		return errs
+	case "web_search_call":
+		errs := checkFields(where, it, Nested["item.web_search_call"])
+		errs = append(errs, oneOf(where+".status", it["status"], webSearchStatuses)...)
+		if a, ok := it["action"].(map[string]any); ok {
+			errs = append(errs, checkFields(where+".action", a, Nested["action"])...)
+			errs = append(errs, oneOf(where+".action.type", a["type"], actionTypes)...)
+			if q, ok := a["query"]; ok && !Fits(q, []kind{kString, kNull}) {
+				errs = append(errs, fmt.Sprintf("%s.action.query: %s", where, kindOf(q)))
+			}
+			sources, _ := a["sources"].([]any)
+			for i, src := range sources {
+				sm, _ := src.(map[string]any)
+				if sm["type"] == "api" {
+					errs = append(errs, checkFields(fmt.Sprintf("%s.action.sources[%d]", where, i), sm, map[string][]kind{"type": {kString}, "name": {kString}})...)
+					continue
+				}
+				errs = append(errs, checkFields(fmt.Sprintf("%s.action.sources[%d]", where, i), sm, Nested["source.url"])...)
+			}
+		}
+		return errs
+	case nil:
+		return []string{where + ".type: missing"}
 	}
-	return nil // other items: outside the spec's item list
+	return []string{fmt.Sprintf("%s.type %q is not an output item type of the specification", where, it["type"])}
 }
 
-var webSearchStatuses = []string{"in_progress", "searching", "completed", "failed"}
-
-func checkContent(where string, c map[string]any) []string {
-	if c["type"] != "output_text" {
+// oneOf reports v when it is not one of the strings in list.
+func oneOf(where string, v any, list []string) []string {
+	if s, ok := v.(string); ok && contains(list, s) {
 		return nil
+	}
+	return []string{fmt.Sprintf("%s %v is not one of %v", where, v, list)}
+}
+
+var webSearchStatuses = []string{"in_progress", "searching", "completed", "incomplete", "failed"}
+
+// checkContent checks a content part: one of the specification's types, with the
+// fields its type requires.
+func checkContent(where string, c map[string]any) []string {
+	switch c["type"] {
+	case "output_text":
+	case "text", "summary_text", "reasoning_text", "input_text":
+		return checkFields(where, c, Nested["content.text"])
+	case "refusal":
+		return checkFields(where, c, Nested["content.refusal"])
+	default:
+		return oneOf(where+".type", c["type"], contentTypes)
 	}
 	errs := checkFields(where, c, Nested["content.output_text"])
 	anns, _ := c["annotations"].([]any)
@@ -196,8 +282,24 @@ func CheckResponse(where string, o map[string]any) []string {
 	tools, _ := o["tools"].([]any)
 	for i, t := range tools {
 		tm, _ := t.(map[string]any)
-		if tm["type"] == "function" {
-			errs = append(errs, checkFields(fmt.Sprintf("%s.tools[%d]", where, i), tm, Nested["tool.function"])...)
+		tw := fmt.Sprintf("%s.tools[%d]", where, i)
+		errs = append(errs, oneOf(tw+".type", tm["type"], toolTypes)...)
+		switch tm["type"] {
+		case "function":
+			errs = append(errs, checkFields(tw, tm, Nested["tool.function"])...)
+		case "web_search":
+			if v, ok := tm["external_web_access"]; ok && !Fits(v, []kind{kBool}) {
+				errs = append(errs, tw+".external_web_access: "+string(kindOf(v)))
+			}
+		}
+	}
+	switch tc := o["tool_choice"].(type) {
+	case string:
+		errs = append(errs, oneOf(where+".tool_choice", tc, toolChoices)...)
+	case map[string]any:
+		errs = append(errs, oneOf(where+".tool_choice.type", tc["type"], objectChoices)...)
+		if tc["type"] == "allowed_tools" {
+			errs = append(errs, checkFields(where+".tool_choice", tc, map[string][]kind{"tools": {kArray}, "mode": {kString}})...)
 		}
 	}
 	output, _ := o["output"].([]any)
@@ -227,6 +329,9 @@ func CheckEvents(evs []Event) []string {
 		typ, _ := o["type"].(string)
 		where := fmt.Sprintf("event %d (%s)", i, typ)
 		errs = append(errs, checkFields(where, o, Nested["event"])...)
+		if !contains(StreamEventTypes, typ) {
+			errs = append(errs, where+": not a streaming event of the specification")
+		}
 		if e.Name != typ {
 			errs = append(errs, fmt.Sprintf("%s: SSE event name %q", where, e.Name))
 		}
@@ -243,13 +348,44 @@ func CheckEvents(evs []Event) []string {
 			}
 		case "response.output_item.added", "response.output_item.done":
 			errs = append(errs, checkFields(where, o, Nested["event.output_item"])...)
-			if it, ok := o["item"].(map[string]any); ok && typ == "response.output_item.done" {
+			if it, ok := o["item"].(map[string]any); ok {
 				errs = append(errs, checkItem(where+".item", it)...)
 			}
 		case "response.content_part.added", "response.content_part.done":
 			errs = append(errs, checkFields(where, o, Nested["event.content_part"])...)
+			if p, ok := o["part"].(map[string]any); ok {
+				errs = append(errs, checkContent(where+".part", p)...)
+			}
+		case "response.refusal.delta":
+			errs = append(errs, checkFields(where, o, Nested["event.refusal_delta"])...)
+		case "response.refusal.done":
+			errs = append(errs, checkFields(where, o, Nested["event.refusal_done"])...)
+		case "response.reasoning_summary_part.added", "response.reasoning_summary_part.done":
+			errs = append(errs, checkFields(where, o, Nested["event.summary_part"])...)
+			if p, ok := o["part"].(map[string]any); ok {
+				errs = append(errs, checkContent(where+".part", p)...)
+			}
+		case "response.reasoning_summary_text.delta":
+			errs = append(errs, checkFields(where, o, Nested["event.summary_delta"])...)
+		case "response.reasoning_summary_text.done":
+			errs = append(errs, checkFields(where, o, Nested["event.summary_done"])...)
+		case "response.reasoning.delta":
+			errs = append(errs, checkFields(where, o, Nested["event.reasoning_delta"])...)
+		case "response.reasoning.done":
+			errs = append(errs, checkFields(where, o, Nested["event.reasoning_done"])...)
+		case "response.web_search_call.in_progress", "response.web_search_call.searching", "response.web_search_call.completed",
+			"response.file_search_call.in_progress", "response.file_search_call.searching", "response.file_search_call.completed":
+			errs = append(errs, checkFields(where, o, Nested["event.tool_progress"])...)
+		case "error":
+			errs = append(errs, checkFields(where, o, Nested["event.error"])...)
+			if p, ok := o["error"].(map[string]any); ok {
+				errs = append(errs, checkFields(where+".error", p, Nested["event.error_payload"])...)
+			}
 		case "response.output_text.delta":
 			errs = append(errs, checkFields(where, o, Nested["event.text_delta"])...)
+			if lp, ok := o["logprobs"]; ok && !Fits(lp, []kind{kArray}) {
+				errs = append(errs, where+".logprobs: "+string(kindOf(lp)))
+			}
 		case "response.output_text.done":
 			errs = append(errs, checkFields(where, o, Nested["event.text_done"])...)
 		case "response.output_text.annotation.added":

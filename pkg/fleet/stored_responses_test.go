@@ -137,8 +137,9 @@ func TestStoredResponses(t *testing.T) {
 	}
 }
 
-// input_file: a text file (inline or uploaded, by file_id) reaches the model as text;
-// a file the model cannot read is a 400 that names the model.
+// input_file: a text file (inline or uploaded, by file_id) reaches the model as text,
+// and so does a PDF's text; a file the model cannot read (a PDF without text to read
+// among them) is a 400 that names the model.
 func TestResponsesInputFile(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t)
@@ -159,6 +160,21 @@ func TestResponsesInputFile(t *testing.T) {
 	rec, err := f.Store.GetResponse(ctx(t), resp.ID)
 	if err != nil || !strings.Contains(string(rec.Input), note) {
 		t.Fatalf("the file is not in the stored conversation: %v", err)
+	}
+
+	// A PDF with text reaches the model as its text (sent as a data: URL, as the
+	// compliance suite does).
+	resp, err = c.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model,
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+			responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+				{OfInputText: &responses.ResponseInputTextParam{Text: "Title? sim:nosearch"}},
+				{OfInputFile: &responses.ResponseInputFileParam{Filename: openai.String("fixture.pdf"), FileData: openai.String("data:application/pdf;base64," + titlePDF())}},
+			}, responses.EasyInputMessageRoleUser)}}})
+	if err != nil || resp.Status != responses.ResponseStatusCompleted {
+		t.Fatalf("a PDF with text: %v", err)
+	}
+	if !strings.Contains(resp.OutputText(), "Title: Fleet Conformance Fixture") { // the simulated model quotes what it read
+		t.Fatalf("the model did not read the PDF's text: %s", resp.OutputText())
 	}
 
 	pdf := base64.StdEncoding.EncodeToString([]byte("%PDF-1.7\x00\x01binary"))

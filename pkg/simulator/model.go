@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -30,7 +31,9 @@ import (
 // Directives in the user's text steer it: "sim:calls=N" (N parallel web_search calls),
 // "sim:engine=ID" (name the engine), "sim:badargs" (malformed arguments JSON),
 // "sim:badkey" (an unknown argument), "sim:emptyquery" (a blank query),
-// "sim:tool=NAME" (call the client's tool NAME instead), "sim:repeat-search" (each
+// "sim:tool=NAME" (call the client's tool NAME instead; without it, a client tool
+// whose name names what the user asks about, get_weather for "what's the weather",
+// is called with its required arguments filled in), "sim:repeat-search" (each
 // "sim:hops=N" follow-up repeats the first search exactly; a forced tool_choice, a
 // function or "required", is honoured when the user has just spoken), "sim:fresh-query" (the
 // first search's query is new every time), "sim:bad-cite" (the answer
@@ -108,7 +111,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	sum := sha256.Sum256(body)
 	id := hex.EncodeToString(sum[:8])
-	if s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_kimi.go)
+	if !clientToolTurn(req, user) && s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_kimi.go)
 		return
 	}
 	reasoning, ok := s.chatReasoning(w, req, body)
@@ -209,6 +212,13 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 				"function": map[string]any{"name": m[1], "arguments": `{"input":` + strconv.Quote(user) + `}`},
 			}}}, "tool_calls"
 		}
+		if name, params := topicTool(req.Tools, user); name != "" && string(req.ToolChoice) != `"none"` {
+			// The user asks about what a client tool is for: call it, as models do.
+			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": "call_" + id + "_client", "type": "function",
+				"function": map[string]any{"name": name, "arguments": toolArguments(params, user)},
+			}}}, "tool_calls"
+		}
 		if webSearch != nil && wantsSearch(user) {
 			q := user
 			if strings.Contains(user, "sim:fresh-query") {
@@ -256,6 +266,84 @@ func forcedTool(choice json.RawMessage, tools []struct {
 		}
 	}
 	return ""
+}
+
+// genericToolWords are the words of tool names that say nothing of their topic.
+var genericToolWords = map[string]bool{"get": true, "set": true, "fetch": true, "list": true, "call": true, "tool": true,
+	"run": true, "make": true, "create": true, "find": true, "search": true, "lookup": true, "query": true, "current": true}
+
+// topicTool is the client function (not one of the fleet's server tools) whose name
+// has a word, of four letters or more and not a generic verb, that the user's text
+// has as a word; "" when none does.
+func topicTool(tools []struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}, user string) (string, json.RawMessage) {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(user), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		words[w] = true
+	}
+	for _, t := range tools {
+		name := t.Function.Name
+		if name == "web_search" || name == "web_fetch" || t.Type != "" && t.Type != "function" {
+			continue
+		}
+		for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+			if len(w) >= 4 && !genericToolWords[w] && words[w] {
+				return name, t.Function.Parameters
+			}
+		}
+	}
+	return "", nil
+}
+
+// toolArguments are arguments for a call of a tool with the JSON schema params: each
+// required string property holds the user's text ({"input": text} when none is
+// required).
+func toolArguments(params json.RawMessage, user string) string {
+	var schema struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	json.Unmarshal(params, &schema)
+	args := map[string]any{}
+	for _, k := range schema.Required {
+		switch schema.Properties[k].Type {
+		case "integer", "number":
+			args[k] = 1
+		case "boolean":
+			args[k] = true
+		default:
+			args[k] = user
+		}
+	}
+	if len(args) == 0 {
+		args["input"] = user
+	}
+	b, _ := json.Marshal(args)
+	return string(b)
+}
+
+// clientToolTurn reports whether the script calls a client tool on this turn (a
+// forced one, a sim:tool one, or the one the user asks about): a model with its own
+// search then calls that tool rather than searching.
+func clientToolTurn(req chatRequest, user string) bool {
+	if len(req.Messages) == 0 || req.Messages[len(req.Messages)-1].Role != "user" {
+		return false
+	}
+	if name := forcedTool(req.ToolChoice, req.Tools); name != "" && name != "web_search" && !strings.HasPrefix(name, "$") {
+		return true
+	}
+	if m := toolRE.FindStringSubmatch(user); m != nil {
+		return true
+	}
+	name, _ := topicTool(req.Tools, user)
+	return name != "" && string(req.ToolChoice) != `"none"`
 }
 
 // urlRE finds a URL in the user's text (sim:fetch).

@@ -65,7 +65,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if req.Search != nil && creq.Messages[len(creq.Messages)-1].Role == "user" && wantsSearch(a.user) {
+	if req.Search != nil && creq.Messages[len(creq.Messages)-1].Role == "user" && wantsSearch(a.user) && len(a.calls) == 0 {
 		s.anthropicNative(w, req, a.id)
 		return
 	}

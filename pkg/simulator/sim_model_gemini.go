@@ -38,6 +38,12 @@ type geminiRequest struct {
 			Parameters  json.RawMessage `json:"parameters"`
 		} `json:"functionDeclarations"`
 	} `json:"tools"`
+	ToolConfig struct {
+		FunctionCallingConfig struct {
+			Mode                 string   `json:"mode"`
+			AllowedFunctionNames []string `json:"allowedFunctionNames"`
+		} `json:"functionCallingConfig"`
+	} `json:"toolConfig"`
 }
 
 // geminiStatus is the google.rpc status name of an HTTP status.
@@ -96,7 +102,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if req.searches() && req.Contents[len(req.Contents)-1].Role != "model" && wantsSearch(a.user) {
+	if req.searches() && req.Contents[len(req.Contents)-1].Role != "model" && wantsSearch(a.user) && len(a.calls) == 0 {
 		s.geminiNative(w, method == "streamGenerateContent", model, a.id)
 		return
 	}
@@ -241,6 +247,16 @@ func (req *geminiRequest) chatForm(model string) chatRequest {
 			tool.Type, tool.Function.Name, tool.Function.Parameters = "function", d.Name, d.Parameters
 			out.Tools = append(out.Tools, tool)
 		}
+	}
+	// toolConfig in the Chat form: ANY naming one function forces it, ANY alone
+	// requires a call, NONE forbids one.
+	switch cfg := req.ToolConfig.FunctionCallingConfig; {
+	case cfg.Mode == "ANY" && len(cfg.AllowedFunctionNames) == 1:
+		out.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": cfg.AllowedFunctionNames[0]}})
+	case cfg.Mode == "ANY":
+		out.ToolChoice = json.RawMessage(`"required"`)
+	case cfg.Mode == "NONE":
+		out.ToolChoice = json.RawMessage(`"none"`)
 	}
 	return out
 }

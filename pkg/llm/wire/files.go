@@ -16,8 +16,8 @@ var textMedia = map[string]bool{"application/json": true, "application/xml": tru
 
 // inlineFile reads a Responses input_file part. The fleet hands a model a file as
 // text: a text file (by its media type or name, and UTF-8 content) becomes a text part
-// holding the file between <file> delimiters; any other file is refused, naming the
-// model. file_id parts are resolved into file_data by the ingress (ResolveResponsesInput)
+// holding the file between <file> delimiters, and so does the text of a PDF (pdfText);
+// any other file, or a PDF without text to read, is refused, naming the model. file_id parts are resolved into file_data by the ingress (ResolveResponsesInput)
 // before decoding; file_url is not fetched.
 func inlineFile(param, model, filename, data, fileURL, fileID string) (Part, error) {
 	switch {
@@ -49,12 +49,20 @@ func inlineFile(param, model, filename, data, fileURL, fileID string) (Part, err
 	if name == "" {
 		name = "file"
 	}
+	if isPDF(media, filename, content) {
+		text, ok := pdfText(content)
+		if !ok {
+			return Part{}, Invalid(param, "The model %q cannot read the file %q (application/pdf): this server passes files to its models as text, and this PDF has no text it can read (a scanned or encrypted PDF, or one drawn with embedded CID fonts).",
+				clip(model, 64), clip(name, 128))
+		}
+		return Part{Kind: PartText, Text: fmt.Sprintf("<file name=%q type=\"application/pdf\">\n%s\n</file>", clip(name, 128), text)}, nil
+	}
 	if !isText(media, filename, content) {
 		what := media
 		if what == "" {
 			what = "a binary file"
 		}
-		return Part{}, Invalid(param, "The model %q cannot read the file %q (%s): this server passes files to its models as text, and reads text files only.",
+		return Part{}, Invalid(param, "The model %q cannot read the file %q (%s): this server passes files to its models as text, and reads text files and the text of PDF files only.",
 			clip(model, 64), clip(name, 128), what)
 	}
 	return Part{Kind: PartText, Text: fmt.Sprintf("<file name=%q>\n%s\n</file>", clip(name, 128), content)}, nil
