@@ -16,6 +16,9 @@ import (
 // a way to make the server inflate a compression bomb.
 const pdfMaxText = 4 << 20
 
+// pdfInflated observes how many bytes each inflated stream gave (tests count them).
+var pdfInflated = func(int) {}
+
 // isPDF reports whether a file is a PDF, by its media type, its name or its header.
 func isPDF(media, filename string, content []byte) bool {
 	return media == "application/pdf" || strings.EqualFold(pathExt(filename), ".pdf") || bytes.HasPrefix(content, []byte("%PDF-"))
@@ -39,7 +42,8 @@ func pdfText(pdf []byte) (text string, ok bool) {
 	}
 	var out strings.Builder
 	rest := pdf
-	for out.Len() < pdfMaxText {
+	inflateBudget := int64(4 * pdfMaxText) // all streams together: many small bombs are one big one
+	for out.Len() < pdfMaxText && inflateBudget > 0 {
 		i := bytes.Index(rest, []byte("stream"))
 		if i < 0 {
 			break
@@ -67,8 +71,10 @@ func pdfText(pdf []byte) (text string, ok bool) {
 			if err != nil {
 				continue
 			}
-			inflated, _ := io.ReadAll(io.LimitReader(zr, pdfMaxText))
+			inflated, _ := io.ReadAll(io.LimitReader(zr, min(pdfMaxText, inflateBudget)))
 			zr.Close()
+			inflateBudget -= int64(len(inflated))
+			pdfInflated(len(inflated))
 			data = inflated
 		case bytes.Contains(dict, []byte("/Filter")):
 			continue // another encoding: not read

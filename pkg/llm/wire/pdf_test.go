@@ -72,3 +72,45 @@ func TestInlineFilePDF(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// FuzzPDFText feeds pdfText arbitrary bytes: it reads files clients upload, so it must
+// never panic, and never return more than its bound.
+func FuzzPDFText(f *testing.F) {
+	f.Add(onePagePDF("BT /F1 12 Tf (Hello) Tj ET", false))
+	f.Add(onePagePDF("BT [(Hel) -20 (lo)] TJ T* (<feff0041>) ' ET", true))
+	f.Add([]byte("%PDF-1.4\n1 0 obj << /Length 5 >> stream\n(a\\\nendstream"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		text, ok := pdfText(b)
+		if len(text) > pdfMaxText {
+			t.Fatalf("pdfText returned %d bytes, over its bound", len(text))
+		}
+		if ok && text == "" {
+			t.Fatal("pdfText reported readable text but returned none")
+		}
+	})
+}
+
+// TestPDFTextBoundsInflation: a file of many small compression bombs inflates no more
+// than the budget in all, not a budget per stream.
+func TestPDFTextBoundsInflation(t *testing.T) {
+	var bomb bytes.Buffer
+	w := zlib.NewWriter(&bomb)
+	w.Write(bytes.Repeat([]byte{' '}, 8<<20)) // 8 MiB of spaces: no text, all work
+	w.Close()
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	for i := range 64 {
+		fmt.Fprintf(&b, "%d 0 obj\n<< /Length %d /Filter /FlateDecode >>\nstream\n", i+1, bomb.Len())
+		b.Write(bomb.Bytes())
+		b.WriteString("\nendstream\nendobj\n")
+	}
+	calls := 0
+	pdfInflated = func(n int) { calls += n }
+	defer func() { pdfInflated = func(int) {} }()
+	if _, ok := pdfText(b.Bytes()); ok {
+		t.Fatal("a file of spaces has no readable text")
+	}
+	if calls > 4*pdfMaxText {
+		t.Fatalf("inflated %d bytes from %d bytes of file; the budget is %d", calls, b.Len(), 4*pdfMaxText)
+	}
+}
