@@ -1,0 +1,15 @@
+package statefake_test
+
+import (
+	"testing"
+
+	"github.com/searchfleet/searchfleet/internal/statefake"
+	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
+)
+
+// The fake passes the same suites as the Redis store (pkg/state's tests run them
+// there).
+func TestLedgerConformance(t *testing.T) {
+	t.Parallel()
+	chaintest.RunLedger(t, func(*testing.T) chaintest.LedgerStore { return statefake.New() })
+}
