@@ -5,6 +5,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
+	"github.com/searchfleet/searchfleet/pkg/search/searchtest"
 )
 
 // The fake passes the same suites as the Redis store (pkg/state's tests run them
@@ -12,4 +13,9 @@ import (
 func TestLedgerConformance(t *testing.T) {
 	t.Parallel()
 	chaintest.RunLedger(t, func(*testing.T) chaintest.LedgerStore { return statefake.New() })
+}
+
+func TestSearchStoreConformance(t *testing.T) {
+	t.Parallel()
+	searchtest.Run(t, func(*testing.T) searchtest.Store { return statefake.New() })
 }
