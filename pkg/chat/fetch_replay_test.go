@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -16,19 +16,17 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// withRecords gives the worker the recorded results of a real Redis store.
-func withRecords(s *state.Store) option {
+// withRecords gives the worker a store's recorded results.
+func withRecords(s chat.Records) option {
 	return func(w *chat.Worker, _ *harness) { w.Records = s }
 }
 
-func recordsStore(t *testing.T) *state.Store {
-	t.Helper()
-	rdb, prefix := testenv.Redis(t)
-	return state.New(rdb, prefix, time.Hour)
-}
+// recordsStore is an in-memory record (statefake: it passes the records' conformance
+// suite, chaintest.RunLedger, as the Redis one does).
+func recordsStore(*testing.T) *statefake.Memory { return statefake.New() }
 
 // recordFetch records a page as the fetch worker does after reading it for jobID.
-func recordFetch(t *testing.T, s *state.Store, jobID string, p *fetch.Page) {
+func recordFetch(t *testing.T, s chat.Records, jobID string, p *fetch.Page) {
 	t.Helper()
 	b, err := json.Marshal(search.FetchRecord{Result: *search.PageResult(p), Page: p})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -18,17 +18,16 @@ import (
 )
 
 // withLedger prices the harness model's turns ($3 / $15 per million tokens: each
-// 10+5-token turn costs $0.000105) into a spend ledger on the real Redis.
-func withLedger(t *testing.T) (option, *state.Store) {
-	rdb, prefix := testenv.Redis(t)
-	ledger := state.New(rdb, prefix, time.Hour)
-	return func(w *chat.Worker, _ *harness) {
-		m := w.Models["m"]
-		m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
-		w.Models = map[string]chat.Model{"m": m}
-		w.Ledger = ledger
-		w.Metrics = metrics.New()
-	}, ledger
+// 10+5-token turn costs $0.000105) into an in-memory spend ledger over the harness's
+// jobs (statefake: it passes the ledger's conformance suite, chaintest.RunLedger, as
+// the Redis one does).
+func withLedger(w *chat.Worker, h *harness) {
+	h.ledger = statefake.Over(h.store)
+	m := w.Models["m"]
+	m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+	w.Models = map[string]chat.Model{"m": m}
+	w.Ledger = h.ledger
+	w.Metrics = metrics.New()
 }
 
 const turnUSD = 0.000105
@@ -47,8 +46,7 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 				answers = append([]func(http.ResponseWriter){calls(webSearch("c1", "weather"))}, answers...)
 			}
 			type crash struct{}
-			ledgerOpt, ledger := withLedger(t)
-			h := newHarness(t, answers, ledgerOpt, func(w *chat.Worker, h *harness) {
+			h := newHarness(t, answers, withLedger, func(w *chat.Worker, h *harness) {
 				h.sync = true // the crash must reach the test
 				w.Failpoint = func(name string) {
 					if name == point {
@@ -101,8 +99,8 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 			if !strings.Contains(string(j.Response), `"model_cost_usd":0.00021`) {
 				t.Errorf("answer %s lacks usage.searchfleet", j.Response)
 			}
-			sp, err := ledger.SpendOf(context.Background(), "acme", time.Now())
-			job, _, _ := ledger.RequestSpend(context.Background(), "j1")
+			sp, err := h.ledger.SpendOf(context.Background(), "acme", time.Now())
+			job, _, _ := h.ledger.RequestSpend(context.Background(), "j1")
 			if err != nil || sp.DayUSD != 2*turnUSD || sp.DaySearches != 0 || job != 2*turnUSD {
 				t.Errorf("tenant ledger %+v, job ledger %v (%v); want the two stored turns once each", sp, job, err)
 			}
@@ -120,14 +118,13 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 // before the first hop.
 func TestMaxCostReservesModelTurns(t *testing.T) {
 	t.Parallel()
-	ledgerOpt, ledger := withLedger(t)
-	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather")), text("Sunny [1].")}, ledgerOpt)
+	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather")), text("Sunny [1].")}, withLedger)
 	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
 		Request: json.RawMessage(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"Search the web: weather?"}],"web_search_options":{"max_cost_usd":0.003}}`)})
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, limit, _ := ledger.RequestSpend(context.Background(), "j1"); limit != 0.003 {
+	if _, limit, _ := h.ledger.RequestSpend(context.Background(), "j1"); limit != 0.003 {
 		t.Fatalf("the request's cap was not set before the first hop: %v", limit)
 	}
 	reqs := h.pub.searches()
@@ -147,7 +144,7 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 	if n := h.model.calls(); n != 1 {
 		t.Errorf("the model was called %d times, want once: the turn that does not fit is never made", n)
 	}
-	if usd, _, _ := ledger.RequestSpend(context.Background(), "j1"); usd != turnUSD {
+	if usd, _, _ := h.ledger.RequestSpend(context.Background(), "j1"); usd != turnUSD {
 		t.Errorf("the job's ledger holds $%v, want the one turn's $%v (the refused reservation given back)", usd, turnUSD)
 	}
 }
