@@ -13,9 +13,9 @@ func batchRecord(id string) string { return "batch/" + id }
 
 // RecordSearch implements chat.Records and search.Store.
 func (m *Memory) RecordSearch(_ context.Context, jobID, addr string, result []byte) error {
-	batch := m.batchOf(jobID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	batch := m.batchOf(jobID)
 	keys := []string{jobRecord(jobID)}
 	if batch != "" {
 		keys = append(keys, batchRecord(batch))

@@ -21,12 +21,6 @@ type fallback struct {
 	tried  []byte
 }
 
-type lease struct {
-	owner string
-	until time.Time
-	kept  bool
-}
-
 type cached struct {
 	b     []byte
 	until time.Time
@@ -38,32 +32,13 @@ func callKey(id string, h int, call string) string {
 	return id + "/" + strconv.Itoa(h) + "/" + call
 }
 
-// claim takes key's lease for owner: 0 when owner holds it now, else what the holder
-// has left (at least 1ms).
-func (m *Memory) claim(key, owner string, ttl time.Duration) time.Duration {
-	now := time.Now()
-	l, ok := m.leases[key]
-	if ok && l.owner != owner && (l.kept || now.Before(l.until)) {
-		if l.kept {
-			return ttl
-		}
-		return max(l.until.Sub(now), time.Millisecond)
-	}
-	if ok && l.owner == owner && l.kept {
-		return 0
-	}
-	m.leases[key] = &lease{owner: owner, until: now.Add(ttl)}
-	return 0
-}
-
 // StartSearch implements search.Calls.
 func (m *Memory) StartSearch(_ context.Context, id string, h int, call, owner string, ttl time.Duration) (*state.SearchStart, error) {
-	j := m.Memory.Job(id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := callKey(id, h, call)
 	st := &state.SearchStart{}
-	if j != nil {
+	if j, ok := m.jobs[id]; ok {
 		st.Status, st.Tenant = j.Status, j.Tenant
 	}
 	if b, ok := m.done[k]; ok {
@@ -72,7 +47,7 @@ func (m *Memory) StartSearch(_ context.Context, id string, h int, call, owner st
 	if fb, ok := m.fallbacks[k]; ok {
 		st.Fallback = &state.Fallback{Engine: fb.engine, Tried: slices.Clone(fb.tried)}
 	}
-	left := m.claim("search/"+k, owner, ttl)
+	left := m.lease("search/"+k, owner, ttl)
 	st.Claimed, st.Left = left == 0, left
 	return st, nil
 }
@@ -83,7 +58,7 @@ func (m *Memory) KeepSearch(id string, h int, call, owner string, ttl time.Durat
 	key := "search/" + callKey(id, h, call)
 	m.mu.Lock()
 	if l, ok := m.leases[key]; ok && l.owner == owner {
-		l.kept = true
+		l.kept, l.ttl = true, ttl
 	}
 	m.mu.Unlock()
 	var once sync.Once

@@ -148,9 +148,9 @@ func (m *Memory) exhausted(tenant, day string, b state.Budget, price, n int64, c
 // ReserveCall implements search.Store: a search's price against its job's ledger, its
 // batch's and its tenant's budget, once per call; a refusal gives back what was held.
 func (m *Memory) ReserveCall(_ context.Context, jobID, tenant, call string, usd float64, b state.Budget, now time.Time) (*state.Hold, *state.Exhausted, error) {
-	batch := m.batchOf(jobID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	batch := m.batchOf(jobID)
 	price := toMicros(usd)
 	jl := m.ledgerOf(m.jobLedgers, jobID)
 	if jl.reserve(call, price) == "over" {
@@ -208,9 +208,9 @@ func (m *Memory) SettleCall(_ context.Context, h *state.Hold, usd float64, searc
 
 // ReserveTurn implements chat.Ledger.
 func (m *Memory) ReserveTurn(_ context.Context, jobID, tenant, call string, usd float64, searches int, b state.Budget, ttl time.Duration, now time.Time) (*state.Exhausted, error) {
-	batch := m.batchOf(jobID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	batch := m.batchOf(jobID)
 	price := toMicros(usd)
 	day, _ := periods(now)
 	jl := m.ledgerOf(m.jobLedgers, jobID)
@@ -253,9 +253,9 @@ func (m *Memory) ReserveTurn(_ context.Context, jobID, tenant, call string, usd 
 
 // SettleTurn implements chat.Ledger.
 func (m *Memory) SettleTurn(_ context.Context, jobID, tenant, call string, usd float64, searches int, now time.Time) (bool, error) {
-	batch := m.batchOf(jobID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	batch := m.batchOf(jobID)
 	cost := toMicros(usd)
 	today, _ := periods(now)
 	day := m.ledgerOf(m.jobLedgers, jobID).settleTurn(call, cost, today)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/chat"
+	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
@@ -21,9 +21,9 @@ func withRecords(s chat.Records) option {
 	return func(w *chat.Worker, _ *harness) { w.Records = s }
 }
 
-// recordsStore is an in-memory record (statefake: it passes the records' conformance
+// recordsStore is an in-memory record of its own (it passes the records' conformance
 // suite, chaintest.RunLedger, as the Redis one does).
-func recordsStore(*testing.T) *statefake.Memory { return statefake.New() }
+func recordsStore(*testing.T) *chaintest.Memory { return chaintest.NewMemory() }
 
 // recordFetch records a page as the fetch worker does after reading it for jobID.
 func recordFetch(t *testing.T, s chat.Records, jobID string, p *fetch.Page) {

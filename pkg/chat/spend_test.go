@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -18,15 +17,13 @@ import (
 )
 
 // withLedger prices the harness model's turns ($3 / $15 per million tokens: each
-// 10+5-token turn costs $0.000105) into an in-memory spend ledger over the harness's
-// jobs (statefake: it passes the ledger's conformance suite, chaintest.RunLedger, as
-// the Redis one does).
+// 10+5-token turn costs $0.000105) into the harness's in-memory store, which keeps
+// spend ledgers as the Redis one does (both pass chaintest.RunLedger).
 func withLedger(w *chat.Worker, h *harness) {
-	h.ledger = statefake.Over(h.store)
 	m := w.Models["m"]
 	m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
 	w.Models = map[string]chat.Model{"m": m}
-	w.Ledger = h.ledger
+	w.Ledger = h.store
 	w.Metrics = metrics.New()
 }
 
@@ -99,8 +96,8 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 			if !strings.Contains(string(j.Response), `"model_cost_usd":0.00021`) {
 				t.Errorf("answer %s lacks usage.searchfleet", j.Response)
 			}
-			sp, err := h.ledger.SpendOf(context.Background(), "acme", time.Now())
-			job, _, _ := h.ledger.RequestSpend(context.Background(), "j1")
+			sp, err := h.store.SpendOf(context.Background(), "acme", time.Now())
+			job, _, _ := h.store.RequestSpend(context.Background(), "j1")
 			if err != nil || sp.DayUSD != 2*turnUSD || sp.DaySearches != 0 || job != 2*turnUSD {
 				t.Errorf("tenant ledger %+v, job ledger %v (%v); want the two stored turns once each", sp, job, err)
 			}
@@ -124,7 +121,7 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, limit, _ := h.ledger.RequestSpend(context.Background(), "j1"); limit != 0.003 {
+	if _, limit, _ := h.store.RequestSpend(context.Background(), "j1"); limit != 0.003 {
 		t.Fatalf("the request's cap was not set before the first hop: %v", limit)
 	}
 	reqs := h.pub.searches()
@@ -144,7 +141,7 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 	if n := h.model.calls(); n != 1 {
 		t.Errorf("the model was called %d times, want once: the turn that does not fit is never made", n)
 	}
-	if usd, _, _ := h.ledger.RequestSpend(context.Background(), "j1"); usd != turnUSD {
+	if usd, _, _ := h.store.RequestSpend(context.Background(), "j1"); usd != turnUSD {
 		t.Errorf("the job's ledger holds $%v, want the one turn's $%v (the refused reservation given back)", usd, turnUSD)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
@@ -208,10 +207,8 @@ func status(code int, body string) func(http.ResponseWriter) {
 }
 
 type harness struct {
-	t     *testing.T
-	store *chaintest.Memory
-	// ledger, with withLedger, is the worker's spend ledger over store's jobs.
-	ledger *statefake.Memory
+	t      *testing.T
+	store  *chaintest.Memory
 	pub    *publisher
 	model  *model
 	w      *chat.Worker
