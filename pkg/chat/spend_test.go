@@ -145,3 +145,40 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 		t.Errorf("the job's ledger holds $%v, want the one turn's $%v (the refused reservation given back)", usd, turnUSD)
 	}
 }
+
+// A tenant whose daily budget cannot pay for the model's first turn gets no model
+// call: the job fails with a budget error (429, insufficient_quota) that names the
+// budget and when it resets, the refusal is counted, nothing stays held in the
+// ledgers, and a redelivery of the job changes nothing.
+func TestTenantBudgetRefusesTheFirstTurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []func(http.ResponseWriter){text("Hello.")}, withLedger, func(w *chat.Worker, _ *harness) {
+		w.Budgets = &state.Budgets{Default: state.Budget{USDPerDay: 0.0001}}
+	})
+	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
+		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi there"}]}`)})
+	for attempt := 1; attempt <= 2; attempt++ {
+		if err := h.job("j1", attempt); err != nil {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+	}
+	j := h.ended("j1")
+	if j.Status != state.Failed || j.Error == nil || j.Error.Status != http.StatusTooManyRequests || j.Error.Type != "insufficient_quota" ||
+		j.Error.Code != "budget_exhausted" || !strings.Contains(j.Error.Message, "daily spending budget of $0.0001") || !strings.Contains(j.Error.Message, "It resets at") {
+		t.Fatalf("job %s, error %+v; want a budget error naming the daily budget and its reset", j.Status, j.Error)
+	}
+	if n := h.model.calls(); n != 0 {
+		t.Errorf("the model was called %d times", n)
+	}
+	if got := h.pub.ends(); len(got) != 1 || got[0] != "j1:failed" {
+		t.Errorf("terminal events %v, want one failed", got)
+	}
+	if got := testutil.ToFloat64(h.w.Metrics.BudgetExhausted.WithLabelValues("acme", state.BudgetUSDDay)); got != 1 {
+		t.Errorf("fleet_budget_exhausted_total{budget=usd_day} = %v, want 1 (the redelivery finds the job ended)", got)
+	}
+	sp, err := h.store.SpendOf(context.Background(), "acme", time.Now())
+	job, _, _ := h.store.RequestSpend(context.Background(), "j1")
+	if err != nil || sp.DayUSD != 0 || job != 0 {
+		t.Errorf("tenant ledger %+v, job ledger %v (%v): a refused turn holds nothing", sp, job, err)
+	}
+}
