@@ -35,14 +35,13 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
-	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
 // Service keeps files and runs batches.
 type Service struct {
 	Bus   *bus.Bus
-	Store *state.Store
+	Store Store
 	// Webhooks validates batch callbacks (nil: callbacks refused).
 	Webhooks *webhook.Service
 	// Ender ends the jobs a cancel or an expiry sweeps.

@@ -217,7 +217,7 @@ func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreatePara
 		return nil, &Error{Kind: Invalid, Param: "queries", Input: v, Message: "invalid batch input"}
 	}
 	f := in.file
-	f.Filename, f.Created, f.Expires = b.ID+"_queries.jsonl", b.Created, b.Expires.Add(s.Store.Retention)
+	f.Filename, f.Created, f.Expires = b.ID+"_queries.jsonl", b.Created, b.Expires.Add(s.Store.RecordRetention())
 	size, err := in.obj.finish()
 	if err == nil {
 		f.Bytes = size

@@ -53,7 +53,7 @@ func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExp
 	if terminal(b.Status) {
 		return s.notify(ctx, b)
 	}
-	release, left, err := s.Store.Hold(ctx, s.Store.K.BatchLease(id), state.NewID("drv_"), leaseTTL)
+	release, left, err := s.Store.HoldBatch(ctx, id, state.NewID("drv_"), leaseTTL)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func (s *Service) replicas(ctx context.Context) int {
 // longestFileLife is the longest any file lives: an upload's longest expiry or a
 // batch's longest window plus the job retention, and a day's margin.
 func (s *Service) longestFileLife() time.Duration {
-	return max(s.fileExpiry(), MaxExpiresAfter, maxWindow+s.Store.Retention) + 24*time.Hour
+	return max(s.fileExpiry(), MaxExpiresAfter, maxWindow+s.Store.RecordRetention()) + 24*time.Hour
 }
 
 func (s *Service) fileExpiry() time.Duration {

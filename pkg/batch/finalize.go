@@ -230,7 +230,7 @@ func (s *Service) storeOutputs(ctx context.Context, b *record, o *outputs) (outI
 		}
 		f := &state.File{ID: "file-" + strings.TrimPrefix(b.ID, "batch_") + "-" + kind, Tenant: b.Tenant,
 			Filename: b.ID + "_" + kind + ".jsonl", Purpose: PurposeOutput, Created: time.Now().UTC(),
-			Expires: time.Now().Add(s.Store.Retention)}
+			Expires: time.Now().Add(s.Store.RecordRetention())}
 		if err := s.saveFile(ctx, f, r); err != nil {
 			return "", "", err
 		}

@@ -24,7 +24,7 @@ func (s *Service) chargeLine(ctx context.Context, job *state.Job) (bool, error) 
 	if limit <= 0 {
 		return true, nil
 	}
-	ok, st, err := s.Store.ChargeRecord(ctx, job.Tenant, job.ID, int64(len(job.Request))+state.RecordAllowance, job.Created.Add(s.Store.Retention), limit, false)
+	ok, st, err := s.Store.ChargeRecord(ctx, job.Tenant, job.ID, int64(len(job.Request))+state.RecordAllowance, job.Created.Add(s.Store.RecordRetention()), limit, false)
 	if err != nil || ok {
 		return ok, err
 	}

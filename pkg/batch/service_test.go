@@ -26,9 +26,10 @@ import (
 // workers: tests end the jobs themselves and drive the batch by calling HandleExpand.
 // rdb is the test's own Redis client, to move a batch's clock.
 type harness struct {
-	t   *testing.T
-	s   *Service
-	rdb redis.UniversalClient
+	t     *testing.T
+	s     *Service
+	store *state.Store // the service's store
+	rdb   redis.UniversalClient
 }
 
 func newHarness(t *testing.T) *harness {
@@ -41,7 +42,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	hooks := &webhook.Service{Bus: b, Store: store, Config: webhook.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 	s := &Service{Bus: b, Store: store, Webhooks: hooks, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: slog.New(slog.DiscardHandler)}
-	return &harness{t: t, s: s, rdb: rdb}
+	return &harness{t: t, s: s, store: store, rdb: rdb}
 }
 
 // tenant is the tenant the harness's batches belong to.
@@ -100,14 +101,14 @@ func (h *harness) end(id string, i int, code string) {
 	ctx, jid := h.t.Context(), jobID(id, i)
 	var err error
 	if code == "" {
-		_, err = h.s.Store.Finish(ctx, jid, state.Completed, false, "response", json.RawMessage(`{"object":"chat.completion","choices":[]}`))
+		_, err = h.store.Finish(ctx, jid, state.Completed, false, "response", json.RawMessage(`{"object":"chat.completion","choices":[]}`))
 	} else {
-		_, err = h.s.Store.Update(ctx, jid, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
+		_, err = h.store.Update(ctx, jid, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
 	}
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	job, err := h.s.Store.GetJob(ctx, jid)
+	job, err := h.store.GetJob(ctx, jid)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func (h *harness) lastMsg(stream, subject string) ([]byte, string) {
 
 func (h *harness) expire(id string) {
 	h.t.Helper()
-	h.rdb.HSet(h.t.Context(), h.s.Store.K.Batch(id), "expires", state.Millis(time.Now().Add(-time.Second)))
+	h.rdb.HSet(h.t.Context(), h.store.K.Batch(id), "expires", state.Millis(time.Now().Add(-time.Second)))
 }
 
 // Each line is counted once however often its job's end is reported; the last one
@@ -173,7 +174,7 @@ func TestLinesCountedOnceAndFinalized(t *testing.T) {
 		t.Fatalf("after expansion %+v", b)
 	}
 	for i := range 3 {
-		job, err := h.s.Store.GetJob(t.Context(), jobID(id, i))
+		job, err := h.store.GetJob(t.Context(), jobID(id, i))
 		if err != nil || job.Batch != id || job.Status != state.Queued || !job.Deadline.Equal(b.Expires) {
 			t.Fatalf("job %d: %+v %v", i, job, err)
 		}
@@ -242,7 +243,7 @@ func TestExpiry(t *testing.T) {
 	if len(errs) != 3 || errs[0].Error.Code != "batch_expired" {
 		t.Errorf("errors %+v", errs)
 	}
-	job, _ := h.s.Store.GetJob(t.Context(), jobID(id, 3))
+	job, _ := h.store.GetJob(t.Context(), jobID(id, 3))
 	if job.Status != state.Failed || job.Error.Code != "batch_expired" {
 		t.Errorf("unfinished job %+v", job)
 	}
@@ -254,7 +255,7 @@ func TestExpiry(t *testing.T) {
 	if b.Status != statusExpired || b.Expanded != 0 || b.OutputFileID != "" || len(h.lines(b.ErrorFileID)) != 2 {
 		t.Fatalf("batch expired before it ran %+v", b)
 	}
-	if _, err := h.s.Store.GetJob(t.Context(), jobID(id, 0)); !errors.Is(err, state.ErrNotFound) {
+	if _, err := h.store.GetJob(t.Context(), jobID(id, 0)); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("a job was created after the window: %v", err)
 	}
 }
@@ -294,10 +295,10 @@ func TestStalledBatchRepaired(t *testing.T) {
 	id := h.create(2, nil)
 	h.drive(id)
 	h.end(id, 0, "")
-	if _, err := h.s.Store.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
+	if _, err := h.store.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	h.rdb.HSet(t.Context(), h.s.Store.K.Batch(id), "progress_at", state.Millis(time.Now().Add(-time.Minute)))
+	h.rdb.HSet(t.Context(), h.store.K.Batch(id), "progress_at", state.Millis(time.Now().Add(-time.Minute)))
 	if _, err := h.s.Get(t.Context(), tenant, id); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func TestLeaseSerializesDrivers(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	id := h.create(1, nil)
-	ok, _, err := h.s.Store.Lease(t.Context(), h.s.Store.K.BatchLease(id), "someone-else", 5*time.Second)
+	ok, _, err := h.store.Lease(t.Context(), h.store.K.BatchLease(id), "someone-else", 5*time.Second)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}

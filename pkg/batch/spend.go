@@ -39,7 +39,7 @@ func (s *Service) capSpend(ctx context.Context, b *record) error {
 	if e != nil || usd == 0 {
 		return nil // validated in newRecord
 	}
-	if err := s.Store.SetBatchCap(ctx, b.ID, usd, time.Until(b.Expires)+s.Store.Retention); err != nil {
+	if err := s.Store.SetBatchCap(ctx, b.ID, usd, time.Until(b.Expires)+s.Store.RecordRetention()); err != nil {
 		s.Log.Error("batch: recording its spending cap", "batch", b.ID, "err", err)
 		return unavailable(err, "Could not record the batch; try again.")
 	}

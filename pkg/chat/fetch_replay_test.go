@@ -8,27 +8,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/chat"
+	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// withRecords gives the worker the recorded results of a real Redis store.
-func withRecords(s *state.Store) option {
+// withRecords gives the worker a store's recorded results.
+func withRecords(s chat.Records) option {
 	return func(w *chat.Worker, _ *harness) { w.Records = s }
 }
 
-func recordsStore(t *testing.T) *state.Store {
-	t.Helper()
-	rdb, prefix := testenv.Redis(t)
-	return state.New(rdb, prefix, time.Hour)
-}
+// recordsStore is an in-memory record of its own (it passes the records' conformance
+// suite, chaintest.RunLedger, as the Redis one does).
+func recordsStore(*testing.T) *chaintest.Memory { return chaintest.NewMemory() }
 
 // recordFetch records a page as the fetch worker does after reading it for jobID.
-func recordFetch(t *testing.T, s *state.Store, jobID string, p *fetch.Page) {
+func recordFetch(t *testing.T, s chat.Records, jobID string, p *fetch.Page) {
 	t.Helper()
 	b, err := json.Marshal(search.FetchRecord{Result: *search.PageResult(p), Page: p})
 	if err != nil {
@@ -167,5 +165,71 @@ func TestRepeatedFetchInAJobIsReadFromTheRecord(t *testing.T) {
 	}
 	if !strings.Contains(string(j.Trace), `"worker":"dedupe"`) {
 		t.Errorf("trace does not say dedupe: %s", j.Trace)
+	}
+}
+
+// A replay answers its searches from the original job's record: a search the original
+// made gets the recorded result (its sources, at no cost), one it did not make gets
+// SEARCH_NOT_RECORDED naming the original's queries; nothing is published and no
+// engine is paid.
+func TestReplayAnswersSearchesFromTheRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	records := recordsStore(t)
+	// The original job's search, recorded under the address the search worker uses.
+	orig := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather in Paris"))})
+	orig.submit("orig", "Search the web: weather in Paris?")
+	if err := orig.job("orig", 1); err != nil {
+		t.Fatal(err)
+	}
+	reqs := orig.pub.searches()
+	if len(reqs) != 1 {
+		t.Fatalf("original searches %+v", reqs)
+	}
+	done := answerSearch(reqs[0], "https://paris.example/")
+	done.Result.Usage.CostUSD = 0.005
+	b, _ := json.Marshal(done.Result)
+	if err := records.RecordSearch(ctx, "orig", search.Address(reqs[0].Engine, reqs[0].Query), b); err != nil {
+		t.Fatal(err)
+	}
+
+	h := newHarness(t, []func(http.ResponseWriter){
+		calls(webSearch("c1", "weather in Paris"), webSearch("c2", "weather in Rome")),
+		text("Sunny [1]."),
+	}, withRecords(records))
+	h.submitRaw(&state.Job{ID: "replay1", Kind: "chat", Model: "m", ReplayOf: "orig",
+		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"Search the web: weather in Paris and Rome?"}]}`)})
+	if err := h.job("replay1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.pub.searches(); len(got) != 0 {
+		t.Fatalf("a replay published searches %+v", got)
+	}
+	if h.model.calls() != 2 {
+		t.Fatalf("%d model calls: the replayed hop did not complete locally", h.model.calls())
+	}
+	tools := toolMessages(t, h.model.body(1))
+	if len(tools) != 2 || !strings.Contains(tools[0], "https://paris.example/") {
+		t.Fatalf("recorded search not rendered: %q", tools)
+	}
+	if !strings.Contains(tools[1], "not made by the job being replayed") || !strings.Contains(tools[1], `only the original searches are available: "weather in Paris"`) {
+		t.Fatalf("unrecorded search: %q", tools[1])
+	}
+	j := h.ended("replay1")
+	if j.Status != state.Completed {
+		t.Fatalf("job %s %+v", j.Status, j.Error)
+	}
+	trace := jobTrace(t, j)
+	if len(trace) != 2 || len(trace[0].Sources) != 1 || trace[0].Sources[0].URL != "https://paris.example/" || !strings.HasPrefix(trace[1].Error, "SEARCH_NOT_RECORDED") {
+		t.Fatalf("trace %s", j.Trace)
+	}
+	if !strings.Contains(string(j.Trace), `"worker":"replay"`) {
+		t.Errorf("trace does not say replay: %s", j.Trace)
+	}
+	var u struct {
+		SearchCost float64 `json:"search_cost_usd"`
+	}
+	if err := json.Unmarshal(j.Usage, &u); err != nil || u.SearchCost != 0 {
+		t.Errorf("usage %s: a recorded search is not paid again", j.Usage)
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -18,17 +17,14 @@ import (
 )
 
 // withLedger prices the harness model's turns ($3 / $15 per million tokens: each
-// 10+5-token turn costs $0.000105) into a spend ledger on the real Redis.
-func withLedger(t *testing.T) (option, *state.Store) {
-	rdb, prefix := testenv.Redis(t)
-	ledger := state.New(rdb, prefix, time.Hour)
-	return func(w *chat.Worker, _ *harness) {
-		m := w.Models["m"]
-		m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
-		w.Models = map[string]chat.Model{"m": m}
-		w.Ledger = ledger
-		w.Metrics = metrics.New()
-	}, ledger
+// 10+5-token turn costs $0.000105) into the harness's in-memory store, which keeps
+// spend ledgers as the Redis one does (both pass chaintest.RunLedger).
+func withLedger(w *chat.Worker, h *harness) {
+	m := w.Models["m"]
+	m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+	w.Models = map[string]chat.Model{"m": m}
+	w.Ledger = h.store
+	w.Metrics = metrics.New()
 }
 
 const turnUSD = 0.000105
@@ -47,8 +43,7 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 				answers = append([]func(http.ResponseWriter){calls(webSearch("c1", "weather"))}, answers...)
 			}
 			type crash struct{}
-			ledgerOpt, ledger := withLedger(t)
-			h := newHarness(t, answers, ledgerOpt, func(w *chat.Worker, h *harness) {
+			h := newHarness(t, answers, withLedger, func(w *chat.Worker, h *harness) {
 				h.sync = true // the crash must reach the test
 				w.Failpoint = func(name string) {
 					if name == point {
@@ -101,8 +96,8 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 			if !strings.Contains(string(j.Response), `"model_cost_usd":0.00021`) {
 				t.Errorf("answer %s lacks usage.searchfleet", j.Response)
 			}
-			sp, err := ledger.SpendOf(context.Background(), "acme", time.Now())
-			job, _, _ := ledger.RequestSpend(context.Background(), "j1")
+			sp, err := h.store.SpendOf(context.Background(), "acme", time.Now())
+			job, _, _ := h.store.RequestSpend(context.Background(), "j1")
 			if err != nil || sp.DayUSD != 2*turnUSD || sp.DaySearches != 0 || job != 2*turnUSD {
 				t.Errorf("tenant ledger %+v, job ledger %v (%v); want the two stored turns once each", sp, job, err)
 			}
@@ -120,14 +115,13 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 // before the first hop.
 func TestMaxCostReservesModelTurns(t *testing.T) {
 	t.Parallel()
-	ledgerOpt, ledger := withLedger(t)
-	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather")), text("Sunny [1].")}, ledgerOpt)
+	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather")), text("Sunny [1].")}, withLedger)
 	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
 		Request: json.RawMessage(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"Search the web: weather?"}],"web_search_options":{"max_cost_usd":0.003}}`)})
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, limit, _ := ledger.RequestSpend(context.Background(), "j1"); limit != 0.003 {
+	if _, limit, _ := h.store.RequestSpend(context.Background(), "j1"); limit != 0.003 {
 		t.Fatalf("the request's cap was not set before the first hop: %v", limit)
 	}
 	reqs := h.pub.searches()
@@ -147,7 +141,44 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 	if n := h.model.calls(); n != 1 {
 		t.Errorf("the model was called %d times, want once: the turn that does not fit is never made", n)
 	}
-	if usd, _, _ := ledger.RequestSpend(context.Background(), "j1"); usd != turnUSD {
+	if usd, _, _ := h.store.RequestSpend(context.Background(), "j1"); usd != turnUSD {
 		t.Errorf("the job's ledger holds $%v, want the one turn's $%v (the refused reservation given back)", usd, turnUSD)
+	}
+}
+
+// A tenant whose daily budget cannot pay for the model's first turn gets no model
+// call: the job fails with a budget error (429, insufficient_quota) that names the
+// budget and when it resets, the refusal is counted, nothing stays held in the
+// ledgers, and a redelivery of the job changes nothing.
+func TestTenantBudgetRefusesTheFirstTurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []func(http.ResponseWriter){text("Hello.")}, withLedger, func(w *chat.Worker, _ *harness) {
+		w.Budgets = &state.Budgets{Default: state.Budget{USDPerDay: 0.0001}}
+	})
+	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
+		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi there"}]}`)})
+	for attempt := 1; attempt <= 2; attempt++ {
+		if err := h.job("j1", attempt); err != nil {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+	}
+	j := h.ended("j1")
+	if j.Status != state.Failed || j.Error == nil || j.Error.Status != http.StatusTooManyRequests || j.Error.Type != "insufficient_quota" ||
+		j.Error.Code != "budget_exhausted" || !strings.Contains(j.Error.Message, "daily spending budget of $0.0001") || !strings.Contains(j.Error.Message, "It resets at") {
+		t.Fatalf("job %s, error %+v; want a budget error naming the daily budget and its reset", j.Status, j.Error)
+	}
+	if n := h.model.calls(); n != 0 {
+		t.Errorf("the model was called %d times", n)
+	}
+	if got := h.pub.ends(); len(got) != 1 || got[0] != "j1:failed" {
+		t.Errorf("terminal events %v, want one failed", got)
+	}
+	if got := testutil.ToFloat64(h.w.Metrics.BudgetExhausted.WithLabelValues("acme", state.BudgetUSDDay)); got != 1 {
+		t.Errorf("fleet_budget_exhausted_total{budget=usd_day} = %v, want 1 (the redelivery finds the job ended)", got)
+	}
+	sp, err := h.store.SpendOf(context.Background(), "acme", time.Now())
+	job, _, _ := h.store.RequestSpend(context.Background(), "j1")
+	if err != nil || sp.DayUSD != 0 || job != 0 {
+		t.Errorf("tenant ledger %+v, job ledger %v (%v): a refused turn holds nothing", sp, job, err)
 	}
 }

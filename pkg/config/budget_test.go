@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // A tenant's budget comes from the file, any other tenant's from the environment; bad
@@ -23,10 +23,10 @@ func TestTenantBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := f.Budgets(e.DefaultBudget)
-	if got := b.For("a"); got != (state.Budget{USDPerDay: 0.05, SearchesPerMonth: 100}) {
+	if got := b.For("a"); got != (spend.Budget{USDPerDay: 0.05, SearchesPerMonth: 100}) {
 		t.Fatalf("a = %+v", got)
 	}
-	if got := b.For("b"); got != (state.Budget{USDPerMonth: 20, SearchesPerDay: 500}) {
+	if got := b.For("b"); got != (spend.Budget{USDPerMonth: 20, SearchesPerDay: 500}) {
 		t.Fatalf("b = %+v, want the environment's default", got)
 	}
 
@@ -55,7 +55,7 @@ func TestModelPricing(t *testing.T) {
 	if err := f.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if p := f.Models["m"].Pricing; p == nil || *p != (state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}) {
+	if p := f.Models["m"].Pricing; p == nil || *p != (spend.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}) {
 		t.Fatalf("pricing = %+v", p)
 	}
 	f, err = config.ParseFile([]byte(strings.Replace(route, "%s", `{"inputPerMTokUSD":-3}`, 1)))

@@ -20,7 +20,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Env are the process settings. Every field is an environment variable; the defaults
@@ -180,7 +180,7 @@ type Env struct {
 	Failpoint string `env:"FLEET_FAILPOINT"`
 	// DefaultBudget is the spend budget of every tenant whose config entry sets none,
 	// and of the open API's one tenant (zero: no limit, spend is only recorded).
-	DefaultBudget state.Budget `envPrefix:"FLEET_TENANT_BUDGET_"`
+	DefaultBudget spend.Budget `envPrefix:"FLEET_TENANT_BUDGET_"`
 	// EvidenceSecret keys the delimiters search results and fetched pages are wrapped
 	// in for the model (at least 32 characters; every chat worker of a fleet needs the
 	// same). Unset: each process makes a random one at start and warns, which is

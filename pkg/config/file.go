@@ -14,7 +14,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 var logWriter = os.Stderr
@@ -86,7 +86,7 @@ type ModelRoute struct {
 	// Pricing is what the model's tokens cost ({"inputPerMTokUSD": 3,
 	// "outputPerMTokUSD": 15}): every turn is priced and counted in its tenant's,
 	// batch's and request's spend (nil: turns are free).
-	Pricing *state.Pricing `json:"pricing,omitempty"`
+	Pricing *spend.Pricing `json:"pricing,omitempty"`
 }
 
 // NativeSearch reports whether the model runs the provider's own search.
@@ -201,7 +201,7 @@ type Tenant struct {
 	Limits Limits `json:"limits,omitzero"`
 	// Budget caps the tenant's paid searches per day and month (nil: the default
 	// budget of FLEET_TENANT_BUDGET_*).
-	Budget *state.Budget `json:"budget,omitempty"`
+	Budget *spend.Budget `json:"budget,omitempty"`
 
 	// APIKeys are the tenant's keys, filled by Resolve from APIKeyEnv (split at
 	// commas, blanks dropped); never serialized.
@@ -498,8 +498,8 @@ func (f *File) KeyEnvs() []string {
 }
 
 // Budgets returns the tenants' spend budgets: each tenant's own, else def.
-func (f *File) Budgets(def state.Budget) *state.Budgets {
-	b := &state.Budgets{ByTenant: map[string]state.Budget{}, Default: def}
+func (f *File) Budgets(def spend.Budget) *spend.Budgets {
+	b := &spend.Budgets{ByTenant: map[string]spend.Budget{}, Default: def}
 	for _, t := range f.Tenants {
 		if t.Budget != nil {
 			b.ByTenant[t.ID] = *t.Budget

@@ -10,6 +10,13 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
+// Recorder records new jobs (*state.Store is the Redis one).
+type Recorder interface {
+	// CreateJob records a new job; state.ErrExists when its id is taken.
+	CreateJob(ctx context.Context, j *state.Job) error
+	JobStatus(ctx context.Context, id string) (state.Status, error)
+}
+
 // Submit records a new job and publishes msg, the message that starts it, on subject
 // (a bus.ChatJob on bus.SubjectChatJob or bus.SubjectBatchJob; a direct search's
 // request on its engine's subject): the queued event first on this connection, so it precedes the
@@ -18,7 +25,7 @@ import (
 // again while it is still queued — its first publish may never have happened (the
 // ingress died between the two) — and the stream drops the duplicate if it did. The
 // returned publish is in flight: bus.Wait it.
-func Submit(ctx context.Context, b *bus.Bus, st *state.Store, job *state.Job, subject string, msg bus.Payload) (bus.Pending, error) {
+func Submit(ctx context.Context, b *bus.Bus, st Recorder, job *state.Job, subject string, msg bus.Payload) (bus.Pending, error) {
 	switch err := st.CreateJob(ctx, job); {
 	case err == nil:
 		b.EmitEvent(bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})

@@ -17,7 +17,7 @@ const BudgetExhausted = "SEARCH_BUDGET_EXHAUSTED"
 
 // reserve holds the engine's price for one search, before the engine is paid,
 // against its job's ledger (the request's max_cost_usd), its batch's (the batch's cap)
-// and its tenant's budget (state.Store.ReserveCall). It returns the hold to settle
+// and its tenant's budget (Store.ReserveCall). It returns the hold to settle
 // after the call, or, when a budget is used up, the result the model reads instead of
 // a search. A redelivered search finds its earlier reservation and reserves nothing
 // more. The reservation is per call and engine: a call handed to a fallback engine

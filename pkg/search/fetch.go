@@ -23,7 +23,7 @@ import (
 // delivery fetched), and the same resume message (Done, with Page set).
 type FetchWorker struct {
 	Bus     *bus.Bus
-	Store   *state.Store
+	Store   Calls
 	Fetcher *fetch.Fetcher
 	// Ender ends direct fetch jobs (POST /v1/fetch).
 	Ender *jobs.Ender
@@ -60,7 +60,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	if !ss.Claimed {
 		return bus.LeaseHeld(ss.Left, errors.New("fetch is being run by another worker"))
 	}
-	release := w.Store.KeepAlive(w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID, w.LeaseTTL)
+	release := w.Store.KeepSearch(req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
 	defer func() { release(err != nil) }()
 
 	var page *fetch.Page

@@ -40,7 +40,7 @@ type Settings struct {
 // Worker runs searches.
 type Worker struct {
 	Bus      *bus.Bus
-	Store    *state.Store
+	Store    Store
 	Engines  *engines.Registry
 	Settings map[string]Settings
 	// Timeout bounds one engine call.
@@ -101,7 +101,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if fb := ss.Fallback; fb != nil && fb.Engine != req.Engine {
 		// This engine already failed the call (a redelivery): pass it on again.
 		if ss.Claimed {
-			w.Store.Release(ctx, w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID)
+			w.Store.ReleaseSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID)
 		}
 		var tried []Attempt
 		if err := json.Unmarshal(fb.Tried, &tried); err != nil {
@@ -112,7 +112,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if !ss.Claimed {
 		return bus.LeaseHeld(ss.Left, errors.New("search is being run by another worker"))
 	}
-	release := w.Store.KeepAlive(w.Store.K.SearchLease(req.JobID, req.Hop, req.CallID), w.ID, w.LeaseTTL)
+	release := w.Store.KeepSearch(req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
 	// A step that ends in an error is retried: free the call for that delivery at once.
 	// One that finished lets the claim lapse; its stored result answers any replay.
 	defer func() { release(err != nil) }()
@@ -319,7 +319,7 @@ func queryHash(q engines.Query) string {
 // is paid for (a search) or done (a fetch): storing it is worth riding out a Redis
 // restart (a few seconds, while the worker still holds the call's lease), or a
 // redelivery would find no result and pay or fetch again.
-func saveDone(ctx context.Context, st *state.Store, leaseTTL time.Duration, done *Done) error {
+func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, done *Done) error {
 	b, err := json.Marshal(done)
 	if err != nil {
 		return bus.Permanent(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/engines"
@@ -24,13 +24,13 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// rig is real parts for search workers: an embedded NATS JetStream with the fleet's
-// streams, the real Redis under the test's prefix, and the provider simulator over
-// HTTP.
+// rig is the parts of search workers: an embedded NATS JetStream with the fleet's
+// streams, the in-memory store (statefake, which passes the same conformance suite as
+// the Redis one: searchtest), and the provider simulator over HTTP.
 type rig struct {
 	t     *testing.T
 	bus   *bus.Bus
-	store *state.Store
+	store *statefake.Memory
 	sim   *simulator.Server
 	cfgs  map[string]engines.Config
 	hc    *httptest.Server
@@ -39,11 +39,10 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	b, _ := bustest.New(t)
-	rdb, prefix := testenv.Redis(t)
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	r := &rig{t: t, bus: b, store: state.New(rdb, prefix, time.Hour), sim: sim, cfgs: map[string]engines.Config{}, hc: srv}
+	r := &rig{t: t, bus: b, store: statefake.New(), sim: sim, cfgs: map[string]engines.Config{}, hc: srv}
 	for _, c := range sim.EngineConfigs(srv.URL) {
 		r.cfgs[c.ID] = c
 	}
@@ -51,7 +50,7 @@ func newRig(t *testing.T) *rig {
 }
 
 // worker builds one search worker, as one process would: its own engine registry
-// (key rotation counters), sharing Redis and NATS with the others.
+// (key rotation counters), sharing the store and NATS with the others.
 func (r *rig) worker(id string, settings map[string]search.Settings, log *slog.Logger, cfgs ...engines.Config) *search.Worker {
 	r.t.Helper()
 	if log == nil {
@@ -234,7 +233,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// Two search workers (two processes: each its own key rotation) share Redis. A 429
+// Two search workers (two processes: each its own key rotation) share the store. A 429
 // on brave's first key makes the first worker's search use the second key, and the
 // first key rests for both: the second worker, whose rotation starts at the first key
 // too, does not send it.

@@ -4,59 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// Besides the tenant's day and month, a paid call is counted in two capped ledgers:
-// its job's (the request's max_cost_usd) and its batch's (the batch's
-// metadata.max_cost_usd). They name the budget that refused a search.
-const (
-	BudgetRequest = "request"
-	BudgetBatch   = "batch"
-)
-
-// Pricing is what a main model's tokens cost, in US dollars per million tokens
-// (a model route's "pricing" in the config file). A zero Pricing makes turns free.
-type Pricing struct {
-	InputPerMTokUSD  float64 `json:"inputPerMTokUSD,omitempty"`
-	OutputPerMTokUSD float64 `json:"outputPerMTokUSD,omitempty"`
-	// MaxOutputTokens is the most tokens one answer of the model can bill when its
-	// request sets no max_tokens (the model's output limit): a turn's worst case is
-	// reserved with it before the model is called (0: 4096).
-	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
-}
-
-// Validate refuses negative or non-finite prices.
-func (p Pricing) Validate() error {
-	for _, v := range []float64{p.InputPerMTokUSD, p.OutputPerMTokUSD} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return errors.New("token prices must be zero or positive numbers of dollars per million tokens")
-		}
-	}
-	if p.MaxOutputTokens < 0 {
-		return errors.New("maxOutputTokens must be zero (the default, 4096) or positive")
-	}
-	return nil
-}
-
-// Cost prices one model turn of in prompt and out completion tokens, rounded to the
-// micro-dollar the ledgers count in.
-func (p Pricing) Cost(in, out int) float64 {
-	return fromMicros(toMicros((float64(in)*p.InputPerMTokUSD + float64(out)*p.OutputPerMTokUSD) / 1e6))
-}
-
-// CheckCap validates a client's spending cap (max_cost_usd): a positive, finite
-// number of dollars.
-func CheckCap(usd float64) error {
-	if usd <= 0 || math.IsNaN(usd) || math.IsInf(usd, 0) || toMicros(usd) < 1 {
-		return errors.New("must be a positive number of US dollars")
-	}
-	return nil
-}
 
 // ledgerTTL keeps a ledger no longer than what it counts for: a ledger without a
 // TTL gets ARGV ttl (ms); one created with its owner's TTL keeps it.

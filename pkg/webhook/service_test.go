@@ -18,10 +18,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -46,14 +45,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// harness is a Service on a real JetStream server and the real Redis, with its logs
-// captured, and a receiver that answers with the status its reply function chooses
-// and keeps every request.
+// harness is a Service on a real JetStream server and the in-memory store (statefake:
+// it passes the same conformance suite as the Redis one, webhookstoretest), with its
+// logs captured, and a receiver that answers with the status its reply function
+// chooses and keeps every request.
 type harness struct {
-	s    *Service
-	rdb  redis.UniversalClient // the test's Redis client, to break what the service stored
-	logs *syncBuffer
-	url  string
+	s     *Service
+	store *statefake.Memory // the service's store, to put jobs in and break what it stored
+	logs  *syncBuffer
+	url   string
 
 	mu    sync.Mutex
 	reply func(n int) int
@@ -68,12 +68,8 @@ type hit struct {
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	b, _ := bustest.New(t)
-	rdb, prefix := testenv.Redis(t)
-	store := state.New(rdb, prefix, time.Hour)
-	if err := store.LoadScripts(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{rdb: rdb, logs: &syncBuffer{}, reply: func(int) int { return http.StatusOK }}
+	store := statefake.New()
+	h := &harness{store: store, logs: &syncBuffer{}, reply: func(int) int { return http.StatusOK }}
 	srv := httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(srv.Close)
 	h.url = srv.URL + "/hook?token=q-secret"
@@ -116,13 +112,13 @@ func (h *harness) finishedJob(t *testing.T, tenant string, callback map[string]a
 		t.Fatal(err)
 	}
 	job := &state.Job{ID: id, Tenant: tenant, Kind: "chat", Model: "sim-model", Request: json.RawMessage(`{}`), Callback: stored}
-	if err := h.s.Store.CreateJob(ctx, job); err != nil {
+	if err := h.store.CreateJob(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.s.Store.Finish(ctx, id, state.Completed, false, "response", json.RawMessage(`{"answer":"forty-two"}`)); err != nil {
+	if _, err := h.store.Finish(ctx, id, state.Completed, false, "response", json.RawMessage(`{"answer":"forty-two"}`)); err != nil {
 		t.Fatal(err)
 	}
-	job, err = h.s.Store.GetJob(ctx, id)
+	job, err = h.store.GetJob(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +183,11 @@ func attempt(d bus.WebhookDelivery, n int) *bus.Delivery[bus.WebhookDelivery] {
 
 func webhookStatus(t *testing.T, s *Service, id string) string {
 	t.Helper()
-	j, err := s.Store.GetJob(t.Context(), id)
+	st, err := s.Store.JobWebhookStatus(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return j.WebhookStatus
+	return st
 }
 
 // verifyAll checks every request with the reference library and returns the ids.
@@ -290,7 +286,7 @@ func TestJobFinishedDelivers(t *testing.T) {
 		t.Errorf("delivered counted %v times", n)
 	}
 	// Finishing again after delivery enqueues nothing and keeps the status.
-	job, _ = h.s.Store.GetJob(t.Context(), job.ID)
+	job, _ = h.store.GetJob(t.Context(), job.ID)
 	h.s.JobFinished(t.Context(), job)
 	if st := webhookStatus(t, h.s, job.ID); st != StatusDelivered {
 		t.Errorf("webhook status %q after a replayed finish", st)
@@ -363,11 +359,12 @@ func TestHandleRetriesThenFails(t *testing.T) {
 		t.Errorf("failed counted %v times", f)
 	}
 
-	hash, err := h.s.Store.JobFields(t.Context(), job.ID)
+	// The record as stored (pkg/fleet checks the Redis hash's fields the same way).
+	stored, err := h.store.GetJob(t.Context(), job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	record, _ := json.Marshal(hash)
+	record, _ := json.Marshal(stored)
 	texts := map[string]string{"logs": h.logs.String(), "job record": string(record)}
 	for i, e := range errs {
 		texts["error "+string(rune('1'+i))] = e
@@ -470,7 +467,7 @@ func TestHandleWithoutSecret(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Config{})
 	job, _ := h.finishedJob(t, "default", nil)
-	h.rdb.Del(t.Context(), h.s.Store.K.WebhookSecret(job.ID))
+	h.store.ForgetWebhookSecret(job.ID) // as its expiry does
 	h.s.JobFinished(t.Context(), job)
 	err := h.s.Handle(t.Context(), attempt(enqueued(t, h.s)[0], 1))
 	if dec := bus.Decide(err, 1, 12); dec.Action != bus.TermDLQ {

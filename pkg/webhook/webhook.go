@@ -99,7 +99,7 @@ const (
 // a Service must not be copied.
 type Service struct {
 	Bus     *bus.Bus
-	Store   *state.Store
+	Store   Store
 	Config  Config
 	Log     *slog.Logger
 	Metrics *metrics.Metrics

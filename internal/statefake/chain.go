@@ -1,7 +1,4 @@
-// Package chaintest keeps the chat worker's store honest: Run is the conformance suite
-// every chat.ChainStore passes (the Redis one in pkg/state, Memory here), and Memory
-// is the in-memory store the chat worker's unit tests run on, without Redis.
-package chaintest
+package statefake
 
 import (
 	"context"
@@ -11,66 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Store is a chain store a test can put jobs in.
-type Store interface {
-	chat.ChainStore
-	CreateJob(ctx context.Context, j *state.Job) error
-	// What ending a job needs (jobs.Store, jobs.ReaperStore): the suite keeps the
-	// fake's endings as honest as its chains.
-	// Finish moves a job that has not ended to a terminal status with fields
-	// ("response", "usage", "trace", "error"), and with resetFlags clears the chain's
-	// sticky flags. It reports whether it moved the job: a terminal status is never
-	// overwritten.
-	Finish(ctx context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error)
-	JobStatus(ctx context.Context, id string) (state.Status, error)
-	GetJob(ctx context.Context, id string) (*state.Job, error)
-
-	// LockReaper, Overdue and ForgetDeadline serve the deadline reaper.
-	LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error)
-	Overdue(ctx context.Context, now time.Time, n int64) ([]string, error)
-	ForgetDeadline(ctx context.Context, id string) error
-	// Settle (jobs.Store) puts back the terminal status the event stream recorded.
-	Settle(ctx context.Context, id string, status state.Status, je *state.JobError) error
-}
-
-// Memory is a ChainStore in memory, with the semantics of the Redis one: first writes
-// win, results are counted once, leases lapse after their ttl unless kept alive, a
-// terminal status is never overwritten. It is safe for concurrent use.
-type Memory struct {
-	mu        sync.Mutex
-	jobs      map[string]*state.Job
-	chains    map[string]*memChain
-	leases    map[string]*memLease
-	sticky    map[string]time.Time
-	deadlines map[string]time.Time
-}
-
-type memChain struct {
-	turns, calls    map[int][]byte
-	expected, count map[int]int
-	results         map[int]map[string][]byte
-	sticky, gp      bool
-	searches        int
-}
-
-type memLease struct {
-	owner string
-	until time.Time
-	ttl   time.Duration
-	kept  bool
-}
-
-var _ Store = (*Memory)(nil)
-
-// NewMemory returns an empty store.
-func NewMemory() *Memory {
-	return &Memory{jobs: map[string]*state.Job{}, chains: map[string]*memChain{}, leases: map[string]*memLease{},
-		sticky: map[string]time.Time{}, deadlines: map[string]time.Time{}}
-}
+// The chat chain (state/chain.go, store.go): jobs, their chains, hop leases, sticky
+// conversations, deadlines, and the endings of jobs.Ender and the reaper.
 
 // CreateJob stores a new job (status queued unless set) and registers its deadline.
 func (m *Memory) CreateJob(_ context.Context, j *state.Job) error {

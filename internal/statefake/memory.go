@@ -1,0 +1,82 @@
+// Package statefake is an in-memory stand-in for the Redis store (pkg/state) behind
+// the narrow ports its consumers declare: chat.ChainStore, chat.Ledger and
+// chat.Records, jobs.Store, search.Store and search.Calls, engines.Cooldowns,
+// webhook.Store. Memory keeps the semantics the conformance suites check (chaintest,
+// searchtest, webhookstoretest: pkg/state's tests run the same suites against Redis),
+// so unit tests that run on it rely on nothing Redis does not do.
+//
+// It imports no consumer of pkg/state, so the unit tests of any of them (pkg/webhook's
+// internal ones included) can use it.
+package statefake
+
+import (
+	"sync"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Memory is the in-memory store, with the semantics of the Redis one: first writes
+// win, results are counted once, leases lapse after their ttl unless kept alive, a
+// terminal status is never overwritten, a call's spend is counted once. It is safe
+// for concurrent use.
+type Memory struct {
+	mu sync.Mutex
+	// jobs and chains (chain.go)
+	jobs      map[string]*state.Job
+	chains    map[string]*memChain
+	leases    map[string]*memLease // hops' ("job/h"), calls' ("search/…"), the reaper's
+	sticky    map[string]time.Time
+	deadlines map[string]time.Time
+	// spend ledgers (spend.go)
+	jobLedgers   map[string]*ledger
+	batchLedgers map[string]*ledger
+	periods      map[string]*counter // tenant/day, tenant/month
+	calls        map[string]map[string]*entry
+	// recorded results (records.go): job or batch → address → result
+	records map[string]map[string][]byte
+	// search calls (search.go)
+	done      map[string][]byte
+	fallbacks map[string]*fallback
+	cache     map[string]cached // results, and key cooldowns
+	buckets   map[string]*bucket
+	// webhooks (webhook.go)
+	secrets   map[string]string
+	deferrals map[string]int
+	batches   map[string]*state.Batch
+}
+
+type memChain struct {
+	turns, calls    map[int][]byte
+	expected, count map[int]int
+	results         map[int]map[string][]byte
+	sticky, gp      bool
+	searches        int
+}
+
+type memLease struct {
+	owner string
+	until time.Time
+	ttl   time.Duration
+	kept  bool
+}
+
+// New returns an empty store.
+func New() *Memory {
+	return &Memory{
+		jobs: map[string]*state.Job{}, chains: map[string]*memChain{}, leases: map[string]*memLease{},
+		sticky: map[string]time.Time{}, deadlines: map[string]time.Time{},
+		jobLedgers: map[string]*ledger{}, batchLedgers: map[string]*ledger{}, periods: map[string]*counter{}, calls: map[string]map[string]*entry{},
+		records: map[string]map[string][]byte{},
+		done:    map[string][]byte{}, fallbacks: map[string]*fallback{}, cache: map[string]cached{}, buckets: map[string]*bucket{},
+		secrets: map[string]string{}, deferrals: map[string]int{}, batches: map[string]*state.Batch{},
+	}
+}
+
+// batchOf is a job's batch ("" for none or no such job). m.mu is held.
+func (m *Memory) batchOf(jobID string) string {
+	if j, ok := m.jobs[jobID]; ok {
+		return j.Batch
+	}
+	return ""
+}

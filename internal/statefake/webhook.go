@@ -1,0 +1,117 @@
+package statefake
+
+import (
+	"context"
+	"slices"
+
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Webhook secrets, callback states and hold-back counts (state/webhook.go,
+// webhookdefer.go, store.go's SetWebhookStatus, batch.go's SetBatchWebhook), and the
+// batch records they are kept on.
+
+// KeepWebhookSecret implements webhook.Store.
+func (m *Memory) KeepWebhookSecret(_ context.Context, id, secret string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.secrets[id]; ok {
+		return s, nil
+	}
+	m.secrets[id] = secret
+	return secret, nil
+}
+
+// WebhookSecret implements webhook.Store.
+func (m *Memory) WebhookSecret(_ context.Context, id string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.secrets[id]; ok {
+		return s, nil
+	}
+	return "", state.ErrNotFound
+}
+
+// ForgetWebhookSecret drops the secret kept for id, as its expiry does.
+func (m *Memory) ForgetWebhookSecret(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.secrets, id)
+}
+
+// move is setWebhookStatus: cur moves to "to" if it is one of from (any, with none).
+func move(cur, to string, from []string) (string, bool) {
+	if cur == to || len(from) > 0 && !slices.Contains(from, cur) {
+		return cur, false
+	}
+	return to, true
+}
+
+// SetWebhookStatus implements webhook.Store.
+func (m *Memory) SetWebhookStatus(_ context.Context, jobID, to string, from ...string) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, ok := m.jobs[jobID]
+	if !ok {
+		return "", false, nil
+	}
+	now, changed := move(j.WebhookStatus, to, from)
+	j.WebhookStatus = now
+	return now, changed, nil
+}
+
+// JobWebhookStatus implements webhook.Store.
+func (m *Memory) JobWebhookStatus(_ context.Context, jobID string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if j, ok := m.jobs[jobID]; ok {
+		return j.WebhookStatus, nil
+	}
+	return "", nil
+}
+
+// CreateBatch stores a batch record (its custom ids are not kept).
+func (m *Memory) CreateBatch(_ context.Context, b *state.Batch, _ []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := *b
+	m.batches[b.ID] = &c
+	return nil
+}
+
+// GetBatch reads a batch; state.ErrNotFound when there is none.
+func (m *Memory) GetBatch(_ context.Context, id string) (*state.Batch, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.batches[id]
+	if !ok {
+		return nil, state.ErrNotFound
+	}
+	c := *b
+	return &c, nil
+}
+
+// SetBatchWebhook implements webhook.Store: a batch that is gone stays gone.
+func (m *Memory) SetBatchWebhook(_ context.Context, id, to string, from ...string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b, ok := m.batches[id]; ok {
+		b.Webhook, _ = move(b.Webhook, to, from)
+	}
+	return nil
+}
+
+// CountWebhookDeferral implements webhook.Store.
+func (m *Memory) CountWebhookDeferral(_ context.Context, id, msgID string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deferrals[id+"/"+msgID]++
+	return m.deferrals[id+"/"+msgID], nil
+}
+
+// WebhookDeferrals implements webhook.Store.
+func (m *Memory) WebhookDeferrals(_ context.Context, id, msgID string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.deferrals[id+"/"+msgID], nil
+}

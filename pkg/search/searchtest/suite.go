@@ -1,0 +1,343 @@
+// Package searchtest is the conformance suite of the search workers' store
+// (search.Store, search.Calls, and the engines' key cooldowns): pkg/state's tests run
+// it on Redis, statefake's on the in-memory store the search workers' unit tests use.
+package searchtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/search"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Store is a search store a test can put jobs in and read spend from.
+type Store interface {
+	search.Store
+	engines.Cooldowns
+	CreateJob(ctx context.Context, j *state.Job) error
+	SpendOf(ctx context.Context, tenant string, now time.Time) (state.Spend, error)
+	SetRequestCap(ctx context.Context, jobID string, usd float64) error
+	RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error)
+	SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error
+	BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error)
+}
+
+// Run runs the suite; newStore returns an empty store for each subtest.
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, s Store)
+	}{
+		{"StartReadsJob", startReadsJob},
+		{"LeaseClaimedKeptReleased", leaseClaimedKeptReleased},
+		{"OutcomeStored", outcomeStored},
+		{"HandOffFirstWins", handOffFirstWins},
+		{"CachePerTenantWithTTL", cachePerTenant},
+		{"RateLimitShared", rateLimit},
+		{"ReserveCallOnceAndSettle", reserveCallOnce},
+		{"CapsRefuseCalls", capsRefuseCalls},
+		{"KeyCooldowns", keyCooldowns},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, newStore(t))
+		})
+	}
+}
+
+func job(t *testing.T, s Store, id, tenant, batch string) {
+	t.Helper()
+	if err := s.CreateJob(context.Background(), &state.Job{ID: id, Tenant: tenant, Batch: batch, Kind: "chat", Model: "m", Request: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func start(t *testing.T, s Store, id, call, owner string, ttl time.Duration) *state.SearchStart {
+	t.Helper()
+	st, err := s.StartSearch(context.Background(), id, 0, call, owner, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func startReadsJob(t *testing.T, s Store) {
+	if st := start(t, s, "none", "c1", "w1", time.Minute); st.Status != "" || st.Done != nil || st.Fallback != nil {
+		t.Fatalf("a job that does not exist: %+v", st)
+	}
+	job(t, s, "j", "acme", "")
+	st := start(t, s, "j", "c1", "w1", time.Minute)
+	if st.Status != state.Queued || st.Tenant != "acme" || !st.Claimed || st.Left != 0 || st.Done != nil || st.Fallback != nil {
+		t.Fatalf("a new call of a queued job: %+v", st)
+	}
+}
+
+func leaseClaimedKeptReleased(t *testing.T, s Store) {
+	ctx := context.Background()
+	job(t, s, "j", "acme", "")
+	const ttl = 300 * time.Millisecond
+	if !start(t, s, "j", "c1", "w1", ttl).Claimed {
+		t.Fatal("the first claim failed")
+	}
+	if st := start(t, s, "j", "c1", "w2", ttl); st.Claimed || st.Left <= 0 || st.Left > ttl {
+		t.Fatalf("a second worker claimed a held call: %+v", st)
+	}
+	if !start(t, s, "j", "c1", "w1", ttl).Claimed {
+		t.Fatal("the holder's claim is not renewed")
+	}
+	if !start(t, s, "j", "c2", "w2", ttl).Claimed {
+		t.Fatal("another call's lease is apart")
+	}
+	keep := s.KeepSearch("j", 0, "c1", "w1", ttl)
+	time.Sleep(ttl + 200*time.Millisecond)
+	if start(t, s, "j", "c1", "w2", ttl).Claimed {
+		t.Fatal("a kept lease lapsed")
+	}
+	keep(true)
+	if !start(t, s, "j", "c1", "w2", ttl).Claimed {
+		t.Fatal("a dropped lease still holds")
+	}
+	if err := s.ReleaseSearch(ctx, "j", 0, "c1", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if start(t, s, "j", "c1", "w3", ttl).Claimed {
+		t.Fatal("a worker released a lease it does not hold")
+	}
+	if err := s.ReleaseSearch(ctx, "j", 0, "c1", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if !start(t, s, "j", "c1", "w3", ttl).Claimed {
+		t.Fatal("a released lease still holds")
+	}
+	// A lease kept and then let go lapses on its own, within its ttl.
+	s.KeepSearch("j", 0, "c1", "w3", ttl)(false)
+	time.Sleep(ttl + 100*time.Millisecond)
+	if !start(t, s, "j", "c1", "w4", ttl).Claimed {
+		t.Fatal("a lease let go did not lapse")
+	}
+}
+
+func outcomeStored(t *testing.T, s Store) {
+	job(t, s, "j", "acme", "")
+	if err := s.SaveSearchDone(context.Background(), "j", 0, "c1", []byte(`{"done":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if st := start(t, s, "j", "c1", "w1", time.Minute); string(st.Done) != `{"done":1}` {
+		t.Fatalf("stored outcome %q", st.Done)
+	}
+	if st := start(t, s, "j", "c2", "w1", time.Minute); st.Done != nil {
+		t.Fatalf("another call's outcome: %q", st.Done)
+	}
+}
+
+func handOffFirstWins(t *testing.T, s Store) {
+	ctx := context.Background()
+	job(t, s, "j", "acme", "")
+	fb, err := s.HandOff(ctx, "j", 0, "c1", "brave", "tavily", []byte(`[1]`))
+	if err != nil || fb.Engine != "tavily" || string(fb.Tried) != `[1]` {
+		t.Fatalf("first hand-off %+v %v", fb, err)
+	}
+	// A redelivery of brave's message racing the first hand-off gets it.
+	if fb, _ := s.HandOff(ctx, "j", 0, "c1", "brave", "exa", []byte(`[2]`)); fb.Engine != "tavily" || string(fb.Tried) != `[1]` {
+		t.Fatalf("second hand-off from brave %+v", fb)
+	}
+	if st := start(t, s, "j", "c1", "w1", time.Minute); st.Fallback == nil || st.Fallback.Engine != "tavily" || string(st.Fallback.Tried) != `[1]` {
+		t.Fatalf("start after a hand-off %+v", st.Fallback)
+	}
+	if fb, _ := s.HandOff(ctx, "j", 0, "c1", "tavily", "exa", []byte(`[1,2]`)); fb.Engine != "exa" || string(fb.Tried) != `[1,2]` {
+		t.Fatalf("tavily's hand-off %+v", fb)
+	}
+}
+
+func cachePerTenant(t *testing.T, s Store) {
+	ctx := context.Background()
+	if _, err := s.CachedSearch(ctx, "acme", "brave", "q1"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("nothing cached: %v", err)
+	}
+	if err := s.CacheSearch(ctx, "acme", "brave", "q1", []byte(`{"r":1}`), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.CachedSearch(ctx, "acme", "brave", "q1"); err != nil || string(b) != `{"r":1}` {
+		t.Fatalf("cached %q %v", b, err)
+	}
+	for _, k := range [][2]string{{"other", "brave"}, {"acme", "tavily"}} {
+		if _, err := s.CachedSearch(ctx, k[0], k[1], "q1"); !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("tenant %s engine %s read acme's brave cache: %v", k[0], k[1], err)
+		}
+	}
+	if err := s.CacheSearch(ctx, "acme", "brave", "q2", []byte(`{"r":2}`), 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond)
+	if _, err := s.CachedSearch(ctx, "acme", "brave", "q2"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("an expired entry: %v", err)
+	}
+}
+
+func rateLimit(t *testing.T, s Store) {
+	ctx := context.Background()
+	for range 5 {
+		if d, err := s.Allow(ctx, "free", 0, 0); d != 0 || err != nil {
+			t.Fatalf("no limit: %v %v", d, err)
+		}
+	}
+	for i := range 2 { // the burst
+		if d, err := s.Allow(ctx, "brave", 2, 2); d != 0 || err != nil {
+			t.Fatalf("request %d of the burst waits %v (%v)", i, d, err)
+		}
+	}
+	d, err := s.Allow(ctx, "brave", 2, 2)
+	if err != nil || d <= 0 || d > 500*time.Millisecond {
+		t.Fatalf("past the burst: wait %v (%v), want (0, 500ms]", d, err)
+	}
+	if d, _ := s.Allow(ctx, "tavily", 2, 1); d != 0 {
+		t.Fatalf("another engine's limit is apart: %v", d)
+	}
+	time.Sleep(d + 20*time.Millisecond)
+	if d, _ := s.Allow(ctx, "brave", 2, 2); d != 0 {
+		t.Fatalf("after the wait it said: %v", d)
+	}
+}
+
+func wantSpend(t *testing.T, s Store, tenant string, usd float64, n int64) {
+	t.Helper()
+	sp, err := s.SpendOf(context.Background(), tenant, time.Now())
+	if err != nil || sp.DayUSD != usd || sp.MonthUSD != usd || sp.DaySearches != n || sp.MonthSearches != n {
+		t.Fatalf("tenant spend %+v (%v), want $%v over %d searches", sp, err, usd, n)
+	}
+}
+
+func reserveCallOnce(t *testing.T, s Store) {
+	ctx, now := context.Background(), time.Now()
+	job(t, s, "j", "acme", "")
+	b := state.Budget{SearchesPerDay: 2}
+	var h1 *state.Hold
+	for range 2 { // a redelivered search holds nothing more
+		h, ex, err := s.ReserveCall(ctx, "j", "acme", "j:0:c1@brave", 0.01, b, now)
+		if err != nil || ex != nil || h == nil || h.JobID != "j" || h.Call != "j:0:c1@brave" || h.Tenant == nil || h.Tenant.Tenant != "acme" {
+			t.Fatalf("reserve %+v %+v %v", h, ex, err)
+		}
+		h1 = h
+	}
+	wantSpend(t, s, "acme", 0.01, 1)
+	h2, ex, err := s.ReserveCall(ctx, "j", "acme", "j:0:c2@brave", 0.01, b, now)
+	if err != nil || ex != nil {
+		t.Fatal(ex, err)
+	}
+	dayEnd, _ := state.PeriodEnds(now)
+	_, ex, err = s.ReserveCall(ctx, "j", "acme", "j:0:c3@brave", 0.01, b, now)
+	if err != nil || ex == nil || ex.Budget != state.BudgetSearchesDay || ex.Limit != 2 || !ex.Reset.Equal(dayEnd) {
+		t.Fatalf("a third search on a budget of two: %+v %v", ex, err)
+	}
+	wantSpend(t, s, "acme", 0.02, 2)
+	if usd, _, _ := s.RequestSpend(ctx, "j"); usd != 0.02 {
+		t.Fatalf("job ledger $%v after a refusal, want $0.02", usd)
+	}
+	for range 2 { // settling twice to the same cost is harmless
+		if err := s.SettleCall(ctx, h1, 0.004, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SettleCall(ctx, h2, 0, 0); err != nil { // a failed search is not billed
+		t.Fatal(err)
+	}
+	wantSpend(t, s, "acme", 0.004, 1)
+	if usd, _, _ := s.RequestSpend(ctx, "j"); usd != 0.004 {
+		t.Fatalf("job ledger $%v after settling, want $0.004", usd)
+	}
+	usd := state.Budget{USDPerDay: 0.005}
+	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, usd, now); ex == nil || ex.Budget != state.BudgetUSDDay || ex.Limit != 0.005 {
+		t.Fatalf("past the daily dollars: %+v", ex)
+	}
+	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, state.Budget{SearchesPerMonth: 1}, now); ex == nil || ex.Budget != state.BudgetSearchesMonth {
+		t.Fatalf("past the monthly searches: %+v", ex)
+	}
+	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, state.Budget{USDPerMonth: 0.005}, now); ex == nil || ex.Budget != state.BudgetUSDMonth {
+		t.Fatalf("past the monthly dollars: %+v", ex)
+	}
+	wantSpend(t, s, "acme", 0.004, 1)
+}
+
+func capsRefuseCalls(t *testing.T, s Store) {
+	ctx, now := context.Background(), time.Now()
+	job(t, s, "j", "acme", "")
+	if err := s.SetRequestCap(ctx, "j", 0.015); err != nil {
+		t.Fatal(err)
+	}
+	if _, ex, err := s.ReserveCall(ctx, "j", "acme", "c1", 0.01, state.Budget{}, now); ex != nil || err != nil {
+		t.Fatal(ex, err)
+	}
+	_, ex, err := s.ReserveCall(ctx, "j", "acme", "c2", 0.01, state.Budget{}, now)
+	if err != nil || ex == nil || ex.Budget != state.BudgetRequest || ex.Limit != 0.015 {
+		t.Fatalf("past the request's cap: %+v %v", ex, err)
+	}
+	wantSpend(t, s, "acme", 0.01, 1)
+
+	job(t, s, "a", "acme", "b1")
+	job(t, s, "b", "acme", "b1")
+	if err := s.SetBatchCap(ctx, "b1", 0.015, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h, ex, err := s.ReserveCall(ctx, "a", "acme", "a1", 0.01, state.Budget{}, now)
+	if err != nil || ex != nil || h.Batch != "b1" {
+		t.Fatalf("a batch job's search %+v %+v %v", h, ex, err)
+	}
+	_, ex, err = s.ReserveCall(ctx, "b", "acme", "b1", 0.01, state.Budget{}, now)
+	if err != nil || ex == nil || ex.Budget != state.BudgetBatch || ex.Limit != 0.015 {
+		t.Fatalf("past the batch's cap: %+v %v", ex, err)
+	}
+	if usd, _, _ := s.RequestSpend(ctx, "b"); usd != 0 {
+		t.Fatalf("the refused job's ledger keeps $%v", usd)
+	}
+	if err := s.SettleCall(ctx, h, 0.003, 1); err != nil {
+		t.Fatal(err)
+	}
+	if usd, c, _ := s.BatchSpendOf(ctx, "b1"); usd != 0.003 || c != 0.015 {
+		t.Fatalf("batch ledger $%v cap $%v", usd, c)
+	}
+	wantSpend(t, s, "acme", 0.013, 2)
+}
+
+func keyCooldowns(t *testing.T, s Store) {
+	ctx := context.Background()
+	rests, err := s.Resting(ctx, "brave", []string{"fp1", "fp2"})
+	if err != nil || len(rests) != 2 || rests[0] != (engines.Rest{}) || rests[1] != (engines.Rest{}) {
+		t.Fatalf("no key rests: %+v %v", rests, err)
+	}
+	if was, err := s.CoolDown(ctx, "brave", "fp1", engines.RateLimited, time.Minute); err != nil || !was {
+		t.Fatalf("first cooldown: %v %v", was, err)
+	}
+	if was, _ := s.CoolDown(ctx, "brave", "fp1", engines.Auth, time.Second); was {
+		t.Fatal("a resting key was reported usable")
+	}
+	rests, _ = s.Resting(ctx, "brave", []string{"fp1", "fp2"})
+	if rests[0].Reason != engines.RateLimited || rests[0].Left < 50*time.Second || rests[0].Left > time.Minute || rests[1] != (engines.Rest{}) {
+		t.Fatalf("a longer rest was shortened, or spread: %+v", rests)
+	}
+	if rests, _ := s.Resting(ctx, "tavily", []string{"fp1"}); rests[0] != (engines.Rest{}) {
+		t.Fatalf("another engine's key of the same fingerprint rests: %+v", rests)
+	}
+	if was, _ := s.CoolDown(ctx, "brave", "fp2", engines.Unavailable, 100*time.Millisecond); !was {
+		t.Fatal("fp2 was usable")
+	}
+	if was, _ := s.CoolDown(ctx, "brave", "fp2", engines.Quota, time.Hour); was {
+		t.Fatal("fp2 was resting")
+	}
+	rests, _ = s.Resting(ctx, "brave", []string{"fp2"})
+	if rests[0].Reason != engines.Quota || rests[0].Left < 59*time.Minute {
+		t.Fatalf("a longer rest replaces a shorter one: %+v", rests)
+	}
+	if was, _ := s.CoolDown(ctx, "brave", "fp3", engines.Unavailable, 100*time.Millisecond); !was {
+		t.Fatal("fp3 was usable")
+	}
+	time.Sleep(250 * time.Millisecond)
+	if rests, _ := s.Resting(ctx, "brave", []string{"fp3"}); rests[0] != (engines.Rest{}) {
+		t.Fatalf("a lapsed rest: %+v", rests)
+	}
+}

@@ -1,0 +1,53 @@
+package search
+
+import (
+	"context"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Calls is what a search or fetch worker keeps of one call between deliveries: its
+// lease, its stored outcome, and the results recorded for replays. *state.Store is the
+// Redis one; statefake.Memory an in-memory one that passes the same conformance suite
+// (searchtest.Run).
+type Calls interface {
+	// StartSearch reads a call's stored outcome, its fallback state and its job's
+	// status and tenant, and claims the call's lease for owner, in one round trip. A
+	// job that does not exist has status "".
+	StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*state.SearchStart, error)
+	// KeepSearch keeps owner's lease of a call alive until the returned function is
+	// called; with drop set, that also frees it.
+	KeepSearch(id string, h int, call, owner string, ttl time.Duration) func(drop bool)
+	// SaveSearchDone stores a call's outcome: every later StartSearch returns it.
+	SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte) error
+	// RecordSearch records a complete result of a job under its content address (and
+	// its batch's); the first one recorded stays.
+	RecordSearch(ctx context.Context, jobID, addr string, result []byte) error
+}
+
+// Store is what the search worker needs besides Calls: the engines' shared rate
+// limits, the per-tenant cache, engine fallback and the spend ledgers.
+type Store interface {
+	Calls
+	// ReleaseSearch frees owner's lease of a call at once.
+	ReleaseSearch(ctx context.Context, id string, h int, call, owner string) error
+	// HandOff records that engine from failed a call and engine to runs it now, unless
+	// the call has moved on from from already: the first hand-off wins, and every
+	// caller gets the state that stands.
+	HandOff(ctx context.Context, id string, h int, call, from, to string, tried []byte) (*state.Fallback, error)
+	// CachedSearch reads a tenant's cached result (state.ErrNotFound: none);
+	// CacheSearch caches one for ttl. A tenant never reads another's.
+	CachedSearch(ctx context.Context, tenant, engine, queryHash string) ([]byte, error)
+	CacheSearch(ctx context.Context, tenant, engine, queryHash string, result []byte, ttl time.Duration) error
+	// Allow takes one request from engine's limit shared by every worker: 0 when it
+	// may go, else how long to wait.
+	Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error)
+	// ReserveCall holds a search's price against its job's, batch's and tenant's
+	// budgets, once per call; it returns the hold, or the budget that refused it.
+	ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b state.Budget, now time.Time) (*state.Hold, *state.Exhausted, error)
+	// SettleCall moves a hold to what the call really cost.
+	SettleCall(ctx context.Context, h *state.Hold, usd float64, searches int) error
+}
+
+var _ Store = (*state.Store)(nil)

@@ -1,0 +1,20 @@
+package state_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// The Redis store passes the conformance suite of the chat worker's spend ledger and
+// result record (so does statefake.Memory, which the chat worker's unit tests use).
+func TestLedgerConformance(t *testing.T) {
+	t.Parallel()
+	chaintest.RunLedger(t, func(t *testing.T) chaintest.LedgerStore {
+		rdb, prefix := testenv.Redis(t)
+		return state.New(rdb, prefix, time.Hour)
+	})
+}

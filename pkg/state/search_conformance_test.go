@@ -1,0 +1,20 @@
+package state_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/search/searchtest"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// The Redis store passes the search workers' conformance suite (so does
+// statefake.Memory, which their unit tests use).
+func TestSearchStoreConformance(t *testing.T) {
+	t.Parallel()
+	searchtest.Run(t, func(t *testing.T) searchtest.Store {
+		rdb, prefix := testenv.Redis(t)
+		return state.New(rdb, prefix, time.Hour)
+	})
+}

@@ -1,0 +1,20 @@
+package state_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/webhook/webhookstoretest"
+)
+
+// The Redis store passes the webhook service's conformance suite (so does
+// statefake.Memory, which its unit tests use).
+func TestWebhookStoreConformance(t *testing.T) {
+	t.Parallel()
+	webhookstoretest.Run(t, func(t *testing.T) webhookstoretest.Store {
+		rdb, prefix := testenv.Redis(t)
+		return state.New(rdb, prefix, time.Hour)
+	})
+}
