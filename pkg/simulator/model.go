@@ -366,8 +366,9 @@ func requiredEngine(params json.RawMessage) string {
 }
 
 // answerFrom writes the final answer from tool results: the first sentences of each
-// grounded summary (with their [n] markers), or the titles of raw results, citing the
-// numbered sources it was given.
+// grounded summary (with their [n] markers), or for raw results each source's title
+// and a quote of its snippet (quoteSources), citing the numbered sources it was given,
+// so every citation quotes what its source says.
 func answerFrom(results []string) string {
 	var parts []string
 	failed := 0
@@ -389,11 +390,7 @@ func answerFrom(results []string) string {
 			parts = append(parts, s)
 			continue
 		}
-		var cites []string
-		for _, m := range sourceLineRE.FindAllStringSubmatch(r, 3) {
-			cites = append(cites, fmt.Sprintf("%s [%s]", strings.TrimSpace(m[2]), m[1]))
-		}
-		if len(cites) > 0 {
+		if cites := quoteSources(r, 3); len(cites) > 0 {
 			parts = append(parts, "The search found: "+strings.Join(cites, "; ")+".")
 		}
 	}
@@ -407,6 +404,26 @@ func answerFrom(results []string) string {
 }
 
 var sourceMarkerRE = regexp.MustCompile(`\[\d+\]`)
+
+// quoteSources cites up to n sources of a raw result ("[n] Title (url)" lines, each
+// followed by its indented snippet): `Title [n]: "first sentence of the snippet"`, or
+// the title alone when the source has no snippet.
+func quoteSources(result string, n int) []string {
+	var cites []string
+	for _, m := range sourceLineRE.FindAllStringSubmatchIndex(result, n) {
+		title, num := strings.TrimSpace(result[m[4]:m[5]]), result[m[2]:m[3]]
+		cite := fmt.Sprintf("%s [%s]", title, num)
+		rest := result[m[1]:]
+		if line, ok := strings.CutPrefix(rest, "\n    "); ok {
+			line, _, _ = strings.Cut(line, "\n")
+			if q := firstSentences(line, 1); q != "" {
+				cite += fmt.Sprintf(": %q", q)
+			}
+		}
+		cites = append(cites, cite)
+	}
+	return cites
+}
 
 // evidenceRE matches the delimiters the fleet puts around each tool result
 // (<search_results id="…"> … </search_results id="…">, see pkg/chat/evidence.go).
