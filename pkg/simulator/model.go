@@ -48,13 +48,18 @@ type chatRequest struct {
 	Stream        bool            `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	ToolChoice    json.RawMessage `json:"tool_choice"`
-	Tools         []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name       string          `json:"name"`
-			Parameters json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
+	Tools         []chatTool      `json:"tools"`
+}
+
+// chatTool is one tool of a chat request: a function, or a provider's own search
+// (GLM's {"type":"web_search","web_search":{…}}, Kimi's builtin_function).
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"function"`
+	WebSearch json.RawMessage `json:"web_search,omitempty"`
 }
 
 var (
@@ -222,13 +227,7 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 
 // forcedTool is the tool a request's tool_choice forces ("": none): the function it
 // names, or with "required" web_search when offered, else the first tool.
-func forcedTool(choice json.RawMessage, tools []struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name       string          `json:"name"`
-		Parameters json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}) string {
+func forcedTool(choice json.RawMessage, tools []chatTool) string {
 	if len(choice) == 0 || len(tools) == 0 {
 		return ""
 	}
