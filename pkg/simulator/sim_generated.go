@@ -324,8 +324,9 @@ func anthropicBody(a searchAsk, model, id, prefix string) []byte {
 	return mustJSON(m)
 }
 
-// glmChatBody is a GLM chat answer with its web_search array for a: sentences with
-// [ref_N] markers, the refs in the top-level web_search array.
+// glmChatBody is a GLM chat answer with its web_search array for a: a line that cites
+// nothing (as GLM opens its answers), then sentences with [ref_N] markers, the refs in
+// the top-level web_search array.
 func glmChatBody(a searchAsk, model, prefix string) []byte {
 	m := template("zhipu/glm-chat-finance-zh.CONSTRUCTED.json")
 	delete(m, "_note")
@@ -335,15 +336,12 @@ func glmChatBody(a searchAsk, model, prefix string) []byte {
 	for i, h := range hits {
 		items = append(items, glmItem(tmpl, h, i))
 	}
-	text := prefix
+	text := prefix + "根据搜索结果 (based on the search results):"
 	for i, s := range groundedText(hits) {
-		if i > 0 {
-			text += "\n\n"
-		}
-		text += fmt.Sprintf("%s[ref_%d]", s, i+1)
+		text += fmt.Sprintf("\n\n%s[ref_%d]", s, i+1)
 	}
 	if len(hits) == 0 {
-		text += "（模拟）没有找到相关的搜索结果。"
+		text = prefix + "（模拟）没有找到相关的搜索结果。"
 	}
 	m["web_search"] = nonNil(items)
 	obj(obj(arr(m["choices"])[0])["message"])["content"] = text
