@@ -36,8 +36,8 @@ var complianceCases = []struct {
 			return "no function_call item"
 		}},
 	{"image input", false, `"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"What do you see? sim:nosearch"},{"type":"input_image","image_url":"https://example.com/logo.png"}]}]`, hasOutput},
-	{"web search", false, `"input":"Search the web: what is the weather in San Francisco today?","tools":[{"type":"web_search"}]`, hasSearch},
-	{"web search stream", true, `"input":"Search the web: what is the weather in San Francisco today?","tools":[{"type":"web_search"}]`, hasSearch},
+	{"web search", false, `"input":"Search the web: who won the 2022 world cup?","tools":[{"type":"web_search"}]`, hasSearch},
+	{"web search stream", true, `"input":"Search the web: who won the 2022 world cup?","tools":[{"type":"web_search"}]`, hasSearch},
 	{"multi-turn", false, `"input":[{"type":"message","role":"user","content":"My name is Alice."},{"type":"message","role":"assistant","content":"Hello Alice!"},{"type":"message","role":"user","content":"What is my name?"}]`, hasOutput},
 }
 
