@@ -182,9 +182,13 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 				return searchCalls(*webSearch, user, q, id), "tool_calls"
 			}
 		}
+		// The answer draws on every result since the user spoke (each hop's), as a
+		// model reads all of them; answerFrom cites the first few.
 		var results []string
-		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
-			results = append([]string{llm.Text(req.Messages[i].Content)}, results...)
+		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != "user"; i-- {
+			if req.Messages[i].Role == "tool" {
+				results = append([]string{llm.Text(req.Messages[i].Content)}, results...)
+			}
 		}
 		answer := answerFrom(results)
 		if strings.Contains(user, "sim:bad-cite") {
@@ -395,12 +399,15 @@ func answerFrom(results []string) string {
 	}
 	switch {
 	case len(parts) > 0:
-		return "(simulated answer) " + strings.Join(parts, " ")
+		return "(simulated answer) " + strings.Join(parts[:min(len(parts), maxAnswerParts)], " ")
 	case failed > 0:
 		return "(simulated answer) The web search failed, so this answer comes from what I already know."
 	}
 	return "(simulated answer) The search found nothing relevant."
 }
+
+// maxAnswerParts is how many results a final answer draws on.
+const maxAnswerParts = 4
 
 var sourceMarkerRE = regexp.MustCompile(`\[\d+\]`)
 
@@ -434,7 +441,7 @@ func firstSentences(text string, n int) string {
 	text = strings.Join(strings.Fields(text), " ")
 	end := 0
 	for count := 0; count < n && end < len(text); {
-		i := strings.IndexAny(text[end:], ".!?。！？")
+		i := sentenceEnd(text[end:])
 		if i < 0 {
 			return text
 		}
@@ -452,6 +459,22 @@ func firstSentences(text string, n int) string {
 		count++
 	}
 	return strings.TrimSpace(text[:end])
+}
+
+// sentenceEnd is the index of the first sentence end of text: "。！？", or ".!?" followed
+// by a space, a marker or the end (so "2.12" and "example.com" end nothing); -1 if none.
+func sentenceEnd(text string) int {
+	for i, r := range text {
+		switch r {
+		case '。', '！', '？':
+			return i
+		case '.', '!', '?':
+			if rest := text[i+1:]; rest == "" || rest[0] == ' ' || rest[0] == '[' || rest[0] == '\n' {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func plainAnswer(user string) string {

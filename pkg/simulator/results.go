@@ -88,7 +88,9 @@ func newAsk(raw string, count int, allow, block []string, recency string) search
 	if orOpRE.MatchString(q) {
 		q = ""
 	}
-	q = strings.TrimSpace(strings.TrimRight(strings.Join(strings.Fields(q), " "), " ?？!！.。"))
+	// Sentence ends inside the query would cut the quotes made from it short.
+	q = strings.NewReplacer("? ", " ", "! ", " ", "？", " ", "！", " ", "。", " ").Replace(q)
+	q = strings.TrimSpace(strings.TrimRight(strings.Join(strings.Fields(q), " "), " ?!."))
 	return searchAsk{query: q, count: count, allow: allow, block: block, recency: recency}
 }
 
