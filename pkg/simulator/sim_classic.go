@@ -71,8 +71,7 @@ func classicRoutes() []engineRoute {
 			pattern: "POST /serper/search",
 			queryOf: jsonField("q"),
 			answer: func(r *http.Request, b []byte, q string) []byte {
-				a := serperAsk(r, b, q)
-				return serperBody(a, a.count)
+				return serperBody(serperAsk(r, b, q))
 			},
 			recorded: fixed(serperOK),
 			empty: func() []byte {

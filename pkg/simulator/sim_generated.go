@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -48,9 +49,14 @@ func mustJSON(v any) []byte {
 
 // opaque is a stable base64 token standing for a provider's encrypted or signed data.
 func opaque(parts ...string) string {
-	a := newAsk(strings.Join(parts, "\x00"), 0, nil, nil, "")
-	s := a.seed()
+	s := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return base64.StdEncoding.EncodeToString(append([]byte("searchfleet-simulated:"), s[:24]...))
+}
+
+// uuidOf is the ask's id in the 8-4-4-4-12 form some providers give their requests.
+func uuidOf(a searchAsk) string {
+	h := a.id(32)
+	return h[:8] + "-" + h[8:12] + "-4" + h[13:16] + "-8" + h[17:20] + "-" + h[20:32]
 }
 
 func isoDay(t time.Time) string { return t.Format("2006-01-02") }
@@ -129,12 +135,12 @@ func exaBody(a searchAsk) []byte {
 
 // serperBody is Serper's Google answer for a: organic results (the knowledge graph,
 // answer box and people-also-ask of the recorded query dropped).
-func serperBody(a searchAsk, num int) []byte {
+func serperBody(a searchAsk) []byte {
 	m := template("serper/docs-shape-search.CONSTRUCTED.json")
 	sp := obj(m["searchParameters"])
 	sp["q"] = a.query
-	if num > 0 {
-		sp["num"] = num
+	if a.count > 0 {
+		sp["num"] = a.count
 	}
 	tmpl := obj(arr(m["organic"])[2]) // the plain one: title, link, snippet, date, position
 	var organic []any
@@ -154,7 +160,7 @@ func serperBody(a searchAsk, num int) []byte {
 // tavilyBody is Tavily's search answer for a.
 func tavilyBody(a searchAsk) []byte {
 	m := template("tavily/pydantic-test_basic_search.response.json")
-	m["query"], m["request_id"] = a.query, a.id(8)+"-"+a.id(12)[8:12]+"-4"+a.id(15)[12:15]+"-9"+a.id(18)[15:18]+"-"+a.id(30)[18:30]
+	m["query"], m["request_id"] = a.query, uuidOf(a)
 	tmpl := obj(arr(m["results"])[0])
 	var results []any
 	for _, h := range a.hits(defaultHits) {
@@ -397,7 +403,7 @@ func perplexityBody(a searchAsk) []byte {
 	if len(hits) == 0 {
 		text = "(simulated) I could not find any information on that."
 	}
-	m["citations"], m["search_results"], m["id"] = nonNil(cites), nonNil(results), a.id(8)+"-"+a.id(12)[8:12]+"-4"+a.id(15)[12:15]+"-8"+a.id(18)[15:18]+"-"+a.id(30)[18:30]
+	m["citations"], m["search_results"], m["id"] = nonNil(cites), nonNil(results), uuidOf(a)
 	obj(obj(arr(m["choices"])[0])["message"])["content"] = text
 	return mustJSON(m)
 }
