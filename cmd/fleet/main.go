@@ -141,7 +141,7 @@ searchfleet is running: ingress, chat worker and search workers in one process.
 Ask a question that needs the web:
 
   curl -s %[1]s/v1/chat/completions -H 'Content-Type: application/json'%[3]s \
-    -d '{"model":"%[2]s","messages":[{"role":"user","content":"Search the web: what is the weather in San Francisco today?"}]}'
+    -d '{"model":"%[2]s","messages":[{"role":"user","content":"Search the web: who won the 2022 world cup?"}]}'
 
 Or submit it as a job and follow its events:
 

@@ -35,8 +35,9 @@ func TestDevFallbackRunsTheFleet(t *testing.T) {
 	env.NATSURL = bustest.Server(t)
 	url, _ := fleettest.Run(t, env, demo.Config(simURL, sim.EngineConfigs(simURL)), rdb)
 	f := &fleettest.Fleet{URL: url}
-	status, resp := f.Chat(t, "Search the web: what is the weather in San Francisco today?")
-	if status != 200 || !strings.Contains(fleettest.Content(resp), "[1]") {
+	// The banner's question: the simulated search is about it, and the answer quotes it.
+	status, resp := f.Chat(t, "Search the web: who won the 2022 world cup?")
+	if status != 200 || !strings.Contains(fleettest.Content(resp), "[1]") || !strings.Contains(fleettest.Content(resp), "who won the 2022 world cup, simulated result 1 of 5.") {
 		t.Fatalf("status %d, answer %q", status, fleettest.Content(resp))
 	}
 }

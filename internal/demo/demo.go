@@ -20,15 +20,18 @@ const (
 	ModelClaude    = "sim-claude"    // anthropic-messages
 	ModelGemini    = "sim-gemini"    // gemini
 	// ModelClaudeNative is sim-claude searching with Anthropic's own web_search
-	// (webSearch "native"): the simulator answers it with the recorded native answer.
+	// (webSearch "native"): the simulator answers in the recorded native answer's shape,
+	// from pages it makes from the question.
 	ModelClaudeNative = "sim-claude-native"
 	// ModelResponsesNative and ModelGeminiNative search with OpenAI's web_search tool
-	// and Gemini's grounding with Google Search, answered from the recorded answers.
+	// and Gemini's grounding with Google Search, answered in the recorded answers'
+	// shapes from pages made from the question.
 	ModelResponsesNative = "sim-responses-native"
 	ModelGeminiNative    = "sim-gemini-native"
 	// ModelKimiNative is the scripted model behind a provider of kind kimi, searching
 	// with Kimi's own $web_search (webSearch "native"): the simulator plays the
-	// recorded round trip (the call, the echo, the answer with markdown links).
+	// recorded round trip (the call, the echo, the answer with markdown links to pages
+	// made from the question).
 	ModelKimiNative = "sim-kimi-native"
 	// ModelGLMNative is the scripted model behind a provider of kind glm, searching
 	// with GLM's own web_search tool: the simulator answers with GLM's answer shape

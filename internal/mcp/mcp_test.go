@@ -178,6 +178,10 @@ func TestToolsOverMCP(t *testing.T) {
 			if !strings.HasPrefix(h.URL, "https://") || h.Title == "" || !strings.Contains(text(res), h.URL) {
 				t.Errorf("hit without a URL or title, or missing from the text: %+v", h)
 			}
+			// The simulated pages are about the query, and the blocked domain stays out.
+			if !strings.Contains(strings.ToLower(h.Title), "tide tables brest") || strings.Contains(h.URL, ".example.com/") {
+				t.Errorf("hit not about the query, or on the blocked domain: %+v", h)
+			}
 		}
 		wantUntrusted(t, res)
 	})
@@ -240,7 +244,7 @@ func TestToolsOverMCP(t *testing.T) {
 	})
 
 	t.Run("ask", func(t *testing.T) {
-		res := call(t, cs, "ask", map[string]any{"question": "What is the weather in San Francisco today? Search the web.", "model": demo.Model})
+		res := call(t, cs, "ask", map[string]any{"question": "Who won the 2022 world cup? Search the web.", "model": demo.Model})
 		if res.IsError {
 			t.Fatalf("ask failed: %s", text(res))
 		}
@@ -261,6 +265,10 @@ func TestToolsOverMCP(t *testing.T) {
 		structured(t, res, &a)
 		if !strings.Contains(a.Answer, "[1]") || len(a.Sources) == 0 || len(a.Citations) == 0 || a.Searches < 1 || a.Model != demo.Model {
 			t.Fatalf("ask: %+v", a)
+		}
+		// The answer quotes pages the simulated search made from the question.
+		if !strings.Contains(a.Answer, "Who won the 2022 world cup") || !strings.Contains(a.Sources[0].URL, "/who-won-the-2022-world-cup") {
+			t.Errorf("ask: the answer is not about the question: %+v", a)
 		}
 		for _, c := range a.Citations {
 			if span := string([]rune(a.Answer)[c.Start:c.End]); !regexp.MustCompile(`^\[\d+\]$`).MatchString(span) {
@@ -284,7 +292,7 @@ func TestToolsOverMCP(t *testing.T) {
 	})
 
 	t.Run("research job", func(t *testing.T) {
-		res := call(t, cs, "submit_research", map[string]any{"question": "Search the web: what is the weather in San Francisco today?", "model": demo.Model})
+		res := call(t, cs, "submit_research", map[string]any{"question": "Search the web: who won the 2022 world cup?", "model": demo.Model})
 		var j struct {
 			JobID  string `json:"job_id"`
 			Status string `json:"status"`
@@ -303,7 +311,7 @@ func TestToolsOverMCP(t *testing.T) {
 			structured(t, res, &j)
 			return j.Status == "completed"
 		})
-		if j.Answer == nil || !strings.Contains(j.Answer.Answer, "[1]") || len(j.Answer.Sources) == 0 {
+		if j.Answer == nil || !strings.Contains(j.Answer.Answer, "[1]") || len(j.Answer.Sources) == 0 || !strings.Contains(j.Answer.Answer, "who won the 2022 world cup, simulated result 1 of") {
 			t.Fatalf("completed job without a cited answer: %s", text(res))
 		}
 		wantUntrusted(t, res)

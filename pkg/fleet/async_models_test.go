@@ -49,8 +49,8 @@ func TestModelCallsWaitWithoutGoroutines(t *testing.T) {
 	f := &fleettest.Fleet{URL: url, Sim: sim}
 
 	// A searched answer, model and engine both over HTTPS.
-	status, resp := f.Chat(t, "Search the web: what is the weather in San Francisco today?")
-	if c := fleettest.Content(resp); status != http.StatusOK || !strings.Contains(c, "[1]") {
+	status, resp := f.Chat(t, searchPrompt)
+	if c := fleettest.Content(resp); status != http.StatusOK || !strings.Contains(c, "[1]") || !strings.Contains(c, searchQuote) {
 		t.Fatalf("status %d, answer %q", status, c)
 	}
 

@@ -66,8 +66,8 @@ func TestExampleConfigRuns(t *testing.T) {
 		return resp.StatusCode, out
 	}
 	status, out := post("/v1/chat/completions", map[string]any{"model": "glm-4.7",
-		"messages": []any{map[string]any{"role": "user", "content": "Search the web: what is the weather in San Francisco today?"}}})
-	if status != 200 || !strings.Contains(string(out), "[1]") {
+		"messages": []any{map[string]any{"role": "user", "content": "Search the web: who won the 2022 world cup?"}}})
+	if status != 200 || !strings.Contains(string(out), "[1]") || !strings.Contains(string(out), searchQuote) {
 		t.Fatalf("chat through the example config: %d %s", status, out)
 	}
 	status, out = post("/v1/search", map[string]any{"query": "go generics", "engine": "brave", "count": 3})

@@ -54,13 +54,13 @@ func jobID(t *testing.T, resp map[string]any) string {
 func TestChatWithSearchCitesSources(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t)
-	status, resp := f.Chat(t, "Search the web: what is the weather in San Francisco today?")
+	status, resp := f.Chat(t, searchPrompt)
 	if status != 200 {
 		t.Fatalf("status %d: %v", status, resp)
 	}
 	content := fleettest.Content(resp)
-	if !strings.Contains(content, "[1]") {
-		t.Fatalf("answer does not cite [1]: %q", content)
+	if !strings.Contains(content, "[1]") || !strings.Contains(content, searchQuote) {
+		t.Fatalf("answer does not cite [1] or quote the page about the question: %q", content)
 	}
 	msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 	anns, _ := msg["annotations"].([]any)
@@ -68,7 +68,7 @@ func TestChatWithSearchCitesSources(t *testing.T) {
 		t.Fatal("no url_citation annotations")
 	}
 	first := anns[0].(map[string]any)["url_citation"].(map[string]any)
-	if u, _ := first["url"].(string); !strings.HasPrefix(u, "https://") {
+	if u, _ := first["url"].(string); !strings.HasPrefix(u, "https://") || !strings.Contains(u, "/search-the-web-who-won-the-2022-world-cup") {
 		t.Errorf("annotation url %q", u)
 	}
 	runes := []rune(content)

@@ -118,14 +118,15 @@ func TestNativeSearchInJobRecord(t *testing.T) {
 	content := fleettest.Content(resp)
 	msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 	anns, _ := msg["annotations"].([]any)
-	if !strings.Contains(content, "restitution.[1]") || !strings.Contains(content, "[2]") || len(anns) < 2 || msg["searchfleet_native"] != nil {
+	// The simulated search is about the question: the answer quotes its pages.
+	if !strings.Contains(content, "latest news about NATS JetStream, simulated result 1 of 5.[1]") || !strings.Contains(content, "[2]") || len(anns) < 2 || msg["searchfleet_native"] != nil {
 		t.Fatalf("answer %q, message %v", content, msg)
 	}
-	if u := anns[0].(map[string]any)["url_citation"].(map[string]any)["url"]; u != "https://acecomments.mu.nu/?post=411647" {
+	if u := anns[0].(map[string]any)["url_citation"].(map[string]any)["url"]; u != "https://news.example.com/search-the-web-for-the-latest-news-about-nats-jetstream" {
 		t.Errorf("first citation %v", u)
 	}
 	sources := resp["searchfleet"].(map[string]any)["sources"].([]any)
-	if len(sources) != 2 || sources[0].(map[string]any)["title"] != "Daily Tech News 26 September 2024" {
+	if title, _ := sources[0].(map[string]any)["title"].(string); len(sources) != 3 || !strings.Contains(title, "Search the web for the latest news about NATS JetStream") {
 		t.Errorf("sources %v", sources)
 	}
 	if n := f.Sim.Stats().Requests["model_native_search"]; n != 1 {
@@ -137,12 +138,12 @@ func TestNativeSearchInJobRecord(t *testing.T) {
 	}
 	var usage map[string]any
 	json.Unmarshal(j.Usage, &usage)
-	if usage["searches"] != 2.0 || usage["search_cost_usd"] != 0.02 || usage["model_calls"] != 1.0 || usage["model_protocol"] != "anthropic-messages" {
+	if usage["searches"] != 1.0 || usage["search_cost_usd"] != 0.01 || usage["model_calls"] != 1.0 || usage["model_protocol"] != "anthropic-messages" {
 		t.Errorf("usage %s", j.Usage)
 	}
 	var trace []map[string]any
 	json.Unmarshal(j.Trace, &trace)
-	if len(trace) != 2 || trace[0]["engine"] != "native:anthropic.messages" || trace[0]["query"] != "tech news today September 26 2024" || len(trace[0]["sources"].([]any)) != 10 {
+	if len(trace) != 1 || trace[0]["engine"] != "native:anthropic.messages" || trace[0]["query"] != "Search the web for the latest news about NATS JetStream" || len(trace[0]["sources"].([]any)) != 5 {
 		t.Errorf("trace %s", j.Trace)
 	}
 }

@@ -31,9 +31,11 @@ func TestNativeSearchResponsesAndGeminiInJobRecord(t *testing.T) {
 		firstSource, firstQuery string
 		firstFound              int
 	}{
-		{demo.ModelResponsesNative, "openai-responses", "native:openai.responses", 3, 0.03, 7,
-			"https://www.theverge.com/podcast/838932/openai-chatgpt-code-red-vergecast", "tech news today December 5 2025", 16},
-		{demo.ModelGeminiNative, "gemini", "native:gemini", 1, 0.035, 4, "", "weather in Mexico City today", 4},
+		// The simulator's search is about the question: its pages are made from it.
+		{demo.ModelResponsesNative, "openai-responses", "native:openai.responses", 1, 0.01, 3,
+			"https://news.example.com/search-the-web-for-the-latest-news-about-nats-jetstream", "Search the web for the latest news about NATS JetStream", 5},
+		{demo.ModelGeminiNative, "gemini", "native:gemini", 1, 0.035, 3,
+			"https://news.example.com/search-the-web-for-the-latest-news-about-nats-jetstream", "Search the web for the latest news about NATS JetStream", 5},
 	} {
 		t.Run(c.model, func(t *testing.T) {
 			status, body, _ := f.Do(t, "POST", "/v1/chat/completions", map[string]any{
@@ -45,7 +47,8 @@ func TestNativeSearchResponsesAndGeminiInJobRecord(t *testing.T) {
 			}
 			content := fleettest.Content(resp)
 			msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
-			if !strings.HasPrefix(content, "(simulated answer) ") || !strings.Contains(content, "[1]") || msg["searchfleet_native"] != nil {
+			if !strings.HasPrefix(content, "(simulated answer) ") || !strings.Contains(content, "[1]") || msg["searchfleet_native"] != nil ||
+				!strings.Contains(content, "latest news about NATS JetStream, simulated result 1 of 5.") {
 				t.Fatalf("answer %q, message %v", content, msg)
 			}
 			sources := resp["searchfleet"].(map[string]any)["sources"].([]any)

@@ -33,9 +33,9 @@ var complianceCases = []struct {
 	{"image input", false, `"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"What do you see? sim:nosearch"},{"type":"input_image","image_url":"https://example.com/logo.png"}]}]`, hasOutput},
 	{"image data URL", false, `"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"What do you see in this image? Answer in one sentence."},{"type":"input_image","image_url":"data:image/png;base64,` + tinyPNG + `"}]}]`, hasOutput},
 	{"file input", false, `"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"Read the attached file and answer with its title only."},{"type":"input_file","filename":"fixture.pdf","file_data":"data:application/pdf;base64,` + titlePDF() + `"}]}]`, hasOutput},
-	{"web search", false, `"input":"Search the web: what is the weather in San Francisco today?","tools":[{"type":"web_search"}]`, hasItem("web_search_call")},
-	{"web search stream", true, `"input":"Search the web: what is the weather in San Francisco today?","tools":[{"type":"web_search"}]`, hasItem("web_search_call")},
 	{"offline web search", false, `"input":"Find the most relevant cached result for OpenResponses.","tools":[{"type":"web_search","external_web_access":false}],"tool_choice":{"type":"web_search"},"include":["web_search_call.action.sources"]`, hasItem("web_search_call")},
+	{"web search", false, `"input":"Search the web: who won the 2022 world cup?","tools":[{"type":"web_search"}]`, hasItem("web_search_call")},
+	{"web search stream", true, `"input":"Search the web: who won the 2022 world cup?","tools":[{"type":"web_search"}]`, hasItem("web_search_call")},
 	{"multi-turn", false, `"input":[{"type":"message","role":"user","content":"My name is Alice."},{"type":"message","role":"assistant","content":"Hello Alice!"},{"type":"message","role":"user","content":"What is my name?"}]`, hasOutput},
 }
 

@@ -21,7 +21,12 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 )
 
-const searchPrompt = "Search the web: what is the weather in San Francisco today?"
+// searchPrompt is the question the protocol tests ask; searchQuote is what an answer
+// quotes from the simulator's first page, whose search results are made from the query.
+const (
+	searchPrompt = "Search the web: who won the 2022 world cup?"
+	searchQuote  = "who won the 2022 world cup, simulated result 1 of "
+)
 
 func openaiClient(f *fleettest.Fleet) openai.Client {
 	return openai.NewClient(option.WithBaseURL(f.URL+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(0))
@@ -50,7 +55,7 @@ func TestResponsesWebSearch(t *testing.T) {
 		Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String(searchPrompt)},
 		Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{
 			Type:              responses.WebSearchToolTypeWebSearch,
-			Filters:           responses.WebSearchToolFiltersParam{AllowedDomains: []string{"weather.gov"}},
+			Filters:           responses.WebSearchToolFiltersParam{AllowedDomains: []string{"example.org"}},
 			UserLocation:      responses.WebSearchToolUserLocationParam{City: openai.String("San Francisco"), Country: openai.String("US")},
 			SearchContextSize: responses.WebSearchToolSearchContextSizeHigh,
 		}}},
@@ -74,12 +79,14 @@ func TestResponsesWebSearch(t *testing.T) {
 	}
 	text := resp.OutputText()
 	anns := msg.Content[0].Annotations
-	if !strings.Contains(text, "[1]") || len(anns) == 0 {
+	if !strings.Contains(text, "[1]") || len(anns) == 0 || !strings.Contains(text, "who won the 2022 world cup, simulated result") {
 		t.Fatalf("text %q annotations %d", text, len(anns))
 	}
 	runes := []rune(text)
 	for _, a := range anns {
-		if a.Type != "url_citation" || !strings.HasPrefix(a.URL, "https://") || !strings.HasPrefix(string(runes[a.StartIndex:a.EndIndex]), "[") {
+		// Every cited page is on the allowed domain and about the question.
+		if a.Type != "url_citation" || !strings.HasPrefix(a.URL, "https://") || !strings.HasPrefix(string(runes[a.StartIndex:a.EndIndex]), "[") ||
+			!strings.Contains(a.URL, ".example.org/search-the-web-who-won-the-2022-world-cup") {
 			t.Errorf("annotation %+v spans %q", a, string(runes[a.StartIndex:a.EndIndex]))
 		}
 	}

@@ -51,13 +51,18 @@ type chatRequest struct {
 	Stream        bool            `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	ToolChoice    json.RawMessage `json:"tool_choice"`
-	Tools         []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name       string          `json:"name"`
-			Parameters json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
+	Tools         []chatTool      `json:"tools"`
+}
+
+// chatTool is one tool of a chat request: a function, or a provider's own search
+// (GLM's {"type":"web_search","web_search":{…}}, Kimi's builtin_function).
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"function"`
+	WebSearch json.RawMessage `json:"web_search,omitempty"`
 }
 
 var (
@@ -180,9 +185,13 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 				return searchCalls(*webSearch, user, q, id), "tool_calls"
 			}
 		}
+		// The answer draws on every result since the user spoke (each hop's), as a
+		// model reads all of them; answerFrom cites the first few.
 		var results []string
-		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
-			results = append([]string{llm.Text(req.Messages[i].Content)}, results...)
+		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != "user"; i-- {
+			if req.Messages[i].Role == "tool" {
+				results = append([]string{llm.Text(req.Messages[i].Content)}, results...)
+			}
 		}
 		answer := answerFrom(results)
 		if strings.Contains(user, "sim:bad-cite") {
@@ -232,13 +241,7 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 
 // forcedTool is the tool a request's tool_choice forces ("": none): the function it
 // names, or with "required" web_search when offered, else the first tool.
-func forcedTool(choice json.RawMessage, tools []struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name       string          `json:"name"`
-		Parameters json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}) string {
+func forcedTool(choice json.RawMessage, tools []chatTool) string {
 	if len(choice) == 0 || len(tools) == 0 {
 		return ""
 	}
@@ -275,13 +278,7 @@ var genericToolWords = map[string]bool{"get": true, "set": true, "fetch": true, 
 // topicTool is the client function (not one of the fleet's server tools) whose name
 // has a word, of four letters or more and not a generic verb, that the user's text
 // has as a word; "" when none does.
-func topicTool(tools []struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name       string          `json:"name"`
-		Parameters json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}, user string) (string, json.RawMessage) {
+func topicTool(tools []chatTool, user string) (string, json.RawMessage) {
 	words := map[string]bool{}
 	for _, w := range strings.FieldsFunc(strings.ToLower(user), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		words[w] = true
@@ -454,8 +451,9 @@ func requiredEngine(params json.RawMessage) string {
 }
 
 // answerFrom writes the final answer from tool results: the first sentences of each
-// grounded summary (with their [n] markers), or the titles of raw results, citing the
-// numbered sources it was given.
+// grounded summary (with their [n] markers), or for raw results each source's title
+// and a quote of its snippet (quoteSources), citing the numbered sources it was given,
+// so every citation quotes what its source says.
 func answerFrom(results []string) string {
 	var parts []string
 	failed := 0
@@ -477,24 +475,43 @@ func answerFrom(results []string) string {
 			parts = append(parts, s)
 			continue
 		}
-		var cites []string
-		for _, m := range sourceLineRE.FindAllStringSubmatch(r, 3) {
-			cites = append(cites, fmt.Sprintf("%s [%s]", strings.TrimSpace(m[2]), m[1]))
-		}
-		if len(cites) > 0 {
+		if cites := quoteSources(r, 3); len(cites) > 0 {
 			parts = append(parts, "The search found: "+strings.Join(cites, "; ")+".")
 		}
 	}
 	switch {
 	case len(parts) > 0:
-		return "(simulated answer) " + strings.Join(parts, " ")
+		return "(simulated answer) " + strings.Join(parts[:min(len(parts), maxAnswerParts)], " ")
 	case failed > 0:
 		return "(simulated answer) The web search failed, so this answer comes from what I already know."
 	}
 	return "(simulated answer) The search found nothing relevant."
 }
 
+// maxAnswerParts is how many results a final answer draws on.
+const maxAnswerParts = 4
+
 var sourceMarkerRE = regexp.MustCompile(`\[\d+\]`)
+
+// quoteSources cites up to n sources of a raw result ("[n] Title (url)" lines, each
+// followed by its indented snippet): `Title [n]: "first sentence of the snippet"`, or
+// the title alone when the source has no snippet.
+func quoteSources(result string, n int) []string {
+	var cites []string
+	for _, m := range sourceLineRE.FindAllStringSubmatchIndex(result, n) {
+		title, num := strings.TrimSpace(result[m[4]:m[5]]), result[m[2]:m[3]]
+		cite := fmt.Sprintf("%s [%s]", title, num)
+		rest := result[m[1]:]
+		if line, ok := strings.CutPrefix(rest, "\n    "); ok {
+			line, _, _ = strings.Cut(line, "\n")
+			if q := firstSentences(line, 1); q != "" {
+				cite += fmt.Sprintf(": %q", q)
+			}
+		}
+		cites = append(cites, cite)
+	}
+	return cites
+}
 
 // evidenceRE matches the delimiters the fleet puts around each tool result
 // (<search_results id="…"> … </search_results id="…">, see pkg/chat/evidence.go).
@@ -506,7 +523,7 @@ func firstSentences(text string, n int) string {
 	text = strings.Join(strings.Fields(text), " ")
 	end := 0
 	for count := 0; count < n && end < len(text); {
-		i := strings.IndexAny(text[end:], ".!?。！？")
+		i := sentenceEnd(text[end:])
 		if i < 0 {
 			return text
 		}
@@ -524,6 +541,22 @@ func firstSentences(text string, n int) string {
 		count++
 	}
 	return strings.TrimSpace(text[:end])
+}
+
+// sentenceEnd is the index of the first sentence end of text: "。！？", or ".!?" followed
+// by a space, a marker or the end (so "2.12" and "example.com" end nothing); -1 if none.
+func sentenceEnd(text string) int {
+	for i, r := range text {
+		switch r {
+		case '。', '！', '？':
+			return i
+		case '.', '!', '?':
+			if rest := text[i+1:]; rest == "" || rest[0] == ' ' || rest[0] == '[' || rest[0] == '\n' {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func plainAnswer(user string) string {

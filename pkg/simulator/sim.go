@@ -1,6 +1,8 @@
 // Package simulator is the built-in provider simulator: an HTTP server that speaks the
 // main model's protocol (OpenAI chat completions, as a scripted model) and every search
-// engine kind's wire format, answering from the recorded fixtures in internal/fixtures.
+// engine kind's wire format. Its search results are generated from the query
+// (results.go) in the shapes of the recorded fixtures in internal/fixtures; a query
+// with "sim:fixture" gets the recorded fixture itself.
 // Tests, benchmarks and `make run` point the real adapters at it; only the base URL
 // differs from production. Everything it answers is labelled as simulated.
 //
@@ -10,7 +12,7 @@
 //
 // Faults are injected two ways. A query (or user message) containing a directive does
 // it per request: "sim:429" (with Retry-After: 1), "sim:500", "sim:hang",
-// "sim:slow=250ms", "sim:empty". POST /_sim/faults sets a standing fault for a path
+// "sim:slow=250ms", "sim:empty" (and "sim:fixture", the recorded answer). POST /_sim/faults sets a standing fault for a path
 // prefix: {"prefix":"/brave","status":429,"retryAfter":"2s","times":3} or
 // {"prefix":"/v1/chat","hang":true}; with "key", a standing fault applies only to
 // requests carrying that credential ({"prefix":"/brave","key":"k1","status":401}), so
@@ -102,8 +104,12 @@ type engineRoute struct {
 	pattern string
 	// queryOf extracts the search text from a request, for directives.
 	queryOf func(r *http.Request, body []byte) string
-	// answer returns the 200 body for a request (called after faults are applied).
+	// answer returns the 200 body for a request (called after faults are applied):
+	// the pages generated from the query, in the kind's wire shape.
 	answer func(r *http.Request, body []byte, query string) []byte
+	// recorded returns the recorded fixture the kind's answers are shaped on, verbatim,
+	// for a query with "sim:fixture"; nil means the kind answers from answer only.
+	recorded func(r *http.Request, body []byte) []byte
 	// empty returns a 200 body with no results, for "sim:empty"; nil means the kind
 	// has none and the directive is ignored.
 	empty func() []byte
@@ -156,6 +162,10 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		if rt.empty != nil && strings.Contains(q, "sim:empty") {
 			w.Write(rt.empty())
+			return
+		}
+		if rt.recorded != nil && strings.Contains(q, "sim:fixture") {
+			w.Write(rt.recorded(r, body))
 			return
 		}
 		w.Write(rt.answer(r, body, q))

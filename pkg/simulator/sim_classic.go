@@ -8,11 +8,12 @@ import (
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 )
 
-// classicRoutes serves the classic search APIs from their fixtures, each at the kind's
-// native path under /<kind>: Brave's GET /res/v1/web/search, SearXNG's GET /search,
-// Exa's POST /search and Serper's POST /search. The success bodies are the constructed
-// docs-shape fixtures (no recorded success exists for Brave, SearXNG or Serper); the
-// error bodies follow each provider's own envelope, with "simulated" in the text.
+// classicRoutes serves the classic search APIs, each at the kind's native path under
+// /<kind>: Brave's GET /res/v1/web/search, SearXNG's GET /search, Exa's POST /search
+// and Serper's POST /search. The success bodies are pages generated from the query in
+// the shape of the constructed docs-shape fixtures (no recorded success exists for
+// Brave, SearXNG or Serper), which "sim:fixture" returns as they are; the error bodies
+// follow each provider's own envelope, with "simulated" in the text.
 func classicRoutes() []engineRoute {
 	braveOK := fixtures.Read("brave/docs-shape-web-search.CONSTRUCTED.json")
 	braveQuota := fixtures.Read("brave/logged-402-usage-limit-exceeded.json")
@@ -25,7 +26,10 @@ func classicRoutes() []engineRoute {
 			kind:    "brave",
 			pattern: "GET /brave/res/v1/web/search",
 			queryOf: urlParam("q"),
-			answer:  func(*http.Request, []byte, string) []byte { return braveOK },
+			answer: func(r *http.Request, b []byte, q string) []byte {
+				return braveBody(braveAsk(r, b, q))
+			},
+			recorded: fixed(braveOK),
 			empty: func() []byte {
 				return []byte(`{"type":"search","query":{"original":"","more_results_available":false},"mixed":{"type":"mixed","main":[],"top":[],"side":[]}}`)
 			},
@@ -40,7 +44,10 @@ func classicRoutes() []engineRoute {
 			kind:    "searxng",
 			pattern: "GET /searxng/search",
 			queryOf: urlParam("q"),
-			answer:  func(*http.Request, []byte, string) []byte { return searxngOK },
+			answer: func(r *http.Request, b []byte, q string) []byte {
+				return searxngBody(searxngAsk(r, b, q))
+			},
+			recorded: fixed(searxngOK),
 			empty: func() []byte {
 				return []byte(`{"query":"","number_of_results":0,"results":[],"answers":[],"corrections":[],"infoboxes":[],"suggestions":[],"unresponsive_engines":[]}`)
 			},
@@ -50,7 +57,10 @@ func classicRoutes() []engineRoute {
 			kind:    "exa",
 			pattern: "POST /exa/search",
 			queryOf: jsonField("query"),
-			answer:  func(*http.Request, []byte, string) []byte { return exaOK },
+			answer: func(r *http.Request, b []byte, q string) []byte {
+				return exaBody(exaAsk(r, b, q))
+			},
+			recorded: fixed(exaOK),
 			empty: func() []byte {
 				return []byte(`{"requestId":"sim-empty","resolvedSearchType":"neural","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`)
 			},
@@ -60,7 +70,10 @@ func classicRoutes() []engineRoute {
 			kind:    "serper",
 			pattern: "POST /serper/search",
 			queryOf: jsonField("q"),
-			answer:  func(*http.Request, []byte, string) []byte { return serperOK },
+			answer: func(r *http.Request, b []byte, q string) []byte {
+				return serperBody(serperAsk(r, b, q))
+			},
+			recorded: fixed(serperOK),
 			empty: func() []byte {
 				return []byte(`{"searchParameters":{"q":"","type":"search","engine":"google"},"organic":[],"credits":1}`)
 			},
@@ -132,6 +145,11 @@ func serperErrorBody(status int) []byte {
 		msg = "Too many requests (simulated)"
 	}
 	return jsonBody(map[string]any{"message": msg, "statusCode": status})
+}
+
+// fixed returns a recorded func that answers with b.
+func fixed(b []byte) func(*http.Request, []byte) []byte {
+	return func(*http.Request, []byte) []byte { return b }
 }
 
 func jsonBody(v any) []byte {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,12 +65,18 @@ func TestClassicSimulatorRoutes(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 
-			res, err := eng.Search(ctx, engines.Query{Query: "simulated search", Count: 5})
+			res, err := eng.Search(ctx, engines.Query{Query: "tide tables of Brest", Count: 4})
 			if err != nil {
 				t.Fatalf("Search: %v", err)
 			}
-			if len(res.Hits) != 5 || res.Hits[0].URL != firstURL[kind] || res.Engine != kind {
+			if len(res.Hits) != 4 || !strings.Contains(res.Hits[0].Title+res.Hits[0].Snippet, "tide tables of Brest") ||
+				!strings.HasSuffix(res.Hits[0].URL, "/tide-tables-of-brest") || res.Engine != kind {
 				t.Errorf("result: engine %q, %d hits, first %+v", res.Engine, len(res.Hits), res.Hits)
+			}
+			// The recorded fixture itself, when a test asks for it.
+			res, err = eng.Search(ctx, engines.Query{Query: "simulated search sim:fixture", Count: 5})
+			if err != nil || len(res.Hits) != 5 || res.Hits[0].URL != firstURL[kind] {
+				t.Errorf("sim:fixture: %v, %+v", err, res)
 			}
 
 			_, err = eng.Search(ctx, engines.Query{Query: "busy sim:429"})
@@ -89,8 +96,8 @@ func TestClassicSimulatorRoutes(t *testing.T) {
 	}
 	st := sim.Stats()
 	for kind := range engs {
-		if st.Requests[kind] != 4 {
-			t.Errorf("requests[%s] = %d, want 4", kind, st.Requests[kind])
+		if st.Requests[kind] != 5 {
+			t.Errorf("requests[%s] = %d, want 5", kind, st.Requests[kind])
 		}
 	}
 }

@@ -10,32 +10,36 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
-// groundedRoutesA serves the LLM-grounded kinds gemini, openai and anthropic from their
-// recordings, each under its kind's prefix and native path:
+// groundedRoutesA serves the LLM-grounded kinds gemini, openai and anthropic, each
+// under its kind's prefix and native path, with an answer grounded on pages generated
+// from the query, in the shape of the kind's recording:
 //
 //   - gemini: POST /gemini/v1beta/models/{model}:generateContent (Developer API) and
 //     POST /gemini/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:generateContent
-//     (Vertex AI), answering with the gemini-2.5-pro San Francisco recording;
-//   - openai: POST /openai/v1/responses, answering with the gpt-5-mini recording (ten
-//     url_citation annotations, character offsets over non-ASCII text);
-//   - anthropic: POST /anthropic/v1/messages, answering with the claude-sonnet-4 San
-//     Francisco recording (end_turn; the pause_turn pair is left to the engine tests).
+//     (Vertex AI), shaped on the gemini-2.5-pro San Francisco recording (groundingSupports
+//     over UTF-8 byte offsets);
+//   - openai: POST /openai/v1/responses, shaped on the gpt-5-mini recording (url_citation
+//     annotations, code point offsets);
+//   - anthropic: POST /anthropic/v1/messages, shaped on the claude-sonnet-4 San Francisco
+//     recording (end_turn; the pause_turn pair is left to the engine tests).
 //
-// Errors come in each provider's own envelope, so the engines' error parsing is
-// exercised as in production.
+// "sim:fixture" in the query answers with the recording itself. Errors come in each
+// provider's own envelope, so the engines' error parsing is exercised as in production.
 func groundedRoutesA() []engineRoute {
 	gemOK := fixtures.Read("gemini/pydantic-generate-websearch-sf.response.json")
 	gemini := engineRoute{
 		kind:    "gemini",
 		queryOf: geminiSimQuery,
-		answer: func(r *http.Request, _ []byte, _ string) []byte {
+		answer: func(r *http.Request, _ []byte, q string) []byte {
 			// ServeMux wildcards match whole segments, so the method suffix is checked
 			// here; a wrong one gets Google's error envelope (the engine reports it).
 			if m := r.PathValue("model"); !strings.HasSuffix(m, ":generateContent") || m == ":generateContent" {
 				return []byte(`{"error":{"code":404,"message":"simulator: only {model}:generateContent is served","status":"NOT_FOUND"}}`)
 			}
-			return gemOK
+			a := plainAsk(r, nil, q)
+			return geminiBody(a, strings.TrimSuffix(r.PathValue("model"), ":generateContent"), a.id(16), "")
 		},
+		recorded: fixed(gemOK),
 		empty: func() []byte {
 			return []byte(`{"candidates":[{"content":{"parts":[{"text":"(simulated) The search found nothing for this query."}],"role":"model"},"finishReason":"STOP","index":0,"groundingMetadata":{}}],"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":10,"totalTokenCount":22},"modelVersion":"gemini-2.5-flash"}`)
 		},
@@ -51,7 +55,11 @@ func groundedRoutesA() []engineRoute {
 		kind:    "openai",
 		pattern: "POST /openai/v1/responses",
 		queryOf: openaiSimQuery,
-		answer:  func(*http.Request, []byte, string) []byte { return oaiOK },
+		answer: func(r *http.Request, b []byte, q string) []byte {
+			a := openaiAsk(r, b, q)
+			return responsesBody(a, jstr(decodeBody(b)["model"]), a.id(16), "")
+		},
+		recorded: fixed(oaiOK),
 		empty: func() []byte {
 			return []byte(`{"id":"resp_sim_empty","object":"response","status":"completed","error":null,"model":"gpt-5-mini","output":[{"id":"ws_sim","type":"web_search_call","status":"completed","action":{"type":"search","query":"","sources":[]}},{"id":"msg_sim","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"(simulated) The search found nothing for this query."}]}],"usage":{"input_tokens":900,"output_tokens":12,"total_tokens":912}}`)
 		},
@@ -64,7 +72,11 @@ func groundedRoutesA() []engineRoute {
 		kind:    "anthropic",
 		pattern: "POST /anthropic/v1/messages",
 		queryOf: anthropicSimQuery,
-		answer:  func(*http.Request, []byte, string) []byte { return antOK },
+		answer: func(r *http.Request, b []byte, q string) []byte {
+			a := anthropicAsk(r, b, q)
+			return anthropicBody(a, jstr(decodeBody(b)["model"]), a.id(16), "")
+		},
+		recorded: fixed(antOK),
 		empty: func() []byte {
 			return []byte(`{"id":"msg_sim_empty","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"server_tool_use","id":"srvtoolu_sim","name":"web_search","input":{"query":""}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_sim","content":[]},{"type":"text","text":"(simulated) The search found nothing for this query."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":2100,"output_tokens":12,"server_tool_use":{"web_search_requests":1}}}`)
 		},

@@ -65,13 +65,19 @@ func TestGroundedASimulator(t *testing.T) {
 				return eng.Search(ctx, engines.Query{Query: q})
 			}
 
-			res, err := search("weather in San Francisco today")
+			res, err := search("who won the 2022 world cup")
 			if err != nil {
 				t.Fatalf("Search: %v", err)
 			}
 			enginetest.CheckInvariants(t, res)
-			if len(res.Hits) == 0 || len(engines.Markers(res.Summary)) == 0 {
+			// The grounded answer quotes pages made from the query, each cited.
+			if len(res.Hits) == 0 || len(engines.Markers(res.Summary)) == 0 || !strings.Contains(res.Summary, "who won the 2022 world cup, simulated result 1 of 5.") {
 				t.Errorf("hits %d, summary %q", len(res.Hits), res.Summary)
+			}
+			// The recording itself, when a test asks for it.
+			res, err = search("recorded sim:fixture")
+			if err != nil || len(res.Hits) == 0 || strings.Contains(res.Summary, "simulated result") {
+				t.Errorf("sim:fixture: %v, %+v", err, res)
 			}
 
 			res, err = search("nothing here sim:empty")
@@ -101,8 +107,8 @@ func TestGroundedASimulator(t *testing.T) {
 			}
 		})
 	}
-	if n := sim.Stats().Requests["gemini"]; n != 10 {
-		t.Errorf("gemini route counted %d requests, want 10 (5 per deployment)", n)
+	if n := sim.Stats().Requests["gemini"]; n != 12 {
+		t.Errorf("gemini route counted %d requests, want 12 (6 per deployment)", n)
 	}
 }
 

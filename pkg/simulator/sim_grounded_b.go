@@ -10,7 +10,8 @@ import (
 
 // groundedRoutesB serves the grounded kinds that speak OpenAI-style chat completions
 // or Zhipu's search API: glm-chat, glm-api, kimi, perplexity and openrouter. Each
-// answers from its fixtures whatever the query, and fails in its provider's own error
+// answers with pages generated from the query in the shape of its recording (the
+// recording itself for "sim:fixture"), and fails in its provider's own error
 // envelope, so the adapters' error classification is what gets exercised.
 func groundedRoutesB() []engineRoute {
 	chatQuery := func(_ *http.Request, body []byte) string { return lastUserText(body) }
@@ -24,15 +25,15 @@ func groundedRoutesB() []engineRoute {
 	orNoSearch := fixtures.Read("openrouter/pydantic-server-tool-web-search-full-params.response.json")
 	or429 := fixtures.Read("openrouter/pydantic-error-429-provider-returned-error.json")
 
-	static := func(b []byte) func(*http.Request, []byte, string) []byte {
-		return func(*http.Request, []byte, string) []byte { return b }
-	}
 	return []engineRoute{
 		{
 			kind:    "glm-chat",
 			pattern: "POST /glm-chat/chat/completions",
 			queryOf: chatQuery,
-			answer:  static(glmChat),
+			answer: func(r *http.Request, b []byte, q string) []byte {
+				return glmChatBody(glmChatAsk(r, b, q), jstr(decodeBody(b)["model"]), "")
+			},
+			recorded: fixed(glmChat),
 			empty: func() []byte {
 				return []byte(`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"（模拟）没有找到相关的搜索结果。","role":"assistant"}}],"created":1748311718,"id":"sim-empty","model":"glm-4.7","request_id":"sim-empty","usage":{"completion_tokens":12,"prompt_tokens":120,"total_tokens":132},"web_search":[]}`)
 			},
@@ -44,7 +45,10 @@ func groundedRoutesB() []engineRoute {
 			kind:    "glm-api",
 			pattern: "POST /glm-api/web_search",
 			queryOf: jsonField("search_query"),
-			answer:  static(glmAPI),
+			answer: func(r *http.Request, b []byte, q string) []byte {
+				return glmAPIBody(glmAPIAsk(r, b, q))
+			},
+			recorded: fixed(glmAPI),
 			empty: func() []byte {
 				return []byte(`{"created":1770732262,"id":"sim-empty","request_id":"sim-empty","search_intent":[{"intent":"SEARCH_NONE","keywords":"","query":""}],"search_result":[]}`)
 			},
@@ -57,7 +61,13 @@ func groundedRoutesB() []engineRoute {
 			kind:    "kimi",
 			pattern: "POST /kimi/chat/completions",
 			queryOf: chatQuery,
-			answer: func(_ *http.Request, body []byte, _ string) []byte {
+			answer: func(r *http.Request, body []byte, q string) []byte {
+				if kimiHasToolMessage(body) {
+					return kimiFinalBody(plainAsk(r, body, q), "")
+				}
+				return kimiSearch
+			},
+			recorded: func(_ *http.Request, body []byte) []byte {
 				if kimiHasToolMessage(body) {
 					return kimiFinal
 				}
@@ -73,7 +83,10 @@ func groundedRoutesB() []engineRoute {
 			kind:    "perplexity",
 			pattern: "POST /perplexity/chat/completions",
 			queryOf: chatQuery,
-			answer:  static(pplx),
+			answer: func(r *http.Request, b []byte, q string) []byte {
+				return perplexityBody(perplexityAsk(r, b, q))
+			},
+			recorded: fixed(pplx),
 			empty: func() []byte {
 				return []byte(`{"id":"sim-empty","model":"sonar","created":1759702702,"usage":{"prompt_tokens":9,"completion_tokens":14,"total_tokens":23,"search_context_size":"low","cost":{"input_tokens_cost":0.0,"output_tokens_cost":0.0,"request_cost":0.005,"total_cost":0.005}},"citations":[],"search_results":[],"object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"(simulated) I could not find any information on that."},"delta":{"role":"assistant","content":""}}]}`)
 			},
@@ -87,7 +100,10 @@ func groundedRoutesB() []engineRoute {
 			kind:    "openrouter",
 			pattern: "POST /openrouter/chat/completions",
 			queryOf: chatQuery,
-			answer:  static(orOK),
+			answer: func(r *http.Request, b []byte, q string) []byte {
+				return openrouterBody(openrouterAsk(r, b, q))
+			},
+			recorded: fixed(orOK),
 			// The recorded answer of a model that did not search: no annotations.
 			empty: func() []byte { return orNoSearch },
 			errorBody: func(status int) []byte {

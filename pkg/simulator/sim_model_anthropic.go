@@ -10,12 +10,29 @@ import (
 )
 
 // anthropicNative answers a request that declared Anthropic's own web_search tool
-// (web_search_20250305) with the recorded native-search answers: the non-streaming one
-// (two server_tool_use searches, their web_search_tool_result blocks, text blocks with
-// web_search_result_location citations, usage.server_tool_use.web_search_requests 2),
-// its text marked as simulated; streamed, the recorded event stream as it was.
-func (s *Server) anthropicNative(w http.ResponseWriter, req *wire.Request, id string) {
+// (web_search_20250305) with one search for the user's text: a server_tool_use, its
+// web_search_tool_result of pages generated from the text (the request's allowed and
+// blocked domains honoured), text blocks with web_search_result_location citations
+// quoting them, usage.server_tool_use.web_search_requests 1, the text marked as
+// simulated; streamed, the same answer as Messages stream events. "sim:fixture" in the
+// text answers with the recordings instead (vercel-web-search-nonstream.json, its text
+// marked; streamed, pydantic-web-search-news-stream.sse as it was).
+func (s *Server) anthropicNative(w http.ResponseWriter, r *http.Request, req *wire.Request, user, id string) {
 	s.stats.count("model_native_search", nil, id)
+	if strings.Contains(user, "sim:fixture") {
+		anthropicRecorded(w, req, id)
+		return
+	}
+	body := anthropicBody(nativeAsk(user, req.Search), req.Model, id, simulatedPrefix)
+	if req.Stream {
+		writeEvents(w, r, anthropicStream(body), tokenDelay(user))
+		return
+	}
+	writeJSON(w, body)
+}
+
+// anthropicRecorded answers with the recorded native-search answers.
+func anthropicRecorded(w http.ResponseWriter, req *wire.Request, id string) {
 	if req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write(fixtures.Read("anthropic/pydantic-web-search-news-stream.sse"))
@@ -66,7 +83,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Search != nil && creq.Messages[len(creq.Messages)-1].Role == "user" && wantsSearch(a.user) && len(a.calls) == 0 {
-		s.anthropicNative(w, req, a.id)
+		s.anthropicNative(w, r, req, a.user, a.id)
 		return
 	}
 	thinking, ok := s.anthropicThinking(w, body, a.user, a.id)

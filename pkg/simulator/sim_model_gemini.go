@@ -103,7 +103,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.searches() && req.Contents[len(req.Contents)-1].Role != "model" && wantsSearch(a.user) && len(a.calls) == 0 {
-		s.geminiNative(w, method == "streamGenerateContent", model, a.id)
+		s.geminiNative(w, r, method == "streamGenerateContent", model, a.user, a.id)
 		return
 	}
 	usage := map[string]int{"promptTokenCount": a.usage.InputTokens, "candidatesTokenCount": a.usage.OutputTokens, "totalTokenCount": a.usage.InputTokens + a.usage.OutputTokens}
@@ -161,13 +161,29 @@ func (req *geminiRequest) searches() bool {
 	return false
 }
 
-// geminiNative answers a request grounded with Google Search with the recorded
-// grounded answers: the non-streaming one (gemini-2.5-pro on Mexico City: one query,
-// four grounding chunks, seven supports over text with '°'), its text marked as
-// simulated and its segments' byte offsets moved to match; streamed, the recorded
-// stream as it was (the grounding metadata on its last chunk).
-func (s *Server) geminiNative(w http.ResponseWriter, stream bool, model, id string) {
+// geminiNative answers a request grounded with Google Search with an answer grounded
+// on pages generated from the user's text: one query, a grounding chunk per page and
+// a support per cited sentence (UTF-8 byte offsets), its text marked as simulated;
+// streamed, the same answer in chunks with the grounding metadata on the last.
+// "sim:fixture" in the text answers with the recordings instead (non-streamed
+// gemini-2.5-pro on Mexico City, text marked and segments moved to match; streamed the
+// San Francisco stream as it was).
+func (s *Server) geminiNative(w http.ResponseWriter, r *http.Request, stream bool, model, user, id string) {
 	s.stats.count("model_native_search", nil, id)
+	if strings.Contains(user, "sim:fixture") {
+		geminiRecorded(w, stream, model, id)
+		return
+	}
+	body := geminiBody(newAsk(user, 0, nil, nil, ""), model, id, simulatedPrefix)
+	if stream {
+		writeEvents(w, r, geminiStream(body), tokenDelay(user))
+		return
+	}
+	writeJSON(w, body)
+}
+
+// geminiRecorded answers with the recorded grounded answers.
+func geminiRecorded(w http.ResponseWriter, stream bool, model, id string) {
 	if stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write(fixtures.Read("gemini/pydantic-stream-websearch-sf.sse"))
@@ -237,13 +253,7 @@ func (req *geminiRequest) chatForm(model string) chatRequest {
 	}
 	for _, t := range req.Tools {
 		for _, d := range t.FunctionDeclarations {
-			var tool struct {
-				Type     string `json:"type"`
-				Function struct {
-					Name       string          `json:"name"`
-					Parameters json.RawMessage `json:"parameters"`
-				} `json:"function"`
-			}
+			var tool chatTool
 			tool.Type, tool.Function.Name, tool.Function.Parameters = "function", d.Name, d.Parameters
 			out.Tools = append(out.Tools, tool)
 		}

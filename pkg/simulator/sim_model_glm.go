@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
@@ -11,11 +12,13 @@ import (
 
 // Zhipu GLM's own search, played on /v1/chat/completions for a request that declares
 // the {"type":"web_search","web_search":{…}} tool (WIRE_FORMATS.md §4a): a user turn
-// that asks for something gets the GLM answer of internal/fixtures/zhipu (its text
-// with "[来源：ref_1]" markers, marked as simulated, and the top-level web_search array
-// of results next to choices); streamed, the text arrives as chunks and the array on
-// the last chunk, with finish_reason and usage (the documented default). Anything
-// else is the scripted model's answer.
+// that asks for something gets a GLM answer in the shape of internal/fixtures/zhipu
+// grounded on pages generated from the user's text (the tool's count, domain and
+// recency filters honoured): sentences with "[ref_N]" markers, marked as simulated,
+// and the top-level web_search array of results next to choices; "sim:fixture" gets
+// the fixture's own answer. Streamed, the text arrives as chunks and the array on the
+// last chunk, with finish_reason and usage (the documented default). Anything else is
+// the scripted model's answer.
 
 // glmSearchOffered reports whether a request declares GLM's web_search tool.
 func glmSearchOffered(req chatRequest) bool {
@@ -25,6 +28,23 @@ func glmSearchOffered(req chatRequest) bool {
 		}
 	}
 	return false
+}
+
+// glmNativeAsk is the search GLM's web_search tool of req makes for user.
+func glmNativeAsk(req chatRequest, user string) searchAsk {
+	for _, t := range req.Tools {
+		if t.Type == "web_search" {
+			return glmChatAsk(nil, mustJSON(map[string]any{"tools": []any{map[string]any{"web_search": json.RawMessage(orNull(t.WebSearch))}}}), user)
+		}
+	}
+	return newAsk(user, 0, nil, nil, "")
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
 }
 
 // glmNative answers a request that declared GLM's web_search tool.
@@ -46,12 +66,15 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 	}
 	s.stats.count("model_native_search", nil, id)
 	var rec map[string]any
-	json.Unmarshal(fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json"), &rec)
-	delete(rec, "_note")
-	choice := rec["choices"].([]any)[0].(map[string]any)
-	msg := choice["message"].(map[string]any)
-	content := "(simulated answer) " + msg["content"].(string)
-	msg["content"] = content
+	if strings.Contains(user, "sim:fixture") {
+		json.Unmarshal(fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json"), &rec)
+		delete(rec, "_note")
+		msg := rec["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+		msg["content"] = simulatedPrefix + msg["content"].(string)
+	} else {
+		json.Unmarshal(glmChatBody(glmNativeAsk(req, user), req.Model, simulatedPrefix), &rec)
+	}
+	content := jstr(jpath(rec, "choices", "0", "message", "content"))
 	rec["model"] = req.Model
 	if !req.Stream {
 		b, _ := json.Marshal(rec)

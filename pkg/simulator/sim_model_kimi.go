@@ -23,8 +23,10 @@ import (
 //     $web_search whose arguments carry a search_id (derived from the user's text,
 //     so the echo can be checked) and the search's token count.
 //   - The echo — the assistant message sent back with a "tool" message whose content
-//     is that arguments string verbatim — gets the recorded final answer (markdown
-//     links, no citation fields), marked as simulated. An echo whose content is not
+//     is that arguments string verbatim — gets the final answer in the recorded shape
+//     (markdown links, no citation fields): pages generated from the user's text, each
+//     a linked title and a quote, marked as simulated ("sim:fixture": the recorded
+//     answer). An echo whose content is not
 //     the arguments verbatim is refused with HTTP 400, as Moonshot refuses it.
 //   - Anything else is the scripted model's answer.
 //
@@ -81,7 +83,11 @@ func (s *Server) kimiNative(w http.ResponseWriter, r *http.Request, req chatRequ
 		}
 		s.stats.count("model_kimi_echo", nil, id)
 		msg, finish, usage = kimiRecorded("moonshot/hermoonshotes-round2-final.response.json")
-		msg["content"] = "(simulated answer) The search found:\n\n" + msg["content"].(string)
+		if strings.Contains(user, "sim:fixture") {
+			msg["content"] = simulatedPrefix + "The search found:\n\n" + msg["content"].(string)
+		} else {
+			msg["content"] = kimiText(newAsk(user, 0, nil, nil, ""), simulatedPrefix+"The search found:\n\n")
+		}
 	case last.Role == "user" && wantsSearch(user):
 		s.stats.count("model_native_search", nil, id)
 		msg, finish, usage = kimiRecorded("moonshot/hermoonshotes-round1-tool-calls.response.json")

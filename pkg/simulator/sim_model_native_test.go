@@ -27,14 +27,28 @@ func post(t *testing.T, url string, header http.Header, body string) []byte {
 	return b
 }
 
-// Declared, OpenAI's web_search tool and Gemini's googleSearch get the recorded native
-// answers, marked as simulated, their citations moved with the mark: every OpenAI
-// url_citation still spans its markdown link (code points), every Gemini segment
-// still spans its text (UTF-8 bytes).
+// Declared, OpenAI's web_search tool and Gemini's googleSearch get native answers
+// grounded on pages generated from the question ("sim:fixture": the recorded ones),
+// marked as simulated, their citations moved with the mark: every OpenAI url_citation
+// spans its markdown link (code points), every Gemini segment spans its text (UTF-8
+// bytes), and the cited text repeats the question.
 func TestSimNativeSearchAnswers(t *testing.T) {
 	t.Parallel()
 	url := startSim(t)
-	const q = "Search the web for the latest news about NATS JetStream"
+	for _, c := range []struct {
+		q                   string
+		citations, supports int
+		about               string
+	}{
+		{"Search the web for the latest news about NATS JetStream", 3, 3, "latest news about NATS JetStream, simulated result 1 of 5."},
+		{"Search the web for the latest news sim:fixture", 10, 7, ""},
+	} {
+		simNativeAnswers(t, url, c.q, c.citations, c.supports, c.about)
+	}
+}
+
+func simNativeAnswers(t *testing.T, url, q string, wantCited, wantSupports int, about string) {
+	t.Helper()
 	b := post(t, url+"/v1/responses", http.Header{"Authorization": {"Bearer sim-key"}},
 		`{"model":"gpt-5","input":"`+q+`","tools":[{"type":"web_search"}],"include":["web_search_call.action.sources"]}`)
 	var resp struct {
@@ -66,8 +80,8 @@ func TestSimNativeSearchAnswers(t *testing.T) {
 			}
 		}
 	}
-	if cited != 10 {
-		t.Errorf("%d citations, want 10", cited)
+	if cited != wantCited || !strings.Contains(string(b), about) {
+		t.Errorf("%d citations, want %d, about %q: %s", cited, wantCited, about, b)
 	}
 
 	b = post(t, url+"/v1beta/models/gemini-2.5-flash:generateContent", http.Header{"X-Goog-Api-Key": {"sim-key"}},
@@ -91,7 +105,7 @@ func TestSimNativeSearchAnswers(t *testing.T) {
 		} `json:"candidates"`
 	}
 	json.Unmarshal(b, &gem)
-	if len(gem.Candidates) != 1 || len(gem.Candidates[0].GroundingMetadata.GroundingSupports) != 7 {
+	if len(gem.Candidates) != 1 || len(gem.Candidates[0].GroundingMetadata.GroundingSupports) != wantSupports || !strings.Contains(string(b), about) {
 		t.Fatalf("answer %s", b)
 	}
 	text := gem.Candidates[0].Content.Parts[0].Text

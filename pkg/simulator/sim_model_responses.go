@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -42,7 +43,7 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Search != nil && creq.Messages[len(creq.Messages)-1].Role == "user" && wantsSearch(a.user) && len(a.calls) == 0 {
-		s.responsesNative(w, req, a.id)
+		s.responsesNative(w, r, req, a.user, a.id)
 		return
 	}
 	reasoning, ok := s.responsesReasoning(w, body)
@@ -70,13 +71,29 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 const simulatedPrefix = "(simulated answer) "
 
 // responsesNative answers a request that declared OpenAI's own web_search tool with
-// the recorded native-search answers: the non-streaming one (gpt-5-mini: web_search_call
-// items that search, open a page and find in it, ten url_citation annotations over
-// non-ASCII text), its text marked as simulated and its annotations moved to match;
-// streamed, the recorded gpt-5.2 event stream as it was (two searches, one citation
-// announced by response.output_text.annotation.added).
-func (s *Server) responsesNative(w http.ResponseWriter, req *wire.Request, id string) {
+// one search for the user's text: a web_search_call item with the sources it found
+// (pages generated from the text, the request's allowed domains honoured) and a
+// message whose url_citation annotations cover a link after each sentence, its text
+// marked as simulated; streamed, the same answer as response.* events. "sim:fixture"
+// in the text answers with the recordings instead (non-streamed the gpt-5-mini one,
+// text marked and annotations moved to match; streamed the gpt-5.2 event stream as it
+// was).
+func (s *Server) responsesNative(w http.ResponseWriter, r *http.Request, req *wire.Request, user, id string) {
 	s.stats.count("model_native_search", nil, id)
+	if strings.Contains(user, "sim:fixture") {
+		responsesRecorded(w, req, id)
+		return
+	}
+	body := responsesBody(nativeAsk(user, req.Search), req.Model, id, simulatedPrefix)
+	if req.Stream {
+		writeEvents(w, r, responsesStream(body), tokenDelay(user))
+		return
+	}
+	writeJSON(w, body)
+}
+
+// responsesRecorded answers with the recorded native-search answers.
+func responsesRecorded(w http.ResponseWriter, req *wire.Request, id string) {
 	if req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write(fixtures.Read("openai/pydantic-responses-raw-annotations-stream.sse"))
@@ -103,4 +120,13 @@ func (s *Server) responsesNative(w http.ResponseWriter, req *wire.Request, id st
 	}
 	b, _ := json.Marshal(resp)
 	writeJSON(w, b)
+}
+
+// nativeAsk is the search a model's own search tool makes for the user's text, with
+// the request's domain filters and count.
+func nativeAsk(user string, opts *llm.SearchOptions) searchAsk {
+	if opts == nil {
+		return newAsk(user, 0, nil, nil, "")
+	}
+	return newAsk(user, opts.Count, opts.AllowedDomains, opts.BlockedDomains, "")
 }

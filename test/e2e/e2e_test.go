@@ -50,6 +50,10 @@ func TestSearchWorkersShareWorkAndSurviveKill(t *testing.T) {
 	t.Logf("searches by worker after killing %s: %v", a.workerID(), workers)
 }
 
+// cupQuote is what an answer to "Search the web: who won the 2022 world cup?" quotes
+// from the simulator's first page: its search results are made from the query.
+const cupQuote = "who won the 2022 world cup, simulated result 1 of 5."
+
 // Killing the chat worker between the model's tool call and the search result does
 // not lose the job: another worker finishes it, and the simulator saw each model call
 // and each search exactly once.
@@ -59,12 +63,12 @@ func TestChatWorkerKilledBetweenToolCallAndResult(t *testing.T) {
 	c.startIngress()
 	c.start("searchworker", "searchworker", "FLEET_ENGINES=google")
 	first := c.start("chatworker-1", "chatworker")
-	id := c.submit("Search the web: what is the weather in San Francisco today? sim:slow=2s")
+	id := c.submit("Search the web: who won the 2022 world cup? sim:slow=2s")
 	c.eventually("the search running", func() bool { return c.sim.Stats().Requests["gemini"] == 1 })
 	first.kill()
 	c.start("chatworker-2", "chatworker")
-	if got := answer(t, c.waitDone(id)); !strings.Contains(got, "[1]") {
-		t.Fatalf("answer does not cite: %q", got)
+	if got := answer(t, c.waitDone(id)); !strings.Contains(got, "[1]") || !strings.Contains(got, cupQuote) {
+		t.Fatalf("answer does not cite a page about the question: %q", got)
 	}
 	st := c.sim.Stats()
 	if st.Requests["model"] != 2 || st.Requests["gemini"] != 1 || st.Duplicates["model"] != 0 || st.Duplicates["gemini"] != 0 {
@@ -92,13 +96,15 @@ func TestChatWorkerCrashPoints(t *testing.T) {
 			cl.startIngress()
 			cl.start("searchworker", "searchworker", "FLEET_ENGINES=google")
 			crashing := cl.start("chatworker-crashing", "chatworker", "FLEET_FAILPOINT="+c.point)
-			id := cl.submit("Search the web: weather in San Francisco today?")
+			id := cl.submit("Search the web: who won the 2022 world cup?")
 			cl.eventually("the failpoint", crashing.exited)
 			if code := crashing.cmd.ProcessState.ExitCode(); code != 3 {
 				t.Fatalf("crashing worker exited %d, want the failpoint's 3", code)
 			}
 			cl.start("chatworker-2", "chatworker")
-			answer(t, cl.waitDone(id))
+			if got := answer(t, cl.waitDone(id)); !strings.Contains(got, cupQuote) {
+				t.Errorf("answer does not quote a page about the question: %q", got)
+			}
 			st := cl.sim.Stats()
 			if st.Requests["model"] != c.modelCalls || st.Requests["gemini"] != 1 || st.Duplicates["gemini"] != 0 {
 				t.Fatalf("simulator saw %v (duplicates %v); want %d model calls and 1 search", st.Requests, st.Duplicates, c.modelCalls)
@@ -115,13 +121,15 @@ func TestChatWorkerGracefulDrain(t *testing.T) {
 	c.startIngress()
 	c.start("searchworker", "searchworker", "FLEET_ENGINES=google")
 	w := c.start("chatworker-1", "chatworker")
-	id := c.submit("Search the web: weather in San Francisco today? sim:model-slow=1500ms")
+	id := c.submit("Search the web: who won the 2022 world cup? sim:model-slow=1500ms")
 	c.eventually("the model call running", func() bool { return c.sim.Stats().Requests["model"] == 1 })
 	if err := w.term(t); err != nil {
 		t.Fatalf("chat worker exit after SIGTERM: %v\n%s", err, w.out.String())
 	}
 	c.start("chatworker-2", "chatworker")
-	answer(t, c.waitDone(id))
+	if got := answer(t, c.waitDone(id)); !strings.Contains(got, cupQuote) {
+		t.Errorf("answer does not quote a page about the question: %q", got)
+	}
 	if st := c.sim.Stats(); st.Duplicates["model"] != 0 || st.Requests["model"] != 2 {
 		t.Fatalf("simulator saw %v (duplicates %v)", st.Requests, st.Duplicates)
 	}
@@ -141,14 +149,15 @@ func TestOpenAISDK(t *testing.T) {
 
 	params := openai.ChatCompletionNewParams{
 		Model:    demo.Model,
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Search the web: what is the weather in San Francisco today?")},
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Search the web: who won the 2022 world cup?")},
 	}
 	resp, err := client.Chat.Completions.New(ctx, params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	msg := resp.Choices[0].Message
-	if !strings.Contains(msg.Content, "[1]") || len(msg.Annotations) == 0 || !strings.HasPrefix(msg.Annotations[0].URLCitation.URL, "https://") {
+	if !strings.Contains(msg.Content, "[1]") || !strings.Contains(msg.Content, cupQuote) || len(msg.Annotations) == 0 ||
+		!strings.HasPrefix(msg.Annotations[0].URLCitation.URL, "https://") || !strings.Contains(msg.Annotations[0].URLCitation.URL, "/search-the-web-who-won-the-2022-world-cup") {
 		t.Fatalf("content %q annotations %+v", msg.Content, msg.Annotations)
 	}
 	if resp.Usage.TotalTokens == 0 || resp.Choices[0].FinishReason != "stop" {

@@ -132,7 +132,7 @@ func TestStartGLMRotatesKeyAndKeepsResults(t *testing.T) {
 	}
 	for name, comp := range map[string]*llm.Completion{"Start": comp, "Complete": want} {
 		msg, n := native(t, comp.Message)
-		if n == nil || len(n.Sources) != 1 || strings.Contains(text(msg["content"]), "ref_") {
+		if n == nil || len(n.Sources) != 3 || strings.Contains(text(msg["content"]), "ref_") {
 			t.Errorf("%s after a refused key: report %+v, content %q; want the search's sources cited", name, n, text(msg["content"]))
 		}
 	}

@@ -1,0 +1,155 @@
+package simulator
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The ask readers turn an engine kind's request into a searchAsk: the query the route
+// already read (queryOf) and the count, domain filters and recency the kind's request
+// carries, where the kind carries them.
+
+// jpath walks a decoded JSON value by object keys and array indexes ("0").
+func jpath(v any, path ...string) any {
+	for _, p := range path {
+		switch t := v.(type) {
+		case map[string]any:
+			v = t[p]
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(t) {
+				return nil
+			}
+			v = t[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func jstr(v any) string { s, _ := v.(string); return s }
+func jint(v any) int    { f, _ := v.(float64); return int(f) }
+
+func jstrs(v any) []string {
+	var out []string
+	for _, x := range arr(v) {
+		if s, ok := x.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func decodeBody(body []byte) map[string]any {
+	var m map[string]any
+	json.Unmarshal(body, &m)
+	return m
+}
+
+// commaList splits Zhipu's comma- or pipe-separated domain filter.
+func commaList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '|' || r == ' ' })
+}
+
+func braveAsk(r *http.Request, _ []byte, q string) searchAsk {
+	n, _ := strconv.Atoi(r.URL.Query().Get("count"))
+	return newAsk(q, n, nil, nil, recencyOf(r.URL.Query().Get("freshness")))
+}
+
+func searxngAsk(r *http.Request, _ []byte, q string) searchAsk {
+	return newAsk(q, 0, nil, nil, recencyOf(r.URL.Query().Get("time_range")))
+}
+
+func exaAsk(_ *http.Request, body []byte, q string) searchAsk {
+	m := decodeBody(body)
+	rec := ""
+	if t, err := time.Parse(time.RFC3339, jstr(m["startPublishedDate"])); err == nil {
+		switch age := time.Since(t); {
+		case age <= 2*24*time.Hour:
+			rec = "day"
+		case age <= 8*24*time.Hour:
+			rec = "week"
+		case age <= 32*24*time.Hour:
+			rec = "month"
+		default:
+			rec = "year"
+		}
+	}
+	return newAsk(q, jint(m["numResults"]), jstrs(m["includeDomains"]), jstrs(m["excludeDomains"]), rec)
+}
+
+func serperAsk(_ *http.Request, body []byte, q string) searchAsk {
+	m := decodeBody(body)
+	tbs, _, _ := strings.Cut(jstr(m["tbs"]), ",")
+	return newAsk(q, jint(m["num"]), nil, nil, recencyOf(tbs))
+}
+
+func tavilyAsk(_ *http.Request, body []byte, q string) searchAsk {
+	m := decodeBody(body)
+	return newAsk(q, jint(m["max_results"]), jstrs(m["include_domains"]), jstrs(m["exclude_domains"]), recencyOf(jstr(m["time_range"])))
+}
+
+func glmAPIAsk(_ *http.Request, body []byte, q string) searchAsk {
+	m := decodeBody(body)
+	return newAsk(q, jint(m["count"]), commaList(jstr(m["search_domain_filter"])), nil, recencyOf(jstr(m["search_recency_filter"])))
+}
+
+func glmChatAsk(_ *http.Request, body []byte, q string) searchAsk {
+	ws := jpath(decodeBody(body), "tools", "0", "web_search")
+	return newAsk(q, jint(jpath(ws, "count")), commaList(jstr(jpath(ws, "search_domain_filter"))), nil, recencyOf(jstr(jpath(ws, "search_recency_filter"))))
+}
+
+func openaiAsk(_ *http.Request, body []byte, q string) searchAsk {
+	var allow []string
+	for _, t := range arr(decodeBody(body)["tools"]) {
+		allow = append(allow, jstrs(jpath(t, "filters", "allowed_domains"))...)
+	}
+	return newAsk(q, 0, allow, nil, "")
+}
+
+func anthropicAsk(_ *http.Request, body []byte, q string) searchAsk {
+	var allow, block []string
+	for _, t := range arr(decodeBody(body)["tools"]) {
+		allow = append(allow, jstrs(jpath(t, "allowed_domains"))...)
+		block = append(block, jstrs(jpath(t, "blocked_domains"))...)
+	}
+	return newAsk(q, 0, allow, block, "")
+}
+
+func perplexityAsk(_ *http.Request, body []byte, q string) searchAsk {
+	m := decodeBody(body)
+	var allow, block []string
+	for _, d := range jstrs(m["search_domain_filter"]) {
+		if b, ok := strings.CutPrefix(d, "-"); ok {
+			block = append(block, b)
+		} else {
+			allow = append(allow, d)
+		}
+	}
+	return newAsk(q, 0, allow, block, recencyOf(jstr(m["search_recency_filter"])))
+}
+
+func openrouterAsk(_ *http.Request, body []byte, q string) searchAsk {
+	m := decodeBody(body)
+	var n int
+	var allow, block []string
+	for _, t := range arr(m["tools"]) {
+		p := jpath(t, "parameters")
+		n = max(n, jint(jpath(p, "max_results")))
+		allow = append(allow, jstrs(jpath(p, "allowed_domains"))...)
+		block = append(block, jstrs(jpath(p, "excluded_domains"))...)
+	}
+	for _, p := range arr(m["plugins"]) {
+		n = max(n, jint(jpath(p, "max_results")))
+		allow = append(allow, jstrs(jpath(p, "include_domains"))...)
+		block = append(block, jstrs(jpath(p, "exclude_domains"))...)
+	}
+	return newAsk(q, n, allow, block, "")
+}
+
+// plainAsk is the ask of a kind whose request carries nothing but the query.
+func plainAsk(_ *http.Request, _ []byte, q string) searchAsk { return newAsk(q, 0, nil, nil, "") }
