@@ -14,10 +14,12 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // maxAnswer bounds a model's answer body.
@@ -327,7 +329,7 @@ func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
 	e := c.api.DecodeError(resp.StatusCode, data)
 	e.Provider = c.name
 	e.Message = c.redact(clip(e.Message, 500))
-	if d, ok := llm.RetryAfter(resp.Header.Get("Retry-After")); ok {
+	if d := provider.RetryAfter(resp.Header, data, time.Now()); d > 0 {
 		e.RetryAfter = d
 	}
 	return e

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
@@ -288,13 +287,4 @@ func resultText(res *ToolResult) string {
 // or a stream.
 func statusError(status int, typ, msg string) *llm.Error {
 	return &llm.Error{Status: status, Type: typ, Message: clip(msg, 500)}
-}
-
-// parseDelay reads a protobuf Duration string ("34.4s").
-func parseDelay(s string) time.Duration {
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0
-	}
-	return d
 }

@@ -9,9 +9,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // Gemini is the Gemini generateContent protocol (model side only).
@@ -312,10 +314,6 @@ type geminiErrorBody struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 	Status  string `json:"status"`
-	Details []struct {
-		Type       string `json:"@type"`
-		RetryDelay string `json:"retryDelay"`
-	} `json:"details"`
 }
 
 var geminiStops = map[string]StopReason{"STOP": StopEndTurn, "MAX_TOKENS": StopMaxTokens, "SAFETY": StopRefusal, "RECITATION": StopRefusal,
@@ -332,7 +330,7 @@ func (geminiModel) DecodeResponse(body []byte) (*Response, error) {
 		return nil, fmt.Errorf("not a generateContent response: %s", clip(err.Error(), 200))
 	}
 	if a.Error != nil {
-		return nil, geminiError(a.Error.Code, a.Error)
+		return nil, geminiError(a.Error.Code, a.Error, body)
 	}
 	acc := geminiAccumulator{}
 	acc.add(&a)
@@ -522,9 +520,10 @@ func geminiCallID(responseID string, i int, name string, args json.RawMessage) s
 	return fmt.Sprintf("%s%s_%d", geminiCallPrefix, hex.EncodeToString(h.Sum(nil)[:8]), i)
 }
 
-// geminiError turns a google.rpc error body into an *llm.Error, its RetryInfo
-// retryDelay as the retry-after.
-func geminiError(status int, e *geminiErrorBody) *llm.Error {
+// geminiError turns a google.rpc error body into an *llm.Error; body is the error's
+// whole JSON, whose RetryInfo (provider.RetryAfter reads it) is the retry-after of an
+// error that arrived inside an answer or a stream, without headers.
+func geminiError(status int, e *geminiErrorBody, body []byte) *llm.Error {
 	if status == 0 {
 		status = e.Code
 	}
@@ -532,11 +531,7 @@ func geminiError(status int, e *geminiErrorBody) *llm.Error {
 		status = http.StatusBadGateway
 	}
 	le := statusError(status, e.Status, e.Message)
-	for _, d := range e.Details {
-		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
-			le.RetryAfter = parseDelay(d.RetryDelay)
-		}
-	}
+	le.RetryAfter = provider.RetryAfter(nil, body, time.Now())
 	return le
 }
 
@@ -554,7 +549,7 @@ func (geminiModel) DecodeError(status int, body []byte) *llm.Error {
 		}
 	}
 	if json.Unmarshal(body, &e) == nil && e.Error != nil && e.Error.Message != "" {
-		return geminiError(status, e.Error)
+		return geminiError(status, e.Error, body)
 	}
 	return statusError(status, "", trimmed)
 }
@@ -577,7 +572,7 @@ func (d *geminiDecoder) Event(_ string, data []byte) (string, error) {
 		return "", fmt.Errorf("unreadable generateContent stream chunk: %s", clip(err.Error(), 200))
 	}
 	if a.Error != nil {
-		return "", geminiError(a.Error.Code, a.Error)
+		return "", geminiError(a.Error.Code, a.Error, data)
 	}
 	return d.acc.add(&a), nil
 }
