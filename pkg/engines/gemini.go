@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -377,59 +376,4 @@ func groundedAAbs(n int) int {
 		return -n
 	}
 	return n
-}
-
-// groundedAInsert places markers at byte offsets into a model-written text, first
-// escaping any "[n]" the model wrote itself ("\[n\]", which markdown renders the same)
-// so that the shared normalization does not take it for a citation of source n.
-func groundedAInsert(text string, ins []Insert) string {
-	found := markerRE.FindAllStringIndex(text, -1)
-	if len(found) == 0 {
-		return InsertAtBytes(text, ins)
-	}
-	ins = slices.Clone(ins)
-	for i := range ins {
-		shift := 0
-		for _, m := range found {
-			switch {
-			case m[1] <= ins[i].Offset:
-				shift += 2
-			case m[0] < ins[i].Offset:
-				shift++
-			}
-		}
-		ins[i].Offset += shift
-	}
-	var b strings.Builder
-	prev := 0
-	for _, m := range found {
-		b.WriteString(text[prev:m[0]])
-		b.WriteString(`\`)
-		b.WriteString(text[m[0] : m[1]-1])
-		b.WriteString(`\]`)
-		prev = m[1]
-	}
-	b.WriteString(text[prev:])
-	return InsertAtBytes(b.String(), ins)
-}
-
-// groundedAInstructions is the system prompt of the LLM-grounded kinds of this file
-// group (gemini, openai, anthropic): search, answer briefly from the results, cite.
-// The user message is the query itself, verbatim.
-func groundedAInstructions(q Query) string {
-	var b strings.Builder
-	b.WriteString("You are a web search engine. Search the web for the user's message, which is a search query, " +
-		"and reply with a concise, factual summary of what the search results say, citing the pages you used. " +
-		"Do not ask questions and do not answer from memory alone.")
-	switch q.Recency {
-	case OneDay:
-		b.WriteString(" Prefer pages published in the last 24 hours.")
-	case OneWeek:
-		b.WriteString(" Prefer pages published in the last week.")
-	case OneMonth:
-		b.WriteString(" Prefer pages published in the last month.")
-	case OneYear:
-		b.WriteString(" Prefer pages published in the last year.")
-	}
-	return b.String()
 }

@@ -32,3 +32,13 @@ type NativeSource struct {
 	URL   string `json:"url"`
 	Title string `json:"title"`
 }
+
+// WebSearchTool is the name of the fleet's server-side web_search function as the
+// chain offers it to a model (intent.ToolName; a test of pkg/llm/upstream holds them
+// equal). The model callers read it here, so that they, and the grounded engines built
+// on them, need not import the intent rules.
+const WebSearchTool = "web_search"
+
+// IsWebSearchCall reports whether a tool with this function name is the fleet's
+// web_search (intent.IsWebSearchCall).
+func IsWebSearchCall(name string) bool { return name == WebSearchTool }

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -182,7 +181,7 @@ func (r *request) takeSearchTool() bool {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		if json.Unmarshal(raw, &t) == nil && t.Type == "function" && intent.IsWebSearchCall(t.Function.Name) {
+		if json.Unmarshal(raw, &t) == nil && t.Type == "function" && llm.IsWebSearchCall(t.Function.Name) {
 			found = true
 			continue
 		}
@@ -195,7 +194,7 @@ func (r *request) takeSearchTool() bool {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		if json.Unmarshal(tc, &choice) == nil && intent.IsWebSearchCall(choice.Function.Name) {
+		if json.Unmarshal(tc, &choice) == nil && llm.IsWebSearchCall(choice.Function.Name) {
 			delete(r.top, "tool_choice")
 		}
 	}

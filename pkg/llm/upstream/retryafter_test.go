@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -65,5 +66,12 @@ func TestModelRetryAfterForms(t *testing.T) {
 				t.Errorf("RetryAfter = %v; want %v..%v", le.RetryAfter, c.min, c.max)
 			}
 		})
+	}
+}
+
+// The model callers' name of the fleet's web_search tool is the intent rules' name.
+func TestWebSearchToolName(t *testing.T) {
+	if llm.WebSearchTool != intent.ToolName || !llm.IsWebSearchCall(intent.ToolName) {
+		t.Fatalf("llm.WebSearchTool %q, intent.ToolName %q", llm.WebSearchTool, intent.ToolName)
 	}
 }

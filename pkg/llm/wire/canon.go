@@ -281,7 +281,10 @@ type Response struct {
 	// text with citations, client tool calls.
 	Content []Part
 	Stop    StopReason
-	Usage   Usage
+	// Paused is set when the answer stopped before it was done (Anthropic's
+	// pause_turn): a Continuer resumes it.
+	Paused bool
+	Usage  Usage
 	// Sources are the sources the answer's [n] markers number (the fleet's extension
 	// of a Chat answer); used to title the search results.
 	Sources []Source

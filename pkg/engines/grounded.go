@@ -1,0 +1,169 @@
+package engines
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/provider"
+)
+
+// LLM-grounded engines are thin adapters over the main-model codecs: a grounded
+// search is a main-model call with the provider's own search switched on, its answer
+// read as search results. An adapter builds a canonical request (the query as the
+// user's turn, groundedAInstructions as the system prompt, llm.SearchOptions for the
+// provider's search tool), calls the model through pkg/llm/upstream (the protocol's
+// codec in pkg/llm/wire encodes it and decodes the answer; the provider layer's
+// exchange, credentials and Retry-After rule apply; a paused answer is resumed there),
+// and maps the answer's server calls, results and citations to a Result. Each
+// provider format is thus decoded in one file, pkg/llm/wire/model_<protocol>.go, for
+// main models and engines alike. parse (Normalize) decodes recorded bodies with the
+// same codec.
+
+// grounded is what every grounded adapter holds: the engine's client (id, base URL,
+// key) and the model caller of its protocol.
+type grounded struct {
+	client
+	keyEnv string
+	model  string
+	api    wire.ModelAPI
+	call   *upstream.Caller
+	price  float64
+}
+
+func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, defaultModel string) grounded {
+	g := grounded{client: newClient(cfg, hc, defaultBase), keyEnv: cfg.APIKeyEnv, model: strings.TrimSpace(cfg.Model), api: api}
+	if g.model == "" {
+		g.model = defaultModel
+	}
+	// One key per engine: the engine's rotation (keys.go) tells of refused keys.
+	creds := llm.NewCredentials(cfg.ID, []string{g.key}, llm.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
+	g.call = upstream.New(api, cfg.ID, g.baseURL, g.key, g.hc, upstream.Options{Credentials: creds})
+	return g
+}
+
+func (g *grounded) Name() string { return g.id }
+
+// ask makes the model call of one search: q as the user's turn, the grounded system
+// prompt, the provider's search with so. An answer that came with an error (a
+// resumption failed) is returned with it.
+func (g *grounded) ask(ctx context.Context, q Query, so *llm.SearchOptions, maxTokens int) (*wire.Response, error) {
+	if g.key == "" {
+		return nil, missingKey(Config{ID: g.id, APIKeyEnv: g.keyEnv})
+	}
+	so.Requested = true
+	req := &wire.Request{Model: g.model, System: groundedAInstructions(q), Search: so, MaxTokens: maxTokens,
+		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: q.Query}}}}}
+	answer, err := g.call.Answer(ctx, req)
+	if err != nil {
+		return answer, g.modelError(err)
+	}
+	return answer, nil
+}
+
+// decode reads recorded answers with the protocol's codec, joined as one (a paused
+// answer and its continuations).
+func (g *grounded) decodeAll(bodies [][]byte) (*wire.Response, error) {
+	if len(bodies) == 0 {
+		return nil, &Error{Kind: Decode, Engine: g.id, Message: "no response body"}
+	}
+	var out *wire.Response
+	for _, b := range bodies {
+		r, err := g.api.DecodeResponse(b)
+		if err != nil {
+			return nil, g.modelError(err)
+		}
+		if out == nil {
+			out = r
+		} else {
+			out = out.Join(r)
+		}
+	}
+	return out, nil
+}
+
+// modelError is a model call's failure as an engine's: a provider's status is
+// classified by the provider layer (provider.Classify), an answer that did not decode
+// is Decode, a failure without an answer Unavailable (in words that name no address).
+func (g *grounded) modelError(err error) error {
+	var le *llm.Error
+	if !errors.As(err, &le) {
+		if ctx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded); ctx {
+			return AsError(g.id, err)
+		}
+		return &Error{Kind: Decode, Engine: g.id, Message: g.redact(truncate(err.Error(), 300))}
+	}
+	e := &Error{Engine: g.id, Status: le.Status, Message: g.redact(truncate(le.Message, 300)), RetryAfter: le.RetryAfter}
+	switch {
+	case le.Status == 0:
+		e.Kind, e.Message, e.Err = Unavailable, netReason(le), le
+	case le.Status/100 == 2 || le.Type == "bad_response":
+		e.Kind, e.Status = Decode, 0
+	default:
+		e.Kind = provider.Classify(le.Status, []byte(le.Type+" "+le.Code+" "+le.Message))
+	}
+	if !e.Kind.Retryable() {
+		e.RetryAfter = 0
+	}
+	return e
+}
+
+// groundedAInsert places markers at byte offsets into a model-written text, first
+// escaping any "[n]" the model wrote itself ("\[n\]", which markdown renders the same)
+// so that the shared normalization does not take it for a citation of source n.
+func groundedAInsert(text string, ins []Insert) string {
+	found := markerRE.FindAllStringIndex(text, -1)
+	if len(found) == 0 {
+		return InsertAtBytes(text, ins)
+	}
+	ins = slices.Clone(ins)
+	for i := range ins {
+		shift := 0
+		for _, m := range found {
+			switch {
+			case m[1] <= ins[i].Offset:
+				shift += 2
+			case m[0] < ins[i].Offset:
+				shift++
+			}
+		}
+		ins[i].Offset += shift
+	}
+	var b strings.Builder
+	prev := 0
+	for _, m := range found {
+		b.WriteString(text[prev:m[0]])
+		b.WriteString(`\`)
+		b.WriteString(text[m[0] : m[1]-1])
+		b.WriteString(`\]`)
+		prev = m[1]
+	}
+	b.WriteString(text[prev:])
+	return InsertAtBytes(b.String(), ins)
+}
+
+// groundedAInstructions is the system prompt of the grounded adapters: search, answer
+// briefly from the results, cite. The user message is the query itself, verbatim.
+func groundedAInstructions(q Query) string {
+	var b strings.Builder
+	b.WriteString("You are a web search engine. Search the web for the user's message, which is a search query, " +
+		"and reply with a concise, factual summary of what the search results say, citing the pages you used. " +
+		"Do not ask questions and do not answer from memory alone.")
+	switch q.Recency {
+	case OneDay:
+		b.WriteString(" Prefer pages published in the last 24 hours.")
+	case OneWeek:
+		b.WriteString(" Prefer pages published in the last week.")
+	case OneMonth:
+		b.WriteString(" Prefer pages published in the last month.")
+	case OneYear:
+		b.WriteString(" Prefer pages published in the last year.")
+	}
+	return b.String()
+}
