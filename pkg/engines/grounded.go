@@ -99,7 +99,11 @@ func (g *grounded) modelError(err error) error {
 		}
 		return &Error{Kind: Decode, Engine: g.id, Message: g.redact(truncate(err.Error(), 300))}
 	}
-	e := &Error{Engine: g.id, Status: le.Status, Message: g.redact(truncate(le.Message, 300)), RetryAfter: le.RetryAfter}
+	msg := le.Message
+	if le.Type != "" && !strings.Contains(msg, le.Type) {
+		msg = le.Type + ": " + msg // the provider's error type or status ("NOT_FOUND")
+	}
+	e := &Error{Engine: g.id, Status: le.Status, Message: g.redact(truncate(msg, 300)), RetryAfter: le.RetryAfter}
 	switch {
 	case le.Status == 0:
 		e.Kind, e.Message, e.Err = Unavailable, netReason(le), le
@@ -166,4 +170,22 @@ func groundedAInstructions(q Query) string {
 		b.WriteString(" Prefer pages published in the last year.")
 	}
 	return b.String()
+}
+
+// groundedANearest finds the occurrence of sub in text whose end is nearest to want,
+// and returns that end (a byte offset).
+func groundedANearest(text, sub string, want int) (int, bool) {
+	best, found := 0, false
+	for from := 0; from <= len(text); {
+		i := strings.Index(text[from:], sub)
+		if i < 0 {
+			break
+		}
+		end := from + i + len(sub)
+		if !found || max(end-want, want-end) < max(best-want, want-best) {
+			best, found = end, true
+		}
+		from += i + 1
+	}
+	return best, found
 }

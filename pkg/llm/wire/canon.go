@@ -284,7 +284,11 @@ type Response struct {
 	// Paused is set when the answer stopped before it was done (Anthropic's
 	// pause_turn): a Continuer resumes it.
 	Paused bool
-	Usage  Usage
+	// StopDetail is the provider's own word for why the answer stopped where it says
+	// more than Stop (Gemini's finishReason "SAFETY", "RECITATION"; for a prompt
+	// Gemini blocked before any answer, "blocked: " and its blockReason).
+	StopDetail string
+	Usage      Usage
 	// Sources are the sources the answer's [n] markers number (the fleet's extension
 	// of a Chat answer); used to title the search results.
 	Sources []Source
