@@ -57,7 +57,7 @@ type anthropicOptions struct {
 var anthropicToolRE = regexp.MustCompile(`^web_search_\d{8}$`)
 
 func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
-	e := &anthropic{grounded: newGrounded(cfg, hc, wire.AnthropicModel, "https://api.anthropic.com", "claude-sonnet-4-5"), now: time.Now}
+	e := &anthropic{grounded: newGrounded(cfg, hc, wire.AnthropicModel, "https://api.anthropic.com", "", "claude-sonnet-4-5"), now: time.Now}
 	if err := cfg.options(&e.opts); err != nil {
 		return nil, err
 	}

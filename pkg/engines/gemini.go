@@ -104,7 +104,7 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 		api = geminiVertex{ModelAPI: wire.GeminiModel, path: "/v1/projects/" + url.PathEscape(v.Project) + "/locations/" + url.PathEscape(loc) +
 			"/publishers/google/models/" + model + ":generateContent"}
 	}
-	e := &gemini{grounded: newGrounded(cfg, hc, api, base, model), perQuery: strings.HasPrefix(model, "gemini-3")}
+	e := &gemini{grounded: newGrounded(cfg, hc, api, base, "", model), perQuery: strings.HasPrefix(model, "gemini-3")}
 	if e.perQuery {
 		e.price = cfg.price(0.014)
 	} else {

@@ -37,14 +37,16 @@ type grounded struct {
 	price  float64
 }
 
-func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, defaultModel string) grounded {
+// newGrounded builds the adapter's parts; the model caller's base URL is the engine's
+// with apiPath appended (OpenAI's SDK base ends in /v1, the engine's does not).
+func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, apiPath, defaultModel string) grounded {
 	g := grounded{client: newClient(cfg, hc, defaultBase), keyEnv: cfg.APIKeyEnv, model: strings.TrimSpace(cfg.Model), api: api}
 	if g.model == "" {
 		g.model = defaultModel
 	}
 	// One key per engine: the engine's rotation (keys.go) tells of refused keys.
 	creds := llm.NewCredentials(cfg.ID, []string{g.key}, llm.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
-	g.call = upstream.New(api, cfg.ID, g.baseURL, g.key, g.hc, upstream.Options{Credentials: creds})
+	g.call = upstream.New(api, cfg.ID, g.baseURL+apiPath, g.key, g.hc, upstream.Options{Credentials: creds})
 	return g
 }
 

@@ -50,7 +50,7 @@ func (r *Response) Join(more *Response) *Response {
 	out := *more
 	out.Content = append(append([]Part(nil), r.Content...), more.Content...)
 	out.Usage = Usage{InputTokens: r.Usage.InputTokens + more.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens + more.Usage.OutputTokens,
-		WebSearches: r.Usage.WebSearches + more.Usage.WebSearches}
+		WebSearches: r.Usage.WebSearches + more.Usage.WebSearches, SearchesReported: r.Usage.SearchesReported + more.Usage.SearchesReported}
 	return &out
 }
 
