@@ -1,8 +1,10 @@
 package engines
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -44,9 +46,7 @@ func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, ap
 	if g.model == "" {
 		g.model = defaultModel
 	}
-	// One key per engine: the engine's rotation (keys.go) tells of refused keys.
-	creds := llm.NewCredentials(cfg.ID, []string{g.key}, llm.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
-	g.call = upstream.New(api, cfg.ID, g.baseURL+apiPath, g.key, g.hc, upstream.Options{Credentials: creds})
+	g.call = upstream.New(api, cfg.ID, g.baseURL+apiPath, g.key, g.hc, upstream.Options{Credentials: g.credentials()})
 	return g
 }
 
@@ -67,6 +67,26 @@ func (g *grounded) ask(ctx context.Context, q Query, so *llm.SearchOptions, maxT
 		return answer, g.modelError(err)
 	}
 	return answer, nil
+}
+
+// credentials are the one key of a model caller built for an engine: the engine's
+// rotation (keys.go) rests and tells of refused keys, so these do not.
+func (c *client) credentials() *llm.Credentials {
+	return llm.NewCredentials(c.id, []string{c.key}, llm.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
+}
+
+// replay is an HTTP transport that answers the calls of one search with recorded
+// bodies, in order (the last again once they run out): parse reads recordings through
+// the same model caller a search uses.
+type replay [][]byte
+
+func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
+	body := (*r)[0]
+	if len(*r) > 1 {
+		*r = (*r)[1:]
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
 }
 
 // decode reads recorded answers with the protocol's codec, joined as one (a paused
@@ -93,7 +113,7 @@ func (g *grounded) decodeAll(bodies [][]byte) (*wire.Response, error) {
 // modelError is a model call's failure as an engine's: a provider's status is
 // classified by the provider layer (provider.Classify), an answer that did not decode
 // is Decode, a failure without an answer Unavailable (in words that name no address).
-func (g *grounded) modelError(err error) error {
+func (g *client) modelError(err error) error {
 	var le *llm.Error
 	if !errors.As(err, &le) {
 		if ctx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded); ctx {

@@ -16,6 +16,9 @@ type NativeSearch struct {
 	Searches []NativeQuery `json:"searches"`
 	// Sources are the cited pages, numbered as the answer's [n] markers (from 1).
 	Sources []NativeSource `json:"sources"`
+	// Unfinished is set when the model was still searching when its rounds ran out
+	// (Kimi): the answer is missing or partial.
+	Unfinished bool `json:"unfinished,omitempty"`
 }
 
 // NativeQuery is one native search.

@@ -59,6 +59,8 @@ const (
 type Caller struct {
 	kind   Kind
 	client llm.Caller
+	// always reports the cited pages also of an answer that ran no search.
+	always bool
 }
 
 var _ llm.Starter = (*Caller)(nil)
@@ -68,6 +70,13 @@ var _ llm.Starter = (*Caller)(nil)
 // which the caller reads the response's top-level web_search array.
 func New(kind Kind, client llm.Caller) *Caller {
 	return &Caller{kind: kind, client: client}
+}
+
+// NewForEngine is New for a grounded search engine (pkg/engines), which reads an
+// answer's sources from its report: the report comes also when the model cited pages
+// without running a search (with Requests 0).
+func NewForEngine(kind Kind, client llm.Caller) *Caller {
+	return &Caller{kind: kind, client: client, always: true}
 }
 
 // Complete calls the model. Without the fleet's web_search tool in body the call is
