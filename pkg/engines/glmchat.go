@@ -3,18 +3,25 @@ package engines
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 )
 
 // glmChat is Zhipu GLM chat completions with the embedded web_search tool
 // (POST {base}/chat/completions, bearer key): one request, the model searches and
 // answers, and the search results come back in a top-level "web_search" array next to
-// "choices" (WIRE_FORMATS.md §4a, seed 001). The default base is the mainland
+// "choices" (WIRE_FORMATS.md §4a, seed 001). It is an adapter over the main models'
+// parts: llm.Client makes the call (the provider layer's exchange, credentials and
+// errors), and the tool's declaration, the web_search array and the ref markers are
+// read by pkg/llm/nativechat (glm.go), as for a GLM main model. The default base is the mainland
 // endpoint https://open.bigmodel.cn/api/paas/v4; Z.AI accounts set
 // https://api.z.ai/api/paas/v4. The default model is glm-4.7.
 //
@@ -102,66 +109,13 @@ func (e *glmChat) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true}
 }
 
-type glmChatRequest struct {
-	Model    string           `json:"model"`
-	Messages []glmChatMessage `json:"messages"`
-	Tools    []glmChatTool    `json:"tools"`
-	Stream   bool             `json:"stream"`
-	Thinking *glmThinking     `json:"thinking,omitempty"`
-}
-
-type glmChatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
 type glmThinking struct {
 	Type string `json:"type"`
 }
 
-type glmChatTool struct {
-	Type      string           `json:"type"`
-	WebSearch glmChatWebSearch `json:"web_search"`
-}
-
-type glmChatWebSearch struct {
-	Enable              bool   `json:"enable"`
-	SearchEngine        string `json:"search_engine"`
-	SearchResult        bool   `json:"search_result"` // without it the web_search array is not returned
-	SearchQuery         string `json:"search_query,omitempty"`
-	SearchPrompt        string `json:"search_prompt,omitempty"`
-	Count               int    `json:"count,omitempty"`
-	SearchDomainFilter  string `json:"search_domain_filter,omitempty"`
-	SearchRecencyFilter string `json:"search_recency_filter,omitempty"`
-	ContentSize         string `json:"content_size,omitempty"`
-}
-
-type glmChatResponse struct {
-	ID      string `json:"id"`
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	WebSearch []glmSearchItem `json:"web_search"`
-	Error     *glmErrorBody   `json:"error"`
-}
-
-// glmSearchItem is one search result of either GLM kind.
-type glmSearchItem struct {
-	Title       string `json:"title"`
-	Content     string `json:"content"`
-	Link        string `json:"link"`
-	Media       string `json:"media"`
-	Icon        string `json:"icon"`
-	Refer       string `json:"refer"`
-	PublishDate string `json:"publish_date"`
-}
+// glmSearchItem is one search result of either GLM kind (the one struct of
+// pkg/llm/nativechat, where GLM's format is read).
+type glmSearchItem = nativechat.GLMItem
 
 // glmErrorBody is Zhipu's error envelope {"error":{"code","message"}}; code is usually
 // a string ("1302") but numbers have been seen.
@@ -174,63 +128,48 @@ func (e *glmChat) Search(ctx context.Context, q Query) (*Result, error) {
 	if e.key == "" {
 		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
 	}
-	// search_query pins what is searched to the query itself (cut to the Web Search
-	// API's 70 characters; the model still reads the whole query, so no warning).
-	ws := glmChatWebSearch{
-		Enable:              true,
-		SearchEngine:        e.opts.SearchEngine,
-		SearchResult:        true,
-		SearchQuery:         glmTruncateQuery(q.Query),
-		SearchPrompt:        e.opts.SearchPrompt,
-		Count:               q.Count,
-		SearchDomainFilter:  glmDomainFilter(q),
-		SearchRecencyFilter: string(q.Recency),
-		ContentSize:         e.opts.ContentSize,
-	}
-	req := glmChatRequest{
-		Model:    e.model,
-		Messages: []glmChatMessage{{Role: "user", Content: q.Query}},
-		Tools:    []glmChatTool{{Type: "web_search", WebSearch: ws}},
-	}
-	if e.opts.Thinking != "" {
-		req.Thinking = &glmThinking{Type: e.opts.Thinking}
-	}
-	body, _, err := e.do(ctx, request{path: "/chat/completions", header: bearer(e.key), body: req})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.run(ctx, e.hc, q)
 }
 
 func (e *glmChat) parse(q Query, bodies [][]byte) (*Result, error) {
-	var resp glmChatResponse
-	if err := e.decode(bodies[0], &resp); err != nil {
-		return nil, err
+	rp := replay(bodies[:min(len(bodies), 1)])
+	return e.run(context.Background(), &http.Client{Transport: &rp}, q)
+}
+
+// run makes the one call of a search: a chat completion with GLM's web_search tool
+// (nativechat.GLMTool) through llm.Client, the search results read from the body's
+// web_search array (nativechat.GLMResults).
+func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
+	// search_query pins what is searched to the query itself (cut to the Web Search
+	// API's 70 characters; the model still reads the whole query, so no warning).
+	tool := nativechat.GLMTool(nativechat.GLMSearch{Engine: e.opts.SearchEngine, Query: glmTruncateQuery(q.Query), Prompt: e.opts.SearchPrompt,
+		Count: q.Count, DomainFilter: glmDomainFilter(q), RecencyFilter: string(q.Recency), ContentSize: e.opts.ContentSize})
+	req := map[string]any{"model": e.model, "messages": []map[string]string{{"role": "user", "content": q.Query}}, "tools": []json.RawMessage{tool}}
+	if e.opts.Thinking != "" {
+		req["thinking"] = glmThinking{Type: e.opts.Thinking}
 	}
-	if resp.Error != nil && len(resp.Choices) == 0 {
-		return nil, glmError(&e.client, resp.Error)
+	body, _ := json.Marshal(req)
+	cctx, captured := nativechat.Capture(ctx)
+	comp, err := llm.NewClientWith(e.id, e.baseURL, e.credentials(), nativechat.HTTPClient(hc)).Complete(cctx, body, nil)
+	if err != nil {
+		return nil, e.glmModelError(err)
 	}
-	res := &Result{Usage: Usage{
-		Searches:     1,
-		InputTokens:  resp.Usage.PromptTokens,
-		OutputTokens: resp.Usage.CompletionTokens,
-		CostUSD:      e.price,
-	}}
-	text := ""
-	if len(resp.Choices) > 0 {
-		c := resp.Choices[0]
-		switch c.FinishReason {
-		case "sensitive":
-			return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Zhipu's content filter stopped the answer (finish_reason sensitive)"}
-		case "network_error":
-			return nil, &Error{Kind: Unavailable, Engine: e.id, Message: "Zhipu reported a network error while answering (finish_reason network_error)"}
-		case "length":
-			res.warnf("the answer was cut at the model's token limit")
-		}
-		text = c.Message.Content
+	var msg struct {
+		Content string `json:"content"`
 	}
-	refs := make(map[int]int, len(resp.WebSearch)) // ref_N -> 1-based source number
-	for i, it := range resp.WebSearch {
+	json.Unmarshal(comp.Message, &msg)
+	res := &Result{Usage: Usage{Searches: 1, InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens, CostUSD: e.price}}
+	switch comp.FinishReason {
+	case "sensitive":
+		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Zhipu's content filter stopped the answer (finish_reason sensitive)"}
+	case "network_error":
+		return nil, &Error{Kind: Unavailable, Engine: e.id, Message: "Zhipu reported a network error while answering (finish_reason network_error)"}
+	case "length":
+		res.warnf("the answer was cut at the model's token limit")
+	}
+	items := nativechat.GLMResults(captured())
+	refs := make(map[int]int, len(items)) // ref_N -> 1-based source number
+	for i, it := range items {
 		n := i + 1
 		if k, ok := glmRefNumber(it.Refer); ok {
 			if _, dup := refs[k]; !dup {
@@ -243,9 +182,25 @@ func (e *glmChat) parse(q Query, bodies [][]byte) (*Result, error) {
 		res.Hits = append(res.Hits, h)
 		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: h.Title, URI: it.Link}})
 	}
-	res.Summary = glmReplaceRefs(text, refs)
+	res.Summary = glmReplaceRefs(msg.Content, refs)
 	glmCheckDomains(res, q)
 	return res, nil
+}
+
+// glmModelError is a failed call with Zhipu's own error code, where it gave one,
+// deciding the kind (glmCodeKind) and leading the message.
+func (e *glmChat) glmModelError(err error) error {
+	out := e.modelError(err)
+	var le *llm.Error
+	var ee *Error
+	if !errors.As(err, &le) || !errors.As(out, &ee) || le.Code == "" {
+		return out
+	}
+	if k := glmCodeKind(le.Code); k != "" {
+		ee.Kind = k
+	}
+	ee.Message = e.redact(truncate(le.Code+": "+le.Message, 300))
+	return ee
 }
 
 // glmHit turns a search item into a hit: the "（发布时间：…）" / "(Published: …)" title
@@ -288,10 +243,8 @@ func glmStripPublished(title string) (string, time.Time) {
 	return strings.TrimSpace(title[:m[0]]), t
 }
 
-// glmRefRE finds a bracketed citation that names one or more ref_N: "[ref_1]",
-// "[来源：ref_1]", "[Source: ref_1, ref_2]", "【ref_3】", "（ref_1）". The model writes
-// these freely, so anything short between the brackets is accepted.
-var glmRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_[0-9]{1,4}[^\[\]【】()（）\n]{0,40}?[\]】)）]`)
+// glmRefRE finds a bracketed citation that names refers (nativechat.GLMRefRE).
+var glmRefRE = nativechat.GLMRefRE
 
 var glmRefNumRE = regexp.MustCompile(`ref_([0-9]{1,4})`)
 
@@ -359,10 +312,8 @@ func glmCheckDomains(res *Result, q Query) {
 	}
 }
 
-// glmError turns a Zhipu error envelope that arrived with HTTP 200 into an *Error:
-// 1302/1303/1305 rate limits, 1113 and 1304 (balance, daily limit) quota, 1000–1004 and
-// 1100–1121 credentials and account state, anything else (1301 content filter, 12xx
-// parameter errors) a bad request.
+// glmError turns a Zhipu error envelope that arrived with HTTP 200 into an *Error
+// (glmCodeKind; any other code is a bad request).
 func glmError(c *client, b *glmErrorBody) *Error {
 	code := strings.Trim(string(b.Code), `" `)
 	msg := b.Message
@@ -370,15 +321,31 @@ func glmError(c *client, b *glmErrorBody) *Error {
 		msg = code + ": " + msg
 	}
 	e := &Error{Engine: c.id, Kind: BadRequest, Message: c.redact(truncate(msg, 300))}
-	switch n, _ := strconv.Atoi(code); {
-	case n == 1302 || n == 1303 || n == 1305:
-		e.Kind = RateLimited
-	case n == 1113 || n == 1304:
-		e.Kind = Quota
-	case n >= 1000 && n <= 1004, n >= 1100 && n <= 1121:
-		e.Kind = Auth
-	case n >= 500 && n < 600:
-		e.Kind = Unavailable
+	if k := glmCodeKind(code); k != "" {
+		e.Kind = k
 	}
 	return e
+}
+
+// glmCodeKind is the kind of a Zhipu error code: 1302/1303/1305 rate limits, 1113 and
+// 1304 (balance, daily limit) quota, 1000–1004 and 1100–1121 credentials and account
+// state, 5xx unavailable, any other code of Zhipu's (1301 content filter, 12xx
+// parameter errors) a bad request; "" for a code that is not Zhipu's.
+func glmCodeKind(code string) ErrorKind {
+	n, err := strconv.Atoi(code)
+	switch {
+	case err != nil:
+		return ""
+	case n == 1302 || n == 1303 || n == 1305:
+		return RateLimited
+	case n == 1113 || n == 1304:
+		return Quota
+	case n >= 1000 && n <= 1004, n >= 1100 && n <= 1121:
+		return Auth
+	case n >= 500 && n < 600:
+		return Unavailable
+	case n >= 1000:
+		return BadRequest
+	}
+	return ""
 }

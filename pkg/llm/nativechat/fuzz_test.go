@@ -40,7 +40,7 @@ func FuzzGLMReader(f *testing.F) {
 	f.Add([]byte("data: {\"web_search\":[{\"refer\":\"ref_1\",\"link\":\"https://a.example/\"}]}\n\ndata: [DONE]\n\n"), "x [ref_1]")
 	f.Add([]byte(`{"web_search":null}`), "[ref_")
 	f.Fuzz(func(t *testing.T, body []byte, text string) {
-		items := glmResults(body)
+		items := GLMResults(body)
 		out, sources := glmCite(text, items)
 		links := map[string]bool{}
 		for _, it := range items {
