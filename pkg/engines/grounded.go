@@ -89,7 +89,7 @@ func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
 }
 
-// decode reads recorded answers with the protocol's codec, joined as one (a paused
+// decodeAll reads recorded answers with the protocol's codec, joined as one (a paused
 // answer and its continuations).
 func (g *grounded) decodeAll(bodies [][]byte) (*wire.Response, error) {
 	if len(bodies) == 0 {

@@ -90,7 +90,7 @@ func (e *openai) parse(q Query, bodies [][]byte) (*Result, error) {
 func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	if reason, ok := strings.CutPrefix(a.StopDetail, "incomplete"); ok {
-		res.warnf("OpenAI's answer is incomplete (%s)", cmp(strings.TrimPrefix(reason, ": "), "unknown reason"))
+		res.warnf("OpenAI's answer is incomplete (%s)", nonEmpty(strings.TrimPrefix(reason, ": "), "unknown reason"))
 	}
 	if q.Country != "" && len(q.Country) != 2 {
 		res.warnf("country %q is not an ISO 3166-1 alpha-2 code and was ignored", q.Country)
@@ -174,7 +174,7 @@ func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 	return res, nil
 }
 
-func cmp(s, def string) string {
+func nonEmpty(s, def string) string {
 	if s == "" {
 		return def
 	}
