@@ -221,18 +221,10 @@ func keyFailure(err error) (provider.Kind, time.Duration, *Error, bool) {
 	if !errors.As(err, &le) {
 		return "", 0, nil, false
 	}
-	var reason provider.Kind
-	switch le.Status {
-	case http.StatusTooManyRequests:
-		reason = provider.RateLimited
-		if le.Code == "insufficient_quota" || le.Type == "insufficient_quota" {
-			reason = provider.Quota // OpenAI: the key's money is spent, waiting won't help
-		}
-	case http.StatusUnauthorized, http.StatusForbidden:
-		reason = provider.Auth
-	case http.StatusPaymentRequired:
-		reason = provider.Quota
-	default:
+	// The provider layer's one classification (OpenAI's insufficient_quota on a 429:
+	// the key's money is spent, waiting won't help).
+	reason := provider.Classify(le.Status, []byte(le.Type+" "+le.Code))
+	if !reason.Refused() {
 		return "", 0, nil, false
 	}
 	return reason, provider.RestFor(reason, le.RetryAfter), le, true
