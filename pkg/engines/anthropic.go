@@ -1,9 +1,7 @@
 package engines
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -11,24 +9,23 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// anthropic is Anthropic's Messages API with the server-side web search tool: POST
-// {base}/v1/messages with x-api-key and anthropic-version: 2023-06-01; default base
-// https://api.anthropic.com, default model claude-sonnet-4-5.
+// anthropic is Anthropic's Messages API with the server-side web search tool, an
+// adapter over the Messages model codec (wire.AnthropicModel, grounded.go): default
+// base https://api.anthropic.com, default model claude-sonnet-4-5.
 //
-// Claude runs the searches itself (server_tool_use → web_search_tool_result blocks) and
-// answers in text blocks whose citations name the result they rest on. Citations have
-// no offsets, so a marker goes after each cited text block; source n is the n-th
-// distinct result, in the order the searches returned them (a cited page that is not
-// among the results is appended). Uncited results past the query's count are left out
-// of the sources, so a long research turn does not flood the text the main model reads;
-// they remain hits.
-//
-// A long search loop ends with stop_reason "pause_turn"; the engine then sends the
-// conversation back — the user turn and the assistant content received so far,
-// unchanged (its encrypted_content must round-trip) — and Claude continues, at most
-// anthropicMaxContinuations times.
+// Claude runs the searches itself (server calls and their results in the answer) and
+// answers in text whose citations name the result they rest on. Citations have no
+// offsets, so a marker goes after each cited text part; source n is the n-th distinct
+// result, in the order the searches returned them (a cited page that is not among the
+// results is appended). Uncited results past the query's count are left out of the
+// sources, so a long research turn does not flood the text the main model reads; they
+// remain hits. A turn that pauses (pause_turn) is resumed by the model caller; when a
+// resumption fails, the answer so far is the result, with a warning.
 //
 // Options:
 //
@@ -44,19 +41,12 @@ import (
 // Anthropic. The tool takes allowed_domains or blocked_domains, not both: with both,
 // allowed_domains is sent and blocked_domains is applied to the results afterwards,
 // with a warning. Pricing: $10 per 1,000 searches (errored searches are not billed), so
-// the default cost is $0.01 per search; tokens (search results count as input) are
-// reported in Usage, not priced.
+// the default cost is $0.01 per search; tokens are reported in Usage, not priced.
 type anthropic struct {
-	client
-	keyEnv string
-	model  string
-	opts   anthropicOptions
-	price  float64
-	now    func() time.Time
+	grounded
+	opts anthropicOptions
+	now  func() time.Time
 }
-
-// anthropicMaxContinuations bounds the pause_turn continuations of one search.
-const anthropicMaxContinuations = 3
 
 type anthropicOptions struct {
 	ToolVersion string `json:"toolVersion,omitempty"`
@@ -67,13 +57,9 @@ type anthropicOptions struct {
 var anthropicToolRE = regexp.MustCompile(`^web_search_\d{8}$`)
 
 func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
-	e := &anthropic{client: newClient(cfg, hc, "https://api.anthropic.com"), keyEnv: cfg.APIKeyEnv,
-		model: strings.TrimSpace(cfg.Model), now: time.Now}
+	e := &anthropic{grounded: newGrounded(cfg, hc, wire.AnthropicModel, "https://api.anthropic.com", "", "claude-sonnet-4-5"), now: time.Now}
 	if err := cfg.options(&e.opts); err != nil {
 		return nil, err
-	}
-	if e.model == "" {
-		e.model = "claude-sonnet-4-5"
 	}
 	if e.opts.ToolVersion == "" {
 		e.opts.ToolVersion = "web_search_20250305"
@@ -81,12 +67,8 @@ func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 	if !anthropicToolRE.MatchString(e.opts.ToolVersion) {
 		return nil, fmt.Errorf("engine %q: options.toolVersion %q is not a web_search_YYYYMMDD tool type", cfg.ID, e.opts.ToolVersion)
 	}
-	if e.opts.MaxUses == 0 {
-		e.opts.MaxUses = 5
-	}
-	if e.opts.MaxTokens == 0 {
-		e.opts.MaxTokens = 2048
-	}
+	e.opts.MaxUses = cmpOr(e.opts.MaxUses, 5)
+	e.opts.MaxTokens = cmpOr(e.opts.MaxTokens, 2048)
 	if e.opts.MaxUses < 1 || e.opts.MaxTokens < 1 {
 		return nil, fmt.Errorf("engine %q: options.maxUses and options.maxTokens must be positive", cfg.ID)
 	}
@@ -94,227 +76,72 @@ func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *anthropic) Name() string { return e.id }
+func cmpOr(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
 
 // Capabilities: domains (allowed or blocked) and country; see the type's comment.
 func (e *anthropic) Capabilities() Capabilities {
 	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: true}
 }
 
-type anthropicRequest struct {
-	Model     string             `json:"model"`
-	MaxTokens int                `json:"max_tokens"`
-	System    string             `json:"system"`
-	Messages  []anthropicMessage `json:"messages"`
-	Tools     []anthropicTool    `json:"tools"`
-}
-
-type anthropicMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-type anthropicTool struct {
-	Type           string             `json:"type"`
-	Name           string             `json:"name"`
-	MaxUses        int                `json:"max_uses,omitempty"`
-	AllowedDomains []string           `json:"allowed_domains,omitempty"`
-	BlockedDomains []string           `json:"blocked_domains,omitempty"`
-	UserLocation   *anthropicLocation `json:"user_location,omitempty"`
-	AllowedCallers []string           `json:"allowed_callers,omitempty"`
-}
-
-type anthropicLocation struct {
-	Type    string `json:"type"`
-	Country string `json:"country"`
-}
-
-type anthropicResponse struct {
-	Type  string `json:"type"`
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-	StopReason string           `json:"stop_reason"`
-	Content    []anthropicBlock `json:"content"`
-	Usage      struct {
-		InputTokens   int `json:"input_tokens"`
-		OutputTokens  int `json:"output_tokens"`
-		ServerToolUse *struct {
-			WebSearchRequests *int `json:"web_search_requests"`
-		} `json:"server_tool_use"`
-	} `json:"usage"`
-}
-
-type anthropicBlock struct {
-	Type      string `json:"type"`
-	Text      string `json:"text"`
-	Citations []struct {
-		Type      string `json:"type"`
-		URL       string `json:"url"`
-		Title     string `json:"title"`
-		CitedText string `json:"cited_text"`
-	} `json:"citations"`
-	// Content of a web_search_tool_result: a list of results, or an error object.
-	Content anthropicToolContent `json:"content"`
-}
-
-// anthropicToolContent is the content of a server tool result block: a list of
-// web_search_result entries, or an error object such as
-// {"type": "web_search_tool_result_error", "error_code": "too_many_requests"}. It is
-// decoded in place, without keeping a copy of the (large, encrypted) raw results.
-type anthropicToolContent struct {
-	Results   []anthropicResult
-	ErrorCode string
-	IsError   bool
-}
-
-func (c *anthropicToolContent) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	switch {
-	case len(b) == 0 || string(b) == "null":
-		return nil
-	case b[0] == '[':
-		return json.Unmarshal(b, &c.Results)
-	case b[0] == '{':
-		var fail struct {
-			ErrorCode string `json:"error_code"`
-		}
-		if err := json.Unmarshal(b, &fail); err != nil {
-			return err
-		}
-		c.IsError, c.ErrorCode = true, fail.ErrorCode
-		return nil
-	}
-	// Other tools' results (code execution stdout as a string, …) are not ours.
-	return nil
-}
-
-type anthropicResult struct {
-	Type    string  `json:"type"`
-	URL     string  `json:"url"`
-	Title   string  `json:"title"`
-	PageAge *string `json:"page_age"`
-}
-
 func (e *anthropic) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, missingKey(Config{ID: e.id, APIKeyEnv: e.keyEnv})
-	}
-	tool := anthropicTool{Type: e.opts.ToolVersion, Name: "web_search", MaxUses: e.opts.MaxUses}
-	if e.opts.ToolVersion > "web_search_20250305" {
-		tool.AllowedCallers = []string{"direct"}
-	}
-	if len(q.AllowedDomains) > 0 {
-		tool.AllowedDomains = q.AllowedDomains
-	} else {
-		tool.BlockedDomains = q.BlockedDomains
+	so := &llm.SearchOptions{Tool: e.opts.ToolVersion, MaxUses: e.opts.MaxUses, AllowedDomains: q.AllowedDomains}
+	if len(q.AllowedDomains) == 0 {
+		so.BlockedDomains = q.BlockedDomains
 	}
 	if len(q.Country) == 2 {
-		tool.UserLocation = &anthropicLocation{Type: "approximate", Country: strings.ToUpper(q.Country)}
+		so.Country = q.Country
 	}
-	user, _ := json.Marshal([]map[string]string{{"type": "text", "text": q.Query}})
-	req := anthropicRequest{
-		Model:     e.model,
-		MaxTokens: e.opts.MaxTokens,
-		System:    groundedAInstructions(q),
-		Messages:  []anthropicMessage{{Role: "user", Content: user}},
-		Tools:     []anthropicTool{tool},
+	answer, err := e.ask(ctx, q, so, e.opts.MaxTokens)
+	var ee *Error
+	if errors.As(err, &ee) && ee.Kind == BadRequest && strings.Contains(ee.Message, "credit balance") {
+		ee.Kind = Quota
 	}
-	h := header("x-api-key", e.key)
-	h.Set("anthropic-version", "2023-06-01")
-
-	var bodies [][]byte
-	var assistant []json.RawMessage
-	for turn := 0; ; turn++ {
-		body, _, err := e.do(ctx, request{path: "/v1/messages", header: h, body: req})
-		if err != nil {
-			var ee *Error
-			if errors.As(err, &ee) && ee.Kind == BadRequest && strings.Contains(ee.Message, "credit balance") {
-				ee.Kind = Quota
-			}
-			// A failed continuation does not void the searches already paid for:
-			// answer with what Claude had so far, unless the caller gave up.
-			if len(bodies) > 0 && ctx.Err() == nil {
-				if res, perr := e.parse(q, bodies); perr == nil {
-					res.warnf("continuing Claude's paused turn failed (%s); this is the answer so far", AsError(e.id, err).Kind)
-					return res, nil
-				}
-			}
-			return nil, err
+	if err != nil && answer != nil && ctx.Err() == nil {
+		// A failed continuation does not void the searches already paid for.
+		if res, perr := e.result(q, answer); perr == nil {
+			res.warnf("continuing Claude's paused turn failed (%s); this is the answer so far", AsError(e.id, err).Kind)
+			return res, nil
 		}
-		bodies = append(bodies, body)
-		var peek struct {
-			StopReason string            `json:"stop_reason"`
-			Content    []json.RawMessage `json:"content"`
-		}
-		if err := e.decode(body, &peek); err != nil {
-			return nil, err
-		}
-		if peek.StopReason != "pause_turn" || turn >= anthropicMaxContinuations {
-			break
-		}
-		// Continue the paused turn: the user message and everything the assistant said
-		// so far, exactly as received.
-		assistant = append(assistant, peek.Content...)
-		content, err := json.Marshal(assistant)
-		if err != nil {
-			return nil, &Error{Kind: Decode, Engine: e.id, Message: "re-encoding paused content: " + err.Error()}
-		}
-		req.Messages = []anthropicMessage{req.Messages[0], {Role: "assistant", Content: content}}
 	}
-	return e.parse(q, bodies)
+	if err != nil {
+		return nil, err
+	}
+	return e.result(q, answer)
 }
 
-// parse reads the responses of one search, in call order (the first, then one per
-// pause_turn continuation), as one assistant turn.
 func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
-	if len(bodies) == 0 {
-		return nil, &Error{Kind: Decode, Engine: e.id, Message: "no response body"}
+	answer, err := e.decodeAll(bodies)
+	if err != nil {
+		return nil, err
 	}
-	res := &Result{}
-	var blocks []anthropicBlock
-	billed, reported := 0, false
-	stop := ""
-	for _, b := range bodies {
-		var resp anthropicResponse
-		if err := e.decode(b, &resp); err != nil {
-			return nil, err
-		}
-		if resp.Type == "error" && resp.Error != nil {
-			return nil, e.inBandError(resp.Error.Type, resp.Error.Message)
-		}
-		if resp.Type != "message" && resp.Content == nil {
-			return nil, &Error{Kind: Decode, Engine: e.id, Message: "not a Messages API response (no content)"}
-		}
-		blocks = append(blocks, resp.Content...)
-		stop = resp.StopReason
-		res.Usage.InputTokens += resp.Usage.InputTokens
-		res.Usage.OutputTokens += resp.Usage.OutputTokens
-		if stu := resp.Usage.ServerToolUse; stu != nil && stu.WebSearchRequests != nil {
-			billed += *stu.WebSearchRequests
-			reported = true
-		}
-	}
+	return e.result(q, answer)
+}
 
+// result reads one answer (continuations joined) as search results.
+func (e *anthropic) result(q Query, a *wire.Response) (*Result, error) {
+	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	// Pass 1: the results of every search, in order, one source per distinct URL.
-	var results []anthropicResult
+	var results []wire.Source
 	index := map[string]int{} // URL -> 1-based source number
 	var failures []string
 	searchesOK := 0
-	for _, b := range blocks {
-		if b.Type != "web_search_tool_result" {
+	for _, p := range a.Content {
+		if p.Kind != wire.PartServerResult {
 			continue
 		}
-		if b.Content.IsError {
-			if b.Content.ErrorCode != "" {
-				failures = append(failures, b.Content.ErrorCode)
+		if p.Search.Error != nil {
+			if p.Search.Error.Code != "" {
+				failures = append(failures, p.Search.Error.Code)
 			}
 			continue
 		}
-		rs := b.Content.Results
 		searchesOK++
-		for _, r := range rs {
+		for _, r := range p.Search.Sources {
 			if r.URL == "" || index[r.URL] > 0 {
 				continue
 			}
@@ -330,35 +157,31 @@ func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
 		res.warnf("%d of %d web searches failed (%s); the answer rests on the others", len(failures), len(failures)+searchesOK, strings.Join(failures, ", "))
 	}
 
-	// Pass 2: the answer. A run of uncited text blocks right before a tool call is
-	// narration ("Let me search for …"), not answer, and is left out.
+	// Pass 2: the answer. A run of uncited text right before a tool call is narration
+	// ("Let me search for …"), not answer, and is left out.
 	var text strings.Builder
 	var citedOrder []int
 	cited := map[int]bool{}
 	snippet := map[int]string{}
-	for i := 0; i < len(blocks); i++ {
-		if blocks[i].Type != "text" {
+	parts := a.Content
+	for i := 0; i < len(parts); i++ {
+		if parts[i].Kind != wire.PartText {
 			continue
 		}
-		j := i
-		anyCited := false
-		for j < len(blocks) && (blocks[j].Type == "text" || blocks[j].Type == "thinking" || blocks[j].Type == "redacted_thinking") {
-			if len(blocks[j].Citations) > 0 {
-				anyCited = true
-			}
-			j++
+		j, anyCited := i, false
+		for ; j < len(parts) && (parts[j].Kind == wire.PartText || parts[j].Kind == wire.PartReasoning); j++ {
+			anyCited = anyCited || len(parts[j].Citations) > 0
 		}
-		if !anyCited && j < len(blocks) && anthropicToolBlock(blocks[j].Type) {
-			i = j - 1
+		if !anyCited && j < len(parts) {
+			i = j - 1 // narration before a tool call
 			continue
 		}
-		for k := i; k < j; k++ {
-			b := blocks[k]
-			if b.Type != "text" {
+		for _, p := range parts[i:j] {
+			if p.Kind != wire.PartText {
 				continue
 			}
 			var nums []int
-			for _, c := range b.Citations {
+			for _, c := range p.Citations {
 				if c.URL == "" {
 					continue
 				}
@@ -377,11 +200,7 @@ func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
 					snippet[n] = html.UnescapeString(c.CitedText)
 				}
 			}
-			t := groundedAInsert(b.Text, nil) // escapes any "[n]" Claude wrote itself
-			if len(nums) == 0 {
-				text.WriteString(t)
-				continue
-			}
+			t := groundedAInsert(p.Text, nil) // escapes any "[n]" Claude wrote itself
 			body := strings.TrimRight(t, " \t\r\n")
 			text.WriteString(body)
 			text.WriteString(MarkerText(nums))
@@ -390,7 +209,7 @@ func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
 		i = j - 1
 	}
 	res.Summary = text.String()
-	if stop == "pause_turn" {
+	if a.Paused {
 		res.warnf("Claude had not finished searching when its turn was cut short; the answer may be incomplete")
 	}
 
@@ -399,8 +218,8 @@ func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
 	hit := func(n int) Hit {
 		s := res.Citation.Sources[n-1].Web
 		h := Hit{Title: s.Title, URL: s.URI, Snippet: snippet[n]}
-		if n <= len(results) && results[n-1].PageAge != nil {
-			h.Published = readDate(*results[n-1].PageAge, now) // "December 21, 2015" or "2 days ago"
+		if n <= len(results) && results[n-1].PageAge != "" {
+			h.Published = readDate(results[n-1].PageAge, now) // "December 21, 2015" or "2 days ago"
 		}
 		return h
 	}
@@ -412,7 +231,6 @@ func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
 			res.Hits = append(res.Hits, hit(n))
 		}
 	}
-
 	// Sources: uncited results past the wanted count are dropped (finish removes
 	// sources without a URI and renumbers the markers).
 	for n := q.Count + 1; n <= len(res.Citation.Sources); n++ {
@@ -420,25 +238,18 @@ func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
 			res.Citation.Sources[n-1].Web.URI = ""
 		}
 	}
-	// Both domain lists: only allowed_domains was sent; the shared normalization
-	// applies the blocked ones to the results.
 	if len(q.AllowedDomains) > 0 && len(q.BlockedDomains) > 0 {
 		res.warnf("Anthropic's web search takes allowed or blocked domains, not both: allowed_domains was sent and blocked_domains applied to the results afterwards")
 	}
-
 	res.Usage.Searches = searchesOK
-	if reported {
-		res.Usage.Searches = billed
+	if a.Usage.WebSearches > 0 || (searchesOK > 0 && len(failures) > 0) {
+		res.Usage.Searches = a.Usage.WebSearches // billed: failed searches are not
 	}
 	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
 	return res, nil
 }
 
-func anthropicToolBlock(t string) bool {
-	return t == "server_tool_use" || t == "tool_use" || strings.HasSuffix(t, "_tool_result")
-}
-
-// toolError turns the error code of a failed web_search_tool_result into an *Error.
+// toolError turns the error code of a failed web search result into an *Error.
 func (e *anthropic) toolError(code string) *Error {
 	err := &Error{Kind: BadRequest, Engine: e.id, Message: "web search failed: " + code}
 	switch code {
@@ -446,22 +257,6 @@ func (e *anthropic) toolError(code string) *Error {
 		err.Kind = RateLimited
 	case "unavailable":
 		err.Kind = Unavailable
-	}
-	return err
-}
-
-// inBandError classifies an error envelope that arrived with a 2xx status.
-func (e *anthropic) inBandError(typ, msg string) *Error {
-	err := &Error{Kind: BadRequest, Engine: e.id, Message: e.redact(truncate(typ+": "+msg, 300))}
-	switch typ {
-	case "rate_limit_error":
-		err.Kind = RateLimited
-	case "overloaded_error", "api_error", "timeout_error":
-		err.Kind = Unavailable
-	case "authentication_error", "permission_error":
-		err.Kind = Auth
-	case "billing_error":
-		err.Kind = Quota
 	}
 	return err
 }

@@ -136,9 +136,9 @@ func (e *brave) params(q Query) (url.Values, []string) {
 
 // braveError reclassifies the failures whose HTTP status says less than Brave's error
 // code: 422 SUBSCRIPTION_TOKEN_INVALID is a bad key (Auth, not BadRequest), 429
-// QUOTA_LIMITED and 402 USAGE_LIMIT_EXCEEDED are spent quota, not a reason to retry. A
-// 429 without Retry-After waits for the first window of X-RateLimit-Reset ("1, 1419704":
-// seconds until the per-second and the monthly windows reset).
+// QUOTA_LIMITED and 402 USAGE_LIMIT_EXCEEDED are spent quota, not a reason to retry. (A
+// 429 without Retry-After waits for the first window of X-RateLimit-Reset: the
+// provider layer's rule, provider.RetryAfter.)
 //
 // The code is read from the error's message, which http.go builds as "CODE: detail"
 // from Brave's {"error":{"code","detail"}} envelope (or the body text otherwise).
@@ -154,21 +154,7 @@ func braveError(err error, h http.Header) error {
 		e.Kind = Quota
 		e.RetryAfter = 0
 	}
-	if e.Kind == RateLimited && e.RetryAfter == 0 && h != nil {
-		e.RetryAfter = firstSeconds(h.Get("X-RateLimit-Reset"))
-	}
 	return e
-}
-
-// firstSeconds reads the first value of a comma-separated list of seconds; 0 when
-// there is none.
-func firstSeconds(v string) time.Duration {
-	first, _, _ := strings.Cut(v, ",")
-	s, err := strconv.ParseFloat(strings.TrimSpace(first), 64)
-	if err != nil || s <= 0 || s > 366*24*3600 {
-		return 0
-	}
-	return time.Duration(s * float64(time.Second))
 }
 
 func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {

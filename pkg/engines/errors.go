@@ -6,27 +6,23 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
-// ErrorKind classifies an engine failure by what the caller should do about it.
-type ErrorKind string
+// ErrorKind classifies an engine failure by what the caller should do about it: the
+// provider layer's kinds (provider.Kind), shared with the main-model callers.
+type ErrorKind = provider.Kind
 
 // The error kinds. Only RateLimited and Unavailable are worth retrying.
 const (
-	// RateLimited: the provider asked us to slow down; retry after RetryAfter.
-	RateLimited ErrorKind = "rate_limited"
-	// Unavailable: a 5xx, a timeout or a network failure; retry with back-off.
-	Unavailable ErrorKind = "unavailable"
-	// BadRequest: the provider rejected the request (4xx, in-band invalid input).
-	BadRequest ErrorKind = "bad_request"
-	// Auth: missing, invalid or unauthorized credentials.
-	Auth ErrorKind = "auth"
-	// Quota: the account is out of money or over a hard usage limit.
-	Quota ErrorKind = "quota"
-	// Decode: the provider answered 2xx with a body we could not read.
-	Decode ErrorKind = "decode"
-	// Canceled: the caller's context ended first.
-	Canceled ErrorKind = "canceled"
+	RateLimited = provider.RateLimited // the provider asked us to slow down; retry after RetryAfter
+	Unavailable = provider.Unavailable // a 5xx, a timeout or a network failure; retry with back-off
+	BadRequest  = provider.BadRequest  // the provider rejected the request (4xx, in-band invalid input)
+	Auth        = provider.Auth        // missing, invalid or unauthorized credentials
+	Quota       = provider.Quota       // the account is out of money or over a hard usage limit
+	Decode      = provider.Decode      // the provider answered 2xx with a body we could not read
+	Canceled    = provider.Canceled    // the caller's context ended first
 )
 
 // Error is an engine failure. Its message never contains an API key.
@@ -79,9 +75,7 @@ func (e *Error) render(transport bool) string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Retryable reports whether trying the same search again later can succeed.
-func (e *Error) Retryable() bool {
-	return e.Kind == RateLimited || e.Kind == Unavailable
-}
+func (e *Error) Retryable() bool { return e.Kind.Retryable() }
 
 // Type is the WebSearchResult error type the main model sees for this failure.
 func (e *Error) Type() string {
@@ -125,24 +119,9 @@ func AsError(engine string, err error) *Error {
 }
 
 // redact removes every occurrence of each non-empty secret from s.
-func redact(s string, secrets ...string) string {
-	for _, k := range secrets {
-		if len(k) >= 4 && strings.Contains(s, k) {
-			s = strings.ReplaceAll(s, k, "[REDACTED]")
-		}
-	}
-	return s
-}
+func redact(s string, secrets ...string) string { return provider.Redact(s, secrets...) }
 
 // truncate shortens s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !runeStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func truncate(s string, n int) string { return provider.Truncate(s, n) }
 
 func runeStart(b byte) bool { return b&0xC0 != 0x80 }

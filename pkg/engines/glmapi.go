@@ -2,8 +2,15 @@ package engines
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 )
 
 // glmAPI is Zhipu's standalone Web Search API (POST {base}/web_search, bearer key,
@@ -96,4 +103,166 @@ func (e *glmAPI) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	glmCheckDomains(res, q)
 	return res, nil
+}
+
+// The parts both GLM kinds share.
+
+// glmOptions are the options of both GLM kinds.
+type glmOptions struct {
+	SearchEngine string `json:"searchEngine,omitempty"`
+	ContentSize  string `json:"contentSize,omitempty"`
+	SearchPrompt string `json:"searchPrompt,omitempty"`
+	Thinking     string `json:"thinking,omitempty"`
+}
+
+// glmDefaultBase is Zhipu's mainland endpoint; both GLM kinds default to it.
+const glmDefaultBase = "https://open.bigmodel.cn/api/paas/v4"
+
+// glmUSDPerCNY converts Zhipu's and Moonshot's yuan list prices for accounting: a fixed,
+// documented rate (≈ the 2025–2026 average) rather than a live one, so costs are
+// reproducible. Override per engine with costPerSearchUSD.
+const glmUSDPerCNY = 0.14
+
+// glmMaxQuery is the Web Search API's documented limit on search_query, in characters.
+const glmMaxQuery = 70
+
+// glmEngineCNY is Zhipu's price per search call by search engine, in yuan (docs).
+// Engines not listed (Z.AI's search-prime, search_pro_jina, new ones) are priced as
+// search_pro.
+var glmEngineCNY = map[string]float64{
+	"search_std":       0.01,
+	"search_pro":       0.03,
+	"search_pro_sogou": 0.05,
+	"search_pro_quark": 0.05,
+}
+
+// glmSearchPrice is the USD list price of one search with engine.
+func glmSearchPrice(engine string) float64 {
+	cny, ok := glmEngineCNY[engine]
+	if !ok {
+		cny = glmEngineCNY["search_pro"]
+	}
+	return cny * glmUSDPerCNY
+}
+
+// glmSearchItem is one search result of either GLM kind (the one struct of
+// pkg/llm/nativechat, where GLM's format is read).
+type glmSearchItem = nativechat.GLMItem
+
+// glmErrorBody is Zhipu's error envelope {"error":{"code","message"}}; code is usually
+// a string ("1302") but numbers have been seen.
+type glmErrorBody struct {
+	Code    json.RawMessage `json:"code"`
+	Message string          `json:"message"`
+}
+
+// glmHit turns a search item into a hit: the "（发布时间：…）" / "(Published: …)" title
+// suffix becomes Published (it carries the time, publish_date only the day).
+func glmHit(it glmSearchItem) Hit {
+	title, published := glmStripPublished(it.Title)
+	h := Hit{Title: title, URL: it.Link, Source: it.Media, Snippet: it.Content, Published: published}
+	if h.Published.IsZero() && it.PublishDate != "" {
+		h.Published = parseDate(it.PublishDate)
+	}
+	return h
+}
+
+// glmPublishedRE matches the publication suffix Zhipu appends to titles: Chinese
+// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)".
+var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:]\s*([0-9]{4}-[0-9]{2}-[0-9]{2})(?:[ T]([0-9]{2}:[0-9]{2}(?::[0-9]{2})?))?\s*[）)]\s*$`)
+
+// glmChinaTime is the zone of the suffix's wall-clock times (Zhipu is in Beijing).
+var glmChinaTime = time.FixedZone("CST", 8*3600)
+
+// glmStripPublished splits a publication suffix off title and returns its time (zero
+// when there is none or it does not parse).
+func glmStripPublished(title string) (string, time.Time) {
+	m := glmPublishedRE.FindStringSubmatchIndex(title)
+	if m == nil {
+		return title, time.Time{}
+	}
+	day := title[m[2]:m[3]]
+	clock := "00:00:00"
+	if m[4] >= 0 {
+		clock = title[m[4]:m[5]]
+		if len(clock) == 5 {
+			clock += ":00"
+		}
+	}
+	t, err := time.ParseInLocation("2006-01-02 15:04:05", day+" "+clock, glmChinaTime)
+	if err != nil {
+		t = time.Time{}
+	}
+	return strings.TrimSpace(title[:m[0]]), t
+}
+
+// glmTruncateQuery cuts q to the Web Search API's 70-character limit on a rune
+// boundary.
+func glmTruncateQuery(q string) string {
+	if utf8.RuneCountInString(q) <= glmMaxQuery {
+		return q
+	}
+	n := 0
+	for i := range q {
+		if n == glmMaxQuery {
+			return q[:i]
+		}
+		n++
+	}
+	return q
+}
+
+// glmDomainFilter is the one domain Zhipu's search_domain_filter takes: the first
+// allowed domain.
+func glmDomainFilter(q Query) string {
+	if len(q.AllowedDomains) == 0 {
+		return ""
+	}
+	return q.AllowedDomains[0]
+}
+
+// glmCheckDomains warns when only the first of several allowed domains was searched
+// (the shared normalization then drops hits outside the allowed domains).
+func glmCheckDomains(res *Result, q Query) {
+	if len(q.AllowedDomains) > 1 {
+		res.warnf("Zhipu's domain filter takes one domain: only %s was searched, not %s", q.AllowedDomains[0], strings.Join(q.AllowedDomains[1:], ", "))
+	}
+}
+
+// glmError turns a Zhipu error envelope that arrived with HTTP 200 into an *Error
+// (glmCodeKind; any other code is a bad request).
+func glmError(c *client, b *glmErrorBody) *Error {
+	code := strings.Trim(string(b.Code), `" `)
+	msg := b.Message
+	if code != "" && code != "null" {
+		msg = code + ": " + msg
+	}
+	e := &Error{Engine: c.id, Kind: BadRequest, Message: c.redact(truncate(msg, 300))}
+	if k := glmCodeKind(code); k != "" {
+		e.Kind = k
+	}
+	return e
+}
+
+// glmCodeKind is the kind of a Zhipu error code: 1302/1303/1305 rate limits, 1113 and
+// 1304 (balance, daily limit) quota, 1000–1004 and 1100–1121 credentials and account
+// state, 5xx unavailable, any other code of Zhipu's (1301 content filter, 12xx
+// parameter errors) a bad request; "" for a code that is not Zhipu's.
+func glmCodeKind(code string) ErrorKind {
+	n, err := strconv.Atoi(code)
+	switch {
+	case err != nil:
+		return ""
+	case n == 1302 || n == 1303 || n == 1305:
+		return RateLimited
+	case n == 1113 || n == 1304:
+		return Quota
+	case n >= 1000 && n <= 1004, n >= 1100 && n <= 1121:
+		return Auth
+	case n >= 500 && n < 600:
+		return Unavailable
+	case n >= 1000:
+		return BadRequest
+	}
+	return ""
 }

@@ -3,18 +3,23 @@ package engines
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 )
 
 // glmChat is Zhipu GLM chat completions with the embedded web_search tool
 // (POST {base}/chat/completions, bearer key): one request, the model searches and
 // answers, and the search results come back in a top-level "web_search" array next to
-// "choices" (WIRE_FORMATS.md §4a, seed 001). The default base is the mainland
+// "choices" (WIRE_FORMATS.md §4a, seed 001). It is an adapter over the main models'
+// parts: llm.Client makes the call (the provider layer's exchange, credentials and
+// errors), and the tool's declaration, the web_search array and the ref markers are
+// read by pkg/llm/nativechat (glm.go), as for a GLM main model. The default base is the mainland
 // endpoint https://open.bigmodel.cn/api/paas/v4; Z.AI accounts set
 // https://api.z.ai/api/paas/v4. The default model is glm-4.7.
 //
@@ -35,44 +40,6 @@ type glmChat struct {
 	model string
 	opts  glmOptions
 	price float64
-}
-
-// glmOptions are the options of both GLM kinds.
-type glmOptions struct {
-	SearchEngine string `json:"searchEngine,omitempty"`
-	ContentSize  string `json:"contentSize,omitempty"`
-	SearchPrompt string `json:"searchPrompt,omitempty"`
-	Thinking     string `json:"thinking,omitempty"`
-}
-
-// glmDefaultBase is Zhipu's mainland endpoint; both GLM kinds default to it.
-const glmDefaultBase = "https://open.bigmodel.cn/api/paas/v4"
-
-// glmUSDPerCNY converts Zhipu's and Moonshot's yuan list prices for accounting: a fixed,
-// documented rate (≈ the 2025–2026 average) rather than a live one, so costs are
-// reproducible. Override per engine with costPerSearchUSD.
-const glmUSDPerCNY = 0.14
-
-// glmMaxQuery is the Web Search API's documented limit on search_query, in characters.
-const glmMaxQuery = 70
-
-// glmEngineCNY is Zhipu's price per search call by search engine, in yuan (docs).
-// Engines not listed (Z.AI's search-prime, search_pro_jina, new ones) are priced as
-// search_pro.
-var glmEngineCNY = map[string]float64{
-	"search_std":       0.01,
-	"search_pro":       0.03,
-	"search_pro_sogou": 0.05,
-	"search_pro_quark": 0.05,
-}
-
-// glmSearchPrice is the USD list price of one search with engine.
-func glmSearchPrice(engine string) float64 {
-	cny, ok := glmEngineCNY[engine]
-	if !ok {
-		cny = glmEngineCNY["search_pro"]
-	}
-	return cny * glmUSDPerCNY
 }
 
 func newGLMChat(cfg Config, hc *http.Client) (Engine, error) {
@@ -102,135 +69,56 @@ func (e *glmChat) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true}
 }
 
-type glmChatRequest struct {
-	Model    string           `json:"model"`
-	Messages []glmChatMessage `json:"messages"`
-	Tools    []glmChatTool    `json:"tools"`
-	Stream   bool             `json:"stream"`
-	Thinking *glmThinking     `json:"thinking,omitempty"`
-}
-
-type glmChatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
 type glmThinking struct {
 	Type string `json:"type"`
-}
-
-type glmChatTool struct {
-	Type      string           `json:"type"`
-	WebSearch glmChatWebSearch `json:"web_search"`
-}
-
-type glmChatWebSearch struct {
-	Enable              bool   `json:"enable"`
-	SearchEngine        string `json:"search_engine"`
-	SearchResult        bool   `json:"search_result"` // without it the web_search array is not returned
-	SearchQuery         string `json:"search_query,omitempty"`
-	SearchPrompt        string `json:"search_prompt,omitempty"`
-	Count               int    `json:"count,omitempty"`
-	SearchDomainFilter  string `json:"search_domain_filter,omitempty"`
-	SearchRecencyFilter string `json:"search_recency_filter,omitempty"`
-	ContentSize         string `json:"content_size,omitempty"`
-}
-
-type glmChatResponse struct {
-	ID      string `json:"id"`
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	WebSearch []glmSearchItem `json:"web_search"`
-	Error     *glmErrorBody   `json:"error"`
-}
-
-// glmSearchItem is one search result of either GLM kind.
-type glmSearchItem struct {
-	Title       string `json:"title"`
-	Content     string `json:"content"`
-	Link        string `json:"link"`
-	Media       string `json:"media"`
-	Icon        string `json:"icon"`
-	Refer       string `json:"refer"`
-	PublishDate string `json:"publish_date"`
-}
-
-// glmErrorBody is Zhipu's error envelope {"error":{"code","message"}}; code is usually
-// a string ("1302") but numbers have been seen.
-type glmErrorBody struct {
-	Code    json.RawMessage `json:"code"`
-	Message string          `json:"message"`
 }
 
 func (e *glmChat) Search(ctx context.Context, q Query) (*Result, error) {
 	if e.key == "" {
 		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
 	}
-	// search_query pins what is searched to the query itself (cut to the Web Search
-	// API's 70 characters; the model still reads the whole query, so no warning).
-	ws := glmChatWebSearch{
-		Enable:              true,
-		SearchEngine:        e.opts.SearchEngine,
-		SearchResult:        true,
-		SearchQuery:         glmTruncateQuery(q.Query),
-		SearchPrompt:        e.opts.SearchPrompt,
-		Count:               q.Count,
-		SearchDomainFilter:  glmDomainFilter(q),
-		SearchRecencyFilter: string(q.Recency),
-		ContentSize:         e.opts.ContentSize,
-	}
-	req := glmChatRequest{
-		Model:    e.model,
-		Messages: []glmChatMessage{{Role: "user", Content: q.Query}},
-		Tools:    []glmChatTool{{Type: "web_search", WebSearch: ws}},
-	}
-	if e.opts.Thinking != "" {
-		req.Thinking = &glmThinking{Type: e.opts.Thinking}
-	}
-	body, _, err := e.do(ctx, request{path: "/chat/completions", header: bearer(e.key), body: req})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.run(ctx, e.hc, q)
 }
 
 func (e *glmChat) parse(q Query, bodies [][]byte) (*Result, error) {
-	var resp glmChatResponse
-	if err := e.decode(bodies[0], &resp); err != nil {
-		return nil, err
+	rp := replay(bodies[:min(len(bodies), 1)])
+	return e.run(context.Background(), &http.Client{Transport: &rp}, q)
+}
+
+// run makes the one call of a search: a chat completion with GLM's web_search tool
+// (nativechat.GLMTool) through llm.Client, the search results read from the body's
+// web_search array (nativechat.GLMResults).
+func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
+	// search_query pins what is searched to the query itself (cut to the Web Search
+	// API's 70 characters; the model still reads the whole query, so no warning).
+	tool := nativechat.GLMTool(nativechat.GLMSearch{Engine: e.opts.SearchEngine, Query: glmTruncateQuery(q.Query), Prompt: e.opts.SearchPrompt,
+		Count: q.Count, DomainFilter: glmDomainFilter(q), RecencyFilter: string(q.Recency), ContentSize: e.opts.ContentSize})
+	req := map[string]any{"model": e.model, "messages": []map[string]string{{"role": "user", "content": q.Query}}, "tools": []json.RawMessage{tool}}
+	if e.opts.Thinking != "" {
+		req["thinking"] = glmThinking{Type: e.opts.Thinking}
 	}
-	if resp.Error != nil && len(resp.Choices) == 0 {
-		return nil, glmError(&e.client, resp.Error)
+	body, _ := json.Marshal(req)
+	cctx, captured := nativechat.Capture(ctx)
+	comp, err := llm.NewClientWith(e.id, e.baseURL, e.credentials(), nativechat.HTTPClient(hc)).Complete(cctx, body, nil)
+	if err != nil {
+		return nil, e.glmModelError(err)
 	}
-	res := &Result{Usage: Usage{
-		Searches:     1,
-		InputTokens:  resp.Usage.PromptTokens,
-		OutputTokens: resp.Usage.CompletionTokens,
-		CostUSD:      e.price,
-	}}
-	text := ""
-	if len(resp.Choices) > 0 {
-		c := resp.Choices[0]
-		switch c.FinishReason {
-		case "sensitive":
-			return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Zhipu's content filter stopped the answer (finish_reason sensitive)"}
-		case "network_error":
-			return nil, &Error{Kind: Unavailable, Engine: e.id, Message: "Zhipu reported a network error while answering (finish_reason network_error)"}
-		case "length":
-			res.warnf("the answer was cut at the model's token limit")
-		}
-		text = c.Message.Content
+	var msg struct {
+		Content string `json:"content"`
 	}
-	refs := make(map[int]int, len(resp.WebSearch)) // ref_N -> 1-based source number
-	for i, it := range resp.WebSearch {
+	json.Unmarshal(comp.Message, &msg)
+	res := &Result{Usage: Usage{Searches: 1, InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens, CostUSD: e.price}}
+	switch comp.FinishReason {
+	case "sensitive":
+		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Zhipu's content filter stopped the answer (finish_reason sensitive)"}
+	case "network_error":
+		return nil, &Error{Kind: Unavailable, Engine: e.id, Message: "Zhipu reported a network error while answering (finish_reason network_error)"}
+	case "length":
+		res.warnf("the answer was cut at the model's token limit")
+	}
+	items := nativechat.GLMResults(captured())
+	refs := make(map[int]int, len(items)) // ref_N -> 1-based source number
+	for i, it := range items {
 		n := i + 1
 		if k, ok := glmRefNumber(it.Refer); ok {
 			if _, dup := refs[k]; !dup {
@@ -243,55 +131,29 @@ func (e *glmChat) parse(q Query, bodies [][]byte) (*Result, error) {
 		res.Hits = append(res.Hits, h)
 		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: h.Title, URI: it.Link}})
 	}
-	res.Summary = glmReplaceRefs(text, refs)
+	res.Summary = glmReplaceRefs(msg.Content, refs)
 	glmCheckDomains(res, q)
 	return res, nil
 }
 
-// glmHit turns a search item into a hit: the "（发布时间：…）" / "(Published: …)" title
-// suffix becomes Published (it carries the time, publish_date only the day).
-func glmHit(it glmSearchItem) Hit {
-	title, published := glmStripPublished(it.Title)
-	h := Hit{Title: title, URL: it.Link, Source: it.Media, Snippet: it.Content, Published: published}
-	if h.Published.IsZero() && it.PublishDate != "" {
-		h.Published = parseDate(it.PublishDate)
+// glmModelError is a failed call with Zhipu's own error code, where it gave one,
+// deciding the kind (glmCodeKind) and leading the message.
+func (e *glmChat) glmModelError(err error) error {
+	out := e.modelError(err)
+	var le *llm.Error
+	var ee *Error
+	if !errors.As(err, &le) || !errors.As(out, &ee) || le.Code == "" {
+		return out
 	}
-	return h
+	if k := glmCodeKind(le.Code); k != "" {
+		ee.Kind = k
+	}
+	ee.Message = e.redact(truncate(le.Code+": "+le.Message, 300))
+	return ee
 }
 
-// glmPublishedRE matches the publication suffix Zhipu appends to titles: Chinese
-// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)".
-var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:]\s*([0-9]{4}-[0-9]{2}-[0-9]{2})(?:[ T]([0-9]{2}:[0-9]{2}(?::[0-9]{2})?))?\s*[）)]\s*$`)
-
-// glmChinaTime is the zone of the suffix's wall-clock times (Zhipu is in Beijing).
-var glmChinaTime = time.FixedZone("CST", 8*3600)
-
-// glmStripPublished splits a publication suffix off title and returns its time (zero
-// when there is none or it does not parse).
-func glmStripPublished(title string) (string, time.Time) {
-	m := glmPublishedRE.FindStringSubmatchIndex(title)
-	if m == nil {
-		return title, time.Time{}
-	}
-	day := title[m[2]:m[3]]
-	clock := "00:00:00"
-	if m[4] >= 0 {
-		clock = title[m[4]:m[5]]
-		if len(clock) == 5 {
-			clock += ":00"
-		}
-	}
-	t, err := time.ParseInLocation("2006-01-02 15:04:05", day+" "+clock, glmChinaTime)
-	if err != nil {
-		t = time.Time{}
-	}
-	return strings.TrimSpace(title[:m[0]]), t
-}
-
-// glmRefRE finds a bracketed citation that names one or more ref_N: "[ref_1]",
-// "[来源：ref_1]", "[Source: ref_1, ref_2]", "【ref_3】", "（ref_1）". The model writes
-// these freely, so anything short between the brackets is accepted.
-var glmRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_[0-9]{1,4}[^\[\]【】()（）\n]{0,40}?[\]】)）]`)
+// glmRefRE finds a bracketed citation that names refers (nativechat.GLMRefRE).
+var glmRefRE = nativechat.GLMRefRE
 
 var glmRefNumRE = regexp.MustCompile(`ref_([0-9]{1,4})`)
 
@@ -324,61 +186,4 @@ func glmReplaceRefs(text string, refs map[int]int) string {
 		}
 		return MarkerText(nums)
 	})
-}
-
-// glmTruncateQuery cuts q to the Web Search API's 70-character limit on a rune
-// boundary.
-func glmTruncateQuery(q string) string {
-	if utf8.RuneCountInString(q) <= glmMaxQuery {
-		return q
-	}
-	n := 0
-	for i := range q {
-		if n == glmMaxQuery {
-			return q[:i]
-		}
-		n++
-	}
-	return q
-}
-
-// glmDomainFilter is the one domain Zhipu's search_domain_filter takes: the first
-// allowed domain.
-func glmDomainFilter(q Query) string {
-	if len(q.AllowedDomains) == 0 {
-		return ""
-	}
-	return q.AllowedDomains[0]
-}
-
-// glmCheckDomains warns when only the first of several allowed domains was searched
-// (the shared normalization then drops hits outside the allowed domains).
-func glmCheckDomains(res *Result, q Query) {
-	if len(q.AllowedDomains) > 1 {
-		res.warnf("Zhipu's domain filter takes one domain: only %s was searched, not %s", q.AllowedDomains[0], strings.Join(q.AllowedDomains[1:], ", "))
-	}
-}
-
-// glmError turns a Zhipu error envelope that arrived with HTTP 200 into an *Error:
-// 1302/1303/1305 rate limits, 1113 and 1304 (balance, daily limit) quota, 1000–1004 and
-// 1100–1121 credentials and account state, anything else (1301 content filter, 12xx
-// parameter errors) a bad request.
-func glmError(c *client, b *glmErrorBody) *Error {
-	code := strings.Trim(string(b.Code), `" `)
-	msg := b.Message
-	if code != "" && code != "null" {
-		msg = code + ": " + msg
-	}
-	e := &Error{Engine: c.id, Kind: BadRequest, Message: c.redact(truncate(msg, 300))}
-	switch n, _ := strconv.Atoi(code); {
-	case n == 1302 || n == 1303 || n == 1305:
-		e.Kind = RateLimited
-	case n == 1113 || n == 1304:
-		e.Kind = Quota
-	case n >= 1000 && n <= 1004, n >= 1100 && n <= 1121:
-		e.Kind = Auth
-	case n >= 500 && n < 600:
-		e.Kind = Unavailable
-	}
-	return e
 }

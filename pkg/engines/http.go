@@ -10,12 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	redactpkg "github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // maxBody bounds what we read from a provider: grounded answers with many results
@@ -151,126 +151,15 @@ type redactedError struct {
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
 
-// statusError classifies a non-2xx answer.
+// statusError classifies a non-2xx answer (provider.Classify), with the wait the
+// provider asked for (provider.RetryAfter) when it is worth retrying.
 func (c *client) statusError(status int, h http.Header, body []byte) *Error {
-	e := &Error{Engine: c.id, Status: status, Message: c.redact(truncate(errorMessage(body), 300))}
-	switch {
-	case status == http.StatusTooManyRequests:
-		e.Kind = RateLimited
-		if quotaBody(body) {
-			e.Kind = Quota
-		}
-	case status == http.StatusPaymentRequired:
-		e.Kind = Quota
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		e.Kind = Auth
-	case status == http.StatusRequestTimeout || status >= 500:
-		e.Kind = Unavailable // includes Anthropic's 529 overloaded
-	default:
-		e.Kind = BadRequest
-	}
-	if e.Kind == RateLimited || e.Kind == Unavailable {
-		e.RetryAfter = retryAfter(h, body, time.Now())
+	e := &Error{Engine: c.id, Status: status, Kind: provider.Classify(status, body),
+		Message: c.redact(truncate(provider.ErrorMessage(body), 300))}
+	if e.Kind.Retryable() {
+		e.RetryAfter = provider.RetryAfter(h, body, time.Now())
 	}
 	return e
-}
-
-// retryAfter reads how long a provider asked us to wait: Retry-After (seconds or an
-// HTTP date), retry-after-ms, or Google's RetryInfo.retryDelay ("34.4s") in the body.
-func retryAfter(h http.Header, body []byte, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-			return time.Duration(s * float64(time.Second))
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			if d := t.Sub(now); d > 0 {
-				return d
-			}
-			return 0
-		}
-	}
-	var g struct {
-		Error struct {
-			Details []struct {
-				Type       string `json:"@type"`
-				RetryDelay string `json:"retryDelay"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &g) == nil {
-		for _, d := range g.Error.Details {
-			if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
-				if dur, err := time.ParseDuration(d.RetryDelay); err == nil {
-					return dur
-				}
-			}
-		}
-	}
-	return 0
-}
-
-// errorMessage digs the human message out of the error envelopes providers use:
-// {"error":{"message"}} (OpenAI, Gemini, Anthropic, OpenRouter, Zhipu),
-// {"error":{"detail"}} (Brave), {"detail":{"error"}} or {"detail":"…"} (Tavily),
-// {"message"} (Serper), {"error":"…"}; otherwise the body text itself.
-func errorMessage(body []byte) string {
-	var v map[string]any
-	if json.Unmarshal(body, &v) != nil {
-		return strings.TrimSpace(string(body))
-	}
-	pick := func(m map[string]any, keys ...string) string {
-		for _, k := range keys {
-			switch x := m[k].(type) {
-			case string:
-				if x != "" {
-					return x
-				}
-			case map[string]any:
-				if s := pickString(x, "message", "detail", "error"); s != "" {
-					return s
-				}
-			}
-		}
-		return ""
-	}
-	if s := pick(v, "error", "detail", "message"); s != "" {
-		code := ""
-		if e, ok := v["error"].(map[string]any); ok {
-			code = pickString(e, "code", "type", "status")
-		}
-		if code != "" && !strings.Contains(s, code) {
-			return code + ": " + s
-		}
-		return s
-	}
-	return strings.TrimSpace(string(body))
-}
-
-func pickString(m map[string]any, keys ...string) string {
-	for _, k := range keys {
-		switch x := m[k].(type) {
-		case string:
-			if x != "" {
-				return x
-			}
-		case float64:
-			return strconv.FormatFloat(x, 'f', -1, 64)
-		}
-	}
-	return ""
-}
-
-// quotaBody reports whether a 429 body says the account is out of money rather than
-// going too fast (OpenAI insufficient_quota, Zhipu 1113 余额不足).
-func quotaBody(body []byte) bool {
-	s := string(body)
-	return strings.Contains(s, "insufficient_quota") || strings.Contains(s, `"1113"`) ||
-		strings.Contains(s, `"code":1113`) || strings.Contains(s, "余额不足")
 }
 
 // bearer is an Authorization header with a bearer token.

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // Config configures one engine.
@@ -154,7 +156,8 @@ func build(f factory, c Config, hc *http.Client, o Options) (Engine, error) {
 		c.APIKey, c.APIKeys = keys[0], nil
 		return f(c, hc)
 	}
-	k := &keyed{id: c.ID, keyEnv: c.APIKeyEnv, cool: o.Cooldowns, log: o.Log}
+	k := &keyed{id: c.ID}
+	fps := make([]string, 0, len(keys))
 	for _, key := range keys {
 		ck := c
 		ck.APIKey, ck.APIKeys = key, nil
@@ -163,8 +166,9 @@ func build(f factory, c Config, hc *http.Client, o Options) (Engine, error) {
 			return nil, err
 		}
 		k.per = append(k.per, e)
-		k.fps = append(k.fps, Fingerprint(key))
+		fps = append(fps, Fingerprint(key))
 	}
+	k.keys = provider.NewKeys(c.ID, fps, provider.KeyOptions{Cooldowns: o.Cooldowns, Log: o.Log, KeyEnv: c.APIKeyEnv, Who: "engine"})
 	return k, nil
 }
 

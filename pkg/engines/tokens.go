@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/searchfleet/searchfleet/pkg/apikeys"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // TokenSource hands out OAuth access tokens, for engines that authenticate with one
@@ -13,8 +13,8 @@ import (
 // implements it (a token file, or a refresh command); the token is sent where the
 // kind sends its key, so it suits kinds that send a bearer token (gemini with
 // options.vertex, openai and the other bearer kinds). The main-model callers take
-// the same sources (apikeys.TokenSource).
-type TokenSource = apikeys.TokenSource
+// the same sources (provider.TokenSource).
+type TokenSource = provider.TokenSource
 
 // tokened runs an engine with the current token of a TokenSource: the kind's engine
 // is built again (a cheap value) whenever the token changes, and a search refused for

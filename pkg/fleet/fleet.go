@@ -18,13 +18,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/searchfleet/searchfleet/internal/console"
 	"github.com/searchfleet/searchfleet/internal/h2async"
 	"github.com/searchfleet/searchfleet/internal/mcp"
 	"github.com/searchfleet/searchfleet/pkg/api"
-	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
@@ -38,6 +38,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -200,7 +201,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 		return fail(err)
 	}
 	// Key cooldowns live in Redis: a key one search worker saw refused rests for all.
-	cool := countedCooldowns{Cooldowns: p.store, m: p.o.Metrics}
+	cool := countedCooldowns{Cooldowns: p.store, rests: p.o.Metrics.KeyCooldowns}
 	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search")}); err != nil {
 		return fail(err)
 	}
@@ -283,7 +284,7 @@ func (p *process) drain() {
 func (p *process) runChat(ctx context.Context) error {
 	// Provider key cooldowns live in Redis: a key one chat worker saw refused rests
 	// for all.
-	cool := countedModelCooldowns{Cooldowns: p.store.ModelKeyCooldowns(), m: p.o.Metrics}
+	cool := countedCooldowns{Cooldowns: p.store.ModelKeyCooldowns(), rests: p.o.Metrics.ModelKeyCooldowns}
 	models, err := ModelsWith(p.o.File, p.modelHC, ModelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
 	if err != nil {
 		return err
@@ -492,7 +493,7 @@ func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 type ModelOptions struct {
 	// Cooldowns rest the provider keys refused (state.ModelKeyCooldowns, shared by
 	// every chat worker); nil remembers nothing between calls.
-	Cooldowns apikeys.Cooldowns
+	Cooldowns provider.Cooldowns
 	// Log receives the one warning per refused key; nil is slog.Default().
 	Log *slog.Logger
 }
@@ -605,32 +606,19 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
 }
 
-// countedCooldowns counts the keys the fleet puts to rest
-// (fleet_engine_key_cooldowns_total), once per rest, whichever worker starts it.
+// countedCooldowns is the provider layer's one Cooldowns with each rest counted once,
+// whichever worker starts it, in rests: fleet_engine_key_cooldowns_total for the
+// engines' keys, fleet_model_key_cooldowns_total for the main models' (by scope: the
+// engine id or the provider name, and the reason).
 type countedCooldowns struct {
-	engines.Cooldowns
-	m *metrics.Metrics
+	provider.Cooldowns
+	rests *prometheus.CounterVec
 }
 
-func (c countedCooldowns) CoolDown(ctx context.Context, engine, fp string, reason engines.ErrorKind, d time.Duration) (bool, error) {
-	first, err := c.Cooldowns.CoolDown(ctx, engine, fp, reason, d)
+func (c countedCooldowns) CoolDown(ctx context.Context, scope, fp string, reason provider.Kind, d time.Duration) (bool, error) {
+	first, err := c.Cooldowns.CoolDown(ctx, scope, fp, reason, d)
 	if first {
-		c.m.KeyCooldowns.WithLabelValues(engine, string(reason)).Inc()
-	}
-	return first, err
-}
-
-// countedModelCooldowns counts the provider keys the fleet puts to rest
-// (fleet_model_key_cooldowns_total), once per rest, whichever worker starts it.
-type countedModelCooldowns struct {
-	apikeys.Cooldowns
-	m *metrics.Metrics
-}
-
-func (c countedModelCooldowns) CoolDown(ctx context.Context, provider, fp string, reason apikeys.Reason, d time.Duration) (bool, error) {
-	first, err := c.Cooldowns.CoolDown(ctx, provider, fp, reason, d)
-	if first {
-		c.m.ModelKeyCooldowns.WithLabelValues(provider, string(reason)).Inc()
+		c.rests.WithLabelValues(scope, string(reason)).Inc()
 	}
 	return first, err
 }

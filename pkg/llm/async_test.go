@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // asyncWorker is newWorker with its requests sent through an llmtest.StartTransport.
@@ -117,7 +117,7 @@ func TestStartRotatesKeyOn429(t *testing.T) {
 				if stream && streamed.String() != messageText(t, got.Comp) {
 					t.Errorf("streamed %q; want the answer %q", streamed.String(), messageText(t, got.Comp))
 				}
-				rests, err := cool.Resting(context.Background(), "start-"+name, []string{apikeys.Fingerprint(a), apikeys.Fingerprint(b)})
+				rests, err := cool.Resting(context.Background(), "start-"+name, []string{provider.Fingerprint(a), provider.Fingerprint(b)})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // Client calls one OpenAI-compatible provider.
@@ -262,9 +263,7 @@ func (c *Client) httpError(resp *http.Response, data []byte) *Error {
 	} else {
 		e.Message = c.redact(truncate(strings.TrimSpace(string(data)), 300))
 	}
-	if d, ok := RetryAfter(resp.Header.Get("Retry-After")); ok {
-		e.RetryAfter = d
-	}
+	e.RetryAfter = provider.RetryAfter(resp.Header, data, time.Now())
 	return e
 }
 
@@ -282,19 +281,4 @@ func ParseMessage(raw json.RawMessage) (Message, error) {
 	var m Message
 	err := json.Unmarshal(raw, &m)
 	return m, err
-}
-
-// RetryAfter reads a Retry-After header: seconds (fractions allowed) or an HTTP date.
-// It reports false when v is empty or neither.
-func RetryAfter(v string) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
 }

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/apikeys"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // Credentials are how a main-model caller authenticates with its provider: several
@@ -32,18 +29,14 @@ import (
 // again; a file is read again, so a renewed file is picked up at once).
 type Credentials struct {
 	provider string
-	keyEnv   string
 	keys     []string
-	fps      []string
-	tok      apikeys.TokenSource
-	cool     apikeys.Cooldowns
-	log      *slog.Logger
+	tok      provider.TokenSource
+	cool     provider.Cooldowns
+	// rot is the rotation of the keys (or of the token source's one slot).
+	rot *provider.Keys
 
-	next atomic.Uint64
 	// lastTok is the last token handed out, redacted from errors like the keys.
 	lastTok atomic.Pointer[string]
-	// told holds the fingerprints already reported as refused by this process.
-	told sync.Map
 }
 
 // CredentialOptions are what NewCredentials adds to the keys.
@@ -51,10 +44,10 @@ type CredentialOptions struct {
 	// KeyEnv is the variable the keys came from, named in the refused-key warning.
 	KeyEnv string
 	// Token, when set, is used instead of keys.
-	Token apikeys.TokenSource
+	Token provider.TokenSource
 	// Cooldowns is shared across workers (state.ModelKeyCooldowns); nil remembers
 	// nothing between calls (a refused key is still passed over within a call).
-	Cooldowns apikeys.Cooldowns
+	Cooldowns provider.Cooldowns
 	// Log receives the one warning per refused key; nil is slog.Default().
 	Log *slog.Logger
 }
@@ -65,11 +58,8 @@ const tokenSlot = "t-oauth"
 
 // NewCredentials returns the credentials of provider: keys (empty keys are dropped;
 // none is one keyless slot, for local servers) or o.Token.
-func NewCredentials(provider string, keys []string, o CredentialOptions) *Credentials {
-	c := &Credentials{provider: provider, keyEnv: o.KeyEnv, tok: o.Token, cool: o.Cooldowns, log: o.Log}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
+func NewCredentials(name string, keys []string, o CredentialOptions) *Credentials {
+	c := &Credentials{provider: name, tok: o.Token, cool: o.Cooldowns}
 	for _, k := range keys {
 		if k != "" {
 			c.keys = append(c.keys, k)
@@ -78,12 +68,14 @@ func NewCredentials(provider string, keys []string, o CredentialOptions) *Creden
 	if len(c.keys) == 0 {
 		c.keys = []string{""}
 	}
+	var fps []string
 	for _, k := range c.keys {
-		c.fps = append(c.fps, apikeys.Fingerprint(k))
+		fps = append(fps, provider.Fingerprint(k))
 	}
 	if c.tok != nil {
-		c.keys, c.fps = nil, []string{tokenSlot}
+		c.keys, fps = nil, []string{tokenSlot}
 	}
+	c.rot = provider.NewKeys(name, fps, provider.KeyOptions{Cooldowns: o.Cooldowns, Log: o.Log, KeyEnv: o.KeyEnv, Who: "provider"})
 	return c
 }
 
@@ -105,13 +97,13 @@ type Credential struct {
 // whole try, on the goroutine of the last call's done (before TryAsync returns when
 // no call was made or every call finished inline).
 func (c *Credentials) TryAsync(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta), func(error)), done func(error)) {
-	t := &try{c: c, ctx: ctx, call: call, done: done, rests: c.resting(ctx)}
+	t := &try{c: c, ctx: ctx, call: call, done: done, rests: c.rot.Resting(ctx)}
 	t.onDelta = onDelta
 	if onDelta != nil {
 		t.onDelta = func(d Delta) { t.sent = true; onDelta(d) }
 	}
 	if c.tok == nil {
-		t.start = int(c.next.Add(1) - 1)
+		t.start = c.rot.Start()
 		t.key(0)
 		return
 	}
@@ -130,7 +122,7 @@ type try struct {
 	onDelta func(Delta)
 	call    func(Credential, func(Delta), func(error))
 	done    func(error)
-	rests   []apikeys.Rest
+	rests   []provider.Rest
 	sent    bool  // onDelta has passed text on: a refused call is not tried again
 	start   int   // the round-robin position of the first key tried
 	last    error // the last refusal
@@ -164,8 +156,8 @@ func (t *try) keyDone(i, j int, err error) {
 		t.done(err)
 		return
 	}
-	t.rests[i] = apikeys.Rest{Left: d, Reason: reason}
-	t.c.coolDown(t.ctx, i, reason, d, le.Status)
+	t.rests[i] = provider.Rest{Left: d, Reason: reason}
+	t.c.rot.CoolDown(t.ctx, i, reason, d, le.Status)
 	if t.sent {
 		t.done(err)
 		return
@@ -199,19 +191,22 @@ func (t *try) tokenDone(attempt int, tok string, err error) {
 	case !ok:
 		t.done(err)
 		return
-	case reason == apikeys.Auth:
+	case reason == provider.Auth:
 		c.tok.Rejected(tok)
 		if attempt == 0 && !t.sent {
 			t.token(1)
 			return
 		}
 		// Not rested: a renewed token is used by the next call at once.
-		c.tellRefused(0, reason, d, le.Status)
+		if c.rot.FirstTelling(0) {
+			c.rot.Log().Warn("model: the provider refused the access token, also after a fresh one",
+				"provider", c.provider, "key", tokenSlot, "kind", string(reason), "status", le.Status)
+		}
 		t.done(err)
 		return
 	}
-	t.rests[0] = apikeys.Rest{Left: d, Reason: reason}
-	c.coolDown(t.ctx, 0, reason, d, le.Status)
+	t.rests[0] = provider.Rest{Left: d, Reason: reason}
+	c.rot.CoolDown(t.ctx, 0, reason, d, le.Status)
 	if t.sent {
 		t.done(err)
 		return
@@ -219,84 +214,31 @@ func (t *try) tokenDone(attempt int, tok string, err error) {
 	t.done(c.exhausted(t.rests, err))
 }
 
-// resting reads the rests of the provider's keys; none rests without Cooldowns or
-// when they cannot be read (Redis trouble must not stop model calls).
-func (c *Credentials) resting(ctx context.Context) []apikeys.Rest {
-	if c.cool != nil {
-		if rests, err := c.cool.Resting(ctx, c.provider, c.fps); err == nil && len(rests) == len(c.fps) {
-			return rests
-		}
-	}
-	return make([]apikeys.Rest, len(c.fps))
-}
-
 // keyFailure reports whether err is the provider refusing the credential, why, for
 // how long it rests, and the provider's error.
-func keyFailure(err error) (apikeys.Reason, time.Duration, *Error, bool) {
+func keyFailure(err error) (provider.Kind, time.Duration, *Error, bool) {
 	var le *Error
 	if !errors.As(err, &le) {
 		return "", 0, nil, false
 	}
-	var reason apikeys.Reason
-	switch le.Status {
-	case http.StatusTooManyRequests:
-		reason = apikeys.RateLimited
-		if le.Code == "insufficient_quota" || le.Type == "insufficient_quota" {
-			reason = apikeys.Quota // OpenAI: the key's money is spent, waiting won't help
-		}
-	case http.StatusUnauthorized, http.StatusForbidden:
-		reason = apikeys.Auth
-	case http.StatusPaymentRequired:
-		reason = apikeys.Quota
-	default:
+	// The provider layer's one classification (OpenAI's insufficient_quota on a 429:
+	// the key's money is spent, waiting won't help).
+	reason := provider.Classify(le.Status, []byte(le.Type+" "+le.Code))
+	if !reason.Refused() {
 		return "", 0, nil, false
 	}
-	return reason, apikeys.RestFor(reason, le.RetryAfter), le, true
-}
-
-// coolDown rests key i for d and reports a refused key once.
-func (c *Credentials) coolDown(ctx context.Context, i int, reason apikeys.Reason, d time.Duration, status int) {
-	first := true
-	if c.cool != nil {
-		var err error
-		if first, err = c.cool.CoolDown(ctx, c.provider, c.fps[i], reason, d); err != nil {
-			first = true
-		}
-	}
-	if reason != apikeys.RateLimited && first {
-		c.tellRefused(i, reason, d, status)
-	}
-}
-
-// tellRefused logs, once per process, that the provider refused key i: by its
-// fingerprint and position, never its value.
-func (c *Credentials) tellRefused(i int, reason apikeys.Reason, d time.Duration, status int) {
-	if _, told := c.told.LoadOrStore(c.fps[i], true); told {
-		return
-	}
-	attrs := []any{"provider", c.provider, "key", c.fps[i], "kind", string(reason), "status", status}
-	if c.tok != nil {
-		c.log.Warn("model: the provider refused the access token, also after a fresh one", attrs...)
-		return
-	}
-	attrs = append(attrs, "position", strconv.Itoa(i+1)+" of "+strconv.Itoa(len(c.keys)), "variable", c.keyEnv, "rest", d)
-	c.log.Warn("model: a provider API key was refused; it rests, the other keys carry on", attrs...)
+	return reason, provider.RestFor(reason, le.RetryAfter), le, true
 }
 
 // exhausted is the error of a call left without a usable key: a retryable 429 whose
 // RetryAfter is the soonest rest when the first key back rests for rate limiting
 // (last, the provider's own error, when it was one), else last or the refusal.
-func (c *Credentials) exhausted(rests []apikeys.Rest, last error) error {
+func (c *Credentials) exhausted(rests []provider.Rest, last error) error {
 	if c.cool == nil && last != nil {
 		return last // nothing rests between calls: the provider's own error says it all
 	}
-	soon := rests[0]
-	for _, r := range rests[1:] {
-		if r.Left < soon.Left {
-			soon = r
-		}
-	}
-	if soon.Reason == apikeys.RateLimited || soon.Reason == "" {
+	soon := provider.Soonest(rests)
+	if soon.Reason == provider.RateLimited || soon.Reason == "" {
 		var le *Error
 		if errors.As(last, &le) && le.Status == http.StatusTooManyRequests {
 			e := *le
@@ -310,7 +252,7 @@ func (c *Credentials) exhausted(rests []apikeys.Rest, last error) error {
 		return last
 	}
 	status := http.StatusUnauthorized
-	if soon.Reason == apikeys.Quota {
+	if soon.Reason == provider.Quota {
 		status = http.StatusPaymentRequired
 	}
 	return &Error{Provider: c.provider, Status: status, Type: string(soon.Reason),
@@ -328,9 +270,4 @@ func (c *Credentials) Redact(s string) string {
 	return s
 }
 
-func redactValue(s, v string) string {
-	if len(v) >= 4 {
-		s = strings.ReplaceAll(s, v, "[REDACTED]")
-	}
-	return s
-}
+func redactValue(s, v string) string { return provider.Redact(s, v) }

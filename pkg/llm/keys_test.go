@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/testenv"
-	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -108,7 +108,7 @@ func startSim(t *testing.T) (*simulator.Server, string) {
 	return sim, url
 }
 
-func modelCooldowns(t *testing.T) apikeys.Cooldowns {
+func modelCooldowns(t *testing.T) provider.Cooldowns {
 	rdb, prefix := testenv.Redis(t)
 	return state.New(rdb, prefix, time.Hour).ModelKeyCooldowns()
 }
@@ -134,11 +134,11 @@ func TestRateLimitedKeyMovesOnAndRestsForEveryWorker(t *testing.T) {
 			if first.seen.with(a) != 1 || first.seen.with(b) != 1 {
 				t.Fatalf("first worker sent %v; want key A once (429), then key B", first.seen.got)
 			}
-			rests, err := cool.Resting(context.Background(), "p-"+f.name, []string{apikeys.Fingerprint(a), apikeys.Fingerprint(b)})
+			rests, err := cool.Resting(context.Background(), "p-"+f.name, []string{provider.Fingerprint(a), provider.Fingerprint(b)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rests[0].Reason != apikeys.RateLimited || rests[0].Left <= 10*time.Second || rests[1].Left != 0 {
+			if rests[0].Reason != provider.RateLimited || rests[0].Left <= 10*time.Second || rests[1].Left != 0 {
 				t.Fatalf("rests = %+v; want key A resting for the Retry-After (20s), key B usable", rests)
 			}
 			second := newWorker(f, url, "p-"+f.name, []string{a, b}, o)
@@ -178,7 +178,7 @@ func TestRefusedKeyReportedOnceNeverShown(t *testing.T) {
 				t.Fatalf("the refused key was sent %d times; want once", n)
 			}
 			out := logs.String()
-			if strings.Count(out, "refused") != 1 || !strings.Contains(out, apikeys.Fingerprint(bad)) || !strings.Contains(out, "PROVIDER_KEYS") {
+			if strings.Count(out, "refused") != 1 || !strings.Contains(out, provider.Fingerprint(bad)) || !strings.Contains(out, "PROVIDER_KEYS") {
 				t.Fatalf("log = %q; want one warning naming the key's fingerprint and variable", out)
 			}
 			// The refused key alone: the error says the provider refused, never the key.

@@ -16,6 +16,9 @@ type NativeSearch struct {
 	Searches []NativeQuery `json:"searches"`
 	// Sources are the cited pages, numbered as the answer's [n] markers (from 1).
 	Sources []NativeSource `json:"sources"`
+	// Unfinished is set when the model was still searching when its rounds ran out
+	// (Kimi): the answer is missing or partial.
+	Unfinished bool `json:"unfinished,omitempty"`
 }
 
 // NativeQuery is one native search.
@@ -32,3 +35,13 @@ type NativeSource struct {
 	URL   string `json:"url"`
 	Title string `json:"title"`
 }
+
+// WebSearchTool is the name of the fleet's server-side web_search function as the
+// chain offers it to a model (intent.ToolName; a test of pkg/llm/upstream holds them
+// equal). The model callers read it here, so that they, and the grounded engines built
+// on them, need not import the intent rules.
+const WebSearchTool = "web_search"
+
+// IsWebSearchCall reports whether a tool with this function name is the fleet's
+// web_search (intent.IsWebSearchCall).
+func IsWebSearchCall(name string) bool { return name == WebSearchTool }

@@ -41,6 +41,9 @@ type SearchOptions struct {
 	Country string `json:"country,omitempty"`
 	// ContextSize is search_context_size as sent (low, medium, high).
 	ContextSize string `json:"search_context_size,omitempty"`
+	// Tool is the type of the provider's own search tool to send, where a provider
+	// has versions of it (Anthropic web_search_YYYYMMDD; "" is the default version).
+	Tool string `json:"tool,omitempty"`
 	// Unhonoured says, in words for the client, which settings the fleet cannot honour
 	// (a city, a time zone, a cached-only index…). The answer repeats them.
 	Unhonoured []string `json:"unhonoured,omitempty"`

@@ -7,17 +7,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/searchfleet/searchfleet/pkg/apikeys"
-	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // Key cooldowns. A resting key is a Redis key with a TTL whose value is why it rests,
-// so a key one worker saw refused rests for all of them. The Store is the engines'
-// Cooldowns (Keys.KeyCooldown, per engine); ModelKeyCooldowns is the main models'
-// (Keys.ModelKeyCooldown, per provider): both run the same two operations below.
+// so a key one worker saw refused rests for all of them. Both families are the
+// provider layer's one provider.Cooldowns: the Store is the engines' (Keys.KeyCooldown,
+// per engine), ModelKeyCooldowns the main models' (Keys.ModelKeyCooldown, per
+// provider); both run the same two operations below.
 var (
-	_ engines.Cooldowns = (*Store)(nil)
-	_ apikeys.Cooldowns = ModelKeyCooldowns{}
+	_ provider.Cooldowns = (*Store)(nil)
+	_ provider.Cooldowns = ModelKeyCooldowns{}
 )
 
 // coolDown rests a key: KEYS[1] the key's cooldown; ARGV[1] reason; ARGV[2] ms. A
@@ -33,25 +33,17 @@ return 1
 // CoolDown rests the key fp of engine for d because of reason, never shortening a
 // longer rest; it reports whether the key was usable before (exactly one of several
 // concurrent callers sees true).
-func (s *Store) CoolDown(ctx context.Context, engine, fp string, reason engines.ErrorKind, d time.Duration) (bool, error) {
+func (s *Store) CoolDown(ctx context.Context, engine, fp string, reason provider.Kind, d time.Duration) (bool, error) {
 	return s.coolDownKey(ctx, s.K.KeyCooldown(engine, fp), string(reason), d)
 }
 
 // Resting returns how long each of engine's keys fps still rests, and why, in one
 // round trip.
-func (s *Store) Resting(ctx context.Context, engine string, fps []string) ([]engines.Rest, error) {
-	rests, err := s.resting(ctx, fps, func(fp string) string { return s.K.KeyCooldown(engine, fp) })
-	if err != nil {
-		return nil, err
-	}
-	out := make([]engines.Rest, len(rests))
-	for i, r := range rests {
-		out[i] = engines.Rest{Left: r.Left, Reason: engines.ErrorKind(r.Reason)}
-	}
-	return out, nil
+func (s *Store) Resting(ctx context.Context, engine string, fps []string) ([]provider.Rest, error) {
+	return s.resting(ctx, fps, func(fp string) string { return s.K.KeyCooldown(engine, fp) })
 }
 
-// ModelKeyCooldowns are the main-model providers' key cooldowns (apikeys.Cooldowns,
+// ModelKeyCooldowns are the main-model providers' key cooldowns (provider.Cooldowns,
 // scoped by provider name), kept apart from the engines' so that an engine and a
 // provider of one name never share a rest.
 type ModelKeyCooldowns struct{ s *Store }
@@ -60,13 +52,13 @@ type ModelKeyCooldowns struct{ s *Store }
 func (s *Store) ModelKeyCooldowns() ModelKeyCooldowns { return ModelKeyCooldowns{s: s} }
 
 // CoolDown rests the key fp of provider for d (see Store.CoolDown).
-func (m ModelKeyCooldowns) CoolDown(ctx context.Context, provider, fp string, reason apikeys.Reason, d time.Duration) (bool, error) {
+func (m ModelKeyCooldowns) CoolDown(ctx context.Context, provider, fp string, reason provider.Kind, d time.Duration) (bool, error) {
 	return m.s.coolDownKey(ctx, m.s.K.ModelKeyCooldown(provider, fp), string(reason), d)
 }
 
 // Resting returns how long each of provider's keys fps still rests (see
 // Store.Resting).
-func (m ModelKeyCooldowns) Resting(ctx context.Context, provider string, fps []string) ([]apikeys.Rest, error) {
+func (m ModelKeyCooldowns) Resting(ctx context.Context, provider string, fps []string) ([]provider.Rest, error) {
 	return m.s.resting(ctx, fps, func(fp string) string { return m.s.K.ModelKeyCooldown(provider, fp) })
 }
 
@@ -81,7 +73,7 @@ func (s *Store) coolDownKey(ctx context.Context, k, reason string, d time.Durati
 }
 
 // resting reads the rests of fps, whose cooldown keys key names, in one round trip.
-func (s *Store) resting(ctx context.Context, fps []string, key func(fp string) string) ([]apikeys.Rest, error) {
+func (s *Store) resting(ctx context.Context, fps []string, key func(fp string) string) ([]provider.Rest, error) {
 	ttls := make([]*redis.DurationCmd, len(fps))
 	vals := make([]*redis.StringCmd, len(fps))
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -94,10 +86,10 @@ func (s *Store) resting(ctx context.Context, fps []string, key func(fp string) s
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("state: key cooldowns: %w", err)
 	}
-	out := make([]apikeys.Rest, len(fps))
+	out := make([]provider.Rest, len(fps))
 	for i := range fps {
 		if left := ttls[i].Val(); left > 0 {
-			out[i] = apikeys.Rest{Left: left, Reason: apikeys.Reason(vals[i].Val())}
+			out[i] = provider.Rest{Left: left, Reason: provider.Kind(vals[i].Val())}
 		}
 	}
 	return out, nil

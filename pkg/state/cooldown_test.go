@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/testenv"
-	"github.com/searchfleet/searchfleet/pkg/apikeys"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -83,16 +83,16 @@ func TestModelKeyCooldownsApartFromEngines(t *testing.T) {
 	s := newStore(t)
 	m := s.ModelKeyCooldowns()
 	ctx := context.Background()
-	fps := []string{apikeys.Fingerprint("a"), apikeys.Fingerprint("b")}
-	first, err := m.CoolDown(ctx, "gemini", fps[0], apikeys.Quota, time.Minute)
+	fps := []string{provider.Fingerprint("a"), provider.Fingerprint("b")}
+	first, err := m.CoolDown(ctx, "gemini", fps[0], provider.Quota, time.Minute)
 	if err != nil || !first {
 		t.Fatalf("first rest: %v, %v", first, err)
 	}
-	if again, _ := m.CoolDown(ctx, "gemini", fps[0], apikeys.RateLimited, time.Second); again {
+	if again, _ := m.CoolDown(ctx, "gemini", fps[0], provider.RateLimited, time.Second); again {
 		t.Fatal("a resting key was reported usable")
 	}
 	rests, err := m.Resting(ctx, "gemini", fps)
-	if err != nil || rests[0].Reason != apikeys.Quota || rests[0].Left <= 30*time.Second || rests[1].Left != 0 {
+	if err != nil || rests[0].Reason != provider.Quota || rests[0].Left <= 30*time.Second || rests[1].Left != 0 {
 		t.Fatalf("rests = %+v, %v; want key a resting a minute for quota", rests, err)
 	}
 	if er, _ := s.Resting(ctx, "gemini", fps[:1]); er[0].Left != 0 {

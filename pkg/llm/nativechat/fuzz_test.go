@@ -40,7 +40,7 @@ func FuzzGLMReader(f *testing.F) {
 	f.Add([]byte("data: {\"web_search\":[{\"refer\":\"ref_1\",\"link\":\"https://a.example/\"}]}\n\ndata: [DONE]\n\n"), "x [ref_1]")
 	f.Add([]byte(`{"web_search":null}`), "[ref_")
 	f.Fuzz(func(t *testing.T, body []byte, text string) {
-		items := glmResults(body)
+		items := GLMResults(body)
 		out, sources := glmCite(text, items)
 		links := map[string]bool{}
 		for _, it := range items {
@@ -92,18 +92,18 @@ func FuzzKimiReader(f *testing.F) {
 			}
 			text += "\n" + a.content
 		}
-		c := &kimiCiter{num: map[string]int{}}
-		out := c.convert(text)
+		c := &LinkCiter{}
+		out := c.Convert(text)
 		seen := map[string]bool{}
-		for i, s := range c.sources {
+		for i, s := range c.Sources {
 			if c.num[s.URL] != i+1 || seen[s.URL] {
 				t.Fatalf("source %d %q numbered %d", i+1, s.URL, c.num[s.URL])
 			}
 			seen[s.URL] = true
 		}
 		for _, m := range markerRE.FindAllStringSubmatch(out, -1) {
-			if n := atoi(m[1]); (n < 1 || n > len(c.sources)) && !strings.Contains(text, m[0]) {
-				t.Fatalf("marker %s numbers none of %d sources: %q", m[0], len(c.sources), out)
+			if n := atoi(m[1]); (n < 1 || n > len(c.Sources)) && !strings.Contains(text, m[0]) {
+				t.Fatalf("marker %s numbers none of %d sources: %q", m[0], len(c.Sources), out)
 			}
 		}
 		_ = llm.Text(json.RawMessage(msg))

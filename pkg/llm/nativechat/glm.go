@@ -20,15 +20,44 @@ import (
 // when streamed) with refer "ref_1"…, and the answer cites them with free-text
 // markers that name a refer ("[ref_1]", "[来源：ref_1]", "[Source: ref_1]").
 
-// glmTool declares GLM's search: search_pro (what Zhipu's own examples use), with the
-// results returned (search_result, without which the array is missing).
-var glmTool = json.RawMessage(`{"type":"web_search","web_search":{"enable":true,"search_engine":"search_pro","search_result":true}}`)
+// GLMSearch are the settings of GLM's web_search tool (Zhipu's names in the comments).
+type GLMSearch struct {
+	Engine        string `json:"search_engine"`                   // search_std | search_pro | search_pro_sogou | search_pro_quark…
+	Query         string `json:"search_query,omitempty"`          // what is searched (default: the model's choice)
+	Prompt        string `json:"search_prompt,omitempty"`         // a template, "{search_result}" marks the results
+	Count         int    `json:"count,omitempty"`                 // results per search
+	DomainFilter  string `json:"search_domain_filter,omitempty"`  // one domain
+	RecencyFilter string `json:"search_recency_filter,omitempty"` // oneDay | oneWeek | oneMonth | oneYear | noLimit
+	ContentSize   string `json:"content_size,omitempty"`          // medium | high
+}
 
-// glmItem is one search result of the web_search array.
-type glmItem struct {
-	Title string `json:"title"`
-	Link  string `json:"link"`
-	Refer string `json:"refer"`
+// GLMTool declares GLM's search with s, the results returned (search_result, without
+// which the web_search array is missing). The model callers and the glm-chat engine
+// declare it here.
+func GLMTool(s GLMSearch) json.RawMessage {
+	ws, _ := json.Marshal(struct {
+		Enable       bool `json:"enable"`
+		SearchResult bool `json:"search_result"`
+		GLMSearch
+	}{true, true, s})
+	b, _ := json.Marshal(map[string]json.RawMessage{"type": json.RawMessage(`"web_search"`), "web_search": ws})
+	return b
+}
+
+// glmTool declares GLM's search for a main model: search_pro, what Zhipu's own
+// examples use.
+var glmTool = GLMTool(GLMSearch{Engine: "search_pro"})
+
+// GLMItem is one search result of the web_search array (and of the Web Search API's
+// search_result array).
+type GLMItem struct {
+	Title       string `json:"title"`
+	Content     string `json:"content"`
+	Link        string `json:"link"`
+	Media       string `json:"media"`
+	Icon        string `json:"icon"`
+	Refer       string `json:"refer"`
+	PublishDate string `json:"publish_date"`
 }
 
 // glm makes the one call of a GLM answer (with call) and reads its search results and
@@ -40,7 +69,7 @@ func (c *Caller) glm(ctx context.Context, req *request, onDelta func(llm.Delta),
 		done(nil, err)
 		return
 	}
-	text := &lineStream{onDelta: onDelta, cites: glmRefRE.MatchString, clean: cleanLine}
+	text := &lineStream{onDelta: onDelta, cites: GLMRefRE.MatchString, clean: cleanLine}
 	var push func(llm.Delta)
 	if onDelta != nil {
 		push = func(d llm.Delta) { text.push(d.Text) }
@@ -66,7 +95,7 @@ func glmAnswer(comp *llm.Completion, text *lineStream, cap *capture, whole bool)
 	if whole {
 		text.push(a.content)
 	}
-	items := glmResults(cap.buf.Bytes())
+	items := GLMResults(cap.buf.Bytes())
 	if items == nil {
 		return comp, nil // the model did not search
 	}
@@ -83,13 +112,13 @@ func glmAnswer(comp *llm.Completion, text *lineStream, cap *capture, whole bool)
 	return comp, nil
 }
 
-// glmResults reads the web_search array of a response body, whole or streamed (nil:
+// GLMResults reads the web_search array of a response body, whole or streamed (nil:
 // the answer has none).
-func glmResults(body []byte) []glmItem {
-	var items []glmItem
+func GLMResults(body []byte) []GLMItem {
+	var items []GLMItem
 	read := func(data []byte) {
 		var top struct {
-			WebSearch []glmItem `json:"web_search"`
+			WebSearch []GLMItem `json:"web_search"`
 		}
 		if json.Unmarshal(data, &top) == nil && top.WebSearch != nil && items == nil {
 			items = top.WebSearch
@@ -108,11 +137,11 @@ func glmResults(body []byte) []glmItem {
 	return items
 }
 
-// glmRefRE finds a bracketed citation that names one or more refers: "[ref_1]",
+// GLMRefRE finds a bracketed citation that names one or more refers: "[ref_1]",
 // "[来源：ref_1]", "[Source: ref_1, ref_2]", "【ref_3】". The model writes these freely,
-// so anything short between the brackets is accepted (as the glm-chat engine reads
-// them, pkg/engines/glmchat.go).
-var glmRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_[0-9]{1,4}[^\[\]【】()（）\n]{0,40}?[\]】)）]`)
+// so anything short between the brackets is accepted (the glm-chat engine reads them
+// with it too).
+var GLMRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_[0-9]{1,4}[^\[\]【】()（）\n]{0,40}?[\]】)）]`)
 
 var glmRefNumRE = regexp.MustCompile(`ref_[0-9]{1,4}`)
 
@@ -123,8 +152,8 @@ var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\
 // glmCite replaces each refer marker of text by the [n] markers of the pages it names,
 // pages numbered by first citation (a refer with no result or no link is dropped), and
 // removes the model's own [n] markers; it returns the text and the cited pages.
-func glmCite(text string, items []glmItem) (string, []llm.NativeSource) {
-	byRef := map[string]glmItem{}
+func glmCite(text string, items []GLMItem) (string, []llm.NativeSource) {
+	byRef := map[string]GLMItem{}
 	for i, it := range items {
 		ref := it.Refer
 		if ref == "" {
@@ -139,7 +168,7 @@ func glmCite(text string, items []glmItem) (string, []llm.NativeSource) {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(text, "\n") {
 		prev := 0
-		for _, m := range glmRefRE.FindAllStringIndex(line, -1) {
+		for _, m := range GLMRefRE.FindAllStringIndex(line, -1) {
 			b.WriteString(cleanLine(line[prev:m[0]]))
 			prev = m[1]
 			for _, ref := range glmRefNumRE.FindAllString(line[m[0]:m[1]], -1) {
@@ -159,6 +188,14 @@ func glmCite(text string, items []glmItem) (string, []llm.NativeSource) {
 		b.WriteString(cleanLine(line[prev:]))
 	}
 	return b.String(), sources
+}
+
+// Capture returns ctx marked for the response body of the call made with it to be
+// copied (through an http.Client from HTTPClient), and a function that returns that
+// copy once the call is done: the glm-chat engine reads the web_search array from it.
+func Capture(ctx context.Context) (context.Context, func() []byte) {
+	cap := &capture{}
+	return context.WithValue(ctx, captureKey{}, cap), func() []byte { return cap.buf.Bytes() }
 }
 
 // capture is the body of one response, copied as the client reads it.

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
-	"strings"
 
-	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -45,8 +43,8 @@ func (c *Caller) kimi(ctx context.Context, req *request, onDelta func(llm.Delta)
 	if _, set := req.top["thinking"]; !set && kimiThinkingRE.MatchString(model) {
 		req.top["thinking"] = json.RawMessage(`{"type":"disabled"}`)
 	}
-	k := &kimiRun{ctx: ctx, req: req, onDelta: onDelta, call: call, done: done,
-		text:   &lineStream{onDelta: onDelta, cites: kimiCites, clean: cleanLine},
+	k := &kimiRun{ctx: ctx, req: req, always: c.always, onDelta: onDelta, call: call, done: done,
+		text:   &lineStream{onDelta: onDelta, cites: linkCites, clean: cleanLine},
 		report: &llm.NativeSearch{Protocol: Kimi.Protocol(), Searches: []llm.NativeQuery{}}}
 	k.round(1)
 }
@@ -62,6 +60,7 @@ type kimiRun struct {
 	text    *lineStream
 	report  *llm.NativeSearch
 	usage   llm.Usage
+	always  bool // report without a search too (NewForEngine)
 }
 
 // round calls the model for round n.
@@ -101,6 +100,9 @@ func (k *kimiRun) answered(n int, comp *llm.Completion) {
 		k.report.Requests++
 		k.report.Searches = append(k.report.Searches, llm.NativeQuery{ID: call.ID, URLs: []string{}})
 	}
+	if len(native) > 0 && len(others) == 0 && comp.FinishReason == "tool_calls" && n == kimiMaxRounds {
+		k.report.Unfinished = true
+	}
 	if len(native) == 0 || len(others) > 0 || comp.FinishReason != "tool_calls" || n == kimiMaxRounds {
 		// The answer (a $web_search mixed with other calls is not echoed: the chain
 		// answers the others, and the model reads no search results in that round).
@@ -121,14 +123,13 @@ func (k *kimiRun) answered(n int, comp *llm.Completion) {
 // markers, and the calls for the chain to run.
 func (k *kimiRun) answer(comp *llm.Completion, a *answer, others []json.RawMessage) *llm.Completion {
 	report := k.report
-	citer := &kimiCiter{sources: []llm.NativeSource{}, num: map[string]int{}}
-	content := citer.convert(k.text.String())
+	content, sources := CiteLinks(k.text.String())
 	report.CostUSD = float64(report.Requests) * kimiSearchUSD
-	report.Sources = citer.sources
+	report.Sources = sources
 	if n := len(report.Searches); n > 0 {
 		// Kimi does not say which search found which page: the cited pages are the
 		// last search's.
-		for _, s := range citer.sources {
+		for _, s := range sources {
 			report.Searches[n-1].URLs = append(report.Searches[n-1].URLs, s.URL)
 		}
 	}
@@ -137,7 +138,7 @@ func (k *kimiRun) answer(comp *llm.Completion, a *answer, others []json.RawMessa
 		finish = "stop"
 	}
 	var out *llm.NativeSearch
-	if report.Requests > 0 {
+	if report.Requests > 0 || k.always {
 		out = report
 	}
 	return &llm.Completion{ID: comp.ID, Model: comp.Model, Message: withReport(a.fields, content, others, out), FinishReason: finish, Usage: k.usage}
@@ -176,57 +177,4 @@ func (a *answer) splitCalls() (native []llm.ToolCall, others []json.RawMessage) 
 		others = append(others, raw)
 	}
 	return native, others
-}
-
-// kimiCiter numbers the pages an answer links to: each markdown link [title](url)
-// keeps its place and gets the [n] of its URL right after it (URLs numbered by first
-// appearance, the same URL the same n); a link whose text is only a number becomes
-// its marker; [n] markers the model wrote itself are removed, since they number
-// nothing the fleet knows. Images are not sources. Lines are converted one by one
-// (a link never spans lines), so the text streamed before the first citing line is
-// a prefix of the converted answer (lineStream).
-type kimiCiter struct {
-	sources []llm.NativeSource
-	num     map[string]int
-}
-
-// kimiCites reports whether a line may cite: it holds a link (images included, so
-// that a line passed on is always converted as cleanLine converts it).
-func kimiCites(line string) bool { return engines.HasLink(line) }
-
-// convert converts a whole answer text.
-func (l *kimiCiter) convert(text string) string {
-	var b strings.Builder
-	for _, line := range strings.SplitAfter(text, "\n") {
-		b.WriteString(l.line(line))
-	}
-	return b.String()
-}
-
-// strayMarkerRE matches a model's own citation marker.
-var strayMarkerRE = regexp.MustCompile(`\[[0-9]{1,3}\]`)
-
-// cleanLine is a line that cites nothing as the conversion leaves it: without the
-// model's own markers.
-func cleanLine(line string) string { return strayMarkerRE.ReplaceAllString(line, "") }
-
-// line converts one line: its links cited (engines.MarkLinks, as the kimi engine
-// reads answers), the model's own markers removed.
-func (l *kimiCiter) line(s string) string {
-	var b strings.Builder
-	engines.MarkLinks(&b, s, func(t string) { b.WriteString(strayMarkerRE.ReplaceAllString(t, "")) }, l.number)
-	return b.String()
-}
-
-// number returns the n of url, numbering it if it is new.
-func (l *kimiCiter) number(url, title string) int {
-	n, ok := l.num[url]
-	if !ok {
-		l.sources = append(l.sources, llm.NativeSource{URL: url, Title: title})
-		n = len(l.sources)
-		l.num[url] = n
-	} else if l.sources[n-1].Title == "" && title != "" {
-		l.sources[n-1].Title = title
-	}
-	return n
 }

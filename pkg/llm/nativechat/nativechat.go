@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -60,6 +59,8 @@ const (
 type Caller struct {
 	kind   Kind
 	client llm.Caller
+	// always reports the cited pages also of an answer that ran no search.
+	always bool
 }
 
 var _ llm.Starter = (*Caller)(nil)
@@ -69,6 +70,13 @@ var _ llm.Starter = (*Caller)(nil)
 // which the caller reads the response's top-level web_search array.
 func New(kind Kind, client llm.Caller) *Caller {
 	return &Caller{kind: kind, client: client}
+}
+
+// NewForEngine is New for a grounded search engine (pkg/engines), which reads an
+// answer's sources from its report: the report comes also when the model cited pages
+// without running a search (with Requests 0).
+func NewForEngine(kind Kind, client llm.Caller) *Caller {
+	return &Caller{kind: kind, client: client, always: true}
 }
 
 // Complete calls the model. Without the fleet's web_search tool in body the call is
@@ -182,7 +190,7 @@ func (r *request) takeSearchTool() bool {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		if json.Unmarshal(raw, &t) == nil && t.Type == "function" && intent.IsWebSearchCall(t.Function.Name) {
+		if json.Unmarshal(raw, &t) == nil && t.Type == "function" && llm.IsWebSearchCall(t.Function.Name) {
 			found = true
 			continue
 		}
@@ -195,7 +203,7 @@ func (r *request) takeSearchTool() bool {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		if json.Unmarshal(tc, &choice) == nil && intent.IsWebSearchCall(choice.Function.Name) {
+		if json.Unmarshal(tc, &choice) == nil && llm.IsWebSearchCall(choice.Function.Name) {
 			delete(r.top, "tool_choice")
 		}
 	}

@@ -14,10 +14,11 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // maxAnswer bounds a model's answer body.
@@ -116,8 +117,32 @@ func (c *Caller) run(ctx context.Context, body []byte, onDelta func(llm.Delta), 
 	})
 }
 
-// maxContinuations bounds the resumptions of one paused answer.
-const maxContinuations = 4
+// Answer is one model call in canonical form, for the LLM-grounded search engines (a
+// grounded engine is a main-model call with the provider's own search on, read as
+// search results): req, its Search set, encoded in the caller's protocol, sent with the
+// caller's credentials, its answer decoded and, when it paused, resumed
+// (maxContinuations) and joined. When a resumption fails the error comes with the
+// answer so far (the searches it ran are paid for). Errors are *llm.Error values or
+// the context's error.
+func (c *Caller) Answer(ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	out, err := c.api.EncodeRequest(req, req.Model)
+	if err != nil {
+		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the request does not translate: " + err.Error()}
+	}
+	var answer *wire.Response
+	c.call(ctx, req.Model, out, false, nil, llm.Do, func(first *wire.Response, raw []byte, e error) {
+		if e != nil {
+			err = e
+			return
+		}
+		c.resume(ctx, req.Model, out, first, raw, 0, llm.Do, func(a *wire.Response, e error) { answer, err = a, e })
+	})
+	return answer, err
+}
+
+// maxContinuations bounds the resumptions of one paused answer (main models and
+// grounded engines alike: the engines call Answer).
+const maxContinuations = 3
 
 // resume resumes a paused answer (Anthropic's pause_turn, a long run of the provider's
 // own searches) with the paused content sent back as it came, and joins the parts;
@@ -136,7 +161,7 @@ func (c *Caller) resume(ctx context.Context, model string, sent []byte, answer *
 	}
 	c.call(ctx, model, next, false, nil, send, func(more *wire.Response, moreRaw []byte, err error) {
 		if err != nil {
-			done(nil, err)
+			done(answer, err) // the answer so far, for a caller that can use it (Answer)
 			return
 		}
 		c.resume(ctx, model, next, answer.Join(more), moreRaw, i+1, send, done)
@@ -228,7 +253,7 @@ func (c *Caller) searchTool(req *wire.Request) {
 	var kept []wire.Tool
 	var search *llm.SearchOptions
 	for _, t := range req.Tools {
-		if intent.IsWebSearchCall(t.Name) {
+		if llm.IsWebSearchCall(t.Name) {
 			search = &llm.SearchOptions{Requested: true}
 			continue
 		}
@@ -238,7 +263,7 @@ func (c *Caller) searchTool(req *wire.Request) {
 		return // the provider's search cannot go with this request: the fleet's runs
 	}
 	req.Tools, req.Search = kept, search
-	if tc := req.ToolChoice; tc != nil && tc.Mode == "tool" && intent.IsWebSearchCall(tc.Name) {
+	if tc := req.ToolChoice; tc != nil && tc.Mode == "tool" && llm.IsWebSearchCall(tc.Name) {
 		req.ToolChoice = nil
 	}
 }
@@ -327,7 +352,7 @@ func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
 	e := c.api.DecodeError(resp.StatusCode, data)
 	e.Provider = c.name
 	e.Message = c.redact(clip(e.Message, 500))
-	if d, ok := llm.RetryAfter(resp.Header.Get("Retry-After")); ok {
+	if d := provider.RetryAfter(resp.Header, data, time.Now()); d > 0 {
 		e.RetryAfter = d
 	}
 	return e

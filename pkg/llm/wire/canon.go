@@ -146,6 +146,9 @@ type ServerCall struct {
 	Name  string
 	Query string
 	URL   string
+	// Action is the provider's kind of call where its search tool has several
+	// (OpenAI: "search", "open_page", "find_in_page"; "" for a search).
+	Action string
 }
 
 // FetchName is the Name of a web_fetch ServerCall.
@@ -247,6 +250,9 @@ type Usage struct {
 	// WebFetches the pages fetched.
 	WebSearches int
 	WebFetches  int
+	// SearchesReported is the provider's own count of its searches, where the answer
+	// reports one (OpenAI tool_usage.web_search.num_requests); 0 when it does not.
+	SearchesReported int
 	// Spend is what the job spent (nil until it completed): every protocol reports
 	// it as usage.searchfleet.
 	Spend *Spend
@@ -281,7 +287,15 @@ type Response struct {
 	// text with citations, client tool calls.
 	Content []Part
 	Stop    StopReason
-	Usage   Usage
+	// Paused is set when the answer stopped before it was done (Anthropic's
+	// pause_turn): a Continuer resumes it.
+	Paused bool
+	// StopDetail is the provider's own word for why the answer stopped where it says
+	// more than Stop (Gemini's finishReason "SAFETY", "RECITATION"; for a prompt
+	// Gemini blocked before any answer, "blocked: " and its blockReason; OpenAI
+	// Responses: "refusal" when the model refused, "incomplete: " and the reason).
+	StopDetail string
+	Usage      Usage
 	// Sources are the sources the answer's [n] markers number (the fleet's extension
 	// of a Chat answer); used to title the search results.
 	Sources []Source

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
@@ -51,7 +50,7 @@ func (r *Response) Join(more *Response) *Response {
 	out := *more
 	out.Content = append(append([]Part(nil), r.Content...), more.Content...)
 	out.Usage = Usage{InputTokens: r.Usage.InputTokens + more.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens + more.Usage.OutputTokens,
-		WebSearches: r.Usage.WebSearches + more.Usage.WebSearches}
+		WebSearches: r.Usage.WebSearches + more.Usage.WebSearches, SearchesReported: r.Usage.SearchesReported + more.Usage.SearchesReported}
 	return &out
 }
 
@@ -288,13 +287,4 @@ func resultText(res *ToolResult) string {
 // or a stream.
 func statusError(status int, typ, msg string) *llm.Error {
 	return &llm.Error{Status: status, Type: typ, Message: clip(msg, 500)}
-}
-
-// parseDelay reads a protobuf Duration string ("34.4s").
-func parseDelay(s string) time.Duration {
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0
-	}
-	return d
 }

@@ -18,6 +18,10 @@ type anthropicModel struct{}
 // AnthropicVersion is the anthropic-version header the fleet sends.
 const AnthropicVersion = "2023-06-01"
 
+// anthropicSearchTool is the web search tool type sent unless the request names
+// another (llm.SearchOptions.Tool).
+const anthropicSearchTool = "web_search_20250305"
+
 // anthropicDefaultMaxTokens is max_tokens when the request names none: Anthropic
 // requires the field.
 const anthropicDefaultMaxTokens = 4096
@@ -101,7 +105,12 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	var tools []any
 	if o := r.Search; o != nil {
 		// The provider's own search: its server tool, with the request's settings.
-		st := map[string]any{"type": "web_search_20250305", "name": "web_search"}
+		st := map[string]any{"type": anthropicSearchTool, "name": "web_search"}
+		if o.Tool != "" && o.Tool != anthropicSearchTool {
+			// Later versions (dynamic filtering) are refused by models without
+			// programmatic tool calling unless only direct calls are allowed.
+			st["type"], st["allowed_callers"] = o.Tool, []string{"direct"}
+		}
 		if o.MaxUses > 0 {
 			st["max_uses"] = o.MaxUses
 		}
@@ -111,7 +120,7 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			st["blocked_domains"] = o.BlockedDomains
 		}
 		if o.Country != "" {
-			st["user_location"] = map[string]string{"type": "approximate", "country": o.Country}
+			st["user_location"] = map[string]string{"type": "approximate", "country": strings.ToUpper(o.Country)}
 		}
 		tools = append(tools, st)
 		out["tools"] = tools
@@ -281,19 +290,19 @@ var anthropicStopReasons = map[string]StopReason{"end_turn": StopEndTurn, "stop_
 func (anthropicModel) DecodeResponse(body []byte) (*Response, error) {
 	var a anthropicAnswer
 	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, fmt.Errorf("not a Messages response: %s", clip(err.Error(), 200))
+		return nil, fmt.Errorf("not a Messages API response: %s", clip(err.Error(), 200))
 	}
 	if a.Type == "error" && a.Error != nil {
 		return nil, statusError(anthropicStatus(a.Error.Type), a.Error.Type, a.Error.Message)
 	}
 	if a.Type != "message" {
-		return nil, fmt.Errorf("not a Messages response: type %q", a.Type)
+		return nil, fmt.Errorf("not a Messages API response: type %q", a.Type)
 	}
 	return a.response(), nil
 }
 
 func (a *anthropicAnswer) response() *Response {
-	r := &Response{ID: a.ID, Model: a.Model, Status: StatusCompleted, Stop: anthropicStopReasons[a.StopReason],
+	r := &Response{ID: a.ID, Model: a.Model, Status: StatusCompleted, Stop: anthropicStopReasons[a.StopReason], Paused: a.StopReason == "pause_turn",
 		Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	if r.Stop == "" {
 		r.Stop = StopEndTurn
@@ -327,7 +336,8 @@ func (a *anthropicAnswer) response() *Response {
 }
 
 // Continue resumes a pause_turn answer: the request's messages with the paused
-// assistant content appended exactly as it came (its encrypted fields included).
+// assistant content appended exactly as it came (its encrypted fields included), to
+// the assistant turn an earlier continuation sent.
 func (anthropicModel) Continue(request, answer []byte) ([]byte, bool) {
 	var a struct {
 		StopReason string          `json:"stop_reason"`
@@ -341,7 +351,21 @@ func (anthropicModel) Continue(request, answer []byte) ([]byte, bool) {
 	if json.Unmarshal(request, &req) != nil || json.Unmarshal(req["messages"], &msgs) != nil {
 		return nil, false
 	}
-	turn, _ := json.Marshal(map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`), "content": a.Content})
+	// A second pause extends the assistant turn of the first: one turn with everything
+	// the assistant said so far, as the recorded continuations have it.
+	content := a.Content
+	if n := len(msgs); n > 0 {
+		var last struct {
+			Role    string            `json:"role"`
+			Content []json.RawMessage `json:"content"`
+		}
+		var more []json.RawMessage
+		if json.Unmarshal(msgs[n-1], &last) == nil && last.Role == "assistant" && json.Unmarshal(a.Content, &more) == nil {
+			content, _ = json.Marshal(append(last.Content, more...))
+			msgs = msgs[:n-1]
+		}
+	}
+	turn, _ := json.Marshal(map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`), "content": content})
 	req["messages"], _ = json.Marshal(append(msgs, turn))
 	next, err := json.Marshal(req)
 	return next, err == nil
@@ -363,6 +387,8 @@ func anthropicStatus(typ string) int {
 		return http.StatusUnauthorized
 	case "permission_error":
 		return http.StatusForbidden
+	case "billing_error":
+		return http.StatusPaymentRequired
 	case "not_found_error":
 		return http.StatusNotFound
 	case "request_too_large":

@@ -9,9 +9,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // Gemini is the Gemini generateContent protocol (model side only).
@@ -284,11 +286,13 @@ type geminiGrounding struct {
 	} `json:"groundingChunks"`
 	GroundingSupports []struct {
 		Segment struct {
-			// PartIndex names the part the offsets count in; StartIndex and EndIndex
-			// are byte offsets of the segment in that part's text (UTF-8).
-			PartIndex  int `json:"partIndex"`
-			StartIndex int `json:"startIndex"`
-			EndIndex   int `json:"endIndex"`
+			// PartIndex names the part the offsets may count in; StartIndex and
+			// EndIndex are byte offsets of the segment (UTF-8); Text is the segment's
+			// text, which says where it is when the offsets do not (segmentEnd).
+			PartIndex  *int   `json:"partIndex"`
+			StartIndex int    `json:"startIndex"` // omitted when 0 (proto3)
+			EndIndex   int    `json:"endIndex"`
+			Text       string `json:"text"`
 		} `json:"segment"`
 		GroundingChunkIndices []int `json:"groundingChunkIndices"`
 	} `json:"groundingSupports"`
@@ -312,10 +316,6 @@ type geminiErrorBody struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 	Status  string `json:"status"`
-	Details []struct {
-		Type       string `json:"@type"`
-		RetryDelay string `json:"retryDelay"`
-	} `json:"details"`
 }
 
 var geminiStops = map[string]StopReason{"STOP": StopEndTurn, "MAX_TOKENS": StopMaxTokens, "SAFETY": StopRefusal, "RECITATION": StopRefusal,
@@ -332,7 +332,10 @@ func (geminiModel) DecodeResponse(body []byte) (*Response, error) {
 		return nil, fmt.Errorf("not a generateContent response: %s", clip(err.Error(), 200))
 	}
 	if a.Error != nil {
-		return nil, geminiError(a.Error.Code, a.Error)
+		return nil, geminiError(a.Error.Code, a.Error, body)
+	}
+	if len(a.Candidates) == 0 && (a.PromptFeedback == nil || a.PromptFeedback.BlockReason == "") {
+		return nil, fmt.Errorf("not a generateContent response: the response has no candidates")
 	}
 	acc := geminiAccumulator{}
 	acc.add(&a)
@@ -343,6 +346,7 @@ func (geminiModel) DecodeResponse(body []byte) (*Response, error) {
 type geminiAccumulator struct {
 	id, model, finish string
 	blocked           bool
+	blockReason       string
 	parts             []geminiPart
 	input, output     int
 	chunks            int
@@ -367,7 +371,7 @@ func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 		acc.output = u.CandidatesTokenCount + u.ThoughtsTokenCount
 	}
 	if a.PromptFeedback != nil && a.PromptFeedback.BlockReason != "" {
-		acc.blocked = true
+		acc.blocked, acc.blockReason = true, a.PromptFeedback.BlockReason
 	}
 	var text strings.Builder
 	if len(a.Candidates) > 0 {
@@ -419,8 +423,9 @@ func (acc *geminiAccumulator) response() *Response {
 	if r.Stop == "" {
 		r.Stop = StopEndTurn
 	}
+	r.StopDetail = acc.finish
 	if acc.blocked {
-		r.Stop = StopRefusal
+		r.Stop, r.StopDetail = StopRefusal, "blocked: "+acc.blockReason
 	}
 	for i, p := range acc.parts {
 		if fc := p.FunctionCall; fc != nil {
@@ -470,12 +475,9 @@ func (acc *geminiAccumulator) ground(r *Response) {
 		}
 		r.Content = append(searches, r.Content...)
 	}
+	text := r.Text()
 	for _, s := range g.GroundingSupports {
-		end := s.Segment.EndIndex
-		if i := s.Segment.PartIndex; i > 0 && i < len(acc.partBase) {
-			end += acc.partBase[i]
-		}
-		p, at := textAt(r.Content, end)
+		p, at := textAt(r.Content, acc.segmentEnd(text, s.Segment.PartIndex, s.Segment.StartIndex, s.Segment.EndIndex, s.Segment.Text))
 		if p == nil {
 			continue
 		}
@@ -487,6 +489,56 @@ func (acc *geminiAccumulator) ground(r *Response) {
 			p.Citations = append(p.Citations, Citation{URL: w.URI, Title: w.Title, Start: at, End: at})
 		}
 	}
+}
+
+// segmentEnd returns the byte offset in text (the answer's text) where a grounding
+// segment ends: its endIndex when text[startIndex:endIndex] is the segment's text
+// (offsets count in the whole answer or, with partIndex, possibly in that part),
+// else the end of the occurrence of the segment's text nearest to endIndex, else
+// endIndex as given (clamped to the text).
+func (acc *geminiAccumulator) segmentEnd(text string, partIndex *int, start, end int, seg string) int {
+	bases := []int{0}
+	if pi := partIndex; pi != nil && *pi >= 0 && *pi < len(acc.partBase) && acc.partBase[*pi] > 0 {
+		bases = []int{acc.partBase[*pi], 0}
+	}
+	for _, b := range bases {
+		s, e := b+start, b+end
+		if s < 0 || s > e || e > len(text) {
+			continue
+		}
+		if seg == "" || text[s:e] == seg {
+			return e
+		}
+	}
+	want := bases[0] + end
+	for _, t := range []string{seg, strings.TrimSpace(seg)} {
+		if t == "" {
+			continue
+		}
+		best, found := 0, false
+		for from := 0; from <= len(text); {
+			i := strings.Index(text[from:], t)
+			if i < 0 {
+				break
+			}
+			e := from + i + len(t)
+			if !found || abs(e-want) < abs(best-want) {
+				best, found = e, true
+			}
+			from += i + 1
+		}
+		if found {
+			return best
+		}
+	}
+	return min(max(want, 0), len(text))
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // textAt finds byte offset off of the text of parts (their text parts in order): the
@@ -522,9 +574,10 @@ func geminiCallID(responseID string, i int, name string, args json.RawMessage) s
 	return fmt.Sprintf("%s%s_%d", geminiCallPrefix, hex.EncodeToString(h.Sum(nil)[:8]), i)
 }
 
-// geminiError turns a google.rpc error body into an *llm.Error, its RetryInfo
-// retryDelay as the retry-after.
-func geminiError(status int, e *geminiErrorBody) *llm.Error {
+// geminiError turns a google.rpc error body into an *llm.Error; body is the error's
+// whole JSON, whose RetryInfo (provider.RetryAfter reads it) is the retry-after of an
+// error that arrived inside an answer or a stream, without headers.
+func geminiError(status int, e *geminiErrorBody, body []byte) *llm.Error {
 	if status == 0 {
 		status = e.Code
 	}
@@ -532,11 +585,7 @@ func geminiError(status int, e *geminiErrorBody) *llm.Error {
 		status = http.StatusBadGateway
 	}
 	le := statusError(status, e.Status, e.Message)
-	for _, d := range e.Details {
-		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
-			le.RetryAfter = parseDelay(d.RetryDelay)
-		}
-	}
+	le.RetryAfter = provider.RetryAfter(nil, body, time.Now())
 	return le
 }
 
@@ -554,7 +603,7 @@ func (geminiModel) DecodeError(status int, body []byte) *llm.Error {
 		}
 	}
 	if json.Unmarshal(body, &e) == nil && e.Error != nil && e.Error.Message != "" {
-		return geminiError(status, e.Error)
+		return geminiError(status, e.Error, body)
 	}
 	return statusError(status, "", trimmed)
 }
@@ -577,7 +626,7 @@ func (d *geminiDecoder) Event(_ string, data []byte) (string, error) {
 		return "", fmt.Errorf("unreadable generateContent stream chunk: %s", clip(err.Error(), 200))
 	}
 	if a.Error != nil {
-		return "", geminiError(a.Error.Code, a.Error)
+		return "", geminiError(a.Error.Code, a.Error, data)
 	}
 	return d.acc.add(&a), nil
 }

@@ -85,6 +85,7 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		tools = append(tools, responsesSearchTool(o))
 		out["include"] = []string{"web_search_call.action.sources"}
 		out["tools"] = tools
+		out["tool_choice"] = "auto" // forcing the hosted tool is refused by some models
 	}
 	if len(r.Tools) > 0 {
 		for _, t := range r.Tools {
@@ -131,14 +132,18 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 }
 
 // responsesSearchTool is OpenAI's web_search tool with a request's settings: allowed
-// domains as its filters, the country as an approximate user_location, the context size.
+// domains as its filters (the web_search_preview tool, o.Tool, has none), the country
+// as an approximate user_location, the context size.
 func responsesSearchTool(o *llm.SearchOptions) map[string]any {
 	t := map[string]any{"type": "web_search"}
-	if len(o.AllowedDomains) > 0 {
+	if o.Tool != "" {
+		t["type"] = o.Tool
+	}
+	if len(o.AllowedDomains) > 0 && t["type"] == "web_search" {
 		t["filters"] = map[string]any{"allowed_domains": o.AllowedDomains}
 	}
 	if o.Country != "" {
-		t["user_location"] = map[string]string{"type": "approximate", "country": o.Country}
+		t["user_location"] = map[string]string{"type": "approximate", "country": strings.ToUpper(o.Country)}
 	}
 	if o.ContextSize != "" {
 		t["search_context_size"] = o.ContextSize
@@ -225,7 +230,16 @@ type responsesAnswer struct {
 		InputTokens  int `json:"input_tokens"`
 		OutputTokens int `json:"output_tokens"`
 	} `json:"usage"`
+	ToolUsage *struct {
+		WebSearch *struct {
+			NumRequests int `json:"num_requests"`
+		} `json:"web_search"`
+	} `json:"tool_usage"`
 }
+
+// responsesFailed is the HTTP status a failed response's error code stands for.
+var responsesFailed = map[string]int{"rate_limit_exceeded": http.StatusTooManyRequests, "insufficient_quota": http.StatusTooManyRequests,
+	"invalid_api_key": http.StatusUnauthorized, "server_error": http.StatusInternalServerError, "vector_store_timeout": http.StatusGatewayTimeout}
 
 // responsesOutputItem is one output item of a response.
 type responsesOutputItem struct {
@@ -277,21 +291,32 @@ type responsesAnnotation struct {
 func (responsesModel) DecodeResponse(body []byte) (*Response, error) {
 	var a responsesAnswer
 	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, fmt.Errorf("not a Responses response: %s", clip(err.Error(), 200))
+		return nil, fmt.Errorf("not a Responses API response: %s", clip(err.Error(), 200))
 	}
 	if a.Object != "" && a.Object != "response" {
-		return nil, fmt.Errorf("not a Responses response: object %q", a.Object)
+		return nil, fmt.Errorf("not a Responses API response: object %q", a.Object)
+	}
+	if a.Status == "" && a.Output == nil {
+		return nil, fmt.Errorf("not a Responses API response (no status, no output)")
 	}
 	return a.response()
 }
 
 func (a *responsesAnswer) response() (*Response, error) {
 	if a.Status == "failed" {
-		msg := "the model's response failed"
-		if a.Error != nil && a.Error.Message != "" {
-			msg = a.Error.Message
+		msg, status, code := "the model's response failed", http.StatusBadGateway, ""
+		if a.Error != nil {
+			if a.Error.Message != "" {
+				msg = a.Error.Message
+			}
+			code = a.Error.Code
+			if s, ok := responsesFailed[code]; ok {
+				status = s
+			}
 		}
-		return nil, statusError(http.StatusBadGateway, "response_failed", msg)
+		le := statusError(status, "response_failed", msg)
+		le.Code = code
+		return nil, le
 	}
 	r := &Response{ID: a.ID, Model: a.Model, Status: StatusCompleted, Stop: StopEndTurn,
 		Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
@@ -310,7 +335,7 @@ func (a *responsesAnswer) response() (*Response, error) {
 					r.Content = append(r.Content, p)
 				case "refusal":
 					r.Content = append(r.Content, Part{Kind: PartText, Text: c.Refusal})
-					r.Stop = StopRefusal
+					r.Stop, r.StopDetail = StopRefusal, "refusal"
 				}
 			}
 		case "function_call":
@@ -334,7 +359,14 @@ func (a *responsesAnswer) response() (*Response, error) {
 			}
 		}
 	}
+	if tu := a.ToolUsage; tu != nil && tu.WebSearch != nil {
+		r.Usage.SearchesReported = tu.WebSearch.NumRequests
+	}
+	if a.Status == "incomplete" {
+		r.StopDetail = "incomplete"
+	}
 	if a.Status == "incomplete" && a.IncompleteDetails != nil {
+		r.StopDetail = "incomplete: " + a.IncompleteDetails.Reason
 		switch a.IncompleteDetails.Reason {
 		case "max_output_tokens":
 			r.Stop = StopMaxTokens
@@ -358,6 +390,7 @@ func (it *responsesOutputItem) webSearch() (*ServerCall, *SearchResult) {
 	call := &ServerCall{ID: it.ID, Name: "web_search"}
 	res := &SearchResult{CallID: it.ID}
 	if a := it.Action; a != nil {
+		call.Action = a.Type
 		switch a.Type {
 		case "open_page":
 			call.Query = "open_page " + a.URL
