@@ -200,8 +200,9 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	// Key cooldowns live in Redis: a key one search worker saw refused rests for all.
-	cool := countedCooldowns{Cooldowns: p.store, rests: p.o.Metrics.KeyCooldowns}
+	// Key cooldowns live in Redis: a key one search worker saw refused rests for all
+	// (within cooldownFresh: each process asks at most that often per key).
+	cool := countedCooldowns{Cooldowns: provider.Cached(p.store, cooldownFresh), rests: p.o.Metrics.KeyCooldowns}
 	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search")}); err != nil {
 		return fail(err)
 	}
@@ -283,8 +284,8 @@ func (p *process) drain() {
 // role's dead letters, the max-deliveries watch and the deadline reaper.
 func (p *process) runChat(ctx context.Context) error {
 	// Provider key cooldowns live in Redis: a key one chat worker saw refused rests
-	// for all.
-	cool := countedCooldowns{Cooldowns: p.store.ModelKeyCooldowns(), rests: p.o.Metrics.ModelKeyCooldowns}
+	// for all (within cooldownFresh).
+	cool := countedCooldowns{Cooldowns: provider.Cached(p.store.ModelKeyCooldowns(), cooldownFresh), rests: p.o.Metrics.ModelKeyCooldowns}
 	models, err := ModelsWith(p.o.File, p.modelHC, ModelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
 	if err != nil {
 		return err
@@ -605,6 +606,10 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 	}
 	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
 }
+
+// cooldownFresh is how long a process trusts what it read of a key's rest: a rest
+// another process starts reaches this one within it.
+const cooldownFresh = time.Second
 
 // countedCooldowns is the provider layer's one Cooldowns with each rest counted once,
 // whichever worker starts it, in rests: fleet_engine_key_cooldowns_total for the

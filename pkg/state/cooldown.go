@@ -72,25 +72,43 @@ func (s *Store) coolDownKey(ctx context.Context, k, reason string, d time.Durati
 	return n == 1, nil
 }
 
-// resting reads the rests of fps, whose cooldown keys key names, in one round trip.
+// resting reads the rests of fps, whose cooldown keys key names: one PTTL each in
+// one round trip, and a second round trip for the reasons of the keys that rest
+// (rare: most lookups find every key usable).
 func (s *Store) resting(ctx context.Context, fps []string, key func(fp string) string) ([]provider.Rest, error) {
 	ttls := make([]*redis.DurationCmd, len(fps))
-	vals := make([]*redis.StringCmd, len(fps))
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, fp := range fps {
-			k := key(fp)
-			vals[i], ttls[i] = p.Get(ctx, k), p.PTTL(ctx, k)
+			ttls[i] = p.PTTL(ctx, key(fp))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: key cooldowns: %w", err)
+	}
+	out := make([]provider.Rest, len(fps))
+	var resting []int
+	for i := range fps {
+		if left := ttls[i].Val(); left > 0 {
+			out[i].Left = left
+			resting = append(resting, i)
+		}
+	}
+	if len(resting) == 0 {
+		return out, nil
+	}
+	vals := make([]*redis.StringCmd, len(resting))
+	_, err = s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for j, i := range resting {
+			vals[j] = p.Get(ctx, key(fps[i]))
 		}
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("state: key cooldowns: %w", err)
 	}
-	out := make([]provider.Rest, len(fps))
-	for i := range fps {
-		if left := ttls[i].Val(); left > 0 {
-			out[i] = provider.Rest{Left: left, Reason: provider.Kind(vals[i].Val())}
-		}
+	for j, i := range resting {
+		out[i].Reason = provider.Kind(vals[j].Val())
 	}
 	return out, nil
 }
