@@ -20,10 +20,11 @@ import (
 // writes what must be kept for the retention period — the record as it stands, the
 // chain, the recorded searches, the stored response — as one value to the Archive (a
 // JetStream key-value bucket, bus.Records), then, in one script, drops the cold parts
-// from Redis: the record keeps its small fields (status, tenant, kind, model, times,
-// usage, error, callback, webhook status, question; about a kilobyte) and notes the
-// archived bytes ("cold"); the chain, the recorded searches, the stored response and
-// the per-call search results are deleted.
+// from Redis: the record keeps its short fields (status, tenant, kind, model, times,
+// batch, webhook status, replay_of) and notes the archived bytes ("cold"), a summary
+// keeps what listings show (question, usage, error), both well under a kilobyte; the
+// chain, the recorded searches, the stored response and the per-call search results
+// are deleted.
 //
 // Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
 // Redis first, and the archive for what Redis no longer holds — the cold part of an
@@ -51,8 +52,56 @@ func WithArchive(a Archive) Option { return func(s *Store) { s.archive = a } }
 // holds.
 const fieldCold = "cold"
 
-// coldFields are the job hash fields that move to the archive.
-var coldFields = []any{"request", "response", "trace"}
+// coldFields are the job hash fields that move to the archive: the large ones, and
+// those longer than Redis's compact hash encoding allows (64 bytes by default; a hash
+// holding one longer value takes four times the memory). Listings read the question,
+// usage and error of an archived job from its summary (Keys.JobSummary).
+var coldFields = []any{"request", "response", "trace", "callback", "usage", "error", "question"}
+
+// jobSummary is an archived job's summary (Keys.JobSummary).
+type jobSummary struct {
+	Question string          `json:"question,omitempty"`
+	Usage    json.RawMessage `json:"usage,omitempty"`
+	Error    json.RawMessage `json:"error,omitempty"`
+}
+
+// summarize is the summary of the job hash m.
+func summarize(m map[string]string) []byte {
+	sum := jobSummary{Question: m["question"]}
+	if v := m["usage"]; v != "" && json.Valid([]byte(v)) {
+		sum.Usage = json.RawMessage(v)
+	}
+	if v := m["error"]; v != "" && json.Valid([]byte(v)) {
+		sum.Error = json.RawMessage(v)
+	}
+	b, _ := json.Marshal(sum)
+	return b
+}
+
+// withSummary sets on j what its summary (b, JSON) holds.
+func withSummary(j *Job, b string) {
+	var sum jobSummary
+	if json.Unmarshal([]byte(b), &sum) != nil {
+		return
+	}
+	j.Question, j.Usage = sum.Question, sum.Usage
+	if len(sum.Error) > 0 && j.Error == nil {
+		j.Error = &JobError{}
+		if json.Unmarshal(sum.Error, j.Error) != nil {
+			j.Error = nil
+		}
+	}
+}
+
+// withCold sets on j, read from Redis, the fields its archived record (the job hash
+// as it was archived) holds; a field Redis has (an error Settle wrote) stays.
+func withCold(j *Job, cold map[string]string) {
+	c := jobFromHash(cold)
+	j.Request, j.Response, j.Trace, j.Callback, j.Usage, j.Question = c.Request, c.Response, c.Trace, c.Callback, c.Usage, c.Question
+	if j.Error == nil {
+		j.Error = c.Error
+	}
+}
 
 // coldRecord is what the archive keeps of a job: its Redis hashes as they stood when
 // it was archived, and its stored response.
@@ -122,17 +171,26 @@ func writeJSONString(b *bytes.Buffer, s string) {
 }
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2..] the keys to delete (chain, recorded searches, stored response,
-// search results); ARGV[1] the archived bytes, then the fields to drop. Returns 1 when
+// record, KEYS[2] its summary, KEYS[3..] the keys to delete (chain, recorded
+// searches, stored response, search results); ARGV[1] the archived bytes, ARGV[2] the
+// summary, then the fields to drop. The record is written anew, so Redis encodes what
+// is left compactly (a hash keeps the encoding of its largest value). Returns 1 when
 // it trimmed, 0 when the job was trimmed already, -1 when it has not ended (or is
 // gone).
 var trimJob = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return -1 end
 if redis.call('HEXISTS', KEYS[1], 'cold') == 1 then return 0 end
-for i = 2, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
-redis.call('HSET', KEYS[1], 'cold', ARGV[1])
-for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
+for i = 3, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+local rest = redis.call('HGETALL', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'cold', ARGV[1], unpack(rest))
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+end
+for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
 return 1
 `)
 
@@ -181,13 +239,13 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
 	n := int64(buf.Len())
-	keys := []string{s.K.Job(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.StoredResponse(id)}
+	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.StoredResponse(id)}
 	for f := range cc.Val() {
 		if h, call, ok := resultOf(f); ok {
 			keys = append(keys, s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call))
 		}
 	}
-	argv := append([]any{n}, coldFields...)
+	argv := append([]any{n, summarize(jm)}, coldFields...)
 	// One slot ({job} tag): one script.
 	if err := trimJob.Run(ctx, s.r, keys, argv...).Err(); err != nil {
 		return 0, fmt.Errorf("state: trimming archived job %s: %w", id, err)

@@ -47,13 +47,15 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 	var ids []string
 	flush := func() error {
 		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		sums := make([]*redis.StringCmd, len(ids))
 		_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
 				cmds[i] = p.HGetAll(ctx, s.K.Job(id))
+				sums[i] = p.Get(ctx, s.K.JobSummary(id)) // an archived job's question, usage, error
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("state: reading a tenant's jobs: %w", err)
 		}
 		var gone []any
@@ -64,6 +66,9 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 				continue
 			}
 			if j := jobFromHash(m); j.Tenant == tenant {
+				if m[fieldCold] != "" {
+					withSummary(j, sums[i].Val())
+				}
 				out = append(out, j)
 			}
 		}

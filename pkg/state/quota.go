@@ -176,7 +176,7 @@ return n + tonumber(redis.call('HGET', KEYS[1], 'cold') or '0')
 // are: what Redis holds plus the bytes of its archived record (ArchiveJob). The
 // tenant's quota is charged this when the job ends.
 func (s *Store) JobFootprint(ctx context.Context, id string) (int64, error) {
-	keys := []string{s.K.Job(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.JobSpend(id), s.K.StoredResponse(id)}
+	keys := []string{s.K.Job(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.JobSpend(id), s.K.StoredResponse(id), s.K.JobSummary(id)}
 	n, err := jobFootprint.Run(ctx, s.r, keys).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("state: measuring job %s: %w", id, err)

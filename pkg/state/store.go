@@ -216,8 +216,7 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		cold := jobFromHash(rec.Job)
-		j.Request, j.Response, j.Trace = cold.Request, cold.Response, cold.Trace
+		withCold(j, rec.Job)
 	}
 	return j, nil
 }
