@@ -396,9 +396,10 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, p.hooks.Config.PoolSize()); err != nil {
 		return nil, err
 	}
-	// The archive runs first, so the hooks after it (the storage quota's) see where
-	// the job's bytes now live.
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), archiver{p.store}, p.hooks, p.batches, s, api.ModelSpend{Store: p.store})
+	// The archive runs after the spend per model is counted (it reads the job's spend
+	// ledger, which the archive moves) and before the other hooks, so the storage
+	// quota's sees where the job's bytes now live.
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), api.ModelSpend{Store: p.store}, archiver{p.store}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}

@@ -22,9 +22,10 @@ import (
 // JetStream key-value bucket, bus.Records), then, in one script, drops the cold parts
 // from Redis: the record keeps its short fields (status, tenant, kind, model, times,
 // batch, webhook status, replay_of) and notes the archived bytes ("cold"), a summary
-// keeps what listings show (question, usage, error), both well under a kilobyte; the
-// chain, the recorded searches, the stored response and the per-call search results
-// are deleted.
+// keeps what listings show (question, searches and cost, error), both well under a
+// kilobyte; the chain, the recorded searches, the stored response, the job's spend
+// ledger (read by the finish hook that counts spend per model, which runs before) and
+// the per-call search results are deleted.
 //
 // Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
 // Redis first, and the archive for what Redis no longer holds — the cold part of an
@@ -58,38 +59,55 @@ const fieldCold = "cold"
 // usage and error of an archived job from its summary (Keys.JobSummary).
 var coldFields = []any{"request", "response", "trace", "callback", "usage", "error", "question"}
 
-// jobSummary is an archived job's summary (Keys.JobSummary).
+// jobSummary is an archived job's summary (Keys.JobSummary): what a listing shows.
 type jobSummary struct {
-	Question string          `json:"question,omitempty"`
-	Usage    json.RawMessage `json:"usage,omitempty"`
-	Error    json.RawMessage `json:"error,omitempty"`
+	Question string    `json:"q,omitempty"`
+	Usage    *sumUsage `json:"u,omitempty"`
+	Error    *JobError `json:"e,omitempty"`
 }
+
+// sumUsage is the part of a job's usage a listing shows.
+type sumUsage struct {
+	Searches int     `json:"searches"`
+	CostUSD  float64 `json:"cost_usd"`
+}
+
+// summaryErrorChars bounds an error message a summary keeps.
+const summaryErrorChars = 200
 
 // summarize is the summary of the job hash m.
 func summarize(m map[string]string) []byte {
 	sum := jobSummary{Question: m["question"]}
-	if v := m["usage"]; v != "" && json.Valid([]byte(v)) {
-		sum.Usage = json.RawMessage(v)
+	if v := m["usage"]; v != "" {
+		var u sumUsage
+		if json.Unmarshal([]byte(v), &u) == nil {
+			sum.Usage = &u
+		}
 	}
-	if v := m["error"]; v != "" && json.Valid([]byte(v)) {
-		sum.Error = json.RawMessage(v)
+	if j := jobFromHash(map[string]string{"error": m["error"]}); j.Error != nil {
+		e := *j.Error
+		if r := []rune(e.Message); len(r) > summaryErrorChars {
+			e.Message = string(r[:summaryErrorChars]) + "…"
+		}
+		sum.Error = &e
 	}
 	b, _ := json.Marshal(sum)
 	return b
 }
 
-// withSummary sets on j what its summary (b, JSON) holds.
+// withSummary sets on j, an archived job as Redis keeps it, what its summary (b,
+// JSON) holds: its question, its searches and cost as its usage, and its error.
 func withSummary(j *Job, b string) {
 	var sum jobSummary
 	if json.Unmarshal([]byte(b), &sum) != nil {
 		return
 	}
-	j.Question, j.Usage = sum.Question, sum.Usage
-	if len(sum.Error) > 0 && j.Error == nil {
-		j.Error = &JobError{}
-		if json.Unmarshal(sum.Error, j.Error) != nil {
-			j.Error = nil
-		}
+	j.Question = sum.Question
+	if sum.Usage != nil {
+		j.Usage, _ = json.Marshal(sum.Usage)
+	}
+	if sum.Error != nil && j.Error == nil {
+		j.Error = sum.Error
 	}
 }
 
@@ -110,6 +128,7 @@ type coldRecord struct {
 	Job      hashValues      `json:"job"`
 	Chain    hashValues      `json:"chain,omitempty"`
 	Searches hashValues      `json:"searches,omitempty"`
+	Spend    hashValues      `json:"spend,omitempty"`
 	Response json.RawMessage `json:"response,omitempty"`
 }
 
@@ -202,12 +221,13 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
-	var jc, cc, rc *redis.MapStringStringCmd
+	var jc, cc, rc, pc *redis.MapStringStringCmd
 	var sc *redis.StringCmd
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		jc = p.HGetAll(ctx, s.K.Job(id))
 		cc = p.HGetAll(ctx, s.K.Chain(id))
 		rc = p.HGetAll(ctx, s.K.SearchRecord(id))
+		pc = p.HGetAll(ctx, s.K.JobSpend(id))
 		sc = p.Get(ctx, s.K.StoredResponse(id))
 		return nil
 	})
@@ -225,7 +245,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
 	}
-	rec := coldRecord{V: 1, Job: jm, Chain: cc.Val(), Searches: rc.Val()}
+	rec := coldRecord{V: 1, Job: jm, Chain: cc.Val(), Searches: rc.Val(), Spend: pc.Val()}
 	if b, err := sc.Bytes(); err == nil && json.Valid(b) {
 		rec.Response = b
 	}
@@ -239,7 +259,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
 	n := int64(buf.Len())
-	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.StoredResponse(id)}
+	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.StoredResponse(id), s.K.JobSpend(id)}
 	for f := range cc.Val() {
 		if h, call, ok := resultOf(f); ok {
 			keys = append(keys, s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call))

@@ -41,7 +41,9 @@ func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job) {
 
 // TenantJobs returns up to limit of a tenant's jobs, newest first, after the job id
 // after ("" from the newest), and whether more follow. Jobs whose records expired are
-// dropped from the index as they are met.
+// dropped from the index as they are met. They are read from Redis alone: an archived
+// job comes without its request, answer and trace, its usage holds only its searches
+// and cost (GetJob reads the whole record).
 func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*Job, bool, error) {
 	var out []*Job
 	var ids []string
