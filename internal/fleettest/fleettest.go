@@ -97,7 +97,8 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 
 // Store is a state store over the keys under prefix that reads ended jobs' records
 // from the records bucket of namespace ns on the NATS at natsURL, as the fleet's own
-// does (retention as the fleet's FLEET_RETENTION; 0: an hour).
+// does (retention as the fleet's FLEET_RETENTION; 0: an hour). The bucket is bound
+// when first read: the fleet creates it.
 func Store(t testing.TB, rdb redis.UniversalClient, prefix, natsURL, ns string, retention time.Duration) *state.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -110,11 +111,7 @@ func Store(t testing.TB, rdb redis.UniversalClient, prefix, natsURL, ns string, 
 	if retention <= 0 {
 		retention = time.Hour
 	}
-	records, err := bus.OpenRecords(ctx, b, retention)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return state.New(rdb, prefix, retention, state.WithArchive(records))
+	return state.New(rdb, prefix, retention, state.WithArchive(bus.ReadRecords(b)))
 }
 
 // Run runs one fleet process (all roles) with env and file on rdb until the returned

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,6 +29,10 @@ import (
 type Records struct {
 	kv    jetstream.KeyValue
 	chunk int
+
+	// For a reader (ReadRecords): the bucket, bound on first use.
+	b  *Bus
+	mu sync.Mutex
 }
 
 // OpenRecords creates (or updates) the records bucket of b's namespace, keeping
@@ -50,9 +55,42 @@ func OpenRecords(ctx context.Context, b *Bus, retention time.Duration) (*Records
 	return &Records{kv: kv, chunk: max(chunk, 64<<10)}, nil
 }
 
+// ReadRecords returns the records bucket of b's namespace as it is, for a process
+// that reads records without owning the bucket's settings (a test, a tool): it binds
+// to the bucket on first use, and until the bucket exists, Get finds nothing.
+func ReadRecords(b *Bus) *Records { return &Records{b: b} }
+
+// bucket returns the bound bucket; nil while a reader's bucket does not exist.
+func (r *Records) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	if r.b == nil {
+		return r.kv, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kv != nil {
+		return r.kv, nil
+	}
+	kv, err := r.b.JS.KeyValue(ctx, r.b.Name(BucketRecords))
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("nats: records bucket: %w", err)
+	}
+	r.kv, r.chunk = kv, max(int(r.b.NC.MaxPayload())-8<<10, 64<<10)
+	return kv, nil
+}
+
 // Put stores value under key unless key holds a record already (the first write
 // stands). It is safe to repeat and to race.
 func (r *Records) Put(ctx context.Context, key string, value []byte) error {
+	kv, err := r.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	if kv == nil {
+		return fmt.Errorf("nats: storing record %s: the records bucket does not exist", key)
+	}
 	if len(value)+1 <= r.chunk {
 		_, err := r.kv.Create(ctx, key, append([]byte{'='}, value...))
 		if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
@@ -85,7 +123,11 @@ func chunkKey(key, digest string, n int) string { return key + "." + digest + ".
 // Get reads the record under key: nil (and no error) when there is none, or it
 // expired.
 func (r *Records) Get(ctx context.Context, key string) ([]byte, error) {
-	e, err := r.kv.Get(ctx, key)
+	kv, err := r.bucket(ctx)
+	if kv == nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
