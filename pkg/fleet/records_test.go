@@ -12,6 +12,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
 	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -45,7 +46,7 @@ func keysMemory(t *testing.T, rdb redis.UniversalClient, pattern string) (n int6
 // (whose searches are answered from the record) and previous_response_id still work.
 func TestRecordsSurviveAnEmptyRedis(t *testing.T) {
 	t.Parallel()
-	f := fleettest.Start(t)
+	f := fleettest.Start(t, fleettest.Env(func(e *config.Env) { e.TenantLimits.StorageBytes = 1 << 30 }))
 	c := batchClient{t: t, url: f.URL}
 	rdb := redisOf(t)
 	prefix := f.Store.K.Prefix()
@@ -76,6 +77,20 @@ func TestRecordsSurviveAnEmptyRedis(t *testing.T) {
 		return n <= 1024
 	})
 	t.Logf("the finished job (a %d KB request, two searches) holds %d bytes in Redis: %v", len(pad)>>10, n, keys)
+	// Its bytes still count toward the tenant's storage quota, now that they are on
+	// JetStream.
+	var usage struct {
+		Storage struct {
+			UsedBytes int64 `json:"used_bytes"`
+			Records   int64 `json:"records"`
+		} `json:"storage"`
+	}
+	fleettest.Eventually(t, "the archived bytes to be charged", func() bool {
+		_, body := c.do("GET", "/v1/usage", nil)
+		json.Unmarshal(body, &usage)
+		return usage.Storage.Records == 1 && usage.Storage.UsedBytes >= int64(len(pad)) && usage.Storage.UsedBytes < state.RecordAllowance+int64(len(pad))
+	})
+	t.Logf("storage quota: %d bytes in %d records", usage.Storage.UsedBytes, usage.Storage.Records)
 
 	// A stored response, for previous_response_id after the flush.
 	status, body = c.do("POST", "/v1/responses", map[string]any{"model": demo.Model, "input": "My name is Alice. sim:nosearch"})
