@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
@@ -91,7 +92,26 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 		t.Fatal(err)
 	}
 	url, _ := Run(t, env, file, rdb)
-	return &Fleet{URL: url, Sim: sim, SimURL: simURL, NATS: natsURL, Store: state.New(rdb, prefix, time.Hour), File: file, Env: env}
+	return &Fleet{URL: url, Sim: sim, SimURL: simURL, NATS: natsURL, Store: Store(t, rdb, prefix, natsURL, env.Namespace, env.Retention), File: file, Env: env}
+}
+
+// Store is a state store over the keys under prefix that reads ended jobs' records
+// from the records bucket of namespace ns on the NATS at natsURL, as the fleet's own
+// does (retention as the fleet's FLEET_RETENTION; 0: an hour). The bucket is bound
+// when first read: the fleet creates it.
+func Store(t testing.TB, rdb redis.UniversalClient, prefix, natsURL, ns string, retention time.Duration) *state.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, natsURL, t.Name()+"-store", slog.New(slog.DiscardHandler), bus.WithNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.NC.Close() })
+	if retention <= 0 {
+		retention = time.Hour
+	}
+	return state.New(rdb, prefix, retention, state.WithArchive(bus.ReadRecords(b)))
 }
 
 // Run runs one fleet process (all roles) with env and file on rdb until the returned

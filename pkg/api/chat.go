@@ -120,6 +120,11 @@ func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.J
 // (keyed) stays recorded for the client's retry to publish; any other is deleted, so
 // nothing is left that no one will run.
 func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, msg bus.Payload, keyed bool) string {
+	if job.Question == "" {
+		// Kept with the job's small fields, for listings: its request leaves Redis
+		// when it ends.
+		job.Question = redact.Clip(questionOf(job.Request), questionChars)
+	}
 	p, err := jobs.Submit(ctx, s.Bus, s.Store, job, subject, msg)
 	if err == nil {
 		err = bus.Wait(ctx, p)

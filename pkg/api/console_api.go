@@ -62,8 +62,12 @@ type jobSummary struct {
 const questionChars = 200
 
 func summaryOf(j *state.Job) jobSummary {
+	q := j.Question
+	if q == "" {
+		q = redact.Clip(questionOf(j.Request), questionChars) // a job recorded before questions were kept
+	}
 	v := jobSummary{ID: j.ID, Object: "job", Kind: j.Kind, Status: string(j.Status), Model: j.Model, CreatedAt: j.Created.Unix(),
-		Question: redact.Clip(questionOf(j.Request), questionChars), ReplayOf: j.ReplayOf}
+		Question: q, ReplayOf: j.ReplayOf}
 	if !j.Finished.IsZero() {
 		t := j.Finished.Unix()
 		v.FinishedAt = &t

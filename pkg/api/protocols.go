@@ -101,12 +101,14 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		defer waiter.stop()
+		// Stored before the job is submitted: a job that ends at once is archived with
+		// its stored response (state.Store.ArchiveJob).
+		s.saveResponse(r.Context(), job, rr)
 		if e := s.submitJob(r.Context(), job); e != nil {
 			w.Header().Set("Retry-After", "1")
 			fail(e)
 			return
 		}
-		s.saveResponse(r.Context(), job, rr)
 		w.Header().Set("X-Searchfleet-Job-Id", job.ID)
 		for _, n := range base.Notes {
 			w.Header().Add("X-Searchfleet-Warning", n)

@@ -12,22 +12,29 @@ import (
 )
 
 // A tenant's storage quota (config.Limits.StorageBytes) bounds the bytes of the job
-// records the fleet keeps for it over the retention period. A job is charged its
-// request and state.RecordAllowance when it is submitted (admit), before its record is
-// written, and its real size (state.Store.JobFootprint: record, chain, recorded
-// searches) when it ends (JobFinished, from the finisher); its bytes come back when
-// the record expires, or at once when an unaccepted job is deleted. A submission that
+// records the fleet keeps for it over the retention period, in Redis and in the
+// records bucket alike. A job is charged its request and state.RecordAllowance when
+// it is submitted (admit), before its record is written, and its real size
+// (state.Store.JobFootprint: what Redis keeps of it plus its archived record) when it
+// ends (JobFinished, from the finisher, after the archive hook); its bytes come back
+// when the record expires (the retention from its end, as the bucket's entries), or
+// at once when an unaccepted job is deleted. A submission that
 // does not fit is refused with 429 (413 when the request alone exceeds the quota), in
 // the protocol's error shape, counted in
 // fleet_tenant_rejected_total{limit="storage_bytes"}; GET /v1/usage reports the use.
 
-// recordExpiry is when a job's record expires (its retention from creation).
+// recordExpiry is when a job's record expires: its retention from creation while it
+// runs, from its end once it has ended (its archived record is kept for the
+// retention from when it was written, just after the end).
 func (s *Server) recordExpiry(job *state.Job) time.Time {
-	created := job.Created
-	if created.IsZero() {
-		created = time.Now()
+	from := job.Created
+	if !job.Finished.IsZero() {
+		from = job.Finished
 	}
-	return created.Add(s.Store.Retention)
+	if from.IsZero() {
+		from = time.Now()
+	}
+	return from.Add(s.Store.Retention)
 }
 
 // chargeStorage charges a new job's request and allowance to its tenant's storage

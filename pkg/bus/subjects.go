@@ -54,6 +54,11 @@ const (
 // the output and error files of batches.
 const BucketFiles = "FLEET_FILES"
 
+// BucketRecords is the JetStream key-value bucket holding the durable records of
+// ended jobs (request, answer, trace, hop turns, recorded searches, stored Responses
+// objects) for the retention period; Redis keeps only a job's hot fields (records.go).
+const BucketRecords = "FLEET_RECORDS"
+
 // SubjectSearch is the subject that carries web_search calls for one engine.
 func SubjectSearch(engine string) string { return subjectSearch + engine }
 

@@ -192,7 +192,12 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err := p.bus.EnsureStreams(ctx, bus.Limits{Replicas: p.env.NATSReplicas, EventsMaxBytes: p.env.EventsMaxBytes, Memory: o.Memory}); err != nil {
 		return fail(fmt.Errorf("nats streams: %w", err))
 	}
-	p.store = state.New(o.Redis, state.NamespacePrefix(p.env.Namespace, p.env.KeyPrefix), p.env.Retention)
+	// Ended jobs' records live on JetStream (the records bucket), not in Redis.
+	records, err := bus.OpenRecords(ctx, p.bus, p.env.Retention)
+	if err != nil {
+		return fail(err)
+	}
+	p.store = state.New(o.Redis, state.NamespacePrefix(p.env.Namespace, p.env.KeyPrefix), p.env.Retention, state.WithArchive(records))
 	if err := p.store.LoadScripts(ctx); err != nil {
 		return fail(err)
 	}
@@ -393,7 +398,10 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, p.hooks.Config.PoolSize()); err != nil {
 		return nil, err
 	}
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), p.hooks, p.batches, s, api.ModelSpend{Store: p.store})
+	// The archive runs after the spend per model is counted (it reads the job's spend
+	// ledger, which the archive moves) and before the other hooks, so the storage
+	// quota's sees where the job's bytes now live.
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), api.ModelSpend{Store: p.store}, archiver{p.store}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -645,4 +653,14 @@ func Settings(f *config.File) map[string]search.Settings {
 		out[e.ID] = s
 	}
 	return out
+}
+
+// archiver is the finish hook that moves an ended job's record off Redis to the
+// records bucket (state.Store.ArchiveJob); a failure is retried with the terminal
+// event, and the record stays readable from Redis meanwhile.
+type archiver struct{ store *state.Store }
+
+func (a archiver) JobFinished(ctx context.Context, job *state.Job) error {
+	_, err := a.store.ArchiveJob(ctx, job.ID)
+	return err
 }

@@ -132,18 +132,26 @@ func TestNamespacedFleetsShareNATSAndRedis(t *testing.T) {
 	streams := map[string][]string{}
 	names := js.StreamNames(ctx)
 	for name := range names.Name() {
-		ns, _, ok := strings.Cut(name, "-")
+		// A key-value bucket's stream is KV_<bucket>, its subjects $KV.<bucket>.>: the
+		// namespace is the bucket's.
+		bucket, isKV := strings.CutPrefix(name, "KV_")
+		ns, _, ok := strings.Cut(bucket, "-")
 		if !ok || (ns != "alpha" && ns != "beta") {
 			t.Errorf("stream %q is in no namespace", name)
 			continue
 		}
-		streams[ns] = append(streams[ns], name)
+		subjectPrefix := ns + "."
+		if isKV {
+			subjectPrefix = "$KV." + ns + "-"
+		} else {
+			streams[ns] = append(streams[ns], name)
+		}
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, subj := range s.CachedInfo().Config.Subjects {
-			if !strings.HasPrefix(subj, ns+".") {
+			if !strings.HasPrefix(subj, subjectPrefix) {
 				t.Errorf("stream %s takes subject %q of another namespace", name, subj)
 			}
 		}

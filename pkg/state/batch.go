@@ -310,8 +310,10 @@ func (s *Store) CancelBatch(ctx context.Context, id string) (string, error) {
 
 // finishBatch gives a batch its final status unless it has one: ARGV[1] status,
 // ARGV[2] the timestamp field to set, ARGV[3] now (ms), ARGV[4] ttl (ms), then
-// field/value pairs. KEYS[1] batch, KEYS[2] done, KEYS[3] ids. Returns 1 if it moved
-// the batch. The batch's keys then expire after ttl.
+// field/value pairs. KEYS[1] batch, KEYS[2] done, KEYS[3] ids, KEYS[4] the batch's
+// recorded searches. Returns 1 if it moved the batch. The batch's keys then expire
+// after ttl; its recorded searches, which only its running jobs read (each job's own
+// record keeps what it was given), are deleted.
 var finishBatch = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st or st == 'completed' or st == 'failed' or st == 'expired' or st == 'cancelled' then return 0 end
@@ -319,6 +321,7 @@ local f = {'status', ARGV[1], ARGV[2], ARGV[3], 'progress_at', ARGV[3]}
 for i = 5, #ARGV do f[#f+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(f))
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
+redis.call('DEL', KEYS[4])
 return 1
 `)
 
@@ -345,7 +348,7 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string, end BatchEnd
 		}
 		argv = append(argv, "errors", errs)
 	}
-	n, err := finishBatch.Run(ctx, s.r, []string{s.K.Batch(id), s.K.BatchDone(id), s.K.BatchIDs(id)}, argv...).Int()
+	n, err := finishBatch.Run(ctx, s.r, []string{s.K.Batch(id), s.K.BatchDone(id), s.K.BatchIDs(id), s.K.BatchSearchRecord(id)}, argv...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: finishing batch %s: %w", id, err)
 	}

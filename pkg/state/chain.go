@@ -160,10 +160,12 @@ func (s *Store) step(jc, cc *redis.MapStringStringCmd, lc *redis.Cmd) (*Step, er
 
 // recordResult stores a call's result once and counts it; when that completes the
 // hop, it claims the next hop's lease for the caller. KEYS[1] chain, KEYS[2] lease of
-// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms.
+// hop+1, KEYS[3] job; ARGV result field, count field, expected field, result, owner, ttl ms.
 // Returns {recorded, expected, lease} where expected is -1 before dispatch and lease
-// is -1 (not tried), 0 (held) or the ms another holder has left.
+// is -1 (not tried), 0 (held) or the ms another holder has left. The chain of a job
+// archived already (ArchiveJob) is not made again: {0, -1, -1}.
 var recordResult = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[3], 'cold') == 1 then return {0, -1, -1} end
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[4]) == 1 then
   redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
 end
@@ -184,7 +186,7 @@ return {c, n, l}
 `)
 
 func (s *Store) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration) ([]string, []any) {
-	return []string{s.K.Chain(id), s.K.Lease(id, h+1)},
+	return []string{s.K.Chain(id), s.K.Lease(id, h+1), s.K.Job(id)},
 		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds()}
 }
 
@@ -264,15 +266,18 @@ func flag(v bool) string {
 
 // recordDispatch writes a hop's calls and expected count once, adds its searches to
 // the job's counter only the first time, marks the chain sticky, and returns the job's
-// status. KEYS[1] chain, KEYS[2] job; ARGV calls field, calls, expected field, n,
-// searches field, searches, sticky field.
+// status; a job that has ended (or is gone) gets nothing written. KEYS[1] chain,
+// KEYS[2] job; ARGV calls field, calls, expected field, n, searches field, searches,
+// sticky field.
 var recordDispatch = redis.NewScript(`
+local st = redis.call('HGET', KEYS[2], 'status') or ''
+if st == '' or st == 'completed' or st == 'failed' or st == 'cancelled' then return st end
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
   redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
   redis.call('HINCRBY', KEYS[1], ARGV[5], ARGV[6])
 end
 redis.call('HSET', KEYS[1], ARGV[7], '1')
-return redis.call('HGET', KEYS[2], 'status') or ''
+return st
 `)
 
 // SaveCalls records the calls of hop h (once): their JSON, how many results the hop

@@ -41,19 +41,23 @@ func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job) {
 
 // TenantJobs returns up to limit of a tenant's jobs, newest first, after the job id
 // after ("" from the newest), and whether more follow. Jobs whose records expired are
-// dropped from the index as they are met.
+// dropped from the index as they are met. They are read from Redis alone: an archived
+// job comes without its request, answer and trace, its usage holds only its searches
+// and cost (GetJob reads the whole record).
 func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*Job, bool, error) {
 	var out []*Job
 	var ids []string
 	flush := func() error {
 		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		sums := make([]*redis.StringCmd, len(ids))
 		_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
 				cmds[i] = p.HGetAll(ctx, s.K.Job(id))
+				sums[i] = p.Get(ctx, s.K.JobSummary(id)) // an archived job's question, usage, error
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("state: reading a tenant's jobs: %w", err)
 		}
 		var gone []any
@@ -64,6 +68,9 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 				continue
 			}
 			if j := jobFromHash(m); j.Tenant == tenant {
+				if m[fieldCold] != "" {
+					withSummary(j, sums[i].Val())
+				}
 				out = append(out, j)
 			}
 		}

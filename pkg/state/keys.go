@@ -193,6 +193,11 @@ func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID)
 // previous turns included, and the settings it echoes), beside its job's keys.
 func (k Keys) StoredResponse(id string) string { return k.job(id) + ":response" }
 
+// JobSummary is what job listings show of an archived job besides its record's small
+// fields (a string: JSON of its question, usage and error), kept apart so that the
+// record stays a small hash of short values (Redis's compact encoding).
+func (k Keys) JobSummary(id string) string { return k.job(id) + ":summary" }
+
 // SpendPending is a tenant's model-turn reservations of one UTC day that are not
 // settled yet (a sorted set: call → when the reservation lapses, ms). A reservation
 // whose worker died is released by the next reservation of the day once it lapses.

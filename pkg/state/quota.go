@@ -152,8 +152,9 @@ func (s *Store) StorageOf(ctx context.Context, tenant string) (Storage, error) {
 	return Storage{Used: v[0], Records: v[1]}, nil
 }
 
-// jobFootprint sums the bytes (field names and values) of a job's hashes. KEYS are
-// the hashes.
+// jobFootprint sums the bytes (field names and values) of a job's hashes, and the
+// archived bytes the job record notes (field "cold"). KEYS are the hashes, the job
+// record first.
 var jobFootprint = redis.NewScript(`
 local n = 0
 for _, k in ipairs(KEYS) do
@@ -166,15 +167,16 @@ for _, k in ipairs(KEYS) do
     n = n + redis.call('STRLEN', k)
   end
 end
-return n
+return n + tonumber(redis.call('HGET', KEYS[1], 'cold') or '0')
 `)
 
 // JobFootprint is what a job keeps for the retention period, in bytes: its record
 // (request, answer, trace, usage), its chain (every hop's turn and results) and its
-// recorded searches, and its stored Responses object if it has one. The tenant's quota
-// is charged this when the job ends.
+// recorded searches, and its stored Responses object if it has one — wherever they
+// are: what Redis holds plus the bytes of its archived record (ArchiveJob). The
+// tenant's quota is charged this when the job ends.
 func (s *Store) JobFootprint(ctx context.Context, id string) (int64, error) {
-	keys := []string{s.K.Job(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.JobSpend(id), s.K.StoredResponse(id)}
+	keys := []string{s.K.Job(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.JobSpend(id), s.K.StoredResponse(id), s.K.JobSummary(id)}
 	n, err := jobFootprint.Run(ctx, s.r, keys).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("state: measuring job %s: %w", id, err)

@@ -12,7 +12,8 @@ import (
 // StoredResponse is what the fleet keeps of a Responses request made with store
 // (the default), beside its job: the conversation it ran on, so previous_response_id
 // and item_reference can name it later, and the settings its answers repeat. The
-// answer itself is the job's. It lives as long as the job record (Retention).
+// answer itself is the job's. It lives as long as the job record (Retention), and
+// moves to the archive with it (ArchiveJob).
 type StoredResponse struct {
 	Tenant string `json:"tenant"`
 	// Input is the request's input items, with those of the responses before it
@@ -34,14 +35,21 @@ func (s *Store) SaveResponse(ctx context.Context, id string, r *StoredResponse) 
 	return nil
 }
 
-// GetResponse reads the stored response of job id; ErrNotFound when there is none
+// GetResponse reads the stored response of job id (from Redis while its job is hot,
+// from the job's archived record once it has ended); ErrNotFound when there is none
 // (never stored, or expired with its job).
 func (s *Store) GetResponse(ctx context.Context, id string) (*StoredResponse, error) {
 	b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
+		rec, err := s.archived(ctx, id, false)
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil || len(rec.Response) == 0 {
+			return nil, ErrNotFound
+		}
+		b = rec.Response
+	} else if err != nil {
 		return nil, fmt.Errorf("state: reading response %s: %w", id, err)
 	}
 	var r StoredResponse

@@ -41,11 +41,21 @@ func (s *Store) recordKeys(jobID, batchID string) []string {
 }
 
 // RecordedSearches returns all of a job's recorded results by content address (none
-// for a job that recorded none, or whose record expired).
+// for a job that recorded none, or whose record expired): from Redis while the job
+// is hot, from its archived record once it has ended.
 func (s *Store) RecordedSearches(ctx context.Context, jobID string) (map[string][]byte, error) {
 	m, err := s.r.HGetAll(ctx, s.K.SearchRecord(jobID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading recorded searches: %w", err)
+	}
+	if len(m) == 0 {
+		rec, err := s.archived(ctx, jobID, false)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			m = rec.Searches
+		}
 	}
 	out := make(map[string][]byte, len(m))
 	for k, v := range m {

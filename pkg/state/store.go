@@ -1,7 +1,9 @@
-// Package state keeps the fleet's shared state in Redis: job records, the chain state
-// of each job (so any chat worker can resume any chain), idempotency claims that keep a
-// redelivered step from paying for a model call or a search twice, deadlines, and rate
-// limits. Every key is built in keys.go. Workers hold nothing between messages.
+// Package state keeps the fleet's shared state in Redis: job records while they are
+// hot, the chain state of each running job (so any chat worker can resume any chain),
+// idempotency claims that keep a redelivered step from paying for a model call or a
+// search twice, deadlines, and rate limits. Every key is built in keys.go. Workers
+// hold nothing between messages. What an ended job keeps for the retention period
+// moves off Redis to an Archive (archive.go), leaving about a kilobyte behind.
 package state
 
 import (
@@ -56,7 +58,10 @@ type Job struct {
 	Error    *JobError       `json:"error,omitempty"`
 	Usage    json.RawMessage `json:"usage,omitempty"`
 	// Trace lists the searches the job made.
-	Trace    json.RawMessage `json:"trace,omitempty"`
+	Trace json.RawMessage `json:"trace,omitempty"`
+	// Question is the text of the request's last user turn, clipped, as job listings
+	// show it (set by the front door; "" for jobs recorded before it was kept).
+	Question string          `json:"question,omitempty"`
 	Callback json.RawMessage `json:"callback,omitempty"`
 	Batch    string          `json:"batch,omitempty"`
 	// WebhookStatus is "", "pending", "delivered" or "failed".
@@ -83,14 +88,23 @@ type Store struct {
 	K Keys
 	// Retention is how long job records and chain state live after creation.
 	Retention time.Duration
+	// archive holds ended jobs' records (nil: they stay in Redis).
+	archive Archive
 }
 
+// Option adjusts a Store (New).
+type Option func(*Store)
+
 // New returns a store over r with keys under prefix, keeping jobs for retention.
-func New(r redis.UniversalClient, prefix string, retention time.Duration) *Store {
+func New(r redis.UniversalClient, prefix string, retention time.Duration, opts ...Option) *Store {
 	if retention <= 0 {
 		retention = 7 * 24 * time.Hour
 	}
-	return &Store{r: r, K: NewKeys(prefix), Retention: retention}
+	s := &Store{r: r, K: NewKeys(prefix), Retention: retention}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // ErrNotFound means there is no such job (or it expired).
@@ -158,6 +172,9 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	if j.ReplayOf != "" {
 		argv = append(argv, "replay_of", j.ReplayOf)
 	}
+	if j.Question != "" {
+		argv = append(argv, "question", j.Question)
+	}
 	var created *redis.Cmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		created = createJob.EvalSha(ctx, p, []string{s.K.Job(j.ID)}, argv...)
@@ -175,16 +192,33 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	return nil
 }
 
-// GetJob reads a job record.
+// GetJob reads a job record: from Redis, with the cold part of an ended job (its
+// request, answer and trace) from the archive, or wholly from the archive when Redis
+// no longer has the job (a Redis that restarted empty).
 func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 	m, err := s.r.HGetAll(ctx, s.K.Job(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job: %w", err)
 	}
 	if len(m) == 0 || m["id"] == "" {
-		return nil, ErrNotFound
+		rec, err := s.archived(ctx, id, false)
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil || rec.Job["id"] == "" {
+			return nil, ErrNotFound
+		}
+		return jobFromHash(rec.Job), nil
 	}
-	return jobFromHash(m), nil
+	j := jobFromHash(m)
+	if m[fieldCold] != "" && s.archive != nil {
+		rec, err := s.archived(ctx, id, true)
+		if err != nil {
+			return nil, err
+		}
+		withCold(j, rec.Job)
+	}
+	return j, nil
 }
 
 func jobFromHash(m map[string]string) *Job {
@@ -199,7 +233,7 @@ func jobFromHash(m map[string]string) *Job {
 		Request: raw("request"), Created: FromMillis(m["created"]), Updated: FromMillis(m["updated"]),
 		Finished: FromMillis(m["finished"]), Deadline: FromMillis(m["deadline"]),
 		Response: raw("response"), Usage: raw("usage"), Trace: raw("trace"), Callback: raw("callback"),
-		Batch: m["batch"], WebhookStatus: m["webhook"], ReplayOf: m["replay_of"],
+		Batch: m["batch"], WebhookStatus: m["webhook"], ReplayOf: m["replay_of"], Question: m["question"],
 	}
 	if e := m["error"]; e != "" {
 		j.Error = &JobError{}

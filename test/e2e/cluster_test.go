@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/fleettest"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
@@ -116,7 +117,9 @@ func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, sim: sim, store: state.New(rdb, prefix, time.Hour), env: []string{
+	// The store reads ended jobs' records from the fleet's records bucket, as the
+	// processes' own stores do.
+	c := &cluster{t: t, sim: sim, store: fleettest.Store(t, rdb, prefix, natsURL, "", time.Hour), env: []string{
 		"NATS_URL=" + natsURL, "REDIS_URL=" + testenv.RedisURL(), "FLEET_REDIS_PREFIX=" + prefix, "FLEET_CONFIG=" + cfgPath,
 		"FLEET_ACK_WAIT=3s", "FLEET_JOB_TIMEOUT=90s", "FLEET_MODEL_TIMEOUT=20s", "FLEET_ENGINE_TIMEOUT=10s", "FLEET_DRAIN_TIMEOUT=10s",
 		"FLEET_LOG_LEVEL=info", demo.KeyEnv + "=sim-key", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
@@ -127,7 +130,7 @@ func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 		// the suite within the cluster's JetStream storage.
 		c.env = append(c.env, "FLEET_NAMESPACE="+c.namespace, "FLEET_NATS_REPLICAS=3", "FLEET_EVENTS_MAX_BYTES=67108864")
 		// The processes' Redis keys are in the namespace too: read them there.
-		c.store = state.New(rdb, state.NamespacePrefix(c.namespace, prefix), time.Hour)
+		c.store = fleettest.Store(t, rdb, state.NamespacePrefix(c.namespace, prefix), natsURL, c.namespace, time.Hour)
 	}
 	c.natsURL = natsURL
 	c.env = append(c.env, config.UnlimitedTenantEnv()...) // load, not per-tenant limits, is under test

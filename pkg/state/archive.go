@@ -1,0 +1,322 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Hot and cold. While a job runs, Redis holds all of it: the record (request,
+// status, answer once there is one), the chain (every hop's model turn, calls and
+// results), the recorded searches and the stored Responses object. When the job has
+// ended, ArchiveJob (run by the first finish hook, from the job's terminal event)
+// writes what must be kept for the retention period — the record as it stands, the
+// chain, the recorded searches, the stored response — as one value to the Archive (a
+// JetStream key-value bucket, bus.Records), then, in one script, drops the cold parts
+// from Redis: the record keeps its short fields (status, tenant, kind, model, times,
+// batch, webhook status, replay_of) and notes the archived bytes ("cold"), a summary
+// keeps what listings show (question, searches and cost, error), both well under a
+// kilobyte; the chain, the recorded searches, the stored response, the job's spend
+// ledger (read by the finish hook that counts spend per model, which runs before) and
+// the per-call search results are deleted.
+//
+// Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
+// Redis first, and the archive for what Redis no longer holds — the cold part of an
+// archived job, or the whole of a job Redis lost (a restart with an empty dataset).
+// Records written before the archive existed are read from Redis as before and expire
+// there; the store reads both forms for as long as such records live.
+//
+// Writing is exactly once under redelivery: the archive keeps the first value of a
+// key, and the trim happens only once the value is written, so a finish hook that
+// dies between the two writes it again (the same value, a no-op) and trims.
+
+// Archive is where ended jobs' records are kept for the retention period, off Redis.
+// bus.Records implements it.
+type Archive interface {
+	// Put stores value under key unless key holds a value already.
+	Put(ctx context.Context, key string, value []byte) error
+	// Get reads the value under key; nil, nil when there is none (or it expired).
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// WithArchive keeps ended jobs' records in a rather than in Redis (see ArchiveJob).
+func WithArchive(a Archive) Option { return func(s *Store) { s.archive = a } }
+
+// fieldCold is the job hash field of an archived job: the bytes its archived record
+// holds.
+const fieldCold = "cold"
+
+// coldFields are the job hash fields that move to the archive: the large ones, and
+// those longer than Redis's compact hash encoding allows (64 bytes by default; a hash
+// holding one longer value takes four times the memory). Listings read the question,
+// usage and error of an archived job from its summary (Keys.JobSummary).
+var coldFields = []any{"request", "response", "trace", "callback", "usage", "error", "question"}
+
+// jobSummary is an archived job's summary (Keys.JobSummary): what a listing shows.
+type jobSummary struct {
+	Question string    `json:"q,omitempty"`
+	Usage    *sumUsage `json:"u,omitempty"`
+	Error    *JobError `json:"e,omitempty"`
+}
+
+// sumUsage is the part of a job's usage a listing shows.
+type sumUsage struct {
+	Searches int     `json:"searches"`
+	CostUSD  float64 `json:"cost_usd"`
+}
+
+// summaryErrorChars bounds an error message a summary keeps.
+const summaryErrorChars = 200
+
+// summarize is the summary of the job hash m.
+func summarize(m map[string]string) []byte {
+	sum := jobSummary{Question: m["question"]}
+	if v := m["usage"]; v != "" {
+		var u sumUsage
+		if json.Unmarshal([]byte(v), &u) == nil {
+			sum.Usage = &u
+		}
+	}
+	if j := jobFromHash(map[string]string{"error": m["error"]}); j.Error != nil {
+		e := *j.Error
+		if r := []rune(e.Message); len(r) > summaryErrorChars {
+			e.Message = string(r[:summaryErrorChars]) + "…"
+		}
+		sum.Error = &e
+	}
+	b, _ := json.Marshal(sum)
+	return b
+}
+
+// withSummary sets on j, an archived job as Redis keeps it, what its summary (b,
+// JSON) holds: its question, its searches and cost as its usage, and its error.
+func withSummary(j *Job, b string) {
+	var sum jobSummary
+	if json.Unmarshal([]byte(b), &sum) != nil {
+		return
+	}
+	j.Question = sum.Question
+	if sum.Usage != nil {
+		j.Usage, _ = json.Marshal(sum.Usage)
+	}
+	if sum.Error != nil && j.Error == nil {
+		j.Error = sum.Error
+	}
+}
+
+// withCold sets on j, read from Redis, the fields its archived record (the job hash
+// as it was archived) holds; a field Redis has (an error Settle wrote) stays.
+func withCold(j *Job, cold map[string]string) {
+	c := jobFromHash(cold)
+	j.Request, j.Response, j.Trace, j.Callback, j.Usage, j.Question = c.Request, c.Response, c.Trace, c.Callback, c.Usage, c.Question
+	if j.Error == nil {
+		j.Error = c.Error
+	}
+}
+
+// coldRecord is what the archive keeps of a job: its Redis hashes as they stood when
+// it was archived, and its stored response.
+type coldRecord struct {
+	V        int             `json:"v"`
+	Job      hashValues      `json:"job"`
+	Chain    hashValues      `json:"chain,omitempty"`
+	Searches hashValues      `json:"searches,omitempty"`
+	Spend    hashValues      `json:"spend,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+}
+
+// hashValues is a Redis hash in JSON: values that are JSON objects or arrays (most
+// of them) are embedded as they are, any other as a string.
+type hashValues map[string]string
+
+// MarshalJSON writes the hash with its fields in order.
+func (h hashValues) MarshalJSON() ([]byte, error) {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeJSONString(&b, k)
+		b.WriteByte(':')
+		if v := h[k]; v != "" && (v[0] == '{' || v[0] == '[') && json.Valid([]byte(v)) {
+			b.WriteString(v)
+		} else {
+			writeJSONString(&b, v)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (h *hashValues) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*h = make(hashValues, len(m))
+	for k, v := range m {
+		if len(v) > 0 && v[0] == '"' {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return err
+			}
+			(*h)[k] = s
+			continue
+		}
+		(*h)[k] = string(v)
+	}
+	return nil
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	b.Truncate(b.Len() - 1) // Encode's newline
+}
+
+// trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
+// record, KEYS[2] its summary, KEYS[3..] the keys to delete (chain, recorded
+// searches, stored response, search results); ARGV[1] the archived bytes, ARGV[2] the
+// summary, then the fields to drop. The record is written anew, so Redis encodes what
+// is left compactly (a hash keeps the encoding of its largest value). Returns 1 when
+// it trimmed, 0 when the job was trimmed already, -1 when it has not ended (or is
+// gone).
+var trimJob = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return -1 end
+if redis.call('HEXISTS', KEYS[1], 'cold') == 1 then return 0 end
+for i = 3, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+local rest = redis.call('HGETALL', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'cold', ARGV[1], unpack(rest))
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+end
+for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+return 1
+`)
+
+// ArchiveJob moves an ended job's record to the archive and drops its cold parts
+// from Redis (see above). It reports the bytes archived (0 when there is no archive,
+// no such job, or the job has not ended). Calling it again, or for a job archived
+// already, changes nothing.
+func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
+	if s.archive == nil {
+		return 0, nil
+	}
+	var jc, cc, rc, pc *redis.MapStringStringCmd
+	var sc *redis.StringCmd
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+		jc = p.HGetAll(ctx, s.K.Job(id))
+		cc = p.HGetAll(ctx, s.K.Chain(id))
+		rc = p.HGetAll(ctx, s.K.SearchRecord(id))
+		pc = p.HGetAll(ctx, s.K.JobSpend(id))
+		sc = p.Get(ctx, s.K.StoredResponse(id))
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return 0, fmt.Errorf("state: reading job %s to archive it: %w", id, err)
+	}
+	jm := jc.Val()
+	if len(jm) == 0 || jm["id"] == "" {
+		return 0, nil
+	}
+	if v := jm[fieldCold]; v != "" {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n, nil
+	}
+	if !Status(jm["status"]).Terminal() {
+		return 0, nil
+	}
+	rec := coldRecord{V: 1, Job: jm, Chain: cc.Val(), Searches: rc.Val(), Spend: pc.Val()}
+	if b, err := sc.Bytes(); err == nil && json.Valid(b) {
+		rec.Response = b
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&rec); err != nil {
+		return 0, fmt.Errorf("state: encoding job %s's record: %w", id, err)
+	}
+	if err := s.archive.Put(ctx, id, buf.Bytes()); err != nil {
+		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
+	}
+	n := int64(buf.Len())
+	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.StoredResponse(id), s.K.JobSpend(id)}
+	for f := range cc.Val() {
+		if h, call, ok := resultOf(f); ok {
+			keys = append(keys, s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call))
+		}
+	}
+	argv := append([]any{n, summarize(jm)}, coldFields...)
+	// One slot ({job} tag): one script.
+	if err := trimJob.Run(ctx, s.r, keys, argv...).Err(); err != nil {
+		return 0, fmt.Errorf("state: trimming archived job %s: %w", id, err)
+	}
+	return n, nil
+}
+
+// resultOf reads a chain field "r:<hop>:<call>".
+func resultOf(field string) (int, string, bool) {
+	kind, rest, _ := strings.Cut(field, ":")
+	if kind != prefixResult {
+		return 0, "", false
+	}
+	hs, call, ok := strings.Cut(rest, ":")
+	h, err := strconv.Atoi(hs)
+	if !ok || err != nil {
+		return 0, "", false
+	}
+	return h, call, true
+}
+
+// archived reads a job's archived record: nil when there is no archive or no record.
+// When expected (Redis says the job is archived), a record not found yet is looked
+// for again for a moment: a replica serving the read may lag the write by a few
+// milliseconds; one still missing then is an error.
+func (s *Store) archived(ctx context.Context, id string, expected bool) (*coldRecord, error) {
+	if s.archive == nil {
+		return nil, nil
+	}
+	for attempt := 0; ; attempt++ {
+		b, err := s.archive.Get(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("state: reading job %s's record: %w", id, err)
+		}
+		if b != nil {
+			var rec coldRecord
+			if err := json.Unmarshal(b, &rec); err != nil {
+				return nil, fmt.Errorf("state: reading job %s's record: %w", id, err)
+			}
+			return &rec, nil
+		}
+		if !expected {
+			return nil, nil
+		}
+		if attempt == 3 {
+			return nil, fmt.Errorf("state: job %s's archived record is missing", id)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(20<<attempt) * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,394 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// archiveEnv is a store over the real Redis (the test's own prefix) whose ended jobs'
+// records go to a records bucket on a real embedded JetStream server, and a store over
+// the same keys without an archive (the form records had before).
+type archiveEnv struct {
+	rdb    redis.UniversalClient
+	prefix string
+	s      *state.Store // with the archive
+	old    *state.Store // without: records stay in Redis
+}
+
+func newArchiveEnv(t *testing.T) *archiveEnv {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	b, _ := bustest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	records, err := bus.OpenRecords(ctx, b, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &archiveEnv{rdb: rdb, prefix: prefix,
+		s:   state.New(rdb, prefix, time.Hour, state.WithArchive(records)),
+		old: state.New(rdb, prefix, time.Hour)}
+}
+
+// memory sums MEMORY USAGE over the keys matching pattern under the test's prefix.
+func (e *archiveEnv) memory(t *testing.T, pattern string) (bytes int64, keys int) {
+	t.Helper()
+	ctx := context.Background()
+	iter := e.rdb.Scan(ctx, 0, e.prefix+pattern, 1000).Iterator()
+	var names []string
+	for iter.Next(ctx) {
+		names = append(names, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	cmds := make([]*redis.IntCmd, len(names))
+	e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range names {
+			cmds[i] = p.MemoryUsage(ctx, k, 0)
+		}
+		return nil
+	})
+	for _, c := range cmds {
+		bytes += c.Val()
+	}
+	return bytes, len(names)
+}
+
+// jobMemory is what Redis holds for one job (its {job}-tagged keys).
+func (e *archiveEnv) jobMemory(t *testing.T, id string) (int64, int) {
+	return e.memory(t, ":{"+id+"}*")
+}
+
+// flush deletes every key of the test's prefix: Redis restarted with an empty dataset.
+func (e *archiveEnv) flush(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	iter := e.rdb.Scan(ctx, 0, e.prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		e.rdb.Del(ctx, iter.Val())
+	}
+	if n, keys := e.memory(t, ":*"); keys != 0 {
+		t.Fatalf("%d keys (%d bytes) left after the flush", keys, n)
+	}
+}
+
+// request is a chat request of about size bytes.
+func request(size int) json.RawMessage {
+	pad := strings.Repeat("lorem ipsum dolor sit amet ", size/27+1)[:size]
+	b, _ := json.Marshal(map[string]any{"model": "m", "messages": []any{
+		map[string]any{"role": "user", "content": pad},
+		map[string]any{"role": "user", "content": "what is new in Go? <b>&</b>"}}})
+	return b
+}
+
+// runJob records a chat job of tenant t0 with a request of size bytes as a running job
+// does — a model turn, a dispatched search with its result, a recorded search, a
+// stored response — and ends it with an answer and a trace, through store s.
+func runJob(t testing.TB, s *state.Store, id string, size int) *state.Job {
+	t.Helper()
+	ctx := context.Background()
+	j := &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: "m", Request: request(size), Question: "what is new in Go?",
+		Deadline: time.Now().Add(time.Minute), Callback: json.RawMessage(`{"url":"https://example.com/hook"}`)}
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveResponse(ctx, id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[{"role":"user","content":"what is new in Go?"}]`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveTurn(ctx, id, 0, []byte(`{"role":"assistant","tool_calls":[{"id":"c1","name":"web_search"}]}`), true, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveCalls(ctx, id, 0, []byte(`[{"id":"c1","query":"go news"}]`), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	result := []byte(`{"job_id":"` + id + `","hop":0,"call_id":"c1","result":{"hits":[{"title":"Go 1.26","url":"https://go.dev/"}]}}`)
+	if err := s.SaveSearchDone(ctx, id, 0, "c1", result); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.RecordResult(ctx, id, 0, "c1", result); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordSearch(ctx, id, "addr-go-news", []byte(`{"hits":[{"title":"Go 1.26","url":"https://go.dev/"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveTurn(ctx, id, 1, []byte(`{"role":"assistant","content":"Go 1.26 is out [1]."}`), false, false); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := s.Finish(ctx, id, state.Completed, true,
+		"response", json.RawMessage(`{"choices":[{"message":{"content":"Go 1.26 is out [1]. <b>&</b>"}}]}`),
+		"usage", json.RawMessage(`{"searches":1,"cost_usd":0.01}`),
+		"trace", json.RawMessage(`[{"query":"go news","engine":"sim","result":"addr-go-news"}]`))
+	if err != nil || !ok {
+		t.Fatalf("finish = %v, %v", ok, err)
+	}
+	got, err := s.GetJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// sameJob fails unless got is want (the record as it stood before it was archived).
+func sameJob(t *testing.T, what string, got, want *state.Job) {
+	t.Helper()
+	if got.ID != want.ID || got.Tenant != want.Tenant || got.Status != want.Status || got.Kind != want.Kind || got.Model != want.Model ||
+		got.Question != want.Question || !got.Created.Equal(want.Created) || !got.Finished.Equal(want.Finished) {
+		t.Errorf("%s: job %+v, want %+v", what, got, want)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want json.RawMessage
+	}{{"request", got.Request, want.Request}, {"response", got.Response, want.Response}, {"trace", got.Trace, want.Trace},
+		{"usage", got.Usage, want.Usage}, {"callback", got.Callback, want.Callback}} {
+		if !bytes.Equal(f.got, f.want) {
+			t.Errorf("%s: %s is %d bytes %.80q, want %d bytes %.80q", what, f.name, len(f.got), f.got, len(f.want), f.want)
+		}
+	}
+}
+
+// A finished job keeps at most a kilobyte in Redis once archived, and reads back as
+// it was: the record, the recorded searches, the stored response. Archiving again
+// changes nothing, and a late result does not bring its chain back.
+func TestArchivedJobKeepsAKilobyteInRedis(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	want := runJob(t, e.s, "job_a", 50<<10)
+	before, keys := e.jobMemory(t, "job_a")
+	footBefore, err := e.s.JobFootprint(ctx, "job_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.s.ArchiveJob(ctx, "job_a")
+	if err != nil || n < 50<<10 {
+		t.Fatalf("ArchiveJob = %d, %v", n, err)
+	}
+	after, keysAfter := e.jobMemory(t, "job_a")
+	t.Logf("Redis bytes of a finished job with a 50 KB request (MEMORY USAGE of its keys): %d in %d keys before, %d in %d keys after; %d bytes archived", before, keys, after, keysAfter, n)
+	if after > 1024 {
+		t.Errorf("the finished job holds %d bytes in Redis (%d keys), want at most 1024", after, keysAfter)
+	}
+	got, err := e.s.GetJob(ctx, "job_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob(t, "archived", got, want)
+	recs, err := e.s.RecordedSearches(ctx, "job_a")
+	if err != nil || len(recs) != 1 || !strings.Contains(string(recs["addr-go-news"]), "go.dev") {
+		t.Errorf("recorded searches %q, %v", recs, err)
+	}
+	resp, err := e.s.GetResponse(ctx, "job_a")
+	if err != nil || resp.Tenant != "t0" || !strings.Contains(string(resp.Input), "what is new in Go?") {
+		t.Errorf("stored response %+v, %v", resp, err)
+	}
+	// The quota counts the bytes wherever they are.
+	foot, err := e.s.JobFootprint(ctx, "job_a")
+	if err != nil || foot < n || foot > footBefore*2 {
+		t.Errorf("footprint %d after archiving (%d archived, %d before), %v", foot, n, footBefore, err)
+	}
+	// Again: nothing changes.
+	if again, err := e.s.ArchiveJob(ctx, "job_a"); err != nil || again != n {
+		t.Errorf("ArchiveJob again = %d, %v; want %d", again, err, n)
+	}
+	// A redelivered result of the ended job records nothing, and makes no chain.
+	if have, want, err := e.s.RecordResult(ctx, "job_a", 0, "c1", []byte(`{}`)); err != nil || have != 0 || want != -1 {
+		t.Errorf("late result = %d/%d, %v", have, want, err)
+	}
+	if st, err := e.s.SaveCalls(ctx, "job_a", 2, []byte(`[]`), 1, 1); err != nil || st != state.Completed {
+		t.Errorf("late dispatch = %q, %v", st, err)
+	}
+	if again, keys := e.jobMemory(t, "job_a"); again > after {
+		t.Errorf("late writes grew the job to %d bytes in %d keys", again, keys)
+	}
+	// Listings read an archived job's question, usage and error from Redis alone.
+	if js, _, err := e.s.TenantJobs(ctx, "t0", "", 10); err != nil || len(js) != 1 || js[0].Question != want.Question ||
+		!bytes.Equal(js[0].Usage, want.Usage) || js[0].Status != state.Completed || js[0].Request != nil {
+		t.Errorf("listing: %+v, %v", js, err)
+	}
+	// The webhook status, a hot field, still moves.
+	if now, changed, err := e.s.SetWebhookStatus(ctx, "job_a", "delivered"); err != nil || !changed || now != "delivered" {
+		t.Errorf("webhook status: %q %v %v", now, changed, err)
+	}
+	if got, _ := e.s.GetJob(ctx, "job_a"); got.WebhookStatus != "delivered" || len(got.Response) == 0 {
+		t.Errorf("after the webhook: %q, %d bytes of answer", got.WebhookStatus, len(got.Response))
+	}
+}
+
+// A job whose record was archived is served from the archive when Redis has nothing
+// of it (a restart with an empty dataset): the record, its recorded searches (what a
+// replay reads) and its stored response.
+func TestArchivedJobSurvivesAnEmptyRedis(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	want := runJob(t, e.s, "job_b", 4<<10)
+	if _, err := e.s.ArchiveJob(ctx, "job_b"); err != nil {
+		t.Fatal(err)
+	}
+	e.flush(t)
+	got, err := e.s.GetJob(ctx, "job_b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob(t, "after the flush", got, want)
+	if recs, err := e.s.RecordedSearches(ctx, "job_b"); err != nil || len(recs) != 1 {
+		t.Errorf("recorded searches %q, %v", recs, err)
+	}
+	if resp, err := e.s.GetResponse(ctx, "job_b"); err != nil || resp.Tenant != "t0" {
+		t.Errorf("stored response %+v, %v", resp, err)
+	}
+	if _, err := e.s.GetJob(ctx, "job_never"); err != state.ErrNotFound {
+		t.Errorf("an unknown job = %v, want ErrNotFound", err)
+	}
+	if _, err := e.s.GetResponse(ctx, "job_never"); err != state.ErrNotFound {
+		t.Errorf("an unknown response = %v, want ErrNotFound", err)
+	}
+	// Without the archive, the job is gone: the test can fail.
+	if _, err := e.old.GetJob(ctx, "job_b"); err != state.ErrNotFound {
+		t.Errorf("a store without the archive found the job: %v", err)
+	}
+}
+
+// A record written the old way (wholly in Redis, before the archive) is served as it
+// was by a store with the archive, and is archived like a new one when asked.
+func TestOldFormRecordStillServed(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	want := runJob(t, e.old, "job_old", 8<<10)
+	want.Question = "" // jobs of before kept no question
+	if err := e.rdb.HDel(ctx, e.s.K.Job("job_old"), "question").Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.s.GetJob(ctx, "job_old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob(t, "old form", got, want)
+	if recs, err := e.s.RecordedSearches(ctx, "job_old"); err != nil || len(recs) != 1 {
+		t.Errorf("recorded searches %q, %v", recs, err)
+	}
+	if resp, err := e.s.GetResponse(ctx, "job_old"); err != nil || resp.Tenant != "t0" {
+		t.Errorf("stored response %+v, %v", resp, err)
+	}
+	if _, err := e.s.ArchiveJob(ctx, "job_old"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = e.s.GetJob(ctx, "job_old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob(t, "old form, archived", got, want)
+}
+
+// A record larger than a NATS message (the server's max payload, 1 MiB here) is
+// stored in chunks and read back whole; a running job is not archived.
+func TestArchiveLargeRecordAndRunningJob(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	want := runJob(t, e.s, "job_big", 3<<19)
+	n, err := e.s.ArchiveJob(ctx, "job_big")
+	if err != nil || n < 3<<19 {
+		t.Fatalf("ArchiveJob = %d, %v", n, err)
+	}
+	e.flush(t)
+	got, err := e.s.GetJob(ctx, "job_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob(t, "chunked", got, want)
+
+	if err := e.s.CreateJob(ctx, &state.Job{ID: "job_run", Tenant: "t0", Kind: "chat", Request: request(100)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.s.ArchiveJob(ctx, "job_run"); err != nil || n != 0 {
+		t.Errorf("archiving a running job = %d, %v", n, err)
+	}
+	if got, err := e.s.GetJob(ctx, "job_run"); err != nil || len(got.Request) == 0 {
+		t.Errorf("the running job after an archive attempt: %v", err)
+	}
+}
+
+// Many finished jobs of 50 KB requests (10,000; 1,000 under -race or -short) leave
+// Redis about where it started: each keeps well under its kilobyte, its bytes live in
+// the archive.
+func TestFinishedJobsLeaveRedisSmall(t *testing.T) {
+	t.Parallel()
+	jobs, size := 10000, 50<<10
+	if raceDetector || testing.Short() {
+		jobs = 1000
+	}
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	start, _ := e.memory(t, ":*")
+	used := func() int64 {
+		m, _ := e.rdb.Info(ctx, "memory").Result()
+		for _, l := range strings.Split(m, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "used_memory:"); ok {
+				var n int64
+				fmt.Sscan(v, &n)
+				return n
+			}
+		}
+		return 0
+	}
+	usedBefore := used()
+	req := request(size)
+	answer := json.RawMessage(`{"choices":[{"message":{"content":"Go 1.26 is out [1]."}}]}`)
+	began := time.Now()
+	var wg sync.WaitGroup
+	ids := make(chan string)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range ids {
+				if err := e.s.CreateJob(ctx, &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: "m", Request: req, Question: "what is new in Go?"}); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := e.s.SaveTurn(ctx, id, 0, []byte(`{"role":"assistant","content":"Go 1.26 is out."}`), false, false); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := e.s.Finish(ctx, id, state.Completed, true, "response", answer, "usage", json.RawMessage(`{"searches":1,"cost_usd":0.01}`)); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := e.s.ArchiveJob(ctx, id); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range jobs {
+		ids <- fmt.Sprintf("job_many%d", i)
+	}
+	close(ids)
+	wg.Wait()
+	end, keys := e.memory(t, ":*")
+	t.Logf("%d finished jobs of %d KB requests in %s: the test's keys hold %d bytes in %d keys (%d bytes a job; %d before); Redis used_memory moved by %d bytes (shared with other tests)",
+		jobs, size>>10, time.Since(began).Round(time.Millisecond), end, keys, (end-start)/int64(jobs), start, used()-usedBefore)
+	if end-start > int64(jobs)*1024 {
+		t.Errorf("%d finished jobs hold %d bytes in Redis, want at most a kilobyte each", jobs, end-start)
+	}
+	if got, err := e.s.GetJob(ctx, "job_many7"); err != nil || len(got.Request) < size {
+		t.Errorf("a finished job reads back with %d bytes of request: %v", len(got.Request), err)
+	}
+}
