@@ -197,19 +197,27 @@ func writeJSONString(b *bytes.Buffer, s string) {
 // it trimmed, 0 when the job was trimmed already, -1 when it has not ended (or is
 // gone).
 var trimJob = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
+-- One read of the whole record decides and gives what stays; one DEL drops the
+-- record and every cold key together before the short fields are written back.
+local all = redis.call('HGETALL', KEYS[1])
+local drop, st, rest = {}, nil, {}
+for i = 3, #ARGV do drop[ARGV[i]] = true end
+for i = 1, #all, 2 do
+  local f = all[i]
+  if f == 'status' then st = all[i+1] end
+  if f == 'cold' then return 0 end
+  if not drop[f] then rest[#rest+1] = f; rest[#rest+1] = all[i+1] end
+end
 if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return -1 end
-if redis.call('HEXISTS', KEYS[1], 'cold') == 1 then return 0 end
-for i = 3, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
-local rest = redis.call('HGETALL', KEYS[1])
 local ttl = redis.call('PTTL', KEYS[1])
-redis.call('DEL', KEYS[1])
+local gone = {KEYS[1]}
+for i = 3, #KEYS do gone[#gone+1] = KEYS[i] end
+redis.call('DEL', unpack(gone))
 redis.call('HSET', KEYS[1], 'cold', ARGV[1], unpack(rest))
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
 end
-for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
 return 1
 `)
 

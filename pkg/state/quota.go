@@ -29,30 +29,36 @@ const RecordAllowance = 64 << 10
 // quotaSweep gives back a tenant's records past their expiry. KEYS[1] ledger,
 // KEYS[2] expiries. Returns now (ms).
 const quotaSweep = `
+local head -- the earliest expiry, as sweep left it (nil: no records)
 local function sweep()
   local t = redis.call('TIME')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 128)) do
-    local b = redis.call('HGET', KEYS[1], 'b:' .. m)
-    if b then
-      redis.call('HINCRBY', KEYS[1], 'used', -tonumber(b))
-      redis.call('HDEL', KEYS[1], 'b:' .. m)
+  local f = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  if f[2] and tonumber(f[2]) <= now then
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 128)) do
+      local b = redis.call('HGET', KEYS[1], 'b:' .. m)
+      if b then
+        redis.call('HINCRBY', KEYS[1], 'used', -tonumber(b))
+        redis.call('HDEL', KEYS[1], 'b:' .. m)
+      end
+      redis.call('ZREM', KEYS[2], m)
     end
-    redis.call('ZREM', KEYS[2], m)
+    f = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   end
+  if f[2] then head = math.floor(tonumber(f[2])) end
   return now
 end
-local function keep()
-  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-  if last[2] then
-    redis.call('PEXPIREAT', KEYS[1], math.ceil(tonumber(last[2])) + 60000)
-    redis.call('PEXPIREAT', KEYS[2], math.ceil(tonumber(last[2])) + 60000)
+-- keep makes both keys outlive the record expiring at exp (ms): they are pushed a
+-- day past it when they would not, so most charges pay one PTTL for it.
+local function keep(now, exp)
+  local left = redis.call('PTTL', KEYS[1])
+  if left < 0 or now + left < exp + 60000 then
+    redis.call('PEXPIREAT', KEYS[1], exp + 86400000)
+    redis.call('PEXPIREAT', KEYS[2], exp + 86400000)
   end
 end
 local function first()
-  local f = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  if f[2] then return math.floor(tonumber(f[2])) end
-  return 0
+  return head or 0
 end
 `
 
@@ -62,17 +68,23 @@ end
 // that grows is refused when the growth does not fit; one that shrinks always fits.
 // Returns {1 charged | 0 refused, used bytes, first expiry ms}.
 var chargeRecord = redis.NewScript(quotaSweep + `
-sweep()
+local now = sweep()
 local f = 'b:' .. ARGV[1]
-local old = tonumber(redis.call('HGET', KEYS[1], f) or '0')
-local used = tonumber(redis.call('HGET', KEYS[1], 'used') or '0')
+local v = redis.call('HMGET', KEYS[1], f, 'used')
+local old, used = tonumber(v[1] or '0'), tonumber(v[2] or '0')
 local d = tonumber(ARGV[2]) - old
 local limit = tonumber(ARGV[4])
 if ARGV[5] ~= '1' and d > 0 and limit >= 0 and used + d > limit then return {0, used, first()} end
 if d ~= 0 then used = redis.call('HINCRBY', KEYS[1], 'used', d) end
 redis.call('HSET', KEYS[1], f, ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-keep()
+local exp = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[2], exp, ARGV[1])
+-- The earliest expiry moves only if this record is (or was) the earliest.
+if not head or exp < head or v[1] then
+  local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  head = h[2] and math.floor(tonumber(h[2])) or nil
+end
+keep(now, exp)
 return {1, used, first()}
 `)
 
@@ -156,6 +168,14 @@ func (s *Store) StorageOf(ctx context.Context, tenant string) (Storage, error) {
 // archived bytes the job record notes (field "cold"). KEYS are the hashes, the job
 // record first.
 var jobFootprint = redis.NewScript(`
+-- An archived job (its record notes the archived bytes in 'cold') keeps only its
+-- short record and its summary in Redis: 3 commands instead of a walk of every key.
+local cold = redis.call('HGET', KEYS[1], 'cold')
+if cold then
+  local n = tonumber(cold)
+  for _, x in ipairs(redis.call('HGETALL', KEYS[1])) do n = n + #x end
+  return n + redis.call('STRLEN', KEYS[6])
+end
 local n = 0
 for _, k in ipairs(KEYS) do
   local t = redis.call('TYPE', k)['ok']
