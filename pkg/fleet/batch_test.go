@@ -25,7 +25,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
-	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // batchLine is one request line of a batch input file.
@@ -545,7 +544,7 @@ func TestBatchExpansionSurvivesRestart(t *testing.T) {
 	}
 	var b batchObject
 	json.Unmarshal(body, &b)
-	jobs := state.New(rdb, prefix, time.Hour)
+	jobs := fleettest.Store(t, rdb, prefix, env.NATSURL, "", 0)
 	exists := func(line int) bool {
 		_, err := jobs.JobStatus(t.Context(), fmt.Sprintf("%s_%d", b.ID, line))
 		return err == nil

@@ -113,7 +113,7 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 	if status != http.StatusAccepted {
 		t.Fatalf("async job: %d %s", status, first)
 	}
-	store := state.New(rdb, prefix, 0)
+	store := fleettest.Store(t, rdb, prefix, natsURL, "", 0)
 	if sp, err := store.SpendOf(t.Context(), "acme", time.Now()); err != nil || sp.DaySearches != 0 || sp.DayUSD != 0 {
 		t.Fatalf("spend after an unbilled failure = %+v, %v; want nothing held", sp, err)
 	}

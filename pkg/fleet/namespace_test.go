@@ -71,7 +71,7 @@ func TestNamespacedFleetsShareNATSAndRedis(t *testing.T) {
 		env.NATSURL, env.KeyPrefix, env.Namespace = natsURL, prefix, ns
 		file := demo.Config(simURL, sim.EngineConfigs(simURL))
 		url, _ := fleettest.Run(t, env, file, rdb)
-		fleets[ns] = &fleettest.Fleet{URL: url, Store: state.New(rdb, state.NamespacePrefix(ns, prefix), time.Hour)}
+		fleets[ns] = &fleettest.Fleet{URL: url, Store: fleettest.Store(t, rdb, state.NamespacePrefix(ns, prefix), natsURL, ns, time.Hour)}
 	}
 
 	// Both fleets take jobs at once.

@@ -75,7 +75,7 @@ func TestSpendCapsAcrossWorkers(t *testing.T) {
 	for i := range urls {
 		urls[i], _ = fleettest.RunMetered(t, env, file, rdb, metrics.New())
 	}
-	store := state.New(rdb, prefix, 0)
+	store := fleettest.Store(t, rdb, prefix, env.NATSURL, "", 0)
 	c := openai.NewClient(option.WithBaseURL(urls[0]+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(0))
 
 	// The request's cap: six parallel searches asked, three paid.

@@ -54,7 +54,7 @@ func TestModelSpendStopsAtTheBudget(t *testing.T) {
 	for i := range urls {
 		urls[i], _ = fleettest.RunMetered(t, env, file, rdb, metrics.New())
 	}
-	store := state.New(rdb, prefix, 0)
+	store := fleettest.Store(t, rdb, prefix, env.NATSURL, "", 0)
 	padding := strings.Repeat("lorem ipsum ", 700) // ~8 KB: ~2,000 prompt tokens, ~$0.006 a turn
 	chat := func(url, k, text string, extra map[string]any) (int, []byte) {
 		body := map[string]any{"model": demo.Model, "max_tokens": 100,
