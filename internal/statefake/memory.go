@@ -1,9 +1,9 @@
 // Package statefake is an in-memory stand-in for the Redis store (pkg/state) behind
 // the narrow ports its consumers declare: chat.ChainStore, chat.Ledger and
 // chat.Records, jobs.Store, search.Store and search.Calls, engines.Cooldowns,
-// webhook.Store. Memory keeps the semantics the conformance suites check (chaintest,
-// searchtest, webhookstoretest: pkg/state's tests run the same suites against Redis),
-// so unit tests that run on it rely on nothing Redis does not do.
+// webhook.Store, batch.Store. Memory keeps the semantics the conformance suites check
+// (chaintest, searchtest, webhookstoretest, batchstoretest: pkg/state's tests run the
+// same suites against Redis), so unit tests that run on it rely on nothing Redis does not do.
 //
 // It imports no consumer of pkg/state, so the unit tests of any of them (pkg/webhook's
 // internal ones included) can use it.
@@ -43,7 +43,20 @@ type Memory struct {
 	// webhooks (webhook.go)
 	secrets   map[string]string
 	deferrals map[string]int
-	batches   map[string]*state.Batch
+	// batches, files, tenant leases and storage quotas (batch.go, files.go)
+	batches       map[string]*memBatch
+	active        map[string]bool
+	tenantBatches map[string]map[string]time.Time // tenant → batch id → created
+	files         map[string]*state.File
+	tenantFiles   map[string]map[string]time.Time // tenant → file id → created
+	fileBytes     map[string]map[string]int64     // tenant → file id → bytes
+	fileExpiries  map[string]time.Time            // "id/tenant" → expiry
+	tenantLeases  map[string]map[string]time.Time // kind/tenant → lease id → until
+	quotas        map[string]*quota
+
+	// Retention is how long records, batches and files are kept after they end
+	// (state.Store.Retention; New sets an hour, as the tests' Redis stores have).
+	Retention time.Duration
 }
 
 type memChain struct {
@@ -69,7 +82,11 @@ func New() *Memory {
 		jobLedgers: map[string]*ledger{}, batchLedgers: map[string]*ledger{}, periods: map[string]*counter{}, calls: map[string]map[string]*entry{},
 		records: map[string]map[string][]byte{},
 		done:    map[string][]byte{}, fallbacks: map[string]*fallback{}, cache: map[string]cached{}, buckets: map[string]*bucket{},
-		secrets: map[string]string{}, deferrals: map[string]int{}, batches: map[string]*state.Batch{},
+		secrets: map[string]string{}, deferrals: map[string]int{},
+		batches: map[string]*memBatch{}, active: map[string]bool{}, tenantBatches: map[string]map[string]time.Time{},
+		files: map[string]*state.File{}, tenantFiles: map[string]map[string]time.Time{}, fileBytes: map[string]map[string]int64{},
+		fileExpiries: map[string]time.Time{}, tenantLeases: map[string]map[string]time.Time{}, quotas: map[string]*quota{},
+		Retention: time.Hour,
 	}
 }
 

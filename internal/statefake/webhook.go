@@ -8,8 +8,7 @@ import (
 )
 
 // Webhook secrets, callback states and hold-back counts (state/webhook.go,
-// webhookdefer.go, store.go's SetWebhookStatus, batch.go's SetBatchWebhook), and the
-// batch records they are kept on.
+// webhookdefer.go, store.go's SetWebhookStatus; batch.go here keeps SetBatchWebhook).
 
 // KeepWebhookSecret implements webhook.Store.
 func (m *Memory) KeepWebhookSecret(_ context.Context, id, secret string) (string, error) {
@@ -68,37 +67,6 @@ func (m *Memory) JobWebhookStatus(_ context.Context, jobID string) (string, erro
 		return j.WebhookStatus, nil
 	}
 	return "", nil
-}
-
-// CreateBatch stores a batch record (its custom ids are not kept).
-func (m *Memory) CreateBatch(_ context.Context, b *state.Batch, _ []string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := *b
-	m.batches[b.ID] = &c
-	return nil
-}
-
-// GetBatch reads a batch; state.ErrNotFound when there is none.
-func (m *Memory) GetBatch(_ context.Context, id string) (*state.Batch, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.batches[id]
-	if !ok {
-		return nil, state.ErrNotFound
-	}
-	c := *b
-	return &c, nil
-}
-
-// SetBatchWebhook implements webhook.Store: a batch that is gone stays gone.
-func (m *Memory) SetBatchWebhook(_ context.Context, id, to string, from ...string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if b, ok := m.batches[id]; ok {
-		b.Webhook, _ = move(b.Webhook, to, from)
-	}
-	return nil
 }
 
 // CountWebhookDeferral implements webhook.Store.
