@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/statefake"
+	"github.com/searchfleet/searchfleet/pkg/batch"
+	"github.com/searchfleet/searchfleet/pkg/batch/batchstoretest"
 	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
 	"github.com/searchfleet/searchfleet/pkg/search/searchtest"
 	"github.com/searchfleet/searchfleet/pkg/webhook/webhookstoretest"
@@ -29,4 +31,11 @@ func TestWebhookStoreConformance(t *testing.T) {
 func TestChainStoreConformance(t *testing.T) {
 	t.Parallel()
 	chaintest.Run(t, func(*testing.T) chaintest.Store { return statefake.New() })
+}
+
+var _ batch.Store = (*statefake.Memory)(nil)
+
+func TestBatchStoreConformance(t *testing.T) {
+	t.Parallel()
+	batchstoretest.Run(t, func(*testing.T) batchstoretest.Store { return statefake.New() })
 }
