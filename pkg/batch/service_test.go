@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
@@ -22,27 +21,23 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
-// harness is a batch service on a real NATS server and the real Redis, with no chat
-// workers: tests end the jobs themselves and drive the batch by calling HandleExpand.
-// rdb is the test's own Redis client, to move a batch's clock.
+// harness is a batch service on a real NATS server and the in-memory store
+// (statefake, which passes the batch.Store conformance suite the Redis store passes),
+// with no chat workers: tests end the jobs themselves and drive the batch by calling
+// HandleExpand, and move a batch's clock by editing its record.
 type harness struct {
 	t     *testing.T
 	s     *Service
-	store *state.Store // the service's store
-	rdb   redis.UniversalClient
+	store *statefake.Memory // the service's store
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	b, _ := bustest.New(t)
-	rdb, prefix := testenv.Redis(t)
-	store := state.New(rdb, prefix, time.Hour)
-	if err := store.LoadScripts(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	store := statefake.New()
 	hooks := &webhook.Service{Bus: b, Store: store, Config: webhook.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 	s := &Service{Bus: b, Store: store, Webhooks: hooks, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: slog.New(slog.DiscardHandler)}
-	return &harness{t: t, s: s, store: store, rdb: rdb}
+	return &harness{t: t, s: s, store: store}
 }
 
 // tenant is the tenant the harness's batches belong to.
@@ -103,7 +98,7 @@ func (h *harness) end(id string, i int, code string) {
 	if code == "" {
 		_, err = h.store.Finish(ctx, jid, state.Completed, false, "response", json.RawMessage(`{"object":"chat.completion","choices":[]}`))
 	} else {
-		_, err = h.store.Update(ctx, jid, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
+		_, err = h.store.Finish(ctx, jid, state.Failed, false, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
 	}
 	if err != nil {
 		h.t.Fatal(err)
@@ -156,9 +151,13 @@ func (h *harness) lastMsg(stream, subject string) ([]byte, string) {
 	return m.Data, m.Header.Get(nats.MsgIdHdr)
 }
 
+// expire ends a batch's completion window (its record's expiry moves a second back;
+// its keys keep their lifetime).
 func (h *harness) expire(id string) {
 	h.t.Helper()
-	h.rdb.HSet(h.t.Context(), h.store.K.Batch(id), "expires", state.Millis(time.Now().Add(-time.Second)))
+	if !h.store.EditBatch(id, func(b *state.Batch) { b.Expires = time.Now().Add(-time.Second) }) {
+		h.t.Fatalf("no batch %s", id)
+	}
 }
 
 // Each line is counted once however often its job's end is reported; the last one
@@ -298,7 +297,9 @@ func TestStalledBatchRepaired(t *testing.T) {
 	if _, err := h.store.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	h.rdb.HSet(t.Context(), h.store.K.Batch(id), "progress_at", state.Millis(time.Now().Add(-time.Minute)))
+	if !h.store.EditBatch(id, func(b *state.Batch) { b.ProgressAt = time.Now().Add(-time.Minute) }) {
+		t.Fatalf("no batch %s", id)
+	}
 	if _, err := h.s.Get(t.Context(), tenant, id); err != nil {
 		t.Fatal(err)
 	}
@@ -316,10 +317,11 @@ func TestLeaseSerializesDrivers(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	id := h.create(1, nil)
-	ok, _, err := h.store.Lease(t.Context(), h.store.K.BatchLease(id), "someone-else", 5*time.Second)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
+	release, _, err := h.store.HoldBatch(t.Context(), id, "someone-else", 5*time.Second)
+	if err != nil || release == nil {
+		t.Fatal(release != nil, err)
 	}
+	defer release(true)
 	err = h.s.HandleExpand(context.Background(), &bus.Delivery[bus.BatchExpand]{Msg: bus.BatchExpand{BatchID: id}, Attempt: 1, MaxDeliver: 10})
 	if d := bus.Decide(err, 1, 10); d.Action != bus.Nak || d.Delay < 4*time.Second || d.Delay > 6*time.Second {
 		t.Fatalf("decision %+v for %v", d, err)
