@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // An uploaded input is stored while it is validated, listed once recorded, readable
@@ -99,5 +102,81 @@ func TestSweepDeletesExpiredFiles(t *testing.T) {
 	}
 	if files, _, _ := h.s.Files(ctx, tenant, "", "", false, 10); len(files) != 0 {
 		t.Fatalf("swept files listed %+v", files)
+	}
+}
+
+// A tenant's file quota refuses an upload past its count or its bytes, and stores
+// nothing of it.
+func TestFileQuota(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := t.Context()
+	in := line("a", "m1", "one") + "\n"
+	h.s.Limits = config.NewTenantLimits(config.Limits{Files: 1, FileBytes: int64(len(in)) + 10}, nil)
+	f, _, err := h.s.StoreUpload(ctx, tenant, "in.jsonl", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.RecordUpload(ctx, f, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.s.StoreUpload(ctx, tenant, "two.jsonl", strings.NewReader(in)); !isLimit(err, "files") {
+		t.Fatalf("a file past the count: %v", err)
+	}
+	h.s.Limits = config.NewTenantLimits(config.Limits{Files: 10, FileBytes: int64(len(in)) + 10}, nil)
+	if _, _, err := h.s.StoreUpload(ctx, tenant, "two.jsonl", strings.NewReader(in)); !isLimit(err, "file_bytes") {
+		t.Fatalf("a file past the bytes: %v", err)
+	}
+	if n, b, _ := h.store.FileUsage(ctx, tenant); n != 1 || b != int64(len(in)) {
+		t.Fatalf("usage %d %d after refusals", n, b)
+	}
+}
+
+// isLimit reports whether err is a refusal by the tenant's limit named limit.
+func isLimit(err error, limit string) bool {
+	e, ok := AsError(err)
+	return ok && e.Kind == Limited && e.Limit == limit
+}
+
+// A batch line whose job record does not fit in the tenant's storage quota is not
+// run: its job is recorded without its request and failed with
+// storage_quota_exceeded, and the batch's error file says so.
+func TestLinePastStorageQuota(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := t.Context()
+	h.s.Limits = config.NewTenantLimits(config.Limits{StorageBytes: state.RecordAllowance + 500}, nil)
+	id := h.create(3, nil)
+	h.drive(id)
+	var run []int
+	for i := range 3 {
+		job, err := h.store.GetJob(ctx, jobID(id, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case job.Status == state.Queued:
+			run = append(run, i)
+		case job.Status != state.Failed || job.Error == nil || job.Error.Code != "storage_quota_exceeded" || string(job.Request) != "{}":
+			t.Fatalf("line %d's job %+v", i, job)
+		default:
+			h.s.JobFinished(ctx, job) // as the job's ended event does
+		}
+	}
+	if len(run) != 1 {
+		t.Fatalf("lines %v run, want one", run)
+	}
+	h.end(id, run[0], "")
+	h.drive(id)
+	b := h.record(id)
+	if b.Status != statusCompleted || b.Completed != 1 || b.Failed != 2 {
+		t.Fatalf("batch %+v", b)
+	}
+	errs := h.lines(b.ErrorFileID)
+	if len(errs) != 2 || errs[0].Error.Code != "storage_quota_exceeded" {
+		t.Fatalf("errors %+v", errs)
+	}
+	if st, _ := h.store.StorageOf(ctx, tenant); st.Used <= state.RecordAllowance || st.Used > state.RecordAllowance+500 {
+		t.Fatalf("charged %+v", st)
 	}
 }
