@@ -31,9 +31,9 @@ func redisOf(t *testing.T) redis.UniversalClient {
 func keysMemory(t *testing.T, rdb redis.UniversalClient, pattern string) (n int64, keys []string) {
 	t.Helper()
 	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+	keys, err := testenv.Keys(ctx, rdb, pattern)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, k := range keys {
 		n += rdb.MemoryUsage(ctx, k, 0).Val()

@@ -47,12 +47,8 @@ func newArchiveEnv(t *testing.T) *archiveEnv {
 func (e *archiveEnv) memory(t *testing.T, pattern string) (bytes int64, keys int) {
 	t.Helper()
 	ctx := context.Background()
-	iter := e.rdb.Scan(ctx, 0, e.prefix+pattern, 1000).Iterator()
-	var names []string
-	for iter.Next(ctx) {
-		names = append(names, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
+	names, err := testenv.Keys(ctx, e.rdb, e.prefix+pattern)
+	if err != nil {
 		t.Fatal(err)
 	}
 	cmds := make([]*redis.IntCmd, len(names))
@@ -77,9 +73,12 @@ func (e *archiveEnv) jobMemory(t *testing.T, id string) (int64, int) {
 func (e *archiveEnv) flush(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	iter := e.rdb.Scan(ctx, 0, e.prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		e.rdb.Del(ctx, iter.Val())
+	keys, err := testenv.Keys(ctx, e.rdb, e.prefix+":*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		e.rdb.Del(ctx, k)
 	}
 	if n, keys := e.memory(t, ":*"); keys != 0 {
 		t.Fatalf("%d keys (%d bytes) left after the flush", keys, n)
