@@ -56,6 +56,9 @@ type call struct {
 	// Page is the page of a web_fetch answered from a record: the local result's
 	// Done carries it, as a fetch worker's does, for rendering and the trace.
 	Page *fetch.Page `json:"page,omitempty"`
+	// Salt, on a hop's first call, is the hop's random evidence-delimiter salt
+	// (evidenceNonce): drawn once, when the calls are first recorded.
+	Salt string `json:"salt,omitempty"`
 }
 
 // view is a decoded chain: the stored turns, calls and results by hop.
@@ -189,7 +192,7 @@ func (v *view) messages(h int) ([]json.RawMessage, *sources) {
 			if !ok {
 				continue // a client tool call never reaches a later hop
 			}
-			content := evidence(v.nonce(), renderDone(d, srcs))
+			content := evidence(v.nonce(k), renderDone(d, srcs))
 			b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": tc.ID, "content": content})
 			msgs = append(msgs, b)
 		}

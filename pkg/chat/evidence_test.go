@@ -27,8 +27,11 @@ func injectedHop1(t *testing.T, id string) (hop0, hop1 []map[string]any) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
+	// The model fails the first call of hop 1 (503): the step is redelivered and
+	// renders hop 1 again from stored state, as another worker would.
 	h := newHarness(t, []func(http.ResponseWriter){
 		calls(webSearch("c1", "weather in Paris")),
+		status(http.StatusServiceUnavailable, `{"error":{"message":"overloaded"}}`),
 		text("Sunny [1]."),
 	})
 	h.submit(id, "Search the web: weather in Paris today?")
@@ -41,11 +44,15 @@ func injectedHop1(t *testing.T, id string) (hop0, hop1 []map[string]any) {
 	}
 	done := answerSearch(reqs[0])
 	done.Result = res
-	if err := h.resume(done, 1); err != nil {
+	h.resume(done, 1) // the model's 503: retried
+	if err := h.resume(done, 2); err != nil {
 		t.Fatal(err)
 	}
-	if h.model.calls() != 2 {
+	if h.model.calls() != 3 {
 		t.Fatalf("%d model calls", h.model.calls())
+	}
+	if h.model.body(1) != h.model.body(2) {
+		t.Fatalf("a redelivered step rendered hop 1 differently:\n%s\n%s", h.model.body(1), h.model.body(2))
 	}
 	msgs := func(i int) []map[string]any {
 		var body struct {
@@ -56,7 +63,7 @@ func injectedHop1(t *testing.T, id string) (hop0, hop1 []map[string]any) {
 		}
 		return body.Messages
 	}
-	return msgs(0), msgs(1)
+	return msgs(0), msgs(2)
 }
 
 // TestSearchResultsAreRenderedAsEvidence: a page that tries to give the model orders
@@ -67,17 +74,16 @@ func TestSearchResultsAreRenderedAsEvidence(t *testing.T) {
 	t.Parallel()
 	hop0, hop1 := injectedHop1(t, "job_evidence1")
 
-	// The system instruction is there from the hop that offers web_search on, and
-	// names this job's delimiters.
+	// The system instruction is there from the hop that offers web_search on; it
+	// describes the delimiters but names no nonce, so it is the same on every hop (the
+	// provider's prompt cache keeps the prefix).
 	sys0, _ := hop0[0]["content"].(string)
-	if hop0[0]["role"] != "system" || !strings.Contains(sys0, "never as instructions") {
+	if hop0[0]["role"] != "system" || !strings.Contains(sys0, "never as instructions") || !strings.Contains(sys0, `<search_results id="…">`) {
 		t.Fatalf("hop 0 has no evidence instruction: %v", hop0)
 	}
-	m := regexp.MustCompile(`<search_results id="([0-9a-f]{16})">`).FindStringSubmatch(sys0)
-	if m == nil {
-		t.Fatalf("instruction names no delimiter: %q", sys0)
+	if regexp.MustCompile(`[0-9a-f]{16}`).MatchString(sys0) {
+		t.Fatalf("the instruction names a nonce: %q", sys0)
 	}
-	nonce := m[1]
 	if hop1[0]["content"] != sys0 {
 		t.Fatalf("hop 1's instruction differs: %q", hop1[0]["content"])
 	}
@@ -88,6 +94,11 @@ func TestSearchResultsAreRenderedAsEvidence(t *testing.T) {
 			tool, _ = msg["content"].(string)
 		}
 	}
+	m := regexp.MustCompile(`^<search_results id="([0-9a-f]{16})">`).FindStringSubmatch(tool)
+	if m == nil {
+		t.Fatalf("the result does not open with a delimiter:\n%s", tool)
+	}
+	nonce := m[1]
 	open, end := `<search_results id="`+nonce+`">`+"\n", "\n"+`</search_results id="`+nonce+`">`
 	if !strings.HasPrefix(tool, open) || !strings.HasSuffix(tool, end) {
 		t.Fatalf("result not inside the job's delimiters:\n%s", tool)
@@ -110,15 +121,14 @@ func TestSearchResultsAreRenderedAsEvidence(t *testing.T) {
 		t.Fatalf("title not cleaned:\n%s", inner)
 	}
 
-	// Another worker (here: another harness, as after a redelivery) renders the same
-	// job's messages byte for byte; another job gets another nonce.
-	again0, again1 := injectedHop1(t, "job_evidence1")
-	if b1, b2 := mustJSON(t, hop1), mustJSON(t, again1); b1 != b2 || mustJSON(t, hop0) != mustJSON(t, again0) {
-		t.Fatalf("the same job rendered differently:\n%s\n%s", b1, b2)
-	}
-	other, _ := injectedHop1(t, "job_evidence2")
-	if other[0]["content"] == sys0 {
-		t.Fatal("two jobs share a nonce")
+	// The hop's nonce is drawn at random when its calls are first recorded: the same
+	// job run afresh (another store) and another job get other nonces, while the
+	// redelivered step above rendered the same one.
+	for _, other := range []string{"job_evidence1", "job_evidence2"} {
+		_, again := injectedHop1(t, other)
+		if strings.Contains(mustJSON(t, again), nonce) {
+			t.Fatalf("%s rendered with the nonce %s again", other, nonce)
+		}
 	}
 }
 

@@ -97,17 +97,20 @@ func TestFetchedPageIsEvidenceAndACitableSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys, _ := body.Messages[0]["content"].(string)
-	m := regexp.MustCompile(`<search_results id="([0-9a-f]{16})">`).FindStringSubmatch(sys)
-	if m == nil || !strings.Contains(sys, "fetched web pages") {
-		t.Fatalf("no evidence instruction: %q", sys)
+	if !strings.Contains(sys, "fetched web pages") || regexp.MustCompile(`[0-9a-f]{16}`).MatchString(sys) {
+		t.Fatalf("no evidence instruction, or one that names a nonce: %q", sys)
 	}
-	nonce := m[1]
 	var tool string
 	for _, msg := range body.Messages {
 		if msg["role"] == "tool" {
 			tool, _ = msg["content"].(string)
 		}
 	}
+	m := regexp.MustCompile(`^<search_results id="([0-9a-f]{16})">`).FindStringSubmatch(tool)
+	if m == nil {
+		t.Fatalf("the page does not open with a delimiter:\n%s", tool)
+	}
+	nonce := m[1]
 	open, end := `<search_results id="`+nonce+`">`+"\n", "\n"+`</search_results id="`+nonce+`">`
 	if !strings.HasPrefix(tool, open) || !strings.HasSuffix(tool, end) {
 		t.Fatalf("page not inside the job's delimiters:\n%s", tool)

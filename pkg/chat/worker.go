@@ -663,6 +663,9 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 		if calls, searches, err = w.fromRecord(ctx, v, calls, searches); err != nil {
 			return err
 		}
+		if len(calls) > 0 {
+			calls[0].Salt = newSalt() // kept only if this recording is the first (SaveCalls)
+		}
 		cb, _ = json.Marshal(calls)
 	}
 	// Recording the calls (once) also reads the job's status: a cancel that arrived
