@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -290,22 +289,7 @@ func (m *Memory) HoldBatch(_ context.Context, id, owner string, ttl time.Duratio
 	}
 	m.leases[key].kept = true
 	m.mu.Unlock()
-	var once sync.Once
-	return func(drop bool) {
-		once.Do(func() {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			l, ok := m.leases[key]
-			if !ok || l.owner != owner {
-				return
-			}
-			if drop {
-				delete(m.leases, key)
-				return
-			}
-			l.kept, l.until = false, time.Now().Add(ttl)
-		})
-	}, 0, nil
+	return m.releaser(key, owner, ttl), 0, nil
 }
 
 // ActiveBatches implements batch.Store.

@@ -208,22 +208,7 @@ func (m *Memory) KeepHop(id string, h int, owner string, ttl time.Duration) func
 		m.leases[key].kept = true
 	}
 	m.mu.Unlock()
-	var once sync.Once
-	return func(drop bool) {
-		once.Do(func() {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			l, ok := m.leases[key]
-			if !ok || l.owner != owner {
-				return
-			}
-			if drop {
-				delete(m.leases, key)
-				return
-			}
-			l.kept, l.until = false, time.Now().Add(ttl)
-		})
-	}
+	return m.releaser(key, owner, ttl)
 }
 
 // StickyConversation implements chat.ChainStore.
@@ -363,4 +348,25 @@ func (m *Memory) ForgetDeadline(_ context.Context, id string) error {
 	defer m.mu.Unlock()
 	delete(m.deadlines, id)
 	return nil
+}
+
+// releaser gives back a kept lease once: with drop at once, else it lapses after ttl,
+// as the Redis store's keepers do. Only owner's lease is touched.
+func (m *Memory) releaser(key, owner string, ttl time.Duration) func(drop bool) {
+	var once sync.Once
+	return func(drop bool) {
+		once.Do(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			l, ok := m.leases[key]
+			if !ok || l.owner != owner {
+				return
+			}
+			if drop {
+				delete(m.leases, key)
+				return
+			}
+			l.kept, l.until = false, time.Now().Add(ttl)
+		})
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
@@ -61,22 +60,7 @@ func (m *Memory) KeepSearch(id string, h int, call, owner string, ttl time.Durat
 		l.kept, l.ttl = true, ttl
 	}
 	m.mu.Unlock()
-	var once sync.Once
-	return func(drop bool) {
-		once.Do(func() {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			l, ok := m.leases[key]
-			if !ok || l.owner != owner {
-				return
-			}
-			if drop {
-				delete(m.leases, key)
-				return
-			}
-			l.kept, l.until = false, time.Now().Add(ttl)
-		})
-	}
+	return m.releaser(key, owner, ttl)
 }
 
 // ReleaseSearch implements search.Store.
