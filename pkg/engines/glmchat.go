@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
-	"strconv"
-	"strings"
+	"slices"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
@@ -19,8 +17,9 @@ import (
 // "choices" (WIRE_FORMATS.md §4a, seed 001). It is an adapter over the main models'
 // parts: llm.Client makes the call (the provider layer's exchange, credentials and
 // errors), and the tool's declaration, the web_search array and the ref markers are
-// read by pkg/llm/nativechat (glm.go), as for a GLM main model. The default base is the mainland
-// endpoint https://open.bigmodel.cn/api/paas/v4; Z.AI accounts set
+// read by pkg/llm/nativechat (glm.go), as for a GLM main model: the refs are numbered
+// there (nativechat.GLMCite: cited pages by first citation), then the uncited results
+// follow as sources and hits. The default base is the mainland endpoint https://open.bigmodel.cn/api/paas/v4; Z.AI accounts set
 // https://api.z.ai/api/paas/v4. The default model is glm-4.7.
 //
 // Options:
@@ -87,7 +86,7 @@ func (e *glmChat) parse(q Query, bodies [][]byte) (*Result, error) {
 
 // run makes the one call of a search: a chat completion with GLM's web_search tool
 // (nativechat.GLMTool) through llm.Client, the search results read from the body's
-// web_search array (nativechat.GLMResults).
+// web_search array (nativechat.GLMResults) and cited as for a main model.
 func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
 	// search_query pins what is searched to the query itself (cut to the Web Search
 	// API's 70 characters; the model still reads the whole query, so no warning).
@@ -104,7 +103,7 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 		return nil, e.glmModelError(err)
 	}
 	var msg struct {
-		Content string `json:"content"`
+		Content json.RawMessage `json:"content"`
 	}
 	json.Unmarshal(comp.Message, &msg)
 	res := &Result{Usage: Usage{Searches: 1, InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens, CostUSD: e.price}}
@@ -117,21 +116,20 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 		res.warnf("the answer was cut at the model's token limit")
 	}
 	items := nativechat.GLMResults(captured())
-	refs := make(map[int]int, len(items)) // ref_N -> 1-based source number
-	for i, it := range items {
-		n := i + 1
-		if k, ok := glmRefNumber(it.Refer); ok {
-			if _, dup := refs[k]; !dup {
-				refs[k] = n
-			}
-		} else if _, taken := refs[n]; !taken {
-			refs[n] = n // an item without refer is ref_<position>
-		}
-		h := glmHit(it)
-		res.Hits = append(res.Hits, h)
-		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: h.Title, URI: it.Link}})
+	summary, cited := nativechat.GLMCite(llm.Text(msg.Content), items)
+	byLink := map[string]Hit{}
+	for _, it := range slices.Backward(items) {
+		byLink[it.Link] = glmHit(it) // the first result of a link
 	}
-	res.Summary = glmReplaceRefs(msg.Content, refs)
+	var p pages
+	for _, s := range cited {
+		p.cite(byLink[s.URL])
+	}
+	for _, it := range items {
+		p.add(glmHit(it))
+	}
+	p.citedFirst(res, q.Count)
+	res.Summary = summary
 	glmCheckDomains(res, q)
 	return res, nil
 }
@@ -150,40 +148,4 @@ func (e *glmChat) glmModelError(err error) error {
 	}
 	ee.Message = e.redact(truncate(le.Code+": "+le.Message, 300))
 	return ee
-}
-
-// glmRefRE finds a bracketed citation that names refers (nativechat.GLMRefRE).
-var glmRefRE = nativechat.GLMRefRE
-
-var glmRefNumRE = regexp.MustCompile(`ref_([0-9]{1,4})`)
-
-// glmRefNumber reads N from "ref_N".
-func glmRefNumber(s string) (int, bool) {
-	m := glmRefNumRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(m[1])
-	return n, err == nil
-}
-
-// glmReplaceRefs replaces every ref marker in text by the [n] markers of the sources
-// it names (refs maps ref_N to n); a marker naming no known ref is removed.
-func glmReplaceRefs(text string, refs map[int]int) string {
-	if !strings.Contains(text, "ref_") {
-		return text
-	}
-	return glmRefRE.ReplaceAllStringFunc(text, func(m string) string {
-		var nums []int
-		for _, sm := range glmRefNumRE.FindAllStringSubmatch(m, -1) {
-			k, err := strconv.Atoi(sm[1])
-			if err != nil {
-				continue
-			}
-			if n, ok := refs[k]; ok {
-				nums = append(nums, n)
-			}
-		}
-		return MarkerText(nums)
-	})
 }
