@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -143,7 +142,7 @@ func (e *gemini) result(_ Query, a *wire.Response) (*Result, error) {
 		case wire.PartText:
 			for _, c := range part.Citations {
 				if c.URL != "" { // c.End counts characters
-					m.add(off+len(string([]rune(part.Text)[:min(max(c.End, 0), utf8.RuneCountInString(part.Text))])), p.add(geminiHit(c.URL, c.Title)))
+					m.add(off+CharToByte(part.Text, c.End), p.add(geminiHit(c.URL, c.Title)))
 				}
 			}
 			off += len(part.Text)

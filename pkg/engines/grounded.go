@@ -216,24 +216,6 @@ func groundedAInstructions(q Query) string {
 	return b.String()
 }
 
-// groundedANearest finds the occurrence of sub in text whose end is nearest to want,
-// and returns that end (a byte offset).
-func groundedANearest(text, sub string, want int) (int, bool) {
-	best, found := 0, false
-	for from := 0; from <= len(text); {
-		i := strings.Index(text[from:], sub)
-		if i < 0 {
-			break
-		}
-		end := from + i + len(sub)
-		if !found || max(end-want, want-end) < max(best-want, want-best) {
-			best, found = end, true
-		}
-		from += i + 1
-	}
-	return best, found
-}
-
 // pages numbers the pages of an answer as a result's sources, one per distinct URL in
 // the order added (a page without URL is always new: the normalization drops it with
 // a warning), each with its hit, and keeps which of them the answer cites.

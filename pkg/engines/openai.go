@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -97,7 +96,7 @@ func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 		case wire.PartServerResult:
 			for _, s := range part.Search.Sources {
 				if searchCall[part.Search.CallID] && s.URL != "" {
-					listed = append(listed, openaiCleanURL(s.URL))
+					listed = append(listed, wire.ResponsesPageURL(s.URL))
 				}
 			}
 		case wire.PartText:
@@ -105,7 +104,7 @@ func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 			var m marks
 			for _, c := range part.Citations {
 				if c.URL != "" {
-					m.add(openaiAnnotationEnd(part.Text, c.Start, c.End, c.URL), p.cite(Hit{Title: c.Title, URL: openaiCleanURL(c.URL)}))
+					m.add(CharToByte(part.Text, c.End), p.cite(Hit{Title: c.Title, URL: wire.ResponsesPageURL(c.URL)}))
 				}
 			}
 			if t := m.into(part.Text); strings.TrimSpace(t) != "" {
@@ -126,52 +125,4 @@ func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 	}
 	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
 	return res, nil
-}
-
-// openaiAnnotationEnd returns the byte offset where a url_citation's marker goes. The
-// annotation's indices count characters (code points), not bytes; the span they give
-// normally is the markdown link the model appended ("([host](url))"), so it is trusted
-// when it contains the cited URL or its host. Otherwise the link is looked up in the
-// text (nearest to the given end) and the marker goes after its closing parentheses;
-// failing that, the given end is used, or the end of the text for an empty span.
-func openaiAnnotationEnd(text string, start, end int, rawURL string) int {
-	s, e := CharToByte(text, max(start, 0)), CharToByte(text, max(end, 0))
-	host := hostOf(rawURL)
-	if start < end && s < e {
-		span := text[s:e]
-		if strings.Contains(span, rawURL) || (host != "" && strings.Contains(strings.ToLower(span), host)) {
-			return e
-		}
-	}
-	for _, u := range []string{rawURL, openaiCleanURL(rawURL)} {
-		if p, ok := groundedANearest(text, u, e); ok {
-			for i := 0; i < 2 && p < len(text) && text[p] == ')'; i++ {
-				p++
-			}
-			return p
-		}
-	}
-	if start >= end {
-		return len(text)
-	}
-	return e
-}
-
-// openaiCleanURL drops the utm_source=openai tracking parameter OpenAI adds to cited
-// URLs, so a cited page and the same page among the tool's sources are one page.
-func openaiCleanURL(raw string) string {
-	if !strings.Contains(raw, "utm_source=openai") {
-		return raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	v := u.Query()
-	if v.Get("utm_source") != "openai" {
-		return raw
-	}
-	v.Del("utm_source")
-	u.RawQuery = v.Encode()
-	return u.String()
 }
