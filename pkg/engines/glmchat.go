@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,53 +36,27 @@ import (
 // glmUSDPerCNY; model tokens are reported in Usage but not priced, since they depend on
 // the account's model plan.
 type glmChat struct {
-	client
-	model string
-	opts  glmOptions
-	price float64
+	chatGrounded
+	opts glmOptions
 }
 
 func newGLMChat(cfg Config, hc *http.Client) (Engine, error) {
-	e := &glmChat{client: newClient(cfg, hc, glmDefaultBase), model: cfg.Model}
+	e := &glmChat{}
+	e.chatGrounded = chatGrounded{client: newClient(cfg, hc, glmDefaultBase), model: cmp.Or(cfg.Model, "glm-4.7"), kind: e}
 	if err := cfg.options(&e.opts); err != nil {
 		return nil, err
 	}
-	if e.model == "" {
-		e.model = "glm-4.7"
-	}
-	if e.opts.SearchEngine == "" {
-		e.opts.SearchEngine = "search_pro"
-	}
-	if e.opts.ContentSize == "" {
-		e.opts.ContentSize = "medium"
-	}
+	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_pro")
+	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
 	e.price = cfg.price(glmSearchPrice(e.opts.SearchEngine))
 	return e, nil
 }
-
-func (e *glmChat) Name() string { return e.id }
 
 // Capabilities: recency and count map onto the tool's own fields; the domain filter
 // takes one domain (the first allowed one is sent and hits are checked against all of
 // them); there is no block list, language or country.
 func (e *glmChat) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true}
-}
-
-type glmThinking struct {
-	Type string `json:"type"`
-}
-
-func (e *glmChat) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	return e.run(ctx, e.hc, q)
-}
-
-func (e *glmChat) parse(q Query, bodies [][]byte) (*Result, error) {
-	rp := replay(bodies[:min(len(bodies), 1)])
-	return e.run(context.Background(), &http.Client{Transport: &rp}, q)
 }
 
 // run makes the one call of a search: a chat completion with GLM's web_search tool
@@ -94,7 +69,7 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 		Count: q.Count, DomainFilter: glmDomainFilter(q), RecencyFilter: string(q.Recency), ContentSize: e.opts.ContentSize})
 	req := map[string]any{"model": e.model, "messages": []map[string]string{{"role": "user", "content": q.Query}}, "tools": []json.RawMessage{tool}}
 	if e.opts.Thinking != "" {
-		req["thinking"] = glmThinking{Type: e.opts.Thinking}
+		req["thinking"] = map[string]string{"type": e.opts.Thinking}
 	}
 	body, _ := json.Marshal(req)
 	cctx, captured := nativechat.Capture(ctx)
@@ -102,21 +77,19 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	if err != nil {
 		return nil, e.glmModelError(err)
 	}
-	var msg struct {
-		Content json.RawMessage `json:"content"`
+	res, _, err := e.chatAnswer(comp)
+	if err != nil {
+		return nil, err
 	}
-	json.Unmarshal(comp.Message, &msg)
-	res := &Result{Usage: Usage{Searches: 1, InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens, CostUSD: e.price}}
+	res.Usage.Searches, res.Usage.CostUSD = 1, e.price
 	switch comp.FinishReason {
 	case "sensitive":
 		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Zhipu's content filter stopped the answer (finish_reason sensitive)"}
 	case "network_error":
 		return nil, &Error{Kind: Unavailable, Engine: e.id, Message: "Zhipu reported a network error while answering (finish_reason network_error)"}
-	case "length":
-		res.warnf("the answer was cut at the model's token limit")
 	}
 	items := nativechat.GLMResults(captured())
-	summary, cited := nativechat.GLMCite(llm.Text(msg.Content), items)
+	summary, cited := nativechat.GLMCite(res.Summary, items)
 	byLink := map[string]Hit{}
 	for _, it := range slices.Backward(items) {
 		byLink[it.Link] = glmHit(it) // the first result of a link

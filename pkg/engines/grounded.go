@@ -3,6 +3,7 @@ package engines
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -107,6 +108,50 @@ func (g *grounded) run(ctx context.Context, call *upstream.Caller, q Query) (*Re
 		}
 	}
 	return nil, e
+}
+
+// chatGrounded is what the Chat-protocol adapters (Kimi, GLM) hold: the engine's
+// client and model, and the adapter's search on an http.Client, which parse runs over
+// recorded bodies. pkg/llm/nativechat reads their answers, as for main models.
+type chatGrounded struct {
+	client
+	model string
+	price float64
+	kind  interface {
+		run(ctx context.Context, hc *http.Client, q Query) (*Result, error)
+	}
+}
+
+func (c *chatGrounded) Name() string { return c.id }
+
+func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
+	if c.key == "" {
+		return nil, &Error{Kind: Auth, Engine: c.id, Message: "no API key configured"}
+	}
+	return c.kind.run(ctx, c.hc, q)
+}
+
+func (c *chatGrounded) parse(q Query, bodies [][]byte) (*Result, error) {
+	rp := replay(bodies)
+	return c.kind.run(context.Background(), &http.Client{Transport: &rp}, q)
+}
+
+// chatAnswer reads the assistant message of a Chat answer: a result with its text and
+// tokens (and a warning when the token limit cut it), and its native-search report
+// (nil: the model did not search).
+func (c *client) chatAnswer(comp *llm.Completion) (*Result, *llm.NativeSearch, error) {
+	var m struct {
+		Content json.RawMessage   `json:"content"`
+		Native  *llm.NativeSearch `json:"searchfleet_native"` // llm.NativeKey
+	}
+	if err := json.Unmarshal(comp.Message, &m); err != nil {
+		return nil, nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
+	}
+	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
+	if comp.FinishReason == "length" {
+		res.warnf("the answer was cut at the model's token limit")
+	}
+	return res, m.Native, nil
 }
 
 // credentials are the one key of a model caller built for an engine: the engine's

@@ -23,10 +23,8 @@ import (
 // glmUSDPerCNY; tokens, which include the search results on the final round, are
 // reported in Usage but not priced.
 type kimi struct {
-	client
-	model string
-	opts  kimiOptions
-	price float64
+	chatGrounded
+	opts kimiOptions
 }
 
 type kimiOptions struct {
@@ -39,27 +37,14 @@ const kimiSystemPrompt = "Use the $web_search tool to search the web for the use
 	"Cite every page you use as a markdown link [page title](url) right after the statement it supports."
 
 func newKimi(cfg Config, hc *http.Client) (Engine, error) {
-	e := &kimi{client: newClient(cfg, hc, "https://api.moonshot.cn/v1"), model: cmp.Or(cfg.Model, "kimi-k2-turbo-preview")}
+	e := &kimi{}
+	e.chatGrounded = chatGrounded{client: newClient(cfg, hc, "https://api.moonshot.cn/v1"), model: cmp.Or(cfg.Model, "kimi-k2-turbo-preview"), kind: e}
 	if err := cfg.options(&e.opts); err != nil {
 		return nil, err
 	}
 	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, kimiSystemPrompt)
 	e.price = cfg.price(0.03 * glmUSDPerCNY)
 	return e, nil
-}
-
-func (e *kimi) Name() string { return e.id }
-
-func (e *kimi) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	return e.run(ctx, e.hc, q)
-}
-
-func (e *kimi) parse(q Query, bodies [][]byte) (*Result, error) {
-	rp := replay(bodies)
-	return e.run(context.Background(), &http.Client{Transport: &rp}, q)
 }
 
 // run searches through the Kimi model caller on hc: the fleet's web_search function
@@ -74,25 +59,15 @@ func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, erro
 	if err != nil {
 		return nil, e.modelError(err)
 	}
-	var m struct {
-		Content json.RawMessage   `json:"content"`
-		Native  *llm.NativeSearch `json:"searchfleet_native"` // llm.NativeKey
+	res, native, err := e.chatAnswer(comp)
+	if err != nil || native == nil {
+		return res, err
 	}
-	if err := json.Unmarshal(comp.Message, &m); err != nil {
-		return nil, &Error{Kind: Decode, Engine: e.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
+	citedPages(res, native.Sources)
+	if native.Unfinished {
+		res.warnf("Kimi was still searching after %d rounds; the answer is missing", native.Requests)
 	}
-	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
-	if comp.FinishReason == "length" {
-		res.warnf("the answer was cut at the model's token limit")
-	}
-	if m.Native == nil {
-		return res, nil
-	}
-	citedPages(res, m.Native.Sources)
-	if m.Native.Unfinished {
-		res.warnf("Kimi was still searching after %d rounds; the answer is missing", m.Native.Requests)
-	}
-	res.Usage.Searches = m.Native.Requests
+	res.Usage.Searches = native.Requests
 	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
 	return res, nil
 }
