@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
@@ -145,8 +146,34 @@ var glmRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_
 var glmRefNumRE = regexp.MustCompile(`ref_[0-9]{1,4}`)
 
 // glmPublishedRE matches the publication suffix Zhipu appends to titles: Chinese
-// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)".
-var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:][^（）()]*[）)]\s*$`)
+// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)";
+// submatches 1 and 2 are its day and time of day, where it gives them.
+var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:]\s*(?:([0-9]{4}-[0-9]{2}-[0-9]{2})(?:[ T]([0-9]{2}:[0-9]{2}(?::[0-9]{2})?))?)?[^（）()]*[）)]\s*$`)
+
+// glmChinaTime is the zone of the suffix's wall-clock times (Zhipu is in Beijing).
+var glmChinaTime = time.FixedZone("CST", 8*3600)
+
+// GLMTitle splits the publication suffix off a search result's title (of the
+// web_search array, and of the Web Search API) and returns the time it gives: zero
+// when there is none or it does not parse.
+func GLMTitle(title string) (string, time.Time) {
+	m := glmPublishedRE.FindStringSubmatchIndex(title)
+	if m == nil {
+		return title, time.Time{}
+	}
+	var t time.Time
+	if m[2] >= 0 {
+		clock := "00:00:00"
+		if m[4] >= 0 {
+			clock = title[m[4]:m[5]]
+			if len(clock) == 5 {
+				clock += ":00"
+			}
+		}
+		t, _ = time.ParseInLocation("2006-01-02 15:04:05", title[m[2]:m[3]]+" "+clock, glmChinaTime)
+	}
+	return strings.TrimSpace(title[:m[0]]), t
+}
 
 // GLMCite replaces each refer marker of text by the [n] markers of the pages it names,
 // pages numbered by first citation (a refer with no result or no link is dropped), and
@@ -178,7 +205,8 @@ func GLMCite(text string, items []GLMItem) (string, []llm.NativeSource) {
 				}
 				n, seen := num[it.Link]
 				if !seen {
-					sources = append(sources, llm.NativeSource{URL: it.Link, Title: glmPublishedRE.ReplaceAllString(it.Title, "")})
+					title, _ := GLMTitle(it.Title)
+					sources = append(sources, llm.NativeSource{URL: it.Link, Title: title})
 					n = len(sources)
 					num[it.Link] = n
 				}
