@@ -2,6 +2,7 @@ package engines
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,11 +60,8 @@ type groundedKind interface {
 // the engine's with apiPath appended (OpenAI's SDK base ends in /v1, the engine's
 // does not).
 func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, apiPath, defaultModel, who string, kind groundedKind) grounded {
-	g := grounded{client: newClient(cfg, hc, defaultBase), keyEnv: cfg.APIKeyEnv, model: strings.TrimSpace(cfg.Model),
+	g := grounded{client: newClient(cfg, hc, defaultBase), keyEnv: cfg.APIKeyEnv, model: cmp.Or(strings.TrimSpace(cfg.Model), defaultModel),
 		api: api, apiPath: apiPath, who: who, kind: kind}
-	if g.model == "" {
-		g.model = defaultModel
-	}
 	g.call = g.caller(g.hc)
 	return g
 }
