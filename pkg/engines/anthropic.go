@@ -1,8 +1,7 @@
 package engines
 
 import (
-	"context"
-	"errors"
+	"cmp"
 	"fmt"
 	"html"
 	"net/http"
@@ -57,18 +56,17 @@ type anthropicOptions struct {
 var anthropicToolRE = regexp.MustCompile(`^web_search_\d{8}$`)
 
 func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
-	e := &anthropic{grounded: newGrounded(cfg, hc, wire.AnthropicModel, "https://api.anthropic.com", "", "claude-sonnet-4-5"), now: time.Now}
+	e := &anthropic{now: time.Now}
+	e.grounded = newGrounded(cfg, hc, wire.AnthropicModel, "https://api.anthropic.com", "", "claude-sonnet-4-5", "Claude", e)
 	if err := cfg.options(&e.opts); err != nil {
 		return nil, err
 	}
-	if e.opts.ToolVersion == "" {
-		e.opts.ToolVersion = "web_search_20250305"
-	}
+	e.opts.ToolVersion = cmp.Or(e.opts.ToolVersion, "web_search_20250305")
 	if !anthropicToolRE.MatchString(e.opts.ToolVersion) {
 		return nil, fmt.Errorf("engine %q: options.toolVersion %q is not a web_search_YYYYMMDD tool type", cfg.ID, e.opts.ToolVersion)
 	}
-	e.opts.MaxUses = cmpOr(e.opts.MaxUses, 5)
-	e.opts.MaxTokens = cmpOr(e.opts.MaxTokens, 2048)
+	e.opts.MaxUses = cmp.Or(e.opts.MaxUses, 5)
+	e.opts.MaxTokens = cmp.Or(e.opts.MaxTokens, 2048)
 	if e.opts.MaxUses < 1 || e.opts.MaxTokens < 1 {
 		return nil, fmt.Errorf("engine %q: options.maxUses and options.maxTokens must be positive", cfg.ID)
 	}
@@ -76,19 +74,12 @@ func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
 // Capabilities: domains (allowed or blocked) and country; see the type's comment.
 func (e *anthropic) Capabilities() Capabilities {
 	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: true}
 }
 
-func (e *anthropic) Search(ctx context.Context, q Query) (*Result, error) {
+func (e *anthropic) searchOptions(q Query) (*llm.SearchOptions, int) {
 	so := &llm.SearchOptions{Tool: e.opts.ToolVersion, MaxUses: e.opts.MaxUses, AllowedDomains: q.AllowedDomains}
 	if len(q.AllowedDomains) == 0 {
 		so.BlockedDomains = q.BlockedDomains
@@ -96,74 +87,59 @@ func (e *anthropic) Search(ctx context.Context, q Query) (*Result, error) {
 	if len(q.Country) == 2 {
 		so.Country = q.Country
 	}
-	answer, err := e.ask(ctx, q, so, e.opts.MaxTokens)
-	var ee *Error
-	if errors.As(err, &ee) && ee.Kind == BadRequest && strings.Contains(ee.Message, "credit balance") {
-		ee.Kind = Quota
-	}
-	if err != nil && answer != nil && ctx.Err() == nil {
-		// A failed continuation does not void the searches already paid for.
-		if res, perr := e.result(q, answer); perr == nil {
-			res.warnf("continuing Claude's paused turn failed (%s); this is the answer so far", AsError(e.id, err).Kind)
-			return res, nil
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return e.result(q, answer)
+	return so, e.opts.MaxTokens
 }
 
-func (e *anthropic) parse(q Query, bodies [][]byte) (*Result, error) {
-	answer, err := e.decodeAll(bodies)
-	if err != nil {
-		return nil, err
-	}
-	return e.result(q, answer)
-}
-
-// result reads one answer (continuations joined) as search results.
+// result reads an answer: the results of every search, in order, as the sources;
+// the text parts that cite as the summary, a marker after each.
 func (e *anthropic) result(q Query, a *wire.Response) (*Result, error) {
 	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
-	// Pass 1: the results of every search, in order, one source per distinct URL.
-	var results []wire.Source
-	index := map[string]int{} // URL -> 1-based source number
+	var p pages
 	var failures []string
-	searchesOK := 0
-	for _, p := range a.Content {
-		if p.Kind != wire.PartServerResult {
-			continue
-		}
-		if p.Search.Error != nil {
-			if p.Search.Error.Code != "" {
-				failures = append(failures, p.Search.Error.Code)
+	searchesOK, now := 0, e.now()
+	for _, part := range a.Content {
+		switch {
+		case part.Kind != wire.PartServerResult:
+		case part.Search.Error != nil && part.Search.Error.Code != "":
+			failures = append(failures, part.Search.Error.Code)
+		case part.Search.Error == nil:
+			searchesOK++
+			for _, r := range part.Search.Sources {
+				if r.URL != "" { // page_age: "December 21, 2015" or "2 days ago"
+					p.add(Hit{Title: r.Title, URL: r.URL, Published: readDate(r.PageAge, now)})
+				}
 			}
-			continue
-		}
-		searchesOK++
-		for _, r := range p.Search.Sources {
-			if r.URL == "" || index[r.URL] > 0 {
-				continue
-			}
-			results = append(results, r)
-			index[r.URL] = len(results)
-			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: r.Title, URI: r.URL}})
 		}
 	}
-	if len(results) == 0 && len(failures) > 0 {
+	if len(p.hits) == 0 && len(failures) > 0 {
 		return nil, e.toolError(failures[len(failures)-1])
 	}
 	if len(failures) > 0 {
 		res.warnf("%d of %d web searches failed (%s); the answer rests on the others", len(failures), len(failures)+searchesOK, strings.Join(failures, ", "))
 	}
+	res.Summary = e.summary(a.Content, &p)
+	if a.Paused {
+		res.warnf("Claude had not finished searching when its turn was cut short; the answer may be incomplete")
+	}
+	p.citedFirst(res, q.Count)
+	if len(q.AllowedDomains) > 0 && len(q.BlockedDomains) > 0 {
+		res.warnf("Anthropic's web search takes allowed or blocked domains, not both: allowed_domains was sent and blocked_domains applied to the results afterwards")
+	}
+	res.Usage.Searches = searchesOK
+	if a.Usage.WebSearches > 0 || (searchesOK > 0 && len(failures) > 0) {
+		res.Usage.Searches = a.Usage.WebSearches // billed: failed searches are not
+	}
+	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
+	return res, nil
+}
 
-	// Pass 2: the answer. A run of uncited text right before a tool call is narration
-	// ("Let me search for …"), not answer, and is left out.
+// summary is the answer's text with a marker after each text part that cites (its
+// citations have no offsets), numbering a cited page that is not among the results
+// after them and taking its first cited passage as the hit's snippet. A run of uncited
+// text right before a tool call is narration ("Let me search for …"), not answer,
+// and is left out.
+func (e *anthropic) summary(parts []wire.Part, p *pages) string {
 	var text strings.Builder
-	var citedOrder []int
-	cited := map[int]bool{}
-	snippet := map[int]string{}
-	parts := a.Content
 	for i := 0; i < len(parts); i++ {
 		if parts[i].Kind != wire.PartText {
 			continue
@@ -176,77 +152,26 @@ func (e *anthropic) result(q Query, a *wire.Response) (*Result, error) {
 			i = j - 1 // narration before a tool call
 			continue
 		}
-		for _, p := range parts[i:j] {
-			if p.Kind != wire.PartText {
+		for _, part := range parts[i:j] {
+			if part.Kind != wire.PartText {
 				continue
 			}
-			var nums []int
-			for _, c := range p.Citations {
+			var m marks
+			for _, c := range part.Citations {
 				if c.URL == "" {
 					continue
 				}
-				n := index[c.URL]
-				if n == 0 {
-					res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: c.Title, URI: c.URL}})
-					n = len(res.Citation.Sources)
-					index[c.URL] = n
-				}
-				nums = append(nums, n)
-				if !cited[n] {
-					cited[n] = true
-					citedOrder = append(citedOrder, n)
-				}
-				if snippet[n] == "" && c.CitedText != "" {
-					snippet[n] = html.UnescapeString(c.CitedText)
+				n := p.cite(Hit{Title: c.Title, URL: c.URL})
+				m.add(len(strings.TrimRight(part.Text, " \t\r\n")), n)
+				if h := &p.hits[n-1]; h.Snippet == "" {
+					h.Snippet = html.UnescapeString(c.CitedText)
 				}
 			}
-			t := groundedAInsert(p.Text, nil) // escapes any "[n]" Claude wrote itself
-			body := strings.TrimRight(t, " \t\r\n")
-			text.WriteString(body)
-			text.WriteString(MarkerText(nums))
-			text.WriteString(t[len(body):])
+			text.WriteString(m.into(part.Text))
 		}
 		i = j - 1
 	}
-	res.Summary = text.String()
-	if a.Paused {
-		res.warnf("Claude had not finished searching when its turn was cut short; the answer may be incomplete")
-	}
-
-	// Hits: the cited pages first, in order of first citation, then the other results.
-	now := e.now()
-	hit := func(n int) Hit {
-		s := res.Citation.Sources[n-1].Web
-		h := Hit{Title: s.Title, URL: s.URI, Snippet: snippet[n]}
-		if n <= len(results) && results[n-1].PageAge != "" {
-			h.Published = readDate(results[n-1].PageAge, now) // "December 21, 2015" or "2 days ago"
-		}
-		return h
-	}
-	for _, n := range citedOrder {
-		res.Hits = append(res.Hits, hit(n))
-	}
-	for n := 1; n <= len(results); n++ {
-		if !cited[n] {
-			res.Hits = append(res.Hits, hit(n))
-		}
-	}
-	// Sources: uncited results past the wanted count are dropped (finish removes
-	// sources without a URI and renumbers the markers).
-	for n := q.Count + 1; n <= len(res.Citation.Sources); n++ {
-		if !cited[n] {
-			res.Citation.Sources[n-1].Web.URI = ""
-		}
-	}
-	if len(q.AllowedDomains) > 0 && len(q.BlockedDomains) > 0 {
-		res.warnf("Anthropic's web search takes allowed or blocked domains, not both: allowed_domains was sent and blocked_domains applied to the results afterwards")
-	}
-	res.Usage.Searches = searchesOK
-	if a.Usage.WebSearches > 0 || (searchesOK > 0 && len(failures) > 0) {
-		res.Usage.Searches = a.Usage.WebSearches // billed: failed searches are not
-	}
-	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
-	return res, nil
+	return text.String()
 }
 
 // toolError turns the error code of a failed web search result into an *Error.

@@ -1,14 +1,12 @@
 package engines
 
 import (
-	"context"
-	"errors"
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -79,10 +77,7 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 	if err := cfg.options(&opts); err != nil {
 		return nil, err
 	}
-	model := strings.TrimPrefix(strings.TrimSpace(cfg.Model), "models/")
-	if model == "" {
-		model = "gemini-2.5-flash"
-	}
+	model := cmp.Or(strings.TrimPrefix(strings.TrimSpace(cfg.Model), "models/"), "gemini-2.5-flash")
 	if !geminiNameRE.MatchString(model) {
 		return nil, fmt.Errorf("engine %q: model %q is not a Gemini model name", cfg.ID, model)
 	}
@@ -90,10 +85,7 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 	var api wire.ModelAPI = wire.GeminiModel
 	base := "https://generativelanguage.googleapis.com"
 	if v := opts.Vertex; v != nil {
-		loc := v.Location
-		if loc == "" {
-			loc = "us-central1"
-		}
+		loc := cmp.Or(v.Location, "us-central1")
 		if !geminiNameRE.MatchString(v.Project) || !geminiNameRE.MatchString(loc) {
 			return nil, fmt.Errorf("engine %q: options.vertex needs a project and a location made of letters, digits, '.', '_' or '-'", cfg.ID)
 		}
@@ -104,11 +96,11 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 		api = geminiVertex{ModelAPI: wire.GeminiModel, path: "/v1/projects/" + url.PathEscape(v.Project) + "/locations/" + url.PathEscape(loc) +
 			"/publishers/google/models/" + model + ":generateContent"}
 	}
-	e := &gemini{grounded: newGrounded(cfg, hc, api, base, "", model), perQuery: strings.HasPrefix(model, "gemini-3")}
+	e := &gemini{perQuery: strings.HasPrefix(model, "gemini-3")}
+	e.grounded = newGrounded(cfg, hc, api, base, "", model, "Gemini", e)
+	e.price = cfg.price(0.035)
 	if e.perQuery {
 		e.price = cfg.price(0.014)
-	} else {
-		e.price = cfg.price(0.035)
 	}
 	return e, nil
 }
@@ -116,32 +108,11 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 // Capabilities: none; see the type's comment.
 func (e *gemini) Capabilities() Capabilities { return Capabilities{} }
 
-func (e *gemini) Search(ctx context.Context, q Query) (*Result, error) {
-	answer, err := e.ask(ctx, q, &llm.SearchOptions{}, 0)
-	if err != nil {
-		// The Developer API answers a wrong key with 400 INVALID_ARGUMENT
-		// (reason API_KEY_INVALID); that is an auth failure, not a bad query.
-		var ee *Error
-		if errors.As(err, &ee) && ee.Kind == BadRequest &&
-			(strings.Contains(ee.Message, "API key not valid") || strings.Contains(ee.Message, "API_KEY_INVALID")) {
-			ee.Kind = Auth
-		}
-		return nil, err
-	}
-	return e.result(answer)
-}
-
-func (e *gemini) parse(_ Query, bodies [][]byte) (*Result, error) {
-	answer, err := e.decodeAll(bodies[:min(len(bodies), 1)])
-	if err != nil {
-		return nil, err
-	}
-	return e.result(answer)
-}
+func (e *gemini) searchOptions(Query) (*llm.SearchOptions, int) { return &llm.SearchOptions{}, 0 }
 
 // result reads a grounded answer: the pages of its searches as hits and sources, its
 // citations as markers, its queries as the billed searches.
-func (e *gemini) result(a *wire.Response) (*Result, error) {
+func (e *gemini) result(_ Query, a *wire.Response) (*Result, error) {
 	if reason, ok := strings.CutPrefix(a.StopDetail, "blocked: "); ok {
 		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Gemini blocked the query (" + reason + ")"}
 	}
@@ -157,54 +128,28 @@ func (e *gemini) result(a *wire.Response) (*Result, error) {
 	case "MAX_TOKENS":
 		res.warnf("Gemini's answer was cut off at its token limit")
 	}
-	number := map[string]int{}
-	page := func(uri, title string) int {
-		if n, ok := number[uri]; ok {
-			return n
-		}
-		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: title, URI: uri}})
-		number[uri] = len(res.Citation.Sources)
-		h := Hit{Title: title, URL: uri}
-		// Titles are usually the publisher's bare domain ("weather.gov") while the URI
-		// is a vertexaisearch.cloud.google.com redirect: the title names the site.
-		if t := strings.TrimSpace(title); t != "" && !strings.ContainsAny(t, " /") && strings.Contains(t, ".") {
-			h.Source = strings.ToLower(strings.TrimPrefix(t, "www."))
-		}
-		res.Hits = append(res.Hits, h)
-		return len(res.Citation.Sources)
-	}
-	var ins []Insert
-	var nums [][]int
-	at := map[int]int{} // byte offset -> index in ins
+	var p pages
+	var m marks
 	off := 0
-	for _, p := range a.Content {
-		switch p.Kind {
+	for _, part := range a.Content {
+		switch part.Kind {
 		case wire.PartServerCall:
 			res.Usage.Searches++
 		case wire.PartServerResult:
-			for _, s := range p.Search.Sources {
-				page(s.URL, s.Title)
+			for _, s := range part.Search.Sources {
+				p.add(geminiHit(s.URL, s.Title))
 			}
 		case wire.PartText:
-			for _, c := range p.Citations {
-				if c.URL == "" {
-					continue
+			for _, c := range part.Citations {
+				if c.URL != "" { // c.End counts characters
+					m.add(off+CharToByte(part.Text, c.End), p.add(geminiHit(c.URL, c.Title)))
 				}
-				end := off + len(string([]rune(p.Text)[:min(max(c.End, 0), utf8.RuneCountInString(p.Text))]))
-				i, ok := at[end]
-				if !ok {
-					i, at[end] = len(ins), len(ins)
-					ins, nums = append(ins, Insert{Offset: end}), append(nums, nil)
-				}
-				nums[i] = append(nums[i], page(c.URL, c.Title))
 			}
-			off += len(p.Text)
+			off += len(part.Text)
 		}
 	}
-	for i := range ins {
-		ins[i].Text = MarkerText(nums[i])
-	}
-	res.Summary = groundedAInsert(answer, ins)
+	res.Summary = m.into(answer)
+	res.Citation.Sources, res.Hits = p.sources(), p.hits
 	switch {
 	case e.perQuery:
 		res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
@@ -212,4 +157,15 @@ func (e *gemini) result(a *wire.Response) (*Result, error) {
 		res.Usage.CostUSD = e.price
 	}
 	return res, nil
+}
+
+// geminiHit is a page of Google's grounding. Titles are usually the publisher's bare
+// domain ("weather.gov") while the URI is a vertexaisearch.cloud.google.com redirect:
+// the title names the site.
+func geminiHit(uri, title string) Hit {
+	h := Hit{Title: title, URL: uri}
+	if t := strings.TrimSpace(title); t != "" && !strings.ContainsAny(t, " /") && strings.Contains(t, ".") {
+		h.Source = strings.ToLower(strings.TrimPrefix(t, "www."))
+	}
+	return h
 }

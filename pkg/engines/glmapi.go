@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
@@ -159,41 +157,12 @@ type glmErrorBody struct {
 // glmHit turns a search item into a hit: the "（发布时间：…）" / "(Published: …)" title
 // suffix becomes Published (it carries the time, publish_date only the day).
 func glmHit(it glmSearchItem) Hit {
-	title, published := glmStripPublished(it.Title)
+	title, published := nativechat.GLMTitle(it.Title)
 	h := Hit{Title: title, URL: it.Link, Source: it.Media, Snippet: it.Content, Published: published}
 	if h.Published.IsZero() && it.PublishDate != "" {
 		h.Published = parseDate(it.PublishDate)
 	}
 	return h
-}
-
-// glmPublishedRE matches the publication suffix Zhipu appends to titles: Chinese
-// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)".
-var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:]\s*([0-9]{4}-[0-9]{2}-[0-9]{2})(?:[ T]([0-9]{2}:[0-9]{2}(?::[0-9]{2})?))?\s*[）)]\s*$`)
-
-// glmChinaTime is the zone of the suffix's wall-clock times (Zhipu is in Beijing).
-var glmChinaTime = time.FixedZone("CST", 8*3600)
-
-// glmStripPublished splits a publication suffix off title and returns its time (zero
-// when there is none or it does not parse).
-func glmStripPublished(title string) (string, time.Time) {
-	m := glmPublishedRE.FindStringSubmatchIndex(title)
-	if m == nil {
-		return title, time.Time{}
-	}
-	day := title[m[2]:m[3]]
-	clock := "00:00:00"
-	if m[4] >= 0 {
-		clock = title[m[4]:m[5]]
-		if len(clock) == 5 {
-			clock += ":00"
-		}
-	}
-	t, err := time.ParseInLocation("2006-01-02 15:04:05", day+" "+clock, glmChinaTime)
-	if err != nil {
-		t = time.Time{}
-	}
-	return strings.TrimSpace(title[:m[0]]), t
 }
 
 // glmTruncateQuery cuts q to the Web Search API's 70-character limit on a rune

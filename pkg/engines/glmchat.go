@@ -1,13 +1,12 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
-	"strconv"
-	"strings"
+	"slices"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
@@ -19,8 +18,9 @@ import (
 // "choices" (WIRE_FORMATS.md §4a, seed 001). It is an adapter over the main models'
 // parts: llm.Client makes the call (the provider layer's exchange, credentials and
 // errors), and the tool's declaration, the web_search array and the ref markers are
-// read by pkg/llm/nativechat (glm.go), as for a GLM main model. The default base is the mainland
-// endpoint https://open.bigmodel.cn/api/paas/v4; Z.AI accounts set
+// read by pkg/llm/nativechat (glm.go), as for a GLM main model: the refs are numbered
+// there (nativechat.GLMCite: cited pages by first citation), then the uncited results
+// follow as sources and hits. The default base is the mainland endpoint https://open.bigmodel.cn/api/paas/v4; Z.AI accounts set
 // https://api.z.ai/api/paas/v4. The default model is glm-4.7.
 //
 // Options:
@@ -36,31 +36,21 @@ import (
 // glmUSDPerCNY; model tokens are reported in Usage but not priced, since they depend on
 // the account's model plan.
 type glmChat struct {
-	client
-	model string
-	opts  glmOptions
-	price float64
+	chatGrounded
+	opts glmOptions
 }
 
 func newGLMChat(cfg Config, hc *http.Client) (Engine, error) {
-	e := &glmChat{client: newClient(cfg, hc, glmDefaultBase), model: cfg.Model}
+	e := &glmChat{}
+	e.chatGrounded = chatGrounded{client: newClient(cfg, hc, glmDefaultBase), model: cmp.Or(cfg.Model, "glm-4.7"), kind: e}
 	if err := cfg.options(&e.opts); err != nil {
 		return nil, err
 	}
-	if e.model == "" {
-		e.model = "glm-4.7"
-	}
-	if e.opts.SearchEngine == "" {
-		e.opts.SearchEngine = "search_pro"
-	}
-	if e.opts.ContentSize == "" {
-		e.opts.ContentSize = "medium"
-	}
+	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_pro")
+	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
 	e.price = cfg.price(glmSearchPrice(e.opts.SearchEngine))
 	return e, nil
 }
-
-func (e *glmChat) Name() string { return e.id }
 
 // Capabilities: recency and count map onto the tool's own fields; the domain filter
 // takes one domain (the first allowed one is sent and hits are checked against all of
@@ -69,25 +59,9 @@ func (e *glmChat) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true}
 }
 
-type glmThinking struct {
-	Type string `json:"type"`
-}
-
-func (e *glmChat) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	return e.run(ctx, e.hc, q)
-}
-
-func (e *glmChat) parse(q Query, bodies [][]byte) (*Result, error) {
-	rp := replay(bodies[:min(len(bodies), 1)])
-	return e.run(context.Background(), &http.Client{Transport: &rp}, q)
-}
-
 // run makes the one call of a search: a chat completion with GLM's web_search tool
 // (nativechat.GLMTool) through llm.Client, the search results read from the body's
-// web_search array (nativechat.GLMResults).
+// web_search array (nativechat.GLMResults) and cited as for a main model.
 func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
 	// search_query pins what is searched to the query itself (cut to the Web Search
 	// API's 70 characters; the model still reads the whole query, so no warning).
@@ -95,7 +69,7 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 		Count: q.Count, DomainFilter: glmDomainFilter(q), RecencyFilter: string(q.Recency), ContentSize: e.opts.ContentSize})
 	req := map[string]any{"model": e.model, "messages": []map[string]string{{"role": "user", "content": q.Query}}, "tools": []json.RawMessage{tool}}
 	if e.opts.Thinking != "" {
-		req["thinking"] = glmThinking{Type: e.opts.Thinking}
+		req["thinking"] = map[string]string{"type": e.opts.Thinking}
 	}
 	body, _ := json.Marshal(req)
 	cctx, captured := nativechat.Capture(ctx)
@@ -103,35 +77,32 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	if err != nil {
 		return nil, e.glmModelError(err)
 	}
-	var msg struct {
-		Content string `json:"content"`
+	res, _, err := e.chatAnswer(comp)
+	if err != nil {
+		return nil, err
 	}
-	json.Unmarshal(comp.Message, &msg)
-	res := &Result{Usage: Usage{Searches: 1, InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens, CostUSD: e.price}}
+	res.Usage.Searches, res.Usage.CostUSD = 1, e.price
 	switch comp.FinishReason {
 	case "sensitive":
 		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Zhipu's content filter stopped the answer (finish_reason sensitive)"}
 	case "network_error":
 		return nil, &Error{Kind: Unavailable, Engine: e.id, Message: "Zhipu reported a network error while answering (finish_reason network_error)"}
-	case "length":
-		res.warnf("the answer was cut at the model's token limit")
 	}
 	items := nativechat.GLMResults(captured())
-	refs := make(map[int]int, len(items)) // ref_N -> 1-based source number
-	for i, it := range items {
-		n := i + 1
-		if k, ok := glmRefNumber(it.Refer); ok {
-			if _, dup := refs[k]; !dup {
-				refs[k] = n
-			}
-		} else if _, taken := refs[n]; !taken {
-			refs[n] = n // an item without refer is ref_<position>
-		}
-		h := glmHit(it)
-		res.Hits = append(res.Hits, h)
-		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: h.Title, URI: it.Link}})
+	summary, cited := nativechat.GLMCite(res.Summary, items)
+	byLink := map[string]Hit{}
+	for _, it := range slices.Backward(items) {
+		byLink[it.Link] = glmHit(it) // the first result of a link
 	}
-	res.Summary = glmReplaceRefs(msg.Content, refs)
+	var p pages
+	for _, s := range cited {
+		p.cite(byLink[s.URL])
+	}
+	for _, it := range items {
+		p.add(glmHit(it))
+	}
+	p.citedFirst(res, q.Count)
+	res.Summary = summary
 	glmCheckDomains(res, q)
 	return res, nil
 }
@@ -150,40 +121,4 @@ func (e *glmChat) glmModelError(err error) error {
 	}
 	ee.Message = e.redact(truncate(le.Code+": "+le.Message, 300))
 	return ee
-}
-
-// glmRefRE finds a bracketed citation that names refers (nativechat.GLMRefRE).
-var glmRefRE = nativechat.GLMRefRE
-
-var glmRefNumRE = regexp.MustCompile(`ref_([0-9]{1,4})`)
-
-// glmRefNumber reads N from "ref_N".
-func glmRefNumber(s string) (int, bool) {
-	m := glmRefNumRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(m[1])
-	return n, err == nil
-}
-
-// glmReplaceRefs replaces every ref marker in text by the [n] markers of the sources
-// it names (refs maps ref_N to n); a marker naming no known ref is removed.
-func glmReplaceRefs(text string, refs map[int]int) string {
-	if !strings.Contains(text, "ref_") {
-		return text
-	}
-	return glmRefRE.ReplaceAllStringFunc(text, func(m string) string {
-		var nums []int
-		for _, sm := range glmRefNumRE.FindAllStringSubmatch(m, -1) {
-			k, err := strconv.Atoi(sm[1])
-			if err != nil {
-				continue
-			}
-			if n, ok := refs[k]; ok {
-				nums = append(nums, n)
-			}
-		}
-		return MarkerText(nums)
-	})
 }

@@ -1,10 +1,14 @@
 package engines_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,8 @@ import (
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/engines/enginetest"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 )
 
 // glmErrorFixture returns one body of zhipu/errors-from-tests.NOT-RECORDED.json.
@@ -232,19 +238,21 @@ func TestGLMChatSeveralAllowedDomains(t *testing.T) {
 }
 
 // The ref markers are free text: every bracket style is read, unknown refs vanish,
-// and arbitrary text never breaks the parser.
+// the model's own [n] markers go, and arbitrary text never breaks the parser. Pages
+// are numbered by first citation, as for a GLM main model; the uncited follow.
 func TestGLMChatRefMarkers(t *testing.T) {
 	t.Parallel()
 	items := `[{"title":"A","link":"https://a.example/1","refer":"ref_1"},{"title":"B","link":"https://b.example/2","refer":"ref_2"},{"title":"C","link":"https://c.example/3","refer":"ref_3"}]`
-	for _, tc := range []struct{ in, want string }{
-		{"One[ref_1] two[ref_2].", "One[1] two[2]."},
-		{"一【来源：ref_3】二[来源：ref_1]", "一[3]二[1]"},
-		{"x [Source: ref_2, ref_1] y", "x [1][2] y"},
-		{"x [Sources: ref_1][Source: ref_3]", "x [1][3]"},
-		{"unknown [ref_9] and （ref_2）", "unknown  and [2]"},
-		{"broken [ref_ and ref_1] [ref_12345678] 【", "broken [1]  【"},
-		{"no brackets ref_1, ref_2 stay", "no brackets ref_1, ref_2 stay"},
-		{"[[ref_1]]", "[[1]]"},
+	for _, tc := range []struct{ in, want, first string }{
+		{"One[ref_1] two[ref_2].", "One[1] two[2].", "a"},
+		{"一【来源：ref_3】二[来源：ref_1]", "一[1]二[2]", "c"},
+		{"x [Source: ref_2, ref_1] y", "x [1][2] y", "b"},
+		{"x [Sources: ref_1][Source: ref_3]", "x [1][2]", "a"},
+		{"unknown [ref_9] and （ref_2）", "unknown  and [1]", "b"},
+		{"broken [ref_ and ref_1] [ref_12345678] 【", "broken [1]  【", "a"},
+		{"no brackets ref_1, ref_2 stay", "no brackets ref_1, ref_2 stay", "a"},
+		{"[[ref_1]]", "[[1]]", "a"},
+		{"own [2] marker[ref_3]", "own  marker[1]", "c"},
 	} {
 		body := `{"choices":[{"finish_reason":"stop","message":{"content":` + strings.TrimSpace(glmJSON(tc.in)) + `}}],"web_search":` + items + `}`
 		res, err := engines.Normalize(engines.Config{Kind: "glm-chat"}, engines.Query{Query: "q"}, []byte(body))
@@ -254,6 +262,55 @@ func TestGLMChatRefMarkers(t *testing.T) {
 		enginetest.CheckInvariants(t, res)
 		if res.Summary != tc.want {
 			t.Errorf("%q -> %q, want %q", tc.in, res.Summary, tc.want)
+		}
+		if len(res.Citation.Sources) != 3 || !strings.HasPrefix(res.Citation.Sources[0].Web.URI, "https://"+tc.first+".example/") {
+			t.Errorf("%q: sources %+v, want %s.example first and all three", tc.in, res.Citation.Sources, tc.first)
+		}
+	}
+}
+
+// One numbering of GLM's refs: on the recorded answers (and one citing out of order),
+// the glm-chat engine's markers and first sources are those of a GLM main model's
+// answer (pkg/llm/nativechat), the uncited results after them.
+func TestGLMChatNumbersRefsAsMainModel(t *testing.T) {
+	t.Parallel()
+	outOfOrder := `{"choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"C says so【来源：ref_3】, A too[ref_1]."}}],` +
+		`"web_search":[{"title":"A","link":"https://a.example/1","refer":"ref_1"},{"title":"B","link":"https://b.example/2","refer":"ref_2"},{"title":"C","link":"https://c.example/3","refer":"ref_3"}]}`
+	markers := regexp.MustCompile(`\[[0-9]+\]`)
+	for name, body := range map[string][]byte{
+		"docs-en":    fixtures.Read("zhipu/docs-en-chat-web-search-with-web_search-field.TRIMMED.response.json"),
+		"finance-zh": fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json"),
+		"outOfOrder": []byte(outOfOrder),
+	} {
+		res, err := engines.Normalize(engines.Config{Kind: "glm-chat"}, engines.Query{Query: "q"}, body)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		}))
+		defer srv.Close()
+		main := nativechat.New(nativechat.GLM, llm.NewClient("glm", srv.URL, "k", nativechat.HTTPClient(srv.Client())))
+		comp, err := main.Complete(context.Background(), []byte(`{"model":"glm-4.7","messages":[{"role":"user","content":"q"}],`+
+			`"tools":[{"type":"function","function":{"name":"web_search","parameters":{"type":"object"}}}]}`), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var msg struct {
+			Content string            `json:"content"`
+			Native  *llm.NativeSearch `json:"searchfleet_native"`
+		}
+		if err := json.Unmarshal(comp.Message, &msg); err != nil || msg.Native == nil || len(msg.Native.Sources) == 0 {
+			t.Fatalf("%s: main model's answer %s", name, comp.Message)
+		}
+		if got, want := markers.FindAllString(res.Summary, -1), markers.FindAllString(msg.Content, -1); !slices.Equal(got, want) {
+			t.Errorf("%s: engine markers %q, main model's %q", name, got, want)
+		}
+		for i, s := range msg.Native.Sources {
+			if i >= len(res.Citation.Sources) || res.Citation.Sources[i].Web.URI != s.URL {
+				t.Errorf("%s: source %d = %+v, main model's %s", name, i+1, res.Citation.Sources, s.URL)
+			}
 		}
 	}
 }

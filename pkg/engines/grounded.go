@@ -2,7 +2,9 @@ package engines
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -18,55 +20,136 @@ import (
 
 // LLM-grounded engines are thin adapters over the main-model codecs: a grounded
 // search is a main-model call with the provider's own search switched on, its answer
-// read as search results. An adapter builds a canonical request (the query as the
-// user's turn, groundedAInstructions as the system prompt, llm.SearchOptions for the
-// provider's search tool), calls the model through pkg/llm/upstream (the protocol's
-// codec in pkg/llm/wire encodes it and decodes the answer; the provider layer's
-// exchange, credentials and Retry-After rule apply; a paused answer is resumed there),
-// and maps the answer's server calls, results and citations to a Result. Each
-// provider format is thus decoded in one file, pkg/llm/wire/model_<protocol>.go, for
-// main models and engines alike. parse (Normalize) decodes recorded bodies with the
-// same codec.
+// read as search results. The search itself is grounded's, the same for every
+// protocol: a canonical request (the query as the user's turn, groundedAInstructions
+// as the system prompt, the adapter's llm.SearchOptions for the provider's search
+// tool) goes through pkg/llm/upstream, where the protocol's codec in pkg/llm/wire
+// encodes it and decodes the answer, the provider layer's exchange, credentials and
+// Retry-After rule apply, and a paused answer is resumed. An adapter says only how to
+// search (groundedKind.searchOptions) and how the answer's server calls, results and
+// citations read as a Result (groundedKind.result, with the shared pages and marks).
+// Each provider format is thus decoded in one file, pkg/llm/wire/model_<protocol>.go,
+// for main models and engines alike; parse runs recorded bodies through the same
+// caller. The Chat-protocol adapters (Kimi, GLM) read their answers through
+// pkg/llm/nativechat and share pages.
 
-// grounded is what every grounded adapter holds: the engine's client (id, base URL,
-// key) and the model caller of its protocol.
+// grounded is what every adapter over a model codec holds: the engine's client (id,
+// base URL, key), the model caller of its protocol and the adapter's own part.
 type grounded struct {
 	client
-	keyEnv string
-	model  string
-	api    wire.ModelAPI
-	call   *upstream.Caller
-	price  float64
+	keyEnv  string
+	model   string
+	api     wire.ModelAPI
+	apiPath string
+	call    *upstream.Caller
+	price   float64
+	who     string // the model as warnings name it ("Claude")
+	kind    groundedKind
 }
 
-// newGrounded builds the adapter's parts; the model caller's base URL is the engine's
-// with apiPath appended (OpenAI's SDK base ends in /v1, the engine's does not).
-func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, apiPath, defaultModel string) grounded {
-	g := grounded{client: newClient(cfg, hc, defaultBase), keyEnv: cfg.APIKeyEnv, model: strings.TrimSpace(cfg.Model), api: api}
-	if g.model == "" {
-		g.model = defaultModel
-	}
-	g.call = upstream.New(api, cfg.ID, g.baseURL+apiPath, g.key, g.hc, upstream.Options{Credentials: g.credentials()})
+// groundedKind is what an adapter adds to the shared search.
+type groundedKind interface {
+	// searchOptions are the provider's search settings for q, and the answer's
+	// max_tokens (0: the provider's default).
+	searchOptions(q Query) (*llm.SearchOptions, int)
+	// result reads an answer (continuations joined) as search results.
+	result(q Query, a *wire.Response) (*Result, error)
+}
+
+// newGrounded builds the shared part of an adapter; the model caller's base URL is
+// the engine's with apiPath appended (OpenAI's SDK base ends in /v1, the engine's
+// does not).
+func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, apiPath, defaultModel, who string, kind groundedKind) grounded {
+	g := grounded{client: newClient(cfg, hc, defaultBase), keyEnv: cfg.APIKeyEnv, model: cmp.Or(strings.TrimSpace(cfg.Model), defaultModel),
+		api: api, apiPath: apiPath, who: who, kind: kind}
+	g.call = g.caller(g.hc)
 	return g
+}
+
+// caller is a model caller of the adapter's protocol on hc.
+func (g *grounded) caller(hc *http.Client) *upstream.Caller {
+	return upstream.New(g.api, g.id, g.baseURL+g.apiPath, g.key, hc, upstream.Options{Credentials: g.credentials()})
 }
 
 func (g *grounded) Name() string { return g.id }
 
-// ask makes the model call of one search: q as the user's turn, the grounded system
-// prompt, the provider's search with so. An answer that came with an error (a
-// resumption failed) is returned with it.
-func (g *grounded) ask(ctx context.Context, q Query, so *llm.SearchOptions, maxTokens int) (*wire.Response, error) {
+func (g *grounded) Search(ctx context.Context, q Query) (*Result, error) {
 	if g.key == "" {
 		return nil, missingKey(Config{ID: g.id, APIKeyEnv: g.keyEnv})
 	}
+	return g.run(ctx, g.call, q)
+}
+
+// parse reads recorded bodies as the answers to one search's calls, in order.
+func (g *grounded) parse(q Query, bodies [][]byte) (*Result, error) {
+	rp := replay(bodies)
+	return g.run(context.Background(), g.caller(&http.Client{Transport: &rp}), q)
+}
+
+// run makes the model call of one search with call and reads its answer. When
+// resuming a paused answer failed, the answer so far is the result, with a warning:
+// a failed continuation does not void the searches already paid for.
+func (g *grounded) run(ctx context.Context, call *upstream.Caller, q Query) (*Result, error) {
+	so, maxTokens := g.kind.searchOptions(q)
 	so.Requested = true
 	req := &wire.Request{Model: g.model, System: groundedAInstructions(q), Search: so, MaxTokens: maxTokens,
 		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: q.Query}}}}}
-	answer, err := g.call.Answer(ctx, req)
-	if err != nil {
-		return answer, g.modelError(err)
+	answer, err := call.Answer(ctx, req)
+	if err == nil {
+		return g.kind.result(q, answer)
 	}
-	return answer, nil
+	e := g.modelError(err)
+	if answer != nil && ctx.Err() == nil {
+		if res, rerr := g.kind.result(q, answer); rerr == nil {
+			res.warnf("continuing %s's paused turn failed (%s); this is the answer so far", g.who, AsError(g.id, e).Kind)
+			return res, nil
+		}
+	}
+	return nil, e
+}
+
+// chatGrounded is what the Chat-protocol adapters (Kimi, GLM) hold: the engine's
+// client and model, and the adapter's search on an http.Client, which parse runs over
+// recorded bodies. pkg/llm/nativechat reads their answers, as for main models.
+type chatGrounded struct {
+	client
+	model string
+	price float64
+	kind  interface {
+		run(ctx context.Context, hc *http.Client, q Query) (*Result, error)
+	}
+}
+
+func (c *chatGrounded) Name() string { return c.id }
+
+func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
+	if c.key == "" {
+		return nil, &Error{Kind: Auth, Engine: c.id, Message: "no API key configured"}
+	}
+	return c.kind.run(ctx, c.hc, q)
+}
+
+func (c *chatGrounded) parse(q Query, bodies [][]byte) (*Result, error) {
+	rp := replay(bodies)
+	return c.kind.run(context.Background(), &http.Client{Transport: &rp}, q)
+}
+
+// chatAnswer reads the assistant message of a Chat answer: a result with its text and
+// tokens (and a warning when the token limit cut it), and its native-search report
+// (nil: the model did not search).
+func (c *client) chatAnswer(comp *llm.Completion) (*Result, *llm.NativeSearch, error) {
+	var m struct {
+		Content json.RawMessage   `json:"content"`
+		Native  *llm.NativeSearch `json:"searchfleet_native"` // llm.NativeKey
+	}
+	if err := json.Unmarshal(comp.Message, &m); err != nil {
+		return nil, nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
+	}
+	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
+	if comp.FinishReason == "length" {
+		res.warnf("the answer was cut at the model's token limit")
+	}
+	return res, m.Native, nil
 }
 
 // credentials are the one key of a model caller built for an engine: the engine's
@@ -81,33 +164,15 @@ func (c *client) credentials() *llm.Credentials {
 type replay [][]byte
 
 func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(*r) == 0 {
+		return nil, errors.New("no recorded answer")
+	}
 	body := (*r)[0]
 	if len(*r) > 1 {
 		*r = (*r)[1:]
 	}
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
-}
-
-// decodeAll reads recorded answers with the protocol's codec, joined as one (a paused
-// answer and its continuations).
-func (g *grounded) decodeAll(bodies [][]byte) (*wire.Response, error) {
-	if len(bodies) == 0 {
-		return nil, &Error{Kind: Decode, Engine: g.id, Message: "no response body"}
-	}
-	var out *wire.Response
-	for _, b := range bodies {
-		r, err := g.api.DecodeResponse(b)
-		if err != nil {
-			return nil, g.modelError(err)
-		}
-		if out == nil {
-			out = r
-		} else {
-			out = out.Join(r)
-		}
-	}
-	return out, nil
 }
 
 // modelError is a model call's failure as an engine's: a provider's status is
@@ -194,20 +259,97 @@ func groundedAInstructions(q Query) string {
 	return b.String()
 }
 
-// groundedANearest finds the occurrence of sub in text whose end is nearest to want,
-// and returns that end (a byte offset).
-func groundedANearest(text, sub string, want int) (int, bool) {
-	best, found := 0, false
-	for from := 0; from <= len(text); {
-		i := strings.Index(text[from:], sub)
-		if i < 0 {
-			break
-		}
-		end := from + i + len(sub)
-		if !found || max(end-want, want-end) < max(best-want, want-best) {
-			best, found = end, true
-		}
-		from += i + 1
+// pages numbers the pages of an answer as a result's sources, one per distinct URL in
+// the order added (a page without URL is always new: the normalization drops it with
+// a warning), each with its hit, and keeps which of them the answer cites.
+type pages struct {
+	hits  []Hit
+	num   map[string]int // URL → source number
+	cited []int          // source numbers in order of first citation
+}
+
+// add returns the source number of h's page, adding it when it is new.
+func (p *pages) add(h Hit) int {
+	if n, ok := p.num[h.URL]; ok && h.URL != "" {
+		return n
 	}
-	return best, found
+	if p.num == nil {
+		p.num = map[string]int{}
+	}
+	p.hits = append(p.hits, h)
+	p.num[h.URL] = len(p.hits)
+	return len(p.hits)
+}
+
+// cite is add for a page the answer cites.
+func (p *pages) cite(h Hit) int {
+	n := p.add(h)
+	if !slices.Contains(p.cited, n) {
+		p.cited = append(p.cited, n)
+	}
+	return n
+}
+
+// sources are the pages as numbered sources.
+func (p *pages) sources() []Source {
+	out := make([]Source, 0, len(p.hits))
+	for _, h := range p.hits {
+		out = append(out, Source{Web: Web{Title: h.Title, URI: h.URL}})
+	}
+	return out
+}
+
+// citedFirst sets res's sources (numbered as added) and its hits: the cited pages
+// first, in order of first citation, then the others. Uncited pages past count are
+// left out of the sources (they remain hits), so that a long research turn does not
+// flood the text the main model reads (finish drops a source without URI).
+func (p *pages) citedFirst(res *Result, count int) {
+	res.Citation.Sources = p.sources()
+	for _, n := range p.cited {
+		res.Hits = append(res.Hits, p.hits[n-1])
+	}
+	for n, h := range p.hits {
+		if !slices.Contains(p.cited, n+1) {
+			res.Hits = append(res.Hits, h)
+			if n+1 > count {
+				res.Citation.Sources[n].Web.URI = ""
+			}
+		}
+	}
+}
+
+// citedPages sets res's sources and hits to the pages an answer's [n] markers number,
+// as pkg/llm/nativechat cites them (Kimi's links, GLM's refs, OpenRouter's links).
+func citedPages(res *Result, cited []llm.NativeSource) {
+	var p pages
+	for _, s := range cited {
+		p.cite(Hit{Title: s.Title, URL: s.URL})
+	}
+	p.citedFirst(res, 0)
+}
+
+// marks are the [n] markers of one text, by byte offset.
+type marks struct {
+	at   []int // offsets, in the order first marked
+	nums map[int][]int
+}
+
+func (m *marks) add(at, n int) {
+	if m.nums == nil {
+		m.nums = map[int][]int{}
+	}
+	if _, ok := m.nums[at]; !ok {
+		m.at = append(m.at, at)
+	}
+	m.nums[at] = append(m.nums[at], n)
+}
+
+// into returns text with the markers placed, several at one offset as one run
+// ("[1][3]"), after escaping the model's own "[n]" (groundedAInsert).
+func (m *marks) into(text string) string {
+	ins := make([]Insert, 0, len(m.at))
+	for _, at := range m.at {
+		ins = append(ins, Insert{Offset: at, Text: MarkerText(m.nums[at])})
+	}
+	return groundedAInsert(text, ins)
 }

@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -22,10 +23,8 @@ import (
 // glmUSDPerCNY; tokens, which include the search results on the final round, are
 // reported in Usage but not priced.
 type kimi struct {
-	client
-	model string
-	opts  kimiOptions
-	price float64
+	chatGrounded
+	opts kimiOptions
 }
 
 type kimiOptions struct {
@@ -38,103 +37,37 @@ const kimiSystemPrompt = "Use the $web_search tool to search the web for the use
 	"Cite every page you use as a markdown link [page title](url) right after the statement it supports."
 
 func newKimi(cfg Config, hc *http.Client) (Engine, error) {
-	e := &kimi{client: newClient(cfg, hc, "https://api.moonshot.cn/v1"), model: cfg.Model}
+	e := &kimi{}
+	e.chatGrounded = chatGrounded{client: newClient(cfg, hc, "https://api.moonshot.cn/v1"), model: cmp.Or(cfg.Model, "kimi-k2-turbo-preview"), kind: e}
 	if err := cfg.options(&e.opts); err != nil {
 		return nil, err
 	}
-	if e.model == "" {
-		e.model = "kimi-k2-turbo-preview"
-	}
-	if e.opts.SystemPrompt == "" {
-		e.opts.SystemPrompt = kimiSystemPrompt
-	}
+	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, kimiSystemPrompt)
 	e.price = cfg.price(0.03 * glmUSDPerCNY)
 	return e, nil
 }
 
-func (e *kimi) Name() string { return e.id }
-
-func (e *kimi) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	return e.run(ctx, e.hc, q)
-}
-
-func (e *kimi) parse(q Query, bodies [][]byte) (*Result, error) {
-	rp := replay(bodies)
-	return e.run(context.Background(), &http.Client{Transport: &rp}, q)
-}
-
-// run searches through the Kimi model caller on hc.
+// run searches through the Kimi model caller on hc: the fleet's web_search function
+// offered, which the caller replaces with $web_search; the answer's links are its
+// cited pages.
 func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
 	call := nativechat.NewForEngine(nativechat.Kimi, llm.NewClientWith(e.id, e.baseURL, e.credentials(), hc))
-	body := chatSearchBody(e.model, e.opts.SystemPrompt, q.Query, nil)
+	fn := map[string]any{"type": "function", "function": map[string]any{"name": llm.WebSearchTool, "parameters": map[string]any{"type": "object"}}}
+	body, _ := json.Marshal(map[string]any{"model": e.model, "tools": []any{fn},
+		"messages": []map[string]string{{"role": "system", "content": e.opts.SystemPrompt}, {"role": "user", "content": q.Query}}})
 	comp, err := call.Complete(ctx, body, nil)
 	if err != nil {
 		return nil, e.modelError(err)
 	}
-	res, report, err := e.chatResult(comp)
-	if err != nil || report == nil {
+	res, native, err := e.chatAnswer(comp)
+	if err != nil || native == nil {
 		return res, err
 	}
-	if report.Unfinished {
-		res.warnf("Kimi was still searching after %d rounds; the answer is missing", report.Requests)
+	citedPages(res, native.Sources)
+	if native.Unfinished {
+		res.warnf("Kimi was still searching after %d rounds; the answer is missing", native.Requests)
 	}
-	res.Usage.Searches = report.Requests
+	res.Usage.Searches = native.Requests
 	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
 	return res, nil
-}
-
-// chatSearchBody is the Chat request of a search by a model that searches natively
-// (pkg/llm/nativechat): the system prompt, the query, and the fleet's web_search
-// function, which the model caller replaces with the provider's own search (tool, its
-// extra settings, when not nil).
-func chatSearchBody(model, system, query string, tool map[string]any) []byte {
-	var msgs []map[string]string
-	if system != "" {
-		msgs = append(msgs, map[string]string{"role": "system", "content": system})
-	}
-	msgs = append(msgs, map[string]string{"role": "user", "content": query})
-	fn := map[string]any{"type": "function", "function": map[string]any{"name": llm.WebSearchTool, "parameters": map[string]any{"type": "object"}}}
-	b, _ := json.Marshal(map[string]any{"model": model, "messages": msgs, "tools": []any{fn}})
-	return b
-}
-
-// chatResult reads a native-search answer: its text with [n] markers as the summary,
-// its cited pages as sources and hits, its tokens; report is nil when the model did
-// not search.
-func (c *client) chatResult(comp *llm.Completion) (*Result, *llm.NativeSearch, error) {
-	var m struct {
-		Content json.RawMessage   `json:"content"`
-		Native  *llm.NativeSearch `json:"searchfleet_native"`
-	}
-	if err := json.Unmarshal(comp.Message, &m); err != nil {
-		return nil, nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
-	}
-	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
-	if comp.FinishReason == "length" {
-		res.warnf("the answer was cut at the model's token limit")
-	}
-	if m.Native != nil {
-		for _, s := range m.Native.Sources {
-			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: s.Title, URI: s.URL}})
-			res.Hits = append(res.Hits, Hit{Title: s.Title, URL: s.URL})
-		}
-	}
-	return res, m.Native, nil
-}
-
-// kimiCite numbers the pages an answer links to and marks each link
-// (nativechat.CiteLinks), for kinds whose sources are the answer's links (OpenRouter
-// without annotations).
-func kimiCite(text string) (string, []Source, []Hit) {
-	out, pages := nativechat.CiteLinks(text)
-	var sources []Source
-	var hits []Hit
-	for _, p := range pages {
-		sources = append(sources, Source{Web: Web{Title: p.Title, URI: p.URL}})
-		hits = append(hits, Hit{Title: p.Title, URL: p.URL})
-	}
-	return out, sources, hits
 }

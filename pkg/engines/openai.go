@@ -1,10 +1,9 @@
 package engines
 
 import (
-	"context"
+	"cmp"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -40,7 +39,8 @@ type openaiOptions struct {
 }
 
 func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
-	e := &openai{grounded: newGrounded(cfg, hc, wire.ResponsesModel, "https://api.openai.com", "/v1", "gpt-5-mini")}
+	e := &openai{}
+	e.grounded = newGrounded(cfg, hc, wire.ResponsesModel, "https://api.openai.com", "/v1", "gpt-5-mini", "OpenAI", e)
 	if err := cfg.options(&e.opts); err != nil {
 		return nil, err
 	}
@@ -49,9 +49,7 @@ func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	default:
 		return nil, fmt.Errorf("engine %q: options.searchContextSize %q is not low, medium or high", cfg.ID, e.opts.SearchContextSize)
 	}
-	switch e.opts.ToolType {
-	case "":
-		e.opts.ToolType = "web_search"
+	switch e.opts.ToolType = cmp.Or(e.opts.ToolType, "web_search"); e.opts.ToolType {
 	case "web_search", "web_search_preview":
 	default:
 		return nil, fmt.Errorf("engine %q: options.toolType %q is not web_search or web_search_preview", cfg.ID, e.opts.ToolType)
@@ -65,166 +63,66 @@ func (e *openai) Capabilities() Capabilities {
 	return Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true}
 }
 
-func (e *openai) Search(ctx context.Context, q Query) (*Result, error) {
+func (e *openai) searchOptions(q Query) (*llm.SearchOptions, int) {
 	so := &llm.SearchOptions{Tool: e.opts.ToolType, ContextSize: e.opts.SearchContextSize, AllowedDomains: q.AllowedDomains}
 	if len(q.Country) == 2 {
 		so.Country = q.Country
 	}
-	answer, err := e.ask(ctx, q, so, 0)
-	if err != nil {
-		return nil, err
-	}
-	return e.result(q, answer)
-}
-
-func (e *openai) parse(q Query, bodies [][]byte) (*Result, error) {
-	answer, err := e.decodeAll(bodies[:min(len(bodies), 1)])
-	if err != nil {
-		return nil, err
-	}
-	return e.result(q, answer)
+	return so, 0
 }
 
 // result reads an answer: its cited pages as sources (markers after the links the
-// model appended), the pages its searches listed as further hits.
+// model appended), then the pages its searches listed, cited or not, as hits; the
+// sources are topped up with uncited pages to the wanted count, so an answer that
+// cites nothing still names its pages.
 func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	if reason, ok := strings.CutPrefix(a.StopDetail, "incomplete"); ok {
-		res.warnf("OpenAI's answer is incomplete (%s)", nonEmpty(strings.TrimPrefix(reason, ": "), "unknown reason"))
+		res.warnf("OpenAI's answer is incomplete (%s)", cmp.Or(strings.TrimPrefix(reason, ": "), "unknown reason"))
 	}
 	if q.Country != "" && len(q.Country) != 2 {
 		res.warnf("country %q is not an ISO 3166-1 alpha-2 code and was ignored", q.Country)
 	}
-	cited := map[string]int{} // cleaned URL -> 1-based source number
-	var parts, sourced, texts []string
+	var p pages
+	var listed, texts, summary []string
 	searchCall := map[string]bool{}
-	for _, p := range a.Content {
-		switch p.Kind {
+	for _, part := range a.Content {
+		switch part.Kind {
 		case wire.PartServerCall:
-			if p.Server.Action == "" || p.Server.Action == "search" {
+			if part.Server.Action == "" || part.Server.Action == "search" {
 				res.Usage.Searches++
-				searchCall[p.Server.ID] = true
+				searchCall[part.Server.ID] = true
 			}
 		case wire.PartServerResult:
-			for _, s := range p.Search.Sources {
-				if searchCall[p.Search.CallID] {
-					sourced = append(sourced, openaiCleanURL(s.URL))
+			for _, s := range part.Search.Sources {
+				if searchCall[part.Search.CallID] && s.URL != "" {
+					listed = append(listed, wire.ResponsesPageURL(s.URL))
 				}
 			}
 		case wire.PartText:
-			texts = append(texts, p.Text)
-			byEnd := map[int][]int{}
-			var ends []int
-			for _, c := range p.Citations {
-				if c.URL == "" {
-					continue
+			texts = append(texts, part.Text)
+			var m marks
+			for _, c := range part.Citations {
+				if c.URL != "" {
+					m.add(CharToByte(part.Text, c.End), p.cite(Hit{Title: c.Title, URL: wire.ResponsesPageURL(c.URL)}))
 				}
-				u := openaiCleanURL(c.URL)
-				n, ok := cited[u]
-				if !ok {
-					res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: c.Title, URI: u}})
-					n = len(res.Citation.Sources)
-					cited[u] = n
-				}
-				end := openaiAnnotationEnd(p.Text, c.Start, c.End, c.URL)
-				if _, seen := byEnd[end]; !seen {
-					ends = append(ends, end)
-				}
-				byEnd[end] = append(byEnd[end], n)
 			}
-			ins := make([]Insert, 0, len(ends))
-			for _, end := range ends {
-				ins = append(ins, Insert{Offset: end, Text: MarkerText(byEnd[end])})
-			}
-			if t := groundedAInsert(p.Text, ins); strings.TrimSpace(t) != "" {
-				parts = append(parts, t)
+			if t := m.into(part.Text); strings.TrimSpace(t) != "" {
+				summary = append(summary, t)
 			}
 		}
 	}
 	if a.StopDetail == "refusal" && len(texts) == 1 {
 		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "OpenAI refused the query: " + truncate(texts[0], 200)}
 	}
-	res.Summary = strings.Join(parts, "\n\n")
-
-	// Hits: the cited pages first (they carry titles), then the other pages the tool
-	// returned, in its order.
-	for _, s := range res.Citation.Sources {
-		res.Hits = append(res.Hits, Hit{Title: s.Web.Title, URL: s.Web.URI})
+	res.Summary = strings.Join(summary, "\n\n")
+	for _, u := range listed {
+		p.add(Hit{URL: u})
 	}
-	seen := make(map[string]bool, len(sourced))
-	for _, u := range sourced {
-		if _, isCited := cited[u]; isCited || seen[u] || u == "" {
-			continue
-		}
-		seen[u] = true
-		res.Hits = append(res.Hits, Hit{URL: u})
-	}
-	// The text the main model reads lists the cited pages, topped up with uncited ones
-	// to the wanted count, so an answer that cites nothing still names its pages.
-	for _, h := range res.Hits[len(res.Citation.Sources):] {
-		if len(res.Citation.Sources) >= q.Count {
-			break
-		}
-		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{URI: h.URL}})
-	}
+	p.citedFirst(res, q.Count)
 	if n := a.Usage.SearchesReported; n > 0 {
 		res.Usage.Searches = n
 	}
 	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
 	return res, nil
-}
-
-func nonEmpty(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// openaiAnnotationEnd returns the byte offset where a url_citation's marker goes. The
-// annotation's indices count characters (code points), not bytes; the span they give
-// normally is the markdown link the model appended ("([host](url))"), so it is trusted
-// when it contains the cited URL or its host. Otherwise the link is looked up in the
-// text (nearest to the given end) and the marker goes after its closing parentheses;
-// failing that, the given end is used, or the end of the text for an empty span.
-func openaiAnnotationEnd(text string, start, end int, rawURL string) int {
-	s, e := CharToByte(text, max(start, 0)), CharToByte(text, max(end, 0))
-	host := hostOf(rawURL)
-	if start < end && s < e {
-		span := text[s:e]
-		if strings.Contains(span, rawURL) || (host != "" && strings.Contains(strings.ToLower(span), host)) {
-			return e
-		}
-	}
-	for _, u := range []string{rawURL, openaiCleanURL(rawURL)} {
-		if p, ok := groundedANearest(text, u, e); ok {
-			for i := 0; i < 2 && p < len(text) && text[p] == ')'; i++ {
-				p++
-			}
-			return p
-		}
-	}
-	if start >= end {
-		return len(text)
-	}
-	return e
-}
-
-// openaiCleanURL drops the utm_source=openai tracking parameter OpenAI adds to cited
-// URLs, so a cited page and the same page among the tool's sources are one page.
-func openaiCleanURL(raw string) string {
-	if !strings.Contains(raw, "utm_source=openai") {
-		return raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	v := u.Query()
-	if v.Get("utm_source") != "openai" {
-		return raw
-	}
-	v.Del("utm_source")
-	u.RawQuery = v.Encode()
-	return u.String()
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 )
 
 // openRouter is OpenRouter chat completions with web search (POST
@@ -247,7 +250,9 @@ func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
 	if len(cites) > 0 {
 		res.Summary = openrouterPlace(text, cites)
 	} else {
-		res.Summary, res.Citation.Sources, res.Hits = kimiCite(text)
+		var cited []llm.NativeSource
+		res.Summary, cited = nativechat.CiteLinks(text)
+		citedPages(res, cited)
 		if len(res.Citation.Sources) > 0 {
 			res.warnf("OpenRouter returned no url_citation annotations: the sources are the links in the answer text")
 		}

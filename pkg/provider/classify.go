@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -10,9 +11,15 @@ import (
 // Classify is the kind of a provider's non-2xx answer: 429 is RateLimited (Quota when
 // the body says the account is out of money: OpenAI's insufficient_quota, Zhipu's
 // 1113 余额不足), 402 Quota, 401/403 Auth, 408 and 5xx Unavailable (Anthropic's 529
-// overloaded included), any other status BadRequest.
+// overloaded included), any other status BadRequest, but for the 400s that refuse the
+// account rather than the request: Google's API_KEY_INVALID ("API key not valid") is
+// Auth, Anthropic's "credit balance is too low" Quota.
 func Classify(status int, body []byte) Kind {
 	switch {
+	case status == http.StatusBadRequest && (bytes.Contains(body, []byte("API_KEY_INVALID")) || bytes.Contains(body, []byte("API key not valid"))):
+		return Auth
+	case status == http.StatusBadRequest && bytes.Contains(body, []byte("credit balance")):
+		return Quota
 	case status == http.StatusTooManyRequests:
 		if QuotaBody(body) {
 			return Quota

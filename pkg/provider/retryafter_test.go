@@ -86,6 +86,8 @@ func TestClassify(t *testing.T) {
 		{500, "", provider.Unavailable},
 		{529, "", provider.Unavailable},
 		{400, "", provider.BadRequest},
+		{400, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}`, provider.Auth},
+		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API."}}`, provider.Quota},
 		{404, "", provider.BadRequest},
 	} {
 		if got := provider.Classify(c.status, []byte(c.body)); got != c.want {

@@ -41,7 +41,7 @@ func FuzzGLMReader(f *testing.F) {
 	f.Add([]byte(`{"web_search":null}`), "[ref_")
 	f.Fuzz(func(t *testing.T, body []byte, text string) {
 		items := GLMResults(body)
-		out, sources := glmCite(text, items)
+		out, sources := GLMCite(text, items)
 		links := map[string]bool{}
 		for _, it := range items {
 			links[it.Link] = true

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
@@ -69,7 +70,7 @@ func (c *Caller) glm(ctx context.Context, req *request, onDelta func(llm.Delta),
 		done(nil, err)
 		return
 	}
-	text := &lineStream{onDelta: onDelta, cites: GLMRefRE.MatchString, clean: cleanLine}
+	text := &lineStream{onDelta: onDelta, cites: glmRefRE.MatchString, clean: cleanLine}
 	var push func(llm.Delta)
 	if onDelta != nil {
 		push = func(d llm.Delta) { text.push(d.Text) }
@@ -106,7 +107,7 @@ func glmAnswer(comp *llm.Completion, text *lineStream, cap *capture, whole bool)
 			report.Searches[0].URLs = append(report.Searches[0].URLs, it.Link)
 		}
 	}
-	content, sources := glmCite(text.String(), items)
+	content, sources := GLMCite(text.String(), items)
 	report.Sources = sources
 	comp.Message = withReport(a.fields, content, a.calls, report)
 	return comp, nil
@@ -137,22 +138,48 @@ func GLMResults(body []byte) []GLMItem {
 	return items
 }
 
-// GLMRefRE finds a bracketed citation that names one or more refers: "[ref_1]",
+// glmRefRE finds a bracketed citation that names one or more refers: "[ref_1]",
 // "[来源：ref_1]", "[Source: ref_1, ref_2]", "【ref_3】". The model writes these freely,
-// so anything short between the brackets is accepted (the glm-chat engine reads them
-// with it too).
-var GLMRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_[0-9]{1,4}[^\[\]【】()（）\n]{0,40}?[\]】)）]`)
+// so anything short between the brackets is accepted.
+var glmRefRE = regexp.MustCompile(`[\[【(（][^\[\]【】()（）\n]{0,40}?ref_[0-9]{1,4}[^\[\]【】()（）\n]{0,40}?[\]】)）]`)
 
 var glmRefNumRE = regexp.MustCompile(`ref_[0-9]{1,4}`)
 
 // glmPublishedRE matches the publication suffix Zhipu appends to titles: Chinese
-// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)".
-var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:][^（）()]*[）)]\s*$`)
+// "（发布时间：2026-01-27 10:31:42）" and English "(Published: 2025-04-23 07:07:00)";
+// submatches 1 and 2 are its day and time of day, where it gives them.
+var glmPublishedRE = regexp.MustCompile(`\s*[（(]\s*(?:发布时间|Published)\s*[：:]\s*(?:([0-9]{4}-[0-9]{2}-[0-9]{2})(?:[ T]([0-9]{2}:[0-9]{2}(?::[0-9]{2})?))?)?[^（）()]*[）)]\s*$`)
 
-// glmCite replaces each refer marker of text by the [n] markers of the pages it names,
+// glmChinaTime is the zone of the suffix's wall-clock times (Zhipu is in Beijing).
+var glmChinaTime = time.FixedZone("CST", 8*3600)
+
+// GLMTitle splits the publication suffix off a search result's title (of the
+// web_search array, and of the Web Search API) and returns the time it gives: zero
+// when there is none or it does not parse.
+func GLMTitle(title string) (string, time.Time) {
+	m := glmPublishedRE.FindStringSubmatchIndex(title)
+	if m == nil {
+		return title, time.Time{}
+	}
+	var t time.Time
+	if m[2] >= 0 {
+		clock := "00:00:00"
+		if m[4] >= 0 {
+			clock = title[m[4]:m[5]]
+			if len(clock) == 5 {
+				clock += ":00"
+			}
+		}
+		t, _ = time.ParseInLocation("2006-01-02 15:04:05", title[m[2]:m[3]]+" "+clock, glmChinaTime)
+	}
+	return strings.TrimSpace(title[:m[0]]), t
+}
+
+// GLMCite replaces each refer marker of text by the [n] markers of the pages it names,
 // pages numbered by first citation (a refer with no result or no link is dropped), and
-// removes the model's own [n] markers; it returns the text and the cited pages.
-func glmCite(text string, items []GLMItem) (string, []llm.NativeSource) {
+// removes the model's own [n] markers; it returns the text and the cited pages. It is
+// the one numbering of GLM's refs, for main models and the glm-chat engine alike.
+func GLMCite(text string, items []GLMItem) (string, []llm.NativeSource) {
 	byRef := map[string]GLMItem{}
 	for i, it := range items {
 		ref := it.Refer
@@ -168,7 +195,7 @@ func glmCite(text string, items []GLMItem) (string, []llm.NativeSource) {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(text, "\n") {
 		prev := 0
-		for _, m := range GLMRefRE.FindAllStringIndex(line, -1) {
+		for _, m := range glmRefRE.FindAllStringIndex(line, -1) {
 			b.WriteString(cleanLine(line[prev:m[0]]))
 			prev = m[1]
 			for _, ref := range glmRefNumRE.FindAllString(line[m[0]:m[1]], -1) {
@@ -178,7 +205,8 @@ func glmCite(text string, items []GLMItem) (string, []llm.NativeSource) {
 				}
 				n, seen := num[it.Link]
 				if !seen {
-					sources = append(sources, llm.NativeSource{URL: it.Link, Title: glmPublishedRE.ReplaceAllString(it.Title, "")})
+					title, _ := GLMTitle(it.Title)
+					sources = append(sources, llm.NativeSource{URL: it.Link, Title: title})
 					n = len(sources)
 					num[it.Link] = n
 				}

@@ -288,3 +288,23 @@ func resultText(res *ToolResult) string {
 func statusError(status int, typ, msg string) *llm.Error {
 	return &llm.Error{Status: status, Type: typ, Message: clip(msg, 500)}
 }
+
+// nearestEnd returns the end (a byte offset) of the occurrence of sub in text whose end
+// is nearest to want: where a provider's offsets into an answer's text are off, the
+// cited words or link are found by their text (Gemini's grounding segments, OpenAI's
+// url_citation links).
+func nearestEnd(text, sub string, want int) (int, bool) {
+	best, found := 0, false
+	for from := 0; sub != "" && from <= len(text); {
+		i := strings.Index(text[from:], sub)
+		if i < 0 {
+			break
+		}
+		end := from + i + len(sub)
+		if !found || max(end-want, want-end) < max(best-want, want-best) {
+			best, found = end, true
+		}
+		from += i + 1
+	}
+	return best, found
+}

@@ -512,33 +512,11 @@ func (acc *geminiAccumulator) segmentEnd(text string, partIndex *int, start, end
 	}
 	want := bases[0] + end
 	for _, t := range []string{seg, strings.TrimSpace(seg)} {
-		if t == "" {
-			continue
-		}
-		best, found := 0, false
-		for from := 0; from <= len(text); {
-			i := strings.Index(text[from:], t)
-			if i < 0 {
-				break
-			}
-			e := from + i + len(t)
-			if !found || abs(e-want) < abs(best-want) {
-				best, found = e, true
-			}
-			from += i + 1
-		}
-		if found {
-			return best
+		if e, ok := nearestEnd(text, t, want); ok {
+			return e
 		}
 	}
 	return min(max(want, 0), len(text))
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 // textAt finds byte offset off of the text of parts (their text parts in order): the

@@ -310,3 +310,26 @@ func TestGeminiNativeSearchEdges(t *testing.T) {
 		t.Error("googleSearch fits only a request without function tools")
 	}
 }
+
+// A url_citation's span is read once, for main models and the openai engine alike: a
+// span that misses the cited link (offsets not over the link) ends after the link
+// found nearest to it, with OpenAI's tracking parameter or without; an empty span
+// whose URL is nowhere in the text ends with the text.
+func TestResponsesCitationSpans(t *testing.T) {
+	t.Parallel()
+	r, err := wire.ResponsesModel.DecodeResponse([]byte(`{"object":"response","status":"completed","output":[
+		{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"zürich weather"}},
+		{"type":"message","content":[{"type":"output_text","text":"Zürich is mild ([meteo.example](https://meteo.example/zurich)). Rain later.","annotations":[
+			{"type":"url_citation","url":"https://meteo.example/zurich?utm_source=openai","title":"Meteo","start_index":0,"end_index":5},
+			{"type":"url_citation","url":"https://other.example/","title":"Other","start_index":0,"end_index":0}]}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, _ := nativeAnswer(t, r)
+	if want := "Zürich is mild ([meteo.example](https://meteo.example/zurich))[1]. Rain later.[2]"; marked != want {
+		t.Errorf("marked %q, want %q", marked, want)
+	}
+	if got := wire.ResponsesPageURL("https://meteo.example/zurich?utm_source=openai"); got != "https://meteo.example/zurich" {
+		t.Errorf("page URL %q", got)
+	}
+}

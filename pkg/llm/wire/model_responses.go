@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
@@ -329,7 +331,7 @@ func (a *responsesAnswer) response() (*Response, error) {
 					p := Part{Kind: PartText, Text: c.Text}
 					for _, an := range c.Annotations {
 						if an.Type == "url_citation" {
-							p.Citations = append(p.Citations, Citation{URL: an.URL, Title: an.Title, Start: an.StartIndex, End: an.EndIndex})
+							p.Citations = append(p.Citations, urlCitation(c.Text, an))
 						}
 					}
 					r.Content = append(r.Content, p)
@@ -380,6 +382,70 @@ func (a *responsesAnswer) response() (*Response, error) {
 		}
 	}
 	return r, nil
+}
+
+// urlCitation reads a url_citation of text. Its indices count code points, and the
+// span they give normally is the markdown link the model appended ("([host](url))"):
+// the span stands when it holds the cited URL or its host. Otherwise the link is
+// looked up in the text (the occurrence nearest the given end, with or without
+// OpenAI's tracking parameter) and the span ends after its closing parentheses;
+// failing that, the given span stands, and an empty one ends with the text.
+func urlCitation(text string, an responsesAnnotation) Citation {
+	c := Citation{URL: an.URL, Title: an.Title, Start: an.StartIndex, End: an.EndIndex}
+	s, e := runeOffset(text, an.StartIndex), runeOffset(text, an.EndIndex)
+	host := ""
+	if u, err := url.Parse(an.URL); err == nil {
+		host = strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.")
+	}
+	if an.StartIndex < an.EndIndex && s < e {
+		if span := text[s:e]; strings.Contains(span, an.URL) || (host != "" && strings.Contains(strings.ToLower(span), host)) {
+			return c
+		}
+	}
+	for _, u := range []string{an.URL, ResponsesPageURL(an.URL)} {
+		if p, ok := nearestEnd(text, u, e); ok {
+			for i := 0; i < 2 && p < len(text) && text[p] == ')'; i++ {
+				p++
+			}
+			c.End = utf8.RuneCountInString(text[:p])
+			c.Start = min(c.Start, c.End)
+			return c
+		}
+	}
+	if an.StartIndex >= an.EndIndex {
+		c.End = utf8.RuneCountInString(text)
+	}
+	return c
+}
+
+// runeOffset is the byte offset of code point n of text (clamped to the text).
+func runeOffset(text string, n int) int {
+	b := 0
+	for ; n > 0 && b < len(text); n-- {
+		_, size := utf8.DecodeRuneInString(text[b:])
+		b += size
+	}
+	return b
+}
+
+// ResponsesPageURL is the page a URL OpenAI cites stands for: without the
+// utm_source=openai tracking parameter OpenAI adds to cited URLs (and not to the pages
+// its search lists), so that both name one page.
+func ResponsesPageURL(raw string) string {
+	if !strings.Contains(raw, "utm_source=openai") {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	v := u.Query()
+	if v.Get("utm_source") != "openai" {
+		return raw
+	}
+	v.Del("utm_source")
+	u.RawQuery = v.Encode()
+	return u.String()
 }
 
 // webSearch reads a web_search_call item as the provider's search and what it found:
