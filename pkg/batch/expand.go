@@ -429,8 +429,11 @@ func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
 // DeadLettered handles a batch-expander message that failed every delivery: a batch
 // still expanding cannot run, so it ends failed with the reason (jobs it already
 // started finish on their own); a kick of a batch past expansion changes nothing —
-// the batch is repaired when it is next looked at. It is the chat worker's
-// dead-letter hook for bus.BatchExpand messages.
+// the batch is repaired when it is next looked at. A message that spent its
+// deliveries waiting for the lease of a driver still at work fails nothing: that
+// driver expands the batch (a slow expansion on a loaded machine outlasts ten lease
+// waits), and if it dies, its lease lapses and the repair sweep resumes the batch.
+// It is the chat worker's dead-letter hook for bus.BatchExpand messages.
 func (s *Service) DeadLettered(ctx context.Context, dl bus.DeadLetter) error {
 	m, _, err := bus.Decode[bus.BatchExpand](dl.Data)
 	if err != nil {
@@ -438,6 +441,18 @@ func (s *Service) DeadLettered(ctx context.Context, dl bus.DeadLetter) error {
 	}
 	b, err := s.load(ctx, m.BatchID)
 	if err != nil || terminal(b.Status) || b.ExpandDone {
+		return ignoreGone(err)
+	}
+	release, _, err := s.Store.HoldBatch(ctx, b.ID, state.NewID("dlq_"), leaseTTL)
+	if err != nil {
+		return err
+	}
+	if release == nil {
+		s.Log.Info("batch: a dead-lettered kick of a batch another process is driving", "batch", b.ID, "reason", dl.Reason)
+		return nil
+	}
+	defer release(true)
+	if b, err = s.load(ctx, b.ID); err != nil || terminal(b.Status) || b.ExpandDone {
 		return ignoreGone(err)
 	}
 	if _, err := s.advance(ctx, b.ID, b.Expanded, true); err != nil {

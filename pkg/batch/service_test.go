@@ -354,6 +354,37 @@ func TestExpansionDeadLettered(t *testing.T) {
 	}
 }
 
+// A message that spent its deliveries waiting while another process drove the batch
+// fails nothing: the driver is still expanding it. Once no one drives it, a dead
+// letter ends it failed.
+func TestExpansionDeadLetteredWhileDriven(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.create(2, nil)
+	m, err := bus.Encode(bus.SubjectExpand, bus.BatchExpand{BatchID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := bus.DeadLetter{MsgKind: bus.BatchExpand{}.Kind(), Reason: "retry after 15s: batch is being driven by another process", Deliveries: 10, Data: m.Data}
+	release, _, err := h.store.HoldBatch(t.Context(), id, "a-slow-driver", 5*time.Second)
+	if err != nil || release == nil {
+		t.Fatal(release != nil, err)
+	}
+	if err := h.s.DeadLettered(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	if b := h.record(id); b.Status == statusFailed || b.ExpandDone {
+		t.Fatalf("a batch being driven was failed by a dead-lettered kick: %+v", b)
+	}
+	release(true)
+	if err := h.s.DeadLettered(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	if b := h.record(id); b.Status != statusFailed {
+		t.Fatalf("a batch no one drives, dead-lettered: %+v", b)
+	}
+}
+
 // isKind reports whether err is an *Error of kind k.
 func isKind(err error, k Kind) bool {
 	e, ok := AsError(err)
