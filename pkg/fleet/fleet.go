@@ -490,10 +490,9 @@ func ModelClient(async bool) *http.Client {
 }
 
 // Models builds the main-model callers of the config file, with the provider keys
-// config.File.Resolve filled in: llm.Client for openai-chat providers (in a
-// nativechat.Caller for Kimi's and GLM's own search), an upstream.Caller for the
-// other protocols. Keys rotate, but no cooldown is remembered between calls (see
-// ModelsWith).
+// config.File.Resolve filled in: an upstream.Caller in the provider's protocol
+// (openai-chat's Kimi and GLM with their own search on: a nativechat.Caller). Keys
+// rotate, but no cooldown is remembered between calls (see ModelsWith).
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 	return ModelsWith(f, hc, ModelOptions{})
 }
@@ -523,17 +522,20 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 			cr = llm.NewCredentials(m.Provider, keys, llm.CredentialOptions{KeyEnv: p.APIKeyEnv, Token: p.Token, Cooldowns: o.Cooldowns, Log: o.Log})
 			creds[m.Provider] = cr
 		}
-		model := chat.Model{Provider: m.Provider, Client: llm.NewClientWith(m.Provider, p.BaseURL, cr, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
+		api, ok := wire.ModelAPIFor(p.Protocol)
+		if !ok {
+			return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
+		}
+		protocol := p.Protocol
+		if protocol == "" {
+			protocol = wire.ModelOpenAIChat
+		}
+		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
+			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr})}
 		if m.Pricing != nil {
 			model.Pricing = *m.Pricing
 		}
-		if p.Protocol != "" && p.Protocol != wire.ModelOpenAIChat {
-			api, ok := wire.ModelAPIFor(p.Protocol)
-			if !ok {
-				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
-			}
-			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr}), p.Protocol
-		} else if kind, ok := nativechat.KindOf(p.Kind); ok && f.NativeSearch(name) {
+		if kind, ok := nativechat.KindOf(p.Kind); ok && f.NativeSearch(name) && api == wire.ChatModel {
 			// Kimi's and GLM's own search, over their OpenAI-Chat API.
 			model.Client = nativechat.New(kind, llm.NewClientWith(m.Provider, p.BaseURL, cr, nativechat.HTTPClient(hc)))
 		}

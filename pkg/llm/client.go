@@ -222,6 +222,17 @@ func (c *Client) decodeCompletion(status int, data []byte) (*Completion, error) 
 // inBandError reads an error object some providers (OpenRouter) send inside a 200, in
 // a whole body or in a stream's data event; nil when raw is absent or null.
 func (c *Client) inBandError(raw json.RawMessage) *Error {
+	e := InBandError(raw)
+	if e != nil {
+		e.Provider, e.Message = c.name, c.redact(e.Message)
+	}
+	return e
+}
+
+// InBandError reads the error object of a Chat answer or chunk that failed inside a
+// 200 (OpenRouter sends them); nil when raw is absent or null. Its Provider is left
+// for the caller to set.
+func InBandError(raw json.RawMessage) *Error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
@@ -235,7 +246,7 @@ func (c *Client) inBandError(raw json.RawMessage) *Error {
 	if code, ok := e.Code.(float64); ok && code >= 400 {
 		status = int(code)
 	}
-	out := &Error{Provider: c.name, Status: status, Type: "upstream_error", Message: c.redact(truncate(e.Message, 500))}
+	out := &Error{Status: status, Type: "upstream_error", Message: truncate(e.Message, 500)}
 	if e.Code != nil {
 		out.Code = fmt.Sprint(e.Code)
 	}

@@ -12,7 +12,6 @@ import (
 
 // ModelAPI is a main-model protocol as the fleet speaks it over HTTP: its codec, where
 // a call goes and how it authenticates, how its stream and its error bodies read.
-// OpenAI Chat is not one: llm.Client speaks it directly.
 type ModelAPI interface {
 	ModelCodec
 	// Path returns the path of a call to model, appended to the provider's base URL.
@@ -76,9 +75,11 @@ const (
 var ModelProtocols = []string{ModelOpenAIChat, ModelOpenAIResponses, ModelAnthropicMessages, ModelGemini}
 
 // ModelAPIFor returns the main-model protocol named by a provider's "protocol"
-// setting; false for openai-chat (llm.Client) and unknown names.
+// setting ("" is openai-chat); false for unknown names.
 func ModelAPIFor(name string) (ModelAPI, bool) {
 	switch name {
+	case ModelOpenAIChat, "":
+		return ChatModel, true
 	case ModelOpenAIResponses:
 		return ResponsesModel, true
 	case ModelAnthropicMessages:
