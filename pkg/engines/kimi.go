@@ -2,15 +2,16 @@ package engines
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // kimi is Moonshot Kimi with its builtin $web_search function, an adapter over the
-// Kimi model caller (pkg/llm/nativechat, over llm.Client; default base
+// Kimi model codec (wire.KimiModel, called by upstream.Caller; default base
 // https://api.moonshot.cn/v1, default model kimi-k2-turbo-preview): the search rounds
 // (the model names $web_search, the call is echoed back, Moonshot searches and the
 // model answers; thinking switched off for the models that need it) and the citing of
@@ -66,63 +67,31 @@ func (e *kimi) parse(q Query, bodies [][]byte) (*Result, error) {
 	return e.run(context.Background(), &http.Client{Transport: &rp}, q)
 }
 
-// run searches through the Kimi model caller on hc.
+// run searches through the Kimi model codec (wire.KimiModel: its search rounds, echo
+// and thinking switch, and the citing of its links) on hc.
 func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
-	call := nativechat.NewForEngine(nativechat.Kimi, llm.NewClientWith(e.id, e.baseURL, e.credentials(), hc))
-	body := chatSearchBody(e.model, e.opts.SystemPrompt, q.Query, nil)
-	comp, err := call.Complete(ctx, body, nil)
+	call := upstream.New(wire.KimiModel, e.id, e.baseURL, "", hc, upstream.Options{Credentials: e.credentials()})
+	req := &wire.Request{Model: e.model, System: e.opts.SystemPrompt, Search: &llm.SearchOptions{Requested: true},
+		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: q.Query}}}}}
+	answer, err := call.Answer(ctx, req)
 	if err != nil {
 		return nil, e.modelError(err)
 	}
-	res, report, err := e.chatResult(comp)
-	if err != nil || report == nil {
-		return res, err
-	}
-	if report.Unfinished {
-		res.warnf("Kimi was still searching after %d rounds; the answer is missing", report.Requests)
-	}
-	res.Usage.Searches = report.Requests
-	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
-	return res, nil
-}
-
-// chatSearchBody is the Chat request of a search by a model that searches natively
-// (pkg/llm/nativechat): the system prompt, the query, and the fleet's web_search
-// function, which the model caller replaces with the provider's own search (tool, its
-// extra settings, when not nil).
-func chatSearchBody(model, system, query string, tool map[string]any) []byte {
-	var msgs []map[string]string
-	if system != "" {
-		msgs = append(msgs, map[string]string{"role": "system", "content": system})
-	}
-	msgs = append(msgs, map[string]string{"role": "user", "content": query})
-	fn := map[string]any{"type": "function", "function": map[string]any{"name": llm.WebSearchTool, "parameters": map[string]any{"type": "object"}}}
-	b, _ := json.Marshal(map[string]any{"model": model, "messages": msgs, "tools": []any{fn}})
-	return b
-}
-
-// chatResult reads a native-search answer: its text with [n] markers as the summary,
-// its cited pages as sources and hits, its tokens; report is nil when the model did
-// not search.
-func (c *client) chatResult(comp *llm.Completion) (*Result, *llm.NativeSearch, error) {
-	var m struct {
-		Content json.RawMessage   `json:"content"`
-		Native  *llm.NativeSearch `json:"searchfleet_native"`
-	}
-	if err := json.Unmarshal(comp.Message, &m); err != nil {
-		return nil, nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
-	}
-	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
-	if comp.FinishReason == "length" {
+	summary, sources := answer.MarkedText()
+	res := &Result{Summary: summary, Usage: Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens}}
+	if answer.Stop == wire.StopMaxTokens {
 		res.warnf("the answer was cut at the model's token limit")
 	}
-	if m.Native != nil {
-		for _, s := range m.Native.Sources {
-			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: s.Title, URI: s.URL}})
-			res.Hits = append(res.Hits, Hit{Title: s.Title, URL: s.URL})
-		}
+	for _, s := range sources {
+		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: s.Title, URI: s.URL}})
+		res.Hits = append(res.Hits, Hit{Title: s.Title, URL: s.URL})
 	}
-	return res, m.Native, nil
+	if answer.Paused {
+		res.warnf("Kimi was still searching after %d rounds; the answer is missing", answer.Usage.WebSearches)
+	}
+	res.Usage.Searches = answer.Usage.WebSearches
+	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
+	return res, nil
 }
 
 // kimiCite numbers the pages an answer links to and marks each link

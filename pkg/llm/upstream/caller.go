@@ -96,6 +96,9 @@ func (c *Caller) run(ctx context.Context, body []byte, onDelta func(llm.Delta), 
 	}
 	c.searchTool(req)
 	stream := onDelta != nil
+	if _, rounds := c.api.(wire.SearchRounds); rounds && req.Search != nil {
+		stream = false // only a whole answer is resumed: each search round is
+	}
 	req.Stream = stream
 	out, err := c.api.EncodeRequest(req, req.Model)
 	if err != nil {
@@ -281,12 +284,11 @@ func (c *Caller) priceNative(msg json.RawMessage, answered, asked string) json.R
 	if json.Unmarshal(m[llm.NativeKey], &n) != nil {
 		return msg
 	}
-	n.Protocol = string(c.api.Protocol())
 	if answered == "" {
 		answered = asked
 	}
-	price, _ := wire.NativeSearchPrice(c.api.Protocol(), answered)
-	n.CostUSD = float64(n.Requests) * price
+	name, price, _ := wire.NativeSearchOf(c.api, answered)
+	n.Protocol, n.CostUSD = name, float64(n.Requests)*price
 	m[llm.NativeKey], _ = json.Marshal(n)
 	out, _ := json.Marshal(m)
 	return out

@@ -33,6 +33,15 @@ func (chatModel) Authorize(h http.Header, key string) {
 // reasoning_effort, a streamed request asking for the final usage chunk. The
 // request's own Chat parameters (Params) go along.
 func (chatModel) EncodeRequest(r *Request, model string) ([]byte, error) {
+	out, err := chatModelFields(r, model)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
+}
+
+// chatModelFields are the fields of ChatModel's request.
+func chatModelFields(r *Request, model string) (map[string]any, error) {
 	out, err := chatRequest(r, model, true)
 	if err != nil {
 		return nil, err
@@ -48,7 +57,7 @@ func (chatModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		out["stream"] = true
 		out["stream_options"] = map[string]bool{"include_usage": true}
 	}
-	return json.Marshal(out)
+	return out, nil
 }
 
 // chatOwnReasoning sets an assistant message's reasoning_content from a Chat model's
