@@ -2,8 +2,7 @@
 // (ChatRequest, which keeps every parameter the fleet does not touch exactly as the
 // client sent it), the Caller a chain step calls a model with, errors and their retry
 // decision, credentials, server-sent events, and llm.Client, the plain Chat exchange
-// of the grounded engines and of Kimi's and GLM's native search (main models go
-// through upstream.Caller).
+// of the glm-chat engine (main models go through upstream.Caller).
 package llm
 
 import (
