@@ -1,9 +1,8 @@
 // Package upstream calls main models in every protocol they speak (OpenAI Chat and
 // the compatible providers, OpenAI Responses, Anthropic Messages, Gemini: a
 // wire.ModelAPI each). A Caller is an llm.Caller: it takes the chain's Chat request,
-// translates it with the codecs of pkg/llm/wire, and gives
-// the answer back as a Chat assistant message, so the chat worker never knows which
-// protocol its model speaks.
+// translates it with the codecs of pkg/llm/wire, and gives the answer back as a Chat
+// assistant message, so the chat worker never knows which protocol its model speaks.
 package upstream
 
 import (

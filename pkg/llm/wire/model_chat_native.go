@@ -129,6 +129,13 @@ func (kimiModel) DecodeResponse(body []byte) (*Response, error) {
 		// other calls is not echoed (the chain answers the others).
 		r.Paused, r.Stop = r.Stop == StopToolUse, StopEndTurn
 	}
+	if r.Paused {
+		for i := range r.Content {
+			if p := &r.Content[i]; p.Kind == PartText && p.Text != "" {
+				p.Text += "\n\n" // the next round's text is a new paragraph
+			}
+		}
+	}
 	return r, nil
 }
 

@@ -117,3 +117,33 @@ func TestChatModelDecodes(t *testing.T) {
 		t.Errorf("error envelope: %+v", e)
 	}
 }
+
+// A Kimi round that only searched pauses (its $web_search calls are the provider's
+// searches, not calls for the chain) and is echoed; what it said before searching is
+// a paragraph of its own before the next round's text, whose links are cited.
+func TestKimiRoundsJoin(t *testing.T) {
+	round1 := `{"id":"r1","model":"kimi","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Let me search.",` +
+		`"tool_calls":[{"id":"t-1","type":"builtin_function","function":{"name":"$web_search","arguments":"{\"search_result\":{\"search_id\":\"x\"}}"}}]}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`
+	round2 := `{"id":"r2","model":"kimi","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"It is [Go](https://go.dev/)."}}],"usage":{"prompt_tokens":5,"completion_tokens":6}}`
+	first, err := wire.KimiModel.DecodeResponse([]byte(round1))
+	if err != nil || !first.Paused || countKind(first, wire.PartServerCall) != 1 || countKind(first, wire.PartToolCall) != 0 {
+		t.Fatalf("round 1: %+v, %v", first, err)
+	}
+	next, paused := wire.KimiModel.Continue([]byte(`{"model":"kimi","messages":[{"role":"user","content":"q"}]}`), []byte(round1))
+	if !paused || !strings.Contains(string(next), `{"content":"{\"search_result\":{\"search_id\":\"x\"}}","name":"$web_search","role":"tool","tool_call_id":"t-1"}`) {
+		t.Fatalf("echo %s", next)
+	}
+	last, _ := wire.KimiModel.DecodeResponse([]byte(round2))
+	msg, finish, usage := wire.ChatAnswer(first.Join(last))
+	var m struct {
+		Content string            `json:"content"`
+		Native  *llm.NativeSearch `json:"searchfleet_native"`
+	}
+	json.Unmarshal(msg, &m)
+	if m.Content != "Let me search.\n\nIt is [Go](https://go.dev/)[1]." || finish != "stop" || usage.PromptTokens != 8 {
+		t.Errorf("answer %q (%s, %+v)", m.Content, finish, usage)
+	}
+	if n := m.Native; n == nil || n.Requests != 1 || len(n.Sources) != 1 || len(n.Searches) != 1 || len(n.Searches[0].URLs) != 1 || n.Unfinished {
+		t.Errorf("report %+v", m.Native)
+	}
+}
