@@ -9,7 +9,8 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
-	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // lostTransport takes requests and never answers them: a callback lost (or a panic
@@ -28,7 +29,7 @@ func TestDeferredStepWhoseAnswerNeverComesIsRetried(t *testing.T) {
 	h := newHarness(t, []func(http.ResponseWriter){text("Hello.")}, func(w *chat.Worker, _ *harness) {
 		w.ModelTimeout = 300 * time.Millisecond
 		working = w.Models
-		w.Models = map[string]chat.Model{"m": {Provider: "sim", Client: llm.NewClient("sim", "https://model.invalid/v1", "", &http.Client{Transport: lostTransport{}}), Upstream: "up"}}
+		w.Models = map[string]chat.Model{"m": {Provider: "sim", Client: upstream.New(wire.ChatModel, "sim", "https://model.invalid/v1", "", &http.Client{Transport: lostTransport{}}, upstream.Options{}), Upstream: "up"}}
 	})
 	h.submit("j1", "hi")
 	outcome := make(chan error, 1)

@@ -1,6 +1,7 @@
 package chat_test
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -97,7 +99,12 @@ func TestNativeTraceAddsUpToItsBill(t *testing.T) {
 		Searches: []llm.NativeQuery{{ID: "q1", Query: "weather", URLs: []string{"https://a.example"}}, {ID: "q2", Query: "weather today"}, {ID: "q3", Query: "forecast"}},
 		Sources:  []llm.NativeSource{{URL: "https://a.example", Title: "A"}},
 	}})
-	h := newHarness(t, []func(http.ResponseWriter){say(string(b), "stop")})
+	// The model's caller reports its provider's searches (as upstream.Caller does for
+	// a Gemini model with native search).
+	h := newHarness(t, nil, func(w *chat.Worker, _ *harness) {
+		w.Models = map[string]chat.Model{"m": {Provider: "sim", Upstream: "up", NativeSearch: true,
+			Client: answering{&llm.Completion{Message: b, FinishReason: "stop", Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5}}}}}
+	})
 	h.submit("j1", "What's the weather? Search the web")
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
@@ -121,4 +128,11 @@ func TestNativeTraceAddsUpToItsBill(t *testing.T) {
 	if len(trace) != 3 || trace[0].Engine != "native:gemini" || searches != 1 || math.Abs(cost-0.035) > 1e-9 || usage.Searches != 1 || math.Abs(usage.Cost-0.035) > 1e-9 {
 		t.Fatalf("trace %s, usage %s: the entries should add up to 1 search and $0.035", j.Trace, j.Usage)
 	}
+}
+
+// answering is a model caller that answers every call with one completion.
+type answering struct{ c *llm.Completion }
+
+func (a answering) Complete(context.Context, []byte, func(llm.Delta)) (*llm.Completion, error) {
+	return a.c, nil
 }

@@ -20,7 +20,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
-	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -233,7 +234,7 @@ func newHarness(t *testing.T, answers []func(http.ResponseWriter), opts ...optio
 	}
 	var mu sync.Mutex
 	h.w = &chat.Worker{Bus: h.pub, Store: h.store,
-		Models:     map[string]chat.Model{"m": {Provider: "sim", Client: llm.NewClient("sim", srv.URL, "", srv.Client()), Upstream: "up"}},
+		Models:     map[string]chat.Model{"m": {Provider: "sim", Client: upstream.New(wire.ChatModel, "sim", srv.URL, "", srv.Client(), upstream.Options{}), Upstream: "up"}},
 		Tools:      tools,
 		Classifier: intent.NewClassifier(),
 		MaxHops:    4, MaxSearches: 3, ModelTimeout: 5 * time.Second, LeaseTTL: 200 * time.Millisecond, StickyTTL: time.Hour,
@@ -907,7 +908,7 @@ func TestRequestSearchSettings(t *testing.T) {
 func TestUnreachableModelLeaksNoAddress(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, func(w *chat.Worker, _ *harness) {
-		w.Models = map[string]chat.Model{"m": {Provider: "sim", Client: llm.NewClient("sim", "http://127.0.0.1:1", "", http.DefaultClient), Upstream: "up"}}
+		w.Models = map[string]chat.Model{"m": {Provider: "sim", Client: upstream.New(wire.ChatModel, "sim", "http://127.0.0.1:1", "", http.DefaultClient, upstream.Options{}), Upstream: "up"}}
 	})
 	h.submit("j1", "hi")
 	if err := h.job("j1", 5); err != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
-	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/spend"
 )
@@ -96,15 +95,14 @@ func (f *File) NativeSearch(name string) bool {
 		return false
 	}
 	p := f.Providers[m.Provider]
-	if p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat {
-		_, ok := nativechat.KindOf(p.Kind)
-		return ok
-	}
 	api, ok := wire.ModelAPIFor(p.Protocol)
 	if !ok {
 		return false
 	}
-	_, ok = wire.NativeSearchPrice(api.Protocol(), "")
+	if api == wire.ChatModel {
+		api = wire.ChatModelFor(p.Kind) // Kimi's and GLM's own search
+	}
+	_, _, ok = wire.NativeSearchOf(api, "")
 	return ok
 }
 

@@ -17,7 +17,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/engines/enginetest"
 	"github.com/searchfleet/searchfleet/pkg/llm"
-	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // glmErrorFixture returns one body of zhipu/errors-from-tests.NOT-RECORDED.json.
@@ -271,7 +272,7 @@ func TestGLMChatRefMarkers(t *testing.T) {
 
 // One numbering of GLM's refs: on the recorded answers (and one citing out of order),
 // the glm-chat engine's markers and first sources are those of a GLM main model's
-// answer (pkg/llm/nativechat), the uncited results after them.
+// answer (wire.GLMModel), the uncited results after them.
 func TestGLMChatNumbersRefsAsMainModel(t *testing.T) {
 	t.Parallel()
 	outOfOrder := `{"choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"C says so【来源：ref_3】, A too[ref_1]."}}],` +
@@ -291,23 +292,20 @@ func TestGLMChatNumbersRefsAsMainModel(t *testing.T) {
 			w.Write(body)
 		}))
 		defer srv.Close()
-		main := nativechat.New(nativechat.GLM, llm.NewClient("glm", srv.URL, "k", nativechat.HTTPClient(srv.Client())))
-		comp, err := main.Complete(context.Background(), []byte(`{"model":"glm-4.7","messages":[{"role":"user","content":"q"}],`+
-			`"tools":[{"type":"function","function":{"name":"web_search","parameters":{"type":"object"}}}]}`), nil)
+		main := upstream.New(wire.GLMModel, "glm", srv.URL, "k", srv.Client(), upstream.Options{})
+		answer, err := main.Answer(context.Background(), &wire.Request{Model: "glm-4.7", Search: &llm.SearchOptions{Requested: true},
+			Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "q"}}}}})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		var msg struct {
-			Content string            `json:"content"`
-			Native  *llm.NativeSearch `json:"searchfleet_native"`
+		text, cited := answer.MarkedText()
+		if len(cited) == 0 {
+			t.Fatalf("%s: the main model's answer cites nothing: %q", name, text)
 		}
-		if err := json.Unmarshal(comp.Message, &msg); err != nil || msg.Native == nil || len(msg.Native.Sources) == 0 {
-			t.Fatalf("%s: main model's answer %s", name, comp.Message)
-		}
-		if got, want := markers.FindAllString(res.Summary, -1), markers.FindAllString(msg.Content, -1); !slices.Equal(got, want) {
+		if got, want := markers.FindAllString(res.Summary, -1), markers.FindAllString(text, -1); !slices.Equal(got, want) {
 			t.Errorf("%s: engine markers %q, main model's %q", name, got, want)
 		}
-		for i, s := range msg.Native.Sources {
+		for i, s := range cited {
 			if i >= len(res.Citation.Sources) || res.Citation.Sources[i].Web.URI != s.URL {
 				t.Errorf("%s: source %d = %+v, main model's %s", name, i+1, res.Citation.Sources, s.URL)
 			}

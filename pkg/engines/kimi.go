@@ -3,15 +3,15 @@ package engines
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
-	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // kimi is Moonshot Kimi with its builtin $web_search function, an adapter over the
-// Kimi model caller (pkg/llm/nativechat, over llm.Client; default base
+// Kimi model codec (wire.KimiModel, called by upstream.Caller; default base
 // https://api.moonshot.cn/v1, default model kimi-k2-turbo-preview): the search rounds
 // (the model names $web_search, the call is echoed back, Moonshot searches and the
 // model answers; thinking switched off for the models that need it) and the citing of
@@ -47,27 +47,27 @@ func newKimi(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// run searches through the Kimi model caller on hc: the fleet's web_search function
-// offered, which the caller replaces with $web_search; the answer's links are its
+// run searches through the Kimi model codec (wire.KimiModel: its search rounds, echo
+// and thinking switch, and the citing of its links) on hc; the answer's links are its
 // cited pages.
 func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
-	call := nativechat.NewForEngine(nativechat.Kimi, llm.NewClientWith(e.id, e.baseURL, e.credentials(), hc))
-	fn := map[string]any{"type": "function", "function": map[string]any{"name": llm.WebSearchTool, "parameters": map[string]any{"type": "object"}}}
-	body, _ := json.Marshal(map[string]any{"model": e.model, "tools": []any{fn},
-		"messages": []map[string]string{{"role": "system", "content": e.opts.SystemPrompt}, {"role": "user", "content": q.Query}}})
-	comp, err := call.Complete(ctx, body, nil)
+	call := upstream.New(wire.KimiModel, e.id, e.baseURL, "", hc, upstream.Options{Credentials: e.credentials()})
+	req := &wire.Request{Model: e.model, System: e.opts.SystemPrompt, Search: &llm.SearchOptions{Requested: true},
+		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: q.Query}}}}}
+	answer, err := call.Answer(ctx, req)
 	if err != nil {
 		return nil, e.modelError(err)
 	}
-	res, native, err := e.chatAnswer(comp)
-	if err != nil || native == nil {
-		return res, err
+	summary, cited := answer.MarkedText()
+	res := &Result{Summary: summary, Usage: Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens}}
+	if answer.Stop == wire.StopMaxTokens {
+		res.warnf("the answer was cut at the model's token limit")
 	}
-	citedPages(res, native.Sources)
-	if native.Unfinished {
-		res.warnf("Kimi was still searching after %d rounds; the answer is missing", native.Requests)
+	citedPages(res, cited)
+	if answer.Paused {
+		res.warnf("Kimi was still searching after %d rounds; the answer is missing", answer.Usage.WebSearches)
 	}
-	res.Usage.Searches = native.Requests
+	res.Usage.Searches = answer.Usage.WebSearches
 	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
 	return res, nil
 }

@@ -34,7 +34,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
-	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -490,10 +489,9 @@ func ModelClient(async bool) *http.Client {
 }
 
 // Models builds the main-model callers of the config file, with the provider keys
-// config.File.Resolve filled in: llm.Client for openai-chat providers (in a
-// nativechat.Caller for Kimi's and GLM's own search), an upstream.Caller for the
-// other protocols. Keys rotate, but no cooldown is remembered between calls (see
-// ModelsWith).
+// config.File.Resolve filled in: an upstream.Caller in the provider's protocol (for
+// Kimi and GLM with their own search on, their variant of the Chat codec). Keys
+// rotate, but no cooldown is remembered between calls (see ModelsWith).
 func Models(f *config.File, hc *http.Client) (map[string]chat.Model, error) {
 	return ModelsWith(f, hc, ModelOptions{})
 }
@@ -523,19 +521,21 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 			cr = llm.NewCredentials(m.Provider, keys, llm.CredentialOptions{KeyEnv: p.APIKeyEnv, Token: p.Token, Cooldowns: o.Cooldowns, Log: o.Log})
 			creds[m.Provider] = cr
 		}
-		model := chat.Model{Provider: m.Provider, Client: llm.NewClientWith(m.Provider, p.BaseURL, cr, hc), Upstream: m.Model, Protocol: wire.ModelOpenAIChat}
+		api, ok := wire.ModelAPIFor(p.Protocol)
+		if !ok {
+			return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
+		}
+		protocol := p.Protocol
+		if protocol == "" {
+			protocol = wire.ModelOpenAIChat
+		}
+		if api == wire.ChatModel && f.NativeSearch(name) {
+			api = wire.ChatModelFor(p.Kind) // Kimi's and GLM's own search, in their Chat API
+		}
+		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
+			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr})}
 		if m.Pricing != nil {
 			model.Pricing = *m.Pricing
-		}
-		if p.Protocol != "" && p.Protocol != wire.ModelOpenAIChat {
-			api, ok := wire.ModelAPIFor(p.Protocol)
-			if !ok {
-				return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
-			}
-			model.Client, model.Protocol = upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr}), p.Protocol
-		} else if kind, ok := nativechat.KindOf(p.Kind); ok && f.NativeSearch(name) {
-			// Kimi's and GLM's own search, over their OpenAI-Chat API.
-			model.Client = nativechat.New(kind, llm.NewClientWith(m.Provider, p.BaseURL, cr, nativechat.HTTPClient(hc)))
 		}
 		model.NativeSearch = f.NativeSearch(name)
 		out[name] = model

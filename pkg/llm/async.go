@@ -28,8 +28,6 @@ type Starter interface {
 	Start(ctx context.Context, body []byte, onDelta func(Delta), done func(*Completion, error))
 }
 
-var _ Starter = (*Client)(nil)
-
 // SendFunc sends one request with hc and calls done exactly once with what hc.Do
 // would return. The callers take one so that Complete and Start share every line of
 // their protocol: Complete passes Do, Start passes Send.
@@ -80,15 +78,4 @@ func urlOp(method string) string {
 		return "Get"
 	}
 	return method[:1] + strings.ToLower(method[1:])
-}
-
-// StartCall makes c's call with Start when c is a Starter, else with Complete on the
-// calling goroutine (done before StartCall returns): a caller built on another Caller
-// (nativechat) starts it without knowing which it is.
-func StartCall(ctx context.Context, c Caller, body []byte, onDelta func(Delta), done func(*Completion, error)) {
-	if s, ok := c.(Starter); ok {
-		s.Start(ctx, body, onDelta, done)
-		return
-	}
-	done(c.Complete(ctx, body, onDelta))
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
@@ -260,7 +262,7 @@ func TestStartWithClientTimeoutUsesDo(t *testing.T) {
 	t.Parallel()
 	_, url := startSim(t)
 	tr := &llmtest.StartTransport{}
-	c := llm.NewClient("p", url+"/v1", "k", &http.Client{Transport: tr, Timeout: 10 * time.Second})
+	c := upstream.New(wire.ChatModel, "p", url+"/v1", "k", &http.Client{Transport: tr, Timeout: 10 * time.Second}, upstream.Options{})
 	got := llmtest.StartWait(t, tr, c, context.Background(), hello, nil)
 	if got.Err != nil || got.Calls != 1 || tr.Starts() != 0 || tr.RoundTrips() != 1 {
 		t.Errorf("%v, done called %d times, %d Starts, %d round trips; want one round trip", got.Err, got.Calls, tr.Starts(), tr.RoundTrips())
@@ -429,7 +431,7 @@ func TestStartPanicReadingTheAnswerIsContained(t *testing.T) {
 	t.Parallel()
 	_, url := startSim(t)
 	tr := &llmtest.StartTransport{}
-	c := llm.NewClient("p", url+"/v1", "k", &http.Client{Transport: tr})
+	c := upstream.New(wire.ChatModel, "p", url+"/v1", "k", &http.Client{Transport: tr}, upstream.Options{})
 	var calls atomic.Int64
 	c.Start(context.Background(), hello, func(llm.Delta) { panic("a decoder's bug") }, func(*llm.Completion, error) { calls.Add(1) })
 	tr.Wait()

@@ -10,8 +10,8 @@ type Delta struct {
 
 // Caller calls a main model. The chain speaks OpenAI Chat Completions internally:
 // body is a Chat Completions request and the answer comes back as a Chat assistant
-// message, whatever protocol the provider speaks (the adapters of other protocols
-// translate both ways with the codecs of pkg/llm/wire).
+// message, whatever protocol the provider speaks (upstream.Caller translates both
+// ways with the model codecs of pkg/llm/wire, Chat's included).
 type Caller interface {
 	// Complete calls the model once. With onDelta set, the call streams where the
 	// provider can and onDelta receives the answer's text as it arrives, in order,

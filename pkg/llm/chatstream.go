@@ -70,23 +70,21 @@ type assembler struct {
 // piece of text, and returns the assembled completion. In-band errors and a stream
 // cut short are *Error values (status 0 for a cut: retryable).
 func (c *Client) readStream(ctx context.Context, resp *http.Response, onDelta func(Delta)) (*Completion, error) {
-	a := &assembler{callAt: map[int]int{}, extra: map[string]json.RawMessage{}, extraText: map[string][]byte{}}
+	s := NewChatStream()
 	var failed *Error
 	err := ReadSSE(resp.Body, func(_ string, data []byte) error {
-		if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
-			a.done = true
-			return errDone
-		}
-		var ch chatChunk
-		if err := json.Unmarshal(data, &ch); err != nil {
-			failed = &Error{Provider: c.name, Status: resp.StatusCode, Type: "bad_response", Message: "stream event is not a chat completion chunk: " + truncate(err.Error(), 200)}
+		text, err := s.Chunk(data)
+		if errors.As(err, &failed) {
+			failed.Provider, failed.Message = c.name, c.redact(failed.Message)
+			if failed.Status == 0 {
+				failed.Status = resp.StatusCode
+			}
 			return failed
 		}
-		if e := c.inBandError(ch.Error); e != nil {
-			failed = e
-			return e
+		if err != nil {
+			return err
 		}
-		if text := a.add(&ch); text != "" {
+		if text != "" {
 			onDelta(Delta{Text: text})
 		}
 		return nil
@@ -99,10 +97,46 @@ func (c *Client) readStream(ctx context.Context, resp *http.Response, onDelta fu
 			return nil, ctx.Err()
 		}
 		return nil, &Error{Provider: c.name, Message: "reading the stream: " + c.redact(err.Error()), Err: errStreamCut}
-	case !a.done:
+	case !s.a.done:
 		return nil, &Error{Provider: c.name, Message: errStreamCut.Error(), Err: errStreamCut}
 	}
-	return a.completion(), nil
+	return s.a.completion(), nil
+}
+
+// ChatStream folds a streamed chat completion's chunks back into the answer a whole
+// one is (llm.Client's streams, and the Chat model codec of pkg/llm/wire).
+type ChatStream struct{ a assembler }
+
+// NewChatStream returns the assembler of one streamed chat completion.
+func NewChatStream() *ChatStream {
+	return &ChatStream{a: assembler{callAt: map[int]int{}, extra: map[string]json.RawMessage{}, extraText: map[string][]byte{}}}
+}
+
+// Chunk folds in one data event and returns the answer text it adds. [DONE] ends the
+// stream (errDone); an in-band error is an *Error (Provider unset), a chunk that is not
+// one an *Error of type bad_response.
+func (s *ChatStream) Chunk(data []byte) (string, error) {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		s.a.done = true
+		return "", errDone
+	}
+	var ch chatChunk
+	if err := json.Unmarshal(data, &ch); err != nil {
+		return "", &Error{Type: "bad_response", Message: "stream event is not a chat completion chunk: " + truncate(err.Error(), 200)}
+	}
+	if e := InBandError(ch.Error); e != nil {
+		return "", e
+	}
+	return s.a.add(&ch), nil
+}
+
+// Body returns the assembled answer as the body of a whole chat.completion; false when
+// the stream has not ended (no finish_reason, no [DONE]).
+func (s *ChatStream) Body() ([]byte, bool) {
+	c := s.a.completion()
+	b, _ := json.Marshal(map[string]any{"id": c.ID, "model": c.Model, "usage": c.Usage,
+		"choices": []any{map[string]any{"index": 0, "message": c.Message, "finish_reason": c.FinishReason}}})
+	return b, s.a.done
 }
 
 // errDone stops reading at [DONE].

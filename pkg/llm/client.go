@@ -108,24 +108,12 @@ func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta))
 	// With Do every step runs on this goroutine: done has run when run returns.
 	var comp *Completion
 	var err error
-	c.run(ctx, body, onDelta, Do, func(cp *Completion, e error) { comp, err = cp, e })
+	c.run(ctx, body, onDelta, func(cp *Completion, e error) { comp, err = cp, e })
 	return comp, err
 }
 
-// Start is Complete with no goroutine waiting on the provider when the client's
-// transport is an AsyncTransport (Send): the answer is read, and the next key tried
-// after a refusal, on the goroutine the transport calls back on.
-func (c *Client) Start(ctx context.Context, body []byte, onDelta func(Delta), done func(*Completion, error)) {
-	c.run(ctx, body, onDelta, Send, done)
-}
-
-// run makes the call of Complete and Start, sending each request with send.
-func (c *Client) run(ctx context.Context, body []byte, onDelta func(Delta), send SendFunc, done func(*Completion, error)) {
-	body, err := chatModelBody(body)
-	if err != nil {
-		done(nil, &Error{Provider: c.name, Message: "building request", Err: err})
-		return
-	}
+// run makes the call of Complete.
+func (c *Client) run(ctx context.Context, body []byte, onDelta func(Delta), done func(*Completion, error)) {
 	if onDelta != nil {
 		b, err := streamingBody(body)
 		if err != nil {
@@ -136,7 +124,7 @@ func (c *Client) run(ctx context.Context, body []byte, onDelta func(Delta), send
 	}
 	var comp *Completion
 	c.creds.TryAsync(ctx, onDelta, func(cred Credential, onDelta func(Delta), tried func(error)) {
-		c.attempt(ctx, body, cred, onDelta, send, func(cp *Completion, err error) { comp = cp; tried(err) })
+		c.attempt(ctx, body, cred, onDelta, Do, func(cp *Completion, err error) { comp = cp; tried(err) })
 	}, func(err error) { done(comp, err) })
 }
 
@@ -222,6 +210,17 @@ func (c *Client) decodeCompletion(status int, data []byte) (*Completion, error) 
 // inBandError reads an error object some providers (OpenRouter) send inside a 200, in
 // a whole body or in a stream's data event; nil when raw is absent or null.
 func (c *Client) inBandError(raw json.RawMessage) *Error {
+	e := InBandError(raw)
+	if e != nil {
+		e.Provider, e.Message = c.name, c.redact(e.Message)
+	}
+	return e
+}
+
+// InBandError reads the error object of a Chat answer or chunk that failed inside a
+// 200 (OpenRouter sends them); nil when raw is absent or null. Its Provider is left
+// for the caller to set.
+func InBandError(raw json.RawMessage) *Error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
@@ -235,7 +234,7 @@ func (c *Client) inBandError(raw json.RawMessage) *Error {
 	if code, ok := e.Code.(float64); ok && code >= 400 {
 		status = int(code)
 	}
-	out := &Error{Provider: c.name, Status: status, Type: "upstream_error", Message: c.redact(truncate(e.Message, 500))}
+	out := &Error{Status: status, Type: "upstream_error", Message: truncate(e.Message, 500)}
 	if e.Code != nil {
 		out.Code = fmt.Sprint(e.Code)
 	}

@@ -33,7 +33,7 @@ type family struct {
 
 var families = []family{
 	{"openai-chat", "/v1/chat/completions", func(p, sim string, cr *llm.Credentials, hc *http.Client) llm.Caller {
-		return llm.NewClientWith(p, sim+"/v1", cr, hc)
+		return upstream.New(wire.ChatModel, p, sim+"/v1", "", hc, upstream.Options{Credentials: cr})
 	}},
 	{"openai-responses", "/v1/responses", func(p, sim string, cr *llm.Credentials, hc *http.Client) llm.Caller {
 		return upstream.New(wire.ResponsesModel, p, sim+"/v1", "", hc, upstream.Options{Credentials: cr})

@@ -14,7 +14,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/engines/enginetest"
 	"github.com/searchfleet/searchfleet/pkg/llm"
-	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
@@ -163,8 +162,8 @@ func TestNativeSearchFollowsTheQuestion(t *testing.T) {
 		"openai-responses":   upstream.New(wire.ResponsesModel, "native", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true}),
 		"anthropic-messages": upstream.New(wire.AnthropicModel, "native", base, "sim-key", nil, upstream.Options{NativeSearch: true}),
 		"gemini":             upstream.New(wire.GeminiModel, "native", base, "sim-key", nil, upstream.Options{NativeSearch: true}),
-		"kimi":               nativechat.New(nativechat.Kimi, llm.NewClient("sim-kimi", base+"/v1", "sim-key", nativechat.HTTPClient(nil))),
-		"glm":                nativechat.New(nativechat.GLM, llm.NewClient("sim-glm", base+"/v1", "sim-key", nativechat.HTTPClient(nil))),
+		"kimi":               upstream.New(wire.KimiModel, "sim-kimi", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true}),
+		"glm":                upstream.New(wire.GLMModel, "sim-glm", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true}),
 	}
 	for name, c := range callers {
 		t.Run(name, func(t *testing.T) {

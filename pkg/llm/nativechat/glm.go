@@ -45,10 +45,6 @@ func GLMTool(s GLMSearch) json.RawMessage {
 	return b
 }
 
-// glmTool declares GLM's search for a main model: search_pro, what Zhipu's own
-// examples use.
-var glmTool = GLMTool(GLMSearch{Engine: "search_pro"})
-
 // GLMItem is one search result of the web_search array (and of the Web Search API's
 // search_result array).
 type GLMItem struct {
@@ -59,58 +55,6 @@ type GLMItem struct {
 	Icon        string `json:"icon"`
 	Refer       string `json:"refer"`
 	PublishDate string `json:"publish_date"`
-}
-
-// glm makes the one call of a GLM answer (with call) and reads its search results and
-// markers.
-func (c *Caller) glm(ctx context.Context, req *request, onDelta func(llm.Delta), call callFunc, done func(*llm.Completion, error)) {
-	req.tools = append(req.tools, glmTool)
-	body, err := req.encode()
-	if err != nil {
-		done(nil, err)
-		return
-	}
-	text := &lineStream{onDelta: onDelta, cites: glmRefRE.MatchString, clean: cleanLine}
-	var push func(llm.Delta)
-	if onDelta != nil {
-		push = func(d llm.Delta) { text.push(d.Text) }
-	}
-	cap := &capture{}
-	call(context.WithValue(ctx, captureKey{}, cap), body, push, func(comp *llm.Completion, err error) {
-		if err != nil {
-			done(nil, err)
-			return
-		}
-		done(glmAnswer(comp, text, cap, onDelta == nil))
-	})
-}
-
-// glmAnswer is comp with the search results of the captured body: its refer markers
-// as [n] markers and its native-search report. whole says text has not been pushed
-// (the answer was not streamed).
-func glmAnswer(comp *llm.Completion, text *lineStream, cap *capture, whole bool) (*llm.Completion, error) {
-	a, err := readAnswer(comp.Message)
-	if err != nil {
-		return nil, &llm.Error{Status: http.StatusBadGateway, Type: "bad_response", Message: "the model's answer is not a chat message"}
-	}
-	if whole {
-		text.push(a.content)
-	}
-	items := GLMResults(cap.buf.Bytes())
-	if items == nil {
-		return comp, nil // the model did not search
-	}
-	report := &llm.NativeSearch{Protocol: GLM.Protocol(), Requests: 1, CostUSD: glmSearchUSD,
-		Searches: []llm.NativeQuery{{ID: comp.ID, URLs: []string{}}}}
-	for _, it := range items {
-		if it.Link != "" {
-			report.Searches[0].URLs = append(report.Searches[0].URLs, it.Link)
-		}
-	}
-	content, sources := GLMCite(text.String(), items)
-	report.Sources = sources
-	comp.Message = withReport(a.fields, content, a.calls, report)
-	return comp, nil
 }
 
 // GLMResults reads the web_search array of a response body, whole or streamed (nil:
@@ -220,7 +164,8 @@ func GLMCite(text string, items []GLMItem) (string, []llm.NativeSource) {
 
 // Capture returns ctx marked for the response body of the call made with it to be
 // copied (through an http.Client from HTTPClient), and a function that returns that
-// copy once the call is done: the glm-chat engine reads the web_search array from it.
+// copy once the call is done: the glm-chat engine reads the web_search array from it
+// (the assistant message llm.Client returns does not carry it).
 func Capture(ctx context.Context) (context.Context, func() []byte) {
 	cap := &capture{}
 	return context.WithValue(ctx, captureKey{}, cap), func() []byte { return cap.buf.Bytes() }

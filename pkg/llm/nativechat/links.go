@@ -1,3 +1,8 @@
+// Package nativechat reads the payloads of the OpenAI-Chat providers whose own web
+// search the fleet forwards: Moonshot Kimi's answers, whose sources are the markdown
+// links of their text (CiteLinks), and Zhipu GLM's web_search tool, results array and
+// ref markers (GLMTool, GLMResults, GLMCite). wire's Kimi and GLM model codecs
+// (model_chat_native.go) and the kimi, glm-chat and OpenRouter engines share them.
 package nativechat
 
 import (
@@ -30,8 +35,7 @@ var strayMarkerRE = regexp.MustCompile(`\[[0-9]{1,3}\]`)
 // first appearance, the same URL the same n); a link whose text is only a number (a
 // citation-style link) becomes its marker; [n] markers the model wrote itself are
 // removed, since they number nothing the fleet knows. Images are not sources. Lines
-// are converted one by one (a link never spans lines), so the text streamed before
-// the first citing line is a prefix of the converted answer (lineStream).
+// are converted one by one (a link never spans lines).
 type LinkCiter struct {
 	// Sources are the pages cited so far, numbered from 1.
 	Sources []llm.NativeSource
@@ -53,9 +57,9 @@ func (c *LinkCiter) Convert(text string) string {
 	return b.String()
 }
 
-// linkCites reports whether a line may cite: it holds a link (images included, so
-// that a line passed on is always converted as cleanLine converts it) or a bare URL.
-func linkCites(line string) bool { return linkRE.MatchString(line) || bareRE.MatchString(line) }
+// HasLinks reports whether text may cite: it holds a link (images included) or a bare
+// URL.
+func HasLinks(text string) bool { return linkRE.MatchString(text) || bareRE.MatchString(text) }
 
 // cleanLine is a line that cites nothing as the conversion leaves it: without the
 // model's own markers.

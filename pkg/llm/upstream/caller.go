@@ -1,8 +1,8 @@
-// Package upstream calls main models that speak a protocol other than OpenAI Chat
-// (OpenAI Responses, Anthropic Messages, Gemini). A Caller is an llm.Caller: it takes
-// the chain's Chat request, translates it with the codecs of pkg/llm/wire, and gives
-// the answer back as a Chat assistant message, so the chat worker never knows which
-// protocol its model speaks.
+// Package upstream calls main models in every protocol they speak (OpenAI Chat and
+// the compatible providers, OpenAI Responses, Anthropic Messages, Gemini: a
+// wire.ModelAPI each). A Caller is an llm.Caller: it takes the chain's Chat request,
+// translates it with the codecs of pkg/llm/wire, and gives the answer back as a Chat
+// assistant message, so the chat worker never knows which protocol its model speaks.
 package upstream
 
 import (
@@ -95,6 +95,9 @@ func (c *Caller) run(ctx context.Context, body []byte, onDelta func(llm.Delta), 
 	}
 	c.searchTool(req)
 	stream := onDelta != nil
+	if _, rounds := c.api.(wire.SearchRounds); rounds && req.Search != nil {
+		stream = false // only a whole answer is resumed: each search round is
+	}
 	req.Stream = stream
 	out, err := c.api.EncodeRequest(req, req.Model)
 	if err != nil {
@@ -280,12 +283,11 @@ func (c *Caller) priceNative(msg json.RawMessage, answered, asked string) json.R
 	if json.Unmarshal(m[llm.NativeKey], &n) != nil {
 		return msg
 	}
-	n.Protocol = string(c.api.Protocol())
 	if answered == "" {
 		answered = asked
 	}
-	price, _ := wire.NativeSearchPrice(c.api.Protocol(), answered)
-	n.CostUSD = float64(n.Requests) * price
+	name, price, _ := wire.NativeSearchOf(c.api, answered)
+	n.Protocol, n.CostUSD = name, float64(n.Requests)*price
 	m[llm.NativeKey], _ = json.Marshal(n)
 	out, _ := json.Marshal(m)
 	return out

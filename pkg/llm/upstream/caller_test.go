@@ -37,6 +37,7 @@ var protocols = []protocol{
 	{"openai-responses", wire.ResponsesModel, func(s string) string { return s + "/v1" }, "/v1/responses"},
 	{"anthropic-messages", wire.AnthropicModel, func(s string) string { return s }, "/v1/messages"},
 	{"gemini", wire.GeminiModel, func(s string) string { return s }, "/v1beta/models/"},
+	{"openai-chat", wire.ChatModel, func(s string) string { return s + "/v1" }, "/v1/chat/completions"},
 }
 
 // start runs a simulator and returns it with a caller of p pointed at it.
@@ -291,6 +292,9 @@ func TestErrorClasses(t *testing.T) {
 						t.Errorf("the key shows in %q", le.Error())
 					}
 				}
+			}
+			if p.api == wire.ChatModel {
+				return // the simulator's Chat endpoint, like a local server, takes no key
 			}
 			_, nokey := start(t, p, "")
 			_, err := nokey.Complete(context.Background(), body([]string{user(question)}), nil)

@@ -5,11 +5,14 @@
 // it and encodes answers, stream events and errors from it.
 //
 // The codecs serve both directions. A ClientCodec is a protocol as a client speaks it
-// to the ingress; a ModelCodec is a protocol as the fleet speaks it to a main model.
-// Today the chat worker runs every job in OpenAI Chat form, so the ingress decodes a
-// Responses or Anthropic request with its ClientCodec, stores it encoded by the Chat
-// ModelCodec, and encodes the finished job (the Chat answer decoded by the Chat
-// ModelCodec, plus the job's search trace) back with the client's codec.
+// to the ingress; a ModelAPI is a protocol as the fleet speaks it to a main model
+// (model_chat.go with Kimi's and GLM's own search in model_chat_native.go,
+// model_responses.go, model_anthropic.go, model_gemini.go; upstream.Caller calls
+// them). Today the chat worker runs every job in OpenAI Chat form, so the ingress
+// decodes a Responses or Anthropic request with its ClientCodec, stores it encoded by
+// the Chat codec, and encodes the finished job (the Chat answer decoded by the Chat
+// codec, plus the job's search trace) back with the client's codec; the model caller
+// decodes each hop's Chat request and encodes it with the model's codec.
 package wire
 
 import (

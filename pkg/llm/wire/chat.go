@@ -97,6 +97,9 @@ func (chatCodec) DecodeRequest(body []byte) (*Request, error) {
 		switch k {
 		case "max_tokens", "max_completion_tokens":
 			err = json.Unmarshal(v, &r.MaxTokens)
+			if k == "max_completion_tokens" {
+				r.Params[k] = v // a Chat model gets the limit under the name the client used
+			}
 		case "temperature":
 			err = json.Unmarshal(v, &r.Temperature)
 		case "top_p":
@@ -190,7 +193,19 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 // EncodeRequest renders r as a Chat request body for model: the form the chat worker
 // runs every job in.
 func (chatCodec) EncodeRequest(r *Request, model string) ([]byte, error) {
-	msgs, err := chatMessages(r)
+	out, err := chatRequest(r, model, false)
+	if err != nil {
+		return nil, err
+	}
+	chatReasoningConfig(out, r.Reasoning)
+	return json.Marshal(out)
+}
+
+// chatRequest renders r as a Chat request's fields: for a model (toModel), the
+// assistant messages carry only a Chat model's own reasoning_content; otherwise every
+// protocol's reasoning rides along (chatReasoningFields).
+func chatRequest(r *Request, model string, toModel bool) (map[string]any, error) {
+	msgs, err := chatMessages(r, toModel)
 	if err != nil {
 		return nil, err
 	}
@@ -240,11 +255,10 @@ func (chatCodec) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if !isNull(r.ResponseFormat) {
 		out["response_format"] = r.ResponseFormat
 	}
-	chatReasoningConfig(out, r.Reasoning)
-	return json.Marshal(out)
+	return out, nil
 }
 
-func chatMessages(r *Request) ([]any, error) {
+func chatMessages(r *Request, toModel bool) ([]any, error) {
 	var out []any
 	if r.System != "" {
 		out = append(out, map[string]any{"role": "system", "content": r.System})
@@ -287,7 +301,11 @@ func chatMessages(r *Request) ([]any, error) {
 			if len(calls) > 0 {
 				msg["tool_calls"] = calls
 			}
-			chatReasoningFields(msg, m.Parts)
+			if toModel {
+				chatOwnReasoning(msg, m.Parts)
+			} else {
+				chatReasoningFields(msg, m.Parts)
+			}
 			out = append(out, msg)
 		case RoleSystem, RoleUser:
 			parts := append(texts, rest...)

@@ -12,7 +12,6 @@ import (
 
 // ModelAPI is a main-model protocol as the fleet speaks it over HTTP: its codec, where
 // a call goes and how it authenticates, how its stream and its error bodies read.
-// OpenAI Chat is not one: llm.Client speaks it directly.
 type ModelAPI interface {
 	ModelCodec
 	// Path returns the path of a call to model, appended to the provider's base URL.
@@ -76,9 +75,11 @@ const (
 var ModelProtocols = []string{ModelOpenAIChat, ModelOpenAIResponses, ModelAnthropicMessages, ModelGemini}
 
 // ModelAPIFor returns the main-model protocol named by a provider's "protocol"
-// setting; false for openai-chat (llm.Client) and unknown names.
+// setting ("" is openai-chat); false for unknown names.
 func ModelAPIFor(name string) (ModelAPI, bool) {
 	switch name {
+	case ModelOpenAIChat, "":
+		return ChatModel, true
 	case ModelOpenAIResponses:
 		return ResponsesModel, true
 	case ModelAnthropicMessages:
@@ -146,6 +147,8 @@ func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usag
 		}
 	}
 	if native != nil {
+		native.attribute()
+		native.Unfinished = r.Paused // still searching when its rounds ran out
 		m[llm.NativeKey] = native.NativeSearch
 	}
 	chatReasoningFields(m, r.Content)
@@ -163,7 +166,33 @@ func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usag
 // native is the provider's own search of an answer, while its text is rendered.
 type native struct {
 	llm.NativeSearch
-	number map[string]int // cited URL → its [n]
+	number  map[string]int // cited URL → its [n]
+	results bool           // the answer says what its searches found
+}
+
+// MarkedText renders an answer's text with an [n] marker for each of its citations
+// (URLs numbered in the order first cited) and returns it with the cited pages: the
+// form a grounded engine reads an answer in.
+func (r *Response) MarkedText() (string, []llm.NativeSource) {
+	n := &native{number: map[string]int{}}
+	n.Sources = []llm.NativeSource{}
+	var text string
+	for _, p := range r.Content {
+		if p.Kind == PartText {
+			text += n.mark(p)
+		}
+	}
+	return text, n.Sources
+}
+
+// attribute gives the cited pages to the last search when the answer does not say
+// which search found what (Kimi's).
+func (n *native) attribute() {
+	if k := len(n.Searches); k > 0 && !n.results {
+		for _, s := range n.Sources {
+			n.Searches[k-1].URLs = append(n.Searches[k-1].URLs, s.URL)
+		}
+	}
 }
 
 // nativeSearch collects an answer's provider-run searches (nil: none ran).
@@ -174,6 +203,7 @@ func nativeSearch(r *Response) *native {
 		case PartServerCall:
 			n.Searches = append(n.Searches, llm.NativeQuery{ID: p.Server.ID, Query: p.Server.Query, URLs: []string{}})
 		case PartServerResult:
+			n.results = true
 			for i := range n.Searches {
 				q := &n.Searches[i]
 				if q.ID != p.Search.CallID {

@@ -485,6 +485,12 @@ func (it *responsesOutputItem) webSearch() (*ServerCall, *SearchResult) {
 
 // DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}}.
 func (responsesModel) DecodeError(status int, body []byte) *llm.Error {
+	return openAIModelError(status, body)
+}
+
+// openAIModelError reads the OpenAI error envelope of a failed call (Chat and
+// Responses), or takes the body as the message.
+func openAIModelError(status int, body []byte) *llm.Error {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`

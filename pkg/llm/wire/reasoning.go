@@ -100,7 +100,7 @@ func reasoningFor(p Part, protocol Protocol) (*Reasoning, bool) {
 // see DESIGN.md): reasoning state, which Chat has no field for, rides in it under
 // llm.ReasoningKey, each entry the canonical Reasoning with the id of the tool call
 // it came before ("" : before the text). A request's ReasoningConfig rides at the top
-// level under the same key (llm.Client turns it into reasoning_effort for a Chat
+// level under the same key (ChatModel turns it into reasoning_effort for a Chat
 // model).
 
 // chatReasoning is one entry of an assistant message's llm.ReasoningKey.

@@ -1,0 +1,42 @@
+package upstream_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// hopBody is a third hop's Chat request as the chain builds it: a question, then two
+// hops of a thinking model's web_search call (with its reasoning_content) and the
+// call's results.
+func hopBody() []byte {
+	msgs := []any{map[string]any{"role": "system", "content": "You are helpful."}, map[string]any{"role": "user", "content": question}}
+	for h := range 2 {
+		id := fmt.Sprintf("call_%d", h)
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "reasoning_content": strings.Repeat("thinking ", 100),
+			"tool_calls": []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "web_search", "arguments": `{"query":"nats jetstream"}`}}}})
+		msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": results(8)})
+	}
+	b, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "tools": []json.RawMessage{json.RawMessage(webSearchTool)}, "temperature": 0.2})
+	return b
+}
+
+// BenchmarkChatHopTranslate is what a Chat model's call costs the caller before it is
+// sent: the chain's Chat request decoded to canonical and encoded for the model.
+func BenchmarkChatHopTranslate(b *testing.B) {
+	body := hopBody()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := wire.Chat.DecodeRequest(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := wire.ChatModel.EncodeRequest(req, "m"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package wire
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// ChatModel is OpenAI Chat Completions as the fleet speaks it to a main model (OpenAI
+// and every OpenAI-compatible provider): the same upstream.Caller that speaks the
+// other protocols calls it. A Chat model's own reasoning goes back as it came, as
+// reasoning_content on the assistant message that made the tool calls (DeepSeek and
+// Kimi thinking models refuse a tool loop without it); other protocols' reasoning
+// state is not for it.
+var ChatModel chatModel
+
+type chatModel struct{}
+
+func (chatModel) Protocol() Protocol { return OpenAIChat }
+
+func (chatModel) Path(string, bool) string { return "/chat/completions" }
+
+// Authorize sets the bearer key (none for a local server without one).
+func (chatModel) Authorize(h http.Header, key string) {
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// EncodeRequest renders r as a Chat request for model: the reasoning settings as
+// reasoning_effort, a streamed request asking for the final usage chunk. The
+// request's own Chat parameters (Params) go along.
+func (chatModel) EncodeRequest(r *Request, model string) ([]byte, error) {
+	out, err := chatModelFields(r, model)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
+}
+
+// chatModelFields are the fields of ChatModel's request.
+func chatModelFields(r *Request, model string) (map[string]any, error) {
+	out, err := chatRequest(r, model, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, named := r.Params["max_completion_tokens"]; named {
+		delete(out, "max_tokens") // the client's own name for the limit goes as it came
+	}
+	if e := r.Reasoning.EffortOf(); e != "" {
+		out["reasoning_effort"] = e
+	}
+	delete(out, "stream_options")
+	if r.Stream {
+		out["stream"] = true
+		out["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	return out, nil
+}
+
+// chatOwnReasoning sets an assistant message's reasoning_content from a Chat model's
+// own reasoning among parts (the other protocols' state is not for a Chat model).
+func chatOwnReasoning(msg map[string]any, parts []Part) {
+	var text []string
+	for _, p := range parts {
+		if r, ok := reasoningFor(p, OpenAIChat); ok {
+			text = append(text, r.Text)
+		}
+	}
+	if len(text) > 0 {
+		msg["reasoning_content"] = strings.Join(text, "")
+	}
+}
+
+// DecodeResponse reads a chat.completion; an error object inside a 200 (OpenRouter)
+// is the *llm.Error it reports.
+func (chatModel) DecodeResponse(body []byte) (*Response, error) {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		if le := llm.InBandError(e.Error); le != nil {
+			return nil, le
+		}
+	}
+	return Chat.DecodeResponse(body)
+}
+
+// DecodeError reads the OpenAI error envelope.
+func (chatModel) DecodeError(status int, body []byte) *llm.Error {
+	return openAIModelError(status, body)
+}
+
+func (chatModel) NewStreamDecoder() StreamDecoder { return &chatDecoder{s: llm.NewChatStream()} }
+
+// chatDecoder assembles a streamed chat completion (llm.ChatStream) and decodes it as
+// the whole answer it stands for.
+type chatDecoder struct{ s *llm.ChatStream }
+
+func (d *chatDecoder) Event(_ string, data []byte) (string, error) { return d.s.Chunk(data) }
+
+func (d *chatDecoder) Response() (*Response, error) {
+	body, done := d.s.Body()
+	if !done {
+		return nil, &llm.Error{Status: http.StatusBadGateway, Type: "stream_broken", Message: "the model's stream ended before its answer did"}
+	}
+	return ChatModel.DecodeResponse(body)
+}
