@@ -43,10 +43,12 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/internal/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/peerbench"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -121,6 +123,9 @@ func run(ctx context.Context) error {
 		clients int
 		jobs    int
 		cost    benchfleet.RedisCost
+		// cpu is this process's CPU time over the phase (fleet, NATS, simulator and
+		// clients), redis the Redis server's.
+		cpu, redis time.Duration
 	}
 	var costs []costRow
 	fmt.Println("Throughput (closed loop: each client sends its next job when the last is answered; the floor measured right after the fleet at the same client count)")
@@ -134,7 +139,9 @@ func run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			cpu0, rcpu0 := benchfleet.ProcessCPU(), redisCPU(ctx, f.Stats)
 			res := benchfleet.ClosedLoop(ctx, one, c, *duration, 0)
+			cpu, rcpu := benchfleet.ProcessCPU()-cpu0, redisCPU(ctx, f.Stats)-rcpu0
 			cost, err := stopMeter(ctx)
 			if err != nil {
 				return err
@@ -143,7 +150,7 @@ func run(ctx context.Context) error {
 			if res.FirstErr != nil {
 				fmt.Fprintln(os.Stderr, "error:", res.FirstErr)
 			}
-			costs = append(costs, costRow{c, len(res.Latencies), cost})
+			costs = append(costs, costRow{c, len(res.Latencies), cost, cpu, rcpu})
 			line := fmt.Sprintf("  %-8d %10.0f %9s %9s %9s %7d", c, res.Rate(), pct(res.Latencies, 50), pct(res.Latencies, 99), pct(res.Latencies, 100), res.Errors)
 			if fl != nil {
 				job := func() (time.Duration, error) { return fl.Job(ctx) }
@@ -171,6 +178,14 @@ func run(ctx context.Context) error {
 			n := float64(max(r.jobs, 1))
 			fmt.Printf("  %-8d %8d %14.1f %12.1f %16.1f %16.1f  %s\n", r.clients, r.jobs, float64(r.cost.Server.Total())/n, float64(r.cost.Server.Scripts())/n,
 				float64(r.cost.Client.Commands)/n, float64(r.cost.Client.RoundTrips)/n, benchfleet.FormatTop(r.cost.Server, 8, n))
+		}
+	}
+	if len(costs) > 0 {
+		fmt.Println("\nCPU per fleet job in the throughput phase (this process: the fleet, its NATS server, the simulator and the clients, from getrusage; -cpuprofile splits it by the label part; Redis: INFO cpu)")
+		fmt.Printf("  %-8s %8s %14s %14s\n", "clients", "jobs", "process ms/job", "Redis ms/job")
+		for _, r := range costs {
+			n := float64(max(r.jobs, 1))
+			fmt.Printf("  %-8d %8d %14.3f %14.3f\n", r.clients, r.jobs, ms(r.cpu)/n, ms(r.redis)/n)
 		}
 	}
 	if *single > 0 {
@@ -226,6 +241,14 @@ func alone(ctx context.Context, meter benchfleet.RedisMeter, n int, settle time.
 	fmt.Printf("  median: %.0f commands, %.0f round trips a one-search job\n", median(cmds), median(rts))
 	fmt.Printf("  the last job's commands: %s\n", benchfleet.FormatTop(last.Job.Server, 40, 1))
 	fmt.Printf("  the last job's client calls: %s\n", benchfleet.FormatTop(benchfleet.CommandStats(last.Job.Client.ByName), 40, 1))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// redisCPU is the Redis server's CPU time so far, 0 if INFO cpu cannot be read.
+func redisCPU(ctx context.Context, rdb redis.UniversalClient) time.Duration {
+	d, _ := peerbench.RedisCPU(ctx, rdb)
+	return d
 }
 
 func median(v []float64) float64 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -123,4 +124,15 @@ func LoadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// ProcessCPU is the CPU time (user + system) this process has used: the fleet, its
+// NATS server, the simulator and the load generator together when they run in it
+// (Labeled splits them in a CPU profile).
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
