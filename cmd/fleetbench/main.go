@@ -123,9 +123,8 @@ func run(ctx context.Context) error {
 		clients int
 		jobs    int
 		cost    benchfleet.RedisCost
-		// cpu is this process's CPU time over the phase (fleet, NATS, simulator and
-		// clients), redis the Redis server's.
-		cpu, redis time.Duration
+		fleet   cpuCost
+		floor   cpuCost // zero without -floor
 	}
 	var costs []costRow
 	fmt.Println("Throughput (closed loop: each client sends its next job when the last is answered; the floor measured right after the fleet at the same client count)")
@@ -150,12 +149,14 @@ func run(ctx context.Context) error {
 			if res.FirstErr != nil {
 				fmt.Fprintln(os.Stderr, "error:", res.FirstErr)
 			}
-			costs = append(costs, costRow{c, len(res.Latencies), cost, cpu, rcpu})
+			costs = append(costs, costRow{clients: c, jobs: len(res.Latencies), cost: cost, fleet: cpuCost{len(res.Latencies), cpu, rcpu}})
 			line := fmt.Sprintf("  %-8d %10.0f %9s %9s %9s %7d", c, res.Rate(), pct(res.Latencies, 50), pct(res.Latencies, 99), pct(res.Latencies, 100), res.Errors)
 			if fl != nil {
 				job := func() (time.Duration, error) { return fl.Job(ctx) }
 				benchfleet.ClosedLoop(ctx, job, c, *warmup, 0)
+				fcpu0, frcpu0 := benchfleet.ProcessCPU(), redisCPU(ctx, f.Stats)
 				fr := benchfleet.ClosedLoop(ctx, job, c, *duration, 0)
+				costs[len(costs)-1].floor = cpuCost{len(fr.Latencies), benchfleet.ProcessCPU() - fcpu0, redisCPU(ctx, f.Stats) - frcpu0}
 				if fr.FirstErr != nil {
 					fmt.Fprintln(os.Stderr, "floor error:", fr.FirstErr)
 				}
@@ -181,11 +182,14 @@ func run(ctx context.Context) error {
 		}
 	}
 	if len(costs) > 0 {
-		fmt.Println("\nCPU per fleet job in the throughput phase (this process: the fleet, its NATS server, the simulator and the clients, from getrusage; -cpuprofile splits it by the label part; Redis: INFO cpu)")
-		fmt.Printf("  %-8s %8s %14s %14s\n", "clients", "jobs", "process ms/job", "Redis ms/job")
+		fmt.Println("\nCPU per job in the throughput phase (this process from getrusage: for the fleet, its roles, its NATS server, the simulator and the clients, which -cpuprofile splits by the label part; for the floor, its hops, its NATS server and the clients; Redis from INFO cpu)")
+		fmt.Printf("  %-8s %16s %14s %16s %14s %14s\n", "clients", "fleet process ms", "fleet Redis ms", "floor process ms", "floor Redis ms", "fleet/floor")
 		for _, r := range costs {
-			n := float64(max(r.jobs, 1))
-			fmt.Printf("  %-8d %8d %14.3f %14.3f\n", r.clients, r.jobs, ms(r.cpu)/n, ms(r.redis)/n)
+			ratio := "-"
+			if r.floor.perJob() > 0 {
+				ratio = fmt.Sprintf("%.1f×", r.fleet.perJob()/r.floor.perJob())
+			}
+			fmt.Printf("  %-8d %16.3f %14.3f %16.3f %14.3f %14s\n", r.clients, r.fleet.processMs(), r.fleet.redisMs(), r.floor.processMs(), r.floor.redisMs(), ratio)
 		}
 	}
 	if *single > 0 {
@@ -243,7 +247,24 @@ func alone(ctx context.Context, meter benchfleet.RedisMeter, n int, settle time.
 	fmt.Printf("  the last job's client calls: %s\n", benchfleet.FormatTop(benchfleet.CommandStats(last.Job.Client.ByName), 40, 1))
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// cpuCost is the CPU time of a measured phase: this process's and the Redis server's.
+type cpuCost struct {
+	jobs           int
+	process, redis time.Duration
+}
+
+func (c cpuCost) processMs() float64 { return c.per(c.process) }
+func (c cpuCost) redisMs() float64   { return c.per(c.redis) }
+
+// perJob is both together, in ms a job.
+func (c cpuCost) perJob() float64 { return c.per(c.process + c.redis) }
+
+func (c cpuCost) per(d time.Duration) float64 {
+	if c.jobs == 0 {
+		return 0
+	}
+	return float64(d) / float64(time.Millisecond) / float64(c.jobs)
+}
 
 // redisCPU is the Redis server's CPU time so far, 0 if INFO cpu cannot be read.
 func redisCPU(ctx context.Context, rdb redis.UniversalClient) time.Duration {
