@@ -183,13 +183,13 @@ func run(ctx context.Context) error {
 	}
 	if len(costs) > 0 {
 		fmt.Println("\nCPU per job in the throughput phase (this process from getrusage: for the fleet, its roles, its NATS server, the simulator and the clients, which -cpuprofile splits by the label part; for the floor, its hops, its NATS server and the clients; Redis from INFO cpu)")
-		fmt.Printf("  %-8s %16s %14s %16s %14s %14s\n", "clients", "fleet process ms", "fleet Redis ms", "floor process ms", "floor Redis ms", "fleet/floor")
+		fmt.Printf("  %-8s %8s %16s %14s %8s %16s %14s %12s\n", "clients", "jobs", "fleet process ms", "fleet Redis ms", "floor jobs", "floor process ms", "floor Redis ms", "fleet/floor")
 		for _, r := range costs {
 			ratio := "-"
 			if r.floor.perJob() > 0 {
 				ratio = fmt.Sprintf("%.1f×", r.fleet.perJob()/r.floor.perJob())
 			}
-			fmt.Printf("  %-8d %16.3f %14.3f %16.3f %14.3f %14s\n", r.clients, r.fleet.processMs(), r.fleet.redisMs(), r.floor.processMs(), r.floor.redisMs(), ratio)
+			fmt.Printf("  %-8d %8d %16.3f %14.3f %10d %16.3f %14.3f %12s\n", r.clients, r.fleet.jobs, r.fleet.processMs(), r.fleet.redisMs(), r.floor.jobs, r.floor.processMs(), r.floor.redisMs(), ratio)
 		}
 	}
 	if *single > 0 {
