@@ -13,7 +13,11 @@
 // around the throughput phase (Lua-internal commands counted; every client of that
 // Redis shows, so run it on a Redis nothing else uses) and a hook on the fleet's own
 // client (commands sent, round trips), and then for -single one-search jobs measured
-// alone.
+// alone. Beside those it prints the CPU time per job of this process (getrusage) and
+// of Redis (INFO cpu), for the fleet and for the floor: on a CPU-bound machine their
+// ratio is what bounds the fleet's share of the floor. -cpuprofile labels goroutines
+// with part=fleet|nats|simulator|client (benchfleet.Labeled), so that
+// `go tool pprof -tags` splits the one process.
 //
 // It then measures time to first token with streaming on: the same streaming
 // question sent, one at a time, to the simulator directly and through the fleet
