@@ -129,6 +129,9 @@ func run(ctx context.Context) error {
 		cost    benchfleet.RedisCost
 		fleet   cpuCost
 		floor   cpuCost // zero without -floor
+		// allocs and allocBytes are this process's heap allocations over the fleet's
+		// phase (the simulator's and the clients' included).
+		allocs, allocBytes uint64
 	}
 	var costs []costRow
 	fmt.Println("Throughput (closed loop: each client sends its next job when the last is answered; the floor measured right after the fleet at the same client count)")
@@ -143,8 +146,10 @@ func run(ctx context.Context) error {
 				return err
 			}
 			cpu0, rcpu0 := benchfleet.ProcessCPU(), redisCPU(ctx, f.Stats)
+			objs0, bytes0 := benchfleet.Allocs()
 			res := benchfleet.ClosedLoop(ctx, one, c, *duration, 0)
 			cpu, rcpu := benchfleet.ProcessCPU()-cpu0, redisCPU(ctx, f.Stats)-rcpu0
+			objs, bytes := benchfleet.Allocs()
 			cost, err := stopMeter(ctx)
 			if err != nil {
 				return err
@@ -153,7 +158,7 @@ func run(ctx context.Context) error {
 			if res.FirstErr != nil {
 				fmt.Fprintln(os.Stderr, "error:", res.FirstErr)
 			}
-			costs = append(costs, costRow{clients: c, jobs: len(res.Latencies), cost: cost, fleet: cpuCost{len(res.Latencies), cpu, rcpu}})
+			costs = append(costs, costRow{clients: c, jobs: len(res.Latencies), cost: cost, fleet: cpuCost{len(res.Latencies), cpu, rcpu}, allocs: objs - objs0, allocBytes: bytes - bytes0})
 			line := fmt.Sprintf("  %-8d %10.0f %9s %9s %9s %7d", c, res.Rate(), pct(res.Latencies, 50), pct(res.Latencies, 99), pct(res.Latencies, 100), res.Errors)
 			if fl != nil {
 				job := func() (time.Duration, error) { return fl.Job(ctx) }
@@ -187,13 +192,15 @@ func run(ctx context.Context) error {
 	}
 	if len(costs) > 0 {
 		fmt.Println("\nCPU per job in the throughput phase (this process from getrusage: for the fleet, its roles, its NATS server, the simulator and the clients, which -cpuprofile splits by the label part; for the floor, its hops, its NATS server and the clients; Redis from INFO cpu)")
-		fmt.Printf("  %-8s %8s %16s %14s %8s %16s %14s %12s\n", "clients", "jobs", "fleet process ms", "fleet Redis ms", "floor jobs", "floor process ms", "floor Redis ms", "fleet/floor")
+		fmt.Printf("  %-8s %8s %16s %14s %12s %12s %10s %16s %14s %12s\n", "clients", "jobs", "fleet process ms", "fleet Redis ms", "allocs/job", "KB alloc/job", "floor jobs", "floor process ms", "floor Redis ms", "fleet/floor")
 		for _, r := range costs {
 			ratio := "-"
 			if r.floor.perJob() > 0 {
 				ratio = fmt.Sprintf("%.1f×", r.fleet.perJob()/r.floor.perJob())
 			}
-			fmt.Printf("  %-8d %8d %16.3f %14.3f %10d %16.3f %14.3f %12s\n", r.clients, r.fleet.jobs, r.fleet.processMs(), r.fleet.redisMs(), r.floor.jobs, r.floor.processMs(), r.floor.redisMs(), ratio)
+			n := float64(max(r.fleet.jobs, 1))
+			fmt.Printf("  %-8d %8d %16.3f %14.3f %12.0f %12.0f %10d %16.3f %14.3f %12s\n", r.clients, r.fleet.jobs, r.fleet.processMs(), r.fleet.redisMs(),
+				float64(r.allocs)/n, float64(r.allocBytes)/1024/n, r.floor.jobs, r.floor.processMs(), r.floor.redisMs(), ratio)
 		}
 	}
 	if *single > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -124,6 +125,14 @@ func LoadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// Allocs is how many heap objects and bytes this process has allocated so far
+// (runtime.MemStats: Mallocs and TotalAlloc), for allocations per job.
+func Allocs() (objects, bytes uint64) {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs, m.TotalAlloc
 }
 
 // ProcessCPU is the CPU time (user + system) this process has used: the fleet, its
