@@ -25,7 +25,7 @@
 // ingress → client); the difference is what the fleet adds to a model's own TTFT.
 //
 //	go run ./cmd/fleetbench -concurrency 16,64 -duration 10s -warmup 2s   (what `make bench-e2e` runs)
-//	go run ./cmd/fleetbench -rate 500 -duration 20s -cpuprofile cpu.out
+//	go run ./cmd/fleetbench -rate 500 -duration 20s -cpuprofile cpu.out -memprofile mem.out
 //	go run ./cmd/fleetbench -concurrency 16 -rounds 3 -rate 0 -ttft 0   (the fleet against its floor only)
 //	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 0 -single 10   (Redis commands of one job only)
 //	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 500 -single 0  (time to first token only)
@@ -69,6 +69,7 @@ func run(ctx context.Context) error {
 	engine := flag.String("engine", "brave", "engine the model searches with")
 	memory := flag.Bool("memory", false, "keep the streams in memory instead of on disk")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phases")
+	memprofile := flag.String("memprofile", "", "write a heap profile at the end (go tool pprof -sample_index=alloc_space: what the run allocated, by call stack)")
 	ttft := flag.Int("ttft", 300, "streaming requests of the time-to-first-token phase, each sent to the simulator and through the fleet (0: skip)")
 	floor := flag.Bool("floor", true, "measure the floor (JetStream hops and Redis round trips, no work) at each client count, next to the fleet")
 	floorHops := flag.Int("floor-hops", 5, "work-queue hops of a floor job")
@@ -116,6 +117,10 @@ func run(ctx context.Context) error {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+
+	if *memprofile != "" {
+		defer writeHeapProfile(*memprofile)
 	}
 
 	if bg, err := idleTraffic(ctx, meter, time.Second); err == nil {
@@ -220,6 +225,20 @@ func run(ctx context.Context) error {
 		firstToken(ctx, client, f, *ttft)
 	}
 	return nil
+}
+
+// writeHeapProfile writes the heap profile (allocations since the start included) to
+// name.
+func writeHeapProfile(name string) {
+	f, err := os.Create(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "memprofile:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "memprofile:", err)
+	}
 }
 
 // idleTraffic reads the Redis traffic of a window d with no job sent.
