@@ -13,7 +13,11 @@
 // around the throughput phase (Lua-internal commands counted; every client of that
 // Redis shows, so run it on a Redis nothing else uses) and a hook on the fleet's own
 // client (commands sent, round trips), and then for -single one-search jobs measured
-// alone.
+// alone. Beside those it prints the CPU time per job of this process (getrusage) and
+// of Redis (INFO cpu), for the fleet and for the floor: on a CPU-bound machine their
+// ratio is what bounds the fleet's share of the floor. -cpuprofile labels goroutines
+// with part=fleet|nats|simulator|client (benchfleet.Labeled), so that
+// `go tool pprof -tags` splits the one process.
 //
 // It then measures time to first token with streaming on: the same streaming
 // question sent, one at a time, to the simulator directly and through the fleet
@@ -21,7 +25,7 @@
 // ingress → client); the difference is what the fleet adds to a model's own TTFT.
 //
 //	go run ./cmd/fleetbench -concurrency 16,64 -duration 10s -warmup 2s   (what `make bench-e2e` runs)
-//	go run ./cmd/fleetbench -rate 500 -duration 20s -cpuprofile cpu.out
+//	go run ./cmd/fleetbench -rate 500 -duration 20s -cpuprofile cpu.out -memprofile mem.out
 //	go run ./cmd/fleetbench -concurrency 16 -rounds 3 -rate 0 -ttft 0   (the fleet against its floor only)
 //	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 0 -single 10   (Redis commands of one job only)
 //	go run ./cmd/fleetbench -concurrency= -rate 0 -ttft 500 -single 0  (time to first token only)
@@ -43,10 +47,12 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/internal/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/peerbench"
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -63,6 +69,7 @@ func run(ctx context.Context) error {
 	engine := flag.String("engine", "brave", "engine the model searches with")
 	memory := flag.Bool("memory", false, "keep the streams in memory instead of on disk")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phases")
+	memprofile := flag.String("memprofile", "", "write a heap profile at the end (go tool pprof -sample_index=alloc_space: what the run allocated, by call stack)")
 	ttft := flag.Int("ttft", 300, "streaming requests of the time-to-first-token phase, each sent to the simulator and through the fleet (0: skip)")
 	floor := flag.Bool("floor", true, "measure the floor (JetStream hops and Redis round trips, no work) at each client count, next to the fleet")
 	floorHops := flag.Int("floor-hops", 5, "work-queue hops of a floor job")
@@ -112,6 +119,10 @@ func run(ctx context.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 
+	if *memprofile != "" {
+		defer writeHeapProfile(*memprofile)
+	}
+
 	if bg, err := idleTraffic(ctx, meter, time.Second); err == nil {
 		fmt.Printf("Redis while the fleet idles (1 s): %d commands by the server's count, %d sent by the fleet's client: the rest is other clients of this Redis and the scripts' inner commands\n\n",
 			bg.Server.Total(), bg.Client.Commands)
@@ -121,6 +132,11 @@ func run(ctx context.Context) error {
 		clients int
 		jobs    int
 		cost    benchfleet.RedisCost
+		fleet   cpuCost
+		floor   cpuCost // zero without -floor
+		// allocs and allocBytes are this process's heap allocations over the fleet's
+		// phase (the simulator's and the clients' included).
+		allocs, allocBytes uint64
 	}
 	var costs []costRow
 	fmt.Println("Throughput (closed loop: each client sends its next job when the last is answered; the floor measured right after the fleet at the same client count)")
@@ -134,7 +150,11 @@ func run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			cpu0, rcpu0 := benchfleet.ProcessCPU(), redisCPU(ctx, f.Stats)
+			objs0, bytes0 := benchfleet.Allocs()
 			res := benchfleet.ClosedLoop(ctx, one, c, *duration, 0)
+			cpu, rcpu := benchfleet.ProcessCPU()-cpu0, redisCPU(ctx, f.Stats)-rcpu0
+			objs, bytes := benchfleet.Allocs()
 			cost, err := stopMeter(ctx)
 			if err != nil {
 				return err
@@ -143,12 +163,14 @@ func run(ctx context.Context) error {
 			if res.FirstErr != nil {
 				fmt.Fprintln(os.Stderr, "error:", res.FirstErr)
 			}
-			costs = append(costs, costRow{c, len(res.Latencies), cost})
+			costs = append(costs, costRow{clients: c, jobs: len(res.Latencies), cost: cost, fleet: cpuCost{len(res.Latencies), cpu, rcpu}, allocs: objs - objs0, allocBytes: bytes - bytes0})
 			line := fmt.Sprintf("  %-8d %10.0f %9s %9s %9s %7d", c, res.Rate(), pct(res.Latencies, 50), pct(res.Latencies, 99), pct(res.Latencies, 100), res.Errors)
 			if fl != nil {
 				job := func() (time.Duration, error) { return fl.Job(ctx) }
 				benchfleet.ClosedLoop(ctx, job, c, *warmup, 0)
+				fcpu0, frcpu0 := benchfleet.ProcessCPU(), redisCPU(ctx, f.Stats)
 				fr := benchfleet.ClosedLoop(ctx, job, c, *duration, 0)
+				costs[len(costs)-1].floor = cpuCost{len(fr.Latencies), benchfleet.ProcessCPU() - fcpu0, redisCPU(ctx, f.Stats) - frcpu0}
 				if fr.FirstErr != nil {
 					fmt.Fprintln(os.Stderr, "floor error:", fr.FirstErr)
 				}
@@ -173,6 +195,19 @@ func run(ctx context.Context) error {
 				float64(r.cost.Client.Commands)/n, float64(r.cost.Client.RoundTrips)/n, benchfleet.FormatTop(r.cost.Server, 8, n))
 		}
 	}
+	if len(costs) > 0 {
+		fmt.Println("\nCPU per job in the throughput phase (this process from getrusage: for the fleet, its roles, its NATS server, the simulator and the clients, which -cpuprofile splits by the label part; for the floor, its hops, its NATS server and the clients; Redis from INFO cpu)")
+		fmt.Printf("  %-8s %8s %16s %14s %12s %12s %10s %16s %14s %12s\n", "clients", "jobs", "fleet process ms", "fleet Redis ms", "allocs/job", "KB alloc/job", "floor jobs", "floor process ms", "floor Redis ms", "fleet/floor")
+		for _, r := range costs {
+			ratio := "-"
+			if r.floor.perJob() > 0 {
+				ratio = fmt.Sprintf("%.1f×", r.fleet.perJob()/r.floor.perJob())
+			}
+			n := float64(max(r.fleet.jobs, 1))
+			fmt.Printf("  %-8d %8d %16.3f %14.3f %12.0f %12.0f %10d %16.3f %14.3f %12s\n", r.clients, r.fleet.jobs, r.fleet.processMs(), r.fleet.redisMs(),
+				float64(r.allocs)/n, float64(r.allocBytes)/1024/n, r.floor.jobs, r.floor.processMs(), r.floor.redisMs(), ratio)
+		}
+	}
 	if *single > 0 {
 		alone(ctx, meter, *single, *settle, func() error { _, err := one(); return err })
 	}
@@ -190,6 +225,20 @@ func run(ctx context.Context) error {
 		firstToken(ctx, client, f, *ttft)
 	}
 	return nil
+}
+
+// writeHeapProfile writes the heap profile (allocations since the start included) to
+// name.
+func writeHeapProfile(name string) {
+	f, err := os.Create(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "memprofile:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "memprofile:", err)
+	}
 }
 
 // idleTraffic reads the Redis traffic of a window d with no job sent.
@@ -226,6 +275,31 @@ func alone(ctx context.Context, meter benchfleet.RedisMeter, n int, settle time.
 	fmt.Printf("  median: %.0f commands, %.0f round trips a one-search job\n", median(cmds), median(rts))
 	fmt.Printf("  the last job's commands: %s\n", benchfleet.FormatTop(last.Job.Server, 40, 1))
 	fmt.Printf("  the last job's client calls: %s\n", benchfleet.FormatTop(benchfleet.CommandStats(last.Job.Client.ByName), 40, 1))
+}
+
+// cpuCost is the CPU time of a measured phase: this process's and the Redis server's.
+type cpuCost struct {
+	jobs           int
+	process, redis time.Duration
+}
+
+func (c cpuCost) processMs() float64 { return c.per(c.process) }
+func (c cpuCost) redisMs() float64   { return c.per(c.redis) }
+
+// perJob is both together, in ms a job.
+func (c cpuCost) perJob() float64 { return c.per(c.process + c.redis) }
+
+func (c cpuCost) per(d time.Duration) float64 {
+	if c.jobs == 0 {
+		return 0
+	}
+	return float64(d) / float64(time.Millisecond) / float64(c.jobs)
+}
+
+// redisCPU is the Redis server's CPU time so far, 0 if INFO cpu cannot be read.
+func redisCPU(ctx context.Context, rdb redis.UniversalClient) time.Duration {
+	d, _ := peerbench.RedisCPU(ctx, rdb)
+	return d
 }
 
 func median(v []float64) float64 {

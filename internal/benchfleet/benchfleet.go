@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -91,12 +92,15 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	nats, err := bus.RunEmbedded("127.0.0.1", -1, dir)
+	var nats *bus.Embedded
+	Labeled("nats", func() { nats, err = bus.RunEmbedded("127.0.0.1", -1, dir) })
 	if err != nil {
 		return nil, err
 	}
 	sim := simulator.New(simulator.Options{ModelLatency: o.ModelLatency, EngineLatency: o.EngineLatency})
-	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	var hs *http.Server
+	var simURL string
+	Labeled("simulator", func() { hs, simURL, err = sim.Listen("127.0.0.1:0") })
 	if err != nil {
 		return nil, err
 	}
@@ -108,12 +112,12 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	m := metrics.New()
 	fctx, cancel := context.WithCancel(ctx)
 	listening, done := make(chan string, 1), make(chan error, 1)
-	go func() {
+	go pprof.Do(fctx, pprof.Labels("part", "fleet"), func(fctx context.Context) {
 		done <- fleet.Run(fctx, fleet.Options{Env: e, File: demo.Config(simURL, sim.EngineConfigs(simURL)),
 			Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb, Metrics: m,
 			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 			Memory: o.Memory, Embedded: nats, Listening: func(a string) { listening <- a }})
-	}()
+	})
 	f := &Fleet{NATSURL: nats.URL(), SimURL: simURL, Env: e, Metrics: m, Redis: rdb, Counter: counter, Stats: stats, Storage: "file"}
 	if o.Memory {
 		f.Storage = "memory"
@@ -136,6 +140,14 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		f.stop()
 		return nil, err
 	}
+}
+
+// Labeled runs f with the CPU profiler's label part=name, which every goroutine f
+// starts inherits, so that a profile of the one benchmark process splits into the
+// fleet, its NATS server, the simulator and the load generator
+// (go tool pprof -tags, or -tagfocus part=fleet).
+func Labeled(name string, f func()) {
+	pprof.Do(context.Background(), pprof.Labels("part", name), func(context.Context) { f() })
 }
 
 // Stop stops the fleet and deletes its Redis keys.

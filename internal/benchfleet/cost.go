@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -123,4 +125,23 @@ func LoadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// Allocs is how many heap objects and bytes this process has allocated so far
+// (runtime.MemStats: Mallocs and TotalAlloc), for allocations per job.
+func Allocs() (objects, bytes uint64) {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs, m.TotalAlloc
+}
+
+// ProcessCPU is the CPU time (user + system) this process has used: the fleet, its
+// NATS server, the simulator and the load generator together when they run in it
+// (Labeled splits them in a CPU profile).
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

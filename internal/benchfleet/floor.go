@@ -343,7 +343,7 @@ func ClosedLoop(ctx context.Context, one func() (time.Duration, error), clients 
 	end := start.Add(d)
 	for range max(clients, 1) {
 		wg.Add(1)
-		go func() {
+		go Labeled("client", func() {
 			defer wg.Done()
 			var mine []time.Duration
 			var errs int
@@ -368,7 +368,7 @@ func ClosedLoop(ctx context.Context, one func() (time.Duration, error), clients 
 				res.FirstErr = first
 			}
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)

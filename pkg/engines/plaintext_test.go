@@ -32,3 +32,21 @@ func TestPlainText(t *testing.T) {
 		}
 	}
 }
+
+// CleanText drops control and invisible characters and mends invalid UTF-8, and hands
+// back clean text (ASCII or not) unchanged.
+func TestCleanText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain ASCII, with\nnewline and\ttab", "plain ASCII, with\nnewline and\ttab"},
+		{"bell\x07 null\x00 esc\x1b del\x7f cr\r", "bell null esc del cr"},
+		{"café – naïve “quotes”", "café – naïve “quotes”"},
+		{"zero\u200bwidth soft\u00adhyphen bidi\u202eover\u2066ride", "zerowidth softhyphen bidioverride"},
+		{"tag\U000E0041chars and a \u034fjoiner", "tagchars and a joiner"},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{"", ""},
+	} {
+		if got := engines.CleanText(c.in); got != c.want {
+			t.Errorf("CleanText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

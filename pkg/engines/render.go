@@ -165,14 +165,7 @@ func oneLine(s string) string {
 // Search results are untrusted input to the model: titles, snippets and summaries go
 // through CleanText before the model reads them.
 func CleanText(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || invisible(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if cleanText(s) {
 		return s
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
@@ -184,6 +177,26 @@ func CleanText(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// cleanText reports whether CleanText leaves s as it is. Most of what it reads
+// (titles, snippets, pages) is ASCII: those bytes are checked without decoding runes.
+func cleanText(s string) bool {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || invisible(r) {
+			return false
+		}
+		i += size
+	}
+	return true
 }
 
 // invisible reports whether CleanText removes r.

@@ -97,9 +97,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	for _, t := range req.Tools {
 		switch t.Function.Name {
 		case "web_search":
-			s.stats.count("model_offered_web_search", nil, string(body))
+			s.stats.count("model_offered_web_search", body, "")
 		case "web_fetch":
-			s.stats.count("model_offered_web_fetch", nil, string(body))
+			s.stats.count("model_offered_web_fetch", body, "")
 		}
 	}
 	user := ""

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -18,25 +19,59 @@ import (
 // recording found with the generated pages, keeping the recording's fields and
 // envelope: only values change, no field is invented.
 
+// templates holds each fixture decoded once (fixture name → map[string]any), never
+// changed: template hands out copies. Decoding a recorded body for every answer was
+// the simulator's largest cost under load.
+var templates sync.Map
+
 // template decodes a fixture into a fresh value the caller may change.
 func template(name string) map[string]any {
-	var m map[string]any
-	if err := json.Unmarshal(fixtures.Read(name), &m); err != nil {
-		panic("simulator: fixture " + name + ": " + err.Error())
+	v, ok := templates.Load(name)
+	if !ok {
+		var m map[string]any
+		if err := json.Unmarshal(fixtures.Read(name), &m); err != nil {
+			panic("simulator: fixture " + name + ": " + err.Error())
+		}
+		v, _ = templates.LoadOrStore(name, m)
 	}
-	return m
+	return clone(v)
 }
 
 // obj and arr read a decoded JSON value as an object or an array (nil when it is not).
 func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
 func arr(v any) []any          { a, _ := v.([]any); return a }
 
-// clone deep-copies a decoded JSON value.
+// clone deep-copies a decoded JSON object (nil when v is not one).
 func clone(v any) map[string]any {
-	b, _ := json.Marshal(v)
-	var out map[string]any
-	json.Unmarshal(b, &out)
-	return out
+	m, _ := deepCopy(v).(map[string]any)
+	return m
+}
+
+// deepCopy copies a decoded JSON value's objects and arrays; its scalars (strings,
+// numbers, booleans, null) are immutable and shared.
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = deepCopy(x)
+		}
+		return out
+	case []any:
+		if v == nil {
+			return v
+		}
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = deepCopy(x)
+		}
+		return out
+	default:
+		return v
+	}
 }
 
 func mustJSON(v any) []byte {
