@@ -176,9 +176,11 @@ func (m *Memory) SaveTurn(_ context.Context, id string, h int, turn []byte, stic
 	if _, ok := c.turns[h]; !ok {
 		c.turns[h] = slices.Clone(turn)
 	}
-	c.sticky, c.gp = sticky, googlePreferred
-	if j, ok := m.jobs[id]; ok && j.Status == state.Queued {
-		j.Status, j.Updated = state.Running, time.Now().UTC()
+	if h == 0 {
+		c.sticky, c.gp = sticky, googlePreferred
+		if j, ok := m.jobs[id]; ok && j.Status == state.Queued {
+			j.Status, j.Updated = state.Running, time.Now().UTC()
+		}
 	}
 	return clone(c.turns[h]), nil
 }

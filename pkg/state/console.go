@@ -25,9 +25,10 @@ const TenantJobsKept = 1000
 const ModelSpendDays = 35
 
 // indexJob adds a job a tenant submitted to the tenant's index in p, trimmed to the
-// newest TenantJobsKept and to the retention period. A batch's lines are not indexed:
-// a 2,000-line batch would push out everything else, and they are reached through
-// their batch.
+// newest TenantJobsKept. Entries older than the retention period are not trimmed
+// here: their records have expired, and TenantJobs drops such entries as it meets
+// them. A batch's lines are not indexed: a 2,000-line batch would push out everything
+// else, and they are reached through their batch.
 func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job) {
 	if j.Batch != "" {
 		return
@@ -35,7 +36,6 @@ func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job) {
 	k := s.K.TenantJobs(j.Tenant)
 	p.ZAdd(ctx, k, redis.Z{Score: float64(j.Created.UnixMilli()), Member: j.ID})
 	p.ZRemRangeByRank(ctx, k, 0, -TenantJobsKept-1)
-	p.ZRemRangeByScore(ctx, k, "-inf", "("+Millis(j.Created.Add(-s.Retention)))
 	p.PExpire(ctx, k, s.Retention)
 }
 

@@ -79,7 +79,7 @@ func turnFirstWriteWins(t *testing.T, s Store) {
 	if st.Chain.Hops[0].Expected != -1 || st.Chain.Hops[0].Calls != nil {
 		t.Errorf("an answered hop is not dispatched: %+v", st.Chain.Hops[0])
 	}
-	// The flags are the latest answer's.
+	// The flags are the first hop's latest answer's: later hops keep them.
 	if !st.Chain.Sticky || !st.Chain.GooglePreferred {
 		t.Errorf("flags sticky=%v gp=%v, want both set", st.Chain.Sticky, st.Chain.GooglePreferred)
 	}
