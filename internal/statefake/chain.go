@@ -230,13 +230,9 @@ func (m *Memory) MarkStickyConversation(_ context.Context, hash string, ttl time
 }
 
 // Finish implements jobs.Store.
-func (m *Memory) Finish(_ context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error) {
+func (m *Memory) Finish(_ context.Context, id string, status state.Status, fields ...any) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if resetFlags {
-		c := m.chain(id)
-		c.sticky, c.gp = false, false
-	}
 	j, ok := m.jobs[id]
 	if !ok || j.Status.Terminal() {
 		return false, nil

@@ -24,8 +24,9 @@ import (
 // batch, webhook status, replay_of) and notes the archived bytes ("cold"), a summary
 // keeps what listings show (question, searches and cost, error), both well under a
 // kilobyte; the chain, the recorded searches, the stored response, the job's spend
-// ledger (read by the finish hook that counts spend per model, which runs before) and
-// the per-call search results are deleted.
+// ledger (read by the finish hook that counts spend per model, which runs before; not
+// archived: the record's usage keeps the job's cost) and the per-call search results
+// are deleted.
 //
 // Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
 // Redis first, and the archive for what Redis no longer holds — the cold part of an
@@ -128,7 +129,6 @@ type coldRecord struct {
 	Job      hashValues      `json:"job"`
 	Chain    hashValues      `json:"chain,omitempty"`
 	Searches hashValues      `json:"searches,omitempty"`
-	Spend    hashValues      `json:"spend,omitempty"`
 	Response json.RawMessage `json:"response,omitempty"`
 }
 
@@ -229,13 +229,12 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
-	var jc, cc, rc, pc *redis.MapStringStringCmd
+	var jc, cc, rc *redis.MapStringStringCmd
 	var sc *redis.StringCmd
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		jc = p.HGetAll(ctx, s.K.Job(id))
 		cc = p.HGetAll(ctx, s.K.Chain(id))
 		rc = p.HGetAll(ctx, s.K.SearchRecord(id))
-		pc = p.HGetAll(ctx, s.K.JobSpend(id))
 		sc = p.Get(ctx, s.K.StoredResponse(id))
 		return nil
 	})
@@ -253,7 +252,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
 	}
-	rec := coldRecord{V: 1, Job: jm, Chain: cc.Val(), Searches: rc.Val(), Spend: pc.Val()}
+	rec := coldRecord{V: 1, Job: jm, Chain: cc.Val(), Searches: rc.Val()}
 	if b, err := sc.Bytes(); err == nil && json.Valid(b) {
 		rec.Response = b
 	}

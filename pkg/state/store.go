@@ -458,21 +458,14 @@ func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call strin
 	return s.r.Set(ctx, s.K.SearchDone(id, h, call), b, s.Retention).Err()
 }
 
-// Finish moves a job that has not ended to a terminal status with fields, and, when
-// resetFlags is set, clears the chain's sticky flags, in one round trip. It reports
-// whether it moved the job (see Update).
-func (s *Store) Finish(ctx context.Context, id string, status Status, resetFlags bool, fields ...any) (bool, error) {
-	var c *redis.Cmd
-	err := s.pipelined(ctx, func(p redis.Pipeliner) {
-		c = setIfLive.EvalSha(ctx, p, []string{s.K.Job(id)}, updateArgs(status, fields)...)
-		if resetFlags {
-			p.HSet(ctx, s.K.Chain(id), fieldSticky, "0", fieldGooglePreferred, "0")
-		}
-	})
+// Finish moves a job that has not ended to a terminal status with fields. It reports
+// whether it moved the job (see Update). The chain is left as it is: no step reads
+// it once the job has ended, and the archive drops it.
+func (s *Store) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
+	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: finishing job: %w", err)
 	}
-	n, _ := c.Int()
 	return n == 1, nil
 }
 
