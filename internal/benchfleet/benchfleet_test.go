@@ -169,12 +169,12 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 76 and 20 measured,
+// scripts run included) and on the fleet's client (round trips): 75 and 20 measured,
 // plus the two key-rest lookups (model, engine) a job makes when their one-second
 // cache has lapsed and the tenant index's trim (one submission in 16).
 // docs/benchmarks.md, "Redis commands per job", says where each goes.
 const (
-	oneSearchJobCommands   = 79
+	oneSearchJobCommands   = 78
 	oneSearchJobRoundTrips = 23
 )
 

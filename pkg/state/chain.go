@@ -128,34 +128,42 @@ type Step struct {
 }
 
 // LoadStep reads a job and its chain and, if claim is set, claims its hop's lease, in
-// one round trip.
+// one round trip: a free lease (the common case) is taken with a SET NX beside the
+// reads; one that is held already is looked at again (Lease: its holder renews it,
+// anyone else learns the time it has left).
 func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
 	var jc, cc *redis.MapStringStringCmd
-	var lc *redis.Cmd
+	var took *redis.BoolCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		jc = p.HGetAll(ctx, s.K.Job(id))
 		cc = p.HGetAll(ctx, s.K.Chain(id))
 		if claim != nil {
-			lc = lease.EvalSha(ctx, p, []string{s.K.Lease(id, claim.Hop)}, claim.Owner, claim.TTL.Milliseconds())
+			took = p.SetNX(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL)
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job and chain: %w", err)
 	}
-	return s.step(jc, cc, lc)
+	st, err := s.step(jc, cc)
+	if err != nil || claim == nil {
+		return st, err
+	}
+	if took.Val() {
+		st.Claimed = true
+		return st, nil
+	}
+	if st.Claimed, st.Left, err = s.Lease(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
-func (s *Store) step(jc, cc *redis.MapStringStringCmd, lc *redis.Cmd) (*Step, error) {
+func (s *Store) step(jc, cc *redis.MapStringStringCmd) (*Step, error) {
 	jm := jc.Val()
 	if len(jm) == 0 || jm["id"] == "" {
 		return nil, ErrNotFound
 	}
-	st := &Step{Job: jobFromHash(jm), Chain: chainFromHash(cc.Val())}
-	if lc != nil {
-		left, _ := lc.Int64()
-		st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
-	}
-	return st, nil
+	return &Step{Job: jobFromHash(jm), Chain: chainFromHash(cc.Val())}, nil
 }
 
 // recordResult stores a call's result once and counts it; when that completes the
@@ -201,7 +209,7 @@ func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string
 	if err != nil {
 		return nil, fmt.Errorf("state: recording result: %w", err)
 	}
-	st, err := s.step(jc, cc, nil)
+	st, err := s.step(jc, cc)
 	if err != nil {
 		return nil, err
 	}
