@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -164,5 +165,65 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 	}
 	if !strings.Contains(FormatTop(c.Job.Server, 3, 1), " ") {
 		t.Errorf("FormatTop wrote %q", FormatTop(c.Job.Server, 3, 1))
+	}
+}
+
+// What a one-search job may cost in Redis, counted on the server (the commands Lua
+// scripts run included) and on the fleet's client (round trips): 75 and 20 measured,
+// plus the two key-rest lookups (model, engine) a job makes when their one-second
+// cache has lapsed and the tenant index's trim (one submission in 16).
+// docs/benchmarks.md, "Redis commands per job", says where each goes.
+const (
+	oneSearchJobCommands   = 78
+	oneSearchJobRoundTrips = 23
+)
+
+// A one-search job stays within its Redis budget. The server-side count is read from
+// MONITOR, keeping the commands that name a key of this fleet's prefix (other tests
+// share the Redis); the smallest of three jobs is taken, as the deadline reaper's
+// sweep may fall in a job's window.
+func TestOneSearchJobRedisBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole fleet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	if _, ok := f.Redis.(*redis.ClusterClient); ok {
+		t.Skip("MONITOR is per node: the budget is measured on a single Redis")
+	}
+	mon, err := MonitorPrefix(ctx, testenv.RedisURL(), f.Env.KeyPrefix+":")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+	hc := &http.Client{Transport: fleet.Transport(), Timeout: 30 * time.Second}
+	meter := RedisMeter{Stats: f.Stats, Counter: f.Counter}
+	best, bestTrips := CommandStats(nil), int64(0)
+	for i := range 3 {
+		if !meter.Quiet(ctx, 300*time.Millisecond, 10*time.Second) {
+			t.Fatal("the fleet's Redis client never fell quiet")
+		}
+		s0, c0 := mon.Counts(), f.Counter.Counts()
+		if _, err := Ask(ctx, hc, f.URL, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=brave", i)); err != nil {
+			t.Fatal(err)
+		}
+		if !meter.Quiet(ctx, 300*time.Millisecond, 10*time.Second) {
+			t.Fatal("the fleet's Redis client never fell quiet after the job")
+		}
+		s := mon.Counts().Delta(s0)
+		trips := f.Counter.Counts().Sub(c0).RoundTrips
+		t.Logf("job %d: %d commands (%s), %d round trips", i, s.Total(), FormatTop(s, 30, 1), trips)
+		if best == nil || s.Total() < best.Total() {
+			best, bestTrips = s, trips
+		}
+	}
+	if best.Total() > oneSearchJobCommands || bestTrips > oneSearchJobRoundTrips {
+		t.Errorf("a one-search job cost %d Redis commands in %d round trips, over its budget of %d in %d: %s",
+			best.Total(), bestTrips, oneSearchJobCommands, oneSearchJobRoundTrips, FormatTop(best, 30, 1))
 	}
 }

@@ -176,9 +176,11 @@ func (m *Memory) SaveTurn(_ context.Context, id string, h int, turn []byte, stic
 	if _, ok := c.turns[h]; !ok {
 		c.turns[h] = slices.Clone(turn)
 	}
-	c.sticky, c.gp = sticky, googlePreferred
-	if j, ok := m.jobs[id]; ok && j.Status == state.Queued {
-		j.Status, j.Updated = state.Running, time.Now().UTC()
+	if h == 0 {
+		c.sticky, c.gp = sticky, googlePreferred
+		if j, ok := m.jobs[id]; ok && j.Status == state.Queued {
+			j.Status, j.Updated = state.Running, time.Now().UTC()
+		}
 	}
 	return clone(c.turns[h]), nil
 }
@@ -228,13 +230,9 @@ func (m *Memory) MarkStickyConversation(_ context.Context, hash string, ttl time
 }
 
 // Finish implements jobs.Store.
-func (m *Memory) Finish(_ context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error) {
+func (m *Memory) Finish(_ context.Context, id string, status state.Status, fields ...any) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if resetFlags {
-		c := m.chain(id)
-		c.sticky, c.gp = false, false
-	}
 	j, ok := m.jobs[id]
 	if !ok || j.Status.Terminal() {
 		return false, nil

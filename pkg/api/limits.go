@@ -155,10 +155,16 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 // JobFinished frees the job slot of a job that ended (a jobs.Hook, run by the
 // finisher) and charges its record's real size to its tenant's storage quota (see
 // settleStorage; a job that was never accepted gives its charge back). Batch lines
-// hold no slot; releasing one is a no-op.
+// hold no slot; releasing one is a no-op. A tenant without a job limit took no slot
+// (admit), so none is freed (one taken under a limit since removed expires on its
+// own).
 func (s *Server) JobFinished(ctx context.Context, job *state.Job) error {
 	s.pace.observe(job)
-	return errors.Join(s.Store.ReleaseLease(ctx, state.LeaseJobs, job.Tenant, job.ID), s.settleStorage(ctx, job))
+	var release error
+	if s.Limits.Of(job.Tenant).QueuedJobs > 0 { // no limit, no slot taken (admit)
+		release = s.Store.ReleaseLease(ctx, state.LeaseJobs, job.Tenant, job.ID)
+	}
+	return errors.Join(release, s.settleStorage(ctx, job))
 }
 
 // holdOf is what a request of a client protocol waits as.

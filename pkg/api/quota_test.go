@@ -196,7 +196,7 @@ func TestStorageQuotaReleasesOnExpiryAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := q.usage(t, "ka").UsedBytes
-	if _, err := long.Finish(ctx, job.ID, state.Completed, false, "response", json.RawMessage(fmt.Sprintf("%q", strings.Repeat("a", 50000)))); err != nil {
+	if _, err := long.Finish(ctx, job.ID, state.Completed, "response", json.RawMessage(fmt.Sprintf("%q", strings.Repeat("a", 50000)))); err != nil {
 		t.Fatal(err)
 	}
 	ended, err := long.GetJob(ctx, job.ID)

@@ -96,9 +96,9 @@ func (h *harness) end(id string, i int, code string) {
 	ctx, jid := h.t.Context(), jobID(id, i)
 	var err error
 	if code == "" {
-		_, err = h.store.Finish(ctx, jid, state.Completed, false, "response", json.RawMessage(`{"object":"chat.completion","choices":[]}`))
+		_, err = h.store.Finish(ctx, jid, state.Completed, "response", json.RawMessage(`{"object":"chat.completion","choices":[]}`))
 	} else {
-		_, err = h.store.Finish(ctx, jid, state.Failed, false, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
+		_, err = h.store.Finish(ctx, jid, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
 	}
 	if err != nil {
 		h.t.Fatal(err)

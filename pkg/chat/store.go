@@ -27,7 +27,8 @@ type ChainStore interface {
 	// returns the hop's counts (calls answered at dispatch).
 	RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error)
 	// SaveTurn stores hop h's model answer unless one is stored and returns the stored
-	// one; it sets the chain's flags and marks a queued job running.
+	// one; on hop 0 it also sets the chain's flags and marks a queued job running
+	// (later hops keep both).
 	SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error)
 	// SaveCalls records hop h's calls once: how many results it waits for, how many
 	// searches it adds to the job's count. It makes the chain sticky and returns the

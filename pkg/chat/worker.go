@@ -766,8 +766,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 			}
 		}
 	}
-	// A "stop" answer ends the chain: the next request starts without the sticky flag.
-	return w.end(ctx, v.job.ID, jobs.Ending{Status: state.Completed, Hop: h, Response: resp, Usage: ub, Trace: tb, ResetSticky: finish == "stop"})
+	return w.end(ctx, v.job.ID, jobs.Ending{Status: state.Completed, Hop: h, Response: resp, Usage: ub, Trace: tb})
 }
 
 // fail ends a job with an error, visibly: status failed, a "failed" event.

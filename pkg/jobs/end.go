@@ -37,7 +37,7 @@ import (
 type Store interface {
 	// Finish moves a job that has not ended to status, storing fields; it reports
 	// whether it did (false: the job had ended, or does not exist).
-	Finish(ctx context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error)
+	Finish(ctx context.Context, id string, status state.Status, fields ...any) (bool, error)
 	GetJob(ctx context.Context, id string) (*state.Job, error)
 	// Settle makes a job's status the one the event stream recorded.
 	Settle(ctx context.Context, id string, status state.Status, je *state.JobError) error
@@ -58,8 +58,6 @@ type Ending struct {
 	Error *state.JobError
 	// Response, Usage and Trace are a completed job's answer and accounting.
 	Response, Usage, Trace json.RawMessage
-	// ResetSticky ends the chain's web_search stickiness ("stop" answers).
-	ResetSticky bool
 	// Hop is the hop the job ended on, for the event.
 	Hop int
 }
@@ -103,7 +101,7 @@ func NewEnder(store Store, events Events, m *metrics.Metrics, log *slog.Logger) 
 // (a step is redelivered, the reaper sweeps again), and End is safe to repeat. A job
 // Redis does not know is an orphan (ErrUnknownJob, a permanent error).
 func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
-	won, err := e.store.Finish(ctx, jobID, end.Status, end.ResetSticky, end.fields()...)
+	won, err := e.store.Finish(ctx, jobID, end.Status, end.fields()...)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func TestFetchWorkerFetchesOnceAndPublishesThePage(t *testing.T) {
 		t.Fatalf("sources %+v", srcs)
 	}
 
-	if _, err := r.store.Finish(ctx, "j-fetch", state.Cancelled, false); err != nil {
+	if _, err := r.store.Finish(ctx, "j-fetch", state.Cancelled); err != nil {
 		t.Fatal(err)
 	}
 	other := req

@@ -24,8 +24,9 @@ import (
 // batch, webhook status, replay_of) and notes the archived bytes ("cold"), a summary
 // keeps what listings show (question, searches and cost, error), both well under a
 // kilobyte; the chain, the recorded searches, the stored response, the job's spend
-// ledger (read by the finish hook that counts spend per model, which runs before) and
-// the per-call search results are deleted.
+// ledger (read by the finish hook that counts spend per model, which runs before; not
+// archived: the record's usage keeps the job's cost) and the per-call search results
+// are deleted.
 //
 // Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
 // Redis first, and the archive for what Redis no longer holds — the cold part of an
@@ -128,7 +129,6 @@ type coldRecord struct {
 	Job      hashValues      `json:"job"`
 	Chain    hashValues      `json:"chain,omitempty"`
 	Searches hashValues      `json:"searches,omitempty"`
-	Spend    hashValues      `json:"spend,omitempty"`
 	Response json.RawMessage `json:"response,omitempty"`
 }
 
@@ -192,7 +192,8 @@ func writeJSONString(b *bytes.Buffer, s string) {
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
 // record, KEYS[2] its summary, KEYS[3..] the keys to delete (chain, recorded
 // searches, stored response, search results); ARGV[1] the archived bytes, ARGV[2] the
-// summary, then the fields to drop. The record is written anew, so Redis encodes what
+// summary, ARGV[3] the ms the record has left (its retention from its creation), then
+// the fields to drop. The record is written anew, so Redis encodes what
 // is left compactly (a hash keeps the encoding of its largest value). Returns 1 when
 // it trimmed, 0 when the job was trimmed already, -1 when it has not ended (or is
 // gone).
@@ -201,7 +202,7 @@ var trimJob = redis.NewScript(`
 -- record and every cold key together before the short fields are written back.
 local all = redis.call('HGETALL', KEYS[1])
 local drop, st, rest = {}, nil, {}
-for i = 3, #ARGV do drop[ARGV[i]] = true end
+for i = 4, #ARGV do drop[ARGV[i]] = true end
 for i = 1, #all, 2 do
   local f = all[i]
   if f == 'status' then st = all[i+1] end
@@ -209,15 +210,14 @@ for i = 1, #all, 2 do
   if not drop[f] then rest[#rest+1] = f; rest[#rest+1] = all[i+1] end
 end
 if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return -1 end
-local ttl = redis.call('PTTL', KEYS[1])
+-- Never without a TTL: a record past its time (clocks differ) goes at once.
+local ttl = math.max(tonumber(ARGV[3]), 1)
 local gone = {KEYS[1]}
 for i = 3, #KEYS do gone[#gone+1] = KEYS[i] end
 redis.call('DEL', unpack(gone))
 redis.call('HSET', KEYS[1], 'cold', ARGV[1], unpack(rest))
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
-end
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
 return 1
 `)
 
@@ -229,13 +229,12 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
-	var jc, cc, rc, pc *redis.MapStringStringCmd
+	var jc, cc, rc *redis.MapStringStringCmd
 	var sc *redis.StringCmd
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		jc = p.HGetAll(ctx, s.K.Job(id))
 		cc = p.HGetAll(ctx, s.K.Chain(id))
 		rc = p.HGetAll(ctx, s.K.SearchRecord(id))
-		pc = p.HGetAll(ctx, s.K.JobSpend(id))
 		sc = p.Get(ctx, s.K.StoredResponse(id))
 		return nil
 	})
@@ -253,7 +252,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
 	}
-	rec := coldRecord{V: 1, Job: jm, Chain: cc.Val(), Searches: rc.Val(), Spend: pc.Val()}
+	rec := coldRecord{V: 1, Job: jm, Chain: cc.Val(), Searches: rc.Val()}
 	if b, err := sc.Bytes(); err == nil && json.Valid(b) {
 		rec.Response = b
 	}
@@ -273,7 +272,11 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 			keys = append(keys, s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call))
 		}
 	}
-	argv := append([]any{n, summarize(jm)}, coldFields...)
+	left := s.Retention
+	if c := FromMillis(jm["created"]); !c.IsZero() {
+		left = time.Until(c.Add(s.Retention))
+	}
+	argv := append([]any{n, summarize(jm), left.Milliseconds()}, coldFields...)
 	// One slot ({job} tag): one script.
 	if err := trimJob.Run(ctx, s.r, keys, argv...).Err(); err != nil {
 		return 0, fmt.Errorf("state: trimming archived job %s: %w", id, err)

@@ -127,7 +127,7 @@ func runJob(t testing.TB, s *state.Store, id string, size int) *state.Job {
 	if _, err := s.SaveTurn(ctx, id, 1, []byte(`{"role":"assistant","content":"Go 1.26 is out [1]."}`), false, false); err != nil {
 		t.Fatal(err)
 	}
-	ok, err := s.Finish(ctx, id, state.Completed, true,
+	ok, err := s.Finish(ctx, id, state.Completed,
 		"response", json.RawMessage(`{"choices":[{"message":{"content":"Go 1.26 is out [1]. <b>&</b>"}}]}`),
 		"usage", json.RawMessage(`{"searches":1,"cost_usd":0.01}`),
 		"trace", json.RawMessage(`[{"query":"go news","engine":"sim","result":"addr-go-news"}]`))
@@ -365,7 +365,7 @@ func TestFinishedJobsLeaveRedisSmall(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if _, err := e.s.Finish(ctx, id, state.Completed, true, "response", answer, "usage", json.RawMessage(`{"searches":1,"cost_usd":0.01}`)); err != nil {
+				if _, err := e.s.Finish(ctx, id, state.Completed, "response", answer, "usage", json.RawMessage(`{"searches":1,"cost_usd":0.01}`)); err != nil {
 					t.Error(err)
 					return
 				}

@@ -18,33 +18,41 @@ type Reservation struct {
 	Call   string
 	Day    string
 	Month  string
+	// made is set when this reservation wrote the call's entry (not a redelivery
+	// finding an earlier one): see Hold.
+	made bool
 }
 
 // reserveSpend reserves one call's price against a tenant's day and month: every limit
 // is checked first, then all counters are raised together, so concurrent workers can
 // never overshoot a budget. A call that already holds a reservation (a redelivery)
-// reserves nothing more.
+// reserves nothing more. The call's entry is claimed first (HSETNX: the check and the
+// write in one command) and taken back when a budget refuses; each period's counters
+// are read once and written once (HSET of the sums: the script runs alone).
 // KEYS[1] day, KEYS[2] month, KEYS[3] the day's calls. ARGV[1] call; ARGV[2] price in
 // micro-dollars; ARGV[3..6] limits (usd/day, searches/day, usd/month, searches/month,
 // -1: none); ARGV[7] day TTL s; ARGV[8] month TTL s.
 // Returns 'ok', 'again' (already reserved) or the name of the budget that refused.
 var reserveSpend = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 'again' end
+if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2] .. ':1') == 0 then return 'again' end
 local price = tonumber(ARGV[2])
 local d = redis.call('HMGET', KEYS[1], 'usd', 'n')
 local m = redis.call('HMGET', KEYS[2], 'usd', 'n')
 local du, dn = tonumber(d[1] or '0'), tonumber(d[2] or '0')
 local mu, mn = tonumber(m[1] or '0'), tonumber(m[2] or '0')
 local lim = {tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
-if lim[1] >= 0 and du + price > lim[1] then return 'usd_day' end
-if lim[2] >= 0 and dn + 1 > lim[2] then return 'searches_day' end
-if lim[3] >= 0 and mu + price > lim[3] then return 'usd_month' end
-if lim[4] >= 0 and mn + 1 > lim[4] then return 'searches_month' end
-redis.call('HINCRBY', KEYS[1], 'usd', price)
-redis.call('HINCRBY', KEYS[1], 'n', 1)
-redis.call('HINCRBY', KEYS[2], 'usd', price)
-redis.call('HINCRBY', KEYS[2], 'n', 1)
-redis.call('HSET', KEYS[3], ARGV[1], price .. ':1')
+local refused
+if lim[1] >= 0 and du + price > lim[1] then refused = 'usd_day'
+elseif lim[2] >= 0 and dn + 1 > lim[2] then refused = 'searches_day'
+elseif lim[3] >= 0 and mu + price > lim[3] then refused = 'usd_month'
+elseif lim[4] >= 0 and mn + 1 > lim[4] then refused = 'searches_month' end
+if refused then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  return refused
+end
+local function int(x) return string.format('%d', x) end
+redis.call('HSET', KEYS[1], 'usd', int(du + price), 'n', int(dn + 1))
+redis.call('HSET', KEYS[2], 'usd', int(mu + price), 'n', int(mn + 1))
 ` + periodExpiry + `
 return 'ok'
 `)
@@ -110,7 +118,7 @@ func (s *Store) ReserveSpend(ctx context.Context, tenant, call string, usd float
 	if err != nil {
 		return nil, nil, fmt.Errorf("state: reserving spend: %w", err)
 	}
-	r := &Reservation{Tenant: tenant, Call: call, Day: day, Month: month}
+	r := &Reservation{Tenant: tenant, Call: call, Day: day, Month: month, made: v == "ok"}
 	switch v {
 	case "ok", "again":
 		return r, nil, nil

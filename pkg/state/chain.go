@@ -128,34 +128,42 @@ type Step struct {
 }
 
 // LoadStep reads a job and its chain and, if claim is set, claims its hop's lease, in
-// one round trip.
+// one round trip: a free lease (the common case) is taken with a SET NX beside the
+// reads; one that is held already is looked at again (Lease: its holder renews it,
+// anyone else learns the time it has left).
 func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
 	var jc, cc *redis.MapStringStringCmd
-	var lc *redis.Cmd
+	var took *redis.BoolCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		jc = p.HGetAll(ctx, s.K.Job(id))
 		cc = p.HGetAll(ctx, s.K.Chain(id))
 		if claim != nil {
-			lc = lease.EvalSha(ctx, p, []string{s.K.Lease(id, claim.Hop)}, claim.Owner, claim.TTL.Milliseconds())
+			took = p.SetNX(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL)
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job and chain: %w", err)
 	}
-	return s.step(jc, cc, lc)
+	st, err := s.step(jc, cc)
+	if err != nil || claim == nil {
+		return st, err
+	}
+	if took.Val() {
+		st.Claimed = true
+		return st, nil
+	}
+	if st.Claimed, st.Left, err = s.Lease(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
-func (s *Store) step(jc, cc *redis.MapStringStringCmd, lc *redis.Cmd) (*Step, error) {
+func (s *Store) step(jc, cc *redis.MapStringStringCmd) (*Step, error) {
 	jm := jc.Val()
 	if len(jm) == 0 || jm["id"] == "" {
 		return nil, ErrNotFound
 	}
-	st := &Step{Job: jobFromHash(jm), Chain: chainFromHash(cc.Val())}
-	if lc != nil {
-		left, _ := lc.Int64()
-		st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
-	}
-	return st, nil
+	return &Step{Job: jobFromHash(jm), Chain: chainFromHash(cc.Val())}, nil
 }
 
 // recordResult stores a call's result once and counts it; when that completes the
@@ -164,23 +172,18 @@ func (s *Store) step(jc, cc *redis.MapStringStringCmd, lc *redis.Cmd) (*Step, er
 // Returns {recorded, expected, lease} where expected is -1 before dispatch and lease
 // is -1 (not tried), 0 (held) or the ms another holder has left. The chain of a job
 // archived already (ArchiveJob) is not made again: {0, -1, -1}.
-var recordResult = redis.NewScript(`
+var recordResult = redis.NewScript(claimLua + `
 if redis.call('HEXISTS', KEYS[3], 'cold') == 1 then return {0, -1, -1} end
+local c
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[4]) == 1 then
-  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  c = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+else
+  c = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0')
 end
 local n = tonumber(redis.call('HGET', KEYS[1], ARGV[3]) or '-1')
-local c = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0')
 local l = -1
 if c == n and ARGV[5] ~= '' then
-  local cur = redis.call('GET', KEYS[2])
-  if not cur or cur == ARGV[5] then
-    redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
-    l = 0
-  else
-    l = redis.call('PTTL', KEYS[2])
-    if l < 1 then l = 1 end
-  end
+  l = claim(KEYS[2], ARGV[5], ARGV[6])
 end
 return {c, n, l}
 `)
@@ -206,7 +209,7 @@ func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string
 	if err != nil {
 		return nil, fmt.Errorf("state: recording result: %w", err)
 	}
-	st, err := s.step(jc, cc, nil)
+	st, err := s.step(jc, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -230,27 +233,32 @@ func (s *Store) RecordResult(ctx context.Context, id string, h int, call string,
 	return int(v[0]), int(v[1]), nil
 }
 
-// saveTurn stores hop h's model answer unless one is stored, sets the chain flags,
-// moves a queued job to running, and returns the stored answer. KEYS[1] chain,
-// KEYS[2] job; ARGV turn field, turn, retention ms, sticky field, sticky, gp field,
+// saveTurn stores hop h's model answer unless one is stored and returns the stored
+// answer. On the first hop (ARGV[4] '1') it also sets the chain's flags and moves a
+// queued job to running: later hops change neither (their flags are the ones loaded,
+// and a job is queued only before its first answer), so they pay for the turn alone.
+// KEYS[1] chain, KEYS[2] job; ARGV turn field, turn, retention ms, first hop, sticky,
 // gp, now ms.
 var saveTurn = redis.NewScript(`
-redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[1], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if redis.call('HGET', KEYS[2], 'status') == 'queued' then
-  redis.call('HSET', KEYS[2], 'status', 'running', 'updated', ARGV[8])
+local put = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+if ARGV[4] == '1' then
+  redis.call('HSET', KEYS[1], '` + fieldSticky + `', ARGV[5], '` + fieldGooglePreferred + `', ARGV[6])
+  if redis.call('HGET', KEYS[2], 'status') == 'queued' then
+    redis.call('HSET', KEYS[2], 'status', 'running', 'updated', ARGV[7])
+  end
 end
-return redis.call('HGET', KEYS[1], ARGV[1])
+if put == 0 then return redis.call('HGET', KEYS[1], ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return ARGV[2]
 `)
 
 // SaveTurn stores the model's answer for hop h unless one is stored already, and
-// returns the stored one (so two racing workers agree on a single answer). It also
-// records the chain's sticky and Google-preferred flags and marks a queued job
-// running, in the same round trip.
+// returns the stored one (so two racing workers agree on a single answer). On hop 0
+// it also records the chain's sticky and Google-preferred flags and marks a queued
+// job running, in the same round trip.
 func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
 	v, err := saveTurn.Run(ctx, s.r, []string{s.K.Chain(id), s.K.Job(id)}, hopField(prefixTurn, h), turn, s.Retention.Milliseconds(),
-		fieldSticky, flag(sticky), fieldGooglePreferred, flag(googlePreferred), Millis(time.Now())).Text()
+		flag(h == 0), flag(sticky), flag(googlePreferred), Millis(time.Now())).Text()
 	if err != nil {
 		return nil, fmt.Errorf("state: storing model turn: %w", err)
 	}
@@ -273,10 +281,11 @@ var recordDispatch = redis.NewScript(`
 local st = redis.call('HGET', KEYS[2], 'status') or ''
 if st == '' or st == 'completed' or st == 'failed' or st == 'cancelled' then return st end
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
-  redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
   redis.call('HINCRBY', KEYS[1], ARGV[5], ARGV[6])
+  redis.call('HSET', KEYS[1], ARGV[3], ARGV[4], ARGV[7], '1')
+else
+  redis.call('HSET', KEYS[1], ARGV[7], '1')
 end
-redis.call('HSET', KEYS[1], ARGV[7], '1')
 return st
 `)
 

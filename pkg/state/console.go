@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,20 +25,28 @@ const TenantJobsKept = 1000
 // ModelSpendDays is how many days the per-model spend ledger keeps.
 const ModelSpendDays = 35
 
-// indexJob adds a job a tenant submitted to the tenant's index in p, trimmed to the
-// newest TenantJobsKept and to the retention period. A batch's lines are not indexed:
-// a 2,000-line batch would push out everything else, and they are reached through
-// their batch.
+// indexJob adds a job a tenant submitted to the tenant's index in p. One submission
+// in indexTrimEvery (at random) trims the index to the newest TenantJobsKept, so it
+// holds a few more between trims (TenantJobs lists the newest TenantJobsKept alone).
+// Entries older than the retention period are not trimmed here: their records have
+// expired, and TenantJobs drops such entries as it meets them. A batch's lines are
+// not indexed: a 2,000-line batch would push out everything else, and they are
+// reached through their batch.
 func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job) {
 	if j.Batch != "" {
 		return
 	}
 	k := s.K.TenantJobs(j.Tenant)
 	p.ZAdd(ctx, k, redis.Z{Score: float64(j.Created.UnixMilli()), Member: j.ID})
-	p.ZRemRangeByRank(ctx, k, 0, -TenantJobsKept-1)
-	p.ZRemRangeByScore(ctx, k, "-inf", "("+Millis(j.Created.Add(-s.Retention)))
+	if rand.IntN(indexTrimEvery) == 0 {
+		p.ZRemRangeByRank(ctx, k, 0, -TenantJobsKept-1)
+	}
 	p.PExpire(ctx, k, s.Retention)
 }
+
+// indexTrimEvery is how many submissions a tenant's job index is trimmed once in, on
+// average.
+const indexTrimEvery = 16
 
 // TenantJobs returns up to limit of a tenant's jobs, newest first, after the job id
 // after ("" from the newest), and whether more follow. Jobs whose records expired are
@@ -80,7 +89,7 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 		ids = ids[:0]
 		return nil
 	}
-	for id, err := range s.index(ctx, s.K.TenantJobs(tenant), after, false) {
+	for id, err := range s.index(ctx, s.K.TenantJobs(tenant), after, false, TenantJobsKept) {
 		if err != nil {
 			return nil, false, fmt.Errorf("state: listing a tenant's jobs: %w", err)
 		}
@@ -106,20 +115,23 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 	return out, false, nil
 }
 
-// countSpend marks a job record as counted in the per-model spend ledger. KEYS[1]
-// job. Returns 1 the first time, 0 after, -1 when the record is gone (no hash is
-// made without its TTL).
+// countSpend marks a job record as counted in the per-model spend ledger and reads,
+// the first time, what its spend ledger holds. KEYS[1] job, KEYS[2] its spend ledger.
+// Returns {1, micro-dollars} the first time, {0} after, {-1} when the record is gone
+// (no hash is made without its TTL).
 var countSpend = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return -1 end
-return redis.call('HSETNX', KEYS[1], 'spend_counted', '1')
+if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {-1} end
+if redis.call('HSETNX', KEYS[1], 'spend_counted', '1') == 0 then return {0} end
+return {1, tonumber(redis.call('HGET', KEYS[2], 'usd') or '0')}
 `)
 
 // RecordModelSpend counts an ended job in its tenant's spend per day (the day it
 // ended, UTC) and model: what its spend ledger holds (model turns and searches, of a
 // failed job too), else its usage's cost_usd, and its searches. A job is counted at
-// most once: its record is marked first, so a crash between the two writes loses that
-// job's count rather than counting it twice. The tenant's budget ledgers, which
-// refuse work, are kept apart and exactly (RecordCall, SettleCall).
+// most once: its record is marked first (with the ledger read in the same script),
+// so a crash between the two writes loses that job's count rather than counting it
+// twice. The tenant's budget ledgers, which refuse work, are kept apart and exactly
+// (RecordCall, SettleCall).
 func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	if !j.Status.Terminal() {
 		return nil
@@ -131,19 +143,16 @@ func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	if len(j.Usage) > 0 {
 		json.Unmarshal(j.Usage, &u)
 	}
-	usd, _, err := s.RequestSpend(ctx, j.ID)
-	if err != nil {
-		return err
-	}
-	if usd == 0 {
-		usd = u.CostUSD
-	}
-	n, err := countSpend.Run(ctx, s.r, []string{s.K.Job(j.ID)}).Int()
+	v, err := countSpend.Run(ctx, s.r, []string{s.K.Job(j.ID), s.K.JobSpend(j.ID)}).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("state: marking a job's spend: %w", err)
 	}
-	if n != 1 {
+	if len(v) != 2 || v[0] != 1 {
 		return nil
+	}
+	usd := fromMicros(v[1])
+	if usd == 0 {
+		usd = u.CostUSD
 	}
 	at := j.Finished
 	if at.IsZero() {

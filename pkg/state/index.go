@@ -12,18 +12,19 @@ const indexPage = 200
 // the id after (all of them when after is ""; none when after is not in the list).
 // Ids of batches that expired may still be listed: drop them with ForgetTenantBatch.
 func (s *Store) TenantBatches(ctx context.Context, tenant, after string) iter.Seq2[string, error] {
-	return s.index(ctx, s.K.TenantBatches(tenant), after, false)
+	return s.index(ctx, s.K.TenantBatches(tenant), after, false, 0)
 }
 
 // TenantFiles iterates over a tenant's file ids, newest first unless asc, from the one
 // after the id after (all when after is ""; none when after is not in the list).
 func (s *Store) TenantFiles(ctx context.Context, tenant, after string, asc bool) iter.Seq2[string, error] {
-	return s.index(ctx, s.K.TenantFiles(tenant), after, asc)
+	return s.index(ctx, s.K.TenantFiles(tenant), after, asc, 0)
 }
 
 // index iterates over the members of a sorted set by creation time, a page of
-// indexPage per round trip.
-func (s *Store) index(ctx context.Context, key, after string, asc bool) iter.Seq2[string, error] {
+// indexPage per round trip; only the first kept in that order when kept > 0 (an
+// index trimmed now and then may hold a few more).
+func (s *Store) index(ctx context.Context, key, after string, asc bool, kept int64) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		start := int64(0)
 		if after != "" {
@@ -37,12 +38,16 @@ func (s *Store) index(ctx context.Context, key, after string, asc bool) iter.Seq
 			}
 			start = r + 1
 		}
-		for {
+		for kept <= 0 || start < kept {
+			end := start + indexPage - 1
+			if kept > 0 {
+				end = min(end, kept-1)
+			}
 			rng := s.r.ZRevRange
 			if asc {
 				rng = s.r.ZRange
 			}
-			ids, err := rng(ctx, key, start, start+indexPage-1).Result()
+			ids, err := rng(ctx, key, start, end).Result()
 			if err != nil {
 				yield("", err)
 				return
@@ -52,10 +57,10 @@ func (s *Store) index(ctx context.Context, key, after string, asc bool) iter.Seq
 					return
 				}
 			}
-			if len(ids) < indexPage {
+			if int64(len(ids)) < end-start+1 {
 				return
 			}
-			start += indexPage
+			start = end + 1
 		}
 	}
 }

@@ -30,8 +30,7 @@ if v[1] then return {'again', batch, 0} end
 local price = tonumber(ARGV[2])
 local cap, usd = tonumber(v[2] or '-1'), tonumber(v[3] or '0')
 if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
-redis.call('HINCRBY', KEYS[1], 'usd', price)
-redis.call('HSET', KEYS[1], f, price)
+redis.call('HSET', KEYS[1], 'usd', string.format('%d', usd + price), f, price)
 -- A ledger with neither a cap (SetSpendCap gives it its lifetime) nor spend was
 -- created just now: give it one.
 if not v[2] and not v[3] then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
@@ -115,6 +114,12 @@ type Hold struct {
 	Batch  string
 	Call   string
 	Tenant *Reservation
+	// price is the call's reserved price (micro-dollars); made says which ledgers'
+	// entries this hold wrote (not ones an earlier delivery of the call left, which
+	// may have been settled to another cost since). Settling an entry this hold wrote
+	// to its price (and one search) changes nothing, so SettleCall skips it.
+	price int64
+	made  struct{ job, batch, tenant bool }
 }
 
 // ReserveCall reserves usd for a paid call of job against, in turn, the job's
@@ -125,33 +130,44 @@ type Hold struct {
 func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
 	price := toMicros(usd)
 	ttl := s.Retention.Milliseconds()
-	v, err := reserveCap.Run(ctx, s.r, []string{s.K.JobSpend(jobID), s.K.Job(jobID)}, call, price, ttl).Slice()
+	keys := []string{s.K.JobSpend(jobID), s.K.Job(jobID)}
+	batch, known := s.batches.get(jobID)
+	if known {
+		keys = keys[:1] // no need to read the job record for it
+	}
+	v, err := reserveCap.Run(ctx, s.r, keys, call, price, ttl).Slice()
 	if err != nil {
 		return nil, nil, fmt.Errorf("state: reserving a request's spend: %w", err)
 	}
-	answer, batch, limit := capAnswer(v)
+	answer, read, limit := capAnswer(v)
+	if !known {
+		batch = read
+	}
 	if answer == "over" {
 		return nil, &Exhausted{Budget: BudgetRequest, Limit: limit}, nil
 	}
-	h := &Hold{JobID: jobID, Batch: batch, Call: call}
+	h := &Hold{JobID: jobID, Batch: batch, Call: call, price: price}
+	h.made.job = answer == "ok"
 	if batch != "" {
 		v, err := reserveCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, price, ttl).Slice()
 		if err != nil {
 			s.releaseHold(ctx, h)
 			return nil, nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
 		}
-		if a, _, limit := capAnswer(v); a == "over" {
+		a, _, limit := capAnswer(v)
+		if a == "over" {
 			h.Batch = "" // nothing held there
 			s.releaseHold(ctx, h)
 			return nil, &Exhausted{Budget: BudgetBatch, Limit: limit}, nil
 		}
+		h.made.batch = a == "ok"
 	}
 	r, ex, err := s.ReserveSpend(ctx, tenant, call, usd, b, now)
 	if err != nil || ex != nil {
 		s.releaseHold(ctx, h)
 		return nil, ex, err
 	}
-	h.Tenant = r
+	h.Tenant, h.made.tenant = r, r.made
 	return h, nil, nil
 }
 
@@ -181,16 +197,19 @@ func (s *Store) releaseHold(ctx context.Context, h *Hold) {
 // the same cost is harmless.
 func (s *Store) SettleCall(ctx context.Context, h *Hold, usd float64, searches int) error {
 	cost := toMicros(usd)
+	asHeld := cost == h.price
 	var errs []error
-	if err := settleCap.Run(ctx, s.r, []string{s.K.JobSpend(h.JobID)}, h.Call, cost).Err(); err != nil {
-		errs = append(errs, err)
+	if !(asHeld && h.made.job) {
+		if err := settleCap.Run(ctx, s.r, []string{s.K.JobSpend(h.JobID)}, h.Call, cost).Err(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if h.Batch != "" {
+	if h.Batch != "" && !(asHeld && h.made.batch) {
 		if err := settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, cost).Err(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if h.Tenant != nil {
+	if h.Tenant != nil && !(asHeld && searches == 1 && h.made.tenant) {
 		if err := s.SettleSpend(ctx, h.Tenant, usd, searches); err != nil {
 			errs = append(errs, err)
 		}

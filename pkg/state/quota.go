@@ -208,6 +208,9 @@ func (s *Store) JobFootprint(ctx context.Context, id string) (int64, error) {
 // job has ended: each repeats a result the chain keeps, and only a redelivered search
 // of a running job reads it (a search of an ended job is not made).
 func (s *Store) DropSearchResults(ctx context.Context, id string) error {
+	if s.archive != nil {
+		return nil // ArchiveJob, the first finish hook, drops them with the chain
+	}
 	fields, err := s.r.HKeys(ctx, s.K.Chain(id)).Result()
 	if err != nil {
 		return fmt.Errorf("state: reading job %s's chain: %w", id, err)

@@ -13,11 +13,16 @@ import (
 // exactly what the job was first given.
 
 // RecordSearch records a complete search result of a job under its content address,
-// and under its batch's when the job belongs to one, each kept for the retention.
+// and under its batch's when the job belongs to one, each kept for the retention. The
+// job's batch is read from its record unless this process knows it (jobBatches).
 func (s *Store) RecordSearch(ctx context.Context, jobID, addr string, result []byte) error {
-	batch, err := s.r.HGet(ctx, s.K.Job(jobID), "batch").Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("state: recording a search: %w", err)
+	batch, ok := s.batches.get(jobID)
+	var err error
+	if !ok {
+		batch, err = s.r.HGet(ctx, s.K.Job(jobID), "batch").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("state: recording a search: %w", err)
+		}
 	}
 	_, err = s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, k := range s.recordKeys(jobID, batch) {

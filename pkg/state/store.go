@@ -90,6 +90,8 @@ type Store struct {
 	Retention time.Duration
 	// archive holds ended jobs' records (nil: they stay in Redis).
 	archive Archive
+	// batches are the batches of jobs this process met (see jobBatches).
+	batches jobBatches
 }
 
 // Option adjusts a Store (New).
@@ -327,7 +329,7 @@ func (s *Store) TryLock(ctx context.Context, key, owner string, ttl time.Duratio
 }
 
 // scripts are loaded at start and re-loaded if Redis forgets them (a restart).
-var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, lease, release, gcra, setWebhookStatus}
+var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, startSearch, lease, release, gcra, setWebhookStatus}
 
 // pipelined runs fn's commands in one round trip. Scripts in it are called by SHA;
 // if Redis does not know one (it restarted), they are loaded and the pipeline is run
@@ -368,16 +370,26 @@ func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration)
 	return false, time.Duration(v) * time.Millisecond, nil
 }
 
-var lease = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if not cur or cur == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 0
+// claimLua defines claim(key, owner, ttl ms): a free lease is taken with one SET NX
+// (the common case: one command); a renewal by its holder, or a claim racing another
+// holder, reads the holder first. It returns 0 when owner holds the lease, else the
+// ms the holder has left.
+const claimLua = `
+local function claim(key, owner, ttl)
+  if redis.call('SET', key, owner, 'NX', 'PX', ttl) then return 0 end
+  local cur = redis.call('GET', key)
+  if not cur or cur == owner then
+    redis.call('SET', key, owner, 'PX', ttl)
+    return 0
+  end
+  local left = redis.call('PTTL', key)
+  if left < 1 then left = 1 end
+  return left
 end
-local left = redis.call('PTTL', KEYS[1])
-if left < 1 then left = 1 end
-return left
-`)
+`
+
+// lease claims KEYS[1] for ARGV[1] for ARGV[2] ms (see claimLua).
+var lease = redis.NewScript(claimLua + `return claim(KEYS[1], ARGV[1], ARGV[2])`)
 
 // Hold takes a lease for owner and keeps it alive until released. When someone
 // else holds it, release is nil and left says how long their lease has (at most ttl).
@@ -446,21 +458,14 @@ func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call strin
 	return s.r.Set(ctx, s.K.SearchDone(id, h, call), b, s.Retention).Err()
 }
 
-// Finish moves a job that has not ended to a terminal status with fields, and, when
-// resetFlags is set, clears the chain's sticky flags, in one round trip. It reports
-// whether it moved the job (see Update).
-func (s *Store) Finish(ctx context.Context, id string, status Status, resetFlags bool, fields ...any) (bool, error) {
-	var c *redis.Cmd
-	err := s.pipelined(ctx, func(p redis.Pipeliner) {
-		c = setIfLive.EvalSha(ctx, p, []string{s.K.Job(id)}, updateArgs(status, fields)...)
-		if resetFlags {
-			p.HSet(ctx, s.K.Chain(id), fieldSticky, "0", fieldGooglePreferred, "0")
-		}
-	})
+// Finish moves a job that has not ended to a terminal status with fields. It reports
+// whether it moved the job (see Update). The chain is left as it is: no step reads
+// it once the job has ended, and the archive drops it.
+func (s *Store) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
+	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: finishing job: %w", err)
 	}
-	n, _ := c.Int()
 	return n == 1, nil
 }
 
@@ -477,35 +482,37 @@ type SearchStart struct {
 	Tenant string
 }
 
-// StartSearch reads a call's stored result and its job's status and claims the
-// call's lease for owner.
+// startSearch reads what a search worker needs before searching and claims the
+// call's lease, in one script: KEYS[1] the call's stored outcome, KEYS[2] its
+// fallback state, KEYS[3] the job, KEYS[4] the call's lease; ARGV[1] owner, ARGV[2]
+// lease ms. Returns {outcome or false, fallback engine, tried, status, tenant, batch,
+// lease} with lease as in claimLua.
+var startSearch = redis.NewScript(claimLua + `
+local fb = redis.call('HMGET', KEYS[2], 'engine', 'tried')
+local j = redis.call('HMGET', KEYS[3], 'status', 'tenant', 'batch')
+return {redis.call('GET', KEYS[1]), fb[1], fb[2], j[1], j[2], j[3], claim(KEYS[4], ARGV[1], ARGV[2])}
+`)
+
+// StartSearch reads a call's stored result, its fallback state and its job's status
+// and tenant, and claims the call's lease for owner.
 func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*SearchStart, error) {
-	var dc *redis.StringCmd
-	var sc *redis.SliceCmd
-	var lc *redis.Cmd
-	var fc *redis.MapStringStringCmd
-	err := s.pipelined(ctx, func(p redis.Pipeliner) {
-		dc = p.Get(ctx, s.K.SearchDone(id, h, call))
-		fc = p.HGetAll(ctx, s.K.SearchFallback(id, h, call))
-		sc = p.HMGet(ctx, s.K.Job(id), "status", "tenant")
-		lc = lease.EvalSha(ctx, p, []string{s.K.SearchLease(id, h, call)}, owner, ttl.Milliseconds())
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("state: starting search: %w", err)
+	keys := []string{s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call), s.K.Job(id), s.K.SearchLease(id, h, call)}
+	v, err := startSearch.Run(ctx, s.r, keys, owner, ttl.Milliseconds()).Slice()
+	if err != nil || len(v) != 7 {
+		return nil, fmt.Errorf("state: starting search: %v", err)
 	}
-	st := &SearchStart{}
-	if v := sc.Val(); len(v) == 2 {
-		status, _ := v[0].(string)
-		tenant, _ := v[1].(string)
-		st.Status, st.Tenant = Status(status), tenant
+	str := func(x any) string { v, _ := x.(string); return v }
+	st := &SearchStart{Status: Status(str(v[3])), Tenant: str(v[4])}
+	if d, ok := v[0].(string); ok {
+		st.Done = []byte(d)
 	}
-	if b, err := dc.Bytes(); err == nil {
-		st.Done = b
+	if e := str(v[1]); e != "" {
+		st.Fallback = &Fallback{Engine: e, Tried: []byte(str(v[2]))}
 	}
-	if m := fc.Val(); m["engine"] != "" {
-		st.Fallback = &Fallback{Engine: m["engine"], Tried: []byte(m["tried"])}
+	if st.Status != "" {
+		s.batches.put(id, str(v[5]))
 	}
-	left, _ := lc.Int64()
+	left, _ := v[6].(int64)
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
 	return st, nil
 }

@@ -115,7 +115,7 @@ func (h *harness) finishedJob(t *testing.T, tenant string, callback map[string]a
 	if err := h.store.CreateJob(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.Finish(ctx, id, state.Completed, false, "response", json.RawMessage(`{"answer":"forty-two"}`)); err != nil {
+	if _, err := h.store.Finish(ctx, id, state.Completed, "response", json.RawMessage(`{"answer":"forty-two"}`)); err != nil {
 		t.Fatal(err)
 	}
 	job, err = h.store.GetJob(ctx, id)

@@ -32,10 +32,9 @@ type Store interface {
 	// What ending a job needs (jobs.Store, jobs.ReaperStore): the suite keeps the
 	// fake's endings as honest as its chains.
 	// Finish moves a job that has not ended to a terminal status with fields
-	// ("response", "usage", "trace", "error"), and with resetFlags clears the chain's
-	// sticky flags. It reports whether it moved the job: a terminal status is never
-	// overwritten.
-	Finish(ctx context.Context, id string, status state.Status, resetFlags bool, fields ...any) (bool, error)
+	// ("response", "usage", "trace", "error"). It reports whether it moved the job: a
+	// terminal status is never overwritten.
+	Finish(ctx context.Context, id string, status state.Status, fields ...any) (bool, error)
 	JobStatus(ctx context.Context, id string) (state.Status, error)
 	GetJob(ctx context.Context, id string) (*state.Job, error)
 

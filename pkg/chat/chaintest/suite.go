@@ -79,7 +79,7 @@ func turnFirstWriteWins(t *testing.T, s Store) {
 	if st.Chain.Hops[0].Expected != -1 || st.Chain.Hops[0].Calls != nil {
 		t.Errorf("an answered hop is not dispatched: %+v", st.Chain.Hops[0])
 	}
-	// The flags are the latest answer's.
+	// The flags are the first hop's latest answer's: later hops keep them.
 	if !st.Chain.Sticky || !st.Chain.GooglePreferred {
 		t.Errorf("flags sticky=%v gp=%v, want both set", st.Chain.Sticky, st.Chain.GooglePreferred)
 	}
@@ -139,7 +139,7 @@ func callsRecordedOnce(t *testing.T, s Store) {
 func callsReportCancel(t *testing.T, s Store) {
 	ctx := context.Background()
 	mustJob(t, s, "j", time.Time{})
-	if ok, err := s.Finish(ctx, "j", state.Cancelled, false); err != nil || !ok {
+	if ok, err := s.Finish(ctx, "j", state.Cancelled); err != nil || !ok {
 		t.Fatalf("cancel = %v, %v", ok, err)
 	}
 	if st, err := s.SaveCalls(ctx, "j", 0, []byte(`["a"]`), 1, 1); err != nil || st != state.Cancelled {
@@ -270,14 +270,14 @@ func keptLease(t *testing.T, s Store) {
 func finishNeverOverwrites(t *testing.T, s Store) {
 	ctx := context.Background()
 	mustJob(t, s, "c", time.Now().Add(time.Hour))
-	ok, err := s.Finish(ctx, "c", state.Completed, false, "response", json.RawMessage(`{"ok":true}`), "usage", []byte(`{"u":1}`), "trace", []byte(`[]`))
+	ok, err := s.Finish(ctx, "c", state.Completed, "response", json.RawMessage(`{"ok":true}`), "usage", []byte(`{"u":1}`), "trace", []byte(`[]`))
 	if err != nil || !ok {
 		t.Fatalf("completing = %v, %v", ok, err)
 	}
-	if ok, _ := s.Finish(ctx, "c", state.Failed, false, "error", &state.JobError{Type: "x", Message: "late"}); ok {
+	if ok, _ := s.Finish(ctx, "c", state.Failed, "error", &state.JobError{Type: "x", Message: "late"}); ok {
 		t.Fatal("completed → failed was allowed")
 	}
-	if ok, _ := s.Finish(ctx, "c", state.Completed, false, "response", json.RawMessage(`{"ok":false}`)); ok {
+	if ok, _ := s.Finish(ctx, "c", state.Completed, "response", json.RawMessage(`{"ok":false}`)); ok {
 		t.Fatal("a replayed completion moved the job again")
 	}
 	j, err := s.GetJob(ctx, "c")
@@ -292,13 +292,13 @@ func finishNeverOverwrites(t *testing.T, s Store) {
 	}
 	mustJob(t, s, "f", time.Time{})
 	je := &state.JobError{Status: 504, Type: "timeout", Code: "job_deadline_exceeded", Message: "late"}
-	if ok, _ := s.Finish(ctx, "f", state.Failed, false, "error", je); !ok {
+	if ok, _ := s.Finish(ctx, "f", state.Failed, "error", je); !ok {
 		t.Fatal("failing refused")
 	}
 	if j, _ := s.GetJob(ctx, "f"); j.Status != state.Failed || j.Error == nil || *j.Error != *je {
 		t.Fatalf("failed job = %+v", j)
 	}
-	if ok, err := s.Finish(ctx, "missing", state.Failed, false); ok || err != nil {
+	if ok, err := s.Finish(ctx, "missing", state.Failed); ok || err != nil {
 		t.Fatalf("finishing a missing job = %v, %v", ok, err)
 	}
 	// Settle is the one write over a terminal status: the event stream's record of
@@ -328,19 +328,6 @@ func stickyFlags(t *testing.T, s Store) {
 	}
 	if c := load(t, s, "j", nil).Chain; !c.Sticky || !c.GooglePreferred {
 		t.Fatalf("flags not stored: %+v", c)
-	}
-	// Ending without reset keeps them; a reset clears both, also on a replay.
-	mustJob(t, s, "k", time.Time{})
-	s.SaveTurn(ctx, "k", 0, []byte(`{}`), true, false)
-	s.Finish(ctx, "k", state.Completed, false)
-	if c := load(t, s, "k", nil).Chain; !c.Sticky {
-		t.Fatal("ending without reset cleared the sticky flag")
-	}
-	if _, err := s.Finish(ctx, "j", state.Completed, true); err != nil {
-		t.Fatal(err)
-	}
-	if c := load(t, s, "j", nil).Chain; c.Sticky || c.GooglePreferred {
-		t.Fatalf("flags after reset: sticky %v gp %v", c.Sticky, c.GooglePreferred)
 	}
 	if sticky, err := s.StickyConversation(ctx, "h1"); err != nil || sticky {
 		t.Fatalf("unknown conversation sticky = %v, %v", sticky, err)
@@ -372,7 +359,7 @@ func deadlines(t *testing.T, s Store) {
 	}
 	// Ending a job keeps its deadline: jobs.End forgets it once the terminal event is
 	// out, so the reaper repairs an ending that crashed between its two writes.
-	s.Finish(ctx, "late1", state.Failed, false)
+	s.Finish(ctx, "late1", state.Failed)
 	if ids, _ := s.Overdue(ctx, time.Now(), 10); len(ids) != 2 {
 		t.Fatalf("overdue after ending = %v, want both still due", ids)
 	}
