@@ -97,9 +97,10 @@ func evidence(nonce, content string) string {
 // byte where it is ASCII, and allocates only when it replaces something: it runs on
 // every result of every hop the model reads.
 //
-// The two shapes cannot overlap (a nonce is hex digits; "search" and "results" hold
-// no two hex letters in a row), so one pass that tries each at every place finds what
-// finding each alone would.
+// The two shapes cannot overlap: a nonce is 16 hex digits, and the hex letters of a
+// delimiter look-alike come in runs of at most three ("eac") between letters that are
+// not hex. So one pass that tries each shape at every place finds what looking for
+// each alone would.
 func neutralise(content, nonce string) string {
 	var b strings.Builder
 	last := 0 // content before last is written to b (or kept, when nothing is replaced)
