@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -83,11 +81,6 @@ func (v *view) nonce(h int) string {
 	return evidenceNonce(v.evidenceKey, v.job.ID, salt)
 }
 
-// delimiterRE finds text a page could use to imitate the delimiters: "search_results"
-// in any case, with any separators (spaces, underscores, hyphens) between the words.
-// It runs on the skeleton of the text (see skeleton), so look-alikes match too.
-var delimiterRE = regexp.MustCompile(`(?i)search[\s_\-]*results`)
-
 // evidence wraps content, one tool result's text, in job's delimiters. Any delimiter
 // look-alike inside content — written in other scripts' homoglyphs (Cyrillic "ѕеаrсh",
 // Greek), full-width or mathematical letters, with combining marks or Unicode dashes —
@@ -98,89 +91,171 @@ func evidence(nonce, content string) string {
 	return `<search_results id="` + nonce + `">` + "\n" + strings.TrimRight(content, "\n") + "\n" + `</search_results id="` + nonce + `">`
 }
 
-// neutralise replaces, in content, every span whose skeleton is a delimiter
-// look-alike or the nonce.
+// neutralise replaces, in content, every span whose skeleton (see skelReader) is a
+// delimiter look-alike — "search" and "results" in any case, with any spaces,
+// underscores or hyphens between them — or the nonce. It scans content once, byte by
+// byte where it is ASCII, and allocates only when it replaces something: it runs on
+// every result of every hop the model reads.
+//
+// The two shapes cannot overlap: a nonce is 16 hex digits, and the hex letters of a
+// delimiter look-alike come in runs of at most three ("eac") between letters that are
+// not hex. So one pass that tries each shape at every place finds what looking for
+// each alone would.
 func neutralise(content, nonce string) string {
-	skel, at := skeleton(content)
-	type span struct {
-		from, to int // skeleton byte offsets
-		with     string
-	}
-	var spans []span
-	for _, m := range delimiterRE.FindAllStringIndex(skel, -1) {
-		w := skel[m[0]:m[1]]
-		spans = append(spans, span{m[0], m[1], w[:len("search")] + " " + w[len(w)-len("results"):]})
-	}
-	for i := 0; nonce != ""; {
-		k := strings.Index(skel[i:], nonce)
-		if k < 0 {
-			break
-		}
-		spans = append(spans, span{i + k, i + k + len(nonce), "[removed]"})
-		i += k + len(nonce)
-	}
-	if len(spans) == 0 {
-		return content
-	}
-	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
 	var b strings.Builder
-	last := 0
-	for _, sp := range spans {
-		from, to := at[sp.from], at[sp.to]
-		if from < last {
-			continue // overlaps a span already replaced
+	last := 0 // content before last is written to b (or kept, when nothing is replaced)
+	r := skelReader{s: content}
+	r.skip()
+	for !r.done() {
+		c := r.peek()
+		if c != 's' && (nonce == "" || c != nonce[0]) {
+			r.advance()
+			continue
 		}
-		b.WriteString(content[last:from])
-		b.WriteString(sp.with)
-		last = to
+		from, with, m := r.offset(), "", r
+		if c == 's' && m.delimiter() {
+			with = "search results"
+		} else if m = r; nonce != "" && c == nonce[0] && m.literal(nonce) {
+			with = "[removed]"
+		} else {
+			r.advance()
+			continue
+		}
+		to := m.offset()
+		if from >= last {
+			b.WriteString(content[last:from])
+			b.WriteString(with)
+			last = to
+		}
+		r = m
+	}
+	if last == 0 {
+		return content
 	}
 	b.WriteString(content[last:])
 	return b.String()
 }
 
-// skeleton is the text a reader would take content for, for matching: each character
-// decomposed (NFKD: full-width and mathematical letters become ASCII, accents split
-// off), combining marks dropped, Cyrillic and Greek homoglyphs and Unicode dashes
-// mapped to their ASCII look-alikes, letters lower-cased. at maps every skeleton byte
-// offset (and len(skel)) to the offset in content of the character it came from, so a
-// match in the skeleton is replaced in content; a match ending inside a character's
+// skelReader reads the skeleton of content, the text a reader would take it for, a
+// byte at a time: each character decomposed (NFKD: full-width and mathematical
+// letters become ASCII, accents split off), combining marks dropped, Cyrillic and
+// Greek homoglyphs and Unicode dashes mapped to their ASCII look-alikes, letters
+// lower-cased. A copy reads on from where the original is, so a match is tried by
+// reading a copy ahead. offset is where in content the skeleton's next byte comes
+// from: a match is replaced in content, and one that ends inside a character's
 // expansion takes the whole character.
-func skeleton(content string) (skel string, at []int) {
-	var b strings.Builder
-	at = make([]int, 0, len(content)+1)
-	for i, r := range content {
-		var out string
-		switch {
-		case r < utf8.RuneSelf:
-			out = string(unicode.ToLower(r))
-		default:
-			var k strings.Builder
-			for _, d := range norm.NFKD.String(string(r)) {
-				if unicode.Is(unicode.Mn, d) {
-					continue
-				}
-				if a, ok := homoglyphs[d]; ok {
-					d = a
-				}
-				k.WriteRune(unicode.ToLower(d))
-			}
-			out = k.String()
-		}
-		end := i + utf8.RuneLen(r)
-		if r == utf8.RuneError {
-			end = i + 1
-		}
-		for j := range len(out) {
-			if j == 0 {
-				at = append(at, i)
-			} else {
-				at = append(at, end) // inside an expansion: the match takes the character
-			}
-		}
-		b.WriteString(out)
+type skelReader struct {
+	s      string
+	i, end int      // the current character's offsets in s
+	exp    [16]byte // its skeleton, when it fits
+	big    []byte   // its skeleton, when it does not
+	n, k   int      // its skeleton's length, and the next byte of it to read
+}
+
+// done reports whether the whole skeleton is read.
+func (r *skelReader) done() bool { return r.k >= r.n }
+
+// peek is the skeleton's next byte.
+func (r *skelReader) peek() byte {
+	if r.big != nil {
+		return r.big[r.k]
 	}
-	at = append(at, len(content))
-	return b.String(), at
+	return r.exp[r.k]
+}
+
+// advance moves past the next byte.
+func (r *skelReader) advance() {
+	r.k++
+	r.skip()
+}
+
+// skip moves on to the next character whose skeleton has bytes left to read (a
+// combining mark's has none).
+func (r *skelReader) skip() {
+	for r.k >= r.n && r.end < len(r.s) {
+		r.i = r.end
+		r.load()
+	}
+}
+
+// offset is the content offset of the next byte: its character's start, or, inside
+// a character's expansion, the character's end.
+func (r *skelReader) offset() int {
+	switch {
+	case r.done():
+		return len(r.s)
+	case r.k == 0:
+		return r.i
+	}
+	return r.end
+}
+
+// load reads the skeleton of the character at r.i.
+func (r *skelReader) load() {
+	r.k, r.big = 0, nil
+	if c := r.s[r.i]; c < utf8.RuneSelf {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		r.exp[0], r.n, r.end = c, 1, r.i+1
+		return
+	}
+	_, size := utf8.DecodeRuneInString(r.s[r.i:])
+	r.end = r.i + size
+	var one [utf8.UTFMax]byte
+	d := norm.NFKD.PropertiesString(r.s[r.i:r.end]).Decomposition()
+	if d == nil {
+		d = one[:copy(one[:], r.s[r.i:r.end])]
+	}
+	r.n = 0
+	for len(d) > 0 {
+		c, size := utf8.DecodeRune(d)
+		d = d[size:]
+		if unicode.Is(unicode.Mn, c) {
+			continue
+		}
+		if a, ok := homoglyphs[c]; ok {
+			c = a
+		}
+		c = unicode.ToLower(c)
+		if r.big == nil && r.n+utf8.RuneLen(c) <= len(r.exp) {
+			r.n += utf8.EncodeRune(r.exp[r.n:], c)
+			continue
+		}
+		if r.big == nil {
+			r.big = append([]byte(nil), r.exp[:r.n]...) // longer than exp (a ligature, an Arabic phrase)
+		}
+		r.big = utf8.AppendRune(r.big, c)
+		r.n = len(r.big)
+	}
+}
+
+// delimiter reads a delimiter look-alike's skeleton, "search", any spaces,
+// underscores or hyphens, "results", reporting whether the skeleton goes on so.
+func (r *skelReader) delimiter() bool {
+	if !r.literal("search") {
+		return false
+	}
+	for !r.done() {
+		switch r.peek() {
+		case ' ', '\t', '\n', '\f', '\r', '_', '-':
+			r.advance()
+			continue
+		}
+		break
+	}
+	return r.literal("results")
+}
+
+// literal reads lit, reporting whether the skeleton goes on so.
+func (r *skelReader) literal(lit string) bool {
+	for j := 0; j < len(lit); j++ {
+		if r.done() || r.peek() != lit[j] {
+			return false
+		}
+		r.advance()
+	}
+	return true
 }
 
 // homoglyphs maps Cyrillic, Greek and other letters that look like the Latin letters

@@ -7,6 +7,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // The delimiter cannot be computed from the job id: it is keyed with the deployment's
@@ -103,4 +107,113 @@ func TestEvidenceNeutralisesLookAlikes(t *testing.T) {
 	}
 }
 
+// The skeleton of every character is what matching reads of its NFKD form: its
+// combining marks dropped, homoglyphs mapped, lower-cased. Only its ASCII bytes can be
+// part of a match, so the test compares them, each run of other characters standing
+// as one (a match cannot cross one).
+func TestSkeletonOfEveryCharacter(t *testing.T) {
+	t.Parallel()
+	shape := func(s string) string {
+		var b strings.Builder
+		other := false
+		for _, c := range s {
+			if c < utf8.RuneSelf {
+				b.WriteRune(c)
+			} else if !other {
+				b.WriteByte(0x80)
+			}
+			other = c >= utf8.RuneSelf
+		}
+		return b.String()
+	}
+	for c := rune(utf8.RuneSelf); c <= unicode.MaxRune; c++ {
+		if !utf8.ValidRune(c) {
+			continue
+		}
+		var want strings.Builder
+		for _, d := range norm.NFKD.String(string(c)) {
+			if unicode.Is(unicode.Mn, d) {
+				continue
+			}
+			if a, ok := homoglyphs[d]; ok {
+				d = a
+			}
+			want.WriteRune(unicode.ToLower(d))
+		}
+		r := skelReader{s: string(c)}
+		r.skip()
+		var got strings.Builder
+		for ; !r.done(); r.advance() {
+			got.WriteByte(r.peek())
+		}
+		if shape(got.String()) != shape(want.String()) {
+			t.Errorf("U+%04X: skeleton %q, want %q", c, got.String(), want.String())
+		}
+	}
+}
+
+// Matches replace whole characters of content: a look-alike whose last letter is one
+// character's expansion takes it whole, combining marks after the words go with
+// them, and a nonce is removed wherever it starts.
+func TestNeutraliseReplacesWholeCharacters(t *testing.T) {
+	t.Parallel()
+	const nonce = "0123456789abcdef"
+	for in, want := range map[string]string{
+		"a search_results b":                  "a search results b",
+		"a SEARCH -_ RESULTS b":               "a search results b",
+		"a search\u0301results\u0301\u0301 b": "a search results b",
+		"a search results search results b":   "a search results search results b",
+		"a searchresultsresults b":            "a search resultsresults b",
+		"research results":                    "research results",
+		"searc results, search, results":      "searc results, search, results",
+		"x0123456789abcdef0123456789abcdefy":  "x[removed][removed]y",
+		"x012345678search_results9abcdef":     "x012345678search results9abcdef",
+		"ends with search_result":             "ends with search_result",
+		"ends with search_resultｓ":            "ends with search results",
+		"":                                    "",
+	} {
+		if got := neutralise(in, nonce); got != want {
+			t.Errorf("neutralise(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 var regexpHex16 = regexp.MustCompile(`[0-9a-f]{16}`)
+
+// benchResult is a tool result's text as the model reads it: a query, numbered sources
+// and their snippets (about 4 KB), ASCII only or with the curly quotes, dashes and
+// accented names real pages carry.
+func benchResult(nonASCII bool) string {
+	snippet := "The city's forecast for the week: sunny mornings, 21 C in the afternoon, showers late on Thursday. Research results from the national weather service show the warmest November in a decade."
+	if nonASCII {
+		snippet = "The city’s forecast for the week — sunny mornings, 21 °C in the afternoon, showers late on Thursday. Météo-France’s research results show the warmest November in a decade."
+	}
+	var b strings.Builder
+	b.WriteString("Search query: weather in Paris this week\n\nSources:\n")
+	for n := 1; n <= 8; n++ {
+		b.WriteString("[" + string(rune('0'+n)) + "] Paris weather forecast, week of November 24 (https://weather.example/paris/" + string(rune('a'+n)) + ")\n")
+	}
+	for n := 1; n <= 8; n++ {
+		b.WriteString("\n[" + string(rune('0'+n)) + "] " + snippet + "\n")
+	}
+	return b.String()
+}
+
+// BenchmarkEvidence is the cost of wrapping one tool result in its delimiters: run on
+// every result of every hop the model reads.
+func BenchmarkEvidence(b *testing.B) {
+	const nonce = "0123456789abcdef"
+	for _, c := range []struct {
+		name     string
+		nonASCII bool
+	}{{"ascii", false}, {"non-ascii", true}} {
+		content := benchResult(c.nonASCII)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(content)))
+			b.ReportAllocs()
+			for range b.N {
+				evidence(nonce, content)
+			}
+		})
+	}
+}

@@ -80,12 +80,12 @@ const (
 )
 
 // worstCase is what hop h's model call can cost at most: its request body's bytes as
-// input tokens (bytesPerToken), its max_tokens (or the model's maxOutputTokens) as
-// output tokens, at the model's prices, plus, when the model may run its provider's
+// input tokens (bytesPerToken), the request's max_tokens (or the model's
+// maxOutputTokens) as output tokens, at the model's prices, plus, when the model may run its provider's
 // own search, that search's price times the most searches the job may make.
 func (w *Worker) worstCase(v *view, body []byte, native bool) (usd float64, searches int) {
 	m := w.Models[v.job.Model]
-	out := maxOutputTokens(body)
+	out := maxOutputTokens(v.req.Extra)
 	if out <= 0 {
 		out = m.Pricing.MaxOutputTokens
 	}
@@ -103,21 +103,24 @@ func (w *Worker) worstCase(v *view, body []byte, native bool) (usd float64, sear
 	return usd, searches
 }
 
-// maxOutputTokens reads the answer's bound from a model request body, in whichever
-// protocol it is written (0: none).
-func maxOutputTokens(body []byte) int {
-	var r struct {
-		MaxTokens           int `json:"max_tokens"`
-		MaxCompletionTokens int `json:"max_completion_tokens"`
-		MaxOutputTokens     int `json:"max_output_tokens"`
-		GenerationConfig    struct {
-			MaxOutputTokens int `json:"maxOutputTokens"`
-		} `json:"generationConfig"`
+// maxOutputTokens reads the answer's bound from a Chat request's top-level fields, in
+// whichever protocol's name the client set it (0: none, or one of them is not of its
+// type). They are the request body's own (llm.ChatRequest.Body writes Extra as it is),
+// read without decoding the conversation the body carries.
+func maxOutputTokens(extra map[string]json.RawMessage) int {
+	var gc struct {
+		MaxOutputTokens int `json:"maxOutputTokens"`
 	}
-	if json.Unmarshal(body, &r) != nil {
+	var n [3]int
+	for i, k := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
+		if raw, ok := extra[k]; ok && json.Unmarshal(raw, &n[i]) != nil {
+			return 0
+		}
+	}
+	if raw, ok := extra["generationConfig"]; ok && json.Unmarshal(raw, &gc) != nil {
 		return 0
 	}
-	for _, n := range []int{r.MaxTokens, r.MaxCompletionTokens, r.MaxOutputTokens, r.GenerationConfig.MaxOutputTokens} {
+	for _, n := range []int{n[0], n[1], n[2], gc.MaxOutputTokens} {
 		if n > 0 {
 			return n
 		}
