@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -419,4 +420,55 @@ func geminiThinking(c *ReasoningConfig, model string) map[string]any {
 		return nil
 	}
 	return tc
+}
+
+// summaryAsked reports whether a Responses request (its echo) asked for reasoning
+// summaries (reasoning.summary auto, concise or detailed).
+func summaryAsked(echo map[string]json.RawMessage) bool {
+	var rc struct {
+		Summary string `json:"summary"`
+	}
+	return json.Unmarshal(echo["reasoning"], &rc) == nil && rc.Summary != ""
+}
+
+// reasoningOutput renders an answer's reasoning as Responses reasoning output items,
+// each {type, id, summary: [{type: summary_text, text}]}: a Responses model's own
+// items with their summaries, and, when the client asked for summaries, another
+// protocol's readable reasoning (Anthropic thinking, Gemini thoughts, a Chat model's
+// reasoning_content) as the summary of an item of its own. Reasoning with nothing to
+// read (encrypted, redacted, a signature alone) gives no item. The encrypted_content
+// is the fleet's own call's, which the client cannot send to the fleet's model, so it
+// is not given.
+func reasoningOutput(r *Response) []map[string]any {
+	asked := summaryAsked(r.Echo)
+	var out []map[string]any
+	for _, p := range r.Content {
+		rs := p.Reasoning
+		if p.Kind != PartReasoning || rs == nil {
+			continue
+		}
+		texts, id := rs.Summary, rs.ID
+		if rs.Protocol != OpenAIResponses {
+			texts, id = nil, ""
+			if asked && rs.Text != "" {
+				texts = []string{rs.Text}
+			}
+		}
+		if len(texts) == 0 {
+			continue
+		}
+		if id == "" {
+			id = fmt.Sprintf("rs_%s_%d", idToken(r.ID), len(out))
+		}
+		summary := make([]any, 0, len(texts))
+		for _, t := range texts {
+			summary = append(summary, summaryText(t))
+		}
+		out = append(out, map[string]any{"type": "reasoning", "id": id, "summary": summary})
+	}
+	return out
+}
+
+func summaryText(text string) map[string]any {
+	return map[string]any{"type": "summary_text", "text": text}
 }
