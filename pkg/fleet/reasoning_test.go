@@ -355,3 +355,35 @@ func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
 		t.Fatalf("no summary asked, but the output has a reasoning item: %s", resp.RawJSON())
 	}
 }
+
+// A reasoning setting the model cannot take is named in the answer's
+// searchfleet.warnings, in the client's parameter names: a Responses reasoning.summary
+// sent to a Chat model, Messages adaptive thinking sent to a Responses model; a
+// setting it takes (the summary to a Responses model) is not.
+func TestReasoningSettingsAModelCannotTakeAreNamed(t *testing.T) {
+	t.Parallel()
+	f, _ := reasoningFleet(t)
+	warnings := func(path string, body map[string]any) string {
+		status, b, _ := f.Do(t, "POST", path, body)
+		var resp struct {
+			Searchfleet struct {
+				Warnings []string `json:"warnings"`
+			} `json:"searchfleet"`
+		}
+		if err := json.Unmarshal(b, &resp); err != nil || status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, b)
+		}
+		return strings.Join(resp.Searchfleet.Warnings, "; ")
+	}
+	summary := map[string]any{"effort": "low", "summary": "auto"}
+	if w := warnings("/v1/responses", map[string]any{"model": demo.Model, "input": "hi sim:nosearch", "reasoning": summary}); !strings.Contains(w, "reasoning.summary is not honoured") {
+		t.Errorf("summary to a Chat model: warnings %q", w)
+	}
+	if w := warnings("/v1/responses", map[string]any{"model": demo.ModelResponses, "input": "hi sim:nosearch", "reasoning": summary}); strings.Contains(w, "reasoning") {
+		t.Errorf("summary to a Responses model: warnings %q", w)
+	}
+	if w := warnings("/v1/messages", map[string]any{"model": demo.ModelResponses, "max_tokens": 1024, "thinking": map[string]any{"type": "adaptive"},
+		"messages": []any{map[string]any{"role": "user", "content": "hi sim:nosearch"}}}); !strings.Contains(w, "thinking.type adaptive is not honoured") {
+		t.Errorf("adaptive thinking to a Responses model: warnings %q", w)
+	}
+}
