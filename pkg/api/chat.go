@@ -32,6 +32,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	body, notes := s.withChatNotes(body, req)
 	job := s.newChatJob(r, body, req)
 	release, ok := s.admitChat(w, r, job, streamed(req.Stream))
 	if !ok {
@@ -52,6 +53,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
+	for _, n := range notes {
+		w.Header().Add("X-Searchfleet-Warning", n)
+	}
 	if req.Stream {
 		base := &wire.Response{ID: "chatcmpl-" + job.ID, JobID: job.ID, Model: job.Model, Created: job.Created}
 		s.relayStream(w, r, wire.NewChatStream(includeUsage(req)), base, waiter, func(done *state.Job) (*wire.Response, *wire.Error) {
@@ -65,6 +69,30 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeOutcome(w, done)
+}
+
+// withChatNotes adds to a Chat request's body the notes on its reasoning_effort that
+// its model cannot take (under llm.FleetKey, which the chat worker repeats in the
+// answer's searchfleet.warnings), and returns them.
+func (s *Server) withChatNotes(body []byte, req *llm.ChatRequest) ([]byte, []string) {
+	var effort string
+	if json.Unmarshal(req.Extra["reasoning_effort"], &effort) != nil || effort == "" {
+		return body, nil
+	}
+	notes := s.reasoningNotes(wire.OpenAIChat, &wire.ReasoningConfig{Effort: effort}, req.Model)
+	if len(notes) == 0 {
+		return body, nil
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return body, nil
+	}
+	top[llm.FleetKey] = llm.FleetField("", nil, notes)
+	b, err := json.Marshal(top)
+	if err != nil {
+		return body, nil
+	}
+	return b, notes
 }
 
 // parseChat validates a chat request; it has answered when it returns false.

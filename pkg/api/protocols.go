@@ -66,6 +66,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 				Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", "))})
 			return
 		}
+		req.Notes = append(req.Notes, s.reasoningNotes(codec.Protocol(), req.Reasoning, req.Model)...)
 		if e := s.checkSearch(req); e != nil {
 			fail(e)
 			return
@@ -140,6 +141,23 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		}
 	}
+}
+
+// ModelTarget is the protocol and the provider's model name that serve a client model
+// name.
+type ModelTarget struct {
+	Protocol wire.Protocol
+	Model    string
+}
+
+// reasoningNotes names the reasoning settings c of a request of protocol client that
+// the model serving model cannot take.
+func (s *Server) reasoningNotes(client wire.Protocol, c *wire.ReasoningConfig, model string) []string {
+	t, ok := s.Targets[model]
+	if !ok {
+		return nil
+	}
+	return wire.ReasoningNotes(client, c, t.Protocol, t.Model)
 }
 
 // checkSearch refuses search settings the fleet cannot serve at all, and notes a

@@ -37,6 +37,10 @@ type Server struct {
 	Store *state.Store
 	// Models are the client model names the fleet serves.
 	Models []string
+	// Targets are the protocol and provider model serving each client model name: a
+	// request's reasoning settings the target cannot take are named in its answer's
+	// warnings (wire.ReasoningNotes). A model without one gets no such notes.
+	Targets map[string]ModelTarget
 	// Tools validates direct searches (nil: no web search configured).
 	Tools *intent.Toolset
 	// Tenants maps API keys to tenants; nil or empty means an open API (one tenant).

@@ -384,7 +384,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		p.log.Warn("no tenants configured: the API accepts requests without an API key")
 	}
 	env := p.env
-	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Tools: p.tools, Tenants: tenants,
+	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
@@ -541,6 +541,18 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 		out[name] = model
 	}
 	return out, nil
+}
+
+// modelTargets are the protocol and provider model of each client model name of the
+// config file, for the ingress's notes on reasoning settings a model cannot take.
+func modelTargets(f *config.File) map[string]api.ModelTarget {
+	out := map[string]api.ModelTarget{}
+	for name, m := range f.Models {
+		if mapi, ok := wire.ModelAPIFor(f.Providers[m.Provider].Protocol); ok {
+			out[name] = api.ModelTarget{Protocol: mapi.Protocol(), Model: m.Model}
+		}
+	}
+	return out
 }
 
 // Intent builds the web_search toolset and classifier of the config file (a nil

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
@@ -286,5 +290,100 @@ func TestChatReasoningContentSurvivesTheSearchLoop(t *testing.T) {
 	}
 	if f.Sim.Stats().Requests["model_reasoning_refused"] == 0 {
 		t.Fatal("the question failed, but not because the simulator refused the missing reasoning_content")
+	}
+}
+
+// A Responses client that asks for reasoning summaries (reasoning.summary) gets the
+// model's reasoning as a reasoning item before the message, through openai-go,
+// non-streamed and streamed: from the Claude brain its thinking (the reasoning effort
+// went to it as a thinking budget, and the thinking survived the search loop), from
+// the Responses brain its own reasoning item's summary. Asked without a summary, the
+// Claude brain's thinking is not given.
+func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
+	t.Parallel()
+	f, _ := reasoningFleet(t)
+	c := openaiClient(f)
+	params := func(model, summary string) responses.ResponseNewParams {
+		return responses.ResponseNewParams{Model: model,
+			Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortLow, Summary: shared.ReasoningSummary(summary)},
+			Input:     responses.ResponseNewParamsInputUnion{OfString: openai.String(searchPrompt + " sim:hops=2")},
+			Tools:     []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}}}
+	}
+	summaries := func(out []responses.ResponseOutputItemUnion) (kinds []string, text string) {
+		for _, it := range out {
+			kinds = append(kinds, it.Type)
+			for _, s := range it.AsReasoning().Summary {
+				text += s.Text
+			}
+		}
+		return kinds, text
+	}
+	for _, model := range []string{demo.ModelClaude, demo.ModelResponses} {
+		resp, err := c.Responses.New(ctx(t), params(model, "auto"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds, text := summaries(resp.Output)
+		if !strings.Contains(strings.Join(kinds, ","), "reasoning,message") || text == "" || !strings.Contains(resp.OutputText(), "[1]") {
+			t.Fatalf("%s: output %v, summary %q: %s", model, kinds, text, resp.RawJSON())
+		}
+
+		st := c.Responses.NewStreaming(ctx(t), params(model, "auto"))
+		var deltas string
+		var final responses.Response
+		for st.Next() {
+			switch ev := st.Current(); ev.Type {
+			case "response.reasoning_summary_text.delta":
+				deltas += ev.Delta
+			case "response.completed":
+				final = ev.Response
+			}
+		}
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if kinds, text := summaries(final.Output); deltas == "" || text != deltas || !slices.Contains(kinds, "reasoning") {
+			t.Fatalf("%s: streamed summary %q, completed output %v with summary %q", model, deltas, kinds, text)
+		}
+	}
+
+	resp, err := c.Responses.New(ctx(t), params(demo.ModelClaude, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds, _ := summaries(resp.Output); slices.Contains(kinds, "reasoning") {
+		t.Fatalf("no summary asked, but the output has a reasoning item: %s", resp.RawJSON())
+	}
+}
+
+// A reasoning setting the model cannot take is named in the answer's
+// searchfleet.warnings, in the client's parameter names: a Responses reasoning.summary
+// sent to a Chat model, Messages adaptive thinking sent to a Responses model; a
+// setting it takes (the summary to a Responses model) is not.
+func TestReasoningSettingsAModelCannotTakeAreNamed(t *testing.T) {
+	t.Parallel()
+	f, _ := reasoningFleet(t)
+	warnings := func(path string, body map[string]any) string {
+		status, b, _ := f.Do(t, "POST", path, body)
+		var resp struct {
+			Searchfleet struct {
+				Warnings []string `json:"warnings"`
+			} `json:"searchfleet"`
+		}
+		if err := json.Unmarshal(b, &resp); err != nil || status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, b)
+		}
+		return strings.Join(resp.Searchfleet.Warnings, "; ")
+	}
+	summary := map[string]any{"effort": "low", "summary": "auto"}
+	if w := warnings("/v1/responses", map[string]any{"model": demo.Model, "input": "hi sim:nosearch", "reasoning": summary}); !strings.Contains(w, "reasoning.summary is not honoured") {
+		t.Errorf("summary to a Chat model: warnings %q", w)
+	}
+	if w := warnings("/v1/responses", map[string]any{"model": demo.ModelResponses, "input": "hi sim:nosearch", "reasoning": summary}); strings.Contains(w, "reasoning") {
+		t.Errorf("summary to a Responses model: warnings %q", w)
+	}
+	if w := warnings("/v1/messages", map[string]any{"model": demo.ModelResponses, "max_tokens": 1024, "thinking": map[string]any{"type": "adaptive"},
+		"messages": []any{map[string]any{"role": "user", "content": "hi sim:nosearch"}}}); !strings.Contains(w, "thinking.type adaptive is not honoured") {
+		t.Errorf("adaptive thinking to a Responses model: warnings %q", w)
 	}
 }

@@ -51,14 +51,19 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rename := func(id string) string { return id }
-	if reasoning && !req.Stream { // the simulator streams no reasoning items
+	if reasoning {
 		rename = func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") }
 	}
 	resp := a.response("resp_sim_"+a.id, req.Model, rename)
-	if !req.Stream {
+	if reasoning || !req.Stream {
 		b, _ := wire.Responses.EncodeResponse(resp)
 		if reasoning {
 			b = withReasoningItem(b, body, a.user, a.id)
+		}
+		if req.Stream {
+			// The answer with its reasoning item, played as OpenAI streams it.
+			writeEvents(w, r, responsesStream(b), tokenDelay(a.user))
+			return
 		}
 		writeJSON(w, b)
 		return

@@ -62,7 +62,8 @@ func anthropicStream(body []byte) []wire.Event {
 	return evs
 }
 
-// responsesStream plays a Responses answer as response.* stream events.
+// responsesStream plays a Responses answer as response.* stream events (a reasoning
+// item's summary parts as reasoning_summary_part and reasoning_summary_text events).
 func responsesStream(body []byte) []wire.Event {
 	var m map[string]any
 	json.Unmarshal(body, &m)
@@ -86,6 +87,19 @@ func responsesStream(body []byte) []wire.Event {
 			add("response.output_item.added", map[string]any{"item": map[string]any{"id": id, "type": "web_search_call", "status": "in_progress"}, "output_index": i})
 			for _, step := range []string{"in_progress", "searching", "completed"} {
 				add("response.web_search_call."+step, map[string]any{"item_id": id, "output_index": i})
+			}
+		case "reasoning":
+			add("response.output_item.added", map[string]any{"item": map[string]any{"id": id, "type": "reasoning", "summary": []any{}}, "output_index": i})
+			for j, p := range arr(item["summary"]) {
+				text := jstr(obj(p)["text"])
+				at := func(v map[string]any) map[string]any {
+					v["item_id"], v["output_index"], v["summary_index"] = id, i, j
+					return v
+				}
+				add("response.reasoning_summary_part.added", at(map[string]any{"part": map[string]any{"type": "summary_text", "text": ""}}))
+				add("response.reasoning_summary_text.delta", at(map[string]any{"delta": text}))
+				add("response.reasoning_summary_text.done", at(map[string]any{"text": text}))
+				add("response.reasoning_summary_part.done", at(map[string]any{"part": p}))
 			}
 		case "message":
 			add("response.output_item.added", map[string]any{"item": map[string]any{"id": id, "type": "message", "status": "in_progress", "content": []any{}, "role": "assistant"}, "output_index": i})

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -388,7 +389,8 @@ func geminiSigned(parts []Part) bool {
 
 // geminiThinking is a request's generationConfig.thinkingConfig: Gemini 3 takes a
 // thinkingLevel (low, high), earlier models a thinkingBudget (-1: dynamic, for
-// adaptive; 0: off); includeThoughts when the request asked for reasoning summaries.
+// adaptive; 0: off, or the least a model that cannot turn it off takes);
+// includeThoughts when the request asked for reasoning summaries.
 func geminiThinking(c *ReasoningConfig, model string) map[string]any {
 	if c == nil {
 		return nil
@@ -404,8 +406,10 @@ func geminiThinking(c *ReasoningConfig, model string) map[string]any {
 		}
 	} else {
 		switch {
-		case c.Disabled:
+		case c.off() && geminiCanStopThinking(model):
 			tc["thinkingBudget"] = 0
+		case c.off():
+			tc["thinkingBudget"] = geminiMinBudget // the least a model that always thinks takes
 		case c.Adaptive:
 			tc["thinkingBudget"] = -1
 		case c.BudgetOf() > 0:
@@ -419,4 +423,110 @@ func geminiThinking(c *ReasoningConfig, model string) map[string]any {
 		return nil
 	}
 	return tc
+}
+
+// summaryAsked reports whether a Responses request (its echo) asked for reasoning
+// summaries (reasoning.summary auto, concise or detailed).
+func summaryAsked(echo map[string]json.RawMessage) bool {
+	var rc struct {
+		Summary string `json:"summary"`
+	}
+	return json.Unmarshal(echo["reasoning"], &rc) == nil && rc.Summary != ""
+}
+
+// reasoningOutput renders an answer's reasoning as Responses reasoning output items,
+// each {type, id, summary: [{type: summary_text, text}]}: a Responses model's own
+// items with their summaries, and, when the client asked for summaries, another
+// protocol's readable reasoning (Anthropic thinking, Gemini thoughts, a Chat model's
+// reasoning_content) as the summary of an item of its own. Reasoning with nothing to
+// read (encrypted, redacted, a signature alone) gives no item. The encrypted_content
+// is the fleet's own call's, which the client cannot send to the fleet's model, so it
+// is not given.
+func reasoningOutput(r *Response) []map[string]any {
+	asked := summaryAsked(r.Echo)
+	var out []map[string]any
+	for _, p := range r.Content {
+		rs := p.Reasoning
+		if p.Kind != PartReasoning || rs == nil {
+			continue
+		}
+		texts, id := rs.Summary, rs.ID
+		if rs.Protocol != OpenAIResponses {
+			texts, id = nil, ""
+			if asked && rs.Text != "" {
+				texts = []string{rs.Text}
+			}
+		}
+		if len(texts) == 0 {
+			continue
+		}
+		if id == "" {
+			id = fmt.Sprintf("rs_%s_%d", idToken(r.ID), len(out))
+		}
+		summary := make([]any, 0, len(texts))
+		for _, t := range texts {
+			summary = append(summary, summaryText(t))
+		}
+		out = append(out, map[string]any{"type": "reasoning", "id": id, "summary": summary})
+	}
+	return out
+}
+
+func summaryText(text string) map[string]any {
+	return map[string]any{"type": "summary_text", "text": text}
+}
+
+// off reports whether c turns thinking off: thinking disabled, or an effort of none.
+func (c *ReasoningConfig) off() bool { return c.Disabled || c.Effort == "none" }
+
+// ReasoningNotes names, in the words of a client of protocol client, the reasoning
+// settings of c that a model of protocol target (model: the provider's model name)
+// cannot take, so the answer says so rather than dropping them silently. An effort
+// and a budget map onto each other (EffortOf, BudgetOf) and are carried; what no
+// mapping carries is named: a summary request to a model whose answer gives the
+// client no readable reasoning, adaptive thinking to a model that takes only an
+// effort, and thinking turned off for a model that cannot turn it off.
+func ReasoningNotes(client Protocol, c *ReasoningConfig, target Protocol, model string) []string {
+	if c == nil {
+		return nil
+	}
+	var notes []string
+	if c.Summary != "" && !c.off() {
+		switch {
+		case target == OpenAIChat:
+			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: %s is not asked for reasoning summaries (its Chat Completions API has no such setting)", model))
+		case target == Gemini:
+			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: the fleet does not return %s's thoughts", model))
+		case target == AnthropicMessages && !c.Adaptive && c.BudgetOf() == 0:
+			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: %s thinks only when reasoning.effort is set", model))
+		}
+	}
+	if c.Adaptive && (target == OpenAIChat || target == OpenAIResponses) {
+		notes = append(notes, fmt.Sprintf("thinking.type adaptive is not honoured: %s takes a reasoning effort, and thinks at its default", model))
+	}
+	if c.off() && target == Gemini && !geminiCanStopThinking(model) {
+		notes = append(notes, fmt.Sprintf("%s is not honoured: %s cannot turn thinking off, and thinks at its lowest setting", offParam(client), model))
+	}
+	return notes
+}
+
+// geminiMinBudget is Gemini 2.5 Pro's least thinkingBudget (Gemini API thinking
+// docs: 128 to 32768, thinking cannot be disabled).
+const geminiMinBudget = 128
+
+// geminiCanStopThinking reports whether a Gemini model takes a thinking budget of 0:
+// the 2.x Flash models do; 2.5 Pro and Gemini 3 (a thinkingLevel, low at least) do not.
+func geminiCanStopThinking(model string) bool {
+	return geminiVersion(model) < 3 && !strings.Contains(model, "pro")
+}
+
+// offParam is how a client of protocol p turned thinking off.
+func offParam(p Protocol) string {
+	switch p {
+	case AnthropicMessages:
+		return "thinking.type disabled"
+	case OpenAIResponses:
+		return "reasoning.effort none"
+	}
+	return "reasoning_effort none"
 }

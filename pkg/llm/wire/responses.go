@@ -446,6 +446,9 @@ func responsesOutput(r *Response) []any {
 			text = append(text, p)
 		}
 	}
+	for _, it := range reasoningOutput(r) {
+		out = append(out, it)
+	}
 	if len(text) > 0 || r.Stop != StopToolUse {
 		out = append(out, messageItem(r, text, "completed"))
 	}
@@ -687,7 +690,7 @@ func echoTools(v json.RawMessage) json.RawMessage {
 
 // EncodeResponse renders r as a Responses response: a web_search_call item per search
 // (action search with its query and sources; status failed when it failed), the
-// message item with output_text and url_citation annotations, function_call items.
+// model's reasoning summaries as reasoning items (reasoningOutput), the message item with output_text and url_citation annotations, function_call items.
 func (responsesCodec) EncodeResponse(r *Response) ([]byte, error) {
 	output := []any{}
 	if r.Status == StatusCompleted || r.Status == "" {
@@ -808,6 +811,9 @@ func (s *responsesStream) Update(r *Response) []Event {
 func (s *responsesStream) Finish(r *Response) []Event {
 	var evs []Event
 	final := responsesOutput(r)
+	if s.msg >= 0 {
+		final = reasoningAfterMessage(final)
+	}
 	results := map[string]*SearchResult{}
 	for _, p := range r.Content {
 		switch p.Kind {
@@ -842,6 +848,8 @@ func (s *responsesStream) Finish(r *Response) []Event {
 			evs = append(evs, s.ev("response.output_text.done", s.loc(r, map[string]any{"text": text, "logprobs": []any{}})))
 			evs = append(evs, s.ev("response.content_part.done", s.loc(r, map[string]any{"part": part})))
 			evs = append(evs, s.ev("response.output_item.done", map[string]any{"output_index": s.msg, "item": it}))
+		case "reasoning":
+			evs = s.reasoning(evs, it)
 		case "function_call":
 			idx := s.next
 			s.next++
@@ -862,6 +870,52 @@ func (s *responsesStream) Finish(r *Response) []Event {
 		typ = "response.incomplete"
 	}
 	return append(evs, s.ev(typ, map[string]any{"response": o}))
+}
+
+// reasoningAfterMessage moves the reasoning items of output to after the message item:
+// a stream that already opened the message (its text streamed as the model wrote it,
+// before its reasoning was known) adds them after it, and the output says so.
+func reasoningAfterMessage(output []any) []any {
+	var reasoning, rest []any
+	for _, it := range output {
+		if it.(map[string]any)["type"] == "reasoning" {
+			reasoning = append(reasoning, it)
+			continue
+		}
+		rest = append(rest, it)
+	}
+	if len(reasoning) == 0 {
+		return output
+	}
+	for i, it := range rest {
+		if it.(map[string]any)["type"] == "message" {
+			return append(append(rest[:i+1:i+1], reasoning...), rest[i+1:]...)
+		}
+	}
+	return append(rest, reasoning...)
+}
+
+// reasoning sends a reasoning item as OpenAI streams one: added with an empty
+// summary, then each summary part added, its text as one delta, done, then the item
+// done.
+func (s *responsesStream) reasoning(evs []Event, it map[string]any) []Event {
+	idx := s.next
+	s.next++
+	id := it["id"]
+	evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx,
+		"item": map[string]any{"type": "reasoning", "id": id, "summary": []any{}}}))
+	for n, part := range it["summary"].([]any) {
+		text := part.(map[string]any)["text"].(string)
+		at := func(m map[string]any) map[string]any {
+			m["item_id"], m["output_index"], m["summary_index"] = id, idx, n
+			return m
+		}
+		evs = append(evs, s.ev("response.reasoning_summary_part.added", at(map[string]any{"part": summaryText("")})))
+		evs = append(evs, s.ev("response.reasoning_summary_text.delta", at(map[string]any{"delta": text})))
+		evs = append(evs, s.ev("response.reasoning_summary_text.done", at(map[string]any{"text": text})))
+		evs = append(evs, s.ev("response.reasoning_summary_part.done", at(map[string]any{"part": summaryText(text)})))
+	}
+	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
 }
 
 func (s *responsesStream) Fail(r *Response, e *Error) []Event {
