@@ -336,12 +336,7 @@ func TestExpansionDeadLettered(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	id := h.create(2, nil)
-	m, err := bus.Encode(bus.SubjectExpand, bus.BatchExpand{BatchID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dl := bus.DeadLetter{MsgKind: bus.BatchExpand{}.Kind(), Reason: "redis down", Deliveries: 10, Data: m.Data}
-	if err := h.s.DeadLettered(t.Context(), dl); err != nil {
+	if err := h.s.DeadLettered(t.Context(), expandDeadLetter(t, id, "redis down")); err != nil {
 		t.Fatal(err)
 	}
 	b := h.record(id)
@@ -361,11 +356,7 @@ func TestExpansionDeadLetteredWhileDriven(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	id := h.create(2, nil)
-	m, err := bus.Encode(bus.SubjectExpand, bus.BatchExpand{BatchID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dl := bus.DeadLetter{MsgKind: bus.BatchExpand{}.Kind(), Reason: "retry after 15s: batch is being driven by another process", Deliveries: 10, Data: m.Data}
+	dl := expandDeadLetter(t, id, "retry after 15s: batch is being driven by another process")
 	release, _, err := h.store.HoldBatch(t.Context(), id, "a-slow-driver", 5*time.Second)
 	if err != nil || release == nil {
 		t.Fatal(release != nil, err)
@@ -383,6 +374,17 @@ func TestExpansionDeadLetteredWhileDriven(t *testing.T) {
 	if b := h.record(id); b.Status != statusFailed {
 		t.Fatalf("a batch no one drives, dead-lettered: %+v", b)
 	}
+}
+
+// expandDeadLetter is the dead letter of batch id's expansion message after ten
+// deliveries, with reason.
+func expandDeadLetter(t *testing.T, id, reason string) bus.DeadLetter {
+	t.Helper()
+	m, err := bus.Encode(bus.SubjectExpand, bus.BatchExpand{BatchID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bus.DeadLetter{MsgKind: bus.BatchExpand{}.Kind(), Reason: reason, Deliveries: 10, Data: m.Data}
 }
 
 // isKind reports whether err is an *Error of kind k.
