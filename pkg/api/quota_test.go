@@ -80,10 +80,12 @@ func (q *quotaFleet) usage(t *testing.T, key string) storageReport {
 func (q *quotaFleet) redisBytes(t *testing.T, tenant string) int64 {
 	t.Helper()
 	ctx := t.Context()
+	keys, err := testenv.Keys(ctx, q.rdb, q.prefix+":*") // every master of a cluster
+	if err != nil {
+		t.Fatal(err)
+	}
 	var total int64
-	iter := q.rdb.Scan(ctx, 0, q.prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
+	for _, k := range keys {
 		if !strings.HasSuffix(k, ":job") {
 			continue
 		}
@@ -92,9 +94,6 @@ func (q *quotaFleet) redisBytes(t *testing.T, tenant string) int64 {
 		}
 		n, _ := q.rdb.MemoryUsage(ctx, k, 0).Result()
 		total += n
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return total
 }
