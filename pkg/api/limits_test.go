@@ -218,6 +218,9 @@ func TestTenantWaitSlotsRelease(t *testing.T) {
 			}
 			if ending == "job ends" {
 				id := l.newJob(t, "a", before)
+				// The slot is taken before the job is recorded (another key, on a
+				// cluster another node): end the job once it exists.
+				waitFor(t, "job recorded", func() bool { _, err := l.store.JobStatus(t.Context(), id); return err == nil })
 				if err := l.s.Ender.End(t.Context(), id, jobs.Ending{Status: state.Cancelled}); err != nil {
 					t.Fatal(err)
 				}
