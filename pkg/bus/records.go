@@ -46,7 +46,13 @@ func OpenRecords(ctx context.Context, b *Bus, retention time.Duration) (*Records
 	cfg := jetstream.KeyValueConfig{Bucket: b.Name(BucketRecords), History: 1, TTL: retention,
 		Description: "records of ended jobs: request, answer, trace, hop turns, recorded searches, stored responses",
 		Storage:     jetstream.FileStorage, Replicas: replicas, Compression: true}
-	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+	// Processes start together: riding out a cluster that is slow to create an R3
+	// bucket (or failing over) as streams and consumers do, rather than exiting.
+	var kv jetstream.KeyValue
+	err := retryTransient(ctx, func(ctx context.Context) (err error) {
+		kv, err = b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("nats: records bucket %s: %w", cfg.Bucket, err)
 	}
