@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -83,16 +84,21 @@ func (s *Server) withChatNotes(body []byte, req *llm.ChatRequest) ([]byte, []str
 	if len(notes) == 0 {
 		return body, nil
 	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) != nil {
-		return body, nil
-	}
-	top[llm.FleetKey] = llm.FleetField("", nil, notes)
-	b, err := json.Marshal(top)
+	b, err := withFields(body, map[string]json.RawMessage{llm.FleetKey: llm.FleetField("", nil, notes)})
 	if err != nil {
 		return body, nil
 	}
 	return b, notes
+}
+
+// withFields returns a JSON object body with the top-level fields set.
+func withFields(body []byte, fields map[string]json.RawMessage) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, err
+	}
+	maps.Copy(top, fields)
+	return json.Marshal(top)
 }
 
 // parseChat validates a chat request; it has answered when it returns false.

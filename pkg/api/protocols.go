@@ -188,16 +188,12 @@ func storedRequest(p wire.Protocol, req *wire.Request) (json.RawMessage, error) 
 	if _, err := llm.ParseChatRequest(body); err != nil {
 		return nil, err
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, err
-	}
-	top[llm.FleetKey] = llm.FleetField(string(p), req.Search, req.Notes)
+	fields := map[string]json.RawMessage{llm.FleetKey: llm.FleetField(string(p), req.Search, req.Notes)}
 	if req.Stream {
 		// The chat worker streams the model only for a client that streams.
-		top["stream"] = json.RawMessage("true")
+		fields["stream"] = json.RawMessage("true")
 	}
-	return json.Marshal(top)
+	return withFields(body, fields)
 }
 
 // submitJob records and publishes a job (enqueue), in the wire protocol's terms.
