@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
-	"net"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +21,10 @@ import (
 // the driver's error, with Redis's address, goes to the log only.
 func TestReadyzNamesNoAddress(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there: Redis is down
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	// A socket path nothing listens on: Redis is down. (A closed TCP port could be
+	// taken again by a parallel test's server before the probe dials it.)
+	addr := filepath.Join(t.TempDir(), "redis.sock")
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { rdb.Close() })
 	b, _ := bustest.New(t)
 	var logged bytes.Buffer
