@@ -28,6 +28,9 @@ type Bus struct {
 	JS  jetstream.JetStream
 	log *slog.Logger
 	ns  string // FLEET_NAMESPACE (namespace.go)
+	// ackWait bounds the wait for an asynchronous publish's acknowledgement
+	// (PublishAckTimeout unless WithPublishAckTimeout).
+	ackWait time.Duration
 
 	mu     sync.Mutex
 	events jetstream.Stream // EVENTS, looked up on first use
@@ -44,7 +47,7 @@ func connect(ctx context.Context, url, name string, log *slog.Logger, bopts []Op
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &Bus{log: log}
+	b := &Bus{log: log, ackWait: PublishAckTimeout}
 	for _, o := range bopts {
 		o(b)
 	}
@@ -76,7 +79,7 @@ func connect(ctx context.Context, url, name string, log *slog.Logger, bopts []Op
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(b.ackWait))
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -255,8 +258,21 @@ type Pending struct {
 	f       jetstream.PubAckFuture
 }
 
+// PublishAckTimeout is how long a publish waits for the stream's acknowledgement. An
+// acknowledgement can be lost, not refused: a NATS node that dies between storing a
+// message and answering leaves the publisher no reply at all, and without a bound
+// Wait would hold its caller (an HTTP request, a worker's step) until its context
+// ends, which for a request is when the client gives up. The stream's leader moves
+// to a live node within a few seconds; a publish not acknowledged by then fails, and
+// the caller refuses the job (503) or retries its step.
+const PublishAckTimeout = 10 * time.Second
+
+// WithPublishAckTimeout replaces PublishAckTimeout for this connection (tests).
+func WithPublishAckTimeout(d time.Duration) Option { return func(b *Bus) { b.ackWait = d } }
+
 // PublishAsync publishes p without waiting; Wait collects the acknowledgements. Use it
-// to put several messages of one step in flight at once.
+// to put several messages of one step in flight at once. An acknowledgement that does
+// not come within PublishAckTimeout is an error.
 func (b *Bus) PublishAsync(subject string, p Payload) (Pending, error) {
 	m, err := Encode(b.Subject(subject), p)
 	if err != nil {

@@ -508,3 +508,37 @@ func TestEnsureConsumerUpdatesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("changed MaxAckPending not applied: %v %+v", err, info)
 	}
 }
+
+// A publish whose acknowledgement never comes (a node that died after taking it, here
+// a listener that never answers) fails within the connection's ack timeout: Wait with a
+// context that never ends does not hold its caller forever.
+func TestWaitBoundsALostAcknowledgement(t *testing.T) {
+	t.Parallel()
+	url := bustest.Server(t)
+	b := bustest.Connect(t, url, bus.WithPublishAckTimeout(300*time.Millisecond))
+	silent, err := b.NC.SubscribeSync(b.Subject("test.silent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Unsubscribe()
+	if err := b.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.PublishAsync("test.silent", ping{ID: "lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- bus.Wait(context.Background(), p) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+			t.Fatalf("Wait = %v, want the ack timeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait still waits for an acknowledgement that will never come")
+	}
+	if _, err := silent.NextMsg(time.Second); err != nil {
+		t.Fatalf("the publish never left: %v", err)
+	}
+}
