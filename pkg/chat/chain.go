@@ -14,13 +14,15 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// turn is what the chain stores for one hop's model call (state field m:<hop>).
+// turn is what the chain stores for one hop's model call (state field m:<hop>): the
+// model's answer in canonical form (wire.Turn: its parts, reasoning state included,
+// as the next hop sends them back) and how the hop was offered.
 type turn struct {
-	// Message is the assistant message exactly as the model sent it.
-	Message json.RawMessage `json:"message"`
-	Finish  string          `json:"finish"`
-	Usage   llm.Usage       `json:"usage"`
-	Model   string          `json:"model,omitempty"`
+	wire.Turn
+	// Message and Finish are a turn stored before turns were canonical: the assistant
+	// message in Chat form and its finish_reason, read into Turn at load.
+	Message json.RawMessage `json:"message,omitempty"`
+	Finish  string          `json:"finish,omitempty"`
 	// Offered says whether web_search was offered on this hop: only then are the
 	// model's web_search calls the fleet's to run.
 	Offered bool `json:"offered"`
@@ -30,8 +32,7 @@ type turn struct {
 	// web_fetch calls the fleet's to run).
 	Fetch bool `json:"fetch,omitempty"`
 
-	parsed   llm.Message // Message, decoded once
-	parseErr error
+	parseErr error // a stored Chat message that does not read
 }
 
 // call is one server-tool call of a hop (state field calls:<hop>).
@@ -63,13 +64,16 @@ type call struct {
 
 // view is a decoded chain: the stored turns, calls and results by hop.
 type view struct {
-	job   *state.Job
-	req   *llm.ChatRequest
+	job *state.Job
+	req *llm.ChatRequest
+	// model is the stored request in canonical form, what a hop's model call is built
+	// from (modelRequest): read once, on the first model call of a step.
+	model *wire.Request
 	chain *state.Chain
 	// decoded memoizes results: a completion reads each several times (messages,
 	// sources, trace, response) and decoding them dominated a step's CPU.
 	decoded map[string]*search.Done
-	// rendered memoizes messages(h); turns memoizes decoded turns.
+	// rendered memoizes history(h); turns memoizes decoded turns.
 	rendered map[int]renderedHop
 	turns    map[int]*turn
 	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey).
@@ -77,7 +81,7 @@ type view struct {
 }
 
 type renderedHop struct {
-	msgs []json.RawMessage
+	msgs []wire.Message
 	srcs *sources
 }
 
@@ -101,7 +105,12 @@ func (v *view) turn(h int) (*turn, bool) {
 	if json.Unmarshal(hp.Turn, &t) != nil {
 		return nil, false
 	}
-	t.parsed, t.parseErr = llm.ParseMessage(t.Message)
+	if t.Message != nil && t.Parts == nil {
+		var old *wire.Turn
+		if old, t.parseErr = wire.TurnFromChat(t.Message, t.Finish, t.Usage, t.Model); old != nil {
+			t.Turn = *old
+		}
+	}
 	v.turns[h] = &t
 	return &t, true
 }
@@ -171,30 +180,42 @@ func (s *sources) add(src engines.Source) int {
 	return len(s.list)
 }
 
-// messages builds the conversation the model sees at hop h: the client's messages,
-// then each earlier hop's assistant message and its tool results, rendered with the
-// chain-wide source numbering. It is derived from stored state only, so every worker
-// (and every redelivery) builds the same messages.
-func (v *view) messages(h int) ([]json.RawMessage, *sources) {
+// modelRequest is the stored request in canonical form (decoded once per view).
+func (v *view) modelRequest() (*wire.Request, error) {
+	if v.model == nil {
+		r, err := wire.FromChat(v.req)
+		if err != nil {
+			return nil, err
+		}
+		v.model = r
+	}
+	return v.model, nil
+}
+
+// history builds what the chain adds to the client's conversation before hop h: each
+// earlier hop's answer as the model gave it (its reasoning state included) and its
+// tool results, rendered with the chain-wide source numbering. It is derived from
+// stored state only, so every worker (and every redelivery) builds the same messages.
+func (v *view) history(h int) ([]wire.Message, *sources) {
 	if r, ok := v.rendered[h]; ok {
 		return r.msgs, r.srcs
 	}
-	msgs := append([]json.RawMessage(nil), v.req.Messages...)
+	var msgs []wire.Message
 	srcs := &sources{}
 	for k := 0; k < h; k++ {
 		t, ok := v.turn(k)
 		if !ok {
 			break
 		}
-		msgs = append(msgs, t.Message)
-		for _, tc := range t.parsed.ToolCalls {
+		msgs = append(msgs, wire.Message{Role: wire.RoleAssistant, Parts: t.Parts})
+		for _, tc := range t.Calls() {
 			d, ok := v.done(k, tc.ID)
 			if !ok {
 				continue // a client tool call never reaches a later hop
 			}
 			content := evidence(v.nonce(k), renderDone(d, srcs))
-			b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": tc.ID, "content": content})
-			msgs = append(msgs, b)
+			msgs = append(msgs, wire.Message{Role: wire.RoleTool, Parts: []wire.Part{{Kind: wire.PartToolResult,
+				Result: &wire.ToolResult{CallID: tc.ID, Parts: []wire.Part{{Kind: wire.PartText, Text: content}}}}}})
 		}
 	}
 	v.rendered[h] = renderedHop{msgs: msgs, srcs: srcs}
@@ -205,10 +226,10 @@ func (v *view) messages(h int) ([]json.RawMessage, *sources) {
 // has no results of its own, so its sources are those its messages were built with.
 func (v *view) allSources(h int) *sources {
 	if hp, ok := v.chain.Hops[h]; !ok || len(hp.Results) == 0 {
-		_, srcs := v.messages(h)
+		_, srcs := v.history(h)
 		return srcs
 	}
-	_, srcs := v.messages(h + 1)
+	_, srcs := v.history(h + 1)
 	return srcs
 }
 

@@ -1,8 +1,6 @@
 package chat
 
 import (
-	"encoding/json"
-
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -15,13 +13,10 @@ import (
 
 // native reads a turn's native-search report (nil: the model did not search itself).
 func native(t *turn) *llm.NativeSearch {
-	var m struct {
-		Native *llm.NativeSearch `json:"searchfleet_native"`
-	}
-	if t == nil || json.Unmarshal(t.Message, &m) != nil {
+	if t == nil {
 		return nil
 	}
-	return m.Native
+	return t.Native
 }
 
 // nativeSources returns the sources the final answer's markers number: its native

@@ -7,6 +7,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // annotation is an OpenAI chat url_citation annotation.
@@ -37,9 +38,9 @@ func annotate(text string, srcs []engines.Source) []annotation {
 // web_fetch: the registry's tools) and the client's calls. A server-tool call on a hop
 // that did not offer that tool (past the hop limit, no URL to read) is stray: it is
 // neither run nor returned. A client that declared a tool of the same name keeps it.
-func splitCalls(t *turn, clientTools []string) (server, client []llm.ToolCall) {
-	for _, tc := range t.parsed.ToolCalls {
-		name := tc.Function.Name
+func splitCalls(t *turn, clientTools []string) (server, client []wire.ToolCall) {
+	for _, tc := range t.Calls() {
+		name := tc.Name
 		switch {
 		case serverTools[name] == nil || slices.Contains(clientTools, name):
 			client = append(client, tc)
@@ -60,30 +61,28 @@ func splitCalls(t *turn, clientTools []string) (server, client []llm.ToolCall) {
 // text (checkCitations). searches is the job's billed searches, as its usage counts
 // them (a refused or failed search is not one).
 func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (json.RawMessage, string, json.RawMessage, citationCount) {
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(t.Message, &msg) != nil || msg == nil {
-		msg = map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`)}
-	}
-	delete(msg, llm.NativeKey) // the job record reads it; the client never sees it
+	msg, finish := t.ChatMessage() // the native report is the job record's: the client never sees it
 	_, client := splitCalls(t, v.req.ToolNames())
-	finish := t.Finish
 	if len(client) > 0 {
-		b, _ := json.Marshal(client)
-		msg["tool_calls"] = b
+		calls := make([]llm.ToolCall, 0, len(client))
+		for _, c := range client {
+			tc := llm.ToolCall{ID: c.ID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
+			calls = append(calls, tc)
+		}
+		msg["tool_calls"] = calls
 		finish = "tool_calls"
 	} else {
 		delete(msg, "tool_calls")
-		if finish == "tool_calls" || finish == "" {
+		if finish == "tool_calls" {
 			finish = "stop"
 		}
 	}
-	text, cites := checkCitations(llm.Text(msg["content"]), len(srcs.list))
+	text, cites := checkCitations(t.Text(), len(srcs.list))
 	if cites.Removed > 0 {
-		msg["content"], _ = json.Marshal(text)
+		msg["content"] = text
 	}
-	anns := annotate(text, srcs.list)
-	ab, _ := json.Marshal(anns)
-	msg["annotations"] = ab
+	msg["annotations"] = annotate(text, srcs.list)
 	mb, _ := json.Marshal(msg)
 
 	usage := chainUsage(v, h)

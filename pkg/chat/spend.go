@@ -83,7 +83,7 @@ const (
 // input tokens (bytesPerToken), the request's max_tokens (or the model's
 // maxOutputTokens) as output tokens, at the model's prices, plus, when the model may run its provider's
 // own search, that search's price times the most searches the job may make.
-func (w *Worker) worstCase(v *view, body []byte, native bool) (usd float64, searches int) {
+func (w *Worker) worstCase(v *view, size int, native bool) (usd float64, searches int) {
 	m := w.Models[v.job.Model]
 	out := maxOutputTokens(v.req.Extra)
 	if out <= 0 {
@@ -92,7 +92,7 @@ func (w *Worker) worstCase(v *view, body []byte, native bool) (usd float64, sear
 	if out <= 0 {
 		out = defaultMaxOutputTokens
 	}
-	usd = m.Pricing.Cost(len(body)/bytesPerToken+1, out)
+	usd = m.Pricing.Cost(size/bytesPerToken+1, out)
 	if native {
 		searches = max(w.MaxSearches, 1)
 		if o := v.req.Search; o != nil && o.MaxUses > 0 && o.MaxUses < searches {
@@ -145,11 +145,11 @@ func nativeSearchUSD(m Model) float64 {
 // cannot pay. A redelivered step finds its reservation and reserves nothing more; a
 // reservation that is never settled (the worker died) lapses after the model's
 // timeout and a lease.
-func (w *Worker) reserveTurn(ctx context.Context, v *view, h int, body []byte, native bool) (bool, error) {
+func (w *Worker) reserveTurn(ctx context.Context, v *view, h int, size int, native bool) (bool, error) {
 	if w.Ledger == nil {
 		return true, nil
 	}
-	usd, searches := w.worstCase(v, body, native)
+	usd, searches := w.worstCase(v, size, native)
 	if usd <= 0 {
 		return true, nil // a free model
 	}

@@ -50,7 +50,7 @@ func TestWorstCaseOutputBound(t *testing.T) {
 		m.Pricing.MaxOutputTokens = c.model
 		w.Models["m"] = m
 		v, body := worstCaseView(t, `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}]`+c.extra+`}`)
-		if usd, _ := w.worstCase(v, body, false); usd != c.want {
+		if usd, _ := w.worstCase(v, len(body), false); usd != c.want {
 			t.Errorf("%s: worst case $%v, want $%v", c.extra, usd, c.want)
 		}
 	}
@@ -62,6 +62,6 @@ func BenchmarkWorstCase(b *testing.B) {
 	v, body := worstCaseView(b, `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}],"max_tokens":1024,"temperature":0.2}`)
 	b.ReportAllocs()
 	for range b.N {
-		w.worstCase(v, body, false)
+		w.worstCase(v, len(body), false)
 	}
 }

@@ -1,11 +1,11 @@
 package chat
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // A request that forces web_search makes the first hop's model call name it in
@@ -13,33 +13,28 @@ import (
 // leave the model free to answer. The job's request is never changed.
 func TestForcedSearchOnTheFirstHopOnly(t *testing.T) {
 	t.Parallel()
-	req := &llm.ChatRequest{Model: "m", Extra: map[string]json.RawMessage{"temperature": json.RawMessage("0")},
+	req := &wire.Request{Model: "m", Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "hi"}}}},
 		Search: &llm.SearchOptions{Requested: true, Forced: true}}
-	msgs := []json.RawMessage{json.RawMessage(`{"role":"user","content":"hi"}`)}
-	tools := []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"web_search"}}`)}
-	body := func(h int, offered bool) string {
-		b, err := hopRequest(req, h, offered).Body("m", msgs, tools)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+	forced := func(h int, offered bool) bool {
+		tc := hopRequest(req, h, offered).ToolChoice
+		return tc != nil && tc.Mode == "tool" && tc.Name == intent.ToolName
 	}
-	if b := body(0, true); !strings.Contains(b, `"tool_choice":{"type":"function","function":{"name":"web_search"}}`) {
-		t.Errorf("hop 0: %s", b)
+	if !forced(0, true) {
+		t.Error("hop 0 does not force web_search")
 	}
 	for _, c := range []struct {
 		h       int
 		offered bool
 	}{{1, true}, {0, false}} {
-		if b := body(c.h, c.offered); strings.Contains(b, "tool_choice") {
-			t.Errorf("hop %d offered %v: %s", c.h, c.offered, b)
+		if hopRequest(req, c.h, c.offered).ToolChoice != nil {
+			t.Errorf("hop %d offered %v names a tool", c.h, c.offered)
 		}
 	}
-	if _, ok := req.Extra["tool_choice"]; ok {
+	if req.ToolChoice != nil {
 		t.Error("the job's request was changed")
 	}
 	req.Search.Forced = false
-	if b := body(0, true); strings.Contains(b, "tool_choice") {
-		t.Errorf("not forced: %s", b)
+	if forced(0, true) {
+		t.Error("not forced, yet web_search is named")
 	}
 }

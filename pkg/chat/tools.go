@@ -11,7 +11,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/intent"
-	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
 )
 
@@ -34,7 +34,7 @@ type serverTool struct {
 	schema func(w *Worker, gp bool) json.RawMessage
 	// plan validates one call's arguments and fills c (c.Local with c.Result when the
 	// call is answered without running: rejected arguments, a limit).
-	plan func(w *Worker, v *view, t *turn, tc llm.ToolCall, p *planState, c *call)
+	plan func(w *Worker, v *view, t *turn, tc wire.ToolCall, p *planState, c *call)
 	// request is the message that runs a planned call, and its subject.
 	request func(v *view, h int, t *turn, c call) (subject string, msg bus.Payload)
 	// render is the text the model reads for a result, its sources numbered into the
@@ -85,9 +85,9 @@ func renderDone(d *search.Done, srcs *sources) string {
 
 // planSearch is web_search's plan: validated arguments and a chosen engine, or the
 // per-job search limit.
-func planSearch(w *Worker, v *view, t *turn, tc llm.ToolCall, p *planState, c *call) {
+func planSearch(w *Worker, v *view, t *turn, tc wire.ToolCall, p *planState, c *call) {
 	opts := v.req.Search
-	parsed, aerr := w.Tools.Parse(tc.Function.Arguments, t.GooglePreferred)
+	parsed, aerr := w.Tools.Parse(tc.Arguments, t.GooglePreferred)
 	switch {
 	case aerr != nil:
 		c.Local, c.Result = true, aerr.Result()
@@ -112,9 +112,9 @@ func searchRequest(v *view, h int, t *turn, c call) (string, bus.Payload) {
 
 // planFetch is web_fetch's plan: a URL of the right shape, within the per-job fetch
 // limit.
-func planFetch(w *Worker, v *view, t *turn, tc llm.ToolCall, p *planState, c *call) {
+func planFetch(w *Worker, v *view, t *turn, tc wire.ToolCall, p *planState, c *call) {
 	c.Tool, c.Engine = intent.FetchToolName, search.FetchEngine
-	u, aerr := intent.ParseFetch(tc.Function.Arguments)
+	u, aerr := intent.ParseFetch(tc.Arguments)
 	switch {
 	case aerr != nil:
 		c.Local, c.Result = true, aerr.Result()
@@ -199,7 +199,7 @@ func (w *Worker) offerFetch(v *view, h int) bool {
 	if len(intent.URLs(intent.LatestUserText(v.req.Messages))) > 0 {
 		return true
 	}
-	_, srcs := v.messages(h)
+	_, srcs := v.history(h)
 	return len(srcs.list) > 0
 }
 

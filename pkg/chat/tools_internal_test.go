@@ -36,8 +36,8 @@ func TestOfferFetchRendersTheMessagesTheModelCallUses(t *testing.T) {
 	if !ok {
 		t.Fatal("offerFetch did not keep the messages it rendered")
 	}
-	msgs, srcs := v.messages(1)
-	if len(msgs) != 3 || &msgs[0] != &r.msgs[0] || srcs != r.srcs || len(srcs.list) != 1 {
+	msgs, srcs := v.history(1)
+	if len(msgs) != 2 || &msgs[0] != &r.msgs[0] || srcs != r.srcs || len(srcs.list) != 1 {
 		t.Errorf("the model call renders its messages again: %d messages, %d sources", len(msgs), len(srcs.list))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -94,16 +95,16 @@ func TestChatWarningsNameUnhonouredSettings(t *testing.T) {
 // they add up to the usage, not to a price per query.
 func TestNativeTraceAddsUpToItsBill(t *testing.T) {
 	t.Parallel()
-	b, _ := json.Marshal(map[string]any{"role": "assistant", "content": "Warm [1].", llm.NativeKey: llm.NativeSearch{
-		Protocol: "gemini", Requests: 1, CostUSD: 0.035,
-		Searches: []llm.NativeQuery{{ID: "q1", Query: "weather", URLs: []string{"https://a.example"}}, {ID: "q2", Query: "weather today"}, {ID: "q3", Query: "forecast"}},
-		Sources:  []llm.NativeSource{{URL: "https://a.example", Title: "A"}},
-	}})
+	answer := &wire.Turn{Parts: []wire.Part{{Kind: wire.PartText, Text: "Warm [1]."}}, Stop: wire.StopEndTurn,
+		Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5}, Native: &llm.NativeSearch{
+			Protocol: "gemini", Requests: 1, CostUSD: 0.035,
+			Searches: []llm.NativeQuery{{ID: "q1", Query: "weather", URLs: []string{"https://a.example"}}, {ID: "q2", Query: "weather today"}, {ID: "q3", Query: "forecast"}},
+			Sources:  []llm.NativeSource{{URL: "https://a.example", Title: "A"}},
+		}}
 	// The model's caller reports its provider's searches (as upstream.Caller does for
 	// a Gemini model with native search).
 	h := newHarness(t, nil, func(w *chat.Worker, _ *harness) {
-		w.Models = map[string]chat.Model{"m": {Provider: "sim", Upstream: "up", NativeSearch: true,
-			Client: answering{&llm.Completion{Message: b, FinishReason: "stop", Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5}}}}}
+		w.Models = map[string]chat.Model{"m": {Provider: "sim", Upstream: "up", NativeSearch: true, Client: answering{answer}}}
 	})
 	h.submit("j1", "What's the weather? Search the web")
 	if err := h.job("j1", 1); err != nil {
@@ -130,9 +131,15 @@ func TestNativeTraceAddsUpToItsBill(t *testing.T) {
 	}
 }
 
-// answering is a model caller that answers every call with one completion.
-type answering struct{ c *llm.Completion }
+// answering is a model caller that answers every call with one turn.
+type answering struct{ t *wire.Turn }
 
-func (a answering) Complete(context.Context, []byte, func(llm.Delta)) (*llm.Completion, error) {
-	return a.c, nil
+func (answering) Prepare(*wire.Request, bool) (*upstream.Call, error) { return &upstream.Call{}, nil }
+
+func (a answering) Complete(context.Context, *upstream.Call, func(llm.Delta)) (*wire.Turn, error) {
+	return a.t, nil
+}
+
+func (a answering) Start(_ context.Context, _ *upstream.Call, _ func(llm.Delta), done func(*wire.Turn, error)) {
+	done(a.t, nil)
 }

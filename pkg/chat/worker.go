@@ -40,6 +40,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -49,7 +51,7 @@ import (
 // protocol) and its upstream name.
 type Model struct {
 	Provider string
-	Client   llm.Caller
+	Client   ModelCaller
 	Upstream string
 	// Protocol is the protocol the provider speaks (its config "protocol"): the job's
 	// usage record names it.
@@ -113,7 +115,7 @@ func (w *Worker) HandleJob(ctx context.Context, d *bus.Delivery[bus.ChatJob]) er
 	return w.load(ctx, d.Msg.JobID, 0, d.Last(), d.Later)
 }
 
-// later is a delivery's Later: a step that makes its model call with an llm.Starter
+// later is a delivery's Later: a step that makes its model call with its ModelCaller.Start
 // takes it and ends when the answer is in, holding no goroutine while the provider
 // thinks. nil: the step ends when its handler returns.
 type later func() (finish func(error))
@@ -169,7 +171,7 @@ func (w *Worker) failpoint(name string) {
 // hop h's lease claimed. last is set on the message's final delivery: failures then
 // end the job instead of retrying. known is the result the message being handled
 // carries, already decoded. With l set, a model call is made with the model's
-// llm.Starter and the step ends when the answer is in (see later).
+// ModelCaller.Start and the step ends when the answer is in (see later).
 func (w *Worker) advance(ctx context.Context, st *state.Step, h int, last bool, known *search.Done, l later) error {
 	return w.run(ctx, st, nil, h, last, known, false, l)
 }
@@ -210,9 +212,9 @@ func (w *Worker) run(ctx context.Context, st *state.Step, v *view, h int, last b
 			if called {
 				return fmt.Errorf("hop %d of %s: the stored answer was not found", h, job.ID)
 			}
-			if s, ok := w.Models[job.Model].Client.(llm.Starter); ok && l != nil {
+			if l != nil {
 				if finish := l(); finish != nil {
-					w.deferModel(ctx, st, v, h, last, known, s, finish)
+					w.deferModel(ctx, st, v, h, last, known, w.Models[job.Model].Client, finish)
 					return nil
 				}
 			}
@@ -284,18 +286,30 @@ func (w *Worker) callModel(ctx context.Context, v *view, h int, last bool) (stor
 	return stored, err
 }
 
-// blocking makes a model's call with Complete, on the calling goroutine, as a Starter.
-type blocking struct{ llm.Caller }
-
-func (b blocking) Start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
-	done(b.Complete(ctx, body, onDelta))
+// ModelCaller calls a main model in its provider's protocol (*upstream.Caller): a
+// hop's canonical request is translated once (Prepare), then sent, its answer coming
+// back as the turn the chain keeps. Start returns once the request is out and calls
+// done when the answer is in; Complete waits for it.
+type ModelCaller interface {
+	Prepare(req *wire.Request, stream bool) (*upstream.Call, error)
+	Complete(ctx context.Context, p *upstream.Call, onDelta func(llm.Delta)) (*wire.Turn, error)
+	Start(ctx context.Context, p *upstream.Call, onDelta func(llm.Delta), done func(*wire.Turn, error))
 }
 
-// deferModel makes hop h's model call with the model's llm.Starter and returns: the
+var _ ModelCaller = (*upstream.Caller)(nil)
+
+// blocking makes a model's call with Complete, on the calling goroutine.
+type blocking struct{ ModelCaller }
+
+func (b blocking) Start(ctx context.Context, p *upstream.Call, onDelta func(llm.Delta), done func(*wire.Turn, error)) {
+	done(b.Complete(ctx, p, onDelta))
+}
+
+// deferModel makes hop h's model call with the model caller's Start and returns: the
 // rest of the step runs when the answer is in, on the goroutine that read it, and
 // finish (the delivery's Later) ends the step. A hop completed on the way (searches
 // answered from the records) calls its model there, synchronously.
-func (w *Worker) deferModel(ctx context.Context, st *state.Step, v *view, h int, last bool, known *search.Done, s llm.Starter, finish func(error)) {
+func (w *Worker) deferModel(ctx context.Context, st *state.Step, v *view, h int, last bool, known *search.Done, s ModelCaller, finish func(error)) {
 	g := w.guard(st.Job.ID, finish)
 	w.startModel(ctx, v, h, last, s, g, func(stored bool, err error) {
 		defer w.recoverInto(st.Job.ID, g.end)
@@ -311,8 +325,8 @@ func (w *Worker) deferModel(ctx context.Context, st *state.Step, v *view, h int,
 // when the answer is in (or at once, when the call ended before it went out). g, if set, is told the answer
 // is in before it is stored; if the step was given up on meanwhile, the answer is
 // stored all the same (it is paid for), but done is not called.
-func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s llm.Starter, g *stepGuard, done func(stored bool, err error)) {
-	mc, err := w.prepareCall(ctx, v, h)
+func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s ModelCaller, g *stepGuard, done func(stored bool, err error)) {
+	mc, err := w.prepareCall(ctx, v, h, last)
 	if mc == nil {
 		done(false, err)
 		return
@@ -320,10 +334,10 @@ func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s ll
 	// A step given up on frees its hop at once for the retry.
 	g.onFire(func() { mc.release(true) })
 	mctx, cancel := context.WithTimeout(ctx, w.ModelTimeout)
-	s.Start(mctx, mc.body, mc.onDelta, func(comp *llm.Completion, err error) {
+	s.Start(mctx, mc.call, mc.onDelta, func(t *wire.Turn, err error) {
 		cancel()
 		live := g.arrived()
-		stored, err := w.answered(ctx, v, h, last, mc, comp, err)
+		stored, err := w.answered(ctx, v, h, last, mc, t, err)
 		if live {
 			done(stored, err)
 		}
@@ -406,7 +420,7 @@ func (w *Worker) recoverInto(jobID string, finish func(error)) {
 // modelCall is hop h's model call between its request and its answer.
 type modelCall struct {
 	model   Model
-	body    []byte
+	call    *upstream.Call
 	onDelta func(llm.Delta)
 	// offered and fetchOffered say which server tools the hop offered, gp whether
 	// Google-backed engines were preferred: the turn records them.
@@ -419,7 +433,7 @@ type modelCall struct {
 // prepareCall does what comes before hop h's model call: it keeps the hop's lease
 // alive, decides the tools offered and builds the request. A nil call means the step
 // ends with err (nil: the job ended).
-func (w *Worker) prepareCall(ctx context.Context, v *view, h int) (mc *modelCall, err error) {
+func (w *Worker) prepareCall(ctx context.Context, v *view, h int, last bool) (mc *modelCall, err error) {
 	mc = &modelCall{model: w.Models[v.job.Model]}
 	mc.release = w.Store.KeepHop(v.job.ID, h, w.ID, w.LeaseTTL)
 	fail := func(err error) (*modelCall, error) {
@@ -436,23 +450,15 @@ func (w *Worker) prepareCall(ctx context.Context, v *view, h int) (mc *modelCall
 	} else if spent {
 		offered, fetchOffered = false, false // the request's max_cost_usd is spent: the model answers now
 	}
-	msgs, srcs := v.messages(h)
-	msgs = v.withEvidencePolicy(msgs, h, offered || fetchOffered)
-	tools := v.req.Tools
-	if offered || fetchOffered {
-		tools = append([]json.RawMessage(nil), tools...)
-	}
-	if offered {
-		tools = append(tools, serverTools[intent.ToolName].schema(w, gp))
-	}
-	if fetchOffered {
-		tools = append(tools, serverTools[intent.FetchToolName].schema(w, gp))
-	}
-	body, err := hopRequest(v.req, h, offered).Body(mc.model.Upstream, msgs, tools)
+	req, srcs, err := w.modelRequest(v, h, offered, fetchOffered, gp, mc.model)
 	if err != nil {
 		return fail(w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}))
 	}
-	if ok, err := w.reserveTurn(ctx, v, h, body, offered && mc.model.NativeSearch); !ok {
+	mc.onDelta = w.relay(v, h, len(srcs.list), mc.model.NativeSearch && offered)
+	if mc.call, err = mc.model.Client.Prepare(req, mc.onDelta != nil); err != nil {
+		return fail(w.modelFailed(ctx, v.job.ID, v.req.Protocol, mc.model, err, last))
+	}
+	if ok, err := w.reserveTurn(ctx, v, h, mc.call.Size(), offered && mc.model.NativeSearch); !ok {
 		return fail(err) // the turn's worst case does not fit a budget: the job failed (spend.go)
 	}
 	w.emit(bus.Event{JobID: v.job.ID, Type: bus.EventModelCall, At: time.Now().UTC(), Hop: h})
@@ -464,16 +470,47 @@ func (w *Worker) prepareCall(ctx context.Context, v *view, h int) (mc *modelCall
 		}
 		w.progress(m)
 	}
-	mc.body, mc.offered, mc.gp, mc.fetchOffered = body, offered, gp, fetchOffered
-	mc.onDelta = w.relay(v, h, len(srcs.list), mc.model.NativeSearch && offered)
+	mc.offered, mc.gp, mc.fetchOffered = offered, gp, fetchOffered
 	mc.start = time.Now()
 	return mc, nil
+}
+
+// modelRequest is hop h's model request in canonical form: the client's request with
+// the chain's history after its messages, the evidence policy in its system prompt
+// once the hop offers a server tool or reads results, and the server tools offered.
+// It shares the stored request's slices: it is read, never written.
+func (w *Worker) modelRequest(v *view, h int, offered, fetchOffered, gp bool, model Model) (*wire.Request, *sources, error) {
+	base, err := v.modelRequest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("stored request unreadable: %w", err)
+	}
+	hist, srcs := v.history(h)
+	req := hopRequest(base, h, offered)
+	req.Model = model.Upstream
+	req.Messages = append(base.Messages[:len(base.Messages):len(base.Messages)], hist...)
+	if offered || fetchOffered || v.hasResults(h) {
+		req.System = withPolicy(base.System)
+	}
+	if offered || fetchOffered {
+		req.Tools = base.Tools[:len(base.Tools):len(base.Tools)]
+	}
+	for _, name := range []string{intent.ToolName, intent.FetchToolName} {
+		if name == intent.ToolName && !offered || name == intent.FetchToolName && !fetchOffered {
+			continue
+		}
+		t, err := wire.ChatTool(serverTools[name].schema(w, gp))
+		if err != nil {
+			return nil, nil, fmt.Errorf("the %s tool's schema: %w", name, err)
+		}
+		req.Tools = append(req.Tools, t)
+	}
+	return req, srcs, nil
 }
 
 // answered ends hop h's model call: it stores the answer (first write wins) in the
 // store and in v, or handles the failure, and releases the hop's lease. It reports
 // what callModel does.
-func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *modelCall, comp *llm.Completion, err error) (stored bool, _ error) {
+func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *modelCall, answer *wire.Turn, err error) (stored bool, _ error) {
 	model := mc.model
 	// A step that ends in an error is retried: free the hop for that delivery at once.
 	defer func() { mc.release(err != nil) }()
@@ -488,7 +525,7 @@ func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *mo
 		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "ok").Inc()
 	}
 	w.failpoint("chat.after_model_call")
-	b, _ := json.Marshal(&turn{Message: comp.Message, Finish: comp.FinishReason, Usage: comp.Usage, Model: comp.Model, Offered: mc.offered, GooglePreferred: mc.gp, Fetch: mc.fetchOffered})
+	b, _ := json.Marshal(&turn{Turn: *answer, Offered: mc.offered, GooglePreferred: mc.gp, Fetch: mc.fetchOffered})
 	// The answer is paid for: storing it is worth riding out a Redis restart (while
 	// this worker keeps the hop's lease), or the redelivery would call the model again.
 	var got json.RawMessage
@@ -603,7 +640,7 @@ func modelError(err error, le *llm.Error, protocol string) *state.JobError {
 // or a local error result the model reads (rejected arguments, the per-job search or
 // fetch limit). A plan already stored (a replayed dispatch) is reused as is. searches
 // counts the web_search calls to run (fetches are counted from the stored calls).
-func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []call, searches int, stored bool) {
+func (w *Worker) plan(v *view, h int, t *turn, server []wire.ToolCall) (calls []call, searches int, stored bool) {
 	if cs := v.calls(h); cs != nil {
 		for _, c := range cs {
 			if !c.Local && c.Tool == "" {
@@ -620,7 +657,7 @@ func (w *Worker) plan(v *view, h int, t *turn, server []llm.ToolCall) (calls []c
 	p.fetchBudget = p.fetchLimit - v.fetches(h)
 	for _, tc := range server {
 		c := call{ID: tc.ID}
-		serverTools[tc.Function.Name].plan(w, v, t, tc, &p, &c)
+		serverTools[tc.Name].plan(w, v, t, tc, &p, &c)
 		calls = append(calls, c)
 	}
 	return calls, p.searches, false

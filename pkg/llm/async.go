@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -17,15 +16,6 @@ type AsyncTransport interface {
 	// block, e.g. read the body), with the response as soon as its headers arrive (the
 	// body still streaming; done's receiver closes it) or with the error.
 	Start(req *http.Request, done func(*http.Response, error))
-}
-
-// Starter is a Caller that can make its call without a goroutine waiting on the provider.
-type Starter interface {
-	Caller
-	// Start makes the call Complete makes and calls done exactly once with its outcome,
-	// either before Start returns or later on another goroutine. onDelta (as in Complete)
-	// is called in order, on the goroutine reading the answer, before done.
-	Start(ctx context.Context, body []byte, onDelta func(Delta), done func(*Completion, error))
 }
 
 // SendFunc sends one request with hc and calls done exactly once with what hc.Do

@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
@@ -206,7 +207,6 @@ func TestStartDoneOnceEveryPath(t *testing.T) {
 					{"every key resting", func() (worker, *llmtest.StartTransport) {
 						return asyncWorker(f, url, "refused-"+name, []string{bad}, o)
 					}, 0, hello, 429, 0},
-					{"not a request", func() (worker, *llmtest.StartTransport) { return asyncWorker(f, url, "bad-"+name, []string{good}, o) }, 0, []byte(`[1,2`), -1, -1},
 				} {
 					w, tr := c.w()
 					if c.fault != 0 {
@@ -262,7 +262,7 @@ func TestStartWithClientTimeoutUsesDo(t *testing.T) {
 	t.Parallel()
 	_, url := startSim(t)
 	tr := &llmtest.StartTransport{}
-	c := upstream.New(wire.ChatModel, "p", url+"/v1", "k", &http.Client{Transport: tr, Timeout: 10 * time.Second}, upstream.Options{})
+	c := upstreamtest.Chat{Caller: upstream.New(wire.ChatModel, "p", url+"/v1", "k", &http.Client{Transport: tr, Timeout: 10 * time.Second}, upstream.Options{})}
 	got := llmtest.StartWait(t, tr, c, context.Background(), hello, nil)
 	if got.Err != nil || got.Calls != 1 || tr.Starts() != 0 || tr.RoundTrips() != 1 {
 		t.Errorf("%v, done called %d times, %d Starts, %d round trips; want one round trip", got.Err, got.Calls, tr.Starts(), tr.RoundTrips())
@@ -384,7 +384,7 @@ func TestStartHoldsNoGoroutineWhilePending(t *testing.T) {
 			all.Add(n)
 			goroutines, held := settled(), inUse()
 			for range n {
-				c.(llm.Starter).Start(context.Background(), hello, func(llm.Delta) {}, func(comp *llm.Completion, err error) {
+				c.(llmtest.Starter).Start(context.Background(), hello, func(llm.Delta) {}, func(comp *llm.Completion, err error) {
 					if err == nil && comp != nil {
 						ok.Add(1)
 					}
@@ -431,7 +431,7 @@ func TestStartPanicReadingTheAnswerIsContained(t *testing.T) {
 	t.Parallel()
 	_, url := startSim(t)
 	tr := &llmtest.StartTransport{}
-	c := upstream.New(wire.ChatModel, "p", url+"/v1", "k", &http.Client{Transport: tr}, upstream.Options{})
+	c := upstreamtest.Chat{Caller: upstream.New(wire.ChatModel, "p", url+"/v1", "k", &http.Client{Transport: tr}, upstream.Options{})}
 	var calls atomic.Int64
 	c.Start(context.Background(), hello, func(llm.Delta) { panic("a decoder's bug") }, func(*llm.Completion, error) { calls.Add(1) })
 	tr.Wait()

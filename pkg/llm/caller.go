@@ -8,10 +8,10 @@ type Delta struct {
 	Text string
 }
 
-// Caller calls a main model. The chain speaks OpenAI Chat Completions internally:
-// body is a Chat Completions request and the answer comes back as a Chat assistant
-// message, whatever protocol the provider speaks (upstream.Caller translates both
-// ways with the model codecs of pkg/llm/wire, Chat's included).
+// Caller calls a model with an OpenAI Chat Completions request body and returns its
+// answer as a Chat assistant message: llm.Client, the plain Chat exchange the GLM chat
+// search engine makes. (The chat worker's main models are called in canonical form by
+// upstream.Caller.)
 type Caller interface {
 	// Complete calls the model once. With onDelta set, the call streams where the
 	// provider can and onDelta receives the answer's text as it arrives, in order,

@@ -1,6 +1,6 @@
 // Package llmtest has what the tests of the model callers (pkg/llm, upstream,
 // nativechat) share: an async transport whose answers really come after Start has
-// returned, so a test exercises the llm.Starter path as h2async drives it.
+// returned, so a test exercises a caller's Start path as h2async drives it.
 package llmtest
 
 import (
@@ -13,6 +13,16 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
+
+// Starter is a Caller spoken to in Chat that can make its call without a goroutine
+// waiting on the provider (upstreamtest.Chat drives an upstream.Caller so).
+type Starter interface {
+	llm.Caller
+	// Start makes the call Complete makes and calls done exactly once with its outcome,
+	// either before Start returns or later on another goroutine. onDelta (as in Complete)
+	// is called in order, on the goroutine reading the answer, before done.
+	Start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error))
+}
 
 // StartTransport is an llm.AsyncTransport over Base. It answers every Start on a
 // goroutine of its own that sends the request only once Start has returned, so done
@@ -73,9 +83,9 @@ type Outcome struct {
 // callback of tr has returned, so that a second call of done would be counted.
 func StartWait(t testing.TB, tr *StartTransport, c llm.Caller, ctx context.Context, body []byte, onDelta func(llm.Delta)) Outcome {
 	t.Helper()
-	s, ok := c.(llm.Starter)
+	s, ok := c.(Starter)
 	if !ok {
-		t.Fatalf("%T is not an llm.Starter", c)
+		t.Fatalf("%T is not a Starter", c)
 	}
 	var mu sync.Mutex
 	var o Outcome

@@ -1,14 +1,14 @@
 // Package upstream calls main models in every protocol they speak (OpenAI Chat and
 // the compatible providers, OpenAI Responses, Anthropic Messages, Gemini: a
-// wire.ModelAPI each). A Caller is an llm.Caller: it takes the chain's Chat request,
-// translates it with the codecs of pkg/llm/wire, and gives the answer back as a Chat
-// assistant message, so the chat worker never knows which protocol its model speaks.
+// wire.ModelAPI each). A Caller takes a hop's request in canonical form, encodes it
+// once with the model's codec (Prepare), sends it and gives the answer back as the
+// turn the chain keeps (wire.Turn), so the chat worker never knows which protocol its
+// model speaks.
 package upstream
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -46,8 +46,6 @@ type Options struct {
 	Credentials *llm.Credentials
 }
 
-var _ llm.Caller = (*Caller)(nil)
-
 // New returns a caller of the provider name at baseURL speaking api, authenticating
 // with key. The base URL is what the protocol's SDKs take: ".../v1" for OpenAI
 // Responses, the host root for Anthropic and Gemini.
@@ -65,57 +63,71 @@ func New(api wire.ModelAPI, name, baseURL, key string, hc *http.Client, opts Opt
 // Protocol returns the protocol the caller speaks.
 func (c *Caller) Protocol() wire.Protocol { return c.api.Protocol() }
 
-// Complete translates a Chat request body into the provider's protocol, calls the
-// model (streaming when onDelta is set: onDelta gets the answer's text in order) and
-// returns its answer as a Chat assistant message with the model's tool call ids.
-func (c *Caller) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error) {
+// Call is one main-model call of the chain, translated into the provider's protocol
+// (Prepare) and not yet sent.
+type Call struct {
+	model  string
+	body   []byte
+	stream bool
+}
+
+// Size is the length of the request's body: what a reservation of the call's worst
+// case counts its input by.
+func (p *Call) Size() int { return len(p.body) }
+
+// Prepare translates the chain's request for a hop into the provider's protocol, once:
+// the model's own search takes the place of the fleet's web_search tool when the
+// caller forwards native search (searchTool), and the call streams when stream is set
+// and the protocol can resume a paused answer while streaming. req is not modified.
+// A request the protocol cannot carry is an *llm.Error with status 400.
+func (c *Caller) Prepare(req *wire.Request, stream bool) (*Call, error) {
+	r := *req
+	c.searchTool(&r)
+	if _, rounds := c.api.(wire.SearchRounds); rounds && r.Search != nil {
+		stream = false // only a whole answer is resumed: each search round is
+	}
+	r.Stream = stream
+	out, err := c.api.EncodeRequest(&r, r.Model)
+	if err != nil {
+		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()}
+	}
+	return &Call{model: r.Model, body: out, stream: stream}, nil
+}
+
+// Complete makes a prepared call (streaming when it was prepared to, and then onDelta
+// gets the answer's text in order) and returns the answer as the chain keeps it.
+// Errors are *llm.Error values (status, retry-after) or the context's error.
+func (c *Caller) Complete(ctx context.Context, p *Call, onDelta func(llm.Delta)) (*wire.Turn, error) {
 	// With llm.Do every step runs on this goroutine: done has run when run returns.
-	var comp *llm.Completion
+	var turn *wire.Turn
 	var err error
-	c.run(ctx, body, onDelta, llm.Do, func(cp *llm.Completion, e error) { comp, err = cp, e })
-	return comp, err
+	c.run(ctx, p, onDelta, llm.Do, func(t *wire.Turn, e error) { turn, err = t, e })
+	return turn, err
 }
 
 // Start is Complete with no goroutine waiting on the provider when the caller's
 // transport is an llm.AsyncTransport (llm.Send): each answer is read, and the next
 // request (another key, a paused answer's continuation) started, on the goroutine the
 // transport calls back on.
-func (c *Caller) Start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
-	c.run(ctx, body, onDelta, llm.Send, done)
+func (c *Caller) Start(ctx context.Context, p *Call, onDelta func(llm.Delta), done func(*wire.Turn, error)) {
+	c.run(ctx, p, onDelta, llm.Send, done)
 }
 
-var _ llm.Starter = (*Caller)(nil)
-
 // run makes the call of Complete and Start, sending each request with send.
-func (c *Caller) run(ctx context.Context, body []byte, onDelta func(llm.Delta), send llm.SendFunc, done func(*llm.Completion, error)) {
-	req, err := wire.Chat.DecodeRequest(body)
-	if err != nil {
-		done(nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()})
-		return
-	}
-	c.searchTool(req)
-	stream := onDelta != nil
-	if _, rounds := c.api.(wire.SearchRounds); rounds && req.Search != nil {
-		stream = false // only a whole answer is resumed: each search round is
-	}
-	req.Stream = stream
-	out, err := c.api.EncodeRequest(req, req.Model)
-	if err != nil {
-		done(nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the chain's request does not translate: " + err.Error()})
-		return
-	}
-	c.call(ctx, req.Model, out, stream, onDelta, send, func(answer *wire.Response, raw []byte, err error) {
+func (c *Caller) run(ctx context.Context, p *Call, onDelta func(llm.Delta), send llm.SendFunc, done func(*wire.Turn, error)) {
+	c.call(ctx, p.model, p.body, p.stream, onDelta, send, func(answer *wire.Response, raw []byte, err error) {
 		if err != nil {
 			done(nil, err)
 			return
 		}
-		c.resume(ctx, req.Model, out, answer, raw, 0, send, func(answer *wire.Response, err error) {
+		c.resume(ctx, p.model, p.body, answer, raw, 0, send, func(answer *wire.Response, err error) {
 			if err != nil {
 				done(nil, err)
 				return
 			}
-			msg, finish, usage := wire.ChatAnswer(answer)
-			done(&llm.Completion{ID: answer.ID, Model: answer.Model, Message: c.priceNative(msg, answer.Model, req.Model), FinishReason: finish, Usage: usage}, nil)
+			t := wire.TurnOf(answer)
+			c.priceNative(t, p.model)
+			done(t, nil)
 		})
 	})
 }
@@ -271,26 +283,19 @@ func (c *Caller) searchTool(req *wire.Request) {
 	}
 }
 
-// priceNative names the protocol and the cost in an answer's native-search report,
+// priceNative names the protocol and the cost in a turn's native-search report,
 // priced for the model that answered (its version as the answer names it, else the
 // one asked for).
-func (c *Caller) priceNative(msg json.RawMessage, answered, asked string) json.RawMessage {
-	var m map[string]json.RawMessage
-	if !c.opts.NativeSearch || json.Unmarshal(msg, &m) != nil || m[llm.NativeKey] == nil {
-		return msg
+func (c *Caller) priceNative(t *wire.Turn, asked string) {
+	if !c.opts.NativeSearch || t.Native == nil {
+		return
 	}
-	var n llm.NativeSearch
-	if json.Unmarshal(m[llm.NativeKey], &n) != nil {
-		return msg
-	}
+	answered := t.Model
 	if answered == "" {
 		answered = asked
 	}
 	name, price, _ := wire.NativeSearchOf(c.api, answered)
-	n.Protocol, n.CostUSD = name, float64(n.Requests)*price
-	m[llm.NativeKey], _ = json.Marshal(n)
-	out, _ := json.Marshal(m)
-	return out
+	t.Native.Protocol, t.Native.CostUSD = name, float64(t.Native.Requests)*price
 }
 
 // readWhole reads a whole answer; a streaming caller gets its text as one delta.

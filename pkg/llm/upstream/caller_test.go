@@ -18,6 +18,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
@@ -41,7 +42,7 @@ var protocols = []protocol{
 }
 
 // start runs a simulator and returns it with a caller of p pointed at it.
-func start(t *testing.T, p protocol, k string) (*simulator.Server, *upstream.Caller) {
+func start(t *testing.T, p protocol, k string) (*simulator.Server, upstreamtest.Chat) {
 	t.Helper()
 	sim := simulator.New(simulator.Options{})
 	hs, url, err := sim.Listen("127.0.0.1:0")
@@ -49,7 +50,7 @@ func start(t *testing.T, p protocol, k string) (*simulator.Server, *upstream.Cal
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	return sim, upstream.New(p.api, "sim-"+p.name, p.base(url), k, &http.Client{Timeout: 10 * time.Second}, upstream.Options{})
+	return sim, upstreamtest.Chat{Caller: upstream.New(p.api, "sim-"+p.name, p.base(url), k, &http.Client{Timeout: 10 * time.Second}, upstream.Options{})}
 }
 
 const webSearchTool = `{"type":"function","function":{"name":"web_search","description":"Search the web","parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}}`
@@ -319,7 +320,7 @@ func TestNativeSearchForwarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	c := upstream.New(p.api, "claude", p.base(url), key, nil, upstream.Options{NativeSearch: true})
+	c := upstreamtest.Chat{Caller: upstream.New(p.api, "claude", p.base(url), key, nil, upstream.Options{NativeSearch: true})}
 	comp, err := c.Complete(context.Background(), body([]string{user(question)}, weatherTool, webSearchTool), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +357,7 @@ func TestNativeSearchForwarded(t *testing.T) {
 		t.Errorf("the answer without its markers %q differs from the deltas %q", got, deltas.String())
 	}
 	// Without native search the same request offers the function tool.
-	plain := upstream.New(p.api, "claude", p.base(url), key, nil, upstream.Options{})
+	plain := upstreamtest.Chat{Caller: upstream.New(p.api, "claude", p.base(url), key, nil, upstream.Options{})}
 	if _, err := plain.Complete(context.Background(), body([]string{user(question)}, weatherTool, webSearchTool), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +382,7 @@ func TestBrokenStreamRetries(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c := upstream.New(wire.AnthropicModel, "claude", srv.URL, key, nil, upstream.Options{})
+	c := upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, "claude", srv.URL, key, nil, upstream.Options{})}
 	var got strings.Builder
 	_, err := c.Complete(context.Background(), body([]string{user(question)}), func(d llm.Delta) { got.WriteString(d.Text) })
 	var le *llm.Error
@@ -414,7 +415,7 @@ func TestPauseTurnContinues(t *testing.T) {
 		w.Write(answers[n])
 	}))
 	t.Cleanup(srv.Close)
-	c := upstream.New(wire.AnthropicModel, "claude", srv.URL, key, nil, upstream.Options{NativeSearch: true})
+	c := upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, "claude", srv.URL, key, nil, upstream.Options{NativeSearch: true})}
 	comp, err := c.Complete(context.Background(), body([]string{user(question)}, webSearchTool), nil)
 	if err != nil {
 		t.Fatal(err)

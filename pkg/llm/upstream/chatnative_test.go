@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -47,10 +48,10 @@ func (p *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // nativeCaller is a native-search caller of api over h.
-func nativeCaller(t *testing.T, api wire.ModelAPI, h http.Handler) *upstream.Caller {
+func nativeCaller(t *testing.T, api wire.ModelAPI, h http.Handler) upstreamtest.Chat {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return upstream.New(api, "p", srv.URL, "k", srv.Client(), upstream.Options{NativeSearch: true})
+	return upstreamtest.Chat{Caller: upstream.New(api, "p", srv.URL, "k", srv.Client(), upstream.Options{NativeSearch: true})}
 }
 
 // report reads a message's native-search report.

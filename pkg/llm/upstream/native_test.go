@@ -10,6 +10,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 
@@ -53,7 +54,7 @@ func TestNativeSearchResponsesAndGemini(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { hs.Close() })
-			cl := upstream.New(c.p.api, "native", c.p.base(url), key, nil, upstream.Options{NativeSearch: true})
+			cl := upstreamtest.Chat{Caller: upstream.New(c.p.api, "native", c.p.base(url), key, nil, upstream.Options{NativeSearch: true})}
 			comp, err := cl.Complete(context.Background(), body([]string{user(question)}, c.tools...), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -98,7 +99,7 @@ func TestGeminiNativeSearchYieldsToClientTools(t *testing.T) {
 	}
 	t.Cleanup(func() { hs.Close() })
 	p := protocols[2]
-	cl := upstream.New(p.api, "native", p.base(url), key, nil, upstream.Options{NativeSearch: true})
+	cl := upstreamtest.Chat{Caller: upstream.New(p.api, "native", p.base(url), key, nil, upstream.Options{NativeSearch: true})}
 	comp, err := cl.Complete(context.Background(), body([]string{user(question)}, weatherTool, webSearchTool), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -55,7 +56,7 @@ func TestModelRetryAfterForms(t *testing.T) {
 			defer srv.Close()
 			var caller llm.Caller = llm.NewClient("p", srv.URL+"/v1", "sk-wait-secret", srv.Client())
 			if c.api != nil {
-				caller = upstream.New(c.api, "p", srv.URL, "sk-wait-secret", srv.Client(), upstream.Options{})
+				caller = upstreamtest.Chat{Caller: upstream.New(c.api, "p", srv.URL, "sk-wait-secret", srv.Client(), upstream.Options{})}
 			}
 			_, err := caller.Complete(context.Background(), body([]string{user("hello")}), nil)
 			var le *llm.Error

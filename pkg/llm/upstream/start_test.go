@@ -13,6 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -44,13 +45,13 @@ func TestStartPauseTurnContinues(t *testing.T) {
 	t.Parallel()
 	req := body([]string{user(question)}, webSearchTool)
 	url, _ := pausingServer(t)
-	want, err := upstream.New(wire.AnthropicModel, "claude", url, key, nil, upstream.Options{NativeSearch: true}).Complete(context.Background(), req, nil)
+	want, err := upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, "claude", url, key, nil, upstream.Options{NativeSearch: true})}.Complete(context.Background(), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	url, requests := pausingServer(t)
 	tr := &llmtest.StartTransport{}
-	c := upstream.New(wire.AnthropicModel, "claude", url, key, &http.Client{Transport: tr}, upstream.Options{NativeSearch: true})
+	c := upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, "claude", url, key, &http.Client{Transport: tr}, upstream.Options{NativeSearch: true})}
 	calls := 0
 	got := make(chan *llm.Completion, 2)
 	c.Start(context.Background(), req, nil, func(comp *llm.Completion, err error) {

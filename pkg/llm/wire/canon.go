@@ -8,11 +8,13 @@
 // to the ingress; a ModelAPI is a protocol as the fleet speaks it to a main model
 // (model_chat.go with Kimi's and GLM's own search in model_chat_native.go,
 // model_responses.go, model_anthropic.go, model_gemini.go; upstream.Caller calls
-// them). Today the chat worker runs every job in OpenAI Chat form, so the ingress
-// decodes a Responses or Anthropic request with its ClientCodec, stores it encoded by
-// the Chat codec, and encodes the finished job (the Chat answer decoded by the Chat
-// codec, plus the job's search trace) back with the client's codec; the model caller
-// decodes each hop's Chat request and encodes it with the model's codec.
+// them). The chat worker builds each hop's model request in canonical form and the
+// model caller encodes it once with the model's codec; the answer comes back as a
+// Turn (turn.go), which the chain stores as it is and sends back on later hops. The
+// job's request is still stored as Chat JSON (the ingress encodes a Responses or
+// Anthropic request with the Chat codec; the chat worker reads it into canonical form
+// once per step, FromChat), and its final answer as a Chat completion, which the
+// ingress decodes and encodes back with the client's codec.
 package wire
 
 import (
@@ -78,8 +80,8 @@ type Request struct {
 
 // Message is one turn.
 type Message struct {
-	Role  Role
-	Parts []Part
+	Role  Role   `json:"role"`
+	Parts []Part `json:"parts"`
 }
 
 // PartKind says what a Part holds.
@@ -97,23 +99,23 @@ const (
 
 // Part is one piece of a message's content. Kind says which field is set.
 type Part struct {
-	Kind PartKind
+	Kind PartKind `json:"kind"`
 	// Text and its citations (PartText).
-	Text      string
-	Citations []Citation
-	Image     *Image
-	Call      *ToolCall
-	Result    *ToolResult
-	Server    *ServerCall
-	Search    *SearchResult
-	Reasoning *Reasoning
+	Text      string        `json:"text,omitempty"`
+	Citations []Citation    `json:"citations,omitempty"`
+	Image     *Image        `json:"image,omitempty"`
+	Call      *ToolCall     `json:"call,omitempty"`
+	Result    *ToolResult   `json:"result,omitempty"`
+	Server    *ServerCall   `json:"server,omitempty"`
+	Search    *SearchResult `json:"search,omitempty"`
+	Reasoning *Reasoning    `json:"reasoning,omitempty"`
 }
 
 // Image is an image part: a URL (http(s) or data:) or base64 data with its type.
 type Image struct {
-	URL       string
-	MediaType string
-	Data      string
+	URL       string `json:"url,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
 }
 
 // inline returns an image's base64 data and media type: its Data, or the payload of a
@@ -130,28 +132,28 @@ func (im *Image) inline() (media, data string, ok bool) {
 // ToolCall is a client tool call. Arguments is the JSON text exactly as the model
 // wrote it.
 type ToolCall struct {
-	ID        string
-	Name      string
-	Arguments string
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // ToolResult is the result of a client tool call.
 type ToolResult struct {
-	CallID  string
-	Parts   []Part // text and images
-	IsError bool
+	CallID  string `json:"call_id"`
+	Parts   []Part `json:"parts,omitempty"` // text and images
+	IsError bool   `json:"is_error,omitempty"`
 }
 
 // ServerCall is a server-tool call the fleet ran: web_search (Query) or web_fetch
 // (Name "web_fetch", URL).
 type ServerCall struct {
-	ID    string
-	Name  string
-	Query string
-	URL   string
+	ID    string `json:"id"`
+	Name  string `json:"name,omitempty"`
+	Query string `json:"query,omitempty"`
+	URL   string `json:"url,omitempty"`
 	// Action is the provider's kind of call where its search tool has several
 	// (OpenAI: "search", "open_page", "find_in_page"; "" for a search).
-	Action string
+	Action string `json:"action,omitempty"`
 }
 
 // FetchName is the Name of a web_fetch ServerCall.
@@ -162,66 +164,68 @@ func (c *ServerCall) IsFetch() bool { return c != nil && c.Name == FetchName }
 
 // FetchedPage is what one server web_fetch read (SearchResult.Page).
 type FetchedPage struct {
-	URL   string
-	Title string
+	URL   string `json:"url"`
+	Title string `json:"title,omitempty"`
 	// Text is the beginning of the page's readable text.
-	Text        string
-	Kind        string
-	Truncated   bool
-	RetrievedAt string
+	Text        string `json:"text,omitempty"`
+	Kind        string `json:"kind,omitempty"`
+	Truncated   bool   `json:"truncated,omitempty"`
+	RetrievedAt string `json:"retrieved_at,omitempty"`
 }
 
 // SearchResult is what one server web_search returned.
 type SearchResult struct {
-	CallID  string
-	Sources []Source
+	CallID  string   `json:"call_id"`
+	Sources []Source `json:"sources,omitempty"`
 	// Page is set for a web_fetch result that read a page (Sources then holds it).
-	Page *FetchedPage
+	Page *FetchedPage `json:"page,omitempty"`
 	// fetch marks a web_fetch result (AddTrace), failed ones included.
 	fetch bool
 	// Error is set when the search failed.
-	Error *SearchError
+	Error *SearchError `json:"error,omitempty"`
 }
 
 // Source is one search result page.
 type Source struct {
-	URL   string
-	Title string
+	URL   string `json:"url"`
+	Title string `json:"title,omitempty"`
 	// PageAge is the page's age or date as the engine gave it ("" unknown).
-	PageAge string
+	PageAge string `json:"page_age,omitempty"`
 }
 
 // SearchError is a failed search, with an Anthropic-vocabulary code: unavailable,
 // too_many_requests, max_uses_exceeded, invalid_tool_input, query_too_long.
 type SearchError struct {
-	Code    string
-	Message string
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
 }
 
 // Citation ties a span of a text part to a source.
 type Citation struct {
-	URL, Title string
+	URL   string `json:"url"`
+	Title string `json:"title,omitempty"`
 	// CitedText is the cited passage, where known.
-	CitedText string
+	CitedText string `json:"cited_text,omitempty"`
 	// Start and End are character (code point) offsets of the cited span in the part's
 	// text; both -1 when the citation covers the whole part (Anthropic).
-	Start, End int
+	Start int `json:"start"`
+	End   int `json:"end"`
 }
 
 // Tool is a client function tool.
 type Tool struct {
-	Name        string
-	Description string
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
 	// Parameters is the JSON schema of the arguments.
-	Parameters json.RawMessage
-	Strict     *bool
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	Strict     *bool           `json:"strict,omitempty"`
 }
 
 // ToolChoice is how the model may use tools: Mode auto, none, required (any tool) or
 // tool (the one named).
 type ToolChoice struct {
-	Mode string
-	Name string
+	Mode string `json:"mode"`
+	Name string `json:"name,omitempty"`
 }
 
 // StopReason is why an answer ended.

@@ -40,6 +40,12 @@ func (chatCodec) DecodeRequest(body []byte) (*Request, error) {
 	if err != nil {
 		return nil, fromLLM(err)
 	}
+	return FromChat(cr)
+}
+
+// FromChat is a Chat request already read (a client's, validated, or a job's stored
+// request) in canonical form.
+func FromChat(cr *llm.ChatRequest) (*Request, error) {
 	r := &Request{Model: cr.Model, Stream: cr.Stream, Search: cr.Search, Params: map[string]json.RawMessage{}}
 	var sys []string
 	for i, raw := range cr.Messages {
@@ -79,18 +85,11 @@ func (chatCodec) DecodeRequest(body []byte) (*Request, error) {
 	}
 	r.System = strings.Join(sys, "\n\n")
 	for i, raw := range cr.Tools {
-		var t struct {
-			Function struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-				Strict      *bool           `json:"strict"`
-			} `json:"function"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil {
+		t, err := ChatTool(raw)
+		if err != nil {
 			return nil, Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d] is not a valid function tool", i)
 		}
-		r.Tools = append(r.Tools, Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters, Strict: t.Function.Strict})
+		r.Tools = append(r.Tools, t)
 	}
 	for k, v := range cr.Extra {
 		var err error

@@ -118,51 +118,6 @@ func NativeSearchPrice(p Protocol, model string) (float64, bool) {
 // chatFinish is the Chat finish_reason of a stop reason.
 var chatFinish = map[StopReason]string{StopEndTurn: "stop", StopToolUse: "tool_calls", StopMaxTokens: "length", StopRefusal: "content_filter"}
 
-// ChatAnswer renders a model's answer as the chain's Chat assistant message (text
-// content, tool_calls with the model's ids, so the next hop's tool results match), its
-// finish_reason and usage.
-func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usage) {
-	var text string
-	var calls []llm.ToolCall
-	native := nativeSearch(r)
-	for _, p := range r.Content {
-		switch p.Kind {
-		case PartText:
-			if native != nil {
-				text += native.mark(p)
-				continue
-			}
-			text += p.Text
-		case PartToolCall:
-			tc := llm.ToolCall{ID: p.Call.ID, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = p.Call.Name, p.Call.Arguments
-			calls = append(calls, tc)
-		}
-	}
-	m := map[string]any{"role": "assistant", "content": text}
-	if len(calls) > 0 {
-		m["tool_calls"] = calls
-		if text == "" {
-			m["content"] = nil
-		}
-	}
-	if native != nil {
-		native.attribute()
-		native.Unfinished = r.Paused // still searching when its rounds ran out
-		m[llm.NativeKey] = native.NativeSearch
-	}
-	chatReasoningFields(m, r.Content)
-	msg, _ = json.Marshal(m)
-	finish = chatFinish[r.Stop]
-	if len(calls) > 0 {
-		finish = "tool_calls"
-	} else if finish == "" || finish == "tool_calls" {
-		finish = "stop"
-	}
-	usage = llm.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
-	return msg, finish, usage
-}
-
 // native is the provider's own search of an answer, while its text is rendered.
 type native struct {
 	llm.NativeSearch

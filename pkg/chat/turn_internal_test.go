@@ -1,0 +1,98 @@
+package chat
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/search"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// A hop's answer is kept as the model gave it (its thinking block with its signature,
+// its text blocks, then its call), and a chain stored before turns were canonical (a
+// job in flight across the upgrade: its turn a Chat assistant message) reads into the
+// same turn but for the text, which Chat joined into one block.
+func TestTurnsStoredInEitherFormReadTheSame(t *testing.T) {
+	t.Parallel()
+	answer, err := wire.AnthropicModel.DecodeResponse(fixtures.Read("anthropic/pydantic-pause-turn.0.response.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer.Content = append(answer.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: "c1", Name: "web_search", Arguments: `{"query":"weather in Paris"}`}})
+	canonical, _ := json.Marshal(&turn{Turn: *wire.TurnOf(answer), Offered: true})
+	msg, finish, usage := wire.ChatAnswer(answer)
+	old, _ := json.Marshal(map[string]any{"message": msg, "finish": finish, "usage": usage, "offered": true})
+
+	history := func(stored []byte) []wire.Message {
+		t.Helper()
+		calls, _ := json.Marshal([]call{{ID: "c1", Engine: "brave", Query: engines.Query{Query: "weather in Paris"}, Salt: "00"}})
+		done, err := bus.Encode("test", search.Done{JobID: "j1", Hop: 0, CallID: "c1", Engine: "brave", Result: engines.Result{Query: "weather in Paris",
+			Citation: engines.Citation{Sources: []engines.Source{{Web: engines.Web{Title: "Paris weather", URI: "https://weather.example/paris"}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := &state.Chain{Hops: map[int]*state.Hop{0: {Turn: stored, Calls: calls, Expected: 1, Results: map[string]json.RawMessage{"c1": done.Data}}}}
+		v, err := newView(&state.Job{ID: "j1", Model: "m", Request: []byte(`{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}]}`)}, chain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tn, ok := v.turn(0); !ok || tn.parseErr != nil {
+			t.Fatalf("the stored turn does not read: %v", tn.parseErr)
+		}
+		msgs, _ := v.history(1)
+		return msgs
+	}
+	got, fromOld := history(canonical), history(old)
+	if len(got) != 2 || got[0].Role != wire.RoleAssistant || got[1].Role != wire.RoleTool {
+		t.Fatalf("history %+v; want the answer, then its result", got)
+	}
+	parts := got[0].Parts
+	if first := parts[0]; first.Kind != wire.PartReasoning || first.Reasoning.Signature == "" || first.Reasoning.Signature != answer.Content[0].Reasoning.Signature {
+		t.Errorf("the answer does not open with its signed thinking block: %+v", first)
+	}
+	if last := parts[len(parts)-1]; last.Kind != wire.PartToolCall || last.Call.ID != "c1" {
+		t.Errorf("the answer does not end with its call: %+v", last)
+	}
+	blocks := 0
+	for _, p := range answer.Content {
+		if p.Kind == wire.PartText {
+			blocks++
+		}
+	}
+	if n := count(parts, wire.PartText); n != blocks || blocks < 2 {
+		t.Errorf("%d text blocks kept of the answer's %d", n, blocks)
+	}
+	joined := func(msgs []wire.Message) []wire.Message {
+		out := append([]wire.Message(nil), msgs...)
+		a := &wire.Turn{Parts: out[0].Parts}
+		var ps []wire.Part
+		for i, p := range a.Parts {
+			switch {
+			case p.Kind != wire.PartText:
+				ps = append(ps, p)
+			case i == 0 || a.Parts[i-1].Kind != wire.PartText:
+				ps = append(ps, wire.Part{Kind: wire.PartText, Text: a.Text()})
+			}
+		}
+		out[0].Parts = ps
+		return out
+	}
+	if !reflect.DeepEqual(joined(got), fromOld) {
+		t.Errorf("a turn stored as a Chat message reads differently:\n%+v\n%+v", fromOld, joined(got))
+	}
+}
+
+func count(parts []wire.Part, kind wire.PartKind) int {
+	n := 0
+	for _, p := range parts {
+		if p.Kind == kind {
+			n++
+		}
+	}
+	return n
+}

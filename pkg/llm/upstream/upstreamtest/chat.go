@@ -1,0 +1,72 @@
+// Package upstreamtest drives an upstream.Caller with OpenAI Chat requests and answers,
+// for the tests written in Chat's terms (credential rotation, the async transport,
+// each protocol's native search): a Chat body is read into the canonical request the
+// chain would build, and the turn that comes back is rendered as a Chat assistant
+// message with its native search report, as the job record keeps it.
+package upstreamtest
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// Chat is a caller spoken to in Chat: an llm.Caller and an llm.Starter.
+type Chat struct{ *upstream.Caller }
+
+var (
+	_ llm.Caller      = Chat{}
+	_ llmtest.Starter = Chat{}
+)
+
+func (c Chat) prepare(body []byte, stream bool) (*upstream.Call, error) {
+	req, err := wire.Chat.DecodeRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	return c.Prepare(req, stream)
+}
+
+// Complete makes the call of a Chat request body.
+func (c Chat) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error) {
+	p, err := c.prepare(body, onDelta != nil)
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.Caller.Complete(ctx, p, onDelta)
+	if err != nil {
+		return nil, err
+	}
+	return Completion(t), nil
+}
+
+// Start is Complete with the caller's Start.
+func (c Chat) Start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
+	p, err := c.prepare(body, onDelta != nil)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	c.Caller.Start(ctx, p, onDelta, func(t *wire.Turn, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(Completion(t), nil)
+	})
+}
+
+// Completion is a turn as a Chat completion: its assistant message with the native
+// search report in llm.NativeKey.
+func Completion(t *wire.Turn) *llm.Completion {
+	m, finish := t.ChatMessage()
+	if t.Native != nil {
+		m[llm.NativeKey] = t.Native
+	}
+	msg, _ := json.Marshal(m)
+	return &llm.Completion{Model: t.Model, Message: msg, FinishReason: finish, Usage: t.Usage}
+}

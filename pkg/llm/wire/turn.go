@@ -1,0 +1,161 @@
+package wire
+
+import (
+	"encoding/json"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// Turn is one model answer as the chain keeps it between hops, in canonical form: the
+// parts the next hop sends back to the model, in the order the model wrote them
+// (reasoning state with its signatures where the model gave it, text, client and
+// server tool calls), and what the job record reads of it. A provider's own searches
+// are folded in: their citations become [n] markers in the text, and Native reports
+// them; their call and result blocks are not sent back.
+type Turn struct {
+	Parts []Part `json:"parts"`
+	// Stop is why the answer ended.
+	Stop StopReason `json:"stop,omitempty"`
+	// Paused is set when the answer was still going when its continuations ran out.
+	Paused bool      `json:"paused,omitempty"`
+	Usage  llm.Usage `json:"usage"`
+	// Model is the model that answered, as the answer names it.
+	Model string `json:"model,omitempty"`
+	// Native is the provider's own search in this answer (nil: none ran).
+	Native *llm.NativeSearch `json:"native,omitempty"`
+}
+
+// TurnOf is the turn the chain keeps of a model's answer.
+func TurnOf(r *Response) *Turn {
+	t := &Turn{Stop: r.Stop, Paused: r.Paused, Model: r.Model,
+		Usage: llm.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}}
+	native := nativeSearch(r)
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartText:
+			text := p.Text
+			if native != nil {
+				text = native.mark(p)
+			}
+			if text != "" {
+				t.Parts = append(t.Parts, Part{Kind: PartText, Text: text})
+			}
+		case PartToolCall, PartReasoning:
+			t.Parts = append(t.Parts, p)
+		}
+	}
+	if native != nil {
+		native.attribute()
+		native.Unfinished = r.Paused // still searching when its rounds ran out
+		t.Native = &native.NativeSearch
+	}
+	return t
+}
+
+// Text is the turn's text parts joined.
+func (t *Turn) Text() string {
+	var s string
+	for _, p := range t.Parts {
+		if p.Kind == PartText {
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// Calls are the turn's tool calls, in order.
+func (t *Turn) Calls() []ToolCall {
+	var out []ToolCall
+	for _, p := range t.Parts {
+		if p.Kind == PartToolCall && p.Call != nil {
+			out = append(out, *p.Call)
+		}
+	}
+	return out
+}
+
+// ChatMessage renders the turn as a Chat assistant message (text content, tool_calls
+// with the model's ids, its reasoning as a Chat client reads it) and its
+// finish_reason. The native search report is left out: the job record keeps it.
+func (t *Turn) ChatMessage() (msg map[string]any, finish string) {
+	var calls []llm.ToolCall
+	for _, c := range t.Calls() {
+		tc := llm.ToolCall{ID: c.ID, Type: "function"}
+		tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
+		calls = append(calls, tc)
+	}
+	text := t.Text()
+	msg = map[string]any{"role": "assistant", "content": text}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+		if text == "" {
+			msg["content"] = nil
+		}
+	}
+	chatReasoningFields(msg, t.Parts)
+	finish = chatFinish[t.Stop]
+	if len(calls) > 0 {
+		finish = "tool_calls"
+	} else if finish == "" || finish == "tool_calls" {
+		finish = "stop"
+	}
+	return msg, finish
+}
+
+// ChatAnswer renders a model's answer as a Chat assistant message (the turn's, with
+// the native search report in llm.NativeKey), its finish_reason and usage.
+func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usage) {
+	t := TurnOf(r)
+	m, finish := t.ChatMessage()
+	if t.Native != nil {
+		m[llm.NativeKey] = t.Native
+	}
+	msg, _ = json.Marshal(m)
+	return msg, finish, t.Usage
+}
+
+// TurnFromChat reads a turn stored as a Chat assistant message (by a fleet before
+// turns were canonical): its text, tool calls and reasoning, and its native search
+// report.
+func TurnFromChat(msg json.RawMessage, finish string, usage llm.Usage, model string) (*Turn, error) {
+	var m chatMessage
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return nil, err
+	}
+	parts, err := chatParts("message.content", m.Content)
+	if err != nil {
+		return nil, err
+	}
+	for _, tc := range m.ToolCalls {
+		parts = append(parts, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+	}
+	t := &Turn{Parts: chatReasoningParts(m.Reasoning, m.ReasoningContent, parts), Usage: usage, Model: model}
+	for stop, f := range chatFinish {
+		if f == finish {
+			t.Stop = stop
+		}
+	}
+	var n struct {
+		Native *llm.NativeSearch `json:"searchfleet_native"`
+	}
+	if json.Unmarshal(msg, &n) == nil {
+		t.Native = n.Native
+	}
+	return t, nil
+}
+
+// ChatTool reads a Chat function tool ({"type":"function","function":{…}}).
+func ChatTool(raw json.RawMessage) (Tool, error) {
+	var t struct {
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      *bool           `json:"strict"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return Tool{}, err
+	}
+	return Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters, Strict: t.Function.Strict}, nil
+}
