@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -33,8 +32,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, notes := s.withChatNotes(body, req)
-	job := s.newChatJob(r, body, req)
+	job, notes, ok := s.newChatJob(w, r, req)
+	if !ok {
+		return
+	}
 	release, ok := s.admitChat(w, r, job, streamed(req.Stream))
 	if !ok {
 		return
@@ -72,35 +73,6 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	s.writeOutcome(w, done)
 }
 
-// withChatNotes adds to a Chat request's body the notes on its reasoning_effort that
-// its model cannot take (under llm.FleetKey, which the chat worker repeats in the
-// answer's searchfleet.warnings), and returns them.
-func (s *Server) withChatNotes(body []byte, req *llm.ChatRequest) ([]byte, []string) {
-	var effort string
-	if json.Unmarshal(req.Extra["reasoning_effort"], &effort) != nil || effort == "" {
-		return body, nil
-	}
-	notes := s.reasoningNotes(wire.OpenAIChat, &wire.ReasoningConfig{Effort: effort}, req.Model)
-	if len(notes) == 0 {
-		return body, nil
-	}
-	b, err := withFields(body, map[string]json.RawMessage{llm.FleetKey: llm.FleetField("", nil, notes)})
-	if err != nil {
-		return body, nil
-	}
-	return b, notes
-}
-
-// withFields returns a JSON object body with the top-level fields set.
-func withFields(body []byte, fields map[string]json.RawMessage) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, err
-	}
-	maps.Copy(top, fields)
-	return json.Marshal(top)
-}
-
 // parseChat validates a chat request; it has answered when it returns false.
 func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest, bool) {
 	req, err := llm.ParseChatRequest(body)
@@ -131,9 +103,27 @@ func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest
 	return req, true
 }
 
-func (s *Server) newChatJob(r *http.Request, body []byte, req *llm.ChatRequest) *state.Job {
+// newChatJob is the job of a Chat request, its request stored in canonical form
+// (wire.Stored) with the notes on its reasoning_effort the model cannot take, which it
+// also returns; it has answered when ok is false.
+func (s *Server) newChatJob(w http.ResponseWriter, r *http.Request, cr *llm.ChatRequest) (job *state.Job, notes []string, ok bool) {
+	req, err := wire.FromChat(cr)
+	if err != nil {
+		writeWireError(w, wire.Chat, wire.AsError(err))
+		return nil, nil, false
+	}
+	if req.Reasoning != nil && req.Reasoning.Effort != "" {
+		notes = s.reasoningNotes(wire.OpenAIChat, &wire.ReasoningConfig{Effort: req.Reasoning.Effort}, req.Model)
+		req.Notes = notes
+	}
+	stored, err := wire.EncodeStored(wire.OpenAIChat, req)
+	if err != nil {
+		writeWireError(w, wire.Chat, wire.Invalid("", "The request cannot be run: %s", err))
+		return nil, nil, false
+	}
 	now := time.Now().UTC()
-	return &state.Job{ID: state.NewID("job_"), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
+	return &state.Job{ID: state.NewID("job_"), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
+		Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout)}, notes, true
 }
 
 // submit records a job and publishes it (enqueue), answering the request in the

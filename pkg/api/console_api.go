@@ -15,6 +15,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/batch"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -85,10 +86,13 @@ func summaryOf(j *state.Job) jobSummary {
 	return v
 }
 
-// questionOf is the text of a request's last user turn in any of the client
-// protocols (Chat and Anthropic messages, a Responses input, a direct search's
-// query), or "".
+// questionOf is the text of a stored request's last user turn (wire.Stored; or, in a
+// record stored before requests were canonical, in any of the client protocols: Chat
+// and Anthropic messages, a Responses input), or a direct search's query, or "".
 func questionOf(req json.RawMessage) string {
+	if st, err := wire.DecodeStored(req); err == nil && st.Format == wire.StoredFormat {
+		return wire.LatestUserText(st.Request.Messages)
+	}
 	var r struct {
 		Messages []struct {
 			Role    string          `json:"role"`

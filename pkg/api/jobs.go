@@ -70,7 +70,10 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		storedCallback = cb
 	}
 
-	job := s.newChatJob(r, chatBody, req)
+	job, _, ok := s.newChatJob(w, r, req)
+	if !ok {
+		return
+	}
 	tenant := tenantOf(r)
 	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
 		return

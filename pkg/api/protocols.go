@@ -13,7 +13,6 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
-	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -71,13 +70,14 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			fail(e)
 			return
 		}
-		stored, err := storedRequest(codec.Protocol(), req)
+		stored, err := wire.EncodeStored(codec.Protocol(), req)
 		if err != nil {
 			fail(wire.Invalid("", "The request cannot be run: %s", err))
 			return
 		}
 		now := time.Now().UTC()
-		job := &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored, Created: now, Deadline: now.Add(s.JobTimeout)}
+		job := &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
+			Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout)}
 		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
 		if rr != nil {
 			base.Echo = rr.echo
@@ -178,24 +178,6 @@ func (s *Server) checkSearch(req *wire.Request) *wire.Error {
 	return nil
 }
 
-// storedRequest is the Chat request a job of another protocol runs as, with
-// llm.FleetKey added. It must pass the chat endpoint's own validation.
-func storedRequest(p wire.Protocol, req *wire.Request) (json.RawMessage, error) {
-	body, err := wire.Chat.EncodeRequest(req, req.Model)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := llm.ParseChatRequest(body); err != nil {
-		return nil, err
-	}
-	fields := map[string]json.RawMessage{llm.FleetKey: llm.FleetField(string(p), req.Search, req.Notes)}
-	if req.Stream {
-		// The chat worker streams the model only for a client that streams.
-		fields["stream"] = json.RawMessage("true")
-	}
-	return withFields(body, fields)
-}
-
 // submitJob records and publishes a job (enqueue), in the wire protocol's terms.
 func (s *Server) submitJob(ctx context.Context, job *state.Job) *wire.Error {
 	if text := s.enqueue(ctx, job, bus.SubjectChatJob, chatJob(job), false); text != "" {
@@ -263,8 +245,8 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
-	req, err := llm.DecodeChatRequest(job.Request)
-	if err != nil || req.Protocol != string(wire.OpenAIResponses) {
+	stored, err := wire.DecodeStored(job.Request)
+	if err != nil || stored.Protocol != wire.OpenAIResponses {
 		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
 			Message: fmt.Sprintf("No response with id %q.", job.ID)})
 		return
@@ -279,11 +261,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("No response with id %q: responses created with 'store': false are not stored.", job.ID)})
 		return
 	}
-	notes := append([]string(nil), req.Notes...)
-	if req.Search != nil {
-		notes = append(notes, req.Search.Unhonoured...)
-	}
-	resp, e := answerOf(job, notes)
+	resp, e := answerOf(job, stored.Request.AllNotes())
 	resp.Echo = rec.Echo
 	if e != nil && resp.Status != wire.StatusFailed && resp.Status != wire.StatusCancelled {
 		writeWireError(w, wire.Responses, e)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -210,17 +211,19 @@ func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (
 	var l struct {
 		Body json.RawMessage `json:"body"`
 	}
-	var m struct {
-		Model string `json:"model"`
+	changed := bus.Permanent(fmt.Errorf("batch %s line %d: the input changed since it was validated", b.ID, i+1))
+	if json.Unmarshal(raw, &l) != nil {
+		return bus.Pending{}, changed
 	}
-	if json.Unmarshal(raw, &l) != nil || json.Unmarshal(l.Body, &m) != nil {
-		return bus.Pending{}, bus.Permanent(fmt.Errorf("batch %s line %d: the input changed since it was validated", b.ID, i+1))
+	req, err := wire.Chat.DecodeRequest(l.Body)
+	if err != nil {
+		return bus.Pending{}, changed
 	}
-	var body bytes.Buffer
-	if err := json.Compact(&body, l.Body); err != nil {
+	stored, err := wire.EncodeStored(wire.OpenAIChat, req)
+	if err != nil {
 		return bus.Pending{}, bus.Permanent(err)
 	}
-	job := &state.Job{ID: jobID(b.ID, i), Tenant: b.Tenant, Kind: "chat", Model: m.Model, Request: body.Bytes(),
+	job := &state.Job{ID: jobID(b.ID, i), Tenant: b.Tenant, Kind: "chat", Model: req.Model, Request: stored,
 		Created: time.Now().UTC(), Deadline: b.Expires, Batch: b.ID}
 	if ok, err := s.chargeLine(ctx, job); !ok {
 		return bus.Pending{}, err // refused by the tenant's storage quota: the line failed (quota.go)

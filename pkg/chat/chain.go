@@ -8,7 +8,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
-	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -65,11 +64,12 @@ type call struct {
 // view is a decoded chain: the stored turns, calls and results by hop.
 type view struct {
 	job *state.Job
-	req *llm.ChatRequest
-	// model is the stored request in canonical form, what a hop's model call is built
-	// from (modelRequest): read once, on the first model call of a step.
-	model *wire.Request
-	chain *state.Chain
+	// req is the job's request in canonical form (wire.DecodeStored), protocol the
+	// protocol its client spoke, toolNames the names of its client tools.
+	req       *wire.Request
+	protocol  wire.Protocol
+	toolNames []string
+	chain     *state.Chain
 	// decoded memoizes results: a completion reads each several times (messages,
 	// sources, trace, response) and decoding them dominated a step's CPU.
 	decoded map[string]*search.Done
@@ -86,11 +86,12 @@ type renderedHop struct {
 }
 
 func newView(job *state.Job, chain *state.Chain) (*view, error) {
-	req, err := llm.DecodeChatRequest(job.Request)
+	st, err := wire.DecodeStored(job.Request)
 	if err != nil {
 		return nil, fmt.Errorf("stored request unreadable: %w", err)
 	}
-	return &view{job: job, req: req, chain: chain, decoded: map[string]*search.Done{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}}, nil
+	return &view{job: job, req: st.Request, protocol: st.Protocol, toolNames: st.Request.ToolNames(), chain: chain,
+		decoded: map[string]*search.Done{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}}, nil
 }
 
 func (v *view) turn(h int) (*turn, bool) {
@@ -178,18 +179,6 @@ func (s *sources) add(src engines.Source) int {
 	s.list = append(s.list, src)
 	s.index[src.Web.URI] = len(s.list)
 	return len(s.list)
-}
-
-// modelRequest is the stored request in canonical form (decoded once per view).
-func (v *view) modelRequest() (*wire.Request, error) {
-	if v.model == nil {
-		r, err := wire.FromChat(v.req)
-		if err != nil {
-			return nil, err
-		}
-		v.model = r
-	}
-	return v.model, nil
 }
 
 // history builds what the chain adds to the client's conversation before hop h: each

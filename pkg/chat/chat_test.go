@@ -1,11 +1,11 @@
 package chat
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 func srcs(urls ...string) []engines.Source {
@@ -57,24 +57,35 @@ func TestRenderNumbersAcrossTheChain(t *testing.T) {
 	}
 }
 
-// The conversation hash ignores JSON formatting and key order (clients re-serialise),
-// but not content.
+// The conversation hash reads what a conversation says, not its form: JSON formatting
+// and key order (clients re-serialise), or the protocol that carried it (a Responses
+// client sends the assistant's text and its call as two items). Content counts.
 func TestConversationHash(t *testing.T) {
 	t.Parallel()
-	a := []json.RawMessage{json.RawMessage(`{"role":"user","content":"hi"}`), json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`)}
-	b := []json.RawMessage{json.RawMessage(`{ "content" : "hi", "role" : "user" }`), json.RawMessage(`{"tool_calls":[{"function":{"arguments":"{}","name":"f"},"type":"function","id":"c1"}],"role":"assistant"}`)}
-	c := []json.RawMessage{json.RawMessage(`{"role":"user","content":"hello"}`), a[1]}
+	decode := func(codec wire.ClientCodec, body string) []wire.Message {
+		t.Helper()
+		r, err := codec.DecodeRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Messages
+	}
+	a := decode(wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`)
+	b := decode(wire.Chat, `{ "messages" : [{ "content" : "hi", "role" : "user" },{"tool_calls":[{"function":{"arguments":"{}","name":"f"},"type":"function","id":"c1"}],"content":"Let me look.","role":"assistant"}], "model":"m"}`)
+	r := decode(wire.Responses, `{"model":"m","input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me look."}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}]}`)
+	c := decode(wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`)
 	ha, _ := conversationHash("t1", a)
 	hb, _ := conversationHash("t1", b)
+	hr, _ := conversationHash("t1", r)
 	hc, _ := conversationHash("t1", c)
-	if ha != hb || ha == hc {
-		t.Fatalf("hashes %s %s %s", ha, hb, hc)
+	if ha != hb || ha != hr || ha == hc {
+		t.Fatalf("hashes %s %s %s %s", ha, hb, hr, hc)
 	}
 	if other, _ := conversationHash("t2", a); other == ha {
 		t.Fatal("another tenant's identical conversation has the same hash: it would share the sticky flag")
 	}
-	withResult := append(append([]json.RawMessage(nil), b...), json.RawMessage(`{"role":"tool","tool_call_id":"c1","content":"r"}`), json.RawMessage(`{"role":"user","content":"next"}`))
-	if hn, _ := continuedConversation("t1", withResult); hn != ha {
+	next := decode(wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"user","content":"next"}]}`)
+	if hn, _ := continuedConversation("t1", next); hn != ha {
 		t.Fatal("the continued conversation does not hash to the conversation that ended in tool calls")
 	}
 }

@@ -56,13 +56,13 @@ func splitCalls(t *turn, clientTools []string) (server, client []wire.ToolCall) 
 // buildResponse renders the final chat.completion for hop h's answer: the model's
 // message as it sent it, minus the fleet's own tool calls, with url_citation
 // annotations for the [n] markers that cite the chain's sources. It returns the
-// response, its finish reason, the message as the client sees it and what checking
+// response, its finish reason, the message as the client sees it (in canonical form) and what checking
 // its citations found: a marker that cites no retrieved source is removed from the
 // text (checkCitations). searches is the job's billed searches, as its usage counts
 // them (a refused or failed search is not one).
-func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (json.RawMessage, string, json.RawMessage, citationCount) {
+func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (json.RawMessage, string, wire.Message, citationCount) {
 	msg, finish := t.ChatMessage() // the native report is the job record's: the client never sees it
-	_, client := splitCalls(t, v.req.ToolNames())
+	_, client := splitCalls(t, v.toolNames)
 	if len(client) > 0 {
 		calls := make([]llm.ToolCall, 0, len(client))
 		for _, c := range client {
@@ -84,6 +84,10 @@ func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (json.R
 	}
 	msg["annotations"] = annotate(text, srcs.list)
 	mb, _ := json.Marshal(msg)
+	shown := wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.PartText, Text: text}}}
+	for _, c := range client {
+		shown.Parts = append(shown.Parts, wire.Part{Kind: wire.PartToolCall, Call: &c})
+	}
 
 	usage := chainUsage(v, h)
 	sources := make([]map[string]string, 0, len(srcs.list))
@@ -102,7 +106,7 @@ func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (json.R
 	if fetches > 0 {
 		ext["fetches"] = fetches
 	}
-	if w := chatWarnings(v.req); len(w) > 0 {
+	if w := chatWarnings(v); len(w) > 0 {
 		ext["warnings"] = w
 	}
 	resp := map[string]any{
@@ -118,20 +122,20 @@ func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (json.R
 		"searchfleet": ext,
 	}
 	b, _ := json.Marshal(resp)
-	return b, finish, mb, cites
+	return b, finish, shown, cites
 }
 
 // chatWarnings are the notes a Chat client's answer carries in searchfleet.warnings:
 // the request's search settings the fleet cannot honour. A request that arrived in
 // another protocol gets none here: the ingress adds its notes when it renders the
 // answer in that protocol, and they would otherwise be repeated.
-func chatWarnings(req *llm.ChatRequest) []string {
-	if req.Protocol != "" {
+func chatWarnings(v *view) []string {
+	if v.protocol != wire.OpenAIChat {
 		return nil
 	}
-	out := append([]string(nil), req.Notes...)
-	if req.Search != nil {
-		out = append(out, req.Search.Unhonoured...)
+	out := append([]string(nil), v.req.Notes...)
+	if v.req.Search != nil {
+		out = append(out, v.req.Search.Unhonoured...)
 	}
 	return out
 }

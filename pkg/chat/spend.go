@@ -85,7 +85,7 @@ const (
 // own search, that search's price times the most searches the job may make.
 func (w *Worker) worstCase(v *view, size int, native bool) (usd float64, searches int) {
 	m := w.Models[v.job.Model]
-	out := maxOutputTokens(v.req.Extra)
+	out := v.req.MaxTokens // the answer's bound, in whichever protocol's name the client set it
 	if out <= 0 {
 		out = m.Pricing.MaxOutputTokens
 	}
@@ -101,31 +101,6 @@ func (w *Worker) worstCase(v *view, size int, native bool) (usd float64, searche
 		usd += float64(searches) * nativeSearchUSD(m)
 	}
 	return usd, searches
-}
-
-// maxOutputTokens reads the answer's bound from a Chat request's top-level fields, in
-// whichever protocol's name the client set it (0: none, or one of them is not of its
-// type). They are the request body's own (llm.ChatRequest.Body writes Extra as it is),
-// read without decoding the conversation the body carries.
-func maxOutputTokens(extra map[string]json.RawMessage) int {
-	var gc struct {
-		MaxOutputTokens int `json:"maxOutputTokens"`
-	}
-	var n [3]int
-	for i, k := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if raw, ok := extra[k]; ok && json.Unmarshal(raw, &n[i]) != nil {
-			return 0
-		}
-	}
-	if raw, ok := extra["generationConfig"]; ok && json.Unmarshal(raw, &gc) != nil {
-		return 0
-	}
-	for _, n := range []int{n[0], n[1], n[2], gc.MaxOutputTokens} {
-		if n > 0 {
-			return n
-		}
-	}
-	return 0
 }
 
 // nativeSearchUSD is what one of the model's provider's own searches costs.

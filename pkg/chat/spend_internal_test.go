@@ -1,57 +1,49 @@
 package chat
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
-	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// worstCaseView is a second hop's view and request body: the client's request with
-// its max_tokens, then a search result the size the model reads (about 6 KB).
-func worstCaseView(t testing.TB, request string) (*view, []byte) {
+// worstCaseView is a second hop's view and request size: the client's request (in
+// its protocol) with its answer bound, then a search result the size the model reads
+// (about 6 KB).
+func worstCaseView(t testing.TB, codec wire.ClientCodec, request string) (*view, int) {
 	t.Helper()
-	req, err := llm.DecodeChatRequest([]byte(request))
+	req, err := codec.DecodeRequest([]byte(request))
 	if err != nil {
 		t.Fatal(err)
 	}
-	result, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": "c1", "content": strings.Repeat(benchResult(true), 2)})
-	body, err := req.Body("up", append(append([]json.RawMessage(nil), req.Messages...), result), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &view{job: &state.Job{Model: "m"}, req: req}, body
+	return &view{job: &state.Job{Model: "m"}, req: req}, len(request) + 2*len(benchResult(true))
 }
 
-// A turn's worst case reads the answer's bound from whichever field the request sets
-// it in; the model's own bound, then the fleet's default, when it sets none; a bound
-// of the wrong type counts as none.
+// A turn's worst case reads the answer's bound from whichever field the client's
+// protocol names it in; the model's own bound, then the fleet's default, when it sets
+// none.
 func TestWorstCaseOutputBound(t *testing.T) {
 	t.Parallel()
 	w := &Worker{Models: map[string]Model{"m": {Pricing: state.Pricing{OutputPerMTokUSD: 1e6}}}} // $1 an output token
 	for _, c := range []struct {
-		extra string
-		want  float64
-		model int
+		codec   wire.ClientCodec
+		request string
+		want    float64
+		model   int
 	}{
-		{`,"max_tokens":100`, 100, 0},
-		{`,"max_completion_tokens":200`, 200, 0},
-		{`,"max_output_tokens":300`, 300, 0},
-		{`,"generationConfig":{"maxOutputTokens":400,"temperature":0.5}`, 400, 0},
-		{`,"max_tokens":0,"max_completion_tokens":250`, 250, 0},
-		{`,"temperature":0.2`, 700, 700},
-		{``, defaultMaxOutputTokens, 0},
-		{`,"max_tokens":"100"`, defaultMaxOutputTokens, 0},
-		{`,"max_tokens":100,"generationConfig":[]`, defaultMaxOutputTokens, 0},
+		{wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`, 100, 0},
+		{wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":200}`, 200, 0},
+		{wire.Responses, `{"model":"m","input":"hi","max_output_tokens":300}`, 300, 0},
+		{wire.Anthropic, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":400}`, 400, 0},
+		{wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.2}`, 700, 700},
+		{wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, defaultMaxOutputTokens, 0},
 	} {
 		m := w.Models["m"]
 		m.Pricing.MaxOutputTokens = c.model
 		w.Models["m"] = m
-		v, body := worstCaseView(t, `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}]`+c.extra+`}`)
-		if usd, _ := w.worstCase(v, len(body), false); usd != c.want {
-			t.Errorf("%s: worst case $%v, want $%v", c.extra, usd, c.want)
+		v, size := worstCaseView(t, c.codec, c.request)
+		if usd, _ := w.worstCase(v, size, false); usd != c.want {
+			t.Errorf("%s: worst case $%v, want $%v", c.request, usd, c.want)
 		}
 	}
 }
@@ -59,9 +51,9 @@ func TestWorstCaseOutputBound(t *testing.T) {
 // BenchmarkWorstCase is the cost of pricing a hop's worst case before its model call.
 func BenchmarkWorstCase(b *testing.B) {
 	w := &Worker{Models: map[string]Model{"m": {Pricing: state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}}}}
-	v, body := worstCaseView(b, `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}],"max_tokens":1024,"temperature":0.2}`)
+	v, size := worstCaseView(b, wire.Chat, `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}],"max_tokens":1024,"temperature":0.2}`)
 	b.ReportAllocs()
 	for range b.N {
-		w.worstCase(v, len(body), false)
+		w.worstCase(v, size, false)
 	}
 }

@@ -187,7 +187,7 @@ func markerFreeURL(u string) string { return strings.NewReplacer("[", "%5B", "]"
 // has a URL to read — one in the latest user message, or a source of a search result
 // already in the chain.
 func (w *Worker) offerFetch(v *view, h int) bool {
-	if w.MaxFetches <= 0 || h >= w.MaxHops-1 || slices.Contains(v.req.ToolNames(), intent.FetchToolName) {
+	if w.MaxFetches <= 0 || h >= w.MaxHops-1 || slices.Contains(v.toolNames, intent.FetchToolName) {
 		return false
 	}
 	if v.fetches(h) >= w.fetchLimit(v) {
@@ -196,7 +196,7 @@ func (w *Worker) offerFetch(v *view, h int) bool {
 	if o := v.req.Search; o != nil && o.Fetch {
 		return true // the request declared web_fetch (Anthropic's server tool)
 	}
-	if len(intent.URLs(intent.LatestUserText(v.req.Messages))) > 0 {
+	if len(intent.URLs(wire.LatestUserText(v.req.Messages))) > 0 {
 		return true
 	}
 	_, srcs := v.history(h)

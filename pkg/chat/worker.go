@@ -243,7 +243,7 @@ func (w *Worker) facts(st *state.Step, v *view, verr error, h int) facts {
 		f.answered = true
 		t, ok := v.turn(h)
 		if f.garbled = !ok || t.parseErr != nil; !f.garbled {
-			server, client := splitCalls(t, v.req.ToolNames())
+			server, client := splitCalls(t, v.toolNames)
 			f.server, f.client = len(server), len(client)
 		}
 	}
@@ -255,11 +255,11 @@ func (w *Worker) offer(ctx context.Context, v *view, h int) (offered, googlePref
 	if w.Tools == nil || h >= w.MaxHops-1 {
 		return false, false, nil // the last hop must answer
 	}
-	if slices.Contains(v.req.ToolNames(), intent.ToolName) {
+	if slices.Contains(v.toolNames, intent.ToolName) {
 		return false, false, nil // the client's own web_search tool wins
 	}
 	if h == 0 {
-		r := w.Classifier.Classify(intent.LatestUserText(v.req.Messages))
+		r := w.Classifier.Classify(wire.LatestUserText(v.req.Messages))
 		// A request that declared search (web_search_options, a web_search tool of any
 		// protocol) is offered the tool whatever the intent rules say.
 		sticky := r.WebSearch || v.req.Search != nil && v.req.Search.Requested
@@ -456,7 +456,7 @@ func (w *Worker) prepareCall(ctx context.Context, v *view, h int, last bool) (mc
 	}
 	mc.onDelta = w.relay(v, h, len(srcs.list), mc.model.NativeSearch && offered)
 	if mc.call, err = mc.model.Client.Prepare(req, mc.onDelta != nil); err != nil {
-		return fail(w.modelFailed(ctx, v.job.ID, v.req.Protocol, mc.model, err, last))
+		return fail(w.modelFailed(ctx, v.job.ID, string(v.protocol), mc.model, err, last))
 	}
 	if ok, err := w.reserveTurn(ctx, v, h, mc.call.Size(), offered && mc.model.NativeSearch); !ok {
 		return fail(err) // the turn's worst case does not fit a budget: the job failed (spend.go)
@@ -480,10 +480,7 @@ func (w *Worker) prepareCall(ctx context.Context, v *view, h int, last bool) (mc
 // once the hop offers a server tool or reads results, and the server tools offered.
 // It shares the stored request's slices: it is read, never written.
 func (w *Worker) modelRequest(v *view, h int, offered, fetchOffered, gp bool, model Model) (*wire.Request, *sources, error) {
-	base, err := v.modelRequest()
-	if err != nil {
-		return nil, nil, fmt.Errorf("stored request unreadable: %w", err)
-	}
+	base := v.req
 	hist, srcs := v.history(h)
 	req := hopRequest(base, h, offered)
 	req.Model = model.Upstream
@@ -518,7 +515,7 @@ func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *mo
 		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(mc.start).Seconds())
 	}
 	if err != nil {
-		err = w.modelFailed(ctx, v.job.ID, v.req.Protocol, model, err, last)
+		err = w.modelFailed(ctx, v.job.ID, string(v.protocol), model, err, last)
 		return false, err
 	}
 	if w.Metrics != nil {
@@ -692,7 +689,7 @@ func withRequestOptions(q engines.Query, o *llm.SearchOptions) engines.Query {
 func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	jobID := v.job.ID
 	t, _ := v.turn(h)
-	server, _ := splitCalls(t, v.req.ToolNames())
+	server, _ := splitCalls(t, v.toolNames)
 	calls, searches, stored := w.plan(v, h, t, server)
 	cb := v.chain.Hop(h).Calls
 	if !stored {
@@ -797,7 +794,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 		// results: that request continues this chain, so it keeps web_search. Marked
 		// before the job ends: the client may send that request as soon as it has the
 		// answer.
-		if hash, ok := conversationHash(v.job.Tenant, append(append([]json.RawMessage(nil), v.req.Messages...), shown)); ok {
+		if hash, ok := conversationHash(v.job.Tenant, append(v.req.Messages[:len(v.req.Messages):len(v.req.Messages)], shown)); ok {
 			if err := w.Store.MarkStickyConversation(ctx, hash, w.StickyTTL); err != nil {
 				return err
 			}
@@ -840,39 +837,50 @@ func chainUsage(v *view, last int) llm.Usage {
 }
 
 // conversationHash identifies a tenant's conversation by its messages' roles, text
-// and tool call ids (not their JSON formatting, which clients re-serialise). The
-// tenant is part of it: one tenant's conversation never makes another's sticky.
-func conversationHash(tenant string, msgs []json.RawMessage) (string, bool) {
+// and tool call ids (not their form: one assistant turn reads as one message whether a
+// protocol splits it or not, and reasoning does not count). The tenant is part of it:
+// one tenant's conversation never makes another's sticky.
+func conversationHash(tenant string, msgs []wire.Message) (string, bool) {
 	if len(msgs) == 0 {
 		return "", false
 	}
 	h := sha256.New()
 	h.Write([]byte(tenant))
-	h.Write([]byte{2})
-	for _, raw := range msgs {
-		m, err := llm.ParseMessage(raw)
-		if err != nil {
-			return "", false
+	h.Write([]byte{3})
+	for i, m := range msgs {
+		if i > 0 && m.Role != msgs[i-1].Role {
+			h.Write([]byte{1})
 		}
-		h.Write([]byte(m.Role))
-		h.Write([]byte{0})
-		h.Write([]byte(llm.Text(m.Content)))
-		h.Write([]byte{0})
-		for _, tc := range m.ToolCalls {
-			h.Write([]byte(tc.ID))
+		if i == 0 || m.Role != msgs[i-1].Role {
+			h.Write([]byte(m.Role))
 			h.Write([]byte{0})
 		}
-		h.Write([]byte(m.ToolCallID))
-		h.Write([]byte{1})
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case wire.PartText:
+				h.Write([]byte(p.Text))
+			case wire.PartToolCall:
+				h.Write([]byte{0})
+				h.Write([]byte(p.Call.ID))
+				h.Write([]byte{0})
+			case wire.PartToolResult:
+				h.Write([]byte{0})
+				h.Write([]byte(p.Result.CallID))
+				h.Write([]byte{0})
+				for _, rp := range p.Result.Parts {
+					h.Write([]byte(rp.Text))
+				}
+			}
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16]), true
 }
 
 // continuedConversation returns the hash of a request's conversation up to its last
 // assistant message: the key under which an earlier answer marked the chain sticky.
-func continuedConversation(tenant string, msgs []json.RawMessage) (string, bool) {
+func continuedConversation(tenant string, msgs []wire.Message) (string, bool) {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if m, err := llm.ParseMessage(msgs[i]); err == nil && m.Role == "assistant" {
+		if msgs[i].Role == wire.RoleAssistant {
 			return conversationHash(tenant, msgs[:i+1])
 		}
 	}

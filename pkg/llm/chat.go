@@ -9,8 +9,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
@@ -224,13 +222,6 @@ type fleetFields struct {
 	Notes    []string       `json:"notes,omitempty"`
 }
 
-// FleetField returns the value of the FleetKey for a request in protocol, with its
-// search options (nil: none) and the notes on settings the fleet cannot honour.
-func FleetField(protocol string, search *SearchOptions, notes []string) json.RawMessage {
-	b, _ := json.Marshal(fleetFields{Protocol: protocol, Search: search, Notes: notes})
-	return b
-}
-
 func (r *ChatRequest) mergeSearch(o *SearchOptions) {
 	if o == nil {
 		return
@@ -274,65 +265,6 @@ func (r *ChatRequest) readToolNames() {
 			r.toolNames = append(r.toolNames, t.Function.Name)
 		}
 	}
-}
-
-// Body builds the upstream request: the client's parameters with the upstream model,
-// the chain's messages and the given tools (none: the field is left out). Streaming is
-// off upstream; the fleet streams to the client itself. The JSON is assembled from the
-// stored raw values directly: they were validated when the request was accepted, and
-// re-marshalling them would only re-validate and copy them.
-func (r *ChatRequest) Body(model string, messages []json.RawMessage, tools []json.RawMessage, drop ...string) ([]byte, error) {
-	size := 64 + len(model)
-	for _, m := range messages {
-		size += len(m) + 1
-	}
-	for _, t := range tools {
-		size += len(t) + 1
-	}
-	for k, v := range r.Extra {
-		size += len(k) + len(v) + 4
-	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"model":`...)
-	mb, err := json.Marshal(model)
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, mb...)
-	b = append(b, `,"messages":[`...)
-	for i, m := range messages {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, m...)
-	}
-	b = append(b, ']')
-	if len(tools) > 0 {
-		b = append(b, `,"tools":[`...)
-		for i, t := range tools {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, t...)
-		}
-		b = append(b, ']')
-	}
-	keys := make([]string, 0, len(r.Extra))
-	for k := range r.Extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if k == "stream_options" || slices.Contains(drop, k) || len(tools) == 0 && (k == "tool_choice" || k == "parallel_tool_calls") {
-			continue
-		}
-		kb, _ := json.Marshal(k)
-		b = append(b, ',')
-		b = append(b, kb...)
-		b = append(b, ':')
-		b = append(b, r.Extra[k]...)
-	}
-	return append(b, '}'), nil
 }
 
 // Text returns a message content's text: a string, or the text of its text parts

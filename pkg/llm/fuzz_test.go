@@ -14,6 +14,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 var goNames = regexp.MustCompile(`Go (struct|value)|cannot unmarshal|json: |\b(llm|json)\.[A-Z]|map\[string\]`)
@@ -31,9 +32,9 @@ func seedGlob(f *testing.F, globs ...string) {
 }
 
 // FuzzParseChatRequest: the chat endpoint's validator answers any body with a request
-// or a RequestError in JSON's words (never Go's), and a request it accepts renders as
-// a model body (never streamed) that it accepts again, with the same model, messages
-// and tools.
+// or a RequestError in JSON's words (never Go's), and a request it accepts is stored
+// in canonical form and read back with the same model, system prompt, messages and
+// tools.
 func FuzzParseChatRequest(f *testing.F) {
 	seedGlob(f, "openai/pydantic-chat-*.request.json", "openrouter/*.request.json", "zhipu/*.request.json")
 	for _, s := range []string{``, `[]`, `{}`, `{"model":"m","messages":[{"role":5}]}`, `{"model":"m","messages":[],"n":2}`,
@@ -53,19 +54,20 @@ func FuzzParseChatRequest(f *testing.F) {
 			}
 			return
 		}
-		out, err := req.Body(req.Model, req.Messages, req.Tools)
+		canon, err := wire.FromChat(req)
 		if err != nil {
-			return // a parameter that cannot be re-encoded is refused when the job runs
+			return // refused at the ingress, in Chat's error shape
 		}
-		if !json.Valid(out) {
-			t.Fatalf("model body is not JSON: %s", out)
-		}
-		again, err := llm.ParseChatRequest(out)
+		stored, err := wire.EncodeStored(wire.OpenAIChat, canon)
 		if err != nil {
-			t.Fatalf("the rendered body is refused: %v\n%s", err, out)
+			t.Fatalf("an accepted request cannot be stored: %v", err)
 		}
-		if again.Model != req.Model || len(again.Messages) != len(req.Messages) || len(again.Tools) != len(req.Tools) {
-			t.Fatalf("round trip changed the request: %q %d %d → %q %d %d", req.Model, len(req.Messages), len(req.Tools), again.Model, len(again.Messages), len(again.Tools))
+		back, err := wire.DecodeStored(stored)
+		if err != nil {
+			t.Fatalf("the stored request is unreadable: %v\n%s", err, stored)
+		}
+		if r := back.Request; r.Model != canon.Model || len(r.Messages) != len(canon.Messages) || len(r.Tools) != len(canon.Tools) || r.System != canon.System {
+			t.Fatalf("storing changed the request: %+v → %+v", canon, r)
 		}
 	})
 }

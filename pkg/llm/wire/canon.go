@@ -11,10 +11,9 @@
 // them). The chat worker builds each hop's model request in canonical form and the
 // model caller encodes it once with the model's codec; the answer comes back as a
 // Turn (turn.go), which the chain stores as it is and sends back on later hops. The
-// job's request is still stored as Chat JSON (the ingress encodes a Responses or
-// Anthropic request with the Chat codec; the chat worker reads it into canonical form
-// once per step, FromChat), and its final answer as a Chat completion, which the
-// ingress decodes and encodes back with the client's codec.
+// job's request is stored in canonical form with its client's protocol (stored.go).
+// Its final answer is a Chat completion (the job record's public answer), which the
+// ingress decodes and encodes back with the client's codec for other protocols.
 package wire
 
 import (
@@ -48,34 +47,35 @@ const (
 
 // Request is a conversation request in canonical form.
 type Request struct {
-	Model string
+	Model string `json:"model"`
 	// System is the system prompt (Chat system/developer messages before the first
 	// turn, Responses instructions, Anthropic system).
-	System   string
-	Messages []Message
+	System   string    `json:"system,omitempty"`
+	Messages []Message `json:"messages"`
 	// Tools are the client's function tools: returned to it when called, never run.
-	Tools      []Tool
-	ToolChoice *ToolChoice
+	Tools      []Tool      `json:"tools,omitempty"`
+	ToolChoice *ToolChoice `json:"tool_choice,omitempty"`
 	// Search is the request's own web search settings (nil: none declared).
-	Search *llm.SearchOptions
+	Search *llm.SearchOptions `json:"search,omitempty"`
 	// MaxTokens bounds the answer (0: the model's default).
-	MaxTokens         int
-	Temperature, TopP *float64
-	Stop              []string
-	ParallelToolCalls *bool
+	MaxTokens         int      `json:"max_tokens,omitempty"`
+	Temperature       *float64 `json:"temperature,omitempty"`
+	TopP              *float64 `json:"top_p,omitempty"`
+	Stop              []string `json:"stop,omitempty"`
+	ParallelToolCalls *bool    `json:"parallel_tool_calls,omitempty"`
 	// ResponseFormat is a Chat response_format (Responses text.format maps onto it).
-	ResponseFormat json.RawMessage
-	Stream         bool
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
+	Stream         bool            `json:"stream,omitempty"`
 	// Background asks for an answer fetched later (Responses background mode).
-	Background bool
+	Background bool `json:"background,omitempty"`
 	// Reasoning is how much the model should think (nil: its default).
-	Reasoning *ReasoningConfig
+	Reasoning *ReasoningConfig `json:"reasoning,omitempty"`
 	// Params are parameters of the request's own protocol the canonical model does not
 	// name (Chat's seed, logprobs…): forwarded only to a model of the same protocol.
-	Params map[string]json.RawMessage
+	Params map[string]json.RawMessage `json:"params,omitempty"`
 	// Notes say which of the request's settings the fleet cannot honour; the answer
 	// repeats them (Search.Unhonoured are added to them).
-	Notes []string
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Message is one turn.

@@ -86,12 +86,16 @@ func TestSearchSettings(t *testing.T) {
 	if len(cr.Tools) != 1 || s == nil || s.Engine != "brave" || s.MaxUses != 2 || s.Count != 3 || s.AllowedDomains[0] != "a.org" || s.BlockedDomains[0] != "x.com" {
 		t.Fatalf("tools %d search %+v", len(cr.Tools), s)
 	}
-	body, _ := cr.Body("up", cr.Messages, cr.Tools)
-	if strings.Contains(string(body), "web_search") || strings.Contains(string(body), "googleSearch") {
+	req, err = wire.FromChat(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := wire.ChatModel.EncodeRequest(req, "up"); strings.Contains(string(body), "web_search") || strings.Contains(string(body), "googleSearch") {
 		t.Errorf("search declarations forwarded upstream: %s", body)
 	}
 	// The stored form round-trips through the chat worker's reader.
-	stored := `{"model":"m","messages":[{"role":"user","content":"hi"}],"searchfleet":` + string(llm.FleetField("openai.responses", s, []string{"n"})) + `}`
+	fleet, _ := json.Marshal(map[string]any{"protocol": "openai.responses", "search": s, "notes": []string{"n"}})
+	stored := `{"model":"m","messages":[{"role":"user","content":"hi"}],"searchfleet":` + string(fleet) + `}`
 	back, err := llm.DecodeChatRequest([]byte(stored))
 	if err != nil || back.Protocol != "openai.responses" || back.Search.MaxUses != 2 || back.Notes[0] != "n" || len(back.Extra) != 0 {
 		t.Fatalf("stored form: %v %+v", err, back)

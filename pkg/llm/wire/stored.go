@@ -1,0 +1,119 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// StoredFormat is the format version of a job's stored request. Format 2 is the
+// canonical Request with the protocol the client spoke; format 1 (no "format" key) is
+// the OpenAI Chat request the fleet stored before, with the client's protocol, search
+// settings and notes under llm.FleetKey. Jobs stored in format 1 stay readable for
+// their retention.
+const StoredFormat = 2
+
+// Stored is a job's request as the fleet keeps it: decoded once from the client's
+// protocol at the ingress, read by the chat worker at each step.
+type Stored struct {
+	Format int `json:"format"`
+	// Protocol is the protocol the client spoke: the ingress answers in it.
+	Protocol Protocol `json:"protocol"`
+	Request  *Request `json:"request"`
+}
+
+// EncodeStored is req, which the client sent in protocol p, as a job stores it.
+func EncodeStored(p Protocol, req *Request) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&Stored{Format: StoredFormat, Protocol: p, Request: req}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// DecodeStored reads a job's stored request, in either format.
+func DecodeStored(b []byte) (*Stored, error) {
+	var head struct {
+		Format int `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, err
+	}
+	switch head.Format {
+	case StoredFormat:
+		var s Stored
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, err
+		}
+		if s.Request == nil {
+			return nil, fmt.Errorf("stored request of format %d has no request", s.Format)
+		}
+		return &s, nil
+	case 0:
+		cr, err := llm.DecodeChatRequest(b)
+		if err != nil {
+			return nil, err
+		}
+		r, err := FromChat(cr)
+		if err != nil {
+			return nil, err
+		}
+		r.Notes = cr.Notes
+		p := Protocol(cr.Protocol)
+		if p == "" {
+			p = OpenAIChat
+		}
+		return &Stored{Format: 1, Protocol: p, Request: r}, nil
+	}
+	return nil, fmt.Errorf("stored request of unknown format %d", head.Format)
+}
+
+// ToolNames are the names of the request's client tools.
+func (r *Request) ToolNames() []string {
+	out := make([]string, len(r.Tools))
+	for i, t := range r.Tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// LatestUserText is the text of the conversation's latest user message (what the
+// intent classifier reads, as earlier turns already had their chance and the sticky
+// flag carries an intent through the hops of one chain, and what a job listing shows);
+// "" when it has none. A user message that holds only tool results is not a user turn.
+func LatestUserText(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != RoleUser {
+			continue
+		}
+		var b strings.Builder
+		text := false
+		for _, p := range msgs[i].Parts {
+			if p.Kind == PartText {
+				if text {
+					b.WriteByte('\n')
+				}
+				b.WriteString(p.Text)
+				text = true
+			}
+		}
+		if text || !onlyResults(msgs[i].Parts) {
+			return b.String()
+		}
+	}
+	return ""
+}
+
+func onlyResults(parts []Part) bool {
+	for _, p := range parts {
+		if p.Kind != PartToolResult {
+			return false
+		}
+	}
+	return len(parts) > 0
+}
