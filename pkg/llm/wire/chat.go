@@ -189,8 +189,9 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 	return parts, nil
 }
 
-// EncodeRequest renders r as a Chat request body for model: the form the chat worker
-// runs every job in.
+// EncodeRequest renders r as a Chat request body for model, with every protocol's
+// reasoning state under llm.ReasoningKey (the form jobs stored in format 1 hold; a
+// model gets ChatModel's encoding instead).
 func (chatCodec) EncodeRequest(r *Request, model string) ([]byte, error) {
 	out, err := chatRequest(r, model, false)
 	if err != nil {
