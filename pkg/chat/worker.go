@@ -488,9 +488,7 @@ func (w *Worker) modelRequest(v *view, h int, offered, fetchOffered, gp bool, mo
 	if offered || fetchOffered || v.hasResults(h) {
 		req.System = withPolicy(base.System)
 	}
-	if offered || fetchOffered {
-		req.Tools = base.Tools[:len(base.Tools):len(base.Tools)]
-	}
+	req.Tools = base.Tools[:len(base.Tools):len(base.Tools)] // the server tools are appended to a copy
 	for _, name := range []string{intent.ToolName, intent.FetchToolName} {
 		if name == intent.ToolName && !offered || name == intent.FetchToolName && !fetchOffered {
 			continue
