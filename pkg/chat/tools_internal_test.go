@@ -16,18 +16,7 @@ import (
 func TestOfferFetchRendersTheMessagesTheModelCallUses(t *testing.T) {
 	t.Parallel()
 	turn, _ := json.Marshal(&turn{Message: json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"web_search","arguments":"{\"query\":\"weather in Paris\"}"}}]}`), Finish: "tool_calls", Offered: true})
-	calls, _ := json.Marshal([]call{{ID: "c1", Engine: "brave", Query: engines.Query{Query: "weather in Paris"}, Salt: "00"}})
-	done := search.Done{JobID: "j1", Hop: 0, CallID: "c1", Engine: "brave", Result: engines.Result{Query: "weather in Paris",
-		Citation: engines.Citation{Sources: []engines.Source{{Web: engines.Web{Title: "Paris weather", URI: "https://weather.example/paris"}}}}}}
-	msg, err := bus.Encode("test", done)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain := &state.Chain{Hops: map[int]*state.Hop{0: {Turn: turn, Calls: calls, Expected: 1, Results: map[string]json.RawMessage{"c1": msg.Data}}}}
-	v, err := newView(&state.Job{ID: "j1", Model: "m", Request: []byte(`{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}]}`)}, chain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := searchedView(t, turn)
 	w := &Worker{MaxFetches: 2, MaxHops: 4}
 	if !w.offerFetch(v, 1) {
 		t.Fatal("hop 1 does not offer web_fetch with a source in the chain")
@@ -40,4 +29,22 @@ func TestOfferFetchRendersTheMessagesTheModelCallUses(t *testing.T) {
 	if len(msgs) != 2 || &msgs[0] != &r.msgs[0] || srcs != r.srcs || len(srcs.list) != 1 {
 		t.Errorf("the model call renders its messages again: %d messages, %d sources", len(msgs), len(srcs.list))
 	}
+}
+
+// searchedView is the view of job j1 ("weather in Paris?") whose hop 0 stored turn
+// (one web_search call, c1) and whose call found one page.
+func searchedView(t *testing.T, turn []byte) *view {
+	t.Helper()
+	calls, _ := json.Marshal([]call{{ID: "c1", Engine: "brave", Query: engines.Query{Query: "weather in Paris"}, Salt: "00"}})
+	done, err := bus.Encode("test", search.Done{JobID: "j1", Hop: 0, CallID: "c1", Engine: "brave", Result: engines.Result{Query: "weather in Paris",
+		Citation: engines.Citation{Sources: []engines.Source{{Web: engines.Web{Title: "Paris weather", URI: "https://weather.example/paris"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := &state.Chain{Hops: map[int]*state.Hop{0: {Turn: turn, Calls: calls, Expected: 1, Results: map[string]json.RawMessage{"c1": done.Data}}}}
+	v, err := newView(&state.Job{ID: "j1", Model: "m", Request: []byte(`{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}]}`)}, chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

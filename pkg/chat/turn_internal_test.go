@@ -6,11 +6,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
-	"github.com/searchfleet/searchfleet/pkg/bus"
-	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"github.com/searchfleet/searchfleet/pkg/search"
-	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // A hop's answer is kept as the model gave it (its thinking block with its signature,
@@ -30,17 +26,7 @@ func TestTurnsStoredInEitherFormReadTheSame(t *testing.T) {
 
 	history := func(stored []byte) []wire.Message {
 		t.Helper()
-		calls, _ := json.Marshal([]call{{ID: "c1", Engine: "brave", Query: engines.Query{Query: "weather in Paris"}, Salt: "00"}})
-		done, err := bus.Encode("test", search.Done{JobID: "j1", Hop: 0, CallID: "c1", Engine: "brave", Result: engines.Result{Query: "weather in Paris",
-			Citation: engines.Citation{Sources: []engines.Source{{Web: engines.Web{Title: "Paris weather", URI: "https://weather.example/paris"}}}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		chain := &state.Chain{Hops: map[int]*state.Hop{0: {Turn: stored, Calls: calls, Expected: 1, Results: map[string]json.RawMessage{"c1": done.Data}}}}
-		v, err := newView(&state.Job{ID: "j1", Model: "m", Request: []byte(`{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}]}`)}, chain)
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := searchedView(t, stored)
 		if tn, ok := v.turn(0); !ok || tn.parseErr != nil {
 			t.Fatalf("the stored turn does not read: %v", tn.parseErr)
 		}
