@@ -322,7 +322,7 @@ var geminiStops = map[string]StopReason{"STOP": StopEndTurn, "MAX_TOKENS": StopM
 	"BLOCKLIST": StopRefusal, "PROHIBITED_CONTENT": StopRefusal, "SPII": StopRefusal, "IMAGE_SAFETY": StopRefusal}
 
 // DecodeResponse reads a generateContent answer: the first candidate's text parts
-// (thought parts skipped) and functionCall parts (each given an id when it has none,
+// (thought summaries as reasoning parts) and functionCall parts (each given an id when it has none,
 // after its thoughtSignature as a reasoning part),
 // usage (thinking tokens count as output) and the finish reason; a prompt blocked
 // before any candidate is a refusal.
@@ -387,9 +387,6 @@ func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 			if acc.chunks == 1 {
 				acc.partBase = append(acc.partBase, base+text.Len())
 			}
-			if p.Thought {
-				continue
-			}
 			if p.FunctionCall != nil {
 				acc.parts = append(acc.parts, p)
 				continue
@@ -397,11 +394,13 @@ func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 			if p.Text == "" {
 				continue
 			}
-			text.WriteString(p.Text)
-			if n := len(acc.parts); n > 0 && acc.parts[n-1].FunctionCall == nil {
+			if !p.Thought {
+				text.WriteString(p.Text) // a thought summary is not the answer's text
+			}
+			if n := len(acc.parts); n > 0 && acc.parts[n-1].FunctionCall == nil && acc.parts[n-1].Thought == p.Thought {
 				acc.parts[n-1].Text += p.Text
 			} else {
-				acc.parts = append(acc.parts, geminiPart{Text: p.Text})
+				acc.parts = append(acc.parts, geminiPart{Text: p.Text, Thought: p.Thought})
 			}
 		}
 	}
@@ -412,7 +411,9 @@ func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 func (acc *geminiAccumulator) textLen() int {
 	n := 0
 	for _, p := range acc.parts {
-		n += len(p.Text)
+		if !p.Thought {
+			n += len(p.Text)
+		}
 	}
 	return n
 }
@@ -438,6 +439,12 @@ func (acc *geminiAccumulator) response() *Response {
 			}
 			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: id, Name: fc.Name, Arguments: compactArgs(fc.Args)}})
 			r.Stop = StopToolUse
+			continue
+		}
+		if p.Thought {
+			// A thought summary (thinkingConfig.includeThoughts): the model's
+			// reasoning in words, never sent back to it.
+			r.Content = append(r.Content, Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: Gemini, Text: p.Text}})
 			continue
 		}
 		r.Content = append(r.Content, Part{Kind: PartText, Text: p.Text})

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -331,5 +332,35 @@ func TestResponsesCitationSpans(t *testing.T) {
 	}
 	if got := wire.ResponsesPageURL("https://meteo.example/zurich?utm_source=openai"); got != "https://meteo.example/zurich" {
 		t.Errorf("page URL %q", got)
+	}
+}
+
+// A Gemini thought summary is the model's reasoning, not its answer: it reads as a
+// reasoning part (a Chat client gets it as reasoning_content, as DeepSeek sends it),
+// never in the answer's text, and it is not sent back to the model on a later hop.
+func TestGeminiThoughtSummaryIsReasoning(t *testing.T) {
+	r, err := wire.GeminiModel.DecodeResponse(fixtures.Read("gemini/docs-shape-thought-summary.CONSTRUCTED.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Content) != 2 || r.Content[0].Kind != wire.PartReasoning || r.Content[0].Reasoning.Protocol != wire.Gemini ||
+		!strings.HasPrefix(r.Content[0].Reasoning.Text, "**Weighing the question**") {
+		t.Fatalf("content %+v", r.Content)
+	}
+	if r.Text() != "The capital of Australia is Canberra." || r.Usage.OutputTokens != 8+214 {
+		t.Errorf("text %q, output tokens %d", r.Text(), r.Usage.OutputTokens)
+	}
+	msg, finish := wire.TurnOf(r).ChatMessage()
+	if msg["content"] != "The capital of Australia is Canberra." || !strings.Contains(fmt.Sprint(msg["reasoning_content"]), "Canberra, not Sydney") || finish != "stop" {
+		t.Errorf("Chat message %v, finish %q", msg, finish)
+	}
+	next := &wire.Request{Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "Capital of Australia?"}}},
+		{Role: wire.RoleAssistant, Parts: wire.TurnOf(r).Parts}, {Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "And of Canada?"}}}}}
+	out, err := wire.GeminiModel.EncodeRequest(next, "gemini-2.5-flash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "Weighing") || strings.Contains(string(out), `"thought"`) {
+		t.Errorf("the thought summary went back to the model: %s", out)
 	}
 }
