@@ -69,24 +69,33 @@ end
 if not m[1] and not m[2] then redis.call('EXPIRE', KEYS[2], ARGV[8]) end
 `
 
+// moveCost is the Lua function that moves a call's entry in the day (KEYS[1]) and month
+// (KEYS[2]) from pu micro-dollars and pn searches to cu and cn (settleSpend,
+// settleTurnSpend).
+const moveCost = `
+local function move(pu, pn, cu, cn)
+  if cu ~= pu then
+    redis.call('HINCRBY', KEYS[1], 'usd', cu - pu)
+    redis.call('HINCRBY', KEYS[2], 'usd', cu - pu)
+  end
+  if cn ~= pn then
+    redis.call('HINCRBY', KEYS[1], 'n', cn - pn)
+    redis.call('HINCRBY', KEYS[2], 'n', cn - pn)
+  end
+end
+`
+
 // settleSpend moves a reservation to what the call really cost, adjusting the day and
 // month by the difference; settling again to the same cost changes nothing.
 // KEYS as reserveSpend; ARGV[1] call, ARGV[2] cost in micro-dollars, ARGV[3] searches.
 // Returns 0 when the call holds no reservation.
-var settleSpend = redis.NewScript(`
+var settleSpend = redis.NewScript(moveCost + `
 local r = redis.call('HGET', KEYS[3], ARGV[1])
 if not r then return 0 end
 local sep = string.find(r, ':', 1, true)
 local pu, pn = tonumber(string.sub(r, 1, sep - 1)), tonumber(string.sub(r, sep + 1))
 local cu, cn = tonumber(ARGV[2]), tonumber(ARGV[3])
-if cu ~= pu then
-  redis.call('HINCRBY', KEYS[1], 'usd', cu - pu)
-  redis.call('HINCRBY', KEYS[2], 'usd', cu - pu)
-end
-if cn ~= pn then
-  redis.call('HINCRBY', KEYS[1], 'n', cn - pn)
-  redis.call('HINCRBY', KEYS[2], 'n', cn - pn)
-end
+move(pu, pn, cu, cn)
 redis.call('HSET', KEYS[3], ARGV[1], cu .. ':' .. cn)
 return 1
 `)

@@ -139,7 +139,7 @@ return 'ok'
 // recorded; settling again to the same cost changes nothing. KEYS as
 // reserveTurnSpend; ARGV[1] call, ARGV[2] cost, ARGV[3] searches, ARGV[4] day TTL s,
 // ARGV[5] month TTL s. Returns 1 when the cost is new to the ledger.
-var settleTurnSpend = redis.NewScript(sweepPending + `
+var settleTurnSpend = redis.NewScript(sweepPending + moveCost + `
 local v = redis.call('HGET', KEYS[3], ARGV[1])
 local cu, cn = tonumber(ARGV[2]), tonumber(ARGV[3])
 local pu, pn, pend = 0, 0, false
@@ -147,14 +147,7 @@ if v then pu, pn, pend = parse(v) end
 if v and not pend then
   if pu == cu and pn == cn then return 0 end
 end
-if cu ~= pu then
-  redis.call('HINCRBY', KEYS[1], 'usd', cu - pu)
-  redis.call('HINCRBY', KEYS[2], 'usd', cu - pu)
-end
-if cn ~= pn then
-  redis.call('HINCRBY', KEYS[1], 'n', cn - pn)
-  redis.call('HINCRBY', KEYS[2], 'n', cn - pn)
-end
+move(pu, pn, cu, cn)
 redis.call('HSET', KEYS[3], ARGV[1], cu .. ':' .. cn)
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
