@@ -112,18 +112,26 @@ func (s *Server) newChatJob(w http.ResponseWriter, r *http.Request, cr *llm.Chat
 		writeWireError(w, wire.Chat, wire.AsError(err))
 		return nil, nil, false
 	}
-	if req.Reasoning != nil && req.Reasoning.Effort != "" {
-		notes = s.reasoningNotes(wire.OpenAIChat, &wire.ReasoningConfig{Effort: req.Reasoning.Effort}, req.Model)
-		req.Notes = notes
-	}
-	stored, err := wire.EncodeStored(wire.OpenAIChat, req)
-	if err != nil {
+	notes = s.reasoningNotes(wire.OpenAIChat, req.Reasoning, req.Model)
+	req.Notes = notes
+	if job, err = s.newJob(r, "job_", wire.OpenAIChat, req); err != nil {
 		writeWireError(w, wire.Chat, wire.Invalid("", "The request cannot be run: %s", err))
 		return nil, nil, false
 	}
+	return job, notes, true
+}
+
+// newJob is the job of a request a client sent in protocol p, decoded: every create
+// path's. Its request is stored as decoded (wire.Stored), never re-encoded in another
+// protocol, and its question is kept for listings.
+func (s *Server) newJob(r *http.Request, idPrefix string, p wire.Protocol, req *wire.Request) (*state.Job, error) {
+	stored, err := wire.EncodeStored(p, req)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
-	return &state.Job{ID: state.NewID("job_"), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
-		Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout)}, notes, true
+	return &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
+		Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout)}, nil
 }
 
 // submit records a job and publishes it (enqueue), answering the request in the

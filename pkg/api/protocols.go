@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -70,14 +69,11 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			fail(e)
 			return
 		}
-		stored, err := wire.EncodeStored(codec.Protocol(), req)
+		job, err := s.newJob(r, idPrefix, codec.Protocol(), req)
 		if err != nil {
 			fail(wire.Invalid("", "The request cannot be run: %s", err))
 			return
 		}
-		now := time.Now().UTC()
-		job := &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
-			Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout)}
 		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
 		if rr != nil {
 			base.Echo = rr.echo
