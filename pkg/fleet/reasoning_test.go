@@ -297,8 +297,9 @@ func TestChatReasoningContentSurvivesTheSearchLoop(t *testing.T) {
 // model's reasoning as a reasoning item before the message, through openai-go,
 // non-streamed and streamed: from the Claude brain its thinking (the reasoning effort
 // went to it as a thinking budget, and the thinking survived the search loop), from
-// the Responses brain its own reasoning item's summary. Asked without a summary, the
-// Claude brain's thinking is not given.
+// the Responses brain its own reasoning item's summary, from the Gemini brain its
+// thought summary (includeThoughts). Asked without a summary, the Claude brain's
+// thinking is not given.
 func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
 	t.Parallel()
 	f, _ := reasoningFleet(t)
@@ -318,7 +319,7 @@ func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
 		}
 		return kinds, text
 	}
-	for _, model := range []string{demo.ModelClaude, demo.ModelResponses} {
+	for _, model := range []string{demo.ModelClaude, demo.ModelResponses, demo.ModelGemini} {
 		resp, err := c.Responses.New(ctx(t), params(model, "auto"))
 		if err != nil {
 			t.Fatal(err)

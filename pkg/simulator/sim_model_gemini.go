@@ -132,8 +132,14 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 		calls = append(calls, part)
 	}
+	var thought []any
+	if geminiIncludesThoughts(body) {
+		// A thought summary, as Gemini gives one with includeThoughts: a part of its
+		// own, marked thought, before the answer's parts.
+		thought = []any{map[string]any{"text": "**Reading the question**\n\nThe user asks: " + a.user, "thought": true}}
+	}
 	if method == "generateContent" {
-		var parts []any
+		parts := thought
 		if a.text != "" {
 			parts = append(parts, map[string]string{"text": a.text})
 		}
@@ -141,6 +147,9 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var evs []wire.Event
+	if thought != nil {
+		evs = append(evs, wire.Event{Data: answer(thought, "")})
+	}
 	for _, tok := range tokens(a.text) {
 		evs = append(evs, wire.Event{Data: answer([]any{map[string]string{"text": tok}}, "")})
 	}

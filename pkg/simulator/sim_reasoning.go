@@ -286,6 +286,20 @@ func geminiThinkingOn(body []byte) bool {
 	return len(req.GenerationConfig.ThinkingConfig) > 0
 }
 
+// geminiIncludesThoughts reports whether a request asks for thought summaries
+// (thinkingConfig.includeThoughts).
+func geminiIncludesThoughts(body []byte) bool {
+	var req struct {
+		GenerationConfig struct {
+			ThinkingConfig struct {
+				IncludeThoughts bool `json:"includeThoughts"`
+			} `json:"thinkingConfig"`
+		} `json:"generationConfig"`
+	}
+	json.Unmarshal(body, &req)
+	return req.GenerationConfig.ThinkingConfig.IncludeThoughts
+}
+
 // geminiSignatureError checks the current turn's function calls as Gemini 3 does;
 // carried counts the signatures checked.
 func geminiSignatureError(body []byte) (msg string, carried int) {

@@ -495,8 +495,6 @@ func ReasoningNotes(client Protocol, c *ReasoningConfig, target Protocol, model 
 		switch {
 		case target == OpenAIChat:
 			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: %s is not asked for reasoning summaries (its Chat Completions API has no such setting)", model))
-		case target == Gemini:
-			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: the fleet does not return %s's thoughts", model))
 		case target == AnthropicMessages && !c.Adaptive && c.BudgetOf() == 0:
 			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: %s thinks only when reasoning.effort is set", model))
 		}

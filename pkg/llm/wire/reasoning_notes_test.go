@@ -12,7 +12,8 @@ import (
 // Every reasoning setting a client can send, to every kind of model: the request's
 // notes name the setting, in the client's own parameter name, exactly when the
 // model's codec cannot carry it (an effort and a budget map onto each other and are
-// carried; a summary to a model whose answer gives no readable reasoning, adaptive
+// carried, and a Gemini model returns its thought summaries; a summary to a model whose
+// answer gives no readable reasoning, adaptive
 // thinking to an effort-only model, and thinking turned off for a model that always
 // thinks are not).
 func TestReasoningNotesNameWhatTheModelCannotTake(t *testing.T) {
@@ -40,9 +41,9 @@ func TestReasoningNotesNameWhatTheModelCannotTake(t *testing.T) {
 		{"chat effort", wire.Chat, `"reasoning_effort":"high"`, nil},
 		{"chat effort none", wire.Chat, `"reasoning_effort":"none"`, map[target]string{pro25: "reasoning_effort none", gemini3: "reasoning_effort none"}},
 		{"responses effort and summary", wire.Responses, `"reasoning":{"effort":"low","summary":"auto"}`,
-			map[target]string{chat: "reasoning.summary", flash: "reasoning.summary", pro25: "reasoning.summary", gemini3: "reasoning.summary"}},
+			map[target]string{chat: "reasoning.summary"}},
 		{"responses summary alone", wire.Responses, `"reasoning":{"summary":"detailed"}`,
-			map[target]string{chat: "reasoning.summary", claude: "reasoning.summary", flash: "reasoning.summary", pro25: "reasoning.summary", gemini3: "reasoning.summary"}},
+			map[target]string{chat: "reasoning.summary", claude: "reasoning.summary"}},
 		{"responses effort none", wire.Responses, `"reasoning":{"effort":"none","summary":"auto"}`, map[target]string{pro25: "reasoning.effort none", gemini3: "reasoning.effort none"}},
 		{"messages budget", wire.Anthropic, `"thinking":{"type":"enabled","budget_tokens":4096}`, nil},
 		{"messages adaptive", wire.Anthropic, `"thinking":{"type":"adaptive"}`, map[target]string{chat: "thinking.type adaptive", resp: "thinking.type adaptive"}},
