@@ -153,12 +153,15 @@ func TestHoldRenewsUntilReleased(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	key := s.K.Lease("j", 3)
-	release, _, err := s.Hold(ctx, key, "w1", 300*time.Millisecond)
+	// A TTL a loaded machine's scheduler cannot outlast between renewals (every third of
+	// it); the sleep is more than twice the TTL.
+	const ttl = time.Second
+	release, _, err := s.Hold(ctx, key, "w1", ttl)
 	if err != nil || release == nil {
 		t.Fatalf("Hold: %v", err)
 	}
-	time.Sleep(700 * time.Millisecond) // more than twice the TTL
-	if ok, left, _ := s.Lease(ctx, key, "w2", time.Second); ok || left <= 0 || left > 300*time.Millisecond {
+	time.Sleep(2*ttl + 300*time.Millisecond)
+	if ok, left, _ := s.Lease(ctx, key, "w2", time.Second); ok || left <= 0 || left > ttl {
 		t.Fatalf("the lease lapsed under a live holder (ok=%v left=%s)", ok, left)
 	}
 	if r2, left, _ := s.Hold(ctx, key, "w2", time.Second); r2 != nil || left <= 0 {
