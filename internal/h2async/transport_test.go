@@ -247,7 +247,10 @@ func TestConcurrencyLimitOpensConnections(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("connections used: %d, peak streams per conn %d, peak total %d", len(active), peakPerConn, peakTotal)
-	if peakPerConn > 100 || peakTotal <= 100 || len(active) < 10 {
+	// The streams in flight at the peak needed at least peakTotal/100 connections. (How
+	// high the peak goes depends on how fast the requests are sent against how fast
+	// they end: on a loaded machine 9 connections carried a peak of 488.)
+	if peakPerConn > 100 || peakTotal <= 100 || len(active) < (peakTotal+99)/100 {
 		t.Fatalf("per-conn peak %d (limit 100), total peak %d, conns %d", peakPerConn, peakTotal, len(active))
 	}
 }
