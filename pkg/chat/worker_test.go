@@ -217,7 +217,7 @@ type harness struct {
 	// sync hands the worker deliveries that cannot be deferred, so a model call runs
 	// on the handler's goroutine (Complete) and a panic at a failpoint reaches the test,
 	// as a crashing process would. Otherwise deliveries are deferrable, as a consumer's
-	// are, and model calls take the llm.Starter path.
+	// are, and model calls take the Start path.
 	sync bool
 }
 

@@ -477,7 +477,7 @@ func Transport() *http.Transport {
 
 // ModelClient is the HTTP client of the main models. With async, an h2async.Transport
 // carries calls to HTTPS providers that speak HTTP/2, so a call waiting for its
-// answer holds no goroutine (the chat worker makes it with llm.Starter and its step
+// answer holds no goroutine (the chat worker makes it with its model caller's Start and its step
 // ends when the answer is in); Transport carries the rest (plain http, proxies,
 // HTTP/1-only servers). Without, Transport carries everything. No Timeout: each
 // call's context bounds it (FLEET_MODEL_TIMEOUT).

@@ -15,7 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// Chat is a caller spoken to in Chat: an llm.Caller and an llm.Starter.
+// Chat is a caller spoken to in Chat: an llm.Caller and an llmtest.Starter.
 type Chat struct{ *upstream.Caller }
 
 var (
