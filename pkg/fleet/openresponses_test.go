@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,6 +165,74 @@ func TestOpenResponsesComplianceTwoTurnsEveryModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A reasoning search (the OpenAI SDK quickstart's question, reasoning summaries asked
+// for) answered whole and streamed gives the same kinds of output item, for every
+// model: a streamed answer keeps the reasoning summary item the whole one has, its
+// text sent as summary deltas, and both messages carry url_citation annotations.
+func TestOpenResponsesComplianceReasoningStreamedLikeWholeEveryModel(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	for _, m := range listedModels(t, f) {
+		t.Run(m, func(t *testing.T) {
+			req := fmt.Sprintf(`{"model":%q,"stream":%%v,"input":"Search the web: latest Go release?",
+				"tools":[{"type":"web_search"}],"reasoning":{"effort":"low","summary":"auto"}}`, m)
+			whole, _ := respond(t, f, fmt.Sprintf(req, false), false)
+			streamed, evs := respond(t, f, fmt.Sprintf(req, true), true)
+			wantKinds, gotKinds := itemKinds(t, whole), itemKinds(t, streamed)
+			if !slices.Equal(gotKinds, wantKinds) {
+				t.Errorf("streamed output items %v, whole %v", gotKinds, wantKinds)
+			}
+			if slices.Contains(gotKinds, "reasoning") && !hasEvent(evs, "response.reasoning_summary_text.delta") {
+				t.Error("a reasoning item without response.reasoning_summary_text.delta events")
+			}
+		})
+	}
+}
+
+// itemKinds are the sorted types of a response's output items, with "url_citation"
+// once for a message that has url_citation annotations; it fails the test without a
+// cited message.
+func itemKinds(t *testing.T, r map[string]any) []string {
+	t.Helper()
+	var out []struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Annotations []struct {
+				Type string `json:"type"`
+			} `json:"annotations"`
+		} `json:"content"`
+	}
+	b, _ := json.Marshal(r["output"])
+	json.Unmarshal(b, &out)
+	var kinds []string
+	for _, it := range out {
+		kinds = append(kinds, it.Type)
+		for _, c := range it.Content {
+			if len(c.Annotations) > 0 && c.Annotations[0].Type == "url_citation" {
+				kinds = append(kinds, "url_citation")
+			}
+		}
+	}
+	if !slices.Contains(kinds, "url_citation") {
+		t.Errorf("no message with url_citation annotations: %s", b)
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
+}
+
+// hasEvent reports whether evs has an event of type typ.
+func hasEvent(evs []openresponses.Event, typ string) bool {
+	for _, e := range evs {
+		var o struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(e.Data, &o) == nil && o.Type == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // listedModels are the models GET /v1/models lists.

@@ -411,9 +411,10 @@ func chatReasoningError(req chatRequest, body []byte) (msg string, carried int) 
 	return "", carried
 }
 
-// chatReasoning checks a Chat reasoning request (ok false: refused, the error written).
+// chatReasoning checks a Chat reasoning request (ok false: refused, the error written),
+// streamed or not: a reasoning model thinks either way.
 func (s *Server) chatReasoning(w http.ResponseWriter, req chatRequest, body []byte) (on, ok bool) {
-	if req.Stream || !chatReasoningOn(body) {
+	if !chatReasoningOn(body) {
 		return false, true
 	}
 	msg, carried := chatReasoningError(req, body)
@@ -430,14 +431,16 @@ func (s *Server) chatReasoning(w http.ResponseWriter, req chatRequest, body []by
 }
 
 // withReasoningContent gives a scripted Chat answer its reasoning_content, and its
-// tool calls ids that say so.
+// tool calls ids that say so. The calls stay a []any of objects, the shape
+// streamAnswer reads, so a streamed answer keeps them.
 func withReasoningContent(msg map[string]any, user, id string) map[string]any {
 	msg["reasoning_content"] = signedReasoning(thinkingText(user, id))
 	if calls, ok := msg["tool_calls"]; ok {
-		var tcs []map[string]any
+		var tcs []any
 		b, _ := json.Marshal(calls)
 		json.Unmarshal(b, &tcs)
-		for _, tc := range tcs {
+		for _, c := range tcs {
+			tc, _ := c.(map[string]any)
 			if s, _ := tc["id"].(string); s != "" {
 				tc["id"] = "call_rc_" + strings.TrimPrefix(s, "call_")
 			}

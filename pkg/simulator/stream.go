@@ -125,6 +125,14 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map
 	if !delta(first) {
 		return
 	}
+	// A reasoning model (DeepSeek, Kimi) streams its reasoning_content before the
+	// answer, a piece at a time, as it streams the content.
+	reasoning, _ := msg["reasoning_content"].(string)
+	for _, tok := range tokens(reasoning) {
+		if !delta(map[string]any{"reasoning_content": tok}) {
+			return
+		}
+	}
 	for _, tok := range tokens(content) {
 		if !delta(map[string]any{"content": tok}) {
 			return

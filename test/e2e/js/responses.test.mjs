@@ -72,6 +72,34 @@ test('responses: the stream helper rebuilds the same answer from well-formed eve
   assert.deepEqual(citationKeys(assertCited(final)), citationKeys(assertCited(whole)));
 });
 
+// The OpenAI quickstart's search question asked of a reasoning model: the SDK parses the
+// reasoning summary item and the cited message, created whole and streamed alike.
+test('responses: a reasoning model answers a search with its summary item and a cited message', async () => {
+  const params = { model, input: 'Search the web: latest Go release?', tools: [{ type: 'web_search' }], reasoning: { effort: 'low', summary: 'auto' } };
+  const assertReasoned = (r) => {
+    const summary = r.output.filter((o) => o.type === 'reasoning').flatMap((o) => o.summary);
+    assert.ok(summary.length > 0, `no reasoning summary in ${JSON.stringify(r.output)}`);
+    for (const part of summary) {
+      assert.equal(part.type, 'summary_text');
+      assert.ok(part.text);
+    }
+    assert.ok(r.output_text, 'no output_text');
+    // A stream that sent the answer's text before its reasoning was known adds the
+    // reasoning item after the message; the cited message is checked without it.
+    return assertCited({ ...r, output: r.output.filter((o) => o.type !== 'reasoning') });
+  };
+  const whole = await openai.responses.create(params);
+  const stream = openai.responses.stream(params);
+  let summaryDeltas = '';
+  for await (const ev of stream) {
+    if (ev.type === 'response.reasoning_summary_text.delta') summaryDeltas += ev.delta;
+  }
+  const final = await stream.finalResponse();
+  assert.ok(summaryDeltas, 'the stream carried no reasoning summary deltas');
+  assert.deepEqual(citationKeys(assertReasoned(final)), citationKeys(assertReasoned(whole)));
+  assert.equal(final.output_text, whole.output_text);
+});
+
 test('responses: a client function call comes back untouched and its output continues', async () => {
   const params = { model, input: toolPrompt, tools: [weatherTool] };
   const r = await openai.responses.create(params);
