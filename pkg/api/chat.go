@@ -189,29 +189,33 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 // chatJob is the message that starts a chat job.
 func chatJob(job *state.Job) bus.ChatJob { return bus.ChatJob{JobID: job.ID, Tenant: job.Tenant} }
 
-// waiter watches one job's events. It subscribes before the job is published, so the
-// terminal event cannot be missed; a Redis poll backs it up across NATS reconnects.
+// waiter watches one job's events (Server.events). It is registered before the job
+// is published, so the terminal event cannot be missed; a Redis poll backs it up
+// across NATS reconnects.
 type waiter struct {
-	ch  chan *nats.Msg
-	sub *nats.Subscription
+	ch    chan *nats.Msg
+	leave func() // unregisters it from the job's events
 	// live is the job's live-stream subscription (watchLive) and on what receives its
 	// messages during wait.
 	live *nats.Subscription
 	on   func(*nats.Msg)
 }
 
-func (s *Server) watch(jobID string) (*waiter, error) {
-	wt := &waiter{ch: make(chan *nats.Msg, 32)}
-	sub, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectJobEvents(jobID)), wt.ch)
+func (s *Server) watch(jobID string) (*waiter, error) { return s.watchWith(jobID, 32) }
+
+// watchWith is a waiter of jobID whose channel holds size messages.
+func (s *Server) watchWith(jobID string, size int) (*waiter, error) {
+	wt := &waiter{ch: make(chan *nats.Msg, size)}
+	leave, err := s.events.add(s.Bus, jobID, wt)
 	if err != nil {
 		return nil, err
 	}
-	wt.sub = sub
+	wt.leave = leave
 	return wt, nil
 }
 
 func (wt *waiter) stop() {
-	wt.sub.Unsubscribe()
+	wt.leave()
 	if wt.live != nil {
 		wt.live.Unsubscribe()
 	}

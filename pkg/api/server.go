@@ -84,6 +84,9 @@ type Server struct {
 	// Console serves the web console's pages under /console/ (nil: not served).
 	Console http.Handler
 
+	// events hands the jobs' events to the requests waiting for them (waiters.go).
+	events waiters
+
 	// eventsGate bounds the JetStream API calls that event streams make at once
 	// (creating and deleting their consumers): a burst of streams queues here instead
 	// of timing out together on a loaded server (see followEvents).

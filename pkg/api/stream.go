@@ -177,19 +177,20 @@ func (l *liveAnswer) answer(base *wire.Response) *wire.Response {
 }
 
 // watchLive is watch for a streaming answer: the job's live subject joins its events
-// on the same connection and channel, so what the worker publishes arrives in order.
+// in the same channel. The connection's reader puts each live message in the channel
+// as it arrives, and an event arrives after it through the events subscription, so
+// what the worker published before the job's terminal event is there before it.
 func (s *Server) watchLive(jobID string) (*waiter, error) {
-	wt := &waiter{ch: make(chan *nats.Msg, 4096)}
-	sub, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectJobEvents(jobID)), wt.ch)
+	wt, err := s.watchWith(jobID, 4096)
 	if err != nil {
 		return nil, err
 	}
 	live, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectStream(jobID)), wt.ch)
 	if err != nil {
-		sub.Unsubscribe()
+		wt.stop()
 		return nil, err
 	}
-	wt.sub, wt.live = sub, live
+	wt.live = live
 	return wt, nil
 }
 

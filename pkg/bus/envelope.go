@@ -42,13 +42,29 @@ type envelope[T any] struct {
 	Data T         `json:"data"`
 }
 
+// Encoded is a payload encoded already: Encode puts Data in the envelope as it is.
+// For a payload whose bytes serve more than once (a finished search is stored, then
+// published): encoded once, not again here.
+type Encoded struct {
+	Payload // its kind and message id
+	// Data is the payload's JSON encoding; it is not checked.
+	Data []byte
+}
+
+// envelopeHead is an envelope without its payload (see Encoded).
+type envelopeHead struct {
+	Kind string    `json:"kind"`
+	ID   string    `json:"id"`
+	At   time.Time `json:"at"`
+}
+
 // Encode builds the NATS message for p on subject.
 func Encode(subject string, p Payload) (*nats.Msg, error) {
 	id := p.MsgID()
 	if id == "" {
 		return nil, fmt.Errorf("bus: %s message without an id", p.Kind())
 	}
-	data, err := json.Marshal(envelope[Payload]{Kind: p.Kind(), ID: id, At: time.Now().UTC(), Data: p})
+	data, err := encodeEnvelope(p, id)
 	if err != nil {
 		return nil, fmt.Errorf("bus: encoding %s: %w", p.Kind(), err)
 	}
@@ -56,10 +72,33 @@ func Encode(subject string, p Payload) (*nats.Msg, error) {
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, id)
 	m.Header.Set(HeaderKind, p.Kind())
+	if enc, ok := p.(Encoded); ok {
+		p = enc.Payload
+	}
 	if e, ok := p.(Event); ok {
 		m.Header.Set(HeaderEvent, string(e.Type))
 	}
 	return m, nil
+}
+
+// encodeEnvelope is the envelope of p, message id id: an Encoded payload's data is
+// joined to the envelope's head, any other payload is encoded with it.
+func encodeEnvelope(p Payload, id string) ([]byte, error) {
+	at := time.Now().UTC()
+	enc, ok := p.(Encoded)
+	if !ok {
+		return json.Marshal(envelope[Payload]{Kind: p.Kind(), ID: id, At: at, Data: p})
+	}
+	head, err := json.Marshal(envelopeHead{Kind: p.Kind(), ID: id, At: at})
+	if err != nil {
+		return nil, err
+	}
+	const key = `,"data":`
+	b := make([]byte, 0, len(head)+len(key)+len(enc.Data)+1)
+	b = append(b, head[:len(head)-1]...) // up to its closing brace
+	b = append(b, key...)
+	b = append(b, enc.Data...)
+	return append(b, '}'), nil
 }
 
 // ErrUndecodable marks a message that can never be handled: not JSON, the wrong kind,

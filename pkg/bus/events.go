@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,6 +27,17 @@ func (e Event) Subject() string {
 
 // SubjectJobEvents matches every event of one job (for watchers and replays).
 func SubjectJobEvents(jobID string) string { return subjectEvents + jobID + ".*" }
+
+// EventJob is the job whose event a message on subject (as this connection received
+// it, in the bus's namespace) is: "" for a subject that is not an event's.
+func (b *Bus) EventJob(subject string) string {
+	rest, ok := strings.CutPrefix(b.localSubject(subject), subjectEvents)
+	if !ok {
+		return ""
+	}
+	job, _, _ := strings.Cut(rest, ".")
+	return job
+}
 
 // SubjectJobEnd is the subject of one job's terminal event.
 func SubjectJobEnd(jobID string) string { return subjectEvents + jobID + ".end" }

@@ -106,3 +106,30 @@ func TestInvalidNamespaceRefused(t *testing.T) {
 		}
 	}
 }
+
+// EventJob reads the job of an event subject as a connection receives it, in its
+// namespace or none; any other subject is no job's event.
+func TestEventJob(t *testing.T) {
+	t.Parallel()
+	url := bustest.Server(t)
+	a := bustest.Connect(t, url, bus.WithNamespace("a"))
+	bare := bustest.Connect(t, url)
+	ev := bus.Event{JobID: "job_1", Type: bus.EventModelCall}
+	end := bus.Event{JobID: "job_2", Type: bus.EventCompleted}
+	for _, tc := range []struct {
+		b       *bus.Bus
+		subject string
+		want    string
+	}{
+		{bare, ev.Subject(), "job_1"},
+		{bare, end.Subject(), "job_2"},
+		{a, a.Subject(ev.Subject()), "job_1"},
+		{a, a.Subject(end.Subject()), "job_2"},
+		{bare, bus.SubjectStream("job_1"), ""},
+		{bare, bus.SubjectChatJob, ""},
+	} {
+		if got := tc.b.EventJob(tc.subject); got != tc.want {
+			t.Errorf("%s: EventJob(%q) = %q, want %q", tc.b.Namespace(), tc.subject, got, tc.want)
+		}
+	}
+}

@@ -77,7 +77,11 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	}
 	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: FetchEngine, Result: *PageResult(page),
 		Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID, Page: page}
-	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done); err != nil {
+	b, err := json.Marshal(&done)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done, b); err != nil {
 		return err
 	}
 	w.recordFetch(ctx, req, &done)

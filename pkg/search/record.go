@@ -45,21 +45,18 @@ func Complete(res *engines.Result) bool {
 	return res != nil && res.Citation.Error == nil
 }
 
-// record keeps a complete result of a call under its content address, among its job's
-// (and its batch's) recorded results, for the job's retention. It runs before the
-// result is published, so the chain's next hop finds it. A failure to record costs a
-// later replay or dedupe its hit, never the search itself: it is logged, not retried.
-func (w *Worker) record(ctx context.Context, req Request, res *engines.Result) {
+// record keeps a complete result of a call (rb its JSON) under its content address,
+// among its job's (and its batch's) recorded results, for the job's retention. It
+// runs before the result is published, so the chain's next hop finds it. A failure to
+// record costs a later replay or dedupe its hit, never the search itself: it is
+// logged, not retried.
+func (w *Worker) record(ctx context.Context, req Request, res *engines.Result, rb []byte) {
 	if !Complete(res) {
 		return
 	}
-	b, err := json.Marshal(res)
-	if err == nil {
-		// Under the engine the call was made for, even when a fallback answered it:
-		// that is the address the call's replay looks up.
-		err = w.Store.RecordSearch(ctx, req.JobID, Address(req.origin(), req.Query), b)
-	}
-	if err != nil {
+	// Under the engine the call was made for, even when a fallback answered it: that
+	// is the address the call's replay looks up.
+	if err := w.Store.RecordSearch(ctx, req.JobID, Address(req.origin(), req.Query), rb); err != nil {
 		w.Log.Warn("search: recording a result", "engine", req.Engine, "job", req.JobID, "err", err)
 	}
 }

@@ -89,7 +89,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if ss.Done != nil {
 		var done Done
 		if json.Unmarshal(ss.Done, &done) == nil {
-			return w.publish(ctx, req, done)
+			return w.publish(ctx, req, &done, ss.Done, nil)
 		}
 	}
 	if ss.Status == "" {
@@ -188,17 +188,61 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	return w.finish(ctx, req, d, res, elapsed)
 }
 
-// finish stores the result of a call, then publishes it.
+// finish stores the result of a call, records it, then publishes it. The result is
+// encoded once, in the form its chain reads (forChain): the stored outcome, the
+// recorded search and the resume message are the same bytes.
 func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Request], res *engines.Result, elapsed time.Duration) error {
 	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.origin(), Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID}
 	if len(req.Tried) > 0 {
 		done.Fallback = &Fallback{From: req.origin(), Engine: req.Engine, Tried: req.Tried}
 	}
-	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done); err != nil {
+	if !req.Direct {
+		forChain(&done.Result)
+	}
+	rb, err := json.Marshal(&done.Result)
+	if err != nil {
+		return bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
+	}
+	db, err := encodeDone(&done, rb)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done, db); err != nil {
 		return err
 	}
-	w.record(ctx, req, res)
-	return w.publish(ctx, req, done)
+	w.record(ctx, req, &done.Result, rb)
+	return w.publish(ctx, req, &done, db, rb)
+}
+
+// forChain drops from a result what its chain does not read: the chat worker renders
+// the model's text from the structured result (with the chain's numbering), so the
+// rendered text would only be carried and stored twice. An error result keeps its
+// text: it is what the model reads.
+func forChain(res *engines.Result) {
+	if res.Citation.Error == nil {
+		res.Citation.LLMContent = ""
+	}
+}
+
+// doneHead is a Done without its result (the shallower Result hides Done's, and
+// being nil is left out): encodeDone joins it to the result's bytes.
+type doneHead struct {
+	*Done
+	Result *struct{} `json:"result,omitempty"`
+}
+
+// encodeDone is done's JSON with rb, its result's JSON, as the result.
+func encodeDone(done *Done, rb []byte) ([]byte, error) {
+	head, err := json.Marshal(doneHead{Done: done})
+	if err != nil {
+		return nil, fmt.Errorf("search: encoding a result: %w", err)
+	}
+	const key = `,"result":`
+	b := make([]byte, 0, len(head)+len(key)+len(rb)+1)
+	b = append(b, head[:len(head)-1]...) // up to its closing brace
+	b = append(b, key...)
+	b = append(b, rb...)
+	return append(b, '}'), nil
 }
 
 // fallbackReason reports whether another engine may mend e: the engine is busy or
@@ -269,27 +313,36 @@ func (w *Worker) forward(ctx context.Context, req Request, engine string, tried 
 	return w.Bus.Publish(ctx, bus.SubjectSearch(engine), fr)
 }
 
-// publish sends a finished search on: to its chain, or, for a direct search, into the
-// job record itself.
-func (w *Worker) publish(ctx context.Context, req Request, done Done) error {
+// publish sends a finished search on: to its chain (db, done's JSON, is the message's
+// data), or, for a direct search, into the job record itself (rb is the result's
+// JSON; nil to encode it).
+func (w *Worker) publish(ctx context.Context, req Request, done *Done, db, rb []byte) error {
 	if !req.Direct {
-		// The chat worker renders the model's text from the structured result (with
-		// the chain's numbering); the rendered text would only be carried and stored
-		// twice. Error results keep theirs: it is what the model reads.
-		if done.Result.Citation.Error == nil {
-			done.Result.Citation.LLMContent = ""
-		}
-		return w.Bus.Publish(ctx, bus.SubjectResume, done)
+		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Encoded{Payload: *done, Data: db})
 	}
-	return w.completeDirect(ctx, req, done)
+	return w.completeDirect(ctx, req, &done.Result, rb)
 }
 
-// completeDirect ends a direct search job (POST /v1/search) with its result.
-func (w *Worker) completeDirect(ctx context.Context, req Request, done Done) error {
-	b, _ := json.Marshal(map[string]any{"object": "search.result", "id": req.JobID, "result": done.Result})
-	ub, _ := json.Marshal(done.Result.Usage)
+// directResult is the response of a direct search job.
+type directResult struct {
+	ID     string          `json:"id"`
+	Object string          `json:"object"`
+	Result json.RawMessage `json:"result"`
+}
+
+// completeDirect ends a direct search job (POST /v1/search) with its result res (rb
+// its JSON, nil to encode it).
+func (w *Worker) completeDirect(ctx context.Context, req Request, res *engines.Result, rb []byte) error {
+	if rb == nil {
+		var err error
+		if rb, err = json.Marshal(res); err != nil {
+			return bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
+		}
+	}
+	b, _ := json.Marshal(directResult{ID: req.JobID, Object: "search.result", Result: rb})
+	ub, _ := json.Marshal(res.Usage)
 	end := jobs.Ending{Status: state.Completed, Response: b, Usage: ub}
-	if e := done.Result.Citation.Error; e != nil {
+	if e := res.Citation.Error; e != nil {
 		end = jobs.Ending{Status: state.Failed, Error: jobs.SearchFailed(e.Type, e.Message), Response: b, Usage: ub}
 	}
 	return w.Ender.End(ctx, req.JobID, end)
@@ -315,15 +368,11 @@ func queryHash(q engines.Query) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// saveDone stores a call's outcome under its lease, before it is published. The call
-// is paid for (a search) or done (a fetch): storing it is worth riding out a Redis
-// restart (a few seconds, while the worker still holds the call's lease), or a
-// redelivery would find no result and pay or fetch again.
-func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, done *Done) error {
-	b, err := json.Marshal(done)
-	if err != nil {
-		return bus.Permanent(err)
-	}
+// saveDone stores a call's outcome (done, b its JSON) under its lease, before it is
+// published. The call is paid for (a search) or done (a fetch): storing it is worth
+// riding out a Redis restart (a few seconds, while the worker still holds the call's
+// lease), or a redelivery would find no result and pay or fetch again.
+func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, done *Done, b []byte) error {
 	return state.Persist(ctx, min(leaseTTL/2, 15*time.Second), func() error {
 		return st.SaveSearchDone(ctx, done.JobID, done.Hop, done.CallID, b)
 	})

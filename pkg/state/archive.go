@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -136,32 +136,7 @@ type coldRecord struct {
 // of them) are embedded as they are, any other as a string.
 type hashValues map[string]string
 
-// MarshalJSON writes the hash with its fields in order.
-func (h hashValues) MarshalJSON() ([]byte, error) {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeJSONString(&b, k)
-		b.WriteByte(':')
-		if v := h[k]; v != "" && (v[0] == '{' || v[0] == '[') && json.Valid([]byte(v)) {
-			b.WriteString(v)
-		} else {
-			writeJSONString(&b, v)
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// UnmarshalJSON reads what MarshalJSON wrote.
+// UnmarshalJSON reads a hash written by appendHash.
 func (h *hashValues) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -182,11 +157,132 @@ func (h *hashValues) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func writeJSONString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s)
-	b.Truncate(b.Len() - 1) // Encode's newline
+// encodeCold writes a job's archived record (a coldRecord) in one pass over its
+// hashes. The fleet wrote every value itself, so a field that holds JSON
+// (jobJSONField, chainJSONField, every recorded search) is copied in as it is,
+// neither validated nor compacted, and any other is written as a JSON string: each
+// reads back as the bytes Redis held. response is the stored response (JSON, or nil).
+func encodeCold(job, chain, searches map[string]string, response []byte) []byte {
+	n := 64 + len(response)
+	for _, h := range []map[string]string{job, chain, searches} {
+		for k, v := range h {
+			n += len(k) + len(v) + 8 // quotes, colon, comma; strings rarely need escapes
+		}
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"v":1,"job":`...)
+	b = appendHash(b, job, jobJSONField)
+	if len(chain) > 0 {
+		b = append(b, `,"chain":`...)
+		b = appendHash(b, chain, chainJSONField)
+	}
+	if len(searches) > 0 {
+		b = append(b, `,"searches":`...)
+		b = appendHash(b, searches, func(string) bool { return true }) // results, as the workers encoded them
+	}
+	if len(response) > 0 {
+		b = append(b, `,"response":`...)
+		b = append(b, response...)
+	}
+	return append(b, '}')
+}
+
+// appendHash appends h as a JSON object, its fields in order (the same hash always
+// makes the same bytes): a value of a field isJSON names is embedded when it is an
+// object or an array, any other value is a string.
+func appendHash(b []byte, h map[string]string, isJSON func(field string) bool) []byte {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		if v := h[k]; v != "" && (v[0] == '{' || v[0] == '[') && isJSON(k) {
+			b = append(b, v...)
+		} else {
+			b = appendJSONString(b, v)
+		}
+	}
+	return append(b, '}')
+}
+
+// jobJSONField reports whether a job hash field holds JSON the fleet encoded (the
+// request in its stored form, the answer, usage, trace, webhook and error); the
+// others (ids, status, times, the client's question and model name) are text, which
+// may well begin with a bracket.
+func jobJSONField(f string) bool {
+	switch f {
+	case "request", "response", "usage", "trace", "callback", "error":
+		return true
+	}
+	return false
+}
+
+// chainJSONField reports whether a chain hash field holds JSON (a hop's model turn,
+// its calls, a call's result); the counters and flags are text.
+func chainJSONField(f string) bool {
+	kind, _, _ := strings.Cut(f, ":")
+	return kind == prefixTurn || kind == prefixCalls || kind == prefixResult
+}
+
+// appendJSONString appends s as a JSON string the way encoding/json writes it without
+// HTML escaping: quotes, backslashes and control characters escaped, U+2028 and
+// U+2029 escaped (JavaScript reads them as line ends), invalid UTF-8 as U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
@@ -252,20 +348,13 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
 	}
-	rec := coldRecord{V: 1, Job: jm, Chain: cc.Val(), Searches: rc.Val()}
-	if b, err := sc.Bytes(); err == nil && json.Valid(b) {
-		rec.Response = b
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&rec); err != nil {
-		return 0, fmt.Errorf("state: encoding job %s's record: %w", id, err)
-	}
-	if err := s.archive.Put(ctx, id, buf.Bytes()); err != nil {
+	// The stored response is JSON SaveResponse encoded.
+	resp, _ := sc.Bytes()
+	rec := encodeCold(jm, cc.Val(), rc.Val(), resp)
+	if err := s.archive.Put(ctx, id, rec); err != nil {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
-	n := int64(buf.Len())
+	n := int64(len(rec))
 	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.StoredResponse(id), s.K.JobSpend(id)}
 	for f := range cc.Val() {
 		if h, call, ok := resultOf(f); ok {

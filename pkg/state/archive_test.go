@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -389,5 +390,136 @@ func TestFinishedJobsLeaveRedisSmall(t *testing.T) {
 	}
 	if got, err := e.s.GetJob(ctx, "job_many7"); err != nil || len(got.Request) < size {
 		t.Errorf("a finished job reads back with %d bytes of request: %v", len(got.Request), err)
+	}
+}
+
+// readers is what the store's readers return for one job.
+type readers struct {
+	job      *state.Job
+	searches map[string][]byte
+	response *state.StoredResponse
+}
+
+func (r readers) String() string {
+	j := r.job
+	return fmt.Sprintf("job %s %s %s model %q question %q batch %s webhook %s created %s finished %s deadline %s error %+v\n request %s\n response %s usage %s trace %s callback %s\n searches %q\n stored response %s %s %q",
+		j.ID, j.Tenant, j.Status, j.Model, j.Question, j.Batch, j.WebhookStatus, j.Created, j.Finished, j.Deadline, j.Error,
+		j.Request, j.Response, j.Usage, j.Trace, j.Callback, r.searches, r.response.Tenant, r.response.Input, r.response.Echo)
+}
+
+// memArchive is an Archive in memory: the test reads the archived bytes themselves.
+type memArchive struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (a *memArchive) Put(_ context.Context, key string, value []byte) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.m[key]; !ok {
+		a.m[key] = bytes.Clone(value)
+	}
+	return nil
+}
+
+func (a *memArchive) Get(_ context.Context, key string) ([]byte, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[key], nil
+}
+
+// An archived job reads back as Redis held it, value for value: JSON as it was
+// written (spaces and all), and text that looks like JSON (a question "[1, 2]") as
+// the text it is. Every reader then sees the same job, searches and response as
+// before the archive, with Redis or without.
+func TestArchivedJobReadsBackIdentically(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	mem := &memArchive{m: map[string][]byte{}}
+	s := state.New(rdb, prefix, time.Hour, state.WithArchive(mem))
+	ctx := context.Background()
+	const id = "job_same"
+	text := "[1, 2] \"quoted\" <b>&</b> \\ tab\t line\u2028end \x01 é 日本"
+	j := &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: `{"m": 1}`, Question: text, Batch: "b1",
+		Request:  json.RawMessage(`{"model": "m",  "messages": [ {"role": "user", "content": "<b>&</b> \u2028 é"} ]}`),
+		Callback: json.RawMessage(`{"url": "https://example.com/hook?a=1&b=2"}`), Deadline: time.Now().Add(time.Minute)}
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveResponse(ctx, id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[{"role": "user", "content": "<b>"}]`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveTurn(ctx, id, 0, []byte(`{"role": "assistant", "tool_calls": [ {"id": "c1"} ]}`), true, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveCalls(ctx, id, 0, []byte(`[ {"id": "c1", "query": "go & news"} ]`), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.RecordResult(ctx, id, 0, "c1", []byte(`{"call_id": "c1", "result": {"hits": []}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordSearch(ctx, id, "addr", []byte(`{"query": "go & news", "hits": [ ]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Finish(ctx, id, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Message: text},
+		"response", json.RawMessage(`{"choices": [ ]}`), "usage", json.RawMessage(`{"searches": 1, "cost_usd": 0.01}`),
+		"trace", json.RawMessage(`[ {"query": "go & news"} ]`)); err != nil || !ok {
+		t.Fatalf("finish = %v, %v", ok, err)
+	}
+
+	hashes := func() (job, chain, searches map[string]string, response []byte) {
+		job, _ = rdb.HGetAll(ctx, s.K.Job(id)).Result()
+		chain, _ = rdb.HGetAll(ctx, s.K.Chain(id)).Result()
+		searches, _ = rdb.HGetAll(ctx, s.K.SearchRecord(id)).Result()
+		response, _ = rdb.Get(ctx, s.K.StoredResponse(id)).Bytes()
+		return
+	}
+	read := func(what string) readers {
+		var r readers
+		var err error
+		if r.job, err = s.GetJob(ctx, id); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if r.searches, err = s.RecordedSearches(ctx, id); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if r.response, err = s.GetResponse(ctx, id); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return r
+	}
+	wantJob, wantChain, wantSearches, wantResponse := hashes()
+	want := read("before")
+
+	if _, err := s.ArchiveJob(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	job, chain, searches, response, err := state.DecodeArchived(mem.m[id])
+	if err != nil {
+		t.Fatalf("the archived record does not read: %v\n%s", err, mem.m[id])
+	}
+	for _, h := range []struct {
+		name      string
+		got, want map[string]string
+	}{{"job", job, wantJob}, {"chain", chain, wantChain}, {"searches", searches, wantSearches}} {
+		if len(h.got) != len(h.want) {
+			t.Errorf("archived %s has %d fields, Redis had %d", h.name, len(h.got), len(h.want))
+		}
+		for k, v := range h.want {
+			if h.got[k] != v {
+				t.Errorf("archived %s field %s = %q, Redis had %q", h.name, k, h.got[k], v)
+			}
+		}
+	}
+	if !bytes.Equal(response, wantResponse) {
+		t.Errorf("archived response %q, Redis had %q", response, wantResponse)
+	}
+	for _, what := range []string{"archived", "archived, Redis empty"} {
+		if what == "archived, Redis empty" {
+			rdb.Del(ctx, s.K.Job(id), s.K.JobSummary(id))
+		}
+		if got := read(what); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: readers see\n%s\nwant\n%s", what, got, want)
+		}
 	}
 }

@@ -1,0 +1,67 @@
+package search_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/search"
+)
+
+// A finished search is encoded once: the resume message carries the very bytes that
+// are stored as the call's outcome, whose result is the very bytes recorded for the
+// job, in the form the chain reads (no rendered text: the chat worker renders its
+// own); and the message decodes into the call's Done.
+func TestFinishedSearchIsEncodedOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	w := r.worker("w1", nil, nil, r.cfgs["brave"])
+	req := r.job("job_once", "brave")
+	handle(t, w, req, 1)
+	ctx := context.Background()
+
+	s, err := r.bus.JS.Stream(ctx, bus.StreamChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, bus.SubjectResume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(m.Data, &env); err != nil {
+		t.Fatalf("the resume message: %v: %s", err, m.Data)
+	}
+	ss, err := r.store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, "w2", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(env.Data, ss.Done) {
+		t.Errorf("the resume message carries\n%s\nthe stored outcome is\n%s", env.Data, ss.Done)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(ss.Done, &fields); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := r.store.RecordedSearches(ctx, req.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec[search.Address("brave", req.Query)]; !bytes.Equal(got, fields["result"]) {
+		t.Errorf("the recorded search is\n%s\nthe outcome's result\n%s", got, fields["result"])
+	}
+
+	done, _, err := bus.Decode[search.Done](m.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.JobID != req.JobID || done.CallID != req.CallID || done.Engine != "brave" || done.Attempts != 1 || done.Worker != "w1" ||
+		!search.Complete(&done.Result) || len(done.Result.Citation.Sources) == 0 || done.Result.Citation.LLMContent != "" {
+		t.Errorf("the resume message decodes as %+v", done)
+	}
+}

@@ -1,0 +1,11 @@
+package state
+
+import "encoding/json"
+
+// DecodeArchived reads an archived record as the store's readers do: each hash as
+// they see it, and the stored response.
+func DecodeArchived(b []byte) (job, chain, searches map[string]string, response []byte, err error) {
+	var rec coldRecord
+	err = json.Unmarshal(b, &rec)
+	return rec.Job, rec.Chain, rec.Searches, rec.Response, err
+}
