@@ -70,16 +70,21 @@ func TestPDFFileReachesEachModelProtocol(t *testing.T) {
 	}
 }
 
-// A binary file no protocol of the model takes, and that is not text, is refused at
-// submission with a 400 in the client's protocol naming the model and the file: no
-// job, no model call.
+// A binary file that is not text reaches a model whose protocol takes it (Gemini:
+// audio) as it is, and is refused at submission for the others: a 400 in the client's
+// protocol naming the model and the file, with no job and no model call.
 func TestBinaryFileRefusedAtSubmission(t *testing.T) {
 	f := fleettest.Start(t)
-	zip := "data:application/zip;base64," + base64.StdEncoding.EncodeToString([]byte("PK\x03\x04\x00\x00binary"))
-	for _, model := range []string{demo.ModelResponses, demo.ModelClaude, demo.ModelKimiNative} {
+	wav := "data:audio/wav;base64," + base64.StdEncoding.EncodeToString([]byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00"))
+	before := f.Sim.Stats().Requests["model_file"]
+	status, body, _ := f.Do(t, "POST", "/v1/responses", fileRequest(demo.ModelGemini, "note.wav", wav))
+	if status != 200 || f.Sim.Stats().Requests["model_file"]-before != 1 {
+		t.Fatalf("Gemini did not get the audio file as it is: %d %s", status, body)
+	}
+	for _, model := range []string{demo.Model, demo.ModelResponses, demo.ModelClaude, demo.ModelKimiNative} {
 		t.Run(model, func(t *testing.T) {
 			before := f.Sim.Stats().Requests["model"]
-			status, body, _ := f.Do(t, "POST", "/v1/responses", fileRequest(model, "archive.zip", zip))
+			status, body, _ := f.Do(t, "POST", "/v1/responses", fileRequest(model, "note.wav", wav))
 			var e struct {
 				Error struct {
 					Type    string `json:"type"`
@@ -87,7 +92,7 @@ func TestBinaryFileRefusedAtSubmission(t *testing.T) {
 				} `json:"error"`
 			}
 			if status != 400 || json.Unmarshal(body, &e) != nil || e.Error.Type != "invalid_request_error" ||
-				!strings.Contains(e.Error.Message, `"`+model+`"`) || !strings.Contains(e.Error.Message, "archive.zip") {
+				!strings.Contains(e.Error.Message, `"`+model+`"`) || !strings.Contains(e.Error.Message, "note.wav") {
 				t.Fatalf("%d %s", status, body)
 			}
 			if n := f.Sim.Stats().Requests["model"] - before; n != 0 {
