@@ -112,6 +112,10 @@ func (s *Server) newChatJob(w http.ResponseWriter, r *http.Request, cr *llm.Chat
 		writeWireError(w, wire.Chat, wire.AsError(err))
 		return nil, nil, false
 	}
+	if e := s.checkFiles(req); e != nil {
+		writeWireError(w, wire.Chat, e)
+		return nil, nil, false
+	}
 	notes = s.reasoningNotes(wire.OpenAIChat, req.Reasoning, req.Model)
 	req.Notes = notes
 	if job, err = s.newJob(r, "job_", wire.OpenAIChat, req); err != nil {

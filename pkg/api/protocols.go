@@ -69,6 +69,10 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			fail(e)
 			return
 		}
+		if e := s.checkFiles(req); e != nil {
+			fail(e)
+			return
+		}
 		job, err := s.newJob(r, idPrefix, codec.Protocol(), req)
 		if err != nil {
 			fail(wire.Invalid("", "The request cannot be run: %s", err))
@@ -144,6 +148,9 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 type ModelTarget struct {
 	Protocol wire.Protocol
 	Model    string
+	// API is the model protocol the fleet calls the model with, which says what files
+	// it takes (nil: files are not checked at submission).
+	API wire.ModelAPI
 }
 
 // reasoningNotes names the reasoning settings c of a request of protocol client that
@@ -154,6 +161,19 @@ func (s *Server) reasoningNotes(client wire.Protocol, c *wire.ReasoningConfig, m
 		return nil
 	}
 	return wire.ReasoningNotes(client, c, t.Protocol, t.Model)
+}
+
+// checkFiles refuses a file the model serving req can read neither as it is nor as
+// text: a 400 at submission rather than a job that fails when the model is called.
+func (s *Server) checkFiles(req *wire.Request) *wire.Error {
+	t, ok := s.Targets[req.Model]
+	if !ok || t.API == nil {
+		return nil
+	}
+	if _, err := wire.ModelFiles(req, t.API, req.Model); err != nil {
+		return wire.AsError(err)
+	}
+	return nil
 }
 
 // checkSearch refuses search settings the fleet cannot serve at all, and notes a

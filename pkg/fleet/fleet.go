@@ -521,16 +521,13 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 			cr = llm.NewCredentials(m.Provider, keys, llm.CredentialOptions{KeyEnv: p.APIKeyEnv, Token: p.Token, Cooldowns: o.Cooldowns, Log: o.Log})
 			creds[m.Provider] = cr
 		}
-		api, ok := wire.ModelAPIFor(p.Protocol)
+		api, ok := modelAPI(f, name)
 		if !ok {
 			return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
 		}
 		protocol := p.Protocol
 		if protocol == "" {
 			protocol = wire.ModelOpenAIChat
-		}
-		if api == wire.ChatModel && f.NativeSearch(name) {
-			api = wire.ChatModelFor(p.Kind) // Kimi's and GLM's own search, in their Chat API
 		}
 		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
 			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr})}
@@ -544,15 +541,27 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 }
 
 // modelTargets are the protocol and provider model of each client model name of the
-// config file, for the ingress's notes on reasoning settings a model cannot take.
+// config file, for the ingress's notes on reasoning settings a model cannot take and
+// its refusal of files a model cannot read.
 func modelTargets(f *config.File) map[string]api.ModelTarget {
 	out := map[string]api.ModelTarget{}
 	for name, m := range f.Models {
-		if mapi, ok := wire.ModelAPIFor(f.Providers[m.Provider].Protocol); ok {
-			out[name] = api.ModelTarget{Protocol: mapi.Protocol(), Model: m.Model}
+		if mapi, ok := modelAPI(f, name); ok {
+			out[name] = api.ModelTarget{Protocol: mapi.Protocol(), Model: m.Model, API: mapi}
 		}
 	}
 	return out
+}
+
+// modelAPI is the protocol the fleet calls the model name with: the provider's, in
+// Kimi's or GLM's Chat API for a model that runs their own search.
+func modelAPI(f *config.File, name string) (wire.ModelAPI, bool) {
+	p := f.Providers[f.Models[name].Provider]
+	api, ok := wire.ModelAPIFor(p.Protocol)
+	if ok && api == wire.ChatModel && f.NativeSearch(name) {
+		api = wire.ChatModelFor(p.Kind) // Kimi's and GLM's own search, in their Chat API
+	}
+	return api, ok
 }
 
 // Intent builds the web_search toolset and classifier of the config file (a nil

@@ -138,8 +138,8 @@ func TestStoredResponses(t *testing.T) {
 }
 
 // input_file: a text file (inline or uploaded, by file_id) reaches the model as text,
-// and so does a PDF's text; a file the model cannot read (a PDF without text to read
-// among them) is a 400 that names the model.
+// and so does a PDF's text for a model that takes no files (Kimi); a file the model
+// cannot read (there, a PDF without text to read) is a 400 that names the model.
 func TestResponsesInputFile(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t)
@@ -162,9 +162,9 @@ func TestResponsesInputFile(t *testing.T) {
 		t.Fatalf("the file is not in the stored conversation: %v", err)
 	}
 
-	// A PDF with text reaches the model as its text (sent as a data: URL, as the
-	// compliance suite does).
-	resp, err = c.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model,
+	// A PDF with text reaches a model without files as its text (sent as a data: URL,
+	// as the compliance suite does).
+	resp, err = c.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.ModelKimiNative,
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
 			responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
 				{OfInputText: &responses.ResponseInputTextParam{Text: "Title? sim:nosearch"}},
@@ -178,12 +178,12 @@ func TestResponsesInputFile(t *testing.T) {
 	}
 
 	pdf := base64.StdEncoding.EncodeToString([]byte("%PDF-1.7\x00\x01binary"))
-	_, err = c.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model,
+	_, err = c.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.ModelKimiNative,
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
 			responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
 				{OfInputFile: &responses.ResponseInputFileParam{Filename: openai.String("report.pdf"), FileData: openai.String(pdf)}},
 			}, responses.EasyInputMessageRoleUser)}}})
-	if e := apiErr(t, err); e.StatusCode != http.StatusBadRequest || !strings.Contains(e.Message, demo.Model) || !strings.Contains(e.Message, "report.pdf") {
+	if e := apiErr(t, err); e.StatusCode != http.StatusBadRequest || !strings.Contains(e.Message, demo.ModelKimiNative) || !strings.Contains(e.Message, "report.pdf") {
 		t.Errorf("a PDF: %v", err)
 	}
 	_, err = c.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model,

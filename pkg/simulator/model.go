@@ -87,6 +87,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stats.count("model", body, "")
+	s.stats.countFiles(r.URL.Path, body)
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
 		w.Header().Set("Content-Type", "application/json")

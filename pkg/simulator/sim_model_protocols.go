@@ -104,6 +104,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		return nil, false
 	}
 	s.stats.count("model", body, r.URL.RawQuery)
+	s.stats.countFiles(r.URL.Path, body)
 	return body, true
 }
 

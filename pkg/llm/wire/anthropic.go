@@ -151,8 +151,10 @@ func (r *Request) anthropicSystem(v json.RawMessage) error {
 
 // anthropicBlock is a content block of any type.
 type anthropicBlock struct {
-	Type   string `json:"type"`
-	Text   string `json:"text"`
+	Type string `json:"type"`
+	Text string `json:"text"`
+	// Title is a document block's (the file's name).
+	Title  string `json:"title"`
 	Source *struct {
 		Type      string `json:"type"`
 		MediaType string `json:"media_type"`
@@ -169,6 +171,25 @@ type anthropicBlock struct {
 	Thinking  string `json:"thinking"`
 	Signature string `json:"signature"`
 	Data      string `json:"data"`
+}
+
+// anthropicDocument reads a document block: a base64 source (a PDF) or a text source
+// (plain text), as a file part.
+func anthropicDocument(param string, b anthropicBlock) (Part, error) {
+	if b.Source == nil {
+		return Part{}, Invalid(param+".source", "%s.source: Field required", param)
+	}
+	switch b.Source.Type {
+	case "base64":
+		content, err := base64.StdEncoding.DecodeString(b.Source.Data)
+		if err != nil {
+			return Part{}, Invalid(param+".source.data", "%s.source.data is not valid base64", param)
+		}
+		return Part{Kind: PartFile, File: &File{Filename: b.Title, MediaType: fileMedia(b.Source.MediaType, b.Title, content), Data: b.Source.Data}}, nil
+	case "text":
+		return Part{Kind: PartFile, File: &File{Filename: b.Title, MediaType: "text/plain", Data: base64.StdEncoding.EncodeToString([]byte(b.Source.Data))}}, nil
+	}
+	return Part{}, Invalid(param+".source.type", "%s.source.type %q is not supported by this server (send the document as base64 or text)", param, b.Source.Type)
 }
 
 func (r *Request) anthropicMessages(v json.RawMessage) error {
@@ -223,6 +244,12 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part
 			default:
 				return nil, Invalid(bp+".source.type", "%s.source.type %q is not supported", bp, b.Source.Type)
 			}
+		case "document":
+			p, err := anthropicDocument(bp, b)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, p)
 		case "tool_use":
 			if !assistant || b.ID == "" || b.Name == "" {
 				return nil, Invalid(bp, "%s: tool_use blocks belong to assistant messages and need id and name", bp)

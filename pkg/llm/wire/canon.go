@@ -90,6 +90,7 @@ type PartKind string
 const (
 	PartText         PartKind = "text"
 	PartImage        PartKind = "image"
+	PartFile         PartKind = "file"          // File: a document the client sent
 	PartToolCall     PartKind = "tool_call"     // Call: a client tool call
 	PartToolResult   PartKind = "tool_result"   // Result: a client tool's result
 	PartServerCall   PartKind = "server_call"   // Server: a web_search the fleet ran
@@ -104,6 +105,7 @@ type Part struct {
 	Text      string        `json:"text,omitempty"`
 	Citations []Citation    `json:"citations,omitempty"`
 	Image     *Image        `json:"image,omitempty"`
+	File      *File         `json:"file,omitempty"`
 	Call      *ToolCall     `json:"call,omitempty"`
 	Result    *ToolResult   `json:"result,omitempty"`
 	Server    *ServerCall   `json:"server,omitempty"`

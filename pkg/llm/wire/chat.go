@@ -155,7 +155,7 @@ func chatToolChoice(v json.RawMessage) (*ToolChoice, error) {
 	return &ToolChoice{Mode: "tool", Name: o.Function.Name}, nil
 }
 
-// chatParts reads a Chat message content: a string or text / image_url parts.
+// chatParts reads a Chat message content: a string or text / image_url / file parts.
 func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 	if isNull(raw) {
 		return nil, nil
@@ -170,6 +170,11 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 		ImageURL struct {
 			URL string `json:"url"`
 		} `json:"image_url"`
+		File struct {
+			Filename string `json:"filename"`
+			FileData string `json:"file_data"`
+			FileID   string `json:"file_id"`
+		} `json:"file"`
 	}
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, Invalid(param, "'%s' must be a string or an array of content parts", param)
@@ -181,6 +186,12 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 			parts = append(parts, Part{Kind: PartText, Text: it.Text})
 		case "image_url":
 			parts = append(parts, Part{Kind: PartImage, Image: &Image{URL: it.ImageURL.URL}})
+		case "file":
+			p, err := decodeFile(fmt.Sprintf("%s[%d].file", param, i), it.File.Filename, it.File.FileData, "", it.File.FileID)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, p)
 		case "refusal":
 		default:
 			return nil, Invalid(fmt.Sprintf("%s[%d].type", param, i), "content part type %q is not supported", it.Type)
@@ -280,7 +291,7 @@ func chatMessages(r *Request, toModel bool) ([]any, error) {
 				texts = append(texts, Part{Kind: PartText, Text: renderServerPart(p)})
 			case PartText:
 				texts = append(texts, p)
-			case PartImage:
+			case PartImage, PartFile:
 				rest = append(rest, p)
 			}
 		}
@@ -348,6 +359,8 @@ func chatContent(parts []Part, textOnly bool) any {
 				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
 			}
 			items = append(items, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
+		case PartFile:
+			items = append(items, map[string]any{"type": "file", "file": map[string]string{"filename": p.File.name(), "file_data": p.File.dataURL()}})
 		}
 	}
 	return items

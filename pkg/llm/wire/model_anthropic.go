@@ -41,6 +41,10 @@ func (anthropicModel) Authorize(h http.Header, key string) {
 // tool_result blocks of user turns, tool calls as tool_use blocks, client tools as
 // {name, description, input_schema}, consecutive turns of one role merged.
 func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
+	r, err := ModelFiles(r, AnthropicModel, model)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]any{"model": model, "max_tokens": anthropicDefaultMaxTokens}
 	if r.MaxTokens > 0 {
 		out["max_tokens"] = r.MaxTokens
@@ -77,6 +81,9 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				}
 			case PartImage:
 				blocks = append(blocks, anthropicImage(p.Image))
+			case PartFile:
+				blocks = append(blocks, map[string]any{"type": "document", "title": p.File.name(),
+					"source": map[string]string{"type": "base64", "media_type": p.File.MediaType, "data": p.File.Data}})
 			case PartToolCall:
 				blocks = append(blocks, map[string]any{"type": "tool_use", "id": p.Call.ID, "name": p.Call.Name, "input": toolArgs(p.Call.Arguments)})
 			case PartToolResult:

@@ -33,15 +33,20 @@ func (chatModel) Authorize(h http.Header, key string) {
 // reasoning_effort, a streamed request asking for the final usage chunk. The
 // request's own Chat parameters (Params) go along.
 func (chatModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	out, err := chatModelFields(r, model)
+	out, err := chatModelFields(r, ChatModel, model)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(out)
 }
 
-// chatModelFields are the fields of ChatModel's request.
-func chatModelFields(r *Request, model string) (map[string]any, error) {
+// chatModelFields are the fields of ChatModel's request, its files as api
+// (ChatModel, Kimi's or GLM's) reads them.
+func chatModelFields(r *Request, api ModelAPI, model string) (map[string]any, error) {
+	r, err := ModelFiles(r, api, model)
+	if err != nil {
+		return nil, err
+	}
 	out, err := chatRequest(r, model, true)
 	if err != nil {
 		return nil, err

@@ -88,7 +88,7 @@ var kimiThinkingRE = regexp.MustCompile(`^kimi-k2\.[5-9]`)
 // EncodeRequest is ChatModel's, with the builtin $web_search declared when r asks for
 // the provider's search.
 func (kimiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	return chatModelRequest(r, model, func(out map[string]any) {
+	return chatModelRequest(r, KimiModel, model, func(out map[string]any) {
 		if r.Search == nil {
 			return
 		}
@@ -195,7 +195,7 @@ var glmTool = nativechat.GLMTool(nativechat.GLMSearch{Engine: "search_pro"})
 // EncodeRequest is ChatModel's, with the web_search tool declared when r asks for the
 // provider's search.
 func (glmModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	return chatModelRequest(r, model, func(out map[string]any) {
+	return chatModelRequest(r, GLMModel, model, func(out map[string]any) {
 		if r.Search != nil {
 			out["tools"] = append(toolList(out), glmTool)
 		}
@@ -287,9 +287,10 @@ func citedPart(text string, sources []llm.NativeSource) Part {
 	return p
 }
 
-// chatModelRequest is ChatModel's request with native changes its out.
-func chatModelRequest(r *Request, model string, native func(out map[string]any)) ([]byte, error) {
-	out, err := chatModelFields(r, model)
+// chatModelRequest is ChatModel's request, its files as api reads them, with native
+// changes its out.
+func chatModelRequest(r *Request, api ModelAPI, model string, native func(out map[string]any)) ([]byte, error) {
+	out, err := chatModelFields(r, api, model)
 	if err != nil {
 		return nil, err
 	}

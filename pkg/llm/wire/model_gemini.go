@@ -74,6 +74,10 @@ func (geminiModel) Authorize(h http.Header, key string) {
 // named after the call they answer), systemInstruction, the client tools as
 // functionDeclarations, toolConfig and generationConfig. The model is in the URL.
 func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
+	r, err := ModelFiles(r, GeminiModel, model)
+	if err != nil {
+		return nil, err
+	}
 	names := map[string]string{} // call id → function name, for functionResponse
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
@@ -108,6 +112,8 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				}
 			case PartImage:
 				parts = append(parts, geminiImage(p.Image))
+			case PartFile:
+				parts = append(parts, map[string]any{"inlineData": map[string]string{"mimeType": p.File.MediaType, "data": p.File.Data}})
 			case PartServerCall, PartServerResult:
 				parts = append(parts, map[string]string{"text": renderServerPart(p)})
 			case PartToolCall:

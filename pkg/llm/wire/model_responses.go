@@ -32,6 +32,10 @@ func (responsesModel) Authorize(h http.Header, key string) {
 // function_call and function_call_output items with the call ids), function tools
 // ({type:"function", name, parameters}, strict only when the client asked).
 func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
+	r, err := ModelFiles(r, ResponsesModel, model)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]any{"model": model, "store": false}
 	if r.System != "" {
 		out["instructions"] = r.System
@@ -52,7 +56,7 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		}
 		for _, p := range m.Parts {
 			switch p.Kind {
-			case PartText, PartImage:
+			case PartText, PartImage, PartFile:
 				if p.Kind == PartText && p.Text == "" {
 					continue
 				}
@@ -179,6 +183,8 @@ func responsesInputContent(parts []Part, assistant bool) any {
 				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
 			}
 			items = append(items, map[string]string{"type": "input_image", "image_url": url})
+		case PartFile:
+			items = append(items, map[string]string{"type": "input_file", "filename": p.File.name(), "file_data": p.File.dataURL()})
 		}
 	}
 	return items

@@ -58,16 +58,24 @@ func TestPDFText(t *testing.T) {
 	}
 }
 
-// A PDF given as input_file reaches the model as its text; one without text to read
-// is a 400 naming the model and the file.
-func TestInlineFilePDF(t *testing.T) {
+// A PDF given as input_file reaches a model without files as its text; one without
+// text to read is a 400 naming the model and the file.
+func TestFileTextPDF(t *testing.T) {
 	pdf := base64.StdEncoding.EncodeToString(onePagePDF("BT (Title: OpenResponses File Input Fixture) Tj ET", true))
-	p, err := inlineFile("input[0].content[1]", "m1", "fixture.pdf", "data:application/pdf;base64,"+pdf, "", "")
+	f, err := decodeFile("input[0].content[1]", "fixture.pdf", "data:application/pdf;base64,"+pdf, "", "")
+	if err != nil || f.Kind != PartFile || f.File.MediaType != "application/pdf" {
+		t.Fatalf("%+v %v", f, err)
+	}
+	p, err := fileText(f.File, "m1")
 	if err != nil || p.Kind != PartText || !strings.Contains(p.Text, "Title: OpenResponses File Input Fixture") || !strings.Contains(p.Text, `name="fixture.pdf"`) {
 		t.Fatalf("%+v %v", p, err)
 	}
 	blank := base64.StdEncoding.EncodeToString(onePagePDF("0 0 m 1 1 l S", false))
-	_, err = inlineFile("input[0].content[0]", "m1", "scan.pdf", blank, "", "")
+	f, err = decodeFile("input[0].content[0]", "scan.pdf", blank, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fileText(f.File, "m1")
 	if e := AsError(err); e == nil || e.Status != 400 || !strings.Contains(e.Message, `"m1"`) || !strings.Contains(e.Message, "scan.pdf") {
 		t.Fatalf("%v", err)
 	}

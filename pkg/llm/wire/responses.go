@@ -308,7 +308,7 @@ func responsesContent(param string, raw json.RawMessage, model string) ([]Part, 
 			}
 			parts = append(parts, Part{Kind: PartImage, Image: &Image{URL: it.ImageURL}})
 		case "input_file":
-			p, err := inlineFile(fmt.Sprintf("%s[%d]", param, i), model, it.Filename, it.FileData, it.FileURL, it.FileID)
+			p, err := decodeFile(fmt.Sprintf("%s[%d]", param, i), it.Filename, it.FileData, it.FileURL, it.FileID)
 			if err != nil {
 				return nil, err
 			}

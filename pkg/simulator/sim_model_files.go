@@ -1,0 +1,75 @@
+package simulator
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Files reach a main model as its protocol carries them, and the simulator takes them
+// as the real APIs do: it reads none of them (the script answers the text), but counts
+// them in Stats, so a test sees how a file reached the model: "model_file" counts
+// requests that carried a file in their protocol's own shape (Chat and Responses file
+// parts with base64 file_data, an Anthropic document block with a base64 source, a
+// Gemini inlineData part other than an image), "model_file_text" requests that held a
+// file inlined as text (its <file name=…> delimiters).
+
+// countFiles counts the files of a model request to path.
+func (st *stats) countFiles(path string, body []byte) {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return
+	}
+	native, text := false, false
+	walkJSON(v, func(o map[string]any) {
+		native = native || nativeFile(path, o)
+	}, func(s string) {
+		text = text || strings.Contains(s, "<file name=")
+	})
+	if native {
+		st.count("model_file", body, path)
+	}
+	if text {
+		st.count("model_file_text", body, path)
+	}
+}
+
+// nativeFile reports whether o is a file in the shape of the protocol served at path.
+func nativeFile(path string, o map[string]any) bool {
+	field := func(o any, k string) any {
+		m, _ := o.(map[string]any)
+		return m[k]
+	}
+	dataURL := func(v any) bool {
+		s, _ := v.(string)
+		return strings.HasPrefix(s, "data:") && strings.Contains(s, ";base64,")
+	}
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		return o["type"] == "file" && dataURL(field(o["file"], "file_data"))
+	case strings.HasSuffix(path, "/responses"):
+		return o["type"] == "input_file" && dataURL(o["file_data"])
+	case strings.HasSuffix(path, "/messages"):
+		return o["type"] == "document" && field(o["source"], "type") == "base64"
+	case strings.HasPrefix(path, "/v1beta/models/"):
+		media, _ := field(o["inlineData"], "mimeType").(string)
+		return media != "" && !strings.HasPrefix(media, "image/")
+	}
+	return false
+}
+
+// walkJSON calls object for every object and str for every string within v.
+func walkJSON(v any, object func(map[string]any), str func(string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		object(v)
+		for _, e := range v {
+			walkJSON(e, object, str)
+		}
+	case []any:
+		for _, e := range v {
+			walkJSON(e, object, str)
+		}
+	case string:
+		str(v)
+	}
+}
