@@ -221,7 +221,7 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 			default:
 				return Invalid(param+".role", "%s.role must be one of user, assistant, system, developer", param)
 			}
-			parts, err := responsesContent(param+".content", it.Content, r.Model)
+			parts, err := responsesContent(param+".content", it.Content)
 			if err != nil {
 				return err
 			}
@@ -245,7 +245,7 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 			if it.CallID == "" {
 				return Invalid(param+".call_id", "%s: a function_call_output item needs call_id", param)
 			}
-			out, err := responsesContent(param+".output", it.Output, r.Model)
+			out, err := responsesContent(param+".output", it.Output)
 			if err != nil {
 				return err
 			}
@@ -273,8 +273,7 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 }
 
 // responsesContent reads a message content or a function output: a string or parts.
-// model names the model in the error about a file it cannot read.
-func responsesContent(param string, raw json.RawMessage, model string) ([]Part, error) {
+func responsesContent(param string, raw json.RawMessage) ([]Part, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
