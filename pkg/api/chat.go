@@ -112,7 +112,8 @@ func (s *Server) newChatJob(w http.ResponseWriter, r *http.Request, cr *llm.Chat
 		writeWireError(w, wire.Chat, wire.AsError(err))
 		return nil, nil, false
 	}
-	if e := s.checkFiles(req); e != nil {
+	req, e := s.modelFiles(req)
+	if e != nil {
 		writeWireError(w, wire.Chat, e)
 		return nil, nil, false
 	}

@@ -69,7 +69,8 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			fail(e)
 			return
 		}
-		if e := s.checkFiles(req); e != nil {
+		req, e := s.modelFiles(req)
+		if e != nil {
 			fail(e)
 			return
 		}
@@ -163,17 +164,20 @@ func (s *Server) reasoningNotes(client wire.Protocol, c *wire.ReasoningConfig, m
 	return wire.ReasoningNotes(client, c, t.Protocol, t.Model)
 }
 
-// checkFiles refuses a file the model serving req can read neither as it is nor as
-// text: a 400 at submission rather than a job that fails when the model is called.
-func (s *Server) checkFiles(req *wire.Request) *wire.Error {
+// modelFiles returns req with its files as the model serving it reads them
+// (wire.ModelFiles), turned into text once, at submission, so the job's hops do not
+// extract a PDF's text again each; a file the model can read neither as it is nor as
+// text is a 400 here rather than a job that fails when the model is called.
+func (s *Server) modelFiles(req *wire.Request) (*wire.Request, *wire.Error) {
 	t, ok := s.Targets[req.Model]
 	if !ok || t.API == nil {
-		return nil
+		return req, nil
 	}
-	if _, err := wire.ModelFiles(req, t.API, req.Model); err != nil {
-		return wire.AsError(err)
+	out, err := wire.ModelFiles(req, t.API, req.Model)
+	if err != nil {
+		return nil, wire.AsError(err)
 	}
-	return nil
+	return out, nil
 }
 
 // checkSearch refuses search settings the fleet cannot serve at all, and notes a
