@@ -66,9 +66,7 @@ func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (json.R
 	if len(client) > 0 {
 		calls := make([]llm.ToolCall, 0, len(client))
 		for _, c := range client {
-			tc := llm.ToolCall{ID: c.ID, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
-			calls = append(calls, tc)
+			calls = append(calls, c.Chat())
 		}
 		msg["tool_calls"] = calls
 		finish = "tool_calls"

@@ -283,9 +283,7 @@ func chatMessages(r *Request, toModel bool) ([]any, error) {
 				// Chat wants tool results as their own messages, right after the call.
 				out = append(out, map[string]any{"role": "tool", "tool_call_id": p.Result.CallID, "content": chatContent(p.Result.Parts, true)})
 			case PartToolCall:
-				tc := llm.ToolCall{ID: p.Call.ID, Type: "function"}
-				tc.Function.Name, tc.Function.Arguments = p.Call.Name, p.Call.Arguments
-				calls = append(calls, tc)
+				calls = append(calls, p.Call.Chat())
 			case PartServerCall, PartServerResult:
 				// Searches of earlier turns are history the model reads as text.
 				texts = append(texts, Part{Kind: PartText, Text: renderServerPart(p)})
@@ -502,9 +500,7 @@ func chatMessageOf(r *Response) (map[string]any, string) {
 			b.WriteString(p.Text)
 			chars += n
 		case PartToolCall:
-			tc := llm.ToolCall{ID: p.Call.ID, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = p.Call.Name, p.Call.Arguments
-			calls = append(calls, tc)
+			calls = append(calls, p.Call.Chat())
 		}
 	}
 	msg := map[string]any{"role": "assistant", "content": b.String(), "refusal": nil, "annotations": anns}

@@ -80,9 +80,7 @@ func (t *Turn) Calls() []ToolCall {
 func (t *Turn) ChatMessage() (msg map[string]any, finish string) {
 	var calls []llm.ToolCall
 	for _, c := range t.Calls() {
-		tc := llm.ToolCall{ID: c.ID, Type: "function"}
-		tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
-		calls = append(calls, tc)
+		calls = append(calls, c.Chat())
 	}
 	text := t.Text()
 	msg = map[string]any{"role": "assistant", "content": text}
@@ -100,6 +98,13 @@ func (t *Turn) ChatMessage() (msg map[string]any, finish string) {
 		finish = "stop"
 	}
 	return msg, finish
+}
+
+// Chat is the call as a Chat assistant message's tool call.
+func (c ToolCall) Chat() llm.ToolCall {
+	tc := llm.ToolCall{ID: c.ID, Type: "function"}
+	tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
+	return tc
 }
 
 // ChatAnswer renders a model's answer as a Chat assistant message (the turn's, with
