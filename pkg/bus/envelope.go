@@ -93,12 +93,23 @@ func encodeEnvelope(p Payload, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	const key = `,"data":`
-	b := make([]byte, 0, len(head)+len(key)+len(enc.Data)+1)
-	b = append(b, head[:len(head)-1]...) // up to its closing brace
+	return WithField(head, "data", enc.Data), nil
+}
+
+// WithField is the JSON object obj (encoded, non-empty) with one more field, key,
+// whose value is the JSON value raw, joined as they are: for a value encoded already,
+// which encoding the whole object again would only copy and re-check.
+func WithField(obj []byte, key string, raw []byte) []byte {
+	b := make([]byte, 0, len(obj)+len(key)+len(raw)+5)
+	b = append(b, obj[:len(obj)-1]...) // up to its closing brace
+	if len(obj) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
 	b = append(b, key...)
-	b = append(b, enc.Data...)
-	return append(b, '}'), nil
+	b = append(b, '"', ':')
+	b = append(b, raw...)
+	return append(b, '}')
 }
 
 // ErrUndecodable marks a message that can never be handled: not JSON, the wrong kind,

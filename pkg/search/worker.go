@@ -237,12 +237,7 @@ func encodeDone(done *Done, rb []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: encoding a result: %w", err)
 	}
-	const key = `,"result":`
-	b := make([]byte, 0, len(head)+len(key)+len(rb)+1)
-	b = append(b, head[:len(head)-1]...) // up to its closing brace
-	b = append(b, key...)
-	b = append(b, rb...)
-	return append(b, '}'), nil
+	return bus.WithField(head, "result", rb), nil
 }
 
 // fallbackReason reports whether another engine may mend e: the engine is busy or
