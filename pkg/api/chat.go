@@ -286,7 +286,12 @@ func (s *Server) waitFailed(w http.ResponseWriter, jobID string, err error) {
 func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 	switch job.Status {
 	case state.Completed:
-		writeJSON(w, http.StatusOK, job.Response)
+		b, err := wire.ChatAnswerJSON(job.Response)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "server_error", "", "", "The job's answer is unreadable.")
+			return
+		}
+		writeJSON(w, http.StatusOK, b)
 	case state.Cancelled:
 		writeError(w, http.StatusConflict, "invalid_request_error", "job_cancelled", "", "The job was cancelled.")
 	default:

@@ -219,14 +219,15 @@ func (s *Server) waitError(jobID string, err error) *wire.Error {
 	return &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "Reading the job failed: " + err.Error()}
 }
 
-// answerOf is a job's answer in canonical form: the chat worker's final Chat answer
-// with the job's searches, or the job's current status. The error is set for a job
-// that failed or was cancelled.
+// answerOf is a job's answer in canonical form: the chat worker's stored answer
+// (wire.DecodeAnswer) with the job's searches, or the job's current status. notes are
+// the request's, which an answer stored before answers carried them lacks. The error
+// is set for a job that failed or was cancelled.
 func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
 	base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Finished: job.Finished, Notes: notes}
 	switch job.Status {
 	case state.Completed:
-		resp, err := wire.Chat.DecodeResponse(job.Response)
+		resp, err := wire.DecodeAnswer(job.Response)
 		if err == nil {
 			err = resp.AddTrace(job.Trace)
 		}
@@ -234,7 +235,11 @@ func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
 			return base, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The job's answer is unreadable: " + err.Error()}
 		}
 		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Finished, resp.Status = job.ID, job.ID, job.Model, job.Created, job.Finished, wire.StatusCompleted
-		resp.Notes = append(resp.Notes, notes...)
+		for _, n := range notes {
+			if !slices.Contains(resp.Notes, n) {
+				resp.Notes = append(resp.Notes, n)
+			}
+		}
 		return resp, nil
 	case state.Failed:
 		je := job.Error

@@ -15,6 +15,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -139,7 +140,11 @@ func lineFor(b *record, i int, customID, outcome string, job *state.Job, status 
 		if job == nil || len(job.Response) == 0 {
 			return fail("result_unavailable", "The request completed, but its answer is no longer stored.")
 		}
-		l.Response = &lineResponse{StatusCode: 200, RequestID: job.ID, Body: job.Response}
+		body, err := wire.ChatAnswerJSON(job.Response)
+		if err != nil {
+			return fail("result_unavailable", "The request completed, but its stored answer is unreadable.")
+		}
+		l.Response = &lineResponse{StatusCode: 200, RequestID: job.ID, Body: body}
 		return l
 	case outcomeFailed:
 		if job == nil || job.Error == nil {

@@ -16,24 +16,23 @@ func srcs(urls ...string) []engines.Source {
 	return out
 }
 
-// Annotations carry code point offsets of the markers, as OpenAI's do, also after
-// non-ASCII text; markers that number no source get none.
-func TestAnnotateOffsets(t *testing.T) {
+// Citations carry code point offsets of the markers, as OpenAI's annotations do, also
+// after non-ASCII text; markers that number no source get none.
+func TestCiteOffsets(t *testing.T) {
 	t.Parallel()
 	text := "气温 67°F [1]; wind [2][9] — ok [x] [10]"
-	got := annotate(text, srcs("https://a.example/", "https://b.example/"))
+	got := cite(text, srcs("https://a.example/", "https://b.example/"))
 	if len(got) != 2 {
-		t.Fatalf("annotations %+v", got)
+		t.Fatalf("citations %+v", got)
 	}
 	r := []rune(text)
 	for i, want := range []string{"[1]", "[2]"} {
-		a := got[i].URLCitation
-		if s := string(r[a.StartIndex:a.EndIndex]); s != want {
-			t.Errorf("annotation %d spans %q, want %q", i, s, want)
+		if s := string(r[got[i].Start:got[i].End]); s != want {
+			t.Errorf("citation %d spans %q, want %q", i, s, want)
 		}
 	}
-	if got[1].URLCitation.URL != "https://b.example/" {
-		t.Errorf("url %q", got[1].URLCitation.URL)
+	if got[1].URL != "https://b.example/" {
+		t.Errorf("url %q", got[1].URL)
 	}
 }
 

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -223,23 +222,3 @@ func (w *Worker) jobSpend(ctx context.Context, v *view, h int, searches int, sea
 
 // roundUSD rounds to the micro-dollar the ledgers count in (no float noise).
 func roundUSD(v float64) float64 { return float64(int64(v*1e6+0.5)) / 1e6 }
-
-// withSpend puts the job's spend into its stored Chat answer's usage, as
-// usage.searchfleet: the ingress renders it in every protocol.
-func withSpend(resp []byte, u spendUsage) []byte {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(resp, &top) != nil {
-		return resp
-	}
-	var usage map[string]json.RawMessage
-	if json.Unmarshal(top["usage"], &usage) != nil || usage == nil {
-		usage = map[string]json.RawMessage{}
-	}
-	usage["searchfleet"], _ = json.Marshal(u)
-	top["usage"], _ = json.Marshal(usage)
-	out, err := json.Marshal(top)
-	if err != nil {
-		return resp
-	}
-	return out
-}

@@ -52,9 +52,9 @@ func TestTraceKeepsTitlesAndDates(t *testing.T) {
 	}
 }
 
-// A Chat client's answer lists the request's search settings the fleet cannot honour
-// in searchfleet.warnings; a request that arrived in another protocol does not (its
-// ingress adds them in that protocol's form).
+// A job's answer lists the request's search settings the fleet cannot honour in
+// searchfleet.warnings, whatever protocol the request arrived in (the ingress renders
+// them once, in that protocol's form).
 func TestChatWarningsNameUnhonouredSettings(t *testing.T) {
 	t.Parallel()
 	opts := `,"web_search_options":{"search_context_size":"low","user_location":{"type":"approximate","approximate":{"city":"Paris","country":"FR"}}}`
@@ -64,7 +64,7 @@ func TestChatWarningsNameUnhonouredSettings(t *testing.T) {
 	}{
 		{"chat", opts, true},
 		{"chat without settings", "", false},
-		{"responses", `,"searchfleet":{"protocol":"openai.responses","search":{"unhonoured":["user_location.city is not honoured"]}}`, false},
+		{"responses", `,"searchfleet":{"protocol":"openai.responses","search":{"unhonoured":["user_location.city is not honoured"]}}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

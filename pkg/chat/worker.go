@@ -775,10 +775,15 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	srcs := nativeSources(t, v.allSources(h))
 	trace, searchUsage := v.trace(h)
 	trace, searchUsage = v.addNative(h, trace, searchUsage)
-	resp, finish, shown, cites := buildResponse(v, h, t, srcs, searchUsage.Searches)
+	resp, shown := buildResponse(v, h, t, srcs, searchUsage.Searches)
+	cites := resp.Chain.Citations
 	usage := chainUsage(v, h)
 	spend := w.jobSpend(ctx, v, h, searchUsage.Searches, searchUsage.CostUSD)
-	resp = withSpend(resp, spend)
+	resp.Usage.Spend = (*wire.Spend)(&spend)
+	answer, err := wire.EncodeAnswer(resp)
+	if err != nil {
+		return bus.Permanent(err)
+	}
 	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
 		"model_calls": h + 1, "model_protocol": w.Models[v.job.Model].Protocol, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD,
 		"model_cost_usd": spend.ModelCostUSD, "cost_usd": spend.CostUSD, "citations": cites})
@@ -787,7 +792,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 		w.Metrics.Citations.WithLabelValues("removed").Add(float64(cites.Removed))
 	}
 	tb, _ := json.Marshal(trace)
-	if finish == "tool_calls" && v.chain.Sticky {
+	if resp.Stop == wire.StopToolUse && v.chain.Sticky {
 		// The client runs its tools and comes back with this conversation plus their
 		// results: that request continues this chain, so it keeps web_search. Marked
 		// before the job ends: the client may send that request as soon as it has the
@@ -798,7 +803,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 			}
 		}
 	}
-	return w.end(ctx, v.job.ID, jobs.Ending{Status: state.Completed, Hop: h, Response: resp, Usage: ub, Trace: tb})
+	return w.end(ctx, v.job.ID, jobs.Ending{Status: state.Completed, Hop: h, Response: answer, Usage: ub, Trace: tb})
 }
 
 // fail ends a job with an error, visibly: status failed, a "failed" event.

@@ -3,6 +3,7 @@ package jobs
 import (
 	"encoding/json"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -45,6 +46,9 @@ func ViewOf(j *state.Job) View {
 	if !j.Finished.IsZero() {
 		t := j.Finished.Unix()
 		v.FinishedAt = &t
+	}
+	if r, err := wire.ChatAnswerJSON(j.Response); err == nil {
+		v.Response = r // the chat.completion a Chat client reads
 	}
 	if v.Response == nil {
 		v.Response = json.RawMessage("null")

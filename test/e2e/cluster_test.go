@@ -26,6 +26,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -273,18 +274,11 @@ func answer(t *testing.T, j *state.Job) string {
 	if j.Status != state.Completed {
 		t.Fatalf("job %s ended %s: %+v", j.ID, j.Status, j.Error)
 	}
-	var r struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
+	r, err := wire.DecodeAnswer(j.Response)
+	if err != nil || r.Text() == "" {
+		t.Fatalf("job %s has no answer (%v): %s", j.ID, err, j.Response)
 	}
-	json.Unmarshal(j.Response, &r)
-	if len(r.Choices) == 0 {
-		t.Fatalf("job %s has no answer", j.ID)
-	}
-	return r.Choices[0].Message.Content
+	return r.Text()
 }
 
 type traceEntry struct {

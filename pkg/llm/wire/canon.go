@@ -253,18 +253,18 @@ const (
 
 // Usage is what an answer cost.
 type Usage struct {
-	InputTokens  int
-	OutputTokens int
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
 	// WebSearches counts the searches that ran (failed ones are not billed);
 	// WebFetches the pages fetched.
-	WebSearches int
-	WebFetches  int
+	WebSearches int `json:"web_searches,omitempty"`
+	WebFetches  int `json:"web_fetches,omitempty"`
 	// SearchesReported is the provider's own count of its searches, where the answer
 	// reports one (OpenAI tool_usage.web_search.num_requests); 0 when it does not.
-	SearchesReported int
+	SearchesReported int `json:"searches_reported,omitempty"`
 	// Spend is what the job spent (nil until it completed): every protocol reports
 	// it as usage.searchfleet.
-	Spend *Spend
+	Spend *Spend `json:"spend,omitempty"`
 }
 
 // Spend is a job's searches and what they and its model turns cost, in US dollars.
@@ -285,38 +285,63 @@ func withSpend(usage map[string]any, u Usage) map[string]any {
 	return usage
 }
 
-// Response is an answer in canonical form.
+// Response is an answer in canonical form. A completed job stores its answer as one
+// (EncodeAnswer); the fields tagged "-" are the job record's or the request's, set
+// when the answer is read.
 type Response struct {
-	ID      string
-	JobID   string
-	Model   string
-	Created time.Time
-	Status  Status
+	ID      string    `json:"id,omitempty"`
+	JobID   string    `json:"job_id,omitempty"`
+	Model   string    `json:"model,omitempty"`
+	Created time.Time `json:"created"`
+	Status  Status    `json:"status,omitempty"`
 	// Content is the assistant's output in order: server calls and their results,
 	// text with citations, client tool calls.
-	Content []Part
-	Stop    StopReason
+	Content []Part     `json:"content"`
+	Stop    StopReason `json:"stop,omitempty"`
 	// Paused is set when the answer stopped before it was done (Anthropic's
 	// pause_turn): a Continuer resumes it.
-	Paused bool
+	Paused bool `json:"paused,omitempty"`
 	// StopDetail is the provider's own word for why the answer stopped where it says
 	// more than Stop (Gemini's finishReason "SAFETY", "RECITATION"; for a prompt
 	// Gemini blocked before any answer, "blocked: " and its blockReason; OpenAI
 	// Responses: "refusal" when the model refused, "incomplete: " and the reason).
-	StopDetail string
-	Usage      Usage
+	StopDetail string `json:"stop_detail,omitempty"`
+	Usage      Usage  `json:"usage"`
 	// Sources are the sources the answer's [n] markers number (the fleet's extension
 	// of a Chat answer); used to title the search results.
-	Sources []Source
+	Sources []Source `json:"sources,omitempty"`
 	// Notes are the request's settings the fleet could not honour.
-	Notes []string
+	Notes []string `json:"notes,omitempty"`
+	// Chain is what the fleet's search loop did for the answer (nil for a model's
+	// own answer).
+	Chain *Chain `json:"chain,omitempty"`
 	// Error is why a failed job failed.
-	Error *Error
+	Error *Error `json:"-"`
 	// Finished is when the job ended (zero while it runs).
-	Finished time.Time
+	Finished time.Time `json:"-"`
 	// Echo is what the answer repeats of its request, by top-level field, as the
 	// client sent it (ResponsesEcho); nil: the protocol's defaults.
-	Echo map[string]json.RawMessage
+	Echo map[string]json.RawMessage `json:"-"`
+}
+
+// Chain is what the fleet's search loop did for a job's answer: a Chat answer's
+// searchfleet extension.
+type Chain struct {
+	// Hops is the number of model calls.
+	Hops int `json:"hops"`
+	// Searches are the billed searches (a refused or failed search is not one);
+	// Fetches the pages read.
+	Searches  int            `json:"searches"`
+	Fetches   int            `json:"fetches,omitempty"`
+	Citations CitationCounts `json:"citations"`
+}
+
+// CitationCounts is what checking an answer's [n] markers found: markers cited,
+// those that cite a retrieved source, and those removed because they cite none.
+type CitationCounts struct {
+	Cited   int `json:"cited"`
+	Valid   int `json:"valid"`
+	Removed int `json:"removed"`
 }
 
 // Text returns the answer's text parts joined.

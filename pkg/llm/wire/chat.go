@@ -470,12 +470,27 @@ func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
 // url_citation annotations, client tool calls.
 func (chatCodec) EncodeResponse(r *Response) ([]byte, error) {
 	msg, finish := chatMessageOf(r)
+	if _, calls := msg["tool_calls"]; calls && msg["content"] == "" {
+		msg["content"] = nil // as OpenAI sends a message that only calls tools
+	}
 	out := map[string]any{
 		"id": r.ID, "object": "chat.completion", "created": r.Created.Unix(), "model": r.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
 		"usage":   chatUsage(r.Usage),
 	}
 	if ext := extension(r); ext != nil {
+		if c := r.Chain; c != nil {
+			// A job's answer: the sources its [n] markers (and annotations) refer
+			// to, and what the search loop did and checking the citations found.
+			sources := make([]map[string]string, 0, len(r.Sources))
+			for _, s := range r.Sources {
+				sources = append(sources, map[string]string{"title": s.Title, "url": s.URL})
+			}
+			ext["hops"], ext["searches"], ext["sources"], ext["citations"] = c.Hops, c.Searches, sources, c.Citations
+			if c.Fetches > 0 {
+				ext["fetches"] = c.Fetches
+			}
+		}
 		out["searchfleet"] = ext
 	}
 	return json.Marshal(out)

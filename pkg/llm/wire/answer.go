@@ -1,0 +1,82 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// AnswerFormat is the format version of a completed job's stored answer. Format 2
+// is the canonical Response (EncodeAnswer), rendered in the client's protocol when it
+// is read; format 1 (no "format" key) is the chat.completion the chat worker stored
+// before, which stays readable for its retention.
+const AnswerFormat = 2
+
+type storedAnswer struct {
+	Format   int       `json:"format"`
+	Response *Response `json:"response"`
+}
+
+// EncodeAnswer is a completed job's answer as the job record stores it.
+func EncodeAnswer(r *Response) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&storedAnswer{Format: AnswerFormat, Response: r}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// DecodeAnswer reads a job's stored answer, in either format.
+func DecodeAnswer(b []byte) (*Response, error) {
+	format, err := answerFormat(b)
+	if err != nil {
+		return nil, err
+	}
+	switch format {
+	case AnswerFormat:
+		var a storedAnswer
+		if err := json.Unmarshal(b, &a); err != nil {
+			return nil, err
+		}
+		if a.Response == nil {
+			return nil, fmt.Errorf("stored answer of format %d has no response", a.Format)
+		}
+		return a.Response, nil
+	case 0:
+		return Chat.DecodeResponse(b)
+	}
+	return nil, fmt.Errorf("stored answer of unknown format %d", format)
+}
+
+// ChatAnswerJSON is a job's stored answer as the chat.completion a Chat client
+// reads (GET /v1/jobs/{id}, a job webhook, a batch's output): rendered from format
+// 2, as stored for format 1. Empty or null stays as it is.
+func ChatAnswerJSON(b json.RawMessage) (json.RawMessage, error) {
+	if isNull(b) {
+		return b, nil
+	}
+	format, err := answerFormat(b)
+	if err != nil {
+		return nil, err
+	}
+	if format == 0 {
+		return b, nil
+	}
+	r, err := DecodeAnswer(b)
+	if err != nil {
+		return nil, err
+	}
+	return Chat.EncodeResponse(r)
+}
+
+func answerFormat(b []byte) (int, error) {
+	var head struct {
+		Format int `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return 0, fmt.Errorf("stored answer unreadable: %w", err)
+	}
+	return head.Format, nil
+}

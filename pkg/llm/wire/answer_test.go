@@ -1,0 +1,123 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// A job's answer is stored in canonical form and read back as it was, reasoning
+// state and citations included; each protocol renders it from there. An answer stored
+// before (format 1: the chat.completion itself) reads into the same answer and is
+// served to a Chat client as it was stored.
+func TestStoredAnswerReadsInEitherFormat(t *testing.T) {
+	t.Parallel()
+	ans := &wire.Response{ID: "chatcmpl-j1", JobID: "j1", Model: "m", Created: time.Unix(1700000000, 0).UTC(), Status: wire.StatusCompleted,
+		Content: []wire.Part{
+			{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: "Look it up.", Signature: "sig-1"}},
+			{Kind: wire.PartText, Text: "Sunny <b>[1]</b>.", Citations: []wire.Citation{{URL: "https://a.example/", Title: "A", Start: 9, End: 12}}},
+			{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: "c1", Name: "get_time", Arguments: `{"tz":"CET"}`}},
+		},
+		Stop: wire.StopToolUse, Usage: wire.Usage{InputTokens: 10, OutputTokens: 5, Spend: &wire.Spend{Searches: 1, CostUSD: 0.01}},
+		Sources: []wire.Source{{URL: "https://a.example/", Title: "A"}}, Notes: []string{"a note"},
+		Chain: &wire.Chain{Hops: 2, Searches: 1, Citations: wire.CitationCounts{Cited: 1, Valid: 1}}}
+	b, err := wire.EncodeAnswer(ans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `\u003c`) {
+		t.Errorf("stored answer escapes markup: %s", b)
+	}
+	got, err := wire.DecodeAnswer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, ans) {
+		t.Fatalf("read back %+v\nstored  %+v", got, ans)
+	}
+
+	// A Chat client reads the chat.completion of it, with the fleet's extension.
+	chat, err := wire.ChatAnswerJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		ID      string `json:"id"`
+		Choices []struct {
+			Message struct {
+				Content     *string `json:"content"`
+				ToolCalls   []any   `json:"tool_calls"`
+				Annotations []struct {
+					URLCitation struct {
+						URL        string `json:"url"`
+						StartIndex int    `json:"start_index"`
+					} `json:"url_citation"`
+				} `json:"annotations"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			Searchfleet wire.Spend `json:"searchfleet"`
+		} `json:"usage"`
+		Searchfleet struct {
+			JobID     string              `json:"job_id"`
+			Hops      int                 `json:"hops"`
+			Searches  int                 `json:"searches"`
+			Sources   []map[string]string `json:"sources"`
+			Citations wire.CitationCounts `json:"citations"`
+			Warnings  []string            `json:"warnings"`
+		} `json:"searchfleet"`
+	}
+	if err := json.Unmarshal(chat, &c); err != nil {
+		t.Fatal(err)
+	}
+	m := c.Choices[0].Message
+	if c.ID != "chatcmpl-j1" || m.Content == nil || *m.Content != "Sunny <b>[1]</b>." || len(m.ToolCalls) != 1 || c.Choices[0].FinishReason != "tool_calls" ||
+		len(m.Annotations) != 1 || m.Annotations[0].URLCitation.StartIndex != 9 || c.Usage.Searchfleet.CostUSD != 0.01 ||
+		c.Searchfleet.JobID != "j1" || c.Searchfleet.Hops != 2 || c.Searchfleet.Searches != 1 || len(c.Searchfleet.Sources) != 1 ||
+		c.Searchfleet.Citations.Valid != 1 || len(c.Searchfleet.Warnings) != 1 {
+		t.Fatalf("chat answer %s", chat)
+	}
+
+	// Format 1: the chat.completion as the chat worker stored it before.
+	old, err := wire.DecodeAnswer(chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Text() != ans.Text() || old.JobID != "j1" || len(old.Sources) != 1 || old.Stop != wire.StopToolUse {
+		t.Fatalf("format 1 read as %+v", old)
+	}
+	if again, err := wire.ChatAnswerJSON(chat); err != nil || string(again) != string(chat) {
+		t.Fatalf("format 1 served as %s (%v), stored %s", again, err, chat)
+	}
+	if null, err := wire.ChatAnswerJSON(nil); err != nil || null != nil {
+		t.Fatalf("no answer rendered as %s (%v)", null, err)
+	}
+}
+
+// A Messages client gets the thinking block of the stored answer with its signature:
+// the answer is rendered from the canonical form, not through Chat.
+func TestStoredAnswerKeepsThinkingForMessages(t *testing.T) {
+	t.Parallel()
+	b, err := wire.EncodeAnswer(&wire.Response{ID: "j1", Model: "m", Status: wire.StatusCompleted, Stop: wire.StopEndTurn, Content: []wire.Part{
+		{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: "Think.", Signature: "sig-1"}},
+		{Kind: wire.PartText, Text: "Done."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := wire.DecodeAnswer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := wire.Anthropic.EncodeResponse(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `{"signature":"sig-1","thinking":"Think.","type":"thinking"}`) && !strings.Contains(string(out), `"type":"thinking","thinking":"Think.","signature":"sig-1"`) {
+		t.Fatalf("messages answer %s", out)
+	}
+}
