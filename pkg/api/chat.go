@@ -2,12 +2,9 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,116 +12,9 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
-	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
-
-// chatCompletions is POST /v1/chat/completions: OpenAI-compatible, answered when the
-// job ends, or, when the request asks to stream, as chat.completion.chunk events while
-// the model writes (relayStream).
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return
-	}
-	req, ok := s.parseChat(w, body)
-	if !ok {
-		return
-	}
-	job, notes, ok := s.newChatJob(w, r, req)
-	if !ok {
-		return
-	}
-	release, ok := s.admitChat(w, r, job, streamed(req.Stream))
-	if !ok {
-		return
-	}
-	defer release()
-	watch := s.watch
-	if req.Stream {
-		watch = s.watchLive
-	}
-	waiter, err := watch(job.ID)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet is unavailable: "+err.Error())
-		return
-	}
-	defer waiter.stop()
-	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), false) {
-		return
-	}
-	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
-	for _, n := range notes {
-		w.Header().Add("X-Searchfleet-Warning", n)
-	}
-	if req.Stream {
-		base := &wire.Response{ID: "chatcmpl-" + job.ID, JobID: job.ID, Model: job.Model, Created: job.Created}
-		s.relayStream(w, r, wire.NewChatStream(includeUsage(req)), base, waiter, func(done *state.Job) (*wire.Response, *wire.Error) {
-			return answerOf(done, nil)
-		})
-		return
-	}
-	done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
-	if err != nil {
-		s.waitFailed(w, job.ID, err)
-		return
-	}
-	s.writeOutcome(w, done)
-}
-
-// parseChat validates a chat request; it has answered when it returns false.
-func (s *Server) parseChat(w http.ResponseWriter, body []byte) (*llm.ChatRequest, bool) {
-	req, err := llm.ParseChatRequest(body)
-	if err != nil {
-		var re *llm.RequestError
-		param := ""
-		if errors.As(err, &re) {
-			param = re.Param
-		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", param, err.Error())
-		return nil, false
-	}
-	if e := wire.CheckChatParams(req.Extra, s.ChatBillableParams); e != nil {
-		writeWireError(w, wire.Chat, e)
-		return nil, false
-	}
-	if !slices.Contains(s.Models, req.Model) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", ")))
-		return nil, false
-	}
-	if e := req.Search; e != nil && e.Engine != "" && s.Tools != nil {
-		if _, ok := s.Tools.Engine(e.Engine); !ok {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "tools", fmt.Sprintf("engine %q is not one of this fleet's engines", e.Engine))
-			return nil, false
-		}
-	}
-	return req, true
-}
-
-// newChatJob is the job of a Chat request, its request stored in canonical form
-// (wire.Stored) with the notes on its reasoning_effort the model cannot take, which it
-// also returns; it has answered when ok is false.
-func (s *Server) newChatJob(w http.ResponseWriter, r *http.Request, cr *llm.ChatRequest) (job *state.Job, notes []string, ok bool) {
-	req, err := wire.FromChat(cr)
-	if err != nil {
-		writeWireError(w, wire.Chat, wire.AsError(err))
-		return nil, nil, false
-	}
-	req, e := s.modelFiles(req)
-	if e != nil {
-		writeWireError(w, wire.Chat, e)
-		return nil, nil, false
-	}
-	notes = s.reasoningNotes(wire.OpenAIChat, req.Reasoning, req.Model)
-	req.Notes = notes
-	if job, err = s.newJob(r, "job_", wire.OpenAIChat, req); err != nil {
-		writeWireError(w, wire.Chat, wire.Invalid("", "The request cannot be run: %s", err))
-		return nil, nil, false
-	}
-	return job, notes, true
-}
 
 // newJob is the job of a request a client sent in protocol p, decoded: every create
 // path's. Its request is stored as decoded (wire.Stored), never re-encoded in another
@@ -301,16 +191,6 @@ func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 		}
 		writeJobError(w, je)
 	}
-}
-
-// includeUsage reports whether a streaming request asked for a final usage chunk
-// (stream_options.include_usage).
-func includeUsage(req *llm.ChatRequest) bool {
-	var opts struct {
-		IncludeUsage bool `json:"include_usage"`
-	}
-	raw := req.Extra["stream_options"]
-	return len(raw) > 0 && json.Unmarshal(raw, &opts) == nil && opts.IncludeUsage
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -47,8 +48,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	delete(top, "callback")
 	delete(top, "metadata")
 	chatBody, _ := json.Marshal(top)
-	req, ok := s.parseChat(w, chatBody)
-	if !ok {
+	req, e := s.decodeRequest(wire.Chat, chatBody)
+	if e != nil {
+		writeWireError(w, wire.Chat, e)
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
@@ -70,8 +72,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		storedCallback = cb
 	}
 
-	job, _, ok := s.newChatJob(w, r, req)
-	if !ok {
+	job, err := s.newJob(r, "job_", wire.OpenAIChat, req)
+	if err != nil {
+		writeWireError(w, wire.Chat, wire.Invalid("", "The request cannot be run: %s", err))
 		return
 	}
 	tenant := tenantOf(r)

@@ -185,11 +185,3 @@ var chatCodec wire.ClientCodec = wire.Chat
 func (s *Server) admitChat(w http.ResponseWriter, r *http.Request, job *state.Job, h hold) (func(), bool) {
 	return s.admit(w, r, wire.Chat, job, h)
 }
-
-// streamed is a chat request's hold: a stream or a synchronous wait.
-func streamed(stream bool) hold {
-	if stream {
-		return holdStream
-	}
-	return holdSync
-}

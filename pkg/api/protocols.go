@@ -16,12 +16,11 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// The client protocols besides Chat (POST /v1/responses, POST /v1/messages) share one
-// route: the request is decoded by the protocol's codec into the canonical model and
-// stored as the Chat request the chat worker runs, with the protocol, the request's
-// search settings and the settings the fleet cannot honour under llm.FleetKey. When
-// the job ends, its Chat answer and its search trace are encoded back in the
-// client's protocol.
+// The client protocols (POST /v1/chat/completions, /v1/responses, /v1/messages) share
+// one create path: the request is decoded by the protocol's codec into the canonical
+// form and stored so (wire.Stored), with the protocol it came in. When the job ends,
+// its answer (stored in canonical form too, wire.EncodeAnswer) and its search trace
+// are encoded in the client's protocol.
 
 func writeWireError(w http.ResponseWriter, codec wire.ClientCodec, e *wire.Error) {
 	w.Header().Set("Content-Type", "application/json")
@@ -54,22 +53,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			}
 			body = rr.body
 		}
-		req, err := codec.DecodeRequest(body)
-		if err != nil {
-			fail(wire.AsError(err))
-			return
-		}
-		if !slices.Contains(s.Models, req.Model) {
-			fail(&wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
-				Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", "))})
-			return
-		}
-		req.Notes = append(req.Notes, s.reasoningNotes(codec.Protocol(), req.Reasoning, req.Model)...)
-		if e := s.checkSearch(req); e != nil {
-			fail(e)
-			return
-		}
-		req, e := s.modelFiles(req)
+		req, e := s.decodeRequest(codec, body)
 		if e != nil {
 			fail(e)
 			return
@@ -80,12 +64,17 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
+		stream := codec.NewStream()
+		if codec.Protocol() == wire.OpenAIChat {
+			base.ID = "chatcmpl-" + job.ID
+			stream = wire.NewChatStream(includeUsage(req))
+		}
 		if rr != nil {
 			base.Echo = rr.echo
 		}
 		answer := func(done *state.Job) (*wire.Response, *wire.Error) {
 			resp, e := answerOf(done, base.Notes)
-			resp.Echo = base.Echo
+			resp.ID, resp.Echo = base.ID, base.Echo
 			return resp, e
 		}
 		release, ok := s.admit(w, r, codec, job, holdOf(req))
@@ -120,7 +109,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			b, _ := codec.EncodeResponse(base)
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		case req.Stream:
-			s.relayStream(w, r, codec.NewStream(), base, waiter, answer)
+			s.relayStream(w, r, stream, base, waiter, answer)
 		default:
 			done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
 			if err != nil {
@@ -142,6 +131,42 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		}
 	}
+}
+
+// decodeRequest reads a create request of codec's protocol into canonical form and
+// checks what every create path checks: a Chat request's parameters, a known model,
+// search settings the fleet can serve, files the model can read. The request's notes
+// name the settings the fleet cannot honour.
+func (s *Server) decodeRequest(codec wire.ClientCodec, body []byte) (*wire.Request, *wire.Error) {
+	var req *wire.Request
+	var err error
+	if codec.Protocol() == wire.OpenAIChat {
+		req, err = wire.DecodeChatRequest(body, s.ChatBillableParams)
+	} else {
+		req, err = codec.DecodeRequest(body)
+	}
+	if err != nil {
+		return nil, wire.AsError(err)
+	}
+	if !slices.Contains(s.Models, req.Model) {
+		return nil, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", "))}
+	}
+	req.Notes = append(req.Notes, s.reasoningNotes(codec.Protocol(), req.Reasoning, req.Model)...)
+	if e := s.checkSearch(req); e != nil {
+		return nil, e
+	}
+	return s.modelFiles(req)
+}
+
+// includeUsage reports whether a streamed Chat request asked for a final usage chunk
+// (stream_options.include_usage).
+func includeUsage(req *wire.Request) bool {
+	var opts struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	raw := req.Params["stream_options"]
+	return len(raw) > 0 && json.Unmarshal(raw, &opts) == nil && opts.IncludeUsage
 }
 
 // ModelTarget is the protocol and the provider's model name that serve a client model
@@ -216,7 +241,8 @@ func (s *Server) waitError(jobID string, err error) *wire.Error {
 	case errors.Is(err, context.Canceled):
 		return nil
 	}
-	return &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "Reading the job failed: " + err.Error()}
+	s.Log.Warn("api: reading a job failed", "job", jobID, "err", err) // the details name Redis's address
+	return &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("Reading the job failed; fetch GET /v1/jobs/%s for its answer.", jobID)}
 }
 
 // answerOf is a job's answer in canonical form: the chat worker's stored answer

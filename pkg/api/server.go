@@ -97,7 +97,7 @@ type Server struct {
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.chatCompletions))))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.protocolRequest(wire.Chat, "job_")))))
 	mux.HandleFunc("GET /v1/models", s.auth(s.listModels))
 	mux.HandleFunc("POST /v1/jobs", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createJob))))
 	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))

@@ -43,6 +43,19 @@ func (chatCodec) DecodeRequest(body []byte) (*Request, error) {
 	return FromChat(cr)
 }
 
+// DecodeChatRequest is DecodeRequest with the request's parameters checked
+// (CheckChatParams): billable names the billable parameters the operator allows.
+func DecodeChatRequest(body []byte, billable []string) (*Request, error) {
+	cr, err := llm.ParseChatRequest(body)
+	if err != nil {
+		return nil, fromLLM(err)
+	}
+	if e := CheckChatParams(cr.Extra, billable); e != nil {
+		return nil, e
+	}
+	return FromChat(cr)
+}
+
 // FromChat is a Chat request already read (a client's, validated, or a job's stored
 // request) in canonical form.
 func FromChat(cr *llm.ChatRequest) (*Request, error) {
