@@ -48,7 +48,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	if ss.Done != nil {
 		var done Done
 		if json.Unmarshal(ss.Done, &done) == nil {
-			return w.deliver(ctx, req, done)
+			return w.deliver(ctx, req, done, ss.Done)
 		}
 	}
 	if ss.Status == "" {
@@ -85,15 +85,16 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 		return err
 	}
 	w.recordFetch(ctx, req, &done)
-	return w.deliver(ctx, req, done)
+	return w.deliver(ctx, req, done, b)
 }
 
-// deliver hands a finished fetch on: to its chat chain, or, for a direct fetch
-// (POST /v1/fetch), as the job's own ending: completed with the page, or failed with
-// the fetch's error (the page kept as the response, so the client sees what was seen).
-func (w *FetchWorker) deliver(ctx context.Context, req FetchRequest, done Done) error {
+// deliver hands a finished fetch on: to its chat chain (db, done's JSON as stored, is
+// the message's data: a page is not encoded again), or, for a direct fetch (POST
+// /v1/fetch), as the job's own ending: completed with the page, or failed with the
+// fetch's error (the page kept as the response, so the client sees what was seen).
+func (w *FetchWorker) deliver(ctx context.Context, req FetchRequest, done Done, db []byte) error {
 	if !req.Direct {
-		return w.Bus.Publish(ctx, bus.SubjectResume, done)
+		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Encoded{Payload: done, Data: db})
 	}
 	b, _ := json.Marshal(map[string]any{"object": "fetch.result", "id": req.JobID, "page": done.Page})
 	end := jobs.Ending{Status: state.Completed, Response: b}
