@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -141,14 +141,19 @@ test('mcp: no session without the tenant key', async () => {
 });
 
 // inspect runs the MCP inspector's CLI (mcp-inspector --cli) against /mcp and returns
-// its JSON output; its catalog file goes to a temporary directory, not $HOME.
+// its JSON output; its catalog file goes to a temporary directory, not $HOME, which is
+// removed after the run.
 async function inspect(args, key = apiKey) {
   const bin = path.join(import.meta.dirname, 'node_modules', '.bin', 'mcp-inspector');
-  const catalog = path.join(mkdtempSync(path.join(tmpdir(), 'mcp-inspector-')), 'mcp.json');
+  const dir = mkdtempSync(path.join(tmpdir(), 'mcp-inspector-'));
   const headers = key ? ['--header', `Authorization: Bearer ${key}`] : [];
-  const { stdout } = await promisify(execFile)(bin, ['--cli', endpoint.href, '--transport', 'http', ...headers, ...args],
-    { timeout: 60_000, env: { ...process.env, MCP_CATALOG_PATH: catalog } });
-  return JSON.parse(stdout);
+  try {
+    const { stdout } = await promisify(execFile)(bin, ['--cli', endpoint.href, '--transport', 'http', ...headers, ...args],
+      { timeout: 60_000, env: { ...process.env, MCP_CATALOG_PATH: path.join(dir, 'mcp.json') } });
+    return JSON.parse(stdout);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 test('mcp inspector CLI: lists the tools and calls web_search and web_fetch', async () => {
