@@ -32,8 +32,9 @@ var responsesIgnored = map[string]bool{"include": true, "user": true, "stream_op
 var responsesEchoed = map[string]bool{"presence_penalty": true, "frequency_penalty": true, "top_logprobs": true}
 
 // DecodeRequest reads a Responses request: input as a string or items (messages,
-// function_call, function_call_output, earlier web_search_call and reasoning items),
-// instructions, function tools, web_search / web_search_preview tools.
+// function_call, function_call_output, earlier web_search_call and reasoning items, a
+// compaction of POST /v1/responses/compact), instructions, function tools, web_search /
+// web_search_preview tools.
 func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 	top, err := jsonObject(body)
 	if err != nil {
@@ -178,7 +179,9 @@ type responsesItem struct {
 	Output    json.RawMessage `json:"output"`
 	ID        string          `json:"id"`
 	Status    string          `json:"status"`
-	Action    *struct {
+	// EncryptedContent is a compaction item's (compaction.go).
+	EncryptedContent string `json:"encrypted_content"`
+	Action           *struct {
 		Type    string `json:"type"`
 		Query   string `json:"query"`
 		Sources []struct {
@@ -262,11 +265,35 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 		case "reasoning":
 			// Reasoning (often encrypted) belongs to the model that wrote it; the fleet's
 			// model cannot read it.
+		case "compaction":
+			// A compaction of POST /v1/responses/compact: the turns it stands for.
+			m, err := DecodeCompaction(param+".encrypted_content", it.EncryptedContent)
+			if err != nil {
+				return err
+			}
+			add(RoleAssistant, m.Parts...)
 		case "item_reference":
 			// The ingress replaces references by the items (ResolveResponsesInput).
 			return Invalid(param+".id", "%s: item %q was not found among this tenant's stored responses", param, clip(it.ID, 64))
 		default:
 			return Invalid(param+".type", "input item type %q is not supported by this server", it.Type)
+		}
+	}
+	return r.answeredCalls()
+}
+
+// answeredCalls refuses a function_call_output whose call_id names no function_call
+// before it: the model would be handed the output of a call it never made.
+func (r *Request) answeredCalls() error {
+	calls := map[string]bool{}
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			switch {
+			case p.Kind == PartToolCall:
+				calls[p.Call.ID] = true
+			case p.Kind == PartToolResult && !calls[p.Result.CallID]:
+				return Invalid("input", "No tool call found for function call output with call_id %s: a function_call_output answers a function_call earlier in the conversation.", clip(p.Result.CallID, 64))
+			}
 		}
 	}
 	return nil
