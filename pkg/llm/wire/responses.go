@@ -743,6 +743,11 @@ type responsesStream struct {
 	done    map[string]bool // the calls whose item is done
 	msg     int             // the message item's output_index (-1: not yet added)
 	sent    string          // the text sent
+	// holdText keeps the message item for Finish: the request asked for a reasoning
+	// summary, and the reasoning items, known only when the answer is, come before
+	// the message in the answer's output (responsesOutput), so they must be sent
+	// before it too. Searches still stream as they run.
+	holdText bool
 }
 
 func (s *responsesStream) ev(typ string, fields map[string]any) Event {
@@ -755,6 +760,7 @@ func (s *responsesStream) ev(typ string, fields map[string]any) Event {
 
 func (s *responsesStream) Start(r *Response) []Event {
 	s.calls, s.queries, s.done, s.msg = map[string]int{}, map[string]*ServerCall{}, map[string]bool{}, -1
+	s.holdText = summaryAsked(r.Echo)
 	rr := *r
 	rr.Status = StatusInProgress
 	o := responseObject(&rr, []any{})
@@ -828,7 +834,9 @@ func (s *responsesStream) Update(r *Response) []Event {
 		case PartServerResult:
 			evs = s.searched(evs, p.Search)
 		case PartText:
-			evs = s.text(evs, r, p.Text, false)
+			if !s.holdText {
+				evs = s.text(evs, r, p.Text, false)
+			}
 		}
 	}
 	return evs
@@ -900,7 +908,8 @@ func (s *responsesStream) Finish(r *Response) []Event {
 
 // reasoningAfterMessage moves the reasoning items of output to after the message item:
 // a stream that already opened the message (its text streamed as the model wrote it,
-// before its reasoning was known) adds them after it, and the output says so.
+// before its reasoning was known: no summary was asked for, so none was expected)
+// adds them after it, and the output says so.
 func reasoningAfterMessage(output []any) []any {
 	var reasoning, rest []any
 	for _, it := range output {
