@@ -227,7 +227,7 @@ type inbound struct {
 type turnEnd struct {
 	previous string          // the previous_response_id it continued ("" none)
 	id       string          // the response's id, if one was made
-	failed   bool            // the turn failed (an error, or a response not completed)
+	failed   bool            // the turn failed: an error, or a failed response
 	convo    json.RawMessage // the complete input and output, when completed
 }
 
@@ -282,7 +282,7 @@ func (k *socket) serve(closing <-chan struct{}) {
 			switch {
 			case end.failed && end.previous != "":
 				k.cache.forget(end.previous)
-			case !end.failed && end.id != "":
+			case end.convo != nil:
 				k.cache.remember(end.id, end.convo)
 			}
 			if old {
@@ -418,8 +418,10 @@ func (k *socket) turn(ctx context.Context, body []byte, previous string) turnEnd
 			Output []json.RawMessage `json:"output"`
 		}
 		json.Unmarshal(sw.final, &resp)
-		end.id, end.failed = resp.ID, resp.Status != string(wire.StatusCompleted)
-		if !end.failed {
+		// An incomplete response did not fail, but only a completed one is continued
+		// (as over HTTP).
+		end.id, end.failed = resp.ID, resp.Status == string(wire.StatusFailed) || resp.Status == string(wire.StatusCancelled)
+		if resp.Status == string(wire.StatusCompleted) {
 			var input []json.RawMessage
 			json.Unmarshal(t.input, &input)
 			end.convo, _ = json.Marshal(append(input, resp.Output...))
