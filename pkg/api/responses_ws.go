@@ -150,11 +150,11 @@ func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := tenantOf(r)
-	max := s.MaxWebSockets
-	if max <= 0 {
-		max = defaultMaxWebSockets
+	most := s.MaxWebSockets
+	if most <= 0 {
+		most = defaultMaxWebSockets
 	}
-	closing, ok := s.sockets.take(max)
+	closing, ok := s.sockets.take(most)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "overloaded",
@@ -185,15 +185,22 @@ func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	defer conn.CloseNow()
-	// A message over MaxBody is read to its end and refused (socket.read); one four
+	// A message over the limit is read to its end and refused (socket.read); one four
 	// times over closes the socket.
-	if s.MaxBody > 0 {
-		conn.SetReadLimit(4 * s.MaxBody)
-	}
+	conn.SetReadLimit(4 * s.socketMessageLimit())
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	sock := &socket{s: s, conn: conn, ctx: ctx, cache: newSocketCache(4 * s.MaxBody)}
+	sock := &socket{s: s, conn: conn, ctx: ctx, cache: newSocketCache(4 * s.socketMessageLimit())}
 	sock.serve(closing)
+}
+
+// socketMessageLimit bounds a socket's messages: MaxBody, as a POST body (4 MiB when
+// MaxBody is not set).
+func (s *Server) socketMessageLimit() int64 {
+	if s.MaxBody > 0 {
+		return s.MaxBody
+	}
+	return 4 << 20
 }
 
 // sameOrigin reports whether a browser's WebSocket comes from the API's own origin
@@ -320,10 +327,7 @@ func (k *socket) read(msgs chan<- inbound) {
 			}
 			return
 		}
-		limit := k.s.MaxBody
-		if limit <= 0 {
-			limit = 1 << 30
-		}
+		limit := k.s.socketMessageLimit()
 		data, err := io.ReadAll(io.LimitReader(rd, limit+1))
 		m := inbound{data: data, binary: typ == websocket.MessageBinary}
 		if err == nil && int64(len(data)) > limit {
@@ -360,7 +364,7 @@ var transportParams = []string{"stream", "stream_options", "background"}
 func (k *socket) createBody(m inbound) ([]byte, string, *wire.Error) {
 	if m.tooBig {
 		return nil, "", &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-			Message: fmt.Sprintf("The message exceeds the limit of %d bytes.", k.s.MaxBody)}
+			Message: fmt.Sprintf("The message exceeds the limit of %d bytes.", k.s.socketMessageLimit())}
 	}
 	var top map[string]json.RawMessage
 	if m.binary || json.Unmarshal(m.data, &top) != nil || top == nil {
@@ -553,11 +557,8 @@ type socketEntry struct {
 	convo json.RawMessage
 }
 
-func newSocketCache(max int64) *socketCache {
-	if max <= 0 {
-		max = 32 << 20
-	}
-	return &socketCache{max: max}
+func newSocketCache(limit int64) *socketCache {
+	return &socketCache{max: limit}
 }
 
 // conversation is the conversation response id continues, nil if the socket does not
