@@ -63,6 +63,7 @@ var Nested = map[string]map[string][]kind{
 	"content.refusal":           {"type": {kString}, "refusal": {kString}},
 	"item.function_call_output": {"type": {kString}, "id": {kString}, "call_id": {kString}, "output": {kString, kArray}, "status": {kString}},
 	"item.reasoning":            {"type": {kString}, "id": {kString}, "summary": {kArray}},
+	"item.compaction":           {"type": {kString}, "id": {kString}, "encrypted_content": {kString}},
 	"source.url":                {"type": {kString}, "url": {kString}},
 	"tool.web_search":           {"type": {kString}},
 	"annotation":                {"type": {kString}, "url": {kString}, "start_index": {kInteger}, "end_index": {kInteger}, "title": {kString}},
@@ -218,6 +219,8 @@ func checkItem(where string, it map[string]any) []string {
 			}
 		}
 		return errs
+	case "compaction":
+		return checkFields(where, it, Nested["item.compaction"])
 	case nil:
 		return []string{where + ".type: missing"}
 	}

@@ -86,9 +86,10 @@ func authenticated(r *http.Request) {
 // HTTPServer returns the ingress's http.Server: s.Handler() with the header and idle
 // deadlines (body, answer and stream deadlines are set per request: deadlines), and,
 // when MaxUnauthenticatedConns is positive, the bound on connections that have not
-// authenticated (connGate).
+// authenticated (connGate). Its Shutdown closes the Responses WebSockets.
 func (s *Server) HTTPServer(headerTimeout, idleTimeout time.Duration) *http.Server {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout}
+	srv.RegisterOnShutdown(s.CloseSockets) // Shutdown does not wait for hijacked connections
 	if s.MaxUnauthenticatedConns > 0 {
 		g := &connGate{max: int64(s.MaxUnauthenticatedConns)}
 		srv.ConnContext, srv.ConnState = g.connContext, g.connState

@@ -125,7 +125,13 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 		s.refuse(w, codec, tenant, name, s.pace.slotFree(tenant, limit, s.JobTimeout), fmt.Sprintf("Too many %s: at most %d at once; retry later, or submit with POST /v1/jobs and poll.", what, limit))
 		return nil, false
 	}
-	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
+	return s.keepLease(r.Context(), kind, tenant, id, limit), true
+}
+
+// keepLease renews a slot taken with AcquireLease every leaseTTL/3 until release is
+// called, which gives it back.
+func (s *Server) keepLease(parent context.Context, kind, tenant, id string, limit int) (release func()) {
+	ctx, stop := context.WithCancel(context.WithoutCancel(parent))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(leaseTTL / 3)
@@ -144,12 +150,12 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 	return func() {
 		stop()
 		wg.Wait()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 		defer cancel()
 		if err := s.Store.ReleaseLease(rctx, kind, tenant, id); err != nil {
 			s.Log.Warn("api: releasing a tenant's slot (it expires on its own)", "kind", kind, "err", err)
 		}
-	}, true
+	}
 }
 
 // JobFinished frees the job slot of a job that ended (a jobs.Hook, run by the

@@ -84,6 +84,15 @@ type Server struct {
 	// Console serves the web console's pages under /console/ (nil: not served).
 	Console http.Handler
 
+	// MaxWebSockets bounds the Responses WebSockets this ingress holds open (0: 1024);
+	// WebSocketIdle closes a socket with no response running for that long (0: 10
+	// minutes), WebSocketMaxAge ends one open that long (0: 60 minutes). See
+	// responses_ws.go.
+	MaxWebSockets   int
+	WebSocketIdle   time.Duration
+	WebSocketMaxAge time.Duration
+	sockets         socketSet
+
 	// events hands the jobs' events to the requests waiting for them (waiters.go).
 	events waiters
 
@@ -107,6 +116,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directSearch))))
 	mux.HandleFunc("POST /v1/fetch", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directFetch))))
 	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.budgeted(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))))
+	mux.HandleFunc("GET /v1/responses", s.authAs(wire.Responses, s.responsesSocket))
+	mux.HandleFunc("POST /v1/responses/compact", s.authAs(wire.Responses, jsonBody(wire.Responses, s.compactResponse)))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
 	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
 	if s.Batches != nil {

@@ -101,7 +101,7 @@ func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
 			for _, e := range openresponses.CheckEvents(events(evs)) {
 				t.Errorf("%s (text first %v): %s", c.name, textFirst, e)
 			}
-			var texts []string
+			var texts, added []string
 			index, done := int64(-1), responses.ResponseReasoningItem{}
 			var last responses.ResponseStreamEventUnion
 			for i, e := range evs {
@@ -115,6 +115,8 @@ func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
 						texts = append(texts, "")
 					}
 					texts[ev.SummaryIndex] += ev.Delta
+				case "response.output_item.added":
+					added = append(added, last.AsResponseOutputItemAdded().Item.Type)
 				case "response.output_item.done":
 					if ev := last.AsResponseOutputItemDone(); ev.Item.Type == "reasoning" {
 						index, done = ev.OutputIndex, ev.Item.AsReasoning()
@@ -127,6 +129,21 @@ func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
 			}
 			if fmt.Sprint(texts) != fmt.Sprint(c.summary) || fmt.Sprint(summaryOf(done)) != fmt.Sprint(c.summary) || last.Response.OutputText() != "The answer." {
 				t.Errorf("%s (text first %v): streamed summary %q, item %q; want %q", c.name, textFirst, texts, summaryOf(done), c.summary)
+			}
+			// Asked for a summary, a stream sends the reasoning item before the
+			// message, as the whole answer lists them, even when the model's text
+			// came first.
+			if c.echo == asked {
+				var whole, completed []string
+				for _, it := range r.Output {
+					whole = append(whole, it.Type)
+				}
+				for _, it := range out {
+					completed = append(completed, it.Type)
+				}
+				if fmt.Sprint(added) != fmt.Sprint(whole) || fmt.Sprint(completed) != fmt.Sprint(whole) {
+					t.Errorf("%s (text first %v): items added %v, completed %v; the whole answer has %v", c.name, textFirst, added, completed, whole)
+				}
 			}
 		}
 	}

@@ -32,8 +32,9 @@ var responsesIgnored = map[string]bool{"include": true, "user": true, "stream_op
 var responsesEchoed = map[string]bool{"presence_penalty": true, "frequency_penalty": true, "top_logprobs": true}
 
 // DecodeRequest reads a Responses request: input as a string or items (messages,
-// function_call, function_call_output, earlier web_search_call and reasoning items),
-// instructions, function tools, web_search / web_search_preview tools.
+// function_call, function_call_output, earlier web_search_call and reasoning items, a
+// compaction of POST /v1/responses/compact), instructions, function tools, web_search /
+// web_search_preview tools.
 func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 	top, err := jsonObject(body)
 	if err != nil {
@@ -178,7 +179,9 @@ type responsesItem struct {
 	Output    json.RawMessage `json:"output"`
 	ID        string          `json:"id"`
 	Status    string          `json:"status"`
-	Action    *struct {
+	// EncryptedContent is a compaction item's (compaction.go).
+	EncryptedContent string `json:"encrypted_content"`
+	Action           *struct {
 		Type    string `json:"type"`
 		Query   string `json:"query"`
 		Sources []struct {
@@ -262,11 +265,35 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 		case "reasoning":
 			// Reasoning (often encrypted) belongs to the model that wrote it; the fleet's
 			// model cannot read it.
+		case "compaction":
+			// A compaction of POST /v1/responses/compact: the turns it stands for.
+			m, err := DecodeCompaction(param+".encrypted_content", it.EncryptedContent)
+			if err != nil {
+				return err
+			}
+			add(RoleAssistant, m.Parts...)
 		case "item_reference":
 			// The ingress replaces references by the items (ResolveResponsesInput).
 			return Invalid(param+".id", "%s: item %q was not found among this tenant's stored responses", param, clip(it.ID, 64))
 		default:
 			return Invalid(param+".type", "input item type %q is not supported by this server", it.Type)
+		}
+	}
+	return r.answeredCalls()
+}
+
+// answeredCalls refuses a function_call_output whose call_id names no function_call
+// before it: the model would be handed the output of a call it never made.
+func (r *Request) answeredCalls() error {
+	calls := map[string]bool{}
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			switch {
+			case p.Kind == PartToolCall:
+				calls[p.Call.ID] = true
+			case p.Kind == PartToolResult && !calls[p.Result.CallID]:
+				return Invalid("input", "No tool call found for function call output with call_id %s: a function_call_output answers a function_call earlier in the conversation.", clip(p.Result.CallID, 64))
+			}
 		}
 	}
 	return nil
@@ -716,6 +743,11 @@ type responsesStream struct {
 	done    map[string]bool // the calls whose item is done
 	msg     int             // the message item's output_index (-1: not yet added)
 	sent    string          // the text sent
+	// holdText keeps the message item for Finish: the request asked for a reasoning
+	// summary, and the reasoning items, known only when the answer is, come before
+	// the message in the answer's output (responsesOutput), so they must be sent
+	// before it too. Searches still stream as they run.
+	holdText bool
 }
 
 func (s *responsesStream) ev(typ string, fields map[string]any) Event {
@@ -728,6 +760,7 @@ func (s *responsesStream) ev(typ string, fields map[string]any) Event {
 
 func (s *responsesStream) Start(r *Response) []Event {
 	s.calls, s.queries, s.done, s.msg = map[string]int{}, map[string]*ServerCall{}, map[string]bool{}, -1
+	s.holdText = summaryAsked(r.Echo)
 	rr := *r
 	rr.Status = StatusInProgress
 	o := responseObject(&rr, []any{})
@@ -801,7 +834,9 @@ func (s *responsesStream) Update(r *Response) []Event {
 		case PartServerResult:
 			evs = s.searched(evs, p.Search)
 		case PartText:
-			evs = s.text(evs, r, p.Text, false)
+			if !s.holdText {
+				evs = s.text(evs, r, p.Text, false)
+			}
 		}
 	}
 	return evs
@@ -873,7 +908,8 @@ func (s *responsesStream) Finish(r *Response) []Event {
 
 // reasoningAfterMessage moves the reasoning items of output to after the message item:
 // a stream that already opened the message (its text streamed as the model wrote it,
-// before its reasoning was known) adds them after it, and the output says so.
+// before its reasoning was known: no summary was asked for, so none was expected)
+// adds them after it, and the output says so.
 func reasoningAfterMessage(output []any) []any {
 	var reasoning, rest []any
 	for _, it := range output {

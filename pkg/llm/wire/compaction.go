@@ -1,0 +1,182 @@
+package wire
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Compaction (POST /v1/responses/compact) shortens a conversation without a model
+// call, so it works the same for every model: the turns the client wrote (user and
+// system messages) are kept as they are, and what the model and the tools produced —
+// assistant text, function calls and their outputs, searches — becomes one assistant
+// turn, a transcript of it in order, carried by a "compaction" item. Reasoning items
+// are dropped (only the model that wrote them can read them), a tool's output and an
+// earlier transcript are clipped, a search keeps its query and the pages it found.
+//
+// The item's encrypted_content is the transcript turn in the fleet's canonical form
+// (a Message), base64url after a version prefix. It is opaque to clients but not
+// secret: it holds nothing the client did not send or receive, so the fleet keeps no
+// key for it and any of its processes reads it back. A later request that sends the
+// item back gets the transcript turn in its place (Responses input).
+
+// compactionPrefix starts every compaction the fleet writes (format 1).
+const compactionPrefix = "sfc1."
+
+// compactToolOutput bounds the characters of one tool output in a transcript.
+const compactToolOutput = 1000
+
+// Compaction is a conversation compacted.
+type Compaction struct {
+	// Kept are the client's own turns (user and system messages), in order.
+	Kept []Message
+	// Summary is the rest, as one assistant turn.
+	Summary Message
+}
+
+// Compact compacts r's conversation. r.System (the input's leading system and
+// developer messages; instructions are the caller's to leave out) is kept as a first
+// system message. A conversation that ends with function calls still waiting for
+// their output cannot be compacted: their call ids would no longer match.
+func Compact(r *Request) (*Compaction, error) {
+	c := &Compaction{}
+	if r.System != "" {
+		c.Kept = append(c.Kept, Message{Role: RoleSystem, Parts: []Part{{Kind: PartText, Text: r.System}}})
+	}
+	open := map[string]string{} // call id → tool name, for calls without output yet
+	var b strings.Builder
+	b.WriteString("[Compacted conversation: what the assistant did and what its tools returned, after each of the user's messages above. Earlier reasoning and full tool outputs were dropped.]\n")
+	users, heading := 0, -1
+	line := func(format string, args ...any) {
+		if heading != users {
+			heading = users
+			if users == 0 {
+				b.WriteString("\nBefore the user's first message:\n")
+			} else {
+				fmt.Fprintf(&b, "\nAfter user message %d:\n", users)
+			}
+		}
+		b.WriteString("- ")
+		fmt.Fprintf(&b, format, args...)
+		b.WriteString("\n")
+	}
+	for _, m := range r.Messages {
+		if m.Role == RoleUser || m.Role == RoleSystem {
+			if m.Role == RoleUser {
+				users++
+			}
+			c.Kept = append(c.Kept, m)
+			continue
+		}
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartText:
+				if t := strings.TrimSpace(p.Text); t != "" {
+					line("The assistant wrote: %s", clip(t, 4*compactToolOutput))
+				}
+			case PartToolCall:
+				open[p.Call.ID] = p.Call.Name
+				line("The assistant called the tool %s with %s", p.Call.Name, clip(p.Call.Arguments, compactToolOutput))
+			case PartToolResult:
+				name := open[p.Result.CallID]
+				delete(open, p.Result.CallID)
+				text := resultText(p.Result)
+				if text == "" && len(p.Result.Parts) > 0 {
+					text = "(content that is not text)"
+				}
+				line("The tool %s returned: %s", name, clip(text, compactToolOutput))
+			case PartServerCall:
+				if p.Server.IsFetch() {
+					line("The assistant read the page %s", p.Server.URL)
+				} else {
+					line("The assistant searched the web for %q", p.Server.Query)
+				}
+			case PartServerResult:
+				if p.Search.Error != nil {
+					line("That search failed (%s)", p.Search.Error.Code)
+					continue
+				}
+				var found []string
+				for _, s := range p.Search.Sources {
+					found = append(found, strings.TrimSpace(s.Title+" <"+s.URL+">"))
+				}
+				if len(found) > 0 {
+					line("It found: %s", strings.Join(found, "; "))
+				}
+			case PartImage, PartFile:
+				line("The assistant's turn held an image or a file, not kept")
+			}
+		}
+	}
+	for id := range open {
+		return nil, Invalid("input", "The conversation ends with a function_call (call_id %q) that has no function_call_output yet: send its output before compacting, so the call and its output stay together.", clip(id, 64))
+	}
+	c.Summary = Message{Role: RoleAssistant, Parts: []Part{{Kind: PartText, Text: strings.TrimRight(b.String(), "\n")}}}
+	return c, nil
+}
+
+// EncodeCompaction is a compaction item's encrypted_content for the summary turn m.
+func EncodeCompaction(m Message) (string, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	return compactionPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// DecodeCompaction reads back a compaction item's encrypted_content (param names it
+// in the error): the assistant turn it stands for.
+func DecodeCompaction(param, content string) (Message, error) {
+	bad := Invalid(param, "%s is not a compaction this server wrote: send back the compaction item of POST /v1/responses/compact unchanged", param)
+	data, ok := strings.CutPrefix(content, compactionPrefix)
+	if !ok {
+		return Message{}, bad
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(data)
+	if err != nil {
+		return Message{}, bad
+	}
+	var m Message
+	if json.Unmarshal(raw, &m) != nil || m.Role != RoleAssistant {
+		return Message{}, bad
+	}
+	for _, p := range m.Parts {
+		if p.Kind != PartText {
+			return Message{}, bad
+		}
+	}
+	return m, nil
+}
+
+// CompactionOutput is the output of a compacted response with id: the kept turns as
+// message items, then the compaction item.
+func CompactionOutput(id string, c *Compaction) ([]any, error) {
+	out := make([]any, 0, len(c.Kept)+1)
+	for i, m := range c.Kept {
+		var content []any
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartText:
+				content = append(content, map[string]string{"type": "input_text", "text": p.Text})
+			case PartImage:
+				url := p.Image.URL
+				if url == "" {
+					url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
+				}
+				content = append(content, map[string]string{"type": "input_image", "image_url": url})
+			case PartFile:
+				content = append(content, map[string]string{"type": "input_file", "filename": p.File.name(), "file_data": p.File.dataURL()})
+			}
+		}
+		if content == nil {
+			content = []any{}
+		}
+		out = append(out, map[string]any{"type": "message", "id": fmt.Sprintf("msg_%s_%d", idToken(id), i), "status": "completed", "role": string(m.Role), "content": content})
+	}
+	enc, err := EncodeCompaction(c.Summary)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, map[string]any{"type": "compaction", "id": "cmp_" + idToken(id), "encrypted_content": enc}), nil
+}
