@@ -88,7 +88,9 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		}
 		waiter, err := watch(job.ID)
 		if err != nil {
-			fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "The fleet is unavailable: " + err.Error()})
+			s.Log.Warn("api: watching a job's events", "job", job.ID, "err", err) // the details name NATS's address
+			w.Header().Set("Retry-After", "1")
+			fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "The fleet is unavailable; retry shortly."})
 			return
 		}
 		defer waiter.stop()
@@ -258,7 +260,7 @@ func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
 			err = resp.AddTrace(job.Trace)
 		}
 		if err != nil {
-			return base, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The job's answer is unreadable: " + err.Error()}
+			return base, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The job's answer is unreadable."}
 		}
 		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Finished, resp.Status = job.ID, job.ID, job.Model, job.Created, job.Finished, wire.StatusCompleted
 		for _, n := range notes {
