@@ -71,7 +71,23 @@ func ChatAnswerJSON(b json.RawMessage) (json.RawMessage, error) {
 	return Chat.EncodeResponse(r)
 }
 
+// answerHead is how EncodeAnswer's output begins: its format is read from there
+// without parsing the whole answer.
+var answerHead = []byte(`{"format":`)
+
 func answerFormat(b []byte) (int, error) {
+	if rest, ok := bytes.CutPrefix(b, answerHead); ok {
+		n := 0
+		for _, c := range rest {
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + int(c-'0')
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
 	var head struct {
 		Format int `json:"format"`
 	}

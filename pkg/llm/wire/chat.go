@@ -483,14 +483,11 @@ func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
 // url_citation annotations, client tool calls.
 func (chatCodec) EncodeResponse(r *Response) ([]byte, error) {
 	msg, finish := chatMessageOf(r)
-	if _, calls := msg["tool_calls"]; calls && msg["content"] == "" {
-		msg["content"] = nil // as OpenAI sends a message that only calls tools
+	if len(msg.ToolCalls) > 0 && *msg.Content == "" {
+		msg.Content = nil // as OpenAI sends a message that only calls tools
 	}
-	out := map[string]any{
-		"id": r.ID, "object": "chat.completion", "created": r.Created.Unix(), "model": r.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
-		"usage":   chatUsage(r.Usage),
-	}
+	out := chatAnswer{ID: r.ID, Object: "chat.completion", Created: r.Created.Unix(), Model: r.Model,
+		Choices: []chatAnswerChoice{{Message: msg, FinishReason: finish}}, Usage: chatUsage(r.Usage)}
 	if ext := extension(r); ext != nil {
 		if c := r.Chain; c != nil {
 			// A job's answer: the sources its [n] markers (and annotations) refer
@@ -504,15 +501,56 @@ func (chatCodec) EncodeResponse(r *Response) ([]byte, error) {
 				ext["fetches"] = c.Fetches
 			}
 		}
-		out["searchfleet"] = ext
+		out.Searchfleet = ext
 	}
-	return json.Marshal(out)
+	return json.Marshal(&out)
 }
 
-func chatMessageOf(r *Response) (map[string]any, string) {
+// chatAnswer is a chat.completion as the fleet answers it.
+type chatAnswer struct {
+	ID          string             `json:"id"`
+	Object      string             `json:"object"`
+	Created     int64              `json:"created"`
+	Model       string             `json:"model"`
+	Choices     []chatAnswerChoice `json:"choices"`
+	Usage       map[string]any     `json:"usage"`
+	Searchfleet map[string]any     `json:"searchfleet,omitempty"`
+}
+
+type chatAnswerChoice struct {
+	Index        int               `json:"index"`
+	Message      chatAnswerMessage `json:"message"`
+	FinishReason string            `json:"finish_reason"`
+	Logprobs     *struct{}         `json:"logprobs"`
+}
+
+// chatAnswerMessage is an answer's assistant message: its text (null when it only
+// calls tools), citations, the client's tool calls and the model's reasoning.
+type chatAnswerMessage struct {
+	Role             string           `json:"role"`
+	Content          *string          `json:"content"`
+	Refusal          *string          `json:"refusal"`
+	Annotations      []chatAnnotation `json:"annotations"`
+	ToolCalls        []llm.ToolCall   `json:"tool_calls,omitempty"`
+	ReasoningContent *string          `json:"reasoning_content,omitempty"`
+	Reasoning        []chatReasoning  `json:"searchfleet_reasoning,omitempty"`
+}
+
+type chatAnnotation struct {
+	Type        string          `json:"type"`
+	URLCitation chatURLCitation `json:"url_citation"`
+}
+
+type chatURLCitation struct {
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+	StartIndex int    `json:"start_index"`
+	EndIndex   int    `json:"end_index"`
+}
+
+func chatMessageOf(r *Response) (chatAnswerMessage, string) {
 	var b strings.Builder
-	anns := []any{}
-	var calls []llm.ToolCall
+	msg := chatAnswerMessage{Role: "assistant", Annotations: []chatAnnotation{}}
 	chars := 0
 	for _, p := range r.Content {
 		switch p.Kind {
@@ -523,19 +561,18 @@ func chatMessageOf(r *Response) (map[string]any, string) {
 				if start < 0 {
 					start, end = 0, n
 				}
-				anns = append(anns, map[string]any{"type": "url_citation", "url_citation": map[string]any{"url": c.URL, "title": c.Title, "start_index": chars + start, "end_index": chars + end}})
+				msg.Annotations = append(msg.Annotations, chatAnnotation{Type: "url_citation",
+					URLCitation: chatURLCitation{URL: c.URL, Title: c.Title, StartIndex: chars + start, EndIndex: chars + end}})
 			}
 			b.WriteString(p.Text)
 			chars += n
 		case PartToolCall:
-			calls = append(calls, p.Call.Chat())
+			msg.ToolCalls = append(msg.ToolCalls, p.Call.Chat())
 		}
 	}
-	msg := map[string]any{"role": "assistant", "content": b.String(), "refusal": nil, "annotations": anns}
-	if len(calls) > 0 {
-		msg["tool_calls"] = calls
-	}
-	chatReasoningFields(msg, r.Content)
+	text := b.String()
+	msg.Content = &text
+	msg.ReasoningContent, msg.Reasoning = chatReasoningValues(r.Content)
 	finish := "stop"
 	for k, v := range chatStops {
 		if v == r.Stop && k != "function_call" {
@@ -672,8 +709,8 @@ func progressComment(v map[string]any) Event {
 
 func (s *chatStream) Finish(r *Response) []Event {
 	msg, finish := chatMessageOf(r)
-	evs := s.text(nil, msg["content"].(string), true)
-	if calls, ok := msg["tool_calls"].([]llm.ToolCall); ok {
+	evs := s.text(nil, *msg.Content, true)
+	if calls := msg.ToolCalls; len(calls) > 0 {
 		items := make([]any, len(calls))
 		for i, c := range calls {
 			items[i] = map[string]any{"index": i, "id": c.ID, "type": "function", "function": c.Function}
@@ -681,7 +718,7 @@ func (s *chatStream) Finish(r *Response) []Event {
 		evs = append(evs, s.chunk(map[string]any{"tool_calls": items}, nil))
 	}
 	final := map[string]any{}
-	if anns := msg["annotations"].([]any); len(anns) > 0 {
+	if anns := msg.Annotations; len(anns) > 0 {
 		final["annotations"] = anns
 	}
 	evs = append(evs, s.chunk(final, finish))

@@ -97,9 +97,9 @@ func reasoningFor(p Part, protocol Protocol) (*Reasoning, bool) {
 	return p.Reasoning, true
 }
 
-// The chain stores each hop's answer as a Chat assistant message (the Chat detour,
-// see DESIGN.md): reasoning state, which Chat has no field for, rides in it under
-// llm.ReasoningKey, each entry the canonical Reasoning with the id of the tool call
+// A Chat assistant message carries another protocol's reasoning state, which Chat has
+// no field for, under llm.ReasoningKey (a Chat client's answer, turns stored in the
+// earlier Chat form): each entry the canonical Reasoning with the id of the tool call
 // it came before ("" : before the text). A request's ReasoningConfig rides at the top
 // level under the same key (ChatModel turns it into reasoning_effort for a Chat
 // model).
@@ -184,12 +184,25 @@ func withChatReasoning(entries []chatReasoning, parts []Part) []Part {
 }
 
 // chatReasoningFields adds an assistant message's reasoning to its Chat form: the
-// entries under llm.ReasoningKey and, as DeepSeek and Kimi send it, the readable
-// reasoning as reasoning_content (a Chat model's own reasoning_content only).
+// reasoning_content a Chat model reads, and another protocol's state under
+// llm.ReasoningKey (chatReasoningValues).
 func chatReasoningFields(msg map[string]any, parts []Part) {
-	entries := chatReasoningOf(parts)
+	content, entries := chatReasoningValues(parts)
+	if content != nil {
+		msg["reasoning_content"] = *content
+	}
+	if entries != nil {
+		msg[llm.ReasoningKey] = entries
+	}
+}
+
+// chatReasoningValues are the Chat fields of parts' reasoning: a Chat model's own
+// reasoning_content alone (nil entries), or another protocol's state as entries with
+// the readable text as reasoning_content (nil: none).
+func chatReasoningValues(parts []Part) (content *string, entries []chatReasoning) {
+	entries = chatReasoningOf(parts)
 	if len(entries) == 0 {
-		return
+		return nil, nil
 	}
 	var own, text []string
 	native := true
@@ -205,13 +218,14 @@ func chatReasoningFields(msg map[string]any, parts []Part) {
 		}
 	}
 	if native {
-		msg["reasoning_content"] = strings.Join(own, "")
-		return
+		s := strings.Join(own, "")
+		return &s, nil
 	}
-	msg[llm.ReasoningKey] = entries
 	if len(text) > 0 {
-		msg["reasoning_content"] = strings.Join(text, "\n\n")
+		s := strings.Join(text, "\n\n")
+		return &s, entries
 	}
+	return nil, entries
 }
 
 // chatReasoningParts reads an assistant message's reasoning: its llm.ReasoningKey
