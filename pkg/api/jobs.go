@@ -48,7 +48,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	delete(top, "callback")
 	delete(top, "metadata")
 	chatBody, _ := json.Marshal(top)
-	req, e := s.decodeRequest(wire.Chat, chatBody)
+	req, e := s.decodeRequest(r.Context(), wire.Chat, chatBody)
 	if e != nil {
 		writeWireError(w, wire.Chat, e)
 		return

@@ -53,7 +53,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			}
 			body = rr.body
 		}
-		req, e := s.decodeRequest(codec, body)
+		req, e := s.decodeRequest(r.Context(), codec, body)
 		if e != nil {
 			fail(e)
 			return
@@ -137,9 +137,10 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 
 // decodeRequest reads a create request of codec's protocol into canonical form and
 // checks what every create path checks: a Chat request's parameters, a known model,
-// search settings the fleet can serve, files the model can read. The request's notes
-// name the settings the fleet cannot honour.
-func (s *Server) decodeRequest(codec wire.ClientCodec, body []byte) (*wire.Request, *wire.Error) {
+// search settings the fleet can serve, files the model can read (those given by URL
+// read within ctx where the model needs them read). The request's notes name the
+// settings the fleet cannot honour.
+func (s *Server) decodeRequest(ctx context.Context, codec wire.ClientCodec, body []byte) (*wire.Request, *wire.Error) {
 	var req *wire.Request
 	var err error
 	if codec.Protocol() == wire.OpenAIChat {
@@ -158,7 +159,7 @@ func (s *Server) decodeRequest(codec wire.ClientCodec, body []byte) (*wire.Reque
 	if e := s.checkSearch(req); e != nil {
 		return nil, e
 	}
-	return s.modelFiles(req)
+	return s.modelFiles(ctx, req)
 }
 
 // includeUsage reports whether a streamed Chat request asked for a final usage chunk
@@ -194,13 +195,17 @@ func (s *Server) reasoningNotes(client wire.Protocol, c *wire.ReasoningConfig, m
 // modelFiles returns req with its files as the model serving it reads them
 // (wire.ModelFiles), turned into text once, at submission, so the job's hops do not
 // extract a PDF's text again each; a file the model can read neither as it is nor as
-// text is a 400 here rather than a job that fails when the model is called.
-func (s *Server) modelFiles(req *wire.Request) (*wire.Request, *wire.Error) {
+// text is a 400 here rather than a job that fails when the model is called. Files
+// given by URL that the model cannot take by URL are read first, once (readFileURLs).
+func (s *Server) modelFiles(ctx context.Context, req *wire.Request) (*wire.Request, *wire.Error) {
 	t, ok := s.Targets[req.Model]
 	if !ok || t.API == nil {
 		return req, nil
 	}
-	out, err := wire.ModelFiles(req, t.API, req.Model)
+	out, err := s.readFileURLs(ctx, req, t.API)
+	if err == nil {
+		out, err = wire.ModelFiles(out, t.API, req.Model)
+	}
 	if err != nil {
 		return nil, wire.AsError(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -49,6 +50,9 @@ type Server struct {
 	Limits *config.TenantLimits
 	// MaxBody bounds request bodies.
 	MaxBody int64
+	// FileURLs reads the files a request gives by URL for a model that cannot take
+	// them by URL (fileurl.go); nil: such a file is refused.
+	FileURLs *fetch.Fetcher
 	// JobTimeout is each job's deadline; SyncWait how long a synchronous request waits.
 	JobTimeout time.Duration
 	SyncWait   time.Duration

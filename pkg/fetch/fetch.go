@@ -5,6 +5,9 @@
 // HTML is reduced to its readable text. The result is honest: a capped page says
 // truncated, a page with no readable text says whether it is a JavaScript app shell
 // or empty, and a failure is a typed error the model reads, never an empty page.
+//
+// FetchFile reads a file a client gave by URL (a Responses input_file's file_url)
+// through the same guard and caps, whole and as it is.
 package fetch
 
 import (
@@ -158,7 +161,7 @@ func CheckURL(raw string) (*url.URL, *Error) {
 // errCredentials refuses a URL with a user name or password: Go's HTTP client sends
 // them as Basic auth, and a page's URL is kept in the job's trace.
 var errCredentials = &Error{Type: ErrInvalidURL, Message: "the url carries a user name or password (user:password@host); " +
-	"web_fetch never sends credentials: fetch the URL without them"}
+	"the fleet never sends credentials: give the URL without them"}
 
 // withoutCredentials is raw with any user:password@ removed: the form a Page keeps.
 func withoutCredentials(raw string) string {
@@ -182,7 +185,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 	}
 	fctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
-	resp, final, perr := f.follow(fctx, u)
+	resp, final, perr := f.follow(fctx, u, acceptPage)
 	if perr != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -231,9 +234,83 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 	return p, nil
 }
 
+// Accept headers: a page's (Fetch) and a file's (FetchFile).
+const (
+	acceptPage = "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.1"
+	acceptFile = "*/*"
+)
+
+// File is a file read whole (FetchFile), or why it could not be read (Error).
+type File struct {
+	// URL is the URL asked for, without credentials; FinalURL the one that answered.
+	URL      string `json:"url"`
+	FinalURL string `json:"final_url,omitempty"`
+	// ContentType is the media type the server named, without parameters ("" when it
+	// named none).
+	ContentType string `json:"content_type,omitempty"`
+	Content     []byte `json:"-"`
+	Error       *Error `json:"error,omitempty"`
+}
+
+// FetchFile reads the file at raw whole, whatever its content type, through the same
+// guard, redirect rule and time cap (Options.Timeout) as Fetch. A file longer than
+// max bytes (0: Options.MaxBytes) is an ErrLimit error, never cut short: a file is
+// read whole or not at all. The error return is only ctx ending.
+func (f *Fetcher) FetchFile(ctx context.Context, raw string, max int64) (*File, error) {
+	if max <= 0 {
+		max = f.o.MaxBytes
+	}
+	file := &File{URL: withoutCredentials(raw)}
+	u, perr := CheckURL(raw)
+	if perr != nil {
+		file.Error = perr
+		return file, nil
+	}
+	fctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
+	defer cancel()
+	fail := func(e *Error) (*File, error) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		file.Error = e
+		return file, nil
+	}
+	resp, final, perr := f.follow(fctx, u, acceptFile)
+	if perr != nil {
+		return fail(perr)
+	}
+	defer resp.Body.Close()
+	file.FinalURL = withoutCredentials(final.String())
+	if resp.StatusCode >= 400 {
+		return fail(&Error{Type: ErrHTTPStatus, Message: fmt.Sprintf("the server answered HTTP %d", resp.StatusCode)})
+	}
+	if resp.ContentLength > max {
+		return fail(fileTooLarge(max))
+	}
+	body, truncated, err := readCapped(resp.Body, max)
+	switch {
+	case truncated:
+		return fail(fileTooLarge(max))
+	case err != nil:
+		return fail(transportError(fctx, err))
+	}
+	if h := resp.Header.Get("Content-Type"); h != "" {
+		if mt, _, err := mime.ParseMediaType(h); err == nil {
+			file.ContentType = strings.ToLower(mt)
+		}
+	}
+	file.Content = body
+	return file, nil
+}
+
+// fileTooLarge is the error of a file longer than max bytes.
+func fileTooLarge(max int64) *Error {
+	return &Error{Type: ErrLimit, Message: fmt.Sprintf("the file is larger than %d bytes", max)}
+}
+
 // follow sends GET u and follows up to MaxRedirects redirects, checking every URL
 // with the guard before connecting (the guard's dialer checks the socket again).
-func (f *Fetcher) follow(ctx context.Context, u *url.URL) (*http.Response, *url.URL, *Error) {
+func (f *Fetcher) follow(ctx context.Context, u *url.URL, accept string) (*http.Response, *url.URL, *Error) {
 	for hop := 0; ; hop++ {
 		if _, err := f.o.Guard.CheckURL(ctx, u.String()); err != nil {
 			return nil, nil, guardError(ctx, err)
@@ -243,7 +320,7 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL) (*http.Response, *url.
 			return nil, nil, &Error{Type: ErrInvalidURL, Message: "the url is not a valid request URL"}
 		}
 		req.Header.Set("User-Agent", f.o.UserAgent)
-		req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.1")
+		req.Header.Set("Accept", accept)
 		resp, err := f.hc.Do(req)
 		if err != nil {
 			return nil, nil, transportError(ctx, err)
@@ -264,7 +341,7 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL) (*http.Response, *url.
 			return nil, nil, &Error{Type: ErrRefused, Message: "refused: the page redirected to a non-http URL"}
 		}
 		if loc.User != nil {
-			return nil, nil, &Error{Type: ErrRefused, Message: "refused: the page redirected to a URL with a user name or password (web_fetch never sends credentials)"}
+			return nil, nil, &Error{Type: ErrRefused, Message: "refused: the page redirected to a URL with a user name or password (the fleet never sends credentials)"}
 		}
 		u = loc
 	}

@@ -260,3 +260,50 @@ func TestFetchRefusesCredentials(t *testing.T) {
 		t.Errorf("requests' Authorization headers %q: want only the redirecting request, without credentials", auth)
 	}
 }
+
+// A file is read whole and as it is, whatever its type, after redirects; a file
+// longer than the cap, a 404 and a loopback address without an allow-list are errors
+// in words without addresses, and nothing of a refused or oversized file is kept.
+func TestFetchFile(t *testing.T) {
+	t.Parallel()
+	pdf := "%PDF-1.4\n\x00\x01binary"
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/go":
+			http.Redirect(w, r, "/doc.pdf", http.StatusFound)
+		case "/doc.pdf":
+			w.Header().Set("Content-Type", "application/pdf; name=doc.pdf")
+			fmt.Fprint(w, pdf)
+		case "/big":
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, strings.Repeat("x", 2000)) // chunked: no Content-Length to refuse early
+			w.(http.Flusher).Flush()
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	f := fetcher(fetch.Options{})
+	file, err := f.FetchFile(t.Context(), srv.URL+"/go", 1024)
+	if err != nil || file.Error != nil || string(file.Content) != pdf || file.ContentType != "application/pdf" || file.FinalURL != srv.URL+"/doc.pdf" {
+		t.Fatalf("%+v %v", file, err)
+	}
+	for _, c := range []struct {
+		name, url, kind, words string
+		f                      *fetch.Fetcher
+	}{
+		{"too large", srv.URL + "/big", fetch.ErrLimit, "larger than 1024 bytes", f},
+		{"not found", srv.URL + "/missing", fetch.ErrHTTPStatus, "HTTP 404", f},
+		{"loopback in production", srv.URL + "/doc.pdf", fetch.ErrRefused, "private address", fetch.New(fetch.Options{})},
+		{"credentials", strings.Replace(srv.URL, "http://", "http://a:b@", 1) + "/doc.pdf", fetch.ErrInvalidURL, "without them", f},
+		{"not http", "ftp://example.com/doc.pdf", fetch.ErrInvalidURL, "http and https", f},
+	} {
+		file, err := c.f.FetchFile(t.Context(), c.url, 1024)
+		if err != nil || file.Error == nil || file.Error.Type != c.kind || !strings.Contains(file.Error.Message, c.words) || file.Content != nil {
+			t.Errorf("%s: %+v %v, want %s saying %q", c.name, file, err, c.kind, c.words)
+			continue
+		}
+		if strings.Contains(file.Error.Message, "127.0.0.1") {
+			t.Errorf("%s: the error names the address: %s", c.name, file.Error.Message)
+		}
+	}
+}

@@ -359,6 +359,19 @@ func (p *process) runSearch(ctx context.Context) error {
 // SSRF guard (FLEET_FETCH_ALLOW admits private ranges; tests allow loopback), capped
 // at FLEET_FETCH_MAX_BYTES and FLEET_FETCH_TIMEOUT.
 func (p *process) fetchWorker() (*search.FetchWorker, error) {
+	g, err := p.fetchGuard()
+	if err != nil {
+		return nil, err
+	}
+	f := fetch.New(fetch.Options{Guard: g, MaxBytes: p.env.FetchMaxBytes, Timeout: p.env.FetchTimeout})
+	return &search.FetchWorker{Bus: p.bus, Store: p.store, Fetcher: f, Ender: p.ender, LeaseTTL: p.env.AckWait, Metrics: p.o.Metrics,
+		Log: p.log.With("role", "fetch"), ID: p.id}, nil
+}
+
+// fetchGuard is the SSRF guard of everything the fleet fetches for a client (web_fetch
+// pages, files given by URL): public addresses only, unless FLEET_FETCH_ALLOW admits
+// private ranges (tests allow loopback).
+func (p *process) fetchGuard() (*webhook.Guard, error) {
 	g := &webhook.Guard{}
 	for _, c := range p.env.FetchAllow {
 		pre, err := netip.ParsePrefix(c)
@@ -367,9 +380,7 @@ func (p *process) fetchWorker() (*search.FetchWorker, error) {
 		}
 		g.Allow = append(g.Allow, pre)
 	}
-	f := fetch.New(fetch.Options{Guard: g, MaxBytes: p.env.FetchMaxBytes, Timeout: p.env.FetchTimeout})
-	return &search.FetchWorker{Bus: p.bus, Store: p.store, Fetcher: f, Ender: p.ender, LeaseTTL: p.env.AckWait, Metrics: p.o.Metrics,
-		Log: p.log.With("role", "fetch"), ID: p.id}, nil
+	return g, nil
 }
 
 // runIngress starts the HTTP API and the work that runs beside it: webhook delivery,
@@ -391,6 +402,13 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		Limits:  p.batches.Limits,
 		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
 		ChatBillableParams: env.ChatBillableParams}
+	// Files given by URL are read through the web_fetch guard, each capped at a
+	// request body's size (the bound of a file given to a model) and FLEET_FETCH_TIMEOUT.
+	g, err := p.fetchGuard()
+	if err != nil {
+		return nil, err
+	}
+	s.FileURLs = fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"})
 	s.Console = console.Handler() // the web console at /console/
 	// /mcp: the MCP tools call this API in process, with the caller's key.
 	s.MCP = mcp.New(mcp.Options{API: s.Handler(), Tools: p.tools, Models: s.Models, MaxBody: env.MaxBodyBytes, Log: p.log.With("role", "mcp")})

@@ -361,8 +361,9 @@ func (st *stats) count(route string, body []byte, extra string) {
 type Stats struct {
 	// Requests counts requests per route: "model" for the main model, the kind name
 	// for engines; "model_offered_web_search" counts model requests whose tools
-	// included web_search; "model_file" and "model_file_text" count model requests
-	// that carried a file natively or as text (sim_model_files.go).
+	// included web_search; "model_file", "model_file_text" and "model_file_url" count
+	// model requests that carried a file natively, as text or by its URL
+	// (sim_model_files.go).
 	Requests map[string]int64 `json:"requests"`
 	// Duplicates counts requests whose route and body exactly repeated an earlier one.
 	Duplicates map[string]int64 `json:"duplicates"`

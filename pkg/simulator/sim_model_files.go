@@ -11,7 +11,10 @@ import (
 // requests that carried a file in their protocol's own shape (Chat and Responses file
 // parts with base64 file_data, an Anthropic document block with a base64 source, a
 // Gemini inlineData part other than an image), "model_file_text" requests that held a
-// file inlined as text (its <file name=…> delimiters).
+// file inlined as text (its <file name=…> delimiters), "model_file_url" requests that
+// gave a file by its URL where the real API takes one (a Responses input_file with
+// file_url, an Anthropic document with a url source): the simulator does not fetch
+// it.
 
 // countFiles counts the files of a model request to path.
 func (st *stats) countFiles(path string, body []byte) {
@@ -19,9 +22,10 @@ func (st *stats) countFiles(path string, body []byte) {
 	if json.Unmarshal(body, &v) != nil {
 		return
 	}
-	native, text := false, false
+	native, byURL, text := false, false, false
 	walkJSON(v, func(o map[string]any) {
 		native = native || nativeFile(path, o)
+		byURL = byURL || urlFile(path, o)
 	}, func(s string) {
 		text = text || strings.Contains(s, "<file name=")
 	})
@@ -31,6 +35,26 @@ func (st *stats) countFiles(path string, body []byte) {
 	if text {
 		st.count("model_file_text", body, path)
 	}
+	if byURL {
+		st.count("model_file_url", body, path)
+	}
+}
+
+// urlFile reports whether o is a file given by URL in the shape of the protocol
+// served at path, where that protocol has one.
+func urlFile(path string, o map[string]any) bool {
+	httpURL := func(v any) bool {
+		s, _ := v.(string)
+		return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
+	}
+	switch {
+	case strings.HasSuffix(path, "/responses"):
+		return o["type"] == "input_file" && httpURL(o["file_url"])
+	case strings.HasSuffix(path, "/messages"):
+		src, _ := o["source"].(map[string]any)
+		return o["type"] == "document" && src["type"] == "url" && httpURL(src["url"])
+	}
+	return false
 }
 
 // nativeFile reports whether o is a file in the shape of the protocol served at path.

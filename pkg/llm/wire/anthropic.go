@@ -173,8 +173,8 @@ type anthropicBlock struct {
 	Data      string `json:"data"`
 }
 
-// anthropicDocument reads a document block: a base64 source (a PDF) or a text source
-// (plain text), as a file part.
+// anthropicDocument reads a document block: a base64 source (a PDF), a text source
+// (plain text) or a url source (a PDF by URL: urlFile), as a file part.
 func anthropicDocument(param string, b anthropicBlock) (Part, error) {
 	if b.Source == nil {
 		return Part{}, Invalid(param+".source", "%s.source: Field required", param)
@@ -188,8 +188,17 @@ func anthropicDocument(param string, b anthropicBlock) (Part, error) {
 		return Part{Kind: PartFile, File: &File{Filename: b.Title, MediaType: fileMedia(b.Source.MediaType, b.Title, content), Data: b.Source.Data}}, nil
 	case "text":
 		return Part{Kind: PartFile, File: &File{Filename: b.Title, MediaType: "text/plain", Data: base64.StdEncoding.EncodeToString([]byte(b.Source.Data))}}, nil
+	case "url":
+		if b.Source.URL == "" {
+			return Part{}, Invalid(param+".source.url", "%s.source.url: Field required", param)
+		}
+		p, err := urlFile(param+".source.url", b.Title, b.Source.URL)
+		if err == nil && p.File.MediaType == "" {
+			p.File.MediaType = mediaPDF // a url source is a PDF (URLPDFSourceParam) unless its name says otherwise
+		}
+		return p, err
 	}
-	return Part{}, Invalid(param+".source.type", "%s.source.type %q is not supported by this server (send the document as base64 or text)", param, b.Source.Type)
+	return Part{}, Invalid(param+".source.type", "%s.source.type %q is not supported by this server (send the document as base64, text or url)", param, b.Source.Type)
 }
 
 func (r *Request) anthropicMessages(v json.RawMessage) error {

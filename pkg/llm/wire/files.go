@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"mime"
+	"net/url"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -13,10 +14,20 @@ import (
 // File is a document a client sent (PartFile): its name, media type and base64
 // content. A model takes it as it is where its protocol carries that kind of file
 // (TakesFile), else as text where it is text (fileText).
+//
+// A file given by URL (a Responses input_file's file_url, an Anthropic document's url
+// source) has URL and no Data: its media type is its name's ("" when the name says
+// none). A model that takes that kind of file by URL gets the URL (TakesFileURL); for
+// any other the ingress reads the file once, at submission (ReadFileURLs), and it
+// becomes a file with Data.
 type File struct {
 	Filename  string `json:"filename,omitempty"`
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data"`
+	URL       string `json:"url,omitempty"`
+	// param is the request parameter that gave URL, for the error that it cannot be
+	// read (not stored).
+	param string
 }
 
 // mediaPDF is the media type every protocol that takes files takes.
@@ -28,16 +39,17 @@ var textMedia = map[string]bool{"application/json": true, "application/xml": tru
 
 // decodeFile reads a client's file (Responses input_file, Chat file part): data is
 // base64 or a base64 data: URL. file_id parts are resolved into file_data by the
-// ingress (ResolveResponsesInput) before decoding; file_url is not fetched.
+// ingress (ResolveResponsesInput) before decoding; a file_url is kept as the file's
+// URL (urlFile), not read.
 func decodeFile(param, filename, data, fileURL, fileID string) (Part, error) {
 	switch {
 	case data != "":
 	case fileID != "":
 		return Part{}, Invalid(param+".file_id", "%s.file_id %q is not one of this tenant's files", param, clip(fileID, 64))
 	case fileURL != "":
-		return Part{}, Invalid(param+".file_url", "%s: file_url is not supported by this server; send the file as file_data, or upload it (POST /v1/files) and send its file_id", param)
+		return urlFile(param+".file_url", filename, fileURL)
 	default:
-		return Part{}, Invalid(param, "%s: a file needs file_data or file_id", param)
+		return Part{}, Invalid(param, "%s: a file needs file_data, file_url or file_id", param)
 	}
 	media := ""
 	if rest, ok := strings.CutPrefix(data, "data:"); ok {
@@ -120,21 +132,114 @@ func TakesFile(api ModelAPI, media string) bool {
 	return false
 }
 
+// TakesFileURL reports whether api carries a file of the media type by its URL,
+// unread: PDFs in OpenAI Responses (input_file with file_url) and Anthropic Messages
+// (a document with a url source, anthropic-sdk-go URLPDFSourceParam). Chat file
+// parts and Gemini inlineData carry only the file's bytes.
+func TakesFileURL(api ModelAPI, media string) bool {
+	switch api.(type) {
+	case responsesModel, anthropicModel:
+		return media == mediaPDF
+	}
+	return false
+}
+
+// urlFile is a file given by URL at param: an absolute http or https URL of at most
+// maxFileURL bytes without a user name or password (the fleet reads it with none and
+// a model provider would be given them). Its name is filename, else the URL path's
+// last element; its media type is the name's.
+func urlFile(param, filename, raw string) (Part, error) {
+	raw = strings.TrimSpace(raw)
+	if len(raw) > maxFileURL {
+		return Part{}, Invalid(param, "%s is longer than %d bytes", param, maxFileURL)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Opaque != "" || u.Hostname() == "" || u.Scheme != "http" && u.Scheme != "https" {
+		return Part{}, Invalid(param, "%s must be an absolute http or https URL", param)
+	}
+	if u.User != nil {
+		return Part{}, Invalid(param, "%s carries a user name or password (user:password@host); the fleet never sends credentials: give the URL without them", param)
+	}
+	if filename == "" {
+		if base := path.Base(u.Path); base != "/" && base != "." {
+			filename = clip(base, 128)
+		}
+	}
+	media, _, _ := mime.ParseMediaType(mime.TypeByExtension(strings.ToLower(path.Ext(filename))))
+	if isPDF(media, filename, nil) {
+		media = mediaPDF
+	}
+	return Part{Kind: PartFile, File: &File{Filename: filename, MediaType: media, URL: raw, param: param}}, nil
+}
+
+// maxFileURL bounds a file's URL (pkg/fetch's MaxURLLen).
+const maxFileURL = 2048
+
+// ReadFileURLs returns r with the files given by URL that api does not take by URL
+// (TakesFileURL) read by read, which returns the file's bytes and the media type its
+// server named; the files api takes by URL, and r itself, are not changed. A file
+// read is a file with Data, whose media type is the server's unless that is none or
+// application/octet-stream (then its name's or its content's: fileMedia). The error,
+// a 400 naming the parameter, the URL and read's reason, is for a URL that cannot be
+// read; the ingress calls this once, at submission, before ModelFiles.
+func ReadFileURLs(r *Request, api ModelAPI, read func(url string) ([]byte, string, error)) (*Request, error) {
+	return mapFiles(r, func(f *File) (Part, bool, error) {
+		if f.URL == "" || f.Data != "" || TakesFileURL(api, f.MediaType) {
+			return Part{}, false, nil
+		}
+		content, media, err := read(f.URL)
+		if err != nil {
+			param := f.param
+			if param == "" {
+				param = "file_url"
+			}
+			return Part{}, false, Invalid(param, "%s: the file at %s could not be read: %s", param, clip(f.URL, 256), err)
+		}
+		if media == "application/octet-stream" || media == "binary/octet-stream" {
+			media = ""
+		}
+		return Part{Kind: PartFile, File: &File{Filename: f.Filename, MediaType: fileMedia(media, f.Filename, content),
+			Data: base64.StdEncoding.EncodeToString(content)}}, true, nil
+	})
+}
+
 // ModelFiles returns r as api reads its files: those api takes as they are stay,
 // the others become text (fileText). r itself is not changed. The error, a 400 naming
-// model and the file, is for a file the model cannot read either way; the ingress
-// checks a request with it before the job is queued.
+// model and the file, is for a file the model cannot read either way, or a file by
+// URL it cannot take by URL that was not read (ReadFileURLs); the ingress checks a
+// request with it before the job is queued.
 func ModelFiles(r *Request, api ModelAPI, model string) (*Request, error) {
+	return mapFiles(r, func(f *File) (Part, bool, error) {
+		if f.URL != "" && f.Data == "" {
+			if TakesFileURL(api, f.MediaType) {
+				return Part{}, false, nil
+			}
+			return Part{}, false, Invalid("", "The model %q cannot take the file %q by its URL, and the file was not read: send it as file_data.", clip(model, 64), f.name())
+		}
+		if TakesFile(api, f.MediaType) {
+			return Part{}, false, nil
+		}
+		text, err := fileText(f, model)
+		return text, err == nil, err
+	})
+}
+
+// mapFiles returns r with each file part replaced by fn's part where fn says so
+// (true), copying only the messages it changes; r itself is not changed.
+func mapFiles(r *Request, fn func(f *File) (Part, bool, error)) (*Request, error) {
 	var out *Request
 	for i, m := range r.Messages {
 		copied := false
 		for j, p := range m.Parts {
-			if p.Kind != PartFile || TakesFile(api, p.File.MediaType) {
+			if p.Kind != PartFile {
 				continue
 			}
-			text, err := fileText(p.File, model)
+			np, replace, err := fn(p.File)
 			if err != nil {
 				return nil, err
+			}
+			if !replace {
+				continue
 			}
 			if out == nil {
 				c := *r
@@ -144,7 +249,7 @@ func ModelFiles(r *Request, api ModelAPI, model string) (*Request, error) {
 			if !copied {
 				out.Messages[i].Parts, copied = append([]Part(nil), m.Parts...), true
 			}
-			out.Messages[i].Parts[j] = text
+			out.Messages[i].Parts[j] = np
 		}
 	}
 	if out == nil {

@@ -82,8 +82,11 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			case PartImage:
 				blocks = append(blocks, anthropicImage(p.Image))
 			case PartFile:
-				blocks = append(blocks, map[string]any{"type": "document", "title": p.File.name(),
-					"source": map[string]string{"type": "base64", "media_type": p.File.MediaType, "data": p.File.Data}})
+				source := map[string]string{"type": "base64", "media_type": p.File.MediaType, "data": p.File.Data}
+				if p.File.Data == "" && p.File.URL != "" { // a PDF it takes by URL (URLPDFSourceParam)
+					source = map[string]string{"type": "url", "url": p.File.URL}
+				}
+				blocks = append(blocks, map[string]any{"type": "document", "title": p.File.name(), "source": source})
 			case PartToolCall:
 				blocks = append(blocks, map[string]any{"type": "tool_use", "id": p.Call.ID, "name": p.Call.Name, "input": toolArgs(p.Call.Arguments)})
 			case PartToolResult:

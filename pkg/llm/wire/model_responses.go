@@ -184,6 +184,10 @@ func responsesInputContent(parts []Part, assistant bool) any {
 			}
 			items = append(items, map[string]string{"type": "input_image", "image_url": url})
 		case PartFile:
+			if p.File.Data == "" && p.File.URL != "" { // a file it takes by URL (TakesFileURL)
+				items = append(items, map[string]string{"type": "input_file", "file_url": p.File.URL})
+				continue
+			}
 			items = append(items, map[string]string{"type": "input_file", "filename": p.File.name(), "file_data": p.File.dataURL()})
 		}
 	}
