@@ -286,10 +286,10 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2] its summary, KEYS[3..] the keys to delete (chain, recorded
+// record, KEYS[2] its summary, KEYS[3..] the keys to delete (recorded
 // searches, stored response, search results); ARGV[1] the archived bytes, ARGV[2] the
 // summary, ARGV[3] the ms the record has left (its retention from its creation), then
-// the fields to drop. The record is written anew, so Redis encodes what
+// the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what
 // is left compactly (a hash keeps the encoding of its largest value). Returns 1 when
 // it trimmed, 0 when the job was trimmed already, -1 when it has not ended (or is
 // gone).
@@ -325,11 +325,10 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
-	var jc, cc, rc *redis.MapStringStringCmd
+	var jc, rc *redis.MapStringStringCmd
 	var sc *redis.StringCmd
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		jc = p.HGetAll(ctx, s.K.Job(id))
-		cc = p.HGetAll(ctx, s.K.Chain(id))
 		rc = p.HGetAll(ctx, s.K.SearchRecord(id))
 		sc = p.Get(ctx, s.K.StoredResponse(id))
 		return nil
@@ -337,7 +336,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if err != nil && err != redis.Nil {
 		return 0, fmt.Errorf("state: reading job %s to archive it: %w", id, err)
 	}
-	jm := jc.Val()
+	jm, chain := splitChain(jc.Val())
 	if len(jm) == 0 || jm["id"] == "" {
 		return 0, nil
 	}
@@ -350,13 +349,13 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	}
 	// The stored response is JSON SaveResponse encoded.
 	resp, _ := sc.Bytes()
-	rec := encodeCold(jm, cc.Val(), rc.Val(), resp)
+	rec := encodeCold(jm, chain, rc.Val(), resp)
 	if err := s.archive.Put(ctx, id, rec); err != nil {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
 	n := int64(len(rec))
-	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.StoredResponse(id), s.K.JobSpend(id)}
-	for f := range cc.Val() {
+	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.SearchRecord(id), s.K.StoredResponse(id), s.K.JobSpend(id)}
+	for f := range chain {
 		if h, call, ok := resultOf(f); ok {
 			keys = append(keys, s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call))
 		}
@@ -366,6 +365,9 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 		left = time.Until(c.Add(s.Retention))
 	}
 	argv := append([]any{n, summarize(jm), left.Milliseconds()}, coldFields...)
+	for f := range chain {
+		argv = append(argv, f) // the chain goes with the cold fields
+	}
 	// One slot ({job} tag): one script.
 	if err := trimJob.Run(ctx, s.r, keys, argv...).Err(); err != nil {
 		return 0, fmt.Errorf("state: trimming archived job %s: %w", id, err)

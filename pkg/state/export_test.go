@@ -9,3 +9,6 @@ func DecodeArchived(b []byte) (job, chain, searches map[string]string, response 
 	err = json.Unmarshal(b, &rec)
 	return rec.Job, rec.Chain, rec.Searches, rec.Response, err
 }
+
+// SplitChain splits a job hash into the record's fields and the chain's.
+var SplitChain = splitChain

@@ -40,11 +40,11 @@ func (k Keys) Prefix() string { return k.prefix }
 func (k Keys) job(id string) string { return k.prefix + ":{" + id + "}" }
 
 // Job is the job record: status, timestamps, request, answer, trace, usage (a hash).
+// The same hash holds the job's chain state while it runs (chain.go): per hop the
+// stored model turn, the dispatched calls, the expected and recorded results; the
+// sticky flag; counters. One read loads a step, and the chain lives and goes with the
+// record.
 func (k Keys) Job(id string) string { return k.job(id) + ":job" }
-
-// Chain is the chain state: per hop the stored model turn, the dispatched calls, the
-// expected and recorded results; the sticky flag; counters (a hash).
-func (k Keys) Chain(id string) string { return k.job(id) + ":chain" }
 
 // Lease is the claim of the worker currently calling the model for one hop.
 func (k Keys) Lease(id string, hop int) string { return k.job(id) + ":lease:" + strconv.Itoa(hop) }

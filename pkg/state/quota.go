@@ -174,7 +174,7 @@ local cold = redis.call('HGET', KEYS[1], 'cold')
 if cold then
   local n = tonumber(cold)
   for _, x in ipairs(redis.call('HGETALL', KEYS[1])) do n = n + #x end
-  return n + redis.call('STRLEN', KEYS[6])
+  return n + redis.call('STRLEN', KEYS[5])
 end
 local n = 0
 for _, k in ipairs(KEYS) do
@@ -196,7 +196,7 @@ return n + tonumber(redis.call('HGET', KEYS[1], 'cold') or '0')
 // are: what Redis holds plus the bytes of its archived record (ArchiveJob). The
 // tenant's quota is charged this when the job ends.
 func (s *Store) JobFootprint(ctx context.Context, id string) (int64, error) {
-	keys := []string{s.K.Job(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.JobSpend(id), s.K.StoredResponse(id), s.K.JobSummary(id)}
+	keys := []string{s.K.Job(id), s.K.SearchRecord(id), s.K.JobSpend(id), s.K.StoredResponse(id), s.K.JobSummary(id)}
 	n, err := jobFootprint.Run(ctx, s.r, keys).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("state: measuring job %s: %w", id, err)
@@ -211,7 +211,7 @@ func (s *Store) DropSearchResults(ctx context.Context, id string) error {
 	if s.archive != nil {
 		return nil // ArchiveJob, the first finish hook, drops them with the chain
 	}
-	fields, err := s.r.HKeys(ctx, s.K.Chain(id)).Result()
+	fields, err := s.r.HKeys(ctx, s.K.Job(id)).Result()
 	if err != nil {
 		return fmt.Errorf("state: reading job %s's chain: %w", id, err)
 	}
