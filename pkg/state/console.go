@@ -29,19 +29,25 @@ const ModelSpendDays = 35
 // in indexTrimEvery (at random) trims the index to the newest TenantJobsKept, so it
 // holds a few more between trims (TenantJobs lists the newest TenantJobsKept alone).
 // Entries older than the retention period are not trimmed here: their records have
-// expired, and TenantJobs drops such entries as it meets them. A batch's lines are
+// expired, and TenantJobs drops such entries as it meets them. The index's TTL, the
+// retention plus refreshEvery, is set once a minute by each process (refreshes), not
+// with every submission: it outlives every entry all the same. A batch's lines are
 // not indexed: a 2,000-line batch would push out everything else, and they are
-// reached through their batch.
-func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job) {
+// reached through their batch. It returns the index's key when it set its TTL.
+func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job, now time.Time) (refreshed string) {
 	if j.Batch != "" {
-		return
+		return ""
 	}
 	k := s.K.TenantJobs(j.Tenant)
 	p.ZAdd(ctx, k, redis.Z{Score: float64(j.Created.UnixMilli()), Member: j.ID})
 	if rand.IntN(indexTrimEvery) == 0 {
 		p.ZRemRangeByRank(ctx, k, 0, -TenantJobsKept-1)
 	}
-	p.PExpire(ctx, k, s.Retention)
+	if !s.ttls.due(k, now) {
+		return ""
+	}
+	p.PExpire(ctx, k, s.Retention+refreshEvery)
+	return k
 }
 
 // indexTrimEvery is how many submissions a tenant's job index is trimmed once in, on
@@ -161,14 +167,22 @@ func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	day, _ := periods(at)
 	k := s.K.ModelSpendDay(j.Tenant, day)
 	model := spendModel(j)
+	// The day's ledger gets its TTL once a minute per process (refreshes), not with
+	// every job.
+	expire := s.ttls.due(k, time.Now())
 	_, err = s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HIncrBy(ctx, k, "usd:"+model, toMicros(usd))
 		p.HIncrBy(ctx, k, "jobs:"+model, 1)
 		p.HIncrBy(ctx, k, "searches:"+model, int64(u.Searches))
-		p.Expire(ctx, k, ModelSpendDays*24*time.Hour)
+		if expire {
+			p.Expire(ctx, k, ModelSpendDays*24*time.Hour+refreshEvery)
+		}
 		return nil
 	})
 	if err != nil {
+		if expire {
+			s.ttls.forget(k)
+		}
 		return fmt.Errorf("state: recording spend per model: %w", err)
 	}
 	return nil

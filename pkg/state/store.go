@@ -92,6 +92,8 @@ type Store struct {
 	archive Archive
 	// batches are the batches of jobs this process met (see jobBatches).
 	batches jobBatches
+	// ttls are the long-lived keys whose TTL this process set lately (see refreshes).
+	ttls refreshes
 }
 
 // Option adjusts a Store (New).
@@ -178,14 +180,18 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 		argv = append(argv, "question", j.Question)
 	}
 	var created *redis.Cmd
+	var index string
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		created = createJob.EvalSha(ctx, p, []string{s.K.Job(j.ID)}, argv...)
 		if !j.Deadline.IsZero() {
 			p.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(j.Deadline.UnixMilli()), Member: j.ID})
 		}
-		s.indexJob(ctx, p, j) // the tenant's recent jobs (console.go)
+		index = s.indexJob(ctx, p, j, now) // the tenant's recent jobs (console.go)
 	})
 	if err != nil {
+		if index != "" {
+			s.ttls.forget(index)
+		}
 		return fmt.Errorf("state: creating job: %w", err)
 	}
 	if n, _ := created.Int(); n == 0 {
