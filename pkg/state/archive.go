@@ -24,9 +24,9 @@ import (
 // batch, webhook status, replay_of) and notes the archived bytes ("cold"), a summary
 // keeps what listings show (question, searches and cost, error), both well under a
 // kilobyte; the chain, the recorded searches, the stored response, the job's spend
-// ledger (read by the finish hook that counts spend per model, which runs before; not
-// archived: the record's usage keeps the job's cost) and the per-call search results
-// are deleted.
+// ledger (not archived: the record's usage keeps the job's cost; the trim reads it
+// and the job is counted in its tenant's spend per model then, once) and the per-call
+// search results are deleted.
 //
 // Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
 // Redis first, and the archive for what Redis no longer holds — the cold part of an
@@ -286,13 +286,13 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2] its summary, KEYS[3..] the keys to delete (recorded
-// searches, stored response, search results); ARGV[1] the archived bytes, ARGV[2] the
+// record, KEYS[2] its summary, KEYS[3] its spend ledger, KEYS[4..] the other keys
+// to delete (recorded searches, stored response, search results); ARGV[1] the archived bytes, ARGV[2] the
 // summary, ARGV[3] the ms the record has left (its retention from its creation), then
 // the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what
-// is left compactly (a hash keeps the encoding of its largest value). Returns 1 when
-// it trimmed, 0 when the job was trimmed already, -1 when it has not ended (or is
-// gone).
+// is left compactly (a hash keeps the encoding of its largest value). Returns {1,
+// the micro-dollars the spend ledger held} when it trimmed, {0} when the job was
+// trimmed already, {-1} when it has not ended (or is gone).
 var trimJob = redis.NewScript(`
 -- One read of the whole record decides and gives what stays; one DEL drops the
 -- record and every cold key together before the short fields are written back.
@@ -302,10 +302,11 @@ for i = 4, #ARGV do drop[ARGV[i]] = true end
 for i = 1, #all, 2 do
   local f = all[i]
   if f == 'status' then st = all[i+1] end
-  if f == 'cold' then return 0 end
+  if f == 'cold' then return {0} end
   if not drop[f] then rest[#rest+1] = f; rest[#rest+1] = all[i+1] end
 end
-if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return -1 end
+if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return {-1} end
+local spent = redis.call('HGET', KEYS[3], 'usd') or '0'
 -- Never without a TTL: a record past its time (clocks differ) goes at once.
 local ttl = math.max(tonumber(ARGV[3]), 1)
 local gone = {KEYS[1]}
@@ -314,7 +315,7 @@ redis.call('DEL', unpack(gone))
 redis.call('HSET', KEYS[1], 'cold', ARGV[1], unpack(rest))
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
-return 1
+return {1, tonumber(spent)}
 `)
 
 // ArchiveJob moves an ended job's record to the archive and drops its cold parts
@@ -354,7 +355,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
 	n := int64(len(rec))
-	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.SearchRecord(id), s.K.StoredResponse(id), s.K.JobSpend(id)}
+	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.JobSpend(id), s.K.SearchRecord(id), s.K.StoredResponse(id)}
 	for f := range chain {
 		if h, call, ok := resultOf(f); ok {
 			keys = append(keys, s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call))
@@ -369,8 +370,16 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 		argv = append(argv, f) // the chain goes with the cold fields
 	}
 	// One slot ({job} tag): one script.
-	if err := trimJob.Run(ctx, s.r, keys, argv...).Err(); err != nil {
+	v, err := trimJob.Run(ctx, s.r, keys, argv...).Int64Slice()
+	if err != nil {
 		return 0, fmt.Errorf("state: trimming archived job %s: %w", id, err)
+	}
+	if len(v) == 2 && v[0] == 1 {
+		// Trimmed now, once: the job's spend per model is counted here (see
+		// RecordModelSpend), from the ledger the trim dropped.
+		if err := s.countModelSpend(ctx, jobFromHash(jm), v[1]); err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }

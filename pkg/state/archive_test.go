@@ -523,3 +523,36 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 		}
 	}
 }
+
+// With an archive, an ended job is counted in its tenant's spend per model when its
+// record is trimmed, from the spend ledger the trim drops, once however often the
+// finish hooks run; the model-spend hook itself then writes nothing.
+func TestArchiveCountsModelSpendOnce(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	if _, err := e.s.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
+		t.Fatal(err)
+	}
+	j := runJob(t, e.s, "job_s", 1<<10)
+	for range 3 { // a redelivered terminal event runs the hooks again
+		if err := e.s.RecordModelSpend(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.ArchiveJob(ctx, "job_s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.s.ModelSpend(ctx, "t0", 1, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []state.ModelDaySpend{{Day: now.UTC().Format(time.DateOnly), Model: "m", USD: 0.25, Jobs: 1, Searches: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("spend per model %v, want %v", got, want)
+	}
+	if v, _ := e.rdb.HGet(ctx, e.s.K.Job("job_s"), "spend_counted").Result(); v != "" {
+		t.Errorf("the model-spend hook marked the record (%q): the trim counts it", v)
+	}
+}

@@ -137,17 +137,12 @@ return {1, tonumber(redis.call('HGET', KEYS[2], 'usd') or '0')}
 // most once: its record is marked first (with the ledger read in the same script),
 // so a crash between the two writes loses that job's count rather than counting it
 // twice. The tenant's budget ledgers, which refuse work, are kept apart and exactly
-// (RecordCall, SettleCall).
+// (RecordCall, SettleCall). With an archive, ArchiveJob counts the job instead, when
+// it trims the record (a step that happens once, and reads the ledger as it drops
+// it): this hook then does nothing.
 func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
-	if !j.Status.Terminal() {
+	if !j.Status.Terminal() || s.archive != nil {
 		return nil
-	}
-	var u struct {
-		Searches int     `json:"searches"`
-		CostUSD  float64 `json:"cost_usd"`
-	}
-	if len(j.Usage) > 0 {
-		json.Unmarshal(j.Usage, &u)
 	}
 	v, err := countSpend.Run(ctx, s.r, []string{s.K.Job(j.ID), s.K.JobSpend(j.ID)}).Int64Slice()
 	if err != nil {
@@ -156,7 +151,21 @@ func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	if len(v) != 2 || v[0] != 1 {
 		return nil
 	}
-	usd := fromMicros(v[1])
+	return s.countModelSpend(ctx, j, v[1])
+}
+
+// countModelSpend adds an ended job j, whose ledger held micros micro-dollars, to its
+// tenant's spend per day and model (see RecordModelSpend). The caller makes sure it
+// is counted once.
+func (s *Store) countModelSpend(ctx context.Context, j *Job, micros int64) error {
+	var u struct {
+		Searches int     `json:"searches"`
+		CostUSD  float64 `json:"cost_usd"`
+	}
+	if len(j.Usage) > 0 {
+		json.Unmarshal(j.Usage, &u)
+	}
+	usd := fromMicros(micros)
 	if usd == 0 {
 		usd = u.CostUSD
 	}
@@ -170,7 +179,7 @@ func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	// The day's ledger gets its TTL once a minute per process (refreshes), not with
 	// every job.
 	expire := s.ttls.due(k, time.Now())
-	_, err = s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HIncrBy(ctx, k, "usd:"+model, toMicros(usd))
 		p.HIncrBy(ctx, k, "jobs:"+model, 1)
 		p.HIncrBy(ctx, k, "searches:"+model, int64(u.Searches))
