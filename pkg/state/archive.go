@@ -14,8 +14,9 @@ import (
 )
 
 // Hot and cold. While a job runs, Redis holds all of it: the record (request,
-// status, answer once there is one), the chain (every hop's model turn, calls and
-// results), the recorded searches and the stored Responses object. When the job has
+// status, answer once there is one) with, in the same hash, the chain (every hop's
+// model turn, calls and results), the recorded searches and the calls' outcomes;
+// the spend ledger and the stored Responses object beside it. When the job has
 // ended, ArchiveJob (run by the first finish hook, from the job's terminal event)
 // writes what must be kept for the retention period — the record as it stands, the
 // chain, the recorded searches, the stored response — as one value to the Archive (a
@@ -25,8 +26,8 @@ import (
 // keeps what listings show (question, searches and cost, error), both well under a
 // kilobyte; the chain, the recorded searches, the stored response, the job's spend
 // ledger (not archived: the record's usage keeps the job's cost; the trim reads it
-// and the job is counted in its tenant's spend per model then, once) and the per-call
-// search results are deleted.
+// and the job is counted in its tenant's spend per model then, once) and the calls'
+// outcomes and fallback state are deleted.
 //
 // Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
 // Redis first, and the archive for what Redis no longer holds — the cold part of an
@@ -287,7 +288,7 @@ func appendJSONString(b []byte, s string) []byte {
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
 // record, KEYS[2] its summary, KEYS[3] its spend ledger, KEYS[4..] the other keys
-// to delete (recorded searches, stored response, search results); ARGV[1] the archived bytes, ARGV[2] the
+// to delete (the stored response); ARGV[1] the archived bytes, ARGV[2] the
 // summary, ARGV[3] the ms the record has left (its retention from its creation), then
 // the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what
 // is left compactly (a hash keeps the encoding of its largest value). Returns {1,
@@ -326,18 +327,17 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
-	var jc, rc *redis.MapStringStringCmd
+	var jc *redis.MapStringStringCmd
 	var sc *redis.StringCmd
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		jc = p.HGetAll(ctx, s.K.Job(id))
-		rc = p.HGetAll(ctx, s.K.SearchRecord(id))
 		sc = p.Get(ctx, s.K.StoredResponse(id))
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return 0, fmt.Errorf("state: reading job %s to archive it: %w", id, err)
 	}
-	jm, chain := splitChain(jc.Val())
+	jm, chain, searches, others := splitJob(jc.Val())
 	if len(jm) == 0 || jm["id"] == "" {
 		return 0, nil
 	}
@@ -350,24 +350,19 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	}
 	// The stored response is JSON SaveResponse encoded.
 	resp, _ := sc.Bytes()
-	rec := encodeCold(jm, chain, rc.Val(), resp)
+	rec := encodeCold(jm, chain, searches, resp)
 	if err := s.archive.Put(ctx, id, rec); err != nil {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
 	n := int64(len(rec))
-	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.JobSpend(id), s.K.SearchRecord(id), s.K.StoredResponse(id)}
-	for f := range chain {
-		if h, call, ok := resultOf(f); ok {
-			keys = append(keys, s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call))
-		}
-	}
+	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.JobSpend(id), s.K.StoredResponse(id)}
 	left := s.Retention
 	if c := FromMillis(jm["created"]); !c.IsZero() {
 		left = time.Until(c.Add(s.Retention))
 	}
 	argv := append([]any{n, summarize(jm), left.Milliseconds()}, coldFields...)
-	for f := range chain {
-		argv = append(argv, f) // the chain goes with the cold fields
+	for _, f := range others {
+		argv = append(argv, f) // the chain, the recorded results and the calls' state go with the cold fields
 	}
 	// One slot ({job} tag): one script.
 	v, err := trimJob.Run(ctx, s.r, keys, argv...).Int64Slice()
@@ -382,20 +377,6 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 		}
 	}
 	return n, nil
-}
-
-// resultOf reads a chain field "r:<hop>:<call>".
-func resultOf(field string) (int, string, bool) {
-	kind, rest, _ := strings.Cut(field, ":")
-	if kind != prefixResult {
-		return 0, "", false
-	}
-	hs, call, ok := strings.Cut(rest, ":")
-	h, err := strconv.Atoi(hs)
-	if !ok || err != nil {
-		return 0, "", false
-	}
-	return h, call, true
 }
 
 // archived reads a job's archived record: nil when there is no archive or no record.

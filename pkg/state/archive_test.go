@@ -116,7 +116,7 @@ func runJob(t testing.TB, s *state.Store, id string, size int) *state.Job {
 		t.Fatal(err)
 	}
 	result := []byte(`{"job_id":"` + id + `","hop":0,"call_id":"c1","result":{"hits":[{"title":"Go 1.26","url":"https://go.dev/"}]}}`)
-	if err := s.SaveSearchDone(ctx, id, 0, "c1", result); err != nil {
+	if err := s.SaveSearchDone(ctx, id, 0, "c1", result, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.RecordResult(ctx, id, 0, "c1", result); err != nil {
@@ -469,8 +469,7 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 
 	hashes := func() (job, chain, searches map[string]string, response []byte) {
 		all, _ := rdb.HGetAll(ctx, s.K.Job(id)).Result()
-		job, chain = state.SplitChain(all) // the chain's fields live in the job's hash
-		searches, _ = rdb.HGetAll(ctx, s.K.SearchRecord(id)).Result()
+		job, chain, searches, _ = state.SplitJob(all) // the chain and the records live in the job's hash
 		response, _ = rdb.Get(ctx, s.K.StoredResponse(id)).Bytes()
 		return
 	}

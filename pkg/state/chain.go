@@ -56,19 +56,6 @@ func isChainField(f string) bool {
 	return false
 }
 
-// splitChain splits a job hash into the record's fields and the chain's.
-func splitChain(m map[string]string) (job, chain map[string]string) {
-	job, chain = make(map[string]string, len(m)), map[string]string{}
-	for k, v := range m {
-		if isChainField(k) {
-			chain[k] = v
-		} else {
-			job[k] = v
-		}
-	}
-	return job, chain
-}
-
 func resultField(h int, call string) string { return hopField(prefixResult, h) + ":" + call }
 
 // Chain is the chain state of one job. Its per-hop values are opaque JSON owned by the

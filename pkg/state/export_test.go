@@ -10,5 +10,6 @@ func DecodeArchived(b []byte) (job, chain, searches map[string]string, response 
 	return rec.Job, rec.Chain, rec.Searches, rec.Response, err
 }
 
-// SplitChain splits a job hash into the record's fields and the chain's.
-var SplitChain = splitChain
+// SplitJob splits a job hash into the record's fields, the chain's and the recorded
+// results, and names the fields that are not the record's.
+var SplitJob = splitJob
