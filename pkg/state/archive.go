@@ -287,27 +287,31 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2] its summary, KEYS[3] its spend ledger, KEYS[4..] the other keys
-// to delete (the stored response); ARGV[1] the archived bytes, ARGV[2] the
+// record, KEYS[2] its summary, KEYS[3..] the other keys to delete (the stored
+// response); ARGV[1] the archived bytes, ARGV[2] the
 // summary, ARGV[3] the ms the record has left (its retention from its creation), then
 // the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what
 // is left compactly (a hash keeps the encoding of its largest value). Returns {1,
-// the micro-dollars the spend ledger held} when it trimmed, {0} when the job was
+// the micro-dollars the job's spend ledger ($usd) held} when it trimmed, {0} when the job was
 // trimmed already, {-1} when it has not ended (or is gone).
 var trimJob = redis.NewScript(`
 -- One read of the whole record decides and gives what stays; one DEL drops the
 -- record and every cold key together before the short fields are written back.
 local all = redis.call('HGETALL', KEYS[1])
-local drop, st, rest = {}, nil, {}
+local drop, st, rest, spent = {}, nil, {}, '0'
 for i = 4, #ARGV do drop[ARGV[i]] = true end
 for i = 1, #all, 2 do
   local f = all[i]
   if f == 'status' then st = all[i+1] end
+  if f == '$usd' then spent = all[i+1] end
   if f == 'cold' then return {0} end
-  if not drop[f] then rest[#rest+1] = f; rest[#rest+1] = all[i+1] end
+  -- No record field holds a ':' or starts with '$': a chain, call or ledger field
+  -- written after the caller read the hash goes too.
+  if not drop[f] and not string.find(f, ':', 1, true) and string.sub(f, 1, 1) ~= '$' then
+    rest[#rest+1] = f; rest[#rest+1] = all[i+1]
+  end
 end
 if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return {-1} end
-local spent = redis.call('HGET', KEYS[3], 'usd') or '0'
 -- Never without a TTL: a record past its time (clocks differ) goes at once.
 local ttl = math.max(tonumber(ARGV[3]), 1)
 local gone = {KEYS[1]}
@@ -355,7 +359,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
 	n := int64(len(rec))
-	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.JobSpend(id), s.K.StoredResponse(id)}
+	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.StoredResponse(id)}
 	left := s.Retention
 	if c := FromMillis(jm["created"]); !c.IsZero() {
 		left = time.Until(c.Add(s.Retention))

@@ -531,10 +531,10 @@ func TestArchiveCountsModelSpendOnce(t *testing.T) {
 	e := newArchiveEnv(t)
 	ctx := context.Background()
 	now := time.Now()
+	j := runJob(t, e.s, "job_s", 1<<10)
 	if _, err := e.s.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
 		t.Fatal(err)
 	}
-	j := runJob(t, e.s, "job_s", 1<<10)
 	for range 3 { // a redelivered terminal event runs the hooks again
 		if err := e.s.RecordModelSpend(ctx, j); err != nil {
 			t.Fatal(err)

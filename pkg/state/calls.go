@@ -43,6 +43,9 @@ const (
 )
 
 func kindOf(f string) fieldKind {
+	if strings.HasPrefix(f, ledgerMark) {
+		return callStateField // the job's spend ledger: not archived (the usage keeps its cost)
+	}
 	if isChainField(f) {
 		return chainField
 	}

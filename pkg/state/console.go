@@ -122,13 +122,13 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 }
 
 // countSpend marks a job record as counted in the per-model spend ledger and reads,
-// the first time, what its spend ledger holds. KEYS[1] job, KEYS[2] its spend ledger.
+// the first time, what its spend ledger holds. KEYS[1] job (its ledger in its hash).
 // Returns {1, micro-dollars} the first time, {0} after, {-1} when the record is gone
 // (no hash is made without its TTL).
 var countSpend = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {-1} end
 if redis.call('HSETNX', KEYS[1], 'spend_counted', '1') == 0 then return {0} end
-return {1, tonumber(redis.call('HGET', KEYS[2], 'usd') or '0')}
+return {1, tonumber(redis.call('HGET', KEYS[1], '$usd') or '0')}
 `)
 
 // RecordModelSpend counts an ended job in its tenant's spend per day (the day it
@@ -144,7 +144,7 @@ func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	if !j.Status.Terminal() || s.archive != nil {
 		return nil
 	}
-	v, err := countSpend.Run(ctx, s.r, []string{s.K.Job(j.ID), s.K.JobSpend(j.ID)}).Int64Slice()
+	v, err := countSpend.Run(ctx, s.r, []string{s.K.Job(j.ID)}).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("state: marking a job's spend: %w", err)
 	}

@@ -160,12 +160,9 @@ func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) 
 // ("micros:searches"), so a redelivered search never reserves twice.
 func (k Keys) SpendCalls(tenant, day string) string { return k.budget(tenant) + ":c:" + day }
 
-// JobSpend is one job's spend ledger (a hash): "usd" in micro-dollars (model turns
-// and searches, reservations included), "cap" the request's max_cost_usd, and per
-// paid call "r:<call>" what it holds, so a redelivered call is never counted twice.
-func (k Keys) JobSpend(id string) string { return k.job(id) + ":spend" }
-
-// BatchSpend is a batch's spend ledger, shaped as JobSpend; "cap" is the batch's
+// BatchSpend is a batch's spend ledger (a hash): "usd" in micro-dollars (model turns
+// and searches of its jobs, reservations included), per paid call "r:<call>" what it
+// holds, and "cap", the batch's
 // metadata.max_cost_usd.
 func (k Keys) BatchSpend(id string) string { return k.Batch(id) + ":spend" }
 
