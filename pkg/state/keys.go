@@ -157,8 +157,10 @@ func (k Keys) SpendDay(tenant, day string) string { return k.budget(tenant) + ":
 func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) + ":m:" + month }
 
 // SpendCalls maps each call reserved against a tenant's day to what it holds
-// ("micros:searches"), so a redelivered search never reserves twice.
-func (k Keys) SpendCalls(tenant, day string) string { return k.budget(tenant) + ":c:" + day }
+// ("micros:searches"), so a redelivered search never reserves twice. The entries live
+// in the day's own hash (SpendDay) beside its counters (a call's name is never "usd"
+// or "n"): they share its lifetime, and one read and one write of it reserve a call.
+func (k Keys) SpendCalls(tenant, day string) string { return k.SpendDay(tenant, day) }
 
 // BatchSpend is a batch's spend ledger (a hash): "usd" in micro-dollars (model turns
 // and searches of its jobs, reservations included), per paid call "r:<call>" what it

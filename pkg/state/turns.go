@@ -139,8 +139,7 @@ if n > 0 then
 end
 redis.call('HSET', KEYS[3], ARGV[1], price .. ':' .. n .. ':p')
 redis.call('ZADD', KEYS[4], now + tonumber(ARGV[10]), ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[8])
-redis.call('EXPIRE', KEYS[3], ARGV[8])
+redis.call('EXPIRE', KEYS[1], ARGV[8])  -- the day's calls live in it (KEYS[3])
 redis.call('EXPIRE', KEYS[4], ARGV[8])
 redis.call('EXPIRE', KEYS[2], ARGV[9])
 return 'ok'
@@ -162,8 +161,7 @@ end
 move(pu, pn, cu, cn)
 redis.call('HSET', KEYS[3], ARGV[1], cu .. ':' .. cn)
 redis.call('ZREM', KEYS[4], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[3], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[4])  -- the day's calls live in it (KEYS[3])
 redis.call('EXPIRE', KEYS[2], ARGV[5])
 if v and not pend then return 0 end
 return 1
