@@ -169,7 +169,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 54 and 17 measured,
+// scripts run included) and on the fleet's client (round trips): 53 and 17 measured,
 // plus the two key-rest lookups (model, engine) a job makes when their one-second
 // cache has lapsed and the tenant index's trim (one submission in 16). Where they go
 // (a job's chain, its calls' outcomes, recorded results and spend ledger are fields of
@@ -181,7 +181,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //	hop 0: record the calls (script: HMGET, HSET)                                    3
 //	search: outcome, fallback, status, lease (script: HMGET, SET NX)                 3
 //	search: reserve against the job's cap (script: HMGET, HSET)                      3
-//	search: reserve against the tenant's day and month (script: HSETNX, 2 HMGET, 2 HSET) 6
+//	search: reserve against the tenant's day and month (script: 2 HMGET, 2 HSET)    5
 //	search: store the outcome with the recorded result (script: HMGET, HSET)         3
 //	resume: record the result, take hop 1's lease (script: HMGET, HSET, SET NX), read 5
 //	hop 1: store the turn (script: HMGET, HSET)                                      3
@@ -191,7 +191,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //	archive: read (HGETALL, GET stored response), trim (script: HGETALL, DEL, HSET,
 //	  PEXPIRE, SET summary), count spend per model (3 HINCRBY)                       11
 const (
-	oneSearchJobCommands   = 57
+	oneSearchJobCommands   = 56
 	oneSearchJobRoundTrips = 20
 )
 
