@@ -15,6 +15,12 @@ func batchRecord(id string) string { return "batch/" + id }
 func (m *Memory) RecordSearch(_ context.Context, jobID, addr string, result []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.recordResult(jobID, addr, result)
+	return nil
+}
+
+// recordResult records result under addr in jobID's record and its batch's; m.mu is held.
+func (m *Memory) recordResult(jobID, addr string, result []byte) {
 	batch := m.batchOf(jobID)
 	keys := []string{jobRecord(jobID)}
 	if batch != "" {
@@ -30,7 +36,6 @@ func (m *Memory) RecordSearch(_ context.Context, jobID, addr string, result []by
 			r[addr] = slices.Clone(result)
 		}
 	}
-	return nil
 }
 
 // RecordedSearches implements chat.Records.

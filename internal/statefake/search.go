@@ -75,10 +75,13 @@ func (m *Memory) ReleaseSearch(_ context.Context, id string, h int, call, owner 
 }
 
 // SaveSearchDone implements search.Calls.
-func (m *Memory) SaveSearchDone(_ context.Context, id string, h int, call string, b []byte) error {
+func (m *Memory) SaveSearchDone(_ context.Context, id string, h int, call string, b []byte, rec *state.Recording) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.done[callKey(id, h, call)] = slices.Clone(b)
+	if rec != nil {
+		m.recordResult(id, rec.Addr, rec.Result)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,5 +232,68 @@ func TestReplayAnswersSearchesFromTheRecord(t *testing.T) {
 	}
 	if err := json.Unmarshal(j.Usage, &u); err != nil || u.SearchCost != 0 {
 		t.Errorf("usage %s: a recorded search is not paid again", j.Usage)
+	}
+}
+
+// lookups counts the record lookups a worker makes.
+type lookups struct {
+	chat.Records
+	mu sync.Mutex
+	n  int
+}
+
+func (l *lookups) RecordedSearch(ctx context.Context, jobID, batchID string, addrs []string) (map[string][]byte, map[string]bool, error) {
+	l.mu.Lock()
+	l.n++
+	l.mu.Unlock()
+	return l.Records.RecordedSearch(ctx, jobID, batchID, addrs)
+}
+
+func (l *lookups) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// A job that is neither a replay nor a batch's line has recorded nothing before its
+// first dispatch: its first hop's searches are not looked up in its record. Its later
+// hops', and a batch line's first (the batch may have made the search), are.
+func TestFirstDispatchLooksUpOnlyWhatMayBeRecorded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		batch string
+		want  int
+	}{{"a job of its own", "", 0}, {"a batch's line", "batch_1", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &lookups{Records: recordsStore(t)}
+			h := newHarness(t, []func(http.ResponseWriter){
+				calls(webSearch("c1", "weather in Paris")),
+				calls(webSearch("c2", "weather in Rome")),
+				text("Sunny [1][2]."),
+			}, withRecords(rec))
+			req := `{"model":"m","messages":[{"role":"user","content":"Search the web: weather in Paris and Rome?"}]}`
+			h.submitRaw(&state.Job{ID: "j1", Kind: "chat", Model: "m", Batch: tc.batch, Request: json.RawMessage(req)})
+			if err := h.job("j1", 1); err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.count(); got != tc.want {
+				t.Errorf("%d record lookups at the first dispatch, want %d", got, tc.want)
+			}
+			reqs := h.pub.searches()
+			if len(reqs) != 1 {
+				t.Fatalf("searches %+v", reqs)
+			}
+			if err := h.resume(answerSearch(reqs[0], "https://paris.example/"), 1); err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.count(); got != tc.want+1 {
+				t.Errorf("%d record lookups after the second dispatch, want %d", got, tc.want+1)
+			}
+			if got := h.pub.searches(); len(got) != 2 {
+				t.Fatalf("second hop's search not published: %+v", got)
+			}
+		})
 	}
 }

@@ -52,8 +52,16 @@ const (
 // with the hop's calls, so a redelivered dispatch answers it the same way. Results
 // taken from another job's record are recorded in this job's too, so its trace's
 // addresses resolve and a replay of this job finds them.
-func (w *Worker) fromRecord(ctx context.Context, v *view, calls []call, searches int) ([]call, int, error) {
+//
+// A job that is neither a replay nor a batch's line has nothing recorded before its
+// first dispatch (its record is written by the searches and fetches it dispatched),
+// so its record is looked at only from the hop after one that dispatched calls: a
+// one-search job pays no lookup.
+func (w *Worker) fromRecord(ctx context.Context, v *view, h int, calls []call, searches int) ([]call, int, error) {
 	if w.Records == nil {
+		return calls, searches, nil
+	}
+	if v.job.ReplayOf == "" && v.job.Batch == "" && !dispatchedBefore(v.chain, h) {
 		return calls, searches, nil
 	}
 	addrs := make([]string, 0, len(calls))
@@ -114,6 +122,16 @@ func (w *Worker) fromRecord(ctx context.Context, v *view, calls []call, searches
 		searches--
 	}
 	return calls, searches, nil
+}
+
+// dispatchedBefore reports whether a hop before h recorded calls.
+func dispatchedBefore(c *state.Chain, h int) bool {
+	for k, hp := range c.Hops {
+		if k < h && hp.Calls != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // recordAddress is the content address a call's result is recorded under: a

@@ -692,7 +692,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	cb := v.chain.Hop(h).Calls
 	if !stored {
 		var err error
-		if calls, searches, err = w.fromRecord(ctx, v, calls, searches); err != nil {
+		if calls, searches, err = w.fromRecord(ctx, v, h, calls, searches); err != nil {
 			return err
 		}
 		if len(calls) > 0 {

@@ -81,10 +81,9 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done, b); err != nil {
+	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done, b, fetchRecording(req, &done)); err != nil {
 		return err
 	}
-	w.recordFetch(ctx, req, &done)
 	return w.deliver(ctx, req, done, b)
 }
 

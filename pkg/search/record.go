@@ -1,7 +1,6 @@
 package search
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // Address is the content address of a search: the hex SHA-256 of the engine id and
@@ -45,20 +45,18 @@ func Complete(res *engines.Result) bool {
 	return res != nil && res.Citation.Error == nil
 }
 
-// record keeps a complete result of a call (rb its JSON) under its content address,
-// among its job's (and its batch's) recorded results, for the job's retention. It
-// runs before the result is published, so the chain's next hop finds it. A failure to
-// record costs a later replay or dedupe its hit, never the search itself: it is
-// logged, not retried.
-func (w *Worker) record(ctx context.Context, req Request, res *engines.Result, rb []byte) {
+// recording is what a call's outcome records with it (Calls.SaveSearchDone): a
+// complete result (rb its JSON) under its content address, among its job's (and its
+// batch's) recorded results, for the job's retention; nil for a result that is not
+// Complete. It is stored with the outcome, before the result is published, so the
+// chain's next hop finds it.
+func recording(req Request, res *engines.Result, rb []byte) *state.Recording {
 	if !Complete(res) {
-		return
+		return nil
 	}
 	// Under the engine the call was made for, even when a fallback answered it: that
 	// is the address the call's replay looks up.
-	if err := w.Store.RecordSearch(ctx, req.JobID, Address(req.origin(), req.Query), rb); err != nil {
-		w.Log.Warn("search: recording a result", "engine", req.Engine, "job", req.JobID, "err", err)
-	}
+	return &state.Recording{Addr: Address(req.origin(), req.Query), Result: rb}
 }
 
 // cacheable reads a cached result: one that is not Complete (written before the cache
@@ -112,19 +110,17 @@ func ReadFetchRecord(b []byte) (*FetchRecord, bool) {
 	return &r, true
 }
 
-// recordFetch keeps a recordable page of a fetch under its content address, among its
-// job's (and its batch's) recorded results, before the page is published. As with a
-// search, a failure to record costs a later replay or dedupe its hit, never the
-// fetch: it is logged, not retried.
-func (w *FetchWorker) recordFetch(ctx context.Context, req FetchRequest, done *Done) {
+// fetchRecording is what a fetch's outcome records with it (Calls.SaveSearchDone): a
+// recordable page under its content address, among its job's (and its batch's)
+// recorded results, before the page is published; nil for a page that is not
+// recorded.
+func fetchRecording(req FetchRequest, done *Done) *state.Recording {
 	if !Recordable(done.Page) || !Complete(&done.Result) {
-		return
+		return nil
 	}
 	b, err := json.Marshal(FetchRecord{Result: done.Result, Page: done.Page})
-	if err == nil {
-		err = w.Store.RecordSearch(ctx, req.JobID, FetchAddress(req.URL), b)
-	}
 	if err != nil {
-		w.Log.Warn("fetch: recording a page", "job", req.JobID, "err", err)
+		return nil
 	}
+	return &state.Recording{Addr: FetchAddress(req.URL), Result: b}
 }

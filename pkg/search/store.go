@@ -19,11 +19,10 @@ type Calls interface {
 	// KeepSearch keeps owner's lease of a call alive until the returned function is
 	// called; with drop set, that also frees it.
 	KeepSearch(id string, h int, call, owner string, ttl time.Duration) func(drop bool)
-	// SaveSearchDone stores a call's outcome: every later StartSearch returns it.
-	SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte) error
-	// RecordSearch records a complete result of a job under its content address (and
-	// its batch's); the first one recorded stays.
-	RecordSearch(ctx context.Context, jobID, addr string, result []byte) error
+	// SaveSearchDone stores a call's outcome: every later StartSearch returns it. With
+	// rec, it records rec's result under its address among the job's (and its
+	// batch's) recorded results in the same round trip; the first one recorded stays.
+	SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte, rec *state.Recording) error
 }
 
 // Store is what the search worker needs besides Calls: the engines' shared rate

@@ -207,10 +207,9 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done, db); err != nil {
+	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done, db, recording(req, &done.Result, rb)); err != nil {
 		return err
 	}
-	w.record(ctx, req, &done.Result, rb)
 	return w.publish(ctx, req, &done, db, rb)
 }
 
@@ -363,12 +362,13 @@ func queryHash(q engines.Query) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// saveDone stores a call's outcome (done, b its JSON) under its lease, before it is
-// published. The call is paid for (a search) or done (a fetch): storing it is worth
-// riding out a Redis restart (a few seconds, while the worker still holds the call's
-// lease), or a redelivery would find no result and pay or fetch again.
-func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, done *Done, b []byte) error {
+// saveDone stores a call's outcome (done, b its JSON) under its lease, with its
+// recorded result rec (nil: none), before it is published. The call is paid for (a
+// search) or done (a fetch): storing it is worth riding out a Redis restart (a few
+// seconds, while the worker still holds the call's lease), or a redelivery would find
+// no result and pay or fetch again.
+func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, done *Done, b []byte, rec *state.Recording) error {
 	return state.Persist(ctx, min(leaseTTL/2, 15*time.Second), func() error {
-		return st.SaveSearchDone(ctx, done.JobID, done.Hop, done.CallID, b)
+		return st.SaveSearchDone(ctx, done.JobID, done.Hop, done.CallID, b, rec)
 	})
 }

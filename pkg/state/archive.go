@@ -14,8 +14,9 @@ import (
 )
 
 // Hot and cold. While a job runs, Redis holds all of it: the record (request,
-// status, answer once there is one), the chain (every hop's model turn, calls and
-// results), the recorded searches and the stored Responses object. When the job has
+// status, answer once there is one) with, in the same hash, the chain (every hop's
+// model turn, calls and results), the recorded searches and the calls' outcomes;
+// the spend ledger and the stored Responses object beside it. When the job has
 // ended, ArchiveJob (run by the first finish hook, from the job's terminal event)
 // writes what must be kept for the retention period — the record as it stands, the
 // chain, the recorded searches, the stored response — as one value to the Archive (a
@@ -24,9 +25,9 @@ import (
 // batch, webhook status, replay_of) and notes the archived bytes ("cold"), a summary
 // keeps what listings show (question, searches and cost, error), both well under a
 // kilobyte; the chain, the recorded searches, the stored response, the job's spend
-// ledger (read by the finish hook that counts spend per model, which runs before; not
-// archived: the record's usage keeps the job's cost) and the per-call search results
-// are deleted.
+// ledger (not archived: the record's usage keeps the job's cost; the trim reads it
+// and the job is counted in its tenant's spend per model then, once) and the calls'
+// outcomes and fallback state are deleted.
 //
 // Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
 // Redis first, and the archive for what Redis no longer holds — the cold part of an
@@ -286,26 +287,31 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2] its summary, KEYS[3..] the keys to delete (chain, recorded
-// searches, stored response, search results); ARGV[1] the archived bytes, ARGV[2] the
+// record, KEYS[2] its summary, KEYS[3..] the other keys to delete (the stored
+// response); ARGV[1] the archived bytes, ARGV[2] the
 // summary, ARGV[3] the ms the record has left (its retention from its creation), then
-// the fields to drop. The record is written anew, so Redis encodes what
-// is left compactly (a hash keeps the encoding of its largest value). Returns 1 when
-// it trimmed, 0 when the job was trimmed already, -1 when it has not ended (or is
-// gone).
+// the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what
+// is left compactly (a hash keeps the encoding of its largest value). Returns {1,
+// the micro-dollars the job's spend ledger ($usd) held} when it trimmed, {0} when the job was
+// trimmed already, {-1} when it has not ended (or is gone).
 var trimJob = redis.NewScript(`
 -- One read of the whole record decides and gives what stays; one DEL drops the
 -- record and every cold key together before the short fields are written back.
 local all = redis.call('HGETALL', KEYS[1])
-local drop, st, rest = {}, nil, {}
+local drop, st, rest, spent = {}, nil, {}, '0'
 for i = 4, #ARGV do drop[ARGV[i]] = true end
 for i = 1, #all, 2 do
   local f = all[i]
   if f == 'status' then st = all[i+1] end
-  if f == 'cold' then return 0 end
-  if not drop[f] then rest[#rest+1] = f; rest[#rest+1] = all[i+1] end
+  if f == '$usd' then spent = all[i+1] end
+  if f == 'cold' then return {0} end
+  -- No record field holds a ':' or starts with '$': a chain, call or ledger field
+  -- written after the caller read the hash goes too.
+  if not drop[f] and not string.find(f, ':', 1, true) and string.sub(f, 1, 1) ~= '$' then
+    rest[#rest+1] = f; rest[#rest+1] = all[i+1]
+  end
 end
-if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return -1 end
+if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return {-1} end
 -- Never without a TTL: a record past its time (clocks differ) goes at once.
 local ttl = math.max(tonumber(ARGV[3]), 1)
 local gone = {KEYS[1]}
@@ -314,7 +320,7 @@ redis.call('DEL', unpack(gone))
 redis.call('HSET', KEYS[1], 'cold', ARGV[1], unpack(rest))
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
-return 1
+return {1, tonumber(spent)}
 `)
 
 // ArchiveJob moves an ended job's record to the archive and drops its cold parts
@@ -325,19 +331,17 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
-	var jc, cc, rc *redis.MapStringStringCmd
+	var jc *redis.MapStringStringCmd
 	var sc *redis.StringCmd
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		jc = p.HGetAll(ctx, s.K.Job(id))
-		cc = p.HGetAll(ctx, s.K.Chain(id))
-		rc = p.HGetAll(ctx, s.K.SearchRecord(id))
 		sc = p.Get(ctx, s.K.StoredResponse(id))
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return 0, fmt.Errorf("state: reading job %s to archive it: %w", id, err)
 	}
-	jm := jc.Val()
+	jm, chain, searches, others := splitJob(jc.Val())
 	if len(jm) == 0 || jm["id"] == "" {
 		return 0, nil
 	}
@@ -350,41 +354,33 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	}
 	// The stored response is JSON SaveResponse encoded.
 	resp, _ := sc.Bytes()
-	rec := encodeCold(jm, cc.Val(), rc.Val(), resp)
+	rec := encodeCold(jm, chain, searches, resp)
 	if err := s.archive.Put(ctx, id, rec); err != nil {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
 	n := int64(len(rec))
-	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.StoredResponse(id), s.K.JobSpend(id)}
-	for f := range cc.Val() {
-		if h, call, ok := resultOf(f); ok {
-			keys = append(keys, s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call))
-		}
-	}
+	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.StoredResponse(id)}
 	left := s.Retention
 	if c := FromMillis(jm["created"]); !c.IsZero() {
 		left = time.Until(c.Add(s.Retention))
 	}
 	argv := append([]any{n, summarize(jm), left.Milliseconds()}, coldFields...)
+	for _, f := range others {
+		argv = append(argv, f) // the chain, the recorded results and the calls' state go with the cold fields
+	}
 	// One slot ({job} tag): one script.
-	if err := trimJob.Run(ctx, s.r, keys, argv...).Err(); err != nil {
+	v, err := trimJob.Run(ctx, s.r, keys, argv...).Int64Slice()
+	if err != nil {
 		return 0, fmt.Errorf("state: trimming archived job %s: %w", id, err)
 	}
+	if len(v) == 2 && v[0] == 1 {
+		// Trimmed now, once: the job's spend per model is counted here (see
+		// RecordModelSpend), from the ledger the trim dropped.
+		if err := s.countModelSpend(ctx, jobFromHash(jm), v[1]); err != nil {
+			return n, err
+		}
+	}
 	return n, nil
-}
-
-// resultOf reads a chain field "r:<hop>:<call>".
-func resultOf(field string) (int, string, bool) {
-	kind, rest, _ := strings.Cut(field, ":")
-	if kind != prefixResult {
-		return 0, "", false
-	}
-	hs, call, ok := strings.Cut(rest, ":")
-	h, err := strconv.Atoi(hs)
-	if !ok || err != nil {
-		return 0, "", false
-	}
-	return h, call, true
 }
 
 // archived reads a job's archived record: nil when there is no archive or no record.

@@ -116,7 +116,7 @@ func runJob(t testing.TB, s *state.Store, id string, size int) *state.Job {
 		t.Fatal(err)
 	}
 	result := []byte(`{"job_id":"` + id + `","hop":0,"call_id":"c1","result":{"hits":[{"title":"Go 1.26","url":"https://go.dev/"}]}}`)
-	if err := s.SaveSearchDone(ctx, id, 0, "c1", result); err != nil {
+	if err := s.SaveSearchDone(ctx, id, 0, "c1", result, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.RecordResult(ctx, id, 0, "c1", result); err != nil {
@@ -468,9 +468,8 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 	}
 
 	hashes := func() (job, chain, searches map[string]string, response []byte) {
-		job, _ = rdb.HGetAll(ctx, s.K.Job(id)).Result()
-		chain, _ = rdb.HGetAll(ctx, s.K.Chain(id)).Result()
-		searches, _ = rdb.HGetAll(ctx, s.K.SearchRecord(id)).Result()
+		all, _ := rdb.HGetAll(ctx, s.K.Job(id)).Result()
+		job, chain, searches, _ = state.SplitJob(all) // the chain and the records live in the job's hash
 		response, _ = rdb.Get(ctx, s.K.StoredResponse(id)).Bytes()
 		return
 	}
@@ -521,5 +520,38 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 		if got := read(what); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: readers see\n%s\nwant\n%s", what, got, want)
 		}
+	}
+}
+
+// With an archive, an ended job is counted in its tenant's spend per model when its
+// record is trimmed, from the spend ledger the trim drops, once however often the
+// finish hooks run; the model-spend hook itself then writes nothing.
+func TestArchiveCountsModelSpendOnce(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	j := runJob(t, e.s, "job_s", 1<<10)
+	if _, err := e.s.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // a redelivered terminal event runs the hooks again
+		if err := e.s.RecordModelSpend(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.ArchiveJob(ctx, "job_s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.s.ModelSpend(ctx, "t0", 1, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []state.ModelDaySpend{{Day: now.UTC().Format(time.DateOnly), Model: "m", USD: 0.25, Jobs: 1, Searches: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("spend per model %v, want %v", got, want)
+	}
+	if v, _ := e.rdb.HGet(ctx, e.s.K.Job("job_s"), "spend_counted").Result(); v != "" {
+		t.Errorf("the model-spend hook marked the record (%q): the trim counts it", v)
 	}
 }

@@ -26,32 +26,27 @@ type Reservation struct {
 // reserveSpend reserves one call's price against a tenant's day and month: every limit
 // is checked first, then all counters are raised together, so concurrent workers can
 // never overshoot a budget. A call that already holds a reservation (a redelivery)
-// reserves nothing more. The call's entry is claimed first (HSETNX: the check and the
-// write in one command) and taken back when a budget refuses; each period's counters
-// are read once and written once (HSET of the sums: the script runs alone).
-// KEYS[1] day, KEYS[2] month, KEYS[3] the day's calls. ARGV[1] call; ARGV[2] price in
-// micro-dollars; ARGV[3..6] limits (usd/day, searches/day, usd/month, searches/month,
-// -1: none); ARGV[7] day TTL s; ARGV[8] month TTL s.
+// reserves nothing more. The call's entry lives in the day's hash (Keys.SpendCalls):
+// one HMGET of the day reads its counters and the entry, one of the month its
+// counters, and one HSET each writes the sums (and the entry): the script runs alone.
+// KEYS[1] day, KEYS[2] month, KEYS[3] the day's calls (the day's hash). ARGV[1] call;
+// ARGV[2] price in micro-dollars; ARGV[3..6] limits (usd/day, searches/day,
+// usd/month, searches/month, -1: none); ARGV[7] day TTL s; ARGV[8] month TTL s.
 // Returns 'ok', 'again' (already reserved) or the name of the budget that refused.
 var reserveSpend = redis.NewScript(`
-if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2] .. ':1') == 0 then return 'again' end
+local d = redis.call('HMGET', KEYS[1], 'usd', 'n', ARGV[1])
+if d[3] then return 'again' end
 local price = tonumber(ARGV[2])
-local d = redis.call('HMGET', KEYS[1], 'usd', 'n')
 local m = redis.call('HMGET', KEYS[2], 'usd', 'n')
 local du, dn = tonumber(d[1] or '0'), tonumber(d[2] or '0')
 local mu, mn = tonumber(m[1] or '0'), tonumber(m[2] or '0')
 local lim = {tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
-local refused
-if lim[1] >= 0 and du + price > lim[1] then refused = 'usd_day'
-elseif lim[2] >= 0 and dn + 1 > lim[2] then refused = 'searches_day'
-elseif lim[3] >= 0 and mu + price > lim[3] then refused = 'usd_month'
-elseif lim[4] >= 0 and mn + 1 > lim[4] then refused = 'searches_month' end
-if refused then
-  redis.call('HDEL', KEYS[3], ARGV[1])
-  return refused
-end
+if lim[1] >= 0 and du + price > lim[1] then return 'usd_day' end
+if lim[2] >= 0 and dn + 1 > lim[2] then return 'searches_day' end
+if lim[3] >= 0 and mu + price > lim[3] then return 'usd_month' end
+if lim[4] >= 0 and mn + 1 > lim[4] then return 'searches_month' end
 local function int(x) return string.format('%d', x) end
-redis.call('HSET', KEYS[1], 'usd', int(du + price), 'n', int(dn + 1))
+redis.call('HSET', KEYS[1], 'usd', int(du + price), 'n', int(dn + 1), ARGV[1], ARGV[2] .. ':1')
 redis.call('HSET', KEYS[2], 'usd', int(mu + price), 'n', int(mn + 1))
 ` + periodExpiry + `
 return 'ok'
@@ -59,12 +54,12 @@ return 'ok'
 
 // periodExpiry gives a period's counters their lifetime when this script created
 // them (a counter hash without a 'usd' field before it), so a reservation pays for
-// EXPIRE once a day instead of on every call. The day's calls hash is created
-// with the day's counters. Scripts using it read d and m with HMGET first.
+// EXPIRE once a day instead of on every call. The day's calls live in the day's hash
+// (KEYS[3] is KEYS[1]). Scripts using it read d and m with HMGET first.
 const periodExpiry = `
 if not d[1] and not d[2] then
   redis.call('EXPIRE', KEYS[1], ARGV[7])
-  redis.call('EXPIRE', KEYS[3], ARGV[7])
+  if KEYS[3] ~= KEYS[1] then redis.call('EXPIRE', KEYS[3], ARGV[7]) end
 end
 if not m[1] and not m[2] then redis.call('EXPIRE', KEYS[2], ARGV[8]) end
 `

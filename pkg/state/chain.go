@@ -11,9 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The chain state of a job is one hash (Keys.Chain). Its fields are spelled here and
-// only here: the Lua scripts below are handed the field names they touch, and the
-// chat worker sees the decoded Chain, never a field name.
+// The chain state of a job lives in the job's own hash (Keys.Job), beside the
+// record's fields, so one read gives a step the job and its chain and one write
+// stores a step, and the chain needs no TTL of its own. Its fields are spelled here
+// and only here (every one holds a ':' but the three flags, and no record field
+// does): the Lua scripts below are handed the field names they touch, and the chat
+// worker sees the decoded Chain, never a field name.
 //
 //	m:<hop>            the hop's model answer (first write wins)
 //	calls:<hop>        the hop's dispatched server-tool calls (first write wins)
@@ -35,6 +38,23 @@ const (
 )
 
 func hopField(prefix string, h int) string { return prefix + ":" + strconv.Itoa(h) }
+
+// isChainField reports whether a job hash field is the chain's.
+func isChainField(f string) bool {
+	switch f {
+	case fieldSticky, fieldGooglePreferred, fieldSearches:
+		return true
+	}
+	kind, _, ok := strings.Cut(f, ":")
+	if !ok {
+		return false
+	}
+	switch kind {
+	case prefixTurn, prefixCalls, prefixExpected, prefixCount, prefixResult:
+		return true
+	}
+	return false
+}
 
 func resultField(h int, call string) string { return hopField(prefixResult, h) + ":" + call }
 
@@ -129,14 +149,13 @@ type Step struct {
 
 // LoadStep reads a job and its chain and, if claim is set, claims its hop's lease, in
 // one round trip: a free lease (the common case) is taken with a SET NX beside the
-// reads; one that is held already is looked at again (Lease: its holder renews it,
+// read; one that is held already is looked at again (Lease: its holder renews it,
 // anyone else learns the time it has left).
 func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
-	var jc, cc *redis.MapStringStringCmd
+	var jc *redis.MapStringStringCmd
 	var took *redis.BoolCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		jc = p.HGetAll(ctx, s.K.Job(id))
-		cc = p.HGetAll(ctx, s.K.Chain(id))
 		if claim != nil {
 			took = p.SetNX(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL)
 		}
@@ -144,7 +163,7 @@ func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, e
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job and chain: %w", err)
 	}
-	st, err := s.step(jc, cc)
+	st, err := s.step(jc)
 	if err != nil || claim == nil {
 		return st, err
 	}
@@ -158,29 +177,32 @@ func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, e
 	return st, nil
 }
 
-func (s *Store) step(jc, cc *redis.MapStringStringCmd) (*Step, error) {
+func (s *Store) step(jc *redis.MapStringStringCmd) (*Step, error) {
 	jm := jc.Val()
 	if len(jm) == 0 || jm["id"] == "" {
 		return nil, ErrNotFound
 	}
-	return &Step{Job: jobFromHash(jm), Chain: chainFromHash(cc.Val())}, nil
+	return &Step{Job: jobFromHash(jm), Chain: chainFromHash(jm)}, nil
 }
 
 // recordResult stores a call's result once and counts it; when that completes the
-// hop, it claims the next hop's lease for the caller. KEYS[1] chain, KEYS[2] lease of
-// hop+1, KEYS[3] job; ARGV result field, count field, expected field, result, owner, ttl ms.
+// hop, it claims the next hop's lease for the caller. KEYS[1] job, KEYS[2] lease of
+// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms.
 // Returns {recorded, expected, lease} where expected is -1 before dispatch and lease
-// is -1 (not tried), 0 (held) or the ms another holder has left. The chain of a job
-// archived already (ArchiveJob) is not made again: {0, -1, -1}.
+// is -1 (not tried), 0 (held) or the ms another holder has left. One HMGET reads what
+// decides (the job is there and not archived, the counts, whether the result is
+// stored) and one HSET writes the result with its count. Nothing is written for a job
+// that is gone (no hash is made without its TTL) or archived already (ArchiveJob):
+// {0, -1, -1}.
 var recordResult = redis.NewScript(claimLua + `
-if redis.call('HEXISTS', KEYS[3], 'cold') == 1 then return {0, -1, -1} end
-local c
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[4]) == 1 then
-  c = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
-else
-  c = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0')
+local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[2], ARGV[1])
+if not v[1] or v[2] then return {0, -1, -1} end
+local n = tonumber(v[3] or '-1')
+local c = tonumber(v[4] or '0')
+if not v[5] then
+  c = c + 1
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4], ARGV[2], c)
 end
-local n = tonumber(redis.call('HGET', KEYS[1], ARGV[3]) or '-1')
 local l = -1
 if c == n and ARGV[5] ~= '' then
   l = claim(KEYS[2], ARGV[5], ARGV[6])
@@ -189,7 +211,7 @@ return {c, n, l}
 `)
 
 func (s *Store) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration) ([]string, []any) {
-	return []string{s.K.Chain(id), s.K.Lease(id, h+1), s.K.Job(id)},
+	return []string{s.K.Job(id), s.K.Lease(id, h+1)},
 		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds()}
 }
 
@@ -199,17 +221,16 @@ func (s *Store) recordArgs(id string, h int, call string, result []byte, owner s
 // for owner.
 func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
 	var rc *redis.Cmd
-	var jc, cc *redis.MapStringStringCmd
+	var jc *redis.MapStringStringCmd
 	keys, argv := s.recordArgs(id, h, call, result, owner, ttl)
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		rc = recordResult.EvalSha(ctx, p, keys, argv...)
 		jc = p.HGetAll(ctx, s.K.Job(id))
-		cc = p.HGetAll(ctx, s.K.Chain(id))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("state: recording result: %w", err)
 	}
-	st, err := s.step(jc, cc)
+	st, err := s.step(jc)
 	if err != nil {
 		return nil, err
 	}
@@ -234,21 +255,29 @@ func (s *Store) RecordResult(ctx context.Context, id string, h int, call string,
 }
 
 // saveTurn stores hop h's model answer unless one is stored and returns the stored
-// answer. On the first hop (ARGV[4] '1') it also sets the chain's flags and moves a
-// queued job to running: later hops change neither (their flags are the ones loaded,
-// and a job is queued only before its first answer), so they pay for the turn alone.
-// KEYS[1] chain, KEYS[2] job; ARGV turn field, turn, retention ms, first hop, sticky,
-// gp, now ms.
+// answer. On the first hop (ARGV[3] '1') it also sets the chain's flags (a later
+// answer's, when the turn was stored already) and moves a queued job to running, in
+// the same HSET: later hops change neither (their flags are
+// the ones loaded, and a job is queued only before its first answer), so they pay for
+// the turn alone. A job that is gone gets nothing written (no hash is made without
+// its TTL): the answer is returned as if stored, and the step finds the job gone.
+// KEYS[1] job; ARGV turn field, turn, first hop, sticky, gp, now ms.
 var saveTurn = redis.NewScript(`
-local put = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
-if ARGV[4] == '1' then
-  redis.call('HSET', KEYS[1], '` + fieldSticky + `', ARGV[5], '` + fieldGooglePreferred + `', ARGV[6])
-  if redis.call('HGET', KEYS[2], 'status') == 'queued' then
-    redis.call('HSET', KEYS[2], 'status', 'running', 'updated', ARGV[7])
+local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1])
+if not v[1] then return ARGV[2] end
+if v[2] then
+  if ARGV[3] == '1' then
+    redis.call('HSET', KEYS[1], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5])
   end
+  return v[2]
 end
-if put == 0 then return redis.call('HGET', KEYS[1], ARGV[1]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if ARGV[3] ~= '1' then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+elseif v[1] == 'queued' then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5], 'status', 'running', 'updated', ARGV[6])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5])
+end
 return ARGV[2]
 `)
 
@@ -257,7 +286,7 @@ return ARGV[2]
 // it also records the chain's sticky and Google-preferred flags and marks a queued
 // job running, in the same round trip.
 func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
-	v, err := saveTurn.Run(ctx, s.r, []string{s.K.Chain(id), s.K.Job(id)}, hopField(prefixTurn, h), turn, s.Retention.Milliseconds(),
+	v, err := saveTurn.Run(ctx, s.r, []string{s.K.Job(id)}, hopField(prefixTurn, h), turn,
 		flag(h == 0), flag(sticky), flag(googlePreferred), Millis(time.Now())).Text()
 	if err != nil {
 		return nil, fmt.Errorf("state: storing model turn: %w", err)
@@ -274,16 +303,16 @@ func flag(v bool) string {
 
 // recordDispatch writes a hop's calls and expected count once, adds its searches to
 // the job's counter only the first time, marks the chain sticky, and returns the job's
-// status; a job that has ended (or is gone) gets nothing written. KEYS[1] chain,
-// KEYS[2] job; ARGV calls field, calls, expected field, n, searches field, searches,
-// sticky field.
+// status; a job that has ended (or is gone) gets nothing written. One HMGET reads
+// what decides, one HSET writes. KEYS[1] job; ARGV calls field, calls, expected
+// field, n, searches field, searches, sticky field.
 var recordDispatch = redis.NewScript(`
-local st = redis.call('HGET', KEYS[2], 'status') or ''
+local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1], ARGV[5], ARGV[7])
+local st = v[1] or ''
 if st == '' or st == 'completed' or st == 'failed' or st == 'cancelled' then return st end
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
-  redis.call('HINCRBY', KEYS[1], ARGV[5], ARGV[6])
-  redis.call('HSET', KEYS[1], ARGV[3], ARGV[4], ARGV[7], '1')
-else
+if not v[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(v[3] or '0') + tonumber(ARGV[6]), ARGV[7], '1')
+elseif v[4] ~= '1' then
   redis.call('HSET', KEYS[1], ARGV[7], '1')
 end
 return st
@@ -293,7 +322,7 @@ return st
 // waits for, and how many are searches; a web_search call makes the chain sticky. It
 // returns the job's status, so a job cancelled meanwhile makes no searches.
 func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (Status, error) {
-	st, err := recordDispatch.Run(ctx, s.r, []string{s.K.Chain(id), s.K.Job(id)},
+	st, err := recordDispatch.Run(ctx, s.r, []string{s.K.Job(id)},
 		hopField(prefixCalls, h), calls, hopField(prefixExpected, h), expected, fieldSearches, searches, fieldSticky).Text()
 	if err != nil {
 		return "", fmt.Errorf("state: recording calls: %w", err)

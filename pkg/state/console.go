@@ -29,19 +29,25 @@ const ModelSpendDays = 35
 // in indexTrimEvery (at random) trims the index to the newest TenantJobsKept, so it
 // holds a few more between trims (TenantJobs lists the newest TenantJobsKept alone).
 // Entries older than the retention period are not trimmed here: their records have
-// expired, and TenantJobs drops such entries as it meets them. A batch's lines are
+// expired, and TenantJobs drops such entries as it meets them. The index's TTL, the
+// retention plus refreshEvery, is set once a minute by each process (refreshes), not
+// with every submission: it outlives every entry all the same. A batch's lines are
 // not indexed: a 2,000-line batch would push out everything else, and they are
-// reached through their batch.
-func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job) {
+// reached through their batch. It returns the index's key when it set its TTL.
+func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job, now time.Time) (refreshed string) {
 	if j.Batch != "" {
-		return
+		return ""
 	}
 	k := s.K.TenantJobs(j.Tenant)
 	p.ZAdd(ctx, k, redis.Z{Score: float64(j.Created.UnixMilli()), Member: j.ID})
 	if rand.IntN(indexTrimEvery) == 0 {
 		p.ZRemRangeByRank(ctx, k, 0, -TenantJobsKept-1)
 	}
-	p.PExpire(ctx, k, s.Retention)
+	if !s.ttls.due(k, now) {
+		return ""
+	}
+	p.PExpire(ctx, k, s.Retention+refreshEvery)
+	return k
 }
 
 // indexTrimEvery is how many submissions a tenant's job index is trimmed once in, on
@@ -116,13 +122,13 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 }
 
 // countSpend marks a job record as counted in the per-model spend ledger and reads,
-// the first time, what its spend ledger holds. KEYS[1] job, KEYS[2] its spend ledger.
+// the first time, what its spend ledger holds. KEYS[1] job (its ledger in its hash).
 // Returns {1, micro-dollars} the first time, {0} after, {-1} when the record is gone
 // (no hash is made without its TTL).
 var countSpend = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {-1} end
 if redis.call('HSETNX', KEYS[1], 'spend_counted', '1') == 0 then return {0} end
-return {1, tonumber(redis.call('HGET', KEYS[2], 'usd') or '0')}
+return {1, tonumber(redis.call('HGET', KEYS[1], '$usd') or '0')}
 `)
 
 // RecordModelSpend counts an ended job in its tenant's spend per day (the day it
@@ -131,11 +137,27 @@ return {1, tonumber(redis.call('HGET', KEYS[2], 'usd') or '0')}
 // most once: its record is marked first (with the ledger read in the same script),
 // so a crash between the two writes loses that job's count rather than counting it
 // twice. The tenant's budget ledgers, which refuse work, are kept apart and exactly
-// (RecordCall, SettleCall).
+// (RecordCall, SettleCall). With an archive, ArchiveJob counts the job instead, when
+// it trims the record (a step that happens once, and reads the ledger as it drops
+// it): this hook then does nothing.
 func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
-	if !j.Status.Terminal() {
+	if !j.Status.Terminal() || s.archive != nil {
 		return nil
 	}
+	v, err := countSpend.Run(ctx, s.r, []string{s.K.Job(j.ID)}).Int64Slice()
+	if err != nil {
+		return fmt.Errorf("state: marking a job's spend: %w", err)
+	}
+	if len(v) != 2 || v[0] != 1 {
+		return nil
+	}
+	return s.countModelSpend(ctx, j, v[1])
+}
+
+// countModelSpend adds an ended job j, whose ledger held micros micro-dollars, to its
+// tenant's spend per day and model (see RecordModelSpend). The caller makes sure it
+// is counted once.
+func (s *Store) countModelSpend(ctx context.Context, j *Job, micros int64) error {
 	var u struct {
 		Searches int     `json:"searches"`
 		CostUSD  float64 `json:"cost_usd"`
@@ -143,14 +165,7 @@ func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	if len(j.Usage) > 0 {
 		json.Unmarshal(j.Usage, &u)
 	}
-	v, err := countSpend.Run(ctx, s.r, []string{s.K.Job(j.ID), s.K.JobSpend(j.ID)}).Int64Slice()
-	if err != nil {
-		return fmt.Errorf("state: marking a job's spend: %w", err)
-	}
-	if len(v) != 2 || v[0] != 1 {
-		return nil
-	}
-	usd := fromMicros(v[1])
+	usd := fromMicros(micros)
 	if usd == 0 {
 		usd = u.CostUSD
 	}
@@ -161,14 +176,22 @@ func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	day, _ := periods(at)
 	k := s.K.ModelSpendDay(j.Tenant, day)
 	model := spendModel(j)
-	_, err = s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// The day's ledger gets its TTL once a minute per process (refreshes), not with
+	// every job.
+	expire := s.ttls.due(k, time.Now())
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HIncrBy(ctx, k, "usd:"+model, toMicros(usd))
 		p.HIncrBy(ctx, k, "jobs:"+model, 1)
 		p.HIncrBy(ctx, k, "searches:"+model, int64(u.Searches))
-		p.Expire(ctx, k, ModelSpendDays*24*time.Hour)
+		if expire {
+			p.Expire(ctx, k, ModelSpendDays*24*time.Hour+refreshEvery)
+		}
 		return nil
 	})
 	if err != nil {
+		if expire {
+			s.ttls.forget(k)
+		}
 		return fmt.Errorf("state: recording spend per model: %w", err)
 	}
 	return nil

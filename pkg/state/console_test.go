@@ -109,11 +109,16 @@ func TestModelSpend(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	yesterday := now.AddDate(0, 0, -1)
+	create := func(id, tenant, model string, created time.Time) {
+		t.Helper()
+		if err := s.CreateJob(ctx, &state.Job{ID: id, Tenant: tenant, Kind: "chat", Model: model, Created: created}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	end := func(id, tenant, model string, status state.Status, usage string, finished time.Time) *state.Job {
 		t.Helper()
-		j := &state.Job{ID: id, Tenant: tenant, Kind: "chat", Model: model, Created: finished}
-		if err := s.CreateJob(ctx, j); err != nil {
-			t.Fatal(err)
+		if _, err := s.GetJob(ctx, id); err != nil {
+			create(id, tenant, model, finished)
 		}
 		if ok, err := s.Update(ctx, id, status, "usage", json.RawMessage(usage)); !ok || err != nil {
 			t.Fatalf("ending %s: %v %v", id, ok, err)
@@ -129,6 +134,7 @@ func TestModelSpend(t *testing.T) {
 		end("job_4", "globex", "gpt", state.Completed, `{"searches":9,"cost_usd":9}`, now),
 	}
 	// A failed job has no usage, but its ledger holds what its searches cost.
+	create("job_5", "acme", "claude", now)
 	if _, err := s.RecordCall(ctx, "job_5", "acme", "job_5:0@model", 0.5, now); err != nil {
 		t.Fatal(err)
 	}

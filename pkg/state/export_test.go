@@ -9,3 +9,7 @@ func DecodeArchived(b []byte) (job, chain, searches map[string]string, response 
 	err = json.Unmarshal(b, &rec)
 	return rec.Job, rec.Chain, rec.Searches, rec.Response, err
 }
+
+// SplitJob splits a job hash into the record's fields, the chain's and the recorded
+// results, and names the fields that are not the record's.
+var SplitJob = splitJob

@@ -15,13 +15,15 @@ type Fallback struct {
 }
 
 // handOff moves a call to another engine if it is still with ARGV[1] (or has never
-// moved): KEYS[1] the call's fallback hash; ARGV[1] from, ARGV[2] to, ARGV[3] tried,
-// ARGV[4] TTL ms. Returns {engine, tried} as they stand after the call.
+// moved): KEYS[1] the job, whose hash keeps the call's fallback state (calls.go);
+// ARGV[1] from, ARGV[2] to, ARGV[3] tried, ARGV[4] the engine field, ARGV[5] the tried
+// field. Returns {engine, tried} as they stand after the call; nothing is kept for a
+// job that is gone (no hash is made without its TTL).
 var handOff = redis.NewScript(`
-local cur = redis.call('HGET', KEYS[1], 'engine')
-if cur and cur ~= ARGV[1] then return {cur, redis.call('HGET', KEYS[1], 'tried') or ''} end
-redis.call('HSET', KEYS[1], 'engine', ARGV[2], 'tried', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+local v = redis.call('HMGET', KEYS[1], 'id', ARGV[4], ARGV[5])
+if not v[1] then return {ARGV[2], ARGV[3]} end
+if v[2] and v[2] ~= ARGV[1] then return {v[2], v[3] or ''} end
+redis.call('HSET', KEYS[1], ARGV[4], ARGV[2], ARGV[5], ARGV[3])
 return {ARGV[2], ARGV[3]}
 `)
 
@@ -30,7 +32,8 @@ return {ARGV[2], ARGV[3]}
 // (a redelivery racing the first hand-off): the first hand-off wins and every caller
 // gets the state that stands.
 func (s *Store) HandOff(ctx context.Context, id string, h int, call, from, to string, tried []byte) (*Fallback, error) {
-	v, err := handOff.Run(ctx, s.r, []string{s.K.SearchFallback(id, h, call)}, from, to, tried, s.Retention.Milliseconds()).StringSlice()
+	v, err := handOff.Run(ctx, s.r, []string{s.K.Job(id)}, from, to, tried,
+		callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call)).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("state: search fallback: %w", err)
 	}

@@ -40,20 +40,16 @@ func (k Keys) Prefix() string { return k.prefix }
 func (k Keys) job(id string) string { return k.prefix + ":{" + id + "}" }
 
 // Job is the job record: status, timestamps, request, answer, trace, usage (a hash).
+// The same hash holds the job's chain state while it runs (chain.go): per hop the
+// stored model turn, the dispatched calls, the expected and recorded results; the
+// sticky flag; counters. So does what the search workers keep of its calls (each
+// call's stored outcome and engine fallback state) and its recorded search results by
+// content address (calls.go). One read loads a step, one script stores it, and all of
+// it lives and goes with the record.
 func (k Keys) Job(id string) string { return k.job(id) + ":job" }
-
-// Chain is the chain state: per hop the stored model turn, the dispatched calls, the
-// expected and recorded results; the sticky flag; counters (a hash).
-func (k Keys) Chain(id string) string { return k.job(id) + ":chain" }
 
 // Lease is the claim of the worker currently calling the model for one hop.
 func (k Keys) Lease(id string, hop int) string { return k.job(id) + ":lease:" + strconv.Itoa(hop) }
-
-// SearchDone is a search worker's stored result for one call: a redelivered search
-// republishes it instead of paying for the search again.
-func (k Keys) SearchDone(id string, hop int, call string) string {
-	return k.job(id) + ":sr:" + strconv.Itoa(hop) + ":" + call
-}
 
 // SearchLease is the claim of the worker currently running one search.
 func (k Keys) SearchLease(id string, hop int, call string) string {
@@ -149,13 +145,6 @@ func (k Keys) ModelKeyCooldown(provider, fp string) string {
 	return k.prefix + ":modelkeyrest:{" + provider + "}:" + fp
 }
 
-// SearchFallback is the engine fallback state of one call (a hash): the engine that
-// now runs it and the engines that failed it, so a redelivered message of an engine
-// that already failed hands the call on instead of paying that engine again.
-func (k Keys) SearchFallback(id string, hop int, call string) string {
-	return k.job(id) + ":sf:" + strconv.Itoa(hop) + ":" + call
-}
-
 // budget is the root of a tenant's spend keys. They carry the tenant as hash tag, so
 // the reservation script touches one Redis Cluster slot.
 func (k Keys) budget(tenant string) string { return k.prefix + ":budget:{" + tenant + "}" }
@@ -168,22 +157,16 @@ func (k Keys) SpendDay(tenant, day string) string { return k.budget(tenant) + ":
 func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) + ":m:" + month }
 
 // SpendCalls maps each call reserved against a tenant's day to what it holds
-// ("micros:searches"), so a redelivered search never reserves twice.
-func (k Keys) SpendCalls(tenant, day string) string { return k.budget(tenant) + ":c:" + day }
+// ("micros:searches"), so a redelivered search never reserves twice. The entries live
+// in the day's own hash (SpendDay) beside its counters (a call's name is never "usd"
+// or "n"): they share its lifetime, and one read and one write of it reserve a call.
+func (k Keys) SpendCalls(tenant, day string) string { return k.SpendDay(tenant, day) }
 
-// JobSpend is one job's spend ledger (a hash): "usd" in micro-dollars (model turns
-// and searches, reservations included), "cap" the request's max_cost_usd, and per
-// paid call "r:<call>" what it holds, so a redelivered call is never counted twice.
-func (k Keys) JobSpend(id string) string { return k.job(id) + ":spend" }
-
-// BatchSpend is a batch's spend ledger, shaped as JobSpend; "cap" is the batch's
+// BatchSpend is a batch's spend ledger (a hash): "usd" in micro-dollars (model turns
+// and searches of its jobs, reservations included), per paid call "r:<call>" what it
+// holds, and "cap", the batch's
 // metadata.max_cost_usd.
 func (k Keys) BatchSpend(id string) string { return k.Batch(id) + ":spend" }
-
-// SearchRecord is a job's recorded search results by content address (a hash:
-// search.Address → the normalized result), kept for the job's retention: a replay of
-// the job answers its searches from it, and a repeated search of the job is made once.
-func (k Keys) SearchRecord(jobID string) string { return k.job(jobID) + ":rec" }
 
 // BatchSearchRecord is the recorded search results of a batch's jobs by content
 // address (a hash), so an identical search across the batch is made once.

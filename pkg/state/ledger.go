@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,6 +18,38 @@ local function keep(key, ttl)
   if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, ttl) end
 end
 `
+
+// A job's own spend ledger lives in the job's hash (Keys.Job), its fields marked "$":
+// "$usd" in micro-dollars (model turns and searches, reservations included), "$cap"
+// the request's max_cost_usd, and per paid call "$r:<call>" what it holds (and
+// "$d:<call>", a model turn's day), so a redelivered call is never counted twice.
+// A reservation then reads the job's batch with its ledger, and the ledger needs no
+// TTL of its own. A batch's ledger (Keys.BatchSpend) is a hash of its own with the
+// same fields unmarked.
+const ledgerMark = "$"
+
+// jobLedger is a ledger script (written for a ledger of its own) over a job's
+// ledger in the job's hash: every ledger field it names is marked.
+func jobLedger(src string) *redis.Script {
+	return redis.NewScript(strings.NewReplacer("'usd'", "'$usd'", "'cap'", "'$cap'", "'r:'", "'$r:'", "'d:'", "'$d:'").Replace(src))
+}
+
+// reserveJobCap is reserveCap over a job's ledger in its hash: one HMGET reads the
+// job's batch with the ledger, one HSET writes. Nothing is written for a job that is
+// gone (no hash is made without its TTL): {'ok', ”, 0}. KEYS[1] job; ARGV[1] call,
+// ARGV[2] price.
+var reserveJobCap = redis.NewScript(`
+local f = '$r:' .. ARGV[1]
+local v = redis.call('HMGET', KEYS[1], 'id', 'batch', f, '$cap', '$usd')
+if not v[1] then return {'ok', '', 0} end
+local batch = v[2] or ''
+if v[3] then return {'again', batch, 0} end
+local price = tonumber(ARGV[2])
+local cap, usd = tonumber(v[4] or '-1'), tonumber(v[5] or '0')
+if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
+redis.call('HSET', KEYS[1], '$usd', string.format('%d', usd + price), f, price)
+return {'ok', batch, 0}
+`)
 
 // reserveCap reserves a call's price against a capped ledger. KEYS[1] ledger;
 // KEYS[2], optional, the job record, whose batch is returned. ARGV[1] call, ARGV[2]
@@ -31,7 +64,7 @@ local price = tonumber(ARGV[2])
 local cap, usd = tonumber(v[2] or '-1'), tonumber(v[3] or '0')
 if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
 redis.call('HSET', KEYS[1], 'usd', string.format('%d', usd + price), f, price)
--- A ledger with neither a cap (SetSpendCap gives it its lifetime) nor spend was
+-- A ledger with neither a cap (setSpendCap gives it its lifetime) nor spend was
 -- created just now: give it one.
 if not v[2] and not v[3] then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return {'ok', batch, 0}
@@ -39,7 +72,7 @@ return {'ok', batch, 0}
 
 // settleCap moves a call's reservation to its real cost (ARGV[2]); 0 when the call
 // holds none. KEYS[1] ledger, ARGV[1] call.
-var settleCap = redis.NewScript(`
+const settleCapLua = `
 local f = 'r:' .. ARGV[1]
 local r = redis.call('HGET', KEYS[1], f)
 if not r then return 0 end
@@ -49,19 +82,29 @@ if d ~= 0 then
   redis.call('HSET', KEYS[1], f, ARGV[2])
 end
 return 1
-`)
+`
+
+var (
+	settleCap    = redis.NewScript(settleCapLua)
+	jobSettleCap = jobLedger(settleCapLua)
+)
 
 // recordCap counts a call that was paid without a reservation (a model turn), once:
 // a call already counted changes nothing. KEYS and ARGV as reserveCap. Returns
 // {1 recorded now | 0 already, batch}.
-var recordCap = redis.NewScript(ledgerTTL + `
+const recordCapLua = ledgerTTL + `
 local batch = ''
 if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
 if redis.call('HSETNX', KEYS[1], 'r:' .. ARGV[1], ARGV[2]) == 0 then return {0, batch} end
 redis.call('HINCRBY', KEYS[1], 'usd', ARGV[2])
 keep(KEYS[1], ARGV[3])
 return {1, batch}
-`)
+`
+
+var (
+	recordCap    = redis.NewScript(recordCapLua)
+	jobRecordCap = jobLedger(recordCapLua)
+)
 
 // recordSpend counts a paid call against the tenant's day and month once, in
 // dollars only (a model turn is not a search). KEYS as reserveSpend; ARGV[1] call,
@@ -70,15 +113,14 @@ var recordSpend = redis.NewScript(`
 if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2] .. ':0') == 0 then return 0 end
 redis.call('HINCRBY', KEYS[1], 'usd', ARGV[2])
 redis.call('HINCRBY', KEYS[2], 'usd', ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('EXPIRE', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[3])  -- the day's calls live in it (KEYS[3])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 return 1
 `)
 
-// SetSpendCap caps a ledger (JobSpend, BatchSpend) at usd; setting it again is
-// harmless. ttl is the ledger's lifetime when it has none yet.
-func (s *Store) SetSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
+// setSpendCap caps a batch's ledger at usd; setting it again is harmless. ttl is the
+// ledger's lifetime.
+func (s *Store) setSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, ledger, "cap", toMicros(usd))
 		p.PExpire(ctx, ledger, ttl)
@@ -90,9 +132,18 @@ func (s *Store) SetSpendCap(ctx context.Context, ledger string, usd float64, ttl
 	return nil
 }
 
-// LedgerSpend reads a ledger's spend and cap (0: none).
-func (s *Store) LedgerSpend(ctx context.Context, ledger string) (usd, capUSD float64, err error) {
-	v, err := s.r.HMGet(ctx, ledger, "usd", "cap").Result()
+// setJobCap caps the ledger in a job's hash (KEYS[1]) at ARGV[1] micro-dollars, if
+// the job is there (no hash is made without its TTL).
+var setJobCap = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], '$cap', ARGV[1])
+return 1
+`)
+
+// ledgerSpend reads a ledger's spend and cap (0: none); mark is its fields' mark
+// (ledgerMark for a job's, "" for a batch's).
+func (s *Store) ledgerSpend(ctx context.Context, ledger, mark string) (usd, capUSD float64, err error) {
+	v, err := s.r.HMGet(ctx, ledger, mark+"usd", mark+"cap").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, 0, fmt.Errorf("state: reading spend: %w", err)
 	}
@@ -130,12 +181,8 @@ type Hold struct {
 func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
 	price := toMicros(usd)
 	ttl := s.Retention.Milliseconds()
-	keys := []string{s.K.JobSpend(jobID), s.K.Job(jobID)}
 	batch, known := s.batches.get(jobID)
-	if known {
-		keys = keys[:1] // no need to read the job record for it
-	}
-	v, err := reserveCap.Run(ctx, s.r, keys, call, price, ttl).Slice()
+	v, err := reserveJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, price).Slice()
 	if err != nil {
 		return nil, nil, fmt.Errorf("state: reserving a request's spend: %w", err)
 	}
@@ -186,7 +233,7 @@ func capAnswer(v []any) (answer, batch string, limit float64) {
 // ledgers (settled to nothing; the entries stay, so a redelivery is still one call).
 func (s *Store) releaseHold(ctx context.Context, h *Hold) {
 	ctx = context.WithoutCancel(ctx)
-	settleCap.Run(ctx, s.r, []string{s.K.JobSpend(h.JobID)}, h.Call, 0)
+	jobSettleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, 0)
 	if h.Batch != "" {
 		settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, 0)
 	}
@@ -200,7 +247,7 @@ func (s *Store) SettleCall(ctx context.Context, h *Hold, usd float64, searches i
 	asHeld := cost == h.price
 	var errs []error
 	if !(asHeld && h.made.job) {
-		if err := settleCap.Run(ctx, s.r, []string{s.K.JobSpend(h.JobID)}, h.Call, cost).Err(); err != nil {
+		if err := jobSettleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, cost).Err(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -229,7 +276,7 @@ func (s *Store) SettleCall(ctx context.Context, h *Hold, usd float64, searches i
 func (s *Store) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
 	cost := toMicros(usd)
 	ttl := s.Retention.Milliseconds()
-	v, err := recordCap.Run(ctx, s.r, []string{s.K.JobSpend(jobID), s.K.Job(jobID)}, call, cost, ttl).Slice()
+	v, err := jobRecordCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, ttl).Slice()
 	if err != nil {
 		return false, fmt.Errorf("state: recording a request's spend: %w", err)
 	}
@@ -275,21 +322,24 @@ func (s *Store) UnrecordedCalls(ctx context.Context, tenant string, calls []stri
 
 // SetRequestCap caps a job's spend at the request's max_cost_usd.
 func (s *Store) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
-	return s.SetSpendCap(ctx, s.K.JobSpend(jobID), usd, s.Retention)
+	if err := setJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, toMicros(usd)).Err(); err != nil {
+		return fmt.Errorf("state: setting a spending cap: %w", err)
+	}
+	return nil
 }
 
 // RequestSpend reads what a job has spent (model turns and searches, reservations
 // included) and its cap (0: none).
 func (s *Store) RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error) {
-	return s.LedgerSpend(ctx, s.K.JobSpend(jobID))
+	return s.ledgerSpend(ctx, s.K.Job(jobID), ledgerMark)
 }
 
 // SetBatchCap caps a batch's spend across all its jobs; ttl is the batch record's.
 func (s *Store) SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error {
-	return s.SetSpendCap(ctx, s.K.BatchSpend(batchID), usd, ttl)
+	return s.setSpendCap(ctx, s.K.BatchSpend(batchID), usd, ttl)
 }
 
 // BatchSpendOf reads what a batch's jobs have spent and its cap (0: none).
 func (s *Store) BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error) {
-	return s.LedgerSpend(ctx, s.K.BatchSpend(batchID))
+	return s.ledgerSpend(ctx, s.K.BatchSpend(batchID), "")
 }

@@ -3,8 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -166,7 +164,9 @@ func (s *Store) StorageOf(ctx context.Context, tenant string) (Storage, error) {
 
 // jobFootprint sums the bytes (field names and values) of a job's hashes, and the
 // archived bytes the job record notes (field "cold"). KEYS are the hashes, the job
-// record first.
+// record first, the summary last. The calls' outcomes and fallback state in the
+// job's hash (calls.go) are not counted: an outcome repeats a result the chain keeps,
+// and neither is kept past the job.
 var jobFootprint = redis.NewScript(`
 -- An archived job (its record notes the archived bytes in 'cold') keeps only its
 -- short record and its summary in Redis: 3 commands instead of a walk of every key.
@@ -174,20 +174,22 @@ local cold = redis.call('HGET', KEYS[1], 'cold')
 if cold then
   local n = tonumber(cold)
   for _, x in ipairs(redis.call('HGETALL', KEYS[1])) do n = n + #x end
-  return n + redis.call('STRLEN', KEYS[6])
+  return n + redis.call('STRLEN', KEYS[#KEYS])
 end
 local n = 0
 for _, k in ipairs(KEYS) do
   local t = redis.call('TYPE', k)['ok']
   if t == 'hash' then
     for _, f in ipairs(redis.call('HKEYS', k)) do
-      n = n + #f + redis.call('HSTRLEN', k, f)
+      if k ~= KEYS[1] or not (string.find(f, '^o:') or string.find(f, '^fe:') or string.find(f, '^ft:')) then
+        n = n + #f + redis.call('HSTRLEN', k, f)
+      end
     end
   elseif t == 'string' then
     n = n + redis.call('STRLEN', k)
   end
 end
-return n + tonumber(redis.call('HGET', KEYS[1], 'cold') or '0')
+return n
 `)
 
 // JobFootprint is what a job keeps for the retention period, in bytes: its record
@@ -196,7 +198,7 @@ return n + tonumber(redis.call('HGET', KEYS[1], 'cold') or '0')
 // are: what Redis holds plus the bytes of its archived record (ArchiveJob). The
 // tenant's quota is charged this when the job ends.
 func (s *Store) JobFootprint(ctx context.Context, id string) (int64, error) {
-	keys := []string{s.K.Job(id), s.K.Chain(id), s.K.SearchRecord(id), s.K.JobSpend(id), s.K.StoredResponse(id), s.K.JobSummary(id)}
+	keys := []string{s.K.Job(id), s.K.StoredResponse(id), s.K.JobSummary(id)}
 	n, err := jobFootprint.Run(ctx, s.r, keys).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("state: measuring job %s: %w", id, err)
@@ -204,35 +206,28 @@ func (s *Store) JobFootprint(ctx context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-// DropSearchResults deletes a job's stored search results (Keys.SearchDone) once the
-// job has ended: each repeats a result the chain keeps, and only a redelivered search
-// of a running job reads it (a search of an ended job is not made).
+// DropSearchResults deletes a job's stored search outcomes and fallback state (the
+// calls' fields of its hash, calls.go) once the job has ended: each outcome repeats a
+// result the chain keeps, and only a redelivered search of a running job reads it (a
+// search of an ended job is not made).
 func (s *Store) DropSearchResults(ctx context.Context, id string) error {
 	if s.archive != nil {
 		return nil // ArchiveJob, the first finish hook, drops them with the chain
 	}
-	fields, err := s.r.HKeys(ctx, s.K.Chain(id)).Result()
+	fields, err := s.r.HKeys(ctx, s.K.Job(id)).Result()
 	if err != nil {
-		return fmt.Errorf("state: reading job %s's chain: %w", id, err)
+		return fmt.Errorf("state: reading job %s's fields: %w", id, err)
 	}
-	var keys []string
+	var drop []string
 	for _, f := range fields {
-		kind, rest, _ := strings.Cut(f, ":")
-		if kind != prefixResult {
-			continue
+		if kindOf(f) == callStateField {
+			drop = append(drop, f)
 		}
-		hs, call, ok := strings.Cut(rest, ":")
-		h, err := strconv.Atoi(hs)
-		if !ok || err != nil {
-			continue
-		}
-		keys = append(keys, s.K.SearchDone(id, h, call))
 	}
-	if len(keys) == 0 {
+	if len(drop) == 0 {
 		return nil
 	}
-	// One slot ({job} tag): one DEL.
-	if err := s.r.Del(ctx, keys...).Err(); err != nil {
+	if err := s.r.HDel(ctx, s.K.Job(id), drop...).Err(); err != nil {
 		return fmt.Errorf("state: dropping job %s's search results: %w", id, err)
 	}
 	return nil

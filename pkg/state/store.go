@@ -92,6 +92,8 @@ type Store struct {
 	archive Archive
 	// batches are the batches of jobs this process met (see jobBatches).
 	batches jobBatches
+	// ttls are the long-lived keys whose TTL this process set lately (see refreshes).
+	ttls refreshes
 }
 
 // Option adjusts a Store (New).
@@ -178,14 +180,18 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 		argv = append(argv, "question", j.Question)
 	}
 	var created *redis.Cmd
+	var index string
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
 		created = createJob.EvalSha(ctx, p, []string{s.K.Job(j.ID)}, argv...)
 		if !j.Deadline.IsZero() {
 			p.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(j.Deadline.UnixMilli()), Member: j.ID})
 		}
-		s.indexJob(ctx, p, j) // the tenant's recent jobs (console.go)
+		index = s.indexJob(ctx, p, j, now) // the tenant's recent jobs (console.go)
 	})
 	if err != nil {
+		if index != "" {
+			s.ttls.forget(index)
+		}
 		return fmt.Errorf("state: creating job: %w", err)
 	}
 	if n, _ := created.Int(); n == 0 {
@@ -329,7 +335,7 @@ func (s *Store) TryLock(ctx context.Context, key, owner string, ttl time.Duratio
 }
 
 // scripts are loaded at start and re-loaded if Redis forgets them (a restart).
-var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, startSearch, lease, release, gcra, setWebhookStatus}
+var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, startSearch, saveOutcome, lease, release, gcra, setWebhookStatus}
 
 // pipelined runs fn's commands in one round trip. Scripts in it are called by SHA;
 // if Redis does not know one (it restarted), they are loaded and the pipeline is run
@@ -453,11 +459,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
-// SaveSearchDone stores a search worker's result for a call.
-func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte) error {
-	return s.r.Set(ctx, s.K.SearchDone(id, h, call), b, s.Retention).Err()
-}
-
 // Finish moves a job that has not ended to a terminal status with fields. It reports
 // whether it moved the job (see Update). The chain is left as it is: no step reads
 // it once the job has ended, and the archive drops it.
@@ -483,21 +484,21 @@ type SearchStart struct {
 }
 
 // startSearch reads what a search worker needs before searching and claims the
-// call's lease, in one script: KEYS[1] the call's stored outcome, KEYS[2] its
-// fallback state, KEYS[3] the job, KEYS[4] the call's lease; ARGV[1] owner, ARGV[2]
-// lease ms. Returns {outcome or false, fallback engine, tried, status, tenant, batch,
-// lease} with lease as in claimLua.
+// call's lease, in one script: KEYS[1] the job, KEYS[2] the call's lease; ARGV[1]
+// owner, ARGV[2] lease ms, ARGV[3..5] the call's outcome, fallback engine and tried
+// fields (calls.go). Returns {outcome or false, fallback engine, tried, status,
+// tenant, batch, lease} with lease as in claimLua.
 var startSearch = redis.NewScript(claimLua + `
-local fb = redis.call('HMGET', KEYS[2], 'engine', 'tried')
-local j = redis.call('HMGET', KEYS[3], 'status', 'tenant', 'batch')
-return {redis.call('GET', KEYS[1]), fb[1], fb[2], j[1], j[2], j[3], claim(KEYS[4], ARGV[1], ARGV[2])}
+local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5])
+return {j[4], j[5], j[6], j[1], j[2], j[3], claim(KEYS[2], ARGV[1], ARGV[2])}
 `)
 
 // StartSearch reads a call's stored result, its fallback state and its job's status
 // and tenant, and claims the call's lease for owner.
 func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*SearchStart, error) {
-	keys := []string{s.K.SearchDone(id, h, call), s.K.SearchFallback(id, h, call), s.K.Job(id), s.K.SearchLease(id, h, call)}
-	v, err := startSearch.Run(ctx, s.r, keys, owner, ttl.Milliseconds()).Slice()
+	keys := []string{s.K.Job(id), s.K.SearchLease(id, h, call)}
+	v, err := startSearch.Run(ctx, s.r, keys, owner, ttl.Milliseconds(),
+		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call)).Slice()
 	if err != nil || len(v) != 7 {
 		return nil, fmt.Errorf("state: starting search: %v", err)
 	}

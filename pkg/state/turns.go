@@ -24,7 +24,7 @@ import (
 // tenant's day it is reserved in. KEYS[1] job ledger, KEYS[2] job record. ARGV[1]
 // call, ARGV[2] price (micro-dollars), ARGV[3] TTL ms, ARGV[4] day. Returns
 // {'ok'|'again'|'over', batch, cap, day}.
-var reserveTurnCap = redis.NewScript(ledgerTTL + `
+const reserveTurnCapLua = ledgerTTL + `
 local batch = redis.call('HGET', KEYS[2], 'batch') or ''
 local f = 'r:' .. ARGV[1]
 if redis.call('HEXISTS', KEYS[1], f) == 1 then
@@ -38,14 +38,16 @@ redis.call('HINCRBY', KEYS[1], 'usd', price)
 redis.call('HSET', KEYS[1], f, price, 'd:' .. ARGV[1], ARGV[4])
 keep(KEYS[1], ARGV[3])
 return {'ok', batch, 0, ARGV[4]}
-`)
+`
+
+var jobReserveTurnCap = jobLedger(reserveTurnCapLua)
 
 // settleTurnCap moves a call's entry in a ledger to its cost, recording it when the
 // ledger has none (a reservation given back, or a ledger written before reservations);
 // settling again to the same cost changes nothing. KEYS[1] ledger; KEYS[2], optional,
 // the job record. ARGV[1] call, ARGV[2] cost, ARGV[3] TTL ms, ARGV[4] today.
 // Returns {batch, day}: the job's batch and the day the call was reserved in.
-var settleTurnCap = redis.NewScript(ledgerTTL + `
+const settleTurnCapLua = ledgerTTL + `
 local batch = ''
 if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
 local f = 'r:' .. ARGV[1]
@@ -58,17 +60,27 @@ if not r or d ~= 0 then
   keep(KEYS[1], ARGV[3])
 end
 return {batch, day}
-`)
+`
+
+var (
+	settleTurnCap    = redis.NewScript(settleTurnCapLua)
+	jobSettleTurnCap = jobLedger(settleTurnCapLua)
+)
 
 // releaseTurnCap gives a refused turn's reservation back to a ledger. KEYS[1] ledger,
 // ARGV[1] call.
-var releaseTurnCap = redis.NewScript(`
+const releaseTurnCapLua = `
 local r = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
 if not r then return 0 end
 redis.call('HINCRBY', KEYS[1], 'usd', -tonumber(r))
 redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1], 'd:' .. ARGV[1])
 return 1
-`)
+`
+
+var (
+	releaseTurnCap    = redis.NewScript(releaseTurnCapLua)
+	jobReleaseTurnCap = jobLedger(releaseTurnCapLua)
+)
 
 // sweepPending gives back a tenant's lapsed turn reservations of a day (at most 64 a
 // call). KEYS as reserveTurnSpend.
@@ -127,8 +139,7 @@ if n > 0 then
 end
 redis.call('HSET', KEYS[3], ARGV[1], price .. ':' .. n .. ':p')
 redis.call('ZADD', KEYS[4], now + tonumber(ARGV[10]), ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[8])
-redis.call('EXPIRE', KEYS[3], ARGV[8])
+redis.call('EXPIRE', KEYS[1], ARGV[8])  -- the day's calls live in it (KEYS[3])
 redis.call('EXPIRE', KEYS[4], ARGV[8])
 redis.call('EXPIRE', KEYS[2], ARGV[9])
 return 'ok'
@@ -150,8 +161,7 @@ end
 move(pu, pn, cu, cn)
 redis.call('HSET', KEYS[3], ARGV[1], cu .. ':' .. cn)
 redis.call('ZREM', KEYS[4], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[3], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[4])  -- the day's calls live in it (KEYS[3])
 redis.call('EXPIRE', KEYS[2], ARGV[5])
 if v and not pend then return 0 end
 return 1
@@ -181,7 +191,7 @@ func (s *Store) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd
 	price := toMicros(usd)
 	day, _ := periods(now)
 	keep := s.Retention.Milliseconds()
-	v, err := reserveTurnCap.Run(ctx, s.r, []string{s.K.JobSpend(jobID), s.K.Job(jobID)}, call, price, keep, day).Slice()
+	v, err := jobReserveTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, price, keep, day).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("state: reserving a request's spend: %w", err)
 	}
@@ -194,7 +204,7 @@ func (s *Store) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd
 	}
 	giveBack := func(batched bool) {
 		ctx := context.WithoutCancel(ctx)
-		releaseTurnCap.Run(ctx, s.r, []string{s.K.JobSpend(jobID)}, call)
+		jobReleaseTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call)
 		if batched {
 			releaseTurnCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call)
 		}
@@ -247,7 +257,7 @@ func (s *Store) SettleTurn(ctx context.Context, jobID, tenant, call string, usd 
 	cost := toMicros(usd)
 	today, _ := periods(now)
 	keep := s.Retention.Milliseconds()
-	v, err := settleTurnCap.Run(ctx, s.r, []string{s.K.JobSpend(jobID), s.K.Job(jobID)}, call, cost, keep, today).Slice()
+	v, err := jobSettleTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, keep, today).Slice()
 	if err != nil {
 		return false, fmt.Errorf("state: settling a request's spend: %w", err)
 	}

@@ -25,6 +25,7 @@ type Store interface {
 	RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error)
 	SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error
 	BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error)
+	RecordedSearch(ctx context.Context, jobID, batchID string, addrs []string) (found map[string][]byte, inBatch map[string]bool, err error)
 }
 
 // Run runs the suite; newStore returns an empty store for each subtest.
@@ -123,9 +124,12 @@ func leaseClaimedKeptReleased(t *testing.T, s Store) {
 	}
 }
 
+// An outcome is stored for its call; the result recorded with it is recorded under
+// its address in the job's record and its batch's, the first one staying.
 func outcomeStored(t *testing.T, s Store) {
+	ctx := context.Background()
 	job(t, s, "j", "acme", "")
-	if err := s.SaveSearchDone(context.Background(), "j", 0, "c1", []byte(`{"done":1}`)); err != nil {
+	if err := s.SaveSearchDone(ctx, "j", 0, "c1", []byte(`{"done":1}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	if st := start(t, s, "j", "c1", "w1", time.Minute); string(st.Done) != `{"done":1}` {
@@ -133,6 +137,25 @@ func outcomeStored(t *testing.T, s Store) {
 	}
 	if st := start(t, s, "j", "c2", "w1", time.Minute); st.Done != nil {
 		t.Fatalf("another call's outcome: %q", st.Done)
+	}
+	job(t, s, "k", "acme", "b1")
+	start(t, s, "k", "c1", "w1", time.Minute) // the worker meets the job (and its batch) first
+	if err := s.SaveSearchDone(ctx, "k", 0, "c1", []byte(`{"done":2}`), &state.Recording{Addr: "a1", Result: []byte(`{"r":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveSearchDone(ctx, "k", 0, "c2", []byte(`{"done":3}`), &state.Recording{Addr: "a1", Result: []byte(`{"r":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if st := start(t, s, "k", "c2", "w1", time.Minute); string(st.Done) != `{"done":3}` {
+		t.Fatalf("stored outcome %q", st.Done)
+	}
+	found, inBatch, err := s.RecordedSearch(ctx, "k", "b1", []string{"a1"})
+	if err != nil || string(found["a1"]) != `{"r":1}` || inBatch["a1"] {
+		t.Fatalf("recorded %q (in batch only: %v), %v; want the first result, in the job's record", found, inBatch, err)
+	}
+	found, inBatch, _ = s.RecordedSearch(ctx, "other", "b1", []string{"a1"})
+	if string(found["a1"]) != `{"r":1}` || !inBatch["a1"] {
+		t.Fatalf("batch's record %q (%v), want the first result", found, inBatch)
 	}
 }
 
