@@ -262,12 +262,16 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	if fl != nil {
 		fl.Flush()
 	}
+	// Deltas are live: they wait in their subscription until the replay of the
+	// durable events has caught up (an event with none pending after it, or nothing to
+	// read), so none is written before the lifecycle events that came before it.
+	var live chan *nats.Msg
 	for {
 		var n next
 		select {
 		case <-ctx.Done():
 			return
-		case m := <-deltas:
+		case m := <-live:
 			d, _, derr := bus.Decode[bus.StreamMsg](m.Data)
 			if derr != nil || d.Type != bus.StreamDelta {
 				continue
@@ -291,6 +295,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			// Nothing new: keep the connection alive, and stop if the job ended
 			// without a terminal event we could see (expired from the stream).
+			live = deltas
 			fmt.Fprint(w, ": keep-alive\n\n")
 			if fl != nil {
 				fl.Flush()
@@ -315,6 +320,9 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		if ev.Type.Terminal() {
 			return
+		}
+		if meta == nil || meta.NumPending == 0 {
+			live = deltas // caught up
 		}
 	}
 }

@@ -182,7 +182,11 @@ func (s *Store) step(jc *redis.MapStringStringCmd) (*Step, error) {
 	if len(jm) == 0 || jm["id"] == "" {
 		return nil, ErrNotFound
 	}
-	return &Step{Job: jobFromHash(jm), Chain: chainFromHash(jm)}, nil
+	st := &Step{Job: jobFromHash(jm), Chain: chainFromHash(jm)}
+	if jm["layout"] != jobLayout && !st.Job.Status.Terminal() {
+		return st, ErrEarlierLayout
+	}
+	return st, nil
 }
 
 // recordResult stores a call's result once and counts it; when that completes the
