@@ -214,9 +214,15 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 // request, answer and trace) from the archive, or wholly from the archive when Redis
 // no longer has the job (a Redis that restarted empty).
 func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
-	m, err := s.r.HGetAll(ctx, s.K.Job(id)).Result()
+	vals, err := s.r.HMGet(ctx, s.K.Job(id), jobFields...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job: %w", err)
+	}
+	m := make(map[string]string, len(jobFields))
+	for i, v := range vals {
+		if v, ok := v.(string); ok {
+			m[jobFields[i]] = v
+		}
 	}
 	if len(m) == 0 || m["id"] == "" {
 		rec, err := s.archived(ctx, id, false)
@@ -238,6 +244,12 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 	}
 	return j, nil
 }
+
+// jobFields are the fields of a job's hash that make its record (jobFromHash, and
+// whether it is archived): GetJob reads these, not the chain, outcomes and ledger
+// that share the hash while the job runs.
+var jobFields = []string{"id", "tenant", "kind", "model", "status", "request", "created", "updated", "finished", "deadline",
+	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "error", fieldCold}
 
 func jobFromHash(m map[string]string) *Job {
 	raw := func(k string) json.RawMessage {

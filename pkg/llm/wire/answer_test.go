@@ -126,9 +126,9 @@ func benchAnswer() *wire.Response {
 	text := strings.Repeat("The answer cites a page [1] and another [2]. ", 20)
 	return &wire.Response{ID: "chatcmpl-j1", JobID: "j1", Model: "m", Created: time.Unix(1700000000, 0).UTC(), Status: wire.StatusCompleted,
 		Content: []wire.Part{{Kind: wire.PartText, Text: text, Citations: []wire.Citation{{URL: "https://a.example/", Title: "A", Start: 9, End: 12}, {URL: "https://b.example/", Title: "B", Start: 29, End: 32}}}},
-		Stop: wire.StopEndTurn, Usage: wire.Usage{InputTokens: 10, OutputTokens: 5, Spend: &wire.Spend{Searches: 1, CostUSD: 0.01}},
+		Stop:    wire.StopEndTurn, Usage: wire.Usage{InputTokens: 10, OutputTokens: 5, Spend: &wire.Spend{Searches: 1, CostUSD: 0.01}},
 		Sources: []wire.Source{{URL: "https://a.example/", Title: "A"}, {URL: "https://b.example/", Title: "B"}},
-		Chain: &wire.Chain{Hops: 2, Searches: 1, Citations: wire.CitationCounts{Cited: 2, Valid: 2}}}
+		Chain:   &wire.Chain{Hops: 2, Searches: 1, Citations: wire.CitationCounts{Cited: 2, Valid: 2}}}
 }
 
 // What storing a job's answer and rendering it for a Chat client cost (the chat worker
