@@ -154,21 +154,7 @@ func DecodeCompaction(param, content string) (Message, error) {
 func CompactionOutput(id string, c *Compaction) ([]any, error) {
 	out := make([]any, 0, len(c.Kept)+1)
 	for i, m := range c.Kept {
-		var content []any
-		for _, p := range m.Parts {
-			switch p.Kind {
-			case PartText:
-				content = append(content, map[string]string{"type": "input_text", "text": p.Text})
-			case PartImage:
-				url := p.Image.URL
-				if url == "" {
-					url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
-				}
-				content = append(content, map[string]string{"type": "input_image", "image_url": url})
-			case PartFile:
-				content = append(content, map[string]string{"type": "input_file", "filename": p.File.name(), "file_data": p.File.dataURL()})
-			}
-		}
+		content := responsesInputParts(m.Parts)
 		if content == nil {
 			content = []any{}
 		}

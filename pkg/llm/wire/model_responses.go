@@ -172,6 +172,11 @@ func responsesInputContent(parts []Part, assistant bool) any {
 	if textOnly || assistant {
 		return b.String()
 	}
+	return responsesInputParts(parts)
+}
+
+// responsesInputParts renders a message's text, images and files as input parts.
+func responsesInputParts(parts []Part) []any {
 	var items []any
 	for _, p := range parts {
 		switch p.Kind {
