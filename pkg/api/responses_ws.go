@@ -236,6 +236,11 @@ type turnEnd struct {
 	id       string          // the response's id, if one was made
 	failed   bool            // the turn failed: an error, or a failed response
 	convo    json.RawMessage // the complete input and output, when completed
+	// last is the turn's terminal event (the response's completed, failed or
+	// incomplete event, or its error), sent by serve once the socket is ready for
+	// the next response.create: a client that answers it at once is not refused as
+	// busy, and finds the response it continues.
+	last []byte
 }
 
 // serve reads the client's messages and runs their turns, one at a time, until the
@@ -291,6 +296,9 @@ func (k *socket) serve(closing <-chan struct{}) {
 				k.cache.forget(end.previous)
 			case end.convo != nil:
 				k.cache.remember(end.id, end.convo)
+			}
+			if end.last != nil {
+				k.send(end.last)
 			}
 			if old {
 				limitReached()
@@ -410,6 +418,9 @@ func (k *socket) turn(ctx context.Context, body []byte, previous string) turnEnd
 		s.budgeted(wire.Responses, s.protocolRequest(wire.Responses, "resp_"))(sw, req)
 	}
 	sw.finish()
+	if !sw.broken {
+		end.last = sw.last
+	}
 	switch {
 	case sw.status != 0 && sw.status != http.StatusOK:
 		end.failed = true
@@ -443,6 +454,7 @@ type socketWriter struct {
 	status int
 	buf    bytes.Buffer // SSE text not yet split into events, or an error body
 	final  []byte       // the terminal event's response
+	last   []byte       // the terminal event, held back for serve to send (turnEnd.last)
 	broken bool         // the client stopped taking events
 }
 
@@ -506,7 +518,11 @@ func (sw *socketWriter) event(frame []byte) {
 	json.Unmarshal(data, &head)
 	switch head.Type {
 	case "response.completed", "response.failed", "response.incomplete":
-		sw.final = head.Response
+		sw.final, sw.last = head.Response, data
+		return
+	case "error":
+		sw.last = data
+		return
 	}
 	if !sw.broken && sw.sock.send(data) != nil {
 		sw.broken = true
@@ -541,7 +557,7 @@ func (sw *socketWriter) finish() {
 			e.Message += fmt.Sprintf(" Retry after %d s.", n)
 		}
 	}
-	sw.sock.send(socketError(e))
+	sw.last = socketError(e)
 }
 
 // socketCache is the conversations of a socket's most recent responses (their input
