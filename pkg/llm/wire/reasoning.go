@@ -513,6 +513,11 @@ func ReasoningNotes(client Protocol, c *ReasoningConfig, target Protocol, model 
 			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: %s thinks only when reasoning.effort is set", model))
 		}
 	}
+	if client == AnthropicMessages && target != AnthropicMessages && !c.off() {
+		// The model thinks as asked, but a Messages answer carries only Claude's
+		// thinking blocks (signed): another model's reasoning is not shown.
+		notes = append(notes, fmt.Sprintf("thinking blocks are not returned: %s thinks as asked, but only a Claude model's thinking is given to Messages clients", model))
+	}
 	if c.Adaptive && (target == OpenAIChat || target == OpenAIResponses) {
 		notes = append(notes, fmt.Sprintf("thinking.type adaptive is not honoured: %s takes a reasoning effort, and thinks at its default", model))
 	}
