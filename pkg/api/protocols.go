@@ -73,7 +73,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			base.Echo = rr.echo
 		}
 		answer := func(done *state.Job) (*wire.Response, *wire.Error) {
-			resp, e := answerOf(done, base.Notes)
+			resp, e := answerOf(done, req, codec.Protocol())
 			resp.ID, resp.Echo = base.ID, base.Echo
 			return resp, e
 		}
@@ -111,7 +111,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			b, _ := codec.EncodeResponse(base)
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		case req.Stream:
-			s.relayStream(w, r, stream, base, waiter, answer)
+			s.relayStream(w, r, stream, base, waiter, answer, func(live *wire.Response) { live.HideUndeclared(req, codec.Protocol()) })
 		default:
 			done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
 			if err != nil {
@@ -252,11 +252,16 @@ func (s *Server) waitError(jobID string, err error) *wire.Error {
 	return &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("Reading the job failed; fetch GET /v1/jobs/%s for its answer.", jobID)}
 }
 
-// answerOf is a job's answer in canonical form: the chat worker's stored answer
-// (wire.DecodeAnswer) with the job's searches, or the job's current status. notes are
-// the request's, which an answer stored before answers carried them lacks. The error
-// is set for a job that failed or was cancelled.
-func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
+// answerOf is a job's answer in canonical form, as a client of protocol p that sent
+// req is shown it: the chat worker's stored answer (wire.DecodeAnswer) with the job's
+// searches (those of tools req declared: wire.Response.HideUndeclared), or the job's
+// current status. req's notes are added, which an answer stored before answers
+// carried them lacks. The error is set for a job that failed or was cancelled.
+func answerOf(job *state.Job, req *wire.Request, p wire.Protocol) (*wire.Response, *wire.Error) {
+	var notes []string
+	if req != nil {
+		notes = req.AllNotes()
+	}
 	base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Finished: job.Finished, Notes: notes}
 	switch job.Status {
 	case state.Completed:
@@ -267,6 +272,7 @@ func answerOf(job *state.Job, notes []string) (*wire.Response, *wire.Error) {
 		if err != nil {
 			return base, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The job's answer is unreadable."}
 		}
+		resp.HideUndeclared(req, p)
 		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Finished, resp.Status = job.ID, job.ID, job.Model, job.Created, job.Finished, wire.StatusCompleted
 		for _, n := range notes {
 			if !slices.Contains(resp.Notes, n) {
@@ -319,7 +325,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("No response with id %q: responses created with 'store': false are not stored.", job.ID)})
 		return
 	}
-	resp, e := answerOf(job, stored.Request.AllNotes())
+	resp, e := answerOf(job, stored.Request, wire.OpenAIResponses)
 	resp.Echo = rec.Echo
 	if e != nil && resp.Status != wire.StatusFailed && resp.Status != wire.StatusCancelled {
 		writeWireError(w, wire.Responses, e)

@@ -206,9 +206,10 @@ type errorEncoder interface{ EncodeError(*wire.Error) []byte }
 // relayStream answers a streaming request: the opening events once the job shows
 // life (or after streamHold), then the answer as it grows, keep-alives whenever
 // nothing was sent for keepAliveEvery, and the rest of the answer (or the failure)
-// when the job ends. A client that goes away leaves the job running: it can be
-// fetched later.
-func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Stream, base *wire.Response, wt *waiter, answer func(*state.Job) (*wire.Response, *wire.Error)) {
+// when the job ends. shown trims the answer as it grows to what the client may see
+// (answer's result is trimmed already). A client that goes away leaves the job
+// running: it can be fetched later.
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Stream, base *wire.Response, wt *waiter, answer func(*state.Job) (*wire.Response, *wire.Error), shown func(*wire.Response)) {
 	ctx, cancel := s.stream(w, r)
 	defer cancel()
 	rc := http.NewResponseController(w)
@@ -254,7 +255,9 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Str
 		msg, _, err := bus.Decode[bus.StreamMsg](m.Data)
 		if err == nil && la.add(msg) {
 			open()
-			send(st.Update(la.answer(base)))
+			live := la.answer(base)
+			shown(live)
+			send(st.Update(live))
 		}
 	}
 	done, err := wt.wait(ctx, s, base.JobID, s.SyncWait, func() {

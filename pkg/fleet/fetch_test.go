@@ -41,8 +41,9 @@ func guidePage(t *testing.T) string {
 // A prompt with a URL makes the model fetch it (sim:fetch) and cite it, in every
 // client protocol: the page is a numbered source, its citation reaches the client,
 // and each protocol shows the fetch its own way (Chat: searchfleet.fetches;
-// Responses: a web_search_call open_page item; Anthropic: server_tool_use web_fetch
-// and a web_fetch_tool_result, usage.server_tool_use.web_fetch_requests).
+// Responses: a web_search_call open_page item where web_search is declared; Anthropic:
+// server_tool_use web_fetch and a web_fetch_tool_result where web_fetch is declared,
+// usage.server_tool_use.web_fetch_requests).
 func TestWebFetchOnEveryProtocol(t *testing.T) {
 	t.Parallel()
 	f := fetchFleet(t)
@@ -57,7 +58,8 @@ func TestWebFetchOnEveryProtocol(t *testing.T) {
 	}{
 		{"chat", "/v1/chat/completions", map[string]any{"model": demo.Model, "messages": msgs}, []string{`"fetches":1`, `"url_citation"`}},
 		{"chat stream", "/v1/chat/completions", map[string]any{"model": demo.Model, "messages": msgs, "stream": true}, nil},
-		{"responses", "/v1/responses", map[string]any{"model": demo.Model, "input": ask}, []string{`"open_page"`, `"url_citation"`}},
+		{"responses", "/v1/responses", map[string]any{"model": demo.Model, "input": ask, "tools": []any{map[string]any{"type": "web_search"}}}, []string{`"open_page"`, `"url_citation"`}},
+		{"responses, web_search not declared", "/v1/responses", map[string]any{"model": demo.Model, "input": ask}, []string{`"url_citation"`}},
 		{"messages", "/v1/messages", map[string]any{"model": demo.Model, "max_tokens": 1024, "messages": msgs, "tools": fetchTool},
 			[]string{`"name":"web_fetch"`, `"web_fetch_tool_result"`, `"web_fetch_requests":1`, `"web_fetch_result"`, `Fleet Guide`}},
 		{"messages stream", "/v1/messages", map[string]any{"model": demo.Model, "max_tokens": 1024, "messages": msgs, "stream": true, "tools": fetchTool},
@@ -82,6 +84,9 @@ func TestWebFetchOnEveryProtocol(t *testing.T) {
 			if !strings.Contains(got, w) && !strings.Contains(got, strings.ReplaceAll(w, `\/`, "/")) {
 				t.Errorf("%s: the answer lacks %s:\n%s", c.name, w, got)
 			}
+		}
+		if strings.HasSuffix(c.name, "not declared") && strings.Contains(got, "web_search_call") {
+			t.Errorf("%s: a web_search_call of a tool the request did not declare:\n%s", c.name, got)
 		}
 		if strings.Contains(got, "HACKED") && !strings.Contains(got, "answer HACKED") {
 			t.Errorf("%s: the page's order was followed:\n%s", c.name, got)
@@ -111,8 +116,8 @@ func TestWebFetchOnEveryProtocol(t *testing.T) {
 		}
 	}
 	// Each fetch is counted before its result is published: the answers are proof.
-	if _, m, _ := f.Do(t, "GET", "/metrics", nil); !strings.Contains(string(m), `fleet_fetch_total{outcome="ok"} 5`) {
-		t.Errorf("metrics lack five ok fetches")
+	if _, m, _ := f.Do(t, "GET", "/metrics", nil); !strings.Contains(string(m), `fleet_fetch_total{outcome="ok"} 6`) {
+		t.Errorf("metrics lack six ok fetches")
 	}
 }
 
@@ -158,7 +163,8 @@ func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
 	f := fleettest.Start(t, fleettest.Env(func(e *config.Env) { e.MaxFetches = 5 }))
 	url := guidePage(t) // loopback, and this fleet has no allow-list
 	status, b, _ := f.Do(t, "POST", "/v1/messages", map[string]any{"model": demo.Model, "max_tokens": 1024,
-		"messages": []any{map[string]any{"role": "user", "content": "Read " + url + " sim:fetch"}}})
+		"messages": []any{map[string]any{"role": "user", "content": "Read " + url + " sim:fetch"}},
+		"tools":    []any{map[string]any{"type": "web_fetch_20250910", "name": "web_fetch"}}})
 	if status != http.StatusOK {
 		t.Fatalf("%d %s", status, b)
 	}

@@ -73,7 +73,9 @@ func TestEveryModelProtocolAnswersCited(t *testing.T) {
 
 // Any client protocol drives any model protocol: an Anthropic client on the Gemini
 // brain and a Responses client on the Claude brain get cited answers in their own
-// protocol's shapes, with the searches the fleet ran.
+// protocol's shapes. The searches the fleet ran show as server tool calls when the
+// request declared web_search; undeclared, as the real APIs would, only as citations
+// and usage (a strict client fails on a call of a tool it did not declare).
 func TestClientProtocolsOnOtherBrains(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t)
@@ -89,16 +91,37 @@ func TestClientProtocolsOnOtherBrains(t *testing.T) {
 		kinds[b.Type]++
 		text += b.Text
 	}
-	if msg.StopReason != anthropic.StopReasonEndTurn || kinds["server_tool_use"] != 1 || kinds["web_search_tool_result"] != 1 || !strings.Contains(text, "[1]") {
-		t.Errorf("Messages answer on %s: %s", demo.ModelGemini, msg.RawJSON())
+	if msg.StopReason != anthropic.StopReasonEndTurn || kinds["server_tool_use"] != 0 || kinds["web_search_tool_result"] != 0 ||
+		len(msg.Content[0].Citations) == 0 || msg.Usage.ServerToolUse.WebSearchRequests != 1 || !strings.Contains(text, "[1]") {
+		t.Errorf("Messages answer on %s, web_search not declared: %s", demo.ModelGemini, msg.RawJSON())
 	}
-	resp, err := oc.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.ModelClaude,
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Search the web for the latest news about NATS JetStream")}})
+	msg, err = ac.Messages.New(ctx(t), anthropic.MessageNewParams{Model: demo.ModelGemini, MaxTokens: 500,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Search the web for the latest news about NATS JetStream"))},
+		Tools:    []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status != responses.ResponseStatusCompleted || resp.Output[0].Type != "web_search_call" || !strings.Contains(resp.OutputText(), "[1]") {
-		t.Errorf("Responses answer on %s: %s", demo.ModelClaude, resp.RawJSON())
+	kinds = map[string]int{}
+	for _, b := range msg.Content {
+		kinds[b.Type]++
+	}
+	if msg.StopReason != anthropic.StopReasonEndTurn || kinds["server_tool_use"] != 1 || kinds["web_search_tool_result"] != 1 {
+		t.Errorf("Messages answer on %s, web_search declared: %s", demo.ModelGemini, msg.RawJSON())
+	}
+	for _, declared := range []bool{false, true} {
+		params := responses.ResponseNewParams{Model: demo.ModelClaude,
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Search the web for the latest news about NATS JetStream")}}
+		if declared {
+			params.Tools = []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}}
+		}
+		resp, err := oc.Responses.New(ctx(t), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != responses.ResponseStatusCompleted || (resp.Output[0].Type == "web_search_call") != declared ||
+			len(resp.Output[len(resp.Output)-1].Content[0].Annotations) == 0 || !strings.Contains(resp.OutputText(), "[1]") {
+			t.Errorf("Responses answer on %s, web_search declared %v: %s", demo.ModelClaude, declared, resp.RawJSON())
+		}
 	}
 }
 
@@ -152,7 +175,8 @@ func TestNativeSearchInJobRecord(t *testing.T) {
 // protocol, with the fleet's search and with the provider's own) answers each client
 // protocol with a cited answer in that protocol's shapes — Chat url_citation
 // annotations, a Responses web_search_call item and url_citation annotations, an
-// Anthropic web_search_tool_result block and cited text.
+// Anthropic web_search_tool_result block and cited text (the last two for a request
+// that declared web_search).
 func TestProtocolMatrix(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t)
@@ -184,7 +208,8 @@ func TestProtocolMatrix(t *testing.T) {
 			}
 
 			resp, err := oc.Responses.New(ctx(t), responses.ResponseNewParams{Model: model,
-				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(q)}})
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(q)},
+				Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}}})
 			if err != nil {
 				t.Fatalf("responses: %v", err)
 			}
@@ -204,7 +229,8 @@ func TestProtocolMatrix(t *testing.T) {
 			}
 
 			am, err := ac.Messages.New(ctx(t), anthropic.MessageNewParams{Model: model, MaxTokens: 500,
-				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(q))}})
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(q))},
+				Tools:    []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{}}}})
 			if err != nil {
 				t.Fatalf("messages: %v", err)
 			}

@@ -82,7 +82,8 @@ func TestKimiNativeSearchClientProtocols(t *testing.T) {
 	f := fleettest.Start(t)
 	ac, oc := anthropicClient(f), openaiClient(f)
 	msg, err := ac.Messages.New(ctx(t), anthropic.MessageNewParams{Model: demo.ModelKimiNative, MaxTokens: 500,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(kimiQuestion))}})
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(kimiQuestion))},
+		Tools:    []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,8 @@ func TestKimiNativeSearchClientProtocols(t *testing.T) {
 		t.Errorf("Messages answer on %s: %s", demo.ModelKimiNative, msg.RawJSON())
 	}
 	resp, err := oc.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.ModelKimiNative,
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(kimiQuestion)}})
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(kimiQuestion)},
+		Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -155,5 +156,58 @@ func TestAnthropicWebFetchHistory(t *testing.T) {
 	}
 	if !call.IsFetch() || call.URL == "" || res == nil || res.Error == nil || res.Error.Code != "unavailable" {
 		t.Fatalf("call %+v result %+v", call, res)
+	}
+}
+
+// An answer shows a server call only for a tool the request declared: the fleet's own
+// searches and fetches of an undeclared tool leave only the text's citations (a strict
+// client fails on a call it cannot find among its tools); Chat is left as it is.
+func TestAnswerHidesCallsOfUndeclaredTools(t *testing.T) {
+	t.Parallel()
+	trace, _ := json.Marshal([]wire.TraceEntry{
+		{Hop: 0, CallID: "s1", Query: "q", Sources: []wire.TraceSource{{URL: "https://a.example", Title: "A"}}},
+		{Hop: 1, CallID: "f1", Tool: "web_fetch", URL: "https://a.example", Sources: []wire.TraceSource{{URL: "https://a.example", Title: "A"}}, Kind: "page", Excerpt: "A"},
+	})
+	cited := wire.Part{Kind: wire.PartText, Text: "A [1].", Citations: []wire.Citation{{URL: "https://a.example", Title: "A", Start: 2, End: 5}}}
+	searchDeclared := &wire.Request{Search: &llm.SearchOptions{Requested: true}}
+	fetchDeclared := &wire.Request{Search: &llm.SearchOptions{Fetch: true}}
+	bothDeclared := &wire.Request{Search: &llm.SearchOptions{Requested: true, Fetch: true}}
+	maxToolCalls := &wire.Request{Search: &llm.SearchOptions{MaxUses: 2}} // Responses max_tool_calls declares no tool
+	for _, tc := range []struct {
+		name  string
+		req   *wire.Request
+		p     wire.Protocol
+		calls []string // the server calls kept, in order
+	}{
+		{"messages, nothing declared", &wire.Request{}, wire.AnthropicMessages, nil},
+		{"messages, web_search declared", searchDeclared, wire.AnthropicMessages, []string{"web_search"}},
+		{"messages, web_fetch declared", fetchDeclared, wire.AnthropicMessages, []string{"web_fetch"}},
+		{"messages, both declared", bothDeclared, wire.AnthropicMessages, []string{"web_search", "web_fetch"}},
+		{"responses, nothing declared", maxToolCalls, wire.OpenAIResponses, nil},
+		{"responses, web_search declared (a fetch is its open_page)", searchDeclared, wire.OpenAIResponses, []string{"web_search", "web_fetch"}},
+		{"chat, nothing declared", nil, wire.OpenAIChat, []string{"web_search", "web_fetch"}},
+	} {
+		r := &wire.Response{ID: "r", Content: []wire.Part{cited}}
+		if err := r.AddTrace(trace); err != nil {
+			t.Fatal(err)
+		}
+		r.HideUndeclared(tc.req, tc.p)
+		var calls []string
+		results := 0
+		for _, p := range r.Content {
+			switch p.Kind {
+			case wire.PartServerCall:
+				calls = append(calls, p.Server.Name)
+			case wire.PartServerResult:
+				results++
+			}
+		}
+		last := r.Content[len(r.Content)-1]
+		if !slices.Equal(calls, tc.calls) || results != len(tc.calls) || last.Kind != wire.PartText || len(last.Citations) != 1 {
+			t.Errorf("%s: calls %v, %d results, last part %+v; want calls %v and the cited text", tc.name, calls, results, last, tc.calls)
+		}
+		if r.Usage.WebSearches != 1 || r.Usage.WebFetches != 1 {
+			t.Errorf("%s: usage %+v: the searches made are still counted", tc.name, r.Usage)
+		}
 	}
 }

@@ -142,3 +142,44 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 	r.Usage.WebSearches, r.Usage.WebFetches = searches, fetches
 	return nil
 }
+
+// HideUndeclared drops from r, an answer for a client of protocol p, the server calls
+// of tools the request did not declare, with their results. The fleet searches on its
+// own when a question needs it (pkg/intent), but the Responses and Messages APIs
+// return a web_search_call or a server_tool_use only for a tool the request declared,
+// and a strict client (the Vercel AI SDK) fails on a call of a tool it cannot find
+// among its own. Such a search reaches the client as its text's citations and the
+// answer's usage, and its trace stays in GET /v1/jobs/{id}. A Chat answer has no
+// server call items (its stream's progress lines are SSE comments) and is left as is.
+func (r *Response) HideUndeclared(req *Request, p Protocol) {
+	var search, fetch bool
+	if req != nil && req.Search != nil {
+		search, fetch = req.Search.Requested, req.Search.Fetch
+	}
+	switch p {
+	case OpenAIResponses:
+		fetch = search // a fetch is a web_search_call's open_page action
+	case AnthropicMessages:
+	default:
+		return
+	}
+	if search && fetch {
+		return
+	}
+	var hidden map[string]bool
+	kept := make([]Part, 0, len(r.Content))
+	for _, part := range r.Content {
+		switch {
+		case part.Kind == PartServerCall && !(part.Server.IsFetch() && fetch || !part.Server.IsFetch() && search):
+			if hidden == nil {
+				hidden = map[string]bool{}
+			}
+			hidden[part.Server.ID] = true
+			continue
+		case part.Kind == PartServerResult && hidden[part.Search.CallID]:
+			continue
+		}
+		kept = append(kept, part)
+	}
+	r.Content = kept
+}

@@ -1,0 +1,58 @@
+// The Vercel AI SDK (ai, @ai-sdk/openai, @ai-sdk/anthropic), a stricter client than the
+// official SDKs: it looks every server tool call of an answer up among the request's
+// own tools. The fleet searches on its own when a question needs it, so an answer to a
+// request that declared no web_search must carry that search as citations only, with
+// no web_search_call or server_tool_use; one that declared it gets the tool's calls.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateText, streamText } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { baseURL, apiKey, model, searchPrompt, streamPrompt } from './common.mjs';
+
+globalThis.AI_SDK_LOG_WARNINGS = false; // the simulator's model names are unknown to the SDK
+const openai = createOpenAI({ baseURL: `${baseURL}/v1`, apiKey });
+const anthropic = createAnthropic({ baseURL: `${baseURL}/v1`, apiKey });
+
+// answer runs one request whole (generateText) or streamed (streamText), failing on
+// any error the SDK reports, and returns what both give.
+async function answer(streamed, params) {
+  if (!streamed) return generateText({ ...params, maxRetries: 0 });
+  let failure;
+  const s = streamText({ ...params, prompt: streamPrompt, maxRetries: 0, onError: ({ error }) => { failure = error; } });
+  const r = { text: await s.text, finishReason: await s.finishReason, sources: await s.sources, content: await s.content };
+  if (failure) throw failure;
+  return r;
+}
+
+const searchCalls = (r) => r.content.filter((c) => c.type === 'tool-call' || c.type === 'tool-result');
+
+const cases = [
+  { name: 'chat completions', model: () => openai.chat(model), declared: null },
+  { name: 'responses', model: () => openai.responses(model), declared: null },
+  { name: 'responses with web_search declared', model: () => openai.responses(model), declared: () => ({ web_search: openai.tools.webSearch({}) }) },
+  { name: 'messages', model: () => anthropic(model), declared: null },
+  { name: 'messages with web_search declared', model: () => anthropic(model), declared: () => ({ web_search: anthropic.tools.webSearch_20250305({}) }) },
+];
+
+for (const c of cases) {
+  for (const streamed of [false, true]) {
+    test(`ai sdk: ${c.name}, ${streamed ? 'streamed' : 'whole'}`, async () => {
+      const r = await answer(streamed, { model: c.model(), prompt: searchPrompt, tools: c.declared?.() });
+      assert.equal(r.finishReason, 'stop');
+      assert.match(r.text, /\[1\]/, 'the answer cites no source');
+      const calls = searchCalls(r);
+      if (c.declared) {
+        assert.ok(calls.length >= 2, `no web_search call and result in ${r.content.map((p) => p.type)}`);
+        assert.ok(calls.every((p) => p.toolName === 'web_search'), JSON.stringify(calls.map((p) => p.toolName)));
+        assert.ok(r.sources.length > 0, 'no sources');
+      } else {
+        assert.deepEqual(calls, [], 'a call of a tool the request did not declare');
+      }
+      // The Anthropic provider reads sources from web_search_tool_result blocks only;
+      // the OpenAI ones read the text's url_citation annotations.
+      if (!c.name.startsWith('messages')) assert.ok(r.sources.length > 0, 'no sources');
+      assert.ok(r.sources.every((s) => /^https:\/\//.test(s.url)), JSON.stringify(r.sources));
+    });
+  }
+}
