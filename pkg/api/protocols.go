@@ -111,7 +111,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			b, _ := codec.EncodeResponse(base)
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		case req.Stream:
-			s.relayStream(w, r, stream, base, waiter, answer, func(live *wire.Response) { live.HideUndeclared(req, codec.Protocol()) })
+			s.relayStream(w, r, stream, base, waiter, answer, func(live *wire.Response) { live.ShowTo(req, codec.Protocol()) })
 		default:
 			done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
 			if err != nil {
@@ -254,7 +254,7 @@ func (s *Server) waitError(jobID string, err error) *wire.Error {
 
 // answerOf is a job's answer in canonical form, as a client of protocol p that sent
 // req is shown it: the chat worker's stored answer (wire.DecodeAnswer) with the job's
-// searches (those of tools req declared: wire.Response.HideUndeclared), or the job's
+// searches (those of tools req declared: wire.Response.ShowTo), or the job's
 // current status. req's notes are added, which an answer stored before answers
 // carried them lacks. The error is set for a job that failed or was cancelled.
 func answerOf(job *state.Job, req *wire.Request, p wire.Protocol) (*wire.Response, *wire.Error) {
@@ -272,7 +272,7 @@ func answerOf(job *state.Job, req *wire.Request, p wire.Protocol) (*wire.Respons
 		if err != nil {
 			return base, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The job's answer is unreadable."}
 		}
-		resp.HideUndeclared(req, p)
+		resp.ShowTo(req, p)
 		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Finished, resp.Status = job.ID, job.ID, job.Model, job.Created, job.Finished, wire.StatusCompleted
 		for _, n := range notes {
 			if !slices.Contains(resp.Notes, n) {

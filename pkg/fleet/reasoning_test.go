@@ -388,3 +388,77 @@ func TestReasoningSettingsAModelCannotTakeAreNamed(t *testing.T) {
 		t.Errorf("adaptive thinking to a Responses model: warnings %q", w)
 	}
 }
+
+// A Messages client that asks for thinking gets every model's reasoning back as
+// thinking blocks, and no note that it is not honoured: Gemini's thought summary
+// (includeThoughts asked), a Responses model's summary, a Chat thinking model's
+// reasoning_content. The blocks carry the model's own state, so a client that sends
+// them back with its tool result, as Anthropic's docs ask, continues the model's
+// reasoning: the strict simulator, playing a Kimi-style Chat thinking model, checks
+// the reasoning_content of the client's tool call turn, and refuses the same turn sent
+// without its thinking blocks.
+func TestMessagesClientsGetEveryModelsThinking(t *testing.T) {
+	t.Parallel()
+	f, _ := reasoningFleet(t)
+	c := anthropicClient(f)
+	thinking := func(m *anthropic.Message) (text string) {
+		for _, b := range m.Content {
+			if b.Type == "thinking" {
+				text += b.Thinking
+			}
+		}
+		return text
+	}
+	for _, model := range []string{demo.ModelGemini, demo.ModelResponses, demo.Model} {
+		msg, err := c.Messages.New(ctx(t), anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 2048,
+			Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(searchPrompt + " sim:hops=2"))}})
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		if thinking(msg) == "" || msg.StopReason != anthropic.StopReasonEndTurn || strings.Contains(msg.RawJSON(), "not returned") {
+			t.Errorf("%s: no thinking blocks, or a note: %s", model, msg.RawJSON())
+		}
+	}
+
+	weather := anthropic.ToolParam{Name: "get_weather", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}}
+	ask := anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Paris sim:tool=get_weather sim:nosearch"))
+	params := func(msgs ...anthropic.MessageParam) anthropic.MessageNewParams {
+		return anthropic.MessageNewParams{Model: anthropic.Model(demo.Model), MaxTokens: 2048, Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+			Tools: []anthropic.ToolUnionParam{{OfTool: &weather}}, Messages: msgs}
+	}
+	first, err := c.Messages.New(ctx(t), params(ask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var call anthropic.ContentBlockUnion
+	for _, b := range first.Content {
+		if b.Type == "tool_use" {
+			call = b
+		}
+	}
+	if first.StopReason != anthropic.StopReasonToolUse || call.ID == "" || thinking(first) == "" {
+		t.Fatalf("first turn: %s", first.RawJSON())
+	}
+	result := anthropic.NewUserMessage(anthropic.NewToolResultBlock(call.ID, `{"temp_c": 18}`, false))
+	verified := f.Sim.Stats().Requests["model_reasoning_verified"]
+	next, err := c.Messages.New(ctx(t), params(ask, first.ToParam(), result))
+	if err != nil {
+		t.Fatalf("the tool result with the thinking blocks sent back: %v", err)
+	}
+	if next.StopReason != anthropic.StopReasonEndTurn || f.Sim.Stats().Requests["model_reasoning_verified"] <= verified {
+		t.Fatalf("the model's reasoning_content did not come back with the client's turn: %s", next.RawJSON())
+	}
+
+	bare := first.ToParam()
+	var kept []anthropic.ContentBlockParamUnion
+	for _, b := range bare.Content {
+		if b.OfThinking == nil && b.OfRedactedThinking == nil {
+			kept = append(kept, b)
+		}
+	}
+	bare.Content = kept
+	if _, err := c.Messages.New(ctx(t), params(ask, bare, result)); err == nil {
+		t.Fatal("the client's turn without its thinking blocks was accepted: the simulator does not check reasoning_content")
+	}
+}

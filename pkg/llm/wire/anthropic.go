@@ -290,11 +290,16 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part
 		case "web_search_tool_result":
 			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
 		case "thinking", "redacted_thinking":
-			// The model's reasoning, kept verbatim: an Anthropic model wants it back.
+			// The model's reasoning, kept verbatim: an Anthropic model wants it back,
+			// and another model its own, which the block carries.
 			if !assistant {
 				return nil, Invalid(bp+".type", "%s.type: %s blocks belong to assistant messages", bp, b.Type)
 			}
-			parts = append(parts, Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}})
+			r := carriedReasoning(b.Signature + b.Data) // another model's, given back (thinkingBlock)
+			if r == nil {
+				r = &Reasoning{Protocol: AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}
+			}
+			parts = append(parts, Part{Kind: PartReasoning, Reasoning: r})
 		case "web_fetch_tool_result":
 			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicFetchHistory(b.ToolUseID, b.Content)})
 		case "server_tool_result":
@@ -459,7 +464,7 @@ func anthropicBlocks(r *Response) []map[string]any {
 		case PartText:
 			out = append(out, textBlocks(p)...)
 		case PartReasoning:
-			if b := thinkingBlock(p); b != nil {
+			if b := clientThinkingBlock(p); b != nil {
 				out = append(out, b)
 			}
 		case PartToolCall:
@@ -756,7 +761,7 @@ func (s *anthropicStream) Update(r *Response) []Event {
 			if s.open {
 				return evs
 			}
-			if b := thinkingBlock(p); b != nil {
+			if b := clientThinkingBlock(p); b != nil {
 				evs = s.block(evs, b)
 			}
 			s.cursor++

@@ -191,7 +191,7 @@ func TestAnswerHidesCallsOfUndeclaredTools(t *testing.T) {
 		if err := r.AddTrace(trace); err != nil {
 			t.Fatal(err)
 		}
-		r.HideUndeclared(tc.req, tc.p)
+		r.ShowTo(tc.req, tc.p)
 		var calls []string
 		results := 0
 		for _, p := range r.Content {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -258,7 +259,9 @@ func chatReasoningConfig(out map[string]any, c *ReasoningConfig) {
 }
 
 // anthropicThinking reads a Messages request's thinking: enabled with budget_tokens,
-// adaptive, or disabled.
+// adaptive, or disabled. A Messages client that asks for thinking is shown it: every model is asked for its
+// reasoning in words (Summary auto: a Responses model's summary, Gemini's
+// includeThoughts), which the answer gives as thinking blocks (thinkingBlock).
 func anthropicThinking(v json.RawMessage) (*ReasoningConfig, error) {
 	var t struct {
 		Type         string `json:"type"`
@@ -272,17 +275,18 @@ func anthropicThinking(v json.RawMessage) (*ReasoningConfig, error) {
 		if t.BudgetTokens < 1024 {
 			return nil, Invalid("thinking.budget_tokens", "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
 		}
-		return &ReasoningConfig{BudgetTokens: t.BudgetTokens}, nil
+		return &ReasoningConfig{BudgetTokens: t.BudgetTokens, Summary: "auto"}, nil
 	case "adaptive":
-		return &ReasoningConfig{Adaptive: true}, nil
+		return &ReasoningConfig{Adaptive: true, Summary: "auto"}, nil
 	case "disabled":
 		return &ReasoningConfig{Disabled: true}, nil
 	}
 	return nil, Invalid("thinking.type", "thinking.type: Input tag '%s' found using 'type' does not match any of the expected tags: 'adaptive', 'disabled', 'enabled'", t.Type)
 }
 
-// thinkingBlock renders an Anthropic reasoning part as its block, verbatim (nil: the
-// part is another protocol's).
+// thinkingBlock renders Claude's reasoning part as its block, verbatim (nil: the part
+// is another protocol's, which Claude cannot take: it has no signature Anthropic
+// accepts).
 func thinkingBlock(p Part) map[string]any {
 	r, ok := reasoningFor(p, AnthropicMessages)
 	if !ok {
@@ -292,6 +296,61 @@ func thinkingBlock(p Part) map[string]any {
 		return map[string]any{"type": "redacted_thinking", "data": r.Redacted}
 	}
 	return map[string]any{"type": "thinking", "thinking": r.Text, "signature": r.Signature}
+}
+
+// clientThinkingBlock renders a reasoning part for a Messages client (nil: nothing to
+// give). Claude's is its block, verbatim. Another model's reasoning becomes a thinking
+// block of its readable text (a Responses item's summary, Gemini's thought summary, a
+// Chat model's reasoning_content) or, with nothing to read (a Gemini thought
+// signature, an encrypted Responses item), a redacted_thinking block; either carries
+// the part itself (carryReasoning), so that a client that sends its blocks back, as
+// Anthropic asks clients to, gives that model its own reasoning state on the next turn.
+func clientThinkingBlock(p Part) map[string]any {
+	if b := thinkingBlock(p); b != nil || p.Kind != PartReasoning || p.Reasoning == nil {
+		return b
+	}
+	r := p.Reasoning
+	switch {
+	case r.readable() != "":
+		return map[string]any{"type": "thinking", "thinking": r.readable(), "signature": carryReasoning(r)}
+	case r.Signature != "" || r.Encrypted != "":
+		return map[string]any{"type": "redacted_thinking", "data": carryReasoning(r)}
+	}
+	return nil
+}
+
+// readable is the reasoning in words: its text, or a Responses item's summary texts.
+func (r *Reasoning) readable() string {
+	if r.Text != "" {
+		return r.Text
+	}
+	return strings.Join(r.Summary, "\n\n")
+}
+
+// carriedPrefix starts the signature (or redacted data) of a thinking block that
+// carries another model's reasoning: ':' is not in the base64 of Anthropic's own.
+const carriedPrefix = "searchfleet:"
+
+// carryReasoning encodes another model's reasoning part for a Messages client, to come
+// back in its thinking block's signature or redacted_thinking data.
+func carryReasoning(r *Reasoning) string {
+	b, _ := json.Marshal(r)
+	return carriedPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// carriedReasoning reads back a reasoning part carryReasoning encoded (nil: opaque is
+// Anthropic's own, or not the fleet's encoding).
+func carriedReasoning(opaque string) *Reasoning {
+	enc, ok := strings.CutPrefix(opaque, carriedPrefix)
+	if !ok {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	var r Reasoning
+	if err != nil || json.Unmarshal(b, &r) != nil || r.Protocol == AnthropicMessages || r.Protocol == "" {
+		return nil
+	}
+	return &r
 }
 
 // thinkingAfterText moves the thinking blocks that come from index base on, before the
@@ -507,16 +566,13 @@ func ReasoningNotes(client Protocol, c *ReasoningConfig, target Protocol, model 
 	var notes []string
 	if c.Summary != "" && !c.off() {
 		switch {
-		case target == OpenAIChat:
+		case target == OpenAIChat && client != AnthropicMessages:
+			// A Messages client's thinking asks for the reasoning in words
+			// (anthropicThinking), which a Chat thinking model gives unasked.
 			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: %s is not asked for reasoning summaries (its Chat Completions API has no such setting)", model))
 		case target == AnthropicMessages && !c.Adaptive && c.BudgetOf() == 0:
 			notes = append(notes, fmt.Sprintf("reasoning.summary is not honoured: %s thinks only when reasoning.effort is set", model))
 		}
-	}
-	if client == AnthropicMessages && target != AnthropicMessages && !c.off() {
-		// The model thinks as asked, but a Messages answer carries only Claude's
-		// thinking blocks (signed): another model's reasoning is not shown.
-		notes = append(notes, fmt.Sprintf("thinking blocks are not returned: %s thinks as asked, but only a Claude model's thinking is given to Messages clients", model))
 	}
 	if c.Adaptive && (target == OpenAIChat || target == OpenAIResponses) {
 		notes = append(notes, fmt.Sprintf("thinking.type adaptive is not honoured: %s takes a reasoning effort, and thinks at its default", model))

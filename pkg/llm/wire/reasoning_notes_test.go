@@ -46,10 +46,9 @@ func TestReasoningNotesNameWhatTheModelCannotTake(t *testing.T) {
 		{"responses summary alone", wire.Responses, `"reasoning":{"summary":"detailed"}`,
 			map[target]string{chat: "reasoning.summary", claude: "reasoning.summary"}},
 		{"responses effort none", wire.Responses, `"reasoning":{"effort":"none","summary":"auto"}`, map[target]string{pro25: "reasoning.effort none", gemini3: "reasoning.effort none"}},
-		{"messages budget", wire.Anthropic, `"thinking":{"type":"enabled","budget_tokens":4096}`,
-			map[target]string{chat: "thinking blocks", resp: "thinking blocks", flash: "thinking blocks", pro25: "thinking blocks", gemini3: "thinking blocks"}},
-		{"messages adaptive", wire.Anthropic, `"thinking":{"type":"adaptive"}`, map[target]string{chat: "thinking.type adaptive", resp: "thinking.type adaptive",
-			flash: "thinking blocks", pro25: "thinking blocks", gemini3: "thinking blocks"}},
+		// Every model's reasoning reaches a Messages client as thinking blocks.
+		{"messages budget", wire.Anthropic, `"thinking":{"type":"enabled","budget_tokens":4096}`, nil},
+		{"messages adaptive", wire.Anthropic, `"thinking":{"type":"adaptive"}`, map[target]string{chat: "thinking.type adaptive", resp: "thinking.type adaptive"}},
 		{"messages disabled", wire.Anthropic, `"thinking":{"type":"disabled"}`, map[target]string{pro25: "thinking.type disabled", gemini3: "thinking.type disabled"}},
 	}
 	for _, c := range cases {

@@ -123,3 +123,96 @@ func TestMessagesThinkingIsHonoured(t *testing.T) {
 		t.Error("a budget under 1,024 was accepted")
 	}
 }
+
+// Another model's reasoning reaches a Messages client as blocks it can send back: a
+// thinking block of its readable text (Gemini's thought summary, a Chat model's
+// reasoning_content, a Responses item's summary) or, with nothing to read, a
+// redacted_thinking block; both carry the part, so the client's next turn gives the
+// model its reasoning state exactly as it was (and Claude, whose codec renders only
+// its own, never sees it). Claude's own blocks stay verbatim.
+func TestOtherModelsReasoningReachesMessagesClientsAndComesBack(t *testing.T) {
+	t.Parallel()
+	own := &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: "claude thinks", Signature: "EqQBCkgIARAB"}
+	others := []*wire.Reasoning{
+		{Protocol: wire.Gemini, Text: "**Planning** the search"},
+		{Protocol: wire.Gemini, Signature: "CiQBcsjafD3Lx"},
+		{Protocol: wire.OpenAIChat, Text: "the user wants the weather #sig"},
+		{Protocol: wire.OpenAIResponses, ID: "rs_1", Summary: []string{"first", "second"}, Encrypted: "gAAAAAB"},
+		{Protocol: wire.OpenAIResponses, ID: "rs_2", Encrypted: "gAAAAAC"},
+	}
+	answer := &wire.Response{ID: "msg_1", Model: "m", Stop: wire.StopToolUse}
+	for _, r := range append([]*wire.Reasoning{own}, others...) {
+		answer.Content = append(answer.Content, wire.Part{Kind: wire.PartReasoning, Reasoning: r})
+	}
+	answer.Content = append(answer.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}})
+	b, err := wire.Anthropic.EncodeResponse(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Content []map[string]any `json:"content"`
+	}
+	json.Unmarshal(b, &msg)
+	var types []string
+	for _, bl := range msg.Content {
+		types = append(types, bl["type"].(string))
+	}
+	if got := strings.Join(types, ","); got != "thinking,thinking,redacted_thinking,thinking,thinking,redacted_thinking,tool_use" {
+		t.Fatalf("blocks %s: %s", got, b)
+	}
+	if msg.Content[0]["signature"] != own.Signature || msg.Content[1]["thinking"] != others[0].Text || msg.Content[4]["thinking"] != "first\n\nsecond" {
+		t.Fatalf("blocks %s", b)
+	}
+
+	history, _ := json.Marshal(msg.Content)
+	req, err := wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":9000,"thinking":{"type":"enabled","budget_tokens":2048},"messages":[
+		{"role":"user","content":"weather?"},{"role":"assistant","content":` + string(history) + `},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"18C"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []*wire.Reasoning
+	for _, p := range req.Messages[1].Parts {
+		if p.Kind == wire.PartReasoning {
+			back = append(back, p.Reasoning)
+		}
+	}
+	want, _ := json.Marshal(append([]*wire.Reasoning{own}, others...))
+	if got, _ := json.Marshal(back); string(got) != string(want) {
+		t.Fatalf("reasoning read back\n%s\nwant\n%s", got, want)
+	}
+	claude, _ := wire.AnthropicModel.EncodeRequest(req, "claude-sonnet-4-5")
+	if strings.Count(string(claude), `"type":"thinking"`) != 1 || strings.Contains(string(claude), "redacted_thinking") || strings.Contains(string(claude), "searchfleet:") {
+		t.Errorf("Claude was sent another model's reasoning: %s", claude)
+	}
+	gemini, _ := wire.GeminiModel.EncodeRequest(req, "gemini-3-pro-preview")
+	if !strings.Contains(string(gemini), `"thoughtSignature":"CiQBcsjafD3Lx"`) {
+		t.Errorf("Gemini did not get its thought signature back: %s", gemini)
+	}
+}
+
+// A Messages client that did not ask for thinking is not given another model's
+// reasoning (a Gemini or OpenAI model reasons unasked); one that asked is.
+func TestMessagesClientsAreShownReasoningOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	parts := []wire.Part{
+		{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.Gemini, Signature: "sig"}},
+		{Kind: wire.PartText, Text: "answer"},
+	}
+	for _, c := range []struct {
+		reasoning *wire.ReasoningConfig
+		p         wire.Protocol
+		kept      int
+	}{
+		{nil, wire.AnthropicMessages, 1},
+		{&wire.ReasoningConfig{Disabled: true}, wire.AnthropicMessages, 1},
+		{&wire.ReasoningConfig{BudgetTokens: 2048}, wire.AnthropicMessages, 2},
+		{nil, wire.OpenAIResponses, 2}, // reasoningOutput gives summaries only when asked
+	} {
+		r := &wire.Response{Content: append([]wire.Part(nil), parts...)}
+		r.ShowTo(&wire.Request{Reasoning: c.reasoning}, c.p)
+		if len(r.Content) != c.kept {
+			t.Errorf("%s, reasoning %+v: %d parts kept, want %d", c.p, c.reasoning, len(r.Content), c.kept)
+		}
+	}
+}

@@ -143,27 +143,36 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 	return nil
 }
 
-// HideUndeclared drops from r, an answer for a client of protocol p, the server calls
-// of tools the request did not declare, with their results. The fleet searches on its
-// own when a question needs it (pkg/intent), but the Responses and Messages APIs
-// return a web_search_call or a server_tool_use only for a tool the request declared,
-// and a strict client (the Vercel AI SDK) fails on a call of a tool it cannot find
-// among its own. Such a search reaches the client as its text's citations and the
-// answer's usage, and its trace stays in GET /v1/jobs/{id}. A Chat answer has no
-// server call items (its stream's progress lines are SSE comments) and is left as is.
-func (r *Response) HideUndeclared(req *Request, p Protocol) {
-	var search, fetch bool
+// ShowTo trims r, an answer for a client of protocol p that sent req, to what that
+// client is shown.
+//
+// Server calls of tools the request did not declare are dropped, with their results.
+// The fleet searches on its own when a question needs it (pkg/intent), but the
+// Responses and Messages APIs return a web_search_call or a server_tool_use only for a
+// tool the request declared, and a strict client (the Vercel AI SDK) fails on a call of
+// a tool it cannot find among its own. Such a search reaches the client as its text's
+// citations and the answer's usage, and its trace stays in GET /v1/jobs/{id}. A Chat
+// answer has no server call items (its stream's progress lines are SSE comments).
+//
+// A Messages client that did not ask for thinking is not given another model's
+// reasoning (Claude thinks only when asked; a Gemini or OpenAI model reasons anyway).
+func (r *Response) ShowTo(req *Request, p Protocol) {
+	var search, fetch, thinking bool
 	if req != nil && req.Search != nil {
 		search, fetch = req.Search.Requested, req.Search.Fetch
+	}
+	if req != nil && req.Reasoning != nil {
+		thinking = !req.Reasoning.off()
 	}
 	switch p {
 	case OpenAIResponses:
 		fetch = search // a fetch is a web_search_call's open_page action
+		thinking = true
 	case AnthropicMessages:
 	default:
 		return
 	}
-	if search && fetch {
+	if search && fetch && thinking {
 		return
 	}
 	var hidden map[string]bool
@@ -177,6 +186,8 @@ func (r *Response) HideUndeclared(req *Request, p Protocol) {
 			hidden[part.Server.ID] = true
 			continue
 		case part.Kind == PartServerResult && hidden[part.Search.CallID]:
+			continue
+		case part.Kind == PartReasoning && !thinking && part.Reasoning != nil && part.Reasoning.Protocol != AnthropicMessages:
 			continue
 		}
 		kept = append(kept, part)

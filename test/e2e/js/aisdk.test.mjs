@@ -5,7 +5,8 @@
 // no web_search_call or server_tool_use; one that declared it gets the tool's calls.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateText, streamText } from 'ai';
+import { generateText, streamText, tool, stepCountIs } from 'ai';
+import { z } from 'zod';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { baseURL, apiKey, model, searchPrompt, streamPrompt } from './common.mjs';
@@ -56,3 +57,20 @@ for (const c of cases) {
     });
   }
 }
+
+// Thinking on a model that is not Claude (the simulator's Chat thinking model, which
+// refuses a tool call turn without its reasoning_content): the SDK gets the reasoning
+// as thinking blocks, runs the client tool and sends the blocks back with its result,
+// which gives the model its reasoning_content back.
+test('ai sdk: messages with thinking, a client tool round trip on a Chat thinking model', async () => {
+  const r = await generateText({
+    model: anthropic(model), prompt: 'Weather in Paris sim:tool=get_weather sim:nosearch', maxRetries: 0,
+    tools: { get_weather: tool({ description: 'Current weather', inputSchema: z.object({ city: z.string() }), execute: async () => ({ temp_c: 18 }) }) },
+    stopWhen: stepCountIs(3),
+    providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 2048 } } },
+  });
+  assert.equal(r.steps.length, 2, `steps ${r.steps.map((s) => s.finishReason)}`);
+  assert.equal(r.steps[0].finishReason, 'tool-calls');
+  assert.ok(r.steps[0].reasoningText, 'no thinking in the tool call step');
+  assert.equal(r.finishReason, 'stop');
+});
