@@ -462,3 +462,57 @@ func TestMessagesClientsGetEveryModelsThinking(t *testing.T) {
 		t.Fatal("the client's turn without its thinking blocks was accepted: the simulator does not check reasoning_content")
 	}
 }
+
+// The reasoning matrix: each of the four reasoning families (Claude's signed thinking,
+// Responses reasoning items, Gemini thought signatures, a Chat thinking model's
+// reasoning_content) answers a two-hop search question from each client protocol
+// (Chat reasoning_effort, Responses reasoning.effort, Messages thinking), with the
+// strict simulator verifying the model's own state on every hop after the first; with
+// the state removed on the way out (the switch) the simulator refuses and the
+// question fails.
+func TestReasoningSurvivesTheSearchLoopFromEveryClient(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	question := searchPrompt + " sim:hops=2"
+	clients := []struct {
+		name, path string
+		body       func(model string) map[string]any
+	}{
+		{"chat", "/v1/chat/completions", func(model string) map[string]any {
+			return map[string]any{"model": model, "reasoning_effort": "high", "messages": []any{map[string]any{"role": "user", "content": question}}}
+		}},
+		{"responses", "/v1/responses", func(model string) map[string]any {
+			return map[string]any{"model": model, "reasoning": map[string]any{"effort": "high"}, "input": question}
+		}},
+		{"messages", "/v1/messages", func(model string) map[string]any {
+			return map[string]any{"model": model, "max_tokens": 4096, "thinking": map[string]any{"type": "enabled", "budget_tokens": 2048},
+				"messages": []any{map[string]any{"role": "user", "content": question}}}
+		}},
+	}
+	stats := func() (verified, refused int) {
+		st := f.Sim.Stats().Requests
+		return int(st["model_reasoning_verified"]), int(st["model_reasoning_refused"])
+	}
+	for _, model := range []string{demo.ModelClaude, demo.ModelResponses, demo.ModelGemini, demo.Model} {
+		for _, c := range clients {
+			sw.on.Store(false)
+			v0, r0 := stats()
+			status, body, _ := f.Do(t, "POST", c.path, c.body(model))
+			v1, r1 := stats()
+			if status != http.StatusOK || !strings.Contains(string(body), "[1]") {
+				t.Errorf("%s from %s: status %d: %s", model, c.name, status, body)
+				continue
+			}
+			if v1-v0 < 2 || r1 != r0 {
+				t.Errorf("%s from %s: the simulator verified the reasoning of %d hops and refused %d; want every hop after the first (2), none refused", model, c.name, v1-v0, r1-r0)
+			}
+			sw.on.Store(true)
+			if status, body, _ := f.Do(t, "POST", c.path, c.body(model)); status == http.StatusOK {
+				t.Errorf("%s from %s: with the reasoning state removed the question still completed: %s", model, c.name, body)
+			}
+			if _, r2 := stats(); r2 == r1 {
+				t.Errorf("%s from %s: the question failed, but not because the simulator refused the stripped state", model, c.name)
+			}
+		}
+	}
+}
