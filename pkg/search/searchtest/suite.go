@@ -82,44 +82,47 @@ func startReadsJob(t *testing.T, s Store) {
 func leaseClaimedKeptReleased(t *testing.T, s Store) {
 	ctx := context.Background()
 	job(t, s, "j", "acme", "")
-	const ttl = 300 * time.Millisecond
-	if !start(t, s, "j", "c1", "w1", ttl).Claimed {
+	// A claim whose lapse is not under test holds for a minute, so a busy machine that
+	// pauses the test between two steps does not let it lapse; a kept lease renews
+	// every third of keepTTL; a lease let go lapses within lapseTTL.
+	const hold, keepTTL, lapseTTL = time.Minute, 1500 * time.Millisecond, 300 * time.Millisecond
+	if !start(t, s, "j", "c1", "w1", hold).Claimed {
 		t.Fatal("the first claim failed")
 	}
-	if st := start(t, s, "j", "c1", "w2", ttl); st.Claimed || st.Left <= 0 || st.Left > ttl {
+	if st := start(t, s, "j", "c1", "w2", hold); st.Claimed || st.Left <= 0 || st.Left > hold {
 		t.Fatalf("a second worker claimed a held call: %+v", st)
 	}
-	if !start(t, s, "j", "c1", "w1", ttl).Claimed {
+	if !start(t, s, "j", "c1", "w1", keepTTL).Claimed {
 		t.Fatal("the holder's claim is not renewed")
 	}
-	if !start(t, s, "j", "c2", "w2", ttl).Claimed {
+	if !start(t, s, "j", "c2", "w2", hold).Claimed {
 		t.Fatal("another call's lease is apart")
 	}
-	keep := s.KeepSearch("j", 0, "c1", "w1", ttl)
-	time.Sleep(ttl + 200*time.Millisecond)
-	if start(t, s, "j", "c1", "w2", ttl).Claimed {
+	keep := s.KeepSearch("j", 0, "c1", "w1", keepTTL)
+	time.Sleep(keepTTL + 300*time.Millisecond)
+	if start(t, s, "j", "c1", "w2", hold).Claimed {
 		t.Fatal("a kept lease lapsed")
 	}
 	keep(true)
-	if !start(t, s, "j", "c1", "w2", ttl).Claimed {
+	if !start(t, s, "j", "c1", "w2", hold).Claimed {
 		t.Fatal("a dropped lease still holds")
 	}
 	if err := s.ReleaseSearch(ctx, "j", 0, "c1", "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if start(t, s, "j", "c1", "w3", ttl).Claimed {
+	if start(t, s, "j", "c1", "w3", hold).Claimed {
 		t.Fatal("a worker released a lease it does not hold")
 	}
 	if err := s.ReleaseSearch(ctx, "j", 0, "c1", "w2"); err != nil {
 		t.Fatal(err)
 	}
-	if !start(t, s, "j", "c1", "w3", ttl).Claimed {
+	if !start(t, s, "j", "c1", "w3", lapseTTL).Claimed {
 		t.Fatal("a released lease still holds")
 	}
 	// A lease kept and then let go lapses on its own, within its ttl.
-	s.KeepSearch("j", 0, "c1", "w3", ttl)(false)
-	time.Sleep(ttl + 100*time.Millisecond)
-	if !start(t, s, "j", "c1", "w4", ttl).Claimed {
+	s.KeepSearch("j", 0, "c1", "w3", lapseTTL)(false)
+	time.Sleep(lapseTTL + 100*time.Millisecond)
+	if !start(t, s, "j", "c1", "w4", lapseTTL).Claimed {
 		t.Fatal("a lease let go did not lapse")
 	}
 }
