@@ -23,6 +23,8 @@ import (
 // Hits outside the filters are still dropped, with a warning, should Brave ignore an
 // operator.
 //
+// Only the web results are asked for (result_filter=web): they are all the fleet reads.
+//
 // Options: {"extraSnippets": true} asks Brave for its extra excerpts per result (plans
 // that include them), used when a result has no description. Off by default, because
 // plans without them gain nothing from the parameter.
@@ -113,6 +115,10 @@ func (e *brave) params(q Query) (url.Values, []string) {
 		count = braveMaxCount
 	}
 	v.Set("count", strconv.Itoa(count))
+	// Only the web results, which is all parse reads: by default Brave adds every
+	// other kind it has for the query (news, videos, discussions, FAQ, infobox,
+	// locations), bytes to carry and to decode for nothing.
+	v.Set("result_filter", "web")
 	if f := braveFreshness[q.Recency]; f != "" {
 		v.Set("freshness", f)
 	}
