@@ -29,3 +29,16 @@ func BenchmarkNormalizeTavily(b *testing.B) {
 	benchNormalize(b, engines.Config{Kind: "tavily"}, engines.Query{Query: "transformer architectures"},
 		"tavily/pydantic-test_search_with_include_domains.response.json")
 }
+
+// BenchmarkBuildLLMContent renders the model's text of a Brave result (snippets, no
+// summary): what the chat worker does for every search result it hands the model.
+func BenchmarkBuildLLMContent(b *testing.B) {
+	res, err := engines.Normalize(engines.Config{Kind: "brave"}, engines.Query{Query: "go generics tutorial"}, fixtures.Read(braveWeb))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		engines.BuildLLMContent(res.Query, res.Summary, res.Citation.Sources, res.Hits, nil)
+	}
+}

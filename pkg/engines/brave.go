@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Brave is the Brave Search web search API (GET /res/v1/web/search, key in the
@@ -20,6 +22,8 @@ import (
 // parameters ("(site:a OR site:b)" for allowed domains, "-site:c" for blocked ones).
 // Hits outside the filters are still dropped, with a warning, should Brave ignore an
 // operator.
+//
+// Only the web results are asked for (result_filter=web): they are all the fleet reads.
 //
 // Options: {"extraSnippets": true} asks Brave for its extra excerpts per result (plans
 // that include them), used when a result has no description. Off by default, because
@@ -111,6 +115,10 @@ func (e *brave) params(q Query) (url.Values, []string) {
 		count = braveMaxCount
 	}
 	v.Set("count", strconv.Itoa(count))
+	// Only the web results, which is all parse reads: by default Brave adds every
+	// other kind it has for the query (news, videos, discussions, FAQ, infobox,
+	// locations), bytes to carry and to decode for nothing.
+	v.Set("result_filter", "web")
 	if f := braveFreshness[q.Recency]; f != "" {
 		v.Set("freshness", f)
 	}
@@ -297,7 +305,40 @@ func siteQuery(q string, allowed, blocked []string) string {
 // cleanHTML turns a provider's HTML-flavoured text (Brave's <strong> highlights,
 // entities such as &#x27;) into plain text on one line (PlainText). Entity-encoded
 // markup is markup too: "types &lt;T any&gt; that" reads "types that".
-func cleanHTML(s string) string { return strings.Join(strings.Fields(PlainText(s)), " ") }
+func cleanHTML(s string) string {
+	s = PlainText(s)
+	if oneSpaced(s) {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// oneSpaced reports whether strings.Fields and a join with single spaces leave s as
+// it is: no white space (unicode.IsSpace) but single ' ' between other characters.
+// Most titles and snippets are, and are then not split and joined again.
+func oneSpaced(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch c {
+			case ' ':
+				if i == 0 || i == len(s)-1 || s[i+1] == ' ' {
+					return false
+				}
+			case '\t', '\n', '\v', '\f', '\r':
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			return false
+		}
+		i += size
+	}
+	return true
+}
 
 // clipSnippet cuts s to at most SnippetBudget bytes on a rune boundary, the cut marked
 // with "…" inside the budget, so a hit's snippet is exactly what the model reads.

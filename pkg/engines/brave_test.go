@@ -200,6 +200,8 @@ func TestBraveFiltersOnTheWire(t *testing.T) {
 		"count":       "20",
 		"search_lang": "zh-hans",
 		"country":     "US",
+		// Only the section parse reads.
+		"result_filter": "web",
 	} {
 		if got := u.Query().Get(k); got != want {
 			t.Errorf("%s = %q, want %q", k, got, want)

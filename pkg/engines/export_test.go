@@ -34,5 +34,6 @@ func Normalize(cfg Config, q Query, bodies ...[]byte) (*Result, error) {
 	}
 	n := newNormalized(cfg.ID, e)
 	finish(res, cfg.ID, q, n.caps, time.Now())
+	Render(res)
 	return res, nil
 }

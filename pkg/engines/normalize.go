@@ -33,6 +33,31 @@ func (n *normalized) Name() string { return n.id }
 func (n *normalized) Capabilities() Capabilities { return n.caps }
 
 func (n *normalized) Search(ctx context.Context, q Query) (*Result, error) {
+	return n.search(ctx, q, true)
+}
+
+// SearchStructured runs q on e as e.Search does, but a configured engine (a
+// Registry's) leaves the result's LLMContent empty: for a caller that renders the text
+// the model reads from the structured result itself (the chat worker numbers all the
+// sources of a chain in one sequence), so the engine's own rendering would be thrown
+// away. Render fills it in afterwards if need be.
+func SearchStructured(ctx context.Context, e Engine, q Query) (*Result, error) {
+	if n, ok := e.(*normalized); ok {
+		return n.search(ctx, q, false)
+	}
+	return e.Search(ctx, q)
+}
+
+// Render sets the LLMContent of a successful result that has none (one of
+// SearchStructured, or stored without it), as the Registry's engines render it.
+func Render(res *Result) {
+	if res.Citation.Error == nil && res.Citation.LLMContent == "" {
+		res.Citation.LLMContent = BuildLLMContent(res.Query, res.Summary, res.Citation.Sources, res.Hits, nil)
+	}
+}
+
+// search is Search, with the result's LLMContent rendered or left out.
+func (n *normalized) search(ctx context.Context, q Query, render bool) (*Result, error) {
 	q, err := CheckQuery(q)
 	if err != nil {
 		return nil, &Error{Kind: BadRequest, Engine: n.id, Message: err.Error()}
@@ -50,6 +75,9 @@ func (n *normalized) Search(ctx context.Context, q Query) (*Result, error) {
 		return nil, &Error{Kind: Decode, Engine: n.id, Message: "engine returned no result"}
 	}
 	finish(res, n.id, q, n.caps, n.now())
+	if render {
+		Render(res)
+	}
 	return res, nil
 }
 
@@ -109,7 +137,8 @@ func cleanDomains(ds []string) ([]string, error) {
 
 // finish applies the after-the-fact filters and enforces the invariants every result
 // meets: hits and sources carry absolute http(s) URLs, every [n] marker numbers an
-// entry of Sources, LLMContent and ReturnDisplay are rendered the same way for all.
+// entry of Sources, ReturnDisplay is rendered the same way for all (and LLMContent,
+// by Render, the same way from what finish leaves).
 func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 	res.Engine = id
 	res.Query = q.Query
@@ -203,7 +232,7 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 	if res.Citation.ReturnDisplay == "" {
 		res.Citation.ReturnDisplay = fmt.Sprintf("Search results for %q returned (%d sources).", truncate(q.Query, 100), len(res.Citation.Sources))
 	}
-	res.Citation.LLMContent = BuildLLMContent(q.Query, res.Summary, res.Citation.Sources, res.Hits, nil)
+	res.Citation.LLMContent = "" // Render's, from the finished result
 	if res.Usage.Searches == 0 {
 		res.Usage.Searches = 1
 	}

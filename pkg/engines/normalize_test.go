@@ -1,6 +1,8 @@
 package engines_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -98,5 +100,38 @@ func TestDomainFilterSeesThroughRedirects(t *testing.T) {
 	}
 	if len(blocked.Hits)+len(r.Hits) != len(all.Hits) {
 		t.Errorf("blocked kept %d, allowed kept %d, of %d", len(blocked.Hits), len(r.Hits), len(all.Hits))
+	}
+}
+
+// SearchStructured is Search without the model's text, which Render then gives as
+// Search does: a caller that renders the text itself does not pay for it twice.
+func TestSearchStructuredLeavesTheTextToRender(t *testing.T) {
+	t.Parallel()
+	body := fixtures.Read(braveWeb)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	reg, err := engines.FromConfig([]engines.Config{{ID: "brave", Kind: "brave", APIKey: "k", BaseURL: srv.URL}}, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := reg.Get("brave")
+	q := engines.Query{Query: "go generics"}
+	full, err := e.Search(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := engines.SearchStructured(t.Context(), e, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Citation.LLMContent == "" || bare.Citation.LLMContent != "" {
+		t.Fatalf("LLMContent: Search %d bytes, SearchStructured %q", len(full.Citation.LLMContent), bare.Citation.LLMContent)
+	}
+	engines.Render(bare)
+	if bare.Citation.LLMContent != full.Citation.LLMContent {
+		t.Errorf("rendered afterwards:\n%s\nrendered by Search:\n%s", bare.Citation.LLMContent, full.Citation.LLMContent)
 	}
 }

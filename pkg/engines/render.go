@@ -24,28 +24,67 @@ const (
 	SnippetBudget = 300
 )
 
+// markerRE is an [n] marker: one to three ASCII digits in brackets. Markers and
+// RenumberMarkers find the same markers with nextMarker, which reads them without the
+// regexp engine: they run over every title, snippet and summary the model reads.
 var markerRE = regexp.MustCompile(`\[(\d{1,3})\]`)
+
+// nextMarker finds the first [n] marker of s at or after from (what markerRE's next
+// match would be): its bounds and number, or start -1 when there is none.
+func nextMarker(s string, from int) (start, end, n int) {
+	for {
+		i := strings.IndexByte(s[from:], '[')
+		if i < 0 {
+			return -1, -1, 0
+		}
+		start = from + i
+		j, n := start+1, 0
+		for j < len(s) && j-start <= 3 && '0' <= s[j] && s[j] <= '9' {
+			n = n*10 + int(s[j]-'0')
+			j++
+		}
+		if j > start+1 && j-start <= 4 && j < len(s) && s[j] == ']' {
+			return start, j + 1, n
+		}
+		from = start + 1
+	}
+}
 
 // Markers returns the numbers of the [n] markers in text, in order of appearance.
 func Markers(text string) []int {
 	var out []int
-	for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
-		n, _ := strconv.Atoi(m[1])
+	for at := 0; ; {
+		start, end, n := nextMarker(text, at)
+		if start < 0 {
+			return out
+		}
 		out = append(out, n)
+		at = end
 	}
-	return out
 }
 
 // RenumberMarkers rewrites every [n] marker in text to [f(n)], or removes it when f
 // returns 0 or less.
 func RenumberMarkers(text string, f func(n int) int) string {
-	return markerRE.ReplaceAllStringFunc(text, func(m string) string {
-		n, _ := strconv.Atoi(m[1 : len(m)-1])
+	start, end, n := nextMarker(text, 0)
+	if start < 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	last := 0
+	for start >= 0 {
+		b.WriteString(text[last:start])
 		if k := f(n); k > 0 {
-			return "[" + strconv.Itoa(k) + "]"
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(k))
+			b.WriteByte(']')
 		}
-		return ""
-	})
+		last = end
+		start, end, n = nextMarker(text, end)
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }
 
 // BuildLLMContent renders the text the main model reads for a result: a header, the
@@ -150,10 +189,27 @@ var markerFreeURL = strings.NewReplacer("[", "%5B", "]", "%5D")
 // oneLine is s cleaned (CleanText) on one line, runs of white space made one space.
 func oneLine(s string) string {
 	s = strings.TrimSpace(CleanText(s))
-	if !strings.ContainsAny(s, "\r\n\t\v\f\u0085\u00a0\u2028\u2029") {
+	if !breaksLine(s) {
 		return s
 	}
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// breaksLine reports whether s has a character oneLine turns into a space: \r, \n,
+// \t, \v, \f, U+0085, U+00A0, U+2028 or U+2029. (strings.ContainsAny with those
+// characters decodes every rune of s and searches the set for each.)
+func breaksLine(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\r' || c == '\n' || c == '\t' || c == '\v' || c == '\f':
+			return true
+		case c == 0xc2 && i+1 < len(s) && (s[i+1] == 0x85 || s[i+1] == 0xa0): // U+0085, U+00A0
+			return true
+		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9): // U+2028, U+2029
+			return true
+		}
+	}
+	return false
 }
 
 // CleanText removes what a page can use to show the model text a reader does not see,

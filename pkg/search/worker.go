@@ -151,7 +151,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	}
 	sctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	start := time.Now()
-	res, serr := eng.Search(sctx, req.Query)
+	res, serr := search(sctx, eng, req)
 	cancel()
 	w.settle(ctx, held, req.Engine, res, serr)
 	elapsed := time.Since(start)
@@ -196,7 +196,9 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	if len(req.Tried) > 0 {
 		done.Fallback = &Fallback{From: req.origin(), Engine: req.Engine, Tried: req.Tried}
 	}
-	if !req.Direct {
+	if req.Direct {
+		engines.Render(&done.Result) // a cached result may be a chain's, stored without it
+	} else {
 		forChain(&done.Result)
 	}
 	rb, err := json.Marshal(&done.Result)
@@ -211,6 +213,15 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 		return err
 	}
 	return w.publish(ctx, req, &done, db, rb)
+}
+
+// search runs req's query on eng. A chain's search leaves the model's text
+// unrendered, as forChain would drop it.
+func search(ctx context.Context, eng engines.Engine, req Request) (*engines.Result, error) {
+	if req.Direct {
+		return eng.Search(ctx, req.Query)
+	}
+	return engines.SearchStructured(ctx, eng, req.Query)
 }
 
 // forChain drops from a result what its chain does not read: the chat worker renders

@@ -3,6 +3,7 @@ package search_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
@@ -363,5 +365,45 @@ func TestSearchCacheIsPerTenant(t *testing.T) {
 	}
 	if got := r.sim.Stats().Requests["brave"]; got != 2 {
 		t.Errorf("brave called %d times after tenant A's repeat, want 2 (served from A's cache)", got)
+	}
+}
+
+// A chain's search leaves the model's text to the chat worker, so the result it caches
+// has none; a direct search (POST /v1/search) answered from that cache still returns
+// the text, rendered as the engine would have.
+func TestDirectSearchFromAChainsCacheHasTheText(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	w := r.worker("w1", map[string]search.Settings{"brave": {CacheTTL: time.Minute}}, nil, r.cfgs["brave"])
+	w.Ender = jobs.NewEnder(r.store, r.bus, nil, nil)
+	ctx := context.Background()
+	dl := time.Now().Add(time.Minute)
+	q := engines.Query{Query: "acme merger rumours"}
+	for _, id := range []string{"j-chain", "j-direct"} {
+		if err := r.store.CreateJob(ctx, &state.Job{ID: id, Tenant: "t", Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handle(t, w, search.Request{JobID: "j-chain", CallID: "c1", Engine: "brave", Query: q, Deadline: dl}, 1)
+	if _, done := stored[search.Done](t, r.bus, bus.StreamChat, bus.SubjectResume); done.JobID != "j-chain" || done.Result.Citation.LLMContent != "" || len(done.Result.Hits) == 0 {
+		t.Fatalf("chain's result: job %s, %d hits, text %q", done.JobID, len(done.Result.Hits), done.Result.Citation.LLMContent)
+	}
+	handle(t, w, search.Request{JobID: "j-direct", CallID: "direct", Engine: "brave", Query: q, Deadline: dl, Direct: true}, 1)
+	if got := r.sim.Stats().Requests["brave"]; got != 1 {
+		t.Fatalf("brave called %d times, want 1 (the direct search from the cache)", got)
+	}
+	job, err := r.store.GetJob(ctx, "j-direct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Result engines.Result `json:"result"`
+	}
+	if err := json.Unmarshal(job.Response, &resp); err != nil {
+		t.Fatalf("direct response %s: %v", job.Response, err)
+	}
+	want := engines.BuildLLMContent(resp.Result.Query, resp.Result.Summary, resp.Result.Citation.Sources, resp.Result.Hits, nil)
+	if resp.Result.Usage.Searches != 0 || !strings.HasPrefix(want, "Web search results for") || resp.Result.Citation.LLMContent != want {
+		t.Errorf("direct result from the cache: usage %+v, text:\n%s\nwant:\n%s", resp.Result.Usage, resp.Result.Citation.LLMContent, want)
 	}
 }
