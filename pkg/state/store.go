@@ -69,6 +69,15 @@ type Job struct {
 	// ReplayOf is the job this one replays: its searches are answered from that job's
 	// recorded results, never searched.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// HasStoredResponse is set on a job whose Responses request is stored (SaveResponse,
+	// before the job is created): the job's hash notes it ("resp"), so archiving a job
+	// without one reads no stored response.
+	HasStoredResponse bool `json:"-"`
+
+	// hot is the job's whole hash as ReadEnded read it (its chain, recorded results
+	// and the rest with the record), which ArchiveEnded archives without reading it
+	// again; nil when it was not read so.
+	hot map[string]string
 }
 
 // JobError is why a job failed, in the OpenAI error vocabulary.
@@ -179,7 +188,7 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	argv := []any{s.Retention.Milliseconds(),
 		"id", j.ID, "layout", jobLayout, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
 		"request", []byte(j.Request), "created", Millis(j.Created), "updated", Millis(j.Updated),
-		"deadline", Millis(j.Deadline), "batch", j.Batch}
+		"deadline", Millis(j.Deadline), "batch", j.Batch, fieldStoredResponse, flag(j.HasStoredResponse)}
 	if len(j.Callback) > 0 {
 		argv = append(argv, "callback", []byte(j.Callback), "webhook", "pending")
 	}
@@ -224,6 +233,29 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 			m[jobFields[i]] = v
 		}
 	}
+	return s.jobOf(ctx, id, m)
+}
+
+// ReadEnded reads a job as GetJob does, with one HGETALL of its hash: the finisher
+// reads an ended job so, and the job it returns carries the whole hash (its chain and
+// recorded results too), which ArchiveEnded, a finish hook, archives without reading
+// the job again.
+func (s *Store) ReadEnded(ctx context.Context, id string) (*Job, error) {
+	m, err := s.r.HGetAll(ctx, s.K.Job(id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("state: reading job: %w", err)
+	}
+	j, err := s.jobOf(ctx, id, m)
+	if err == nil && m[fieldCold] == "" {
+		j.hot = m
+	}
+	return j, err
+}
+
+// jobOf is the job whose hash holds m (the record's fields at least), with the cold
+// part of an archived job from the archive, or wholly from the archive when Redis no
+// longer has it.
+func (s *Store) jobOf(ctx context.Context, id string, m map[string]string) (*Job, error) {
 	if len(m) == 0 || m["id"] == "" {
 		rec, err := s.archived(ctx, id, false)
 		if err != nil {
@@ -249,7 +281,12 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 // whether it is archived): GetJob reads these, not the chain, outcomes and ledger
 // that share the hash while the job runs.
 var jobFields = []string{"id", "tenant", "kind", "model", "status", "request", "created", "updated", "finished", "deadline",
-	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "error", fieldCold}
+	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "error", fieldCold, fieldStoredResponse}
+
+// fieldStoredResponse is the job hash field that says whether the job has a stored
+// response (Keys.StoredResponse): "1" or "0", written when the job is created; a job
+// an earlier release created has none, and its archiving looks the response up.
+const fieldStoredResponse = "resp"
 
 func jobFromHash(m map[string]string) *Job {
 	raw := func(k string) json.RawMessage {
@@ -264,6 +301,7 @@ func jobFromHash(m map[string]string) *Job {
 		Finished: FromMillis(m["finished"]), Deadline: FromMillis(m["deadline"]),
 		Response: raw("response"), Usage: raw("usage"), Trace: raw("trace"), Callback: raw("callback"),
 		Batch: m["batch"], WebhookStatus: m["webhook"], ReplayOf: m["replay_of"], Question: m["question"],
+		HasStoredResponse: m[fieldStoredResponse] == "1",
 	}
 	if e := m["error"]; e != "" {
 		j.Error = &JobError{}
