@@ -541,25 +541,69 @@ type SearchStart struct {
 	Fallback *Fallback
 	// Tenant is the job's tenant, whose budget the search is paid from.
 	Tenant string
+	// Held is the call's hold with its job's part reserved (see Pay): set when the
+	// start was asked to pay, claimed the call and found it to search (no stored
+	// outcome, a job that runs, the call with this engine). ReserveHeld goes on with
+	// the batch's and the tenant's parts. Refused is set instead when the job's cap
+	// (max_cost_usd) refused the search; nothing is held then.
+	Held    *Hold
+	Refused *Exhausted
+}
+
+// Pay asks StartSearch to reserve a search's price (USD) for Call, a paid call of
+// Engine, against its job's ledger as it claims the call: a search costs the job's
+// reservation no round trip of its own. A call that holds an entry already (a
+// redelivery) reserves nothing more.
+type Pay struct {
+	Call   string
+	Engine string
+	USD    float64
 }
 
 // startSearch reads what a search worker needs before searching and claims the
 // call's lease, in one script: KEYS[1] the job, KEYS[2] the call's lease; ARGV[1]
 // owner, ARGV[2] lease ms, ARGV[3..5] the call's outcome, fallback engine and tried
-// fields (calls.go). Returns {outcome or false, fallback engine, tried, status,
-// tenant, batch, lease} with lease as in claimLua.
+// fields (calls.go); to pay (Pay), ARGV[6] the call's ledger field (” none), ARGV[7]
+// its price (micro-dollars), ARGV[8] its engine. Returns {outcome or false, fallback
+// engine, tried, status, tenant, batch, lease, pay, cap} with lease as in claimLua
+// and pay ” (not reserved), 'ok', 'again' (reserved before) or 'over' (the job's
+// cap, in micro-dollars, refused it). The price is reserved (one HSET beside the
+// read) only when the lease is claimed and the call is to be searched by this
+// engine: no stored outcome, a job that runs, no fallback away from the engine.
 var startSearch = redis.NewScript(claimLua + `
-local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5])
-return {j[4], j[5], j[6], j[1], j[2], j[3], claim(KEYS[2], ARGV[1], ARGV[2])}
+local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '` + ledgerMark + `cap', '` + ledgerMark + `usd')
+local l = claim(KEYS[2], ARGV[1], ARGV[2])
+local st, pay, cap = j[1], '', 0
+if ARGV[6] ~= '' and l == 0 and not j[4] and st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' and (not j[5] or j[5] == ARGV[8]) then
+  if j[7] then
+    pay = 'again'
+  else
+    local price = tonumber(ARGV[7])
+    local c, usd = tonumber(j[8] or '-1'), tonumber(j[9] or '0')
+    if c >= 0 and usd + price > c then
+      pay, cap = 'over', c
+    else
+      redis.call('HSET', KEYS[1], '` + ledgerMark + `usd', string.format('%d', usd + price), ARGV[6], price)
+      pay = 'ok'
+    end
+  end
+end
+return {j[4], j[5], j[6], j[1], j[2], j[3], l, pay, cap}
 `)
 
 // StartSearch reads a call's stored result, its fallback state and its job's status
-// and tenant, and claims the call's lease for owner.
-func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*SearchStart, error) {
+// and tenant, and claims the call's lease for owner; with pay, it reserves the
+// search's price against the job's ledger as well (SearchStart.Held).
+func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
 	keys := []string{s.K.Job(id), s.K.SearchLease(id, h, call)}
+	payField, price, engine := "", int64(0), ""
+	if pay != nil {
+		payField, price, engine = ledgerMark+"r:"+pay.Call, toMicros(pay.USD), pay.Engine
+	}
 	v, err := startSearch.Run(ctx, s.r, keys, owner, ttl.Milliseconds(),
-		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call)).Slice()
-	if err != nil || len(v) != 7 {
+		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call),
+		payField, price, engine).Slice()
+	if err != nil || len(v) != 9 {
 		return nil, fmt.Errorf("state: starting search: %v", err)
 	}
 	str := func(x any) string { v, _ := x.(string); return v }
@@ -570,11 +614,20 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	if e := str(v[1]); e != "" {
 		st.Fallback = &Fallback{Engine: e, Tried: []byte(str(v[2]))}
 	}
+	batch := str(v[5])
 	if st.Status != "" {
-		s.batches.put(id, str(v[5]))
+		s.batches.put(id, batch)
 	}
 	left, _ := v[6].(int64)
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
+	switch str(v[7]) {
+	case "ok", "again":
+		st.Held = &Hold{JobID: id, Call: pay.Call, price: price, batch: batch}
+		st.Held.made.job = str(v[7]) == "ok"
+	case "over":
+		c, _ := v[8].(int64)
+		st.Refused = &Exhausted{Budget: BudgetRequest, Limit: fromMicros(c)}
+	}
 	return st, nil
 }
 
