@@ -395,7 +395,7 @@ func (s *Store) TryLock(ctx context.Context, key, owner string, ttl time.Duratio
 }
 
 // scripts are loaded at start and re-loaded if Redis forgets them (a restart).
-var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, startSearch, saveOutcome, lease, release, gcra, setWebhookStatus}
+var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, saveTurnCalls, recordResult, startSearch, saveOutcome, lease, release, gcra, setWebhookStatus}
 
 // pipelined runs fn's commands in one round trip. Scripts in it are called by SHA;
 // if Redis does not know one (it restarted), they are loaded and the pipeline is run
