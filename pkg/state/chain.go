@@ -340,7 +340,7 @@ func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, e
 // caller plans again from it. A job that has ended gets the answer (it is paid for)
 // and the hop-0 flags, not the calls; one that is gone gets nothing. KEYS[1] job;
 // ARGV turn field, turn, first hop, sticky, gp, now ms, calls field, calls, expected
-// field, n, searches. Returns {status, stored turn} (status '' for a job that is
+// field, n, searches. Returns {status, stored turn} (status ” for a job that is
 // gone).
 var saveTurnCalls = redis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1], ARGV[7], '` + fieldSearches + `', '` + fieldSticky + `')
