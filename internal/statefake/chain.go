@@ -268,6 +268,19 @@ func (m *Memory) Finish(_ context.Context, id string, status state.Status, field
 	if !ok || j.Status.Terminal() {
 		return false, nil
 	}
+	for i := 0; i+1 < len(fields); i += 2 { // a hop's answer, first write wins
+		fw, ok := fields[i+1].(state.FirstWrite)
+		name, _ := fields[i].(string)
+		h, isTurn := state.HopOfTurnField(name)
+		if !ok || !isTurn {
+			continue
+		}
+		c := m.chain(id)
+		if t, ok := c.turns[h]; ok && !bytes.Equal(t, fw) {
+			return false, state.ErrAnswerStood
+		}
+		c.turns[h] = slices.Clone(fw)
+	}
 	now := time.Now().UTC()
 	if status != "" {
 		j.Status = status

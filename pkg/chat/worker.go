@@ -35,6 +35,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
@@ -206,7 +208,7 @@ func (w *Worker) run(ctx context.Context, st *state.Step, v *view, h int, last b
 			}
 			a = next(w.facts(st, v, verr, h))
 		}
-		if v != nil && v.unsaved != nil && a.act != actDispatch {
+		if v != nil && v.unsaved != nil && a.act != actDispatch && a.act != actComplete {
 			// The answer kept for its dispatch goes another way: stored now.
 			if err := w.storeTurn(ctx, v, v.unsaved.hop, v.unsaved.b); err != nil {
 				return err
@@ -224,7 +226,16 @@ func (w *Worker) run(ctx context.Context, st *state.Step, v *view, h int, last b
 		case actFail:
 			return w.fail(ctx, job.ID, a.err)
 		case actComplete:
-			return w.complete(ctx, v, h)
+			err := w.complete(ctx, v, h)
+			if u := v.unsaved; err != nil && u != nil {
+				// The completion failed before its ending was written: the answer,
+				// paid for, is stored all the same, so the retry does not call the
+				// model again.
+				if serr := w.storeTurn(ctx, v, u.hop, u.b); serr != nil {
+					w.Log.Warn("chat: storing a model answer", "job", job.ID, "hop", u.hop, "err", serr)
+				}
+			}
+			return err
 		case actDispatch:
 			if err := w.dispatch(ctx, v, h); !errors.Is(err, errAnswerStood) {
 				return err
@@ -525,9 +536,9 @@ func (w *Worker) modelRequest(v *view, h int, offered, fetchOffered, gp bool, mo
 
 // answered ends hop h's model call: it stores the answer (first write wins) in the
 // store and in v, or handles the failure, and releases the hop's lease. It reports
-// what callModel does. An answer that calls server tools is kept in v alone when the
-// step goes on (live): the dispatch stores it with its calls, in one write
-// (storeTurn stores it for any other next action).
+// what callModel does. When the step goes on (live), the answer is kept in v alone:
+// the dispatch stores it with its calls, the completion with the job's ending, each
+// in one write (storeTurn stores it for any other next action).
 func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *modelCall, answer *wire.Turn, err error, live bool) (stored bool, _ error) {
 	model := mc.model
 	// A step that ends in an error is retried: free the hop for that delivery at once.
@@ -545,7 +556,7 @@ func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *mo
 	w.failpoint("chat.after_model_call")
 	t := &turn{Turn: *answer, Offered: mc.offered, GooglePreferred: mc.gp, Fetch: mc.fetchOffered}
 	b, _ := json.Marshal(t)
-	if server, _ := splitCalls(t, v.toolNames); live && len(server) > 0 {
+	if live {
 		v.chain.Hop(h).Turn, v.unsaved = b, &unsavedTurn{hop: h, b: b}
 		return true, nil
 	}
@@ -873,7 +884,23 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 			}
 		}
 	}
-	return w.end(ctx, v.job.ID, jobs.Ending{Status: state.Completed, Hop: h, Response: answer, Usage: ub, Trace: tb})
+	end := jobs.Ending{Status: state.Completed, Hop: h, Response: answer, Usage: ub, Trace: tb}
+	u := v.unsaved
+	if u == nil || u.hop != h {
+		return w.end(ctx, v.job.ID, end)
+	}
+	// The answer (answered) is stored with the ending, in one write. It is paid for:
+	// the ending rides out a Redis restart as storeTurn does.
+	end.Turn, v.unsaved = u.b, nil
+	return state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() error {
+		err := w.end(ctx, v.job.ID, end)
+		if errors.Is(err, state.ErrAnswerStood) || errors.Is(err, jobs.ErrUnknownJob) {
+			// Another worker's answer stands (the step is retried from it), or the job
+			// is gone: trying again cannot help.
+			return backoff.Permanent(err)
+		}
+		return err
+	})
 }
 
 // fail ends a job with an error, visibly: status failed, a "failed" event.

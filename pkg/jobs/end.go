@@ -60,6 +60,11 @@ type Ending struct {
 	Response, Usage, Trace json.RawMessage
 	// Hop is the hop the job ended on, for the event.
 	Hop int
+	// Turn, when set, is hop Hop's model answer, not stored yet: it is stored with
+	// the ending, in the same write, unless another answer to the hop was stored
+	// first (then nothing is written and End fails with state.ErrAnswerStood: the
+	// step is retried from the stored answer).
+	Turn json.RawMessage
 }
 
 func (e Ending) fields() []any {
@@ -75,6 +80,9 @@ func (e Ending) fields() []any {
 	}
 	if e.Trace != nil {
 		f = append(f, "trace", e.Trace)
+	}
+	if e.Turn != nil {
+		f = append(f, state.TurnField(e.Hop), state.FirstWrite(e.Turn))
 	}
 	return f
 }

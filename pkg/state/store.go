@@ -326,11 +326,16 @@ func (s *Store) JobStatus(ctx context.Context, id string) (Status, error) {
 }
 
 // setIfLive sets fields of a job unless it has ended. KEYS[1] job; ARGV[1] now (ms);
-// ARGV[2] new status or "" to keep; then field/value pairs. Returns 1 if it wrote.
+// ARGV[2] new status or "" to keep; ARGV[3] a field written only where it holds
+// nothing (a hop's model answer, FirstWrite; "" none) and ARGV[4] its value; then
+// field/value pairs. Returns 1 if it wrote, 0 when the job has ended, -1 when it is
+// gone, 2 when ARGV[3] holds another value (nothing is written then).
 var setIfLive = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
+local v = redis.call('HMGET', KEYS[1], 'status', ARGV[3])
+local st = v[1]
 if not st then return -1 end
 if st == 'completed' or st == 'failed' or st == 'cancelled' then return 0 end
+if ARGV[3] ~= '' and v[2] and v[2] ~= ARGV[4] then return 2 end
 -- One HSET writes every field: updated, the status (and finished, for a terminal
 -- one) and the given fields.
 local f = {'updated', ARGV[1]}
@@ -340,10 +345,34 @@ if ARGV[2] ~= '' then
     f[#f+1] = 'finished'; f[#f+1] = ARGV[1]
   end
 end
-for i = 3, #ARGV do f[#f+1] = ARGV[i] end
+if ARGV[3] ~= '' and not v[2] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
+for i = 5, #ARGV do f[#f+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(f))
 return 1
 `)
+
+// FirstWrite is a field value Update and Finish write only where the field holds
+// none: a hop's model answer (TurnField) stored with the job's ending, first write
+// wins. Where it holds another value, nothing is written (ErrAnswerStood).
+type FirstWrite []byte
+
+// TurnField names hop h's stored model answer among a job's fields (for a
+// FirstWrite); HopOfTurnField reads the hop back.
+func TurnField(h int) string { return hopField(prefixTurn, h) }
+
+// HopOfTurnField is the hop a TurnField names.
+func HopOfTurnField(f string) (int, bool) {
+	rest, ok := strings.CutPrefix(f, prefixTurn+":")
+	if !ok {
+		return 0, false
+	}
+	h, err := strconv.Atoi(rest)
+	return h, err == nil
+}
+
+// ErrAnswerStood means a FirstWrite field of a job that has not ended held another
+// value (another worker's answer to the hop): nothing was written.
+var ErrAnswerStood = errors.New("state: another answer to the hop was stored first")
 
 // Update sets status (if not "") and fields of a job that has not ended. It reports
 // whether it wrote: false means the job had already ended (or does not exist), and the
@@ -354,6 +383,9 @@ func (s *Store) Update(ctx context.Context, id string, status Status, fields ...
 	if err != nil {
 		return false, fmt.Errorf("state: updating job: %w", err)
 	}
+	if n == 2 {
+		return false, ErrAnswerStood
+	}
 	if n == 1 && status.Terminal() {
 		s.r.ZRem(ctx, s.K.Deadlines(), id)
 	}
@@ -361,11 +393,14 @@ func (s *Store) Update(ctx context.Context, id string, status Status, fields ...
 }
 
 func updateArgs(status Status, fields []any) []any {
-	argv := make([]any, 0, 2+len(fields))
-	argv = append(argv, Millis(time.Now()), string(status))
+	argv := make([]any, 0, 4+len(fields))
+	argv = append(argv, Millis(time.Now()), string(status), "", "")
 	for i := 0; i+1 < len(fields); i += 2 {
 		v := fields[i+1]
 		switch x := v.(type) {
+		case FirstWrite:
+			argv[2], argv[3] = fields[i], []byte(x)
+			continue
 		case json.RawMessage:
 			v = []byte(x)
 		case *JobError:
@@ -520,12 +555,16 @@ return 0
 `)
 
 // Finish moves a job that has not ended to a terminal status with fields. It reports
-// whether it moved the job (see Update). The chain is left as it is: no step reads
+// whether it moved the job (see Update); a FirstWrite field that holds another value
+// moves nothing (ErrAnswerStood). The chain is left as it is: no step reads
 // it once the job has ended, and the archive drops it.
 func (s *Store) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
 	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: finishing job: %w", err)
+	}
+	if n == 2 {
+		return false, ErrAnswerStood
 	}
 	return n == 1, nil
 }

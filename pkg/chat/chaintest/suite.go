@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"LeaseHeldRenewedLapsing", leaseHeldRenewedLapsing},
 		{"KeptLeaseOutlivesTTL", keptLease},
 		{"FinishNeverOverwritesTerminal", finishNeverOverwrites},
+		{"FinishStoresTheAnswerOnce", finishStoresTheAnswer},
 		{"StickyFlags", stickyFlags},
 		{"Deadlines", deadlines},
 		{"NotFound", notFound},
@@ -189,6 +190,35 @@ func turnAndCalls(t *testing.T, s Store) {
 	}
 	if st, _, err := s.SaveTurnAndCalls(ctx, "gone", 0, []byte(`{}`), false, false, []byte(`[]`), 0, 0); err != nil || st != "" {
 		t.Fatalf("a job that is gone = %q, %v", st, err)
+	}
+}
+
+// Finish with a hop's answer (a FirstWrite) stores it with the ending; where
+// another answer to the hop is stored, it writes nothing (ErrAnswerStood).
+func finishStoresTheAnswer(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "a", time.Time{})
+	mustJob(t, s, "b", time.Time{})
+	ok, err := s.Finish(ctx, "a", state.Completed, "response", json.RawMessage(`{"r":1}`), state.TurnField(1), state.FirstWrite(`{"t":1}`))
+	if err != nil || !ok {
+		t.Fatalf("finish with the answer = %v, %v", ok, err)
+	}
+	if st := load(t, s, "a", nil); st.Job.Status != state.Completed || string(st.Chain.Hops[1].Turn) != `{"t":1}` {
+		t.Fatalf("after the finish: %s, hop 1 %+v", st.Job.Status, st.Chain.Hops[1])
+	}
+	if _, err := s.SaveTurn(ctx, "b", 1, []byte(`{"t":"other"}`), false, false); err != nil {
+		t.Fatal(err)
+	}
+	ok, err = s.Finish(ctx, "b", state.Completed, "response", json.RawMessage(`{"r":2}`), state.TurnField(1), state.FirstWrite(`{"t":2}`))
+	if ok || !errors.Is(err, state.ErrAnswerStood) {
+		t.Fatalf("finish over another answer = %v, %v; want ErrAnswerStood", ok, err)
+	}
+	if st := load(t, s, "b", nil); st.Job.Status.Terminal() || string(st.Chain.Hops[1].Turn) != `{"t":"other"}` {
+		t.Fatalf("after the refused finish: %s, hop 1 %+v", st.Job.Status, st.Chain.Hops[1])
+	}
+	// The same answer, stored before (a replay), finishes.
+	if ok, err := s.Finish(ctx, "b", state.Completed, state.TurnField(1), state.FirstWrite(`{"t":"other"}`)); err != nil || !ok {
+		t.Fatalf("finish with the stored answer = %v, %v", ok, err)
 	}
 }
 
