@@ -36,7 +36,9 @@ import (
 // Store is what ending a job needs of the state store (state.Store implements it).
 type Store interface {
 	// Finish moves a job that has not ended to status, storing fields; it reports
-	// whether it did (false: the job had ended, or does not exist).
+	// whether it did (false: the job had ended, or does not exist). A
+	// state.FirstWrite field (a hop's answer) is stored only where none is:
+	// another there moves nothing (state.ErrAnswerStood).
 	Finish(ctx context.Context, id string, status state.Status, fields ...any) (bool, error)
 	GetJob(ctx context.Context, id string) (*state.Job, error)
 	// Settle makes a job's status the one the event stream recorded.
