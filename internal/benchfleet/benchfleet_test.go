@@ -169,7 +169,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 53 and 17 measured,
+// scripts run included) and on the fleet's client (round trips): 43 and 13 measured,
 // plus the two key-rest lookups (model, engine) a job makes when their one-second
 // cache has lapsed and the tenant index's trim (one submission in 16). Where they go
 // (a job's chain, its calls' outcomes, recorded results and spend ledger are fields of
@@ -177,22 +177,21 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //
 //	ingress: create the job (script: EXISTS, HSET, PEXPIRE), deadline, tenant index  6
 //	hop 0: read the job (HGETALL), take the hop's lease (SET NX)                     2
-//	hop 0: store the turn, flags, running (script: HMGET, HSET)                      3
-//	hop 0: record the calls (script: HMGET, HSET)                                    3
-//	search: outcome, fallback, status, lease (script: HMGET, SET NX)                 3
-//	search: reserve against the job's cap (script: HMGET, HSET)                      3
+//	hop 0: store the turn with its calls, flags, running (script: HMGET, HSET)       3
+//	search: outcome, fallback, status, lease, the job's cap (script: HMGET, SET NX,
+//	  HSET)                                                                          4
 //	search: reserve against the tenant's day and month (script: 2 HMGET, 2 HSET)    5
 //	search: store the outcome with the recorded result (script: HMGET, HSET)         3
 //	resume: record the result, take hop 1's lease (script: HMGET, HSET, SET NX), read 5
-//	hop 1: store the turn (script: HMGET, HSET)                                      3
-//	end: status compare-and-set (script: HGET, HSET); the deadline is forgotten       4
-//	ingress reads the answer (HGETALL)                                                1
-//	finisher: read the job (HGETALL)                                                  1
-//	archive: read (HGETALL, GET stored response), trim (script: HGETALL, DEL, HSET,
-//	  PEXPIRE, SET summary), count spend per model (3 HINCRBY)                       11
+//	end: the final turn and the status compare-and-set (script: HMGET, HSET); the
+//	  deadline is forgotten                                                          4
+//	ingress reads the answer (HMGET)                                                 1
+//	finisher: read the job (HGETALL)                                                 1
+//	archive: trim (script: HGETALL, DEL, HSET, PEXPIRE, SET summary), count spend
+//	  per model (3 HINCRBY)                                                          9
 const (
-	oneSearchJobCommands   = 56
-	oneSearchJobRoundTrips = 20
+	oneSearchJobCommands   = 46
+	oneSearchJobRoundTrips = 16
 )
 
 // A one-search job stays within its Redis budget. The server-side count is read from

@@ -1,6 +1,7 @@
 package statefake
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -202,6 +203,36 @@ func (m *Memory) SaveCalls(_ context.Context, id string, h int, calls []byte, ex
 	return "", nil
 }
 
+// SaveTurnAndCalls implements chat.ChainStore.
+func (m *Memory) SaveTurnAndCalls(_ context.Context, id string, h int, turn []byte, sticky, googlePreferred bool, calls []byte, expected, searches int) (state.Status, json.RawMessage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, ok := m.jobs[id]
+	if !ok {
+		return "", clone(turn), nil
+	}
+	c := m.chain(id)
+	if t, ok := c.turns[h]; ok && !bytes.Equal(t, turn) {
+		return j.Status, clone(t), nil
+	}
+	c.turns[h] = slices.Clone(turn)
+	if h == 0 {
+		c.sticky, c.gp = sticky, googlePreferred
+		if j.Status == state.Queued {
+			j.Status, j.Updated = state.Running, time.Now().UTC()
+		}
+	}
+	if !j.Status.Terminal() {
+		if _, ok := c.calls[h]; !ok {
+			c.calls[h] = slices.Clone(calls)
+			c.expected[h] = expected
+			c.searches += searches
+		}
+		c.sticky = true
+	}
+	return j.Status, clone(turn), nil
+}
+
 // KeepHop implements chat.ChainStore: the lease does not lapse until released.
 func (m *Memory) KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool) {
 	key := leaseKey(id, h)
@@ -236,6 +267,19 @@ func (m *Memory) Finish(_ context.Context, id string, status state.Status, field
 	j, ok := m.jobs[id]
 	if !ok || j.Status.Terminal() {
 		return false, nil
+	}
+	for i := 0; i+1 < len(fields); i += 2 { // a hop's answer, first write wins
+		fw, ok := fields[i+1].(state.FirstWrite)
+		name, _ := fields[i].(string)
+		h, isTurn := state.HopOfTurnField(name)
+		if !ok || !isTurn {
+			continue
+		}
+		c := m.chain(id)
+		if t, ok := c.turns[h]; ok && !bytes.Equal(t, fw) {
+			return false, state.ErrAnswerStood
+		}
+		c.turns[h] = slices.Clone(fw)
 	}
 	now := time.Now().UTC()
 	if status != "" {

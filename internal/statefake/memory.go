@@ -29,7 +29,10 @@ type Memory struct {
 	sticky    map[string]time.Time
 	deadlines map[string]time.Time
 	// spend ledgers (spend.go)
-	jobLedgers   map[string]*ledger
+	jobLedgers map[string]*ledger
+	// paid are the prices StartSearch held against jobs' ledgers, by job and call
+	// (ReserveHeld goes on with them).
+	paid         map[string]int64
 	batchLedgers map[string]*ledger
 	periods      map[string]*counter // tenant/day, tenant/month
 	calls        map[string]map[string]*entry
@@ -79,7 +82,7 @@ func New() *Memory {
 	return &Memory{
 		jobs: map[string]*state.Job{}, chains: map[string]*memChain{}, leases: map[string]*memLease{},
 		sticky: map[string]time.Time{}, deadlines: map[string]time.Time{},
-		jobLedgers: map[string]*ledger{}, batchLedgers: map[string]*ledger{}, periods: map[string]*counter{}, calls: map[string]map[string]*entry{},
+		jobLedgers: map[string]*ledger{}, paid: map[string]int64{}, batchLedgers: map[string]*ledger{}, periods: map[string]*counter{}, calls: map[string]map[string]*entry{},
 		records: map[string]map[string][]byte{},
 		done:    map[string][]byte{}, fallbacks: map[string]*fallback{}, cache: map[string]cached{}, buckets: map[string]*bucket{},
 		secrets: map[string]string{}, deferrals: map[string]int{},

@@ -32,7 +32,7 @@ func callKey(id string, h int, call string) string {
 }
 
 // StartSearch implements search.Calls.
-func (m *Memory) StartSearch(_ context.Context, id string, h int, call, owner string, ttl time.Duration) (*state.SearchStart, error) {
+func (m *Memory) StartSearch(_ context.Context, id string, h int, call, owner string, ttl time.Duration, pay *state.Pay) (*state.SearchStart, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := callKey(id, h, call)
@@ -48,6 +48,16 @@ func (m *Memory) StartSearch(_ context.Context, id string, h int, call, owner st
 	}
 	left := m.lease("search/"+k, owner, ttl)
 	st.Claimed, st.Left = left == 0, left
+	if pay != nil && st.Claimed && st.Done == nil && st.Status != "" && !st.Status.Terminal() && (st.Fallback == nil || st.Fallback.Engine == pay.Engine) {
+		jl := m.ledgerOf(m.jobLedgers, id)
+		price := toMicros(pay.USD)
+		if jl.reserve(pay.Call, price) == "over" {
+			st.Refused = &state.Exhausted{Budget: state.BudgetRequest, Limit: fromMicros(jl.cap)}
+		} else {
+			m.paid[id+"\x00"+pay.Call] = price
+			st.Held = &state.Hold{JobID: id, Call: pay.Call}
+		}
+	}
 	return st, nil
 }
 

@@ -150,12 +150,26 @@ func (m *Memory) exhausted(tenant, day string, b state.Budget, price, n int64, c
 func (m *Memory) ReserveCall(_ context.Context, jobID, tenant, call string, usd float64, b state.Budget, now time.Time) (*state.Hold, *state.Exhausted, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	batch := m.batchOf(jobID)
 	price := toMicros(usd)
 	jl := m.ledgerOf(m.jobLedgers, jobID)
 	if jl.reserve(call, price) == "over" {
 		return nil, &state.Exhausted{Budget: state.BudgetRequest, Limit: fromMicros(jl.cap)}, nil
 	}
+	return m.reserveRest(jobID, tenant, call, price, b, now)
+}
+
+// ReserveHeld implements search.Store: the batch's and tenant's parts of a call
+// whose job's part StartSearch held.
+func (m *Memory) ReserveHeld(_ context.Context, h *state.Hold, tenant string, b state.Budget, now time.Time) (*state.Hold, *state.Exhausted, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reserveRest(h.JobID, tenant, h.Call, m.paid[h.JobID+"\x00"+h.Call], b, now)
+}
+
+// reserveRest is ReserveCall after the job's part.
+func (m *Memory) reserveRest(jobID, tenant, call string, price int64, b state.Budget, now time.Time) (*state.Hold, *state.Exhausted, error) {
+	batch := m.batchOf(jobID)
+	jl := m.ledgerOf(m.jobLedgers, jobID)
 	h := &state.Hold{JobID: jobID, Batch: batch, Call: call}
 	giveBack := func(batched bool) {
 		jl.settle(call, 0)

@@ -318,6 +318,7 @@ func (s *Server) saveResponse(ctx context.Context, job *state.Job, rr *responses
 		return
 	}
 	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo}
+	job.HasStoredResponse = true // noted in the job's record when it is created (its archiving reads the response)
 	if err := s.Store.SaveResponse(context.WithoutCancel(ctx), job.ID, rec); err != nil {
 		// The answer still reaches the client; only a later reference to it fails.
 		s.Log.Warn("api: storing a response", "response", job.ID, "err", err)

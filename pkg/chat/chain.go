@@ -78,6 +78,15 @@ type view struct {
 	turns    map[int]*turn
 	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey).
 	evidenceKey []byte
+	// unsaved is a hop's model answer in chain but not stored yet: its dispatch
+	// stores it with its calls (Worker.answered).
+	unsaved *unsavedTurn
+}
+
+// unsavedTurn is hop's model answer b, not stored yet.
+type unsavedTurn struct {
+	hop int
+	b   []byte
 }
 
 type renderedHop struct {

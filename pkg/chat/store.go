@@ -34,6 +34,11 @@ type ChainStore interface {
 	// searches it adds to the job's count. It makes the chain sticky and returns the
 	// job's status.
 	SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (state.Status, error)
+	// SaveTurnAndCalls is SaveTurn then SaveCalls in one round trip, for an answer
+	// that dispatches calls; it returns the job's status and the stored answer. When
+	// another answer was stored first, that one is returned and the calls are not
+	// recorded (they were planned from an answer that does not stand).
+	SaveTurnAndCalls(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool, calls []byte, expected, searches int) (state.Status, json.RawMessage, error)
 	// KeepHop keeps owner's lease of hop h alive until the returned function is
 	// called; with drop set, that also frees the lease at once.
 	KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool)

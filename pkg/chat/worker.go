@@ -35,6 +35,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
@@ -206,6 +208,13 @@ func (w *Worker) run(ctx context.Context, st *state.Step, v *view, h int, last b
 			}
 			a = next(w.facts(st, v, verr, h))
 		}
+		if v != nil && v.unsaved != nil && a.act != actDispatch && a.act != actComplete {
+			// The answer kept for its dispatch goes another way: stored now.
+			if err := w.storeTurn(ctx, v, v.unsaved.hop, v.unsaved.b); err != nil {
+				return err
+			}
+			continue
+		}
 		switch a.act {
 		case actWait:
 			return nil
@@ -217,9 +226,20 @@ func (w *Worker) run(ctx context.Context, st *state.Step, v *view, h int, last b
 		case actFail:
 			return w.fail(ctx, job.ID, a.err)
 		case actComplete:
-			return w.complete(ctx, v, h)
+			err := w.complete(ctx, v, h)
+			if u := v.unsaved; err != nil && u != nil {
+				// The completion failed before its ending was written: the answer,
+				// paid for, is stored all the same, so the retry does not call the
+				// model again.
+				if serr := w.storeTurn(ctx, v, u.hop, u.b); serr != nil {
+					w.Log.Warn("chat: storing a model answer", "job", job.ID, "hop", u.hop, "err", serr)
+				}
+			}
+			return err
 		case actDispatch:
-			return w.dispatch(ctx, v, h)
+			if err := w.dispatch(ctx, v, h); !errors.Is(err, errAnswerStood) {
+				return err
+			}
 		case actCallModel:
 			if called {
 				return fmt.Errorf("hop %d of %s: the stored answer was not found", h, job.ID)
@@ -349,7 +369,7 @@ func (w *Worker) startModel(ctx context.Context, v *view, h int, last bool, s Mo
 	s.Start(mctx, mc.call, mc.onDelta, func(t *wire.Turn, err error) {
 		cancel()
 		live := g.arrived()
-		stored, err := w.answered(ctx, v, h, last, mc, t, err)
+		stored, err := w.answered(ctx, v, h, last, mc, t, err, live)
 		if live {
 			done(stored, err)
 		}
@@ -516,8 +536,10 @@ func (w *Worker) modelRequest(v *view, h int, offered, fetchOffered, gp bool, mo
 
 // answered ends hop h's model call: it stores the answer (first write wins) in the
 // store and in v, or handles the failure, and releases the hop's lease. It reports
-// what callModel does.
-func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *modelCall, answer *wire.Turn, err error) (stored bool, _ error) {
+// what callModel does. When the step goes on (live), the answer is kept in v alone:
+// the dispatch stores it with its calls, the completion with the job's ending, each
+// in one write (storeTurn stores it for any other next action).
+func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *modelCall, answer *wire.Turn, err error, live bool) (stored bool, _ error) {
 	model := mc.model
 	// A step that ends in an error is retried: free the hop for that delivery at once.
 	defer func() { mc.release(err != nil) }()
@@ -532,25 +554,49 @@ func (w *Worker) answered(ctx context.Context, v *view, h int, last bool, mc *mo
 		w.Metrics.ModelCalls.WithLabelValues(model.Provider, "ok").Inc()
 	}
 	w.failpoint("chat.after_model_call")
-	b, _ := json.Marshal(&turn{Turn: *answer, Offered: mc.offered, GooglePreferred: mc.gp, Fetch: mc.fetchOffered})
+	t := &turn{Turn: *answer, Offered: mc.offered, GooglePreferred: mc.gp, Fetch: mc.fetchOffered}
+	b, _ := json.Marshal(t)
+	if live {
+		v.chain.Hop(h).Turn, v.unsaved = b, &unsavedTurn{hop: h, b: b}
+		return true, nil
+	}
+	if err = w.storeTurn(ctx, v, h, b); err != nil {
+		return false, err // the deferred release frees the hop for the retry
+	}
+	return true, nil
+}
+
+// storeTurn stores hop h's answer b (first write wins) and puts the stored answer in
+// v; it prices the answer into the spend ledgers when it is b.
+func (w *Worker) storeTurn(ctx context.Context, v *view, h int, b []byte) error {
+	v.unsaved = nil
 	// The answer is paid for: storing it is worth riding out a Redis restart (while
 	// this worker keeps the hop's lease), or the redelivery would call the model again.
 	var got json.RawMessage
-	err = state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() (err error) {
+	err := state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() (err error) {
 		got, err = w.Store.SaveTurn(ctx, v.job.ID, h, b, v.chain.Sticky, v.chain.GooglePreferred)
 		return err
 	})
 	if err != nil {
-		return false, err
+		return err
 	}
-	v.chain.Hop(h).Turn = got // another worker's answer, if it stored first
+	w.turnStored(ctx, v, h, b, got)
+	return nil
+}
+
+// turnStored puts got, hop h's stored answer, in v, b being the answer this worker
+// got: another worker's answer, if it stored first, replaces it. Its own is priced
+// into the spend ledgers now (once per hop; a crash before this leaves it to the
+// completion's sweep, spend.go).
+func (w *Worker) turnStored(ctx context.Context, v *view, h int, b, got []byte) {
+	v.chain.Hop(h).Turn = got
+	if !bytes.Equal(got, b) {
+		delete(v.turns, h) // decoded from b, if at all
+	}
 	w.failpoint("chat.after_turn_stored")
 	if bytes.Equal(got, b) {
-		// Ours: priced into the spend ledgers now (once per hop; a crash before this
-		// leaves it to the completion's sweep, spend.go).
 		w.recordTurn(ctx, v, h)
 	}
-	return true, nil
 }
 
 // relay returns the delta callback of hop h's model call: nil (the model answers
@@ -713,10 +759,28 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 		cb, _ = json.Marshal(calls)
 	}
 	// Recording the calls (once) also reads the job's status: a cancel that arrived
-	// while the model was thinking stops the paid searches.
-	status, err := w.Store.SaveCalls(ctx, jobID, h, cb, len(calls), searches)
-	if err != nil {
-		return err
+	// while the model was thinking stops the paid searches. An answer not stored yet
+	// (answered) is stored with them.
+	var status state.Status
+	if u := v.unsaved; u != nil && u.hop == h {
+		var got json.RawMessage
+		err := state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() (err error) {
+			status, got, err = w.Store.SaveTurnAndCalls(ctx, jobID, h, u.b, v.chain.Sticky, v.chain.GooglePreferred, cb, len(calls), searches)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		v.unsaved = nil
+		w.turnStored(ctx, v, h, u.b, got)
+		if !bytes.Equal(got, u.b) {
+			return errAnswerStood
+		}
+	} else {
+		var err error
+		if status, err = w.Store.SaveCalls(ctx, jobID, h, cb, len(calls), searches); err != nil {
+			return err
+		}
 	}
 	if status == "" {
 		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerChat, jobID) // Redis lost the job meanwhile: no paid search
@@ -763,6 +827,11 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 	}
 	return nil
 }
+
+// errAnswerStood is dispatch's word that another worker's answer to the hop was
+// stored before this worker's (whose calls were planned from it, and not recorded):
+// the step goes on from the stored answer.
+var errAnswerStood = errors.New("another answer to the hop was stored first")
 
 // searchDone is the live-stream message of a finished search: its pages (URL and
 // title, in the engine's order) or its error.
@@ -815,7 +884,23 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 			}
 		}
 	}
-	return w.end(ctx, v.job.ID, jobs.Ending{Status: state.Completed, Hop: h, Response: answer, Usage: ub, Trace: tb})
+	end := jobs.Ending{Status: state.Completed, Hop: h, Response: answer, Usage: ub, Trace: tb}
+	u := v.unsaved
+	if u == nil || u.hop != h {
+		return w.end(ctx, v.job.ID, end)
+	}
+	// The answer (answered) is stored with the ending, in one write. It is paid for:
+	// the ending rides out a Redis restart as storeTurn does.
+	end.Turn, v.unsaved = u.b, nil
+	return state.Persist(ctx, min(w.LeaseTTL/2, 15*time.Second), func() error {
+		err := w.end(ctx, v.job.ID, end)
+		if errors.Is(err, state.ErrAnswerStood) || errors.Is(err, jobs.ErrUnknownJob) {
+			// Another worker's answer stands (the step is retried from it), or the job
+			// is gone: trying again cannot help.
+			return backoff.Permanent(err)
+		}
+		return err
+	})
 }
 
 // fail ends a job with an error, visibly: status failed, a "failed" event.

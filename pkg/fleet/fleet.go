@@ -700,6 +700,6 @@ func Settings(f *config.File) map[string]search.Settings {
 type archiver struct{ store *state.Store }
 
 func (a archiver) JobFinished(ctx context.Context, job *state.Job) error {
-	_, err := a.store.ArchiveJob(ctx, job.ID)
+	_, err := a.store.ArchiveEnded(ctx, job) // the hash the finisher read (ReadEnded)
 	return err
 }

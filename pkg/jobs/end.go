@@ -36,7 +36,9 @@ import (
 // Store is what ending a job needs of the state store (state.Store implements it).
 type Store interface {
 	// Finish moves a job that has not ended to status, storing fields; it reports
-	// whether it did (false: the job had ended, or does not exist).
+	// whether it did (false: the job had ended, or does not exist). A
+	// state.FirstWrite field (a hop's answer) is stored only where none is:
+	// another there moves nothing (state.ErrAnswerStood).
 	Finish(ctx context.Context, id string, status state.Status, fields ...any) (bool, error)
 	GetJob(ctx context.Context, id string) (*state.Job, error)
 	// Settle makes a job's status the one the event stream recorded.
@@ -60,6 +62,11 @@ type Ending struct {
 	Response, Usage, Trace json.RawMessage
 	// Hop is the hop the job ended on, for the event.
 	Hop int
+	// Turn, when set, is hop Hop's model answer, not stored yet: it is stored with
+	// the ending, in the same write, unless another answer to the hop was stored
+	// first (then nothing is written and End fails with state.ErrAnswerStood: the
+	// step is retried from the stored answer).
+	Turn json.RawMessage
 }
 
 func (e Ending) fields() []any {
@@ -75,6 +82,9 @@ func (e Ending) fields() []any {
 	}
 	if e.Trace != nil {
 		f = append(f, "trace", e.Trace)
+	}
+	if e.Turn != nil {
+		f = append(f, state.TurnField(e.Hop), state.FirstWrite(e.Turn))
 	}
 	return f
 }

@@ -37,13 +37,28 @@ func NewFinisher(store Store, ender *Ender, m *metrics.Metrics, log *slog.Logger
 	return &Finisher{store: store, ender: ender, hooks: hooks, metrics: m, log: log}
 }
 
+// EndedReader is what a Store may do besides GetJob: read an ended job with the whole
+// of its hash, which a finish hook may use without reading the job again
+// (state.Store.ReadEnded, state.Store.ArchiveEnded).
+type EndedReader interface {
+	ReadEnded(ctx context.Context, id string) (*state.Job, error)
+}
+
+// read reads an ended job for its hooks.
+func (f *Finisher) read(ctx context.Context, id string) (*state.Job, error) {
+	if r, ok := f.store.(EndedReader); ok {
+		return r.ReadEnded(ctx, id)
+	}
+	return f.store.GetJob(ctx, id)
+}
+
 // Handle runs the hooks of the job a terminal event ended.
 func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error {
 	ev := d.Msg
 	if !ev.Type.Terminal() {
 		return nil
 	}
-	job, err := f.store.GetJob(ctx, ev.JobID)
+	job, err := f.read(ctx, ev.JobID)
 	if errors.Is(err, state.ErrNotFound) {
 		// Redis lost the record (or it expired): there is no callback or batch to
 		// tell. Say so loudly; nothing else can be done for it.
@@ -61,7 +76,7 @@ func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error
 		if err := f.ender.Reconcile(ctx, &ev); err != nil {
 			return err
 		}
-		if job, err = f.store.GetJob(ctx, ev.JobID); err != nil {
+		if job, err = f.read(ctx, ev.JobID); err != nil {
 			return err
 		}
 	}

@@ -41,7 +41,7 @@ type FetchWorker struct {
 // it is published for the chain.
 func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest]) (err error) {
 	req := d.Msg
-	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
+	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL, nil)
 	if err != nil {
 		return err
 	}

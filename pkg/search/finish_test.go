@@ -37,7 +37,7 @@ func TestFinishedSearchIsEncodedOnce(t *testing.T) {
 	if err := json.Unmarshal(m.Data, &env); err != nil {
 		t.Fatalf("the resume message: %v: %s", err, m.Data)
 	}
-	ss, err := r.store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, "w2", time.Second)
+	ss, err := r.store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, "w2", time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if !ok {
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.BadRequest, Engine: req.Engine, Message: "this worker has no engine " + req.Engine}), 0)
 	}
-	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
+	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL, w.pay(req, eng))
 	if err != nil {
 		return err
 	}
@@ -118,6 +118,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	defer func() { release(err != nil) }()
 
 	if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
+		w.unreserve(ctx, ss, req.Engine)
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.Unavailable, Engine: req.Engine, Message: "the job's deadline passed before the search could run"}), 0)
 	}
 	set := w.Settings[req.Engine]
@@ -139,11 +140,12 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	} else if wait > 0 {
 		w.count(req.Engine, "rate_limited")
 		return bus.RetryOrEnd(fmt.Errorf("engine %s rate limit", req.Engine), true, lastChance(d, req, wait), wait, func() error {
+			w.unreserve(ctx, ss, req.Engine) // a retry keeps the hold: it finds it reserved
 			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.RateLimited, Engine: req.Engine, Message: "the engine's rate limit kept this search waiting too long"}), 0)
 		})
 	}
 
-	held, refused, err := w.reserve(ctx, req, ss.Tenant, eng)
+	held, refused, err := w.reserve(ctx, req, ss, eng)
 	if err != nil {
 		return err
 	} else if refused != nil {

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -331,17 +332,28 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
-	var jc *redis.MapStringStringCmd
-	var sc *redis.StringCmd
-	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		jc = p.HGetAll(ctx, s.K.Job(id))
-		sc = p.Get(ctx, s.K.StoredResponse(id))
-		return nil
-	})
-	if err != nil && err != redis.Nil {
+	m, err := s.r.HGetAll(ctx, s.K.Job(id)).Result()
+	if err != nil {
 		return 0, fmt.Errorf("state: reading job %s to archive it: %w", id, err)
 	}
-	jm, chain, searches, others := splitJob(jc.Val())
+	return s.archiveHash(ctx, id, m)
+}
+
+// ArchiveEnded is ArchiveJob for a job ReadEnded read: its hash as read then is
+// archived, not read again. A job read otherwise is read as ArchiveJob reads it.
+func (s *Store) ArchiveEnded(ctx context.Context, j *Job) (int64, error) {
+	if j.hot == nil {
+		return s.ArchiveJob(ctx, j.ID)
+	}
+	if s.archive == nil {
+		return 0, nil
+	}
+	return s.archiveHash(ctx, j.ID, j.hot)
+}
+
+// archiveHash archives job id, whose hash holds m.
+func (s *Store) archiveHash(ctx context.Context, id string, m map[string]string) (int64, error) {
+	jm, chain, searches, others := splitJob(m)
 	if len(jm) == 0 || jm["id"] == "" {
 		return 0, nil
 	}
@@ -352,8 +364,16 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
 	}
-	// The stored response is JSON SaveResponse encoded.
-	resp, _ := sc.Bytes()
+	// The stored response is JSON SaveResponse encoded. A job created with none says
+	// so ("resp" "0"): it is not looked up.
+	var resp []byte
+	if jm[fieldStoredResponse] != "0" {
+		b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, fmt.Errorf("state: reading job %s's stored response to archive it: %w", id, err)
+		}
+		resp = b
+	}
 	rec := encodeCold(jm, chain, searches, resp)
 	if err := s.archive.Put(ctx, id, rec); err != nil {
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)

@@ -102,7 +102,7 @@ func runJob(t testing.TB, s *state.Store, id string, size int) *state.Job {
 	t.Helper()
 	ctx := context.Background()
 	j := &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: "m", Request: request(size), Question: "what is new in Go?",
-		Deadline: time.Now().Add(time.Minute), Callback: json.RawMessage(`{"url":"https://example.com/hook"}`)}
+		Deadline: time.Now().Add(time.Minute), Callback: json.RawMessage(`{"url":"https://example.com/hook"}`), HasStoredResponse: true}
 	if err := s.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 	text := "[1, 2] \"quoted\" <b>&</b> \\ tab\t line\u2028end \x01 é 日本"
 	j := &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: `{"m": 1}`, Question: text, Batch: "b1",
 		Request:  json.RawMessage(`{"model": "m",  "messages": [ {"role": "user", "content": "<b>&</b> \u2028 é"} ]}`),
-		Callback: json.RawMessage(`{"url": "https://example.com/hook?a=1&b=2"}`), Deadline: time.Now().Add(time.Minute)}
+		Callback: json.RawMessage(`{"url": "https://example.com/hook?a=1&b=2"}`), Deadline: time.Now().Add(time.Minute), HasStoredResponse: true}
 	if err := s.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
@@ -553,5 +553,89 @@ func TestArchiveCountsModelSpendOnce(t *testing.T) {
 	}
 	if v, _ := e.rdb.HGet(ctx, e.s.K.Job("job_s"), "spend_counted").Result(); v != "" {
 		t.Errorf("the model-spend hook marked the record (%q): the trim counts it", v)
+	}
+}
+
+// The finisher's read of an ended job (ReadEnded) is what its archiving archives
+// (ArchiveEnded): the record, chain, recorded searches and stored response, as
+// ArchiveJob would have read them.
+func TestArchiveEndedArchivesTheFinishersRead(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	want := runJob(t, e.s, "job_read", 1<<10)
+	j, err := e.s.ReadEnded(ctx, "job_read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob(t, "read ended", j, want)
+	if n, err := e.s.ArchiveEnded(ctx, j); err != nil || n == 0 {
+		t.Fatalf("archived %d bytes, %v", n, err)
+	}
+	e.flush(t)
+	got, err := e.s.GetJob(ctx, "job_read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob(t, "after the flush", got, want)
+	if recs, err := e.s.RecordedSearches(ctx, "job_read"); err != nil || len(recs) != 1 {
+		t.Errorf("recorded searches %q, %v", recs, err)
+	}
+	if resp, err := e.s.GetResponse(ctx, "job_read"); err != nil || resp.Tenant != "t0" {
+		t.Errorf("stored response %+v, %v", resp, err)
+	}
+	// Read again once archived: the cold part comes from the archive, and archiving
+	// again changes nothing.
+	j, err = e.s.ReadEnded(ctx, "job_read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob(t, "read archived", j, want)
+	if _, err := e.s.ArchiveEnded(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A job says whether it has a stored response: one without is archived without
+// looking one up, and one an earlier release created (no note) has its response
+// looked up and archived.
+func TestArchiveLooksUpAStoredResponseOnlyWhenThereMayBeOne(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		id     string
+		flag   bool
+		unnote bool // as an earlier release created it
+		want   bool
+	}{{"job_flag", true, false, true}, {"job_none", false, false, false}, {"job_earlier", false, true, true}} {
+		if err := e.s.CreateJob(ctx, &state.Job{ID: c.id, Tenant: "t0", Kind: "chat", HasStoredResponse: c.flag}); err != nil {
+			t.Fatal(err)
+		}
+		if c.unnote {
+			e.rdb.HDel(ctx, e.s.K.Job(c.id), "resp")
+		}
+		// A response saved against a job that says it has none (never so in the
+		// fleet) shows that none is looked up.
+		if err := e.s.SaveResponse(ctx, c.id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[]`)}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := e.s.Finish(ctx, c.id, state.Completed, "response", json.RawMessage(`{}`)); err != nil || !ok {
+			t.Fatalf("finish = %v, %v", ok, err)
+		}
+		j, err := e.s.ReadEnded(ctx, c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.HasStoredResponse != c.flag {
+			t.Errorf("%s: HasStoredResponse %v, want %v", c.id, j.HasStoredResponse, c.flag)
+		}
+		if _, err := e.s.ArchiveEnded(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.s.GetResponse(ctx, c.id)
+		if got := err == nil; got != c.want {
+			t.Errorf("%s: stored response archived %v (%v), want %v", c.id, got, err, c.want)
+		}
 	}
 }

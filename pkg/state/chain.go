@@ -334,6 +334,57 @@ func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, e
 	return Status(st), nil
 }
 
+// saveTurnCalls stores a hop's model answer and its dispatched calls in one script:
+// saveTurn's writes, then recordDispatch's, in one HSET. An answer stored already
+// that is not this one (another worker's) is returned and nothing is written: the
+// caller plans again from it. A job that has ended gets the answer (it is paid for)
+// and the hop-0 flags, not the calls; one that is gone gets nothing. KEYS[1] job;
+// ARGV turn field, turn, first hop, sticky, gp, now ms, calls field, calls, expected
+// field, n, searches. Returns {status, stored turn} (status ” for a job that is
+// gone).
+var saveTurnCalls = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1], ARGV[7], '` + fieldSearches + `', '` + fieldSticky + `')
+local st = v[1]
+if not st then return {'', ARGV[2]} end
+if v[2] and v[2] ~= ARGV[2] then return {st, v[2]} end
+local f = {}
+local function put(k, x) f[#f+1] = k; f[#f+1] = x end
+if not v[2] then put(ARGV[1], ARGV[2]) end
+local sticky = nil
+if ARGV[3] == '1' then
+  sticky = ARGV[4]
+  put('` + fieldGooglePreferred + `', ARGV[5])
+  if st == 'queued' then
+    put('status', 'running'); put('updated', ARGV[6])
+    st = 'running'
+  end
+end
+if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then
+  if not v[3] then
+    put(ARGV[7], ARGV[8]); put(ARGV[9], ARGV[10])
+    put('` + fieldSearches + `', tonumber(v[4] or '0') + tonumber(ARGV[11]))
+  end
+  sticky = '1'
+end
+if sticky and sticky ~= v[5] then put('` + fieldSticky + `', sticky) end
+if #f > 0 then redis.call('HSET', KEYS[1], unpack(f)) end
+return {st, ARGV[2]}
+`)
+
+// SaveTurnAndCalls stores hop h's model answer (as SaveTurn) and the calls
+// dispatched for it (as SaveCalls) in one round trip, and returns the job's status
+// and the answer stored. When another answer was stored first, that one is returned
+// and nothing is written: the calls were planned from an answer that does not stand.
+func (s *Store) SaveTurnAndCalls(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool, calls []byte, expected, searches int) (Status, json.RawMessage, error) {
+	v, err := saveTurnCalls.Run(ctx, s.r, []string{s.K.Job(id)}, hopField(prefixTurn, h), turn,
+		flag(h == 0), flag(sticky), flag(googlePreferred), Millis(time.Now()),
+		hopField(prefixCalls, h), calls, hopField(prefixExpected, h), expected, searches).StringSlice()
+	if err != nil || len(v) != 2 {
+		return "", nil, fmt.Errorf("state: storing a model turn and its calls: %v", err)
+	}
+	return Status(v[0]), json.RawMessage(v[1]), nil
+}
+
 // KeepHop holds the lease of hop h of a job (claimed by LoadStep or RecordAndLoad)
 // for owner until the returned function is called; see KeepAlive.
 func (s *Store) KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool) {

@@ -171,6 +171,9 @@ type Hold struct {
 	// to its price (and one search) changes nothing, so SettleCall skips it.
 	price int64
 	made  struct{ job, batch, tenant bool }
+	// batch is the job's batch while only the job's part is held (StartSearch):
+	// ReserveHeld reserves there next.
+	batch string
 }
 
 // ReserveCall reserves usd for a paid call of job against, in turn, the job's
@@ -180,7 +183,6 @@ type Hold struct {
 // reserved. It returns the hold to settle, or the budget that refused.
 func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
 	price := toMicros(usd)
-	ttl := s.Retention.Milliseconds()
 	batch, known := s.batches.get(jobID)
 	v, err := reserveJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, price).Slice()
 	if err != nil {
@@ -193,10 +195,20 @@ func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd
 	if answer == "over" {
 		return nil, &Exhausted{Budget: BudgetRequest, Limit: limit}, nil
 	}
-	h := &Hold{JobID: jobID, Batch: batch, Call: call, price: price}
+	h := &Hold{JobID: jobID, Call: call, price: price, batch: batch}
 	h.made.job = answer == "ok"
-	if batch != "" {
-		v, err := reserveCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, price, ttl).Slice()
+	return s.ReserveHeld(ctx, h, tenant, b, now)
+}
+
+// ReserveHeld goes on with a call whose job's part h holds (SearchStart.Held, or
+// ReserveCall's first step): it reserves the call's price against its batch's ledger
+// and its tenant's budget b, each once per call, and gives back what h held when one
+// refuses. It returns the hold to settle, or the budget that refused.
+func (s *Store) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+	usd := fromMicros(h.price)
+	if batch := h.batch; batch != "" {
+		h.Batch, h.batch = batch, ""
+		v, err := reserveCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, h.Call, h.price, s.Retention.Milliseconds()).Slice()
 		if err != nil {
 			s.releaseHold(ctx, h)
 			return nil, nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
@@ -209,7 +221,7 @@ func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd
 		}
 		h.made.batch = a == "ok"
 	}
-	r, ex, err := s.ReserveSpend(ctx, tenant, call, usd, b, now)
+	r, ex, err := s.ReserveSpend(ctx, tenant, h.Call, usd, b, now)
 	if err != nil || ex != nil {
 		s.releaseHold(ctx, h)
 		return nil, ex, err

@@ -69,6 +69,15 @@ type Job struct {
 	// ReplayOf is the job this one replays: its searches are answered from that job's
 	// recorded results, never searched.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// HasStoredResponse is set on a job whose Responses request is stored (SaveResponse,
+	// before the job is created): the job's hash notes it ("resp"), so archiving a job
+	// without one reads no stored response.
+	HasStoredResponse bool `json:"-"`
+
+	// hot is the job's whole hash as ReadEnded read it (its chain, recorded results
+	// and the rest with the record), which ArchiveEnded archives without reading it
+	// again; nil when it was not read so.
+	hot map[string]string
 }
 
 // JobError is why a job failed, in the OpenAI error vocabulary.
@@ -179,7 +188,7 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	argv := []any{s.Retention.Milliseconds(),
 		"id", j.ID, "layout", jobLayout, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
 		"request", []byte(j.Request), "created", Millis(j.Created), "updated", Millis(j.Updated),
-		"deadline", Millis(j.Deadline), "batch", j.Batch}
+		"deadline", Millis(j.Deadline), "batch", j.Batch, fieldStoredResponse, flag(j.HasStoredResponse)}
 	if len(j.Callback) > 0 {
 		argv = append(argv, "callback", []byte(j.Callback), "webhook", "pending")
 	}
@@ -224,6 +233,29 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 			m[jobFields[i]] = v
 		}
 	}
+	return s.jobOf(ctx, id, m)
+}
+
+// ReadEnded reads a job as GetJob does, with one HGETALL of its hash: the finisher
+// reads an ended job so, and the job it returns carries the whole hash (its chain and
+// recorded results too), which ArchiveEnded, a finish hook, archives without reading
+// the job again.
+func (s *Store) ReadEnded(ctx context.Context, id string) (*Job, error) {
+	m, err := s.r.HGetAll(ctx, s.K.Job(id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("state: reading job: %w", err)
+	}
+	j, err := s.jobOf(ctx, id, m)
+	if err == nil && m[fieldCold] == "" {
+		j.hot = m
+	}
+	return j, err
+}
+
+// jobOf is the job whose hash holds m (the record's fields at least), with the cold
+// part of an archived job from the archive, or wholly from the archive when Redis no
+// longer has it.
+func (s *Store) jobOf(ctx context.Context, id string, m map[string]string) (*Job, error) {
 	if len(m) == 0 || m["id"] == "" {
 		rec, err := s.archived(ctx, id, false)
 		if err != nil {
@@ -249,7 +281,12 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 // whether it is archived): GetJob reads these, not the chain, outcomes and ledger
 // that share the hash while the job runs.
 var jobFields = []string{"id", "tenant", "kind", "model", "status", "request", "created", "updated", "finished", "deadline",
-	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "error", fieldCold}
+	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "error", fieldCold, fieldStoredResponse}
+
+// fieldStoredResponse is the job hash field that says whether the job has a stored
+// response (Keys.StoredResponse): "1" or "0", written when the job is created; a job
+// an earlier release created has none, and its archiving looks the response up.
+const fieldStoredResponse = "resp"
 
 func jobFromHash(m map[string]string) *Job {
 	raw := func(k string) json.RawMessage {
@@ -264,6 +301,7 @@ func jobFromHash(m map[string]string) *Job {
 		Finished: FromMillis(m["finished"]), Deadline: FromMillis(m["deadline"]),
 		Response: raw("response"), Usage: raw("usage"), Trace: raw("trace"), Callback: raw("callback"),
 		Batch: m["batch"], WebhookStatus: m["webhook"], ReplayOf: m["replay_of"], Question: m["question"],
+		HasStoredResponse: m[fieldStoredResponse] == "1",
 	}
 	if e := m["error"]; e != "" {
 		j.Error = &JobError{}
@@ -288,11 +326,16 @@ func (s *Store) JobStatus(ctx context.Context, id string) (Status, error) {
 }
 
 // setIfLive sets fields of a job unless it has ended. KEYS[1] job; ARGV[1] now (ms);
-// ARGV[2] new status or "" to keep; then field/value pairs. Returns 1 if it wrote.
+// ARGV[2] new status or "" to keep; ARGV[3] a field written only where it holds
+// nothing (a hop's model answer, FirstWrite; "" none) and ARGV[4] its value; then
+// field/value pairs. Returns 1 if it wrote, 0 when the job has ended, -1 when it is
+// gone, 2 when ARGV[3] holds another value (nothing is written then).
 var setIfLive = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
+local v = redis.call('HMGET', KEYS[1], 'status', ARGV[3])
+local st = v[1]
 if not st then return -1 end
 if st == 'completed' or st == 'failed' or st == 'cancelled' then return 0 end
+if ARGV[3] ~= '' and v[2] and v[2] ~= ARGV[4] then return 2 end
 -- One HSET writes every field: updated, the status (and finished, for a terminal
 -- one) and the given fields.
 local f = {'updated', ARGV[1]}
@@ -302,10 +345,34 @@ if ARGV[2] ~= '' then
     f[#f+1] = 'finished'; f[#f+1] = ARGV[1]
   end
 end
-for i = 3, #ARGV do f[#f+1] = ARGV[i] end
+if ARGV[3] ~= '' and not v[2] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
+for i = 5, #ARGV do f[#f+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(f))
 return 1
 `)
+
+// FirstWrite is a field value Update and Finish write only where the field holds
+// none: a hop's model answer (TurnField) stored with the job's ending, first write
+// wins. Where it holds another value, nothing is written (ErrAnswerStood).
+type FirstWrite []byte
+
+// TurnField names hop h's stored model answer among a job's fields (for a
+// FirstWrite); HopOfTurnField reads the hop back.
+func TurnField(h int) string { return hopField(prefixTurn, h) }
+
+// HopOfTurnField is the hop a TurnField names.
+func HopOfTurnField(f string) (int, bool) {
+	rest, ok := strings.CutPrefix(f, prefixTurn+":")
+	if !ok {
+		return 0, false
+	}
+	h, err := strconv.Atoi(rest)
+	return h, err == nil
+}
+
+// ErrAnswerStood means a FirstWrite field of a job that has not ended held another
+// value (another worker's answer to the hop): nothing was written.
+var ErrAnswerStood = errors.New("state: another answer to the hop was stored first")
 
 // Update sets status (if not "") and fields of a job that has not ended. It reports
 // whether it wrote: false means the job had already ended (or does not exist), and the
@@ -316,6 +383,9 @@ func (s *Store) Update(ctx context.Context, id string, status Status, fields ...
 	if err != nil {
 		return false, fmt.Errorf("state: updating job: %w", err)
 	}
+	if n == 2 {
+		return false, ErrAnswerStood
+	}
 	if n == 1 && status.Terminal() {
 		s.r.ZRem(ctx, s.K.Deadlines(), id)
 	}
@@ -323,11 +393,14 @@ func (s *Store) Update(ctx context.Context, id string, status Status, fields ...
 }
 
 func updateArgs(status Status, fields []any) []any {
-	argv := make([]any, 0, 2+len(fields))
-	argv = append(argv, Millis(time.Now()), string(status))
+	argv := make([]any, 0, 4+len(fields))
+	argv = append(argv, Millis(time.Now()), string(status), "", "")
 	for i := 0; i+1 < len(fields); i += 2 {
 		v := fields[i+1]
 		switch x := v.(type) {
+		case FirstWrite:
+			argv[2], argv[3] = fields[i], []byte(x)
+			continue
 		case json.RawMessage:
 			v = []byte(x)
 		case *JobError:
@@ -357,7 +430,7 @@ func (s *Store) TryLock(ctx context.Context, key, owner string, ttl time.Duratio
 }
 
 // scripts are loaded at start and re-loaded if Redis forgets them (a restart).
-var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, recordResult, startSearch, saveOutcome, lease, release, gcra, setWebhookStatus}
+var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, saveTurnCalls, recordResult, startSearch, saveOutcome, lease, release, gcra, setWebhookStatus}
 
 // pipelined runs fn's commands in one round trip. Scripts in it are called by SHA;
 // if Redis does not know one (it restarted), they are loaded and the pipeline is run
@@ -482,12 +555,16 @@ return 0
 `)
 
 // Finish moves a job that has not ended to a terminal status with fields. It reports
-// whether it moved the job (see Update). The chain is left as it is: no step reads
+// whether it moved the job (see Update); a FirstWrite field that holds another value
+// moves nothing (ErrAnswerStood). The chain is left as it is: no step reads
 // it once the job has ended, and the archive drops it.
 func (s *Store) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
 	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: finishing job: %w", err)
+	}
+	if n == 2 {
+		return false, ErrAnswerStood
 	}
 	return n == 1, nil
 }
@@ -503,25 +580,69 @@ type SearchStart struct {
 	Fallback *Fallback
 	// Tenant is the job's tenant, whose budget the search is paid from.
 	Tenant string
+	// Held is the call's hold with its job's part reserved (see Pay): set when the
+	// start was asked to pay, claimed the call and found it to search (no stored
+	// outcome, a job that runs, the call with this engine). ReserveHeld goes on with
+	// the batch's and the tenant's parts. Refused is set instead when the job's cap
+	// (max_cost_usd) refused the search; nothing is held then.
+	Held    *Hold
+	Refused *Exhausted
+}
+
+// Pay asks StartSearch to reserve a search's price (USD) for Call, a paid call of
+// Engine, against its job's ledger as it claims the call: a search costs the job's
+// reservation no round trip of its own. A call that holds an entry already (a
+// redelivery) reserves nothing more.
+type Pay struct {
+	Call   string
+	Engine string
+	USD    float64
 }
 
 // startSearch reads what a search worker needs before searching and claims the
 // call's lease, in one script: KEYS[1] the job, KEYS[2] the call's lease; ARGV[1]
 // owner, ARGV[2] lease ms, ARGV[3..5] the call's outcome, fallback engine and tried
-// fields (calls.go). Returns {outcome or false, fallback engine, tried, status,
-// tenant, batch, lease} with lease as in claimLua.
+// fields (calls.go); to pay (Pay), ARGV[6] the call's ledger field (” none), ARGV[7]
+// its price (micro-dollars), ARGV[8] its engine. Returns {outcome or false, fallback
+// engine, tried, status, tenant, batch, lease, pay, cap} with lease as in claimLua
+// and pay ” (not reserved), 'ok', 'again' (reserved before) or 'over' (the job's
+// cap, in micro-dollars, refused it). The price is reserved (one HSET beside the
+// read) only when the lease is claimed and the call is to be searched by this
+// engine: no stored outcome, a job that runs, no fallback away from the engine.
 var startSearch = redis.NewScript(claimLua + `
-local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5])
-return {j[4], j[5], j[6], j[1], j[2], j[3], claim(KEYS[2], ARGV[1], ARGV[2])}
+local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '` + ledgerMark + `cap', '` + ledgerMark + `usd')
+local l = claim(KEYS[2], ARGV[1], ARGV[2])
+local st, pay, cap = j[1], '', 0
+if ARGV[6] ~= '' and l == 0 and not j[4] and st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' and (not j[5] or j[5] == ARGV[8]) then
+  if j[7] then
+    pay = 'again'
+  else
+    local price = tonumber(ARGV[7])
+    local c, usd = tonumber(j[8] or '-1'), tonumber(j[9] or '0')
+    if c >= 0 and usd + price > c then
+      pay, cap = 'over', c
+    else
+      redis.call('HSET', KEYS[1], '` + ledgerMark + `usd', string.format('%d', usd + price), ARGV[6], price)
+      pay = 'ok'
+    end
+  end
+end
+return {j[4], j[5], j[6], j[1], j[2], j[3], l, pay, cap}
 `)
 
 // StartSearch reads a call's stored result, its fallback state and its job's status
-// and tenant, and claims the call's lease for owner.
-func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*SearchStart, error) {
+// and tenant, and claims the call's lease for owner; with pay, it reserves the
+// search's price against the job's ledger as well (SearchStart.Held).
+func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
 	keys := []string{s.K.Job(id), s.K.SearchLease(id, h, call)}
+	payField, price, engine := "", int64(0), ""
+	if pay != nil {
+		payField, price, engine = ledgerMark+"r:"+pay.Call, toMicros(pay.USD), pay.Engine
+	}
 	v, err := startSearch.Run(ctx, s.r, keys, owner, ttl.Milliseconds(),
-		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call)).Slice()
-	if err != nil || len(v) != 7 {
+		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call),
+		payField, price, engine).Slice()
+	if err != nil || len(v) != 9 {
 		return nil, fmt.Errorf("state: starting search: %v", err)
 	}
 	str := func(x any) string { v, _ := x.(string); return v }
@@ -532,11 +653,20 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	if e := str(v[1]); e != "" {
 		st.Fallback = &Fallback{Engine: e, Tried: []byte(str(v[2]))}
 	}
+	batch := str(v[5])
 	if st.Status != "" {
-		s.batches.put(id, str(v[5]))
+		s.batches.put(id, batch)
 	}
 	left, _ := v[6].(int64)
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
+	switch str(v[7]) {
+	case "ok", "again":
+		st.Held = &Hold{JobID: id, Call: pay.Call, price: price, batch: batch}
+		st.Held.made.job = str(v[7]) == "ok"
+	case "over":
+		c, _ := v[8].(int64)
+		st.Refused = &Exhausted{Budget: BudgetRequest, Limit: fromMicros(c)}
+	}
 	return st, nil
 }
 

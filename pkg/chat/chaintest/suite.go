@@ -24,11 +24,13 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"TurnRaceAgrees", turnRaceAgrees},
 		{"CallsRecordedOnce", callsRecordedOnce},
 		{"CallsReportCancel", callsReportCancel},
+		{"TurnAndCallsStoredTogether", turnAndCalls},
 		{"ResultsRecordedOnceAndCounted", resultsRecordedOnce},
 		{"CompletingResultClaimsNextHop", completingResultClaims},
 		{"LeaseHeldRenewedLapsing", leaseHeldRenewedLapsing},
 		{"KeptLeaseOutlivesTTL", keptLease},
 		{"FinishNeverOverwritesTerminal", finishNeverOverwrites},
+		{"FinishStoresTheAnswerOnce", finishStoresTheAnswer},
 		{"StickyFlags", stickyFlags},
 		{"Deadlines", deadlines},
 		{"NotFound", notFound},
@@ -144,6 +146,79 @@ func callsReportCancel(t *testing.T, s Store) {
 	}
 	if st, err := s.SaveCalls(ctx, "j", 0, []byte(`["a"]`), 1, 1); err != nil || st != state.Cancelled {
 		t.Fatalf("SaveCalls on a cancelled job = %q, %v", st, err)
+	}
+}
+
+// SaveTurnAndCalls is SaveTurn then SaveCalls: the answer and its calls stored
+// once, the flags and running on hop 0; another answer stored first is returned and
+// no calls are recorded for it; an ended job gets its answer, not its calls.
+func turnAndCalls(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	for range 2 { // a replay (the same answer) changes nothing
+		st, got, err := s.SaveTurnAndCalls(ctx, "j", 0, []byte(`{"t":1}`), false, true, []byte(`["a"]`), 1, 1)
+		if err != nil || st != state.Running || string(got) != `{"t":1}` {
+			t.Fatalf("SaveTurnAndCalls = %q, %s, %v", st, got, err)
+		}
+	}
+	step := load(t, s, "j", nil)
+	h0 := step.Chain.Hops[0]
+	if step.Job.Status != state.Running || string(h0.Turn) != `{"t":1}` || string(h0.Calls) != `["a"]` || h0.Expected != 1 ||
+		step.Chain.Searches != 1 || !step.Chain.Sticky || !step.Chain.GooglePreferred {
+		t.Fatalf("after SaveTurnAndCalls: status %s, hop 0 %+v, chain %+v", step.Job.Status, h0, step.Chain)
+	}
+	// Another worker's answer to hop 1 stands: its calls are not this one's.
+	if _, err := s.SaveTurn(ctx, "j", 1, []byte(`{"t":"other"}`), false, false); err != nil {
+		t.Fatal(err)
+	}
+	st, got, err := s.SaveTurnAndCalls(ctx, "j", 1, []byte(`{"t":2}`), false, false, []byte(`["b"]`), 1, 1)
+	if err != nil || st != state.Running || string(got) != `{"t":"other"}` {
+		t.Fatalf("over another answer = %q, %s, %v", st, got, err)
+	}
+	if step := load(t, s, "j", nil); step.Chain.Hops[1].Calls != nil || step.Chain.Searches != 1 {
+		t.Fatalf("calls recorded for an answer that did not stand: %+v, searches %d", step.Chain.Hops[1], step.Chain.Searches)
+	}
+	if ok, err := s.Finish(ctx, "j", state.Cancelled); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	st, got, err = s.SaveTurnAndCalls(ctx, "j", 2, []byte(`{"t":3}`), false, false, []byte(`["c"]`), 1, 1)
+	if err != nil || st != state.Cancelled || string(got) != `{"t":3}` {
+		t.Fatalf("on a cancelled job = %q, %s, %v", st, got, err)
+	}
+	if step := load(t, s, "j", nil); step.Chain.Hops[2] == nil || string(step.Chain.Hops[2].Turn) != `{"t":3}` || step.Chain.Hops[2].Calls != nil {
+		t.Fatalf("a cancelled job's hop 2: %+v", step.Chain.Hops[2])
+	}
+	if st, _, err := s.SaveTurnAndCalls(ctx, "gone", 0, []byte(`{}`), false, false, []byte(`[]`), 0, 0); err != nil || st != "" {
+		t.Fatalf("a job that is gone = %q, %v", st, err)
+	}
+}
+
+// Finish with a hop's answer (a FirstWrite) stores it with the ending; where
+// another answer to the hop is stored, it writes nothing (ErrAnswerStood).
+func finishStoresTheAnswer(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "a", time.Time{})
+	mustJob(t, s, "b", time.Time{})
+	ok, err := s.Finish(ctx, "a", state.Completed, "response", json.RawMessage(`{"r":1}`), state.TurnField(1), state.FirstWrite(`{"t":1}`))
+	if err != nil || !ok {
+		t.Fatalf("finish with the answer = %v, %v", ok, err)
+	}
+	if st := load(t, s, "a", nil); st.Job.Status != state.Completed || string(st.Chain.Hops[1].Turn) != `{"t":1}` {
+		t.Fatalf("after the finish: %s, hop 1 %+v", st.Job.Status, st.Chain.Hops[1])
+	}
+	if _, err := s.SaveTurn(ctx, "b", 1, []byte(`{"t":"other"}`), false, false); err != nil {
+		t.Fatal(err)
+	}
+	ok, err = s.Finish(ctx, "b", state.Completed, "response", json.RawMessage(`{"r":2}`), state.TurnField(1), state.FirstWrite(`{"t":2}`))
+	if ok || !errors.Is(err, state.ErrAnswerStood) {
+		t.Fatalf("finish over another answer = %v, %v; want ErrAnswerStood", ok, err)
+	}
+	if st := load(t, s, "b", nil); st.Job.Status.Terminal() || string(st.Chain.Hops[1].Turn) != `{"t":"other"}` {
+		t.Fatalf("after the refused finish: %s, hop 1 %+v", st.Job.Status, st.Chain.Hops[1])
+	}
+	// The same answer, stored before (a replay), finishes.
+	if ok, err := s.Finish(ctx, "b", state.Completed, state.TurnField(1), state.FirstWrite(`{"t":"other"}`)); err != nil || !ok {
+		t.Fatalf("finish with the stored answer = %v, %v", ok, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -41,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"CachePerTenantWithTTL", cachePerTenant},
 		{"RateLimitShared", rateLimit},
 		{"ReserveCallOnceAndSettle", reserveCallOnce},
+		{"StartPaysTheJobsPart", startPays},
 		{"CapsRefuseCalls", capsRefuseCalls},
 		{"KeyCooldowns", keyCooldowns},
 	}
@@ -61,7 +63,7 @@ func job(t *testing.T, s Store, id, tenant, batch string) {
 
 func start(t *testing.T, s Store, id, call, owner string, ttl time.Duration) *state.SearchStart {
 	t.Helper()
-	st, err := s.StartSearch(context.Background(), id, 0, call, owner, ttl)
+	st, err := s.StartSearch(context.Background(), id, 0, call, owner, ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +289,78 @@ func reserveCallOnce(t *testing.T, s Store) {
 	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, state.Budget{USDPerMonth: 0.005}, now); ex == nil || ex.Budget != state.BudgetUSDMonth {
 		t.Fatalf("past the monthly dollars: %+v", ex)
 	}
+	wantSpend(t, s, "acme", 0.004, 1)
+}
+
+// A start asked to pay holds the search's price against its job's ledger when it
+// claims a call to search, once per call; ReserveHeld goes on with the tenant's part.
+// A start that does not claim the call, finds its outcome stored or the call handed
+// to another engine holds nothing; the job's cap refuses a search it cannot fit.
+func startPays(t *testing.T, s Store) {
+	ctx, now := context.Background(), time.Now()
+	job(t, s, "j", "acme", "")
+	pay := func(call string) *state.Pay {
+		return &state.Pay{Call: "j:0:" + call + "@brave", Engine: "brave", USD: 0.01}
+	}
+	startPay := func(call, owner string) *state.SearchStart {
+		t.Helper()
+		st, err := s.StartSearch(ctx, "j", 0, call, owner, time.Minute, pay(call))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	wantJob := func(want float64) {
+		t.Helper()
+		if usd, _, err := s.RequestSpend(ctx, "j"); err != nil || math.Abs(usd-want) > 1e-9 {
+			t.Fatalf("job ledger $%v (%v), want $%v", usd, err, want)
+		}
+	}
+	var held *state.Hold
+	for range 2 { // the holder's redelivery holds nothing more
+		st := startPay("c1", "w1")
+		if !st.Claimed || st.Held == nil || st.Refused != nil || st.Held.JobID != "j" || st.Held.Call != "j:0:c1@brave" {
+			t.Fatalf("a paid start: %+v", st)
+		}
+		held = st.Held
+		wantJob(0.01)
+	}
+	if st := startPay("c1", "w2"); st.Claimed || st.Held != nil || st.Refused != nil {
+		t.Fatalf("a start that did not claim the call: %+v", st)
+	}
+	wantJob(0.01)
+	h, ex, err := s.ReserveHeld(ctx, held, "acme", state.Budget{SearchesPerDay: 5}, now)
+	if err != nil || ex != nil || h == nil || h.Tenant == nil || h.Tenant.Tenant != "acme" {
+		t.Fatalf("reserve held %+v %+v %v", h, ex, err)
+	}
+	wantSpend(t, s, "acme", 0.01, 1)
+	if err := s.SettleCall(ctx, h, 0.004, 1); err != nil {
+		t.Fatal(err)
+	}
+	wantJob(0.004)
+	wantSpend(t, s, "acme", 0.004, 1)
+
+	if err := s.SaveSearchDone(ctx, "j", 0, "c2", []byte(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := startPay("c2", "w1"); st.Done == nil || st.Held != nil {
+		t.Fatalf("a call with a stored outcome: %+v", st)
+	}
+	if _, err := s.HandOff(ctx, "j", 0, "c3", "brave", "exa", []byte(`[]`)); err != nil {
+		t.Fatal(err)
+	}
+	if st := startPay("c3", "w1"); st.Fallback == nil || st.Held != nil {
+		t.Fatalf("a call handed to another engine: %+v", st)
+	}
+	wantJob(0.004)
+	if err := s.SetRequestCap(ctx, "j", 0.01); err != nil {
+		t.Fatal(err)
+	}
+	st := startPay("c4", "w1")
+	if st.Held != nil || st.Refused == nil || st.Refused.Budget != state.BudgetRequest || st.Refused.Limit != 0.01 {
+		t.Fatalf("past the request's cap: %+v %+v", st, st.Refused)
+	}
+	wantJob(0.004)
 	wantSpend(t, s, "acme", 0.004, 1)
 }
 
