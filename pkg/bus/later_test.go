@@ -57,8 +57,16 @@ func TestLaterHoldsTheDeliveryUntilFinished(t *testing.T) {
 	if n := inFlight.Load(); n != 3 {
 		t.Fatalf("in flight = %d, want 3", n)
 	}
-	if g := runtime.NumGoroutine(); g > g0+1 {
-		t.Fatalf("%d goroutines with 3 deferred deliveries, had %d before: a deferred delivery must hold none", g, g0)
+	// Goroutines of their own (a heartbeat timer firing, the client's and the
+	// server's loops) come and go: the fewest seen over half a second must be fewer
+	// than one per deferred delivery (a busy machine once caught two passing by).
+	least := runtime.NumGoroutine()
+	for range 10 {
+		time.Sleep(50 * time.Millisecond)
+		least = min(least, runtime.NumGoroutine())
+	}
+	if least >= g0+3 {
+		t.Fatalf("at least %d goroutines with 3 deferred deliveries, had %d before: a deferred delivery must hold none", least, g0)
 	}
 	// One fails (retried like a returned error), the others end well. From now on
 	// every delivery is finished at once: the fourth, and the redeliveries of it that
