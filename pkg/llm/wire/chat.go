@@ -431,6 +431,9 @@ type chatCompletion struct {
 		} `json:"sources"`
 		Warnings []string `json:"warnings"`
 	} `json:"searchfleet"`
+	// Error is a provider's in-band error envelope: only a model's answer is read
+	// for it (ChatModel.DecodeResponse), in the same pass as the rest.
+	Error json.RawMessage `json:"error"`
 }
 
 var chatStops = map[string]StopReason{"stop": StopEndTurn, "tool_calls": StopToolUse, "function_call": StopToolUse, "length": StopMaxTokens, "content_filter": StopRefusal}
@@ -442,6 +445,11 @@ func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
 	if err := json.Unmarshal(body, &c); err != nil {
 		return nil, fmt.Errorf("not a chat completion: %w", err)
 	}
+	return c.response()
+}
+
+// response is a decoded chat.completion in canonical form.
+func (c *chatCompletion) response() (*Response, error) {
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("chat completion has no choices")
 	}
