@@ -73,9 +73,12 @@ type view struct {
 	// decoded memoizes results: a completion reads each several times (messages,
 	// sources, trace, response) and decoding them dominated a step's CPU.
 	decoded map[string]*search.Done
-	// rendered memoizes history(h); turns memoizes decoded turns.
+	// rendered memoizes history(h); turns memoizes decoded turns, calls each hop's
+	// decoded calls (a completion reads them for the evidence nonce, the fetch count,
+	// the trace and the response).
 	rendered map[int]renderedHop
 	turns    map[int]*turn
+	hopCalls map[int][]call
 	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey).
 	evidenceKey []byte
 }
@@ -91,7 +94,7 @@ func newView(job *state.Job, chain *state.Chain) (*view, error) {
 		return nil, fmt.Errorf("stored request unreadable: %w", err)
 	}
 	return &view{job: job, req: st.Request, protocol: st.Protocol, toolNames: st.Request.ToolNames(), chain: chain,
-		decoded: map[string]*search.Done{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}}, nil
+		decoded: map[string]*search.Done{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}, hopCalls: map[int][]call{}}, nil
 }
 
 func (v *view) turn(h int) (*turn, bool) {
@@ -121,13 +124,21 @@ func (v *view) seed(d *search.Done) {
 	v.decoded[strconv.Itoa(d.Hop)+":"+d.CallID] = d
 }
 
+// calls returns hop h's recorded calls, decoded once per view: callers read them and
+// never write them.
 func (v *view) calls(h int) []call {
+	if cs, ok := v.hopCalls[h]; ok {
+		return cs
+	}
 	hp, ok := v.chain.Hops[h]
 	if !ok || hp.Calls == nil {
 		return nil
 	}
 	var cs []call
 	_ = json.Unmarshal(hp.Calls, &cs)
+	if v.hopCalls != nil {
+		v.hopCalls[h] = cs
+	}
 	return cs
 }
 
