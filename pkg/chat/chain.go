@@ -79,8 +79,10 @@ type view struct {
 	rendered map[int]renderedHop
 	turns    map[int]*turn
 	hopCalls map[int][]call
-	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey).
+	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey); nonces
+	// memoizes each hop's delimiter nonce.
 	evidenceKey []byte
+	nonces      map[int]string
 }
 
 type renderedHop struct {

@@ -90,3 +90,20 @@ func BenchmarkOfferedTool(b *testing.B) {
 		}
 	}
 }
+
+// A hop's delimiter nonce is the same whether computed now or before, and is the
+// one its salt and the job give.
+func TestViewNonceMemoized(t *testing.T) {
+	t.Parallel()
+	v := oneCallView(t)
+	v.evidenceKey = []byte("k")
+	want := evidenceNonce(v.evidenceKey, v.job.ID, "s4lt")
+	for range 2 {
+		if got := v.nonce(0); got != want {
+			t.Fatalf("nonce(0) = %q, want %q", got, want)
+		}
+	}
+	if got, want := v.nonce(1), evidenceNonce(v.evidenceKey, v.job.ID, ""); got != want {
+		t.Fatalf("nonce(1) of a hop without calls = %q, want %q", got, want)
+	}
+}
