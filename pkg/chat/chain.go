@@ -73,11 +73,16 @@ type view struct {
 	// decoded memoizes results: a completion reads each several times (messages,
 	// sources, trace, response) and decoding them dominated a step's CPU.
 	decoded map[string]*search.Done
-	// rendered memoizes history(h); turns memoizes decoded turns.
+	// rendered memoizes history(h); turns memoizes decoded turns, calls each hop's
+	// decoded calls (a completion reads them for the evidence nonce, the fetch count,
+	// the trace and the response).
 	rendered map[int]renderedHop
 	turns    map[int]*turn
-	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey).
+	hopCalls map[int][]call
+	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey); nonces
+	// memoizes each hop's delimiter nonce.
 	evidenceKey []byte
+	nonces      map[int]string
 	// unsaved is a hop's model answer in chain but not stored yet: its dispatch
 	// stores it with its calls (Worker.answered).
 	unsaved *unsavedTurn
@@ -100,7 +105,7 @@ func newView(job *state.Job, chain *state.Chain) (*view, error) {
 		return nil, fmt.Errorf("stored request unreadable: %w", err)
 	}
 	return &view{job: job, req: st.Request, protocol: st.Protocol, toolNames: st.Request.ToolNames(), chain: chain,
-		decoded: map[string]*search.Done{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}}, nil
+		decoded: map[string]*search.Done{}, rendered: map[int]renderedHop{}, turns: map[int]*turn{}, hopCalls: map[int][]call{}}, nil
 }
 
 func (v *view) turn(h int) (*turn, bool) {
@@ -130,13 +135,21 @@ func (v *view) seed(d *search.Done) {
 	v.decoded[strconv.Itoa(d.Hop)+":"+d.CallID] = d
 }
 
+// calls returns hop h's recorded calls, decoded once per view: callers read them and
+// never write them.
 func (v *view) calls(h int) []call {
+	if cs, ok := v.hopCalls[h]; ok {
+		return cs
+	}
 	hp, ok := v.chain.Hops[h]
 	if !ok || hp.Calls == nil {
 		return nil
 	}
 	var cs []call
 	_ = json.Unmarshal(hp.Calls, &cs)
+	if v.hopCalls != nil {
+		v.hopCalls[h] = cs
+	}
 	return cs
 }
 

@@ -110,6 +110,9 @@ type Worker struct {
 	// ("chat.after_model_call", "chat.after_turn_stored", "chat.after_dispatch"): the
 	// crash tests pass ExitAt to kill a worker exactly there. Nil in production.
 	Failpoint func(name string)
+
+	// offered holds the server tools' tools[] entries, decoded once (tools.go).
+	offered toolCache
 }
 
 // HandleJob runs the first hop of a new job.
@@ -525,7 +528,7 @@ func (w *Worker) modelRequest(v *view, h int, offered, fetchOffered, gp bool, mo
 		if name == intent.ToolName && !offered || name == intent.FetchToolName && !fetchOffered {
 			continue
 		}
-		t, err := wire.ChatTool(serverTools[name].schema(w, gp))
+		t, err := w.offered.tool(serverTools[name].schema(w, gp))
 		if err != nil {
 			return nil, nil, fmt.Errorf("the %s tool's schema: %w", name, err)
 		}

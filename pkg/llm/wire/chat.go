@@ -240,17 +240,11 @@ func chatRequest(r *Request, model string, toModel bool) (map[string]any, error)
 	if len(r.Tools) > 0 {
 		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
-			fn := map[string]any{"name": t.Name}
-			if t.Description != "" {
-				fn["description"] = t.Description
-			}
+			ct := &chatTool{Type: "function", Function: chatFunction{Name: t.Name, Description: t.Description, Strict: t.Strict}}
 			if !isNull(t.Parameters) {
-				fn["parameters"] = t.Parameters
+				ct.Function.Parameters = t.Parameters
 			}
-			if t.Strict != nil {
-				fn["strict"] = *t.Strict
-			}
-			tools = append(tools, map[string]any{"type": "function", "function": fn})
+			tools = append(tools, ct)
 		}
 		out["tools"] = tools
 		if tc := r.ToolChoice; tc != nil {
@@ -280,6 +274,21 @@ func chatRequest(r *Request, model string, toModel bool) (map[string]any, error)
 		out["response_format"] = r.ResponseFormat
 	}
 	return out, nil
+}
+
+// chatTool is a tools[] entry of a Chat request. Its fields are in the order of
+// their names, so it encodes to the bytes the map it replaced did (encoding/json
+// sorts a map's keys), without a map and its sorting per tool per request.
+type chatTool struct {
+	Function chatFunction `json:"function"`
+	Type     string       `json:"type"`
+}
+
+type chatFunction struct {
+	Description string          `json:"description,omitempty"`
+	Name        string          `json:"name"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 func chatMessages(r *Request, toModel bool) ([]any, error) {
@@ -431,6 +440,9 @@ type chatCompletion struct {
 		} `json:"sources"`
 		Warnings []string `json:"warnings"`
 	} `json:"searchfleet"`
+	// Error is a provider's in-band error envelope: only a model's answer is read
+	// for it (ChatModel.DecodeResponse), in the same pass as the rest.
+	Error json.RawMessage `json:"error"`
 }
 
 var chatStops = map[string]StopReason{"stop": StopEndTurn, "tool_calls": StopToolUse, "function_call": StopToolUse, "length": StopMaxTokens, "content_filter": StopRefusal}
@@ -442,6 +454,11 @@ func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
 	if err := json.Unmarshal(body, &c); err != nil {
 		return nil, fmt.Errorf("not a chat completion: %w", err)
 	}
+	return c.response()
+}
+
+// response is a decoded chat.completion in canonical form.
+func (c *chatCompletion) response() (*Response, error) {
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("chat completion has no choices")
 	}

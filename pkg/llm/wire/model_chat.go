@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -82,15 +83,19 @@ func chatOwnReasoning(msg map[string]any, parts []Part) {
 // DecodeResponse reads a chat.completion; an error object inside a 200 (OpenRouter)
 // is the *llm.Error it reports.
 func (chatModel) DecodeResponse(body []byte) (*Response, error) {
-	var e struct {
-		Error json.RawMessage `json:"error"`
+	// One pass reads the completion and an in-band error envelope both. A body that
+	// is not JSON fills neither; one whose fields have the wrong types still fills
+	// error (encoding/json reads on past a type mismatch), which wins as it did when
+	// the envelope was read on its own.
+	var c chatCompletion
+	err := json.Unmarshal(body, &c)
+	if le := llm.InBandError(c.Error); le != nil {
+		return nil, le
 	}
-	if json.Unmarshal(body, &e) == nil {
-		if le := llm.InBandError(e.Error); le != nil {
-			return nil, le
-		}
+	if err != nil {
+		return nil, fmt.Errorf("not a chat completion: %w", err)
 	}
-	return Chat.DecodeResponse(body)
+	return c.response()
 }
 
 // DecodeError reads the OpenAI error envelope.

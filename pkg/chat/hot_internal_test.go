@@ -1,0 +1,109 @@
+package chat
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// oneCallView is a completing job's view: hop 0 made one web_search call.
+func oneCallView(t testing.TB) *view {
+	t.Helper()
+	cb, err := json.Marshal([]call{{ID: "call_1", Engine: "brave", Choice: "default", Query: engines.Query{Query: "go 1.26 release notes", Count: 5}, Salt: "s4lt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := &state.Chain{Hops: map[int]*state.Hop{0: {Calls: cb, Expected: 1}}}
+	return &view{job: &state.Job{ID: "j1", Model: "m"}, chain: chain, hopCalls: map[int][]call{}}
+}
+
+// A hop's calls read from the view are those stored, whether decoded now or before.
+func TestViewCallsMemoized(t *testing.T) {
+	t.Parallel()
+	v := oneCallView(t)
+	var want []call
+	if err := json.Unmarshal(v.chain.Hops[0].Calls, &want); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if got := v.calls(0); !reflect.DeepEqual(got, want) {
+			t.Fatalf("calls(0) = %+v, want %+v", got, want)
+		}
+	}
+	if got := v.calls(1); got != nil {
+		t.Fatalf("calls(1) of a hop with none = %+v", got)
+	}
+	if got := (&view{chain: v.chain}).calls(0); !reflect.DeepEqual(got, want) {
+		t.Fatalf("calls(0) of a view without the memo = %+v", got)
+	}
+}
+
+// The server tools' entries are those wire.ChatTool decodes, and a cached entry's
+// Parameters cannot be appended to in place.
+func TestToolCache(t *testing.T) {
+	t.Parallel()
+	var c toolCache
+	schema := intent.FetchTool()
+	want, err := wire.ChatTool(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got, err := c.tool(schema)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("tool = %+v, %v; want %+v", got, err, want)
+		}
+		if len(got.Parameters) != cap(got.Parameters) {
+			t.Fatal("a cached entry's Parameters has room to append in place")
+		}
+	}
+	if _, err := c.tool(json.RawMessage(`{"function":`)); err == nil {
+		t.Fatal("a schema that does not decode gave no error")
+	}
+}
+
+// BenchmarkViewCalls reads hop 0's calls as a completing hop does (the evidence nonce,
+// the fetch count, the trace, the response).
+func BenchmarkViewCalls(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		v := oneCallView(b)
+		for range 4 {
+			_ = v.calls(0)
+		}
+	}
+}
+
+// BenchmarkOfferedTool is the web_fetch tools[] entry of a model request.
+func BenchmarkOfferedTool(b *testing.B) {
+	var c toolCache
+	schema := intent.FetchTool()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.tool(schema); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A hop's delimiter nonce is the same whether computed now or before, and is the
+// one its salt and the job give.
+func TestViewNonceMemoized(t *testing.T) {
+	t.Parallel()
+	v := oneCallView(t)
+	v.evidenceKey = []byte("k")
+	want := evidenceNonce(v.evidenceKey, v.job.ID, "s4lt")
+	for range 2 {
+		if got := v.nonce(0); got != want {
+			t.Fatalf("nonce(0) = %q, want %q", got, want)
+		}
+	}
+	if got, want := v.nonce(1), evidenceNonce(v.evidenceKey, v.job.ID, ""); got != want {
+		t.Fatalf("nonce(1) of a hop without calls = %q, want %q", got, want)
+	}
+}
