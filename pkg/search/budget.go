@@ -73,7 +73,8 @@ func (w *Worker) pay(req Request, eng engines.Engine) *state.Pay {
 }
 
 // unreserve gives back the price StartSearch held for a search that is not made
-// after all (its deadline passed, the engine's rate limit kept it waiting too long).
+// after all (the engine's rate limit kept it waiting too long). A search past its
+// job's deadline is never held (Handle asks StartSearch for no payment).
 func (w *Worker) unreserve(ctx context.Context, ss *state.SearchStart, engine string) {
 	if ss.Held != nil {
 		w.settle(ctx, ss.Held, engine, nil, errNotSearched)

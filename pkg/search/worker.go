@@ -82,7 +82,13 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if !ok {
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.BadRequest, Engine: req.Engine, Message: "this worker has no engine " + req.Engine}), 0)
 	}
-	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL, w.pay(req, eng))
+	// A search whose job's deadline has passed is not made: nothing is held for it.
+	late := !req.Deadline.IsZero() && time.Now().After(req.Deadline)
+	pay := w.pay(req, eng)
+	if late {
+		pay = nil
+	}
+	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL, pay)
 	if err != nil {
 		return err
 	}
@@ -117,8 +123,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	// One that finished lets the claim lapse; its stored result answers any replay.
 	defer func() { release(err != nil) }()
 
-	if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
-		w.unreserve(ctx, ss, req.Engine)
+	if late {
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.Unavailable, Engine: req.Engine, Message: "the job's deadline passed before the search could run"}), 0)
 	}
 	set := w.Settings[req.Engine]

@@ -407,3 +407,54 @@ func TestDirectSearchFromAChainsCacheHasTheText(t *testing.T) {
 		t.Errorf("direct result from the cache: usage %+v, text:\n%s\nwant:\n%s", resp.Result.Usage, resp.Result.Citation.LLMContent, want)
 	}
 }
+
+// ledgerWrites counts the store calls that hold or move a search's price.
+type ledgerWrites struct {
+	search.Store
+	mu    sync.Mutex
+	pays  int
+	moves int
+}
+
+func (l *ledgerWrites) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *state.Pay) (*state.SearchStart, error) {
+	if pay != nil {
+		l.mu.Lock()
+		l.pays++
+		l.mu.Unlock()
+	}
+	return l.Store.StartSearch(ctx, id, h, call, owner, ttl, pay)
+}
+
+func (l *ledgerWrites) SettleCall(ctx context.Context, h *state.Hold, usd float64, searches int) error {
+	l.mu.Lock()
+	l.moves++
+	l.mu.Unlock()
+	return l.Store.SettleCall(ctx, h, usd, searches)
+}
+
+// A search whose job's deadline passed before a worker took it answers with an error
+// result and neither holds the engine's price nor settles one: nothing is searched,
+// so the spend ledger is not written at all. One in time holds and settles once.
+func TestSearchPastItsDeadlineHoldsNothing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	w := r.worker("w1", nil, nil, r.cfgs["brave"])
+	counted := &ledgerWrites{Store: r.store}
+	w.Store = counted
+
+	late := r.job("j-late", "brave")
+	late.Deadline = time.Now().Add(-time.Second)
+	handle(t, w, late, 1)
+	_, done := stored[search.Done](t, r.bus, bus.StreamChat, bus.SubjectResume)
+	if done.JobID != "j-late" || done.Result.Citation.Error == nil || !strings.Contains(done.Result.Citation.Error.Message, "deadline") {
+		t.Fatalf("late search answered %+v, want the deadline error", done.Result)
+	}
+	if r.sim.Stats().Requests["brave"] != 0 || counted.pays != 0 || counted.moves != 0 {
+		t.Fatalf("late search: %d engine calls, %d holds, %d settles; want none", r.sim.Stats().Requests["brave"], counted.pays, counted.moves)
+	}
+
+	handle(t, w, r.job("j-on-time", "brave"), 1)
+	if r.sim.Stats().Requests["brave"] != 1 || counted.pays != 1 || counted.moves != 1 {
+		t.Fatalf("search in time: %d engine calls, %d holds, %d settles; want one of each", r.sim.Stats().Requests["brave"], counted.pays, counted.moves)
+	}
+}
