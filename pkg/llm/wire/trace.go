@@ -157,22 +157,22 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 // A Messages client that did not ask for thinking is not given another model's
 // reasoning (Claude thinks only when asked; a Gemini or OpenAI model reasons anyway).
 func (r *Response) ShowTo(req *Request, p Protocol) {
-	var search, fetch, thinking bool
+	var search, fetch, reasoning bool
 	if req != nil && req.Search != nil {
 		search, fetch = req.Search.Requested, req.Search.Fetch
 	}
 	if req != nil && req.Reasoning != nil {
-		thinking = !req.Reasoning.off()
+		reasoning = !req.Reasoning.off()
 	}
 	switch p {
 	case OpenAIResponses:
-		fetch = search // a fetch is a web_search_call's open_page action
-		thinking = true
+		fetch = search   // a fetch is a web_search_call's open_page action
+		reasoning = true // reasoning items come back whatever the request asked
 	case AnthropicMessages:
 	default:
 		return
 	}
-	if search && fetch && thinking {
+	if search && fetch && reasoning {
 		return
 	}
 	var hidden map[string]bool
@@ -187,7 +187,7 @@ func (r *Response) ShowTo(req *Request, p Protocol) {
 			continue
 		case part.Kind == PartServerResult && hidden[part.Search.CallID]:
 			continue
-		case part.Kind == PartReasoning && !thinking && part.Reasoning != nil && part.Reasoning.Protocol != AnthropicMessages:
+		case part.Kind == PartReasoning && !reasoning && part.Reasoning != nil && part.Reasoning.Protocol != AnthropicMessages:
 			continue
 		}
 		kept = append(kept, part)
