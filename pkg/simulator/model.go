@@ -52,6 +52,11 @@ type chatRequest struct {
 	StreamOptions *streamOptions  `json:"stream_options"`
 	ToolChoice    json.RawMessage `json:"tool_choice"`
 	Tools         []chatTool      `json:"tools"`
+	// ReasoningEffort and Thinking ask for reasoning (chatReasoningOn).
+	ReasoningEffort string `json:"reasoning_effort"`
+	Thinking        *struct {
+		Type string `json:"type"`
+	} `json:"thinking"`
 }
 
 // chatTool is one tool of a chat request: a function, or a provider's own search
@@ -459,7 +464,7 @@ func answerFrom(results []string) string {
 	var parts []string
 	failed := 0
 	for _, r := range results {
-		r = evidenceRE.ReplaceAllString(r, "") // the fleet's delimiters around a result
+		r = stripEvidence(r) // the fleet's delimiters around a result
 		if strings.HasPrefix(r, "Error:") {
 			failed++
 			continue
@@ -514,9 +519,62 @@ func quoteSources(result string, n int) []string {
 	return cites
 }
 
-// evidenceRE matches the delimiters the fleet puts around each tool result
-// (<search_results id="…"> … </search_results id="…">, see pkg/chat/evidence.go).
-var evidenceRE = regexp.MustCompile(`(?m)^</?search_results id="[0-9a-f]+">\n?`)
+// stripEvidence drops the delimiters the fleet puts around each tool result
+// (<search_results id="…"> … </search_results id="…">, see pkg/chat/evidence.go): a
+// line that is one, with its line end. It scans once, without a regular expression:
+// the simulator answers every model turn of every benchmark with it.
+func stripEvidence(r string) string {
+	if !strings.Contains(r, `search_results id="`) {
+		return r
+	}
+	var b strings.Builder
+	b.Grow(len(r))
+	for start := 0; start < len(r); {
+		line := r[start:]
+		if n := delimiterLen(line); n > 0 {
+			start += n
+			continue
+		}
+		end := strings.IndexByte(line, '\n')
+		if end < 0 {
+			b.WriteString(line)
+			break
+		}
+		b.WriteString(line[:end+1])
+		start += end + 1
+	}
+	return b.String()
+}
+
+// delimiterLen is the length of the evidence delimiter s begins with
+// (`</?search_results id="[0-9a-f]+">` and the line end after it, if any), or 0.
+func delimiterLen(s string) int {
+	i := 0
+	if strings.HasPrefix(s, "</") {
+		i = 2
+	} else if strings.HasPrefix(s, "<") {
+		i = 1
+	} else {
+		return 0
+	}
+	const head = `search_results id="`
+	if !strings.HasPrefix(s[i:], head) {
+		return 0
+	}
+	i += len(head)
+	hex := i
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+		i++
+	}
+	if i == hex || !strings.HasPrefix(s[i:], `">`) {
+		return 0
+	}
+	i += 2
+	if i < len(s) && s[i] == '\n' {
+		i++
+	}
+	return i
+}
 
 // firstSentences returns up to n sentences of text, keeping markers that follow a
 // sentence's end ("… today. [1][2]" or "… today.[1]").

@@ -25,7 +25,12 @@ import (
 var templates sync.Map
 
 // template decodes a fixture into a fresh value the caller may change.
-func template(name string) map[string]any {
+func template(name string) map[string]any { return clone(shared(name)) }
+
+// shared is a fixture decoded once, shared by every answer: the caller changes none
+// of it, but may change a shallow copy (shallow) of any object on the way to a value it
+// replaces, so only those objects are copied.
+func shared(name string) map[string]any {
 	v, ok := templates.Load(name)
 	if !ok {
 		var m map[string]any
@@ -34,7 +39,16 @@ func template(name string) map[string]any {
 		}
 		v, _ = templates.LoadOrStore(name, m)
 	}
-	return clone(v)
+	return v.(map[string]any)
+}
+
+// shallow copies an object's fields, not the values they hold.
+func shallow(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // obj and arr read a decoded JSON value as an object or an array (nil when it is not).
@@ -101,14 +115,19 @@ func isoDay(t time.Time) string { return t.Format("2006-01-02") }
 // braveBody is Brave's web search answer for a: the recorded docs-shape body with its
 // web results replaced (the videos cluster dropped).
 func braveBody(a searchAsk) []byte {
-	m := template("brave/docs-shape-web-search.CONSTRUCTED.json")
-	obj(m["query"])["original"] = a.query
+	// Copied on the way to what changes (shared): the rest of the recorded body is
+	// written as it is, not copied for every answer.
+	m := shallow(shared("brave/docs-shape-web-search.CONSTRUCTED.json"))
+	query := shallow(obj(m["query"]))
+	m["query"] = query
+	query["original"] = a.query
 	hits := a.hits(defaultHits)
-	web := obj(m["web"])
+	web := shallow(obj(m["web"]))
+	m["web"] = web
 	tmpl := obj(arr(web["results"])[0])
 	var results, main []any
 	for i, h := range hits {
-		r := clone(tmpl)
+		r := shallow(tmpl) // every field it changes is replaced whole
 		path := strings.TrimPrefix(h.URL, "https://"+h.Host)
 		r["title"], r["url"], r["description"] = h.Title, h.URL, html.EscapeString(h.Snippet)
 		r["page_age"], r["age"] = h.Date.Format("2006-01-02T15:04:05"), h.Date.Format("January 2, 2006")
@@ -120,9 +139,10 @@ func braveBody(a searchAsk) []byte {
 	}
 	web["results"] = nonNil(results)
 	delete(m, "videos")
-	mixed := obj(m["mixed"])
+	mixed := shallow(obj(m["mixed"]))
+	m["mixed"] = mixed
 	mixed["main"] = nonNil(main)
-	obj(m["query"])["more_results_available"] = len(hits) > 0
+	query["more_results_available"] = len(hits) > 0
 	return mustJSON(m)
 }
 

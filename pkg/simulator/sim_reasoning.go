@@ -372,14 +372,7 @@ func (s *Server) geminiReasoning(w http.ResponseWriter, body []byte) (on, ok boo
 //     public issue thread).
 
 // chatReasoningOn reports whether a Chat request asks for reasoning.
-func chatReasoningOn(body []byte) bool {
-	var req struct {
-		ReasoningEffort string `json:"reasoning_effort"`
-		Thinking        *struct {
-			Type string `json:"type"`
-		} `json:"thinking"`
-	}
-	json.Unmarshal(body, &req)
+func chatReasoningOn(req chatRequest) bool {
 	return req.ReasoningEffort != "" && req.ReasoningEffort != "none" || req.Thinking != nil && req.Thinking.Type == "enabled"
 }
 
@@ -414,7 +407,7 @@ func chatReasoningError(req chatRequest, body []byte) (msg string, carried int) 
 // chatReasoning checks a Chat reasoning request (ok false: refused, the error written),
 // streamed or not: a reasoning model thinks either way.
 func (s *Server) chatReasoning(w http.ResponseWriter, req chatRequest, body []byte) (on, ok bool) {
-	if !chatReasoningOn(body) {
+	if !chatReasoningOn(req) {
 		return false, true
 	}
 	msg, carried := chatReasoningError(req, body)
