@@ -478,8 +478,9 @@ func deadlines(t *testing.T, s Store) {
 	if ids, _ := s.Overdue(ctx, time.Now(), 1); len(ids) != 1 {
 		t.Fatalf("overdue limited to 1 = %v", ids)
 	}
-	// Ending a job keeps its deadline: jobs.End forgets it once the terminal event is
-	// out, so the reaper repairs an ending that crashed between its two writes.
+	// Ending a job keeps its deadline: the finisher (jobs.Finisher) forgets it once the
+	// terminal event is out, so the reaper repairs an ending that crashed between its
+	// two writes.
 	s.Finish(ctx, "late1", state.Failed)
 	if ids, _ := s.Overdue(ctx, time.Now(), 10); len(ids) != 2 {
 		t.Fatalf("overdue after ending = %v, want both still due", ids)
