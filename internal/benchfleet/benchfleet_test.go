@@ -169,11 +169,13 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 43 and 13 measured,
-// plus the two key-rest lookups (model, engine) a job makes when their one-second
-// cache has lapsed and the tenant index's trim (one submission in 16). Where they go
-// (a job's chain, its calls' outcomes, recorded results and spend ledger are fields of
-// its one hash; docs/benchmarks.md, "Redis commands per job"):
+// scripts run included) and on the fleet's client (round trips): 42 and 12, as
+// measured, with nothing to spare. A job whose window holds more — the two key-rest
+// lookups (model, engine) a job makes when their one-second cache has lapsed, the
+// tenant index's trim (one submission in 16), a reaper sweep — is not the one measured
+// (TestOneSearchJobRedisBudget takes the best of up to five). Where they go (a job's
+// chain, its calls' outcomes, recorded results and spend ledger are fields of its one
+// hash; docs/benchmarks.md, "Redis commands per job"):
 //
 //	ingress: create the job (script: EXISTS, HSET, PEXPIRE), deadline, tenant index  6
 //	hop 0: read the job (HGETALL), take the hop's lease (SET NX)                     2
@@ -182,22 +184,23 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //	  HSET)                                                                          4
 //	search: reserve against the tenant's day and month (script: 2 HMGET, 2 HSET)    5
 //	search: store the outcome with the recorded result (script: HMGET, HSET)         3
-//	resume: record the result, take hop 1's lease (script: HMGET, HSET, SET NX), read 5
-//	end: the final turn and the status compare-and-set (script: HMGET, HSET); the
-//	  deadline is forgotten                                                          4
+//	resume: record the result, take hop 1's lease, read the job back (script:
+//	  HGETALL, HSET, SET NX)                                                         4
+//	end: the final turn and the status compare-and-set (script: HMGET, HSET)         3
 //	ingress reads the answer (HMGET)                                                 1
-//	finisher: read the job (HGETALL)                                                 1
+//	finisher: read the job (HGETALL), forget its deadline (ZREM)                     2
 //	archive: trim (script: HGETALL, DEL, HSET, PEXPIRE, SET summary), count spend
 //	  per model (3 HINCRBY)                                                          9
 const (
-	oneSearchJobCommands   = 46
-	oneSearchJobRoundTrips = 16
+	oneSearchJobCommands   = 42
+	oneSearchJobRoundTrips = 12
 )
 
 // A one-search job stays within its Redis budget. The server-side count is read from
 // MONITOR, keeping the commands that name a key of this fleet's prefix (other tests
-// share the Redis); the smallest of three jobs is taken, as the deadline reaper's
-// sweep may fall in a job's window.
+// share the Redis); the smallest of up to five jobs is taken, the first within budget
+// ending the run, as the deadline reaper's sweep, a key-rest lookup or the tenant
+// index's trim may fall in a job's window.
 func TestOneSearchJobRedisBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the whole fleet")
@@ -220,7 +223,10 @@ func TestOneSearchJobRedisBudget(t *testing.T) {
 	hc := &http.Client{Transport: fleet.Transport(), Timeout: 30 * time.Second}
 	meter := RedisMeter{Stats: f.Stats, Counter: f.Counter}
 	best, bestTrips := CommandStats(nil), int64(0)
-	for i := range 3 {
+	for i := range 5 {
+		if best != nil && best.Total() <= oneSearchJobCommands && bestTrips <= oneSearchJobRoundTrips {
+			break
+		}
 		if !meter.Quiet(ctx, 300*time.Millisecond, 10*time.Second) {
 			t.Fatal("the fleet's Redis client never fell quiet")
 		}

@@ -285,7 +285,7 @@ func (m *Memory) Finish(_ context.Context, id string, status state.Status, field
 	if status != "" {
 		j.Status = status
 		if status.Terminal() {
-			j.Finished = now // the deadline stays until ForgetDeadline (see jobs.End)
+			j.Finished = now // the deadline stays until ForgetDeadline (see jobs.Finisher)
 		}
 	}
 	j.Updated = now
@@ -389,6 +389,14 @@ func (m *Memory) ForgetDeadline(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.deadlines, id)
+	return nil
+}
+
+// RestoreDeadline implements jobs.Store.
+func (m *Memory) RestoreDeadline(_ context.Context, id string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deadlines[id] = at
 	return nil
 }
 

@@ -32,6 +32,12 @@ import (
 // still runs that the stream says ended. The stream wins: a terminal publish the stream
 // answers as a duplicate, and a reaper that finds a terminal event before ending a job,
 // make Redis agree with the stream (Store.Settle) instead of ending the job twice.
+//
+// The job's deadline (the reaper's set) is forgotten once its terminal event is out:
+// by the Finisher, which handles every terminal event and forgets the deadline in the
+// round trip that reads the job (state.Store.ReadEnded), and by the reaper after an
+// ending of its own. End itself does not: a crash after its event leaves the
+// deadline to the Finisher, which the event reaches.
 
 // Store is what ending a job needs of the state store (state.Store implements it).
 type Store interface {
@@ -45,6 +51,9 @@ type Store interface {
 	Settle(ctx context.Context, id string, status state.Status, je *state.JobError) error
 	// ForgetDeadline drops a job from the reaper's set once its ending is published.
 	ForgetDeadline(ctx context.Context, id string) error
+	// RestoreDeadline puts a job back in the reaper's set, due at at: the Finisher
+	// forgot the deadline of a job whose ending Redis turned out to have lost.
+	RestoreDeadline(ctx context.Context, id string, at time.Time) error
 }
 
 // Events is the durable event log (bus.Bus implements it).
@@ -146,9 +155,6 @@ func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 			return err
 		}
 		won = false
-	}
-	if err := e.store.ForgetDeadline(ctx, jobID); err != nil {
-		e.log.Warn("jobs: forgetting a deadline", "job", jobID, "err", err)
 	}
 	if won {
 		e.log.Debug("job ended", "job", jobID, "status", end.Status)

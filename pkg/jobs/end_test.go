@@ -3,6 +3,8 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -250,5 +252,63 @@ func reArm(t *testing.T, r *rig, id string) {
 	t.Helper()
 	if err := r.rdb.ZAdd(context.Background(), r.store.K.Deadlines(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: id}).Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// failingSettle is a store that cannot put a job's status back (Redis refuses it).
+type failingSettle struct{ *state.Store }
+
+func (failingSettle) Settle(context.Context, string, state.Status, *state.JobError) error {
+	return errors.New("settle refused")
+}
+
+// End leaves a job's deadline to the finisher, which forgets it in the round trip that
+// reads the job. A finisher that finds Redis lost the ending and cannot put it back
+// leaves the deadline set, so the reaper repairs the job.
+func TestFinisherForgetsTheDeadline(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	overdue := func() []string {
+		t.Helper()
+		ids, err := r.store.Overdue(ctx, time.Now().Add(2*time.Minute), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	f := jobs.NewFinisher(r.store, r.ender, r.m, nil)
+	id := r.job(t)
+	if err := r.ender.End(ctx, id, jobs.Ending{Status: state.Completed, Response: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if ids := overdue(); !slices.Equal(ids, []string{id}) {
+		t.Fatalf("deadlines after End = %v, want the job's, left to the finisher", ids)
+	}
+	if err := f.Handle(ctx, &bus.Delivery[bus.Event]{Msg: bus.Event{JobID: id, Type: bus.EventCompleted}}); err != nil {
+		t.Fatal(err)
+	}
+	if ids := overdue(); len(ids) != 0 {
+		t.Fatalf("deadlines after the finisher = %v", ids)
+	}
+
+	lost := r.job(t)
+	if err := r.ender.End(ctx, lost, jobs.Ending{Status: state.Cancelled}); err != nil {
+		t.Fatal(err)
+	}
+	r.lose(lost, state.Running)
+	broken := failingSettle{r.store}
+	fb := jobs.NewFinisher(broken, jobs.NewEnder(broken, r.bus, r.m, nil), r.m, nil)
+	if err := fb.Handle(ctx, &bus.Delivery[bus.Event]{Msg: bus.Event{JobID: lost, Type: bus.EventCancelled}}); err == nil {
+		t.Fatal("a finisher that could not put the ending back succeeded")
+	}
+	if ids := overdue(); !slices.Equal(ids, []string{lost}) {
+		t.Fatalf("deadlines after a failed repair = %v, want the job's, for the reaper", ids)
+	}
+	jobs.NewReaper(r.store, r.ender, "test", nil).Sweep(ctx, time.Now().Add(2*time.Minute))
+	if st, _ := r.store.JobStatus(ctx, lost); st != state.Cancelled {
+		t.Fatalf("status after the reaper = %s, want cancelled", st)
+	}
+	if ids := overdue(); len(ids) != 0 {
+		t.Fatalf("deadlines after the reaper = %v", ids)
 	}
 }

@@ -39,17 +39,24 @@ func NewFinisher(store Store, ender *Ender, m *metrics.Metrics, log *slog.Logger
 
 // EndedReader is what a Store may do besides GetJob: read an ended job with the whole
 // of its hash, which a finish hook may use without reading the job again
-// (state.Store.ReadEnded, state.Store.ArchiveEnded).
+// (state.Store.ReadEnded, state.Store.ArchiveEnded), and forget its deadline in the
+// same round trip.
 type EndedReader interface {
 	ReadEnded(ctx context.Context, id string) (*state.Job, error)
 }
 
-// read reads an ended job for its hooks.
+// read reads an ended job for its hooks and forgets its deadline: the job's terminal
+// event is out (it is the one being handled), so the reaper has nothing left to do
+// for it. An EndedReader does both in one round trip.
 func (f *Finisher) read(ctx context.Context, id string) (*state.Job, error) {
 	if r, ok := f.store.(EndedReader); ok {
 		return r.ReadEnded(ctx, id)
 	}
-	return f.store.GetJob(ctx, id)
+	job, err := f.store.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return job, f.store.ForgetDeadline(ctx, id)
 }
 
 // Handle runs the hooks of the job a terminal event ended.
@@ -72,7 +79,14 @@ func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error
 		return err
 	}
 	if job.Status != statusOf(ev.Type) {
-		// The stream's record stands over a Redis that lost the ending.
+		// The stream's record stands over a Redis that lost the ending. Until Redis
+		// agrees, the job keeps the deadline the read forgot (Reconcile forgets it
+		// again), so the reaper repairs the job if this handler cannot.
+		if !job.Deadline.IsZero() {
+			if err := f.store.RestoreDeadline(ctx, job.ID, job.Deadline); err != nil {
+				return err
+			}
+		}
 		if err := f.ender.Reconcile(ctx, &ev); err != nil {
 			return err
 		}

@@ -82,7 +82,7 @@ func (r *Reaper) reap(ctx context.Context, id string) error {
 		return err
 	}
 	if st.Terminal() {
-		return r.ender.End(ctx, id, Ending{Status: st})
+		return r.end(ctx, id, Ending{Status: st})
 	}
 	rec, err := r.ender.Recorded(ctx, id)
 	if err != nil {
@@ -92,5 +92,15 @@ func (r *Reaper) reap(ctx context.Context, id string) error {
 		return r.ender.Reconcile(ctx, rec)
 	}
 	r.log.Warn("reaper: job past its deadline", "job", id, "status", st)
-	return r.ender.End(ctx, id, Ending{Status: state.Failed, Error: DeadlineExceeded()})
+	return r.end(ctx, id, Ending{Status: state.Failed, Error: DeadlineExceeded()})
+}
+
+// end ends a job and, its terminal event out, forgets its deadline: the Finisher
+// forgets it too when the event reaches it, but the reaper does not sweep the job
+// again meanwhile.
+func (r *Reaper) end(ctx context.Context, id string, e Ending) error {
+	if err := r.ender.End(ctx, id, e); err != nil {
+		return err
+	}
+	return r.store.ForgetDeadline(ctx, id)
 }

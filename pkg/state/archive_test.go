@@ -208,6 +208,11 @@ func TestArchivedJobKeepsAKilobyteInRedis(t *testing.T) {
 	if have, want, err := e.s.RecordResult(ctx, "job_a", 0, "c1", []byte(`{}`)); err != nil || have != 0 || want != -1 {
 		t.Errorf("late result = %d/%d, %v", have, want, err)
 	}
+	// So does a redelivered resume, which reads the ended job back and claims no hop.
+	if st, err := e.s.RecordAndLoad(ctx, "job_a", 0, "c1", []byte(`{}`), "w", time.Second); err != nil || st.Have != 0 || st.Want != -1 ||
+		st.Claimed || st.Job.Status != state.Completed || len(st.Chain.Hops) != 0 {
+		t.Errorf("late resume = %+v, %v", st, err)
+	}
 	if st, err := e.s.SaveCalls(ctx, "job_a", 2, []byte(`[]`), 1, 1); err != nil || st != state.Completed {
 		t.Errorf("late dispatch = %q, %v", st, err)
 	}

@@ -163,7 +163,7 @@ func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, e
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job and chain: %w", err)
 	}
-	st, err := s.step(jc)
+	st, err := s.step(jc.Val())
 	if err != nil || claim == nil {
 		return st, err
 	}
@@ -177,8 +177,8 @@ func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, e
 	return st, nil
 }
 
-func (s *Store) step(jc *redis.MapStringStringCmd) (*Step, error) {
-	jm := jc.Val()
+// step is the Step of the job whose hash holds jm.
+func (s *Store) step(jm map[string]string) (*Step, error) {
 	if len(jm) == 0 || jm["id"] == "" {
 		return nil, ErrNotFound
 	}
@@ -191,66 +191,98 @@ func (s *Store) step(jc *redis.MapStringStringCmd) (*Step, error) {
 
 // recordResult stores a call's result once and counts it; when that completes the
 // hop, it claims the next hop's lease for the caller. KEYS[1] job, KEYS[2] lease of
-// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms.
-// Returns {recorded, expected, lease} where expected is -1 before dispatch and lease
-// is -1 (not tried), 0 (held) or the ms another holder has left. One HMGET reads what
-// decides (the job is there and not archived, the counts, whether the result is
-// stored) and one HSET writes the result with its count. Nothing is written for a job
-// that is gone (no hash is made without its TTL) or archived already (ArchiveJob):
-// {0, -1, -1}.
+// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms, and
+// '1' to read the job back. Returns {recorded, expected, lease[, hash]} where expected
+// is -1 before dispatch and lease is -1 (not tried), 0 (held) or the ms another holder
+// has left. What decides (the job is there and not archived, the counts, whether the
+// result is stored) is read by one command: an HMGET of those fields, or, for a
+// caller that reads the job back (RecordAndLoad), an HGETALL of the whole hash, which
+// the reply then carries as it stands after the write (hash: field, value, ...). One
+// HSET writes the result with its count. Nothing is written for a job that is gone
+// (no hash is made without its TTL) or archived already (ArchiveJob): {0, -1, -1}
+// with the hash as read.
 var recordResult = redis.NewScript(claimLua + `
-local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[2], ARGV[1])
-if not v[1] or v[2] then return {0, -1, -1} end
-local n = tonumber(v[3] or '-1')
-local c = tonumber(v[4] or '0')
-if not v[5] then
+local all, id, cold, n, c, have, ci
+if ARGV[7] == '1' then
+  all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all, 2 do
+    local f = all[i]
+    if f == 'id' then id = all[i+1]
+    elseif f == 'cold' then cold = all[i+1]
+    elseif f == ARGV[3] then n = all[i+1]
+    elseif f == ARGV[2] then c = all[i+1]; ci = i + 1
+    elseif f == ARGV[1] then have = true end
+  end
+else
+  local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[2], ARGV[1])
+  id, cold, n, c, have = v[1], v[2], v[3], v[4], v[5]
+end
+if not id or cold then return {0, -1, -1, all} end
+n = tonumber(n or '-1')
+c = tonumber(c or '0')
+if not have then
   c = c + 1
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[4], ARGV[2], c)
+  if all then
+    if ci then
+      all[ci] = tostring(c)
+    else
+      all[#all+1] = ARGV[2]; all[#all+1] = tostring(c)
+    end
+    all[#all+1] = ARGV[1]; all[#all+1] = ARGV[4]
+  end
 end
 local l = -1
 if c == n and ARGV[5] ~= '' then
   l = claim(KEYS[2], ARGV[5], ARGV[6])
 end
-return {c, n, l}
+return {c, n, l, all}
 `)
 
-func (s *Store) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration) ([]string, []any) {
+func (s *Store) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration, load bool) ([]string, []any) {
 	return []string{s.K.Job(id), s.K.Lease(id, h+1)},
-		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds()}
+		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds(), flag(load)}
 }
 
 // RecordAndLoad records the result of one call of hop h (the first write wins; a
-// replay changes nothing), and reads the job and chain after it, in one round trip.
-// When the result completes the hop (Have == Want), the lease of hop h+1 is claimed
-// for owner.
+// replay changes nothing), and reads the job and chain after it, in one round trip:
+// one script, whose one read of the job's hash both decides and is returned (no
+// second read beside it). When the result completes the hop (Have == Want), the
+// lease of hop h+1 is claimed for owner.
 func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
-	var rc *redis.Cmd
-	var jc *redis.MapStringStringCmd
-	keys, argv := s.recordArgs(id, h, call, result, owner, ttl)
-	err := s.pipelined(ctx, func(p redis.Pipeliner) {
-		rc = recordResult.EvalSha(ctx, p, keys, argv...)
-		jc = p.HGetAll(ctx, s.K.Job(id))
-	})
+	keys, argv := s.recordArgs(id, h, call, result, owner, ttl, true)
+	v, err := recordResult.Run(ctx, s.r, keys, argv...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("state: recording result: %w", err)
 	}
-	st, err := s.step(jc)
+	if len(v) < 3 {
+		return nil, fmt.Errorf("state: recording result: a reply of %d values", len(v))
+	}
+	var flat []any
+	if len(v) > 3 {
+		flat, _ = v[3].([]any)
+	}
+	jm := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		jm[k], _ = flat[i+1].(string)
+	}
+	st, err := s.step(jm)
 	if err != nil {
 		return nil, err
 	}
-	v, err := rc.Int64Slice()
-	if err != nil || len(v) != 3 {
-		return nil, fmt.Errorf("state: recording result: %v", err)
-	}
-	st.Have, st.Want = int(v[0]), int(v[1])
-	st.Claimed, st.Left = v[2] == 0, time.Duration(max(v[2], 0))*time.Millisecond
+	have, _ := v[0].(int64)
+	want, _ := v[1].(int64)
+	left, _ := v[2].(int64)
+	st.Have, st.Want = int(have), int(want)
+	st.Claimed, st.Left = left == 0, time.Duration(max(left, 0))*time.Millisecond
 	return st, nil
 }
 
 // RecordResult records a result without reading anything back (calls answered at
 // dispatch). It returns the hop's counts.
 func (s *Store) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
-	keys, argv := s.recordArgs(id, h, call, result, "", time.Millisecond)
+	keys, argv := s.recordArgs(id, h, call, result, "", time.Millisecond, false)
 	v, err := recordResult.Run(ctx, s.r, keys, argv...).Int64Slice()
 	if err != nil {
 		return 0, 0, fmt.Errorf("state: recording result: %w", err)

@@ -61,7 +61,8 @@ func (k Keys) SearchLease(id string, hop int, call string) string {
 func (k Keys) WebhookSecret(id string) string { return k.job(id) + ":whsec" }
 
 // Deadlines is the sorted set of unfinished jobs by deadline (ms), which the reaper
-// sweeps so that no job stays unanswered.
+// sweeps so that no job stays unanswered; an ended job leaves it when the finisher
+// handles its terminal event (ReadEnded).
 func (k Keys) Deadlines() string { return k.prefix + ":deadlines" }
 
 // ReaperLock is held by the one worker sweeping Deadlines.

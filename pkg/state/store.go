@@ -236,15 +236,25 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 	return s.jobOf(ctx, id, m)
 }
 
-// ReadEnded reads a job as GetJob does, with one HGETALL of its hash: the finisher
-// reads an ended job so, and the job it returns carries the whole hash (its chain and
-// recorded results too), which ArchiveEnded, a finish hook, archives without reading
-// the job again.
+// ReadEnded reads a job as GetJob does, with one HGETALL of its hash, and forgets its
+// deadline (ForgetDeadline) in the same round trip: the finisher reads an ended job
+// so, from its terminal event, which is out, so the reaper has nothing left to do for
+// it. The job it returns carries the whole hash (its chain and recorded results too),
+// which ArchiveEnded, a finish hook, archives without reading the job again.
 func (s *Store) ReadEnded(ctx context.Context, id string) (*Job, error) {
-	m, err := s.r.HGetAll(ctx, s.K.Job(id)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("state: reading job: %w", err)
+	var hc *redis.MapStringStringCmd
+	var zc *redis.IntCmd
+	if _, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hc = p.HGetAll(ctx, s.K.Job(id))
+		zc = p.ZRem(ctx, s.K.Deadlines(), id)
+		return nil
+	}); err != nil {
+		if hc.Err() != nil {
+			return nil, fmt.Errorf("state: reading job: %w", hc.Err())
+		}
+		return nil, fmt.Errorf("state: forgetting a deadline: %w", zc.Err())
 	}
+	m := hc.Val()
 	j, err := s.jobOf(ctx, id, m)
 	if err == nil && m[fieldCold] == "" {
 		j.hot = m
@@ -422,6 +432,13 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, n int64) ([]string, 
 // ForgetDeadline drops a job from the deadline set.
 func (s *Store) ForgetDeadline(ctx context.Context, id string) error {
 	return s.r.ZRem(ctx, s.K.Deadlines(), id).Err()
+}
+
+// RestoreDeadline puts a job back in the deadline set, due at at: the finisher found
+// that Redis lost the ending of a job whose deadline its read forgot (ReadEnded), and
+// the reaper is to repair the job if the finisher cannot.
+func (s *Store) RestoreDeadline(ctx context.Context, id string, at time.Time) error {
+	return s.r.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
 }
 
 // TryLock takes a short named lock (the reaper's), reporting whether it got it.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"TurnAndCallsStoredTogether", turnAndCalls},
 		{"ResultsRecordedOnceAndCounted", resultsRecordedOnce},
 		{"CompletingResultClaimsNextHop", completingResultClaims},
+		{"RecordAndLoadReadsItsWrite", recordAndLoadReads},
 		{"LeaseHeldRenewedLapsing", leaseHeldRenewedLapsing},
 		{"KeptLeaseOutlivesTTL", keptLease},
 		{"FinishNeverOverwritesTerminal", finishNeverOverwrites},
@@ -286,6 +288,48 @@ func completingResultClaims(t *testing.T, s Store) {
 	}
 }
 
+// recordAndLoadReads: the step RecordAndLoad returns is the job and chain as a read
+// right after the write finds them (the turn, calls, flags and counts stored before,
+// the result just recorded), whether the result is new, a replay, the one that
+// completes the hop, or one arriving after the job ended.
+func recordAndLoadReads(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	if _, _, err := s.SaveTurnAndCalls(ctx, "j", 0, []byte(`{"t":0}`), true, false, []byte(`["a","b"]`), 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, got *state.Step) {
+		t.Helper()
+		want := load(t, s, "j", nil)
+		if !reflect.DeepEqual(got.Job, want.Job) || !reflect.DeepEqual(got.Chain, want.Chain) {
+			t.Fatalf("%s: RecordAndLoad read %+v %+v (hop 0 %+v), a read after it %+v %+v (hop 0 %+v)",
+				what, got.Job, got.Chain, got.Chain.Hops[0], want.Job, want.Chain, want.Chain.Hops[0])
+		}
+	}
+	record := func(what, call, result string, wantHave int) *state.Step {
+		t.Helper()
+		st, err := s.RecordAndLoad(ctx, "j", 0, call, []byte(result), "w", time.Second)
+		if err != nil || st.Have != wantHave || st.Want != 2 {
+			t.Fatalf("%s: RecordAndLoad = %+v, %v; want %d/2", what, st, err, wantHave)
+		}
+		same(what, st)
+		return st
+	}
+	if st := record("first result", "a", `{"a":1}`, 1); string(st.Chain.Hops[0].Results["a"]) != `{"a":1}` || st.Chain.Searches != 2 || !st.Chain.Sticky {
+		t.Fatalf("first result: chain %+v, hop 0 %+v", st.Chain, st.Chain.Hops[0])
+	}
+	record("a replay", "a", `{"a":2}`, 1)
+	if st := record("the completing result", "b", `{"b":1}`, 2); len(st.Chain.Hops[0].Results) != 2 || string(st.Chain.Hops[0].Turn) != `{"t":0}` {
+		t.Fatalf("completing result: hop 0 %+v", st.Chain.Hops[0])
+	}
+	if ok, err := s.Finish(ctx, "j", state.Completed, "response", json.RawMessage(`{"ok":true}`)); err != nil || !ok {
+		t.Fatalf("Finish = %v, %v", ok, err)
+	}
+	if st := record("a replay after the end", "b", `{"b":2}`, 2); st.Job.Status != state.Completed {
+		t.Fatalf("after the end: status %s", st.Job.Status)
+	}
+}
+
 func leaseHeldRenewedLapsing(t *testing.T, s Store) {
 	mustJob(t, s, "j", time.Time{})
 	const ttl = 300 * time.Millisecond
@@ -434,8 +478,9 @@ func deadlines(t *testing.T, s Store) {
 	if ids, _ := s.Overdue(ctx, time.Now(), 1); len(ids) != 1 {
 		t.Fatalf("overdue limited to 1 = %v", ids)
 	}
-	// Ending a job keeps its deadline: jobs.End forgets it once the terminal event is
-	// out, so the reaper repairs an ending that crashed between its two writes.
+	// Ending a job keeps its deadline: the finisher (jobs.Finisher) forgets it once the
+	// terminal event is out, so the reaper repairs an ending that crashed between its
+	// two writes.
 	s.Finish(ctx, "late1", state.Failed)
 	if ids, _ := s.Overdue(ctx, time.Now(), 10); len(ids) != 2 {
 		t.Fatalf("overdue after ending = %v, want both still due", ids)
