@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,5 +104,22 @@ func BenchmarkStripEvidence(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		stripEvidence(s)
+	}
+}
+
+// The digests the simulator keeps to count repeats are bounded: a fleet run for days
+// does not grow it without end, and a repeat within the window still counts.
+func TestRepeatsAreCountedInABoundedWindow(t *testing.T) {
+	s := New(Options{})
+	for i := range 3 * seenWindow {
+		s.stats.count("brave", []byte(strconv.Itoa(i)), "")
+	}
+	if n := len(s.stats.seen) + len(s.stats.older); n > 2*seenWindow {
+		t.Fatalf("%d digests kept after %d requests, want at most %d", n, 3*seenWindow, 2*seenWindow)
+	}
+	s.stats.count("brave", []byte(strconv.Itoa(3*seenWindow-1)), "")
+	s.stats.count("brave", []byte(strconv.Itoa(3*seenWindow-seenWindow-1)), "")
+	if got := s.Stats().Duplicates["brave"]; got != 2 {
+		t.Fatalf("%d repeats counted, want 2 (both within the window)", got)
 	}
 }

@@ -337,8 +337,14 @@ type stats struct {
 	mu       sync.Mutex
 	requests map[string]int64
 	dups     map[string]int64
-	seen     map[[32]byte]struct{}
+	// seen and older hold the digests of the requests seen lately: a repeat is found
+	// among the last seenWindow to 2×seenWindow requests, and a long benchmark or a
+	// fleet run for days holds at most 2×seenWindow digests, not one per request.
+	seen, older map[[32]byte]struct{}
 }
+
+// seenWindow is how many request digests each generation of stats.seen holds.
+const seenWindow = 1 << 16
 
 func (st *stats) count(route string, body []byte, extra string) {
 	h := sha256.New()
@@ -349,9 +355,16 @@ func (st *stats) count(route string, body []byte, extra string) {
 	copy(sum[:], h.Sum(nil))
 	st.mu.Lock()
 	st.requests[route]++
-	if _, dup := st.seen[sum]; dup {
+	_, dup := st.seen[sum]
+	if _, old := st.older[sum]; old {
+		dup = true
+	}
+	if dup {
 		st.dups[route]++
 	} else {
+		if len(st.seen) >= seenWindow {
+			st.older, st.seen = st.seen, make(map[[32]byte]struct{}, seenWindow)
+		}
 		st.seen[sum] = struct{}{}
 	}
 	st.mu.Unlock()
@@ -389,6 +402,7 @@ func (s *Server) Reset() {
 	clear(s.stats.requests)
 	clear(s.stats.dups)
 	clear(s.stats.seen)
+	s.stats.older = nil
 	s.stats.mu.Unlock()
 	s.mu.Lock()
 	s.faults = nil
