@@ -107,3 +107,33 @@ func TestViewNonceMemoized(t *testing.T) {
 		t.Fatalf("nonce(1) of a hop without calls = %q, want %q", got, want)
 	}
 }
+
+// A job's usage record encodes to the bytes the map it was built as before gave.
+func TestJobUsageBytes(t *testing.T) {
+	t.Parallel()
+	cites := wire.CitationCounts{Cited: 3, Valid: 2, Removed: 1}
+	u := jobUsage{PromptTokens: 120, CompletionTokens: 40, TotalTokens: 160, ModelCalls: 2, ModelProtocol: "openai-chat <&>",
+		Searches: 1, SearchCostUSD: 0.005, ModelCostUSD: 0.0012345, CostUSD: 0.0062345, Citations: cites}
+	got, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(map[string]any{"prompt_tokens": 120, "completion_tokens": 40, "total_tokens": 160,
+		"model_calls": 2, "model_protocol": "openai-chat <&>", "searches": 1, "search_cost_usd": 0.005,
+		"model_cost_usd": 0.0012345, "cost_usd": 0.0062345, "citations": cites})
+	if string(got) != string(want) {
+		t.Fatalf("usage %s, want %s", got, want)
+	}
+}
+
+// BenchmarkJobUsage is a completed job's usage record, encoded once per job.
+func BenchmarkJobUsage(b *testing.B) {
+	u := jobUsage{PromptTokens: 120, CompletionTokens: 40, TotalTokens: 160, ModelCalls: 2, ModelProtocol: "openai-chat",
+		Searches: 1, SearchCostUSD: 0.005, ModelCostUSD: 0.0012345, CostUSD: 0.0062345}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(u); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -868,9 +868,9 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	ub, _ := json.Marshal(map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
-		"model_calls": h + 1, "model_protocol": w.Models[v.job.Model].Protocol, "searches": searchUsage.Searches, "search_cost_usd": searchUsage.CostUSD,
-		"model_cost_usd": spend.ModelCostUSD, "cost_usd": spend.CostUSD, "citations": cites})
+	ub, _ := json.Marshal(jobUsage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, TotalTokens: usage.TotalTokens,
+		ModelCalls: h + 1, ModelProtocol: w.Models[v.job.Model].Protocol, Searches: searchUsage.Searches, SearchCostUSD: searchUsage.CostUSD,
+		ModelCostUSD: spend.ModelCostUSD, CostUSD: spend.CostUSD, Citations: cites})
 	if w.Metrics != nil {
 		w.Metrics.Citations.WithLabelValues("valid").Add(float64(cites.Valid))
 		w.Metrics.Citations.WithLabelValues("removed").Add(float64(cites.Removed))
@@ -904,6 +904,22 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 		}
 		return err
 	})
+}
+
+// jobUsage is a completed job's usage record (the job's "usage" field): its fields in
+// name order, the order the map it was encoded from before wrote them in, so the
+// record's bytes are as they were.
+type jobUsage struct {
+	Citations        wire.CitationCounts `json:"citations"`
+	CompletionTokens int                 `json:"completion_tokens"`
+	CostUSD          float64             `json:"cost_usd"`
+	ModelCalls       int                 `json:"model_calls"`
+	ModelCostUSD     float64             `json:"model_cost_usd"`
+	ModelProtocol    string              `json:"model_protocol"`
+	PromptTokens     int                 `json:"prompt_tokens"`
+	SearchCostUSD    float64             `json:"search_cost_usd"`
+	Searches         int                 `json:"searches"`
+	TotalTokens      int                 `json:"total_tokens"`
 }
 
 // fail ends a job with an error, visibly: status failed, a "failed" event.

@@ -526,39 +526,53 @@ func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) 
 // done: nothing will need it, and a round trip is saved).
 func (s *Store) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) {
 	// A timer, not a goroutine, waits between renewals: a chat worker holds one lease
-	// per model call in flight, thousands of them.
-	var (
-		stopped atomic.Bool
-		running sync.Mutex // held by a renewal; stop waits for it
-		timer   *time.Timer
-	)
-	running.Lock()
-	timer = time.AfterFunc(ttl/3, func() {
-		running.Lock()
-		defer running.Unlock()
-		if stopped.Load() {
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-		s.Lease(rctx, key, owner, ttl)
-		cancel()
-		timer.Reset(ttl / 3)
-	})
-	running.Unlock()
-	var once sync.Once
-	return func(drop bool) {
-		once.Do(func() {
-			stopped.Store(true)
-			timer.Stop()
-			// A renewal under way finishes before the lease is released, so it cannot
-			// write the lease back after the release.
-			running.Lock()
-			running.Unlock()
-			if drop {
-				s.Release(context.Background(), key, owner)
-			}
-		})
+	// per model call in flight, thousands of them. The keeper is one allocation, its
+	// timer's function and the returned stop method values of it (a lease is kept for
+	// every model call and search).
+	k := &keeper{s: s, key: key, owner: owner, ttl: ttl}
+	k.running.Lock()
+	k.timer = time.AfterFunc(ttl/3, k.renew)
+	k.running.Unlock()
+	return k.stop
+}
+
+// keeper is a lease KeepAlive keeps.
+type keeper struct {
+	s          *Store
+	key, owner string
+	ttl        time.Duration
+	stopped    atomic.Bool
+	running    sync.Mutex // held by a renewal; stop waits for it
+	timer      *time.Timer
+	once       sync.Once
+}
+
+// renew renews the lease and sets the timer for the next renewal, unless stopped.
+func (k *keeper) renew() {
+	k.running.Lock()
+	defer k.running.Unlock()
+	if k.stopped.Load() {
+		return
 	}
+	rctx, cancel := context.WithTimeout(context.Background(), k.ttl/3)
+	k.s.Lease(rctx, k.key, k.owner, k.ttl)
+	cancel()
+	k.timer.Reset(k.ttl / 3)
+}
+
+// stop ends the renewals, once; with drop set it deletes the lease too.
+func (k *keeper) stop(drop bool) {
+	k.once.Do(func() {
+		k.stopped.Store(true)
+		k.timer.Stop()
+		// A renewal under way finishes before the lease is released, so it cannot
+		// write the lease back after the release.
+		k.running.Lock()
+		k.running.Unlock()
+		if drop {
+			k.s.Release(context.Background(), k.key, k.owner)
+		}
+	})
 }
 
 // Release drops a lease held by owner.

@@ -285,6 +285,16 @@ func TestKeepAlive(t *testing.T) {
 	}
 }
 
+// BenchmarkKeepAlive is a lease kept for one model call or search and stopped before
+// its first renewal, as most are: what the keeping costs besides the renewals.
+func BenchmarkKeepAlive(b *testing.B) {
+	s := state.New(nil, "bench:", time.Hour)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.KeepAlive("lease", "w", time.Hour)(false)
+	}
+}
+
 // A running job recorded by an earlier version (no layout field: its chain lived in
 // keys of its own) is not carried on as if it had no chain: LoadStep says so, and the
 // chat worker fails it. An ended one reads as before.

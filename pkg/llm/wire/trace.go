@@ -47,6 +47,41 @@ func (s *TraceSource) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*plain)(s))
 }
 
+// traceEntryObjects is a TraceEntry whose sources are all objects, as every trace
+// written since titles were kept has them: its sources decode without
+// TraceSource.UnmarshalJSON, which runs the decoder again (its validation and
+// reflection) for each source.
+type traceEntryObjects struct {
+	TraceEntry
+	Sources []traceSourceObject `json:"sources"` // shadows TraceEntry.Sources
+}
+
+// traceSourceObject is a TraceSource without its UnmarshalJSON: an object only.
+type traceSourceObject TraceSource
+
+// decodeTrace reads a job's trace: in one pass when its sources are objects, and
+// through TraceSource.UnmarshalJSON, which reads a bare URL string too, when they are
+// not (a trace written before titles were kept).
+func decodeTrace(trace []byte) ([]TraceEntry, error) {
+	var objs []traceEntryObjects
+	if json.Unmarshal(trace, &objs) != nil {
+		var entries []TraceEntry
+		err := json.Unmarshal(trace, &entries)
+		return entries, err
+	}
+	entries := make([]TraceEntry, len(objs))
+	for i, o := range objs {
+		entries[i] = o.TraceEntry
+		if o.Sources != nil {
+			entries[i].Sources = make([]TraceSource, len(o.Sources))
+			for k, s := range o.Sources {
+				entries[i].Sources[k] = TraceSource(s)
+			}
+		}
+	}
+	return entries, nil
+}
+
 // searchErrorCodes maps the fleet's search error types onto Anthropic's
 // web_search_tool_result_error codes.
 var searchErrorCodes = map[string]string{
@@ -82,8 +117,8 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 	if isNull(trace) {
 		return nil
 	}
-	var entries []TraceEntry
-	if err := json.Unmarshal(trace, &entries); err != nil {
+	entries, err := decodeTrace(trace)
+	if err != nil {
 		return fmt.Errorf("job trace unreadable: %w", err)
 	}
 	titles := make(map[string]string, len(r.Sources))

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -266,6 +267,7 @@ func TestTraceSourceTitlesAndAges(t *testing.T) {
 	}{
 		{"current", `[{"hop":0,"call_id":"c1","query":"q","sources":[{"url":"https://a","title":"Page A","page_age":"March 3, 2026"},{"url":"https://b"}]}]`, "Page A", "March 3, 2026"},
 		{"old strings", `[{"hop":0,"call_id":"c1","query":"q","sources":["https://a","https://b"]}]`, "Old A", ""},
+		{"strings and objects", `[{"hop":0,"call_id":"c1","query":"q","sources":["https://a",{"url":"https://b","title":"Page B"}]}]`, "Old A", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := wire.Chat.DecodeResponse(answer)
@@ -327,5 +329,30 @@ func TestBudgetExhaustedErrorCode(t *testing.T) {
 	}
 	if len(r.Content) != 2 || r.Content[1].Search == nil || r.Content[1].Search.Error == nil || r.Content[1].Search.Error.Code != "max_uses_exceeded" || r.Usage.WebSearches != 0 {
 		t.Fatalf("content %+v, searches %d", r.Content, r.Usage.WebSearches)
+	}
+}
+
+// benchTrace is a one-search job's trace as the chat worker records it: five sources
+// with titles and dates, and the fields the answer does not read (usage, worker,
+// timing, the record's address).
+func benchTrace() []byte {
+	var srcs []string
+	for i := range 5 {
+		srcs = append(srcs, fmt.Sprintf(`{"url":"https://site%d.example/page/%d","title":"A page about the question, number %d","page_age":"March %d, 2026"}`, i, i, i, i+1))
+	}
+	return []byte(`[{"hop":0,"call_id":"call_1","engine":"brave","engine_choice":"default","query":"what is the question","sources":[` + strings.Join(srcs, ",") +
+		`],"usage":{"searches":1,"cost_usd":0.005},"worker":"w1","attempts":1,"ms":12,"result":"r1"}]`)
+}
+
+// What putting a job's trace into its answer costs (the ingress does it once per
+// answered job).
+func BenchmarkAddTrace(b *testing.B) {
+	trace := benchTrace()
+	b.ReportAllocs()
+	for b.Loop() {
+		r := &wire.Response{}
+		if err := r.AddTrace(trace); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,0 +1,43 @@
+package engines
+
+import (
+	"testing"
+	"time"
+)
+
+// readDate tries the ISO layouts in the order a string's shape makes likely: every
+// shape reads as trying them all in isoLayouts' order does, and a time without a zone
+// costs one parse.
+func TestReadDateISOShapes(t *testing.T) {
+	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	inOrder := func(s string) time.Time {
+		for _, layout := range isoLayouts {
+			if d, err := time.Parse(layout, s); err == nil {
+				return d
+			}
+		}
+		return time.Time{}
+	}
+	for _, s := range []string{"2026-03-05", "2026-03-05T10:20:30", "2026-03-05T10:20:30.123456", "2026-03-05 10:20:30",
+		"2026-03-05 10:20:30.5", "2026-03-05T10:20:30Z", "2026-03-05T10:20:30.25Z", "2026-03-05T10:20:30+02:00", "2026-03-05T10:20:30-05:30"} {
+		want := inOrder(s)
+		if want.IsZero() {
+			t.Fatalf("%q: no ISO layout reads it", s)
+		}
+		if got := readDate(s, now); !got.Equal(want) || got.Location().String() != want.Location().String() {
+			t.Errorf("readDate(%q) = %v, want %v", s, got, want)
+		}
+	}
+	if got := readDate("2026-03-05T10:20:30", now); testing.AllocsPerRun(100, func() { readDate("2026-03-05T10:20:30", now) }) != 0 || got.IsZero() {
+		t.Errorf("a time without a zone: %v, or a failed parse first", got)
+	}
+}
+
+// BenchmarkReadDate is Brave's page_age: a time without a zone, read for every hit.
+func BenchmarkReadDate(b *testing.B) {
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		readDate("2026-03-05T10:20:30", now)
+	}
+}
