@@ -249,7 +249,7 @@ func chatRequest(r *Request, model string, toModel bool) (map[string]any, error)
 		out["tools"] = tools
 		if tc := r.ToolChoice; tc != nil {
 			if tc.Mode == "tool" {
-				out["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}}
+				out["tool_choice"] = chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}}
 			} else {
 				out["tool_choice"] = tc.Mode
 			}
@@ -291,10 +291,68 @@ type chatFunction struct {
 	Strict      *bool           `json:"strict,omitempty"`
 }
 
+// chatOutMessage is a system, user or assistant message of a Chat request the fleet
+// sends. Its fields are in the order of their names, so it encodes to the bytes the
+// map per message it replaced did (encoding/json sorts a map's keys), without the
+// map, its boxed values and the sorting per message per hop; a field is left out
+// exactly when the map had no such key.
+type chatOutMessage struct {
+	// Content is a string, nil (an assistant message that only calls tools) or
+	// []chatContentPart.
+	Content any `json:"content"`
+	// ReasoningContent is set (possibly to "") when the message carries reasoning
+	// text: a Chat model's own, or the readable text of another protocol's.
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	Role             string          `json:"role"`
+	Reasoning        []chatReasoning `json:"searchfleet_reasoning,omitempty"`
+	ToolCalls        []llm.ToolCall  `json:"tool_calls,omitempty"`
+}
+
+// chatToolMessage is a tool message of a Chat request (a tool result): its
+// tool_call_id is always there, empty or not. Fields in name order, as above.
+type chatToolMessage struct {
+	Content    string `json:"content"`
+	Role       string `json:"role"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// chatContentPart is one part of a multi-part Chat content: text, image_url or file,
+// each with only its own field. Fields in name order, as above.
+type chatContentPart struct {
+	File     *chatFileData `json:"file,omitempty"`
+	ImageURL *chatImageURL `json:"image_url,omitempty"`
+	Text     *string       `json:"text,omitempty"`
+	Type     string        `json:"type"`
+}
+
+// chatImageURL is an image_url part's image.
+type chatImageURL struct {
+	URL string `json:"url"`
+}
+
+// chatFileData is a file part's file, as a data: URL. Fields in name order.
+type chatFileData struct {
+	FileData string `json:"file_data"`
+	Filename string `json:"filename"`
+}
+
+// chatNamedToolChoice is a tool_choice that names the tool. Fields in name order.
+type chatNamedToolChoice struct {
+	Function chatToolName `json:"function"`
+	Type     string       `json:"type"`
+}
+
+// chatToolName is a named tool_choice's function.
+type chatToolName struct {
+	Name string `json:"name"`
+}
+
+// chatMessages are r's messages as a Chat request's: *chatOutMessage and
+// *chatToolMessage values.
 func chatMessages(r *Request, toModel bool) ([]any, error) {
-	var out []any
+	out := make([]any, 0, len(r.Messages)+1)
 	if r.System != "" {
-		out = append(out, map[string]any{"role": "system", "content": r.System})
+		out = append(out, &chatOutMessage{Role: "system", Content: r.System})
 	}
 	for i, m := range r.Messages {
 		var texts, rest []Part
@@ -303,7 +361,7 @@ func chatMessages(r *Request, toModel bool) ([]any, error) {
 			switch p.Kind {
 			case PartToolResult:
 				// Chat wants tool results as their own messages, right after the call.
-				out = append(out, map[string]any{"role": "tool", "tool_call_id": p.Result.CallID, "content": chatContent(p.Result.Parts, true)})
+				out = append(out, &chatToolMessage{Role: "tool", ToolCallID: p.Result.CallID, Content: chatText(p.Result.Parts)})
 			case PartToolCall:
 				calls = append(calls, p.Call.Chat())
 			case PartServerCall, PartServerResult:
@@ -319,23 +377,21 @@ func chatMessages(r *Request, toModel bool) ([]any, error) {
 		case RoleTool:
 			continue
 		case RoleAssistant:
-			msg := map[string]any{"role": "assistant"}
+			msg := &chatOutMessage{Role: "assistant"}
 			var b strings.Builder
 			for _, p := range texts {
 				b.WriteString(p.Text)
 			}
 			if b.Len() > 0 || len(calls) == 0 {
-				msg["content"] = b.String()
-			} else {
-				msg["content"] = nil
+				msg.Content = b.String()
 			}
 			if len(calls) > 0 {
-				msg["tool_calls"] = calls
+				msg.ToolCalls = calls
 			}
 			if toModel {
-				chatOwnReasoning(msg, m.Parts)
+				msg.ReasoningContent = chatOwnReasoning(m.Parts)
 			} else {
-				chatReasoningFields(msg, m.Parts)
+				msg.ReasoningContent, msg.Reasoning = chatReasoningValues(m.Parts)
 			}
 			out = append(out, msg)
 		case RoleSystem, RoleUser:
@@ -343,21 +399,26 @@ func chatMessages(r *Request, toModel bool) ([]any, error) {
 			if len(parts) == 0 {
 				continue // a user turn made only of tool results
 			}
-			out = append(out, map[string]any{"role": string(m.Role), "content": chatContent(parts, false)})
+			out = append(out, &chatOutMessage{Role: string(m.Role), Content: chatContent(parts)})
 		default:
 			return nil, fmt.Errorf("message %d has role %q", i, m.Role)
 		}
 	}
+	if len(out) == 0 {
+		return nil, nil // "messages":null, as before
+	}
 	return out, nil
 }
 
-// chatContent renders parts as a Chat content: a string when it is text only.
-func chatContent(parts []Part, textOnly bool) any {
-	allText := true
+// chatText is parts' text, one part a line (a tool result's content: its other parts
+// are left out).
+func chatText(parts []Part) string {
+	if len(parts) == 1 && parts[0].Kind == PartText {
+		return parts[0].Text
+	}
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Kind != PartText {
-			allText = false
 			continue
 		}
 		if b.Len() > 0 {
@@ -365,22 +426,35 @@ func chatContent(parts []Part, textOnly bool) any {
 		}
 		b.WriteString(p.Text)
 	}
-	if allText || textOnly {
-		return b.String()
-	}
-	var items []any
+	return b.String()
+}
+
+// chatContent renders parts as a Chat content: a string when it is text only, else
+// []chatContentPart (whose texts point into parts).
+func chatContent(parts []Part) any {
+	allText := true
 	for _, p := range parts {
+		if p.Kind != PartText {
+			allText = false
+			break
+		}
+	}
+	if allText {
+		return chatText(parts)
+	}
+	items := make([]chatContentPart, 0, len(parts))
+	for i, p := range parts {
 		switch p.Kind {
 		case PartText:
-			items = append(items, map[string]any{"type": "text", "text": p.Text})
+			items = append(items, chatContentPart{Type: "text", Text: &parts[i].Text})
 		case PartImage:
 			url := p.Image.URL
 			if url == "" {
 				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
 			}
-			items = append(items, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
+			items = append(items, chatContentPart{Type: "image_url", ImageURL: &chatImageURL{URL: url}})
 		case PartFile:
-			items = append(items, map[string]any{"type": "file", "file": map[string]string{"filename": p.File.name(), "file_data": p.File.dataURL()}})
+			items = append(items, chatContentPart{Type: "file", File: &chatFileData{Filename: p.File.name(), FileData: p.File.dataURL()}})
 		}
 	}
 	return items

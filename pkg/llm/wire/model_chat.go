@@ -61,23 +61,31 @@ func chatModelFields(r *Request, api ModelAPI, model string) (map[string]any, er
 	delete(out, "stream_options")
 	if r.Stream {
 		out["stream"] = true
-		out["stream_options"] = map[string]bool{"include_usage": true}
+		out["stream_options"] = chatStreamOptions{IncludeUsage: true}
 	}
 	return out, nil
 }
 
-// chatOwnReasoning sets an assistant message's reasoning_content from a Chat model's
-// own reasoning among parts (the other protocols' state is not for a Chat model).
-func chatOwnReasoning(msg map[string]any, parts []Part) {
+// chatStreamOptions is a streamed request's stream_options.
+type chatStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// chatOwnReasoning is an assistant message's reasoning_content from a Chat model's
+// own reasoning among parts (the other protocols' state is not for a Chat model):
+// nil when it has none.
+func chatOwnReasoning(parts []Part) *string {
 	var text []string
 	for _, p := range parts {
 		if r, ok := reasoningFor(p, OpenAIChat); ok {
 			text = append(text, r.Text)
 		}
 	}
-	if len(text) > 0 {
-		msg["reasoning_content"] = strings.Join(text, "")
+	if len(text) == 0 {
+		return nil
 	}
+	s := strings.Join(text, "")
+	return &s
 }
 
 // DecodeResponse reads a chat.completion; an error object inside a 200 (OpenRouter)
