@@ -156,7 +156,7 @@ func CompactionOutput(id string, c *Compaction) ([]any, error) {
 	for i, m := range c.Kept {
 		content := responsesInputParts(m.Parts)
 		if content == nil {
-			content = []any{}
+			content = []responsesInputPart{}
 		}
 		out = append(out, map[string]any{"type": "message", "id": fmt.Sprintf("msg_%s_%d", idToken(id), i), "status": "completed", "role": string(m.Role), "content": content})
 	}

@@ -229,10 +229,14 @@ func (n *native) mark(p Part) string {
 // toolArgs returns a tool call's arguments as a JSON object for protocols that carry
 // them as one (Anthropic input, Gemini args); arguments that are not an object are
 // wrapped as {"arguments": "…"} so the model still sees what it wrote.
+//
+// An object is told by validating the text and looking at its first byte, which is
+// what decoding it into a map decided (valid, and an object rather than null or
+// another value), without building the map on every hop.
 func toolArgs(args string) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal([]byte(args), &obj) == nil && obj != nil {
-		return json.RawMessage(args)
+	raw := json.RawMessage(args)
+	if first := strings.TrimLeft(args, " \t\r\n"); first != "" && first[0] == '{' && json.Valid(raw) {
+		return raw
 	}
 	if args == "" {
 		return json.RawMessage("{}")

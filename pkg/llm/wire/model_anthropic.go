@@ -77,7 +77,7 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				}
 			case PartText:
 				if p.Text != "" {
-					blocks = append(blocks, map[string]any{"type": "text", "text": p.Text})
+					blocks = append(blocks, &anthropicTextBlock{Type: "text", Text: p.Text})
 				}
 			case PartImage:
 				blocks = append(blocks, anthropicImage(p.Image))
@@ -88,15 +88,11 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				}
 				blocks = append(blocks, map[string]any{"type": "document", "title": p.File.name(), "source": source})
 			case PartToolCall:
-				blocks = append(blocks, map[string]any{"type": "tool_use", "id": p.Call.ID, "name": p.Call.Name, "input": toolArgs(p.Call.Arguments)})
+				blocks = append(blocks, &anthropicToolUseBlock{Type: "tool_use", ID: p.Call.ID, Name: p.Call.Name, Input: toolArgs(p.Call.Arguments)})
 			case PartToolResult:
-				b := map[string]any{"type": "tool_result", "tool_use_id": p.Result.CallID, "content": resultText(p.Result)}
-				if p.Result.IsError {
-					b["is_error"] = true
-				}
-				blocks = append(blocks, b)
+				blocks = append(blocks, &anthropicToolResultBlock{Type: "tool_result", ToolUseID: p.Result.CallID, Content: resultText(p.Result), IsError: p.Result.IsError})
 			case PartServerCall, PartServerResult:
-				blocks = append(blocks, map[string]any{"type": "text", "text": renderServerPart(p)})
+				blocks = append(blocks, &anthropicTextBlock{Type: "text", Text: renderServerPart(p)})
 			}
 		}
 		if len(blocks) == 0 {
@@ -141,11 +137,7 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			if isNull(schema) {
 				schema = json.RawMessage(`{"type":"object","properties":{}}`)
 			}
-			tool := map[string]any{"name": t.Name, "input_schema": schema}
-			if t.Description != "" {
-				tool["description"] = t.Description
-			}
-			tools = append(tools, tool)
+			tools = append(tools, &anthropicTool{Name: t.Name, InputSchema: schema, Description: t.Description})
 		}
 		out["tools"] = tools
 		var choice map[string]any
@@ -187,6 +179,41 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	}
 	anthropicThinkingConfig(out, r.Reasoning)
 	return json.Marshal(out)
+}
+
+// The text, tool_use and tool_result blocks and the client tools of a Messages
+// request the fleet sends are typed structs whose fields are in the order of their
+// names, so they encode to the bytes the map each it replaced did (encoding/json
+// sorts a map's keys), without the maps, their boxed values and the sorting per block
+// per hop. A field is left out (omitempty) exactly when the map had no such key.
+
+// anthropicTextBlock is a text block.
+type anthropicTextBlock struct {
+	Text string `json:"text"`
+	Type string `json:"type"`
+}
+
+// anthropicToolUseBlock is a tool_use block: a client tool call.
+type anthropicToolUseBlock struct {
+	ID    string          `json:"id"`
+	Input json.RawMessage `json:"input"`
+	Name  string          `json:"name"`
+	Type  string          `json:"type"`
+}
+
+// anthropicToolResultBlock is a tool_result block; is_error only when it is one.
+type anthropicToolResultBlock struct {
+	Content   string `json:"content"`
+	IsError   bool   `json:"is_error,omitempty"`
+	ToolUseID string `json:"tool_use_id"`
+	Type      string `json:"type"`
+}
+
+// anthropicTool is a client tool: its description only when it has one.
+type anthropicTool struct {
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Name        string          `json:"name"`
 }
 
 // anthropicThinkingConfig sets a request's thinking from its reasoning settings:

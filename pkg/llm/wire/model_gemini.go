@@ -69,6 +69,47 @@ func (geminiModel) Authorize(h http.Header, key string) {
 	}
 }
 
+// The text, functionCall and functionResponse parts of a Gemini request the fleet
+// sends are typed structs whose fields are in the order of their names, so they
+// encode to the bytes the map each it replaced did (encoding/json sorts a map's
+// keys), without the maps, their boxed values and the sorting per part per hop. A
+// field is left out exactly when the map had no such key (an id is a pointer: an
+// empty one was sent as "").
+
+// geminiTextPart is a text part.
+type geminiTextPart struct {
+	Text string `json:"text"`
+}
+
+// geminiCallPart is a functionCall part with the thoughtSignature it carries.
+type geminiCallPart struct {
+	FunctionCall     geminiFunctionCall `json:"functionCall"`
+	ThoughtSignature string             `json:"thoughtSignature,omitempty"`
+}
+
+// geminiFunctionCall is a functionCall: the fleet's call id only when it is not one
+// made up for Gemini's id-less calls.
+type geminiFunctionCall struct {
+	Args json.RawMessage `json:"args"`
+	ID   *string         `json:"id,omitempty"`
+	Name string          `json:"name"`
+}
+
+// geminiResponsePart is a functionResponse part.
+type geminiResponsePart struct {
+	FunctionResponse geminiFunctionResponse `json:"functionResponse"`
+}
+
+// geminiFunctionResponse is a functionResponse: the result, or the error.
+type geminiFunctionResponse struct {
+	ID       *string `json:"id,omitempty"`
+	Name     string  `json:"name"`
+	Response struct {
+		Error  *string `json:"error,omitempty"`
+		Result *string `json:"result,omitempty"`
+	} `json:"response"`
+}
+
 // EncodeRequest renders r as a generateContent request: contents of user and model
 // turns (functionCall parts in model turns, functionResponse parts in user turns,
 // named after the call they answer), systemInstruction, the client tools as
@@ -108,30 +149,29 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				continue
 			case PartText:
 				if p.Text != "" {
-					parts = append(parts, map[string]string{"text": p.Text})
+					parts = append(parts, &geminiTextPart{Text: p.Text})
 				}
 			case PartImage:
 				parts = append(parts, geminiImage(p.Image))
 			case PartFile:
 				parts = append(parts, map[string]any{"inlineData": map[string]string{"mimeType": p.File.MediaType, "data": p.File.Data}})
 			case PartServerCall, PartServerResult:
-				parts = append(parts, map[string]string{"text": renderServerPart(p)})
+				parts = append(parts, &geminiTextPart{Text: renderServerPart(p)})
 			case PartToolCall:
-				fc := map[string]any{"name": p.Call.Name, "args": toolArgs(p.Call.Arguments)}
+				part := &geminiCallPart{FunctionCall: geminiFunctionCall{Name: p.Call.Name, Args: toolArgs(p.Call.Arguments)}}
 				if !strings.HasPrefix(p.Call.ID, geminiCallPrefix) {
-					fc["id"] = p.Call.ID
+					part.FunctionCall.ID = &p.Call.ID
 				}
-				part := map[string]any{"functionCall": fc}
 				switch {
 				case signature != "":
 					// The signature the model gave this call, back on it unchanged.
-					part["thoughtSignature"] = signature
+					part.ThoughtSignature = signature
 					signed = true
 				case !signed && geminiNeedsSignature(model) && !geminiSigned(m.Parts):
 					// Gemini 3 refuses a replayed turn whose first call has no thought
 					// signature: a call the model never made (another protocol's
 					// history) gets Google's documented sentinel.
-					part["thoughtSignature"] = geminiSkipSignature
+					part.ThoughtSignature = geminiSkipSignature
 					signed = true
 				}
 				parts = append(parts, part)
@@ -140,15 +180,17 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				if name == "" {
 					name = "tool"
 				}
-				key := "result"
+				text := resultText(p.Result)
+				part := &geminiResponsePart{FunctionResponse: geminiFunctionResponse{Name: name}}
 				if p.Result.IsError {
-					key = "error"
+					part.FunctionResponse.Response.Error = &text
+				} else {
+					part.FunctionResponse.Response.Result = &text
 				}
-				fr := map[string]any{"name": name, "response": map[string]string{key: resultText(p.Result)}}
 				if !strings.HasPrefix(p.Result.CallID, geminiCallPrefix) {
-					fr["id"] = p.Result.CallID
+					part.FunctionResponse.ID = &p.Result.CallID
 				}
-				parts = append(parts, map[string]any{"functionResponse": fr})
+				parts = append(parts, part)
 			}
 			signature = ""
 		}

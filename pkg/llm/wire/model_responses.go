@@ -51,7 +51,7 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			if m.Role == RoleTool {
 				role = "user"
 			}
-			input = append(input, map[string]any{"role": role, "content": responsesInputContent(text, m.Role == RoleAssistant)})
+			input = append(input, &responsesMessageItem{Role: role, Content: responsesInputContent(text, m.Role == RoleAssistant)})
 			text = nil
 		}
 		for _, p := range m.Parts {
@@ -72,10 +72,10 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				}
 			case PartToolCall:
 				flush()
-				input = append(input, map[string]any{"type": "function_call", "call_id": p.Call.ID, "name": p.Call.Name, "arguments": p.Call.Arguments})
+				input = append(input, &responsesCallItem{Type: "function_call", CallID: p.Call.ID, Name: p.Call.Name, Arguments: p.Call.Arguments})
 			case PartToolResult:
 				flush()
-				input = append(input, map[string]any{"type": "function_call_output", "call_id": p.Result.CallID, "output": resultText(p.Result)})
+				input = append(input, &responsesCallOutputItem{Type: "function_call_output", CallID: p.Result.CallID, Output: resultText(p.Result)})
 			}
 		}
 		flush()
@@ -97,12 +97,9 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		for _, t := range r.Tools {
 			// Responses function tools are strict unless told otherwise, and a strict
 			// schema must list every property as required: only the client may ask.
-			tool := map[string]any{"type": "function", "name": t.Name, "strict": t.Strict != nil && *t.Strict}
-			if t.Description != "" {
-				tool["description"] = t.Description
-			}
+			tool := &responsesFunctionTool{Type: "function", Name: t.Name, Strict: t.Strict != nil && *t.Strict, Description: t.Description}
 			if !isNull(t.Parameters) {
-				tool["parameters"] = t.Parameters
+				tool.Parameters = t.Parameters
 			}
 			tools = append(tools, tool)
 		}
@@ -157,6 +154,54 @@ func responsesSearchTool(o *llm.SearchOptions) map[string]any {
 	return t
 }
 
+// The items, tools and parts of a Responses request the fleet sends are typed
+// structs whose fields are in the order of their names, so they encode to the bytes
+// the map each it replaced did (encoding/json sorts a map's keys), without the maps,
+// their boxed values and the sorting per item per hop. A field is left out (omitempty)
+// exactly when the map had no such key.
+
+// responsesMessageItem is a message input item; Content is a string or
+// []responsesInputPart.
+type responsesMessageItem struct {
+	Content any    `json:"content"`
+	Role    string `json:"role"`
+}
+
+// responsesCallItem is a function_call input item.
+type responsesCallItem struct {
+	Arguments string `json:"arguments"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+}
+
+// responsesCallOutputItem is a function_call_output input item.
+type responsesCallOutputItem struct {
+	CallID string `json:"call_id"`
+	Output string `json:"output"`
+	Type   string `json:"type"`
+}
+
+// responsesFunctionTool is a function tool of a request.
+type responsesFunctionTool struct {
+	Description string          `json:"description,omitempty"`
+	Name        string          `json:"name"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      bool            `json:"strict"`
+	Type        string          `json:"type"`
+}
+
+// responsesInputPart is an input_text, input_image or input_file part, each with only
+// its own fields (the image URL, file names and data are never empty).
+type responsesInputPart struct {
+	FileData string  `json:"file_data,omitempty"`
+	FileURL  string  `json:"file_url,omitempty"`
+	Filename string  `json:"filename,omitempty"`
+	ImageURL string  `json:"image_url,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	Type     string  `json:"type"`
+}
+
 // responsesInputContent renders a message's text and images: a string when it is
 // text only, else input parts (an assistant's earlier text is output_text).
 func responsesInputContent(parts []Part, assistant bool) any {
@@ -176,24 +221,24 @@ func responsesInputContent(parts []Part, assistant bool) any {
 }
 
 // responsesInputParts renders a message's text, images and files as input parts.
-func responsesInputParts(parts []Part) []any {
-	var items []any
-	for _, p := range parts {
+func responsesInputParts(parts []Part) []responsesInputPart {
+	var items []responsesInputPart
+	for i, p := range parts {
 		switch p.Kind {
 		case PartText:
-			items = append(items, map[string]string{"type": "input_text", "text": p.Text})
+			items = append(items, responsesInputPart{Type: "input_text", Text: &parts[i].Text})
 		case PartImage:
 			url := p.Image.URL
 			if url == "" {
 				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
 			}
-			items = append(items, map[string]string{"type": "input_image", "image_url": url})
+			items = append(items, responsesInputPart{Type: "input_image", ImageURL: url})
 		case PartFile:
 			if p.File.Data == "" && p.File.URL != "" { // a file it takes by URL (TakesFileURL)
-				items = append(items, map[string]string{"type": "input_file", "file_url": p.File.URL})
+				items = append(items, responsesInputPart{Type: "input_file", FileURL: p.File.URL})
 				continue
 			}
-			items = append(items, map[string]string{"type": "input_file", "filename": p.File.name(), "file_data": p.File.dataURL()})
+			items = append(items, responsesInputPart{Type: "input_file", Filename: p.File.name(), FileData: p.File.dataURL()})
 		}
 	}
 	return items

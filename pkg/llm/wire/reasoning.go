@@ -379,23 +379,32 @@ func thinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
 
 // reasoningItem renders a Responses reasoning part as the input item it came as (nil:
 // the part is another protocol's).
-func reasoningItem(p Part) map[string]any {
+func reasoningItem(p Part) *responsesReasoningItem {
 	r, ok := reasoningFor(p, OpenAIResponses)
 	if !ok {
 		return nil
 	}
-	summary := []any{}
+	summary := make([]responsesSummaryText, 0, len(r.Summary))
 	for _, s := range r.Summary {
-		summary = append(summary, map[string]string{"type": "summary_text", "text": s})
+		summary = append(summary, responsesSummaryText{Type: "summary_text", Text: s})
 	}
-	it := map[string]any{"type": "reasoning", "summary": summary}
-	if r.ID != "" {
-		it["id"] = r.ID
-	}
-	if r.Encrypted != "" {
-		it["encrypted_content"] = r.Encrypted
-	}
-	return it
+	return &responsesReasoningItem{Type: "reasoning", Summary: summary, ID: r.ID, Encrypted: r.Encrypted}
+}
+
+// responsesReasoningItem is a reasoning input item. Its fields are in the order of
+// their names, so it encodes to the bytes the map it replaced did; id and
+// encrypted_content are left out when empty, as the map left them out.
+type responsesReasoningItem struct {
+	Encrypted string                 `json:"encrypted_content,omitempty"`
+	ID        string                 `json:"id,omitempty"`
+	Summary   []responsesSummaryText `json:"summary"`
+	Type      string                 `json:"type"`
+}
+
+// responsesSummaryText is a reasoning item's summary_text.
+type responsesSummaryText struct {
+	Text string `json:"text"`
+	Type string `json:"type"`
 }
 
 // responsesReasoningConfig sets a Responses request's reasoning (effort, summary) and,

@@ -1,0 +1,54 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
+
+// hopRequest is a third hop of a search loop as the chain builds it for a model that
+// reasons: a question, then two hops of a web_search call (with the reasoning of the
+// model's own protocol p) and the call's results.
+func hopRequest(p wire.Protocol) *wire.Request {
+	params := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to search for."}},"required":["query"]}`)
+	r := &wire.Request{System: "You are helpful.", Tools: []wire.Tool{{Name: "web_search", Description: "Search the web.", Parameters: params}},
+		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "What changed in NATS JetStream this year?"}}}}}
+	for h := range 2 {
+		id := fmt.Sprintf("call_%d", h)
+		rs := &wire.Reasoning{Protocol: p, Text: strings.Repeat("thinking ", 100), Signature: "sig", ID: "rs_1", Encrypted: "enc"}
+		r.Messages = append(r.Messages,
+			wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.PartReasoning, Reasoning: rs},
+				{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: id, Name: "web_search", Arguments: `{"query":"nats jetstream"}`}}}},
+			wire.Message{Role: wire.RoleTool, Parts: []wire.Part{{Kind: wire.PartToolResult, Result: &wire.ToolResult{CallID: id,
+				Parts: []wire.Part{{Kind: wire.PartText, Text: strings.Repeat("1. NATS JetStream 2.12 <https://nats.io/blog> adds things.\n", 8)}}}}}})
+	}
+	return r
+}
+
+// BenchmarkModelEncodeRequest is what encoding a reasoning model's third hop costs,
+// per model protocol.
+func BenchmarkModelEncodeRequest(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		api  wire.ModelAPI
+		p    wire.Protocol
+	}{
+		{"chat", wire.ChatModel, wire.OpenAIChat},
+		{"responses", wire.ResponsesModel, wire.OpenAIResponses},
+		{"anthropic", wire.AnthropicModel, wire.AnthropicMessages},
+		{"gemini", wire.GeminiModel, wire.Gemini},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := hopRequest(c.p)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.api.EncodeRequest(req, "up-model"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
