@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
@@ -117,7 +118,7 @@ func (v *view) turn(h int) (*turn, bool) {
 		return nil, false
 	}
 	var t turn
-	if json.Unmarshal(hp.Turn, &t) != nil {
+	if jsonfast.Unmarshal(hp.Turn, &t) != nil {
 		return nil, false
 	}
 	if t.Message != nil && t.Parts == nil {
@@ -146,7 +147,7 @@ func (v *view) calls(h int) []call {
 		return nil
 	}
 	var cs []call
-	_ = json.Unmarshal(hp.Calls, &cs)
+	_ = jsonfast.Unmarshal(hp.Calls, &cs)
 	if v.hopCalls != nil {
 		v.hopCalls[h] = cs
 	}

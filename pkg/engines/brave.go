@@ -171,7 +171,7 @@ func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {
 		return nil, err
 	}
 	var resp braveResponse
-	if err := e.decode(body, &resp); err != nil {
+	if err := decode(&e.client, body, &resp); err != nil {
 		return nil, err
 	}
 	_, warns := e.params(q)

@@ -118,7 +118,7 @@ func (e *exa) parse(q Query, bodies [][]byte) (*Result, error) {
 		return nil, err
 	}
 	var resp exaResponse
-	if err := e.decode(body, &resp); err != nil {
+	if err := decode(&e.client, body, &resp); err != nil {
 		return nil, err
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}

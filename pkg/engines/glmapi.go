@@ -86,7 +86,7 @@ func (e *glmAPI) Search(ctx context.Context, q Query) (*Result, error) {
 
 func (e *glmAPI) parse(q Query, bodies [][]byte) (*Result, error) {
 	var resp glmAPIResponse
-	if err := e.decode(bodies[0], &resp); err != nil {
+	if err := decode(&e.client, bodies[0], &resp); err != nil {
 		return nil, err
 	}
 	if resp.Error != nil && resp.SearchResult == nil {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	redactpkg "github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
@@ -91,18 +92,11 @@ func (c *client) do(ctx context.Context, req request) ([]byte, http.Header, erro
 	return body, resp.Header, nil
 }
 
-// doJSON is do followed by decoding the body into out.
-func (c *client) doJSON(ctx context.Context, req request, out any) error {
-	body, _, err := c.do(ctx, req)
-	if err != nil {
-		return err
-	}
-	return c.decode(body, out)
-}
-
-// decode unmarshals a 2xx body, turning failure into a Decode error.
-func (c *client) decode(body []byte, out any) error {
-	if err := json.Unmarshal(body, out); err != nil {
+// decode unmarshals a 2xx body, turning failure into a Decode error. It is a function,
+// not a method, because jsonfast.Unmarshal is generic: provider bodies are the fleet's
+// largest decodes, and it reads them in one pass with encoding/json's results and errors.
+func decode[T any](c *client, body []byte, out *T) error {
+	if err := jsonfast.Unmarshal(body, out); err != nil {
 		return &Error{Kind: Decode, Engine: c.id, Message: "reading response: " + truncate(err.Error(), 200)}
 	}
 	return nil

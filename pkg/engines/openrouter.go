@@ -210,7 +210,7 @@ func (e *openRouter) Search(ctx context.Context, q Query) (*Result, error) {
 
 func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
 	var resp openrouterResponse
-	if err := e.decode(bodies[0], &resp); err != nil {
+	if err := decode(&e.client, bodies[0], &resp); err != nil {
 		return nil, err
 	}
 	if resp.Error != nil {

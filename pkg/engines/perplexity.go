@@ -162,7 +162,7 @@ func perplexityDomains(q Query) []string {
 
 func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	var resp perplexityResponse
-	if err := e.decode(bodies[0], &resp); err != nil {
+	if err := decode(&e.client, bodies[0], &resp); err != nil {
 		return nil, err
 	}
 	if resp.Error != nil && len(resp.Choices) == 0 {

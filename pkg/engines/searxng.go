@@ -161,7 +161,7 @@ func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
 		return nil, err
 	}
 	var resp searxngResponse
-	if err := e.decode(body, &resp); err != nil {
+	if err := decode(&e.client, body, &resp); err != nil {
 		return nil, err
 	}
 	down := searxngUnresponsive(resp.UnresponsiveEngines)

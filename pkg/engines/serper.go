@@ -128,7 +128,7 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 		return nil, err
 	}
 	var resp serperResponse
-	if err := e.decode(body, &resp); err != nil {
+	if err := decode(&e.client, body, &resp); err != nil {
 		return nil, err
 	}
 	credits := 1.0

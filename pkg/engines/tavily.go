@@ -95,7 +95,7 @@ func (e *tavily) Search(ctx context.Context, q Query) (*Result, error) {
 
 func (e *tavily) parse(_ Query, bodies [][]byte) (*Result, error) {
 	var resp tavilyResponse
-	if err := e.decode(bodies[0], &resp); err != nil {
+	if err := decode(&e.client, bodies[0], &resp); err != nil {
 		return nil, err
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}

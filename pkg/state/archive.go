@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
 // Hot and cold. While a job runs, Redis holds all of it: the record (request,
@@ -83,7 +85,7 @@ func summarize(m map[string]string) []byte {
 	sum := jobSummary{Question: m["question"]}
 	if v := m["usage"]; v != "" {
 		var u sumUsage
-		if json.Unmarshal([]byte(v), &u) == nil {
+		if jsonfast.Unmarshal([]byte(v), &u) == nil {
 			sum.Usage = &u
 		}
 	}

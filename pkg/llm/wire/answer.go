@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
 // AnswerFormat is the format version of a completed job's stored answer. Format 2
@@ -37,7 +39,7 @@ func DecodeAnswer(b []byte) (*Response, error) {
 	switch format {
 	case AnswerFormat:
 		var a storedAnswer
-		if err := json.Unmarshal(b, &a); err != nil {
+		if err := jsonfast.Unmarshal(b, &a); err != nil {
 			return nil, err
 		}
 		if a.Response == nil {
@@ -91,7 +93,7 @@ func answerFormat(b []byte) (int, error) {
 	var head struct {
 		Format int `json:"format"`
 	}
-	if err := json.Unmarshal(b, &head); err != nil {
+	if err := jsonfast.Unmarshal(b, &head); err != nil {
 		return 0, fmt.Errorf("stored answer unreadable: %w", err)
 	}
 	return head.Format, nil

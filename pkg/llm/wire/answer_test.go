@@ -148,3 +148,14 @@ func BenchmarkAnswerChat(b *testing.B) {
 		wire.ChatAnswerJSON(s)
 	}
 }
+
+// BenchmarkAnswerDecode reads a stored answer as the ingress and the webhook sender do.
+func BenchmarkAnswerDecode(b *testing.B) {
+	s, _ := wire.EncodeAnswer(benchAnswer())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := wire.DecodeAnswer(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -93,10 +94,10 @@ func chatOwnReasoning(parts []Part) *string {
 func (chatModel) DecodeResponse(body []byte) (*Response, error) {
 	// One pass reads the completion and an in-band error envelope both. A body that
 	// is not JSON fills neither; one whose fields have the wrong types still fills
-	// error (encoding/json reads on past a type mismatch), which wins as it did when
-	// the envelope was read on its own.
+	// error (jsonfast, like encoding/json, reads on past a type mismatch), which wins as
+	// it did when the envelope was read on its own.
 	var c chatCompletion
-	err := json.Unmarshal(body, &c)
+	err := jsonfast.Unmarshal(body, &c)
 	if le := llm.InBandError(c.Error); le != nil {
 		return nil, le
 	}

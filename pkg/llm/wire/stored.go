@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -41,13 +42,13 @@ func DecodeStored(b []byte) (*Stored, error) {
 	var head struct {
 		Format int `json:"format"`
 	}
-	if err := json.Unmarshal(b, &head); err != nil {
+	if err := jsonfast.Unmarshal(b, &head); err != nil {
 		return nil, err
 	}
 	switch head.Format {
 	case StoredFormat:
 		var s Stored
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := jsonfast.Unmarshal(b, &s); err != nil {
 			return nil, err
 		}
 		if s.Request == nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
 // TraceEntry is one search of a job as the chat worker records it in the job's trace.
@@ -64,9 +66,9 @@ type traceSourceObject TraceSource
 // not (a trace written before titles were kept).
 func decodeTrace(trace []byte) ([]TraceEntry, error) {
 	var objs []traceEntryObjects
-	if json.Unmarshal(trace, &objs) != nil {
+	if jsonfast.Unmarshal(trace, &objs) != nil {
 		var entries []TraceEntry
-		err := json.Unmarshal(trace, &entries)
+		err := jsonfast.Unmarshal(trace, &entries)
 		return entries, err
 	}
 	entries := make([]TraceEntry, len(objs))

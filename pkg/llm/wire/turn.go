@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -124,7 +125,7 @@ func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usag
 // report.
 func TurnFromChat(msg json.RawMessage, finish string, usage llm.Usage, model string) (*Turn, error) {
 	var m chatMessage
-	if err := json.Unmarshal(msg, &m); err != nil {
+	if err := jsonfast.Unmarshal(msg, &m); err != nil {
 		return nil, err
 	}
 	parts, err := chatParts("message.content", m.Content)
@@ -143,7 +144,7 @@ func TurnFromChat(msg json.RawMessage, finish string, usage llm.Usage, model str
 	var n struct {
 		Native *llm.NativeSearch `json:"searchfleet_native"`
 	}
-	if json.Unmarshal(msg, &n) == nil {
+	if jsonfast.Unmarshal(msg, &n) == nil {
 		t.Native = n.Native
 	}
 	return t, nil
