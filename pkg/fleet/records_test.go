@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -102,6 +103,16 @@ func TestRecordsSurviveAnEmptyRedis(t *testing.T) {
 	fleettest.Eventually(t, "the stored response to leave Redis", func() bool {
 		return rdb.Exists(context.Background(), f.Store.K.StoredResponse(first.ID)).Val() == 0
 	})
+	// The finisher counts a job in its tenant's spend per model after the trim: the
+	// flush below comes after both jobs' last write, or that count would come back.
+	fleettest.Eventually(t, "both jobs counted in the spend per model", func() bool {
+		rows, err := f.Store.ModelSpend(context.Background(), "default", 1, time.Now())
+		var jobs int64
+		for _, r := range rows {
+			jobs += r.Jobs
+		}
+		return err == nil && jobs >= 2
+	})
 
 	// Redis restarts with an empty dataset: every key of the fleet is gone.
 	_, all := keysMemory(t, rdb, prefix+":*")
@@ -109,7 +120,7 @@ func TestRecordsSurviveAnEmptyRedis(t *testing.T) {
 		rdb.Del(context.Background(), k)
 	}
 	if _, left := keysMemory(t, rdb, prefix+":*"); len(left) != 0 {
-		t.Fatalf("%d keys left", len(left))
+		t.Fatalf("%d keys left: %v", len(left), left)
 	}
 
 	got := waitJob(t, c, orig.ID)
