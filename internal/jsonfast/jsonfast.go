@@ -21,6 +21,18 @@
 // Unmarshal is generic), so what encoding/json leaves in it on a type error is exactly
 // what it would have left alone. Failures are rare on these paths, so the second pass
 // costs nothing that matters.
+//
+// There is no Marshal here, on purpose. The emulation's Marshal is no faster than
+// encoding/json's on what the fleet encodes (BenchmarkMarshal, three alternating runs
+// on a loaded 2-core machine: a ten-hit search result 9.4-12.3 µs against 10.0-10.6
+// µs, a bus event envelope 1.6-2.0 µs against 1.8-2.1 µs, with 41% more bytes
+// allocated), and it does not give the same bytes: it writes a string's invalid UTF-8
+// as a raw U+FFFD where encoding/json writes the escape \ufffd, which no option changes
+// (TestEmulationMarshalDiffers); its errors differ too (an invalid RawMessage is
+// "*json.RawMessage" in them). Everything else a table of tricky values (HTML
+// characters, U+2028, floats, map keys of every kind, raw messages, methods, embedded
+// and omitempty fields, nil slices and maps) and a fuzz run over valid strings, floats,
+// maps and raw messages tried came out the same.
 package jsonfast
 
 import (
