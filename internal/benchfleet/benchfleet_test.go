@@ -169,7 +169,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 42 and 12, as
+// scripts run included) and on the fleet's client (round trips): 39 and 12, as
 // measured, with nothing to spare. A job whose window holds more — the two key-rest
 // lookups (model, engine) a job makes when their one-second cache has lapsed, the
 // tenant index's trim (one submission in 16), a reaper sweep — is not the one measured
@@ -177,7 +177,8 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 // chain, its calls' outcomes, recorded results and spend ledger are fields of its one
 // hash; docs/benchmarks.md, "Redis commands per job"):
 //
-//	ingress: create the job (script: EXISTS, HSET, PEXPIRE), deadline, tenant index  6
+//	ingress: create the job: deadline, HSET, PEXPIRE, tenant index (a fresh id: no
+//	  script looks for an earlier record; state.Store.CreateJob)                     4
 //	hop 0: read the job (HGETALL), take the hop's lease (SET NX)                     2
 //	hop 0: store the turn with its calls, flags, running (script: HMGET, HSET)       3
 //	search: outcome, fallback, status, lease, the job's cap (script: HMGET, SET NX,
@@ -189,10 +190,10 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //	end: the final turn and the status compare-and-set (script: HMGET, HSET)         3
 //	ingress reads the answer (HMGET)                                                 1
 //	finisher: read the job (HGETALL), forget its deadline (ZREM)                     2
-//	archive: trim (script: HGETALL, DEL, HSET, PEXPIRE, SET summary), count spend
-//	  per model (3 HINCRBY)                                                          9
+//	archive: trim (script: HGETALL, DEL, HSET with the summary, PEXPIRE), count
+//	  spend per model (3 HINCRBY: cost, job, searches; a count of 0 is not written)  8
 const (
-	oneSearchJobCommands   = 42
+	oneSearchJobCommands   = 39
 	oneSearchJobRoundTrips = 12
 )
 

@@ -25,7 +25,7 @@ func (s *Server) newJob(r *http.Request, idPrefix string, p wire.Protocol, req *
 		return nil, err
 	}
 	now := time.Now().UTC()
-	return &state.Job{ID: state.NewID(idPrefix), Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
+	return &state.Job{ID: state.NewID(idPrefix), FreshID: true, Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
 		Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout)}, nil
 }
 

@@ -28,6 +28,6 @@ func (s *Server) directFetch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now().UTC()
-	job := &state.Job{ID: state.NewID("ftch_"), Tenant: tenantOf(r), Kind: "fetch", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
+	job := &state.Job{ID: state.NewID("ftch_"), FreshID: true, Tenant: tenantOf(r), Kind: "fetch", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
 	s.runDirect(w, r, job, bus.SubjectFetch, search.FetchRequest{JobID: job.ID, Hop: 0, CallID: "direct", URL: u, Deadline: job.Deadline, Direct: true})
 }

@@ -91,6 +91,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}()
 	replayed := false
 	if key != "" {
+		// The key names the job from now on: a retry under it, or a request racing
+		// this one, may record it too, so CreateJob checks for it.
+		job.FreshID = false
 		sum := sha256.Sum256(body)
 		hash := hex.EncodeToString(sum[:16])
 		won, existing, existingHash, err := s.Store.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Retention)

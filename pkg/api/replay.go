@@ -30,7 +30,7 @@ func (s *Server) replayJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now().UTC()
-	job := &state.Job{ID: state.NewID("job_"), Tenant: orig.Tenant, Kind: "chat", Model: orig.Model, Request: orig.Request,
+	job := &state.Job{ID: state.NewID("job_"), FreshID: true, Tenant: orig.Tenant, Kind: "chat", Model: orig.Model, Request: orig.Request,
 		Created: now, Deadline: now.Add(s.JobTimeout), ReplayOf: orig.ID}
 	// A replay is a new job: it takes one of the tenant's job slots like any other,
 	// freed again if the job is not accepted.

@@ -41,7 +41,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now().UTC()
-	job := &state.Job{ID: state.NewID("srch_"), Tenant: tenantOf(r), Kind: "search", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
+	job := &state.Job{ID: state.NewID("srch_"), FreshID: true, Tenant: tenantOf(r), Kind: "search", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
 	s.runDirect(w, r, job, bus.SubjectSearch(call.Engine), search.Request{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true})
 }
 

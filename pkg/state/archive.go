@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,8 +26,8 @@ import (
 // chain, the recorded searches, the stored response — as one value to the Archive (a
 // JetStream key-value bucket, bus.Records), then, in one script, drops the cold parts
 // from Redis: the record keeps its short fields (status, tenant, kind, model, times,
-// batch, webhook status, replay_of) and notes the archived bytes ("cold"), a summary
-// keeps what listings show (question, searches and cost, error), both well under a
+// batch, webhook status, replay_of), notes the archived bytes ("cold") and holds a
+// summary of what listings show (question, searches and cost, error), well under a
 // kilobyte; the chain, the recorded searches, the stored response, the job's spend
 // ledger (not archived: the record's usage keeps the job's cost; the trim reads it
 // and the job is counted in its tenant's spend per model then, once) and the calls'
@@ -61,10 +62,47 @@ const fieldCold = "cold"
 // coldFields are the job hash fields that move to the archive: the large ones, and
 // those longer than Redis's compact hash encoding allows (64 bytes by default; a hash
 // holding one longer value takes four times the memory). Listings read the question,
-// usage and error of an archived job from its summary (Keys.JobSummary).
+// usage and error of an archived job from its summary (summaryFields).
 var coldFields = []any{"request", "response", "trace", "callback", "usage", "error", "question"}
 
-// jobSummary is an archived job's summary (Keys.JobSummary): what a listing shows.
+// An archived job's summary (jobSummary, JSON) is kept in its trimmed hash, in
+// pieces of at most summaryPiece bytes, fields "sum.0", "sum.1" and on: one value
+// longer than Redis's compact hash encoding allows (hash-max-listpack-value, 64 bytes
+// by default) would double the record's memory, and a question alone may be 200
+// characters. In pieces, the record takes no more memory than it and a summary key
+// of its own did (TestArchivedJobKeepsItsSummaryCompact), and the trim writes one key,
+// not two. No other field of a job's hash begins "sum.". Jobs trimmed by an earlier
+// release keep their summary in a key of its own (Keys.JobSummary) until they expire.
+const (
+	prefixSummary = "sum."
+	summaryPiece  = 63
+)
+
+// summaryFields are the field/value pairs that keep summary b in a job's hash.
+func summaryFields(b []byte) []any {
+	var f []any
+	for i := 0; len(b) > 0; i++ {
+		n := min(len(b), summaryPiece)
+		f = append(f, prefixSummary+strconv.Itoa(i), b[:n])
+		b = b[n:]
+	}
+	return f
+}
+
+// summaryOf joins the summary kept in the job hash m (summaryFields): "" when there
+// is none (a job trimmed by an earlier release, or not archived).
+func summaryOf(m map[string]string) string {
+	var b strings.Builder
+	for i := 0; ; i++ {
+		v, ok := m[prefixSummary+strconv.Itoa(i)]
+		if !ok {
+			return b.String()
+		}
+		b.WriteString(v)
+	}
+}
+
+// jobSummary is an archived job's summary (summaryFields): what a listing shows.
 type jobSummary struct {
 	Question string    `json:"q,omitempty"`
 	Usage    *sumUsage `json:"u,omitempty"`
@@ -96,8 +134,13 @@ func summarize(m map[string]string) []byte {
 		}
 		sum.Error = &e
 	}
-	b, _ := json.Marshal(sum)
-	return b
+	// Not HTML-escaped: a question's "<" is one byte, not six, of a record kept in
+	// Redis for the retention period.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(sum)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // withSummary sets on j, an archived job as Redis keeps it, what its summary (b,
@@ -290,19 +333,23 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2] its summary, KEYS[3..] the other keys to delete (the stored
-// response); ARGV[1] the archived bytes, ARGV[2] the
-// summary, ARGV[3] the ms the record has left (its retention from its creation), then
-// the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what
-// is left compactly (a hash keeps the encoding of its largest value). Returns {1,
-// the micro-dollars the job's spend ledger ($usd) held} when it trimmed, {0} when the job was
-// trimmed already, {-1} when it has not ended (or is gone).
+// record, KEYS[2..] the other keys to delete (the stored response); ARGV[1] the
+// archived bytes, ARGV[2] the ms the record has left (its retention from its
+// creation), ARGV[3] how many arguments the summary's fields take (n), ARGV[4..3+n]
+// the summary's field/value pairs (summaryFields), then the fields to drop (the cold
+// ones and the chain's). The record is written anew, so Redis encodes what is left
+// compactly (a hash keeps the encoding of its largest value). Returns {1, the
+// micro-dollars the job's spend ledger ($usd) held} when it trimmed, {0} when the job
+// was trimmed already, {-1} when it has not ended (or is gone).
 var trimJob = redis.NewScript(`
 -- One read of the whole record decides and gives what stays; one DEL drops the
 -- record and every cold key together before the short fields are written back.
 local all = redis.call('HGETALL', KEYS[1])
-local drop, st, rest, spent = {}, nil, {}, '0'
-for i = 4, #ARGV do drop[ARGV[i]] = true end
+local sum = tonumber(ARGV[3])
+local drop, st, spent = {}, nil, '0'
+local rest = {'cold', ARGV[1]}
+for i = 4, 3 + sum do rest[#rest+1] = ARGV[i] end
+for i = 4 + sum, #ARGV do drop[ARGV[i]] = true end
 for i = 1, #all, 2 do
   local f = all[i]
   if f == 'status' then st = all[i+1] end
@@ -316,13 +363,10 @@ for i = 1, #all, 2 do
 end
 if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return {-1} end
 -- Never without a TTL: a record past its time (clocks differ) goes at once.
-local ttl = math.max(tonumber(ARGV[3]), 1)
-local gone = {KEYS[1]}
-for i = 3, #KEYS do gone[#gone+1] = KEYS[i] end
-redis.call('DEL', unpack(gone))
-redis.call('HSET', KEYS[1], 'cold', ARGV[1], unpack(rest))
+local ttl = math.max(tonumber(ARGV[2]), 1)
+redis.call('DEL', unpack(KEYS))
+redis.call('HSET', KEYS[1], unpack(rest))
 redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
 return {1, tonumber(spent)}
 `)
 
@@ -381,12 +425,16 @@ func (s *Store) archiveHash(ctx context.Context, id string, m map[string]string)
 		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
 	}
 	n := int64(len(rec))
-	keys := []string{s.K.Job(id), s.K.JobSummary(id), s.K.StoredResponse(id)}
+	keys := []string{s.K.Job(id), s.K.StoredResponse(id)}
 	left := s.Retention
 	if c := FromMillis(jm["created"]); !c.IsZero() {
 		left = time.Until(c.Add(s.Retention))
 	}
-	argv := append([]any{n, summarize(jm), left.Milliseconds()}, coldFields...)
+	sum := summaryFields(summarize(jm))
+	argv := make([]any, 0, 3+len(sum)+len(coldFields)+len(others))
+	argv = append(argv, n, left.Milliseconds(), len(sum))
+	argv = append(argv, sum...)
+	argv = append(argv, coldFields...)
 	for _, f := range others {
 		argv = append(argv, f) // the chain, the recorded results and the calls' state go with the cold fields
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -642,5 +643,126 @@ func TestArchiveLooksUpAStoredResponseOnlyWhenThereMayBeOne(t *testing.T) {
 		if got := err == nil; got != c.want {
 			t.Errorf("%s: stored response archived %v (%v), want %v", c.id, got, err, c.want)
 		}
+	}
+}
+
+// An archived job keeps its summary in its trimmed record, which stays a compact hash
+// (listpack) however long its question and error: the summary is kept in pieces no
+// longer than the compact encoding allows. A job with a question of 200 characters
+// keeps under a kilobyte; with a long error too, no more than the record and a
+// summary key of its own (the earlier layout) took. The listing shows them whole.
+func TestArchivedJobKeepsItsSummaryCompact(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		id, question string
+		err          *state.JobError
+	}{
+		{"job_long", strings.Repeat("what is new in Go? ", 11)[:200], nil},
+		{"job_long_failed", strings.Repeat("é<b>", 50), // 200 characters, as the front door clips them
+			&state.JobError{Status: 502, Type: "upstream_error", Message: strings.Repeat("the model provider failed ", 20)}},
+	} {
+		j := &state.Job{ID: c.id, Tenant: "t0", Kind: "chat", Model: "gpt-4o-mini", Request: request(4 << 10), Question: c.question,
+			Deadline: time.Now().Add(time.Minute)}
+		if err := e.s.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		status, fields := state.Completed, []any{"usage", json.RawMessage(`{"searches":3,"cost_usd":0.02}`)}
+		if c.err != nil {
+			status, fields = state.Failed, append(fields, "error", c.err)
+		}
+		if ok, err := e.s.Finish(ctx, j.ID, status, fields...); err != nil || !ok {
+			t.Fatalf("finish = %v, %v", ok, err)
+		}
+		if _, err := e.s.ArchiveJob(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		after, keys := e.jobMemory(t, j.ID)
+		enc, _ := e.rdb.ObjectEncoding(ctx, e.s.K.Job(j.ID)).Result()
+		// The earlier layout of the same job: the record without the summary's
+		// fields, and the summary as a string of its own.
+		m := e.rdb.HGetAll(ctx, e.s.K.Job(j.ID)).Val()
+		var rest []any
+		var sum []string
+		for f, v := range m {
+			if i, ok := strings.CutPrefix(f, "sum."); ok {
+				n, _ := strconv.Atoi(i)
+				sum = append(sum, make([]string, max(0, n+1-len(sum)))...)
+				sum[n] = v
+				continue
+			}
+			rest = append(rest, f, v)
+		}
+		earlier := c.id + "_earlier"
+		e.rdb.HSet(ctx, e.s.K.Job(earlier), rest...)
+		e.rdb.Set(ctx, e.s.K.JobSummary(earlier), strings.Join(sum, ""), time.Hour)
+		before, _ := e.jobMemory(t, earlier)
+		e.rdb.Del(ctx, e.s.K.Job(earlier), e.s.K.JobSummary(earlier))
+		t.Logf("Redis bytes of a finished job with a 200-character question (error: %v): %d in %d keys (%s); %d in the earlier layout",
+			c.err != nil, after, keys, enc, before)
+		if keys != 1 || enc != "listpack" || after > before || c.err == nil && after > 1024 {
+			t.Errorf("%s holds %d bytes in %d keys, its record encoded %s; want one listpack key, at most %d bytes (the earlier layout) and a kilobyte without an error",
+				c.id, after, keys, enc, before)
+		}
+	}
+	js, _, err := e.s.TenantJobs(ctx, "t0", "", 10)
+	if err != nil || len(js) != 2 {
+		t.Fatalf("listing: %+v, %v", js, err)
+	}
+	for _, got := range js {
+		want := strings.Repeat("what is new in Go? ", 11)[:200]
+		if got.ID == "job_long_failed" {
+			want = strings.Repeat("é<b>", 50)
+			if got.Error == nil || got.Error.Type != "upstream_error" || got.Error.Status != 502 ||
+				got.Error.Message != strings.Repeat("the model provider failed ", 20)[:200]+"…" {
+				t.Errorf("%s is listed with error %+v", got.ID, got.Error)
+			}
+		}
+		if got.Question != want || string(got.Usage) != `{"searches":3,"cost_usd":0.02}` {
+			t.Errorf("%s is listed as %+v", got.ID, got)
+		}
+	}
+}
+
+// A job an earlier release archived keeps its summary in a key of its own until it
+// expires: it is listed with its question, usage and error beside one archived now,
+// and the quota measures the key.
+func TestTenantJobsListsAJobArchivedTheEarlierWay(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	ctx := context.Background()
+	runJob(t, e.s, "job_new", 1<<10)
+	if _, err := e.s.ArchiveJob(ctx, "job_new"); err != nil {
+		t.Fatal(err)
+	}
+	// The earlier layout: the trimmed record, and the summary as a string of its own.
+	created := time.Now().Add(-time.Minute)
+	id := "job_earlier"
+	summary := `{"q":"what was new?","u":{"searches":2,"cost_usd":0.5},"e":{"status":504,"type":"timeout","message":"deadline"}}`
+	if err := e.rdb.HSet(ctx, e.s.K.Job(id), "id", id, "layout", "2", "tenant", "t0", "kind", "chat", "model", "m",
+		"status", "failed", "created", state.Millis(created), "finished", state.Millis(created), "cold", "1234").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.rdb.Expire(ctx, e.s.K.Job(id), time.Hour)
+	if err := e.rdb.Set(ctx, e.s.K.JobSummary(id), summary, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.rdb.ZAdd(ctx, e.s.K.TenantJobs("t0"), redis.Z{Score: float64(created.UnixMilli()), Member: id})
+
+	js, _, err := e.s.TenantJobs(ctx, "t0", "", 10)
+	if err != nil || len(js) != 2 {
+		t.Fatalf("listing: %+v, %v", js, err)
+	}
+	if j := js[0]; j.ID != "job_new" || j.Question != "what is new in Go?" || string(j.Usage) != `{"searches":1,"cost_usd":0.01}` {
+		t.Errorf("the job archived now is listed as %+v", j)
+	}
+	if j := js[1]; j.ID != id || j.Question != "what was new?" || string(j.Usage) != `{"searches":2,"cost_usd":0.5}` ||
+		j.Error == nil || j.Error.Type != "timeout" || j.Status != state.Failed {
+		t.Errorf("the job archived the earlier way is listed as %+v (error %+v)", j, j.Error)
+	}
+	foot, err := e.s.JobFootprint(ctx, id)
+	if want := int64(1234 + len(summary)); err != nil || foot <= want {
+		t.Errorf("footprint %d, %v; want more than %d (the archived bytes and the summary)", foot, err, want)
 	}
 }

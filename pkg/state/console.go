@@ -64,18 +64,17 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 	var ids []string
 	flush := func() error {
 		cmds := make([]*redis.MapStringStringCmd, len(ids))
-		sums := make([]*redis.StringCmd, len(ids))
 		_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
 				cmds[i] = p.HGetAll(ctx, s.K.Job(id))
-				sums[i] = p.Get(ctx, s.K.JobSummary(id)) // an archived job's question, usage, error
 			}
 			return nil
 		})
-		if err != nil && !errors.Is(err, redis.Nil) {
+		if err != nil {
 			return fmt.Errorf("state: reading a tenant's jobs: %w", err)
 		}
 		var gone []any
+		var earlier []*Job // archived jobs whose summary is a key of its own
 		for i, c := range cmds {
 			m := c.Val()
 			if len(m) == 0 || m["id"] == "" {
@@ -84,7 +83,12 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 			}
 			if j := jobFromHash(m); j.Tenant == tenant {
 				if m[fieldCold] != "" {
-					withSummary(j, sums[i].Val())
+					// An archived job's question, usage and error.
+					if sum := summaryOf(m); sum != "" {
+						withSummary(j, sum)
+					} else {
+						earlier = append(earlier, j)
+					}
 				}
 				out = append(out, j)
 			}
@@ -93,7 +97,7 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 			s.r.ZRem(ctx, s.K.TenantJobs(tenant), gone...)
 		}
 		ids = ids[:0]
-		return nil
+		return s.earlierSummaries(ctx, earlier)
 	}
 	for id, err := range s.index(ctx, s.K.TenantJobs(tenant), after, false, TenantJobsKept) {
 		if err != nil {
@@ -119,6 +123,29 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 		return out[:limit], true, nil
 	}
 	return out, false, nil
+}
+
+// earlierSummaries sets on archived jobs trimmed by an earlier release what their
+// summaries hold: those kept the summary in a key of its own (Keys.JobSummary), read
+// in one round trip, until they expire with their records.
+func (s *Store) earlierSummaries(ctx context.Context, js []*Job) error {
+	if len(js) == 0 {
+		return nil
+	}
+	sums := make([]*redis.StringCmd, len(js))
+	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, j := range js {
+			sums[i] = p.Get(ctx, s.K.JobSummary(j.ID))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("state: reading a tenant's jobs' summaries: %w", err)
+	}
+	for i, j := range js {
+		withSummary(j, sums[i].Val())
+	}
+	return nil
 }
 
 // countSpend marks a job record as counted in the per-model spend ledger and reads,
@@ -179,10 +206,16 @@ func (s *Store) countModelSpend(ctx context.Context, j *Job, micros int64) error
 	// The day's ledger gets its TTL once a minute per process (refreshes), not with
 	// every job.
 	expire := s.ttls.due(k, time.Now())
+	// A count of 0 is not written: ModelSpend reads a missing field as 0, and the
+	// model's "jobs" field is always there.
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HIncrBy(ctx, k, "usd:"+model, toMicros(usd))
+		if m := toMicros(usd); m != 0 {
+			p.HIncrBy(ctx, k, "usd:"+model, m)
+		}
 		p.HIncrBy(ctx, k, "jobs:"+model, 1)
-		p.HIncrBy(ctx, k, "searches:"+model, int64(u.Searches))
+		if u.Searches != 0 {
+			p.HIncrBy(ctx, k, "searches:"+model, int64(u.Searches))
+		}
 		if expire {
 			p.Expire(ctx, k, ModelSpendDays*24*time.Hour+refreshEvery)
 		}

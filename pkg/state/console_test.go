@@ -105,7 +105,8 @@ func TestTenantJobsBounded(t *testing.T) {
 // spend ledger (a failed job's too), however often the finish hook runs.
 func TestModelSpend(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	rdb, prefix := testenv.Redis(t)
+	s := state.New(rdb, prefix, time.Hour)
 	ctx := context.Background()
 	now := time.Now().UTC()
 	yesterday := now.AddDate(0, 0, -1)
@@ -139,6 +140,8 @@ func TestModelSpend(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs = append(jobs, end("job_5", "acme", "claude", state.Failed, `null`, now))
+	// A job that spent nothing and searched nothing counts as a job all the same.
+	jobs = append(jobs, end("job_6", "acme", "free", state.Completed, `{"searches":0,"cost_usd":0}`, now))
 	for range 3 { // the finish hook runs again on a redelivered terminal event
 		for _, j := range jobs {
 			if err := s.RecordModelSpend(ctx, j); err != nil {
@@ -152,11 +155,19 @@ func TestModelSpend(t *testing.T) {
 	}
 	want := []state.ModelDaySpend{
 		{Day: now.Format(time.DateOnly), Model: "claude", USD: 0.5, Jobs: 1},
+		{Day: now.Format(time.DateOnly), Model: "free", Jobs: 1},
 		{Day: now.Format(time.DateOnly), Model: "gpt", USD: 0.105, Jobs: 2, Searches: 3},
 		{Day: yesterday.Format(time.DateOnly), Model: "claude", USD: 0.01, Jobs: 1, Searches: 1},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("acme spend =\n %v\nwant\n %v", got, want)
+	}
+	// A count of 0 is not written (ModelSpend reads a missing field as 0).
+	day, _ := rdb.HGetAll(ctx, s.K.ModelSpendDay("acme", now.Format("20060102"))).Result()
+	for _, f := range []string{"usd:free", "searches:free", "searches:claude"} {
+		if v, ok := day[f]; ok {
+			t.Errorf("the day's ledger holds %s = %q", f, v)
+		}
 	}
 	if _, err := s.ModelSpend(ctx, "acme", state.ModelSpendDays+1, now); err == nil {
 		t.Fatal("a range past ModelSpendDays was accepted")

@@ -177,9 +177,10 @@ func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID)
 // previous turns included, and the settings it echoes), beside its job's keys.
 func (k Keys) StoredResponse(id string) string { return k.job(id) + ":response" }
 
-// JobSummary is what job listings show of an archived job besides its record's small
-// fields (a string: JSON of its question, usage and error), kept apart so that the
-// record stays a small hash of short values (Redis's compact encoding).
+// JobSummary is where an earlier release kept what job listings show of an archived
+// job besides its record's small fields (a string: JSON of its question, usage and
+// error). This one keeps it in the trimmed record (summaryFields); the key is read,
+// measured and left to expire with the records trimmed before.
 func (k Keys) JobSummary(id string) string { return k.job(id) + ":summary" }
 
 // SpendPending is a tenant's model-turn reservations of one UTC day that are not
@@ -204,5 +205,6 @@ func (k Keys) QuotaExpiries(tenant string) string { return k.quota(tenant) + ":x
 func (k Keys) TenantJobs(tenant string) string { return k.prefix + ":jobs:{" + tenant + "}" }
 
 // ModelSpendDay is what a tenant's jobs that ended in one UTC day ("20261124") spent,
-// per model (a hash: "usd:<model>" micro-dollars, "jobs:<model>", "searches:<model>").
+// per model (a hash: "usd:<model>" micro-dollars, "jobs:<model>", "searches:<model>";
+// a field not there counts 0).
 func (k Keys) ModelSpendDay(tenant, day string) string { return k.budget(tenant) + ":models:" + day }

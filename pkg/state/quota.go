@@ -164,12 +164,14 @@ func (s *Store) StorageOf(ctx context.Context, tenant string) (Storage, error) {
 
 // jobFootprint sums the bytes (field names and values) of a job's hashes, and the
 // archived bytes the job record notes (field "cold"). KEYS are the hashes, the job
-// record first, the summary last. The calls' outcomes and fallback state in the
+// record first, the summary key of a job an earlier release archived last (an
+// archived job's summary is a part of its record now). The calls' outcomes and fallback state in the
 // job's hash (calls.go) are not counted: an outcome repeats a result the chain keeps,
 // and neither is kept past the job.
 var jobFootprint = redis.NewScript(`
 -- An archived job (its record notes the archived bytes in 'cold') keeps only its
--- short record and its summary in Redis: 3 commands instead of a walk of every key.
+-- short record, with its summary, in Redis (an earlier release kept the summary in
+-- a key of its own): 3 commands instead of a walk of every key.
 local cold = redis.call('HGET', KEYS[1], 'cold')
 if cold then
   local n = tonumber(cold)

@@ -73,6 +73,11 @@ type Job struct {
 	// before the job is created): the job's hash notes it ("resp"), so archiving a job
 	// without one reads no stored response.
 	HasStoredResponse bool `json:"-"`
+	// FreshID is set where ID was just drawn by NewID and is not one an
+	// Idempotency-Key, a batch line or a replayed submission can name again: no record
+	// can hold it (120 random bits), so CreateJob may write the job without looking
+	// for one (see CreateJob). Left unset, CreateJob checks and reports ErrExists.
+	FreshID bool `json:"-"`
 
 	// hot is the job's whole hash as ReadEnded read it (its chain, recorded results
 	// and the rest with the record), which ArchiveEnded archives without reading it
@@ -103,6 +108,9 @@ type Store struct {
 	batches jobBatches
 	// ttls are the long-lived keys whose TTL this process set lately (see refreshes).
 	ttls refreshes
+	// inOrder is set when r is one Redis (not a cluster): the commands of one
+	// pipeline run in the order sent, which CreateJob's write of a fresh job needs.
+	inOrder bool
 }
 
 // Option adjusts a Store (New).
@@ -114,6 +122,7 @@ func New(r redis.UniversalClient, prefix string, retention time.Duration, opts .
 		retention = 7 * 24 * time.Hour
 	}
 	s := &Store{r: r, K: NewKeys(prefix), Retention: retention}
+	_, s.inOrder = r.(*redis.Client)
 	for _, o := range opts {
 		o(s)
 	}
@@ -176,6 +185,24 @@ return 1
 
 // CreateJob stores a new job record (status queued) and registers its deadline, in
 // one round trip. It fails with ErrExists if the id is taken.
+//
+// A job whose id is fresh (Job.FreshID) and which has a deadline is written without
+// the check, by plain commands in this order: its deadline, its record (HSET), the
+// record's TTL (PEXPIRE), the tenant's index — 4 commands instead of a script's 6.
+// Commands of one pipeline run in order on one Redis, so a writer that dies part way
+// leaves a prefix of them, and none leaks:
+//   - the deadline alone: the reaper finds no record at the deadline and forgets it;
+//   - the deadline and a record without its TTL: at the deadline the reaper finds the
+//     job queued with no terminal event and fails it (jobs.Reaper); the finisher
+//     handles that ending, and its archiving (ArchiveEnded: trimJob) rewrites the
+//     record with the TTL left of its retention, as it does for every ended job;
+//   - all but the index: the job is not listed, which harms nothing.
+//
+// That second case holds only where the archive trims every ended job and the
+// commands run in the order sent, so a store without an archive, or over a Redis
+// Cluster (whose client sends a pipeline's commands to their nodes at once), and a
+// job without a deadline, keep the script, which writes the record and its TTL
+// together.
 func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	now := time.Now().UTC()
 	if j.Created.IsZero() {
@@ -185,25 +212,33 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	if j.Status == "" {
 		j.Status = Queued
 	}
-	argv := []any{s.Retention.Milliseconds(),
+	fields := []any{
 		"id", j.ID, "layout", jobLayout, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
 		"request", []byte(j.Request), "created", Millis(j.Created), "updated", Millis(j.Updated),
 		"deadline", Millis(j.Deadline), "batch", j.Batch, fieldStoredResponse, flag(j.HasStoredResponse)}
 	if len(j.Callback) > 0 {
-		argv = append(argv, "callback", []byte(j.Callback), "webhook", "pending")
+		fields = append(fields, "callback", []byte(j.Callback), "webhook", "pending")
 	}
 	if j.ReplayOf != "" {
-		argv = append(argv, "replay_of", j.ReplayOf)
+		fields = append(fields, "replay_of", j.ReplayOf)
 	}
 	if j.Question != "" {
-		argv = append(argv, "question", j.Question)
+		fields = append(fields, "question", j.Question)
 	}
+	fresh := j.FreshID && !j.Deadline.IsZero() && s.archive != nil && s.inOrder
 	var created *redis.Cmd
 	var index string
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
-		created = createJob.EvalSha(ctx, p, []string{s.K.Job(j.ID)}, argv...)
-		if !j.Deadline.IsZero() {
+		if fresh {
+			// This order: see above.
 			p.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(j.Deadline.UnixMilli()), Member: j.ID})
+			p.HSet(ctx, s.K.Job(j.ID), fields...)
+			p.PExpire(ctx, s.K.Job(j.ID), s.Retention)
+		} else {
+			created = createJob.EvalSha(ctx, p, []string{s.K.Job(j.ID)}, append([]any{s.Retention.Milliseconds()}, fields...)...)
+			if !j.Deadline.IsZero() {
+				p.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(j.Deadline.UnixMilli()), Member: j.ID})
+			}
 		}
 		index = s.indexJob(ctx, p, j, now) // the tenant's recent jobs (console.go)
 	})
@@ -213,8 +248,10 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 		}
 		return fmt.Errorf("state: creating job: %w", err)
 	}
-	if n, _ := created.Int(); n == 0 {
-		return ErrExists
+	if created != nil {
+		if n, _ := created.Int(); n == 0 {
+			return ErrExists
+		}
 	}
 	return nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/internal/testenv"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -319,5 +322,106 @@ func TestJobOfAnEarlierLayoutIsNamed(t *testing.T) {
 	}
 	if _, err := s.LoadStep(ctx, "new", nil); err != nil {
 		t.Fatalf("a job of this layout: %v", err)
+	}
+}
+
+// A job whose id was just drawn (FreshID) is written with its record's TTL, its
+// deadline and its tenant's index entry, as any other; on one Redis, with an archive
+// and a deadline, it is written without looking for an earlier record (no ErrExists
+// on a repeat: no script ran). A job whose id may repeat (no FreshID), one without a
+// deadline, and one in a store without an archive are checked: ErrExists.
+func TestCreateFreshJob(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	s := state.New(rdb, prefix, time.Hour, state.WithArchive(&memArchive{m: map[string][]byte{}}))
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	j := &state.Job{ID: state.NewID("job_"), FreshID: true, Tenant: "t0", Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m"}`),
+		Question: "what is new?", Deadline: deadline}
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := rdb.PTTL(ctx, s.K.Job(j.ID)).Result(); err != nil || ttl <= 0 || ttl > time.Hour {
+		t.Errorf("the record's TTL is %v (%v), want at most an hour", ttl, err)
+	}
+	if score, err := rdb.ZScore(ctx, s.K.Deadlines(), j.ID).Result(); err != nil || int64(score) != deadline.UnixMilli() {
+		t.Errorf("deadline entry %v (%v), want %d", score, err, deadline.UnixMilli())
+	}
+	if score, err := rdb.ZScore(ctx, s.K.TenantJobs("t0"), j.ID).Result(); err != nil || int64(score) != j.Created.UnixMilli() {
+		t.Errorf("index entry %v (%v), want %d", score, err, j.Created.UnixMilli())
+	}
+	got, err := s.GetJob(ctx, j.ID)
+	if err != nil || got.Status != state.Queued || got.Tenant != "t0" || got.Question != "what is new?" ||
+		string(got.Request) != `{"model":"m"}` || !got.Deadline.Equal(deadline) {
+		t.Fatalf("job = %+v, %v", got, err)
+	}
+	if err := s.CreateJob(ctx, j); err != nil && !errors.Is(err, state.ErrExists) {
+		t.Fatal(err)
+	} else if _, single := rdb.(*redis.Client); single && err != nil {
+		t.Errorf("a fresh job on one Redis was looked for: %v", err)
+	}
+
+	old := state.New(rdb, prefix, time.Hour) // no archive
+	for _, c := range []struct {
+		what string
+		s    *state.Store
+		j    state.Job
+	}{
+		{"an id that may repeat", s, state.Job{ID: "job_keyed", Kind: "chat", Deadline: deadline}},
+		{"no deadline", s, state.Job{ID: "job_nodeadline", FreshID: true, Kind: "chat"}},
+		{"no archive", old, state.Job{ID: "job_noarchive", FreshID: true, Kind: "chat", Deadline: deadline}},
+	} {
+		first, again := c.j, c.j
+		if err := c.s.CreateJob(ctx, &first); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if err := c.s.CreateJob(ctx, &again); !errors.Is(err, state.ErrExists) {
+			t.Errorf("%s: second create = %v, want ErrExists", c.what, err)
+		}
+		if ttl, _ := rdb.PTTL(ctx, c.s.K.Job(c.j.ID)).Result(); ttl <= 0 {
+			t.Errorf("%s: the record's TTL is %v", c.what, ttl)
+		}
+	}
+}
+
+// A fresh job's write that stopped after its record and before its TTL (the ingress
+// died part way) leaks nothing: its deadline, written first, is due, the reaper ends
+// the job (as jobs.Reaper does: Finish), and the finisher's archiving (ReadEnded,
+// ArchiveEnded) writes the record back with the TTL left of its retention.
+func TestFreshJobWithoutItsTTLGetsOneWhenArchived(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	s := state.New(rdb, prefix, time.Hour, state.WithArchive(&memArchive{m: map[string][]byte{}}))
+	ctx := context.Background()
+	j := &state.Job{ID: state.NewID("job_"), FreshID: true, Tenant: "t0", Kind: "chat", Model: "m",
+		Created: time.Now().Add(-2 * time.Minute), Deadline: time.Now().Add(-time.Minute)}
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Persist(ctx, s.K.Job(j.ID)).Err(); err != nil { // the PEXPIRE that did not land
+		t.Fatal(err)
+	}
+	if ids, err := s.Overdue(ctx, time.Now(), 10); err != nil || !slices.Contains(ids, j.ID) {
+		t.Fatalf("overdue %v, %v; want the job", ids, err)
+	}
+	if st, err := s.JobStatus(ctx, j.ID); err != nil || st != state.Queued {
+		t.Fatalf("status %q, %v", st, err)
+	}
+	if ok, err := s.Finish(ctx, j.ID, state.Failed, "error", &state.JobError{Status: 504, Type: "timeout", Message: "deadline"}); err != nil || !ok {
+		t.Fatalf("the reaper's ending = %v, %v", ok, err)
+	}
+	ended, err := s.ReadEnded(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ArchiveEnded(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := rdb.PTTL(ctx, s.K.Job(j.ID)).Result()
+	if err != nil || ttl <= 0 || ttl > time.Hour-2*time.Minute+time.Second {
+		t.Errorf("the archived record's TTL is %v (%v), want what is left of its hour", ttl, err)
+	}
+	if n, _ := rdb.ZCard(ctx, s.K.Deadlines()).Result(); n != 0 {
+		t.Errorf("%d deadlines left", n)
 	}
 }
