@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"slices"
 	"sync"
 
@@ -126,6 +127,9 @@ func (ws *waiters) takeEnded(b *bus.Bus) {
 			return
 		}
 		m, err := ws.ended.NextMsg(0)
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			continue // reported once after the connection dropped some: the rest are there
+		}
 		if err != nil {
 			return
 		}

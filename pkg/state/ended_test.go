@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -130,5 +134,42 @@ func TestEndedJobRefusesWhatItCannotRead(t *testing.T) {
 		if j, err := state.EndedJob(b); err == nil {
 			t.Errorf("%s: decoded %+v", name, j)
 		}
+	}
+}
+
+// The ingress a job named is neither archived nor left in Redis once the job is
+// archived: it was of use only until the job ended.
+func TestArchivingDropsTheIngress(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	b, _ := bustest.New(t)
+	ctx := t.Context()
+	records, err := bus.OpenRecords(ctx, b, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := state.New(rdb, prefix, time.Hour, state.WithArchive(records))
+	id := state.NewID("job_")
+	if err := s.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Request: json.RawMessage(`{"a":1}`), Ingress: "tok3n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ended, err := s.FinishRecord(ctx, id, state.Completed, nil, "response", json.RawMessage(`{}`)); err != nil || ended == nil {
+		t.Fatal(ended, err)
+	}
+	if v, _ := rdb.HGet(ctx, s.K.Job(id), "ingress").Result(); v != "tok3n" {
+		t.Fatalf("before archiving, ingress = %q", v)
+	}
+	if _, err := s.ArchiveJob(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := rdb.HExists(ctx, s.K.Job(id), "ingress").Result(); in {
+		t.Error("the ingress stayed in Redis")
+	}
+	rec, err := records.Get(ctx, id)
+	if err != nil || len(rec) == 0 {
+		t.Fatalf("archived record: %d bytes, %v", len(rec), err)
+	}
+	if strings.Contains(string(rec), "tok3n") {
+		t.Errorf("the archived record names the ingress: %s", rec)
 	}
 }
