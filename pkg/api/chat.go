@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -94,6 +95,9 @@ type waiter struct {
 	// messages during wait.
 	live *nats.Subscription
 	on   func(*nats.Msg)
+	// ended is the job as the worker that ended it handed it over (waiters.takeEnded),
+	// set before its terminal event reaches ch; nil until then, or if it never is.
+	ended atomic.Pointer[nats.Msg]
 }
 
 func (s *Server) watch(jobID string) (*waiter, error) { return s.watchWith(jobID, 32) }
@@ -156,8 +160,26 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 			}
 			return nil, ctx.Err()
 		}
+		if j := wt.handed(jobID); j != nil {
+			return j, nil
+		}
 		return s.Store.GetJob(ctx, jobID)
 	}
+}
+
+// handed is the ended job its worker handed over (jobs.Handoff), decoded as GetJob
+// decodes it, or nil: none came (lost, too large, an ending by another process), or it
+// is unreadable, and the job is read from Redis.
+func (wt *waiter) handed(jobID string) *state.Job {
+	m := wt.ended.Load()
+	if m == nil {
+		return nil
+	}
+	j, err := state.EndedJob(m.Data)
+	if err != nil || j.ID != jobID || !j.Status.Terminal() {
+		return nil
+	}
+	return j
 }
 
 func (s *Server) waitFailed(w http.ResponseWriter, jobID string, err error) {

@@ -94,6 +94,9 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		defer waiter.stop()
+		if !req.Background {
+			job.Ingress = s.events.ingress() // its worker hands it here when it ends
+		}
 		// Stored before the job is submitted: a job that ends at once is archived with
 		// its stored response (state.Store.ArchiveJob).
 		s.saveResponse(r.Context(), job, rr)

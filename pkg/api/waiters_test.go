@@ -10,7 +10,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 )
 
-// Many requests wait at once, all through one subscription: each waiter gets its own
+// Many requests wait at once, all through one subscription of events (and one of the
+// ended jobs handed to this ingress): each waiter gets its own
 // job's events, every one and no other job's (two waiters of one job both get them,
 // a job nothing is published for gets nothing), and once its request is done a
 // waiter leaves nothing registered.
@@ -45,8 +46,8 @@ func TestWaitersGetTheirOwnJobsEvents(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if n := b.NC.NumSubscriptions() - subs; n != 1 {
-		t.Errorf("%d waiters hold %d subscriptions, want 1", len(all), n)
+	if n := b.NC.NumSubscriptions() - subs; n != 2 {
+		t.Errorf("%d waiters hold %d subscriptions, want 2 (events, ended jobs)", len(all), n)
 	}
 	if n := s.events.registered(); n != jobs+1 {
 		t.Errorf("%d jobs registered, want %d", n, jobs+1)

@@ -22,6 +22,7 @@ const (
 	SubjectWebhook   = "fleet.webhooks.v1.deliver" // callback deliveries
 	subjectDLQ       = "fleet.dlq.v1."             // + stream + "." + consumer
 	subjectStream    = "fleet.stream.v1."          // + job id: token deltas, plain NATS
+	subjectEnded     = "fleet.ended.v1."           // + ingress + "." + job id: an ended job for its ingress, plain NATS
 	SubjectSearchAll = subjectSearch + "*"
 	SubjectEventsAll = subjectEvents + "*.*"
 	SubjectEndsAll   = subjectEvents + "*.end"

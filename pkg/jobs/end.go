@@ -62,6 +62,21 @@ type Events interface {
 	TerminalEvent(ctx context.Context, jobID string) (*bus.Event, error)
 }
 
+// RecordFinisher is Store's Finish returning the job as the write left it when the job
+// names the ingress waiting for it (state.Store implements it): see Handoff.
+type RecordFinisher interface {
+	FinishRecord(ctx context.Context, id string, status state.Status, request json.RawMessage, fields ...any) (bool, *state.Ended, error)
+}
+
+// Handoff hands an ended job to the ingress waiting for it, on plain NATS (bus.Bus
+// implements it). With a Store that is a RecordFinisher and Events that are a
+// Handoff, End hands the job it ended to the ingress the job names, before the
+// terminal event, so that ingress answers its client without reading the job from
+// Redis; an ingress not handed the job (a message lost or too large) reads it.
+type Handoff interface {
+	SendEnded(ingress, jobID string, record []byte) (sent bool, err error)
+}
+
 // Ending is how a job ends.
 type Ending struct {
 	Status state.Status // Completed, Failed or Cancelled
@@ -76,6 +91,10 @@ type Ending struct {
 	// first (then nothing is written and End fails with state.ErrAnswerStood: the
 	// step is retried from the stored answer).
 	Turn json.RawMessage
+	// Request, when set, is the job's stored request as the ender read it: the job
+	// handed to its ingress carries it, so Redis need not send it back (nil: the
+	// write that ends the job reads it).
+	Request json.RawMessage
 }
 
 func (e Ending) fields() []any {
@@ -100,8 +119,11 @@ func (e Ending) fields() []any {
 
 // Ender ends jobs.
 type Ender struct {
-	store   Store
-	events  Events
+	store  Store
+	events Events
+	// records and handoff, both set or neither, hand ended jobs to their ingress.
+	records RecordFinisher
+	handoff Handoff
 	metrics *metrics.Metrics
 	log     *slog.Logger
 }
@@ -111,7 +133,13 @@ func NewEnder(store Store, events Events, m *metrics.Metrics, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Ender{store: store, events: events, metrics: m, log: log}
+	e := &Ender{store: store, events: events, metrics: m, log: log}
+	rf, ok1 := store.(RecordFinisher)
+	h, ok2 := events.(Handoff)
+	if ok1 && ok2 {
+		e.records, e.handoff = rf, h
+	}
+	return e
 }
 
 // End ends a job, exactly once: the first ending stands, and a later one (a
@@ -120,9 +148,16 @@ func NewEnder(store Store, events Events, m *metrics.Metrics, log *slog.Logger) 
 // (a step is redelivered, the reaper sweeps again), and End is safe to repeat. A job
 // Redis does not know is an orphan (ErrUnknownJob, a permanent error).
 func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
-	won, err := e.store.Finish(ctx, jobID, end.Status, end.fields()...)
+	won, ended, err := e.finish(ctx, jobID, end)
 	if err != nil {
 		return err
+	}
+	if ended != nil {
+		// Only the write that ended the job hands it over, before its terminal
+		// event on the same connection (which keeps the order).
+		if _, err := e.handoff.SendEnded(ended.Ingress, jobID, ended.Record()); err != nil {
+			e.log.Debug("jobs: handing an ended job to its ingress (it reads Redis)", "job", jobID, "err", err)
+		}
 	}
 	ev := bus.Event{JobID: jobID, Type: eventOf(end.Status), At: time.Now().UTC(), Hop: end.Hop}
 	setError(&ev, end.Error)
@@ -163,6 +198,16 @@ func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 		}
 	}
 	return nil
+}
+
+// finish is the compare-and-set of the terminal status, returning the ended job for
+// its ingress when there is one to hand it to.
+func (e *Ender) finish(ctx context.Context, jobID string, end Ending) (bool, *state.Ended, error) {
+	if e.records == nil {
+		won, err := e.store.Finish(ctx, jobID, end.Status, end.fields()...)
+		return won, nil, err
+	}
+	return e.records.FinishRecord(ctx, jobID, end.Status, end.Request, end.fields()...)
 }
 
 // Recorded reports how the event stream says a job ended, or nil. The reaper asks

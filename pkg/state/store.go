@@ -78,6 +78,12 @@ type Job struct {
 	// can hold it (120 random bits), so CreateJob may write the job without looking
 	// for one (see CreateJob). Left unset, CreateJob checks and reports ErrExists.
 	FreshID bool `json:"-"`
+	// Ingress names the ingress instance that waits for the job's end to answer its
+	// client (a synchronous or streamed request; "" none): a random token of that
+	// process, never an address. Written when the job is created (field "ingress") and
+	// not read back (GetJob leaves it ""): the write that ends the job reads it
+	// (FinishRecord), so the ender can hand the ended job to that ingress.
+	Ingress string `json:"-"`
 
 	// hot is the job's whole hash as ReadEnded read it (its chain, recorded results
 	// and the rest with the record), which ArchiveEnded archives without reading it
@@ -224,6 +230,9 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 	}
 	if j.Question != "" {
 		fields = append(fields, "question", j.Question)
+	}
+	if j.Ingress != "" {
+		fields = append(fields, fieldIngress, j.Ingress)
 	}
 	fresh := j.FreshID && !j.Deadline.IsZero() && s.archive != nil && s.inOrder
 	var created *redis.Cmd
@@ -374,11 +383,16 @@ func (s *Store) JobStatus(ctx context.Context, id string) (Status, error) {
 
 // setIfLive sets fields of a job unless it has ended. KEYS[1] job; ARGV[1] now (ms);
 // ARGV[2] new status or "" to keep; ARGV[3] a field written only where it holds
-// nothing (a hop's model answer, FirstWrite; "" none) and ARGV[4] its value; then
-// field/value pairs. Returns 1 if it wrote, 0 when the job has ended, -1 when it is
-// gone, 2 when ARGV[3] holds another value (nothing is written then).
+// nothing (a hop's model answer, FirstWrite; "" none) and ARGV[4] its value; ARGV[5]
+// n, the number of fields to read back (0: none), and ARGV[6..5+n] those fields, the
+// first the one that asks for them (fieldIngress: FinishRecord); then field/value
+// pairs. Returns 1 if it wrote, 0 when the job has ended, -1 when it is gone, 2 when
+// ARGV[3] holds another value (nothing is written then); a write whose first read-back
+// field holds a value returns {1, the n fields as they were before the write}. The
+// read-back fields are read by the HMGET that reads the status: no command more.
 var setIfLive = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[3])
+local n = tonumber(ARGV[5])
+local v = redis.call('HMGET', KEYS[1], 'status', ARGV[3], unpack(ARGV, 6, 5 + n))
 local st = v[1]
 if not st then return -1 end
 if st == 'completed' or st == 'failed' or st == 'cancelled' then return 0 end
@@ -393,8 +407,9 @@ if ARGV[2] ~= '' then
   end
 end
 if ARGV[3] ~= '' and not v[2] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
-for i = 5, #ARGV do f[#f+1] = ARGV[i] end
+for i = 6 + n, #ARGV do f[#f+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(f))
+if n > 0 and v[3] and v[3] ~= '' then return {1, unpack(v, 3, 2 + n)} end
 return 1
 `)
 
@@ -426,7 +441,7 @@ var ErrAnswerStood = errors.New("state: another answer to the hop was stored fir
 // caller must not act as if it had moved it. Reaching a terminal status also drops the
 // job's deadline.
 func (s *Store) Update(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
-	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
+	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, nil, fields)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: updating job: %w", err)
 	}
@@ -439,9 +454,13 @@ func (s *Store) Update(ctx context.Context, id string, status Status, fields ...
 	return n == 1, nil
 }
 
-func updateArgs(status Status, fields []any) []any {
-	argv := make([]any, 0, 4+len(fields))
-	argv = append(argv, Millis(time.Now()), string(status), "", "")
+// updateArgs are setIfLive's arguments, reading back the fields read (none: nil).
+func updateArgs(status Status, read []string, fields []any) []any {
+	argv := make([]any, 0, 5+len(read)+len(fields))
+	argv = append(argv, Millis(time.Now()), string(status), "", "", len(read))
+	for _, f := range read {
+		argv = append(argv, f)
+	}
 	for i := 0; i+1 < len(fields); i += 2 {
 		v := fields[i+1]
 		switch x := v.(type) {
@@ -627,14 +646,8 @@ return 0
 // moves nothing (ErrAnswerStood). The chain is left as it is: no step reads
 // it once the job has ended, and the archive drops it.
 func (s *Store) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
-	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, fields)...).Int()
-	if err != nil {
-		return false, fmt.Errorf("state: finishing job: %w", err)
-	}
-	if n == 2 {
-		return false, ErrAnswerStood
-	}
-	return n == 1, nil
+	won, _, err := s.finish(ctx, id, status, nil, nil, fields)
+	return won, err
 }
 
 // SearchStart is what a search worker reads before searching, in one round trip: a
