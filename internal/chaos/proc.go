@@ -2,8 +2,10 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -118,15 +120,30 @@ func (p *proc) running() bool {
 	}
 }
 
-// freePort returns a loopback port nobody listens on right now.
+// freePort returns a loopback port nobody listens on right now, drawn below the
+// kernel's ephemeral range (32768 and up on Linux): a port the kernel hands out for
+// "127.0.0.1:0" can be handed out again, to any process on the machine, between this
+// check and the moment the server meant for it binds it, and a chaos run once found
+// its Redis port held by another test's NATS server. A port outside the range is
+// taken only by someone who asks for it by number.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 100 {
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		ln, err := net.Listen("tcp", hostPort(port))
+		if err != nil {
+			continue // in use
+		}
+		ln.Close()
+		return port, nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("chaos: no free port below the ephemeral range")
 }
+
+// The ports freePort draws from.
+const (
+	freePortLow  = 20000
+	freePortHigh = 32768
+)
 
 func hostPort(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
