@@ -222,21 +222,27 @@ func (chatCodec) EncodeRequest(r *Request, model string) ([]byte, error) {
 		return nil, err
 	}
 	chatReasoningConfig(out, r.Reasoning)
-	return json.Marshal(out)
+	return out.marshal()
 }
 
 // chatRequest renders r as a Chat request's fields: for a model (toModel), the
 // assistant messages carry only a Chat model's own reasoning_content; otherwise every
 // protocol's reasoning rides along (chatReasoningFields).
-func chatRequest(r *Request, model string, toModel bool) (map[string]any, error) {
+func chatRequest(r *Request, model string, toModel bool) (*topLevel, error) {
 	msgs, err := chatMessages(r, toModel)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"model": model, "messages": msgs}
+	// The client's fields go in first and without a search (a map's names are
+	// distinct: many of them cost no more than one each); the model and messages
+	// where they named neither, since a client's field replaced them in the map this
+	// replaces.
+	out := newTopLevel(len(r.Params))
 	for k, v := range r.Params {
-		out[k] = v
+		out.add(k, v)
 	}
+	out.setNew("model", model)
+	out.setNew("messages", msgs)
 	if len(r.Tools) > 0 {
 		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
@@ -246,32 +252,32 @@ func chatRequest(r *Request, model string, toModel bool) (map[string]any, error)
 			}
 			tools = append(tools, ct)
 		}
-		out["tools"] = tools
+		out.set("tools", tools)
 		if tc := r.ToolChoice; tc != nil {
 			if tc.Mode == "tool" {
-				out["tool_choice"] = chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}}
+				out.set("tool_choice", chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}})
 			} else {
-				out["tool_choice"] = tc.Mode
+				out.set("tool_choice", tc.Mode)
 			}
 		}
 		if r.ParallelToolCalls != nil {
-			out["parallel_tool_calls"] = *r.ParallelToolCalls
+			out.set("parallel_tool_calls", *r.ParallelToolCalls)
 		}
 	}
 	if r.MaxTokens > 0 {
-		out["max_tokens"] = r.MaxTokens
+		out.set("max_tokens", r.MaxTokens)
 	}
 	if r.Temperature != nil {
-		out["temperature"] = *r.Temperature
+		out.set("temperature", *r.Temperature)
 	}
 	if r.TopP != nil {
-		out["top_p"] = *r.TopP
+		out.set("top_p", *r.TopP)
 	}
 	if len(r.Stop) > 0 {
-		out["stop"] = r.Stop
+		out.set("stop", r.Stop)
 	}
 	if !isNull(r.ResponseFormat) {
-		out["response_format"] = r.ResponseFormat
+		out.set("response_format", r.ResponseFormat)
 	}
 	return out, nil
 }
