@@ -52,3 +52,18 @@ func BenchmarkModelEncodeRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeStored is the chat worker's read of a job's stored request, which
+// every step of the job pays.
+func BenchmarkDecodeStored(b *testing.B) {
+	stored, err := wire.EncodeStored(wire.OpenAIChat, hopRequest(wire.OpenAIChat))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := wire.DecodeStored(stored); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
