@@ -1,12 +1,14 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -63,7 +65,7 @@ func FromChat(cr *llm.ChatRequest) (*Request, error) {
 	var sys []string
 	for i, raw := range cr.Messages {
 		var m chatMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
+		if err := jsonfast.Unmarshal(raw, &m); err != nil {
 			return nil, Invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] is not a valid message object", i)
 		}
 		param := fmt.Sprintf("messages[%d]", i)
@@ -173,9 +175,13 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []Part{{Kind: PartText, Text: s}}, nil
+	// Only a string decodes as one (null is told above), so anything else goes
+	// straight to the parts: a failed decode would cost jsonfast's second pass.
+	if v := bytes.TrimLeft(raw, " \t\r\n"); len(v) > 0 && v[0] == '"' {
+		var s string
+		if jsonfast.Unmarshal(raw, &s) == nil {
+			return []Part{{Kind: PartText, Text: s}}, nil
+		}
 	}
 	var items []struct {
 		Type     string `json:"type"`
@@ -189,7 +195,7 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 			FileID   string `json:"file_id"`
 		} `json:"file"`
 	}
-	if err := json.Unmarshal(raw, &items); err != nil {
+	if err := jsonfast.Unmarshal(raw, &items); err != nil {
 		return nil, Invalid(param, "'%s' must be a string or an array of content parts", param)
 	}
 	var parts []Part
