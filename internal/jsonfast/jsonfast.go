@@ -3,8 +3,8 @@
 // encoding/json checks every document in a separate pass before it decodes it (its
 // checkValid alone was ~11% of the fleet part of a fleetbench profile) and decodes
 // through reflection with an allocation per step. The hot decode paths (provider
-// bodies, bus messages, the stored chat request, answer and turns) call Unmarshal here
-// instead, which runs the v1 emulation of github.com/go-json-experiment/json, the
+// bodies, bus messages, a client's Chat request at the ingress, the stored request,
+// answer and turns) call Unmarshal here instead, which runs the v1 emulation of github.com/go-json-experiment/json, the
 // prototype of encoding/json/v2 kept by the Go team: a single validating pass, about
 // half the time and a third of the allocations on a provider body.
 //

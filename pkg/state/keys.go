@@ -37,7 +37,9 @@ func NamespacePrefix(ns, prefix string) string {
 // Prefix returns the key prefix.
 func (k Keys) Prefix() string { return k.prefix }
 
-func (k Keys) job(id string) string { return k.prefix + ":{" + id + "}" }
+// job is one of a job's keys: the job's slot ({id}, so a script may touch them all)
+// and then kind, written in one concatenation (job keys are built on every step).
+func (k Keys) job(id, kind string) string { return k.prefix + ":{" + id + "}" + kind }
 
 // Job is the job record: status, timestamps, request, answer, trace, usage (a hash).
 // The same hash holds the job's chain state while it runs (chain.go): per hop the
@@ -46,19 +48,21 @@ func (k Keys) job(id string) string { return k.prefix + ":{" + id + "}" }
 // call's stored outcome and engine fallback state) and its recorded search results by
 // content address (calls.go). One read loads a step, one script stores it, and all of
 // it lives and goes with the record.
-func (k Keys) Job(id string) string { return k.job(id) + ":job" }
+func (k Keys) Job(id string) string { return k.job(id, ":job") }
 
 // Lease is the claim of the worker currently calling the model for one hop.
-func (k Keys) Lease(id string, hop int) string { return k.job(id) + ":lease:" + strconv.Itoa(hop) }
+func (k Keys) Lease(id string, hop int) string {
+	return k.prefix + ":{" + id + "}:lease:" + strconv.Itoa(hop)
+}
 
 // SearchLease is the claim of the worker currently running one search.
 func (k Keys) SearchLease(id string, hop int, call string) string {
-	return k.job(id) + ":sl:" + strconv.Itoa(hop) + ":" + call
+	return k.prefix + ":{" + id + "}:sl:" + strconv.Itoa(hop) + ":" + call
 }
 
 // WebhookSecret is the signing secret made for a job (or batch) whose tenant has
 // none. It is kept apart from the job record, which must never hold a secret.
-func (k Keys) WebhookSecret(id string) string { return k.job(id) + ":whsec" }
+func (k Keys) WebhookSecret(id string) string { return k.job(id, ":whsec") }
 
 // Deadlines is the sorted set of unfinished jobs by deadline (ms), which the reaper
 // sweeps so that no job stays unanswered; an ended job leaves it when the finisher
@@ -175,13 +179,13 @@ func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID)
 
 // StoredResponse holds what a stored Responses answer keeps of its request (its input,
 // previous turns included, and the settings it echoes), beside its job's keys.
-func (k Keys) StoredResponse(id string) string { return k.job(id) + ":response" }
+func (k Keys) StoredResponse(id string) string { return k.job(id, ":response") }
 
 // JobSummary is where an earlier release kept what job listings show of an archived
 // job besides its record's small fields (a string: JSON of its question, usage and
 // error). This one keeps it in the trimmed record (summaryFields); the key is read,
 // measured and left to expire with the records trimmed before.
-func (k Keys) JobSummary(id string) string { return k.job(id) + ":summary" }
+func (k Keys) JobSummary(id string) string { return k.job(id, ":summary") }
 
 // SpendPending is a tenant's model-turn reservations of one UTC day that are not
 // settled yet (a sorted set: call → when the reservation lapses, ms). A reservation

@@ -10,7 +10,9 @@ import (
 
 // webhookDeferrals is the key counting how often the delivery with webhook-id msgID,
 // about job or batch id, was held back by a fairness cap.
-func (k Keys) webhookDeferrals(id, msgID string) string { return k.job(id) + ":whdefer:" + msgID }
+func (k Keys) webhookDeferrals(id, msgID string) string {
+	return k.prefix + ":{" + id + "}:whdefer:" + msgID
+}
 
 // CountWebhookDeferral counts one hold-back of a webhook delivery (msgID, about job or
 // batch id) and returns how many it has had; the count is kept for the store's

@@ -1,12 +1,14 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -63,7 +65,7 @@ func FromChat(cr *llm.ChatRequest) (*Request, error) {
 	var sys []string
 	for i, raw := range cr.Messages {
 		var m chatMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
+		if err := jsonfast.Unmarshal(raw, &m); err != nil {
 			return nil, Invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] is not a valid message object", i)
 		}
 		param := fmt.Sprintf("messages[%d]", i)
@@ -173,9 +175,13 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []Part{{Kind: PartText, Text: s}}, nil
+	// Only a string decodes as one (null is told above), so anything else goes
+	// straight to the parts: a failed decode would cost jsonfast's second pass.
+	if v := bytes.TrimLeft(raw, " \t\r\n"); len(v) > 0 && v[0] == '"' {
+		var s string
+		if jsonfast.Unmarshal(raw, &s) == nil {
+			return []Part{{Kind: PartText, Text: s}}, nil
+		}
 	}
 	var items []struct {
 		Type     string `json:"type"`
@@ -189,7 +195,7 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 			FileID   string `json:"file_id"`
 		} `json:"file"`
 	}
-	if err := json.Unmarshal(raw, &items); err != nil {
+	if err := jsonfast.Unmarshal(raw, &items); err != nil {
 		return nil, Invalid(param, "'%s' must be a string or an array of content parts", param)
 	}
 	var parts []Part
@@ -222,21 +228,27 @@ func (chatCodec) EncodeRequest(r *Request, model string) ([]byte, error) {
 		return nil, err
 	}
 	chatReasoningConfig(out, r.Reasoning)
-	return json.Marshal(out)
+	return out.marshal()
 }
 
 // chatRequest renders r as a Chat request's fields: for a model (toModel), the
 // assistant messages carry only a Chat model's own reasoning_content; otherwise every
 // protocol's reasoning rides along (chatReasoningFields).
-func chatRequest(r *Request, model string, toModel bool) (map[string]any, error) {
+func chatRequest(r *Request, model string, toModel bool) (*topLevel, error) {
 	msgs, err := chatMessages(r, toModel)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"model": model, "messages": msgs}
+	// The client's fields go in first and without a search (a map's names are
+	// distinct: many of them cost no more than one each); the model and messages
+	// where they named neither, since a client's field replaced them in the map this
+	// replaces.
+	out := newTopLevel(len(r.Params))
 	for k, v := range r.Params {
-		out[k] = v
+		out.add(k, v)
 	}
+	out.setNew("model", model)
+	out.setNew("messages", msgs)
 	if len(r.Tools) > 0 {
 		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
@@ -246,32 +258,32 @@ func chatRequest(r *Request, model string, toModel bool) (map[string]any, error)
 			}
 			tools = append(tools, ct)
 		}
-		out["tools"] = tools
+		out.set("tools", tools)
 		if tc := r.ToolChoice; tc != nil {
 			if tc.Mode == "tool" {
-				out["tool_choice"] = chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}}
+				out.set("tool_choice", chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}})
 			} else {
-				out["tool_choice"] = tc.Mode
+				out.set("tool_choice", tc.Mode)
 			}
 		}
 		if r.ParallelToolCalls != nil {
-			out["parallel_tool_calls"] = *r.ParallelToolCalls
+			out.set("parallel_tool_calls", *r.ParallelToolCalls)
 		}
 	}
 	if r.MaxTokens > 0 {
-		out["max_tokens"] = r.MaxTokens
+		out.set("max_tokens", r.MaxTokens)
 	}
 	if r.Temperature != nil {
-		out["temperature"] = *r.Temperature
+		out.set("temperature", *r.Temperature)
 	}
 	if r.TopP != nil {
-		out["top_p"] = *r.TopP
+		out.set("top_p", *r.TopP)
 	}
 	if len(r.Stop) > 0 {
-		out["stop"] = r.Stop
+		out.set("stop", r.Stop)
 	}
 	if !isNull(r.ResponseFormat) {
-		out["response_format"] = r.ResponseFormat
+		out.set("response_format", r.ResponseFormat)
 	}
 	return out, nil
 }

@@ -45,12 +45,14 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"model": model, "max_tokens": anthropicDefaultMaxTokens}
+	out := newTopLevel(0)
+	out.set("model", model)
+	out.set("max_tokens", anthropicDefaultMaxTokens)
 	if r.MaxTokens > 0 {
-		out["max_tokens"] = r.MaxTokens
+		out.set("max_tokens", r.MaxTokens)
 	}
 	if r.System != "" {
-		out["system"] = r.System
+		out.set("system", r.System)
 	}
 	type turn struct {
 		Role    string `json:"role"`
@@ -107,7 +109,7 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if len(msgs) == 0 {
 		return nil, Invalid("messages", "the conversation has no content for the model")
 	}
-	out["messages"] = msgs
+	out.set("messages", msgs)
 	var tools []any
 	if o := r.Search; o != nil {
 		// The provider's own search: its server tool, with the request's settings.
@@ -129,7 +131,7 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			st["user_location"] = map[string]string{"type": "approximate", "country": strings.ToUpper(o.Country)}
 		}
 		tools = append(tools, st)
-		out["tools"] = tools
+		out.set("tools", tools)
 	}
 	if len(r.Tools) > 0 {
 		for _, t := range r.Tools {
@@ -139,7 +141,7 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			}
 			tools = append(tools, &anthropicTool{Name: t.Name, InputSchema: schema, Description: t.Description})
 		}
-		out["tools"] = tools
+		out.set("tools", tools)
 		var choice map[string]any
 		if tc := r.ToolChoice; tc != nil {
 			switch tc.Mode {
@@ -162,23 +164,23 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			}
 		}
 		if choice != nil {
-			out["tool_choice"] = choice
+			out.set("tool_choice", choice)
 		}
 	}
 	if r.Temperature != nil {
-		out["temperature"] = *r.Temperature
+		out.set("temperature", *r.Temperature)
 	}
 	if r.TopP != nil {
-		out["top_p"] = *r.TopP
+		out.set("top_p", *r.TopP)
 	}
 	if len(r.Stop) > 0 {
-		out["stop_sequences"] = r.Stop
+		out.set("stop_sequences", r.Stop)
 	}
 	if r.Stream {
-		out["stream"] = true
+		out.set("stream", true)
 	}
 	anthropicThinkingConfig(out, r.Reasoning)
-	return json.Marshal(out)
+	return out.marshal()
 }
 
 // The text, tool_use and tool_result blocks and the client tools of a Messages
@@ -219,18 +221,19 @@ type anthropicTool struct {
 // anthropicThinkingConfig sets a request's thinking from its reasoning settings:
 // adaptive, disabled, or enabled with the budget (an effort's, BudgetOf); max_tokens
 // is raised above the budget where it is not (Anthropic requires it).
-func anthropicThinkingConfig(out map[string]any, c *ReasoningConfig) {
+func anthropicThinkingConfig(out *topLevel, c *ReasoningConfig) {
 	switch {
 	case c == nil:
 	case c.Adaptive:
-		out["thinking"] = map[string]any{"type": "adaptive"}
+		out.set("thinking", map[string]any{"type": "adaptive"})
 	case c.Disabled:
-		out["thinking"] = map[string]any{"type": "disabled"}
+		out.set("thinking", map[string]any{"type": "disabled"})
 	case c.BudgetOf() > 0:
 		budget := max(c.BudgetOf(), 1024)
-		out["thinking"] = map[string]any{"type": "enabled", "budget_tokens": budget}
-		if mt, _ := out["max_tokens"].(int); mt <= budget {
-			out["max_tokens"] = budget + anthropicDefaultMaxTokens
+		out.set("thinking", map[string]any{"type": "enabled", "budget_tokens": budget})
+		v, _ := out.get("max_tokens")
+		if mt, _ := v.(int); mt <= budget {
+			out.set("max_tokens", budget+anthropicDefaultMaxTokens)
 		}
 	}
 }

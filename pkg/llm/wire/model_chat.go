@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -39,12 +38,12 @@ func (chatModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(out)
+	return out.marshal()
 }
 
 // chatModelFields are the fields of ChatModel's request, its files as api
 // (ChatModel, Kimi's or GLM's) reads them.
-func chatModelFields(r *Request, api ModelAPI, model string) (map[string]any, error) {
+func chatModelFields(r *Request, api ModelAPI, model string) (*topLevel, error) {
 	r, err := ModelFiles(r, api, model)
 	if err != nil {
 		return nil, err
@@ -54,15 +53,15 @@ func chatModelFields(r *Request, api ModelAPI, model string) (map[string]any, er
 		return nil, err
 	}
 	if _, named := r.Params["max_completion_tokens"]; named {
-		delete(out, "max_tokens") // the client's own name for the limit goes as it came
+		out.del("max_tokens") // the client's own name for the limit goes as it came
 	}
 	if e := r.Reasoning.EffortOf(); e != "" {
-		out["reasoning_effort"] = e
+		out.set("reasoning_effort", e)
 	}
-	delete(out, "stream_options")
+	out.del("stream_options")
 	if r.Stream {
-		out["stream"] = true
-		out["stream_options"] = chatStreamOptions{IncludeUsage: true}
+		out.set("stream", true)
+		out.set("stream_options", chatStreamOptions{IncludeUsage: true})
 	}
 	return out, nil
 }

@@ -88,13 +88,13 @@ var kimiThinkingRE = regexp.MustCompile(`^kimi-k2\.[5-9]`)
 // EncodeRequest is ChatModel's, with the builtin $web_search declared when r asks for
 // the provider's search.
 func (kimiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	return chatModelRequest(r, KimiModel, model, func(out map[string]any) {
+	return chatModelRequest(r, KimiModel, model, func(out *topLevel) {
 		if r.Search == nil {
 			return
 		}
-		out["tools"] = append(toolList(out), json.RawMessage(`{"type":"builtin_function","function":{"name":"$web_search"}}`))
+		out.set("tools", append(toolList(out), json.RawMessage(`{"type":"builtin_function","function":{"name":"$web_search"}}`)))
 		if _, set := r.Params["thinking"]; !set && kimiThinkingRE.MatchString(model) {
-			out["thinking"] = map[string]string{"type": "disabled"}
+			out.set("thinking", map[string]string{"type": "disabled"})
 		}
 	})
 }
@@ -195,9 +195,9 @@ var glmTool = nativechat.GLMTool(nativechat.GLMSearch{Engine: "search_pro"})
 // EncodeRequest is ChatModel's, with the web_search tool declared when r asks for the
 // provider's search.
 func (glmModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	return chatModelRequest(r, GLMModel, model, func(out map[string]any) {
+	return chatModelRequest(r, GLMModel, model, func(out *topLevel) {
 		if r.Search != nil {
-			out["tools"] = append(toolList(out), glmTool)
+			out.set("tools", append(toolList(out), glmTool))
 		}
 	})
 }
@@ -289,17 +289,18 @@ func citedPart(text string, sources []llm.NativeSource) Part {
 
 // chatModelRequest is ChatModel's request, its files as api reads them, with native
 // changes its out.
-func chatModelRequest(r *Request, api ModelAPI, model string, native func(out map[string]any)) ([]byte, error) {
+func chatModelRequest(r *Request, api ModelAPI, model string, native func(out *topLevel)) ([]byte, error) {
 	out, err := chatModelFields(r, api, model)
 	if err != nil {
 		return nil, err
 	}
 	native(out)
-	return json.Marshal(out)
+	return out.marshal()
 }
 
 // toolList returns the tools of a request being built.
-func toolList(out map[string]any) []any {
-	tools, _ := out["tools"].([]any)
+func toolList(out *topLevel) []any {
+	v, _ := out.get("tools")
+	tools, _ := v.([]any)
 	return tools
 }

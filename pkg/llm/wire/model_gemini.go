@@ -206,16 +206,17 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if len(contents) == 0 {
 		return nil, Invalid("contents", "the conversation has no content for the model")
 	}
-	out := map[string]any{"contents": contents}
+	out := newTopLevel(0)
+	out.set("contents", contents)
 	if r.System != "" {
-		out["systemInstruction"] = map[string]any{"parts": []any{map[string]string{"text": r.System}}}
+		out.set("systemInstruction", map[string]any{"parts": []any{map[string]string{"text": r.System}}})
 	}
 	var tools []any
 	if r.Search != nil {
 		// The provider's own search: grounding with Google Search (its settings have no
 		// counterpart in the tool).
 		tools = append(tools, map[string]any{"googleSearch": map[string]any{}})
-		out["tools"] = tools
+		out.set("tools", tools)
 	}
 	if len(r.Tools) > 0 {
 		decls := make([]any, 0, len(r.Tools))
@@ -229,7 +230,7 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			}
 			decls = append(decls, d)
 		}
-		out["tools"] = append(tools, map[string]any{"functionDeclarations": decls})
+		out.set("tools", append(tools, map[string]any{"functionDeclarations": decls}))
 		if tc := r.ToolChoice; tc != nil {
 			cfg := map[string]any{"mode": "AUTO"}
 			switch tc.Mode {
@@ -240,7 +241,7 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			case "tool":
 				cfg["mode"], cfg["allowedFunctionNames"] = "ANY", []string{tc.Name}
 			}
-			out["toolConfig"] = map[string]any{"functionCallingConfig": cfg}
+			out.set("toolConfig", map[string]any{"functionCallingConfig": cfg})
 		}
 	}
 	gen := map[string]any{}
@@ -265,8 +266,8 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			gen["responseJsonSchema"] = s
 		}
 	}
-	out["generationConfig"] = gen
-	return json.Marshal(out)
+	out.set("generationConfig", gen)
+	return out.marshal()
 }
 
 // NativeSearchFits reports whether grounding with Google Search can go with r: only

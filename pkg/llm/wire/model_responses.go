@@ -36,9 +36,11 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"model": model, "store": false}
+	out := newTopLevel(0)
+	out.set("model", model)
+	out.set("store", false)
 	if r.System != "" {
-		out["instructions"] = r.System
+		out.set("instructions", r.System)
 	}
 	var input []any
 	for _, m := range r.Messages {
@@ -83,15 +85,15 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if len(input) == 0 {
 		return nil, Invalid("input", "the conversation has no content for the model")
 	}
-	out["input"] = input
+	out.set("input", input)
 	var tools []any
 	if o := r.Search; o != nil {
 		// The provider's own search: its web_search tool, asked to list the pages each
 		// search found (the job's trace shows them).
 		tools = append(tools, responsesSearchTool(o))
-		out["include"] = []string{"web_search_call.action.sources"}
-		out["tools"] = tools
-		out["tool_choice"] = "auto" // forcing the hosted tool is refused by some models
+		out.set("include", []string{"web_search_call.action.sources"})
+		out.set("tools", tools)
+		out.set("tool_choice", "auto") // forcing the hosted tool is refused by some models
 	}
 	if len(r.Tools) > 0 {
 		for _, t := range r.Tools {
@@ -103,35 +105,35 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			}
 			tools = append(tools, tool)
 		}
-		out["tools"] = tools
+		out.set("tools", tools)
 		if tc := r.ToolChoice; tc != nil {
 			if tc.Mode == "tool" {
-				out["tool_choice"] = map[string]string{"type": "function", "name": tc.Name}
+				out.set("tool_choice", map[string]string{"type": "function", "name": tc.Name})
 			} else {
-				out["tool_choice"] = tc.Mode
+				out.set("tool_choice", tc.Mode)
 			}
 		}
 		if r.ParallelToolCalls != nil {
-			out["parallel_tool_calls"] = *r.ParallelToolCalls
+			out.set("parallel_tool_calls", *r.ParallelToolCalls)
 		}
 	}
 	if r.MaxTokens > 0 {
-		out["max_output_tokens"] = r.MaxTokens
+		out.set("max_output_tokens", r.MaxTokens)
 	}
 	if r.Temperature != nil {
-		out["temperature"] = *r.Temperature
+		out.set("temperature", *r.Temperature)
 	}
 	if r.TopP != nil {
-		out["top_p"] = *r.TopP
+		out.set("top_p", *r.TopP)
 	}
 	if f := responsesFormat(r.ResponseFormat); f != nil {
-		out["text"] = map[string]any{"format": f}
+		out.set("text", map[string]any{"format": f})
 	}
 	if r.Stream {
-		out["stream"] = true
+		out.set("stream", true)
 	}
 	responsesReasoningConfig(out, r)
-	return json.Marshal(out)
+	return out.marshal()
 }
 
 // responsesSearchTool is OpenAI's web_search tool with a request's settings: allowed

@@ -245,17 +245,17 @@ func chatReasoningParts(fleet json.RawMessage, content string, parts []Part) []P
 // chatReasoningConfig renders a request's reasoning settings in Chat form: an effort
 // alone as reasoning_effort, anything more under llm.ReasoningKey (with the effort it
 // maps to, for a Chat model).
-func chatReasoningConfig(out map[string]any, c *ReasoningConfig) {
+func chatReasoningConfig(out *topLevel, c *ReasoningConfig) {
 	if c == nil {
 		return
 	}
 	if *c == (ReasoningConfig{Effort: c.Effort}) {
-		out["reasoning_effort"] = c.Effort
+		out.set("reasoning_effort", c.Effort)
 		return
 	}
 	cc := *c
 	cc.Effort = c.EffortOf()
-	out[llm.ReasoningKey] = cc
+	out.set(llm.ReasoningKey, cc)
 }
 
 // anthropicThinking reads a Messages request's thinking: enabled with budget_tokens,
@@ -410,7 +410,7 @@ type responsesSummaryText struct {
 // responsesReasoningConfig sets a Responses request's reasoning (effort, summary) and,
 // since the fleet does not store at the provider (store false), asks for the
 // reasoning items' encrypted_content, which the next turn sends back.
-func responsesReasoningConfig(out map[string]any, r *Request) {
+func responsesReasoningConfig(out *topLevel, r *Request) {
 	carried := false
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
@@ -432,14 +432,15 @@ func responsesReasoningConfig(out map[string]any, r *Request) {
 			rc["summary"] = c.Summary
 		}
 		if len(rc) > 0 {
-			out["reasoning"] = rc
+			out.set("reasoning", rc)
 		}
 		if c.Disabled {
 			return
 		}
 	}
-	include, _ := out["include"].([]string)
-	out["include"] = append(include, "reasoning.encrypted_content")
+	v, _ := out.get("include")
+	include, _ := v.([]string)
+	out.set("include", append(include, "reasoning.encrypted_content"))
 }
 
 // responsesReasoning reads a Responses request's reasoning: effort and summary.

@@ -52,3 +52,41 @@ func BenchmarkModelEncodeRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeStored is the chat worker's read of a job's stored request, which
+// every step of the job pays.
+func BenchmarkDecodeStored(b *testing.B) {
+	stored, err := wire.EncodeStored(wire.OpenAIChat, hopRequest(wire.OpenAIChat))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := wire.DecodeStored(stored); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeChatRequest is the ingress's read of a client's Chat request into
+// canonical form: a system prompt, three turns of a tool call and its result, two
+// function tools and sampling settings.
+func BenchmarkDecodeChatRequest(b *testing.B) {
+	var msgs []string
+	msgs = append(msgs, `{"role":"system","content":"You are helpful."}`)
+	for i := range 3 {
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"Question %d: what changed in NATS JetStream this year?"}]}`, i),
+			fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d","type":"function","function":{"name":"lookup","arguments":"{\"q\":\"nats\"}"}}]}`, i),
+			fmt.Sprintf(`{"role":"tool","tool_call_id":"call_%d","content":%q}`, i, strings.Repeat("a result line. ", 20)))
+	}
+	tool := `{"type":"function","function":{"name":"%s","description":"Look things up.","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}}`
+	body := fmt.Appendf(nil, `{"model":"gpt-x","messages":[%s],"tools":[%s,%s],"temperature":0.2,"max_tokens":512,"stream":false,"tool_choice":"auto"}`,
+		strings.Join(msgs, ","), fmt.Sprintf(tool, "lookup"), fmt.Sprintf(tool, "fetch"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := wire.DecodeChatRequest(body, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

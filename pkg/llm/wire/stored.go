@@ -38,7 +38,16 @@ func EncodeStored(p Protocol, req *Request) (json.RawMessage, error) {
 }
 
 // DecodeStored reads a job's stored request, in either format.
+//
+// Every step of a job reads it, so a request of the current format is read in one
+// pass; anything else (a format-1 request, an unknown format, a document that does
+// not decode) is read again as before, format first, which gives the same result
+// and error as ever.
 func DecodeStored(b []byte) (*Stored, error) {
+	var s Stored
+	if jsonfast.Unmarshal(b, &s) == nil && s.Format == StoredFormat && s.Request != nil {
+		return &s, nil
+	}
 	var head struct {
 		Format int `json:"format"`
 	}
