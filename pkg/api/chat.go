@@ -98,6 +98,9 @@ type waiter struct {
 	// ended is the job as the worker that ended it handed it over (waiters.takeEnded),
 	// set before its terminal event reaches ch; nil until then, or if it never is.
 	ended atomic.Pointer[nats.Msg]
+	// ingress names this ingress to the worker that ends the job, as the waiter was
+	// registered (state.Job.Ingress): a job that names it is handed here.
+	ingress string
 }
 
 func (s *Server) watch(jobID string) (*waiter, error) { return s.watchWith(jobID, 32) }
@@ -105,11 +108,11 @@ func (s *Server) watch(jobID string) (*waiter, error) { return s.watchWith(jobID
 // watchWith is a waiter of jobID whose channel holds size messages.
 func (s *Server) watchWith(jobID string, size int) (*waiter, error) {
 	wt := &waiter{ch: make(chan *nats.Msg, size)}
-	leave, err := s.events.add(s.Bus, jobID, wt)
+	leave, ingress, err := s.events.add(s.Bus, jobID, wt)
 	if err != nil {
 		return nil, err
 	}
-	wt.leave = leave
+	wt.leave, wt.ingress = leave, ingress
 	return wt, nil
 }
 

@@ -111,7 +111,7 @@ func TestHandedJobRendersAsTheJobReadFromRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		job.Ingress = r.s.events.ingress()
+		job.Ingress = wt.ingress
 		if job.Ingress == "" {
 			t.Fatal("the ingress has no token")
 		}
@@ -246,7 +246,7 @@ func TestHandedJobNobodyWaitsForIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wt.stop()
-	token := r.s.events.ingress()
+	token := wt.ingress
 	if sent, err := r.b.SendEnded(token, "job_gone", []byte{1}); err != nil || !sent {
 		t.Fatal(sent, err)
 	}

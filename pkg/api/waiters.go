@@ -44,8 +44,10 @@ const (
 )
 
 // add registers wt for jobID's events, subscribing on b first if need be. The
-// returned func removes it.
-func (ws *waiters) add(b *bus.Bus, jobID string, wt *waiter) (remove func(), err error) {
+// returned func removes it; ingress is the token that names this ingress to the
+// workers while this registration lasts (state.Job.Ingress; "" without the
+// subscription of handed jobs).
+func (ws *waiters) add(b *bus.Bus, jobID string, wt *waiter) (remove func(), ingress string, err error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.sub == nil || !ws.sub.IsValid() {
@@ -54,12 +56,12 @@ func (ws *waiters) add(b *bus.Bus, jobID string, wt *waiter) (remove func(), err
 		// Subscribe returns.
 		sub, err := b.NC.Subscribe(b.Subject(bus.SubjectEventsAll), func(m *nats.Msg) { ws.deliver(b, m) })
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		ws.sub, ws.byJob = sub, map[string][]*waiter{}
 	}
 	ws.byJob[jobID] = append(ws.byJob[jobID], wt)
-	return func() { ws.remove(jobID, wt) }, nil
+	return func() { ws.remove(jobID, wt) }, ws.token, nil
 }
 
 // subscribeEnded subscribes to the ended jobs handed to this ingress, under a new
@@ -79,14 +81,6 @@ func (ws *waiters) subscribeEnded(b *bus.Bus) {
 		return
 	}
 	ws.token, ws.ended = token, sub
-}
-
-// ingress is the token that names this ingress in the jobs its waiters wait for
-// (state.Job.Ingress): "" before the first waiter, or without the subscription.
-func (ws *waiters) ingress() string {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return ws.token
 }
 
 func (ws *waiters) remove(jobID string, wt *waiter) {
