@@ -333,23 +333,26 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2..] the other keys to delete (the stored response); ARGV[1] the
-// archived bytes, ARGV[2] the ms the record has left (its retention from its
-// creation), ARGV[3] how many arguments the summary's fields take (n), ARGV[4..3+n]
-// the summary's field/value pairs (summaryFields), then the fields to drop (the cold
-// ones and the chain's). The record is written anew, so Redis encodes what is left
-// compactly (a hash keeps the encoding of its largest value). Returns {1, the
-// micro-dollars the job's spend ledger ($usd) held} when it trimmed, {0} when the job
-// was trimmed already, {-1} when it has not ended (or is gone).
+// record, KEYS[2] its stored response, KEYS[3] (with a single Redis) its tenant's
+// spend per model of the day it ended; ARGV[1] the archived bytes, ARGV[2] the ms the
+// record has left (its retention from its creation), ARGV[3] how many arguments the
+// summary's fields take (n), ARGV[4] how many the spend per model takes (s: 0, or 6
+// with KEYS[3]), ARGV[5..4+n] the summary's field/value pairs (summaryFields), then
+// the spend's (modelSpendArgs), then the fields to drop (the cold ones and the
+// chain's). The record is written anew, so Redis encodes what is left compactly (a
+// hash keeps the encoding of its largest value). Returns {1, the micro-dollars the
+// job's spend ledger ($usd) held, 1 if it counted the spend per model} when it
+// trimmed, {0} when the job was trimmed already, {-1} when it has not ended (or is
+// gone). Counting the spend in the trim, which happens once, counts it exactly once.
 var trimJob = redis.NewScript(`
 -- One read of the whole record decides and gives what stays; one DEL drops the
--- record and every cold key together before the short fields are written back.
+-- record and its stored response together before the short fields are written back.
 local all = redis.call('HGETALL', KEYS[1])
-local sum = tonumber(ARGV[3])
+local sum, sp = tonumber(ARGV[3]), tonumber(ARGV[4])
 local drop, st, spent = {}, nil, '0'
 local rest = {'cold', ARGV[1]}
-for i = 4, 3 + sum do rest[#rest+1] = ARGV[i] end
-for i = 4 + sum, #ARGV do drop[ARGV[i]] = true end
+for i = 5, 4 + sum do rest[#rest+1] = ARGV[i] end
+for i = 5 + sum + sp, #ARGV do drop[ARGV[i]] = true end
 for i = 1, #all, 2 do
   local f = all[i]
   if f == 'status' then st = all[i+1] end
@@ -364,10 +367,21 @@ end
 if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return {-1} end
 -- Never without a TTL: a record past its time (clocks differ) goes at once.
 local ttl = math.max(tonumber(ARGV[2]), 1)
-redis.call('DEL', unpack(KEYS))
+redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[1], unpack(rest))
 redis.call('PEXPIRE', KEYS[1], ttl)
-return {1, tonumber(spent)}
+if sp == 0 then return {1, tonumber(spent), 0} end
+-- The spend per model: ARGV[o..o+5] the usd, jobs and searches fields, the searches,
+-- the usage's micro-dollars (counted when the ledger held none) and the day's TTL in
+-- seconds (0: not now). Counts are passed on as the strings they came as.
+local o = 5 + sum
+local usd = spent
+if tonumber(usd) == 0 then usd = ARGV[o+4] end
+if tonumber(usd) ~= 0 then redis.call('HINCRBY', KEYS[3], ARGV[o], usd) end
+redis.call('HINCRBY', KEYS[3], ARGV[o+1], 1)
+if tonumber(ARGV[o+3]) ~= 0 then redis.call('HINCRBY', KEYS[3], ARGV[o+2], ARGV[o+3]) end
+if tonumber(ARGV[o+5]) > 0 then redis.call('EXPIRE', KEYS[3], ARGV[o+5]) end
+return {1, tonumber(spent), 1}
 `)
 
 // ArchiveJob moves an ended job's record to the archive and drops its cold parts
@@ -437,22 +451,43 @@ func (s *Store) archiveHash(ctx context.Context, id string, m map[string]string)
 		left = time.Until(c.Add(s.Retention))
 	}
 	sum := summaryFields(summarize(jm))
-	argv := make([]any, 0, 3+len(sum)+len(coldFields)+len(others))
-	argv = append(argv, n, left.Milliseconds(), len(sum))
+	ms := s.modelSpendOfHash(jm)
+	// With a single Redis the trim counts the job's spend per model (one script, one
+	// round trip, exactly once); across a cluster's slots it is counted after.
+	inTrim, expire := s.inOrder, false
+	sp := 0
+	if inTrim {
+		keys = append(keys, ms.key)
+		expire = s.ttls.due(ms.key, time.Now())
+		sp = 6
+	}
+	argv := make([]any, 0, 4+len(sum)+sp+len(coldFields)+len(others))
+	argv = append(argv, n, left.Milliseconds(), len(sum), sp)
 	argv = append(argv, sum...)
+	if inTrim {
+		ttl := int64(0)
+		if expire {
+			ttl = int64(modelSpendTTL / time.Second)
+		}
+		argv = append(argv, ms.usd, ms.jobs, ms.searchesField, ms.searches, ms.usageMicros, ttl)
+	}
 	argv = append(argv, coldFields...)
 	for _, f := range others {
 		argv = append(argv, f) // the chain, the recorded results and the calls' state go with the cold fields
 	}
-	// One slot ({job} tag): one script.
+	// One slot ({job} tag), or a single Redis: one script.
 	v, err := trimJob.Run(ctx, s.r, keys, argv...).Int64Slice()
 	if err != nil {
+		if expire {
+			s.ttls.forget(ms.key)
+		}
 		return 0, fmt.Errorf("state: trimming archived job %s: %w", id, err)
 	}
-	if len(v) == 2 && v[0] == 1 {
-		// Trimmed now, once: the job's spend per model is counted here (see
-		// RecordModelSpend), from the ledger the trim dropped.
-		if err := s.countModelSpend(ctx, jobFromHash(jm), v[1]); err != nil {
+	if len(v) == 3 && v[0] == 1 && v[2] == 0 {
+		// Trimmed now, once, without counting: the job's spend per model is counted
+		// here (see RecordModelSpend), from the ledger the trim dropped. A crash
+		// between the two loses that job's count rather than counting it twice.
+		if err := s.countModelSpend(ctx, ms, v[1]); err != nil {
 			return n, err
 		}
 	}

@@ -530,35 +530,52 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 }
 
 // With an archive, an ended job is counted in its tenant's spend per model when its
-// record is trimmed, from the spend ledger the trim drops, once however often the
-// finish hooks run; the model-spend hook itself then writes nothing.
+// record is trimmed, from the spend ledger the trim drops (its usage's cost_usd when
+// the ledger held nothing), once however often the finish hooks run; the model-spend
+// hook itself then writes nothing. On a single Redis the trim's own script counts it;
+// across a cluster's slots it is counted right after the trim.
 func TestArchiveCountsModelSpendOnce(t *testing.T) {
 	t.Parallel()
-	e := newArchiveEnv(t)
-	ctx := context.Background()
-	now := time.Now()
-	j := runJob(t, e.s, "job_s", 1<<10)
-	if _, err := e.s.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 { // a redelivered terminal event runs the hooks again
-		if err := e.s.RecordModelSpend(ctx, j); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.s.ArchiveJob(ctx, "job_s"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := e.s.ModelSpend(ctx, "t0", 1, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []state.ModelDaySpend{{Day: now.UTC().Format(time.DateOnly), Model: "m", USD: 0.25, Jobs: 1, Searches: 1}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("spend per model %v, want %v", got, want)
-	}
-	if v, _ := e.rdb.HGet(ctx, e.s.K.Job("job_s"), "spend_counted").Result(); v != "" {
-		t.Errorf("the model-spend hook marked the record (%q): the trim counts it", v)
+	for _, cluster := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
+			e := newArchiveEnv(t)
+			if cluster {
+				state.AsCluster(e.s)
+			}
+			ctx := context.Background()
+			now := time.Now()
+			j := runJob(t, e.s, "job_s", 1<<10)
+			if _, err := e.s.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
+				t.Fatal(err)
+			}
+			// No ledger: its usage's cost_usd (0.01) is counted.
+			free := runJob(t, e.s, "job_free", 1<<10)
+			for range 3 { // a redelivered terminal event runs the hooks again
+				for _, j := range []*state.Job{j, free} {
+					if err := e.s.RecordModelSpend(ctx, j); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := e.s.ArchiveJob(ctx, j.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got, err := e.s.ModelSpend(ctx, "t0", 1, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []state.ModelDaySpend{{Day: now.UTC().Format(time.DateOnly), Model: "m", USD: 0.26, Jobs: 2, Searches: 2}}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("spend per model %v, want %v", got, want)
+			}
+			if v, _ := e.rdb.HGet(ctx, e.s.K.Job("job_s"), "spend_counted").Result(); v != "" {
+				t.Errorf("the model-spend hook marked the record (%q): the trim counts it", v)
+			}
+			day := e.s.K.ModelSpendDay("t0", now.UTC().Format("20060102"))
+			if ttl := e.rdb.TTL(ctx, day).Val(); ttl < 24*time.Hour {
+				t.Errorf("the day's spend per model has TTL %v, want its lifetime", ttl)
+			}
+		})
 	}
 }
 

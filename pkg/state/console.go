@@ -166,7 +166,8 @@ return {1, tonumber(redis.call('HGET', KEYS[1], '$usd') or '0')}
 // twice. The tenant's budget ledgers, which refuse work, are kept apart and exactly
 // (RecordCall, SettleCall). With an archive, ArchiveJob counts the job instead, when
 // it trims the record (a step that happens once, and reads the ledger as it drops
-// it): this hook then does nothing.
+// it): on a single Redis in the trim's own script, exactly once; across a cluster's
+// slots right after it, at most once. This hook then does nothing.
 func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	if !j.Status.Terminal() || s.archive != nil {
 		return nil
@@ -178,13 +179,20 @@ func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
 	if len(v) != 2 || v[0] != 1 {
 		return nil
 	}
-	return s.countModelSpend(ctx, j, v[1])
+	return s.countModelSpend(ctx, s.modelSpendOf(j), v[1])
 }
 
-// countModelSpend adds an ended job j, whose ledger held micros micro-dollars, to its
-// tenant's spend per day and model (see RecordModelSpend). The caller makes sure it
-// is counted once.
-func (s *Store) countModelSpend(ctx context.Context, j *Job, micros int64) error {
+// modelSpend is what an ended job adds to its tenant's spend per day and model: the
+// day's hash (key) and the fields of its model, the job's searches and its usage's
+// cost_usd in micro-dollars (counted when its spend ledger held nothing).
+type modelSpend struct {
+	key                      string
+	usd, jobs, searchesField string
+	searches, usageMicros    int64
+}
+
+// modelSpendOf reads what j adds to its tenant's spend per model (RecordModelSpend).
+func (s *Store) modelSpendOf(j *Job) modelSpend {
 	var u struct {
 		Searches int     `json:"searches"`
 		CostUSD  float64 `json:"cost_usd"`
@@ -192,38 +200,60 @@ func (s *Store) countModelSpend(ctx context.Context, j *Job, micros int64) error
 	if len(j.Usage) > 0 {
 		json.Unmarshal(j.Usage, &u)
 	}
-	usd := fromMicros(micros)
-	if usd == 0 {
-		usd = u.CostUSD
-	}
 	at := j.Finished
 	if at.IsZero() {
 		at = time.Now()
 	}
 	day, _ := periods(at)
-	k := s.K.ModelSpendDay(j.Tenant, day)
 	model := spendModel(j)
+	return modelSpend{
+		key: s.K.ModelSpendDay(j.Tenant, day),
+		usd: "usd:" + model, jobs: "jobs:" + model, searchesField: "searches:" + model,
+		searches: int64(u.Searches), usageMicros: toMicros(u.CostUSD),
+	}
+}
+
+// modelSpendOfHash is modelSpendOf for the job whose hash holds m, reading only the
+// fields it needs.
+func (s *Store) modelSpendOfHash(m map[string]string) modelSpend {
+	j := Job{Tenant: m["tenant"], Kind: m["kind"], Model: m["model"], Finished: FromMillis(m["finished"])}
+	if u := m["usage"]; u != "" {
+		j.Usage = []byte(u)
+	}
+	return s.modelSpendOf(&j)
+}
+
+// modelSpendTTL is the lifetime a day's spend per model is given.
+const modelSpendTTL = ModelSpendDays*24*time.Hour + refreshEvery
+
+// countModelSpend adds an ended job, whose spend ledger held micros micro-dollars, to
+// its tenant's spend per day and model (see RecordModelSpend). The caller makes sure
+// it is counted once.
+func (s *Store) countModelSpend(ctx context.Context, ms modelSpend, micros int64) error {
+	if micros == 0 {
+		micros = ms.usageMicros
+	}
 	// The day's ledger gets its TTL once a minute per process (refreshes), not with
 	// every job.
-	expire := s.ttls.due(k, time.Now())
+	expire := s.ttls.due(ms.key, time.Now())
 	// A count of 0 is not written: ModelSpend reads a missing field as 0, and the
 	// model's "jobs" field is always there.
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if m := toMicros(usd); m != 0 {
-			p.HIncrBy(ctx, k, "usd:"+model, m)
+		if micros != 0 {
+			p.HIncrBy(ctx, ms.key, ms.usd, micros)
 		}
-		p.HIncrBy(ctx, k, "jobs:"+model, 1)
-		if u.Searches != 0 {
-			p.HIncrBy(ctx, k, "searches:"+model, int64(u.Searches))
+		p.HIncrBy(ctx, ms.key, ms.jobs, 1)
+		if ms.searches != 0 {
+			p.HIncrBy(ctx, ms.key, ms.searchesField, ms.searches)
 		}
 		if expire {
-			p.Expire(ctx, k, ModelSpendDays*24*time.Hour+refreshEvery)
+			p.Expire(ctx, ms.key, modelSpendTTL)
 		}
 		return nil
 	})
 	if err != nil {
 		if expire {
-			s.ttls.forget(k)
+			s.ttls.forget(ms.key)
 		}
 		return fmt.Errorf("state: recording spend per model: %w", err)
 	}
