@@ -169,7 +169,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 38 and 10, as
+// scripts run included) and on the fleet's client (round trips): 37 and 9, as
 // measured, with nothing to spare. A job whose window holds more — the two key-rest
 // lookups (model, engine) a job makes when their one-second cache has lapsed, the
 // tenant index's trim (one submission in 16), a reaper sweep — is not the one measured
@@ -181,9 +181,8 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //	  script looks for an earlier record; state.Store.CreateJob)                     4
 //	hop 0: read the job (HGETALL), take the hop's lease (SET NX)                     2
 //	hop 0: store the turn with its calls, flags, running (script: HMGET, HSET)       3
-//	search: outcome, fallback, status, lease, the job's cap (script: HMGET, SET NX,
-//	  HSET)                                                                          4
-//	search: reserve against the tenant's day and month (script: 2 HMGET, 2 HSET)    5
+//	search: outcome, fallback, status, lease, the job's cap and the tenant's day and
+//	  month, reserved together (script: 3 HMGET, SET NX, 3 HSET)                     8
 //	search: store the outcome with the recorded result (script: HMGET, HSET)         3
 //	resume: record the result, take hop 1's lease, read the job back (script:
 //	  HGETALL, HSET, SET NX)                                                         4
@@ -192,10 +191,10 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //	finisher: read the job (HGETALL), forget its deadline (ZREM)                     2
 //	archive: trim and count spend per model, once (script: HGETALL, DEL, HSET with
 //	  the summary, PEXPIRE, 3 HINCRBY: cost, job, searches; a count of 0 is not
-//	  written)                                                                      8
+//	  written)                                                                       8
 const (
-	oneSearchJobCommands   = 38
-	oneSearchJobRoundTrips = 10
+	oneSearchJobCommands   = 37
+	oneSearchJobRoundTrips = 9
 )
 
 // A one-search job stays within its Redis budget. The server-side count is read from

@@ -136,7 +136,7 @@ func planSearch(w *Worker, v *view, t *turn, tc wire.ToolCall, p *planState, c *
 }
 
 func searchRequest(v *view, h int, t *turn, c call) (string, bus.Payload) {
-	return bus.SubjectSearch(c.Engine), search.Request{JobID: v.job.ID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline, GooglePreferred: t.GooglePreferred}
+	return bus.SubjectSearch(c.Engine), search.Request{JobID: v.job.ID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline, GooglePreferred: t.GooglePreferred, Tenant: v.job.Tenant}
 }
 
 // planFetch is web_fetch's plan: a URL of the right shape, within the per-job fetch

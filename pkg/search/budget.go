@@ -62,14 +62,19 @@ func payCall(req Request) string {
 	return bus.CallKey(req.JobID, req.Hop, req.CallID) + "@" + req.Engine
 }
 
-// pay asks StartSearch to hold the search's price against its job's ledger as it
-// claims the call, a round trip fewer than reserving it apart; not for an engine
-// whose results are cached, as a hit (looked up after the claim) costs nothing.
+// pay asks StartSearch to hold the search's price against its job's ledger, and
+// its tenant's budget when the request names the tenant, as it claims the call: a
+// round trip fewer than reserving them apart; not for an engine whose results are
+// cached, as a hit (looked up after the claim) costs nothing.
 func (w *Worker) pay(req Request, eng engines.Engine) *state.Pay {
 	if w.Settings[req.Engine].CacheTTL > 0 {
 		return nil
 	}
-	return &state.Pay{Call: payCall(req), Engine: req.Engine, USD: engines.PriceOf(eng)}
+	p := &state.Pay{Call: payCall(req), Engine: req.Engine, USD: engines.PriceOf(eng)}
+	if req.Tenant != "" {
+		p.Tenant, p.Budget, p.Now = req.Tenant, w.Budgets.For(req.Tenant), time.Now()
+	}
+	return p
 }
 
 // unreserve gives back the price StartSearch held for a search that is not made

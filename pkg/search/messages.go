@@ -31,6 +31,10 @@ type Request struct {
 	Origin string `json:"origin,omitempty"`
 	// Tried are the engines that failed the call before Engine, in order.
 	Tried []Attempt `json:"tried,omitempty"`
+	// Tenant is the job's tenant, whose budget the search is reserved against as its
+	// call is claimed (state.Pay); a request without it (from an earlier release) is
+	// reserved against it after the claim.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 func (Request) Kind() string { return "search.request.v1" }

@@ -23,46 +23,45 @@ type Reservation struct {
 	made bool
 }
 
-// reserveSpend reserves one call's price against a tenant's day and month: every limit
-// is checked first, then all counters are raised together, so concurrent workers can
-// never overshoot a budget. A call that already holds a reservation (a redelivery)
-// reserves nothing more. The call's entry lives in the day's hash (Keys.SpendCalls):
-// one HMGET of the day reads its counters and the entry, one of the month its
-// counters, and one HSET each writes the sums (and the entry): the script runs alone.
-// KEYS[1] day, KEYS[2] month, KEYS[3] the day's calls (the day's hash). ARGV[1] call;
-// ARGV[2] price in micro-dollars; ARGV[3..6] limits (usd/day, searches/day,
-// usd/month, searches/month, -1: none); ARGV[7] day TTL s; ARGV[8] month TTL s.
-// Returns 'ok', 'again' (already reserved) or the name of the budget that refused.
-var reserveSpend = redis.NewScript(`
-local d = redis.call('HMGET', KEYS[1], 'usd', 'n', ARGV[1])
-if d[3] then return 'again' end
-local price = tonumber(ARGV[2])
-local m = redis.call('HMGET', KEYS[2], 'usd', 'n')
-local du, dn = tonumber(d[1] or '0'), tonumber(d[2] or '0')
-local mu, mn = tonumber(m[1] or '0'), tonumber(m[2] or '0')
-local lim = {tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
-if lim[1] >= 0 and du + price > lim[1] then return 'usd_day' end
-if lim[2] >= 0 and dn + 1 > lim[2] then return 'searches_day' end
-if lim[3] >= 0 and mu + price > lim[3] then return 'usd_month' end
-if lim[4] >= 0 and mn + 1 > lim[4] then return 'searches_month' end
-local function int(x) return string.format('%d', x) end
-redis.call('HSET', KEYS[1], 'usd', int(du + price), 'n', int(dn + 1), ARGV[1], ARGV[2] .. ':1')
-redis.call('HSET', KEYS[2], 'usd', int(mu + price), 'n', int(mn + 1))
-` + periodExpiry + `
-return 'ok'
-`)
-
-// periodExpiry gives a period's counters their lifetime when this script created
-// them (a counter hash without a 'usd' field before it), so a reservation pays for
-// EXPIRE once a day instead of on every call. The day's calls live in the day's hash
-// (KEYS[3] is KEYS[1]). Scripts using it read d and m with HMGET first.
-const periodExpiry = `
-if not d[1] and not d[2] then
-  redis.call('EXPIRE', KEYS[1], ARGV[7])
-  if KEYS[3] ~= KEYS[1] then redis.call('EXPIRE', KEYS[3], ARGV[7]) end
+// reserveSpendLua defines reserveSpend(day, month, call, price, limits, dayTTL,
+// monthTTL), which reserves one call's price against a tenant's day and month: every
+// limit is checked first, then all counters are raised together, so concurrent
+// workers can never overshoot a budget. A call that already holds a reservation (a
+// redelivery) reserves nothing more. The call's entry lives in the day's hash
+// (Keys.SpendCalls): one HMGET of the day reads its counters and the entry, one of
+// the month its counters, and one HSET each writes the sums (and the entry); a period's
+// counters get their lifetime when this call made them (a hash without 'usd' or 'n'
+// before it), so a reservation pays for EXPIRE once a period instead of on every call.
+// price is in micro-dollars; limits are usd/day, searches/day, usd/month,
+// searches/month (-1: none); the TTLs are in seconds. It returns 'ok', 'again'
+// (already reserved) or the name of the budget that refused.
+const reserveSpendLua = `
+local function reserveSpend(dk, mk, call, price, lim, dttl, mttl)
+  local d = redis.call('HMGET', dk, 'usd', 'n', call)
+  if d[3] then return 'again' end
+  local m = redis.call('HMGET', mk, 'usd', 'n')
+  local du, dn = tonumber(d[1] or '0'), tonumber(d[2] or '0')
+  local mu, mn = tonumber(m[1] or '0'), tonumber(m[2] or '0')
+  if lim[1] >= 0 and du + price > lim[1] then return 'usd_day' end
+  if lim[2] >= 0 and dn + 1 > lim[2] then return 'searches_day' end
+  if lim[3] >= 0 and mu + price > lim[3] then return 'usd_month' end
+  if lim[4] >= 0 and mn + 1 > lim[4] then return 'searches_month' end
+  local function int(x) return string.format('%d', x) end
+  redis.call('HSET', dk, 'usd', int(du + price), 'n', int(dn + 1), call, int(price) .. ':1')
+  redis.call('HSET', mk, 'usd', int(mu + price), 'n', int(mn + 1))
+  if not d[1] and not d[2] then redis.call('EXPIRE', dk, dttl) end
+  if not m[1] and not m[2] then redis.call('EXPIRE', mk, mttl) end
+  return 'ok'
 end
-if not m[1] and not m[2] then redis.call('EXPIRE', KEYS[2], ARGV[8]) end
 `
+
+// reserveSpend runs reserveSpendLua: KEYS[1] day, KEYS[2] month (the day's calls are
+// the day's hash). ARGV[1] call; ARGV[2] price in micro-dollars; ARGV[3..6] limits;
+// ARGV[7] day TTL s; ARGV[8] month TTL s.
+var reserveSpend = redis.NewScript(reserveSpendLua + `
+return reserveSpend(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]),
+  {tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}, ARGV[7], ARGV[8])
+`)
 
 // moveCost is the Lua function that moves a call's entry in the day (KEYS[1]) and month
 // (KEYS[2]) from pu micro-dollars and pn searches to cu and cn (settleSpend,
@@ -100,6 +99,29 @@ return 1
 // (nothing is reserved then). A call that is already reserved (a redelivered search)
 // gets its reservation back without reserving again.
 func (s *Store) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
+	sp := s.spendArgs(tenant, b, now)
+	argv := append([]any{call, toMicros(usd)}, sp.argv...)
+	v, err := reserveSpend.Run(ctx, s.r, sp.keys, argv...).Text()
+	if err != nil {
+		return nil, nil, fmt.Errorf("state: reserving spend: %w", err)
+	}
+	r, ex := sp.answer(tenant, call, b, v)
+	if r == nil && ex == nil {
+		return nil, nil, fmt.Errorf("state: reserving spend: unexpected answer %q", v)
+	}
+	return r, ex, nil
+}
+
+// spendCall is what reserveSpendLua takes for a tenant's budget in one period: the
+// day's and the month's keys, and the limits and lifetimes (argv).
+type spendCall struct {
+	keys             []string
+	argv             []any
+	day, month       string
+	dayEnd, monthEnd time.Time
+}
+
+func (s *Store) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	day, month := periods(now)
 	dayEnd, monthEnd := PeriodEnds(now)
 	limit := func(usd float64, n int64) (int64, int64) {
@@ -117,25 +139,29 @@ func (s *Store) ReserveSpend(ctx context.Context, tenant, call string, usd float
 	// Keep each period's counters a day past its end, for GET /v1/usage and late settles.
 	dayTTL := int64(time.Until(dayEnd.Add(24*time.Hour)).Seconds()) + 1
 	monthTTL := int64(time.Until(monthEnd.Add(24*time.Hour)).Seconds()) + 1
-	keys := []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month), s.K.SpendCalls(tenant, day)}
-	v, err := reserveSpend.Run(ctx, s.r, keys, call, toMicros(usd), du, dn, mu, mn, max(dayTTL, 60), max(monthTTL, 60)).Text()
-	if err != nil {
-		return nil, nil, fmt.Errorf("state: reserving spend: %w", err)
+	return spendCall{
+		keys: []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month)},
+		argv: []any{du, dn, mu, mn, max(dayTTL, 60), max(monthTTL, 60)},
+		day:  day, month: month, dayEnd: dayEnd, monthEnd: monthEnd,
 	}
-	r := &Reservation{Tenant: tenant, Call: call, Day: day, Month: month, made: v == "ok"}
+}
+
+// answer reads reserveSpendLua's answer v for call: the reservation, or the budget
+// that refused it; neither for an answer it does not know.
+func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservation, *Exhausted) {
 	switch v {
 	case "ok", "again":
-		return r, nil, nil
+		return &Reservation{Tenant: tenant, Call: call, Day: sp.day, Month: sp.month, made: v == "ok"}, nil
 	case BudgetUSDDay:
-		return nil, &Exhausted{Budget: v, Limit: b.USDPerDay, Reset: dayEnd}, nil
+		return nil, &Exhausted{Budget: v, Limit: b.USDPerDay, Reset: sp.dayEnd}
 	case BudgetSearchesDay:
-		return nil, &Exhausted{Budget: v, Limit: float64(b.SearchesPerDay), Reset: dayEnd}, nil
+		return nil, &Exhausted{Budget: v, Limit: float64(b.SearchesPerDay), Reset: sp.dayEnd}
 	case BudgetUSDMonth:
-		return nil, &Exhausted{Budget: v, Limit: b.USDPerMonth, Reset: monthEnd}, nil
+		return nil, &Exhausted{Budget: v, Limit: b.USDPerMonth, Reset: sp.monthEnd}
 	case BudgetSearchesMonth:
-		return nil, &Exhausted{Budget: v, Limit: float64(b.SearchesPerMonth), Reset: monthEnd}, nil
+		return nil, &Exhausted{Budget: v, Limit: float64(b.SearchesPerMonth), Reset: sp.monthEnd}
 	}
-	return nil, nil, fmt.Errorf("state: reserving spend: unexpected answer %q", v)
+	return nil, nil
 }
 
 // SettleSpend sets what r's call really cost: usd over searches searches (0 and 0

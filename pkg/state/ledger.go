@@ -203,8 +203,12 @@ func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd
 // ReserveHeld goes on with a call whose job's part h holds (SearchStart.Held, or
 // ReserveCall's first step): it reserves the call's price against its batch's ledger
 // and its tenant's budget b, each once per call, and gives back what h held when one
-// refuses. It returns the hold to settle, or the budget that refused.
+// refuses. It returns the hold to settle, or the budget that refused. A hold whose
+// tenant's part StartSearch reserved with the job's is complete already.
 func (s *Store) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+	if h.Tenant != nil {
+		return h, nil, nil // StartSearch held the tenant's part too (Pay)
+	}
 	usd := fromMicros(h.price)
 	if batch := h.batch; batch != "" {
 		h.Batch, h.batch = batch, ""

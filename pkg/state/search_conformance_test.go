@@ -18,3 +18,13 @@ func TestSearchStoreConformance(t *testing.T) {
 		return state.New(rdb, prefix, time.Hour)
 	})
 }
+
+// So does it as it writes across a cluster's slots (no script touches two slots:
+// a search's tenant part is reserved apart from its job's).
+func TestSearchStoreConformanceAsCluster(t *testing.T) {
+	t.Parallel()
+	searchtest.Run(t, func(t *testing.T) searchtest.Store {
+		rdb, prefix := testenv.Redis(t)
+		return state.AsCluster(state.New(rdb, prefix, time.Hour))
+	})
+}

@@ -661,11 +661,12 @@ type SearchStart struct {
 	Fallback *Fallback
 	// Tenant is the job's tenant, whose budget the search is paid from.
 	Tenant string
-	// Held is the call's hold with its job's part reserved (see Pay): set when the
-	// start was asked to pay, claimed the call and found it to search (no stored
-	// outcome, a job that runs, the call with this engine). ReserveHeld goes on with
-	// the batch's and the tenant's parts. Refused is set instead when the job's cap
-	// (max_cost_usd) refused the search; nothing is held then.
+	// Held is the call's hold with its job's part reserved (see Pay), and its
+	// tenant's when Pay could have it: set when the start was asked to pay, claimed
+	// the call and found it to search (no stored outcome, a job that runs, the call
+	// with this engine). ReserveHeld goes on with the parts left. Refused is set
+	// instead when the job's cap (max_cost_usd) or the tenant's budget refused the
+	// search; nothing is held then.
 	Held    *Hold
 	Refused *Exhausted
 }
@@ -674,56 +675,89 @@ type SearchStart struct {
 // Engine, against its job's ledger as it claims the call: a search costs the job's
 // reservation no round trip of its own. A call that holds an entry already (a
 // redelivery) reserves nothing more.
+//
+// With Tenant set, on a single Redis and for a job outside a batch, the tenant's
+// part (its Budget, in the period of Now) is reserved in the same script: the
+// search's whole reservation takes no round trip of its own (SearchStart.Held then
+// holds the tenant's part too, and ReserveHeld has nothing left to do). Across a
+// cluster's slots, or for a batch's job (whose batch is reserved between the two),
+// ReserveHeld reserves it as before.
 type Pay struct {
 	Call   string
 	Engine string
 	USD    float64
+	Tenant string
+	Budget Budget
+	Now    time.Time
 }
 
 // startSearch reads what a search worker needs before searching and claims the
 // call's lease, in one script: KEYS[1] the job, KEYS[2] the call's lease; ARGV[1]
 // owner, ARGV[2] lease ms, ARGV[3..5] the call's outcome, fallback engine and tried
 // fields (calls.go); to pay (Pay), ARGV[6] the call's ledger field (” none), ARGV[7]
-// its price (micro-dollars), ARGV[8] its engine. Returns {outcome or false, fallback
-// engine, tried, status, tenant, batch, lease, pay, cap} with lease as in claimLua
-// and pay ” (not reserved), 'ok', 'again' (reserved before) or 'over' (the job's
-// cap, in micro-dollars, refused it). The price is reserved (one HSET beside the
-// read) only when the lease is claimed and the call is to be searched by this
-// engine: no stored outcome, a job that runs, no fallback away from the engine.
-var startSearch = redis.NewScript(claimLua + `
+// its price (micro-dollars), ARGV[8] its engine; for the tenant's part as well, KEYS[3]
+// its day and KEYS[4] its month (spendArgs), ARGV[9] the tenant, ARGV[10] the call as
+// the tenant's ledger names it, ARGV[11..16] its limits and lifetimes. Returns
+// {outcome or false, fallback engine, tried, status, tenant, batch, lease, pay, cap,
+// tenant's} with lease as in claimLua, pay ” (not reserved), 'ok', 'again' (reserved
+// before) or 'over' (the job's cap, in micro-dollars, refused it), and the tenant's
+// part ” (not tried here) or reserveSpendLua's answer. The price is reserved (one
+// HSET beside the read) only when the lease is claimed and the call is to be searched
+// by this engine: no stored outcome, a job that runs, no fallback away from the
+// engine. A tenant's budget that refuses leaves the job's ledger as it found it.
+var startSearch = redis.NewScript(claimLua + reserveSpendLua + `
 local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '` + ledgerMark + `cap', '` + ledgerMark + `usd')
 local l = claim(KEYS[2], ARGV[1], ARGV[2])
-local st, pay, cap = j[1], '', 0
+local st, pay, cap, spent = j[1], '', 0, ''
 if ARGV[6] ~= '' and l == 0 and not j[4] and st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' and (not j[5] or j[5] == ARGV[8]) then
+  local price = tonumber(ARGV[7])
+  -- The tenant's part, on one Redis, for a job of this tenant outside a batch.
+  local function tenant()
+    if #KEYS < 4 or (j[3] and j[3] ~= '') or j[2] ~= ARGV[9] then return '' end
+    return reserveSpend(KEYS[3], KEYS[4], ARGV[10], price,
+      {tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])}, ARGV[15], ARGV[16])
+  end
   if j[7] then
     pay = 'again'
+    spent = tenant()
   else
-    local price = tonumber(ARGV[7])
     local c, usd = tonumber(j[8] or '-1'), tonumber(j[9] or '0')
     if c >= 0 and usd + price > c then
       pay, cap = 'over', c
     else
-      redis.call('HSET', KEYS[1], '` + ledgerMark + `usd', string.format('%d', usd + price), ARGV[6], price)
-      pay = 'ok'
+      spent = tenant()
+      if spent == '' or spent == 'ok' or spent == 'again' then
+        redis.call('HSET', KEYS[1], '` + ledgerMark + `usd', string.format('%d', usd + price), ARGV[6], price)
+        pay = 'ok'
+      end
     end
   end
 end
-return {j[4], j[5], j[6], j[1], j[2], j[3], l, pay, cap}
+return {j[4], j[5], j[6], j[1], j[2], j[3], l, pay, cap, spent}
 `)
 
 // StartSearch reads a call's stored result, its fallback state and its job's status
 // and tenant, and claims the call's lease for owner; with pay, it reserves the
-// search's price against the job's ledger as well (SearchStart.Held).
+// search's price against the job's ledger as well, and its tenant's budget where
+// Pay says it can (SearchStart.Held, or SearchStart.Refused by the budget that
+// refused it).
 func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
 	keys := []string{s.K.Job(id), s.K.SearchLease(id, h, call)}
 	payField, price, engine := "", int64(0), ""
 	if pay != nil {
 		payField, price, engine = ledgerMark+"r:"+pay.Call, toMicros(pay.USD), pay.Engine
 	}
-	v, err := startSearch.Run(ctx, s.r, keys, owner, ttl.Milliseconds(),
+	argv := []any{owner, ttl.Milliseconds(),
 		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call),
-		payField, price, engine).Slice()
-	if err != nil || len(v) != 9 {
+		payField, price, engine}
+	var sp spendCall
+	if pay != nil && pay.Tenant != "" && s.inOrder {
+		sp = s.spendArgs(pay.Tenant, pay.Budget, pay.Now)
+		keys = append(keys, sp.keys...)
+		argv = append(append(argv, pay.Tenant, pay.Call), sp.argv...)
+	}
+	v, err := startSearch.Run(ctx, s.r, keys, argv...).Slice()
+	if err != nil || len(v) != 10 {
 		return nil, fmt.Errorf("state: starting search: %v", err)
 	}
 	str := func(x any) string { v, _ := x.(string); return v }
@@ -740,10 +774,29 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	}
 	left, _ := v[6].(int64)
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
+	var tenant *Reservation
+	if a := str(v[9]); a != "" {
+		var ex *Exhausted
+		if tenant, ex = sp.answer(pay.Tenant, pay.Call, pay.Budget, a); tenant == nil && ex == nil {
+			return nil, fmt.Errorf("state: starting search: unexpected answer %q", a)
+		}
+		if ex != nil {
+			st.Refused = ex
+			if str(v[7]) == "again" {
+				// The job's part was held before (an earlier delivery): it is given back,
+				// as ReserveHeld gives it back when a budget refuses.
+				s.releaseHold(ctx, &Hold{JobID: id, Call: pay.Call, price: price})
+			}
+			return st, nil
+		}
+	}
 	switch str(v[7]) {
 	case "ok", "again":
-		st.Held = &Hold{JobID: id, Call: pay.Call, price: price, batch: batch}
+		st.Held = &Hold{JobID: id, Call: pay.Call, price: price, batch: batch, Tenant: tenant}
 		st.Held.made.job = str(v[7]) == "ok"
+		if tenant != nil {
+			st.Held.made.tenant = tenant.made
+		}
 	case "over":
 		c, _ := v[8].(int64)
 		st.Refused = &Exhausted{Budget: BudgetRequest, Limit: fromMicros(c)}

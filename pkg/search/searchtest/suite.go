@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"RateLimitShared", rateLimit},
 		{"ReserveCallOnceAndSettle", reserveCallOnce},
 		{"StartPaysTheJobsPart", startPays},
+		{"StartPaysTheTenantsPart", startPaysTenant},
 		{"CapsRefuseCalls", capsRefuseCalls},
 		{"KeyCooldowns", keyCooldowns},
 	}
@@ -362,6 +363,80 @@ func startPays(t *testing.T, s Store) {
 	}
 	wantJob(0.004)
 	wantSpend(t, s, "acme", 0.004, 1)
+}
+
+// A start asked to pay with its tenant (Pay.Tenant) ends, with ReserveHeld after
+// it as the worker runs them, holding the job's and the tenant's parts once per call
+// (a store may hold both in the start: ReserveHeld then reserves nothing more); a
+// tenant's budget that refuses, at either step, leaves the job's ledger and the
+// tenant's spend as they were; a batch's job reserves its batch's part too.
+func startPaysTenant(t *testing.T, s Store) {
+	ctx, now := context.Background(), time.Now()
+	job(t, s, "j", "acme", "")
+	job(t, s, "bj", "acme", "b1")
+	if err := s.SetBatchCap(ctx, "b1", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	budget := state.Budget{SearchesPerDay: 2}
+	// reserve runs a search's reservation as the worker does: the start, then the
+	// parts it left.
+	reserve := func(id, call, owner string, b state.Budget) (*state.SearchStart, *state.Hold, *state.Exhausted) {
+		t.Helper()
+		p := &state.Pay{Call: id + ":0:" + call + "@brave", Engine: "brave", USD: 0.01, Tenant: "acme", Budget: b, Now: now}
+		st, err := s.StartSearch(ctx, id, 0, call, owner, time.Minute, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Refused != nil || st.Held == nil {
+			return st, nil, st.Refused
+		}
+		h, ex, err := s.ReserveHeld(ctx, st.Held, "acme", b, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, h, ex
+	}
+	wantJob := func(id string, want float64) {
+		t.Helper()
+		if usd, _, err := s.RequestSpend(ctx, id); err != nil || math.Abs(usd-want) > 1e-9 {
+			t.Fatalf("%s's ledger $%v (%v), want $%v", id, usd, err, want)
+		}
+	}
+	var held *state.Hold
+	for range 2 { // the holder's redelivery holds nothing more
+		st, h, ex := reserve("j", "c1", "w1", budget)
+		if !st.Claimed || ex != nil || h == nil || h.Tenant == nil || h.Tenant.Tenant != "acme" || h.Call != "j:0:c1@brave" {
+			t.Fatalf("a paid start: %+v %+v %+v", st, h, ex)
+		}
+		held = h
+		wantJob("j", 0.01)
+		wantSpend(t, s, "acme", 0.01, 1)
+	}
+	if _, h, ex := reserve("j", "c2", "w1", budget); h == nil || ex != nil {
+		t.Fatalf("the second search of two: %+v %+v", h, ex)
+	}
+	wantSpend(t, s, "acme", 0.02, 2)
+	dayEnd, _ := state.PeriodEnds(now)
+	_, h, ex := reserve("j", "c3", "w1", budget)
+	if h != nil || ex == nil || ex.Budget != state.BudgetSearchesDay || ex.Limit != 2 || !ex.Reset.Equal(dayEnd) {
+		t.Fatalf("a third search on a budget of two: %+v %+v", h, ex)
+	}
+	wantJob("j", 0.02)
+	wantSpend(t, s, "acme", 0.02, 2)
+	if err := s.SettleCall(ctx, held, 0.004, 1); err != nil {
+		t.Fatal(err)
+	}
+	wantJob("j", 0.014)
+	wantSpend(t, s, "acme", 0.014, 2)
+
+	_, h, ex = reserve("bj", "c1", "w1", state.Budget{})
+	if h == nil || ex != nil || h.Batch != "b1" || h.Tenant == nil {
+		t.Fatalf("a batch job's paid start: %+v %+v", h, ex)
+	}
+	if usd, _, _ := s.BatchSpendOf(ctx, "b1"); usd != 0.01 {
+		t.Fatalf("batch ledger $%v, want $0.01", usd)
+	}
+	wantSpend(t, s, "acme", 0.024, 3)
 }
 
 func capsRefuseCalls(t *testing.T, s Store) {
