@@ -338,9 +338,9 @@ func appendJSONString(b []byte, s string) []byte {
 // record has left (its retention from its creation), ARGV[3] how many arguments the
 // summary's fields take (n), ARGV[4] how many the spend per model takes (s: 0, or 6
 // with KEYS[3]), ARGV[5..4+n] the summary's field/value pairs (summaryFields), then
-// the spend's (modelSpendArgs), then the fields to drop (the cold ones and the
-// chain's). The record is written anew, so Redis encodes what is left compactly (a
-// hash keeps the encoding of its largest value). Returns {1, the micro-dollars the
+// the spend's (a modelSpend's fields and counts), then the fields to drop (the cold
+// ones and the chain's). The record is written anew, so Redis encodes what is left
+// compactly (a hash keeps the encoding of its largest value). Returns {1, the micro-dollars the
 // job's spend ledger ($usd) held, 1 if it counted the spend per model} when it
 // trimmed, {0} when the job was trimmed already, {-1} when it has not ended (or is
 // gone). Counting the spend in the trim, which happens once, counts it exactly once.
