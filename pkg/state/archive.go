@@ -336,15 +336,15 @@ func appendJSONString(b []byte, s string) []byte {
 // record, KEYS[2] its stored response, KEYS[3] (with a single Redis) its tenant's
 // spend per model of the day it ended; ARGV[1] the archived bytes, ARGV[2] the ms the
 // record has left (its retention from its creation), ARGV[3] how many arguments the
-// summary's fields take (n), ARGV[4] how many the spend per model takes (s: 0, or 6
-// with KEYS[3]), ARGV[5..4+n] the summary's field/value pairs (summaryFields), then
-// the spend's (a modelSpend's fields and counts), then the fields to drop (the cold
-// ones and the chain's). The record is written anew, so Redis encodes what is left
+// summary's fields take (n), ARGV[4] how many the spend per model takes (0, or
+// modelSpendArgs with KEYS[3]), ARGV[5..4+n] the summary's field/value pairs
+// (summaryFields), then the spend's (modelSpend.args, for countModelSpendLua), then
+// the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what is left
 // compactly (a hash keeps the encoding of its largest value). Returns {1, the micro-dollars the
 // job's spend ledger ($usd) held, 1 if it counted the spend per model} when it
 // trimmed, {0} when the job was trimmed already, {-1} when it has not ended (or is
 // gone). Counting the spend in the trim, which happens once, counts it exactly once.
-var trimJob = redis.NewScript(`
+var trimJob = redis.NewScript(countModelSpendLua + `
 -- One read of the whole record decides and gives what stays; one DEL drops the
 -- record and its stored response together before the short fields are written back.
 local all = redis.call('HGETALL', KEYS[1])
@@ -371,16 +371,8 @@ redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[1], unpack(rest))
 redis.call('PEXPIRE', KEYS[1], ttl)
 if sp == 0 then return {1, tonumber(spent), 0} end
--- The spend per model: ARGV[o..o+5] the usd, jobs and searches fields, the searches,
--- the usage's micro-dollars (counted when the ledger held none) and the day's TTL in
--- seconds (0: not now). Counts are passed on as the strings they came as.
 local o = 5 + sum
-local usd = spent
-if tonumber(usd) == 0 then usd = ARGV[o+4] end
-if tonumber(usd) ~= 0 then redis.call('HINCRBY', KEYS[3], ARGV[o], usd) end
-redis.call('HINCRBY', KEYS[3], ARGV[o+1], 1)
-if tonumber(ARGV[o+3]) ~= 0 then redis.call('HINCRBY', KEYS[3], ARGV[o+2], ARGV[o+3]) end
-if tonumber(ARGV[o+5]) > 0 then redis.call('EXPIRE', KEYS[3], ARGV[o+5]) end
+countModelSpend(KEYS[3], spent, {ARGV[o], ARGV[o+1], ARGV[o+2], ARGV[o+3], ARGV[o+4], ARGV[o+5]})
 return {1, tonumber(spent), 1}
 `)
 
@@ -459,17 +451,13 @@ func (s *Store) archiveHash(ctx context.Context, id string, m map[string]string)
 	if inTrim {
 		keys = append(keys, ms.key)
 		expire = s.ttls.due(ms.key, time.Now())
-		sp = 6
+		sp = modelSpendArgs
 	}
 	argv := make([]any, 0, 4+len(sum)+sp+len(coldFields)+len(others))
 	argv = append(argv, n, left.Milliseconds(), len(sum), sp)
 	argv = append(argv, sum...)
 	if inTrim {
-		ttl := int64(0)
-		if expire {
-			ttl = int64(modelSpendTTL / time.Second)
-		}
-		argv = append(argv, ms.usd, ms.jobs, ms.searchesField, ms.searches, ms.usageMicros, ttl)
+		argv = append(argv, ms.args(expire)...)
 	}
 	argv = append(argv, coldFields...)
 	for _, f := range others {

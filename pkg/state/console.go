@@ -226,32 +226,52 @@ func (s *Store) modelSpendOfHash(m map[string]string) modelSpend {
 // modelSpendTTL is the lifetime a day's spend per model is given.
 const modelSpendTTL = ModelSpendDays*24*time.Hour + refreshEvery
 
-// countModelSpend adds an ended job, whose spend ledger held micros micro-dollars, to
-// its tenant's spend per day and model (see RecordModelSpend). The caller makes sure
-// it is counted once.
-func (s *Store) countModelSpend(ctx context.Context, ms modelSpend, micros int64) error {
-	if micros == 0 {
-		micros = ms.usageMicros
+// countModelSpendLua defines countModelSpend(key, spent, a), which adds an ended job
+// to its tenant's spend per model of a day (key): spent is what its spend ledger held
+// (micro-dollars; its usage's cost counts when that is 0), a is modelSpend.args (the
+// usd, jobs and searches fields, the searches, the usage's micro-dollars, the day's
+// TTL in seconds or 0: not now). A count of 0 is not written (ModelSpend reads a
+// missing field as 0; the model's "jobs" field is always there). Counts are passed
+// on as the strings they came as. The trim (trimJob) and countModelSpendScript run it.
+const countModelSpendLua = `
+local function countModelSpend(key, spent, a)
+  local usd = spent
+  if tonumber(usd) == 0 then usd = a[5] end
+  if tonumber(usd) ~= 0 then redis.call('HINCRBY', key, a[1], usd) end
+  redis.call('HINCRBY', key, a[2], 1)
+  if tonumber(a[4]) ~= 0 then redis.call('HINCRBY', key, a[3], a[4]) end
+  if tonumber(a[6]) > 0 then redis.call('EXPIRE', key, a[6]) end
+end
+`
+
+// countModelSpendScript runs countModelSpendLua: KEYS[1] the day's spend per model,
+// ARGV[1] what the job's ledger held, ARGV[2..7] modelSpend.args.
+var countModelSpendScript = redis.NewScript(countModelSpendLua + `
+countModelSpend(KEYS[1], ARGV[1], {ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]})
+return 1
+`)
+
+// modelSpendArgs is how many arguments modelSpend.args gives.
+const modelSpendArgs = 6
+
+// args are what countModelSpendLua reads of ms (its a): with expire, the day's TTL.
+func (ms modelSpend) args(expire bool) []any {
+	ttl := int64(0)
+	if expire {
+		ttl = int64(modelSpendTTL / time.Second)
 	}
+	return []any{ms.usd, ms.jobs, ms.searchesField, ms.searches, ms.usageMicros, ttl}
+}
+
+// countModelSpend adds an ended job, whose spend ledger held micros micro-dollars, to
+// its tenant's spend per day and model (see RecordModelSpend) in a script of its own
+// (one slot: the day's key). The caller makes sure it is counted once.
+func (s *Store) countModelSpend(ctx context.Context, ms modelSpend, micros int64) error {
 	// The day's ledger gets its TTL once a minute per process (refreshes), not with
 	// every job.
 	expire := s.ttls.due(ms.key, time.Now())
-	// A count of 0 is not written: ModelSpend reads a missing field as 0, and the
-	// model's "jobs" field is always there.
-	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if micros != 0 {
-			p.HIncrBy(ctx, ms.key, ms.usd, micros)
-		}
-		p.HIncrBy(ctx, ms.key, ms.jobs, 1)
-		if ms.searches != 0 {
-			p.HIncrBy(ctx, ms.key, ms.searchesField, ms.searches)
-		}
-		if expire {
-			p.Expire(ctx, ms.key, modelSpendTTL)
-		}
-		return nil
-	})
-	if err != nil {
+	argv := append([]any{micros}, ms.args(expire)...)
+	if err := countModelSpendScript.Run(ctx, s.r, []string{ms.key}, argv...).Err(); err != nil {
 		if expire {
 			s.ttls.forget(ms.key)
 		}
