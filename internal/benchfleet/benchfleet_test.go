@@ -169,7 +169,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 37 and 9, as
+// scripts run included) and on the fleet's client (round trips): 36 and 9, as
 // measured, with nothing to spare. A job whose window holds more — the two key-rest
 // lookups (model, engine) a job makes when their one-second cache has lapsed, the
 // tenant index's trim (one submission in 16), a reaper sweep — is not the one measured
@@ -183,9 +183,10 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //	hop 0: store the turn with its calls, flags, running (script: HMGET, HSET)       3
 //	search: outcome, fallback, status, lease, the job's cap and the tenant's day and
 //	  month, reserved together (script: 3 HMGET, SET NX, 3 HSET)                     8
-//	search: store the outcome with the recorded result (script: HMGET, HSET)         3
-//	resume: record the result, take hop 1's lease, read the job back (script:
-//	  HGETALL, HSET, SET NX)                                                         4
+//	search: store the outcome as the chain's result, counted, with the recorded
+//	  result (script: HMGET, HSET)                                                   3
+//	resume: read the job back with the result the search worker stored (nothing
+//	  written), take hop 1's lease (script: HGETALL, SET NX)                         3
 //	end: the final turn and the status compare-and-set, reading the job's record
 //	  for its ingress, which is handed the ended job on NATS (script: HMGET, HSET)   3
 //	finisher: read the job (HGETALL), forget its deadline (ZREM)                     2
@@ -193,7 +194,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 //	  the summary, PEXPIRE, 3 HINCRBY: cost, job, searches; a count of 0 is not
 //	  written)                                                                       8
 const (
-	oneSearchJobCommands   = 37
+	oneSearchJobCommands   = 36
 	oneSearchJobRoundTrips = 9
 )
 

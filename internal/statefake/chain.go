@@ -51,7 +51,7 @@ func (m *Memory) Job(id string) *state.Job {
 func (m *Memory) chain(id string) *memChain {
 	c, ok := m.chains[id]
 	if !ok {
-		c = &memChain{turns: map[int][]byte{}, calls: map[int][]byte{}, expected: map[int]int{}, count: map[int]int{}, results: map[int]map[string][]byte{}}
+		c = &memChain{turns: map[int][]byte{}, calls: map[int][]byte{}, expected: map[int]int{}, count: map[int]int{}, results: map[int]map[string][]byte{}, place: map[string]int{}}
 		m.chains[id] = c
 	}
 	return c
@@ -125,22 +125,31 @@ func (m *Memory) LoadStep(_ context.Context, id string, claim *state.Claim) (*st
 	return st, nil
 }
 
-// record stores a result once and counts it; the completing result claims hop h+1
-// for owner (if set). It returns the counts and the lease outcome (-1: not tried).
-func (m *Memory) record(id string, h int, call string, result []byte, owner string, ttl time.Duration) (have, want int, lease time.Duration) {
-	c := m.chain(id)
+// store stores a result once, counts it and notes its place among its hop's results;
+// it returns the result's place. m.mu is held.
+func (c *memChain) store(h int, call string, result []byte) int {
 	if c.results[h] == nil {
 		c.results[h] = map[string][]byte{}
 	}
+	at := strconv.Itoa(h) + "/" + call
 	if _, ok := c.results[h][call]; !ok {
 		c.results[h][call] = slices.Clone(result)
 		c.count[h]++
+		c.place[at] = c.count[h]
 	}
+	return c.place[at]
+}
+
+// record stores a result once and counts it; the result whose place completes the
+// hop claims hop h+1 for owner (if set). It returns the result's place, the hop's
+// expected count and the lease outcome (-1: not tried).
+func (m *Memory) record(id string, h int, call string, result []byte, owner string, ttl time.Duration) (have, want int, lease time.Duration) {
+	c := m.chain(id)
+	have, lease = c.store(h, call, result), -1
 	want, ok := c.expected[h]
 	if !ok {
 		want = -1
 	}
-	have, lease = c.count[h], -1
 	if have == want && owner != "" {
 		lease = m.lease(leaseKey(id, h+1), owner, ttl)
 	}

@@ -66,8 +66,10 @@ type memChain struct {
 	turns, calls    map[int][]byte
 	expected, count map[int]int
 	results         map[int]map[string][]byte
-	sticky, gp      bool
-	searches        int
+	// place is each result's place among its hop's, by "hop/call".
+	place      map[string]int
+	sticky, gp bool
+	searches   int
 }
 
 type memLease struct {

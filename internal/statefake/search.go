@@ -42,6 +42,8 @@ func (m *Memory) StartSearch(_ context.Context, id string, h int, call, owner st
 	}
 	if b, ok := m.done[k]; ok {
 		st.Done = slices.Clone(b)
+	} else if c, ok := m.chains[id]; ok && c.results[h][call] != nil && !st.Status.Terminal() {
+		st.Done = slices.Clone(c.results[h][call])
 	}
 	if fb, ok := m.fallbacks[k]; ok {
 		st.Fallback = &state.Fallback{Engine: fb.engine, Tried: slices.Clone(fb.tried)}
@@ -89,6 +91,20 @@ func (m *Memory) SaveSearchDone(_ context.Context, id string, h int, call string
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.done[callKey(id, h, call)] = slices.Clone(b)
+	if rec != nil {
+		m.recordResult(id, rec.Addr, rec.Result)
+	}
+	return nil
+}
+
+// SaveSearchResult implements search.Calls: a job that is gone gets nothing stored.
+func (m *Memory) SaveSearchResult(_ context.Context, id string, h int, call string, b []byte, rec *state.Recording) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.jobs[id]; !ok {
+		return nil
+	}
+	m.chain(id).store(h, call, b)
 	if rec != nil {
 		m.recordResult(id, rec.Addr, rec.Result)
 	}

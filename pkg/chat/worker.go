@@ -167,6 +167,11 @@ func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done])
 	}
 	w.emit(ev)
 	w.progress(searchDone(m.JobID, m.Hop, m.CallID, m.Engine, &m.Result))
+	if st.Want >= 0 && st.Have < st.Want {
+		// Another of the hop's results was stored last: its resume runs the next hop,
+		// however many of them are in by now.
+		return nil
+	}
 	return w.advance(ctx, st, m.Hop+1, d.Last(), &m, d.Later)
 }
 

@@ -465,6 +465,50 @@ func TestParallelResults(t *testing.T) {
 	}
 }
 
+// Results the search workers stored before either resume came (SaveSearchResult): the
+// resume of the one stored first, though it finds both in, waits, with no retry; the
+// one stored last runs the next hop, whichever resume comes first.
+func TestResultsStoredBeforeTheirResumes(t *testing.T) {
+	t.Parallel()
+	for _, lastFirst := range []bool{false, true} {
+		h := newHarness(t, []func(http.ResponseWriter){
+			calls(webSearch("a", "one"), webSearch("b", "two")),
+			text("Both [1] [2]."),
+		})
+		h.submit("j1", "Search the web for one and two")
+		if err := h.job("j1", 1); err != nil {
+			t.Fatal(err)
+		}
+		reqs := h.pub.searches()
+		if len(reqs) != 2 {
+			t.Fatalf("searches %+v", reqs)
+		}
+		first, last := answerSearch(reqs[1], "https://b.example/"), answerSearch(reqs[0], "https://a.example/")
+		for _, d := range []search.Done{first, last} {
+			if err := h.store.SaveSearchResult(context.Background(), "j1", d.Hop, d.CallID, delivery(d, 1).Data, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		order := []search.Done{first, last}
+		if lastFirst {
+			order = []search.Done{last, first}
+		}
+		for i, d := range order {
+			err := h.resume(d, 1)
+			wantCalls := 1
+			if d.CallID == last.CallID || i == 1 {
+				wantCalls = 2
+			}
+			if err != nil || h.model.calls() != wantCalls {
+				t.Fatalf("last first %v: resume of %s: err %v, %d model calls, want %d", lastFirst, d.CallID, err, h.model.calls(), wantCalls)
+			}
+		}
+		if j := h.ended("j1"); !strings.Contains(string(j.Response), "https://a.example/") || !strings.Contains(string(j.Response), "https://b.example/") {
+			t.Fatalf("last first %v: response %s", lastFirst, j.Response)
+		}
+	}
+}
+
 // Calls the fleet answers without a search (bad arguments, the search limit) are
 // recorded at dispatch; when no search is left, the next hop runs at once.
 func TestLocalResults(t *testing.T) {

@@ -81,7 +81,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done, b, fetchRecording(req, &done)); err != nil {
+	if err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, b, fetchRecording(req, &done)); err != nil {
 		return err
 	}
 	return w.deliver(ctx, req, done, b)

@@ -21,10 +21,16 @@ type Calls interface {
 	// KeepSearch keeps owner's lease of a call alive until the returned function is
 	// called; with drop set, that also frees it.
 	KeepSearch(id string, h int, call, owner string, ttl time.Duration) func(drop bool)
-	// SaveSearchDone stores a call's outcome: every later StartSearch returns it. With
-	// rec, it records rec's result under its address among the job's (and its
-	// batch's) recorded results in the same round trip; the first one recorded stays.
+	// SaveSearchDone stores a direct search's outcome: every later StartSearch returns
+	// it. With rec, it records rec's result under its address among the job's (and
+	// its batch's) recorded results in the same round trip; the first one recorded
+	// stays.
 	SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte, rec *state.Recording) error
+	// SaveSearchResult stores a chain's call's outcome, as SaveSearchDone does, as the
+	// chain's result of the call: the first one stored stays, counted among its hop's
+	// results in the order stored, so the chat worker's RecordAndLoad reads it instead
+	// of writing it again, and the result stored last completes the hop.
+	SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *state.Recording) error
 }
 
 // Store is what the search worker needs besides Calls: the engines' shared rate

@@ -216,7 +216,7 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	if err := saveDone(ctx, w.Store, w.LeaseTTL, &done, db, recording(req, &done.Result, rb)); err != nil {
+	if err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, db, recording(req, &done.Result, rb)); err != nil {
 		return err
 	}
 	return w.publish(ctx, req, &done, db, rb)
@@ -381,12 +381,17 @@ func queryHash(q engines.Query) string {
 }
 
 // saveDone stores a call's outcome (done, b its JSON) under its lease, with its
-// recorded result rec (nil: none), before it is published. The call is paid for (a
-// search) or done (a fetch): storing it is worth riding out a Redis restart (a few
-// seconds, while the worker still holds the call's lease), or a redelivery would find
-// no result and pay or fetch again.
-func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, done *Done, b []byte, rec *state.Recording) error {
+// recorded result rec (nil: none), before it is published: a chain's call's as its
+// chain's result (the resume then writes nothing), a direct search's as its own. The
+// call is paid for (a search) or done (a fetch): storing it is worth riding out a
+// Redis restart (a few seconds, while the worker still holds the call's lease), or a
+// redelivery would find no result and pay or fetch again.
+func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool, done *Done, b []byte, rec *state.Recording) error {
+	save := st.SaveSearchResult
+	if direct {
+		save = st.SaveSearchDone
+	}
 	return state.Persist(ctx, min(leaseTTL/2, 15*time.Second), func() error {
-		return st.SaveSearchDone(ctx, done.JobID, done.Hop, done.CallID, b, rec)
+		return save(ctx, done.JobID, done.Hop, done.CallID, b, rec)
 	})
 }

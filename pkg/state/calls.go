@@ -15,7 +15,11 @@ import (
 // stores an outcome with its recorded result, and it needs no TTL of its own. The
 // fields:
 //
-//	o:<hop>:<call>     the call's stored outcome (Done JSON)
+//	o:<hop>:<call>     a direct search's stored outcome (Done JSON); a chain's call
+//	                   stores its outcome as its result (r:<hop>:<call>, see
+//	                   SaveSearchResult)
+//	i:<hop>:<call>     the place of a call's result among its hop's, in the order
+//	                   they were stored (the last completes the hop)
 //	fe:<hop>:<call>    the engine now running the call (after a fallback)
 //	ft:<hop>:<call>    the failed attempts so far (JSON)
 //	s:<addr>           a recorded result by content address (first write wins)
@@ -24,6 +28,7 @@ const (
 	prefixFallbackEngine = "fe"
 	prefixFallbackTried  = "ft"
 	prefixRecorded       = "s"
+	prefixPlace          = "i"
 )
 
 func callField(prefix string, h int, call string) string {
@@ -56,7 +61,7 @@ func kindOf(f string) fieldKind {
 	switch kind {
 	case prefixRecorded:
 		return searchField
-	case prefixOutcome, prefixFallbackEngine, prefixFallbackTried:
+	case prefixOutcome, prefixFallbackEngine, prefixFallbackTried, prefixPlace:
 		return callStateField
 	}
 	return recordField
@@ -84,13 +89,24 @@ func splitJob(m map[string]string) (job, chain, searches map[string]string, othe
 // saveOutcome stores a call's outcome and records a result under its address (the
 // first recorded stays), each when given, in a job that is there and not archived
 // (no hash is made without its TTL). KEYS[1] job; ARGV[1] outcome field (” none),
-// ARGV[2] outcome, ARGV[3] recorded field (” none), ARGV[4] result. Returns 1 when
-// the job is there, else 0.
+// ARGV[2] outcome, ARGV[3] recorded field (” none), ARGV[4] result, ARGV[5] the
+// hop's count field and ARGV[6] the call's place field, or ” for an outcome that is
+// the call's own state (a direct search's: it is overwritten). With them, the
+// outcome is the chain's result of the call (ARGV[1] its result field): the first
+// stored stays, and it is counted among its hop's results, its place beside it, in
+// the same HSET (RecordAndLoad then writes nothing). Returns 1 when the job is there,
+// else 0.
 var saveOutcome = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3])
+local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[1], ARGV[5])
 if not v[1] or v[2] then return 0 end
 local f = {}
-if ARGV[1] ~= '' then f[#f+1] = ARGV[1]; f[#f+1] = ARGV[2] end
+if ARGV[1] ~= '' and (ARGV[5] == '' or not v[4]) then
+  f[#f+1] = ARGV[1]; f[#f+1] = ARGV[2]
+  if ARGV[5] ~= '' then
+    local c = tostring(tonumber(v[5] or '0') + 1)
+    f[#f+1] = ARGV[5]; f[#f+1] = c; f[#f+1] = ARGV[6]; f[#f+1] = c
+  end
+end
 if ARGV[3] ~= '' and not v[3] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
 if #f > 0 then redis.call('HSET', KEYS[1], unpack(f)) end
 return 1
@@ -103,13 +119,25 @@ type Recording struct {
 	Result []byte
 }
 
-// SaveSearchDone stores a search worker's outcome b for a call, and with rec, records
+// SaveSearchDone stores a direct search's outcome b for a call, and with rec, records
 // rec's result under its address among the job's (and its batch's) recorded results,
 // in one round trip: the script that writes both, and the batch's record beside it.
 // A job that is gone or archived gets nothing stored.
 func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
-	if err := s.save(ctx, id, callField(prefixOutcome, h, call), b, rec); err != nil {
+	if err := s.save(ctx, id, callField(prefixOutcome, h, call), b, nil, rec); err != nil {
 		return fmt.Errorf("state: storing a search's outcome: %w", err)
+	}
+	return nil
+}
+
+// SaveSearchResult stores the outcome b of a chain's call as the chain's result of
+// that call, as SaveSearchDone stores a direct search's: the first one stored stays,
+// counted among its hop's results with its place (RecordAndLoad, reading it, writes
+// nothing), and every later StartSearch returns it.
+func (s *Store) SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
+	counted := []any{hopField(prefixCount, h), callField(prefixPlace, h, call)}
+	if err := s.save(ctx, id, resultField(h, call), b, counted, rec); err != nil {
+		return fmt.Errorf("state: storing a search's result: %w", err)
 	}
 	return nil
 }
@@ -119,13 +147,14 @@ func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call strin
 // job's with its record). The job's batch is read from its record unless this
 // process knows it (jobBatches).
 func (s *Store) RecordSearch(ctx context.Context, jobID, addr string, result []byte) error {
-	if err := s.save(ctx, jobID, "", nil, &Recording{Addr: addr, Result: result}); err != nil {
+	if err := s.save(ctx, jobID, "", nil, nil, &Recording{Addr: addr, Result: result}); err != nil {
 		return fmt.Errorf("state: recording a search: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byte, rec *Recording) error {
+// save runs saveOutcome; counted are its count and place fields (nil: none).
+func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byte, counted []any, rec *Recording) error {
 	batch, known := "", true
 	recField, result := "", []byte(nil)
 	if rec != nil {
@@ -139,7 +168,10 @@ func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byt
 		}
 	}
 	return s.pipelined(ctx, func(p redis.Pipeliner) {
-		saveOutcome.EvalSha(ctx, p, []string{s.K.Job(id)}, outcomeField, outcome, recField, result)
+		if counted == nil {
+			counted = []any{"", ""}
+		}
+		saveOutcome.EvalSha(ctx, p, []string{s.K.Job(id)}, outcomeField, outcome, recField, result, counted[0], counted[1])
 		if batch != "" {
 			k := s.K.BatchSearchRecord(batch)
 			p.HSetNX(ctx, k, rec.Addr, result)

@@ -143,7 +143,9 @@ type Step struct {
 	// long another holder's lease has.
 	Claimed bool
 	Left    time.Duration
-	// Have and Want are a recorded result's hop counts (RecordAndLoad).
+	// Have is a recorded result's place among its hop's results (RecordAndLoad), in
+	// the order they were stored; Want how many the hop waits for (-1: not
+	// dispatched). The result with Have == Want completed the hop.
 	Have, Want int
 }
 
@@ -189,20 +191,24 @@ func (s *Store) step(jm map[string]string) (*Step, error) {
 	return st, nil
 }
 
-// recordResult stores a call's result once and counts it; when that completes the
-// hop, it claims the next hop's lease for the caller. KEYS[1] job, KEYS[2] lease of
-// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms, and
-// '1' to read the job back. Returns {recorded, expected, lease[, hash]} where expected
-// is -1 before dispatch and lease is -1 (not tried), 0 (held) or the ms another holder
-// has left. What decides (the job is there and not archived, the counts, whether the
-// result is stored) is read by one command: an HMGET of those fields, or, for a
-// caller that reads the job back (RecordAndLoad), an HGETALL of the whole hash, which
-// the reply then carries as it stands after the write (hash: field, value, ...). One
-// HSET writes the result with its count. Nothing is written for a job that is gone
-// (no hash is made without its TTL) or archived already (ArchiveJob): {0, -1, -1}
-// with the hash as read.
+// recordResult stores a call's result once, counts it and notes its place among its
+// hop's results; the result whose place completes the hop claims the next hop's lease
+// for the caller. A result the search worker stored already (SaveSearchResult, which
+// counts it and notes its place) is not written again. KEYS[1] job, KEYS[2] lease of
+// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms, '1' to
+// read the job back, place field. Returns {place, expected, lease[, hash]} where
+// expected is -1 before dispatch and lease is -1 (not tried), 0 (held) or the ms
+// another holder has left; a result stored without its place (by an earlier release)
+// takes the hop's count as its place. What decides (the job is there and not
+// archived, the counts, whether the result is stored and its place) is read by one
+// command: an HMGET of those fields, or, for a caller that reads the job back
+// (RecordAndLoad), an HGETALL of the whole hash, which the reply then carries as it
+// stands after the write (hash: field, value, ...). One HSET writes the result with
+// its count and place; none, when it is stored. Nothing is written for a job that is
+// gone (no hash is made without its TTL) or archived already (ArchiveJob): {0, -1,
+// -1} with the hash as read.
 var recordResult = redis.NewScript(claimLua + `
-local all, id, cold, n, c, have, ci
+local all, id, cold, n, c, have, ci, at
 if ARGV[7] == '1' then
   all = redis.call('HGETALL', KEYS[1])
   for i = 1, #all, 2 do
@@ -211,18 +217,20 @@ if ARGV[7] == '1' then
     elseif f == 'cold' then cold = all[i+1]
     elseif f == ARGV[3] then n = all[i+1]
     elseif f == ARGV[2] then c = all[i+1]; ci = i + 1
-    elseif f == ARGV[1] then have = true end
+    elseif f == ARGV[1] then have = true
+    elseif f == ARGV[8] then at = all[i+1] end
   end
 else
-  local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[2], ARGV[1])
-  id, cold, n, c, have = v[1], v[2], v[3], v[4], v[5]
+  local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[2], ARGV[1], ARGV[8])
+  id, cold, n, c, have, at = v[1], v[2], v[3], v[4], v[5], v[6]
 end
 if not id or cold then return {0, -1, -1, all} end
 n = tonumber(n or '-1')
 c = tonumber(c or '0')
 if not have then
   c = c + 1
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4], ARGV[2], c)
+  at = c
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4], ARGV[2], c, ARGV[8], c)
   if all then
     if ci then
       all[ci] = tostring(c)
@@ -230,25 +238,29 @@ if not have then
       all[#all+1] = ARGV[2]; all[#all+1] = tostring(c)
     end
     all[#all+1] = ARGV[1]; all[#all+1] = ARGV[4]
+    all[#all+1] = ARGV[8]; all[#all+1] = tostring(c)
   end
 end
+at = tonumber(at or c)
 local l = -1
-if c == n and ARGV[5] ~= '' then
+if at == n and ARGV[5] ~= '' then
   l = claim(KEYS[2], ARGV[5], ARGV[6])
 end
-return {c, n, l, all}
+return {at, n, l, all}
 `)
 
 func (s *Store) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration, load bool) ([]string, []any) {
 	return []string{s.K.Job(id), s.K.Lease(id, h+1)},
-		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds(), flag(load)}
+		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds(), flag(load), callField(prefixPlace, h, call)}
 }
 
 // RecordAndLoad records the result of one call of hop h (the first write wins; a
 // replay changes nothing), and reads the job and chain after it, in one round trip:
 // one script, whose one read of the job's hash both decides and is returned (no
-// second read beside it). When the result completes the hop (Have == Want), the
-// lease of hop h+1 is claimed for owner.
+// second read beside it). A result the search worker stored (SaveSearchResult) is
+// read, not written. When the result completed the hop (Have == Want: the last of its
+// results stored, whenever it is recorded or replayed), the lease of hop h+1 is
+// claimed for owner; no other result of the hop claims it.
 func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
 	keys, argv := s.recordArgs(id, h, call, result, owner, ttl, true)
 	v, err := recordResult.Run(ctx, s.r, keys, argv...).Slice()
@@ -280,7 +292,8 @@ func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string
 }
 
 // RecordResult records a result without reading anything back (calls answered at
-// dispatch). It returns the hop's counts.
+// dispatch). It returns the result's place among its hop's results and how many the
+// hop waits for.
 func (s *Store) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
 	keys, argv := s.recordArgs(id, h, call, result, "", time.Millisecond, false)
 	v, err := recordResult.Run(ctx, s.r, keys, argv...).Int64Slice()

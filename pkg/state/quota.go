@@ -183,7 +183,7 @@ for _, k in ipairs(KEYS) do
   local t = redis.call('TYPE', k)['ok']
   if t == 'hash' then
     for _, f in ipairs(redis.call('HKEYS', k)) do
-      if k ~= KEYS[1] or not (string.find(f, '^o:') or string.find(f, '^fe:') or string.find(f, '^ft:')) then
+      if k ~= KEYS[1] or not (string.find(f, '^o:') or string.find(f, '^fe:') or string.find(f, '^ft:') or string.find(f, '^i:')) then
         n = n + #f + redis.call('HSTRLEN', k, f)
       end
     end

@@ -695,27 +695,32 @@ type Pay struct {
 // call's lease, in one script: KEYS[1] the job, KEYS[2] the call's lease; ARGV[1]
 // owner, ARGV[2] lease ms, ARGV[3..5] the call's outcome, fallback engine and tried
 // fields (calls.go); to pay (Pay), ARGV[6] the call's ledger field (” none), ARGV[7]
-// its price (micro-dollars), ARGV[8] its engine; for the tenant's part as well, KEYS[3]
-// its day and KEYS[4] its month (spendArgs), ARGV[9] the tenant, ARGV[10] the call as
-// the tenant's ledger names it, ARGV[11..16] its limits and lifetimes. Returns
-// {outcome or false, fallback engine, tried, status, tenant, batch, lease, pay, cap,
-// tenant's} with lease as in claimLua, pay ” (not reserved), 'ok', 'again' (reserved
-// before) or 'over' (the job's cap, in micro-dollars, refused it), and the tenant's
-// part ” (not tried here) or reserveSpendLua's answer. The price is reserved (one
-// HSET beside the read) only when the lease is claimed and the call is to be searched
-// by this engine: no stored outcome, a job that runs, no fallback away from the
-// engine. A tenant's budget that refuses leaves the job's ledger as it found it.
+// its price (micro-dollars), ARGV[8] its engine; ARGV[9] the call's result field (a
+// chain's call stores its outcome there, SaveSearchResult: it is read while the job
+// runs); for the tenant's part as well, KEYS[3] its day and KEYS[4] its month
+// (spendArgs), ARGV[10] the tenant, ARGV[11] the call as the tenant's ledger names
+// it, ARGV[12..17] its limits and lifetimes. Returns {outcome or false, fallback
+// engine, tried, status, tenant, batch, lease, pay, cap, tenant's} with lease as in
+// claimLua, pay ” (not reserved), 'ok', 'again' (reserved before) or 'over' (the
+// job's cap, in micro-dollars, refused it), and the tenant's part ” (not tried here)
+// or reserveSpendLua's answer. The price is reserved (one HSET beside the read) only
+// when the lease is claimed and the call is to be searched by this engine: no stored
+// outcome, a job that runs, no fallback away from the engine. A tenant's budget that
+// refuses leaves the job's ledger as it found it.
 var startSearch = redis.NewScript(claimLua + reserveSpendLua + `
-local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '` + ledgerMark + `cap', '` + ledgerMark + `usd')
+local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '` + ledgerMark + `cap', '` + ledgerMark + `usd', ARGV[9])
 local l = claim(KEYS[2], ARGV[1], ARGV[2])
 local st, pay, cap, spent = j[1], '', 0, ''
+-- A chain's result is the call's outcome while its job runs; an ended job's search
+-- has nothing to resume.
+if not j[4] and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then j[4] = j[10] end
 if ARGV[6] ~= '' and l == 0 and not j[4] and st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' and (not j[5] or j[5] == ARGV[8]) then
   local price = tonumber(ARGV[7])
   -- The tenant's part, on one Redis, for a job of this tenant outside a batch.
   local function tenant()
-    if #KEYS < 4 or (j[3] and j[3] ~= '') or j[2] ~= ARGV[9] then return '' end
-    return reserveSpend(KEYS[3], KEYS[4], ARGV[10], price,
-      {tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])}, ARGV[15], ARGV[16])
+    if #KEYS < 4 or (j[3] and j[3] ~= '') or j[2] ~= ARGV[10] then return '' end
+    return reserveSpend(KEYS[3], KEYS[4], ARGV[11], price,
+      {tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])}, ARGV[16], ARGV[17])
   end
   if j[7] then
     pay = 'again'
@@ -749,7 +754,7 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	}
 	argv := []any{owner, ttl.Milliseconds(),
 		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call),
-		payField, price, engine}
+		payField, price, engine, resultField(h, call)}
 	var sp spendCall
 	if pay != nil && pay.Tenant != "" && s.inOrder {
 		sp = s.spendArgs(pay.Tenant, pay.Budget, pay.Now)

@@ -202,10 +202,15 @@ func TestRecordAndLoadClaimsNextHop(t *testing.T) {
 	if st.Have != 2 || !st.Claimed || st.Job.ID != "j" || len(st.Chain.Hops[0].Results) != 2 {
 		t.Fatalf("after b: %+v", st)
 	}
-	// A replayed first result sees the hop complete but the next hop taken by w2.
+	// A replayed first result keeps its place and claims nothing; a replayed
+	// completing one finds the next hop taken by w2.
 	st, _ = s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":2}`), "w1", time.Second)
-	if st.Claimed || st.Left <= 0 || string(st.Chain.Hops[0].Results["a"]) != `{"a":1}` {
-		t.Fatalf("replay: claimed %v left %s result %s", st.Claimed, st.Left, st.Chain.Hops[0].Results["a"])
+	if st.Have != 1 || st.Claimed || st.Left != 0 || string(st.Chain.Hops[0].Results["a"]) != `{"a":1}` {
+		t.Fatalf("replay of a: have %d claimed %v left %s result %s", st.Have, st.Claimed, st.Left, st.Chain.Hops[0].Results["a"])
+	}
+	st, _ = s.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":2}`), "w1", time.Second)
+	if st.Have != 2 || st.Claimed || st.Left <= 0 {
+		t.Fatalf("replay of b: have %d claimed %v left %s", st.Have, st.Claimed, st.Left)
 	}
 	// SaveTurn stores once, and the first hop's marks the job running.
 	if v, _ := s.SaveTurn(ctx, "j", 0, []byte(`{"t":1}`), true, true); string(v) != `{"t":1}` {

@@ -44,4 +44,7 @@ type Store interface {
 	ForgetDeadline(ctx context.Context, id string) error
 	// Settle (jobs.Store) puts back the terminal status the event stream recorded.
 	Settle(ctx context.Context, id string, status state.Status, je *state.JobError) error
+	// SaveSearchResult (search.Calls) is how a search worker stores a chain's result
+	// before its resume records it.
+	SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *state.Recording) error
 }

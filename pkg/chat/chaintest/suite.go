@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"ResultsRecordedOnceAndCounted", resultsRecordedOnce},
 		{"CompletingResultClaimsNextHop", completingResultClaims},
 		{"RecordAndLoadReadsItsWrite", recordAndLoadReads},
+		{"SearchWorkersResultIsRead", searchWorkersResult},
 		{"LeaseHeldRenewedLapsing", leaseHeldRenewedLapsing},
 		{"KeptLeaseOutlivesTTL", keptLease},
 		{"FinishNeverOverwritesTerminal", finishNeverOverwrites},
@@ -274,10 +275,17 @@ func completingResultClaims(t *testing.T, s Store) {
 	if st.Have != 2 || st.Want != 2 || !st.Claimed || st.Job.ID != "j" || len(st.Chain.Hops[0].Results) != 2 {
 		t.Fatalf("completing result: have %d want %d claimed %v job %q results %d", st.Have, st.Want, st.Claimed, st.Job.ID, len(st.Chain.Hops[0].Results))
 	}
-	// A replay of a result by another worker finds the next hop claimed by w2.
+	// A replay of the first result keeps its place and claims nothing: the completing
+	// result's resume runs the next hop.
 	st, _ = s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":2}`), "w1", time.Second)
-	if st.Have != 2 || st.Claimed || st.Left <= 0 || st.Left > time.Second || string(st.Chain.Hops[0].Results["a"]) != `{"a":1}` {
-		t.Fatalf("replay: have %d claimed %v left %s result %s", st.Have, st.Claimed, st.Left, st.Chain.Hops[0].Results["a"])
+	if st.Have != 1 || st.Want != 2 || st.Claimed || st.Left != 0 || string(st.Chain.Hops[0].Results["a"]) != `{"a":1}` {
+		t.Fatalf("replay of a: have %d claimed %v left %s result %s", st.Have, st.Claimed, st.Left, st.Chain.Hops[0].Results["a"])
+	}
+	// A replay of the completing result by another worker finds the next hop claimed
+	// by w2.
+	st, _ = s.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":2}`), "w1", time.Second)
+	if st.Have != 2 || st.Claimed || st.Left <= 0 || st.Left > time.Second || string(st.Chain.Hops[0].Results["b"]) != `{"b":1}` {
+		t.Fatalf("replay of b: have %d claimed %v left %s result %s", st.Have, st.Claimed, st.Left, st.Chain.Hops[0].Results["b"])
 	}
 	// The claim is hop 1's lease: w2 holds it for its LoadStep too.
 	if st := load(t, s, "j", &state.Claim{Hop: 1, Owner: "w2", TTL: time.Second}); !st.Claimed {
@@ -327,6 +335,56 @@ func recordAndLoadReads(t *testing.T, s Store) {
 	}
 	if st := record("a replay after the end", "b", `{"b":2}`, 2); st.Job.Status != state.Completed {
 		t.Fatalf("after the end: status %s", st.Job.Status)
+	}
+}
+
+// searchWorkersResult: a result the search worker stored (SaveSearchResult) is the
+// chain's: its resume reads it, writing nothing, and the result stored last, in
+// whichever order the resumes come, is the one that completes the hop and claims the
+// next one; results stored either way count together.
+func searchWorkersResult(t *testing.T, s Store) {
+	ctx := context.Background()
+	mustJob(t, s, "j", time.Time{})
+	if _, err := s.SaveCalls(ctx, "j", 0, []byte(`["a","b"]`), 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ call, result string }{{"b", `{"b":1}`}, {"a", `{"a":1}`}, {"a", `{"a":2}`}} {
+		if err := s.SaveSearchResult(ctx, "j", 0, r.call, []byte(r.result), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a was stored last: b's resume, though it finds every result in, claims nothing.
+	st, err := s.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":9}`), "w1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := st.Chain.Hops[0].Results
+	if st.Have != 1 || st.Want != 2 || st.Claimed || st.Left != 0 || len(rs) != 2 || string(rs["a"]) != `{"a":1}` || string(rs["b"]) != `{"b":1}` {
+		t.Fatalf("b's resume: have %d/%d claimed %v left %s results %s", st.Have, st.Want, st.Claimed, st.Left, rs)
+	}
+	st, err = s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":9}`), "w2", time.Second)
+	if err != nil || st.Have != 2 || st.Want != 2 || !st.Claimed {
+		t.Fatalf("a's resume = %+v, %v; want 2/2, hop 1 claimed", st, err)
+	}
+	if have, want, err := s.RecordResult(ctx, "j", 0, "a", []byte(`{"a":9}`)); err != nil || have != 2 || want != 2 {
+		t.Fatalf("RecordResult of a stored result = %d/%d, %v", have, want, err)
+	}
+	if st := load(t, s, "j", &state.Claim{Hop: 1, Owner: "w1", TTL: time.Second}); st.Claimed {
+		t.Fatal("another worker took the next hop's lease")
+	}
+	// Hop 1: one result recorded by its resume, then one stored by the search worker.
+	if _, err := s.SaveCalls(ctx, "j", 1, []byte(`["x","y"]`), 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.RecordAndLoad(ctx, "j", 1, "x", []byte(`{"x":1}`), "w1", time.Second); err != nil || st.Have != 1 || st.Claimed {
+		t.Fatalf("x's resume = %+v, %v", st, err)
+	}
+	if err := s.SaveSearchResult(ctx, "j", 1, "y", []byte(`{"y":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err = s.RecordAndLoad(ctx, "j", 1, "y", []byte(`{"y":9}`), "w1", time.Second)
+	if err != nil || st.Have != 2 || !st.Claimed || string(st.Chain.Hops[1].Results["y"]) != `{"y":1}` {
+		t.Fatalf("y's resume = %+v, %v; want 2/2, hop 2 claimed, the stored result", st, err)
 	}
 }
 

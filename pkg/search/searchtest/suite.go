@@ -144,6 +144,24 @@ func outcomeStored(t *testing.T, s Store) {
 	if st := start(t, s, "j", "c2", "w1", time.Minute); st.Done != nil {
 		t.Fatalf("another call's outcome: %q", st.Done)
 	}
+	// A chain's call stores its outcome as its chain's result: the first one stays,
+	// and StartSearch returns it, reserving nothing.
+	for _, b := range []string{`{"done":4}`, `{"done":5}`} {
+		if err := s.SaveSearchResult(ctx, "j", 0, "c3", []byte(b), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := s.StartSearch(ctx, "j", 0, "c3", "w1", time.Minute, &state.Pay{Call: "c3", USD: 0.01, Engine: "brave"})
+	if err != nil || string(st.Done) != `{"done":4}` || st.Held != nil {
+		t.Fatalf("stored result %q (held %+v), %v; want the first, nothing held", st.Done, st.Held, err)
+	}
+	// A job that is gone gets nothing stored.
+	if err := s.SaveSearchResult(ctx, "gone", 0, "c1", []byte(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := start(t, s, "gone", "c1", "w1", time.Minute); st.Done != nil || st.Status != "" {
+		t.Fatalf("a job that is gone: %+v", st)
+	}
 	job(t, s, "k", "acme", "b1")
 	start(t, s, "k", "c1", "w1", time.Minute) // the worker meets the job (and its batch) first
 	if err := s.SaveSearchDone(ctx, "k", 0, "c1", []byte(`{"done":2}`), &state.Recording{Addr: "a1", Result: []byte(`{"r":1}`)}); err != nil {
