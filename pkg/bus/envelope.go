@@ -53,6 +53,32 @@ type Encoded struct {
 	Data []byte
 }
 
+// Sealed is a message whose whole envelope is encoded already (Seal): Encode sends
+// Envelope as it is. A message stored before it is published (a chain's search
+// result) is published exactly as stored, and a reader of the stored bytes decodes
+// them as it decodes the message (Decode).
+type Sealed struct {
+	Payload // its kind and message id
+	// Envelope is the message's data, as Seal made it; it is not checked.
+	Envelope []byte
+}
+
+// Seal encodes p's envelope once (see Sealed).
+func Seal(p Payload) (Sealed, error) {
+	id := p.MsgID()
+	if id == "" {
+		return Sealed{}, fmt.Errorf("bus: %s message without an id", p.Kind())
+	}
+	data, err := encodeEnvelope(p, id)
+	if err != nil {
+		return Sealed{}, fmt.Errorf("bus: encoding %s: %w", p.Kind(), err)
+	}
+	if enc, ok := p.(Encoded); ok {
+		p = enc.Payload
+	}
+	return Sealed{Payload: p, Envelope: data}, nil
+}
+
 // envelopeHead is an envelope without its payload (see Encoded).
 type envelopeHead struct {
 	Kind string    `json:"kind"`
@@ -66,9 +92,14 @@ func Encode(subject string, p Payload) (*nats.Msg, error) {
 	if id == "" {
 		return nil, fmt.Errorf("bus: %s message without an id", p.Kind())
 	}
-	data, err := encodeEnvelope(p, id)
-	if err != nil {
-		return nil, fmt.Errorf("bus: encoding %s: %w", p.Kind(), err)
+	var data []byte
+	if sealed, ok := p.(Sealed); ok {
+		data, p = sealed.Envelope, sealed.Payload
+	} else {
+		var err error
+		if data, err = encodeEnvelope(p, id); err != nil {
+			return nil, fmt.Errorf("bus: encoding %s: %w", p.Kind(), err)
+		}
 	}
 	m := nats.NewMsg(subject)
 	m.Data = data

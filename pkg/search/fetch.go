@@ -46,9 +46,8 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 		return err
 	}
 	if ss.Done != nil {
-		var done Done
-		if json.Unmarshal(ss.Done, &done) == nil {
-			return w.deliver(ctx, req, done, ss.Done)
+		if done, msg, ok := storedDone(ss.Done, req.Direct); ok {
+			return w.deliver(ctx, req, *done, msg)
 		}
 	}
 	if ss.Status == "" {
@@ -81,19 +80,20 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	if err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, b, fetchRecording(req, &done)); err != nil {
+	msg, err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, b, fetchRecording(req, &done))
+	if err != nil {
 		return err
 	}
-	return w.deliver(ctx, req, done, b)
+	return w.deliver(ctx, req, done, msg)
 }
 
-// deliver hands a finished fetch on: to its chat chain (db, done's JSON as stored, is
-// the message's data: a page is not encoded again), or, for a direct fetch (POST
+// deliver hands a finished fetch on: to its chat chain (msg is the resume message as
+// saveDone stored it: a page is not encoded again), or, for a direct fetch (POST
 // /v1/fetch), as the job's own ending: completed with the page, or failed with the
 // fetch's error (the page kept as the response, so the client sees what was seen).
-func (w *FetchWorker) deliver(ctx context.Context, req FetchRequest, done Done, db []byte) error {
+func (w *FetchWorker) deliver(ctx context.Context, req FetchRequest, done Done, msg []byte) error {
 	if !req.Direct {
-		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Encoded{Payload: done, Data: db})
+		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Sealed{Payload: done, Envelope: msg})
 	}
 	b, _ := json.Marshal(map[string]any{"object": "fetch.result", "id": req.JobID, "page": done.Page})
 	end := jobs.Ending{Status: state.Completed, Response: b}

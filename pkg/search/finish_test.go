@@ -11,10 +11,11 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/search"
 )
 
-// A finished search is encoded once: the resume message carries the very bytes that
-// are stored as the call's outcome, whose result is the very bytes recorded for the
-// job, in the form the chain reads (no rendered text: the chat worker renders its
-// own); and the message decodes into the call's Done.
+// A finished search is encoded once: the resume message is the very bytes stored as
+// the call's outcome (the chain's result, which the chat worker reads as it reads the
+// message), whose result is the very bytes recorded for the job, in the form the
+// chain reads (no rendered text: the chat worker renders its own); and the message
+// decodes into the call's Done.
 func TestFinishedSearchIsEncodedOnce(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -41,11 +42,11 @@ func TestFinishedSearchIsEncodedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(env.Data, ss.Done) {
-		t.Errorf("the resume message carries\n%s\nthe stored outcome is\n%s", env.Data, ss.Done)
+	if !bytes.Equal(m.Data, ss.Done) {
+		t.Errorf("the resume message is\n%s\nthe stored outcome is\n%s", m.Data, ss.Done)
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(ss.Done, &fields); err != nil {
+	if err := json.Unmarshal(env.Data, &fields); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := r.store.RecordedSearches(ctx, req.JobID)

@@ -93,9 +93,8 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		return err
 	}
 	if ss.Done != nil {
-		var done Done
-		if json.Unmarshal(ss.Done, &done) == nil {
-			return w.publish(ctx, req, &done, ss.Done, nil)
+		if done, msg, ok := storedDone(ss.Done, req.Direct); ok {
+			return w.publish(ctx, req, done, msg, nil)
 		}
 	}
 	if ss.Status == "" {
@@ -216,10 +215,11 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	if err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, db, recording(req, &done.Result, rb)); err != nil {
+	msg, err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, db, recording(req, &done.Result, rb))
+	if err != nil {
 		return err
 	}
-	return w.publish(ctx, req, &done, db, rb)
+	return w.publish(ctx, req, &done, msg, rb)
 }
 
 // search runs req's query on eng. A chain's search leaves the model's text
@@ -325,12 +325,12 @@ func (w *Worker) forward(ctx context.Context, req Request, engine string, tried 
 	return w.Bus.Publish(ctx, bus.SubjectSearch(engine), fr)
 }
 
-// publish sends a finished search on: to its chain (db, done's JSON, is the message's
-// data), or, for a direct search, into the job record itself (rb is the result's
-// JSON; nil to encode it).
-func (w *Worker) publish(ctx context.Context, req Request, done *Done, db, rb []byte) error {
+// publish sends a finished search on: to its chain (msg is the resume message as
+// saveDone stored it), or, for a direct search, into the job record itself (rb is
+// the result's JSON; nil to encode it).
+func (w *Worker) publish(ctx context.Context, req Request, done *Done, msg, rb []byte) error {
 	if !req.Direct {
-		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Encoded{Payload: *done, Data: db})
+		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Sealed{Payload: *done, Envelope: msg})
 	}
 	return w.completeDirect(ctx, req, &done.Result, rb)
 }
@@ -381,17 +381,46 @@ func queryHash(q engines.Query) string {
 }
 
 // saveDone stores a call's outcome (done, b its JSON) under its lease, with its
-// recorded result rec (nil: none), before it is published: a chain's call's as its
-// chain's result (the resume then writes nothing), a direct search's as its own. The
-// call is paid for (a search) or done (a fetch): storing it is worth riding out a
-// Redis restart (a few seconds, while the worker still holds the call's lease), or a
-// redelivery would find no result and pay or fetch again.
-func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool, done *Done, b []byte, rec *state.Recording) error {
-	save := st.SaveSearchResult
-	if direct {
-		save = st.SaveSearchDone
+// recorded result rec (nil: none), before it is published, and returns what
+// publishing sends: a chain's call's outcome is stored as its chain's result, in the
+// form of the resume message that carries it (its envelope sealed here, so the chat
+// worker reads the stored bytes as it reads the message, and writes nothing); a
+// direct search's as the Done alone. The call is paid for (a search) or done (a
+// fetch): storing it is worth riding out a Redis restart (a few seconds, while the
+// worker still holds the call's lease), or a redelivery would find no result and pay
+// or fetch again.
+func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool, done *Done, b []byte, rec *state.Recording) ([]byte, error) {
+	save := st.SaveSearchDone
+	if !direct {
+		sealed, err := bus.Seal(bus.Encoded{Payload: *done, Data: b})
+		if err != nil {
+			return nil, bus.Permanent(err)
+		}
+		b, save = sealed.Envelope, st.SaveSearchResult
 	}
-	return state.Persist(ctx, min(leaseTTL/2, 15*time.Second), func() error {
+	return b, state.Persist(ctx, min(leaseTTL/2, 15*time.Second), func() error {
 		return save(ctx, done.JobID, done.Hop, done.CallID, b, rec)
 	})
+}
+
+// storedDone reads a call's stored outcome (state.SearchStart.Done) and returns it
+// with what publishing it sends (see saveDone): a chain's is its resume message; a
+// direct search's, or a chain's stored by an earlier release, is the Done alone, which
+// a chain's call seals into its message.
+func storedDone(b []byte, direct bool) (*Done, []byte, bool) {
+	if d, _, err := bus.Decode[Done](b); err == nil {
+		return &d, b, true
+	}
+	var d Done
+	if json.Unmarshal(b, &d) != nil {
+		return nil, nil, false
+	}
+	if direct {
+		return &d, b, true
+	}
+	sealed, err := bus.Seal(bus.Encoded{Payload: d, Data: b})
+	if err != nil {
+		return nil, nil, false
+	}
+	return &d, sealed.Envelope, true
 }
