@@ -22,7 +22,9 @@ import (
 //	calls:<hop>        the hop's dispatched server-tool calls (first write wins)
 //	n:<hop>            how many results the hop waits for
 //	c:<hop>            how many results are recorded
-//	r:<hop>:<call>     one call's result (first write wins)
+//	r:<hop>:<call>     one call's result (first write wins): a search's or fetch's is
+//	                   stored by its worker (SaveSearchResult), a call answered at
+//	                   dispatch by the chat worker
 //	sticky, gp         the chain's web_search flags
 //	searches           searches dispatched so far (the per-job limit)
 const (
