@@ -422,10 +422,10 @@ func TestSearchChain(t *testing.T) {
 	}
 }
 
-// Two searches of one hop: the first result waits, the second runs the next hop;
-// a result whose hop was never dispatched is dead-lettered.
-func TestParallelResults(t *testing.T) {
-	t.Parallel()
+// twoSearches runs hop 0 of job j1, whose model asks for two searches (a, then b),
+// and returns the search requests published; the next hop's model answers.
+func twoSearches(t *testing.T) (*harness, []search.Request) {
+	t.Helper()
 	h := newHarness(t, []func(http.ResponseWriter){
 		calls(webSearch("a", "one"), webSearch("b", "two")),
 		text("Both [1] [2]."),
@@ -438,6 +438,14 @@ func TestParallelResults(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("searches %+v", reqs)
 	}
+	return h, reqs
+}
+
+// Two searches of one hop: the first result waits, the second runs the next hop;
+// a result whose hop was never dispatched is dead-lettered.
+func TestParallelResults(t *testing.T) {
+	t.Parallel()
+	h, reqs := twoSearches(t)
 	if err := h.resume(answerSearch(reqs[0], "https://a.example/"), 1); err != nil || h.model.calls() != 1 {
 		t.Fatalf("first result: err %v, %d model calls", err, h.model.calls())
 	}
@@ -471,18 +479,7 @@ func TestParallelResults(t *testing.T) {
 func TestResultsStoredBeforeTheirResumes(t *testing.T) {
 	t.Parallel()
 	for _, lastFirst := range []bool{false, true} {
-		h := newHarness(t, []func(http.ResponseWriter){
-			calls(webSearch("a", "one"), webSearch("b", "two")),
-			text("Both [1] [2]."),
-		})
-		h.submit("j1", "Search the web for one and two")
-		if err := h.job("j1", 1); err != nil {
-			t.Fatal(err)
-		}
-		reqs := h.pub.searches()
-		if len(reqs) != 2 {
-			t.Fatalf("searches %+v", reqs)
-		}
+		h, reqs := twoSearches(t)
 		first, last := answerSearch(reqs[1], "https://b.example/"), answerSearch(reqs[0], "https://a.example/")
 		for _, d := range []search.Done{first, last} {
 			if err := h.store.SaveSearchResult(context.Background(), "j1", d.Hop, d.CallID, delivery(d, 1).Data, nil); err != nil {
