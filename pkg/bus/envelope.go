@@ -63,7 +63,8 @@ type Sealed struct {
 	Envelope []byte
 }
 
-// Seal encodes p's envelope once (see Sealed).
+// Seal encodes p's envelope once (see Sealed); the Sealed holds p itself (an Encoded
+// payload's own).
 func Seal(p Payload) (Sealed, error) {
 	id := p.MsgID()
 	if id == "" {
@@ -86,29 +87,21 @@ type envelopeHead struct {
 	At   time.Time `json:"at"`
 }
 
-// Encode builds the NATS message for p on subject.
+// Encode builds the NATS message for p on subject: its envelope as Seal makes it, or
+// as a Sealed payload holds it already.
 func Encode(subject string, p Payload) (*nats.Msg, error) {
-	id := p.MsgID()
-	if id == "" {
-		return nil, fmt.Errorf("bus: %s message without an id", p.Kind())
-	}
-	var data []byte
-	if sealed, ok := p.(Sealed); ok {
-		data, p = sealed.Envelope, sealed.Payload
-	} else {
+	sealed, ok := p.(Sealed)
+	if !ok {
 		var err error
-		if data, err = encodeEnvelope(p, id); err != nil {
-			return nil, fmt.Errorf("bus: encoding %s: %w", p.Kind(), err)
+		if sealed, err = Seal(p); err != nil {
+			return nil, err
 		}
 	}
 	m := nats.NewMsg(subject)
-	m.Data = data
-	m.Header.Set(nats.MsgIdHdr, id)
-	m.Header.Set(HeaderKind, p.Kind())
-	if enc, ok := p.(Encoded); ok {
-		p = enc.Payload
-	}
-	if e, ok := p.(Event); ok {
+	m.Data = sealed.Envelope
+	m.Header.Set(nats.MsgIdHdr, sealed.MsgID())
+	m.Header.Set(HeaderKind, sealed.Kind())
+	if e, ok := sealed.Payload.(Event); ok {
 		m.Header.Set(HeaderEvent, string(e.Type))
 	}
 	return m, nil

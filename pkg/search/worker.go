@@ -392,11 +392,11 @@ func queryHash(q engines.Query) string {
 func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool, done *Done, b []byte, rec *state.Recording) ([]byte, error) {
 	save := st.SaveSearchDone
 	if !direct {
-		sealed, err := bus.Seal(bus.Encoded{Payload: *done, Data: b})
-		if err != nil {
+		var err error
+		if b, err = resumeMessage(done, b); err != nil {
 			return nil, bus.Permanent(err)
 		}
-		b, save = sealed.Envelope, st.SaveSearchResult
+		save = st.SaveSearchResult
 	}
 	return b, state.Persist(ctx, min(leaseTTL/2, 15*time.Second), func() error {
 		return save(ctx, done.JobID, done.Hop, done.CallID, b, rec)
@@ -418,9 +418,16 @@ func storedDone(b []byte, direct bool) (*Done, []byte, bool) {
 	if direct {
 		return &d, b, true
 	}
-	sealed, err := bus.Seal(bus.Encoded{Payload: d, Data: b})
+	msg, err := resumeMessage(&d, b)
 	if err != nil {
 		return nil, nil, false
 	}
-	return &d, sealed.Envelope, true
+	return &d, msg, true
+}
+
+// resumeMessage is the resume message of done (b its JSON), its envelope sealed once:
+// the bytes stored as the chain's result and published as they are.
+func resumeMessage(done *Done, b []byte) ([]byte, error) {
+	sealed, err := bus.Seal(bus.Encoded{Payload: *done, Data: b})
+	return sealed.Envelope, err
 }

@@ -124,7 +124,7 @@ type Recording struct {
 // in one round trip: the script that writes both, and the batch's record beside it.
 // A job that is gone or archived gets nothing stored.
 func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
-	if err := s.save(ctx, id, callField(prefixOutcome, h, call), b, nil, rec); err != nil {
+	if err := s.save(ctx, id, callField(prefixOutcome, h, call), b, [2]string{}, rec); err != nil {
 		return fmt.Errorf("state: storing a search's outcome: %w", err)
 	}
 	return nil
@@ -135,7 +135,7 @@ func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call strin
 // counted among its hop's results with its place (RecordAndLoad, reading it, writes
 // nothing), and every later StartSearch returns it.
 func (s *Store) SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
-	counted := []any{hopField(prefixCount, h), callField(prefixPlace, h, call)}
+	counted := [2]string{hopField(prefixCount, h), callField(prefixPlace, h, call)}
 	if err := s.save(ctx, id, resultField(h, call), b, counted, rec); err != nil {
 		return fmt.Errorf("state: storing a search's result: %w", err)
 	}
@@ -147,14 +147,14 @@ func (s *Store) SaveSearchResult(ctx context.Context, id string, h int, call str
 // job's with its record). The job's batch is read from its record unless this
 // process knows it (jobBatches).
 func (s *Store) RecordSearch(ctx context.Context, jobID, addr string, result []byte) error {
-	if err := s.save(ctx, jobID, "", nil, nil, &Recording{Addr: addr, Result: result}); err != nil {
+	if err := s.save(ctx, jobID, "", nil, [2]string{}, &Recording{Addr: addr, Result: result}); err != nil {
 		return fmt.Errorf("state: recording a search: %w", err)
 	}
 	return nil
 }
 
-// save runs saveOutcome; counted are its count and place fields (nil: none).
-func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byte, counted []any, rec *Recording) error {
+// save runs saveOutcome; counted are its count and place fields (empty: none).
+func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byte, counted [2]string, rec *Recording) error {
 	batch, known := "", true
 	recField, result := "", []byte(nil)
 	if rec != nil {
@@ -168,9 +168,6 @@ func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byt
 		}
 	}
 	return s.pipelined(ctx, func(p redis.Pipeliner) {
-		if counted == nil {
-			counted = []any{"", ""}
-		}
 		saveOutcome.EvalSha(ctx, p, []string{s.K.Job(id)}, outcomeField, outcome, recField, result, counted[0], counted[1])
 		if batch != "" {
 			k := s.K.BatchSearchRecord(batch)

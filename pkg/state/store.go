@@ -711,10 +711,11 @@ var startSearch = redis.NewScript(claimLua + reserveSpendLua + `
 local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '` + ledgerMark + `cap', '` + ledgerMark + `usd', ARGV[9])
 local l = claim(KEYS[2], ARGV[1], ARGV[2])
 local st, pay, cap, spent = j[1], '', 0, ''
+local live = st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled'
 -- A chain's result is the call's outcome while its job runs; an ended job's search
 -- has nothing to resume.
-if not j[4] and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then j[4] = j[10] end
-if ARGV[6] ~= '' and l == 0 and not j[4] and st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' and (not j[5] or j[5] == ARGV[8]) then
+if not j[4] and live then j[4] = j[10] end
+if ARGV[6] ~= '' and l == 0 and not j[4] and live and (not j[5] or j[5] == ARGV[8]) then
   local price = tonumber(ARGV[7])
   -- The tenant's part, on one Redis, for a job of this tenant outside a batch.
   local function tenant()
