@@ -103,15 +103,19 @@ func TestRecordsSurviveAnEmptyRedis(t *testing.T) {
 	fleettest.Eventually(t, "the stored response to leave Redis", func() bool {
 		return rdb.Exists(context.Background(), f.Store.K.StoredResponse(first.ID)).Val() == 0
 	})
-	// The finisher counts a job in its tenant's spend per model after the trim: the
-	// flush below comes after both jobs' last write, or that count would come back.
-	fleettest.Eventually(t, "both jobs counted in the spend per model", func() bool {
+	// The finisher's last writes of a job are its spend per model (counted by the
+	// trim, or after it across a cluster's slots) and its record's charge to the
+	// storage quota (after the trim): the flush below comes after both jobs' last
+	// write, or those keys would come back.
+	fleettest.Eventually(t, "both jobs counted in the spend per model and charged", func() bool {
 		rows, err := f.Store.ModelSpend(context.Background(), "default", 1, time.Now())
 		var jobs int64
 		for _, r := range rows {
 			jobs += r.Jobs
 		}
-		return err == nil && jobs >= 2
+		_, body := c.do("GET", "/v1/usage", nil)
+		json.Unmarshal(body, &usage)
+		return err == nil && jobs >= 2 && usage.Storage.Records >= 2
 	})
 
 	// Redis restarts with an empty dataset: every key of the fleet is gone.
