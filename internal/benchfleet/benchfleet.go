@@ -137,6 +137,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		f.URL = "http://" + a
 		return f, nil
 	case err := <-done:
+		done <- err // stop waits for the fleet's end: this was it
 		f.stop()
 		return nil, err
 	}

@@ -168,6 +168,29 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 	}
 }
 
+// The fleet runs with its streams in memory (fleetbench -memory) as it does on disk,
+// with the event stream's bound of the fleet's configuration (4 GiB by default, which
+// memory cannot reserve) brought within the embedded server's memory.
+func TestFleetRunsWithStreamsInMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole fleet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := Start(ctx, Options{Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	hc := &http.Client{Transport: fleet.Transport(), Timeout: 30 * time.Second}
+	if _, err := Ask(ctx, hc, f.URL, "Search the web: what is new today? sim:engine=brave"); err != nil {
+		t.Fatal(err)
+	}
+	if f.Storage != "memory" {
+		t.Errorf("storage %q, want memory", f.Storage)
+	}
+}
+
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
 // scripts run included) and on the fleet's client (round trips): 36 and 9, as
 // measured, with nothing to spare. A job whose window holds more — the two key-rest

@@ -97,6 +97,9 @@ type Limits struct {
 	Memory bool
 }
 
+// memoryEventsMaxBytes bounds the event stream kept in memory (Limits.Memory).
+const memoryEventsMaxBytes = 256 << 20
+
 // DefaultLimits are the limits used when a field of Limits is zero.
 var DefaultLimits = Limits{
 	Replicas:       1,
@@ -108,8 +111,10 @@ var DefaultLimits = Limits{
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.Memory && l.EventsMaxBytes == 0 {
-		l.EventsMaxBytes = 256 << 20 // memory is reserved up front
+	if l.Memory && (l.EventsMaxBytes == 0 || l.EventsMaxBytes > memoryEventsMaxBytes) {
+		// Memory is reserved up front: the file-storage bound (FLEET_EVENTS_MAX_BYTES,
+		// 4 GiB by default) would not fit the embedded server's.
+		l.EventsMaxBytes = memoryEventsMaxBytes
 	}
 	if l.Replicas == 0 {
 		l.Replicas = d.Replicas
