@@ -112,7 +112,9 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	m := metrics.New()
 	fctx, cancel := context.WithCancel(ctx)
 	listening, done := make(chan string, 1), make(chan error, 1)
+	ended := make(chan struct{}) // closed when Run has returned (its error is in done)
 	go pprof.Do(fctx, pprof.Labels("part", "fleet"), func(fctx context.Context) {
+		defer close(ended)
 		done <- fleet.Run(fctx, fleet.Options{Env: e, File: demo.Config(simURL, sim.EngineConfigs(simURL)),
 			Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb, Metrics: m,
 			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
@@ -124,7 +126,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	}
 	f.stop = func() {
 		cancel()
-		<-done
+		<-ended
 		hs.Close()
 		nats.Shutdown()
 		os.RemoveAll(dir)
@@ -137,7 +139,6 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		f.URL = "http://" + a
 		return f, nil
 	case err := <-done:
-		done <- err // stop waits for the fleet's end: this was it
 		f.stop()
 		return nil, err
 	}

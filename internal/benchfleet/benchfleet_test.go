@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
@@ -186,8 +187,23 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 	if _, err := Ask(ctx, hc, f.URL, "Search the web: what is new today? sim:engine=brave"); err != nil {
 		t.Fatal(err)
 	}
-	if f.Storage != "memory" {
-		t.Errorf("storage %q, want memory", f.Storage)
+	nc, err := nats.Connect(f.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{bus.StreamJobs, bus.StreamEvents} {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := s.CachedInfo().Config; c.Storage != jetstream.MemoryStorage || (name == bus.StreamEvents && c.MaxBytes > 1<<30) {
+			t.Errorf("%s: %s storage, at most %d bytes", name, c.Storage, c.MaxBytes)
+		}
 	}
 }
 
