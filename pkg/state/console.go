@@ -231,15 +231,27 @@ const modelSpendTTL = ModelSpendDays*24*time.Hour + refreshEvery
 // (micro-dollars; its usage's cost counts when that is 0), a is modelSpend.args (the
 // usd, jobs and searches fields, the searches, the usage's micro-dollars, the day's
 // TTL in seconds or 0: not now). A count of 0 is not written (ModelSpend reads a
-// missing field as 0; the model's "jobs" field is always there). Counts are passed
-// on as the strings they came as. The trim (trimJob) and countModelSpendScript run it.
+// missing field as 0; the model's "jobs" field is always there). A job that raises
+// one field (jobs) pays one HINCRBY; one that raises two or three pays one HMGET and
+// one HSET of them all, not an HINCRBY each (a script runs alone: nothing is lost
+// between the read and the write). The trim (trimJob) and countModelSpendScript run it.
 const countModelSpendLua = `
 local function countModelSpend(key, spent, a)
-  local usd = spent
-  if tonumber(usd) == 0 then usd = a[5] end
-  if tonumber(usd) ~= 0 then redis.call('HINCRBY', key, a[1], usd) end
-  redis.call('HINCRBY', key, a[2], 1)
-  if tonumber(a[4]) ~= 0 then redis.call('HINCRBY', key, a[3], a[4]) end
+  local usd = tonumber(spent)
+  if usd == 0 then usd = tonumber(a[5]) end
+  local f, d = {a[2]}, {1}
+  if usd ~= 0 then f[#f+1] = a[1]; d[#d+1] = usd end
+  if tonumber(a[4]) ~= 0 then f[#f+1] = a[3]; d[#d+1] = tonumber(a[4]) end
+  if #f == 1 then
+    redis.call('HINCRBY', key, f[1], 1)
+  else
+    local cur, w = redis.call('HMGET', key, unpack(f)), {}
+    for i = 1, #f do
+      w[#w+1] = f[i]
+      w[#w+1] = string.format('%d', tonumber(cur[i] or '0') + d[i])
+    end
+    redis.call('HSET', key, unpack(w))
+  end
   if tonumber(a[6]) > 0 then redis.call('EXPIRE', key, a[6]) end
 end
 `
