@@ -556,3 +556,32 @@ func TestWithField(t *testing.T) {
 		}
 	}
 }
+
+// Streams kept in memory are made within what the server can reserve: the event
+// stream's file-storage bound (FLEET_EVENTS_MAX_BYTES, 4 GiB by default) is brought
+// within memory, which the embedded server (1 GiB of JetStream memory) would refuse.
+func TestEnsureStreamsInMemoryBoundsTheEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := bus.Connect(ctx, bustest.Server(t), t.Name(), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.NC.Close()
+	if err := b.EnsureStreams(ctx, bus.Limits{Memory: true, EventsMaxBytes: 4 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{bus.StreamJobs, bus.StreamEvents} {
+		s, err := b.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := info.Config; c.Storage != jetstream.MemoryStorage || (name == bus.StreamEvents && (c.MaxBytes <= 0 || c.MaxBytes > 1<<30)) {
+			t.Errorf("%s: %s storage, at most %d bytes", name, c.Storage, c.MaxBytes)
+		}
+	}
+}

@@ -237,11 +237,11 @@ const modelSpendTTL = ModelSpendDays*24*time.Hour + refreshEvery
 // between the read and the write). The trim (trimJob) and countModelSpendScript run it.
 const countModelSpendLua = `
 local function countModelSpend(key, spent, a)
-  local usd = tonumber(spent)
+  local usd, searches = tonumber(spent), tonumber(a[4])
   if usd == 0 then usd = tonumber(a[5]) end
   local f, d = {a[2]}, {1}
   if usd ~= 0 then f[#f+1] = a[1]; d[#d+1] = usd end
-  if tonumber(a[4]) ~= 0 then f[#f+1] = a[3]; d[#d+1] = tonumber(a[4]) end
+  if searches ~= 0 then f[#f+1] = a[3]; d[#d+1] = searches end
   if #f == 1 then
     redis.call('HINCRBY', key, f[1], 1)
   else
