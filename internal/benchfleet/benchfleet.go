@@ -111,11 +111,11 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	}
 	m := metrics.New()
 	fctx, cancel := context.WithCancel(ctx)
-	listening, done := make(chan string, 1), make(chan error, 1)
-	ended := make(chan struct{}) // closed when Run has returned (its error is in done)
+	listening, ended := make(chan string, 1), make(chan struct{}) // ended: closed when Run has returned
+	var runErr error
 	go pprof.Do(fctx, pprof.Labels("part", "fleet"), func(fctx context.Context) {
 		defer close(ended)
-		done <- fleet.Run(fctx, fleet.Options{Env: e, File: demo.Config(simURL, sim.EngineConfigs(simURL)),
+		runErr = fleet.Run(fctx, fleet.Options{Env: e, File: demo.Config(simURL, sim.EngineConfigs(simURL)),
 			Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb, Metrics: m,
 			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 			Memory: o.Memory, Embedded: nats, Listening: func(a string) { listening <- a }})
@@ -138,9 +138,9 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	case a := <-listening:
 		f.URL = "http://" + a
 		return f, nil
-	case err := <-done:
+	case <-ended:
 		f.stop()
-		return nil, err
+		return nil, runErr
 	}
 }
 
