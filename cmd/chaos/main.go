@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/chaos"
+	"github.com/searchfleet/searchfleet/internal/testkit/chaos"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // fleetctl runs the command against a fleet and returns stdout and stderr.

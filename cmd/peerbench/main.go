@@ -35,12 +35,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/searchfleet/searchfleet/internal/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/peerbench"
 	"github.com/searchfleet/searchfleet/internal/redact"
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
+	"github.com/searchfleet/searchfleet/internal/testkit/peerbench"
+	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )

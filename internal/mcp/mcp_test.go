@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/searchfleet/searchfleet/internal/openresponses"
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"

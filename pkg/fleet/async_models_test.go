@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
 	"github.com/searchfleet/searchfleet/internal/h2async"
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/simulator"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // A model that cites a source the job never retrieved ("sim:bad-cite" adds [97]) never

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 )
 

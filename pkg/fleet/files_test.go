@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // fileRequest is a Responses request to model with a question and one input_file.

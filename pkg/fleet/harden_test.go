@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // streamChat posts a streaming chat request (body written as is) and returns the

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 func postJob(t *testing.T, f *fleettest.Fleet, key string, body []byte) (int, map[string]any, http.Header) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // offered counts the model requests that carried the web_search tool.

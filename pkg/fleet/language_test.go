@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // When the model leaves the engine to the fleet, a Chinese query goes to an engine

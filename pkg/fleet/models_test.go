@@ -12,7 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // Every demo main model answers a Chat client with a cited answer, whatever protocol

@@ -11,7 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // The demo models with OpenAI's and Gemini's own search (sim-responses-native,

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/searchfleet/searchfleet/internal/fleettest"
 	"github.com/searchfleet/searchfleet/internal/openresponses"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 )
 
 // complianceCases are the scenarios the Open Responses compliance suite runs (a plain

@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
-	"github.com/searchfleet/searchfleet/internal/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 )
 

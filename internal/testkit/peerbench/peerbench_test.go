@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/benchfleet"
-	"github.com/searchfleet/searchfleet/internal/testenv"
+	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
+	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 
