@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/pkg/chat"
-	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
@@ -22,9 +22,9 @@ func withRecords(s chat.Records) option {
 	return func(w *chat.Worker, _ *harness) { w.Records = s }
 }
 
-// recordsStore is an in-memory record of its own (it passes the records' conformance
-// suite, chaintest.RunLedger, as the Redis one does).
-func recordsStore(*testing.T) *chaintest.Memory { return chaintest.NewMemory() }
+// recordsStore is a record of its own: the Redis store over miniredis. A job's
+// record lives beside the job, so the harnesses of a test that reads it run on it.
+func recordsStore(t *testing.T) *state.Store { return redistest.Store(t) }
 
 // recordFetch records a page as the fetch worker does after reading it for jobID.
 func recordFetch(t *testing.T, s chat.Records, jobID string, p *fetch.Page) {
@@ -74,9 +74,12 @@ func TestReplayAnswersFetchesFromTheRecord(t *testing.T) {
 	t.Parallel()
 	const url, other = "https://docs.example/guide", "https://elsewhere.example/"
 	records := recordsStore(t)
+	if err := records.CreateJob(context.Background(), &state.Job{ID: "orig", Kind: "chat", Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
 	recordFetch(t, records, "orig", &fetch.Page{URL: url, FinalURL: url, Status: 200, Title: "Guide", Kind: fetch.KindPage,
 		Text: "Use version 2.", Bytes: 14, Retrieved: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)})
-	h := newHarness(t, []func(http.ResponseWriter){
+	h := newHarnessOn(t, records, []func(http.ResponseWriter){
 		calls(webFetch("f1", url), webFetch("f2", other)),
 		text("Use v2 [1]."),
 	}, withFetches(5), withRecords(records))
@@ -131,7 +134,7 @@ func TestRepeatedFetchInAJobIsReadFromTheRecord(t *testing.T) {
 	t.Parallel()
 	const url = "https://docs.example/guide"
 	records := recordsStore(t)
-	h := newHarness(t, []func(http.ResponseWriter){
+	h := newHarnessOn(t, records, []func(http.ResponseWriter){
 		calls(webFetch("f1", url)),
 		calls(webFetch("f2", url+"#install")),
 		text("Use v2 [1]."),
@@ -178,7 +181,7 @@ func TestReplayAnswersSearchesFromTheRecord(t *testing.T) {
 	ctx := context.Background()
 	records := recordsStore(t)
 	// The original job's search, recorded under the address the search worker uses.
-	orig := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather in Paris"))})
+	orig := newHarnessOn(t, records, []func(http.ResponseWriter){calls(webSearch("c1", "weather in Paris"))})
 	orig.submit("orig", "Search the web: weather in Paris?")
 	if err := orig.job("orig", 1); err != nil {
 		t.Fatal(err)
@@ -194,7 +197,7 @@ func TestReplayAnswersSearchesFromTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h := newHarness(t, []func(http.ResponseWriter){
+	h := newHarnessOn(t, records, []func(http.ResponseWriter){
 		calls(webSearch("c1", "weather in Paris"), webSearch("c2", "weather in Rome")),
 		text("Sunny [1]."),
 	}, withRecords(records))

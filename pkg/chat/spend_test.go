@@ -17,8 +17,7 @@ import (
 )
 
 // withLedger prices the harness model's turns ($3 / $15 per million tokens: each
-// 10+5-token turn costs $0.000105) into the harness's in-memory store, which keeps
-// spend ledgers as the Redis one does (both pass chaintest.RunLedger).
+// 10+5-token turn costs $0.000105) into the harness's store.
 func withLedger(w *chat.Worker, h *harness) {
 	m := w.Models["m"]
 	m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
@@ -126,7 +125,7 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 	}
 	reqs := h.pub.searches()
 	if len(reqs) != 1 {
-		t.Fatalf("searches published: %d (job %+v)", len(reqs), h.store.Job("j1"))
+		t.Fatalf("searches published: %d (job %+v)", len(reqs), h.stored("j1"))
 	}
 	res := answerSearch(reqs[0], "https://w.example/")
 	res.Result.Summary = strings.Repeat("It is sunny today. ", 200)

@@ -3,12 +3,18 @@ package chat_test
 import (
 	"testing"
 
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
 )
 
-// The in-memory store the unit tests run on passes the same conformance suite as the
-// Redis one (pkg/state), so the unit tests rely on nothing Redis does not do.
-func TestMemoryStoreConformance(t *testing.T) {
+// The store the unit tests run on, the Redis one over miniredis, passes the chain
+// store's conformance suite there too.
+func TestMiniredisStoreConformance(t *testing.T) {
 	t.Parallel()
-	chaintest.Run(t, func(*testing.T) chaintest.Store { return chaintest.NewMemory() })
+	chaintest.Run(t, func(t *testing.T) chaintest.Store { return redistest.Store(t) })
+}
+
+func TestMiniredisLedgerConformance(t *testing.T) {
+	t.Parallel()
+	chaintest.RunLedger(t, func(t *testing.T) chaintest.LedgerStore { return redistest.Store(t) })
 }

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
-	"github.com/searchfleet/searchfleet/pkg/chat/chaintest"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
@@ -26,9 +26,9 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// The chat worker's unit tests run whole chains on the in-memory store
-// (chaintest.Memory), a recording publisher and a scripted model server: no NATS, no
-// Redis. The fleet tests (pkg/fleet) run the same chains on the real ones.
+// The chat worker's unit tests run whole chains on the Redis store over miniredis
+// (redistest), a recording publisher and a scripted model server: no NATS, no Redis
+// server. The fleet tests (pkg/fleet) run the same chains on the real ones.
 
 // publisher records what the worker publishes.
 type publisher struct {
@@ -209,7 +209,7 @@ func status(code int, body string) func(http.ResponseWriter) {
 
 type harness struct {
 	t      *testing.T
-	store  *chaintest.Memory
+	store  *state.Store
 	pub    *publisher
 	model  *model
 	w      *chat.Worker
@@ -225,7 +225,14 @@ type option func(*chat.Worker, *harness)
 
 func newHarness(t *testing.T, answers []func(http.ResponseWriter), opts ...option) *harness {
 	t.Helper()
-	h := &harness{t: t, store: chaintest.NewMemory(), pub: &publisher{}, model: &model{answers: answers}}
+	return newHarnessOn(t, redistest.Store(t), answers, opts...)
+}
+
+// newHarnessOn is newHarness on a given store, which harnesses may share as workers
+// share Redis.
+func newHarnessOn(t *testing.T, store *state.Store, answers []func(http.ResponseWriter), opts ...option) *harness {
+	t.Helper()
+	h := &harness{t: t, store: store, pub: &publisher{}, model: &model{answers: answers}}
 	srv := httptest.NewServer(h.model)
 	t.Cleanup(srv.Close)
 	tools, err := intent.NewToolset(intent.Config{Engines: []intent.Engine{{ID: "google", Kind: "gemini"}}})
@@ -310,9 +317,22 @@ func answerSearch(r search.Request, urls ...string) search.Done {
 	return search.Done{JobID: r.JobID, Hop: r.Hop, CallID: r.CallID, Engine: r.Engine, Result: res}
 }
 
+// stored is job id as the store holds it, or nil when there is none.
+func (h *harness) stored(id string) *state.Job {
+	h.t.Helper()
+	j, err := h.store.GetJob(context.Background(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return j
+}
+
 func (h *harness) ended(id string) *state.Job {
 	h.t.Helper()
-	j := h.store.Job(id)
+	j := h.stored(id)
 	if j == nil || !j.Status.Terminal() {
 		h.t.Fatalf("job %s has not ended: %+v", id, j)
 	}
@@ -383,7 +403,7 @@ func TestSearchChain(t *testing.T) {
 	if len(reqs) != 1 || reqs[0].Engine != "google" || reqs[0].Query.Query != "weather in Paris" || reqs[0].Hop != 0 || reqs[0].CallID != "c1" {
 		t.Fatalf("searches %+v", reqs)
 	}
-	if j := h.store.Job("j1"); j.Status != state.Running {
+	if j := h.stored("j1"); j.Status != state.Running {
 		t.Fatalf("status %q while searching", j.Status)
 	}
 	if got := h.points; strings.Join(got, ",") != "chat.after_model_call,chat.after_turn_stored,chat.after_dispatch" {
@@ -700,7 +720,7 @@ func TestShutdownLeavesTheStep(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && decide(err, 1).Action != bus.Nak {
 		t.Fatalf("err %v", err)
 	}
-	if j := h.store.Job("j1"); j.Status.Terminal() {
+	if j := h.stored("j1"); j.Status.Terminal() {
 		t.Fatalf("a shutdown ended the job: %s", j.Status)
 	}
 }
@@ -756,8 +776,8 @@ func TestCancelledWhileThinking(t *testing.T) {
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.pub.searches()) != 0 || h.store.Job("j1").Status != state.Cancelled || len(h.pub.ends()) != 0 {
-		t.Fatalf("searches %v, status %s, terminal events %v", h.pub.searches(), h.store.Job("j1").Status, h.pub.ends())
+	if len(h.pub.searches()) != 0 || h.stored("j1").Status != state.Cancelled || len(h.pub.ends()) != 0 {
+		t.Fatalf("searches %v, status %s, terminal events %v", h.pub.searches(), h.stored("j1").Status, h.pub.ends())
 	}
 }
 
@@ -848,8 +868,8 @@ func TestEndingEventFailsRetries(t *testing.T) {
 	if err := h.w.FailJob(context.Background(), "j1", jobs.DeadlineExceeded()); err != nil {
 		t.Fatal(err)
 	}
-	if h.model.calls() != 1 || h.store.Job("j1").Status != state.Completed {
-		t.Fatalf("%d model calls, status %s", h.model.calls(), h.store.Job("j1").Status)
+	if h.model.calls() != 1 || h.stored("j1").Status != state.Completed {
+		t.Fatalf("%d model calls, status %s", h.model.calls(), h.stored("j1").Status)
 	}
 	if ends := h.pub.ends(); len(ends) != 1 || ends[0] != "j1:completed" {
 		t.Fatalf("terminal events %v: the replayed ending must publish the first one", ends)
@@ -908,7 +928,7 @@ func TestDeadLetters(t *testing.T) {
 	if err := h.w.FailJob(ctx, "j1", &state.JobError{Type: "x", Message: "again"}); err != nil {
 		t.Fatal(err)
 	}
-	if j := h.store.Job("j1"); j.Error.Code != "dead_letter" {
+	if j := h.stored("j1"); j.Error.Code != "dead_letter" {
 		t.Fatalf("second failure overwrote the first: %+v", j.Error)
 	}
 }

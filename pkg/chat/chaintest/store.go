@@ -1,36 +1,22 @@
 // Package chaintest keeps the chat worker's store honest: Run is the conformance suite
-// every chat.ChainStore passes, RunLedger that of chat.Ledger and chat.Records (the
-// Redis store in pkg/state, statefake.Memory in memory), and Memory is the in-memory
-// store the chat worker's unit tests run on, without Redis.
+// every chat.ChainStore passes, RunLedger that of chat.Ledger and chat.Records. The
+// Redis store in pkg/state passes both, on a Redis server and over miniredis.
 package chaintest
 
 import (
 	"context"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/statefake"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/state"
-)
-
-// Memory is the in-memory store (statefake.Memory): a chain store, and the spend
-// ledger and result record the chat worker may be given too.
-type Memory = statefake.Memory
-
-// NewMemory returns an empty store.
-func NewMemory() *Memory { return statefake.New() }
-
-var (
-	_ Store       = (*Memory)(nil)
-	_ LedgerStore = (*Memory)(nil)
 )
 
 // Store is a chain store a test can put jobs in.
 type Store interface {
 	chat.ChainStore
 	CreateJob(ctx context.Context, j *state.Job) error
-	// What ending a job needs (jobs.Store, jobs.ReaperStore): the suite keeps the
-	// fake's endings as honest as its chains.
+	// What ending a job needs (jobs.Store, jobs.ReaperStore): the suite keeps a
+	// store's endings as honest as its chains.
 	// Finish moves a job that has not ended to a terminal status with fields
 	// ("response", "usage", "trace", "error"). It reports whether it moved the job: a
 	// terminal status is never overwritten.
