@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/nats-io/nats.go"
 
-	"github.com/searchfleet/searchfleet/internal/statefake"
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
@@ -21,23 +22,23 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
-// harness is a batch service on a real NATS server and the in-memory store
-// (statefake, which passes the batch.Store conformance suite the Redis store passes),
-// with no chat workers: tests end the jobs themselves and drive the batch by calling
-// HandleExpand, and move a batch's clock by editing its record.
+// harness is a batch service on a real NATS server and the Redis store over miniredis
+// (redistest), with no chat workers: tests end the jobs themselves and drive the batch
+// by calling HandleExpand, and move a batch's clock by editing its record.
 type harness struct {
 	t     *testing.T
 	s     *Service
-	store *statefake.Memory // the service's store
+	store *state.Store         // the service's store
+	redis *miniredis.Miniredis // under it, to edit a batch's record
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	b, _ := bustest.New(t)
-	store := statefake.New()
+	store, mr := redistest.New(t)
 	hooks := &webhook.Service{Bus: b, Store: store, Config: webhook.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 	s := &Service{Bus: b, Store: store, Webhooks: hooks, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: slog.New(slog.DiscardHandler)}
-	return &harness{t: t, s: s, store: store}
+	return &harness{t: t, s: s, store: store, redis: mr}
 }
 
 // tenant is the tenant the harness's batches belong to.
@@ -155,9 +156,17 @@ func (h *harness) lastMsg(stream, subject string) ([]byte, string) {
 // its keys keep their lifetime).
 func (h *harness) expire(id string) {
 	h.t.Helper()
-	if !h.store.EditBatch(id, func(b *state.Batch) { b.Expires = time.Now().Add(-time.Second) }) {
+	h.editBatch(id, "expires", time.Now().Add(-time.Second))
+}
+
+// editBatch sets a time field of a batch's stored record.
+func (h *harness) editBatch(id, field string, at time.Time) {
+	h.t.Helper()
+	k := h.store.K.Batch(id)
+	if !h.redis.Exists(k) {
 		h.t.Fatalf("no batch %s", id)
 	}
+	h.redis.HSet(k, field, state.Millis(at))
 }
 
 // Each line is counted once however often its job's end is reported; the last one
@@ -297,9 +306,7 @@ func TestStalledBatchRepaired(t *testing.T) {
 	if _, err := h.store.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if !h.store.EditBatch(id, func(b *state.Batch) { b.ProgressAt = time.Now().Add(-time.Minute) }) {
-		t.Fatalf("no batch %s", id)
-	}
+	h.editBatch(id, "progress_at", time.Now().Add(-time.Minute))
 	if _, err := h.s.Get(t.Context(), tenant, id); err != nil {
 		t.Fatal(err)
 	}

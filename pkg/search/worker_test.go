@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/searchfleet/searchfleet/internal/statefake"
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/engines"
@@ -27,12 +27,12 @@ import (
 )
 
 // rig is the parts of search workers: an embedded NATS JetStream with the fleet's
-// streams, the in-memory store (statefake, which passes the same conformance suite as
-// the Redis one: searchtest), and the provider simulator over HTTP.
+// streams, the Redis store over miniredis (redistest), and the provider simulator over
+// HTTP.
 type rig struct {
 	t     *testing.T
 	bus   *bus.Bus
-	store *statefake.Memory
+	store *state.Store
 	sim   *simulator.Server
 	cfgs  map[string]engines.Config
 	hc    *httptest.Server
@@ -44,7 +44,7 @@ func newRig(t *testing.T) *rig {
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	r := &rig{t: t, bus: b, store: statefake.New(), sim: sim, cfgs: map[string]engines.Config{}, hc: srv}
+	r := &rig{t: t, bus: b, store: redistest.Store(t), sim: sim, cfgs: map[string]engines.Config{}, hc: srv}
 	for _, c := range sim.EngineConfigs(srv.URL) {
 		r.cfgs[c.ID] = c
 	}

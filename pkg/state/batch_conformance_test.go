@@ -9,8 +9,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// The Redis store passes the batch service's conformance suite (so does
-// statefake.Memory, which its unit tests use).
+// The Redis store passes the batch service's conformance suite on Redis (the
+// consumer's unit tests run it over miniredis).
 func TestBatchStoreConformance(t *testing.T) {
 	t.Parallel()
 	batchstoretest.Run(t, func(t *testing.T) batchstoretest.Store {

@@ -9,8 +9,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// The Redis store passes the chat chain's conformance suite (so does the in-memory
-// one the chat worker's unit tests use).
+// The Redis store passes the chat chain's conformance suite on Redis (the
+// consumer's unit tests run it over miniredis).
 func TestChainStoreConformance(t *testing.T) {
 	t.Parallel()
 	chaintest.Run(t, func(t *testing.T) chaintest.Store {

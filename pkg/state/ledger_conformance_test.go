@@ -10,7 +10,7 @@ import (
 )
 
 // The Redis store passes the conformance suite of the chat worker's spend ledger and
-// result record (so does statefake.Memory, which the chat worker's unit tests use).
+// result record on Redis (the consumer's unit tests run it over miniredis).
 func TestLedgerConformance(t *testing.T) {
 	t.Parallel()
 	chaintest.RunLedger(t, func(t *testing.T) chaintest.LedgerStore {

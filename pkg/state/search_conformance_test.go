@@ -9,8 +9,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// The Redis store passes the search workers' conformance suite (so does
-// statefake.Memory, which their unit tests use).
+// The Redis store passes the search workers' conformance suite on Redis (the
+// consumer's unit tests run it over miniredis).
 func TestSearchStoreConformance(t *testing.T) {
 	t.Parallel()
 	searchtest.Run(t, func(t *testing.T) searchtest.Store {

@@ -9,8 +9,8 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/webhook/webhookstoretest"
 )
 
-// The Redis store passes the webhook service's conformance suite (so does
-// statefake.Memory, which its unit tests use).
+// The Redis store passes the webhook service's conformance suite on Redis (the
+// consumer's unit tests run it over miniredis).
 func TestWebhookStoreConformance(t *testing.T) {
 	t.Parallel()
 	webhookstoretest.Run(t, func(t *testing.T) webhookstoretest.Store {

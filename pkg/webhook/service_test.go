@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/searchfleet/searchfleet/internal/statefake"
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -45,13 +46,13 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// harness is a Service on a real JetStream server and the in-memory store (statefake:
-// it passes the same conformance suite as the Redis one, webhookstoretest), with its
-// logs captured, and a receiver that answers with the status its reply function
+// harness is a Service on a real JetStream server and the Redis store over miniredis
+// (redistest), with its logs captured, and a receiver that answers with the status its reply function
 // chooses and keeps every request.
 type harness struct {
 	s     *Service
-	store *statefake.Memory // the service's store, to put jobs in and break what it stored
+	store *state.Store         // the service's store, to put jobs in
+	redis *miniredis.Miniredis // under it, to break what it stored
 	logs  *syncBuffer
 	url   string
 
@@ -68,8 +69,8 @@ type hit struct {
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	b, _ := bustest.New(t)
-	store := statefake.New()
-	h := &harness{store: store, logs: &syncBuffer{}, reply: func(int) int { return http.StatusOK }}
+	store, mr := redistest.New(t)
+	h := &harness{store: store, redis: mr, logs: &syncBuffer{}, reply: func(int) int { return http.StatusOK }}
 	srv := httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(srv.Close)
 	h.url = srv.URL + "/hook?token=q-secret"
@@ -467,7 +468,7 @@ func TestHandleWithoutSecret(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Config{})
 	job, _ := h.finishedJob(t, "default", nil)
-	h.store.ForgetWebhookSecret(job.ID) // as its expiry does
+	h.redis.Del(h.store.K.WebhookSecret(job.ID)) // as its expiry does
 	h.s.JobFinished(t.Context(), job)
 	err := h.s.Handle(t.Context(), attempt(enqueued(t, h.s)[0], 1))
 	if dec := bus.Decide(err, 1, 12); dec.Action != bus.TermDLQ {

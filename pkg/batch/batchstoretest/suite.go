@@ -1,5 +1,5 @@
 // Package batchstoretest is the conformance suite of the batch service's store
-// (batch.Store): pkg/state's tests run it on Redis, statefake's on the in-memory store
+// (batch.Store): pkg/state's tests run it on Redis, pkg/batch's over miniredis, which
 // the batch service's unit tests use.
 package batchstoretest
 

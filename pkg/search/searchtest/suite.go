@@ -1,6 +1,6 @@
 // Package searchtest is the conformance suite of the search workers' store
 // (search.Store, search.Calls, and the engines' key cooldowns): pkg/state's tests run
-// it on Redis, statefake's on the in-memory store the search workers' unit tests use.
+// it on Redis, pkg/search's over miniredis, which the search workers' unit tests use.
 package searchtest
 
 import (

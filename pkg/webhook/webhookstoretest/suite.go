@@ -1,6 +1,6 @@
 // Package webhookstoretest is the conformance suite of the webhook service's store
-// (webhook.Store): pkg/state's tests run it on Redis, statefake's on the in-memory
-// store the webhook service's unit tests use.
+// (webhook.Store): pkg/state's tests run it on Redis, pkg/webhook's over miniredis,
+// which the webhook service's unit tests use.
 package webhookstoretest
 
 import (
