@@ -37,10 +37,9 @@ bench-scale: ## scale-out: jobs/s with 1, 2, 4 search-worker and chat-worker pro
 bench-peer: ## the same no-search request to the simulator alone, through the fleet and through the Portkey gateway (npm, pinned in bench/peer): c=1 and c=32, 3 alternating rounds, p50/p99 overhead, req/s, CPU per request (~3 min; needs node and npm)
 	dir=$$(scripts/install-portkey.sh) && GO=$(GO) $(GO) run ./cmd/peerbench -portkey-dir "$$dir" $(ARGS)
 
-bench-go: ## micro-benchmarks: engine normalization per kind, intent classification, storing and rendering an answer, memory of a pending model call (h2async vs net/http)
+bench-go: ## micro-benchmarks: engine normalization per kind, intent classification, storing and rendering an answer
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/engines/ ./pkg/intent/
 	$(GO) test -run '^$$' -bench Answer -benchmem ./pkg/llm/wire/
-	$(GO) test -run '^$$' -bench PendingRequest -benchtime 3x ./internal/h2async/
 
 fuzz: ## run every fuzz target (found with go test -list) for FUZZTIME each (10s); crashers stay in testdata/fuzz
 	GO=$(GO) scripts/fuzz.sh $(ARGS)

@@ -1,14 +1,15 @@
 // Command scalebench measures how the fleet scales out: throughput with 1, 2 and 4
 // search-worker processes (engine latency 300 ms) and with 1, 2 and 4 chat-worker
 // processes (model latency 1 s), each run saturated by a closed loop of outstanding
-// jobs; and how many jobs one chat worker holds in flight, with its resident memory.
+// jobs; and how many model calls one chat worker holds in flight per GB of its
+// resident memory (each call a step whose handler waits on Go's net/http client).
 //
 // Every role runs as its own process (the binaries are built first); NATS JetStream
 // is embedded in this process, Redis is REDIS_URL, and the provider simulator runs
 // here too. All traffic stays on 127.0.0.1, and every run is bounded in time.
 //
 //	go run ./cmd/scalebench                      # the default sweep (~4 min)
-//	go run ./cmd/scalebench -inflight 10000      # also the in-flight capacity check
+//	go run ./cmd/scalebench -inflight 10000      # also model calls in flight per GB
 //	go run ./cmd/scalebench -search-workers= -chat-workers= -inflight 10000 -inflight-over https
 //	                                             # only that, against an HTTPS provider (~15 s)
 package main
@@ -58,7 +59,7 @@ func main() {
 	modelLat := flag.Duration("model-latency", time.Second, "simulated model latency")
 	warmup := flag.Duration("warmup", 5*time.Second, "time before measuring")
 	duration := flag.Duration("duration", 15*time.Second, "measured time per run")
-	inflight := flag.Int("inflight", 0, "if set, also hold this many jobs in flight on one chat worker and report its RSS")
+	inflight := flag.Int("inflight", 0, "if set, also hold this many model calls in flight on one chat worker and report its RSS and the calls it holds per GB")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -133,7 +134,7 @@ func run(ctx context.Context, o opts) error {
 	}
 
 	if o.inflight > 0 {
-		fmt.Printf("\nin flight on one chat worker (model latency 90s, nothing finishes while measured):\n")
+		fmt.Printf("\nmodel calls in flight on one chat worker, over net/http (model latency 90s, nothing finishes while measured):\n")
 		for _, tls := range []bool{false, true} {
 			if *inflightOver != "both" && *inflightOver != map[bool]string{false: "http", true: "https"}[tls] {
 				continue
@@ -229,7 +230,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 	if caFile != "" {
 		env = append(env, "SSL_CERT_FILE="+caFile)
 	}
-	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "FLEET_MODEL_ASYNC"} { // the Go runtime's settings (and the model transport) reach the processes
+	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GODEBUG"} { // the Go runtime's settings reach the processes
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
@@ -404,8 +405,10 @@ func measure(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc sc
 }
 
 // holdInFlight submits n jobs to one chat worker whose model answers after 90 s, waits
-// until the simulator holds all n model calls, and reads the worker's resident memory.
-// With tls the model is reached over HTTPS and HTTP/2, as real providers are;
+// until the simulator holds all n model calls, and reads the worker's resident memory:
+// what each call in flight costs (its step's handler waiting on net/http), and so how
+// many calls one GB holds. The worker's concurrency is n + 64, so every call gets a
+// place. With tls the model is reached over HTTPS and HTTP/2, as real providers are;
 // without, over plain HTTP/1.1, one connection per call.
 func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, tls bool) error {
 	o := opts{engineLat: 300 * time.Millisecond, modelLat: 90 * time.Second}
@@ -475,15 +478,19 @@ func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, t
 	if tls {
 		proto = "HTTPS, HTTP/2"
 	}
+	perCallKB := (rss - idle) * 1024 / float64(held)
 	fmt.Printf("  model over %s: %d jobs submitted in %s; %d model calls in flight at once on one chat worker\n", proto, n, submitted.Round(100*time.Millisecond), held)
-	fmt.Printf("  chat worker RSS: %.0f MB idle, %.0f MB holding them (%.1f KB per job in flight)\n", idle, rss, (rss-idle)*1024/float64(held))
-	fmt.Printf("  of which: %.0f goroutines (%.1f a job), stacks %.0f MB, heap in use %.0f MB\n",
+	fmt.Printf("  chat worker RSS: %.0f MB idle, %.0f MB holding them (%.1f KB per call in flight)\n", idle, rss, perCallKB)
+	if perCallKB > 0 {
+		fmt.Printf("  model calls in flight per GB: %.0f over the idle worker, %.0f of its whole RSS\n", 1024*1024/perCallKB, float64(held)*1024/rss)
+	}
+	fmt.Printf("  of which: %.0f goroutines (%.1f a call), stacks %.0f MB, heap in use %.0f MB\n",
 		rt["go_goroutines"], rt["go_goroutines"]/float64(held), rt["go_memstats_stack_inuse_bytes"]/1e6, rt["go_memstats_heap_inuse_bytes"]/1e6)
 	return nil
 }
 
 // inflightOver picks the provider protocols -inflight measures.
-var inflightOver = flag.String("inflight-over", "both", "with -inflight: https (HTTP/2, where model calls wait with no goroutine), http (plain HTTP/1.1, one connection a call) or both")
+var inflightOver = flag.String("inflight-over", "both", "with -inflight: https (HTTP/2, many calls on few connections), http (plain HTTP/1.1, one connection a call) or both")
 
 // heapDir is where -inflight saves the chat worker's heap profiles (empty: none).
 var heapDir = flag.String("heap-profiles", "", "with -inflight, save the chat worker's heap and goroutine profiles while it holds the jobs into this directory")

@@ -30,35 +30,6 @@ type Delivery[T Payload] struct {
 	// encoding it again.
 	Data []byte
 	raw  jetstream.Msg
-	// later, set by the runner, hands the delivery's outcome to whoever ends it
-	// (Later); deferred says the handler took it.
-	later    func(error)
-	deferred bool
-}
-
-// Later takes the delivery's outcome out of the handler's hands: the handler returns
-// at once (what it returns is then ignored) and the message stays in progress, its
-// heartbeats going on and its place in the consumer's concurrency held, until finish
-// is called with what the handler would have returned. finish must be called exactly
-// once (later calls do nothing), on any goroutine, before or after the handler
-// returns. A step that waits on the network with no goroutine of its own (an async
-// model call) ends this way. A delivery that did not come from a consumer (one built
-// by hand, as tests do) cannot be deferred: Later returns nil, and the handler's
-// return decides.
-func (d *Delivery[T]) Later() (finish func(error)) {
-	if d.later == nil {
-		return nil
-	}
-	d.deferred = true
-	return d.later
-}
-
-// WithOutcome makes a delivery built by hand deferrable: Later's finish calls
-// outcome (at most once). For tests of handlers that defer.
-func (d *Delivery[T]) WithOutcome(outcome func(error)) *Delivery[T] {
-	var once sync.Once
-	d.later = func(err error) { once.Do(func() { outcome(err) }) }
-	return d
 }
 
 // Last reports whether this is the last delivery the consumer allows: a handler that
@@ -80,8 +51,8 @@ type ConsumeOptions struct {
 	Log *slog.Logger
 	// Observe, if set, is told each outcome, for metrics.
 	Observe func(consumer string, d Decision, elapsed time.Duration)
-	// InFlight, if set, is told +1 when a delivery starts and -1 when it ends (a
-	// deferred one when it is finished), for the in-flight steps gauge.
+	// InFlight, if set, is told +1 when a delivery starts and -1 when its handler has
+	// returned, for the in-flight steps gauge.
 	InFlight func(consumer string, delta int)
 }
 
@@ -149,13 +120,14 @@ func consume[T Payload](ctx context.Context, b *Bus, spec ConsumerSpec, h Handle
 				continue
 			}
 			w.wg.Add(1)
-			// A delivery ends when its handler returns or, if it deferred its outcome
-			// (Delivery.Later), when that is finished: only then does it free its place.
-			release := func() {
-				<-sem
-				w.wg.Done()
-			}
-			go r.handle(hctx, msg, release)
+			// A delivery holds its place until its handler has returned.
+			go func() {
+				defer func() {
+					<-sem
+					w.wg.Done()
+				}()
+				r.handle(hctx, msg)
+			}()
 		}
 	}()
 	return w, nil
@@ -199,17 +171,17 @@ type runner[T Payload] struct {
 	decode func(jetstream.Msg) (T, string, time.Time, error)
 }
 
-func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg, release func()) {
+func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg) {
 	start := time.Now()
 	meta, err := msg.Metadata()
 	if err != nil {
 		// Not a JetStream delivery; nothing to acknowledge.
 		r.o.Log.Error("consume: message without metadata", "consumer", r.spec.Config.Durable, "err", err)
-		release()
 		return
 	}
 	if r.o.InFlight != nil {
 		r.o.InFlight(r.spec.Config.Durable, 1)
+		defer r.o.InFlight(r.spec.Config.Durable, -1)
 	}
 	d := &Delivery[T]{
 		Subject:    r.b.localSubject(msg.Subject()),
@@ -219,37 +191,22 @@ func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg, release func(
 		raw:        msg,
 	}
 	stopBeats := r.heartbeat(d)
-	var once sync.Once
-	end := func(herr error) {
-		once.Do(func() {
-			stopBeats()
-			dec := Decide(herr, d.Attempt, d.MaxDeliver)
-			r.apply(ctx, msg, meta, dec)
-			if r.o.Observe != nil {
-				r.o.Observe(r.spec.Config.Durable, dec, time.Since(start))
-			}
-			var re *retryError
-			if dec.Action != Ack && !(errors.As(herr, &re) && re.deferred && dec.Action == Nak) {
-				r.o.Log.Warn("consume: message not done", "consumer", r.spec.Config.Durable, "subject", d.Subject,
-					"id", d.ID, "attempt", d.Attempt, "action", dec.Action.String(), "delay", dec.Delay, "err", herr)
-			}
-			if r.o.InFlight != nil {
-				r.o.InFlight(r.spec.Config.Durable, -1)
-			}
-			release()
-		})
-	}
-	d.later = end
 	var herr error
 	d.Msg, d.ID, d.Published, herr = r.decode(msg)
 	if herr == nil {
-		var panicked bool
-		panicked, herr = r.run(ctx, d)
-		if d.deferred && !panicked {
-			return // ended by Later's finish
-		}
+		herr = r.run(ctx, d)
 	}
-	end(herr)
+	stopBeats()
+	dec := Decide(herr, d.Attempt, d.MaxDeliver)
+	r.apply(ctx, msg, meta, dec)
+	if r.o.Observe != nil {
+		r.o.Observe(r.spec.Config.Durable, dec, time.Since(start))
+	}
+	var re *retryError
+	if dec.Action != Ack && !(errors.As(herr, &re) && re.deferred && dec.Action == Nak) {
+		r.o.Log.Warn("consume: message not done", "consumer", r.spec.Config.Durable, "subject", d.Subject,
+			"id", d.ID, "attempt", d.Attempt, "action", dec.Action.String(), "delay", dec.Delay, "err", herr)
+	}
 }
 
 func decodeMsg[T Payload](msg jetstream.Msg) (T, string, time.Time, error) {
@@ -259,7 +216,7 @@ func decodeMsg[T Payload](msg jetstream.Msg) (T, string, time.Time, error) {
 
 // heartbeat marks d's message in progress every Heartbeat until the returned stop is
 // called, so long work is not redelivered while it runs. A timer, not a goroutine,
-// waits between beats: a deferred delivery has no goroutine of its own.
+// waits between beats: a delivery in flight costs its handler's goroutine alone.
 func (r *runner[T]) heartbeat(d *Delivery[T]) (stop func()) {
 	var (
 		mu      sync.Mutex
@@ -287,16 +244,15 @@ func (r *runner[T]) heartbeat(d *Delivery[T]) (stop func()) {
 	}
 }
 
-// run calls the handler, turning a panic into an error (a panic ends the delivery
-// even if the handler had deferred it).
-func (r *runner[T]) run(ctx context.Context, d *Delivery[T]) (panicked bool, err error) {
+// run calls the handler, turning a panic into an error.
+func (r *runner[T]) run(ctx context.Context, d *Delivery[T]) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.o.Log.Error("consume: handler panicked", "consumer", r.spec.Config.Durable, "panic", p, "stack", string(debug.Stack()))
-			panicked, err = true, fmt.Errorf("handler panicked: %v", p)
+			err = fmt.Errorf("handler panicked: %v", p)
 		}
 	}()
-	return false, r.h(ctx, d)
+	return r.h(ctx, d)
 }
 
 // apply carries out a decision. A dead letter is stored in the DLQ before the message

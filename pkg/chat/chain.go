@@ -85,7 +85,7 @@ type view struct {
 	evidenceKey []byte
 	nonces      map[int]string
 	// unsaved is a hop's model answer in chain but not stored yet: its dispatch
-	// stores it with its calls (Worker.answered).
+	// stores it with its calls, the completion with the ending (step.answered).
 	unsaved *unsavedTurn
 }
 

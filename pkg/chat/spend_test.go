@@ -43,7 +43,6 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 			}
 			type crash struct{}
 			h := newHarness(t, answers, withLedger, func(w *chat.Worker, h *harness) {
-				h.sync = true // the crash must reach the test
 				w.Failpoint = func(name string) {
 					if name == point {
 						panic(crash{})

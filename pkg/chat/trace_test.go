@@ -139,7 +139,3 @@ func (answering) Prepare(*wire.Request, bool) (*upstream.Call, error) { return &
 func (a answering) Complete(context.Context, *upstream.Call, func(llm.Delta)) (*wire.Turn, error) {
 	return a.t, nil
 }
-
-func (a answering) Start(_ context.Context, _ *upstream.Call, _ func(llm.Delta), done func(*wire.Turn, error)) {
-	done(a.t, nil)
-}

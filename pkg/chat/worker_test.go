@@ -214,11 +214,6 @@ type harness struct {
 	model  *model
 	w      *chat.Worker
 	points []string
-	// sync hands the worker deliveries that cannot be deferred, so a model call runs
-	// on the handler's goroutine (Complete) and a panic at a failpoint reaches the test,
-	// as a crashing process would. Otherwise deliveries are deferrable, as a consumer's
-	// are, and model calls take the Start path.
-	sync bool
 }
 
 type option func(*chat.Worker, *harness)
@@ -291,21 +286,9 @@ func (h *harness) resume(d search.Done, attempt int) error {
 }
 
 // handle runs a handler on a delivery as a consumer would: its outcome is what it
-// returned or, if it deferred the delivery (Delivery.Later), what the delivery was
-// finished with. The model is reached over plain HTTP, whose Start answers on the
-// calling goroutine, so a deferred step has ended when the handler returns.
-func handle[T bus.Payload](h *harness, d *bus.Delivery[T], fn bus.Handler[T]) error {
-	if h.sync {
-		return fn(context.Background(), d)
-	}
-	var finished bool
-	var outcome error
-	d.WithOutcome(func(err error) { finished, outcome = true, err })
-	returned := fn(context.Background(), d)
-	if finished {
-		return outcome
-	}
-	return returned
+// returned. A panic at a failpoint reaches the test, as a crashing process would.
+func handle[T bus.Payload](_ *harness, d *bus.Delivery[T], fn bus.Handler[T]) error {
+	return fn(context.Background(), d)
 }
 
 // answerSearch plays the search worker for a published request.
@@ -710,6 +693,33 @@ func TestModelTimeout(t *testing.T) {
 	}
 }
 
+// A step whose model call never answers is not held for ever: past the model's
+// timeout the step ends with an error the consumer retries, and the hop's lease is
+// no longer kept, so the retry, on another worker, finds the hop free.
+func TestModelThatNeverAnswersIsRetried(t *testing.T) {
+	t.Parallel()
+	never := make(chan struct{})
+	lost := func(http.ResponseWriter) { <-never }
+	h := newHarness(t, []func(http.ResponseWriter){lost, text("Hello.")}, func(w *chat.Worker, _ *harness) { w.ModelTimeout = 300 * time.Millisecond })
+	t.Cleanup(func() { close(never) }) // before the model's server closes: it waits for the call
+	h.submit("j1", "hi")
+	start := time.Now()
+	err := h.job("j1", 1)
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Fatalf("given up after %s, before the model's timeout", waited)
+	}
+	if d := decide(err, 1); d.Action != bus.Nak {
+		t.Fatalf("%v → %+v; want a retry", err, d)
+	}
+	h.w.ModelTimeout, h.w.ID = 5*time.Second, "w2"
+	if err := h.job("j1", 2); err != nil {
+		t.Fatalf("the retry: %v (the given-up step kept its hop?)", err)
+	}
+	if j := h.ended("j1"); !strings.Contains(string(j.Response), "Hello.") {
+		t.Fatalf("response %s", j.Response)
+	}
+}
+
 func TestShutdownLeavesTheStep(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []func(http.ResponseWriter){func(w http.ResponseWriter) { time.Sleep(200 * time.Millisecond); text("x")(w) }})
@@ -802,7 +812,6 @@ func TestCrashPoints(t *testing.T) {
 			t.Parallel()
 			type crash struct{}
 			h := newHarness(t, answers, func(w *chat.Worker, h *harness) {
-				h.sync = true // the crash must reach the test
 				w.Failpoint = func(name string) {
 					if name == c.point {
 						panic(crash{})

@@ -47,12 +47,6 @@ type Env struct {
 	JobTimeout time.Duration `env:"FLEET_JOB_TIMEOUT" envDefault:"5m"`
 	// ModelTimeout bounds one main-model call.
 	ModelTimeout time.Duration `env:"FLEET_MODEL_TIMEOUT" envDefault:"120s"`
-	// ModelAsync sends model calls to HTTPS providers with internal/h2async, so a call
-	// waiting for its answer holds no goroutine (about 1 KB instead of net/http's
-	// ~17 KB): a chat worker can then hold tens of thousands of slow calls. Off by
-	// default until its interop and differential tests against non-Go HTTP/2 servers
-	// pass in CI; off: Go's net/http carries them.
-	ModelAsync bool `env:"FLEET_MODEL_ASYNC" envDefault:"false"`
 	// EngineTimeout bounds one search engine call.
 	EngineTimeout time.Duration `env:"FLEET_ENGINE_TIMEOUT" envDefault:"45s"`
 	// AckWait is how long a delivery may go unacknowledged before another worker gets
@@ -338,7 +332,6 @@ func (e Env) LogValue() slog.Value {
 		slog.String("metrics_addr", e.MetricsAddr),
 		slog.Duration("job_timeout", e.JobTimeout),
 		slog.Duration("model_timeout", e.ModelTimeout),
-		slog.Bool("model_async", e.ModelAsync),
 		slog.Duration("engine_timeout", e.EngineTimeout),
 		slog.Duration("ack_wait", e.AckWait),
 		slog.Int("chat_concurrency", e.ChatConcurrency),

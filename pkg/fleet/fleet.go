@@ -22,7 +22,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/searchfleet/searchfleet/internal/console"
-	"github.com/searchfleet/searchfleet/internal/h2async"
 	"github.com/searchfleet/searchfleet/internal/mcp"
 	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/batch"
@@ -169,7 +168,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 	p.modelHC = p.hc
 	if p.hc == nil {
 		p.hc = &http.Client{Transport: Transport()}
-		p.modelHC = ModelClient(p.env.ModelAsync)
+		p.modelHC = ModelClient()
 	}
 	host, _ := os.Hostname()
 	p.id = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -239,8 +238,6 @@ func (p *process) consumeOptions(concurrency int) bus.ConsumeOptions {
 		Observe: func(consumer string, d bus.Decision, elapsed time.Duration) {
 			p.o.Metrics.ObserveDelivery(consumer, d.Action.String(), elapsed)
 		},
-		// Counted by the bus, since a step whose model call is out (Delivery.Later)
-		// is in flight after its handler returned.
 		InFlight: func(consumer string, delta int) {
 			p.o.Metrics.StepsInFlight.WithLabelValues(consumer).Add(float64(delta))
 		}}
@@ -493,17 +490,10 @@ func Transport() *http.Transport {
 	return t
 }
 
-// ModelClient is the HTTP client of the main models. With async, an h2async.Transport
-// carries calls to HTTPS providers that speak HTTP/2, so a call waiting for its
-// answer holds no goroutine (the chat worker makes it with its model caller's Start and its step
-// ends when the answer is in); Transport carries the rest (plain http, proxies,
-// HTTP/1-only servers). Without, Transport carries everything. No Timeout: each
-// call's context bounds it (FLEET_MODEL_TIMEOUT).
-func ModelClient(async bool) *http.Client {
-	if !async {
-		return &http.Client{Transport: Transport()}
-	}
-	return &http.Client{Transport: &h2async.Transport{Fallback: Transport()}}
+// ModelClient is the HTTP client of the main models: Transport, with no Timeout, since
+// each call's context bounds it (FLEET_MODEL_TIMEOUT).
+func ModelClient() *http.Client {
+	return &http.Client{Transport: Transport()}
 }
 
 // Models builds the main-model callers of the config file, with the provider keys

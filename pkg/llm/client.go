@@ -105,35 +105,26 @@ func (e *Error) Retryable() bool {
 // onDelta receives each piece of answer text as it arrives; the Completion is
 // assembled from the chunks exactly as the whole answer would have read (streamRead).
 func (c *Client) Complete(ctx context.Context, body []byte, onDelta func(Delta)) (*Completion, error) {
-	// With Do every step runs on this goroutine: done has run when run returns.
-	var comp *Completion
-	var err error
-	c.run(ctx, body, onDelta, func(cp *Completion, e error) { comp, err = cp, e })
-	return comp, err
-}
-
-// run makes the call of Complete.
-func (c *Client) run(ctx context.Context, body []byte, onDelta func(Delta), done func(*Completion, error)) {
 	if onDelta != nil {
 		b, err := streamingBody(body)
 		if err != nil {
-			done(nil, &Error{Provider: c.name, Message: "building request", Err: err})
-			return
+			return nil, &Error{Provider: c.name, Message: "building request", Err: err}
 		}
 		body = b
 	}
 	var comp *Completion
-	c.creds.TryAsync(ctx, onDelta, func(cred Credential, onDelta func(Delta), tried func(error)) {
-		c.attempt(ctx, body, cred, onDelta, Do, func(cp *Completion, err error) { comp = cp; tried(err) })
-	}, func(err error) { done(comp, err) })
+	err := c.creds.Try(ctx, onDelta, func(cred Credential, onDelta func(Delta)) (err error) {
+		comp, err = c.attempt(ctx, body, cred, onDelta)
+		return err
+	})
+	return comp, err
 }
 
 // attempt makes one request with cred.
-func (c *Client) attempt(ctx context.Context, body []byte, cred Credential, onDelta func(Delta), send SendFunc, done func(*Completion, error)) {
+func (c *Client) attempt(ctx context.Context, body []byte, cred Credential, onDelta func(Delta)) (*Completion, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		done(nil, &Error{Provider: c.name, Message: "building request", Err: err})
-		return
+		return nil, &Error{Provider: c.name, Message: "building request", Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if onDelta != nil {
@@ -144,9 +135,8 @@ func (c *Client) attempt(ctx context.Context, body []byte, cred Credential, onDe
 	if cred.Value != "" {
 		req.Header.Set("Authorization", "Bearer "+cred.Value)
 	}
-	send(c.hc, req, func(resp *http.Response, err error) {
-		done(c.answer(ctx, resp, err, onDelta))
-	})
+	resp, err := c.hc.Do(req)
+	return c.answer(ctx, resp, err, onDelta)
 }
 
 // answer reads the answer to one request: the response, or the error sending it.

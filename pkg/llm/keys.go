@@ -88,130 +88,86 @@ type Credential struct {
 	Token bool
 }
 
-// TryAsync runs call with a usable credential, and with the next one while the provider
-// refuses the credential (see Credentials). It is written in continuation-passing
-// style, so that no goroutine need wait on a call: call makes one request with cred
-// and calls its done exactly once with the outcome, on any goroutine; the call with
-// the next credential starts from that callback. call gets onDelta wrapped: once it
-// has passed text on, a refused call is not tried again (the text was streamed). TryAsync calls done exactly once with the outcome of the
-// whole try, on the goroutine of the last call's done (before TryAsync returns when
-// no call was made or every call finished inline).
-func (c *Credentials) TryAsync(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta), func(error)), done func(error)) {
-	t := &try{c: c, ctx: ctx, call: call, done: done, rests: c.rot.Resting(ctx)}
-	t.onDelta = onDelta
+// Try runs call with a usable credential, and with the next one while the provider
+// refuses the credential (see Credentials), and returns the outcome of the last call.
+// call makes one request with cred; it gets onDelta wrapped: once it has passed text
+// on, a refused call is not tried again (the text was streamed).
+func (c *Credentials) Try(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta)) error) error {
+	rests := c.rot.Resting(ctx)
+	sent := false
 	if onDelta != nil {
-		t.onDelta = func(d Delta) { t.sent = true; onDelta(d) }
+		pass := onDelta
+		onDelta = func(d Delta) { sent = true; pass(d) }
 	}
-	if c.tok == nil {
-		t.start = c.rot.Start()
-		t.key(0)
-		return
+	if c.tok != nil {
+		return c.tryToken(ctx, rests, &sent, func(cred Credential) error { return call(cred, onDelta) })
 	}
-	if t.rests[0].Left > 0 {
-		done(c.exhausted(t.rests, nil))
-		return
-	}
-	t.token(0)
-}
-
-// try is one TryAsync in progress. Its calls run one after the other, each started
-// from the callback of the one before, so its fields need no lock.
-type try struct {
-	c       *Credentials
-	ctx     context.Context
-	onDelta func(Delta)
-	call    func(Credential, func(Delta), func(error))
-	done    func(error)
-	rests   []provider.Rest
-	sent    bool  // onDelta has passed text on: a refused call is not tried again
-	start   int   // the round-robin position of the first key tried
-	last    error // the last refusal
-}
-
-// key calls with the j-th key from start on that does not rest, or ends the try when
-// none is left.
-func (t *try) key(j int) {
-	n := len(t.c.keys)
-	for ; j < n; j++ {
-		i := (t.start + j) % n
-		if t.rests[i].Left > 0 {
+	start, n := c.rot.Start(), len(c.keys)
+	var last error // the last refusal
+	for j := range n {
+		i := (start + j) % n
+		if rests[i].Left > 0 {
 			continue
 		}
-		t.call(Credential{Value: t.c.keys[i]}, t.onDelta, func(err error) { t.keyDone(i, j, err) })
-		return
-	}
-	t.done(t.c.exhausted(t.rests, t.last))
-}
-
-// keyDone takes the outcome of the call with key i (the j-th tried): a refused key
-// rests and the try moves on to the next key, unless text was streamed already.
-func (t *try) keyDone(i, j int, err error) {
-	if err == nil {
-		t.done(nil)
-		return
-	}
-	t.last = err
-	reason, d, le, ok := keyFailure(err)
-	if !ok {
-		t.done(err)
-		return
-	}
-	t.rests[i] = provider.Rest{Left: d, Reason: reason}
-	t.c.rot.CoolDown(t.ctx, i, reason, d, le.Status)
-	if t.sent {
-		t.done(err)
-		return
-	}
-	t.key(j + 1)
-}
-
-// token calls with the token source's current token (attempt 0), or with a fresh one
-// after the provider refused it (attempt 1).
-func (t *try) token(attempt int) {
-	tok, err := t.c.tok.Token(t.ctx)
-	if err != nil {
-		// Retryable: a file being rewritten, a command that failed once.
-		t.done(&Error{Provider: t.c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)})
-		return
-	}
-	t.c.lastTok.Store(&tok)
-	t.call(Credential{Value: tok, Token: true}, t.onDelta, func(err error) { t.tokenDone(attempt, tok, err) })
-}
-
-// tokenDone takes the outcome of a call with tok: a token refused for auth is tried
-// once more fresh; one refused otherwise rests (it stands for the provider's one slot).
-func (t *try) tokenDone(attempt int, tok string, err error) {
-	if err == nil {
-		t.done(nil)
-		return
-	}
-	c := t.c
-	reason, d, le, ok := keyFailure(err)
-	switch {
-	case !ok:
-		t.done(err)
-		return
-	case reason == provider.Auth:
-		c.tok.Rejected(tok)
-		if attempt == 0 && !t.sent {
-			t.token(1)
-			return
+		err := call(Credential{Value: c.keys[i]}, onDelta)
+		if err == nil {
+			return nil
 		}
-		// Not rested: a renewed token is used by the next call at once.
-		if c.rot.FirstTelling(0) {
-			c.rot.Log().Warn("model: the provider refused the access token, also after a fresh one",
-				"provider", c.provider, "key", tokenSlot, "kind", string(reason), "status", le.Status)
+		last = err
+		reason, d, le, ok := keyFailure(err)
+		if !ok {
+			return err
 		}
-		t.done(err)
-		return
+		rests[i] = provider.Rest{Left: d, Reason: reason}
+		c.rot.CoolDown(ctx, i, reason, d, le.Status)
+		if sent {
+			return err
+		}
 	}
-	t.rests[0] = provider.Rest{Left: d, Reason: reason}
-	c.rot.CoolDown(t.ctx, 0, reason, d, le.Status)
-	if t.sent {
-		t.done(err)
-		return
+	return c.exhausted(rests, last)
+}
+
+// tryToken calls with the token source's current token, and once more with a fresh
+// one when the provider refuses it for auth; a token refused otherwise rests (it
+// stands for the provider's one slot).
+func (c *Credentials) tryToken(ctx context.Context, rests []provider.Rest, sent *bool, call func(Credential) error) error {
+	if rests[0].Left > 0 {
+		return c.exhausted(rests, nil)
 	}
-	t.done(c.exhausted(t.rests, err))
+	for attempt := 0; ; attempt++ {
+		tok, err := c.tok.Token(ctx)
+		if err != nil {
+			// Retryable: a file being rewritten, a command that failed once.
+			return &Error{Provider: c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)}
+		}
+		c.lastTok.Store(&tok)
+		err = call(Credential{Value: tok, Token: true})
+		if err == nil {
+			return nil
+		}
+		reason, d, le, ok := keyFailure(err)
+		switch {
+		case !ok:
+			return err
+		case reason == provider.Auth:
+			c.tok.Rejected(tok)
+			if attempt == 0 && !*sent {
+				continue
+			}
+			// Not rested: a renewed token is used by the next call at once.
+			if c.rot.FirstTelling(0) {
+				c.rot.Log().Warn("model: the provider refused the access token, also after a fresh one",
+					"provider", c.provider, "key", tokenSlot, "kind", string(reason), "status", le.Status)
+			}
+			return err
+		}
+		rests[0] = provider.Rest{Left: d, Reason: reason}
+		c.rot.CoolDown(ctx, 0, reason, d, le.Status)
+		if *sent {
+			return err
+		}
+		return c.exhausted(rests, err)
+	}
 }
 
 // keyFailure reports whether err is the provider refusing the credential, why, for

@@ -115,10 +115,9 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 		return r, err
 	}
 
-	// The simulator at realistic latency, behind the recorder, over HTTPS as real
-	// providers are (HTTP/2: the chat workers' model calls wait in h2async, with no
-	// goroutine, as in production); the processes trust its throwaway certificate
-	// through SSL_CERT_FILE.
+	// The simulator at realistic latency, behind the recorder, over HTTPS and HTTP/2
+	// as real providers are; the processes trust its throwaway certificate through
+	// SSL_CERT_FILE.
 	r.sim = simulator.New(simulator.Options{ModelLatency: o.ModelLatency, EngineLatency: o.EngineLatency})
 	r.rec = &recorder{sim: r.sim, jitter: o.ModelLatency / 2}
 	r.simSrv = httptest.NewUnstartedServer(r.rec)

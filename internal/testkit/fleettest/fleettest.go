@@ -62,7 +62,7 @@ func File(fn func(*config.File)) Option {
 // Settings are the test defaults: short timings so redeliveries happen within a test.
 func Settings() config.Env {
 	return config.Env{
-		HTTPAddr: "127.0.0.1:0", JobTimeout: time.Minute, ModelTimeout: 20 * time.Second, EngineTimeout: 10 * time.Second, ModelAsync: true,
+		HTTPAddr: "127.0.0.1:0", JobTimeout: time.Minute, ModelTimeout: 20 * time.Second, EngineTimeout: 10 * time.Second,
 		AckWait: 3 * time.Second, ChatConcurrency: 32, BatchConcurrency: 4, SearchConcurrency: 16, MaxHops: 6, MaxSearches: 12,
 		MaxBodyBytes: 4 << 20, DrainTimeout: 5 * time.Second, NATSReplicas: 1, Retention: time.Hour, LogLevel: "warn", LogFormat: "text",
 		WebhookSchedule: []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}, WebhookAllow: []string{"127.0.0.0/8", "::1/128"},

@@ -193,10 +193,6 @@ func HTTPClient(hc *http.Client) *http.Client {
 		base = http.DefaultTransport
 	}
 	out.Transport = captureTransport{base}
-	if async, ok := base.(llm.AsyncTransport); ok {
-		// Kept async, so that a GLM caller's Start keeps the captured body too.
-		out.Transport = asyncCaptureTransport{captureTransport{base}, async}
-	}
 	return &out
 }
 
@@ -207,17 +203,6 @@ type captureTransport struct{ base http.RoundTripper }
 func (t captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(r)
 	return tee(r, resp, err)
-}
-
-// asyncCaptureTransport is a captureTransport over an llm.AsyncTransport, and one
-// itself: only a transport whose base can Start may claim it can.
-type asyncCaptureTransport struct {
-	captureTransport
-	async llm.AsyncTransport
-}
-
-func (t asyncCaptureTransport) Start(r *http.Request, done func(*http.Response, error)) {
-	t.async.Start(r, func(resp *http.Response, err error) { done(tee(r, resp, err)) })
 }
 
 // tee has resp's body copied into the capture r's context carries, if any, in place

@@ -95,41 +95,20 @@ func (c *Caller) Prepare(req *wire.Request, stream bool) (*Call, error) {
 }
 
 // Complete makes a prepared call (streaming when it was prepared to, and then onDelta
-// gets the answer's text in order) and returns the answer as the chain keeps it.
-// Errors are *llm.Error values (status, retry-after) or the context's error.
+// gets the answer's text in order, on the calling goroutine) and returns the answer as
+// the chain keeps it. Errors are *llm.Error values (status, retry-after) or the
+// context's error.
 func (c *Caller) Complete(ctx context.Context, p *Call, onDelta func(llm.Delta)) (*wire.Turn, error) {
-	// With llm.Do every step runs on this goroutine: done has run when run returns.
-	var turn *wire.Turn
-	var err error
-	c.run(ctx, p, onDelta, llm.Do, func(t *wire.Turn, e error) { turn, err = t, e })
-	return turn, err
-}
-
-// Start is Complete with no goroutine waiting on the provider when the caller's
-// transport is an llm.AsyncTransport (llm.Send): each answer is read, and the next
-// request (another key, a paused answer's continuation) started, on the goroutine the
-// transport calls back on.
-func (c *Caller) Start(ctx context.Context, p *Call, onDelta func(llm.Delta), done func(*wire.Turn, error)) {
-	c.run(ctx, p, onDelta, llm.Send, done)
-}
-
-// run makes the call of Complete and Start, sending each request with send.
-func (c *Caller) run(ctx context.Context, p *Call, onDelta func(llm.Delta), send llm.SendFunc, done func(*wire.Turn, error)) {
-	c.call(ctx, p.model, p.body, p.stream, onDelta, send, func(answer *wire.Response, raw []byte, err error) {
-		if err != nil {
-			done(nil, err)
-			return
-		}
-		c.resume(ctx, p.model, p.body, answer, raw, 0, send, func(answer *wire.Response, err error) {
-			if err != nil {
-				done(nil, err)
-				return
-			}
-			t := wire.TurnOf(answer)
-			c.priceNative(t, p.model)
-			done(t, nil)
-		})
-	})
+	answer, raw, err := c.call(ctx, p.model, p.body, p.stream, onDelta)
+	if err != nil {
+		return nil, err
+	}
+	if answer, err = c.resume(ctx, p.model, p.body, answer, raw); err != nil {
+		return nil, err
+	}
+	t := wire.TurnOf(answer)
+	c.priceNative(t, p.model)
+	return t, nil
 }
 
 // Answer is one model call in canonical form, for the LLM-grounded search engines (a
@@ -144,15 +123,11 @@ func (c *Caller) Answer(ctx context.Context, req *wire.Request) (*wire.Response,
 	if err != nil {
 		return nil, &llm.Error{Provider: c.name, Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the request does not translate: " + err.Error()}
 	}
-	var answer *wire.Response
-	c.call(ctx, req.Model, out, false, nil, llm.Do, func(first *wire.Response, raw []byte, e error) {
-		if e != nil {
-			err = e
-			return
-		}
-		c.resume(ctx, req.Model, out, first, raw, 0, llm.Do, func(a *wire.Response, e error) { answer, err = a, e })
-	})
-	return answer, err
+	first, raw, err := c.call(ctx, req.Model, out, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.resume(ctx, req.Model, out, first, raw)
 }
 
 // maxContinuations bounds the resumptions of one paused answer (main models and
@@ -162,39 +137,36 @@ const maxContinuations = 3
 // resume resumes a paused answer (Anthropic's pause_turn, a long run of the provider's
 // own searches) with the paused content sent back as it came, and joins the parts;
 // sent is the request that got answer, raw its body when it was read whole (a
-// streamed answer is never resumed), i the resumptions so far.
-func (c *Caller) resume(ctx context.Context, model string, sent []byte, answer *wire.Response, raw []byte, i int, send llm.SendFunc, done func(*wire.Response, error)) {
+// streamed answer is never resumed). When a resumption fails, the answer so far comes
+// with the error, for a caller that can use it (Answer).
+func (c *Caller) resume(ctx context.Context, model string, sent []byte, answer *wire.Response, raw []byte) (*wire.Response, error) {
 	cont, _ := c.api.(wire.Continuer)
-	if cont == nil || raw == nil || i >= maxContinuations {
-		done(answer, nil)
-		return
+	if cont == nil {
+		return answer, nil
 	}
-	next, paused := cont.Continue(sent, raw)
-	if !paused {
-		done(answer, nil)
-		return
-	}
-	c.call(ctx, model, next, false, nil, send, func(more *wire.Response, moreRaw []byte, err error) {
-		if err != nil {
-			done(answer, err) // the answer so far, for a caller that can use it (Answer)
-			return
+	for i := 0; raw != nil && i < maxContinuations; i++ {
+		next, paused := cont.Continue(sent, raw)
+		if !paused {
+			break
 		}
-		c.resume(ctx, model, next, answer.Join(more), moreRaw, i+1, send, done)
-	})
+		more, moreRaw, err := c.call(ctx, model, next, false, nil)
+		if err != nil {
+			return answer, err
+		}
+		answer, sent, raw = answer.Join(more), next, moreRaw
+	}
+	return answer, nil
 }
 
 // call posts one request and reads its answer; raw is the answer's body when it was
 // read whole (nil when streamed). A request refused for its key is made again with
 // the provider's next key (llm.Credentials).
-func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool, onDelta func(llm.Delta), send llm.SendFunc, done func(*wire.Response, []byte, error)) {
-	var answer *wire.Response
-	var raw []byte
-	c.creds.TryAsync(ctx, onDelta, func(cred llm.Credential, onDelta func(llm.Delta), tried func(error)) {
-		c.callWith(ctx, cred, model, out, stream, onDelta, send, func(a *wire.Response, r []byte, err error) {
-			answer, raw = a, r
-			tried(err)
-		})
-	}, func(err error) { done(answer, raw, err) })
+func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool, onDelta func(llm.Delta)) (answer *wire.Response, raw []byte, err error) {
+	err = c.creds.Try(ctx, onDelta, func(cred llm.Credential, onDelta func(llm.Delta)) (err error) {
+		answer, raw, err = c.callWith(ctx, cred, model, out, stream, onDelta)
+		return err
+	})
+	return answer, raw, err
 }
 
 // authorize sets the headers that carry cred: the protocol's own for a key; for an
@@ -210,11 +182,10 @@ func (c *Caller) authorize(h http.Header, cred llm.Credential) {
 }
 
 // callWith makes one request with cred.
-func (c *Caller) callWith(ctx context.Context, cred llm.Credential, model string, out []byte, stream bool, onDelta func(llm.Delta), send llm.SendFunc, done func(*wire.Response, []byte, error)) {
+func (c *Caller) callWith(ctx context.Context, cred llm.Credential, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(model, stream), bytes.NewReader(out))
 	if err != nil {
-		done(nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err})
-		return
+		return nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	if stream {
@@ -223,9 +194,8 @@ func (c *Caller) callWith(ctx context.Context, cred llm.Credential, model string
 		hr.Header.Set("Accept", "application/json")
 	}
 	c.authorize(hr.Header, cred)
-	send(c.hc, hr, func(resp *http.Response, err error) {
-		done(c.answer(ctx, resp, err, stream, onDelta))
-	})
+	resp, err := c.hc.Do(hr)
+	return c.answer(ctx, resp, err, stream, onDelta)
 }
 
 // answer reads the answer to one request: the response, or the error sending it.

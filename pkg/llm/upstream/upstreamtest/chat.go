@@ -1,8 +1,8 @@
 // Package upstreamtest drives an upstream.Caller with OpenAI Chat requests and answers,
-// for the tests written in Chat's terms (credential rotation, the async transport,
-// each protocol's native search): a Chat body is read into the canonical request the
-// chain would build, and the turn that comes back is rendered as a Chat assistant
-// message with its native search report, as the job record keeps it.
+// for the tests written in Chat's terms (credential rotation, each protocol's native
+// search): a Chat body is read into the canonical request the chain would build, and
+// the turn that comes back is rendered as a Chat assistant message with its native
+// search report, as the job record keeps it.
 package upstreamtest
 
 import (
@@ -10,18 +10,14 @@ import (
 	"encoding/json"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
-	"github.com/searchfleet/searchfleet/pkg/llm/llmtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// Chat is a caller spoken to in Chat: an llm.Caller and an llmtest.Starter.
+// Chat is a caller spoken to in Chat: an llm.Caller.
 type Chat struct{ *upstream.Caller }
 
-var (
-	_ llm.Caller      = Chat{}
-	_ llmtest.Starter = Chat{}
-)
+var _ llm.Caller = Chat{}
 
 func (c Chat) prepare(body []byte, stream bool) (*upstream.Call, error) {
 	req, err := wire.Chat.DecodeRequest(body)
@@ -42,22 +38,6 @@ func (c Chat) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)
 		return nil, err
 	}
 	return Completion(t), nil
-}
-
-// Start is Complete with the caller's Start.
-func (c Chat) Start(ctx context.Context, body []byte, onDelta func(llm.Delta), done func(*llm.Completion, error)) {
-	p, err := c.prepare(body, onDelta != nil)
-	if err != nil {
-		done(nil, err)
-		return
-	}
-	c.Caller.Start(ctx, p, onDelta, func(t *wire.Turn, err error) {
-		if err != nil {
-			done(nil, err)
-			return
-		}
-		done(Completion(t), nil)
-	})
 }
 
 // Completion is a turn as a Chat completion: its assistant message with the native
