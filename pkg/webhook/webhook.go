@@ -3,7 +3,7 @@
 // enqueued, signed on every attempt with webhook-id (the same on every attempt),
 // webhook-timestamp and webhook-signature (v1, HMAC-SHA256), and retried durably on
 // the WEBHOOKS stream on the configured schedule. Callback URLs are kept away from the
-// fleet's own network (ssrf.go): checked when registered, and checked again on every
+// fleet's own network (pkg/netguard): checked when registered, and checked again on every
 // connection, which goes to the address that was checked.
 //
 // A job's webhook status (its record's "webhook" field) moves from "pending" to
