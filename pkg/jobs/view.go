@@ -40,7 +40,7 @@ type ErrorBody struct {
 
 // ViewOf renders a job record for clients. answer turns the stored answer into the
 // form a client reads (the ingress and the webhook deliveries give the Chat
-// completion's renderer); when it is nil or fails, the stored answer is shown as it is.
+// completion's renderer); when it fails, the stored answer is shown as it is.
 func ViewOf(j *state.Job, answer func(stored json.RawMessage) (json.RawMessage, error)) View {
 	v := View{ID: j.ID, Object: "job", Kind: j.Kind, Status: j.Status, Model: j.Model, CreatedAt: j.Created.Unix(), UpdatedAt: j.Updated.Unix(),
 		Response: j.Response, Usage: j.Usage, Trace: j.Trace, WebhookStatus: j.WebhookStatus, Batch: j.Batch, ReplayOf: j.ReplayOf}
@@ -48,10 +48,8 @@ func ViewOf(j *state.Job, answer func(stored json.RawMessage) (json.RawMessage, 
 		t := j.Finished.Unix()
 		v.FinishedAt = &t
 	}
-	if answer != nil {
-		if r, err := answer(j.Response); err == nil {
-			v.Response = r
-		}
+	if r, err := answer(j.Response); err == nil {
+		v.Response = r
 	}
 	if v.Response == nil {
 		v.Response = json.RawMessage("null")
