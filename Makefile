@@ -44,10 +44,11 @@ bench-go: ## micro-benchmarks: engine normalization per kind, intent classificat
 fuzz: ## run every fuzz target (found with go test -list) for FUZZTIME each (10s); crashers stay in testdata/fuzz
 	GO=$(GO) scripts/fuzz.sh $(ARGS)
 
-lint: ## gofmt, go vet, go mod tidy check
+lint: ## gofmt, go vet, go mod tidy check, staticcheck (pinned, installed by scripts/ensure-staticcheck.sh)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	sc=$$(GO=$(GO) scripts/ensure-staticcheck.sh) && $$sc ./...
 
 chaos: ## kill processes, restart NATS and Redis, take the webhook receiver down; check every job (≤ 10 min; not part of make test)
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }

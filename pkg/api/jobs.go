@@ -22,7 +22,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-func viewOf(j *state.Job) jobs.View { return jobs.ViewOf(j) }
+func viewOf(j *state.Job) jobs.View { return jobs.ViewOf(j, wire.ChatAnswerJSON) }
 
 // createJob is POST /v1/jobs: the chat request is accepted at once (202) and run by
 // the fleet; its answer is fetched later, followed as events, or delivered to the

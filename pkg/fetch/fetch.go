@@ -1,4 +1,4 @@
-// Package fetch reads one web page for the web_fetch server tool: through the webhook
+// Package fetch reads one web page for the web_fetch server tool: through the netguard
 // SSRF guard (no private, loopback, link-local or metadata address, checked when the
 // name is resolved and again on the very socket; every redirect checked the same
 // way), with a size and a time cap, and only for the content types a model can read.
@@ -25,7 +25,7 @@ import (
 
 	"golang.org/x/net/html/charset"
 
-	"github.com/searchfleet/searchfleet/pkg/webhook"
+	"github.com/searchfleet/searchfleet/pkg/netguard"
 )
 
 // Defaults of Options.
@@ -97,7 +97,7 @@ func (e *Error) Error() string { return e.Type + ": " + e.Message }
 type Options struct {
 	// Guard checks every address a fetch reaches (its Allow list is the only way to
 	// reach a private address: tests allow loopback).
-	Guard *webhook.Guard
+	Guard *netguard.Guard
 	// MaxBytes caps the body read (DefaultMaxBytes); MaxTextChars the text kept.
 	MaxBytes     int64
 	MaxTextChars int
@@ -114,11 +114,11 @@ type Fetcher struct {
 }
 
 // New returns a Fetcher whose connections all go through o.Guard's DialContext
-// (webhook.NewClient: no proxy, no automatic redirects; Fetch follows them itself,
+// (netguard.NewClient: no proxy, no automatic redirects; Fetch follows them itself,
 // checking each).
 func New(o Options) *Fetcher {
 	if o.Guard == nil {
-		o.Guard = &webhook.Guard{}
+		o.Guard = &netguard.Guard{}
 	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
@@ -132,7 +132,7 @@ func New(o Options) *Fetcher {
 	if o.UserAgent == "" {
 		o.UserAgent = "searchfleet-web-fetch/1"
 	}
-	return &Fetcher{o: o, hc: webhook.NewClient(o.Guard)}
+	return &Fetcher{o: o, hc: netguard.NewClient(o.Guard)}
 }
 
 // CheckURL reads a URL the model gave: absolute http(s) with a host, at most
@@ -349,7 +349,7 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL, accept string) (*http.
 
 // guardError says why the guard refused, without the addresses it resolved.
 func guardError(ctx context.Context, err error) *Error {
-	if errors.Is(err, webhook.ErrRefused) {
+	if errors.Is(err, netguard.ErrRefused) {
 		return refused(err)
 	}
 	if ctx.Err() != nil {
@@ -368,7 +368,7 @@ func guardError(ctx context.Context, err error) *Error {
 // written so that it cannot be checked (numeric-looking, non-ASCII). The guard's own
 // words name the address: they go nowhere.
 func refused(err error) *Error {
-	if errors.Is(err, webhook.ErrNotPublic) {
+	if errors.Is(err, netguard.ErrNotPublic) {
 		return &Error{Type: ErrRefused, Message: "refused: private address"}
 	}
 	return &Error{Type: ErrRefused, Message: "refused: the url's host may not be fetched"}
@@ -377,7 +377,7 @@ func refused(err error) *Error {
 // transportError says why a connection or a read failed, in words without addresses.
 func transportError(ctx context.Context, err error) *Error {
 	switch {
-	case errors.Is(err, webhook.ErrRefused):
+	case errors.Is(err, netguard.ErrRefused):
 		return refused(err)
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Type: ErrTimeout, Message: "the fetch timed out"}

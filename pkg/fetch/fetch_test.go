@@ -13,17 +13,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/fetch"
-	"github.com/searchfleet/searchfleet/pkg/webhook"
-	"github.com/searchfleet/searchfleet/pkg/webhook/webhooktest"
+	"github.com/searchfleet/searchfleet/pkg/netguard"
+	"github.com/searchfleet/searchfleet/pkg/netguard/netguardtest"
 )
 
 var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 
 // fetcher fetches through a guard that admits loopback (the test servers) and maps
-// the test names of webhooktest.Resolver.
+// the test names of netguardtest.Resolver.
 func fetcher(o fetch.Options) *fetch.Fetcher {
 	if o.Guard == nil {
-		o.Guard = &webhook.Guard{Allow: loopback, Resolver: webhooktest.Resolver}
+		o.Guard = &netguard.Guard{Allow: loopback, Resolver: netguardtest.Resolver}
 	}
 	return fetch.New(o)
 }
@@ -51,12 +51,12 @@ func page(contentType, body string) http.HandlerFunc {
 	}
 }
 
-// Every private address form the webhook guard refuses, web_fetch refuses too, and
+// Every private address form the SSRF guard (netguard) refuses, web_fetch refuses too, and
 // says so without the address it resolved.
 func TestFetchRefusesEveryPrivateForm(t *testing.T) {
 	t.Parallel()
-	f := fetch.New(fetch.Options{Guard: &webhook.Guard{Resolver: webhooktest.Resolver}, Timeout: 2 * time.Second})
-	for _, u := range webhooktest.RefusedURLs {
+	f := fetch.New(fetch.Options{Guard: &netguard.Guard{Resolver: netguardtest.Resolver}, Timeout: 2 * time.Second})
+	for _, u := range netguardtest.RefusedURLs {
 		p := get(t, f, u)
 		if p.Error == nil {
 			t.Errorf("%q fetched", u)

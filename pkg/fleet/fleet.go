@@ -36,6 +36,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -368,8 +369,8 @@ func (p *process) fetchWorker() (*search.FetchWorker, error) {
 // fetchGuard is the SSRF guard of everything the fleet fetches for a client (web_fetch
 // pages, files given by URL): public addresses only, unless FLEET_FETCH_ALLOW admits
 // private ranges (tests allow loopback).
-func (p *process) fetchGuard() (*webhook.Guard, error) {
-	g := &webhook.Guard{}
+func (p *process) fetchGuard() (*netguard.Guard, error) {
+	g := &netguard.Guard{}
 	for _, c := range p.env.FetchAllow {
 		pre, err := netip.ParsePrefix(c)
 		if err != nil {

@@ -3,7 +3,6 @@ package jobs
 import (
 	"encoding/json"
 
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -39,16 +38,18 @@ type ErrorBody struct {
 	Code    *string `json:"code"`
 }
 
-// ViewOf renders a job record for clients.
-func ViewOf(j *state.Job) View {
+// ViewOf renders a job record for clients. answer turns the stored answer into the
+// form a client reads (the ingress and the webhook deliveries give the Chat
+// completion's renderer); when it fails, the stored answer is shown as it is.
+func ViewOf(j *state.Job, answer func(stored json.RawMessage) (json.RawMessage, error)) View {
 	v := View{ID: j.ID, Object: "job", Kind: j.Kind, Status: j.Status, Model: j.Model, CreatedAt: j.Created.Unix(), UpdatedAt: j.Updated.Unix(),
 		Response: j.Response, Usage: j.Usage, Trace: j.Trace, WebhookStatus: j.WebhookStatus, Batch: j.Batch, ReplayOf: j.ReplayOf}
 	if !j.Finished.IsZero() {
 		t := j.Finished.Unix()
 		v.FinishedAt = &t
 	}
-	if r, err := wire.ChatAnswerJSON(j.Response); err == nil {
-		v.Response = r // the chat.completion a Chat client reads
+	if r, err := answer(j.Response); err == nil {
+		v.Response = r
 	}
 	if v.Response == nil {
 		v.Response = json.RawMessage("null")

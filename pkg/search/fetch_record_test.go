@@ -12,9 +12,9 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
+	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
-	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
 // A fetched page is recorded under its URL's content address, whole (the result and
@@ -37,7 +37,7 @@ func TestFetchWorkerRecordsPagesNotFailures(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	w := &search.FetchWorker{Bus: r.bus, Store: r.store, LeaseTTL: 3 * time.Second, Log: slog.New(slog.DiscardHandler), ID: "w1",
-		Fetcher: fetch.New(fetch.Options{Guard: &webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})}
+		Fetcher: fetch.New(fetch.Options{Guard: &netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})}
 	ctx := context.Background()
 	if err := r.store.CreateJob(ctx, &state.Job{ID: "j-rec", Kind: "chat", Model: "m"}); err != nil {
 		t.Fatal(err)

@@ -14,9 +14,9 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
-	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
 // A fetch is made once however often its message is delivered: the first delivery
@@ -35,7 +35,7 @@ func TestFetchWorkerFetchesOnceAndPublishesThePage(t *testing.T) {
 	t.Cleanup(page.Close)
 	m := metrics.New()
 	w := &search.FetchWorker{Bus: r.bus, Store: r.store, LeaseTTL: 3 * time.Second, Metrics: m, Log: slog.New(slog.DiscardHandler), ID: "w1",
-		Fetcher: fetch.New(fetch.Options{Guard: &webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})}
+		Fetcher: fetch.New(fetch.Options{Guard: &netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})}
 	ctx := context.Background()
 	if err := r.store.CreateJob(ctx, &state.Job{ID: "j-fetch", Kind: "chat", Model: "m"}); err != nil {
 		t.Fatal(err)

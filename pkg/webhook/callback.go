@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/netguard"
 )
 
 // Callback is a job's (or batch's) callback as the client gives it and as it is
@@ -26,10 +27,6 @@ var knownEvents = []string{"completed", "failed", "cancelled", "expired"}
 
 // defaultEvents are the events of a callback that names none: every way a job ends.
 var defaultEvents = []string{"completed", "failed", "cancelled"}
-
-// maxURLLen bounds a callback URL: longer ones are not receivers, and the URL travels
-// with every delivery message.
-const maxURLLen = 2048
 
 // Wants reports whether the callback asks for event (a status such as "completed").
 func (c Callback) Wants(event string) bool { return slices.Contains(c.Events, event) }
@@ -59,14 +56,14 @@ func parseCallback(raw json.RawMessage) (Callback, error) {
 	if c.URL == "" {
 		return Callback{}, fmt.Errorf("callback.url is required")
 	}
-	u, err := checkShape(c.URL)
+	u, err := netguard.CheckShape(c.URL)
 	if err != nil {
 		return Callback{}, err
 	}
 	if u.User != nil {
 		// The job record keeps the callback: credentials in it would be stored and
 		// shown in clear. Deliveries are signed (webhook-signature) instead.
-		return Callback{}, fmt.Errorf("%w: the callback url must not carry credentials (user:password@); verify the webhook-signature header instead", ErrRefused)
+		return Callback{}, fmt.Errorf("%w: the callback url must not carry credentials (user:password@); verify the webhook-signature header instead", netguard.ErrRefused)
 	}
 	if len(c.Events) == 0 {
 		c.Events = slices.Clone(defaultEvents)
@@ -82,45 +79,6 @@ func parseCallback(raw json.RawMessage) (Callback, error) {
 	}
 	c.Events = events
 	return c, nil
-}
-
-// checkShape checks what can be checked of a callback URL without resolving it: it
-// parses, is http or https, has a host and a valid port, and is not too long.
-// Errors name the host at most, never credentials or the query.
-func checkShape(raw string) (*url.URL, error) {
-	if len(raw) > maxURLLen {
-		return nil, fmt.Errorf("%w: the callback url is longer than %d bytes", ErrRefused, maxURLLen)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: the callback url does not parse", ErrRefused)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%w: the callback url must be http or https, not %q", ErrRefused, u.Scheme)
-	}
-	host := u.Hostname()
-	if u.Opaque != "" || host == "" {
-		return nil, fmt.Errorf("%w: the callback url has no host", ErrRefused)
-	}
-
-	if p := u.Port(); p != "" && !validPort(p) {
-		return nil, fmt.Errorf("%w: host %s: %q is not a port", ErrRefused, host, p)
-	}
-	return u, nil
-}
-
-func validPort(p string) bool {
-	n := 0
-	for _, c := range p {
-		if c < '0' || c > '9' {
-			return false
-		}
-		n = n*10 + int(c-'0')
-		if n > 65535 {
-			return false
-		}
-	}
-	return n >= 1
 }
 
 // hostOf returns the host of a URL for messages ("?" if it has none).

@@ -3,7 +3,7 @@
 // enqueued, signed on every attempt with webhook-id (the same on every attempt),
 // webhook-timestamp and webhook-signature (v1, HMAC-SHA256), and retried durably on
 // the WEBHOOKS stream on the configured schedule. Callback URLs are kept away from the
-// fleet's own network (ssrf.go): checked when registered, and checked again on every
+// fleet's own network (pkg/netguard): checked when registered, and checked again on every
 // connection, which goes to the address that was checked.
 //
 // A job's webhook status (its record's "webhook" field) moves from "pending" to
@@ -29,6 +29,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -51,7 +52,7 @@ type Config struct {
 	SecretOverlapUntil map[string]time.Time
 	// Resolver resolves callback hosts, at registration and at every connection; nil
 	// means the system resolver. Tests map names to chosen addresses with it.
-	Resolver Resolver
+	Resolver netguard.Resolver
 	// Pool is how many deliveries one consumer makes at once (default 64); the
 	// WEBHOOKS consumer's concurrency.
 	Pool int
@@ -105,7 +106,7 @@ type Service struct {
 	Metrics *metrics.Metrics
 
 	once   sync.Once
-	guard  *Guard
+	guard  *netguard.Guard
 	client *http.Client
 	fair   *fairness
 }
@@ -116,8 +117,8 @@ var errNoSecret = errors.New("no signing secret: neither the tenant's nor one ma
 
 func (s *Service) init() {
 	s.once.Do(func() {
-		s.guard = &Guard{Allow: s.Config.Allow, Resolver: s.Config.Resolver}
-		s.client = NewClient(s.guard)
+		s.guard = &netguard.Guard{Allow: s.Config.Allow, Resolver: s.Config.Resolver}
+		s.client = netguard.NewClient(s.guard)
 		s.fair = newFairness(s.Config.TenantInFlight, s.Config.HostInFlight)
 	})
 }
@@ -136,31 +137,11 @@ func (s *Service) count(outcome string) {
 }
 
 // CheckURL refuses a callback URL that is not http(s), has no host, or resolves to an
-// address that is not public and not allow-listed (see Guard).
+// address that is not public and not allow-listed (see netguard.Guard).
 func (s *Service) CheckURL(ctx context.Context, raw string) error {
 	s.init()
 	_, err := s.guard.CheckURL(ctx, raw)
 	return err
-}
-
-// NewClient returns the HTTP client deliveries use: every connection goes through
-// g's DialContext (resolved, checked, connected to the checked address), no proxy is
-// used (it would connect on the client's behalf, unchecked), and redirects are not
-// followed (a 3xx is the answer, and a failure).
-func NewClient(g *Guard) *http.Client {
-	t := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           g.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}
 }
 
 // ParseCallback validates a callback and makes its signing secret: ValidateCallback,
@@ -296,7 +277,7 @@ func (s *Service) Enqueue(ctx context.Context, d bus.WebhookDelivery) error {
 	case !json.Valid(d.Payload):
 		return fmt.Errorf("webhook %s: the payload is not JSON", d.ID)
 	}
-	if _, err := checkShape(d.URL); err != nil {
+	if _, err := netguard.CheckShape(d.URL); err != nil {
 		return fmt.Errorf("webhook %s: %w", d.ID, err)
 	}
 	if d.Created.IsZero() {
@@ -481,7 +462,7 @@ func (s *Service) post(ctx context.Context, m bus.WebhookDelivery, secret string
 	host := hostOf(m.URL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL, bytes.NewReader(m.Payload))
 	if err != nil {
-		return 0, fmt.Errorf("%w: the callback url for host %s does not make a request", ErrRefused, host)
+		return 0, fmt.Errorf("%w: the callback url for host %s does not make a request", netguard.ErrRefused, host)
 	}
 	if err := SetHeaders(req.Header, secret, m.ID, time.Now(), m.Payload); err != nil {
 		return 0, err

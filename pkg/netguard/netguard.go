@@ -1,10 +1,16 @@
-package webhook
+// Package netguard keeps the fleet's outbound HTTP away from its own network (SSRF):
+// a Guard refuses URLs and addresses that are private, loopback, link-local,
+// multicast or otherwise non-public unless allow-listed, and checks again on every
+// connection. Webhook deliveries (pkg/webhook) and web_fetch (pkg/fetch) both dial
+// through it.
+package netguard
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -60,11 +66,73 @@ var blocked = []netip.Prefix{
 	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
 }
 
+// maxURLLen bounds a callback URL: longer ones are not receivers, and the URL travels
+// with every delivery message.
+const maxURLLen = 2048
+
+// CheckShape checks what can be checked of a callback URL without resolving it: it
+// parses, is http or https, has a host and a valid port, and is not too long.
+// Errors name the host at most, never credentials or the query.
+func CheckShape(raw string) (*url.URL, error) {
+	if len(raw) > maxURLLen {
+		return nil, fmt.Errorf("%w: the callback url is longer than %d bytes", ErrRefused, maxURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the callback url does not parse", ErrRefused)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%w: the callback url must be http or https, not %q", ErrRefused, u.Scheme)
+	}
+	host := u.Hostname()
+	if u.Opaque != "" || host == "" {
+		return nil, fmt.Errorf("%w: the callback url has no host", ErrRefused)
+	}
+	if p := u.Port(); p != "" && !validPort(p) {
+		return nil, fmt.Errorf("%w: host %s: %q is not a port", ErrRefused, host, p)
+	}
+	return u, nil
+}
+
+func validPort(p string) bool {
+	n := 0
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int(c-'0')
+		if n > 65535 {
+			return false
+		}
+	}
+	return n >= 1
+}
+
+// NewClient returns an HTTP client whose every connection goes through g's
+// DialContext (resolved, checked, connected to the checked address), that uses no
+// proxy (it would connect on the client's behalf, unchecked) and follows no redirects
+// (a 3xx is the answer; a caller that follows them checks each location itself).
+func NewClient(g *Guard) *http.Client {
+	t := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           g.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
 // CheckURL parses a callback URL and refuses it unless it is http or https with a
 // host whose every address is public or allow-listed. Errors name the host, never
 // credentials or the query of the URL.
 func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
-	u, err := checkShape(raw)
+	u, err := CheckShape(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
-// Package webhooktest holds what the tests of every user of the webhook SSRF guard
-// share: the forms of non-public addresses the guard must refuse, and a resolver that
-// maps test names to chosen addresses.
-package webhooktest
+// Package netguardtest holds what the tests of every user of the SSRF guard share:
+// the forms of non-public addresses the guard must refuse, and a resolver that maps
+// test names to chosen addresses.
+package netguardtest
 
 import (
 	"context"
