@@ -163,7 +163,7 @@ func TestSyncAnswerWithAndWithoutTheHandoff(t *testing.T) {
 	r := newHandoffRig(t)
 	hs := httptest.NewServer(r.s.Handler())
 	t.Cleanup(hs.Close)
-	queued, err := r.b.NC.SubscribeSync(r.b.Subject(bus.SubjectEventsAll))
+	queued, err := r.b.SubscribeSync(bus.SubjectEventsAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestSyncAnswerWithAndWithoutTheHandoff(t *testing.T) {
 	}
 	// An answer larger than the connection may publish is not handed over: the
 	// ingress reads it.
-	big := strings.Repeat("long ", int(r.b.NC.MaxPayload())/5+1)
+	big := strings.Repeat("long ", int(r.b.RawConn().MaxPayload())/5+1)
 	a, n := ask("/v1/chat/completions", `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`, r.handing, big)
 	if n < 1 || !strings.Contains(a, big) {
 		t.Errorf("an oversized answer: %d job reads, %d bytes answered", n, len(a))

@@ -221,7 +221,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	var deltas chan *nats.Msg
 	if v := r.URL.Query().Get("deltas"); v == "1" || v == "true" {
 		deltas = make(chan *nats.Msg, 4096)
-		sub, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectStream(job.ID)), deltas)
+		sub, err := s.Bus.ChanSubscribe(bus.SubjectStream(job.ID), deltas)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The event stream is unavailable.")
 			return
@@ -344,10 +344,9 @@ const eventsInactive = 10 * time.Second
 // consumer, and deleted if the stream gives up. Before, 500 streams opened at once on
 // a loaded machine answered a few with 503 and left their consumers behind.
 func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.MessagesContext, func(), error) {
-	stream := s.Bus.Name(bus.StreamEvents)
 	prefix := nuid.Next()
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{s.Bus.Subject(bus.SubjectJobEvents(jobID))},
+		FilterSubjects:    []string{bus.SubjectJobEvents(jobID)},
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: eventsInactive,
 		NamePrefix:        prefix,
@@ -366,7 +365,7 @@ func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.Mess
 		defer release()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsCallTimeout)
 		defer cancel()
-		if err := s.Bus.JS.DeleteConsumer(dctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if err := s.Bus.DeleteConsumer(dctx, bus.StreamEvents, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			s.Log.Warn("api: deleting an events consumer (it expires on its own)", "consumer", name, "err", err)
 		}
 	}
@@ -379,7 +378,7 @@ func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.Mess
 				return backoff.Permanent(err)
 			}
 			actx, cancel := context.WithTimeout(ctx, eventsCallTimeout)
-			cons, err = s.Bus.JS.OrderedConsumer(actx, stream, cfg)
+			cons, err = s.Bus.OrderedConsumer(actx, bus.StreamEvents, cfg)
 			cancel()
 			release()
 			if err != nil {

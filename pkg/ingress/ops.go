@@ -51,9 +51,9 @@ func readiness(w http.ResponseWriter, r *http.Request, b *bus.Bus, store *state.
 	defer cancel()
 	checks := map[string]string{"nats": "ok", "redis": "ok"}
 	ready := true
-	if !b.NC.IsConnected() {
+	if up, status := b.Connected(); !up {
 		checks["nats"], ready = "unreachable", false
-		log.Warn("readyz: nats not connected", "status", b.NC.Status().String())
+		log.Warn("readyz: nats not connected", "status", status)
 	}
 	if err := store.Ping(ctx); err != nil {
 		checks["redis"], ready = "unreachable", false

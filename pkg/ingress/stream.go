@@ -185,7 +185,7 @@ func (s *Server) watchLive(jobID string) (*waiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	live, err := s.Bus.NC.ChanSubscribe(s.Bus.Subject(bus.SubjectStream(jobID)), wt.ch)
+	live, err := s.Bus.ChanSubscribe(bus.SubjectStream(jobID), wt.ch)
 	if err != nil {
 		wt.stop()
 		return nil, err

@@ -54,7 +54,7 @@ func (ws *waiters) add(b *bus.Bus, jobID string, wt *waiter) (remove func(), ing
 		ws.subscribeEnded(b)
 		// deliver takes mu too: it runs on the subscription's goroutine, never before
 		// Subscribe returns.
-		sub, err := b.NC.Subscribe(b.Subject(bus.SubjectEventsAll), func(m *nats.Msg) { ws.deliver(b, m) })
+		sub, err := b.Subscribe(bus.SubjectEventsAll, func(m *nats.Msg) { ws.deliver(b, m) })
 		if err != nil {
 			return nil, "", err
 		}
@@ -72,7 +72,7 @@ func (ws *waiters) subscribeEnded(b *bus.Bus) {
 	}
 	ws.token, ws.ended = "", nil
 	token := state.NewID("")
-	sub, err := b.NC.SubscribeSync(b.Subject(bus.SubjectEndedTo(token)))
+	sub, err := b.SubscribeSync(bus.SubjectEndedTo(token))
 	if err != nil {
 		return
 	}

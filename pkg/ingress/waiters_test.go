@@ -21,7 +21,7 @@ func TestWaitersGetTheirOwnJobsEvents(t *testing.T) {
 	s := &Server{Bus: b}
 	const jobs = 200
 	progress := []bus.EventType{bus.EventQueued, bus.EventModelCall, bus.EventSearchRequested}
-	subs := b.NC.NumSubscriptions()
+	subs := b.RawConn().NumSubscriptions()
 
 	all := make([]*waiter, jobs+2) // one per job, a second of job 0, one of a silent job
 	var wg sync.WaitGroup
@@ -46,7 +46,7 @@ func TestWaitersGetTheirOwnJobsEvents(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if n := b.NC.NumSubscriptions() - subs; n != 2 {
+	if n := b.RawConn().NumSubscriptions() - subs; n != 2 {
 		t.Errorf("%d waiters hold %d subscriptions, want 2 (events, ended jobs)", len(all), n)
 	}
 	if n := s.events.registered(); n != jobs+1 {
