@@ -21,9 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/searchfleet/searchfleet/internal/console"
 	"github.com/searchfleet/searchfleet/internal/h2async"
-	"github.com/searchfleet/searchfleet/internal/mcp"
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
@@ -31,6 +29,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/ingress"
+	"github.com/searchfleet/searchfleet/pkg/ingress/console"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -395,30 +394,30 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		p.log.Warn("no tenants configured: the API accepts requests without an API key")
 	}
 	env := p.env
-	s := &ingress.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
-		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
-		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
-		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
-		Limits:  p.batches.Limits,
-		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
-		ChatBillableParams: env.ChatBillableParams}
 	// Files given by URL are read through the web_fetch guard, each capped at a
 	// request body's size (the bound of a file given to a model) and FLEET_FETCH_TIMEOUT.
 	g, err := p.fetchGuard()
 	if err != nil {
 		return nil, err
 	}
-	s.FileURLs = fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"})
-	s.Console = console.Handler() // the web console at /console/
-	// /mcp: the MCP tools call this API in process, with the caller's key.
-	s.MCP = mcp.New(mcp.Options{API: s.Handler(), Tools: p.tools, Models: s.Models, MaxBody: env.MaxBodyBytes, Log: p.log.With("role", "mcp")})
+	s := ingress.New(ingress.Options{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
+		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
+		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
+		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
+		Limits:  p.batches.Limits,
+		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
+		ChatBillableParams: env.ChatBillableParams,
+		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
+		Console:            true, // the web console at /console/
+		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
+	})
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, p.hooks.Config.PoolSize()); err != nil {
 		return nil, err
 	}
 	// The archive runs after the spend per model is counted (it reads the job's spend
 	// ledger, which the archive moves) and before the other hooks, so the storage
 	// quota's sees where the job's bytes now live.
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), ingress.ModelSpend{Store: p.store}, archiver{p.store}, p.hooks, p.batches, s)
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store}, archiver{p.store}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func batchAPI(t *testing.T) http.Handler {
 	store := state.New(rdb, prefix, time.Hour)
 	log := slog.New(slog.DiscardHandler)
 	batches := &batch.Service{Bus: b, Store: store, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: log}
-	s := &ingress.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Batches: batches}
+	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Batches: batches})
 	return s.Handler()
 }
 

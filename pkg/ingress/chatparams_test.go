@@ -28,8 +28,8 @@ func paramsAPI(t *testing.T, billable ...string) http.Handler {
 	b, _ := bustest.New(t)
 	rdb, prefix := testenv.Redis(t)
 	store := state.New(rdb, prefix, time.Hour)
-	s := &ingress.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
-		Log: slog.New(slog.DiscardHandler), ChatBillableParams: billable}
+	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
+		Log: slog.New(slog.DiscardHandler), ChatBillableParams: billable})
 	return s.Handler()
 }
 

@@ -89,7 +89,7 @@ func authenticated(r *http.Request) {
 // authenticated (connGate). Its Shutdown closes the Responses WebSockets.
 func (s *Server) HTTPServer(headerTimeout, idleTimeout time.Duration) *http.Server {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout}
-	srv.RegisterOnShutdown(s.CloseSockets) // Shutdown does not wait for hijacked connections
+	srv.RegisterOnShutdown(s.sockets.Close) // Shutdown does not wait for hijacked connections
 	if s.MaxUnauthenticatedConns > 0 {
 		g := &connGate{max: int64(s.MaxUnauthenticatedConns)}
 		srv.ConnContext, srv.ConnState = g.connContext, g.connState

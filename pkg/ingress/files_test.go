@@ -24,11 +24,11 @@ func TestFilesCheckedAtSubmission(t *testing.T) {
 	t.Parallel()
 	b, _ := bustest.New(t)
 	rdb, prefix := testenv.Redis(t)
-	s := &ingress.Server{Bus: b, Store: state.New(rdb, prefix, time.Hour), Models: []string{"chat-m", "kimi-m"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
+	s := ingress.New(ingress.Options{Bus: b, Store: state.New(rdb, prefix, time.Hour), Models: []string{"chat-m", "kimi-m"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
 		Log: slog.New(slog.DiscardHandler), Targets: map[string]ingress.ModelTarget{
 			"chat-m": {Protocol: wire.OpenAIChat, Model: "up", API: wire.ChatModel},
 			"kimi-m": {Protocol: wire.OpenAIChat, Model: "up", API: wire.KimiModel},
-		}}
+		}})
 	h := s.Handler()
 	zip := base64.StdEncoding.EncodeToString([]byte("PK\x03\x04\x00\x00binary"))
 	pdf := base64.StdEncoding.EncodeToString([]byte("%PDF-1.4\n1 0 obj\n<< >>\nendobj\n%%EOF"))

@@ -67,8 +67,8 @@ func newHandoffRig(t *testing.T) *handoffRig {
 	r := &reads{}
 	ingressRDB.AddHook(r)
 	store := state.New(rdb, prefix, time.Hour)
-	s := &Server{Bus: b, Store: state.New(ingressRDB, prefix, time.Hour), Models: []string{"m1"}, MaxBody: 4 << 20,
-		Log: slog.New(slog.DiscardHandler), JobTimeout: time.Minute, SyncWait: 30 * time.Second}
+	s := New(Options{Bus: b, Store: state.New(ingressRDB, prefix, time.Hour), Models: []string{"m1"}, MaxBody: 4 << 20,
+		Log: slog.New(slog.DiscardHandler), JobTimeout: time.Minute, SyncWait: 30 * time.Second})
 	return &handoffRig{s: s, b: b, store: store, reads: r,
 		handing: jobs.NewEnder(store, b, nil, nil), none: jobs.NewEnder(store, noHandoff{b}, nil, nil)}
 }

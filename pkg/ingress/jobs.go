@@ -96,7 +96,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		job.FreshID = false
 		sum := sha256.Sum256(body)
 		hash := hex.EncodeToString(sum[:16])
-		won, existing, existingHash, err := s.Store.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Retention)
+		won, existing, existingHash, err := s.Store.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.RecordRetention())
 		if err != nil {
 			s.logFailure(r.Context(), "api: claiming an Idempotency-Key", "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the Idempotency-Key; try again.")
@@ -419,7 +419,6 @@ const (
 // eventsCall waits for a turn to make a JetStream API call for an event stream; the
 // caller releases it when the call returns.
 func (s *Server) eventsCall(ctx context.Context) (release func(), err error) {
-	s.eventsGateOnce.Do(func() { s.eventsGate = make(chan struct{}, eventsCallsAtOnce) })
 	select {
 	case s.eventsGate <- struct{}{}:
 		return func() { <-s.eventsGate }, nil

@@ -86,8 +86,8 @@ func newLimited(t *testing.T, def config.Limits, a config.Limits) *limited {
 	}
 	m := metrics.New()
 	ender := jobs.NewEnder(store, b, nil, log)
-	s := &ingress.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute, SyncWait: time.Minute,
-		Log: log, Tenants: keys, Limits: config.NewTenantLimits(def, tenants), Metrics: m, Ender: ender}
+	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute, SyncWait: time.Minute,
+		Log: log, Tenants: keys, Limits: config.NewTenantLimits(def, tenants), Metrics: m, Ender: ender})
 	fin := jobs.NewFinisher(store, ender, nil, log, s)
 	w, err := bus.Consume(t.Context(), b, bus.FinisherConsumer(bus.TimingFor(bus.ConsumerFinisher)), fin.Handle, bus.ConsumeOptions{})
 	if err != nil {
@@ -297,8 +297,8 @@ func TestOpenAPIIsOneTenant(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	store := state.New(rdb, prefix, time.Hour)
 	m := metrics.New()
-	s := &ingress.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: slog.New(slog.DiscardHandler), Metrics: m,
-		Limits: config.NewTenantLimits(config.Limits{RequestsPerSecond: 0.001, Burst: 2}, nil)}
+	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: slog.New(slog.DiscardHandler), Metrics: m,
+		Limits: config.NewTenantLimits(config.Limits{RequestsPerSecond: 0.001, Burst: 2}, nil)})
 	h := s.Handler()
 	codes := map[int]int{}
 	for range 4 {

@@ -4,7 +4,7 @@ import (
 	"net/http"
 )
 
-// mcpRoute serves s.MCP (the Model Context Protocol endpoint, internal/mcp) to
+// mcpRoute serves the Model Context Protocol endpoint (pkg/ingress/mcp) to
 // callers whose API key is a tenant's, as every other route does; a missing or unknown
 // key is 401 with a JSON-RPC error body, which MCP clients show as it is. The request
 // rate is not taken here: each tool call is an API request made in process with the
@@ -24,6 +24,6 @@ func (s *Server) mcpRoute() http.Handler {
 			}
 		}
 		authenticated(r)
-		s.MCP.ServeHTTP(w, r)
+		s.mcp.ServeHTTP(w, r)
 	})
 }

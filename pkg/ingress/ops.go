@@ -10,7 +10,6 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
-	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // Ops is the internal listener every role process serves on FLEET_METRICS_ADDR, for
@@ -24,8 +23,11 @@ import (
 //
 // The checks are stable words; why a dependency failed goes to the log.
 type Ops struct {
-	Bus     *bus.Bus
-	Store   *state.Store
+	Bus *bus.Bus
+	// Store is the fleet's state, pinged by /readyz (*state.Store implements it).
+	Store interface {
+		Ping(ctx context.Context) error
+	}
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 }
@@ -45,8 +47,15 @@ func (o *Ops) Handler() http.Handler {
 	return mux
 }
 
+// pinger is a store /readyz pings.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // readiness answers /readyz: whether NATS and Redis answer, in stable words.
-func readiness(w http.ResponseWriter, r *http.Request, b *bus.Bus, store *state.Store, log *slog.Logger) {
+func readiness(w http.ResponseWriter, r *http.Request, b *bus.Bus, store interface {
+	Ping(ctx context.Context) error
+}, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	checks := map[string]string{"nats": "ok", "redis": "ok"}

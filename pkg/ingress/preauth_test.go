@@ -38,9 +38,9 @@ func guardedAPI(t *testing.T, maxUnauth int) *httptest.Server {
 		t.Fatal(err)
 	}
 	batches := &batch.Service{Bus: b, Store: store, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: log}
-	s := &ingress.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Tenants: keys, Batches: batches,
+	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Tenants: keys, Batches: batches,
 		JobTimeout: time.Minute, SyncWait: time.Minute, BodyTimeout: 300 * time.Millisecond, UploadTimeout: time.Hour,
-		MaxUnauthenticatedConns: maxUnauth}
+		MaxUnauthenticatedConns: maxUnauth})
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = s.HTTPServer(10*time.Second, 0)
 	ts.Start()

@@ -34,7 +34,7 @@ func (s *Server) recordExpiry(job *state.Job) time.Time {
 	if from.IsZero() {
 		from = time.Now()
 	}
-	return from.Add(s.Store.Retention)
+	return from.Add(s.Store.RecordRetention())
 }
 
 // chargeStorage charges a new job's request and allowance to its tenant's storage

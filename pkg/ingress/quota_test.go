@@ -45,8 +45,8 @@ func newQuotaFleet(t *testing.T, retention time.Duration) *quotaFleet {
 	}
 	m := metrics.New()
 	def := config.Limits{StorageBytes: 256 << 20, QueuedJobs: 1000}
-	s := &ingress.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 8 << 20, Log: slog.New(slog.DiscardHandler), Tenants: keys,
-		Limits: config.NewTenantLimits(def, tenants), Metrics: m, JobTimeout: time.Minute, SyncWait: time.Second}
+	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 8 << 20, Log: slog.New(slog.DiscardHandler), Tenants: keys,
+		Limits: config.NewTenantLimits(def, tenants), Metrics: m, JobTimeout: time.Minute, SyncWait: time.Second})
 	return &quotaFleet{storage: storage{h: s.Handler()}, s: s, store: store, rdb: rdb, prefix: prefix, m: m}
 }
 

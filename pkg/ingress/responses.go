@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/ingress/responsesws"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -23,25 +24,6 @@ import (
 // request before the codec reads it, within the caller's tenant only. A response
 // created with store: false is not stored, and naming it is an error like naming one
 // that never existed.
-
-// A turn of a Responses WebSocket (responses_ws.go) carries a socketTurn in its
-// context: previous_response_id is looked up among the socket's own recent responses
-// first (store: false ones are found only there), and the turn's complete input is
-// handed back for the socket to remember with its answer.
-type socketTurn struct {
-	// conversation is the conversation a response of the socket continues (nil: not
-	// one of the socket's).
-	conversation func(id string) []json.RawMessage
-	// input is set to the turn's complete input once it is resolved.
-	input json.RawMessage
-}
-
-type socketTurnKey struct{}
-
-func socketTurnOf(ctx context.Context) *socketTurn {
-	t, _ := ctx.Value(socketTurnKey{}).(*socketTurn)
-	return t
-}
 
 // responsesRequest is a Responses request body with what the fleet stored resolved
 // into it.
@@ -86,8 +68,8 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 			return nil, wire.Invalid("previous_response_id", "'previous_response_id' must be a response id")
 		}
 		var e *wire.Error
-		if t := socketTurnOf(ctx); t != nil && t.conversation != nil {
-			prior = t.conversation(id)
+		if t := responsesws.TurnOf(ctx); t != nil {
+			prior = t.Conversation(id) // a response of this socket's (pkg/ingress/responsesws)
 		}
 		if prior == nil {
 			if prior, e = s.storedConversation(ctx, tenant, id); e != nil {
@@ -123,8 +105,8 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		resolved = append(resolved, it)
 	}
 	rr.input, _ = json.Marshal(resolved)
-	if t := socketTurnOf(ctx); t != nil {
-		t.input = rr.input
+	if t := responsesws.TurnOf(ctx); t != nil {
+		t.SetInput(rr.input)
 	}
 	if len(resolved) > 0 {
 		top["input"] = rr.input

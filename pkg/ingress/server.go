@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,6 +23,9 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
+	"github.com/searchfleet/searchfleet/pkg/ingress/console"
+	"github.com/searchfleet/searchfleet/pkg/ingress/mcp"
+	"github.com/searchfleet/searchfleet/pkg/ingress/responsesws"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -32,10 +34,10 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
-// Server is the ingress.
-type Server struct {
+// Options configure the ingress (New).
+type Options struct {
 	Bus   *bus.Bus
-	Store *state.Store
+	Store Store
 	// Models are the client model names the fleet serves.
 	Models []string
 	// Targets are the protocol and provider model serving each client model name: a
@@ -77,25 +79,34 @@ type Server struct {
 	// ChatBillableParams are the billable Chat parameters clients may send
 	// (wire.BillableChatParams; none: each is refused with 400).
 	ChatBillableParams []string
-	pace               paces // the tenants' job durations, for Retry-After (retryafter.go)
 
 	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
 	// 429 for new jobs (nil: no budgets).
 	Budgets *state.Budgets
-	// MCP serves the Model Context Protocol at /mcp to authenticated callers (nil: not
-	// served); see mcp.go.
-	MCP http.Handler
-	// Console serves the web console's pages under /console/ (nil: not served).
-	Console http.Handler
+	// MCP serves the Model Context Protocol at /mcp to authenticated callers
+	// (pkg/ingress/mcp; see mcp.go).
+	MCP bool
+	// Console serves the web console's pages under /console/ (pkg/ingress/console).
+	Console bool
 
 	// MaxWebSockets bounds the Responses WebSockets this ingress holds open (0: 1024);
 	// WebSocketIdle closes a socket with no response running for that long (0: 10
 	// minutes), WebSocketMaxAge ends one open that long (0: 60 minutes). See
-	// responses_ws.go.
+	// pkg/ingress/responsesws.
 	MaxWebSockets   int
 	WebSocketIdle   time.Duration
 	WebSocketMaxAge time.Duration
-	sockets         socketSet
+}
+
+// Server is the ingress. It keeps the Options it was made with; they are not changed
+// afterwards.
+type Server struct {
+	Options
+
+	pace    paces // the tenants' job durations, for Retry-After (retryafter.go)
+	sockets *responsesws.Server
+	mcp     http.Handler
+	console *console.API
 
 	// events hands the jobs' events to the requests waiting for them (waiters.go).
 	events waiters
@@ -103,8 +114,25 @@ type Server struct {
 	// eventsGate bounds the JetStream API calls that event streams make at once
 	// (creating and deleting their consumers): a burst of streams queues here instead
 	// of timing out together on a loaded server (see followEvents).
-	eventsGateOnce sync.Once
-	eventsGate     chan struct{}
+	eventsGate chan struct{}
+}
+
+// New returns the ingress o describes.
+func New(o Options) *Server {
+	s := &Server{Options: o, eventsGate: make(chan struct{}, eventsCallsAtOnce)}
+	s.sockets = responsesws.New(responsesws.Options{Core: socketCore{s}, MaxSockets: o.MaxWebSockets,
+		Idle: o.WebSocketIdle, MaxAge: o.WebSocketMaxAge, MaxMessage: o.MaxBody})
+	co := console.Options{Core: consoleCore{s}, Store: o.Store, Tools: o.Tools, Metrics: o.Metrics, Log: o.Log, Pages: o.Console}
+	if o.Batches != nil {
+		co.Batches = o.Batches
+	}
+	s.console = console.New(co)
+	if o.MCP {
+		// The MCP tools call this API in process, with the caller's key; the API they
+		// call does not itself route /mcp.
+		s.mcp = mcp.New(mcp.Options{API: s.Handler(), Tools: o.Tools, Models: o.Models, MaxBody: o.MaxBody, Log: o.Log})
+	}
+	return s
 }
 
 // Handler returns the API's routes.
@@ -120,7 +148,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directSearch))))
 	mux.HandleFunc("POST /v1/fetch", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directFetch))))
 	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.budgeted(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))))
-	mux.HandleFunc("GET /v1/responses", s.authAs(wire.Responses, s.responsesSocket))
+	mux.Handle("GET /v1/responses", s.authAs(wire.Responses, s.sockets.ServeHTTP))
 	mux.HandleFunc("POST /v1/responses/compact", s.authAs(wire.Responses, jsonBody(wire.Responses, s.compactResponse)))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
 	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
@@ -136,10 +164,10 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
 	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
-	if s.MCP != nil {
+	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpRoute())
 	}
-	s.consoleRoutes(mux) // console_api.go: the console's pages and the read routes it uses
+	s.console.Routes(mux, s.auth) // the console's pages and the read routes it uses
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

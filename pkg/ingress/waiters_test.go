@@ -18,7 +18,7 @@ import (
 func TestWaitersGetTheirOwnJobsEvents(t *testing.T) {
 	t.Parallel()
 	b, _ := bustest.New(t)
-	s := &Server{Bus: b}
+	s := New(Options{Bus: b})
 	const jobs = 200
 	progress := []bus.EventType{bus.EventQueued, bus.EventModelCall, bus.EventSearchRequested}
 	subs := b.RawConn().NumSubscriptions()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 )
@@ -265,10 +264,6 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		}
 		t.Logf("screenshot: %s", p)
 	}
-}
-
-func ask(q string) map[string]any {
-	return map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": q}}}
 }
 
 func apiCall(t *testing.T, f *fleettest.Fleet, key, method, path string, body, out any) {

@@ -35,7 +35,7 @@ import (
 
 // Options configure the MCP endpoint.
 type Options struct {
-	// API is the ingress's HTTP API (api.Server.Handler); every tool call is a
+	// API is the ingress's HTTP API (ingress.Server.Handler); every tool call is a
 	// request to it. It must not itself route /mcp to this handler.
 	API http.Handler
 	// Tools is the fleet's web_search tool: web_search takes its parameters schema,

@@ -1,4 +1,4 @@
-package ingress_test
+package responsesws_test
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // socketServer is an ingress without chat workers (a response it starts never ends),
 // serving its routes on a real listener through HTTPServer, with tenants "a" (key ka,
 // one stream) and "b" (key kb, no stream limit).
-func socketServer(t *testing.T, tweak func(*ingress.Server)) (wsURL string, srv *http.Server) {
+func socketServer(t *testing.T, tweak func(*ingress.Options)) (wsURL string, srv *http.Server) {
 	t.Helper()
 	b, _ := bustest.New(t)
 	rdb, prefix := testenv.Redis(t)
@@ -34,11 +34,12 @@ func socketServer(t *testing.T, tweak func(*ingress.Server)) (wsURL string, srv 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &ingress.Server{Bus: b, Store: state.New(rdb, prefix, time.Hour), Models: []string{"m1"}, MaxBody: 4096, Log: slog.New(slog.DiscardHandler),
+	o := ingress.Options{Bus: b, Store: state.New(rdb, prefix, time.Hour), Models: []string{"m1"}, MaxBody: 4096, Log: slog.New(slog.DiscardHandler),
 		Tenants: keys, Limits: config.NewTenantLimits(config.Limits{}, tenants), JobTimeout: time.Minute, SyncWait: time.Minute}
 	if tweak != nil {
-		tweak(s)
+		tweak(&o)
 	}
+	s := ingress.New(o)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +171,7 @@ func TestSocketLimits(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval
 	}
-	url, _ = socketServer(t, func(s *ingress.Server) { s.MaxWebSockets = 3 })
+	url, _ = socketServer(t, func(o *ingress.Options) { o.MaxWebSockets = 3 })
 	for range 3 {
 		if _, _, err := dial(t, url, "kb"); err != nil {
 			t.Fatal(err)
@@ -214,7 +215,7 @@ func TestSocketOneResponseAtATime(t *testing.T) {
 // WebSocketMaxAge gets websocket_connection_limit_reached, then closes.
 func TestSocketIdleAndAge(t *testing.T) {
 	t.Parallel()
-	idleURL, _ := socketServer(t, func(s *ingress.Server) { s.WebSocketIdle = 100 * time.Millisecond })
+	idleURL, _ := socketServer(t, func(o *ingress.Options) { o.WebSocketIdle = 100 * time.Millisecond })
 	c, _, err := dial(t, idleURL, "kb")
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +226,7 @@ func TestSocketIdleAndAge(t *testing.T) {
 		t.Fatalf("an idle socket: %v", err)
 	}
 
-	agedURL, _ := socketServer(t, func(s *ingress.Server) { s.WebSocketMaxAge = 100 * time.Millisecond })
+	agedURL, _ := socketServer(t, func(o *ingress.Options) { o.WebSocketMaxAge = 100 * time.Millisecond })
 	c, _, err = dial(t, agedURL, "kb")
 	if err != nil {
 		t.Fatal(err)

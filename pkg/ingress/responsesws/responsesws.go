@@ -1,4 +1,28 @@
-package ingress
+// Package responsesws serves the Responses WebSocket mode (Open Responses, "WebSocket
+// Transport"): GET /v1/responses with a WebSocket upgrade opens a socket on which the
+// client sends {"type":"response.create", ...the POST /v1/responses body without
+// stream, stream_options and background} and receives the same events a streamed POST
+// sends, one response after another. Each turn runs exactly as a streamed POST does —
+// the ingress's own handler, limits, budget and storage, reached through Core — so the
+// two transports cannot drift apart.
+//
+// A socket remembers its most recent responses (socketCache): previous_response_id
+// finds them there first (the ingress asks the turn's Turn, TurnOf), which is how a
+// response created with store: false is continued on the socket that made it; it is
+// found nowhere else, so another socket gets previous_response_not_found. A
+// continuation that fails forgets the response it continued.
+//
+// Bounds: the key is checked before the upgrade (a refusal is an HTTP answer in the
+// Responses error shape); an ingress holds at most MaxSockets sockets and a tenant at
+// most its Streams limit across the fleet (Core.Admit: a lease per socket, apart from
+// the stream slot each running turn takes); a message may have MaxMessage bytes; one
+// response runs at a time (a response.create sent meanwhile gets an error event); a
+// socket with nothing running is closed after Idle, and one open for MaxAge (60
+// minutes by default, as the specification says) gets the
+// websocket_connection_limit_reached error once its running response ends, then is
+// closed. Close (the server's shutdown) closes every socket (1001). Every refusal on an
+// open socket is an error event; the socket stays open.
+package responsesws
 
 import (
 	"bytes"
@@ -18,40 +42,79 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Responses WebSocket mode (Open Responses, "WebSocket Transport"): GET /v1/responses
-// with a WebSocket upgrade opens a socket on which the client sends
-// {"type":"response.create", ...the POST /v1/responses body without stream,
-// stream_options and background} and receives the same events a streamed POST sends,
-// one response after another. Each turn runs exactly as a streamed POST does — the
-// same handler, limits, budget and storage — so the two transports cannot drift
-// apart.
-//
-// A socket remembers its most recent responses (socketCache): previous_response_id
-// finds them there first, which is how a response created with store: false is
-// continued on the socket that made it; it is found nowhere else, so another socket
-// gets previous_response_not_found. A continuation that fails forgets the response it
-// continued.
-//
-// Bounds: the key is checked before the upgrade (a refusal is an HTTP answer in the
-// Responses error shape); an ingress holds at most MaxWebSockets sockets and a tenant
-// at most its Streams limit across the fleet (a lease per socket, apart from the
-// stream slot each running turn takes); a message may have MaxBody bytes; one
-// response runs at a time (a response.create sent meanwhile gets an error event); a
-// socket with nothing running is closed after WebSocketIdle, and one open for
-// WebSocketMaxAge (60 minutes by default, as the specification says) gets the
-// websocket_connection_limit_reached error once its running response ends, then is
-// closed. Server shutdown closes every socket (1001). Every refusal on an open socket
-// is an error event; the socket stays open.
+// Core is what a socket takes from the ingress.
+type Core interface {
+	// Admit takes the tenant's slot for one more open socket (its Streams limit,
+	// across the fleet) and returns its release; false when it has answered r with
+	// the refusal.
+	Admit(w http.ResponseWriter, r *http.Request) (release func(), ok bool)
+	// Create serves one response.create as a streamed POST /v1/responses, with the
+	// tenant's rate, budget and limits. r's context carries the turn's Turn.
+	Create(w http.ResponseWriter, r *http.Request)
+}
 
-// Defaults of the socket bounds (Server fields left zero).
-const (
-	defaultMaxWebSockets   = 1024
-	defaultWebSocketIdle   = 10 * time.Minute
-	defaultWebSocketMaxAge = 60 * time.Minute
-)
+// Options configure the sockets.
+type Options struct {
+	Core Core
+	// MaxSockets bounds the sockets this ingress holds open (0: 1024); Idle closes a
+	// socket with no response running for that long (0: 10 minutes), MaxAge ends one
+	// open that long (0: 60 minutes).
+	MaxSockets int
+	Idle       time.Duration
+	MaxAge     time.Duration
+	// MaxMessage bounds a message, as MaxBody bounds a POST body (0: 4 MiB).
+	MaxMessage int64
+}
+
+// Server serves the Responses WebSockets of one ingress.
+type Server struct {
+	o       Options
+	sockets socketSet
+}
+
+// New returns the sockets' server; mount it at GET /v1/responses behind the API's
+// key check.
+func New(o Options) *Server {
+	if o.MaxSockets <= 0 {
+		o.MaxSockets = 1024
+	}
+	if o.Idle <= 0 {
+		o.Idle = 10 * time.Minute
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = 60 * time.Minute
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = 4 << 20
+	}
+	return &Server{o: o, sockets: socketSet{closing: make(chan struct{})}}
+}
+
+// Turn is what one response.create's request carries in its context: the ingress
+// looks previous_response_id up among the socket's own recent responses first
+// (Conversation; store: false ones are found only there) and hands the turn's
+// complete input back (SetInput) for the socket to remember with its answer.
+type Turn struct {
+	conversation func(id string) []json.RawMessage
+	input        json.RawMessage
+}
+
+type turnKey struct{}
+
+// TurnOf is the socket turn ctx belongs to; nil for a request that is not one.
+func TurnOf(ctx context.Context) *Turn {
+	t, _ := ctx.Value(turnKey{}).(*Turn)
+	return t
+}
+
+// Conversation is the conversation of the socket's response id (its input and
+// output items), nil if the socket does not remember it.
+func (t *Turn) Conversation(id string) []json.RawMessage { return t.conversation(id) }
+
+// SetInput records the turn's complete input once it is resolved.
+func (t *Turn) SetInput(input json.RawMessage) { t.input = input }
 
 // socketWriteTimeout is how long one message may take to reach a client: one that
 // stops reading is cut off then.
@@ -61,9 +124,6 @@ const socketWriteTimeout = 30 * time.Second
 // together are bounded by socketCacheBytes.
 const socketCacheEntries = 8
 
-// leaseSockets is the lease kind of a tenant's open sockets.
-const leaseSockets = "ws"
-
 // socketSet is the ingress's open sockets.
 type socketSet struct {
 	mu      sync.Mutex
@@ -71,17 +131,10 @@ type socketSet struct {
 	closing chan struct{} // closed when the server shuts down
 }
 
-func (ss *socketSet) init() {
-	if ss.closing == nil {
-		ss.closing = make(chan struct{})
-	}
-}
-
 // take counts a new socket unless max are open or the server is shutting down.
 func (ss *socketSet) take(max int) (<-chan struct{}, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.init()
 	select {
 	case <-ss.closing:
 		return nil, false
@@ -100,13 +153,12 @@ func (ss *socketSet) done() {
 	ss.mu.Unlock()
 }
 
-// CloseSockets closes every open Responses WebSocket and refuses new ones (the
-// ingress's http.Server runs it on Shutdown: HTTPServer). A response a socket was
-// running goes on as a job: a stored one can be fetched later.
-func (s *Server) CloseSockets() {
+// Close closes every open socket and refuses new ones (the ingress's http.Server runs
+// it on Shutdown). A response a socket was running goes on as a job: a stored one can
+// be fetched later.
+func (s *Server) Close() {
 	s.sockets.mu.Lock()
 	defer s.sockets.mu.Unlock()
-	s.sockets.init()
 	select {
 	case <-s.sockets.closing:
 	default:
@@ -134,10 +186,14 @@ func socketError(e *wire.Error) []byte {
 	return b
 }
 
-// responsesSocket is GET /v1/responses: it upgrades an authenticated request to a
+// ServeHTTP is GET /v1/responses: it upgrades an authenticated request to a
 // Responses WebSocket and serves it until either side closes it.
-func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
-	fail := func(e *wire.Error) { writeWireError(w, wire.Responses, e) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	fail := func(e *wire.Error) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(e.Status)
+		w.Write(wire.Responses.EncodeError(e))
+	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		w.Header().Set("Upgrade", "websocket")
 		fail(&wire.Error{Status: http.StatusUpgradeRequired, Type: "invalid_request_error", Code: "websocket_upgrade_required",
@@ -149,12 +205,7 @@ func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 			Message: "Cross-origin browser WebSockets are refused; connect from a server or a same-origin page."})
 		return
 	}
-	tenant := tenantOf(r)
-	most := s.MaxWebSockets
-	if most <= 0 {
-		most = defaultMaxWebSockets
-	}
-	closing, ok := s.sockets.take(most)
+	closing, ok := s.sockets.take(s.o.MaxSockets)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "overloaded",
@@ -162,20 +213,11 @@ func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.sockets.done()
-	if limit := s.Limits.Of(tenant).Streams; limit > 0 {
-		id := state.NewID("lease_")
-		took, err := s.Store.AcquireLease(r.Context(), leaseSockets, tenant, id, limit, leaseTTL)
-		if err != nil {
-			s.limitsUnavailable(w, r, wire.Responses, err)
-			return
-		}
-		if !took {
-			s.refuse(w, wire.Responses, tenant, "websockets", s.pace.slotFree(tenant, limit, s.JobTimeout),
-				fmt.Sprintf("Too many open WebSockets: at most %d at once; close one, or use POST /v1/responses.", limit))
-			return
-		}
-		defer s.keepLease(r.Context(), leaseSockets, tenant, id, limit)()
+	release, ok := s.o.Core.Admit(w, r)
+	if !ok {
+		return
 	}
+	defer release()
 	// The request's deadlines were for an HTTP answer; the socket has its own.
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
@@ -187,20 +229,11 @@ func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 	defer conn.CloseNow()
 	// A message over the limit is read to its end and refused (socket.read); one four
 	// times over closes the socket.
-	conn.SetReadLimit(4 * s.socketMessageLimit())
+	conn.SetReadLimit(4 * s.o.MaxMessage)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	sock := &socket{s: s, conn: conn, ctx: ctx, cache: newSocketCache(4 * s.socketMessageLimit())}
+	sock := &socket{s: s, conn: conn, ctx: ctx, cache: newSocketCache(4 * s.o.MaxMessage)}
 	sock.serve(closing)
-}
-
-// socketMessageLimit bounds a socket's messages: MaxBody, as a POST body (4 MiB when
-// MaxBody is not set).
-func (s *Server) socketMessageLimit() int64 {
-	if s.MaxBody > 0 {
-		return s.MaxBody
-	}
-	return 4 << 20
 }
 
 // sameOrigin reports whether a browser's WebSocket comes from the API's own origin
@@ -246,13 +279,7 @@ type turnEnd struct {
 // serve reads the client's messages and runs their turns, one at a time, until the
 // client leaves, the socket idles or ages out, or the server shuts down.
 func (k *socket) serve(closing <-chan struct{}) {
-	idleAfter, maxAge := k.s.WebSocketIdle, k.s.WebSocketMaxAge
-	if idleAfter <= 0 {
-		idleAfter = defaultWebSocketIdle
-	}
-	if maxAge <= 0 {
-		maxAge = defaultWebSocketMaxAge
-	}
+	idleAfter, maxAge := k.s.o.Idle, k.s.o.MaxAge
 	msgs := make(chan inbound)
 	go k.read(msgs)
 	ends := make(chan turnEnd, 1)
@@ -335,7 +362,7 @@ func (k *socket) read(msgs chan<- inbound) {
 			}
 			return
 		}
-		limit := k.s.socketMessageLimit()
+		limit := k.s.o.MaxMessage
 		data, err := io.ReadAll(io.LimitReader(rd, limit+1))
 		m := inbound{data: data, binary: typ == websocket.MessageBinary}
 		if err == nil && int64(len(data)) > limit {
@@ -372,7 +399,7 @@ var transportParams = []string{"stream", "stream_options", "background"}
 func (k *socket) createBody(m inbound) ([]byte, string, *wire.Error) {
 	if m.tooBig {
 		return nil, "", &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-			Message: fmt.Sprintf("The message exceeds the limit of %d bytes.", k.s.socketMessageLimit())}
+			Message: fmt.Sprintf("The message exceeds the limit of %d bytes.", k.s.o.MaxMessage)}
 	}
 	var top map[string]json.RawMessage
 	if m.binary || json.Unmarshal(m.data, &top) != nil || top == nil {
@@ -404,8 +431,8 @@ func (k *socket) createBody(m inbound) ([]byte, string, *wire.Error) {
 // through socketWriter) and relays its events.
 func (k *socket) turn(ctx context.Context, body []byte, previous string) turnEnd {
 	end := turnEnd{previous: previous}
-	t := &socketTurn{conversation: k.cache.conversation}
-	ctx = context.WithValue(ctx, socketTurnKey{}, t)
+	t := &Turn{conversation: k.cache.conversation}
+	ctx = context.WithValue(ctx, turnKey{}, t)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/responses", bytes.NewReader(body))
 	if err != nil {
 		end.failed = true
@@ -414,9 +441,7 @@ func (k *socket) turn(ctx context.Context, body []byte, previous string) turnEnd
 	req.Header.Set("Content-Type", "application/json")
 	req.ContentLength = int64(len(body))
 	sw := &socketWriter{header: http.Header{}, sock: k}
-	if s := k.s; s.allowRate(sw, req, wire.Responses, tenantOf(req)) {
-		s.budgeted(wire.Responses, s.protocolRequest(wire.Responses, "resp_"))(sw, req)
-	}
+	k.s.o.Core.Create(sw, req)
 	sw.finish()
 	if !sw.broken {
 		end.last = sw.last

@@ -1,9 +1,10 @@
-package ingress
+package console
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -13,14 +14,77 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/batch"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/intent"
+	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// The read routes the web console (internal/console) is built on; any client may use
-// them. Each is tenant-scoped like the rest of the API and bounded:
+// Core is what the console's routes take from the ingress, so they authenticate,
+// answer and bound their streams as every other route does.
+type Core interface {
+	// Tenant is the authenticated tenant of r.
+	Tenant(r *http.Request) string
+	// Job is the caller's job the path's {id} names; nil when it has answered r
+	// (404 for another tenant's or no job, 503).
+	Job(w http.ResponseWriter, r *http.Request) *state.Job
+	// ListLimit reads a list's limit parameter (1..most, default def); false when it
+	// has answered r with 400.
+	ListLimit(w http.ResponseWriter, v string, def, most int) (int, bool)
+	// ValidJobID reports whether id could be a job's id.
+	ValidJobID(id string) bool
+	// OpenStream takes one of the tenant's open streams for a server-sent event
+	// stream and sets its deadline (FLEET_SSE_MAX_DURATION); done ends both. false
+	// when it has answered r with the refusal.
+	OpenStream(w http.ResponseWriter, r *http.Request, tenant string) (ctx context.Context, done func(), ok bool)
+	// JSON answers with v as JSON; Error with the API's error shape; BatchError with
+	// a batch.Service error's.
+	JSON(w http.ResponseWriter, status int, v any)
+	Error(w http.ResponseWriter, status int, typ, code, param, msg string)
+	BatchError(w http.ResponseWriter, err error)
+	// Question is the text of a stored request's last user turn (clipped to what a
+	// job's summary shows), or "".
+	Question(req json.RawMessage, clipped bool) string
+	// LogFailure logs a failed store call made for a request (at INFO when the
+	// client has left).
+	LogFailure(ctx context.Context, msg string, args ...any)
+}
+
+// Store is what the console's routes read and write of the fleet's state.
+type Store interface {
+	TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*state.Job, bool, error)
+	ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]state.ModelDaySpend, error)
+}
+
+// Batches reads a tenant's batch (batch.Service implements it).
+type Batches interface {
+	Get(ctx context.Context, tenant, id string) (batch.View, error)
+}
+
+// Options configure the console's routes.
+type Options struct {
+	Core  Core
+	Store Store
+	// Batches serves GET /v1/batches/{id}/events (nil: not served).
+	Batches Batches
+	// Tools names the configured engines for GET /v1/engines (nil: none).
+	Tools *intent.Toolset
+	// Metrics are the process's metrics GET /v1/engines reads (nil: none).
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+	// Pages serves the console's pages under /console/.
+	Pages bool
+}
+
+// API is the console's routes: its pages and the read routes they are built on.
+type API struct{ o Options }
+
+// New returns the console's routes.
+func New(o Options) *API { return &API{o: o} }
+
+// Routes registers the console's routes on mux, each behind auth (the API's key
+// check). The read routes are for any client; each is tenant-scoped like the rest of
+// the API and bounded:
 //
 //	GET /v1/jobs                  the tenant's recent jobs, newest first (limit 1..100, after)
 //	GET /v1/jobs/{id}/request     the request a job was submitted with, and its question
@@ -28,17 +92,17 @@ import (
 //	GET /v1/usage/daily           the tenant's spend per day and model (days 1..35)
 //	GET /v1/engines               each engine's health: searches, errors, latency, cooldowns
 //
-// The console's own pages (Server.Console) are served under /console/.
-func (s *Server) consoleRoutes(mux *http.ServeMux) {
-	if s.Console != nil {
-		mux.Handle("GET /console/", s.Console)
+// The console's own pages (Options.Pages) are served under /console/.
+func (a *API) Routes(mux *http.ServeMux, auth func(http.HandlerFunc) http.HandlerFunc) {
+	if a.o.Pages {
+		mux.Handle("GET /console/", Pages())
 	}
-	mux.HandleFunc("GET /v1/jobs", s.auth(s.listJobs))
-	mux.HandleFunc("GET /v1/jobs/{id}/request", s.auth(s.jobRequest))
-	mux.HandleFunc("GET /v1/usage/daily", s.auth(s.dailyUsage))
-	mux.HandleFunc("GET /v1/engines", s.auth(s.engineHealth))
-	if s.Batches != nil {
-		mux.HandleFunc("GET /v1/batches/{id}/events", s.auth(s.batchEvents))
+	mux.HandleFunc("GET /v1/jobs", auth(a.listJobs))
+	mux.HandleFunc("GET /v1/jobs/{id}/request", auth(a.jobRequest))
+	mux.HandleFunc("GET /v1/usage/daily", auth(a.dailyUsage))
+	mux.HandleFunc("GET /v1/engines", auth(a.engineHealth))
+	if a.o.Batches != nil {
+		mux.HandleFunc("GET /v1/batches/{id}/events", auth(a.batchEvents))
 	}
 }
 
@@ -59,13 +123,19 @@ type jobSummary struct {
 	ReplayOf   string  `json:"replay_of,omitempty"`
 }
 
-// questionChars bounds the question a job summary shows.
-const questionChars = 200
+// jobList is a page of GET /v1/jobs, in the OpenAI list shape.
+type jobList struct {
+	Object  string       `json:"object"`
+	Data    []jobSummary `json:"data"`
+	FirstID *string      `json:"first_id"`
+	LastID  *string      `json:"last_id"`
+	HasMore bool         `json:"has_more"`
+}
 
-func summaryOf(j *state.Job) jobSummary {
+func (a *API) summaryOf(j *state.Job) jobSummary {
 	q := j.Question
 	if q == "" {
-		q = redact.Clip(questionOf(j.Request), questionChars) // a job recorded before questions were kept
+		q = a.o.Core.Question(j.Request, true) // a job recorded before questions were kept
 	}
 	v := jobSummary{ID: j.ID, Object: "job", Kind: j.Kind, Status: string(j.Status), Model: j.Model, CreatedAt: j.Created.Unix(),
 		Question: q, ReplayOf: j.ReplayOf}
@@ -86,103 +156,43 @@ func summaryOf(j *state.Job) jobSummary {
 	return v
 }
 
-// questionOf is the text of a stored request's last user turn (wire.Stored; or, in a
-// record stored before requests were canonical, in any of the client protocols: Chat
-// and Anthropic messages, a Responses input), or a direct search's query, or "".
-func questionOf(req json.RawMessage) string {
-	if st, err := wire.DecodeStored(req); err == nil && st.Format == wire.StoredFormat {
-		return wire.LatestUserText(st.Request.Messages)
-	}
-	var r struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Input json.RawMessage `json:"input"`
-		Query string          `json:"query"`
-	}
-	if json.Unmarshal(req, &r) != nil {
-		return ""
-	}
-	if r.Query != "" {
-		return r.Query
-	}
-	if len(r.Input) > 0 {
-		var items []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		}
-		if json.Unmarshal(r.Input, &items) == nil {
-			for i := len(items) - 1; i >= 0; i-- {
-				if items[i].Role == "user" {
-					return textOf(items[i].Content)
-				}
-			}
-		}
-		return textOf(r.Input)
-	}
-	for i := len(r.Messages) - 1; i >= 0; i-- {
-		if r.Messages[i].Role == "user" {
-			return textOf(r.Messages[i].Content)
-		}
-	}
-	return ""
-}
-
-// textOf reads message content: a string, or the text of its text parts.
-func textOf(c json.RawMessage) string {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	json.Unmarshal(c, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Text != "" {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
-
 // listJobs is GET /v1/jobs: the tenant's own recent jobs (the newest
 // state.TenantJobsKept it submitted; a batch's lines are under their batch), newest
 // first, paged with limit (1..100, default 20) and after (a job id).
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+func (a *API) listJobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, ok := listLimit(w, q.Get("limit"), 20, 100)
+	c := a.o.Core
+	limit, ok := c.ListLimit(w, q.Get("limit"), 20, 100)
 	if !ok {
 		return
 	}
 	after := q.Get("after")
-	if after != "" && !validJobID(after) {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "after", "after must be a job id from a previous page")
+	if after != "" && !c.ValidJobID(after) {
+		c.Error(w, http.StatusBadRequest, "invalid_request_error", "", "after", "after must be a job id from a previous page")
 		return
 	}
-	js, more, err := s.Store.TenantJobs(r.Context(), tenantOf(r), after, limit)
+	js, more, err := a.o.Store.TenantJobs(r.Context(), c.Tenant(r), after, limit)
 	if err != nil {
-		s.logFailure(r.Context(), "api: listing jobs", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing jobs failed; try again.")
+		c.LogFailure(r.Context(), "api: listing jobs", "err", err)
+		c.Error(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing jobs failed; try again.")
 		return
 	}
 	out := make([]jobSummary, len(js))
 	for i, j := range js {
-		out[i] = summaryOf(j)
+		out[i] = a.summaryOf(j)
 	}
-	writeJSON(w, http.StatusOK, listOf(out, func(v jobSummary) string { return v.ID }, more))
+	page := jobList{Object: "list", Data: out, HasMore: more}
+	if len(out) > 0 {
+		page.FirstID, page.LastID = &out[0].ID, &out[len(out)-1].ID
+	}
+	c.JSON(w, http.StatusOK, page)
 }
 
 // jobRequest is GET /v1/jobs/{id}/request: the request the tenant's job was submitted
 // with (as validated and stored, in the protocol it came in), and the text of its last
 // user turn as "question".
-func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) {
-	job := s.loadJob(w, r)
+func (a *API) jobRequest(w http.ResponseWriter, r *http.Request) {
+	job := a.o.Core.Job(w, r)
 	if job == nil {
 		return
 	}
@@ -190,32 +200,33 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) {
 	if len(req) == 0 {
 		req = json.RawMessage("null")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "job.request", "id": job.ID, "question": questionOf(job.Request), "request": req})
+	a.o.Core.JSON(w, http.StatusOK, map[string]any{"object": "job.request", "id": job.ID, "question": a.o.Core.Question(job.Request, false), "request": req})
 }
 
 // dailyUsage is GET /v1/usage/daily?days=N: what the tenant's jobs spent per UTC day
 // (the day each ended) and model, for the last N days (1..35, default 7), newest
 // first. Direct searches are counted under "(search)".
-func (s *Server) dailyUsage(w http.ResponseWriter, r *http.Request) {
+func (a *API) dailyUsage(w http.ResponseWriter, r *http.Request) {
+	c := a.o.Core
 	days := 7
 	if v := r.URL.Query().Get("days"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > state.ModelSpendDays {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "days", fmt.Sprintf("days must be an integer from 1 to %d", state.ModelSpendDays))
+			c.Error(w, http.StatusBadRequest, "invalid_request_error", "", "days", fmt.Sprintf("days must be an integer from 1 to %d", state.ModelSpendDays))
 			return
 		}
 		days = n
 	}
-	rows, err := s.Store.ModelSpend(r.Context(), tenantOf(r), days, time.Now())
+	rows, err := a.o.Store.ModelSpend(r.Context(), c.Tenant(r), days, time.Now())
 	if err != nil {
-		s.logFailure(r.Context(), "api: reading spend per model", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
+		c.LogFailure(r.Context(), "api: reading spend per model", "err", err)
+		c.Error(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
 		return
 	}
 	if rows == nil {
 		rows = []state.ModelDaySpend{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "days": days, "data": rows})
+	c.JSON(w, http.StatusOK, map[string]any{"object": "list", "days": days, "data": rows})
 }
 
 // batchPoll is how often a batch's progress stream reads the batch.
@@ -226,20 +237,19 @@ const batchPoll = 500 * time.Millisecond
 // and again whenever its status or counts change, ending after the batch has ended
 // (completed, failed, expired, cancelled). It counts as one of the tenant's open
 // streams and ends at FLEET_SSE_MAX_DURATION.
-func (s *Server) batchEvents(w http.ResponseWriter, r *http.Request) {
-	tenant := tenantOf(r)
-	v, err := s.Batches.Get(r.Context(), tenant, r.PathValue("id"))
+func (a *API) batchEvents(w http.ResponseWriter, r *http.Request) {
+	c := a.o.Core
+	tenant := c.Tenant(r)
+	v, err := a.o.Batches.Get(r.Context(), tenant, r.PathValue("id"))
 	if err != nil {
-		writeBatchError(w, err)
+		c.BatchError(w, err)
 		return
 	}
-	release, ok := s.admitWait(w, r, chatCodec, tenant, holdStream)
+	ctx, done, ok := c.OpenStream(w, r, tenant)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := s.stream(w, r)
-	defer cancel()
+	defer done()
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -262,10 +272,10 @@ func (s *Server) batchEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick.C:
 		}
-		next, err := s.Batches.Get(ctx, tenant, v.ID)
+		next, err := a.o.Batches.Get(ctx, tenant, v.ID)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.Log.Warn("api: reading a batch for its progress stream", "batch", v.ID, "err", err)
+				a.o.Log.Warn("api: reading a batch for its progress stream", "batch", v.ID, "err", err)
 			}
 			return
 		}
@@ -318,7 +328,7 @@ type engineHealth struct {
 // key cooldowns and fallbacks, from this ingress process's own metrics since it
 // started (the whole fleet's when it runs all roles, as `make run` does). It holds
 // no tenant's data: no tenant, no cost.
-func (s *Server) engineHealth(w http.ResponseWriter, r *http.Request) {
+func (a *API) engineHealth(w http.ResponseWriter, r *http.Request) {
 	byID := map[string]*engineHealth{}
 	get := func(id string) *engineHealth {
 		e := byID[id]
@@ -329,16 +339,16 @@ func (s *Server) engineHealth(w http.ResponseWriter, r *http.Request) {
 		return e
 	}
 	var ids []string
-	if s.Tools != nil {
-		for _, e := range s.Tools.Engines() {
+	if a.o.Tools != nil {
+		for _, e := range a.o.Tools.Engines() {
 			get(e.ID)
 			ids = append(ids, e.ID)
 		}
 	}
-	if s.Metrics != nil {
-		families, err := s.Metrics.Registry.Gather()
+	if a.o.Metrics != nil {
+		families, err := a.o.Metrics.Registry.Gather()
 		if err != nil {
-			s.Log.Warn("api: gathering metrics for engine health", "err", err)
+			a.o.Log.Warn("api: gathering metrics for engine health", "err", err)
 		}
 		for _, f := range families {
 			for _, m := range f.GetMetric() {
@@ -378,7 +388,7 @@ func (s *Server) engineHealth(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, e)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	a.o.Core.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
 func labels(m *dto.Metric) map[string]string {
@@ -421,9 +431,13 @@ func quantileMS(h *dto.Histogram, q float64) *float64 {
 // ModelSpend is the finish hook that counts each ended job in its tenant's spend per
 // day and model (GET /v1/usage/daily); it runs beside the other hooks in the ingress
 // role's finisher.
-type ModelSpend struct{ Store *state.Store }
+type ModelSpend struct {
+	Store interface {
+		RecordModelSpend(ctx context.Context, job *state.Job) error
+	}
+}
 
-// JobFinished counts job once (state.Store.RecordModelSpend).
+// JobFinished counts job once.
 func (m ModelSpend) JobFinished(ctx context.Context, job *state.Job) error {
 	return m.Store.RecordModelSpend(ctx, job)
 }

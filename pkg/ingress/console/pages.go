@@ -1,5 +1,6 @@
 // Package console is the fleet's web console: static pages, embedded in the binary,
-// that the ingress serves under /console/ (api.Server.Console). The pages call the
+// that the ingress serves under /console/ (Options.Pages), and the read routes of the
+// API they are built on (API.Routes). The pages call the
 // fleet's public JSON API from the browser with the key the user signs in with (kept
 // in the tab's sessionStorage; no key when the API is open), so a tenant sees what its
 // key may see through the API and nothing else: its jobs with their search traces,
@@ -26,8 +27,8 @@ var static embed.FS
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// Handler serves the console's pages; mount it at "/console/".
-func Handler() http.Handler {
+// Pages serves the console's pages; mount it at "/console/".
+func Pages() http.Handler {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
