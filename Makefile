@@ -67,7 +67,7 @@ test-cluster: ## the Redis-backed and end-to-end suites on a real NATS cluster (
 	scripts/cluster.sh down
 	scripts/cluster.sh up
 	set -a; . $${CLUSTER_DIR:-$${TMPDIR:-/tmp}/searchfleet-cluster}/env; set +a; \
-	  $(GO) test -count=1 -timeout 30m ./pkg/state/ ./pkg/jobs/ ./pkg/webhook/ ./pkg/batch/ ./pkg/api/ ./pkg/chat/... ./pkg/fleet/ && \
+	  $(GO) test -count=1 -timeout 30m ./pkg/state/ ./pkg/jobs/ ./pkg/webhook/ ./pkg/batch/ ./pkg/ingress/... ./pkg/chat/... ./pkg/fleet/ && \
 	  $(GO) test -count=1 -timeout 30m -parallel 3 -skip TestClusterNodeKills ./test/e2e/ && \
 	  $(GO) test -count=1 -timeout 10m -run TestClusterNodeKills -v ./test/e2e/; \
 	  status=$$?; scripts/cluster.sh down; exit $$status

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ensure-chromium.sh installs Debian's chromium for the web console's browser test
-# (internal/console), unless a chromium is on PATH already. The package is Debian's
+# (pkg/ingress/console), unless a chromium is on PATH already. The package is Debian's
 # "chromium" (CHROMIUM_PACKAGE overrides it, e.g. "chromium=156.0.8078.108-1~deb12u1"
 # to pin a version). The test finds the binary through CHROME_BIN or PATH.
 set -euo pipefail

@@ -1,7 +1,7 @@
 // Package batch runs batch research runs: OpenAI Batch API files and batches, and a
 // plain list of queries, each line a job on the fleet's batch consumer. It is the
 // batches' logic — validation, expansion, counting, finalization — behind a small
-// API; pkg/api serves it over HTTP, and pkg/state keeps its records.
+// API; pkg/ingress serves it over HTTP, and pkg/state keeps its records.
 //
 // A batch's life:
 //

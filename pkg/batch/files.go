@@ -52,26 +52,17 @@ func (s *Service) objects(ctx context.Context) (jetstream.ObjectStore, error) {
 	// The store is bounded (FilesMaxBytes; it refuses what does not fit rather than
 	// drop old files) and its objects expire after the longest any file may live, a
 	// backstop for the sweep (sweepFiles) that deletes each file at its own expiry.
-	cfg := jetstream.ObjectStoreConfig{Bucket: s.Bus.Name(bus.BucketFiles), Storage: jetstream.FileStorage, Replicas: s.replicas(ctx),
+	cfg := jetstream.ObjectStoreConfig{Bucket: bus.BucketFiles, Storage: jetstream.FileStorage,
 		Description: "batch input, output and error files", MaxBytes: s.FilesMaxBytes, TTL: s.longestFileLife()}
 	if s.FilesMaxBytes <= 0 {
 		cfg.MaxBytes = -1
 	}
-	obs, err := s.Bus.JS.CreateOrUpdateObjectStore(ctx, cfg)
+	obs, err := s.Bus.ObjectStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("batch: object store %s: %w", bus.BucketFiles, err)
 	}
 	s.obs = obs
 	return obs, nil
-}
-
-// replicas is the JOBS stream's replica count: files are as durable as the jobs.
-func (s *Service) replicas(ctx context.Context) int {
-	st, err := s.Bus.JS.Stream(ctx, s.Bus.Name(bus.StreamJobs))
-	if err != nil {
-		return 1
-	}
-	return max(st.CachedInfo().Config.Replicas, 1)
 }
 
 // longestFileLife is the longest any file lives: an upload's longest expiry or a

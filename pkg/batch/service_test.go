@@ -141,7 +141,7 @@ func (h *harness) lines(fileID string) []outputLine {
 // lastMsg returns the last message on a subject and its Nats-Msg-Id.
 func (h *harness) lastMsg(stream, subject string) ([]byte, string) {
 	h.t.Helper()
-	st, err := h.s.Bus.JS.Stream(h.t.Context(), stream)
+	st, err := h.s.Bus.RawJetStream().Stream(h.t.Context(), stream)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestLinesCountedOnceAndFinalized(t *testing.T) {
 		t.Errorf("payload %s", d.Payload)
 	}
 	h.drive(id) // done: nothing changes, no second delivery
-	st, _ := h.s.Bus.JS.Stream(t.Context(), bus.StreamWebhooks)
+	st, _ := h.s.Bus.RawJetStream().Stream(t.Context(), bus.StreamWebhooks)
 	if info, _ := st.Info(t.Context()); info.State.Msgs != 1 {
 		t.Errorf("%d webhook deliveries, want 1", info.State.Msgs)
 	}

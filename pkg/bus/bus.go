@@ -24,8 +24,8 @@ import (
 
 // Bus is a connection to NATS with JetStream.
 type Bus struct {
-	NC  *nats.Conn
-	JS  jetstream.JetStream
+	nc  *nats.Conn
+	js  jetstream.JetStream
 	log *slog.Logger
 	ns  string // FLEET_NAMESPACE (namespace.go)
 	// ackWait bounds the wait for an asynchronous publish's acknowledgement
@@ -84,14 +84,14 @@ func connect(ctx context.Context, url, name string, log *slog.Logger, bopts []Op
 		nc.Close()
 		return nil, err
 	}
-	b.NC, b.JS = nc, js
+	b.nc, b.js = nc, js
 	return b, nil
 }
 
 // Close drains the connection: pending publishes are flushed first.
 func (b *Bus) Close() {
-	if err := b.NC.Drain(); err != nil {
-		b.NC.Close()
+	if err := b.nc.Drain(); err != nil {
+		b.nc.Close()
 	}
 }
 
@@ -104,16 +104,16 @@ func (b *Bus) EnsureStreams(ctx context.Context, l Limits) error {
 	for _, want := range Streams(l) {
 		want.Name, want.Subjects = b.Name(want.Name), b.subjects(want.Subjects)
 		err := retryTransient(ctx, func(ctx context.Context) error {
-			s, err := b.JS.Stream(ctx, want.Name)
+			s, err := b.js.Stream(ctx, want.Name)
 			switch {
 			case errors.Is(err, jetstream.ErrStreamNotFound):
-				_, err = b.JS.CreateStream(ctx, want)
+				_, err = b.js.CreateStream(ctx, want)
 				if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 					err = nil // another process made it first
 				}
 			case err == nil:
 				if streamDiffers(s.CachedInfo().Config, want) {
-					_, err = b.JS.UpdateStream(ctx, want)
+					_, err = b.js.UpdateStream(ctx, want)
 				}
 			}
 			return err
@@ -157,13 +157,13 @@ func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.
 		// Processes starting together race to make it: a create with the same settings
 		// is answered with the existing consumer, not an update, and only a consumer
 		// whose settings changed is updated.
-		if have, err := b.JS.Consumer(ctx, b.Name(spec.Stream), cfg.Durable); err == nil && !consumerDiffers(have.CachedInfo().Config, cfg) {
+		if have, err := b.js.Consumer(ctx, b.Name(spec.Stream), cfg.Durable); err == nil && !consumerDiffers(have.CachedInfo().Config, cfg) {
 			c = have
 			return nil
 		}
-		c, err = b.JS.CreateConsumer(ctx, b.Name(spec.Stream), cfg)
+		c, err = b.js.CreateConsumer(ctx, b.Name(spec.Stream), cfg)
 		if errors.Is(err, jetstream.ErrConsumerExists) {
-			c, err = b.JS.UpdateConsumer(ctx, b.Name(spec.Stream), cfg)
+			c, err = b.js.UpdateConsumer(ctx, b.Name(spec.Stream), cfg)
 		}
 		return err
 	})
@@ -183,7 +183,7 @@ func (b *Bus) EnsureConsumer(ctx context.Context, spec ConsumerSpec) (jetstream.
 // work (found by the e2e suite on a 3-node cluster). A leaderless consumer's info is
 // answered by the meta leader, without cluster details; its leader answers with them.
 func (b *Bus) awaitLeader(ctx context.Context, c jetstream.Consumer) error {
-	if b.NC.ConnectedClusterName() == "" {
+	if b.nc.ConnectedClusterName() == "" {
 		return nil // a single server: the consumer is served as soon as it exists
 	}
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
@@ -234,7 +234,7 @@ func (b *Bus) Publish(ctx context.Context, subject string, p Payload) error {
 func (b *Bus) PublishMsg(ctx context.Context, m *nats.Msg) error {
 	subject := m.Subject
 	m.Subject = b.Subject(subject)
-	if _, err := b.JS.PublishMsg(ctx, m); err != nil {
+	if _, err := b.js.PublishMsg(ctx, m); err != nil {
 		return publishError(subject, err)
 	}
 	return nil
@@ -249,7 +249,7 @@ func (b *Bus) Emit(subject string, p Payload) error {
 	if err != nil {
 		return err
 	}
-	return b.NC.PublishMsg(m)
+	return b.nc.PublishMsg(m)
 }
 
 // Pending is a publish whose acknowledgement has not been awaited yet.
@@ -278,7 +278,7 @@ func (b *Bus) PublishAsync(subject string, p Payload) (Pending, error) {
 	if err != nil {
 		return Pending{}, err
 	}
-	f, err := b.JS.PublishMsgAsync(m)
+	f, err := b.js.PublishMsgAsync(m)
 	if err != nil {
 		return Pending{}, publishError(subject, err)
 	}

@@ -81,7 +81,7 @@ func deadLetters(t *testing.T, b *bus.Bus) func() []bus.DeadLetter {
 
 func streamMsgs(t *testing.T, b *bus.Bus, name string) uint64 {
 	t.Helper()
-	s, err := b.JS.Stream(context.Background(), name)
+	s, err := b.RawJetStream().Stream(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestRedeliveryAfterDroppedAck(t *testing.T) {
 	}
 	publish(t, b, ping{ID: "lost-ack", N: 1})
 	<-started
-	dying.NC.Close() // the crash: no ack, no nak, connection gone
+	dying.RawConn().Close() // the crash: no ack, no nak, connection gone
 	defer w1.Stop()
 
 	attempts := make(chan int, 4)
@@ -227,7 +227,7 @@ func TestUndecodableGoesToDLQWithoutRetry(t *testing.T) {
 		m := nats.NewMsg(bus.SubjectChatJob)
 		m.Data = []byte(body)
 		m.Header.Set(nats.MsgIdHdr, fmt.Sprint("garbage-", i))
-		if _, err := b.JS.PublishMsg(context.Background(), m); err != nil {
+		if _, err := b.RawJetStream().PublishMsg(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,7 +426,7 @@ func TestWorkerDiesEveryTimeGoesToDLQ(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("delivery %d never came", attempt)
 		}
-		conn.NC.Close() // dies holding the message
+		conn.RawConn().Close() // dies holding the message
 		w.Stop()
 	}
 	eventually(t, "a dead letter", func() bool { return len(dl()) == 1 })
@@ -446,7 +446,7 @@ func TestEnsureStreamsIdempotent(t *testing.T) {
 		}
 	}
 	for _, cfg := range bus.Streams(bus.Limits{}) {
-		s, err := b.JS.Stream(context.Background(), cfg.Name)
+		s, err := b.RawJetStream().Stream(context.Background(), cfg.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,13 +467,13 @@ func TestEnsureStreamsRepairsDrift(t *testing.T) {
 	ctx := context.Background()
 	cfg := bus.Streams(bus.Limits{})[0]
 	cfg.MaxMsgs = 5
-	if _, err := b.JS.UpdateStream(ctx, cfg); err != nil {
+	if _, err := b.RawJetStream().UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.EnsureStreams(ctx, bus.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := b.JS.Stream(ctx, cfg.Name)
+	s, _ := b.RawJetStream().Stream(ctx, cfg.Name)
 	info, _ := s.Info(ctx)
 	if info.Config.MaxMsgs != bus.DefaultLimits.MaxQueued {
 		t.Fatalf("MaxMsgs = %d after EnsureStreams, want %d", info.Config.MaxMsgs, bus.DefaultLimits.MaxQueued)
@@ -517,12 +517,12 @@ func TestWaitBoundsALostAcknowledgement(t *testing.T) {
 	t.Parallel()
 	url := bustest.Server(t)
 	b := bustest.Connect(t, url, bus.WithPublishAckTimeout(300*time.Millisecond))
-	silent, err := b.NC.SubscribeSync(b.Subject("test.silent"))
+	silent, err := b.RawConn().SubscribeSync(b.Subject("test.silent"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer silent.Unsubscribe()
-	if err := b.NC.Flush(); err != nil {
+	if err := b.RawConn().Flush(); err != nil {
 		t.Fatal(err)
 	}
 	p, err := b.PublishAsync("test.silent", ping{ID: "lost"})
@@ -567,12 +567,12 @@ func TestEnsureStreamsInMemoryBoundsTheEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.NC.Close()
+	defer b.RawConn().Close()
 	if err := b.EnsureStreams(ctx, bus.Limits{Memory: true, EventsMaxBytes: 4 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{bus.StreamJobs, bus.StreamEvents} {
-		s, err := b.JS.Stream(ctx, name)
+		s, err := b.RawJetStream().Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -310,7 +310,7 @@ func (b *Bus) deadLetter(ctx context.Context, subject string, h nats.Header, dat
 	m.Header.Set(HeaderDLQConsumer, consumer)
 	m.Header.Set(HeaderDLQDeliver, strconv.FormatUint(meta.NumDelivered, 10))
 	m.Header.Set(HeaderDLQSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
-	_, err := b.JS.PublishMsg(ctx, m)
+	_, err := b.js.PublishMsg(ctx, m)
 	return err
 }
 

@@ -128,14 +128,14 @@ func (b *Bus) WatchMaxDeliveries(ctx context.Context) (stop func(), err error) {
 		}
 	}
 	for _, stream := range []string{StreamJobs, StreamChat, StreamSearch, StreamWebhooks} {
-		sub, err := b.NC.QueueSubscribe(advisoryMaxDeliveries+b.Name(stream)+".>", b.Name("fleet-max-deliveries"), handle)
+		sub, err := b.nc.QueueSubscribe(advisoryMaxDeliveries+b.Name(stream)+".>", b.Name("fleet-max-deliveries"), handle)
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		subs = append(subs, sub)
 	}
-	if err := b.NC.Flush(); err != nil {
+	if err := b.nc.Flush(); err != nil {
 		stop()
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (b *Bus) WatchMaxDeliveries(ctx context.Context) (stop func(), err error) {
 }
 
 func (b *Bus) moveToDLQ(ctx context.Context, adv maxDeliveriesAdvisory) error {
-	s, err := b.JS.Stream(ctx, adv.Stream)
+	s, err := b.js.Stream(ctx, adv.Stream)
 	if err != nil {
 		return err
 	}

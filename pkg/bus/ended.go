@@ -39,10 +39,10 @@ func (b *Bus) SendEnded(ingress, jobID string, record []byte) (sent bool, err er
 	if !token(ingress) || !token(jobID) {
 		return false, fmt.Errorf("bus: handing %q the ended job %q: %w", ingress, jobID, errToken)
 	}
-	if int64(len(record)) > b.NC.MaxPayload() {
+	if int64(len(record)) > b.nc.MaxPayload() {
 		return false, nil
 	}
-	if err := b.NC.Publish(b.Subject(SubjectEnded(ingress, jobID)), record); err != nil {
+	if err := b.nc.Publish(b.Subject(SubjectEnded(ingress, jobID)), record); err != nil {
 		return false, fmt.Errorf("bus: handing over the ended job %s: %w", jobID, err)
 	}
 	return true, nil

@@ -53,7 +53,7 @@ func (b *Bus) PublishEvent(ctx context.Context, ev Event) (dup bool, err error) 
 	if err != nil {
 		return false, err
 	}
-	ack, err := b.JS.PublishMsg(ctx, m)
+	ack, err := b.js.PublishMsg(ctx, m)
 	if err != nil {
 		return false, publishError(ev.Subject(), err)
 	}
@@ -88,7 +88,7 @@ func (b *Bus) eventStream(ctx context.Context) (jetstream.Stream, error) {
 	if b.events != nil {
 		return b.events, nil
 	}
-	s, err := b.JS.Stream(ctx, b.Name(StreamEvents))
+	s, err := b.js.Stream(ctx, b.Name(StreamEvents))
 	if err != nil {
 		return nil, fmt.Errorf("bus: stream %s: %w", b.Name(StreamEvents), err)
 	}

@@ -23,7 +23,7 @@ type Lag struct {
 
 // ConsumerLag reads the backlog of a durable consumer of stream.
 func (b *Bus) ConsumerLag(ctx context.Context, stream, consumer string) (Lag, error) {
-	c, err := b.JS.Consumer(ctx, b.Name(stream), b.Name(consumer))
+	c, err := b.js.Consumer(ctx, b.Name(stream), b.Name(consumer))
 	if err != nil {
 		return Lag{}, fmt.Errorf("consumer %s/%s: %w", b.Name(stream), b.Name(consumer), err)
 	}
@@ -36,7 +36,7 @@ func (b *Bus) ConsumerLag(ctx context.Context, stream, consumer string) (Lag, er
 
 // StreamMessages is how many messages a stream holds (for the DLQ: dead letters).
 func (b *Bus) StreamMessages(ctx context.Context, stream string) (uint64, error) {
-	s, err := b.JS.Stream(ctx, b.Name(stream))
+	s, err := b.js.Stream(ctx, b.Name(stream))
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", b.Name(stream), err)
 	}
@@ -47,7 +47,7 @@ func (b *Bus) StreamMessages(ctx context.Context, stream string) (uint64, error)
 // ok is false when the stream holds none. On a work queue that is the oldest message
 // not yet acknowledged: waiting for a worker, or being worked on.
 func (b *Bus) OldestMessage(ctx context.Context, stream, subject string) (at time.Time, ok bool, err error) {
-	s, err := b.JS.Stream(ctx, b.Name(stream))
+	s, err := b.js.Stream(ctx, b.Name(stream))
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("stream %s: %w", b.Name(stream), err)
 	}

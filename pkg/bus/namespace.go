@@ -57,11 +57,11 @@ func WithNamespace(ns string) Option { return func(b *Bus) { b.ns = ns } }
 // Namespace is the bus's namespace ("" for none).
 func (b *Bus) Namespace() string { return b.ns }
 
-// Subject is subject in the bus's namespace: what to subscribe to on NC directly.
+// Subject is subject in the bus's namespace (the helpers of conn.go apply it).
 func (b *Bus) Subject(subject string) string { return SubjectIn(b.ns, subject) }
 
 // Name is a stream, durable consumer or object store name in the bus's namespace:
-// what to pass to JS directly.
+// what the server knows it by (the helpers of conn.go apply it).
 func (b *Bus) Name(name string) string { return NameIn(b.ns, name) }
 
 // localSubject strips the namespace from a subject the server delivered.

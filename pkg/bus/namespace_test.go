@@ -75,7 +75,7 @@ func TestNamespacesKeepMessagesAndDeadLettersApart(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("delivery %d never came", attempt)
 		}
-		conn.NC.Close() // dies holding the message
+		conn.RawConn().Close() // dies holding the message
 		w.Stop()
 	}
 	eventually(t, "both dead letters in a", func() bool { return len(dlA()) == 2 })

@@ -39,25 +39,21 @@ type Records struct {
 // entries for retention, and returns it. Every process that reads or writes records
 // opens it at start; it is idempotent.
 func OpenRecords(ctx context.Context, b *Bus, retention time.Duration) (*Records, error) {
-	replicas := 1
-	if st, err := b.JS.Stream(ctx, b.Name(StreamJobs)); err == nil {
-		replicas = max(st.CachedInfo().Config.Replicas, 1)
-	}
 	cfg := jetstream.KeyValueConfig{Bucket: b.Name(BucketRecords), History: 1, TTL: retention,
 		Description: "records of ended jobs: request, answer, trace, hop turns, recorded searches, stored responses",
-		Storage:     jetstream.FileStorage, Replicas: replicas, Compression: true}
+		Storage:     jetstream.FileStorage, Replicas: b.jobsReplicas(ctx), Compression: true}
 	// Processes start together: riding out a cluster that is slow to create an R3
 	// bucket (or failing over) as streams and consumers do, rather than exiting.
 	var kv jetstream.KeyValue
 	err := retryTransient(ctx, func(ctx context.Context) (err error) {
-		kv, err = b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+		kv, err = b.js.CreateOrUpdateKeyValue(ctx, cfg)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nats: records bucket %s: %w", cfg.Bucket, err)
 	}
 	// Room for the entry's subject and headers within one message.
-	chunk := int(b.NC.MaxPayload()) - 8<<10
+	chunk := int(b.nc.MaxPayload()) - 8<<10
 	return &Records{kv: kv, chunk: max(chunk, 64<<10)}, nil
 }
 
@@ -76,14 +72,14 @@ func (r *Records) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if r.kv != nil {
 		return r.kv, nil
 	}
-	kv, err := r.b.JS.KeyValue(ctx, r.b.Name(BucketRecords))
+	kv, err := r.b.js.KeyValue(ctx, r.b.Name(BucketRecords))
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("nats: records bucket: %w", err)
 	}
-	r.kv, r.chunk = kv, max(int(r.b.NC.MaxPayload())-8<<10, 64<<10)
+	r.kv, r.chunk = kv, max(int(r.b.nc.MaxPayload())-8<<10, 64<<10)
 	return kv, nil
 }
 

@@ -21,15 +21,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/searchfleet/searchfleet/internal/console"
-	"github.com/searchfleet/searchfleet/internal/mcp"
-	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
+	"github.com/searchfleet/searchfleet/pkg/ingress"
+	"github.com/searchfleet/searchfleet/pkg/ingress/console"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -385,7 +384,7 @@ func (p *process) fetchGuard() (*netguard.Guard, error) {
 // the finisher (finish hooks from terminal events), batch expansion and sweeps, and
 // the dead letters of those.
 func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Server, error) {
-	tenants, err := api.NewTenants(p.o.File.Tenants)
+	tenants, err := ingress.NewTenants(p.o.File.Tenants)
 	if err != nil {
 		return nil, err
 	}
@@ -393,30 +392,30 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		p.log.Warn("no tenants configured: the API accepts requests without an API key")
 	}
 	env := p.env
-	s := &api.Server{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
-		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
-		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
-		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
-		Limits:  p.batches.Limits,
-		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
-		ChatBillableParams: env.ChatBillableParams}
 	// Files given by URL are read through the web_fetch guard, each capped at a
 	// request body's size (the bound of a file given to a model) and FLEET_FETCH_TIMEOUT.
 	g, err := p.fetchGuard()
 	if err != nil {
 		return nil, err
 	}
-	s.FileURLs = fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"})
-	s.Console = console.Handler() // the web console at /console/
-	// /mcp: the MCP tools call this API in process, with the caller's key.
-	s.MCP = mcp.New(mcp.Options{API: s.Handler(), Tools: p.tools, Models: s.Models, MaxBody: env.MaxBodyBytes, Log: p.log.With("role", "mcp")})
+	s := ingress.New(ingress.Options{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
+		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
+		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
+		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
+		Limits:  p.batches.Limits,
+		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
+		ChatBillableParams: env.ChatBillableParams,
+		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
+		Console:            true, // the web console at /console/
+		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
+	})
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, p.hooks.Config.PoolSize()); err != nil {
 		return nil, err
 	}
 	// The archive runs after the spend per model is counted (it reads the job's spend
 	// ledger, which the archive moves) and before the other hooks, so the storage
 	// quota's sees where the job's bytes now live.
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), api.ModelSpend{Store: p.store}, archiver{p.store}, p.hooks, p.batches, s)
+	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store}, archiver{p.store}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -432,7 +431,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		return nil, fmt.Errorf("FLEET_HTTP_ADDR %s: %w", env.HTTPAddr, err)
 	}
 	// Header and idle deadlines are the server's; body, answer and stream deadlines
-	// are set per request by the API (api.Server.BodyTimeout and the rest).
+	// are set per request by the API (ingress.Server.BodyTimeout and the rest).
 	headerTimeout := env.HTTPHeaderTimeout
 	if headerTimeout <= 0 {
 		headerTimeout = 10 * time.Second
@@ -552,11 +551,11 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 // modelTargets are the protocol and provider model of each client model name of the
 // config file, for the ingress's notes on reasoning settings a model cannot take and
 // its refusal of files a model cannot read.
-func modelTargets(f *config.File) map[string]api.ModelTarget {
-	out := map[string]api.ModelTarget{}
+func modelTargets(f *config.File) map[string]ingress.ModelTarget {
+	out := map[string]ingress.ModelTarget{}
 	for name, m := range f.Models {
 		if mapi, ok := modelAPI(f, name); ok {
-			out[name] = api.ModelTarget{Protocol: mapi.Protocol(), Model: m.Model, API: mapi}
+			out[name] = ingress.ModelTarget{Protocol: mapi.Protocol(), Model: m.Model, API: mapi}
 		}
 	}
 	return out

@@ -164,7 +164,7 @@ func TestOrphanedSearchIsDeadLetteredUnpaid(t *testing.T) {
 		_, body, _ := f.Do(t, "GET", "/metrics", nil)
 		return strings.Contains(string(body), `fleet_orphan_messages_total{consumer="searchworker-brave"} 1`)
 	})
-	dlq, err := b.JS.Stream(t.Context(), bus.StreamDLQ)
+	dlq, err := b.RawJetStream().Stream(t.Context(), bus.StreamDLQ)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"net/http/pprof"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/ingress"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 )
 
@@ -26,7 +26,7 @@ func (p *process) runOps() (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("FLEET_METRICS_ADDR %s: %w", p.env.MetricsAddr, err)
 	}
-	ops := &api.Ops{Bus: p.bus, Store: p.store, Metrics: p.o.Metrics, Log: p.log.With("role", "ops")}
+	ops := &ingress.Ops{Bus: p.bus, Store: p.store, Metrics: p.o.Metrics, Log: p.log.With("role", "ops")}
 	h := ops.Handler()
 	if p.env.Pprof {
 		mux := http.NewServeMux()

@@ -17,12 +17,13 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
-	"github.com/searchfleet/searchfleet/pkg/api"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/ingress"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -194,7 +195,7 @@ func TestReadyzRedisUnreachable(t *testing.T) {
 	b, _ := bustest.New(t)
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { dead.Close() })
-	ops := &api.Ops{Bus: b, Store: state.New(dead, "sftest-ops", time.Hour), Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler)}
+	ops := &ingress.Ops{Bus: b, Store: state.New(dead, "sftest-ops", time.Hour), Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler)}
 	rec := httptest.NewRecorder()
 	ops.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	body := rec.Body.String()

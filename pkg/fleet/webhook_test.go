@@ -235,7 +235,7 @@ func TestWebhookFailedToDLQ(t *testing.T) {
 	defer b.Close()
 	var reason string
 	fleettest.Eventually(t, "the delivery in the DLQ", func() bool {
-		cons, err := b.JS.OrderedConsumer(ctx, bus.StreamDLQ, jetstream.OrderedConsumerConfig{
+		cons, err := b.RawJetStream().OrderedConsumer(ctx, bus.StreamDLQ, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{bus.SubjectDLQ(bus.StreamWebhooks, bus.ConsumerWebhooks)}})
 		if err != nil {
 			return false

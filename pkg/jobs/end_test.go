@@ -61,7 +61,7 @@ func (r *rig) terminalEvents(t *testing.T, id string) []bus.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	c, err := r.bus.JS.OrderedConsumer(ctx, bus.StreamEvents, jetstreamFilter(id))
+	c, err := r.bus.RawJetStream().OrderedConsumer(ctx, bus.StreamEvents, jetstreamFilter(id))
 	if err != nil {
 		t.Fatal(err)
 	}

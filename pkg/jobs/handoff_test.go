@@ -24,13 +24,13 @@ func TestEndHandsTheEndedJobToItsIngressFirst(t *testing.T) {
 	// job's events, on one channel.
 	got := make(chan *nats.Msg, 64)
 	for _, subj := range []string{bus.SubjectEndedTo("ingressa"), bus.SubjectEventsAll, bus.SubjectEndedTo("ingressb")} {
-		sub, err := r.bus.NC.ChanSubscribe(r.bus.Subject(subj), got)
+		sub, err := r.bus.RawConn().ChanSubscribe(r.bus.Subject(subj), got)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { sub.Unsubscribe() })
 	}
-	if err := r.bus.NC.Flush(); err != nil {
+	if err := r.bus.RawConn().Flush(); err != nil {
 		t.Fatal(err)
 	}
 	create := func(ingress string) string {
@@ -111,7 +111,7 @@ func TestEndHandsTheEndedJobToItsIngressFirst(t *testing.T) {
 // not one ingress's.
 func TestSendEndedRefuses(t *testing.T) {
 	r := newRig(t)
-	if sent, err := r.bus.SendEnded("i", "job_1", make([]byte, r.bus.NC.MaxPayload()+1)); sent || err != nil {
+	if sent, err := r.bus.SendEnded("i", "job_1", make([]byte, r.bus.RawConn().MaxPayload()+1)); sent || err != nil {
 		t.Fatalf("an oversized record: sent %v, %v", sent, err)
 	}
 	for _, bad := range [][2]string{{"*", "job_1"}, {"i.j", "job_1"}, {"i", ">"}, {"", "job_1"}} {

@@ -24,7 +24,7 @@ func TestFinishedSearchIsEncodedOnce(t *testing.T) {
 	handle(t, w, req, 1)
 	ctx := context.Background()
 
-	s, err := r.bus.JS.Stream(ctx, bus.StreamChat)
+	s, err := r.bus.RawJetStream().Stream(ctx, bus.StreamChat)
 	if err != nil {
 		t.Fatal(err)
 	}

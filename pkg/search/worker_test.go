@@ -88,7 +88,7 @@ func stored[T bus.Payload](t *testing.T, b *bus.Bus, stream, subject string) (in
 	t.Helper()
 	var zero T
 	ctx := context.Background()
-	s, err := b.JS.Stream(ctx, stream)
+	s, err := b.RawJetStream().Stream(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}

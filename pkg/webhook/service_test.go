@@ -131,7 +131,7 @@ func (h *harness) finishedJob(t *testing.T, tenant string, callback map[string]a
 func enqueued(t *testing.T, s *Service) []bus.WebhookDelivery {
 	t.Helper()
 	ctx := t.Context()
-	st, err := s.Bus.JS.Stream(ctx, bus.StreamWebhooks)
+	st, err := s.Bus.RawJetStream().Stream(ctx, bus.StreamWebhooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func enqueued(t *testing.T, s *Service) []bus.WebhookDelivery {
 // jobEvents returns the types of a job's lifecycle events.
 func jobEvents(t *testing.T, s *Service, id string) []bus.EventType {
 	t.Helper()
-	c, err := s.Bus.JS.OrderedConsumer(t.Context(), bus.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{bus.SubjectJobEvents(id)}})
+	c, err := s.Bus.RawJetStream().OrderedConsumer(t.Context(), bus.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{bus.SubjectJobEvents(id)}})
 	if err != nil {
 		t.Fatal(err)
 	}

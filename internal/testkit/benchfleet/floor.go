@@ -189,10 +189,10 @@ func StartFloor(ctx context.Context, o FloorOptions) (_ *Floor, err error) {
 	f.cancel = cancel
 	consumers := FloorConsumers(o)
 	for h, sc := range FloorStreams(o) {
-		if _, err := f.b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
+		if _, err := f.b.RawJetStream().CreateOrUpdateStream(ctx, sc); err != nil {
 			return nil, fmt.Errorf("floor: stream %s: %w", sc.Name, err)
 		}
-		cons, err := f.b.JS.CreateOrUpdateConsumer(ctx, sc.Name, consumers[h])
+		cons, err := f.b.RawJetStream().CreateOrUpdateConsumer(ctx, sc.Name, consumers[h])
 		if err != nil {
 			return nil, fmt.Errorf("floor: consumer %s: %w", consumers[h].Durable, err)
 		}
@@ -263,7 +263,7 @@ func (f *Floor) publish(ctx context.Context, job string, hop int, data []byte) e
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, job+":"+strconv.Itoa(hop))
 	m.Header.Set(floorHeaderJob, job)
-	if _, err := f.b.JS.PublishMsg(ctx, m); err != nil {
+	if _, err := f.b.RawJetStream().PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("hop %d: publish: %w", hop, err)
 	}
 	return nil
@@ -299,7 +299,7 @@ func (f *Floor) Stop() {
 	f.loops.Wait()
 	f.steps.Wait()
 	if f.b != nil {
-		f.b.NC.Close()
+		f.b.RawConn().Close()
 	}
 	if f.nats != nil {
 		f.nats.Shutdown()

@@ -107,7 +107,7 @@ func Store(t testing.TB, rdb redis.UniversalClient, prefix, natsURL, ns string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.NC.Close() })
+	t.Cleanup(func() { b.RawConn().Close() })
 	if retention <= 0 {
 		retention = time.Hour
 	}

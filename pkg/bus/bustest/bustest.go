@@ -33,7 +33,7 @@ func Connect(t testing.TB, url string, opts ...bus.Option) *bus.Bus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.NC.Close() })
+	t.Cleanup(func() { b.RawConn().Close() })
 	if err := b.EnsureStreams(ctx, bus.Limits{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,110 @@
+package ingress
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// budgeted refuses a new job (or batch) of a tenant whose spend budget is used up: 429
+// in codec's error shape, naming the budget, with Retry-After set to the seconds until
+// the budget's period resets. A retry under an Idempotency-Key that already names a
+// job passes, so it gets that job. A budget with room admits the job; its model turns
+// and searches are still reserved one by one at their worst case (chat.Worker,
+// search.Worker), so a job admitted near the limit gets SEARCH_BUDGET_EXHAUSTED
+// results, or fails with a budget error when its next model turn cannot be paid,
+// never an overdraft.
+func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tenant := tenantOf(r)
+		b := s.Budgets.For(tenant)
+		if b == (state.Budget{}) {
+			h(w, r)
+			return
+		}
+		now := time.Now()
+		sp, err := s.Store.SpendOf(r.Context(), tenant, now)
+		if err != nil {
+			// The job cannot be recorded without Redis either; let the submission say so.
+			s.Log.Warn("api: reading spend", "tenant", tenant, "err", err)
+			h(w, r)
+			return
+		}
+		ex := b.Check(sp, now)
+		if ex == nil {
+			h(w, r)
+			return
+		}
+		if key := r.Header.Get("Idempotency-Key"); key != "" {
+			// A retry of a submission that was accepted gets its job, not a refusal.
+			if claimed, err := s.Store.IdempotencyClaimed(r.Context(), tenant, key); err == nil && claimed {
+				h(w, r)
+				return
+			}
+		}
+		if s.Metrics != nil {
+			s.Metrics.BudgetExhausted.WithLabelValues(tenant, ex.Budget).Inc()
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ex.Reset.Sub(now).Seconds())), 10))
+		writeWireError(w, codec, &wire.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exhausted",
+			Message: fmt.Sprintf("The %s is used up; new jobs are refused until %s. See GET /v1/usage.", ex.Describe(), ex.Reset.Format(time.RFC3339))})
+	}
+}
+
+// usagePeriod is a tenant's spend in one budget period, with its limits and what is
+// left of them (null: no limit).
+type usagePeriod struct {
+	Period            string   `json:"period"`
+	ResetsAt          string   `json:"resets_at"`
+	SpentUSD          float64  `json:"spent_usd"`
+	Searches          int64    `json:"searches"`
+	BudgetUSD         *float64 `json:"budget_usd"`
+	BudgetSearches    *int64   `json:"budget_searches"`
+	RemainingUSD      *float64 `json:"remaining_usd"`
+	RemainingSearches *int64   `json:"remaining_searches"`
+}
+
+func newUsagePeriod(period string, reset time.Time, usd float64, n int64, limitUSD float64, limitN int64) usagePeriod {
+	u := usagePeriod{Period: period, ResetsAt: reset.Format(time.RFC3339), SpentUSD: usd, Searches: n}
+	if limitUSD > 0 {
+		left := math.Max(0, math.Round((limitUSD-usd)*1e6)/1e6)
+		u.BudgetUSD, u.RemainingUSD = &limitUSD, &left
+	}
+	if limitN > 0 {
+		left := max(0, limitN-n)
+		u.BudgetSearches, u.RemainingSearches = &limitN, &left
+	}
+	return u
+}
+
+// usage serves GET /v1/usage: the calling tenant's spend (model turns and searches,
+// reservations in flight included) and what is left of its budget, for the current
+// UTC day and month, and its storage (job records and files) against its quotas.
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
+	tenant := tenantOf(r)
+	now := time.Now()
+	sp, err := s.Store.SpendOf(r.Context(), tenant, now)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
+		return
+	}
+	storage, err := s.storageOf(r.Context(), tenant)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
+		return
+	}
+	b := s.Budgets.For(tenant)
+	dayEnd, monthEnd := state.PeriodEnds(now)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object":  "usage",
+		"tenant":  tenant,
+		"day":     newUsagePeriod(sp.Day, dayEnd, sp.DayUSD, sp.DaySearches, b.USDPerDay, b.SearchesPerDay),
+		"month":   newUsagePeriod(sp.Month, monthEnd, sp.MonthUSD, sp.MonthSearches, b.USDPerMonth, b.SearchesPerMonth),
+		"storage": storage,
+	})
+}

@@ -1,0 +1,227 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// newJob is the job of a request a client sent in protocol p, decoded: every create
+// path's. Its request is stored as decoded (wire.Stored), never re-encoded in another
+// protocol, and its question is kept for listings.
+func (s *Server) newJob(r *http.Request, idPrefix string, p wire.Protocol, req *wire.Request) (*state.Job, error) {
+	stored, err := wire.EncodeStored(p, req)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	return &state.Job{ID: state.NewID(idPrefix), FreshID: true, Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
+		Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout)}, nil
+}
+
+// submit records a job and publishes it (enqueue), answering the request in the
+// OpenAI error shape when that fails; it has answered when it returns false.
+func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.Job, subject string, msg bus.Payload, keyed bool) bool {
+	text := s.enqueue(ctx, job, subject, msg, keyed)
+	if text == "" {
+		return true
+	}
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "server_error", "", "", text)
+	return false
+}
+
+// enqueue records a job and publishes msg (jobs.Submit), waiting until the stream has
+// it. It returns "" when the job is accepted, else what to tell the client (503). When
+// the publish fails the job was not accepted: a job an Idempotency-Key can complete
+// (keyed) stays recorded for the client's retry to publish; any other is deleted, so
+// nothing is left that no one will run.
+func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, msg bus.Payload, keyed bool) string {
+	if job.Question == "" {
+		// Kept with the job's small fields, for listings: its request leaves Redis
+		// when it ends.
+		job.Question = redact.Clip(questionOf(job.Request), questionChars)
+	}
+	p, err := jobs.Submit(ctx, s.Bus, s.Store, job, subject, msg)
+	if err == nil {
+		err = bus.Wait(ctx, p)
+	}
+	if err == nil {
+		return ""
+	}
+	if ctx.Err() != nil {
+		// The client hung up: not a server error.
+		s.Log.Info("api: client left during submission", "job", job.ID)
+	} else {
+		s.Log.Error("api: publishing job", "job", job.ID, "err", err)
+	}
+	text := "The fleet could not take the job; try again."
+	if keyed {
+		text = "The fleet could not take the job; retry with the same Idempotency-Key."
+	}
+	if errors.Is(err, bus.ErrQueueFull) {
+		text = "The fleet's queue is full; retry later."
+	}
+	if !keyed {
+		s.JobFinished(context.WithoutCancel(ctx), job) // its tenant's job slot
+		if err := s.Store.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
+			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
+		}
+	}
+	return text
+}
+
+// chatJob is the message that starts a chat job.
+func chatJob(job *state.Job) bus.ChatJob { return bus.ChatJob{JobID: job.ID, Tenant: job.Tenant} }
+
+// waiter watches one job's events (Server.events). It is registered before the job
+// is published, so the terminal event cannot be missed; a Redis poll backs it up
+// across NATS reconnects.
+type waiter struct {
+	ch    chan *nats.Msg
+	leave func() // unregisters it from the job's events
+	// live is the job's live-stream subscription (watchLive) and on what receives its
+	// messages during wait.
+	live *nats.Subscription
+	on   func(*nats.Msg)
+	// ended is the job as the worker that ended it handed it over (waiters.takeEnded),
+	// set before its terminal event reaches ch; nil until then, or if it never is.
+	ended atomic.Pointer[nats.Msg]
+	// ingress names this ingress to the worker that ends the job, as the waiter was
+	// registered (state.Job.Ingress): a job that names it is handed here.
+	ingress string
+}
+
+func (s *Server) watch(jobID string) (*waiter, error) { return s.watchWith(jobID, 32) }
+
+// watchWith is a waiter of jobID whose channel holds size messages.
+func (s *Server) watchWith(jobID string, size int) (*waiter, error) {
+	wt := &waiter{ch: make(chan *nats.Msg, size)}
+	leave, ingress, err := s.events.add(s.Bus, jobID, wt)
+	if err != nil {
+		return nil, err
+	}
+	wt.leave, wt.ingress = leave, ingress
+	return wt, nil
+}
+
+func (wt *waiter) stop() {
+	wt.leave()
+	if wt.live != nil {
+		wt.live.Unsubscribe()
+	}
+}
+
+var errWaitTimeout = errors.New("still running")
+
+// wait returns the job once it has ended. tick, if set, runs whenever the wait wakes
+// (an event, or the 2 s poll): a streaming answer sends its keep-alives from it.
+func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Duration, tick func()) (*state.Job, error) {
+	timeout := time.NewTimer(max)
+	defer timeout.Stop()
+	poll := time.NewTicker(2 * time.Second)
+	defer poll.Stop()
+	for {
+		select {
+		case m := <-wt.ch:
+			if streamLive(m) {
+				if wt.on != nil {
+					wt.on(m)
+				}
+				continue
+			}
+			if tick != nil {
+				tick()
+			}
+			if !bus.EventType(m.Header.Get(bus.HeaderEvent)).Terminal() {
+				continue
+			}
+		case <-poll.C:
+			if tick != nil {
+				tick()
+			}
+			st, err := s.Store.JobStatus(ctx, jobID)
+			if err != nil || !st.Terminal() {
+				continue
+			}
+		case <-timeout.C:
+			return nil, errWaitTimeout
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, errWaitTimeout // a stream's longest duration
+			}
+			return nil, ctx.Err()
+		}
+		if j := wt.handed(jobID); j != nil {
+			return j, nil
+		}
+		return s.Store.GetJob(ctx, jobID)
+	}
+}
+
+// handed is the ended job its worker handed over (jobs.Handoff), decoded as GetJob
+// decodes it, or nil: none came (lost, too large, an ending by another process), or it
+// is unreadable, and the job is read from Redis.
+func (wt *waiter) handed(jobID string) *state.Job {
+	m := wt.ended.Load()
+	if m == nil {
+		return nil
+	}
+	j, err := state.EndedJob(m.Data)
+	if err != nil || j.ID != jobID || !j.Status.Terminal() {
+		return nil
+	}
+	return j
+}
+
+func (s *Server) waitFailed(w http.ResponseWriter, jobID string, err error) {
+	if errors.Is(err, errWaitTimeout) {
+		writeError(w, http.StatusGatewayTimeout, "timeout", "job_still_running", "",
+			fmt.Sprintf("The job %s is still running; fetch GET /v1/jobs/%s for its answer.", jobID, jobID))
+		return
+	}
+	if errors.Is(err, context.Canceled) {
+		return // the client left; the job runs on and can be fetched
+	}
+	s.Log.Warn("api: reading a job failed", "job", jobID, "err", err) // the details name Redis's address
+	writeError(w, http.StatusInternalServerError, "server_error", "", "", fmt.Sprintf("Reading the job failed; fetch GET /v1/jobs/%s for its answer.", jobID))
+}
+
+func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
+	switch job.Status {
+	case state.Completed:
+		b, err := wire.ChatAnswerJSON(job.Response)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "server_error", "", "", "The job's answer is unreadable.")
+			return
+		}
+		writeJSON(w, http.StatusOK, b)
+	case state.Cancelled:
+		writeError(w, http.StatusConflict, "invalid_request_error", "job_cancelled", "", "The job was cancelled.")
+	default:
+		je := job.Error
+		if je == nil {
+			je = &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the job failed"}
+		}
+		writeJobError(w, je)
+	}
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	data := make([]map[string]any, 0, len(s.Models))
+	for _, m := range s.Models {
+		data = append(data, map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "searchfleet"})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}

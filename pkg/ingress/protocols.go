@@ -1,0 +1,343 @@
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// The client protocols (POST /v1/chat/completions, /v1/responses, /v1/messages) share
+// one create path: the request is decoded by the protocol's codec into the canonical
+// form and stored so (wire.Stored), with the protocol it came in. When the job ends,
+// its answer (stored in canonical form too, wire.EncodeAnswer) and its search trace
+// are encoded in the client's protocol.
+
+func writeWireError(w http.ResponseWriter, codec wire.ClientCodec, e *wire.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	w.Write(codec.EncodeError(e))
+}
+
+// protocolRequest serves a client protocol's create endpoint. Job ids (and so the
+// answers' ids) start with idPrefix.
+func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		fail := func(e *wire.Error) { writeWireError(w, codec, e) }
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				fail(&wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+					Message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody)})
+				return
+			}
+			fail(wire.Invalid("", "Could not read the request body: %s", bodyError(err)))
+			return
+		}
+		var rr *responsesRequest
+		if codec.Protocol() == wire.OpenAIResponses {
+			var e *wire.Error
+			if rr, e = s.resolveResponses(r.Context(), tenantOf(r), body); e != nil {
+				fail(e)
+				return
+			}
+			body = rr.body
+		}
+		req, e := s.decodeRequest(r.Context(), codec, body)
+		if e != nil {
+			fail(e)
+			return
+		}
+		job, err := s.newJob(r, idPrefix, codec.Protocol(), req)
+		if err != nil {
+			fail(wire.Invalid("", "The request cannot be run: %s", err))
+			return
+		}
+		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
+		stream := codec.NewStream()
+		if codec.Protocol() == wire.OpenAIChat {
+			base.ID = "chatcmpl-" + job.ID
+			stream = wire.NewChatStream(includeUsage(req))
+		}
+		if rr != nil {
+			base.Echo = rr.echo
+		}
+		answer := func(done *state.Job) (*wire.Response, *wire.Error) {
+			resp, e := answerOf(done, req, codec.Protocol())
+			resp.ID, resp.Echo = base.ID, base.Echo
+			return resp, e
+		}
+		release, ok := s.admit(w, r, codec, job, holdOf(req))
+		if !ok {
+			return
+		}
+		defer release()
+		watch := s.watch
+		if req.Stream {
+			watch = s.watchLive
+		}
+		waiter, err := watch(job.ID)
+		if err != nil {
+			s.Log.Warn("api: watching a job's events", "job", job.ID, "err", err) // the details name NATS's address
+			w.Header().Set("Retry-After", "1")
+			fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "The fleet is unavailable; retry shortly."})
+			return
+		}
+		defer waiter.stop()
+		if !req.Background {
+			job.Ingress = waiter.ingress // its worker hands it here when it ends
+		}
+		// Stored before the job is submitted: a job that ends at once is archived with
+		// its stored response (state.Store.ArchiveJob).
+		s.saveResponse(r.Context(), job, rr)
+		if e := s.submitJob(r.Context(), job); e != nil {
+			w.Header().Set("Retry-After", "1")
+			fail(e)
+			return
+		}
+		w.Header().Set("X-Searchfleet-Job-Id", job.ID)
+		for _, n := range base.Notes {
+			w.Header().Add("X-Searchfleet-Warning", n)
+		}
+		switch {
+		case req.Background:
+			b, _ := codec.EncodeResponse(base)
+			writeJSON(w, http.StatusOK, json.RawMessage(b))
+		case req.Stream:
+			s.relayStream(w, r, stream, base, waiter, answer, func(live *wire.Response) { live.ShowTo(req, codec.Protocol()) })
+		default:
+			done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
+			if err != nil {
+				if e := s.waitError(job.ID, err); e != nil {
+					fail(e)
+				}
+				return
+			}
+			resp, e := answer(done)
+			if e != nil {
+				fail(e)
+				return
+			}
+			b, err := codec.EncodeResponse(resp)
+			if err != nil {
+				fail(wire.AsError(err))
+				return
+			}
+			writeJSON(w, http.StatusOK, json.RawMessage(b))
+		}
+	}
+}
+
+// decodeRequest reads a create request of codec's protocol into canonical form and
+// checks what every create path checks: a Chat request's parameters, a known model,
+// search settings the fleet can serve, files the model can read (those given by URL
+// read within ctx where the model needs them read). The request's notes name the
+// settings the fleet cannot honour.
+func (s *Server) decodeRequest(ctx context.Context, codec wire.ClientCodec, body []byte) (*wire.Request, *wire.Error) {
+	var req *wire.Request
+	var err error
+	if codec.Protocol() == wire.OpenAIChat {
+		req, err = wire.DecodeChatRequest(body, s.ChatBillableParams)
+	} else {
+		req, err = codec.DecodeRequest(body)
+	}
+	if err != nil {
+		return nil, wire.AsError(err)
+	}
+	if !slices.Contains(s.Models, req.Model) {
+		return nil, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", "))}
+	}
+	req.Notes = append(req.Notes, s.reasoningNotes(codec.Protocol(), req.Reasoning, req.Model)...)
+	if e := s.checkSearch(req); e != nil {
+		return nil, e
+	}
+	return s.modelFiles(ctx, req)
+}
+
+// includeUsage reports whether a streamed Chat request asked for a final usage chunk
+// (stream_options.include_usage).
+func includeUsage(req *wire.Request) bool {
+	var opts struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	raw := req.Params["stream_options"]
+	return len(raw) > 0 && json.Unmarshal(raw, &opts) == nil && opts.IncludeUsage
+}
+
+// ModelTarget is the protocol and the provider's model name that serve a client model
+// name.
+type ModelTarget struct {
+	Protocol wire.Protocol
+	Model    string
+	// API is the model protocol the fleet calls the model with, which says what files
+	// it takes (nil: files are not checked at submission).
+	API wire.ModelAPI
+}
+
+// reasoningNotes names the reasoning settings c of a request of protocol client that
+// the model serving model cannot take.
+func (s *Server) reasoningNotes(client wire.Protocol, c *wire.ReasoningConfig, model string) []string {
+	t, ok := s.Targets[model]
+	if !ok {
+		return nil
+	}
+	return wire.ReasoningNotes(client, c, t.Protocol, t.Model)
+}
+
+// modelFiles returns req with its files as the model serving it reads them
+// (wire.ModelFiles), turned into text once, at submission, so the job's hops do not
+// extract a PDF's text again each; a file the model can read neither as it is nor as
+// text is a 400 here rather than a job that fails when the model is called. Files
+// given by URL that the model cannot take by URL are read first, once (readFileURLs).
+func (s *Server) modelFiles(ctx context.Context, req *wire.Request) (*wire.Request, *wire.Error) {
+	t, ok := s.Targets[req.Model]
+	if !ok || t.API == nil {
+		return req, nil
+	}
+	out, err := s.readFileURLs(ctx, req, t.API)
+	if err == nil {
+		out, err = wire.ModelFiles(out, t.API, req.Model)
+	}
+	if err != nil {
+		return nil, wire.AsError(err)
+	}
+	return out, nil
+}
+
+// checkSearch refuses search settings the fleet cannot serve at all, and notes a
+// search declaration on a fleet without web search.
+func (s *Server) checkSearch(req *wire.Request) *wire.Error {
+	if req.Search == nil {
+		return nil
+	}
+	if s.Tools == nil {
+		req.Notes = append(req.Notes, "web search is not configured on this server: the model answers without searching")
+		return nil
+	}
+	if e := req.Search.Engine; e != "" {
+		if _, ok := s.Tools.Engine(e); !ok {
+			return wire.Invalid("tools", "engine %q is not one of this fleet's engines", e)
+		}
+	}
+	return nil
+}
+
+// submitJob records and publishes a job (enqueue), in the wire protocol's terms.
+func (s *Server) submitJob(ctx context.Context, job *state.Job) *wire.Error {
+	if text := s.enqueue(ctx, job, bus.SubjectChatJob, chatJob(job), false); text != "" {
+		return &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: text}
+	}
+	return nil
+}
+
+// waitError is the error for a synchronous wait that ended without the job (nil: the
+// client left).
+func (s *Server) waitError(jobID string, err error) *wire.Error {
+	switch {
+	case errors.Is(err, errWaitTimeout):
+		return &wire.Error{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_still_running",
+			Message: fmt.Sprintf("The job %s is still running; fetch GET /v1/jobs/%s for its answer.", jobID, jobID)}
+	case errors.Is(err, context.Canceled):
+		return nil
+	}
+	s.Log.Warn("api: reading a job failed", "job", jobID, "err", err) // the details name Redis's address
+	return &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("Reading the job failed; fetch GET /v1/jobs/%s for its answer.", jobID)}
+}
+
+// answerOf is a job's answer in canonical form, as a client of protocol p that sent
+// req is shown it: the chat worker's stored answer (wire.DecodeAnswer) with the job's
+// searches (those of tools req declared: wire.Response.ShowTo), or the job's
+// current status. req's notes are added, which an answer stored before answers
+// carried them lacks. The error is set for a job that failed or was cancelled.
+func answerOf(job *state.Job, req *wire.Request, p wire.Protocol) (*wire.Response, *wire.Error) {
+	var notes []string
+	if req != nil {
+		notes = req.AllNotes()
+	}
+	base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Finished: job.Finished, Notes: notes}
+	switch job.Status {
+	case state.Completed:
+		resp, err := wire.DecodeAnswer(job.Response)
+		if err == nil {
+			err = resp.AddTrace(job.Trace)
+		}
+		if err != nil {
+			return base, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The job's answer is unreadable."}
+		}
+		resp.ShowTo(req, p)
+		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Finished, resp.Status = job.ID, job.ID, job.Model, job.Created, job.Finished, wire.StatusCompleted
+		for _, n := range notes {
+			if !slices.Contains(resp.Notes, n) {
+				resp.Notes = append(resp.Notes, n)
+			}
+		}
+		return resp, nil
+	case state.Failed:
+		je := job.Error
+		if je == nil {
+			je = &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the job failed"}
+		}
+		status := je.Status
+		if status < 400 {
+			status = http.StatusInternalServerError
+		}
+		base.Status, base.Error = wire.StatusFailed, &wire.Error{Status: status, Type: je.Type, Code: je.Code, Message: je.Message}
+		return base, base.Error
+	case state.Cancelled:
+		base.Status, base.Error = wire.StatusCancelled, &wire.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "job_cancelled", Message: "The job was cancelled."}
+		return base, base.Error
+	case state.Running:
+		base.Status = wire.StatusInProgress
+	default:
+		base.Status = wire.StatusQueued
+	}
+	return base, nil
+}
+
+// getResponse is GET /v1/responses/{id}: a Responses answer of the caller's tenant,
+// complete or as far as it has come.
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	job := s.loadJob(w, r)
+	if job == nil {
+		return
+	}
+	stored, err := wire.DecodeStored(job.Request)
+	if err != nil || stored.Protocol != wire.OpenAIResponses {
+		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
+			Message: fmt.Sprintf("No response with id %q.", job.ID)})
+		return
+	}
+	rec, err := s.Store.GetResponse(r.Context(), job.ID)
+	if err != nil || rec.Tenant != job.Tenant {
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			return
+		}
+		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
+			Message: fmt.Sprintf("No response with id %q: responses created with 'store': false are not stored.", job.ID)})
+		return
+	}
+	resp, e := answerOf(job, stored.Request, wire.OpenAIResponses)
+	resp.Echo = rec.Echo
+	if e != nil && resp.Status != wire.StatusFailed && resp.Status != wire.StatusCancelled {
+		writeWireError(w, wire.Responses, e)
+		return
+	}
+	b, err := wire.Responses.EncodeResponse(resp)
+	if err != nil {
+		writeWireError(w, wire.Responses, wire.AsError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, json.RawMessage(b))
+}

@@ -1,0 +1,141 @@
+package ingress
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// A tenant's storage quota (config.Limits.StorageBytes) bounds the bytes of the job
+// records the fleet keeps for it over the retention period, in Redis and in the
+// records bucket alike. A job is charged its request and state.RecordAllowance when
+// it is submitted (admit), before its record is written, and its real size
+// (state.Store.JobFootprint: what Redis keeps of it plus its archived record) when it
+// ends (JobFinished, from the finisher, after the archive hook); its bytes come back
+// when the record expires (the retention from its end, as the bucket's entries), or
+// at once when an unaccepted job is deleted. A submission that
+// does not fit is refused with 429 (413 when the request alone exceeds the quota), in
+// the protocol's error shape, counted in
+// fleet_tenant_rejected_total{limit="storage_bytes"}; GET /v1/usage reports the use.
+
+// recordExpiry is when a job's record expires: its retention from creation while it
+// runs, from its end once it has ended (its archived record is kept for the
+// retention from when it was written, just after the end).
+func (s *Server) recordExpiry(job *state.Job) time.Time {
+	from := job.Created
+	if !job.Finished.IsZero() {
+		from = job.Finished
+	}
+	if from.IsZero() {
+		from = time.Now()
+	}
+	return from.Add(s.Store.RecordRetention())
+}
+
+// chargeStorage charges a new job's request and allowance to its tenant's storage
+// quota; it has answered when it returns false.
+func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, job *state.Job) bool {
+	limit := s.Limits.Of(job.Tenant).StorageBytes
+	if limit <= 0 {
+		return true
+	}
+	size := int64(len(job.Request)) + state.RecordAllowance
+	if size > limit {
+		s.storageRefused(job.Tenant)
+		writeWireError(w, codec, &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+			Message: fmt.Sprintf("The request (%d bytes, with %d bytes kept for its answer) is larger than the tenant's storage quota of %d bytes.", len(job.Request), state.RecordAllowance, limit)})
+		return false
+	}
+	ok, st, err := s.Store.ChargeRecord(r.Context(), job.Tenant, job.ID, size, s.recordExpiry(job), limit, false)
+	if err != nil {
+		s.limitsUnavailable(w, r, codec, err)
+		return false
+	}
+	if ok {
+		return true
+	}
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		// A retry of a submission that was accepted gets its job (charged already).
+		if claimed, err := s.Store.IdempotencyClaimed(r.Context(), job.Tenant, key); err == nil && claimed {
+			return true
+		}
+	}
+	s.storageRefused(job.Tenant)
+	after := time.Hour
+	if !st.FirstExpiry.IsZero() {
+		after = max(time.Second, time.Until(st.FirstExpiry))
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(after.Seconds()+0.999)))
+	writeWireError(w, codec, &wire.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "storage_quota_exceeded",
+		Message: fmt.Sprintf("The tenant's storage quota of %d bytes is used up (%d bytes of job records kept); records free their bytes as they expire. See GET /v1/usage.", limit, st.Used)})
+	return false
+}
+
+func (s *Server) storageRefused(tenant string) {
+	if s.Metrics != nil {
+		s.Metrics.TenantRejected.WithLabelValues(tenant, "storage_bytes").Inc()
+	}
+}
+
+// settleStorage charges an ended job its real size, whatever the quota (the bytes are
+// written: the tenant's next job is refused instead), and drops the search results
+// kept only for a running job's redelivered searches. A job that was never accepted
+// (not ended: its record is deleted, or was never written) gives its charge back.
+func (s *Server) settleStorage(ctx context.Context, job *state.Job) error {
+	limit := s.Limits.Of(job.Tenant).StorageBytes
+	if !job.Status.Terminal() {
+		if limit <= 0 {
+			return nil
+		}
+		return s.Store.ReleaseRecord(ctx, job.Tenant, job.ID)
+	}
+	if err := s.Store.DropSearchResults(ctx, job.ID); err != nil {
+		s.Log.Warn("api: dropping an ended job's search results (they expire on their own)", "job", job.ID, "err", err)
+	}
+	if limit <= 0 {
+		return nil
+	}
+	n, err := s.Store.JobFootprint(ctx, job.ID)
+	if err != nil {
+		return err
+	}
+	_, _, err = s.Store.ChargeRecord(ctx, job.Tenant, job.ID, n, s.recordExpiry(job), limit, true)
+	return err
+}
+
+// storageUsage is GET /v1/usage's storage: the job records' bytes against the
+// storage quota, and the files' against the file quota (null limit: none).
+type storageUsage struct {
+	UsedBytes      int64  `json:"used_bytes"`
+	LimitBytes     *int64 `json:"limit_bytes"`
+	Records        int64  `json:"records"`
+	FileBytes      int64  `json:"file_bytes"`
+	FileLimitBytes *int64 `json:"file_limit_bytes"`
+	Files          int    `json:"files"`
+}
+
+// storageOf reads tenant's storage use for GET /v1/usage.
+func (s *Server) storageOf(ctx context.Context, tenant string) (storageUsage, error) {
+	st, err := s.Store.StorageOf(ctx, tenant)
+	if err != nil {
+		return storageUsage{}, err
+	}
+	files, fileBytes, err := s.Store.FileUsage(ctx, tenant)
+	if err != nil {
+		return storageUsage{}, err
+	}
+	l := s.Limits.Of(tenant)
+	u := storageUsage{UsedBytes: st.Used, Records: st.Records, FileBytes: fileBytes, Files: files}
+	if l.StorageBytes > 0 {
+		u.LimitBytes = &l.StorageBytes
+	}
+	if l.FileBytes > 0 {
+		u.FileLimitBytes = &l.FileBytes
+	}
+	return u, nil
+}

@@ -1,0 +1,52 @@
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/searchfleet/searchfleet/pkg/jobs"
+)
+
+// apiError is the OpenAI error answer: {"error": {...}}.
+type apiError struct {
+	Error jobs.ErrorBody `json:"error"`
+}
+
+// writeError answers with an OpenAI-shaped error.
+func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	b := jobs.ErrorBody{Message: msg, Type: typ}
+	if param != "" {
+		b.Param = &param
+	}
+	if code != "" {
+		b.Code = &code
+	}
+	writeJSON(w, status, apiError{Error: b})
+}
+
+// writeJSON answers with v as JSON (a json.RawMessage is written as is).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if raw, ok := v.(json.RawMessage); ok {
+		w.Write(raw)
+		return
+	}
+	json.NewEncoder(w).Encode(v)
+}
+
+type tenantKey struct{}
+
+// withTenant returns ctx carrying the authenticated tenant.
+func withTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
+}
+
+// tenantOf returns the request's tenant ("default" on an open API).
+func tenantOf(r *http.Request) string {
+	if t, ok := r.Context().Value(tenantKey{}).(string); ok {
+		return t
+	}
+	return "default"
+}

@@ -1,0 +1,308 @@
+package ingress
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/ingress/responsesws"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// A Responses request may lean on what the fleet stored: previous_response_id (the
+// conversation of an earlier response and its answer come before the input),
+// item_reference input items (an item of a stored response), input_file parts naming
+// a file_id of POST /v1/files. resolveResponses turns them into a self-contained
+// request before the codec reads it, within the caller's tenant only. A response
+// created with store: false is not stored, and naming it is an error like naming one
+// that never existed.
+
+// responsesRequest is a Responses request body with what the fleet stored resolved
+// into it.
+type responsesRequest struct {
+	// body is the request with previous_response_id removed and its input complete.
+	body []byte
+	// input is the complete input as items (what a later request's
+	// previous_response_id resolves to, with this response's answer).
+	input json.RawMessage
+	// echo is what the response repeats of the request as the client sent it.
+	echo map[string]json.RawMessage
+	// store is false when the request asked not to be stored.
+	store bool
+}
+
+// resolveResponses reads what a Responses request names from the tenant's stored
+// responses and files.
+func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byte) (*responsesRequest, *wire.Error) {
+	top := map[string]json.RawMessage{}
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		return &responsesRequest{body: body, store: true}, nil // the codec says what is wrong
+	}
+	rr := &responsesRequest{echo: wire.ResponsesEcho(body), store: string(bytes.TrimSpace(top["store"])) != "false"}
+	if !rr.store && string(bytes.TrimSpace(top["background"])) == "true" {
+		return nil, wire.Invalid("background", "background mode needs the response stored: 'store' cannot be false with 'background': true")
+	}
+	var items []json.RawMessage
+	if raw, ok := top["input"]; ok {
+		var text string
+		switch {
+		case json.Unmarshal(raw, &text) == nil:
+			item, _ := json.Marshal(map[string]any{"type": "message", "role": "user", "content": text})
+			items = []json.RawMessage{item}
+		case json.Unmarshal(raw, &items) != nil:
+			return &responsesRequest{body: body, echo: rr.echo, store: rr.store}, nil // the codec says what is wrong
+		}
+	}
+	var prior []json.RawMessage
+	if raw, ok := top["previous_response_id"]; ok && !isNullJSON(raw) {
+		var id string
+		if json.Unmarshal(raw, &id) != nil || id == "" {
+			return nil, wire.Invalid("previous_response_id", "'previous_response_id' must be a response id")
+		}
+		var e *wire.Error
+		if t := responsesws.TurnOf(ctx); t != nil {
+			prior = t.Conversation(id) // a response of this socket's (pkg/ingress/responsesws)
+		}
+		if prior == nil {
+			if prior, e = s.storedConversation(ctx, tenant, id); e != nil {
+				return nil, e
+			}
+		}
+		delete(top, "previous_response_id")
+	}
+	resolved := make([]json.RawMessage, 0, len(prior)+len(items))
+	resolved = append(resolved, prior...)
+	for i, it := range items {
+		param := fmt.Sprintf("input[%d]", i)
+		var head struct {
+			Type    string          `json:"type"`
+			ID      string          `json:"id"`
+			Role    json.RawMessage `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		json.Unmarshal(it, &head)
+		// An item_reference's type may be left out: then it is an id alone.
+		if head.Type == "item_reference" || head.Type == "" && head.ID != "" && head.Role == nil && head.Content == nil {
+			ref, e := s.referencedItem(ctx, tenant, param, head.ID, prior)
+			if e != nil {
+				return nil, e
+			}
+			resolved = append(resolved, ref)
+			continue
+		}
+		it, e := s.withFiles(ctx, tenant, param, it)
+		if e != nil {
+			return nil, e
+		}
+		resolved = append(resolved, it)
+	}
+	rr.input, _ = json.Marshal(resolved)
+	if t := responsesws.TurnOf(ctx); t != nil {
+		t.SetInput(rr.input)
+	}
+	if len(resolved) > 0 {
+		top["input"] = rr.input
+	}
+	rr.body, _ = json.Marshal(top)
+	return rr, nil
+}
+
+func isNullJSON(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
+}
+
+// responseNotFound is the error for a stored response the tenant does not have.
+func responseNotFound(param, id string) *wire.Error {
+	return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found", Param: param,
+		Message: fmt.Sprintf("Previous response with id '%s' not found. Responses created with 'store': false are not stored, and stored ones expire with the job retention.", redact.Clip(id, 64))}
+}
+
+// storedResponse loads a stored response and its job, within tenant.
+func (s *Server) storedResponse(ctx context.Context, tenant, param, id string) (*state.StoredResponse, *state.Job, *wire.Error) {
+	if !validJobID(id) || !strings.HasPrefix(id, "resp_") {
+		return nil, nil, responseNotFound(param, id)
+	}
+	rec, err := s.Store.GetResponse(ctx, id)
+	if err == nil && rec.Tenant != tenant {
+		err = state.ErrNotFound
+	}
+	var job *state.Job
+	if err == nil {
+		job, err = s.Store.GetJob(ctx, id)
+	}
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return nil, nil, responseNotFound(param, id)
+	case err != nil:
+		s.Log.Warn("api: reading a stored response", "response", id, "err", err)
+		return nil, nil, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the stored response failed; try again."}
+	}
+	return rec, job, nil
+}
+
+// storedConversation is the conversation a previous_response_id continues: the
+// stored response's input items, then its answer's output items. The response must
+// have completed.
+func (s *Server) storedConversation(ctx context.Context, tenant, id string) ([]json.RawMessage, *wire.Error) {
+	rec, job, e := s.storedResponse(ctx, tenant, "previous_response_id", id)
+	if e != nil {
+		return nil, e
+	}
+	output, e := outputItems(job, rec)
+	if e != nil {
+		return nil, e
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(rec.Input, &items); err != nil {
+		return nil, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The stored response is unreadable."}
+	}
+	return append(items, output...), nil
+}
+
+// outputItems are a stored response's output items, as its client was shown them; an
+// error when it has not completed.
+func outputItems(job *state.Job, rec *state.StoredResponse) ([]json.RawMessage, *wire.Error) {
+	var req *wire.Request
+	if stored, err := wire.DecodeStored(job.Request); err == nil {
+		req = stored.Request
+	}
+	resp, e := answerOf(job, req, wire.OpenAIResponses)
+	if e != nil || resp.Status != wire.StatusCompleted {
+		return nil, wire.Invalid("previous_response_id", "The response %s is %s: only a completed response can be continued.", job.ID, resp.Status)
+	}
+	resp.Echo = rec.Echo
+	b, err := wire.Responses.EncodeResponse(resp)
+	if err != nil {
+		return nil, wire.AsError(err)
+	}
+	var o struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, wire.AsError(err)
+	}
+	return o.Output, nil
+}
+
+// referencedItem is the item an item_reference names: an item of the conversation
+// previous_response_id continues, or a message of another stored response of the
+// tenant (a message item's id names its response).
+func (s *Server) referencedItem(ctx context.Context, tenant, param, id string, prior []json.RawMessage) (json.RawMessage, *wire.Error) {
+	find := func(items []json.RawMessage) json.RawMessage {
+		for _, it := range items {
+			var head struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(it, &head) == nil && head.ID == id {
+				return it
+			}
+		}
+		return nil
+	}
+	if it := find(prior); it != nil {
+		return it, nil
+	}
+	if respID, ok := strings.CutPrefix(id, "msg_"); ok && strings.HasPrefix(respID, "resp_") {
+		if rec, job, e := s.storedResponse(ctx, tenant, param+".id", respID); e == nil {
+			if out, e := outputItems(job, rec); e == nil {
+				if it := find(out); it != nil {
+					return it, nil
+				}
+			}
+		}
+	}
+	return nil, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "item_not_found", Param: param + ".id",
+		Message: fmt.Sprintf("Item with id '%s' not found. An item_reference names an item of the conversation 'previous_response_id' continues, or the message of a stored response.", redact.Clip(id, 64))}
+}
+
+// withFiles replaces the file_id of an input item's input_file parts by the file's
+// content (file_data), read from the tenant's files.
+func (s *Server) withFiles(ctx context.Context, tenant, param string, item json.RawMessage) (json.RawMessage, *wire.Error) {
+	if !bytes.Contains(item, []byte(`"file_id"`)) {
+		return item, nil
+	}
+	var it map[string]json.RawMessage
+	if json.Unmarshal(item, &it) != nil {
+		return item, nil
+	}
+	field := "content"
+	if _, ok := it["output"]; ok {
+		field = "output"
+	}
+	var parts []map[string]json.RawMessage
+	if json.Unmarshal(it[field], &parts) != nil {
+		return item, nil
+	}
+	for i, p := range parts {
+		var typ, id string
+		json.Unmarshal(p["type"], &typ)
+		if typ != "input_file" || json.Unmarshal(p["file_id"], &id) != nil || id == "" {
+			continue
+		}
+		at := fmt.Sprintf("%s.%s[%d].file_id", param, field, i)
+		data, name, e := s.fileData(ctx, tenant, at, id)
+		if e != nil {
+			return nil, e
+		}
+		delete(p, "file_id")
+		p["file_data"], _ = json.Marshal(data)
+		if isNullJSON(p["filename"]) {
+			p["filename"], _ = json.Marshal(name)
+		}
+	}
+	it[field], _ = json.Marshal(parts)
+	b, _ := json.Marshal(it)
+	return b, nil
+}
+
+// fileData is a tenant's file as base64, with its name.
+func (s *Server) fileData(ctx context.Context, tenant, param, id string) (data, name string, e *wire.Error) {
+	notFound := &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "file_not_found", Param: param,
+		Message: fmt.Sprintf("No file with id '%s'.", redact.Clip(id, 64))}
+	if s.Batches == nil {
+		return "", "", notFound
+	}
+	f, err := s.Store.GetFile(ctx, id)
+	if errors.Is(err, state.ErrNotFound) || err == nil && f.Tenant != tenant {
+		return "", "", notFound
+	}
+	if err == nil && f.Bytes > s.MaxBody {
+		return "", "", wire.Invalid(param, "The file '%s' is %d bytes; a file given to a model may have at most %d.", redact.Clip(id, 64), f.Bytes, s.MaxBody)
+	}
+	var content []byte
+	if err == nil {
+		var rc io.ReadCloser
+		if rc, err = s.Batches.OpenFile(ctx, id); err == nil {
+			content, err = io.ReadAll(io.LimitReader(rc, s.MaxBody+1))
+			rc.Close()
+		}
+	}
+	if err != nil {
+		s.Log.Warn("api: reading an input file", "file", id, "err", err)
+		return "", "", &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the file failed; try again."}
+	}
+	return base64.StdEncoding.EncodeToString(content), f.Filename, nil
+}
+
+// saveResponse stores a Responses request's conversation and settings under its job
+// id, unless the request said store: false.
+func (s *Server) saveResponse(ctx context.Context, job *state.Job, rr *responsesRequest) {
+	if rr == nil || !rr.store {
+		return
+	}
+	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo}
+	job.HasStoredResponse = true // noted in the job's record when it is created (its archiving reads the response)
+	if err := s.Store.SaveResponse(context.WithoutCancel(ctx), job.ID, rec); err != nil {
+		// The answer still reaches the client; only a later reference to it fails.
+		s.Log.Warn("api: storing a response", "response", job.ID, "err", err)
+	}
+}

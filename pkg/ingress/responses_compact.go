@@ -1,0 +1,93 @@
+package ingress
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// compactParams are the parameters of POST /v1/responses/compact (Open Responses
+// CompactResponseMethodPublicBody); any other is refused.
+var compactParams = []string{"model", "input", "previous_response_id", "instructions", "prompt_cache_key"}
+
+// compactResponse is POST /v1/responses/compact: the conversation of input (after
+// previous_response_id's, if named) compacted into an input window for a later
+// request — the client's own turns as they are, then one compaction item for the rest
+// (wire.Compact). No model is called and nothing is stored, so it answers at once, the
+// same for every model, with zero usage. Instructions are not part of the window: a
+// request sends its own. A conversation the fleet cannot compact, or a compaction item
+// it did not write, is a 400 in the Responses error shape.
+func (s *Server) compactResponse(w http.ResponseWriter, r *http.Request) {
+	fail := func(e *wire.Error) { writeWireError(w, wire.Responses, e) }
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		fail(wire.Invalid("", "The request body must be a JSON object."))
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if !slices.Contains(compactParams, k) {
+			fail(wire.Invalid(k, "Unknown parameter: '%s'. POST /v1/responses/compact takes %s.", redact.Clip(k, 64), strings.Join(compactParams, ", ")))
+			return
+		}
+	}
+	var model string
+	if raw, ok := top["model"]; !ok || isNullJSON(raw) {
+		fail(wire.Invalid("model", "Missing required parameter: 'model'."))
+		return
+	} else if json.Unmarshal(raw, &model) != nil || strings.TrimSpace(model) == "" {
+		fail(wire.Invalid("model", "'model' must be a non-empty string"))
+		return
+	}
+	if !slices.Contains(s.Models, model) {
+		fail(&wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(model, 64), strings.Join(s.Models, ", "))})
+		return
+	}
+	if raw, ok := top["instructions"]; ok && !isNullJSON(raw) {
+		var text string
+		if json.Unmarshal(raw, &text) != nil {
+			fail(wire.Invalid("instructions", "'instructions' must be a string"))
+			return
+		}
+	}
+	delete(top, "instructions")
+	body, _ = json.Marshal(top)
+	rr, e := s.resolveResponses(r.Context(), tenantOf(r), body)
+	if e != nil {
+		fail(e)
+		return
+	}
+	req, err := wire.Responses.DecodeRequest(rr.body)
+	if err != nil {
+		fail(wire.AsError(err))
+		return
+	}
+	c, err := wire.Compact(req)
+	if err != nil {
+		fail(wire.AsError(err))
+		return
+	}
+	id := state.NewID("cmp_")
+	output, err := wire.CompactionOutput(id, c)
+	if err != nil {
+		fail(wire.AsError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "object": "response.compaction", "created_at": time.Now().Unix(), "output": output,
+		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
+			"input_tokens_details": map[string]int{"cached_tokens": 0}, "output_tokens_details": map[string]int{"reasoning_tokens": 0}},
+	})
+}
