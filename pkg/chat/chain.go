@@ -177,14 +177,6 @@ func (v *view) done(h int, id string) (*search.Done, bool) {
 	return &d, true
 }
 
-func (v *view) result(h int, id string) (*engines.Result, bool) {
-	d, ok := v.done(h, id)
-	if !ok {
-		return nil, false
-	}
-	return &d.Result, true
-}
-
 // sources numbers every source of the chain's results in one sequence, in hop and call
 // order, merging repeats by URL: the [n] the model cites in its final answer index it.
 type sources struct {

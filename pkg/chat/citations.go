@@ -26,12 +26,6 @@ type citationCount struct {
 	Removed int `json:"removed"`
 }
 
-func (c *citationCount) add(o citationCount) {
-	c.Cited += o.Cited
-	c.Valid += o.Valid
-	c.Removed += o.Removed
-}
-
 // checkCitations removes the markers of text that cite no source (n outside 1..n
 // sources) and counts what it saw.
 func checkCitations(text string, sources int) (string, citationCount) {

@@ -46,7 +46,7 @@ func TestEvidenceNonceNeedsTheDeploymentSecret(t *testing.T) {
 	if next := evidenceNonce(key, job, newSalt()); next == got {
 		t.Errorf("two hops' salts give one nonce %s", got)
 	}
-	if newSalt() == newSalt() {
+	if a, b := newSalt(), newSalt(); a == b {
 		t.Error("two salts drawn are equal")
 	}
 	legacy := func() string {

@@ -47,11 +47,6 @@ func (o *Ops) Handler() http.Handler {
 	return mux
 }
 
-// pinger is a store /readyz pings.
-type pinger interface {
-	Ping(ctx context.Context) error
-}
-
 // readiness answers /readyz: whether NATS and Redis answer, in stable words.
 func readiness(w http.ResponseWriter, r *http.Request, b *bus.Bus, store interface {
 	Ping(ctx context.Context) error

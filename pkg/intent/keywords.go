@@ -147,7 +147,7 @@ var (
 // website, webpage, internet, online, news, information, info, report (covers
 // reports), article (covers articles).
 var enGates = [26][]gate{
-	'a' - 'a': {{"article", []phrase{
+	0: {{"article", []phrase{
 		{text: "article", kind: noun, id: nArticle},
 	}}},
 	'f' - 'a': {{"find", []phrase{
