@@ -1,4 +1,4 @@
-package llm_test
+package provider_test
 
 import (
 	"context"
@@ -21,11 +21,11 @@ import (
 )
 
 // asyncWorker is newWorker with its requests sent through an llmtest.StartTransport.
-func asyncWorker(f family, sim, provider string, keys []string, o llm.CredentialOptions) (worker, *llmtest.StartTransport) {
+func asyncWorker(f family, sim, name string, keys []string, o provider.CredentialOptions) (worker, *llmtest.StartTransport) {
 	s := &seen{}
 	tr := &llmtest.StartTransport{Base: s}
-	cr := llm.NewCredentials(provider, keys, o)
-	return worker{caller: f.new(provider, sim, cr, &http.Client{Transport: tr}), creds: cr, seen: s}, tr
+	cr := provider.NewCredentials(name, keys, o)
+	return worker{caller: f.new(name, sim, cr, &http.Client{Transport: tr}), creds: cr, seen: s}, tr
 }
 
 // Start through an async transport gives the Completion Complete gives through a plain
@@ -41,8 +41,8 @@ func TestStartMatchesComplete(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			plain := f.new("p", url, llm.NewCredentials("p", []string{"k"}, llm.CredentialOptions{}), &http.Client{})
-			w, tr := asyncWorker(f, url, "p", []string{"k"}, llm.CredentialOptions{})
+			plain := f.new("p", url, provider.NewCredentials("p", []string{"k"}, provider.CredentialOptions{}), &http.Client{})
+			w, tr := asyncWorker(f, url, "p", []string{"k"}, provider.CredentialOptions{})
 			calls := 0
 			for name, body := range bodies {
 				for _, stream := range []bool{false, true} {
@@ -104,7 +104,7 @@ func TestStartRotatesKeyOn429(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				a, b := "key-a-start-"+name, "key-b-start-"+name
 				sim.SetKeyFault(f.path, a, http.StatusTooManyRequests, 20*time.Second, 0)
-				w, tr := asyncWorker(f, url, "start-"+name, []string{a, b}, llm.CredentialOptions{Cooldowns: cool})
+				w, tr := asyncWorker(f, url, "start-"+name, []string{a, b}, provider.CredentialOptions{Cooldowns: cool})
 				var onDelta func(llm.Delta)
 				var streamed strings.Builder
 				if stream {
@@ -140,7 +140,7 @@ func TestStartCancelled(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			w, tr := asyncWorker(f, url, "cancel", []string{"k"}, llm.CredentialOptions{})
+			w, tr := asyncWorker(f, url, "cancel", []string{"k"}, provider.CredentialOptions{})
 			before, cancel := context.WithCancel(context.Background())
 			cancel()
 			got := llmtest.StartWait(t, tr, w.caller, before, hello, nil)
@@ -187,7 +187,7 @@ func TestStartDoneOnceEveryPath(t *testing.T) {
 				}
 				bad, good := "key-bad-once-"+name, "key-good-once-"+name
 				sim.SetKeyFault(f.path, bad, http.StatusTooManyRequests, 30*time.Second, 0)
-				o := llm.CredentialOptions{Cooldowns: cool}
+				o := provider.CredentialOptions{Cooldowns: cool}
 				for _, c := range []struct {
 					name   string
 					w      func() (worker, *llmtest.StartTransport)
@@ -244,9 +244,9 @@ func TestStartTransportErrorWordedAsComplete(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			plain := f.new("p", dead, llm.NewCredentials("p", []string{"k"}, llm.CredentialOptions{}), &http.Client{})
+			plain := f.new("p", dead, provider.NewCredentials("p", []string{"k"}, provider.CredentialOptions{}), &http.Client{})
 			_, want := plain.Complete(context.Background(), hello, nil)
-			w, tr := asyncWorker(f, dead, "p", []string{"k"}, llm.CredentialOptions{})
+			w, tr := asyncWorker(f, dead, "p", []string{"k"}, provider.CredentialOptions{})
 			got := llmtest.StartWait(t, tr, w.caller, context.Background(), hello, nil)
 			var le *llm.Error
 			if want == nil || got.Err == nil || got.Err.Error() != want.Error() || !errors.As(got.Err, &le) || le.Err == nil || tr.Starts() != 1 {
@@ -274,13 +274,13 @@ func TestStartWithClientTimeoutUsesDo(t *testing.T) {
 // before the outcome is known; done is called once, after the last call.
 func TestTryAsyncRotatesFromTheCallback(t *testing.T) {
 	t.Parallel()
-	creds := llm.NewCredentials("p", []string{"key-a", "key-b", "key-c"}, llm.CredentialOptions{})
+	creds := provider.NewCredentials("p", []string{"key-a", "key-b", "key-c"}, provider.CredentialOptions{})
 	var mu sync.Mutex
 	var tried []string
 	var calls sync.WaitGroup // the goroutines answering the calls
 	returned := make(chan struct{})
 	outcome := make(chan error, 2)
-	creds.TryAsync(context.Background(), nil, func(cred llm.Credential, _ func(llm.Delta), done func(error)) {
+	creds.TryAsync(context.Background(), nil, func(cred provider.Credential, _ func(llm.Delta), done func(error)) {
 		mu.Lock()
 		tried = append(tried, cred.Value)
 		n := len(tried)
@@ -381,7 +381,7 @@ func TestStartHoldsNoGoroutineWhilePending(t *testing.T) {
 			// accept queue overflowing), which is not what this test is about.
 			tr := &parkingTransport{base: http.Transport{MaxConnsPerHost: 64}}
 			defer tr.close()
-			c := f.new("p", url, llm.NewCredentials("p", []string{"k"}, llm.CredentialOptions{}), &http.Client{Transport: tr})
+			c := f.new("p", url, provider.NewCredentials("p", []string{"k"}, provider.CredentialOptions{}), &http.Client{Transport: tr})
 			var ok, calls atomic.Int64
 			var all sync.WaitGroup
 			all.Add(n)

@@ -1,4 +1,4 @@
-package llm
+package provider
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/provider"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // Credentials are how a main-model caller authenticates with its provider: several
@@ -30,10 +30,10 @@ import (
 type Credentials struct {
 	provider string
 	keys     []string
-	tok      provider.TokenSource
-	cool     provider.Cooldowns
+	tok      TokenSource
+	cool     Cooldowns
 	// rot is the rotation of the keys (or of the token source's one slot).
-	rot *provider.Keys
+	rot *Keys
 
 	// lastTok is the last token handed out, redacted from errors like the keys.
 	lastTok atomic.Pointer[string]
@@ -44,10 +44,10 @@ type CredentialOptions struct {
 	// KeyEnv is the variable the keys came from, named in the refused-key warning.
 	KeyEnv string
 	// Token, when set, is used instead of keys.
-	Token provider.TokenSource
+	Token TokenSource
 	// Cooldowns is shared across workers (state.ModelKeyCooldowns); nil remembers
 	// nothing between calls (a refused key is still passed over within a call).
-	Cooldowns provider.Cooldowns
+	Cooldowns Cooldowns
 	// Log receives the one warning per refused key; nil is slog.Default().
 	Log *slog.Logger
 }
@@ -70,12 +70,12 @@ func NewCredentials(name string, keys []string, o CredentialOptions) *Credential
 	}
 	var fps []string
 	for _, k := range c.keys {
-		fps = append(fps, provider.Fingerprint(k))
+		fps = append(fps, Fingerprint(k))
 	}
 	if c.tok != nil {
 		c.keys, fps = nil, []string{tokenSlot}
 	}
-	c.rot = provider.NewKeys(name, fps, provider.KeyOptions{Cooldowns: o.Cooldowns, Log: o.Log, KeyEnv: o.KeyEnv, Who: "provider"})
+	c.rot = NewKeys(name, fps, KeyOptions{Cooldowns: o.Cooldowns, Log: o.Log, KeyEnv: o.KeyEnv, Who: "provider"})
 	return c
 }
 
@@ -96,11 +96,11 @@ type Credential struct {
 // has passed text on, a refused call is not tried again (the text was streamed). TryAsync calls done exactly once with the outcome of the
 // whole try, on the goroutine of the last call's done (before TryAsync returns when
 // no call was made or every call finished inline).
-func (c *Credentials) TryAsync(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta), func(error)), done func(error)) {
+func (c *Credentials) TryAsync(ctx context.Context, onDelta func(llm.Delta), call func(Credential, func(llm.Delta), func(error)), done func(error)) {
 	t := &try{c: c, ctx: ctx, call: call, done: done, rests: c.rot.Resting(ctx)}
 	t.onDelta = onDelta
 	if onDelta != nil {
-		t.onDelta = func(d Delta) { t.sent = true; onDelta(d) }
+		t.onDelta = func(d llm.Delta) { t.sent = true; onDelta(d) }
 	}
 	if c.tok == nil {
 		t.start = c.rot.Start()
@@ -119,10 +119,10 @@ func (c *Credentials) TryAsync(ctx context.Context, onDelta func(Delta), call fu
 type try struct {
 	c       *Credentials
 	ctx     context.Context
-	onDelta func(Delta)
-	call    func(Credential, func(Delta), func(error))
+	onDelta func(llm.Delta)
+	call    func(Credential, func(llm.Delta), func(error))
 	done    func(error)
-	rests   []provider.Rest
+	rests   []Rest
 	sent    bool  // onDelta has passed text on: a refused call is not tried again
 	start   int   // the round-robin position of the first key tried
 	last    error // the last refusal
@@ -156,7 +156,7 @@ func (t *try) keyDone(i, j int, err error) {
 		t.done(err)
 		return
 	}
-	t.rests[i] = provider.Rest{Left: d, Reason: reason}
+	t.rests[i] = Rest{Left: d, Reason: reason}
 	t.c.rot.CoolDown(t.ctx, i, reason, d, le.Status)
 	if t.sent {
 		t.done(err)
@@ -171,7 +171,7 @@ func (t *try) token(attempt int) {
 	tok, err := t.c.tok.Token(t.ctx)
 	if err != nil {
 		// Retryable: a file being rewritten, a command that failed once.
-		t.done(&Error{Provider: t.c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)})
+		t.done(&llm.Error{Provider: t.c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)})
 		return
 	}
 	t.c.lastTok.Store(&tok)
@@ -191,7 +191,7 @@ func (t *try) tokenDone(attempt int, tok string, err error) {
 	case !ok:
 		t.done(err)
 		return
-	case reason == provider.Auth:
+	case reason == Auth:
 		c.tok.Rejected(tok)
 		if attempt == 0 && !t.sent {
 			t.token(1)
@@ -205,7 +205,7 @@ func (t *try) tokenDone(attempt int, tok string, err error) {
 		t.done(err)
 		return
 	}
-	t.rests[0] = provider.Rest{Left: d, Reason: reason}
+	t.rests[0] = Rest{Left: d, Reason: reason}
 	c.rot.CoolDown(t.ctx, 0, reason, d, le.Status)
 	if t.sent {
 		t.done(err)
@@ -216,46 +216,46 @@ func (t *try) tokenDone(attempt int, tok string, err error) {
 
 // keyFailure reports whether err is the provider refusing the credential, why, for
 // how long it rests, and the provider's error.
-func keyFailure(err error) (provider.Kind, time.Duration, *Error, bool) {
-	var le *Error
+func keyFailure(err error) (Kind, time.Duration, *llm.Error, bool) {
+	var le *llm.Error
 	if !errors.As(err, &le) {
 		return "", 0, nil, false
 	}
 	// The provider layer's one classification (OpenAI's insufficient_quota on a 429:
 	// the key's money is spent, waiting won't help).
-	reason := provider.Classify(le.Status, []byte(le.Type+" "+le.Code))
+	reason := Classify(le.Status, []byte(le.Type+" "+le.Code))
 	if !reason.Refused() {
 		return "", 0, nil, false
 	}
-	return reason, provider.RestFor(reason, le.RetryAfter), le, true
+	return reason, RestFor(reason, le.RetryAfter), le, true
 }
 
 // exhausted is the error of a call left without a usable key: a retryable 429 whose
 // RetryAfter is the soonest rest when the first key back rests for rate limiting
 // (last, the provider's own error, when it was one), else last or the refusal.
-func (c *Credentials) exhausted(rests []provider.Rest, last error) error {
+func (c *Credentials) exhausted(rests []Rest, last error) error {
 	if c.cool == nil && last != nil {
 		return last // nothing rests between calls: the provider's own error says it all
 	}
-	soon := provider.Soonest(rests)
-	if soon.Reason == provider.RateLimited || soon.Reason == "" {
-		var le *Error
+	soon := Soonest(rests)
+	if soon.Reason == RateLimited || soon.Reason == "" {
+		var le *llm.Error
 		if errors.As(last, &le) && le.Status == http.StatusTooManyRequests {
 			e := *le
 			e.RetryAfter = soon.Left
 			return &e
 		}
-		return &Error{Provider: c.provider, Status: http.StatusTooManyRequests, Type: "rate_limited", RetryAfter: soon.Left,
+		return &llm.Error{Provider: c.provider, Status: http.StatusTooManyRequests, Type: "rate_limited", RetryAfter: soon.Left,
 			Message: "every API key of this provider is cooling down (" + soon.Left.Round(time.Second).String() + " left)"}
 	}
 	if last != nil {
 		return last
 	}
 	status := http.StatusUnauthorized
-	if soon.Reason == provider.Quota {
+	if soon.Reason == Quota {
 		status = http.StatusPaymentRequired
 	}
-	return &Error{Provider: c.provider, Status: status, Type: string(soon.Reason),
+	return &llm.Error{Provider: c.provider, Status: status, Type: string(soon.Reason),
 		Message: "every API key of this provider was refused (" + string(soon.Reason) + "); they rest " + soon.Left.Round(time.Second).String()}
 }
 
@@ -270,4 +270,4 @@ func (c *Credentials) Redact(s string) string {
 	return s
 }
 
-func redactValue(s, v string) string { return provider.Redact(s, v) }
+func redactValue(s, v string) string { return Redact(s, v) }
