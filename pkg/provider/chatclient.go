@@ -29,7 +29,7 @@ func NewClient(name, baseURL, key string, hc *http.Client) *Client {
 }
 
 // NewClientWith is NewClient with the provider's credentials: several keys rotated
-// and rested, or an access token (keys.go).
+// and rested, or an access token (credentials.go).
 func NewClientWith(name, baseURL string, creds *Credentials, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
