@@ -62,7 +62,7 @@ type Provider struct {
 	APIKey string `json:"-"`
 	// APIKeys are the keys when APIKeyEnv holds several, comma-separated (APIKey is
 	// then the first); never serialized. Main-model calls rotate over them and rest
-	// the ones the provider refuses (llm.Credentials).
+	// the ones the provider refuses (provider.Credentials).
 	APIKeys []string `json:"-"`
 	// AccessToken is an OAuth access token source the main models use instead of an
 	// API key (a token file or a refresh command; see AccessToken), sent as a bearer

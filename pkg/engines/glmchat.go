@@ -10,13 +10,14 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // glmChat is Zhipu GLM chat completions with the embedded web_search tool
 // (POST {base}/chat/completions, bearer key): one request, the model searches and
 // answers, and the search results come back in a top-level "web_search" array next to
 // "choices" (WIRE_FORMATS.md §4a, seed 001). It is an adapter over the main models'
-// parts: llm.Client makes the call (the provider layer's exchange, credentials and
+// parts: provider.Client makes the call (the provider layer's exchange, credentials and
 // errors), and the tool's declaration, the web_search array and the ref markers are
 // read by pkg/llm/nativechat (glm.go), as for a GLM main model: the refs are numbered
 // there (nativechat.GLMCite: cited pages by first citation), then the uncited results
@@ -60,7 +61,7 @@ func (e *glmChat) Capabilities() Capabilities {
 }
 
 // run makes the one call of a search: a chat completion with GLM's web_search tool
-// (nativechat.GLMTool) through llm.Client, the search results read from the body's
+// (nativechat.GLMTool) through provider.Client, the search results read from the body's
 // web_search array (nativechat.GLMResults) and cited as for a main model.
 func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
 	// search_query pins what is searched to the query itself (cut to the Web Search
@@ -73,7 +74,7 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	}
 	body, _ := json.Marshal(req)
 	cctx, captured := nativechat.Capture(ctx)
-	comp, err := llm.NewClientWith(e.id, e.baseURL, e.credentials(), nativechat.HTTPClient(hc)).Complete(cctx, body, nil)
+	comp, err := provider.NewClientWith(e.id, e.baseURL, e.credentials(), nativechat.HTTPClient(hc)).Complete(cctx, body, nil)
 	if err != nil {
 		return nil, e.glmModelError(err)
 	}

@@ -155,8 +155,8 @@ func (c *client) chatAnswer(comp *llm.Completion) (*Result, *llm.NativeSearch, e
 
 // credentials are the one key of a model caller built for an engine: the engine's
 // rotation (keys.go) rests and tells of refused keys, so these do not.
-func (c *client) credentials() *llm.Credentials {
-	return llm.NewCredentials(c.id, []string{c.key}, llm.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
+func (c *client) credentials() *provider.Credentials {
+	return provider.NewCredentials(c.id, []string{c.key}, provider.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
 }
 
 // replay is an HTTP transport that answers the calls of one search with recorded

@@ -31,7 +31,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/ingress/console"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
-	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -514,10 +513,10 @@ type ModelOptions struct {
 }
 
 // ModelsWith is Models with shared key cooldowns: each provider's models share one
-// llm.Credentials (its keys or access token), so they rotate and rest together.
+// provider.Credentials (its keys or access token), so they rotate and rest together.
 func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]chat.Model, error) {
 	out := map[string]chat.Model{}
-	creds := map[string]*llm.Credentials{}
+	creds := map[string]*provider.Credentials{}
 	for name, m := range f.Models {
 		p := f.Providers[m.Provider]
 		cr := creds[m.Provider]
@@ -526,7 +525,7 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 			if len(keys) == 0 {
 				keys = []string{p.APIKey}
 			}
-			cr = llm.NewCredentials(m.Provider, keys, llm.CredentialOptions{KeyEnv: p.APIKeyEnv, Token: p.Token, Cooldowns: o.Cooldowns, Log: o.Log})
+			cr = provider.NewCredentials(m.Provider, keys, provider.CredentialOptions{KeyEnv: p.APIKeyEnv, Token: p.Token, Cooldowns: o.Cooldowns, Log: o.Log})
 			creds[m.Provider] = cr
 		}
 		api, ok := modelAPI(f, name)

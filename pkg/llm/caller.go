@@ -9,7 +9,7 @@ type Delta struct {
 }
 
 // Caller calls a model with an OpenAI Chat Completions request body and returns its
-// answer as a Chat assistant message: llm.Client, the plain Chat exchange the GLM chat
+// answer as a Chat assistant message: provider.Client, the plain Chat exchange the GLM chat
 // search engine makes. (The chat worker's main models are called in canonical form by
 // upstream.Caller.)
 type Caller interface {
@@ -19,5 +19,3 @@ type Caller interface {
 	// way. Errors are *Error values (status, retry-after) or the context's error.
 	Complete(ctx context.Context, body []byte, onDelta func(Delta)) (*Completion, error)
 }
-
-var _ Caller = (*Client)(nil)

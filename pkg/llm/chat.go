@@ -1,7 +1,7 @@
 // Package llm holds what every model call shares: the chain's Chat request form
 // (ChatRequest, which keeps every parameter the fleet does not touch exactly as the
 // client sent it), the Caller a chain step calls a model with, errors and their retry
-// decision, credentials, server-sent events, and llm.Client, the plain Chat exchange
+// decision, credentials, server-sent events, and provider.Client, the plain Chat exchange
 // of the glm-chat engine (main models go through upstream.Caller).
 package llm
 

@@ -2,30 +2,13 @@ package llm
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"sort"
 )
 
-// streamingBody returns a chat request body with streaming on and the final usage
-// chunk asked for (stream_options.include_usage), whatever the body said.
-func streamingBody(body []byte) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, err
-	}
-	if top == nil {
-		return nil, errors.New("request body is not a JSON object")
-	}
-	top["stream"] = json.RawMessage("true")
-	top["stream_options"] = json.RawMessage(`{"include_usage":true}`)
-	return json.Marshal(top)
-}
-
-// errStreamCut is a stream that ended before its answer did.
-var errStreamCut = errors.New("the stream ended before the answer was complete")
+// ErrStreamCut is a stream that ended before its answer did.
+var ErrStreamCut = errors.New("the stream ended before the answer was complete")
 
 // chatChunk is one chat.completion.chunk (or an in-band error event).
 type chatChunk struct {
@@ -66,45 +49,8 @@ type assembler struct {
 	done       bool // [DONE] or a finish_reason was seen
 }
 
-// readStream reads a chat completion's server-sent chunks, calling onDelta with each
-// piece of text, and returns the assembled completion. In-band errors and a stream
-// cut short are *Error values (status 0 for a cut: retryable).
-func (c *Client) readStream(ctx context.Context, resp *http.Response, onDelta func(Delta)) (*Completion, error) {
-	s := NewChatStream()
-	var failed *Error
-	err := ReadSSE(resp.Body, func(_ string, data []byte) error {
-		text, err := s.Chunk(data)
-		if errors.As(err, &failed) {
-			failed.Provider, failed.Message = c.name, c.redact(failed.Message)
-			if failed.Status == 0 {
-				failed.Status = resp.StatusCode
-			}
-			return failed
-		}
-		if err != nil {
-			return err
-		}
-		if text != "" {
-			onDelta(Delta{Text: text})
-		}
-		return nil
-	})
-	switch {
-	case failed != nil:
-		return nil, failed
-	case err != nil && !errors.Is(err, errDone):
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &Error{Provider: c.name, Message: "reading the stream: " + c.redact(err.Error()), Err: errStreamCut}
-	case !s.a.done:
-		return nil, &Error{Provider: c.name, Message: errStreamCut.Error(), Err: errStreamCut}
-	}
-	return s.a.completion(), nil
-}
-
 // ChatStream folds a streamed chat completion's chunks back into the answer a whole
-// one is (llm.Client's streams, and the Chat model codec of pkg/llm/wire).
+// one is (provider.Client's streams, and the Chat model codec of pkg/llm/wire).
 type ChatStream struct{ a assembler }
 
 // NewChatStream returns the assembler of one streamed chat completion.
@@ -113,16 +59,16 @@ func NewChatStream() *ChatStream {
 }
 
 // Chunk folds in one data event and returns the answer text it adds. [DONE] ends the
-// stream (errDone); an in-band error is an *Error (Provider unset), a chunk that is not
+// stream (ErrStreamDone); an in-band error is an *Error (Provider unset), a chunk that is not
 // one an *Error of type bad_response.
 func (s *ChatStream) Chunk(data []byte) (string, error) {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 		s.a.done = true
-		return "", errDone
+		return "", ErrStreamDone
 	}
 	var ch chatChunk
 	if err := json.Unmarshal(data, &ch); err != nil {
-		return "", &Error{Type: "bad_response", Message: "stream event is not a chat completion chunk: " + truncate(err.Error(), 200)}
+		return "", &Error{Type: "bad_response", Message: "stream event is not a chat completion chunk: " + Truncate(err.Error(), 200)}
 	}
 	if e := InBandError(ch.Error); e != nil {
 		return "", e
@@ -139,8 +85,14 @@ func (s *ChatStream) Body() ([]byte, bool) {
 	return b, s.a.done
 }
 
-// errDone stops reading at [DONE].
-var errDone = errors.New("done")
+// Done reports whether the stream has ended (a finish_reason or [DONE] was seen).
+func (s *ChatStream) Done() bool { return s.a.done }
+
+// Completion is the answer assembled so far.
+func (s *ChatStream) Completion() *Completion { return s.a.completion() }
+
+// ErrStreamDone is what Chunk returns for [DONE]: it stops reading the stream.
+var ErrStreamDone = errors.New("done")
 
 // add folds one chunk in and returns its text.
 func (a *assembler) add(ch *chatChunk) string {

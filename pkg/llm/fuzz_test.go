@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 var goNames = regexp.MustCompile(`Go (struct|value)|cannot unmarshal|json: |\b(llm|json)\.[A-Z]|map\[string\]`)
@@ -93,7 +94,7 @@ func FuzzComplete(f *testing.F) {
 	const key = "sk-fuzz-key"
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, status := range []int{200, 400, 429, 503} {
-			c := llm.NewClient("fuzz", "http://model.invalid/v1", key, &http.Client{Transport: bodyTransport{status, body}})
+			c := provider.NewClient("fuzz", "http://model.invalid/v1", key, &http.Client{Transport: bodyTransport{status, body}})
 			comp, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), nil)
 			if err != nil {
 				var le *llm.Error

@@ -18,7 +18,7 @@ import (
 // process by its fingerprint and position, never its value. Without Cooldowns keys
 // still rotate and a refused key is still passed over within the call, but nothing is
 // remembered between calls. The engines (pkg/engines keys.go) and the main-model
-// callers (llm.Credentials) both rotate with it.
+// callers (Credentials) both rotate with it.
 type Keys struct {
 	scope string
 	fps   []string

@@ -165,7 +165,7 @@ func GLMCite(text string, items []GLMItem) (string, []llm.NativeSource) {
 // Capture returns ctx marked for the response body of the call made with it to be
 // copied (through an http.Client from HTTPClient), and a function that returns that
 // copy once the call is done: the glm-chat engine reads the web_search array from it
-// (the assistant message llm.Client returns does not carry it).
+// (the assistant message provider.Client returns does not carry it).
 func Capture(ctx context.Context) (context.Context, func() []byte) {
 	cap := &capture{}
 	return context.WithValue(ctx, captureKey{}, cap), func() []byte { return cap.buf.Bytes() }
@@ -181,7 +181,7 @@ const maxCapture = 64 << 20
 
 // HTTPClient returns hc (nil: http.DefaultClient) with a transport that copies the
 // response bodies of the calls a GLM caller makes, which carry the search results
-// outside the assistant message llm.Client returns. Other calls pass through
+// outside the assistant message provider.Client returns. Other calls pass through
 // untouched.
 func HTTPClient(hc *http.Client) *http.Client {
 	if hc == nil {
@@ -206,7 +206,7 @@ func (t captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // tee has resp's body copied into the capture r's context carries, if any, in place
-// of an earlier response's: a call that moved on to another key (llm.Credentials)
+// of an earlier response's: a call that moved on to another key (provider.Credentials)
 // read the refusal first, and only the last response is the answer.
 func tee(r *http.Request, resp *http.Response, err error) (*http.Response, error) {
 	cap, _ := r.Context().Value(captureKey{}).(*capture)

@@ -29,7 +29,7 @@ type Caller struct {
 	api     wire.ModelAPI
 	name    string
 	baseURL string
-	creds   *llm.Credentials // keys never logged, never in an error
+	creds   *provider.Credentials // keys never logged, never in an error
 	hc      *http.Client
 	opts    Options
 }
@@ -42,8 +42,8 @@ type Options struct {
 	// llm.NativeKey report (with their cost), its citations as [n] markers.
 	NativeSearch bool
 	// Credentials, when set, replace New's key: several keys rotated and rested, or
-	// an access token (llm.Credentials).
-	Credentials *llm.Credentials
+	// an access token (provider.Credentials).
+	Credentials *provider.Credentials
 }
 
 // New returns a caller of the provider name at baseURL speaking api, authenticating
@@ -55,7 +55,7 @@ func New(api wire.ModelAPI, name, baseURL, key string, hc *http.Client, opts Opt
 	}
 	creds := opts.Credentials
 	if creds == nil {
-		creds = llm.NewCredentials(name, []string{key}, llm.CredentialOptions{})
+		creds = provider.NewCredentials(name, []string{key}, provider.CredentialOptions{})
 	}
 	return &Caller{api: api, name: name, baseURL: strings.TrimRight(baseURL, "/"), creds: creds, hc: hc, opts: opts}
 }
@@ -160,9 +160,9 @@ func (c *Caller) resume(ctx context.Context, model string, sent []byte, answer *
 
 // call posts one request and reads its answer; raw is the answer's body when it was
 // read whole (nil when streamed). A request refused for its key is made again with
-// the provider's next key (llm.Credentials).
+// the provider's next key (provider.Credentials).
 func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool, onDelta func(llm.Delta)) (answer *wire.Response, raw []byte, err error) {
-	err = c.creds.Try(ctx, onDelta, func(cred llm.Credential, onDelta func(llm.Delta)) (err error) {
+	err = c.creds.Try(ctx, onDelta, func(cred provider.Credential, onDelta func(llm.Delta)) (err error) {
 		answer, raw, err = c.callWith(ctx, cred, model, out, stream, onDelta)
 		return err
 	})
@@ -172,7 +172,7 @@ func (c *Caller) call(ctx context.Context, model string, out []byte, stream bool
 // authorize sets the headers that carry cred: the protocol's own for a key; for an
 // access token a bearer token (Gemini's OAuth form, where its key would go in
 // x-goog-api-key; Anthropic takes no OAuth token, so it keeps x-api-key).
-func (c *Caller) authorize(h http.Header, cred llm.Credential) {
+func (c *Caller) authorize(h http.Header, cred provider.Credential) {
 	if cred.Token && c.api.Protocol() == wire.Gemini {
 		c.api.Authorize(h, "")
 		h.Set("Authorization", "Bearer "+cred.Value)
@@ -182,7 +182,7 @@ func (c *Caller) authorize(h http.Header, cred llm.Credential) {
 }
 
 // callWith makes one request with cred.
-func (c *Caller) callWith(ctx context.Context, cred llm.Credential, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
+func (c *Caller) callWith(ctx context.Context, cred provider.Credential, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(model, stream), bytes.NewReader(out))
 	if err != nil {
 		return nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}

@@ -13,6 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // A model provider's wait is read by the provider layer's one rule, whatever form it
@@ -24,7 +25,7 @@ func TestModelRetryAfterForms(t *testing.T) {
 	reset := func() string { return time.Now().Add(20 * time.Second).UTC().Format(time.RFC3339) }
 	for _, c := range []struct {
 		name   string
-		api    wire.ModelAPI // nil: OpenAI Chat (llm.Client)
+		api    wire.ModelAPI // nil: OpenAI Chat (provider.Client)
 		header func(h http.Header)
 		body   string
 		min    time.Duration
@@ -54,7 +55,7 @@ func TestModelRetryAfterForms(t *testing.T) {
 				w.Write([]byte(c.body))
 			}))
 			defer srv.Close()
-			var caller llm.Caller = llm.NewClient("p", srv.URL+"/v1", "sk-wait-secret", srv.Client())
+			var caller llm.Caller = provider.NewClient("p", srv.URL+"/v1", "sk-wait-secret", srv.Client())
 			if c.api != nil {
 				caller = upstreamtest.Chat{Caller: upstream.New(c.api, "p", srv.URL, "sk-wait-secret", srv.Client(), upstream.Options{})}
 			}

@@ -1,4 +1,4 @@
-package llm_test
+package provider_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // total counts the requests that went through s.
@@ -29,7 +30,7 @@ func TestCompleteCancelled(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorker(f, url, "cancel", []string{"k"}, llm.CredentialOptions{})
+			w := newWorker(f, url, "cancel", []string{"k"}, provider.CredentialOptions{})
 			before, cancel := context.WithCancel(context.Background())
 			cancel()
 			if comp, err := w.caller.Complete(before, hello, nil); !errors.Is(err, context.Canceled) || comp != nil {
@@ -70,7 +71,7 @@ func TestCompleteEveryPath(t *testing.T) {
 				}
 				bad, good := "key-bad-once-"+name, "key-good-once-"+name
 				sim.SetKeyFault(f.path, bad, http.StatusTooManyRequests, 30*time.Second, 0)
-				o := llm.CredentialOptions{Cooldowns: cool}
+				o := provider.CredentialOptions{Cooldowns: cool}
 				for _, c := range []struct {
 					name     string
 					provider string

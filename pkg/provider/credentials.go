@@ -1,4 +1,4 @@
-package llm
+package provider
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/provider"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // Credentials are how a main-model caller authenticates with its provider: several
@@ -30,10 +30,10 @@ import (
 type Credentials struct {
 	provider string
 	keys     []string
-	tok      provider.TokenSource
-	cool     provider.Cooldowns
+	tok      TokenSource
+	cool     Cooldowns
 	// rot is the rotation of the keys (or of the token source's one slot).
-	rot *provider.Keys
+	rot *Keys
 
 	// lastTok is the last token handed out, redacted from errors like the keys.
 	lastTok atomic.Pointer[string]
@@ -44,10 +44,10 @@ type CredentialOptions struct {
 	// KeyEnv is the variable the keys came from, named in the refused-key warning.
 	KeyEnv string
 	// Token, when set, is used instead of keys.
-	Token provider.TokenSource
+	Token TokenSource
 	// Cooldowns is shared across workers (state.ModelKeyCooldowns); nil remembers
 	// nothing between calls (a refused key is still passed over within a call).
-	Cooldowns provider.Cooldowns
+	Cooldowns Cooldowns
 	// Log receives the one warning per refused key; nil is slog.Default().
 	Log *slog.Logger
 }
@@ -70,12 +70,12 @@ func NewCredentials(name string, keys []string, o CredentialOptions) *Credential
 	}
 	var fps []string
 	for _, k := range c.keys {
-		fps = append(fps, provider.Fingerprint(k))
+		fps = append(fps, Fingerprint(k))
 	}
 	if c.tok != nil {
 		c.keys, fps = nil, []string{tokenSlot}
 	}
-	c.rot = provider.NewKeys(name, fps, provider.KeyOptions{Cooldowns: o.Cooldowns, Log: o.Log, KeyEnv: o.KeyEnv, Who: "provider"})
+	c.rot = NewKeys(name, fps, KeyOptions{Cooldowns: o.Cooldowns, Log: o.Log, KeyEnv: o.KeyEnv, Who: "provider"})
 	return c
 }
 
@@ -92,12 +92,12 @@ type Credential struct {
 // refuses the credential (see Credentials), and returns the outcome of the last call.
 // call makes one request with cred; it gets onDelta wrapped: once it has passed text
 // on, a refused call is not tried again (the text was streamed).
-func (c *Credentials) Try(ctx context.Context, onDelta func(Delta), call func(Credential, func(Delta)) error) error {
+func (c *Credentials) Try(ctx context.Context, onDelta func(llm.Delta), call func(Credential, func(llm.Delta)) error) error {
 	rests := c.rot.Resting(ctx)
 	sent := false
 	if onDelta != nil {
 		pass := onDelta
-		onDelta = func(d Delta) { sent = true; pass(d) }
+		onDelta = func(d llm.Delta) { sent = true; pass(d) }
 	}
 	if c.tok != nil {
 		return c.tryToken(ctx, rests, &sent, func(cred Credential) error { return call(cred, onDelta) })
@@ -118,7 +118,7 @@ func (c *Credentials) Try(ctx context.Context, onDelta func(Delta), call func(Cr
 		if !ok {
 			return err
 		}
-		rests[i] = provider.Rest{Left: d, Reason: reason}
+		rests[i] = Rest{Left: d, Reason: reason}
 		c.rot.CoolDown(ctx, i, reason, d, le.Status)
 		if sent {
 			return err
@@ -130,7 +130,7 @@ func (c *Credentials) Try(ctx context.Context, onDelta func(Delta), call func(Cr
 // tryToken calls with the token source's current token, and once more with a fresh
 // one when the provider refuses it for auth; a token refused otherwise rests (it
 // stands for the provider's one slot).
-func (c *Credentials) tryToken(ctx context.Context, rests []provider.Rest, sent *bool, call func(Credential) error) error {
+func (c *Credentials) tryToken(ctx context.Context, rests []Rest, sent *bool, call func(Credential) error) error {
 	if rests[0].Left > 0 {
 		return c.exhausted(rests, nil)
 	}
@@ -138,7 +138,7 @@ func (c *Credentials) tryToken(ctx context.Context, rests []provider.Rest, sent 
 		tok, err := c.tok.Token(ctx)
 		if err != nil {
 			// Retryable: a file being rewritten, a command that failed once.
-			return &Error{Provider: c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)}
+			return &llm.Error{Provider: c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)}
 		}
 		c.lastTok.Store(&tok)
 		err = call(Credential{Value: tok, Token: true})
@@ -149,7 +149,7 @@ func (c *Credentials) tryToken(ctx context.Context, rests []provider.Rest, sent 
 		switch {
 		case !ok:
 			return err
-		case reason == provider.Auth:
+		case reason == Auth:
 			c.tok.Rejected(tok)
 			if attempt == 0 && !*sent {
 				continue
@@ -161,7 +161,7 @@ func (c *Credentials) tryToken(ctx context.Context, rests []provider.Rest, sent 
 			}
 			return err
 		}
-		rests[0] = provider.Rest{Left: d, Reason: reason}
+		rests[0] = Rest{Left: d, Reason: reason}
 		c.rot.CoolDown(ctx, 0, reason, d, le.Status)
 		if *sent {
 			return err
@@ -172,46 +172,46 @@ func (c *Credentials) tryToken(ctx context.Context, rests []provider.Rest, sent 
 
 // keyFailure reports whether err is the provider refusing the credential, why, for
 // how long it rests, and the provider's error.
-func keyFailure(err error) (provider.Kind, time.Duration, *Error, bool) {
-	var le *Error
+func keyFailure(err error) (Kind, time.Duration, *llm.Error, bool) {
+	var le *llm.Error
 	if !errors.As(err, &le) {
 		return "", 0, nil, false
 	}
 	// The provider layer's one classification (OpenAI's insufficient_quota on a 429:
 	// the key's money is spent, waiting won't help).
-	reason := provider.Classify(le.Status, []byte(le.Type+" "+le.Code))
+	reason := Classify(le.Status, []byte(le.Type+" "+le.Code))
 	if !reason.Refused() {
 		return "", 0, nil, false
 	}
-	return reason, provider.RestFor(reason, le.RetryAfter), le, true
+	return reason, RestFor(reason, le.RetryAfter), le, true
 }
 
 // exhausted is the error of a call left without a usable key: a retryable 429 whose
 // RetryAfter is the soonest rest when the first key back rests for rate limiting
 // (last, the provider's own error, when it was one), else last or the refusal.
-func (c *Credentials) exhausted(rests []provider.Rest, last error) error {
+func (c *Credentials) exhausted(rests []Rest, last error) error {
 	if c.cool == nil && last != nil {
 		return last // nothing rests between calls: the provider's own error says it all
 	}
-	soon := provider.Soonest(rests)
-	if soon.Reason == provider.RateLimited || soon.Reason == "" {
-		var le *Error
+	soon := Soonest(rests)
+	if soon.Reason == RateLimited || soon.Reason == "" {
+		var le *llm.Error
 		if errors.As(last, &le) && le.Status == http.StatusTooManyRequests {
 			e := *le
 			e.RetryAfter = soon.Left
 			return &e
 		}
-		return &Error{Provider: c.provider, Status: http.StatusTooManyRequests, Type: "rate_limited", RetryAfter: soon.Left,
+		return &llm.Error{Provider: c.provider, Status: http.StatusTooManyRequests, Type: "rate_limited", RetryAfter: soon.Left,
 			Message: "every API key of this provider is cooling down (" + soon.Left.Round(time.Second).String() + " left)"}
 	}
 	if last != nil {
 		return last
 	}
 	status := http.StatusUnauthorized
-	if soon.Reason == provider.Quota {
+	if soon.Reason == Quota {
 		status = http.StatusPaymentRequired
 	}
-	return &Error{Provider: c.provider, Status: status, Type: string(soon.Reason),
+	return &llm.Error{Provider: c.provider, Status: status, Type: string(soon.Reason),
 		Message: "every API key of this provider was refused (" + string(soon.Reason) + "); they rest " + soon.Left.Round(time.Second).String()}
 }
 
@@ -226,4 +226,4 @@ func (c *Credentials) Redact(s string) string {
 	return s
 }
 
-func redactValue(s, v string) string { return provider.Redact(s, v) }
+func redactValue(s, v string) string { return Redact(s, v) }

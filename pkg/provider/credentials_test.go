@@ -1,4 +1,4 @@
-package llm_test
+package provider_test
 
 import (
 	"bytes"
@@ -29,20 +29,20 @@ import (
 type family struct {
 	name string
 	path string
-	new  func(provider, sim string, creds *llm.Credentials, hc *http.Client) llm.Caller
+	new  func(name, sim string, creds *provider.Credentials, hc *http.Client) llm.Caller
 }
 
 var families = []family{
-	{"openai-chat", "/v1/chat/completions", func(p, sim string, cr *llm.Credentials, hc *http.Client) llm.Caller {
+	{"openai-chat", "/v1/chat/completions", func(p, sim string, cr *provider.Credentials, hc *http.Client) llm.Caller {
 		return upstreamtest.Chat{Caller: upstream.New(wire.ChatModel, p, sim+"/v1", "", hc, upstream.Options{Credentials: cr})}
 	}},
-	{"openai-responses", "/v1/responses", func(p, sim string, cr *llm.Credentials, hc *http.Client) llm.Caller {
+	{"openai-responses", "/v1/responses", func(p, sim string, cr *provider.Credentials, hc *http.Client) llm.Caller {
 		return upstreamtest.Chat{Caller: upstream.New(wire.ResponsesModel, p, sim+"/v1", "", hc, upstream.Options{Credentials: cr})}
 	}},
-	{"gemini", "/v1beta/models/", func(p, sim string, cr *llm.Credentials, hc *http.Client) llm.Caller {
+	{"gemini", "/v1beta/models/", func(p, sim string, cr *provider.Credentials, hc *http.Client) llm.Caller {
 		return upstreamtest.Chat{Caller: upstream.New(wire.GeminiModel, p, sim, "", hc, upstream.Options{Credentials: cr})}
 	}},
-	{"anthropic-messages", "/v1/messages", func(p, sim string, cr *llm.Credentials, hc *http.Client) llm.Caller {
+	{"anthropic-messages", "/v1/messages", func(p, sim string, cr *provider.Credentials, hc *http.Client) llm.Caller {
 		return upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, p, sim, "", hc, upstream.Options{Credentials: cr})}
 	}},
 }
@@ -88,14 +88,14 @@ func (s *seen) with(v string) int {
 // traffic, the key cooldowns shared through Redis.
 type worker struct {
 	caller llm.Caller
-	creds  *llm.Credentials
+	creds  *provider.Credentials
 	seen   *seen
 }
 
-func newWorker(f family, sim, provider string, keys []string, o llm.CredentialOptions) worker {
+func newWorker(f family, sim, name string, keys []string, o provider.CredentialOptions) worker {
 	s := &seen{}
-	cr := llm.NewCredentials(provider, keys, o)
-	return worker{caller: f.new(provider, sim, cr, &http.Client{Transport: s, Timeout: 10 * time.Second}), creds: cr, seen: s}
+	cr := provider.NewCredentials(name, keys, o)
+	return worker{caller: f.new(name, sim, cr, &http.Client{Transport: s, Timeout: 10 * time.Second}), creds: cr, seen: s}
 }
 
 func startSim(t *testing.T) (*simulator.Server, string) {
@@ -127,7 +127,7 @@ func TestRateLimitedKeyMovesOnAndRestsForEveryWorker(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			a, b := "key-a-"+f.name, "key-b-"+f.name
 			sim.SetKeyFault(f.path, a, http.StatusTooManyRequests, 20*time.Second, 0)
-			o := llm.CredentialOptions{Cooldowns: cool}
+			o := provider.CredentialOptions{Cooldowns: cool}
 			first := newWorker(f, url, "p-"+f.name, []string{a, b}, o)
 			if _, err := first.caller.Complete(context.Background(), hello, nil); err != nil {
 				t.Fatalf("with a second key: %v", err)
@@ -167,7 +167,7 @@ func TestRefusedKeyReportedOnceNeverShown(t *testing.T) {
 			sim.SetKeyFault(f.path, bad, http.StatusUnauthorized, 0, 0)
 			var logs bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			o := llm.CredentialOptions{Cooldowns: cool, Log: log, KeyEnv: "PROVIDER_KEYS"}
+			o := provider.CredentialOptions{Cooldowns: cool, Log: log, KeyEnv: "PROVIDER_KEYS"}
 			w1 := newWorker(f, url, "auth-"+f.name, []string{bad, good}, o)
 			w2 := newWorker(f, url, "auth-"+f.name, []string{bad, good}, o)
 			for _, w := range []worker{w1, w1, w2, w1, w2} {
@@ -183,7 +183,7 @@ func TestRefusedKeyReportedOnceNeverShown(t *testing.T) {
 				t.Fatalf("log = %q; want one warning naming the key's fingerprint and variable", out)
 			}
 			// The refused key alone: the error says the provider refused, never the key.
-			alone := newWorker(f, url, "alone-"+f.name, []string{bad}, llm.CredentialOptions{Cooldowns: cool, Log: log})
+			alone := newWorker(f, url, "alone-"+f.name, []string{bad}, provider.CredentialOptions{Cooldowns: cool, Log: log})
 			_, err := alone.caller.Complete(context.Background(), hello, nil)
 			var le *llm.Error
 			if !errors.As(err, &le) || le.Status != http.StatusUnauthorized || le.Retryable() {
@@ -216,7 +216,7 @@ func TestEveryKeyRestingRetriesAfterTheSoonest(t *testing.T) {
 			a, b := "key-a-"+f.name, "key-b-"+f.name
 			sim.SetKeyFault(f.path, a, http.StatusTooManyRequests, 40*time.Second, 0)
 			sim.SetKeyFault(f.path, b, http.StatusTooManyRequests, 9*time.Second, 0)
-			w := newWorker(f, url, "all-"+f.name, []string{a, b}, llm.CredentialOptions{Cooldowns: cool})
+			w := newWorker(f, url, "all-"+f.name, []string{a, b}, provider.CredentialOptions{Cooldowns: cool})
 			check := func(err error) {
 				t.Helper()
 				var le *llm.Error
@@ -229,7 +229,7 @@ func TestEveryKeyRestingRetriesAfterTheSoonest(t *testing.T) {
 			if w.seen.with(a) != 1 || w.seen.with(b) != 1 {
 				t.Fatalf("sent %v; want each key once", w.seen.got)
 			}
-			other := newWorker(f, url, "all-"+f.name, []string{a, b}, llm.CredentialOptions{Cooldowns: cool})
+			other := newWorker(f, url, "all-"+f.name, []string{a, b}, provider.CredentialOptions{Cooldowns: cool})
 			_, err = other.caller.Complete(context.Background(), hello, nil)
 			check(err)
 			if len(other.seen.got) != 0 {
@@ -257,7 +257,7 @@ func TestAccessTokenFileRenewed(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs bytes.Buffer
-			w := newWorker(f, url, "tok-"+f.name, nil, llm.CredentialOptions{Token: file.Providers["vertex"].Token, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+			w := newWorker(f, url, "tok-"+f.name, nil, provider.CredentialOptions{Token: file.Providers["vertex"].Token, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			if _, err := w.caller.Complete(context.Background(), hello, nil); err != nil {
 				t.Fatal(err)
 			}

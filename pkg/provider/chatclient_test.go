@@ -1,4 +1,4 @@
-package llm_test
+package provider_test
 
 import (
 	"context"
@@ -11,17 +11,18 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 
-func simClient(t *testing.T) *llm.Client {
+func simClient(t *testing.T) *provider.Client {
 	t.Helper()
 	hs, url, err := simulator.New(simulator.Options{}).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	return llm.NewClient("sim", url+"/v1", "sk-test-secret", nil)
+	return provider.NewClient("sim", url+"/v1", "sk-test-secret", nil)
 }
 
 const webSearchTool = `{"type":"function","function":{"name":"web_search","parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}}`
@@ -91,7 +92,7 @@ func TestCompleteStreamFixture(t *testing.T) {
 		w.Write(sse)
 	}))
 	defer hs.Close()
-	c := llm.NewClient("openrouter", hs.URL, "", nil)
+	c := provider.NewClient("openrouter", hs.URL, "", nil)
 	var text strings.Builder
 	comp, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), func(d llm.Delta) { text.WriteString(d.Text) })
 	if err != nil {
@@ -119,7 +120,7 @@ func TestCompleteStreamFixture(t *testing.T) {
 	}))
 	defer hs2.Close()
 	text.Reset()
-	comp, err = llm.NewClient("openrouter", hs2.URL, "", nil).Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(d llm.Delta) { text.WriteString(d.Text) })
+	comp, err = provider.NewClient("openrouter", hs2.URL, "", nil).Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(d llm.Delta) { text.WriteString(d.Text) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestCompleteStreamErrors(t *testing.T) {
 				w.Write([]byte(tc.body))
 			}))
 			defer hs.Close()
-			c := llm.NewClient("p", hs.URL, "sk-test-secret", nil)
+			c := provider.NewClient("p", hs.URL, "sk-test-secret", nil)
 			var got string
 			_, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(d llm.Delta) { got += d.Text })
 			var le *llm.Error
@@ -202,7 +203,7 @@ func TestCompleteStreamKeepsProviderFields(t *testing.T) {
 	}))
 	defer hs.Close()
 	var deltas int
-	comp, err := llm.NewClient("kimi", hs.URL, "", nil).Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(llm.Delta) { deltas++ })
+	comp, err := provider.NewClient("kimi", hs.URL, "", nil).Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(llm.Delta) { deltas++ })
 	if err != nil {
 		t.Fatal(err)
 	}

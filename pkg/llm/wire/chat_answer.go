@@ -1,0 +1,379 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+)
+
+// chatCompletion is the part of a chat.completion the codec reads, with the fleet's
+// extension.
+type chatCompletion struct {
+	ID      string `json:"id"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content          json.RawMessage `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        json.RawMessage `json:"searchfleet_reasoning"`
+			ToolCalls        []llm.ToolCall  `json:"tool_calls"`
+			Annotations      []struct {
+				Type        string `json:"type"`
+				URLCitation struct {
+					URL        string `json:"url"`
+					Title      string `json:"title"`
+					StartIndex int    `json:"start_index"`
+					EndIndex   int    `json:"end_index"`
+				} `json:"url_citation"`
+			} `json:"annotations"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		llm.Usage
+		Searchfleet *Spend `json:"searchfleet"`
+	} `json:"usage"`
+	Searchfleet *struct {
+		JobID   string `json:"job_id"`
+		Sources []struct {
+			Title string `json:"title"`
+			URL   string `json:"url"`
+		} `json:"sources"`
+		Warnings []string `json:"warnings"`
+	} `json:"searchfleet"`
+	// Error is a provider's in-band error envelope: only a model's answer is read
+	// for it (ChatModel.DecodeResponse), in the same pass as the rest.
+	Error json.RawMessage `json:"error"`
+}
+
+var chatStops = map[string]StopReason{"stop": StopEndTurn, "tool_calls": StopToolUse, "function_call": StopToolUse, "length": StopMaxTokens, "content_filter": StopRefusal}
+
+// DecodeResponse reads a chat.completion (a model's, or the chat worker's final answer
+// with its url_citation annotations and searchfleet extension).
+func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
+	var c chatCompletion
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, fmt.Errorf("not a chat completion: %w", err)
+	}
+	return c.response()
+}
+
+// response is a decoded chat.completion in canonical form.
+func (c *chatCompletion) response() (*Response, error) {
+	if len(c.Choices) == 0 {
+		return nil, fmt.Errorf("chat completion has no choices")
+	}
+	ch := c.Choices[0]
+	r := &Response{ID: c.ID, Model: c.Model, Status: StatusCompleted, Stop: chatStops[ch.FinishReason],
+		Usage: Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens, Spend: c.Usage.Searchfleet}}
+	if r.Stop == "" {
+		r.Stop = StopEndTurn
+	}
+	if c.Created > 0 {
+		r.Created = time.Unix(c.Created, 0).UTC()
+	}
+	if text := llm.Text(ch.Message.Content); text != "" {
+		p := Part{Kind: PartText, Text: text}
+		for _, a := range ch.Message.Annotations {
+			if a.Type != "url_citation" {
+				continue
+			}
+			u := a.URLCitation
+			p.Citations = append(p.Citations, Citation{URL: u.URL, Title: u.Title, Start: u.StartIndex, End: u.EndIndex})
+		}
+		r.Content = append(r.Content, p)
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+	}
+	r.Content = chatReasoningParts(ch.Message.Reasoning, ch.Message.ReasoningContent, r.Content)
+	if sf := c.Searchfleet; sf != nil {
+		r.JobID = sf.JobID
+		r.Notes = sf.Warnings
+		for _, s := range sf.Sources {
+			r.Sources = append(r.Sources, Source{URL: s.URL, Title: s.Title})
+		}
+	}
+	return r, nil
+}
+
+// EncodeResponse renders r as a chat.completion: text joined, citations as
+// url_citation annotations, client tool calls.
+func (chatCodec) EncodeResponse(r *Response) ([]byte, error) {
+	msg, finish := chatMessageOf(r)
+	if len(msg.ToolCalls) > 0 && *msg.Content == "" {
+		msg.Content = nil // as OpenAI sends a message that only calls tools
+	}
+	out := chatAnswer{ID: r.ID, Object: "chat.completion", Created: r.Created.Unix(), Model: r.Model,
+		Choices: []chatAnswerChoice{{Message: msg, FinishReason: finish}}, Usage: chatUsage(r.Usage)}
+	if ext := extension(r); ext != nil {
+		if c := r.Chain; c != nil {
+			// A job's answer: the sources its [n] markers (and annotations) refer
+			// to, and what the search loop did and checking the citations found.
+			sources := make([]chatSource, 0, len(r.Sources))
+			for _, s := range r.Sources {
+				sources = append(sources, chatSource{Title: s.Title, URL: s.URL})
+			}
+			ext["hops"], ext["searches"], ext["sources"], ext["citations"] = c.Hops, c.Searches, sources, c.Citations
+			if c.Fetches > 0 {
+				ext["fetches"] = c.Fetches
+			}
+		}
+		out.Searchfleet = ext
+	}
+	return json.Marshal(&out)
+}
+
+// chatAnswer is a chat.completion as the fleet answers it.
+type chatAnswer struct {
+	ID          string             `json:"id"`
+	Object      string             `json:"object"`
+	Created     int64              `json:"created"`
+	Model       string             `json:"model"`
+	Choices     []chatAnswerChoice `json:"choices"`
+	Usage       map[string]any     `json:"usage"`
+	Searchfleet map[string]any     `json:"searchfleet,omitempty"`
+}
+
+// chatSource is one of a Chat answer's numbered sources (searchfleet.sources): its
+// fields in the order a map of them encodes in, as they were.
+type chatSource struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+type chatAnswerChoice struct {
+	Index        int               `json:"index"`
+	Message      chatAnswerMessage `json:"message"`
+	FinishReason string            `json:"finish_reason"`
+	Logprobs     *struct{}         `json:"logprobs"`
+}
+
+// chatAnswerMessage is an answer's assistant message: its text (null when it only
+// calls tools), citations, the client's tool calls and the model's reasoning.
+type chatAnswerMessage struct {
+	Role             string           `json:"role"`
+	Content          *string          `json:"content"`
+	Refusal          *string          `json:"refusal"`
+	Annotations      []chatAnnotation `json:"annotations"`
+	ToolCalls        []llm.ToolCall   `json:"tool_calls,omitempty"`
+	ReasoningContent *string          `json:"reasoning_content,omitempty"`
+	Reasoning        []chatReasoning  `json:"searchfleet_reasoning,omitempty"`
+}
+
+type chatAnnotation struct {
+	Type        string          `json:"type"`
+	URLCitation chatURLCitation `json:"url_citation"`
+}
+
+type chatURLCitation struct {
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+	StartIndex int    `json:"start_index"`
+	EndIndex   int    `json:"end_index"`
+}
+
+func chatMessageOf(r *Response) (chatAnswerMessage, string) {
+	var b strings.Builder
+	msg := chatAnswerMessage{Role: "assistant", Annotations: []chatAnnotation{}}
+	chars := 0
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartText:
+			n := utf8.RuneCountInString(p.Text)
+			for _, c := range p.Citations {
+				start, end := c.Start, c.End
+				if start < 0 {
+					start, end = 0, n
+				}
+				msg.Annotations = append(msg.Annotations, chatAnnotation{Type: "url_citation",
+					URLCitation: chatURLCitation{URL: c.URL, Title: c.Title, StartIndex: chars + start, EndIndex: chars + end}})
+			}
+			b.WriteString(p.Text)
+			chars += n
+		case PartToolCall:
+			msg.ToolCalls = append(msg.ToolCalls, p.Call.Chat())
+		}
+	}
+	text := b.String()
+	msg.Content = &text
+	msg.ReasoningContent, msg.Reasoning = chatReasoningValues(r.Content)
+	finish := "stop"
+	for k, v := range chatStops {
+		if v == r.Stop && k != "function_call" {
+			finish = k
+		}
+	}
+	return msg, finish
+}
+
+// chatUsage is a Chat answer's usage, with the job's spend as usage.searchfleet.
+func chatUsage(u Usage) map[string]any {
+	return withSpend(map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}, u)
+}
+
+// extension is the fleet's own top-level field of an answer ("searchfleet"): the job,
+// and the settings the fleet could not honour. The SDKs ignore it.
+func extension(r *Response) map[string]any {
+	if r.JobID == "" && len(r.Notes) == 0 {
+		return nil
+	}
+	ext := map[string]any{"job_id": r.JobID}
+	if len(r.Notes) > 0 {
+		ext["warnings"] = r.Notes
+	}
+	return ext
+}
+
+func (chatCodec) NewStream() Stream { return &chatStream{} }
+
+// NewChatStream returns a Chat stream; with includeUsage it ends with the usage chunk
+// (the request's stream_options.include_usage).
+func NewChatStream(includeUsage bool) Stream { return &chatStream{includeUsage: includeUsage} }
+
+// EncodeError renders the error a stream that has sent nothing answers with.
+func (*chatStream) EncodeError(e *Error) []byte { return openAIError(e) }
+
+// chatStream renders an answer as chat.completion.chunk events and [DONE]: a role
+// chunk, the text as it arrives, then the rest of the text, the client tool calls and
+// a last chunk with the finish reason and the url_citation annotations (a field of the
+// delta, as OpenRouter sends them; the SDKs keep it as an extra field).
+//
+// Search progress has no place in a Chat chunk that every SDK parses, so it goes out
+// as SSE comment lines, which the SDKs (openai-go, openai-node, openai-python) skip:
+//
+//	: web_search {"status":"searching","id":"0_call_1","query":"…"}
+//	: web_search {"status":"completed","id":"0_call_1","sources":5}
+//	: web_search {"status":"failed","id":"0_call_1","error":"unavailable"}
+type chatStream struct {
+	includeUsage bool
+	id, model    string
+	created      int64
+	started      bool   // the role chunk is out
+	sent         string // the text sent
+	searching    map[string]bool
+	searched     map[string]bool
+}
+
+func (s *chatStream) chunk(delta map[string]any, finish any) Event {
+	b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}})
+	return Event{Data: b}
+}
+
+func (s *chatStream) Start(r *Response) []Event {
+	s.id, s.model, s.created = r.ID, r.Model, r.Created.Unix()
+	return nil
+}
+
+func (s *chatStream) KeepAlive() []Event { return []Event{{}} }
+
+// text renders what text adds to the text sent, if it continues it; final (the
+// answer) is sent past what it shares with the text sent in any case.
+func (s *chatStream) text(evs []Event, text string, final bool) []Event {
+	if !s.started {
+		s.started = true
+		evs = append(evs, s.chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	}
+	rest, ok := strings.CutPrefix(text, s.sent)
+	if !ok && final {
+		rest = text[commonPrefix(text, s.sent):]
+	}
+	if rest != "" && (ok || final) {
+		evs = append(evs, s.chunk(map[string]any{"content": rest}, nil))
+		s.sent = text
+	}
+	return evs
+}
+
+// commonPrefix is the length in bytes of the longest common prefix of a and b that
+// ends on a character boundary.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
+		n--
+	}
+	return n
+}
+
+func (s *chatStream) Update(r *Response) []Event {
+	var evs []Event
+	if s.searching == nil {
+		s.searching, s.searched = map[string]bool{}, map[string]bool{}
+	}
+	for _, p := range r.Content {
+		switch {
+		case p.Kind == PartServerCall && !s.searching[p.Server.ID] && p.Server.IsFetch():
+			s.searching[p.Server.ID] = true
+			evs = append(evs, progressComment(map[string]any{"status": "fetching", "tool": FetchName, "id": p.Server.ID, "url": p.Server.URL}))
+		case p.Kind == PartServerCall && !s.searching[p.Server.ID]:
+			s.searching[p.Server.ID] = true
+			evs = append(evs, progressComment(map[string]any{"status": "searching", "id": p.Server.ID, "query": p.Server.Query}))
+		case p.Kind == PartServerResult && !s.searched[p.Search.CallID]:
+			s.searched[p.Search.CallID] = true
+			if e := p.Search.Error; e != nil {
+				evs = append(evs, progressComment(map[string]any{"status": "failed", "id": p.Search.CallID, "error": e.Code}))
+			} else {
+				evs = append(evs, progressComment(map[string]any{"status": "completed", "id": p.Search.CallID, "sources": len(p.Search.Sources)}))
+			}
+		case p.Kind == PartText:
+			evs = s.text(evs, p.Text, false)
+		}
+	}
+	return evs
+}
+
+// progressComment is a search's progress as an SSE comment line.
+func progressComment(v map[string]any) Event {
+	b, _ := json.Marshal(v)
+	return Event{Comment: "web_search " + string(b)}
+}
+
+func (s *chatStream) Finish(r *Response) []Event {
+	msg, finish := chatMessageOf(r)
+	evs := s.text(nil, *msg.Content, true)
+	if calls := msg.ToolCalls; len(calls) > 0 {
+		items := make([]any, len(calls))
+		for i, c := range calls {
+			items[i] = map[string]any{"index": i, "id": c.ID, "type": "function", "function": c.Function}
+		}
+		evs = append(evs, s.chunk(map[string]any{"tool_calls": items}, nil))
+	}
+	final := map[string]any{}
+	if anns := msg.Annotations; len(anns) > 0 {
+		final["annotations"] = anns
+	}
+	evs = append(evs, s.chunk(final, finish))
+	if s.includeUsage {
+		b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model, "choices": []any{},
+			"usage": chatUsage(r.Usage)})
+		evs = append(evs, Event{Data: b})
+	}
+	return append(evs, Event{Data: []byte("[DONE]")})
+}
+
+func (s *chatStream) Fail(_ *Response, e *Error) []Event {
+	return []Event{{Data: openAIError(e)}, {Data: []byte("[DONE]")}}
+}
+
+// pieces cuts text into pieces of about n bytes on rune boundaries.
+func pieces(text string, n int) []string {
+	var out []string
+	for len(text) > 0 {
+		k := min(len(text), n)
+		for k < len(text) && !utf8.RuneStart(text[k]) {
+			k++
+		}
+		out = append(out, text[:k])
+		text = text[k:]
+	}
+	return out
+}

@@ -1,0 +1,516 @@
+package wire
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// responsesOutput renders a response's output items.
+func responsesOutput(r *Response) []any {
+	out := []any{}
+	results := map[string]*SearchResult{}
+	for _, p := range r.Content {
+		if p.Kind == PartServerResult {
+			results[p.Search.CallID] = p.Search
+		}
+	}
+	var text []Part
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			out = append(out, webSearchItem(p.Server, results[p.Server.ID], ""))
+		case PartText:
+			text = append(text, p)
+		}
+	}
+	for _, it := range reasoningOutput(r) {
+		out = append(out, it)
+	}
+	if len(text) > 0 || r.Stop != StopToolUse {
+		out = append(out, messageItem(r, text, "completed"))
+	}
+	for _, p := range r.Content {
+		if p.Kind == PartToolCall {
+			out = append(out, functionCallItem(p.Call))
+		}
+	}
+	return out
+}
+
+func webSearchItem(c *ServerCall, res *SearchResult, status string) map[string]any {
+	sources := []any{}
+	if status == "" {
+		status = "completed"
+		if res != nil && res.Error != nil {
+			status = "failed"
+		}
+	}
+	if res != nil {
+		for _, s := range res.Sources {
+			src := map[string]string{"type": "url", "url": s.URL}
+			if s.Title != "" {
+				// An addition to OpenAI's {type, url}: the SDKs keep unknown fields.
+				src["title"] = s.Title
+			}
+			sources = append(sources, src)
+		}
+	}
+	if c.IsFetch() {
+		// A fetch is the Responses web_search_call's open_page action.
+		return map[string]any{"type": "web_search_call", "id": "ws_" + c.ID, "status": status,
+			"action": map[string]any{"type": "open_page", "url": c.URL}}
+	}
+	return map[string]any{"type": "web_search_call", "id": "ws_" + c.ID, "status": status,
+		"action": map[string]any{"type": "search", "query": c.Query, "sources": sources}}
+}
+
+func functionCallItem(c *ToolCall) map[string]any {
+	return map[string]any{"type": "function_call", "id": "fc_" + idToken(c.ID), "call_id": c.ID, "name": c.Name, "arguments": c.Arguments, "status": "completed"}
+}
+
+func messageID(r *Response) string { return "msg_" + idToken(r.ID) }
+
+// outputText joins text parts and turns their citations into url_citation
+// annotations with character offsets into the joined text.
+func outputText(text []Part) map[string]any {
+	var b strings.Builder
+	anns := []any{}
+	chars := 0
+	for _, p := range text {
+		n := utf8.RuneCountInString(p.Text)
+		for _, c := range p.Citations {
+			start, end := c.Start, c.End
+			if start < 0 {
+				start, end = 0, n
+			}
+			anns = append(anns, map[string]any{"type": "url_citation", "start_index": chars + start, "end_index": chars + end, "url": c.URL, "title": c.Title})
+		}
+		b.WriteString(p.Text)
+		chars += n
+	}
+	return map[string]any{"type": "output_text", "text": b.String(), "annotations": anns, "logprobs": []any{}}
+}
+
+func messageItem(r *Response, text []Part, status string) map[string]any {
+	content := []any{}
+	if status == "completed" {
+		content = append(content, outputText(text))
+	}
+	return map[string]any{"type": "message", "id": messageID(r), "status": status, "role": "assistant", "content": content}
+}
+
+// responseObject renders r as a Responses response object (every field of Open
+// Responses' ResponseResource, with its type); output as given. The request's settings
+// come from r.Echo, else their defaults.
+func responseObject(r *Response, output []any) map[string]any {
+	status := string(r.Status)
+	if status == "" {
+		status = string(StatusCompleted)
+	}
+	var incomplete, errBody, completedAt any
+	if r.Status == StatusCompleted || r.Status == "" {
+		switch r.Stop {
+		case StopMaxTokens:
+			status, incomplete = "incomplete", map[string]string{"reason": "max_output_tokens"}
+		case StopRefusal:
+			status, incomplete = "incomplete", map[string]string{"reason": "content_filter"}
+		}
+		finished := r.Finished
+		if finished.IsZero() {
+			finished = r.Created
+		}
+		completedAt = finished.Unix()
+	}
+	if r.Error != nil {
+		code := r.Error.Code
+		if code == "" {
+			code = "server_error"
+		}
+		errBody = map[string]string{"code": code, "message": r.Error.Message}
+	}
+	o := map[string]any{
+		"id": r.ID, "object": "response", "created_at": r.Created.Unix(), "completed_at": completedAt, "status": status, "model": r.Model,
+		"output": output, "error": errBody, "incomplete_details": incomplete,
+		"usage": withSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
+			"output_tokens": r.Usage.OutputTokens, "output_tokens_details": map[string]int{"reasoning_tokens": 0},
+			"total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens}, r.Usage),
+		"tool_usage": map[string]any{"web_search": map[string]int{"num_requests": r.Usage.WebSearches}},
+	}
+	for _, f := range responsesEchoFields {
+		if v, ok := r.Echo[f.key]; ok {
+			o[f.key] = v
+		} else {
+			o[f.key] = json.RawMessage(f.def)
+		}
+	}
+	if r.Status != StatusCompleted && r.Status != "" {
+		o["usage"] = nil
+	}
+	if ext := extension(r); ext != nil {
+		o["searchfleet"] = ext
+	}
+	return o
+}
+
+// responsesEchoFields are the request's settings a response object repeats, with the
+// value each takes when the request left it out (the model's defaults as OpenAI
+// reports them).
+var responsesEchoFields = []struct{ key, def string }{
+	{"previous_response_id", "null"}, {"instructions", "null"}, {"tools", "[]"}, {"tool_choice", `"auto"`},
+	{"truncation", `"disabled"`}, {"parallel_tool_calls", "true"}, {"text", `{"format":{"type":"text"}}`},
+	{"temperature", "1"}, {"top_p", "1"}, {"presence_penalty", "0"}, {"frequency_penalty", "0"}, {"top_logprobs", "0"},
+	{"reasoning", `{"effort":null,"summary":null}`}, {"max_output_tokens", "null"}, {"max_tool_calls", "null"},
+	{"store", "true"}, {"background", "false"}, {"service_tier", `"default"`}, {"metadata", "{}"},
+	{"safety_identifier", "null"}, {"prompt_cache_key", "null"},
+}
+
+// ResponsesEcho returns what a response object repeats of a Responses request body
+// (one DecodeRequest accepted): each echoed field the request set, in the shape the
+// response object gives it. Function tools get their optional fields (null when not
+// sent), web_search tools their search_context_size, reasoning both its fields, and a
+// service_tier of auto the tier that served it (default).
+func ResponsesEcho(body []byte) map[string]json.RawMessage {
+	top, err := jsonObject(body)
+	if err != nil {
+		return nil
+	}
+	echo := map[string]json.RawMessage{}
+	for _, f := range responsesEchoFields {
+		v, ok := top[f.key]
+		if !ok || isNull(v) {
+			continue
+		}
+		switch f.key {
+		case "tools":
+			v = echoTools(v)
+		case "reasoning":
+			v = withKeys(v, map[string]string{"effort": "null", "summary": "null"})
+		case "text":
+			v = echoText(v)
+		case "service_tier":
+			if string(v) == `"auto"` {
+				v = json.RawMessage(`"default"`)
+			}
+		}
+		echo[f.key] = v
+	}
+	return echo
+}
+
+// withKeys returns the object v with the keys of defs it lacks (or has null) set to
+// their default.
+func withKeys(v json.RawMessage, defs map[string]string) json.RawMessage {
+	var o map[string]json.RawMessage
+	if json.Unmarshal(v, &o) != nil || o == nil {
+		return v
+	}
+	for k, d := range defs {
+		if isNull(o[k]) {
+			o[k] = json.RawMessage(d)
+		}
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return v
+	}
+	return b
+}
+
+// echoText is text with its format, a json_schema format with its optional fields
+// (description null, strict false when not sent).
+func echoText(v json.RawMessage) json.RawMessage {
+	var t map[string]json.RawMessage
+	if json.Unmarshal(v, &t) != nil || t == nil {
+		return v
+	}
+	if isNull(t["format"]) {
+		t["format"] = json.RawMessage(`{"type":"text"}`)
+	}
+	var f struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(t["format"], &f) == nil && f.Type == "json_schema" {
+		t["format"] = withKeys(t["format"], map[string]string{"description": "null", "strict": "false"})
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return v
+	}
+	return b
+}
+
+func echoTools(v json.RawMessage) json.RawMessage {
+	var tools []json.RawMessage
+	if json.Unmarshal(v, &tools) != nil {
+		return v
+	}
+	out := make([]json.RawMessage, 0, len(tools))
+	for _, t := range tools {
+		var typ struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(t, &typ)
+		switch {
+		case typ.Type == "function":
+			t = withKeys(t, map[string]string{"description": "null", "parameters": "null", "strict": "null"})
+		case strings.HasPrefix(typ.Type, "web_search"):
+			t = withKeys(t, map[string]string{"search_context_size": `"medium"`})
+		}
+		out = append(out, t)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return v
+	}
+	return b
+}
+
+// EncodeResponse renders r as a Responses response: a web_search_call item per search
+// (action search with its query and sources; status failed when it failed), the
+// model's reasoning summaries as reasoning items (reasoningOutput), the message item with output_text and url_citation annotations, function_call items.
+func (responsesCodec) EncodeResponse(r *Response) ([]byte, error) {
+	output := []any{}
+	if r.Status == StatusCompleted || r.Status == "" {
+		output = responsesOutput(r)
+	}
+	return json.Marshal(responseObject(r, output))
+}
+
+func (responsesCodec) NewStream() Stream { return &responsesStream{} }
+
+// EncodeError renders the error a stream that has sent nothing answers with.
+func (*responsesStream) EncodeError(e *Error) []byte { return openAIError(e) }
+
+// responsesStream renders an answer as the Responses event sequence, each event with
+// its sequence_number: a web_search_call item per search as it starts (in_progress,
+// searching) and ends (completed, with its sources), the message item whose text
+// arrives as output_text.delta events, its annotations when the answer is complete,
+// then response.completed with the whole response.
+type responsesStream struct {
+	seq     int
+	next    int            // the next output_index
+	calls   map[string]int // a server call's output_index
+	queries map[string]*ServerCall
+	done    map[string]bool // the calls whose item is done
+	msg     int             // the message item's output_index (-1: not yet added)
+	sent    string          // the text sent
+	// holdText keeps the message item for Finish: the request asked for a reasoning
+	// summary, and the reasoning items, known only when the answer is, come before
+	// the message in the answer's output (responsesOutput), so they must be sent
+	// before it too. Searches still stream as they run.
+	holdText bool
+}
+
+func (s *responsesStream) ev(typ string, fields map[string]any) Event {
+	fields["type"] = typ
+	fields["sequence_number"] = s.seq
+	s.seq++
+	b, _ := json.Marshal(fields)
+	return Event{Name: typ, Data: b}
+}
+
+func (s *responsesStream) Start(r *Response) []Event {
+	s.calls, s.queries, s.done, s.msg = map[string]int{}, map[string]*ServerCall{}, map[string]bool{}, -1
+	s.holdText = summaryAsked(r.Echo)
+	rr := *r
+	rr.Status = StatusInProgress
+	o := responseObject(&rr, []any{})
+	return []Event{s.ev("response.created", map[string]any{"response": o}), s.ev("response.in_progress", map[string]any{"response": o})}
+}
+
+func (s *responsesStream) KeepAlive() []Event { return []Event{{}} }
+
+// search adds a web_search_call item: in progress, searching.
+func (s *responsesStream) search(evs []Event, c *ServerCall) []Event {
+	idx := s.next
+	s.next++
+	s.calls[c.ID], s.queries[c.ID] = idx, c
+	id := "ws_" + c.ID
+	added := map[string]any{"type": "web_search_call", "id": id, "status": "in_progress", "action": map[string]any{"type": "search", "query": c.Query}}
+	evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
+	for _, phase := range []string{"in_progress", "searching"} {
+		evs = append(evs, s.ev("response.web_search_call."+phase, map[string]any{"output_index": idx, "item_id": id}))
+	}
+	return evs
+}
+
+// searched completes a web_search_call item.
+func (s *responsesStream) searched(evs []Event, res *SearchResult) []Event {
+	idx, ok := s.calls[res.CallID]
+	if !ok || s.done[res.CallID] {
+		return evs
+	}
+	s.done[res.CallID] = true
+	item := webSearchItem(s.queries[res.CallID], res, "")
+	evs = append(evs, s.ev("response.web_search_call.completed", map[string]any{"output_index": idx, "item_id": item["id"]}))
+	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": item}))
+}
+
+func (s *responsesStream) loc(r *Response, m map[string]any) map[string]any {
+	m["item_id"], m["output_index"], m["content_index"] = messageID(r), s.msg, 0
+	return m
+}
+
+// text opens the message item and sends what text adds to the text sent, if it
+// continues it; final (the answer) is sent past what it shares with it in any case.
+func (s *responsesStream) text(evs []Event, r *Response, text string, final bool) []Event {
+	if s.msg < 0 {
+		s.msg = s.next
+		s.next++
+		added := map[string]any{"type": "message", "id": messageID(r), "status": "in_progress", "role": "assistant", "content": []any{}}
+		evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": s.msg, "item": added}))
+		evs = append(evs, s.ev("response.content_part.added", s.loc(r, map[string]any{"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}})))
+	}
+	rest, ok := strings.CutPrefix(text, s.sent)
+	if !ok && final {
+		rest = text[commonPrefix(text, s.sent):]
+	}
+	if rest != "" && (ok || final) {
+		evs = append(evs, s.ev("response.output_text.delta", s.loc(r, map[string]any{"delta": rest, "logprobs": []any{}})))
+		s.sent = text
+	}
+	return evs
+}
+
+func (s *responsesStream) Update(r *Response) []Event {
+	var evs []Event
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			// A search that starts after the text (a model that wrote before it
+			// searched) cannot be put before the message item: Finish adds it.
+			if _, ok := s.calls[p.Server.ID]; !ok && s.msg < 0 {
+				evs = s.search(evs, p.Server)
+			}
+		case PartServerResult:
+			evs = s.searched(evs, p.Search)
+		case PartText:
+			if !s.holdText {
+				evs = s.text(evs, r, p.Text, false)
+			}
+		}
+	}
+	return evs
+}
+
+func (s *responsesStream) Finish(r *Response) []Event {
+	var evs []Event
+	final := responsesOutput(r)
+	if s.msg >= 0 {
+		final = reasoningAfterMessage(final)
+	}
+	results := map[string]*SearchResult{}
+	for _, p := range r.Content {
+		switch p.Kind {
+		case PartServerCall:
+			if _, ok := s.calls[p.Server.ID]; !ok {
+				evs = s.search(evs, p.Server)
+			}
+		case PartServerResult:
+			results[p.Search.CallID] = p.Search
+		}
+	}
+	for _, p := range r.Content {
+		if p.Kind == PartServerCall {
+			res := results[p.Server.ID]
+			if res == nil {
+				res = &SearchResult{CallID: p.Server.ID, Sources: []Source{}}
+			}
+			evs = s.searched(evs, res)
+		}
+	}
+	for _, item := range final {
+		it := item.(map[string]any)
+		id, _ := it["id"].(string)
+		switch it["type"] {
+		case "message":
+			part := it["content"].([]any)[0].(map[string]any)
+			text := part["text"].(string)
+			evs = s.text(evs, r, text, true)
+			for n, a := range part["annotations"].([]any) {
+				evs = append(evs, s.ev("response.output_text.annotation.added", s.loc(r, map[string]any{"annotation_index": n, "annotation": a})))
+			}
+			evs = append(evs, s.ev("response.output_text.done", s.loc(r, map[string]any{"text": text, "logprobs": []any{}})))
+			evs = append(evs, s.ev("response.content_part.done", s.loc(r, map[string]any{"part": part})))
+			evs = append(evs, s.ev("response.output_item.done", map[string]any{"output_index": s.msg, "item": it}))
+		case "reasoning":
+			evs = s.reasoning(evs, it)
+		case "function_call":
+			idx := s.next
+			s.next++
+			added := map[string]any{}
+			for k, v := range it {
+				added[k] = v
+			}
+			added["arguments"], added["status"] = "", "in_progress"
+			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
+			evs = append(evs, s.ev("response.function_call_arguments.delta", map[string]any{"output_index": idx, "item_id": id, "delta": it["arguments"]}))
+			evs = append(evs, s.ev("response.function_call_arguments.done", map[string]any{"output_index": idx, "item_id": id, "arguments": it["arguments"], "name": it["name"]}))
+			evs = append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
+		}
+	}
+	typ := "response.completed"
+	o := responseObject(r, final)
+	if o["status"] == "incomplete" {
+		typ = "response.incomplete"
+	}
+	return append(evs, s.ev(typ, map[string]any{"response": o}))
+}
+
+// reasoningAfterMessage moves the reasoning items of output to after the message item:
+// a stream that already opened the message (its text streamed as the model wrote it,
+// before its reasoning was known: no summary was asked for, so none was expected)
+// adds them after it, and the output says so.
+func reasoningAfterMessage(output []any) []any {
+	var reasoning, rest []any
+	for _, it := range output {
+		if it.(map[string]any)["type"] == "reasoning" {
+			reasoning = append(reasoning, it)
+			continue
+		}
+		rest = append(rest, it)
+	}
+	if len(reasoning) == 0 {
+		return output
+	}
+	for i, it := range rest {
+		if it.(map[string]any)["type"] == "message" {
+			return append(append(rest[:i+1:i+1], reasoning...), rest[i+1:]...)
+		}
+	}
+	return append(rest, reasoning...)
+}
+
+// reasoning sends a reasoning item as OpenAI streams one: added with an empty
+// summary, then each summary part added, its text as one delta, done, then the item
+// done.
+func (s *responsesStream) reasoning(evs []Event, it map[string]any) []Event {
+	idx := s.next
+	s.next++
+	id := it["id"]
+	evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx,
+		"item": map[string]any{"type": "reasoning", "id": id, "summary": []any{}}}))
+	for n, part := range it["summary"].([]any) {
+		text := part.(map[string]any)["text"].(string)
+		at := func(m map[string]any) map[string]any {
+			m["item_id"], m["output_index"], m["summary_index"] = id, idx, n
+			return m
+		}
+		evs = append(evs, s.ev("response.reasoning_summary_part.added", at(map[string]any{"part": summaryText("")})))
+		evs = append(evs, s.ev("response.reasoning_summary_text.delta", at(map[string]any{"delta": text})))
+		evs = append(evs, s.ev("response.reasoning_summary_text.done", at(map[string]any{"text": text})))
+		evs = append(evs, s.ev("response.reasoning_summary_part.done", at(map[string]any{"part": summaryText(text)})))
+	}
+	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
+}
+
+func (s *responsesStream) Fail(r *Response, e *Error) []Event {
+	rr := *r
+	rr.Status, rr.Error = StatusFailed, e
+	if e.Status == http.StatusGatewayTimeout && e.Code == "" {
+		rr.Error = &Error{Status: e.Status, Code: "timeout", Message: e.Message}
+	}
+	return []Event{s.ev("response.failed", map[string]any{"response": responseObject(&rr, []any{})})}
+}
