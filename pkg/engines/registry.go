@@ -69,19 +69,20 @@ type factory func(cfg Config, hc *http.Client) (Engine, error)
 
 // kinds is every engine kind, by wire protocol name.
 var kinds = map[string]factory{
-	"glm-chat":   newGLMChat,
-	"glm-api":    newGLMAPI,
-	"gemini":     newGemini,
-	"openai":     newOpenAI,
-	"anthropic":  newAnthropic,
-	"kimi":       newKimi,
-	"perplexity": newPerplexity,
-	"openrouter": newOpenRouter,
-	"brave":      newBrave,
-	"tavily":     newTavily,
-	"searxng":    newSearXNG,
-	"exa":        newExa,
-	"serper":     newSerper,
+	"glm-chat":          newGLMChat,
+	"glm-api":           newGLMAPI,
+	"gemini":            newGemini,
+	"openai":            newOpenAI,
+	"anthropic":         newAnthropic,
+	"kimi":              newKimi,
+	"perplexity":        newPerplexity,
+	"perplexity-search": newPerplexitySearch,
+	"openrouter":        newOpenRouter,
+	"brave":             newBrave,
+	"tavily":            newTavily,
+	"searxng":           newSearXNG,
+	"exa":               newExa,
+	"serper":            newSerper,
 }
 
 // Kinds returns the engine kinds, sorted.
