@@ -1,7 +1,7 @@
 // Package engines turns one normalized web search query into one normalized result,
 // whatever answers it: an LLM with grounded search (GLM, Gemini, OpenAI, Anthropic,
 // Kimi, Perplexity, OpenRouter) or a classic search API (Brave, Tavily, SearXNG, Exa,
-// Serper).
+// Serper, Perplexity Search, Cloudflare Web Search, Parallel, Linkup).
 //
 // An engine is a name and a Search method. Everything an engine kind has in common —
 // query validation, domain and count filters the provider cannot apply, the numbered

@@ -83,6 +83,9 @@ var kinds = map[string]factory{
 	"searxng":           newSearXNG,
 	"exa":               newExa,
 	"serper":            newSerper,
+	"cloudflare":        newCloudflare,
+	"parallel":          newParallel,
+	"linkup":            newLinkup,
 }
 
 // Kinds returns the engine kinds, sorted.

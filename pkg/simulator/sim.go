@@ -124,7 +124,7 @@ type engineRoute struct {
 
 // engineRoutes lists every engine kind's endpoints.
 func (s *Server) engineRoutes() []engineRoute {
-	return slices.Concat(tavilyRoutes(), groundedRoutesA(), groundedRoutesB(), classicRoutes())
+	return slices.Concat(tavilyRoutes(), groundedRoutesA(), groundedRoutesB(), classicRoutes(), lowCostRoutes())
 }
 
 // EngineConfigs returns one engine per kind the simulator serves, each pointed at the

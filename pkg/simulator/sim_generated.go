@@ -435,34 +435,6 @@ func kimiFinalBody(a searchAsk, prefix string) []byte {
 	return mustJSON(m)
 }
 
-// perplexityBody is a Sonar answer for a: [n] markers numbering citations and
-// search_results.
-func perplexityBody(a searchAsk) []byte {
-	m := template("perplexity/markwatson-sonar-search-results.json")
-	hits := a.hits(defaultHits)
-	tmpl := obj(arr(m["search_results"])[0])
-	var cites, results []any
-	for _, h := range hits {
-		cites = append(cites, h.URL)
-		r := clone(tmpl)
-		r["title"], r["url"], r["date"], r["last_updated"], r["snippet"] = h.Title, h.URL, isoDay(h.Date), isoDay(h.Date), h.Snippet
-		results = append(results, r)
-	}
-	text := ""
-	for i, s := range groundedText(hits) {
-		if i > 0 {
-			text += " "
-		}
-		text += fmt.Sprintf("%s[%d]", s, i+1)
-	}
-	if len(hits) == 0 {
-		text = "(simulated) I could not find any information on that."
-	}
-	m["citations"], m["search_results"], m["id"] = nonNil(cites), nonNil(results), uuidOf(a)
-	obj(obj(arr(m["choices"])[0])["message"])["content"] = text
-	return mustJSON(m)
-}
-
 // openrouterBody is an OpenRouter answer for a: sentences ending in markdown links,
 // url_citation annotations over them carrying the page's content.
 func openrouterBody(a searchAsk) []byte {
