@@ -181,7 +181,7 @@ func exaBody(a searchAsk) []byte {
 		r["publishedDate"] = h.Date.Format("2006-01-02T15:04:05.000Z")
 		r["author"], r["score"] = "searchfleet simulator", h.Score/2
 		r["image"], r["favicon"] = "https://"+h.Host+"/image.png", "https://"+h.Host+"/favicon.ico"
-		r["highlights"], r["highlightScores"] = []any{h.Snippet}, []any{h.Score / 2}
+		r["highlights"] = []any{h.Snippet}
 		results = append(results, r)
 	}
 	m["results"] = nonNil(results)
