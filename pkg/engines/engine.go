@@ -83,6 +83,13 @@ type Query struct {
 	Language string `json:"language,omitempty"`
 	// Country is an ISO 3166-1 alpha-2 country hint ("US") where the engine takes one.
 	Country string `json:"country,omitempty"`
+	// ContextSize is how much page text a grounded engine feeds its model: "low",
+	// "medium" or "high"; empty means the engine's configured default.
+	ContextSize string `json:"context_size,omitempty"`
+	// Strict refuses the search, naming the engine and the option, when the engine
+	// can neither honour an option the query carries nor have the fleet apply it
+	// exactly; otherwise such an option is answered with a warning (honours.go).
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Result is one normalized search result.
@@ -163,7 +170,8 @@ func (u *Usage) Add(u2 Usage) {
 
 // Capabilities says which query fields an engine applies natively. Fields it cannot
 // apply are applied after the fact by the normalization layer where possible (domains,
-// count) and otherwise reported in Result.Warnings.
+// count) and otherwise refused, for a strict query, or reported in Result.Warnings
+// (honours.go).
 type Capabilities struct {
 	Recency        bool
 	Count          bool
@@ -171,6 +179,7 @@ type Capabilities struct {
 	BlockedDomains bool
 	Language       bool
 	Country        bool
+	ContextSize    bool
 }
 
 // Capable is implemented by engines that apply some query fields natively. An engine

@@ -210,8 +210,8 @@ func TestExaFiltersOnTheWire(t *testing.T) {
 		t.Errorf("hits = %+v", res.Hits)
 	}
 	classicWantWarning(t, res, "5 hit(s) outside the domain filters")
-	classicWantWarning(t, res, `language "de" is not supported by this engine`)
-	classicWantWarning(t, res, `country "DE" is not supported by this engine`)
+	classicWantWarning(t, res, `language "de" is not supported by engine`)
+	classicWantWarning(t, res, `country "DE" is not supported by engine`)
 
 	_, reqs = enginetest.Search(t, engines.Config{Kind: "exa"}, engines.Query{Query: "llm"}, enginetest.JSON(exaSearch))
 	if b := string(reqs[0].Body); !strings.Contains(b, `"type":"auto"`) || !strings.Contains(b, `"numResults":10`) || strings.Contains(b, "Domains") || strings.Contains(b, "startPublishedDate") {

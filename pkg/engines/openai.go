@@ -58,13 +58,14 @@ func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: allowed domains (web_search only) and country; see the type's comment.
+// Capabilities: allowed domains (web_search only), country and the context size (a
+// request's overrides the configured one); see the type's comment.
 func (e *openai) Capabilities() Capabilities {
-	return Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true}
+	return Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true, ContextSize: true}
 }
 
 func (e *openai) searchOptions(q Query) (*llm.SearchOptions, int) {
-	so := &llm.SearchOptions{Tool: e.opts.ToolType, ContextSize: e.opts.SearchContextSize, AllowedDomains: q.AllowedDomains}
+	so := &llm.SearchOptions{Tool: e.opts.ToolType, ContextSize: cmp.Or(q.ContextSize, e.opts.SearchContextSize), AllowedDomains: q.AllowedDomains}
 	if len(q.Country) == 2 {
 		so.Country = q.Country
 	}
