@@ -90,7 +90,17 @@ type Query struct {
 	// can neither honour an option the query carries nor have the fleet apply it
 	// exactly; otherwise such an option is answered with a warning (honours.go).
 	Strict bool `json:"strict,omitempty"`
+	// MaxAge, when set, bounds how old a cached result may be, in seconds: 0 makes the
+	// search run although a cached result exists. Engines ignore it; the search
+	// worker's cache reads it.
+	MaxAge *int `json:"max_age,omitempty"`
+	// Cache "only" answers from the cache or says it has nothing, without a paid
+	// call; empty is the usual cache-then-search.
+	Cache string `json:"cache,omitempty"`
 }
+
+// CacheOnly is the Query.Cache value that allows no paid call.
+const CacheOnly = "only"
 
 // Result is one normalized search result.
 type Result struct {

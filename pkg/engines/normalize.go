@@ -119,6 +119,12 @@ func CheckQuery(q Query) (Query, error) {
 	default:
 		return q, fmt.Errorf("context_size %q is not low, medium or high", q.ContextSize)
 	}
+	if q.MaxAge != nil && *q.MaxAge < 0 {
+		return q, fmt.Errorf("max_age %d is negative", *q.MaxAge)
+	}
+	if q.Cache != "" && q.Cache != CacheOnly {
+		return q, fmt.Errorf("cache %q is not %q", q.Cache, CacheOnly)
+	}
 	return q, nil
 }
 
