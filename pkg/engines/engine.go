@@ -164,7 +164,10 @@ type CitationError struct {
 
 // Usage is what one search cost.
 type Usage struct {
-	Searches     int     `json:"searches"`
+	Searches int `json:"searches"`
+	// Cached counts the searches answered from the fleet's cache, which cost nothing
+	// and are not in Searches.
+	Cached       int     `json:"cached,omitempty"`
 	InputTokens  int     `json:"input_tokens,omitempty"`
 	OutputTokens int     `json:"output_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
@@ -173,6 +176,7 @@ type Usage struct {
 // Add accumulates u2 into u.
 func (u *Usage) Add(u2 Usage) {
 	u.Searches += u2.Searches
+	u.Cached += u2.Cached
 	u.InputTokens += u2.InputTokens
 	u.OutputTokens += u2.OutputTokens
 	u.CostUSD += u2.CostUSD

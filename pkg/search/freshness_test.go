@@ -48,7 +48,7 @@ func TestSearchFreshnessPerRequest(t *testing.T) {
 	if d := run(q); d.Result.Usage.Searches != 1 || calls() != 1 {
 		t.Fatalf("first search: usage %+v, %d calls", d.Result.Usage, calls())
 	}
-	if d := run(q); d.Result.Usage.Searches != 0 || calls() != 1 {
+	if d := run(q); d.Result.Usage.Searches != 0 || d.Result.Usage.Cached != 1 || calls() != 1 {
 		t.Errorf("repeat: usage %+v, %d calls; want a cache hit", d.Result.Usage, calls())
 	}
 	fresh := q

@@ -414,7 +414,7 @@ func (w *Worker) cached(ctx context.Context, tenant, engine, key string, maxAge 
 			return nil, false
 		}
 	}
-	res.Usage = engines.Usage{}
+	res.Usage = engines.Usage{Cached: 1}
 	return res, true
 }
 
