@@ -45,7 +45,7 @@ const cloudflareMaxLimit = 20
 
 func newCloudflare(cfg Config, hc *http.Client) (Engine, error) {
 	e := &cloudflare{client: newClient(cfg, hc, "https://api.cloudflare.com")}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(e.opts.AccountID) == "" {
@@ -57,7 +57,7 @@ func newCloudflare(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.provider %q is not ceramic, exa or linkup", cfg.ID, e.opts.Provider)
 	}
 	e.opts.Gateway = cmp.Or(e.opts.Gateway, "default")
-	e.price = cfg.price(fee)
+	e.price = priceOf(cfg, fee)
 	return e, nil
 }
 

@@ -46,7 +46,7 @@ var exaTypes = []string{"auto", "instant", "fast", "deep", "deep-reasoning", "li
 
 func newExa(cfg Config, hc *http.Client) (Engine, error) {
 	e := &exa{client: newClient(cfg, hc, "https://api.exa.ai")}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	if e.opts.StartCrawlDate != "" || e.opts.EndCrawlDate != "" {
@@ -56,7 +56,7 @@ func newExa(cfg Config, hc *http.Client) (Engine, error) {
 	if !slices.Contains(exaTypes, e.opts.Type) {
 		return nil, fmt.Errorf("engine %q: options.type %q is not an Exa search type (%s)", cfg.ID, e.opts.Type, strings.Join(exaTypes, ", "))
 	}
-	e.price = cfg.price(0.007)
+	e.price = priceOf(cfg, 0.007)
 	return e, nil
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
 )
 
 // withOption is a query that carries option o.
@@ -105,5 +107,14 @@ func TestHonoursTableInDocs(t *testing.T) {
 	}
 	if !strings.Contains(string(b), engines.HonoursTable()) {
 		t.Errorf("docs/engine-options.md does not hold the table the kinds declare; it should read:\n%s", engines.HonoursTable())
+	}
+}
+
+// The configuration layer validates kinds against enginecfg.Kinds without importing
+// the engines: the two lists are the same.
+func TestConfigKindsAreTheEngineKinds(t *testing.T) {
+	t.Parallel()
+	if got, want := enginecfg.Kinds, engines.Kinds(); !slices.Equal(got, want) {
+		t.Errorf("enginecfg.Kinds = %v, want engines.Kinds() %v", got, want)
 	}
 }

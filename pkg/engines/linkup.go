@@ -37,7 +37,7 @@ var linkupEUR = map[string]float64{"standard": 0.005, "fast": 0.005, "deep": 0.0
 
 func newLinkup(cfg Config, hc *http.Client) (Engine, error) {
 	e := &linkup{client: newClient(cfg, hc, "https://api.linkup.so")}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	e.opts.Depth = cmp.Or(e.opts.Depth, "standard")
@@ -48,7 +48,7 @@ func newLinkup(cfg Config, hc *http.Client) (Engine, error) {
 	if e.opts.USDPerEUR < 0 {
 		return nil, fmt.Errorf("engine %q: options.usdPerEUR must be positive", cfg.ID)
 	}
-	e.price = cfg.price(eur * cmp.Or(e.opts.USDPerEUR, 1))
+	e.price = priceOf(cfg, eur*cmp.Or(e.opts.USDPerEUR, 1))
 	return e, nil
 }
 

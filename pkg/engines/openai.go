@@ -41,7 +41,7 @@ type openaiOptions struct {
 func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	e := &openai{}
 	e.grounded = newGrounded(cfg, hc, wire.ResponsesModel, "https://api.openai.com", "/v1", "gpt-5-mini", "OpenAI", e)
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	switch e.opts.SearchContextSize {
@@ -54,7 +54,7 @@ func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	default:
 		return nil, fmt.Errorf("engine %q: options.toolType %q is not web_search or web_search_preview", cfg.ID, e.opts.ToolType)
 	}
-	e.price = cfg.price(0.01)
+	e.price = priceOf(cfg, 0.01)
 	return e, nil
 }
 

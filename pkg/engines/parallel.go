@@ -41,7 +41,7 @@ const parallelMaxResults = 40
 
 func newParallel(cfg Config, hc *http.Client) (Engine, error) {
 	var o parallelOptions
-	if err := cfg.options(&o); err != nil {
+	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}
 	e := &parallel{client: newClient(cfg, hc, "https://api.parallel.ai"), mode: cmp.Or(o.Mode, "fast")}
@@ -49,7 +49,7 @@ func newParallel(cfg Config, hc *http.Client) (Engine, error) {
 	if !ok {
 		return nil, fmt.Errorf("engine %q: options.mode %q is not turbo, fast, basic or advanced", cfg.ID, e.mode)
 	}
-	e.price = cfg.price(fee)
+	e.price = priceOf(cfg, fee)
 	return e, nil
 }
 

@@ -64,7 +64,7 @@ const perplexityMaxDomains = 20
 func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	e := &perplexity{client: newClient(cfg, hc, "https://api.perplexity.ai")}
 	var o perplexityOptions
-	if err := cfg.options(&o); err != nil {
+	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}
 	if m := strings.TrimSpace(cfg.Model); m != "" {
@@ -78,7 +78,7 @@ func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	if e.model != "" && o.Preset != "" {
 		return nil, fmt.Errorf("engine %q: set a model or options.preset, not both", cfg.ID)
 	}
-	e.fee = cfg.price(perplexitySearchFee)
+	e.fee = priceOf(cfg, perplexitySearchFee)
 	return e, nil
 }
 

@@ -23,7 +23,7 @@ type perplexitySearch struct {
 const perplexitySearchMax = 20
 
 func newPerplexitySearch(cfg Config, hc *http.Client) (Engine, error) {
-	return &perplexitySearch{client: newClient(cfg, hc, "https://api.perplexity.ai"), price: cfg.price(0.005)}, nil
+	return &perplexitySearch{client: newClient(cfg, hc, "https://api.perplexity.ai"), price: priceOf(cfg, 0.005)}, nil
 }
 
 func (e *perplexitySearch) Name() string { return e.id }
