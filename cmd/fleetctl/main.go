@@ -10,6 +10,7 @@
 //	fleetctl job watch ID | get ID
 //	fleetctl job replay ID --wait        re-run a job on its recorded searches
 //	fleetctl search "nats jetstream" --engine brave
+//	fleetctl engines check [--offline]    the providers' contract, engine by engine
 //
 // The fleet's address and API key come from --url and --api-key, or FLEETCTL_URL
 // (default http://127.0.0.1:8080, what `make run` serves) and FLEETCTL_API_KEY.
@@ -54,6 +55,8 @@ Commands:
   job get ID            print a job's status and answer (--json for the raw job)
   job replay ID         re-run an ended job with its recorded searches, none paid (--wait)
   search QUERY          run one web search, no model (--engine, --count, --json)
+  engines check         run each configured engine once against its provider and report
+                        on the contract (--config FILE, --offline for the fixtures, --json)
 
 Environment: FLEETCTL_URL (default ` + defaultURL + `), FLEETCTL_API_KEY.
 `
@@ -103,7 +106,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	a.url = strings.TrimRight(a.url, "/")
 	cmd, rest := rest[0], rest[1:]
 	switch cmd {
-	case "batch", "job":
+	case "batch", "job", "engines":
 		if len(rest) == 0 {
 			return fmt.Errorf("%s needs a subcommand (see fleetctl help)", cmd)
 		}
@@ -123,6 +126,7 @@ func (a *app) dispatch(ctx context.Context, cmd string, args []string) error {
 		"batch submit": a.batchSubmit, "batch watch": a.batchWatch, "batch download": a.batchDownload,
 		"batch list": a.batchList, "batch get": a.batchGet, "batch cancel": a.batchCancel,
 		"job submit": a.jobSubmit, "job watch": a.jobWatch, "job get": a.jobGet, "job replay": a.jobReplay,
+		"engines check": a.enginesCheck,
 	}
 	fn, ok := commands[cmd]
 	if !ok {

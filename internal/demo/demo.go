@@ -63,7 +63,7 @@ var descriptions = map[string]string{
 	"openai":     "OpenAI Responses web_search",
 	"anthropic":  "Claude web_search",
 	"kimi":       "Kimi $web_search",
-	"perplexity": "Perplexity Sonar",
+	"perplexity": "Perplexity Agent API web_search",
 	"openrouter": "OpenRouter web search",
 	"glm-api":    "Zhipu web search API (raw results)",
 	"brave":      "Brave Search API (raw results)",
@@ -71,6 +71,11 @@ var descriptions = map[string]string{
 	"searxng":    "SearXNG metasearch (raw results)",
 	"exa":        "Exa neural search (raw results)",
 	"serper":     "Serper Google results (raw results)",
+	"cloudflare": "Cloudflare Web Search, Ceramic index (raw results)",
+	"parallel":   "Parallel Search (raw results)",
+	"linkup":     "Linkup search (raw results)",
+
+	"perplexity-search": "Perplexity Search API (raw results)",
 }
 
 // ids renames two kinds to the seed's engine ids.

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
@@ -69,7 +70,7 @@ type Provider struct {
 	// token: for openai-chat, openai-responses and gemini (Vertex AI) providers.
 	AccessToken *AccessToken `json:"accessToken,omitempty"`
 	// Token is the source Resolve built from AccessToken; never serialized.
-	Token engines.TokenSource `json:"-"`
+	Token provider.TokenSource `json:"-"`
 }
 
 // ModelRoute sends a client model name to a provider's model.
@@ -164,7 +165,7 @@ type EngineEntry struct {
 	// token file or a refresh command; see AccessToken).
 	AccessToken *AccessToken `json:"accessToken,omitempty"`
 	// Token is the source Resolve built from AccessToken; never serialized.
-	Token engines.TokenSource `json:"-"`
+	Token provider.TokenSource `json:"-"`
 	// Options are the engine kind's options.
 	Options json.RawMessage `json:"options,omitempty"`
 	// CostPerSearchUSD overrides the kind's list price.
@@ -354,7 +355,7 @@ func (f *File) Validate() error {
 	targets := f.webSearchTargets()
 	for i, e := range f.WebSearch.Engines {
 		path := fmt.Sprintf("webSearch.engines[%d]", i)
-		if !engines.ValidID(e.ID) {
+		if !enginecfg.ValidID(e.ID) {
 			bad("%s.id %q: use 1-64 letters, digits, '-' or '_'", path, e.ID)
 		}
 		if seen[e.ID] {
@@ -420,12 +421,12 @@ func (f *File) webSearchTargets() []string {
 // names a provider by providerKey ("glm.glm-4.7": provider glm, model glm-4.7), whose
 // kind, search base URL and key variable it inherits, or a kind directly. Each config
 // carries the key Resolve found for the engine (empty before Resolve).
-func (f *File) EngineConfigs() ([]engines.Config, error) {
-	var out []engines.Config
+func (f *File) EngineConfigs() ([]enginecfg.Config, error) {
+	var out []enginecfg.Config
 	var errs []error
 	for i, e := range f.WebSearch.Engines {
 		path := fmt.Sprintf("webSearch.engines[%d]", i)
-		c := engines.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, APIKeys: e.APIKeys, Token: e.Token, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
+		c := enginecfg.Config{ID: e.ID, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, APIKey: e.APIKey, APIKeys: e.APIKeys, Token: e.Token, Options: e.Options, CostPerSearchUSD: e.CostPerSearchUSD}
 		if e.ProviderKey != "" {
 			pname, model := SplitProviderKey(e.ProviderKey)
 			p, ok := f.Providers[pname]
@@ -453,8 +454,8 @@ func (f *File) EngineConfigs() ([]engines.Config, error) {
 			errs = append(errs, fmt.Errorf("%s: give providerKey or kind", path))
 			continue
 		}
-		if !slices.Contains(engines.Kinds(), c.Kind) {
-			errs = append(errs, fmt.Errorf("%s.kind %q is not an engine kind (%s)", path, c.Kind, strings.Join(engines.Kinds(), ", ")))
+		if !slices.Contains(enginecfg.Kinds, c.Kind) {
+			errs = append(errs, fmt.Errorf("%s.kind %q is not an engine kind (%s)", path, c.Kind, strings.Join(enginecfg.Kinds, ", ")))
 			continue
 		}
 		out = append(out, c)

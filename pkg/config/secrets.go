@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // Resolve reads every secret the file names through lookup (os.LookupEnv in a
@@ -52,7 +52,7 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 		}
 		return &MissingSecretsError{NeededBy: missing}
 	}
-	tokens := make([]engines.TokenSource, len(f.WebSearch.Engines))
+	tokens := make([]provider.TokenSource, len(f.WebSearch.Engines))
 	var terrs []error
 	for i, e := range f.WebSearch.Engines {
 		if e.AccessToken != nil {
@@ -62,7 +62,7 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 			}
 		}
 	}
-	ptokens := map[string]engines.TokenSource{}
+	ptokens := map[string]provider.TokenSource{}
 	for _, name := range f.providerNames() {
 		if p := f.Providers[name]; p.AccessToken != nil {
 			tok, err := p.AccessToken.source("providers." + name)

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // AccessToken is an engine's OAuth access token source (seed 003: Gemini through
@@ -51,8 +51,8 @@ func (a *AccessToken) validate(path string) error {
 }
 
 // source checks that the token can be had (the file reads to a token, the command's
-// program exists) and returns the engines.TokenSource. Errors never hold a token.
-func (a *AccessToken) source(path string) (engines.TokenSource, error) {
+// program exists) and returns the provider.TokenSource. Errors never hold a token.
+func (a *AccessToken) source(path string) (provider.TokenSource, error) {
 	s := &tokenSource{file: a.File, command: a.Command, every: time.Duration(a.RefreshEvery)}
 	if s.every <= 0 {
 		s.every = DefaultTokenRefresh

@@ -58,7 +58,7 @@ var anthropicToolRE = regexp.MustCompile(`^web_search_\d{8}$`)
 func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 	e := &anthropic{now: time.Now}
 	e.grounded = newGrounded(cfg, hc, wire.AnthropicModel, "https://api.anthropic.com", "", "claude-sonnet-4-5", "Claude", e)
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	e.opts.ToolVersion = cmp.Or(e.opts.ToolVersion, "web_search_20250305")
@@ -70,7 +70,7 @@ func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 	if e.opts.MaxUses < 1 || e.opts.MaxTokens < 1 {
 		return nil, fmt.Errorf("engine %q: options.maxUses and options.maxTokens must be positive", cfg.ID)
 	}
-	e.price = cfg.price(0.01)
+	e.price = priceOf(cfg, 0.01)
 	return e, nil
 }
 

@@ -48,10 +48,10 @@ const braveMaxCount = 20
 
 func newBrave(cfg Config, hc *http.Client) (Engine, error) {
 	e := &brave{client: newClient(cfg, hc, "https://api.search.brave.com")}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	e.price = cfg.price(0.005)
+	e.price = priceOf(cfg, 0.005)
 	return e, nil
 }
 

@@ -1,7 +1,7 @@
 // Package engines turns one normalized web search query into one normalized result,
 // whatever answers it: an LLM with grounded search (GLM, Gemini, OpenAI, Anthropic,
 // Kimi, Perplexity, OpenRouter) or a classic search API (Brave, Tavily, SearXNG, Exa,
-// Serper).
+// Serper, Perplexity Search, Cloudflare Web Search, Parallel, Linkup).
 //
 // An engine is a name and a Search method. Everything an engine kind has in common —
 // query validation, domain and count filters the provider cannot apply, the numbered
@@ -83,7 +83,24 @@ type Query struct {
 	Language string `json:"language,omitempty"`
 	// Country is an ISO 3166-1 alpha-2 country hint ("US") where the engine takes one.
 	Country string `json:"country,omitempty"`
+	// ContextSize is how much page text a grounded engine feeds its model: "low",
+	// "medium" or "high"; empty means the engine's configured default.
+	ContextSize string `json:"context_size,omitempty"`
+	// Strict refuses the search, naming the engine and the option, when the engine
+	// can neither honour an option the query carries nor have the fleet apply it
+	// exactly; otherwise such an option is answered with a warning (honours.go).
+	Strict bool `json:"strict,omitempty"`
+	// MaxAge, when set, bounds how old a cached result may be, in seconds: 0 makes the
+	// search run although a cached result exists. Engines ignore it; the search
+	// worker's cache reads it.
+	MaxAge *int `json:"max_age,omitempty"`
+	// Cache "only" answers from the cache or says it has nothing, without a paid
+	// call; empty is the usual cache-then-search.
+	Cache string `json:"cache,omitempty"`
 }
+
+// CacheOnly is the Query.Cache value that allows no paid call.
+const CacheOnly = "only"
 
 // Result is one normalized search result.
 type Result struct {
@@ -147,7 +164,10 @@ type CitationError struct {
 
 // Usage is what one search cost.
 type Usage struct {
-	Searches     int     `json:"searches"`
+	Searches int `json:"searches"`
+	// Cached counts the searches answered from the fleet's cache, which cost nothing
+	// and are not in Searches.
+	Cached       int     `json:"cached,omitempty"`
 	InputTokens  int     `json:"input_tokens,omitempty"`
 	OutputTokens int     `json:"output_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
@@ -156,6 +176,7 @@ type Usage struct {
 // Add accumulates u2 into u.
 func (u *Usage) Add(u2 Usage) {
 	u.Searches += u2.Searches
+	u.Cached += u2.Cached
 	u.InputTokens += u2.InputTokens
 	u.OutputTokens += u2.OutputTokens
 	u.CostUSD += u2.CostUSD
@@ -163,7 +184,8 @@ func (u *Usage) Add(u2 Usage) {
 
 // Capabilities says which query fields an engine applies natively. Fields it cannot
 // apply are applied after the fact by the normalization layer where possible (domains,
-// count) and otherwise reported in Result.Warnings.
+// count) and otherwise refused, for a strict query, or reported in Result.Warnings
+// (honours.go).
 type Capabilities struct {
 	Recency        bool
 	Count          bool
@@ -171,6 +193,7 @@ type Capabilities struct {
 	BlockedDomains bool
 	Language       bool
 	Country        bool
+	ContextSize    bool
 }
 
 // Capable is implemented by engines that apply some query fields natively. An engine

@@ -1,8 +1,11 @@
 package engines
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,7 +21,10 @@ import (
 // Each hit's snippet is its highlights (two sentences each are asked for), else its
 // summary, else the start of its text.
 //
-// Options: {"type": "auto"|"fast"|"neural"|"keyword"|…}, default auto.
+// Options: {"type": one of exaTypes}, default auto. Exa ignores the crawl-date filters
+// (startCrawlDate, endCrawlDate) without a word, so a configuration that sets them is
+// refused rather than run weaker than it reads; the engine reads no retired response
+// field (resolvedSearchType, highlightScores).
 //
 // Pricing: the response's costDollars.total when present; otherwise $0.007 per search
 // (the auto search list price), or the configured costPerSearchUSD.
@@ -30,17 +36,27 @@ type exa struct {
 
 type exaOptions struct {
 	Type string `json:"type,omitempty"`
+	// StartCrawlDate and EndCrawlDate are read only to refuse them.
+	StartCrawlDate string `json:"startCrawlDate,omitempty"`
+	EndCrawlDate   string `json:"endCrawlDate,omitempty"`
 }
+
+// exaTypes are the search types Exa documents.
+var exaTypes = []string{"auto", "instant", "fast", "deep", "deep-reasoning", "lite", "neural", "keyword"}
 
 func newExa(cfg Config, hc *http.Client) (Engine, error) {
 	e := &exa{client: newClient(cfg, hc, "https://api.exa.ai")}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	if e.opts.Type == "" {
-		e.opts.Type = "auto"
+	if e.opts.StartCrawlDate != "" || e.opts.EndCrawlDate != "" {
+		return nil, fmt.Errorf("engine %q: options.startCrawlDate and endCrawlDate are retired: Exa ignores them without an error, so the search would not be limited as configured (use recency, which sets startPublishedDate)", cfg.ID)
 	}
-	e.price = cfg.price(0.007)
+	e.opts.Type = cmp.Or(e.opts.Type, "auto")
+	if !slices.Contains(exaTypes, e.opts.Type) {
+		return nil, fmt.Errorf("engine %q: options.type %q is not an Exa search type (%s)", cfg.ID, e.opts.Type, strings.Join(exaTypes, ", "))
+	}
+	e.price = priceOf(cfg, 0.007)
 	return e, nil
 }
 

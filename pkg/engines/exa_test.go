@@ -36,7 +36,7 @@ func TestExaConformance(t *testing.T) {
 				t.Errorf("warnings = %v", r.Warnings)
 			}
 		},
-		Empty:       []enginetest.Response{{Body: []byte(`{"requestId":"0f3e","resolvedSearchType":"neural","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`)}},
+		Empty:       []enginetest.Response{{Body: []byte(`{"requestId":"0f3e","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`)}},
 		RateLimited: enginetest.Status(429, "exa/docs-shape-429-rate-limited.CONSTRUCTED.json"),
 		ServerError: enginetest.Status(500, `{"requestId":"9a1b","error":"Internal server error","tag":"INTERNAL_ERROR"}`),
 		AuthError:   enginetest.Status(401, "exa/docs-shape-401-invalid-api-key.CONSTRUCTED.json"),
@@ -210,11 +210,41 @@ func TestExaFiltersOnTheWire(t *testing.T) {
 		t.Errorf("hits = %+v", res.Hits)
 	}
 	classicWantWarning(t, res, "5 hit(s) outside the domain filters")
-	classicWantWarning(t, res, `language "de" is not supported by this engine`)
-	classicWantWarning(t, res, `country "DE" is not supported by this engine`)
+	classicWantWarning(t, res, `language "de" is not supported by engine`)
+	classicWantWarning(t, res, `country "DE" is not supported by engine`)
 
 	_, reqs = enginetest.Search(t, engines.Config{Kind: "exa"}, engines.Query{Query: "llm"}, enginetest.JSON(exaSearch))
 	if b := string(reqs[0].Body); !strings.Contains(b, `"type":"auto"`) || !strings.Contains(b, `"numResults":10`) || strings.Contains(b, "Domains") || strings.Contains(b, "startPublishedDate") {
 		t.Errorf("default body = %s", b)
+	}
+}
+
+// Every documented search type is accepted and sent; an unknown one and the retired
+// crawl-date filters are refused when the engine is built, with the reason.
+func TestExaCurrentAPI(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{"auto", "instant", "fast", "deep", "deep-reasoning", "lite", "neural", "keyword"} {
+		_, reqs := enginetest.Search(t, engines.Config{Kind: "exa", Options: json.RawMessage(`{"type":"` + typ + `"}`)},
+			engines.Query{Query: "q", Recency: engines.OneWeek}, enginetest.JSON(exaSearch))
+		var sent map[string]any
+		json.Unmarshal(reqs[0].Body, &sent)
+		if sent["type"] != typ || sent["startPublishedDate"] == nil {
+			t.Errorf("type %s: sent %v", typ, sent)
+		}
+		for _, retired := range []string{"startCrawlDate", "endCrawlDate", "useAutoprompt"} {
+			if _, ok := sent[retired]; ok {
+				t.Errorf("type %s: sent the retired %s", typ, retired)
+			}
+		}
+	}
+	for opts, want := range map[string]string{
+		`{"type":"magic"}`:                  "not an Exa search type",
+		`{"startCrawlDate":"2026-01-01"}`:   "retired",
+		`{"endCrawlDate":"2026-06-01T00Z"}`: "Exa ignores them",
+	} {
+		_, err := engines.FromConfig([]engines.Config{{ID: "exa", Kind: "exa", Options: json.RawMessage(opts)}}, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("options %s: err = %v, want %q", opts, err, want)
+		}
 	}
 }

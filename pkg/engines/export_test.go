@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -36,4 +37,22 @@ func Normalize(cfg Config, q Query, bodies ...[]byte) (*Result, error) {
 	finish(res, cfg.ID, q, n.caps, time.Now())
 	Render(res)
 	return res, nil
+}
+
+// stubEngine answers every search with fixed hits and declares caps.
+type stubEngine struct {
+	caps Capabilities
+	hits []Hit
+}
+
+func (s stubEngine) Name() string               { return "stub" }
+func (s stubEngine) Capabilities() Capabilities { return s.caps }
+func (s stubEngine) Search(context.Context, Query) (*Result, error) {
+	return &Result{Hits: append([]Hit(nil), s.hits...)}, nil
+}
+
+// WithCapabilities is an engine named id that declares caps and answers every search
+// with hits, behind the Registry's normalization.
+func WithCapabilities(id string, caps Capabilities, hits []Hit) Engine {
+	return newNormalized(id, stubEngine{caps: caps, hits: hits})
 }

@@ -74,7 +74,7 @@ var geminiNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 	var opts geminiOptions
-	if err := cfg.options(&opts); err != nil {
+	if err := optionsOf(cfg, &opts); err != nil {
 		return nil, err
 	}
 	model := cmp.Or(strings.TrimPrefix(strings.TrimSpace(cfg.Model), "models/"), "gemini-2.5-flash")
@@ -98,9 +98,9 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 	}
 	e := &gemini{perQuery: strings.HasPrefix(model, "gemini-3")}
 	e.grounded = newGrounded(cfg, hc, api, base, "", model, "Gemini", e)
-	e.price = cfg.price(0.035)
+	e.price = priceOf(cfg, 0.035)
 	if e.perQuery {
-		e.price = cfg.price(0.014)
+		e.price = priceOf(cfg, 0.014)
 	}
 	return e, nil
 }

@@ -28,7 +28,7 @@ type glmAPI struct {
 
 func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {
 	e := &glmAPI{client: newClient(cfg, hc, glmDefaultBase)}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	if e.opts.SearchEngine == "" {
@@ -37,7 +37,7 @@ func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {
 	if e.opts.ContentSize == "" {
 		e.opts.ContentSize = "medium"
 	}
-	e.price = cfg.price(glmSearchPrice(e.opts.SearchEngine))
+	e.price = priceOf(cfg, glmSearchPrice(e.opts.SearchEngine))
 	return e, nil
 }
 

@@ -44,12 +44,12 @@ type glmChat struct {
 func newGLMChat(cfg Config, hc *http.Client) (Engine, error) {
 	e := &glmChat{}
 	e.chatGrounded = chatGrounded{client: newClient(cfg, hc, glmDefaultBase), model: cmp.Or(cfg.Model, "glm-4.7"), kind: e}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_pro")
 	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
-	e.price = cfg.price(glmSearchPrice(e.opts.SearchEngine))
+	e.price = priceOf(cfg, glmSearchPrice(e.opts.SearchEngine))
 	return e, nil
 }
 

@@ -47,8 +47,13 @@ type Options struct {
 	// Cooldowns is shared across workers (state.Store); nil remembers nothing.
 	Cooldowns Cooldowns
 	// Log receives the one warning per key that the provider refused (auth or
-	// quota), with its fingerprint, never the key; nil is slog.Default().
+	// quota), with its fingerprint, never the key; nil is slog.Default(). It also
+	// receives one warning per engine per day whose provider answered with a
+	// Deprecation or Sunset header or 404/410 (deprecation.go).
 	Log *slog.Logger
+	// Deprecation counts each such answer by engine and signal ("deprecation",
+	// "sunset", "404", "410"): the fleet_provider_deprecation metric. Nil counts none.
+	Deprecation func(engine, signal string)
 }
 
 // keyed runs one engine over several keys: per[i] is the engine built with key i.

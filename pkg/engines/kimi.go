@@ -39,11 +39,11 @@ const kimiSystemPrompt = "Use the $web_search tool to search the web for the use
 func newKimi(cfg Config, hc *http.Client) (Engine, error) {
 	e := &kimi{}
 	e.chatGrounded = chatGrounded{client: newClient(cfg, hc, "https://api.moonshot.cn/v1"), model: cmp.Or(cfg.Model, "kimi-k2-turbo-preview"), kind: e}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, kimiSystemPrompt)
-	e.price = cfg.price(0.03 * glmUSDPerCNY)
+	e.price = priceOf(cfg, 0.03*glmUSDPerCNY)
 	return e, nil
 }
 

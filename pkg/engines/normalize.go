@@ -62,6 +62,9 @@ func (n *normalized) search(ctx context.Context, q Query, render bool) (*Result,
 	if err != nil {
 		return nil, &Error{Kind: BadRequest, Engine: n.id, Message: err.Error()}
 	}
+	if err := refuseStrict(n.id, n.caps, q); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, AsError(n.id, err)
 	}
@@ -110,6 +113,17 @@ func CheckQuery(q Query) (Query, error) {
 	}
 	if q.BlockedDomains, err = cleanDomains(q.BlockedDomains); err != nil {
 		return q, err
+	}
+	switch q.ContextSize {
+	case "", "low", "medium", "high":
+	default:
+		return q, fmt.Errorf("context_size %q is not low, medium or high", q.ContextSize)
+	}
+	if q.MaxAge != nil && *q.MaxAge < 0 {
+		return q, fmt.Errorf("max_age %d is negative", *q.MaxAge)
+	}
+	if q.Cache != "" && q.Cache != CacheOnly {
+		return q, fmt.Errorf("cache %q is not %q", q.Cache, CacheOnly)
 	}
 	return q, nil
 }
@@ -188,7 +202,7 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 		dropped := before - len(res.Hits)
 		switch {
 		case !caps.AllowedDomains && len(q.AllowedDomains) > 0 || !caps.BlockedDomains && len(q.BlockedDomains) > 0:
-			msg := "domain filters are not supported by this engine and were applied to its results afterwards"
+			msg := "domain filters are not supported by engine " + id + " and were applied to its results afterwards"
 			if dropped > 0 {
 				msg += fmt.Sprintf(" (%d hit(s) dropped)", dropped)
 			}
@@ -208,14 +222,17 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 			res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool {
 				return !h.Published.IsZero() && h.Published.Before(cutoff)
 			})
-			res.warnf("recency %s is not supported by this engine: applied afterwards to dated hits only (%d dropped); undated hits were kept", q.Recency, before-len(res.Hits))
+			res.warnf("recency %s is not supported by engine %s: applied afterwards to dated hits only (%d dropped); undated hits were kept", q.Recency, id, before-len(res.Hits))
 		}
 	}
 	if !caps.Language && q.Language != "" {
-		res.warnf("language %q is not supported by this engine and was ignored", q.Language)
+		res.warnf("language %q is not supported by engine %s and was ignored", q.Language, id)
 	}
 	if !caps.Country && q.Country != "" {
-		res.warnf("country %q is not supported by this engine and was ignored", q.Country)
+		res.warnf("country %q is not supported by engine %s and was ignored", q.Country, id)
+	}
+	if !caps.ContextSize && q.ContextSize != "" {
+		res.warnf("context_size %q is not supported by engine %s and was ignored", q.ContextSize, id)
 	}
 	if len(res.Hits) > q.Count {
 		res.Hits = res.Hits[:q.Count] // applied afterwards where not native: no warning needed

@@ -41,7 +41,7 @@ type openaiOptions struct {
 func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	e := &openai{}
 	e.grounded = newGrounded(cfg, hc, wire.ResponsesModel, "https://api.openai.com", "/v1", "gpt-5-mini", "OpenAI", e)
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	switch e.opts.SearchContextSize {
@@ -54,17 +54,18 @@ func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	default:
 		return nil, fmt.Errorf("engine %q: options.toolType %q is not web_search or web_search_preview", cfg.ID, e.opts.ToolType)
 	}
-	e.price = cfg.price(0.01)
+	e.price = priceOf(cfg, 0.01)
 	return e, nil
 }
 
-// Capabilities: allowed domains (web_search only) and country; see the type's comment.
+// Capabilities: allowed domains (web_search only), country and the context size (a
+// request's overrides the configured one); see the type's comment.
 func (e *openai) Capabilities() Capabilities {
-	return Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true}
+	return Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true, ContextSize: true}
 }
 
 func (e *openai) searchOptions(q Query) (*llm.SearchOptions, int) {
-	so := &llm.SearchOptions{Tool: e.opts.ToolType, ContextSize: e.opts.SearchContextSize, AllowedDomains: q.AllowedDomains}
+	so := &llm.SearchOptions{Tool: e.opts.ToolType, ContextSize: cmp.Or(q.ContextSize, e.opts.SearchContextSize), AllowedDomains: q.AllowedDomains}
 	if len(q.Country) == 2 {
 		so.Country = q.Country
 	}

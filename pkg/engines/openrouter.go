@@ -54,7 +54,7 @@ const openrouterSystemPrompt = "Search the web for the user's query, then answer
 
 func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
 	e := &openRouter{client: newClient(cfg, hc, "https://openrouter.ai/api/v1"), model: cfg.Model}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	if e.model == "" {
@@ -66,7 +66,7 @@ func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
 	if e.opts.SystemPrompt == "" {
 		e.opts.SystemPrompt = openrouterSystemPrompt
 	}
-	e.price = cfg.price(0.007)
+	e.price = priceOf(cfg, 0.007)
 	return e, nil
 }
 

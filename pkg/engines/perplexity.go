@@ -1,39 +1,55 @@
 package engines
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// perplexity is Perplexity Sonar (POST {base}/chat/completions, bearer key, default
-// base https://api.perplexity.ai, default model sonar): every call searches the web
-// and answers with [n] markers that are 1-based indexes into the response's
-// search_results / citations (WIRE_FORMATS.md §7).
+// perplexity is Perplexity's Agent API (POST {base}/v1/agent, bearer key, default base
+// https://api.perplexity.ai): a Responses-shaped call with the built-in web_search
+// tool, answered with search_results output items, a message whose output_text
+// carries url_citation annotations, and usage with a cost breakdown
+// (WIRE_FORMATS.md §7; the response is read by the Responses model codec, with the
+// two Perplexity additions read beside it).
 //
-// Options: {"searchContextSize": "low"|"medium"|"high"}. The default is low: it is
-// the cheapest request fee ($5 per 1K requests on sonar) and what the recorded
-// responses used; a search tool wants sources more than a long essay.
+// The call names a preset ("fast", the default, "low", "medium", "high", "xhigh",
+// or any other preset Perplexity lists) or, when Config.Model is set, a model; a
+// model without a provider prefix is Perplexity's own ("sonar" → "perplexity/sonar").
 //
-// Cost is what Perplexity reports (usage.cost.total_cost, else the sum of its parts);
-// when a response carries no cost, the configured or list request fee for the context
-// size plus tokens at the model's list price.
+// Options: {"preset": "<name>"}.
+//
+// Filters: allowed or blocked domains (search_domain_filter, at most 20, blocked ones
+// prefixed "-"), recency (search_recency_filter), language (search_language_filter)
+// and country (user_location.country) are tool settings; the result count is not.
+//
+// Cost is what Perplexity reports (usage.cost.total_cost); without it, $5 per 1,000
+// web_search calls (the tool's list price) times the calls the answer reports.
+//
+// A recorded job from before the Agent API holds Sonar chat-completion bodies; parse
+// reads those as well (sonarParse), and nothing sends that shape.
 type perplexity struct {
 	client
-	model string
-	opts  perplexityOptions
-	fee   float64
+	model  string
+	preset string
+	fee    float64
 }
 
 type perplexityOptions struct {
-	SearchContextSize string `json:"searchContextSize,omitempty"`
+	Preset string `json:"preset,omitempty"`
 }
 
-// perplexityFee is sonar's request fee by search context size, in USD (docs).
-var perplexityFee = map[string]float64{"low": 0.005, "medium": 0.008, "high": 0.012}
+// perplexitySearchFee is the web_search tool's list price per call, in USD (docs).
+const perplexitySearchFee = 0.005
 
-// perplexityTokenUSD is the list price per million input and output tokens by model
-// (docs); unknown models are priced as sonar.
+// perplexityTokenUSD is Sonar's list price per million input and output tokens by
+// model, for recorded Sonar answers that carry no cost; unknown models are priced as
+// sonar.
 var perplexityTokenUSD = map[string][2]float64{
 	"sonar":               {1, 1},
 	"sonar-pro":           {3, 15},
@@ -46,54 +62,224 @@ var perplexityTokenUSD = map[string][2]float64{
 const perplexityMaxDomains = 20
 
 func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
-	e := &perplexity{client: newClient(cfg, hc, "https://api.perplexity.ai"), model: cfg.Model}
-	if err := cfg.options(&e.opts); err != nil {
+	e := &perplexity{client: newClient(cfg, hc, "https://api.perplexity.ai")}
+	var o perplexityOptions
+	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}
-	if e.model == "" {
-		e.model = "sonar"
+	if m := strings.TrimSpace(cfg.Model); m != "" {
+		if !strings.Contains(m, "/") {
+			m = "perplexity/" + m
+		}
+		e.model = m
+	} else {
+		e.preset = cmp.Or(strings.TrimSpace(o.Preset), "fast")
 	}
-	if e.opts.SearchContextSize == "" {
-		e.opts.SearchContextSize = "low"
+	if e.model != "" && o.Preset != "" {
+		return nil, fmt.Errorf("engine %q: set a model or options.preset, not both", cfg.ID)
 	}
-	fee, ok := perplexityFee[e.opts.SearchContextSize]
-	if !ok {
-		fee = perplexityFee["low"]
-	}
-	e.fee = cfg.price(fee)
+	e.fee = priceOf(cfg, perplexitySearchFee)
 	return e, nil
 }
 
 func (e *perplexity) Name() string { return e.id }
 
-// Capabilities: recency, domains and country are request fields. Sonar has no result
-// count (its answer cites what it cites) and no language filter.
+// Capabilities: recency, domains, language and country are web_search tool settings.
+// The answer cites what it cites: there is no result count.
 func (e *perplexity) Capabilities() Capabilities {
-	return Capabilities{Recency: true, AllowedDomains: true, BlockedDomains: true, Country: true}
+	return Capabilities{Recency: true, AllowedDomains: true, BlockedDomains: true, Country: true, Language: true}
 }
 
-type perplexityRequest struct {
-	Model               string                  `json:"model"`
-	Messages            []perplexityMessage     `json:"messages"`
-	SearchDomainFilter  []string                `json:"search_domain_filter,omitempty"`
-	SearchRecencyFilter string                  `json:"search_recency_filter,omitempty"`
-	WebSearchOptions    perplexitySearchOptions `json:"web_search_options"`
+type perplexityAgentRequest struct {
+	Preset       string                `json:"preset,omitempty"`
+	Model        string                `json:"model,omitempty"`
+	Input        string                `json:"input"`
+	Instructions string                `json:"instructions,omitempty"`
+	Tools        []perplexityAgentTool `json:"tools"`
 }
 
-type perplexityMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+type perplexityAgentTool struct {
+	Type         string              `json:"type"`
+	Filters      *perplexityFilters  `json:"filters,omitempty"`
+	UserLocation *perplexityLocation `json:"user_location,omitempty"`
 }
 
-type perplexitySearchOptions struct {
-	SearchContextSize string              `json:"search_context_size,omitempty"`
-	UserLocation      *perplexityLocation `json:"user_location,omitempty"`
+type perplexityFilters struct {
+	SearchDomainFilter   []string `json:"search_domain_filter,omitempty"`
+	SearchRecencyFilter  string   `json:"search_recency_filter,omitempty"`
+	SearchLanguageFilter []string `json:"search_language_filter,omitempty"`
 }
 
 type perplexityLocation struct {
 	Country string `json:"country"`
 }
 
+// perplexityAgentExtra is what a Perplexity answer adds to the Responses shape: its
+// search_results output items and the cost in its usage.
+type perplexityAgentExtra struct {
+	Output []struct {
+		Type    string                   `json:"type"`
+		Results []perplexitySearchResult `json:"results"`
+	} `json:"output"`
+	Usage struct {
+		Cost *struct {
+			TotalCost *float64 `json:"total_cost"`
+		} `json:"cost"`
+		ToolCallsDetails map[string]struct {
+			Invocation int `json:"invocation"`
+		} `json:"tool_calls_details"`
+	} `json:"usage"`
+}
+
+// perplexitySearchResult is one page of a search_results item or of the Search API.
+type perplexitySearchResult struct {
+	Title       string `json:"title"`
+	URL         string `json:"url"`
+	Date        string `json:"date"` // may be null or absent
+	LastUpdated string `json:"last_updated"`
+	Snippet     string `json:"snippet"`
+}
+
+var perplexityRecency = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
+
+func (e *perplexity) Search(ctx context.Context, q Query) (*Result, error) {
+	if e.key == "" {
+		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
+	}
+	body, _, err := e.do(ctx, request{path: "/v1/agent", header: bearer(e.key), body: e.request(q)})
+	if err != nil {
+		return nil, err
+	}
+	return e.parse(q, [][]byte{body})
+}
+
+// request is the Agent API call for q.
+func (e *perplexity) request(q Query) perplexityAgentRequest {
+	tool := perplexityAgentTool{Type: "web_search"}
+	f := perplexityFilters{SearchDomainFilter: perplexityDomains(q), SearchRecencyFilter: perplexityRecency[q.Recency]}
+	if lang := perplexityLanguage(q.Language); lang != "" {
+		f.SearchLanguageFilter = []string{lang}
+	}
+	if f.SearchDomainFilter != nil || f.SearchRecencyFilter != "" || f.SearchLanguageFilter != nil {
+		tool.Filters = &f
+	}
+	if len(q.Country) == 2 {
+		tool.UserLocation = &perplexityLocation{Country: strings.ToUpper(q.Country)}
+	}
+	return perplexityAgentRequest{Preset: e.preset, Model: e.model, Input: q.Query, Instructions: groundedAInstructions(q), Tools: []perplexityAgentTool{tool}}
+}
+
+// perplexityLanguage is the ISO 639-1 code of a BCP 47 tag ("zh-CN" → "zh").
+func perplexityLanguage(tag string) string {
+	lang, _, _ := strings.Cut(strings.TrimSpace(tag), "-")
+	if len(lang) != 2 {
+		return ""
+	}
+	return strings.ToLower(lang)
+}
+
+// perplexityDomains is the search_domain_filter for q: allowed domains as they are, or
+// blocked ones prefixed "-". Perplexity takes one mode at a time and at most 20
+// entries; the shared normalization enforces whatever did not fit.
+func perplexityDomains(q Query) []string {
+	if len(q.AllowedDomains) > 0 {
+		return q.AllowedDomains[:min(len(q.AllowedDomains), perplexityMaxDomains)]
+	}
+	var out []string
+	for _, d := range q.BlockedDomains[:min(len(q.BlockedDomains), perplexityMaxDomains)] {
+		out = append(out, "-"+d)
+	}
+	return out
+}
+
+// parse reads an Agent API answer, or a recorded Sonar chat completion (a body with
+// "choices").
+func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
+	body, err := classicBody(&e.client, bodies)
+	if err != nil {
+		return nil, err
+	}
+	if perplexityIsSonar(body) {
+		return e.sonarParse(q, body)
+	}
+	a, err := wire.ResponsesModel.DecodeResponse(body)
+	if err != nil {
+		return nil, &Error{Kind: Decode, Engine: e.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
+	}
+	var extra perplexityAgentExtra
+	if err := decode(&e.client, body, &extra); err != nil {
+		return nil, err
+	}
+	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
+	var p pages
+	for _, it := range extra.Output {
+		if it.Type != "search_results" {
+			continue
+		}
+		res.Usage.Searches++
+		for _, r := range it.Results {
+			p.add(perplexityHit(r))
+		}
+	}
+	var summary []string
+	for _, part := range a.Content {
+		if part.Kind != wire.PartText {
+			continue
+		}
+		text := part.Text
+		if len(part.Citations) > 0 {
+			var m marks
+			for _, c := range part.Citations {
+				if c.URL != "" {
+					m.add(CharToByte(part.Text, c.End), p.cite(Hit{Title: c.Title, URL: c.URL}))
+				}
+			}
+			text = m.into(part.Text)
+		}
+		if strings.TrimSpace(text) != "" {
+			summary = append(summary, text)
+		}
+	}
+	res.Summary = strings.Join(summary, "\n\n")
+	if reason, ok := strings.CutPrefix(a.StopDetail, "incomplete"); ok {
+		res.warnf("Perplexity's answer is incomplete (%s)", cmp.Or(strings.TrimPrefix(reason, ": "), "unknown reason"))
+	}
+	// The answer's own [n] markers (when it has no annotations) number the pages in
+	// the order listed, as the sources are: no page is dropped from them.
+	res.Citation.Sources = p.sources()
+	res.Hits = p.hits
+	if d, ok := extra.Usage.ToolCallsDetails["web_search"]; ok && d.Invocation > 0 {
+		res.Usage.Searches = d.Invocation
+	}
+	res.Usage.Searches = max(res.Usage.Searches, 1)
+	res.Usage.CostUSD = e.fee * float64(res.Usage.Searches)
+	if c := extra.Usage.Cost; c != nil && c.TotalCost != nil {
+		res.Usage.CostUSD = *c.TotalCost
+	}
+	if len(q.AllowedDomains) > perplexityMaxDomains {
+		res.warnf("Perplexity takes at most %d domains: only the first %d allowed domains were searched", perplexityMaxDomains, perplexityMaxDomains)
+	}
+	return res, nil
+}
+
+// perplexityIsSonar reports whether body is a Sonar chat completion (or its in-band
+// error) rather than an Agent API response, which always has an output or a status.
+func perplexityIsSonar(body []byte) bool {
+	has := func(key string) bool { return bytes.Contains(body, []byte(`"`+key+`"`)) }
+	return has("choices") && !has("output") || !has("output") && !has("status")
+}
+
+// perplexityHit is a search result as a hit, dated by its publication date or else
+// its last update.
+func perplexityHit(r perplexitySearchResult) Hit {
+	h := Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(r.Snippet))}
+	if d := cmp.Or(r.Date, r.LastUpdated); d != "" {
+		h.Published = parseDate(d)
+	}
+	return h
+}
+
+// perplexityResponse is a Sonar chat completion.
 type perplexityResponse struct {
 	Model         string   `json:"model"`
 	Citations     []string `json:"citations"`
@@ -123,56 +309,21 @@ type perplexityResponse struct {
 	Error *openrouterErrorBody `json:"error"`
 }
 
-var perplexityRecency = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
-
-func (e *perplexity) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	req := perplexityRequest{
-		Model:               e.model,
-		Messages:            []perplexityMessage{{Role: "user", Content: q.Query}},
-		SearchDomainFilter:  perplexityDomains(q),
-		SearchRecencyFilter: perplexityRecency[q.Recency],
-		WebSearchOptions:    perplexitySearchOptions{SearchContextSize: e.opts.SearchContextSize},
-	}
-	if len(q.Country) == 2 {
-		req.WebSearchOptions.UserLocation = &perplexityLocation{Country: strings.ToUpper(q.Country)}
-	}
-	body, _, err := e.do(ctx, request{path: "/chat/completions", header: bearer(e.key), body: req})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
-}
-
-// perplexityDomains is the search_domain_filter for q: allowed domains as they are, or
-// blocked ones prefixed "-". Perplexity takes one mode at a time and at most 20
-// entries; parse enforces whatever did not fit.
-func perplexityDomains(q Query) []string {
-	if len(q.AllowedDomains) > 0 {
-		return q.AllowedDomains[:min(len(q.AllowedDomains), perplexityMaxDomains)]
-	}
-	var out []string
-	for _, d := range q.BlockedDomains[:min(len(q.BlockedDomains), perplexityMaxDomains)] {
-		out = append(out, "-"+d)
-	}
-	return out
-}
-
-func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
+// sonarParse reads a Sonar chat completion of a recorded job: [n] markers that are
+// 1-based indexes into its search_results / citations.
+func (e *perplexity) sonarParse(q Query, body []byte) (*Result, error) {
 	var resp perplexityResponse
-	if err := decode(&e.client, bodies[0], &resp); err != nil {
+	if err := decode(&e.client, body, &resp); err != nil {
 		return nil, err
 	}
 	if resp.Error != nil && len(resp.Choices) == 0 {
-		return nil, openrouterInBand(&e.client, resp.Error, bodies[0])
+		return nil, openrouterInBand(&e.client, resp.Error, body)
 	}
 	res := &Result{Usage: Usage{
 		Searches:     max(resp.Usage.NumSearchQueries, 1),
 		InputTokens:  resp.Usage.PromptTokens,
 		OutputTokens: resp.Usage.CompletionTokens,
-		CostUSD:      e.cost(&resp),
+		CostUSD:      e.sonarCost(&resp),
 	}}
 	if len(resp.Choices) > 0 {
 		c := resp.Choices[0]
@@ -214,8 +365,9 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	return res, nil
 }
 
-// cost is the response's reported cost, else the list price.
-func (e *perplexity) cost(resp *perplexityResponse) float64 {
+// sonarCost is a Sonar answer's reported cost, else its request fee plus tokens at
+// the model's list price.
+func (e *perplexity) sonarCost(resp *perplexityResponse) float64 {
 	if c := resp.Usage.Cost; c != nil {
 		if c.TotalCost != nil {
 			return *c.TotalCost
@@ -231,10 +383,7 @@ func (e *perplexity) cost(resp *perplexityResponse) float64 {
 			return sum
 		}
 	}
-	model := resp.Model
-	if model == "" {
-		model = e.model
-	}
+	model := cmp.Or(resp.Model, strings.TrimPrefix(e.model, "perplexity/"))
 	rate, ok := perplexityTokenUSD[model]
 	if !ok {
 		rate = perplexityTokenUSD["sonar"]

@@ -18,19 +18,20 @@ func PriceOf(e Engine) float64 {
 
 func (n *normalized) PricePerSearch() float64 { return PriceOf(n.inner) }
 
-func (e *anthropic) PricePerSearch() float64  { return e.price }
-func (e *brave) PricePerSearch() float64      { return e.price }
-func (e *exa) PricePerSearch() float64        { return e.price }
-func (e *gemini) PricePerSearch() float64     { return e.price }
-func (e *glmAPI) PricePerSearch() float64     { return e.price }
-func (e *glmChat) PricePerSearch() float64    { return e.price }
-func (e *kimi) PricePerSearch() float64       { return e.price }
-func (e *openai) PricePerSearch() float64     { return e.price }
-func (e *openRouter) PricePerSearch() float64 { return e.price }
-func (e *searxng) PricePerSearch() float64    { return e.price }
-func (e *tavily) PricePerSearch() float64     { return e.price }
+func (e *anthropic) PricePerSearch() float64        { return e.price }
+func (e *brave) PricePerSearch() float64            { return e.price }
+func (e *exa) PricePerSearch() float64              { return e.price }
+func (e *gemini) PricePerSearch() float64           { return e.price }
+func (e *glmAPI) PricePerSearch() float64           { return e.price }
+func (e *glmChat) PricePerSearch() float64          { return e.price }
+func (e *kimi) PricePerSearch() float64             { return e.price }
+func (e *openai) PricePerSearch() float64           { return e.price }
+func (e *perplexitySearch) PricePerSearch() float64 { return e.price }
+func (e *openRouter) PricePerSearch() float64       { return e.price }
+func (e *searxng) PricePerSearch() float64          { return e.price }
+func (e *tavily) PricePerSearch() float64           { return e.price }
 
-// The request fee; the tokens the answer takes are settled after the call.
+// One web_search call; the tokens and further calls are settled after the call.
 func (e *perplexity) PricePerSearch() float64 { return e.fee }
 
 // One credit; a search that takes more is settled after the call.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"time"
@@ -14,39 +14,12 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
-// Config configures one engine.
-type Config struct {
-	// ID is the engine id the main model and the subjects use ("glm", "google").
-	// Letters, digits, '-' and '_' only: it becomes a NATS subject token.
-	ID string `json:"id"`
-	// Kind is the wire protocol: one of Kinds().
-	Kind string `json:"kind"`
-	// BaseURL overrides the provider's default endpoint (tests and the simulator
-	// point it elsewhere; a self-hosted SearXNG has no default).
-	BaseURL string `json:"baseURL,omitempty"`
-	// Model is the provider model for LLM-grounded kinds ("glm-4.7", "gemini-2.5-flash").
-	Model string `json:"model,omitempty"`
-	// APIKeyEnv names the environment variable holding the API key, for messages
-	// ("API key variable X is not set"); the engine never reads the environment.
-	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
-	// APIKey is the key itself, resolved by the config layer (config.File.Resolve) or
-	// set by whoever builds the Config in code. It is never serialized, logged, put in
-	// an error or in a result; empty means the engine sends no credential.
-	APIKey string `json:"-"`
-	// APIKeys are several keys to rotate over (a comma-separated apiKeyEnv, see
-	// keys.go); when set they replace APIKey. Never serialized.
-	APIKeys []string `json:"-"`
-	// Token, when set, supplies OAuth access tokens instead of a fixed key (see
-	// tokens.go); APIKey and APIKeys are then unused.
-	Token TokenSource `json:"-"`
-	// CostPerSearchUSD overrides the kind's list price per search, for accounting.
-	CostPerSearchUSD *float64 `json:"costPerSearchUSD,omitempty"`
-	// Options are per-kind settings, decoded by the kind (see its file).
-	Options json.RawMessage `json:"options,omitempty"`
-}
+// Config configures one engine (enginecfg.Config: the configuration layer builds it
+// without depending on the engines themselves).
+type Config = enginecfg.Config
 
-// options decodes c.Options into v, leaving v untouched when there are none.
-func (c Config) options(v any) error {
+// optionsOf decodes c.Options into v, leaving v untouched when there are none.
+func optionsOf(c Config, v any) error {
 	if len(c.Options) == 0 || string(c.Options) == "null" {
 		return nil
 	}
@@ -56,8 +29,8 @@ func (c Config) options(v any) error {
 	return nil
 }
 
-// price returns the configured cost per search, or def.
-func (c Config) price(def float64) float64 {
+// priceOf returns the configured cost per search, or def.
+func priceOf(c Config, def float64) float64 {
 	if c.CostPerSearchUSD != nil {
 		return *c.CostPerSearchUSD
 	}
@@ -69,19 +42,23 @@ type factory func(cfg Config, hc *http.Client) (Engine, error)
 
 // kinds is every engine kind, by wire protocol name.
 var kinds = map[string]factory{
-	"glm-chat":   newGLMChat,
-	"glm-api":    newGLMAPI,
-	"gemini":     newGemini,
-	"openai":     newOpenAI,
-	"anthropic":  newAnthropic,
-	"kimi":       newKimi,
-	"perplexity": newPerplexity,
-	"openrouter": newOpenRouter,
-	"brave":      newBrave,
-	"tavily":     newTavily,
-	"searxng":    newSearXNG,
-	"exa":        newExa,
-	"serper":     newSerper,
+	"glm-chat":          newGLMChat,
+	"glm-api":           newGLMAPI,
+	"gemini":            newGemini,
+	"openai":            newOpenAI,
+	"anthropic":         newAnthropic,
+	"kimi":              newKimi,
+	"perplexity":        newPerplexity,
+	"perplexity-search": newPerplexitySearch,
+	"openrouter":        newOpenRouter,
+	"brave":             newBrave,
+	"tavily":            newTavily,
+	"searxng":           newSearXNG,
+	"exa":               newExa,
+	"serper":            newSerper,
+	"cloudflare":        newCloudflare,
+	"parallel":          newParallel,
+	"linkup":            newLinkup,
 }
 
 // Kinds returns the engine kinds, sorted.
@@ -94,10 +71,8 @@ func Kinds() []string {
 	return out
 }
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // ValidID reports whether id can name an engine (it becomes a subject token).
-func ValidID(id string) bool { return idRE.MatchString(id) }
+func ValidID(id string) bool { return enginecfg.ValidID(id) }
 
 // Registry holds the configured engines by id.
 type Registry struct {
@@ -120,6 +95,7 @@ func FromConfigWith(cfgs []Config, hc *http.Client, o Options) (*Registry, error
 		o.Log = slog.Default()
 	}
 	r := &Registry{byID: make(map[string]Engine, len(cfgs))}
+	dl := &deprecationLog{log: o.Log, count: o.Deprecation, now: time.Now, last: map[string]string{}}
 	for _, c := range cfgs {
 		if !ValidID(c.ID) {
 			return nil, fmt.Errorf("engine id %q: use 1-64 letters, digits, '-' or '_'", c.ID)
@@ -131,7 +107,7 @@ func FromConfigWith(cfgs []Config, hc *http.Client, o Options) (*Registry, error
 		if !ok {
 			return nil, fmt.Errorf("engine %q: unknown kind %q (known: %v)", c.ID, c.Kind, Kinds())
 		}
-		e, err := build(f, c, hc, o)
+		e, err := build(f, c, watched(hc, c.ID, dl.report), o)
 		if err != nil {
 			return nil, err
 		}

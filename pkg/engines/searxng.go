@@ -53,13 +53,13 @@ func newSearXNG(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: kind searxng needs baseURL, the address of a SearXNG instance (there is no public default)", cfg.ID)
 	}
 	e := &searxng{client: newClient(cfg, hc, "")}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	if e.opts.Categories == "" {
 		e.opts.Categories = "general"
 	}
-	e.price = cfg.price(0)
+	e.price = priceOf(cfg, 0)
 	return e, nil
 }
 

@@ -175,7 +175,7 @@ func TestSearXNGFiltersOnTheWire(t *testing.T) {
 		t.Errorf("hits = %+v", res.Hits)
 	}
 	classicWantWarning(t, res, "dropped 4 dated hit(s) older than a week")
-	classicWantWarning(t, res, "domain filters are not supported by this engine and were applied to its results afterwards")
+	classicWantWarning(t, res, "and were applied to its results afterwards")
 	classicWantWarning(t, res, `country "CN" is not supported`)
 
 	_, reqs = enginetest.Search(t, searxngConfig, engines.Query{Query: "rust", Recency: engines.OneDay}, enginetest.JSON(searxngSearch))

@@ -28,7 +28,7 @@ type serper struct {
 }
 
 func newSerper(cfg Config, hc *http.Client) (Engine, error) {
-	return &serper{client: newClient(cfg, hc, "https://google.serper.dev"), creditPrice: cfg.price(0.001)}, nil
+	return &serper{client: newClient(cfg, hc, "https://google.serper.dev"), creditPrice: priceOf(cfg, 0.001)}, nil
 }
 
 func (e *serper) Name() string { return e.id }

@@ -23,7 +23,7 @@ type tavilyOptions struct {
 
 func newTavily(cfg Config, hc *http.Client) (Engine, error) {
 	e := &tavily{client: newClient(cfg, hc, "https://api.tavily.com")}
-	if err := cfg.options(&e.opts); err != nil {
+	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
 	if e.opts.SearchDepth == "" {
@@ -36,7 +36,7 @@ func newTavily(cfg Config, hc *http.Client) (Engine, error) {
 	if e.opts.SearchDepth == "advanced" {
 		credits = 2
 	}
-	e.price = cfg.price(0.008 * credits)
+	e.price = priceOf(cfg, 0.008*credits)
 	return e, nil
 }
 

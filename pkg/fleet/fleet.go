@@ -205,7 +205,8 @@ func open(ctx context.Context, o Options) (*process, error) {
 	// Key cooldowns live in Redis: a key one search worker saw refused rests for all
 	// (within cooldownFresh: each process asks at most that often per key).
 	cool := countedCooldowns{Cooldowns: provider.Cached(p.store, cooldownFresh), rests: p.o.Metrics.KeyCooldowns}
-	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search")}); err != nil {
+	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search"),
+		Deprecation: func(engine, signal string) { p.o.Metrics.ProviderDeprecation.WithLabelValues(engine, signal).Inc() }}); err != nil {
 		return fail(err)
 	}
 	if p.tools, p.classify, err = Intent(o.File); err != nil {

@@ -63,11 +63,12 @@ func (e *ArgError) Result() *engines.Result {
 	return engines.InvalidArgumentsResult(e.Type, e.Display, e.Details)
 }
 
-// acceptedKeys are the argument names of the tool schema, in its order.
-var acceptedKeys = [...]string{"query", "engine", "recency", "count", "allowed_domains", "blocked_domains"}
+// acceptedKeys are the argument names of the tool schema, in its order, then those
+// of the search's freshness and strictness (args_freshness.go).
+var acceptedKeys = [...]string{"query", "engine", "recency", "count", "allowed_domains", "blocked_domains", "max_age", "cache", "strict"}
 
 // acceptedList is acceptedKeys as the seed's error wording lists them.
-const acceptedList = "'query', 'engine', 'recency', 'count', 'allowed_domains', 'blocked_domains'"
+const acceptedList = "'query', 'engine', 'recency', 'count', 'allowed_domains', 'blocked_domains', 'max_age', 'cache', 'strict'"
 
 // Parse validates the arguments string of a web_search call and chooses its engine.
 // googlePreferred must be the classifier's verdict for the request that offered the
@@ -113,6 +114,9 @@ func (t *Toolset) Parse(arguments string, googlePreferred bool) (Call, *ArgError
 		return Call{}, e
 	}
 	if q.BlockedDomains, e = parseDomains("blocked_domains", fields["blocked_domains"]); e != nil {
+		return Call{}, e
+	}
+	if e = parseFreshness(&q, fields); e != nil {
 		return Call{}, e
 	}
 	choice := ChoiceModel

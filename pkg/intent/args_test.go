@@ -83,7 +83,7 @@ func TestParseErrors(t *testing.T) {
 		{"trailing data", one, `{"query":"x"} {}`, false, InvalidToolArguments, []string{"not valid JSON"}},
 		{"too large", one, `{"query":"` + strings.Repeat("x", MaxArgumentsBytes) + `"}`, false, InvalidToolArguments, []string{"bytes long"}},
 		{"unknown keys", one, `{"query":"x","foo":1,"bar":2}`, false, InvalidToolArguments,
-			[]string{"Unknown argument(s): bar, foo, only 'query', 'engine', 'recency', 'count', 'allowed_domains', 'blocked_domains' supported."}},
+			[]string{"Unknown argument(s): bar, foo, only 'query', 'engine', 'recency', 'count', 'allowed_domains', 'blocked_domains', 'max_age', 'cache', 'strict' supported."}},
 		{"many unknown keys", one, `{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1}`, false, InvalidToolArguments,
 			[]string{"a, b, c, d, e, f, g, h, i, j (and 2 more)"}},
 		{"query missing", one, `{"count":3}`, false, InvalidQuery, []string{"Missing 'query'"}},

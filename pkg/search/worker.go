@@ -127,16 +127,18 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	}
 	set := w.Settings[req.Engine]
 	cacheKey := ""
-	if set.CacheTTL > 0 {
+	if set.CacheTTL > 0 || req.Query.Cache == engines.CacheOnly {
 		// Per tenant: a hit is free (searches: 0), which must not tell one tenant
 		// what another searched for.
 		cacheKey = queryHash(req.Query)
-		if b, err := w.Store.CachedSearch(ctx, ss.Tenant, req.Engine, cacheKey); err == nil {
-			if res, ok := cacheable(b); ok {
-				w.count(req.Engine, "cached")
-				res.Usage = engines.Usage{} // a cached answer costs nothing
-				return w.finish(ctx, req, d, res, 0)
-			}
+		if res, ok := w.cached(ctx, ss.Tenant, req.Engine, cacheKey, req.Query.MaxAge); ok {
+			w.count(req.Engine, "cached")
+			return w.finish(ctx, req, d, res, 0)
+		}
+		if req.Query.Cache == engines.CacheOnly {
+			w.count(req.Engine, "cache_miss")
+			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.BadRequest, Engine: req.Engine,
+				Message: "no cached result for this search, and the request allows no paid search (cache: only)"}), 0)
 		}
 	}
 	if wait, err := w.Store.Allow(ctx, req.Engine, set.PerSecond, set.Burst); err != nil {
@@ -186,8 +188,8 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if w.Metrics != nil && res.Usage.CostUSD > 0 {
 		w.Metrics.SearchCostUSD.WithLabelValues(req.Engine).Add(res.Usage.CostUSD)
 	}
-	if cacheKey != "" && Complete(res) {
-		if b, err := json.Marshal(res); err == nil {
+	if cacheKey != "" && set.CacheTTL > 0 && Complete(res) {
+		if b, err := json.Marshal(cacheEntry{At: time.Now().UTC(), Result: res}); err == nil {
 			w.Store.CacheSearch(ctx, ss.Tenant, req.Engine, cacheKey, b, set.CacheTTL)
 		}
 	}
@@ -373,11 +375,47 @@ func (w *Worker) count(engine, outcome string) {
 	}
 }
 
-// queryHash identifies a normalized query for the cache.
+// queryHash identifies a normalized query for the cache: what the engine searches,
+// without what only says how to use the cache (max_age, cache) or whether to refuse
+// (strict).
 func queryHash(q engines.Query) string {
+	q.MaxAge, q.Cache, q.Strict = nil, "", false
 	b, _ := json.Marshal(q)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
+}
+
+// cacheEntry is a cached result with the time it was stored; an entry without At
+// (stored before entries had it) is of unknown age.
+type cacheEntry struct {
+	At time.Time `json:"cached_at,omitzero"`
+	*engines.Result
+}
+
+// cached returns the tenant's cached result for engine and key, when there is one
+// no older than maxAge seconds (nil: any age the cache kept). A hit costs nothing.
+func (w *Worker) cached(ctx context.Context, tenant, engine, key string, maxAge *int) (*engines.Result, bool) {
+	if maxAge != nil && *maxAge == 0 {
+		return nil, false // a paid search, whatever is cached
+	}
+	b, err := w.Store.CachedSearch(ctx, tenant, engine, key)
+	if err != nil {
+		return nil, false
+	}
+	res, ok := cacheable(b)
+	if !ok {
+		return nil, false
+	}
+	if maxAge != nil {
+		var e struct {
+			At time.Time `json:"cached_at"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.At.IsZero() || time.Since(e.At) > time.Duration(*maxAge)*time.Second {
+			return nil, false
+		}
+	}
+	res.Usage = engines.Usage{Cached: 1}
+	return res, true
 }
 
 // saveDone stores a call's outcome (done, b its JSON) under its lease, with its

@@ -124,7 +124,7 @@ type engineRoute struct {
 
 // engineRoutes lists every engine kind's endpoints.
 func (s *Server) engineRoutes() []engineRoute {
-	return slices.Concat(tavilyRoutes(), groundedRoutesA(), groundedRoutesB(), classicRoutes())
+	return slices.Concat(tavilyRoutes(), groundedRoutesA(), groundedRoutesB(), classicRoutes(), lowCostRoutes())
 }
 
 // EngineConfigs returns one engine per kind the simulator serves, each pointed at the
@@ -179,6 +179,9 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path,
 	if f := s.takeFault(path, requestKey(r)); f != nil {
 		d.merge(f)
 	}
+	for k, v := range d.headers {
+		w.Header().Set(k, v)
+	}
 	if delay := latency + d.slow; delay > 0 {
 		select {
 		case <-time.After(delay):
@@ -216,6 +219,7 @@ type directives struct {
 	retryAfter time.Duration
 	hang       bool
 	slow       time.Duration
+	headers    map[string]string
 }
 
 var directiveRE = regexp.MustCompile(`sim:(429|500|502|503|401|403|hang|slow=[0-9.]+(?:ms|s))`)
@@ -245,6 +249,7 @@ func (d *directives) merge(f *fault) {
 	}
 	d.hang = d.hang || f.Hang
 	d.slow += time.Duration(f.Slow)
+	d.headers = f.Headers
 }
 
 // fault is a standing fault set through POST /_sim/faults.
@@ -258,6 +263,9 @@ type fault struct {
 	Times int `json:"times,omitempty"`
 	// Key limits the fault to requests carrying this credential (any, when empty).
 	Key string `json:"key,omitempty"`
+	// Headers are added to the answer, failed or not ({"Sunset": "…"}: a provider
+	// announcing its endpoint's retirement).
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 func (s *Server) setFault(w http.ResponseWriter, r *http.Request) {
@@ -278,6 +286,14 @@ func (s *Server) setFault(w http.ResponseWriter, r *http.Request) {
 func (s *Server) SetFault(prefix string, status int, retryAfter time.Duration, times int) {
 	s.mu.Lock()
 	s.faults = append(s.faults, &fault{Prefix: prefix, Status: status, RetryAfter: duration(retryAfter), Times: times})
+	s.mu.Unlock()
+}
+
+// SetHeaderFault adds headers to the answers of requests whose path starts with
+// prefix, times times (0: until Reset).
+func (s *Server) SetHeaderFault(prefix string, headers map[string]string, times int) {
+	s.mu.Lock()
+	s.faults = append(s.faults, &fault{Prefix: prefix, Headers: headers, Times: times})
 	s.mu.Unlock()
 }
 

@@ -68,18 +68,31 @@ func exaAsk(_ *http.Request, body []byte, q string) searchAsk {
 	m := decodeBody(body)
 	rec := ""
 	if t, err := time.Parse(time.RFC3339, jstr(m["startPublishedDate"])); err == nil {
-		switch age := time.Since(t); {
-		case age <= 2*24*time.Hour:
-			rec = "day"
-		case age <= 8*24*time.Hour:
-			rec = "week"
-		case age <= 32*24*time.Hour:
-			rec = "month"
-		default:
-			rec = "year"
-		}
+		rec = recencySince(t)
 	}
 	return newAsk(q, jint(m["numResults"]), jstrs(m["includeDomains"]), jstrs(m["excludeDomains"]), rec)
+}
+
+// recencySince is the recency window that reaches back to t.
+func recencySince(t time.Time) string {
+	switch age := time.Since(t); {
+	case age <= 2*24*time.Hour:
+		return "day"
+	case age <= 8*24*time.Hour:
+		return "week"
+	case age <= 32*24*time.Hour:
+		return "month"
+	}
+	return "year"
+}
+
+// recencyFromDay is recencySince for a "2006-01-02" day, "" when there is none.
+func recencyFromDay(day string) string {
+	t, err := time.Parse(time.DateOnly, day)
+	if err != nil {
+		return ""
+	}
+	return recencySince(t)
 }
 
 func serperAsk(_ *http.Request, body []byte, q string) searchAsk {
@@ -120,17 +133,25 @@ func anthropicAsk(_ *http.Request, body []byte, q string) searchAsk {
 	return newAsk(q, 0, allow, block, "")
 }
 
+// perplexityAsk reads an Agent API request (its web_search tool's filters) or a
+// Search API request (the same filters at the top level).
 func perplexityAsk(_ *http.Request, body []byte, q string) searchAsk {
 	m := decodeBody(body)
+	f := m
+	for _, t := range arr(m["tools"]) {
+		if jstr(jpath(t, "type")) == "web_search" {
+			f = obj(jpath(t, "filters"))
+		}
+	}
 	var allow, block []string
-	for _, d := range jstrs(m["search_domain_filter"]) {
+	for _, d := range jstrs(f["search_domain_filter"]) {
 		if b, ok := strings.CutPrefix(d, "-"); ok {
 			block = append(block, b)
 		} else {
 			allow = append(allow, d)
 		}
 	}
-	return newAsk(q, 0, allow, block, recencyOf(jstr(m["search_recency_filter"])))
+	return newAsk(q, jint(m["max_results"]), allow, block, recencyOf(jstr(f["search_recency_filter"])))
 }
 
 func openrouterAsk(_ *http.Request, body []byte, q string) searchAsk {

@@ -62,7 +62,7 @@ func classicRoutes() []engineRoute {
 			},
 			recorded: fixed(exaOK),
 			empty: func() []byte {
-				return []byte(`{"requestId":"sim-empty","resolvedSearchType":"neural","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`)
+				return []byte(`{"requestId":"sim-empty","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`)
 			},
 			errorBody: exaErrorBody,
 		},

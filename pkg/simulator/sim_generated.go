@@ -181,7 +181,7 @@ func exaBody(a searchAsk) []byte {
 		r["publishedDate"] = h.Date.Format("2006-01-02T15:04:05.000Z")
 		r["author"], r["score"] = "searchfleet simulator", h.Score/2
 		r["image"], r["favicon"] = "https://"+h.Host+"/image.png", "https://"+h.Host+"/favicon.ico"
-		r["highlights"], r["highlightScores"] = []any{h.Snippet}, []any{h.Score / 2}
+		r["highlights"] = []any{h.Snippet}
 		results = append(results, r)
 	}
 	m["results"] = nonNil(results)
@@ -432,34 +432,6 @@ func kimiText(a searchAsk, prefix string) string {
 func kimiFinalBody(a searchAsk, prefix string) []byte {
 	m := template("moonshot/hermoonshotes-round2-final.response.json")
 	obj(obj(arr(m["choices"])[0])["message"])["content"] = kimiText(a, prefix)
-	return mustJSON(m)
-}
-
-// perplexityBody is a Sonar answer for a: [n] markers numbering citations and
-// search_results.
-func perplexityBody(a searchAsk) []byte {
-	m := template("perplexity/markwatson-sonar-search-results.json")
-	hits := a.hits(defaultHits)
-	tmpl := obj(arr(m["search_results"])[0])
-	var cites, results []any
-	for _, h := range hits {
-		cites = append(cites, h.URL)
-		r := clone(tmpl)
-		r["title"], r["url"], r["date"], r["last_updated"], r["snippet"] = h.Title, h.URL, isoDay(h.Date), isoDay(h.Date), h.Snippet
-		results = append(results, r)
-	}
-	text := ""
-	for i, s := range groundedText(hits) {
-		if i > 0 {
-			text += " "
-		}
-		text += fmt.Sprintf("%s[%d]", s, i+1)
-	}
-	if len(hits) == 0 {
-		text = "(simulated) I could not find any information on that."
-	}
-	m["citations"], m["search_results"], m["id"] = nonNil(cites), nonNil(results), uuidOf(a)
-	obj(obj(arr(m["choices"])[0])["message"])["content"] = text
 	return mustJSON(m)
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // groundedRoutesB serves the grounded kinds that speak OpenAI-style chat completions
-// or Zhipu's search API: glm-chat, glm-api, kimi, perplexity and openrouter. Each
+// or Zhipu's search API: glm-chat, glm-api, kimi and openrouter. Each
 // answers with pages generated from the query in the shape of its recording (the
 // recording itself for "sim:fixture"), and fails in its provider's own error
 // envelope, so the adapters' error classification is what gets exercised.
@@ -20,7 +20,6 @@ func groundedRoutesB() []engineRoute {
 	glmAPI := fixtures.Read("zhipu/realcase-web-search-api-search-std.response.json")
 	kimiSearch := fixtures.Read("moonshot/hermoonshotes-round1-tool-calls.response.json")
 	kimiFinal := fixtures.Read("moonshot/hermoonshotes-round2-final.response.json")
-	pplx := fixtures.Read("perplexity/markwatson-sonar-search-results.json")
 	orOK := fixtures.Read("openrouter/pydantic-server-tool-web-search-annotations.response.json")
 	orNoSearch := fixtures.Read("openrouter/pydantic-server-tool-web-search-full-params.response.json")
 	or429 := fixtures.Read("openrouter/pydantic-error-429-provider-returned-error.json")
@@ -78,23 +77,6 @@ func groundedRoutesB() []engineRoute {
 			},
 			errorBody: moonshotErrorBody,
 			model:     "kimi-k2-turbo-preview",
-		},
-		{
-			kind:    "perplexity",
-			pattern: "POST /perplexity/chat/completions",
-			queryOf: chatQuery,
-			answer: func(r *http.Request, b []byte, q string) []byte {
-				return perplexityBody(perplexityAsk(r, b, q))
-			},
-			recorded: fixed(pplx),
-			empty: func() []byte {
-				return []byte(`{"id":"sim-empty","model":"sonar","created":1759702702,"usage":{"prompt_tokens":9,"completion_tokens":14,"total_tokens":23,"search_context_size":"low","cost":{"input_tokens_cost":0.0,"output_tokens_cost":0.0,"request_cost":0.005,"total_cost":0.005}},"citations":[],"search_results":[],"object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"(simulated) I could not find any information on that."},"delta":{"role":"assistant","content":""}}]}`)
-			},
-			errorBody: func(status int) []byte {
-				return fmt.Appendf(nil, `{"error":{"message":"simulated Perplexity failure (HTTP %d)","type":"%s","code":%d}}`, status, moonshotErrorType(status), status)
-			},
-			model:   "sonar",
-			options: `{"searchContextSize":"low"}`,
 		},
 		{
 			kind:    "openrouter",

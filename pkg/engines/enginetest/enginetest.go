@@ -84,6 +84,27 @@ type Suite struct {
 	KeyOf func(r *http.Request) string
 }
 
+// Features are what a kind does that some cases of the suite need; a case whose
+// feature the kind lacks is skipped, by name, with the reason.
+type Features struct {
+	// Credential: the kind sends a key (a self-hosted SearXNG sends none).
+	Credential bool
+	// KeySeen: the suite can read the key from a request (Suite.KeyOf).
+	KeySeen bool
+	// Offsets: the kind places markers from offsets into text (Suite.Unicode).
+	Offsets bool
+	// EmptyAnswer: the suite has the kind's answer that found nothing (Suite.Empty).
+	EmptyAnswer bool
+	// QuerySeen: the suite can read the query from a request (Suite.QueryOf).
+	QuerySeen bool
+}
+
+// Features are the suite's features, from what it describes.
+func (s *Suite) Features() Features {
+	return Features{Credential: !s.NoKey, KeySeen: !s.NoKey && s.KeyOf != nil, Offsets: s.Unicode != nil,
+		EmptyAnswer: s.Empty != nil, QuerySeen: s.QueryOf != nil}
+}
+
 // scenario is what the replay server answers with.
 type scenario struct {
 	responses []Response
@@ -153,9 +174,11 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 var keySeq atomic.Int64
 
-// Run runs the conformance suite for one engine kind.
+// Run runs the conformance suite for one engine kind: named cases, each gated by the
+// kind's Features (a case the kind lacks the feature for is skipped, saying why).
 func Run(t *testing.T, s Suite) {
 	t.Helper()
+	f := s.Features()
 	rp := &replay{t: t, s: &s}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
@@ -170,7 +193,7 @@ func Run(t *testing.T, s Suite) {
 		cfg.ID = "under-test"
 	}
 	cfg.BaseURL = srv.URL
-	if !s.NoKey {
+	if f.Credential {
 		cfg.APIKeyEnv, cfg.APIKey = envName, secret
 	}
 	reg, err := engines.FromConfig([]engines.Config{cfg}, srv.Client())
@@ -211,6 +234,15 @@ func Run(t *testing.T, s Suite) {
 	}
 	// The cases share one replay server, so they run in sequence; kinds run in parallel.
 	q := engines.Query{Query: "what is the weather in San Francisco", Count: 5}
+	// gated runs the named case when the kind has what it needs, else skips it.
+	gated := func(name string, has bool, lacks string, body func(t *testing.T)) {
+		t.Run(name, func(t *testing.T) {
+			if !has {
+				t.Skip("kind " + lacks)
+			}
+			body(t)
+		})
+	}
 
 	t.Run("happy path", func(t *testing.T) {
 		rp.set(scenario{responses: s.OK})
@@ -229,7 +261,7 @@ func Run(t *testing.T, s Suite) {
 		if len(reqs) == 0 {
 			t.Fatal("engine made no request")
 		}
-		if !s.NoKey && s.KeyOf != nil {
+		if f.KeySeen {
 			for _, rq := range reqs {
 				if got := s.KeyOf(rq.r); got != secret {
 					t.Errorf("credential sent = %q, want the configured key", got)
@@ -241,22 +273,17 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	if s.Unicode != nil {
-		t.Run("non-ASCII text", func(t *testing.T) {
-			rp.set(scenario{responses: s.Unicode})
-			res, err := search(t, engines.Query{Query: "天气 São Paulo °C"})
-			if err != nil {
-				t.Fatalf("Search: %v", err)
-			}
-			CheckInvariants(t, res)
-			s.CheckUnicode(t, res)
-		})
-	}
-
-	t.Run("empty result", func(t *testing.T) {
-		if s.Empty == nil {
-			t.Skip("kind has no empty-result answer")
+	gated("non-ASCII text", f.Offsets, "places no markers from offsets", func(t *testing.T) {
+		rp.set(scenario{responses: s.Unicode})
+		res, err := search(t, engines.Query{Query: "天气 São Paulo °C"})
+		if err != nil {
+			t.Fatalf("Search: %v", err)
 		}
+		CheckInvariants(t, res)
+		s.CheckUnicode(t, res)
+	})
+
+	gated("empty result", f.EmptyAnswer, "has no empty-result answer", func(t *testing.T) {
 		rp.set(scenario{responses: s.Empty})
 		res, err := search(t, q)
 		if err != nil {
@@ -322,10 +349,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	t.Run("no secret in errors", func(t *testing.T) {
-		if s.NoKey {
-			t.Skip("kind sends no key, so it has none to leak")
-		}
+	gated("no secret in errors", f.Credential, "sends no key, so it has none to leak", func(t *testing.T) {
 		echo := Status(401, fmt.Sprintf(`{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"},"detail":"%s","message":"%s"}`, secret, secret, secret))
 		rp.set(scenario{responses: []Response{echo, echo, echo}})
 		_, err := search(t, q) // search fails the test if the key shows
@@ -334,10 +358,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	t.Run("a refused key passes the search to the next key", func(t *testing.T) {
-		if s.NoKey || s.KeyOf == nil {
-			t.Skip("kind sends no key")
-		}
+	gated("a refused key passes the search to the next key", f.KeySeen, "sends no key the suite can read", func(t *testing.T) {
 		for _, code := range []int{http.StatusTooManyRequests, http.StatusUnauthorized} {
 			first, second := secret+"-first", secret+"-second"
 			var mu sync.Mutex
@@ -410,10 +431,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	t.Run("unicode and special characters in the query", func(t *testing.T) {
-		if s.QueryOf == nil {
-			t.Skip("kind has no QueryOf")
-		}
+	gated("unicode and special characters in the query", f.QuerySeen, "has no QueryOf", func(t *testing.T) {
 		rp.set(scenario{responses: s.OK})
 		weird := `C++ & "quotes" <tags> 100% /?#= 東京の天気 ☃ 🚀 naïve`
 		if _, err := search(t, engines.Query{Query: weird}); err != nil {

@@ -1,0 +1,167 @@
+package engines
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Option is a search option a request may carry, as the honours table names it.
+type Option string
+
+// The options every engine kind declares itself on (Capabilities).
+const (
+	OptRecency        Option = "recency"
+	OptAllowedDomains Option = "allowed_domains"
+	OptBlockedDomains Option = "blocked_domains"
+	OptCountry        Option = "country"
+	OptLanguage       Option = "language"
+	OptCount          Option = "count"
+	OptContextSize    Option = "context_size"
+	OptFreshness      Option = "max_age"
+)
+
+// AllOptions lists every Option, in the honours table's column order.
+var AllOptions = []Option{OptRecency, OptAllowedDomains, OptBlockedDomains, OptCountry, OptLanguage, OptCount, OptContextSize, OptFreshness}
+
+// Treatment is what happens to an option a request carries on a given engine.
+type Treatment string
+
+const (
+	// Honoured: the engine's provider applies the option.
+	Honoured Treatment = "honoured"
+	// Applied: the fleet applies it to the returned result (domain filters and the
+	// count on the hits; max_age on the cache), exactly.
+	Applied Treatment = "applied by the fleet"
+	// Weakened: the fleet can apply it only in part (recency on dated hits only):
+	// refused when the request is strict, else answered with a warning.
+	Weakened Treatment = "weakened (refused when strict, else a warning)"
+	// Unsupported: nothing applies it: refused when the request is strict, else
+	// answered with a warning naming the engine and the option.
+	Unsupported Treatment = "refused when strict, else a warning"
+)
+
+// Has reports whether c declares o honoured by the provider.
+func (c Capabilities) Has(o Option) bool {
+	switch o {
+	case OptRecency:
+		return c.Recency
+	case OptAllowedDomains:
+		return c.AllowedDomains
+	case OptBlockedDomains:
+		return c.BlockedDomains
+	case OptCountry:
+		return c.Country
+	case OptLanguage:
+		return c.Language
+	case OptCount:
+		return c.Count
+	case OptContextSize:
+		return c.ContextSize
+	}
+	return false
+}
+
+// TreatmentOf is what an engine with capabilities c does with option o.
+func TreatmentOf(c Capabilities, o Option) Treatment {
+	switch {
+	case o == OptFreshness:
+		return Applied // the search worker's cache bounds a result's age
+	case c.Has(o):
+		return Honoured
+	case o == OptAllowedDomains || o == OptBlockedDomains || o == OptCount:
+		return Applied
+	case o == OptRecency:
+		return Weakened
+	}
+	return Unsupported
+}
+
+// carried reports whether q carries option o (a value the engine must act on).
+func carried(q Query, o Option) bool {
+	switch o {
+	case OptRecency:
+		return q.Recency != "" && q.Recency != NoLimit
+	case OptAllowedDomains:
+		return len(q.AllowedDomains) > 0
+	case OptBlockedDomains:
+		return len(q.BlockedDomains) > 0
+	case OptCountry:
+		return q.Country != ""
+	case OptLanguage:
+		return q.Language != ""
+	case OptCount:
+		return q.Count != 0 && q.Count != DefaultCount
+	case OptContextSize:
+		return q.ContextSize != ""
+	}
+	return false
+}
+
+// refuseStrict is the error of a strict query carrying an option that engine id
+// would weaken or drop; nil when there is none.
+func refuseStrict(id string, c Capabilities, q Query) error {
+	if !q.Strict {
+		return nil
+	}
+	var bad []string
+	for _, o := range AllOptions {
+		if t := TreatmentOf(c, o); carried(q, o) && (t == Weakened || t == Unsupported) {
+			bad = append(bad, string(o))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &Error{Kind: BadRequest, Engine: id, Message: fmt.Sprintf("engine %s cannot honour %s, and the search is strict", id, strings.Join(bad, ", "))}
+}
+
+// KindCapabilities returns what each engine kind honours as configured by default
+// (some kinds' options change it: see each kind's file), by kind.
+func KindCapabilities() map[string]Capabilities {
+	out := make(map[string]Capabilities, len(kinds))
+	for _, k := range Kinds() {
+		// What a kind needs to be built at all: a base URL (SearXNG has no public
+		// default), an account (Cloudflare).
+		cfg := Config{ID: "declared", Kind: k, APIKey: "declared", BaseURL: "http://declared.invalid"}
+		if k == "cloudflare" {
+			cfg.Options = []byte(`{"accountId":"declared"}`)
+		}
+		e, err := kinds[k](cfg, http.DefaultClient)
+		if err != nil {
+			continue
+		}
+		if c, ok := e.(Capable); ok {
+			out[k] = c.Capabilities()
+		} else {
+			out[k] = Capabilities{}
+		}
+	}
+	return out
+}
+
+// HonoursTable is the markdown table of what each engine kind does with each option,
+// from the kinds' declarations (docs/engine-options.md holds it; a test keeps the two
+// the same).
+func HonoursTable() string {
+	var b strings.Builder
+	b.WriteString("| kind |")
+	for _, o := range AllOptions {
+		fmt.Fprintf(&b, " %s |", o)
+	}
+	b.WriteString("\n|---|")
+	for range AllOptions {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	caps := KindCapabilities()
+	short := map[Treatment]string{Honoured: "yes", Applied: "fleet", Weakened: "partial", Unsupported: "no"}
+	for _, k := range Kinds() {
+		fmt.Fprintf(&b, "| %s |", k)
+		for _, o := range AllOptions {
+			fmt.Fprintf(&b, " %s |", short[TreatmentOf(caps[k], o)])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

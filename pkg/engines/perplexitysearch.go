@@ -1,0 +1,95 @@
+package engines
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// perplexitySearch is Perplexity's Search API (POST {base}/search, bearer key,
+// default base https://api.perplexity.ai): ranked pages, no model-written answer.
+//
+// Count (max_results, at most 20), the domain filters (search_domain_filter, one mode
+// at a time, at most 20 entries, blocked ones prefixed "-"), recency
+// (search_recency_filter), language (search_language_filter) and country are request
+// fields. Pricing: $5 per 1,000 requests, so $0.005 per search unless
+// costPerSearchUSD says otherwise.
+type perplexitySearch struct {
+	client
+	price float64
+}
+
+// perplexitySearchMax is the Search API's ceiling on max_results (docs).
+const perplexitySearchMax = 20
+
+func newPerplexitySearch(cfg Config, hc *http.Client) (Engine, error) {
+	return &perplexitySearch{client: newClient(cfg, hc, "https://api.perplexity.ai"), price: priceOf(cfg, 0.005)}, nil
+}
+
+func (e *perplexitySearch) Name() string { return e.id }
+
+func (e *perplexitySearch) Capabilities() Capabilities {
+	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
+}
+
+type perplexitySearchRequest struct {
+	Query                string   `json:"query"`
+	MaxResults           int      `json:"max_results"`
+	SearchDomainFilter   []string `json:"search_domain_filter,omitempty"`
+	SearchRecencyFilter  string   `json:"search_recency_filter,omitempty"`
+	SearchLanguageFilter []string `json:"search_language_filter,omitempty"`
+	Country              string   `json:"country,omitempty"`
+}
+
+type perplexitySearchResponse struct {
+	ID      string                   `json:"id"`
+	Results []perplexitySearchResult `json:"results"`
+}
+
+func (e *perplexitySearch) Search(ctx context.Context, q Query) (*Result, error) {
+	if e.key == "" {
+		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
+	}
+	req := perplexitySearchRequest{
+		Query:               q.Query,
+		MaxResults:          min(max(q.Count, 1), perplexitySearchMax),
+		SearchDomainFilter:  perplexityDomains(q),
+		SearchRecencyFilter: perplexityRecency[q.Recency],
+	}
+	if q.Count <= 0 {
+		req.MaxResults = DefaultCount
+	}
+	if lang := perplexityLanguage(q.Language); lang != "" {
+		req.SearchLanguageFilter = []string{lang}
+	}
+	if len(q.Country) == 2 {
+		req.Country = strings.ToUpper(q.Country)
+	}
+	body, _, err := e.do(ctx, request{path: "/search", header: bearer(e.key), body: req})
+	if err != nil {
+		return nil, err
+	}
+	return e.parse(q, [][]byte{body})
+}
+
+func (e *perplexitySearch) parse(q Query, bodies [][]byte) (*Result, error) {
+	body, err := classicBody(&e.client, bodies)
+	if err != nil {
+		return nil, err
+	}
+	var resp perplexitySearchResponse
+	if err := decode(&e.client, body, &resp); err != nil {
+		return nil, err
+	}
+	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
+	for _, r := range resp.Results {
+		res.Hits = append(res.Hits, perplexityHit(r))
+	}
+	if q.Count > perplexitySearchMax {
+		res.warnf("Perplexity's Search API returns at most %d results", perplexitySearchMax)
+	}
+	if len(q.AllowedDomains) > perplexityMaxDomains || len(q.AllowedDomains) == 0 && len(q.BlockedDomains) > perplexityMaxDomains {
+		res.warnf("Perplexity takes at most %d domains: the rest were applied to the results", perplexityMaxDomains)
+	}
+	return res, nil
+}

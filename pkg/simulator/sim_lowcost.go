@@ -1,0 +1,195 @@
+package simulator
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+)
+
+// lowCostRoutes serves Perplexity's Agent and Search APIs and the low-cost search
+// APIs (Cloudflare Web Search, Parallel Search, Linkup), each at its documented path
+// under /<kind>, with pages generated from the query in the shape of the kind's
+// constructed docs-shape fixture (which "sim:fixture" returns as it is) and failures
+// in the provider's own error envelope.
+func lowCostRoutes() []engineRoute {
+	agentOK := fixtures.Read("perplexity/docs-shape-agent-web-search.CONSTRUCTED.json")
+	pplxSearchOK := fixtures.Read("perplexity/docs-shape-search.CONSTRUCTED.json")
+	cfOK := fixtures.Read("cloudflare/docs-shape-websearch.CONSTRUCTED.json")
+	parallelOK := fixtures.Read("parallel/docs-shape-search.CONSTRUCTED.json")
+	linkupOK := fixtures.Read("linkup/docs-shape-search-results.CONSTRUCTED.json")
+	pplxError := func(status int) []byte {
+		return fmt.Appendf(nil, `{"error":{"message":"simulated Perplexity failure (HTTP %d)","type":"%s","code":%d}}`, status, moonshotErrorType(status), status)
+	}
+	return []engineRoute{
+		{
+			kind:     "perplexity",
+			pattern:  "POST /perplexity/v1/agent",
+			queryOf:  jsonField("input"),
+			answer:   func(r *http.Request, b []byte, q string) []byte { return perplexityAgentBody(perplexityAsk(r, b, q)) },
+			recorded: fixed(agentOK),
+			empty: func() []byte {
+				return []byte(`{"id":"resp_sim_empty","object":"response","created_at":1764547200,"status":"completed","model":"perplexity/sonar","output":[{"type":"search_results","queries":[],"results":[]},{"type":"message","id":"msg_sim_empty","status":"completed","role":"assistant","content":[{"type":"output_text","text":"(simulated) I could not find any information on that.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":12,"total_tokens":21,"cost":{"currency":"USD","input_cost":0,"output_cost":0,"tool_calls_cost":0.005,"total_cost":0.005}}}`)
+			},
+			errorBody: pplxError,
+			model:     "sonar",
+		},
+		{
+			kind:      "perplexity-search",
+			pattern:   "POST /perplexity-search/search",
+			queryOf:   jsonField("query"),
+			answer:    func(r *http.Request, b []byte, q string) []byte { return perplexitySearchBody(perplexityAsk(r, b, q)) },
+			recorded:  fixed(pplxSearchOK),
+			empty:     func() []byte { return []byte(`{"id":"sim-empty","results":[]}`) },
+			errorBody: pplxError,
+		},
+		{
+			kind:    "cloudflare",
+			pattern: "POST /cloudflare/client/v4/accounts/{account}/ai/websearch/",
+			queryOf: jsonField("query"),
+			answer: func(_ *http.Request, b []byte, q string) []byte {
+				return cloudflareBody(newAsk(q, jint(decodeBody(b)["limit"]), nil, nil, ""))
+			},
+			recorded: fixed(cfOK),
+			empty:    func() []byte { return []byte(`{"success":true,"errors":[],"messages":[],"result":{"results":[]}}`) },
+			errorBody: func(status int) []byte {
+				code, msg := 7000, "Simulated Cloudflare failure"
+				switch status {
+				case http.StatusUnauthorized, http.StatusForbidden:
+					code, msg = 10000, "Authentication error (simulated)"
+				case http.StatusTooManyRequests:
+					code, msg = 971, "Please wait and consider throttling your request speed (simulated)"
+				}
+				return fmt.Appendf(nil, `{"success":false,"errors":[{"code":%d,"message":"%s"}],"messages":[],"result":null}`, code, msg)
+			},
+			options: `{"accountId":"sim-account","provider":"ceramic"}`,
+		},
+		{
+			kind:    "parallel",
+			pattern: "POST /parallel/v1/search",
+			queryOf: func(_ *http.Request, b []byte) string {
+				return strings.Join(jstrs(decodeBody(b)["search_queries"]), " ")
+			},
+			answer: func(_ *http.Request, b []byte, q string) []byte {
+				m := decodeBody(b)
+				sp := jpath(m, "advanced_settings", "source_policy")
+				return parallelBody(newAsk(q, jint(jpath(m, "advanced_settings", "max_results")), jstrs(jpath(sp, "include_domains")),
+					jstrs(jpath(sp, "exclude_domains")), recencyFromDay(jstr(jpath(sp, "after_date")))))
+			},
+			recorded: fixed(parallelOK),
+			empty:    func() []byte { return []byte(`{"search_id":"search_sim_empty","results":[]}`) },
+			errorBody: func(status int) []byte {
+				return fmt.Appendf(nil, `{"error":{"ref_id":"simulated","message":"Simulated Parallel failure (HTTP %d)","detail":null}}`, status)
+			},
+			options: `{"mode":"fast"}`,
+		},
+		{
+			kind:    "linkup",
+			pattern: "POST /linkup/v1/search",
+			queryOf: jsonField("q"),
+			answer: func(_ *http.Request, b []byte, q string) []byte {
+				m := decodeBody(b)
+				return linkupBody(newAsk(q, jint(m["maxResults"]), jstrs(m["includeDomains"]), jstrs(m["excludeDomains"]), recencyFromDay(jstr(m["fromDate"]))))
+			},
+			recorded: fixed(linkupOK),
+			empty:    func() []byte { return []byte(`{"results":[]}`) },
+			errorBody: func(status int) []byte {
+				return fmt.Appendf(nil, `{"statusCode":%d,"error":{"code":"SIMULATED","message":"Simulated Linkup failure","details":[]}}`, status)
+			},
+			options: `{"depth":"standard"}`,
+		},
+	}
+}
+
+// perplexityAgentBody is an Agent API answer for a: a search_results item listing the
+// pages, and a message with one sentence per cited page, each under a url_citation.
+func perplexityAgentBody(a searchAsk) []byte {
+	m := template("perplexity/docs-shape-agent-web-search.CONSTRUCTED.json")
+	out := arr(m["output"])
+	sr, msg := obj(out[0]), obj(out[1])
+	tmpl := obj(arr(sr["results"])[0])
+	hits := a.hits(defaultHits)
+	var results []any
+	for i, h := range hits {
+		r := clone(tmpl)
+		r["id"], r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = i+1, h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
+		results = append(results, r)
+	}
+	sr["results"], sr["queries"] = nonNil(results), []any{a.shown()}
+	text, anns := "", []any{}
+	for i, s := range groundedText(hits) {
+		if i > 0 {
+			text += " "
+		}
+		start := utf8.RuneCountInString(text)
+		text += s
+		anns = append(anns, map[string]any{"type": "url_citation", "start_index": start, "end_index": utf8.RuneCountInString(text), "title": hits[i].Title, "url": hits[i].URL})
+	}
+	if len(hits) == 0 {
+		text = "(simulated) I could not find any information on that."
+	}
+	part := clone(arr(obj(msg)["content"])[0])
+	part["text"], part["annotations"] = text, anns
+	msg["content"] = []any{part}
+	m["id"] = "resp_" + a.id(24)
+	return mustJSON(m)
+}
+
+// perplexitySearchBody is a Search API answer for a.
+func perplexitySearchBody(a searchAsk) []byte {
+	m := template("perplexity/docs-shape-search.CONSTRUCTED.json")
+	tmpl := obj(arr(m["results"])[0])
+	var results []any
+	for _, h := range a.hits(defaultHits) {
+		r := clone(tmpl)
+		r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
+		results = append(results, r)
+	}
+	m["results"], m["id"] = nonNil(results), uuidOf(a)
+	return mustJSON(m)
+}
+
+// cloudflareBody is a Web Search API answer for a, in Cloudflare's v4 envelope.
+func cloudflareBody(a searchAsk) []byte {
+	m := template("cloudflare/docs-shape-websearch.CONSTRUCTED.json")
+	res := obj(m["result"])
+	tmpl := obj(arr(res["results"])[0])
+	var results []any
+	for _, h := range a.hits(defaultHits) {
+		r := clone(tmpl)
+		r["title"], r["url"], r["description"] = h.Title, h.URL, h.Snippet
+		results = append(results, r)
+	}
+	res["results"] = nonNil(results)
+	return mustJSON(m)
+}
+
+// parallelBody is a Parallel Search answer for a: each page with two excerpts.
+func parallelBody(a searchAsk) []byte {
+	m := template("parallel/docs-shape-search.CONSTRUCTED.json")
+	tmpl := obj(arr(m["results"])[0])
+	var results []any
+	for _, h := range a.hits(defaultHits) {
+		r := clone(tmpl)
+		r["url"], r["title"], r["publish_date"], r["excerpts"] = h.URL, h.Title, isoDay(h.Date), []any{h.Quote, h.Snippet}
+		results = append(results, r)
+	}
+	m["results"], m["search_id"] = nonNil(results), "search_"+a.id(32)
+	return mustJSON(m)
+}
+
+// linkupBody is a Linkup searchResults answer for a.
+func linkupBody(a searchAsk) []byte {
+	m := template("linkup/docs-shape-search-results.CONSTRUCTED.json")
+	tmpl := obj(arr(m["results"])[0])
+	var results []any
+	for _, h := range a.hits(defaultHits) {
+		r := clone(tmpl)
+		r["name"], r["url"], r["content"] = h.Title, h.URL, h.Snippet
+		results = append(results, r)
+	}
+	m["results"] = nonNil(results)
+	return mustJSON(m)
+}
