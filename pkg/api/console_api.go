@@ -165,7 +165,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "after", "after must be a job id from a previous page")
 		return
 	}
-	js, more, err := s.Store.TenantJobs(r.Context(), tenantOf(r), after, limit)
+	js, more, err := s.Store.Jobs.TenantJobs(r.Context(), tenantOf(r), after, limit)
 	if err != nil {
 		s.logFailure(r.Context(), "api: listing jobs", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing jobs failed; try again.")
@@ -206,7 +206,7 @@ func (s *Server) dailyUsage(w http.ResponseWriter, r *http.Request) {
 		}
 		days = n
 	}
-	rows, err := s.Store.ModelSpend(r.Context(), tenantOf(r), days, time.Now())
+	rows, err := s.Store.Ledger.ModelSpend(r.Context(), tenantOf(r), days, time.Now())
 	if err != nil {
 		s.logFailure(r.Context(), "api: reading spend per model", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
@@ -425,5 +425,5 @@ type ModelSpend struct{ Store *state.Store }
 
 // JobFinished counts job once (state.Store.RecordModelSpend).
 func (m ModelSpend) JobFinished(ctx context.Context, job *state.Job) error {
-	return m.Store.RecordModelSpend(ctx, job)
+	return m.Store.Ledger.RecordModelSpend(ctx, job)
 }

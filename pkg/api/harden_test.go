@@ -121,7 +121,7 @@ func TestClientHangupIsNotAnError(t *testing.T) {
 	store := state.New(rdb, prefix, time.Hour)
 	rec := &levels{}
 	s := &api.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute, SyncWait: time.Minute,
-		Log: slog.New(rec), Ender: jobs.NewEnder(store, b, nil, nil)}
+		Log: slog.New(rec), Ender: jobs.NewEnder(store.Jobs, b, nil, nil)}
 	h := s.Handler()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // the client has gone by the time the job is recorded

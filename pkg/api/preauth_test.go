@@ -37,7 +37,7 @@ func guardedAPI(t *testing.T, maxUnauth int) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batches := &batch.Service{Bus: b, Store: store, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: log}
+	batches := &batch.Service{Bus: b, Store: batch.StoreOf(store), Ender: jobs.NewEnder(store.Jobs, b, nil, nil), Models: []string{"m1"}, Log: log}
 	s := &api.Server{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Tenants: keys, Batches: batches,
 		JobTimeout: time.Minute, SyncWait: time.Minute, BodyTimeout: 300 * time.Millisecond, UploadTimeout: time.Hour,
 		MaxUnauthenticatedConns: maxUnauth}

@@ -164,7 +164,7 @@ func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 	defer s.sockets.done()
 	if limit := s.Limits.Of(tenant).Streams; limit > 0 {
 		id := state.NewID("lease_")
-		took, err := s.Store.AcquireLease(r.Context(), leaseSockets, tenant, id, limit, leaseTTL)
+		took, err := s.Store.Leases.AcquireLease(r.Context(), leaseSockets, tenant, id, limit, leaseTTL)
 		if err != nil {
 			s.limitsUnavailable(w, r, wire.Responses, err)
 			return

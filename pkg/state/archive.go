@@ -53,7 +53,7 @@ type Archive interface {
 }
 
 // WithArchive keeps ended jobs' records in a rather than in Redis (see ArchiveJob).
-func WithArchive(a Archive) Option { return func(s *Store) { s.archive = a } }
+func WithArchive(a Archive) Option { return func(s *core) { s.archive = a } }
 
 // fieldCold is the job hash field of an archived job: the bytes its archived record
 // holds.
@@ -380,7 +380,7 @@ return {1, tonumber(spent), 1}
 // from Redis (see above). It reports the bytes archived (0 when there is no archive,
 // no such job, or the job has not ended). Calling it again, or for a job archived
 // already, changes nothing.
-func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
+func (s *Jobs) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
@@ -393,7 +393,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 
 // ArchiveEnded is ArchiveJob for a job ReadEnded read: its hash as read then is
 // archived, not read again. A job read otherwise is read as ArchiveJob reads it.
-func (s *Store) ArchiveEnded(ctx context.Context, j *Job) (int64, error) {
+func (s *Jobs) ArchiveEnded(ctx context.Context, j *Job) (int64, error) {
 	if j.hot == nil {
 		return s.ArchiveJob(ctx, j.ID)
 	}
@@ -404,7 +404,7 @@ func (s *Store) ArchiveEnded(ctx context.Context, j *Job) (int64, error) {
 }
 
 // archiveHash archives job id, whose hash holds m.
-func (s *Store) archiveHash(ctx context.Context, id string, m map[string]string) (int64, error) {
+func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) (int64, error) {
 	jm, chain, searches, others := splitJob(m)
 	if len(jm) == 0 || jm["id"] == "" {
 		return 0, nil
@@ -486,7 +486,7 @@ func (s *Store) archiveHash(ctx context.Context, id string, m map[string]string)
 // When expected (Redis says the job is archived), a record not found yet is looked
 // for again for a moment: a replica serving the read may lag the write by a few
 // milliseconds; one still missing then is an error.
-func (s *Store) archived(ctx context.Context, id string, expected bool) (*coldRecord, error) {
+func (s *core) archived(ctx context.Context, id string, expected bool) (*coldRecord, error) {
 	if s.archive == nil {
 		return nil, nil
 	}

@@ -129,7 +129,7 @@ func batchFromHash(m map[string]string) *Batch {
 // place in the tenant's list and in the active set, in one round trip. Its keys live
 // until the completion window ends plus the store's retention; a batch that ends keeps
 // them for the retention.
-func (s *Store) CreateBatch(ctx context.Context, b *Batch, customIDs []string) error {
+func (s *Batches) CreateBatch(ctx context.Context, b *Batch, customIDs []string) error {
 	ttl := time.Until(b.Expires) + s.Retention
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, s.K.Batch(b.ID), b.fields()...)
@@ -154,7 +154,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, customIDs []string) e
 }
 
 // GetBatch reads a batch; ErrNotFound when there is none (or it expired).
-func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
+func (s *Batches) GetBatch(ctx context.Context, id string) (*Batch, error) {
 	m, err := s.r.HGetAll(ctx, s.K.Batch(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading batch %s: %w", id, err)
@@ -166,7 +166,7 @@ func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
 }
 
 // BatchStatus reads only a batch's status ("" when there is no such batch).
-func (s *Store) BatchStatus(ctx context.Context, id string) (string, error) {
+func (s *Batches) BatchStatus(ctx context.Context, id string) (string, error) {
 	st, err := s.r.HGet(ctx, s.K.Batch(id), "status").Result()
 	if err == redis.Nil {
 		return "", nil
@@ -179,16 +179,16 @@ func (s *Store) BatchStatus(ctx context.Context, id string) (string, error) {
 
 // BatchOutcomes reads how each of a batch's lines with an outcome ended (Line*), by
 // line index.
-func (s *Store) BatchOutcomes(ctx context.Context, id string) (map[int]string, error) {
+func (s *Batches) BatchOutcomes(ctx context.Context, id string) (map[int]string, error) {
 	return s.batchIndexHash(ctx, s.K.BatchDone(id))
 }
 
 // BatchCustomIDs reads the custom_id of each of a batch's lines, by line index.
-func (s *Store) BatchCustomIDs(ctx context.Context, id string) (map[int]string, error) {
+func (s *Batches) BatchCustomIDs(ctx context.Context, id string) (map[int]string, error) {
 	return s.batchIndexHash(ctx, s.K.BatchIDs(id))
 }
 
-func (s *Store) batchIndexHash(ctx context.Context, key string) (map[int]string, error) {
+func (s *core) batchIndexHash(ctx context.Context, key string) (map[int]string, error) {
 	m, err := s.r.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading %s: %w", key, err)
@@ -245,7 +245,7 @@ return {1, resolved(ARGV[3])}
 // call resolved the batch (see Batch.Resolved), which then moved to finalizing;
 // only the call that counted reports it, so one finished job asks for
 // finalization once.
-func (s *Store) CountBatchLine(ctx context.Context, id string, i int, outcome string) (resolved bool, err error) {
+func (s *Batches) CountBatchLine(ctx context.Context, id string, i int, outcome string) (resolved bool, err error) {
 	v, err := countLine.Run(ctx, s.r, []string{s.K.Batch(id), s.K.BatchDone(id)}, i, outcome, Millis(time.Now())).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("state: batch %s: counting line %d: %w", id, i, err)
@@ -274,7 +274,7 @@ return 0
 // AdvanceBatch moves a batch's expansion cursor to cursor (it never moves back) and,
 // when done, marks its expansion stopped; a validating batch becomes in_progress. It
 // reports whether the batch is now resolved (and so finalizing).
-func (s *Store) AdvanceBatch(ctx context.Context, id string, cursor int, done bool) (resolved bool, err error) {
+func (s *Batches) AdvanceBatch(ctx context.Context, id string, cursor int, done bool) (resolved bool, err error) {
 	d := "0"
 	if done {
 		d = "1"
@@ -300,7 +300,7 @@ return st
 
 // CancelBatch moves a batch that is validating or in progress to cancelling, and
 // returns its status after the call ("" when there is no such batch).
-func (s *Store) CancelBatch(ctx context.Context, id string) (string, error) {
+func (s *Batches) CancelBatch(ctx context.Context, id string) (string, error) {
 	st, err := requestCancel.Run(ctx, s.r, []string{s.K.Batch(id)}, Millis(time.Now())).Text()
 	if err != nil {
 		return "", fmt.Errorf("state: cancelling batch %s: %w", id, err)
@@ -336,7 +336,7 @@ type BatchEnd struct {
 // cancelled, with its <status>_at time) and what it ended with, unless it has a final
 // status already, and reports whether it did. The batch leaves the active set, and
 // its keys expire after the store's retention.
-func (s *Store) FinishBatch(ctx context.Context, id, status string, end BatchEnd) (bool, error) {
+func (s *Batches) FinishBatch(ctx context.Context, id, status string, end BatchEnd) (bool, error) {
 	argv := []any{status, status + "_at", Millis(time.Now()), s.Retention.Milliseconds()}
 	if end.OutputFileID != "" || end.ErrorFileID != "" {
 		argv = append(argv, "output_file_id", end.OutputFileID, "error_file_id", end.ErrorFileID)
@@ -363,7 +363,7 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string, end BatchEnd
 // from is empty), atomically, as SetWebhookStatus does for a job: a delivery that
 // settles before the finalizer has recorded "pending" is not overwritten by it. A
 // batch that is gone is left gone.
-func (s *Store) SetBatchWebhook(ctx context.Context, id, to string, from ...string) error {
+func (s *Webhooks) SetBatchWebhook(ctx context.Context, id, to string, from ...string) error {
 	argv := make([]any, 0, 1+len(from))
 	argv = append(argv, to)
 	for _, f := range from {
@@ -376,16 +376,16 @@ func (s *Store) SetBatchWebhook(ctx context.Context, id, to string, from ...stri
 }
 
 // ActiveBatches lists the batches that have not ended.
-func (s *Store) ActiveBatches(ctx context.Context) ([]string, error) {
+func (s *Batches) ActiveBatches(ctx context.Context) ([]string, error) {
 	return s.r.SMembers(ctx, s.K.ActiveBatches()).Result()
 }
 
 // ForgetActiveBatch drops a batch from the active set (its record expired).
-func (s *Store) ForgetActiveBatch(ctx context.Context, id string) error {
+func (s *Batches) ForgetActiveBatch(ctx context.Context, id string) error {
 	return s.r.SRem(ctx, s.K.ActiveBatches(), id).Err()
 }
 
 // ForgetTenantBatch drops a batch from its tenant's list (its record expired).
-func (s *Store) ForgetTenantBatch(ctx context.Context, tenant, id string) error {
+func (s *Batches) ForgetTenantBatch(ctx context.Context, tenant, id string) error {
 	return s.r.ZRem(ctx, s.K.TenantBatches(tenant), id).Err()
 }

@@ -98,7 +98,7 @@ return 1
 // period of now. It returns the reservation to settle, or which budget refused it
 // (nothing is reserved then). A call that is already reserved (a redelivered search)
 // gets its reservation back without reserving again.
-func (s *Store) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
+func (s *Ledger) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
 	sp := s.spendArgs(tenant, b, now)
 	argv := append([]any{call, toMicros(usd)}, sp.argv...)
 	v, err := reserveSpend.Run(ctx, s.r, sp.keys, argv...).Text()
@@ -121,7 +121,7 @@ type spendCall struct {
 	dayEnd, monthEnd time.Time
 }
 
-func (s *Store) spendArgs(tenant string, b Budget, now time.Time) spendCall {
+func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	day, month := periods(now)
 	dayEnd, monthEnd := PeriodEnds(now)
 	limit := func(usd float64, n int64) (int64, int64) {
@@ -166,7 +166,7 @@ func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservatio
 
 // SettleSpend sets what r's call really cost: usd over searches searches (0 and 0
 // release a call that was not billed). Settling twice to the same cost is harmless.
-func (s *Store) SettleSpend(ctx context.Context, r *Reservation, usd float64, searches int) error {
+func (s *Ledger) SettleSpend(ctx context.Context, r *Reservation, usd float64, searches int) error {
 	keys := []string{s.K.SpendDay(r.Tenant, r.Day), s.K.SpendMonth(r.Tenant, r.Month), s.K.SpendCalls(r.Tenant, r.Day)}
 	if err := settleSpend.Run(ctx, s.r, keys, r.Call, toMicros(usd), searches).Err(); err != nil {
 		return fmt.Errorf("state: settling spend: %w", err)
@@ -175,7 +175,7 @@ func (s *Store) SettleSpend(ctx context.Context, r *Reservation, usd float64, se
 }
 
 // SpendOf reads a tenant's spend in the day and month of now.
-func (s *Store) SpendOf(ctx context.Context, tenant string, now time.Time) (Spend, error) {
+func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (Spend, error) {
 	day, month := periods(now)
 	var dc, mc *redis.SliceCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -203,7 +203,7 @@ func (s *Store) SpendOf(ctx context.Context, tenant string, now time.Time) (Spen
 // IdempotencyClaimed reports whether a tenant's Idempotency-Key already names a job:
 // a retry of an accepted submission is answered with that job even when the tenant's
 // budget has since run out.
-func (s *Store) IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error) {
+func (s *Jobs) IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error) {
 	n, err := s.r.Exists(ctx, s.K.Idempotency(tenant, key)).Result()
 	if err != nil {
 		return false, fmt.Errorf("state: reading an Idempotency-Key: %w", err)

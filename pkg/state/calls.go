@@ -123,7 +123,7 @@ type Recording struct {
 // rec's result under its address among the job's (and its batch's) recorded results,
 // in one round trip: the script that writes both, and the batch's record beside it.
 // A job that is gone or archived gets nothing stored.
-func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
+func (s *Searches) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
 	if err := s.save(ctx, id, callField(prefixOutcome, h, call), b, [2]string{}, rec); err != nil {
 		return fmt.Errorf("state: storing a search's outcome: %w", err)
 	}
@@ -134,7 +134,7 @@ func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call strin
 // that call, as SaveSearchDone stores a direct search's: the first one stored stays,
 // counted among its hop's results with its place (RecordAndLoad, reading it, writes
 // nothing), and every later StartSearch returns it.
-func (s *Store) SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
+func (s *Searches) SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
 	counted := [2]string{hopField(prefixCount, h), callField(prefixPlace, h, call)}
 	if err := s.save(ctx, id, resultField(h, call), b, counted, rec); err != nil {
 		return fmt.Errorf("state: storing a search's result: %w", err)
@@ -146,7 +146,7 @@ func (s *Store) SaveSearchResult(ctx context.Context, id string, h int, call str
 // and under its batch's when the job belongs to one, each kept for the retention (the
 // job's with its record). The job's batch is read from its record unless this
 // process knows it (jobBatches).
-func (s *Store) RecordSearch(ctx context.Context, jobID, addr string, result []byte) error {
+func (s *Searches) RecordSearch(ctx context.Context, jobID, addr string, result []byte) error {
 	if err := s.save(ctx, jobID, "", nil, [2]string{}, &Recording{Addr: addr, Result: result}); err != nil {
 		return fmt.Errorf("state: recording a search: %w", err)
 	}
@@ -154,7 +154,7 @@ func (s *Store) RecordSearch(ctx context.Context, jobID, addr string, result []b
 }
 
 // save runs saveOutcome; counted are its count and place fields (empty: none).
-func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byte, counted [2]string, rec *Recording) error {
+func (s *core) save(ctx context.Context, id, outcomeField string, outcome []byte, counted [2]string, rec *Recording) error {
 	batch, known := "", true
 	recField, result := "", []byte(nil)
 	if rec != nil {
@@ -180,7 +180,7 @@ func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byt
 // RecordedSearches returns all of a job's recorded results by content address (none
 // for a job that recorded none, or whose record expired): from Redis while the job
 // is hot, from its archived record once it has ended.
-func (s *Store) RecordedSearches(ctx context.Context, jobID string) (map[string][]byte, error) {
+func (s *Searches) RecordedSearches(ctx context.Context, jobID string) (map[string][]byte, error) {
 	m, err := s.r.HGetAll(ctx, s.K.Job(jobID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading recorded searches: %w", err)
@@ -205,7 +205,7 @@ func (s *Store) RecordedSearches(ctx context.Context, jobID string) (map[string]
 // RecordedSearch looks each of addrs up among a job's recorded results, then among
 // its batch's (batchID "" for none), in one round trip. It returns the results found
 // by address; inBatch names those found only in the batch's.
-func (s *Store) RecordedSearch(ctx context.Context, jobID, batchID string, addrs []string) (found map[string][]byte, inBatch map[string]bool, err error) {
+func (s *Searches) RecordedSearch(ctx context.Context, jobID, batchID string, addrs []string) (found map[string][]byte, inBatch map[string]bool, err error) {
 	if len(addrs) == 0 {
 		return nil, nil, nil
 	}

@@ -155,7 +155,7 @@ type Step struct {
 // one round trip: a free lease (the common case) is taken with a SET NX beside the
 // read; one that is held already is looked at again (Lease: its holder renews it,
 // anyone else learns the time it has left).
-func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
+func (s *Chains) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
 	var jc *redis.MapStringStringCmd
 	var took *redis.BoolCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -175,14 +175,14 @@ func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, e
 		st.Claimed = true
 		return st, nil
 	}
-	if st.Claimed, st.Left, err = s.Lease(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL); err != nil {
+	if st.Claimed, st.Left, err = s.lease(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
 // step is the Step of the job whose hash holds jm.
-func (s *Store) step(jm map[string]string) (*Step, error) {
+func (s *core) step(jm map[string]string) (*Step, error) {
 	if len(jm) == 0 || jm["id"] == "" {
 		return nil, ErrNotFound
 	}
@@ -251,7 +251,7 @@ end
 return {at, n, l, all}
 `)
 
-func (s *Store) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration, load bool) ([]string, []any) {
+func (s *core) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration, load bool) ([]string, []any) {
 	return []string{s.K.Job(id), s.K.Lease(id, h+1)},
 		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds(), flag(load), callField(prefixPlace, h, call)}
 }
@@ -263,7 +263,7 @@ func (s *Store) recordArgs(id string, h int, call string, result []byte, owner s
 // read, not written. When the result completed the hop (Have == Want: the last of its
 // results stored, whenever it is recorded or replayed), the lease of hop h+1 is
 // claimed for owner; no other result of the hop claims it.
-func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
+func (s *Chains) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
 	keys, argv := s.recordArgs(id, h, call, result, owner, ttl, true)
 	v, err := recordResult.Run(ctx, s.r, keys, argv...).Slice()
 	if err != nil {
@@ -296,7 +296,7 @@ func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string
 // RecordResult records a result without reading anything back (calls answered at
 // dispatch). It returns the result's place among its hop's results and how many the
 // hop waits for.
-func (s *Store) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
+func (s *Chains) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
 	keys, argv := s.recordArgs(id, h, call, result, "", time.Millisecond, false)
 	v, err := recordResult.Run(ctx, s.r, keys, argv...).Int64Slice()
 	if err != nil {
@@ -336,7 +336,7 @@ return ARGV[2]
 // returns the stored one (so two racing workers agree on a single answer). On hop 0
 // it also records the chain's sticky and Google-preferred flags and marks a queued
 // job running, in the same round trip.
-func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
+func (s *Chains) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
 	v, err := saveTurn.Run(ctx, s.r, []string{s.K.Job(id)}, hopField(prefixTurn, h), turn,
 		flag(h == 0), flag(sticky), flag(googlePreferred), Millis(time.Now())).Text()
 	if err != nil {
@@ -372,7 +372,7 @@ return st
 // SaveCalls records the calls of hop h (once): their JSON, how many results the hop
 // waits for, and how many are searches; a web_search call makes the chain sticky. It
 // returns the job's status, so a job cancelled meanwhile makes no searches.
-func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (Status, error) {
+func (s *Chains) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (Status, error) {
 	st, err := recordDispatch.Run(ctx, s.r, []string{s.K.Job(id)},
 		hopField(prefixCalls, h), calls, hopField(prefixExpected, h), expected, fieldSearches, searches, fieldSticky).Text()
 	if err != nil {
@@ -422,7 +422,7 @@ return {st, ARGV[2]}
 // dispatched for it (as SaveCalls) in one round trip, and returns the job's status
 // and the answer stored. When another answer was stored first, that one is returned
 // and nothing is written: the calls were planned from an answer that does not stand.
-func (s *Store) SaveTurnAndCalls(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool, calls []byte, expected, searches int) (Status, json.RawMessage, error) {
+func (s *Chains) SaveTurnAndCalls(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool, calls []byte, expected, searches int) (Status, json.RawMessage, error) {
 	v, err := saveTurnCalls.Run(ctx, s.r, []string{s.K.Job(id)}, hopField(prefixTurn, h), turn,
 		flag(h == 0), flag(sticky), flag(googlePreferred), Millis(time.Now()),
 		hopField(prefixCalls, h), calls, hopField(prefixExpected, h), expected, searches).StringSlice()
@@ -434,12 +434,12 @@ func (s *Store) SaveTurnAndCalls(ctx context.Context, id string, h int, turn []b
 
 // KeepHop holds the lease of hop h of a job (claimed by LoadStep or RecordAndLoad)
 // for owner until the returned function is called; see KeepAlive.
-func (s *Store) KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool) {
-	return s.KeepAlive(s.K.Lease(id, h), owner, ttl)
+func (s *Chains) KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool) {
+	return s.keepAlive(s.K.Lease(id, h), owner, ttl)
 }
 
 // LockReaper takes the deadline reaper's lock for ttl, reporting whether owner got it:
 // one chat worker sweeps at a time.
-func (s *Store) LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
-	return s.TryLock(ctx, s.K.ReaperLock(), owner, ttl)
+func (s *Jobs) LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
+	return s.tryLock(ctx, s.K.ReaperLock(), owner, ttl)
 }

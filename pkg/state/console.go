@@ -34,7 +34,7 @@ const ModelSpendDays = 35
 // with every submission: it outlives every entry all the same. A batch's lines are
 // not indexed: a 2,000-line batch would push out everything else, and they are
 // reached through their batch. It returns the index's key when it set its TTL.
-func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job, now time.Time) (refreshed string) {
+func (s *core) indexJob(ctx context.Context, p redis.Pipeliner, j *Job, now time.Time) (refreshed string) {
 	if j.Batch != "" {
 		return ""
 	}
@@ -59,7 +59,7 @@ const indexTrimEvery = 16
 // dropped from the index as they are met. They are read from Redis alone: an archived
 // job comes without its request, answer and trace, its usage holds only its searches
 // and cost (GetJob reads the whole record).
-func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*Job, bool, error) {
+func (s *Jobs) TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*Job, bool, error) {
 	var out []*Job
 	var ids []string
 	flush := func() error {
@@ -128,7 +128,7 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 // earlierSummaries sets on archived jobs trimmed by an earlier release what their
 // summaries hold: those kept the summary in a key of its own (Keys.JobSummary), read
 // in one round trip, until they expire with their records.
-func (s *Store) earlierSummaries(ctx context.Context, js []*Job) error {
+func (s *core) earlierSummaries(ctx context.Context, js []*Job) error {
 	if len(js) == 0 {
 		return nil
 	}
@@ -168,7 +168,7 @@ return {1, tonumber(redis.call('HGET', KEYS[1], '$usd') or '0')}
 // it trims the record (a step that happens once, and reads the ledger as it drops
 // it): on a single Redis in the trim's own script, exactly once; across a cluster's
 // slots right after it, at most once. This hook then does nothing.
-func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
+func (s *Ledger) RecordModelSpend(ctx context.Context, j *Job) error {
 	if !j.Status.Terminal() || s.archive != nil {
 		return nil
 	}
@@ -192,7 +192,7 @@ type modelSpend struct {
 }
 
 // modelSpendOf reads what j adds to its tenant's spend per model (RecordModelSpend).
-func (s *Store) modelSpendOf(j *Job) modelSpend {
+func (s *core) modelSpendOf(j *Job) modelSpend {
 	var u struct {
 		Searches int     `json:"searches"`
 		CostUSD  float64 `json:"cost_usd"`
@@ -215,7 +215,7 @@ func (s *Store) modelSpendOf(j *Job) modelSpend {
 
 // modelSpendOfHash is modelSpendOf for the job whose hash holds m, reading only the
 // fields it needs.
-func (s *Store) modelSpendOfHash(m map[string]string) modelSpend {
+func (s *core) modelSpendOfHash(m map[string]string) modelSpend {
 	j := Job{Tenant: m["tenant"], Kind: m["kind"], Model: m["model"], Finished: FromMillis(m["finished"])}
 	if u := m["usage"]; u != "" {
 		j.Usage = []byte(u)
@@ -278,7 +278,7 @@ func (ms modelSpend) args(expire bool) []any {
 // countModelSpend adds an ended job, whose spend ledger held micros micro-dollars, to
 // its tenant's spend per day and model (see RecordModelSpend) in a script of its own
 // (one slot: the day's key). The caller makes sure it is counted once.
-func (s *Store) countModelSpend(ctx context.Context, ms modelSpend, micros int64) error {
+func (s *core) countModelSpend(ctx context.Context, ms modelSpend, micros int64) error {
 	// The day's ledger gets its TTL once a minute per process (refreshes), not with
 	// every job.
 	expire := s.ttls.due(ms.key, time.Now())
@@ -315,7 +315,7 @@ type ModelDaySpend struct {
 
 // ModelSpend returns a tenant's spend per day and model for the days UTC days up to
 // and including now's (1..ModelSpendDays), newest day first, models by name.
-func (s *Store) ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]ModelDaySpend, error) {
+func (s *Ledger) ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]ModelDaySpend, error) {
 	if days < 1 || days > ModelSpendDays {
 		return nil, errors.New("state: days out of range")
 	}

@@ -25,7 +25,7 @@ return 1
 // Settle makes a job's status the terminal status the event stream recorded for it:
 // the one write that may overwrite a terminal status, for a Redis that lost the first
 // ending (see jobs.End). A job whose record is gone stays gone.
-func (s *Store) Settle(ctx context.Context, id string, status Status, je *JobError) error {
+func (s *Jobs) Settle(ctx context.Context, id string, status Status, je *JobError) error {
 	if !status.Terminal() {
 		return fmt.Errorf("state: settling %s to %s: not a terminal status", id, status)
 	}
@@ -42,7 +42,7 @@ func (s *Store) Settle(ctx context.Context, id string, status Status, je *JobErr
 
 // DeleteJob removes a job that was recorded but never accepted (its publish failed
 // and no Idempotency-Key can complete it), with its deadline.
-func (s *Store) DeleteJob(ctx context.Context, id string) error {
+func (s *Jobs) DeleteJob(ctx context.Context, id string) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.K.Job(id), s.K.WebhookSecret(id))
 		p.ZRem(ctx, s.K.Deadlines(), id)

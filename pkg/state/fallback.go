@@ -31,7 +31,7 @@ return {ARGV[2], ARGV[3]}
 // with the attempts so far (tried), unless the call has already moved on from from
 // (a redelivery racing the first hand-off): the first hand-off wins and every caller
 // gets the state that stands.
-func (s *Store) HandOff(ctx context.Context, id string, h int, call, from, to string, tried []byte) (*Fallback, error) {
+func (s *Searches) HandOff(ctx context.Context, id string, h int, call, from, to string, tried []byte) (*Fallback, error) {
 	v, err := handOff.Run(ctx, s.r, []string{s.K.Job(id)}, from, to, tried,
 		callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call)).StringSlice()
 	if err != nil {

@@ -120,7 +120,7 @@ return 1
 
 // setSpendCap caps a batch's ledger at usd; setting it again is harmless. ttl is the
 // ledger's lifetime.
-func (s *Store) setSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
+func (s *core) setSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, ledger, "cap", toMicros(usd))
 		p.PExpire(ctx, ledger, ttl)
@@ -142,7 +142,7 @@ return 1
 
 // ledgerSpend reads a ledger's spend and cap (0: none); mark is its fields' mark
 // (ledgerMark for a job's, "" for a batch's).
-func (s *Store) ledgerSpend(ctx context.Context, ledger, mark string) (usd, capUSD float64, err error) {
+func (s *core) ledgerSpend(ctx context.Context, ledger, mark string) (usd, capUSD float64, err error) {
 	v, err := s.r.HMGet(ctx, ledger, mark+"usd", mark+"cap").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, 0, fmt.Errorf("state: reading spend: %w", err)
@@ -181,7 +181,7 @@ type Hold struct {
 // budget b. Each step is atomic across workers and reserves a call once, so a
 // redelivered call reserves nothing more; a refusal gives back what the earlier steps
 // reserved. It returns the hold to settle, or the budget that refused.
-func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
 	price := toMicros(usd)
 	batch, known := s.batches.get(jobID)
 	v, err := reserveJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, price).Slice()
@@ -205,7 +205,7 @@ func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd
 // and its tenant's budget b, each once per call, and gives back what h held when one
 // refuses. It returns the hold to settle, or the budget that refused. A hold whose
 // tenant's part StartSearch reserved with the job's is complete already.
-func (s *Store) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budget, now time.Time) (*Hold, *Exhausted, error) {
 	if h.Tenant != nil {
 		return h, nil, nil // StartSearch held the tenant's part too (Pay)
 	}
@@ -247,7 +247,7 @@ func capAnswer(v []any) (answer, batch string, limit float64) {
 
 // releaseHold gives back what a refused call reserved in its job's and batch's
 // ledgers (settled to nothing; the entries stay, so a redelivery is still one call).
-func (s *Store) releaseHold(ctx context.Context, h *Hold) {
+func (s *core) releaseHold(ctx context.Context, h *Hold) {
 	ctx = context.WithoutCancel(ctx)
 	jobSettleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, 0)
 	if h.Batch != "" {
@@ -258,7 +258,7 @@ func (s *Store) releaseHold(ctx context.Context, h *Hold) {
 // SettleCall sets what h's call really cost in every ledger that holds it: usd over
 // searches searches (0 and 0 release a call that was not billed). Settling twice to
 // the same cost is harmless.
-func (s *Store) SettleCall(ctx context.Context, h *Hold, usd float64, searches int) error {
+func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches int) error {
 	cost := toMicros(usd)
 	asHeld := cost == h.price
 	var errs []error
@@ -289,7 +289,7 @@ func (s *Store) SettleCall(ctx context.Context, h *Hold, usd float64, searches i
 // changes nothing. It reports whether this call was new to the tenant's ledger.
 // Nothing is refused: the call is paid already, and the next search finds the budget
 // spent.
-func (s *Store) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
+func (s *Ledger) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
 	cost := toMicros(usd)
 	ttl := s.Retention.Milliseconds()
 	v, err := jobRecordCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, ttl).Slice()
@@ -318,7 +318,7 @@ func (s *Store) RecordCall(ctx context.Context, jobID, tenant, call string, usd 
 // UnrecordedCalls returns those of calls the tenant's ledger of the day has not
 // counted, or holds only as a reservation not yet settled (ReserveTurn), in one read:
 // a job's completion settles only those, not every turn again.
-func (s *Store) UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error) {
+func (s *Ledger) UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error) {
 	if len(calls) == 0 {
 		return nil, nil
 	}
@@ -337,7 +337,7 @@ func (s *Store) UnrecordedCalls(ctx context.Context, tenant string, calls []stri
 }
 
 // SetRequestCap caps a job's spend at the request's max_cost_usd.
-func (s *Store) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
+func (s *Ledger) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
 	if err := setJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, toMicros(usd)).Err(); err != nil {
 		return fmt.Errorf("state: setting a spending cap: %w", err)
 	}
@@ -346,16 +346,16 @@ func (s *Store) SetRequestCap(ctx context.Context, jobID string, usd float64) er
 
 // RequestSpend reads what a job has spent (model turns and searches, reservations
 // included) and its cap (0: none).
-func (s *Store) RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error) {
+func (s *Ledger) RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error) {
 	return s.ledgerSpend(ctx, s.K.Job(jobID), ledgerMark)
 }
 
 // SetBatchCap caps a batch's spend across all its jobs; ttl is the batch record's.
-func (s *Store) SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error {
+func (s *Ledger) SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error {
 	return s.setSpendCap(ctx, s.K.BatchSpend(batchID), usd, ttl)
 }
 
 // BatchSpendOf reads what a batch's jobs have spent and its cap (0: none).
-func (s *Store) BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error) {
+func (s *Ledger) BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error) {
 	return s.ledgerSpend(ctx, s.K.BatchSpend(batchID), "")
 }

@@ -45,7 +45,7 @@ return 1
 // AcquireLease takes tenant's lease id of kind for ttl if fewer than limit are held
 // (limit 0: no limit, nothing is recorded). It reports whether it was taken.
 // Acquiring a lease held already renews it.
-func (s *Store) AcquireLease(ctx context.Context, kind, tenant, id string, limit int, ttl time.Duration) (bool, error) {
+func (s *Leases) AcquireLease(ctx context.Context, kind, tenant, id string, limit int, ttl time.Duration) (bool, error) {
 	if limit <= 0 {
 		return true, nil
 	}
@@ -57,7 +57,7 @@ func (s *Store) AcquireLease(ctx context.Context, kind, tenant, id string, limit
 }
 
 // ReleaseLease gives tenant's lease id of kind back (a lease not held is no error).
-func (s *Store) ReleaseLease(ctx context.Context, kind, tenant, id string) error {
+func (s *Leases) ReleaseLease(ctx context.Context, kind, tenant, id string) error {
 	if err := s.r.ZRem(ctx, s.K.TenantLeases(kind, tenant), id).Err(); err != nil {
 		return fmt.Errorf("state: releasing a %s lease: %w", kind, err)
 	}
@@ -65,7 +65,7 @@ func (s *Store) ReleaseLease(ctx context.Context, kind, tenant, id string) error
 }
 
 // LeasesHeld counts tenant's live leases of kind.
-func (s *Store) LeasesHeld(ctx context.Context, kind, tenant string) (int, error) {
+func (s *Leases) LeasesHeld(ctx context.Context, kind, tenant string) (int, error) {
 	now := time.Now().UnixMilli()
 	n, err := s.r.ZCount(ctx, s.K.TenantLeases(kind, tenant), fmt.Sprint(now), "+inf").Result()
 	if err != nil {
@@ -77,13 +77,13 @@ func (s *Store) LeasesHeld(ctx context.Context, kind, tenant string) (int, error
 // AllowTenant takes one request from tenant's limit of perSecond requests with the
 // given burst (the GCRA limiter engines use). It returns 0 when the request may go,
 // else how long until one would.
-func (s *Store) AllowTenant(ctx context.Context, tenant string, perSecond float64, burst int) (time.Duration, error) {
+func (s *Leases) AllowTenant(ctx context.Context, tenant string, perSecond float64, burst int) (time.Duration, error) {
 	return s.allow(ctx, s.K.TenantRate(tenant), perSecond, burst)
 }
 
 // LeaseIDs lists tenant's live leases of kind (the job ids of its unfinished jobs,
 // for LeaseJobs).
-func (s *Store) LeaseIDs(ctx context.Context, kind, tenant string) ([]string, error) {
+func (s *Leases) LeaseIDs(ctx context.Context, kind, tenant string) ([]string, error) {
 	ids, err := s.r.ZRangeByScore(ctx, s.K.TenantLeases(kind, tenant), &redis.ZRangeBy{Min: fmt.Sprint(time.Now().UnixMilli()), Max: "+inf"}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: listing %s leases: %w", kind, err)

@@ -124,7 +124,7 @@ type Storage struct {
 // record was charged: a growth that does not fit is refused (nothing changes), unless
 // force is set (the bytes are written already: they are counted, and the tenant's next
 // record is refused). The check and the count are one atomic step across processes.
-func (s *Store) ChargeRecord(ctx context.Context, tenant, record string, bytes int64, expires time.Time, limit int64, force bool) (bool, Storage, error) {
+func (s *Ledger) ChargeRecord(ctx context.Context, tenant, record string, bytes int64, expires time.Time, limit int64, force bool) (bool, Storage, error) {
 	lim := int64(-1)
 	if limit > 0 {
 		lim = limit
@@ -146,7 +146,7 @@ func (s *Store) ChargeRecord(ctx context.Context, tenant, record string, bytes i
 
 // ReleaseRecord gives a deleted record's bytes back to its tenant's quota (a record
 // not charged is no error).
-func (s *Store) ReleaseRecord(ctx context.Context, tenant, record string) error {
+func (s *Ledger) ReleaseRecord(ctx context.Context, tenant, record string) error {
 	if err := releaseRecord.Run(ctx, s.r, []string{s.K.QuotaBytes(tenant), s.K.QuotaExpiries(tenant)}, record).Err(); err != nil {
 		return fmt.Errorf("state: releasing storage: %w", err)
 	}
@@ -154,7 +154,7 @@ func (s *Store) ReleaseRecord(ctx context.Context, tenant, record string) error 
 }
 
 // StorageOf reads tenant's storage use (records past their expiry given back first).
-func (s *Store) StorageOf(ctx context.Context, tenant string) (Storage, error) {
+func (s *Ledger) StorageOf(ctx context.Context, tenant string) (Storage, error) {
 	v, err := storageUsed.Run(ctx, s.r, []string{s.K.QuotaBytes(tenant), s.K.QuotaExpiries(tenant)}).Int64Slice()
 	if err != nil || len(v) != 2 {
 		return Storage{}, fmt.Errorf("state: reading storage: %w", err)
@@ -199,7 +199,7 @@ return n
 // recorded searches, and its stored Responses object if it has one — wherever they
 // are: what Redis holds plus the bytes of its archived record (ArchiveJob). The
 // tenant's quota is charged this when the job ends.
-func (s *Store) JobFootprint(ctx context.Context, id string) (int64, error) {
+func (s *Ledger) JobFootprint(ctx context.Context, id string) (int64, error) {
 	keys := []string{s.K.Job(id), s.K.StoredResponse(id), s.K.JobSummary(id)}
 	n, err := jobFootprint.Run(ctx, s.r, keys).Int64()
 	if err != nil {
@@ -212,7 +212,7 @@ func (s *Store) JobFootprint(ctx context.Context, id string) (int64, error) {
 // calls' fields of its hash, calls.go) once the job has ended: each outcome repeats a
 // result the chain keeps, and only a redelivered search of a running job reads it (a
 // search of an ended job is not made).
-func (s *Store) DropSearchResults(ctx context.Context, id string) error {
+func (s *Ledger) DropSearchResults(ctx context.Context, id string) error {
 	if s.archive != nil {
 		return nil // ArchiveJob, the first finish hook, drops them with the chain
 	}

@@ -29,12 +29,12 @@ return 0
 // Allow takes one request from engine's limit of perSecond requests with the given
 // burst. It returns 0 when the request may go, else how long to wait: the search
 // worker re-queues the search with that delay instead of sleeping on a slot.
-func (s *Store) Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error) {
+func (s *Searches) Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error) {
 	return s.allow(ctx, s.K.RateLimit(engine), perSecond, burst)
 }
 
 // allow takes one request from the GCRA limiter at key.
-func (s *Store) allow(ctx context.Context, key string, perSecond float64, burst int) (time.Duration, error) {
+func (s *core) allow(ctx context.Context, key string, perSecond float64, burst int) (time.Duration, error) {
 	if perSecond <= 0 {
 		return 0, nil
 	}

@@ -102,8 +102,60 @@ type JobError struct {
 
 func (e *JobError) Error() string { return e.Type + ": " + e.Message }
 
-// Store is the fleet's Redis state.
+// Store is the fleet's Redis state: one aggregate per part of it, over one client.
+// Each consumer takes the aggregate (or the few) its port names.
 type Store struct {
+	Jobs     *Jobs
+	Chains   *Chains
+	Searches *Searches
+	Batches  *Batches
+	Files    *Files
+	Ledger   *Ledger
+	Leases   *Leases
+	Webhooks *Webhooks
+	// K builds the store's keys.
+	K Keys
+	// Retention is how long job records and chain state live after creation.
+	Retention time.Duration
+
+	c *core
+}
+
+// Jobs are the job records: creating, reading and ending them, their deadlines, the
+// tenants' job index, idempotency claims, archiving and stored responses.
+type Jobs struct{ *core }
+
+// Chains are the chat chains' state: the step a worker loads, the hops it saves and
+// the results it records, and sticky conversations.
+type Chains struct{ *core }
+
+// Searches are the searches of a job's hops (start, hand-off, outcome), the search
+// cache, the engines' rate limits and key cooldowns, and the recorded searches a
+// replay answers from.
+type Searches struct{ *core }
+
+// Batches are the batch records and their progress.
+type Batches struct{ *core }
+
+// Files are the uploaded files' records.
+type Files struct{ *core }
+
+// Ledger is the money and the quota: spend reservations and settlements against the
+// tenants' budgets, the per-request and per-batch caps, storage quota and spend per
+// model.
+type Ledger struct{ *core }
+
+// Leases are the leases and locks: concurrency leases per tenant, the tenants' rate
+// limit, and the leases that hold a hop, a search or a batch for one owner.
+type Leases struct{ *core }
+
+// Webhooks are the webhook secrets, the delivery status of jobs and batches, and the
+// deferral counts of webhook deliveries.
+type Webhooks struct{ *core }
+
+// core is what every aggregate shares: the client, the keys, and the caches of this
+// process.
+type core struct {
 	r redis.UniversalClient
 	K Keys
 	// Retention is how long job records and chain state live after creation.
@@ -120,19 +172,23 @@ type Store struct {
 }
 
 // Option adjusts a Store (New).
-type Option func(*Store)
+type Option func(*core)
 
 // New returns a store over r with keys under prefix, keeping jobs for retention.
 func New(r redis.UniversalClient, prefix string, retention time.Duration, opts ...Option) *Store {
 	if retention <= 0 {
 		retention = 7 * 24 * time.Hour
 	}
-	s := &Store{r: r, K: NewKeys(prefix), Retention: retention}
-	_, s.inOrder = r.(*redis.Client)
+	c := &core{r: r, K: NewKeys(prefix), Retention: retention}
+	_, c.inOrder = r.(*redis.Client)
 	for _, o := range opts {
-		o(s)
+		o(c)
 	}
-	return s
+	return &Store{
+		Jobs: &Jobs{c}, Chains: &Chains{c}, Searches: &Searches{c}, Batches: &Batches{c},
+		Files: &Files{c}, Ledger: &Ledger{c}, Leases: &Leases{c}, Webhooks: &Webhooks{c},
+		K: c.K, Retention: retention, c: c,
+	}
 }
 
 // ErrNotFound means there is no such job (or it expired).
@@ -209,7 +265,7 @@ return 1
 // Cluster (whose client sends a pipeline's commands to their nodes at once), and a
 // job without a deadline, keep the script, which writes the record and its TTL
 // together.
-func (s *Store) CreateJob(ctx context.Context, j *Job) error {
+func (s *Jobs) CreateJob(ctx context.Context, j *Job) error {
 	now := time.Now().UTC()
 	if j.Created.IsZero() {
 		j.Created = now
@@ -268,7 +324,7 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 // GetJob reads a job record: from Redis, with the cold part of an ended job (its
 // request, answer and trace) from the archive, or wholly from the archive when Redis
 // no longer has the job (a Redis that restarted empty).
-func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
+func (s *Jobs) GetJob(ctx context.Context, id string) (*Job, error) {
 	vals, err := s.r.HMGet(ctx, s.K.Job(id), jobFields...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job: %w", err)
@@ -287,7 +343,7 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 // so, from its terminal event, which is out, so the reaper has nothing left to do for
 // it. The job it returns carries the whole hash (its chain and recorded results too),
 // which ArchiveEnded, a finish hook, archives without reading the job again.
-func (s *Store) ReadEnded(ctx context.Context, id string) (*Job, error) {
+func (s *Jobs) ReadEnded(ctx context.Context, id string) (*Job, error) {
 	var hc *redis.MapStringStringCmd
 	var zc *redis.IntCmd
 	if _, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -311,7 +367,7 @@ func (s *Store) ReadEnded(ctx context.Context, id string) (*Job, error) {
 // jobOf is the job whose hash holds m (the record's fields at least), with the cold
 // part of an archived job from the archive, or wholly from the archive when Redis no
 // longer has it.
-func (s *Store) jobOf(ctx context.Context, id string, m map[string]string) (*Job, error) {
+func (s *core) jobOf(ctx context.Context, id string, m map[string]string) (*Job, error) {
 	if len(m) == 0 || m["id"] == "" {
 		rec, err := s.archived(ctx, id, false)
 		if err != nil {
@@ -370,7 +426,7 @@ func jobFromHash(m map[string]string) *Job {
 
 // JobStatus reads only a job's status (cheap: the chat worker checks it every step so
 // a cancelled job makes no further paid calls).
-func (s *Store) JobStatus(ctx context.Context, id string) (Status, error) {
+func (s *Jobs) JobStatus(ctx context.Context, id string) (Status, error) {
 	v, err := s.r.HGet(ctx, s.K.Job(id), "status").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNotFound
@@ -440,7 +496,7 @@ var ErrAnswerStood = errors.New("state: another answer to the hop was stored fir
 // whether it wrote: false means the job had already ended (or does not exist), and the
 // caller must not act as if it had moved it. Reaching a terminal status also drops the
 // job's deadline.
-func (s *Store) Update(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
+func (s *Jobs) Update(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
 	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, nil, fields)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: updating job: %w", err)
@@ -481,24 +537,24 @@ func updateArgs(status Status, read []string, fields []any) []any {
 }
 
 // Overdue returns up to n unfinished jobs whose deadline has passed.
-func (s *Store) Overdue(ctx context.Context, now time.Time, n int64) ([]string, error) {
+func (s *Jobs) Overdue(ctx context.Context, now time.Time, n int64) ([]string, error) {
 	return s.r.ZRangeByScore(ctx, s.K.Deadlines(), &redis.ZRangeBy{Min: "-inf", Max: Millis(now), Count: n}).Result()
 }
 
 // ForgetDeadline drops a job from the deadline set.
-func (s *Store) ForgetDeadline(ctx context.Context, id string) error {
+func (s *Jobs) ForgetDeadline(ctx context.Context, id string) error {
 	return s.r.ZRem(ctx, s.K.Deadlines(), id).Err()
 }
 
 // RestoreDeadline puts a job back in the deadline set, due at at: the finisher found
 // that Redis lost the ending of a job whose deadline its read forgot (ReadEnded), and
 // the reaper is to repair the job if the finisher cannot.
-func (s *Store) RestoreDeadline(ctx context.Context, id string, at time.Time) error {
+func (s *Jobs) RestoreDeadline(ctx context.Context, id string, at time.Time) error {
 	return s.r.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
 }
 
 // TryLock takes a short named lock (the reaper's), reporting whether it got it.
-func (s *Store) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+func (s *core) tryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	return s.r.SetNX(ctx, key, owner, ttl).Result()
 }
 
@@ -508,20 +564,22 @@ var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, sa
 // pipelined runs fn's commands in one round trip. Scripts in it are called by SHA;
 // if Redis does not know one (it restarted), they are loaded and the pipeline is run
 // once more: every script the fleet pipelines is safe to repeat.
-func (s *Store) pipelined(ctx context.Context, fn func(redis.Pipeliner)) error {
+func (s *core) pipelined(ctx context.Context, fn func(redis.Pipeliner)) error {
 	for attempt := 0; ; attempt++ {
 		_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error { fn(p); return nil })
 		if err == nil || attempt > 0 || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			return err
 		}
-		if err := s.LoadScripts(ctx); err != nil {
+		if err := s.loadScripts(ctx); err != nil {
 			return err
 		}
 	}
 }
 
 // LoadScripts loads the fleet's Lua scripts into Redis.
-func (s *Store) LoadScripts(ctx context.Context) error {
+func (s *Store) LoadScripts(ctx context.Context) error { return s.c.loadScripts(ctx) }
+
+func (s *core) loadScripts(ctx context.Context) error {
 	for _, sc := range scripts {
 		if err := sc.Load(ctx, s.r).Err(); err != nil {
 			return fmt.Errorf("state: loading scripts: %w", err)
@@ -533,7 +591,7 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 // Lease claims hop h of a job for owner for ttl. It returns true if owner holds it (a
 // claim it already held is renewed), else false with the time the current one has
 // left.
-func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
+func (s *core) lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
 	v, err := lease.Run(ctx, s.r, []string{key}, owner, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, 0, fmt.Errorf("state: lease: %w", err)
@@ -567,12 +625,12 @@ var lease = redis.NewScript(claimLua + `return claim(KEYS[1], ARGV[1], ARGV[2])`
 
 // Hold takes a lease for owner and keeps it alive until released. When someone
 // else holds it, release is nil and left says how long their lease has (at most ttl).
-func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
-	ok, left, err := s.Lease(ctx, key, owner, ttl)
+func (s *core) hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
+	ok, left, err := s.lease(ctx, key, owner, ttl)
 	if err != nil || !ok {
 		return nil, left, err
 	}
-	return s.KeepAlive(key, owner, ttl), 0, nil
+	return s.keepAlive(key, owner, ttl), 0, nil
 }
 
 // KeepAlive renews a lease owner holds every ttl/3 until the returned function is
@@ -580,7 +638,7 @@ func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) 
 // it within ttl. Calling the function with drop set also deletes the lease (work given
 // up: the next delivery should not wait); without, the lease lapses on its own (work
 // done: nothing will need it, and a round trip is saved).
-func (s *Store) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) {
+func (s *core) keepAlive(key, owner string, ttl time.Duration) func(drop bool) {
 	// A timer, not a goroutine, waits between renewals: a chat worker holds one lease
 	// per model call in flight, thousands of them. The keeper is one allocation, its
 	// timer's function and the returned stop method values of it (a lease is kept for
@@ -594,7 +652,7 @@ func (s *Store) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) 
 
 // keeper is a lease KeepAlive keeps.
 type keeper struct {
-	s          *Store
+	s          *core
 	key, owner string
 	ttl        time.Duration
 	stopped    atomic.Bool
@@ -611,7 +669,7 @@ func (k *keeper) renew() {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), k.ttl/3)
-	k.s.Lease(rctx, k.key, k.owner, k.ttl)
+	k.s.lease(rctx, k.key, k.owner, k.ttl)
 	cancel()
 	k.timer.Reset(k.ttl / 3)
 }
@@ -626,13 +684,13 @@ func (k *keeper) stop(drop bool) {
 		k.running.Lock()
 		k.running.Unlock()
 		if drop {
-			k.s.Release(context.Background(), k.key, k.owner)
+			k.s.release(context.Background(), k.key, k.owner)
 		}
 	})
 }
 
 // Release drops a lease held by owner.
-func (s *Store) Release(ctx context.Context, key, owner string) error {
+func (s *core) release(ctx context.Context, key, owner string) error {
 	return release.Run(ctx, s.r, []string{key}, owner).Err()
 }
 
@@ -645,7 +703,7 @@ return 0
 // whether it moved the job (see Update); a FirstWrite field that holds another value
 // moves nothing (ErrAnswerStood). The chain is left as it is: no step reads
 // it once the job has ended, and the archive drops it.
-func (s *Store) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
+func (s *Jobs) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
 	won, _, err := s.finish(ctx, id, status, nil, nil, fields)
 	return won, err
 }
@@ -747,7 +805,7 @@ return {j[4], j[5], j[6], j[1], j[2], j[3], l, pay, cap, spent}
 // search's price against the job's ledger as well, and its tenant's budget where
 // Pay says it can (SearchStart.Held, or SearchStart.Refused by the budget that
 // refused it).
-func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
+func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
 	keys := []string{s.K.Job(id), s.K.SearchLease(id, h, call)}
 	payField, price, engine := "", int64(0), ""
 	if pay != nil {
@@ -830,7 +888,7 @@ return {ARGV[1], 1}
 // SetWebhookStatus moves a job's webhook status to "to" if it is now one of from (any
 // status when from is empty), atomically. It returns the status after the call and
 // whether it changed; "" when the job record has expired.
-func (s *Store) SetWebhookStatus(ctx context.Context, jobID, to string, from ...string) (string, bool, error) {
+func (s *Webhooks) SetWebhookStatus(ctx context.Context, jobID, to string, from ...string) (string, bool, error) {
 	argv := make([]any, 0, 1+len(from))
 	argv = append(argv, to)
 	for _, f := range from {
@@ -849,7 +907,7 @@ func (s *Store) SetWebhookStatus(ctx context.Context, jobID, to string, from ...
 // the request it came with. The first claim wins: it gets ok; every later one gets the
 // winner's job id and request hash, so the same request is answered with the same job
 // and a different one under the same key can be refused.
-func (s *Store) ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error) {
+func (s *Jobs) ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error) {
 	k := s.K.Idempotency(tenant, key)
 	won, err := s.r.SetNX(ctx, k, jobID+" "+requestHash, ttl).Result()
 	if err != nil || won {
@@ -865,12 +923,37 @@ func (s *Store) ClaimIdempotency(ctx context.Context, tenant, key, jobID, reques
 
 // MarkStickyConversation remembers, for ttl, that the conversation with this hash
 // continues a web_search chain.
-func (s *Store) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
+func (s *Chains) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
 	return s.r.Set(ctx, s.K.StickyConversation(hash), "1", ttl).Err()
 }
 
 // StickyConversation reports whether a conversation continues a web_search chain.
-func (s *Store) StickyConversation(ctx context.Context, hash string) (bool, error) {
+func (s *Chains) StickyConversation(ctx context.Context, hash string) (bool, error) {
 	n, err := s.r.Exists(ctx, s.K.StickyConversation(hash)).Result()
 	return n == 1, err
+}
+
+// Lease: see core.lease.
+func (s *Leases) Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
+	return s.core.lease(ctx, key, owner, ttl)
+}
+
+// Hold: see core.hold.
+func (s *Leases) Hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
+	return s.core.hold(ctx, key, owner, ttl)
+}
+
+// KeepAlive: see core.keepAlive.
+func (s *Leases) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) {
+	return s.core.keepAlive(key, owner, ttl)
+}
+
+// Release: see core.release.
+func (s *Leases) Release(ctx context.Context, key, owner string) error {
+	return s.core.release(ctx, key, owner)
+}
+
+// TryLock: see core.tryLock.
+func (s *Leases) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	return s.core.tryLock(ctx, key, owner, ttl)
 }

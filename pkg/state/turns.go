@@ -168,7 +168,7 @@ return 1
 `)
 
 // turnKeys are the tenant's day ledger keys of day (and its month).
-func (s *Store) turnKeys(tenant, day string) []string {
+func (s *core) turnKeys(tenant, day string) []string {
 	return []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, day[:min(6, len(day))]), s.K.SpendCalls(tenant, day), s.K.SpendPending(tenant, day)}
 }
 
@@ -187,7 +187,7 @@ func periodTTLs(now time.Time) (day, month int64) {
 // the budget that refused the turn (nothing is held then). A turn reserved already (a
 // redelivered step) reserves nothing more. ttl is how long the reservation holds if it
 // is never settled: past it, it is given back.
-func (s *Store) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, b Budget, ttl time.Duration, now time.Time) (*Exhausted, error) {
+func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, b Budget, ttl time.Duration, now time.Time) (*Exhausted, error) {
 	price := toMicros(usd)
 	day, _ := periods(now)
 	keep := s.Retention.Milliseconds()
@@ -253,7 +253,7 @@ func (s *Store) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd
 // native searches) in its job's, batch's and tenant's ledgers, in the day it was
 // reserved in (today for a turn never reserved). Settling again to the same cost
 // changes nothing. It reports whether the cost was new to the tenant's ledger.
-func (s *Store) SettleTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, now time.Time) (bool, error) {
+func (s *Ledger) SettleTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, now time.Time) (bool, error) {
 	cost := toMicros(usd)
 	today, _ := periods(now)
 	keep := s.Retention.Milliseconds()
