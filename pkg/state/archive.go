@@ -344,37 +344,7 @@ func appendJSONString(b []byte, s string) []byte {
 // job's spend ledger ($usd) held, 1 if it counted the spend per model} when it
 // trimmed, {0} when the job was trimmed already, {-1} when it has not ended (or is
 // gone). Counting the spend in the trim, which happens once, counts it exactly once.
-var trimJob = redis.NewScript(countModelSpendLua + `
--- One read of the whole record decides and gives what stays; one DEL drops the
--- record and its stored response together before the short fields are written back.
-local all = redis.call('HGETALL', KEYS[1])
-local sum, sp = tonumber(ARGV[3]), tonumber(ARGV[4])
-local drop, st, spent = {}, nil, '0'
-local rest = {'cold', ARGV[1]}
-for i = 5, 4 + sum do rest[#rest+1] = ARGV[i] end
-for i = 5 + sum + sp, #ARGV do drop[ARGV[i]] = true end
-for i = 1, #all, 2 do
-  local f = all[i]
-  if f == 'status' then st = all[i+1] end
-  if f == '$usd' then spent = all[i+1] end
-  if f == 'cold' then return {0} end
-  -- No record field holds a ':' or starts with '$': a chain, call or ledger field
-  -- written after the caller read the hash goes too.
-  if not drop[f] and not string.find(f, ':', 1, true) and string.sub(f, 1, 1) ~= '$' then
-    rest[#rest+1] = f; rest[#rest+1] = all[i+1]
-  end
-end
-if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return {-1} end
--- Never without a TTL: a record past its time (clocks differ) goes at once.
-local ttl = math.max(tonumber(ARGV[2]), 1)
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HSET', KEYS[1], unpack(rest))
-redis.call('PEXPIRE', KEYS[1], ttl)
-if sp == 0 then return {1, tonumber(spent), 0} end
-local o = 5 + sum
-countModelSpend(KEYS[3], spent, {ARGV[o], ARGV[o+1], ARGV[o+2], ARGV[o+3], ARGV[o+4], ARGV[o+5]})
-return {1, tonumber(spent), 1}
-`)
+var trimJob = script("trim_job")
 
 // ArchiveJob moves an ended job's record to the archive and drops its cold parts
 // from Redis (see above). It reports the bytes archived (0 when there is no archive,

@@ -202,43 +202,12 @@ func (s *core) batchIndexHash(ctx context.Context, key string) (map[int]string, 
 	return out, nil
 }
 
-// resolvedLua is the tail of the scripts that change a batch's progress: when every
-// line with a job has an outcome, an in-progress batch moves to finalizing, and the
-// script answers 1 (the caller makes sure the batch is finalized). KEYS[1] is the
-// batch record; now is the time in ms.
-const resolvedLua = `
-local function resolved(now)
-  if redis.call('HGET', KEYS[1], 'expand_done') ~= '1' then return 0 end
-  local ended = tonumber(redis.call('HGET', KEYS[1], 'ended') or '0')
-  local expanded = tonumber(redis.call('HGET', KEYS[1], 'expanded') or '0')
-  if ended < expanded then return 0 end
-  local st = redis.call('HGET', KEYS[1], 'status')
-  if st == 'in_progress' or st == 'validating' then
-    redis.call('HSET', KEYS[1], 'status', 'finalizing', 'finalizing_at', now)
-    return 1
-  end
-  if st == 'finalizing' or st == 'cancelling' then return 1 end
-  return 0
-end
-`
-
 // countLine records how line ARGV[1] ended (ARGV[2], an outcome) once: the first
 // call counts it, every later one changes nothing. KEYS[1] batch, KEYS[2] done;
 // ARGV[3] now (ms). Returns {counted, resolved}; resolved is only reported by the
 // call that counted, so one finished job asks for finalization once. The done hash
 // expires with the batch record.
-var countLine = redis.NewScript(resolvedLua + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
-if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return {0, 0} end
-if redis.call('HINCRBY', KEYS[1], 'ended', 1) == 1 then
-  local ttl = redis.call('PTTL', KEYS[1])
-  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-end
-if ARGV[2] == 'c' then redis.call('HINCRBY', KEYS[1], 'completed', 1)
-elseif ARGV[2] == 'f' then redis.call('HINCRBY', KEYS[1], 'failed', 1) end
-redis.call('HSET', KEYS[1], 'progress_at', ARGV[3])
-return {1, resolved(ARGV[3])}
-`)
+var countLine = script("count_line")
 
 // CountBatchLine records how line i of a batch ended (a Line* outcome) once: the
 // first call counts it, every later one changes nothing. It reports whether that
@@ -256,20 +225,7 @@ func (s *Batches) CountBatchLine(ctx context.Context, id string, i int, outcome 
 // advanceCursor records that lines below ARGV[1] are expanded and, when ARGV[2] is
 // "1", that expansion has stopped. A validating batch becomes in_progress. KEYS[1]
 // batch; ARGV[3] now (ms). Returns resolved (see resolvedLua).
-var advanceCursor = redis.NewScript(resolvedLua + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], 'status') == 'validating' then
-  redis.call('HSET', KEYS[1], 'status', 'in_progress', 'in_progress_at', ARGV[3])
-end
-local cur = tonumber(redis.call('HGET', KEYS[1], 'expanded') or '0')
-if tonumber(ARGV[1]) > cur then redis.call('HSET', KEYS[1], 'expanded', ARGV[1]) end
-redis.call('HSET', KEYS[1], 'progress_at', ARGV[3])
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], 'expand_done', '1')
-  return resolved(ARGV[3])
-end
-return 0
-`)
+var advanceCursor = script("advance_cursor")
 
 // AdvanceBatch moves a batch's expansion cursor to cursor (it never moves back) and,
 // when done, marks its expansion stopped; a validating batch becomes in_progress. It
@@ -288,15 +244,7 @@ func (s *Batches) AdvanceBatch(ctx context.Context, id string, cursor int, done 
 
 // requestCancel moves a batch that has not ended (and is not finalizing) to
 // cancelling. KEYS[1] batch; ARGV[1] now (ms). Returns the status after.
-var requestCancel = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
-if not st then return '' end
-if st == 'validating' or st == 'in_progress' then
-  redis.call('HSET', KEYS[1], 'status', 'cancelling', 'cancelling_at', ARGV[1], 'progress_at', ARGV[1])
-  return 'cancelling'
-end
-return st
-`)
+var requestCancel = script("request_cancel")
 
 // CancelBatch moves a batch that is validating or in progress to cancelling, and
 // returns its status after the call ("" when there is no such batch).
@@ -314,16 +262,7 @@ func (s *Batches) CancelBatch(ctx context.Context, id string) (string, error) {
 // recorded searches. Returns 1 if it moved the batch. The batch's keys then expire
 // after ttl; its recorded searches, which only its running jobs read (each job's own
 // record keeps what it was given), are deleted.
-var finishBatch = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
-if not st or st == 'completed' or st == 'failed' or st == 'expired' or st == 'cancelled' then return 0 end
-local f = {'status', ARGV[1], ARGV[2], ARGV[3], 'progress_at', ARGV[3]}
-for i = 5, #ARGV do f[#f+1] = ARGV[i] end
-redis.call('HSET', KEYS[1], unpack(f))
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
-redis.call('DEL', KEYS[4])
-return 1
-`)
+var finishBatch = script("finish_batch")
 
 // BatchEnd is what a batch ends with besides its status: its output and error files
 // (finalization), or why it failed.

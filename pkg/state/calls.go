@@ -96,21 +96,7 @@ func splitJob(m map[string]string) (job, chain, searches map[string]string, othe
 // stored stays, and it is counted among its hop's results, its place beside it, in
 // the same HSET (RecordAndLoad then writes nothing). Returns 1 when the job is there,
 // else 0.
-var saveOutcome = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[1], ARGV[5])
-if not v[1] or v[2] then return 0 end
-local f = {}
-if ARGV[1] ~= '' and (ARGV[5] == '' or not v[4]) then
-  f[#f+1] = ARGV[1]; f[#f+1] = ARGV[2]
-  if ARGV[5] ~= '' then
-    local c = tostring(tonumber(v[5] or '0') + 1)
-    f[#f+1] = ARGV[5]; f[#f+1] = c; f[#f+1] = ARGV[6]; f[#f+1] = c
-  end
-end
-if ARGV[3] ~= '' and not v[3] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
-if #f > 0 then redis.call('HSET', KEYS[1], unpack(f)) end
-return 1
-`)
+var saveOutcome = script("save_outcome")
 
 // Recording is a result to record under a job's content address (see RecordSearch)
 // with its call's outcome (SaveSearchDone).

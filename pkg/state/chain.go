@@ -209,47 +209,7 @@ func (s *core) step(jm map[string]string) (*Step, error) {
 // its count and place; none, when it is stored. Nothing is written for a job that is
 // gone (no hash is made without its TTL) or archived already (ArchiveJob): {0, -1,
 // -1} with the hash as read.
-var recordResult = redis.NewScript(claimLua + `
-local all, id, cold, n, c, have, ci, at
-if ARGV[7] == '1' then
-  all = redis.call('HGETALL', KEYS[1])
-  for i = 1, #all, 2 do
-    local f = all[i]
-    if f == 'id' then id = all[i+1]
-    elseif f == 'cold' then cold = all[i+1]
-    elseif f == ARGV[3] then n = all[i+1]
-    elseif f == ARGV[2] then c = all[i+1]; ci = i + 1
-    elseif f == ARGV[1] then have = true
-    elseif f == ARGV[8] then at = all[i+1] end
-  end
-else
-  local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[2], ARGV[1], ARGV[8])
-  id, cold, n, c, have, at = v[1], v[2], v[3], v[4], v[5], v[6]
-end
-if not id or cold then return {0, -1, -1, all} end
-n = tonumber(n or '-1')
-c = tonumber(c or '0')
-if not have then
-  c = c + 1
-  at = c
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4], ARGV[2], c, ARGV[8], c)
-  if all then
-    if ci then
-      all[ci] = tostring(c)
-    else
-      all[#all+1] = ARGV[2]; all[#all+1] = tostring(c)
-    end
-    all[#all+1] = ARGV[1]; all[#all+1] = ARGV[4]
-    all[#all+1] = ARGV[8]; all[#all+1] = tostring(c)
-  end
-end
-at = tonumber(at or c)
-local l = -1
-if at == n and ARGV[5] ~= '' then
-  l = claim(KEYS[2], ARGV[5], ARGV[6])
-end
-return {at, n, l, all}
-`)
+var recordResult = script("record_result")
 
 func (s *core) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration, load bool) ([]string, []any) {
 	return []string{s.K.Job(id), s.K.Lease(id, h+1)},
@@ -313,24 +273,7 @@ func (s *Chains) RecordResult(ctx context.Context, id string, h int, call string
 // the turn alone. A job that is gone gets nothing written (no hash is made without
 // its TTL): the answer is returned as if stored, and the step finds the job gone.
 // KEYS[1] job; ARGV turn field, turn, first hop, sticky, gp, now ms.
-var saveTurn = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1])
-if not v[1] then return ARGV[2] end
-if v[2] then
-  if ARGV[3] == '1' then
-    redis.call('HSET', KEYS[1], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5])
-  end
-  return v[2]
-end
-if ARGV[3] ~= '1' then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-elseif v[1] == 'queued' then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5], 'status', 'running', 'updated', ARGV[6])
-else
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5])
-end
-return ARGV[2]
-`)
+var saveTurn = script("save_turn")
 
 // SaveTurn stores the model's answer for hop h unless one is stored already, and
 // returns the stored one (so two racing workers agree on a single answer). On hop 0
@@ -357,17 +300,7 @@ func flag(v bool) string {
 // status; a job that has ended (or is gone) gets nothing written. One HMGET reads
 // what decides, one HSET writes. KEYS[1] job; ARGV calls field, calls, expected
 // field, n, searches field, searches, sticky field.
-var recordDispatch = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1], ARGV[5], ARGV[7])
-local st = v[1] or ''
-if st == '' or st == 'completed' or st == 'failed' or st == 'cancelled' then return st end
-if not v[2] then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(v[3] or '0') + tonumber(ARGV[6]), ARGV[7], '1')
-elseif v[4] ~= '1' then
-  redis.call('HSET', KEYS[1], ARGV[7], '1')
-end
-return st
-`)
+var recordDispatch = script("record_dispatch")
 
 // SaveCalls records the calls of hop h (once): their JSON, how many results the hop
 // waits for, and how many are searches; a web_search call makes the chain sticky. It
@@ -389,34 +322,7 @@ func (s *Chains) SaveCalls(ctx context.Context, id string, h int, calls []byte, 
 // ARGV turn field, turn, first hop, sticky, gp, now ms, calls field, calls, expected
 // field, n, searches. Returns {status, stored turn} (status ” for a job that is
 // gone).
-var saveTurnCalls = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1], ARGV[7], '` + fieldSearches + `', '` + fieldSticky + `')
-local st = v[1]
-if not st then return {'', ARGV[2]} end
-if v[2] and v[2] ~= ARGV[2] then return {st, v[2]} end
-local f = {}
-local function put(k, x) f[#f+1] = k; f[#f+1] = x end
-if not v[2] then put(ARGV[1], ARGV[2]) end
-local sticky = nil
-if ARGV[3] == '1' then
-  sticky = ARGV[4]
-  put('` + fieldGooglePreferred + `', ARGV[5])
-  if st == 'queued' then
-    put('status', 'running'); put('updated', ARGV[6])
-    st = 'running'
-  end
-end
-if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then
-  if not v[3] then
-    put(ARGV[7], ARGV[8]); put(ARGV[9], ARGV[10])
-    put('` + fieldSearches + `', tonumber(v[4] or '0') + tonumber(ARGV[11]))
-  end
-  sticky = '1'
-end
-if sticky and sticky ~= v[5] then put('` + fieldSticky + `', sticky) end
-if #f > 0 then redis.call('HSET', KEYS[1], unpack(f)) end
-return {st, ARGV[2]}
-`)
+var saveTurnCalls = script("save_turn_calls")
 
 // SaveTurnAndCalls stores hop h's model answer (as SaveTurn) and the calls
 // dispatched for it (as SaveCalls) in one round trip, and returns the job's status

@@ -152,11 +152,7 @@ func (s *core) earlierSummaries(ctx context.Context, js []*Job) error {
 // the first time, what its spend ledger holds. KEYS[1] job (its ledger in its hash).
 // Returns {1, micro-dollars} the first time, {0} after, {-1} when the record is gone
 // (no hash is made without its TTL).
-var countSpend = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {-1} end
-if redis.call('HSETNX', KEYS[1], 'spend_counted', '1') == 0 then return {0} end
-return {1, tonumber(redis.call('HGET', KEYS[1], '$usd') or '0')}
-`)
+var countSpend = script("count_spend")
 
 // RecordModelSpend counts an ended job in its tenant's spend per day (the day it
 // ended, UTC) and model: what its spend ledger holds (model turns and searches, of a
@@ -226,42 +222,9 @@ func (s *core) modelSpendOfHash(m map[string]string) modelSpend {
 // modelSpendTTL is the lifetime a day's spend per model is given.
 const modelSpendTTL = ModelSpendDays*24*time.Hour + refreshEvery
 
-// countModelSpendLua defines countModelSpend(key, spent, a), which adds an ended job
-// to its tenant's spend per model of a day (key): spent is what its spend ledger held
-// (micro-dollars; its usage's cost counts when that is 0), a is modelSpend.args (the
-// usd, jobs and searches fields, the searches, the usage's micro-dollars, the day's
-// TTL in seconds or 0: not now). A count of 0 is not written (ModelSpend reads a
-// missing field as 0; the model's "jobs" field is always there). A job that raises
-// one field (jobs) pays one HINCRBY; one that raises two or three pays one HMGET and
-// one HSET of them all, not an HINCRBY each (a script runs alone: nothing is lost
-// between the read and the write). The trim (trimJob) and countModelSpendScript run it.
-const countModelSpendLua = `
-local function countModelSpend(key, spent, a)
-  local usd, searches = tonumber(spent), tonumber(a[4])
-  if usd == 0 then usd = tonumber(a[5]) end
-  local f, d = {a[2]}, {1}
-  if usd ~= 0 then f[#f+1] = a[1]; d[#d+1] = usd end
-  if searches ~= 0 then f[#f+1] = a[3]; d[#d+1] = searches end
-  if #f == 1 then
-    redis.call('HINCRBY', key, f[1], 1)
-  else
-    local cur, w = redis.call('HMGET', key, unpack(f)), {}
-    for i = 1, #f do
-      w[#w+1] = f[i]
-      w[#w+1] = string.format('%d', tonumber(cur[i] or '0') + d[i])
-    end
-    redis.call('HSET', key, unpack(w))
-  end
-  if tonumber(a[6]) > 0 then redis.call('EXPIRE', key, a[6]) end
-end
-`
-
 // countModelSpendScript runs countModelSpendLua: KEYS[1] the day's spend per model,
 // ARGV[1] what the job's ledger held, ARGV[2..7] modelSpend.args.
-var countModelSpendScript = redis.NewScript(countModelSpendLua + `
-countModelSpend(KEYS[1], ARGV[1], {ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]})
-return 1
-`)
+var countModelSpendScript = script("count_model_spend")
 
 // modelSpendArgs is how many arguments modelSpend.args gives.
 const modelSpendArgs = 6

@@ -22,13 +22,7 @@ var (
 
 // coolDown rests a key: KEYS[1] the key's cooldown; ARGV[1] reason; ARGV[2] ms. A
 // longer rest already running is kept. Returns 1 when the key was usable before.
-var coolDown = redis.NewScript(`
-local left = redis.call('PTTL', KEYS[1])
-if left >= tonumber(ARGV[2]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if left > 0 then return 0 end
-return 1
-`)
+var coolDown = script("cool_down")
 
 // CoolDown rests the key fp of engine for d because of reason, never shortening a
 // longer rest; it reports whether the key was usable before (exactly one of several

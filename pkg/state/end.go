@@ -12,15 +12,7 @@ import (
 // settle overwrites a job's status with a terminal one (the event stream's record of
 // how the job ended), keeping its other fields. KEYS[1] job; ARGV now ms, status,
 // error JSON or "". Returns 0 when the job record is gone.
-var settle = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'updated', ARGV[1])
-if redis.call('HEXISTS', KEYS[1], 'finished') == 0 or redis.call('HGET', KEYS[1], 'finished') == '' then
-  redis.call('HSET', KEYS[1], 'finished', ARGV[1])
-end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[3]) end
-return 1
-`)
+var settle = script("settle_status")
 
 // Settle makes a job's status the terminal status the event stream recorded for it:
 // the one write that may overwrite a terminal status, for a Redis that lost the first

@@ -5,19 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// ledgerTTL keeps a ledger no longer than what it counts for: a ledger without a
-// TTL gets ARGV ttl (ms); one created with its owner's TTL keeps it.
-const ledgerTTL = `
-local function keep(key, ttl)
-  if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, ttl) end
-end
-`
 
 // A job's own spend ledger lives in the job's hash (Keys.Job), its fields marked "$":
 // "$usd" in micro-dollars (model turns and searches, reservations included), "$cap"
@@ -28,95 +19,31 @@ end
 // same fields unmarked.
 const ledgerMark = "$"
 
-// jobLedger is a ledger script (written for a ledger of its own) over a job's
-// ledger in the job's hash: every ledger field it names is marked.
-func jobLedger(src string) *redis.Script {
-	return redis.NewScript(strings.NewReplacer("'usd'", "'$usd'", "'cap'", "'$cap'", "'r:'", "'$r:'", "'d:'", "'$d:'").Replace(src))
-}
-
 // reserveJobCap is reserveCap over a job's ledger in its hash: one HMGET reads the
 // job's batch with the ledger, one HSET writes. Nothing is written for a job that is
 // gone (no hash is made without its TTL): {'ok', ”, 0}. KEYS[1] job; ARGV[1] call,
 // ARGV[2] price.
-var reserveJobCap = redis.NewScript(`
-local f = '$r:' .. ARGV[1]
-local v = redis.call('HMGET', KEYS[1], 'id', 'batch', f, '$cap', '$usd')
-if not v[1] then return {'ok', '', 0} end
-local batch = v[2] or ''
-if v[3] then return {'again', batch, 0} end
-local price = tonumber(ARGV[2])
-local cap, usd = tonumber(v[4] or '-1'), tonumber(v[5] or '0')
-if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
-redis.call('HSET', KEYS[1], '$usd', string.format('%d', usd + price), f, price)
-return {'ok', batch, 0}
-`)
+var reserveJobCap = script("reserve_job_cap")
 
 // reserveCap reserves a call's price against a capped ledger. KEYS[1] ledger;
 // KEYS[2], optional, the job record, whose batch is returned. ARGV[1] call, ARGV[2]
 // price (micro-dollars), ARGV[3] TTL ms. Returns {'ok'|'again'|'over', batch, cap}.
-var reserveCap = redis.NewScript(`
-local batch = ''
-if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
-local f = 'r:' .. ARGV[1]
-local v = redis.call('HMGET', KEYS[1], f, 'cap', 'usd')
-if v[1] then return {'again', batch, 0} end
-local price = tonumber(ARGV[2])
-local cap, usd = tonumber(v[2] or '-1'), tonumber(v[3] or '0')
-if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
-redis.call('HSET', KEYS[1], 'usd', string.format('%d', usd + price), f, price)
--- A ledger with neither a cap (setSpendCap gives it its lifetime) nor spend was
--- created just now: give it one.
-if not v[2] and not v[3] then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-return {'ok', batch, 0}
-`)
-
-// settleCap moves a call's reservation to its real cost (ARGV[2]); 0 when the call
-// holds none. KEYS[1] ledger, ARGV[1] call.
-const settleCapLua = `
-local f = 'r:' .. ARGV[1]
-local r = redis.call('HGET', KEYS[1], f)
-if not r then return 0 end
-local d = tonumber(ARGV[2]) - tonumber(r)
-if d ~= 0 then
-  redis.call('HINCRBY', KEYS[1], 'usd', d)
-  redis.call('HSET', KEYS[1], f, ARGV[2])
-end
-return 1
-`
+var reserveCap = script("reserve_cap")
 
 var (
-	settleCap    = redis.NewScript(settleCapLua)
-	jobSettleCap = jobLedger(settleCapLua)
+	settleCap    = script("settle_cap")
+	jobSettleCap = script("job_settle_cap")
 )
 
-// recordCap counts a call that was paid without a reservation (a model turn), once:
-// a call already counted changes nothing. KEYS and ARGV as reserveCap. Returns
-// {1 recorded now | 0 already, batch}.
-const recordCapLua = ledgerTTL + `
-local batch = ''
-if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
-if redis.call('HSETNX', KEYS[1], 'r:' .. ARGV[1], ARGV[2]) == 0 then return {0, batch} end
-redis.call('HINCRBY', KEYS[1], 'usd', ARGV[2])
-keep(KEYS[1], ARGV[3])
-return {1, batch}
-`
-
 var (
-	recordCap    = redis.NewScript(recordCapLua)
-	jobRecordCap = jobLedger(recordCapLua)
+	recordCap    = script("record_cap")
+	jobRecordCap = script("job_record_cap")
 )
 
 // recordSpend counts a paid call against the tenant's day and month once, in
 // dollars only (a model turn is not a search). KEYS as reserveSpend; ARGV[1] call,
 // ARGV[2] cost in micro-dollars, ARGV[3] day TTL s, ARGV[4] month TTL s.
-var recordSpend = redis.NewScript(`
-if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2] .. ':0') == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'usd', ARGV[2])
-redis.call('HINCRBY', KEYS[2], 'usd', ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])  -- the day's calls live in it (KEYS[3])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-return 1
-`)
+var recordSpend = script("record_spend")
 
 // setSpendCap caps a batch's ledger at usd; setting it again is harmless. ttl is the
 // ledger's lifetime.
@@ -134,11 +61,7 @@ func (s *core) setSpendCap(ctx context.Context, ledger string, usd float64, ttl 
 
 // setJobCap caps the ledger in a job's hash (KEYS[1]) at ARGV[1] micro-dollars, if
 // the job is there (no hash is made without its TTL).
-var setJobCap = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], '$cap', ARGV[1])
-return 1
-`)
+var setJobCap = script("set_job_cap")
 
 // ledgerSpend reads a ledger's spend and cap (0: none); mark is its fields' mark
 // (ledgerMark for a job's, "" for a batch's).

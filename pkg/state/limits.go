@@ -31,16 +31,7 @@ const (
 // way (the semaphore looks full), and the key's lifetime, which must outlast its
 // longest lease, is pushed out only when this lease would outlive it, with slack so
 // that renewing leases of one length rarely pushes it again.
-var acquire = redis.NewScript(`
-local now, ms = tonumber(ARGV[4]), tonumber(ARGV[3])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-end
-redis.call('ZADD', KEYS[1], now + ms, ARGV[1])
-if redis.call('PTTL', KEYS[1]) < ms + 1000 then redis.call('PEXPIRE', KEYS[1], 2 * ms + 1000) end
-return 1
-`)
+var acquire = script("acquire_lease")
 
 // AcquireLease takes tenant's lease id of kind for ttl if fewer than limit are held
 // (limit 0: no limit, nothing is recorded). It reports whether it was taken.

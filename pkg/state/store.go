@@ -238,12 +238,7 @@ func NewID(prefix string) string {
 
 // createJob writes a job record unless the id exists. KEYS[1] job; ARGV[1] ttl ms;
 // then field/value pairs. Returns 1 if it wrote.
-var createJob = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1
-`)
+var createJob = script("create_job")
 
 // CreateJob stores a new job record (status queued) and registers its deadline, in
 // one round trip. It fails with ErrExists if the id is taken.
@@ -446,28 +441,7 @@ func (s *Jobs) JobStatus(ctx context.Context, id string) (Status, error) {
 // ARGV[3] holds another value (nothing is written then); a write whose first read-back
 // field holds a value returns {1, the n fields as they were before the write}. The
 // read-back fields are read by the HMGET that reads the status: no command more.
-var setIfLive = redis.NewScript(`
-local n = tonumber(ARGV[5])
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[3], unpack(ARGV, 6, 5 + n))
-local st = v[1]
-if not st then return -1 end
-if st == 'completed' or st == 'failed' or st == 'cancelled' then return 0 end
-if ARGV[3] ~= '' and v[2] and v[2] ~= ARGV[4] then return 2 end
--- One HSET writes every field: updated, the status (and finished, for a terminal
--- one) and the given fields.
-local f = {'updated', ARGV[1]}
-if ARGV[2] ~= '' then
-  f[#f+1] = 'status'; f[#f+1] = ARGV[2]
-  if ARGV[2] == 'completed' or ARGV[2] == 'failed' or ARGV[2] == 'cancelled' then
-    f[#f+1] = 'finished'; f[#f+1] = ARGV[1]
-  end
-end
-if ARGV[3] ~= '' and not v[2] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
-for i = 6 + n, #ARGV do f[#f+1] = ARGV[i] end
-redis.call('HSET', KEYS[1], unpack(f))
-if n > 0 and v[3] and v[3] ~= '' then return {1, unpack(v, 3, 2 + n)} end
-return 1
-`)
+var setIfLive = script("update_live_job")
 
 // FirstWrite is a field value Update and Finish write only where the field holds
 // none: a hop's model answer (TurnField) stored with the job's ending, first write
@@ -602,26 +576,8 @@ func (s *core) lease(ctx context.Context, key, owner string, ttl time.Duration) 
 	return false, time.Duration(v) * time.Millisecond, nil
 }
 
-// claimLua defines claim(key, owner, ttl ms): a free lease is taken with one SET NX
-// (the common case: one command); a renewal by its holder, or a claim racing another
-// holder, reads the holder first. It returns 0 when owner holds the lease, else the
-// ms the holder has left.
-const claimLua = `
-local function claim(key, owner, ttl)
-  if redis.call('SET', key, owner, 'NX', 'PX', ttl) then return 0 end
-  local cur = redis.call('GET', key)
-  if not cur or cur == owner then
-    redis.call('SET', key, owner, 'PX', ttl)
-    return 0
-  end
-  local left = redis.call('PTTL', key)
-  if left < 1 then left = 1 end
-  return left
-end
-`
-
 // lease claims KEYS[1] for ARGV[1] for ARGV[2] ms (see claimLua).
-var lease = redis.NewScript(claimLua + `return claim(KEYS[1], ARGV[1], ARGV[2])`)
+var lease = script("lease")
 
 // Hold takes a lease for owner and keeps it alive until released. When someone
 // else holds it, release is nil and left says how long their lease has (at most ttl).
@@ -694,10 +650,7 @@ func (s *core) release(ctx context.Context, key, owner string) error {
 	return release.Run(ctx, s.r, []string{key}, owner).Err()
 }
 
-var release = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
+var release = script("release_lease")
 
 // Finish moves a job that has not ended to a terminal status with fields. It reports
 // whether it moved the job (see Update); a FirstWrite field that holds another value
@@ -765,40 +718,7 @@ type Pay struct {
 // when the lease is claimed and the call is to be searched by this engine: no stored
 // outcome, a job that runs, no fallback away from the engine. A tenant's budget that
 // refuses leaves the job's ledger as it found it.
-var startSearch = redis.NewScript(claimLua + reserveSpendLua + `
-local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '` + ledgerMark + `cap', '` + ledgerMark + `usd', ARGV[9])
-local l = claim(KEYS[2], ARGV[1], ARGV[2])
-local st, pay, cap, spent = j[1], '', 0, ''
-local live = st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled'
--- A chain's result is the call's outcome while its job runs; an ended job's search
--- has nothing to resume.
-if not j[4] and live then j[4] = j[10] end
-if ARGV[6] ~= '' and l == 0 and not j[4] and live and (not j[5] or j[5] == ARGV[8]) then
-  local price = tonumber(ARGV[7])
-  -- The tenant's part, on one Redis, for a job of this tenant outside a batch.
-  local function tenant()
-    if #KEYS < 4 or (j[3] and j[3] ~= '') or j[2] ~= ARGV[10] then return '' end
-    return reserveSpend(KEYS[3], KEYS[4], ARGV[11], price,
-      {tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])}, ARGV[16], ARGV[17])
-  end
-  if j[7] then
-    pay = 'again'
-    spent = tenant()
-  else
-    local c, usd = tonumber(j[8] or '-1'), tonumber(j[9] or '0')
-    if c >= 0 and usd + price > c then
-      pay, cap = 'over', c
-    else
-      spent = tenant()
-      if spent == '' or spent == 'ok' or spent == 'again' then
-        redis.call('HSET', KEYS[1], '` + ledgerMark + `usd', string.format('%d', usd + price), ARGV[6], price)
-        pay = 'ok'
-      end
-    end
-  end
-end
-return {j[4], j[5], j[6], j[1], j[2], j[3], l, pay, cap, spent}
-`)
+var startSearch = script("start_search")
 
 // StartSearch reads a call's stored result, its fallback state and its job's status
 // and tenant, and claims the call's lease for owner; with pay, it reserves the
@@ -872,18 +792,7 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 // its current status is one of ARGV[2..] (any, when none are given). KEYS[1] job.
 // Returns {status now, 1 if changed}; {"", 0} when the job record is gone (an expired
 // record is never recreated without its TTL).
-var setWebhookStatus = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {'', 0} end
-local cur = redis.call('HGET', KEYS[1], 'webhook') or ''
-if cur == ARGV[1] then return {cur, 0} end
-if #ARGV > 1 then
-  local ok = false
-  for i = 2, #ARGV do if cur == ARGV[i] then ok = true end end
-  if not ok then return {cur, 0} end
-end
-redis.call('HSET', KEYS[1], 'webhook', ARGV[1])
-return {ARGV[1], 1}
-`)
+var setWebhookStatus = script("set_webhook_status")
 
 // SetWebhookStatus moves a job's webhook status to "to" if it is now one of from (any
 // status when from is empty), atomically. It returns the status after the call and

@@ -10,10 +10,7 @@ import (
 
 // keepSecret stores a secret unless one is stored, and returns the stored one.
 // KEYS[1]; ARGV secret, ttl ms.
-var keepSecret = redis.NewScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return ARGV[1] end
-return redis.call('GET', KEYS[1])
-`)
+var keepSecret = script("keep_webhook_secret")
 
 // KeepWebhookSecret keeps the callback signing secret made for a job or batch (whose
 // tenant has none) for the store's retention, apart from the record, which must never

@@ -1,0 +1,24 @@
+
+-- An archived job (its record notes the archived bytes in 'cold') keeps only its
+-- short record, with its summary, in Redis (an earlier release kept the summary in
+-- a key of its own): 3 commands instead of a walk of every key.
+local cold = redis.call('HGET', KEYS[1], 'cold')
+if cold then
+  local n = tonumber(cold)
+  for _, x in ipairs(redis.call('HGETALL', KEYS[1])) do n = n + #x end
+  return n + redis.call('STRLEN', KEYS[#KEYS])
+end
+local n = 0
+for _, k in ipairs(KEYS) do
+  local t = redis.call('TYPE', k)['ok']
+  if t == 'hash' then
+    for _, f in ipairs(redis.call('HKEYS', k)) do
+      if k ~= KEYS[1] or not (string.find(f, '^o:') or string.find(f, '^fe:') or string.find(f, '^ft:') or string.find(f, '^i:')) then
+        n = n + #f + redis.call('HSTRLEN', k, f)
+      end
+    end
+  elseif t == 'string' then
+    n = n + redis.call('STRLEN', k)
+  end
+end
+return n

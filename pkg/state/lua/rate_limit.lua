@@ -1,0 +1,12 @@
+
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local emission = tonumber(ARGV[1])
+local tolerance = emission * (tonumber(ARGV[2]) - 1)
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local allow_at = tat - tolerance
+if now < allow_at then return math.ceil(allow_at - now) end
+local new_tat = tat + emission
+redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
+return 0

@@ -1,0 +1,6 @@
+
+local r = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
+if not r then return 0 end
+redis.call('HINCRBY', KEYS[1], 'usd', -tonumber(r))
+redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1], 'd:' .. ARGV[1])
+return 1

@@ -1,0 +1,4 @@
+
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], '$cap', ARGV[1])
+return 1

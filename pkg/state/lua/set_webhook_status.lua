@@ -1,0 +1,11 @@
+
+if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {'', 0} end
+local cur = redis.call('HGET', KEYS[1], 'webhook') or ''
+if cur == ARGV[1] then return {cur, 0} end
+if #ARGV > 1 then
+  local ok = false
+  for i = 2, #ARGV do if cur == ARGV[i] then ok = true end end
+  if not ok then return {cur, 0} end
+end
+redis.call('HSET', KEYS[1], 'webhook', ARGV[1])
+return {ARGV[1], 1}

@@ -1,0 +1,20 @@
+
+local function move(pu, pn, cu, cn)
+  if cu ~= pu then
+    redis.call('HINCRBY', KEYS[1], 'usd', cu - pu)
+    redis.call('HINCRBY', KEYS[2], 'usd', cu - pu)
+  end
+  if cn ~= pn then
+    redis.call('HINCRBY', KEYS[1], 'n', cn - pn)
+    redis.call('HINCRBY', KEYS[2], 'n', cn - pn)
+  end
+end
+
+local r = redis.call('HGET', KEYS[3], ARGV[1])
+if not r then return 0 end
+local sep = string.find(r, ':', 1, true)
+local pu, pn = tonumber(string.sub(r, 1, sep - 1)), tonumber(string.sub(r, sep + 1))
+local cu, cn = tonumber(ARGV[2]), tonumber(ARGV[3])
+move(pu, pn, cu, cn)
+redis.call('HSET', KEYS[3], ARGV[1], cu .. ':' .. cn)
+return 1
