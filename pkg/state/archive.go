@@ -332,18 +332,8 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2] its stored response, KEYS[3] (with a single Redis) its tenant's
-// spend per model of the day it ended; ARGV[1] the archived bytes, ARGV[2] the ms the
-// record has left (its retention from its creation), ARGV[3] how many arguments the
-// summary's fields take (n), ARGV[4] how many the spend per model takes (0, or
-// modelSpendArgs with KEYS[3]), ARGV[5..4+n] the summary's field/value pairs
-// (summaryFields), then the spend's (modelSpend.args, for countModelSpendLua), then
-// the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what is left
-// compactly (a hash keeps the encoding of its largest value). Returns {1, the micro-dollars the
-// job's spend ledger ($usd) held, 1 if it counted the spend per model} when it
-// trimmed, {0} when the job was trimmed already, {-1} when it has not ended (or is
-// gone). Counting the spend in the trim, which happens once, counts it exactly once.
+// trimJob drops an archived job's cold parts from Redis once, and counts its spend per
+// model. (lua/trim_job.lua)
 var trimJob = script("trim_job")
 
 // ArchiveJob moves an ended job's record to the archive and drops its cold parts

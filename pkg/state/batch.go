@@ -83,7 +83,7 @@ type Batch struct {
 }
 
 // Resolved reports whether every line that will ever have a job has an outcome: the
-// batch can be finalized. (The scripts' resolvedLua makes the same test.)
+// batch can be finalized. (count_line.lua and advance_cursor.lua make the same test.)
 func (b *Batch) Resolved() bool { return b.ExpandDone && b.Ended >= b.Expanded }
 
 // fields returns the hash fields of a new batch.
@@ -202,11 +202,8 @@ func (s *core) batchIndexHash(ctx context.Context, key string) (map[int]string, 
 	return out, nil
 }
 
-// countLine records how line ARGV[1] ended (ARGV[2], an outcome) once: the first
-// call counts it, every later one changes nothing. KEYS[1] batch, KEYS[2] done;
-// ARGV[3] now (ms). Returns {counted, resolved}; resolved is only reported by the
-// call that counted, so one finished job asks for finalization once. The done hash
-// expires with the batch record.
+// countLine records how a batch line ended, once: the first call counts it, every
+// later one changes nothing. (lua/count_line.lua)
 var countLine = script("count_line")
 
 // CountBatchLine records how line i of a batch ended (a Line* outcome) once: the
@@ -222,9 +219,9 @@ func (s *Batches) CountBatchLine(ctx context.Context, id string, i int, outcome 
 	return len(v) == 2 && v[1] == 1, nil
 }
 
-// advanceCursor records that lines below ARGV[1] are expanded and, when ARGV[2] is
-// "1", that expansion has stopped. A validating batch becomes in_progress. KEYS[1]
-// batch; ARGV[3] now (ms). Returns resolved (see resolvedLua).
+// advanceCursor records that a batch's lines below cursor are expanded and, when done
+// is "1", that expansion has stopped; a validating batch becomes in_progress.
+// (lua/advance_cursor.lua)
 var advanceCursor = script("advance_cursor")
 
 // AdvanceBatch moves a batch's expansion cursor to cursor (it never moves back) and,
@@ -243,7 +240,7 @@ func (s *Batches) AdvanceBatch(ctx context.Context, id string, cursor int, done 
 }
 
 // requestCancel moves a batch that has not ended (and is not finalizing) to
-// cancelling. KEYS[1] batch; ARGV[1] now (ms). Returns the status after.
+// cancelling. (lua/request_cancel.lua)
 var requestCancel = script("request_cancel")
 
 // CancelBatch moves a batch that is validating or in progress to cancelling, and
@@ -256,12 +253,7 @@ func (s *Batches) CancelBatch(ctx context.Context, id string) (string, error) {
 	return st, nil
 }
 
-// finishBatch gives a batch its final status unless it has one: ARGV[1] status,
-// ARGV[2] the timestamp field to set, ARGV[3] now (ms), ARGV[4] ttl (ms), then
-// field/value pairs. KEYS[1] batch, KEYS[2] done, KEYS[3] ids, KEYS[4] the batch's
-// recorded searches. Returns 1 if it moved the batch. The batch's keys then expire
-// after ttl; its recorded searches, which only its running jobs read (each job's own
-// record keeps what it was given), are deleted.
+// finishBatch gives a batch its final status unless it has one. (lua/finish_batch.lua)
 var finishBatch = script("finish_batch")
 
 // BatchEnd is what a batch ends with besides its status: its output and error files

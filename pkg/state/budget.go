@@ -23,15 +23,13 @@ type Reservation struct {
 	made bool
 }
 
-// reserveSpend runs reserveSpendLua: KEYS[1] day, KEYS[2] month (the day's calls are
-// the day's hash). ARGV[1] call; ARGV[2] price in micro-dollars; ARGV[3..6] limits;
-// ARGV[7] day TTL s; ARGV[8] month TTL s.
+// reserveSpend reserves one call's price against a tenant's day and month: every limit
+// is checked first, then all counters are raised together, so concurrent workers never
+// overshoot a budget. (lua/reserve_spend.lua)
 var reserveSpend = script("reserve_spend")
 
-// settleSpend moves a reservation to what the call really cost, adjusting the day and
-// month by the difference; settling again to the same cost changes nothing.
-// KEYS as reserveSpend; ARGV[1] call, ARGV[2] cost in micro-dollars, ARGV[3] searches.
-// Returns 0 when the call holds no reservation.
+// settleSpend moves a reservation in the tenant's day and month to what the call
+// really cost; settling again to the same cost changes nothing. (lua/settle_spend.lua)
 var settleSpend = script("settle_spend")
 
 // ReserveSpend reserves usd (one search) for call against tenant's budget in the
@@ -52,7 +50,7 @@ func (s *Ledger) ReserveSpend(ctx context.Context, tenant, call string, usd floa
 	return r, ex, nil
 }
 
-// spendCall is what reserveSpendLua takes for a tenant's budget in one period: the
+// spendCall is what reserve_spend.lua takes for a tenant's budget in one period: the
 // day's and the month's keys, and the limits and lifetimes (argv).
 type spendCall struct {
 	keys             []string
@@ -86,7 +84,7 @@ func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	}
 }
 
-// answer reads reserveSpendLua's answer v for call: the reservation, or the budget
+// answer reads reserve_spend.lua's answer v for call: the reservation, or the budget
 // that refused it; neither for an answer it does not know.
 func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservation, *Exhausted) {
 	switch v {

@@ -87,15 +87,8 @@ func splitJob(m map[string]string) (job, chain, searches map[string]string, othe
 }
 
 // saveOutcome stores a call's outcome and records a result under its address (the
-// first recorded stays), each when given, in a job that is there and not archived
-// (no hash is made without its TTL). KEYS[1] job; ARGV[1] outcome field (” none),
-// ARGV[2] outcome, ARGV[3] recorded field (” none), ARGV[4] result, ARGV[5] the
-// hop's count field and ARGV[6] the call's place field, or ” for an outcome that is
-// the call's own state (a direct search's: it is overwritten). With them, the
-// outcome is the chain's result of the call (ARGV[1] its result field): the first
-// stored stays, and it is counted among its hop's results, its place beside it, in
-// the same HSET (RecordAndLoad then writes nothing). Returns 1 when the job is there,
-// else 0.
+// first recorded stays), each when given, in a job that is there and not archived (no
+// hash is made without its TTL). (lua/save_outcome.lua)
 var saveOutcome = script("save_outcome")
 
 // Recording is a result to record under a job's content address (see RecordSearch)

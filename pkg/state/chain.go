@@ -195,20 +195,7 @@ func (s *core) step(jm map[string]string) (*Step, error) {
 
 // recordResult stores a call's result once, counts it and notes its place among its
 // hop's results; the result whose place completes the hop claims the next hop's lease
-// for the caller. A result the search worker stored already (SaveSearchResult, which
-// counts it and notes its place) is not written again. KEYS[1] job, KEYS[2] lease of
-// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms, '1' to
-// read the job back, place field. Returns {place, expected, lease[, hash]} where
-// expected is -1 before dispatch and lease is -1 (not tried), 0 (held) or the ms
-// another holder has left; a result stored without its place (by an earlier release)
-// takes the hop's count as its place. What decides (the job is there and not
-// archived, the counts, whether the result is stored and its place) is read by one
-// command: an HMGET of those fields, or, for a caller that reads the job back
-// (RecordAndLoad), an HGETALL of the whole hash, which the reply then carries as it
-// stands after the write (hash: field, value, ...). One HSET writes the result with
-// its count and place; none, when it is stored. Nothing is written for a job that is
-// gone (no hash is made without its TTL) or archived already (ArchiveJob): {0, -1,
-// -1} with the hash as read.
+// for the caller. (lua/record_result.lua)
 var recordResult = script("record_result")
 
 func (s *core) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration, load bool) ([]string, []any) {
@@ -266,13 +253,7 @@ func (s *Chains) RecordResult(ctx context.Context, id string, h int, call string
 }
 
 // saveTurn stores hop h's model answer unless one is stored and returns the stored
-// answer. On the first hop (ARGV[3] '1') it also sets the chain's flags (a later
-// answer's, when the turn was stored already) and moves a queued job to running, in
-// the same HSET: later hops change neither (their flags are
-// the ones loaded, and a job is queued only before its first answer), so they pay for
-// the turn alone. A job that is gone gets nothing written (no hash is made without
-// its TTL): the answer is returned as if stored, and the step finds the job gone.
-// KEYS[1] job; ARGV turn field, turn, first hop, sticky, gp, now ms.
+// answer. (lua/save_turn.lua)
 var saveTurn = script("save_turn")
 
 // SaveTurn stores the model's answer for hop h unless one is stored already, and
@@ -297,9 +278,8 @@ func flag(v bool) string {
 
 // recordDispatch writes a hop's calls and expected count once, adds its searches to
 // the job's counter only the first time, marks the chain sticky, and returns the job's
-// status; a job that has ended (or is gone) gets nothing written. One HMGET reads
-// what decides, one HSET writes. KEYS[1] job; ARGV calls field, calls, expected
-// field, n, searches field, searches, sticky field.
+// status; a job that has ended (or is gone) gets nothing written.
+// (lua/record_dispatch.lua)
 var recordDispatch = script("record_dispatch")
 
 // SaveCalls records the calls of hop h (once): their JSON, how many results the hop
@@ -314,14 +294,8 @@ func (s *Chains) SaveCalls(ctx context.Context, id string, h int, calls []byte, 
 	return Status(st), nil
 }
 
-// saveTurnCalls stores a hop's model answer and its dispatched calls in one script:
-// saveTurn's writes, then recordDispatch's, in one HSET. An answer stored already
-// that is not this one (another worker's) is returned and nothing is written: the
-// caller plans again from it. A job that has ended gets the answer (it is paid for)
-// and the hop-0 flags, not the calls; one that is gone gets nothing. KEYS[1] job;
-// ARGV turn field, turn, first hop, sticky, gp, now ms, calls field, calls, expected
-// field, n, searches. Returns {status, stored turn} (status ” for a job that is
-// gone).
+// saveTurnCalls stores a hop's model answer and its dispatched calls: save_turn.lua's
+// writes, then record_dispatch.lua's, in one HSET. (lua/save_turn_calls.lua)
 var saveTurnCalls = script("save_turn_calls")
 
 // SaveTurnAndCalls stores hop h's model answer (as SaveTurn) and the calls

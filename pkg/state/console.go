@@ -149,9 +149,7 @@ func (s *core) earlierSummaries(ctx context.Context, js []*Job) error {
 }
 
 // countSpend marks a job record as counted in the per-model spend ledger and reads,
-// the first time, what its spend ledger holds. KEYS[1] job (its ledger in its hash).
-// Returns {1, micro-dollars} the first time, {0} after, {-1} when the record is gone
-// (no hash is made without its TTL).
+// the first time, what its spend ledger holds. (lua/count_spend.lua)
 var countSpend = script("count_spend")
 
 // RecordModelSpend counts an ended job in its tenant's spend per day (the day it
@@ -222,14 +220,14 @@ func (s *core) modelSpendOfHash(m map[string]string) modelSpend {
 // modelSpendTTL is the lifetime a day's spend per model is given.
 const modelSpendTTL = ModelSpendDays*24*time.Hour + refreshEvery
 
-// countModelSpendScript runs countModelSpendLua: KEYS[1] the day's spend per model,
-// ARGV[1] what the job's ledger held, ARGV[2..7] modelSpend.args.
+// countModelSpendScript adds an ended job to its tenant's spend per model of a day.
+// (lua/count_model_spend.lua)
 var countModelSpendScript = script("count_model_spend")
 
 // modelSpendArgs is how many arguments modelSpend.args gives.
 const modelSpendArgs = 6
 
-// args are what countModelSpendLua reads of ms (its a): with expire, the day's TTL.
+// args are what count_model_spend.lua reads of ms (its ARGV[2..7]): with expire, the day's TTL.
 func (ms modelSpend) args(expire bool) []any {
 	ttl := int64(0)
 	if expire {

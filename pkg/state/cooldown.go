@@ -20,8 +20,7 @@ var (
 	_ provider.Cooldowns = ModelKeyCooldowns{}
 )
 
-// coolDown rests a key: KEYS[1] the key's cooldown; ARGV[1] reason; ARGV[2] ms. A
-// longer rest already running is kept. Returns 1 when the key was usable before.
+// coolDown rests a key; a longer rest already running is kept. (lua/cool_down.lua)
 var coolDown = script("cool_down")
 
 // CoolDown rests the key fp of engine for d because of reason, never shortening a

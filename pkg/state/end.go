@@ -10,8 +10,7 @@ import (
 )
 
 // settle overwrites a job's status with a terminal one (the event stream's record of
-// how the job ended), keeping its other fields. KEYS[1] job; ARGV now ms, status,
-// error JSON or "". Returns 0 when the job record is gone.
+// how the job ended), keeping its other fields. (lua/settle_status.lua)
 var settle = script("settle_status")
 
 // Settle makes a job's status the terminal status the event stream recorded for it:

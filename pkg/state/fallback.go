@@ -12,11 +12,9 @@ type Fallback struct {
 	Tried  []byte
 }
 
-// handOff moves a call to another engine if it is still with ARGV[1] (or has never
-// moved): KEYS[1] the job, whose hash keeps the call's fallback state (calls.go);
-// ARGV[1] from, ARGV[2] to, ARGV[3] tried, ARGV[4] the engine field, ARGV[5] the tried
-// field. Returns {engine, tried} as they stand after the call; nothing is kept for a
-// job that is gone (no hash is made without its TTL).
+// handOff moves a call to another engine if it is still with from (or has never
+// moved); nothing is kept for a job that is gone (no hash is made without its TTL).
+// (lua/hand_off.lua)
 var handOff = script("hand_off")
 
 // HandOff records that engine from failed a call and that engine to runs it now,

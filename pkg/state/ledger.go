@@ -19,30 +19,35 @@ import (
 // same fields unmarked.
 const ledgerMark = "$"
 
-// reserveJobCap is reserveCap over a job's ledger in its hash: one HMGET reads the
-// job's batch with the ledger, one HSET writes. Nothing is written for a job that is
-// gone (no hash is made without its TTL): {'ok', ”, 0}. KEYS[1] job; ARGV[1] call,
-// ARGV[2] price.
+// reserveJobCap reserves a call's price against the ledger in its job's hash: one
+// HMGET reads the job's batch with the ledger, one HSET writes.
+// (lua/reserve_job_cap.lua)
 var reserveJobCap = script("reserve_job_cap")
 
-// reserveCap reserves a call's price against a capped ledger. KEYS[1] ledger;
-// KEYS[2], optional, the job record, whose batch is returned. ARGV[1] call, ARGV[2]
-// price (micro-dollars), ARGV[3] TTL ms. Returns {'ok'|'again'|'over', batch, cap}.
+// reserveCap reserves a call's price against a capped ledger. (lua/reserve_cap.lua)
 var reserveCap = script("reserve_cap")
 
 var (
-	settleCap    = script("settle_cap")
+	// settleCap moves a call's reservation in a ledger to its real cost.
+	// (lua/settle_cap.lua)
+	settleCap = script("settle_cap")
+	// jobSettleCap moves a call's reservation in the ledger in a job's hash to its real
+	// cost. (lua/job_settle_cap.lua)
 	jobSettleCap = script("job_settle_cap")
 )
 
 var (
-	recordCap    = script("record_cap")
+	// recordCap counts a call paid without a reservation (a model turn) against a capped
+	// ledger, once: a call already counted changes nothing. (lua/record_cap.lua)
+	recordCap = script("record_cap")
+	// jobRecordCap counts a call paid without a reservation (a model turn) against the
+	// ledger in a job's hash, once: a call already counted changes nothing.
+	// (lua/job_record_cap.lua)
 	jobRecordCap = script("job_record_cap")
 )
 
-// recordSpend counts a paid call against the tenant's day and month once, in
-// dollars only (a model turn is not a search). KEYS as reserveSpend; ARGV[1] call,
-// ARGV[2] cost in micro-dollars, ARGV[3] day TTL s, ARGV[4] month TTL s.
+// recordSpend counts a paid call against the tenant's day and month once, in dollars
+// only (a model turn is not a search). (lua/record_spend.lua)
 var recordSpend = script("record_spend")
 
 // setSpendCap caps a batch's ledger at usd; setting it again is harmless. ttl is the
@@ -59,8 +64,8 @@ func (s *core) setSpendCap(ctx context.Context, ledger string, usd float64, ttl 
 	return nil
 }
 
-// setJobCap caps the ledger in a job's hash (KEYS[1]) at ARGV[1] micro-dollars, if
-// the job is there (no hash is made without its TTL).
+// setJobCap caps the ledger in a job's hash, if the job is there (no hash is made
+// without its TTL). (lua/set_job_cap.lua)
 var setJobCap = script("set_job_cap")
 
 // ledgerSpend reads a ledger's spend and cap (0: none); mark is its fields' mark

@@ -22,15 +22,9 @@ const (
 	LeaseBatches   = "batches"
 )
 
-// acquire takes a lease if fewer than limit live ones are held. KEYS[1] the
-// semaphore; ARGV[1] lease id; ARGV[2] limit; ARGV[3] lease ms; ARGV[4] now (ms).
-// Taking a lease the caller holds already renews it. Returns 1 when taken, else 0.
-//
-// It runs on every admission, so it does the least work it can (3 commands when the
-// semaphore has room): expired leases are swept only when they could stand in the
-// way (the semaphore looks full), and the key's lifetime, which must outlast its
-// longest lease, is pushed out only when this lease would outlive it, with slack so
-// that renewing leases of one length rarely pushes it again.
+// acquire takes one of a tenant's limited leases of a kind, if fewer than limit live
+// ones are held; taking a lease the caller holds already renews it.
+// (lua/acquire_lease.lua)
 var acquire = script("acquire_lease")
 
 // AcquireLease takes tenant's lease id of kind for ttl if fewer than limit are held

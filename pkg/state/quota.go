@@ -22,18 +22,16 @@ import (
 // its real size is known: room for its answer, trace and chain (64 KiB).
 const RecordAllowance = 64 << 10
 
-// chargeRecord sets a record's bytes in its tenant's ledger. KEYS as quotaSweep;
-// ARGV[1] record, ARGV[2] bytes, ARGV[3] expiry (ms), ARGV[4] limit (-1: none),
-// ARGV[5] "1" to charge whatever the limit (the bytes are written already). A record
-// that grows is refused when the growth does not fit; one that shrinks always fits.
-// Returns {1 charged | 0 refused, used bytes, first expiry ms}.
+// chargeRecord sets a record's bytes in its tenant's storage ledger, after giving back
+// the tenant's records past their expiry. (lua/charge_record.lua)
 var chargeRecord = script("charge_record")
 
-// releaseRecord gives a deleted record's bytes back. KEYS as quotaSweep; ARGV[1]
-// record. Returns the used bytes.
+// releaseRecord gives a deleted record's bytes back, after giving back the tenant's
+// records past their expiry. (lua/release_record.lua)
 var releaseRecord = script("release_record")
 
-// storageUsed sweeps and reads a tenant's used bytes and its records' count.
+// storageUsed gives back a tenant's records past their expiry and reads its used bytes
+// and its records' count. (lua/storage_used.lua)
 var storageUsed = script("storage_used")
 
 // Storage is a tenant's storage quota as it stands.
@@ -93,11 +91,7 @@ func (s *Ledger) StorageOf(ctx context.Context, tenant string) (Storage, error) 
 }
 
 // jobFootprint sums the bytes (field names and values) of a job's hashes, and the
-// archived bytes the job record notes (field "cold"). KEYS are the hashes, the job
-// record first, the summary key of a job an earlier release archived last (an
-// archived job's summary is a part of its record now). The calls' outcomes and fallback state in the
-// job's hash (calls.go) are not counted: an outcome repeats a result the chain keeps,
-// and neither is kept past the job.
+// archived bytes the job record notes (field "cold"). (lua/job_footprint.lua)
 var jobFootprint = script("job_footprint")
 
 // JobFootprint is what a job keeps for the retention period, in bytes: its record

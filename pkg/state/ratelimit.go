@@ -6,10 +6,8 @@ import (
 	"time"
 )
 
-// gcra is the generic cell rate algorithm: one key per limiter holding the theoretical
-// arrival time, so the limit is shared by every search worker and costs one round trip.
-// KEYS[1] limiter; ARGV[1] ms per request; ARGV[2] burst. Returns 0 when allowed, else
-// the ms to wait.
+// gcra takes one request from a limiter shared by every worker (the generic cell rate
+// algorithm: the key holds the theoretical arrival time). (lua/rate_limit.lua)
 var gcra = script("rate_limit")
 
 // Allow takes one request from engine's limit of perSecond requests with the given

@@ -236,8 +236,7 @@ func NewID(prefix string) string {
 	return prefix + idEncoding.EncodeToString(b[:])
 }
 
-// createJob writes a job record unless the id exists. KEYS[1] job; ARGV[1] ttl ms;
-// then field/value pairs. Returns 1 if it wrote.
+// createJob writes a job record unless the id exists. (lua/create_job.lua)
 var createJob = script("create_job")
 
 // CreateJob stores a new job record (status queued) and registers its deadline, in
@@ -432,15 +431,7 @@ func (s *Jobs) JobStatus(ctx context.Context, id string) (Status, error) {
 	return Status(v), nil
 }
 
-// setIfLive sets fields of a job unless it has ended. KEYS[1] job; ARGV[1] now (ms);
-// ARGV[2] new status or "" to keep; ARGV[3] a field written only where it holds
-// nothing (a hop's model answer, FirstWrite; "" none) and ARGV[4] its value; ARGV[5]
-// n, the number of fields to read back (0: none), and ARGV[6..5+n] those fields, the
-// first the one that asks for them (fieldIngress: FinishRecord); then field/value
-// pairs. Returns 1 if it wrote, 0 when the job has ended, -1 when it is gone, 2 when
-// ARGV[3] holds another value (nothing is written then); a write whose first read-back
-// field holds a value returns {1, the n fields as they were before the write}. The
-// read-back fields are read by the HMGET that reads the status: no command more.
+// setIfLive sets fields of a job unless it has ended. (lua/update_live_job.lua)
 var setIfLive = script("update_live_job")
 
 // FirstWrite is a field value Update and Finish write only where the field holds
@@ -576,7 +567,8 @@ func (s *core) lease(ctx context.Context, key, owner string, ttl time.Duration) 
 	return false, time.Duration(v) * time.Millisecond, nil
 }
 
-// lease claims KEYS[1] for ARGV[1] for ARGV[2] ms (see claimLua).
+// lease claims a lease: a free one is taken with one SET NX; a renewal by its holder,
+// or a claim racing another holder, reads the holder first. (lua/lease.lua)
 var lease = script("lease")
 
 // Hold takes a lease for owner and keeps it alive until released. When someone
@@ -650,6 +642,8 @@ func (s *core) release(ctx context.Context, key, owner string) error {
 	return release.Run(ctx, s.r, []string{key}, owner).Err()
 }
 
+// release frees a lease held by owner; one held by another is left alone.
+// (lua/release_lease.lua)
 var release = script("release_lease")
 
 // Finish moves a job that has not ended to a terminal status with fields. It reports
@@ -702,22 +696,8 @@ type Pay struct {
 	Now    time.Time
 }
 
-// startSearch reads what a search worker needs before searching and claims the
-// call's lease, in one script: KEYS[1] the job, KEYS[2] the call's lease; ARGV[1]
-// owner, ARGV[2] lease ms, ARGV[3..5] the call's outcome, fallback engine and tried
-// fields (calls.go); to pay (Pay), ARGV[6] the call's ledger field (” none), ARGV[7]
-// its price (micro-dollars), ARGV[8] its engine; ARGV[9] the call's result field (a
-// chain's call stores its outcome there, SaveSearchResult: it is read while the job
-// runs); for the tenant's part as well, KEYS[3] its day and KEYS[4] its month
-// (spendArgs), ARGV[10] the tenant, ARGV[11] the call as the tenant's ledger names
-// it, ARGV[12..17] its limits and lifetimes. Returns {outcome or false, fallback
-// engine, tried, status, tenant, batch, lease, pay, cap, tenant's} with lease as in
-// claimLua, pay ” (not reserved), 'ok', 'again' (reserved before) or 'over' (the
-// job's cap, in micro-dollars, refused it), and the tenant's part ” (not tried here)
-// or reserveSpendLua's answer. The price is reserved (one HSET beside the read) only
-// when the lease is claimed and the call is to be searched by this engine: no stored
-// outcome, a job that runs, no fallback away from the engine. A tenant's budget that
-// refuses leaves the job's ledger as it found it.
+// startSearch reads what a search worker needs before searching and claims the call's
+// lease. (lua/start_search.lua)
 var startSearch = script("start_search")
 
 // StartSearch reads a call's stored result, its fallback state and its job's status
@@ -788,10 +768,9 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 	return st, nil
 }
 
-// setWebhookStatus moves a job's webhook status (hash field "webhook") to ARGV[1] if
-// its current status is one of ARGV[2..] (any, when none are given). KEYS[1] job.
-// Returns {status now, 1 if changed}; {"", 0} when the job record is gone (an expired
-// record is never recreated without its TTL).
+// setWebhookStatus moves a job's webhook status (hash field "webhook") to status if
+// its current one is one of from (any, when none is given).
+// (lua/set_webhook_status.lua)
 var setWebhookStatus = script("set_webhook_status")
 
 // SetWebhookStatus moves a job's webhook status to "to" if it is now one of from (any

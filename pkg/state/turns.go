@@ -18,31 +18,38 @@ import (
 // reservation of the day gives it back. In the tenant's day ledger (SpendCalls) a
 // reservation not yet settled is held as "micros:searches:p".
 
+// jobReserveTurnCap reserves a turn's price against the ledger in its job's hash and
+// notes the tenant's day it is reserved in. (lua/job_reserve_turn_cap.lua)
 var jobReserveTurnCap = script("job_reserve_turn_cap")
 
 var (
-	settleTurnCap    = script("settle_turn_cap")
+	// settleTurnCap moves a turn's entry in a ledger to its cost, recording it when the
+	// ledger has none (a reservation given back); settling again to the same cost changes
+	// nothing. (lua/settle_turn_cap.lua)
+	settleTurnCap = script("settle_turn_cap")
+	// jobSettleTurnCap moves a turn's entry in the ledger in a job's hash to its cost,
+	// recording it when the ledger has none (a reservation given back); settling again to
+	// the same cost changes nothing. (lua/job_settle_turn_cap.lua)
 	jobSettleTurnCap = script("job_settle_turn_cap")
 )
 
 var (
-	releaseTurnCap    = script("release_turn_cap")
+	// releaseTurnCap gives a refused turn's reservation back to a ledger.
+	// (lua/release_turn_cap.lua)
+	releaseTurnCap = script("release_turn_cap")
+	// jobReleaseTurnCap gives a refused turn's reservation back to the ledger in a job's
+	// hash. (lua/job_release_turn_cap.lua)
 	jobReleaseTurnCap = script("job_release_turn_cap")
 )
 
-// reserveTurnSpend reserves a turn's worst case against the tenant's day and month.
-// KEYS[1] day, KEYS[2] month, KEYS[3] the day's calls, KEYS[4] the day's pending
-// reservations. ARGV[1] call, ARGV[2] price (micro-dollars), ARGV[3] searches (the
-// native searches the turn may run), ARGV[4..7] limits as reserveSpend, ARGV[8] day
-// TTL s, ARGV[9] month TTL s, ARGV[10] reservation TTL ms. Returns 'ok', 'again' or
-// the budget that refused.
+// reserveTurnSpend reserves a turn's worst case against the tenant's day and month,
+// after giving back the day's lapsed turn reservations (at most 64 a call).
+// (lua/reserve_turn_spend.lua)
 var reserveTurnSpend = script("reserve_turn_spend")
 
 // settleTurnSpend sets a turn's cost in the tenant's day and month: a reservation is
-// moved to the cost, a turn with none (its reservation lapsed, or never made) is
-// recorded; settling again to the same cost changes nothing. KEYS as
-// reserveTurnSpend; ARGV[1] call, ARGV[2] cost, ARGV[3] searches, ARGV[4] day TTL s,
-// ARGV[5] month TTL s. Returns 1 when the cost is new to the ledger.
+// moved to the cost, a turn with none (it lapsed, or was never made) is recorded;
+// settling again to the same cost changes nothing. (lua/settle_turn_spend.lua)
 var settleTurnSpend = script("settle_turn_spend")
 
 // turnKeys are the tenant's day ledger keys of day (and its month).

@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// keepSecret stores a secret unless one is stored, and returns the stored one.
-// KEYS[1]; ARGV secret, ttl ms.
+// keepSecret stores a webhook secret unless one is stored.
+// (lua/keep_webhook_secret.lua)
 var keepSecret = script("keep_webhook_secret")
 
 // KeepWebhookSecret keeps the callback signing secret made for a job or batch (whose

@@ -1,3 +1,13 @@
+-- Takes one of a tenant's limited leases of a kind, if fewer than limit live ones
+-- are held; taking a lease the caller holds already renews it. Expired leases are
+-- swept only when the semaphore looks full, and the key's lifetime is pushed out
+-- only when this lease would outlive it.
+-- KEYS[1] semaphore  the tenant's leases of the kind (a sorted set by expiry)
+-- ARGV[1] id         the lease
+-- ARGV[2] limit      how many may be held
+-- ARGV[3] ttl        the lease's lifetime, ms
+-- ARGV[4] now        ms
+-- Returns 1 when taken, else 0.
 
 local now, ms = tonumber(ARGV[4]), tonumber(ARGV[3])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then

@@ -1,3 +1,11 @@
+-- Records that a batch's lines below cursor are expanded and, when done is "1",
+-- that expansion has stopped; a validating batch becomes in_progress. When every
+-- line with a job has an outcome, an in-progress batch moves to finalizing.
+-- KEYS[1] batch   the batch record
+-- ARGV[1] cursor  lines below it are expanded
+-- ARGV[2] done    "1" when expansion has stopped
+-- ARGV[3] now     ms
+-- Returns 1 when this call resolved the batch (the caller finalizes it), else 0.
 
 local function resolved(now)
   if redis.call('HGET', KEYS[1], 'expand_done') ~= '1' then return 0 end

@@ -1,3 +1,14 @@
+-- Sets a record's bytes in its tenant's storage ledger, after giving back the
+-- tenant's records past their expiry. A record that grows is refused when the growth
+-- does not fit; one that shrinks always fits.
+-- KEYS[1] ledger    the tenant's storage ledger (hash: used, b:<record>)
+-- KEYS[2] expiries  the tenant's records by expiry (sorted set)
+-- ARGV[1] record    the record's id
+-- ARGV[2] bytes     its size
+-- ARGV[3] expires   its expiry, ms
+-- ARGV[4] limit     the tenant's bytes (-1: none)
+-- ARGV[5] force     "1" to charge whatever the limit (the bytes are written already)
+-- Returns {1 charged | 0 refused, used bytes, first expiry ms}.
 
 local head -- the earliest expiry, as sweep left it (nil: no records)
 local function sweep()

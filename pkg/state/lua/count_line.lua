@@ -1,3 +1,13 @@
+-- Records how a batch line ended, once: the first call counts it, every later one
+-- changes nothing. When every line with a job has an outcome, an in-progress batch
+-- moves to finalizing. The done hash expires with the batch record.
+-- KEYS[1] batch    the batch record
+-- KEYS[2] done     the lines' outcomes (hash: line -> outcome)
+-- ARGV[1] line     the line's index
+-- ARGV[2] outcome  how it ended
+-- ARGV[3] now      ms
+-- Returns {counted, resolved}; only the call that counted reports resolved, so one
+-- finished job asks for finalization once.
 
 local function resolved(now)
   if redis.call('HGET', KEYS[1], 'expand_done') ~= '1' then return 0 end

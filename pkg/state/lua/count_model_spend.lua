@@ -1,3 +1,15 @@
+-- Adds an ended job to its tenant's spend per model of a day. A count of 0 is not
+-- written; a job that raises one field pays one HINCRBY, one that raises more one
+-- HMGET and one HSET.
+-- KEYS[1] day       the tenant's spend per model of the day
+-- ARGV[1] spent     what the job's spend ledger held, micro-dollars (its usage's cost
+--                   counts when that is 0)
+-- ARGV[2] usd       the model's usd field
+-- ARGV[3] jobs      the model's jobs field
+-- ARGV[4] searches  the model's searches field
+-- ARGV[5] n         the job's searches
+-- ARGV[6] usage     the usage's micro-dollars
+-- ARGV[7] ttl       the day's TTL in seconds, 0: not now
 
 local function countModelSpend(key, spent, a)
   local usd, searches = tonumber(spent), tonumber(a[4])

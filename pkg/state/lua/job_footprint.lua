@@ -1,3 +1,8 @@
+-- Sums the bytes (field names and values) of a job's hashes, and the archived bytes
+-- the job record notes (field "cold"). The calls' outcomes and fallback state are not
+-- counted: an outcome repeats a result the chain keeps, and neither outlives the job.
+-- KEYS[1..] hashes  the job's hashes, its record first
+-- Returns the bytes.
 
 -- An archived job (its record notes the archived bytes in 'cold') keeps only its
 -- short record, with its summary, in Redis (an earlier release kept the summary in

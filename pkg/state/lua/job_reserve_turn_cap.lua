@@ -1,3 +1,12 @@
+-- Reserves a turn's price against the ledger in its job's hash and notes the
+-- tenant's day it is reserved in. A ledger without a TTL gets ttl.
+-- KEYS[1] ledger  the job's hash (ledger fields $usd, $cap, $r:<call>, $d:<call>)
+-- KEYS[2] job     the job record, whose batch is returned
+-- ARGV[1] call    the turn
+-- ARGV[2] price   micro-dollars
+-- ARGV[3] ttl     ms
+-- ARGV[4] day     the tenant's day
+-- Returns {'ok'|'again'|'over', batch, cap, day}.
 
 local function keep(key, ttl)
   if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, ttl) end

@@ -1,3 +1,9 @@
+-- Takes one request from a limiter shared by every worker (the generic cell rate
+-- algorithm: the key holds the theoretical arrival time).
+-- KEYS[1] limiter  the limiter
+-- ARGV[1] period   ms per request
+-- ARGV[2] burst    requests that may go at once
+-- Returns 0 when allowed, else the ms to wait.
 
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)

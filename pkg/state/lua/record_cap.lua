@@ -1,3 +1,12 @@
+-- Counts a call paid without a reservation (a model turn) against a capped
+-- ledger, once: a call already counted changes nothing. A ledger without a TTL gets
+-- ttl; one created with its owner's TTL keeps it.
+-- KEYS[1] ledger  the ledger (hash: usd, cap, r:<call>)
+-- KEYS[2] job     optional, the job record, whose batch is returned
+-- ARGV[1] call    the call
+-- ARGV[2] price   micro-dollars
+-- ARGV[3] ttl     ms
+-- Returns {1 recorded now | 0 already, batch}.
 
 local function keep(key, ttl)
   if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, ttl) end

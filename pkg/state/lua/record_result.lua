@@ -1,3 +1,22 @@
+-- Stores a call's result once, counts it and notes its place among its hop's
+-- results; the result whose place completes the hop claims the next hop's lease for
+-- the caller. A result the search worker stored already (with its count and place)
+-- is not written again. What decides is read by one HMGET, or, for a caller that
+-- reads the job back, one HGETALL, which the reply carries as it stands after the
+-- write. Nothing is written for a job that is gone or archived.
+-- KEYS[1] job            the job's hash
+-- KEYS[2] lease          the lease of hop h+1
+-- ARGV[1] resultfield    the call's result field
+-- ARGV[2] countfield     the hop's count field
+-- ARGV[3] expectedfield  the hop's expected-count field
+-- ARGV[4] result         the result
+-- ARGV[5] owner          who claims the next hop
+-- ARGV[6] ttl            the lease, ms
+-- ARGV[7] load           '1' to read the job back
+-- ARGV[8] placefield     the call's place field
+-- Returns {place, expected, lease[, hash field, value, ...]}: expected is -1 before
+-- dispatch; lease is -1 (not tried), 0 (held) or the ms another holder has left; a
+-- job gone or archived gets {0, -1, -1} with the hash as read.
 
 local function claim(key, owner, ttl)
   if redis.call('SET', key, owner, 'NX', 'PX', ttl) then return 0 end

@@ -1,3 +1,9 @@
+-- Gives a deleted record's bytes back, after giving back the tenant's records past
+-- their expiry.
+-- KEYS[1] ledger    the tenant's storage ledger (hash: used, b:<record>)
+-- KEYS[2] expiries  the tenant's records by expiry (sorted set)
+-- ARGV[1] record    the record's id
+-- Returns the used bytes.
 
 local head -- the earliest expiry, as sweep left it (nil: no records)
 local function sweep()

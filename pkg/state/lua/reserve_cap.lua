@@ -1,3 +1,10 @@
+-- Reserves a call's price against a capped ledger. A ledger without a TTL gets ttl.
+-- KEYS[1] ledger  the ledger (hash: usd, cap, r:<call>)
+-- KEYS[2] job     optional, the job record, whose batch is returned
+-- ARGV[1] call    the call
+-- ARGV[2] price   micro-dollars
+-- ARGV[3] ttl     ms
+-- Returns {'ok'|'again'|'over', batch, cap}.
 
 local batch = ''
 if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end

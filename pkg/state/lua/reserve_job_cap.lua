@@ -1,3 +1,10 @@
+-- Reserves a call's price against the ledger in its job's hash: one HMGET reads the
+-- job's batch with the ledger, one HSET writes. Nothing is written for a job that is
+-- gone (no hash is made without its TTL): {'ok', '', 0}.
+-- KEYS[1] job    the job's hash (ledger fields $usd, $cap, $r:<call>)
+-- ARGV[1] call   the call
+-- ARGV[2] price  micro-dollars
+-- Returns {'ok'|'again'|'over', batch, cap}.
 
 local f = '$r:' .. ARGV[1]
 local v = redis.call('HMGET', KEYS[1], 'id', 'batch', f, '$cap', '$usd')

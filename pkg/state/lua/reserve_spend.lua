@@ -1,3 +1,19 @@
+-- Reserves one call's price against a tenant's day and month: every limit is
+-- checked first, then all counters are raised together, so concurrent workers never
+-- overshoot a budget. A call that holds a reservation already (a redelivery)
+-- reserves nothing more. The call's entry lives in the day's hash; a period's
+-- counters get their lifetime when this call made them.
+-- KEYS[1] day    the tenant's day (its calls are in it)
+-- KEYS[2] month  the tenant's month
+-- ARGV[1] call   the call
+-- ARGV[2] price  micro-dollars
+-- ARGV[3] dayusd      limit, micro-dollars a day (-1: none)
+-- ARGV[4] daysearches limit, searches a day (-1: none)
+-- ARGV[5] monthusd    limit, micro-dollars a month (-1: none)
+-- ARGV[6] monthsearches limit, searches a month (-1: none)
+-- ARGV[7] dayttl    s
+-- ARGV[8] monthttl  s
+-- Returns 'ok', 'again' (reserved already) or the name of the budget that refused.
 
 local function reserveSpend(dk, mk, call, price, lim, dttl, mttl)
   local d = redis.call('HMGET', dk, 'usd', 'n', call)

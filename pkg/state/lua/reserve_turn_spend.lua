@@ -1,3 +1,17 @@
+-- Reserves a turn's worst case against the tenant's day and month, after giving
+-- back the day's lapsed turn reservations (at most 64 a call).
+-- KEYS[1] day      the tenant's day
+-- KEYS[2] month    the tenant's month
+-- KEYS[3] calls    the day's calls
+-- KEYS[4] pending  the day's pending reservations (sorted set by expiry)
+-- ARGV[1] call     the turn
+-- ARGV[2] price    micro-dollars
+-- ARGV[3] searches the native searches the turn may run
+-- ARGV[4..7] limits as reserve_spend.lua's ARGV[3..6]
+-- ARGV[8] dayttl    s
+-- ARGV[9] monthttl  s
+-- ARGV[10] ttl      the reservation's lifetime, ms
+-- Returns 'ok', 'again' or the name of the budget that refused.
 
 local function parse(v)
   local p, n, pend = string.match(v, '^(-?%d+):(%d+)(:?p?)$')

@@ -1,3 +1,12 @@
+-- Moves a reservation in the tenant's day and month to what the call really cost;
+-- settling again to the same cost changes nothing.
+-- KEYS[1] day       the tenant's day (its calls are in it)
+-- KEYS[2] month     the tenant's month
+-- KEYS[3] calls     the day's calls (the day's own hash, Keys.SpendCalls)
+-- ARGV[1] call      the call
+-- ARGV[2] cost      micro-dollars
+-- ARGV[3] searches  the searches it ran
+-- Returns 0 when the call holds no reservation, else 1.
 
 local function move(pu, pn, cu, cn)
   if cu ~= pu then

@@ -1,3 +1,13 @@
+-- Moves a turn's entry in a ledger to its cost, recording it when the ledger has
+-- none (a reservation given back); settling again to the same cost changes nothing.
+-- A ledger without a TTL gets ttl.
+-- KEYS[1] ledger  the ledger (hash: usd, r:<call>, d:<call>)
+-- KEYS[2] job     optional, the job record, whose batch is returned
+-- ARGV[1] call    the turn
+-- ARGV[2] cost    micro-dollars
+-- ARGV[3] ttl     ms
+-- ARGV[4] today   the tenant's day now
+-- Returns {batch, day}: the job's batch and the day the turn was reserved in.
 
 local function keep(key, ttl)
   if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, ttl) end

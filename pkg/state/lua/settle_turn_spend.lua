@@ -1,3 +1,14 @@
+-- Sets a turn's cost in the tenant's day and month: a reservation is moved to the
+-- cost, a turn with none (it lapsed, or was never made) is recorded; settling again
+-- to the same cost changes nothing. Lapsed reservations of the day are given back
+-- first.
+-- KEYS[1..4] as reserve_turn_spend.lua
+-- ARGV[1] call      the turn
+-- ARGV[2] cost      micro-dollars
+-- ARGV[3] searches  the native searches it ran
+-- ARGV[4] dayttl    s
+-- ARGV[5] monthttl  s
+-- Returns 1 when the cost is new to the ledger, else 0.
 
 local function parse(v)
   local p, n, pend = string.match(v, '^(-?%d+):(%d+)(:?p?)$')

@@ -1,3 +1,28 @@
+-- Reads what a search worker needs before searching and claims the call's lease.
+-- The price is reserved against the job's ledger (one HSET beside the read) only when
+-- the lease is claimed and the call is to be searched by this engine: no stored
+-- outcome, a job that runs, no fallback away from the engine. A tenant's budget that
+-- refuses leaves the job's ledger as it found it.
+-- KEYS[1] job            the job's hash
+-- KEYS[2] lease          the call's lease
+-- KEYS[3] day            optional, the tenant's day
+-- KEYS[4] month          optional, the tenant's month
+-- ARGV[1] owner          who claims the lease
+-- ARGV[2] ttl            the lease, ms
+-- ARGV[3] outcomefield   the call's outcome field
+-- ARGV[4] enginefield    the call's fallback engine field
+-- ARGV[5] triedfield     the call's tried field
+-- ARGV[6] ledgerfield    the call's field in the job's ledger ('' not paying)
+-- ARGV[7] price          micro-dollars
+-- ARGV[8] engine         the engine searching
+-- ARGV[9] resultfield    the call's result field (a chain's call stores its outcome there)
+-- ARGV[10] tenant        the tenant ('' not paying the tenant's part here)
+-- ARGV[11] tenantcall    the call as the tenant's ledger names it
+-- ARGV[12..17] the tenant's limits and lifetimes, as reserve_spend.lua's ARGV[3..8]
+-- Returns {outcome or false, fallback engine, tried, status, tenant, batch, lease,
+-- pay, cap, tenant's}: lease as lease.lua's; pay '' (not reserved), 'ok', 'again'
+-- or 'over'; cap the job's cap in micro-dollars; the tenant's part '' (not tried)
+-- or reserve_spend.lua's answer.
 
 local function claim(key, owner, ttl)
   if redis.call('SET', key, owner, 'NX', 'PX', ttl) then return 0 end

@@ -1,3 +1,8 @@
+-- Gives back a tenant's records past their expiry and reads its used bytes and its
+-- records' count.
+-- KEYS[1] ledger    the tenant's storage ledger (hash: used, b:<record>)
+-- KEYS[2] expiries  the tenant's records by expiry (sorted set)
+-- Returns {used bytes, records}.
 
 local head -- the earliest expiry, as sweep left it (nil: no records)
 local function sweep()

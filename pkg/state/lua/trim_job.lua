@@ -1,3 +1,19 @@
+-- Drops an archived job's cold parts from Redis once, and counts its spend per
+-- model. The record is written anew, so Redis encodes what is left compactly.
+-- KEYS[1] job       the job's hash
+-- KEYS[2] response  its stored response
+-- KEYS[3] day       with a single Redis, its tenant's spend per model of the day it
+--                   ended
+-- ARGV[1] cold      the archived bytes
+-- ARGV[2] ttl       the ms the record has left
+-- ARGV[3] n         how many arguments the summary's fields take
+-- ARGV[4] m         how many the spend per model takes (0, or 6 with KEYS[3])
+-- ARGV[5..4+n]      the summary's field/value pairs
+-- ARGV[5+n..4+n+m]  the spend per model's, as count_model_spend.lua's ARGV[2..7]
+-- ARGV[5+n+m..]     the fields to drop (the cold ones and the chain's)
+-- Returns {1, the micro-dollars the job's ledger held, 1 if it counted the spend per
+-- model} when it trimmed, {0} when trimmed already, {-1} when the job has not ended
+-- (or is gone).
 
 local function countModelSpend(key, spent, a)
   local usd, searches = tonumber(spent), tonumber(a[4])

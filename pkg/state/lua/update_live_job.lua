@@ -1,3 +1,16 @@
+-- Sets fields of a job unless it has ended.
+-- KEYS[1] job         the job's hash
+-- ARGV[1] now         ms
+-- ARGV[2] status      the new status, or '' to keep it
+-- ARGV[3] firstfield  a field written only where it holds nothing (a hop's model
+--                     answer; '' none)
+-- ARGV[4] first       its value
+-- ARGV[5] n           how many fields to read back (0: none)
+-- ARGV[6..5+n]        those fields, the first the one that asks for them
+-- ARGV[6+n..]         field/value pairs
+-- Returns 1 if it wrote, 0 when the job has ended, -1 when it is gone, 2 when
+-- firstfield holds another value (nothing is written); a write whose first read-back
+-- field holds a value returns {1, the n fields as they were before the write}.
 
 local n = tonumber(ARGV[5])
 local v = redis.call('HMGET', KEYS[1], 'status', ARGV[3], unpack(ARGV, 6, 5 + n))
