@@ -131,20 +131,11 @@ func (w *Worker) load(ctx context.Context, jobID string, h int, last bool, l lat
 	if errors.Is(err, state.ErrNotFound) {
 		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerChat, jobID)
 	}
-	if errors.Is(err, state.ErrEarlierLayout) {
-		return w.fail(ctx, jobID, errUpgraded)
-	}
 	if err != nil {
 		return err
 	}
 	return w.advance(ctx, st, h, last, nil, l)
 }
-
-// errUpgraded fails a job that was running when the fleet was upgraded across a
-// change of its Redis layout (state.ErrEarlierLayout): visibly, with no paid step run
-// again.
-var errUpgraded = &state.JobError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "fleet_upgraded",
-	Message: "The fleet was upgraded while this job was running; submit it again."}
 
 // HandleResume records a finished search; the result that completes its hop runs the
 // next hop. Recording, reading the chain and claiming the next hop take one round trip.
@@ -154,9 +145,6 @@ func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done])
 	st, err := w.Store.RecordAndLoad(ctx, m.JobID, m.Hop, m.CallID, d.Data, w.ID, w.LeaseTTL)
 	if errors.Is(err, state.ErrNotFound) {
 		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerResume, m.JobID)
-	}
-	if errors.Is(err, state.ErrEarlierLayout) {
-		return w.fail(ctx, m.JobID, errUpgraded)
 	}
 	if err != nil {
 		return err

@@ -69,10 +69,9 @@ var coldFields = []any{"request", "response", "trace", "callback", "usage", "err
 // pieces of at most summaryPiece bytes, fields "sum.0", "sum.1" and on: one value
 // longer than Redis's compact hash encoding allows (hash-max-listpack-value, 64 bytes
 // by default) would double the record's memory, and a question alone may be 200
-// characters. In pieces, the record takes no more memory than it and a summary key
-// of its own did (TestArchivedJobKeepsItsSummaryCompact), and the trim writes one key,
-// not two. No other field of a job's hash begins "sum.". Jobs trimmed by an earlier
-// release keep their summary in a key of its own (Keys.JobSummary) until they expire.
+// characters. In pieces, the record stays one compact key
+// (TestArchivedJobKeepsItsSummaryCompact). No other field of a job's hash begins
+// "sum.".
 const (
 	prefixSummary = "sum."
 	summaryPiece  = 63

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -521,7 +520,7 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 	}
 	for _, what := range []string{"archived", "archived, Redis empty"} {
 		if what == "archived, Redis empty" {
-			rdb.Del(ctx, s.K.Job(id), s.K.JobSummary(id))
+			rdb.Del(ctx, s.K.Job(id))
 		}
 		if got := read(what); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: readers see\n%s\nwant\n%s", what, got, want)
@@ -697,30 +696,11 @@ func TestArchivedJobKeepsItsSummaryCompact(t *testing.T) {
 		}
 		after, keys := e.jobMemory(t, j.ID)
 		enc, _ := e.rdb.ObjectEncoding(ctx, e.s.K.Job(j.ID)).Result()
-		// The earlier layout of the same job: the record without the summary's
-		// fields, and the summary as a string of its own.
-		m := e.rdb.HGetAll(ctx, e.s.K.Job(j.ID)).Val()
-		var rest []any
-		var sum []string
-		for f, v := range m {
-			if i, ok := strings.CutPrefix(f, "sum."); ok {
-				n, _ := strconv.Atoi(i)
-				sum = append(sum, make([]string, max(0, n+1-len(sum)))...)
-				sum[n] = v
-				continue
-			}
-			rest = append(rest, f, v)
-		}
-		earlier := c.id + "_earlier"
-		e.rdb.HSet(ctx, e.s.K.Job(earlier), rest...)
-		e.rdb.Set(ctx, e.s.K.JobSummary(earlier), strings.Join(sum, ""), time.Hour)
-		before, _ := e.jobMemory(t, earlier)
-		e.rdb.Del(ctx, e.s.K.Job(earlier), e.s.K.JobSummary(earlier))
-		t.Logf("Redis bytes of a finished job with a 200-character question (error: %v): %d in %d keys (%s); %d in the earlier layout",
-			c.err != nil, after, keys, enc, before)
-		if keys != 1 || enc != "listpack" || after > before || c.err == nil && after > 1024 {
-			t.Errorf("%s holds %d bytes in %d keys, its record encoded %s; want one listpack key, at most %d bytes (the earlier layout) and a kilobyte without an error",
-				c.id, after, keys, enc, before)
+		t.Logf("Redis bytes of a finished job with a 200-character question (error: %v): %d in %d keys (%s)",
+			c.err != nil, after, keys, enc)
+		if keys != 1 || enc != "listpack" || c.err == nil && after > 1024 {
+			t.Errorf("%s holds %d bytes in %d keys, its record encoded %s; want one listpack key, and a kilobyte without an error",
+				c.id, after, keys, enc)
 		}
 	}
 	js, _, err := e.s.Jobs.TenantJobs(ctx, "t0", "", 10)
@@ -739,47 +719,5 @@ func TestArchivedJobKeepsItsSummaryCompact(t *testing.T) {
 		if got.Question != want || string(got.Usage) != `{"searches":3,"cost_usd":0.02}` {
 			t.Errorf("%s is listed as %+v", got.ID, got)
 		}
-	}
-}
-
-// A job an earlier release archived keeps its summary in a key of its own until it
-// expires: it is listed with its question, usage and error beside one archived now,
-// and the quota measures the key.
-func TestTenantJobsListsAJobArchivedTheEarlierWay(t *testing.T) {
-	t.Parallel()
-	e := newArchiveEnv(t)
-	ctx := context.Background()
-	runJob(t, e.s, "job_new", 1<<10)
-	if _, err := e.s.Jobs.ArchiveJob(ctx, "job_new"); err != nil {
-		t.Fatal(err)
-	}
-	// The earlier layout: the trimmed record, and the summary as a string of its own.
-	created := time.Now().Add(-time.Minute)
-	id := "job_earlier"
-	summary := `{"q":"what was new?","u":{"searches":2,"cost_usd":0.5},"e":{"status":504,"type":"timeout","message":"deadline"}}`
-	if err := e.rdb.HSet(ctx, e.s.K.Job(id), "id", id, "layout", "2", "tenant", "t0", "kind", "chat", "model", "m",
-		"status", "failed", "created", state.Millis(created), "finished", state.Millis(created), "cold", "1234").Err(); err != nil {
-		t.Fatal(err)
-	}
-	e.rdb.Expire(ctx, e.s.K.Job(id), time.Hour)
-	if err := e.rdb.Set(ctx, e.s.K.JobSummary(id), summary, time.Hour).Err(); err != nil {
-		t.Fatal(err)
-	}
-	e.rdb.ZAdd(ctx, e.s.K.TenantJobs("t0"), redis.Z{Score: float64(created.UnixMilli()), Member: id})
-
-	js, _, err := e.s.Jobs.TenantJobs(ctx, "t0", "", 10)
-	if err != nil || len(js) != 2 {
-		t.Fatalf("listing: %+v, %v", js, err)
-	}
-	if j := js[0]; j.ID != "job_new" || j.Question != "what is new in Go?" || string(j.Usage) != `{"searches":1,"cost_usd":0.01}` {
-		t.Errorf("the job archived now is listed as %+v", j)
-	}
-	if j := js[1]; j.ID != id || j.Question != "what was new?" || string(j.Usage) != `{"searches":2,"cost_usd":0.5}` ||
-		j.Error == nil || j.Error.Type != "timeout" || j.Status != state.Failed {
-		t.Errorf("the job archived the earlier way is listed as %+v (error %+v)", j, j.Error)
-	}
-	foot, err := e.s.Ledger.JobFootprint(ctx, id)
-	if want := int64(1234 + len(summary)); err != nil || foot <= want {
-		t.Errorf("footprint %d, %v; want more than %d (the archived bytes and the summary)", foot, err, want)
 	}
 }

@@ -74,7 +74,6 @@ func (s *Jobs) TenantJobs(ctx context.Context, tenant, after string, limit int) 
 			return fmt.Errorf("state: reading a tenant's jobs: %w", err)
 		}
 		var gone []any
-		var earlier []*Job // archived jobs whose summary is a key of its own
 		for i, c := range cmds {
 			m := c.Val()
 			if len(m) == 0 || m["id"] == "" {
@@ -86,8 +85,6 @@ func (s *Jobs) TenantJobs(ctx context.Context, tenant, after string, limit int) 
 					// An archived job's question, usage and error.
 					if sum := summaryOf(m); sum != "" {
 						withSummary(j, sum)
-					} else {
-						earlier = append(earlier, j)
 					}
 				}
 				out = append(out, j)
@@ -97,7 +94,7 @@ func (s *Jobs) TenantJobs(ctx context.Context, tenant, after string, limit int) 
 			s.r.ZRem(ctx, s.K.TenantJobs(tenant), gone...)
 		}
 		ids = ids[:0]
-		return s.earlierSummaries(ctx, earlier)
+		return nil
 	}
 	for id, err := range s.index(ctx, s.K.TenantJobs(tenant), after, false, TenantJobsKept) {
 		if err != nil {
@@ -123,29 +120,6 @@ func (s *Jobs) TenantJobs(ctx context.Context, tenant, after string, limit int) 
 		return out[:limit], true, nil
 	}
 	return out, false, nil
-}
-
-// earlierSummaries sets on archived jobs trimmed by an earlier release what their
-// summaries hold: those kept the summary in a key of its own (Keys.JobSummary), read
-// in one round trip, until they expire with their records.
-func (s *core) earlierSummaries(ctx context.Context, js []*Job) error {
-	if len(js) == 0 {
-		return nil
-	}
-	sums := make([]*redis.StringCmd, len(js))
-	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, j := range js {
-			sums[i] = p.Get(ctx, s.K.JobSummary(j.ID))
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("state: reading a tenant's jobs' summaries: %w", err)
-	}
-	for i, j := range js {
-		withSummary(j, sums[i].Val())
-	}
-	return nil
 }
 
 // countSpend marks a job record as counted in the per-model spend ledger and reads,

@@ -100,7 +100,7 @@ var jobFootprint = script("job_footprint")
 // are: what Redis holds plus the bytes of its archived record (ArchiveJob). The
 // tenant's quota is charged this when the job ends.
 func (s *Ledger) JobFootprint(ctx context.Context, id string) (int64, error) {
-	keys := []string{s.K.Job(id), s.K.StoredResponse(id), s.K.JobSummary(id)}
+	keys := []string{s.K.Job(id), s.K.StoredResponse(id)}
 	n, err := jobFootprint.Run(ctx, s.r, keys).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("state: measuring job %s: %w", id, err)

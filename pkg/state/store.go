@@ -194,16 +194,6 @@ func New(r redis.UniversalClient, prefix string, retention time.Duration, opts .
 // ErrNotFound means there is no such job (or it expired).
 var ErrNotFound = errors.New("state: not found")
 
-// ErrEarlierLayout means a running job was recorded by a fleet version that kept its
-// chain, search outcomes and spend in keys of their own: this version keeps them in
-// the job's hash (field layout "2") and cannot carry it on. The chat worker fails
-// such a job visibly rather than run its paid steps again (docs/operations.md: drain
-// before upgrading across a layout change).
-var ErrEarlierLayout = errors.New("state: the job was recorded in an earlier layout")
-
-// jobLayout is the layout field of jobs this version creates.
-const jobLayout = "2"
-
 // ErrExists means a job with that id exists already.
 var ErrExists = errors.New("state: job exists")
 
@@ -269,7 +259,7 @@ func (s *Jobs) CreateJob(ctx context.Context, j *Job) error {
 		j.Status = Queued
 	}
 	fields := []any{
-		"id", j.ID, "layout", jobLayout, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
+		"id", j.ID, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
 		"request", []byte(j.Request), "created", Millis(j.Created), "updated", Millis(j.Updated),
 		"deadline", Millis(j.Deadline), "batch", j.Batch, fieldStoredResponse, flag(j.HasStoredResponse)}
 	if len(j.Callback) > 0 {

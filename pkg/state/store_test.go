@@ -303,33 +303,6 @@ func BenchmarkKeepAlive(b *testing.B) {
 	}
 }
 
-// A running job recorded by an earlier version (no layout field: its chain lived in
-// keys of its own) is not carried on as if it had no chain: LoadStep says so, and the
-// chat worker fails it. An ended one reads as before.
-func TestJobOfAnEarlierLayoutIsNamed(t *testing.T) {
-	t.Parallel()
-	rdb, prefix := testenv.Redis(t)
-	s := state.New(rdb, prefix, time.Hour)
-	ctx := context.Background()
-	if err := rdb.HSet(ctx, s.K.Job("old"), "id", "old", "tenant", "t", "kind", "chat", "model", "m", "status", string(state.Running)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.Chains.LoadStep(ctx, "old", &state.Claim{Hop: 0, Owner: "w", TTL: time.Second})
-	if !errors.Is(err, state.ErrEarlierLayout) || st == nil || st.Job.ID != "old" {
-		t.Fatalf("LoadStep of an earlier layout's running job = %+v, %v", st, err)
-	}
-	rdb.HSet(ctx, s.K.Job("old"), "status", string(state.Completed))
-	if _, err := s.Chains.LoadStep(ctx, "old", nil); err != nil {
-		t.Fatalf("an ended job of the earlier layout: %v", err)
-	}
-	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: "new", Kind: "chat", Model: "m"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Chains.LoadStep(ctx, "new", nil); err != nil {
-		t.Fatalf("a job of this layout: %v", err)
-	}
-}
-
 // A job whose id was just drawn (FreshID) is written with its record's TTL, its
 // deadline and its tenant's index entry, as any other; on one Redis, with an archive
 // and a deadline, it is written without looking for an earlier record (no ErrExists

@@ -1,17 +1,17 @@
 -- Sums the bytes (field names and values) of a job's hashes, and the archived bytes
 -- the job record notes (field "cold"). The calls' outcomes and fallback state are not
 -- counted: an outcome repeats a result the chain keeps, and neither outlives the job.
--- KEYS[1..] hashes  the job's hashes, its record first
+-- KEYS[1] job       the job's hash
+-- KEYS[2] response  its stored response
 -- Returns the bytes.
 
 -- An archived job (its record notes the archived bytes in 'cold') keeps only its
--- short record, with its summary, in Redis (an earlier release kept the summary in
--- a key of its own): 3 commands instead of a walk of every key.
+-- short record, with its summary, in Redis: 2 commands instead of a walk of every key.
 local cold = redis.call('HGET', KEYS[1], 'cold')
 if cold then
   local n = tonumber(cold)
   for _, x in ipairs(redis.call('HGETALL', KEYS[1])) do n = n + #x end
-  return n + redis.call('STRLEN', KEYS[#KEYS])
+  return n
 end
 local n = 0
 for _, k in ipairs(KEYS) do
