@@ -508,7 +508,7 @@ func (s *Jobs) RestoreDeadline(ctx context.Context, id string, at time.Time) err
 	return s.r.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
 }
 
-// TryLock takes a short named lock (the reaper's), reporting whether it got it.
+// tryLock takes a short named lock (the reaper's), reporting whether it got it.
 func (s *core) tryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	return s.r.SetNX(ctx, key, owner, ttl).Result()
 }
@@ -543,7 +543,7 @@ func (s *core) loadScripts(ctx context.Context) error {
 	return nil
 }
 
-// Lease claims hop h of a job for owner for ttl. It returns true if owner holds it (a
+// lease claims hop h of a job for owner for ttl. It returns true if owner holds it (a
 // claim it already held is renewed), else false with the time the current one has
 // left.
 func (s *core) lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
@@ -561,7 +561,7 @@ func (s *core) lease(ctx context.Context, key, owner string, ttl time.Duration) 
 // or a claim racing another holder, reads the holder first. (lua/lease.lua)
 var lease = script("lease")
 
-// Hold takes a lease for owner and keeps it alive until released. When someone
+// hold takes a lease for owner and keeps it alive until released. When someone
 // else holds it, release is nil and left says how long their lease has (at most ttl).
 func (s *core) hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
 	ok, left, err := s.lease(ctx, key, owner, ttl)
@@ -571,7 +571,7 @@ func (s *core) hold(ctx context.Context, key, owner string, ttl time.Duration) (
 	return s.keepAlive(key, owner, ttl), 0, nil
 }
 
-// KeepAlive renews a lease owner holds every ttl/3 until the returned function is
+// keepAlive renews a lease owner holds every ttl/3 until the returned function is
 // called: a live holder keeps it however long its work takes, a holder that dies frees
 // it within ttl. Calling the function with drop set also deletes the lease (work given
 // up: the next delivery should not wait); without, the lease lapses on its own (work
@@ -627,7 +627,7 @@ func (k *keeper) stop(drop bool) {
 	})
 }
 
-// Release drops a lease held by owner.
+// release drops a lease held by owner.
 func (s *core) release(ctx context.Context, key, owner string) error {
 	return release.Run(ctx, s.r, []string{key}, owner).Err()
 }
@@ -811,27 +811,29 @@ func (s *Chains) StickyConversation(ctx context.Context, hash string) (bool, err
 	return n == 1, err
 }
 
-// Lease: see core.lease.
+// Lease claims key for owner for ttl: true when owner holds it, else false with the
+// time the holder has left.
 func (s *Leases) Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
 	return s.core.lease(ctx, key, owner, ttl)
 }
 
-// Hold: see core.hold.
+// Hold takes a lease for owner and keeps it alive until released; nil release
+// with the time left when someone else holds it.
 func (s *Leases) Hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
 	return s.core.hold(ctx, key, owner, ttl)
 }
 
-// KeepAlive: see core.keepAlive.
+// KeepAlive renews owner's lease every ttl/3 until the returned function is called.
 func (s *Leases) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) {
 	return s.core.keepAlive(key, owner, ttl)
 }
 
-// Release: see core.release.
+// Release frees owner's lease at once; one held by another is left alone.
 func (s *Leases) Release(ctx context.Context, key, owner string) error {
 	return s.core.release(ctx, key, owner)
 }
 
-// TryLock: see core.tryLock.
+// TryLock takes key for owner for ttl unless someone holds it.
 func (s *Leases) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	return s.core.tryLock(ctx, key, owner, ttl)
 }
