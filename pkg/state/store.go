@@ -1,9 +1,12 @@
 // Package state keeps the fleet's shared state in Redis: job records while they are
 // hot, the chain state of each running job (so any chat worker can resume any chain),
 // idempotency claims that keep a redelivered step from paying for a model call or a
-// search twice, deadlines, and rate limits. Every key is built in keys.go. Workers
-// hold nothing between messages. What an ended job keeps for the retention period
-// moves off Redis to an Archive (archive.go), leaving about a kilobyte behind.
+// search twice, deadlines, and rate limits. A Store holds one type per aggregate
+// (Jobs, Chains, Searches, Batches, Files, Ledger, Leases, Webhooks) over one client.
+// Every key is built in keys.go; every script is a file of its own in lua/, its keys
+// and arguments named at its top. Workers hold nothing between messages. What an
+// ended job keeps for the retention period moves off Redis to an Archive
+// (archive.go), leaving about a kilobyte behind.
 package state
 
 import (
