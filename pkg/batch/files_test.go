@@ -82,13 +82,13 @@ func TestSweepDeletesExpiredFiles(t *testing.T) {
 	if err := h.s.RecordUpload(ctx, f, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, _ := h.store.FileUsage(ctx, tenant); n != 1 {
+	if n, _, _ := h.store.Files.FileUsage(ctx, tenant); n != 1 {
 		t.Fatalf("%d files counted", n)
 	}
 	go h.s.Sweep(ctx, 50*time.Millisecond)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, _, _ := h.store.FileUsage(ctx, tenant)
+		n, _, _ := h.store.Files.FileUsage(ctx, tenant)
 		if n == 0 {
 			break
 		}
@@ -127,7 +127,7 @@ func TestFileQuota(t *testing.T) {
 	if _, _, err := h.s.StoreUpload(ctx, tenant, "two.jsonl", strings.NewReader(in)); !isLimit(err, "file_bytes") {
 		t.Fatalf("a file past the bytes: %v", err)
 	}
-	if n, b, _ := h.store.FileUsage(ctx, tenant); n != 1 || b != int64(len(in)) {
+	if n, b, _ := h.store.Files.FileUsage(ctx, tenant); n != 1 || b != int64(len(in)) {
 		t.Fatalf("usage %d %d after refusals", n, b)
 	}
 }
@@ -150,7 +150,7 @@ func TestLinePastStorageQuota(t *testing.T) {
 	h.drive(id)
 	var run []int
 	for i := range 3 {
-		job, err := h.store.GetJob(ctx, jobID(id, i))
+		job, err := h.store.Jobs.GetJob(ctx, jobID(id, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestLinePastStorageQuota(t *testing.T) {
 	if len(errs) != 2 || errs[0].Error.Code != "storage_quota_exceeded" {
 		t.Fatalf("errors %+v", errs)
 	}
-	if st, _ := h.store.StorageOf(ctx, tenant); st.Used <= state.RecordAllowance || st.Used > state.RecordAllowance+500 {
+	if st, _ := h.store.Ledger.StorageOf(ctx, tenant); st.Used <= state.RecordAllowance || st.Used > state.RecordAllowance+500 {
 		t.Fatalf("charged %+v", st)
 	}
 }

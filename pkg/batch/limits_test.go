@@ -33,7 +33,7 @@ func TestBatchesCap(t *testing.T) {
 	if b := h.record(id); b.Status != statusCancelled {
 		t.Fatalf("status %s", b.Status)
 	}
-	if n, _ := h.store.LeasesHeld(t.Context(), state.LeaseBatches, tenant); n != 0 {
+	if n, _ := h.store.Leases.LeasesHeld(t.Context(), state.LeaseBatches, tenant); n != 0 {
 		t.Errorf("%d batch slots held after the batch ended", n)
 	}
 	if v, err := h.s.Create(t.Context(), tenant, &CreateParams{Queries: []string{"q"}, Model: "m1"}); err != nil || !strings.HasPrefix(v.ID, "batch_") {
@@ -61,7 +61,7 @@ func TestCreateFromStream(t *testing.T) {
 		if b.Total != 3 || b.Model != "m2" || b.Metadata["k"] != "v" {
 			t.Errorf("%s: %+v", body, b)
 		}
-		f, err := h.store.GetFile(t.Context(), b.InputFileID)
+		f, err := h.store.Files.GetFile(t.Context(), b.InputFileID)
 		if err != nil || f.Expires.Before(b.Expires) {
 			t.Errorf("input file %+v %v", f, err)
 		}

@@ -36,8 +36,8 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	b, _ := bustest.New(t)
 	store, mr := redistest.New(t)
-	hooks := &webhook.Service{Bus: b, Store: store, Config: webhook.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
-	s := &Service{Bus: b, Store: store, Webhooks: hooks, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: slog.New(slog.DiscardHandler)}
+	hooks := &webhook.Service{Bus: b, Store: store.Webhooks, Config: webhook.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
+	s := &Service{Bus: b, Store: StoreOf(store), Webhooks: hooks, Ender: jobs.NewEnder(store.Jobs, b, nil, nil), Models: []string{"m1"}, Log: slog.New(slog.DiscardHandler)}
 	return &harness{t: t, s: s, store: store, redis: mr}
 }
 
@@ -97,14 +97,14 @@ func (h *harness) end(id string, i int, code string) {
 	ctx, jid := h.t.Context(), jobID(id, i)
 	var err error
 	if code == "" {
-		_, err = h.store.Finish(ctx, jid, state.Completed, "response", json.RawMessage(`{"object":"chat.completion","choices":[]}`))
+		_, err = h.store.Jobs.Finish(ctx, jid, state.Completed, "response", json.RawMessage(`{"object":"chat.completion","choices":[]}`))
 	} else {
-		_, err = h.store.Finish(ctx, jid, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
+		_, err = h.store.Jobs.Finish(ctx, jid, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
 	}
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	job, err := h.store.GetJob(ctx, jid)
+	job, err := h.store.Jobs.GetJob(ctx, jid)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestLinesCountedOnceAndFinalized(t *testing.T) {
 		t.Fatalf("after expansion %+v", b)
 	}
 	for i := range 3 {
-		job, err := h.store.GetJob(t.Context(), jobID(id, i))
+		job, err := h.store.Jobs.GetJob(t.Context(), jobID(id, i))
 		if err != nil || job.Batch != id || job.Status != state.Queued || !job.Deadline.Equal(b.Expires) {
 			t.Fatalf("job %d: %+v %v", i, job, err)
 		}
@@ -251,7 +251,7 @@ func TestExpiry(t *testing.T) {
 	if len(errs) != 3 || errs[0].Error.Code != "batch_expired" {
 		t.Errorf("errors %+v", errs)
 	}
-	job, _ := h.store.GetJob(t.Context(), jobID(id, 3))
+	job, _ := h.store.Jobs.GetJob(t.Context(), jobID(id, 3))
 	if job.Status != state.Failed || job.Error.Code != "batch_expired" {
 		t.Errorf("unfinished job %+v", job)
 	}
@@ -263,7 +263,7 @@ func TestExpiry(t *testing.T) {
 	if b.Status != statusExpired || b.Expanded != 0 || b.OutputFileID != "" || len(h.lines(b.ErrorFileID)) != 2 {
 		t.Fatalf("batch expired before it ran %+v", b)
 	}
-	if _, err := h.store.GetJob(t.Context(), jobID(id, 0)); !errors.Is(err, state.ErrNotFound) {
+	if _, err := h.store.Jobs.GetJob(t.Context(), jobID(id, 0)); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("a job was created after the window: %v", err)
 	}
 }
@@ -303,7 +303,7 @@ func TestStalledBatchRepaired(t *testing.T) {
 	id := h.create(2, nil)
 	h.drive(id)
 	h.end(id, 0, "")
-	if _, err := h.store.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
+	if _, err := h.store.Jobs.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	h.editBatch(id, "progress_at", time.Now().Add(-time.Minute))
@@ -324,7 +324,7 @@ func TestLeaseSerializesDrivers(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	id := h.create(1, nil)
-	release, _, err := h.store.HoldBatch(t.Context(), id, "someone-else", 5*time.Second)
+	release, _, err := h.store.Batches.HoldBatch(t.Context(), id, "someone-else", 5*time.Second)
 	if err != nil || release == nil {
 		t.Fatal(release != nil, err)
 	}
@@ -364,7 +364,7 @@ func TestExpansionDeadLetteredWhileDriven(t *testing.T) {
 	h := newHarness(t)
 	id := h.create(2, nil)
 	dl := expandDeadLetter(t, id, "retry after 15s: batch is being driven by another process")
-	release, _, err := h.store.HoldBatch(t.Context(), id, "a-slow-driver", 5*time.Second)
+	release, _, err := h.store.Batches.HoldBatch(t.Context(), id, "a-slow-driver", 5*time.Second)
 	if err != nil || release == nil {
 		t.Fatal(release != nil, err)
 	}

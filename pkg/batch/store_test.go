@@ -11,5 +11,5 @@ import (
 // store's conformance suite there too.
 func TestMiniredisStoreConformance(t *testing.T) {
 	t.Parallel()
-	batchstoretest.Run(t, func(t *testing.T) batchstoretest.Store { return redistest.Store(t) })
+	batchstoretest.Run(t, func(t *testing.T) batchstoretest.Store { return redistest.Flatten(redistest.Store(t)) })
 }

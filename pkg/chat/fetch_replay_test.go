@@ -74,15 +74,15 @@ func TestReplayAnswersFetchesFromTheRecord(t *testing.T) {
 	t.Parallel()
 	const url, other = "https://docs.example/guide", "https://elsewhere.example/"
 	records := recordsStore(t)
-	if err := records.CreateJob(context.Background(), &state.Job{ID: "orig", Kind: "chat", Model: "m"}); err != nil {
+	if err := records.Jobs.CreateJob(context.Background(), &state.Job{ID: "orig", Kind: "chat", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	recordFetch(t, records, "orig", &fetch.Page{URL: url, FinalURL: url, Status: 200, Title: "Guide", Kind: fetch.KindPage,
+	recordFetch(t, records.Searches, "orig", &fetch.Page{URL: url, FinalURL: url, Status: 200, Title: "Guide", Kind: fetch.KindPage,
 		Text: "Use version 2.", Bytes: 14, Retrieved: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)})
 	h := newHarnessOn(t, records, []func(http.ResponseWriter){
 		calls(webFetch("f1", url), webFetch("f2", other)),
 		text("Use v2 [1]."),
-	}, withFetches(5), withRecords(records))
+	}, withFetches(5), withRecords(records.Searches))
 	req := `{"model":"m","messages":[{"role":"user","content":"Summarise ` + url + ` and ` + other + `"}]}`
 	h.submitRaw(&state.Job{ID: "replay1", Kind: "chat", Model: "m", ReplayOf: "orig", Request: json.RawMessage(req)})
 	if err := h.job("replay1", 1); err != nil {
@@ -123,7 +123,7 @@ func TestReplayAnswersFetchesFromTheRecord(t *testing.T) {
 		t.Errorf("unrecorded fetch's trace entry %+v", e)
 	}
 	// The replay's record holds the page too: a replay of the replay reads it.
-	if rec, err := records.RecordedSearches(context.Background(), "replay1"); err != nil || rec[search.FetchAddress(url)] == nil {
+	if rec, err := records.Searches.RecordedSearches(context.Background(), "replay1"); err != nil || rec[search.FetchAddress(url)] == nil {
 		t.Errorf("replay's record %v %v", rec, err)
 	}
 }
@@ -138,7 +138,7 @@ func TestRepeatedFetchInAJobIsReadFromTheRecord(t *testing.T) {
 		calls(webFetch("f1", url)),
 		calls(webFetch("f2", url+"#install")),
 		text("Use v2 [1]."),
-	}, withFetches(5), withRecords(records))
+	}, withFetches(5), withRecords(records.Searches))
 	h.submit("j1", "Summarise "+url)
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestRepeatedFetchInAJobIsReadFromTheRecord(t *testing.T) {
 		t.Fatalf("fetches %+v", reqs)
 	}
 	page := &fetch.Page{URL: url, FinalURL: url, Status: 200, Title: "Guide", Kind: fetch.KindPage, Text: "Use version 2."}
-	recordFetch(t, records, "j1", page) // what the fetch worker does before publishing
+	recordFetch(t, records.Searches, "j1", page) // what the fetch worker does before publishing
 	if err := h.resume(answerFetch(reqs[0], page), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -193,14 +193,14 @@ func TestReplayAnswersSearchesFromTheRecord(t *testing.T) {
 	done := answerSearch(reqs[0], "https://paris.example/")
 	done.Result.Usage.CostUSD = 0.005
 	b, _ := json.Marshal(done.Result)
-	if err := records.RecordSearch(ctx, "orig", search.Address(reqs[0].Engine, reqs[0].Query), b); err != nil {
+	if err := records.Searches.RecordSearch(ctx, "orig", search.Address(reqs[0].Engine, reqs[0].Query), b); err != nil {
 		t.Fatal(err)
 	}
 
 	h := newHarnessOn(t, records, []func(http.ResponseWriter){
 		calls(webSearch("c1", "weather in Paris"), webSearch("c2", "weather in Rome")),
 		text("Sunny [1]."),
-	}, withRecords(records))
+	}, withRecords(records.Searches))
 	h.submitRaw(&state.Job{ID: "replay1", Kind: "chat", Model: "m", ReplayOf: "orig",
 		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"Search the web: weather in Paris and Rome?"}]}`)})
 	if err := h.job("replay1", 1); err != nil {
@@ -270,7 +270,7 @@ func TestFirstDispatchLooksUpOnlyWhatMayBeRecorded(t *testing.T) {
 	}{{"a job of its own", "", 0}, {"a batch's line", "batch_1", 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rec := &lookups{Records: recordsStore(t)}
+			rec := &lookups{Records: recordsStore(t).Searches}
 			h := newHarness(t, []func(http.ResponseWriter){
 				calls(webSearch("c1", "weather in Paris")),
 				calls(webSearch("c2", "weather in Rome")),

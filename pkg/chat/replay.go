@@ -27,7 +27,7 @@ type Records interface {
 	RecordedSearch(ctx context.Context, jobID, batchID string, addrs []string) (found map[string][]byte, inBatch map[string]bool, err error)
 }
 
-var _ Records = (*state.Store)(nil)
+var _ Records = (*state.Searches)(nil)
 
 // How a call answered from a record says so (call.Recorded, the trace's "worker").
 const (

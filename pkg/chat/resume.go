@@ -22,9 +22,6 @@ func (w *Worker) HandleResume(ctx context.Context, d *bus.Delivery[search.Done])
 	if errors.Is(err, state.ErrNotFound) {
 		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerResume, m.JobID)
 	}
-	if errors.Is(err, state.ErrEarlierLayout) {
-		return w.fail(ctx, m.JobID, errUpgraded)
-	}
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func withLedger(w *chat.Worker, h *harness) {
 	m := w.Models["m"]
 	m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
 	w.Models = map[string]chat.Model{"m": m}
-	w.Ledger = h.store
+	w.Ledger = h.store.Ledger
 	w.Metrics = metrics.New()
 }
 
@@ -94,8 +94,8 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 			if !strings.Contains(string(j.Response), `"model_cost_usd":0.00021`) {
 				t.Errorf("answer %s lacks usage.searchfleet", j.Response)
 			}
-			sp, err := h.store.SpendOf(context.Background(), "acme", time.Now())
-			job, _, _ := h.store.RequestSpend(context.Background(), "j1")
+			sp, err := h.store.Ledger.SpendOf(context.Background(), "acme", time.Now())
+			job, _, _ := h.store.Ledger.RequestSpend(context.Background(), "j1")
 			if err != nil || sp.DayUSD != 2*turnUSD || sp.DaySearches != 0 || job != 2*turnUSD {
 				t.Errorf("tenant ledger %+v, job ledger %v (%v); want the two stored turns once each", sp, job, err)
 			}
@@ -119,7 +119,7 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, limit, _ := h.store.RequestSpend(context.Background(), "j1"); limit != 0.003 {
+	if _, limit, _ := h.store.Ledger.RequestSpend(context.Background(), "j1"); limit != 0.003 {
 		t.Fatalf("the request's cap was not set before the first hop: %v", limit)
 	}
 	reqs := h.pub.searches()
@@ -139,7 +139,7 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 	if n := h.model.calls(); n != 1 {
 		t.Errorf("the model was called %d times, want once: the turn that does not fit is never made", n)
 	}
-	if usd, _, _ := h.store.RequestSpend(context.Background(), "j1"); usd != turnUSD {
+	if usd, _, _ := h.store.Ledger.RequestSpend(context.Background(), "j1"); usd != turnUSD {
 		t.Errorf("the job's ledger holds $%v, want the one turn's $%v (the refused reservation given back)", usd, turnUSD)
 	}
 }
@@ -174,8 +174,8 @@ func TestTenantBudgetRefusesTheFirstTurn(t *testing.T) {
 	if got := testutil.ToFloat64(h.w.Metrics.BudgetExhausted.WithLabelValues("acme", state.BudgetUSDDay)); got != 1 {
 		t.Errorf("fleet_budget_exhausted_total{budget=usd_day} = %v, want 1 (the redelivery finds the job ended)", got)
 	}
-	sp, err := h.store.SpendOf(context.Background(), "acme", time.Now())
-	job, _, _ := h.store.RequestSpend(context.Background(), "j1")
+	sp, err := h.store.Ledger.SpendOf(context.Background(), "acme", time.Now())
+	job, _, _ := h.store.Ledger.RequestSpend(context.Background(), "j1")
 	if err != nil || sp.DayUSD != 0 || job != 0 {
 		t.Errorf("tenant ledger %+v, job ledger %v (%v): a refused turn holds nothing", sp, job, err)
 	}

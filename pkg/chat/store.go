@@ -65,7 +65,7 @@ type Publisher interface {
 }
 
 var (
-	_ ChainStore = (*state.Store)(nil)
+	_ ChainStore = (*state.Chains)(nil)
 	_ Publisher  = (*bus.Bus)(nil)
 	_ Ender      = (*jobs.Ender)(nil)
 )

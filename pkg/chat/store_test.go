@@ -11,10 +11,10 @@ import (
 // store's conformance suite there too.
 func TestMiniredisStoreConformance(t *testing.T) {
 	t.Parallel()
-	chaintest.Run(t, func(t *testing.T) chaintest.Store { return redistest.Store(t) })
+	chaintest.Run(t, func(t *testing.T) chaintest.Store { return redistest.Flatten(redistest.Store(t)) })
 }
 
 func TestMiniredisLedgerConformance(t *testing.T) {
 	t.Parallel()
-	chaintest.RunLedger(t, func(t *testing.T) chaintest.LedgerStore { return redistest.Store(t) })
+	chaintest.RunLedger(t, func(t *testing.T) chaintest.LedgerStore { return redistest.Flatten(redistest.Store(t)) })
 }

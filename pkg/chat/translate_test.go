@@ -59,7 +59,7 @@ func TestEachModelCallIsTranslatedOnceEachWay(t *testing.T) {
 	if e, d := api.encodes.Load(), api.decodes.Load(); e != 2 || d != 2 {
 		t.Errorf("two model calls: %d requests encoded, %d answers decoded; want 2 and 2", e, d)
 	}
-	st, err := h.store.LoadStep(context.Background(), "j1", nil)
+	st, err := h.store.Chains.LoadStep(context.Background(), "j1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -113,20 +112,11 @@ func (w *Worker) load(ctx context.Context, jobID string, h int, last bool) error
 	if errors.Is(err, state.ErrNotFound) {
 		return jobs.Orphan(w.Metrics, w.Log, bus.ConsumerChat, jobID)
 	}
-	if errors.Is(err, state.ErrEarlierLayout) {
-		return w.fail(ctx, jobID, errUpgraded)
-	}
 	if err != nil {
 		return err
 	}
 	return (&step{w: w, st: st, h: h, last: last}).run(ctx)
 }
-
-// errUpgraded fails a job that was running when the fleet was upgraded across a
-// change of its Redis layout (state.ErrEarlierLayout): visibly, with no paid step run
-// again.
-var errUpgraded = &state.JobError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "fleet_upgraded",
-	Message: "The fleet was upgraded while this job was running; submit it again."}
 
 // emit publishes a progress event without waiting for the stream's acknowledgement.
 func (w *Worker) emit(ev bus.Event) {

@@ -235,13 +235,13 @@ func newHarnessOn(t *testing.T, store *state.Store, answers []func(http.Response
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	h.w = &chat.Worker{Bus: h.pub, Store: h.store,
+	h.w = &chat.Worker{Bus: h.pub, Store: h.store.Chains,
 		Models:     map[string]chat.Model{"m": {Provider: "sim", Client: upstream.New(wire.ChatModel, "sim", srv.URL, "", srv.Client(), upstream.Options{}), Upstream: "up"}},
 		Tools:      tools,
 		Classifier: intent.NewClassifier(),
 		MaxHops:    4, MaxSearches: 3, ModelTimeout: 5 * time.Second, LeaseTTL: 200 * time.Millisecond, StickyTTL: time.Hour,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ID: "w1",
-		Ender: jobs.NewEnder(h.store, h.pub, nil, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Ender: jobs.NewEnder(h.store.Jobs, h.pub, nil, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Failpoint: func(name string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -264,7 +264,7 @@ func (h *harness) submit(id, prompt string, extra ...string) {
 
 func (h *harness) submitRaw(j *state.Job) {
 	h.t.Helper()
-	if err := h.store.CreateJob(context.Background(), j); err != nil {
+	if err := h.store.Jobs.CreateJob(context.Background(), j); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -303,7 +303,7 @@ func answerSearch(r search.Request, urls ...string) search.Done {
 // stored is job id as the store holds it, or nil when there is none.
 func (h *harness) stored(id string) *state.Job {
 	h.t.Helper()
-	j, err := h.store.GetJob(context.Background(), id)
+	j, err := h.store.Jobs.GetJob(context.Background(), id)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil
 	}
@@ -397,7 +397,7 @@ func TestSearchChain(t *testing.T) {
 	if err := h.job("j1", 2); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := h.store.LoadStep(context.Background(), "j1", nil)
+	st, _ := h.store.Chains.LoadStep(context.Background(), "j1", nil)
 	if h.model.calls() != 1 || len(h.pub.searches()) != 2 || st.Chain.Searches != 1 {
 		t.Fatalf("replay: %d model calls, %d searches published, %d counted", h.model.calls(), len(h.pub.searches()), st.Chain.Searches)
 	}
@@ -485,7 +485,7 @@ func TestResultsStoredBeforeTheirResumes(t *testing.T) {
 		h, reqs := twoSearches(t)
 		first, last := answerSearch(reqs[1], "https://b.example/"), answerSearch(reqs[0], "https://a.example/")
 		for _, d := range []search.Done{first, last} {
-			if err := h.store.SaveSearchResult(context.Background(), "j1", d.Hop, d.CallID, delivery(d, 1).Data, nil); err != nil {
+			if err := h.store.Searches.SaveSearchResult(context.Background(), "j1", d.Hop, d.CallID, delivery(d, 1).Data, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -651,10 +651,10 @@ func TestModelFailures(t *testing.T) {
 		t.Fatalf("retryable failure: %v → %+v", err, d)
 	}
 	// The lease was dropped: another worker may take the retry at once.
-	if st, _ := h.store.LoadStep(context.Background(), "j1", &state.Claim{Hop: 0, Owner: "w2", TTL: time.Second}); !st.Claimed {
+	if st, _ := h.store.Chains.LoadStep(context.Background(), "j1", &state.Claim{Hop: 0, Owner: "w2", TTL: time.Second}); !st.Claimed {
 		t.Fatal("the failed step kept the hop's lease")
 	}
-	h.store.LoadStep(context.Background(), "j1", &state.Claim{Hop: 0, Owner: "w1", TTL: time.Millisecond})
+	h.store.Chains.LoadStep(context.Background(), "j1", &state.Claim{Hop: 0, Owner: "w1", TTL: time.Millisecond})
 	time.Sleep(5 * time.Millisecond)
 	// Wait for w2's claim to lapse, then fail on the last delivery.
 	time.Sleep(time.Second)
@@ -740,7 +740,7 @@ func TestLeaseHeldElsewhere(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	h.submit("j1", "hi")
-	h.store.LoadStep(context.Background(), "j1", &state.Claim{Hop: 0, Owner: "other", TTL: time.Second})
+	h.store.Chains.LoadStep(context.Background(), "j1", &state.Claim{Hop: 0, Owner: "other", TTL: time.Second})
 	err := h.job("j1", 1)
 	if d := decide(err, 1); d.Action != bus.Nak || d.Delay <= 900*time.Millisecond || d.Delay > time.Second+bus.LeaseMargin {
 		t.Fatalf("%v → %+v", err, d)
@@ -759,7 +759,7 @@ func TestFailures(t *testing.T) {
 	h.submitRaw(&state.Job{ID: "broken", Kind: "chat", Model: "m", Request: json.RawMessage(`[1]`)})
 	h.submitRaw(&state.Job{ID: "badbody", Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m","messages":[],"stream":"yes"}`)})
 	h.submit("garbled", "hi")
-	h.store.SaveTurn(context.Background(), "garbled", 0, []byte(`{"message":"not a message"}`), false, false)
+	h.store.Chains.SaveTurn(context.Background(), "garbled", 0, []byte(`{"message":"not a message"}`), false, false)
 	for id, want := range map[string]string{"late": "job_deadline_exceeded", "nomodel": "model_not_found", "broken": "server_error", "garbled": "upstream_error"} {
 		if err := h.job(id, 1); err != nil {
 			t.Fatalf("%s: %v", id, err)
@@ -779,7 +779,7 @@ func TestCancelledWhileThinking(t *testing.T) {
 	t.Parallel()
 	var h *harness
 	h = newHarness(t, []func(http.ResponseWriter){func(w http.ResponseWriter) {
-		h.store.Finish(context.Background(), "j1", state.Cancelled)
+		h.store.Jobs.Finish(context.Background(), "j1", state.Cancelled)
 		calls(webSearch("c1", "x"))(w)
 	}})
 	h.submit("j1", "Search the web: x")
@@ -850,7 +850,7 @@ func TestCrashPoints(t *testing.T) {
 			if err := h.resume(answerSearch(reqs[len(reqs)-1], "https://w.example/"), 1); err != nil {
 				t.Fatal(err)
 			}
-			st, _ := h.store.LoadStep(context.Background(), "j1", nil)
+			st, _ := h.store.Chains.LoadStep(context.Background(), "j1", nil)
 			if j := h.ended("j1"); j.Status != state.Completed || h.model.calls() != c.modelCalls || st.Chain.Searches != 1 {
 				t.Fatalf("status %s, %d model calls (want %d), %d searches counted", j.Status, h.model.calls(), c.modelCalls, st.Chain.Searches)
 			}
@@ -870,7 +870,7 @@ func TestEndingEventFailsRetries(t *testing.T) {
 	if err := h.job("j1", 1); err == nil {
 		t.Fatal("a step whose terminal event failed was acked")
 	}
-	if ids, _ := h.store.Overdue(context.Background(), time.Now().Add(time.Hour), 10); len(ids) != 1 {
+	if ids, _ := h.store.Jobs.Overdue(context.Background(), time.Now().Add(time.Hour), 10); len(ids) != 1 {
 		t.Fatalf("deadline dropped before the terminal event was out: %v", ids)
 	}
 	h.pub.fail = ""

@@ -546,7 +546,7 @@ func TestBatchExpansionSurvivesRestart(t *testing.T) {
 	json.Unmarshal(body, &b)
 	jobs := fleettest.Store(t, rdb, prefix, env.NATSURL, "", 0)
 	exists := func(line int) bool {
-		_, err := jobs.JobStatus(t.Context(), fmt.Sprintf("%s_%d", b.ID, line))
+		_, err := jobs.Jobs.JobStatus(t.Context(), fmt.Sprintf("%s_%d", b.ID, line))
 		return err == nil
 	}
 	for deadline := time.Now().Add(time.Minute); !exists(0); time.Sleep(time.Millisecond) { // a tight poll: stop early in the expansion

@@ -114,7 +114,7 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 		t.Fatalf("async job: %d %s", status, first)
 	}
 	store := fleettest.Store(t, rdb, prefix, natsURL, "", 0)
-	if sp, err := store.SpendOf(t.Context(), "acme", time.Now()); err != nil || sp.DaySearches != 0 || sp.DayUSD != 0 {
+	if sp, err := store.Ledger.SpendOf(t.Context(), "acme", time.Now()); err != nil || sp.DaySearches != 0 || sp.DayUSD != 0 {
 		t.Fatalf("spend after an unbilled failure = %+v, %v; want nothing held", sp, err)
 	}
 	sim.Reset()
@@ -148,7 +148,7 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 	}
 	refused := 0
 	for _, id := range ids {
-		job, err := store.GetJob(t.Context(), id)
+		job, err := store.Jobs.GetJob(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func TestBraveFailingFallsBackToTavily(t *testing.T) {
 		if c := fleettest.Content(resp); !strings.Contains(c, "[1]") {
 			t.Fatalf("answer does not cite: %q", c)
 		}
-		job, err := f.Store.GetJob(t.Context(), jobID(t, resp))
+		job, err := f.Store.Jobs.GetJob(t.Context(), jobID(t, resp))
 		if err != nil {
 			t.Fatal(err)
 		}

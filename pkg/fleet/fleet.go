@@ -204,7 +204,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 	}
 	// Key cooldowns live in Redis: a key one search worker saw refused rests for all
 	// (within cooldownFresh: each process asks at most that often per key).
-	cool := countedCooldowns{Cooldowns: provider.Cached(p.store, cooldownFresh), rests: p.o.Metrics.KeyCooldowns}
+	cool := countedCooldowns{Cooldowns: provider.Cached(p.store.Searches, cooldownFresh), rests: p.o.Metrics.KeyCooldowns}
 	if p.engines, err = engines.FromConfigWith(cfgs, p.hc, engines.Options{Cooldowns: cool, Log: p.log.With("role", "search"),
 		Deprecation: func(engine, signal string) { p.o.Metrics.ProviderDeprecation.WithLabelValues(engine, signal).Inc() }}); err != nil {
 		return fail(err)
@@ -212,11 +212,11 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if p.tools, p.classify, err = Intent(o.File); err != nil {
 		return fail(err)
 	}
-	p.ender = jobs.NewEnder(p.store, p.bus, p.o.Metrics, p.log)
+	p.ender = jobs.NewEnder(p.store.Jobs, p.bus, p.o.Metrics, p.log)
 	if p.hooks, err = Webhooks(p.env, o.File, p.bus, p.store, p.log, p.o.Metrics); err != nil {
 		return fail(err)
 	}
-	p.batches = &batch.Service{Bus: p.bus, Store: p.store, Webhooks: p.hooks, Ender: p.ender, Models: o.File.ModelNames(),
+	p.batches = &batch.Service{Bus: p.bus, Store: batch.StoreOf(p.store), Webhooks: p.hooks, Ender: p.ender, Models: o.File.ModelNames(),
 		Log: p.log.With("role", "batch"), Metrics: p.o.Metrics, MaxFileBytes: p.env.MaxFileBytes,
 		Limits: config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants), FilesMaxBytes: p.env.FilesMaxBytes, FileExpiry: p.env.FileExpiry}
 	return p, nil
@@ -286,15 +286,15 @@ func (p *process) drain() {
 func (p *process) runChat(ctx context.Context) error {
 	// Provider key cooldowns live in Redis: a key one chat worker saw refused rests
 	// for all (within cooldownFresh).
-	cool := countedCooldowns{Cooldowns: provider.Cached(p.store.ModelKeyCooldowns(), cooldownFresh), rests: p.o.Metrics.ModelKeyCooldowns}
+	cool := countedCooldowns{Cooldowns: provider.Cached(p.store.Searches.ModelKeyCooldowns(), cooldownFresh), rests: p.o.Metrics.ModelKeyCooldowns}
 	models, err := ModelsWith(p.o.File, p.modelHC, ModelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
 	if err != nil {
 		return err
 	}
 	env := p.env
-	w := &chat.Worker{Bus: p.bus, Store: p.store, Models: models, Tools: p.tools, Classifier: p.classify,
+	w := &chat.Worker{Bus: p.bus, Store: p.store.Chains, Models: models, Tools: p.tools, Classifier: p.classify,
 		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, MaxFetches: env.MaxFetches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store, Ledger: p.store,
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store.Searches, Ledger: p.store.Ledger,
 		Budgets:     p.o.File.Budgets(env.DefaultBudget),
 		EvidenceKey: []byte(env.EvidenceSecret)}
 	if env.EvidenceSecret == "" {
@@ -317,7 +317,7 @@ func (p *process) runChat(ctx context.Context) error {
 		return err
 	}
 	p.stops = append(p.stops, stop)
-	go jobs.NewReaper(p.store, p.ender, p.id, p.log.With("role", "reaper")).Run(ctx, 2*time.Second)
+	go jobs.NewReaper(p.store.Jobs, p.ender, p.id, p.log.With("role", "reaper")).Run(ctx, 2*time.Second)
 	p.log.Info("chat worker running", "models", p.o.File.ModelNames(), "concurrency", env.ChatConcurrency)
 	return nil
 }
@@ -333,7 +333,7 @@ func (p *process) runSearch(ctx context.Context) error {
 		}
 		ids = p.env.Engines
 	}
-	w := &search.Worker{Bus: p.bus, Store: p.store, Engines: p.engines, Settings: Settings(p.o.File), Timeout: p.env.EngineTimeout,
+	w := &search.Worker{Bus: p.bus, Store: search.StoreOf(p.store), Engines: p.engines, Settings: Settings(p.o.File), Timeout: p.env.EngineTimeout,
 		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id,
 		Budgets: p.o.File.Budgets(p.env.DefaultBudget)}
 	for _, id := range ids {
@@ -361,7 +361,7 @@ func (p *process) fetchWorker() (*search.FetchWorker, error) {
 		return nil, err
 	}
 	f := fetch.New(fetch.Options{Guard: g, MaxBytes: p.env.FetchMaxBytes, Timeout: p.env.FetchTimeout})
-	return &search.FetchWorker{Bus: p.bus, Store: p.store, Fetcher: f, Ender: p.ender, LeaseTTL: p.env.AckWait, Metrics: p.o.Metrics,
+	return &search.FetchWorker{Bus: p.bus, Store: p.store.Searches, Fetcher: f, Ender: p.ender, LeaseTTL: p.env.AckWait, Metrics: p.o.Metrics,
 		Log: p.log.With("role", "fetch"), ID: p.id}, nil
 }
 
@@ -398,7 +398,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err != nil {
 		return nil, err
 	}
-	s := ingress.New(ingress.Options{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
+	s := ingress.New(ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
@@ -415,7 +415,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	// The archive runs after the spend per model is counted (it reads the job's spend
 	// ledger, which the archive moves) and before the other hooks, so the storage
 	// quota's sees where the job's bytes now live.
-	finisher := jobs.NewFinisher(p.store, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store}, archiver{p.store}, p.hooks, p.batches, s)
+	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -641,7 +641,7 @@ func Webhooks(env config.Env, f *config.File, b *bus.Bus, store *state.Store, lo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &webhook.Service{Bus: b, Store: store, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
+	return &webhook.Service{Bus: b, Store: store.Webhooks, Config: cfg, Log: log.With("role", "webhooks"), Metrics: m}, nil
 }
 
 // cooldownFresh is how long a process trusts what it read of a key's rest: a rest
@@ -690,6 +690,6 @@ func Settings(f *config.File) map[string]search.Settings {
 type archiver struct{ store *state.Store }
 
 func (a archiver) JobFinished(ctx context.Context, job *state.Job) error {
-	_, err := a.store.ArchiveEnded(ctx, job) // the hash the finisher read (ReadEnded)
+	_, err := a.store.Jobs.ArchiveEnded(ctx, job) // the hash the finisher read (ReadEnded)
 	return err
 }

@@ -202,7 +202,7 @@ func TestMalformedToolArgumentsReachTheModel(t *testing.T) {
 		if got := fleettest.Content(resp); !strings.Contains(got, "failed") {
 			t.Errorf("%s: the model did not see a failed search: %q", c.directive, got)
 		}
-		job, err := f.Store.GetJob(t.Context(), jobID(t, resp))
+		job, err := f.Store.Jobs.GetJob(t.Context(), jobID(t, resp))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +344,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancel: %d %s", status, body)
 	}
 	time.Sleep(2500 * time.Millisecond) // let the slow search finish and its result arrive
-	j, _ := f.Store.GetJob(t.Context(), id)
+	j, _ := f.Store.Jobs.GetJob(t.Context(), id)
 	if j.Status != state.Cancelled {
 		t.Fatalf("status %s after cancel", j.Status)
 	}

@@ -63,7 +63,7 @@ func TestIdempotencyKeyConcurrent(t *testing.T) {
 		t.Errorf("%d answers marked replayed, want 49", replayed)
 	}
 	fleettest.Eventually(t, "the job to complete", func() bool {
-		j, err := f.Store.GetJob(t.Context(), ids[0])
+		j, err := f.Store.Jobs.GetJob(t.Context(), ids[0])
 		return err == nil && j.Status == "completed"
 	})
 	if n := f.Sim.Stats().Requests["model"]; n != 2 {

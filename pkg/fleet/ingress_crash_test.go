@@ -43,7 +43,7 @@ func jobBody(t *testing.T, text string, callback any) []byte {
 func completes(t *testing.T, f *fleettest.Fleet, id string) {
 	t.Helper()
 	fleettest.Eventually(t, "job "+id+" to complete", func() bool {
-		j, err := f.Store.GetJob(t.Context(), id)
+		j, err := f.Store.Jobs.GetJob(t.Context(), id)
 		return err == nil && j.Status == state.Completed
 	})
 }
@@ -54,7 +54,7 @@ func TestRetryCompletesASubmissionKilledAfterTheClaim(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t)
 	body := jobBody(t, "Search the web for the news about NATS", nil)
-	won, _, _, err := f.Store.ClaimIdempotency(t.Context(), "default", "k-claimed", "job_claimedonly0000000000000", requestHash(body), time.Hour)
+	won, _, _, err := f.Store.Jobs.ClaimIdempotency(t.Context(), "default", "k-claimed", "job_claimedonly0000000000000", requestHash(body), time.Hour)
 	if err != nil || !won {
 		t.Fatalf("claim: %v %v", won, err)
 	}
@@ -75,14 +75,14 @@ func TestRetryPublishesASubmissionKilledAfterTheRecord(t *testing.T) {
 	f := fleettest.Start(t)
 	body := jobBody(t, "Search the web for the news about Redis", nil)
 	id := "job_recordedonly000000000000"
-	if won, _, _, err := f.Store.ClaimIdempotency(t.Context(), "default", "k-recorded", id, requestHash(body), time.Hour); err != nil || !won {
+	if won, _, _, err := f.Store.Jobs.ClaimIdempotency(t.Context(), "default", "k-recorded", id, requestHash(body), time.Hour); err != nil || !won {
 		t.Fatalf("claim: %v %v", won, err)
 	}
 	var req map[string]json.RawMessage
 	json.Unmarshal(body, &req)
 	chatBody, _ := json.Marshal(req)
 	now := time.Now().UTC()
-	if err := f.Store.CreateJob(t.Context(), &state.Job{ID: id, Tenant: "default", Kind: "chat", Model: demo.Model, Request: chatBody, Created: now, Deadline: now.Add(time.Minute)}); err != nil {
+	if err := f.Store.Jobs.CreateJob(t.Context(), &state.Job{ID: id, Tenant: "default", Kind: "chat", Model: demo.Model, Request: chatBody, Created: now, Deadline: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	status, v, _ := postJob(t, f, "k-recorded", body)
@@ -121,7 +121,7 @@ func TestReplayReturnsTheWebhookSecretAgain(t *testing.T) {
 	if ids := rcv.verify(t, sec); len(ids) != 1 {
 		t.Fatalf("deliveries %v", ids)
 	}
-	job, _ := f.Store.GetJob(t.Context(), id)
+	job, _ := f.Store.Jobs.GetJob(t.Context(), id)
 	raw, _ := json.Marshal(job)
 	if strings.Contains(string(raw), sec) {
 		t.Fatal("the job record holds the signing secret")

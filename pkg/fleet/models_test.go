@@ -55,7 +55,7 @@ func TestEveryModelProtocolAnswersCited(t *testing.T) {
 			if anns, _ := msg["annotations"].([]any); len(anns) == 0 {
 				t.Errorf("no url_citation annotations: %v", msg)
 			}
-			j, err := f.Store.GetJob(context.Background(), jobID(t, resp))
+			j, err := f.Store.Jobs.GetJob(context.Background(), jobID(t, resp))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +155,7 @@ func TestNativeSearchInJobRecord(t *testing.T) {
 	if n := f.Sim.Stats().Requests["model_native_search"]; n != 1 {
 		t.Errorf("%d native-search model calls, want 1", n)
 	}
-	j, err := f.Store.GetJob(context.Background(), jobID(t, resp))
+	j, err := f.Store.Jobs.GetJob(context.Background(), jobID(t, resp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestNamespacedFleetsShareNATSAndRedis(t *testing.T) {
 			if status, body, _ := other.Do(t, "GET", "/v1/jobs/"+id, nil); status != http.StatusNotFound {
 				t.Errorf("job %s of %s seen by the other fleet: %d %s", id, ns, status, body)
 			}
-			if _, err := other.Store.GetJob(t.Context(), id); !errors.Is(err, state.ErrNotFound) {
+			if _, err := other.Store.Jobs.GetJob(t.Context(), id); !errors.Is(err, state.ErrNotFound) {
 				t.Errorf("job %s of %s is in the other namespace's keys: %v", id, ns, err)
 			}
 		}

@@ -72,7 +72,7 @@ func TestNativeSearchResponsesAndGeminiInJobRecord(t *testing.T) {
 					t.Errorf("annotation %v spans %q", uc, string(runes[start:end]))
 				}
 			}
-			j, err := f.Store.GetJob(context.Background(), jobID(t, resp))
+			j, err := f.Store.Jobs.GetJob(context.Background(), jobID(t, resp))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -55,7 +55,7 @@ func TestKimiNativeSearchInJobRecord(t *testing.T) {
 	if st["model_native_search"] != 1 || st["model_kimi_echo"] != 1 {
 		t.Errorf("simulator: %d $web_search calls, %d echoes; want 1 and 1", st["model_native_search"], st["model_kimi_echo"])
 	}
-	j, err := f.Store.GetJob(context.Background(), jobID(t, resp))
+	j, err := f.Store.Jobs.GetJob(context.Background(), jobID(t, resp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestGLMNativeSearchInJobRecord(t *testing.T) {
 	if u, _ := sources[0].(map[string]any)["url"].(string); len(sources) != 3 || !strings.HasSuffix(u, ".example.org/2025-4") && !strings.HasSuffix(u, ".example.com/2025-4") && !strings.HasSuffix(u, ".example.net/2025-4") {
 		t.Errorf("sources %v", sources)
 	}
-	j, err := f.Store.GetJob(context.Background(), jobID(t, resp))
+	j, err := f.Store.Jobs.GetJob(context.Background(), jobID(t, resp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (r *queueReader) ReadQueues(ctx context.Context) metrics.Queues {
 			q.OldestQueued[queue] = at
 		}
 	}
-	if q.Unfinished, q.NextDeadline, err = p.store.Unfinished(ctx); err != nil {
+	if q.Unfinished, q.NextDeadline, err = p.store.Jobs.Unfinished(ctx); err != nil {
 		fail("unfinished jobs", err)
 	}
 	return q

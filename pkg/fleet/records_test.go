@@ -108,7 +108,7 @@ func TestRecordsSurviveAnEmptyRedis(t *testing.T) {
 	// storage quota (after the trim): the flush below comes after both jobs' last
 	// write, or those keys would come back.
 	fleettest.Eventually(t, "both jobs counted in the spend per model and charged", func() bool {
-		rows, err := f.Store.ModelSpend(context.Background(), "default", 1, time.Now())
+		rows, err := f.Store.Ledger.ModelSpend(context.Background(), "default", 1, time.Now())
 		var jobs int64
 		for _, r := range rows {
 			jobs += r.Jobs

@@ -139,7 +139,7 @@ func TestResponsesWebSocket(t *testing.T) {
 	if asked.response["status"] != "completed" || asked.response["previous_response_id"] != rememberID {
 		t.Fatalf("continuation: %v %v", asked.types, asked.err)
 	}
-	job, err := f.Store.GetJob(ctx(t), asked.response["id"].(string))
+	job, err := f.Store.Jobs.GetJob(ctx(t), asked.response["id"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestSpendCapsAcrossWorkers(t *testing.T) {
 	if s := readSpend(t, "chat", resp.Usage.JSON.ExtraFields["searchfleet"].Raw()); s.Searches != 3 || s.SearchCostUSD != 0.03 || s.CostUSD != 0.03 {
 		t.Errorf("usage.searchfleet %+v, want 3 searches for $0.03", s)
 	}
-	job, err := store.GetJob(t.Context(), strings.TrimPrefix(resp.ID, "chatcmpl-"))
+	job, err := store.Jobs.GetJob(t.Context(), strings.TrimPrefix(resp.ID, "chatcmpl-"))
 	if err != nil || job.Status != state.Completed || strings.Count(string(job.Trace), "SEARCH_BUDGET_EXHAUSTED") != 3 ||
 		!strings.Contains(string(job.Trace), "request's spending cap (max_cost_usd) of $0.03") {
 		t.Errorf("job %v: status %s, trace %s", err, job.Status, job.Trace)
@@ -117,7 +117,7 @@ func TestSpendCapsAcrossWorkers(t *testing.T) {
 	if n := sim.Stats().Requests["brave"]; n != 3 {
 		t.Errorf("the batch paid %d searches, want exactly 3", n)
 	}
-	if usd, limit, err := store.BatchSpendOf(t.Context(), b.ID); err != nil || usd != 0.03 || limit != 0.03 {
+	if usd, limit, err := store.Ledger.BatchSpendOf(t.Context(), b.ID); err != nil || usd != 0.03 || limit != 0.03 {
 		t.Errorf("batch ledger $%v of $%v (%v)", usd, limit, err)
 	}
 
@@ -241,7 +241,7 @@ func TestSpendUsageEveryProtocol(t *testing.T) {
 	check("messages stream", readSpend(t, "messages stream", raw))
 
 	// The tenant's ledger holds the six jobs' searches and model turns.
-	sp, err := f.Store.SpendOf(t.Context(), "default", time.Now()) // the open API's tenant
+	sp, err := f.Store.Ledger.SpendOf(t.Context(), "default", time.Now()) // the open API's tenant
 	if err != nil || sp.DaySearches != 6 || sp.DayUSD <= 0.06 {
 		t.Errorf("tenant spend %+v (%v), want 6 searches and more than $0.06 with the model's turns", sp, err)
 	}

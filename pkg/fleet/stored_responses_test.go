@@ -62,7 +62,7 @@ func TestStoredResponses(t *testing.T) {
 	if second.PreviousResponseID != first.ID || second.Status != responses.ResponseStatusCompleted {
 		t.Fatalf("second: %s", second.RawJSON())
 	}
-	rec, err := f.Store.GetResponse(ctx(t), second.ID)
+	rec, err := f.Store.Jobs.GetResponse(ctx(t), second.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestStoredResponses(t *testing.T) {
 	if string(raw["store"]) != "false" {
 		t.Errorf("store echoed %s, want false", raw["store"])
 	}
-	if _, err := f.Store.GetResponse(ctx(t), unstored.ID); err == nil {
+	if _, err := f.Store.Jobs.GetResponse(ctx(t), unstored.ID); err == nil {
 		t.Error("a store: false response was stored")
 	}
 	if _, err := alice.Responses.Get(ctx(t), unstored.ID, responses.ResponseGetParams{}); apiErr(t, err).StatusCode != http.StatusNotFound {
@@ -125,7 +125,7 @@ func TestStoredResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err = f.Store.GetResponse(ctx(t), ref.ID)
+	rec, err = f.Store.Jobs.GetResponse(ctx(t), ref.ID)
 	if err != nil || !strings.Contains(string(rec.Input), `"id":"`+msgID+`"`) {
 		t.Fatalf("item_reference not resolved: %v %s", err, rec.Input)
 	}
@@ -157,7 +157,7 @@ func TestResponsesInputFile(t *testing.T) {
 	if resp.Status != responses.ResponseStatusCompleted {
 		t.Fatalf("%s", resp.RawJSON())
 	}
-	rec, err := f.Store.GetResponse(ctx(t), resp.ID)
+	rec, err := f.Store.Jobs.GetResponse(ctx(t), resp.ID)
 	if err != nil || !strings.Contains(string(rec.Input), note) {
 		t.Fatalf("the file is not in the stored conversation: %v", err)
 	}

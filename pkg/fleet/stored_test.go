@@ -29,7 +29,7 @@ func TestJobsStoreTheirRequestInCanonicalForm(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("%s: %d %s", c.path, status, body)
 		}
-		job, err := f.Store.GetJob(t.Context(), h.Get("X-Searchfleet-Job-Id"))
+		job, err := f.Store.Jobs.GetJob(t.Context(), h.Get("X-Searchfleet-Job-Id"))
 		if err != nil {
 			t.Fatalf("%s: %v", c.path, err)
 		}

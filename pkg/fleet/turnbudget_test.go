@@ -121,7 +121,7 @@ func TestModelSpendStopsAtTheBudget(t *testing.T) {
 			break
 		}
 	}
-	sp, err := store.SpendOf(t.Context(), "acme", time.Now())
+	sp, err := store.Ledger.SpendOf(t.Context(), "acme", time.Now())
 	if err != nil || sp.DayUSD > 0.05+1e-9 || sp.DayUSD < spent-1e-6 {
 		t.Errorf("tenant ledger %+v (%v), want the answered turns' $%.6f, at most $0.05", sp, err, spent)
 	}
@@ -135,7 +135,7 @@ func TestModelSpendStopsAtTheBudget(t *testing.T) {
 	// the job's own ledger is dropped when its ended record is archived, which may
 	// happen before this read.
 	id := hdr.Get("X-Searchfleet-Job-Id")
-	sp, err = store.SpendOf(t.Context(), "capped", time.Now())
+	sp, err = store.Ledger.SpendOf(t.Context(), "capped", time.Now())
 	t.Logf("capped chain: %d %s; the tenant's ledger $%v", status, clip(body), sp.DayUSD)
 	if err != nil || id == "" || sp.DayUSD > 0.02+1e-9 || sp.DayUSD < 0.01 {
 		t.Errorf("job %q spent $%v (%v), want what it spent, at most the $0.02 cap", id, sp.DayUSD, err)
@@ -183,7 +183,7 @@ func TestBatchLinesChargedToTheStorageQuota(t *testing.T) {
 	if b.RequestCounts.Total != 12 || b.RequestCounts.Failed == 0 || b.RequestCounts.Completed == 0 {
 		t.Errorf("batch %+v, want some lines run and the rest failed on the quota", b)
 	}
-	st, err := f.Store.StorageOf(t.Context(), "small")
+	st, err := f.Store.Ledger.StorageOf(t.Context(), "small")
 	if err != nil || st.Used > 256<<10 {
 		t.Errorf("tenant storage %+v (%v), want within its 256 KiB quota", st, err)
 	}

@@ -256,7 +256,7 @@ func TestWebhookFailedToDLQ(t *testing.T) {
 	if !strings.Contains(reason, "503") {
 		t.Errorf("dead letter reason %q does not say why", reason)
 	}
-	hash, _ := f.Store.JobFields(t.Context(), id)
+	hash, _ := f.Store.Jobs.JobFields(t.Context(), id)
 	record, _ := json.Marshal(hash)
 	secretNotIn(t, secret, map[string]string{"GET /v1/jobs/{id}": string(body), "the Redis job hash": string(record), "the DLQ reason": reason})
 }
@@ -320,10 +320,10 @@ func TestWebhookSecrets(t *testing.T) {
 	if d := plain.deliveries()[0]; other.Verify(d.body, d.header) == nil {
 		t.Error("the tenant's secret verifies a job of another tenant")
 	}
-	hash, _ := f.Store.JobFields(t.Context(), plainJob)
+	hash, _ := f.Store.Jobs.JobFields(t.Context(), plainJob)
 	record, _ := json.Marshal(hash)
 	_, acmeBody := webhookStatus(t, f, "acme-key", acmeJob)
-	acmeHash, _ := f.Store.JobFields(t.Context(), acmeJob)
+	acmeHash, _ := f.Store.Jobs.JobFields(t.Context(), acmeJob)
 	acmeRecord, _ := json.Marshal(acmeHash)
 	secretNotIn(t, jobSecret, map[string]string{"GET /v1/jobs/{id}": string(plainBody), "the Redis job hash": string(record)})
 	secretNotIn(t, tenantSecret, map[string]string{"GET /v1/jobs/{id}": string(acmeBody), "the Redis job hash": string(acmeRecord)})

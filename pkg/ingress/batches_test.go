@@ -28,8 +28,8 @@ func batchAPI(t *testing.T) http.Handler {
 	rdb, prefix := testenv.Redis(t)
 	store := state.New(rdb, prefix, time.Hour)
 	log := slog.New(slog.DiscardHandler)
-	batches := &batch.Service{Bus: b, Store: store, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: log}
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Batches: batches})
+	batches := &batch.Service{Bus: b, Store: batch.StoreOf(store), Ender: jobs.NewEnder(store.Jobs, b, nil, nil), Models: []string{"m1"}, Log: log}
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Batches: batches})
 	return s.Handler()
 }
 

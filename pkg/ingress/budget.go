@@ -28,7 +28,7 @@ func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.Handl
 			return
 		}
 		now := time.Now()
-		sp, err := s.Store.SpendOf(r.Context(), tenant, now)
+		sp, err := s.Store.Ledger.SpendOf(r.Context(), tenant, now)
 		if err != nil {
 			// The job cannot be recorded without Redis either; let the submission say so.
 			s.Log.Warn("api: reading spend", "tenant", tenant, "err", err)
@@ -42,7 +42,7 @@ func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.Handl
 		}
 		if key := r.Header.Get("Idempotency-Key"); key != "" {
 			// A retry of a submission that was accepted gets its job, not a refusal.
-			if claimed, err := s.Store.IdempotencyClaimed(r.Context(), tenant, key); err == nil && claimed {
+			if claimed, err := s.Store.Jobs.IdempotencyClaimed(r.Context(), tenant, key); err == nil && claimed {
 				h(w, r)
 				return
 			}
@@ -88,7 +88,7 @@ func newUsagePeriod(period string, reset time.Time, usd float64, n int64, limitU
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	tenant := tenantOf(r)
 	now := time.Now()
-	sp, err := s.Store.SpendOf(r.Context(), tenant, now)
+	sp, err := s.Store.Ledger.SpendOf(r.Context(), tenant, now)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
 		return

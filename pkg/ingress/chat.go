@@ -53,7 +53,7 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 		// when it ends.
 		job.Question = redact.Clip(questionOf(job.Request), questionChars)
 	}
-	p, err := jobs.Submit(ctx, s.Bus, s.Store, job, subject, msg)
+	p, err := jobs.Submit(ctx, s.Bus, s.Store.Jobs, job, subject, msg)
 	if err == nil {
 		err = bus.Wait(ctx, p)
 	}
@@ -75,7 +75,7 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 	}
 	if !keyed {
 		s.JobFinished(context.WithoutCancel(ctx), job) // its tenant's job slot
-		if err := s.Store.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
+		if err := s.Store.Jobs.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
 			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
 		}
 	}
@@ -151,7 +151,7 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 			if tick != nil {
 				tick()
 			}
-			st, err := s.Store.JobStatus(ctx, jobID)
+			st, err := s.Store.Jobs.JobStatus(ctx, jobID)
 			if err != nil || !st.Terminal() {
 				continue
 			}
@@ -166,7 +166,7 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 		if j := wt.handed(jobID); j != nil {
 			return j, nil
 		}
-		return s.Store.GetJob(ctx, jobID)
+		return s.Store.Jobs.GetJob(ctx, jobID)
 	}
 }
 

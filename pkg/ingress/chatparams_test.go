@@ -28,7 +28,7 @@ func paramsAPI(t *testing.T, billable ...string) http.Handler {
 	b, _ := bustest.New(t)
 	rdb, prefix := testenv.Redis(t)
 	store := state.New(rdb, prefix, time.Hour)
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
 		Log: slog.New(slog.DiscardHandler), ChatBillableParams: billable})
 	return s.Handler()
 }

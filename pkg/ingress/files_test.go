@@ -24,7 +24,7 @@ func TestFilesCheckedAtSubmission(t *testing.T) {
 	t.Parallel()
 	b, _ := bustest.New(t)
 	rdb, prefix := testenv.Redis(t)
-	s := ingress.New(ingress.Options{Bus: b, Store: state.New(rdb, prefix, time.Hour), Models: []string{"chat-m", "kimi-m"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(state.New(rdb, prefix, time.Hour)), Models: []string{"chat-m", "kimi-m"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
 		Log: slog.New(slog.DiscardHandler), Targets: map[string]ingress.ModelTarget{
 			"chat-m": {Protocol: wire.OpenAIChat, Model: "up", API: wire.ChatModel},
 			"kimi-m": {Protocol: wire.OpenAIChat, Model: "up", API: wire.KimiModel},

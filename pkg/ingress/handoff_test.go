@@ -67,10 +67,10 @@ func newHandoffRig(t *testing.T) *handoffRig {
 	r := &reads{}
 	ingressRDB.AddHook(r)
 	store := state.New(rdb, prefix, time.Hour)
-	s := New(Options{Bus: b, Store: state.New(ingressRDB, prefix, time.Hour), Models: []string{"m1"}, MaxBody: 4 << 20,
+	s := New(Options{Bus: b, Store: StoreOf(state.New(ingressRDB, prefix, time.Hour)), Models: []string{"m1"}, MaxBody: 4 << 20,
 		Log: slog.New(slog.DiscardHandler), JobTimeout: time.Minute, SyncWait: 30 * time.Second})
 	return &handoffRig{s: s, b: b, store: store, reads: r,
-		handing: jobs.NewEnder(store, b, nil, nil), none: jobs.NewEnder(store, noHandoff{b}, nil, nil)}
+		handing: jobs.NewEnder(store.Jobs, b, nil, nil), none: jobs.NewEnder(store.Jobs, noHandoff{b}, nil, nil)}
 }
 
 // chatAnswer is a stored answer of text.
@@ -115,7 +115,7 @@ func TestHandedJobRendersAsTheJobReadFromRedis(t *testing.T) {
 		if job.Ingress == "" {
 			t.Fatal("the ingress has no token")
 		}
-		if err := r.store.CreateJob(ctx, job); err != nil {
+		if err := r.store.Jobs.CreateJob(ctx, job); err != nil {
 			t.Fatal(err)
 		}
 		before := r.reads.n.Load()
@@ -131,7 +131,7 @@ func TestHandedJobRendersAsTheJobReadFromRedis(t *testing.T) {
 		if wt.ended.Load() == nil || r.reads.n.Load() != before {
 			t.Fatalf("%s: the job was read from Redis (%d reads), not handed over", protocol, r.reads.n.Load()-before)
 		}
-		read, err := r.store.GetJob(ctx, job.ID)
+		read, err := r.store.Jobs.GetJob(ctx, job.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestSyncAnswerWithAndWithoutTheHandoff(t *testing.T) {
 			}
 		}
 		// The worker holds the request it read (LoadStep: no HMGET).
-		st, err := r.store.LoadStep(t.Context(), id, nil)
+		st, err := r.store.Chains.LoadStep(t.Context(), id, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,8 +120,8 @@ func TestClientHangupIsNotAnError(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	store := state.New(rdb, prefix, time.Hour)
 	rec := &levels{}
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute, SyncWait: time.Minute,
-		Log: slog.New(rec), Ender: jobs.NewEnder(store, b, nil, nil)})
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute, SyncWait: time.Minute,
+		Log: slog.New(rec), Ender: jobs.NewEnder(store.Jobs, b, nil, nil)})
 	h := s.Handler()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // the client has gone by the time the job is recorded

@@ -96,7 +96,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		job.FreshID = false
 		sum := sha256.Sum256(body)
 		hash := hex.EncodeToString(sum[:16])
-		won, existing, existingHash, err := s.Store.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.RecordRetention())
+		won, existing, existingHash, err := s.Store.Jobs.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Jobs.RecordRetention())
 		if err != nil {
 			s.logFailure(r.Context(), "api: claiming an Idempotency-Key", "err", err)
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not record the Idempotency-Key; try again.")
@@ -130,7 +130,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		slot = ""
 	}
 	if replayed {
-		stored, err := s.Store.GetJob(r.Context(), job.ID)
+		stored, err := s.Store.Jobs.GetJob(r.Context(), job.ID)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed; try again.")
 			return
@@ -154,7 +154,7 @@ func (s *Server) loadJob(w http.ResponseWriter, r *http.Request) *state.Job {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
 		return nil
 	}
-	job, err := s.Store.GetJob(r.Context(), id)
+	job, err := s.Store.Jobs.GetJob(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) || err == nil && job.Tenant != tenantOf(r) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
 		return nil
@@ -188,7 +188,7 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
 		return
 	}
-	job, err := s.Store.GetJob(r.Context(), job.ID)
+	job, err := s.Store.Jobs.GetJob(r.Context(), job.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed.")
 		return
@@ -303,7 +303,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			if fl != nil {
 				fl.Flush()
 			}
-			if st, err := s.Store.JobStatus(ctx, job.ID); err == nil && st.Terminal() && time.Since(job.Created) > 24*time.Hour {
+			if st, err := s.Store.Jobs.JobStatus(ctx, job.ID); err == nil && st.Terminal() && time.Since(job.Created) > 24*time.Hour {
 				return
 			}
 			continue

@@ -63,7 +63,7 @@ func (s *Server) allowRate(w http.ResponseWriter, r *http.Request, codec wire.Cl
 	if l.RequestsPerSecond <= 0 {
 		return true
 	}
-	wait, err := s.Store.AllowTenant(r.Context(), tenant, l.RequestsPerSecond, l.Burst)
+	wait, err := s.Store.Leases.AllowTenant(r.Context(), tenant, l.RequestsPerSecond, l.Burst)
 	if err != nil {
 		s.limitsUnavailable(w, r, codec, err)
 		return false
@@ -81,7 +81,7 @@ func (s *Server) allowRate(w http.ResponseWriter, r *http.Request, codec wire.Cl
 // waiting.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, job *state.Job, h hold) (release func(), ok bool) {
 	l := s.Limits.Of(job.Tenant)
-	took, err := s.Store.AcquireLease(r.Context(), state.LeaseJobs, job.Tenant, job.ID, l.QueuedJobs, time.Until(job.Deadline)+jobSlotMargin)
+	took, err := s.Store.Leases.AcquireLease(r.Context(), state.LeaseJobs, job.Tenant, job.ID, l.QueuedJobs, time.Until(job.Deadline)+jobSlotMargin)
 	if err != nil {
 		s.limitsUnavailable(w, r, codec, err)
 		return nil, false
@@ -91,7 +91,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, codec wire.Client
 		return nil, false
 	}
 	if !s.chargeStorage(w, r, codec, job) {
-		s.Store.ReleaseLease(context.WithoutCancel(r.Context()), state.LeaseJobs, job.Tenant, job.ID)
+		s.Store.Leases.ReleaseLease(context.WithoutCancel(r.Context()), state.LeaseJobs, job.Tenant, job.ID)
 		return nil, false
 	}
 	if h == holdNone {
@@ -116,7 +116,7 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 		return func() {}, true
 	}
 	id := state.NewID("lease_")
-	took, err := s.Store.AcquireLease(r.Context(), kind, tenant, id, limit, leaseTTL)
+	took, err := s.Store.Leases.AcquireLease(r.Context(), kind, tenant, id, limit, leaseTTL)
 	if err != nil {
 		s.limitsUnavailable(w, r, codec, err)
 		return nil, false
@@ -141,7 +141,7 @@ func (s *Server) keepLease(parent context.Context, kind, tenant, id string, limi
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if _, err := s.Store.AcquireLease(ctx, kind, tenant, id, limit, leaseTTL); err != nil && ctx.Err() == nil {
+				if _, err := s.Store.Leases.AcquireLease(ctx, kind, tenant, id, limit, leaseTTL); err != nil && ctx.Err() == nil {
 					s.Log.Warn("api: renewing a tenant's slot", "kind", kind, "err", err)
 				}
 			}
@@ -152,7 +152,7 @@ func (s *Server) keepLease(parent context.Context, kind, tenant, id string, limi
 		wg.Wait()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 		defer cancel()
-		if err := s.Store.ReleaseLease(rctx, kind, tenant, id); err != nil {
+		if err := s.Store.Leases.ReleaseLease(rctx, kind, tenant, id); err != nil {
 			s.Log.Warn("api: releasing a tenant's slot (it expires on its own)", "kind", kind, "err", err)
 		}
 	}
@@ -168,7 +168,7 @@ func (s *Server) JobFinished(ctx context.Context, job *state.Job) error {
 	s.pace.observe(job)
 	var release error
 	if s.Limits.Of(job.Tenant).QueuedJobs > 0 { // no limit, no slot taken (admit)
-		release = s.Store.ReleaseLease(ctx, state.LeaseJobs, job.Tenant, job.ID)
+		release = s.Store.Leases.ReleaseLease(ctx, state.LeaseJobs, job.Tenant, job.ID)
 	}
 	return errors.Join(release, s.settleStorage(ctx, job))
 }

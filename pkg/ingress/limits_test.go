@@ -85,10 +85,10 @@ func newLimited(t *testing.T, def config.Limits, a config.Limits) *limited {
 		t.Fatal(err)
 	}
 	m := metrics.New()
-	ender := jobs.NewEnder(store, b, nil, log)
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute, SyncWait: time.Minute,
+	ender := jobs.NewEnder(store.Jobs, b, nil, log)
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, JobTimeout: time.Minute, SyncWait: time.Minute,
 		Log: log, Tenants: keys, Limits: config.NewTenantLimits(def, tenants), Metrics: m, Ender: ender})
-	fin := jobs.NewFinisher(store, ender, nil, log, s)
+	fin := jobs.NewFinisher(store.Jobs, ender, nil, log, s)
 	w, err := bus.Consume(t.Context(), b, bus.FinisherConsumer(bus.TimingFor(bus.ConsumerFinisher)), fin.Handle, bus.ConsumeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func (l *limited) held(t *testing.T, kind, tenant string) int {
-	n, err := l.store.LeasesHeld(t.Context(), kind, tenant)
+	n, err := l.store.Leases.LeasesHeld(t.Context(), kind, tenant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestTenantWaitSlotsRelease(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, ending := range []string{"job ends", "client leaves"} {
-			before, _ := l.store.LeaseIDs(t.Context(), state.LeaseJobs, "a")
+			before, _ := l.store.Leases.LeaseIDs(t.Context(), state.LeaseJobs, "a")
 			ctx, leave := context.WithCancel(t.Context())
 			done := make(chan *httptest.ResponseRecorder, 1)
 			go func() { done <- l.do(ctx, "ka", "POST", "/v1/chat/completions", c.body) }()
@@ -220,7 +220,7 @@ func TestTenantWaitSlotsRelease(t *testing.T) {
 				id := l.newJob(t, "a", before)
 				// The slot is taken before the job is recorded (another key, on a
 				// cluster another node): end the job once it exists.
-				waitFor(t, "job recorded", func() bool { _, err := l.store.JobStatus(t.Context(), id); return err == nil })
+				waitFor(t, "job recorded", func() bool { _, err := l.store.Jobs.JobStatus(t.Context(), id); return err == nil })
 				if err := l.s.Ender.End(t.Context(), id, jobs.Ending{Status: state.Cancelled}); err != nil {
 					t.Fatal(err)
 				}
@@ -243,7 +243,7 @@ func TestTenantWaitSlotsRelease(t *testing.T) {
 // newJob is the id of the one job tenant holds a slot for that is not in before.
 func (l *limited) newJob(t *testing.T, tenant string, before []string) string {
 	t.Helper()
-	ids, err := l.store.LeaseIDs(t.Context(), state.LeaseJobs, tenant)
+	ids, err := l.store.Leases.LeaseIDs(t.Context(), state.LeaseJobs, tenant)
 	var fresh []string
 	for _, id := range ids {
 		if !slices.Contains(before, id) {
@@ -297,7 +297,7 @@ func TestOpenAPIIsOneTenant(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	store := state.New(rdb, prefix, time.Hour)
 	m := metrics.New()
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: slog.New(slog.DiscardHandler), Metrics: m,
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, Log: slog.New(slog.DiscardHandler), Metrics: m,
 		Limits: config.NewTenantLimits(config.Limits{RequestsPerSecond: 0.001, Burst: 2}, nil)})
 	h := s.Handler()
 	codes := map[int]int{}

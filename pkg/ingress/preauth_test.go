@@ -37,8 +37,8 @@ func guardedAPI(t *testing.T, maxUnauth int) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batches := &batch.Service{Bus: b, Store: store, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: log}
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Tenants: keys, Batches: batches,
+	batches := &batch.Service{Bus: b, Store: batch.StoreOf(store), Ender: jobs.NewEnder(store.Jobs, b, nil, nil), Models: []string{"m1"}, Log: log}
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Tenants: keys, Batches: batches,
 		JobTimeout: time.Minute, SyncWait: time.Minute, BodyTimeout: 300 * time.Millisecond, UploadTimeout: time.Hour,
 		MaxUnauthenticatedConns: maxUnauth})
 	ts := httptest.NewUnstartedServer(nil)

@@ -318,7 +318,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("No response with id %q.", job.ID)})
 		return
 	}
-	rec, err := s.Store.GetResponse(r.Context(), job.ID)
+	rec, err := s.Store.Jobs.GetResponse(r.Context(), job.ID)
 	if err != nil || rec.Tenant != job.Tenant {
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})

@@ -34,7 +34,7 @@ func (s *Server) recordExpiry(job *state.Job) time.Time {
 	if from.IsZero() {
 		from = time.Now()
 	}
-	return from.Add(s.Store.RecordRetention())
+	return from.Add(s.Store.Jobs.RecordRetention())
 }
 
 // chargeStorage charges a new job's request and allowance to its tenant's storage
@@ -51,7 +51,7 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 			Message: fmt.Sprintf("The request (%d bytes, with %d bytes kept for its answer) is larger than the tenant's storage quota of %d bytes.", len(job.Request), state.RecordAllowance, limit)})
 		return false
 	}
-	ok, st, err := s.Store.ChargeRecord(r.Context(), job.Tenant, job.ID, size, s.recordExpiry(job), limit, false)
+	ok, st, err := s.Store.Ledger.ChargeRecord(r.Context(), job.Tenant, job.ID, size, s.recordExpiry(job), limit, false)
 	if err != nil {
 		s.limitsUnavailable(w, r, codec, err)
 		return false
@@ -61,7 +61,7 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 	}
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		// A retry of a submission that was accepted gets its job (charged already).
-		if claimed, err := s.Store.IdempotencyClaimed(r.Context(), job.Tenant, key); err == nil && claimed {
+		if claimed, err := s.Store.Jobs.IdempotencyClaimed(r.Context(), job.Tenant, key); err == nil && claimed {
 			return true
 		}
 	}
@@ -92,19 +92,19 @@ func (s *Server) settleStorage(ctx context.Context, job *state.Job) error {
 		if limit <= 0 {
 			return nil
 		}
-		return s.Store.ReleaseRecord(ctx, job.Tenant, job.ID)
+		return s.Store.Ledger.ReleaseRecord(ctx, job.Tenant, job.ID)
 	}
-	if err := s.Store.DropSearchResults(ctx, job.ID); err != nil {
+	if err := s.Store.Ledger.DropSearchResults(ctx, job.ID); err != nil {
 		s.Log.Warn("api: dropping an ended job's search results (they expire on their own)", "job", job.ID, "err", err)
 	}
 	if limit <= 0 {
 		return nil
 	}
-	n, err := s.Store.JobFootprint(ctx, job.ID)
+	n, err := s.Store.Ledger.JobFootprint(ctx, job.ID)
 	if err != nil {
 		return err
 	}
-	_, _, err = s.Store.ChargeRecord(ctx, job.Tenant, job.ID, n, s.recordExpiry(job), limit, true)
+	_, _, err = s.Store.Ledger.ChargeRecord(ctx, job.Tenant, job.ID, n, s.recordExpiry(job), limit, true)
 	return err
 }
 
@@ -121,11 +121,11 @@ type storageUsage struct {
 
 // storageOf reads tenant's storage use for GET /v1/usage.
 func (s *Server) storageOf(ctx context.Context, tenant string) (storageUsage, error) {
-	st, err := s.Store.StorageOf(ctx, tenant)
+	st, err := s.Store.Ledger.StorageOf(ctx, tenant)
 	if err != nil {
 		return storageUsage{}, err
 	}
-	files, fileBytes, err := s.Store.FileUsage(ctx, tenant)
+	files, fileBytes, err := s.Store.Files.FileUsage(ctx, tenant)
 	if err != nil {
 		return storageUsage{}, err
 	}

@@ -45,7 +45,7 @@ func newQuotaFleet(t *testing.T, retention time.Duration) *quotaFleet {
 	}
 	m := metrics.New()
 	def := config.Limits{StorageBytes: 256 << 20, QueuedJobs: 1000}
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 8 << 20, Log: slog.New(slog.DiscardHandler), Tenants: keys,
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 8 << 20, Log: slog.New(slog.DiscardHandler), Tenants: keys,
 		Limits: config.NewTenantLimits(def, tenants), Metrics: m, JobTimeout: time.Minute, SyncWait: time.Second})
 	return &quotaFleet{storage: storage{h: s.Handler()}, s: s, store: store, rdb: rdb, prefix: prefix, m: m}
 }
@@ -185,20 +185,20 @@ func TestStorageQuotaReleasesOnExpiryAndDelete(t *testing.T) {
 	ctx := context.Background()
 	long := state.New(q.rdb, q.prefix, time.Hour)
 	job := &state.Job{ID: state.NewID("job_"), Tenant: "a", Kind: "chat", Model: "m1", Request: json.RawMessage(`{"model":"m1"}`), Created: time.Now()}
-	if err := long.CreateJob(ctx, job); err != nil {
+	if err := long.Jobs.CreateJob(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := long.RecordResult(ctx, job.ID, 0, "c1", []byte(strings.Repeat("r", 10000))); err != nil {
+	if _, _, err := long.Chains.RecordResult(ctx, job.ID, 0, "c1", []byte(strings.Repeat("r", 10000))); err != nil {
 		t.Fatal(err)
 	}
-	if err := long.SaveSearchDone(ctx, job.ID, 0, "c1", []byte(strings.Repeat("r", 10000)), nil); err != nil {
+	if err := long.Searches.SaveSearchDone(ctx, job.ID, 0, "c1", []byte(strings.Repeat("r", 10000)), nil); err != nil {
 		t.Fatal(err)
 	}
 	before := q.usage(t, "ka").UsedBytes
-	if _, err := long.Finish(ctx, job.ID, state.Completed, "response", json.RawMessage(fmt.Sprintf("%q", strings.Repeat("a", 50000)))); err != nil {
+	if _, err := long.Jobs.Finish(ctx, job.ID, state.Completed, "response", json.RawMessage(fmt.Sprintf("%q", strings.Repeat("a", 50000)))); err != nil {
 		t.Fatal(err)
 	}
-	ended, err := long.GetJob(ctx, job.ID)
+	ended, err := long.Jobs.GetJob(ctx, job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestStorageQuotaReleasesOnExpiryAndDelete(t *testing.T) {
 	if got := q.usage(t, "ka").UsedBytes - before; got < 60000 || got > 62000 {
 		t.Errorf("an ended job of ~60 KB was charged %d bytes", got)
 	}
-	if st, err := long.StartSearch(ctx, job.ID, 0, "c1", "w", time.Second, nil); err != nil || st.Done != nil {
+	if st, err := long.Searches.StartSearch(ctx, job.ID, 0, "c1", "w", time.Second, nil); err != nil || st.Done != nil {
 		t.Errorf("an ended job keeps its search worker's copy of a result the chain holds (%v)", err)
 	}
 	// An unaccepted job (not ended, its record deleted) gives its charge back.

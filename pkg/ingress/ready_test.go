@@ -28,7 +28,7 @@ func TestReadyzNamesNoAddress(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	b, _ := bustest.New(t)
 	var logged bytes.Buffer
-	s := ingress.New(ingress.Options{Bus: b, Store: state.New(rdb, "readyz:", time.Hour), Models: []string{"m1"}, MaxBody: 1 << 20,
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(state.New(rdb, "readyz:", time.Hour)), Models: []string{"m1"}, MaxBody: 1 << 20,
 		Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))

@@ -131,13 +131,13 @@ func (s *Server) storedResponse(ctx context.Context, tenant, param, id string) (
 	if !validJobID(id) || !strings.HasPrefix(id, "resp_") {
 		return nil, nil, responseNotFound(param, id)
 	}
-	rec, err := s.Store.GetResponse(ctx, id)
+	rec, err := s.Store.Jobs.GetResponse(ctx, id)
 	if err == nil && rec.Tenant != tenant {
 		err = state.ErrNotFound
 	}
 	var job *state.Job
 	if err == nil {
-		job, err = s.Store.GetJob(ctx, id)
+		job, err = s.Store.Jobs.GetJob(ctx, id)
 	}
 	switch {
 	case errors.Is(err, state.ErrNotFound):
@@ -271,7 +271,7 @@ func (s *Server) fileData(ctx context.Context, tenant, param, id string) (data, 
 	if s.Batches == nil {
 		return "", "", notFound
 	}
-	f, err := s.Store.GetFile(ctx, id)
+	f, err := s.Store.Files.GetFile(ctx, id)
 	if errors.Is(err, state.ErrNotFound) || err == nil && f.Tenant != tenant {
 		return "", "", notFound
 	}
@@ -301,7 +301,7 @@ func (s *Server) saveResponse(ctx context.Context, job *state.Job, rr *responses
 	}
 	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo}
 	job.HasStoredResponse = true // noted in the job's record when it is created (its archiving reads the response)
-	if err := s.Store.SaveResponse(context.WithoutCancel(ctx), job.ID, rec); err != nil {
+	if err := s.Store.Jobs.SaveResponse(context.WithoutCancel(ctx), job.ID, rec); err != nil {
 		// The answer still reaches the client; only a later reference to it fails.
 		s.Log.Warn("api: storing a response", "response", job.ID, "err", err)
 	}

@@ -122,7 +122,7 @@ func New(o Options) *Server {
 	s := &Server{Options: o, eventsGate: make(chan struct{}, eventsCallsAtOnce)}
 	s.sockets = responsesws.New(responsesws.Options{Core: socketCore{s}, MaxSockets: o.MaxWebSockets,
 		Idle: o.WebSocketIdle, MaxAge: o.WebSocketMaxAge, MaxMessage: o.MaxBody})
-	co := console.Options{Core: consoleCore{s}, Store: o.Store, Tools: o.Tools, Metrics: o.Metrics, Log: o.Log, Pages: o.Console}
+	co := console.Options{Core: consoleCore{s}, Jobs: o.Store.Jobs, Spend: o.Store.Ledger, Tools: o.Tools, Metrics: o.Metrics, Log: o.Log, Pages: o.Console}
 	if o.Batches != nil {
 		co.Batches = o.Batches
 	}
@@ -171,7 +171,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, s.Bus, s.Store, s.Log) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, s.Bus, s.Store.Health, s.Log) })
 	// With tenants the API port is public: metrics (tenants, models, costs) are
 	// served only on the internal listener, FLEET_METRICS_ADDR (Ops).
 	if s.Metrics != nil && s.Tenants == nil {

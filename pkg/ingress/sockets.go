@@ -22,7 +22,7 @@ func (c socketCore) Admit(w http.ResponseWriter, r *http.Request) (release func(
 		return func() {}, true
 	}
 	id := state.NewID("lease_")
-	took, err := s.Store.AcquireLease(r.Context(), leaseSockets, tenant, id, limit, leaseTTL)
+	took, err := s.Store.Leases.AcquireLease(r.Context(), leaseSockets, tenant, id, limit, leaseTTL)
 	if err != nil {
 		s.limitsUnavailable(w, r, wire.Responses, err)
 		return nil, false

@@ -50,9 +50,9 @@ func newStorage(t *testing.T, maxBody, filesMax int64, def, a config.Limits) *st
 	}
 	limits := config.NewTenantLimits(def, tenants)
 	m := metrics.New()
-	batches := &batch.Service{Bus: b, Store: store, Ender: jobs.NewEnder(store, b, nil, nil), Models: []string{"m1"}, Log: log,
+	batches := &batch.Service{Bus: b, Store: batch.StoreOf(store), Ender: jobs.NewEnder(store.Jobs, b, nil, nil), Models: []string{"m1"}, Log: log,
 		Limits: limits, FilesMaxBytes: filesMax, Metrics: m}
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: maxBody, Log: log, Batches: batches, Tenants: keys, Limits: limits, Metrics: m})
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: maxBody, Log: log, Batches: batches, Tenants: keys, Limits: limits, Metrics: m})
 	return &storage{h: s.Handler(), batches: batches}
 }
 

@@ -9,37 +9,62 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Store is what the ingress reads and writes of the fleet's state (*state.Store
-// implements it). The console's routes take their part of it (console.Store).
-type Store interface {
+// Store is what the ingress reads and writes of the fleet's state, one port per
+// aggregate of pkg/state; StoreOf builds it from the Redis store.
+type Store struct {
+	Jobs   Jobs
+	Files  Files
+	Leases Leases
+	Ledger Ledger
+	Health Health
+}
+
+// StoreOf is the ingress's view of st.
+func StoreOf(st *state.Store) Store {
+	return Store{Jobs: st.Jobs, Files: st.Files, Leases: st.Leases, Ledger: st.Ledger, Health: st}
+}
+
+// Jobs are the jobs the ingress records, reads, ends and lists, with their stored
+// responses and Idempotency-Keys (state.Jobs).
+type Jobs interface {
 	jobs.Recorder
-	console.Store
-	// Ping answers /readyz.
-	Ping(ctx context.Context) error
+	console.Jobs
 	// RecordRetention is how long an ended job's record is kept.
 	RecordRetention() time.Duration
-
-	// Jobs.
 	GetJob(ctx context.Context, id string) (*state.Job, error)
 	DeleteJob(ctx context.Context, id string) error
 	ArchiveJob(ctx context.Context, id string) (int64, error)
-	JobFootprint(ctx context.Context, id string) (int64, error)
-	DropSearchResults(ctx context.Context, id string) error
 	ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error)
 	IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error)
-
-	// Stored responses and files.
 	GetResponse(ctx context.Context, id string) (*state.StoredResponse, error)
 	SaveResponse(ctx context.Context, id string, r *state.StoredResponse) error
-	GetFile(ctx context.Context, id string) (*state.File, error)
+}
 
-	// Tenants' limits: leases on their open slots, request rate, spend and storage.
+// Files are the tenants' uploaded files (state.Files).
+type Files interface {
+	GetFile(ctx context.Context, id string) (*state.File, error)
+	FileUsage(ctx context.Context, tenant string) (files int, bytes int64, err error)
+}
+
+// Leases are the tenants' open slots and request rate (state.Leases).
+type Leases interface {
 	AcquireLease(ctx context.Context, kind, tenant, id string, limit int, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, kind, tenant, id string) error
 	AllowTenant(ctx context.Context, tenant string, perSecond float64, burst int) (time.Duration, error)
+}
+
+// Ledger is the tenants' spend and storage (state.Ledger).
+type Ledger interface {
+	console.Spend
 	SpendOf(ctx context.Context, tenant string, now time.Time) (state.Spend, error)
 	StorageOf(ctx context.Context, tenant string) (state.Storage, error)
-	FileUsage(ctx context.Context, tenant string) (files int, bytes int64, err error)
+	JobFootprint(ctx context.Context, id string) (int64, error)
+	DropSearchResults(ctx context.Context, id string) error
 	ChargeRecord(ctx context.Context, tenant, record string, bytes int64, expires time.Time, limit int64, force bool) (bool, state.Storage, error)
 	ReleaseRecord(ctx context.Context, tenant, record string) error
+}
+
+// Health answers /readyz (state.Store).
+type Health interface {
+	Ping(ctx context.Context) error
 }

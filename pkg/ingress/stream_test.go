@@ -26,8 +26,8 @@ func streamAPI(t *testing.T) (*httptest.Server, *bus.Bus, *jobs.Ender) {
 	b, _ := bustest.New(t)
 	rdb, prefix := testenv.Redis(t)
 	store := state.New(rdb, prefix, time.Hour)
-	ender := jobs.NewEnder(store, b, nil, nil)
-	s := ingress.New(ingress.Options{Bus: b, Store: store, Models: []string{"m1"}, MaxBody: 1 << 20, Log: slog.New(slog.DiscardHandler),
+	ender := jobs.NewEnder(store.Jobs, b, nil, nil)
+	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, Log: slog.New(slog.DiscardHandler),
 		JobTimeout: time.Minute, SyncWait: 30 * time.Second, Ender: ender})
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)

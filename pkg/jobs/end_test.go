@@ -38,7 +38,7 @@ func newRig(t *testing.T) *rig {
 	rdb, prefix := testenv.Redis(t)
 	st := state.New(rdb, prefix, time.Hour)
 	m := metrics.New()
-	return &rig{bus: b, store: st, m: m, ender: jobs.NewEnder(st, b, m, nil), rdb: rdb,
+	return &rig{bus: b, store: st, m: m, ender: jobs.NewEnder(st.Jobs, b, m, nil), rdb: rdb,
 		lose: func(id string, s state.Status) {
 			if err := rdb.HSet(context.Background(), st.K.Job(id), "status", string(s)).Err(); err != nil {
 				t.Fatal(err)
@@ -50,7 +50,7 @@ func (r *rig) job(t *testing.T) string {
 	t.Helper()
 	id := state.NewID("job_")
 	now := time.Now().UTC()
-	if err := r.store.CreateJob(t.Context(), &state.Job{ID: id, Kind: "chat", Created: now, Deadline: now.Add(time.Minute)}); err != nil {
+	if err := r.store.Jobs.CreateJob(t.Context(), &state.Job{ID: id, Kind: "chat", Created: now, Deadline: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -99,7 +99,7 @@ func TestEndFirstEndingStands(t *testing.T) {
 	if err := r.ender.End(t.Context(), id, jobs.Ending{Status: state.Failed, Error: jobs.DeadlineExceeded()}); err != nil {
 		t.Fatal(err)
 	}
-	job, err := r.store.GetJob(t.Context(), id)
+	job, err := r.store.Jobs.GetJob(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestEndAfterRedisLostTheEndingKeepsTheRecordedOne(t *testing.T) {
 	if err := r.ender.End(t.Context(), id, jobs.Ending{Status: state.Failed, Error: jobs.DeadlineExceeded()}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := r.store.JobStatus(t.Context(), id); st != state.Completed {
+	if st, _ := r.store.Jobs.JobStatus(t.Context(), id); st != state.Completed {
 		t.Fatalf("status = %s, want completed (the stream's record)", st)
 	}
 	if evs := r.terminalEvents(t, id); len(evs) != 1 || evs[0].Type != bus.EventCompleted {
@@ -151,9 +151,9 @@ func TestReaperReconcilesFromTheStreamInsteadOfFailing(t *testing.T) {
 	}
 	r.lose(id, state.Running)
 	reArm(t, r, id)
-	reaper := jobs.NewReaper(r.store, r.ender, "test", nil)
+	reaper := jobs.NewReaper(r.store.Jobs, r.ender, "test", nil)
 	reaper.Sweep(t.Context(), time.Now().Add(2*time.Minute))
-	job, err := r.store.GetJob(t.Context(), id)
+	job, err := r.store.Jobs.GetJob(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,18 +170,18 @@ func TestReaperReconcilesFromTheStreamInsteadOfFailing(t *testing.T) {
 func TestReaperPublishesAnEndingThatCrashedBeforeItsEvent(t *testing.T) {
 	r := newRig(t)
 	id := r.job(t)
-	if _, err := r.store.Finish(t.Context(), id, state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
+	if _, err := r.store.Jobs.Finish(t.Context(), id, state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	reArm(t, r, id)
 	if evs := r.terminalEvents(t, id); len(evs) != 0 {
 		t.Fatalf("terminal events before the sweep = %+v", evs)
 	}
-	jobs.NewReaper(r.store, r.ender, "test", nil).Sweep(t.Context(), time.Now().Add(2*time.Minute))
+	jobs.NewReaper(r.store.Jobs, r.ender, "test", nil).Sweep(t.Context(), time.Now().Add(2*time.Minute))
 	if evs := r.terminalEvents(t, id); len(evs) != 1 || evs[0].Type != bus.EventCompleted {
 		t.Fatalf("terminal events = %+v, want one completed", evs)
 	}
-	if ids, _ := r.store.Overdue(t.Context(), time.Now().Add(2*time.Minute), 10); len(ids) != 0 {
+	if ids, _ := r.store.Jobs.Overdue(t.Context(), time.Now().Add(2*time.Minute), 10); len(ids) != 0 {
 		t.Fatalf("deadlines left = %v", ids)
 	}
 }
@@ -189,8 +189,8 @@ func TestReaperPublishesAnEndingThatCrashedBeforeItsEvent(t *testing.T) {
 func TestReaperFailsAJobThatNeverEnded(t *testing.T) {
 	r := newRig(t)
 	id := r.job(t)
-	jobs.NewReaper(r.store, r.ender, "test", nil).Sweep(t.Context(), time.Now().Add(2*time.Minute))
-	job, _ := r.store.GetJob(t.Context(), id)
+	jobs.NewReaper(r.store.Jobs, r.ender, "test", nil).Sweep(t.Context(), time.Now().Add(2*time.Minute))
+	job, _ := r.store.Jobs.GetJob(t.Context(), id)
 	if job.Status != state.Failed || job.Error == nil || job.Error.Code != "job_deadline_exceeded" {
 		t.Fatalf("job = %s %+v, want failed job_deadline_exceeded", job.Status, job.Error)
 	}
@@ -216,7 +216,7 @@ func (h *recordingHook) JobFinished(_ context.Context, job *state.Job) error {
 func TestFinisherRunsHooksForTheRecordedOutcome(t *testing.T) {
 	r := newRig(t)
 	hook := &recordingHook{seen: map[string]state.Status{}}
-	f := jobs.NewFinisher(r.store, r.ender, r.m, nil, hook)
+	f := jobs.NewFinisher(r.store.Jobs, r.ender, r.m, nil, hook)
 	id := r.job(t)
 	if err := r.ender.End(t.Context(), id, jobs.Ending{Status: state.Cancelled}); err != nil {
 		t.Fatal(err)
@@ -228,7 +228,7 @@ func TestFinisherRunsHooksForTheRecordedOutcome(t *testing.T) {
 	if hook.seen[id] != state.Cancelled {
 		t.Fatalf("hook saw %q, want cancelled", hook.seen[id])
 	}
-	if st, _ := r.store.JobStatus(t.Context(), id); st != state.Cancelled {
+	if st, _ := r.store.Jobs.JobStatus(t.Context(), id); st != state.Cancelled {
 		t.Fatalf("status = %s, want cancelled", st)
 	}
 	if err := f.Handle(t.Context(), &bus.Delivery[bus.Event]{Msg: bus.Event{JobID: "job_gone", Type: bus.EventCompleted}}); err != nil {
@@ -256,7 +256,7 @@ func reArm(t *testing.T, r *rig, id string) {
 }
 
 // failingSettle is a store that cannot put a job's status back (Redis refuses it).
-type failingSettle struct{ *state.Store }
+type failingSettle struct{ *state.Jobs }
 
 func (failingSettle) Settle(context.Context, string, state.Status, *state.JobError) error {
 	return errors.New("settle refused")
@@ -270,13 +270,13 @@ func TestFinisherForgetsTheDeadline(t *testing.T) {
 	ctx := t.Context()
 	overdue := func() []string {
 		t.Helper()
-		ids, err := r.store.Overdue(ctx, time.Now().Add(2*time.Minute), 10)
+		ids, err := r.store.Jobs.Overdue(ctx, time.Now().Add(2*time.Minute), 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ids
 	}
-	f := jobs.NewFinisher(r.store, r.ender, r.m, nil)
+	f := jobs.NewFinisher(r.store.Jobs, r.ender, r.m, nil)
 	id := r.job(t)
 	if err := r.ender.End(ctx, id, jobs.Ending{Status: state.Completed, Response: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
@@ -296,7 +296,7 @@ func TestFinisherForgetsTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.lose(lost, state.Running)
-	broken := failingSettle{r.store}
+	broken := failingSettle{r.store.Jobs}
 	fb := jobs.NewFinisher(broken, jobs.NewEnder(broken, r.bus, r.m, nil), r.m, nil)
 	if err := fb.Handle(ctx, &bus.Delivery[bus.Event]{Msg: bus.Event{JobID: lost, Type: bus.EventCancelled}}); err == nil {
 		t.Fatal("a finisher that could not put the ending back succeeded")
@@ -304,8 +304,8 @@ func TestFinisherForgetsTheDeadline(t *testing.T) {
 	if ids := overdue(); !slices.Equal(ids, []string{lost}) {
 		t.Fatalf("deadlines after a failed repair = %v, want the job's, for the reaper", ids)
 	}
-	jobs.NewReaper(r.store, r.ender, "test", nil).Sweep(ctx, time.Now().Add(2*time.Minute))
-	if st, _ := r.store.JobStatus(ctx, lost); st != state.Cancelled {
+	jobs.NewReaper(r.store.Jobs, r.ender, "test", nil).Sweep(ctx, time.Now().Add(2*time.Minute))
+	if st, _ := r.store.Jobs.JobStatus(ctx, lost); st != state.Cancelled {
 		t.Fatalf("status after the reaper = %s, want cancelled", st)
 	}
 	if ids := overdue(); len(ids) != 0 {

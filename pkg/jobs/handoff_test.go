@@ -36,7 +36,7 @@ func TestEndHandsTheEndedJobToItsIngressFirst(t *testing.T) {
 	create := func(ingress string) string {
 		id := state.NewID("job_")
 		now := time.Now().UTC()
-		if err := r.store.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Created: now, Deadline: now.Add(time.Minute),
+		if err := r.store.Jobs.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Created: now, Deadline: now.Add(time.Minute),
 			Request: json.RawMessage(`{"q":1}`), Ingress: ingress}); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestEndHandsTheEndedJobToItsIngressFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := r.store.GetJob(ctx, id)
+	want, err := r.store.Jobs.GetJob(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

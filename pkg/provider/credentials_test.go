@@ -111,7 +111,7 @@ func startSim(t *testing.T) (*simulator.Server, string) {
 
 func modelCooldowns(t *testing.T) provider.Cooldowns {
 	rdb, prefix := testenv.Redis(t)
-	return state.New(rdb, prefix, time.Hour).ModelKeyCooldowns()
+	return state.New(rdb, prefix, time.Hour).Searches.ModelKeyCooldowns()
 }
 
 var hello = []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"Say hello"}]}`)

@@ -36,10 +36,10 @@ func TestFetchWorkerRecordsPagesNotFailures(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	w := &search.FetchWorker{Bus: r.bus, Store: r.store, LeaseTTL: 3 * time.Second, Log: slog.New(slog.DiscardHandler), ID: "w1",
+	w := &search.FetchWorker{Bus: r.bus, Store: r.store.Searches, LeaseTTL: 3 * time.Second, Log: slog.New(slog.DiscardHandler), ID: "w1",
 		Fetcher: fetch.New(fetch.Options{Guard: &netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})}
 	ctx := context.Background()
-	if err := r.store.CreateJob(ctx, &state.Job{ID: "j-rec", Kind: "chat", Model: "m"}); err != nil {
+	if err := r.store.Jobs.CreateJob(ctx, &state.Job{ID: "j-rec", Kind: "chat", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	for i, path := range []string{"/notes", "/missing", "/shell"} {
@@ -48,7 +48,7 @@ func TestFetchWorkerRecordsPagesNotFailures(t *testing.T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 	}
-	rec, err := r.store.RecordedSearches(ctx, "j-rec")
+	rec, err := r.store.Searches.RecordedSearches(ctx, "j-rec")
 	if err != nil || len(rec) != 2 {
 		t.Fatalf("record %v %v", rec, err)
 	}

@@ -34,10 +34,10 @@ func TestFetchWorkerFetchesOnceAndPublishesThePage(t *testing.T) {
 	}))
 	t.Cleanup(page.Close)
 	m := metrics.New()
-	w := &search.FetchWorker{Bus: r.bus, Store: r.store, LeaseTTL: 3 * time.Second, Metrics: m, Log: slog.New(slog.DiscardHandler), ID: "w1",
+	w := &search.FetchWorker{Bus: r.bus, Store: r.store.Searches, LeaseTTL: 3 * time.Second, Metrics: m, Log: slog.New(slog.DiscardHandler), ID: "w1",
 		Fetcher: fetch.New(fetch.Options{Guard: &netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})}
 	ctx := context.Background()
-	if err := r.store.CreateJob(ctx, &state.Job{ID: "j-fetch", Kind: "chat", Model: "m"}); err != nil {
+	if err := r.store.Jobs.CreateJob(ctx, &state.Job{ID: "j-fetch", Kind: "chat", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	req := search.FetchRequest{JobID: "j-fetch", CallID: "f1", URL: page.URL + "/notes"}
@@ -57,7 +57,7 @@ func TestFetchWorkerFetchesOnceAndPublishesThePage(t *testing.T) {
 		t.Fatalf("sources %+v", srcs)
 	}
 
-	if _, err := r.store.Finish(ctx, "j-fetch", state.Cancelled); err != nil {
+	if _, err := r.store.Jobs.Finish(ctx, "j-fetch", state.Cancelled); err != nil {
 		t.Fatal(err)
 	}
 	other := req

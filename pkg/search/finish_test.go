@@ -38,7 +38,7 @@ func TestFinishedSearchIsEncodedOnce(t *testing.T) {
 	if err := json.Unmarshal(m.Data, &env); err != nil {
 		t.Fatalf("the resume message: %v: %s", err, m.Data)
 	}
-	ss, err := r.store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, "w2", time.Second, nil)
+	ss, err := r.store.Searches.StartSearch(ctx, req.JobID, req.Hop, req.CallID, "w2", time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestFinishedSearchIsEncodedOnce(t *testing.T) {
 	if err := json.Unmarshal(env.Data, &fields); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := r.store.RecordedSearches(ctx, req.JobID)
+	rec, err := r.store.Searches.RecordedSearches(ctx, req.JobID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestSearchFreshnessPerRequest(t *testing.T) {
 		t.Helper()
 		n++
 		job := "j-fresh-" + string(rune('a'+n))
-		if err := r.store.CreateJob(context.Background(), &state.Job{ID: job, Tenant: "tenant-f", Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+		if err := r.store.Jobs.CreateJob(context.Background(), &state.Job{ID: job, Tenant: "tenant-f", Kind: "chat", Model: "m", Deadline: dl}); err != nil {
 			t.Fatal(err)
 		}
 		handle(t, w, search.Request{JobID: job, CallID: "c1", Engine: "brave", Query: q, Deadline: dl}, 1)

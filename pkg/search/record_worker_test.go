@@ -24,7 +24,7 @@ func TestOnlyCompleteResultsAreCachedAndRecorded(t *testing.T) {
 		n++
 		id := "job" + string(rune('a'+n))
 		dl := time.Now().Add(time.Minute)
-		if err := r.store.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+		if err := r.store.Jobs.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
 			t.Fatal(err)
 		}
 		req := search.Request{JobID: id, CallID: "c1", Engine: "brave", Query: engines.Query{Query: query}, Deadline: dl}
@@ -39,7 +39,7 @@ func TestOnlyCompleteResultsAreCachedAndRecorded(t *testing.T) {
 	if requests() == before {
 		t.Error("a failed search was answered from the cache")
 	}
-	if rec, err := r.store.RecordedSearches(ctx, failed.JobID); err != nil || len(rec) != 0 {
+	if rec, err := r.store.Searches.RecordedSearches(ctx, failed.JobID); err != nil || len(rec) != 0 {
 		t.Errorf("a failed search was recorded: %v %v", rec, err)
 	}
 
@@ -49,7 +49,7 @@ func TestOnlyCompleteResultsAreCachedAndRecorded(t *testing.T) {
 	if requests() != before {
 		t.Error("a successful search was not cached")
 	}
-	rec, err := r.store.RecordedSearches(ctx, ok.JobID)
+	rec, err := r.store.Searches.RecordedSearches(ctx, ok.JobID)
 	if err != nil || len(rec) != 1 || rec[search.Address("brave", ok.Query)] == nil {
 		t.Errorf("the job's record: %v %v", rec, err)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // Calls is what a search or fetch worker keeps of one call between deliveries: its
-// lease, its stored outcome, and the results recorded for replays. *state.Store is the
+// lease, its stored outcome, and the results recorded for replays. state.Searches is the
 // Redis one, and searchtest.Run is the conformance suite it passes.
 type Calls interface {
 	// StartSearch reads a call's stored outcome, its fallback state and its job's
@@ -32,9 +32,22 @@ type Calls interface {
 	SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *state.Recording) error
 }
 
-// Store is what the search worker needs besides Calls: the engines' shared rate
-// limits, the per-tenant cache, engine fallback and the spend ledgers.
+// Store is what the search worker needs of the fleet's state: its searches and the
+// spend ledgers. Parts is the Redis one.
 type Store interface {
+	Searches
+	Ledger
+}
+
+// Parts is a Store made of its two parts (state.Store's Searches and Ledger).
+type Parts struct {
+	Searches
+	Ledger
+}
+
+// Searches is what the search worker needs besides Calls: the engines' shared rate
+// limits, the per-tenant cache and engine fallback (state.Searches).
+type Searches interface {
 	Calls
 	// ReleaseSearch frees owner's lease of a call at once.
 	ReleaseSearch(ctx context.Context, id string, h int, call, owner string) error
@@ -49,6 +62,10 @@ type Store interface {
 	// Allow takes one request from engine's limit shared by every worker: 0 when it
 	// may go, else how long to wait.
 	Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error)
+}
+
+// Ledger is the spend ledgers a search's price is held in (state.Ledger).
+type Ledger interface {
 	// ReserveCall holds a search's price against its job's, batch's and tenant's
 	// budgets, once per call; it returns the hold, or the budget that refused it.
 	ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b state.Budget, now time.Time) (*state.Hold, *state.Exhausted, error)
@@ -59,4 +76,7 @@ type Store interface {
 	SettleCall(ctx context.Context, h *state.Hold, usd float64, searches int) error
 }
 
-var _ Store = (*state.Store)(nil)
+// StoreOf is the Redis Store over st.
+func StoreOf(st *state.Store) Parts { return Parts{Searches: st.Searches, Ledger: st.Ledger} }
+
+var _ Store = Parts{}

@@ -11,5 +11,5 @@ import (
 // store's conformance suite there too.
 func TestMiniredisStoreConformance(t *testing.T) {
 	t.Parallel()
-	searchtest.Run(t, func(t *testing.T) searchtest.Store { return redistest.Store(t) })
+	searchtest.Run(t, func(t *testing.T) searchtest.Store { return redistest.Flatten(redistest.Store(t)) })
 }

@@ -58,11 +58,11 @@ func (r *rig) worker(id string, settings map[string]search.Settings, log *slog.L
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	reg, err := engines.FromConfigWith(cfgs, r.hc.Client(), engines.Options{Cooldowns: r.store, Log: log})
+	reg, err := engines.FromConfigWith(cfgs, r.hc.Client(), engines.Options{Cooldowns: r.store.Searches, Log: log})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return &search.Worker{Bus: r.bus, Store: r.store, Engines: reg, Settings: settings, Timeout: 5 * time.Second,
+	return &search.Worker{Bus: r.bus, Store: search.StoreOf(r.store), Engines: reg, Settings: settings, Timeout: 5 * time.Second,
 		LeaseTTL: 3 * time.Second, Metrics: metrics.New(), Log: log, ID: id}
 }
 
@@ -70,7 +70,7 @@ func (r *rig) worker(id string, settings map[string]search.Settings, log *slog.L
 func (r *rig) job(id, engine string) search.Request {
 	r.t.Helper()
 	dl := time.Now().Add(time.Minute)
-	if err := r.store.CreateJob(context.Background(), &state.Job{ID: id, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+	if err := r.store.Jobs.CreateJob(context.Background(), &state.Job{ID: id, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
 		r.t.Fatal(err)
 	}
 	return search.Request{JobID: id, CallID: "c1", Engine: engine, Query: engines.Query{Query: "latest news about NATS JetStream"}, Deadline: dl}
@@ -261,7 +261,7 @@ func TestRateLimitedKeyRestsForEveryWorker(t *testing.T) {
 	if n != 2 || done.Result.Citation.Error != nil {
 		t.Fatalf("%d results, last error %+v", n, done.Result.Citation.Error)
 	}
-	rests, err := r.store.Resting(context.Background(), "brave", []string{engines.Fingerprint("brave-key-one"), engines.Fingerprint("brave-key-two")})
+	rests, err := r.store.Searches.Resting(context.Background(), "brave", []string{engines.Fingerprint("brave-key-one"), engines.Fingerprint("brave-key-two")})
 	if err != nil || rests[0].Left <= 0 || rests[0].Reason != engines.RateLimited || rests[1].Left != 0 {
 		t.Fatalf("rests %+v (%v): want the first key resting for its 429", rests, err)
 	}
@@ -308,7 +308,7 @@ func TestFallbackSkipsARestingEngine(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	w := r.worker("w1", map[string]search.Settings{"brave": {Fallback: []string{"tavily", "exa"}}}, nil, r.cfgs["brave"], r.cfgs["tavily"], r.cfgs["exa"])
-	if _, err := r.store.CoolDown(context.Background(), "tavily", engines.Fingerprint(r.cfgs["tavily"].APIKey), engines.RateLimited, time.Minute); err != nil {
+	if _, err := r.store.Searches.CoolDown(context.Background(), "tavily", engines.Fingerprint(r.cfgs["tavily"].APIKey), engines.RateLimited, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	r.sim.SetFault("/brave", 503, 0, 0)
@@ -340,7 +340,7 @@ func TestSearchCacheIsPerTenant(t *testing.T) {
 	dl := time.Now().Add(time.Minute)
 	run := func(job, tenant string) engines.Usage {
 		t.Helper()
-		if err := r.store.CreateJob(context.Background(), &state.Job{ID: job, Tenant: tenant, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+		if err := r.store.Jobs.CreateJob(context.Background(), &state.Job{ID: job, Tenant: tenant, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
 			t.Fatal(err)
 		}
 		req := search.Request{JobID: job, CallID: "c1", Engine: "brave", Query: engines.Query{Query: "acme merger rumours"}, Deadline: dl}
@@ -375,12 +375,12 @@ func TestDirectSearchFromAChainsCacheHasTheText(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	w := r.worker("w1", map[string]search.Settings{"brave": {CacheTTL: time.Minute}}, nil, r.cfgs["brave"])
-	w.Ender = jobs.NewEnder(r.store, r.bus, nil, nil)
+	w.Ender = jobs.NewEnder(r.store.Jobs, r.bus, nil, nil)
 	ctx := context.Background()
 	dl := time.Now().Add(time.Minute)
 	q := engines.Query{Query: "acme merger rumours"}
 	for _, id := range []string{"j-chain", "j-direct"} {
-		if err := r.store.CreateJob(ctx, &state.Job{ID: id, Tenant: "t", Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+		if err := r.store.Jobs.CreateJob(ctx, &state.Job{ID: id, Tenant: "t", Kind: "chat", Model: "m", Deadline: dl}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -392,7 +392,7 @@ func TestDirectSearchFromAChainsCacheHasTheText(t *testing.T) {
 	if got := r.sim.Stats().Requests["brave"]; got != 1 {
 		t.Fatalf("brave called %d times, want 1 (the direct search from the cache)", got)
 	}
-	job, err := r.store.GetJob(ctx, "j-direct")
+	job, err := r.store.Jobs.GetJob(ctx, "j-direct")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func TestSearchPastItsDeadlineHoldsNothing(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	w := r.worker("w1", nil, nil, r.cfgs["brave"])
-	counted := &ledgerWrites{Store: r.store}
+	counted := &ledgerWrites{Store: search.StoreOf(r.store)}
 	w.Store = counted
 
 	late := r.job("j-late", "brave")

@@ -53,7 +53,7 @@ type Archive interface {
 }
 
 // WithArchive keeps ended jobs' records in a rather than in Redis (see ArchiveJob).
-func WithArchive(a Archive) Option { return func(s *Store) { s.archive = a } }
+func WithArchive(a Archive) Option { return func(s *core) { s.archive = a } }
 
 // fieldCold is the job hash field of an archived job: the bytes its archived record
 // holds.
@@ -69,10 +69,9 @@ var coldFields = []any{"request", "response", "trace", "callback", "usage", "err
 // pieces of at most summaryPiece bytes, fields "sum.0", "sum.1" and on: one value
 // longer than Redis's compact hash encoding allows (hash-max-listpack-value, 64 bytes
 // by default) would double the record's memory, and a question alone may be 200
-// characters. In pieces, the record takes no more memory than it and a summary key
-// of its own did (TestArchivedJobKeepsItsSummaryCompact), and the trim writes one key,
-// not two. No other field of a job's hash begins "sum.". Jobs trimmed by an earlier
-// release keep their summary in a key of its own (Keys.JobSummary) until they expire.
+// characters. In pieces, the record stays one compact key
+// (TestArchivedJobKeepsItsSummaryCompact). No other field of a job's hash begins
+// "sum.".
 const (
 	prefixSummary = "sum."
 	summaryPiece  = 63
@@ -332,55 +331,15 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// trimJob drops an archived job's cold parts from Redis once: KEYS[1] the job
-// record, KEYS[2] its stored response, KEYS[3] (with a single Redis) its tenant's
-// spend per model of the day it ended; ARGV[1] the archived bytes, ARGV[2] the ms the
-// record has left (its retention from its creation), ARGV[3] how many arguments the
-// summary's fields take (n), ARGV[4] how many the spend per model takes (0, or
-// modelSpendArgs with KEYS[3]), ARGV[5..4+n] the summary's field/value pairs
-// (summaryFields), then the spend's (modelSpend.args, for countModelSpendLua), then
-// the fields to drop (the cold ones and the chain's). The record is written anew, so Redis encodes what is left
-// compactly (a hash keeps the encoding of its largest value). Returns {1, the micro-dollars the
-// job's spend ledger ($usd) held, 1 if it counted the spend per model} when it
-// trimmed, {0} when the job was trimmed already, {-1} when it has not ended (or is
-// gone). Counting the spend in the trim, which happens once, counts it exactly once.
-var trimJob = redis.NewScript(countModelSpendLua + `
--- One read of the whole record decides and gives what stays; one DEL drops the
--- record and its stored response together before the short fields are written back.
-local all = redis.call('HGETALL', KEYS[1])
-local sum, sp = tonumber(ARGV[3]), tonumber(ARGV[4])
-local drop, st, spent = {}, nil, '0'
-local rest = {'cold', ARGV[1]}
-for i = 5, 4 + sum do rest[#rest+1] = ARGV[i] end
-for i = 5 + sum + sp, #ARGV do drop[ARGV[i]] = true end
-for i = 1, #all, 2 do
-  local f = all[i]
-  if f == 'status' then st = all[i+1] end
-  if f == '$usd' then spent = all[i+1] end
-  if f == 'cold' then return {0} end
-  -- No record field holds a ':' or starts with '$': a chain, call or ledger field
-  -- written after the caller read the hash goes too.
-  if not drop[f] and not string.find(f, ':', 1, true) and string.sub(f, 1, 1) ~= '$' then
-    rest[#rest+1] = f; rest[#rest+1] = all[i+1]
-  end
-end
-if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then return {-1} end
--- Never without a TTL: a record past its time (clocks differ) goes at once.
-local ttl = math.max(tonumber(ARGV[2]), 1)
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HSET', KEYS[1], unpack(rest))
-redis.call('PEXPIRE', KEYS[1], ttl)
-if sp == 0 then return {1, tonumber(spent), 0} end
-local o = 5 + sum
-countModelSpend(KEYS[3], spent, {ARGV[o], ARGV[o+1], ARGV[o+2], ARGV[o+3], ARGV[o+4], ARGV[o+5]})
-return {1, tonumber(spent), 1}
-`)
+// trimJob drops an archived job's cold parts from Redis once, and counts its spend per
+// model. (lua/trim_job.lua)
+var trimJob = script("trim_job")
 
 // ArchiveJob moves an ended job's record to the archive and drops its cold parts
 // from Redis (see above). It reports the bytes archived (0 when there is no archive,
 // no such job, or the job has not ended). Calling it again, or for a job archived
 // already, changes nothing.
-func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
+func (s *Jobs) ArchiveJob(ctx context.Context, id string) (int64, error) {
 	if s.archive == nil {
 		return 0, nil
 	}
@@ -393,7 +352,7 @@ func (s *Store) ArchiveJob(ctx context.Context, id string) (int64, error) {
 
 // ArchiveEnded is ArchiveJob for a job ReadEnded read: its hash as read then is
 // archived, not read again. A job read otherwise is read as ArchiveJob reads it.
-func (s *Store) ArchiveEnded(ctx context.Context, j *Job) (int64, error) {
+func (s *Jobs) ArchiveEnded(ctx context.Context, j *Job) (int64, error) {
 	if j.hot == nil {
 		return s.ArchiveJob(ctx, j.ID)
 	}
@@ -404,7 +363,7 @@ func (s *Store) ArchiveEnded(ctx context.Context, j *Job) (int64, error) {
 }
 
 // archiveHash archives job id, whose hash holds m.
-func (s *Store) archiveHash(ctx context.Context, id string, m map[string]string) (int64, error) {
+func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) (int64, error) {
 	jm, chain, searches, others := splitJob(m)
 	if len(jm) == 0 || jm["id"] == "" {
 		return 0, nil
@@ -486,7 +445,7 @@ func (s *Store) archiveHash(ctx context.Context, id string, m map[string]string)
 // When expected (Redis says the job is archived), a record not found yet is looked
 // for again for a moment: a replica serving the read may lag the write by a few
 // milliseconds; one still missing then is an error.
-func (s *Store) archived(ctx context.Context, id string, expected bool) (*coldRecord, error) {
+func (s *core) archived(ctx context.Context, id string, expected bool) (*coldRecord, error) {
 	if s.archive == nil {
 		return nil, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,39 +103,39 @@ func runJob(t testing.TB, s *state.Store, id string, size int) *state.Job {
 	ctx := context.Background()
 	j := &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: "m", Request: request(size), Question: "what is new in Go?",
 		Deadline: time.Now().Add(time.Minute), Callback: json.RawMessage(`{"url":"https://example.com/hook"}`), HasStoredResponse: true}
-	if err := s.CreateJob(ctx, j); err != nil {
+	if err := s.Jobs.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveResponse(ctx, id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[{"role":"user","content":"what is new in Go?"}]`)}); err != nil {
+	if err := s.Jobs.SaveResponse(ctx, id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[{"role":"user","content":"what is new in Go?"}]`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveTurn(ctx, id, 0, []byte(`{"role":"assistant","tool_calls":[{"id":"c1","name":"web_search"}]}`), true, false); err != nil {
+	if _, err := s.Chains.SaveTurn(ctx, id, 0, []byte(`{"role":"assistant","tool_calls":[{"id":"c1","name":"web_search"}]}`), true, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveCalls(ctx, id, 0, []byte(`[{"id":"c1","query":"go news"}]`), 1, 1); err != nil {
+	if _, err := s.Chains.SaveCalls(ctx, id, 0, []byte(`[{"id":"c1","query":"go news"}]`), 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	result := []byte(`{"job_id":"` + id + `","hop":0,"call_id":"c1","result":{"hits":[{"title":"Go 1.26","url":"https://go.dev/"}]}}`)
-	if err := s.SaveSearchDone(ctx, id, 0, "c1", result, nil); err != nil {
+	if err := s.Searches.SaveSearchDone(ctx, id, 0, "c1", result, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.RecordResult(ctx, id, 0, "c1", result); err != nil {
+	if _, _, err := s.Chains.RecordResult(ctx, id, 0, "c1", result); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordSearch(ctx, id, "addr-go-news", []byte(`{"hits":[{"title":"Go 1.26","url":"https://go.dev/"}]}`)); err != nil {
+	if err := s.Searches.RecordSearch(ctx, id, "addr-go-news", []byte(`{"hits":[{"title":"Go 1.26","url":"https://go.dev/"}]}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveTurn(ctx, id, 1, []byte(`{"role":"assistant","content":"Go 1.26 is out [1]."}`), false, false); err != nil {
+	if _, err := s.Chains.SaveTurn(ctx, id, 1, []byte(`{"role":"assistant","content":"Go 1.26 is out [1]."}`), false, false); err != nil {
 		t.Fatal(err)
 	}
-	ok, err := s.Finish(ctx, id, state.Completed,
+	ok, err := s.Jobs.Finish(ctx, id, state.Completed,
 		"response", json.RawMessage(`{"choices":[{"message":{"content":"Go 1.26 is out [1]. <b>&</b>"}}]}`),
 		"usage", json.RawMessage(`{"searches":1,"cost_usd":0.01}`),
 		"trace", json.RawMessage(`[{"query":"go news","engine":"sim","result":"addr-go-news"}]`))
 	if err != nil || !ok {
 		t.Fatalf("finish = %v, %v", ok, err)
 	}
-	got, err := s.GetJob(ctx, id)
+	got, err := s.Jobs.GetJob(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,11 +169,11 @@ func TestArchivedJobKeepsAKilobyteInRedis(t *testing.T) {
 	ctx := context.Background()
 	want := runJob(t, e.s, "job_a", 50<<10)
 	before, keys := e.jobMemory(t, "job_a")
-	footBefore, err := e.s.JobFootprint(ctx, "job_a")
+	footBefore, err := e.s.Ledger.JobFootprint(ctx, "job_a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := e.s.ArchiveJob(ctx, "job_a")
+	n, err := e.s.Jobs.ArchiveJob(ctx, "job_a")
 	if err != nil || n < 50<<10 {
 		t.Fatalf("ArchiveJob = %d, %v", n, err)
 	}
@@ -183,53 +182,53 @@ func TestArchivedJobKeepsAKilobyteInRedis(t *testing.T) {
 	if after > 1024 {
 		t.Errorf("the finished job holds %d bytes in Redis (%d keys), want at most 1024", after, keysAfter)
 	}
-	got, err := e.s.GetJob(ctx, "job_a")
+	got, err := e.s.Jobs.GetJob(ctx, "job_a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameJob(t, "archived", got, want)
-	recs, err := e.s.RecordedSearches(ctx, "job_a")
+	recs, err := e.s.Searches.RecordedSearches(ctx, "job_a")
 	if err != nil || len(recs) != 1 || !strings.Contains(string(recs["addr-go-news"]), "go.dev") {
 		t.Errorf("recorded searches %q, %v", recs, err)
 	}
-	resp, err := e.s.GetResponse(ctx, "job_a")
+	resp, err := e.s.Jobs.GetResponse(ctx, "job_a")
 	if err != nil || resp.Tenant != "t0" || !strings.Contains(string(resp.Input), "what is new in Go?") {
 		t.Errorf("stored response %+v, %v", resp, err)
 	}
 	// The quota counts the bytes wherever they are.
-	foot, err := e.s.JobFootprint(ctx, "job_a")
+	foot, err := e.s.Ledger.JobFootprint(ctx, "job_a")
 	if err != nil || foot < n || foot > footBefore*2 {
 		t.Errorf("footprint %d after archiving (%d archived, %d before), %v", foot, n, footBefore, err)
 	}
 	// Again: nothing changes.
-	if again, err := e.s.ArchiveJob(ctx, "job_a"); err != nil || again != n {
+	if again, err := e.s.Jobs.ArchiveJob(ctx, "job_a"); err != nil || again != n {
 		t.Errorf("ArchiveJob again = %d, %v; want %d", again, err, n)
 	}
 	// A redelivered result of the ended job records nothing, and makes no chain.
-	if have, want, err := e.s.RecordResult(ctx, "job_a", 0, "c1", []byte(`{}`)); err != nil || have != 0 || want != -1 {
+	if have, want, err := e.s.Chains.RecordResult(ctx, "job_a", 0, "c1", []byte(`{}`)); err != nil || have != 0 || want != -1 {
 		t.Errorf("late result = %d/%d, %v", have, want, err)
 	}
 	// So does a redelivered resume, which reads the ended job back and claims no hop.
-	if st, err := e.s.RecordAndLoad(ctx, "job_a", 0, "c1", []byte(`{}`), "w", time.Second); err != nil || st.Have != 0 || st.Want != -1 ||
+	if st, err := e.s.Chains.RecordAndLoad(ctx, "job_a", 0, "c1", []byte(`{}`), "w", time.Second); err != nil || st.Have != 0 || st.Want != -1 ||
 		st.Claimed || st.Job.Status != state.Completed || len(st.Chain.Hops) != 0 {
 		t.Errorf("late resume = %+v, %v", st, err)
 	}
-	if st, err := e.s.SaveCalls(ctx, "job_a", 2, []byte(`[]`), 1, 1); err != nil || st != state.Completed {
+	if st, err := e.s.Chains.SaveCalls(ctx, "job_a", 2, []byte(`[]`), 1, 1); err != nil || st != state.Completed {
 		t.Errorf("late dispatch = %q, %v", st, err)
 	}
 	if again, keys := e.jobMemory(t, "job_a"); again > after {
 		t.Errorf("late writes grew the job to %d bytes in %d keys", again, keys)
 	}
 	// Listings read an archived job's question, usage and error from Redis alone.
-	if js, _, err := e.s.TenantJobs(ctx, "t0", "", 10); err != nil || len(js) != 1 || js[0].Question != want.Question ||
+	if js, _, err := e.s.Jobs.TenantJobs(ctx, "t0", "", 10); err != nil || len(js) != 1 || js[0].Question != want.Question ||
 		!bytes.Equal(js[0].Usage, want.Usage) || js[0].Status != state.Completed || js[0].Request != nil {
 		t.Errorf("listing: %+v, %v", js, err)
 	}
 	// The webhook status, a hot field, still moves.
-	if now, changed, err := e.s.SetWebhookStatus(ctx, "job_a", "delivered"); err != nil || !changed || now != "delivered" {
+	if now, changed, err := e.s.Webhooks.SetWebhookStatus(ctx, "job_a", "delivered"); err != nil || !changed || now != "delivered" {
 		t.Errorf("webhook status: %q %v %v", now, changed, err)
 	}
-	if got, _ := e.s.GetJob(ctx, "job_a"); got.WebhookStatus != "delivered" || len(got.Response) == 0 {
+	if got, _ := e.s.Jobs.GetJob(ctx, "job_a"); got.WebhookStatus != "delivered" || len(got.Response) == 0 {
 		t.Errorf("after the webhook: %q, %d bytes of answer", got.WebhookStatus, len(got.Response))
 	}
 }
@@ -242,29 +241,29 @@ func TestArchivedJobSurvivesAnEmptyRedis(t *testing.T) {
 	e := newArchiveEnv(t)
 	ctx := context.Background()
 	want := runJob(t, e.s, "job_b", 4<<10)
-	if _, err := e.s.ArchiveJob(ctx, "job_b"); err != nil {
+	if _, err := e.s.Jobs.ArchiveJob(ctx, "job_b"); err != nil {
 		t.Fatal(err)
 	}
 	e.flush(t)
-	got, err := e.s.GetJob(ctx, "job_b")
+	got, err := e.s.Jobs.GetJob(ctx, "job_b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameJob(t, "after the flush", got, want)
-	if recs, err := e.s.RecordedSearches(ctx, "job_b"); err != nil || len(recs) != 1 {
+	if recs, err := e.s.Searches.RecordedSearches(ctx, "job_b"); err != nil || len(recs) != 1 {
 		t.Errorf("recorded searches %q, %v", recs, err)
 	}
-	if resp, err := e.s.GetResponse(ctx, "job_b"); err != nil || resp.Tenant != "t0" {
+	if resp, err := e.s.Jobs.GetResponse(ctx, "job_b"); err != nil || resp.Tenant != "t0" {
 		t.Errorf("stored response %+v, %v", resp, err)
 	}
-	if _, err := e.s.GetJob(ctx, "job_never"); err != state.ErrNotFound {
+	if _, err := e.s.Jobs.GetJob(ctx, "job_never"); err != state.ErrNotFound {
 		t.Errorf("an unknown job = %v, want ErrNotFound", err)
 	}
-	if _, err := e.s.GetResponse(ctx, "job_never"); err != state.ErrNotFound {
+	if _, err := e.s.Jobs.GetResponse(ctx, "job_never"); err != state.ErrNotFound {
 		t.Errorf("an unknown response = %v, want ErrNotFound", err)
 	}
 	// Without the archive, the job is gone: the test can fail.
-	if _, err := e.old.GetJob(ctx, "job_b"); err != state.ErrNotFound {
+	if _, err := e.old.Jobs.GetJob(ctx, "job_b"); err != state.ErrNotFound {
 		t.Errorf("a store without the archive found the job: %v", err)
 	}
 }
@@ -280,21 +279,21 @@ func TestOldFormRecordStillServed(t *testing.T) {
 	if err := e.rdb.HDel(ctx, e.s.K.Job("job_old"), "question").Err(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.s.GetJob(ctx, "job_old")
+	got, err := e.s.Jobs.GetJob(ctx, "job_old")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameJob(t, "old form", got, want)
-	if recs, err := e.s.RecordedSearches(ctx, "job_old"); err != nil || len(recs) != 1 {
+	if recs, err := e.s.Searches.RecordedSearches(ctx, "job_old"); err != nil || len(recs) != 1 {
 		t.Errorf("recorded searches %q, %v", recs, err)
 	}
-	if resp, err := e.s.GetResponse(ctx, "job_old"); err != nil || resp.Tenant != "t0" {
+	if resp, err := e.s.Jobs.GetResponse(ctx, "job_old"); err != nil || resp.Tenant != "t0" {
 		t.Errorf("stored response %+v, %v", resp, err)
 	}
-	if _, err := e.s.ArchiveJob(ctx, "job_old"); err != nil {
+	if _, err := e.s.Jobs.ArchiveJob(ctx, "job_old"); err != nil {
 		t.Fatal(err)
 	}
-	got, err = e.s.GetJob(ctx, "job_old")
+	got, err = e.s.Jobs.GetJob(ctx, "job_old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,24 +307,24 @@ func TestArchiveLargeRecordAndRunningJob(t *testing.T) {
 	e := newArchiveEnv(t)
 	ctx := context.Background()
 	want := runJob(t, e.s, "job_big", 3<<19)
-	n, err := e.s.ArchiveJob(ctx, "job_big")
+	n, err := e.s.Jobs.ArchiveJob(ctx, "job_big")
 	if err != nil || n < 3<<19 {
 		t.Fatalf("ArchiveJob = %d, %v", n, err)
 	}
 	e.flush(t)
-	got, err := e.s.GetJob(ctx, "job_big")
+	got, err := e.s.Jobs.GetJob(ctx, "job_big")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameJob(t, "chunked", got, want)
 
-	if err := e.s.CreateJob(ctx, &state.Job{ID: "job_run", Tenant: "t0", Kind: "chat", Request: request(100)}); err != nil {
+	if err := e.s.Jobs.CreateJob(ctx, &state.Job{ID: "job_run", Tenant: "t0", Kind: "chat", Request: request(100)}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.s.ArchiveJob(ctx, "job_run"); err != nil || n != 0 {
+	if n, err := e.s.Jobs.ArchiveJob(ctx, "job_run"); err != nil || n != 0 {
 		t.Errorf("archiving a running job = %d, %v", n, err)
 	}
-	if got, err := e.s.GetJob(ctx, "job_run"); err != nil || len(got.Request) == 0 {
+	if got, err := e.s.Jobs.GetJob(ctx, "job_run"); err != nil || len(got.Request) == 0 {
 		t.Errorf("the running job after an archive attempt: %v", err)
 	}
 }
@@ -364,19 +363,19 @@ func TestFinishedJobsLeaveRedisSmall(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for id := range ids {
-				if err := e.s.CreateJob(ctx, &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: "m", Request: req, Question: "what is new in Go?"}); err != nil {
+				if err := e.s.Jobs.CreateJob(ctx, &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: "m", Request: req, Question: "what is new in Go?"}); err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := e.s.SaveTurn(ctx, id, 0, []byte(`{"role":"assistant","content":"Go 1.26 is out."}`), false, false); err != nil {
+				if _, err := e.s.Chains.SaveTurn(ctx, id, 0, []byte(`{"role":"assistant","content":"Go 1.26 is out."}`), false, false); err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := e.s.Finish(ctx, id, state.Completed, "response", answer, "usage", json.RawMessage(`{"searches":1,"cost_usd":0.01}`)); err != nil {
+				if _, err := e.s.Jobs.Finish(ctx, id, state.Completed, "response", answer, "usage", json.RawMessage(`{"searches":1,"cost_usd":0.01}`)); err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := e.s.ArchiveJob(ctx, id); err != nil {
+				if _, err := e.s.Jobs.ArchiveJob(ctx, id); err != nil {
 					t.Error(err)
 					return
 				}
@@ -394,7 +393,7 @@ func TestFinishedJobsLeaveRedisSmall(t *testing.T) {
 	if end-start > int64(jobs)*1024 {
 		t.Errorf("%d finished jobs hold %d bytes in Redis, want at most a kilobyte each", jobs, end-start)
 	}
-	if got, err := e.s.GetJob(ctx, "job_many7"); err != nil || len(got.Request) < size {
+	if got, err := e.s.Jobs.GetJob(ctx, "job_many7"); err != nil || len(got.Request) < size {
 		t.Errorf("a finished job reads back with %d bytes of request: %v", len(got.Request), err)
 	}
 }
@@ -449,25 +448,25 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 	j := &state.Job{ID: id, Tenant: "t0", Kind: "chat", Model: `{"m": 1}`, Question: text, Batch: "b1",
 		Request:  json.RawMessage(`{"model": "m",  "messages": [ {"role": "user", "content": "<b>&</b> \u2028 é"} ]}`),
 		Callback: json.RawMessage(`{"url": "https://example.com/hook?a=1&b=2"}`), Deadline: time.Now().Add(time.Minute), HasStoredResponse: true}
-	if err := s.CreateJob(ctx, j); err != nil {
+	if err := s.Jobs.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveResponse(ctx, id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[{"role": "user", "content": "<b>"}]`)}); err != nil {
+	if err := s.Jobs.SaveResponse(ctx, id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[{"role": "user", "content": "<b>"}]`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveTurn(ctx, id, 0, []byte(`{"role": "assistant", "tool_calls": [ {"id": "c1"} ]}`), true, false); err != nil {
+	if _, err := s.Chains.SaveTurn(ctx, id, 0, []byte(`{"role": "assistant", "tool_calls": [ {"id": "c1"} ]}`), true, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveCalls(ctx, id, 0, []byte(`[ {"id": "c1", "query": "go & news"} ]`), 1, 1); err != nil {
+	if _, err := s.Chains.SaveCalls(ctx, id, 0, []byte(`[ {"id": "c1", "query": "go & news"} ]`), 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.RecordResult(ctx, id, 0, "c1", []byte(`{"call_id": "c1", "result": {"hits": []}}`)); err != nil {
+	if _, _, err := s.Chains.RecordResult(ctx, id, 0, "c1", []byte(`{"call_id": "c1", "result": {"hits": []}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordSearch(ctx, id, "addr", []byte(`{"query": "go & news", "hits": [ ]}`)); err != nil {
+	if err := s.Searches.RecordSearch(ctx, id, "addr", []byte(`{"query": "go & news", "hits": [ ]}`)); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Finish(ctx, id, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Message: text},
+	if ok, err := s.Jobs.Finish(ctx, id, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Message: text},
 		"response", json.RawMessage(`{"choices": [ ]}`), "usage", json.RawMessage(`{"searches": 1, "cost_usd": 0.01}`),
 		"trace", json.RawMessage(`[ {"query": "go & news"} ]`)); err != nil || !ok {
 		t.Fatalf("finish = %v, %v", ok, err)
@@ -482,13 +481,13 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 	read := func(what string) readers {
 		var r readers
 		var err error
-		if r.job, err = s.GetJob(ctx, id); err != nil {
+		if r.job, err = s.Jobs.GetJob(ctx, id); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if r.searches, err = s.RecordedSearches(ctx, id); err != nil {
+		if r.searches, err = s.Searches.RecordedSearches(ctx, id); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if r.response, err = s.GetResponse(ctx, id); err != nil {
+		if r.response, err = s.Jobs.GetResponse(ctx, id); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		return r
@@ -496,7 +495,7 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 	wantJob, wantChain, wantSearches, wantResponse := hashes()
 	want := read("before")
 
-	if _, err := s.ArchiveJob(ctx, id); err != nil {
+	if _, err := s.Jobs.ArchiveJob(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	job, chain, searches, response, err := state.DecodeArchived(mem.m[id])
@@ -521,7 +520,7 @@ func TestArchivedJobReadsBackIdentically(t *testing.T) {
 	}
 	for _, what := range []string{"archived", "archived, Redis empty"} {
 		if what == "archived, Redis empty" {
-			rdb.Del(ctx, s.K.Job(id), s.K.JobSummary(id))
+			rdb.Del(ctx, s.K.Job(id))
 		}
 		if got := read(what); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: readers see\n%s\nwant\n%s", what, got, want)
@@ -545,22 +544,22 @@ func TestArchiveCountsModelSpendOnce(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now()
 			j := runJob(t, e.s, "job_s", 1<<10)
-			if _, err := e.s.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
+			if _, err := e.s.Ledger.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
 				t.Fatal(err)
 			}
 			// No ledger: its usage's cost_usd (0.01) is counted.
 			free := runJob(t, e.s, "job_free", 1<<10)
 			for range 3 { // a redelivered terminal event runs the hooks again
 				for _, j := range []*state.Job{j, free} {
-					if err := e.s.RecordModelSpend(ctx, j); err != nil {
+					if err := e.s.Ledger.RecordModelSpend(ctx, j); err != nil {
 						t.Fatal(err)
 					}
-					if _, err := e.s.ArchiveJob(ctx, j.ID); err != nil {
+					if _, err := e.s.Jobs.ArchiveJob(ctx, j.ID); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			got, err := e.s.ModelSpend(ctx, "t0", 1, now)
+			got, err := e.s.Ledger.ModelSpend(ctx, "t0", 1, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -587,34 +586,34 @@ func TestArchiveEndedArchivesTheFinishersRead(t *testing.T) {
 	e := newArchiveEnv(t)
 	ctx := context.Background()
 	want := runJob(t, e.s, "job_read", 1<<10)
-	j, err := e.s.ReadEnded(ctx, "job_read")
+	j, err := e.s.Jobs.ReadEnded(ctx, "job_read")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameJob(t, "read ended", j, want)
-	if n, err := e.s.ArchiveEnded(ctx, j); err != nil || n == 0 {
+	if n, err := e.s.Jobs.ArchiveEnded(ctx, j); err != nil || n == 0 {
 		t.Fatalf("archived %d bytes, %v", n, err)
 	}
 	e.flush(t)
-	got, err := e.s.GetJob(ctx, "job_read")
+	got, err := e.s.Jobs.GetJob(ctx, "job_read")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameJob(t, "after the flush", got, want)
-	if recs, err := e.s.RecordedSearches(ctx, "job_read"); err != nil || len(recs) != 1 {
+	if recs, err := e.s.Searches.RecordedSearches(ctx, "job_read"); err != nil || len(recs) != 1 {
 		t.Errorf("recorded searches %q, %v", recs, err)
 	}
-	if resp, err := e.s.GetResponse(ctx, "job_read"); err != nil || resp.Tenant != "t0" {
+	if resp, err := e.s.Jobs.GetResponse(ctx, "job_read"); err != nil || resp.Tenant != "t0" {
 		t.Errorf("stored response %+v, %v", resp, err)
 	}
 	// Read again once archived: the cold part comes from the archive, and archiving
 	// again changes nothing.
-	j, err = e.s.ReadEnded(ctx, "job_read")
+	j, err = e.s.Jobs.ReadEnded(ctx, "job_read")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameJob(t, "read archived", j, want)
-	if _, err := e.s.ArchiveEnded(ctx, j); err != nil {
+	if _, err := e.s.Jobs.ArchiveEnded(ctx, j); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -632,7 +631,7 @@ func TestArchiveLooksUpAStoredResponseOnlyWhenThereMayBeOne(t *testing.T) {
 		unnote bool // as an earlier release created it
 		want   bool
 	}{{"job_flag", true, false, true}, {"job_none", false, false, false}, {"job_earlier", false, true, true}} {
-		if err := e.s.CreateJob(ctx, &state.Job{ID: c.id, Tenant: "t0", Kind: "chat", HasStoredResponse: c.flag}); err != nil {
+		if err := e.s.Jobs.CreateJob(ctx, &state.Job{ID: c.id, Tenant: "t0", Kind: "chat", HasStoredResponse: c.flag}); err != nil {
 			t.Fatal(err)
 		}
 		if c.unnote {
@@ -640,23 +639,23 @@ func TestArchiveLooksUpAStoredResponseOnlyWhenThereMayBeOne(t *testing.T) {
 		}
 		// A response saved against a job that says it has none (never so in the
 		// fleet) shows that none is looked up.
-		if err := e.s.SaveResponse(ctx, c.id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[]`)}); err != nil {
+		if err := e.s.Jobs.SaveResponse(ctx, c.id, &state.StoredResponse{Tenant: "t0", Input: json.RawMessage(`[]`)}); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := e.s.Finish(ctx, c.id, state.Completed, "response", json.RawMessage(`{}`)); err != nil || !ok {
+		if ok, err := e.s.Jobs.Finish(ctx, c.id, state.Completed, "response", json.RawMessage(`{}`)); err != nil || !ok {
 			t.Fatalf("finish = %v, %v", ok, err)
 		}
-		j, err := e.s.ReadEnded(ctx, c.id)
+		j, err := e.s.Jobs.ReadEnded(ctx, c.id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if j.HasStoredResponse != c.flag {
 			t.Errorf("%s: HasStoredResponse %v, want %v", c.id, j.HasStoredResponse, c.flag)
 		}
-		if _, err := e.s.ArchiveEnded(ctx, j); err != nil {
+		if _, err := e.s.Jobs.ArchiveEnded(ctx, j); err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.s.GetResponse(ctx, c.id)
+		_, err = e.s.Jobs.GetResponse(ctx, c.id)
 		if got := err == nil; got != c.want {
 			t.Errorf("%s: stored response archived %v (%v), want %v", c.id, got, err, c.want)
 		}
@@ -682,48 +681,29 @@ func TestArchivedJobKeepsItsSummaryCompact(t *testing.T) {
 	} {
 		j := &state.Job{ID: c.id, Tenant: "t0", Kind: "chat", Model: "gpt-4o-mini", Request: request(4 << 10), Question: c.question,
 			Deadline: time.Now().Add(time.Minute)}
-		if err := e.s.CreateJob(ctx, j); err != nil {
+		if err := e.s.Jobs.CreateJob(ctx, j); err != nil {
 			t.Fatal(err)
 		}
 		status, fields := state.Completed, []any{"usage", json.RawMessage(`{"searches":3,"cost_usd":0.02}`)}
 		if c.err != nil {
 			status, fields = state.Failed, append(fields, "error", c.err)
 		}
-		if ok, err := e.s.Finish(ctx, j.ID, status, fields...); err != nil || !ok {
+		if ok, err := e.s.Jobs.Finish(ctx, j.ID, status, fields...); err != nil || !ok {
 			t.Fatalf("finish = %v, %v", ok, err)
 		}
-		if _, err := e.s.ArchiveJob(ctx, j.ID); err != nil {
+		if _, err := e.s.Jobs.ArchiveJob(ctx, j.ID); err != nil {
 			t.Fatal(err)
 		}
 		after, keys := e.jobMemory(t, j.ID)
 		enc, _ := e.rdb.ObjectEncoding(ctx, e.s.K.Job(j.ID)).Result()
-		// The earlier layout of the same job: the record without the summary's
-		// fields, and the summary as a string of its own.
-		m := e.rdb.HGetAll(ctx, e.s.K.Job(j.ID)).Val()
-		var rest []any
-		var sum []string
-		for f, v := range m {
-			if i, ok := strings.CutPrefix(f, "sum."); ok {
-				n, _ := strconv.Atoi(i)
-				sum = append(sum, make([]string, max(0, n+1-len(sum)))...)
-				sum[n] = v
-				continue
-			}
-			rest = append(rest, f, v)
-		}
-		earlier := c.id + "_earlier"
-		e.rdb.HSet(ctx, e.s.K.Job(earlier), rest...)
-		e.rdb.Set(ctx, e.s.K.JobSummary(earlier), strings.Join(sum, ""), time.Hour)
-		before, _ := e.jobMemory(t, earlier)
-		e.rdb.Del(ctx, e.s.K.Job(earlier), e.s.K.JobSummary(earlier))
-		t.Logf("Redis bytes of a finished job with a 200-character question (error: %v): %d in %d keys (%s); %d in the earlier layout",
-			c.err != nil, after, keys, enc, before)
-		if keys != 1 || enc != "listpack" || after > before || c.err == nil && after > 1024 {
-			t.Errorf("%s holds %d bytes in %d keys, its record encoded %s; want one listpack key, at most %d bytes (the earlier layout) and a kilobyte without an error",
-				c.id, after, keys, enc, before)
+		t.Logf("Redis bytes of a finished job with a 200-character question (error: %v): %d in %d keys (%s)",
+			c.err != nil, after, keys, enc)
+		if keys != 1 || enc != "listpack" || c.err == nil && after > 1024 {
+			t.Errorf("%s holds %d bytes in %d keys, its record encoded %s; want one listpack key, and a kilobyte without an error",
+				c.id, after, keys, enc)
 		}
 	}
-	js, _, err := e.s.TenantJobs(ctx, "t0", "", 10)
+	js, _, err := e.s.Jobs.TenantJobs(ctx, "t0", "", 10)
 	if err != nil || len(js) != 2 {
 		t.Fatalf("listing: %+v, %v", js, err)
 	}
@@ -739,47 +719,5 @@ func TestArchivedJobKeepsItsSummaryCompact(t *testing.T) {
 		if got.Question != want || string(got.Usage) != `{"searches":3,"cost_usd":0.02}` {
 			t.Errorf("%s is listed as %+v", got.ID, got)
 		}
-	}
-}
-
-// A job an earlier release archived keeps its summary in a key of its own until it
-// expires: it is listed with its question, usage and error beside one archived now,
-// and the quota measures the key.
-func TestTenantJobsListsAJobArchivedTheEarlierWay(t *testing.T) {
-	t.Parallel()
-	e := newArchiveEnv(t)
-	ctx := context.Background()
-	runJob(t, e.s, "job_new", 1<<10)
-	if _, err := e.s.ArchiveJob(ctx, "job_new"); err != nil {
-		t.Fatal(err)
-	}
-	// The earlier layout: the trimmed record, and the summary as a string of its own.
-	created := time.Now().Add(-time.Minute)
-	id := "job_earlier"
-	summary := `{"q":"what was new?","u":{"searches":2,"cost_usd":0.5},"e":{"status":504,"type":"timeout","message":"deadline"}}`
-	if err := e.rdb.HSet(ctx, e.s.K.Job(id), "id", id, "layout", "2", "tenant", "t0", "kind", "chat", "model", "m",
-		"status", "failed", "created", state.Millis(created), "finished", state.Millis(created), "cold", "1234").Err(); err != nil {
-		t.Fatal(err)
-	}
-	e.rdb.Expire(ctx, e.s.K.Job(id), time.Hour)
-	if err := e.rdb.Set(ctx, e.s.K.JobSummary(id), summary, time.Hour).Err(); err != nil {
-		t.Fatal(err)
-	}
-	e.rdb.ZAdd(ctx, e.s.K.TenantJobs("t0"), redis.Z{Score: float64(created.UnixMilli()), Member: id})
-
-	js, _, err := e.s.TenantJobs(ctx, "t0", "", 10)
-	if err != nil || len(js) != 2 {
-		t.Fatalf("listing: %+v, %v", js, err)
-	}
-	if j := js[0]; j.ID != "job_new" || j.Question != "what is new in Go?" || string(j.Usage) != `{"searches":1,"cost_usd":0.01}` {
-		t.Errorf("the job archived now is listed as %+v", j)
-	}
-	if j := js[1]; j.ID != id || j.Question != "what was new?" || string(j.Usage) != `{"searches":2,"cost_usd":0.5}` ||
-		j.Error == nil || j.Error.Type != "timeout" || j.Status != state.Failed {
-		t.Errorf("the job archived the earlier way is listed as %+v (error %+v)", j, j.Error)
-	}
-	foot, err := e.s.JobFootprint(ctx, id)
-	if want := int64(1234 + len(summary)); err != nil || foot <= want {
-		t.Errorf("footprint %d, %v; want more than %d (the archived bytes and the summary)", foot, err, want)
 	}
 }

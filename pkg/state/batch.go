@@ -83,7 +83,7 @@ type Batch struct {
 }
 
 // Resolved reports whether every line that will ever have a job has an outcome: the
-// batch can be finalized. (The scripts' resolvedLua makes the same test.)
+// batch can be finalized. (count_line.lua and advance_cursor.lua make the same test.)
 func (b *Batch) Resolved() bool { return b.ExpandDone && b.Ended >= b.Expanded }
 
 // fields returns the hash fields of a new batch.
@@ -129,7 +129,7 @@ func batchFromHash(m map[string]string) *Batch {
 // place in the tenant's list and in the active set, in one round trip. Its keys live
 // until the completion window ends plus the store's retention; a batch that ends keeps
 // them for the retention.
-func (s *Store) CreateBatch(ctx context.Context, b *Batch, customIDs []string) error {
+func (s *Batches) CreateBatch(ctx context.Context, b *Batch, customIDs []string) error {
 	ttl := time.Until(b.Expires) + s.Retention
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, s.K.Batch(b.ID), b.fields()...)
@@ -154,7 +154,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, customIDs []string) e
 }
 
 // GetBatch reads a batch; ErrNotFound when there is none (or it expired).
-func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
+func (s *Batches) GetBatch(ctx context.Context, id string) (*Batch, error) {
 	m, err := s.r.HGetAll(ctx, s.K.Batch(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading batch %s: %w", id, err)
@@ -166,7 +166,7 @@ func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
 }
 
 // BatchStatus reads only a batch's status ("" when there is no such batch).
-func (s *Store) BatchStatus(ctx context.Context, id string) (string, error) {
+func (s *Batches) BatchStatus(ctx context.Context, id string) (string, error) {
 	st, err := s.r.HGet(ctx, s.K.Batch(id), "status").Result()
 	if err == redis.Nil {
 		return "", nil
@@ -179,16 +179,16 @@ func (s *Store) BatchStatus(ctx context.Context, id string) (string, error) {
 
 // BatchOutcomes reads how each of a batch's lines with an outcome ended (Line*), by
 // line index.
-func (s *Store) BatchOutcomes(ctx context.Context, id string) (map[int]string, error) {
+func (s *Batches) BatchOutcomes(ctx context.Context, id string) (map[int]string, error) {
 	return s.batchIndexHash(ctx, s.K.BatchDone(id))
 }
 
 // BatchCustomIDs reads the custom_id of each of a batch's lines, by line index.
-func (s *Store) BatchCustomIDs(ctx context.Context, id string) (map[int]string, error) {
+func (s *Batches) BatchCustomIDs(ctx context.Context, id string) (map[int]string, error) {
 	return s.batchIndexHash(ctx, s.K.BatchIDs(id))
 }
 
-func (s *Store) batchIndexHash(ctx context.Context, key string) (map[int]string, error) {
+func (s *core) batchIndexHash(ctx context.Context, key string) (map[int]string, error) {
 	m, err := s.r.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading %s: %w", key, err)
@@ -202,50 +202,16 @@ func (s *Store) batchIndexHash(ctx context.Context, key string) (map[int]string,
 	return out, nil
 }
 
-// resolvedLua is the tail of the scripts that change a batch's progress: when every
-// line with a job has an outcome, an in-progress batch moves to finalizing, and the
-// script answers 1 (the caller makes sure the batch is finalized). KEYS[1] is the
-// batch record; now is the time in ms.
-const resolvedLua = `
-local function resolved(now)
-  if redis.call('HGET', KEYS[1], 'expand_done') ~= '1' then return 0 end
-  local ended = tonumber(redis.call('HGET', KEYS[1], 'ended') or '0')
-  local expanded = tonumber(redis.call('HGET', KEYS[1], 'expanded') or '0')
-  if ended < expanded then return 0 end
-  local st = redis.call('HGET', KEYS[1], 'status')
-  if st == 'in_progress' or st == 'validating' then
-    redis.call('HSET', KEYS[1], 'status', 'finalizing', 'finalizing_at', now)
-    return 1
-  end
-  if st == 'finalizing' or st == 'cancelling' then return 1 end
-  return 0
-end
-`
-
-// countLine records how line ARGV[1] ended (ARGV[2], an outcome) once: the first
-// call counts it, every later one changes nothing. KEYS[1] batch, KEYS[2] done;
-// ARGV[3] now (ms). Returns {counted, resolved}; resolved is only reported by the
-// call that counted, so one finished job asks for finalization once. The done hash
-// expires with the batch record.
-var countLine = redis.NewScript(resolvedLua + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
-if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return {0, 0} end
-if redis.call('HINCRBY', KEYS[1], 'ended', 1) == 1 then
-  local ttl = redis.call('PTTL', KEYS[1])
-  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-end
-if ARGV[2] == 'c' then redis.call('HINCRBY', KEYS[1], 'completed', 1)
-elseif ARGV[2] == 'f' then redis.call('HINCRBY', KEYS[1], 'failed', 1) end
-redis.call('HSET', KEYS[1], 'progress_at', ARGV[3])
-return {1, resolved(ARGV[3])}
-`)
+// countLine records how a batch line ended, once: the first call counts it, every
+// later one changes nothing. (lua/count_line.lua)
+var countLine = script("count_line")
 
 // CountBatchLine records how line i of a batch ended (a Line* outcome) once: the
 // first call counts it, every later one changes nothing. It reports whether that
 // call resolved the batch (see Batch.Resolved), which then moved to finalizing;
 // only the call that counted reports it, so one finished job asks for
 // finalization once.
-func (s *Store) CountBatchLine(ctx context.Context, id string, i int, outcome string) (resolved bool, err error) {
+func (s *Batches) CountBatchLine(ctx context.Context, id string, i int, outcome string) (resolved bool, err error) {
 	v, err := countLine.Run(ctx, s.r, []string{s.K.Batch(id), s.K.BatchDone(id)}, i, outcome, Millis(time.Now())).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("state: batch %s: counting line %d: %w", id, i, err)
@@ -253,28 +219,15 @@ func (s *Store) CountBatchLine(ctx context.Context, id string, i int, outcome st
 	return len(v) == 2 && v[1] == 1, nil
 }
 
-// advanceCursor records that lines below ARGV[1] are expanded and, when ARGV[2] is
-// "1", that expansion has stopped. A validating batch becomes in_progress. KEYS[1]
-// batch; ARGV[3] now (ms). Returns resolved (see resolvedLua).
-var advanceCursor = redis.NewScript(resolvedLua + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], 'status') == 'validating' then
-  redis.call('HSET', KEYS[1], 'status', 'in_progress', 'in_progress_at', ARGV[3])
-end
-local cur = tonumber(redis.call('HGET', KEYS[1], 'expanded') or '0')
-if tonumber(ARGV[1]) > cur then redis.call('HSET', KEYS[1], 'expanded', ARGV[1]) end
-redis.call('HSET', KEYS[1], 'progress_at', ARGV[3])
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], 'expand_done', '1')
-  return resolved(ARGV[3])
-end
-return 0
-`)
+// advanceCursor records that a batch's lines below cursor are expanded and, when done
+// is "1", that expansion has stopped; a validating batch becomes in_progress.
+// (lua/advance_cursor.lua)
+var advanceCursor = script("advance_cursor")
 
 // AdvanceBatch moves a batch's expansion cursor to cursor (it never moves back) and,
 // when done, marks its expansion stopped; a validating batch becomes in_progress. It
 // reports whether the batch is now resolved (and so finalizing).
-func (s *Store) AdvanceBatch(ctx context.Context, id string, cursor int, done bool) (resolved bool, err error) {
+func (s *Batches) AdvanceBatch(ctx context.Context, id string, cursor int, done bool) (resolved bool, err error) {
 	d := "0"
 	if done {
 		d = "1"
@@ -287,20 +240,12 @@ func (s *Store) AdvanceBatch(ctx context.Context, id string, cursor int, done bo
 }
 
 // requestCancel moves a batch that has not ended (and is not finalizing) to
-// cancelling. KEYS[1] batch; ARGV[1] now (ms). Returns the status after.
-var requestCancel = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
-if not st then return '' end
-if st == 'validating' or st == 'in_progress' then
-  redis.call('HSET', KEYS[1], 'status', 'cancelling', 'cancelling_at', ARGV[1], 'progress_at', ARGV[1])
-  return 'cancelling'
-end
-return st
-`)
+// cancelling. (lua/request_cancel.lua)
+var requestCancel = script("request_cancel")
 
 // CancelBatch moves a batch that is validating or in progress to cancelling, and
 // returns its status after the call ("" when there is no such batch).
-func (s *Store) CancelBatch(ctx context.Context, id string) (string, error) {
+func (s *Batches) CancelBatch(ctx context.Context, id string) (string, error) {
 	st, err := requestCancel.Run(ctx, s.r, []string{s.K.Batch(id)}, Millis(time.Now())).Text()
 	if err != nil {
 		return "", fmt.Errorf("state: cancelling batch %s: %w", id, err)
@@ -308,22 +253,8 @@ func (s *Store) CancelBatch(ctx context.Context, id string) (string, error) {
 	return st, nil
 }
 
-// finishBatch gives a batch its final status unless it has one: ARGV[1] status,
-// ARGV[2] the timestamp field to set, ARGV[3] now (ms), ARGV[4] ttl (ms), then
-// field/value pairs. KEYS[1] batch, KEYS[2] done, KEYS[3] ids, KEYS[4] the batch's
-// recorded searches. Returns 1 if it moved the batch. The batch's keys then expire
-// after ttl; its recorded searches, which only its running jobs read (each job's own
-// record keeps what it was given), are deleted.
-var finishBatch = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
-if not st or st == 'completed' or st == 'failed' or st == 'expired' or st == 'cancelled' then return 0 end
-local f = {'status', ARGV[1], ARGV[2], ARGV[3], 'progress_at', ARGV[3]}
-for i = 5, #ARGV do f[#f+1] = ARGV[i] end
-redis.call('HSET', KEYS[1], unpack(f))
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
-redis.call('DEL', KEYS[4])
-return 1
-`)
+// finishBatch gives a batch its final status unless it has one. (lua/finish_batch.lua)
+var finishBatch = script("finish_batch")
 
 // BatchEnd is what a batch ends with besides its status: its output and error files
 // (finalization), or why it failed.
@@ -336,7 +267,7 @@ type BatchEnd struct {
 // cancelled, with its <status>_at time) and what it ended with, unless it has a final
 // status already, and reports whether it did. The batch leaves the active set, and
 // its keys expire after the store's retention.
-func (s *Store) FinishBatch(ctx context.Context, id, status string, end BatchEnd) (bool, error) {
+func (s *Batches) FinishBatch(ctx context.Context, id, status string, end BatchEnd) (bool, error) {
 	argv := []any{status, status + "_at", Millis(time.Now()), s.Retention.Milliseconds()}
 	if end.OutputFileID != "" || end.ErrorFileID != "" {
 		argv = append(argv, "output_file_id", end.OutputFileID, "error_file_id", end.ErrorFileID)
@@ -363,7 +294,7 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string, end BatchEnd
 // from is empty), atomically, as SetWebhookStatus does for a job: a delivery that
 // settles before the finalizer has recorded "pending" is not overwritten by it. A
 // batch that is gone is left gone.
-func (s *Store) SetBatchWebhook(ctx context.Context, id, to string, from ...string) error {
+func (s *Webhooks) SetBatchWebhook(ctx context.Context, id, to string, from ...string) error {
 	argv := make([]any, 0, 1+len(from))
 	argv = append(argv, to)
 	for _, f := range from {
@@ -376,16 +307,16 @@ func (s *Store) SetBatchWebhook(ctx context.Context, id, to string, from ...stri
 }
 
 // ActiveBatches lists the batches that have not ended.
-func (s *Store) ActiveBatches(ctx context.Context) ([]string, error) {
+func (s *Batches) ActiveBatches(ctx context.Context) ([]string, error) {
 	return s.r.SMembers(ctx, s.K.ActiveBatches()).Result()
 }
 
 // ForgetActiveBatch drops a batch from the active set (its record expired).
-func (s *Store) ForgetActiveBatch(ctx context.Context, id string) error {
+func (s *Batches) ForgetActiveBatch(ctx context.Context, id string) error {
 	return s.r.SRem(ctx, s.K.ActiveBatches(), id).Err()
 }
 
 // ForgetTenantBatch drops a batch from its tenant's list (its record expired).
-func (s *Store) ForgetTenantBatch(ctx context.Context, tenant, id string) error {
+func (s *Batches) ForgetTenantBatch(ctx context.Context, tenant, id string) error {
 	return s.r.ZRem(ctx, s.K.TenantBatches(tenant), id).Err()
 }

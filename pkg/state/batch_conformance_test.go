@@ -15,6 +15,6 @@ func TestBatchStoreConformance(t *testing.T) {
 	t.Parallel()
 	batchstoretest.Run(t, func(t *testing.T) batchstoretest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.New(rdb, prefix, time.Hour)
+		return state.Flatten(state.New(rdb, prefix, time.Hour))
 	})
 }

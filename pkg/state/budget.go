@@ -23,82 +23,20 @@ type Reservation struct {
 	made bool
 }
 
-// reserveSpendLua defines reserveSpend(day, month, call, price, limits, dayTTL,
-// monthTTL), which reserves one call's price against a tenant's day and month: every
-// limit is checked first, then all counters are raised together, so concurrent
-// workers can never overshoot a budget. A call that already holds a reservation (a
-// redelivery) reserves nothing more. The call's entry lives in the day's hash
-// (Keys.SpendCalls): one HMGET of the day reads its counters and the entry, one of
-// the month its counters, and one HSET each writes the sums (and the entry); a period's
-// counters get their lifetime when this call made them (a hash without 'usd' or 'n'
-// before it), so a reservation pays for EXPIRE once a period instead of on every call.
-// price is in micro-dollars; limits are usd/day, searches/day, usd/month,
-// searches/month (-1: none); the TTLs are in seconds. It returns 'ok', 'again'
-// (already reserved) or the name of the budget that refused.
-const reserveSpendLua = `
-local function reserveSpend(dk, mk, call, price, lim, dttl, mttl)
-  local d = redis.call('HMGET', dk, 'usd', 'n', call)
-  if d[3] then return 'again' end
-  local m = redis.call('HMGET', mk, 'usd', 'n')
-  local du, dn = tonumber(d[1] or '0'), tonumber(d[2] or '0')
-  local mu, mn = tonumber(m[1] or '0'), tonumber(m[2] or '0')
-  if lim[1] >= 0 and du + price > lim[1] then return 'usd_day' end
-  if lim[2] >= 0 and dn + 1 > lim[2] then return 'searches_day' end
-  if lim[3] >= 0 and mu + price > lim[3] then return 'usd_month' end
-  if lim[4] >= 0 and mn + 1 > lim[4] then return 'searches_month' end
-  local function int(x) return string.format('%d', x) end
-  redis.call('HSET', dk, 'usd', int(du + price), 'n', int(dn + 1), call, int(price) .. ':1')
-  redis.call('HSET', mk, 'usd', int(mu + price), 'n', int(mn + 1))
-  if not d[1] and not d[2] then redis.call('EXPIRE', dk, dttl) end
-  if not m[1] and not m[2] then redis.call('EXPIRE', mk, mttl) end
-  return 'ok'
-end
-`
+// reserveSpend reserves one call's price against a tenant's day and month: every limit
+// is checked first, then all counters are raised together, so concurrent workers never
+// overshoot a budget. (lua/reserve_spend.lua)
+var reserveSpend = script("reserve_spend")
 
-// reserveSpend runs reserveSpendLua: KEYS[1] day, KEYS[2] month (the day's calls are
-// the day's hash). ARGV[1] call; ARGV[2] price in micro-dollars; ARGV[3..6] limits;
-// ARGV[7] day TTL s; ARGV[8] month TTL s.
-var reserveSpend = redis.NewScript(reserveSpendLua + `
-return reserveSpend(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]),
-  {tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}, ARGV[7], ARGV[8])
-`)
-
-// moveCost is the Lua function that moves a call's entry in the day (KEYS[1]) and month
-// (KEYS[2]) from pu micro-dollars and pn searches to cu and cn (settleSpend,
-// settleTurnSpend).
-const moveCost = `
-local function move(pu, pn, cu, cn)
-  if cu ~= pu then
-    redis.call('HINCRBY', KEYS[1], 'usd', cu - pu)
-    redis.call('HINCRBY', KEYS[2], 'usd', cu - pu)
-  end
-  if cn ~= pn then
-    redis.call('HINCRBY', KEYS[1], 'n', cn - pn)
-    redis.call('HINCRBY', KEYS[2], 'n', cn - pn)
-  end
-end
-`
-
-// settleSpend moves a reservation to what the call really cost, adjusting the day and
-// month by the difference; settling again to the same cost changes nothing.
-// KEYS as reserveSpend; ARGV[1] call, ARGV[2] cost in micro-dollars, ARGV[3] searches.
-// Returns 0 when the call holds no reservation.
-var settleSpend = redis.NewScript(moveCost + `
-local r = redis.call('HGET', KEYS[3], ARGV[1])
-if not r then return 0 end
-local sep = string.find(r, ':', 1, true)
-local pu, pn = tonumber(string.sub(r, 1, sep - 1)), tonumber(string.sub(r, sep + 1))
-local cu, cn = tonumber(ARGV[2]), tonumber(ARGV[3])
-move(pu, pn, cu, cn)
-redis.call('HSET', KEYS[3], ARGV[1], cu .. ':' .. cn)
-return 1
-`)
+// settleSpend moves a reservation in the tenant's day and month to what the call
+// really cost; settling again to the same cost changes nothing. (lua/settle_spend.lua)
+var settleSpend = script("settle_spend")
 
 // ReserveSpend reserves usd (one search) for call against tenant's budget in the
 // period of now. It returns the reservation to settle, or which budget refused it
 // (nothing is reserved then). A call that is already reserved (a redelivered search)
 // gets its reservation back without reserving again.
-func (s *Store) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
+func (s *Ledger) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
 	sp := s.spendArgs(tenant, b, now)
 	argv := append([]any{call, toMicros(usd)}, sp.argv...)
 	v, err := reserveSpend.Run(ctx, s.r, sp.keys, argv...).Text()
@@ -112,7 +50,7 @@ func (s *Store) ReserveSpend(ctx context.Context, tenant, call string, usd float
 	return r, ex, nil
 }
 
-// spendCall is what reserveSpendLua takes for a tenant's budget in one period: the
+// spendCall is what reserve_spend.lua takes for a tenant's budget in one period: the
 // day's and the month's keys, and the limits and lifetimes (argv).
 type spendCall struct {
 	keys             []string
@@ -121,7 +59,7 @@ type spendCall struct {
 	dayEnd, monthEnd time.Time
 }
 
-func (s *Store) spendArgs(tenant string, b Budget, now time.Time) spendCall {
+func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	day, month := periods(now)
 	dayEnd, monthEnd := PeriodEnds(now)
 	limit := func(usd float64, n int64) (int64, int64) {
@@ -146,7 +84,7 @@ func (s *Store) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	}
 }
 
-// answer reads reserveSpendLua's answer v for call: the reservation, or the budget
+// answer reads reserve_spend.lua's answer v for call: the reservation, or the budget
 // that refused it; neither for an answer it does not know.
 func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservation, *Exhausted) {
 	switch v {
@@ -166,7 +104,7 @@ func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservatio
 
 // SettleSpend sets what r's call really cost: usd over searches searches (0 and 0
 // release a call that was not billed). Settling twice to the same cost is harmless.
-func (s *Store) SettleSpend(ctx context.Context, r *Reservation, usd float64, searches int) error {
+func (s *Ledger) SettleSpend(ctx context.Context, r *Reservation, usd float64, searches int) error {
 	keys := []string{s.K.SpendDay(r.Tenant, r.Day), s.K.SpendMonth(r.Tenant, r.Month), s.K.SpendCalls(r.Tenant, r.Day)}
 	if err := settleSpend.Run(ctx, s.r, keys, r.Call, toMicros(usd), searches).Err(); err != nil {
 		return fmt.Errorf("state: settling spend: %w", err)
@@ -175,7 +113,7 @@ func (s *Store) SettleSpend(ctx context.Context, r *Reservation, usd float64, se
 }
 
 // SpendOf reads a tenant's spend in the day and month of now.
-func (s *Store) SpendOf(ctx context.Context, tenant string, now time.Time) (Spend, error) {
+func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (Spend, error) {
 	day, month := periods(now)
 	var dc, mc *redis.SliceCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -203,7 +141,7 @@ func (s *Store) SpendOf(ctx context.Context, tenant string, now time.Time) (Spen
 // IdempotencyClaimed reports whether a tenant's Idempotency-Key already names a job:
 // a retry of an accepted submission is answered with that job even when the tenant's
 // budget has since run out.
-func (s *Store) IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error) {
+func (s *Jobs) IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error) {
 	n, err := s.r.Exists(ctx, s.K.Idempotency(tenant, key)).Result()
 	if err != nil {
 		return false, fmt.Errorf("state: reading an Idempotency-Key: %w", err)

@@ -23,7 +23,7 @@ func TestReserveSpendIsAtomic(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Go(func() {
-			r, ex, err := s.ReserveSpend(ctx, "t1", fmt.Sprintf("call-%d", i), 0.01, b, now)
+			r, ex, err := s.Ledger.ReserveSpend(ctx, "t1", fmt.Sprintf("call-%d", i), 0.01, b, now)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -40,7 +40,7 @@ func TestReserveSpendIsAtomic(t *testing.T) {
 	if ok != 5 || refused[state.BudgetUSDDay] != 35 {
 		t.Fatalf("reserved %d, refused %v; want 5 and 35 on usd_day", ok, refused)
 	}
-	sp, err := s.SpendOf(ctx, "t1", now)
+	sp, err := s.Ledger.SpendOf(ctx, "t1", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestReserveSpendIsAtomic(t *testing.T) {
 		t.Fatalf("check = %+v", ex)
 	}
 	// Another tenant's budget is its own.
-	if r, ex, err := s.ReserveSpend(ctx, "t2", "call-0", 0.01, b, now); err != nil || ex != nil || r == nil {
+	if r, ex, err := s.Ledger.ReserveSpend(ctx, "t2", "call-0", 0.01, b, now); err != nil || ex != nil || r == nil {
 		t.Fatalf("other tenant: %v %v %v", r, ex, err)
 	}
 }
@@ -65,18 +65,18 @@ func TestReserveSpendOncePerCall(t *testing.T) {
 	now := time.Now()
 	b := state.Budget{SearchesPerDay: 2}
 	for range 3 {
-		if r, ex, err := s.ReserveSpend(ctx, "t", "job1:0:c1", 0.01, b, now); err != nil || ex != nil || r == nil {
+		if r, ex, err := s.Ledger.ReserveSpend(ctx, "t", "job1:0:c1", 0.01, b, now); err != nil || ex != nil || r == nil {
 			t.Fatalf("reserve again: %v %v %v", r, ex, err)
 		}
 	}
-	sp, _ := s.SpendOf(ctx, "t", now)
+	sp, _ := s.Ledger.SpendOf(ctx, "t", now)
 	if sp.DaySearches != 1 || sp.DayUSD != 0.01 {
 		t.Fatalf("spend after 3 reservations of one call = %+v, want 1 search, $0.01", sp)
 	}
-	if _, ex, _ := s.ReserveSpend(ctx, "t", "job1:0:c2", 0.01, b, now); ex != nil {
+	if _, ex, _ := s.Ledger.ReserveSpend(ctx, "t", "job1:0:c2", 0.01, b, now); ex != nil {
 		t.Fatalf("second call refused: %+v", ex)
 	}
-	_, ex, _ := s.ReserveSpend(ctx, "t", "job1:0:c3", 0.01, b, now)
+	_, ex, _ := s.Ledger.ReserveSpend(ctx, "t", "job1:0:c3", 0.01, b, now)
 	if ex == nil || ex.Budget != state.BudgetSearchesDay || ex.Describe() != "daily search budget of 2 searches" {
 		t.Fatalf("third call: %+v, want searches_day", ex)
 	}
@@ -93,35 +93,35 @@ func TestSettleSpend(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	b := state.Budget{USDPerDay: 0.02, USDPerMonth: 1}
-	r1, _, err := s.ReserveSpend(ctx, "t", "a", 0.01, b, now)
+	r1, _, err := s.Ledger.ReserveSpend(ctx, "t", "a", 0.01, b, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, _, _ := s.ReserveSpend(ctx, "t", "b", 0.01, b, now)
-	if _, ex, _ := s.ReserveSpend(ctx, "t", "c", 0.01, b, now); ex == nil {
+	r2, _, _ := s.Ledger.ReserveSpend(ctx, "t", "b", 0.01, b, now)
+	if _, ex, _ := s.Ledger.ReserveSpend(ctx, "t", "c", 0.01, b, now); ex == nil {
 		t.Fatal("third search within $0.02 allowed")
 	}
 	// a cost less than reserved; b failed unbilled.
 	for range 2 {
-		if err := s.SettleSpend(ctx, r1, 0.004, 1); err != nil {
+		if err := s.Ledger.SettleSpend(ctx, r1, 0.004, 1); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SettleSpend(ctx, r2, 0, 0); err != nil {
+		if err := s.Ledger.SettleSpend(ctx, r2, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sp, _ := s.SpendOf(ctx, "t", now)
+	sp, _ := s.Ledger.SpendOf(ctx, "t", now)
 	if sp.DayUSD != 0.004 || sp.DaySearches != 1 || sp.MonthUSD != 0.004 || sp.MonthSearches != 1 {
 		t.Fatalf("spend after settling = %+v, want $0.004 and 1 search", sp)
 	}
-	if _, ex, _ := s.ReserveSpend(ctx, "t", "c", 0.01, b, now); ex != nil {
+	if _, ex, _ := s.Ledger.ReserveSpend(ctx, "t", "c", 0.01, b, now); ex != nil {
 		t.Fatalf("released budget still refused: %+v", ex)
 	}
 	// A settled call is still known: its redelivery reserves nothing.
-	if _, _, err := s.ReserveSpend(ctx, "t", "b", 0.01, b, now); err != nil {
+	if _, _, err := s.Ledger.ReserveSpend(ctx, "t", "b", 0.01, b, now); err != nil {
 		t.Fatal(err)
 	}
-	sp, _ = s.SpendOf(ctx, "t", now)
+	sp, _ = s.Ledger.SpendOf(ctx, "t", now)
 	if sp.DaySearches != 2 || sp.DayUSD != 0.014 {
 		t.Fatalf("spend = %+v, want 2 searches, $0.014", sp)
 	}
@@ -136,18 +136,18 @@ func TestMonthlyBudget(t *testing.T) {
 	d2 := d1.Add(24 * time.Hour)
 	b := state.Budget{USDPerMonth: 0.03}
 	for i, d := range []time.Time{d1, d1, d2} {
-		if _, ex, err := s.ReserveSpend(ctx, "t", fmt.Sprint(i), 0.01, b, d); err != nil || ex != nil {
+		if _, ex, err := s.Ledger.ReserveSpend(ctx, "t", fmt.Sprint(i), 0.01, b, d); err != nil || ex != nil {
 			t.Fatalf("reserve %d: %v %v", i, ex, err)
 		}
 	}
-	_, ex, _ := s.ReserveSpend(ctx, "t", "x", 0.01, b, d2)
+	_, ex, _ := s.Ledger.ReserveSpend(ctx, "t", "x", 0.01, b, d2)
 	if ex == nil || ex.Budget != state.BudgetUSDMonth || !ex.Reset.Equal(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("fourth search of the month: %+v", ex)
 	}
 	if ex.Describe() != "monthly spending budget of $0.03" {
 		t.Fatal(ex.Describe())
 	}
-	sp, _ := s.SpendOf(ctx, "t", d2)
+	sp, _ := s.Ledger.SpendOf(ctx, "t", d2)
 	if sp.DaySearches != 1 || sp.MonthSearches != 3 || sp.Day != "20260311" || sp.Month != "202603" {
 		t.Fatalf("spend = %+v", sp)
 	}

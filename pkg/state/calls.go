@@ -87,30 +87,9 @@ func splitJob(m map[string]string) (job, chain, searches map[string]string, othe
 }
 
 // saveOutcome stores a call's outcome and records a result under its address (the
-// first recorded stays), each when given, in a job that is there and not archived
-// (no hash is made without its TTL). KEYS[1] job; ARGV[1] outcome field (” none),
-// ARGV[2] outcome, ARGV[3] recorded field (” none), ARGV[4] result, ARGV[5] the
-// hop's count field and ARGV[6] the call's place field, or ” for an outcome that is
-// the call's own state (a direct search's: it is overwritten). With them, the
-// outcome is the chain's result of the call (ARGV[1] its result field): the first
-// stored stays, and it is counted among its hop's results, its place beside it, in
-// the same HSET (RecordAndLoad then writes nothing). Returns 1 when the job is there,
-// else 0.
-var saveOutcome = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[1], ARGV[5])
-if not v[1] or v[2] then return 0 end
-local f = {}
-if ARGV[1] ~= '' and (ARGV[5] == '' or not v[4]) then
-  f[#f+1] = ARGV[1]; f[#f+1] = ARGV[2]
-  if ARGV[5] ~= '' then
-    local c = tostring(tonumber(v[5] or '0') + 1)
-    f[#f+1] = ARGV[5]; f[#f+1] = c; f[#f+1] = ARGV[6]; f[#f+1] = c
-  end
-end
-if ARGV[3] ~= '' and not v[3] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
-if #f > 0 then redis.call('HSET', KEYS[1], unpack(f)) end
-return 1
-`)
+// first recorded stays), each when given, in a job that is there and not archived (no
+// hash is made without its TTL). (lua/save_outcome.lua)
+var saveOutcome = script("save_outcome")
 
 // Recording is a result to record under a job's content address (see RecordSearch)
 // with its call's outcome (SaveSearchDone).
@@ -123,7 +102,7 @@ type Recording struct {
 // rec's result under its address among the job's (and its batch's) recorded results,
 // in one round trip: the script that writes both, and the batch's record beside it.
 // A job that is gone or archived gets nothing stored.
-func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
+func (s *Searches) SaveSearchDone(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
 	if err := s.save(ctx, id, callField(prefixOutcome, h, call), b, [2]string{}, rec); err != nil {
 		return fmt.Errorf("state: storing a search's outcome: %w", err)
 	}
@@ -134,7 +113,7 @@ func (s *Store) SaveSearchDone(ctx context.Context, id string, h int, call strin
 // that call, as SaveSearchDone stores a direct search's: the first one stored stays,
 // counted among its hop's results with its place (RecordAndLoad, reading it, writes
 // nothing), and every later StartSearch returns it.
-func (s *Store) SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
+func (s *Searches) SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *Recording) error {
 	counted := [2]string{hopField(prefixCount, h), callField(prefixPlace, h, call)}
 	if err := s.save(ctx, id, resultField(h, call), b, counted, rec); err != nil {
 		return fmt.Errorf("state: storing a search's result: %w", err)
@@ -146,7 +125,7 @@ func (s *Store) SaveSearchResult(ctx context.Context, id string, h int, call str
 // and under its batch's when the job belongs to one, each kept for the retention (the
 // job's with its record). The job's batch is read from its record unless this
 // process knows it (jobBatches).
-func (s *Store) RecordSearch(ctx context.Context, jobID, addr string, result []byte) error {
+func (s *Searches) RecordSearch(ctx context.Context, jobID, addr string, result []byte) error {
 	if err := s.save(ctx, jobID, "", nil, [2]string{}, &Recording{Addr: addr, Result: result}); err != nil {
 		return fmt.Errorf("state: recording a search: %w", err)
 	}
@@ -154,7 +133,7 @@ func (s *Store) RecordSearch(ctx context.Context, jobID, addr string, result []b
 }
 
 // save runs saveOutcome; counted are its count and place fields (empty: none).
-func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byte, counted [2]string, rec *Recording) error {
+func (s *core) save(ctx context.Context, id, outcomeField string, outcome []byte, counted [2]string, rec *Recording) error {
 	batch, known := "", true
 	recField, result := "", []byte(nil)
 	if rec != nil {
@@ -180,7 +159,7 @@ func (s *Store) save(ctx context.Context, id, outcomeField string, outcome []byt
 // RecordedSearches returns all of a job's recorded results by content address (none
 // for a job that recorded none, or whose record expired): from Redis while the job
 // is hot, from its archived record once it has ended.
-func (s *Store) RecordedSearches(ctx context.Context, jobID string) (map[string][]byte, error) {
+func (s *Searches) RecordedSearches(ctx context.Context, jobID string) (map[string][]byte, error) {
 	m, err := s.r.HGetAll(ctx, s.K.Job(jobID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading recorded searches: %w", err)
@@ -205,7 +184,7 @@ func (s *Store) RecordedSearches(ctx context.Context, jobID string) (map[string]
 // RecordedSearch looks each of addrs up among a job's recorded results, then among
 // its batch's (batchID "" for none), in one round trip. It returns the results found
 // by address; inBatch names those found only in the batch's.
-func (s *Store) RecordedSearch(ctx context.Context, jobID, batchID string, addrs []string) (found map[string][]byte, inBatch map[string]bool, err error) {
+func (s *Searches) RecordedSearch(ctx context.Context, jobID, batchID string, addrs []string) (found map[string][]byte, inBatch map[string]bool, err error) {
 	if len(addrs) == 0 {
 		return nil, nil, nil
 	}

@@ -155,7 +155,7 @@ type Step struct {
 // one round trip: a free lease (the common case) is taken with a SET NX beside the
 // read; one that is held already is looked at again (Lease: its holder renews it,
 // anyone else learns the time it has left).
-func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
+func (s *Chains) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, error) {
 	var jc *redis.MapStringStringCmd
 	var took *redis.BoolCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -175,83 +175,26 @@ func (s *Store) LoadStep(ctx context.Context, id string, claim *Claim) (*Step, e
 		st.Claimed = true
 		return st, nil
 	}
-	if st.Claimed, st.Left, err = s.Lease(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL); err != nil {
+	if st.Claimed, st.Left, err = s.lease(ctx, s.K.Lease(id, claim.Hop), claim.Owner, claim.TTL); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
 // step is the Step of the job whose hash holds jm.
-func (s *Store) step(jm map[string]string) (*Step, error) {
+func (s *core) step(jm map[string]string) (*Step, error) {
 	if len(jm) == 0 || jm["id"] == "" {
 		return nil, ErrNotFound
 	}
-	st := &Step{Job: jobFromHash(jm), Chain: chainFromHash(jm)}
-	if jm["layout"] != jobLayout && !st.Job.Status.Terminal() {
-		return st, ErrEarlierLayout
-	}
-	return st, nil
+	return &Step{Job: jobFromHash(jm), Chain: chainFromHash(jm)}, nil
 }
 
 // recordResult stores a call's result once, counts it and notes its place among its
 // hop's results; the result whose place completes the hop claims the next hop's lease
-// for the caller. A result the search worker stored already (SaveSearchResult, which
-// counts it and notes its place) is not written again. KEYS[1] job, KEYS[2] lease of
-// hop+1; ARGV result field, count field, expected field, result, owner, ttl ms, '1' to
-// read the job back, place field. Returns {place, expected, lease[, hash]} where
-// expected is -1 before dispatch and lease is -1 (not tried), 0 (held) or the ms
-// another holder has left; a result stored without its place (by an earlier release)
-// takes the hop's count as its place. What decides (the job is there and not
-// archived, the counts, whether the result is stored and its place) is read by one
-// command: an HMGET of those fields, or, for a caller that reads the job back
-// (RecordAndLoad), an HGETALL of the whole hash, which the reply then carries as it
-// stands after the write (hash: field, value, ...). One HSET writes the result with
-// its count and place; none, when it is stored. Nothing is written for a job that is
-// gone (no hash is made without its TTL) or archived already (ArchiveJob): {0, -1,
-// -1} with the hash as read.
-var recordResult = redis.NewScript(claimLua + `
-local all, id, cold, n, c, have, ci, at
-if ARGV[7] == '1' then
-  all = redis.call('HGETALL', KEYS[1])
-  for i = 1, #all, 2 do
-    local f = all[i]
-    if f == 'id' then id = all[i+1]
-    elseif f == 'cold' then cold = all[i+1]
-    elseif f == ARGV[3] then n = all[i+1]
-    elseif f == ARGV[2] then c = all[i+1]; ci = i + 1
-    elseif f == ARGV[1] then have = true
-    elseif f == ARGV[8] then at = all[i+1] end
-  end
-else
-  local v = redis.call('HMGET', KEYS[1], 'id', 'cold', ARGV[3], ARGV[2], ARGV[1], ARGV[8])
-  id, cold, n, c, have, at = v[1], v[2], v[3], v[4], v[5], v[6]
-end
-if not id or cold then return {0, -1, -1, all} end
-n = tonumber(n or '-1')
-c = tonumber(c or '0')
-if not have then
-  c = c + 1
-  at = c
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4], ARGV[2], c, ARGV[8], c)
-  if all then
-    if ci then
-      all[ci] = tostring(c)
-    else
-      all[#all+1] = ARGV[2]; all[#all+1] = tostring(c)
-    end
-    all[#all+1] = ARGV[1]; all[#all+1] = ARGV[4]
-    all[#all+1] = ARGV[8]; all[#all+1] = tostring(c)
-  end
-end
-at = tonumber(at or c)
-local l = -1
-if at == n and ARGV[5] ~= '' then
-  l = claim(KEYS[2], ARGV[5], ARGV[6])
-end
-return {at, n, l, all}
-`)
+// for the caller. (lua/record_result.lua)
+var recordResult = script("record_result")
 
-func (s *Store) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration, load bool) ([]string, []any) {
+func (s *core) recordArgs(id string, h int, call string, result []byte, owner string, ttl time.Duration, load bool) ([]string, []any) {
 	return []string{s.K.Job(id), s.K.Lease(id, h+1)},
 		[]any{resultField(h, call), hopField(prefixCount, h), hopField(prefixExpected, h), result, owner, ttl.Milliseconds(), flag(load), callField(prefixPlace, h, call)}
 }
@@ -263,7 +206,7 @@ func (s *Store) recordArgs(id string, h int, call string, result []byte, owner s
 // read, not written. When the result completed the hop (Have == Want: the last of its
 // results stored, whenever it is recorded or replayed), the lease of hop h+1 is
 // claimed for owner; no other result of the hop claims it.
-func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
+func (s *Chains) RecordAndLoad(ctx context.Context, id string, h int, call string, result []byte, owner string, ttl time.Duration) (*Step, error) {
 	keys, argv := s.recordArgs(id, h, call, result, owner, ttl, true)
 	v, err := recordResult.Run(ctx, s.r, keys, argv...).Slice()
 	if err != nil {
@@ -296,7 +239,7 @@ func (s *Store) RecordAndLoad(ctx context.Context, id string, h int, call string
 // RecordResult records a result without reading anything back (calls answered at
 // dispatch). It returns the result's place among its hop's results and how many the
 // hop waits for.
-func (s *Store) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
+func (s *Chains) RecordResult(ctx context.Context, id string, h int, call string, result []byte) (have, want int, err error) {
 	keys, argv := s.recordArgs(id, h, call, result, "", time.Millisecond, false)
 	v, err := recordResult.Run(ctx, s.r, keys, argv...).Int64Slice()
 	if err != nil {
@@ -306,37 +249,14 @@ func (s *Store) RecordResult(ctx context.Context, id string, h int, call string,
 }
 
 // saveTurn stores hop h's model answer unless one is stored and returns the stored
-// answer. On the first hop (ARGV[3] '1') it also sets the chain's flags (a later
-// answer's, when the turn was stored already) and moves a queued job to running, in
-// the same HSET: later hops change neither (their flags are
-// the ones loaded, and a job is queued only before its first answer), so they pay for
-// the turn alone. A job that is gone gets nothing written (no hash is made without
-// its TTL): the answer is returned as if stored, and the step finds the job gone.
-// KEYS[1] job; ARGV turn field, turn, first hop, sticky, gp, now ms.
-var saveTurn = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1])
-if not v[1] then return ARGV[2] end
-if v[2] then
-  if ARGV[3] == '1' then
-    redis.call('HSET', KEYS[1], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5])
-  end
-  return v[2]
-end
-if ARGV[3] ~= '1' then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-elseif v[1] == 'queued' then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5], 'status', 'running', 'updated', ARGV[6])
-else
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], '` + fieldSticky + `', ARGV[4], '` + fieldGooglePreferred + `', ARGV[5])
-end
-return ARGV[2]
-`)
+// answer. (lua/save_turn.lua)
+var saveTurn = script("save_turn")
 
 // SaveTurn stores the model's answer for hop h unless one is stored already, and
 // returns the stored one (so two racing workers agree on a single answer). On hop 0
 // it also records the chain's sticky and Google-preferred flags and marks a queued
 // job running, in the same round trip.
-func (s *Store) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
+func (s *Chains) SaveTurn(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool) (json.RawMessage, error) {
 	v, err := saveTurn.Run(ctx, s.r, []string{s.K.Job(id)}, hopField(prefixTurn, h), turn,
 		flag(h == 0), flag(sticky), flag(googlePreferred), Millis(time.Now())).Text()
 	if err != nil {
@@ -354,25 +274,14 @@ func flag(v bool) string {
 
 // recordDispatch writes a hop's calls and expected count once, adds its searches to
 // the job's counter only the first time, marks the chain sticky, and returns the job's
-// status; a job that has ended (or is gone) gets nothing written. One HMGET reads
-// what decides, one HSET writes. KEYS[1] job; ARGV calls field, calls, expected
-// field, n, searches field, searches, sticky field.
-var recordDispatch = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1], ARGV[5], ARGV[7])
-local st = v[1] or ''
-if st == '' or st == 'completed' or st == 'failed' or st == 'cancelled' then return st end
-if not v[2] then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(v[3] or '0') + tonumber(ARGV[6]), ARGV[7], '1')
-elseif v[4] ~= '1' then
-  redis.call('HSET', KEYS[1], ARGV[7], '1')
-end
-return st
-`)
+// status; a job that has ended (or is gone) gets nothing written.
+// (lua/record_dispatch.lua)
+var recordDispatch = script("record_dispatch")
 
 // SaveCalls records the calls of hop h (once): their JSON, how many results the hop
 // waits for, and how many are searches; a web_search call makes the chain sticky. It
 // returns the job's status, so a job cancelled meanwhile makes no searches.
-func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (Status, error) {
+func (s *Chains) SaveCalls(ctx context.Context, id string, h int, calls []byte, expected, searches int) (Status, error) {
 	st, err := recordDispatch.Run(ctx, s.r, []string{s.K.Job(id)},
 		hopField(prefixCalls, h), calls, hopField(prefixExpected, h), expected, fieldSearches, searches, fieldSticky).Text()
 	if err != nil {
@@ -381,48 +290,15 @@ func (s *Store) SaveCalls(ctx context.Context, id string, h int, calls []byte, e
 	return Status(st), nil
 }
 
-// saveTurnCalls stores a hop's model answer and its dispatched calls in one script:
-// saveTurn's writes, then recordDispatch's, in one HSET. An answer stored already
-// that is not this one (another worker's) is returned and nothing is written: the
-// caller plans again from it. A job that has ended gets the answer (it is paid for)
-// and the hop-0 flags, not the calls; one that is gone gets nothing. KEYS[1] job;
-// ARGV turn field, turn, first hop, sticky, gp, now ms, calls field, calls, expected
-// field, n, searches. Returns {status, stored turn} (status ” for a job that is
-// gone).
-var saveTurnCalls = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[1], ARGV[7], '` + fieldSearches + `', '` + fieldSticky + `')
-local st = v[1]
-if not st then return {'', ARGV[2]} end
-if v[2] and v[2] ~= ARGV[2] then return {st, v[2]} end
-local f = {}
-local function put(k, x) f[#f+1] = k; f[#f+1] = x end
-if not v[2] then put(ARGV[1], ARGV[2]) end
-local sticky = nil
-if ARGV[3] == '1' then
-  sticky = ARGV[4]
-  put('` + fieldGooglePreferred + `', ARGV[5])
-  if st == 'queued' then
-    put('status', 'running'); put('updated', ARGV[6])
-    st = 'running'
-  end
-end
-if st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled' then
-  if not v[3] then
-    put(ARGV[7], ARGV[8]); put(ARGV[9], ARGV[10])
-    put('` + fieldSearches + `', tonumber(v[4] or '0') + tonumber(ARGV[11]))
-  end
-  sticky = '1'
-end
-if sticky and sticky ~= v[5] then put('` + fieldSticky + `', sticky) end
-if #f > 0 then redis.call('HSET', KEYS[1], unpack(f)) end
-return {st, ARGV[2]}
-`)
+// saveTurnCalls stores a hop's model answer and its dispatched calls: save_turn.lua's
+// writes, then record_dispatch.lua's, in one HSET. (lua/save_turn_calls.lua)
+var saveTurnCalls = script("save_turn_calls")
 
 // SaveTurnAndCalls stores hop h's model answer (as SaveTurn) and the calls
 // dispatched for it (as SaveCalls) in one round trip, and returns the job's status
 // and the answer stored. When another answer was stored first, that one is returned
 // and nothing is written: the calls were planned from an answer that does not stand.
-func (s *Store) SaveTurnAndCalls(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool, calls []byte, expected, searches int) (Status, json.RawMessage, error) {
+func (s *Chains) SaveTurnAndCalls(ctx context.Context, id string, h int, turn []byte, sticky, googlePreferred bool, calls []byte, expected, searches int) (Status, json.RawMessage, error) {
 	v, err := saveTurnCalls.Run(ctx, s.r, []string{s.K.Job(id)}, hopField(prefixTurn, h), turn,
 		flag(h == 0), flag(sticky), flag(googlePreferred), Millis(time.Now()),
 		hopField(prefixCalls, h), calls, hopField(prefixExpected, h), expected, searches).StringSlice()
@@ -434,12 +310,12 @@ func (s *Store) SaveTurnAndCalls(ctx context.Context, id string, h int, turn []b
 
 // KeepHop holds the lease of hop h of a job (claimed by LoadStep or RecordAndLoad)
 // for owner until the returned function is called; see KeepAlive.
-func (s *Store) KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool) {
-	return s.KeepAlive(s.K.Lease(id, h), owner, ttl)
+func (s *Chains) KeepHop(id string, h int, owner string, ttl time.Duration) func(drop bool) {
+	return s.keepAlive(s.K.Lease(id, h), owner, ttl)
 }
 
 // LockReaper takes the deadline reaper's lock for ttl, reporting whether owner got it:
 // one chat worker sweeps at a time.
-func (s *Store) LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
-	return s.TryLock(ctx, s.K.ReaperLock(), owner, ttl)
+func (s *Jobs) LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
+	return s.tryLock(ctx, s.K.ReaperLock(), owner, ttl)
 }

@@ -15,6 +15,6 @@ func TestChainStoreConformance(t *testing.T) {
 	t.Parallel()
 	chaintest.Run(t, func(t *testing.T) chaintest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.New(rdb, prefix, time.Hour)
+		return state.Flatten(state.New(rdb, prefix, time.Hour))
 	})
 }

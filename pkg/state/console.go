@@ -34,7 +34,7 @@ const ModelSpendDays = 35
 // with every submission: it outlives every entry all the same. A batch's lines are
 // not indexed: a 2,000-line batch would push out everything else, and they are
 // reached through their batch. It returns the index's key when it set its TTL.
-func (s *Store) indexJob(ctx context.Context, p redis.Pipeliner, j *Job, now time.Time) (refreshed string) {
+func (s *core) indexJob(ctx context.Context, p redis.Pipeliner, j *Job, now time.Time) (refreshed string) {
 	if j.Batch != "" {
 		return ""
 	}
@@ -59,7 +59,7 @@ const indexTrimEvery = 16
 // dropped from the index as they are met. They are read from Redis alone: an archived
 // job comes without its request, answer and trace, its usage holds only its searches
 // and cost (GetJob reads the whole record).
-func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*Job, bool, error) {
+func (s *Jobs) TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*Job, bool, error) {
 	var out []*Job
 	var ids []string
 	flush := func() error {
@@ -74,7 +74,6 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 			return fmt.Errorf("state: reading a tenant's jobs: %w", err)
 		}
 		var gone []any
-		var earlier []*Job // archived jobs whose summary is a key of its own
 		for i, c := range cmds {
 			m := c.Val()
 			if len(m) == 0 || m["id"] == "" {
@@ -86,8 +85,6 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 					// An archived job's question, usage and error.
 					if sum := summaryOf(m); sum != "" {
 						withSummary(j, sum)
-					} else {
-						earlier = append(earlier, j)
 					}
 				}
 				out = append(out, j)
@@ -97,7 +94,7 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 			s.r.ZRem(ctx, s.K.TenantJobs(tenant), gone...)
 		}
 		ids = ids[:0]
-		return s.earlierSummaries(ctx, earlier)
+		return nil
 	}
 	for id, err := range s.index(ctx, s.K.TenantJobs(tenant), after, false, TenantJobsKept) {
 		if err != nil {
@@ -125,38 +122,9 @@ func (s *Store) TenantJobs(ctx context.Context, tenant, after string, limit int)
 	return out, false, nil
 }
 
-// earlierSummaries sets on archived jobs trimmed by an earlier release what their
-// summaries hold: those kept the summary in a key of its own (Keys.JobSummary), read
-// in one round trip, until they expire with their records.
-func (s *Store) earlierSummaries(ctx context.Context, js []*Job) error {
-	if len(js) == 0 {
-		return nil
-	}
-	sums := make([]*redis.StringCmd, len(js))
-	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, j := range js {
-			sums[i] = p.Get(ctx, s.K.JobSummary(j.ID))
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("state: reading a tenant's jobs' summaries: %w", err)
-	}
-	for i, j := range js {
-		withSummary(j, sums[i].Val())
-	}
-	return nil
-}
-
 // countSpend marks a job record as counted in the per-model spend ledger and reads,
-// the first time, what its spend ledger holds. KEYS[1] job (its ledger in its hash).
-// Returns {1, micro-dollars} the first time, {0} after, {-1} when the record is gone
-// (no hash is made without its TTL).
-var countSpend = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {-1} end
-if redis.call('HSETNX', KEYS[1], 'spend_counted', '1') == 0 then return {0} end
-return {1, tonumber(redis.call('HGET', KEYS[1], '$usd') or '0')}
-`)
+// the first time, what its spend ledger holds. (lua/count_spend.lua)
+var countSpend = script("count_spend")
 
 // RecordModelSpend counts an ended job in its tenant's spend per day (the day it
 // ended, UTC) and model: what its spend ledger holds (model turns and searches, of a
@@ -168,7 +136,7 @@ return {1, tonumber(redis.call('HGET', KEYS[1], '$usd') or '0')}
 // it trims the record (a step that happens once, and reads the ledger as it drops
 // it): on a single Redis in the trim's own script, exactly once; across a cluster's
 // slots right after it, at most once. This hook then does nothing.
-func (s *Store) RecordModelSpend(ctx context.Context, j *Job) error {
+func (s *Ledger) RecordModelSpend(ctx context.Context, j *Job) error {
 	if !j.Status.Terminal() || s.archive != nil {
 		return nil
 	}
@@ -192,7 +160,7 @@ type modelSpend struct {
 }
 
 // modelSpendOf reads what j adds to its tenant's spend per model (RecordModelSpend).
-func (s *Store) modelSpendOf(j *Job) modelSpend {
+func (s *core) modelSpendOf(j *Job) modelSpend {
 	var u struct {
 		Searches int     `json:"searches"`
 		CostUSD  float64 `json:"cost_usd"`
@@ -215,7 +183,7 @@ func (s *Store) modelSpendOf(j *Job) modelSpend {
 
 // modelSpendOfHash is modelSpendOf for the job whose hash holds m, reading only the
 // fields it needs.
-func (s *Store) modelSpendOfHash(m map[string]string) modelSpend {
+func (s *core) modelSpendOfHash(m map[string]string) modelSpend {
 	j := Job{Tenant: m["tenant"], Kind: m["kind"], Model: m["model"], Finished: FromMillis(m["finished"])}
 	if u := m["usage"]; u != "" {
 		j.Usage = []byte(u)
@@ -226,47 +194,14 @@ func (s *Store) modelSpendOfHash(m map[string]string) modelSpend {
 // modelSpendTTL is the lifetime a day's spend per model is given.
 const modelSpendTTL = ModelSpendDays*24*time.Hour + refreshEvery
 
-// countModelSpendLua defines countModelSpend(key, spent, a), which adds an ended job
-// to its tenant's spend per model of a day (key): spent is what its spend ledger held
-// (micro-dollars; its usage's cost counts when that is 0), a is modelSpend.args (the
-// usd, jobs and searches fields, the searches, the usage's micro-dollars, the day's
-// TTL in seconds or 0: not now). A count of 0 is not written (ModelSpend reads a
-// missing field as 0; the model's "jobs" field is always there). A job that raises
-// one field (jobs) pays one HINCRBY; one that raises two or three pays one HMGET and
-// one HSET of them all, not an HINCRBY each (a script runs alone: nothing is lost
-// between the read and the write). The trim (trimJob) and countModelSpendScript run it.
-const countModelSpendLua = `
-local function countModelSpend(key, spent, a)
-  local usd, searches = tonumber(spent), tonumber(a[4])
-  if usd == 0 then usd = tonumber(a[5]) end
-  local f, d = {a[2]}, {1}
-  if usd ~= 0 then f[#f+1] = a[1]; d[#d+1] = usd end
-  if searches ~= 0 then f[#f+1] = a[3]; d[#d+1] = searches end
-  if #f == 1 then
-    redis.call('HINCRBY', key, f[1], 1)
-  else
-    local cur, w = redis.call('HMGET', key, unpack(f)), {}
-    for i = 1, #f do
-      w[#w+1] = f[i]
-      w[#w+1] = string.format('%d', tonumber(cur[i] or '0') + d[i])
-    end
-    redis.call('HSET', key, unpack(w))
-  end
-  if tonumber(a[6]) > 0 then redis.call('EXPIRE', key, a[6]) end
-end
-`
-
-// countModelSpendScript runs countModelSpendLua: KEYS[1] the day's spend per model,
-// ARGV[1] what the job's ledger held, ARGV[2..7] modelSpend.args.
-var countModelSpendScript = redis.NewScript(countModelSpendLua + `
-countModelSpend(KEYS[1], ARGV[1], {ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]})
-return 1
-`)
+// countModelSpendScript adds an ended job to its tenant's spend per model of a day.
+// (lua/count_model_spend.lua)
+var countModelSpendScript = script("count_model_spend")
 
 // modelSpendArgs is how many arguments modelSpend.args gives.
 const modelSpendArgs = 6
 
-// args are what countModelSpendLua reads of ms (its a): with expire, the day's TTL.
+// args are what count_model_spend.lua reads of ms (its ARGV[2..7]): with expire, the day's TTL.
 func (ms modelSpend) args(expire bool) []any {
 	ttl := int64(0)
 	if expire {
@@ -278,7 +213,7 @@ func (ms modelSpend) args(expire bool) []any {
 // countModelSpend adds an ended job, whose spend ledger held micros micro-dollars, to
 // its tenant's spend per day and model (see RecordModelSpend) in a script of its own
 // (one slot: the day's key). The caller makes sure it is counted once.
-func (s *Store) countModelSpend(ctx context.Context, ms modelSpend, micros int64) error {
+func (s *core) countModelSpend(ctx context.Context, ms modelSpend, micros int64) error {
 	// The day's ledger gets its TTL once a minute per process (refreshes), not with
 	// every job.
 	expire := s.ttls.due(ms.key, time.Now())
@@ -315,7 +250,7 @@ type ModelDaySpend struct {
 
 // ModelSpend returns a tenant's spend per day and model for the days UTC days up to
 // and including now's (1..ModelSpendDays), newest day first, models by name.
-func (s *Store) ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]ModelDaySpend, error) {
+func (s *Ledger) ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]ModelDaySpend, error) {
 	if days < 1 || days > ModelSpendDays {
 		return nil, errors.New("state: days out of range")
 	}

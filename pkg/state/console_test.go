@@ -22,7 +22,7 @@ func TestTenantJobs(t *testing.T) {
 	create := func(id, tenant, batch string, i int) {
 		t.Helper()
 		j := &state.Job{ID: id, Tenant: tenant, Kind: "chat", Model: "m", Batch: batch, Created: base.Add(time.Duration(i) * time.Second)}
-		if err := s.CreateJob(ctx, j); err != nil {
+		if err := s.Jobs.CreateJob(ctx, j); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,18 +38,18 @@ func TestTenantJobs(t *testing.T) {
 		}
 		return out
 	}
-	page, more, err := s.TenantJobs(ctx, "acme", "", 2)
+	page, more, err := s.Jobs.TenantJobs(ctx, "acme", "", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(ids(page)); got != "[job_a4 job_a3]" || !more {
 		t.Fatalf("first page = %s more=%v, want [job_a4 job_a3] more=true", got, more)
 	}
-	page, more, _ = s.TenantJobs(ctx, "acme", "job_a3", 10)
+	page, more, _ = s.Jobs.TenantJobs(ctx, "acme", "job_a3", 10)
 	if got := fmt.Sprint(ids(page)); got != "[job_a2 job_a1 job_a0]" || more {
 		t.Fatalf("second page = %s more=%v, want [job_a2 job_a1 job_a0] more=false", got, more)
 	}
-	page, _, _ = s.TenantJobs(ctx, "globex", "", 10)
+	page, _, _ = s.Jobs.TenantJobs(ctx, "globex", "", 10)
 	if got := fmt.Sprint(ids(page)); got != "[job_b0]" {
 		t.Fatalf("globex sees %s, want only its own job", got)
 	}
@@ -58,11 +58,11 @@ func TestTenantJobs(t *testing.T) {
 	if err := rdb.Del(ctx, s.K.Job("job_a3")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	page, more, _ = s.TenantJobs(ctx, "acme", "", 2)
+	page, more, _ = s.Jobs.TenantJobs(ctx, "acme", "", 2)
 	if got := fmt.Sprint(ids(page)); got != "[job_a4 job_a2]" || !more {
 		t.Fatalf("after expiry = %s more=%v, want [job_a4 job_a2] more=true", got, more)
 	}
-	page, _, _ = s.TenantJobs(ctx, "acme", "", 10)
+	page, _, _ = s.Jobs.TenantJobs(ctx, "acme", "", 10)
 	if len(page) != 4 {
 		t.Fatalf("acme has %d jobs listed, want 4", len(page))
 	}
@@ -76,14 +76,14 @@ func TestTenantJobsBounded(t *testing.T) {
 	base := time.Now().Add(-time.Hour).UTC()
 	for i := range state.TenantJobsKept + 5 {
 		j := &state.Job{ID: fmt.Sprintf("job_%05d", i), Tenant: "acme", Kind: "chat", Created: base.Add(time.Duration(i) * time.Millisecond)}
-		if err := s.CreateJob(ctx, j); err != nil {
+		if err := s.Jobs.CreateJob(ctx, j); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var n int
 	after := ""
 	for {
-		page, more, err := s.TenantJobs(ctx, "acme", after, 100)
+		page, more, err := s.Jobs.TenantJobs(ctx, "acme", after, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,19 +112,19 @@ func TestModelSpend(t *testing.T) {
 	yesterday := now.AddDate(0, 0, -1)
 	create := func(id, tenant, model string, created time.Time) {
 		t.Helper()
-		if err := s.CreateJob(ctx, &state.Job{ID: id, Tenant: tenant, Kind: "chat", Model: model, Created: created}); err != nil {
+		if err := s.Jobs.CreateJob(ctx, &state.Job{ID: id, Tenant: tenant, Kind: "chat", Model: model, Created: created}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	end := func(id, tenant, model string, status state.Status, usage string, finished time.Time) *state.Job {
 		t.Helper()
-		if _, err := s.GetJob(ctx, id); err != nil {
+		if _, err := s.Jobs.GetJob(ctx, id); err != nil {
 			create(id, tenant, model, finished)
 		}
-		if ok, err := s.Update(ctx, id, status, "usage", json.RawMessage(usage)); !ok || err != nil {
+		if ok, err := s.Jobs.Update(ctx, id, status, "usage", json.RawMessage(usage)); !ok || err != nil {
 			t.Fatalf("ending %s: %v %v", id, ok, err)
 		}
-		got, _ := s.GetJob(ctx, id)
+		got, _ := s.Jobs.GetJob(ctx, id)
 		got.Finished = finished
 		return got
 	}
@@ -136,7 +136,7 @@ func TestModelSpend(t *testing.T) {
 	}
 	// A failed job has no usage, but its ledger holds what its searches cost.
 	create("job_5", "acme", "claude", now)
-	if _, err := s.RecordCall(ctx, "job_5", "acme", "job_5:0@model", 0.5, now); err != nil {
+	if _, err := s.Ledger.RecordCall(ctx, "job_5", "acme", "job_5:0@model", 0.5, now); err != nil {
 		t.Fatal(err)
 	}
 	jobs = append(jobs, end("job_5", "acme", "claude", state.Failed, `null`, now))
@@ -144,12 +144,12 @@ func TestModelSpend(t *testing.T) {
 	jobs = append(jobs, end("job_6", "acme", "free", state.Completed, `{"searches":0,"cost_usd":0}`, now))
 	for range 3 { // the finish hook runs again on a redelivered terminal event
 		for _, j := range jobs {
-			if err := s.RecordModelSpend(ctx, j); err != nil {
+			if err := s.Ledger.RecordModelSpend(ctx, j); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	got, err := s.ModelSpend(ctx, "acme", 2, now)
+	got, err := s.Ledger.ModelSpend(ctx, "acme", 2, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestModelSpend(t *testing.T) {
 			t.Errorf("the day's ledger holds %s = %q", f, v)
 		}
 	}
-	if _, err := s.ModelSpend(ctx, "acme", state.ModelSpendDays+1, now); err == nil {
+	if _, err := s.Ledger.ModelSpend(ctx, "acme", state.ModelSpendDays+1, now); err == nil {
 		t.Fatal("a range past ModelSpendDays was accepted")
 	}
 }

@@ -16,40 +16,33 @@ import (
 // per engine), ModelKeyCooldowns the main models' (Keys.ModelKeyCooldown, per
 // provider); both run the same two operations below.
 var (
-	_ provider.Cooldowns = (*Store)(nil)
+	_ provider.Cooldowns = (*Searches)(nil)
 	_ provider.Cooldowns = ModelKeyCooldowns{}
 )
 
-// coolDown rests a key: KEYS[1] the key's cooldown; ARGV[1] reason; ARGV[2] ms. A
-// longer rest already running is kept. Returns 1 when the key was usable before.
-var coolDown = redis.NewScript(`
-local left = redis.call('PTTL', KEYS[1])
-if left >= tonumber(ARGV[2]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if left > 0 then return 0 end
-return 1
-`)
+// coolDown rests a key; a longer rest already running is kept. (lua/cool_down.lua)
+var coolDown = script("cool_down")
 
 // CoolDown rests the key fp of engine for d because of reason, never shortening a
 // longer rest; it reports whether the key was usable before (exactly one of several
 // concurrent callers sees true).
-func (s *Store) CoolDown(ctx context.Context, engine, fp string, reason provider.Kind, d time.Duration) (bool, error) {
+func (s *Searches) CoolDown(ctx context.Context, engine, fp string, reason provider.Kind, d time.Duration) (bool, error) {
 	return s.coolDownKey(ctx, s.K.KeyCooldown(engine, fp), string(reason), d)
 }
 
 // Resting returns how long each of engine's keys fps still rests, and why, in one
 // round trip.
-func (s *Store) Resting(ctx context.Context, engine string, fps []string) ([]provider.Rest, error) {
+func (s *Searches) Resting(ctx context.Context, engine string, fps []string) ([]provider.Rest, error) {
 	return s.resting(ctx, fps, func(fp string) string { return s.K.KeyCooldown(engine, fp) })
 }
 
 // ModelKeyCooldowns are the main-model providers' key cooldowns (provider.Cooldowns,
 // scoped by provider name), kept apart from the engines' so that an engine and a
 // provider of one name never share a rest.
-type ModelKeyCooldowns struct{ s *Store }
+type ModelKeyCooldowns struct{ s *core }
 
 // ModelKeyCooldowns returns the main models' key cooldowns in this store.
-func (s *Store) ModelKeyCooldowns() ModelKeyCooldowns { return ModelKeyCooldowns{s: s} }
+func (s *Searches) ModelKeyCooldowns() ModelKeyCooldowns { return ModelKeyCooldowns{s: s.core} }
 
 // CoolDown rests the key fp of provider for d (see Store.CoolDown).
 func (m ModelKeyCooldowns) CoolDown(ctx context.Context, provider, fp string, reason provider.Kind, d time.Duration) (bool, error) {
@@ -63,7 +56,7 @@ func (m ModelKeyCooldowns) Resting(ctx context.Context, provider string, fps []s
 }
 
 // coolDownKey rests the cooldown key k for d because of reason.
-func (s *Store) coolDownKey(ctx context.Context, k, reason string, d time.Duration) (bool, error) {
+func (s *core) coolDownKey(ctx context.Context, k, reason string, d time.Duration) (bool, error) {
 	ms := max(d.Milliseconds(), 1)
 	n, err := coolDown.Run(ctx, s.r, []string{k}, reason, ms).Int()
 	if err != nil {
@@ -75,7 +68,7 @@ func (s *Store) coolDownKey(ctx context.Context, k, reason string, d time.Durati
 // resting reads the rests of fps, whose cooldown keys key names: one PTTL each in
 // one round trip, and a second round trip for the reasons of the keys that rest
 // (rare: most lookups find every key usable).
-func (s *Store) resting(ctx context.Context, fps []string, key func(fp string) string) ([]provider.Rest, error) {
+func (s *core) resting(ctx context.Context, fps []string, key func(fp string) string) ([]provider.Rest, error) {
 	ttls := make([]*redis.DurationCmd, len(fps))
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, fp := range fps {

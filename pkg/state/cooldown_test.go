@@ -19,7 +19,7 @@ func TestKeyCooldowns(t *testing.T) {
 	ctx := context.Background()
 	fps := []string{engines.Fingerprint("a"), engines.Fingerprint("b")}
 
-	rests, err := s.Resting(ctx, "brave", fps)
+	rests, err := s.Searches.Resting(ctx, "brave", fps)
 	if err != nil || len(rests) != 2 || rests[0].Left != 0 || rests[1].Left != 0 {
 		t.Fatalf("fresh keys: %+v, %v; want both usable", rests, err)
 	}
@@ -30,7 +30,7 @@ func TestKeyCooldowns(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if first, err := s.CoolDown(ctx, "brave", fps[0], engines.RateLimited, time.Minute); err != nil {
+			if first, err := s.Searches.CoolDown(ctx, "brave", fps[0], engines.RateLimited, time.Minute); err != nil {
 				t.Error(err)
 			} else if first {
 				firsts.Add(1)
@@ -42,13 +42,13 @@ func TestKeyCooldowns(t *testing.T) {
 		t.Fatalf("%d callers saw the key usable before; want exactly 1", firsts.Load())
 	}
 	// A shorter rest never shortens a longer one; a longer one extends it.
-	if first, _ := s.CoolDown(ctx, "brave", fps[0], engines.RateLimited, time.Second); first {
+	if first, _ := s.Searches.CoolDown(ctx, "brave", fps[0], engines.RateLimited, time.Second); first {
 		t.Fatal("a resting key was reported usable")
 	}
-	if _, err := s.CoolDown(ctx, "brave", fps[0], engines.Auth, time.Hour); err != nil {
+	if _, err := s.Searches.CoolDown(ctx, "brave", fps[0], engines.Auth, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	rests, _ = s.Resting(ctx, "brave", fps)
+	rests, _ = s.Searches.Resting(ctx, "brave", fps)
 	if rests[0].Left <= time.Minute || rests[0].Reason != engines.Auth {
 		t.Fatalf("rest = %+v, want about an hour for auth", rests[0])
 	}
@@ -56,16 +56,16 @@ func TestKeyCooldowns(t *testing.T) {
 		t.Fatalf("the other key rests too: %+v", rests[1])
 	}
 	// Other engines' keys of the same fingerprint are separate.
-	if other, _ := s.Resting(ctx, "tavily", fps[:1]); other[0].Left != 0 {
+	if other, _ := s.Searches.Resting(ctx, "tavily", fps[:1]); other[0].Left != 0 {
 		t.Fatalf("a rest leaked to another engine: %+v", other[0])
 	}
 	// A short rest ends by itself.
-	if _, err := s.CoolDown(ctx, "brave", fps[1], engines.RateLimited, 50*time.Millisecond); err != nil {
+	if _, err := s.Searches.CoolDown(ctx, "brave", fps[1], engines.RateLimited, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		rests, _ = s.Resting(ctx, "brave", fps)
+		rests, _ = s.Searches.Resting(ctx, "brave", fps)
 		if rests[1].Left == 0 {
 			break
 		}
@@ -81,7 +81,7 @@ func TestKeyCooldowns(t *testing.T) {
 func TestModelKeyCooldownsApartFromEngines(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	m := s.ModelKeyCooldowns()
+	m := s.Searches.ModelKeyCooldowns()
 	ctx := context.Background()
 	fps := []string{provider.Fingerprint("a"), provider.Fingerprint("b")}
 	first, err := m.CoolDown(ctx, "gemini", fps[0], provider.Quota, time.Minute)
@@ -95,10 +95,10 @@ func TestModelKeyCooldownsApartFromEngines(t *testing.T) {
 	if err != nil || rests[0].Reason != provider.Quota || rests[0].Left <= 30*time.Second || rests[1].Left != 0 {
 		t.Fatalf("rests = %+v, %v; want key a resting a minute for quota", rests, err)
 	}
-	if er, _ := s.Resting(ctx, "gemini", fps[:1]); er[0].Left != 0 {
+	if er, _ := s.Searches.Resting(ctx, "gemini", fps[:1]); er[0].Left != 0 {
 		t.Fatalf("the provider's rest leaked to the engine of its name: %+v", er[0])
 	}
-	s.CoolDown(ctx, "gemini", fps[1], engines.Auth, time.Minute)
+	s.Searches.CoolDown(ctx, "gemini", fps[1], engines.Auth, time.Minute)
 	if rests, _ = m.Resting(ctx, "gemini", fps); rests[1].Left != 0 {
 		t.Fatalf("the engine's rest leaked to the provider of its name: %+v", rests[1])
 	}
@@ -111,9 +111,9 @@ func BenchmarkResting(b *testing.B) {
 	s := state.New(rdb, prefix, time.Hour)
 	ctx := context.Background()
 	fps := []string{engines.Fingerprint("a"), engines.Fingerprint("b")}
-	s.CoolDown(ctx, "brave", fps[0], engines.RateLimited, time.Minute)
+	s.Searches.CoolDown(ctx, "brave", fps[0], engines.RateLimited, time.Minute)
 	for b.Loop() {
-		if _, err := s.Resting(ctx, "brave", fps); err != nil {
+		if _, err := s.Searches.Resting(ctx, "brave", fps); err != nil {
 			b.Fatal(err)
 		}
 	}

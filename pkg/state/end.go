@@ -10,22 +10,13 @@ import (
 )
 
 // settle overwrites a job's status with a terminal one (the event stream's record of
-// how the job ended), keeping its other fields. KEYS[1] job; ARGV now ms, status,
-// error JSON or "". Returns 0 when the job record is gone.
-var settle = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'updated', ARGV[1])
-if redis.call('HEXISTS', KEYS[1], 'finished') == 0 or redis.call('HGET', KEYS[1], 'finished') == '' then
-  redis.call('HSET', KEYS[1], 'finished', ARGV[1])
-end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[3]) end
-return 1
-`)
+// how the job ended), keeping its other fields. (lua/settle_status.lua)
+var settle = script("settle_status")
 
 // Settle makes a job's status the terminal status the event stream recorded for it:
 // the one write that may overwrite a terminal status, for a Redis that lost the first
 // ending (see jobs.End). A job whose record is gone stays gone.
-func (s *Store) Settle(ctx context.Context, id string, status Status, je *JobError) error {
+func (s *Jobs) Settle(ctx context.Context, id string, status Status, je *JobError) error {
 	if !status.Terminal() {
 		return fmt.Errorf("state: settling %s to %s: not a terminal status", id, status)
 	}
@@ -42,7 +33,7 @@ func (s *Store) Settle(ctx context.Context, id string, status Status, je *JobErr
 
 // DeleteJob removes a job that was recorded but never accepted (its publish failed
 // and no Idempotency-Key can complete it), with its deadline.
-func (s *Store) DeleteJob(ctx context.Context, id string) error {
+func (s *Jobs) DeleteJob(ctx context.Context, id string) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.K.Job(id), s.K.WebhookSecret(id))
 		p.ZRem(ctx, s.K.Deadlines(), id)

@@ -98,7 +98,7 @@ func EndedJob(b []byte) (*Job, error) {
 // wrote over them. request is the job's request as the caller read it (the chat
 // worker holds it), so Redis need not send it back; nil has the script read it too.
 // Without an ingress the reply is Finish's.
-func (s *Store) FinishRecord(ctx context.Context, id string, status Status, request json.RawMessage, fields ...any) (bool, *Ended, error) {
+func (s *Jobs) FinishRecord(ctx context.Context, id string, status Status, request json.RawMessage, fields ...any) (bool, *Ended, error) {
 	read := make([]string, 0, len(jobFields)+1)
 	read = append(read, fieldIngress)
 	for _, f := range jobFields {
@@ -110,7 +110,7 @@ func (s *Store) FinishRecord(ctx context.Context, id string, status Status, requ
 }
 
 // finish runs setIfLive to end a job, reading back the fields read (FinishRecord).
-func (s *Store) finish(ctx context.Context, id string, status Status, read []string, request json.RawMessage, fields []any) (bool, *Ended, error) {
+func (s *core) finish(ctx context.Context, id string, status Status, read []string, request json.RawMessage, fields []any) (bool, *Ended, error) {
 	if !status.Terminal() {
 		return false, nil, fmt.Errorf("state: finishing %s as %q: not a terminal status", id, status)
 	}

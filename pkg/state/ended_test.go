@@ -44,14 +44,14 @@ func TestFinishRecordIsWhatGetJobReads(t *testing.T) {
 			now := time.Now().UTC()
 			j := &state.Job{ID: id, Tenant: "t", Kind: "chat", Model: "m", Request: request, Created: now, Deadline: now.Add(time.Minute),
 				Question: "hi", Callback: json.RawMessage(`{"url":"https://example.com"}`), Batch: "", Ingress: c.ingress, HasStoredResponse: i%2 == 0}
-			if err := s.CreateJob(ctx, j); err != nil {
+			if err := s.Jobs.CreateJob(ctx, j); err != nil {
 				t.Fatal(err)
 			}
-			if ok, err := s.Update(ctx, id, "", "question", "hi again"); err != nil || !ok {
+			if ok, err := s.Jobs.Update(ctx, id, "", "question", "hi again"); err != nil || !ok {
 				t.Fatalf("update: %v %v", ok, err)
 			}
 			time.Sleep(3 * time.Millisecond) // the ending's time is another millisecond
-			won, ended, err := s.FinishRecord(ctx, id, c.status, c.held, c.fields...)
+			won, ended, err := s.Jobs.FinishRecord(ctx, id, c.status, c.held, c.fields...)
 			if err != nil || !won {
 				t.Fatalf("FinishRecord = %v, %v", won, err)
 			}
@@ -64,7 +64,7 @@ func TestFinishRecordIsWhatGetJobReads(t *testing.T) {
 			if ended == nil || ended.Ingress != c.ingress {
 				t.Fatalf("ended = %+v, want one for %s", ended, c.ingress)
 			}
-			want, err := s.GetJob(ctx, id)
+			want, err := s.Jobs.GetJob(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestFinishRecordIsWhatGetJobReads(t *testing.T) {
 				t.Fatalf("the ingress token reached the job record: %q", got.Ingress)
 			}
 			// A second ending moves nothing and hands nothing over.
-			won, ended, err = s.FinishRecord(ctx, id, state.Failed, c.held, "error", &state.JobError{Type: "x", Message: "late"})
+			won, ended, err = s.Jobs.FinishRecord(ctx, id, state.Failed, c.held, "error", &state.JobError{Type: "x", Message: "late"})
 			if err != nil || won || ended != nil {
 				t.Fatalf("second FinishRecord = %v, %+v, %v", won, ended, err)
 			}
@@ -93,17 +93,17 @@ func TestFinishRecordAnswerStood(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	id := state.NewID("job_")
-	if err := s.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Ingress: "i"}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Ingress: "i"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveTurn(ctx, id, 1, []byte(`{"t":1}`), false, false); err != nil {
+	if _, err := s.Chains.SaveTurn(ctx, id, 1, []byte(`{"t":1}`), false, false); err != nil {
 		t.Fatal(err)
 	}
-	won, ended, err := s.FinishRecord(ctx, id, state.Completed, nil, state.TurnField(1), state.FirstWrite(`{"t":2}`))
+	won, ended, err := s.Jobs.FinishRecord(ctx, id, state.Completed, nil, state.TurnField(1), state.FirstWrite(`{"t":2}`))
 	if !errors.Is(err, state.ErrAnswerStood) || won || ended != nil {
 		t.Fatalf("FinishRecord = %v, %+v, %v; want ErrAnswerStood", won, ended, err)
 	}
-	if st, _ := s.JobStatus(ctx, id); st != state.Queued {
+	if st, _ := s.Jobs.JobStatus(ctx, id); st != state.Queued {
 		t.Fatalf("status = %s, want queued", st)
 	}
 }
@@ -115,10 +115,10 @@ func TestEndedJobRefusesWhatItCannotRead(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	id := state.NewID("job_")
-	if err := s.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Ingress: "i", Request: json.RawMessage(`{"a":1}`)}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Ingress: "i", Request: json.RawMessage(`{"a":1}`)}); err != nil {
 		t.Fatal(err)
 	}
-	_, ended, err := s.FinishRecord(ctx, id, state.Completed, nil, "response", json.RawMessage(`{"long":"`+string(make([]byte, 300))+`"}`))
+	_, ended, err := s.Jobs.FinishRecord(ctx, id, state.Completed, nil, "response", json.RawMessage(`{"long":"`+string(make([]byte, 300))+`"}`))
 	if err != nil || ended == nil {
 		t.Fatal(ended, err)
 	}
@@ -150,16 +150,16 @@ func TestArchivingDropsTheIngress(t *testing.T) {
 	}
 	s := state.New(rdb, prefix, time.Hour, state.WithArchive(records))
 	id := state.NewID("job_")
-	if err := s.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Request: json.RawMessage(`{"a":1}`), Ingress: "tok3n"}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: id, Kind: "chat", Request: json.RawMessage(`{"a":1}`), Ingress: "tok3n"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ended, err := s.FinishRecord(ctx, id, state.Completed, nil, "response", json.RawMessage(`{}`)); err != nil || ended == nil {
+	if _, ended, err := s.Jobs.FinishRecord(ctx, id, state.Completed, nil, "response", json.RawMessage(`{}`)); err != nil || ended == nil {
 		t.Fatal(ended, err)
 	}
 	if v, _ := rdb.HGet(ctx, s.K.Job(id), "ingress").Result(); v != "tok3n" {
 		t.Fatalf("before archiving, ingress = %q", v)
 	}
-	if _, err := s.ArchiveJob(ctx, id); err != nil {
+	if _, err := s.Jobs.ArchiveJob(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if in, _ := rdb.HExists(ctx, s.K.Job(id), "ingress").Result(); in {

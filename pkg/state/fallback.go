@@ -3,8 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Fallback is where a search call's engine fallback stands: the engine that runs it
@@ -14,24 +12,16 @@ type Fallback struct {
 	Tried  []byte
 }
 
-// handOff moves a call to another engine if it is still with ARGV[1] (or has never
-// moved): KEYS[1] the job, whose hash keeps the call's fallback state (calls.go);
-// ARGV[1] from, ARGV[2] to, ARGV[3] tried, ARGV[4] the engine field, ARGV[5] the tried
-// field. Returns {engine, tried} as they stand after the call; nothing is kept for a
-// job that is gone (no hash is made without its TTL).
-var handOff = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'id', ARGV[4], ARGV[5])
-if not v[1] then return {ARGV[2], ARGV[3]} end
-if v[2] and v[2] ~= ARGV[1] then return {v[2], v[3] or ''} end
-redis.call('HSET', KEYS[1], ARGV[4], ARGV[2], ARGV[5], ARGV[3])
-return {ARGV[2], ARGV[3]}
-`)
+// handOff moves a call to another engine if it is still with from (or has never
+// moved); nothing is kept for a job that is gone (no hash is made without its TTL).
+// (lua/hand_off.lua)
+var handOff = script("hand_off")
 
 // HandOff records that engine from failed a call and that engine to runs it now,
 // with the attempts so far (tried), unless the call has already moved on from from
 // (a redelivery racing the first hand-off): the first hand-off wins and every caller
 // gets the state that stands.
-func (s *Store) HandOff(ctx context.Context, id string, h int, call, from, to string, tried []byte) (*Fallback, error) {
+func (s *Searches) HandOff(ctx context.Context, id string, h int, call, from, to string, tried []byte) (*Fallback, error) {
 	v, err := handOff.Run(ctx, s.r, []string{s.K.Job(id)}, from, to, tried,
 		callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call)).StringSlice()
 	if err != nil {

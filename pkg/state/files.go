@@ -26,7 +26,7 @@ type File struct {
 
 // SaveFile records a file's metadata, its place in its tenant's list and its size in
 // its tenant's usage (FileUsage), and when it expires. Saving an id again replaces it.
-func (s *Store) SaveFile(ctx context.Context, f *File) error {
+func (s *Files) SaveFile(ctx context.Context, f *File) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, s.K.File(f.ID), "id", f.ID, "tenant", f.Tenant, "filename", f.Filename, "purpose", f.Purpose,
 			"bytes", f.Bytes, "created", Millis(f.Created), "expires", Millis(f.Expires))
@@ -45,7 +45,7 @@ func (s *Store) SaveFile(ctx context.Context, f *File) error {
 }
 
 // GetFile reads a file's metadata; ErrNotFound when there is none.
-func (s *Store) GetFile(ctx context.Context, id string) (*File, error) {
+func (s *Files) GetFile(ctx context.Context, id string) (*File, error) {
 	m, err := s.r.HGetAll(ctx, s.K.File(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading file %s: %w", id, err)
@@ -59,7 +59,7 @@ func (s *Store) GetFile(ctx context.Context, id string) (*File, error) {
 }
 
 // DeleteFile removes a file's metadata and its place in its tenant's list.
-func (s *Store) DeleteFile(ctx context.Context, f *File) error {
+func (s *Files) DeleteFile(ctx context.Context, f *File) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.K.File(f.ID))
 		p.ZRem(ctx, s.K.TenantFiles(f.Tenant), f.ID)
@@ -75,7 +75,7 @@ func (s *Store) DeleteFile(ctx context.Context, f *File) error {
 
 // FileUsage is what tenant's files take: how many and their bytes (files past their
 // expiry count until the sweep deletes them).
-func (s *Store) FileUsage(ctx context.Context, tenant string) (files int, bytes int64, err error) {
+func (s *Files) FileUsage(ctx context.Context, tenant string) (files int, bytes int64, err error) {
 	sizes, err := s.r.HVals(ctx, s.K.TenantFileBytes(tenant)).Result()
 	if err != nil {
 		return 0, 0, fmt.Errorf("state: reading file usage: %w", err)
@@ -89,7 +89,7 @@ func (s *Store) FileUsage(ctx context.Context, tenant string) (files int, bytes 
 
 // ExpiredFiles returns up to limit files past their expiry (id and tenant only), for
 // the sweep that deletes their bytes and then their records (DeleteFile).
-func (s *Store) ExpiredFiles(ctx context.Context, limit int) ([]*File, error) {
+func (s *Files) ExpiredFiles(ctx context.Context, limit int) ([]*File, error) {
 	members, err := s.r.ZRangeByScore(ctx, s.K.FileExpiries(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: int64(limit)}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: listing expired files: %w", err)

@@ -4,5 +4,5 @@ import "context"
 
 // Ping checks that Redis answers (the readiness probe).
 func (s *Store) Ping(ctx context.Context) error {
-	return s.r.Ping(ctx).Err()
+	return s.c.r.Ping(ctx).Err()
 }

@@ -11,20 +11,20 @@ const indexPage = 200
 // TenantBatches iterates over a tenant's batch ids, newest first, from the one after
 // the id after (all of them when after is ""; none when after is not in the list).
 // Ids of batches that expired may still be listed: drop them with ForgetTenantBatch.
-func (s *Store) TenantBatches(ctx context.Context, tenant, after string) iter.Seq2[string, error] {
+func (s *Batches) TenantBatches(ctx context.Context, tenant, after string) iter.Seq2[string, error] {
 	return s.index(ctx, s.K.TenantBatches(tenant), after, false, 0)
 }
 
 // TenantFiles iterates over a tenant's file ids, newest first unless asc, from the one
 // after the id after (all when after is ""; none when after is not in the list).
-func (s *Store) TenantFiles(ctx context.Context, tenant, after string, asc bool) iter.Seq2[string, error] {
+func (s *Files) TenantFiles(ctx context.Context, tenant, after string, asc bool) iter.Seq2[string, error] {
 	return s.index(ctx, s.K.TenantFiles(tenant), after, asc, 0)
 }
 
 // index iterates over the members of a sorted set by creation time, a page of
 // indexPage per round trip; only the first kept in that order when kept > 0 (an
 // index trimmed now and then may hold a few more).
-func (s *Store) index(ctx context.Context, key, after string, asc bool, kept int64) iter.Seq2[string, error] {
+func (s *core) index(ctx context.Context, key, after string, asc bool, kept int64) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		start := int64(0)
 		if after != "" {

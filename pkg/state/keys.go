@@ -181,12 +181,6 @@ func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID)
 // previous turns included, and the settings it echoes), beside its job's keys.
 func (k Keys) StoredResponse(id string) string { return k.job(id, ":response") }
 
-// JobSummary is where an earlier release kept what job listings show of an archived
-// job besides its record's small fields (a string: JSON of its question, usage and
-// error). This one keeps it in the trimmed record (summaryFields); the key is read,
-// measured and left to expire with the records trimmed before.
-func (k Keys) JobSummary(id string) string { return k.job(id, ":summary") }
-
 // SpendPending is a tenant's model-turn reservations of one UTC day that are not
 // settled yet (a sorted set: call → when the reservation lapses, ms). A reservation
 // whose worker died is released by the next reservation of the day once it lapses.

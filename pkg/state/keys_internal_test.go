@@ -13,7 +13,6 @@ func TestJobKeys(t *testing.T) {
 		k.SearchLease("j1", 2, "c"):     "sf:{j1}:sl:2:c",
 		k.WebhookSecret("j1"):           "sf:{j1}:whsec",
 		k.StoredResponse("j1"):          "sf:{j1}:response",
-		k.JobSummary("j1"):              "sf:{j1}:summary",
 		k.webhookDeferrals("j1", "m-1"): "sf:{j1}:whdefer:m-1",
 	} {
 		if got != want {

@@ -5,19 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// ledgerTTL keeps a ledger no longer than what it counts for: a ledger without a
-// TTL gets ARGV ttl (ms); one created with its owner's TTL keeps it.
-const ledgerTTL = `
-local function keep(key, ttl)
-  if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, ttl) end
-end
-`
 
 // A job's own spend ledger lives in the job's hash (Keys.Job), its fields marked "$":
 // "$usd" in micro-dollars (model turns and searches, reservations included), "$cap"
@@ -28,99 +19,40 @@ end
 // same fields unmarked.
 const ledgerMark = "$"
 
-// jobLedger is a ledger script (written for a ledger of its own) over a job's
-// ledger in the job's hash: every ledger field it names is marked.
-func jobLedger(src string) *redis.Script {
-	return redis.NewScript(strings.NewReplacer("'usd'", "'$usd'", "'cap'", "'$cap'", "'r:'", "'$r:'", "'d:'", "'$d:'").Replace(src))
-}
+// reserveJobCap reserves a call's price against the ledger in its job's hash: one
+// HMGET reads the job's batch with the ledger, one HSET writes.
+// (lua/reserve_job_cap.lua)
+var reserveJobCap = script("reserve_job_cap")
 
-// reserveJobCap is reserveCap over a job's ledger in its hash: one HMGET reads the
-// job's batch with the ledger, one HSET writes. Nothing is written for a job that is
-// gone (no hash is made without its TTL): {'ok', ”, 0}. KEYS[1] job; ARGV[1] call,
-// ARGV[2] price.
-var reserveJobCap = redis.NewScript(`
-local f = '$r:' .. ARGV[1]
-local v = redis.call('HMGET', KEYS[1], 'id', 'batch', f, '$cap', '$usd')
-if not v[1] then return {'ok', '', 0} end
-local batch = v[2] or ''
-if v[3] then return {'again', batch, 0} end
-local price = tonumber(ARGV[2])
-local cap, usd = tonumber(v[4] or '-1'), tonumber(v[5] or '0')
-if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
-redis.call('HSET', KEYS[1], '$usd', string.format('%d', usd + price), f, price)
-return {'ok', batch, 0}
-`)
-
-// reserveCap reserves a call's price against a capped ledger. KEYS[1] ledger;
-// KEYS[2], optional, the job record, whose batch is returned. ARGV[1] call, ARGV[2]
-// price (micro-dollars), ARGV[3] TTL ms. Returns {'ok'|'again'|'over', batch, cap}.
-var reserveCap = redis.NewScript(`
-local batch = ''
-if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
-local f = 'r:' .. ARGV[1]
-local v = redis.call('HMGET', KEYS[1], f, 'cap', 'usd')
-if v[1] then return {'again', batch, 0} end
-local price = tonumber(ARGV[2])
-local cap, usd = tonumber(v[2] or '-1'), tonumber(v[3] or '0')
-if cap >= 0 and usd + price > cap then return {'over', batch, cap} end
-redis.call('HSET', KEYS[1], 'usd', string.format('%d', usd + price), f, price)
--- A ledger with neither a cap (setSpendCap gives it its lifetime) nor spend was
--- created just now: give it one.
-if not v[2] and not v[3] then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-return {'ok', batch, 0}
-`)
-
-// settleCap moves a call's reservation to its real cost (ARGV[2]); 0 when the call
-// holds none. KEYS[1] ledger, ARGV[1] call.
-const settleCapLua = `
-local f = 'r:' .. ARGV[1]
-local r = redis.call('HGET', KEYS[1], f)
-if not r then return 0 end
-local d = tonumber(ARGV[2]) - tonumber(r)
-if d ~= 0 then
-  redis.call('HINCRBY', KEYS[1], 'usd', d)
-  redis.call('HSET', KEYS[1], f, ARGV[2])
-end
-return 1
-`
+// reserveCap reserves a call's price against a capped ledger. (lua/reserve_cap.lua)
+var reserveCap = script("reserve_cap")
 
 var (
-	settleCap    = redis.NewScript(settleCapLua)
-	jobSettleCap = jobLedger(settleCapLua)
+	// settleCap moves a call's reservation in a ledger to its real cost.
+	// (lua/settle_cap.lua)
+	settleCap = script("settle_cap")
+	// jobSettleCap moves a call's reservation in the ledger in a job's hash to its real
+	// cost. (lua/job_settle_cap.lua)
+	jobSettleCap = script("job_settle_cap")
 )
-
-// recordCap counts a call that was paid without a reservation (a model turn), once:
-// a call already counted changes nothing. KEYS and ARGV as reserveCap. Returns
-// {1 recorded now | 0 already, batch}.
-const recordCapLua = ledgerTTL + `
-local batch = ''
-if KEYS[2] then batch = redis.call('HGET', KEYS[2], 'batch') or '' end
-if redis.call('HSETNX', KEYS[1], 'r:' .. ARGV[1], ARGV[2]) == 0 then return {0, batch} end
-redis.call('HINCRBY', KEYS[1], 'usd', ARGV[2])
-keep(KEYS[1], ARGV[3])
-return {1, batch}
-`
 
 var (
-	recordCap    = redis.NewScript(recordCapLua)
-	jobRecordCap = jobLedger(recordCapLua)
+	// recordCap counts a call paid without a reservation (a model turn) against a capped
+	// ledger, once: a call already counted changes nothing. (lua/record_cap.lua)
+	recordCap = script("record_cap")
+	// jobRecordCap counts a call paid without a reservation (a model turn) against the
+	// ledger in a job's hash, once: a call already counted changes nothing.
+	// (lua/job_record_cap.lua)
+	jobRecordCap = script("job_record_cap")
 )
 
-// recordSpend counts a paid call against the tenant's day and month once, in
-// dollars only (a model turn is not a search). KEYS as reserveSpend; ARGV[1] call,
-// ARGV[2] cost in micro-dollars, ARGV[3] day TTL s, ARGV[4] month TTL s.
-var recordSpend = redis.NewScript(`
-if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2] .. ':0') == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'usd', ARGV[2])
-redis.call('HINCRBY', KEYS[2], 'usd', ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])  -- the day's calls live in it (KEYS[3])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-return 1
-`)
+// recordSpend counts a paid call against the tenant's day and month once, in dollars
+// only (a model turn is not a search). (lua/record_spend.lua)
+var recordSpend = script("record_spend")
 
 // setSpendCap caps a batch's ledger at usd; setting it again is harmless. ttl is the
 // ledger's lifetime.
-func (s *Store) setSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
+func (s *core) setSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, ledger, "cap", toMicros(usd))
 		p.PExpire(ctx, ledger, ttl)
@@ -132,17 +64,13 @@ func (s *Store) setSpendCap(ctx context.Context, ledger string, usd float64, ttl
 	return nil
 }
 
-// setJobCap caps the ledger in a job's hash (KEYS[1]) at ARGV[1] micro-dollars, if
-// the job is there (no hash is made without its TTL).
-var setJobCap = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], '$cap', ARGV[1])
-return 1
-`)
+// setJobCap caps the ledger in a job's hash, if the job is there (no hash is made
+// without its TTL). (lua/set_job_cap.lua)
+var setJobCap = script("set_job_cap")
 
 // ledgerSpend reads a ledger's spend and cap (0: none); mark is its fields' mark
 // (ledgerMark for a job's, "" for a batch's).
-func (s *Store) ledgerSpend(ctx context.Context, ledger, mark string) (usd, capUSD float64, err error) {
+func (s *core) ledgerSpend(ctx context.Context, ledger, mark string) (usd, capUSD float64, err error) {
 	v, err := s.r.HMGet(ctx, ledger, mark+"usd", mark+"cap").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, 0, fmt.Errorf("state: reading spend: %w", err)
@@ -181,7 +109,7 @@ type Hold struct {
 // budget b. Each step is atomic across workers and reserves a call once, so a
 // redelivered call reserves nothing more; a refusal gives back what the earlier steps
 // reserved. It returns the hold to settle, or the budget that refused.
-func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
 	price := toMicros(usd)
 	batch, known := s.batches.get(jobID)
 	v, err := reserveJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, price).Slice()
@@ -205,7 +133,7 @@ func (s *Store) ReserveCall(ctx context.Context, jobID, tenant, call string, usd
 // and its tenant's budget b, each once per call, and gives back what h held when one
 // refuses. It returns the hold to settle, or the budget that refused. A hold whose
 // tenant's part StartSearch reserved with the job's is complete already.
-func (s *Store) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budget, now time.Time) (*Hold, *Exhausted, error) {
 	if h.Tenant != nil {
 		return h, nil, nil // StartSearch held the tenant's part too (Pay)
 	}
@@ -247,7 +175,7 @@ func capAnswer(v []any) (answer, batch string, limit float64) {
 
 // releaseHold gives back what a refused call reserved in its job's and batch's
 // ledgers (settled to nothing; the entries stay, so a redelivery is still one call).
-func (s *Store) releaseHold(ctx context.Context, h *Hold) {
+func (s *core) releaseHold(ctx context.Context, h *Hold) {
 	ctx = context.WithoutCancel(ctx)
 	jobSettleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, 0)
 	if h.Batch != "" {
@@ -258,7 +186,7 @@ func (s *Store) releaseHold(ctx context.Context, h *Hold) {
 // SettleCall sets what h's call really cost in every ledger that holds it: usd over
 // searches searches (0 and 0 release a call that was not billed). Settling twice to
 // the same cost is harmless.
-func (s *Store) SettleCall(ctx context.Context, h *Hold, usd float64, searches int) error {
+func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches int) error {
 	cost := toMicros(usd)
 	asHeld := cost == h.price
 	var errs []error
@@ -289,7 +217,7 @@ func (s *Store) SettleCall(ctx context.Context, h *Hold, usd float64, searches i
 // changes nothing. It reports whether this call was new to the tenant's ledger.
 // Nothing is refused: the call is paid already, and the next search finds the budget
 // spent.
-func (s *Store) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
+func (s *Ledger) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
 	cost := toMicros(usd)
 	ttl := s.Retention.Milliseconds()
 	v, err := jobRecordCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, ttl).Slice()
@@ -318,7 +246,7 @@ func (s *Store) RecordCall(ctx context.Context, jobID, tenant, call string, usd 
 // UnrecordedCalls returns those of calls the tenant's ledger of the day has not
 // counted, or holds only as a reservation not yet settled (ReserveTurn), in one read:
 // a job's completion settles only those, not every turn again.
-func (s *Store) UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error) {
+func (s *Ledger) UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error) {
 	if len(calls) == 0 {
 		return nil, nil
 	}
@@ -337,7 +265,7 @@ func (s *Store) UnrecordedCalls(ctx context.Context, tenant string, calls []stri
 }
 
 // SetRequestCap caps a job's spend at the request's max_cost_usd.
-func (s *Store) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
+func (s *Ledger) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
 	if err := setJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, toMicros(usd)).Err(); err != nil {
 		return fmt.Errorf("state: setting a spending cap: %w", err)
 	}
@@ -346,16 +274,16 @@ func (s *Store) SetRequestCap(ctx context.Context, jobID string, usd float64) er
 
 // RequestSpend reads what a job has spent (model turns and searches, reservations
 // included) and its cap (0: none).
-func (s *Store) RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error) {
+func (s *Ledger) RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error) {
 	return s.ledgerSpend(ctx, s.K.Job(jobID), ledgerMark)
 }
 
 // SetBatchCap caps a batch's spend across all its jobs; ttl is the batch record's.
-func (s *Store) SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error {
+func (s *Ledger) SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error {
 	return s.setSpendCap(ctx, s.K.BatchSpend(batchID), usd, ttl)
 }
 
 // BatchSpendOf reads what a batch's jobs have spent and its cap (0: none).
-func (s *Store) BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error) {
+func (s *Ledger) BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error) {
 	return s.ledgerSpend(ctx, s.K.BatchSpend(batchID), "")
 }

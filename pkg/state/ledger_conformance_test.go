@@ -15,6 +15,6 @@ func TestLedgerConformance(t *testing.T) {
 	t.Parallel()
 	chaintest.RunLedger(t, func(t *testing.T) chaintest.LedgerStore {
 		rdb, prefix := testenv.Redis(t)
-		return state.New(rdb, prefix, time.Hour)
+		return state.Flatten(state.New(rdb, prefix, time.Hour))
 	})
 }

@@ -19,7 +19,7 @@ func reserveAll(t *testing.T, s *state.Store, calls map[string]string, b state.B
 	refused = map[string]int{}
 	for call, job := range calls {
 		wg.Go(func() {
-			h, ex, err := s.ReserveCall(context.Background(), job, "acme", call, 0.01, b, time.Now())
+			h, ex, err := s.Ledger.ReserveCall(context.Background(), job, "acme", call, 0.01, b, time.Now())
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -42,10 +42,10 @@ func TestRequestCapIsAtomic(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	if err := s.CreateJob(ctx, &state.Job{ID: "j1", Tenant: "acme", Kind: "chat"}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: "j1", Tenant: "acme", Kind: "chat"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetRequestCap(ctx, "j1", 0.05); err != nil {
+	if err := s.Ledger.SetRequestCap(ctx, "j1", 0.05); err != nil {
 		t.Fatal(err)
 	}
 	calls := map[string]string{}
@@ -56,21 +56,21 @@ func TestRequestCapIsAtomic(t *testing.T) {
 	if len(holds) != 5 || refused[state.BudgetRequest] != 15 {
 		t.Fatalf("reserved %d, refused %v; want 5 and 15 on the request's cap", len(holds), refused)
 	}
-	usd, limit, err := s.RequestSpend(ctx, "j1")
+	usd, limit, err := s.Ledger.RequestSpend(ctx, "j1")
 	if err != nil || usd != 0.05 || limit != 0.05 {
 		t.Fatalf("request spend %v of %v, %v", usd, limit, err)
 	}
-	if sp, _ := s.SpendOf(ctx, "acme", time.Now()); sp.DayUSD != 0.05 || sp.DaySearches != 5 {
+	if sp, _ := s.Ledger.SpendOf(ctx, "acme", time.Now()); sp.DayUSD != 0.05 || sp.DaySearches != 5 {
 		t.Fatalf("tenant spend %+v, want the five searches only", sp)
 	}
 	// A search that failed unbilled gives its money back to the request: one more fits.
-	if err := s.SettleCall(ctx, holds[0], 0, 0); err != nil {
+	if err := s.Ledger.SettleCall(ctx, holds[0], 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, ex, err := s.ReserveCall(ctx, "j1", "acme", "j1:2:c0@brave", 0.01, state.Budget{}, time.Now()); err != nil || ex != nil {
+	if _, ex, err := s.Ledger.ReserveCall(ctx, "j1", "acme", "j1:2:c0@brave", 0.01, state.Budget{}, time.Now()); err != nil || ex != nil {
 		t.Fatalf("after a release: %v %v", ex, err)
 	}
-	_, ex, _ := s.ReserveCall(ctx, "j1", "acme", "j1:2:c1@brave", 0.01, state.Budget{}, time.Now())
+	_, ex, _ := s.Ledger.ReserveCall(ctx, "j1", "acme", "j1:2:c1@brave", 0.01, state.Budget{}, time.Now())
 	if ex == nil || ex.Budget != state.BudgetRequest || ex.Describe() != "request's spending cap (max_cost_usd) of $0.05" {
 		t.Fatalf("past the cap: %+v", ex)
 	}
@@ -86,12 +86,12 @@ func TestBatchCapSpansJobs(t *testing.T) {
 	calls := map[string]string{}
 	for j := range 3 {
 		id := fmt.Sprintf("b1-%d", j)
-		if err := s.CreateJob(ctx, &state.Job{ID: id, Tenant: "acme", Kind: "chat", Batch: "b1"}); err != nil {
+		if err := s.Jobs.CreateJob(ctx, &state.Job{ID: id, Tenant: "acme", Kind: "chat", Batch: "b1"}); err != nil {
 			t.Fatal(err)
 		}
 		calls[id+":1:a@brave"], calls[id+":1:b@brave"] = id, id
 	}
-	if err := s.SetBatchCap(ctx, "b1", 0.03, time.Hour); err != nil {
+	if err := s.Ledger.SetBatchCap(ctx, "b1", 0.03, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	holds, refused := reserveAll(t, s, calls, state.Budget{})
@@ -100,28 +100,28 @@ func TestBatchCapSpansJobs(t *testing.T) {
 	}
 	total := 0.0
 	for j := range 3 {
-		usd, _, err := s.RequestSpend(ctx, fmt.Sprintf("b1-%d", j))
+		usd, _, err := s.Ledger.RequestSpend(ctx, fmt.Sprintf("b1-%d", j))
 		if err != nil {
 			t.Fatal(err)
 		}
 		total += usd
 	}
-	if usd, limit, _ := s.BatchSpendOf(ctx, "b1"); usd != 0.03 || limit != 0.03 || total < 0.0299 || total > 0.0301 {
+	if usd, limit, _ := s.Ledger.BatchSpendOf(ctx, "b1"); usd != 0.03 || limit != 0.03 || total < 0.0299 || total > 0.0301 {
 		t.Fatalf("batch spend %v of %v, jobs %v; want 0.03 each", usd, limit, total)
 	}
 
 	// The tenant refuses: nothing stays held in the job's or the batch's ledger.
-	if err := s.CreateJob(ctx, &state.Job{ID: "b2-0", Tenant: "poor", Kind: "chat", Batch: "b2"}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: "b2-0", Tenant: "poor", Kind: "chat", Batch: "b2"}); err != nil {
 		t.Fatal(err)
 	}
-	_, ex, err := s.ReserveCall(ctx, "b2-0", "poor", "b2-0:1:a@brave", 0.01, state.Budget{USDPerDay: 0.001}, time.Now())
+	_, ex, err := s.Ledger.ReserveCall(ctx, "b2-0", "poor", "b2-0:1:a@brave", 0.01, state.Budget{USDPerDay: 0.001}, time.Now())
 	if err != nil || ex == nil || ex.Budget != state.BudgetUSDDay {
 		t.Fatalf("tenant refusal: %+v %v", ex, err)
 	}
-	if usd, _, _ := s.RequestSpend(ctx, "b2-0"); usd != 0 {
+	if usd, _, _ := s.Ledger.RequestSpend(ctx, "b2-0"); usd != 0 {
 		t.Errorf("job ledger holds %v after the tenant refused", usd)
 	}
-	if usd, _, _ := s.BatchSpendOf(ctx, "b2"); usd != 0 {
+	if usd, _, _ := s.Ledger.BatchSpendOf(ctx, "b2"); usd != 0 {
 		t.Errorf("batch ledger holds %v after the tenant refused", usd)
 	}
 }
@@ -132,7 +132,7 @@ func TestRecordCallOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	if err := s.CreateJob(ctx, &state.Job{ID: "m1", Tenant: "acme", Kind: "chat", Batch: "bm"}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: "m1", Tenant: "acme", Kind: "chat", Batch: "bm"}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -140,7 +140,7 @@ func TestRecordCallOnce(t *testing.T) {
 	fresh := 0
 	for range 8 {
 		wg.Go(func() {
-			ok, err := s.RecordCall(ctx, "m1", "acme", "m1:0@model", 0.0042, time.Now())
+			ok, err := s.Ledger.RecordCall(ctx, "m1", "acme", "m1:0@model", 0.0042, time.Now())
 			if err != nil {
 				t.Error(err)
 			}
@@ -155,14 +155,14 @@ func TestRecordCallOnce(t *testing.T) {
 	if fresh != 1 {
 		t.Errorf("recorded fresh %d times, want once", fresh)
 	}
-	sp, _ := s.SpendOf(ctx, "acme", time.Now())
-	job, _, _ := s.RequestSpend(ctx, "m1")
-	batch, _, _ := s.BatchSpendOf(ctx, "bm")
+	sp, _ := s.Ledger.SpendOf(ctx, "acme", time.Now())
+	job, _, _ := s.Ledger.RequestSpend(ctx, "m1")
+	batch, _, _ := s.Ledger.BatchSpendOf(ctx, "bm")
 	if sp.DayUSD != 0.0042 || sp.MonthUSD != 0.0042 || sp.DaySearches != 0 || job != 0.0042 || batch != 0.0042 {
 		t.Fatalf("tenant %+v, job %v, batch %v; want $0.0042 once, no search", sp, job, batch)
 	}
 	// Model spend uses up the tenant's dollars: the next search finds the budget spent.
-	if _, ex, _ := s.ReserveCall(ctx, "m1", "acme", "m1:1:a@brave", 0.001, state.Budget{USDPerDay: 0.005}, time.Now()); ex == nil || ex.Budget != state.BudgetUSDDay {
+	if _, ex, _ := s.Ledger.ReserveCall(ctx, "m1", "acme", "m1:1:a@brave", 0.001, state.Budget{USDPerDay: 0.005}, time.Now()); ex == nil || ex.Budget != state.BudgetUSDDay {
 		t.Fatalf("search after model spend: %+v", ex)
 	}
 }

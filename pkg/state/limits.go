@@ -22,30 +22,15 @@ const (
 	LeaseBatches   = "batches"
 )
 
-// acquire takes a lease if fewer than limit live ones are held. KEYS[1] the
-// semaphore; ARGV[1] lease id; ARGV[2] limit; ARGV[3] lease ms; ARGV[4] now (ms).
-// Taking a lease the caller holds already renews it. Returns 1 when taken, else 0.
-//
-// It runs on every admission, so it does the least work it can (3 commands when the
-// semaphore has room): expired leases are swept only when they could stand in the
-// way (the semaphore looks full), and the key's lifetime, which must outlast its
-// longest lease, is pushed out only when this lease would outlive it, with slack so
-// that renewing leases of one length rarely pushes it again.
-var acquire = redis.NewScript(`
-local now, ms = tonumber(ARGV[4]), tonumber(ARGV[3])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-end
-redis.call('ZADD', KEYS[1], now + ms, ARGV[1])
-if redis.call('PTTL', KEYS[1]) < ms + 1000 then redis.call('PEXPIRE', KEYS[1], 2 * ms + 1000) end
-return 1
-`)
+// acquire takes one of a tenant's limited leases of a kind, if fewer than limit live
+// ones are held; taking a lease the caller holds already renews it.
+// (lua/acquire_lease.lua)
+var acquire = script("acquire_lease")
 
 // AcquireLease takes tenant's lease id of kind for ttl if fewer than limit are held
 // (limit 0: no limit, nothing is recorded). It reports whether it was taken.
 // Acquiring a lease held already renews it.
-func (s *Store) AcquireLease(ctx context.Context, kind, tenant, id string, limit int, ttl time.Duration) (bool, error) {
+func (s *Leases) AcquireLease(ctx context.Context, kind, tenant, id string, limit int, ttl time.Duration) (bool, error) {
 	if limit <= 0 {
 		return true, nil
 	}
@@ -57,7 +42,7 @@ func (s *Store) AcquireLease(ctx context.Context, kind, tenant, id string, limit
 }
 
 // ReleaseLease gives tenant's lease id of kind back (a lease not held is no error).
-func (s *Store) ReleaseLease(ctx context.Context, kind, tenant, id string) error {
+func (s *Leases) ReleaseLease(ctx context.Context, kind, tenant, id string) error {
 	if err := s.r.ZRem(ctx, s.K.TenantLeases(kind, tenant), id).Err(); err != nil {
 		return fmt.Errorf("state: releasing a %s lease: %w", kind, err)
 	}
@@ -65,7 +50,7 @@ func (s *Store) ReleaseLease(ctx context.Context, kind, tenant, id string) error
 }
 
 // LeasesHeld counts tenant's live leases of kind.
-func (s *Store) LeasesHeld(ctx context.Context, kind, tenant string) (int, error) {
+func (s *Leases) LeasesHeld(ctx context.Context, kind, tenant string) (int, error) {
 	now := time.Now().UnixMilli()
 	n, err := s.r.ZCount(ctx, s.K.TenantLeases(kind, tenant), fmt.Sprint(now), "+inf").Result()
 	if err != nil {
@@ -77,13 +62,13 @@ func (s *Store) LeasesHeld(ctx context.Context, kind, tenant string) (int, error
 // AllowTenant takes one request from tenant's limit of perSecond requests with the
 // given burst (the GCRA limiter engines use). It returns 0 when the request may go,
 // else how long until one would.
-func (s *Store) AllowTenant(ctx context.Context, tenant string, perSecond float64, burst int) (time.Duration, error) {
+func (s *Leases) AllowTenant(ctx context.Context, tenant string, perSecond float64, burst int) (time.Duration, error) {
 	return s.allow(ctx, s.K.TenantRate(tenant), perSecond, burst)
 }
 
 // LeaseIDs lists tenant's live leases of kind (the job ids of its unfinished jobs,
 // for LeaseJobs).
-func (s *Store) LeaseIDs(ctx context.Context, kind, tenant string) ([]string, error) {
+func (s *Leases) LeaseIDs(ctx context.Context, kind, tenant string) ([]string, error) {
 	ids, err := s.r.ZRangeByScore(ctx, s.K.TenantLeases(kind, tenant), &redis.ZRangeBy{Min: fmt.Sprint(time.Now().UnixMilli()), Max: "+inf"}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: listing %s leases: %w", kind, err)

@@ -15,7 +15,7 @@ func TestLeases(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	take := func(tenant, id string, ttl time.Duration) bool {
-		ok, err := s.AcquireLease(ctx, state.LeaseStreams, tenant, id, 2, ttl)
+		ok, err := s.Leases.AcquireLease(ctx, state.LeaseStreams, tenant, id, 2, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,10 +35,10 @@ func TestLeases(t *testing.T) {
 	for !take("a", "3", time.Minute) { // lease 2 expires on its own
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := s.ReleaseLease(ctx, state.LeaseStreams, "a", "1"); err != nil {
+	if err := s.Leases.ReleaseLease(ctx, state.LeaseStreams, "a", "1"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.LeasesHeld(ctx, state.LeaseStreams, "a"); err != nil || n != 1 {
+	if n, err := s.Leases.LeasesHeld(ctx, state.LeaseStreams, "a"); err != nil || n != 1 {
 		t.Errorf("held after release: %d %v", n, err)
 	}
 }
@@ -53,31 +53,31 @@ func TestFileUsageAndExpiry(t *testing.T) {
 	keep := &state.File{ID: state.NewID("file-"), Tenant: "u", Filename: "a", Purpose: "batch", Bytes: 100, Created: now}
 	brief := &state.File{ID: state.NewID("file-"), Tenant: "u", Filename: "b", Purpose: "batch", Bytes: 20, Created: now, Expires: now.Add(100 * time.Millisecond)}
 	for _, f := range []*state.File{keep, brief} {
-		if err := s.SaveFile(ctx, f); err != nil {
+		if err := s.Files.SaveFile(ctx, f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, b, err := s.FileUsage(ctx, "u"); err != nil || n != 2 || b != 120 {
+	if n, b, err := s.Files.FileUsage(ctx, "u"); err != nil || n != 2 || b != 120 {
 		t.Errorf("usage %d files %d bytes %v", n, b, err)
 	}
 	for {
-		_, err := s.GetFile(ctx, brief.ID)
+		_, err := s.Files.GetFile(ctx, brief.ID)
 		if errors.Is(err, state.ErrNotFound) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	expired, err := s.ExpiredFiles(ctx, 10)
+	expired, err := s.Files.ExpiredFiles(ctx, 10)
 	if err != nil || len(expired) != 1 || expired[0].ID != brief.ID || expired[0].Tenant != "u" {
 		t.Fatalf("expired %v %v", expired, err)
 	}
-	if err := s.DeleteFile(ctx, expired[0]); err != nil {
+	if err := s.Files.DeleteFile(ctx, expired[0]); err != nil {
 		t.Fatal(err)
 	}
-	if n, b, _ := s.FileUsage(ctx, "u"); n != 1 || b != 100 {
+	if n, b, _ := s.Files.FileUsage(ctx, "u"); n != 1 || b != 100 {
 		t.Errorf("usage after the sweep: %d files %d bytes", n, b)
 	}
-	if left, _ := s.ExpiredFiles(ctx, 10); len(left) != 0 {
+	if left, _ := s.Files.ExpiredFiles(ctx, 10); len(left) != 0 {
 		t.Errorf("still listed as expired: %v", left)
 	}
 }

@@ -4,37 +4,21 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// gcra is the generic cell rate algorithm: one key per limiter holding the theoretical
-// arrival time, so the limit is shared by every search worker and costs one round trip.
-// KEYS[1] limiter; ARGV[1] ms per request; ARGV[2] burst. Returns 0 when allowed, else
-// the ms to wait.
-var gcra = redis.NewScript(`
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local emission = tonumber(ARGV[1])
-local tolerance = emission * (tonumber(ARGV[2]) - 1)
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local allow_at = tat - tolerance
-if now < allow_at then return math.ceil(allow_at - now) end
-local new_tat = tat + emission
-redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
-return 0
-`)
+// gcra takes one request from a limiter shared by every worker (the generic cell rate
+// algorithm: the key holds the theoretical arrival time). (lua/rate_limit.lua)
+var gcra = script("rate_limit")
 
 // Allow takes one request from engine's limit of perSecond requests with the given
 // burst. It returns 0 when the request may go, else how long to wait: the search
 // worker re-queues the search with that delay instead of sleeping on a slot.
-func (s *Store) Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error) {
+func (s *Searches) Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error) {
 	return s.allow(ctx, s.K.RateLimit(engine), perSecond, burst)
 }
 
 // allow takes one request from the GCRA limiter at key.
-func (s *Store) allow(ctx context.Context, key string, perSecond float64, burst int) (time.Duration, error) {
+func (s *core) allow(ctx context.Context, key string, perSecond float64, burst int) (time.Duration, error) {
 	if perSecond <= 0 {
 		return 0, nil
 	}

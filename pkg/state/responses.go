@@ -24,7 +24,7 @@ type StoredResponse struct {
 }
 
 // SaveResponse records the stored response of job id for the retention period.
-func (s *Store) SaveResponse(ctx context.Context, id string, r *StoredResponse) error {
+func (s *Jobs) SaveResponse(ctx context.Context, id string, r *StoredResponse) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (s *Store) SaveResponse(ctx context.Context, id string, r *StoredResponse) 
 // GetResponse reads the stored response of job id (from Redis while its job is hot,
 // from the job's archived record once it has ended); ErrNotFound when there is none
 // (never stored, or expired with its job).
-func (s *Store) GetResponse(ctx context.Context, id string) (*StoredResponse, error) {
+func (s *Jobs) GetResponse(ctx context.Context, id string) (*StoredResponse, error) {
 	b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		rec, err := s.archived(ctx, id, false)

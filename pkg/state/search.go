@@ -11,7 +11,7 @@ import (
 
 // CachedSearch reads a tenant's cached result of an engine for a query (by its
 // hash); ErrNotFound when none is cached.
-func (s *Store) CachedSearch(ctx context.Context, tenant, engine, queryHash string) ([]byte, error) {
+func (s *Searches) CachedSearch(ctx context.Context, tenant, engine, queryHash string) ([]byte, error) {
 	b, err := s.r.Get(ctx, s.K.SearchCache(tenant, engine, queryHash)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -24,7 +24,7 @@ func (s *Store) CachedSearch(ctx context.Context, tenant, engine, queryHash stri
 
 // CacheSearch caches a tenant's result of an engine for a query (by its hash) for
 // ttl. Only that tenant's searches read it (Keys.SearchCache).
-func (s *Store) CacheSearch(ctx context.Context, tenant, engine, queryHash string, result []byte, ttl time.Duration) error {
+func (s *Searches) CacheSearch(ctx context.Context, tenant, engine, queryHash string, result []byte, ttl time.Duration) error {
 	if err := s.r.Set(ctx, s.K.SearchCache(tenant, engine, queryHash), result, ttl).Err(); err != nil {
 		return fmt.Errorf("state: caching a search: %w", err)
 	}

@@ -15,7 +15,7 @@ func TestSearchStoreConformance(t *testing.T) {
 	t.Parallel()
 	searchtest.Run(t, func(t *testing.T) searchtest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.New(rdb, prefix, time.Hour)
+		return state.Flatten(state.New(rdb, prefix, time.Hour))
 	})
 }
 
@@ -25,6 +25,6 @@ func TestSearchStoreConformanceAsCluster(t *testing.T) {
 	t.Parallel()
 	searchtest.Run(t, func(t *testing.T) searchtest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.AsCluster(state.New(rdb, prefix, time.Hour))
+		return state.Flatten(state.AsCluster(state.New(rdb, prefix, time.Hour)))
 	})
 }

@@ -1,9 +1,12 @@
 // Package state keeps the fleet's shared state in Redis: job records while they are
 // hot, the chain state of each running job (so any chat worker can resume any chain),
 // idempotency claims that keep a redelivered step from paying for a model call or a
-// search twice, deadlines, and rate limits. Every key is built in keys.go. Workers
-// hold nothing between messages. What an ended job keeps for the retention period
-// moves off Redis to an Archive (archive.go), leaving about a kilobyte behind.
+// search twice, deadlines, and rate limits. A Store holds one type per aggregate
+// (Jobs, Chains, Searches, Batches, Files, Ledger, Leases, Webhooks) over one client.
+// Every key is built in keys.go; every script is a file of its own in lua/, its keys
+// and arguments named at its top. Workers hold nothing between messages. What an
+// ended job keeps for the retention period moves off Redis to an Archive
+// (archive.go), leaving about a kilobyte behind.
 package state
 
 import (
@@ -102,8 +105,60 @@ type JobError struct {
 
 func (e *JobError) Error() string { return e.Type + ": " + e.Message }
 
-// Store is the fleet's Redis state.
+// Store is the fleet's Redis state: one aggregate per part of it, over one client.
+// Each consumer takes the aggregate (or the few) its port names.
 type Store struct {
+	Jobs     *Jobs
+	Chains   *Chains
+	Searches *Searches
+	Batches  *Batches
+	Files    *Files
+	Ledger   *Ledger
+	Leases   *Leases
+	Webhooks *Webhooks
+	// K builds the store's keys.
+	K Keys
+	// Retention is how long job records and chain state live after creation.
+	Retention time.Duration
+
+	c *core
+}
+
+// Jobs are the job records: creating, reading and ending them, their deadlines, the
+// tenants' job index, idempotency claims, archiving and stored responses.
+type Jobs struct{ *core }
+
+// Chains are the chat chains' state: the step a worker loads, the hops it saves and
+// the results it records, and sticky conversations.
+type Chains struct{ *core }
+
+// Searches are the searches of a job's hops (start, hand-off, outcome), the search
+// cache, the engines' rate limits and key cooldowns, and the recorded searches a
+// replay answers from.
+type Searches struct{ *core }
+
+// Batches are the batch records and their progress.
+type Batches struct{ *core }
+
+// Files are the uploaded files' records.
+type Files struct{ *core }
+
+// Ledger is the money and the quota: spend reservations and settlements against the
+// tenants' budgets, the per-request and per-batch caps, storage quota and spend per
+// model.
+type Ledger struct{ *core }
+
+// Leases are the leases and locks: concurrency leases per tenant, the tenants' rate
+// limit, and the leases that hold a hop, a search or a batch for one owner.
+type Leases struct{ *core }
+
+// Webhooks are the webhook secrets, the delivery status of jobs and batches, and the
+// deferral counts of webhook deliveries.
+type Webhooks struct{ *core }
+
+// core is what every aggregate shares: the client, the keys, and the caches of this
+// process.
+type core struct {
 	r redis.UniversalClient
 	K Keys
 	// Retention is how long job records and chain state live after creation.
@@ -120,33 +175,27 @@ type Store struct {
 }
 
 // Option adjusts a Store (New).
-type Option func(*Store)
+type Option func(*core)
 
 // New returns a store over r with keys under prefix, keeping jobs for retention.
 func New(r redis.UniversalClient, prefix string, retention time.Duration, opts ...Option) *Store {
 	if retention <= 0 {
 		retention = 7 * 24 * time.Hour
 	}
-	s := &Store{r: r, K: NewKeys(prefix), Retention: retention}
-	_, s.inOrder = r.(*redis.Client)
+	c := &core{r: r, K: NewKeys(prefix), Retention: retention}
+	_, c.inOrder = r.(*redis.Client)
 	for _, o := range opts {
-		o(s)
+		o(c)
 	}
-	return s
+	return &Store{
+		Jobs: &Jobs{c}, Chains: &Chains{c}, Searches: &Searches{c}, Batches: &Batches{c},
+		Files: &Files{c}, Ledger: &Ledger{c}, Leases: &Leases{c}, Webhooks: &Webhooks{c},
+		K: c.K, Retention: retention, c: c,
+	}
 }
 
 // ErrNotFound means there is no such job (or it expired).
 var ErrNotFound = errors.New("state: not found")
-
-// ErrEarlierLayout means a running job was recorded by a fleet version that kept its
-// chain, search outcomes and spend in keys of their own: this version keeps them in
-// the job's hash (field layout "2") and cannot carry it on. The chat worker fails
-// such a job visibly rather than run its paid steps again (docs/operations.md: drain
-// before upgrading across a layout change).
-var ErrEarlierLayout = errors.New("state: the job was recorded in an earlier layout")
-
-// jobLayout is the layout field of jobs this version creates.
-const jobLayout = "2"
 
 // ErrExists means a job with that id exists already.
 var ErrExists = errors.New("state: job exists")
@@ -180,14 +229,8 @@ func NewID(prefix string) string {
 	return prefix + idEncoding.EncodeToString(b[:])
 }
 
-// createJob writes a job record unless the id exists. KEYS[1] job; ARGV[1] ttl ms;
-// then field/value pairs. Returns 1 if it wrote.
-var createJob = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1
-`)
+// createJob writes a job record unless the id exists. (lua/create_job.lua)
+var createJob = script("create_job")
 
 // CreateJob stores a new job record (status queued) and registers its deadline, in
 // one round trip. It fails with ErrExists if the id is taken.
@@ -209,7 +252,7 @@ return 1
 // Cluster (whose client sends a pipeline's commands to their nodes at once), and a
 // job without a deadline, keep the script, which writes the record and its TTL
 // together.
-func (s *Store) CreateJob(ctx context.Context, j *Job) error {
+func (s *Jobs) CreateJob(ctx context.Context, j *Job) error {
 	now := time.Now().UTC()
 	if j.Created.IsZero() {
 		j.Created = now
@@ -219,7 +262,7 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 		j.Status = Queued
 	}
 	fields := []any{
-		"id", j.ID, "layout", jobLayout, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
+		"id", j.ID, "tenant", j.Tenant, "kind", j.Kind, "model", j.Model, "status", string(j.Status),
 		"request", []byte(j.Request), "created", Millis(j.Created), "updated", Millis(j.Updated),
 		"deadline", Millis(j.Deadline), "batch", j.Batch, fieldStoredResponse, flag(j.HasStoredResponse)}
 	if len(j.Callback) > 0 {
@@ -268,7 +311,7 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 // GetJob reads a job record: from Redis, with the cold part of an ended job (its
 // request, answer and trace) from the archive, or wholly from the archive when Redis
 // no longer has the job (a Redis that restarted empty).
-func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
+func (s *Jobs) GetJob(ctx context.Context, id string) (*Job, error) {
 	vals, err := s.r.HMGet(ctx, s.K.Job(id), jobFields...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading job: %w", err)
@@ -287,7 +330,7 @@ func (s *Store) GetJob(ctx context.Context, id string) (*Job, error) {
 // so, from its terminal event, which is out, so the reaper has nothing left to do for
 // it. The job it returns carries the whole hash (its chain and recorded results too),
 // which ArchiveEnded, a finish hook, archives without reading the job again.
-func (s *Store) ReadEnded(ctx context.Context, id string) (*Job, error) {
+func (s *Jobs) ReadEnded(ctx context.Context, id string) (*Job, error) {
 	var hc *redis.MapStringStringCmd
 	var zc *redis.IntCmd
 	if _, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -311,7 +354,7 @@ func (s *Store) ReadEnded(ctx context.Context, id string) (*Job, error) {
 // jobOf is the job whose hash holds m (the record's fields at least), with the cold
 // part of an archived job from the archive, or wholly from the archive when Redis no
 // longer has it.
-func (s *Store) jobOf(ctx context.Context, id string, m map[string]string) (*Job, error) {
+func (s *core) jobOf(ctx context.Context, id string, m map[string]string) (*Job, error) {
 	if len(m) == 0 || m["id"] == "" {
 		rec, err := s.archived(ctx, id, false)
 		if err != nil {
@@ -370,7 +413,7 @@ func jobFromHash(m map[string]string) *Job {
 
 // JobStatus reads only a job's status (cheap: the chat worker checks it every step so
 // a cancelled job makes no further paid calls).
-func (s *Store) JobStatus(ctx context.Context, id string) (Status, error) {
+func (s *Jobs) JobStatus(ctx context.Context, id string) (Status, error) {
 	v, err := s.r.HGet(ctx, s.K.Job(id), "status").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNotFound
@@ -381,37 +424,8 @@ func (s *Store) JobStatus(ctx context.Context, id string) (Status, error) {
 	return Status(v), nil
 }
 
-// setIfLive sets fields of a job unless it has ended. KEYS[1] job; ARGV[1] now (ms);
-// ARGV[2] new status or "" to keep; ARGV[3] a field written only where it holds
-// nothing (a hop's model answer, FirstWrite; "" none) and ARGV[4] its value; ARGV[5]
-// n, the number of fields to read back (0: none), and ARGV[6..5+n] those fields, the
-// first the one that asks for them (fieldIngress: FinishRecord); then field/value
-// pairs. Returns 1 if it wrote, 0 when the job has ended, -1 when it is gone, 2 when
-// ARGV[3] holds another value (nothing is written then); a write whose first read-back
-// field holds a value returns {1, the n fields as they were before the write}. The
-// read-back fields are read by the HMGET that reads the status: no command more.
-var setIfLive = redis.NewScript(`
-local n = tonumber(ARGV[5])
-local v = redis.call('HMGET', KEYS[1], 'status', ARGV[3], unpack(ARGV, 6, 5 + n))
-local st = v[1]
-if not st then return -1 end
-if st == 'completed' or st == 'failed' or st == 'cancelled' then return 0 end
-if ARGV[3] ~= '' and v[2] and v[2] ~= ARGV[4] then return 2 end
--- One HSET writes every field: updated, the status (and finished, for a terminal
--- one) and the given fields.
-local f = {'updated', ARGV[1]}
-if ARGV[2] ~= '' then
-  f[#f+1] = 'status'; f[#f+1] = ARGV[2]
-  if ARGV[2] == 'completed' or ARGV[2] == 'failed' or ARGV[2] == 'cancelled' then
-    f[#f+1] = 'finished'; f[#f+1] = ARGV[1]
-  end
-end
-if ARGV[3] ~= '' and not v[2] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
-for i = 6 + n, #ARGV do f[#f+1] = ARGV[i] end
-redis.call('HSET', KEYS[1], unpack(f))
-if n > 0 and v[3] and v[3] ~= '' then return {1, unpack(v, 3, 2 + n)} end
-return 1
-`)
+// setIfLive sets fields of a job unless it has ended. (lua/update_live_job.lua)
+var setIfLive = script("update_live_job")
 
 // FirstWrite is a field value Update and Finish write only where the field holds
 // none: a hop's model answer (TurnField) stored with the job's ending, first write
@@ -440,7 +454,7 @@ var ErrAnswerStood = errors.New("state: another answer to the hop was stored fir
 // whether it wrote: false means the job had already ended (or does not exist), and the
 // caller must not act as if it had moved it. Reaching a terminal status also drops the
 // job's deadline.
-func (s *Store) Update(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
+func (s *Jobs) Update(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
 	n, err := setIfLive.Run(ctx, s.r, []string{s.K.Job(id)}, updateArgs(status, nil, fields)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: updating job: %w", err)
@@ -481,24 +495,24 @@ func updateArgs(status Status, read []string, fields []any) []any {
 }
 
 // Overdue returns up to n unfinished jobs whose deadline has passed.
-func (s *Store) Overdue(ctx context.Context, now time.Time, n int64) ([]string, error) {
+func (s *Jobs) Overdue(ctx context.Context, now time.Time, n int64) ([]string, error) {
 	return s.r.ZRangeByScore(ctx, s.K.Deadlines(), &redis.ZRangeBy{Min: "-inf", Max: Millis(now), Count: n}).Result()
 }
 
 // ForgetDeadline drops a job from the deadline set.
-func (s *Store) ForgetDeadline(ctx context.Context, id string) error {
+func (s *Jobs) ForgetDeadline(ctx context.Context, id string) error {
 	return s.r.ZRem(ctx, s.K.Deadlines(), id).Err()
 }
 
 // RestoreDeadline puts a job back in the deadline set, due at at: the finisher found
 // that Redis lost the ending of a job whose deadline its read forgot (ReadEnded), and
 // the reaper is to repair the job if the finisher cannot.
-func (s *Store) RestoreDeadline(ctx context.Context, id string, at time.Time) error {
+func (s *Jobs) RestoreDeadline(ctx context.Context, id string, at time.Time) error {
 	return s.r.ZAdd(ctx, s.K.Deadlines(), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
 }
 
-// TryLock takes a short named lock (the reaper's), reporting whether it got it.
-func (s *Store) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+// tryLock takes a short named lock (the reaper's), reporting whether it got it.
+func (s *core) tryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	return s.r.SetNX(ctx, key, owner, ttl).Result()
 }
 
@@ -508,20 +522,22 @@ var scripts = []*redis.Script{createJob, setIfLive, saveTurn, recordDispatch, sa
 // pipelined runs fn's commands in one round trip. Scripts in it are called by SHA;
 // if Redis does not know one (it restarted), they are loaded and the pipeline is run
 // once more: every script the fleet pipelines is safe to repeat.
-func (s *Store) pipelined(ctx context.Context, fn func(redis.Pipeliner)) error {
+func (s *core) pipelined(ctx context.Context, fn func(redis.Pipeliner)) error {
 	for attempt := 0; ; attempt++ {
 		_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error { fn(p); return nil })
 		if err == nil || attempt > 0 || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			return err
 		}
-		if err := s.LoadScripts(ctx); err != nil {
+		if err := s.loadScripts(ctx); err != nil {
 			return err
 		}
 	}
 }
 
 // LoadScripts loads the fleet's Lua scripts into Redis.
-func (s *Store) LoadScripts(ctx context.Context) error {
+func (s *Store) LoadScripts(ctx context.Context) error { return s.c.loadScripts(ctx) }
+
+func (s *core) loadScripts(ctx context.Context) error {
 	for _, sc := range scripts {
 		if err := sc.Load(ctx, s.r).Err(); err != nil {
 			return fmt.Errorf("state: loading scripts: %w", err)
@@ -530,10 +546,10 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 	return nil
 }
 
-// Lease claims hop h of a job for owner for ttl. It returns true if owner holds it (a
+// lease claims hop h of a job for owner for ttl. It returns true if owner holds it (a
 // claim it already held is renewed), else false with the time the current one has
 // left.
-func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
+func (s *core) lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
 	v, err := lease.Run(ctx, s.r, []string{key}, owner, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, 0, fmt.Errorf("state: lease: %w", err)
@@ -544,43 +560,26 @@ func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration)
 	return false, time.Duration(v) * time.Millisecond, nil
 }
 
-// claimLua defines claim(key, owner, ttl ms): a free lease is taken with one SET NX
-// (the common case: one command); a renewal by its holder, or a claim racing another
-// holder, reads the holder first. It returns 0 when owner holds the lease, else the
-// ms the holder has left.
-const claimLua = `
-local function claim(key, owner, ttl)
-  if redis.call('SET', key, owner, 'NX', 'PX', ttl) then return 0 end
-  local cur = redis.call('GET', key)
-  if not cur or cur == owner then
-    redis.call('SET', key, owner, 'PX', ttl)
-    return 0
-  end
-  local left = redis.call('PTTL', key)
-  if left < 1 then left = 1 end
-  return left
-end
-`
+// lease claims a lease: a free one is taken with one SET NX; a renewal by its holder,
+// or a claim racing another holder, reads the holder first. (lua/lease.lua)
+var lease = script("lease")
 
-// lease claims KEYS[1] for ARGV[1] for ARGV[2] ms (see claimLua).
-var lease = redis.NewScript(claimLua + `return claim(KEYS[1], ARGV[1], ARGV[2])`)
-
-// Hold takes a lease for owner and keeps it alive until released. When someone
+// hold takes a lease for owner and keeps it alive until released. When someone
 // else holds it, release is nil and left says how long their lease has (at most ttl).
-func (s *Store) Hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
-	ok, left, err := s.Lease(ctx, key, owner, ttl)
+func (s *core) hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
+	ok, left, err := s.lease(ctx, key, owner, ttl)
 	if err != nil || !ok {
 		return nil, left, err
 	}
-	return s.KeepAlive(key, owner, ttl), 0, nil
+	return s.keepAlive(key, owner, ttl), 0, nil
 }
 
-// KeepAlive renews a lease owner holds every ttl/3 until the returned function is
+// keepAlive renews a lease owner holds every ttl/3 until the returned function is
 // called: a live holder keeps it however long its work takes, a holder that dies frees
 // it within ttl. Calling the function with drop set also deletes the lease (work given
 // up: the next delivery should not wait); without, the lease lapses on its own (work
 // done: nothing will need it, and a round trip is saved).
-func (s *Store) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) {
+func (s *core) keepAlive(key, owner string, ttl time.Duration) func(drop bool) {
 	// A timer, not a goroutine, waits between renewals: a chat worker holds one lease
 	// per model call in flight, thousands of them. The keeper is one allocation, its
 	// timer's function and the returned stop method values of it (a lease is kept for
@@ -594,7 +593,7 @@ func (s *Store) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) 
 
 // keeper is a lease KeepAlive keeps.
 type keeper struct {
-	s          *Store
+	s          *core
 	key, owner string
 	ttl        time.Duration
 	stopped    atomic.Bool
@@ -611,7 +610,7 @@ func (k *keeper) renew() {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), k.ttl/3)
-	k.s.Lease(rctx, k.key, k.owner, k.ttl)
+	k.s.lease(rctx, k.key, k.owner, k.ttl)
 	cancel()
 	k.timer.Reset(k.ttl / 3)
 }
@@ -626,26 +625,25 @@ func (k *keeper) stop(drop bool) {
 		k.running.Lock()
 		k.running.Unlock()
 		if drop {
-			k.s.Release(context.Background(), k.key, k.owner)
+			k.s.release(context.Background(), k.key, k.owner)
 		}
 	})
 }
 
-// Release drops a lease held by owner.
-func (s *Store) Release(ctx context.Context, key, owner string) error {
+// release drops a lease held by owner.
+func (s *core) release(ctx context.Context, key, owner string) error {
 	return release.Run(ctx, s.r, []string{key}, owner).Err()
 }
 
-var release = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
+// release frees a lease held by owner; one held by another is left alone.
+// (lua/release_lease.lua)
+var release = script("release_lease")
 
 // Finish moves a job that has not ended to a terminal status with fields. It reports
 // whether it moved the job (see Update); a FirstWrite field that holds another value
 // moves nothing (ErrAnswerStood). The chain is left as it is: no step reads
 // it once the job has ended, and the archive drops it.
-func (s *Store) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
+func (s *Jobs) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
 	won, _, err := s.finish(ctx, id, status, nil, nil, fields)
 	return won, err
 }
@@ -691,63 +689,16 @@ type Pay struct {
 	Now    time.Time
 }
 
-// startSearch reads what a search worker needs before searching and claims the
-// call's lease, in one script: KEYS[1] the job, KEYS[2] the call's lease; ARGV[1]
-// owner, ARGV[2] lease ms, ARGV[3..5] the call's outcome, fallback engine and tried
-// fields (calls.go); to pay (Pay), ARGV[6] the call's ledger field (” none), ARGV[7]
-// its price (micro-dollars), ARGV[8] its engine; ARGV[9] the call's result field (a
-// chain's call stores its outcome there, SaveSearchResult: it is read while the job
-// runs); for the tenant's part as well, KEYS[3] its day and KEYS[4] its month
-// (spendArgs), ARGV[10] the tenant, ARGV[11] the call as the tenant's ledger names
-// it, ARGV[12..17] its limits and lifetimes. Returns {outcome or false, fallback
-// engine, tried, status, tenant, batch, lease, pay, cap, tenant's} with lease as in
-// claimLua, pay ” (not reserved), 'ok', 'again' (reserved before) or 'over' (the
-// job's cap, in micro-dollars, refused it), and the tenant's part ” (not tried here)
-// or reserveSpendLua's answer. The price is reserved (one HSET beside the read) only
-// when the lease is claimed and the call is to be searched by this engine: no stored
-// outcome, a job that runs, no fallback away from the engine. A tenant's budget that
-// refuses leaves the job's ledger as it found it.
-var startSearch = redis.NewScript(claimLua + reserveSpendLua + `
-local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '` + ledgerMark + `cap', '` + ledgerMark + `usd', ARGV[9])
-local l = claim(KEYS[2], ARGV[1], ARGV[2])
-local st, pay, cap, spent = j[1], '', 0, ''
-local live = st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled'
--- A chain's result is the call's outcome while its job runs; an ended job's search
--- has nothing to resume.
-if not j[4] and live then j[4] = j[10] end
-if ARGV[6] ~= '' and l == 0 and not j[4] and live and (not j[5] or j[5] == ARGV[8]) then
-  local price = tonumber(ARGV[7])
-  -- The tenant's part, on one Redis, for a job of this tenant outside a batch.
-  local function tenant()
-    if #KEYS < 4 or (j[3] and j[3] ~= '') or j[2] ~= ARGV[10] then return '' end
-    return reserveSpend(KEYS[3], KEYS[4], ARGV[11], price,
-      {tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])}, ARGV[16], ARGV[17])
-  end
-  if j[7] then
-    pay = 'again'
-    spent = tenant()
-  else
-    local c, usd = tonumber(j[8] or '-1'), tonumber(j[9] or '0')
-    if c >= 0 and usd + price > c then
-      pay, cap = 'over', c
-    else
-      spent = tenant()
-      if spent == '' or spent == 'ok' or spent == 'again' then
-        redis.call('HSET', KEYS[1], '` + ledgerMark + `usd', string.format('%d', usd + price), ARGV[6], price)
-        pay = 'ok'
-      end
-    end
-  end
-end
-return {j[4], j[5], j[6], j[1], j[2], j[3], l, pay, cap, spent}
-`)
+// startSearch reads what a search worker needs before searching and claims the call's
+// lease. (lua/start_search.lua)
+var startSearch = script("start_search")
 
 // StartSearch reads a call's stored result, its fallback state and its job's status
 // and tenant, and claims the call's lease for owner; with pay, it reserves the
 // search's price against the job's ledger as well, and its tenant's budget where
 // Pay says it can (SearchStart.Held, or SearchStart.Refused by the budget that
 // refused it).
-func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
+func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
 	keys := []string{s.K.Job(id), s.K.SearchLease(id, h, call)}
 	payField, price, engine := "", int64(0), ""
 	if pay != nil {
@@ -810,27 +761,15 @@ func (s *Store) StartSearch(ctx context.Context, id string, h int, call, owner s
 	return st, nil
 }
 
-// setWebhookStatus moves a job's webhook status (hash field "webhook") to ARGV[1] if
-// its current status is one of ARGV[2..] (any, when none are given). KEYS[1] job.
-// Returns {status now, 1 if changed}; {"", 0} when the job record is gone (an expired
-// record is never recreated without its TTL).
-var setWebhookStatus = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return {'', 0} end
-local cur = redis.call('HGET', KEYS[1], 'webhook') or ''
-if cur == ARGV[1] then return {cur, 0} end
-if #ARGV > 1 then
-  local ok = false
-  for i = 2, #ARGV do if cur == ARGV[i] then ok = true end end
-  if not ok then return {cur, 0} end
-end
-redis.call('HSET', KEYS[1], 'webhook', ARGV[1])
-return {ARGV[1], 1}
-`)
+// setWebhookStatus moves a job's webhook status (hash field "webhook") to status if
+// its current one is one of from (any, when none is given).
+// (lua/set_webhook_status.lua)
+var setWebhookStatus = script("set_webhook_status")
 
 // SetWebhookStatus moves a job's webhook status to "to" if it is now one of from (any
 // status when from is empty), atomically. It returns the status after the call and
 // whether it changed; "" when the job record has expired.
-func (s *Store) SetWebhookStatus(ctx context.Context, jobID, to string, from ...string) (string, bool, error) {
+func (s *Webhooks) SetWebhookStatus(ctx context.Context, jobID, to string, from ...string) (string, bool, error) {
 	argv := make([]any, 0, 1+len(from))
 	argv = append(argv, to)
 	for _, f := range from {
@@ -849,7 +788,7 @@ func (s *Store) SetWebhookStatus(ctx context.Context, jobID, to string, from ...
 // the request it came with. The first claim wins: it gets ok; every later one gets the
 // winner's job id and request hash, so the same request is answered with the same job
 // and a different one under the same key can be refused.
-func (s *Store) ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error) {
+func (s *Jobs) ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error) {
 	k := s.K.Idempotency(tenant, key)
 	won, err := s.r.SetNX(ctx, k, jobID+" "+requestHash, ttl).Result()
 	if err != nil || won {
@@ -865,12 +804,39 @@ func (s *Store) ClaimIdempotency(ctx context.Context, tenant, key, jobID, reques
 
 // MarkStickyConversation remembers, for ttl, that the conversation with this hash
 // continues a web_search chain.
-func (s *Store) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
+func (s *Chains) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
 	return s.r.Set(ctx, s.K.StickyConversation(hash), "1", ttl).Err()
 }
 
 // StickyConversation reports whether a conversation continues a web_search chain.
-func (s *Store) StickyConversation(ctx context.Context, hash string) (bool, error) {
+func (s *Chains) StickyConversation(ctx context.Context, hash string) (bool, error) {
 	n, err := s.r.Exists(ctx, s.K.StickyConversation(hash)).Result()
 	return n == 1, err
+}
+
+// Lease claims key for owner for ttl: true when owner holds it, else false with the
+// time the holder has left.
+func (s *Leases) Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, time.Duration, error) {
+	return s.core.lease(ctx, key, owner, ttl)
+}
+
+// Hold takes a lease for owner and keeps it alive until released; nil release
+// with the time left when someone else holds it.
+func (s *Leases) Hold(ctx context.Context, key, owner string, ttl time.Duration) (release func(drop bool), left time.Duration, err error) {
+	return s.core.hold(ctx, key, owner, ttl)
+}
+
+// KeepAlive renews owner's lease every ttl/3 until the returned function is called.
+func (s *Leases) KeepAlive(key, owner string, ttl time.Duration) func(drop bool) {
+	return s.core.keepAlive(key, owner, ttl)
+}
+
+// Release frees owner's lease at once; one held by another is left alone.
+func (s *Leases) Release(ctx context.Context, key, owner string) error {
+	return s.core.release(ctx, key, owner)
+}
+
+// TryLock takes key for owner for ttl unless someone holds it.
+func (s *Leases) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	return s.core.tryLock(ctx, key, owner, ttl)
 }

@@ -24,40 +24,40 @@ func TestJobLifecycle(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	j := &state.Job{ID: "j1", Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m"}`), Deadline: time.Now().Add(time.Minute)}
-	if err := s.CreateJob(ctx, j); err != nil {
+	if err := s.Jobs.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateJob(ctx, j); !errors.Is(err, state.ErrExists) {
+	if err := s.Jobs.CreateJob(ctx, j); !errors.Is(err, state.ErrExists) {
 		t.Fatalf("second create = %v, want ErrExists", err)
 	}
-	got, err := s.GetJob(ctx, "j1")
+	got, err := s.Jobs.GetJob(ctx, "j1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Status != state.Queued || string(got.Request) != `{"model":"m"}` || got.Deadline.IsZero() {
 		t.Fatalf("job = %+v", got)
 	}
-	if ok, _ := s.Update(ctx, "j1", state.Running); !ok {
+	if ok, _ := s.Jobs.Update(ctx, "j1", state.Running); !ok {
 		t.Fatal("queued → running refused")
 	}
-	if ok, _ := s.Update(ctx, "j1", state.Completed, "response", json.RawMessage(`{"ok":true}`)); !ok {
+	if ok, _ := s.Jobs.Update(ctx, "j1", state.Completed, "response", json.RawMessage(`{"ok":true}`)); !ok {
 		t.Fatal("running → completed refused")
 	}
 	// A terminal job never moves again: a late failure or cancel is a no-op.
-	if ok, _ := s.Update(ctx, "j1", state.Failed, "error", &state.JobError{Type: "x", Message: "late"}); ok {
+	if ok, _ := s.Jobs.Update(ctx, "j1", state.Failed, "error", &state.JobError{Type: "x", Message: "late"}); ok {
 		t.Fatal("completed → failed was allowed")
 	}
-	got, _ = s.GetJob(ctx, "j1")
+	got, _ = s.Jobs.GetJob(ctx, "j1")
 	if got.Status != state.Completed || string(got.Response) != `{"ok":true}` || got.Error != nil || got.Finished.IsZero() {
 		t.Fatalf("job after end = %+v", got)
 	}
-	overdue, _ := s.Overdue(ctx, time.Now().Add(time.Hour), 10)
+	overdue, _ := s.Jobs.Overdue(ctx, time.Now().Add(time.Hour), 10)
 	for _, id := range overdue {
 		if id == "j1" {
 			t.Fatal("a finished job is still in the deadline set")
 		}
 	}
-	if _, err := s.GetJob(ctx, "nope"); !errors.Is(err, state.ErrNotFound) {
+	if _, err := s.Jobs.GetJob(ctx, "nope"); !errors.Is(err, state.ErrNotFound) {
 		t.Fatalf("missing job = %v", err)
 	}
 }
@@ -69,29 +69,29 @@ func TestRecordResultCountsOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	if err := s.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
+	if _, err := s.Chains.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
 		t.Fatal(err)
 	}
 	// Dispatch replayed: counters unchanged.
-	if _, err := s.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
+	if _, err := s.Chains.SaveCalls(ctx, "j", 1, []byte(`["a","b"]`), 2, 2); err != nil {
 		t.Fatal(err)
 	}
-	have, want, _ := s.RecordResult(ctx, "j", 1, "a", []byte(`"ra"`))
+	have, want, _ := s.Chains.RecordResult(ctx, "j", 1, "a", []byte(`"ra"`))
 	if have != 1 || want != 2 {
 		t.Fatalf("after a: %d/%d", have, want)
 	}
-	have, _, _ = s.RecordResult(ctx, "j", 1, "a", []byte(`"ra-again"`))
+	have, _, _ = s.Chains.RecordResult(ctx, "j", 1, "a", []byte(`"ra-again"`))
 	if have != 1 {
 		t.Fatalf("duplicate result counted: %d", have)
 	}
-	have, want, _ = s.RecordResult(ctx, "j", 1, "b", []byte(`"rb"`))
+	have, want, _ = s.Chains.RecordResult(ctx, "j", 1, "b", []byte(`"rb"`))
 	if have != 2 || want != 2 {
 		t.Fatalf("after b: %d/%d", have, want)
 	}
-	st, err := s.LoadStep(ctx, "j", nil)
+	st, err := s.Chains.LoadStep(ctx, "j", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,22 +107,22 @@ func TestLease(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	key := s.K.Lease("j", 0)
-	if ok, _, _ := s.Lease(ctx, key, "w1", time.Second); !ok {
+	if ok, _, _ := s.Leases.Lease(ctx, key, "w1", time.Second); !ok {
 		t.Fatal("w1 did not get a free lease")
 	}
-	ok, left, _ := s.Lease(ctx, key, "w2", time.Second)
+	ok, left, _ := s.Leases.Lease(ctx, key, "w2", time.Second)
 	if ok || left <= 0 || left > time.Second {
 		t.Fatalf("w2 got a held lease: ok=%v left=%s", ok, left)
 	}
-	if ok, _, _ := s.Lease(ctx, key, "w1", time.Second); !ok {
+	if ok, _, _ := s.Leases.Lease(ctx, key, "w1", time.Second); !ok {
 		t.Fatal("holder could not renew")
 	}
-	s.Release(ctx, key, "w2") // not the holder: no effect
-	if ok, _, _ := s.Lease(ctx, key, "w2", time.Second); ok {
+	s.Leases.Release(ctx, key, "w2") // not the holder: no effect
+	if ok, _, _ := s.Leases.Lease(ctx, key, "w2", time.Second); ok {
 		t.Fatal("release by a non-holder freed the lease")
 	}
-	s.Release(ctx, key, "w1")
-	if ok, _, _ := s.Lease(ctx, key, "w2", time.Second); !ok {
+	s.Leases.Release(ctx, key, "w1")
+	if ok, _, _ := s.Leases.Lease(ctx, key, "w2", time.Second); !ok {
 		t.Fatal("w2 could not take a released lease")
 	}
 }
@@ -133,18 +133,18 @@ func TestRateLimit(t *testing.T) {
 	ctx := context.Background()
 	// 2 per second, burst 3: three pass at once, the fourth waits ~500ms.
 	for i := range 3 {
-		if d, err := s.Allow(ctx, "brave", 2, 3); err != nil || d != 0 {
+		if d, err := s.Searches.Allow(ctx, "brave", 2, 3); err != nil || d != 0 {
 			t.Fatalf("request %d: wait %s err %v", i+1, d, err)
 		}
 	}
-	d, err := s.Allow(ctx, "brave", 2, 3)
+	d, err := s.Searches.Allow(ctx, "brave", 2, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d <= 0 || d > 600*time.Millisecond {
 		t.Fatalf("fourth request wait = %s, want (0, 600ms]", d)
 	}
-	if d, _ := s.Allow(ctx, "other-engine", 2, 3); d != 0 {
+	if d, _ := s.Searches.Allow(ctx, "other-engine", 2, 3); d != 0 {
 		t.Fatal("limits leak between engines")
 	}
 }
@@ -159,19 +159,19 @@ func TestHoldRenewsUntilReleased(t *testing.T) {
 	// A TTL a loaded machine's scheduler cannot outlast between renewals (every third of
 	// it); the sleep is more than twice the TTL.
 	const ttl = time.Second
-	release, _, err := s.Hold(ctx, key, "w1", ttl)
+	release, _, err := s.Leases.Hold(ctx, key, "w1", ttl)
 	if err != nil || release == nil {
 		t.Fatalf("Hold: %v", err)
 	}
 	time.Sleep(2*ttl + 300*time.Millisecond)
-	if ok, left, _ := s.Lease(ctx, key, "w2", time.Second); ok || left <= 0 || left > ttl {
+	if ok, left, _ := s.Leases.Lease(ctx, key, "w2", time.Second); ok || left <= 0 || left > ttl {
 		t.Fatalf("the lease lapsed under a live holder (ok=%v left=%s)", ok, left)
 	}
-	if r2, left, _ := s.Hold(ctx, key, "w2", time.Second); r2 != nil || left <= 0 {
+	if r2, left, _ := s.Leases.Hold(ctx, key, "w2", time.Second); r2 != nil || left <= 0 {
 		t.Fatal("a second holder got a held lease")
 	}
 	release(true)
-	if ok, _, _ := s.Lease(ctx, key, "w2", time.Second); !ok {
+	if ok, _, _ := s.Leases.Lease(ctx, key, "w2", time.Second); !ok {
 		t.Fatal("released lease not free")
 	}
 }
@@ -182,20 +182,20 @@ func TestRecordAndLoadClaimsNextHop(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	if err := s.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := s.SaveCalls(ctx, "j", 0, []byte(`[]`), 2, 2); err != nil || st != state.Queued {
+	if st, err := s.Chains.SaveCalls(ctx, "j", 0, []byte(`[]`), 2, 2); err != nil || st != state.Queued {
 		t.Fatalf("SaveCalls status %q err %v", st, err)
 	}
-	st, err := s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":1}`), "w1", time.Second)
+	st, err := s.Chains.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":1}`), "w1", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Have != 1 || st.Want != 2 || st.Claimed || !st.Chain.Sticky {
 		t.Fatalf("after a: have %d want %d claimed %v sticky %v", st.Have, st.Want, st.Claimed, st.Chain.Sticky)
 	}
-	st, err = s.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":1}`), "w2", time.Second)
+	st, err = s.Chains.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":1}`), "w2", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,22 +204,22 @@ func TestRecordAndLoadClaimsNextHop(t *testing.T) {
 	}
 	// A replayed first result keeps its place and claims nothing; a replayed
 	// completing one finds the next hop taken by w2.
-	st, _ = s.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":2}`), "w1", time.Second)
+	st, _ = s.Chains.RecordAndLoad(ctx, "j", 0, "a", []byte(`{"a":2}`), "w1", time.Second)
 	if st.Have != 1 || st.Claimed || st.Left != 0 || string(st.Chain.Hops[0].Results["a"]) != `{"a":1}` {
 		t.Fatalf("replay of a: have %d claimed %v left %s result %s", st.Have, st.Claimed, st.Left, st.Chain.Hops[0].Results["a"])
 	}
-	st, _ = s.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":2}`), "w1", time.Second)
+	st, _ = s.Chains.RecordAndLoad(ctx, "j", 0, "b", []byte(`{"b":2}`), "w1", time.Second)
 	if st.Have != 2 || st.Claimed || st.Left <= 0 {
 		t.Fatalf("replay of b: have %d claimed %v left %s", st.Have, st.Claimed, st.Left)
 	}
 	// SaveTurn stores once, and the first hop's marks the job running.
-	if v, _ := s.SaveTurn(ctx, "j", 0, []byte(`{"t":1}`), true, true); string(v) != `{"t":1}` {
+	if v, _ := s.Chains.SaveTurn(ctx, "j", 0, []byte(`{"t":1}`), true, true); string(v) != `{"t":1}` {
 		t.Fatalf("turn %s", v)
 	}
-	if v, _ := s.SaveTurn(ctx, "j", 0, []byte(`{"t":2}`), true, true); string(v) != `{"t":1}` {
+	if v, _ := s.Chains.SaveTurn(ctx, "j", 0, []byte(`{"t":2}`), true, true); string(v) != `{"t":1}` {
 		t.Fatalf("second turn overwrote the first: %s", v)
 	}
-	if st, _ := s.JobStatus(ctx, "j"); st != state.Running {
+	if st, _ := s.Jobs.JobStatus(ctx, "j"); st != state.Running {
 		t.Fatalf("status %s after the first turn", st)
 	}
 }
@@ -230,25 +230,25 @@ func TestSetWebhookStatus(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	if now, changed, _ := s.SetWebhookStatus(ctx, "gone", "pending"); now != "" || changed {
+	if now, changed, _ := s.Webhooks.SetWebhookStatus(ctx, "gone", "pending"); now != "" || changed {
 		t.Fatalf("expired job: %q %v", now, changed)
 	}
-	if m, _ := s.JobFields(ctx, "gone"); len(m) != 0 {
+	if m, _ := s.Jobs.JobFields(ctx, "gone"); len(m) != 0 {
 		t.Fatalf("an expired job record was recreated: %v", m)
 	}
-	if err := s.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
+	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: "j", Kind: "chat", Request: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if now, changed, _ := s.SetWebhookStatus(ctx, "j", "pending", "", "pending"); now != "pending" || !changed {
+	if now, changed, _ := s.Webhooks.SetWebhookStatus(ctx, "j", "pending", "", "pending"); now != "pending" || !changed {
 		t.Fatalf("to pending: %q %v", now, changed)
 	}
-	if now, changed, _ := s.SetWebhookStatus(ctx, "j", "delivered", "pending"); now != "delivered" || !changed {
+	if now, changed, _ := s.Webhooks.SetWebhookStatus(ctx, "j", "delivered", "pending"); now != "delivered" || !changed {
 		t.Fatalf("to delivered: %q %v", now, changed)
 	}
-	if now, changed, _ := s.SetWebhookStatus(ctx, "j", "failed", "pending"); now != "delivered" || changed {
+	if now, changed, _ := s.Webhooks.SetWebhookStatus(ctx, "j", "failed", "pending"); now != "delivered" || changed {
 		t.Fatalf("failed overwrote delivered: %q %v", now, changed)
 	}
-	if j, _ := s.GetJob(ctx, "j"); j.WebhookStatus != "delivered" {
+	if j, _ := s.Jobs.GetJob(ctx, "j"); j.WebhookStatus != "delivered" {
 		t.Fatalf("record says %q", j.WebhookStatus)
 	}
 }
@@ -262,19 +262,19 @@ func TestKeepAlive(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	key := s.K.Lease("job_keep", 0)
-	ok, _, err := s.Lease(ctx, key, "a", ttl)
+	ok, _, err := s.Leases.Lease(ctx, key, "a", ttl)
 	if err != nil || !ok {
 		t.Fatalf("lease: %v %v", ok, err)
 	}
-	stop := s.KeepAlive(key, "a", ttl)
+	stop := s.Leases.KeepAlive(key, "a", ttl)
 	time.Sleep(3 * ttl) // three TTLs: only renewals keep it
-	if ok, _, _ := s.Lease(ctx, key, "b", ttl); ok {
+	if ok, _, _ := s.Leases.Lease(ctx, key, "b", ttl); ok {
 		t.Fatal("another owner took a lease its live holder keeps")
 	}
 	stop(false)
 	deadline := time.Now().Add(5 * ttl)
 	for {
-		if ok, _, _ := s.Lease(ctx, key, "b", ttl); ok {
+		if ok, _, _ := s.Leases.Lease(ctx, key, "b", ttl); ok {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -284,11 +284,11 @@ func TestKeepAlive(t *testing.T) {
 	}
 
 	key2 := s.K.Lease("job_keep", 1)
-	s.Lease(ctx, key2, "a", ttl)
-	stop = s.KeepAlive(key2, "a", ttl)
+	s.Leases.Lease(ctx, key2, "a", ttl)
+	stop = s.Leases.KeepAlive(key2, "a", ttl)
 	time.Sleep(ttl / 2)
 	stop(true)
-	if ok, _, _ := s.Lease(ctx, key2, "b", ttl); !ok {
+	if ok, _, _ := s.Leases.Lease(ctx, key2, "b", ttl); !ok {
 		t.Fatal("a dropped lease is still held")
 	}
 }
@@ -299,34 +299,7 @@ func BenchmarkKeepAlive(b *testing.B) {
 	s := state.New(nil, "bench:", time.Hour)
 	b.ReportAllocs()
 	for b.Loop() {
-		s.KeepAlive("lease", "w", time.Hour)(false)
-	}
-}
-
-// A running job recorded by an earlier version (no layout field: its chain lived in
-// keys of its own) is not carried on as if it had no chain: LoadStep says so, and the
-// chat worker fails it. An ended one reads as before.
-func TestJobOfAnEarlierLayoutIsNamed(t *testing.T) {
-	t.Parallel()
-	rdb, prefix := testenv.Redis(t)
-	s := state.New(rdb, prefix, time.Hour)
-	ctx := context.Background()
-	if err := rdb.HSet(ctx, s.K.Job("old"), "id", "old", "tenant", "t", "kind", "chat", "model", "m", "status", string(state.Running)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.LoadStep(ctx, "old", &state.Claim{Hop: 0, Owner: "w", TTL: time.Second})
-	if !errors.Is(err, state.ErrEarlierLayout) || st == nil || st.Job.ID != "old" {
-		t.Fatalf("LoadStep of an earlier layout's running job = %+v, %v", st, err)
-	}
-	rdb.HSet(ctx, s.K.Job("old"), "status", string(state.Completed))
-	if _, err := s.LoadStep(ctx, "old", nil); err != nil {
-		t.Fatalf("an ended job of the earlier layout: %v", err)
-	}
-	if err := s.CreateJob(ctx, &state.Job{ID: "new", Kind: "chat", Model: "m"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.LoadStep(ctx, "new", nil); err != nil {
-		t.Fatalf("a job of this layout: %v", err)
+		s.Leases.KeepAlive("lease", "w", time.Hour)(false)
 	}
 }
 
@@ -343,7 +316,7 @@ func TestCreateFreshJob(t *testing.T) {
 	deadline := time.Now().Add(time.Minute).Truncate(time.Millisecond)
 	j := &state.Job{ID: state.NewID("job_"), FreshID: true, Tenant: "t0", Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m"}`),
 		Question: "what is new?", Deadline: deadline}
-	if err := s.CreateJob(ctx, j); err != nil {
+	if err := s.Jobs.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
 	if ttl, err := rdb.PTTL(ctx, s.K.Job(j.ID)).Result(); err != nil || ttl <= 0 || ttl > time.Hour {
@@ -355,12 +328,12 @@ func TestCreateFreshJob(t *testing.T) {
 	if score, err := rdb.ZScore(ctx, s.K.TenantJobs("t0"), j.ID).Result(); err != nil || int64(score) != j.Created.UnixMilli() {
 		t.Errorf("index entry %v (%v), want %d", score, err, j.Created.UnixMilli())
 	}
-	got, err := s.GetJob(ctx, j.ID)
+	got, err := s.Jobs.GetJob(ctx, j.ID)
 	if err != nil || got.Status != state.Queued || got.Tenant != "t0" || got.Question != "what is new?" ||
 		string(got.Request) != `{"model":"m"}` || !got.Deadline.Equal(deadline) {
 		t.Fatalf("job = %+v, %v", got, err)
 	}
-	if err := s.CreateJob(ctx, j); err != nil && !errors.Is(err, state.ErrExists) {
+	if err := s.Jobs.CreateJob(ctx, j); err != nil && !errors.Is(err, state.ErrExists) {
 		t.Fatal(err)
 	} else if _, single := rdb.(*redis.Client); single && err != nil {
 		t.Errorf("a fresh job on one Redis was looked for: %v", err)
@@ -377,10 +350,10 @@ func TestCreateFreshJob(t *testing.T) {
 		{"no archive", old, state.Job{ID: "job_noarchive", FreshID: true, Kind: "chat", Deadline: deadline}},
 	} {
 		first, again := c.j, c.j
-		if err := c.s.CreateJob(ctx, &first); err != nil {
+		if err := c.s.Jobs.CreateJob(ctx, &first); err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}
-		if err := c.s.CreateJob(ctx, &again); !errors.Is(err, state.ErrExists) {
+		if err := c.s.Jobs.CreateJob(ctx, &again); !errors.Is(err, state.ErrExists) {
 			t.Errorf("%s: second create = %v, want ErrExists", c.what, err)
 		}
 		if ttl, _ := rdb.PTTL(ctx, c.s.K.Job(c.j.ID)).Result(); ttl <= 0 {
@@ -400,26 +373,26 @@ func TestFreshJobWithoutItsTTLGetsOneWhenArchived(t *testing.T) {
 	ctx := context.Background()
 	j := &state.Job{ID: state.NewID("job_"), FreshID: true, Tenant: "t0", Kind: "chat", Model: "m",
 		Created: time.Now().Add(-2 * time.Minute), Deadline: time.Now().Add(-time.Minute)}
-	if err := s.CreateJob(ctx, j); err != nil {
+	if err := s.Jobs.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.Persist(ctx, s.K.Job(j.ID)).Err(); err != nil { // the PEXPIRE that did not land
 		t.Fatal(err)
 	}
-	if ids, err := s.Overdue(ctx, time.Now(), 10); err != nil || !slices.Contains(ids, j.ID) {
+	if ids, err := s.Jobs.Overdue(ctx, time.Now(), 10); err != nil || !slices.Contains(ids, j.ID) {
 		t.Fatalf("overdue %v, %v; want the job", ids, err)
 	}
-	if st, err := s.JobStatus(ctx, j.ID); err != nil || st != state.Queued {
+	if st, err := s.Jobs.JobStatus(ctx, j.ID); err != nil || st != state.Queued {
 		t.Fatalf("status %q, %v", st, err)
 	}
-	if ok, err := s.Finish(ctx, j.ID, state.Failed, "error", &state.JobError{Status: 504, Type: "timeout", Message: "deadline"}); err != nil || !ok {
+	if ok, err := s.Jobs.Finish(ctx, j.ID, state.Failed, "error", &state.JobError{Status: 504, Type: "timeout", Message: "deadline"}); err != nil || !ok {
 		t.Fatalf("the reaper's ending = %v, %v", ok, err)
 	}
-	ended, err := s.ReadEnded(ctx, j.ID)
+	ended, err := s.Jobs.ReadEnded(ctx, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ArchiveEnded(ctx, ended); err != nil {
+	if _, err := s.Jobs.ArchiveEnded(ctx, ended); err != nil {
 		t.Fatal(err)
 	}
 	ttl, err := rdb.PTTL(ctx, s.K.Job(j.ID)).Result()

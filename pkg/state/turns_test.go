@@ -29,7 +29,7 @@ func TestTurnReservationsHoldTheBudget(t *testing.T) {
 		wg.Go(func() {
 			job := fmt.Sprintf("j%d", i)
 			call := job + ":0@model"
-			ex, err := s.ReserveTurn(ctx, job, "acme", call, 0.01, 0, b, time.Hour, now)
+			ex, err := s.Ledger.ReserveTurn(ctx, job, "acme", call, 0.01, 0, b, time.Hour, now)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -48,7 +48,7 @@ func TestTurnReservationsHoldTheBudget(t *testing.T) {
 	}
 	spend := func() float64 {
 		t.Helper()
-		sp, err := s.SpendOf(ctx, "acme", now)
+		sp, err := s.Ledger.SpendOf(ctx, "acme", now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,11 +57,11 @@ func TestTurnReservationsHoldTheBudget(t *testing.T) {
 	if got := spend(); got != 0.05 {
 		t.Fatalf("reserved $%v, want $0.05", got)
 	}
-	if missing, err := s.UnrecordedCalls(ctx, "acme", []string{fit[0] + ":0@model"}, now); err != nil || len(missing) != 1 {
+	if missing, err := s.Ledger.UnrecordedCalls(ctx, "acme", []string{fit[0] + ":0@model"}, now); err != nil || len(missing) != 1 {
 		t.Errorf("a reservation not settled yet is not listed for the completion's sweep: %v %v", missing, err)
 	}
 	for _, job := range fit {
-		if fresh, err := s.SettleTurn(ctx, job, "acme", job+":0@model", 0.004, 0, now); err != nil || !fresh {
+		if fresh, err := s.Ledger.SettleTurn(ctx, job, "acme", job+":0@model", 0.004, 0, now); err != nil || !fresh {
 			t.Fatalf("settling %s: %v %v", job, fresh, err)
 		}
 	}
@@ -69,23 +69,23 @@ func TestTurnReservationsHoldTheBudget(t *testing.T) {
 		t.Fatalf("settled to $%v, want five turns of $0.004", got)
 	}
 	// A redelivered step: its turn is reserved (and settled) already.
-	if ex, err := s.ReserveTurn(ctx, fit[0], "acme", fit[0]+":0@model", 0.01, 0, b, time.Hour, now); err != nil || ex != nil || spend() != 0.02 {
+	if ex, err := s.Ledger.ReserveTurn(ctx, fit[0], "acme", fit[0]+":0@model", 0.01, 0, b, time.Hour, now); err != nil || ex != nil || spend() != 0.02 {
 		t.Fatalf("a redelivered turn reserved again: %v %v, spend $%v", ex, err, spend())
 	}
-	if fresh, err := s.SettleTurn(ctx, fit[0], "acme", fit[0]+":0@model", 0.004, 0, now); err != nil || fresh || spend() != 0.02 {
+	if fresh, err := s.Ledger.SettleTurn(ctx, fit[0], "acme", fit[0]+":0@model", 0.004, 0, now); err != nil || fresh || spend() != 0.02 {
 		t.Fatalf("settling twice counted again: %v %v, spend $%v", fresh, err, spend())
 	}
-	if usd, _, _ := s.RequestSpend(ctx, fit[0]); usd != 0.004 {
+	if usd, _, _ := s.Ledger.RequestSpend(ctx, fit[0]); usd != 0.004 {
 		t.Errorf("the job's ledger holds $%v, want $0.004", usd)
 	}
 
 	// A worker dies holding $0.03: the budget is full until its reservation lapses.
-	if ex, err := s.ReserveTurn(ctx, "dead", "acme", "dead:0@model", 0.03, 0, b, time.Second, now); err != nil || ex != nil {
+	if ex, err := s.Ledger.ReserveTurn(ctx, "dead", "acme", "dead:0@model", 0.03, 0, b, time.Second, now); err != nil || ex != nil {
 		t.Fatalf("reserving: %v %v", ex, err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		ex, err := s.ReserveTurn(ctx, "next", "acme", "next:0@model", 0.01, 0, b, time.Hour, now)
+		ex, err := s.Ledger.ReserveTurn(ctx, "next", "acme", "next:0@model", 0.01, 0, b, time.Hour, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,10 +101,10 @@ func TestTurnReservationsHoldTheBudget(t *testing.T) {
 		t.Errorf("after the lapse, spend $%v, want $0.02 settled and $0.01 reserved", got)
 	}
 	// The dead worker's turn was paid after all (a slow worker settles late): counted once.
-	if fresh, err := s.SettleTurn(ctx, "dead", "acme", "dead:0@model", 0.002, 0, now); err != nil || !fresh {
+	if fresh, err := s.Ledger.SettleTurn(ctx, "dead", "acme", "dead:0@model", 0.002, 0, now); err != nil || !fresh {
 		t.Fatalf("settling a lapsed turn: %v %v", fresh, err)
 	}
-	s.SettleTurn(ctx, "dead", "acme", "dead:0@model", 0.002, 0, now)
+	s.Ledger.SettleTurn(ctx, "dead", "acme", "dead:0@model", 0.002, 0, now)
 	if got := spend(); got != 0.032 {
 		t.Errorf("spend $%v, want $0.032", got)
 	}
@@ -118,16 +118,16 @@ func TestTurnReservationCountsNativeSearches(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	b := state.Budget{SearchesPerDay: 5}
-	if ex, err := s.ReserveTurn(ctx, "j1", "acme", "j1:0@model", 0.05, 5, b, time.Hour, now); err != nil || ex != nil {
+	if ex, err := s.Ledger.ReserveTurn(ctx, "j1", "acme", "j1:0@model", 0.05, 5, b, time.Hour, now); err != nil || ex != nil {
 		t.Fatalf("reserving five native searches: %v %v", ex, err)
 	}
-	if ex, err := s.ReserveTurn(ctx, "j2", "acme", "j2:0@model", 0.05, 1, b, time.Hour, now); err != nil || ex == nil || ex.Budget != state.BudgetSearchesDay {
+	if ex, err := s.Ledger.ReserveTurn(ctx, "j2", "acme", "j2:0@model", 0.05, 1, b, time.Hour, now); err != nil || ex == nil || ex.Budget != state.BudgetSearchesDay {
 		t.Fatalf("a sixth search fit: %v %v", ex, err)
 	}
-	if _, err := s.SettleTurn(ctx, "j1", "acme", "j1:0@model", 0.02, 2, now); err != nil {
+	if _, err := s.Ledger.SettleTurn(ctx, "j1", "acme", "j1:0@model", 0.02, 2, now); err != nil {
 		t.Fatal(err)
 	}
-	sp, err := s.SpendOf(ctx, "acme", now)
+	sp, err := s.Ledger.SpendOf(ctx, "acme", now)
 	if err != nil || sp.DaySearches != 2 || sp.DayUSD != 0.02 {
 		t.Errorf("spend %+v (%v), want 2 searches and $0.02", sp, err)
 	}

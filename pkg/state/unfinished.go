@@ -9,7 +9,7 @@ import (
 // them (zero when none): the reaper's deadline set, read for the queue metrics. A job
 // leaves the set when the finisher reads it from its terminal event (ReadEnded), so
 // the count includes the ended jobs the finisher has yet to handle.
-func (s *Store) Unfinished(ctx context.Context) (n int64, next time.Time, err error) {
+func (s *Jobs) Unfinished(ctx context.Context) (n int64, next time.Time, err error) {
 	p := s.r.Pipeline()
 	card := p.ZCard(ctx, s.K.Deadlines())
 	first := p.ZRangeWithScores(ctx, s.K.Deadlines(), 0, 0)

@@ -15,6 +15,6 @@ func TestWebhookStoreConformance(t *testing.T) {
 	t.Parallel()
 	webhookstoretest.Run(t, func(t *testing.T) webhookstoretest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.New(rdb, prefix, time.Hour)
+		return state.Flatten(state.New(rdb, prefix, time.Hour))
 	})
 }

@@ -18,7 +18,7 @@ func (k Keys) webhookDeferrals(id, msgID string) string {
 // batch id) and returns how many it has had; the count is kept for the store's
 // retention. A held-back delivery is redelivered without being attempted, so its
 // attempt number is its delivery count less this.
-func (s *Store) CountWebhookDeferral(ctx context.Context, id, msgID string) (int, error) {
+func (s *Webhooks) CountWebhookDeferral(ctx context.Context, id, msgID string) (int, error) {
 	key := s.K.webhookDeferrals(id, msgID)
 	var n *redis.IntCmd
 	_, err := s.r.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -33,7 +33,7 @@ func (s *Store) CountWebhookDeferral(ctx context.Context, id, msgID string) (int
 }
 
 // WebhookDeferrals returns how often a webhook delivery was held back (0 if never).
-func (s *Store) WebhookDeferrals(ctx context.Context, id, msgID string) (int, error) {
+func (s *Webhooks) WebhookDeferrals(ctx context.Context, id, msgID string) (int, error) {
 	n, err := s.r.Get(ctx, s.K.webhookDeferrals(id, msgID)).Int()
 	switch {
 	case errors.Is(err, redis.Nil):

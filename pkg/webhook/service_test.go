@@ -78,7 +78,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if cfg.Schedule == nil {
 		cfg.Schedule = []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}
 	}
-	h.s = &Service{Bus: b, Store: store, Config: cfg, Metrics: metrics.New(),
+	h.s = &Service{Bus: b, Store: store.Webhooks, Config: cfg, Metrics: metrics.New(),
 		Log: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	return h
 }
@@ -113,13 +113,13 @@ func (h *harness) finishedJob(t *testing.T, tenant string, callback map[string]a
 		t.Fatal(err)
 	}
 	job := &state.Job{ID: id, Tenant: tenant, Kind: "chat", Model: "sim-model", Request: json.RawMessage(`{}`), Callback: stored}
-	if err := h.store.CreateJob(ctx, job); err != nil {
+	if err := h.store.Jobs.CreateJob(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.Finish(ctx, id, state.Completed, "response", json.RawMessage(`{"answer":"forty-two"}`)); err != nil {
+	if _, err := h.store.Jobs.Finish(ctx, id, state.Completed, "response", json.RawMessage(`{"answer":"forty-two"}`)); err != nil {
 		t.Fatal(err)
 	}
-	job, err = h.store.GetJob(ctx, id)
+	job, err = h.store.Jobs.GetJob(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestJobFinishedDelivers(t *testing.T) {
 		t.Errorf("delivered counted %v times", n)
 	}
 	// Finishing again after delivery enqueues nothing and keeps the status.
-	job, _ = h.store.GetJob(t.Context(), job.ID)
+	job, _ = h.store.Jobs.GetJob(t.Context(), job.ID)
 	h.s.JobFinished(t.Context(), job)
 	if st := webhookStatus(t, h.s, job.ID); st != StatusDelivered {
 		t.Errorf("webhook status %q after a replayed finish", st)
@@ -361,7 +361,7 @@ func TestHandleRetriesThenFails(t *testing.T) {
 	}
 
 	// The record as stored (pkg/fleet checks the Redis hash's fields the same way).
-	stored, err := h.store.GetJob(t.Context(), job.ID)
+	stored, err := h.store.Jobs.GetJob(t.Context(), job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

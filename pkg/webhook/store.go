@@ -29,4 +29,4 @@ type Store interface {
 	WebhookDeferrals(ctx context.Context, id, msgID string) (int, error)
 }
 
-var _ Store = (*state.Store)(nil)
+var _ Store = (*state.Webhooks)(nil)

@@ -11,5 +11,5 @@ import (
 // store's conformance suite there too.
 func TestMiniredisStoreConformance(t *testing.T) {
 	t.Parallel()
-	webhookstoretest.Run(t, func(t *testing.T) webhookstoretest.Store { return redistest.Store(t) })
+	webhookstoretest.Run(t, func(t *testing.T) webhookstoretest.Store { return redistest.Flatten(redistest.Store(t)) })
 }

@@ -48,7 +48,7 @@ func TestBatchSurvivesIngressKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	exists := func(line int) bool {
-		_, err := c.store.JobStatus(ctx, fmt.Sprintf("%s_%d", batch.ID, line))
+		_, err := c.store.Jobs.JobStatus(ctx, fmt.Sprintf("%s_%d", batch.ID, line))
 		return err == nil
 	}
 	c.eventually("the expansion to start", func() bool { return exists(0) })

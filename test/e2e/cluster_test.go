@@ -263,7 +263,7 @@ func (c *cluster) waitDone(id string) *state.Job {
 	var j *state.Job
 	c.eventually("job "+id+" to end", func() bool {
 		var err error
-		j, err = c.store.GetJob(context.Background(), id)
+		j, err = c.store.Jobs.GetJob(context.Background(), id)
 		return err == nil && j.Status.Terminal()
 	})
 	return j

@@ -78,7 +78,7 @@ func TestClusterNodeKills(t *testing.T) {
 		mu.Unlock()
 		done := 0
 		for _, id := range ids {
-			if st, err := c.store.JobStatus(context.Background(), id); err == nil && st.Terminal() {
+			if st, err := c.store.Jobs.JobStatus(context.Background(), id); err == nil && st.Terminal() {
 				done++
 			}
 		}
@@ -110,7 +110,7 @@ func TestClusterNodeKills(t *testing.T) {
 	for _, id := range ids {
 		var status string
 		waitLong(t, 3*time.Minute, "job "+id+" to end", func() bool {
-			j, err := c.store.GetJob(context.Background(), id)
+			j, err := c.store.Jobs.GetJob(context.Background(), id)
 			if err != nil || !j.Status.Terminal() {
 				return false
 			}

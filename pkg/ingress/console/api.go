@@ -50,9 +50,13 @@ type Core interface {
 	LogFailure(ctx context.Context, msg string, args ...any)
 }
 
-// Store is what the console's routes read and write of the fleet's state.
-type Store interface {
+// Jobs lists a tenant's jobs (state.Jobs implements it).
+type Jobs interface {
 	TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*state.Job, bool, error)
+}
+
+// Spend reads a tenant's spend per day and model (state.Ledger implements it).
+type Spend interface {
 	ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]state.ModelDaySpend, error)
 }
 
@@ -64,7 +68,8 @@ type Batches interface {
 // Options configure the console's routes.
 type Options struct {
 	Core  Core
-	Store Store
+	Jobs  Jobs
+	Spend Spend
 	// Batches serves GET /v1/batches/{id}/events (nil: not served).
 	Batches Batches
 	// Tools names the configured engines for GET /v1/engines (nil: none).
@@ -171,7 +176,7 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) {
 		c.Error(w, http.StatusBadRequest, "invalid_request_error", "", "after", "after must be a job id from a previous page")
 		return
 	}
-	js, more, err := a.o.Store.TenantJobs(r.Context(), c.Tenant(r), after, limit)
+	js, more, err := a.o.Jobs.TenantJobs(r.Context(), c.Tenant(r), after, limit)
 	if err != nil {
 		c.LogFailure(r.Context(), "api: listing jobs", "err", err)
 		c.Error(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing jobs failed; try again.")
@@ -217,7 +222,7 @@ func (a *API) dailyUsage(w http.ResponseWriter, r *http.Request) {
 		}
 		days = n
 	}
-	rows, err := a.o.Store.ModelSpend(r.Context(), c.Tenant(r), days, time.Now())
+	rows, err := a.o.Spend.ModelSpend(r.Context(), c.Tenant(r), days, time.Now())
 	if err != nil {
 		c.LogFailure(r.Context(), "api: reading spend per model", "err", err)
 		c.Error(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")

@@ -34,7 +34,7 @@ func socketServer(t *testing.T, tweak func(*ingress.Options)) (wsURL string, srv
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := ingress.Options{Bus: b, Store: state.New(rdb, prefix, time.Hour), Models: []string{"m1"}, MaxBody: 4096, Log: slog.New(slog.DiscardHandler),
+	o := ingress.Options{Bus: b, Store: ingress.StoreOf(state.New(rdb, prefix, time.Hour)), Models: []string{"m1"}, MaxBody: 4096, Log: slog.New(slog.DiscardHandler),
 		Tenants: keys, Limits: config.NewTenantLimits(config.Limits{}, tenants), JobTimeout: time.Minute, SyncWait: time.Minute}
 	if tweak != nil {
 		tweak(&o)
