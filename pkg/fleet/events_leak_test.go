@@ -89,7 +89,7 @@ func TestEventsStreamsLeaveNothingBehind(t *testing.T) {
 	runtime.GC()
 	baseGoroutines := runtime.NumGoroutine()
 
-	const n = 500 // as many as the probe of issue 13 opened
+	const n = 500 // as many as a flood of watchers opened in a probe
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
