@@ -142,7 +142,7 @@ func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (Spe
 // a retry of an accepted submission is answered with that job even when the tenant's
 // budget has since run out.
 func (s *Jobs) IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error) {
-	n, err := s.r.Exists(ctx, s.K.Idempotency(tenant, key)).Result()
+	n, err := s.r.Exists(ctx, s.K.idempotency(tenant, key)).Result()
 	if err != nil {
 		return false, fmt.Errorf("state: reading an Idempotency-Key: %w", err)
 	}

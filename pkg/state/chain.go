@@ -317,5 +317,5 @@ func (s *Chains) KeepHop(id string, h int, owner string, ttl time.Duration) func
 // LockReaper takes the deadline reaper's lock for ttl, reporting whether owner got it:
 // one chat worker sweeps at a time.
 func (s *Jobs) LockReaper(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
-	return s.tryLock(ctx, s.K.ReaperLock(), owner, ttl)
+	return s.tryLock(ctx, s.K.reaperLock(), owner, ttl)
 }

@@ -27,13 +27,13 @@ var coolDown = script("cool_down")
 // longer rest; it reports whether the key was usable before (exactly one of several
 // concurrent callers sees true).
 func (s *Searches) CoolDown(ctx context.Context, engine, fp string, reason provider.Kind, d time.Duration) (bool, error) {
-	return s.coolDownKey(ctx, s.K.KeyCooldown(engine, fp), string(reason), d)
+	return s.coolDownKey(ctx, s.K.keyCooldown(engine, fp), string(reason), d)
 }
 
 // Resting returns how long each of engine's keys fps still rests, and why, in one
 // round trip.
 func (s *Searches) Resting(ctx context.Context, engine string, fps []string) ([]provider.Rest, error) {
-	return s.resting(ctx, fps, func(fp string) string { return s.K.KeyCooldown(engine, fp) })
+	return s.resting(ctx, fps, func(fp string) string { return s.K.keyCooldown(engine, fp) })
 }
 
 // ModelKeyCooldowns are the main-model providers' key cooldowns (provider.Cooldowns,
@@ -46,13 +46,13 @@ func (s *Searches) ModelKeyCooldowns() ModelKeyCooldowns { return ModelKeyCooldo
 
 // CoolDown rests the key fp of provider for d (see Store.CoolDown).
 func (m ModelKeyCooldowns) CoolDown(ctx context.Context, provider, fp string, reason provider.Kind, d time.Duration) (bool, error) {
-	return m.s.coolDownKey(ctx, m.s.K.ModelKeyCooldown(provider, fp), string(reason), d)
+	return m.s.coolDownKey(ctx, m.s.K.modelKeyCooldown(provider, fp), string(reason), d)
 }
 
 // Resting returns how long each of provider's keys fps still rests (see
 // Store.Resting).
 func (m ModelKeyCooldowns) Resting(ctx context.Context, provider string, fps []string) ([]provider.Rest, error) {
-	return m.s.resting(ctx, fps, func(fp string) string { return m.s.K.ModelKeyCooldown(provider, fp) })
+	return m.s.resting(ctx, fps, func(fp string) string { return m.s.K.modelKeyCooldown(provider, fp) })
 }
 
 // coolDownKey rests the cooldown key k for d because of reason.

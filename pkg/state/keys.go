@@ -69,20 +69,20 @@ func (k Keys) WebhookSecret(id string) string { return k.job(id, ":whsec") }
 // handles its terminal event (ReadEnded).
 func (k Keys) Deadlines() string { return k.prefix + ":deadlines" }
 
-// ReaperLock is held by the one worker sweeping Deadlines.
-func (k Keys) ReaperLock() string { return k.prefix + ":reaper" }
+// reaperLock is held by the one worker sweeping Deadlines.
+func (k Keys) reaperLock() string { return k.prefix + ":reaper" }
 
-// StickyConversation marks a conversation whose web_search chain continues in the
+// stickyConversation marks a conversation whose web_search chain continues in the
 // client's next request (the answer ended in client tool calls, not "stop").
-func (k Keys) StickyConversation(hash string) string { return k.prefix + ":sticky:" + hash }
+func (k Keys) stickyConversation(hash string) string { return k.prefix + ":sticky:" + hash }
 
-// Idempotency maps a tenant's Idempotency-Key to its job.
-func (k Keys) Idempotency(tenant, key string) string {
+// idempotency maps a tenant's Idempotency-Key to its job.
+func (k Keys) idempotency(tenant, key string) string {
 	return k.prefix + ":idem:{" + tenant + "}:" + key
 }
 
-// RateLimit is the limiter state of one engine.
-func (k Keys) RateLimit(engine string) string { return k.prefix + ":rl:{" + engine + "}" }
+// rateLimit is the limiter state of one engine.
+func (k Keys) rateLimit(engine string) string { return k.prefix + ":rl:{" + engine + "}" }
 
 // SearchCache is a tenant's cached result of one engine for one normalized query.
 // The cache is per tenant: a hit costs no search, which the answer shows
@@ -126,8 +126,8 @@ func (k Keys) TenantLeases(kind, tenant string) string {
 	return k.prefix + ":leases:{" + tenant + "}:" + kind
 }
 
-// TenantRate is a tenant's request rate limiter.
-func (k Keys) TenantRate(tenant string) string { return k.prefix + ":rl-tenant:{" + tenant + "}" }
+// tenantRate is a tenant's request rate limiter.
+func (k Keys) tenantRate(tenant string) string { return k.prefix + ":rl-tenant:{" + tenant + "}" }
 
 // TenantFileBytes maps each of a tenant's files to its size (a hash): the tenant's
 // storage usage.
@@ -136,17 +136,17 @@ func (k Keys) TenantFileBytes(tenant string) string { return k.prefix + ":fileby
 // FileExpiries is every expiring file ("<id>/<tenant>") by expiry time (a sorted set).
 func (k Keys) FileExpiries() string { return k.prefix + ":file-expiries" }
 
-// KeyCooldown is one engine API key's rest after the provider refused it (429,
+// keyCooldown is one engine API key's rest after the provider refused it (429,
 // 401/403, 402), shared by every search worker; fp is the key's fingerprint, never
 // the key. Its value is why it rests, its TTL how long.
-func (k Keys) KeyCooldown(engine, fp string) string {
+func (k Keys) keyCooldown(engine, fp string) string {
 	return k.prefix + ":keyrest:{" + engine + "}:" + fp
 }
 
-// ModelKeyCooldown is one main-model provider API key's rest, shaped as KeyCooldown
+// modelKeyCooldown is one main-model provider API key's rest, shaped as KeyCooldown
 // but apart from the engines' ("modelkeyrest"), so a provider and an engine of one
 // name never share a rest.
-func (k Keys) ModelKeyCooldown(provider, fp string) string {
+func (k Keys) modelKeyCooldown(provider, fp string) string {
 	return k.prefix + ":modelkeyrest:{" + provider + "}:" + fp
 }
 
@@ -181,10 +181,10 @@ func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID)
 // previous turns included, and the settings it echoes), beside its job's keys.
 func (k Keys) StoredResponse(id string) string { return k.job(id, ":response") }
 
-// SpendPending is a tenant's model-turn reservations of one UTC day that are not
+// spendPending is a tenant's model-turn reservations of one UTC day that are not
 // settled yet (a sorted set: call → when the reservation lapses, ms). A reservation
 // whose worker died is released by the next reservation of the day once it lapses.
-func (k Keys) SpendPending(tenant, day string) string { return k.budget(tenant) + ":p:" + day }
+func (k Keys) spendPending(tenant, day string) string { return k.budget(tenant) + ":p:" + day }
 
 // quota is the root of a tenant's storage quota keys (the tenant as hash tag, so the
 // quota script touches one Redis Cluster slot).

@@ -63,7 +63,7 @@ func (s *Leases) LeasesHeld(ctx context.Context, kind, tenant string) (int, erro
 // given burst (the GCRA limiter engines use). It returns 0 when the request may go,
 // else how long until one would.
 func (s *Leases) AllowTenant(ctx context.Context, tenant string, perSecond float64, burst int) (time.Duration, error) {
-	return s.allow(ctx, s.K.TenantRate(tenant), perSecond, burst)
+	return s.allow(ctx, s.K.tenantRate(tenant), perSecond, burst)
 }
 
 // LeaseIDs lists tenant's live leases of kind (the job ids of its unfinished jobs,

@@ -14,7 +14,7 @@ var gcra = script("rate_limit")
 // burst. It returns 0 when the request may go, else how long to wait: the search
 // worker re-queues the search with that delay instead of sleeping on a slot.
 func (s *Searches) Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error) {
-	return s.allow(ctx, s.K.RateLimit(engine), perSecond, burst)
+	return s.allow(ctx, s.K.rateLimit(engine), perSecond, burst)
 }
 
 // allow takes one request from the GCRA limiter at key.

@@ -509,7 +509,7 @@ func (s *Webhooks) SetWebhookStatus(ctx context.Context, jobID, to string, from 
 // winner's job id and request hash, so the same request is answered with the same job
 // and a different one under the same key can be refused.
 func (s *Jobs) ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error) {
-	k := s.K.Idempotency(tenant, key)
+	k := s.K.idempotency(tenant, key)
 	won, err := s.r.SetNX(ctx, k, jobID+" "+requestHash, ttl).Result()
 	if err != nil || won {
 		return won, "", "", err
@@ -525,12 +525,12 @@ func (s *Jobs) ClaimIdempotency(ctx context.Context, tenant, key, jobID, request
 // MarkStickyConversation remembers, for ttl, that the conversation with this hash
 // continues a web_search chain.
 func (s *Chains) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
-	return s.r.Set(ctx, s.K.StickyConversation(hash), "1", ttl).Err()
+	return s.r.Set(ctx, s.K.stickyConversation(hash), "1", ttl).Err()
 }
 
-// StickyConversation reports whether a conversation continues a web_search chain.
+// stickyConversation reports whether a conversation continues a web_search chain.
 func (s *Chains) StickyConversation(ctx context.Context, hash string) (bool, error) {
-	n, err := s.r.Exists(ctx, s.K.StickyConversation(hash)).Result()
+	n, err := s.r.Exists(ctx, s.K.stickyConversation(hash)).Result()
 	return n == 1, err
 }
 

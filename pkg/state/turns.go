@@ -54,7 +54,7 @@ var settleTurnSpend = script("settle_turn_spend")
 
 // turnKeys are the tenant's day ledger keys of day (and its month).
 func (s *core) turnKeys(tenant, day string) []string {
-	return []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, day[:min(6, len(day))]), s.K.SpendCalls(tenant, day), s.K.SpendPending(tenant, day)}
+	return []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, day[:min(6, len(day))]), s.K.SpendCalls(tenant, day), s.K.spendPending(tenant, day)}
 }
 
 // periodTTLs are how long a day's and a month's counters are kept (a day past each
