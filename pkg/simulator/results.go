@@ -214,12 +214,9 @@ func blocked(host string, block []string) bool {
 // slugOf is the URL path made from the query's ASCII words, or from its hash when it
 // has none (a query in Chinese).
 func slugOf(q string, seed [32]byte) string {
-	var words []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
 		return r > unicode.MaxASCII || !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}) {
-		words = append(words, w)
-	}
+	})
 	s := strings.Join(words, "-")
 	if len(s) > 60 {
 		s = strings.TrimRight(s[:60], "-")

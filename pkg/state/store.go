@@ -343,6 +343,7 @@ func (k *keeper) stop(drop bool) {
 		// A renewal under way finishes before the lease is released, so it cannot
 		// write the lease back after the release.
 		k.running.Lock()
+		//lint:ignore SA2001 taking the lock waits for the renewal under way; nothing is done under it
 		k.running.Unlock()
 		if drop {
 			k.s.release(context.Background(), k.key, k.owner)

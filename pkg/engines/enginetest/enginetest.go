@@ -563,6 +563,8 @@ type Request struct {
 // answers its calls with resps in order (the last one repeats), and returns the result,
 // the error and the requests the engine made. The API key is "sk-test-key" unless
 // cfg.APIKey is set.
+//
+//lint:ignore ST1008 the requests come last: callers read them after the outcome
 func Do(t *testing.T, cfg engines.Config, q engines.Query, resps ...Response) (*engines.Result, error, []Request) {
 	t.Helper()
 	var (

@@ -170,7 +170,7 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 				if s.Title == "" {
 					s.Title = titles[s.URL]
 				}
-				res.Sources = append(res.Sources, Source{URL: s.URL, Title: s.Title, PageAge: s.PageAge})
+				res.Sources = append(res.Sources, Source(s))
 			}
 		}
 		parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: id, Name: "web_search", Query: e.Query}}, Part{Kind: PartServerResult, Search: res})
