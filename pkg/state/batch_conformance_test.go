@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/batch/batchstoretest"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -15,6 +16,6 @@ func TestBatchStoreConformance(t *testing.T) {
 	t.Parallel()
 	batchstoretest.Run(t, func(t *testing.T) batchstoretest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.Flatten(state.New(rdb, prefix, time.Hour))
+		return redistest.Flatten(state.New(rdb, prefix, time.Hour))
 	})
 }

@@ -17,21 +17,3 @@ var SplitJob = splitJob
 // AsCluster makes s write as it does across a Redis Cluster's slots (no script
 // touches keys of two slots), on the single Redis the tests run against.
 func AsCluster(s *Store) *Store { s.c.inOrder = false; return s }
-
-// Flat is all of a store's aggregates in one value, as the conformance suites take a
-// store (a store of one type passes them too).
-type Flat struct {
-	*Jobs
-	*Chains
-	*Searches
-	*Batches
-	*Files
-	*Ledger
-	*Leases
-	*Webhooks
-}
-
-// Flatten returns s's aggregates as one Flat.
-func Flatten(s *Store) Flat {
-	return Flat{s.Jobs, s.Chains, s.Searches, s.Batches, s.Files, s.Ledger, s.Leases, s.Webhooks}
-}

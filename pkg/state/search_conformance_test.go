@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/search/searchtest"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -15,7 +16,7 @@ func TestSearchStoreConformance(t *testing.T) {
 	t.Parallel()
 	searchtest.Run(t, func(t *testing.T) searchtest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.Flatten(state.New(rdb, prefix, time.Hour))
+		return redistest.Flatten(state.New(rdb, prefix, time.Hour))
 	})
 }
 
@@ -25,6 +26,6 @@ func TestSearchStoreConformanceAsCluster(t *testing.T) {
 	t.Parallel()
 	searchtest.Run(t, func(t *testing.T) searchtest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.Flatten(state.AsCluster(state.New(rdb, prefix, time.Hour)))
+		return redistest.Flatten(state.AsCluster(state.New(rdb, prefix, time.Hour)))
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook/webhookstoretest"
@@ -15,6 +16,6 @@ func TestWebhookStoreConformance(t *testing.T) {
 	t.Parallel()
 	webhookstoretest.Run(t, func(t *testing.T) webhookstoretest.Store {
 		rdb, prefix := testenv.Redis(t)
-		return state.Flatten(state.New(rdb, prefix, time.Hour))
+		return redistest.Flatten(state.New(rdb, prefix, time.Hour))
 	})
 }
