@@ -1,0 +1,118 @@
+// Package agent is a provider's research agent behind a research run: OpenAI deep
+// research, Gemini Deep Research, Perplexity's Agent API, Parallel Task and Exa Agent.
+// A research run (pkg/research) that names an agent submits the question to it once,
+// stores the provider's run id, polls it with scheduled messages (never a sleeping
+// goroutine) or takes its webhooks, and normalizes the result into the run's output.
+//
+// This package imports nothing of the fleet's but pkg/provider-style HTTP plumbing:
+// the run's phases call it; it never calls back.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Request is what a run submits.
+type Request struct {
+	// Ref is the fleet's reference for the run (the research run id): sent to the
+	// provider as its idempotency key, client reference or metadata, wherever the
+	// provider takes one, so Find can reattach after a crash.
+	Ref string
+	// Input is the question (or the last user message of the run's input).
+	Input string
+	// Instructions are the run's instructions, if any.
+	Instructions string
+	// Effort is low, medium, high or max; each agent maps it to its preset or processor.
+	Effort string
+	// OutputSchema is the run's JSON Schema, when it asks for structured output.
+	OutputSchema json.RawMessage
+	// Model is the provider's model or processor when the agent's config names one.
+	Model string
+}
+
+// State is a provider run's state as the fleet sees it.
+type State string
+
+const (
+	Queued       State = "queued"
+	Running      State = "running"
+	RequiresPlan State = "requires_action" // a plan waits for approval (Gemini collaborative planning)
+	Completed    State = "completed"
+	Failed       State = "failed"
+	Cancelled    State = "cancelled"
+)
+
+// Done reports whether the state is terminal.
+func (s State) Done() bool { return s == Completed || s == Failed || s == Cancelled }
+
+// Status is one poll's answer.
+type Status struct {
+	State State
+	// Events are the provider's progress events since the cursor the poll was given
+	// (plan, searches, thoughts), in order; Cursor resumes after the last.
+	Events []Event
+	Cursor string
+	// Result is set once State is Completed.
+	Result *Result
+	// Error is the provider's reason when State is Failed (client-safe text).
+	Error string
+	// Cost is the provider's reported cost so far, in USD (0: not reported).
+	CostUSD float64
+	// RetryAfter is when to poll again (0: the agent's default interval).
+	RetryAfter time.Duration
+}
+
+// Event is one progress event of a provider run.
+type Event struct {
+	Type string // "plan", "search", "fetch", "thought", "status"
+	Text string
+	URL  string
+}
+
+// Result is a provider's finished research, normalized.
+type Result struct {
+	// Report is Markdown with [n] markers into Sources (1-based).
+	Report  string
+	Sources []Source
+	// Output is the structured answer when the request had an OutputSchema.
+	Output json.RawMessage
+	// Basis is per top-level field of Output: its citations, reasoning, confidence.
+	Basis map[string]Basis
+	// CostUSD is the provider's reported cost (0: none reported; the run then
+	// settles at the agent's list price).
+	CostUSD float64
+	// Searches is how many searches the provider reports it ran.
+	Searches int
+}
+
+// Source is one cited source.
+type Source struct {
+	URL     string `json:"url"`
+	Title   string `json:"title,omitempty"`
+	Excerpt string `json:"excerpt,omitempty"`
+}
+
+// Basis is how one output field is supported.
+type Basis struct {
+	Citations  []Source `json:"citations"`
+	Reasoning  string   `json:"reasoning,omitempty"`
+	Confidence string   `json:"confidence,omitempty"` // low, medium, high
+}
+
+// Agent is one configured research agent.
+type Agent interface {
+	// Submit starts a run at the provider and returns the provider's run id.
+	Submit(ctx context.Context, req Request) (id string, err error)
+	// Find looks for a run submitted earlier with req.Ref (after a crash between
+	// submit and store); ok false when the provider has none.
+	Find(ctx context.Context, ref string) (id string, ok bool, err error)
+	// Poll reads the run's state and events after cursor.
+	Poll(ctx context.Context, id, cursor string) (Status, error)
+	// Approve resumes a run waiting in RequiresPlan, with the plan replaced when
+	// plan is not empty; agents without a plan step return an error.
+	Approve(ctx context.Context, id, plan string) error
+	// Cancel asks the provider to stop the run.
+	Cancel(ctx context.Context, id string) error
+}
