@@ -224,4 +224,6 @@ func (k Keys) tenantRuns(tenant string) string { return k.prefix + ":runs:{" + t
 
 // runShare maps a tenant's in-flight research request (by its hash) to the run that
 // serves it, so an identical request shares the run.
-func (k Keys) runShare(tenant, hash string) string { return k.prefix + ":runshare:{" + tenant + "}:" + hash }
+func (k Keys) runShare(tenant, hash string) string {
+	return k.prefix + ":runshare:{" + tenant + "}:" + hash
+}

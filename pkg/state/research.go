@@ -57,8 +57,10 @@ type Run struct {
 	Agent, AgentID, AgentCursor string
 	// Rounds are the rounds of sub-questions, by number.
 	Rounds []RunRound
-	// Ended is each child's terminal status, by job id.
-	Ended map[string]string
+	// Ended is each child's terminal status, by job id; Findings what each ended
+	// child found (pkg/research's JSON).
+	Ended    map[string]string
+	Findings map[string]json.RawMessage
 	// Draft is the writer's report before verification; Result the verified output
 	// (both first write wins).
 	Draft, Result json.RawMessage
@@ -192,11 +194,13 @@ func runOf(m map[string]string) *Run {
 		Plan: raw(runFieldPlan), Approved: m[runFieldApproved] != "", PlanReplaced: m[runFieldApproved] == "replaced", Cancel: m["cancel"] == "1",
 		Agent: m["agent"], AgentID: m[RunFieldAgentID], AgentCursor: m["agent_cursor"],
 		Draft: raw(RunFieldDraft), Result: raw(RunFieldResult), Incomplete: m["incomplete"], Error: raw("error"),
-		Spent: num("spent"), Held: num("held"), SpentByKind: map[string]int64{}, Ended: map[string]string{}, Share: m["share"]}
+		Spent: num("spent"), Held: num("held"), SpentByKind: map[string]int64{}, Ended: map[string]string{}, Findings: map[string]json.RawMessage{}, Share: m["share"]}
 	for k, v := range m {
 		switch {
 		case strings.HasPrefix(k, "end:"):
 			r.Ended[k[4:]] = v
+		case strings.HasPrefix(k, "kid:"):
+			r.Findings[k[4:]] = json.RawMessage(v)
 		case strings.HasPrefix(k, "spent:"):
 			r.SpentByKind[k[6:]] = num(k)
 		}
@@ -275,10 +279,10 @@ var researchUpdate = script("research_update")
 var researchChild = script("research_child")
 
 // ChildEnded counts a child job of round r of a run as ended, once, with its model
-// and search spend (USD) and its events, and returns how many of the round's
+// and search spend (USD), its finding (kept in Run.Findings) and its events, and returns how many of the round's
 // children have ended and how many it submitted. ErrNotFound when the run is gone.
-func (s *Research) ChildEnded(ctx context.Context, runID string, round int, child, status string, modelUSD, searchUSD float64, events []RunEventIn) (ended, submitted int, err error) {
-	argv := []any{round, child, status, toMicros(modelUSD), toMicros(searchUSD), len(events)}
+func (s *Research) ChildEnded(ctx context.Context, runID string, round int, child, status string, modelUSD, searchUSD float64, finding []byte, events []RunEventIn) (ended, submitted int, err error) {
+	argv := []any{round, child, status, toMicros(modelUSD), toMicros(searchUSD), finding, len(events)}
 	for _, e := range events {
 		argv = append(argv, e.Key, e.Data)
 	}

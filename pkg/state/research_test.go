@@ -85,10 +85,10 @@ func TestResearchChildrenAndBudget(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 5 {
-		wg.Go(func() { s.Research.ChildEnded(ctx, "rr_x", 0, "c1", "completed", 0.1, 0.05, nil) })
+		wg.Go(func() { s.Research.ChildEnded(ctx, "rr_x", 0, "c1", "completed", 0.1, 0.05, []byte(`{"text":"x"}`), nil) })
 	}
 	wg.Wait()
-	ended, sub, err := s.Research.ChildEnded(ctx, "rr_x", 0, "c2", "failed", 0, 0, nil)
+	ended, sub, err := s.Research.ChildEnded(ctx, "rr_x", 0, "c2", "failed", 0, 0, []byte(`{}`), nil)
 	if err != nil || ended != 2 || sub != 3 {
 		t.Fatalf("ended %d of %d, %v", ended, sub, err)
 	}
@@ -101,10 +101,10 @@ func TestResearchChildrenAndBudget(t *testing.T) {
 	s.Research.SettleRun(ctx, "rr_x", "writer", "model", 0.1)
 	s.Research.SettleRun(ctx, "rr_x", "writer", "model", 0.1)
 	r, _ := s.Research.GetRun(ctx, "rr_x")
-	if r.Spent != 250000 || r.Held != 300000 || r.SpentByKind["model"] != 200000 || r.SpentByKind["search"] != 50000 || r.Ended["c1"] != "completed" || r.Rounds[0].Ended != 2 {
+	if r.Spent != 250000 || r.Held != 300000 || r.SpentByKind["model"] != 200000 || r.SpentByKind["search"] != 50000 || r.Ended["c1"] != "completed" || string(r.Findings["c1"]) != `{"text":"x"}` || r.Rounds[0].Ended != 2 {
 		t.Fatalf("run: spent %d held %d by kind %v ended %v", r.Spent, r.Held, r.SpentByKind, r.Ended)
 	}
-	if _, _, err := s.Research.ChildEnded(ctx, "rr_gone", 0, "c", "completed", 0, 0, nil); !errors.Is(err, state.ErrNotFound) {
+	if _, _, err := s.Research.ChildEnded(ctx, "rr_gone", 0, "c", "completed", 0, 0, nil, nil); !errors.Is(err, state.ErrNotFound) {
 		t.Fatalf("no run: %v", err)
 	}
 }

@@ -8,7 +8,8 @@
 -- ARGV[3] status   its terminal status
 -- ARGV[4] model    its model spend, micro-USD
 -- ARGV[5] search   its search spend, micro-USD
--- ARGV[6] n        events that follow, as key/json pairs
+-- ARGV[6] finding  the child's finding (JSON), kept as kid:<child>
+-- ARGV[7] n        events that follow, as key/json pairs
 -- Returns {ended, submitted} of the round ({-1, -1}: no such run).
 
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, -1} end
@@ -22,8 +23,9 @@ if redis.call('HSETNX', KEYS[1], 'end:' .. ARGV[2], ARGV[3]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'spent', tonumber(ARGV[4]) + tonumber(ARGV[5]))
   redis.call('HINCRBY', KEYS[1], 'spent:model', ARGV[4])
   redis.call('HINCRBY', KEYS[1], 'spent:search', ARGV[5])
-  local i = 7
-  for _ = 1, tonumber(ARGV[6]) do
+  redis.call('HSET', KEYS[1], 'kid:' .. ARGV[2], ARGV[6])
+  local i = 8
+  for _ = 1, tonumber(ARGV[7]) do
     local k = 'ev:' .. ARGV[i]
     if redis.call('HEXISTS', KEYS[1], k) == 0 then
       redis.call('HSET', KEYS[1], k, redis.call('RPUSH', KEYS[2], ARGV[i + 1]))
