@@ -48,7 +48,7 @@ const (
 	ConsumerWebhooks = "webhooks"
 	ConsumerExpand   = "batch-expander"
 	ConsumerFinisher = "finisher"
-	ConsumerResearch = "researcher" // research runs' steps, in the chat workers' processes
+	ConsumerResearch = "researcher"    // research runs' steps, in the chat workers' processes
 	consumerSearch   = "searchworker-" // + engine id
 	ConsumerFetch    = "fetchworker"   // web_fetch calls, in the search workers' processes
 )

@@ -85,7 +85,9 @@ func TestResearchChildrenAndBudget(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 5 {
-		wg.Go(func() { s.Research.ChildEnded(ctx, "rr_x", 0, "c1", "completed", 0.1, 0.05, []byte(`{"text":"x"}`), nil) })
+		wg.Go(func() {
+			s.Research.ChildEnded(ctx, "rr_x", 0, "c1", "completed", 0.1, 0.05, []byte(`{"text":"x"}`), nil)
+		})
 	}
 	wg.Wait()
 	ended, sub, err := s.Research.ChildEnded(ctx, "rr_x", 0, "c2", "failed", 0, 0, []byte(`{}`), nil)
