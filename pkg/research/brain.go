@@ -145,8 +145,9 @@ func cited(ns []int, sources []Source) []Source {
 
 var markerRE = regexp.MustCompile(`\[(\d{1,3})\]`)
 
-// number gives the findings' sources one numbering for the run (each URL once, in
-// the order the findings cite them) and rewrites each finding's markers into it.
+// number gives the sources the findings cite one numbering for the run (each URL
+// once, in the order the findings cite them) and rewrites each finding's markers
+// into it.
 func number(fs []Finding) ([]Source, []findingBrief) {
 	var sources []Source
 	byURL := map[string]int{}
@@ -155,8 +156,15 @@ func number(fs []Finding) ([]Source, []findingBrief) {
 		if f.Status != "completed" || f.Text == "" {
 			continue
 		}
+		// Only the sources the finding cites are numbered: the report lists what it
+		// rests on.
 		local := map[int]int{}
-		for i, s := range f.Sources {
+		for _, m := range markerRE.FindAllStringSubmatch(f.Text, -1) {
+			k, _ := strconv.Atoi(m[1])
+			if k < 1 || k > len(f.Sources) || local[k] != 0 {
+				continue
+			}
+			s := f.Sources[k-1]
 			n, ok := byURL[s.URL]
 			if !ok {
 				n = len(sources) + 1
@@ -166,7 +174,7 @@ func number(fs []Finding) ([]Source, []findingBrief) {
 			} else if sources[n-1].Excerpt == "" {
 				sources[n-1].Excerpt = s.Excerpt
 			}
-			local[i+1] = n
+			local[k] = n
 		}
 		text := markerRE.ReplaceAllStringFunc(f.Text, func(m string) string {
 			k, _ := strconv.Atoi(m[1 : len(m)-1])

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -97,4 +99,78 @@ func Cancel(ctx context.Context, b *bus.Bus, st *state.Store, id string) (bool, 
 		return false, err
 	}
 	return true, b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: id, Why: "cancel"})
+}
+
+// Service is what the front doors use: the ingress, MCP, batches and the Responses
+// API start, read, follow, cancel and approve runs through it.
+type Service struct {
+	Bus   *bus.Bus
+	Store *state.Store
+	// Models are the chat models a run's brain may be.
+	Models []string
+	// Timeout bounds a run whose budget names no deadline.
+	Timeout time.Duration
+}
+
+// ErrNoModel means a request names no research model this fleet has.
+var ErrNoModel = errors.New("research: no such model")
+
+// Resolve fills in the brain of a request from its model: "research/<brain>", or a
+// chat model's own name.
+func (s *Service) Resolve(req *Request) error {
+	brain := strings.TrimPrefix(req.Model, ModelPrefix)
+	if req.Model == "" && len(s.Models) > 0 {
+		brain = s.Models[0]
+		req.Model = ModelPrefix + brain
+	}
+	if !slices.Contains(s.Models, brain) {
+		return ErrNoModel
+	}
+	req.Brain = brain
+	return nil
+}
+
+// Start validates, resolves and creates a run of tenant (Create).
+func (s *Service) Start(ctx context.Context, tenant string, req *Request, noShare bool) (*state.Run, bool, error) {
+	if err := req.Validate(); err != nil {
+		return nil, false, invalid{err}
+	}
+	if err := s.Resolve(req); err != nil {
+		return nil, false, err
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = time.Hour
+	}
+	return Create(ctx, s.Bus, s.Store, tenant, req, timeout, noShare)
+}
+
+// ErrInvalid matches (errors.Is) the errors of Start that are the client's to fix;
+// their text is client-safe.
+var ErrInvalid = errors.New("research: invalid request")
+
+type invalid struct{ err error }
+
+func (e invalid) Error() string        { return e.err.Error() }
+func (e invalid) Unwrap() error        { return e.err }
+func (e invalid) Is(target error) bool { return target == ErrInvalid }
+
+// Get reads tenant's run id (state.ErrNotFound for another tenant's).
+func (s *Service) Get(ctx context.Context, tenant, id string) (*state.Run, error) {
+	if !strings.HasPrefix(id, IDPrefix) || len(id) > 64 {
+		return nil, state.ErrNotFound
+	}
+	r, err := s.Store.Research.GetRun(ctx, id)
+	if err == nil && r.Tenant != tenant {
+		return nil, state.ErrNotFound
+	}
+	return r, err
+}
+
+// Cancel cancels tenant's run id: false when it has ended.
+func (s *Service) Cancel(ctx context.Context, tenant, id string) (bool, error) {
+	if _, err := s.Get(ctx, tenant, id); err != nil {
+		return false, err
+	}
+	return Cancel(ctx, s.Bus, s.Store, id)
 }

@@ -43,6 +43,20 @@ type Options struct {
 	ModelLatency time.Duration
 	// EngineLatency is added to every engine answer.
 	EngineLatency time.Duration
+	// ModelLatencyMax and EngineLatencyMax, when above their latencies, make each
+	// answer's latency a value between the two, drawn from the request's bytes (the
+	// same request waits the same time): "model 1–3 s, search 0.3–0.8 s".
+	ModelLatencyMax, EngineLatencyMax time.Duration
+}
+
+// between is a latency from lo to hi drawn from body's hash (lo when hi ≤ lo).
+func between(lo, hi time.Duration, body []byte) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	sum := sha256.Sum256(body)
+	n := uint64(sum[0])<<24 | uint64(sum[1])<<16 | uint64(sum[2])<<8 | uint64(sum[3])
+	return lo + time.Duration(n%uint64(hi-lo+1))
 }
 
 // Server is the simulator.
@@ -156,7 +170,7 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 		}
 		s.stats.count(rt.kind, body, r.URL.RawQuery)
 		q := rt.queryOf(r, body)
-		if !s.applyFaults(w, r, rt.kind, r.URL.Path, q, rt.errorBody, s.opts.EngineLatency) {
+		if !s.applyFaults(w, r, rt.kind, r.URL.Path, q, rt.errorBody, between(s.opts.EngineLatency, s.opts.EngineLatencyMax, body)) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
