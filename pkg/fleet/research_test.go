@@ -34,8 +34,8 @@ type researchRun struct {
 			URL     string `json:"url"`
 			Excerpt string `json:"excerpt"`
 		} `json:"sources"`
-		Object    json.RawMessage `json:"object"`
-		Basis     map[string]struct {
+		Object json.RawMessage `json:"object"`
+		Basis  map[string]struct {
 			Citations []struct {
 				URL     string `json:"url"`
 				Excerpt string `json:"excerpt"`

@@ -101,7 +101,7 @@ func researchBrain(req chatRequest) (map[string]any, bool) {
 
 var (
 	researchDirectiveRE = regexp.MustCompile(`\s*sim:[a-z0-9-]+(=\S+)?`)
-	simMarkerRE = regexp.MustCompile(`\[(\d{1,3})\]`)
+	simMarkerRE         = regexp.MustCompile(`\[(\d{1,3})\]`)
 )
 
 // researchAspects are the aspects the scripted planner decomposes a question into:
