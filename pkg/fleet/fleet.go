@@ -314,6 +314,11 @@ func (p *process) runChat(ctx context.Context) error {
 	// verification, in the chat workers' processes.
 	rw := &research.Worker{Bus: p.bus, Store: p.store, Models: models, Ender: p.ender, Webhooks: p.hooks, Budgets: w.Budgets,
 		Log: p.log.With("role", "research"), ID: p.id, LeaseTTL: env.AckWait, ModelTimeout: env.ModelTimeout}
+	for _, id := range p.engines.IDs() {
+		if e, ok := p.engines.Get(id); ok {
+			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
+		}
+	}
 	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
 		return err
 	}

@@ -1,13 +1,19 @@
 package fleet_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // researchRun is the part of a run's view the tests read.
@@ -137,4 +143,163 @@ func TestResearchRun(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(b), `"completed"`) {
 		t.Fatalf("child job: %d %s", code, b)
 	}
+}
+
+// With an output_schema, the run's object validates against the schema (a real JSON
+// Schema validator) and every top-level field has a basis whose citations resolve to
+// the run's sources, with the excerpt relied on.
+func TestResearchOutputSchema(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	schema := map[string]any{"type": "object", "additionalProperties": false, "required": []string{"summary", "builders", "count"},
+		"properties": map[string]any{"summary": map[string]any{"type": "string", "minLength": 1},
+			"builders": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"count":    map[string]any{"type": "integer", "minimum": 1}}}
+	r := startResearch(t, f, map[string]any{"input": "Who built the Golden Gate Bridge?", "model": "research/sim-model", "effort": "low", "output_schema": schema})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Output == nil || r.Output.Object == nil {
+		t.Fatalf("run: %+v", r)
+	}
+	sb, _ := json.Marshal(schema)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(sb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.Output.Object))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(obj); err != nil {
+		t.Fatalf("the object does not validate: %v\n%s", err, r.Output.Object)
+	}
+	sources := map[string]bool{}
+	for _, s := range r.Output.Sources {
+		sources[s.URL] = true
+	}
+	for _, k := range []string{"summary", "builders", "count"} {
+		b, ok := r.Output.Basis[k]
+		if !ok || len(b.Citations) == 0 || b.Confidence == "" {
+			t.Errorf("field %s: basis %+v", k, b)
+		}
+		for _, c := range b.Citations {
+			if !sources[c.URL] || c.Excerpt == "" {
+				t.Errorf("field %s cites %+v, not one of the run's sources with its excerpt", k, c)
+			}
+		}
+	}
+}
+
+// plan "review" stops at requires_action with the plan and sends its webhook; a
+// replaced plan runs as replaced; an approval of a run that does not wait is refused.
+func TestResearchPlanReview(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	rcv := newReceiver(t, func(int) int { return http.StatusOK })
+	r := startResearch(t, f, map[string]any{"input": "How do tides work?", "model": "research/sim-model", "effort": "low", "plan": "review",
+		"callback": map[string]any{"url": rcv.URL}})
+	r = waitResearch(t, f, r.ID, func(r researchRun) bool { return r.Status == "requires_action" })
+	if r.Plan == nil || len(r.Plan.Questions) != 3 || len(r.Rounds) != 0 {
+		t.Fatalf("plan under review: %+v", r)
+	}
+	fleettest.Eventually(t, "the requires_action webhook", func() bool {
+		for _, d := range rcv.deliveries() {
+			if strings.Contains(string(d.body), `"type":"research.requires_action"`) && d.header.Get("webhook-signature") != "" {
+				return true
+			}
+		}
+		return false
+	})
+	code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"plan": map[string]any{"questions": []map[string]string{
+		{"question": "What makes the tides rise?"}, {"question": "When are spring tides?"}}}})
+	if code != http.StatusOK {
+		t.Fatalf("replace: %d %s", code, b)
+	}
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || len(r.Rounds) != 1 || len(r.Rounds[0].Questions) != 2 {
+		t.Fatalf("replaced plan: %+v", r)
+	}
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"action": "approve"}); code != http.StatusConflict {
+		t.Fatalf("approving an ended run: %d %s", code, b)
+	}
+	fleettest.Eventually(t, "the completed webhook", func() bool {
+		for _, d := range rcv.deliveries() {
+			if strings.Contains(string(d.body), `"type":"research.completed"`) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// Cancelling a running run ends it cancelled, and its children that ran cancelled.
+func TestResearchCancel(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	// Every call takes long: the children are out when the cancel lands.
+	setFault(t, f, map[string]any{"prefix": "/", "slow": "1500ms"})
+	r := startResearch(t, f, map[string]any{"input": "Why is the sky blue?", "model": "research/sim-model", "effort": "low"})
+	r = waitResearch(t, f, r.ID, func(r researchRun) bool { return len(r.Rounds) > 0 && r.Rounds[0].Questions[0].JobID != "" })
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "cancelled" {
+		t.Fatalf("status %s", r.Status)
+	}
+	for _, q := range r.Rounds[0].Questions {
+		fleettest.Eventually(t, "child "+q.JobID+" cancelled", func() bool {
+			_, b, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+q.JobID, nil)
+			return strings.Contains(string(b), `"status":"cancelled"`)
+		})
+	}
+	if code, _, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusConflict {
+		t.Fatalf("cancelling an ended run: %d", code)
+	}
+}
+
+func setFault(t *testing.T, f *fleettest.Fleet, fault map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(fault)
+	resp, err := http.Post(f.SimURL+"/_sim/faults", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// A run with budget.max_usd stops spending at its cap: fewer children than planned,
+// the report written from what they found, completed with incomplete_details
+// {reason: "budget"}, and its spend within the cap and one step in flight.
+func TestResearchBudget(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
+		pricedBrave(file)
+		m := file.Models[demo.Model]
+		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
+		file.Models[demo.Model] = m
+	}))
+	const capUSD = 0.25
+	r := startResearch(t, f, map[string]any{"input": "What powers the sun?", "model": "research/sim-model", "effort": "high", "budget": map[string]any{"max_usd": capUSD}})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Incomplete == nil || r.Incomplete.Reason != "budget" || r.Output == nil {
+		_, b, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+r.Rounds[0].Questions[0].JobID, nil)
+		t.Logf("child: %s", b)
+		t.Fatalf("run: %+v", r)
+	}
+	if r.Usage.Children == 0 || r.Usage.Children >= 12 {
+		t.Fatalf("%d children of 12 planned", r.Usage.Children)
+	}
+	// One step in flight: at most one child's share or one brain turn past the cap.
+	if r.Usage.CostUSD > capUSD+0.05 {
+		t.Fatalf("spent $%.4f of a $%.2f cap", r.Usage.CostUSD, capUSD)
+	}
+	t.Logf("%d children, $%.4f", r.Usage.Children, r.Usage.CostUSD)
 }

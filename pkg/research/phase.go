@@ -112,7 +112,11 @@ func next(f facts) action {
 		return action{act: actStop, reason: "deadline"}
 	case f.stopped != "":
 		// Nothing more is spent but the writer's call (which the budget may refuse:
-		// the report is then composed from the findings as they are).
+		// the report is then composed from the findings as they are). A budget stop
+		// waits for the children it paid for; a deadline stop cancelled them.
+		if f.stopped == "budget" && last >= 0 && f.rounds[last].ended < f.rounds[last].submitted {
+			return action{act: actWait}
+		}
 		if f.found == 0 {
 			return action{act: actFail, reason: f.stopped}
 		}

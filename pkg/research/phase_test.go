@@ -33,6 +33,7 @@ func TestNext(t *testing.T) {
 		{"overdue", with(planned, func(f *facts) { f.overdue, f.rounds = true, []roundFacts{r(3, 1, false)} }), actStop, 0},
 		{"stopped with findings", with(planned, func(f *facts) { f.overdue, f.stopped, f.found = true, "deadline", 1 }), actWrite, 0},
 		{"stopped without", with(planned, func(f *facts) { f.stopped = "budget" }), actFail, 0},
+		{"spent, children out", with(planned, func(f *facts) { f.stopped, f.rounds = "budget", []roundFacts{r(2, 1, false)} }), actWait, 0},
 		{"first round", planned, actSubmit, 0},
 		{"round written, not submitted", with(planned, func(f *facts) { f.rounds = []roundFacts{r(3, 3, true), r(0, 0, false)} }), actSubmit, 1},
 		{"children out", with(planned, func(f *facts) { f.rounds = []roundFacts{r(3, 2, false)} }), actWait, 0},

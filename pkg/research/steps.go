@@ -263,15 +263,15 @@ func (w *Worker) ended(ctx context.Context, id string, req *Request) error {
 }
 
 // notify enqueues the callback's delivery of a run event ("completed", "failed",
-// "cancelled", "requires_action") when the callback asks for it: Standard Webhooks,
+// "cancelled" when the callback asks for it; "requires_action" always): Standard Webhooks,
 // event type "research.<status>", the run as GET /v1/research/{id} shows it.
 func (w *Worker) notify(ctx context.Context, r *state.Run, req *Request, status string) error {
 	if w.Webhooks == nil || len(req.Callback) == 0 {
 		return nil
 	}
 	cb, err := webhook.DecodeCallback(req.Callback)
-	if err != nil || !cb.Wants(status) {
-		return nil
+	if err != nil || status != state.RunRequiresAction && !cb.Wants(status) {
+		return nil // requires_action is always sent: the run waits for the client
 	}
 	at := r.Updated
 	typ := "research." + status

@@ -37,6 +37,9 @@ type Worker struct {
 	ID           string
 	LeaseTTL     time.Duration
 	ModelTimeout time.Duration
+	// SearchUSD is the dearest search of the fleet's engines: a child's share of
+	// a run's budget has room for its searches at that price.
+	SearchUSD float64
 }
 
 func (w *Worker) log() *slog.Logger {
@@ -271,8 +274,10 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 	}
 	capUSD := 0.0
 	if m := req.Budget.MaxUSD; m > 0 {
+		// The budget left (less the writer's part) is shared by the children; a share
+		// too small for a child to answer at all submits fewer children instead.
 		left := m*(1-writerReserve) - float64(r.Spent+r.Held)/1e6
-		capUSD = left / float64(max(1, len(qs)))
+		capUSD = max(left/float64(max(1, len(qs))), w.childFloor(req))
 	}
 	stopped := ""
 	if req.Budget.MaxSearches > 0 && usedSearches >= req.Budget.MaxSearches {
@@ -338,6 +343,18 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 // minChildUSD is the least cap a child is submitted with: below it, the budget is
 // spent.
 const minChildUSD = 0.0001
+
+// childFloor is the least a child is given of a run's budget: three of its brain's
+// worst-case turns and one search at the fleet's dearest price (a search round and
+// an answer, with room).
+func (w *Worker) childFloor(req *Request) float64 {
+	m := w.Models[req.Brain]
+	maxOut := m.Pricing.MaxOutputTokens
+	if maxOut <= 0 {
+		maxOut = defaultMaxOutput
+	}
+	return 3*m.Pricing.Cost(2000, maxOut) + w.SearchUSD
+}
 
 // childJob is a sub-question's job: a chat job of the run's tenant and brain, asked
 // to search (and read pages) for what the sub-question must establish.
