@@ -89,7 +89,7 @@ func (s *Server) getResearchResponse(w http.ResponseWriter, r *http.Request) {
 }
 
 // cancelResearchResponse answers POST /v1/responses/{id}/cancel for a run's id: the
-// run and its children are cancelled; the Response is returned as it stands.
+// run ends cancelled and its children are cancelled.
 func (s *Server) cancelResearchResponse(w http.ResponseWriter, r *http.Request) {
 	run, ok := s.runForResponse(w, r)
 	if !ok {
@@ -101,9 +101,6 @@ func (s *Server) cancelResearchResponse(w http.ResponseWriter, r *http.Request) 
 	}
 	if got, err := s.Research.Store.Research.GetRun(r.Context(), run.ID); err == nil {
 		run = got
-	}
-	if !state.RunEnded(run.Status) {
-		run.Status = state.RunCancelled // it ends at its next step: the client sees where it is going
 	}
 	s.writeRunResponse(w, r, run, http.StatusOK)
 }

@@ -91,10 +91,11 @@ func Approve(ctx context.Context, b *bus.Bus, st *state.Store, r *state.Run, pla
 	return true, b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "approve"})
 }
 
-// Cancel asks a run to stop: its next step cancels its children and ends it. It
-// reports false when the run has ended.
+// Cancel ends a run cancelled at once; its next step cancels its children and tells
+// its callback. It reports false when the run had ended.
 func Cancel(ctx context.Context, b *bus.Bus, st *state.Store, id string) (bool, error) {
-	ok, err := st.Research.UpdateRun(ctx, id, state.RunUpdate{Fields: []any{"cancel", "1"}})
+	ok, err := st.Research.UpdateRun(ctx, id, state.RunUpdate{Status: state.RunCancelled, Fields: []any{"cancel", "1"},
+		Events: []state.RunEventIn{ev("done", "done", map[string]any{"status": state.RunCancelled})}})
 	if err != nil || !ok {
 		return false, err
 	}

@@ -14,7 +14,8 @@ const (
 	// actWait: nothing to do now (the run ended, waits for its children or for a
 	// plan's approval): ack.
 	actWait act = iota
-	// actCancel: a client cancelled the run: cancel its children, end it cancelled.
+	// actCancel: a client cancelled the run: end it cancelled (the API may have), and
+	// cancel its children that still run.
 	actCancel
 	// actAgent: the run is a provider agent's: submit it, or poll it.
 	actAgent
@@ -71,8 +72,10 @@ type facts struct {
 	rounds []roundFacts
 	// maxRounds is how many rounds after the first the effort allows.
 	maxRounds int
-	// found counts the children that completed with a finding.
+	// found counts the children that completed with a finding; running those
+	// submitted that have not ended.
 	found    int
+	running  int
 	drafted  bool
 	verified bool
 }
@@ -88,10 +91,10 @@ type roundFacts struct {
 func next(f facts) action {
 	last := len(f.rounds) - 1
 	switch {
+	case f.cancel && (f.running > 0 || !state.RunEnded(f.status)):
+		return action{act: actCancel}
 	case state.RunEnded(f.status):
 		return action{act: actWait}
-	case f.cancel:
-		return action{act: actCancel}
 	case f.agent:
 		return action{act: actAgent}
 	case f.verified:
@@ -144,6 +147,10 @@ func factsOf(r *state.Run, req *Request, now time.Time) facts {
 	for _, rd := range r.Rounds {
 		f.rounds = append(f.rounds, roundFacts{submitted: rd.Submitted, ended: rd.Ended, reflected: rd.Reflection != nil})
 	}
+	for _, rd := range r.Rounds {
+		f.running += max(rd.Submitted, 0)
+	}
+	f.running = max(f.running-len(r.Ended), 0)
 	for id, st := range r.Ended {
 		if st == string(state.Completed) && len(r.Findings[id]) > 0 {
 			f.found++

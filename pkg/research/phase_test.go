@@ -19,8 +19,10 @@ func TestNext(t *testing.T) {
 		want  act
 		round int
 	}{
-		{"ended", facts{status: state.RunCompleted, cancel: true}, actWait, 0},
+		{"ended", facts{status: state.RunCompleted}, actWait, 0},
 		{"cancelled", facts{status: state.RunInProgress, cancel: true, drafted: true}, actCancel, 0},
+		{"cancelled, children out", facts{status: state.RunCancelled, cancel: true, running: 2}, actCancel, 0},
+		{"cancelled, children ended", facts{status: state.RunCancelled, cancel: true}, actWait, 0},
 		{"agent", facts{status: state.RunQueued, agent: true}, actAgent, 0},
 		{"verified", with(planned, func(f *facts) { f.verified, f.drafted = true, true }), actComplete, 0},
 		{"drafted", with(planned, func(f *facts) { f.drafted = true }), actVerify, 0},

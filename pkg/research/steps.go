@@ -210,14 +210,16 @@ func (w *Worker) fail(ctx context.Context, r *state.Run, req *Request, code, msg
 	return w.ended(ctx, r.ID, req)
 }
 
-// cancel ends a run a client cancelled, and its children that still run.
+// cancel ends a run a client cancelled (unless the API did), cancels its children
+// that still run, and tells its callback (once: the delivery's id is the run's).
 func (w *Worker) cancel(ctx context.Context, r *state.Run) error {
-	if err := w.cancelChildren(ctx, r); err != nil {
-		return err
+	if !state.RunEnded(r.Status) {
+		if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunCancelled,
+			Events: []state.RunEventIn{ev("done", "done", map[string]any{"status": state.RunCancelled})}}); err != nil {
+			return err
+		}
 	}
-	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunCancelled,
-		Events: []state.RunEventIn{ev("done", "done", map[string]any{"status": state.RunCancelled})}})
-	if err != nil || !ok {
+	if err := w.cancelChildren(ctx, r); err != nil {
 		return err
 	}
 	var req Request

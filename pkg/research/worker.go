@@ -336,7 +336,13 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 	if stopped != "" {
 		fields = append(fields, "incomplete", stopped)
 	}
-	_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, Events: events, Fields: fields})
+	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, Events: events, Fields: fields})
+	if err == nil && !ok {
+		// The run ended meanwhile (a cancel): the children just submitted go too.
+		for i := range submitted {
+			w.Ender.End(ctx, childID(r.ID, round, i), jobs.Ending{Status: state.Cancelled})
+		}
+	}
 	return err
 }
 
