@@ -397,7 +397,7 @@ type jobView struct {
 		Report  string   `json:"report"`
 		Sources []source `json:"sources"`
 	} `json:"output"`
-	Error    *struct {
+	Error *struct {
 		Message string `json:"message"`
 		Code    string `json:"code"`
 	} `json:"error"`
