@@ -43,6 +43,9 @@ type Options struct {
 	ModelLatency time.Duration
 	// EngineLatency is added to every engine answer.
 	EngineLatency time.Duration
+	// AgentQueued and AgentRunning are how long a simulated research agent's run
+	// stays queued and then running (0: 2 s and 8 s); see sim_agents.go.
+	AgentQueued, AgentRunning time.Duration
 }
 
 // Server is the simulator.
@@ -53,6 +56,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	faults []*fault
+
+	agents *agentSim
 }
 
 // New builds a simulator with every route registered.
@@ -69,6 +74,8 @@ func New(opts Options) *Server {
 	for _, rt := range s.engineRoutes() {
 		s.mux.HandleFunc(rt.pattern, s.serveEngine(rt))
 	}
+	s.agents = newAgentSim(s)
+	s.agentRoutes()
 	s.mux.HandleFunc("GET /_sim/stats", s.getStats)
 	s.mux.HandleFunc("POST /_sim/reset", s.reset)
 	s.mux.HandleFunc("POST /_sim/faults", s.setFault)
@@ -396,6 +403,9 @@ type Stats struct {
 	Requests map[string]int64 `json:"requests"`
 	// Duplicates counts requests whose route and body exactly repeated an earlier one.
 	Duplicates map[string]int64 `json:"duplicates"`
+	// AgentSubmissions counts research agent submissions per "kind|fleet reference"
+	// (sim_agents.go).
+	AgentSubmissions map[string]int `json:"agentSubmissions"`
 }
 
 // Stats returns the counters.
@@ -409,6 +419,7 @@ func (s *Server) Stats() Stats {
 	for k, v := range s.stats.dups {
 		out.Duplicates[k] = v
 	}
+	out.AgentSubmissions = s.agents.submissionCounts()
 	return out
 }
 
@@ -423,6 +434,7 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	s.faults = nil
 	s.mu.Unlock()
+	s.agents.reset()
 }
 
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {

@@ -204,8 +204,10 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 		res := &Result{Searches: searches}
 		if out, basis := spanBasis(text, anns); out != nil {
 			res.Output, res.Basis = out, basis
+			res.Report = fieldReport(out, basis, &src)
+		} else {
+			res.Report = annotate(text, anns, &src)
 		}
-		res.Report = annotate(text, anns, &src)
 		res.Sources = src.list
 		st.Result = res
 	default:

@@ -61,10 +61,12 @@ func (s *sources) add(src Source) int {
 func marker(n int) string { return "[" + strconv.Itoa(n) + "]" }
 
 // annotate puts a marker after each annotated span of text (annotations with no span,
-// 0/0, or outside the text are cited at the end) and returns the report.
+// 0/0, or outside the text are cited at the end) and returns the report. A span that
+// is a Markdown link to its source (OpenAI annotates its "([site](url))") is replaced
+// by the marker.
 func annotate(text string, anns []annotation, src *sources) string {
 	runes := []rune(text)
-	type ins struct{ at, n int }
+	type ins struct{ start, end, n int }
 	var at []ins
 	var loose []int
 	for _, a := range anns {
@@ -72,29 +74,36 @@ func annotate(text string, anns []annotation, src *sources) string {
 			continue
 		}
 		n := src.add(Source{URL: a.URL, Title: a.Title})
-		if a.EndIndex <= 0 || a.EndIndex > len(runes) || a.StartIndex > a.EndIndex {
+		if a.EndIndex <= 0 || a.EndIndex > len(runes) || a.StartIndex < 0 || a.StartIndex > a.EndIndex {
 			loose = append(loose, n)
 			continue
 		}
-		at = append(at, ins{a.EndIndex, n})
+		at = append(at, ins{a.StartIndex, a.EndIndex, n})
 	}
-	sort.SliceStable(at, func(i, j int) bool { return at[i].at < at[j].at })
+	sort.SliceStable(at, func(i, j int) bool { return at[i].end < at[j].end })
 	var b strings.Builder
 	prev := 0
 	for i, x := range at {
-		if i > 0 && at[i-1].at == x.at && at[i-1].n == x.n {
+		if i > 0 && at[i-1].end == x.end && at[i-1].n == x.n {
 			continue
 		}
-		b.WriteString(string(runes[prev:x.at]))
-		if i == 0 || at[i-1].at != x.at {
+		cut := x.end
+		if x.start >= prev && linkOnly.MatchString(string(runes[x.start:x.end])) {
+			cut = x.start
+		}
+		b.WriteString(strings.TrimRight(string(runes[prev:cut]), " "))
+		if i == 0 || at[i-1].end != x.end {
 			b.WriteByte(' ')
 		}
 		b.WriteString(marker(x.n))
-		prev = x.at
+		prev = x.end
 	}
 	b.WriteString(string(runes[prev:]))
 	return citeAtEnd(b.String(), loose)
 }
+
+// linkOnly matches a span that is nothing but a Markdown link, in parentheses or not.
+var linkOnly = regexp.MustCompile(`^\s*(\(\[[^\]\n]*\]\(https?://[^)\s]+\)\)|\[[^\]\n]*\]\(https?://[^)\s]+\))\s*$`)
 
 // citeAtEnd appends markers for the given sources when the text does not already
 // cite them.
@@ -112,11 +121,19 @@ func citeAtEnd(text string, ns []int) string {
 	return strings.TrimRight(text, "\n") + "\n\nSources: " + strings.Join(add, "")
 }
 
-var mdLink = regexp.MustCompile(`\[([^\]\n]+)\]\((https?://[^)\s]+)\)`)
+var (
+	mdLink    = regexp.MustCompile(`\[([^\]\n]+)\]\((https?://[^)\s]+)\)`)
+	parenLink = regexp.MustCompile(`\s*\(\[([^\]\n]+)\]\((https?://[^)\s]+)\)\)`)
+)
 
-// linkMarkers turns each Markdown link of text into its text and a marker, adding
-// the linked page to src.
+// linkMarkers turns each Markdown link of text into a marker, adding the linked page
+// to src: a link in parentheses ("([site](url))", a citation) becomes the marker
+// alone, a link in the text its text and the marker.
 func linkMarkers(text string, src *sources) string {
+	text = parenLink.ReplaceAllStringFunc(text, func(m string) string {
+		p := parenLink.FindStringSubmatch(m)
+		return " " + marker(src.add(Source{URL: p[2], Title: p[1]}))
+	})
 	return mdLink.ReplaceAllStringFunc(text, func(m string) string {
 		p := mdLink.FindStringSubmatch(m)
 		n := src.add(Source{URL: p[2], Title: p[1]})

@@ -129,7 +129,7 @@ func (a *openAI) Poll(ctx context.Context, id, cursor string) (Status, error) {
 func (r *openAIResponse) status(cursor, model string) Status {
 	st := Status{Ref: r.Metadata[metaRef]}
 	var events []Event
-	searches := 0
+	searches, calls := 0, 0 // search actions; web search calls (each billed)
 	var text string
 	var anns []annotation
 	for _, it := range r.Output {
@@ -141,12 +141,13 @@ func (r *openAIResponse) status(cursor, model string) Status {
 				}
 			}
 		case "web_search_call":
-			searches++
+			calls++
 			if it.Action == nil {
 				continue
 			}
 			switch it.Action.Type {
 			case "search":
+				searches++
 				q := it.Action.Query
 				if q == "" && len(it.Action.Queries) > 0 {
 					q = it.Action.Queries[0]
@@ -178,7 +179,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 	if !ok {
 		price = openAIPrices["o3-deep-research"]
 	}
-	st.CostUSD = (float64(r.Usage.InputTokens)*price[0]+float64(r.Usage.OutputTokens)*price[1])/1e6 + float64(searches)*openAISearchUSD
+	st.CostUSD = (float64(r.Usage.InputTokens)*price[0]+float64(r.Usage.OutputTokens)*price[1])/1e6 + float64(calls)*openAISearchUSD
 	switch r.Status {
 	case "queued":
 		st.State = Queued
@@ -198,8 +199,10 @@ func (r *openAIResponse) status(cursor, model string) Status {
 		res := &Result{CostUSD: st.CostUSD, Searches: searches}
 		if out, basis := spanBasis(text, anns); out != nil {
 			res.Output, res.Basis = out, basis
+			res.Report = fieldReport(out, basis, &src)
+		} else {
+			res.Report = annotate(text, anns, &src)
 		}
-		res.Report = annotate(text, anns, &src)
 		res.Sources = src.list
 		st.Result = res
 	default:

@@ -142,28 +142,33 @@ func (r *perplexityResponse) status(cursor string) Status {
 	case "completed", "incomplete":
 		st.State = Completed
 		res := &Result{CostUSD: st.CostUSD, Searches: r.Usage.ToolCallsDetails.WebSearch.Invocation}
-		if out, basis := spanBasis(text, anns); out != nil {
-			res.Output, res.Basis = out, basis
-		}
 		// The cited pages keep the search result's snippet: the excerpt relied on.
+		for i, an := range anns {
+			if n, ok := src.index[an.URL]; ok && an.Title == "" {
+				anns[i].Title = src.list[n-1].Title
+			}
+		}
 		var cited sources
-		res.Report = annotate(text, anns, &cited)
+		if out, basis := spanBasis(text, anns); out != nil {
+			for k, b := range basis {
+				for i, c := range b.Citations {
+					if n, ok := src.index[c.URL]; ok {
+						b.Citations[i].Excerpt = src.list[n-1].Excerpt
+					}
+				}
+				basis[k] = b
+			}
+			res.Output, res.Basis = out, basis
+			res.Report = fieldReport(out, basis, &cited)
+		} else {
+			res.Report = annotate(text, anns, &cited)
+		}
 		for i, s := range cited.list {
 			if n, ok := src.index[s.URL]; ok && s.Excerpt == "" {
 				cited.list[i].Excerpt = src.list[n-1].Excerpt
 			}
 		}
 		res.Sources = cited.list
-		if res.Basis != nil {
-			for k, b := range res.Basis {
-				for i, c := range b.Citations {
-					if n, ok := src.index[c.URL]; ok {
-						b.Citations[i].Excerpt = src.list[n-1].Excerpt
-					}
-				}
-				res.Basis[k] = b
-			}
-		}
 		st.Result = res
 	default:
 		st.State = Running
