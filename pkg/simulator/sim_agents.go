@@ -433,3 +433,12 @@ func fieldValue(t string, h simHit, i int) any {
 func agentFixture(name string) json.RawMessage {
 	return json.RawMessage(fixtures.Read("agents/" + name))
 }
+
+// AgentBaseURL is the base URL a research agent of kind takes to reach the simulator
+// at base: where the kind is mounted, with /v1 for OpenAI (its SDKs' base).
+func AgentBaseURL(base, kind string) string {
+	if kind == "openai-deep-research" {
+		return base + "/" + kind + "/v1"
+	}
+	return base + "/" + kind
+}
