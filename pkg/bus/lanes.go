@@ -77,6 +77,9 @@ func SubjectJob(band, tenant, batch string) string {
 	return s
 }
 
+// SubjectJobsOf matches every lane of new chat jobs in band.
+func SubjectJobsOf(band string) string { return prefixJobLanes + "." + band + subjectLanesAll }
+
 // SubjectResumeOf is the lane subject of a finished server-tool call of a job of
 // tenant in band.
 func SubjectResumeOf(band, tenant string) string {
