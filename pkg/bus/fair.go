@@ -26,7 +26,7 @@ import (
 //  3. a tenant is served only while it holds less than its share of the slots,
 //     ⌈slots × weight / W⌉ (W: the weights of the tenants running or waiting), and
 //     less than its cap (Share.Max). Spare slots are lent beyond the share only while
-//     more than a reserve (slots/8) stay free, or while the tenant is below the share it
+//     more than a reserve (slots/8, at least one of four or more) stay free, or while the tenant is below the share it
 //     would have if one more tenant came: a flooding tenant leaves the reserve free, so a
 //     tenant that arrives finds slots at once, without waiting for the flood's work.
 //
@@ -335,6 +335,9 @@ func (f *fair[T]) pick(now time.Time) (*lane, int) {
 		sumW += w
 	}
 	reserve := f.slots / 8
+	if f.slots >= 4 {
+		reserve = max(reserve, 1)
+	}
 	var cands []*lane
 	for _, band := range Bands {
 		if c := f.spec.Bands[band]; c > 0 && f.inBand[band] >= c {
