@@ -34,11 +34,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 )
@@ -56,6 +59,7 @@ type options struct {
 	aBatches    int
 	aLines      int
 	engine      string
+	settle      time.Duration
 	memory      bool
 }
 
@@ -66,11 +70,12 @@ func parseFlags() options {
 	flag.IntVar(&o.bLines, "b-batch-lines", 20, "lines of B's batch")
 	flag.IntVar(&o.bWebhooks, "b-webhooks", 10, "B's async jobs with a callback, in each phase")
 	flag.IntVar(&o.aJobs, "a-jobs", 300, "A's slow async jobs")
-	flag.DurationVar(&o.aSlow, "a-model-slow", 20*time.Second, "how long each of A's model calls takes")
+	flag.DurationVar(&o.aSlow, "a-model-slow", 60*time.Second, "how long each of A's model calls takes (longer than the measured phase: A holds its steps throughout)")
 	flag.DurationVar(&o.aSearchSlow, "a-search-slow", 10*time.Second, "how long each of A's searches takes")
 	flag.IntVar(&o.aBatches, "a-batches", 1, "A's batches")
 	flag.IntVar(&o.aLines, "a-batch-lines", 20000, "lines of each of A's batches")
 	flag.StringVar(&o.engine, "engine", "brave", "the engine A's slow searches and B's searches share")
+	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after A's submissions before B is measured (A's batch is expanded, its jobs hold their slots)")
 	flag.BoolVar(&o.memory, "memory", false, "keep the streams in memory instead of on disk")
 	flag.Parse()
 	return o
@@ -143,7 +148,7 @@ func run(ctx context.Context) error {
 		aBatches = append(aBatches, id)
 	}
 	fmt.Printf("A submitted %d jobs and %d batches in %s\n", len(aJobs), len(aBatches), time.Since(floodStart).Round(time.Millisecond))
-	time.Sleep(2 * time.Second) // A's jobs take their slots
+	time.Sleep(o.settle)
 	aDoneBefore, aLinesBefore := a.ended(ctx, aJobs), a.linesDone(ctx, aBatches)
 	phaseStart := time.Now()
 	during := measureB(ctx, o, b, hooks, "during A's flood")
@@ -164,9 +169,8 @@ func run(ctx context.Context) error {
 	hookRatio := row("callback max", benchfleet.Pct(alone.hooks, 100), benchfleet.Pct(during.hooks, 100))
 	fmt.Printf("B's errors: %d alone, %d during; callbacks delivered %d/%d alone, %d/%d during\n",
 		alone.errs, during.errs, len(alone.hooks), o.bWebhooks, len(during.hooks), o.bWebhooks)
-	fmt.Printf("A during B's measured phase (%s): %d slow jobs ended (%.1f/s: on average %.0f chat steps busy with A's %s calls), %d batch lines ended (%.1f/s)\n",
-		phase.Round(time.Millisecond), aDone, float64(aDone)/phase.Seconds(), float64(aDone)/phase.Seconds()*o.aSlow.Seconds(), o.aSlow,
-		aLines, float64(aLines)/phase.Seconds())
+	fmt.Printf("A during B's measured phase (%s): %d of its slow jobs ended, %d chat steps and %d %s searches in flight at its end (of %d and %d); %d batch lines ended (%.1f/s)\n",
+		phase.Round(time.Millisecond), aDone, steps(f, bus.ConsumerChat), steps(f, bus.ConsumerSearch(o.engine)), o.engine, e.ChatConcurrency, e.SearchConcurrency, aLines, float64(aLines)/phase.Seconds())
 	fmt.Printf("A's failing callbacks received: %d\n", hooks.failed.Load())
 	verdict := func(r, goal float64) string {
 		if r <= goal {
@@ -210,7 +214,7 @@ func measureB(ctx context.Context, o options, b *tenant, hooks *receiver, name s
 	}()
 	p.sync, p.errs = b.openLoop(ctx, o.rate, o.duration, "Search the web: what is new today, item %d? sim:engine="+o.engine)
 	wg.Wait()
-	fmt.Printf("B %-18s sync n=%-4d p50 %-9s p99 %-9s errors %d; %d-line batch %s; callbacks %d, p50 %s, max %s\n", name,
+	fmt.Printf("[load %s] B %-18s sync n=%-4d p50 %-9s p99 %-9s errors %d; %d-line batch %s; callbacks %d, p50 %s, max %s\n", benchfleet.LoadAvg(), name,
 		len(p.sync), benchfleet.Pct(p.sync, 50).Round(100*time.Microsecond), benchfleet.Pct(p.sync, 99).Round(100*time.Microsecond), p.errs,
 		o.bLines, p.batch.Round(time.Millisecond), len(p.hooks), benchfleet.Pct(p.hooks, 50).Round(time.Millisecond), benchfleet.Pct(p.hooks, 100).Round(time.Millisecond))
 	return p
@@ -477,3 +481,12 @@ func (r *receiver) await(ctx context.Context, id string, d time.Duration) (time.
 }
 
 func (r *receiver) close() { r.srv.Close() }
+
+// steps reads the fleet's gauge of a consumer family's handlers in progress.
+func steps(f *benchfleet.Fleet, consumer string) int {
+	var m dto.Metric
+	if f.Metrics.StepsInFlight.WithLabelValues(consumer).Write(&m) != nil {
+		return -1
+	}
+	return int(m.GetGauge().GetValue())
+}

@@ -119,6 +119,11 @@ func TestFairFloodLeavesRoomForAnotherTenant(t *testing.T) {
 	if n := count(started, "flood", ""); n != 14 || run["flood"] != 14 {
 		t.Fatalf("the flood started %d jobs (%d running) while ivy's ran; want 14 of its 100, all still held", n, run["flood"])
 	}
+	// The family's backlog counts its lanes': 86 of the flood's waiting, 14 held.
+	eventually(t, "ivy's jobs acknowledged", func() bool {
+		lag, err := b.FamilyLag(context.Background(), bus.StreamJobs, bus.ConsumerChat)
+		return err == nil && lag.Pending == 86 && lag.AckPending == 14
+	})
 	f.release("flood", 100)
 	eventually(t, "the flood to drain", func() bool { s, _ := f.snapshot(); return count(s, "flood", "") == 100 })
 }

@@ -77,7 +77,8 @@ func (r *queueReader) ReadQueues(ctx context.Context) metrics.Queues {
 	specs := append([]bus.ConsumerSpec(nil), p.specs...)
 	p.mu.Unlock()
 	for _, s := range specs {
-		lag, err := p.bus.ConsumerLag(ctx, s.Stream, s.Config.Durable)
+		lag, err := p.bus.FamilyLag(ctx, s.Stream, s.Config.Durable) // with its lanes
+
 		if err != nil {
 			fail("consumer lag", err)
 			continue
