@@ -30,11 +30,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
@@ -129,13 +133,14 @@ func run(ctx context.Context) error {
 	floodStart := time.Now()
 	var aJobs []string
 	for i := range o.aJobs {
-		text := fmt.Sprintf("Write a long essay, number %d. sim:nosearch sim:model-slow=%s", i, o.aSlow)
+		// The simulator reads durations as ms or s only.
+		text := fmt.Sprintf("Write a long essay, number %d. sim:nosearch sim:model-slow=%dms", i, o.aSlow.Milliseconds())
 		if i%3 == 0 {
-			text = fmt.Sprintf("Search the web: weather in town %d? sim:engine=%s sim:slow=%s", i, o.engine, o.aSearchSlow)
+			text = fmt.Sprintf("Search the web: weather in town %d? sim:engine=%s sim:slow=%dms", i, o.engine, o.aSearchSlow.Milliseconds())
 		}
 		id, err := a.submit(ctx, text, hooks.url("/fail"))
 		if err != nil {
-			return fmt.Errorf("A's job %d: %w", i, err)
+			return fmt.Errorf("tenant A's job %d: %w", i, err)
 		}
 		aJobs = append(aJobs, id)
 	}
@@ -143,7 +148,7 @@ func run(ctx context.Context) error {
 	for i := range o.aBatches {
 		id, err := a.batch(ctx, o.aLines, fmt.Sprintf("A's batch %d", i))
 		if err != nil {
-			return fmt.Errorf("A's batch: %w", err)
+			return fmt.Errorf("tenant A's batch: %w", err)
 		}
 		aBatches = append(aBatches, id)
 	}
@@ -154,6 +159,7 @@ func run(ctx context.Context) error {
 	during := measureB(ctx, o, b, hooks, "during A's flood")
 	phase := time.Since(phaseStart)
 	aDone, aLines := a.ended(ctx, aJobs)-aDoneBefore, a.linesDone(ctx, aBatches)-aLinesBefore
+	lanes(ctx, f.NATSURL)
 	fmt.Println()
 
 	fmt.Printf("%-34s %14s %18s %8s\n", "B", "alone", "during A's flood", "ratio")
@@ -481,6 +487,37 @@ func (r *receiver) await(ctx context.Context, id string, d time.Duration) (time.
 }
 
 func (r *receiver) close() { r.srv.Close() }
+
+// lanes prints each lane consumer's backlog: waiting (num_pending) and in progress
+// (num_ack_pending).
+func lanes(ctx context.Context, url string) {
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return
+	}
+	fmt.Print("lanes (waiting/in progress):")
+	for _, stream := range []string{bus.StreamJobs, bus.StreamChat, bus.StreamSearch} {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			continue
+		}
+		infos := s.ListConsumers(ctx)
+		for info := range infos.Info() {
+			if strings.Contains(info.Name, "__") && info.NumPending+uint64(info.NumAckPending) > 0 {
+				fmt.Printf(" %s %d/%d;", info.Name, info.NumPending, info.NumAckPending)
+			}
+		}
+		if err := infos.Err(); err != nil {
+			fmt.Printf(" (%s: %v)", stream, err)
+		}
+	}
+	fmt.Println()
+}
 
 // steps reads the fleet's gauge of a consumer family's handlers in progress.
 func steps(f *benchfleet.Fleet, consumer string) int {

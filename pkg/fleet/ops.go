@@ -78,7 +78,6 @@ func (r *queueReader) ReadQueues(ctx context.Context) metrics.Queues {
 	p.mu.Unlock()
 	for _, s := range specs {
 		lag, err := p.bus.FamilyLag(ctx, s.Stream, s.Config.Durable) // with its lanes
-
 		if err != nil {
 			fail("consumer lag", err)
 			continue
