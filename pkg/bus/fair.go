@@ -208,16 +208,31 @@ func (f *fair[T]) poke() {
 func (f *fair[T]) loop(ctx context.Context) {
 	defer close(f.w.loopDone)
 	f.refresh(ctx)
-	refresh := time.NewTicker(refreshEvery)
-	defer refresh.Stop()
+	// The stream is read beside the loop, which a slow read must not hold up.
+	refreshed := make(chan struct{})
+	defer func() { <-refreshed }()
+	go func() {
+		defer close(refreshed)
+		tick := time.NewTicker(refreshEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				f.refresh(ctx)
+				f.poke()
+			}
+		}
+	}()
 	for {
 		select {
 		case <-f.stop:
 			return
 		case <-ctx.Done():
 			return
-		case <-refresh.C:
-			f.refresh(ctx)
 		default:
 		}
 		ln, n := f.pick(time.Now())
@@ -232,8 +247,6 @@ func (f *fair[T]) loop(ctx context.Context) {
 				timer.Stop()
 				return
 			case <-f.wake:
-			case <-refresh.C:
-				f.refresh(ctx)
 			case <-timer.C:
 			}
 			timer.Stop()
