@@ -223,6 +223,10 @@ func TestToolsOverMCP(t *testing.T) {
 		if !strings.Contains(text(res), "High tide at 06:12") {
 			t.Errorf("page text missing:\n%s", text(res))
 		}
+		// The page's title is the page's words: inside the delimiters, after the notice.
+		if before, inside, ok := strings.Cut(text(res), `">`+"\n"); !ok || strings.Contains(before, "Tide tables") || !strings.HasPrefix(inside, "Title: Tide tables\n") {
+			t.Errorf("the page's title is not inside the delimiters:\n%s", text(res))
+		}
 		wantUntrusted(t, res)
 		res = call(t, cs, "web_fetch", map[string]any{"url": page.URL + "/forged.txt"})
 		// The notice line and the closing delimiter; the page's look-alike is plain words.
