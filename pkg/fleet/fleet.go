@@ -454,6 +454,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
 		Limits:  p.batches.Limits,
 		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
+		MaxUnauthenticatedConnsPerSource: env.HTTPMaxUnauthenticatedConnsPerSource, UnauthenticatedIdle: env.HTTPUnauthenticatedIdle,
 		ChatBillableParams: env.ChatBillableParams,
 		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
 		Console:            true, // the web console at /console/

@@ -185,6 +185,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		})
 	}
 	w.count(req.Engine, "ok")
+	if !bound(res) {
+		res = tooLarge(req)
+	}
 	if w.Metrics != nil && res.Usage.CostUSD > 0 {
 		w.Metrics.SearchCostUSD.WithLabelValues(req.Engine).Add(res.Usage.CostUSD)
 	}
@@ -200,6 +203,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 // encoded once, in the form its chain reads (forChain): the stored outcome, the
 // recorded search and the resume message are the same bytes.
 func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Request], res *engines.Result, elapsed time.Duration) error {
+	if !bound(res) { // a cached result was bounded when it was cached; this keeps it so
+		res = tooLarge(req)
+	}
 	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.origin(), Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID}
 	if len(req.Tried) > 0 {
 		done.Fallback = &Fallback{From: req.origin(), Engine: req.Engine, Tried: req.Tried}
