@@ -44,7 +44,7 @@ func flood(t *testing.T, c batchClient, n int, text string) []string {
 	return ids
 }
 
-func ended(t *testing.T, c batchClient, ids []string) int {
+func endedJobs(t *testing.T, c batchClient, ids []string) int {
 	t.Helper()
 	n := 0
 	for _, id := range ids {
@@ -83,7 +83,7 @@ func TestFloodingTenantLeavesChatStepsToAnother(t *testing.T) {
 	if got := ivyChat(t, b, "Say hello. sim:nosearch"); got == "" {
 		t.Fatal("ivy's answer is empty")
 	}
-	if n := ended(t, a, ids); n != 0 {
+	if n := endedJobs(t, a, ids); n != 0 {
 		t.Fatalf("%d of the flood's jobs ended before ivy was answered: ivy waited for them", n)
 	}
 	if n := f.Sim.Stats().Requests["model"]; n > 8 {
@@ -102,7 +102,7 @@ func TestFloodingTenantLeavesSearchSlotsToAnother(t *testing.T) {
 	if got := ivyChat(t, b, "Search the web: weather in Paris today? sim:engine=brave"); !strings.Contains(got, "[1]") {
 		t.Fatalf("ivy's answer does not cite: %q", got)
 	}
-	if n := ended(t, a, ids); n != 0 {
+	if n := endedJobs(t, a, ids); n != 0 {
 		t.Fatalf("%d of the flood's jobs ended before ivy was answered: ivy waited for them", n)
 	}
 	if n := f.Sim.Stats().Requests["brave"]; n > 4 {
