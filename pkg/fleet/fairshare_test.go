@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -107,5 +108,44 @@ func TestFloodingTenantLeavesSearchSlotsToAnother(t *testing.T) {
 	}
 	if n := f.Sim.Stats().Requests["brave"]; n > 4 {
 		t.Fatalf("%d brave searches: the flood held more than its slots (3 of 4) while ivy was served", n)
+	}
+}
+
+// A request's band is its kind's, lowered by X-Searchfleet-Priority and never raised:
+// the job records it (state.Job.Band), and its steps ride that band's lanes.
+func TestPriorityHeaderLowersTheBandNeverRaises(t *testing.T) {
+	t.Parallel()
+	f, a, _ := fairFleet(t, func(*config.Env) {})
+	submit := func(priority string) string {
+		body, _ := json.Marshal(map[string]any{"model": demo.Model,
+			"messages": []any{map[string]any{"role": "user", "content": "Write a poem. sim:nosearch sim:model-slow=20s"}}})
+		req, _ := http.NewRequest("POST", f.URL+"/v1/jobs", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		if priority != "" {
+			req.Header.Set("X-Searchfleet-Priority", priority)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var j struct {
+			ID string `json:"id"`
+		}
+		if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&j) != nil {
+			t.Fatalf("submitting with priority %q: %d", priority, resp.StatusCode)
+		}
+		return j.ID
+	}
+	for priority, want := range map[string]string{"": "async", "batch": "batch", "sync": "async", "urgent": "async"} {
+		id := submit(priority)
+		st, err := f.Store.Chains.LoadStep(t.Context(), id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Job.Band != want {
+			t.Errorf("/v1/jobs with X-Searchfleet-Priority %q: band %q, want %q", priority, st.Job.Band, want)
+		}
 	}
 }
