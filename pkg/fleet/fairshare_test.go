@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
@@ -147,5 +148,39 @@ func TestPriorityHeaderLowersTheBandNeverRaises(t *testing.T) {
 		if st.Job.Band != want {
 			t.Errorf("/v1/jobs with X-Searchfleet-Priority %q: band %q, want %q", priority, st.Job.Band, want)
 		}
+	}
+}
+
+// Batch lines are taken round robin across tenants: a tenant's 5-line batch submitted
+// behind another tenant's 100 lines is done while most of those still wait.
+func TestBatchLinesRoundRobinAcrossTenants(t *testing.T) {
+	t.Parallel()
+	_, a, b := fairFleet(t, func(e *config.Env) { e.BatchConcurrency, e.BatchRate = 2, 10 })
+	questions := func(n int, who string) []string {
+		qs := make([]string, n)
+		for i := range qs {
+			qs[i] = fmt.Sprintf("%s question %d: say something short. sim:nosearch", who, i)
+		}
+		return qs
+	}
+	create := func(c batchClient, qs []string) string {
+		status, body := c.do("POST", "/v1/batches", map[string]any{"queries": qs, "model": demo.Model})
+		if status != http.StatusOK {
+			t.Fatalf("creating a batch: %d %s", status, body)
+		}
+		var v struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(body, &v)
+		return v.ID
+	}
+	big := create(a, questions(100, "big"))
+	fleettest.Eventually(t, "the big batch to run", func() bool { return a.batch(big).RequestCounts.Completed >= 2 })
+	small := create(b, questions(5, "small"))
+	if done := b.waitBatch(small, time.Minute); done.Status != "completed" || done.RequestCounts.Completed != 5 {
+		t.Fatalf("the small batch: %+v", done)
+	}
+	if c := a.batch(big).RequestCounts; c.Completed+c.Failed >= 50 {
+		t.Fatalf("%d of the big batch's 100 lines ran before the small batch's 5: they were not taken in turn", c.Completed+c.Failed)
 	}
 }
