@@ -58,9 +58,10 @@ type Env struct {
 	AckWait time.Duration `env:"FLEET_ACK_WAIT" envDefault:"30s"`
 	// ChatConcurrency is how many chat steps a chat worker runs at once.
 	ChatConcurrency int `env:"FLEET_CHAT_CONCURRENCY" envDefault:"256"`
-	// ChatInFlight bounds the interactive chat steps in flight across ALL chat workers
-	// (the chat and resume consumers' MaxAckPending): every chat worker must set the
-	// same value, as the last one to start writes it into the consumers.
+	// ChatInFlight bounds the chat steps of one lane (a tenant's new jobs or resumes of
+	// one band) in flight across ALL chat workers (the lane consumers'
+	// MaxAckPending): every chat worker must set the same value, as the last one to
+	// start writes it into the consumers.
 	ChatInFlight int `env:"FLEET_CHAT_MAX_IN_FLIGHT" envDefault:"4096"`
 	// BatchConcurrency is how many batch jobs a chat worker runs at once.
 	BatchConcurrency int `env:"FLEET_BATCH_CONCURRENCY" envDefault:"16"`
