@@ -538,7 +538,7 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 			protocol = wire.ModelOpenAIChat
 		}
 		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
-			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr})}
+			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr, Reasons: f.ReasonsUnasked(name)})}
 		if m.Pricing != nil {
 			model.Pricing = *m.Pricing
 		}

@@ -378,10 +378,12 @@ func thinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
 }
 
 // reasoningItem renders a Responses reasoning part as the input item it came as (nil:
-// the part is another protocol's).
+// the part is another protocol's, or has no encrypted_content: the fleet calls with
+// store false, so an item by its id alone is refused, "Items are not persisted when
+// `store` is set to false", and is left out as OpenAI's error advises).
 func reasoningItem(p Part) *responsesReasoningItem {
 	r, ok := reasoningFor(p, OpenAIResponses)
-	if !ok {
+	if !ok || r.Encrypted == "" {
 		return nil
 	}
 	summary := make([]responsesSummaryText, 0, len(r.Summary))
@@ -612,4 +614,23 @@ func offParam(p Protocol) string {
 		return "reasoning.effort none"
 	}
 	return "reasoning_effort none"
+}
+
+// ReasonsUnasked reports whether an OpenAI model name is a reasoning model's, which
+// reasons at its default effort when a request sets none (and refuses
+// include reasoning.encrypted_content if it is not one): the o-series, gpt-5 but not
+// gpt-5-chat, the codex models, told apart by name as OpenAI's SDKs do. A
+// deployment under another name says so in its model route (config "reasoning").
+func ReasonsUnasked(model string) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:] // a router's "openai/gpt-5"
+	}
+	switch {
+	case strings.Contains(m, "codex"):
+		return true
+	case strings.HasPrefix(m, "gpt-5"):
+		return !strings.HasPrefix(m, "gpt-5-chat") && !strings.Contains(m, "-chat-")
+	}
+	return len(m) > 1 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9'
 }
