@@ -18,8 +18,8 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
-	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
+	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
