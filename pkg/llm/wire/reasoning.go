@@ -523,10 +523,11 @@ func summaryAsked(echo map[string]json.RawMessage) bool {
 // each {type, id, summary: [{type: summary_text, text}]}: a Responses model's own
 // items with their summaries, and, when the client asked for summaries, another
 // protocol's readable reasoning (Anthropic thinking, Gemini thoughts, a Chat model's
-// reasoning_content) as the summary of an item of its own. Reasoning with nothing to
-// read (encrypted, redacted, a signature alone) gives no item. The encrypted_content
-// is the fleet's own call's, which the client cannot send to the fleet's model, so it
-// is not given.
+// reasoning_content) as the summary of an item of its own. When the client asked
+// for the encrypted content (SealReasoning), every reasoning part is an item, its
+// state sealed as its encrypted_content; otherwise reasoning with nothing to read
+// (encrypted, redacted, a signature alone) gives no item, and a model's own
+// encrypted_content, which only the fleet can send back to its model, is not given.
 func reasoningOutput(r *Response) []map[string]any {
 	asked := summaryAsked(r.Echo)
 	var out []map[string]any
@@ -542,7 +543,7 @@ func reasoningOutput(r *Response) []map[string]any {
 				texts = []string{rs.Text}
 			}
 		}
-		if len(texts) == 0 {
+		if len(texts) == 0 && r.seal == nil {
 			continue
 		}
 		if id == "" {
@@ -552,7 +553,11 @@ func reasoningOutput(r *Response) []map[string]any {
 		for _, t := range texts {
 			summary = append(summary, summaryText(t))
 		}
-		out = append(out, map[string]any{"type": "reasoning", "id": id, "summary": summary})
+		item := map[string]any{"type": "reasoning", "id": id, "summary": summary}
+		if r.seal != nil {
+			item["encrypted_content"] = r.seal(rs)
+		}
+		out = append(out, item)
 	}
 	return out
 }
