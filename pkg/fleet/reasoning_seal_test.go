@@ -1,8 +1,11 @@
 package fleet_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,11 +51,39 @@ func asInput(t *testing.T, out []responses.ResponseOutputItemUnion) []responses.
 	return in
 }
 
+// completedStream streams a response and returns the response.completed event's
+// response, its output items checked against the output_item.done events.
+func completedStream(c openai.Client, p responses.ResponseNewParams) (*responses.Response, error) {
+	st := c.Responses.NewStreaming(context.Background(), p)
+	var done []string
+	var final *responses.Response
+	for st.Next() {
+		switch ev := st.Current(); ev.Type {
+		case "response.output_item.done":
+			done = append(done, ev.Item.RawJSON())
+		case "response.completed":
+			final = &ev.Response
+		}
+	}
+	if err := st.Err(); err != nil {
+		return nil, err
+	}
+	if final == nil {
+		return nil, errors.New("no response.completed")
+	}
+	for _, it := range final.Output {
+		if !slices.Contains(done, it.RawJSON()) {
+			return nil, fmt.Errorf("output item %s was not streamed as it completed", it.RawJSON())
+		}
+	}
+	return final, nil
+}
+
 // A stateless (store false) conversation through openai-go, asking for
 // include ["reasoning.encrypted_content"], on each reasoning family: Claude's signed
 // thinking, a Responses model's reasoning items, Gemini's thought signatures, a Chat
 // thinking model's reasoning_content. Two questions, each answered after a round
-// trip through the client's function tool: each answer's reasoning items carry the
+// trip through the client's function tool (the answers streamed): each answer's reasoning items carry the
 // model's state sealed by the fleet, the client sends them back with the rest of the
 // output, and the strict simulator verifies the model's own state on the turns that
 // continue a call (and finds nothing amiss on any). The same conversation without
@@ -76,7 +107,13 @@ func TestStatelessReasoningCarriesEncryptedContent(t *testing.T) {
 		var firstOut []responses.ResponseOutputItemUnion
 		for turn := 1; turn <= 4; turn++ {
 			v0, r0 := stats()
-			resp, err := c.Responses.New(ctx(t), statelessTurn(model, input, true))
+			var resp *responses.Response
+			var err error
+			if turn%2 == 1 {
+				resp, err = c.Responses.New(ctx(t), statelessTurn(model, input, true))
+			} else {
+				resp, err = completedStream(c, statelessTurn(model, input, true)) // the sealed items streamed
+			}
 			if err != nil {
 				t.Fatalf("%s turn %d: %v", model, turn, err)
 			}
