@@ -83,13 +83,13 @@ func completedStream(c openai.Client, p responses.ResponseNewParams) (*responses
 // include ["reasoning.encrypted_content"], on each reasoning family: Claude's signed
 // thinking, a Responses model's reasoning items, Gemini's thought signatures, a Chat
 // thinking model's reasoning_content. Two questions, each answered after a round
-// trip through the client's function tool (the answers streamed): each answer's reasoning items carry the
-// model's state sealed by the fleet, the client sends them back with the rest of the
-// output, and the strict simulator verifies the model's own state on the turns that
-// continue a call (and finds nothing amiss on any). The same conversation without
-// include gives the client no state to send back, and the model refuses the tool
-// result's turn; a sealed item altered by the client is refused as OpenAI refuses
-// encrypted content it cannot verify.
+// trip through the client's function tool (the answers streamed): each answer's
+// reasoning items carry the model's state sealed by the fleet, the client sends them
+// back with the rest of the output, and the strict simulator verifies the model's
+// own state on the turns that continue a call (and finds nothing amiss on any). The
+// same conversation without include gives the client no state to send back, and the
+// model refuses the tool result's turn; a sealed item altered by the client is
+// refused as OpenAI refuses encrypted content it cannot verify.
 func TestStatelessReasoningCarriesEncryptedContent(t *testing.T) {
 	t.Parallel()
 	f, _ := reasoningFleet(t)
