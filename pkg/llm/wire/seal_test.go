@@ -76,3 +76,24 @@ func TestSealedReasoningItemsComeBackAsTheModelsState(t *testing.T) {
 		}
 	}
 }
+
+// A Responses model is sent the reasoning item that ended an assistant turn (a
+// streamed answer's, which comes after its message) before the message, so that an
+// item of the turn follows it, as OpenAI requires.
+func TestTrailingReasoningGoesBeforeItsMessage(t *testing.T) {
+	rs := wire.Part{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.OpenAIResponses, ID: "rs_1", Encrypted: "e"}}
+	req := &wire.Request{Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "q"}}},
+		{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.PartText, Text: "answer"}, rs}},
+		{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "next"}}}}}
+	b, err := wire.ResponsesModel.EncodeRequest(req, "gpt-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if r, m := strings.Index(s, `"type":"reasoning"`), strings.Index(s, `"content":"answer"`); r < 0 || m < 0 || r > m {
+		t.Fatalf("the reasoning item does not come before its message: %s", s)
+	}
+	if req.Messages[1].Parts[0].Kind != wire.PartText {
+		t.Error("the request was modified")
+	}
+}
