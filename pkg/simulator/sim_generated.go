@@ -463,6 +463,18 @@ func openrouterBody(a searchAsk) []byte {
 	return mustJSON(m)
 }
 
+// fill is a copy of tmpl for each of hits, set by set (a JSON [] when there are
+// none).
+func fill(tmpl map[string]any, hits []simHit, set func(r map[string]any, h simHit, i int)) []any {
+	out := []any{}
+	for i, h := range hits {
+		r := clone(tmpl)
+		set(r, h, i)
+		out = append(out, r)
+	}
+	return out
+}
+
 // nonNil keeps an empty list a JSON [] rather than null.
 func nonNil(v []any) []any {
 	if v == nil {
