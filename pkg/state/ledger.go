@@ -222,11 +222,9 @@ func (s *Ledger) RecordCall(ctx context.Context, jobID, tenant, call string, usd
 		}
 	}
 	day, month := periods(now)
-	dayEnd, monthEnd := PeriodEnds(now)
-	dayTTL := int64(time.Until(dayEnd.Add(24*time.Hour)).Seconds()) + 1
-	monthTTL := int64(time.Until(monthEnd.Add(24*time.Hour)).Seconds()) + 1
+	dayTTL, monthTTL := periodTTLs(now)
 	keys := []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month), s.K.SpendCalls(tenant, day)}
-	n, err := recordSpend.Run(ctx, s.r, keys, call, cost, max(dayTTL, 60), max(monthTTL, 60)).Int()
+	n, err := recordSpend.Run(ctx, s.r, keys, call, cost, dayTTL, monthTTL).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: recording spend: %w", err)
 	}
