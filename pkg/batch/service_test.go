@@ -18,6 +18,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -97,7 +98,7 @@ func (h *harness) end(id string, i int, code string) {
 	ctx, jid := h.t.Context(), jobID(id, i)
 	var err error
 	if code == "" {
-		_, err = h.store.Jobs.Finish(ctx, jid, state.Completed, "response", json.RawMessage(`{"object":"chat.completion","choices":[]}`))
+		_, err = h.store.Jobs.Finish(ctx, jid, state.Completed, "response", storedAnswer(h.t))
 	} else {
 		_, err = h.store.Jobs.Finish(ctx, jid, state.Failed, "error", &state.JobError{Status: 502, Type: "upstream_error", Code: code, Message: "it broke"})
 	}
@@ -110,6 +111,17 @@ func (h *harness) end(id string, i int, code string) {
 	}
 	h.s.JobFinished(ctx, job)
 	h.s.JobFinished(ctx, job)
+}
+
+// storedAnswer is a completed job's answer as the chat worker stores it.
+func storedAnswer(t testing.TB) json.RawMessage {
+	t.Helper()
+	b, err := wire.EncodeAnswer(&wire.Response{Model: "m1", Status: wire.StatusCompleted, Stop: wire.StopEndTurn,
+		Content: []wire.Part{{Kind: wire.PartText, Text: "Done."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // lines reads a stored file's JSONL lines.
@@ -303,7 +315,7 @@ func TestStalledBatchRepaired(t *testing.T) {
 	id := h.create(2, nil)
 	h.drive(id)
 	h.end(id, 0, "")
-	if _, err := h.store.Jobs.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", json.RawMessage(`{}`)); err != nil {
+	if _, err := h.store.Jobs.Finish(t.Context(), jobID(id, 1), state.Completed, false, "response", storedAnswer(t)); err != nil {
 		t.Fatal(err)
 	}
 	h.editBatch(id, "progress_at", time.Now().Add(-time.Minute))

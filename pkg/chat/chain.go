@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -19,10 +18,6 @@ import (
 // as the next hop sends them back) and how the hop was offered.
 type turn struct {
 	wire.Turn
-	// Message and Finish are a turn stored before turns were canonical: the assistant
-	// message in Chat form and its finish_reason, read into Turn at load.
-	Message json.RawMessage `json:"message,omitempty"`
-	Finish  string          `json:"finish,omitempty"`
 	// Offered says whether web_search was offered on this hop: only then are the
 	// model's web_search calls the fleet's to run.
 	Offered bool `json:"offered"`
@@ -31,8 +26,6 @@ type turn struct {
 	// Fetch says whether web_fetch was offered on this hop (only then are the model's
 	// web_fetch calls the fleet's to run).
 	Fetch bool `json:"fetch,omitempty"`
-
-	parseErr error // a stored Chat message that does not read
 }
 
 // call is one server-tool call of a hop (state field calls:<hop>).
@@ -120,12 +113,6 @@ func (v *view) turn(h int) (*turn, bool) {
 	var t turn
 	if jsonfast.Unmarshal(hp.Turn, &t) != nil {
 		return nil, false
-	}
-	if t.Message != nil && t.Parts == nil {
-		var old *wire.Turn
-		if old, t.parseErr = wire.TurnFromChat(t.Message, t.Finish, t.Usage, t.Model); old != nil {
-			t.Turn = *old
-		}
 	}
 	v.turns[h] = &t
 	return &t, true

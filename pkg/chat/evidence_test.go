@@ -138,7 +138,7 @@ func TestSearchResultsAreRenderedAsEvidence(t *testing.T) {
 func TestEvidenceInstructionJoinsTheClientsSystemMessage(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []func(http.ResponseWriter){text("Sunny.")})
-	h.submitRaw(&state.Job{ID: "j1", Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Search the web: weather in Paris today?"}]}`)})
+	h.submitRaw(&state.Job{ID: "j1", Kind: "chat", Model: "m", Request: storedChat(t, `{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Search the web: weather in Paris today?"}]}`)})
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestReplayAnswersFetchesFromTheRecord(t *testing.T) {
 		text("Use v2 [1]."),
 	}, withFetches(5), withRecords(records.Searches))
 	req := `{"model":"m","messages":[{"role":"user","content":"Summarise ` + url + ` and ` + other + `"}]}`
-	h.submitRaw(&state.Job{ID: "replay1", Kind: "chat", Model: "m", ReplayOf: "orig", Request: json.RawMessage(req)})
+	h.submitRaw(&state.Job{ID: "replay1", Kind: "chat", Model: "m", ReplayOf: "orig", Request: storedChat(t, req)})
 	if err := h.job("replay1", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestReplayAnswersSearchesFromTheRecord(t *testing.T) {
 		text("Sunny [1]."),
 	}, withRecords(records.Searches))
 	h.submitRaw(&state.Job{ID: "replay1", Kind: "chat", Model: "m", ReplayOf: "orig",
-		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"Search the web: weather in Paris and Rome?"}]}`)})
+		Request: storedChat(t, `{"model":"m","messages":[{"role":"user","content":"Search the web: weather in Paris and Rome?"}]}`)})
 	if err := h.job("replay1", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestFirstDispatchLooksUpOnlyWhatMayBeRecorded(t *testing.T) {
 				text("Sunny [1][2]."),
 			}, withRecords(rec))
 			req := `{"model":"m","messages":[{"role":"user","content":"Search the web: weather in Paris and Rome?"}]}`
-			h.submitRaw(&state.Job{ID: "j1", Kind: "chat", Model: "m", Batch: tc.batch, Request: json.RawMessage(req)})
+			h.submitRaw(&state.Job{ID: "j1", Kind: "chat", Model: "m", Batch: tc.batch, Request: storedChat(t, req)})
 			if err := h.job("j1", 1); err != nil {
 				t.Fatal(err)
 			}

@@ -50,7 +50,7 @@ func TestModelTurnRecordedOnceUnderRedelivery(t *testing.T) {
 				}
 			})
 			h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
-				Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"Search the web: weather?"}]}`)})
+				Request: storedChat(t, `{"model":"m","messages":[{"role":"user","content":"Search the web: weather?"}]}`)})
 			func() {
 				defer func() {
 					if r := recover(); r != (crash{}) {
@@ -115,7 +115,7 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather")), text("Sunny [1].")}, withLedger)
 	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
-		Request: json.RawMessage(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"Search the web: weather?"}],"web_search_options":{"max_cost_usd":0.003}}`)})
+		Request: storedChat(t, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"Search the web: weather?"}],"web_search_options":{"max_cost_usd":0.003}}`)})
 	if err := h.job("j1", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestTenantBudgetRefusesTheFirstTurn(t *testing.T) {
 		w.Budgets = &state.Budgets{Default: state.Budget{USDPerDay: 0.0001}}
 	})
 	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
-		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi there"}]}`)})
+		Request: storedChat(t, `{"model":"m","messages":[{"role":"user","content":"hi there"}]}`)})
 	for attempt := 1; attempt <= 2; attempt++ {
 		if err := h.job("j1", attempt); err != nil {
 			t.Fatalf("attempt %d: %v", attempt, err)

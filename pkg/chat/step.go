@@ -114,7 +114,7 @@ func (s *step) facts() facts {
 	if hp, ok := v.chain.Hops[h]; ok && hp.Turn != nil {
 		f.answered = true
 		t, ok := v.turn(h)
-		if f.garbled = !ok || t.parseErr != nil; !f.garbled {
+		if f.garbled = !ok; !f.garbled {
 			server, client := splitCalls(t, v.toolNames)
 			f.server, f.client = len(server), len(client)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -15,7 +16,8 @@ import (
 // call is built from: a step renders its messages once.
 func TestOfferFetchRendersTheMessagesTheModelCallUses(t *testing.T) {
 	t.Parallel()
-	turn, _ := json.Marshal(&turn{Message: json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"web_search","arguments":"{\"query\":\"weather in Paris\"}"}}]}`), Finish: "tool_calls", Offered: true})
+	turn, _ := json.Marshal(&turn{Turn: wire.Turn{Stop: wire.StopToolUse, Parts: []wire.Part{
+		{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: "c1", Name: "web_search", Arguments: `{"query":"weather in Paris"}`}}}}, Offered: true})
 	v := searchedView(t, turn)
 	w := &Worker{MaxFetches: 2, MaxHops: 4}
 	if !w.offerFetch(v, 1) {
@@ -42,7 +44,12 @@ func searchedView(t *testing.T, turn []byte) *view {
 		t.Fatal(err)
 	}
 	chain := &state.Chain{Hops: map[int]*state.Hop{0: {Turn: turn, Calls: calls, Expected: 1, Results: map[string]json.RawMessage{"c1": done.Data}}}}
-	v, err := newView(&state.Job{ID: "j1", Model: "m", Request: []byte(`{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}]}`)}, chain)
+	req := &wire.Request{Model: "m", Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "weather in Paris?"}}}}}
+	stored, err := wire.EncodeStored(wire.OpenAIChat, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := newView(&state.Job{ID: "j1", Model: "m", Request: stored}, chain)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // The trace keeps each source's title and, where the engine dated the page, its
@@ -58,18 +59,33 @@ func TestTraceKeepsTitlesAndDates(t *testing.T) {
 func TestChatWarningsNameUnhonouredSettings(t *testing.T) {
 	t.Parallel()
 	opts := `,"web_search_options":{"search_context_size":"low","user_location":{"type":"approximate","approximate":{"city":"Paris","country":"FR"}}}`
+	// A Responses request's settings as its ingress stored them.
+	req, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","input":"hello there","tools":[{"type":"web_search"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Search.Unhonoured = []string{"user_location.city is not honoured"}
+	responses, err := wire.EncodeStored(wire.OpenAIResponses, req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, extra string
+		stored      json.RawMessage
 		want        bool
 	}{
-		{"chat", opts, true},
-		{"chat without settings", "", false},
-		{"responses", `,"searchfleet":{"protocol":"openai.responses","search":{"unhonoured":["user_location.city is not honoured"]}}`, true},
+		{"chat", opts, nil, true},
+		{"chat without settings", "", nil, false},
+		{"responses", "", responses, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, []func(http.ResponseWriter){text("Hello.")})
-			h.submit("j1", "hello there", tc.extra)
+			if tc.stored == nil {
+				h.submit("j1", "hello there", tc.extra)
+			} else {
+				h.submitRaw(&state.Job{ID: "j1", Kind: "chat", Model: "m", Request: tc.stored})
+			}
 			if err := h.job("j1", 1); err != nil {
 				t.Fatal(err)
 			}

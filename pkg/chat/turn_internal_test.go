@@ -2,18 +2,15 @@ package chat
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// A hop's answer is kept as the model gave it (its thinking block with its signature,
-// its text blocks, then its call), and a chain stored before turns were canonical (a
-// job in flight across the upgrade: its turn a Chat assistant message) reads into the
-// same turn but for the text, which Chat joined into one block.
-func TestTurnsStoredInEitherFormReadTheSame(t *testing.T) {
+// A hop's answer is kept as the model gave it: its thinking block with its signature,
+// its text blocks, then its call.
+func TestTurnKeepsTheAnswersParts(t *testing.T) {
 	t.Parallel()
 	answer, err := wire.AnthropicModel.DecodeResponse(fixtures.Read("anthropic/pydantic-pause-turn.0.response.json"))
 	if err != nil {
@@ -21,19 +18,11 @@ func TestTurnsStoredInEitherFormReadTheSame(t *testing.T) {
 	}
 	answer.Content = append(answer.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: "c1", Name: "web_search", Arguments: `{"query":"weather in Paris"}`}})
 	canonical, _ := json.Marshal(&turn{Turn: *wire.TurnOf(answer), Offered: true})
-	msg, finish, usage := wire.ChatAnswer(answer)
-	old, _ := json.Marshal(map[string]any{"message": msg, "finish": finish, "usage": usage, "offered": true})
-
-	history := func(stored []byte) []wire.Message {
-		t.Helper()
-		v := searchedView(t, stored)
-		if tn, ok := v.turn(0); !ok || tn.parseErr != nil {
-			t.Fatalf("the stored turn does not read: %v", tn.parseErr)
-		}
-		msgs, _ := v.history(1)
-		return msgs
+	v := searchedView(t, canonical)
+	if _, ok := v.turn(0); !ok {
+		t.Fatal("the stored turn does not read")
 	}
-	got, fromOld := history(canonical), history(old)
+	got, _ := v.history(1)
 	if len(got) != 2 || got[0].Role != wire.RoleAssistant || got[1].Role != wire.RoleTool {
 		t.Fatalf("history %+v; want the answer, then its result", got)
 	}
@@ -52,24 +41,6 @@ func TestTurnsStoredInEitherFormReadTheSame(t *testing.T) {
 	}
 	if n := count(parts, wire.PartText); n != blocks || blocks < 2 {
 		t.Errorf("%d text blocks kept of the answer's %d", n, blocks)
-	}
-	joined := func(msgs []wire.Message) []wire.Message {
-		out := append([]wire.Message(nil), msgs...)
-		a := &wire.Turn{Parts: out[0].Parts}
-		var ps []wire.Part
-		for i, p := range a.Parts {
-			switch {
-			case p.Kind != wire.PartText:
-				ps = append(ps, p)
-			case i == 0 || a.Parts[i-1].Kind != wire.PartText:
-				ps = append(ps, wire.Part{Kind: wire.PartText, Text: a.Text()})
-			}
-		}
-		out[0].Parts = ps
-		return out
-	}
-	if !reflect.DeepEqual(joined(got), fromOld) {
-		t.Errorf("a turn stored as a Chat message reads differently:\n%+v\n%+v", fromOld, joined(got))
 	}
 }
 

@@ -259,7 +259,21 @@ func (h *harness) submit(id, prompt string, extra ...string) {
 	h.t.Helper()
 	msg, _ := json.Marshal(prompt)
 	req := `{"model":"m","messages":[{"role":"user","content":` + string(msg) + `}]` + strings.Join(extra, "") + `}`
-	h.submitRaw(&state.Job{ID: id, Kind: "chat", Model: "m", Request: json.RawMessage(req)})
+	h.submitRaw(&state.Job{ID: id, Kind: "chat", Model: "m", Request: storedChat(h.t, req)})
+}
+
+// storedChat is a Chat request body as the ingress stores it (wire.EncodeStored).
+func storedChat(t testing.TB, body string) json.RawMessage {
+	t.Helper()
+	req, err := wire.Chat.DecodeRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := wire.EncodeStored(wire.OpenAIChat, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func (h *harness) submitRaw(j *state.Job) {
@@ -625,7 +639,7 @@ func TestClientToolCallsKeepTheChainSticky(t *testing.T) {
 		shown,
 		map[string]string{"role": "tool", "tool_call_id": "k1", "content": "12:00"},
 	}})
-	h.submitRaw(&state.Job{ID: "j2", Kind: "chat", Model: "m", Request: next})
+	h.submitRaw(&state.Job{ID: "j2", Kind: "chat", Model: "m", Request: storedChat(t, string(next))})
 	if err := h.job("j2", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -754,12 +768,11 @@ func TestLeaseHeldElsewhere(t *testing.T) {
 func TestFailures(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.submitRaw(&state.Job{ID: "late", Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m","messages":[]}`), Deadline: time.Now().Add(-time.Second)})
-	h.submitRaw(&state.Job{ID: "nomodel", Kind: "chat", Model: "x", Request: json.RawMessage(`{"model":"x","messages":[]}`)})
+	h.submitRaw(&state.Job{ID: "late", Kind: "chat", Model: "m", Request: storedChat(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`), Deadline: time.Now().Add(-time.Second)})
+	h.submitRaw(&state.Job{ID: "nomodel", Kind: "chat", Model: "x", Request: storedChat(t, `{"model":"x","messages":[{"role":"user","content":"hi"}]}`)})
 	h.submitRaw(&state.Job{ID: "broken", Kind: "chat", Model: "m", Request: json.RawMessage(`[1]`)})
-	h.submitRaw(&state.Job{ID: "badbody", Kind: "chat", Model: "m", Request: json.RawMessage(`{"model":"m","messages":[],"stream":"yes"}`)})
 	h.submit("garbled", "hi")
-	h.store.Chains.SaveTurn(context.Background(), "garbled", 0, []byte(`{"message":"not a message"}`), false, false)
+	h.store.Chains.SaveTurn(context.Background(), "garbled", 0, []byte(`{"parts":"not parts"}`), false, false)
 	for id, want := range map[string]string{"late": "job_deadline_exceeded", "nomodel": "model_not_found", "broken": "server_error", "garbled": "upstream_error"} {
 		if err := h.job(id, 1); err != nil {
 			t.Fatalf("%s: %v", id, err)
@@ -865,7 +878,7 @@ func TestEndingEventFailsRetries(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []func(http.ResponseWriter){text("ok")})
 	h.submitRaw(&state.Job{ID: "j1", Kind: "chat", Model: "m", Deadline: time.Now().Add(time.Minute),
-		Request: json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)})
+		Request: storedChat(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)})
 	h.pub.fail = "fleet.events.v2.j1.end"
 	if err := h.job("j1", 1); err == nil {
 		t.Fatal("a step whose terminal event failed was acked")

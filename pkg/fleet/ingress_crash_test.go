@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -78,9 +79,14 @@ func TestRetryPublishesASubmissionKilledAfterTheRecord(t *testing.T) {
 	if won, _, _, err := f.Store.Jobs.ClaimIdempotency(t.Context(), "default", "k-recorded", id, requestHash(body), time.Hour); err != nil || !won {
 		t.Fatalf("claim: %v %v", won, err)
 	}
-	var req map[string]json.RawMessage
-	json.Unmarshal(body, &req)
-	chatBody, _ := json.Marshal(req)
+	req, err := wire.Chat.DecodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatBody, err := wire.EncodeStored(wire.OpenAIChat, req) // as the ingress stores it
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now().UTC()
 	if err := f.Store.Jobs.CreateJob(t.Context(), &state.Job{ID: id, Tenant: "default", Kind: "chat", Model: demo.Model, Request: chatBody, Created: now, Deadline: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)

@@ -75,9 +75,8 @@ func newHandoffRig(t *testing.T) *handoffRig {
 
 // chatAnswer is a stored answer of text.
 func chatAnswer(text string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion", "created": 1, "model": "m1",
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "annotations": []any{}}, "finish_reason": "stop"}},
-		"usage":   map[string]int{"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12}})
+	b, _ := wire.EncodeAnswer(&wire.Response{ID: "x", Model: "m1", Created: time.Unix(1, 0).UTC(), Status: wire.StatusCompleted, Stop: wire.StopEndTurn,
+		Content: []wire.Part{{Kind: wire.PartText, Text: text}}, Usage: wire.Usage{InputTokens: 3, OutputTokens: 9}})
 	return b
 }
 

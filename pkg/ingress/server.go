@@ -132,7 +132,7 @@ type Server struct {
 // New returns the ingress o describes.
 func New(o Options) *Server {
 	s := &Server{Options: o, eventsGate: make(chan struct{}, eventsCallsAtOnce)}
-	s.sockets = responsesws.New(responsesws.Options{Core: socketCore{s}, MaxSockets: o.MaxWebSockets,
+	s.sockets = responsesws.New(responsesws.Options{Admit: s.admitSocket, Create: s.socketCreate, MaxSockets: o.MaxWebSockets,
 		Idle: o.WebSocketIdle, MaxAge: o.WebSocketMaxAge, MaxMessage: o.MaxBody})
 	co := console.Options{Core: consoleCore{s}, Jobs: o.Store.Jobs, Spend: o.Store.Ledger, Tools: o.Tools, Metrics: o.Metrics, Log: o.Log, Pages: o.Console}
 	if o.Batches != nil {

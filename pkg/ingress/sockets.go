@@ -11,12 +11,10 @@ import (
 // leaseSockets is the lease kind of a tenant's open Responses WebSockets.
 const leaseSockets = "ws"
 
-// socketCore is the ingress as the Responses WebSockets see it (responsesws.Core).
-type socketCore struct{ s *Server }
-
-// Admit takes a lease on one of the tenant's Streams for the socket's lifetime.
-func (c socketCore) Admit(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
-	s, tenant := c.s, tenantOf(r)
+// admitSocket takes a lease on one of the tenant's Streams for a Responses
+// WebSocket's lifetime (responsesws.Options.Admit).
+func (s *Server) admitSocket(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	tenant := tenantOf(r)
 	limit := s.Limits.Of(tenant).Streams
 	if limit <= 0 {
 		return func() {}, true
@@ -35,9 +33,10 @@ func (c socketCore) Admit(w http.ResponseWriter, r *http.Request) (release func(
 	return s.keepLease(r.Context(), leaseSockets, tenant, id, limit), true
 }
 
-// Create runs a socket's response.create as a streamed POST /v1/responses.
-func (c socketCore) Create(w http.ResponseWriter, r *http.Request) {
-	if s := c.s; s.allowRate(w, r, wire.Responses, tenantOf(r)) {
+// socketCreate runs a socket's response.create as a streamed POST /v1/responses
+// (responsesws.Options.Create).
+func (s *Server) socketCreate(w http.ResponseWriter, r *http.Request) {
+	if s.allowRate(w, r, wire.Responses, tenantOf(r)) {
 		s.budgeted(wire.Responses, s.protocolRequest(wire.Responses, "resp_"))(w, r)
 	}
 }

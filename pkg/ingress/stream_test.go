@@ -16,6 +16,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/ingress"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -111,9 +112,8 @@ func TestStreamDedupesReRunHop(t *testing.T) {
 	pub(1, "w3.c", 30, "lazy")                // an attempt seen only past a gap: not relayed
 	pub(0, "w0.z", 0, "a preamble of hop 0 ") // an earlier hop: not relayed
 	pub(1, "w2.b", 26, "over the ")
-	answer, _ := json.Marshal(map[string]any{"id": "chatcmpl-" + job, "object": "chat.completion", "created": 1, "model": "m1",
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": final, "annotations": []any{}}, "finish_reason": "stop"}},
-		"usage":   map[string]int{"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12}})
+	answer, _ := wire.EncodeAnswer(&wire.Response{ID: "chatcmpl-" + job, Model: "m1", Created: time.Unix(1, 0).UTC(), Status: wire.StatusCompleted,
+		Stop: wire.StopEndTurn, Content: []wire.Part{{Kind: wire.PartText, Text: final}}, Usage: wire.Usage{InputTokens: 3, OutputTokens: 9}})
 	if err := ender.End(context.Background(), job, jobs.Ending{Status: state.Completed, Hop: 1, Response: answer}); err != nil {
 		t.Fatal(err)
 	}

@@ -26,15 +26,8 @@ type ChatRequest struct {
 	Extra map[string]json.RawMessage
 	// Search is the request's own web search settings (nil: none declared). They come
 	// from web_search_options and search declarations in tools (removed from Tools and
-	// Extra: the fleet serves them, the model never sees them), or, for a request that
-	// arrived in another protocol, from the stored request's "searchfleet" key.
+	// Extra: the fleet serves them, the model never sees them).
 	Search *SearchOptions
-	// Protocol is the protocol the client spoke ("" for OpenAI Chat), from the stored
-	// request's "searchfleet" key: the ingress answers in it.
-	Protocol string
-	// Notes are the request's settings the fleet cannot honour (besides Search's), from
-	// the "searchfleet" key: the answer repeats them.
-	Notes []string
 
 	toolNames []string // the function names of Tools, read once at decoding
 }
@@ -165,63 +158,9 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 	return r, nil
 }
 
-// DecodeChatRequest reads a request that ParseChatRequest already accepted (the one
-// stored with a job): the top-level split only, without validating every message again.
-func DecodeChatRequest(body []byte) (*ChatRequest, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		return nil, badParam("", "stored request is not a JSON object")
-	}
-	r := &ChatRequest{Extra: make(map[string]json.RawMessage, len(top))}
-	for k, v := range top {
-		var err error
-		switch k {
-		case "model":
-			err = json.Unmarshal(v, &r.Model)
-		case "messages":
-			err = json.Unmarshal(v, &r.Messages)
-		case "tools":
-			if string(v) != "null" {
-				err = json.Unmarshal(v, &r.Tools)
-			}
-		case "stream":
-			err = json.Unmarshal(v, &r.Stream)
-		case "n":
-		case "web_search_options":
-			var o *SearchOptions
-			if o, err = chatSearchOptions(v); err == nil {
-				r.mergeSearch(o)
-			}
-		case FleetKey:
-			var f fleetFields
-			if err = json.Unmarshal(v, &f); err == nil {
-				r.Protocol, r.Notes = f.Protocol, f.Notes
-				r.mergeSearch(f.Search)
-			}
-		default:
-			r.Extra[k] = v
-		}
-		if err != nil {
-			return nil, badParam(k, "stored request field %q is unreadable", k)
-		}
-	}
-	if err := r.takeSearchTools(); err != nil {
-		return nil, err
-	}
-	r.readToolNames()
-	return r, nil
-}
-
-// FleetKey is the reserved top-level key of a stored request that carries what the
-// fleet adds to a job's chat request: {"protocol": …, "search": SearchOptions}. It is
-// never forwarded to a model, and a client may not send it.
+// FleetKey is the top-level key the fleet's own extensions of a Chat answer go
+// under; a client may not send it in a request.
 const FleetKey = "searchfleet"
-
-type fleetFields struct {
-	Protocol string         `json:"protocol,omitempty"`
-	Search   *SearchOptions `json:"search,omitempty"`
-	Notes    []string       `json:"notes,omitempty"`
-}
 
 func (r *ChatRequest) mergeSearch(o *SearchOptions) {
 	if o == nil {
@@ -253,20 +192,6 @@ func (r *ChatRequest) takeSearchTools() error {
 
 // ToolNames returns the names of the client's function tools.
 func (r *ChatRequest) ToolNames() []string { return r.toolNames }
-
-// readToolNames reads the function names of a stored request's tools.
-func (r *ChatRequest) readToolNames() {
-	for _, raw := range r.Tools {
-		var t struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
-		if json.Unmarshal(raw, &t) == nil {
-			r.toolNames = append(r.toolNames, t.Function.Name)
-		}
-	}
-}
 
 // Text returns a message content's text: a string, or the text of its text parts
 // (images and other parts are skipped).

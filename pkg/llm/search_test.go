@@ -24,7 +24,7 @@ func TestChatSearchDeclarations(t *testing.T) {
 		{`{"type":"google_search"}`, SearchOptions{Requested: true}},
 		{`{"type":"builtin_function","function":{"name":"$web_search"}}`, SearchOptions{Requested: true}},
 	} {
-		r, err := DecodeChatRequest([]byte(`{"model":"m","messages":[],"tools":[` + tc.tool + `,{"type":"function","function":{"name":"f"}}]}`))
+		r, err := ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[` + tc.tool + `,{"type":"function","function":{"name":"f"}}]}`))
 		if err != nil {
 			t.Errorf("%s: %v", tc.tool, err)
 			continue

@@ -152,18 +152,14 @@ func searxngBody(a searchAsk) []byte {
 	m["query"] = a.query
 	tmpl := obj(arr(m["results"])[0])
 	engines := []string{"duckduckgo", "brave", "startpage", "bing"}
-	var results []any
-	for i, h := range a.hits(defaultHits) {
-		r := clone(tmpl)
+	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, i int) {
 		eng := engines[i%len(engines)]
 		r["url"], r["title"], r["content"] = h.URL, h.Title, h.Snippet
 		r["publishedDate"] = h.Date.Format("2006-01-02T15:04:05")
 		r["engine"], r["engines"], r["positions"] = eng, []any{eng}, []any{i + 1}
 		r["parsed_url"] = []any{"https", h.Host, strings.TrimPrefix(h.URL, "https://"+h.Host), "", "", ""}
 		r["score"] = 1 / float64(i+1)
-		results = append(results, r)
-	}
-	m["results"] = nonNil(results)
+	})
 	m["suggestions"] = []any{a.shown() + " news", a.shown() + " explained"}
 	m["unresponsive_engines"] = []any{}
 	return mustJSON(m)
@@ -174,17 +170,13 @@ func exaBody(a searchAsk) []byte {
 	m := template("exa/docs-shape-search-highlights.CONSTRUCTED.json")
 	m["requestId"] = a.id(32)
 	tmpl := obj(arr(m["results"])[0])
-	var results []any
-	for _, h := range a.hits(defaultHits) {
-		r := clone(tmpl)
+	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["id"], r["url"], r["title"] = h.URL, h.URL, h.Title
 		r["publishedDate"] = h.Date.Format("2006-01-02T15:04:05.000Z")
 		r["author"], r["score"] = "searchfleet simulator", h.Score/2
 		r["image"], r["favicon"] = "https://"+h.Host+"/image.png", "https://"+h.Host+"/favicon.ico"
 		r["highlights"] = []any{h.Snippet}
-		results = append(results, r)
-	}
-	m["results"] = nonNil(results)
+	})
 	return mustJSON(m)
 }
 
@@ -198,13 +190,9 @@ func serperBody(a searchAsk) []byte {
 		sp["num"] = a.count
 	}
 	tmpl := obj(arr(m["organic"])[2]) // the plain one: title, link, snippet, date, position
-	var organic []any
-	for i, h := range a.hits(defaultHits) {
-		r := clone(tmpl)
+	m["organic"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, i int) {
 		r["title"], r["link"], r["snippet"], r["date"], r["position"] = h.Title, h.URL, h.Snippet, h.Date.Format("Jan 2, 2006"), i+1
-		organic = append(organic, r)
-	}
-	m["organic"] = nonNil(organic)
+	})
 	delete(m, "knowledgeGraph")
 	delete(m, "answerBox")
 	delete(m, "peopleAlsoAsk")
@@ -217,13 +205,9 @@ func tavilyBody(a searchAsk) []byte {
 	m := template("tavily/pydantic-test_basic_search.response.json")
 	m["query"], m["request_id"] = a.query, uuidOf(a)
 	tmpl := obj(arr(m["results"])[0])
-	var results []any
-	for _, h := range a.hits(defaultHits) {
-		r := clone(tmpl)
+	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["title"], r["url"], r["content"], r["score"] = h.Title, h.URL, h.Snippet, h.Score
-		results = append(results, r)
-	}
-	m["results"] = nonNil(results)
+	})
 	return mustJSON(m)
 }
 
@@ -356,13 +340,9 @@ func anthropicBody(a searchAsk, model, id, prefix string) []byte {
 	toolID := "srvtoolu_sim_" + id
 	use["id"], use["input"] = toolID, map[string]any{"query": a.shown()}
 	tmpl := obj(arr(result["content"])[0])
-	var found []any
-	for _, h := range hits {
-		r := clone(tmpl)
+	result["tool_use_id"], result["content"] = toolID, fill(tmpl, hits, func(r map[string]any, h simHit, _ int) {
 		r["encrypted_content"], r["page_age"], r["title"], r["url"] = opaque("content", h.URL, h.Snippet), h.Date.Format("January 2, 2006"), h.Title, h.URL
-		found = append(found, r)
-	}
-	result["tool_use_id"], result["content"] = toolID, nonNil(found)
+	})
 	content := []any{use, result}
 	lead := prefix + "Based on the search results:\n\n"
 	if len(hits) == 0 {
@@ -461,6 +441,18 @@ func openrouterBody(a searchAsk) []byte {
 	msg["content"], msg["annotations"] = text, anns
 	m["id"] = "gen-sim-" + a.id(20)
 	return mustJSON(m)
+}
+
+// fill is a copy of tmpl for each of hits, set by set (a JSON [] when there are
+// none).
+func fill(tmpl map[string]any, hits []simHit, set func(r map[string]any, h simHit, i int)) []any {
+	out := []any{}
+	for i, h := range hits {
+		r := clone(tmpl)
+		set(r, h, i)
+		out = append(out, r)
+	}
+	return out
 }
 
 // nonNil keeps an empty list a JSON [] rather than null.

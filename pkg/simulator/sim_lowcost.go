@@ -111,13 +111,10 @@ func perplexityAgentBody(a searchAsk) []byte {
 	sr, msg := obj(out[0]), obj(out[1])
 	tmpl := obj(arr(sr["results"])[0])
 	hits := a.hits(defaultHits)
-	var results []any
-	for i, h := range hits {
-		r := clone(tmpl)
+	sr["results"] = fill(tmpl, hits, func(r map[string]any, h simHit, i int) {
 		r["id"], r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = i+1, h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
-		results = append(results, r)
-	}
-	sr["results"], sr["queries"] = nonNil(results), []any{a.shown()}
+	})
+	sr["queries"] = []any{a.shown()}
 	text, anns := "", []any{}
 	for i, s := range groundedText(hits) {
 		if i > 0 {
@@ -141,13 +138,10 @@ func perplexityAgentBody(a searchAsk) []byte {
 func perplexitySearchBody(a searchAsk) []byte {
 	m := template("perplexity/docs-shape-search.CONSTRUCTED.json")
 	tmpl := obj(arr(m["results"])[0])
-	var results []any
-	for _, h := range a.hits(defaultHits) {
-		r := clone(tmpl)
+	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
-		results = append(results, r)
-	}
-	m["results"], m["id"] = nonNil(results), uuidOf(a)
+	})
+	m["id"] = uuidOf(a)
 	return mustJSON(m)
 }
 
@@ -156,13 +150,9 @@ func cloudflareBody(a searchAsk) []byte {
 	m := template("cloudflare/docs-shape-websearch.CONSTRUCTED.json")
 	res := obj(m["result"])
 	tmpl := obj(arr(res["results"])[0])
-	var results []any
-	for _, h := range a.hits(defaultHits) {
-		r := clone(tmpl)
+	res["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["title"], r["url"], r["description"] = h.Title, h.URL, h.Snippet
-		results = append(results, r)
-	}
-	res["results"] = nonNil(results)
+	})
 	return mustJSON(m)
 }
 
@@ -170,13 +160,10 @@ func cloudflareBody(a searchAsk) []byte {
 func parallelBody(a searchAsk) []byte {
 	m := template("parallel/docs-shape-search.CONSTRUCTED.json")
 	tmpl := obj(arr(m["results"])[0])
-	var results []any
-	for _, h := range a.hits(defaultHits) {
-		r := clone(tmpl)
+	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["url"], r["title"], r["publish_date"], r["excerpts"] = h.URL, h.Title, isoDay(h.Date), []any{h.Quote, h.Snippet}
-		results = append(results, r)
-	}
-	m["results"], m["search_id"] = nonNil(results), "search_"+a.id(32)
+	})
+	m["search_id"] = "search_" + a.id(32)
 	return mustJSON(m)
 }
 
@@ -184,12 +171,8 @@ func parallelBody(a searchAsk) []byte {
 func linkupBody(a searchAsk) []byte {
 	m := template("linkup/docs-shape-search-results.CONSTRUCTED.json")
 	tmpl := obj(arr(m["results"])[0])
-	var results []any
-	for _, h := range a.hits(defaultHits) {
-		r := clone(tmpl)
+	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["name"], r["url"], r["content"] = h.Title, h.URL, h.Snippet
-		results = append(results, r)
-	}
-	m["results"] = nonNil(results)
+	})
 	return mustJSON(m)
 }

@@ -62,24 +62,12 @@ type spendCall struct {
 func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	day, month := periods(now)
 	dayEnd, monthEnd := PeriodEnds(now)
-	limit := func(usd float64, n int64) (int64, int64) {
-		lu, ln := int64(-1), int64(-1)
-		if usd > 0 {
-			lu = toMicros(usd)
-		}
-		if n > 0 {
-			ln = n
-		}
-		return lu, ln
-	}
-	du, dn := limit(b.USDPerDay, b.SearchesPerDay)
-	mu, mn := limit(b.USDPerMonth, b.SearchesPerMonth)
-	// Keep each period's counters a day past its end, for GET /v1/usage and late settles.
-	dayTTL := int64(time.Until(dayEnd.Add(24*time.Hour)).Seconds()) + 1
-	monthTTL := int64(time.Until(monthEnd.Add(24*time.Hour)).Seconds()) + 1
+	du, dn := limitArgs(b.USDPerDay, b.SearchesPerDay)
+	mu, mn := limitArgs(b.USDPerMonth, b.SearchesPerMonth)
+	dayTTL, monthTTL := periodTTLs(now)
 	return spendCall{
 		keys: []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month)},
-		argv: []any{du, dn, mu, mn, max(dayTTL, 60), max(monthTTL, 60)},
+		argv: []any{du, dn, mu, mn, dayTTL, monthTTL},
 		day:  day, month: month, dayEnd: dayEnd, monthEnd: monthEnd,
 	}
 }

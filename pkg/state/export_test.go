@@ -17,3 +17,6 @@ var SplitJob = splitJob
 // AsCluster makes s write as it does across a Redis Cluster's slots (no script
 // touches keys of two slots), on the single Redis the tests run against.
 func AsCluster(s *Store) *Store { s.c.inOrder = false; return s }
+
+// ScriptSource is the text the store loads for the script at path (lua/<name>.lua).
+var ScriptSource = scriptSource

@@ -27,24 +27,14 @@ var reserveJobCap = script("reserve_job_cap")
 // reserveCap reserves a call's price against a capped ledger. (lua/reserve_cap.lua)
 var reserveCap = script("reserve_cap")
 
-var (
-	// settleCap moves a call's reservation in a ledger to its real cost.
-	// (lua/settle_cap.lua)
-	settleCap = script("settle_cap")
-	// jobSettleCap moves a call's reservation in the ledger in a job's hash to its real
-	// cost. (lua/job_settle_cap.lua)
-	jobSettleCap = script("job_settle_cap")
-)
+// settleCap moves a call's reservation in a ledger (a job's or a batch's, by its
+// fields' mark) to its real cost. (lua/settle_cap.lua)
+var settleCap = script("settle_cap")
 
-var (
-	// recordCap counts a call paid without a reservation (a model turn) against a capped
-	// ledger, once: a call already counted changes nothing. (lua/record_cap.lua)
-	recordCap = script("record_cap")
-	// jobRecordCap counts a call paid without a reservation (a model turn) against the
-	// ledger in a job's hash, once: a call already counted changes nothing.
-	// (lua/job_record_cap.lua)
-	jobRecordCap = script("job_record_cap")
-)
+// recordCap counts a call paid without a reservation (a model turn) against a capped
+// ledger (a job's or a batch's), once: a call already counted changes nothing.
+// (lua/record_cap.lua)
+var recordCap = script("record_cap")
 
 // recordSpend counts a paid call against the tenant's day and month once, in dollars
 // only (a model turn is not a search). (lua/record_spend.lua)
@@ -177,9 +167,9 @@ func capAnswer(v []any) (answer, batch string, limit float64) {
 // ledgers (settled to nothing; the entries stay, so a redelivery is still one call).
 func (s *core) releaseHold(ctx context.Context, h *Hold) {
 	ctx = context.WithoutCancel(ctx)
-	jobSettleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, 0)
+	settleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, 0, ledgerMark)
 	if h.Batch != "" {
-		settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, 0)
+		settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, 0, "")
 	}
 }
 
@@ -191,12 +181,12 @@ func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches 
 	asHeld := cost == h.price
 	var errs []error
 	if !(asHeld && h.made.job) {
-		if err := jobSettleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, cost).Err(); err != nil {
+		if err := settleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, cost, ledgerMark).Err(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if h.Batch != "" && !(asHeld && h.made.batch) {
-		if err := settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, cost).Err(); err != nil {
+		if err := settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, cost, "").Err(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -220,23 +210,21 @@ func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches 
 func (s *Ledger) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
 	cost := toMicros(usd)
 	ttl := s.Retention.Milliseconds()
-	v, err := jobRecordCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, ttl).Slice()
+	v, err := recordCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, ttl, ledgerMark).Slice()
 	if err != nil {
 		return false, fmt.Errorf("state: recording a request's spend: %w", err)
 	}
 	if len(v) == 2 {
 		if batch, _ := v[1].(string); batch != "" {
-			if err := recordCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, cost, ttl).Err(); err != nil {
+			if err := recordCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, cost, ttl, "").Err(); err != nil {
 				return false, fmt.Errorf("state: recording a batch's spend: %w", err)
 			}
 		}
 	}
 	day, month := periods(now)
-	dayEnd, monthEnd := PeriodEnds(now)
-	dayTTL := int64(time.Until(dayEnd.Add(24*time.Hour)).Seconds()) + 1
-	monthTTL := int64(time.Until(monthEnd.Add(24*time.Hour)).Seconds()) + 1
+	dayTTL, monthTTL := periodTTLs(now)
 	keys := []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month), s.K.SpendCalls(tenant, day)}
-	n, err := recordSpend.Run(ctx, s.r, keys, call, cost, max(dayTTL, 60), max(monthTTL, 60)).Int()
+	n, err := recordSpend.Run(ctx, s.r, keys, call, cost, dayTTL, monthTTL).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: recording spend: %w", err)
 	}

@@ -22,17 +22,9 @@ import (
 // its real size is known: room for its answer, trace and chain (64 KiB).
 const RecordAllowance = 64 << 10
 
-// chargeRecord sets a record's bytes in its tenant's storage ledger, after giving back
-// the tenant's records past their expiry. (lua/charge_record.lua)
-var chargeRecord = script("charge_record")
-
-// releaseRecord gives a deleted record's bytes back, after giving back the tenant's
-// records past their expiry. (lua/release_record.lua)
-var releaseRecord = script("release_record")
-
-// storageUsed gives back a tenant's records past their expiry and reads its used bytes
-// and its records' count. (lua/storage_used.lua)
-var storageUsed = script("storage_used")
+// storageLedger gives back a tenant's records past their expiry, then charges a
+// record's bytes, releases a record's or reads the ledger. (lua/storage_ledger.lua)
+var storageLedger = script("storage_ledger")
 
 // Storage is a tenant's storage quota as it stands.
 type Storage struct {
@@ -61,7 +53,7 @@ func (s *Ledger) ChargeRecord(ctx context.Context, tenant, record string, bytes 
 	if force {
 		f = "1"
 	}
-	v, err := chargeRecord.Run(ctx, s.r, []string{s.K.QuotaBytes(tenant), s.K.QuotaExpiries(tenant)}, record, bytes, expires.UnixMilli(), lim, f).Int64Slice()
+	v, err := storageLedger.Run(ctx, s.r, s.storageKeys(tenant), "charge", record, bytes, expires.UnixMilli(), lim, f).Int64Slice()
 	if err != nil || len(v) != 3 {
 		return false, Storage{}, fmt.Errorf("state: charging storage: %w", err)
 	}
@@ -75,7 +67,7 @@ func (s *Ledger) ChargeRecord(ctx context.Context, tenant, record string, bytes 
 // ReleaseRecord gives a deleted record's bytes back to its tenant's quota (a record
 // not charged is no error).
 func (s *Ledger) ReleaseRecord(ctx context.Context, tenant, record string) error {
-	if err := releaseRecord.Run(ctx, s.r, []string{s.K.QuotaBytes(tenant), s.K.QuotaExpiries(tenant)}, record).Err(); err != nil {
+	if err := storageLedger.Run(ctx, s.r, s.storageKeys(tenant), "release", record).Err(); err != nil {
 		return fmt.Errorf("state: releasing storage: %w", err)
 	}
 	return nil
@@ -83,11 +75,16 @@ func (s *Ledger) ReleaseRecord(ctx context.Context, tenant, record string) error
 
 // StorageOf reads tenant's storage use (records past their expiry given back first).
 func (s *Ledger) StorageOf(ctx context.Context, tenant string) (Storage, error) {
-	v, err := storageUsed.Run(ctx, s.r, []string{s.K.QuotaBytes(tenant), s.K.QuotaExpiries(tenant)}).Int64Slice()
+	v, err := storageLedger.Run(ctx, s.r, s.storageKeys(tenant), "used").Int64Slice()
 	if err != nil || len(v) != 2 {
 		return Storage{}, fmt.Errorf("state: reading storage: %w", err)
 	}
 	return Storage{Used: v[0], Records: v[1]}, nil
+}
+
+// storageKeys are tenant's storage ledger and its records by expiry.
+func (s *Ledger) storageKeys(tenant string) []string {
+	return []string{s.K.QuotaBytes(tenant), s.K.QuotaExpiries(tenant)}
 }
 
 // jobFootprint sums the bytes (field names and values) of a job's hashes, and the

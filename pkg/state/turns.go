@@ -22,25 +22,15 @@ import (
 // notes the tenant's day it is reserved in. (lua/job_reserve_turn_cap.lua)
 var jobReserveTurnCap = script("job_reserve_turn_cap")
 
-var (
-	// settleTurnCap moves a turn's entry in a ledger to its cost, recording it when the
-	// ledger has none (a reservation given back); settling again to the same cost changes
-	// nothing. (lua/settle_turn_cap.lua)
-	settleTurnCap = script("settle_turn_cap")
-	// jobSettleTurnCap moves a turn's entry in the ledger in a job's hash to its cost,
-	// recording it when the ledger has none (a reservation given back); settling again to
-	// the same cost changes nothing. (lua/job_settle_turn_cap.lua)
-	jobSettleTurnCap = script("job_settle_turn_cap")
-)
+// settleTurnCap moves a turn's entry in a ledger (a job's or a batch's, by its
+// fields' mark) to its cost, recording it when the ledger has none (a reservation
+// given back); settling again to the same cost changes nothing.
+// (lua/settle_turn_cap.lua)
+var settleTurnCap = script("settle_turn_cap")
 
-var (
-	// releaseTurnCap gives a refused turn's reservation back to a ledger.
-	// (lua/release_turn_cap.lua)
-	releaseTurnCap = script("release_turn_cap")
-	// jobReleaseTurnCap gives a refused turn's reservation back to the ledger in a job's
-	// hash. (lua/job_release_turn_cap.lua)
-	jobReleaseTurnCap = script("job_release_turn_cap")
-)
+// releaseTurnCap gives a refused turn's reservation back to a ledger (a job's or a
+// batch's). (lua/release_turn_cap.lua)
+var releaseTurnCap = script("release_turn_cap")
 
 // reserveTurnSpend reserves a turn's worst case against the tenant's day and month,
 // after giving back the day's lapsed turn reservations (at most 64 a call).
@@ -89,9 +79,9 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 	}
 	giveBack := func(batched bool) {
 		ctx := context.WithoutCancel(ctx)
-		jobReleaseTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call)
+		releaseTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, ledgerMark)
 		if batched {
-			releaseTurnCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call)
+			releaseTurnCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, "")
 		}
 	}
 	if batch != "" {
@@ -142,14 +132,14 @@ func (s *Ledger) SettleTurn(ctx context.Context, jobID, tenant, call string, usd
 	cost := toMicros(usd)
 	today, _ := periods(now)
 	keep := s.Retention.Milliseconds()
-	v, err := jobSettleTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, keep, today).Slice()
+	v, err := settleTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, keep, today, ledgerMark).Slice()
 	if err != nil {
 		return false, fmt.Errorf("state: settling a request's spend: %w", err)
 	}
 	day := today
 	if len(v) == 2 {
 		if batch, _ := v[0].(string); batch != "" {
-			if err := settleTurnCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, cost, keep, today).Err(); err != nil {
+			if err := settleTurnCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, cost, keep, today, "").Err(); err != nil {
 				return false, fmt.Errorf("state: settling a batch's spend: %w", err)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -116,7 +117,12 @@ func (h *harness) finishedJob(t *testing.T, tenant string, callback map[string]a
 	if err := h.store.Jobs.CreateJob(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.Jobs.Finish(ctx, id, state.Completed, "response", json.RawMessage(`{"answer":"forty-two"}`)); err != nil {
+	answer, err := wire.EncodeAnswer(&wire.Response{Model: "sim-model", Status: wire.StatusCompleted, Stop: wire.StopEndTurn,
+		Content: []wire.Part{{Kind: wire.PartText, Text: "forty-two"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Jobs.Finish(ctx, id, state.Completed, "response", answer); err != nil {
 		t.Fatal(err)
 	}
 	job, err = h.store.Jobs.GetJob(ctx, id)
@@ -254,7 +260,16 @@ func TestJobFinishedDelivers(t *testing.T) {
 	if p.Type != "job.completed" || p.Timestamp.IsZero() || p.Data["id"] != job.ID || p.Data["object"] != "job" || p.Data["status"] != "completed" {
 		t.Errorf("payload %s", d.Payload)
 	}
-	if r, _ := p.Data["response"].(map[string]any); r["answer"] != "forty-two" {
+	var answer struct {
+		Object  string `json:"object"`
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if r, _ := json.Marshal(p.Data["response"]); json.Unmarshal(r, &answer) != nil || answer.Object != "chat.completion" ||
+		len(answer.Choices) != 1 || answer.Choices[0].Message.Content != "forty-two" {
 		t.Errorf("payload response %v", p.Data["response"])
 	}
 	if st := webhookStatus(t, h.s, job.ID); st != StatusPending {

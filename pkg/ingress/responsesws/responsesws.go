@@ -3,7 +3,7 @@
 // client sends {"type":"response.create", ...the POST /v1/responses body without
 // stream, stream_options and background} and receives the same events a streamed POST
 // sends, one response after another. Each turn runs exactly as a streamed POST does —
-// the ingress's own handler, limits, budget and storage, reached through Core — so the
+// the ingress's own handler, limits, budget and storage, reached through Options — so the
 // two transports cannot drift apart.
 //
 // A socket remembers its most recent responses (socketCache): previous_response_id
@@ -14,7 +14,7 @@
 //
 // Bounds: the key is checked before the upgrade (a refusal is an HTTP answer in the
 // Responses error shape); an ingress holds at most MaxSockets sockets and a tenant at
-// most its Streams limit across the fleet (Core.Admit: a lease per socket, apart from
+// most its Streams limit across the fleet (Options.Admit: a lease per socket, apart from
 // the stream slot each running turn takes); a message may have MaxMessage bytes; one
 // response runs at a time (a response.create sent meanwhile gets an error event); a
 // socket with nothing running is closed after Idle, and one open for MaxAge (60
@@ -44,20 +44,16 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// Core is what a socket takes from the ingress.
-type Core interface {
+// Options configure the sockets: what a socket takes from the ingress, and its
+// bounds.
+type Options struct {
 	// Admit takes the tenant's slot for one more open socket (its Streams limit,
 	// across the fleet) and returns its release; false when it has answered r with
 	// the refusal.
-	Admit(w http.ResponseWriter, r *http.Request) (release func(), ok bool)
+	Admit func(w http.ResponseWriter, r *http.Request) (release func(), ok bool)
 	// Create serves one response.create as a streamed POST /v1/responses, with the
 	// tenant's rate, budget and limits. r's context carries the turn's Turn.
-	Create(w http.ResponseWriter, r *http.Request)
-}
-
-// Options configure the sockets.
-type Options struct {
-	Core Core
+	Create http.HandlerFunc
 	// MaxSockets bounds the sockets this ingress holds open (0: 1024); Idle closes a
 	// socket with no response running for that long (0: 10 minutes), MaxAge ends one
 	// open that long (0: 60 minutes).
@@ -213,7 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.sockets.done()
-	release, ok := s.o.Core.Admit(w, r)
+	release, ok := s.o.Admit(w, r)
 	if !ok {
 		return
 	}
@@ -453,7 +449,7 @@ func (k *socket) turn(ctx context.Context, body []byte, previous string) turnEnd
 	req.Header.Set("Content-Type", "application/json")
 	req.ContentLength = int64(len(body))
 	sw := &socketWriter{header: http.Header{}, sock: k}
-	k.s.o.Core.Create(sw, req)
+	k.s.o.Create(sw, req)
 	sw.finish()
 	if !sw.broken {
 		end.last = sw.last

@@ -8,10 +8,9 @@ import (
 	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
-// AnswerFormat is the format version of a completed job's stored answer. Format 2
-// is the canonical Response (EncodeAnswer), rendered in the client's protocol when it
-// is read; format 1 (no "format" key) is the chat.completion the chat worker stored
-// before, which stays readable for its retention.
+// AnswerFormat is the format version of a completed job's stored answer: the
+// canonical Response (EncodeAnswer), rendered in the client's protocol when it is
+// read.
 const AnswerFormat = 2
 
 type storedAnswer struct {
@@ -30,31 +29,25 @@ func EncodeAnswer(r *Response) (json.RawMessage, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// DecodeAnswer reads a job's stored answer, in either format.
+// DecodeAnswer reads a job's stored answer.
 func DecodeAnswer(b []byte) (*Response, error) {
-	format, err := answerFormat(b)
-	if err != nil {
-		return nil, err
+	var a storedAnswer
+	if err := jsonfast.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("stored answer unreadable: %w", err)
 	}
-	switch format {
-	case AnswerFormat:
-		var a storedAnswer
-		if err := jsonfast.Unmarshal(b, &a); err != nil {
-			return nil, err
-		}
-		if a.Response == nil {
-			return nil, fmt.Errorf("stored answer of format %d has no response", a.Format)
-		}
-		return a.Response, nil
-	case 0:
-		return Chat.DecodeResponse(b)
+	if a.Format != AnswerFormat {
+		return nil, fmt.Errorf("stored answer of unknown format %d", a.Format)
 	}
-	return nil, fmt.Errorf("stored answer of unknown format %d", format)
+	if a.Response == nil {
+		return nil, fmt.Errorf("stored answer of format %d has no response", a.Format)
+	}
+	return a.Response, nil
 }
 
 // ChatAnswerJSON is a job's stored answer as the chat.completion a Chat client
-// reads (GET /v1/jobs/{id}, a job webhook, a batch's output): rendered from format
-// 2, as stored for format 1. Empty or null stays as it is.
+// reads (GET /v1/jobs/{id}, a job webhook, a batch's output). What is no model's
+// answer (a direct search's or a page fetch's result, which has no format) and empty
+// or null stay as they are.
 func ChatAnswerJSON(b json.RawMessage) (json.RawMessage, error) {
 	if isNull(b) {
 		return b, nil

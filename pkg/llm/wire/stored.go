@@ -7,14 +7,10 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/jsonfast"
-	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
-// StoredFormat is the format version of a job's stored request. Format 2 is the
-// canonical Request with the protocol the client spoke; format 1 (no "format" key) is
-// the OpenAI Chat request the fleet stored before, with the client's protocol, search
-// settings and notes under llm.FleetKey. Jobs stored in format 1 stay readable for
-// their retention.
+// StoredFormat is the format version of a job's stored request: the canonical
+// Request with the protocol the client spoke.
 const StoredFormat = 2
 
 // Stored is a job's request as the fleet keeps it: decoded once from the client's
@@ -37,50 +33,19 @@ func EncodeStored(p Protocol, req *Request) (json.RawMessage, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// DecodeStored reads a job's stored request, in either format.
-//
-// Every step of a job reads it, so a request of the current format is read in one
-// pass; anything else (a format-1 request, an unknown format, a document that does
-// not decode) is read again as before, format first, which gives the same result
-// and error as ever.
+// DecodeStored reads a job's stored request.
 func DecodeStored(b []byte) (*Stored, error) {
 	var s Stored
-	if jsonfast.Unmarshal(b, &s) == nil && s.Format == StoredFormat && s.Request != nil {
-		return &s, nil
-	}
-	var head struct {
-		Format int `json:"format"`
-	}
-	if err := jsonfast.Unmarshal(b, &head); err != nil {
+	if err := jsonfast.Unmarshal(b, &s); err != nil {
 		return nil, err
 	}
-	switch head.Format {
-	case StoredFormat:
-		var s Stored
-		if err := jsonfast.Unmarshal(b, &s); err != nil {
-			return nil, err
-		}
-		if s.Request == nil {
-			return nil, fmt.Errorf("stored request of format %d has no request", s.Format)
-		}
-		return &s, nil
-	case 0:
-		cr, err := llm.DecodeChatRequest(b)
-		if err != nil {
-			return nil, err
-		}
-		r, err := FromChat(cr)
-		if err != nil {
-			return nil, err
-		}
-		r.Notes = cr.Notes
-		p := Protocol(cr.Protocol)
-		if p == "" {
-			p = OpenAIChat
-		}
-		return &Stored{Format: 1, Protocol: p, Request: r}, nil
+	if s.Format != StoredFormat {
+		return nil, fmt.Errorf("stored request of unknown format %d", s.Format)
 	}
-	return nil, fmt.Errorf("stored request of unknown format %d", head.Format)
+	if s.Request == nil {
+		return nil, fmt.Errorf("stored request of format %d has no request", s.Format)
+	}
+	return &s, nil
 }
 
 // ToolNames are the names of the request's client tools.

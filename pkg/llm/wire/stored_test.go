@@ -1,19 +1,15 @@
 package wire_test
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 
-	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // A job's request is stored in canonical form with its client's protocol and read back
-// as it was; a request stored before (format 1: the Chat request with the protocol,
-// search settings and notes under "searchfleet") reads into the same request, so jobs
-// recorded before the upgrade run to their end.
-func TestStoredRequestReadsInEitherFormat(t *testing.T) {
+// as it was; a format this fleet does not write is refused.
+func TestStoredRequestReadsBack(t *testing.T) {
 	t.Parallel()
 	req, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","instructions":"Be brief.","input":[
 		{"role":"user","content":"What is new in Go?"},
@@ -37,31 +33,9 @@ func TestStoredRequestReadsInEitherFormat(t *testing.T) {
 		t.Fatalf("read back %+v\nstored  %+v", st.Request, req)
 	}
 
-	// The same request as format 1 stored it.
-	chat, err := wire.Chat.EncodeRequest(req, req.Model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var top map[string]json.RawMessage
-	json.Unmarshal(chat, &top)
-	top[llm.FleetKey], _ = json.Marshal(map[string]any{"protocol": wire.OpenAIResponses, "search": req.Search, "notes": req.Notes})
-	top["stream"] = json.RawMessage("true")
-	old, _ := json.Marshal(top)
-	st1, err := wire.DecodeStored(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st1.Format != 1 || st1.Protocol != wire.OpenAIResponses {
-		t.Fatalf("format %d protocol %q", st1.Format, st1.Protocol)
-	}
-	got := st1.Request
-	if got.System != req.System || !reflect.DeepEqual(got.Messages, req.Messages) || !reflect.DeepEqual(got.Tools, req.Tools) ||
-		got.MaxTokens != req.MaxTokens || *got.Temperature != *req.Temperature || got.Reasoning.Effort != "low" || !got.Stream ||
-		got.Search == nil || got.Search.ContextSize != "high" || !reflect.DeepEqual(got.Notes, req.Notes) {
-		t.Errorf("format 1 reads as %+v\nwant %+v", got, req)
-	}
-
-	if _, err := wire.DecodeStored([]byte(`{"format":3,"request":{}}`)); err == nil {
-		t.Error("a format this fleet does not know reads without an error")
+	for _, other := range []string{`{"format":3,"request":{}}`, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, `{"format":2}`} {
+		if _, err := wire.DecodeStored([]byte(other)); err == nil {
+			t.Errorf("%s reads without an error", other)
+		}
 	}
 }

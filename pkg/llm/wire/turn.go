@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/json"
 
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -106,48 +105,6 @@ func (c ToolCall) Chat() llm.ToolCall {
 	tc := llm.ToolCall{ID: c.ID, Type: "function"}
 	tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
 	return tc
-}
-
-// ChatAnswer renders a model's answer as a Chat assistant message (the turn's, with
-// the native search report in llm.NativeKey), its finish_reason and usage.
-func ChatAnswer(r *Response) (msg json.RawMessage, finish string, usage llm.Usage) {
-	t := TurnOf(r)
-	m, finish := t.ChatMessage()
-	if t.Native != nil {
-		m[llm.NativeKey] = t.Native
-	}
-	msg, _ = json.Marshal(m)
-	return msg, finish, t.Usage
-}
-
-// TurnFromChat reads a turn stored as a Chat assistant message (by a fleet before
-// turns were canonical): its text, tool calls and reasoning, and its native search
-// report.
-func TurnFromChat(msg json.RawMessage, finish string, usage llm.Usage, model string) (*Turn, error) {
-	var m chatMessage
-	if err := jsonfast.Unmarshal(msg, &m); err != nil {
-		return nil, err
-	}
-	parts, err := chatParts("message.content", m.Content)
-	if err != nil {
-		return nil, err
-	}
-	for _, tc := range m.ToolCalls {
-		parts = append(parts, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
-	}
-	t := &Turn{Parts: chatReasoningParts(m.Reasoning, m.ReasoningContent, parts), Usage: usage, Model: model}
-	for stop, f := range chatFinish {
-		if f == finish {
-			t.Stop = stop
-		}
-	}
-	var n struct {
-		Native *llm.NativeSearch `json:"searchfleet_native"`
-	}
-	if jsonfast.Unmarshal(msg, &n) == nil {
-		t.Native = n.Native
-	}
-	return t, nil
 }
 
 // ChatTool reads a Chat function tool ({"type":"function","function":{…}}).

@@ -1,25 +1,12 @@
 -- Records that a batch's lines below cursor are expanded and, when done is "1",
 -- that expansion has stopped; a validating batch becomes in_progress. When every
 -- line with a job has an outcome, an in-progress batch moves to finalizing.
+-- uses fn/batch_resolved.lua
 -- KEYS[1] batch   the batch record
 -- ARGV[1] cursor  lines below it are expanded
 -- ARGV[2] done    "1" when expansion has stopped
 -- ARGV[3] now     ms
 -- Returns 1 when this call resolved the batch (the caller finalizes it), else 0.
-
-local function resolved(now)
-  if redis.call('HGET', KEYS[1], 'expand_done') ~= '1' then return 0 end
-  local ended = tonumber(redis.call('HGET', KEYS[1], 'ended') or '0')
-  local expanded = tonumber(redis.call('HGET', KEYS[1], 'expanded') or '0')
-  if ended < expanded then return 0 end
-  local st = redis.call('HGET', KEYS[1], 'status')
-  if st == 'in_progress' or st == 'validating' then
-    redis.call('HSET', KEYS[1], 'status', 'finalizing', 'finalizing_at', now)
-    return 1
-  end
-  if st == 'finalizing' or st == 'cancelling' then return 1 end
-  return 0
-end
 
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HGET', KEYS[1], 'status') == 'validating' then
@@ -30,6 +17,6 @@ if tonumber(ARGV[1]) > cur then redis.call('HSET', KEYS[1], 'expanded', ARGV[1])
 redis.call('HSET', KEYS[1], 'progress_at', ARGV[3])
 if ARGV[2] == '1' then
   redis.call('HSET', KEYS[1], 'expand_done', '1')
-  return resolved(ARGV[3])
+  return resolved(KEYS[1], ARGV[3])
 end
 return 0

@@ -4,6 +4,7 @@
 -- is not written again. What decides is read by one HMGET, or, for a caller that
 -- reads the job back, one HGETALL, which the reply carries as it stands after the
 -- write. Nothing is written for a job that is gone or archived.
+-- uses fn/claim.lua
 -- KEYS[1] job            the job's hash
 -- KEYS[2] lease          the lease of hop h+1
 -- ARGV[1] resultfield    the call's result field
@@ -17,18 +18,6 @@
 -- Returns {place, expected, lease[, hash field, value, ...]}: expected is -1 before
 -- dispatch; lease is -1 (not tried), 0 (held) or the ms another holder has left; a
 -- job gone or archived gets {0, -1, -1} with the hash as read.
-
-local function claim(key, owner, ttl)
-  if redis.call('SET', key, owner, 'NX', 'PX', ttl) then return 0 end
-  local cur = redis.call('GET', key)
-  if not cur or cur == owner then
-    redis.call('SET', key, owner, 'PX', ttl)
-    return 0
-  end
-  local left = redis.call('PTTL', key)
-  if left < 1 then left = 1 end
-  return left
-end
 
 local all, id, cold, n, c, have, ci, at
 if ARGV[7] == '1' then

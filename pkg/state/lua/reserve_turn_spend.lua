@@ -1,5 +1,6 @@
 -- Reserves a turn's worst case against the tenant's day and month, after giving
 -- back the day's lapsed turn reservations (at most 64 a call).
+-- uses fn/spend_entry.lua
 -- KEYS[1] day      the tenant's day
 -- KEYS[2] month    the tenant's month
 -- KEYS[3] calls    the day's calls
@@ -13,10 +14,6 @@
 -- ARGV[10] ttl      the reservation's lifetime, ms
 -- Returns 'ok', 'again' or the name of the budget that refused.
 
-local function parse(v)
-  local p, n, pend = string.match(v, '^(-?%d+):(%d+)(:?p?)$')
-  return tonumber(p), tonumber(n), pend == ':p'
-end
 local function sweep()
   local t = redis.call('TIME')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)

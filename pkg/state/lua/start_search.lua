@@ -3,6 +3,8 @@
 -- the lease is claimed and the call is to be searched by this engine: no stored
 -- outcome, a job that runs, no fallback away from the engine. A tenant's budget that
 -- refuses leaves the job's ledger as it found it.
+-- uses fn/claim.lua
+-- uses fn/reserve_spend.lua
 -- KEYS[1] job            the job's hash
 -- KEYS[2] lease          the call's lease
 -- KEYS[3] day            optional, the tenant's day
@@ -23,36 +25,6 @@
 -- pay, cap, tenant's}: lease as lease.lua's; pay '' (not reserved), 'ok', 'again'
 -- or 'over'; cap the job's cap in micro-dollars; the tenant's part '' (not tried)
 -- or reserve_spend.lua's answer.
-
-local function claim(key, owner, ttl)
-  if redis.call('SET', key, owner, 'NX', 'PX', ttl) then return 0 end
-  local cur = redis.call('GET', key)
-  if not cur or cur == owner then
-    redis.call('SET', key, owner, 'PX', ttl)
-    return 0
-  end
-  local left = redis.call('PTTL', key)
-  if left < 1 then left = 1 end
-  return left
-end
-
-local function reserveSpend(dk, mk, call, price, lim, dttl, mttl)
-  local d = redis.call('HMGET', dk, 'usd', 'n', call)
-  if d[3] then return 'again' end
-  local m = redis.call('HMGET', mk, 'usd', 'n')
-  local du, dn = tonumber(d[1] or '0'), tonumber(d[2] or '0')
-  local mu, mn = tonumber(m[1] or '0'), tonumber(m[2] or '0')
-  if lim[1] >= 0 and du + price > lim[1] then return 'usd_day' end
-  if lim[2] >= 0 and dn + 1 > lim[2] then return 'searches_day' end
-  if lim[3] >= 0 and mu + price > lim[3] then return 'usd_month' end
-  if lim[4] >= 0 and mn + 1 > lim[4] then return 'searches_month' end
-  local function int(x) return string.format('%d', x) end
-  redis.call('HSET', dk, 'usd', int(du + price), 'n', int(dn + 1), call, int(price) .. ':1')
-  redis.call('HSET', mk, 'usd', int(mu + price), 'n', int(mn + 1))
-  if not d[1] and not d[2] then redis.call('EXPIRE', dk, dttl) end
-  if not m[1] and not m[2] then redis.call('EXPIRE', mk, mttl) end
-  return 'ok'
-end
 
 local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6], '$cap', '$usd', ARGV[9])
 local l = claim(KEYS[2], ARGV[1], ARGV[2])

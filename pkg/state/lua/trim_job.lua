@@ -1,5 +1,6 @@
 -- Drops an archived job's cold parts from Redis once, and counts its spend per
 -- model. The record is written anew, so Redis encodes what is left compactly.
+-- uses fn/count_model_spend.lua
 -- KEYS[1] job       the job's hash
 -- KEYS[2] response  its stored response
 -- KEYS[3] day       with a single Redis, its tenant's spend per model of the day it
@@ -14,25 +15,6 @@
 -- Returns {1, the micro-dollars the job's ledger held, 1 if it counted the spend per
 -- model} when it trimmed, {0} when trimmed already, {-1} when the job has not ended
 -- (or is gone).
-
-local function countModelSpend(key, spent, a)
-  local usd, searches = tonumber(spent), tonumber(a[4])
-  if usd == 0 then usd = tonumber(a[5]) end
-  local f, d = {a[2]}, {1}
-  if usd ~= 0 then f[#f+1] = a[1]; d[#d+1] = usd end
-  if searches ~= 0 then f[#f+1] = a[3]; d[#d+1] = searches end
-  if #f == 1 then
-    redis.call('HINCRBY', key, f[1], 1)
-  else
-    local cur, w = redis.call('HMGET', key, unpack(f)), {}
-    for i = 1, #f do
-      w[#w+1] = f[i]
-      w[#w+1] = string.format('%d', tonumber(cur[i] or '0') + d[i])
-    end
-    redis.call('HSET', key, unpack(w))
-  end
-  if tonumber(a[6]) > 0 then redis.call('EXPIRE', key, a[6]) end
-end
 
 -- One read of the whole record decides and gives what stays; one DEL drops the
 -- record and its stored response together before the short fields are written back.
