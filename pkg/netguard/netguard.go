@@ -420,4 +420,3 @@ func (g *Guard) control(network, address string, _ syscall.RawConn) error {
 	}
 	return g.CheckAddr(ap.Addr())
 }
-
