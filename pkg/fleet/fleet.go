@@ -190,10 +190,11 @@ func open(ctx context.Context, o Options) (*process, error) {
 		return fail(fmt.Errorf("nats streams: %w", err))
 	}
 	// Ended jobs' records live on JetStream (the records bucket), not in Redis.
-	records, err := bus.OpenRecords(ctx, p.bus, p.env.Retention)
+	records, err := bus.OpenRecords(ctx, p.bus, p.env.Retention, p.env.RecordsMaxBytes)
 	if err != nil {
 		return fail(err)
 	}
+	warnRecordsBound(p.log, p.env.RecordsMaxBytes, config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants))
 	p.store = state.New(o.Redis, state.NamespacePrefix(p.env.Namespace, p.env.KeyPrefix), p.env.Retention, state.WithArchive(records))
 	if err := p.store.LoadScripts(ctx); err != nil {
 		return fail(err)
@@ -416,7 +417,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	// The archive runs after the spend per model is counted (it reads the job's spend
 	// ledger, which the archive moves) and before the other hooks, so the storage
 	// quota's sees where the job's bytes now live.
-	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store}, p.hooks, p.batches, s)
+	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store, p.log}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -688,9 +689,32 @@ func Settings(f *config.File) map[string]search.Settings {
 // archiver is the finish hook that moves an ended job's record off Redis to the
 // records bucket (state.Store.ArchiveJob); a failure is retried with the terminal
 // event, and the record stays readable from Redis meanwhile.
-type archiver struct{ store *state.Store }
+type archiver struct {
+	store *state.Store
+	log   *slog.Logger
+}
 
 func (a archiver) JobFinished(ctx context.Context, job *state.Job) error {
 	_, err := a.store.Jobs.ArchiveEnded(ctx, job) // the hash the finisher read (ReadEnded)
+	if errors.Is(err, bus.ErrRecordsFull) {
+		// The record stays in Redis (charged to its tenant's quota) until it expires:
+		// a full bucket must not hold up the job's other hooks, nor other tenants'.
+		a.log.Warn("records: the records bucket is full (FLEET_RECORDS_MAX_BYTES); an ended job's record stays in Redis", "job", job.ID, "tenant", job.Tenant)
+		return nil
+	}
 	return err
+}
+
+// warnRecordsBound warns when the tenants' storage quotas together exceed the records
+// bucket's bound (or it has none): then tenants within their quotas can fill it.
+func warnRecordsBound(log *slog.Logger, maxBytes int64, limits *config.TenantLimits) {
+	total, unbounded := limits.StorageTotal()
+	switch {
+	case maxBytes <= 0:
+		log.Warn("FLEET_RECORDS_MAX_BYTES is unset: the records bucket is unbounded, and a full JetStream store stops the JOBS and EVENTS streams too")
+	case unbounded:
+		log.Warn("a tenant has no storage quota (FLEET_TENANT_STORAGE_BYTES, limits.storageBytes): it can fill the records bucket", "records_max_bytes", maxBytes)
+	case total > maxBytes:
+		log.Warn("the tenants' storage quotas together exceed the records bucket (FLEET_RECORDS_MAX_BYTES): tenants within their quotas can fill it", "quotas_bytes", total, "records_max_bytes", maxBytes)
+	}
 }
