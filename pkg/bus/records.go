@@ -27,8 +27,14 @@ import (
 // <bytes>": a reader that finds the key finds every chunk, and chunks of two attempts
 // never mix (the digest is of the whole value).
 type Records struct {
-	kv    jetstream.KeyValue
-	chunk int
+	kv       jetstream.KeyValue
+	chunk    int
+	maxBytes int64
+
+	// full caches Full's answer for a second.
+	fullMu sync.Mutex
+	fullAt time.Time
+	full   bool
 
 	// For a reader (ReadRecords): the bucket, bound on first use.
 	b  *Bus
@@ -64,8 +70,32 @@ func OpenRecords(ctx context.Context, b *Bus, retention time.Duration, maxBytes 
 	}
 	// Room for the entry's subject and headers within one message.
 	chunk := int(b.nc.MaxPayload()) - 8<<10
-	return &Records{kv: kv, chunk: max(chunk, 64<<10)}, nil
+	return &Records{kv: kv, chunk: max(chunk, 64<<10), maxBytes: cfg.MaxBytes}, nil
 }
+
+// Full reports whether the bucket (opened with a bound) has no room left for a large
+// record. The answer is kept for a second: the ingress asks it per request.
+func (r *Records) Full(ctx context.Context) bool {
+	if r.maxBytes <= 0 || r.kv == nil {
+		return false
+	}
+	r.fullMu.Lock()
+	defer r.fullMu.Unlock()
+	if time.Since(r.fullAt) < time.Second {
+		return r.full
+	}
+	st, err := r.kv.Status(ctx)
+	if err != nil {
+		return r.full // as last seen
+	}
+	// No room for a large record: a chunk, or a fifth of a small bucket.
+	margin := min(int64(r.chunk), r.maxBytes/5)
+	r.full, r.fullAt = int64(st.Bytes())+margin > r.maxBytes, time.Now()
+	return r.full
+}
+
+// MaxBytes is the bucket's bound (0: none).
+func (r *Records) MaxBytes() int64 { return r.maxBytes }
 
 // ReadRecords returns the records bucket of b's namespace as it is, for a process
 // that reads records without owning the bucket's settings (a test, a tool): it binds

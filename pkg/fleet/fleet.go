@@ -128,6 +128,7 @@ func Run(ctx context.Context, o Options) error {
 // consumers it started (drained on the way out).
 type process struct {
 	o        Options
+	records  *bus.Records // the records bucket
 	env      config.Env
 	log      *slog.Logger
 	id       string
@@ -194,6 +195,7 @@ func open(ctx context.Context, o Options) (*process, error) {
 	if err != nil {
 		return fail(err)
 	}
+	p.records = records
 	warnRecordsBound(p.log, p.env.RecordsMaxBytes, config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants))
 	p.store = state.New(o.Redis, state.NamespacePrefix(p.env.Namespace, p.env.KeyPrefix), p.env.Retention, state.WithArchive(records))
 	if err := p.store.LoadScripts(ctx); err != nil {
@@ -399,7 +401,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err != nil {
 		return nil, err
 	}
-	s := ingress.New(ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
+	o := ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
@@ -410,7 +412,11 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
 		Console:            true, // the web console at /console/
 		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
-	})
+	}
+	if p.records.MaxBytes() > 0 {
+		o.Records, o.RecordsTenants = p.records, max(len(p.o.File.Tenants), 1)
+	}
+	s := ingress.New(o)
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, p.hooks.Config.PoolSize()); err != nil {
 		return nil, err
 	}

@@ -12,12 +12,14 @@ import (
 )
 
 // With the records bucket filled by one tenant (FLEET_RECORDS_MAX_BYTES), the records
-// that do not fit stay readable from Redis, and another tenant's chat, jobs and search
-// still answer.
+// that do not fit stay readable from Redis, that tenant's new jobs are refused with 507
+// (it holds more than its share), and another tenant's chat, jobs and search still
+// answer.
 func TestFullRecordsBucketStopsNoOne(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t, fleettest.Env(func(e *config.Env) { e.RecordsMaxBytes = 256 << 10 }), fleettest.File(func(c *config.File) {
-		c.Tenants = []config.Tenant{{ID: "filler", APIKeyEnv: "RECFULL_A", APIKeys: []string{"key-filler"}}, {ID: "ivy", APIKeyEnv: "RECFULL_B", APIKeys: []string{"key-ivy"}}}
+		quota := config.Limits{StorageBytes: 64 << 20}
+		c.Tenants = []config.Tenant{{ID: "filler", APIKeyEnv: "RECFULL_A", APIKeys: []string{"key-filler"}, Limits: quota}, {ID: "ivy", APIKeyEnv: "RECFULL_B", APIKeys: []string{"key-ivy"}, Limits: quota}}
 	}))
 	// Incompressible text: the bucket is S2-compressed.
 	var b strings.Builder
@@ -30,6 +32,9 @@ func TestFullRecordsBucketStopsNoOne(t *testing.T) {
 	for i := range 8 {
 		status, body, _ := budgetCall(t, f.URL, "/v1/chat/completions", "key-filler", map[string]any{"model": demo.Model,
 			"messages": []any{map[string]any{"role": "user", "content": big + " sim:nosearch " + string(rune('A'+i))}}})
+		if status == http.StatusInsufficientStorage {
+			break // the bucket is full and the filler holds more than its share
+		}
 		if status != http.StatusOK {
 			t.Fatalf("filler's request %d: %d %.300s", i, status, body)
 		}
@@ -42,6 +47,15 @@ func TestFullRecordsBucketStopsNoOne(t *testing.T) {
 	fleettest.Eventually(t, "the filler's last record readable", func() bool {
 		status, body, _ := budgetCall(t, f.URL, "/v1/jobs/"+last, "key-filler", nil)
 		return status == http.StatusOK && strings.Contains(string(body), `"completed"`)
+	})
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	fleettest.Eventually(t, "the filler refused with 507", func() bool {
+		status, body, _ := budgetCall(t, f.URL, "/v1/chat/completions", "key-filler", map[string]any{"model": demo.Model,
+			"messages": []any{map[string]any{"role": "user", "content": "one more sim:nosearch"}}})
+		json.Unmarshal(body, &e)
+		return status == http.StatusInsufficientStorage && e.Error.Code == "insufficient_storage"
 	})
 	if status, body, _ := budgetCall(t, f.URL, "/v1/chat/completions", "key-ivy", map[string]any{"model": demo.Model,
 		"messages": []any{map[string]any{"role": "user", "content": "hello sim:nosearch"}}}); status != http.StatusOK {
