@@ -12,11 +12,12 @@ import (
 // stream from its start). deploy/nats/ holds the same definitions for operators;
 // TestDeployFilesMatch keeps the two in step.
 const (
-	SubjectChatJob   = "fleet.jobs.v1.chat"        // interactive chat jobs
-	SubjectBatchJob  = "fleet.jobs.v1.batch"       // chat jobs that belong to a batch
+	SubjectChatJob   = "fleet.jobs.v1.chat"        // new chat jobs: lanes below it (lanes.go); itself an earlier release's
+	SubjectBatchJob  = "fleet.jobs.v1.batch"       // batch lines of an earlier release (now lanes of band batch)
 	SubjectExpand    = "fleet.jobs.v1.expand"      // a batch to turn into jobs
-	SubjectResume    = "fleet.chat.v1.resume"      // a finished server-tool call
-	subjectSearch    = "fleet.search.v1."          // + engine id
+	SubjectResearch  = "fleet.jobs.v1.research"    // a research run's next step
+	SubjectResume    = "fleet.chat.v1.resume"      // finished server-tool calls: lanes below it; itself an earlier release's
+	subjectSearch    = "fleet.search.v1."          // + engine id (an earlier release's), + "." + band + "." + tenant (lanes)
 	SubjectFetch     = "fleet.fetch.v1.pages"      // web_fetch calls (one subject: no engines)
 	subjectEvents    = "fleet.events.v2."          // + job id + "." + event type, or ".end"
 	SubjectWebhook   = "fleet.webhooks.v1.deliver" // callback deliveries
@@ -24,6 +25,7 @@ const (
 	subjectStream    = "fleet.stream.v1."          // + job id: token deltas, plain NATS
 	subjectEnded     = "fleet.ended.v1."           // + ingress + "." + job id: an ended job for its ingress, plain NATS
 	SubjectSearchAll = subjectSearch + "*"
+	subjectLanesAll  = ".>"
 	SubjectEventsAll = subjectEvents + "*.*"
 	SubjectEndsAll   = subjectEvents + "*.end"
 	SubjectDLQAll    = subjectDLQ + ">"
@@ -47,6 +49,7 @@ const (
 	ConsumerWebhooks = "webhooks"
 	ConsumerExpand   = "batch-expander"
 	ConsumerFinisher = "finisher"
+	ConsumerResearch = "researcher"    // research runs' steps, in the chat workers' processes
 	consumerSearch   = "searchworker-" // + engine id
 	ConsumerFetch    = "fetchworker"   // web_fetch calls, in the search workers' processes
 )
@@ -72,8 +75,12 @@ func SubjectDLQ(stream, consumer string) string { return subjectDLQ + stream + "
 // ConsumerSearch is the durable consumer of one engine's searches.
 func ConsumerSearch(engine string) string { return consumerSearch + engine }
 
-// EngineOfSubject returns the engine id of a fleet.search.v1.<engine> subject.
-func EngineOfSubject(subject string) string { return strings.TrimPrefix(subject, subjectSearch) }
+// EngineOfSubject returns the engine id of a fleet.search.v1.<engine>[.<band>.<tenant>]
+// subject.
+func EngineOfSubject(subject string) string {
+	e, _, _ := strings.Cut(strings.TrimPrefix(subject, subjectSearch), ".")
+	return e
+}
 
 // DuplicateWindow is how long the streams remember a Nats-Msg-Id. It bounds how late a
 // republished message can still be recognised as a duplicate: longer than any
@@ -155,9 +162,12 @@ func Streams(l Limits) []jetstream.StreamConfig {
 		}
 	}
 	return []jetstream.StreamConfig{
-		workQueue(StreamJobs, "new chat jobs (interactive and batch) and batches to expand", SubjectChatJob, SubjectBatchJob, SubjectExpand),
-		workQueue(StreamChat, "finished server-tool calls to fold back into their chains", SubjectResume),
-		workQueue(StreamSearch, "web_search calls, one subject per engine, and web_fetch calls", SubjectSearchAll, SubjectFetch),
+		workQueue(StreamJobs, "new chat jobs (one lane per band and tenant, batch lines per batch), batches to expand and research runs' steps",
+			SubjectChatJob, SubjectBatchJob, SubjectExpand, SubjectResearch, prefixJobLanes+subjectLanesAll),
+		workQueue(StreamChat, "finished server-tool calls to fold back into their chains (one lane per band and tenant)",
+			SubjectResume, prefixResumeLanes+subjectLanesAll),
+		workQueue(StreamSearch, "web_search calls, one subject per engine and lanes per band and tenant below it, and web_fetch calls",
+			SubjectSearchAll, SubjectSearchAll+subjectLanesAll, SubjectFetch),
 		{
 			Name:        StreamEvents,
 			Description: "job lifecycle events, the durable record of each job's progress",
@@ -215,6 +225,7 @@ var DefaultTiming = map[string]Timing{
 	ConsumerWebhooks: {AckWait: 30 * time.Second, MaxDeliver: -1, MaxAckPending: 16384},
 	ConsumerExpand:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 16},
 	ConsumerFinisher: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
+	ConsumerResearch: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
 	consumerSearch:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 1024},
 	ConsumerFetch:    {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 1024},
 }
@@ -275,6 +286,12 @@ func WebhookConsumer(t Timing) ConsumerSpec {
 // (webhooks, batch counts).
 func FinisherConsumer(t Timing) ConsumerSpec {
 	return consumer(StreamEvents, ConsumerFinisher, SubjectEndsAll, "finish hooks of ended jobs: webhooks, batch counts", t)
+}
+
+// ResearchConsumer reads research runs' steps (planner, children's fan-in, reflection,
+// writer, verification); the chat worker processes share it.
+func ResearchConsumer(t Timing) ConsumerSpec {
+	return consumer(StreamJobs, ConsumerResearch, SubjectResearch, "chat workers: research runs' steps", t)
 }
 
 // TimingFor returns the default timing of a consumer name (search consumers share one).

@@ -36,6 +36,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/provider"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -225,6 +226,38 @@ func open(ctx context.Context, o Options) (*process, error) {
 	return p, nil
 }
 
+// consumeFair starts a family of lanes (bus.ConsumeFair) and keeps it for the drain.
+func consumeFair[T bus.Payload](ctx context.Context, p *process, spec bus.FairSpec, shares bus.Shares, h bus.Handler[T], concurrency int) error {
+	w, err := bus.ConsumeFair(ctx, p.bus, spec, shares, h, p.consumeOptions(concurrency))
+	if err != nil {
+		return err
+	}
+	p.workers = append(p.workers, w)
+	p.started(spec.Family)
+	return nil
+}
+
+// shares are the tenants' fair shares of a process's slots (config.Limits weight),
+// capped by cap of their limits (maxSteps, maxSearches).
+func (p *process) shares(limit func(config.Limits) int) bus.Shares {
+	lim := config.NewTenantLimits(p.env.TenantLimits, p.o.File.Tenants)
+	own := map[string]config.Limits{}
+	for _, id := range lim.Tenants() {
+		own[bus.Token(id)] = lim.Of(id)
+	}
+	def := p.env.TenantLimits.Or(config.Limits{})
+	return func(tenant string) bus.Share {
+		l, ok := own[tenant]
+		if !ok {
+			l = def
+		}
+		return bus.Share{Weight: l.Weight, Max: limit(l)}
+	}
+}
+
+func maxSteps(l config.Limits) int    { return l.MaxSteps }
+func maxSearches(l config.Limits) int { return l.MaxSearches }
+
 // consume starts a consumer and keeps it for the drain.
 func consume[T bus.Payload](ctx context.Context, p *process, spec bus.ConsumerSpec, h bus.Handler[T], concurrency int) error {
 	w, err := bus.Consume(ctx, p.bus, spec, h, p.consumeOptions(concurrency))
@@ -303,13 +336,29 @@ func (p *process) runChat(ctx context.Context) error {
 	if env.EvidenceSecret == "" {
 		p.log.Warn("FLEET_EVIDENCE_SECRET is unset: this process keys the evidence delimiters with a random secret; a fleet of several chat worker processes must set the same secret on all of them")
 	}
-	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
+	// New jobs and resumes each fill ChatConcurrency slots by the tenants' shares,
+	// bands first; batch lines hold at most BatchConcurrency of them.
+	steps := p.shares(maxSteps)
+	if err := consumeFair(ctx, p, bus.JobLanes(p.timing(bus.ConsumerChat), env.BatchConcurrency), steps, batchAdmission(env.BatchRate, w.HandleJob), env.ChatConcurrency); err != nil {
 		return err
 	}
-	if err := consume(ctx, p, bus.ResumeConsumer(p.timing(bus.ConsumerResume)), w.HandleResume, env.ChatConcurrency); err != nil {
+	if err := consumeFair(ctx, p, bus.ResumeLanes(p.timing(bus.ConsumerResume)), steps, w.HandleResume, env.ChatConcurrency); err != nil {
 		return err
 	}
+	// Batch lines an earlier release published on fleet.jobs.v1.batch.
 	if err := consume(ctx, p, bus.BatchConsumer(p.timing(bus.ConsumerBatch)), batchAdmission(env.BatchRate, w.HandleJob), env.BatchConcurrency); err != nil {
+		return err
+	}
+	// Research runs' steps (pkg/research): planner, fan-in, reflection, writer,
+	// verification, in the chat workers' processes.
+	rw := &research.Worker{Bus: p.bus, Store: p.store, Models: models, Ender: p.ender, Webhooks: p.hooks, Budgets: w.Budgets,
+		Log: p.log.With("role", "research"), ID: p.id, LeaseTTL: env.AckWait, ModelTimeout: env.ModelTimeout}
+	for _, id := range p.engines.IDs() {
+		if e, ok := p.engines.Get(id); ok {
+			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
+		}
+	}
+	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
 		return err
 	}
 	if err := p.consumeDeadLetters(ctx, bus.DeadLetterConsumer(), w.HandleDeadLetter); err != nil {
@@ -339,8 +388,9 @@ func (p *process) runSearch(ctx context.Context) error {
 	w := &search.Worker{Bus: p.bus, Store: search.StoreOf(p.store), Engines: p.engines, Settings: Settings(p.o.File), Timeout: p.env.EngineTimeout,
 		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id,
 		Budgets: p.o.File.Budgets(p.env.DefaultBudget)}
+	searches := p.shares(maxSearches)
 	for _, id := range ids {
-		if err := consume(ctx, p, bus.SearchConsumer(id, p.timing(bus.ConsumerSearch(id))), w.Handle, p.env.SearchConcurrency); err != nil {
+		if err := consumeFair(ctx, p, bus.SearchLanes(id, p.timing(bus.ConsumerSearch(id))), searches, w.Handle, p.env.SearchConcurrency); err != nil {
 			return err
 		}
 	}
@@ -401,7 +451,15 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err != nil {
 		return nil, err
 	}
-	o := ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
+	secrets, dev := env.ReasoningSeal()
+	sealer, err := wire.NewSealer(secrets...)
+	if err != nil {
+		return nil, fmt.Errorf("FLEET_REASONING_SECRET: %w", err)
+	}
+	if dev {
+		p.log.Warn("FLEET_REASONING_SECRET is unset: the reasoning state given to Responses clients is sealed with the public development secret; set a secret of your own, the same on every ingress")
+	}
+	o := ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants, Reasoning: sealer,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
@@ -412,6 +470,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
 		Console:            true, // the web console at /console/
 		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
+		Research:           &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Timeout: env.ResearchTimeout},
 	}
 	if p.records.MaxBytes() > 0 {
 		o.Records, o.RecordsTenants = p.records, max(len(p.o.File.Tenants), 1)
@@ -423,7 +482,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	// The archive runs after the spend per model is counted (it reads the job's spend
 	// ledger, which the archive moves) and before the other hooks, so the storage
 	// quota's sees where the job's bytes now live.
-	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store, p.log}, p.hooks, p.batches, s)
+	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store, p.log}, research.Hook{Bus: p.bus, Store: p.store, Log: p.log.With("role", "research")}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -481,6 +540,9 @@ func batchAdmission(perSecond float64, h bus.Handler[bus.ChatJob]) bus.Handler[b
 	}
 	lim := rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
 	return func(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
+		if d.Subject != bus.SubjectBatchJob && bus.BandOfSubject(d.Subject) != bus.BandBatch {
+			return h(ctx, d) // not a batch line
+		}
 		if err := lim.Wait(ctx); err != nil {
 			return err
 		}
@@ -546,7 +608,7 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 			protocol = wire.ModelOpenAIChat
 		}
 		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
-			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr})}
+			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr, Reasons: f.ReasonsUnasked(name)})}
 		if m.Pricing != nil {
 			model.Pricing = *m.Pricing
 		}

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
-	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -45,6 +45,9 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		var rr *responsesRequest
+		if codec.Protocol() == wire.OpenAIResponses && s.researchResponse(w, r, body) {
+			return // a research model's request starts a research run (research_responses.go)
+		}
 		if codec.Protocol() == wire.OpenAIResponses {
 			var e *wire.Error
 			if rr, e = s.resolveResponses(r.Context(), tenantOf(r), body); e != nil {
@@ -75,6 +78,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		answer := func(done *state.Job) (*wire.Response, *wire.Error) {
 			resp, e := answerOf(done, req, codec.Protocol())
 			resp.ID, resp.Echo = base.ID, base.Echo
+			resp.SealReasoning(req, s.Reasoning, done.Tenant)
 			return resp, e
 		}
 		release, ok := s.admit(w, r, codec, job, holdOf(req))
@@ -153,6 +157,9 @@ func (s *Server) decodeRequest(ctx context.Context, codec wire.ClientCodec, body
 	}
 	if err != nil {
 		return nil, wire.AsError(err)
+	}
+	if e := req.OpenReasoning(s.Reasoning, tenantIn(ctx)); e != nil {
+		return nil, e
 	}
 	if !slices.Contains(s.Models, req.Model) {
 		return nil, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
@@ -235,7 +242,7 @@ func (s *Server) checkSearch(req *wire.Request) *wire.Error {
 
 // submitJob records and publishes a job (enqueue), in the wire protocol's terms.
 func (s *Server) submitJob(ctx context.Context, job *state.Job) *wire.Error {
-	if text := s.enqueue(ctx, job, bus.SubjectChatJob, chatJob(job), false); text != "" {
+	if text := s.enqueue(ctx, job, jobSubject(job), chatJob(job), false); text != "" {
 		return &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: text}
 	}
 	return nil
@@ -308,6 +315,10 @@ func answerOf(job *state.Job, req *wire.Request, p wire.Protocol) (*wire.Respons
 // getResponse is GET /v1/responses/{id}: a Responses answer of the caller's tenant,
 // complete or as far as it has come.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.PathValue("id"), research.IDPrefix) && s.Research != nil {
+		s.getResearchResponse(w, r)
+		return
+	}
 	job := s.loadJob(w, r)
 	if job == nil {
 		return
@@ -330,6 +341,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, e := answerOf(job, stored.Request, wire.OpenAIResponses)
 	resp.Echo = rec.Echo
+	resp.SealReasoning(stored.Request, s.Reasoning, job.Tenant)
 	if e != nil && resp.Status != wire.StatusFailed && resp.Status != wire.StatusCancelled {
 		writeWireError(w, wire.Responses, e)
 		return

@@ -30,6 +30,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -38,12 +39,18 @@ import (
 type Options struct {
 	Bus   *bus.Bus
 	Store Store
+	// Research runs research runs (nil: /v1/research is not served).
+	Research *research.Service
 	// Models are the client model names the fleet serves.
 	Models []string
 	// Targets are the protocol and provider model serving each client model name: a
 	// request's reasoning settings the target cannot take are named in its answer's
 	// warnings (wire.ReasoningNotes). A model without one gets no such notes.
 	Targets map[string]ModelTarget
+	// Reasoning seals the reasoning state a Responses client asks for (include
+	// reasoning.encrypted_content) and opens it when the client sends it back (nil:
+	// no state is given, and a sealed item sent back is refused).
+	Reasoning *wire.Sealer
 	// Tools validates direct searches (nil: no web search configured).
 	Tools *intent.Toolset
 	// Tenants maps API keys to tenants; nil or empty means an open API (one tenant).
@@ -166,6 +173,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/responses", s.authAs(wire.Responses, s.sockets.ServeHTTP))
 	mux.HandleFunc("POST /v1/responses/compact", s.authAs(wire.Responses, jsonBody(wire.Responses, s.compactResponse)))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
+	// The research case of cancelling a response (a run and its children); helper
+	// responses' generic cancel route takes this case over when merged.
+	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authAs(wire.Responses, s.cancelResearchResponse))
 	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.upload(s.uploadFile)))
@@ -178,6 +188,12 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
+	mux.HandleFunc("POST /v1/research", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createResearch))))
+	mux.HandleFunc("GET /v1/research", s.auth(s.listResearch))
+	mux.HandleFunc("GET /v1/research/{id}", s.auth(s.getResearch))
+	mux.HandleFunc("GET /v1/research/{id}/events", s.auth(s.researchEvents))
+	mux.HandleFunc("POST /v1/research/{id}/cancel", s.auth(s.cancelResearch))
+	mux.HandleFunc("POST /v1/research/{id}/plan", s.auth(jsonBody(wire.Chat, s.planResearch)))
 	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpRoute())

@@ -330,7 +330,7 @@ func (w *Worker) handOff(ctx context.Context, req Request, e *engines.Error, nex
 func (w *Worker) forward(ctx context.Context, req Request, engine string, tried []Attempt) error {
 	fr := req
 	fr.Origin, fr.Engine, fr.Tried = req.origin(), engine, tried
-	return w.Bus.Publish(ctx, bus.SubjectSearch(engine), fr)
+	return w.Bus.Publish(ctx, bus.SubjectSearchOf(engine, fr.Band, fr.Tenant), fr)
 }
 
 // publish sends a finished search on: to its chain (msg is the resume message as
@@ -338,7 +338,7 @@ func (w *Worker) forward(ctx context.Context, req Request, engine string, tried 
 // the result's JSON; nil to encode it).
 func (w *Worker) publish(ctx context.Context, req Request, done *Done, msg, rb []byte) error {
 	if !req.Direct {
-		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Sealed{Payload: *done, Envelope: msg})
+		return w.Bus.Publish(ctx, bus.SubjectResumeOf(req.Band, req.Tenant), bus.Sealed{Payload: *done, Envelope: msg})
 	}
 	return w.completeDirect(ctx, req, &done.Result, rb)
 }

@@ -67,11 +67,17 @@ type Job struct {
 	Question string          `json:"question,omitempty"`
 	Callback json.RawMessage `json:"callback,omitempty"`
 	Batch    string          `json:"batch,omitempty"`
+	// Band is the job's priority band ("sync", "async", "batch": bus.Bands), set when
+	// it is created; its searches and resumes ride that band's lanes.
+	Band string `json:"band,omitempty"`
 	// WebhookStatus is "", "pending", "delivered" or "failed".
 	WebhookStatus string `json:"webhook_status,omitempty"`
 	// ReplayOf is the job this one replays: its searches are answered from that job's
 	// recorded results, never searched.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Parent is the research run a child job belongs to ("" none): its end is
+	// counted in the run (pkg/research's finish hook).
+	Parent string `json:"parent,omitempty"`
 	// HasStoredResponse is set on a job whose Responses request is stored (SaveResponse,
 	// before the job is created): the job's hash notes it ("resp"), so archiving a job
 	// without one reads no stored response.
@@ -116,6 +122,7 @@ type Store struct {
 	Ledger   *Ledger
 	Leases   *Leases
 	Webhooks *Webhooks
+	Research *Research
 	// K builds the store's keys.
 	K Keys
 	// Retention is how long job records and chain state live after creation.
@@ -189,7 +196,7 @@ func New(r redis.UniversalClient, prefix string, retention time.Duration, opts .
 	}
 	return &Store{
 		Jobs: &Jobs{c}, Chains: &Chains{c}, Searches: &Searches{c}, Batches: &Batches{c},
-		Files: &Files{c}, Ledger: &Ledger{c}, Leases: &Leases{c}, Webhooks: &Webhooks{c},
+		Files: &Files{c}, Ledger: &Ledger{c}, Leases: &Leases{c}, Webhooks: &Webhooks{c}, Research: &Research{c},
 		K: c.K, Retention: retention, c: c,
 	}
 }
