@@ -27,21 +27,37 @@ import (
 // <bytes>": a reader that finds the key finds every chunk, and chunks of two attempts
 // never mix (the digest is of the whole value).
 type Records struct {
-	kv    jetstream.KeyValue
-	chunk int
+	kv       jetstream.KeyValue
+	chunk    int
+	maxBytes int64
+
+	// full caches Full's answer for a second.
+	fullMu sync.Mutex
+	fullAt time.Time
+	full   bool
 
 	// For a reader (ReadRecords): the bucket, bound on first use.
 	b  *Bus
 	mu sync.Mutex
 }
 
+// ErrRecordsFull matches (errors.Is) a Put refused because the bucket holds its
+// MaxBytes: the record stays where it is (Redis) until it expires or space frees.
+var ErrRecordsFull = errors.New("the records bucket is full")
+
 // OpenRecords creates (or updates) the records bucket of b's namespace, keeping
-// entries for retention, and returns it. Every process that reads or writes records
-// opens it at start; it is idempotent.
-func OpenRecords(ctx context.Context, b *Bus, retention time.Duration) (*Records, error) {
+// entries for retention, at most maxBytes of them (0: no bound; a full bucket refuses
+// new records with ErrRecordsFull and never drops old ones), and returns it. Every
+// process that reads or writes records opens it at start; it is idempotent. The bound
+// keeps a full bucket from taking the JetStream store the JOBS and EVENTS streams
+// need.
+func OpenRecords(ctx context.Context, b *Bus, retention time.Duration, maxBytes ...int64) (*Records, error) {
 	cfg := jetstream.KeyValueConfig{Bucket: b.Name(BucketRecords), History: 1, TTL: retention,
 		Description: "records of ended jobs: request, answer, trace, hop turns, recorded searches, stored responses",
 		Storage:     jetstream.FileStorage, Replicas: b.jobsReplicas(ctx), Compression: true}
+	if len(maxBytes) > 0 && maxBytes[0] > 0 {
+		cfg.MaxBytes = maxBytes[0]
+	}
 	// Processes start together: riding out a cluster that is slow to create an R3
 	// bucket (or failing over) as streams and consumers do, rather than exiting.
 	var kv jetstream.KeyValue
@@ -54,8 +70,32 @@ func OpenRecords(ctx context.Context, b *Bus, retention time.Duration) (*Records
 	}
 	// Room for the entry's subject and headers within one message.
 	chunk := int(b.nc.MaxPayload()) - 8<<10
-	return &Records{kv: kv, chunk: max(chunk, 64<<10)}, nil
+	return &Records{kv: kv, chunk: max(chunk, 64<<10), maxBytes: cfg.MaxBytes}, nil
 }
+
+// Full reports whether the bucket (opened with a bound) has no room left for a large
+// record. The answer is kept for a second: the ingress asks it per request.
+func (r *Records) Full(ctx context.Context) bool {
+	if r.maxBytes <= 0 || r.kv == nil {
+		return false
+	}
+	r.fullMu.Lock()
+	defer r.fullMu.Unlock()
+	if time.Since(r.fullAt) < time.Second {
+		return r.full
+	}
+	st, err := r.kv.Status(ctx)
+	if err != nil {
+		return r.full // as last seen
+	}
+	// No room for a large record: a chunk, or a fifth of a small bucket.
+	margin := min(int64(r.chunk), r.maxBytes/5)
+	r.full, r.fullAt = int64(st.Bytes())+margin > r.maxBytes, time.Now()
+	return r.full
+}
+
+// MaxBytes is the bucket's bound (0: none).
+func (r *Records) MaxBytes() int64 { return r.maxBytes }
 
 // ReadRecords returns the records bucket of b's namespace as it is, for a process
 // that reads records without owning the bucket's settings (a test, a tool): it binds
@@ -96,7 +136,7 @@ func (r *Records) Put(ctx context.Context, key string, value []byte) error {
 	if len(value)+1 <= r.chunk {
 		_, err := r.kv.Create(ctx, key, append([]byte{'='}, value...))
 		if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("nats: storing record %s: %w", key, err)
+			return fmt.Errorf("nats: storing record %s: %w", key, full(err))
 		}
 		return nil
 	}
@@ -109,15 +149,24 @@ func (r *Records) Put(ctx context.Context, key string, value []byte) error {
 	for off := 0; off < len(value); off += r.chunk {
 		part := value[off:min(off+r.chunk, len(value))]
 		if _, err := r.kv.Put(ctx, chunkKey(key, digest, n), part); err != nil {
-			return fmt.Errorf("nats: storing record %s: %w", key, err)
+			return fmt.Errorf("nats: storing record %s: %w", key, full(err))
 		}
 		n++
 	}
 	head := fmt.Sprintf(">%s %d %d", digest, n, len(value))
 	if _, err := r.kv.Create(ctx, key, []byte(head)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("nats: storing record %s: %w", key, err)
+		return fmt.Errorf("nats: storing record %s: %w", key, full(err))
 	}
 	return nil
+}
+
+// full is err, as ErrRecordsFull when the server refused the write for the bucket's
+// MaxBytes.
+func full(err error) error {
+	if strings.Contains(err.Error(), "maximum bytes exceeded") {
+		return fmt.Errorf("%w (%w)", ErrRecordsFull, err)
+	}
+	return err
 }
 
 func chunkKey(key, digest string, n int) string { return key + "." + digest + "." + strconv.Itoa(n) }

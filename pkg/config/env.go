@@ -152,6 +152,10 @@ type Env struct {
 	// reserves it on every replica's storage when the stream is made, so fleets in many
 	// namespaces on one server may want less than the 4 GiB default.
 	EventsMaxBytes int64 `env:"FLEET_EVENTS_MAX_BYTES" envDefault:"4294967296"`
+	// RecordsMaxBytes bounds the records bucket (ended jobs' records): a full bucket
+	// refuses new records, which stay in Redis until they expire, and leaves the
+	// JetStream store the JOBS and EVENTS streams need. 0: no bound.
+	RecordsMaxBytes int64 `env:"FLEET_RECORDS_MAX_BYTES" envDefault:"0"`
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `env:"FLEET_LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"FLEET_LOG_FORMAT" envDefault:"text"`
@@ -274,6 +278,9 @@ func (e Env) Validate() error {
 	}
 	if e.MaxFetches < 0 || e.FetchMaxBytes < 1024 || e.FetchTimeout <= 0 {
 		bad("FLEET_MAX_FETCHES must be at least 0, FLEET_FETCH_MAX_BYTES at least 1024 and FLEET_FETCH_TIMEOUT positive")
+	}
+	if e.RecordsMaxBytes < 0 {
+		bad("FLEET_RECORDS_MAX_BYTES must be at least 0 (0: no bound)")
 	}
 	if e.EventsMaxBytes < 1<<20 {
 		bad("FLEET_EVENTS_MAX_BYTES must be at least 1 MiB")

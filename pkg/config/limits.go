@@ -1,5 +1,10 @@
 package config
 
+import (
+	"maps"
+	"slices"
+)
+
 // Limits are what one tenant may use at once. The process defaults come from the
 // environment (FLEET_TENANT_*, Env.TenantLimits); a tenant of the config file may set
 // its own ("limits" in the tenant's entry), where an omitted or 0 field takes the
@@ -121,6 +126,22 @@ func (t *TenantLimits) Of(tenant string) Limits {
 		return l
 	}
 	return t.def
+}
+
+// StorageTotal is what the tenants' storage quotas add up to (the default counted
+// once more, for the open API or a tenant the file does not list); unbounded is true
+// when a tenant has no quota.
+func (t *TenantLimits) StorageTotal() (total int64, unbounded bool) {
+	if t == nil {
+		return 0, true
+	}
+	for _, l := range append(slices.Collect(maps.Values(t.own)), t.def) {
+		if l.StorageBytes <= 0 {
+			return 0, true
+		}
+		total += l.StorageBytes
+	}
+	return total, false
 }
 
 // Tenants returns every tenant with limits of its own (the default's are Of's for

@@ -356,13 +356,9 @@ func guardError(ctx context.Context, err error) *Error {
 	if ctx.Err() != nil {
 		return &Error{Type: ErrTimeout, Message: "the fetch timed out"}
 	}
-	// A name that does not resolve: the guard's words name the host and why, never
-	// the resolver's address.
-	msg := err.Error()
-	if _, why, ok := strings.Cut(msg, ": "); ok {
-		msg = why
-	}
-	return &Error{Type: ErrUnreachable, Message: "the host could not be resolved (" + msg + ")"}
+	// A lookup that timed out (a name that does not resolve, or resolves privately,
+	// is refused as a private address: netguard).
+	return &Error{Type: ErrUnreachable, Message: "the host could not be resolved"}
 }
 
 // refused is the error of an address the guard refused: a private one, or a host
@@ -370,7 +366,7 @@ func guardError(ctx context.Context, err error) *Error {
 // words name the address: they go nowhere.
 func refused(err error) *Error {
 	if errors.Is(err, netguard.ErrNotPublic) {
-		return &Error{Type: ErrRefused, Message: "refused: private address"}
+		return &Error{Type: ErrRefused, Message: "refused: the host has no public address"}
 	}
 	return &Error{Type: ErrRefused, Message: "refused: the url's host may not be fetched"}
 }

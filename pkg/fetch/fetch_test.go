@@ -71,9 +71,12 @@ func TestFetchRefusesEveryPrivateForm(t *testing.T) {
 			}
 		}
 	}
-	// A name that resolves to a private address is refused in those words.
-	if p := get(t, f, "http://internal.example/x"); p.Error == nil || p.Error.Message != "refused: private address" {
-		t.Errorf("internal.example: %+v, want refused: private address", p.Error)
+	// A name that resolves to a private address is refused in those words, and so is
+	// one that does not resolve: no client learns which names the fleet's network has.
+	for _, u := range []string{"http://internal.example/x", "http://gone.invalid/x"} {
+		if p := get(t, f, u); p.Error == nil || p.Error.Type != fetch.ErrRefused || p.Error.Message != "refused: the host has no public address" {
+			t.Errorf("%s: %+v, want refused: the host has no public address", u, p.Error)
+		}
 	}
 }
 
@@ -305,7 +308,7 @@ func TestFetchFile(t *testing.T) {
 	}{
 		{"too large", srv.URL + "/big", fetch.ErrLimit, "larger than 1024 bytes", f},
 		{"not found", srv.URL + "/missing", fetch.ErrHTTPStatus, "HTTP 404", f},
-		{"loopback in production", srv.URL + "/doc.pdf", fetch.ErrRefused, "private address", fetch.New(fetch.Options{})},
+		{"loopback in production", srv.URL + "/doc.pdf", fetch.ErrRefused, "no public address", fetch.New(fetch.Options{})},
 		{"credentials", strings.Replace(srv.URL, "http://", "http://a:b@", 1) + "/doc.pdf", fetch.ErrInvalidURL, "without them", f},
 		{"not http", "ftp://example.com/doc.pdf", fetch.ErrInvalidURL, "http and https", f},
 	} {

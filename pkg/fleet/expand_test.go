@@ -2,9 +2,12 @@ package fleet_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
@@ -58,5 +61,33 @@ func TestExpandedResponsesRequestBounded(t *testing.T) {
 	json.Unmarshal(b, &e)
 	if status != http.StatusRequestEntityTooLarge || !strings.Contains(e.Error.Message, "at most 64 item_reference") {
 		t.Errorf("65 item_references: %d %.300s, want 413 naming the bound of 64", status, b)
+	}
+}
+
+// A WebSocket turn is bounded the same way: a store: false turn of 1.5 MB continued by
+// a turn naming its item three times is refused with a request_too_large error event,
+// and the model receives nothing for it.
+func TestExpandedSocketTurnBounded(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	c := tenantClient(f, "open")
+	conn, err := c.Responses.Connect(ctx(t), responses.ResponseConnectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	big, _ := json.Marshal(strings.Repeat("lorem ipsum ", 3<<19/12) + "sim:nosearch")
+	first := create(t, conn, fmt.Sprintf(`"model":%q,"store":false,"input":[{"type":"message","role":"user","id":"msg_big","content":%s}]`, demo.Model, big))
+	if first.response["status"] != "completed" {
+		t.Fatalf("the 1.5 MB turn: %v", first.err)
+	}
+	f.Sim.Reset()
+	ref := `{"type":"item_reference","id":"msg_big"}`
+	turn := create(t, conn, fmt.Sprintf(`"model":%q,"store":false,"previous_response_id":%q,"input":[%s,%s,%s]`, demo.Model, first.response["id"], ref, ref, ref))
+	if errCode(turn) != "request_too_large" {
+		t.Fatalf("a continuation naming 6 MB: %v, want request_too_large", turn.err)
+	}
+	if n := f.Sim.Stats().Requests["model"]; n != 0 {
+		t.Errorf("the model received %d requests for a refused turn", n)
 	}
 }

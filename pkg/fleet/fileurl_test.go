@@ -175,7 +175,7 @@ func TestFileURLRefusesPrivateAddresses(t *testing.T) {
 			before := f.Sim.Stats().Requests["model"]
 			status, body, _ := f.Do(t, "POST", c.path, c.body)
 			e := errorOf(t, body)
-			if status != 400 || e.Type != "invalid_request_error" || !strings.Contains(e.Message, "private address") || !strings.Contains(e.Message, c.param) {
+			if status != 400 || e.Type != "invalid_request_error" || !strings.Contains(e.Message, "no public address") || !strings.Contains(e.Message, c.param) {
 				t.Fatalf("%d %s", status, body)
 			}
 			if c.path == "/v1/responses" && e.Param != c.param {

@@ -129,6 +129,7 @@ func Run(ctx context.Context, o Options) error {
 // consumers it started (drained on the way out).
 type process struct {
 	o        Options
+	records  *bus.Records // the records bucket
 	env      config.Env
 	log      *slog.Logger
 	id       string
@@ -191,10 +192,12 @@ func open(ctx context.Context, o Options) (*process, error) {
 		return fail(fmt.Errorf("nats streams: %w", err))
 	}
 	// Ended jobs' records live on JetStream (the records bucket), not in Redis.
-	records, err := bus.OpenRecords(ctx, p.bus, p.env.Retention)
+	records, err := bus.OpenRecords(ctx, p.bus, p.env.Retention, p.env.RecordsMaxBytes)
 	if err != nil {
 		return fail(err)
 	}
+	p.records = records
+	warnRecordsBound(p.log, p.env.RecordsMaxBytes, config.NewTenantLimits(p.env.TenantLimits, o.File.Tenants))
 	p.store = state.New(o.Redis, state.NamespacePrefix(p.env.Namespace, p.env.KeyPrefix), p.env.Retention, state.WithArchive(records))
 	if err := p.store.LoadScripts(ctx); err != nil {
 		return fail(err)
@@ -456,7 +459,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if dev {
 		p.log.Warn("FLEET_REASONING_SECRET is unset: the reasoning state given to Responses clients is sealed with the public development secret; set a secret of your own, the same on every ingress")
 	}
-	s := ingress.New(ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants, Reasoning: sealer,
+	o := ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants, Reasoning: sealer,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
@@ -468,14 +471,18 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		Console:            true, // the web console at /console/
 		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
 		Research:           &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Timeout: env.ResearchTimeout},
-	})
+	}
+	if p.records.MaxBytes() > 0 {
+		o.Records, o.RecordsTenants = p.records, max(len(p.o.File.Tenants), 1)
+	}
+	s := ingress.New(o)
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, p.hooks.Config.PoolSize()); err != nil {
 		return nil, err
 	}
 	// The archive runs after the spend per model is counted (it reads the job's spend
 	// ledger, which the archive moves) and before the other hooks, so the storage
 	// quota's sees where the job's bytes now live.
-	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store}, research.Hook{Bus: p.bus, Store: p.store, Log: p.log.With("role", "research")}, p.hooks, p.batches, s)
+	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store, p.log}, research.Hook{Bus: p.bus, Store: p.store, Log: p.log.With("role", "research")}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}
@@ -750,9 +757,32 @@ func Settings(f *config.File) map[string]search.Settings {
 // archiver is the finish hook that moves an ended job's record off Redis to the
 // records bucket (state.Store.ArchiveJob); a failure is retried with the terminal
 // event, and the record stays readable from Redis meanwhile.
-type archiver struct{ store *state.Store }
+type archiver struct {
+	store *state.Store
+	log   *slog.Logger
+}
 
 func (a archiver) JobFinished(ctx context.Context, job *state.Job) error {
 	_, err := a.store.Jobs.ArchiveEnded(ctx, job) // the hash the finisher read (ReadEnded)
+	if errors.Is(err, bus.ErrRecordsFull) {
+		// The record stays in Redis (charged to its tenant's quota) until it expires:
+		// a full bucket must not hold up the job's other hooks, nor other tenants'.
+		a.log.Warn("records: the records bucket is full (FLEET_RECORDS_MAX_BYTES); an ended job's record stays in Redis", "job", job.ID, "tenant", job.Tenant)
+		return nil
+	}
 	return err
+}
+
+// warnRecordsBound warns when the tenants' storage quotas together exceed the records
+// bucket's bound (or it has none): then tenants within their quotas can fill it.
+func warnRecordsBound(log *slog.Logger, maxBytes int64, limits *config.TenantLimits) {
+	total, unbounded := limits.StorageTotal()
+	switch {
+	case maxBytes <= 0:
+		log.Warn("FLEET_RECORDS_MAX_BYTES is unset: the records bucket is unbounded, and a full JetStream store stops the JOBS and EVENTS streams too")
+	case unbounded:
+		log.Warn("a tenant has no storage quota (FLEET_TENANT_STORAGE_BYTES, limits.storageBytes): it can fill the records bucket", "records_max_bytes", maxBytes)
+	case total > maxBytes:
+		log.Warn("the tenants' storage quotas together exceed the records bucket (FLEET_RECORDS_MAX_BYTES): tenants within their quotas can fill it", "quotas_bytes", total, "records_max_bytes", maxBytes)
+	}
 }

@@ -40,6 +40,9 @@ func (s *Server) recordExpiry(job *state.Job) time.Time {
 // chargeStorage charges a new job's request and allowance to its tenant's storage
 // quota; it has answered when it returns false.
 func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, job *state.Job) bool {
+	if !s.recordsRoom(w, r, codec, job.Tenant) {
+		return false
+	}
 	limit := s.Limits.Of(job.Tenant).StorageBytes
 	if limit <= 0 {
 		return true
@@ -73,6 +76,30 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 	w.Header().Set("Retry-After", strconv.Itoa(int(after.Seconds()+0.999)))
 	writeWireError(w, codec, &wire.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "storage_quota_exceeded",
 		Message: fmt.Sprintf("The tenant's storage quota of %d bytes is used up (%d bytes of job records kept); records free their bytes as they expire. See GET /v1/usage.", limit, st.Used)})
+	return false
+}
+
+// recordsRoom refuses a job of tenant with 507 while the records bucket is full and
+// the tenant holds more than its share of it (the bucket's bound over the tenants):
+// the tenant that filled it is refused, the others keep working (their records stay
+// in Redis until there is room). It has answered when it returns false.
+func (s *Server) recordsRoom(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, tenant string) bool {
+	if s.Records == nil || !s.Records.Full(r.Context()) {
+		return true
+	}
+	share := s.Records.MaxBytes() / int64(max(s.RecordsTenants, 1))
+	st, err := s.Store.Ledger.StorageOf(r.Context(), tenant)
+	if err != nil {
+		s.limitsUnavailable(w, r, codec, err)
+		return false
+	}
+	if st.Used <= share {
+		return true
+	}
+	s.storageRefused(tenant)
+	w.Header().Set("Retry-After", "60")
+	writeWireError(w, codec, &wire.Error{Status: http.StatusInsufficientStorage, Type: "insufficient_storage", Code: "insufficient_storage",
+		Message: fmt.Sprintf("The fleet's job records store is full and this tenant holds more than its share of it (%d bytes); records free their bytes as they expire. See GET /v1/usage.", share)})
 	return false
 }
 

@@ -92,6 +92,16 @@ type Options struct {
 	// (wire.BillableChatParams; none: each is refused with 400).
 	ChatBillableParams []string
 
+	// Records is the records bucket when it is bounded (nil: not checked): while it is
+	// full, a tenant holding more than its share of it (RecordsShare) is refused
+	// new jobs with 507 (quota.go).
+	Records interface {
+		Full(ctx context.Context) bool
+		MaxBytes() int64
+	}
+	// RecordsTenants is how many tenants share the records bucket (at least 1).
+	RecordsTenants int
+
 	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
 	// 429 for new jobs (nil: no budgets).
 	Budgets *state.Budgets

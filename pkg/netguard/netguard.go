@@ -169,12 +169,15 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 		r = g.Resolver
 	}
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
-	if err != nil {
+	var de *net.DNSError
+	if err != nil && errors.As(err, &de) && de.IsTimeout {
 		// The resolver's own words name the resolver's address: the client gets why.
-		return nil, fmt.Errorf("resolving host %s: %s", host, lookupFailure(err))
+		return nil, fmt.Errorf("resolving host %s: the lookup timed out", host)
 	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("resolving host %s: no addresses", host)
+	if err != nil || len(addrs) == 0 {
+		// In the words of a name that resolves to a private address: which names
+		// exist on the fleet's network is not told apart from which do not.
+		return nil, fmt.Errorf("host %s: %w", host, ErrNotPublic)
 	}
 	return addrs, nil
 }
@@ -416,16 +419,4 @@ func (g *Guard) control(network, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("%w: cannot check %s", ErrRefused, address)
 	}
 	return g.CheckAddr(ap.Addr())
-}
-
-// lookupFailure says why a name did not resolve, without the resolver's address.
-func lookupFailure(err error) string {
-	var de *net.DNSError
-	switch {
-	case errors.As(err, &de) && de.IsNotFound:
-		return "no such host"
-	case errors.As(err, &de) && de.IsTimeout:
-		return "the lookup timed out"
-	}
-	return "the lookup failed"
 }

@@ -108,6 +108,17 @@ func TestCheckURLErrorsHideTheResolver(t *testing.T) {
 	}
 }
 
+// A name that does not resolve is refused in the words of one that resolves to a
+// private address: the guard tells no client which names exist on the fleet's network.
+func TestUnresolvableAndPrivateNamesOneWording(t *testing.T) {
+	t.Parallel()
+	_, private := (&Guard{Resolver: testResolver}).CheckURL(t.Context(), "http://internal.example/hook")
+	_, gone := (&Guard{Resolver: failingResolver{&net.DNSError{Err: "no such host", Name: "gone.example", IsNotFound: true}}}).CheckURL(t.Context(), "http://gone.example/hook")
+	if private == nil || gone == nil || strings.ReplaceAll(gone.Error(), "gone.example", "internal.example") != private.Error() || !errors.Is(gone, ErrNotPublic) {
+		t.Errorf("a private name: %v; an unresolvable one: %v; want the same words", private, gone)
+	}
+}
+
 // Public addresses and names are admitted, with or without credentials.
 func TestCheckURLAdmits(t *testing.T) {
 	t.Parallel()
