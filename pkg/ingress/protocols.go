@@ -314,8 +314,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := wire.DecodeStored(job.Request)
 	if err != nil || stored.Protocol != wire.OpenAIResponses {
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
-			Message: fmt.Sprintf("No response with id %q.", job.ID)})
+		writeWireError(w, wire.Responses, storedResponseNotFound(job.ID))
 		return
 	}
 	rec, err := s.Store.Jobs.GetResponse(r.Context(), job.ID)
@@ -324,8 +323,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
 			return
 		}
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
-			Message: fmt.Sprintf("No response with id %q: responses created with 'store': false are not stored.", job.ID)})
+		writeWireError(w, wire.Responses, storedResponseNotFound(job.ID)) // never stored (store: false), expired or deleted
 		return
 	}
 	resp, e := answerOf(job, stored.Request, wire.OpenAIResponses)

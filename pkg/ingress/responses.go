@@ -38,6 +38,8 @@ type responsesRequest struct {
 	echo map[string]json.RawMessage
 	// store is false when the request asked not to be stored.
 	store bool
+	// prior is how many of input's items came before the request's own.
+	prior int
 }
 
 // resolveResponses reads what a Responses request names from the tenant's stored
@@ -81,6 +83,7 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 	}
 	resolved := make([]json.RawMessage, 0, len(prior)+len(items))
 	resolved = append(resolved, prior...)
+	rr.prior = len(prior)
 	refs := s.newReferences(ctx, tenant, prior, items)
 	for i, it := range items {
 		param := fmt.Sprintf("input[%d]", i)
@@ -354,7 +357,7 @@ func (s *Server) saveResponse(ctx context.Context, job *state.Job, rr *responses
 	if rr == nil || !rr.store {
 		return
 	}
-	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo}
+	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo, Prior: rr.prior}
 	job.HasStoredResponse = true // noted in the job's record when it is created (its archiving reads the response)
 	if err := s.Store.Jobs.SaveResponse(context.WithoutCancel(ctx), job.ID, rec); err != nil {
 		// The answer still reaches the client; only a later reference to it fails.

@@ -151,6 +151,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/responses", s.authAs(wire.Responses, s.sockets.ServeHTTP))
 	mux.HandleFunc("POST /v1/responses/compact", s.authAs(wire.Responses, jsonBody(wire.Responses, s.compactResponse)))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
+	mux.HandleFunc("DELETE /v1/responses/{id}", s.authAs(wire.Responses, s.deleteResponse))
+	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authAs(wire.Responses, s.cancelResponse))
+	mux.HandleFunc("GET /v1/responses/{id}/input_items", s.authAs(wire.Responses, s.inputItems))
 	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.upload(s.uploadFile)))

@@ -38,6 +38,7 @@ type Jobs interface {
 	IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error)
 	GetResponse(ctx context.Context, id string) (*state.StoredResponse, error)
 	SaveResponse(ctx context.Context, id string, r *state.StoredResponse) error
+	DeleteResponse(ctx context.Context, id string) error
 }
 
 // Files are the tenants' uploaded files (state.Files).

@@ -181,6 +181,10 @@ func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID)
 // previous turns included, and the settings it echoes), beside its job's keys.
 func (k Keys) StoredResponse(id string) string { return k.job(id, ":response") }
 
+// deletedResponse marks a stored response deleted (DELETE /v1/responses/{id}), so
+// neither Redis nor the archive gives it again.
+func (k Keys) deletedResponse(id string) string { return k.job(id, ":response-deleted") }
+
 // spendPending is a tenant's model-turn reservations of one UTC day that are not
 // settled yet (a sorted set: call → when the reservation lapses, ms). A reservation
 // whose worker died is released by the next reservation of the day once it lapses.

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -51,6 +52,20 @@ func responsesOutput(r *Response) []any {
 // (reasoningOutput).
 func itemID(prefix string, r *Response, part string) string {
 	return prefix + "_" + idToken(r.ID) + "_" + idToken(part)
+}
+
+// InputItemID is the id of the nth input item of response respID, of type typ, for
+// an item its client sent without one: msg_<response id>_in<n> for a message (it
+// names the response too).
+func InputItemID(respID, typ string, n int) string {
+	prefix := "item"
+	switch typ {
+	case "message":
+		prefix = "msg"
+	case "function_call_output":
+		prefix = "fco"
+	}
+	return prefix + "_" + idToken(respID) + "_in" + strconv.Itoa(n)
 }
 
 // ItemResponse is the id of the response whose output item has id ("" for an id

@@ -147,3 +147,38 @@ test('responses: bad input raises the SDK typed errors', async () => {
   await assertTypedError(() => openai.responses.retrieve('resp_doesnotexist'), OpenAI.NotFoundError, 404);
   await assertTypedError(() => openai.responses.stream({ model: 'no-such-model', input: 'hi' }).finalResponse(), OpenAI.NotFoundError, 404);
 });
+
+test('responses: a background response is cancelled; a finished or foreground one cannot be', async () => {
+  const bg = await openai.responses.create({ model, input: 'Tell me a long story. sim:nosearch sim:model-slow=30s', background: true });
+  assert.ok(['queued', 'in_progress'].includes(bg.status), bg.status);
+  const cancelled = await openai.responses.cancel(bg.id);
+  assert.equal(cancelled.id, bg.id);
+  assert.equal(cancelled.status, 'cancelled');
+  assert.equal((await openai.responses.cancel(bg.id)).status, 'cancelled', 'cancelling again is not the same answer');
+  assert.equal((await openai.responses.retrieve(bg.id)).status, 'cancelled');
+  const done = await openai.responses.create({ model, input: 'Hello. sim:nosearch' });
+  await assertTypedError(() => openai.responses.cancel(done.id), OpenAI.BadRequestError, 400);
+  await assertTypedError(() => openai.responses.cancel('resp_doesnotexist'), OpenAI.NotFoundError, 404);
+});
+
+test('responses: input items page through the input; a deleted response is not found', async () => {
+  const input = ['One. sim:nosearch', 'Two.', 'Three.'].map((text) => ({ role: 'user', content: text }));
+  const r = await openai.responses.create({ model, input });
+  const first = await openai.responses.inputItems.list(r.id, { limit: 2 });
+  assert.equal(first.data.length, 2);
+  assert.ok(first.has_more, 'the first page says there is no more');
+  const texts = [];
+  for await (const item of openai.responses.inputItems.list(r.id, { limit: 2 })) {
+    assert.equal(item.type, 'message');
+    assert.ok(item.id, `an item without an id: ${JSON.stringify(item)}`);
+    texts.push(item.content[0].text);
+  }
+  assert.deepEqual(texts, ['Three.', 'Two.', 'One. sim:nosearch'], 'newest first by default');
+  const asc = await openai.responses.inputItems.list(r.id, { order: 'asc' });
+  assert.deepEqual(asc.data.map((i) => i.content[0].text), ['One. sim:nosearch', 'Two.', 'Three.']);
+
+  await openai.responses.delete(r.id);
+  await assertTypedError(() => openai.responses.retrieve(r.id), OpenAI.NotFoundError, 404);
+  await assertTypedError(() => openai.responses.inputItems.list(r.id), OpenAI.NotFoundError, 404);
+  await assertTypedError(() => openai.responses.create({ model, input: 'Go on. sim:nosearch', previous_response_id: r.id }), OpenAI.BadRequestError, 400);
+});
