@@ -35,10 +35,32 @@ func (s *Jobs) SaveResponse(ctx context.Context, id string, r *StoredResponse) e
 	if err != nil {
 		return err
 	}
-	if err := s.r.Set(ctx, s.K.StoredResponse(id), b, s.Retention).Err(); err != nil {
+	_, err = s.r.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, s.K.StoredResponse(id), b, s.Retention)
+		if r.Conversation != "" {
+			// Beside the response, which the archive moves: the finisher reads it for
+			// every stored response that ends (ResponseConversation).
+			p.Set(ctx, s.K.responseConversation(id), r.Conversation, s.Retention)
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("state: recording response %s: %w", id, err)
 	}
 	return nil
+}
+
+// ResponseConversation is the conversation the stored response of job id adds its
+// turn to ("" none).
+func (s *Jobs) ResponseConversation(ctx context.Context, id string) (string, error) {
+	v, err := s.r.Get(ctx, s.K.responseConversation(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("state: reading response %s: %w", id, err)
+	}
+	return v, nil
 }
 
 // GetResponse reads the stored response of job id (from Redis while its job is hot,
@@ -77,7 +99,7 @@ func (s *Jobs) GetResponse(ctx context.Context, id string) (*StoredResponse, err
 func (s *Jobs) DeleteResponse(ctx context.Context, id string) error {
 	_, err := s.r.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, s.K.deletedResponse(id), "1", s.Retention)
-		p.Del(ctx, s.K.StoredResponse(id))
+		p.Del(ctx, s.K.StoredResponse(id), s.K.responseConversation(id))
 		return nil
 	})
 	if err != nil {
