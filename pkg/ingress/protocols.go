@@ -75,6 +75,10 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		answer := func(done *state.Job) (*wire.Response, *wire.Error) {
 			resp, e := answerOf(done, req, codec.Protocol())
 			resp.ID, resp.Echo = base.ID, base.Echo
+			if rr != nil && e == nil {
+				// Before the client has the answer, so its next turn finds this one.
+				s.addTurn(context.WithoutCancel(r.Context()), done, rr.saved)
+			}
 			return resp, e
 		}
 		release, ok := s.admit(w, r, codec, job, holdOf(req))

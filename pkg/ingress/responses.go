@@ -40,6 +40,10 @@ type responsesRequest struct {
 	store bool
 	// prior is how many of input's items came before the request's own.
 	prior int
+	// conversation is the conversation the request continues ("" none).
+	conversation string
+	// saved is the stored response (saveResponse; nil: not stored).
+	saved *state.StoredResponse
 }
 
 // resolveResponses reads what a Responses request names from the tenant's stored
@@ -65,7 +69,9 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		}
 	}
 	var prior []json.RawMessage
-	if raw, ok := top["previous_response_id"]; ok && !isNullJSON(raw) {
+	raw, continues := top["previous_response_id"]
+	continues = continues && !isNullJSON(raw)
+	if continues {
 		var id string
 		if json.Unmarshal(raw, &id) != nil || id == "" {
 			return nil, wire.Invalid("previous_response_id", "'previous_response_id' must be a response id")
@@ -80,6 +86,21 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 			}
 		}
 		delete(top, "previous_response_id")
+	}
+	if raw, ok := top["conversation"]; ok && !isNullJSON(raw) {
+		if continues {
+			return nil, wire.Invalid("conversation", "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.")
+		}
+		if !rr.store {
+			return nil, wire.Invalid("conversation", "A response that continues a conversation is added to it: 'store' cannot be false with 'conversation'.")
+		}
+		id, items, e := s.conversationInput(ctx, tenant, raw)
+		if e != nil {
+			return nil, e
+		}
+		prior, rr.conversation = items, id
+		rr.echo["conversation"], _ = json.Marshal(map[string]string{"id": id})
+		delete(top, "conversation")
 	}
 	resolved := make([]json.RawMessage, 0, len(prior)+len(items))
 	resolved = append(resolved, prior...)
@@ -357,7 +378,8 @@ func (s *Server) saveResponse(ctx context.Context, job *state.Job, rr *responses
 	if rr == nil || !rr.store {
 		return
 	}
-	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo, Prior: rr.prior}
+	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo, Prior: rr.prior, Conversation: rr.conversation}
+	rr.saved = rec
 	job.HasStoredResponse = true // noted in the job's record when it is created (its archiving reads the response)
 	if err := s.Store.Jobs.SaveResponse(context.WithoutCancel(ctx), job.ID, rec); err != nil {
 		// The answer still reaches the client; only a later reference to it fails.

@@ -136,10 +136,17 @@ func (s *Server) inputItems(w http.ResponseWriter, r *http.Request) {
 	writeListPage(w, r, out)
 }
 
-// inputItem is an input item as a list shows it: with an id (one of its response's
-// when the client gave none: wire.InputItemID), a message with its type, status
-// and content parts.
+// inputItem is the nth input item of response respID as a list shows it
+// (normalizeItem), with an id of its response (wire.InputItemID) when the client gave
+// none.
 func inputItem(respID string, n int, item json.RawMessage) json.RawMessage {
+	return normalizeItem(item, func(typ string) string { return wire.InputItemID(respID, typ, n) })
+}
+
+// normalizeItem is an item as the fleet keeps and lists it: with an id (newID's, of
+// the item's type, when it has none), and a message with its type, status and
+// content parts.
+func normalizeItem(item json.RawMessage, newID func(typ string) string) json.RawMessage {
 	var it map[string]json.RawMessage
 	if json.Unmarshal(item, &it) != nil || it == nil {
 		return item
@@ -153,7 +160,7 @@ func inputItem(respID string, n int, item json.RawMessage) json.RawMessage {
 		it["type"] = json.RawMessage(`"message"`)
 	}
 	if id == "" {
-		it["id"], _ = json.Marshal(wire.InputItemID(respID, typ, n))
+		it["id"], _ = json.Marshal(newID(typ))
 	}
 	if typ == "message" {
 		if isNullJSON(it["status"]) {

@@ -188,6 +188,9 @@ func responseObject(r *Response, output []any) map[string]any {
 			o[f.key] = json.RawMessage(f.def)
 		}
 	}
+	if v, ok := r.Echo["conversation"]; ok {
+		o["conversation"] = v // only when the request named one
+	}
 	if r.Status != StatusCompleted && r.Status != "" {
 		o["usage"] = nil
 	}

@@ -182,3 +182,40 @@ test('responses: input items page through the input; a deleted response is not f
   await assertTypedError(() => openai.responses.inputItems.list(r.id), OpenAI.NotFoundError, 404);
   await assertTypedError(() => openai.responses.create({ model, input: 'Go on. sim:nosearch', previous_response_id: r.id }), OpenAI.BadRequestError, 400);
 });
+
+test('responses: a conversation holds items, and two turns that name it build on each other', async () => {
+  const conv = await openai.conversations.create({ metadata: { topic: 'names' }, items: [{ type: 'message', role: 'user', content: 'My name is Ada. sim:nosearch' }] });
+  assert.match(conv.id, /^conv_/);
+  assert.equal(conv.object, 'conversation');
+  assert.deepEqual(conv.metadata, { topic: 'names' });
+  assert.equal((await openai.conversations.retrieve(conv.id)).id, conv.id);
+
+  const first = await openai.responses.create({ model, conversation: conv.id, input: 'Remember that. sim:nosearch' });
+  assert.equal(first.status, 'completed');
+  assert.equal(first.conversation?.id, conv.id);
+  const second = await openai.responses.create({ model, conversation: { id: conv.id }, input: 'What is my name? sim:nosearch' });
+  assert.equal(second.status, 'completed');
+
+  const items = [];
+  for await (const item of openai.conversations.items.list(conv.id, { order: 'asc', limit: 2 })) items.push(item);
+  assert.deepEqual(items.map((i) => i.type), ['message', 'message', 'message', 'message', 'message'], JSON.stringify(items));
+  assert.deepEqual(items.map((i) => i.role), ['user', 'user', 'assistant', 'user', 'assistant']);
+  assert.equal(items[2].id, first.output.at(-1).id, 'the first answer is not in the conversation by its id');
+  assert.equal(items[4].id, second.output.at(-1).id);
+  // The second turn ran on the whole conversation: its stored input begins with it.
+  const got = await openai.conversations.items.retrieve(items[2].id, { conversation_id: conv.id });
+  assert.equal(got.id, items[2].id);
+
+  const added = await openai.conversations.items.create(conv.id, { items: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'P.S.' }] }] });
+  assert.equal(added.data.length, 1);
+  assert.ok(added.data[0].id);
+  await openai.conversations.items.delete(added.data[0].id, { conversation_id: conv.id });
+  await assertTypedError(() => openai.conversations.items.retrieve(added.data[0].id, { conversation_id: conv.id }), OpenAI.NotFoundError, 404);
+
+  const updated = await openai.conversations.update(conv.id, { metadata: { topic: 'ada' } });
+  assert.deepEqual(updated.metadata, { topic: 'ada' });
+  const deleted = await openai.conversations.delete(conv.id);
+  assert.equal(deleted.deleted, true);
+  await assertTypedError(() => openai.conversations.retrieve(conv.id), OpenAI.NotFoundError, 404);
+  await assertTypedError(() => openai.responses.create({ model, conversation: conv.id, input: 'hi sim:nosearch' }), OpenAI.NotFoundError, 404);
+});
