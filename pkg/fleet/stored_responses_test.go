@@ -82,7 +82,7 @@ func TestStoredResponses(t *testing.T) {
 	}
 	_, err = bob.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model, PreviousResponseID: openai.String(first.ID),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi sim:nosearch")}})
-	if e := apiErr(t, err); e.StatusCode != http.StatusNotFound || e.Code != "previous_response_not_found" || e.Param != "previous_response_id" {
+	if e := apiErr(t, err); e.StatusCode != http.StatusBadRequest || e.Code != "previous_response_not_found" || e.Param != "previous_response_id" {
 		t.Errorf("bob continuing alice's response: %v", err)
 	}
 
@@ -105,7 +105,7 @@ func TestStoredResponses(t *testing.T) {
 	}
 	_, err = alice.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model, PreviousResponseID: openai.String(unstored.ID),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi sim:nosearch")}})
-	if e := apiErr(t, err); e.StatusCode != http.StatusNotFound || e.Code != "previous_response_not_found" {
+	if e := apiErr(t, err); e.StatusCode != http.StatusBadRequest || e.Code != "previous_response_not_found" {
 		t.Errorf("continuing a store: false response: %v", err)
 	}
 
