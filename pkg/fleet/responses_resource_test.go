@@ -48,8 +48,8 @@ func TestItemReferences(t *testing.T) {
 	f, alice, bob := twoTenants(t)
 	// A Responses model: its reasoning items keep the model's ids.
 	searched, err := alice.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.ModelResponses,
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Search the web: latest Go release?")},
-		Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}},
+		Input:     responses.ResponseNewParamsInputUnion{OfString: openai.String("Search the web: latest Go release?")},
+		Tools:     []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}},
 		Reasoning: responses.ReasoningParam{Effort: responses.ReasoningEffortLow, Summary: responses.ReasoningSummaryAuto}})
 	if err != nil {
 		t.Fatal(err)
