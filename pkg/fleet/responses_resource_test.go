@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
@@ -240,6 +241,37 @@ func TestConversationsAPI(t *testing.T) {
 	if strings.Join(roles, " ") != "user user assistant user assistant" {
 		t.Errorf("roles %v", roles)
 	}
+	// A streamed turn is added before its stream ends; a background one by the
+	// finisher, once it completes.
+	stream := alice.Responses.NewStreaming(ctx(t), responses.ResponseNewParams{Model: demo.Model, Conversation: responses.ResponseNewParamsConversationUnion{OfString: openai.String(conv.ID)},
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Streamed. sim:nosearch")}})
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := alice.Conversations.Items.List(ctx(t), conv.ID, conversations.ItemListParams{}); err != nil || len(page.Data) != 7 || page.Data[0].Role != "assistant" {
+		t.Fatalf("after a streamed turn: %v %d", err, len(page.Data))
+	}
+	bg, err := alice.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model, Background: openai.Bool(true), Conversation: responses.ResponseNewParamsConversationUnion{OfString: openai.String(conv.ID)},
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("In the background. sim:nosearch")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; ; n++ {
+		page, err := alice.Conversations.Items.List(ctx(t), conv.ID, conversations.ItemListParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Data) == 9 && page.Data[0].ID == "msg_"+bg.ID {
+			break
+		}
+		if n == 200 {
+			t.Fatalf("the background turn was not added: %d items", len(page.Data))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+
 	during, _ := f.Store.Ledger.StorageOf(ctx(t), "alice")
 	if during.Records <= before.Records {
 		t.Errorf("the conversation is not charged: %+v then %+v", before, during)

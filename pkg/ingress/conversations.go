@@ -434,6 +434,11 @@ func (s *Server) conversationInput(ctx context.Context, tenant string, raw json.
 		e.Param = "conversation"
 		return "", nil, e
 	}
+	if c.Bytes > s.MaxBody {
+		// What a request may carry in its body bounds what it may carry from its
+		// conversation: the whole is the job's request.
+		return "", nil, wire.Invalid("conversation", "The conversation's items take %d bytes; a request may run on at most %d. Start a new conversation, or delete items from this one.", c.Bytes, s.MaxBody)
+	}
 	items, err := s.Store.Conversations.ConversationItems(ctx, c.ID)
 	if err != nil {
 		return "", nil, unavailable("Reading the conversation")
