@@ -44,7 +44,7 @@ func TestNoEmptyMessageBeforeAFunctionCall(t *testing.T) {
 	evs = append(evs, st.Finish(r)...)
 	for _, e := range evs {
 		var ev struct {
-			Type string `json:"type"`
+			Type string                `json:"type"`
 			Item struct{ Type string } `json:"item"`
 		}
 		json.Unmarshal(e.Data, &ev)
