@@ -27,6 +27,7 @@ func deployFiles() map[string]any {
 		bus.WebhookConsumer(bus.TimingFor(bus.ConsumerWebhooks)),
 		bus.ExpandConsumer(bus.TimingFor(bus.ConsumerExpand)),
 		bus.FinisherConsumer(bus.TimingFor(bus.ConsumerFinisher)),
+		bus.ResearchConsumer(bus.TimingFor(bus.ConsumerResearch)),
 		bus.SearchConsumer("ENGINE", bus.TimingFor(bus.ConsumerSearch("ENGINE"))),
 		bus.FetchConsumer(bus.TimingFor(bus.ConsumerFetch)),
 		bus.DeadLetterConsumer(),

@@ -21,6 +21,18 @@ type ChatJob struct {
 func (ChatJob) Kind() string    { return "chat.job.v1" }
 func (m ChatJob) MsgID() string { return "job:" + m.JobID }
 
+// ResearchStep asks a chat worker to take a research run's next step
+// (fleet.jobs.v1.research). Why names what prompted it (the run's start, a child's
+// end, an approval, a cancel): one message per cause, so a cause published twice is
+// one message, and the step reads the run, not the message, for what to do.
+type ResearchStep struct {
+	RunID string `json:"run_id"`
+	Why   string `json:"why"`
+}
+
+func (ResearchStep) Kind() string    { return "research.step.v1" }
+func (m ResearchStep) MsgID() string { return "rs:" + m.RunID + ":" + m.Why }
+
 // CallKey identifies one server-tool call of a job: job:hop:call.
 func CallKey(jobID string, hop int, callID string) string {
 	return jobID + ":" + strconv.Itoa(hop) + ":" + callID

@@ -15,6 +15,7 @@ const (
 	SubjectChatJob   = "fleet.jobs.v1.chat"        // interactive chat jobs
 	SubjectBatchJob  = "fleet.jobs.v1.batch"       // chat jobs that belong to a batch
 	SubjectExpand    = "fleet.jobs.v1.expand"      // a batch to turn into jobs
+	SubjectResearch  = "fleet.jobs.v1.research"    // a research run's next step
 	SubjectResume    = "fleet.chat.v1.resume"      // a finished server-tool call
 	subjectSearch    = "fleet.search.v1."          // + engine id
 	SubjectFetch     = "fleet.fetch.v1.pages"      // web_fetch calls (one subject: no engines)
@@ -47,6 +48,7 @@ const (
 	ConsumerWebhooks = "webhooks"
 	ConsumerExpand   = "batch-expander"
 	ConsumerFinisher = "finisher"
+	ConsumerResearch = "researcher"    // research runs' steps, in the chat workers' processes
 	consumerSearch   = "searchworker-" // + engine id
 	ConsumerFetch    = "fetchworker"   // web_fetch calls, in the search workers' processes
 )
@@ -155,7 +157,7 @@ func Streams(l Limits) []jetstream.StreamConfig {
 		}
 	}
 	return []jetstream.StreamConfig{
-		workQueue(StreamJobs, "new chat jobs (interactive and batch) and batches to expand", SubjectChatJob, SubjectBatchJob, SubjectExpand),
+		workQueue(StreamJobs, "new chat jobs (interactive and batch), batches to expand and research runs' steps", SubjectChatJob, SubjectBatchJob, SubjectExpand, SubjectResearch),
 		workQueue(StreamChat, "finished server-tool calls to fold back into their chains", SubjectResume),
 		workQueue(StreamSearch, "web_search calls, one subject per engine, and web_fetch calls", SubjectSearchAll, SubjectFetch),
 		{
@@ -215,6 +217,7 @@ var DefaultTiming = map[string]Timing{
 	ConsumerWebhooks: {AckWait: 30 * time.Second, MaxDeliver: -1, MaxAckPending: 16384},
 	ConsumerExpand:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 16},
 	ConsumerFinisher: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
+	ConsumerResearch: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
 	consumerSearch:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 1024},
 	ConsumerFetch:    {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 1024},
 }
@@ -275,6 +278,12 @@ func WebhookConsumer(t Timing) ConsumerSpec {
 // (webhooks, batch counts).
 func FinisherConsumer(t Timing) ConsumerSpec {
 	return consumer(StreamEvents, ConsumerFinisher, SubjectEndsAll, "finish hooks of ended jobs: webhooks, batch counts", t)
+}
+
+// ResearchConsumer reads research runs' steps (planner, children's fan-in, reflection,
+// writer, verification); the chat worker processes share it.
+func ResearchConsumer(t Timing) ConsumerSpec {
+	return consumer(StreamJobs, ConsumerResearch, SubjectResearch, "chat workers: research runs' steps", t)
 }
 
 // TimingFor returns the default timing of a consumer name (search consumers share one).

@@ -112,3 +112,10 @@ func (f *markerFilter) Flush() string {
 	f.held.Reset()
 	return s
 }
+
+// CheckCitations is checkCitations for a text the chain did not write (a research
+// run's report): the text with its markers of no source removed, and the counts.
+func CheckCitations(text string, sources int) (out string, cited, valid, removed int) {
+	out, c := checkCitations(text, sources)
+	return out, c.Cited, c.Valid, c.Removed
+}

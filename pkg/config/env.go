@@ -45,6 +45,9 @@ type Env struct {
 	Retention time.Duration `env:"FLEET_JOB_RETENTION" envDefault:"168h"`
 	// JobTimeout bounds a whole job; past it the job fails visibly.
 	JobTimeout time.Duration `env:"FLEET_JOB_TIMEOUT" envDefault:"5m"`
+	// ResearchTimeout bounds a research run whose budget names no deadline (its
+	// children share the run's deadline).
+	ResearchTimeout time.Duration `env:"FLEET_RESEARCH_TIMEOUT" envDefault:"30m"`
 	// ModelTimeout bounds one main-model call.
 	ModelTimeout time.Duration `env:"FLEET_MODEL_TIMEOUT" envDefault:"120s"`
 	// EngineTimeout bounds one search engine call.

@@ -36,6 +36,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/provider"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -309,6 +310,18 @@ func (p *process) runChat(ctx context.Context) error {
 	if err := consume(ctx, p, bus.BatchConsumer(p.timing(bus.ConsumerBatch)), batchAdmission(env.BatchRate, w.HandleJob), env.BatchConcurrency); err != nil {
 		return err
 	}
+	// Research runs' steps (pkg/research): planner, fan-in, reflection, writer,
+	// verification, in the chat workers' processes.
+	rw := &research.Worker{Bus: p.bus, Store: p.store, Models: models, Ender: p.ender, Webhooks: p.hooks, Budgets: w.Budgets,
+		Log: p.log.With("role", "research"), ID: p.id, LeaseTTL: env.AckWait, ModelTimeout: env.ModelTimeout}
+	for _, id := range p.engines.IDs() {
+		if e, ok := p.engines.Get(id); ok {
+			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
+		}
+	}
+	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
+		return err
+	}
 	if err := p.consumeDeadLetters(ctx, bus.DeadLetterConsumer(), w.HandleDeadLetter); err != nil {
 		return err
 	}
@@ -408,6 +421,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
 		Console:            true, // the web console at /console/
 		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
+		Research:           &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Timeout: env.ResearchTimeout},
 	})
 	if err := consume(ctx, p, bus.WebhookConsumer(p.timing(bus.ConsumerWebhooks)), p.hooks.Handle, p.hooks.Config.PoolSize()); err != nil {
 		return nil, err
@@ -415,7 +429,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	// The archive runs after the spend per model is counted (it reads the job's spend
 	// ledger, which the archive moves) and before the other hooks, so the storage
 	// quota's sees where the job's bytes now live.
-	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store}, p.hooks, p.batches, s)
+	finisher := jobs.NewFinisher(p.store.Jobs, p.ender, p.o.Metrics, p.log.With("role", "finisher"), console.ModelSpend{Store: p.store.Ledger}, archiver{p.store}, research.Hook{Bus: p.bus, Store: p.store, Log: p.log.With("role", "research")}, p.hooks, p.batches, s)
 	if err := consume(ctx, p, bus.FinisherConsumer(p.timing(bus.ConsumerFinisher)), finisher.Handle, 64); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -45,6 +46,9 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		var rr *responsesRequest
+		if codec.Protocol() == wire.OpenAIResponses && s.researchResponse(w, r, body) {
+			return // a research model's request starts a research run (research_responses.go)
+		}
 		if codec.Protocol() == wire.OpenAIResponses {
 			var e *wire.Error
 			if rr, e = s.resolveResponses(r.Context(), tenantOf(r), body); e != nil {
@@ -312,6 +316,10 @@ func answerOf(job *state.Job, req *wire.Request, p wire.Protocol) (*wire.Respons
 // getResponse is GET /v1/responses/{id}: a Responses answer of the caller's tenant,
 // complete or as far as it has come.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.PathValue("id"), research.IDPrefix) && s.Research != nil {
+		s.getResearchResponse(w, r)
+		return
+	}
 	job := s.loadJob(w, r)
 	if job == nil {
 		return

@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -59,8 +61,13 @@ func (s *Server) writeStoredResponse(w http.ResponseWriter, job *state.Job, rec 
 // queued or in progress is cancelled (its job ends cancelled and makes no further
 // paid calls) and answered with status cancelled; one cancelled already is answered
 // as it is. A response that was not created with background: true, or that has
-// completed or failed, cannot be cancelled (400, as OpenAI answers).
+// completed or failed, cannot be cancelled (400, as OpenAI answers). A research run's
+// id (a research model's response) cancels the run and its children.
 func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.PathValue("id"), research.IDPrefix) && s.Research != nil {
+		s.cancelResearchResponse(w, r) // a research run and its children
+		return
+	}
 	rec, job := s.loadStored(w, r)
 	if job == nil {
 		return

@@ -30,6 +30,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -38,6 +39,8 @@ import (
 type Options struct {
 	Bus   *bus.Bus
 	Store Store
+	// Research runs research runs (nil: /v1/research is not served).
+	Research *research.Service
 	// Models are the client model names the fleet serves.
 	Models []string
 	// Targets are the protocol and provider model serving each client model name: a
@@ -174,6 +177,12 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
+	mux.HandleFunc("POST /v1/research", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createResearch))))
+	mux.HandleFunc("GET /v1/research", s.auth(s.listResearch))
+	mux.HandleFunc("GET /v1/research/{id}", s.auth(s.getResearch))
+	mux.HandleFunc("GET /v1/research/{id}/events", s.auth(s.researchEvents))
+	mux.HandleFunc("POST /v1/research/{id}/cancel", s.auth(s.cancelResearch))
+	mux.HandleFunc("POST /v1/research/{id}/plan", s.auth(jsonBody(wire.Chat, s.planResearch)))
 	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpRoute())

@@ -117,7 +117,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	modelFaults := strings.Join(modelDirectiveRE.FindAllString(user, -1), " ")
 	modelFaults = strings.ReplaceAll(modelFaults, "sim:model-", "sim:")
-	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults, nil, s.opts.ModelLatency) {
+	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults, nil, between(s.opts.ModelLatency, s.opts.ModelLatencyMax, body)) {
 		return
 	}
 	sum := sha256.Sum256(body)
@@ -166,6 +166,9 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 		if t.Function.Name == "web_search" {
 			webSearch = &req.Tools[i].Function.Parameters
 		}
+	}
+	if msg, ok := researchBrain(req); ok { // a research run's brain (sim_research.go)
+		return msg, "stop"
 	}
 	last := req.Messages[len(req.Messages)-1]
 

@@ -43,6 +43,23 @@ type Options struct {
 	ModelLatency time.Duration
 	// EngineLatency is added to every engine answer.
 	EngineLatency time.Duration
+	// ModelLatencyMax and EngineLatencyMax, when above their latencies, make each
+	// answer's latency a value between the two, drawn from the request's bytes (the
+	// same request waits the same time): "model 1–3 s, search 0.3–0.8 s".
+	ModelLatencyMax, EngineLatencyMax time.Duration
+	// AgentQueued and AgentRunning are how long a simulated research agent's run
+	// stays queued and then running (0: 2 s and 8 s); see sim_agents.go.
+	AgentQueued, AgentRunning time.Duration
+}
+
+// between is a latency from lo to hi drawn from body's hash (lo when hi ≤ lo).
+func between(lo, hi time.Duration, body []byte) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	sum := sha256.Sum256(body)
+	n := uint64(sum[0])<<24 | uint64(sum[1])<<16 | uint64(sum[2])<<8 | uint64(sum[3])
+	return lo + time.Duration(n%uint64(hi-lo+1))
 }
 
 // Server is the simulator.
@@ -53,6 +70,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	faults []*fault
+
+	agents *agentSim
 }
 
 // New builds a simulator with every route registered.
@@ -69,6 +88,8 @@ func New(opts Options) *Server {
 	for _, rt := range s.engineRoutes() {
 		s.mux.HandleFunc(rt.pattern, s.serveEngine(rt))
 	}
+	s.agents = newAgentSim(s)
+	s.agentRoutes()
 	s.mux.HandleFunc("GET /_sim/stats", s.getStats)
 	s.mux.HandleFunc("POST /_sim/reset", s.reset)
 	s.mux.HandleFunc("POST /_sim/faults", s.setFault)
@@ -156,7 +177,7 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 		}
 		s.stats.count(rt.kind, body, r.URL.RawQuery)
 		q := rt.queryOf(r, body)
-		if !s.applyFaults(w, r, rt.kind, r.URL.Path, q, rt.errorBody, s.opts.EngineLatency) {
+		if !s.applyFaults(w, r, rt.kind, r.URL.Path, q, rt.errorBody, between(s.opts.EngineLatency, s.opts.EngineLatencyMax, body)) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -396,6 +417,9 @@ type Stats struct {
 	Requests map[string]int64 `json:"requests"`
 	// Duplicates counts requests whose route and body exactly repeated an earlier one.
 	Duplicates map[string]int64 `json:"duplicates"`
+	// AgentSubmissions counts research agent submissions per "kind|fleet reference"
+	// (sim_agents.go).
+	AgentSubmissions map[string]int `json:"agentSubmissions"`
 }
 
 // Stats returns the counters.
@@ -409,6 +433,7 @@ func (s *Server) Stats() Stats {
 	for k, v := range s.stats.dups {
 		out.Duplicates[k] = v
 	}
+	out.AgentSubmissions = s.agents.submissionCounts()
 	return out
 }
 
@@ -423,6 +448,7 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	s.faults = nil
 	s.mu.Unlock()
+	s.agents.reset()
 }
 
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {

@@ -225,3 +225,24 @@ func (k Keys) TenantJobs(tenant string) string { return k.prefix + ":jobs:{" + t
 // per model (a hash: "usd:<model>" micro-dollars, "jobs:<model>", "searches:<model>";
 // a field not there counts 0).
 func (k Keys) ModelSpendDay(tenant, day string) string { return k.budget(tenant) + ":models:" + day }
+
+// Run is a research run's record (a hash): its request, status, plan, each round's
+// sub-questions and counts, its children's ends, its draft and result, its spend and
+// the keys of the events it appended ({id}-tagged like a job's keys).
+func (k Keys) Run(id string) string { return k.job(id, ":run") }
+
+// RunEvents is a research run's event list, in order; an event's id is its position
+// from 1.
+func (k Keys) RunEvents(id string) string { return k.job(id, ":rev") }
+
+// RunLease is the claim of the worker currently taking a research run's step.
+func (k Keys) RunLease(id string) string { return k.job(id, ":rlease") }
+
+// tenantRuns is a tenant's research runs by creation time (a sorted set, ms).
+func (k Keys) tenantRuns(tenant string) string { return k.prefix + ":runs:{" + tenant + "}" }
+
+// runShare maps a tenant's in-flight research request (by its hash) to the run that
+// serves it, so an identical request shares the run.
+func (k Keys) runShare(tenant, hash string) string {
+	return k.prefix + ":runshare:{" + tenant + "}:" + hash
+}

@@ -73,6 +73,9 @@ type Job struct {
 	// ReplayOf is the job this one replays: its searches are answered from that job's
 	// recorded results, never searched.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Parent is the research run a child job belongs to ("" none): its end is
+	// counted in the run (pkg/research's finish hook).
+	Parent string `json:"parent,omitempty"`
 	// HasStoredResponse is set on a job whose Responses request is stored (SaveResponse,
 	// before the job is created): the job's hash notes it ("resp"), so archiving a job
 	// without one reads no stored response.
@@ -117,6 +120,7 @@ type Store struct {
 	Ledger   *Ledger
 	Leases   *Leases
 	Webhooks *Webhooks
+	Research *Research
 	// Conversations are the Conversations API's conversations and their items.
 	Conversations *Conversations
 	// K builds the store's keys.
@@ -195,8 +199,9 @@ func New(r redis.UniversalClient, prefix string, retention time.Duration, opts .
 	}
 	return &Store{
 		Jobs: &Jobs{c}, Chains: &Chains{c}, Searches: &Searches{c}, Batches: &Batches{c},
-		Files: &Files{c}, Ledger: &Ledger{c}, Leases: &Leases{c}, Webhooks: &Webhooks{c}, Conversations: &Conversations{c},
-		K: c.K, Retention: retention, c: c,
+		Files: &Files{c}, Ledger: &Ledger{c}, Leases: &Leases{c}, Webhooks: &Webhooks{c}, Research: &Research{c},
+		Conversations: &Conversations{c},
+		K:             c.K, Retention: retention, c: c,
 	}
 }
 

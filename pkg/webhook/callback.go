@@ -22,8 +22,9 @@ type Callback struct {
 }
 
 // knownEvents are the event names a callback may ask for: the terminal statuses of a
-// job, and "expired", which only a batch reaches.
-var knownEvents = []string{"completed", "failed", "cancelled", "expired"}
+// job, "expired", which only a batch reaches, and "requires_action", which only a
+// research run reaches (and always sends).
+var knownEvents = []string{"completed", "failed", "cancelled", "expired", "requires_action"}
 
 // defaultEvents are the events of a callback that names none: every way a job ends.
 var defaultEvents = []string{"completed", "failed", "cancelled"}

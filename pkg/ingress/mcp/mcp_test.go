@@ -302,7 +302,7 @@ func TestToolsOverMCP(t *testing.T) {
 			}
 		}
 		structured(t, res, &j)
-		if res.IsError || !strings.HasPrefix(j.JobID, "job_") || !strings.Contains(text(res), "get_job") {
+		if res.IsError || !strings.HasPrefix(j.JobID, "rr_") || !strings.Contains(text(res), "get_job") {
 			t.Fatalf("submit_research: %v %s", res.IsError, text(res))
 		}
 		id := j.JobID
@@ -311,7 +311,7 @@ func TestToolsOverMCP(t *testing.T) {
 			structured(t, res, &j)
 			return j.Status == "completed"
 		})
-		if j.Answer == nil || !strings.Contains(j.Answer.Answer, "[1]") || len(j.Answer.Sources) == 0 || !strings.Contains(j.Answer.Answer, "who won the 2022 world cup, simulated result 1 of") {
+		if j.Answer == nil || !strings.Contains(j.Answer.Answer, "[1]") || len(j.Answer.Sources) == 0 || !strings.Contains(j.Answer.Answer, "who won the 2022 world cup") || !strings.Contains(j.Answer.Answer, "## Sources") {
 			t.Fatalf("completed job without a cited answer: %s", text(res))
 		}
 		wantUntrusted(t, res)

@@ -239,8 +239,12 @@ func (t *tools) submit(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if res != nil {
 		return res, nil
 	}
+	// A real research run (POST /v1/research): planned, searched by child jobs in
+	// parallel, written up with checked citations.
+	msgs, _ := body["messages"].([]any)
+	question := msgs[0].(map[string]any)["content"]
 	var v jobView
-	if res := t.api.call(ctx, req, "POST", "/v1/jobs", body, &v); res != nil {
+	if res := t.api.call(ctx, req, "POST", "/v1/research", map[string]any{"input": question, "model": "research/" + body["model"].(string)}, &v); res != nil {
 		return res, nil
 	}
 	return trusted(fmt.Sprintf("Research job %s is %s. Call get_job with {\"job_id\": %q} until its status is completed, failed or cancelled; cancel_job stops it.", v.ID, v.Status, v.ID),
@@ -254,10 +258,19 @@ func (t *tools) getJob(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		return res, nil
 	}
 	var v jobView
-	if res := t.api.call(ctx, req, "GET", "/v1/jobs/"+url.PathEscape(id), nil, &v); res != nil {
+	if res := t.api.call(ctx, req, "GET", jobPath(id), nil, &v); res != nil {
 		return res, nil
 	}
 	return v.result(), nil
+}
+
+// jobPath is where a background job lives: a research run's id under /v1/research,
+// any other under /v1/jobs.
+func jobPath(id string) string {
+	if strings.HasPrefix(id, "rr_") {
+		return "/v1/research/" + url.PathEscape(id)
+	}
+	return "/v1/jobs/" + url.PathEscape(id)
 }
 
 // cancel is cancel_job: POST /v1/jobs/{id}/cancel.
@@ -267,7 +280,7 @@ func (t *tools) cancel(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		return res, nil
 	}
 	var v jobView
-	if res := t.api.call(ctx, req, "POST", "/v1/jobs/"+url.PathEscape(id)+"/cancel", nil, &v); res != nil {
+	if res := t.api.call(ctx, req, "POST", jobPath(id)+"/cancel", nil, &v); res != nil {
 		return res, nil
 	}
 	return v.result(), nil
@@ -379,7 +392,12 @@ type jobView struct {
 	ID       string          `json:"id"`
 	Status   string          `json:"status"`
 	Response json.RawMessage `json:"response"`
-	Error    *struct {
+	// Output is a research run's (its report and sources).
+	Output *struct {
+		Report  string   `json:"report"`
+		Sources []source `json:"sources"`
+	} `json:"output"`
+	Error *struct {
 		Message string `json:"message"`
 		Code    string `json:"code"`
 	} `json:"error"`
@@ -399,6 +417,10 @@ func (v *jobView) result() *mcp.CallToolResult {
 	jr := jobResult{JobID: v.ID, Status: v.Status}
 	switch v.Status {
 	case "completed":
+		if o := v.Output; o != nil {
+			jr.Answer = &answer{JobID: v.ID, Answer: o.Report, Sources: o.Sources}
+			return untrusted(fmt.Sprintf("Job %s completed. %s", v.ID, jr.Answer.headline()), jr.Answer.text(), jr)
+		}
 		var c completion
 		if json.Unmarshal(v.Response, &c) == nil && len(c.Choices) > 0 {
 			jr.Answer = c.answer()

@@ -1,0 +1,305 @@
+package fleet_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// researchRun is the part of a run's view the tests read.
+type researchRun struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Plan   *struct {
+		Questions []struct {
+			Question string `json:"question"`
+		} `json:"questions"`
+	} `json:"plan"`
+	Rounds []struct {
+		Questions []struct {
+			JobID   string `json:"job_id"`
+			Status  string `json:"status"`
+			Sources []struct {
+				URL string `json:"url"`
+			} `json:"sources"`
+		} `json:"questions"`
+	} `json:"rounds"`
+	Output *struct {
+		Report  string `json:"report"`
+		Sources []struct {
+			URL     string `json:"url"`
+			Excerpt string `json:"excerpt"`
+		} `json:"sources"`
+		Object json.RawMessage `json:"object"`
+		Basis  map[string]struct {
+			Citations []struct {
+				URL     string `json:"url"`
+				Excerpt string `json:"excerpt"`
+			} `json:"citations"`
+			Confidence string `json:"confidence"`
+		} `json:"basis"`
+		Citations struct{ Cited, Valid, Removed int } `json:"citations"`
+	} `json:"output"`
+	Incomplete *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Usage struct {
+		CostUSD  float64 `json:"cost_usd"`
+		Searches int     `json:"searches"`
+		Children int     `json:"children"`
+	} `json:"usage"`
+}
+
+func startResearch(t *testing.T, f *fleettest.Fleet, body map[string]any) researchRun {
+	t.Helper()
+	code, b, _ := f.Do(t, http.MethodPost, "/v1/research", body)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST /v1/research: %d %s", code, b)
+	}
+	var r researchRun
+	if err := json.Unmarshal(b, &r); err != nil || !strings.HasPrefix(r.ID, "rr_") {
+		t.Fatalf("run: %s (%v)", b, err)
+	}
+	return r
+}
+
+func getResearch(t *testing.T, f *fleettest.Fleet, id string) researchRun {
+	t.Helper()
+	code, b, _ := f.Do(t, http.MethodGet, "/v1/research/"+id, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET run: %d %s", code, b)
+	}
+	var r researchRun
+	json.Unmarshal(b, &r)
+	return r
+}
+
+func waitResearch(t *testing.T, f *fleettest.Fleet, id string, done func(researchRun) bool) researchRun {
+	t.Helper()
+	var r researchRun
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if r = getResearch(t, f, id); done(r) {
+			return r
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("run %s never got there: %+v", id, r)
+	return r
+}
+
+func ended(r researchRun) bool {
+	return r.Status == "completed" || r.Status == "failed" || r.Status == "cancelled"
+}
+
+// A run plans, runs each sub-question as a child job, writes a report whose every
+// kept marker resolves to a source a child searched, and lists its sources.
+func TestResearchRun(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	r := startResearch(t, f, map[string]any{"input": "Who built the Golden Gate Bridge?", "model": "research/sim-model", "effort": "medium"})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Output == nil {
+		t.Fatalf("run: %+v", r)
+	}
+	if len(r.Plan.Questions) != 6 || len(r.Rounds) != 2 || len(r.Rounds[1].Questions) != 3 {
+		t.Fatalf("plan of %d, %d rounds", len(r.Plan.Questions), len(r.Rounds))
+	}
+	searched := map[string]bool{}
+	for _, rd := range r.Rounds {
+		for _, q := range rd.Questions {
+			if q.Status != "completed" || q.JobID == "" {
+				t.Fatalf("child %+v", q)
+			}
+			for _, s := range q.Sources {
+				searched[s.URL] = true
+			}
+		}
+	}
+	if len(r.Output.Sources) == 0 || r.Output.Citations.Valid == 0 || r.Usage.Children != 9 || r.Usage.Searches < 9 {
+		t.Fatalf("output: %d sources, citations %+v, usage %+v", len(r.Output.Sources), r.Output.Citations, r.Usage)
+	}
+	for _, s := range r.Output.Sources {
+		if !searched[s.URL] {
+			t.Errorf("source %s was not searched by a child", s.URL)
+		}
+	}
+	if !strings.Contains(r.Output.Report, "## Sources") || !strings.Contains(r.Output.Report, "[1]") {
+		t.Errorf("report:\n%s", r.Output.Report)
+	}
+	t.Logf("report:\n%s\ncitations %+v usage %+v", r.Output.Report, r.Output.Citations, r.Usage)
+	// A child is an ordinary job of the tenant.
+	code, b, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+r.Rounds[0].Questions[0].JobID, nil)
+	if code != http.StatusOK || !strings.Contains(string(b), `"completed"`) {
+		t.Fatalf("child job: %d %s", code, b)
+	}
+}
+
+// With an output_schema, the run's object validates against the schema (a real JSON
+// Schema validator) and every top-level field has a basis whose citations resolve to
+// the run's sources, with the excerpt relied on.
+func TestResearchOutputSchema(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	schema := map[string]any{"type": "object", "additionalProperties": false, "required": []string{"summary", "builders", "count"},
+		"properties": map[string]any{"summary": map[string]any{"type": "string", "minLength": 1},
+			"builders": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"count":    map[string]any{"type": "integer", "minimum": 1}}}
+	r := startResearch(t, f, map[string]any{"input": "Who built the Golden Gate Bridge?", "model": "research/sim-model", "effort": "low", "output_schema": schema})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Output == nil || r.Output.Object == nil {
+		t.Fatalf("run: %+v", r)
+	}
+	sb, _ := json.Marshal(schema)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(sb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.Output.Object))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(obj); err != nil {
+		t.Fatalf("the object does not validate: %v\n%s", err, r.Output.Object)
+	}
+	sources := map[string]bool{}
+	for _, s := range r.Output.Sources {
+		sources[s.URL] = true
+	}
+	for _, k := range []string{"summary", "builders", "count"} {
+		b, ok := r.Output.Basis[k]
+		if !ok || len(b.Citations) == 0 || b.Confidence == "" {
+			t.Errorf("field %s: basis %+v", k, b)
+		}
+		for _, c := range b.Citations {
+			if !sources[c.URL] || c.Excerpt == "" {
+				t.Errorf("field %s cites %+v, not one of the run's sources with its excerpt", k, c)
+			}
+		}
+	}
+}
+
+// plan "review" stops at requires_action with the plan and sends its webhook; a
+// replaced plan runs as replaced; an approval of a run that does not wait is refused.
+func TestResearchPlanReview(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	rcv := newReceiver(t, func(int) int { return http.StatusOK })
+	r := startResearch(t, f, map[string]any{"input": "How do tides work?", "model": "research/sim-model", "effort": "low", "plan": "review",
+		"callback": map[string]any{"url": rcv.URL}})
+	r = waitResearch(t, f, r.ID, func(r researchRun) bool { return r.Status == "requires_action" })
+	if r.Plan == nil || len(r.Plan.Questions) != 3 || len(r.Rounds) != 0 {
+		t.Fatalf("plan under review: %+v", r)
+	}
+	fleettest.Eventually(t, "the requires_action webhook", func() bool {
+		for _, d := range rcv.deliveries() {
+			if strings.Contains(string(d.body), `"type":"research.requires_action"`) && d.header.Get("webhook-signature") != "" {
+				return true
+			}
+		}
+		return false
+	})
+	code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"plan": map[string]any{"questions": []map[string]string{
+		{"question": "What makes the tides rise?"}, {"question": "When are spring tides?"}}}})
+	if code != http.StatusOK {
+		t.Fatalf("replace: %d %s", code, b)
+	}
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || len(r.Rounds) != 1 || len(r.Rounds[0].Questions) != 2 {
+		t.Fatalf("replaced plan: %+v", r)
+	}
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"action": "approve"}); code != http.StatusConflict {
+		t.Fatalf("approving an ended run: %d %s", code, b)
+	}
+	fleettest.Eventually(t, "the completed webhook", func() bool {
+		for _, d := range rcv.deliveries() {
+			if strings.Contains(string(d.body), `"type":"research.completed"`) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// Cancelling a running run ends it cancelled, and its children that ran cancelled.
+func TestResearchCancel(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	// Every call takes long: the children are out when the cancel lands.
+	setFault(t, f, map[string]any{"prefix": "/", "slow": "1500ms"})
+	r := startResearch(t, f, map[string]any{"input": "Why is the sky blue?", "model": "research/sim-model", "effort": "low"})
+	r = waitResearch(t, f, r.ID, func(r researchRun) bool { return len(r.Rounds) > 0 && r.Rounds[0].Questions[0].JobID != "" })
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "cancelled" {
+		t.Fatalf("status %s", r.Status)
+	}
+	for _, q := range r.Rounds[0].Questions {
+		fleettest.Eventually(t, "child "+q.JobID+" cancelled", func() bool {
+			_, b, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+q.JobID, nil)
+			return strings.Contains(string(b), `"status":"cancelled"`)
+		})
+	}
+	if code, _, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusConflict {
+		t.Fatalf("cancelling an ended run: %d", code)
+	}
+}
+
+func setFault(t *testing.T, f *fleettest.Fleet, fault map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(fault)
+	resp, err := http.Post(f.SimURL+"/_sim/faults", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// A run with budget.max_usd stops spending at its cap: fewer children than planned,
+// the report written from what they found, completed with incomplete_details
+// {reason: "budget"}, and its spend within the cap and one step in flight.
+func TestResearchBudget(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
+		pricedBrave(file)
+		m := file.Models[demo.Model]
+		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
+		file.Models[demo.Model] = m
+	}))
+	const capUSD = 0.25
+	r := startResearch(t, f, map[string]any{"input": "What powers the sun?", "model": "research/sim-model", "effort": "high", "budget": map[string]any{"max_usd": capUSD}})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Incomplete == nil || r.Incomplete.Reason != "budget" || r.Output == nil {
+		_, b, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+r.Rounds[0].Questions[0].JobID, nil)
+		t.Logf("child: %s", b)
+		t.Fatalf("run: %+v", r)
+	}
+	if r.Usage.Children == 0 || r.Usage.Children >= 12 {
+		t.Fatalf("%d children of 12 planned", r.Usage.Children)
+	}
+	// One step in flight: at most one child's share or one brain turn past the cap.
+	if r.Usage.CostUSD > capUSD+0.05 {
+		t.Fatalf("spent $%.4f of a $%.2f cap", r.Usage.CostUSD, capUSD)
+	}
+	t.Logf("%d children, $%.4f", r.Usage.Children, r.Usage.CostUSD)
+}

@@ -1,0 +1,220 @@
+package ingress
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// A Responses request whose model is a research model ("research/sim-model") is a
+// research run in the Responses API's deep-research shape: created with background
+// true, polled with GET /v1/responses/{id} (queued → in_progress → completed),
+// cancelled with POST /v1/responses/{id}/cancel; the completed Response holds one
+// web_search_call item per search the run's children made and the report as a
+// message whose url_citation annotations point at the run's sources.
+
+// researchResponse starts a run for a Responses request that names a research model;
+// it reports false (and answers nothing) for any other request.
+func (s *Server) researchResponse(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if s.Research == nil {
+		return false
+	}
+	var in struct {
+		Model        string            `json:"model"`
+		Input        json.RawMessage   `json:"input"`
+		Instructions string            `json:"instructions"`
+		Background   bool              `json:"background"`
+		Stream       bool              `json:"stream"`
+		Metadata     map[string]string `json:"metadata"`
+		Reasoning    *struct {
+			Effort string `json:"effort"`
+		} `json:"reasoning"`
+		Text *struct {
+			Format *struct {
+				Type   string          `json:"type"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"format"`
+		} `json:"text"`
+	}
+	if json.Unmarshal(body, &in) != nil || !strings.HasPrefix(in.Model, research.ModelPrefix) {
+		return false
+	}
+	fail := func(status int, param, msg string) bool {
+		writeWireError(w, wire.Responses, &wire.Error{Status: status, Type: "invalid_request_error", Param: param, Message: msg})
+		return true
+	}
+	if !in.Background {
+		return fail(http.StatusBadRequest, "background", "A research model runs in the background: set background to true and poll the response.")
+	}
+	if in.Stream {
+		return fail(http.StatusBadRequest, "stream", "Streaming a research run is served at GET /v1/research/{id}/events; create it without stream.")
+	}
+	input, err := researchInput(in.Input)
+	if err != nil {
+		return fail(http.StatusBadRequest, "input", err.Error())
+	}
+	req := &research.Request{Input: input, Model: in.Model, Instructions: in.Instructions, Metadata: in.Metadata, Surface: "responses"}
+	if in.Reasoning != nil {
+		switch in.Reasoning.Effort {
+		case "low", "medium", "high":
+			req.Effort = in.Reasoning.Effort
+		}
+	}
+	if in.Text != nil && in.Text.Format != nil && in.Text.Format.Type == "json_schema" {
+		req.OutputSchema = in.Text.Format.Schema
+	}
+	run, _, _, ok := s.startResearch(w, r, req, nil, false)
+	if !ok {
+		return true
+	}
+	s.writeRunResponse(w, r, run, http.StatusOK)
+	return true
+}
+
+// getResearchResponse answers GET /v1/responses/{id} for a run's id.
+func (s *Server) getResearchResponse(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.runForResponse(w, r)
+	if ok {
+		s.writeRunResponse(w, r, run, http.StatusOK)
+	}
+}
+
+// cancelResearchResponse answers POST /v1/responses/{id}/cancel for a run's id: the
+// run ends cancelled and its children are cancelled.
+func (s *Server) cancelResearchResponse(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.runForResponse(w, r)
+	if !ok {
+		return
+	}
+	if _, err := s.Research.Cancel(r.Context(), run.Tenant, run.ID); err != nil {
+		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
+		return
+	}
+	if got, err := s.Research.Store.Research.GetRun(r.Context(), run.ID); err == nil {
+		run = got
+	}
+	s.writeRunResponse(w, r, run, http.StatusOK)
+}
+
+func (s *Server) runForResponse(w http.ResponseWriter, r *http.Request) (*state.Run, bool) {
+	id := r.PathValue("id")
+	err := state.ErrNotFound
+	var run *state.Run
+	if s.Research != nil {
+		run, err = s.Research.Get(r.Context(), tenantOf(r), id)
+	}
+	if errors.Is(err, state.ErrNotFound) {
+		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
+			Message: fmt.Sprintf("No response with id %q.", redact.Clip(id, 64))})
+		return nil, false
+	}
+	if err != nil {
+		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+		return nil, false
+	}
+	return run, true
+}
+
+// maxRunSearchItems bounds the web_search_call items of a run's Response.
+const maxRunSearchItems = 1000
+
+// writeRunResponse renders a run as a Responses response.
+func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *state.Run, status int) {
+	v := research.ViewOf(run)
+	resp := &wire.Response{ID: run.ID, JobID: run.ID, Model: v.Model, Created: run.Created, Finished: run.Finished,
+		Echo: map[string]json.RawMessage{"background": json.RawMessage("true")}}
+	switch run.Status {
+	case state.RunQueued:
+		resp.Status = wire.StatusQueued
+	case state.RunCompleted:
+		resp.Status = wire.StatusCompleted
+	case state.RunFailed:
+		resp.Status = wire.StatusFailed
+		var e struct{ Code, Message string }
+		json.Unmarshal(run.Error, &e)
+		resp.Error = &wire.Error{Code: e.Code, Message: e.Message}
+	case state.RunCancelled:
+		resp.Status = wire.StatusCancelled
+	default:
+		resp.Status = wire.StatusInProgress
+	}
+	if resp.Status == wire.StatusCompleted {
+		evs, err := s.Research.Store.Research.RunEvents(r.Context(), run.ID, 0, 10_000)
+		if err != nil {
+			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			return
+		}
+		for _, e := range evs {
+			var ev struct {
+				Type  string `json:"type"`
+				Query string `json:"query"`
+				URL   string `json:"url"`
+				Error string `json:"error"`
+			}
+			if json.Unmarshal(e.Data, &ev) != nil || ev.Type != "search" && ev.Type != "fetch" || resp.Usage.WebSearches >= maxRunSearchItems {
+				continue
+			}
+			id := "rr" + strconv.Itoa(e.Seq)
+			call := &wire.ServerCall{ID: id, Query: ev.Query}
+			if ev.Type == "fetch" {
+				call = &wire.ServerCall{ID: id, Name: wire.FetchName, URL: ev.URL}
+			}
+			resp.Content = append(resp.Content, wire.Part{Kind: wire.PartServerCall, Server: call})
+			res := &wire.SearchResult{CallID: id}
+			if ev.Error != "" {
+				res.Error = &wire.SearchError{Code: "unavailable"}
+			}
+			resp.Content = append(resp.Content, wire.Part{Kind: wire.PartServerResult, Search: res})
+			if ev.Type == "search" {
+				resp.Usage.WebSearches++
+			}
+		}
+		if v.Output != nil {
+			resp.Content = append(resp.Content, wire.Part{Kind: wire.PartText, Text: v.Output.Report, Citations: runCitations(v.Output.Report, v.Output.Sources)})
+			for _, src := range v.Output.Sources {
+				resp.Sources = append(resp.Sources, wire.Source{URL: src.URL, Title: src.Title})
+			}
+		}
+	}
+	b, err := wire.Responses.EncodeResponse(resp)
+	if err != nil {
+		writeWireError(w, wire.Responses, wire.AsError(err))
+		return
+	}
+	writeJSON(w, status, json.RawMessage(b))
+}
+
+// runCitations are a report's [n] markers as citations of its sources, each spanning
+// its marker (character offsets).
+func runCitations(report string, sources []research.Source) []wire.Citation {
+	var out []wire.Citation
+	for i := 0; i < len(report); i++ {
+		if report[i] != '[' {
+			continue
+		}
+		j := i + 1
+		for j < len(report) && j-i <= 3 && report[j] >= '0' && report[j] <= '9' {
+			j++
+		}
+		if j == i+1 || j >= len(report) || report[j] != ']' {
+			continue
+		}
+		n, _ := strconv.Atoi(report[i+1 : j])
+		if n < 1 || n > len(sources) || i > 0 && report[i-1] == '\n' && strings.HasPrefix(report[j:], "](") {
+			continue
+		}
+		start := utf8.RuneCountInString(report[:i])
+		out = append(out, wire.Citation{URL: sources[n-1].URL, Title: sources[n-1].Title, Start: start, End: start + utf8.RuneCountInString(report[i:j+1])})
+		i = j
+	}
+	return out
+}

@@ -1,0 +1,177 @@
+package research
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// Create records a validated run of tenant and publishes its first step: the one
+// way a run starts, for every front door (POST /v1/research, a background Responses
+// request, MCP, a batch line). Unless noShare, a run of the same tenant with the
+// same request that has not ended is returned instead (shared true). timeout bounds
+// the run when its budget names no deadline.
+func Create(ctx context.Context, b *bus.Bus, st *state.Store, tenant string, req *Request, timeout time.Duration, noShare bool) (*state.Run, bool, error) {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return nil, false, err
+	}
+	now := time.Now().UTC()
+	deadline := req.Budget.Deadline
+	if deadline.IsZero() || (timeout > 0 && deadline.After(now.Add(timeout))) {
+		deadline = now.Add(timeout)
+	}
+	r := &state.Run{ID: state.NewID(IDPrefix), Tenant: tenant, Request: raw, Created: now, Deadline: deadline, Agent: req.Agent}
+	share := ""
+	if !noShare {
+		share = shareKey(req)
+	}
+	existing, err := st.Research.CreateRun(ctx, r, share)
+	if err != nil {
+		return nil, false, err
+	}
+	if existing != "" {
+		got, err := st.Research.GetRun(ctx, existing)
+		return got, err == nil, err
+	}
+	if err := b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "start"}); err != nil {
+		// Not accepted: the run is ended so nothing is left that no one will run.
+		e, _ := json.Marshal(map[string]string{"code": "unavailable", "message": "The fleet could not take the run."})
+		st.Research.UpdateRun(context.WithoutCancel(ctx), r.ID, state.RunUpdate{Status: state.RunFailed, Fields: []any{"error", e}})
+		return nil, false, errors.Join(ErrUnavailable, err)
+	}
+	got, err := st.Research.GetRun(ctx, r.ID)
+	return got, false, err
+}
+
+// ErrUnavailable means the fleet could not take a run (its queue refused it).
+var ErrUnavailable = errors.New("research: the fleet could not take the run")
+
+// shareKey is what makes two requests the same run: everything but the callback and
+// metadata.
+func shareKey(req *Request) string {
+	c := *req
+	c.Callback, c.Metadata = nil, nil
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// Approve resumes a run waiting at requires_action with its plan, or with plan in its
+// place (non-nil: the replaced plan runs as replaced, bounded by its effort). It
+// reports false when the run does not wait for a plan.
+func Approve(ctx context.Context, b *bus.Bus, st *state.Store, r *state.Run, plan *Plan) (bool, error) {
+	if r.Status != state.RunRequiresAction {
+		return false, nil
+	}
+	var req Request
+	json.Unmarshal(r.Request, &req)
+	u := state.RunUpdate{Status: state.RunInProgress, Fields: []any{"approved", "1"}}
+	if plan != nil {
+		plan.Questions = clean(plan.Questions, EffortOf(req.Effort).Breadth)
+		if len(plan.Questions) == 0 {
+			return false, errors.New("plan: at least one question")
+		}
+		pb, _ := json.Marshal(plan)
+		u.Fields = []any{"approved", "replaced", state.RunPlanField, pb}
+		u.Events = []state.RunEventIn{ev("plan:replaced", "plan", map[string]any{"plan": plan, "replaced": true})}
+	}
+	ok, err := st.Research.UpdateRun(ctx, r.ID, u)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "approve"})
+}
+
+// Cancel ends a run cancelled at once; its next step cancels its children and tells
+// its callback. It reports false when the run had ended.
+func Cancel(ctx context.Context, b *bus.Bus, st *state.Store, id string) (bool, error) {
+	ok, err := st.Research.UpdateRun(ctx, id, state.RunUpdate{Status: state.RunCancelled, Fields: []any{"cancel", "1"},
+		Events: []state.RunEventIn{ev("done", "done", map[string]any{"status": state.RunCancelled})}})
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: id, Why: "cancel"})
+}
+
+// Service is what the front doors use: the ingress, MCP, batches and the Responses
+// API start, read, follow, cancel and approve runs through it.
+type Service struct {
+	Bus   *bus.Bus
+	Store *state.Store
+	// Models are the chat models a run's brain may be.
+	Models []string
+	// Timeout bounds a run whose budget names no deadline.
+	Timeout time.Duration
+}
+
+// ErrNoModel means a request names no research model this fleet has.
+var ErrNoModel = errors.New("research: no such model")
+
+// Resolve fills in the brain of a request from its model: "research/<brain>", or a
+// chat model's own name.
+func (s *Service) Resolve(req *Request) error {
+	brain := strings.TrimPrefix(req.Model, ModelPrefix)
+	if req.Model == "" && len(s.Models) > 0 {
+		brain = s.Models[0]
+		req.Model = ModelPrefix + brain
+	}
+	if !slices.Contains(s.Models, brain) {
+		return ErrNoModel
+	}
+	req.Brain = brain
+	return nil
+}
+
+// Start validates, resolves and creates a run of tenant (Create).
+func (s *Service) Start(ctx context.Context, tenant string, req *Request, noShare bool) (*state.Run, bool, error) {
+	if err := req.Validate(); err != nil {
+		return nil, false, invalid{err}
+	}
+	if err := s.Resolve(req); err != nil {
+		return nil, false, err
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = time.Hour
+	}
+	return Create(ctx, s.Bus, s.Store, tenant, req, timeout, noShare)
+}
+
+// ErrInvalid matches (errors.Is) the errors of Start that are the client's to fix;
+// their text is client-safe.
+var ErrInvalid = errors.New("research: invalid request")
+
+type invalid struct{ err error }
+
+func (e invalid) Error() string        { return e.err.Error() }
+func (e invalid) Unwrap() error        { return e.err }
+func (e invalid) Is(target error) bool { return target == ErrInvalid }
+
+// Get reads tenant's run id (state.ErrNotFound for another tenant's).
+func (s *Service) Get(ctx context.Context, tenant, id string) (*state.Run, error) {
+	if !strings.HasPrefix(id, IDPrefix) || len(id) > 64 {
+		return nil, state.ErrNotFound
+	}
+	r, err := s.Store.Research.GetRun(ctx, id)
+	if err == nil && r.Tenant != tenant {
+		return nil, state.ErrNotFound
+	}
+	return r, err
+}
+
+// Cancel cancels tenant's run id: false when it has ended.
+func (s *Service) Cancel(ctx context.Context, tenant, id string) (bool, error) {
+	if _, err := s.Get(ctx, tenant, id); err != nil {
+		return false, err
+	}
+	return Cancel(ctx, s.Bus, s.Store, id)
+}
