@@ -191,6 +191,7 @@ func run(ctx context.Context) error {
 
 // bPhase is what B saw in one phase.
 type bPhase struct {
+	cpu   float64 // cores this process used
 	sync  []time.Duration
 	errs  int
 	batch time.Duration
@@ -201,6 +202,7 @@ type bPhase struct {
 // submitted at the loop's start.
 func measureB(ctx context.Context, o options, b *tenant, hooks *receiver, name string) bPhase {
 	var p bPhase
+	cpu0, t0 := benchfleet.ProcessCPU(), time.Now()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -220,7 +222,8 @@ func measureB(ctx context.Context, o options, b *tenant, hooks *receiver, name s
 	}()
 	p.sync, p.errs = b.openLoop(ctx, o.rate, o.duration, "Search the web: what is new today, item %d? sim:engine="+o.engine)
 	wg.Wait()
-	fmt.Printf("[load %s] B %-18s sync n=%-4d p50 %-9s p99 %-9s errors %d; %d-line batch %s; callbacks %d, p50 %s, max %s\n", benchfleet.LoadAvg(), name,
+	p.cpu = float64(benchfleet.ProcessCPU()-cpu0) / float64(time.Since(t0))
+	fmt.Printf("[load %s, this process %.2f cores] B %-18s sync n=%-4d p50 %-9s p99 %-9s errors %d; %d-line batch %s; callbacks %d, p50 %s, max %s\n", benchfleet.LoadAvg(), p.cpu, name,
 		len(p.sync), benchfleet.Pct(p.sync, 50).Round(100*time.Microsecond), benchfleet.Pct(p.sync, 99).Round(100*time.Microsecond), p.errs,
 		o.bLines, p.batch.Round(time.Millisecond), len(p.hooks), benchfleet.Pct(p.hooks, 50).Round(time.Millisecond), benchfleet.Pct(p.hooks, 100).Round(time.Millisecond))
 	return p

@@ -445,7 +445,11 @@ func (f *fair[T]) release(ln *lane, n int) {
 // each; it returns how many came.
 func (f *fair[T]) fetch(ctx context.Context, ln *lane, n int) int {
 	if ln.cons == nil {
-		c, err := f.b.EnsureConsumer(ctx, f.spec.laneSpec(ln.Lane))
+		spec := f.spec.Family
+		if !ln.legacy {
+			spec = f.spec.laneSpec(ln.Lane)
+		}
+		c, err := f.b.EnsureConsumer(ctx, spec)
 		if err != nil {
 			f.release(ln, n)
 			f.r.o.Log.Warn("fair: lane consumer", "consumer", f.w.name, "lane", ln.Band+"/"+ln.Tenant, "err", err)

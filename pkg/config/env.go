@@ -58,9 +58,10 @@ type Env struct {
 	AckWait time.Duration `env:"FLEET_ACK_WAIT" envDefault:"30s"`
 	// ChatConcurrency is how many chat steps a chat worker runs at once.
 	ChatConcurrency int `env:"FLEET_CHAT_CONCURRENCY" envDefault:"256"`
-	// ChatInFlight bounds the interactive chat steps in flight across ALL chat workers
-	// (the chat and resume consumers' MaxAckPending): every chat worker must set the
-	// same value, as the last one to start writes it into the consumers.
+	// ChatInFlight bounds the chat steps of one lane (a tenant's new jobs or resumes of
+	// one band) in flight across ALL chat workers (the lane consumers'
+	// MaxAckPending): every chat worker must set the same value, as the last one to
+	// start writes it into the consumers.
 	ChatInFlight int `env:"FLEET_CHAT_MAX_IN_FLIGHT" envDefault:"4096"`
 	// BatchConcurrency is how many batch jobs a chat worker runs at once.
 	BatchConcurrency int `env:"FLEET_BATCH_CONCURRENCY" envDefault:"16"`
@@ -189,6 +190,25 @@ type Env struct {
 	// safe but renders a job's evidence differently on each worker (a provider's
 	// prompt cache then misses across workers). Never logged.
 	EvidenceSecret string `env:"FLEET_EVIDENCE_SECRET"`
+	// ReasoningSecrets key the seal of the reasoning state a Responses client asks for
+	// (include reasoning.encrypted_content) and sends back on a later turn: comma
+	// separated, each at least 32 characters; the first seals, every one opens (keep a
+	// retired secret listed after the new one while its seals are in use). Every
+	// ingress of a fleet needs the same. Unset: DevReasoningSecret (ReasoningSeal),
+	// which is public, and the process warns. Never logged.
+	ReasoningSecrets []string `env:"FLEET_REASONING_SECRET" envSeparator:","`
+}
+
+// DevReasoningSecret is FLEET_REASONING_SECRET's default, for make run and tests.
+const DevReasoningSecret = "searchfleet-development-reasoning-seal-secret"
+
+// ReasoningSeal returns the secrets of FLEET_REASONING_SECRET, and whether they are
+// the development default (it was unset).
+func (e Env) ReasoningSeal() (secrets []string, dev bool) {
+	if len(e.ReasoningSecrets) == 0 {
+		return []string{DevReasoningSecret}, true
+	}
+	return e.ReasoningSecrets, false
 }
 
 // LoadEnv parses and validates the process environment.
@@ -308,6 +328,11 @@ func (e Env) Validate() error {
 	}
 	if err := e.DefaultBudget.Validate(); err != nil {
 		bad("FLEET_TENANT_BUDGET_*: %v", err)
+	}
+	for _, secret := range e.ReasoningSecrets {
+		if len(secret) < 32 {
+			bad("FLEET_REASONING_SECRET: each secret must be at least 32 characters (got %d)", len(secret))
+		}
 	}
 	if e.EvidenceSecret != "" && len(e.EvidenceSecret) < 32 {
 		bad("FLEET_EVIDENCE_SECRET must be at least 32 characters (got %d)", len(e.EvidenceSecret))

@@ -34,3 +34,21 @@ func TestEnvChatBillableParams(t *testing.T) {
 		}
 	}
 }
+
+// FLEET_REASONING_SECRET unset is the development secret, said to be so; set, its
+// comma-separated secrets in order, each at least 32 characters.
+func TestEnvReasoningSecret(t *testing.T) {
+	t.Parallel()
+	e, err := config.LoadEnvFrom(map[string]string{})
+	if secrets, dev := e.ReasoningSeal(); err != nil || !dev || !slices.Equal(secrets, []string{config.DevReasoningSecret}) {
+		t.Errorf("unset: %v %v %v", secrets, dev, err)
+	}
+	a, b := strings.Repeat("a", 32), strings.Repeat("b", 40)
+	e, err = config.LoadEnvFrom(map[string]string{"FLEET_REASONING_SECRET": a + "," + b})
+	if secrets, dev := e.ReasoningSeal(); err != nil || dev || !slices.Equal(secrets, []string{a, b}) {
+		t.Errorf("set: %v %v %v", secrets, dev, err)
+	}
+	if _, err := config.LoadEnvFrom(map[string]string{"FLEET_REASONING_SECRET": a + ",short"}); err == nil || !strings.Contains(err.Error(), "FLEET_REASONING_SECRET: each secret must be at least 32 characters") {
+		t.Errorf("a short secret: %v", err)
+	}
+}

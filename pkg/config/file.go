@@ -89,6 +89,20 @@ type ModelRoute struct {
 	// "outputPerMTokUSD": 15}): every turn is priced and counted in its tenant's,
 	// batch's and request's spend (nil: turns are free).
 	Pricing *spend.Pricing `json:"pricing,omitempty"`
+	// Reasoning says the model reasons even when a request asks for no reasoning
+	// (true) or does not (false); unset, an openai-responses model's name tells
+	// (wire.ReasonsUnasked: o-series, gpt-5, codex). The fleet asks such a model for
+	// its encrypted reasoning on every call, so each hop can send it back.
+	Reasoning *bool `json:"reasoning,omitempty"`
+}
+
+// ReasonsUnasked reports whether the model name's model reasons unasked (its route's
+// reasoning, else its name).
+func (f *File) ReasonsUnasked(name string) bool {
+	if r := f.Models[name].Reasoning; r != nil {
+		return *r
+	}
+	return wire.ReasonsUnasked(f.Models[name].Model)
 }
 
 // NativeSearch reports whether the model runs the provider's own search.

@@ -1,11 +1,13 @@
 package fleet_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
@@ -44,7 +46,7 @@ func flood(t *testing.T, c batchClient, n int, text string) []string {
 	return ids
 }
 
-func ended(t *testing.T, c batchClient, ids []string) int {
+func endedJobs(t *testing.T, c batchClient, ids []string) int {
 	t.Helper()
 	n := 0
 	for _, id := range ids {
@@ -83,7 +85,7 @@ func TestFloodingTenantLeavesChatStepsToAnother(t *testing.T) {
 	if got := ivyChat(t, b, "Say hello. sim:nosearch"); got == "" {
 		t.Fatal("ivy's answer is empty")
 	}
-	if n := ended(t, a, ids); n != 0 {
+	if n := endedJobs(t, a, ids); n != 0 {
 		t.Fatalf("%d of the flood's jobs ended before ivy was answered: ivy waited for them", n)
 	}
 	if n := f.Sim.Stats().Requests["model"]; n > 8 {
@@ -102,10 +104,83 @@ func TestFloodingTenantLeavesSearchSlotsToAnother(t *testing.T) {
 	if got := ivyChat(t, b, "Search the web: weather in Paris today? sim:engine=brave"); !strings.Contains(got, "[1]") {
 		t.Fatalf("ivy's answer does not cite: %q", got)
 	}
-	if n := ended(t, a, ids); n != 0 {
+	if n := endedJobs(t, a, ids); n != 0 {
 		t.Fatalf("%d of the flood's jobs ended before ivy was answered: ivy waited for them", n)
 	}
 	if n := f.Sim.Stats().Requests["brave"]; n > 4 {
 		t.Fatalf("%d brave searches: the flood held more than its slots (3 of 4) while ivy was served", n)
+	}
+}
+
+// A request's band is its kind's, lowered by X-Searchfleet-Priority and never raised:
+// the job records it (state.Job.Band), and its steps ride that band's lanes.
+func TestPriorityHeaderLowersTheBandNeverRaises(t *testing.T) {
+	t.Parallel()
+	f, a, _ := fairFleet(t, func(*config.Env) {})
+	submit := func(priority string) string {
+		body, _ := json.Marshal(map[string]any{"model": demo.Model,
+			"messages": []any{map[string]any{"role": "user", "content": "Write a poem. sim:nosearch sim:model-slow=20s"}}})
+		req, _ := http.NewRequest("POST", f.URL+"/v1/jobs", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		if priority != "" {
+			req.Header.Set("X-Searchfleet-Priority", priority)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var j struct {
+			ID string `json:"id"`
+		}
+		if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&j) != nil {
+			t.Fatalf("submitting with priority %q: %d", priority, resp.StatusCode)
+		}
+		return j.ID
+	}
+	for priority, want := range map[string]string{"": "async", "batch": "batch", "sync": "async", "urgent": "async"} {
+		id := submit(priority)
+		st, err := f.Store.Chains.LoadStep(t.Context(), id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Job.Band != want {
+			t.Errorf("/v1/jobs with X-Searchfleet-Priority %q: band %q, want %q", priority, st.Job.Band, want)
+		}
+	}
+}
+
+// Batch lines are taken round robin across tenants: a tenant's 5-line batch submitted
+// behind another tenant's 100 lines is done while most of those still wait.
+func TestBatchLinesRoundRobinAcrossTenants(t *testing.T) {
+	t.Parallel()
+	_, a, b := fairFleet(t, func(e *config.Env) { e.BatchConcurrency, e.BatchRate = 2, 10 })
+	questions := func(n int, who string) []string {
+		qs := make([]string, n)
+		for i := range qs {
+			qs[i] = fmt.Sprintf("%s question %d: say something short. sim:nosearch", who, i)
+		}
+		return qs
+	}
+	create := func(c batchClient, qs []string) string {
+		status, body := c.do("POST", "/v1/batches", map[string]any{"queries": qs, "model": demo.Model})
+		if status != http.StatusOK {
+			t.Fatalf("creating a batch: %d %s", status, body)
+		}
+		var v struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(body, &v)
+		return v.ID
+	}
+	big := create(a, questions(100, "big"))
+	fleettest.Eventually(t, "the big batch to run", func() bool { return a.batch(big).RequestCounts.Completed >= 2 })
+	small := create(b, questions(5, "small"))
+	if done := b.waitBatch(small, time.Minute); done.Status != "completed" || done.RequestCounts.Completed != 5 {
+		t.Fatalf("the small batch: %+v", done)
+	}
+	if c := a.batch(big).RequestCounts; c.Completed+c.Failed >= 50 {
+		t.Fatalf("%d of the big batch's 100 lines ran before the small batch's 5: they were not taken in turn", c.Completed+c.Failed)
 	}
 }

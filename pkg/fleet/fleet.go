@@ -448,7 +448,15 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err != nil {
 		return nil, err
 	}
-	s := ingress.New(ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants,
+	secrets, dev := env.ReasoningSeal()
+	sealer, err := wire.NewSealer(secrets...)
+	if err != nil {
+		return nil, fmt.Errorf("FLEET_REASONING_SECRET: %w", err)
+	}
+	if dev {
+		p.log.Warn("FLEET_REASONING_SECRET is unset: the reasoning state given to Responses clients is sealed with the public development secret; set a secret of your own, the same on every ingress")
+	}
+	s := ingress.New(ingress.Options{Bus: p.bus, Store: ingress.StoreOf(p.store), Models: p.o.File.ModelNames(), Targets: modelTargets(p.o.File), Tools: p.tools, Tenants: tenants, Reasoning: sealer,
 		MaxBody: env.MaxBodyBytes, JobTimeout: env.JobTimeout, SyncWait: env.JobTimeout + 5*time.Second,
 		BodyTimeout: env.HTTPBodyTimeout, UploadTimeout: env.HTTPUploadTimeout, SSEMaxDuration: env.SSEMaxDuration,
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
@@ -593,7 +601,7 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 			protocol = wire.ModelOpenAIChat
 		}
 		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
-			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr})}
+			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr, Reasons: f.ReasonsUnasked(name)})}
 		if m.Pricing != nil {
 			model.Pricing = *m.Pricing
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
+	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
@@ -28,15 +29,18 @@ import (
 // (Anthropic thinking and redacted_thinking blocks of assistant messages, Responses
 // reasoning items, Gemini thought signatures, Chat reasoning_content), as a fleet that dropped it would send them.
 type stripReasoning struct {
-	on   atomic.Bool
-	base http.RoundTripper
+	on atomic.Bool
+	// encrypted, when on, removes only the encrypted_content of Responses reasoning
+	// items, which then go by their id alone.
+	encrypted atomic.Bool
+	base      http.RoundTripper
 }
 
 func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
 	messages, responses := strings.HasSuffix(r.URL.Path, "/v1/messages"), strings.HasSuffix(r.URL.Path, "/responses")
 	gemini := strings.Contains(r.URL.Path, ":generateContent") || strings.Contains(r.URL.Path, ":streamGenerateContent")
 	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
-	if !s.on.Load() || r.Body == nil || !messages && !responses && !gemini && !chat {
+	if !s.on.Load() && !s.encrypted.Load() || r.Body == nil || !messages && !responses && !gemini && !chat {
 		return s.base.RoundTrip(r)
 	}
 	body, err := io.ReadAll(r.Body)
@@ -59,7 +63,11 @@ func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
 	} else if json.Unmarshal(body, &req) == nil && responses {
 		kept := []any{}
 		for _, it := range req["input"].([]any) {
-			if it.(map[string]any)["type"] != "reasoning" {
+			item := it.(map[string]any)
+			if item["type"] == "reasoning" && s.encrypted.Load() {
+				delete(item, "encrypted_content")
+			}
+			if item["type"] != "reasoning" || !s.on.Load() {
 				kept = append(kept, it)
 			}
 		}
@@ -88,6 +96,9 @@ func (s *stripReasoning) RoundTrip(r *http.Request) (*http.Response, error) {
 	return s.base.RoundTrip(r)
 }
 
+// reasoner is the reasoning fleet's Responses model that reasons unasked.
+const reasoner = "sim-reasoner"
+
 // reasoningFleet starts a fleet whose model requests pass through the switch.
 func reasoningFleet(t *testing.T) (*fleettest.Fleet, *stripReasoning) {
 	rdb, prefix := testenv.Redis(t)
@@ -100,6 +111,8 @@ func reasoningFleet(t *testing.T) (*fleettest.Fleet, *stripReasoning) {
 	env := fleettest.Settings()
 	env.NATSURL, env.KeyPrefix = bustest.Server(t), prefix
 	file := demo.Config(simURL, sim.EngineConfigs(simURL))
+	// A Responses reasoning model (by its name) that reasons when asked nothing.
+	file.Models[reasoner] = config.ModelRoute{Provider: file.Models[demo.ModelResponses].Provider, Model: "gpt-5-sim"}
 	sw := &stripReasoning{base: fleet.Transport()}
 	url, _ := fleettest.RunWith(t, env, file, rdb, func(o *fleet.Options) { o.HTTPClient = &http.Client{Transport: sw} })
 	return &fleettest.Fleet{URL: url, Sim: sim, SimURL: simURL, File: file, Env: env}, sw
@@ -466,10 +479,11 @@ func TestMessagesClientsGetEveryModelsThinking(t *testing.T) {
 // The reasoning matrix: each of the four reasoning families (Claude's signed thinking,
 // Responses reasoning items, Gemini thought signatures, a Chat thinking model's
 // reasoning_content) answers a two-hop search question from each client protocol
-// (Chat reasoning_effort, Responses reasoning.effort, Messages thinking), with the
-// strict simulator verifying the model's own state on every hop after the first; with
-// the state removed on the way out (the switch) the simulator refuses and the
-// question fails.
+// (Chat reasoning_effort, Responses reasoning.effort, Messages thinking), whole and
+// streamed, with the strict simulator verifying the model's own state on every hop
+// after the first (a Responses reasoning item with its encrypted content: one by id
+// alone is refused, the fleet stores nothing at the provider); with the state removed
+// on the way out (the switch) the simulator refuses and the question fails.
 func TestReasoningSurvivesTheSearchLoopFromEveryClient(t *testing.T) {
 	t.Parallel()
 	f, sw := reasoningFleet(t)
@@ -495,24 +509,84 @@ func TestReasoningSurvivesTheSearchLoopFromEveryClient(t *testing.T) {
 	}
 	for _, model := range []string{demo.ModelClaude, demo.ModelResponses, demo.ModelGemini, demo.Model} {
 		for _, c := range clients {
-			sw.on.Store(false)
-			v0, r0 := stats()
-			status, body, _ := f.Do(t, "POST", c.path, c.body(model))
-			v1, r1 := stats()
-			if status != http.StatusOK || !strings.Contains(string(body), "[1]") {
-				t.Errorf("%s from %s: status %d: %s", model, c.name, status, body)
-				continue
-			}
-			if v1-v0 < 2 || r1 != r0 {
-				t.Errorf("%s from %s: the simulator verified the reasoning of %d hops and refused %d; want every hop after the first (2), none refused", model, c.name, v1-v0, r1-r0)
-			}
-			sw.on.Store(true)
-			if status, body, _ := f.Do(t, "POST", c.path, c.body(model)); status == http.StatusOK {
-				t.Errorf("%s from %s: with the reasoning state removed the question still completed: %s", model, c.name, body)
-			}
-			if _, r2 := stats(); r2 == r1 {
-				t.Errorf("%s from %s: the question failed, but not because the simulator refused the stripped state", model, c.name)
+			for _, stream := range []bool{false, true} {
+				name := c.name
+				body := c.body(model)
+				if stream {
+					name, body["stream"] = c.name+" streamed", true
+				}
+				sw.on.Store(false)
+				v0, r0 := stats()
+				status, out, _ := f.Do(t, "POST", c.path, body)
+				v1, r1 := stats()
+				if !answered(status, out) {
+					t.Errorf("%s from %s: status %d: %s", model, name, status, out)
+					continue
+				}
+				if v1-v0 < 2 || r1 != r0 {
+					t.Errorf("%s from %s: the simulator verified the reasoning of %d hops and refused %d; want every hop after the first (2), none refused", model, name, v1-v0, r1-r0)
+				}
+				if stream {
+					continue
+				}
+				sw.on.Store(true)
+				if status, out, _ := f.Do(t, "POST", c.path, body); status == http.StatusOK {
+					t.Errorf("%s from %s: with the reasoning state removed the question still completed: %s", model, name, out)
+				}
+				if _, r2 := stats(); r2 == r1 {
+					t.Errorf("%s from %s: the question failed, but not because the simulator refused the stripped state", model, name)
+				}
 			}
 		}
+	}
+}
+
+// answered reports whether a create request's answer, whole or streamed, completed
+// with the search's first citation and no error.
+func answered(status int, body []byte) bool {
+	b := string(body)
+	return status == http.StatusOK && strings.Contains(b, "[1]") && !strings.Contains(b, `"error":{`) && !strings.Contains(b, "response.failed")
+}
+
+// A Chat client and a Messages client that ask for no reasoning put a search question
+// to a Responses reasoning model, which reasons at its default effort all the same:
+// the fleet asks it for reasoning.encrypted_content on every call (the fleet stores
+// nothing at the provider) and sends each hop's reasoning item back with it, whole
+// and streamed; the strict simulator verifies it on every hop after the first. With
+// the encrypted content removed on the way out, the item goes by its id alone, which
+// the simulator refuses as OpenAI does under store false, and the question fails.
+func TestResponsesReasoningModelAskedNothingKeepsItsState(t *testing.T) {
+	t.Parallel()
+	f, sw := reasoningFleet(t)
+	question := searchPrompt + " sim:hops=2"
+	asks := []struct{ name, path string }{{"chat", "/v1/chat/completions"}, {"messages", "/v1/messages"}}
+	body := func(path string, stream bool) map[string]any {
+		b := map[string]any{"model": reasoner, "stream": stream, "messages": []any{map[string]any{"role": "user", "content": question}}}
+		if path == "/v1/messages" {
+			b["max_tokens"] = 4096
+		}
+		return b
+	}
+	for _, c := range asks {
+		for _, stream := range []bool{false, true} {
+			st0 := f.Sim.Stats().Requests
+			status, out, _ := f.Do(t, "POST", c.path, body(c.path, stream))
+			st1 := f.Sim.Stats().Requests
+			if !answered(status, out) {
+				t.Errorf("%s (stream %v): status %d: %s", c.name, stream, status, out)
+				continue
+			}
+			if v := st1["model_reasoning_verified"] - st0["model_reasoning_verified"]; v < 2 || st1["model_reasoning_refused"] != st0["model_reasoning_refused"] {
+				t.Errorf("%s (stream %v): the simulator verified %d hops' reasoning and refused %d; want 2, none", c.name, stream, v, st1["model_reasoning_refused"]-st0["model_reasoning_refused"])
+			}
+		}
+	}
+	sw.encrypted.Store(true)
+	r0 := f.Sim.Stats().Requests["model_reasoning_refused"]
+	if status, out, _ := f.Do(t, "POST", "/v1/chat/completions", body("/v1/chat/completions", false)); status == http.StatusOK {
+		t.Fatalf("with the reasoning item sent by id alone the question still completed: %s", out)
+	}
+	if f.Sim.Stats().Requests["model_reasoning_refused"] == r0 {
+		t.Fatal("the question failed, but not because the simulator refused the reasoning item by id")
 	}
 }

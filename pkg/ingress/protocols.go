@@ -78,6 +78,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		answer := func(done *state.Job) (*wire.Response, *wire.Error) {
 			resp, e := answerOf(done, req, codec.Protocol())
 			resp.ID, resp.Echo = base.ID, base.Echo
+			resp.SealReasoning(req, s.Reasoning, done.Tenant)
 			if rr != nil && e == nil {
 				// Before the client has the answer, so its next turn finds this one.
 				s.addTurn(context.WithoutCancel(r.Context()), done, rr.saved)
@@ -160,6 +161,9 @@ func (s *Server) decodeRequest(ctx context.Context, codec wire.ClientCodec, body
 	}
 	if err != nil {
 		return nil, wire.AsError(err)
+	}
+	if e := req.OpenReasoning(s.Reasoning, tenantIn(ctx)); e != nil {
+		return nil, e
 	}
 	if !slices.Contains(s.Models, req.Model) {
 		return nil, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
@@ -339,6 +343,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, e := answerOf(job, stored.Request, wire.OpenAIResponses)
 	resp.Echo = rec.Echo
+	resp.SealReasoning(stored.Request, s.Reasoning, job.Tenant)
 	if e != nil && resp.Status != wire.StatusFailed && resp.Status != wire.StatusCancelled {
 		writeWireError(w, wire.Responses, e)
 		return

@@ -44,8 +44,11 @@ func withTenant(ctx context.Context, tenant string) context.Context {
 }
 
 // tenantOf returns the request's tenant ("default" on an open API).
-func tenantOf(r *http.Request) string {
-	if t, ok := r.Context().Value(tenantKey{}).(string); ok {
+func tenantOf(r *http.Request) string { return tenantIn(r.Context()) }
+
+// tenantIn is the tenant of a request's context.
+func tenantIn(ctx context.Context) string {
+	if t, ok := ctx.Value(tenantKey{}).(string); ok {
 		return t
 	}
 	return "default"

@@ -47,6 +47,10 @@ type Options struct {
 	// request's reasoning settings the target cannot take are named in its answer's
 	// warnings (wire.ReasoningNotes). A model without one gets no such notes.
 	Targets map[string]ModelTarget
+	// Reasoning seals the reasoning state a Responses client asks for (include
+	// reasoning.encrypted_content) and opens it when the client sends it back (nil:
+	// no state is given, and a sealed item sent back is refused).
+	Reasoning *wire.Sealer
 	// Tools validates direct searches (nil: no web search configured).
 	Tools *intent.Toolset
 	// Tenants maps API keys to tenants; nil or empty means an open API (one tenant).

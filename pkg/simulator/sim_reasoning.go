@@ -144,30 +144,41 @@ func withReasoning(r *wire.Response, p *wire.Part) *wire.Response {
 	return r
 }
 
-//   - OpenAI Responses with reasoning.effort set (not "none"): the answer's function
-//     calls follow a reasoning item (rs_…, a summary, and encrypted_content when the
-//     request included "reasoning.encrypted_content"), and their call ids say so
-//     (call_rs_…). A follow-up that sends such a call without its reasoning item is
-//     refused ("Item 'fc_…' of type 'function_call' was provided without its
-//     required 'reasoning' item: 'rs_…'.", param input), one whose encrypted_content
-//     is not the simulator's ("The encrypted content for item rs_… could not be
-//     verified. Reason: Encrypted content could not be decrypted or parsed.", code
-//     invalid_encrypted_content). OpenAI keys the first check on the function_call
-//     item's id; the simulator, which gets no item ids back, keys it on the call id.
-//     The messages are OpenAI's (public issue threads; the fixtures hold only the
-//     reasoning item's shape).
+//   - OpenAI Responses with reasoning.effort set (not "none"), or a reasoning model
+//     (wire.ReasonsUnasked: o-series, gpt-5, codex) asked nothing, which thinks at its
+//     default effort: the answer's function calls follow a reasoning item (rs_…, a
+//     summary, and encrypted_content when the request included
+//     "reasoning.encrypted_content"), and their call ids say so (call_rs_…). A
+//     follow-up that sends such a call without its reasoning item is refused ("Item
+//     'fc_…' of type 'function_call' was provided without its required 'reasoning'
+//     item: 'rs_…'.", param input), one whose encrypted_content is not the
+//     simulator's ("The encrypted content for item rs_… could not be verified.
+//     Reason: Encrypted content could not be decrypted or parsed.", code
+//     invalid_encrypted_content), and, with store false, one that sends a reasoning
+//     item by its id alone (404 "Item with id 'rs_…' not found. Items are not
+//     persisted when `store` is set to false. …", param input): nothing was kept to
+//     find it by. OpenAI keys the first check on the function_call item's id; the
+//     simulator, which gets no item ids back, keys it on the call id. The messages
+//     are OpenAI's (public issue threads; the fixtures hold only the reasoning
+//     item's shape).
 
-// responsesReasoningOn reports whether a Responses request asks for reasoning, and
-// whether it included the encrypted content.
+// responsesReasoningOn reports whether a Responses request's model reasons (asked
+// to, or a reasoning model asked nothing), and whether it included the encrypted
+// content.
 func responsesReasoningOn(body []byte) (on, encrypted bool) {
 	var req struct {
+		Model     string `json:"model"`
 		Reasoning *struct {
 			Effort string `json:"effort"`
 		} `json:"reasoning"`
 		Include []string `json:"include"`
 	}
 	json.Unmarshal(body, &req)
-	on = req.Reasoning != nil && req.Reasoning.Effort != "" && req.Reasoning.Effort != "none"
+	effort := ""
+	if req.Reasoning != nil {
+		effort = req.Reasoning.Effort
+	}
+	on = effort != "" && effort != "none" || effort == "" && wire.ReasonsUnasked(req.Model)
 	for _, i := range req.Include {
 		encrypted = encrypted || i == "reasoning.encrypted_content"
 	}
@@ -184,22 +195,34 @@ func reasoningID(callID string) string { return "rs_" + sign("rs", callID)[:20] 
 func responsesReasoningError(body []byte) (refusal *wire.Error, carried int) {
 	var req struct {
 		Input json.RawMessage `json:"input"`
+		Store *bool           `json:"store"`
 	}
 	var items []struct {
-		Type      string `json:"type"`
-		ID        string `json:"id"`
-		CallID    string `json:"call_id"`
-		Encrypted string `json:"encrypted_content"`
+		Type      string  `json:"type"`
+		ID        string  `json:"id"`
+		CallID    string  `json:"call_id"`
+		Encrypted *string `json:"encrypted_content"`
 	}
 	if json.Unmarshal(body, &req) != nil || json.Unmarshal(req.Input, &items) != nil {
 		return nil, 0
 	}
+	stored := req.Store == nil || *req.Store
 	seen := map[string]bool{}
 	for _, it := range items {
 		switch it.Type {
 		case "reasoning":
 			carried++
-			if it.Encrypted != sign("encrypted", it.ID) {
+			switch {
+			case it.Encrypted == nil && !stored:
+				return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "input",
+					Message: fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", it.ID)}, carried
+			case it.Encrypted == nil:
+				// A stored response's item, by its id: the simulator keeps nothing, but
+				// the ids it issued are its own.
+				if !strings.HasPrefix(it.ID, "rs_") {
+					return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "input", Message: fmt.Sprintf("Item with id '%s' not found.", it.ID)}, carried
+				}
+			case *it.Encrypted != sign("encrypted", it.ID):
 				return &wire.Error{Status: http.StatusBadRequest, Code: "invalid_encrypted_content",
 					Message: fmt.Sprintf("The encrypted content for item %s could not be verified. Reason: Encrypted content could not be decrypted or parsed.", it.ID)}, carried
 			}

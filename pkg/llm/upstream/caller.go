@@ -44,6 +44,10 @@ type Options struct {
 	// Credentials, when set, replace New's key: several keys rotated and rested, or
 	// an access token (provider.Credentials).
 	Credentials *provider.Credentials
+	// Reasons says the model reasons when a request asks for no reasoning: an OpenAI
+	// Responses model is then asked for its encrypted reasoning all the same (the
+	// fleet stores nothing at the provider, and the next hop must send it back).
+	Reasons bool
 }
 
 // New returns a caller of the provider name at baseURL speaking api, authenticating
@@ -83,6 +87,9 @@ func (p *Call) Size() int { return len(p.body) }
 func (c *Caller) Prepare(req *wire.Request, stream bool) (*Call, error) {
 	r := *req
 	c.searchTool(&r)
+	if c.opts.Reasons && r.Reasoning == nil && c.api.Protocol() == wire.OpenAIResponses {
+		r.Reasoning = &wire.ReasoningConfig{} // its default effort, its state asked for
+	}
 	if _, rounds := c.api.(wire.SearchRounds); rounds && r.Search != nil {
 		stream = false // only a whole answer is resumed: each search round is
 	}

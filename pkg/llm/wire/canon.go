@@ -70,6 +70,9 @@ type Request struct {
 	Background bool `json:"background,omitempty"`
 	// Reasoning is how much the model should think (nil: its default).
 	Reasoning *ReasoningConfig `json:"reasoning,omitempty"`
+	// EncryptedReasoning asks for the model's reasoning state in the answer, sealed
+	// (Responses include reasoning.encrypted_content: Response.SealReasoning).
+	EncryptedReasoning bool `json:"encrypted_reasoning,omitempty"`
 	// Params are parameters of the request's own protocol the canonical model does not
 	// name (Chat's seed, logprobs…): forwarded only to a model of the same protocol.
 	Params map[string]json.RawMessage `json:"params,omitempty"`
@@ -319,6 +322,9 @@ type Response struct {
 	Error *Error `json:"-"`
 	// Finished is when the job ended (zero while it runs).
 	Finished time.Time `json:"-"`
+	// seal seals a reasoning part's state for the client (SealReasoning; nil: the
+	// client did not ask for it).
+	seal func(*Reasoning) string
 	// Echo is what the answer repeats of its request, by top-level field, as the
 	// client sent it (ResponsesEcho); nil: the protocol's defaults.
 	Echo map[string]json.RawMessage `json:"-"`

@@ -148,9 +148,10 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 				}
 				continue
 			case PartText:
-				if p.Text != "" {
-					parts = append(parts, &geminiTextPart{Text: p.Text})
+				if p.Text == "" {
+					continue // no part, so the signature stays for the part that follows
 				}
+				parts = append(parts, &geminiTextPart{Text: p.Text})
 			case PartImage:
 				parts = append(parts, geminiImage(p.Image))
 			case PartFile:

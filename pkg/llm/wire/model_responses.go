@@ -44,6 +44,9 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	}
 	var input []any
 	for _, m := range r.Messages {
+		if m.Role == RoleAssistant {
+			m.Parts = reasoningFirst(m.Parts)
+		}
 		var text []Part
 		flush := func() {
 			if len(text) == 0 {
@@ -134,6 +137,28 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	}
 	responsesReasoningConfig(out, r)
 	return out.marshal()
+}
+
+// reasoningFirst puts the reasoning parts that end an assistant message before the
+// text they follow: a streamed answer gives its reasoning items after the message
+// (its text streamed before its reasoning was known), and a client sends them back so,
+// but OpenAI refuses a reasoning item that no item of its turn follows. parts is not
+// modified.
+func reasoningFirst(parts []Part) []Part {
+	k := len(parts)
+	for k > 0 && parts[k-1].Kind == PartReasoning {
+		k--
+	}
+	j := k
+	for j > 0 && parts[j-1].Kind == PartText {
+		j--
+	}
+	if k == len(parts) || j == k {
+		return parts
+	}
+	out := make([]Part, 0, len(parts))
+	out = append(append(append(out, parts[:j]...), parts[k:]...), parts[j:k]...)
+	return out
 }
 
 // responsesSearchTool is OpenAI's web_search tool with a request's settings: allowed

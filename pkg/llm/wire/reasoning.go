@@ -378,10 +378,12 @@ func thinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
 }
 
 // reasoningItem renders a Responses reasoning part as the input item it came as (nil:
-// the part is another protocol's).
+// the part is another protocol's, or has no encrypted_content: the fleet calls with
+// store false, so an item by its id alone is refused, "Items are not persisted when
+// `store` is set to false", and is left out as OpenAI's error advises).
 func reasoningItem(p Part) *responsesReasoningItem {
 	r, ok := reasoningFor(p, OpenAIResponses)
-	if !ok {
+	if !ok || r.Encrypted == "" {
 		return nil
 	}
 	summary := make([]responsesSummaryText, 0, len(r.Summary))
@@ -521,10 +523,11 @@ func summaryAsked(echo map[string]json.RawMessage) bool {
 // each {type, id, summary: [{type: summary_text, text}]}: a Responses model's own
 // items with their summaries, and, when the client asked for summaries, another
 // protocol's readable reasoning (Anthropic thinking, Gemini thoughts, a Chat model's
-// reasoning_content) as the summary of an item of its own. Reasoning with nothing to
-// read (encrypted, redacted, a signature alone) gives no item. The encrypted_content
-// is the fleet's own call's, which the client cannot send to the fleet's model, so it
-// is not given.
+// reasoning_content) as the summary of an item of its own. When the client asked
+// for the encrypted content (SealReasoning), every reasoning part is an item, its
+// state sealed as its encrypted_content; otherwise reasoning with nothing to read
+// (encrypted, redacted, a signature alone) gives no item, and a model's own
+// encrypted_content, which only the fleet can send back to its model, is not given.
 func reasoningOutput(r *Response) []map[string]any {
 	asked := summaryAsked(r.Echo)
 	var out []map[string]any
@@ -540,7 +543,7 @@ func reasoningOutput(r *Response) []map[string]any {
 				texts = []string{rs.Text}
 			}
 		}
-		if len(texts) == 0 {
+		if len(texts) == 0 && r.seal == nil {
 			continue
 		}
 		if id == "" {
@@ -550,7 +553,11 @@ func reasoningOutput(r *Response) []map[string]any {
 		for _, t := range texts {
 			summary = append(summary, summaryText(t))
 		}
-		out = append(out, map[string]any{"type": "reasoning", "id": id, "summary": summary})
+		item := map[string]any{"type": "reasoning", "id": id, "summary": summary}
+		if r.seal != nil {
+			item["encrypted_content"] = r.seal(rs)
+		}
+		out = append(out, item)
 	}
 	return out
 }
@@ -612,4 +619,23 @@ func offParam(p Protocol) string {
 		return "reasoning.effort none"
 	}
 	return "reasoning_effort none"
+}
+
+// ReasonsUnasked reports whether an OpenAI model name is a reasoning model's, which
+// reasons at its default effort when a request sets none (and refuses
+// include reasoning.encrypted_content if it is not one): the o-series, gpt-5 but not
+// gpt-5-chat, the codex models, told apart by name as OpenAI's SDKs do. A
+// deployment under another name says so in its model route (config "reasoning").
+func ReasonsUnasked(model string) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:] // a router's "openai/gpt-5"
+	}
+	switch {
+	case strings.Contains(m, "codex"):
+		return true
+	case strings.HasPrefix(m, "gpt-5"):
+		return !strings.HasPrefix(m, "gpt-5-chat") && !strings.Contains(m, "-chat-")
+	}
+	return len(m) > 1 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9'
 }

@@ -216,3 +216,13 @@ func TestMessagesClientsAreShownReasoningOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// ReasonsUnasked tells OpenAI's reasoning models by name, as OpenAI's SDKs do.
+func TestReasonsUnasked(t *testing.T) {
+	for model, want := range map[string]bool{"o3": true, "o4-mini": true, "gpt-5": true, "gpt-5.2-codex": true, "openai/gpt-5-mini": true,
+		"codex-mini-latest": true, "gpt-5-chat-latest": false, "gpt-4.1": false, "gpt-4o": false, "omni-moderation": false, "sim-scripted": false} {
+		if got := wire.ReasonsUnasked(model); got != want {
+			t.Errorf("%s: %v, want %v", model, got, want)
+		}
+	}
+}

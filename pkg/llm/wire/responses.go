@@ -23,7 +23,7 @@ func (responsesCodec) EncodeError(e *Error) []byte { return openAIError(e) }
 // responsesIgnored are parameters accepted without effect on the answer (the answer
 // echoes the ones a response object repeats): the fleet always includes search
 // sources, has no prompt cache and one service tier.
-var responsesIgnored = map[string]bool{"include": true, "user": true, "stream_options": true}
+var responsesIgnored = map[string]bool{"user": true, "stream_options": true}
 
 // responsesEchoed are parameters a response object repeats that the fleet does not
 // pass to its model: a value other than 0 is noted as not honoured.
@@ -123,6 +123,12 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 			err = r.responsesText(v)
 		case "reasoning":
 			r.Reasoning, err = responsesReasoning(v)
+		case "include":
+			var include []string
+			if json.Unmarshal(v, &include) != nil {
+				return nil, Invalid(k, "'include' must be an array of strings")
+			}
+			r.EncryptedReasoning = slices.Contains(include, "reasoning.encrypted_content")
 		case "previous_response_id":
 			// The ingress resolves it into the input before decoding (ResolveResponsesInput).
 			return nil, Invalid(k, "'previous_response_id' could not be resolved on this server")
@@ -177,7 +183,8 @@ type responsesItem struct {
 	Output    json.RawMessage `json:"output"`
 	ID        string          `json:"id"`
 	Status    string          `json:"status"`
-	// EncryptedContent is a compaction item's (compaction.go).
+	// EncryptedContent is a compaction item's (compaction.go) or a reasoning item's
+	// (seal.go).
 	EncryptedContent string `json:"encrypted_content"`
 	Action           *struct {
 		Type    string `json:"type"`
@@ -261,8 +268,12 @@ func (r *Request) responsesInput(v json.RawMessage) error {
 				add(RoleAssistant, Part{Kind: PartServerCall, Server: &ServerCall{ID: it.ID, Name: "web_search", Query: it.Action.Query}}, Part{Kind: PartServerResult, Search: res})
 			}
 		case "reasoning":
-			// Reasoning (often encrypted) belongs to the model that wrote it; the fleet's
-			// model cannot read it.
+			// The fleet's own seal of a model's reasoning state (seal.go), opened by the
+			// ingress for the tenant (Request.OpenReasoning). Other reasoning (often
+			// encrypted) belongs to the model that wrote it, which is not the fleet's.
+			if p, ok := sealedPart(it.ID, it.EncryptedContent); ok {
+				add(RoleAssistant, p)
+			}
 		case "compaction":
 			// A compaction of POST /v1/responses/compact: the turns it stands for.
 			m, err := DecodeCompaction(param+".encrypted_content", it.EncryptedContent)
