@@ -172,7 +172,7 @@ func TestResponsesWebSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pe *responses.ResponseProtocolError
-	if _, err := other.FinalResponse(ctx(t)); !errors.As(err, &pe) || pe.Event.AsResponsesServerEventResponseWsError().Status != http.StatusNotFound {
+	if _, err := other.FinalResponse(ctx(t)); !errors.As(err, &pe) || pe.Event.AsResponsesServerEventResponseWsError().Status != http.StatusBadRequest {
 		t.Fatalf("FinalResponse of a missing previous response: %v", err)
 	}
 

@@ -33,8 +33,8 @@ func apiErr(t *testing.T, err error) *openai.Error {
 
 // previous_response_id continues a stored response of the tenant: its input and its
 // answer come before the new input, and the answer names it. A response made with
-// store: false is not stored: GET and previous_response_id answer 404 in OpenAI's
-// error shape, and so does another tenant's response. item_reference brings back a
+// store: false is not stored: GET answers 404 and previous_response_id 400
+// previous_response_not_found, as OpenAI does, and so does another tenant's response. item_reference brings back a
 // stored message.
 func TestStoredResponses(t *testing.T) {
 	t.Parallel()
@@ -82,7 +82,7 @@ func TestStoredResponses(t *testing.T) {
 	}
 	_, err = bob.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model, PreviousResponseID: openai.String(first.ID),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi sim:nosearch")}})
-	if e := apiErr(t, err); e.StatusCode != http.StatusNotFound || e.Code != "previous_response_not_found" || e.Param != "previous_response_id" {
+	if e := apiErr(t, err); e.StatusCode != http.StatusBadRequest || e.Code != "previous_response_not_found" || e.Param != "previous_response_id" {
 		t.Errorf("bob continuing alice's response: %v", err)
 	}
 
@@ -105,7 +105,7 @@ func TestStoredResponses(t *testing.T) {
 	}
 	_, err = alice.Responses.New(ctx(t), responses.ResponseNewParams{Model: demo.Model, PreviousResponseID: openai.String(unstored.ID),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi sim:nosearch")}})
-	if e := apiErr(t, err); e.StatusCode != http.StatusNotFound || e.Code != "previous_response_not_found" {
+	if e := apiErr(t, err); e.StatusCode != http.StatusBadRequest || e.Code != "previous_response_not_found" {
 		t.Errorf("continuing a store: false response: %v", err)
 	}
 

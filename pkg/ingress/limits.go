@@ -177,14 +177,15 @@ func (s *Server) keepLease(parent context.Context, kind, tenant, id string, limi
 // settleStorage; a job that was never accepted gives its charge back). Batch lines
 // hold no slot; releasing one is a no-op. A tenant without a job limit took no slot
 // (admit), so none is freed (one taken under a limit since removed expires on its
-// own).
+// own). A completed response that continues a conversation adds its turn to it
+// (conversationTurn).
 func (s *Server) JobFinished(ctx context.Context, job *state.Job) error {
 	s.pace.observe(job)
 	var release error
 	if s.Limits.Of(job.Tenant).QueuedJobs > 0 { // no limit, no slot taken (admit)
 		release = s.Store.Leases.ReleaseLease(ctx, state.LeaseJobs, job.Tenant, job.ID)
 	}
-	return errors.Join(release, s.settleStorage(ctx, job))
+	return errors.Join(release, s.settleStorage(ctx, job), s.conversationTurn(ctx, job))
 }
 
 // holdOf is what a request of a client protocol waits as.

@@ -79,6 +79,10 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			resp, e := answerOf(done, req, codec.Protocol())
 			resp.ID, resp.Echo = base.ID, base.Echo
 			resp.SealReasoning(req, s.Reasoning, done.Tenant)
+			if rr != nil && e == nil {
+				// Before the client has the answer, so its next turn finds this one.
+				s.addTurn(context.WithoutCancel(r.Context()), done, rr.saved)
+			}
 			return resp, e
 		}
 		release, ok := s.admit(w, r, codec, job, holdOf(req))
@@ -325,8 +329,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := wire.DecodeStored(job.Request)
 	if err != nil || stored.Protocol != wire.OpenAIResponses {
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
-			Message: fmt.Sprintf("No response with id %q.", job.ID)})
+		writeWireError(w, wire.Responses, storedResponseNotFound(job.ID))
 		return
 	}
 	rec, err := s.Store.Jobs.GetResponse(r.Context(), job.ID)
@@ -335,8 +338,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
 			return
 		}
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
-			Message: fmt.Sprintf("No response with id %q: responses created with 'store': false are not stored.", job.ID)})
+		writeWireError(w, wire.Responses, storedResponseNotFound(job.ID)) // never stored (store: false), expired or deleted
 		return
 	}
 	resp, e := answerOf(job, stored.Request, wire.OpenAIResponses)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
@@ -37,6 +38,12 @@ type responsesRequest struct {
 	echo map[string]json.RawMessage
 	// store is false when the request asked not to be stored.
 	store bool
+	// prior is how many of input's items came before the request's own.
+	prior int
+	// conversation is the conversation the request continues ("" none).
+	conversation string
+	// saved is the stored response (saveResponse; nil: not stored).
+	saved *state.StoredResponse
 }
 
 // resolveResponses reads what a Responses request names from the tenant's stored
@@ -66,7 +73,9 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		return nil, e
 	}
 	var prior []json.RawMessage
-	if raw, ok := top["previous_response_id"]; ok && !isNullJSON(raw) {
+	raw, continues := top["previous_response_id"]
+	continues = continues && !isNullJSON(raw)
+	if continues {
 		var id string
 		if json.Unmarshal(raw, &id) != nil || id == "" {
 			return nil, wire.Invalid("previous_response_id", "'previous_response_id' must be a response id")
@@ -86,12 +95,34 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		}
 		delete(top, "previous_response_id")
 	}
+	if raw, ok := top["conversation"]; ok && !isNullJSON(raw) {
+		if continues {
+			return nil, wire.Invalid("conversation", "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.")
+		}
+		if !rr.store {
+			return nil, wire.Invalid("conversation", "A response that continues a conversation is added to it: 'store' cannot be false with 'conversation'.")
+		}
+		id, items, e := s.conversationInput(ctx, tenant, raw)
+		if e != nil {
+			return nil, e
+		}
+		for _, it := range items {
+			if e := x.add("conversation", int64(len(it))); e != nil {
+				return nil, e
+			}
+		}
+		prior, rr.conversation = items, id
+		rr.echo["conversation"], _ = json.Marshal(map[string]string{"id": id})
+		delete(top, "conversation")
+	}
 	resolved := make([]json.RawMessage, 0, len(prior)+len(items))
 	resolved = append(resolved, prior...)
+	rr.prior = len(prior)
+	refs := s.newReferences(ctx, tenant, prior, items)
 	for i, it := range items {
 		param := fmt.Sprintf("input[%d]", i)
 		if id, ok := itemReference(it); ok {
-			ref, e := s.referencedItem(ctx, tenant, param, id, prior)
+			ref, e := refs.item(param, id)
 			if e == nil {
 				e = x.add(param, int64(len(ref)))
 			}
@@ -123,10 +154,11 @@ func isNullJSON(v json.RawMessage) bool {
 	return len(v) == 0 || string(v) == "null"
 }
 
-// responseNotFound is the error for a stored response the tenant does not have.
+// responseNotFound is the error for a previous_response_id the tenant does not have,
+// as OpenAI answers it (400 previous_response_not_found).
 func responseNotFound(param, id string) *wire.Error {
-	return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found", Param: param,
-		Message: fmt.Sprintf("Previous response with id '%s' not found. Responses created with 'store': false are not stored, and stored ones expire with the job retention.", redact.Clip(id, 64))}
+	return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "previous_response_not_found", Param: param,
+		Message: fmt.Sprintf("Previous response with id '%s' not found.", redact.Clip(id, 64))}
 }
 
 // storedResponse loads a stored response and its job, within tenant.
@@ -196,35 +228,87 @@ func outputItems(job *state.Job, rec *state.StoredResponse) ([]json.RawMessage, 
 	return o.Output, nil
 }
 
-// referencedItem is the item an item_reference names: an item of the conversation
-// previous_response_id continues, or a message of another stored response of the
-// tenant (a message item's id names its response).
-func (s *Server) referencedItem(ctx context.Context, tenant, param, id string, prior []json.RawMessage) (json.RawMessage, *wire.Error) {
-	find := func(items []json.RawMessage) json.RawMessage {
-		for _, it := range items {
-			var head struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(it, &head) == nil && head.ID == id {
-				return it
+// references resolves the item_reference items of one request: an item of the
+// conversation before the input (previous_response_id's), or an output item of a
+// stored response of the tenant. The fleet's output item ids name their response
+// (wire.ItemResponse); an item whose id does not (a reasoning item keeps its model's
+// id) is looked for in the responses the request's other items name, as a client
+// that sends a response's output back by reference sends all of it. Each response is
+// read once.
+type references struct {
+	s      *Server
+	ctx    context.Context
+	tenant string
+	prior  []json.RawMessage
+	// named are the responses the request's items name, in order; outputs their
+	// output items once read (nil: not readable).
+	named   []string
+	outputs map[string][]json.RawMessage
+}
+
+func (s *Server) newReferences(ctx context.Context, tenant string, prior, items []json.RawMessage) *references {
+	refs := &references{s: s, ctx: ctx, tenant: tenant, prior: prior, outputs: map[string][]json.RawMessage{}}
+	for _, it := range items {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(it, &head) == nil {
+			if id := wire.ItemResponse(head.ID); id != "" && !slices.Contains(refs.named, id) && len(refs.named) < maxNamedResponses {
+				refs.named = append(refs.named, id)
 			}
 		}
-		return nil
 	}
-	if it := find(prior); it != nil {
+	return refs
+}
+
+// maxNamedResponses bounds the stored responses one request's references read.
+const maxNamedResponses = 32
+
+// output is the output items of the tenant's stored response id (nil: none, or not
+// completed).
+func (r *references) output(id string) []json.RawMessage {
+	if out, ok := r.outputs[id]; ok {
+		return out
+	}
+	var out []json.RawMessage
+	if rec, job, e := r.s.storedResponse(r.ctx, r.tenant, "", id); e == nil {
+		out, _ = outputItems(job, rec)
+	}
+	r.outputs[id] = out
+	return out
+}
+
+// item is the item an item_reference at param names.
+func (r *references) item(param, id string) (json.RawMessage, *wire.Error) {
+	if it := findItem(r.prior, id); it != nil {
 		return it, nil
 	}
-	if respID, ok := strings.CutPrefix(id, "msg_"); ok && strings.HasPrefix(respID, "resp_") {
-		if rec, job, e := s.storedResponse(ctx, tenant, param+".id", respID); e == nil {
-			if out, e := outputItems(job, rec); e == nil {
-				if it := find(out); it != nil {
-					return it, nil
-				}
+	if resp := wire.ItemResponse(id); resp != "" {
+		if it := findItem(r.output(resp), id); it != nil {
+			return it, nil
+		}
+	} else {
+		for _, resp := range r.named {
+			if it := findItem(r.output(resp), id); it != nil {
+				return it, nil
 			}
 		}
 	}
 	return nil, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "item_not_found", Param: param + ".id",
-		Message: fmt.Sprintf("Item with id '%s' not found. An item_reference names an item of the conversation 'previous_response_id' continues, or the message of a stored response.", redact.Clip(id, 64))}
+		Message: fmt.Sprintf("Item with id '%s' not found. An item_reference names an item of a stored response of this tenant, or of the conversation before the input.", redact.Clip(id, 64))}
+}
+
+// findItem is the item of items with id (nil: none).
+func findItem(items []json.RawMessage, id string) json.RawMessage {
+	for _, it := range items {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(it, &head) == nil && head.ID == id {
+			return it
+		}
+	}
+	return nil
 }
 
 // withFiles replaces the file_id of an input item's input_file parts by the file's
@@ -308,7 +392,8 @@ func (s *Server) saveResponse(ctx context.Context, job *state.Job, rr *responses
 	if rr == nil || !rr.store {
 		return
 	}
-	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo}
+	rec := &state.StoredResponse{Tenant: job.Tenant, Input: rr.input, Echo: rr.echo, Prior: rr.prior, Conversation: rr.conversation}
+	rr.saved = rec
 	job.HasStoredResponse = true // noted in the job's record when it is created (its archiving reads the response)
 	if err := s.Store.Jobs.SaveResponse(context.WithoutCancel(ctx), job.ID, rec); err != nil {
 		// The answer still reaches the client; only a later reference to it fails.

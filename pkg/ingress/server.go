@@ -173,9 +173,17 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/responses", s.authAs(wire.Responses, s.sockets.ServeHTTP))
 	mux.HandleFunc("POST /v1/responses/compact", s.authAs(wire.Responses, jsonBody(wire.Responses, s.compactResponse)))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
-	// The research case of cancelling a response (a run and its children); helper
-	// responses' generic cancel route takes this case over when merged.
-	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authAs(wire.Responses, s.cancelResearchResponse))
+	mux.HandleFunc("DELETE /v1/responses/{id}", s.authAs(wire.Responses, s.deleteResponse))
+	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authAs(wire.Responses, s.cancelResponse))
+	mux.HandleFunc("GET /v1/responses/{id}/input_items", s.authAs(wire.Responses, s.inputItems))
+	mux.HandleFunc("POST /v1/conversations", s.authAs(wire.Responses, jsonBody(wire.Responses, s.createConversation)))
+	mux.HandleFunc("GET /v1/conversations/{id}", s.authAs(wire.Responses, s.getConversation))
+	mux.HandleFunc("POST /v1/conversations/{id}", s.authAs(wire.Responses, jsonBody(wire.Responses, s.updateConversation)))
+	mux.HandleFunc("DELETE /v1/conversations/{id}", s.authAs(wire.Responses, s.deleteConversation))
+	mux.HandleFunc("GET /v1/conversations/{id}/items", s.authAs(wire.Responses, s.listConversationItems))
+	mux.HandleFunc("POST /v1/conversations/{id}/items", s.authAs(wire.Responses, jsonBody(wire.Responses, s.addConversationItems)))
+	mux.HandleFunc("GET /v1/conversations/{id}/items/{item_id}", s.authAs(wire.Responses, s.getConversationItem))
+	mux.HandleFunc("DELETE /v1/conversations/{id}/items/{item_id}", s.authAs(wire.Responses, s.deleteConversationItem))
 	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.upload(s.uploadFile)))

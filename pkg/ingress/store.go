@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/ingress/console"
@@ -17,11 +18,13 @@ type Store struct {
 	Leases Leases
 	Ledger Ledger
 	Health Health
+	// Conversations are the Conversations API's (state.Conversations).
+	Conversations Conversations
 }
 
 // StoreOf is the ingress's view of st.
 func StoreOf(st *state.Store) Store {
-	return Store{Jobs: st.Jobs, Files: st.Files, Leases: st.Leases, Ledger: st.Ledger, Health: st}
+	return Store{Jobs: st.Jobs, Files: st.Files, Leases: st.Leases, Ledger: st.Ledger, Health: st, Conversations: st.Conversations}
 }
 
 // Jobs are the jobs the ingress records, reads, ends and lists, with their stored
@@ -38,6 +41,21 @@ type Jobs interface {
 	IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error)
 	GetResponse(ctx context.Context, id string) (*state.StoredResponse, error)
 	SaveResponse(ctx context.Context, id string, r *state.StoredResponse) error
+	DeleteResponse(ctx context.Context, id string) error
+	ResponseConversation(ctx context.Context, id string) (string, error)
+}
+
+// Conversations are the tenants' conversations (state.Conversations).
+type Conversations interface {
+	CreateConversation(ctx context.Context, c *state.Conversation, items []state.ConversationItem) error
+	GetConversation(ctx context.Context, id string) (*state.Conversation, error)
+	SetConversationMetadata(ctx context.Context, id string, metadata map[string]string) error
+	AddConversationItems(ctx context.Context, id, guard string, items []state.ConversationItem) (int, int64, error)
+	ConversationItems(ctx context.Context, id string) ([]state.ConversationItem, error)
+	ConversationItem(ctx context.Context, id, itemID string) (json.RawMessage, error)
+	DeleteConversationItem(ctx context.Context, id, itemID string) (int64, error)
+	DeleteConversation(ctx context.Context, id string) error
+	ConversationRetention() time.Duration
 }
 
 // Files are the tenants' uploaded files (state.Files).

@@ -181,6 +181,25 @@ func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID)
 // previous turns included, and the settings it echoes), beside its job's keys.
 func (k Keys) StoredResponse(id string) string { return k.job(id, ":response") }
 
+// Conversation is a conversation's record (a hash: id, tenant, created, metadata,
+// item count, bytes, the next position, and a field per response that added its
+// turn). A conversation's keys share its id as hash tag, so its scripts touch one
+// slot.
+func (k Keys) Conversation(id string) string { return k.prefix + ":conv:{" + id + "}" }
+
+// conversationItems are a conversation's items by id (a hash of JSON).
+func (k Keys) conversationItems(id string) string { return k.Conversation(id) + ":items" }
+
+// conversationOrder is a conversation's item ids by position (a sorted set).
+func (k Keys) conversationOrder(id string) string { return k.Conversation(id) + ":order" }
+
+// responseConversation names the conversation a stored response adds its turn to.
+func (k Keys) responseConversation(id string) string { return k.job(id, ":conv") }
+
+// deletedResponse marks a stored response deleted (DELETE /v1/responses/{id}), so
+// neither Redis nor the archive gives it again.
+func (k Keys) deletedResponse(id string) string { return k.job(id, ":response-deleted") }
+
 // spendPending is a tenant's model-turn reservations of one UTC day that are not
 // settled yet (a sorted set: call → when the reservation lapses, ms). A reservation
 // whose worker died is released by the next reservation of the day once it lapses.

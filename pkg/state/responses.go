@@ -21,6 +21,12 @@ type StoredResponse struct {
 	Input json.RawMessage `json:"input"`
 	// Echo is the request's settings the response object repeats, by field.
 	Echo map[string]json.RawMessage `json:"echo,omitempty"`
+	// Prior is how many of Input's items came before the request's own input (the
+	// responses previous_response_id continues, or its conversation's items).
+	Prior int `json:"prior,omitempty"`
+	// Conversation is the conversation the response continues and adds its input
+	// and output to ("" none).
+	Conversation string `json:"conversation,omitempty"`
 }
 
 // SaveResponse records the stored response of job id for the retention period.
@@ -29,10 +35,32 @@ func (s *Jobs) SaveResponse(ctx context.Context, id string, r *StoredResponse) e
 	if err != nil {
 		return err
 	}
-	if err := s.r.Set(ctx, s.K.StoredResponse(id), b, s.Retention).Err(); err != nil {
+	_, err = s.r.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, s.K.StoredResponse(id), b, s.Retention)
+		if r.Conversation != "" {
+			// Beside the response, which the archive moves: the finisher reads it for
+			// every stored response that ends (ResponseConversation).
+			p.Set(ctx, s.K.responseConversation(id), r.Conversation, s.Retention)
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("state: recording response %s: %w", id, err)
 	}
 	return nil
+}
+
+// ResponseConversation is the conversation the stored response of job id adds its
+// turn to ("" none).
+func (s *Jobs) ResponseConversation(ctx context.Context, id string) (string, error) {
+	v, err := s.r.Get(ctx, s.K.responseConversation(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("state: reading response %s: %w", id, err)
+	}
+	return v, nil
 }
 
 // GetResponse reads the stored response of job id (from Redis while its job is hot,
@@ -41,6 +69,12 @@ func (s *Jobs) SaveResponse(ctx context.Context, id string, r *StoredResponse) e
 func (s *Jobs) GetResponse(ctx context.Context, id string) (*StoredResponse, error) {
 	b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
+		// Deleted (DeleteResponse), or archived with its job.
+		if n, err := s.r.Exists(ctx, s.K.deletedResponse(id)).Result(); err != nil {
+			return nil, fmt.Errorf("state: reading response %s: %w", id, err)
+		} else if n > 0 {
+			return nil, ErrNotFound
+		}
 		rec, err := s.archived(ctx, id, false)
 		if err != nil {
 			return nil, err
@@ -57,4 +91,19 @@ func (s *Jobs) GetResponse(ctx context.Context, id string) (*StoredResponse, err
 		return nil, fmt.Errorf("state: reading response %s: %w", id, err)
 	}
 	return &r, nil
+}
+
+// DeleteResponse deletes the stored response of job id: from then on GetResponse
+// finds none, whether Redis or the archive holds it (a mark, kept for the retention
+// period, says it was deleted). The job itself keeps its record for its retention.
+func (s *Jobs) DeleteResponse(ctx context.Context, id string) error {
+	_, err := s.r.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, s.K.deletedResponse(id), "1", s.Retention)
+		p.Del(ctx, s.K.StoredResponse(id), s.K.responseConversation(id))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("state: deleting response %s: %w", id, err)
+	}
+	return nil
 }

@@ -2,7 +2,8 @@
 // hot, the chain state of each running job (so any chat worker can resume any chain),
 // idempotency claims that keep a redelivered step from paying for a model call or a
 // search twice, deadlines, and rate limits. A Store holds one type per aggregate
-// (Jobs, Chains, Searches, Batches, Files, Ledger, Leases, Webhooks) over one client.
+// (Jobs, Chains, Searches, Batches, Files, Ledger, Leases, Webhooks,
+// Conversations) over one client.
 // Every key is built in keys.go; every script is a file of its own in lua/, its keys
 // and arguments named at its top. Workers hold nothing between messages. What an
 // ended job keeps for the retention period moves off Redis to an Archive
@@ -123,6 +124,8 @@ type Store struct {
 	Leases   *Leases
 	Webhooks *Webhooks
 	Research *Research
+	// Conversations are the Conversations API's conversations and their items.
+	Conversations *Conversations
 	// K builds the store's keys.
 	K Keys
 	// Retention is how long job records and chain state live after creation.
@@ -163,6 +166,9 @@ type Leases struct{ *core }
 // deferral counts of webhook deliveries.
 type Webhooks struct{ *core }
 
+// Conversations are the tenants' conversations (conversations.go).
+type Conversations struct{ *core }
+
 // core is what every aggregate shares: the client, the keys, and the caches of this
 // process.
 type core struct {
@@ -197,7 +203,8 @@ func New(r redis.UniversalClient, prefix string, retention time.Duration, opts .
 	return &Store{
 		Jobs: &Jobs{c}, Chains: &Chains{c}, Searches: &Searches{c}, Batches: &Batches{c},
 		Files: &Files{c}, Ledger: &Ledger{c}, Leases: &Leases{c}, Webhooks: &Webhooks{c}, Research: &Research{c},
-		K: c.K, Retention: retention, c: c,
+		Conversations: &Conversations{c},
+		K:             c.K, Retention: retention, c: c,
 	}
 }
 

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -17,29 +18,71 @@ func responsesOutput(r *Response) []any {
 		}
 	}
 	var text []Part
+	written := false
 	for _, p := range r.Content {
 		switch p.Kind {
 		case PartServerCall:
-			out = append(out, webSearchItem(p.Server, results[p.Server.ID], ""))
+			out = append(out, webSearchItem(r, p.Server, results[p.Server.ID], ""))
 		case PartText:
 			text = append(text, p)
+			written = written || p.Text != ""
 		}
 	}
 	for _, it := range reasoningOutput(r) {
 		out = append(out, it)
 	}
-	if len(text) > 0 || r.Stop != StopToolUse {
+	// An answer that ends in function calls has a message only if it wrote
+	// something: an empty message item before the calls is none.
+	if written || r.Stop != StopToolUse {
 		out = append(out, messageItem(r, text, "completed"))
 	}
 	for _, p := range r.Content {
 		if p.Kind == PartToolCall {
-			out = append(out, functionCallItem(p.Call))
+			out = append(out, functionCallItem(r, p.Call))
 		}
 	}
 	return out
 }
 
-func webSearchItem(c *ServerCall, res *SearchResult, status string) map[string]any {
+// The fleet's output item ids name the response they are part of (prefix, the
+// response's id, then the item's own part), so a later request can refer to a stored
+// response's item by its id alone (an item_reference) and the fleet finds it in that
+// response: ItemResponse reads the response's id back. A response's message is
+// msg_<response id>. A reasoning item keeps the id its Responses model gave it
+// (reasoningOutput).
+func itemID(prefix string, r *Response, part string) string {
+	return prefix + "_" + idToken(r.ID) + "_" + idToken(part)
+}
+
+// InputItemID is the id of the nth input item of response respID, of type typ, for
+// an item its client sent without one: msg_<response id>_in<n> for a message (it
+// names the response too).
+func InputItemID(respID, typ string, n int) string {
+	prefix := "item"
+	switch typ {
+	case "message":
+		prefix = "msg"
+	case "function_call_output":
+		prefix = "fco"
+	}
+	return prefix + "_" + idToken(respID) + "_in" + strconv.Itoa(n)
+}
+
+// ItemResponse is the id of the response whose output item has id ("" for an id
+// the fleet did not give an output item).
+func ItemResponse(id string) string {
+	_, rest, ok := strings.Cut(id, "_")
+	if !ok || !strings.HasPrefix(rest, "resp_") {
+		return ""
+	}
+	tail, _, _ := strings.Cut(rest[len("resp_"):], "_")
+	if tail == "" {
+		return ""
+	}
+	return "resp_" + tail
+}
+
+func webSearchItem(r *Response, c *ServerCall, res *SearchResult, status string) map[string]any {
 	sources := []any{}
 	if status == "" {
 		status = "completed"
@@ -59,15 +102,15 @@ func webSearchItem(c *ServerCall, res *SearchResult, status string) map[string]a
 	}
 	if c.IsFetch() {
 		// A fetch is the Responses web_search_call's open_page action.
-		return map[string]any{"type": "web_search_call", "id": "ws_" + c.ID, "status": status,
+		return map[string]any{"type": "web_search_call", "id": itemID("ws", r, c.ID), "status": status,
 			"action": map[string]any{"type": "open_page", "url": c.URL}}
 	}
-	return map[string]any{"type": "web_search_call", "id": "ws_" + c.ID, "status": status,
+	return map[string]any{"type": "web_search_call", "id": itemID("ws", r, c.ID), "status": status,
 		"action": map[string]any{"type": "search", "query": c.Query, "sources": sources}}
 }
 
-func functionCallItem(c *ToolCall) map[string]any {
-	return map[string]any{"type": "function_call", "id": "fc_" + idToken(c.ID), "call_id": c.ID, "name": c.Name, "arguments": c.Arguments, "status": "completed"}
+func functionCallItem(r *Response, c *ToolCall) map[string]any {
+	return map[string]any{"type": "function_call", "id": itemID("fc", r, c.ID), "call_id": c.ID, "name": c.Name, "arguments": c.Arguments, "status": "completed"}
 }
 
 func messageID(r *Response) string { return "msg_" + idToken(r.ID) }
@@ -144,6 +187,9 @@ func responseObject(r *Response, output []any) map[string]any {
 		} else {
 			o[f.key] = json.RawMessage(f.def)
 		}
+	}
+	if v, ok := r.Echo["conversation"]; ok {
+		o["conversation"] = v // only when the request named one
 	}
 	if r.Status != StatusCompleted && r.Status != "" {
 		o["usage"] = nil
@@ -323,11 +369,11 @@ func (s *responsesStream) Start(r *Response) []Event {
 func (s *responsesStream) KeepAlive() []Event { return []Event{{}} }
 
 // search adds a web_search_call item: in progress, searching.
-func (s *responsesStream) search(evs []Event, c *ServerCall) []Event {
+func (s *responsesStream) search(evs []Event, r *Response, c *ServerCall) []Event {
 	idx := s.next
 	s.next++
 	s.calls[c.ID], s.queries[c.ID] = idx, c
-	id := "ws_" + c.ID
+	id := itemID("ws", r, c.ID)
 	added := map[string]any{"type": "web_search_call", "id": id, "status": "in_progress", "action": map[string]any{"type": "search", "query": c.Query}}
 	evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
 	for _, phase := range []string{"in_progress", "searching"} {
@@ -337,13 +383,13 @@ func (s *responsesStream) search(evs []Event, c *ServerCall) []Event {
 }
 
 // searched completes a web_search_call item.
-func (s *responsesStream) searched(evs []Event, res *SearchResult) []Event {
+func (s *responsesStream) searched(evs []Event, r *Response, res *SearchResult) []Event {
 	idx, ok := s.calls[res.CallID]
 	if !ok || s.done[res.CallID] {
 		return evs
 	}
 	s.done[res.CallID] = true
-	item := webSearchItem(s.queries[res.CallID], res, "")
+	item := webSearchItem(r, s.queries[res.CallID], res, "")
 	evs = append(evs, s.ev("response.web_search_call.completed", map[string]any{"output_index": idx, "item_id": item["id"]}))
 	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": item}))
 }
@@ -382,12 +428,14 @@ func (s *responsesStream) Update(r *Response) []Event {
 			// A search that starts after the text (a model that wrote before it
 			// searched) cannot be put before the message item: Finish adds it.
 			if _, ok := s.calls[p.Server.ID]; !ok && s.msg < 0 {
-				evs = s.search(evs, p.Server)
+				evs = s.search(evs, r, p.Server)
 			}
 		case PartServerResult:
-			evs = s.searched(evs, p.Search)
+			evs = s.searched(evs, r, p.Search)
 		case PartText:
-			if !s.holdText {
+			// No message item is opened for no text: an answer that ends in function
+			// calls without writing has none (responsesOutput).
+			if !s.holdText && p.Text != "" {
 				evs = s.text(evs, r, p.Text, false)
 			}
 		}
@@ -406,7 +454,7 @@ func (s *responsesStream) Finish(r *Response) []Event {
 		switch p.Kind {
 		case PartServerCall:
 			if _, ok := s.calls[p.Server.ID]; !ok {
-				evs = s.search(evs, p.Server)
+				evs = s.search(evs, r, p.Server)
 			}
 		case PartServerResult:
 			results[p.Search.CallID] = p.Search
@@ -418,7 +466,7 @@ func (s *responsesStream) Finish(r *Response) []Event {
 			if res == nil {
 				res = &SearchResult{CallID: p.Server.ID, Sources: []Source{}}
 			}
-			evs = s.searched(evs, res)
+			evs = s.searched(evs, r, res)
 		}
 	}
 	for _, item := range final {

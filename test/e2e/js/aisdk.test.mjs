@@ -74,3 +74,38 @@ test('ai sdk: messages with thinking, a client tool round trip on a Chat thinkin
   assert.ok(r.steps[0].reasoningText, 'no thinking in the tool call step');
   assert.equal(r.finishReason, 'stop');
 });
+
+// A three-turn conversation with web_search through the Responses provider, which
+// (store: true, its default) sends each earlier turn's output back by id: every
+// web_search_call, reasoning, function call and message of a stored response must be
+// resolvable as an item_reference, on each kind of model behind the fleet.
+for (const m of [model, 'sim-claude', 'sim-gemini']) {
+  for (const streamed of [false, true]) {
+    test(`ai sdk: responses, a three-turn web_search conversation by reference on ${m}, ${streamed ? 'streamed' : 'whole'}`, async () => {
+      const messages = [];
+      const questions = [searchPrompt, 'Search the web: and what about tomorrow in San Francisco?', 'Search the web: and in Paris?'];
+      for (const [turn, question] of questions.entries()) {
+        messages.push({ role: 'user', content: streamed ? `${question} sim:token-delay=2ms` : question });
+        const params = { model: openai.responses(m), messages, tools: { web_search: openai.tools.webSearch({}) }, maxRetries: 0 };
+        let r;
+        if (streamed) {
+          let failure;
+          const s = streamText({ ...params, onError: ({ error }) => { failure = error; } });
+          r = { text: await s.text, finishReason: await s.finishReason, content: await s.content, response: await s.response, request: await s.request };
+          if (failure) throw failure;
+        } else {
+          r = await generateText(params);
+        }
+        assert.equal(r.finishReason, 'stop', `turn ${turn + 1}`);
+        assert.ok(r.text, `turn ${turn + 1}: no text`);
+        assert.ok(searchCalls(r).length >= 2, `turn ${turn + 1}: no web_search call in ${r.content.map((p) => p.type)}`);
+        if (turn > 0) {
+          const refs = JSON.stringify(r.request?.body ?? (await r.request)?.body ?? '');
+          assert.match(refs, /item_reference/, `turn ${turn + 1} sent no item_reference`);
+        }
+        messages.push(...r.response.messages);
+      }
+      assert.ok(messages.length >= 6, `the conversation has ${messages.length} messages`);
+    });
+  }
+}

@@ -147,3 +147,75 @@ test('responses: bad input raises the SDK typed errors', async () => {
   await assertTypedError(() => openai.responses.retrieve('resp_doesnotexist'), OpenAI.NotFoundError, 404);
   await assertTypedError(() => openai.responses.stream({ model: 'no-such-model', input: 'hi' }).finalResponse(), OpenAI.NotFoundError, 404);
 });
+
+test('responses: a background response is cancelled; a finished or foreground one cannot be', async () => {
+  const bg = await openai.responses.create({ model, input: 'Tell me a long story. sim:nosearch sim:model-slow=30s', background: true });
+  assert.ok(['queued', 'in_progress'].includes(bg.status), bg.status);
+  const cancelled = await openai.responses.cancel(bg.id);
+  assert.equal(cancelled.id, bg.id);
+  assert.equal(cancelled.status, 'cancelled');
+  assert.equal((await openai.responses.cancel(bg.id)).status, 'cancelled', 'cancelling again is not the same answer');
+  assert.equal((await openai.responses.retrieve(bg.id)).status, 'cancelled');
+  const done = await openai.responses.create({ model, input: 'Hello. sim:nosearch' });
+  await assertTypedError(() => openai.responses.cancel(done.id), OpenAI.BadRequestError, 400);
+  await assertTypedError(() => openai.responses.cancel('resp_doesnotexist'), OpenAI.NotFoundError, 404);
+});
+
+test('responses: input items page through the input; a deleted response is not found', async () => {
+  const input = ['One. sim:nosearch', 'Two.', 'Three.'].map((text) => ({ role: 'user', content: text }));
+  const r = await openai.responses.create({ model, input });
+  const first = await openai.responses.inputItems.list(r.id, { limit: 2 });
+  assert.equal(first.data.length, 2);
+  assert.ok(first.has_more, 'the first page says there is no more');
+  const texts = [];
+  for await (const item of openai.responses.inputItems.list(r.id, { limit: 2 })) {
+    assert.equal(item.type, 'message');
+    assert.ok(item.id, `an item without an id: ${JSON.stringify(item)}`);
+    texts.push(item.content[0].text);
+  }
+  assert.deepEqual(texts, ['Three.', 'Two.', 'One. sim:nosearch'], 'newest first by default');
+  const asc = await openai.responses.inputItems.list(r.id, { order: 'asc' });
+  assert.deepEqual(asc.data.map((i) => i.content[0].text), ['One. sim:nosearch', 'Two.', 'Three.']);
+
+  await openai.responses.delete(r.id);
+  await assertTypedError(() => openai.responses.retrieve(r.id), OpenAI.NotFoundError, 404);
+  await assertTypedError(() => openai.responses.inputItems.list(r.id), OpenAI.NotFoundError, 404);
+  await assertTypedError(() => openai.responses.create({ model, input: 'Go on. sim:nosearch', previous_response_id: r.id }), OpenAI.BadRequestError, 400);
+});
+
+test('responses: a conversation holds items, and two turns that name it build on each other', async () => {
+  const conv = await openai.conversations.create({ metadata: { topic: 'names' }, items: [{ type: 'message', role: 'user', content: 'My name is Ada. sim:nosearch' }] });
+  assert.match(conv.id, /^conv_/);
+  assert.equal(conv.object, 'conversation');
+  assert.deepEqual(conv.metadata, { topic: 'names' });
+  assert.equal((await openai.conversations.retrieve(conv.id)).id, conv.id);
+
+  const first = await openai.responses.create({ model, conversation: conv.id, input: 'Remember that. sim:nosearch' });
+  assert.equal(first.status, 'completed');
+  assert.equal(first.conversation?.id, conv.id);
+  const second = await openai.responses.create({ model, conversation: { id: conv.id }, input: 'What is my name? sim:nosearch' });
+  assert.equal(second.status, 'completed');
+
+  const items = [];
+  for await (const item of openai.conversations.items.list(conv.id, { order: 'asc', limit: 2 })) items.push(item);
+  assert.deepEqual(items.map((i) => i.type), ['message', 'message', 'message', 'message', 'message'], JSON.stringify(items));
+  assert.deepEqual(items.map((i) => i.role), ['user', 'user', 'assistant', 'user', 'assistant']);
+  assert.equal(items[2].id, first.output.at(-1).id, 'the first answer is not in the conversation by its id');
+  assert.equal(items[4].id, second.output.at(-1).id);
+  // The second turn ran on the whole conversation: its stored input begins with it.
+  const got = await openai.conversations.items.retrieve(items[2].id, { conversation_id: conv.id });
+  assert.equal(got.id, items[2].id);
+
+  const added = await openai.conversations.items.create(conv.id, { items: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'P.S.' }] }] });
+  assert.equal(added.data.length, 1);
+  assert.ok(added.data[0].id);
+  await openai.conversations.items.delete(added.data[0].id, { conversation_id: conv.id });
+  await assertTypedError(() => openai.conversations.items.retrieve(added.data[0].id, { conversation_id: conv.id }), OpenAI.NotFoundError, 404);
+
+  const updated = await openai.conversations.update(conv.id, { metadata: { topic: 'ada' } });
+  assert.deepEqual(updated.metadata, { topic: 'ada' });
+  const deleted = await openai.conversations.delete(conv.id);
+  assert.equal(deleted.deleted, true);
+  await assertTypedError(() => openai.conversations.retrieve(conv.id), OpenAI.NotFoundError, 404);
+  await assertTypedError(() => openai.responses.create({ model, conversation: conv.id, input: 'hi sim:nosearch' }), OpenAI.NotFoundError, 404);
+});

@@ -75,7 +75,7 @@ test('responses websocket: turns follow one another, a store:false response cont
     try {
       const miss = await turn(other, { store: false, previous_response_id: first.response.id, input: 'Continue.' });
       assert.equal(miss.error?.error.code, 'previous_response_not_found');
-      assert.equal(miss.error.status, 404);
+      assert.equal(miss.error.status, 400);
     } finally {
       other.close();
     }
