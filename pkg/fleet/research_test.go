@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -302,4 +303,51 @@ func TestResearchBudget(t *testing.T) {
 		t.Fatalf("spent $%.4f of a $%.2f cap", r.Usage.CostUSD, capUSD)
 	}
 	t.Logf("%d children, $%.4f", r.Usage.Children, r.Usage.CostUSD)
+}
+
+// Two identical requests of one tenant while the first runs share it, unless the
+// second opts out; the events stream replays from any event id.
+func TestResearchShareAndEvents(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	setFault(t, f, map[string]any{"prefix": "/v1/chat", "slow": "300ms", "times": 1})
+	body := map[string]any{"input": "What is dark matter?", "model": "research/sim-model", "effort": "low"}
+	a := startResearch(t, f, body)
+	code, b, h := f.Do(t, http.MethodPost, "/v1/research", body)
+	var second researchRun
+	json.Unmarshal(b, &second)
+	if code != http.StatusAccepted || second.ID != a.ID || h.Get("Searchfleet-Shared-Run") != "true" {
+		t.Fatalf("identical request: %d %s (first %s)", code, second.ID, a.ID)
+	}
+	body["share"] = false
+	if own := startResearch(t, f, body); own.ID == a.ID {
+		t.Fatal("share: false shared the run")
+	}
+	waitResearch(t, f, a.ID, ended)
+	events := func(after string) []string {
+		req, _ := http.NewRequest(http.MethodGet, f.URL+"/v1/research/"+a.ID+"/events", nil)
+		if after != "" {
+			req.Header.Set("Last-Event-ID", after)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var ids []string
+		all, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(all), "\n") {
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				ids = append(ids, v)
+			}
+		}
+		return ids
+	}
+	all := events("")
+	if len(all) < 8 {
+		t.Fatalf("%d events", len(all))
+	}
+	if rest := events(all[3]); len(rest) != len(all)-4 || rest[0] != all[4] {
+		t.Fatalf("resumed after %s: %v of %v", all[3], rest, all)
+	}
 }
