@@ -62,8 +62,11 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 	if !strings.HasPrefix(id, IDPrefix) {
 		return bus.Permanent(fmt.Errorf("research: %q is not a run id", id))
 	}
+	// The lease's owner is this delivery, not this worker: two steps of one run in
+	// one process must not both hold it.
+	owner := w.ID + "/" + state.NewID("")
 	for range maxActions {
-		release, left, err := w.Store.Leases.Hold(ctx, w.Store.K.RunLease(id), w.ID, w.LeaseTTL)
+		release, left, err := w.Store.Leases.Hold(ctx, w.Store.K.RunLease(id), owner, w.LeaseTTL)
 		if err != nil {
 			return err
 		}
@@ -157,7 +160,7 @@ func (w *Worker) act(ctx context.Context, id string) error {
 
 // event is one run event's JSON.
 func event(typ string, at time.Time, fields map[string]any) []byte {
-	m := map[string]any{"type": typ, "created_at": at.Unix()}
+	m := map[string]any{"type": typ, "created_at": at.Unix(), "at_ms": at.UnixMilli()}
 	for k, v := range fields {
 		m[k] = v
 	}
