@@ -59,7 +59,7 @@ func run(ctx context.Context) error {
 	fs.DurationVar(&o.modelHi, "model-latency-max", 3*time.Second, "simulated model latency, most")
 	fs.DurationVar(&o.searchLo, "search-latency", 300*time.Millisecond, "simulated search latency, least")
 	fs.DurationVar(&o.searchHi, "search-latency-max", 800*time.Millisecond, "simulated search latency, most")
-	fs.IntVar(&o.searchCap, "search-cap", 2, "searches one search-worker process runs at once in the scaling phase (the engine bottleneck)")
+	fs.IntVar(&o.searchCap, "search-cap", 1, "searches one search-worker process runs at once in the scaling phase (the engine bottleneck)")
 	fs.BoolVar(&o.memory, "memory", true, "streams in memory")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
@@ -78,11 +78,15 @@ func run(ctx context.Context) error {
 	}
 	fmt.Println("| effort | sub-questions | children | wall | critical path | wall ÷ critical | sequential | sequential ÷ wall | paid model calls | paid searches | NATS messages | Redis commands |")
 	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	var highWall time.Duration
 	for _, e := range o.efforts {
 		m, err := measure(ctx, f, e)
 		if err != nil {
 			f.Stop()
 			return err
+		}
+		if e == "high" {
+			highWall = m.wall
 		}
 		fmt.Printf("| %s | %d | %d | %.1f s | %.1f s | %.2f | %.1f s | %.1f× | %d | %d | %d | %d |\n", e, m.subQuestions, m.children,
 			m.wall.Seconds(), m.critical.Seconds(), m.wall.Seconds()/m.critical.Seconds(), m.sequential.Seconds(), m.sequential.Seconds()/m.wall.Seconds(),
@@ -93,7 +97,7 @@ func run(ctx context.Context) error {
 		return nil
 	}
 	fmt.Printf("\nscaling (effort high, each search-worker process capped at %d searches at once):\n\n", o.searchCap)
-	fmt.Println("| search-worker processes | wall | critical path | wall ÷ critical |")
+	fmt.Println("| search-worker processes | searches at once | wall | wall ÷ uncapped wall |")
 	fmt.Println("|--:|--:|--:|--:|")
 	for _, n := range o.workers {
 		f, err := start(ctx, o, o.searchCap)
@@ -104,7 +108,11 @@ func run(ctx context.Context) error {
 		if err == nil {
 			var m result
 			if m, err = measure(ctx, f, "high"); err == nil {
-				fmt.Printf("| %d | %.1f s | %.1f s | %.2f |\n", n, m.wall.Seconds(), m.critical.Seconds(), m.wall.Seconds()/m.critical.Seconds())
+				ratio := "–"
+				if highWall > 0 {
+					ratio = fmt.Sprintf("%.2f", m.wall.Seconds()/highWall.Seconds())
+				}
+				fmt.Printf("| %d | %d | %.1f s | %s |\n", n, n*o.searchCap, m.wall.Seconds(), ratio)
 			}
 		}
 		for _, s := range stops {
@@ -249,7 +257,7 @@ func measure(ctx context.Context, f *benchfleet.Fleet, effort string) (result, e
 			MS   int64  `json:"at_ms"`
 		}
 		json.Unmarshal(e.Data, &ev)
-		if _, ok := at[ev.Type]; !ok || ev.Type == "reflection" {
+		if _, ok := at[ev.Type]; !ok { // the first of each: the reflection between rounds 0 and 1
 			at[ev.Type] = time.UnixMilli(ev.MS)
 		}
 	}
@@ -276,7 +284,8 @@ func measure(ctx context.Context, f *benchfleet.Fleet, effort string) (result, e
 		critical += longest
 		roundEnd = last
 		if n == 0 && len(r.Rounds) > 1 {
-			// The reflection between the rounds is on every path.
+			// The reflection between the rounds is on every path (a later one is in the
+			// writer's time: from the last child's end to the draft).
 			refl := at["reflection"].Sub(last)
 			critical += refl
 			seqChildren += refl
