@@ -237,7 +237,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	until("the run to complete", `document.querySelector("#status [data-status=completed]") && document.querySelector("#report a.cite")`)
 	eval(`location.hash`, &hash)
 	var run struct {
-		Rounds []struct{ Questions []struct{ JobID string `json:"job_id"` } }
+		Rounds []struct {
+			Questions []struct {
+				JobID string `json:"job_id"`
+			}
+		}
 		Output struct{ Sources []struct{ URL string } }
 	}
 	apiCall(t, f, acmeKey, "GET", "/v1/research/"+strings.TrimPrefix(hash, "#/research/"), nil, &run)
