@@ -42,12 +42,12 @@ func main() {
 }
 
 type options struct {
-	efforts                    []string
-	workers                    []int
-	modelLo, modelHi           time.Duration
-	searchLo, searchHi         time.Duration
-	searchCap, scalingChildren int
-	memory                     bool
+	efforts            []string
+	workers            []int
+	modelLo, modelHi   time.Duration
+	searchLo, searchHi time.Duration
+	searchCap          int
+	memory             bool
 }
 
 func run(ctx context.Context) error {
