@@ -351,3 +351,18 @@ func TestResearchShareAndEvents(t *testing.T) {
 		t.Fatalf("resumed after %s: %v of %v", all[3], rest, all)
 	}
 }
+
+// Verification removes a citation whose source does not say what the report claims
+// (the simulated writer adds one on sim:bad-claim) and marks the claim unverified.
+func TestResearchVerifiesClaims(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	r := startResearch(t, f, map[string]any{"input": "How are glaciers formed? sim:bad-claim", "model": "research/sim-model", "effort": "low"})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Output == nil {
+		t.Fatalf("run: %+v", r)
+	}
+	if !strings.Contains(r.Output.Report, "The moon is made of green cheese _(unverified)_.") || r.Output.Citations.Removed != 1 || r.Output.Citations.Valid == 0 {
+		t.Fatalf("citations %+v, report:\n%s", r.Output.Citations, r.Output.Report)
+	}
+}
