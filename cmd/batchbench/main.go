@@ -21,6 +21,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -265,19 +266,24 @@ func (q *queueWatch) watch(ctx context.Context) (stop func()) {
 	go func() {
 		defer close(done)
 		for wctx.Err() == nil {
-			for _, w := range watched {
-				c, err := q.js.Consumer(wctx, w[0], w[1])
+			// A family's backlog is its own consumer's and its lanes' (bus.FamilyLag).
+			seen := map[string]uint64{}
+			for _, stream := range []string{bus.StreamJobs, bus.StreamChat, bus.StreamSearch} {
+				s, err := q.js.Stream(wctx, stream)
 				if err != nil {
 					continue
 				}
-				info, err := c.Info(wctx)
-				if err != nil {
-					continue
+				infos := s.ListConsumers(wctx)
+				for info := range infos.Info() {
+					family, _, _ := strings.Cut(info.Name, "__")
+					seen[family] += info.NumPending + uint64(info.NumAckPending)
 				}
-				q.mu.Lock()
-				q.max[w[1]] = max(q.max[w[1]], info.NumPending+uint64(info.NumAckPending))
-				q.mu.Unlock()
 			}
+			q.mu.Lock()
+			for _, w := range watched {
+				q.max[w[1]] = max(q.max[w[1]], seen[w[1]])
+			}
+			q.mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()

@@ -8,6 +8,8 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/research/agent"
+	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 
 // Model is the model name the demo serves (OpenAI Chat).
@@ -135,6 +137,36 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 		}
 		f.WebSearch.Engines = append(f.WebSearch.Engines, e)
 	}
+	addResearchAgents(f, simURL)
 	_ = f.Resolve(Lookup) // cannot fail: Lookup answers every variable
 	return f
+}
+
+// researchAgentPrices are the demo agents' expected prices per run (low, medium,
+// high, max): OpenAI's and Exa's in line with what the simulator reports, Parallel's
+// its processors' list prices (base, core, pro, ultra), Gemini's (which reports no
+// cost) a round guess.
+var researchAgentPrices = map[string]config.AgentPrice{
+	"openai-deep-research": {Low: 1, Medium: 3, High: 6, Max: 10},
+	"gemini-deep-research": {Low: 2, Medium: 2, High: 2, Max: 5},
+	"perplexity-agent":     {Low: 0.05, Medium: 0.2, High: 0.5, Max: 1.2},
+	"parallel-task":        {Low: 0.01, Medium: 0.025, High: 0.1, Max: 0.3},
+	"exa-agent":            {Low: 0.1, Medium: 0.3, High: 1, Max: 5},
+}
+
+// researchAgentProviderKinds are the provider kinds of the agents' providers.
+var researchAgentProviderKinds = map[string]string{
+	"openai-deep-research": "openai", "gemini-deep-research": "gemini", "perplexity-agent": "perplexity",
+	"parallel-task": "parallel", "exa-agent": "exa",
+}
+
+// addResearchAgents configures every research agent kind, named after its kind,
+// against the simulator, each through a provider of its own ("sim-<kind>").
+func addResearchAgents(f *config.File, simURL string) {
+	f.ResearchAgents = map[string]config.ResearchAgent{}
+	for _, kind := range agent.Kinds {
+		p := "sim-" + kind
+		f.Providers[p] = config.Provider{Kind: researchAgentProviderKinds[kind], BaseURL: simulator.AgentBaseURL(simURL, kind), APIKeyEnv: KeyEnv}
+		f.ResearchAgents[kind] = config.ResearchAgent{Kind: kind, Provider: p, PriceUSD: researchAgentPrices[kind]}
+	}
 }

@@ -10,8 +10,10 @@
 //     with its custom_ids, and publishes one bus.BatchExpand.
 //  2. The batch-expander consumer (HandleExpand, in ingress processes) creates the
 //     line's jobs — job id = batch id + "_" + line index, so a redelivered or crashed
-//     expansion creates each job once — and publishes them on fleet.jobs.v1.batch, a
-//     chunk at a time behind a cursor stored with the batch ("in_progress").
+//     expansion creates each job once — and publishes them on the batch's own lane,
+//     fleet.jobs.v1.chat.batch.<tenant>.<batch>, a chunk at a time behind a cursor
+//     stored with the batch ("in_progress"); chat workers take lines round robin
+//     across tenants and batches.
 //  3. Every job that ends calls JobFinished, which counts its line once
 //     (state.Store.CountBatchLine). The line that resolves the batch ("finalizing")
 //     kicks the expander, which writes the output and error files to the

@@ -205,7 +205,9 @@ func (s *Service) expandChunk(ctx context.Context, b *record, chunk []pendingLin
 	return bus.Wait(ctx, pending...)
 }
 
-// createJob records the job of line i and publishes it on the batch subject; a job
+// createJob records the job of line i and publishes it on its batch's lane
+// (fleet.jobs.v1.chat.batch.<tenant>.<batch>: chat workers take lines round robin
+// across tenants and across a tenant's batches, bus.ConsumeFair); a job
 // an earlier delivery recorded is only published again (jobs.Submit).
 func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (bus.Pending, error) {
 	var l struct {
@@ -224,11 +226,11 @@ func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (
 		return bus.Pending{}, bus.Permanent(err)
 	}
 	job := &state.Job{ID: jobID(b.ID, i), Tenant: b.Tenant, Kind: "chat", Model: req.Model, Request: stored,
-		Created: time.Now().UTC(), Deadline: b.Expires, Batch: b.ID}
+		Created: time.Now().UTC(), Deadline: b.Expires, Batch: b.ID, Band: bus.BandBatch}
 	if ok, err := s.chargeLine(ctx, job); !ok {
 		return bus.Pending{}, err // refused by the tenant's storage quota: the line failed (quota.go)
 	}
-	return jobs.Submit(ctx, s.Bus, s.Store, job, bus.SubjectBatchJob, bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
+	return jobs.Submit(ctx, s.Bus, s.Store, job, bus.SubjectJob(bus.BandBatch, job.Tenant, b.ID), bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
 }
 
 // parallel runs fn(0..n-1) with at most `workers` at once and joins their errors.

@@ -58,11 +58,13 @@ type ConsumeOptions struct {
 
 // Worker consumes one durable consumer.
 type Worker struct {
-	name     string
-	iter     jetstream.MessagesContext
-	wg       sync.WaitGroup
-	loopDone chan struct{}
-	hardStop context.CancelFunc
+	name string
+	// stopTaking stops taking new messages (Drain); stopNow drops buffered ones too
+	// (Stop).
+	stopTaking, stopNow func()
+	wg                  sync.WaitGroup
+	loopDone            chan struct{}
+	hardStop            context.CancelFunc
 }
 
 // Consume starts handling spec's messages with h until Drain or Stop. Messages that do
@@ -96,7 +98,7 @@ func consume[T Payload](ctx context.Context, b *Bus, spec ConsumerSpec, h Handle
 	// Handlers run on a context that outlives Drain (in-flight work finishes) but not
 	// Stop.
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &Worker{name: spec.Config.Durable, iter: iter, loopDone: make(chan struct{}), hardStop: cancel}
+	w := &Worker{name: spec.Config.Durable, stopTaking: iter.Drain, stopNow: iter.Stop, loopDone: make(chan struct{}), hardStop: cancel}
 	r := &runner[T]{b: b, spec: spec, h: h, o: o, decode: decode}
 	sem := make(chan struct{}, o.Concurrency)
 	go func() {
@@ -137,7 +139,7 @@ func consume[T Payload](ctx context.Context, b *Bus, spec ConsumerSpec, h Handle
 // returns when they have or ctx ends (then the rest are cancelled and naked, so another
 // worker takes them at once).
 func (w *Worker) Drain(ctx context.Context) error {
-	w.iter.Drain()
+	w.stopTaking()
 	done := make(chan struct{})
 	go func() {
 		<-w.loopDone
@@ -157,7 +159,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 
 // Stop cancels in-flight handlers and stops at once.
 func (w *Worker) Stop() {
-	w.iter.Stop()
+	w.stopNow()
 	w.hardStop()
 	<-w.loopDone
 	w.wg.Wait()
@@ -297,7 +299,7 @@ func (r *runner[T]) apply(ctx context.Context, msg jetstream.Msg, meta *jetstrea
 // once. subject and meta are as the server gave them (namespaced); the dead letter
 // names them without the namespace.
 func (b *Bus) deadLetter(ctx context.Context, subject string, h nats.Header, data []byte, meta *jetstream.MsgMetadata, reason string) error {
-	subject, stream, consumer := b.localSubject(subject), b.localName(meta.Stream), b.localName(meta.Consumer)
+	subject, stream, consumer := b.localSubject(subject), b.localName(meta.Stream), familyOf(b.localName(meta.Consumer))
 	m := nats.NewMsg(b.Subject(SubjectDLQ(stream, consumer)))
 	m.Data = data
 	if kind := h.Get(HeaderKind); kind != "" {

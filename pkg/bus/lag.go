@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,6 +33,31 @@ func (b *Bus) ConsumerLag(ctx context.Context, stream, consumer string) (Lag, er
 		return Lag{}, fmt.Errorf("consumer %s/%s: %w", b.Name(stream), b.Name(consumer), err)
 	}
 	return Lag{Pending: info.NumPending, AckPending: uint64(info.NumAckPending)}, nil
+}
+
+// FamilyLag is ConsumerLag of a family's durable consumer with the backlog of all its
+// lane consumers added (fair.go): a family's whole backlog under its one name.
+func (b *Bus) FamilyLag(ctx context.Context, stream, family string) (Lag, error) {
+	lag, err := b.ConsumerLag(ctx, stream, family)
+	if err != nil {
+		return lag, err
+	}
+	s, err := b.js.Stream(ctx, b.Name(stream))
+	if err != nil {
+		return lag, fmt.Errorf("stream %s: %w", b.Name(stream), err)
+	}
+	prefix := b.Name(family) + laneSep
+	infos := s.ListConsumers(ctx)
+	for info := range infos.Info() {
+		if strings.HasPrefix(info.Name, prefix) {
+			lag.Pending += info.NumPending
+			lag.AckPending += uint64(info.NumAckPending)
+		}
+	}
+	if err := infos.Err(); err != nil {
+		return lag, fmt.Errorf("stream %s: listing consumers: %w", b.Name(stream), err)
+	}
+	return lag, nil
 }
 
 // StreamMessages is how many messages a stream holds (for the DLQ: dead letters).

@@ -12,12 +12,12 @@ import (
 // stream from its start). deploy/nats/ holds the same definitions for operators;
 // TestDeployFilesMatch keeps the two in step.
 const (
-	SubjectChatJob   = "fleet.jobs.v1.chat"        // interactive chat jobs
-	SubjectBatchJob  = "fleet.jobs.v1.batch"       // chat jobs that belong to a batch
+	SubjectChatJob   = "fleet.jobs.v1.chat"        // new chat jobs: lanes below it (lanes.go); itself an earlier release's
+	SubjectBatchJob  = "fleet.jobs.v1.batch"       // batch lines of an earlier release (now lanes of band batch)
 	SubjectExpand    = "fleet.jobs.v1.expand"      // a batch to turn into jobs
 	SubjectResearch  = "fleet.jobs.v1.research"    // a research run's next step
-	SubjectResume    = "fleet.chat.v1.resume"      // a finished server-tool call
-	subjectSearch    = "fleet.search.v1."          // + engine id
+	SubjectResume    = "fleet.chat.v1.resume"      // finished server-tool calls: lanes below it; itself an earlier release's
+	subjectSearch    = "fleet.search.v1."          // + engine id (an earlier release's), + "." + band + "." + tenant (lanes)
 	SubjectFetch     = "fleet.fetch.v1.pages"      // web_fetch calls (one subject: no engines)
 	subjectEvents    = "fleet.events.v2."          // + job id + "." + event type, or ".end"
 	SubjectWebhook   = "fleet.webhooks.v1.deliver" // callback deliveries
@@ -25,6 +25,7 @@ const (
 	subjectStream    = "fleet.stream.v1."          // + job id: token deltas, plain NATS
 	subjectEnded     = "fleet.ended.v1."           // + ingress + "." + job id: an ended job for its ingress, plain NATS
 	SubjectSearchAll = subjectSearch + "*"
+	subjectLanesAll  = ".>"
 	SubjectEventsAll = subjectEvents + "*.*"
 	SubjectEndsAll   = subjectEvents + "*.end"
 	SubjectDLQAll    = subjectDLQ + ">"
@@ -74,8 +75,12 @@ func SubjectDLQ(stream, consumer string) string { return subjectDLQ + stream + "
 // ConsumerSearch is the durable consumer of one engine's searches.
 func ConsumerSearch(engine string) string { return consumerSearch + engine }
 
-// EngineOfSubject returns the engine id of a fleet.search.v1.<engine> subject.
-func EngineOfSubject(subject string) string { return strings.TrimPrefix(subject, subjectSearch) }
+// EngineOfSubject returns the engine id of a fleet.search.v1.<engine>[.<band>.<tenant>]
+// subject.
+func EngineOfSubject(subject string) string {
+	e, _, _ := strings.Cut(strings.TrimPrefix(subject, subjectSearch), ".")
+	return e
+}
 
 // DuplicateWindow is how long the streams remember a Nats-Msg-Id. It bounds how late a
 // republished message can still be recognised as a duplicate: longer than any
@@ -157,9 +162,12 @@ func Streams(l Limits) []jetstream.StreamConfig {
 		}
 	}
 	return []jetstream.StreamConfig{
-		workQueue(StreamJobs, "new chat jobs (interactive and batch), batches to expand and research runs' steps", SubjectChatJob, SubjectBatchJob, SubjectExpand, SubjectResearch),
-		workQueue(StreamChat, "finished server-tool calls to fold back into their chains", SubjectResume),
-		workQueue(StreamSearch, "web_search calls, one subject per engine, and web_fetch calls", SubjectSearchAll, SubjectFetch),
+		workQueue(StreamJobs, "new chat jobs (one lane per band and tenant, batch lines per batch), batches to expand and research runs' steps",
+			SubjectChatJob, SubjectBatchJob, SubjectExpand, SubjectResearch, prefixJobLanes+subjectLanesAll),
+		workQueue(StreamChat, "finished server-tool calls to fold back into their chains (one lane per band and tenant)",
+			SubjectResume, prefixResumeLanes+subjectLanesAll),
+		workQueue(StreamSearch, "web_search calls, one subject per engine and lanes per band and tenant below it, and web_fetch calls",
+			SubjectSearchAll, SubjectSearchAll+subjectLanesAll, SubjectFetch),
 		{
 			Name:        StreamEvents,
 			Description: "job lifecycle events, the durable record of each job's progress",

@@ -43,7 +43,7 @@ func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadL
 		if m.Direct {
 			return w.FailJob(ctx, m.JobID, jobs.DeadLettered(dl.Consumer, dl.Deliveries, dl.Reason))
 		}
-		return w.Bus.Publish(ctx, bus.SubjectResume, search.Done{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Result: *res, Attempts: dl.Deliveries})
+		return w.Bus.Publish(ctx, bus.SubjectResumeOf(m.Band, m.Tenant), search.Done{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: m.Engine, Result: *res, Attempts: dl.Deliveries})
 	case search.FetchRequest{}.Kind():
 		// A fetch that kept failing: the model reads that the page was unavailable.
 		m, _, err := bus.Decode[search.FetchRequest](dl.Data)
@@ -51,7 +51,7 @@ func (w *Worker) HandleDeadLetter(ctx context.Context, d *bus.Delivery[bus.DeadL
 			return nil
 		}
 		p := &fetch.Page{URL: m.URL, Error: &fetch.Error{Type: fetch.ErrUnavailable, Message: fmt.Sprintf("the page could not be fetched after %d attempts", dl.Deliveries)}}
-		return w.Bus.Publish(ctx, bus.SubjectResume, search.Done{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: search.FetchEngine, Result: *search.PageResult(p), Attempts: dl.Deliveries, Page: p})
+		return w.Bus.Publish(ctx, bus.SubjectResumeOf(m.Band, m.Tenant), search.Done{JobID: m.JobID, Hop: m.Hop, CallID: m.CallID, Engine: search.FetchEngine, Result: *search.PageResult(p), Attempts: dl.Deliveries, Page: p})
 	}
 	return nil
 }

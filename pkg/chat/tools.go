@@ -136,7 +136,8 @@ func planSearch(w *Worker, v *view, t *turn, tc wire.ToolCall, p *planState, c *
 }
 
 func searchRequest(v *view, h int, t *turn, c call) (string, bus.Payload) {
-	return bus.SubjectSearch(c.Engine), search.Request{JobID: v.job.ID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query, Deadline: v.job.Deadline, GooglePreferred: t.GooglePreferred, Tenant: v.job.Tenant}
+	return bus.SubjectSearchOf(c.Engine, v.job.Band, v.job.Tenant), search.Request{JobID: v.job.ID, Hop: h, CallID: c.ID, Engine: c.Engine, Query: c.Query,
+		Deadline: v.job.Deadline, GooglePreferred: t.GooglePreferred, Tenant: v.job.Tenant, Band: v.job.Band}
 }
 
 // planFetch is web_fetch's plan: a URL of the right shape, within the per-job fetch
@@ -159,7 +160,7 @@ func planFetch(w *Worker, v *view, t *turn, tc wire.ToolCall, p *planState, c *c
 }
 
 func fetchRequest(v *view, h int, _ *turn, c call) (string, bus.Payload) {
-	return bus.SubjectFetch, search.FetchRequest{JobID: v.job.ID, Hop: h, CallID: c.ID, URL: c.URL, Deadline: v.job.Deadline}
+	return bus.SubjectFetch, search.FetchRequest{JobID: v.job.ID, Hop: h, CallID: c.ID, URL: c.URL, Deadline: v.job.Deadline, Tenant: v.job.Tenant, Band: v.job.Band}
 }
 
 // renderPage is the tool message of a fetched page: the page as one numbered source,

@@ -129,7 +129,7 @@ func (p *publisher) resumes() []search.Done {
 	defer p.mu.Unlock()
 	var out []search.Done
 	for _, m := range p.msgs {
-		if d, ok := m.payload.(search.Done); ok && m.subject == bus.SubjectResume {
+		if d, ok := m.payload.(search.Done); ok && strings.HasPrefix(m.subject, bus.SubjectResume+".") {
 			out = append(out, d)
 		}
 	}

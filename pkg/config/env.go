@@ -105,6 +105,11 @@ type Env struct {
 	// known API key, or they close). A connection accepted beyond it is answered 503
 	// and closed before its request is read; 0 sets no bound.
 	HTTPMaxUnauthenticatedConns int `env:"FLEET_HTTP_MAX_UNAUTHENTICATED_CONNS" envDefault:"1024"`
+	// HTTPMaxUnauthenticatedConnsPerSource is one source's share of them (an IPv4
+	// address, an IPv6 /64; 0: the whole bound); HTTPUnauthenticatedIdle closes such a
+	// connection left idle that long.
+	HTTPMaxUnauthenticatedConnsPerSource int           `env:"FLEET_HTTP_MAX_UNAUTHENTICATED_CONNS_PER_SOURCE" envDefault:"64"`
+	HTTPUnauthenticatedIdle              time.Duration `env:"FLEET_HTTP_UNAUTHENTICATED_IDLE_TIMEOUT" envDefault:"5s"`
 	// ChatBillableParams lists the Chat request parameters that change what the model
 	// provider bills which clients may send: service_tier (other than "default"),
 	// audio (audio output), store (stored completions and their metadata),
@@ -257,7 +262,7 @@ func (e Env) Validate() error {
 		bad("FLEET_MAX_BODY_BYTES must be at least 1024")
 	}
 	for name, d := range map[string]time.Duration{"FLEET_HTTP_HEADER_TIMEOUT": e.HTTPHeaderTimeout, "FLEET_HTTP_IDLE_TIMEOUT": e.HTTPIdleTimeout,
-		"FLEET_HTTP_BODY_TIMEOUT": e.HTTPBodyTimeout, "FLEET_HTTP_UPLOAD_TIMEOUT": e.HTTPUploadTimeout} {
+		"FLEET_HTTP_BODY_TIMEOUT": e.HTTPBodyTimeout, "FLEET_HTTP_UPLOAD_TIMEOUT": e.HTTPUploadTimeout, "FLEET_HTTP_UNAUTHENTICATED_IDLE_TIMEOUT": e.HTTPUnauthenticatedIdle} {
 		if d <= 0 {
 			bad("%s must be positive (got %s)", name, d)
 		}
@@ -269,6 +274,9 @@ func (e Env) Validate() error {
 	}
 	if e.HTTPMaxUnauthenticatedConns < 0 {
 		bad("FLEET_HTTP_MAX_UNAUTHENTICATED_CONNS must be at least 0 (0: no bound)")
+	}
+	if e.HTTPMaxUnauthenticatedConnsPerSource < 0 {
+		bad("FLEET_HTTP_MAX_UNAUTHENTICATED_CONNS_PER_SOURCE must be at least 0 (0: the whole bound)")
 	}
 	if e.HTTPUploadTimeout < e.HTTPBodyTimeout {
 		bad("FLEET_HTTP_UPLOAD_TIMEOUT (%s) must not be shorter than FLEET_HTTP_BODY_TIMEOUT (%s)", e.HTTPUploadTimeout, e.HTTPBodyTimeout)
@@ -346,6 +354,8 @@ func (e Env) LogValue() slog.Value {
 		slog.Duration("http_body_timeout", e.HTTPBodyTimeout),
 		slog.Duration("http_upload_timeout", e.HTTPUploadTimeout),
 		slog.Int("http_max_unauthenticated_conns", e.HTTPMaxUnauthenticatedConns),
+		slog.Int("http_max_unauthenticated_conns_per_source", e.HTTPMaxUnauthenticatedConnsPerSource),
+		slog.Duration("http_unauthenticated_idle_timeout", e.HTTPUnauthenticatedIdle),
 		slog.Duration("sse_max_duration", e.SSEMaxDuration),
 	)
 }

@@ -39,6 +39,8 @@ type File struct {
 	WebSearch WebSearch `json:"webSearch"`
 	// Tenants map API keys to tenants; with none, the API is open (one tenant).
 	Tenants []Tenant `json:"tenants,omitempty"`
+	// ResearchAgents are the providers' research agents by name (research_agents.go).
+	ResearchAgents map[string]ResearchAgent `json:"researchAgents,omitempty"`
 }
 
 // Provider is one upstream API.
@@ -393,6 +395,7 @@ func (f *File) Validate() error {
 	if defaults > 1 {
 		bad("webSearch.engines: at most one engine may be the default (%d are)", defaults)
 	}
+	f.validateResearchAgents(bad)
 	for i, t := range f.Tenants {
 		if !t.WebhookSecretOverlapUntil.IsZero() && t.WebhookSecretEnv == "" {
 			bad("tenants[%d].webhookSecretOverlapUntil needs webhookSecretEnv", i)

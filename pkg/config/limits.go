@@ -36,6 +36,16 @@ type Limits struct {
 	// back when it expires or is deleted. Over it, submissions are refused (429; 413
 	// for one request larger than the whole quota). Default 256 MiB.
 	StorageBytes int64 `json:"storageBytes,omitempty" env:"STORAGE_BYTES" envDefault:"268435456"`
+	// Weight is the tenant's weight in the fair shares of worker slots (default 1): a
+	// tenant waiting for a chat step or a search holds at most slots × weight / W of a
+	// process's slots, W the weights of the tenants running or waiting there, and the
+	// next free slot goes to the tenant furthest below its share.
+	Weight int `json:"weight,omitempty" env:"WEIGHT" envDefault:"1"`
+	// MaxSteps caps the chat steps one chat worker process runs for the tenant at once
+	// (new jobs and resumes each); MaxSearches the searches of one engine one search
+	// worker process runs for it at once. 0: its share only.
+	MaxSteps    int `json:"maxSteps,omitempty" env:"MAX_STEPS"`
+	MaxSearches int `json:"maxSearches,omitempty" env:"MAX_SEARCHES"`
 }
 
 // Or returns l with every zero field taken from def; a negative field (no limit)
@@ -59,6 +69,9 @@ func (l Limits) Or(def Limits) Limits {
 		FileBytes:    pick(l.FileBytes, def.FileBytes),
 		StorageBytes: pick(l.StorageBytes, def.StorageBytes),
 		Burst:        int(pick(int64(l.Burst), int64(def.Burst))),
+		Weight:       int(pick(int64(l.Weight), int64(def.Weight))),
+		MaxSteps:     int(pick(int64(l.MaxSteps), int64(def.MaxSteps))),
+		MaxSearches:  int(pick(int64(l.MaxSearches), int64(def.MaxSearches))),
 	}
 	switch {
 	case l.RequestsPerSecond < 0:
@@ -74,7 +87,7 @@ func (l Limits) Or(def Limits) Limits {
 // "no limit").
 func (l Limits) validate(bad func(string, ...any)) {
 	if l.RequestsPerSecond < 0 || l.Burst < 0 || l.SyncWaits < 0 || l.Streams < 0 || l.QueuedJobs < 0 ||
-		l.Batches < 0 || l.Files < 0 || l.FileBytes < 0 || l.StorageBytes < 0 {
+		l.Batches < 0 || l.Files < 0 || l.FileBytes < 0 || l.StorageBytes < 0 || l.Weight < 0 || l.MaxSteps < 0 || l.MaxSearches < 0 {
 		bad("FLEET_TENANT_* limits must not be negative (0: no limit)")
 	}
 	if l.RequestsPerSecond > 0 && l.Burst < 1 {
@@ -108,6 +121,19 @@ func (t *TenantLimits) Of(tenant string) Limits {
 		return l
 	}
 	return t.def
+}
+
+// Tenants returns every tenant with limits of its own (the default's are Of's for
+// any other).
+func (t *TenantLimits) Tenants() []string {
+	if t == nil {
+		return nil
+	}
+	out := make([]string, 0, len(t.own))
+	for id := range t.own {
+		out = append(out, id)
+	}
+	return out
 }
 
 // UnlimitedTenantEnv is the environment (KEY=value) that lifts every per-tenant

@@ -96,6 +96,10 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 		t.APIKeys = splitKeys(values[t.APIKeyEnv])
 		t.WebhookSecret = values[t.WebhookSecretEnv]
 	}
+	for name, ra := range f.ResearchAgents {
+		ra.WebhookSecret = values[ra.WebhookSecretEnv]
+		f.ResearchAgents[name] = ra
+	}
 	return nil
 }
 
@@ -179,6 +183,11 @@ func (f *File) secretNeeds() []secretNeed {
 		}
 		if t.WebhookSecretEnv != "" {
 			out = append(out, secretNeed{env: t.WebhookSecretEnv, what: fmt.Sprintf("tenants[%d] %q webhook secret", i, t.ID)})
+		}
+	}
+	for _, name := range f.ResearchAgentNames() {
+		if env := f.ResearchAgents[name].WebhookSecretEnv; env != "" {
+			out = append(out, secretNeed{env: env, what: fmt.Sprintf("researchAgents[%q] webhook secret", name)})
 		}
 	}
 	return out

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/net/html/charset"
 
+	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/netguard"
 )
 
@@ -220,7 +221,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 	body = toUTF8(body, mt, resp.Header.Get("Content-Type"))
 	if mt == "text/html" || mt == "application/xhtml+xml" {
 		d := Readable(body)
-		p.Title, p.Text, p.Kind = d.Title, d.Text, d.Kind
+		p.Title, p.Text, p.Kind = cleanTitle(d.Title), d.Text, d.Kind
 	} else {
 		p.Text = strings.TrimSpace(string(body))
 		p.Kind = KindPage
@@ -445,4 +446,22 @@ func CutRunes(s string, n int) (string, bool) {
 		i++
 	}
 	return s, false
+}
+
+// maxTitle bounds a page's title, in bytes.
+const maxTitle = 1000
+
+// cleanTitle is a page's title cleaned as search titles are: plain text without markup
+// once its entities are decoded (engines.PlainText: "&lt;img …&gt;" does not become a
+// tag), without invisible characters, on one line, at most maxTitle bytes.
+func cleanTitle(s string) string {
+	s = strings.Join(strings.Fields(engines.PlainText(s)), " ")
+	if len(s) > maxTitle {
+		n := maxTitle
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return s
 }

@@ -139,6 +139,18 @@ func TestFetchTruncates(t *testing.T) {
 	}
 }
 
+// A page's title is cleaned as search titles are: entities decoded into markup are
+// stripped, invisible characters dropped, white space collapsed to one line.
+func TestFetchTitleCleaned(t *testing.T) {
+	t.Parallel()
+	f := fetcher(fetch.Options{})
+	s := serve(t, page("text/html; charset=utf-8", `<html><head><title>&lt;img src=x onerror=alert(1)&gt;Tide`+"\u200b"+`
+	tables &amp;lt;b&amp;gt;Brest</title></head><body><p>High tide.</p></body></html>`))
+	if p := get(t, f, s.URL); p.Title != "Tide tables Brest" {
+		t.Errorf("title %q, want %q", p.Title, "Tide tables Brest")
+	}
+}
+
 // A JavaScript app shell and an empty page are named for what they are.
 func TestFetchKinds(t *testing.T) {
 	t.Parallel()

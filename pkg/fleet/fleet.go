@@ -223,6 +223,38 @@ func open(ctx context.Context, o Options) (*process, error) {
 	return p, nil
 }
 
+// consumeFair starts a family of lanes (bus.ConsumeFair) and keeps it for the drain.
+func consumeFair[T bus.Payload](ctx context.Context, p *process, spec bus.FairSpec, shares bus.Shares, h bus.Handler[T], concurrency int) error {
+	w, err := bus.ConsumeFair(ctx, p.bus, spec, shares, h, p.consumeOptions(concurrency))
+	if err != nil {
+		return err
+	}
+	p.workers = append(p.workers, w)
+	p.started(spec.Family)
+	return nil
+}
+
+// shares are the tenants' fair shares of a process's slots (config.Limits weight),
+// capped by cap of their limits (maxSteps, maxSearches).
+func (p *process) shares(limit func(config.Limits) int) bus.Shares {
+	lim := config.NewTenantLimits(p.env.TenantLimits, p.o.File.Tenants)
+	own := map[string]config.Limits{}
+	for _, id := range lim.Tenants() {
+		own[bus.Token(id)] = lim.Of(id)
+	}
+	def := p.env.TenantLimits.Or(config.Limits{})
+	return func(tenant string) bus.Share {
+		l, ok := own[tenant]
+		if !ok {
+			l = def
+		}
+		return bus.Share{Weight: l.Weight, Max: limit(l)}
+	}
+}
+
+func maxSteps(l config.Limits) int    { return l.MaxSteps }
+func maxSearches(l config.Limits) int { return l.MaxSearches }
+
 // consume starts a consumer and keeps it for the drain.
 func consume[T bus.Payload](ctx context.Context, p *process, spec bus.ConsumerSpec, h bus.Handler[T], concurrency int) error {
 	w, err := bus.Consume(ctx, p.bus, spec, h, p.consumeOptions(concurrency))
@@ -301,12 +333,16 @@ func (p *process) runChat(ctx context.Context) error {
 	if env.EvidenceSecret == "" {
 		p.log.Warn("FLEET_EVIDENCE_SECRET is unset: this process keys the evidence delimiters with a random secret; a fleet of several chat worker processes must set the same secret on all of them")
 	}
-	if err := consume(ctx, p, bus.ChatConsumer(p.timing(bus.ConsumerChat)), w.HandleJob, env.ChatConcurrency); err != nil {
+	// New jobs and resumes each fill ChatConcurrency slots by the tenants' shares,
+	// bands first; batch lines hold at most BatchConcurrency of them.
+	steps := p.shares(maxSteps)
+	if err := consumeFair(ctx, p, bus.JobLanes(p.timing(bus.ConsumerChat), env.BatchConcurrency), steps, batchAdmission(env.BatchRate, w.HandleJob), env.ChatConcurrency); err != nil {
 		return err
 	}
-	if err := consume(ctx, p, bus.ResumeConsumer(p.timing(bus.ConsumerResume)), w.HandleResume, env.ChatConcurrency); err != nil {
+	if err := consumeFair(ctx, p, bus.ResumeLanes(p.timing(bus.ConsumerResume)), steps, w.HandleResume, env.ChatConcurrency); err != nil {
 		return err
 	}
+	// Batch lines an earlier release published on fleet.jobs.v1.batch.
 	if err := consume(ctx, p, bus.BatchConsumer(p.timing(bus.ConsumerBatch)), batchAdmission(env.BatchRate, w.HandleJob), env.BatchConcurrency); err != nil {
 		return err
 	}
@@ -349,8 +385,9 @@ func (p *process) runSearch(ctx context.Context) error {
 	w := &search.Worker{Bus: p.bus, Store: search.StoreOf(p.store), Engines: p.engines, Settings: Settings(p.o.File), Timeout: p.env.EngineTimeout,
 		LeaseTTL: p.env.AckWait, Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "search"), ID: p.id,
 		Budgets: p.o.File.Budgets(p.env.DefaultBudget)}
+	searches := p.shares(maxSearches)
 	for _, id := range ids {
-		if err := consume(ctx, p, bus.SearchConsumer(id, p.timing(bus.ConsumerSearch(id))), w.Handle, p.env.SearchConcurrency); err != nil {
+		if err := consumeFair(ctx, p, bus.SearchLanes(id, p.timing(bus.ConsumerSearch(id))), searches, w.Handle, p.env.SearchConcurrency); err != nil {
 			return err
 		}
 	}
@@ -417,6 +454,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		Metrics: p.o.Metrics, Log: p.log.With("role", "ingress"), Webhooks: p.hooks, Batches: p.batches, Ender: p.ender,
 		Limits:  p.batches.Limits,
 		Budgets: p.o.File.Budgets(env.DefaultBudget), MaxUnauthenticatedConns: env.HTTPMaxUnauthenticatedConns,
+		MaxUnauthenticatedConnsPerSource: env.HTTPMaxUnauthenticatedConnsPerSource, UnauthenticatedIdle: env.HTTPUnauthenticatedIdle,
 		ChatBillableParams: env.ChatBillableParams,
 		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
 		Console:            true, // the web console at /console/
@@ -487,6 +525,9 @@ func batchAdmission(perSecond float64, h bus.Handler[bus.ChatJob]) bus.Handler[b
 	}
 	lim := rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
 	return func(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
+		if d.Subject != bus.SubjectBatchJob && bus.BandOfSubject(d.Subject) != bus.BandBatch {
+			return h(ctx, d) // not a batch line
+		}
 		if err := lim.Wait(ctx); err != nil {
 			return err
 		}

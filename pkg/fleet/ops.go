@@ -77,7 +77,7 @@ func (r *queueReader) ReadQueues(ctx context.Context) metrics.Queues {
 	specs := append([]bus.ConsumerSpec(nil), p.specs...)
 	p.mu.Unlock()
 	for _, s := range specs {
-		lag, err := p.bus.ConsumerLag(ctx, s.Stream, s.Config.Durable)
+		lag, err := p.bus.FamilyLag(ctx, s.Stream, s.Config.Durable) // with its lanes
 		if err != nil {
 			fail("consumer lag", err)
 			continue
@@ -88,12 +88,17 @@ func (r *queueReader) ReadQueues(ctx context.Context) metrics.Queues {
 	if q.DLQMessages, err = p.bus.StreamMessages(ctx, bus.StreamDLQ); err != nil {
 		fail("dlq depth", err)
 	}
-	for queue, subject := range map[string]string{"chat": bus.SubjectChatJob, "batch": bus.SubjectBatchJob} {
-		at, ok, err := p.bus.OldestMessage(ctx, bus.StreamJobs, subject)
-		if err != nil {
-			fail("oldest job", err)
-		} else if ok {
-			q.OldestQueued[queue] = at
+	for queue, subjects := range map[string][]string{
+		"chat":  {bus.SubjectChatJob, bus.SubjectJobsOf(bus.BandSync), bus.SubjectJobsOf(bus.BandAsync)},
+		"batch": {bus.SubjectBatchJob, bus.SubjectJobsOf(bus.BandBatch)},
+	} {
+		for _, subject := range subjects {
+			at, ok, err := p.bus.OldestMessage(ctx, bus.StreamJobs, subject)
+			if err != nil {
+				fail("oldest job", err)
+			} else if ok && (q.OldestQueued[queue].IsZero() || at.Before(q.OldestQueued[queue])) {
+				q.OldestQueued[queue] = at
+			}
 		}
 	}
 	if q.Unfinished, q.NextDeadline, err = p.store.Jobs.Unfinished(ctx); err != nil {

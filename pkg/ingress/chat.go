@@ -26,9 +26,25 @@ func (s *Server) newJob(r *http.Request, idPrefix string, p wire.Protocol, req *
 		return nil, err
 	}
 	now := time.Now().UTC()
+	band := bus.BandSync
+	if req.Background {
+		band = bus.BandAsync
+	}
 	return &state.Job{ID: state.NewID(idPrefix), FreshID: true, Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
-		Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout)}, nil
+		Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout),
+		Band: bandFor(r, band)}, nil
 }
+
+// bandFor is the priority band of a request whose kind gives it band: lower when its
+// X-Searchfleet-Priority header asks for a lower one, never higher (an unknown value
+// is ignored).
+func bandFor(r *http.Request, band string) string {
+	b, _ := bus.LowerBand(band, r.Header.Get(bus.HeaderPriority))
+	return b
+}
+
+// jobSubject is the lane a new chat job is published on.
+func jobSubject(job *state.Job) string { return bus.SubjectJob(job.Band, job.Tenant, "") }
 
 // submit records a job and publishes it (enqueue), answering the request in the
 // OpenAI error shape when that fails; it has answered when it returns false.

@@ -29,5 +29,5 @@ func (s *Server) directFetch(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now().UTC()
 	job := &state.Job{ID: state.NewID("ftch_"), FreshID: true, Tenant: tenantOf(r), Kind: "fetch", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
-	s.runDirect(w, r, job, bus.SubjectFetch, search.FetchRequest{JobID: job.ID, Hop: 0, CallID: "direct", URL: u, Deadline: job.Deadline, Direct: true})
+	s.runDirect(w, r, job, bus.SubjectFetch, search.FetchRequest{JobID: job.ID, Hop: 0, CallID: "direct", URL: u, Deadline: job.Deadline, Direct: true, Tenant: job.Tenant, Band: bus.BandSync})
 }

@@ -77,6 +77,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		writeWireError(w, wire.Chat, wire.Invalid("", "The request cannot be run: %s", err))
 		return
 	}
+	job.Band = bandFor(r, bus.BandAsync)
 	tenant := tenantOf(r)
 	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
 		return
@@ -123,7 +124,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		}
 		job.Callback, secret = storedCallback, sec
 	}
-	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), key != "") {
+	if !s.submit(r.Context(), w, job, jobSubject(job), chatJob(job), key != "") {
 		return
 	}
 	if !replayed {

@@ -45,8 +45,13 @@ func (s *Server) refuse(w http.ResponseWriter, codec wire.ClientCodec, tenant, l
 	if s.Metrics != nil {
 		s.Metrics.TenantRejected.WithLabelValues(tenant, limit).Inc()
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(after.Seconds())))))
+	setRetryAfter(w, after)
 	writeWireError(w, codec, &wire.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_exceeded", Code: "rate_limit_exceeded", Message: msg})
+}
+
+// setRetryAfter says to retry after d (at least 1 s).
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
 }
 
 // limitsUnavailable answers a request whose limits could not be checked.
@@ -59,20 +64,29 @@ func (s *Server) limitsUnavailable(w http.ResponseWriter, r *http.Request, codec
 // allowRate takes one request from tenant's request rate; it has answered when it
 // returns false.
 func (s *Server) allowRate(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, tenant string) bool {
-	l := s.Limits.Of(tenant)
-	if l.RequestsPerSecond <= 0 {
-		return true
-	}
-	wait, err := s.Store.Leases.AllowTenant(r.Context(), tenant, l.RequestsPerSecond, l.Burst)
+	wait, msg, err := s.takeRate(r.Context(), tenant)
 	if err != nil {
 		s.limitsUnavailable(w, r, codec, err)
 		return false
 	}
 	if wait > 0 {
-		s.refuse(w, codec, tenant, "rate", wait, fmt.Sprintf("Rate limit reached: %g requests per second (burst %d); retry after the time in Retry-After.", l.RequestsPerSecond, l.Burst))
+		s.refuse(w, codec, tenant, "rate", wait, msg)
 		return false
 	}
 	return true
+}
+
+// takeRate takes one request from tenant's request rate: a wait above zero, with the
+// words to say so, when there is none to take.
+func (s *Server) takeRate(ctx context.Context, tenant string) (wait time.Duration, msg string, err error) {
+	l := s.Limits.Of(tenant)
+	if l.RequestsPerSecond <= 0 {
+		return 0, "", nil
+	}
+	if wait, err = s.Store.Leases.AllowTenant(ctx, tenant, l.RequestsPerSecond, l.Burst); err != nil || wait <= 0 {
+		return wait, "", err
+	}
+	return wait, fmt.Sprintf("Rate limit reached: %g requests per second (burst %d); retry after the time in Retry-After.", l.RequestsPerSecond, l.Burst), nil
 }
 
 // admit takes the slots a request that submits job needs: one of its tenant's job

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ import (
 // NATS and Redis, served by its own http.Server (Server.HTTPServer) on loopback. Its
 // BodyTimeout is short and its UploadTimeout an hour: an answer that waits for either
 // comes far too late for the tests below.
-func guardedAPI(t *testing.T, maxUnauth int) *httptest.Server {
+func guardedAPI(t *testing.T, maxUnauth int, adjust ...func(*ingress.Options)) *httptest.Server {
 	t.Helper()
 	b, _ := bustest.New(t)
 	rdb, prefix := testenv.Redis(t)
@@ -38,9 +39,13 @@ func guardedAPI(t *testing.T, maxUnauth int) *httptest.Server {
 		t.Fatal(err)
 	}
 	batches := &batch.Service{Bus: b, Store: batch.StoreOf(store), Ender: jobs.NewEnder(store.Jobs, b, nil, nil), Models: []string{"m1"}, Log: log}
-	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Tenants: keys, Batches: batches,
+	o := ingress.Options{Bus: b, Store: ingress.StoreOf(store), Models: []string{"m1"}, MaxBody: 1 << 20, Log: log, Tenants: keys, Batches: batches,
 		JobTimeout: time.Minute, SyncWait: time.Minute, BodyTimeout: 300 * time.Millisecond, UploadTimeout: time.Hour,
-		MaxUnauthenticatedConns: maxUnauth})
+		MaxUnauthenticatedConns: maxUnauth}
+	for _, a := range adjust {
+		a(&o)
+	}
+	s := ingress.New(o)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = s.HTTPServer(10*time.Second, 0)
 	ts.Start()
@@ -53,7 +58,14 @@ func guardedAPI(t *testing.T, maxUnauth int) *httptest.Server {
 // needs.
 func rawConn(t *testing.T, ts *httptest.Server) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	c, err := net.Dial("tcp", ts.Listener.Addr().String())
+	return rawConnFrom(t, ts, "127.0.0.1")
+}
+
+// rawConnFrom dials ts from the loopback address source.
+func rawConnFrom(t *testing.T, ts *httptest.Server, source string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
+	c, err := d.Dial("tcp", ts.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +185,56 @@ func TestUnauthenticatedConnectionsCapped(t *testing.T) {
 	c4, b4 := rawConn(t, ts)
 	if code, err := get(c4, b4, "/healthz", ""); code != 200 {
 		t.Errorf("a connection within the bound again: %d %v", code, err)
+	}
+}
+
+// One source holding its share of the unauthenticated connections does not stop
+// another source's new connections; an unauthenticated connection left idle is
+// closed, an authenticated one is not counted.
+func TestConnectionGateSharedPerSource(t *testing.T) {
+	t.Parallel()
+	ts := guardedAPI(t, 10, func(o *ingress.Options) {
+		o.MaxUnauthenticatedConnsPerSource = 2
+	})
+	get := func(conn net.Conn, br *bufio.Reader, path string) (int, error) {
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: fleet\r\n\r\n", path)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	for range 2 {
+		c, br := rawConnFrom(t, ts, "127.0.0.1")
+		if code, err := get(c, br, "/healthz"); code != 200 {
+			t.Fatalf("healthz within the source's share: %d %v", code, err)
+		}
+	}
+	_, b3 := rawConnFrom(t, ts, "127.0.0.1")
+	if resp, err := http.ReadResponse(b3, nil); err != nil || resp.StatusCode != 503 {
+		t.Fatalf("a third connection of the same source: %v %v, want 503", resp, err)
+	}
+	c, br := rawConnFrom(t, ts, "127.0.0.2")
+	if code, err := get(c, br, "/healthz"); code != 200 {
+		t.Errorf("another source's connection while the first holds its share: %d %v", code, err)
+	}
+}
+
+// A connection that never authenticated and is left idle is closed after
+// UnauthenticatedIdle.
+func TestUnauthenticatedIdleConnectionClosed(t *testing.T) {
+	t.Parallel()
+	ts := guardedAPI(t, 10, func(o *ingress.Options) { o.UnauthenticatedIdle = 50 * time.Millisecond })
+	c, br := rawConn(t, ts)
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: fleet\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if _, err := br.ReadByte(); err == nil || os.IsTimeout(err) {
+		t.Errorf("an idle connection without a key stays open (%v)", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
-	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -239,7 +238,7 @@ func (s *Server) checkSearch(req *wire.Request) *wire.Error {
 
 // submitJob records and publishes a job (enqueue), in the wire protocol's terms.
 func (s *Server) submitJob(ctx context.Context, job *state.Job) *wire.Error {
-	if text := s.enqueue(ctx, job, bus.SubjectChatJob, chatJob(job), false); text != "" {
+	if text := s.enqueue(ctx, job, jobSubject(job), chatJob(job), false); text != "" {
 		return &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: text}
 	}
 	return nil

@@ -31,13 +31,13 @@ func (s *Server) replayJob(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now().UTC()
 	job := &state.Job{ID: state.NewID("job_"), FreshID: true, Tenant: orig.Tenant, Kind: "chat", Model: orig.Model, Request: orig.Request,
-		Created: now, Deadline: now.Add(s.JobTimeout), ReplayOf: orig.ID}
+		Created: now, Deadline: now.Add(s.JobTimeout), ReplayOf: orig.ID, Band: bandFor(r, bus.BandAsync)}
 	// A replay is a new job: it takes one of the tenant's job slots like any other,
 	// freed again if the job is not accepted.
 	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
 		return
 	}
-	if !s.submit(r.Context(), w, job, bus.SubjectChatJob, chatJob(job), false) {
+	if !s.submit(r.Context(), w, job, jobSubject(job), chatJob(job), false) {
 		s.JobFinished(context.WithoutCancel(r.Context()), job)
 		return
 	}

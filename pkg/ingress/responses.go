@@ -61,18 +61,26 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 			return &responsesRequest{body: body, echo: rr.echo, store: rr.store}, nil // the codec says what is wrong
 		}
 	}
+	x, e := newExpansion(s.MaxBody, body, items) // what it names is bounded (expand.go)
+	if e != nil {
+		return nil, e
+	}
 	var prior []json.RawMessage
 	if raw, ok := top["previous_response_id"]; ok && !isNullJSON(raw) {
 		var id string
 		if json.Unmarshal(raw, &id) != nil || id == "" {
 			return nil, wire.Invalid("previous_response_id", "'previous_response_id' must be a response id")
 		}
-		var e *wire.Error
 		if t := responsesws.TurnOf(ctx); t != nil {
 			prior = t.Conversation(id) // a response of this socket's (pkg/ingress/responsesws)
 		}
 		if prior == nil {
 			if prior, e = s.storedConversation(ctx, tenant, id); e != nil {
+				return nil, e
+			}
+		}
+		for _, it := range prior {
+			if e := x.add("previous_response_id", int64(len(it))); e != nil {
 				return nil, e
 			}
 		}
@@ -82,23 +90,18 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 	resolved = append(resolved, prior...)
 	for i, it := range items {
 		param := fmt.Sprintf("input[%d]", i)
-		var head struct {
-			Type    string          `json:"type"`
-			ID      string          `json:"id"`
-			Role    json.RawMessage `json:"role"`
-			Content json.RawMessage `json:"content"`
-		}
-		json.Unmarshal(it, &head)
-		// An item_reference's type may be left out: then it is an id alone.
-		if head.Type == "item_reference" || head.Type == "" && head.ID != "" && head.Role == nil && head.Content == nil {
-			ref, e := s.referencedItem(ctx, tenant, param, head.ID, prior)
+		if id, ok := itemReference(it); ok {
+			ref, e := s.referencedItem(ctx, tenant, param, id, prior)
+			if e == nil {
+				e = x.add(param, int64(len(ref)))
+			}
 			if e != nil {
 				return nil, e
 			}
 			resolved = append(resolved, ref)
 			continue
 		}
-		it, e := s.withFiles(ctx, tenant, param, it)
+		it, e := s.withFiles(ctx, tenant, param, it, x)
 		if e != nil {
 			return nil, e
 		}
@@ -225,8 +228,8 @@ func (s *Server) referencedItem(ctx context.Context, tenant, param, id string, p
 }
 
 // withFiles replaces the file_id of an input item's input_file parts by the file's
-// content (file_data), read from the tenant's files.
-func (s *Server) withFiles(ctx context.Context, tenant, param string, item json.RawMessage) (json.RawMessage, *wire.Error) {
+// content (file_data), read from the tenant's files, within x.
+func (s *Server) withFiles(ctx context.Context, tenant, param string, item json.RawMessage, x *expansion) (json.RawMessage, *wire.Error) {
 	if !bytes.Contains(item, []byte(`"file_id"`)) {
 		return item, nil
 	}
@@ -249,7 +252,7 @@ func (s *Server) withFiles(ctx context.Context, tenant, param string, item json.
 			continue
 		}
 		at := fmt.Sprintf("%s.%s[%d].file_id", param, field, i)
-		data, name, e := s.fileData(ctx, tenant, at, id)
+		data, name, e := s.fileData(ctx, tenant, at, id, x)
 		if e != nil {
 			return nil, e
 		}
@@ -264,8 +267,9 @@ func (s *Server) withFiles(ctx context.Context, tenant, param string, item json.
 	return b, nil
 }
 
-// fileData is a tenant's file as base64, with its name.
-func (s *Server) fileData(ctx context.Context, tenant, param, id string) (data, name string, e *wire.Error) {
+// fileData is a tenant's file as base64, with its name; its size is counted in x
+// before it is read.
+func (s *Server) fileData(ctx context.Context, tenant, param, id string, x *expansion) (data, name string, e *wire.Error) {
 	notFound := &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "file_not_found", Param: param,
 		Message: fmt.Sprintf("No file with id '%s'.", redact.Clip(id, 64))}
 	if s.Batches == nil {
@@ -277,6 +281,11 @@ func (s *Server) fileData(ctx context.Context, tenant, param, id string) (data, 
 	}
 	if err == nil && f.Bytes > s.MaxBody {
 		return "", "", wire.Invalid(param, "The file '%s' is %d bytes; a file given to a model may have at most %d.", redact.Clip(id, 64), f.Bytes, s.MaxBody)
+	}
+	if err == nil {
+		if e := x.add(param, 4*((f.Bytes+2)/3)); e != nil { // its base64
+			return "", "", e
+		}
 	}
 	var content []byte
 	if err == nil {

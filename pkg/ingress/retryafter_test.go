@@ -55,3 +55,26 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 		}
 	}
 }
+
+// A refused job slot's Retry-After is no sooner than the tenant's jobs have been
+// ending: many slots held by one-minute jobs that end 30 s apart (they wait for their
+// share of the workers) free one about every 30 s, not every minute / slots.
+func TestSlotRetryAfterFollowsEnds(t *testing.T) {
+	t.Parallel()
+	l := newLimited(t, config.Limits{}, config.Limits{QueuedJobs: 2})
+	start := time.Now().Add(-5 * time.Minute)
+	for i := range 4 {
+		end := start.Add(time.Duration(i) * 30 * time.Second)
+		l.s.JobFinished(t.Context(), &state.Job{ID: "job_paced", Tenant: "a", Created: end.Add(-time.Minute), Finished: end})
+	}
+	for i := range 2 {
+		if rec := l.do(t.Context(), "ka", "POST", "/v1/jobs", chatBody); rec.Code != 202 {
+			t.Fatalf("job %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	rec := l.do(t.Context(), "ka", "POST", "/v1/jobs", chatBody)
+	after, _ := strconv.Atoi(rec.Header().Get("Retry-After"))
+	if rec.Code != 429 || after != 30 {
+		t.Errorf("a job past the cap: %d, Retry-After %q, want 429 and 30", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}

@@ -42,7 +42,8 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now().UTC()
 	job := &state.Job{ID: state.NewID("srch_"), FreshID: true, Tenant: tenantOf(r), Kind: "search", Request: body, Created: now, Deadline: now.Add(s.JobTimeout)}
-	s.runDirect(w, r, job, bus.SubjectSearch(call.Engine), search.Request{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true, Tenant: job.Tenant})
+	band := bandFor(r, bus.BandSync)
+	s.runDirect(w, r, job, bus.SubjectSearchOf(call.Engine, band, job.Tenant), search.Request{JobID: job.ID, Hop: 0, CallID: "direct", Engine: call.Engine, Query: call.Query, Deadline: job.Deadline, Direct: true, Tenant: job.Tenant, Band: band})
 }
 
 // runDirect runs a job that is one search or fetch, no model (POST /v1/search,

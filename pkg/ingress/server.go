@@ -79,6 +79,11 @@ type Options struct {
 	// MaxUnauthenticatedConns bounds the connections of HTTPServer that have not yet
 	// carried an authenticated request (0: no bound; see connGate).
 	MaxUnauthenticatedConns int
+	// MaxUnauthenticatedConnsPerSource is one source address's share of them (0: all);
+	// UnauthenticatedIdle closes such a connection left idle that long (0: only
+	// HTTPServer's idle timeout).
+	MaxUnauthenticatedConnsPerSource int
+	UnauthenticatedIdle              time.Duration
 	// ChatBillableParams are the billable Chat parameters clients may send
 	// (wire.BillableChatParams; none: each is refused with 400).
 	ChatBillableParams []string

@@ -93,7 +93,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 // fetch's error (the page kept as the response, so the client sees what was seen).
 func (w *FetchWorker) deliver(ctx context.Context, req FetchRequest, done Done, msg []byte) error {
 	if !req.Direct {
-		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Sealed{Payload: done, Envelope: msg})
+		return w.Bus.Publish(ctx, bus.SubjectResumeOf(req.Band, req.Tenant), bus.Sealed{Payload: done, Envelope: msg})
 	}
 	b, _ := json.Marshal(map[string]any{"object": "fetch.result", "id": req.JobID, "page": done.Page})
 	end := jobs.Ending{Status: state.Completed, Response: b}

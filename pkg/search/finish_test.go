@@ -28,7 +28,7 @@ func TestFinishedSearchIsEncodedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, bus.SubjectResume)
+	m, err := s.GetLastMsgForSubject(ctx, bus.SubjectResume+".>")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,9 @@ type Request struct {
 	// call is claimed (state.Pay); a request without it (from an earlier release) is
 	// reserved against it after the claim.
 	Tenant string `json:"tenant,omitempty"`
+	// Band is the job's priority band: the call rides its lane, and so does its
+	// result (bus.SubjectSearchOf, bus.SubjectResumeOf).
+	Band string `json:"band,omitempty"`
 }
 
 func (Request) Kind() string { return "search.request.v1" }
@@ -107,6 +110,9 @@ type FetchRequest struct {
 	// Direct marks a fetch of POST /v1/fetch: its page completes the job itself
 	// instead of resuming a chat chain.
 	Direct bool `json:"direct,omitempty"`
+	// Tenant and Band are the job's: its page resumes the chain on their lane.
+	Tenant string `json:"tenant,omitempty"`
+	Band   string `json:"band,omitempty"`
 }
 
 func (FetchRequest) Kind() string    { return "fetch.request.v1" }

@@ -185,6 +185,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		})
 	}
 	w.count(req.Engine, "ok")
+	if !bound(res) {
+		res = tooLarge(req)
+	}
 	if w.Metrics != nil && res.Usage.CostUSD > 0 {
 		w.Metrics.SearchCostUSD.WithLabelValues(req.Engine).Add(res.Usage.CostUSD)
 	}
@@ -200,6 +203,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 // encoded once, in the form its chain reads (forChain): the stored outcome, the
 // recorded search and the resume message are the same bytes.
 func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Request], res *engines.Result, elapsed time.Duration) error {
+	if !bound(res) { // a cached result was bounded when it was cached; this keeps it so
+		res = tooLarge(req)
+	}
 	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: req.origin(), Result: *res, Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID}
 	if len(req.Tried) > 0 {
 		done.Fallback = &Fallback{From: req.origin(), Engine: req.Engine, Tried: req.Tried}
@@ -324,7 +330,7 @@ func (w *Worker) handOff(ctx context.Context, req Request, e *engines.Error, nex
 func (w *Worker) forward(ctx context.Context, req Request, engine string, tried []Attempt) error {
 	fr := req
 	fr.Origin, fr.Engine, fr.Tried = req.origin(), engine, tried
-	return w.Bus.Publish(ctx, bus.SubjectSearch(engine), fr)
+	return w.Bus.Publish(ctx, bus.SubjectSearchOf(engine, fr.Band, fr.Tenant), fr)
 }
 
 // publish sends a finished search on: to its chain (msg is the resume message as
@@ -332,7 +338,7 @@ func (w *Worker) forward(ctx context.Context, req Request, engine string, tried 
 // the result's JSON; nil to encode it).
 func (w *Worker) publish(ctx context.Context, req Request, done *Done, msg, rb []byte) error {
 	if !req.Direct {
-		return w.Bus.Publish(ctx, bus.SubjectResume, bus.Sealed{Payload: *done, Envelope: msg})
+		return w.Bus.Publish(ctx, bus.SubjectResumeOf(req.Band, req.Tenant), bus.Sealed{Payload: *done, Envelope: msg})
 	}
 	return w.completeDirect(ctx, req, &done.Result, rb)
 }

@@ -24,7 +24,8 @@ import (
 // request; without one they carry fixed dates in 2025).
 //
 // "sim:fixture" in a query answers with the recorded fixture verbatim instead, for
-// tests of fixture fidelity through the simulator.
+// tests of fixture fidelity through the simulator; "sim:huge" pads every page's
+// snippet to about 400 KB (five pages: a 2 MB result), for tests of result bounds.
 
 // searchAsk is what one simulated search was asked.
 type searchAsk struct {
@@ -36,7 +37,12 @@ type searchAsk struct {
 	allow, block []string
 	// recency is "day", "week", "month", "year" or "" (no limit).
 	recency string
+	// huge pads each snippet to hugeSnippet bytes ("sim:huge").
+	huge bool
 }
+
+// hugeSnippet is the size of a "sim:huge" page's snippet.
+const hugeSnippet = 400 << 10
 
 // simHit is one generated page.
 type simHit struct {
@@ -91,7 +97,7 @@ func newAsk(raw string, count int, allow, block []string, recency string) search
 	// Sentence ends inside the query would cut the quotes made from it short.
 	q = strings.NewReplacer("? ", " ", "! ", " ", "？", " ", "！", " ", "。", " ").Replace(q)
 	q = strings.TrimSpace(strings.TrimRight(strings.Join(strings.Fields(q), " "), " ?!."))
-	return searchAsk{query: q, count: count, allow: allow, block: block, recency: recency}
+	return searchAsk{query: q, count: count, allow: allow, block: block, recency: recency, huge: strings.Contains(raw, "sim:huge")}
 }
 
 // shown is the query as pages quote it.
@@ -153,12 +159,16 @@ func (a searchAsk) hits(def int) []simHit {
 		form := (int(seed[4]) + i) % len(titleForms)
 		quote := fmt.Sprintf("%s %s, simulated result %d of %d", leadForms[form], q, i+1, n)
 		quote = strings.TrimRight(quote, " ") + "."
+		snippet := quote + " The searchfleet simulator wrote this page from the query's own words, so the same query always finds it."
+		if a.huge {
+			snippet += strings.Repeat(" More of the same words.", (hugeSnippet-len(snippet))/24)
+		}
 		out = append(out, simHit{
 			Title:   upperFirst(fmt.Sprintf(titleForms[form], q)),
 			URL:     "https://" + host + "/" + path,
 			Host:    host,
 			Quote:   quote,
-			Snippet: quote + " The searchfleet simulator wrote this page from the query's own words, so the same query always finds it.",
+			Snippet: snippet,
 			Date:    a.date(seed, i),
 			Score:   float64(int((0.9-0.05*float64(i))*1e4)) / 1e4,
 		})

@@ -47,6 +47,9 @@ type Options struct {
 	// answer's latency a value between the two, drawn from the request's bytes (the
 	// same request waits the same time): "model 1–3 s, search 0.3–0.8 s".
 	ModelLatencyMax, EngineLatencyMax time.Duration
+	// AgentQueued and AgentRunning are how long a simulated research agent's run
+	// stays queued and then running (0: 2 s and 8 s); see sim_agents.go.
+	AgentQueued, AgentRunning time.Duration
 }
 
 // between is a latency from lo to hi drawn from body's hash (lo when hi ≤ lo).
@@ -67,6 +70,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	faults []*fault
+
+	agents *agentSim
 }
 
 // New builds a simulator with every route registered.
@@ -83,6 +88,8 @@ func New(opts Options) *Server {
 	for _, rt := range s.engineRoutes() {
 		s.mux.HandleFunc(rt.pattern, s.serveEngine(rt))
 	}
+	s.agents = newAgentSim(s)
+	s.agentRoutes()
 	s.mux.HandleFunc("GET /_sim/stats", s.getStats)
 	s.mux.HandleFunc("POST /_sim/reset", s.reset)
 	s.mux.HandleFunc("POST /_sim/faults", s.setFault)
@@ -410,6 +417,9 @@ type Stats struct {
 	Requests map[string]int64 `json:"requests"`
 	// Duplicates counts requests whose route and body exactly repeated an earlier one.
 	Duplicates map[string]int64 `json:"duplicates"`
+	// AgentSubmissions counts research agent submissions per "kind|fleet reference"
+	// (sim_agents.go).
+	AgentSubmissions map[string]int `json:"agentSubmissions"`
 }
 
 // Stats returns the counters.
@@ -423,6 +433,7 @@ func (s *Server) Stats() Stats {
 	for k, v := range s.stats.dups {
 		out.Duplicates[k] = v
 	}
+	out.AgentSubmissions = s.agents.submissionCounts()
 	return out
 }
 
@@ -437,6 +448,7 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	s.faults = nil
 	s.mu.Unlock()
+	s.agents.reset()
 }
 
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {

@@ -51,6 +51,9 @@ func (s *Jobs) CreateJob(ctx context.Context, j *Job) error {
 	if j.ReplayOf != "" {
 		fields = append(fields, "replay_of", j.ReplayOf)
 	}
+	if j.Band != "" {
+		fields = append(fields, "band", j.Band)
+	}
 	if j.Question != "" {
 		fields = append(fields, "question", j.Question)
 	}
@@ -183,7 +186,7 @@ func jobFromHash(m map[string]string) *Job {
 		Finished: FromMillis(m["finished"]), Deadline: FromMillis(m["deadline"]),
 		Response: raw("response"), Usage: raw("usage"), Trace: raw("trace"), Callback: raw("callback"),
 		Batch: m["batch"], WebhookStatus: m["webhook"], ReplayOf: m["replay_of"], Question: m["question"], Parent: m["parent"],
-		HasStoredResponse: m[fieldStoredResponse] == "1",
+		HasStoredResponse: m[fieldStoredResponse] == "1", Band: m["band"],
 	}
 	if e := m["error"]; e != "" {
 		j.Error = &JobError{}

@@ -67,6 +67,9 @@ type Job struct {
 	Question string          `json:"question,omitempty"`
 	Callback json.RawMessage `json:"callback,omitempty"`
 	Batch    string          `json:"batch,omitempty"`
+	// Band is the job's priority band ("sync", "async", "batch": bus.Bands), set when
+	// it is created; its searches and resumes ride that band's lanes.
+	Band string `json:"band,omitempty"`
 	// WebhookStatus is "", "pending", "delivered" or "failed".
 	WebhookStatus string `json:"webhook_status,omitempty"`
 	// ReplayOf is the job this one replays: its searches are answered from that job's

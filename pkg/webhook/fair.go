@@ -9,13 +9,16 @@ import (
 
 // Deliveries are shared fairly between tenants and destinations. One ingress makes at
 // most Config.Pool deliveries at once; of those, one tenant has at most
-// Config.TenantInFlight and one destination host at most its current limit. A host
-// starts at Config.HostInFlight; an attempt that fails for the host's sake (an error,
-// a timeout, a 5xx or 429 answer) halves it, down to 1, and any other answer raises it
-// by one again, up to Config.HostInFlight. A delivery that would pass a cap is not made and does not wait in the
-// pool: it goes back to the WEBHOOKS stream to be tried again after about
-// Config.Defer (longer the more often it was held back), and the hold-back is neither
-// an attempt of the retry schedule nor a failure.
+// Config.TenantInFlight, and one destination host at most Config.HostInFlight, shared
+// by the tenants that deliver there. Each (tenant, host) pair has a limit of its own:
+// it starts at Config.HostInFlight; an attempt that fails for the host's sake (an
+// error, a timeout, a 5xx or 429 answer) halves it, down to 1, and any other answer
+// raises it by one again. So a tenant whose callbacks fail at a shared host (a path of
+// a Zapier- or Slack-style service) lowers only its own share of that host; the
+// others' deliveries there go on at their own pace. A delivery that would pass a cap
+// is not made and does not wait in the pool: it goes back to the WEBHOOKS stream to be
+// tried again after about Config.Defer (longer the more often it was held back), and
+// the hold-back is neither an attempt of the retry schedule nor a failure.
 
 // The defaults of the fairness settings (Config's zero values).
 const (
@@ -35,16 +38,20 @@ const (
 	deferHost   = "destination"
 )
 
-// fairness counts the deliveries in progress per tenant and per destination host.
+// fairness counts the deliveries in progress per tenant, per destination host and
+// per (tenant, host).
 type fairness struct {
 	tenantCap, hostCap int
 
 	mu      sync.Mutex
 	tenants map[string]int
-	hosts   map[string]*hostLoad
+	hosts   map[string]int           // deliveries in progress per host
+	pairs   map[tenantHost]*hostLoad // per (tenant, host): in progress and its limit
 }
 
-// hostLoad is one destination's deliveries in progress and its current limit.
+type tenantHost struct{ tenant, host string }
+
+// hostLoad is one tenant's deliveries in progress to one host and its current limit.
 type hostLoad struct {
 	inFlight, limit int
 }
@@ -56,47 +63,55 @@ func newFairness(tenantCap, hostCap int) *fairness {
 	if hostCap <= 0 {
 		hostCap = DefaultHostInFlight
 	}
-	return &fairness{tenantCap: tenantCap, hostCap: hostCap, tenants: map[string]int{}, hosts: map[string]*hostLoad{}}
+	return &fairness{tenantCap: tenantCap, hostCap: hostCap, tenants: map[string]int{}, hosts: map[string]int{}, pairs: map[tenantHost]*hostLoad{}}
 }
 
 // acquire takes a place for a delivery of tenant to host. It returns the reason it
 // cannot ("tenant" or "destination"), or a done to call with whether the host answered
-// well: done gives the place back and adjusts the host's limit.
+// well: done gives the place back and adjusts the tenant's limit at the host.
 func (f *fairness) acquire(tenant, host string) (done func(ok bool), reason string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.tenants[tenant] >= f.tenantCap {
 		return nil, deferTenant
 	}
-	h := f.hosts[host]
-	if h == nil {
-		h = &hostLoad{limit: f.hostCap}
-		f.hosts[host] = h
+	key := tenantHost{tenant, host}
+	p := f.pairs[key]
+	if p == nil {
+		p = &hostLoad{limit: f.hostCap}
+		f.pairs[key] = p
 	}
-	if h.inFlight >= h.limit {
+	if f.hosts[host] >= f.hostCap || p.inFlight >= p.limit {
+		if p.inFlight == 0 && p.limit == f.hostCap {
+			delete(f.pairs, key)
+		}
 		return nil, deferHost
 	}
 	f.tenants[tenant]++
-	h.inFlight++
+	f.hosts[host]++
+	p.inFlight++
 	var once sync.Once
-	return func(ok bool) { once.Do(func() { f.release(tenant, host, ok) }) }, ""
+	return func(ok bool) { once.Do(func() { f.release(key, ok) }) }, ""
 }
 
-func (f *fairness) release(tenant, host string, ok bool) {
+func (f *fairness) release(key tenantHost, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.tenants[tenant]--; f.tenants[tenant] <= 0 {
-		delete(f.tenants, tenant)
+	if f.tenants[key.tenant]--; f.tenants[key.tenant] <= 0 {
+		delete(f.tenants, key.tenant)
 	}
-	h := f.hosts[host]
-	h.inFlight--
+	if f.hosts[key.host]--; f.hosts[key.host] <= 0 {
+		delete(f.hosts, key.host)
+	}
+	p := f.pairs[key]
+	p.inFlight--
 	if ok {
-		h.limit = min(h.limit+1, f.hostCap)
+		p.limit = min(p.limit+1, f.hostCap)
 	} else {
-		h.limit = max(h.limit/2, 1)
+		p.limit = max(p.limit/2, 1)
 	}
-	if h.inFlight == 0 && h.limit == f.hostCap {
-		delete(f.hosts, host) // a healthy idle host needs no entry
+	if p.inFlight == 0 && p.limit == f.hostCap {
+		delete(f.pairs, key) // a healthy idle pair needs no entry
 	}
 }
 

@@ -230,3 +230,33 @@ func TestDestinationBackPressure(t *testing.T) {
 		t.Error("a tenant's cap does not count across its destinations")
 	}
 }
+
+// A tenant whose deliveries fail at a shared host lowers only its own share of it:
+// another tenant still gets the host's whole cap less what the first has in flight,
+// and the host's cap is shared by both.
+func TestFailingTenantLowersOnlyItsShare(t *testing.T) {
+	t.Parallel()
+	f := newFairness(100, 4)
+	for range 3 {
+		done, why := f.acquire("a", "hooks:443")
+		if done == nil {
+			t.Fatalf("a's delivery held back (%q)", why)
+		}
+		done(false) // 4 → 2 → 1 → 1
+	}
+	aHeld, _ := f.acquire("a", "hooks:443")
+	if aHeld == nil {
+		t.Fatal("a failing tenant got no delivery at all")
+	}
+	if _, why := f.acquire("a", "hooks:443"); why != deferHost {
+		t.Fatalf("a failing tenant got 2 deliveries at once (%q)", why)
+	}
+	for i := range 3 {
+		if done, why := f.acquire("b", "hooks:443"); done == nil {
+			t.Fatalf("b's delivery %d to the shared host held back (%q) by a's failures", i+1, why)
+		}
+	}
+	if _, why := f.acquire("b", "hooks:443"); why != deferHost {
+		t.Errorf("the host's cap of 4 is not shared: a 5th delivery there was %q", why)
+	}
+}

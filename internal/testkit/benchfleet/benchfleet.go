@@ -45,6 +45,8 @@ type Options struct {
 	// drawn between the two (simulator.Options).
 	ModelLatency, EngineLatency       time.Duration
 	ModelLatencyMax, EngineLatencyMax time.Duration
+	// File, if set, adjusts the fleet's configuration (tenants, for instance).
+	File func(*config.File)
 }
 
 // Fleet is a running benchmark fleet.
@@ -113,13 +115,20 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
+	file := demo.Config(simURL, sim.EngineConfigs(simURL))
+	if o.File != nil {
+		o.File(file)
+	}
+	if err := file.Validate(); err != nil {
+		return nil, err
+	}
 	m := metrics.New()
 	fctx, cancel := context.WithCancel(ctx)
 	listening, ended := make(chan string, 1), make(chan struct{}) // ended: closed when Run has returned
 	var runErr error
 	go pprof.Do(fctx, pprof.Labels("part", "fleet"), func(fctx context.Context) {
 		defer close(ended)
-		runErr = fleet.Run(fctx, fleet.Options{Env: e, File: demo.Config(simURL, sim.EngineConfigs(simURL)),
+		runErr = fleet.Run(fctx, fleet.Options{Env: e, File: file,
 			Roles: fleet.Roles{Ingress: true, Chat: true, Search: true}, Redis: rdb, Metrics: m,
 			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 			Memory: o.Memory, Embedded: nats, Listening: func(a string) { listening <- a }})

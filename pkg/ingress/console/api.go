@@ -95,7 +95,7 @@ func New(o Options) *API { return &API{o: o} }
 //	GET /v1/jobs/{id}/request     the request a job was submitted with, and its question
 //	GET /v1/batches/{id}/events   a batch's progress as server-sent events until it ends
 //	GET /v1/usage/daily           the tenant's spend per day and model (days 1..35)
-//	GET /v1/engines               each engine's health: searches, errors, latency, cooldowns
+//	GET /v1/engines               each engine's health: outcome shares, error rate, latency, cooldowns
 //
 // The console's own pages (Options.Pages) are served under /console/.
 func (a *API) Routes(mux *http.ServeMux, auth func(http.HandlerFunc) http.HandlerFunc) {
@@ -311,34 +311,37 @@ func batchEnded(status string) bool {
 	return false
 }
 
-// engineHealth is one engine in GET /v1/engines.
+// engineHealth is one engine in GET /v1/engines: rates, never counts, which would
+// show every tenant what volume the others search.
 type engineHealth struct {
-	ID       string `json:"id"`
-	Searches int64  `json:"searches"`
-	// Outcomes counts searches by outcome ("ok", "cached", "rate_limited",
-	// "error_<kind>", …).
-	Outcomes   map[string]int64 `json:"outcomes"`
-	Errors     int64            `json:"errors"`
-	ErrorRate  float64          `json:"error_rate"`
-	LatencyP50 *float64         `json:"latency_p50_ms"`
-	LatencyP95 *float64         `json:"latency_p95_ms"`
-	// Cooldowns counts the engine's API keys put to rest, by reason; Fallbacks the
-	// searches handed from it to another engine.
+	ID string `json:"id"`
+	// Outcomes are the shares of its searches by outcome ("ok", "cached",
+	// "rate_limited", "error_<kind>", …), ErrorRate the share that failed,
+	// FallbackRate the share handed from it to another engine.
+	Outcomes     map[string]float64 `json:"outcomes"`
+	ErrorRate    float64            `json:"error_rate"`
+	FallbackRate float64            `json:"fallback_rate"`
+	LatencyP50   *float64           `json:"latency_p50_ms"`
+	LatencyP95   *float64           `json:"latency_p95_ms"`
+	// Cooldowns counts the engine's API keys put to rest, by reason.
 	Cooldowns map[string]int64 `json:"cooldowns"`
-	Fallbacks int64            `json:"fallbacks"`
+
+	searches, errors, fallbacks float64
+	outcomes                    map[string]float64
 }
 
-// engineHealth is GET /v1/engines: every configured engine's searches by outcome,
-// error rate, latency (p50 and p95, estimated from the histogram's buckets),
-// key cooldowns and fallbacks, from this ingress process's own metrics since it
-// started (the whole fleet's when it runs all roles, as `make run` does). It holds
-// no tenant's data: no tenant, no cost.
+// engineHealth is GET /v1/engines: every configured engine's shares of searches by
+// outcome, error and fallback rates, latency (p50 and p95, estimated from the
+// histogram's buckets) and key cooldowns, from this ingress process's own metrics
+// since it started (the whole fleet's when it runs all roles, as `make run` does). It
+// holds no tenant's data: no tenant, no cost, no volume (counts are in /metrics, for
+// the operator).
 func (a *API) engineHealth(w http.ResponseWriter, r *http.Request) {
 	byID := map[string]*engineHealth{}
 	get := func(id string) *engineHealth {
 		e := byID[id]
 		if e == nil {
-			e = &engineHealth{ID: id, Outcomes: map[string]int64{}, Cooldowns: map[string]int64{}}
+			e = &engineHealth{ID: id, Outcomes: map[string]float64{}, outcomes: map[string]float64{}, Cooldowns: map[string]int64{}}
 			byID[id] = e
 		}
 		return e
@@ -361,11 +364,11 @@ func (a *API) engineHealth(w http.ResponseWriter, r *http.Request) {
 				switch f.GetName() {
 				case "fleet_searches_total":
 					e := get(l["engine"])
-					n := int64(m.GetCounter().GetValue())
-					e.Outcomes[l["outcome"]] += n
-					e.Searches += n
+					n := m.GetCounter().GetValue()
+					e.outcomes[l["outcome"]] += n
+					e.searches += n
 					if strings.HasPrefix(l["outcome"], "error_") || l["outcome"] == "rate_limited" {
-						e.Errors += n
+						e.errors += n
 					}
 				case "fleet_search_seconds":
 					e := get(l["engine"])
@@ -374,7 +377,7 @@ func (a *API) engineHealth(w http.ResponseWriter, r *http.Request) {
 				case "fleet_engine_key_cooldowns_total":
 					get(l["engine"]).Cooldowns[l["reason"]] += int64(m.GetCounter().GetValue())
 				case "fleet_search_fallbacks_total":
-					get(l["from"]).Fallbacks += int64(m.GetCounter().GetValue())
+					get(l["from"]).fallbacks += m.GetCounter().GetValue()
 				}
 			}
 		}
@@ -385,11 +388,15 @@ func (a *API) engineHealth(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.Sort(ids)
+	share := func(n, of float64) float64 { return math.Round(n/of*1e4) / 1e4 }
 	out := make([]*engineHealth, 0, len(ids))
 	for _, id := range ids {
 		e := byID[id]
-		if e.Searches > 0 {
-			e.ErrorRate = math.Round(float64(e.Errors)/float64(e.Searches)*1e4) / 1e4
+		if e.searches > 0 {
+			e.ErrorRate, e.FallbackRate = share(e.errors, e.searches), share(min(e.fallbacks, e.searches), e.searches)
+			for k, n := range e.outcomes {
+				e.Outcomes[k] = share(n, e.searches)
+			}
 		}
 		out = append(out, e)
 	}

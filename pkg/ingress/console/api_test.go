@@ -66,7 +66,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // GET /v1/jobs lists the calling tenant's own jobs, newest first, with the question
 // and cost; GET /v1/usage/daily counts them per day and model once they end; GET
-// /v1/engines shows the engine that searched. Nothing of another tenant shows.
+// /v1/engines shows the engine that searched, in shares, not counts. Nothing of another tenant shows.
 func TestConsoleReadRoutes(t *testing.T) {
 	t.Parallel()
 	f := tenantFleet(t)
@@ -170,20 +170,19 @@ func TestConsoleReadRoutes(t *testing.T) {
 	var engines struct {
 		Data []struct {
 			ID         string
-			Searches   int
-			Outcomes   map[string]int
+			Outcomes   map[string]float64
 			LatencyP50 *float64 `json:"latency_p50_ms"`
 		}
 	}
 	json.Unmarshal(b, &engines)
 	searched := false
 	for _, e := range engines.Data {
-		if e.Searches >= 3 && e.Outcomes["ok"] >= 1 && e.LatencyP50 != nil {
+		if e.Outcomes["ok"] > 0 && e.Outcomes["ok"] <= 1 && e.LatencyP50 != nil {
 			searched = true
 		}
 	}
-	if !searched || strings.Contains(string(b), "acme") || strings.Contains(string(b), "globex") {
-		t.Fatalf("engines = %s, want the engine that ran the three searches, and no tenant", b)
+	if !searched || strings.Contains(string(b), "acme") || strings.Contains(string(b), "globex") || strings.Contains(string(b), `"searches"`) || strings.Contains(string(b), `"errors"`) {
+		t.Fatalf("engines = %s, want the engine that ran the three searches, as shares: no tenant, no volume", b)
 	}
 }
 

@@ -3,6 +3,8 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -221,6 +223,10 @@ func TestToolsOverMCP(t *testing.T) {
 		if !strings.Contains(text(res), "High tide at 06:12") {
 			t.Errorf("page text missing:\n%s", text(res))
 		}
+		// The page's title is the page's words: inside the delimiters, after the notice.
+		if before, inside, ok := strings.Cut(text(res), `">`+"\n"); !ok || strings.Contains(before, "Tide tables") || !strings.HasPrefix(inside, "Title: Tide tables\n") {
+			t.Errorf("the page's title is not inside the delimiters:\n%s", text(res))
+		}
 		wantUntrusted(t, res)
 		res = call(t, cs, "web_fetch", map[string]any{"url": page.URL + "/forged.txt"})
 		// The notice line and the closing delimiter; the page's look-alike is plain words.
@@ -339,13 +345,15 @@ func TestToolsOverMCP(t *testing.T) {
 
 // With tenants configured, /mcp takes the tenant's key as the HTTP API does: no key
 // or a wrong key is refused before any session starts; with the key, the tenant's
-// limits apply to each tool call (its request rate, here one request then a wait).
+// limits apply to each tool call and to the protocol's own requests (its request
+// rate, here a burst of three then a wait: the client's connect (one request with
+// this SDK), tools/list and one search).
 func TestTenantKeyRequired(t *testing.T) {
 	t.Parallel()
 	const key = "sk-mcp-tenant-test"
 	f := fleettest.Start(t, fleettest.File(func(c *config.File) {
 		c.Tenants = []config.Tenant{{ID: "mcp-t", APIKeyEnv: "MCPTEST_KEY", APIKeys: []string{key},
-			Limits: config.Limits{RequestsPerSecond: 0.01, Burst: 1}}}
+			Limits: config.Limits{RequestsPerSecond: 0.01, Burst: 3}}}
 	}))
 	for _, k := range []string{"", "sk-wrong"} {
 		if _, err := connect(t, f.URL, k); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
@@ -369,7 +377,7 @@ func TestTenantKeyRequired(t *testing.T) {
 		t.Fatalf("connect with the tenant's key: %v", err)
 	}
 	if _, err := cs.ListTools(context.Background(), nil); err != nil {
-		t.Fatalf("tools/list does not take the tenant's rate: %v", err)
+		t.Fatalf("tools/list within the tenant's rate: %v", err)
 	}
 	res := call(t, cs, "web_search", map[string]any{"query": "tide tables Brest"})
 	if res.IsError {
@@ -381,5 +389,61 @@ func TestTenantKeyRequired(t *testing.T) {
 	}
 	if res.Meta["searchfleet/status"] != float64(429) {
 		t.Errorf("rate-limit error meta: %v", res.Meta)
+	}
+}
+
+// A JSON-RPC batch is refused under every protocol version, before any entry is
+// answered; the protocol's own requests (tools/list) take the tenant's rate, refused
+// with 429, Retry-After and a JSON-RPC error carrying the request's id.
+func TestBatchesRefusedAndProtocolRated(t *testing.T) {
+	t.Parallel()
+	const key = "sk-mcp-batch-test"
+	f := fleettest.Start(t, fleettest.File(func(c *config.File) {
+		c.Tenants = []config.Tenant{{ID: "mcp-b", APIKeyEnv: "MCPBATCH_KEY", APIKeys: []string{key},
+			Limits: config.Limits{RequestsPerSecond: 0.01, Burst: 2}}}
+	}))
+	post := func(body, version string) (*http.Response, map[string]any) {
+		req, _ := http.NewRequest("POST", f.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+key)
+		if version != "" {
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m)
+		return resp, m
+	}
+	var batch strings.Builder
+	batch.WriteString("[")
+	for i := range 20000 {
+		if i > 0 {
+			batch.WriteString(",")
+		}
+		fmt.Fprintf(&batch, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i)
+	}
+	batch.WriteString("]")
+	for _, v := range []string{"", "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
+		resp, m := post(batch.String(), v)
+		e, _ := m["error"].(map[string]any)
+		if resp.StatusCode != http.StatusBadRequest || e["code"] != float64(-32600) || !strings.Contains(fmt.Sprint(e["message"]), "batches are not accepted") {
+			t.Errorf("a 20,000-entry batch under version %q: %d %v, want 400 with a JSON-RPC -32600 error", v, resp.StatusCode, m)
+		}
+	}
+	list := `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
+	for i := range 2 {
+		if resp, m := post(list, "2025-06-18"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("tools/list %d within the burst: %d %v", i+1, resp.StatusCode, m)
+		}
+	}
+	resp, m := post(list, "2025-06-18")
+	e, _ := m["error"].(map[string]any)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || m["id"] != float64(7) || !strings.Contains(fmt.Sprint(e["message"]), "Rate limit") {
+		t.Errorf("tools/list over the tenant's rate: %d Retry-After %q %v, want 429 with a JSON-RPC error", resp.StatusCode, resp.Header.Get("Retry-After"), m)
 	}
 }

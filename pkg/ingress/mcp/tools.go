@@ -169,7 +169,8 @@ func (t *tools) fetch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	}
 	head := fmt.Sprintf("Page %s (%s, %d bytes).", u, p.ContentType, p.Bytes)
 	if p.Title != "" {
-		head = fmt.Sprintf("Page %q at %s (%s, %d bytes).", p.Title, u, p.ContentType, p.Bytes)
+		// The page wrote its title: it goes inside the delimiters, with its text.
+		text = "Title: " + p.Title + "\n\n" + text
 	}
 	switch {
 	case p.Kind == "js_shell":

@@ -237,14 +237,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // sameOrigin reports whether a browser's WebSocket comes from the API's own origin
-// (API clients send no Origin).
+// (API clients send neither header): by Sec-Fetch-Site where the browser sends it,
+// else by the Origin's scheme and host, compared with the request's.
 func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return true
+	case "":
+	default:
+		return false
+	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
 	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
 	u, err := url.Parse(origin)
-	return err == nil && strings.EqualFold(u.Host, r.Host)
+	return err == nil && strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host)
 }
 
 // socket is one open Responses WebSocket.

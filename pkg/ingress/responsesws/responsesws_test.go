@@ -134,6 +134,16 @@ func TestSocketRefusedBeforeUpgrade(t *testing.T) {
 	defer cancel()
 	_, resp, err = websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer kb"}, "Origin": {"https://evil.example"}}})
 	refusedWith(t, "another origin", resp, err, http.StatusForbidden, "cross_origin_request")
+	host := strings.TrimPrefix(strings.SplitN(url, "/v1", 2)[0], "ws://")
+	_, resp, err = websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer kb"}, "Origin": {"https://" + host}}})
+	refusedWith(t, "the same host by another scheme", resp, err, http.StatusForbidden, "cross_origin_request")
+	_, resp, err = websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer kb"}, "Origin": {"http://" + host}, "Sec-Fetch-Site": {"same-site"}}})
+	refusedWith(t, "a same-site page of another origin", resp, err, http.StatusForbidden, "cross_origin_request")
+	same, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer kb"}, "Origin": {"http://" + host}}})
+	if err != nil {
+		t.Fatalf("a same-origin page's socket: %v", err)
+	}
+	same.CloseNow()
 
 	req, _ := http.NewRequest("GET", "http"+strings.TrimPrefix(url, "ws"), nil)
 	req.Header.Set("Authorization", "Bearer kb")

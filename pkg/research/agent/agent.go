@@ -11,8 +11,16 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
+
+// ErrNoLookup is Find's answer when the provider offers no way to find a run by the
+// fleet's reference.
+var ErrNoLookup = errors.New("the provider offers no way to find a run by the fleet's reference")
+
+// ErrNoPlan is Approve's answer for agents without a plan step.
+var ErrNoPlan = errors.New("this research agent has no plan step to approve")
 
 // Request is what a run submits.
 type Request struct {
@@ -30,6 +38,13 @@ type Request struct {
 	OutputSchema json.RawMessage
 	// Model is the provider's model or processor when the agent's config names one.
 	Model string
+	// ReviewPlan asks the agent to stop at its plan for approval (the run's plan
+	// "review"): Gemini's collaborative planning. Agents without a plan step ignore it
+	// and run at once.
+	ReviewPlan bool
+	// Webhook is the fleet's URL for this provider's webhooks where the provider takes
+	// one per run (Parallel); empty: the run is polled only.
+	Webhook string
 }
 
 // State is a provider run's state as the fleet sees it.
@@ -62,6 +77,12 @@ type Status struct {
 	CostUSD float64
 	// RetryAfter is when to poll again (0: the agent's default interval).
 	RetryAfter time.Duration
+	// Ref is the fleet reference the provider stored with the run (its metadata),
+	// when it keeps one: a webhook naming only the provider's id finds its run by it.
+	Ref string
+	// Unbilled reports that the provider does not bill this run (Parallel does not
+	// bill failed runs): the run settles at 0, not at the agent's list price.
+	Unbilled bool
 }
 
 // Event is one progress event of a provider run.
@@ -106,13 +127,20 @@ type Agent interface {
 	// Submit starts a run at the provider and returns the provider's run id.
 	Submit(ctx context.Context, req Request) (id string, err error)
 	// Find looks for a run submitted earlier with req.Ref (after a crash between
-	// submit and store); ok false when the provider has none.
+	// submit and store); ok false when the provider has none. An agent whose provider
+	// offers no way to look a run up by the fleet's reference (no idempotency key, no
+	// listing by metadata) returns ErrNoLookup: the caller must not submit again
+	// blindly (it would pay twice) but wait for a webhook that names the run (OpenAI,
+	// Parallel) or fail the run.
 	Find(ctx context.Context, ref string) (id string, ok bool, err error)
 	// Poll reads the run's state and events after cursor.
 	Poll(ctx context.Context, id, cursor string) (Status, error)
 	// Approve resumes a run waiting in RequiresPlan, with the plan replaced when
-	// plan is not empty; agents without a plan step return an error.
-	Approve(ctx context.Context, id, plan string) error
+	// plan is not empty, and returns the id to poll from then on: Gemini runs the
+	// approved plan as a new interaction chained to the plan's, so the caller stores
+	// the new id as it stores Submit's (under the same claim). Agents without a plan
+	// step return ErrNoPlan.
+	Approve(ctx context.Context, id, plan string) (string, error)
 	// Cancel asks the provider to stop the run.
 	Cancel(ctx context.Context, id string) error
 }

@@ -545,19 +545,17 @@ async function enginesPage() {
   const body = h("tbody", { id: "engines" });
   show(pg, h("h1", {}, "Engines"),
     h("p", { class: "muted" }, "From this ingress process's metrics since it started (the whole fleet's when it runs every role)."),
-    h("table", {}, h("thead", {}, h("tr", {}, ["Engine", "Searches", "Errors", "Error rate", "p50 ms", "p95 ms", "Key cooldowns", "Fallbacks", "Outcomes"].map((c) => h("th", {}, c)))), body));
+    h("table", {}, h("thead", {}, h("tr", {}, ["Engine", "Error rate", "p50 ms", "p95 ms", "Key cooldowns", "Fallback rate", "Outcomes"].map((c) => h("th", {}, c)))), body));
   const load = async () => {
     const list = await api("GET", "/v1/engines");
     body.replaceChildren(...list.data.map((e) => h("tr", { dataset: { engine: e.id } },
       h("td", { class: "mono" }, e.id),
-      h("td", { class: "num searches" }, e.searches),
-      h("td", { class: "num" }, e.errors),
       h("td", { class: "num" }, (100 * e.error_rate).toFixed(1) + "%"),
       h("td", { class: "num" }, e.latency_p50_ms ?? "—"),
       h("td", { class: "num" }, e.latency_p95_ms ?? "—"),
       h("td", {}, Object.entries(e.cooldowns).map(([k, v]) => `${k}: ${v}`).join(", ") || "none"),
-      h("td", { class: "num" }, e.fallbacks),
-      h("td", { class: "muted" }, Object.entries(e.outcomes).map(([k, v]) => `${k}: ${v}`).join(", ")))));
+      h("td", { class: "num" }, (100 * e.fallback_rate).toFixed(1) + "%"),
+      h("td", { class: "muted outcomes" }, Object.entries(e.outcomes).map(([k, v]) => `${k}: ${(100 * v).toFixed(1)}%`).join(", ")))));
   };
   await load();
   every(pg, 5000, load);

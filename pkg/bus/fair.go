@@ -1,0 +1,491 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Fair shares of a worker's slots. A family of work (new chat jobs, resumes, one
+// engine's searches) is split into lanes, one subject and one durable consumer per
+// band and tenant (lanes.go). A process running a family has a fixed number of slots
+// (ConsumeOptions.Concurrency); whenever one is free it asks the server for the next
+// message of one lane, chosen so:
+//
+//  1. bands in order: a lane of a higher band is served before any of a lower one;
+//  2. within a band, the tenant furthest below its share (running / weight smallest),
+//     then the tenant served least recently, then that tenant's lane served least
+//     recently (round robin across tenants with equal standing, and across one
+//     tenant's batches);
+//  3. a tenant is served only while it holds less than its share of the slots,
+//     ⌈slots × weight / W⌉ (W: the weights of the tenants running or waiting), and
+//     less than its cap (Share.Max). Spare slots are lent beyond the share only while
+//     more than a reserve (slots/8, at least one of four or more) stay free, or while the tenant is below the share it
+//     would have if one more tenant came: a flooding tenant leaves the reserve free, so a
+//     tenant that arrives finds slots at once, without waiting for the flood's work.
+//
+// A lane's messages wait in the stream, not in the worker: a fetch asks for one
+// message (or, when one lane alone is eligible, as many as may start at once), and
+// each fetched message starts at once. The process learns which lanes hold messages
+// from the stream (its per-subject counts, read every refreshEvery) and from the
+// publishes themselves (a core-NATS subscription to the family's lane subjects,
+// which wakes it when a message arrives).
+
+// Share is a tenant's claim on a process's slots of one family.
+type Share struct {
+	// Weight is the tenant's weight (≤ 0: 1).
+	Weight int
+	// Max caps the slots the tenant holds at once (≤ 0: its share only).
+	Max int
+}
+
+// Shares returns the share of the tenant whose subject token is tenant (Token).
+type Shares func(tenant string) Share
+
+// FairSpec is a family of lanes.
+type FairSpec struct {
+	// Family is the family's durable consumer: it reads Legacy (the subject the family
+	// used before it had lanes), its name prefixes the lane consumers' names, and dead
+	// letters of every lane are filed under it.
+	Family ConsumerSpec
+	// Prefix is the lanes' subject prefix: Prefix.<band>.<tenant>[.<key>].
+	Prefix string
+	// Bands caps the slots a band may hold (absent or 0: all of them).
+	Bands map[string]int
+	// LegacyBand is the band the Legacy subject's messages are served in.
+	LegacyBand string
+}
+
+// Fair timing constants.
+const (
+	refreshEvery = 2 * time.Second        // how often the lanes are read from the stream
+	dryFirst     = 250 * time.Millisecond // how long an empty lane rests before it is asked again
+	dryMax       = 2 * time.Second
+	// laneIdle is how long a lane consumer nobody reads lives on the server
+	// (InactiveThreshold): a tenant's lanes come and go with its traffic.
+	laneIdle = time.Hour
+)
+
+// JobLanes is the family of new chat jobs (the chatworker durable), banded sync,
+// async, batch; batch lines hold at most batchSlots of the slots.
+func JobLanes(t Timing, batchSlots int) FairSpec {
+	return FairSpec{Family: ChatConsumer(t), Prefix: prefixJobLanes, Bands: map[string]int{BandBatch: batchSlots}, LegacyBand: BandAsync}
+}
+
+// ResumeLanes is the family of finished server-tool calls (the chatworker-resume
+// durable).
+func ResumeLanes(t Timing) FairSpec {
+	return FairSpec{Family: ResumeConsumer(t), Prefix: prefixResumeLanes, LegacyBand: BandAsync}
+}
+
+// SearchLanes is the family of one engine's web_search calls (the
+// searchworker-<engine> durable).
+func SearchLanes(engine string, t Timing) FairSpec {
+	return FairSpec{Family: SearchConsumer(engine, t), Prefix: SubjectSearch(engine), LegacyBand: BandAsync}
+}
+
+// laneSpec is the durable consumer of one lane of family.
+func (f FairSpec) laneSpec(l Lane) ConsumerSpec {
+	c := f.Family
+	c.Config.Durable = laneConsumer(f.Family.Config.Durable, l)
+	c.Config.FilterSubject = f.Prefix + "." + l.Band + "." + l.Tenant
+	if l.Key != "" {
+		c.Config.FilterSubject += "." + l.Key
+	}
+	c.Config.Description = "lane " + l.Band + "/" + l.Tenant + " of " + f.Family.Config.Durable
+	c.Config.InactiveThreshold = laneIdle
+	return c
+}
+
+// ConsumeFair starts handling a family's lanes with h, fair shares of
+// o.Concurrency slots by shares, until Drain or Stop.
+func ConsumeFair[T Payload](ctx context.Context, b *Bus, spec FairSpec, shares Shares, h Handler[T], o ConsumeOptions) (*Worker, error) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = max(spec.Family.Config.AckWait/3, time.Second)
+	}
+	if o.Log == nil {
+		o.Log = b.log
+	}
+	if shares == nil {
+		shares = func(string) Share { return Share{} }
+	}
+	legacy, err := b.EnsureConsumer(ctx, spec.Family)
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f := &fair[T]{
+		b: b, spec: spec, shares: shares, slots: o.Concurrency,
+		r:       &runner[T]{b: b, spec: spec.Family, h: h, o: o, decode: decodeMsg[T]},
+		lanes:   map[Lane]*lane{},
+		running: map[string]int{}, served: map[string]uint64{}, inBand: map[string]int{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}),
+	}
+	f.legacy = &lane{Lane: Lane{Band: spec.LegacyBand, Tenant: Token("")}, cons: legacy, legacy: true}
+	sub, err := b.nc.Subscribe(b.Subject(spec.Prefix)+subjectLanesAll, func(m *nats.Msg) {
+		if l, ok := LaneOf(spec.Prefix, b.localSubject(m.Subject)); ok {
+			f.seen(l)
+		}
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("consumer %s: %w", spec.Family.Config.Durable, err)
+	}
+	w := &Worker{name: spec.Family.Config.Durable, loopDone: make(chan struct{}), hardStop: cancel}
+	w.stopTaking = func() {
+		_ = sub.Unsubscribe()
+		f.stopOnce.Do(func() { close(f.stop) })
+	}
+	w.stopNow = w.stopTaking
+	f.w = w
+	go f.loop(hctx)
+	return w, nil
+}
+
+type lane struct {
+	Lane
+	cons   jetstream.Consumer
+	legacy bool
+	// served orders lanes by when they were last served (round robin).
+	served uint64
+	// dryUntil: the lane was empty when last asked; it rests until then (or until a
+	// message is published on it). dry is the current rest.
+	dryUntil time.Time
+	dry      time.Duration
+}
+
+type fair[T Payload] struct {
+	b      *Bus
+	spec   FairSpec
+	shares Shares
+	slots  int
+	r      *runner[T]
+	w      *Worker
+
+	mu      sync.Mutex
+	lanes   map[Lane]*lane
+	legacy  *lane
+	running map[string]int    // tenant → messages being handled
+	served  map[string]uint64 // tenant → when last served (round robin across tenants)
+	inBand  map[string]int    // band → messages being handled
+	total   int
+	clock   uint64
+
+	wake     chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// seen notes that lane l holds a message (a publish, or the stream's counts).
+func (f *fair[T]) seen(l Lane) {
+	f.mu.Lock()
+	ln := f.lanes[l]
+	if ln == nil {
+		ln = &lane{Lane: l}
+		f.lanes[l] = ln
+	}
+	ln.dryUntil, ln.dry = time.Time{}, 0
+	f.mu.Unlock()
+	f.poke()
+}
+
+func (f *fair[T]) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fair[T]) loop(ctx context.Context) {
+	defer close(f.w.loopDone)
+	f.refresh(ctx)
+	// The stream is read beside the loop, which a slow read must not hold up.
+	refreshed := make(chan struct{})
+	defer func() { <-refreshed }()
+	go func() {
+		defer close(refreshed)
+		tick := time.NewTicker(refreshEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				f.refresh(ctx)
+				f.poke()
+			}
+		}
+	}()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		ln, n := f.pick(time.Now())
+		if ln == nil {
+			wait := f.nextDry(time.Now())
+			timer := time.NewTimer(wait)
+			select {
+			case <-f.stop:
+				timer.Stop()
+				return
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-f.wake:
+			case <-timer.C:
+			}
+			timer.Stop()
+			continue
+		}
+		if got := f.fetch(ctx, ln, n); got == 0 {
+			f.mu.Lock()
+			ln.dry = min(max(2*ln.dry, dryFirst), dryMax)
+			ln.dryUntil = time.Now().Add(ln.dry)
+			f.mu.Unlock()
+		}
+	}
+}
+
+// nextDry is how long until the first resting lane may be asked again (at most
+// refreshEvery).
+func (f *fair[T]) nextDry(now time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	wait := refreshEvery
+	for _, ln := range f.all() {
+		if d := ln.dryUntil.Sub(now); d > 0 && d < wait {
+			wait = d
+		}
+	}
+	return max(wait, time.Millisecond)
+}
+
+// all is every lane, the legacy lane first (f.mu held).
+func (f *fair[T]) all() []*lane {
+	out := make([]*lane, 0, len(f.lanes)+1)
+	out = append(out, f.legacy)
+	for _, ln := range f.lanes {
+		out = append(out, ln)
+	}
+	return out
+}
+
+// refresh reads the lanes that hold messages from the stream's per-subject counts,
+// and forgets lanes that hold none.
+func (f *fair[T]) refresh(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := f.b.js.Stream(rctx, f.b.Name(f.spec.Family.Stream))
+	if err != nil {
+		f.r.o.Log.Warn("fair: reading lanes", "consumer", f.w.name, "err", err)
+		return
+	}
+	info, err := s.Info(rctx, jetstream.WithSubjectFilter(f.b.Subject(f.spec.Prefix)+subjectLanesAll))
+	if err != nil {
+		f.r.o.Log.Warn("fair: reading lanes", "consumer", f.w.name, "err", err)
+		return
+	}
+	have := map[Lane]bool{}
+	for subj, n := range info.State.Subjects {
+		if l, ok := LaneOf(f.spec.Prefix, f.b.localSubject(subj)); ok && n > 0 {
+			have[l] = true
+		}
+	}
+	f.mu.Lock()
+	for l, ln := range f.lanes {
+		if !have[l] && f.running[l.Tenant] == 0 && ln.dryUntil.After(time.Now()) {
+			delete(f.lanes, l)
+		}
+	}
+	for l := range have {
+		if f.lanes[l] == nil {
+			f.lanes[l] = &lane{Lane: l}
+		}
+	}
+	// The legacy lane is asked again after each refresh: its messages are an earlier
+	// release's, published without a wake.
+	f.legacy.dryUntil = time.Time{}
+	f.mu.Unlock()
+}
+
+// pick chooses the lane to ask next and how many messages to ask for; nil when no
+// lane may be asked now.
+func (f *fair[T]) pick(now time.Time) (*lane, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	free := f.slots - f.total
+	if free <= 0 {
+		return nil, 0
+	}
+	all := f.all()
+	// W counts the tenants running and those whose lanes are thought to hold messages.
+	weights := map[string]int{}
+	for _, ln := range all {
+		if !ln.dryUntil.After(now) {
+			weights[ln.Tenant] = f.weight(ln.Tenant)
+		}
+	}
+	for t := range f.running {
+		weights[t] = f.weight(t)
+	}
+	sumW := 0
+	for _, w := range weights {
+		sumW += w
+	}
+	reserve := f.slots / 8
+	if f.slots >= 4 {
+		reserve = max(reserve, 1)
+	}
+	var cands []*lane
+	for _, band := range Bands {
+		if c := f.spec.Bands[band]; c > 0 && f.inBand[band] >= c {
+			continue
+		}
+		for _, ln := range all {
+			if ln.Band != band || ln.dryUntil.After(now) || f.room(ln.Tenant, f.weight(ln.Tenant), sumW, free, reserve) <= 0 {
+				continue
+			}
+			cands = append(cands, ln)
+		}
+		if len(cands) > 0 {
+			break
+		}
+	}
+	if len(cands) == 0 {
+		return nil, 0
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		// running/weight, compared without division
+		ra, rb := f.running[a.Tenant]*f.weight(b.Tenant), f.running[b.Tenant]*f.weight(a.Tenant)
+		if ra != rb {
+			return ra < rb
+		}
+		if sa, sb := f.served[a.Tenant], f.served[b.Tenant]; sa != sb {
+			return sa < sb
+		}
+		return a.served < b.served
+	})
+	ln := cands[0]
+	f.clock++
+	ln.served, f.served[ln.Tenant] = f.clock, f.clock
+	n := 1
+	if len(cands) == 1 {
+		// One lane alone may start: ask for as many as may start at once.
+		n = min(16, f.room(ln.Tenant, f.weight(ln.Tenant), sumW, free, reserve))
+		if c := f.spec.Bands[ln.Band]; c > 0 {
+			n = min(n, c-f.inBand[ln.Band])
+		}
+		n = max(n, 1)
+	}
+	// The slots are counted taken now (fetch gives back those it did not fill).
+	f.take(ln, n)
+	return ln, n
+}
+
+func (f *fair[T]) weight(tenant string) int {
+	if w := f.shares(tenant).Weight; w > 0 {
+		return w
+	}
+	return 1
+}
+
+// room is how many more slots tenant may take now (f.mu held).
+func (f *fair[T]) room(tenant string, w, sumW, free, reserve int) int {
+	run := f.running[tenant]
+	share := ceilDiv(f.slots*w, sumW)
+	if sumW == w {
+		share = f.slots // alone: every slot, less the reserve below
+	}
+	n := min(free, share-run)
+	if m := f.shares(tenant).Max; m > 0 {
+		n = min(n, m-run)
+	}
+	// Up to the share it would have if one more tenant came, and beyond it while
+	// more than the reserve stays free.
+	return min(n, max(ceilDiv(f.slots*w, sumW+1)-run, free-reserve))
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func (f *fair[T]) take(ln *lane, n int) {
+	f.running[ln.Tenant] += n
+	f.inBand[ln.Band] += n
+	f.total += n
+}
+
+func (f *fair[T]) release(ln *lane, n int) {
+	f.mu.Lock()
+	f.running[ln.Tenant] -= n
+	if f.running[ln.Tenant] <= 0 {
+		delete(f.running, ln.Tenant)
+	}
+	f.inBand[ln.Band] -= n
+	f.total -= n
+	f.mu.Unlock()
+	f.poke()
+}
+
+// fetch asks lane ln for up to n messages (their slots already taken) and starts
+// each; it returns how many came.
+func (f *fair[T]) fetch(ctx context.Context, ln *lane, n int) int {
+	if ln.cons == nil {
+		c, err := f.b.EnsureConsumer(ctx, f.spec.laneSpec(ln.Lane))
+		if err != nil {
+			f.release(ln, n)
+			f.r.o.Log.Warn("fair: lane consumer", "consumer", f.w.name, "lane", ln.Band+"/"+ln.Tenant, "err", err)
+			return 0
+		}
+		f.mu.Lock()
+		ln.cons = c
+		f.mu.Unlock()
+	}
+	batch, err := ln.cons.FetchNoWait(n)
+	got := 0
+	if err == nil {
+		for msg := range batch.Messages() {
+			got++
+			f.w.wg.Add(1)
+			go func() {
+				defer func() {
+					f.release(ln, 1)
+					f.w.wg.Done()
+				}()
+				f.r.handle(ctx, msg)
+			}()
+		}
+		err = batch.Error()
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
+		f.r.o.Log.Debug("fair: fetch", "consumer", f.w.name, "lane", ln.Band+"/"+ln.Tenant, "err", err)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+			f.mu.Lock()
+			ln.cons = nil // expired while idle: made again on the next ask
+			f.mu.Unlock()
+		}
+	}
+	if got < n {
+		f.release(ln, n-got)
+	}
+	if got > 0 {
+		f.mu.Lock()
+		ln.dryUntil, ln.dry = time.Time{}, 0
+		f.mu.Unlock()
+	}
+	return got
+}

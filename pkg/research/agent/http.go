@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/provider"
+)
+
+// The kinds of research agent.
+const (
+	KindOpenAI     = "openai-deep-research"
+	KindGemini     = "gemini-deep-research"
+	KindPerplexity = "perplexity-agent"
+	KindParallel   = "parallel-task"
+	KindExa        = "exa-agent"
+)
+
+// Kinds lists every kind New builds.
+var Kinds = []string{KindOpenAI, KindGemini, KindPerplexity, KindParallel, KindExa}
+
+// defaultBase is each kind's production base URL, as its SDKs take it (OpenAI's with
+// /v1, the others the host root).
+var defaultBase = map[string]string{
+	KindOpenAI:     "https://api.openai.com/v1",
+	KindGemini:     "https://generativelanguage.googleapis.com",
+	KindPerplexity: "https://api.perplexity.ai",
+	KindParallel:   "https://api.parallel.ai",
+	KindExa:        "https://api.exa.ai",
+}
+
+// New builds the agent of kind at baseURL (empty: the provider's production API),
+// authenticating with keys (rotated, a refused key passed over; see
+// provider.Credentials), model naming the provider's model, agent or processor
+// (empty: chosen by the request's effort), over hc (nil: a client with a 60 s
+// timeout; every call of an agent is short: runs are polled, never waited on).
+func New(kind, baseURL string, keys []string, model string, hc *http.Client) (Agent, error) {
+	base, ok := defaultBase[kind]
+	if !ok {
+		return nil, fmt.Errorf("research agent kind %q is not one of %s", kind, strings.Join(Kinds, ", "))
+	}
+	if baseURL != "" {
+		base = baseURL
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	c := &client{kind: kind, base: strings.TrimRight(base, "/"), hc: hc, cred: provider.NewCredentials(kind, keys, provider.CredentialOptions{})}
+	switch kind {
+	case KindOpenAI:
+		c.auth = bearer
+		return &openAI{c: c, model: model}, nil
+	case KindGemini:
+		c.auth = func(h http.Header, k string) { h.Set("x-goog-api-key", k) }
+		return &gemini{c: c, model: model}, nil
+	case KindPerplexity:
+		c.auth = bearer
+		return &perplexity{c: c, model: model}, nil
+	case KindParallel:
+		c.auth = func(h http.Header, k string) { h.Set("x-api-key", k) }
+		return &parallel{c: c, model: model}, nil
+	default:
+		c.auth = func(h http.Header, k string) { h.Set("x-api-key", k) }
+		c.header = http.Header{"Exa-Beta": {exaBeta}}
+		return &exa{c: c, model: model}, nil
+	}
+}
+
+func bearer(h http.Header, k string) {
+	if k != "" {
+		h.Set("Authorization", "Bearer "+k)
+	}
+}
+
+// maxAnswer bounds what one provider answer may hold (a finished report with its
+// sources is well under it).
+const maxAnswer = 16 << 20
+
+// client is one agent's HTTP plumbing: the base URL, the key rotation, how a key is
+// sent, and the headers every request carries.
+type client struct {
+	kind   string
+	base   string
+	hc     *http.Client
+	cred   *provider.Credentials
+	auth   func(http.Header, string)
+	header http.Header
+}
+
+// do sends one JSON request (body nil: none) with extra headers and decodes a 2xx
+// answer into out (nil: discarded). A non-2xx answer is an *llm.Error with the
+// provider's status, message and Retry-After, so a refused key is rested and the
+// next one tried (provider.Credentials); its text never carries a key.
+func (c *client) do(ctx context.Context, method, path string, body any, extra http.Header, out any) error {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	return c.cred.Try(ctx, nil, func(cred provider.Credential, _ func(llm.Delta)) error {
+		var rd io.Reader
+		if payload != nil {
+			rd = bytes.NewReader(payload)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+		if err != nil {
+			return err
+		}
+		if payload != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Accept", "application/json")
+		for k, v := range c.header {
+			req.Header[k] = v
+		}
+		for k, v := range extra {
+			req.Header[k] = v
+		}
+		c.auth(req.Header, cred.Value)
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			// The transport's error names the URL: say only what failed.
+			msg := "the request did not complete"
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				msg = "the request was cut short: " + ctx.Err().Error()
+			}
+			return &llm.Error{Provider: c.kind, Message: msg, Err: ctx.Err()}
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+		if err != nil {
+			return &llm.Error{Provider: c.kind, Status: resp.StatusCode, Message: "the answer was cut off"}
+		}
+		if len(b) > maxAnswer {
+			return &llm.Error{Provider: c.kind, Status: resp.StatusCode, Message: "the answer is larger than " + strconv.Itoa(maxAnswer>>20) + " MiB"}
+		}
+		if resp.StatusCode/100 != 2 {
+			return &llm.Error{Provider: c.kind, Status: resp.StatusCode, Type: errorType(b),
+				Message:    provider.Truncate(c.cred.Redact(provider.ErrorMessage(b)), 300),
+				RetryAfter: provider.RetryAfter(resp.Header, b, time.Now())}
+		}
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			return &llm.Error{Provider: c.kind, Status: resp.StatusCode, Message: "the answer is not the documented JSON: " + err.Error()}
+		}
+		return nil
+	})
+}
+
+// errorType is the type or code of an error body, for provider.Classify
+// (insufficient_quota and the like).
+func errorType(b []byte) string {
+	var e struct {
+		Error struct {
+			Type string `json:"type"`
+			Code any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e) != nil {
+		return ""
+	}
+	if s, ok := e.Error.Code.(string); ok && e.Error.Type == "" {
+		return s
+	}
+	return e.Error.Type
+}
+
+// afterCursor returns the events after cursor (the count already handed out, as a
+// decimal string) and the cursor after them: the agents whose provider answers a poll
+// with the run's whole snapshot derive its events from it in a fixed order, so a
+// count resumes them.
+func afterCursor(events []Event, cursor string) ([]Event, string) {
+	n, _ := strconv.Atoi(cursor)
+	if n < 0 || n > len(events) {
+		n = len(events)
+	}
+	return events[n:], strconv.Itoa(len(events))
+}
+
+// metaRef is the metadata key the fleet's reference goes under (Parallel allows keys
+// of at most 16 characters).
+const metaRef = "fleet_ref"
+
+// efforts are the run efforts, in increasing order.
+var efforts = []string{"low", "medium", "high", "max"}
+
+// byEffort picks the value for effort from four, one per effort (unknown: medium).
+func byEffort[T any](effort string, vals [4]T) T {
+	for i, e := range efforts {
+		if e == effort {
+			return vals[i]
+		}
+	}
+	return vals[1]
+}

@@ -1,0 +1,250 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// A provider's finished research becomes a Result: the report in Markdown with [n]
+// markers into a numbered source list. Where the provider anchors citations in the
+// text (OpenAI's, Gemini's and Perplexity's url_citation annotations), a marker goes
+// right after each annotated span; where it links sources in Markdown, each link
+// becomes a marker; where it attributes sources to output fields (Parallel's basis,
+// Exa's grounding), the report lists the fields with their markers. A report whose
+// sources could be placed nowhere cites them all at its end: what the provider said
+// is supported by them, no finer.
+
+// annotation is a url_citation anchored in a text: Start and End count code points
+// (the unit OpenAI's and Perplexity's offsets are verified in, see SOURCES.md).
+type annotation struct {
+	Type       string `json:"type"`
+	StartIndex int    `json:"start_index"`
+	EndIndex   int    `json:"end_index"`
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+}
+
+// sources numbers sources by URL in order of first appearance.
+type sources struct {
+	list  []Source
+	index map[string]int
+}
+
+// add returns the source's number (1-based), adding it when new; an excerpt or title
+// fills in one the source had not.
+func (s *sources) add(src Source) int {
+	if s.index == nil {
+		s.index = map[string]int{}
+	}
+	if n, ok := s.index[src.URL]; ok {
+		if s.list[n-1].Title == "" {
+			s.list[n-1].Title = src.Title
+		}
+		if s.list[n-1].Excerpt == "" {
+			s.list[n-1].Excerpt = src.Excerpt
+		}
+		return n
+	}
+	s.list = append(s.list, src)
+	s.index[src.URL] = len(s.list)
+	return len(s.list)
+}
+
+// marker is the [n] reference to source n.
+func marker(n int) string { return "[" + strconv.Itoa(n) + "]" }
+
+// annotate puts a marker after each annotated span of text (annotations with no span,
+// 0/0, or outside the text are cited at the end) and returns the report. A span that
+// is a Markdown link to its source (OpenAI annotates its "([site](url))") is replaced
+// by the marker.
+func annotate(text string, anns []annotation, src *sources) string {
+	runes := []rune(text)
+	type ins struct{ start, end, n int }
+	var at []ins
+	var loose []int
+	for _, a := range anns {
+		if a.URL == "" {
+			continue
+		}
+		n := src.add(Source{URL: a.URL, Title: a.Title})
+		if a.EndIndex <= 0 || a.EndIndex > len(runes) || a.StartIndex < 0 || a.StartIndex > a.EndIndex {
+			loose = append(loose, n)
+			continue
+		}
+		at = append(at, ins{a.StartIndex, a.EndIndex, n})
+	}
+	sort.SliceStable(at, func(i, j int) bool { return at[i].end < at[j].end })
+	var b strings.Builder
+	prev := 0
+	for i, x := range at {
+		if i > 0 && at[i-1].end == x.end && at[i-1].n == x.n {
+			continue
+		}
+		cut := x.end
+		if x.start >= prev && linkOnly.MatchString(string(runes[x.start:x.end])) {
+			cut = x.start
+		}
+		b.WriteString(strings.TrimRight(string(runes[prev:cut]), " "))
+		if i == 0 || at[i-1].end != x.end {
+			b.WriteByte(' ')
+		}
+		b.WriteString(marker(x.n))
+		prev = x.end
+	}
+	b.WriteString(string(runes[prev:]))
+	return citeAtEnd(b.String(), loose)
+}
+
+// linkOnly matches a span that is nothing but a Markdown link, in parentheses or not.
+var linkOnly = regexp.MustCompile(`^\s*(\(\[[^\]\n]*\]\(https?://[^)\s]+\)\)|\[[^\]\n]*\]\(https?://[^)\s]+\))\s*$`)
+
+// citeAtEnd appends markers for the given sources when the text does not already
+// cite them.
+func citeAtEnd(text string, ns []int) string {
+	var add []string
+	for _, n := range ns {
+		m := marker(n)
+		if !strings.Contains(text, m) && !slices.Contains(add, m) {
+			add = append(add, m)
+		}
+	}
+	if len(add) == 0 {
+		return text
+	}
+	return strings.TrimRight(text, "\n") + "\n\nSources: " + strings.Join(add, "")
+}
+
+var (
+	mdLink    = regexp.MustCompile(`\[([^\]\n]+)\]\((https?://[^)\s]+)\)`)
+	parenLink = regexp.MustCompile(`\s*\(\[([^\]\n]+)\]\((https?://[^)\s]+)\)\)`)
+)
+
+// linkMarkers turns each Markdown link of text into a marker, adding the linked page
+// to src: a link in parentheses ("([site](url))", a citation) becomes the marker
+// alone, a link in the text its text and the marker.
+func linkMarkers(text string, src *sources) string {
+	text = parenLink.ReplaceAllStringFunc(text, func(m string) string {
+		p := parenLink.FindStringSubmatch(m)
+		return " " + marker(src.add(Source{URL: p[2], Title: p[1]}))
+	})
+	return mdLink.ReplaceAllStringFunc(text, func(m string) string {
+		p := mdLink.FindStringSubmatch(m)
+		n := src.add(Source{URL: p[2], Title: p[1]})
+		return p[1] + " " + marker(n)
+	})
+}
+
+// spanBasis maps citations anchored in a JSON text (a structured answer given as
+// text, with url_citation annotations over it) to the top-level fields whose values
+// they fall in: each field's basis holds the citations inside its value. A field no
+// citation falls in has a basis with no citations.
+func spanBasis(text string, anns []annotation) (json.RawMessage, map[string]Basis) {
+	raw := []byte(strings.TrimSpace(text))
+	off := bytes.Index([]byte(text), raw) // where the trimmed JSON starts, in bytes
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil
+	}
+	type field struct {
+		name       string
+		start, end int // byte offsets into text
+	}
+	var fields []field
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil
+		}
+		name, _ := t.(string)
+		start := int(dec.InputOffset())
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, nil
+		}
+		fields = append(fields, field{name, off + start, off + int(dec.InputOffset())})
+	}
+	if !json.Valid(raw) {
+		return nil, nil
+	}
+	// byteAt converts a code-point offset into a byte offset of text.
+	byteAt := func(cp int) int {
+		b := 0
+		for i := 0; i < cp && b < len(text); i++ {
+			_, w := utf8.DecodeRuneInString(text[b:])
+			b += w
+		}
+		return b
+	}
+	basis := make(map[string]Basis, len(fields))
+	for _, f := range fields {
+		bs := Basis{Citations: []Source{}}
+		for _, a := range anns {
+			if a.URL == "" || a.EndIndex <= a.StartIndex {
+				continue
+			}
+			s, e := byteAt(a.StartIndex), byteAt(a.EndIndex)
+			if s < f.end && e > f.start && !slices.ContainsFunc(bs.Citations, func(c Source) bool { return c.URL == a.URL }) {
+				bs.Citations = append(bs.Citations, Source{URL: a.URL, Title: a.Title})
+			}
+		}
+		basis[f.name] = bs
+	}
+	return json.RawMessage(raw), basis
+}
+
+// fieldReport renders a structured answer as Markdown, one line per top-level field
+// with the markers of its basis, so the report cites per field.
+func fieldReport(out json.RawMessage, basis map[string]Basis, src *sources) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(out, &obj) != nil {
+		return string(out)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		v := string(obj[k])
+		var s string
+		if json.Unmarshal(obj[k], &s) == nil {
+			v = s
+		}
+		fmt.Fprintf(&b, "- **%s**: %s", k, v)
+		for _, c := range basis[k].Citations {
+			b.WriteString(" " + marker(src.add(c)))
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// topField is the top-level field a field path names: "structured.companies[0].url"
+// and "companies[0].url" are "companies".
+func topField(path string) string {
+	path = strings.TrimPrefix(path, "structured.")
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// lowerConfidence is the lower of two confidences ("" counts as unknown, not low).
+func lowerConfidence(a, b string) string {
+	rank := map[string]int{"low": 1, "medium": 2, "high": 3}
+	switch {
+	case a == "":
+		return b
+	case b == "" || rank[a] <= rank[b]:
+		return a
+	}
+	return b
+}

@@ -1,0 +1,238 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+)
+
+// openAI is OpenAI deep research (o3-deep-research, o4-mini-deep-research) through
+// the Responses API in background mode: POST /responses with background and store,
+// the web_search_preview tool (deep research needs a data source) and max_tool_calls
+// by effort; GET /responses/{id} polls; POST /responses/{id}/cancel cancels. The
+// fleet's reference rides in metadata.fleet_ref. OpenAI offers no idempotency key
+// and no listing of responses, so Find returns ErrNoLookup; OpenAI's webhooks
+// (response.completed/failed/cancelled/incomplete, Standard Webhooks, configured per
+// project) name the response, whose metadata gives the run back (Status.Ref).
+type openAI struct {
+	c     *client
+	model string
+}
+
+// openAIToolCalls is max_tool_calls per effort: the bound on searches and page opens
+// a run may make, which bounds its cost.
+var openAIToolCalls = [4]int{20, 60, 150, 300}
+
+// openAIPrices are the documented list prices of the deep research models, per
+// million input and output tokens, and per web search call (SOURCES.md): OpenAI
+// reports usage, not cost, so the cost is computed from them.
+var openAIPrices = map[string][2]float64{
+	"o3-deep-research":      {10, 40},
+	"o4-mini-deep-research": {2, 8},
+}
+
+const openAISearchUSD = 0.01 // $10 per 1,000 web search calls
+
+func (a *openAI) modelFor(req Request) string {
+	switch {
+	case req.Model != "":
+		return req.Model
+	case a.model != "":
+		return a.model
+	case req.Effort == "low":
+		return "o4-mini-deep-research"
+	}
+	return "o3-deep-research"
+}
+
+func (a *openAI) Submit(ctx context.Context, req Request) (string, error) {
+	body := map[string]any{
+		"model":          a.modelFor(req),
+		"input":          req.Input,
+		"background":     true,
+		"store":          true,
+		"tools":          []any{map[string]any{"type": "web_search_preview"}},
+		"max_tool_calls": byEffort(req.Effort, openAIToolCalls),
+		"reasoning":      map[string]any{"summary": "auto"},
+		"metadata":       map[string]string{metaRef: req.Ref},
+	}
+	if req.Instructions != "" {
+		body["instructions"] = req.Instructions
+	}
+	if len(req.OutputSchema) > 0 {
+		body["text"] = map[string]any{"format": map[string]any{"type": "json_schema", "name": "research_output", "schema": req.OutputSchema, "strict": false}}
+	}
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := a.c.do(ctx, "POST", "/responses", body, nil, &out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+func (a *openAI) Find(context.Context, string) (string, bool, error) { return "", false, ErrNoLookup }
+
+func (a *openAI) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
+
+func (a *openAI) Cancel(ctx context.Context, id string) error {
+	return a.c.do(ctx, "POST", "/responses/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
+}
+
+// openAIResponse is the part of a Response the agent reads.
+type openAIResponse struct {
+	ID       string            `json:"id"`
+	Status   string            `json:"status"`
+	Model    string            `json:"model"`
+	Metadata map[string]string `json:"metadata"`
+	Error    *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Output []struct {
+		Type    string `json:"type"`
+		Summary []struct {
+			Text string `json:"text"`
+		} `json:"summary"`
+		Action *struct {
+			Type    string   `json:"type"`
+			Query   string   `json:"query"`
+			Queries []string `json:"queries"`
+			URL     string   `json:"url"`
+			Sources []struct {
+				URL string `json:"url"`
+			} `json:"sources"`
+		} `json:"action"`
+		Content []struct {
+			Type        string       `json:"type"`
+			Text        string       `json:"text"`
+			Annotations []annotation `json:"annotations"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+func (a *openAI) Poll(ctx context.Context, id, cursor string) (Status, error) {
+	var r openAIResponse
+	if err := a.c.do(ctx, "GET", "/responses/"+url.PathEscape(id), nil, nil, &r); err != nil {
+		return Status{}, err
+	}
+	return r.status(cursor, a.model), nil
+}
+
+// status normalizes a polled Response.
+func (r *openAIResponse) status(cursor, model string) Status {
+	st := Status{Ref: r.Metadata[metaRef]}
+	var events []Event
+	searches, calls := 0, 0 // search actions; web search calls (each billed)
+	var text string
+	var anns []annotation
+	for _, it := range r.Output {
+		switch it.Type {
+		case "reasoning":
+			for _, s := range it.Summary {
+				if s.Text != "" {
+					events = append(events, Event{Type: "thought", Text: s.Text})
+				}
+			}
+		case "web_search_call":
+			calls++
+			if it.Action == nil {
+				continue
+			}
+			switch it.Action.Type {
+			case "search":
+				searches++
+				q := it.Action.Query
+				if q == "" && len(it.Action.Queries) > 0 {
+					q = it.Action.Queries[0]
+				}
+				events = append(events, Event{Type: "search", Text: q})
+			case "open_page", "find_in_page":
+				events = append(events, Event{Type: "fetch", URL: it.Action.URL})
+			}
+		case "message":
+			for _, c := range it.Content {
+				if c.Type == "output_text" {
+					// Annotations of a later part count from its own start.
+					shift := len([]rune(text))
+					for _, an := range c.Annotations {
+						an.StartIndex += shift
+						an.EndIndex += shift
+						anns = append(anns, an)
+					}
+					text += c.Text
+				}
+			}
+		}
+	}
+	st.Events, st.Cursor = afterCursor(events, cursor)
+	if model == "" {
+		model = r.Model
+	}
+	price, ok := openAIPrices[model]
+	if !ok {
+		price = openAIPrices["o3-deep-research"]
+	}
+	st.CostUSD = (float64(r.Usage.InputTokens)*price[0]+float64(r.Usage.OutputTokens)*price[1])/1e6 + float64(calls)*openAISearchUSD
+	switch r.Status {
+	case "queued":
+		st.State = Queued
+	case "in_progress":
+		st.State = Running
+	case "cancelled":
+		st.State = Cancelled
+	case "failed":
+		st.State = Failed
+		st.Error = "the provider's research failed"
+		if r.Error != nil && r.Error.Message != "" {
+			st.Error = "the provider's research failed: " + r.Error.Message
+		}
+	case "completed", "incomplete":
+		st.State = Completed
+		var src sources
+		res := &Result{CostUSD: st.CostUSD, Searches: searches}
+		if out, basis := spanBasis(text, anns); out != nil {
+			res.Output, res.Basis = out, basis
+			res.Report = fieldReport(out, basis, &src)
+		} else {
+			res.Report = annotate(text, anns, &src)
+		}
+		res.Sources = src.list
+		st.Result = res
+	default:
+		st.State = Running
+	}
+	return st
+}
+
+// openAIWebhookStates are OpenAI's webhook event types for a background response.
+var openAIWebhookStates = map[string]State{
+	"response.completed":  Completed,
+	"response.incomplete": Completed,
+	"response.failed":     Failed,
+	"response.cancelled":  Cancelled,
+}
+
+// parseOpenAIWebhook reads OpenAI's webhook event: {id, type, created_at, data: {id}}.
+func parseOpenAIWebhook(body []byte) (Webhook, error) {
+	var ev struct {
+		Type string `json:"type"`
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil || ev.Data.ID == "" {
+		return Webhook{}, errBadWebhook
+	}
+	st, ok := openAIWebhookStates[ev.Type]
+	if !ok {
+		return Webhook{}, errBadWebhook
+	}
+	return Webhook{ID: ev.Data.ID, State: st}, nil
+}

@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// parallel is Parallel's Task API: POST /v1/tasks/runs with a processor by effort
+// (base, core, pro, ultra), the input and a task_spec (the output schema as a JSON
+// output, else text), the fleet's reference in metadata and, when the fleet takes
+// webhooks, a webhook for task_run.status (beta header webhook-2025-08-12); GET
+// /v1/tasks/runs/{id} polls the status and, once completed, GET .../result reads the
+// output and its basis (per field: citations with excerpts, reasoning, confidence);
+// POST .../cancel cancels. Failed runs are not billed (Status.Unbilled); Parallel
+// reports no cost, so a completed run settles at the agent's list price. The Task
+// API documents no listing of runs, so Find returns ErrNoLookup: the
+// task_run.status webhook carries the whole run, metadata included (Webhook.Ref).
+type parallel struct {
+	c     *client
+	model string
+}
+
+var parallelProcessors = [4]string{"base", "core", "pro", "ultra"}
+
+const parallelWebhookBeta = "webhook-2025-08-12"
+
+func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
+	proc := byEffort(req.Effort, parallelProcessors)
+	if req.Model != "" {
+		proc = req.Model
+	} else if a.model != "" {
+		proc = a.model
+	}
+	input := req.Input
+	if req.Instructions != "" {
+		input = req.Instructions + "\n\n" + input
+	}
+	out := map[string]any{"type": "text"}
+	if len(req.OutputSchema) > 0 {
+		out = map[string]any{"type": "json", "json_schema": req.OutputSchema}
+	}
+	body := map[string]any{
+		"input":     input,
+		"processor": proc,
+		"task_spec": map[string]any{"output_schema": out},
+		"metadata":  map[string]string{metaRef: req.Ref},
+	}
+	var extra http.Header
+	if req.Webhook != "" {
+		body["webhook"] = map[string]any{"url": req.Webhook, "event_types": []string{"task_run.status"}}
+		extra = http.Header{"Parallel-Beta": {parallelWebhookBeta}}
+	}
+	var run parallelRun
+	if err := a.c.do(ctx, "POST", "/v1/tasks/runs", body, extra, &run); err != nil {
+		return "", err
+	}
+	return run.RunID, nil
+}
+
+func (a *parallel) Find(context.Context, string) (string, bool, error) { return "", false, ErrNoLookup }
+
+func (a *parallel) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
+
+func (a *parallel) Cancel(ctx context.Context, id string) error {
+	return a.c.do(ctx, "POST", "/v1/tasks/runs/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
+}
+
+// parallelRun is a Task Run.
+type parallelRun struct {
+	RunID    string            `json:"run_id"`
+	Status   string            `json:"status"`
+	Metadata map[string]string `json:"metadata"`
+	Error    *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// parallelResult is a Task Run Result.
+type parallelResult struct {
+	Run    parallelRun `json:"run"`
+	Output struct {
+		Type    string          `json:"type"`
+		Content json.RawMessage `json:"content"`
+		Basis   []struct {
+			Field     string `json:"field"`
+			Citations []struct {
+				Title    string   `json:"title"`
+				URL      string   `json:"url"`
+				Excerpts []string `json:"excerpts"`
+			} `json:"citations"`
+			Reasoning  string `json:"reasoning"`
+			Confidence string `json:"confidence"`
+		} `json:"basis"`
+	} `json:"output"`
+}
+
+func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) {
+	var run parallelRun
+	if err := a.c.do(ctx, "GET", "/v1/tasks/runs/"+url.PathEscape(id), nil, nil, &run); err != nil {
+		return Status{}, err
+	}
+	st := Status{Ref: run.Metadata[metaRef]}
+	// Parallel reports no progress but the run's status: one event per change the
+	// polls saw (the cursor is the last status handed out).
+	if run.Status != cursor && run.Status != "" {
+		st.Events = []Event{{Type: "status", Text: run.Status}}
+	}
+	st.Cursor = run.Status
+	switch run.Status {
+	case "queued":
+		st.State = Queued
+	case "cancelled":
+		st.State = Cancelled
+	case "failed":
+		st.State, st.Unbilled = Failed, true
+		st.Error = "the provider's research failed"
+		if run.Error != nil && run.Error.Message != "" {
+			st.Error += ": " + run.Error.Message
+		}
+	case "completed":
+		var res parallelResult
+		if err := a.c.do(ctx, "GET", "/v1/tasks/runs/"+url.PathEscape(id)+"/result", nil, nil, &res); err != nil {
+			return Status{}, err
+		}
+		st.State = Completed
+		st.Result = res.result()
+	default: // running, action_required, cancelling
+		st.State = Running
+	}
+	return st, nil
+}
+
+// result normalizes a completed run's output: a JSON output keeps its object and
+// gets one basis per field (the report lists the fields with their citations); a
+// text output is the report, its Markdown links made markers, the basis's citations
+// its sources.
+func (r *parallelResult) result() *Result {
+	var src sources
+	basis := map[string]Basis{}
+	for _, b := range r.Output.Basis {
+		bs := Basis{Citations: []Source{}, Reasoning: b.Reasoning, Confidence: b.Confidence}
+		for _, c := range b.Citations {
+			if c.URL != "" {
+				bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title, Excerpt: strings.Join(c.Excerpts, " … ")})
+			}
+		}
+		basis[topField(b.Field)] = mergeBasis(basis[topField(b.Field)], bs)
+	}
+	res := &Result{}
+	if r.Output.Type == "json" {
+		res.Output, res.Basis = r.Output.Content, basis
+		res.Report = fieldReport(res.Output, basis, &src)
+	} else {
+		var text string
+		json.Unmarshal(r.Output.Content, &text)
+		text = linkMarkers(text, &src)
+		var loose []int
+		for _, b := range r.Output.Basis {
+			for _, c := range b.Citations {
+				if c.URL != "" {
+					loose = append(loose, src.add(Source{URL: c.URL, Title: c.Title, Excerpt: strings.Join(c.Excerpts, " … ")}))
+				}
+			}
+		}
+		res.Report = citeAtEnd(text, loose)
+	}
+	res.Sources = src.list
+	return res
+}
+
+// mergeBasis joins two bases of one top-level field (Parallel and Exa may attribute
+// nested fields separately): citations united, the lower confidence kept.
+func mergeBasis(a, b Basis) Basis {
+	if a.Citations == nil {
+		return b
+	}
+	for _, c := range b.Citations {
+		dup := false
+		for _, x := range a.Citations {
+			dup = dup || x.URL == c.URL
+		}
+		if !dup {
+			a.Citations = append(a.Citations, c)
+		}
+	}
+	if a.Reasoning == "" {
+		a.Reasoning = b.Reasoning
+	} else if b.Reasoning != "" && b.Reasoning != a.Reasoning {
+		a.Reasoning += " " + b.Reasoning
+	}
+	a.Confidence = lowerConfidence(a.Confidence, b.Confidence)
+	return a
+}
+
+// parseParallelWebhook reads a task_run.status event: {timestamp, type, data: <the
+// Task Run>}.
+func parseParallelWebhook(body []byte) (Webhook, error) {
+	var ev struct {
+		Type string      `json:"type"`
+		Data parallelRun `json:"data"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil || ev.Type != "task_run.status" || ev.Data.RunID == "" {
+		return Webhook{}, errBadWebhook
+	}
+	w := Webhook{ID: ev.Data.RunID, Ref: ev.Data.Metadata[metaRef]}
+	switch ev.Data.Status {
+	case "completed":
+		w.State = Completed
+	case "failed":
+		w.State = Failed
+	case "cancelled":
+		w.State = Cancelled
+	default:
+		w.State = Running
+	}
+	return w, nil
+}

@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"context"
+	"net/url"
+)
+
+// perplexity is Perplexity's Agent API in background mode: POST /v1/agent with a
+// preset by effort (low, medium, high, xhigh for max) and background; GET
+// /v1/agent/{id} polls the stored response (a JSON snapshot); POST
+// /v1/agent/{id}/cancel cancels. Its search_results items give the searches and
+// sources, the message's url_citation annotations the citations, and usage.cost the
+// reported cost. The Agent API takes no client reference and lists nothing, so Find
+// returns ErrNoLookup.
+type perplexity struct {
+	c     *client
+	model string
+}
+
+var perplexityPresets = [4]string{"low", "medium", "high", "xhigh"}
+
+func (a *perplexity) Submit(ctx context.Context, req Request) (string, error) {
+	body := map[string]any{
+		"preset":     byEffort(req.Effort, perplexityPresets),
+		"input":      req.Input,
+		"background": true,
+	}
+	if m := req.Model; m != "" {
+		body["model"] = m
+	} else if a.model != "" {
+		body["model"] = a.model
+	}
+	if req.Instructions != "" {
+		body["instructions"] = req.Instructions
+	}
+	if len(req.OutputSchema) > 0 {
+		body["response_format"] = map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "research_output", "schema": req.OutputSchema}}
+	}
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := a.c.do(ctx, "POST", "/v1/agent", body, nil, &out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+func (a *perplexity) Find(context.Context, string) (string, bool, error) {
+	return "", false, ErrNoLookup
+}
+
+func (a *perplexity) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
+
+func (a *perplexity) Cancel(ctx context.Context, id string) error {
+	return a.c.do(ctx, "POST", "/v1/agent/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
+}
+
+// perplexityResponse is the part of an Agent API response the agent reads.
+type perplexityResponse struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Output []struct {
+		Type    string   `json:"type"`
+		Queries []string `json:"queries"`
+		Results []struct {
+			Title   string `json:"title"`
+			URL     string `json:"url"`
+			Snippet string `json:"snippet"`
+		} `json:"results"`
+		Content []struct {
+			Type        string       `json:"type"`
+			Text        string       `json:"text"`
+			Annotations []annotation `json:"annotations"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage struct {
+		ToolCallsDetails struct {
+			WebSearch struct {
+				Invocation int `json:"invocation"`
+			} `json:"web_search"`
+		} `json:"tool_calls_details"`
+		Cost struct {
+			TotalCost float64 `json:"total_cost"`
+		} `json:"cost"`
+	} `json:"usage"`
+}
+
+func (a *perplexity) Poll(ctx context.Context, id, cursor string) (Status, error) {
+	var r perplexityResponse
+	if err := a.c.do(ctx, "GET", "/v1/agent/"+url.PathEscape(id), nil, nil, &r); err != nil {
+		return Status{}, err
+	}
+	return r.status(cursor), nil
+}
+
+func (r *perplexityResponse) status(cursor string) Status {
+	var events []Event
+	var src sources
+	var text string
+	var anns []annotation
+	for _, it := range r.Output {
+		switch it.Type {
+		case "search_results":
+			for _, q := range it.Queries {
+				events = append(events, Event{Type: "search", Text: q})
+			}
+			for _, res := range it.Results {
+				if res.URL != "" {
+					src.add(Source{URL: res.URL, Title: res.Title, Excerpt: res.Snippet})
+				}
+			}
+		case "message":
+			for _, c := range it.Content {
+				if c.Type == "output_text" {
+					shift := len([]rune(text))
+					for _, an := range c.Annotations {
+						an.StartIndex += shift
+						an.EndIndex += shift
+						anns = append(anns, an)
+					}
+					text += c.Text
+				}
+			}
+		}
+	}
+	st := Status{CostUSD: r.Usage.Cost.TotalCost}
+	st.Events, st.Cursor = afterCursor(events, cursor)
+	switch r.Status {
+	case "queued":
+		st.State = Queued
+	case "cancelled":
+		st.State = Cancelled
+	case "failed":
+		st.State = Failed
+		st.Error = "the provider's research failed"
+		if r.Error != nil && r.Error.Message != "" {
+			st.Error += ": " + r.Error.Message
+		}
+	case "completed", "incomplete":
+		st.State = Completed
+		res := &Result{CostUSD: st.CostUSD, Searches: r.Usage.ToolCallsDetails.WebSearch.Invocation}
+		// The cited pages keep the search result's snippet: the excerpt relied on.
+		for i, an := range anns {
+			if n, ok := src.index[an.URL]; ok && an.Title == "" {
+				anns[i].Title = src.list[n-1].Title
+			}
+		}
+		var cited sources
+		if out, basis := spanBasis(text, anns); out != nil {
+			for k, b := range basis {
+				for i, c := range b.Citations {
+					if n, ok := src.index[c.URL]; ok {
+						b.Citations[i].Excerpt = src.list[n-1].Excerpt
+					}
+				}
+				basis[k] = b
+			}
+			res.Output, res.Basis = out, basis
+			res.Report = fieldReport(out, basis, &cited)
+		} else {
+			res.Report = annotate(text, anns, &cited)
+		}
+		for i, s := range cited.list {
+			if n, ok := src.index[s.URL]; ok && s.Excerpt == "" {
+				cited.list[i].Excerpt = src.list[n-1].Excerpt
+			}
+		}
+		res.Sources = cited.list
+		st.Result = res
+	default:
+		st.State = Running
+	}
+	return st
+}

@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Webhook is a provider's verified webhook about one run.
+type Webhook struct {
+	// ID is the provider's run id.
+	ID string
+	// Ref is the fleet's reference when the payload carries the run's metadata
+	// (Parallel sends the whole task run); "" otherwise (OpenAI sends the id only: poll
+	// it, Status.Ref has it).
+	Ref string
+	// State is the run's state the webhook announces.
+	State State
+}
+
+// WebhookTolerance is how far a webhook's timestamp may be from now (Standard
+// Webhooks' recommendation): an older delivery is refused as a possible replay.
+const WebhookTolerance = 5 * time.Minute
+
+var (
+	errBadWebhook    = errors.New("the webhook is not a run event of this provider")
+	errBadSignature  = errors.New("the webhook signature does not verify")
+	errNoWebhooks    = errors.New("this provider sends no webhooks")
+	errBadWebhookKey = errors.New("the webhook secret is not usable")
+)
+
+// VerifyWebhook checks a webhook of a kind that sends them (OpenAI and Parallel,
+// both Standard Webhooks: webhook-id, webhook-timestamp and webhook-signature
+// "v1,<base64 HMAC-SHA256 of id.timestamp.body>", several space-separated during a
+// secret rotation) against secret, and reads the run it is about. OpenAI's secret is
+// "whsec_" and the base64 key; Parallel's account secret is used as it is (its docs
+// key the HMAC with the secret string).
+func VerifyWebhook(kind, secret string, h http.Header, body []byte, now time.Time) (Webhook, error) {
+	var key []byte
+	switch kind {
+	case KindOpenAI:
+		k, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+		if err != nil || len(k) == 0 {
+			return Webhook{}, errBadWebhookKey
+		}
+		key = k
+	case KindParallel:
+		if secret == "" {
+			return Webhook{}, errBadWebhookKey
+		}
+		key = []byte(secret)
+	default:
+		return Webhook{}, errNoWebhooks
+	}
+	id, ts := h.Get("webhook-id"), h.Get("webhook-timestamp")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if id == "" || err != nil {
+		return Webhook{}, errBadSignature
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > WebhookTolerance || d < -WebhookTolerance {
+		return Webhook{}, errBadSignature
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(body)
+	want := mac.Sum(nil)
+	ok := false
+	for _, s := range strings.Fields(h.Get("webhook-signature")) {
+		v, sig, found := strings.Cut(s, ",")
+		if !found || v != "v1" {
+			continue
+		}
+		if got, err := base64.StdEncoding.DecodeString(sig); err == nil && hmac.Equal(got, want) {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return Webhook{}, errBadSignature
+	}
+	if kind == KindOpenAI {
+		return parseOpenAIWebhook(body)
+	}
+	return parseParallelWebhook(body)
+}

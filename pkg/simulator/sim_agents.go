@@ -1,0 +1,444 @@
+package simulator
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/fixtures"
+)
+
+// The simulated research agents: each provider's research agent (pkg/research/agent)
+// in its documented shape (internal/fixtures/agents, CONSTRUCTED from the docs),
+// mounted under its kind like the engines: OpenAI deep research at
+// /openai-deep-research/v1/responses, Gemini Deep Research at
+// /gemini-deep-research/v1beta/interactions, Perplexity's Agent API at
+// /perplexity-agent/v1/agent, Parallel's Task API at /parallel-task/v1/tasks/runs and
+// Exa's Agent API at /exa-agent/agent/runs.
+//
+// A run moves through its provider's statuses over time: queued for
+// Options.AgentQueued, running for Options.AgentRunning (its searches and reported
+// cost growing as it goes), then completed; tests move the clock with AdvanceAgents
+// (POST /_sim/agents/clock {"advance":"30s"}) instead of waiting. The question's
+// directives change a run: "sim:agent-fail" fails it, "sim:agent-cost=12.5" sets the
+// cost it reports, "sim:agent-time=2m" its running time, "sim:fixture" answers with
+// the kind's CONSTRUCTED fixture once completed; "sim:429" and the other fault
+// directives apply to the submission. Cancellation is answered as each provider
+// does; Gemini with collaborative planning first answers a plan, and a chained
+// interaction runs it; Parallel and Exa attribute sources per output field.
+// Webhooks go where the provider sends them: OpenAI's to the project's endpoint
+// (SetAgentWebhook, the dashboard setting), Parallel's to the run's webhook URL,
+// both signed the Standard Webhooks way. Every submission is counted per fleet
+// reference (metadata.fleet_ref, or the question where the provider takes none):
+// AgentSubmissions, and agentSubmissions in GET /_sim/stats.
+
+// Default run timings (Options.AgentQueued, Options.AgentRunning).
+const (
+	defaultAgentQueued  = 2 * time.Second
+	defaultAgentRunning = 8 * time.Second
+)
+
+// agentRun is one simulated provider run.
+type agentRun struct {
+	kind, id, ref string
+	// question is the research question, directives kept; ask is the pages' ask.
+	question string
+	ask      searchAsk
+	effort   string
+	model    string
+	schema   json.RawMessage
+	metadata map[string]string
+	// plan marks a Gemini planning interaction; planOf is the planning interaction
+	// an execution chains to.
+	plan bool
+	// webhook is a Parallel run's webhook URL.
+	webhook string
+
+	created   time.Time
+	queued    time.Duration
+	running   time.Duration
+	cancelled time.Time // zero: not cancelled
+	fail      bool
+	cost      float64 // the cost it reports once done
+	fixture   bool
+	notified  bool
+}
+
+// agentState is a run's state at now: queued, running, completed, failed or
+// cancelled, and how far through its running time it is (0…1).
+func (r *agentRun) state(now time.Time) (string, float64) {
+	if !r.cancelled.IsZero() {
+		return "cancelled", r.progress(r.cancelled)
+	}
+	switch p := r.progress(now); {
+	case now.Sub(r.created) < r.queued:
+		return "queued", 0
+	case p < 1:
+		return "running", p
+	case r.fail:
+		return "failed", 1
+	}
+	return "completed", 1
+}
+
+func (r *agentRun) progress(at time.Time) float64 {
+	d := at.Sub(r.created) - r.queued
+	if d <= 0 {
+		return 0
+	}
+	if r.running <= 0 {
+		return 1
+	}
+	return math.Min(1, float64(d)/float64(r.running))
+}
+
+// pages are the pages the run "reads": made from its question like every simulated
+// search.
+func (r *agentRun) pages() []simHit { return r.ask.hits(4) }
+
+// seen is how many of the run's pages it has searched at progress p.
+func seen(p float64, n int) int { return int(math.Ceil(p * float64(n))) }
+
+type agentHook struct{ url, secret string }
+
+// agentSim holds the simulated agents' runs.
+type agentSim struct {
+	s           *Server
+	mu          sync.Mutex
+	runs        map[string]*agentRun
+	order       []*agentRun
+	submissions map[string]int
+	offset      time.Duration
+	hooks       map[string]agentHook
+	seq         int
+}
+
+// maxAgentRuns bounds the runs the simulator keeps (the oldest go first).
+const maxAgentRuns = 10000
+
+func newAgentSim(s *Server) *agentSim {
+	return &agentSim{s: s, runs: map[string]*agentRun{}, submissions: map[string]int{}, hooks: map[string]agentHook{}}
+}
+
+func (a *agentSim) now() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return time.Now().Add(a.offset)
+}
+
+var (
+	agentCostRE = regexp.MustCompile(`sim:agent-cost=([0-9.]+)`)
+	agentTimeRE = regexp.MustCompile(`sim:agent-time=([0-9.]+(?:ms|s|m))`)
+)
+
+// newRun starts a run of kind for question, counted under key (the fleet reference,
+// or the question).
+func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRun)) *agentRun {
+	queued, running := a.s.opts.AgentQueued, a.s.opts.AgentRunning
+	if queued == 0 {
+		queued = defaultAgentQueued
+	}
+	if running == 0 {
+		running = defaultAgentRunning
+	}
+	if m := agentTimeRE.FindStringSubmatch(question); m != nil {
+		running, _ = time.ParseDuration(m[1])
+	}
+	r := &agentRun{kind: kind, question: question, ask: newAsk(question, 4, nil, nil, ""),
+		queued: queued, running: running,
+		fail: strings.Contains(question, "sim:agent-fail"), fixture: strings.Contains(question, "sim:fixture")}
+	if fill != nil {
+		fill(r)
+	}
+	r.cost = agentCost(kind, r.effort)
+	if m := agentCostRE.FindStringSubmatch(question); m != nil {
+		r.cost, _ = strconv.ParseFloat(m[1], 64)
+	}
+	a.mu.Lock()
+	a.seq++
+	r.id = fmt.Sprintf("%s%016x", prefix, uint64(a.seq)*0x9e3779b97f4a7c15)
+	r.created = time.Now().Add(a.offset)
+	a.runs[r.id] = r
+	a.order = append(a.order, r)
+	if len(a.order) > maxAgentRuns {
+		delete(a.runs, a.order[0].id)
+		a.order = a.order[1:]
+	}
+	a.submissions[kind+"|"+key]++
+	a.mu.Unlock()
+	// Real time moves too: deliver the end webhook when the run is due.
+	time.AfterFunc(r.queued+r.running, a.sweep)
+	return r
+}
+
+// agentCost is what a run of kind at effort reports (Gemini and Parallel report no
+// cost; OpenAI's is computed by the client from the usage it reports).
+func agentCost(kind, effort string) float64 {
+	costs := map[string][4]float64{
+		"openai-deep-research": {1, 3, 6, 10},
+		"perplexity-agent":     {0.05, 0.2, 0.5, 1.2},
+		"exa-agent":            {0.1, 0.3, 1, 5},
+	}[kind]
+	switch effort {
+	case "low", "fast", "minimal", "base", "lite":
+		return costs[0]
+	case "high", "pro":
+		return costs[2]
+	case "max", "xhigh", "ultra":
+		return costs[3]
+	}
+	return costs[1]
+}
+
+func (a *agentSim) get(kind, id string) (*agentRun, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.runs[id]
+	if r == nil || r.kind != kind {
+		return nil, time.Time{}
+	}
+	return r, time.Now().Add(a.offset)
+}
+
+// cancel cancels a queued or running run; it reports whether the run was still
+// going.
+func (a *agentSim) cancel(r *agentRun) bool {
+	a.mu.Lock()
+	now := time.Now().Add(a.offset)
+	st, _ := r.state(now)
+	going := st == "queued" || st == "running"
+	if going {
+		r.cancelled = now
+	}
+	a.mu.Unlock()
+	if going {
+		a.sweep()
+	}
+	return going
+}
+
+// AdvanceAgents moves the simulated agents' clock forward by d: runs move on as if d
+// had passed, and the webhooks of runs that end are sent.
+func (s *Server) AdvanceAgents(d time.Duration) {
+	s.agents.mu.Lock()
+	s.agents.offset += d
+	s.agents.mu.Unlock()
+	s.agents.sweep()
+}
+
+// SetAgentWebhook sets where kind's webhooks go and the secret they are signed with:
+// OpenAI's project endpoint (url and a whsec_ secret), Parallel's account secret (url
+// empty: each run names its own).
+func (s *Server) SetAgentWebhook(kind, url, secret string) {
+	s.agents.mu.Lock()
+	s.agents.hooks[kind] = agentHook{url: url, secret: secret}
+	s.agents.mu.Unlock()
+}
+
+// AgentSubmissions is how many runs kind was asked to start under key: the fleet
+// reference the submission carried (OpenAI, Parallel, Exa), else its question
+// (Gemini, Perplexity).
+func (s *Server) AgentSubmissions(kind, key string) int {
+	s.agents.mu.Lock()
+	defer s.agents.mu.Unlock()
+	return s.agents.submissions[kind+"|"+key]
+}
+
+func (a *agentSim) reset() {
+	a.mu.Lock()
+	clear(a.runs)
+	a.order = nil
+	clear(a.submissions)
+	clear(a.hooks)
+	a.offset = 0
+	a.mu.Unlock()
+}
+
+func (a *agentSim) submissionCounts() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int, len(a.submissions))
+	for k, v := range a.submissions {
+		out[k] = v
+	}
+	return out
+}
+
+// sweep sends the end webhooks of the runs that have ended and not yet told.
+func (a *agentSim) sweep() {
+	type delivery struct {
+		url, secret, kind string
+		body              []byte
+	}
+	var out []delivery
+	a.mu.Lock()
+	now := time.Now().Add(a.offset)
+	for _, r := range a.order {
+		if r.notified {
+			continue
+		}
+		st, _ := r.state(now)
+		if st != "completed" && st != "failed" && st != "cancelled" {
+			continue
+		}
+		switch r.kind {
+		case "openai-deep-research":
+			h := a.hooks[r.kind]
+			if h.url == "" {
+				continue
+			}
+			r.notified = true
+			typ := map[string]string{"completed": "response.completed", "failed": "response.failed", "cancelled": "response.cancelled"}[st]
+			body, _ := json.Marshal(map[string]any{"id": "evt_" + r.id, "object": "event", "type": typ, "created_at": now.Unix(), "data": map[string]string{"id": r.id}})
+			out = append(out, delivery{h.url, h.secret, r.kind, body})
+		case "parallel-task":
+			if r.webhook == "" {
+				continue
+			}
+			r.notified = true
+			body, _ := json.Marshal(map[string]any{"timestamp": now.UTC().Format(time.RFC3339Nano), "type": "task_run.status", "data": parallelRunJSON(r, st)})
+			out = append(out, delivery{r.webhook, a.hooks[r.kind].secret, r.kind, body})
+		}
+	}
+	a.mu.Unlock()
+	for _, d := range out {
+		go deliverAgentWebhook(d.url, d.secret, d.kind, d.body)
+	}
+}
+
+// deliverAgentWebhook posts one Standard Webhooks delivery: OpenAI keys the HMAC
+// with the base64 key after whsec_, Parallel with the secret as it is.
+func deliverAgentWebhook(url, secret, kind string, body []byte) {
+	key := []byte(secret)
+	if kind == "openai-deep-research" {
+		key, _ = base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	}
+	id := "msg_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(body)
+	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", ts)
+	req.Header.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// agentRoutes registers the simulated agents and their controls.
+func (s *Server) agentRoutes() {
+	s.openAIAgentRoutes()
+	s.geminiAgentRoutes()
+	s.perplexityAgentRoutes()
+	s.parallelAgentRoutes()
+	s.exaAgentRoutes()
+	s.mux.HandleFunc("POST /_sim/agents/clock", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Advance duration `json:"advance"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, `want {"advance":"30s"}`, http.StatusBadRequest)
+			return
+		}
+		s.AdvanceAgents(time.Duration(req.Advance))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	s.mux.HandleFunc("POST /_sim/agents/webhook", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Kind, URL, Secret string }
+		if json.NewDecoder(r.Body).Decode(&req) != nil || req.Kind == "" {
+			http.Error(w, `want {"kind":"openai-deep-research","url":"…","secret":"whsec_…"}`, http.StatusBadRequest)
+			return
+		}
+		s.SetAgentWebhook(req.Kind, req.URL, req.Secret)
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// agentBody reads a request body (at most 1 MiB) and counts the request under kind;
+// false when it has answered the request itself.
+func (s *Server) agentBody(w http.ResponseWriter, r *http.Request, kind string) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	s.stats.count(kind, body, r.Method+" "+r.URL.Path)
+	return body, true
+}
+
+// agentJSON answers v as JSON with status.
+func agentJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// schemaFields are the top-level properties of an output schema with their types,
+// in name order.
+func schemaFields(schema json.RawMessage) [][2]string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	var out [][2]string
+	for k, p := range s.Properties {
+		t, _ := p.Type.(string)
+		out = append(out, [2]string{k, t})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// fieldValue is a simulated answer for a field of type t, from a page: the page's
+// quote for strings, a count for numbers.
+func fieldValue(t string, h simHit, i int) any {
+	switch t {
+	case "number", "integer":
+		return 10 * (i + 1)
+	case "boolean":
+		return true
+	case "array":
+		return []string{h.Quote}
+	case "object":
+		return map[string]string{"summary": h.Quote}
+	}
+	return h.Quote
+}
+
+// agentFixture is the kind's CONSTRUCTED fixture, verbatim.
+func agentFixture(name string) json.RawMessage {
+	return json.RawMessage(fixtures.Read("agents/" + name))
+}
+
+// AgentBaseURL is the base URL a research agent of kind takes to reach the simulator
+// at base: where the kind is mounted, with /v1 for OpenAI (its SDKs' base).
+func AgentBaseURL(base, kind string) string {
+	if kind == "openai-deep-research" {
+		return base + "/" + kind + "/v1"
+	}
+	return base + "/" + kind
+}
