@@ -314,7 +314,7 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 		if err != nil {
 			return bus.Permanent(err)
 		}
-		p, err := jobs.Submit(ctx, w.Bus, w.Store.Jobs, job, bus.SubjectChatJob, bus.ChatJob{JobID: id, Tenant: r.Tenant})
+		p, err := jobs.Submit(ctx, w.Bus, w.Store.Jobs, job, bus.SubjectJob(job.Band, job.Tenant, ""), bus.ChatJob{JobID: id, Tenant: r.Tenant})
 		if err != nil {
 			return err
 		}
@@ -365,8 +365,8 @@ func (w *Worker) childFloor(req *Request) float64 {
 	return 3*m.Pricing.Cost(2000, maxOut) + w.SearchUSD
 }
 
-// childJob is a sub-question's job: a chat job of the run's tenant and brain, asked
-// to search (and read pages) for what the sub-question must establish.
+// childJob is a sub-question's job: a chat job of the run's tenant and brain in band
+// async, asked to search (and read pages) for what the sub-question must establish.
 func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, searches, fetches int, capUSD float64) (*state.Job, error) {
 	text := q.Question
 	if q.Establish != "" {
@@ -384,7 +384,7 @@ func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, 
 		deadline = time.Now().Add(time.Hour)
 	}
 	return &state.Job{ID: id, Tenant: r.Tenant, Kind: "chat", Model: req.Brain, Request: stored, Question: clip(q.Question, 200),
-		Created: time.Now().UTC(), Deadline: deadline, Parent: r.ID}, nil
+		Created: time.Now().UTC(), Deadline: deadline, Parent: r.ID, Band: bus.BandAsync}, nil
 }
 
 // used counts the searches and fetches a run's ended children made.
