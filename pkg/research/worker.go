@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research/agent"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -40,6 +41,10 @@ type Worker struct {
 	// SearchUSD is the dearest search of the fleet's engines: a child's share of
 	// a run's budget has room for its searches at that price.
 	SearchUSD float64
+	// Agents are the configured research agents by name; AgentPrice is what a run of
+	// one is expected to cost at an effort (held before it is submitted).
+	Agents     map[string]agent.Agent
+	AgentPrice func(name, effort string) float64
 }
 
 func (w *Worker) log() *slog.Logger {
@@ -124,7 +129,7 @@ func (w *Worker) act(ctx context.Context, id string) error {
 		case actCancel:
 			err = w.cancel(ctx, r)
 		case actAgent:
-			err = w.fail(ctx, r, req, "agent_unavailable", fmt.Sprintf("The research agent %q is not available in this fleet.", r.Agent))
+			err = w.agentStep(ctx, r, req)
 		case actPlan:
 			err = w.plan(ctx, r, req)
 		case actReview:
