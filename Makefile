@@ -3,9 +3,9 @@ GO ?= go
 # The tests and benchmarks need a real Redis; `make run` finds one itself (REDIS_URL,
 # else a local redis-server, else an in-process stand-in), so only they get a default.
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
-test test-short bench bench-e2e bench-batch bench-fair bench-scale bench-go bench-peer: export REDIS_URL := $(TEST_REDIS_URL)
+test test-short bench bench-e2e bench-batch bench-fair bench-research bench-scale bench-go bench-peer: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run demo test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-fair bench-scale bench-go bench-peer fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
+.PHONY: help run demo test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-fair bench-research bench-scale bench-go bench-peer fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ bench-batch: ## interactive latency alone and while 2,000-question batches run
 
 bench-fair: ## tenant A floods (300 slow jobs, a 20,000-line batch, slow searches, failing callbacks) while tenant B's sync p50/p99, 20-line batch and callbacks are measured alone and during it; A's throughput (~3 min)
 	$(GO) run ./cmd/fairbench $(ARGS)
+
+bench-research: ## research runs: wall time per effort against one child at a time and the critical path, 1/2/4 search-worker processes, paid calls, NATS messages and Redis commands per run (~3 min)
+	$(GO) run ./cmd/researchbench $(ARGS)
 
 bench-scale: ## scale-out: jobs/s with 1, 2, 4 search-worker and chat-worker processes, and jobs one chat worker holds in flight (~5 min)
 	$(GO) run ./cmd/scalebench -inflight 10000

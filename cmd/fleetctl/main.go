@@ -10,6 +10,7 @@
 //	fleetctl job watch ID | get ID
 //	fleetctl job replay ID --wait        re-run a job on its recorded searches
 //	fleetctl search "nats jetstream" --engine brave
+//	fleetctl research "How do tides work?" --effort high --watch
 //	fleetctl engines check [--offline]    the providers' contract, engine by engine
 //
 // The fleet's address and API key come from --url and --api-key, or FLEETCTL_URL
@@ -55,6 +56,9 @@ Commands:
   job get ID            print a job's status and answer (--json for the raw job)
   job replay ID         re-run an ended job with its recorded searches, none paid (--wait)
   search QUERY          run one web search, no model (--engine, --count, --json)
+  research QUESTION     start a research run (--model research/M, --effort low|medium|high|max);
+                        --watch shows its plan and progress live and prints the report
+  research watch ID     follow a run and print its report; research get ID prints it
   engines check         run each configured engine once against its provider and report
                         on the contract (--config FILE, --offline for the fixtures, --json)
 
@@ -113,6 +117,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return a.dispatch(ctx, cmd+" "+rest[0], rest[1:])
 	case "search":
 		return a.search(ctx, rest)
+	case "research":
+		return a.research(ctx, rest)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -205,3 +205,22 @@ func TestProgress(t *testing.T) {
 		t.Errorf("plain output:\n%s", plain.String())
 	}
 }
+
+// research --watch shows the plan and each sub-question live, then prints the report
+// with its source list.
+func TestResearchWatch(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	out, errs, err := fleetctl(t, f, "research", "How do tides work?", "--effort", "low", "--watch")
+	if err != nil {
+		t.Fatalf("research --watch: %v\n%s", err, errs)
+	}
+	for _, want := range []string{"plan: 3 sub-questions", "→ What is the background of", "search ", "✓ round 0: completed", "writing the report", "completed: 3 sub-questions"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("progress lacks %q:\n%s", want, errs)
+		}
+	}
+	if !strings.Contains(out, "## Sources") || !strings.Contains(out, "[1]") {
+		t.Errorf("report:\n%s", out)
+	}
+}

@@ -23,9 +23,11 @@ func run(ctx context.Context) error {
 	addr := flag.String("addr", "127.0.0.1:9900", "listen address")
 	modelLatency := flag.Duration("model-latency", 0, "latency added to every main-model answer")
 	engineLatency := flag.Duration("engine-latency", 0, "latency added to every engine answer")
+	modelMax := flag.Duration("model-latency-max", 0, "with it above -model-latency, each model answer waits between the two (drawn from the request)")
+	engineMax := flag.Duration("engine-latency-max", 0, "with it above -engine-latency, each engine answer waits between the two (drawn from the request)")
 	printConfig := flag.Bool("print-config", false, "print a fleet config file for this simulator and exit")
 	flag.Parse()
-	sim := simulator.New(simulator.Options{ModelLatency: *modelLatency, EngineLatency: *engineLatency})
+	sim := simulator.New(simulator.Options{ModelLatency: *modelLatency, EngineLatency: *engineLatency, ModelLatencyMax: *modelMax, EngineLatencyMax: *engineMax})
 	base := "http://" + *addr
 	if *printConfig {
 		b, _ := json.MarshalIndent(demo.Config(base, sim.EngineConfigs(base)), "", "  ")

@@ -225,7 +225,7 @@ var DefaultTiming = map[string]Timing{
 	ConsumerWebhooks: {AckWait: 30 * time.Second, MaxDeliver: -1, MaxAckPending: 16384},
 	ConsumerExpand:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 16},
 	ConsumerFinisher: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
-	ConsumerResearch: {AckWait: 30 * time.Second, MaxDeliver: 20, MaxAckPending: 1024},
+	ConsumerResearch: {AckWait: 30 * time.Second, MaxDeliver: -1, MaxAckPending: 1024}, // a provider agent's run is polled by redelivery
 	consumerSearch:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 1024},
 	ConsumerFetch:    {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 1024},
 }

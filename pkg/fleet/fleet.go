@@ -37,6 +37,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/research"
+	"github.com/searchfleet/searchfleet/pkg/research/agent"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -358,6 +359,15 @@ func (p *process) runChat(ctx context.Context) error {
 			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
 		}
 	}
+	rw.Agents = map[string]agent.Agent{}
+	for _, name := range p.o.File.ResearchAgentNames() {
+		a, err := p.o.File.NewResearchAgent(name, p.hc)
+		if err != nil {
+			return err
+		}
+		rw.Agents[name] = a
+	}
+	rw.AgentPrice = func(name, effort string) float64 { return p.o.File.ResearchAgents[name].PriceUSD.For(effort) }
 	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
 		return err
 	}
@@ -470,7 +480,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
 		Console:            true, // the web console at /console/
 		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
-		Research:           &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Timeout: env.ResearchTimeout},
+		Research:           &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Agents: p.o.File.ResearchAgentNames(), Timeout: env.ResearchTimeout},
 	}
 	if p.records.MaxBytes() > 0 {
 		o.Records, o.RecordsTenants = p.records, max(len(p.o.File.Tenants), 1)

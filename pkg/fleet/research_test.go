@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -302,4 +303,98 @@ func TestResearchBudget(t *testing.T) {
 		t.Fatalf("spent $%.4f of a $%.2f cap", r.Usage.CostUSD, capUSD)
 	}
 	t.Logf("%d children, $%.4f", r.Usage.Children, r.Usage.CostUSD)
+}
+
+// Two identical requests of one tenant while the first runs share it, unless the
+// second opts out; the events stream replays from any event id.
+func TestResearchShareAndEvents(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	setFault(t, f, map[string]any{"prefix": "/v1/chat", "slow": "300ms", "times": 1})
+	body := map[string]any{"input": "What is dark matter?", "model": "research/sim-model", "effort": "low"}
+	a := startResearch(t, f, body)
+	code, b, h := f.Do(t, http.MethodPost, "/v1/research", body)
+	var second researchRun
+	json.Unmarshal(b, &second)
+	if code != http.StatusAccepted || second.ID != a.ID || h.Get("Searchfleet-Shared-Run") != "true" {
+		t.Fatalf("identical request: %d %s (first %s)", code, second.ID, a.ID)
+	}
+	body["share"] = false
+	if own := startResearch(t, f, body); own.ID == a.ID {
+		t.Fatal("share: false shared the run")
+	}
+	waitResearch(t, f, a.ID, ended)
+	events := func(after string) []string {
+		req, _ := http.NewRequest(http.MethodGet, f.URL+"/v1/research/"+a.ID+"/events", nil)
+		if after != "" {
+			req.Header.Set("Last-Event-ID", after)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var ids []string
+		all, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(all), "\n") {
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				ids = append(ids, v)
+			}
+		}
+		return ids
+	}
+	all := events("")
+	if len(all) < 8 {
+		t.Fatalf("%d events", len(all))
+	}
+	if rest := events(all[3]); len(rest) != len(all)-4 || rest[0] != all[4] {
+		t.Fatalf("resumed after %s: %v of %v", all[3], rest, all)
+	}
+}
+
+// Verification removes a citation whose source does not say what the report claims
+// (the simulated writer adds one on sim:bad-claim) and marks the claim unverified.
+func TestResearchVerifiesClaims(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	r := startResearch(t, f, map[string]any{"input": "How are glaciers formed? sim:bad-claim", "model": "research/sim-model", "effort": "low"})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Output == nil {
+		t.Fatalf("run: %+v", r)
+	}
+	if !strings.Contains(r.Output.Report, "The moon is made of green cheese _(unverified)_.") || r.Output.Citations.Removed != 1 || r.Output.Citations.Valid == 0 {
+		t.Fatalf("citations %+v, report:\n%s", r.Output.Citations, r.Output.Report)
+	}
+}
+
+// A run that names a research agent is carried out by it: submitted once (the
+// provider's id kept under a claim), polled by redelivery until it completes, its
+// report verified and its sources kept like the fleet's own.
+func TestResearchAgentRun(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	r := startResearch(t, f, map[string]any{"input": "How do heat pumps work?", "agent": "openai-deep-research", "effort": "low"})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		setClock(t, f, "10m")
+		if r = getResearch(t, f, r.ID); ended(r) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if r.Status != "completed" || r.Output == nil || r.Output.Report == "" || len(r.Output.Sources) == 0 || r.Usage.CostUSD <= 0 {
+		t.Fatalf("agent run: %+v", r)
+	}
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research", map[string]any{"input": "q", "agent": "no-such-agent"}); code != http.StatusNotFound {
+		t.Fatalf("unknown agent: %d %s", code, b)
+	}
+}
+
+func setClock(t *testing.T, f *fleettest.Fleet, advance string) {
+	t.Helper()
+	resp, err := http.Post(f.SimURL+"/_sim/agents/clock", "application/json", strings.NewReader(`{"advance":"`+advance+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 }

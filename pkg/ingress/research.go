@@ -30,6 +30,8 @@ type researchBody struct {
 	Budget       research.Budget   `json:"budget"`
 	Callback     json.RawMessage   `json:"callback"`
 	Metadata     map[string]string `json:"metadata"`
+	// Agent names a configured research agent that carries the run out.
+	Agent string `json:"agent"`
 	// Share false opts out of sharing an identical run in flight.
 	Share *bool `json:"share"`
 }
@@ -90,7 +92,7 @@ func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &research.Request{Input: input, Model: in.Model, Effort: in.Effort, Instructions: in.Instructions, OutputSchema: in.OutputSchema,
-		Plan: in.Plan, Budget: in.Budget, Metadata: in.Metadata, Surface: "research"}
+		Plan: in.Plan, Budget: in.Budget, Metadata: in.Metadata, Surface: "research", Agent: in.Agent}
 	run, shared, secret, ok := s.startResearch(w, r, req, in.Callback, in.Share != nil && !*in.Share)
 	if !ok {
 		return
@@ -131,6 +133,9 @@ func (s *Server) startResearch(w http.ResponseWriter, r *http.Request, req *rese
 	case errors.Is(err, research.ErrInvalid):
 		param, _, _ := strings.Cut(err.Error(), ":")
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", param, err.Error())
+		return nil, false, "", false
+	case errors.Is(err, research.ErrNoAgent):
+		writeError(w, http.StatusNotFound, "invalid_request_error", "agent_not_found", "agent", fmt.Sprintf("The research agent %q does not exist.", redact.Clip(req.Agent, 64)))
 		return nil, false, "", false
 	case errors.Is(err, research.ErrNoModel):
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", fmt.Sprintf("The model %q does not exist.", redact.Clip(req.Model, 64)))

@@ -107,18 +107,33 @@ func Cancel(ctx context.Context, b *bus.Bus, st *state.Store, id string) (bool, 
 type Service struct {
 	Bus   *bus.Bus
 	Store *state.Store
-	// Models are the chat models a run's brain may be.
+	// Models are the chat models a run's brain may be; Agents the research agents a
+	// run may name instead.
 	Models []string
+	Agents []string
 	// Timeout bounds a run whose budget names no deadline.
 	Timeout time.Duration
 }
 
-// ErrNoModel means a request names no research model this fleet has.
-var ErrNoModel = errors.New("research: no such model")
+// ErrNoModel means a request names no research model this fleet has; ErrNoAgent no
+// research agent.
+var (
+	ErrNoModel = errors.New("research: no such model")
+	ErrNoAgent = errors.New("research: no such agent")
+)
 
 // Resolve fills in the brain of a request from its model: "research/<brain>", or a
 // chat model's own name.
 func (s *Service) Resolve(req *Request) error {
+	if req.Agent != "" {
+		if !slices.Contains(s.Agents, req.Agent) {
+			return ErrNoAgent
+		}
+		if req.Model == "" {
+			req.Model = "agent/" + req.Agent
+		}
+		return nil
+	}
 	brain := strings.TrimPrefix(req.Model, ModelPrefix)
 	if req.Model == "" && len(s.Models) > 0 {
 		brain = s.Models[0]

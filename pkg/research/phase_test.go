@@ -24,6 +24,7 @@ func TestNext(t *testing.T) {
 		{"cancelled, children out", facts{status: state.RunCancelled, cancel: true, running: 2}, actCancel, 0},
 		{"cancelled, children ended", facts{status: state.RunCancelled, cancel: true}, actWait, 0},
 		{"agent", facts{status: state.RunQueued, agent: true}, actAgent, 0},
+		{"agent's draft", facts{status: state.RunInProgress, agent: true, drafted: true}, actVerify, 0},
 		{"verified", with(planned, func(f *facts) { f.verified, f.drafted = true, true }), actComplete, 0},
 		{"drafted", with(planned, func(f *facts) { f.drafted = true }), actVerify, 0},
 		{"overdue before a plan", facts{status: state.RunQueued, overdue: true}, actFail, 0},

@@ -76,8 +76,8 @@ type Effort struct {
 var Efforts = map[string]Effort{
 	"low":    {Breadth: 3, Rounds: 0, PerRound: 0, Searches: 2, Fetches: 0},
 	"medium": {Breadth: 6, Rounds: 1, PerRound: 3, Searches: 3, Fetches: 1},
-	"high":   {Breadth: 12, Rounds: 1, PerRound: 4, Searches: 4, Fetches: 2},
-	"max":    {Breadth: 20, Rounds: 2, PerRound: 6, Searches: 6, Fetches: 4},
+	"high":   {Breadth: 16, Rounds: 1, PerRound: 8, Searches: 4, Fetches: 2},
+	"max":    {Breadth: 24, Rounds: 2, PerRound: 8, Searches: 6, Fetches: 4},
 }
 
 // EffortOf is the effort level's bounds (medium when the level is unknown).

@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research/agent"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -40,6 +41,10 @@ type Worker struct {
 	// SearchUSD is the dearest search of the fleet's engines: a child's share of
 	// a run's budget has room for its searches at that price.
 	SearchUSD float64
+	// Agents are the configured research agents by name; AgentPrice is what a run of
+	// one is expected to cost at an effort (held before it is submitted).
+	Agents     map[string]agent.Agent
+	AgentPrice func(name, effort string) float64
 }
 
 func (w *Worker) log() *slog.Logger {
@@ -62,8 +67,11 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 	if !strings.HasPrefix(id, IDPrefix) {
 		return bus.Permanent(fmt.Errorf("research: %q is not a run id", id))
 	}
+	// The lease's owner is this delivery, not this worker: two steps of one run in
+	// one process must not both hold it.
+	owner := w.ID + "/" + state.NewID("")
 	for range maxActions {
-		release, left, err := w.Store.Leases.Hold(ctx, w.Store.K.RunLease(id), w.ID, w.LeaseTTL)
+		release, left, err := w.Store.Leases.Hold(ctx, w.Store.K.RunLease(id), owner, w.LeaseTTL)
 		if err != nil {
 			return err
 		}
@@ -121,7 +129,7 @@ func (w *Worker) act(ctx context.Context, id string) error {
 		case actCancel:
 			err = w.cancel(ctx, r)
 		case actAgent:
-			err = w.fail(ctx, r, req, "agent_unavailable", fmt.Sprintf("The research agent %q is not available in this fleet.", r.Agent))
+			err = w.agentStep(ctx, r, req)
 		case actPlan:
 			err = w.plan(ctx, r, req)
 		case actReview:
@@ -157,7 +165,7 @@ func (w *Worker) act(ctx context.Context, id string) error {
 
 // event is one run event's JSON.
 func event(typ string, at time.Time, fields map[string]any) []byte {
-	m := map[string]any{"type": typ, "created_at": at.Unix()}
+	m := map[string]any{"type": typ, "created_at": at.Unix(), "at_ms": at.UnixMilli()}
 	for k, v := range fields {
 		m[k] = v
 	}
@@ -311,7 +319,7 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 		if err != nil {
 			return bus.Permanent(err)
 		}
-		p, err := jobs.Submit(ctx, w.Bus, w.Store.Jobs, job, bus.SubjectChatJob, bus.ChatJob{JobID: id, Tenant: r.Tenant})
+		p, err := jobs.Submit(ctx, w.Bus, w.Store.Jobs, job, bus.SubjectJob(job.Band, job.Tenant, ""), bus.ChatJob{JobID: id, Tenant: r.Tenant})
 		if err != nil {
 			return err
 		}
@@ -362,8 +370,8 @@ func (w *Worker) childFloor(req *Request) float64 {
 	return 3*m.Pricing.Cost(2000, maxOut) + w.SearchUSD
 }
 
-// childJob is a sub-question's job: a chat job of the run's tenant and brain, asked
-// to search (and read pages) for what the sub-question must establish.
+// childJob is a sub-question's job: a chat job of the run's tenant and brain in band
+// async, asked to search (and read pages) for what the sub-question must establish.
 func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, searches, fetches int, capUSD float64) (*state.Job, error) {
 	text := q.Question
 	if q.Establish != "" {
@@ -381,7 +389,7 @@ func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, 
 		deadline = time.Now().Add(time.Hour)
 	}
 	return &state.Job{ID: id, Tenant: r.Tenant, Kind: "chat", Model: req.Brain, Request: stored, Question: clip(q.Question, 200),
-		Created: time.Now().UTC(), Deadline: deadline, Parent: r.ID}, nil
+		Created: time.Now().UTC(), Deadline: deadline, Parent: r.ID, Band: bus.BandAsync}, nil
 }
 
 // used counts the searches and fetches a run's ended children made.

@@ -127,6 +127,10 @@ var researchAspects = [][2]string{
 	{"What questions about %s are open?", "what is unknown about %s"},
 	{"What technology is involved in %s?", "the technology of %s"},
 	{"What is public opinion on %s?", "how the public sees %s"},
+	{"What alternatives to %s exist?", "the alternatives to %s"},
+	{"Where is %s most advanced?", "the places that lead in %s"},
+	{"What failed attempts at %s are known?", "what did not work in %s"},
+	{"What would change %s?", "what could change %s"},
 }
 
 // simObject answers an output schema's top-level properties from the findings: a

@@ -40,8 +40,11 @@ import (
 type Options struct {
 	// Memory keeps the streams in memory instead of on disk.
 	Memory bool
-	// ModelLatency and EngineLatency are added by the simulator to every answer.
-	ModelLatency, EngineLatency time.Duration
+	// ModelLatency and EngineLatency are added by the simulator to every answer;
+	// with ModelLatencyMax and EngineLatencyMax above them, each answer's latency is
+	// drawn between the two (simulator.Options).
+	ModelLatency, EngineLatency       time.Duration
+	ModelLatencyMax, EngineLatencyMax time.Duration
 	// File, if set, adjusts the fleet's configuration (tenants, for instance).
 	File func(*config.File)
 }
@@ -99,7 +102,8 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	sim := simulator.New(simulator.Options{ModelLatency: o.ModelLatency, EngineLatency: o.EngineLatency})
+	sim := simulator.New(simulator.Options{ModelLatency: o.ModelLatency, EngineLatency: o.EngineLatency,
+		ModelLatencyMax: o.ModelLatencyMax, EngineLatencyMax: o.EngineLatencyMax})
 	var hs *http.Server
 	var simURL string
 	Labeled("simulator", func() { hs, simURL, err = sim.Listen("127.0.0.1:0") })

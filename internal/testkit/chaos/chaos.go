@@ -101,6 +101,10 @@ type scenario struct {
 	waitDeadline bool
 	// wipes: Redis is restarted empty; jobs accepted before that are orphans.
 	wipes bool
+	// research: the submissions are research runs (POST /v1/research), each a plan,
+	// child jobs and a writer; a run's end is its record and its webhook (it has no
+	// terminal event of its own).
+	research bool
 	// hurt runs during the submission phase, which lasts d.
 	hurt func(ctx context.Context, r *rig, rnd *rand.Rand, o Options, d time.Duration) string
 }
@@ -134,21 +138,11 @@ var scenarios = []scenario{
 		}},
 	{name: "worker-kill", doc: "SIGKILL a random chat or search worker every ~3s, restart it 0.5–2s later",
 		hurt: func(ctx context.Context, r *rig, rnd *rand.Rand, o Options, d time.Duration) string {
-			chat, search := 0, 0
-			for time.Since(r.phaseStart) < d-2*time.Second {
-				if !sleep(ctx, 2*time.Second+jitter(rnd, 2*time.Second)) {
-					break
-				}
-				pause := 500*time.Millisecond + jitter(rnd, 1500*time.Millisecond)
-				if rnd.IntN(2) == 0 {
-					r.killRestart(ctx, "chat", r.chat[rnd.IntN(len(r.chat))], pause)
-					chat++
-				} else {
-					r.killRestart(ctx, "search", r.search[rnd.IntN(len(r.search))], pause)
-					search++
-				}
-			}
-			return fmt.Sprintf("%d chat + %d search worker kills", chat, search)
+			return workerKills(ctx, r, rnd, d)
+		}},
+	{name: "research-kill", research: true, doc: "research runs (a plan, three child jobs, a writer each) while a random chat or search worker is SIGKILLed every ~3s and restarted 0.5–2s later",
+		hurt: func(ctx context.Context, r *rig, rnd *rand.Rand, o Options, d time.Duration) string {
+			return workerKills(ctx, r, rnd, d)
 		}},
 	{name: "nats-restart", waitDeadline: true, doc: "kill -9 nats-server twice, restart it on the same store 2s later",
 		hurt: func(ctx context.Context, r *rig, rnd *rand.Rand, o Options, d time.Duration) string {
@@ -196,6 +190,26 @@ var scenarios = []scenario{
 			r.note("up", "receiver", "receiver")
 			return fmt.Sprintf("receiver down %s", o.ReceiverDown)
 		}},
+}
+
+// workerKills SIGKILLs a random chat or search worker every ~3s for d, restarting it
+// 0.5–2s later.
+func workerKills(ctx context.Context, r *rig, rnd *rand.Rand, d time.Duration) string {
+	chat, search := 0, 0
+	for time.Since(r.phaseStart) < d-2*time.Second {
+		if !sleep(ctx, 2*time.Second+jitter(rnd, 2*time.Second)) {
+			break
+		}
+		pause := 500*time.Millisecond + jitter(rnd, 1500*time.Millisecond)
+		if rnd.IntN(2) == 0 {
+			r.killRestart(ctx, "chat", r.chat[rnd.IntN(len(r.chat))], pause)
+			chat++
+		} else {
+			r.killRestart(ctx, "search", r.search[rnd.IntN(len(r.search))], pause)
+			search++
+		}
+	}
+	return fmt.Sprintf("%d chat + %d search worker kills", chat, search)
 }
 
 // describe is the scenario's doc with the run's figures filled in.
@@ -315,7 +329,7 @@ func runScenario(ctx context.Context, sc scenario, o Options, bins Binaries, dir
 	cl := newClient(r.url, o.GiveUp)
 	subs := make([]*submission, n)
 	for i := range subs {
-		subs[i] = newSubmission(o.Run, sc.name, i, r.recvURL)
+		subs[i] = newSubmission(o.Run, sc.name, i, r.recvURL, sc.research)
 	}
 
 	logf("%s: submitting %d jobs over %s while: %s", sc.name, n, d, sc.describe(o))

@@ -115,6 +115,9 @@ func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submiss
 			defer func() { <-sem; wg.Done() }()
 			st, code, err := cl.getJob(ctx, id)
 			records[i] = result{st, code, err}
+			if sc.research {
+				return // a research run is shared while it runs: a re-post now starts another
+			}
 			// The re-post: the same key and body must answer the same job.
 			status, ecode, rid, err := cl.post(ctx, s)
 			switch {
@@ -233,7 +236,7 @@ func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submiss
 			row.NoWebhook++
 			add("no terminal webhook", id)
 		}
-		if len(evs) == 0 {
+		if len(evs) == 0 && !sc.research {
 			row.NoEvent++
 			add("no terminal event", id)
 		}

@@ -22,6 +22,8 @@ type submission struct {
 	key  string
 	tag  string
 	body []byte
+	// path is where it is posted: /v1/jobs, or /v1/research for a research run.
+	path string
 
 	mu         sync.Mutex
 	attempts   int
@@ -66,8 +68,17 @@ func newClient(url string, giveUp time.Duration) *client {
 	return &client{url: url, hc: &http.Client{Transport: tr, Timeout: 15 * time.Second}, giveUp: giveUp}
 }
 
-func newSubmission(run, scenario string, i int, callback string) *submission {
+func newSubmission(run, scenario string, i int, callback string, research bool) *submission {
 	tag := fmt.Sprintf("chaosjob-%s-%s-%d", run, scenario, i)
+	if research {
+		// A research run (effort low: a plan, three children, a writer). An identical
+		// request shares the run while it runs, so a retried post answers the same one.
+		body, _ := json.Marshal(map[string]any{
+			"input": fmt.Sprintf("What is known about item %d? (%s)", i, tag), "model": "research/" + demo.Model, "effort": "low",
+			"callback": map[string]any{"url": callback, "events": []string{"completed", "failed", "cancelled"}},
+		})
+		return &submission{i: i, key: "chaos-" + run + "-" + scenario + "-" + fmt.Sprint(i), tag: tag, body: body, path: "/v1/research"}
+	}
 	text := fmt.Sprintf("Search the web: what is the latest news about item %d? (%s)", i, tag)
 	if i%2 == 1 {
 		text += " sim:engine=brave"
@@ -77,13 +88,13 @@ func newSubmission(run, scenario string, i int, callback string) *submission {
 		"messages": []any{map[string]any{"role": "user", "content": text}},
 		"callback": map[string]any{"url": callback, "events": []string{"completed", "failed", "cancelled"}},
 	})
-	return &submission{i: i, key: "chaos-" + run + "-" + scenario + "-" + fmt.Sprint(i), tag: tag, body: body}
+	return &submission{i: i, key: "chaos-" + run + "-" + scenario + "-" + fmt.Sprint(i), tag: tag, body: body, path: "/v1/jobs"}
 }
 
 // post sends the submission once and returns the status, the error code of a non-2xx
 // answer and the job id of a 2xx one.
 func (c *client) post(ctx context.Context, s *submission) (status int, code, id string, err error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", c.url+"/v1/jobs", bytes.NewReader(s.body))
+	req, err := http.NewRequestWithContext(ctx, "POST", c.url+s.path, bytes.NewReader(s.body))
 	if err != nil {
 		return 0, "", "", err
 	}
@@ -160,9 +171,14 @@ func (c *client) submit(ctx context.Context, s *submission) {
 	}
 }
 
-// getJob reads a job's status: "" and 404 when the API does not know it.
+// getJob reads a job's (or a research run's) status: "" and 404 when the API does not
+// know it.
 func (c *client) getJob(ctx context.Context, id string) (status string, code int, err error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.url+"/v1/jobs/"+id, nil)
+	path := "/v1/jobs/"
+	if strings.HasPrefix(id, "rr_") {
+		path = "/v1/research/"
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", c.url+path+id, nil)
 	if err != nil {
 		return "", 0, err
 	}

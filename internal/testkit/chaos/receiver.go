@@ -92,7 +92,7 @@ func (rv *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("webhook-id")
 	rv.mu.Lock()
 	rv.total++
-	if strings.HasPrefix(p.Type, "job.") {
+	if strings.HasPrefix(p.Type, "job.") || strings.HasPrefix(p.Type, "research.") && p.Type != "research.requires_action" {
 		h := rv.jobs[p.Data.ID]
 		if h == nil {
 			h = &hooks{ids: map[string]int{}, statuses: map[string]bool{}, first: time.Now()}

@@ -157,7 +157,7 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 	}
 	env := []string{
 		"NATS_URL=nats://" + hostPort(r.natsPort), "REDIS_URL=redis://" + hostPort(r.redisPort) + "/0", "FLEET_CONFIG=" + cfg,
-		"FLEET_ACK_WAIT=" + o.AckWait.String(), "FLEET_JOB_TIMEOUT=" + o.JobTimeout.String(),
+		"FLEET_ACK_WAIT=" + o.AckWait.String(), "FLEET_JOB_TIMEOUT=" + o.JobTimeout.String(), "FLEET_RESEARCH_TIMEOUT=" + o.JobTimeout.String(),
 		"FLEET_MODEL_TIMEOUT=20s", "FLEET_ENGINE_TIMEOUT=15s", "FLEET_DRAIN_TIMEOUT=5s",
 		"FLEET_WEBHOOK_SCHEDULE=" + strings.Join(schedule, ","), "FLEET_WEBHOOK_ALLOW=127.0.0.0/8", "FLEET_WEBHOOK_TIMEOUT=5s",
 		"FLEET_CHAT_CONCURRENCY=64", "FLEET_SEARCH_CONCURRENCY=32", "FLEET_LOG_LEVEL=info", "FLEET_DATA_DIR=" + filepath.Join(dir, "data"),

@@ -227,6 +227,41 @@ func TestConsoleInBrowser(t *testing.T) {
 	do("engines", hashTo("#/engines"))
 	// Shares, not counts: no tenant sees the others' volume.
 	until("the engine that searched", `/ok: [1-9][0-9.]*%/.test((document.querySelector("#engines tr[data-engine=google] td.outcomes") || {}).textContent || "")`)
+
+	// A research run: started from the research page, its plan shown as a tree of
+	// sub-questions with each child's job and sources, its report's citations linked
+	// to the run's sources.
+	do("research", hashTo("#/research"), chromedp.WaitVisible(chromedp.CSS("#run-form")))
+	do("start a run", chromedp.SendKeys(chromedp.CSS("#run-question"), "How do <i>tides</i> work?"),
+		chromedp.SetValue(chromedp.CSS("#run-effort"), "low"), chromedp.Click(chromedp.CSS("#run-submit")))
+	until("the run page", `location.hash.startsWith("#/research/rr_")`)
+	until("the run to complete", `document.querySelector("#status [data-status=completed]") && document.querySelector("#report a.cite")`)
+	eval(`location.hash`, &hash)
+	var run struct {
+		Rounds []struct {
+			Questions []struct {
+				JobID string `json:"job_id"`
+			}
+		}
+		Output struct{ Sources []struct{ URL string } }
+	}
+	apiCall(t, f, acmeKey, "GET", "/v1/research/"+strings.TrimPrefix(hash, "#/research/"), nil, &run)
+	var children []string
+	eval(`[...document.querySelectorAll("#plan-tree li.subq > span > a")].map(a => a.textContent)`, &children)
+	if len(run.Rounds) == 0 || len(children) != len(run.Rounds[0].Questions) || children[0] != run.Rounds[0].Questions[0].JobID {
+		t.Errorf("plan tree children %v, run %+v", children, run.Rounds)
+	}
+	var runCites []struct{ N, Href string }
+	eval(`[...document.querySelectorAll("#report a.cite")].map(a => ({n: a.dataset.n, href: a.getAttribute("href")}))`, &runCites)
+	for _, c := range runCites {
+		var n int
+		fmt.Sscan(c.N, &n)
+		if n < 1 || n > len(run.Output.Sources) || !sameURL(c.Href, run.Output.Sources[n-1].URL) {
+			t.Errorf("report citation [%d] links to %q", n, c.Href)
+		}
+	}
+	do("the runs list", hashTo("#/research"))
+	until("the run listed", `document.querySelectorAll("#runs tbody tr").length === 1 && !document.querySelector("#runs td i")`)
 }
 
 // hashTo shows a page of the console, as following a link does.

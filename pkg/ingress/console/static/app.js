@@ -157,7 +157,8 @@ async function route() {
   $("#logout").hidden = openAPI;
   $("#who").textContent = openAPI ? "open API (no tenants configured)" : "signed in with key …" + apiKey.slice(-4);
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === name);
-  const pages = { jobs: id ? () => jobPage(decodeURIComponent(id)) : jobsPage, batches: id ? () => batchPage(decodeURIComponent(id)) : batchesPage, spend: spendPage, engines: enginesPage };
+  const pages = { jobs: id ? () => jobPage(decodeURIComponent(id)) : jobsPage, batches: id ? () => batchPage(decodeURIComponent(id)) : batchesPage,
+    research: id ? () => runPage(decodeURIComponent(id)) : researchPage, spend: spendPage, engines: enginesPage };
   const pg = page;
   try {
     await (pages[name] || jobsPage)();
@@ -452,6 +453,70 @@ async function showOutput(fileID, into) {
 }
 
 // ---- spend and engines ------------------------------------------------------------------
+
+// ---- research runs -----------------------------------------------------------------
+
+async function researchPage() {
+  const pg = page;
+  const input = h("input", { type: "text", id: "run-question", placeholder: "A question to research…", required: true });
+  const effort = h("select", { id: "run-effort" }, ["low", "medium", "high", "max"].map((e) => h("option", { value: e, selected: e === "medium" }, e)));
+  const err = h("span", { class: "error", id: "run-error" });
+  const form = h("form", { id: "run-form", class: "inline", onsubmit: async (e) => {
+    e.preventDefault();
+    try {
+      const model = "research/" + (await modelNames())[0];
+      const r = await api("POST", "/v1/research", { input: input.value, model, effort: effort.value });
+      location.hash = "#/research/" + encodeURIComponent(r.id);
+    } catch (x) { err.textContent = x.message; }
+  } }, input, effort, h("button", { type: "submit", id: "run-submit" }, "Research"), err);
+  const list = await api("GET", "/v1/research?limit=50");
+  show(pg, h("h1", {}, "Research runs"), h("div", { class: "card" }, form),
+    h("table", { id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Status", "Question", "Effort", "Sub-questions", "Cost", "Created"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, list.data.map((r) => h("tr", {},
+        h("td", {}, h("a", { class: "mono", href: "#/research/" + encodeURIComponent(r.id) }, r.id)),
+        h("td", {}, badge(r.status)), h("td", {}, r.input), h("td", {}, r.effort),
+        h("td", {}, r.usage.sub_questions), h("td", {}, usd(r.usage.cost_usd)), h("td", {}, when(r.created_at)))))));
+}
+
+// runPage shows a run: its plan as a tree of rounds and sub-questions, each child's
+// status, job and sources, and the report with its citations linked to the sources.
+async function runPage(id) {
+  const pg = page;
+  const content = h("div", { id: "run" });
+  show(pg, content);
+  let run = await api("GET", "/v1/research/" + encodeURIComponent(id));
+  const render = () => content.replaceChildren(runView(run));
+  render();
+  every(pg, 1000, async () => {
+    if (terminalJob(run.status)) return;
+    run = await api("GET", "/v1/research/" + encodeURIComponent(id));
+    render();
+  });
+}
+
+function runView(run) {
+  const out = run.output;
+  const sources = out ? out.sources : [];
+  const report = out ? out.report.split("\n## Sources")[0] : "";
+  const tree = h("ul", { class: "tree", id: "plan-tree" }, (run.rounds || []).map((rd) => h("li", {}, `Round ${rd.round + 1}`,
+    h("ul", {}, rd.questions.map((q) => h("li", { class: "subq", dataset: { status: q.status } },
+      badge(q.status), " ", q.question,
+      q.job_id ? h("span", {}, " ", h("a", { class: "mono", href: "#/jobs/" + encodeURIComponent(q.job_id) }, q.job_id)) : null,
+      q.sources && q.sources.length ? h("ul", { class: "sources" }, q.sources.map((s) => h("li", {}, extLink(s.url, s.title || s.url)))) : null))))));
+  const planned = !run.rounds.length && run.plan ? h("ol", { id: "plan-review" }, run.plan.questions.map((q) => h("li", {}, q.question))) : null;
+  return h("div", {},
+    h("div", { class: "row" }, h("h1", { class: "mono" }, run.id), h("span", { id: "status" }, badge(run.status))),
+    h("div", { class: "card grid" },
+      stat("Effort", run.effort), stat("Model", run.model), stat("Sub-questions", run.usage.sub_questions, "sub-questions"),
+      stat("Searches", run.usage.searches, "searches"), stat("Cost", usd(run.usage.cost_usd), "cost"),
+      out ? stat("Citations valid / removed", `${out.citations.valid} / ${out.citations.removed}`, "citations") : null,
+      run.incomplete_details ? stat("Stopped", run.incomplete_details.reason, "incomplete") : null),
+    h("div", { class: "card" }, h("h2", {}, "Question"), h("p", { class: "answer" }, run.input)),
+    h("div", { class: "card" }, h("h2", {}, "Plan"), planned, tree),
+    out ? h("div", { class: "card" }, h("h2", {}, "Report"), h("div", { class: "answer", id: "report" }, answerNodes(report, sources)),
+      h("h2", {}, "Sources"), h("ol", { id: "run-sources" }, sources.map((s) => h("li", {}, extLink(s.url, s.title || s.url))))) : null,
+    run.error ? h("p", { class: "error", id: "run-failed" }, run.error.message) : null);
+}
 
 async function spendPage() {
   const pg = page;
