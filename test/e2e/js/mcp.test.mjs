@@ -113,11 +113,11 @@ test('mcp: ask answers with citations and its sources', async () => {
   assert.match(textOf(bad), /no-such-model/);
 });
 
-test('mcp: research runs as a job read with get_job', async () => {
+test('mcp: submit_research starts a research run read with get_job', async () => {
   const sub = await client.callTool({ name: 'submit_research', arguments: { question: searchPrompt, model } });
   assert.ok(!sub.isError, textOf(sub));
   const id = sub.structuredContent.job_id;
-  assert.match(id, /^job_/);
+  assert.match(id, /^rr_/);
   let job;
   for (let i = 0; i < 300; i++) {
     job = await client.callTool({ name: 'get_job', arguments: { job_id: id } });
@@ -126,6 +126,7 @@ test('mcp: research runs as a job read with get_job', async () => {
   }
   assert.equal(job.structuredContent.status, 'completed', textOf(job));
   assert.match(job.structuredContent.answer.answer, /\[1\]/);
+  assert.match(job.structuredContent.answer.answer, /## Sources/);
   assertUntrusted(job);
 });
 
