@@ -32,7 +32,10 @@ import (
 // Options.AgentQueued, running for Options.AgentRunning (its searches and reported
 // cost growing as it goes), then completed; tests move the clock with AdvanceAgents
 // (POST /_sim/agents/clock {"advance":"30s"}) instead of waiting. The question's
-// directives change a run: "sim:agent-fail" fails it, "sim:agent-cost=12.5" sets the
+// directives change a run: "sim:agent-drop" records the submission and drops the
+// connection without an answer (the client never learns the run's id: a worker dying
+// between the provider's accept and its store, as far as the provider can tell), once
+// per reference; "sim:agent-fail" fails it, "sim:agent-cost=12.5" sets the
 // cost it reports, "sim:agent-time=2m" its running time, "sim:fixture" answers with
 // the kind's CONSTRUCTED fixture once completed; "sim:429" and the other fault
 // directives apply to the submission. Cancellation is answered as each provider
@@ -120,6 +123,7 @@ type agentSim struct {
 	runs        map[string]*agentRun
 	order       []*agentRun
 	submissions map[string]int
+	dropped     map[string]bool
 	offset      time.Duration
 	hooks       map[string]agentHook
 	seq         int
@@ -129,7 +133,7 @@ type agentSim struct {
 const maxAgentRuns = 10000
 
 func newAgentSim(s *Server) *agentSim {
-	return &agentSim{s: s, runs: map[string]*agentRun{}, submissions: map[string]int{}, hooks: map[string]agentHook{}}
+	return &agentSim{s: s, runs: map[string]*agentRun{}, submissions: map[string]int{}, dropped: map[string]bool{}, hooks: map[string]agentHook{}}
 }
 
 func (a *agentSim) now() time.Time {
@@ -181,6 +185,27 @@ func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRu
 	// Real time moves too: deliver the end webhook when the run is due.
 	time.AfterFunc(r.queued+r.running, a.sweep)
 	return r
+}
+
+// drop reports whether the answer to run's submission is to be dropped
+// ("sim:agent-drop", the first submission under its key only) and, if so, closes the
+// connection without answering.
+func (a *agentSim) drop(w http.ResponseWriter, r *agentRun, key string) bool {
+	if !strings.Contains(r.question, "sim:agent-drop") {
+		return false
+	}
+	a.mu.Lock()
+	first := !a.dropped[r.kind+"|"+key]
+	a.dropped[r.kind+"|"+key] = true
+	a.mu.Unlock()
+	hj, ok := w.(http.Hijacker)
+	if !first || !ok {
+		return false
+	}
+	if conn, _, err := hj.Hijack(); err == nil {
+		conn.Close()
+	}
+	return true
 }
 
 // agentCost is what a run of kind at effort reports (Gemini and Parallel report no
@@ -261,6 +286,7 @@ func (a *agentSim) reset() {
 	clear(a.runs)
 	a.order = nil
 	clear(a.submissions)
+	clear(a.dropped)
 	clear(a.hooks)
 	a.offset = 0
 	a.mu.Unlock()

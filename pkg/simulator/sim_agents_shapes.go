@@ -140,6 +140,9 @@ func (s *Server) openAIAgentRoutes() {
 			a.ref = req.Metadata["fleet_ref"]
 			a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
 		})
+		if s.agents.drop(w, run, key) {
+			return
+		}
 		agentJSON(w, http.StatusOK, s.openAIResponseJSON(run, s.agents.now()))
 	})
 	s.mux.HandleFunc("GET /"+kind+"/v1/responses/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -292,6 +295,9 @@ func (s *Server) geminiAgentRoutes() {
 				a.running = a.queued // a plan is quick
 			}
 		})
+		if s.agents.drop(w, run, question) {
+			return
+		}
 		agentJSON(w, http.StatusOK, geminiInteractionJSON(run, s.agents.now()))
 	})
 	s.mux.HandleFunc("GET /"+kind+"/v1beta/interactions/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -404,6 +410,9 @@ func (s *Server) perplexityAgentRoutes() {
 				a.queued, a.running = 0, 0
 			}
 		})
+		if s.agents.drop(w, run, question) {
+			return
+		}
 		agentJSON(w, http.StatusOK, perplexityResponseJSON(run, s.agents.now()))
 	})
 	s.mux.HandleFunc("GET /"+kind+"/v1/agent/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -529,6 +538,9 @@ func (s *Server) parallelAgentRoutes() {
 				a.webhook = req.Webhook.URL
 			}
 		})
+		if s.agents.drop(w, run, key) {
+			return
+		}
 		agentJSON(w, http.StatusAccepted, parallelRunJSON(run, "queued"))
 	})
 	s.mux.HandleFunc("GET /"+kind+"/v1/tasks/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -658,6 +670,9 @@ func (s *Server) exaAgentRoutes() {
 				a.schema = req.OutputSchema
 			}
 		})
+		if s.agents.drop(w, run, key) {
+			return
+		}
 		agentJSON(w, http.StatusOK, exaRunJSON(run, s.agents.now()))
 	})
 	s.mux.HandleFunc("GET /"+kind+"/agent/runs", func(w http.ResponseWriter, r *http.Request) {

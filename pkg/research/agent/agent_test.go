@@ -491,3 +491,35 @@ func TestAgentsReadTheDocumentedShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentsWhenTheAcceptIsLost: the provider records the submission but its answer
+// never arrives (the window between the provider's accept and the fleet's store).
+// Submit fails without a status; Find gives the run back where the provider can
+// list runs (Exa) and says ErrNoLookup elsewhere; the provider saw one submission.
+func TestAgentsWhenTheAcceptIsLost(t *testing.T) {
+	for _, kind := range agent.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			sim, url := newSim(t)
+			a := newAgent(t, url, kind)
+			ctx := context.Background()
+			req := agent.Request{Ref: "rr_lost_" + kind, Input: "Who maintains the Rhine dams sim:agent-drop"}
+			if id, err := a.Submit(ctx, req); err == nil {
+				t.Fatalf("the lost answer gave id %q", id)
+			}
+			id, ok, err := a.Find(ctx, req.Ref)
+			if kind == agent.KindExa {
+				if err != nil || !ok || id == "" {
+					t.Fatalf("Find: %q %v %v", id, ok, err)
+				}
+				if st, _, _ := run(t, sim, a, id); st.State != agent.Completed {
+					t.Errorf("the found run ends %s", st.State)
+				}
+			} else if !errors.Is(err, agent.ErrNoLookup) {
+				t.Fatalf("Find: %v, want ErrNoLookup", err)
+			}
+			if n := sim.AgentSubmissions(kind, submissionKey(kind, req)); n != 1 {
+				t.Errorf("the provider saw %d submissions", n)
+			}
+		})
+	}
+}
