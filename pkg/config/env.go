@@ -48,6 +48,9 @@ type Env struct {
 	// ResearchTimeout bounds a research run whose budget names no deadline (its
 	// children share the run's deadline).
 	ResearchTimeout time.Duration `env:"FLEET_RESEARCH_TIMEOUT" envDefault:"30m"`
+	// ResearchAgentPoll is how often a research run carried out by a provider's agent
+	// polls the provider.
+	ResearchAgentPoll time.Duration `env:"FLEET_RESEARCH_AGENT_POLL" envDefault:"10s"`
 	// ModelTimeout bounds one main-model call.
 	ModelTimeout time.Duration `env:"FLEET_MODEL_TIMEOUT" envDefault:"120s"`
 	// EngineTimeout bounds one search engine call.

@@ -37,7 +37,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/research"
-	"github.com/searchfleet/searchfleet/pkg/research/agent"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -352,22 +351,18 @@ func (p *process) runChat(ctx context.Context) error {
 	}
 	// Research runs' steps (pkg/research): planner, fan-in, reflection, writer,
 	// verification, in the chat workers' processes.
+	agents, _, _, err := researchAgents(p.o.File)
+	if err != nil {
+		return err
+	}
 	rw := &research.Worker{Bus: p.bus, Store: p.store, Models: models, Ender: p.ender, Webhooks: p.hooks, Budgets: w.Budgets,
-		Log: p.log.With("role", "research"), ID: p.id, LeaseTTL: env.AckWait, ModelTimeout: env.ModelTimeout}
+		Log: p.log.With("role", "research"), ID: p.id, LeaseTTL: env.AckWait, ModelTimeout: env.ModelTimeout, Agents: agents,
+		AgentPollEvery: env.ResearchAgentPoll}
 	for _, id := range p.engines.IDs() {
 		if e, ok := p.engines.Get(id); ok {
 			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
 		}
 	}
-	rw.Agents = map[string]agent.Agent{}
-	for _, name := range p.o.File.ResearchAgentNames() {
-		a, err := p.o.File.NewResearchAgent(name, p.hc)
-		if err != nil {
-			return err
-		}
-		rw.Agents[name] = a
-	}
-	rw.AgentPrice = func(name, effort string) float64 { return p.o.File.ResearchAgents[name].PriceUSD.For(effort) }
 	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
 		return err
 	}
@@ -461,6 +456,10 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err != nil {
 		return nil, err
 	}
+	agents, agentInfos, agentSecrets, err := researchAgents(p.o.File)
+	if err != nil {
+		return nil, err
+	}
 	secrets, dev := env.ReasoningSeal()
 	sealer, err := wire.NewSealer(secrets...)
 	if err != nil {
@@ -480,7 +479,8 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		FileURLs:           fetch.New(fetch.Options{Guard: g, MaxBytes: env.MaxBodyBytes, Timeout: env.FetchTimeout, UserAgent: "searchfleet-file/1"}),
 		Console:            true, // the web console at /console/
 		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
-		Research:           &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Agents: p.o.File.ResearchAgentNames(), Timeout: env.ResearchTimeout},
+		Research: &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Timeout: env.ResearchTimeout,
+			Agents: agentInfos, Backends: agents, WebhookSecrets: agentSecrets},
 	}
 	if p.records.MaxBytes() > 0 {
 		o.Records, o.RecordsTenants = p.records, max(len(p.o.File.Tenants), 1)

@@ -366,35 +366,3 @@ func TestResearchVerifiesClaims(t *testing.T) {
 		t.Fatalf("citations %+v, report:\n%s", r.Output.Citations, r.Output.Report)
 	}
 }
-
-// A run that names a research agent is carried out by it: submitted once (the
-// provider's id kept under a claim), polled by redelivery until it completes, its
-// report verified and its sources kept like the fleet's own.
-func TestResearchAgentRun(t *testing.T) {
-	t.Parallel()
-	f := fleettest.Start(t)
-	r := startResearch(t, f, map[string]any{"input": "How do heat pumps work?", "agent": "openai-deep-research", "effort": "low"})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		setClock(t, f, "10m")
-		if r = getResearch(t, f, r.ID); ended(r) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	if r.Status != "completed" || r.Output == nil || r.Output.Report == "" || len(r.Output.Sources) == 0 || r.Usage.CostUSD <= 0 {
-		t.Fatalf("agent run: %+v", r)
-	}
-	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research", map[string]any{"input": "q", "agent": "no-such-agent"}); code != http.StatusNotFound {
-		t.Fatalf("unknown agent: %d %s", code, b)
-	}
-}
-
-func setClock(t *testing.T, f *fleettest.Fleet, advance string) {
-	t.Helper()
-	resp, err := http.Post(f.SimURL+"/_sim/agents/clock", "application/json", strings.NewReader(`{"advance":"`+advance+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-}

@@ -23,6 +23,7 @@ import (
 type researchBody struct {
 	Input        json.RawMessage   `json:"input"`
 	Model        string            `json:"model"`
+	Agent        string            `json:"agent"`
 	Effort       string            `json:"effort"`
 	Instructions string            `json:"instructions"`
 	OutputSchema json.RawMessage   `json:"output_schema"`
@@ -30,8 +31,6 @@ type researchBody struct {
 	Budget       research.Budget   `json:"budget"`
 	Callback     json.RawMessage   `json:"callback"`
 	Metadata     map[string]string `json:"metadata"`
-	// Agent names a configured research agent that carries the run out.
-	Agent string `json:"agent"`
 	// Share false opts out of sharing an identical run in flight.
 	Share *bool `json:"share"`
 }
@@ -91,8 +90,8 @@ func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "input", err.Error())
 		return
 	}
-	req := &research.Request{Input: input, Model: in.Model, Effort: in.Effort, Instructions: in.Instructions, OutputSchema: in.OutputSchema,
-		Plan: in.Plan, Budget: in.Budget, Metadata: in.Metadata, Surface: "research", Agent: in.Agent}
+	req := &research.Request{Input: input, Model: in.Model, Agent: in.Agent, Effort: in.Effort, Instructions: in.Instructions, OutputSchema: in.OutputSchema,
+		Plan: in.Plan, Budget: in.Budget, Metadata: in.Metadata, Surface: "research"}
 	run, shared, secret, ok := s.startResearch(w, r, req, in.Callback, in.Share != nil && !*in.Share)
 	if !ok {
 		return
@@ -135,7 +134,7 @@ func (s *Server) startResearch(w http.ResponseWriter, r *http.Request, req *rese
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", param, err.Error())
 		return nil, false, "", false
 	case errors.Is(err, research.ErrNoAgent):
-		writeError(w, http.StatusNotFound, "invalid_request_error", "agent_not_found", "agent", fmt.Sprintf("The research agent %q does not exist.", redact.Clip(req.Agent, 64)))
+		writeError(w, http.StatusNotFound, "invalid_request_error", "agent_not_found", "agent", fmt.Sprintf("The research agent %q does not exist; GET /v1/research/agents lists them.", redact.Clip(req.Agent, 64)))
 		return nil, false, "", false
 	case errors.Is(err, research.ErrNoModel):
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", fmt.Sprintf("The model %q does not exist.", redact.Clip(req.Model, 64)))

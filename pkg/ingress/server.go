@@ -198,6 +198,8 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("POST /v1/research", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createResearch))))
 	mux.HandleFunc("GET /v1/research", s.auth(s.listResearch))
+	mux.HandleFunc("GET /v1/research/agents", s.auth(s.listResearchAgents))
+	mux.HandleFunc("POST /v1/research/agents/{name}/webhook", s.researchAgentWebhook)
 	mux.HandleFunc("GET /v1/research/{id}", s.auth(s.getResearch))
 	mux.HandleFunc("GET /v1/research/{id}/events", s.auth(s.researchEvents))
 	mux.HandleFunc("POST /v1/research/{id}/cancel", s.auth(s.cancelResearch))

@@ -107,30 +107,42 @@ func Cancel(ctx context.Context, b *bus.Bus, st *state.Store, id string) (bool, 
 type Service struct {
 	Bus   *bus.Bus
 	Store *state.Store
-	// Models are the chat models a run's brain may be; Agents the research agents a
-	// run may name instead.
+	// Models are the chat models a run's brain may be.
 	Models []string
-	Agents []string
 	// Timeout bounds a run whose budget names no deadline.
 	Timeout time.Duration
+	// Agents are the configured research agents a run may name (GET
+	// /v1/research/agents lists them), by name.
+	Agents []AgentInfo
+	// Backends are the agents as this process calls them: the ingress verifies and
+	// reads their webhooks with them (AgentWebhook).
+	Backends map[string]*AgentBackend
+	// WebhookSecrets are the agents' webhook secrets, by agent name.
+	WebhookSecrets map[string]string
 }
 
-// ErrNoModel means a request names no research model this fleet has; ErrNoAgent no
-// research agent.
-var (
-	ErrNoModel = errors.New("research: no such model")
-	ErrNoAgent = errors.New("research: no such agent")
-)
+// AgentInfo is a configured research agent as GET /v1/research/agents shows it.
+type AgentInfo struct {
+	Name     string             `json:"name"`
+	Kind     string             `json:"kind"`
+	PriceUSD map[string]float64 `json:"price_usd"`
+}
+
+// ErrNoAgent means a request names no research agent this fleet has.
+var ErrNoAgent = errors.New("research: no such agent")
+
+// ErrNoModel means a request names no research model this fleet has.
+var ErrNoModel = errors.New("research: no such model")
 
 // Resolve fills in the brain of a request from its model: "research/<brain>", or a
 // chat model's own name.
 func (s *Service) Resolve(req *Request) error {
 	if req.Agent != "" {
-		if !slices.Contains(s.Agents, req.Agent) {
+		if !slices.ContainsFunc(s.Agents, func(a AgentInfo) bool { return a.Name == req.Agent }) {
 			return ErrNoAgent
 		}
 		if req.Model == "" {
-			req.Model = "agent/" + req.Agent
+			req.Model = req.Agent
 		}
 		return nil
 	}
@@ -185,8 +197,17 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*state.Run, error
 
 // Cancel cancels tenant's run id: false when it has ended.
 func (s *Service) Cancel(ctx context.Context, tenant, id string) (bool, error) {
-	if _, err := s.Get(ctx, tenant, id); err != nil {
+	r, err := s.Get(ctx, tenant, id)
+	if err != nil {
 		return false, err
 	}
-	return Cancel(ctx, s.Bus, s.Store, id)
+	ok, err := Cancel(ctx, s.Bus, s.Store, id)
+	if b := s.Backends[r.Agent]; ok && b != nil && r.AgentID != "" {
+		// Cancel reaches the provider (a run still being submitted is cancelled there
+		// by the worker's step, which finds it cancelled).
+		if cerr := b.Agent.Cancel(ctx, r.AgentID); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
+	return ok, err
 }

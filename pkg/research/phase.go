@@ -95,12 +95,14 @@ func next(f facts) action {
 		return action{act: actCancel}
 	case state.RunEnded(f.status):
 		return action{act: actWait}
+	case f.agent && !f.drafted:
+		// A provider agent's run is submitted and polled until its result is the
+		// draft, which is verified and completed as the fleet's own.
+		return action{act: actAgent}
 	case f.verified:
 		return action{act: actComplete}
 	case f.drafted:
 		return action{act: actVerify}
-	case f.agent:
-		return action{act: actAgent}
 	case !f.planned && f.overdue:
 		return action{act: actFail, reason: "deadline"}
 	case !f.planned && f.stopped != "":

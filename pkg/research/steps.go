@@ -219,13 +219,11 @@ func (w *Worker) cancel(ctx context.Context, r *state.Run) error {
 			return err
 		}
 	}
+	if b := w.Agents[r.Agent]; b != nil && r.AgentID != "" && !state.RunEnded(r.Status) {
+		w.agentCancel(ctx, b, r) // cancel reaches the provider
+	}
 	if err := w.cancelChildren(ctx, r); err != nil {
 		return err
-	}
-	if a := w.Agents[r.Agent]; a != nil && r.AgentID != "" {
-		if err := a.Cancel(ctx, r.AgentID); err != nil {
-			w.log().Warn("research: cancelling the agent's run", "run", r.ID, "agent", r.Agent, "err", err)
-		}
 	}
 	var req Request
 	json.Unmarshal(r.Request, &req)

@@ -15,7 +15,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"github.com/searchfleet/searchfleet/pkg/research/agent"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -41,10 +40,13 @@ type Worker struct {
 	// SearchUSD is the dearest search of the fleet's engines: a child's share of
 	// a run's budget has room for its searches at that price.
 	SearchUSD float64
-	// Agents are the configured research agents by name; AgentPrice is what a run of
-	// one is expected to cost at an effort (held before it is submitted).
-	Agents     map[string]agent.Agent
-	AgentPrice func(name, effort string) float64
+	// Agents are the configured research agents by name; AgentPollEvery how often a
+	// provider's run is polled (0: 10 s).
+	Agents         map[string]*AgentBackend
+	AgentPollEvery time.Duration
+	// crashAfterSubmit, in tests, ends the step right after a provider accepted a
+	// run, before its id is stored: a worker dying there.
+	crashAfterSubmit func() error
 }
 
 func (w *Worker) log() *slog.Logger {
@@ -80,6 +82,15 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 		}
 		err = w.act(ctx, id)
 		release(true)
+		var later errPollLater
+		if errors.As(err, &later) {
+			// A provider's run goes on: poll it again later, as a redelivery of this
+			// step (a NakWithDelay); near the delivery limit as a fresh step.
+			if d.MaxDeliver > 0 && d.Attempt >= d.MaxDeliver-1 {
+				return w.Bus.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: id, Why: "agent poll"})
+			}
+			return bus.Defer(later.after, err)
+		}
 		if err != nil {
 			return err
 		}

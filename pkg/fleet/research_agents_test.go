@@ -1,0 +1,161 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/research/agent"
+	"github.com/searchfleet/searchfleet/pkg/simulator"
+)
+
+func agentFleet(t *testing.T) *fleettest.Fleet {
+	return fleettest.Start(t, func(e *config.Env, _ *config.File) { e.ResearchAgentPoll = 50 * time.Millisecond })
+}
+
+// waitAgentRun follows a run carried out at a simulated provider, moving the
+// simulator's clock while it waits.
+func waitAgentRun(t *testing.T, f *fleettest.Fleet, id string, done func(researchRun) bool) researchRun {
+	t.Helper()
+	var r researchRun
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if r = getResearch(t, f, id); done(r) {
+			return r
+		}
+		f.Sim.AdvanceAgents(3 * time.Second)
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("run %s never got there: %+v", id, r)
+	return r
+}
+
+// providerRun is the simulated provider's view of a run's provider id.
+func providerRun(t *testing.T, f *fleettest.Fleet, kind, runID string) agent.Status {
+	t.Helper()
+	r, err := f.Store.Research.GetRun(context.Background(), runID)
+	if err != nil || r.AgentID == "" {
+		t.Fatalf("run %s has no provider id (%v)", runID, err)
+	}
+	a, err := agent.New(kind, simulator.AgentBaseURL(f.SimURL, kind), []string{"k"}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.Poll(context.Background(), r.AgentID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestResearchAgentsRunAtTheProvider(t *testing.T) {
+	t.Parallel()
+	f := agentFleet(t)
+	code, b, _ := f.Do(t, http.MethodGet, "/v1/research/agents", nil)
+	var list struct {
+		Data []struct {
+			Name     string             `json:"name"`
+			Kind     string             `json:"kind"`
+			PriceUSD map[string]float64 `json:"price_usd"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(b, &list); code != http.StatusOK || len(list.Data) != len(agent.Kinds) {
+		t.Fatalf("GET /v1/research/agents: %d %s", code, b)
+	}
+	schema := map[string]any{"type": "object", "properties": map[string]any{"depth": map[string]any{"type": "string"}, "lakes": map[string]any{"type": "integer"}}}
+	for _, kind := range agent.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			input := "How deep is Lake Constance, asked of " + kind
+			r := startResearch(t, f, map[string]any{"input": input, "agent": kind, "output_schema": schema})
+			r = waitAgentRun(t, f, r.ID, ended)
+			if r.Status != "completed" || r.Output == nil {
+				t.Fatalf("run: %+v", r)
+			}
+			if r.Output.Citations.Cited == 0 || r.Output.Citations.Valid == 0 || !strings.Contains(r.Output.Report, "## Sources") {
+				t.Errorf("citations %+v, report %q", r.Output.Citations, r.Output.Report)
+			}
+			for _, fld := range []string{"depth", "lakes"} {
+				if len(r.Output.Basis[fld].Citations) == 0 {
+					t.Errorf("field %s has no basis: %+v", fld, r.Output.Basis)
+				}
+			}
+			if r.Usage.CostUSD <= 0 {
+				t.Errorf("usage %+v", r.Usage)
+			}
+			key := r.ID
+			if kind == agent.KindGemini || kind == agent.KindPerplexity {
+				key = input
+			}
+			if n := f.Sim.AgentSubmissions(kind, key); n != 1 {
+				t.Errorf("the provider saw %d submissions", n)
+			}
+		})
+	}
+	code, b, _ = f.Do(t, http.MethodPost, "/v1/research", map[string]any{"input": "q", "agent": "no-such-agent"})
+	if code != http.StatusNotFound || !strings.Contains(string(b), "agent_not_found") {
+		t.Errorf("an unknown agent: %d %s", code, b)
+	}
+}
+
+func TestResearchAgentCancelAndCapReachTheProvider(t *testing.T) {
+	t.Parallel()
+	f := agentFleet(t)
+	// Cancel reaches the provider.
+	r := startResearch(t, f, map[string]any{"input": "A long question sim:agent-time=1h", "agent": agent.KindExa})
+	r = waitAgentRun(t, f, r.ID, func(r researchRun) bool { return r.Status == "in_progress" })
+	waitAgentRun(t, f, r.ID, func(researchRun) bool {
+		got, err := f.Store.Research.GetRun(context.Background(), r.ID)
+		return err == nil && got.AgentID != ""
+	})
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "cancelled" {
+		t.Fatalf("after cancel: %s", r.Status)
+	}
+	if st := providerRun(t, f, agent.KindExa, r.ID); st.State != agent.Cancelled {
+		t.Errorf("the provider's run is %s", st.State)
+	}
+	// A reported cost above the run's cap cancels the provider's run.
+	r = startResearch(t, f, map[string]any{"input": "An expensive question sim:agent-cost=20", "agent": agent.KindExa, "budget": map[string]any{"max_usd": 5}})
+	r = waitAgentRun(t, f, r.ID, ended)
+	if r.Status != "failed" {
+		t.Fatalf("over its cap the run is %s", r.Status)
+	}
+	if st := providerRun(t, f, agent.KindExa, r.ID); st.State != agent.Cancelled || st.CostUSD <= 5 || st.CostUSD >= 20 {
+		t.Errorf("the provider's run: %s at $%v", st.State, st.CostUSD)
+	}
+}
+
+// TestResearchAgentLostAccept: the provider accepts the run but its answer is lost
+// (as a worker killed between the provider's accept and the fleet's store sees it).
+// Where the provider lists runs by the fleet's reference (Exa) the next step finds
+// it and the run completes; where it cannot (Perplexity) the run fails without
+// submitting again. The provider sees one submission either way.
+func TestResearchAgentLostAccept(t *testing.T) {
+	t.Parallel()
+	f := agentFleet(t)
+	input := "Who maintains the Rhine dams sim:agent-drop"
+	r := startResearch(t, f, map[string]any{"input": input, "agent": agent.KindExa})
+	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "completed" || r.Output == nil {
+		t.Fatalf("exa: %+v", r)
+	}
+	if n := f.Sim.AgentSubmissions(agent.KindExa, r.ID); n != 1 {
+		t.Errorf("exa saw %d submissions", n)
+	}
+	r = startResearch(t, f, map[string]any{"input": input, "agent": agent.KindPerplexity})
+	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "failed" {
+		t.Fatalf("perplexity: %+v", r)
+	}
+	if _, b, _ := f.Do(t, http.MethodGet, "/v1/research/"+r.ID, nil); !strings.Contains(string(b), `"agent_lost"`) {
+		t.Errorf("perplexity's run: %s", b)
+	}
+	if n := f.Sim.AgentSubmissions(agent.KindPerplexity, input); n != 1 {
+		t.Errorf("perplexity saw %d submissions", n)
+	}
+}

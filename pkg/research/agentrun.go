@@ -1,0 +1,325 @@
+package research
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/research/agent"
+	"github.com/searchfleet/searchfleet/pkg/state"
+)
+
+// A run that names an agent is carried out at the provider (pkg/research/agent):
+//
+//   - Submitted once, under a claim. The step takes the claim (agent_claim:<n>, first
+//     write wins) before it submits and stores the provider's id as soon as the
+//     provider answers (ClaimAgentRun). A step that finds the claim taken and no id
+//     stored knows a worker died between the two: it reattaches with Find (the
+//     provider's listing by the run id it was given as metadata), or, where the
+//     provider offers no lookup, waits for the provider's end webhook to name the run
+//     (OpenAI, Parallel, when their webhooks reach the fleet), or fails the run: it
+//     never submits blindly again, which would pay twice. A submission the provider
+//     answered with an error was not accepted: the next claim (n+1) may submit.
+//   - Polled with scheduled messages: a step that finds the provider's run going asks
+//     to be redelivered after the poll interval (bus.Defer, a NakWithDelay); near the
+//     consumer's delivery limit it publishes a fresh step instead. Nothing sleeps.
+//   - Spend held: the agent's price for the run's effort (or the run's cap) is
+//     reserved before it submits and settled at the cost the provider reports (the
+//     price when it reports none; nothing for a run the provider does not bill). A
+//     run whose reported cost passes its cap is cancelled at the provider.
+//   - Checked like the fleet's own: the provider's result becomes the run's draft,
+//     which the verification step checks as every report.
+
+// AgentBackend is a configured research agent as the worker calls it.
+type AgentBackend struct {
+	Agent agent.Agent
+	Kind  string
+	// Price is what a run is expected to cost at an effort (config priceUSD).
+	Price func(effort string) float64
+	// Webhook is the fleet's URL for the provider's webhooks where the provider takes
+	// one per run (Parallel); Webhooks reports that the provider's webhooks reach the
+	// fleet (a run lost between submit and store is then found by its end webhook).
+	Webhook  string
+	Webhooks bool
+}
+
+// agentStepKey names the run's paid agent step in its budget.
+const agentStepKey = "agent"
+
+// defaultAgentPoll is how often a provider's run is polled.
+const defaultAgentPoll = 10 * time.Second
+
+func (w *Worker) agentPoll() time.Duration {
+	if w.AgentPollEvery > 0 {
+		return w.AgentPollEvery
+	}
+	return defaultAgentPoll
+}
+
+// errPollLater asks Handle to take the run's step again after a delay.
+type errPollLater struct{ after time.Duration }
+
+func (e errPollLater) Error() string { return "research: the provider's run goes on" }
+
+// agentStep submits a run to its agent, or polls it.
+func (w *Worker) agentStep(ctx context.Context, r *state.Run, req *Request) error {
+	b := w.Agents[r.Agent]
+	if b == nil {
+		return w.fail(ctx, r, req, "agent_unavailable", fmt.Sprintf("The research agent %q is not available in this fleet.", clip(r.Agent, 64)))
+	}
+	if !r.Deadline.IsZero() && time.Now().After(r.Deadline) {
+		if r.AgentID != "" {
+			w.agentCancel(ctx, b, r)
+		}
+		return w.fail(ctx, r, req, "deadline", "The run's deadline passed before the research agent finished.")
+	}
+	if r.AgentID == "" {
+		return w.agentSubmit(ctx, r, req, b)
+	}
+	return w.agentPollOnce(ctx, r, req, b)
+}
+
+func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b *AgentBackend) error {
+	n, _ := strconv.Atoi(r.AgentCursor) // before submission the cursor counts refused submissions
+	claim := "agent_claim:" + strconv.Itoa(n)
+	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, First: claim, Value: []byte(w.ID)})
+	if errors.Is(err, state.ErrAnswerStood) {
+		return w.agentReattach(ctx, r, req, b)
+	}
+	if err != nil || !ok {
+		return err // the run ended meanwhile (cancelled): nothing is submitted
+	}
+	price := b.Price(req.Effort)
+	if price <= 0 {
+		price = req.Budget.MaxUSD
+	}
+	if err := w.Store.Research.ReserveRun(ctx, r.ID, agentStepKey, price, req.Budget.MaxUSD); errors.Is(err, state.ErrRunBudget) {
+		return w.fail(ctx, r, req, "budget", "The research agent's price for this effort is above the run's budget.")
+	} else if err != nil {
+		return err
+	}
+	id, err := b.Agent.Submit(ctx, agent.Request{Ref: r.ID, Input: req.Input, Instructions: req.Instructions, Effort: req.Effort,
+		OutputSchema: req.OutputSchema, ReviewPlan: req.Plan == "review", Webhook: b.Webhook})
+	if w.crashAfterSubmit != nil && err == nil {
+		return w.crashAfterSubmit() // tests: the worker dies between accept and store
+	}
+	var le *llm.Error
+	if errors.As(err, &le) && le.Status != 0 {
+		// The provider answered and did not accept: the next claim may submit.
+		w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_cursor", strconv.Itoa(n + 1)}})
+		if le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408 {
+			w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", 0)
+			return w.fail(ctx, r, req, "agent_error", "The research agent refused the run.")
+		}
+		return bus.Retry(max(le.RetryAfter, time.Second), err)
+	}
+	if err != nil {
+		return err // no answer: it may have been accepted; the redelivery reattaches
+	}
+	if err := w.agentStore(ctx, r, id, "submitted"); !errors.As(err, new(errPollLater)) {
+		return err
+	}
+	if got, err := w.Store.Research.GetRun(ctx, r.ID); err == nil && got.Status == state.RunCancelled {
+		w.agentCancel(ctx, b, got) // cancelled while it was being submitted
+		return nil
+	}
+	return errPollLater{w.agentPoll()}
+}
+
+// agentStore stores the provider's run id (first write wins) and schedules its poll.
+func (w *Worker) agentStore(ctx context.Context, r *state.Run, id, how string) error {
+	got, err := w.Store.Research.ClaimAgentRun(ctx, r.ID, id)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_cursor", ""},
+		Events: []state.RunEventIn{ev("agent:"+how, "agent."+how, map[string]any{"agent": r.Agent, "provider_id": got})}}); err != nil {
+		return err
+	}
+	return errPollLater{w.agentPoll()}
+}
+
+// agentReattach finds the provider's run of a worker that died between submit and
+// store.
+func (w *Worker) agentReattach(ctx context.Context, r *state.Run, req *Request, b *AgentBackend) error {
+	id, ok, err := b.Agent.Find(ctx, r.ID)
+	switch {
+	case err == nil && ok:
+		return w.agentStore(ctx, r, id, "reattached")
+	case err == nil:
+		// The provider has none: the dead worker never got it submitted.
+		n, _ := strconv.Atoi(r.AgentCursor)
+		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_cursor", strconv.Itoa(n + 1)}})
+		return err // the next action takes the next claim
+	case errors.Is(err, agent.ErrNoLookup) && b.Webhooks:
+		// The provider's end webhook names the run (AgentWebhook stores its id).
+		return errPollLater{w.agentPoll()}
+	case errors.Is(err, agent.ErrNoLookup):
+		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
+		return w.fail(ctx, r, req, "agent_lost", "The run may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
+	}
+	return err
+}
+
+func (w *Worker) agentCancel(ctx context.Context, b *AgentBackend, r *state.Run) {
+	if err := b.Agent.Cancel(ctx, r.AgentID); err != nil {
+		w.log().Warn("research: cancelling a provider's run", "run", r.ID, "agent", r.Agent, "err", err)
+	}
+}
+
+// agentPollOnce polls the provider's run once and acts on what it says.
+func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, b *AgentBackend) error {
+	st, err := b.Agent.Poll(ctx, r.AgentID, r.AgentCursor)
+	if err != nil {
+		var le *llm.Error
+		if errors.As(err, &le) && le.Status == 404 {
+			return w.fail(ctx, r, req, "agent_error", "The research agent no longer knows the run.")
+		}
+		return bus.Retry(w.agentPoll(), err)
+	}
+	var events []state.RunEventIn
+	for i, e := range st.Events {
+		key := "agent:" + r.AgentID + ":" + r.AgentCursor + ":" + strconv.Itoa(i)
+		events = append(events, ev(key, "agent."+e.Type, map[string]any{"text": clip(e.Text, 2000), "url": e.URL}))
+	}
+	fields := []any{"agent_cursor", st.Cursor}
+	if m := req.Budget.MaxUSD; m > 0 && st.CostUSD > m && !st.State.Done() {
+		w.agentCancel(ctx, b, r)
+		fields = append(fields, "incomplete", "budget")
+		w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: fields, Events: append(events, ev("agent:over-budget", "stopped", map[string]any{"reason": "budget", "reported_cost_usd": st.CostUSD}))})
+		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", st.CostUSD)
+		return w.fail(ctx, r, req, "budget", "The research agent's reported cost passed the run's budget; the run was cancelled at the provider.")
+	}
+	switch st.State {
+	case agent.Completed:
+		cost := st.Result.CostUSD
+		if cost <= 0 {
+			cost = b.Price(req.Effort)
+		}
+		if err := w.Store.Research.SettleRun(ctx, r.ID, agentStepKey, "agent", cost); err != nil {
+			return err
+		}
+		d := Draft{Report: st.Result.Report, Object: st.Result.Output}
+		for i, s := range st.Result.Sources {
+			d.Sources = append(d.Sources, Source{N: i + 1, URL: s.URL, Title: s.Title, Excerpt: s.Excerpt})
+		}
+		if len(st.Result.Basis) > 0 {
+			d.Basis = map[string]Basis{}
+			for k, v := range st.Result.Basis {
+				bs := Basis{Citations: []Source{}, Reasoning: v.Reasoning, Confidence: v.Confidence}
+				for _, c := range v.Citations {
+					bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title, Excerpt: c.Excerpt})
+				}
+				d.Basis[k] = bs
+			}
+		}
+		db, _ := json.Marshal(d)
+		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{First: state.RunFieldDraft, Value: db, Fields: fields,
+			Events: append(events, ev("draft", "draft", map[string]any{"chars": len(d.Report), "sources": len(d.Sources), "agent": r.Agent}))})
+		return err
+	case agent.Failed, agent.Cancelled:
+		cost := st.CostUSD
+		if cost <= 0 && !st.Unbilled && st.State == agent.Failed {
+			cost = b.Price(req.Effort)
+		}
+		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", cost)
+		w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: fields, Events: events})
+		if st.State == agent.Cancelled {
+			return w.cancel(ctx, r)
+		}
+		msg := st.Error
+		if msg == "" {
+			msg = "The research agent's run failed."
+		}
+		return w.fail(ctx, r, req, "agent_failed", clip(msg, 500))
+	case agent.RequiresPlan:
+		if r.Approved {
+			var plan string
+			if r.PlanReplaced {
+				var p Plan
+				json.Unmarshal(r.Plan, &p)
+				for i, q := range p.Questions {
+					plan += strconv.Itoa(i+1) + ". " + q.Question + "\n"
+				}
+			}
+			next, err := b.Agent.Approve(ctx, r.AgentID, plan)
+			if err != nil {
+				return bus.Retry(w.agentPoll(), err)
+			}
+			// The approved plan runs as a new provider run: it replaces the stored id.
+			if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{state.RunFieldAgentID, next, "agent_cursor", ""},
+				Events: append(events, ev("agent:approved", "agent.approved", map[string]any{"provider_id": next}))}); err != nil {
+				return err
+			}
+			return errPollLater{w.agentPoll()}
+		}
+		if r.Status == state.RunRequiresAction {
+			return nil
+		}
+		var text string
+		for _, e := range st.Events {
+			if e.Type == "plan" {
+				text = e.Text
+			}
+		}
+		pb, _ := json.Marshal(Plan{Questions: []SubQuestion{{Question: clip(text, maxQuestionChars)}}})
+		ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunRequiresAction, Fields: append(fields, state.RunPlanField, pb),
+			Events: append(events, ev("requires_action", "requires_action", map[string]any{"plan": json.RawMessage(pb)}))})
+		if err != nil || !ok {
+			return err
+		}
+		r.Status = state.RunRequiresAction
+		return w.notify(ctx, r, req, "requires_action")
+	}
+	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, Fields: fields, Events: events}); err != nil {
+		return err
+	}
+	after := st.RetryAfter
+	if after <= 0 {
+		after = w.agentPoll()
+	}
+	return errPollLater{after}
+}
+
+// AgentWebhook takes a provider's webhook for the agent name: verified with the
+// agent's secret, it names a provider run; the run it belongs to (by the reference
+// the webhook or, polled, the provider's run carries) takes a step at once, and a run
+// whose worker died between submit and store gets its id. It reports false for a
+// webhook that does not verify.
+func (s *Service) AgentWebhook(ctx context.Context, name string, h map[string][]string, body []byte) (bool, error) {
+	b := s.Backends[name]
+	secret := s.WebhookSecrets[name]
+	if b == nil || secret == "" {
+		return false, nil
+	}
+	wh, err := agent.VerifyWebhook(b.Kind, secret, h, body, time.Now())
+	if err != nil {
+		return false, nil
+	}
+	ref := wh.Ref
+	if ref == "" {
+		st, err := b.Agent.Poll(ctx, wh.ID, "")
+		if err != nil {
+			return true, err
+		}
+		ref = st.Ref
+	}
+	r, err := s.Store.Research.GetRun(ctx, ref)
+	if errors.Is(err, state.ErrNotFound) || err == nil && r.Agent != name {
+		return true, nil // not a run of this fleet's
+	}
+	if err != nil {
+		return true, err
+	}
+	if r.AgentID == "" {
+		if _, err := s.Store.Research.ClaimAgentRun(ctx, r.ID, wh.ID); err != nil {
+			return true, err
+		}
+	}
+	return true, s.Bus.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "agent webhook"})
+}
