@@ -23,7 +23,6 @@ import (
 	"syscall"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
@@ -61,12 +60,8 @@ func run(grpcAddr, httpAddr string) error {
 	}
 	f := otlpreceiver.NewFactory()
 	cfg := f.CreateDefaultConfig().(*otlpreceiver.Config)
-	g := cfg.Protocols.GRPC.Get()
-	g.NetAddr.Endpoint = grpcAddr
-	cfg.Protocols.GRPC = configoptional.Some(*g)
-	h := cfg.Protocols.HTTP.Get()
-	h.ServerConfig.NetAddr.Endpoint = httpAddr
-	cfg.Protocols.HTTP = configoptional.Some(*h)
+	cfg.Protocols.GRPC.GetOrInsertDefault().NetAddr.Endpoint = grpcAddr
+	cfg.Protocols.HTTP.GetOrInsertDefault().ServerConfig.NetAddr.Endpoint = httpAddr
 
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
