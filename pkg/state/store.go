@@ -523,6 +523,13 @@ func (s *Jobs) ClaimIdempotency(ctx context.Context, tenant, key, jobID, request
 	return false, existingJob, existingHash, nil
 }
 
+// ReleaseIdempotency frees a tenant's Idempotency-Key if it still names jobID with
+// requestHash (a claim another request has taken since is left alone): for a key
+// that shares a job only while it runs, once the job has ended.
+func (s *Jobs) ReleaseIdempotency(ctx context.Context, tenant, key, jobID, requestHash string) error {
+	return s.release(ctx, s.K.idempotency(tenant, key), jobID+" "+requestHash)
+}
+
 // MarkStickyConversation remembers, for ttl, that the conversation with this hash
 // continues a web_search chain.
 func (s *Chains) MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error {
