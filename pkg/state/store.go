@@ -62,6 +62,9 @@ type Job struct {
 	Usage    json.RawMessage `json:"usage,omitempty"`
 	// Trace lists the searches the job made.
 	Trace json.RawMessage `json:"trace,omitempty"`
+	// TraceID is the OpenTelemetry trace the job runs in (32 hex digits; "" when the
+	// ingress that took it did not trace).
+	TraceID string `json:"trace_id,omitempty"`
 	// Question is the text of the request's last user turn, clipped, as job listings
 	// show it (set by the front door; "" for jobs recorded before it was kept).
 	Question string          `json:"question,omitempty"`

@@ -31,6 +31,7 @@ func TestOneJobOneTrace(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+sink.HTTP)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	t.Setenv(trace.EnvUI, "http://traces.test/trace/{trace_id}")
 	f := fleettest.Start(t)
 
 	hdr := post(t, f.URL, question)
@@ -42,7 +43,32 @@ func TestOneJobOneTrace(t *testing.T) {
 	if raw := sink.Raw(); strings.Contains(raw, "world cup") {
 		t.Errorf("the spans carry the question's text: %s", raw)
 	}
+
+	// The job's record names its trace, and its view links to the trace UI.
+	body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": "Say hello."}}})
+	req, _ := http.NewRequest(http.MethodPost, f.URL+"/v1/jobs", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+otherTrace+"-"+clientSpan+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		ID       string `json:"id"`
+		TraceID  string `json:"trace_id"`
+		TraceURL string `json:"trace_url"`
+	}
+	json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if v.TraceID != otherTrace || v.TraceURL != "http://traces.test/trace/"+otherTrace {
+		t.Errorf("job view: trace_id %q, trace_url %q; want %s and its page", v.TraceID, v.TraceURL, otherTrace)
+	}
+	if j, err := f.Store.Jobs.GetJob(t.Context(), v.ID); err != nil || j.TraceID != otherTrace {
+		t.Errorf("job record's trace: %+v, %v", j, err)
+	}
 }
+
+const otherTrace = "5bf92f3577b34da6a3ce929d0e0e4737"
 
 // post sends question as a synchronous chat completion with the client's
 // traceparent and returns the response's headers.
