@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"go.opentelemetry.io/collector/component"
@@ -32,6 +33,7 @@ import (
 func main() {
 	grpcAddr := flag.String("grpc", "127.0.0.1:0", "gRPC listen address")
 	httpAddr := flag.String("http", "127.0.0.1:0", "HTTP listen address")
+	flag.BoolVar(&quiet, "quiet", false, "count the spans instead of writing them (for benchmarks): \"spans received N\" on stderr at exit")
 	flag.Parse()
 	if err := run(*grpcAddr, *httpAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "otlpsink:", err)
@@ -50,6 +52,8 @@ func freeAddr(addr string) (string, error) {
 	return l.Addr().String(), nil
 }
 
+var quiet bool
+
 func run(grpcAddr, httpAddr string) error {
 	var err error
 	if grpcAddr, err = freeAddr(grpcAddr); err != nil {
@@ -66,7 +70,17 @@ func run(grpcAddr, httpAddr string) error {
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	var m ptrace.JSONMarshaler
+	var received atomic.Int64
+	defer func() {
+		if quiet {
+			fmt.Fprintf(os.Stderr, "spans received %d\n", received.Load())
+		}
+	}()
 	next, err := consumer.NewTraces(func(_ context.Context, td ptrace.Traces) error {
+		if quiet {
+			received.Add(int64(td.SpanCount()))
+			return nil
+		}
 		b, err := m.MarshalTraces(td)
 		if err != nil {
 			return err
