@@ -148,17 +148,19 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if cacheKey == "" {
 		cacheKey = queryHash(req.Query)
 	}
-	in, shared, err := w.awaitInflight(ctx, req, ss.Tenant, cacheKey)
-	if err != nil {
-		return err
-	} else if shared != nil {
-		w.count(req.Engine, "shared")
-		w.unreserve(ctx, ss, req.Engine)
-		defer trace.Searched(ctx, "shared", len(shared.Hits), 0)
-		return w.finish(ctx, req, d, shared, 0)
-	}
 	var res *engines.Result
-	defer func() { w.endInflight(ctx, req, in, res) }()
+	if shareable(req, ss.Tenant) {
+		claimed, shared, err := w.awaitInflight(ctx, req, ss.Tenant, cacheKey)
+		if err != nil {
+			return err
+		} else if shared != nil {
+			w.count(req.Engine, "shared")
+			w.unreserve(ctx, ss, req.Engine)
+			defer trace.Searched(ctx, "shared", len(shared.Hits), 0)
+			return w.finish(ctx, req, d, shared, 0)
+		}
+		defer func() { w.endInflight(ctx, req, claimed, ss.Tenant, cacheKey, res) }()
+	}
 	if wait, err := w.Store.Allow(ctx, req.Engine, set.PerSecond, set.Burst); err != nil {
 		return err
 	} else if wait > 0 {
