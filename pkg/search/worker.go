@@ -148,7 +148,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if cacheKey == "" {
 		cacheKey = queryHash(req.Query)
 	}
-	var res *engines.Result
 	if shareable(req, ss.Tenant) {
 		claimed, shared, err := w.awaitInflight(ctx, req, ss.Tenant, cacheKey)
 		if err != nil {
@@ -159,7 +158,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 			defer trace.Searched(ctx, "shared", len(shared.Hits), 0)
 			return w.finish(ctx, req, d, shared, 0)
 		}
-		defer func() { w.endInflight(ctx, req, claimed, ss.Tenant, cacheKey, res) }()
+		defer w.endInflight(ctx, req, claimed, ss.Tenant, cacheKey)
 	}
 	if wait, err := w.Store.Allow(ctx, req.Engine, set.PerSecond, set.Burst); err != nil {
 		return err
@@ -179,8 +178,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	}
 	sctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	start := time.Now()
-	var serr error
-	res, serr = search(sctx, eng, req)
+	res, serr := search(sctx, eng, req)
 	cancel()
 	w.settle(ctx, held, req.Engine, res, serr)
 	elapsed := time.Since(start)

@@ -34,10 +34,9 @@ func inflightOwner(job string, h int, call string) string {
 var claimInflight = script("claim_inflight") // lua/claim_inflight.lua
 
 // ClaimInflight claims a tenant's search of engine for a normalized query (by its
-// hash) for the call (job, h, call), for ttl, unless another call holds it: a claim
-// is one SET NX, and it is not released when its search succeeds, so an identical
-// search started within ttl reads that call's stored outcome instead of paying.
-// prev (Inflight.Holder; "" none) is a holder whose outcome turned out to be no use
+// hash) for the call (job, h, call), for ttl, unless another call holds it (a claim
+// is one SET NX): an identical search then reads that call's stored outcome instead
+// of paying. prev (Inflight.Holder; "" none) is a holder whose outcome turned out to be no use
 // (a failed search, a job gone): its claim is taken over.
 func (s *Searches) ClaimInflight(ctx context.Context, tenant, engine, queryHash, job string, h int, call string, ttl time.Duration, prev string) (Inflight, error) {
 	key, owner := s.K.SearchInflight(tenant, engine, queryHash), inflightOwner(job, h, call)
@@ -67,8 +66,8 @@ func (s *Searches) ClaimInflight(ctx context.Context, tenant, engine, queryHash,
 	return Inflight{Job: f[0], Hop: hop, Call: f[2], Left: time.Duration(max(ms, 0)) * time.Millisecond}, nil
 }
 
-// ReleaseInflight frees the call's claim of a search (one whose search failed), so an
-// identical search waiting on it runs its own at once.
+// ReleaseInflight frees the call's claim of a search, its outcome stored, so the
+// identical searches waiting on it read it (or run their own) at once.
 func (s *Searches) ReleaseInflight(ctx context.Context, tenant, engine, queryHash, job string, h int, call string) error {
 	return s.release(ctx, s.K.SearchInflight(tenant, engine, queryHash), inflightOwner(job, h, call))
 }
