@@ -3,9 +3,9 @@ GO ?= go
 # The tests and benchmarks need a real Redis; `make run` finds one itself (REDIS_URL,
 # else a local redis-server, else an in-process stand-in), so only they get a default.
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/0)
-test test-short bench bench-e2e bench-batch bench-fair bench-research bench-scale bench-go bench-peer: export REDIS_URL := $(TEST_REDIS_URL)
+test test-short bench bench-e2e bench-batch bench-fair bench-research bench-trace bench-scale bench-go bench-peer: export REDIS_URL := $(TEST_REDIS_URL)
 
-.PHONY: help run demo test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-fair bench-research bench-scale bench-go bench-peer fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
+.PHONY: help run demo test test-short test-cluster cluster-up cluster-down bench bench-e2e bench-batch bench-fair bench-research bench-trace bench-scale bench-go bench-peer fuzz lint build chaos chaos-quick deploy-nats deploy-check image tidy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ bench: bench-e2e bench-batch bench-go ## all benchmarks
 
 bench-e2e: ## end-to-end: jobs/s through ingress → chat → search → chat → answer next to the floor's (5 JetStream hops × 2 Redis round trips), Redis commands per job, p50/p99 at a fixed rate (~2 min)
 	$(GO) run ./cmd/fleetbench -concurrency 16,64 -duration 10s -warmup 2s
+
+bench-trace: ## bench-e2e's throughput with tracing off, then on (always_on, OTLP to a local collector receiver), alternately ROUNDS times (~2 min)
+	GO=$(GO) scripts/bench-trace.sh
 
 bench-batch: ## interactive latency alone and while 2,000-question batches run
 	$(GO) run ./cmd/batchbench

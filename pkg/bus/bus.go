@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // Bus is a connection to NATS with JetStream.
@@ -234,6 +235,7 @@ func (b *Bus) Publish(ctx context.Context, subject string, p Payload) error {
 func (b *Bus) PublishMsg(ctx context.Context, m *nats.Msg) error {
 	subject := m.Subject
 	m.Subject = b.Subject(subject)
+	trace.Inject(ctx, m.Header)
 	if _, err := b.js.PublishMsg(ctx, m); err != nil {
 		return publishError(subject, err)
 	}
@@ -272,12 +274,14 @@ func WithPublishAckTimeout(d time.Duration) Option { return func(b *Bus) { b.ack
 
 // PublishAsync publishes p without waiting; Wait collects the acknowledgements. Use it
 // to put several messages of one step in flight at once. An acknowledgement that does
-// not come within PublishAckTimeout is an error.
-func (b *Bus) PublishAsync(subject string, p Payload) (Pending, error) {
+// not come within PublishAckTimeout is an error. ctx's trace context goes with the
+// message; ctx does not bound the publish (Wait's does).
+func (b *Bus) PublishAsync(ctx context.Context, subject string, p Payload) (Pending, error) {
 	m, err := Encode(b.Subject(subject), p)
 	if err != nil {
 		return Pending{}, err
 	}
+	trace.Inject(ctx, m.Header)
 	f, err := b.js.PublishMsgAsync(m)
 	if err != nil {
 		return Pending{}, publishError(subject, err)

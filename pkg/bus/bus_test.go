@@ -525,7 +525,7 @@ func TestWaitBoundsALostAcknowledgement(t *testing.T) {
 	if err := b.RawConn().Flush(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.PublishAsync("test.silent", ping{ID: "lost"})
+	p, err := b.PublishAsync(context.Background(), "test.silent", ping{ID: "lost"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,12 +195,14 @@ func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg) {
 	stopBeats := r.heartbeat(d)
 	var herr error
 	d.Msg, d.ID, d.Published, herr = r.decode(msg)
+	ctx, span := r.startDelivery(ctx, msg, d)
 	if herr == nil {
 		herr = r.run(ctx, d)
 	}
 	stopBeats()
 	dec := Decide(herr, d.Attempt, d.MaxDeliver)
 	r.apply(ctx, msg, meta, dec)
+	endDelivery(span, dec, herr)
 	if r.o.Observe != nil {
 		r.o.Observe(r.spec.Config.Durable, dec, time.Since(start))
 	}
@@ -305,6 +307,7 @@ func (b *Bus) deadLetter(ctx context.Context, subject string, h nats.Header, dat
 	if kind := h.Get(HeaderKind); kind != "" {
 		m.Header.Set(HeaderKind, kind)
 	}
+	copyTrace(m.Header, h)
 	m.Header.Set(nats.MsgIdHdr, "dlq:"+stream+":"+strconv.FormatUint(meta.Sequence.Stream, 10))
 	m.Header.Set(HeaderDLQReason, truncateReason(reason))
 	m.Header.Set(HeaderDLQSubject, subject)

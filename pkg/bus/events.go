@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // A job's events live on subjects of its own: progress events on
@@ -53,6 +55,7 @@ func (b *Bus) PublishEvent(ctx context.Context, ev Event) (dup bool, err error) 
 	if err != nil {
 		return false, err
 	}
+	trace.Inject(ctx, m.Header)
 	ack, err := b.js.PublishMsg(ctx, m)
 	if err != nil {
 		return false, publishError(ev.Subject(), err)

@@ -138,7 +138,7 @@ func (w *Worker) dispatch(ctx context.Context, v *view, h int) error {
 		subject, req := toolOf(c).request(v, h, t, c)
 		w.emit(bus.Event{JobID: jobID, Type: bus.EventSearchRequested, At: now, Hop: h, CallID: c.ID, Engine: c.Engine, Query: query})
 		w.progress(bus.StreamMsg{JobID: jobID, Type: bus.StreamSearchStarted, Hop: h, CallID: c.ID, Engine: c.Engine, Query: query, Tool: c.Tool})
-		ps, err := w.Bus.PublishAsync(subject, req)
+		ps, err := w.Bus.PublishAsync(ctx, subject, req)
 		if err != nil {
 			return err
 		}

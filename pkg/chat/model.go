@@ -17,6 +17,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // ModelCaller calls a main model in its provider's protocol (*upstream.Caller): a
@@ -39,9 +40,16 @@ func (s *step) callModel(ctx context.Context) (bool, error) {
 	if mc == nil {
 		return false, err
 	}
-	mctx, cancel := context.WithTimeout(ctx, s.w.ModelTimeout)
+	mctx, span := trace.Model(ctx, mc.model.Protocol, mc.model.Provider, mc.model.Upstream)
+	mctx, cancel := context.WithTimeout(mctx, s.w.ModelTimeout)
 	t, err := mc.model.Client.Complete(mctx, mc.call, mc.onDelta)
 	cancel()
+	if t != nil && span.IsRecording() {
+		span.SetAttributes(trace.JobID.String(s.v.job.ID), trace.Hop.Int(s.h))
+		trace.Answered(span, t.Model, t.Usage.PromptTokens, t.Usage.CompletionTokens, string(t.Stop))
+		trace.Messages(span, wire.LatestUserText(s.v.req.Messages), t.Text(), string(t.Stop))
+	}
+	trace.End(span, err)
 	return s.answered(ctx, mc, t, err)
 }
 
@@ -112,7 +120,7 @@ func (s *step) answered(ctx context.Context, mc *modelCall, answer *wire.Turn, e
 	// A step that ends in an error is retried: free the hop for that delivery at once.
 	defer func() { mc.release(err != nil) }()
 	if w.Metrics != nil {
-		w.Metrics.ModelSeconds.WithLabelValues(model.Provider).Observe(time.Since(mc.start).Seconds())
+		trace.Observe(ctx, w.Metrics.ModelSeconds.WithLabelValues(model.Provider), time.Since(mc.start).Seconds())
 	}
 	if err != nil {
 		err = s.modelFailed(ctx, model, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // step is one delivery's run of hop h of a job, as far as it can go without waiting:
@@ -35,6 +36,7 @@ type step struct {
 // Only its first round may call the model: a later round finds the answer stored.
 func (s *step) run(ctx context.Context) error {
 	w, job, h := s.w, s.st.Job, s.h
+	trace.Step(ctx, job.ID, h)
 	for again := false; ; again = true {
 		a := next(s.facts())
 		if s.v == nil && s.verr == nil && a.phase >= phaseBroken {

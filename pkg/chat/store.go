@@ -59,7 +59,7 @@ type Publisher interface {
 	// Publish publishes and waits for the stream to store the message.
 	Publish(ctx context.Context, subject string, p bus.Payload) error
 	// PublishAsync publishes without waiting; bus.Wait collects the acknowledgements.
-	PublishAsync(subject string, p bus.Payload) (bus.Pending, error)
+	PublishAsync(ctx context.Context, subject string, p bus.Payload) (bus.Pending, error)
 	// Emit publishes a progress event without waiting for the stream.
 	Emit(subject string, p bus.Payload) error
 }

@@ -57,7 +57,7 @@ func (p *publisher) Publish(_ context.Context, subject string, pl bus.Payload) e
 	return p.add(subject, pl)
 }
 
-func (p *publisher) PublishAsync(subject string, pl bus.Payload) (bus.Pending, error) {
+func (p *publisher) PublishAsync(_ context.Context, subject string, pl bus.Payload) (bus.Pending, error) {
 	return bus.Pending{}, p.add(subject, pl)
 }
 

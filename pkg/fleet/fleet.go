@@ -39,6 +39,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
@@ -47,6 +48,19 @@ type Roles struct {
 	Ingress bool
 	Chat    bool
 	Search  bool
+}
+
+// service is the service.name of a process running roles (OTEL_SERVICE_NAME wins).
+func (r Roles) service() string {
+	switch r {
+	case Roles{Ingress: true}:
+		return "searchfleet-ingress"
+	case Roles{Chat: true}:
+		return "searchfleet-chatworker"
+	case Roles{Search: true}:
+		return "searchfleet-searchworker"
+	}
+	return "searchfleet"
 }
 
 // Options configure Run.
@@ -77,6 +91,17 @@ type Options struct {
 // consumers finish their in-flight messages (bounded by DrainTimeout), and only then
 // does Run return, so the caller can close Redis.
 func Run(ctx context.Context, o Options) error {
+	stopTrace, err := trace.Setup(ctx, o.Roles.service())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTrace(sctx); err != nil {
+			o.Log.Warn("fleet: flushing spans", "err", err)
+		}
+	}()
 	p, err := open(ctx, o)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // newJob is the job of a request a client sent in protocol p, decoded: every create
@@ -32,7 +33,7 @@ func (s *Server) newJob(r *http.Request, idPrefix string, p wire.Protocol, req *
 	}
 	return &state.Job{ID: state.NewID(idPrefix), FreshID: true, Tenant: tenantOf(r), Kind: "chat", Model: req.Model, Request: stored,
 		Question: redact.Clip(wire.LatestUserText(req.Messages), questionChars), Created: now, Deadline: now.Add(s.JobTimeout),
-		Band: bandFor(r, band)}, nil
+		Band: bandFor(r, band), TraceID: trace.ID(r.Context())}, nil
 }
 
 // bandFor is the priority band of a request whose kind gives it band: lower when its

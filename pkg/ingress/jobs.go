@@ -91,6 +91,19 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	replayed := false
+	if sk, hash, ok := shareKey(r, chatBody); ok && key == "" && storedCallback == nil {
+		job.FreshID = false
+		won, existing, err := s.claimShared(r.Context(), tenant, sk, job.ID, hash)
+		if err != nil {
+			s.logFailure(r.Context(), "api: claiming a shared job", "err", err)
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Could not look for an identical job; try again.")
+			return
+		}
+		if !won {
+			job.ID, replayed = existing, true
+			w.Header().Set(HeaderShared, "true")
+		}
+	}
 	if key != "" {
 		// The key names the job from now on: a retry under it, or a request racing
 		// this one, may record it too, so CreateJob checks for it.
@@ -137,7 +150,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		job = stored
-		w.Header().Set("Idempotent-Replayed", "true")
+		if key != "" {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 	}
 	w.Header().Set("Location", "/v1/jobs/"+job.ID)
 	view := viewOf(job)

@@ -42,7 +42,7 @@ func (o *Ops) Handler() http.Handler {
 		readiness(w, r, o.Bus, o.Store, o.Log)
 	})
 	if o.Metrics != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	}
 	return mux
 }

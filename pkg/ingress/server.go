@@ -32,6 +32,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
@@ -216,9 +217,9 @@ func (s *Server) Handler() http.Handler {
 	// With tenants the API port is public: metrics (tenants, models, costs) are
 	// served only on the internal listener, FLEET_METRICS_ADDR (Ops).
 	if s.Metrics != nil && s.Tenants == nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	}
-	return s.observe(s.deadlines(crossOrigin(routed(mux))))
+	return trace.Middleware(s.observe(s.deadlines(crossOrigin(routed(mux)))))
 }
 
 // crossOrigin refuses browser requests from another site that change something (any

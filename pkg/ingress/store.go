@@ -39,6 +39,7 @@ type Jobs interface {
 	ArchiveJob(ctx context.Context, id string) (int64, error)
 	ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error)
 	IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error)
+	ReleaseIdempotency(ctx context.Context, tenant, key, jobID, requestHash string) error
 	GetResponse(ctx context.Context, id string) (*state.StoredResponse, error)
 	SaveResponse(ctx context.Context, id string, r *state.StoredResponse) error
 	DeleteResponse(ctx context.Context, id string) error

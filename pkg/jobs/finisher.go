@@ -9,6 +9,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // Hook is told of every job that ended (the webhook service queues the callback, the
@@ -95,15 +96,18 @@ func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error
 		}
 	}
 	if d.Attempt <= 1 && f.metrics != nil && !job.Finished.IsZero() {
-		f.metrics.JobSeconds.Observe(job.Finished.Sub(job.Created).Seconds())
+		trace.Observe(ctx, f.metrics.JobSeconds, job.Finished.Sub(job.Created).Seconds())
 	}
+	hctx, span := trace.Internal(ctx, "finish hooks", trace.JobID.String(job.ID))
 	var errs []error
 	for _, h := range f.hooks {
-		if err := h.JobFinished(ctx, job); err != nil {
+		if err := h.JobFinished(hctx, job); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	err = errors.Join(errs...)
+	trace.End(span, err)
+	if err != nil {
 		return fmt.Errorf("jobs: finish hooks of %s: %w", job.ID, err)
 	}
 	return nil

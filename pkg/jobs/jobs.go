@@ -40,5 +40,5 @@ func Submit(ctx context.Context, b *bus.Bus, st Recorder, job *state.Job, subjec
 	default:
 		return bus.Pending{}, err
 	}
-	return b.PublishAsync(subject, msg)
+	return b.PublishAsync(ctx, subject, msg)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // View is a job as clients see it: GET /v1/jobs/{id}, the 202 of POST /v1/jobs, and
@@ -27,6 +28,10 @@ type View struct {
 	Batch         string `json:"batch_id,omitempty"`
 	// ReplayOf is the job this one replays (POST /v1/jobs/{id}/replay).
 	ReplayOf string `json:"replay_of,omitempty"`
+	// TraceID is the job's OpenTelemetry trace; TraceURL its page in the trace UI
+	// the operator configured (FLEET_TRACE_UI_URL).
+	TraceID  string `json:"trace_id,omitempty"`
+	TraceURL string `json:"trace_url,omitempty"`
 }
 
 // ErrorBody is an error in the OpenAI shape (the inside of {"error": {...}}): how a
@@ -43,7 +48,8 @@ type ErrorBody struct {
 // completion's renderer); when it fails, the stored answer is shown as it is.
 func ViewOf(j *state.Job, answer func(stored json.RawMessage) (json.RawMessage, error)) View {
 	v := View{ID: j.ID, Object: "job", Kind: j.Kind, Status: j.Status, Model: j.Model, CreatedAt: j.Created.Unix(), UpdatedAt: j.Updated.Unix(),
-		Response: j.Response, Usage: j.Usage, Trace: j.Trace, WebhookStatus: j.WebhookStatus, Batch: j.Batch, ReplayOf: j.ReplayOf}
+		Response: j.Response, Usage: j.Usage, Trace: j.Trace, WebhookStatus: j.WebhookStatus, Batch: j.Batch, ReplayOf: j.ReplayOf,
+		TraceID: j.TraceID, TraceURL: trace.Link(j.TraceID)}
 	if !j.Finished.IsZero() {
 		t := j.Finished.Unix()
 		v.FinishedAt = &t

@@ -13,9 +13,11 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
+	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // FetchWorker runs web_fetch calls in the search workers' processes: the same pool,
@@ -41,6 +43,8 @@ type FetchWorker struct {
 // it is published for the chain.
 func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest]) (err error) {
 	req := d.Msg
+	ctx, span := trace.Tool(ctx, intent.FetchToolName, "", req.URL, req.JobID, req.CallID)
+	defer func() { trace.End(span, err) }()
 	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL, nil)
 	if err != nil {
 		return err
@@ -71,6 +75,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	}
 	elapsed := time.Since(start)
 	w.count(page)
+	trace.Searched(ctx, FetchOutcome(page), 1, 0)
 	if page.Error != nil {
 		w.Log.Info("fetch: failed", "job", req.JobID, "type", page.Error.Type)
 	}

@@ -59,6 +59,13 @@ type Searches interface {
 	// CacheSearch caches one for ttl. A tenant never reads another's.
 	CachedSearch(ctx context.Context, tenant, engine, queryHash string) ([]byte, error)
 	CacheSearch(ctx context.Context, tenant, engine, queryHash string, result []byte, ttl time.Duration) error
+	// ClaimInflight claims a tenant's search of engine for a query (by its hash) for
+	// a call, unless another call holds it (taking over from prev, a holder whose
+	// outcome is no use); ReleaseInflight frees a call's claim; CallOutcome reads a
+	// call's stored outcome and whether its job runs (state.Searches).
+	ClaimInflight(ctx context.Context, tenant, engine, queryHash, job string, h int, call string, ttl time.Duration, prev string) (state.Inflight, error)
+	ReleaseInflight(ctx context.Context, tenant, engine, queryHash, job string, h int, call string) error
+	CallOutcome(ctx context.Context, id string, h int, call string) ([]byte, bool, error)
 	// Allow takes one request from engine's limit shared by every worker: 0 when it
 	// may go, else how long to wait.
 	Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error)

@@ -17,9 +17,11 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // Settings are one engine's operating limits.
@@ -78,6 +80,8 @@ type Worker struct {
 // passes the call on again instead of paying that engine twice.
 func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err error) {
 	req := d.Msg
+	ctx, span := trace.Tool(ctx, intent.ToolName, req.Engine, req.Query.Query, req.JobID, req.CallID)
+	defer func() { trace.End(span, err) }()
 	eng, ok := w.Engines.Get(req.Engine)
 	if !ok {
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.BadRequest, Engine: req.Engine, Message: "this worker has no engine " + req.Engine}), 0)
@@ -141,6 +145,21 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 				Message: "no cached result for this search, and the request allows no paid search (cache: only)"}), 0)
 		}
 	}
+	if cacheKey == "" {
+		cacheKey = queryHash(req.Query)
+	}
+	if shareable(req, ss.Tenant) {
+		claimed, shared, err := w.awaitInflight(ctx, req, ss.Tenant, cacheKey)
+		if err != nil {
+			return err
+		} else if shared != nil {
+			w.count(req.Engine, "shared")
+			w.unreserve(ctx, ss, req.Engine)
+			defer trace.Searched(ctx, "shared", len(shared.Hits), 0)
+			return w.finish(ctx, req, d, shared, 0)
+		}
+		defer w.endInflight(ctx, req, claimed, ss.Tenant, cacheKey)
+	}
 	if wait, err := w.Store.Allow(ctx, req.Engine, set.PerSecond, set.Burst); err != nil {
 		return err
 	} else if wait > 0 {
@@ -164,7 +183,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	w.settle(ctx, held, req.Engine, res, serr)
 	elapsed := time.Since(start)
 	if w.Metrics != nil {
-		w.Metrics.SearchSeconds.WithLabelValues(req.Engine).Observe(elapsed.Seconds())
+		trace.Observe(ctx, w.Metrics.SearchSeconds.WithLabelValues(req.Engine), elapsed.Seconds())
 	}
 	if serr != nil {
 		if ctx.Err() != nil {
@@ -215,6 +234,7 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	} else {
 		forChain(&done.Result)
 	}
+	trace.Searched(ctx, searchOutcome(res), len(res.Hits), res.Usage.CostUSD)
 	rb, err := json.Marshal(&done.Result)
 	if err != nil {
 		return bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
@@ -373,6 +393,18 @@ func (w *Worker) completeDirect(ctx context.Context, req Request, res *engines.R
 // (the model then answers with the failure, instead of the job missing its deadline).
 func lastChance(d *bus.Delivery[Request], req Request, after time.Duration) bool {
 	return d.Last() || !req.Deadline.IsZero() && time.Now().Add(after).After(req.Deadline)
+}
+
+// searchOutcome is how a finished search was answered, for its span: "error" (the
+// model reads why), "cached" or "paid".
+func searchOutcome(res *engines.Result) string {
+	switch {
+	case res.Citation.Error != nil:
+		return "error"
+	case res.Usage.Cached > 0:
+		return "cached"
+	}
+	return "paid"
 }
 
 func (w *Worker) count(engine, outcome string) {

@@ -36,15 +36,17 @@ type rig struct {
 	sim   *simulator.Server
 	cfgs  map[string]engines.Config
 	hc    *httptest.Server
+	// natsURL is the embedded server's, for a worker on a connection of its own.
+	natsURL string
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	b, _ := bustest.New(t)
+	b, url := bustest.New(t)
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	r := &rig{t: t, bus: b, store: redistest.Store(t), sim: sim, cfgs: map[string]engines.Config{}, hc: srv}
+	r := &rig{t: t, bus: b, store: redistest.Store(t), sim: sim, cfgs: map[string]engines.Config{}, hc: srv, natsURL: url}
 	for _, c := range sim.EngineConfigs(srv.URL) {
 		r.cfgs[c.ID] = c
 	}

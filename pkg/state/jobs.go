@@ -60,6 +60,9 @@ func (s *Jobs) CreateJob(ctx context.Context, j *Job) error {
 	if j.Parent != "" {
 		fields = append(fields, "parent", j.Parent)
 	}
+	if j.TraceID != "" {
+		fields = append(fields, "otel_trace", j.TraceID)
+	}
 	if j.Ingress != "" {
 		fields = append(fields, fieldIngress, j.Ingress)
 	}
@@ -166,7 +169,7 @@ func (s *core) jobOf(ctx context.Context, id string, m map[string]string) (*Job,
 // whether it is archived): GetJob reads these, not the chain, outcomes and ledger
 // that share the hash while the job runs.
 var jobFields = []string{"id", "tenant", "kind", "model", "status", "request", "created", "updated", "finished", "deadline",
-	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "parent", "error", fieldCold, fieldStoredResponse}
+	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "parent", "error", fieldCold, fieldStoredResponse, "otel_trace"}
 
 // fieldStoredResponse is the job hash field that says whether the job has a stored
 // response (Keys.StoredResponse): "1" or "0", written when the job is created; a job
@@ -186,7 +189,7 @@ func jobFromHash(m map[string]string) *Job {
 		Finished: FromMillis(m["finished"]), Deadline: FromMillis(m["deadline"]),
 		Response: raw("response"), Usage: raw("usage"), Trace: raw("trace"), Callback: raw("callback"),
 		Batch: m["batch"], WebhookStatus: m["webhook"], ReplayOf: m["replay_of"], Question: m["question"], Parent: m["parent"],
-		HasStoredResponse: m[fieldStoredResponse] == "1", Band: m["band"],
+		HasStoredResponse: m[fieldStoredResponse] == "1", Band: m["band"], TraceID: m["otel_trace"],
 	}
 	if e := m["error"]; e != "" {
 		j.Error = &JobError{}

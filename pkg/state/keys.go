@@ -92,6 +92,13 @@ func (k Keys) SearchCache(tenant, engine, queryHash string) string {
 	return k.prefix + ":cache:{" + engine + "}:" + tenant + ":" + queryHash
 }
 
+// SearchInflight is the claim of a tenant's search of one engine for one normalized
+// query while it runs (its result, for the identical searches that waited, is the
+// same key with ":r"): per tenant, as the cache is.
+func (k Keys) SearchInflight(tenant, engine, queryHash string) string {
+	return k.prefix + ":inflight:{" + engine + "}:" + tenant + ":" + queryHash
+}
+
 // Batch is a batch's record (a hash): status, timestamps, counters, expansion cursor.
 // A batch's keys share the batch id as hash tag, so its scripts touch one slot.
 func (k Keys) Batch(id string) string { return k.prefix + ":batch:{" + id + "}" }

@@ -63,6 +63,9 @@ type Job struct {
 	Usage    json.RawMessage `json:"usage,omitempty"`
 	// Trace lists the searches the job made.
 	Trace json.RawMessage `json:"trace,omitempty"`
+	// TraceID is the OpenTelemetry trace the job runs in (32 hex digits; "" when the
+	// ingress that took it did not trace).
+	TraceID string `json:"trace_id,omitempty"`
 	// Question is the text of the request's last user turn, clipped, as job listings
 	// show it (set by the front door; "" for jobs recorded before it was kept).
 	Question string          `json:"question,omitempty"`
@@ -535,6 +538,13 @@ func (s *Jobs) ClaimIdempotency(ctx context.Context, tenant, key, jobID, request
 	}
 	existingJob, existingHash, _ = strings.Cut(v, " ")
 	return false, existingJob, existingHash, nil
+}
+
+// ReleaseIdempotency frees a tenant's Idempotency-Key if it still names jobID with
+// requestHash (a claim another request has taken since is left alone): for a key
+// that shares a job only while it runs, once the job has ended.
+func (s *Jobs) ReleaseIdempotency(ctx context.Context, tenant, key, jobID, requestHash string) error {
+	return s.release(ctx, s.K.idempotency(tenant, key), jobID+" "+requestHash)
 }
 
 // MarkStickyConversation remembers, for ttl, that the conversation with this hash

@@ -27,10 +27,13 @@ import (
 	"sync"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/netguard"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/trace"
 )
 
 // Config configures deliveries.
@@ -452,7 +455,9 @@ func (s *Service) secretFor(ctx context.Context, m bus.WebhookDelivery) (string,
 
 // post makes one attempt and returns the receiver's status code. Errors name the
 // URL's host only: not its credentials, path or query, and never the secret.
-func (s *Service) post(ctx context.Context, m bus.WebhookDelivery, secret string) (int, error) {
+func (s *Service) post(ctx context.Context, m bus.WebhookDelivery, secret string) (code int, err error) {
+	ctx, span := trace.Start(ctx, "webhook POST", oteltrace.SpanKindClient)
+	defer func() { trace.Attempted(span, m.JobID, hostOf(m.URL), code, err) }()
 	timeout := s.Config.Timeout
 	if timeout <= 0 {
 		timeout = defaultTimeout

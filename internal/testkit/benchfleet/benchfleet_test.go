@@ -208,7 +208,7 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 35 and 9, as
+// scripts run included) and on the fleet's client (round trips): 39 and 11, as
 // measured, with nothing to spare. A job whose window holds more — the two key-rest
 // lookups (model, engine) a job makes when their one-second cache has lapsed, the
 // tenant index's trim (one submission in 16), a reaper sweep — is not the one measured
@@ -222,6 +222,9 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 //	hop 0: store the turn with its calls, flags, running (script: HMGET, HSET)       3
 //	search: outcome, fallback, status, lease, the job's cap and the tenant's day and
 //	  month, reserved together (script: 3 HMGET, SET NX, 3 HSET)                     8
+//	search: claim the tenant's search among identical ones in flight (SET NX;
+//	  pkg/search inflight.go)                                                        1
+//	search: free that claim once the outcome is stored (script: GET, DEL)           3
 //	search: store the outcome as the chain's result, counted, with the recorded
 //	  result (script: HMGET, HSET)                                                   3
 //	resume: read the job back with the result the search worker stored (nothing
@@ -233,8 +236,8 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 //	  the summary, PEXPIRE, and cost, job and searches raised by one HMGET and one
 //	  HSET; a count of 0 is not written)                                             7
 const (
-	oneSearchJobCommands   = 35
-	oneSearchJobRoundTrips = 9
+	oneSearchJobCommands   = 39
+	oneSearchJobRoundTrips = 11
 )
 
 // A one-search job stays within its Redis budget. The server-side count is read from

@@ -317,6 +317,7 @@ function jobView(job, req) {
   return h("div", {},
     h("div", { class: "row" }, h("h1", { class: "mono" }, job.id), h("span", { id: "status" }, badge(job.status)), replay, replayErr),
     job.replay_of ? h("p", {}, "Replay of ", h("a", { class: "mono", href: "#/jobs/" + encodeURIComponent(job.replay_of), id: "replay-of" }, job.replay_of)) : null,
+    job.trace_url ? h("p", {}, "Trace ", h("a", { class: "mono", href: job.trace_url, target: "_blank", rel: "noopener", id: "trace-link" }, job.trace_id)) : null,
     job.batch_id ? h("p", {}, "Line of batch ", h("a", { class: "mono", href: "#/batches/" + encodeURIComponent(job.batch_id) }, job.batch_id)) : null,
     h("div", { class: "card grid" },
       stat("Model", job.model || job.kind),
