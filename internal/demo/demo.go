@@ -160,6 +160,10 @@ var researchAgentProviderKinds = map[string]string{
 	"parallel-task": "parallel", "exa-agent": "exa",
 }
 
+// researchAgentModels are the Responses model names that run an agent: OpenAI's deep
+// research models run the openai-deep-research agent, as at OpenAI.
+var researchAgentModels = map[string][]string{agent.KindOpenAI: {"o3-deep-research", "o4-mini-deep-research"}}
+
 // addResearchAgents configures every research agent kind, named after its kind,
 // against the simulator, each through a provider of its own ("sim-<kind>").
 func addResearchAgents(f *config.File, simURL string) {
@@ -167,6 +171,6 @@ func addResearchAgents(f *config.File, simURL string) {
 	for _, kind := range agent.Kinds {
 		p := "sim-" + kind
 		f.Providers[p] = config.Provider{Kind: researchAgentProviderKinds[kind], BaseURL: simulator.AgentBaseURL(simURL, kind), APIKeyEnv: KeyEnv}
-		f.ResearchAgents[kind] = config.ResearchAgent{Kind: kind, Provider: p, PriceUSD: researchAgentPrices[kind]}
+		f.ResearchAgents[kind] = config.ResearchAgent{Kind: kind, Provider: p, PriceUSD: researchAgentPrices[kind], Models: researchAgentModels[kind]}
 	}
 }

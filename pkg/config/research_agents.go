@@ -27,6 +27,9 @@ type ResearchAgent struct {
 	Provider string `json:"provider"`
 	// Model is the provider's model, agent or processor (empty: chosen by effort).
 	Model string `json:"model,omitempty"`
+	// Models are model names a Responses request created with background true may
+	// name to run this agent ("o3-deep-research"), as OpenAI's deep-research flow does.
+	Models []string `json:"models,omitempty"`
 	// PriceUSD is what a run is expected to cost at each effort: a run reserves it
 	// before it submits and settles at the provider's reported cost, or at it when the
 	// provider reports none.

@@ -26,7 +26,7 @@ func researchAgents(f *config.File) (map[string]*research.AgentBackend, []resear
 		backends[name] = &research.AgentBackend{Agent: a, Kind: ra.Kind, Price: price.For,
 			Webhooks: ra.WebhookSecret != "" && ra.Kind == agent.KindOpenAI}
 		infos = append(infos, research.AgentInfo{Name: name, Kind: ra.Kind,
-			PriceUSD: map[string]float64{"low": price.Low, "medium": price.Medium, "high": price.High, "max": price.Max}})
+			PriceUSD: map[string]float64{"low": price.Low, "medium": price.Medium, "high": price.High, "max": price.Max}, Models: ra.Models})
 		if ra.WebhookSecret != "" {
 			secrets[name] = ra.WebhookSecret
 		}

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/research/agent"
@@ -157,5 +160,71 @@ func TestResearchAgentLostAccept(t *testing.T) {
 	}
 	if n := f.Sim.AgentSubmissions(agent.KindPerplexity, input); n != 1 {
 		t.Errorf("perplexity saw %d submissions", n)
+	}
+}
+
+// The openai SDK's deep-research flow with OpenAI's model name: a background
+// responses.create with "o3-deep-research" runs the openai-deep-research agent (the
+// model is mapped to it in config), retrieve polls it to completed with the provider's
+// report and its url_citation annotations, and cancel reaches the provider.
+func TestDeepResearchModelRunsItsAgent(t *testing.T) {
+	t.Parallel()
+	f := agentFleet(t)
+	c := openaiClient(f)
+	params := func(q string) responses.ResponseNewParams {
+		return responses.ResponseNewParams{Model: "o3-deep-research", Background: openai.Bool(true),
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(q)},
+			Tools: []responses.ToolUnionParam{responses.ToolParamOfWebSearch(responses.WebSearchToolTypeWebSearch)}}
+	}
+	resp, err := c.Responses.New(ctx(t), params("How deep is Lake Baikal?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := f.Store.Research.GetRun(ctx(t), resp.ID); err != nil || r.Agent != agent.KindOpenAI {
+		t.Fatalf("run %s is carried out by %+v (%v), not the openai-deep-research agent", resp.ID, r, err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); resp.Status != responses.ResponseStatusCompleted; {
+		if time.Now().After(deadline) || resp.Status == responses.ResponseStatusFailed || resp.Status == responses.ResponseStatusCancelled {
+			t.Fatalf("response %s: %s", resp.ID, resp.Status)
+		}
+		f.Sim.AdvanceAgents(3 * time.Second)
+		time.Sleep(50 * time.Millisecond)
+		if resp, err = c.Responses.Get(ctx(t), resp.ID, responses.ResponseGetParams{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cites := 0
+	for _, it := range resp.Output {
+		if it.Type == "message" {
+			for _, part := range it.AsMessage().Content {
+				for _, a := range part.Annotations {
+					if a.Type != "url_citation" || !strings.HasPrefix(a.URL, "https://") {
+						t.Errorf("annotation %+v", a)
+					}
+					cites++
+				}
+			}
+		}
+	}
+	if cites == 0 {
+		t.Fatalf("the completed response cites nothing: %+v", resp.Output)
+	}
+	if n := f.Sim.AgentSubmissions(agent.KindOpenAI, resp.ID); n != 1 {
+		t.Errorf("the provider saw %d submissions of the run", n)
+	}
+
+	resp, err = c.Responses.New(ctx(t), params("How deep is Lake Tanganyika?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Eventually(t, "the provider's run id stored", func() bool {
+		r, err := f.Store.Research.GetRun(ctx(t), resp.ID)
+		return err == nil && r.AgentID != ""
+	})
+	if resp, err = c.Responses.Cancel(ctx(t), resp.ID); err != nil || resp.Status != responses.ResponseStatusCancelled {
+		t.Fatalf("cancel: %v %+v", err, resp)
+	}
+	if st := providerRun(t, f, agent.KindOpenAI, resp.ID); st.State != agent.Cancelled {
+		t.Errorf("the provider's run is %s after the cancel", st.State)
 	}
 }

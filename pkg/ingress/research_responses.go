@@ -45,7 +45,11 @@ func (s *Server) researchResponse(w http.ResponseWriter, r *http.Request, body [
 			} `json:"format"`
 		} `json:"text"`
 	}
-	if json.Unmarshal(body, &in) != nil || !strings.HasPrefix(in.Model, research.ModelPrefix) {
+	if json.Unmarshal(body, &in) != nil {
+		return false
+	}
+	agentName := s.Research.AgentOfModel(in.Model)
+	if agentName == "" && !strings.HasPrefix(in.Model, research.ModelPrefix) {
 		return false
 	}
 	fail := func(status int, param, msg string) bool {
@@ -62,7 +66,7 @@ func (s *Server) researchResponse(w http.ResponseWriter, r *http.Request, body [
 	if err != nil {
 		return fail(http.StatusBadRequest, "input", err.Error())
 	}
-	req := &research.Request{Input: input, Model: in.Model, Instructions: in.Instructions, Metadata: in.Metadata, Surface: "responses"}
+	req := &research.Request{Input: input, Model: in.Model, Agent: agentName, Instructions: in.Instructions, Metadata: in.Metadata, Surface: "responses"}
 	if in.Reasoning != nil {
 		switch in.Reasoning.Effort {
 		case "low", "medium", "high":

@@ -126,6 +126,18 @@ type AgentInfo struct {
 	Name     string             `json:"name"`
 	Kind     string             `json:"kind"`
 	PriceUSD map[string]float64 `json:"price_usd"`
+	// Models are the Responses model names that run this agent.
+	Models []string `json:"models,omitempty"`
+}
+
+// AgentOfModel is the agent a Responses request's model names ("" for none).
+func (s *Service) AgentOfModel(model string) string {
+	for _, a := range s.Agents {
+		if slices.Contains(a.Models, model) {
+			return a.Name
+		}
+	}
+	return ""
 }
 
 // ErrNoAgent means a request names no research agent this fleet has.
