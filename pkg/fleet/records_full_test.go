@@ -17,7 +17,10 @@ import (
 // answer.
 func TestFullRecordsBucketStopsNoOne(t *testing.T) {
 	t.Parallel()
-	f := fleettest.Start(t, fleettest.Env(func(e *config.Env) { e.RecordsMaxBytes = 256 << 10 }), fleettest.File(func(c *config.File) {
+	// A tenant's share (the bound over two tenants) must hold a few jobs in flight:
+	// each reserves state.RecordAllowance (64 KB) until its record is settled, so with
+	// a 256 KB bound ivy's job still running made her search look over her share.
+	f := fleettest.Start(t, fleettest.Env(func(e *config.Env) { e.RecordsMaxBytes = 1 << 20 }), fleettest.File(func(c *config.File) {
 		quota := config.Limits{StorageBytes: 64 << 20}
 		c.Tenants = []config.Tenant{{ID: "filler", APIKeyEnv: "RECFULL_A", APIKeys: []string{"key-filler"}, Limits: quota}, {ID: "ivy", APIKeyEnv: "RECFULL_B", APIKeys: []string{"key-ivy"}, Limits: quota}}
 	}))
@@ -29,7 +32,7 @@ func TestFullRecordsBucketStopsNoOne(t *testing.T) {
 	}
 	big := b.String()
 	var last string
-	for i := range 8 {
+	for i := range 48 {
 		status, body, _ := budgetCall(t, f.URL, "/v1/chat/completions", "key-filler", map[string]any{"model": demo.Model,
 			"messages": []any{map[string]any{"role": "user", "content": big + " sim:nosearch " + string(rune('A'+i))}}})
 		if status == http.StatusInsufficientStorage {
