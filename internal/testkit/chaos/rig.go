@@ -165,6 +165,11 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SSL_CERT_FILE=" + caFile,
 	}
 	env = append(env, config.UnlimitedTenantEnv()...) // the suite measures the fleet, not its per-tenant limits
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv) // tracing, when the run is started with it (make chaos with OTEL_*)
+		}
+	}
 	for i := range max(1, o.IngressReplicas) {
 		port, err := freePort()
 		if err != nil {
