@@ -180,6 +180,10 @@ func TestDeepResearchModelRunsItsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	code, b, _ := f.Do(t, http.MethodGet, "/v1/research/agents", nil)
+	if code != http.StatusOK || !strings.Contains(string(b), `"models":["o3-deep-research","o4-mini-deep-research"]`) {
+		t.Errorf("GET /v1/research/agents does not name the models that run the OpenAI agent: %d %s", code, b)
+	}
 	if r, err := f.Store.Research.GetRun(ctx(t), resp.ID); err != nil || r.Agent != agent.KindOpenAI {
 		t.Fatalf("run %s is carried out by %+v (%v), not the openai-deep-research agent", resp.ID, r, err)
 	}

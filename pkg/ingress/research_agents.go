@@ -20,7 +20,11 @@ func (s *Server) listResearchAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	data := make([]any, 0, len(s.Research.Agents))
 	for _, a := range s.Research.Agents {
-		data = append(data, map[string]any{"object": "research.agent", "name": a.Name, "kind": a.Kind, "price_usd": a.PriceUSD})
+		v := map[string]any{"object": "research.agent", "name": a.Name, "kind": a.Kind, "price_usd": a.PriceUSD}
+		if len(a.Models) > 0 {
+			v["models"] = a.Models // the Responses model names that run it
+		}
+		data = append(data, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
