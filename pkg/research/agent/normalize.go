@@ -248,3 +248,30 @@ func lowerConfidence(a, b string) string {
 	}
 	return b
 }
+
+// outputPart is one content part of a Responses-shaped message item (OpenAI deep
+// research, Perplexity's Agent API).
+type outputPart struct {
+	Type        string       `json:"type"`
+	Text        string       `json:"text"`
+	Annotations []annotation `json:"annotations"`
+}
+
+// joinOutputText appends a message's output_text parts to text and their annotations
+// to anns; a later part's annotations count from its own start, so they are shifted
+// by the runes before it.
+func joinOutputText(parts []outputPart, text string, anns []annotation) (string, []annotation) {
+	for _, c := range parts {
+		if c.Type != "output_text" {
+			continue
+		}
+		shift := len([]rune(text))
+		for _, an := range c.Annotations {
+			an.StartIndex += shift
+			an.EndIndex += shift
+			anns = append(anns, an)
+		}
+		text += c.Text
+	}
+	return text, anns
+}

@@ -105,11 +105,7 @@ type openAIResponse struct {
 				URL string `json:"url"`
 			} `json:"sources"`
 		} `json:"action"`
-		Content []struct {
-			Type        string       `json:"type"`
-			Text        string       `json:"text"`
-			Annotations []annotation `json:"annotations"`
-		} `json:"content"`
+		Content []outputPart `json:"content"`
 	} `json:"output"`
 	Usage struct {
 		InputTokens  int `json:"input_tokens"`
@@ -157,18 +153,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 				events = append(events, Event{Type: "fetch", URL: it.Action.URL})
 			}
 		case "message":
-			for _, c := range it.Content {
-				if c.Type == "output_text" {
-					// Annotations of a later part count from its own start.
-					shift := len([]rune(text))
-					for _, an := range c.Annotations {
-						an.StartIndex += shift
-						an.EndIndex += shift
-						anns = append(anns, an)
-					}
-					text += c.Text
-				}
-			}
+			text, anns = joinOutputText(it.Content, text, anns)
 		}
 	}
 	st.Events, st.Cursor = afterCursor(events, cursor)

@@ -70,11 +70,7 @@ type perplexityResponse struct {
 			URL     string `json:"url"`
 			Snippet string `json:"snippet"`
 		} `json:"results"`
-		Content []struct {
-			Type        string       `json:"type"`
-			Text        string       `json:"text"`
-			Annotations []annotation `json:"annotations"`
-		} `json:"content"`
+		Content []outputPart `json:"content"`
 	} `json:"output"`
 	Usage struct {
 		ToolCallsDetails struct {
@@ -113,17 +109,7 @@ func (r *perplexityResponse) status(cursor string) Status {
 				}
 			}
 		case "message":
-			for _, c := range it.Content {
-				if c.Type == "output_text" {
-					shift := len([]rune(text))
-					for _, an := range c.Annotations {
-						an.StartIndex += shift
-						an.EndIndex += shift
-						anns = append(anns, an)
-					}
-					text += c.Text
-				}
-			}
+			text, anns = joinOutputText(it.Content, text, anns)
 		}
 	}
 	st := Status{CostUSD: r.Usage.Cost.TotalCost}
