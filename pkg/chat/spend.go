@@ -105,7 +105,7 @@ func (w *Worker) worstCase(v *view, size int, native bool) (usd float64, searche
 // nativeSearchUSD is what one of the model's provider's own searches costs.
 func nativeSearchUSD(m Model) float64 {
 	if api, ok := wire.ModelAPIFor(m.Protocol); ok {
-		if p, ok := wire.NativeSearchPrice(api.Protocol(), m.Upstream); ok && p > 0 {
+		if _, p, ok := api.NativeSearch(m.Upstream); ok && p > 0 {
 			return p
 		}
 	}

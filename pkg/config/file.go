@@ -119,7 +119,7 @@ func (f *File) NativeSearch(name string) bool {
 	if api == wire.ChatModel {
 		api = wire.ChatModelFor(p.Kind) // Kimi's and GLM's own search
 	}
-	_, _, ok = wire.NativeSearchOf(api, "")
+	_, _, ok = api.NativeSearch("")
 	return ok
 }
 

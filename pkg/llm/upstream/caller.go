@@ -271,7 +271,7 @@ func (c *Caller) priceNative(t *wire.Turn, asked string) {
 	if answered == "" {
 		answered = asked
 	}
-	name, price, _ := wire.NativeSearchOf(c.api, answered)
+	name, price, _ := c.api.NativeSearch(answered)
 	t.Native.Protocol, t.Native.CostUSD = name, float64(t.Native.Requests)*price
 }
 

@@ -44,28 +44,6 @@ func DecodeAnswer(b []byte) (*Response, error) {
 	return a.Response, nil
 }
 
-// ChatAnswerJSON is a job's stored answer as the chat.completion a Chat client
-// reads (GET /v1/jobs/{id}, a job webhook, a batch's output). What is no model's
-// answer (a direct search's or a page fetch's result, which has no format) and empty
-// or null stay as they are.
-func ChatAnswerJSON(b json.RawMessage) (json.RawMessage, error) {
-	if isNull(b) {
-		return b, nil
-	}
-	format, err := answerFormat(b)
-	if err != nil {
-		return nil, err
-	}
-	if format == 0 {
-		return b, nil
-	}
-	r, err := DecodeAnswer(b)
-	if err != nil {
-		return nil, err
-	}
-	return Chat.EncodeResponse(r)
-}
-
 // answerHead is how EncodeAnswer's output begins: its format is read from there
 // without parsing the whole answer.
 var answerHead = []byte(`{"format":`)

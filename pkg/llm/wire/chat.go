@@ -468,21 +468,3 @@ func chatContent(parts []Part) any {
 	}
 	return items
 }
-
-// renderServerPart renders an earlier turn's search for a model that reads it as text.
-func renderServerPart(p Part) string {
-	if p.Kind == PartServerCall && p.Server.IsFetch() {
-		return fmt.Sprintf("\n[web_fetch %q]\n", p.Server.URL)
-	}
-	if p.Kind == PartServerCall {
-		return fmt.Sprintf("\n[web_search %q]\n", p.Server.Query)
-	}
-	if p.Search.Error != nil {
-		return "[web_search failed: " + p.Search.Error.Code + "]\n"
-	}
-	var b strings.Builder
-	for i, s := range p.Search.Sources {
-		fmt.Fprintf(&b, "%d. %s <%s>\n", i+1, s.Title, s.URL)
-	}
-	return b.String()
-}

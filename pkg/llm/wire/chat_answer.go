@@ -217,19 +217,6 @@ func chatUsage(u Usage) map[string]any {
 	return withSpend(map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}, u)
 }
 
-// extension is the fleet's own top-level field of an answer ("searchfleet"): the job,
-// and the settings the fleet could not honour. The SDKs ignore it.
-func extension(r *Response) map[string]any {
-	if r.JobID == "" && len(r.Notes) == 0 {
-		return nil
-	}
-	ext := map[string]any{"job_id": r.JobID}
-	if len(r.Notes) > 0 {
-		ext["warnings"] = r.Notes
-	}
-	return ext
-}
-
 func (chatCodec) NewStream() Stream { return &chatStream{} }
 
 // NewChatStream returns a Chat stream; with includeUsage it ends with the usage chunk
@@ -289,19 +276,6 @@ func (s *chatStream) text(evs []Event, text string, final bool) []Event {
 		s.sent = text
 	}
 	return evs
-}
-
-// commonPrefix is the length in bytes of the longest common prefix of a and b that
-// ends on a character boundary.
-func commonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
-		n--
-	}
-	return n
 }
 
 func (s *chatStream) Update(r *Response) []Event {
@@ -364,16 +338,24 @@ func (s *chatStream) Fail(_ *Response, e *Error) []Event {
 	return []Event{{Data: openAIError(e)}, {Data: []byte("[DONE]")}}
 }
 
-// pieces cuts text into pieces of about n bytes on rune boundaries.
-func pieces(text string, n int) []string {
-	var out []string
-	for len(text) > 0 {
-		k := min(len(text), n)
-		for k < len(text) && !utf8.RuneStart(text[k]) {
-			k++
-		}
-		out = append(out, text[:k])
-		text = text[k:]
+// ChatAnswerJSON is a job's stored answer as the chat.completion a Chat client
+// reads (GET /v1/jobs/{id}, a job webhook, a batch's output). What is no model's
+// answer (a direct search's or a page fetch's result, which has no format) and empty
+// or null stay as they are.
+func ChatAnswerJSON(b json.RawMessage) (json.RawMessage, error) {
+	if isNull(b) {
+		return b, nil
 	}
-	return out
+	format, err := answerFormat(b)
+	if err != nil {
+		return nil, err
+	}
+	if format == 0 {
+		return b, nil
+	}
+	r, err := DecodeAnswer(b)
+	if err != nil {
+		return nil, err
+	}
+	return Chat.EncodeResponse(r)
 }

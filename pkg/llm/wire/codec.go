@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -57,19 +58,6 @@ type Stream interface {
 	KeepAlive() []Event
 	Finish(r *Response) []Event
 	Fail(r *Response, e *Error) []Event
-}
-
-// For returns the client codec of a protocol.
-func For(p Protocol) (ClientCodec, bool) {
-	switch p {
-	case OpenAIChat, "":
-		return Chat, true
-	case OpenAIResponses:
-		return Responses, true
-	case AnthropicMessages:
-		return Anthropic, true
-	}
-	return nil, false
 }
 
 // WriteSSE writes events in server-sent event framing.
@@ -199,4 +187,119 @@ func (r *Request) AllNotes() []string {
 		out = append(out, r.Search.Unhonoured...)
 	}
 	return out
+}
+
+func decodeAs(param string, v json.RawMessage, dst any, what string) error {
+	if json.Unmarshal(v, dst) != nil {
+		return Invalid(param, "'%s' must be %s", param, what)
+	}
+	return nil
+}
+
+// extension is the fleet's own top-level field of an answer ("searchfleet"): the job,
+// and the settings the fleet could not honour. The SDKs ignore it.
+func extension(r *Response) map[string]any {
+	if r.JobID == "" && len(r.Notes) == 0 {
+		return nil
+	}
+	ext := map[string]any{"job_id": r.JobID}
+	if len(r.Notes) > 0 {
+		ext["warnings"] = r.Notes
+	}
+	return ext
+}
+
+// commonPrefix is the length in bytes of the longest common prefix of a and b that
+// ends on a character boundary.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
+		n--
+	}
+	return n
+}
+
+// pieces cuts text into pieces of about n bytes on rune boundaries.
+func pieces(text string, n int) []string {
+	var out []string
+	for len(text) > 0 {
+		k := min(len(text), n)
+		for k < len(text) && !utf8.RuneStart(text[k]) {
+			k++
+		}
+		out = append(out, text[:k])
+		text = text[k:]
+	}
+	return out
+}
+
+// renderServerPart renders an earlier turn's search for a model that reads it as text.
+func renderServerPart(p Part) string {
+	if p.Kind == PartServerCall && p.Server.IsFetch() {
+		return fmt.Sprintf("\n[web_fetch %q]\n", p.Server.URL)
+	}
+	if p.Kind == PartServerCall {
+		return fmt.Sprintf("\n[web_search %q]\n", p.Server.Query)
+	}
+	if p.Search.Error != nil {
+		return "[web_search failed: " + p.Search.Error.Code + "]\n"
+	}
+	var b strings.Builder
+	for i, s := range p.Search.Sources {
+		fmt.Fprintf(&b, "%d. %s <%s>\n", i+1, s.Title, s.URL)
+	}
+	return b.String()
+}
+
+// responsesFormat maps a Chat response_format onto a Responses text.format.
+func responsesFormat(rf json.RawMessage) map[string]any {
+	if isNull(rf) {
+		return nil
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+			Strict      *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(rf, &f) != nil || f.Type == "" || f.Type == "text" {
+		return nil
+	}
+	out := map[string]any{"type": f.Type}
+	if s := f.JSONSchema; f.Type == "json_schema" && s != nil {
+		out["name"], out["schema"] = s.Name, s.Schema
+		if s.Description != "" {
+			out["description"] = s.Description
+		}
+		if s.Strict != nil {
+			out["strict"] = *s.Strict
+		}
+	}
+	return out
+}
+
+// openAIModelError reads the OpenAI error envelope of a failed call (Chat and
+// Responses), or takes the body as the message.
+func openAIModelError(status int, body []byte) *llm.Error {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		le := statusError(status, e.Error.Type, e.Error.Message)
+		if e.Error.Code != nil {
+			le.Code = fmt.Sprint(e.Error.Code)
+		}
+		return le
+	}
+	return statusError(status, "", strings.TrimSpace(string(body)))
 }

@@ -118,32 +118,6 @@ func fileText(f *File, model string) (Part, error) {
 	return Part{Kind: PartText, Text: fmt.Sprintf("<file name=%q>\n%s\n</file>", f.name(), content)}, nil
 }
 
-// TakesFile reports whether api carries a file of the media type as it is: PDFs in
-// OpenAI Chat and Responses and Anthropic Messages; PDFs, images, audio and video in
-// Gemini. Kimi's and GLM's Chat APIs take none: files reach them as text.
-func TakesFile(api ModelAPI, media string) bool {
-	switch api.(type) {
-	case chatModel, responsesModel, anthropicModel:
-		return media == mediaPDF
-	case geminiModel:
-		kind, _, _ := strings.Cut(media, "/")
-		return media == mediaPDF || kind == "image" || kind == "audio" || kind == "video"
-	}
-	return false
-}
-
-// TakesFileURL reports whether api carries a file of the media type by its URL,
-// unread: PDFs in OpenAI Responses (input_file with file_url) and Anthropic Messages
-// (a document with a url source, anthropic-sdk-go URLPDFSourceParam). Chat file
-// parts and Gemini inlineData carry only the file's bytes.
-func TakesFileURL(api ModelAPI, media string) bool {
-	switch api.(type) {
-	case responsesModel, anthropicModel:
-		return media == mediaPDF
-	}
-	return false
-}
-
 // urlFile is a file given by URL at param: an absolute http or https URL of at most
 // maxFileURL bytes without a user name or password (the fleet reads it with none and
 // a model provider would be given them). Its name is filename, else the URL path's
@@ -184,7 +158,7 @@ const maxFileURL = 2048
 // read; the ingress calls this once, at submission, before ModelFiles.
 func ReadFileURLs(r *Request, api ModelAPI, read func(url string) ([]byte, string, error)) (*Request, error) {
 	return mapFiles(r, func(f *File) (Part, bool, error) {
-		if f.URL == "" || f.Data != "" || TakesFileURL(api, f.MediaType) {
+		if f.URL == "" || f.Data != "" || api.TakesFileURL(f.MediaType) {
 			return Part{}, false, nil
 		}
 		content, media, err := read(f.URL)
@@ -211,12 +185,12 @@ func ReadFileURLs(r *Request, api ModelAPI, read func(url string) ([]byte, strin
 func ModelFiles(r *Request, api ModelAPI, model string) (*Request, error) {
 	return mapFiles(r, func(f *File) (Part, bool, error) {
 		if f.URL != "" && f.Data == "" {
-			if TakesFileURL(api, f.MediaType) {
+			if api.TakesFileURL(f.MediaType) {
 				return Part{}, false, nil
 			}
 			return Part{}, false, Invalid("", "The model %q cannot take the file %q by its URL, and the file was not read: send it as file_data.", clip(model, 64), f.name())
 		}
-		if TakesFile(api, f.MediaType) {
+		if api.TakesFile(f.MediaType) {
 			return Part{}, false, nil
 		}
 		text, err := fileText(f, model)

@@ -80,7 +80,7 @@ func TestEncodeFileForEachModel(t *testing.T) {
 			if !strings.Contains(string(body), c.want) {
 				t.Fatalf("%s\nholds no %s", body, c.want)
 			}
-			native := TakesFile(c.api, "application/pdf")
+			native := c.api.TakesFile("application/pdf")
 			if native == strings.Contains(string(body), "Title: Files Fixture") || r.Messages[0].Parts[1].Kind != PartFile {
 				t.Fatalf("native %v, body %s; the request was changed: %+v", native, body, r.Messages[0].Parts[1])
 			}
@@ -100,7 +100,7 @@ func TestEncodeTextAndUnreadableFiles(t *testing.T) {
 			t.Errorf("%T: a text file: %s %v", api, body, err)
 		}
 		body, err = api.EncodeRequest(fileConversation(audio), "upstream")
-		if TakesFile(api, "audio/wav") {
+		if api.TakesFile("audio/wav") {
 			if err != nil || !strings.Contains(string(body), `"mimeType":"audio/wav"`) {
 				t.Errorf("%T: audio: %s %v", api, body, err)
 			}

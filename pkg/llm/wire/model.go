@@ -24,6 +24,15 @@ type ModelAPI interface {
 	// DecodeError reads a failed call's body (status is the HTTP status) as an
 	// *llm.Error; its Provider is left for the caller to set.
 	DecodeError(status int, body []byte) *llm.Error
+	// TakesFile reports whether the protocol carries a file of the media type as it
+	// is (else the file reaches the model as text); TakesFileURL whether it carries
+	// it by its URL, unread.
+	TakesFile(media string) bool
+	TakesFileURL(media string) bool
+	// NativeSearch names the provider's own search, as its answers' reports and the
+	// trace name it ("native:<name>"), and prices one search by model (the answer's
+	// model version); false when the fleet cannot forward it.
+	NativeSearch(model string) (name string, priceUSD float64, ok bool)
 }
 
 // Continuer is a ModelAPI whose answers may pause before they are done (Anthropic's
@@ -61,58 +70,6 @@ type StreamDecoder interface {
 	// Response returns the answer the events made, or an error when the stream ended
 	// before the answer did.
 	Response() (*Response, error)
-}
-
-// Names of the "protocol" setting of a provider.
-const (
-	ModelOpenAIChat        = "openai-chat"
-	ModelOpenAIResponses   = "openai-responses"
-	ModelAnthropicMessages = "anthropic-messages"
-	ModelGemini            = "gemini"
-)
-
-// ModelProtocols are the values a provider's "protocol" setting takes.
-var ModelProtocols = []string{ModelOpenAIChat, ModelOpenAIResponses, ModelAnthropicMessages, ModelGemini}
-
-// ModelAPIFor returns the main-model protocol named by a provider's "protocol"
-// setting ("" is openai-chat); false for unknown names.
-func ModelAPIFor(name string) (ModelAPI, bool) {
-	switch name {
-	case ModelOpenAIChat, "":
-		return ChatModel, true
-	case ModelOpenAIResponses:
-		return ResponsesModel, true
-	case ModelAnthropicMessages:
-		return AnthropicModel, true
-	case ModelGemini:
-		return GeminiModel, true
-	}
-	return nil, false
-}
-
-// nativeSearchPriceUSD is the list price of one search a model runs itself, per
-// protocol whose native search the fleet forwards: Anthropic web search $10 per 1,000
-// searches (docs.anthropic.com, web search tool pricing); OpenAI's web_search tool $10
-// per 1,000 calls (openai.com/api/pricing, built-in tools: web search for reasoning and
-// GPT-5 models); Gemini grounding with Google Search $35 per 1,000 grounded prompts
-// (ai.google.dev/gemini-api/docs/pricing, 2.x Flash and Pro paid tier; one request per
-// answer that searched).
-var nativeSearchPriceUSD = map[Protocol]float64{AnthropicMessages: 0.01, OpenAIResponses: 0.01, Gemini: 0.035}
-
-// gemini3QueryPriceUSD is what Gemini 3 bills for grounding with Google Search: $14
-// per 1,000 search queries it ran (empty queries are not billed), instead of 2.x's
-// per grounded prompt (WIRE_FORMATS.md, "Pricing").
-const gemini3QueryPriceUSD = 0.014
-
-// NativeSearchPrice returns the price of one billed native search of protocol p by
-// model (the answer's model version; Gemini 3 bills its queries, not its prompts);
-// false when the fleet cannot forward p's native search.
-func NativeSearchPrice(p Protocol, model string) (float64, bool) {
-	if p == Gemini && geminiBillsQueries(model) {
-		return gemini3QueryPriceUSD, true
-	}
-	v, ok := nativeSearchPriceUSD[p]
-	return v, ok
 }
 
 // chatFinish is the Chat finish_reason of a stop reason.

@@ -28,6 +28,15 @@ const anthropicDefaultMaxTokens = 4096
 
 func (anthropicModel) Protocol() Protocol { return AnthropicMessages }
 
+// NativeSearch: Anthropic web search is $10 per 1,000 searches (docs.anthropic.com,
+// web search tool pricing).
+func (anthropicModel) NativeSearch(string) (string, float64, bool) {
+	return string(AnthropicMessages), 0.01, true
+}
+
+func (anthropicModel) TakesFile(media string) bool    { return media == mediaPDF }
+func (anthropicModel) TakesFileURL(media string) bool { return media == mediaPDF }
+
 func (anthropicModel) Path(string, bool) string { return "/v1/messages" }
 
 func (anthropicModel) Authorize(h http.Header, key string) {

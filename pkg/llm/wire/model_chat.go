@@ -21,6 +21,13 @@ type chatModel struct{}
 
 func (chatModel) Protocol() Protocol { return OpenAIChat }
 
+func (chatModel) NativeSearch(string) (string, float64, bool) { return string(OpenAIChat), 0, false }
+
+// TakesFile: a Chat file part carries a PDF's bytes only. Kimi's and GLM's Chat APIs
+// take no file: files reach them as text.
+func (chatModel) TakesFile(media string) bool { return media == mediaPDF }
+func (chatModel) TakesFileURL(string) bool    { return false }
+
 func (chatModel) Path(string, bool) string { return "/chat/completions" }
 
 // Authorize sets the bearer key (none for a local server without one).

@@ -17,35 +17,6 @@ import (
 // WIRE_FORMATS.md §5) and Zhipu GLM (the "web_search" tool, §4a). Their payload
 // formats (link citing, GLM's results and ref markers) are pkg/llm/nativechat's.
 
-// ChatModelFor returns the Chat model protocol of a provider kind: Kimi's or GLM's,
-// whose own search the fleet can forward, else ChatModel.
-func ChatModelFor(providerKind string) ModelAPI {
-	switch providerKind {
-	case "kimi", "moonshot":
-		return KimiModel
-	case "glm", "zhipu":
-		return GLMModel
-	}
-	return ChatModel
-}
-
-// NativeSearchOf names the provider's own search of api, as its answers' reports and
-// the trace name it ("native:<name>"), and prices one search by model; false when
-// the fleet cannot forward api's native search.
-func NativeSearchOf(api ModelAPI, model string) (name string, priceUSD float64, ok bool) {
-	if n, isChat := api.(chatNative); isChat {
-		return n.nativeName(), n.nativePrice(), true
-	}
-	price, ok := NativeSearchPrice(api.Protocol(), model)
-	return string(api.Protocol()), price, ok
-}
-
-// chatNative is a Chat model codec with its provider's own search.
-type chatNative interface {
-	nativeName() string
-	nativePrice() float64
-}
-
 // usdPerCNY converts Moonshot's and Zhipu's yuan list prices for accounting: the same
 // fixed, documented rate as the engines of those providers (engines' glmUSDPerCNY,
 // ≈ the 2025–2026 average; see internal/fixtures/SOURCES.md), so costs are
@@ -74,9 +45,11 @@ var KimiModel kimiModel
 
 type kimiModel struct{ chatModel }
 
-func (kimiModel) nativeName() string   { return "kimi.chat" }
-func (kimiModel) nativePrice() float64 { return kimiSearchUSD }
-func (kimiModel) SearchRounds()        {}
+func (kimiModel) NativeSearch(string) (string, float64, bool) {
+	return "kimi.chat", kimiSearchUSD, true
+}
+func (kimiModel) TakesFile(string) bool { return false }
+func (kimiModel) SearchRounds()         {}
 
 // kimiWebSearch is the builtin function's name.
 const kimiWebSearch = "$web_search"
@@ -185,8 +158,8 @@ var GLMModel glmModel
 
 type glmModel struct{ chatModel }
 
-func (glmModel) nativeName() string   { return "glm.chat" }
-func (glmModel) nativePrice() float64 { return glmSearchUSD }
+func (glmModel) NativeSearch(string) (string, float64, bool) { return "glm.chat", glmSearchUSD, true }
+func (glmModel) TakesFile(string) bool                       { return false }
 
 // glmTool declares GLM's search for a main model: search_pro, what Zhipu's own
 // examples use.

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,8 +32,6 @@ const geminiCallPrefix = "gcall_"
 // replayed without the signature the model gave them.
 const geminiSkipSignature = "skip_thought_signature_validator"
 
-var geminiVersionRE = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
-
 // geminiNeedsSignature reports whether model (Gemini 3 and later) validates the thought
 // signatures of replayed function calls.
 func geminiNeedsSignature(model string) bool { return geminiVersion(model) >= 3 }
@@ -44,17 +40,26 @@ func geminiNeedsSignature(model string) bool { return geminiVersion(model) >= 3 
 // search query rather than per grounded prompt.
 func geminiBillsQueries(model string) bool { return geminiVersion(model) >= 3 }
 
-// geminiVersion is the major version of a Gemini model name (0: not one).
-func geminiVersion(model string) int {
-	m := geminiVersionRE.FindStringSubmatch(model)
-	if m == nil {
-		return 0
+func (geminiModel) Protocol() Protocol { return Gemini }
+
+// NativeSearch: Gemini grounding with Google Search is $35 per 1,000 grounded prompts
+// (ai.google.dev/gemini-api/docs/pricing, 2.x Flash and Pro paid tier; one request per
+// answer that searched); Gemini 3 bills $14 per 1,000 search queries it ran instead
+// (empty queries are not billed; WIRE_FORMATS.md, "Pricing").
+func (geminiModel) NativeSearch(model string) (string, float64, bool) {
+	if geminiBillsQueries(model) {
+		return string(Gemini), 0.014, true
 	}
-	v, _ := strconv.Atoi(m[1])
-	return v
+	return string(Gemini), 0.035, true
 }
 
-func (geminiModel) Protocol() Protocol { return Gemini }
+// TakesFile: inlineData carries PDFs, images, audio and video, by their bytes only.
+func (geminiModel) TakesFile(media string) bool {
+	kind, _, _ := strings.Cut(media, "/")
+	return media == mediaPDF || kind == "image" || kind == "audio" || kind == "video"
+}
+
+func (geminiModel) TakesFileURL(string) bool { return false }
 
 func (geminiModel) Path(model string, stream bool) string {
 	if stream {

@@ -257,7 +257,7 @@ func TestGemini3BillsQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, n := nativeAnswer(t, r)
-		price, ok := wire.NativeSearchPrice(wire.Gemini, r.Model)
+		_, price, ok := wire.GeminiModel.NativeSearch(r.Model)
 		if n.Requests != c.requests || r.Model != c.model || !ok || price != c.price {
 			t.Errorf("%s: model %q, %d billed requests at %v; want %d at %v", c.name, r.Model, n.Requests, price, c.requests, c.price)
 		}

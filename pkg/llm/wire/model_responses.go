@@ -20,6 +20,15 @@ type responsesModel struct{}
 
 func (responsesModel) Protocol() Protocol { return OpenAIResponses }
 
+// NativeSearch: OpenAI's web_search tool is $10 per 1,000 calls
+// (openai.com/api/pricing, built-in tools: web search for reasoning and GPT-5 models).
+func (responsesModel) NativeSearch(string) (string, float64, bool) {
+	return string(OpenAIResponses), 0.01, true
+}
+
+func (responsesModel) TakesFile(media string) bool    { return media == mediaPDF }
+func (responsesModel) TakesFileURL(media string) bool { return media == mediaPDF }
+
 func (responsesModel) Path(string, bool) string { return "/responses" }
 
 func (responsesModel) Authorize(h http.Header, key string) {
@@ -269,36 +278,6 @@ func responsesInputParts(parts []Part) []responsesInputPart {
 		}
 	}
 	return items
-}
-
-// responsesFormat maps a Chat response_format onto a Responses text.format.
-func responsesFormat(rf json.RawMessage) map[string]any {
-	if isNull(rf) {
-		return nil
-	}
-	var f struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Schema      json.RawMessage `json:"schema"`
-			Strict      *bool           `json:"strict"`
-		} `json:"json_schema"`
-	}
-	if json.Unmarshal(rf, &f) != nil || f.Type == "" || f.Type == "text" {
-		return nil
-	}
-	out := map[string]any{"type": f.Type}
-	if s := f.JSONSchema; f.Type == "json_schema" && s != nil {
-		out["name"], out["schema"] = s.Name, s.Schema
-		if s.Description != "" {
-			out["description"] = s.Description
-		}
-		if s.Strict != nil {
-			out["strict"] = *s.Strict
-		}
-	}
-	return out
 }
 
 // responsesAnswer is a response object as the model codec reads it.
@@ -573,26 +552,6 @@ func (it *responsesOutputItem) webSearch() (*ServerCall, *SearchResult) {
 // DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}}.
 func (responsesModel) DecodeError(status int, body []byte) *llm.Error {
 	return openAIModelError(status, body)
-}
-
-// openAIModelError reads the OpenAI error envelope of a failed call (Chat and
-// Responses), or takes the body as the message.
-func openAIModelError(status int, body []byte) *llm.Error {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Code    any    `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		le := statusError(status, e.Error.Type, e.Error.Message)
-		if e.Error.Code != nil {
-			le.Code = fmt.Sprint(e.Error.Code)
-		}
-		return le
-	}
-	return statusError(status, "", strings.TrimSpace(string(body)))
 }
 
 func (responsesModel) NewStreamDecoder() StreamDecoder { return &responsesDecoder{} }

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -638,4 +640,16 @@ func ReasonsUnasked(model string) bool {
 		return !strings.HasPrefix(m, "gpt-5-chat") && !strings.Contains(m, "-chat-")
 	}
 	return len(m) > 1 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9'
+}
+
+var geminiVersionRE = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
+
+// geminiVersion is the major version of a Gemini model name (0: not one).
+func geminiVersion(model string) int {
+	m := geminiVersionRE.FindStringSubmatch(model)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v
 }

@@ -165,13 +165,6 @@ func (responsesCodec) DecodeRequest(body []byte) (*Request, error) {
 	return r, nil
 }
 
-func decodeAs(param string, v json.RawMessage, dst any, what string) error {
-	if json.Unmarshal(v, dst) != nil {
-		return Invalid(param, "'%s' must be %s", param, what)
-	}
-	return nil
-}
-
 // responsesItem is an input item, of any type.
 type responsesItem struct {
 	Type      string          `json:"type"`
