@@ -15,6 +15,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -217,7 +218,7 @@ func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (
 	if json.Unmarshal(raw, &l) != nil {
 		return bus.Pending{}, changed
 	}
-	req, err := wire.Chat.DecodeRequest(l.Body)
+	req, err := openaichat.Client.DecodeRequest(l.Body)
 	if err != nil {
 		return bus.Pending{}, changed
 	}

@@ -15,7 +15,8 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -140,7 +141,7 @@ func lineFor(b *record, i int, customID, outcome string, job *state.Job, status 
 		if job == nil || len(job.Response) == 0 {
 			return fail("result_unavailable", "The request completed, but its answer is no longer stored.")
 		}
-		body, err := wire.ChatAnswerJSON(job.Response)
+		body, err := openaichat.AnswerJSON(job.Response)
 		if err != nil {
 			return fail("result_unavailable", "The request completed, but its stored answer is unreadable.")
 		}

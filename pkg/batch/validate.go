@@ -13,7 +13,8 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 )
 
 // Input limits. They follow the OpenAI Batch API's: at most 50,000 requests a batch.
@@ -170,7 +171,7 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 		}
 		return ptr(newLineError(n, "invalid_request", param, "%s", err.Error()))
 	}
-	if e := wire.CheckChatParams(req.Extra, nil); e != nil { // billable parameters: none in batches
+	if e := openaichat.CheckParams(req.Extra, nil); e != nil { // billable parameters: none in batches
 		return ptr(newLineError(n, "invalid_request", "body."+e.Param, "%s", e.Message))
 	}
 	if req.Stream {

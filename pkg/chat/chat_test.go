@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -69,10 +71,10 @@ func TestConversationHash(t *testing.T) {
 		}
 		return r.Messages
 	}
-	a := decode(wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`)
-	b := decode(wire.Chat, `{ "messages" : [{ "content" : "hi", "role" : "user" },{"tool_calls":[{"function":{"arguments":"{}","name":"f"},"type":"function","id":"c1"}],"content":"Let me look.","role":"assistant"}], "model":"m"}`)
-	r := decode(wire.Responses, `{"model":"m","input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me look."}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}]}`)
-	c := decode(wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`)
+	a := decode(openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`)
+	b := decode(openaichat.Client, `{ "messages" : [{ "content" : "hi", "role" : "user" },{"tool_calls":[{"function":{"arguments":"{}","name":"f"},"type":"function","id":"c1"}],"content":"Let me look.","role":"assistant"}], "model":"m"}`)
+	r := decode(responses.Client, `{"model":"m","input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me look."}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}]}`)
+	c := decode(openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`)
 	ha, _ := conversationHash("t1", a)
 	hb, _ := conversationHash("t1", b)
 	hr, _ := conversationHash("t1", r)
@@ -83,7 +85,7 @@ func TestConversationHash(t *testing.T) {
 	if other, _ := conversationHash("t2", a); other == ha {
 		t.Fatal("another tenant's identical conversation has the same hash: it would share the sticky flag")
 	}
-	next := decode(wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"user","content":"next"}]}`)
+	next := decode(openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"user","content":"next"}]}`)
 	if hn, _ := continuedConversation("t1", next); hn != ha {
 		t.Fatal("the continued conversation does not hash to the conversation that ended in tool calls")
 	}

@@ -10,6 +10,9 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -54,7 +57,7 @@ func TestCitationTitlesCarryNoMarkupOnAnyProtocol(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := h.ended("j1")
-			resp, err := wire.Chat.DecodeResponse(j.Response)
+			resp, err := openaichat.Client.DecodeResponse(j.Response)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +66,7 @@ func TestCitationTitlesCarryNoMarkupOnAnyProtocol(t *testing.T) {
 			}
 			for name, codec := range map[string]interface {
 				EncodeResponse(*wire.Response) ([]byte, error)
-			}{"chat": wire.Chat, "responses": wire.Responses, "messages": wire.Anthropic} {
+			}{"chat": openaichat.Client, "responses": responses.Client, "messages": anthropic.Client} {
 				b, err := codec.EncodeResponse(resp)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)

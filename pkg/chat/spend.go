@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -104,7 +104,7 @@ func (w *Worker) worstCase(v *view, size int, native bool) (usd float64, searche
 
 // nativeSearchUSD is what one of the model's provider's own searches costs.
 func nativeSearchUSD(m Model) float64 {
-	if api, ok := wire.ModelAPIFor(m.Protocol); ok {
+	if api, ok := upstream.ModelAPIFor(m.Protocol); ok {
 		if _, p, ok := api.NativeSearch(m.Upstream); ok && p > 0 {
 			return p
 		}

@@ -3,6 +3,9 @@ package chat
 import (
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -31,12 +34,12 @@ func TestWorstCaseOutputBound(t *testing.T) {
 		want    float64
 		model   int
 	}{
-		{wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`, 100, 0},
-		{wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":200}`, 200, 0},
-		{wire.Responses, `{"model":"m","input":"hi","max_output_tokens":300}`, 300, 0},
-		{wire.Anthropic, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":400}`, 400, 0},
-		{wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.2}`, 700, 700},
-		{wire.Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, defaultMaxOutputTokens, 0},
+		{openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`, 100, 0},
+		{openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":200}`, 200, 0},
+		{responses.Client, `{"model":"m","input":"hi","max_output_tokens":300}`, 300, 0},
+		{anthropic.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":400}`, 400, 0},
+		{openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.2}`, 700, 700},
+		{openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, defaultMaxOutputTokens, 0},
 	} {
 		m := w.Models["m"]
 		m.Pricing.MaxOutputTokens = c.model
@@ -51,7 +54,7 @@ func TestWorstCaseOutputBound(t *testing.T) {
 // BenchmarkWorstCase is the cost of pricing a hop's worst case before its model call.
 func BenchmarkWorstCase(b *testing.B) {
 	w := &Worker{Models: map[string]Model{"m": {Pricing: state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}}}}
-	v, size := worstCaseView(b, wire.Chat, `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}],"max_tokens":1024,"temperature":0.2}`)
+	v, size := worstCaseView(b, openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}],"max_tokens":1024,"temperature":0.2}`)
 	b.ReportAllocs()
 	for range b.N {
 		w.worstCase(v, size, false)

@@ -12,6 +12,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -60,7 +61,7 @@ func TestChatWarningsNameUnhonouredSettings(t *testing.T) {
 	t.Parallel()
 	opts := `,"web_search_options":{"search_context_size":"low","user_location":{"type":"approximate","approximate":{"city":"Paris","country":"FR"}}}`
 	// A Responses request's settings as its ingress stored them.
-	req, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","input":"hello there","tools":[{"type":"web_search"}]}`))
+	req, err := responses.Client.DecodeRequest([]byte(`{"model":"m","input":"hello there","tools":[{"type":"web_search"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/chat"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -34,7 +35,7 @@ func (c *countingAPI) DecodeResponse(body []byte) (*wire.Response, error) {
 // turn (no Chat form in between: the turns the chain stores have parts, no message).
 func TestEachModelCallIsTranslatedOnceEachWay(t *testing.T) {
 	t.Parallel()
-	api := &countingAPI{ModelAPI: wire.ChatModel}
+	api := &countingAPI{ModelAPI: openaichat.Model}
 	h := newHarness(t, []func(http.ResponseWriter){calls(webSearch("c1", "weather in Paris")), text("Sunny [1].")}, func(w *chat.Worker, h *harness) {
 		srv := httptest.NewServer(h.model)
 		t.Cleanup(srv.Close)

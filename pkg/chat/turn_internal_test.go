@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -12,7 +13,7 @@ import (
 // its text blocks, then its call.
 func TestTurnKeepsTheAnswersParts(t *testing.T) {
 	t.Parallel()
-	answer, err := wire.AnthropicModel.DecodeResponse(fixtures.Read("anthropic/pydantic-pause-turn.0.response.json"))
+	answer, err := anthropic.Model.DecodeResponse(fixtures.Read("anthropic/pydantic-pause-turn.0.response.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

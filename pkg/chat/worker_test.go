@@ -20,6 +20,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
@@ -236,7 +237,7 @@ func newHarnessOn(t *testing.T, store *state.Store, answers []func(http.Response
 	}
 	var mu sync.Mutex
 	h.w = &chat.Worker{Bus: h.pub, Store: h.store.Chains,
-		Models:     map[string]chat.Model{"m": {Provider: "sim", Client: upstream.New(wire.ChatModel, "sim", srv.URL, "", srv.Client(), upstream.Options{}), Upstream: "up"}},
+		Models:     map[string]chat.Model{"m": {Provider: "sim", Client: upstream.New(openaichat.Model, "sim", srv.URL, "", srv.Client(), upstream.Options{}), Upstream: "up"}},
 		Tools:      tools,
 		Classifier: intent.NewClassifier(),
 		MaxHops:    4, MaxSearches: 3, ModelTimeout: 5 * time.Second, LeaseTTL: 200 * time.Millisecond, StickyTTL: time.Hour,
@@ -265,7 +266,7 @@ func (h *harness) submit(id, prompt string, extra ...string) {
 // storedChat is a Chat request body as the ingress stores it (wire.EncodeStored).
 func storedChat(t testing.TB, body string) json.RawMessage {
 	t.Helper()
-	req, err := wire.Chat.DecodeRequest([]byte(body))
+	req, err := openaichat.Client.DecodeRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func (h *harness) ended(id string) *state.Job {
 		}
 		c := *j
 		var err error
-		if c.Response, err = wire.ChatAnswerJSON(j.Response); err != nil {
+		if c.Response, err = openaichat.AnswerJSON(j.Response); err != nil {
 			h.t.Fatalf("job %s: %v", id, err)
 		}
 		return &c
@@ -1000,7 +1001,7 @@ func TestRequestSearchSettings(t *testing.T) {
 func TestUnreachableModelLeaksNoAddress(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, func(w *chat.Worker, _ *harness) {
-		w.Models = map[string]chat.Model{"m": {Provider: "sim", Client: upstream.New(wire.ChatModel, "sim", "http://127.0.0.1:1", "", http.DefaultClient, upstream.Options{}), Upstream: "up"}}
+		w.Models = map[string]chat.Model{"m": {Provider: "sim", Client: upstream.New(openaichat.Model, "sim", "http://127.0.0.1:1", "", http.DefaultClient, upstream.Options{}), Upstream: "up"}}
 	})
 	h.submit("j1", "hi")
 	if err := h.job("j1", 5); err != nil {

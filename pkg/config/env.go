@@ -19,7 +19,8 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
@@ -298,8 +299,8 @@ func (e Env) Validate() error {
 		}
 	}
 	for _, p := range e.ChatBillableParams {
-		if !slices.Contains(wire.BillableChatParams, p) {
-			bad("FLEET_CHAT_BILLABLE_PARAMS: %q is not one of %s", p, strings.Join(wire.BillableChatParams, ", "))
+		if !slices.Contains(openaichat.BillableParams, p) {
+			bad("FLEET_CHAT_BILLABLE_PARAMS: %q is not one of %s", p, strings.Join(openaichat.BillableParams, ", "))
 		}
 	}
 	if e.HTTPMaxUnauthenticatedConns < 0 {

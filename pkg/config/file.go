@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/spend"
@@ -112,12 +114,12 @@ func (f *File) NativeSearch(name string) bool {
 		return false
 	}
 	p := f.Providers[m.Provider]
-	api, ok := wire.ModelAPIFor(p.Protocol)
+	api, ok := upstream.ModelAPIFor(p.Protocol)
 	if !ok {
 		return false
 	}
-	if api == wire.ChatModel {
-		api = wire.ChatModelFor(p.Kind) // Kimi's and GLM's own search
+	if api == openaichat.Model {
+		api = upstream.ChatModelFor(p.Kind) // Kimi's and GLM's own search
 	}
 	_, _, ok = api.NativeSearch("")
 	return ok
@@ -310,8 +312,8 @@ func (f *File) Validate() error {
 		if strings.Contains(name, ".") {
 			bad("providers.%s: a provider name cannot contain '.'", name)
 		}
-		if p.Protocol != "" && !slices.Contains(wire.ModelProtocols, p.Protocol) {
-			bad("providers.%s.protocol %q is not a main-model protocol; use one of %s", name, p.Protocol, strings.Join(wire.ModelProtocols, ", "))
+		if p.Protocol != "" && !slices.Contains(upstream.ModelProtocols, p.Protocol) {
+			bad("providers.%s.protocol %q is not a main-model protocol; use one of %s", name, p.Protocol, strings.Join(upstream.ModelProtocols, ", "))
 		}
 		if p.AccessToken != nil {
 			path := "providers." + name
@@ -321,7 +323,7 @@ func (f *File) Validate() error {
 			if p.APIKeyEnv != "" {
 				bad("%s: give apiKeyEnv or accessToken, not both", path)
 			}
-			if p.Protocol == wire.ModelAnthropicMessages {
+			if p.Protocol == upstream.ModelAnthropicMessages {
 				bad("%s.accessToken: anthropic-messages takes an API key (x-api-key), not an access token", path)
 			}
 		}
@@ -331,8 +333,8 @@ func (f *File) Validate() error {
 		switch {
 		case !ok:
 			bad("models[%q].provider %q is not a configured provider", name, m.Provider)
-		case (p.Protocol == "" || p.Protocol == wire.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "zhipu" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
-			bad("models[%q]: provider %q has kind %q; main models speak OpenAI chat completions unless the provider sets \"protocol\" (one of %s)", name, m.Provider, p.Kind, strings.Join(wire.ModelProtocols, ", "))
+		case (p.Protocol == "" || p.Protocol == upstream.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "zhipu" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
+			bad("models[%q]: provider %q has kind %q; main models speak OpenAI chat completions unless the provider sets \"protocol\" (one of %s)", name, m.Provider, p.Kind, strings.Join(upstream.ModelProtocols, ", "))
 		case p.BaseURL == "":
 			bad("providers.%s.baseURL is required for main-model use (models[%q])", m.Provider, name)
 		}
@@ -350,7 +352,7 @@ func (f *File) Validate() error {
 			if ok && !f.NativeSearch(name) {
 				proto := p.Protocol
 				if proto == "" {
-					proto = wire.ModelOpenAIChat
+					proto = upstream.ModelOpenAIChat
 				}
 				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward for a provider of kind %q; native search works with anthropic-messages, openai-responses and gemini providers and openai-chat providers of kind kimi, moonshot, glm or zhipu; use \"server\" or \"auto\"", name, m.Provider, proto, p.Kind)
 			}

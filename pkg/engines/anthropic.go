@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	anthropicapi "github.com/searchfleet/searchfleet/pkg/llm/anthropic"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -57,7 +58,7 @@ var anthropicToolRE = regexp.MustCompile(`^web_search_\d{8}$`)
 
 func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 	e := &anthropic{now: time.Now}
-	e.grounded = newGrounded(cfg, hc, wire.AnthropicModel, "https://api.anthropic.com", "", "claude-sonnet-4-5", "Claude", e)
+	e.grounded = newGrounded(cfg, hc, anthropicapi.Model, "https://api.anthropic.com", "", "claude-sonnet-4-5", "Claude", e)
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	geminiapi "github.com/searchfleet/searchfleet/pkg/llm/gemini"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -82,7 +83,7 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: model %q is not a Gemini model name", cfg.ID, model)
 	}
 	cfg.Model = model
-	var api wire.ModelAPI = wire.GeminiModel
+	var api wire.ModelAPI = geminiapi.Model
 	base := "https://generativelanguage.googleapis.com"
 	if v := opts.Vertex; v != nil {
 		loc := cmp.Or(v.Location, "us-central1")
@@ -93,7 +94,7 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 		if loc == "global" {
 			base = "https://aiplatform.googleapis.com"
 		}
-		api = geminiVertex{ModelAPI: wire.GeminiModel, path: "/v1/projects/" + url.PathEscape(v.Project) + "/locations/" + url.PathEscape(loc) +
+		api = geminiVertex{ModelAPI: geminiapi.Model, path: "/v1/projects/" + url.PathEscape(v.Project) + "/locations/" + url.PathEscape(loc) +
 			"/publishers/google/models/" + model + ":generateContent"}
 	}
 	e := &gemini{perQuery: strings.HasPrefix(model, "gemini-3")}

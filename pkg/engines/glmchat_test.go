@@ -17,6 +17,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/engines/enginetest"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -292,7 +293,7 @@ func TestGLMChatNumbersRefsAsMainModel(t *testing.T) {
 			w.Write(body)
 		}))
 		defer srv.Close()
-		main := upstream.New(wire.GLMModel, "glm", srv.URL, "k", srv.Client(), upstream.Options{})
+		main := upstream.New(openaichat.GLM, "glm", srv.URL, "k", srv.Client(), upstream.Options{})
 		answer, err := main.Answer(context.Background(), &wire.Request{Model: "glm-4.7", Search: &llm.SearchOptions{Requested: true},
 			Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "q"}}}}})
 		if err != nil {

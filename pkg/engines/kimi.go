@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -51,7 +52,7 @@ func newKimi(cfg Config, hc *http.Client) (Engine, error) {
 // and thinking switch, and the citing of its links) on hc; the answer's links are its
 // cited pages.
 func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
-	call := upstream.New(wire.KimiModel, e.id, e.baseURL, "", hc, upstream.Options{Credentials: e.credentials()})
+	call := upstream.New(openaichat.Kimi, e.id, e.baseURL, "", hc, upstream.Options{Credentials: e.credentials()})
 	req := &wire.Request{Model: e.model, System: e.opts.SystemPrompt, Search: &llm.SearchOptions{Requested: true},
 		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: q.Query}}}}}
 	answer, err := call.Answer(ctx, req)

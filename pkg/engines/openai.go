@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -40,7 +41,7 @@ type openaiOptions struct {
 
 func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	e := &openai{}
-	e.grounded = newGrounded(cfg, hc, wire.ResponsesModel, "https://api.openai.com", "/v1", "gpt-5-mini", "OpenAI", e)
+	e.grounded = newGrounded(cfg, hc, responses.Model, "https://api.openai.com", "/v1", "gpt-5-mini", "OpenAI", e)
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 		case wire.PartServerResult:
 			for _, s := range part.Search.Sources {
 				if searchCall[part.Search.CallID] && s.URL != "" {
-					listed = append(listed, wire.ResponsesPageURL(s.URL))
+					listed = append(listed, responses.PageURL(s.URL))
 				}
 			}
 		case wire.PartText:
@@ -105,7 +106,7 @@ func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 			var m marks
 			for _, c := range part.Citations {
 				if c.URL != "" {
-					m.add(CharToByte(part.Text, c.End), p.cite(Hit{Title: c.Title, URL: wire.ResponsesPageURL(c.URL)}))
+					m.add(CharToByte(part.Text, c.End), p.cite(Hit{Title: c.Title, URL: responses.PageURL(c.URL)}))
 				}
 			}
 			if t := m.into(part.Text); strings.TrimSpace(t) != "" {

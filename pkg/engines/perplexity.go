@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -202,7 +203,7 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	if perplexityIsSonar(body) {
 		return e.sonarParse(q, body)
 	}
-	a, err := wire.ResponsesModel.DecodeResponse(body)
+	a, err := responses.Model.DecodeResponse(body)
 	if err != nil {
 		return nil, &Error{Kind: Decode, Engine: e.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
 	}

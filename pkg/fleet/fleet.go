@@ -31,6 +31,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/ingress/console"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -640,7 +641,7 @@ func ModelsWith(f *config.File, hc *http.Client, o ModelOptions) (map[string]cha
 		}
 		protocol := p.Protocol
 		if protocol == "" {
-			protocol = wire.ModelOpenAIChat
+			protocol = upstream.ModelOpenAIChat
 		}
 		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
 			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr, Reasons: f.ReasonsUnasked(name)})}
@@ -670,9 +671,9 @@ func modelTargets(f *config.File) map[string]ingress.ModelTarget {
 // Kimi's or GLM's Chat API for a model that runs their own search.
 func modelAPI(f *config.File, name string) (wire.ModelAPI, bool) {
 	p := f.Providers[f.Models[name].Provider]
-	api, ok := wire.ModelAPIFor(p.Protocol)
-	if ok && api == wire.ChatModel && f.NativeSearch(name) {
-		api = wire.ChatModelFor(p.Kind) // Kimi's and GLM's own search, in their Chat API
+	api, ok := upstream.ModelAPIFor(p.Protocol)
+	if ok && api == openaichat.Model && f.NativeSearch(name) {
+		api = upstream.ChatModelFor(p.Kind) // Kimi's and GLM's own search, in their Chat API
 	}
 	return api, ok
 }

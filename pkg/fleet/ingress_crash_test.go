@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -79,7 +80,7 @@ func TestRetryPublishesASubmissionKilledAfterTheRecord(t *testing.T) {
 	if won, _, _, err := f.Store.Jobs.ClaimIdempotency(t.Context(), "default", "k-recorded", id, requestHash(body), time.Hour); err != nil || !won {
 		t.Fatalf("claim: %v %v", won, err)
 	}
-	req, err := wire.Chat.DecodeRequest(body)
+	req, err := openaichat.Client.DecodeRequest(body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	llmresponses "github.com/searchfleet/searchfleet/pkg/llm/responses"
 )
 
 func twoTenants(t *testing.T) (*fleettest.Fleet, openai.Client, openai.Client) {
@@ -59,7 +60,7 @@ func TestItemReferences(t *testing.T) {
 	for _, it := range searched.Output {
 		byType[it.Type] = it.ID
 	}
-	if byType["web_search_call"] == "" || byType["message"] == "" || byType["reasoning"] == "" || wire.ItemResponse(byType["reasoning"]) != "" {
+	if byType["web_search_call"] == "" || byType["message"] == "" || byType["reasoning"] == "" || llmresponses.ItemResponse(byType["reasoning"]) != "" {
 		t.Fatalf("output %s", searched.RawJSON())
 	}
 	var refs []responses.ResponseInputItemUnionParam

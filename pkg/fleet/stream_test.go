@@ -16,7 +16,9 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	llmanthropic "github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 )
 
 // slowSearch searches, then answers a token every 20 ms: long enough that the job is
@@ -246,7 +248,7 @@ func messagesLive(t *testing.T, f *fleettest.Fleet, prompt string) {
 		t.Errorf("the first citation came when the job was %q: citations not streamed as written", atCite)
 	}
 	status, stored, trace := storedJob(t, f, acc.ID)
-	resp, err := wire.Chat.DecodeResponse(stored)
+	resp, err := openaichat.Client.DecodeResponse(stored)
 	if err != nil || status != "completed" {
 		t.Fatalf("job %s: %v", status, err)
 	}
@@ -254,7 +256,7 @@ func messagesLive(t *testing.T, f *fleettest.Fleet, prompt string) {
 		t.Fatal(err)
 	}
 	resp.ID, resp.Model = acc.ID, string(acc.Model)
-	b, _ := wire.Anthropic.EncodeResponse(resp)
+	b, _ := llmanthropic.Client.EncodeResponse(resp)
 	var want anthropic.Message
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/trace"
@@ -218,7 +219,7 @@ func (s *Server) waitFailed(w http.ResponseWriter, jobID string, err error) {
 func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 	switch job.Status {
 	case state.Completed:
-		b, err := wire.ChatAnswerJSON(job.Response)
+		b, err := openaichat.AnswerJSON(job.Response)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "server_error", "", "", "The job's answer is unreadable.")
 			return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -66,7 +67,7 @@ func (s *Server) conversation(ctx context.Context, tenant, id string) (*state.Co
 func (s *Server) loadConversation(w http.ResponseWriter, r *http.Request) *state.Conversation {
 	c, e := s.conversation(r.Context(), tenantOf(r), r.PathValue("id"))
 	if e != nil {
-		writeWireError(w, wire.Responses, e)
+		writeWireError(w, responses.Client, e)
 	}
 	return c
 }
@@ -81,12 +82,12 @@ func (s *Server) conversationBody(w http.ResponseWriter, r *http.Request, allowe
 	if len(strings.TrimSpace(string(body))) == 0 {
 		top = map[string]json.RawMessage{}
 	} else if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		writeWireError(w, wire.Responses, wire.Invalid("", "The request body must be a JSON object."))
+		writeWireError(w, responses.Client, wire.Invalid("", "The request body must be a JSON object."))
 		return nil, false
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !slices.Contains(allowed, k) {
-			writeWireError(w, wire.Responses, wire.Invalid(k, "Unknown parameter: '%s'.", redact.Clip(k, 64)))
+			writeWireError(w, responses.Client, wire.Invalid(k, "Unknown parameter: '%s'.", redact.Clip(k, 64)))
 			return nil, false
 		}
 	}
@@ -174,7 +175,7 @@ func checkItem(param string, item json.RawMessage) *wire.Error {
 		input = []json.RawMessage{call, item}
 	}
 	body, _ := json.Marshal(map[string]any{"model": "m", "input": input})
-	if _, err := wire.Responses.DecodeRequest(body); err != nil {
+	if _, err := responses.Client.DecodeRequest(body); err != nil {
 		e := wire.AsError(err)
 		at := "input[0]"
 		if len(input) == 2 {
@@ -207,12 +208,12 @@ func (s *Server) chargeConversation(w http.ResponseWriter, r *http.Request, tena
 	expires := time.Now().Add(s.Store.Conversations.ConversationRetention())
 	ok, st, err := s.Store.Ledger.ChargeRecord(r.Context(), tenant, id, bytes+conversationOverhead, expires, limit, false)
 	if err != nil {
-		s.limitsUnavailable(w, r, wire.Responses, err)
+		s.limitsUnavailable(w, r, responses.Client, err)
 		return false
 	}
 	if !ok {
 		s.storageRefused(tenant)
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "storage_quota_exceeded",
+		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "storage_quota_exceeded",
 			Message: fmt.Sprintf("The tenant's storage quota of %d bytes is used up (%d bytes kept); records free their bytes as they expire. See GET /v1/usage.", limit, st.Used)})
 	}
 	return ok
@@ -239,12 +240,12 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	md, e := conversationMetadata(top["metadata"])
 	if e != nil {
-		writeWireError(w, wire.Responses, e)
+		writeWireError(w, responses.Client, e)
 		return
 	}
 	items, e := conversationItems(top["items"], true)
 	if e != nil {
-		writeWireError(w, wire.Responses, e)
+		writeWireError(w, responses.Client, e)
 		return
 	}
 	tenant := tenantOf(r)
@@ -255,7 +256,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	if err := s.Store.Conversations.CreateConversation(r.Context(), c, items); err != nil {
 		s.Log.Warn("api: creating a conversation", "err", err)
 		s.Store.Ledger.ReleaseRecord(context.WithoutCancel(r.Context()), tenant, c.ID)
-		writeWireError(w, wire.Responses, unavailable("Creating the conversation"))
+		writeWireError(w, responses.Client, unavailable("Creating the conversation"))
 		return
 	}
 	writeJSON(w, http.StatusOK, conversationObject(c))
@@ -279,20 +280,20 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok := top["metadata"]; !ok {
-		writeWireError(w, wire.Responses, wire.Invalid("metadata", "Missing required parameter: 'metadata'."))
+		writeWireError(w, responses.Client, wire.Invalid("metadata", "Missing required parameter: 'metadata'."))
 		return
 	}
 	md, e := conversationMetadata(top["metadata"])
 	if e != nil {
-		writeWireError(w, wire.Responses, e)
+		writeWireError(w, responses.Client, e)
 		return
 	}
 	if err := s.Store.Conversations.SetConversationMetadata(r.Context(), c.ID, md); err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			writeWireError(w, wire.Responses, conversationNotFound(c.ID))
+			writeWireError(w, responses.Client, conversationNotFound(c.ID))
 			return
 		}
-		writeWireError(w, wire.Responses, unavailable("Updating the conversation"))
+		writeWireError(w, responses.Client, unavailable("Updating the conversation"))
 		return
 	}
 	c.Metadata = md
@@ -307,7 +308,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.Store.Conversations.DeleteConversation(r.Context(), c.ID); err != nil {
-		writeWireError(w, wire.Responses, unavailable("Deleting the conversation"))
+		writeWireError(w, responses.Client, unavailable("Deleting the conversation"))
 		return
 	}
 	if err := s.Store.Ledger.ReleaseRecord(context.WithoutCancel(r.Context()), c.Tenant, c.ID); err != nil {
@@ -325,7 +326,7 @@ func (s *Server) listConversationItems(w http.ResponseWriter, r *http.Request) {
 	}
 	items, err := s.Store.Conversations.ConversationItems(r.Context(), c.ID)
 	if err != nil {
-		writeWireError(w, wire.Responses, unavailable("Reading the conversation"))
+		writeWireError(w, responses.Client, unavailable("Reading the conversation"))
 		return
 	}
 	out := make([]json.RawMessage, len(items))
@@ -348,7 +349,7 @@ func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
 	}
 	items, e := conversationItems(top["items"], false)
 	if e != nil {
-		writeWireError(w, wire.Responses, e)
+		writeWireError(w, responses.Client, e)
 		return
 	}
 	if !s.chargeConversation(w, r, c.Tenant, c.ID, c.Bytes+itemsBytes(items)) {
@@ -357,13 +358,13 @@ func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
 	n, bytes, err := s.Store.Conversations.AddConversationItems(r.Context(), c.ID, "", items)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		writeWireError(w, wire.Responses, conversationNotFound(c.ID))
+		writeWireError(w, responses.Client, conversationNotFound(c.ID))
 		return
 	case errors.Is(err, state.ErrConversationFull):
-		writeWireError(w, wire.Responses, wire.Invalid("items", "The conversation holds %d items; it may hold at most %d.", n, state.MaxConversationItems))
+		writeWireError(w, responses.Client, wire.Invalid("items", "The conversation holds %d items; it may hold at most %d.", n, state.MaxConversationItems))
 		return
 	case err != nil:
-		writeWireError(w, wire.Responses, unavailable("Adding the items"))
+		writeWireError(w, responses.Client, unavailable("Adding the items"))
 		return
 	}
 	s.settleConversation(context.WithoutCancel(r.Context()), c.Tenant, c.ID, bytes)
@@ -388,9 +389,9 @@ func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request) {
 	it, err := s.Store.Conversations.ConversationItem(r.Context(), c.ID, r.PathValue("item_id"))
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		writeWireError(w, wire.Responses, itemNotFound(r.PathValue("item_id")))
+		writeWireError(w, responses.Client, itemNotFound(r.PathValue("item_id")))
 	case err != nil:
-		writeWireError(w, wire.Responses, unavailable("Reading the item"))
+		writeWireError(w, responses.Client, unavailable("Reading the item"))
 	default:
 		writeJSON(w, http.StatusOK, it)
 	}
@@ -406,10 +407,10 @@ func (s *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) 
 	bytes, err := s.Store.Conversations.DeleteConversationItem(r.Context(), c.ID, r.PathValue("item_id"))
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		writeWireError(w, wire.Responses, itemNotFound(r.PathValue("item_id")))
+		writeWireError(w, responses.Client, itemNotFound(r.PathValue("item_id")))
 		return
 	case err != nil:
-		writeWireError(w, wire.Responses, unavailable("Deleting the item"))
+		writeWireError(w, responses.Client, unavailable("Deleting the item"))
 		return
 	}
 	s.settleConversation(context.WithoutCancel(r.Context()), c.Tenant, c.ID, bytes)

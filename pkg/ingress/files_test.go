@@ -13,6 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/ingress"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -26,8 +27,8 @@ func TestFilesCheckedAtSubmission(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	s := ingress.New(ingress.Options{Bus: b, Store: ingress.StoreOf(state.New(rdb, prefix, time.Hour)), Models: []string{"chat-m", "kimi-m"}, MaxBody: 1 << 20, JobTimeout: time.Minute,
 		Log: slog.New(slog.DiscardHandler), Targets: map[string]ingress.ModelTarget{
-			"chat-m": {Protocol: wire.OpenAIChat, Model: "up", API: wire.ChatModel},
-			"kimi-m": {Protocol: wire.OpenAIChat, Model: "up", API: wire.KimiModel},
+			"chat-m": {Protocol: wire.OpenAIChat, Model: "up", API: openaichat.Model},
+			"kimi-m": {Protocol: wire.OpenAIChat, Model: "up", API: openaichat.Kimi},
 		}})
 	h := s.Handler()
 	zip := base64.StdEncoding.EncodeToString([]byte("PK\x03\x04\x00\x00binary"))

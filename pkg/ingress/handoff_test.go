@@ -20,6 +20,9 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -91,9 +94,9 @@ func TestHandedJobRendersAsTheJobReadFromRedis(t *testing.T) {
 		codec wire.ClientCodec
 		body  string
 	}{
-		{wire.Chat, `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`},
-		{wire.Responses, `{"model":"m1","input":"hi"}`},
-		{wire.Anthropic, `{"model":"m1","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`},
+		{openaichat.Client, `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`},
+		{responses.Client, `{"model":"m1","input":"hi"}`},
+		{anthropic.Client, `{"model":"m1","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`},
 	} {
 		codec, protocol := c.codec, c.codec.Protocol()
 		req, err := codec.DecodeRequest([]byte(c.body))

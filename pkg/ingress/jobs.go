@@ -18,11 +18,12 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-func viewOf(j *state.Job) jobs.View { return jobs.ViewOf(j, wire.ChatAnswerJSON) }
+func viewOf(j *state.Job) jobs.View { return jobs.ViewOf(j, openaichat.AnswerJSON) }
 
 // createJob is POST /v1/jobs: the chat request is accepted at once (202) and run by
 // the fleet; its answer is fetched later, followed as events, or delivered to the
@@ -48,9 +49,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	delete(top, "callback")
 	delete(top, "metadata")
 	chatBody, _ := json.Marshal(top)
-	req, e := s.decodeRequest(r.Context(), wire.Chat, chatBody)
+	req, e := s.decodeRequest(r.Context(), openaichat.Client, chatBody)
 	if e != nil {
-		writeWireError(w, wire.Chat, e)
+		writeWireError(w, openaichat.Client, e)
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
@@ -74,7 +75,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 
 	job, err := s.newJob(r, "job_", wire.OpenAIChat, req)
 	if err != nil {
-		writeWireError(w, wire.Chat, wire.Invalid("", "The request cannot be run: %s", err))
+		writeWireError(w, openaichat.Client, wire.Invalid("", "The request cannot be run: %s", err))
 		return
 	}
 	job.Band = bandFor(r, bus.BandAsync)

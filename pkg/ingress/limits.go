@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -200,9 +201,9 @@ func holdOf(req *wire.Request) hold {
 }
 
 // chatCodec answers the OpenAI routes' limits.
-var chatCodec wire.ClientCodec = wire.Chat
+var chatCodec wire.ClientCodec = openaichat.Client
 
 // admitChat is admit for an OpenAI route.
 func (s *Server) admitChat(w http.ResponseWriter, r *http.Request, job *state.Job, h hold) (func(), bool) {
-	return s.admit(w, r, wire.Chat, job, h)
+	return s.admit(w, r, openaichat.Client, job, h)
 }

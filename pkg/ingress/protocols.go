@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -70,7 +72,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		stream := codec.NewStream()
 		if codec.Protocol() == wire.OpenAIChat {
 			base.ID = "chatcmpl-" + job.ID
-			stream = wire.NewChatStream(includeUsage(req))
+			stream = openaichat.NewStream(includeUsage(req))
 		}
 		if rr != nil {
 			base.Echo = rr.echo
@@ -155,7 +157,7 @@ func (s *Server) decodeRequest(ctx context.Context, codec wire.ClientCodec, body
 	var req *wire.Request
 	var err error
 	if codec.Protocol() == wire.OpenAIChat {
-		req, err = wire.DecodeChatRequest(body, s.ChatBillableParams)
+		req, err = openaichat.DecodeRequest(body, s.ChatBillableParams)
 	} else {
 		req, err = codec.DecodeRequest(body)
 	}
@@ -329,28 +331,28 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := wire.DecodeStored(job.Request)
 	if err != nil || stored.Protocol != wire.OpenAIResponses {
-		writeWireError(w, wire.Responses, storedResponseNotFound(job.ID))
+		writeWireError(w, responses.Client, storedResponseNotFound(job.ID))
 		return
 	}
 	rec, err := s.Store.Jobs.GetResponse(r.Context(), job.ID)
 	if err != nil || rec.Tenant != job.Tenant {
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
-			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
 			return
 		}
-		writeWireError(w, wire.Responses, storedResponseNotFound(job.ID)) // never stored (store: false), expired or deleted
+		writeWireError(w, responses.Client, storedResponseNotFound(job.ID)) // never stored (store: false), expired or deleted
 		return
 	}
 	resp, e := answerOf(job, stored.Request, wire.OpenAIResponses)
 	resp.Echo = rec.Echo
 	resp.SealReasoning(stored.Request, s.Reasoning, job.Tenant)
 	if e != nil && resp.Status != wire.StatusFailed && resp.Status != wire.StatusCancelled {
-		writeWireError(w, wire.Responses, e)
+		writeWireError(w, responses.Client, e)
 		return
 	}
-	b, err := wire.Responses.EncodeResponse(resp)
+	b, err := responses.Client.EncodeResponse(resp)
 	if err != nil {
-		writeWireError(w, wire.Responses, wire.AsError(err))
+		writeWireError(w, responses.Client, wire.AsError(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, json.RawMessage(b))

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -53,7 +54,7 @@ func (s *Server) researchResponse(w http.ResponseWriter, r *http.Request, body [
 		return false
 	}
 	fail := func(status int, param, msg string) bool {
-		writeWireError(w, wire.Responses, &wire.Error{Status: status, Type: "invalid_request_error", Param: param, Message: msg})
+		writeWireError(w, responses.Client, &wire.Error{Status: status, Type: "invalid_request_error", Param: param, Message: msg})
 		return true
 	}
 	if !in.Background {
@@ -100,7 +101,7 @@ func (s *Server) cancelResearchResponse(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	if _, err := s.Research.Cancel(r.Context(), run.Tenant, run.ID); err != nil {
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
+		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
 		return
 	}
 	if got, err := s.Research.Store.Research.GetRun(r.Context(), run.ID); err == nil {
@@ -117,12 +118,12 @@ func (s *Server) runForResponse(w http.ResponseWriter, r *http.Request) (*state.
 		run, err = s.Research.Get(r.Context(), tenantOf(r), id)
 	}
 	if errors.Is(err, state.ErrNotFound) {
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
+		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "id",
 			Message: fmt.Sprintf("No response with id %q.", redact.Clip(id, 64))})
 		return nil, false
 	}
 	if err != nil {
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
 		return nil, false
 	}
 	return run, true
@@ -154,7 +155,7 @@ func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *s
 	if resp.Status == wire.StatusCompleted {
 		evs, err := s.Research.Store.Research.RunEvents(r.Context(), run.ID, 0, 10_000)
 		if err != nil {
-			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
 			return
 		}
 		for _, e := range evs {
@@ -189,9 +190,9 @@ func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *s
 			}
 		}
 	}
-	b, err := wire.Responses.EncodeResponse(resp)
+	b, err := responses.Client.EncodeResponse(resp)
 	if err != nil {
-		writeWireError(w, wire.Responses, wire.AsError(err))
+		writeWireError(w, responses.Client, wire.AsError(err))
 		return
 	}
 	writeJSON(w, status, json.RawMessage(b))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/ingress/responsesws"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -53,7 +54,7 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return &responsesRequest{body: body, store: true}, nil // the codec says what is wrong
 	}
-	rr := &responsesRequest{echo: wire.ResponsesEcho(body), store: string(bytes.TrimSpace(top["store"])) != "false"}
+	rr := &responsesRequest{echo: responses.Echo(body), store: string(bytes.TrimSpace(top["store"])) != "false"}
 	if !rr.store && string(bytes.TrimSpace(top["background"])) == "true" {
 		return nil, wire.Invalid("background", "background mode needs the response stored: 'store' cannot be false with 'background': true")
 	}
@@ -215,7 +216,7 @@ func outputItems(job *state.Job, rec *state.StoredResponse) ([]json.RawMessage, 
 		return nil, wire.Invalid("previous_response_id", "The response %s is %s: only a completed response can be continued.", job.ID, resp.Status)
 	}
 	resp.Echo = rec.Echo
-	b, err := wire.Responses.EncodeResponse(resp)
+	b, err := responses.Client.EncodeResponse(resp)
 	if err != nil {
 		return nil, wire.AsError(err)
 	}
@@ -253,7 +254,7 @@ func (s *Server) newReferences(ctx context.Context, tenant string, prior, items 
 			ID string `json:"id"`
 		}
 		if json.Unmarshal(it, &head) == nil {
-			if id := wire.ItemResponse(head.ID); id != "" && !slices.Contains(refs.named, id) && len(refs.named) < maxNamedResponses {
+			if id := responses.ItemResponse(head.ID); id != "" && !slices.Contains(refs.named, id) && len(refs.named) < maxNamedResponses {
 				refs.named = append(refs.named, id)
 			}
 		}
@@ -283,7 +284,7 @@ func (r *references) item(param, id string) (json.RawMessage, *wire.Error) {
 	if it := findItem(r.prior, id); it != nil {
 		return it, nil
 	}
-	if resp := wire.ItemResponse(id); resp != "" {
+	if resp := responses.ItemResponse(id); resp != "" {
 		if it := findItem(r.output(resp), id); it != nil {
 			return it, nil
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -26,7 +27,7 @@ var compactParams = []string{"model", "input", "previous_response_id", "instruct
 // request sends its own. A conversation the fleet cannot compact, or a compaction item
 // it did not write, is a 400 in the Responses error shape.
 func (s *Server) compactResponse(w http.ResponseWriter, r *http.Request) {
-	fail := func(e *wire.Error) { writeWireError(w, wire.Responses, e) }
+	fail := func(e *wire.Error) { writeWireError(w, responses.Client, e) }
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return
@@ -69,18 +70,18 @@ func (s *Server) compactResponse(w http.ResponseWriter, r *http.Request) {
 		fail(e)
 		return
 	}
-	req, err := wire.Responses.DecodeRequest(rr.body)
+	req, err := responses.Client.DecodeRequest(rr.body)
 	if err != nil {
 		fail(wire.AsError(err))
 		return
 	}
-	c, err := wire.Compact(req)
+	c, err := responses.Compact(req)
 	if err != nil {
 		fail(wire.AsError(err))
 		return
 	}
 	id := state.NewID("cmp_")
-	output, err := wire.CompactionOutput(id, c)
+	output, err := responses.CompactionOutput(id, c)
 	if err != nil {
 		fail(wire.AsError(err))
 		return

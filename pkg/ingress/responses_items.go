@@ -10,6 +10,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -35,7 +36,7 @@ func (s *Server) loadStored(w http.ResponseWriter, r *http.Request) (*state.Stor
 		if e.Status == http.StatusBadRequest { // the previous_response_id wording
 			e = storedResponseNotFound(id)
 		}
-		writeWireError(w, wire.Responses, e)
+		writeWireError(w, responses.Client, e)
 		return nil, nil
 	}
 	return rec, job
@@ -49,9 +50,9 @@ func (s *Server) writeStoredResponse(w http.ResponseWriter, job *state.Job, rec 
 	}
 	resp, _ := answerOf(job, req, wire.OpenAIResponses)
 	resp.Echo = rec.Echo
-	b, err := wire.Responses.EncodeResponse(resp)
+	b, err := responses.Client.EncodeResponse(resp)
 	if err != nil {
-		writeWireError(w, wire.Responses, wire.AsError(err))
+		writeWireError(w, responses.Client, wire.AsError(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, json.RawMessage(b))
@@ -73,18 +74,18 @@ func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if string(rec.Echo["background"]) != "true" {
-		writeWireError(w, wire.Responses, wire.Invalid("", "Only responses created with 'background': true can be cancelled."))
+		writeWireError(w, responses.Client, wire.Invalid("", "Only responses created with 'background': true can be cancelled."))
 		return
 	}
 	if !job.Status.Terminal() {
 		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
 			s.Log.Warn("api: cancelling a response", "response", job.ID, "err", err)
-			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
+			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
 			return
 		}
 		var err error
 		if job, err = s.Store.Jobs.GetJob(r.Context(), job.ID); err != nil {
-			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
 			return
 		}
 	}
@@ -92,9 +93,9 @@ func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
 	case state.Cancelled:
 		s.writeStoredResponse(w, job, rec)
 	case state.Completed:
-		writeWireError(w, wire.Responses, wire.Invalid("", "Cannot cancel a completed response."))
+		writeWireError(w, responses.Client, wire.Invalid("", "Cannot cancel a completed response."))
 	default:
-		writeWireError(w, wire.Responses, wire.Invalid("", "Cannot cancel a %s response.", job.Status))
+		writeWireError(w, responses.Client, wire.Invalid("", "Cannot cancel a %s response.", job.Status))
 	}
 }
 
@@ -110,13 +111,13 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
 	if !job.Status.Terminal() {
 		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
 			s.Log.Warn("api: cancelling a deleted response", "response", job.ID, "err", err)
-			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Deleting failed; try again."})
+			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Deleting failed; try again."})
 			return
 		}
 	}
 	if err := s.Store.Jobs.DeleteResponse(r.Context(), job.ID); err != nil {
 		s.Log.Warn("api: deleting a response", "response", job.ID, "err", err)
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Deleting failed; try again."})
+		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Deleting failed; try again."})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": job.ID, "object": "response", "deleted": true})
@@ -132,7 +133,7 @@ func (s *Server) inputItems(w http.ResponseWriter, r *http.Request) {
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(rec.Input, &items); err != nil {
-		writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The stored response is unreadable."})
+		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The stored response is unreadable."})
 		return
 	}
 	items = items[min(rec.Prior, len(items)):]
@@ -147,7 +148,7 @@ func (s *Server) inputItems(w http.ResponseWriter, r *http.Request) {
 // (normalizeItem), with an id of its response (wire.InputItemID) when the client gave
 // none.
 func inputItem(respID string, n int, item json.RawMessage) json.RawMessage {
-	return normalizeItem(item, func(typ string) string { return wire.InputItemID(respID, typ, n) })
+	return normalizeItem(item, func(typ string) string { return responses.InputItemID(respID, typ, n) })
 }
 
 // normalizeItem is an item as the fleet keeps and lists it: with an id (newID's, of
@@ -200,7 +201,7 @@ func writeListPage(w http.ResponseWriter, r *http.Request, items []json.RawMessa
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			writeWireError(w, wire.Responses, wire.Invalid("limit", "'limit' must be an integer from 1 to 100."))
+			writeWireError(w, responses.Client, wire.Invalid("limit", "'limit' must be an integer from 1 to 100."))
 			return
 		}
 		limit = n
@@ -211,7 +212,7 @@ func writeListPage(w http.ResponseWriter, r *http.Request, items []json.RawMessa
 		slices.Reverse(items)
 	case "asc":
 	default:
-		writeWireError(w, wire.Responses, wire.Invalid("order", "'order' must be asc or desc."))
+		writeWireError(w, responses.Client, wire.Invalid("order", "'order' must be asc or desc."))
 		return
 	}
 	ids := make([]string, len(items))
@@ -226,7 +227,7 @@ func writeListPage(w http.ResponseWriter, r *http.Request, items []json.RawMessa
 	if after := q.Get("after"); after != "" {
 		i := slices.Index(ids, after)
 		if i < 0 {
-			writeWireError(w, wire.Responses, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "after",
+			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "after",
 				Message: fmt.Sprintf("No item with id '%s' in the list.", redact.Clip(after, 64))})
 			return
 		}

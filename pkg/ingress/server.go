@@ -28,6 +28,9 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/ingress/responsesws"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/research"
@@ -161,50 +164,50 @@ func New(o Options) *Server {
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.protocolRequest(wire.Chat, "job_")))))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.protocolRequest(openaichat.Client, "job_")))))
 	mux.HandleFunc("GET /v1/models", s.auth(s.listModels))
-	mux.HandleFunc("POST /v1/jobs", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createJob))))
+	mux.HandleFunc("POST /v1/jobs", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.createJob))))
 	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
-	mux.HandleFunc("POST /v1/jobs/{id}/replay", s.auth(s.budgeted(wire.Chat, s.replayJob)))
-	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directSearch))))
-	mux.HandleFunc("POST /v1/fetch", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.directFetch))))
-	mux.HandleFunc("POST /v1/responses", s.authAs(wire.Responses, s.budgeted(wire.Responses, jsonBody(wire.Responses, s.protocolRequest(wire.Responses, "resp_")))))
-	mux.Handle("GET /v1/responses", s.authAs(wire.Responses, s.sockets.ServeHTTP))
-	mux.HandleFunc("POST /v1/responses/compact", s.authAs(wire.Responses, jsonBody(wire.Responses, s.compactResponse)))
+	mux.HandleFunc("POST /v1/jobs/{id}/replay", s.auth(s.budgeted(openaichat.Client, s.replayJob)))
+	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.directSearch))))
+	mux.HandleFunc("POST /v1/fetch", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.directFetch))))
+	mux.HandleFunc("POST /v1/responses", s.authAs(responses.Client, s.budgeted(responses.Client, jsonBody(responses.Client, s.protocolRequest(responses.Client, "resp_")))))
+	mux.Handle("GET /v1/responses", s.authAs(responses.Client, s.sockets.ServeHTTP))
+	mux.HandleFunc("POST /v1/responses/compact", s.authAs(responses.Client, jsonBody(responses.Client, s.compactResponse)))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
-	mux.HandleFunc("DELETE /v1/responses/{id}", s.authAs(wire.Responses, s.deleteResponse))
-	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authAs(wire.Responses, s.cancelResponse))
-	mux.HandleFunc("GET /v1/responses/{id}/input_items", s.authAs(wire.Responses, s.inputItems))
-	mux.HandleFunc("POST /v1/conversations", s.authAs(wire.Responses, jsonBody(wire.Responses, s.createConversation)))
-	mux.HandleFunc("GET /v1/conversations/{id}", s.authAs(wire.Responses, s.getConversation))
-	mux.HandleFunc("POST /v1/conversations/{id}", s.authAs(wire.Responses, jsonBody(wire.Responses, s.updateConversation)))
-	mux.HandleFunc("DELETE /v1/conversations/{id}", s.authAs(wire.Responses, s.deleteConversation))
-	mux.HandleFunc("GET /v1/conversations/{id}/items", s.authAs(wire.Responses, s.listConversationItems))
-	mux.HandleFunc("POST /v1/conversations/{id}/items", s.authAs(wire.Responses, jsonBody(wire.Responses, s.addConversationItems)))
-	mux.HandleFunc("GET /v1/conversations/{id}/items/{item_id}", s.authAs(wire.Responses, s.getConversationItem))
-	mux.HandleFunc("DELETE /v1/conversations/{id}/items/{item_id}", s.authAs(wire.Responses, s.deleteConversationItem))
-	mux.HandleFunc("POST /v1/messages", s.authAs(wire.Anthropic, s.budgeted(wire.Anthropic, jsonBody(wire.Anthropic, s.protocolRequest(wire.Anthropic, "msg_")))))
+	mux.HandleFunc("DELETE /v1/responses/{id}", s.authAs(responses.Client, s.deleteResponse))
+	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authAs(responses.Client, s.cancelResponse))
+	mux.HandleFunc("GET /v1/responses/{id}/input_items", s.authAs(responses.Client, s.inputItems))
+	mux.HandleFunc("POST /v1/conversations", s.authAs(responses.Client, jsonBody(responses.Client, s.createConversation)))
+	mux.HandleFunc("GET /v1/conversations/{id}", s.authAs(responses.Client, s.getConversation))
+	mux.HandleFunc("POST /v1/conversations/{id}", s.authAs(responses.Client, jsonBody(responses.Client, s.updateConversation)))
+	mux.HandleFunc("DELETE /v1/conversations/{id}", s.authAs(responses.Client, s.deleteConversation))
+	mux.HandleFunc("GET /v1/conversations/{id}/items", s.authAs(responses.Client, s.listConversationItems))
+	mux.HandleFunc("POST /v1/conversations/{id}/items", s.authAs(responses.Client, jsonBody(responses.Client, s.addConversationItems)))
+	mux.HandleFunc("GET /v1/conversations/{id}/items/{item_id}", s.authAs(responses.Client, s.getConversationItem))
+	mux.HandleFunc("DELETE /v1/conversations/{id}/items/{item_id}", s.authAs(responses.Client, s.deleteConversationItem))
+	mux.HandleFunc("POST /v1/messages", s.authAs(anthropic.Client, s.budgeted(anthropic.Client, jsonBody(anthropic.Client, s.protocolRequest(anthropic.Client, "msg_")))))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.upload(s.uploadFile)))
 		mux.HandleFunc("GET /v1/files", s.auth(s.listFiles))
 		mux.HandleFunc("GET /v1/files/{id}", s.auth(s.getFile))
 		mux.HandleFunc("GET /v1/files/{id}/content", s.auth(s.fileContent))
 		mux.HandleFunc("DELETE /v1/files/{id}", s.auth(s.deleteFile))
-		mux.HandleFunc("POST /v1/batches", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createBatch))))
+		mux.HandleFunc("POST /v1/batches", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.createBatch))))
 		mux.HandleFunc("GET /v1/batches", s.auth(s.listBatches))
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
 	}
-	mux.HandleFunc("POST /v1/research", s.auth(s.budgeted(wire.Chat, jsonBody(wire.Chat, s.createResearch))))
+	mux.HandleFunc("POST /v1/research", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.createResearch))))
 	mux.HandleFunc("GET /v1/research", s.auth(s.listResearch))
 	mux.HandleFunc("GET /v1/research/agents", s.auth(s.listResearchAgents))
 	mux.HandleFunc("POST /v1/research/agents/{name}/webhook", s.researchAgentWebhook)
 	mux.HandleFunc("GET /v1/research/{id}", s.auth(s.getResearch))
 	mux.HandleFunc("GET /v1/research/{id}/events", s.auth(s.researchEvents))
 	mux.HandleFunc("POST /v1/research/{id}/cancel", s.auth(s.cancelResearch))
-	mux.HandleFunc("POST /v1/research/{id}/plan", s.auth(jsonBody(wire.Chat, s.planResearch)))
+	mux.HandleFunc("POST /v1/research/{id}/plan", s.auth(jsonBody(openaichat.Client, s.planResearch)))
 	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpRoute())
@@ -241,11 +244,11 @@ func crossOrigin(next http.Handler) http.Handler {
 func codecFor(path string) wire.ClientCodec {
 	switch {
 	case strings.HasPrefix(path, "/v1/messages"):
-		return wire.Anthropic
+		return anthropic.Client
 	case strings.HasPrefix(path, "/v1/responses"):
-		return wire.Responses
+		return responses.Client
 	}
-	return wire.Chat
+	return openaichat.Client
 }
 
 // routed serves the mux's routes and answers the rest in the API's error shape: a
@@ -350,7 +353,7 @@ func (t *Tenants) of(r *http.Request) (string, bool) {
 }
 
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
-	return s.authAs(wire.Chat, h)
+	return s.authAs(openaichat.Client, h)
 }
 
 // authAs authenticates by "Authorization: Bearer <key>" (the scheme in any case) or

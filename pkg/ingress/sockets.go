@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -22,11 +22,11 @@ func (s *Server) admitSocket(w http.ResponseWriter, r *http.Request) (release fu
 	id := state.NewID("lease_")
 	took, err := s.Store.Leases.AcquireLease(r.Context(), leaseSockets, tenant, id, limit, leaseTTL)
 	if err != nil {
-		s.limitsUnavailable(w, r, wire.Responses, err)
+		s.limitsUnavailable(w, r, responses.Client, err)
 		return nil, false
 	}
 	if !took {
-		s.refuse(w, wire.Responses, tenant, "websockets", s.pace.slotFree(tenant, limit, s.JobTimeout),
+		s.refuse(w, responses.Client, tenant, "websockets", s.pace.slotFree(tenant, limit, s.JobTimeout),
 			fmt.Sprintf("Too many open WebSockets: at most %d at once; close one, or use POST /v1/responses.", limit))
 		return nil, false
 	}
@@ -36,7 +36,7 @@ func (s *Server) admitSocket(w http.ResponseWriter, r *http.Request) (release fu
 // socketCreate runs a socket's response.create as a streamed POST /v1/responses
 // (responsesws.Options.Create).
 func (s *Server) socketCreate(w http.ResponseWriter, r *http.Request) {
-	if s.allowRate(w, r, wire.Responses, tenantOf(r)) {
-		s.budgeted(wire.Responses, s.protocolRequest(wire.Responses, "resp_"))(w, r)
+	if s.allowRate(w, r, responses.Client, tenantOf(r)) {
+		s.budgeted(responses.Client, s.protocolRequest(responses.Client, "resp_"))(w, r)
 	}
 }

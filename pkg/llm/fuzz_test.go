@@ -14,6 +14,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
@@ -55,7 +56,7 @@ func FuzzParseChatRequest(f *testing.F) {
 			}
 			return
 		}
-		canon, err := wire.FromChat(req)
+		canon, err := openaichat.FromChat(req)
 		if err != nil {
 			return // refused at the ingress, in Chat's error shape
 		}

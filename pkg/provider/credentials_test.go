@@ -18,7 +18,11 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -34,16 +38,16 @@ type family struct {
 
 var families = []family{
 	{"openai-chat", "/v1/chat/completions", func(p, sim string, cr *provider.Credentials, hc *http.Client) llm.Caller {
-		return upstreamtest.Chat{Caller: upstream.New(wire.ChatModel, p, sim+"/v1", "", hc, upstream.Options{Credentials: cr})}
+		return upstreamtest.Chat{Caller: upstream.New(openaichat.Model, p, sim+"/v1", "", hc, upstream.Options{Credentials: cr})}
 	}},
 	{"openai-responses", "/v1/responses", func(p, sim string, cr *provider.Credentials, hc *http.Client) llm.Caller {
-		return upstreamtest.Chat{Caller: upstream.New(wire.ResponsesModel, p, sim+"/v1", "", hc, upstream.Options{Credentials: cr})}
+		return upstreamtest.Chat{Caller: upstream.New(responses.Model, p, sim+"/v1", "", hc, upstream.Options{Credentials: cr})}
 	}},
 	{"gemini", "/v1beta/models/", func(p, sim string, cr *provider.Credentials, hc *http.Client) llm.Caller {
-		return upstreamtest.Chat{Caller: upstream.New(wire.GeminiModel, p, sim, "", hc, upstream.Options{Credentials: cr})}
+		return upstreamtest.Chat{Caller: upstream.New(gemini.Model, p, sim, "", hc, upstream.Options{Credentials: cr})}
 	}},
 	{"anthropic-messages", "/v1/messages", func(p, sim string, cr *provider.Credentials, hc *http.Client) llm.Caller {
-		return upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, p, sim, "", hc, upstream.Options{Credentials: cr})}
+		return upstreamtest.Chat{Caller: upstream.New(anthropic.Model, p, sim, "", hc, upstream.Options{Credentials: cr})}
 	}},
 }
 

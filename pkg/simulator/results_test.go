@@ -16,7 +16,11 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 
@@ -160,11 +164,11 @@ func TestNativeSearchFollowsTheQuestion(t *testing.T) {
 		Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error)
 	}
 	callers := map[string]completer{
-		"openai-responses":   upstreamtest.Chat{Caller: upstream.New(wire.ResponsesModel, "native", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true})},
-		"anthropic-messages": upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, "native", base, "sim-key", nil, upstream.Options{NativeSearch: true})},
-		"gemini":             upstreamtest.Chat{Caller: upstream.New(wire.GeminiModel, "native", base, "sim-key", nil, upstream.Options{NativeSearch: true})},
-		"kimi":               upstreamtest.Chat{Caller: upstream.New(wire.KimiModel, "sim-kimi", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true})},
-		"glm":                upstreamtest.Chat{Caller: upstream.New(wire.GLMModel, "sim-glm", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true})},
+		"openai-responses":   upstreamtest.Chat{Caller: upstream.New(responses.Model, "native", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true})},
+		"anthropic-messages": upstreamtest.Chat{Caller: upstream.New(anthropic.Model, "native", base, "sim-key", nil, upstream.Options{NativeSearch: true})},
+		"gemini":             upstreamtest.Chat{Caller: upstream.New(gemini.Model, "native", base, "sim-key", nil, upstream.Options{NativeSearch: true})},
+		"kimi":               upstreamtest.Chat{Caller: upstream.New(openaichat.Kimi, "sim-kimi", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true})},
+		"glm":                upstreamtest.Chat{Caller: upstream.New(openaichat.GLM, "sim-glm", base+"/v1", "sim-key", nil, upstream.Options{NativeSearch: true})},
 	}
 	for name, c := range callers {
 		t.Run(name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -61,16 +62,16 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fail := func(status int, msg string) []byte {
-		return wire.Anthropic.EncodeError(&wire.Error{Status: status, Message: msg})
+		return anthropic.Client.EncodeError(&wire.Error{Status: status, Message: msg})
 	}
 	if r.Header.Get("x-api-key") == "" || r.Header.Get("anthropic-version") == "" {
 		writeError(w, http.StatusUnauthorized, fail(http.StatusUnauthorized, "simulator: x-api-key and anthropic-version headers are required"))
 		return
 	}
-	req, err := wire.Anthropic.DecodeRequest(body)
+	req, err := anthropic.Client.DecodeRequest(body)
 	if err != nil {
 		e := wire.AsError(err)
-		writeError(w, e.Status, wire.Anthropic.EncodeError(e))
+		writeError(w, e.Status, anthropic.Client.EncodeError(e))
 		return
 	}
 	creq, err := chatForm(req)
@@ -92,10 +93,10 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := withReasoning(a.response("msg_sim_"+a.id, req.Model, func(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") }), thinking)
 	if !req.Stream {
-		b, _ := wire.Anthropic.EncodeResponse(resp)
+		b, _ := anthropic.Client.EncodeResponse(resp)
 		writeJSON(w, b)
 		return
 	}
-	st := wire.Anthropic.NewStream()
+	st := anthropic.Client.NewStream()
 	writeEvents(w, r, streamEvents(st, resp), tokenDelay(a.user))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -88,7 +89,7 @@ func (a scripted) response(id, model string, rename func(string) string) *wire.R
 // chatForm renders a decoded request in the Chat form the script reads.
 func chatForm(req *wire.Request) (chatRequest, error) {
 	var out chatRequest
-	body, err := wire.Chat.EncodeRequest(req, req.Model)
+	body, err := openaichat.Client.EncodeRequest(req, req.Model)
 	if err != nil {
 		return out, err
 	}

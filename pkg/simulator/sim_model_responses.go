@@ -8,6 +8,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -21,16 +22,16 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fail := func(status int, msg string) []byte {
-		return wire.Responses.EncodeError(&wire.Error{Status: status, Message: msg})
+		return responses.Client.EncodeError(&wire.Error{Status: status, Message: msg})
 	}
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 		writeError(w, http.StatusUnauthorized, fail(http.StatusUnauthorized, "simulator: a bearer key is required"))
 		return
 	}
-	req, err := wire.Responses.DecodeRequest(body)
+	req, err := responses.Client.DecodeRequest(body)
 	if err != nil {
 		e := wire.AsError(err)
-		writeError(w, e.Status, wire.Responses.EncodeError(e))
+		writeError(w, e.Status, responses.Client.EncodeError(e))
 		return
 	}
 	creq, err := chatForm(req)
@@ -56,7 +57,7 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := a.response("resp_sim_"+a.id, req.Model, rename)
 	if reasoning || !req.Stream {
-		b, _ := wire.Responses.EncodeResponse(resp)
+		b, _ := responses.Client.EncodeResponse(resp)
 		if reasoning {
 			b = withReasoningItem(b, body, a.user, a.id)
 		}
@@ -68,7 +69,7 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, b)
 		return
 	}
-	st := wire.Responses.NewStream()
+	st := responses.Client.NewStream()
 	writeEvents(w, r, streamEvents(st, resp), tokenDelay(a.user))
 }
 

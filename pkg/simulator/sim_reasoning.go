@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -126,7 +128,7 @@ func (s *Server) anthropicThinking(w http.ResponseWriter, body []byte, user, id 
 	msg, carried := anthropicThinkingError(body)
 	if msg != "" {
 		s.stats.count("model_reasoning_refused", nil, id)
-		writeError(w, http.StatusBadRequest, wire.Anthropic.EncodeError(&wire.Error{Status: http.StatusBadRequest, Message: msg}))
+		writeError(w, http.StatusBadRequest, anthropic.Client.EncodeError(&wire.Error{Status: http.StatusBadRequest, Message: msg}))
 		return nil, false
 	}
 	if carried > 0 {
@@ -247,7 +249,7 @@ func (s *Server) responsesReasoning(w http.ResponseWriter, body []byte) (on, ok 
 	refusal, carried := responsesReasoningError(body)
 	if refusal != nil {
 		s.stats.count("model_reasoning_refused", nil, string(body))
-		writeError(w, refusal.Status, wire.Responses.EncodeError(refusal))
+		writeError(w, refusal.Status, responses.Client.EncodeError(refusal))
 		return on, false
 	}
 	if carried > 0 {

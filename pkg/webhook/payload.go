@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/jobs"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -34,7 +35,7 @@ func NewPayload(eventType string, at time.Time, data any) (json.RawMessage, erro
 // viewOf is a job as GET /v1/jobs/{id} shows it, less the webhook status (it changes
 // after the payload is fixed).
 func viewOf(j *state.Job) jobs.View {
-	v := jobs.ViewOf(j, wire.ChatAnswerJSON) // the chat.completion a Chat client reads
+	v := jobs.ViewOf(j, openaichat.AnswerJSON) // the chat.completion a Chat client reads
 	v.WebhookStatus = ""
 	return v
 }

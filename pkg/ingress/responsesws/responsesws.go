@@ -41,6 +41,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -188,7 +189,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fail := func(e *wire.Error) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(e.Status)
-		w.Write(wire.Responses.EncodeError(e))
+		w.Write(responses.Client.EncodeError(e))
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		w.Header().Set("Upgrade", "websocket")

@@ -1,18 +1,19 @@
-package wire
+package anthropic
 
 import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"sort"
 	"strings"
 	"unicode/utf8"
 )
 
-var anthropicStops = map[StopReason]string{StopEndTurn: "end_turn", StopToolUse: "tool_use", StopMaxTokens: "max_tokens", StopRefusal: "refusal"}
+var anthropicStops = map[wire.StopReason]string{wire.StopEndTurn: "end_turn", wire.StopToolUse: "tool_use", wire.StopMaxTokens: "max_tokens", wire.StopRefusal: "refusal"}
 
 // serverToolID is the srvtoolu_ id of a fleet search.
-func serverToolID(id string) string { return "srvtoolu_" + idToken(id) }
+func serverToolID(id string) string { return "srvtoolu_" + wire.IDToken(id) }
 
 // opaque stands in for Anthropic's encrypted fields: the fleet needs nothing back, but
 // the field is required and clients send it back unchanged.
@@ -21,17 +22,17 @@ func opaque(s string) string { return base64.RawURLEncoding.EncodeToString([]byt
 // anthropicBlocks renders a response's content: server_tool_use and
 // web_search_tool_result per search, text blocks cut at each cited span with
 // web_search_result_location citations, tool_use blocks.
-func anthropicBlocks(r *Response) []map[string]any {
+func anthropicBlocks(r *wire.Response) []map[string]any {
 	var out []map[string]any
 	for _, p := range r.Content {
 		switch p.Kind {
-		case PartServerCall:
+		case wire.PartServerCall:
 			if p.Server.IsFetch() {
-				out = append(out, map[string]any{"type": "server_tool_use", "id": serverToolID(p.Server.ID), "name": FetchName, "input": map[string]string{"url": p.Server.URL}})
+				out = append(out, map[string]any{"type": "server_tool_use", "id": serverToolID(p.Server.ID), "name": wire.FetchName, "input": map[string]string{"url": p.Server.URL}})
 				break
 			}
 			out = append(out, map[string]any{"type": "server_tool_use", "id": serverToolID(p.Server.ID), "name": "web_search", "input": map[string]string{"query": p.Server.Query}})
-		case PartServerResult:
+		case wire.PartServerResult:
 			if b := anthropicFetchResult(p.Search); b != nil {
 				out = append(out, b)
 				break
@@ -51,13 +52,13 @@ func anthropicBlocks(r *Response) []map[string]any {
 				content = hits
 			}
 			out = append(out, map[string]any{"type": "web_search_tool_result", "tool_use_id": serverToolID(p.Search.CallID), "content": content})
-		case PartText:
+		case wire.PartText:
 			out = append(out, textBlocks(p)...)
-		case PartReasoning:
-			if b := clientThinkingBlock(p); b != nil {
+		case wire.PartReasoning:
+			if b := wire.ClientThinkingBlock(p); b != nil {
 				out = append(out, b)
 			}
-		case PartToolCall:
+		case wire.PartToolCall:
 			var input any = json.RawMessage(p.Call.Arguments)
 			var obj map[string]json.RawMessage
 			if json.Unmarshal([]byte(p.Call.Arguments), &obj) != nil || obj == nil {
@@ -75,9 +76,9 @@ func anthropicBlocks(r *Response) []map[string]any {
 // textBlocks cuts a text part into blocks: each run of text ending with cited spans
 // (adjacent spans together) carries their citations; the rest carries none. The
 // blocks' texts concatenate to the part's text.
-func textBlocks(p Part) []map[string]any {
+func textBlocks(p wire.Part) []map[string]any {
 	runes := []rune(p.Text)
-	cits := append([]Citation(nil), p.Citations...)
+	cits := append([]wire.Citation(nil), p.Citations...)
 	sort.SliceStable(cits, func(i, j int) bool { return cits[i].Start < cits[j].Start })
 	var out []map[string]any
 	from := 0
@@ -87,7 +88,7 @@ func textBlocks(p Part) []map[string]any {
 			i++
 			continue
 		}
-		end, group := c.End, []Citation{c}
+		end, group := c.End, []wire.Citation{c}
 		for i++; i < len(cits) && cits[i].Start == end && cits[i].End <= len(runes); i++ {
 			end = cits[i].End
 			group = append(group, cits[i])
@@ -120,16 +121,16 @@ func tail(s string, n int) string {
 	return string(r[len(r)-n:])
 }
 
-func anthropicUsage(r *Response) map[string]any {
-	return withSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
+func anthropicUsage(r *wire.Response) map[string]any {
+	return wire.WithSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
 		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
 		"server_tool_use": map[string]int{"web_search_requests": r.Usage.WebSearches, "web_fetch_requests": r.Usage.WebFetches}, "service_tier": "standard"}, r.Usage)
 }
 
 // anthropicFetchHistory reads an earlier turn's web_fetch_tool_result block: the page
 // fetched (as a source), or the error's code.
-func anthropicFetchHistory(id string, raw json.RawMessage) *SearchResult {
-	res := &SearchResult{CallID: id, Sources: []Source{}, fetch: true}
+func anthropicFetchHistory(id string, raw json.RawMessage) *wire.SearchResult {
+	res := &wire.SearchResult{CallID: id, Sources: []wire.Source{}, Fetch: true}
 	var c struct {
 		Type      string `json:"type"`
 		URL       string `json:"url"`
@@ -139,25 +140,25 @@ func anthropicFetchHistory(id string, raw json.RawMessage) *SearchResult {
 		} `json:"content"`
 	}
 	if json.Unmarshal(raw, &c) != nil || c.Type == "web_fetch_tool_result_error" || c.URL == "" {
-		res.Error = &SearchError{Code: cmp.Or(c.ErrorCode, "unavailable")}
+		res.Error = &wire.SearchError{Code: cmp.Or(c.ErrorCode, "unavailable")}
 		return res
 	}
-	res.Sources = append(res.Sources, Source{URL: c.URL, Title: c.Content.Title})
-	res.Page = &FetchedPage{URL: c.URL, Title: c.Content.Title}
+	res.Sources = append(res.Sources, wire.Source{URL: c.URL, Title: c.Content.Title})
+	res.Page = &wire.FetchedPage{URL: c.URL, Title: c.Content.Title}
 	return res
 }
 
 // anthropicFetchResult renders a web_fetch result as Anthropic's
 // web_fetch_tool_result block: a web_fetch_result with the page as a text document,
 // or a web_fetch_tool_result_error. nil when res is a search's result.
-func anthropicFetchResult(res *SearchResult) map[string]any {
+func anthropicFetchResult(res *wire.SearchResult) map[string]any {
 	var content any
 	switch {
 	case res.Page != nil:
 		content = map[string]any{"type": "web_fetch_result", "url": res.Page.URL, "retrieved_at": res.Page.RetrievedAt,
 			"content": map[string]any{"type": "document", "title": res.Page.Title,
 				"source": map[string]string{"type": "text", "media_type": "text/plain", "data": res.Page.Text}}}
-	case res.Error != nil && res.fetch:
+	case res.Error != nil && res.Fetch:
 		content = map[string]string{"type": "web_fetch_tool_result_error", "error_code": res.Error.Code}
 	default:
 		return nil
@@ -165,17 +166,17 @@ func anthropicFetchResult(res *SearchResult) map[string]any {
 	return map[string]any{"type": "web_fetch_tool_result", "tool_use_id": serverToolID(res.CallID), "content": content}
 }
 
-func anthropicMessage(r *Response, content []map[string]any, stop any) map[string]any {
+func anthropicMessage(r *wire.Response, content []map[string]any, stop any) map[string]any {
 	m := map[string]any{"id": r.ID, "type": "message", "role": "assistant", "model": r.Model, "content": content,
 		"stop_reason": stop, "stop_sequence": nil, "usage": anthropicUsage(r)}
-	if ext := extension(r); ext != nil {
+	if ext := wire.Extension(r); ext != nil {
 		m["searchfleet"] = ext
 	}
 	return m
 }
 
 // EncodeResponse renders r as a Messages response.
-func (anthropicCodec) EncodeResponse(r *Response) ([]byte, error) {
+func (anthropicCodec) EncodeResponse(r *wire.Response) ([]byte, error) {
 	stop := anthropicStops[r.Stop]
 	if stop == "" {
 		stop = "end_turn"
@@ -183,10 +184,10 @@ func (anthropicCodec) EncodeResponse(r *Response) ([]byte, error) {
 	return json.Marshal(anthropicMessage(r, anthropicBlocks(r), stop))
 }
 
-func (anthropicCodec) NewStream() Stream { return &anthropicStream{} }
+func (anthropicCodec) NewStream() wire.Stream { return &anthropicStream{} }
 
 // EncodeError renders the error a stream that has sent nothing answers with.
-func (*anthropicStream) EncodeError(e *Error) []byte { return Anthropic.EncodeError(e) }
+func (*anthropicStream) EncodeError(e *wire.Error) []byte { return Client.EncodeError(e) }
 
 // anthropicStream renders an answer as Messages stream events: a server_tool_use
 // block per search as it starts and its web_search_tool_result block when it ends (in
@@ -205,24 +206,24 @@ type anthropicStream struct {
 	cites    int             // the open block's citations sent
 }
 
-func anthropicEvent(typ string, fields map[string]any) Event {
+func anthropicEvent(typ string, fields map[string]any) wire.Event {
 	fields["type"] = typ
 	b, _ := json.Marshal(fields)
-	return Event{Name: typ, Data: b}
+	return wire.Event{Name: typ, Data: b}
 }
 
-func (s *anthropicStream) Start(r *Response) []Event {
+func (s *anthropicStream) Start(r *wire.Response) []wire.Event {
 	s.used, s.textBase = map[string]bool{}, -1
 	m := anthropicMessage(r, []map[string]any{}, nil)
-	return []Event{anthropicEvent("message_start", map[string]any{"message": m}), anthropicEvent("ping", map[string]any{})}
+	return []wire.Event{anthropicEvent("message_start", map[string]any{"message": m}), anthropicEvent("ping", map[string]any{})}
 }
 
-func (s *anthropicStream) KeepAlive() []Event {
-	return []Event{anthropicEvent("ping", map[string]any{})}
+func (s *anthropicStream) KeepAlive() []wire.Event {
+	return []wire.Event{anthropicEvent("ping", map[string]any{})}
 }
 
 // block renders one whole block at the next index.
-func (s *anthropicStream) block(evs []Event, b map[string]any) []Event {
+func (s *anthropicStream) block(evs []wire.Event, b map[string]any) []wire.Event {
 	i := s.closed
 	s.closed++
 	start := map[string]any{}
@@ -237,7 +238,7 @@ func (s *anthropicStream) block(evs []Event, b map[string]any) []Event {
 		deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
 	case "thinking":
 		start["thinking"], start["signature"] = "", ""
-		for _, piece := range pieces(b["thinking"].(string), 64) {
+		for _, piece := range wire.Pieces(b["thinking"].(string), 64) {
 			deltas = append(deltas, map[string]any{"type": "thinking_delta", "thinking": piece})
 		}
 		deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": b["signature"]})
@@ -251,7 +252,7 @@ func (s *anthropicStream) block(evs []Event, b map[string]any) []Event {
 		} else {
 			delete(start, "citations")
 		}
-		for _, piece := range pieces(b["text"].(string), 64) {
+		for _, piece := range wire.Pieces(b["text"].(string), 64) {
 			deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
 		}
 	}
@@ -281,7 +282,7 @@ func unresolved(text string) int {
 // it into, each opened, filled and closed as soon as that is certain. A cited block is
 // certain once a character other than "[" follows its markers (another marker would
 // join the group); text that may still become a marker is held back.
-func (s *anthropicStream) liveText(evs []Event, p Part) []Event {
+func (s *anthropicStream) liveText(evs []wire.Event, p wire.Part) []wire.Event {
 	if s.textBase < 0 {
 		s.textBase = s.closed
 	}
@@ -321,37 +322,37 @@ func (s *anthropicStream) liveText(evs []Event, p Part) []Event {
 	return evs
 }
 
-func (s *anthropicStream) Update(r *Response) []Event {
-	var evs []Event
+func (s *anthropicStream) Update(r *wire.Response) []wire.Event {
+	var evs []wire.Event
 	for s.cursor < len(r.Content) {
 		p := r.Content[s.cursor]
 		switch p.Kind {
-		case PartServerCall:
+		case wire.PartServerCall:
 			if s.open {
 				return evs // a search after the text: Finish renders it
 			}
 			if !s.used[p.Server.ID] {
 				s.used[p.Server.ID] = true
-				evs = s.block(evs, anthropicBlocks(&Response{Content: []Part{p}})[0])
+				evs = s.block(evs, anthropicBlocks(&wire.Response{Content: []wire.Part{p}})[0])
 			}
 			// The next block must be this search's result.
-			if s.cursor+1 >= len(r.Content) || r.Content[s.cursor+1].Kind != PartServerResult {
+			if s.cursor+1 >= len(r.Content) || r.Content[s.cursor+1].Kind != wire.PartServerResult {
 				return evs
 			}
 			s.cursor++
-		case PartServerResult:
+		case wire.PartServerResult:
 			if s.open {
 				return evs
 			}
-			evs = s.block(evs, anthropicBlocks(&Response{Content: []Part{p}})[0])
+			evs = s.block(evs, anthropicBlocks(&wire.Response{Content: []wire.Part{p}})[0])
 			s.cursor++
-		case PartText:
+		case wire.PartText:
 			return s.liveText(evs, p)
-		case PartReasoning:
+		case wire.PartReasoning:
 			if s.open {
 				return evs
 			}
-			if b := clientThinkingBlock(p); b != nil {
+			if b := wire.ClientThinkingBlock(p); b != nil {
 				evs = s.block(evs, b)
 			}
 			s.cursor++
@@ -362,15 +363,15 @@ func (s *anthropicStream) Update(r *Response) []Event {
 	return evs
 }
 
-func (s *anthropicStream) Finish(r *Response) []Event {
-	var evs []Event
+func (s *anthropicStream) Finish(r *wire.Response) []wire.Event {
+	var evs []wire.Event
 	blocks := anthropicBlocks(r)
 	if s.textBase >= 0 {
 		at := s.closed
 		if s.open {
 			at++
 		}
-		blocks = thinkingAfterText(blocks, s.textBase, at)
+		blocks = wire.ThinkingAfterText(blocks, s.textBase, at)
 	}
 	for i := s.closed; i < len(blocks); i++ {
 		b := blocks[i]
@@ -388,7 +389,7 @@ func (s *anthropicStream) Finish(r *Response) []Event {
 			for _, c := range cs[s.cites:] {
 				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "citations_delta", "citation": c}}))
 			}
-			for _, piece := range pieces(rest, 64) {
+			for _, piece := range wire.Pieces(rest, 64) {
 				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "text_delta", "text": piece}}))
 			}
 			evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": idx}))
@@ -412,14 +413,14 @@ func (s *anthropicStream) Finish(r *Response) []Event {
 	return append(evs, anthropicEvent("message_stop", map[string]any{}))
 }
 
-func (*anthropicStream) Fail(_ *Response, e *Error) []Event {
-	return []Event{{Name: "error", Data: Anthropic.EncodeError(e)}}
+func (*anthropicStream) Fail(_ *wire.Response, e *wire.Error) []wire.Event {
+	return []wire.Event{{Name: "error", Data: Client.EncodeError(e)}}
 }
 
 // anthropicSearchResult reads a web_search_tool_result block's content: the results
 // (url, title, page_age), or the error object Anthropic puts in their place.
-func anthropicSearchResult(toolUseID string, content json.RawMessage) *SearchResult {
-	res := &SearchResult{CallID: toolUseID}
+func anthropicSearchResult(toolUseID string, content json.RawMessage) *wire.SearchResult {
+	res := &wire.SearchResult{CallID: toolUseID}
 	var hits []struct {
 		URL     string `json:"url"`
 		Title   string `json:"title"`
@@ -427,7 +428,7 @@ func anthropicSearchResult(toolUseID string, content json.RawMessage) *SearchRes
 	}
 	if json.Unmarshal(content, &hits) == nil {
 		for _, h := range hits {
-			res.Sources = append(res.Sources, Source{URL: h.URL, Title: h.Title, PageAge: h.PageAge})
+			res.Sources = append(res.Sources, wire.Source{URL: h.URL, Title: h.Title, PageAge: h.PageAge})
 		}
 		return res
 	}
@@ -435,6 +436,6 @@ func anthropicSearchResult(toolUseID string, content json.RawMessage) *SearchRes
 		ErrorCode string `json:"error_code"`
 	}
 	json.Unmarshal(content, &e)
-	res.Error = &SearchError{Code: e.ErrorCode}
+	res.Error = &wire.SearchError{Code: e.ErrorCode}
 	return res
 }

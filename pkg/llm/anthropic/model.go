@@ -1,4 +1,4 @@
-package wire
+package anthropic
 
 import (
 	"encoding/json"
@@ -7,16 +7,17 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // AnthropicModel is the Anthropic Messages protocol as the fleet speaks it to a main
 // model: POST {base}/v1/messages with x-api-key and anthropic-version.
-var AnthropicModel anthropicModel
+var Model anthropicModel
 
 type anthropicModel struct{}
 
 // AnthropicVersion is the anthropic-version header the fleet sends.
-const AnthropicVersion = "2023-06-01"
+const Version = "2023-06-01"
 
 // anthropicSearchTool is the web search tool type sent unless the request names
 // another (llm.SearchOptions.Tool).
@@ -26,16 +27,16 @@ const anthropicSearchTool = "web_search_20250305"
 // requires the field.
 const anthropicDefaultMaxTokens = 4096
 
-func (anthropicModel) Protocol() Protocol { return AnthropicMessages }
+func (anthropicModel) Protocol() wire.Protocol { return wire.AnthropicMessages }
 
 // NativeSearch: Anthropic web search is $10 per 1,000 searches (docs.anthropic.com,
 // web search tool pricing).
 func (anthropicModel) NativeSearch(string) (string, float64, bool) {
-	return string(AnthropicMessages), 0.01, true
+	return string(wire.AnthropicMessages), 0.01, true
 }
 
-func (anthropicModel) TakesFile(media string) bool    { return media == mediaPDF }
-func (anthropicModel) TakesFileURL(media string) bool { return media == mediaPDF }
+func (anthropicModel) TakesFile(media string) bool    { return media == wire.MediaPDF }
+func (anthropicModel) TakesFileURL(media string) bool { return media == wire.MediaPDF }
 
 func (anthropicModel) Path(string, bool) string { return "/v1/messages" }
 
@@ -43,25 +44,25 @@ func (anthropicModel) Authorize(h http.Header, key string) {
 	if key != "" {
 		h.Set("x-api-key", key)
 	}
-	h.Set("anthropic-version", AnthropicVersion)
+	h.Set("anthropic-version", Version)
 }
 
 // EncodeRequest renders r as a Messages request: system apart, tool results as
 // tool_result blocks of user turns, tool calls as tool_use blocks, client tools as
 // {name, description, input_schema}, consecutive turns of one role merged.
-func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	r, err := ModelFiles(r, AnthropicModel, model)
+func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
+	r, err := wire.ModelFiles(r, Model, model)
 	if err != nil {
 		return nil, err
 	}
-	out := newTopLevel(0)
-	out.set("model", model)
-	out.set("max_tokens", anthropicDefaultMaxTokens)
+	out := wire.NewTopLevel(0)
+	out.Set("model", model)
+	out.Set("max_tokens", anthropicDefaultMaxTokens)
 	if r.MaxTokens > 0 {
-		out.set("max_tokens", r.MaxTokens)
+		out.Set("max_tokens", r.MaxTokens)
 	}
 	if r.System != "" {
-		out.set("system", r.System)
+		out.Set("system", r.System)
 	}
 	type turn struct {
 		Role    string `json:"role"`
@@ -70,40 +71,40 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	var msgs []turn
 	for _, m := range r.Messages {
 		role := "user"
-		if m.Role == RoleAssistant {
+		if m.Role == wire.RoleAssistant {
 			role = "assistant"
 		}
 		var blocks []any
 		parts := m.Parts
-		if m.Role == RoleAssistant {
+		if m.Role == wire.RoleAssistant {
 			parts = thinkingFirst(parts)
 		}
 		for _, p := range parts {
 			switch p.Kind {
-			case PartReasoning:
+			case wire.PartReasoning:
 				// The model's own thinking goes back verbatim; another protocol's
 				// reasoning cannot (it has no signature Anthropic accepts).
-				if b := thinkingBlock(p); b != nil {
+				if b := wire.ThinkingBlock(p); b != nil {
 					blocks = append(blocks, b)
 				}
-			case PartText:
+			case wire.PartText:
 				if p.Text != "" {
 					blocks = append(blocks, &anthropicTextBlock{Type: "text", Text: p.Text})
 				}
-			case PartImage:
+			case wire.PartImage:
 				blocks = append(blocks, anthropicImage(p.Image))
-			case PartFile:
+			case wire.PartFile:
 				source := map[string]string{"type": "base64", "media_type": p.File.MediaType, "data": p.File.Data}
 				if p.File.Data == "" && p.File.URL != "" { // a PDF it takes by URL (URLPDFSourceParam)
 					source = map[string]string{"type": "url", "url": p.File.URL}
 				}
-				blocks = append(blocks, map[string]any{"type": "document", "title": p.File.name(), "source": source})
-			case PartToolCall:
-				blocks = append(blocks, &anthropicToolUseBlock{Type: "tool_use", ID: p.Call.ID, Name: p.Call.Name, Input: toolArgs(p.Call.Arguments)})
-			case PartToolResult:
-				blocks = append(blocks, &anthropicToolResultBlock{Type: "tool_result", ToolUseID: p.Result.CallID, Content: resultText(p.Result), IsError: p.Result.IsError})
-			case PartServerCall, PartServerResult:
-				blocks = append(blocks, &anthropicTextBlock{Type: "text", Text: renderServerPart(p)})
+				blocks = append(blocks, map[string]any{"type": "document", "title": p.File.Name(), "source": source})
+			case wire.PartToolCall:
+				blocks = append(blocks, &anthropicToolUseBlock{Type: "tool_use", ID: p.Call.ID, Name: p.Call.Name, Input: wire.ToolArgs(p.Call.Arguments)})
+			case wire.PartToolResult:
+				blocks = append(blocks, &anthropicToolResultBlock{Type: "tool_result", ToolUseID: p.Result.CallID, Content: wire.ResultText(p.Result), IsError: p.Result.IsError})
+			case wire.PartServerCall, wire.PartServerResult:
+				blocks = append(blocks, &anthropicTextBlock{Type: "text", Text: wire.RenderServerPart(p)})
 			}
 		}
 		if len(blocks) == 0 {
@@ -116,9 +117,9 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		msgs = append(msgs, turn{Role: role, Content: blocks})
 	}
 	if len(msgs) == 0 {
-		return nil, Invalid("messages", "the conversation has no content for the model")
+		return nil, wire.Invalid("messages", "the conversation has no content for the model")
 	}
-	out.set("messages", msgs)
+	out.Set("messages", msgs)
 	var tools []any
 	if o := r.Search; o != nil {
 		// The provider's own search: its server tool, with the request's settings.
@@ -140,17 +141,17 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			st["user_location"] = map[string]string{"type": "approximate", "country": strings.ToUpper(o.Country)}
 		}
 		tools = append(tools, st)
-		out.set("tools", tools)
+		out.Set("tools", tools)
 	}
 	if len(r.Tools) > 0 {
 		for _, t := range r.Tools {
 			schema := t.Parameters
-			if isNull(schema) {
+			if wire.IsNull(schema) {
 				schema = json.RawMessage(`{"type":"object","properties":{}}`)
 			}
 			tools = append(tools, &anthropicTool{Name: t.Name, InputSchema: schema, Description: t.Description})
 		}
-		out.set("tools", tools)
+		out.Set("tools", tools)
 		var choice map[string]any
 		if tc := r.ToolChoice; tc != nil {
 			switch tc.Mode {
@@ -173,23 +174,23 @@ func (anthropicModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			}
 		}
 		if choice != nil {
-			out.set("tool_choice", choice)
+			out.Set("tool_choice", choice)
 		}
 	}
 	if r.Temperature != nil {
-		out.set("temperature", *r.Temperature)
+		out.Set("temperature", *r.Temperature)
 	}
 	if r.TopP != nil {
-		out.set("top_p", *r.TopP)
+		out.Set("top_p", *r.TopP)
 	}
 	if len(r.Stop) > 0 {
-		out.set("stop_sequences", r.Stop)
+		out.Set("stop_sequences", r.Stop)
 	}
 	if r.Stream {
-		out.set("stream", true)
+		out.Set("stream", true)
 	}
 	anthropicThinkingConfig(out, r.Reasoning)
-	return out.marshal()
+	return out.Marshal()
 }
 
 // The text, tool_use and tool_result blocks and the client tools of a Messages
@@ -230,19 +231,19 @@ type anthropicTool struct {
 // anthropicThinkingConfig sets a request's thinking from its reasoning settings:
 // adaptive, disabled, or enabled with the budget (an effort's, BudgetOf); max_tokens
 // is raised above the budget where it is not (Anthropic requires it).
-func anthropicThinkingConfig(out *topLevel, c *ReasoningConfig) {
+func anthropicThinkingConfig(out *wire.TopLevel, c *wire.ReasoningConfig) {
 	switch {
 	case c == nil:
 	case c.Adaptive:
-		out.set("thinking", map[string]any{"type": "adaptive"})
+		out.Set("thinking", map[string]any{"type": "adaptive"})
 	case c.Disabled:
-		out.set("thinking", map[string]any{"type": "disabled"})
+		out.Set("thinking", map[string]any{"type": "disabled"})
 	case c.BudgetOf() > 0:
 		budget := max(c.BudgetOf(), 1024)
-		out.set("thinking", map[string]any{"type": "enabled", "budget_tokens": budget})
-		v, _ := out.get("max_tokens")
+		out.Set("thinking", map[string]any{"type": "enabled", "budget_tokens": budget})
+		v, _ := out.Get("max_tokens")
 		if mt, _ := v.(int); mt <= budget {
-			out.set("max_tokens", budget+anthropicDefaultMaxTokens)
+			out.Set("max_tokens", budget+anthropicDefaultMaxTokens)
 		}
 	}
 }
@@ -251,14 +252,14 @@ func anthropicThinkingConfig(out *topLevel, c *ReasoningConfig) {
 // block to after that run of thinking blocks: Anthropic wants an assistant message
 // that made tool calls to start with its thinking, and a streamed answer (text sent
 // as it came, its thinking at the end) may come back in that order.
-func thinkingFirst(parts []Part) []Part {
+func thinkingFirst(parts []wire.Part) []wire.Part {
 	first := -1
 	for i, p := range parts {
-		if _, ok := reasoningFor(p, AnthropicMessages); ok {
+		if _, ok := wire.ReasoningFor(p, wire.AnthropicMessages); ok {
 			first = i
 			break
 		}
-		if p.Kind != PartText {
+		if p.Kind != wire.PartText {
 			return parts
 		}
 	}
@@ -267,19 +268,19 @@ func thinkingFirst(parts []Part) []Part {
 	}
 	end := first
 	for end < len(parts) {
-		if _, ok := reasoningFor(parts[end], AnthropicMessages); !ok {
+		if _, ok := wire.ReasoningFor(parts[end], wire.AnthropicMessages); !ok {
 			break
 		}
 		end++
 	}
-	out := append([]Part(nil), parts[first:end]...)
+	out := append([]wire.Part(nil), parts[first:end]...)
 	out = append(out, parts[:first]...)
 	return append(out, parts[end:]...)
 }
 
 // anthropicImage renders an image block: a URL source, or base64 (data: URLs split).
-func anthropicImage(im *Image) map[string]any {
-	media, data, ok := im.inline()
+func anthropicImage(im *wire.Image) map[string]any {
+	media, data, ok := im.Inline()
 	if !ok {
 		return map[string]any{"type": "image", "source": map[string]string{"type": "url", "url": im.URL}}
 	}
@@ -329,20 +330,20 @@ type anthropicErrorBody struct {
 	Message string `json:"message"`
 }
 
-var anthropicStopReasons = map[string]StopReason{"end_turn": StopEndTurn, "stop_sequence": StopEndTurn, "pause_turn": StopEndTurn,
-	"tool_use": StopToolUse, "max_tokens": StopMaxTokens, "model_context_window_exceeded": StopMaxTokens, "refusal": StopRefusal}
+var anthropicStopReasons = map[string]wire.StopReason{"end_turn": wire.StopEndTurn, "stop_sequence": wire.StopEndTurn, "pause_turn": wire.StopEndTurn,
+	"tool_use": wire.StopToolUse, "max_tokens": wire.StopMaxTokens, "model_context_window_exceeded": wire.StopMaxTokens, "refusal": wire.StopRefusal}
 
 // DecodeResponse reads a Messages response: text blocks (with their citations),
 // tool_use blocks as tool calls, the provider's own searches (server_tool_use,
 // web_search_tool_result), thinking and redacted_thinking blocks (verbatim, for the
 // next turn), usage and the stop reason.
-func (anthropicModel) DecodeResponse(body []byte) (*Response, error) {
+func (anthropicModel) DecodeResponse(body []byte) (*wire.Response, error) {
 	var a anthropicAnswer
 	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, fmt.Errorf("not a Messages API response: %s", clip(err.Error(), 200))
+		return nil, fmt.Errorf("not a Messages API response: %s", wire.Clip(err.Error(), 200))
 	}
 	if a.Type == "error" && a.Error != nil {
-		return nil, statusError(anthropicStatus(a.Error.Type), a.Error.Type, a.Error.Message)
+		return nil, wire.StatusError(anthropicStatus(a.Error.Type), a.Error.Type, a.Error.Message)
 	}
 	if a.Type != "message" {
 		return nil, fmt.Errorf("not a Messages API response: type %q", a.Type)
@@ -350,11 +351,11 @@ func (anthropicModel) DecodeResponse(body []byte) (*Response, error) {
 	return a.response(), nil
 }
 
-func (a *anthropicAnswer) response() *Response {
-	r := &Response{ID: a.ID, Model: a.Model, Status: StatusCompleted, Stop: anthropicStopReasons[a.StopReason], Paused: a.StopReason == "pause_turn",
-		Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
+func (a *anthropicAnswer) response() *wire.Response {
+	r := &wire.Response{ID: a.ID, Model: a.Model, Status: wire.StatusCompleted, Stop: anthropicStopReasons[a.StopReason], Paused: a.StopReason == "pause_turn",
+		Usage: wire.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	if r.Stop == "" {
-		r.Stop = StopEndTurn
+		r.Stop = wire.StopEndTurn
 	}
 	if st := a.Usage.ServerToolUse; st != nil {
 		r.Usage.WebSearches = st.WebSearchRequests
@@ -362,23 +363,23 @@ func (a *anthropicAnswer) response() *Response {
 	for _, b := range a.Content {
 		switch b.Type {
 		case "text":
-			p := Part{Kind: PartText, Text: b.Text}
+			p := wire.Part{Kind: wire.PartText, Text: b.Text}
 			for _, c := range b.Citations {
-				p.Citations = append(p.Citations, Citation{URL: c.URL, Title: c.Title, CitedText: c.CitedText, Start: -1, End: -1})
+				p.Citations = append(p.Citations, wire.Citation{URL: c.URL, Title: c.Title, CitedText: c.CitedText, Start: -1, End: -1})
 			}
 			r.Content = append(r.Content, p)
 		case "tool_use":
-			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: b.ID, Name: b.Name, Arguments: compactArgs(b.Input)}})
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: b.ID, Name: b.Name, Arguments: wire.CompactArgs(b.Input)}})
 		case "thinking", "redacted_thinking":
-			r.Content = append(r.Content, Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}})
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}})
 		case "server_tool_use":
 			var in struct {
 				Query string `json:"query"`
 			}
 			json.Unmarshal(b.Input, &in)
-			r.Content = append(r.Content, Part{Kind: PartServerCall, Server: &ServerCall{ID: b.ID, Name: b.Name, Query: in.Query}})
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartServerCall, Server: &wire.ServerCall{ID: b.ID, Name: b.Name, Query: in.Query}})
 		case "web_search_tool_result":
-			r.Content = append(r.Content, Part{Kind: PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
 		}
 	}
 	return r
@@ -392,7 +393,7 @@ func (anthropicModel) Continue(request, answer []byte) ([]byte, bool) {
 		StopReason string          `json:"stop_reason"`
 		Content    json.RawMessage `json:"content"`
 	}
-	if json.Unmarshal(answer, &a) != nil || a.StopReason != "pause_turn" || isNull(a.Content) {
+	if json.Unmarshal(answer, &a) != nil || a.StopReason != "pause_turn" || wire.IsNull(a.Content) {
 		return nil, false
 	}
 	var req map[string]json.RawMessage
@@ -452,12 +453,12 @@ func (anthropicModel) DecodeError(status int, body []byte) *llm.Error {
 		Error anthropicErrorBody `json:"error"`
 	}
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return statusError(status, e.Error.Type, e.Error.Message)
+		return wire.StatusError(status, e.Error.Type, e.Error.Message)
 	}
-	return statusError(status, "", strings.TrimSpace(string(body)))
+	return wire.StatusError(status, "", strings.TrimSpace(string(body)))
 }
 
-func (anthropicModel) NewStreamDecoder() StreamDecoder { return &anthropicDecoder{} }
+func (anthropicModel) NewStreamDecoder() wire.StreamDecoder { return &anthropicDecoder{} }
 
 // anthropicDecoder assembles a Messages stream: message_start, content blocks built
 // from their start and deltas (text_delta, input_json_delta, citations_delta),
@@ -488,7 +489,7 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 		Error *anthropicErrorBody   `json:"error"`
 	}
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return "", fmt.Errorf("unreadable Messages stream event: %s", clip(err.Error(), 200))
+		return "", fmt.Errorf("unreadable Messages stream event: %s", wire.Clip(err.Error(), 200))
 	}
 	block := func() *anthropicAnswerBlock {
 		if ev.Index < 0 || ev.Index >= len(d.msg.Content) {
@@ -566,16 +567,16 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 		d.done = true
 	case "error":
 		if ev.Error != nil {
-			return "", statusError(anthropicStatus(ev.Error.Type), ev.Error.Type, ev.Error.Message)
+			return "", wire.StatusError(anthropicStatus(ev.Error.Type), ev.Error.Type, ev.Error.Message)
 		}
-		return "", statusError(http.StatusBadGateway, "", "the model's stream reported an error")
+		return "", wire.StatusError(http.StatusBadGateway, "", "the model's stream reported an error")
 	}
 	return "", nil
 }
 
-func (d *anthropicDecoder) Response() (*Response, error) {
+func (d *anthropicDecoder) Response() (*wire.Response, error) {
 	if !d.started || !d.done {
-		return nil, statusError(http.StatusBadGateway, "", "the model's stream ended before message_stop")
+		return nil, wire.StatusError(http.StatusBadGateway, "", "the model's stream ended before message_stop")
 	}
 	return d.msg.response(), nil
 }

@@ -1,4 +1,4 @@
-package wire
+package anthropic
 
 import (
 	"encoding/base64"
@@ -10,14 +10,15 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // Anthropic is the Anthropic Messages codec (client side).
-var Anthropic anthropicCodec
+var Client anthropicCodec
 
 type anthropicCodec struct{}
 
-func (anthropicCodec) Protocol() Protocol { return AnthropicMessages }
+func (anthropicCodec) Protocol() wire.Protocol { return wire.AnthropicMessages }
 
 // anthropicErrorType is Anthropic's error type for an HTTP status.
 func anthropicErrorType(status int) string {
@@ -44,7 +45,7 @@ func anthropicErrorType(status int) string {
 }
 
 // EncodeError renders {"type":"error","error":{"type":…,"message":…}}.
-func (anthropicCodec) EncodeError(e *Error) []byte {
+func (anthropicCodec) EncodeError(e *wire.Error) []byte {
 	msg := e.Message
 	if e.Param != "" && !strings.Contains(msg, e.Param) {
 		msg = e.Param + ": " + msg
@@ -62,50 +63,50 @@ var anthropicFetchTools = map[string]bool{"web_fetch_20250910": true, "web_fetch
 
 // DecodeRequest reads a Messages request: system, content blocks, client tools,
 // web_search server tools (max_uses, allowed_domains, blocked_domains, user_location).
-func (anthropicCodec) DecodeRequest(body []byte) (*Request, error) {
-	top, err := jsonObject(body)
+func (anthropicCodec) DecodeRequest(body []byte) (*wire.Request, error) {
+	top, err := wire.JSONObject(body)
 	if err != nil {
 		return nil, err
 	}
-	r := &Request{}
+	r := &wire.Request{}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		v := top[k]
-		if isNull(v) {
+		if wire.IsNull(v) {
 			continue
 		}
 		var err error
 		switch k {
 		case "model":
 			if json.Unmarshal(v, &r.Model) != nil || strings.TrimSpace(r.Model) == "" {
-				return nil, Invalid(k, "model: Input should be a valid non-empty string")
+				return nil, wire.Invalid(k, "model: Input should be a valid non-empty string")
 			}
 		case "max_tokens":
 			if json.Unmarshal(v, &r.MaxTokens) != nil || r.MaxTokens < 1 {
-				return nil, Invalid(k, "max_tokens: Input should be a positive integer")
+				return nil, wire.Invalid(k, "max_tokens: Input should be a positive integer")
 			}
 		case "messages":
-			err = r.anthropicMessages(v)
+			err = anthropicMessages(r, v)
 		case "system":
-			err = r.anthropicSystem(v)
+			err = anthropicSystem(r, v)
 		case "tools":
-			err = r.anthropicTools(v)
+			err = anthropicTools(r, v)
 		case "tool_choice":
-			err = r.anthropicToolChoice(v)
+			err = anthropicToolChoice(r, v)
 		case "temperature":
-			err = decodeAs(k, v, &r.Temperature, "a number")
+			err = wire.DecodeAs(k, v, &r.Temperature, "a number")
 		case "top_p":
-			err = decodeAs(k, v, &r.TopP, "a number")
+			err = wire.DecodeAs(k, v, &r.TopP, "a number")
 		case "stop_sequences":
-			err = decodeAs(k, v, &r.Stop, "an array of strings")
+			err = wire.DecodeAs(k, v, &r.Stop, "an array of strings")
 		case "stream":
-			err = decodeAs(k, v, &r.Stream, "a boolean")
+			err = wire.DecodeAs(k, v, &r.Stream, "a boolean")
 		case "top_k":
 			r.Notes = append(r.Notes, "top_k is not honoured by the fleet's model")
 		case "thinking":
-			r.Reasoning, err = anthropicThinking(v)
+			r.Reasoning, err = wire.AnthropicThinking(v)
 		case "metadata", "service_tier":
 		default:
-			return nil, Invalid(k, "%s: Extra inputs are not permitted", k)
+			return nil, wire.Invalid(k, "%s: Extra inputs are not permitted", k)
 		}
 		if err != nil {
 			return nil, err
@@ -113,16 +114,16 @@ func (anthropicCodec) DecodeRequest(body []byte) (*Request, error) {
 	}
 	switch {
 	case r.Model == "":
-		return nil, Invalid("model", "model: Field required")
+		return nil, wire.Invalid("model", "model: Field required")
 	case r.MaxTokens == 0:
-		return nil, Invalid("max_tokens", "max_tokens: Field required")
+		return nil, wire.Invalid("max_tokens", "max_tokens: Field required")
 	case len(r.Messages) == 0:
-		return nil, Invalid("messages", "messages: Field required (at least one message)")
+		return nil, wire.Invalid("messages", "messages: Field required (at least one message)")
 	}
 	return r, nil
 }
 
-func (r *Request) anthropicSystem(v json.RawMessage) error {
+func anthropicSystem(r *wire.Request, v json.RawMessage) error {
 	var s string
 	if json.Unmarshal(v, &s) == nil {
 		r.System = s
@@ -133,12 +134,12 @@ func (r *Request) anthropicSystem(v json.RawMessage) error {
 		Text string `json:"text"`
 	}
 	if json.Unmarshal(v, &blocks) != nil {
-		return Invalid("system", "system: Input should be a string or a list of text blocks")
+		return wire.Invalid("system", "system: Input should be a string or a list of text blocks")
 	}
 	var texts []string
 	for i, b := range blocks {
 		if b.Type != "text" {
-			return Invalid(fmt.Sprintf("system.%d.type", i), "system.%d: only text blocks are allowed", i)
+			return wire.Invalid(fmt.Sprintf("system.%d.type", i), "system.%d: only text blocks are allowed", i)
 		}
 		texts = append(texts, b.Text)
 	}
@@ -172,83 +173,83 @@ type anthropicBlock struct {
 
 // anthropicDocument reads a document block: a base64 source (a PDF), a text source
 // (plain text) or a url source (a PDF by URL: urlFile), as a file part.
-func anthropicDocument(param string, b anthropicBlock) (Part, error) {
+func anthropicDocument(param string, b anthropicBlock) (wire.Part, error) {
 	if b.Source == nil {
-		return Part{}, Invalid(param+".source", "%s.source: Field required", param)
+		return wire.Part{}, wire.Invalid(param+".source", "%s.source: Field required", param)
 	}
 	switch b.Source.Type {
 	case "base64":
 		content, err := base64.StdEncoding.DecodeString(b.Source.Data)
 		if err != nil {
-			return Part{}, Invalid(param+".source.data", "%s.source.data is not valid base64", param)
+			return wire.Part{}, wire.Invalid(param+".source.data", "%s.source.data is not valid base64", param)
 		}
-		return Part{Kind: PartFile, File: &File{Filename: b.Title, MediaType: fileMedia(b.Source.MediaType, b.Title, content), Data: b.Source.Data}}, nil
+		return wire.Part{Kind: wire.PartFile, File: &wire.File{Filename: b.Title, MediaType: wire.FileMedia(b.Source.MediaType, b.Title, content), Data: b.Source.Data}}, nil
 	case "text":
-		return Part{Kind: PartFile, File: &File{Filename: b.Title, MediaType: "text/plain", Data: base64.StdEncoding.EncodeToString([]byte(b.Source.Data))}}, nil
+		return wire.Part{Kind: wire.PartFile, File: &wire.File{Filename: b.Title, MediaType: "text/plain", Data: base64.StdEncoding.EncodeToString([]byte(b.Source.Data))}}, nil
 	case "url":
 		if b.Source.URL == "" {
-			return Part{}, Invalid(param+".source.url", "%s.source.url: Field required", param)
+			return wire.Part{}, wire.Invalid(param+".source.url", "%s.source.url: Field required", param)
 		}
-		p, err := urlFile(param+".source.url", b.Title, b.Source.URL)
+		p, err := wire.URLFile(param+".source.url", b.Title, b.Source.URL)
 		if err == nil && p.File.MediaType == "" {
-			p.File.MediaType = mediaPDF // a url source is a PDF (URLPDFSourceParam) unless its name says otherwise
+			p.File.MediaType = wire.MediaPDF // a url source is a PDF (URLPDFSourceParam) unless its name says otherwise
 		}
 		return p, err
 	}
-	return Part{}, Invalid(param+".source.type", "%s.source.type %q is not supported by this server (send the document as base64, text or url)", param, b.Source.Type)
+	return wire.Part{}, wire.Invalid(param+".source.type", "%s.source.type %q is not supported by this server (send the document as base64, text or url)", param, b.Source.Type)
 }
 
-func (r *Request) anthropicMessages(v json.RawMessage) error {
+func anthropicMessages(r *wire.Request, v json.RawMessage) error {
 	var msgs []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	}
 	if json.Unmarshal(v, &msgs) != nil {
-		return Invalid("messages", "messages: Input should be a valid list of message objects")
+		return wire.Invalid("messages", "messages: Input should be a valid list of message objects")
 	}
 	for i, m := range msgs {
 		param := fmt.Sprintf("messages.%d", i)
 		if m.Role != "user" && m.Role != "assistant" {
-			return Invalid(param+".role", "%s.role: Input should be 'user' or 'assistant'", param)
+			return wire.Invalid(param+".role", "%s.role: Input should be 'user' or 'assistant'", param)
 		}
 		parts, err := anthropicContent(param+".content", m.Content, m.Role == "assistant")
 		if err != nil {
 			return err
 		}
-		r.Messages = append(r.Messages, Message{Role: Role(m.Role), Parts: parts})
+		r.Messages = append(r.Messages, wire.Message{Role: wire.Role(m.Role), Parts: parts})
 	}
 	return nil
 }
 
-func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part, error) {
-	if isNull(raw) {
-		return nil, Invalid(param, "%s: Field required", param)
+func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]wire.Part, error) {
+	if wire.IsNull(raw) {
+		return nil, wire.Invalid(param, "%s: Field required", param)
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return []Part{{Kind: PartText, Text: s}}, nil
+		return []wire.Part{{Kind: wire.PartText, Text: s}}, nil
 	}
 	var blocks []anthropicBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, Invalid(param, "%s: Input should be a string or a list of content blocks", param)
+		return nil, wire.Invalid(param, "%s: Input should be a string or a list of content blocks", param)
 	}
-	var parts []Part
+	var parts []wire.Part
 	for i, b := range blocks {
 		bp := fmt.Sprintf("%s.%d", param, i)
 		switch b.Type {
 		case "text":
-			parts = append(parts, Part{Kind: PartText, Text: b.Text})
+			parts = append(parts, wire.Part{Kind: wire.PartText, Text: b.Text})
 		case "image":
 			if b.Source == nil {
-				return nil, Invalid(bp+".source", "%s.source: Field required", bp)
+				return nil, wire.Invalid(bp+".source", "%s.source: Field required", bp)
 			}
 			switch b.Source.Type {
 			case "base64":
-				parts = append(parts, Part{Kind: PartImage, Image: &Image{MediaType: b.Source.MediaType, Data: b.Source.Data}})
+				parts = append(parts, wire.Part{Kind: wire.PartImage, Image: &wire.Image{MediaType: b.Source.MediaType, Data: b.Source.Data}})
 			case "url":
-				parts = append(parts, Part{Kind: PartImage, Image: &Image{URL: b.Source.URL}})
+				parts = append(parts, wire.Part{Kind: wire.PartImage, Image: &wire.Image{URL: b.Source.URL}})
 			default:
-				return nil, Invalid(bp+".source.type", "%s.source.type %q is not supported", bp, b.Source.Type)
+				return nil, wire.Invalid(bp+".source.type", "%s.source.type %q is not supported", bp, b.Source.Type)
 			}
 		case "document":
 			p, err := anthropicDocument(bp, b)
@@ -258,60 +259,60 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]Part
 			parts = append(parts, p)
 		case "tool_use":
 			if !assistant || b.ID == "" || b.Name == "" {
-				return nil, Invalid(bp, "%s: tool_use blocks belong to assistant messages and need id and name", bp)
+				return nil, wire.Invalid(bp, "%s: tool_use blocks belong to assistant messages and need id and name", bp)
 			}
 			args := "{}"
-			if !isNull(b.Input) {
+			if !wire.IsNull(b.Input) {
 				args = string(b.Input)
 			}
-			parts = append(parts, Part{Kind: PartToolCall, Call: &ToolCall{ID: b.ID, Name: b.Name, Arguments: args}})
+			parts = append(parts, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: b.ID, Name: b.Name, Arguments: args}})
 		case "tool_result":
 			if assistant || b.ToolUseID == "" {
-				return nil, Invalid(bp, "%s: tool_result blocks belong to user messages and need tool_use_id", bp)
+				return nil, wire.Invalid(bp, "%s: tool_result blocks belong to user messages and need tool_use_id", bp)
 			}
-			var inner []Part
-			if !isNull(b.Content) {
+			var inner []wire.Part
+			if !wire.IsNull(b.Content) {
 				var err error
 				if inner, err = anthropicContent(bp+".content", b.Content, false); err != nil {
 					return nil, err
 				}
 			}
-			parts = append(parts, Part{Kind: PartToolResult, Result: &ToolResult{CallID: b.ToolUseID, Parts: inner, IsError: b.IsError}})
+			parts = append(parts, wire.Part{Kind: wire.PartToolResult, Result: &wire.ToolResult{CallID: b.ToolUseID, Parts: inner, IsError: b.IsError}})
 		case "server_tool_use":
 			var in struct {
 				Query string `json:"query"`
 				URL   string `json:"url"`
 			}
 			json.Unmarshal(b.Input, &in)
-			parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: b.ID, Name: b.Name, Query: in.Query, URL: in.URL}})
+			parts = append(parts, wire.Part{Kind: wire.PartServerCall, Server: &wire.ServerCall{ID: b.ID, Name: b.Name, Query: in.Query, URL: in.URL}})
 		case "web_search_tool_result":
-			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
+			parts = append(parts, wire.Part{Kind: wire.PartServerResult, Search: anthropicSearchResult(b.ToolUseID, b.Content)})
 		case "thinking", "redacted_thinking":
 			// The model's reasoning, kept verbatim: an Anthropic model wants it back,
 			// and another model its own, which the block carries.
 			if !assistant {
-				return nil, Invalid(bp+".type", "%s.type: %s blocks belong to assistant messages", bp, b.Type)
+				return nil, wire.Invalid(bp+".type", "%s.type: %s blocks belong to assistant messages", bp, b.Type)
 			}
-			r := carriedReasoning(b.Signature + b.Data) // another model's, given back (thinkingBlock)
+			r := wire.CarriedReasoning(b.Signature + b.Data) // another model's, given back (thinkingBlock)
 			if r == nil {
-				r = &Reasoning{Protocol: AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}
+				r = &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}
 			}
-			parts = append(parts, Part{Kind: PartReasoning, Reasoning: r})
+			parts = append(parts, wire.Part{Kind: wire.PartReasoning, Reasoning: r})
 		case "web_fetch_tool_result":
-			parts = append(parts, Part{Kind: PartServerResult, Search: anthropicFetchHistory(b.ToolUseID, b.Content)})
+			parts = append(parts, wire.Part{Kind: wire.PartServerResult, Search: anthropicFetchHistory(b.ToolUseID, b.Content)})
 		case "server_tool_result":
 			// Results of server tools the fleet does not run: nothing the model can use.
 		default:
-			return nil, Invalid(bp+".type", "%s.type: content block type %q is not supported by this server", bp, b.Type)
+			return nil, wire.Invalid(bp+".type", "%s.type: content block type %q is not supported by this server", bp, b.Type)
 		}
 	}
 	return parts, nil
 }
 
-func (r *Request) anthropicTools(v json.RawMessage) error {
+func anthropicTools(r *wire.Request, v json.RawMessage) error {
 	var tools []map[string]json.RawMessage
 	if json.Unmarshal(v, &tools) != nil {
-		return Invalid("tools", "tools: Input should be a valid list")
+		return wire.Invalid("tools", "tools: Input should be a valid list")
 	}
 	for i, t := range tools {
 		param := fmt.Sprintf("tools.%d", i)
@@ -327,22 +328,22 @@ func (r *Request) anthropicTools(v json.RawMessage) error {
 			}
 			raw, _ := json.Marshal(t)
 			if json.Unmarshal(raw, &ct) != nil || ct.Name == "" {
-				return Invalid(param+".name", "%s.name: Field required", param)
+				return wire.Invalid(param+".name", "%s.name: Field required", param)
 			}
-			if isNull(ct.InputSchema) {
-				return Invalid(param+".input_schema", "%s.input_schema: Field required", param)
+			if wire.IsNull(ct.InputSchema) {
+				return wire.Invalid(param+".input_schema", "%s.input_schema: Field required", param)
 			}
-			r.Tools = append(r.Tools, Tool{Name: ct.Name, Description: ct.Description, Parameters: ct.InputSchema})
+			r.Tools = append(r.Tools, wire.Tool{Name: ct.Name, Description: ct.Description, Parameters: ct.InputSchema})
 		case anthropicServerTools[typ]:
 			if name != "web_search" {
-				return Invalid(param+".name", "%s.name: Input should be 'web_search'", param)
+				return wire.Invalid(param+".name", "%s.name: Input should be 'web_search'", param)
 			}
-			if !isNull(t["allowed_domains"]) && !isNull(t["blocked_domains"]) {
-				return Invalid(param, "%s: Cannot specify both allowed_domains and blocked_domains", param)
+			if !wire.IsNull(t["allowed_domains"]) && !wire.IsNull(t["blocked_domains"]) {
+				return wire.Invalid(param, "%s: Cannot specify both allowed_domains and blocked_domains", param)
 			}
 			o, err := llm.ParseSearchSettings(param, t)
 			if err != nil {
-				return fromLLM(err)
+				return wire.FromLLM(err)
 			}
 			if r.Search == nil {
 				r.Search = &llm.SearchOptions{}
@@ -350,20 +351,20 @@ func (r *Request) anthropicTools(v json.RawMessage) error {
 			r.Search.Merge(o)
 		case anthropicFetchTools[typ]:
 			if name != "web_fetch" {
-				return Invalid(param+".name", "%s.name: Input should be 'web_fetch'", param)
+				return wire.Invalid(param+".name", "%s.name: Input should be 'web_fetch'", param)
 			}
 			var ft struct {
 				MaxUses *int `json:"max_uses"`
 			}
 			raw, _ := json.Marshal(t)
 			if json.Unmarshal(raw, &ft) != nil || ft.MaxUses != nil && *ft.MaxUses < 1 {
-				return Invalid(param+".max_uses", "%s.max_uses: Input should be a positive integer", param)
+				return wire.Invalid(param+".max_uses", "%s.max_uses: Input should be a positive integer", param)
 			}
 			o := &llm.SearchOptions{Fetch: true}
 			if ft.MaxUses != nil {
 				o.MaxFetches = *ft.MaxUses
 			}
-			if !isNull(t["allowed_domains"]) || !isNull(t["blocked_domains"]) {
+			if !wire.IsNull(t["allowed_domains"]) || !wire.IsNull(t["blocked_domains"]) {
 				o.Unhonoured = append(o.Unhonoured, param+": web_fetch domain filters are not honoured")
 			}
 			if r.Search == nil {
@@ -373,29 +374,29 @@ func (r *Request) anthropicTools(v json.RawMessage) error {
 		case strings.HasPrefix(typ, "web_fetch_"):
 			r.Notes = append(r.Notes, param+" ("+typ+") is not served: the model cannot fetch pages with this tool version")
 		default:
-			return Invalid(param+".type", "%s.type: tool type %q is not supported by this server; it serves custom tools and web_search", param, typ)
+			return wire.Invalid(param+".type", "%s.type: tool type %q is not supported by this server; it serves custom tools and web_search", param, typ)
 		}
 	}
 	return nil
 }
 
-func (r *Request) anthropicToolChoice(v json.RawMessage) error {
+func anthropicToolChoice(r *wire.Request, v json.RawMessage) error {
 	var tc struct {
 		Type                   string `json:"type"`
 		Name                   string `json:"name"`
 		DisableParallelToolUse *bool  `json:"disable_parallel_tool_use"`
 	}
 	if json.Unmarshal(v, &tc) != nil {
-		return Invalid("tool_choice", "tool_choice: Input should be an object")
+		return wire.Invalid("tool_choice", "tool_choice: Input should be an object")
 	}
 	switch tc.Type {
 	case "auto", "none":
-		r.ToolChoice = &ToolChoice{Mode: tc.Type}
+		r.ToolChoice = &wire.ToolChoice{Mode: tc.Type}
 	case "any":
-		r.ToolChoice = &ToolChoice{Mode: "required"}
+		r.ToolChoice = &wire.ToolChoice{Mode: "required"}
 	case "tool":
 		if tc.Name == "" {
-			return Invalid("tool_choice.name", "tool_choice.name: Field required")
+			return wire.Invalid("tool_choice.name", "tool_choice.name: Field required")
 		}
 		if tc.Name == "web_search" {
 			// The server tool, forced on the first model call that offers it.
@@ -405,9 +406,9 @@ func (r *Request) anthropicToolChoice(v json.RawMessage) error {
 			r.Search.Requested, r.Search.Forced = true, true
 			break
 		}
-		r.ToolChoice = &ToolChoice{Mode: "tool", Name: tc.Name}
+		r.ToolChoice = &wire.ToolChoice{Mode: "tool", Name: tc.Name}
 	default:
-		return Invalid("tool_choice.type", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+		return wire.Invalid("tool_choice.type", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
 	}
 	if tc.DisableParallelToolUse != nil && *tc.DisableParallelToolUse {
 		f := false

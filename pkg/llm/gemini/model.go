@@ -1,4 +1,4 @@
-package wire
+package gemini
 
 import (
 	"crypto/sha256"
@@ -11,16 +11,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
-
-// Gemini is the Gemini generateContent protocol (model side only).
-const Gemini Protocol = "gemini"
 
 // GeminiModel is the Gemini Developer API as the fleet speaks it to a main model:
 // POST {base}/v1beta/models/{model}:generateContent (:streamGenerateContent?alt=sse
 // when streaming), the key in x-goog-api-key (never in the URL).
-var GeminiModel geminiModel
+var Model geminiModel
 
 type geminiModel struct{}
 
@@ -34,13 +32,13 @@ const geminiSkipSignature = "skip_thought_signature_validator"
 
 // geminiNeedsSignature reports whether model (Gemini 3 and later) validates the thought
 // signatures of replayed function calls.
-func geminiNeedsSignature(model string) bool { return geminiVersion(model) >= 3 }
+func geminiNeedsSignature(model string) bool { return wire.GeminiVersion(model) >= 3 }
 
 // geminiBillsQueries reports whether model (Gemini 3 and later) bills grounding per
 // search query rather than per grounded prompt.
-func geminiBillsQueries(model string) bool { return geminiVersion(model) >= 3 }
+func geminiBillsQueries(model string) bool { return wire.GeminiVersion(model) >= 3 }
 
-func (geminiModel) Protocol() Protocol { return Gemini }
+func (geminiModel) Protocol() wire.Protocol { return wire.Gemini }
 
 // NativeSearch: Gemini grounding with Google Search is $35 per 1,000 grounded prompts
 // (ai.google.dev/gemini-api/docs/pricing, 2.x Flash and Pro paid tier; one request per
@@ -48,15 +46,15 @@ func (geminiModel) Protocol() Protocol { return Gemini }
 // (empty queries are not billed; WIRE_FORMATS.md, "Pricing").
 func (geminiModel) NativeSearch(model string) (string, float64, bool) {
 	if geminiBillsQueries(model) {
-		return string(Gemini), 0.014, true
+		return string(wire.Gemini), 0.014, true
 	}
-	return string(Gemini), 0.035, true
+	return string(wire.Gemini), 0.035, true
 }
 
 // TakesFile: inlineData carries PDFs, images, audio and video, by their bytes only.
 func (geminiModel) TakesFile(media string) bool {
 	kind, _, _ := strings.Cut(media, "/")
-	return media == mediaPDF || kind == "image" || kind == "audio" || kind == "video"
+	return media == wire.MediaPDF || kind == "image" || kind == "audio" || kind == "video"
 }
 
 func (geminiModel) TakesFileURL(string) bool { return false }
@@ -119,15 +117,15 @@ type geminiFunctionResponse struct {
 // turns (functionCall parts in model turns, functionResponse parts in user turns,
 // named after the call they answer), systemInstruction, the client tools as
 // functionDeclarations, toolConfig and generationConfig. The model is in the URL.
-func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	r, err := ModelFiles(r, GeminiModel, model)
+func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
+	r, err := wire.ModelFiles(r, Model, model)
 	if err != nil {
 		return nil, err
 	}
 	names := map[string]string{} // call id → function name, for functionResponse
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
-			if p.Kind == PartToolCall {
+			if p.Kind == wire.PartToolCall {
 				names[p.Call.ID] = p.Call.Name
 			}
 		}
@@ -139,7 +137,7 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	var contents []content
 	for _, m := range r.Messages {
 		role := "user"
-		if m.Role == RoleAssistant {
+		if m.Role == wire.RoleAssistant {
 			role = "model"
 		}
 		var parts []any
@@ -147,24 +145,24 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		signature := "" // the thoughtSignature of the part that follows
 		for _, p := range m.Parts {
 			switch p.Kind {
-			case PartReasoning:
-				if rs, ok := reasoningFor(p, Gemini); ok && rs.Signature != "" {
+			case wire.PartReasoning:
+				if rs, ok := wire.ReasoningFor(p, wire.Gemini); ok && rs.Signature != "" {
 					signature = rs.Signature
 				}
 				continue
-			case PartText:
+			case wire.PartText:
 				if p.Text == "" {
 					continue // no part, so the signature stays for the part that follows
 				}
 				parts = append(parts, &geminiTextPart{Text: p.Text})
-			case PartImage:
+			case wire.PartImage:
 				parts = append(parts, geminiImage(p.Image))
-			case PartFile:
+			case wire.PartFile:
 				parts = append(parts, map[string]any{"inlineData": map[string]string{"mimeType": p.File.MediaType, "data": p.File.Data}})
-			case PartServerCall, PartServerResult:
-				parts = append(parts, &geminiTextPart{Text: renderServerPart(p)})
-			case PartToolCall:
-				part := &geminiCallPart{FunctionCall: geminiFunctionCall{Name: p.Call.Name, Args: toolArgs(p.Call.Arguments)}}
+			case wire.PartServerCall, wire.PartServerResult:
+				parts = append(parts, &geminiTextPart{Text: wire.RenderServerPart(p)})
+			case wire.PartToolCall:
+				part := &geminiCallPart{FunctionCall: geminiFunctionCall{Name: p.Call.Name, Args: wire.ToolArgs(p.Call.Arguments)}}
 				if !strings.HasPrefix(p.Call.ID, geminiCallPrefix) {
 					part.FunctionCall.ID = &p.Call.ID
 				}
@@ -173,7 +171,7 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 					// The signature the model gave this call, back on it unchanged.
 					part.ThoughtSignature = signature
 					signed = true
-				case !signed && geminiNeedsSignature(model) && !geminiSigned(m.Parts):
+				case !signed && geminiNeedsSignature(model) && !wire.GeminiSigned(m.Parts):
 					// Gemini 3 refuses a replayed turn whose first call has no thought
 					// signature: a call the model never made (another protocol's
 					// history) gets Google's documented sentinel.
@@ -181,12 +179,12 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 					signed = true
 				}
 				parts = append(parts, part)
-			case PartToolResult:
+			case wire.PartToolResult:
 				name := names[p.Result.CallID]
 				if name == "" {
 					name = "tool"
 				}
-				text := resultText(p.Result)
+				text := wire.ResultText(p.Result)
 				part := &geminiResponsePart{FunctionResponse: geminiFunctionResponse{Name: name}}
 				if p.Result.IsError {
 					part.FunctionResponse.Response.Error = &text
@@ -210,19 +208,19 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 		contents = append(contents, content{Role: role, Parts: parts})
 	}
 	if len(contents) == 0 {
-		return nil, Invalid("contents", "the conversation has no content for the model")
+		return nil, wire.Invalid("contents", "the conversation has no content for the model")
 	}
-	out := newTopLevel(0)
-	out.set("contents", contents)
+	out := wire.NewTopLevel(0)
+	out.Set("contents", contents)
 	if r.System != "" {
-		out.set("systemInstruction", map[string]any{"parts": []any{map[string]string{"text": r.System}}})
+		out.Set("systemInstruction", map[string]any{"parts": []any{map[string]string{"text": r.System}}})
 	}
 	var tools []any
 	if r.Search != nil {
 		// The provider's own search: grounding with Google Search (its settings have no
 		// counterpart in the tool).
 		tools = append(tools, map[string]any{"googleSearch": map[string]any{}})
-		out.set("tools", tools)
+		out.Set("tools", tools)
 	}
 	if len(r.Tools) > 0 {
 		decls := make([]any, 0, len(r.Tools))
@@ -231,12 +229,12 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			if t.Description != "" {
 				d["description"] = t.Description
 			}
-			if !isNull(t.Parameters) {
+			if !wire.IsNull(t.Parameters) {
 				d["parameters"] = t.Parameters
 			}
 			decls = append(decls, d)
 		}
-		out.set("tools", append(tools, map[string]any{"functionDeclarations": decls}))
+		out.Set("tools", append(tools, map[string]any{"functionDeclarations": decls}))
 		if tc := r.ToolChoice; tc != nil {
 			cfg := map[string]any{"mode": "AUTO"}
 			switch tc.Mode {
@@ -247,7 +245,7 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 			case "tool":
 				cfg["mode"], cfg["allowedFunctionNames"] = "ANY", []string{tc.Name}
 			}
-			out.set("toolConfig", map[string]any{"functionCallingConfig": cfg})
+			out.Set("toolConfig", map[string]any{"functionCallingConfig": cfg})
 		}
 	}
 	gen := map[string]any{}
@@ -263,17 +261,17 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 	if len(r.Stop) > 0 {
 		gen["stopSequences"] = r.Stop
 	}
-	if tc := geminiThinking(r.Reasoning, model); tc != nil {
+	if tc := wire.GeminiThinking(r.Reasoning, model); tc != nil {
 		gen["thinkingConfig"] = tc
 	}
-	if f := responsesFormat(r.ResponseFormat); f != nil {
+	if f := wire.ResponsesFormat(r.ResponseFormat); f != nil {
 		gen["responseMimeType"] = "application/json"
 		if s, ok := f["schema"]; ok {
 			gen["responseJsonSchema"] = s
 		}
 	}
-	out.set("generationConfig", gen)
-	return out.marshal()
+	out.Set("generationConfig", gen)
+	return out.Marshal()
 }
 
 // NativeSearchFits reports whether grounding with Google Search can go with r: only
@@ -281,12 +279,12 @@ func (geminiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 // supported only when they are all search tools" — and Gemini 3 takes them only with
 // server-side tool invocations, which the fleet does not replay), so a request with
 // the client's tools keeps the fleet's web_search instead.
-func (geminiModel) NativeSearchFits(r *Request, _ string) bool { return len(r.Tools) == 0 }
+func (geminiModel) NativeSearchFits(r *wire.Request, _ string) bool { return len(r.Tools) == 0 }
 
 // geminiImage renders an image: inlineData for base64 and data: URLs, fileData for
 // other URLs.
-func geminiImage(im *Image) map[string]any {
-	media, data, ok := im.inline()
+func geminiImage(im *wire.Image) map[string]any {
+	media, data, ok := im.Inline()
 	if !ok {
 		return map[string]any{"fileData": map[string]string{"fileUri": im.URL}}
 	}
@@ -373,18 +371,18 @@ type geminiErrorBody struct {
 	Status  string `json:"status"`
 }
 
-var geminiStops = map[string]StopReason{"STOP": StopEndTurn, "MAX_TOKENS": StopMaxTokens, "SAFETY": StopRefusal, "RECITATION": StopRefusal,
-	"BLOCKLIST": StopRefusal, "PROHIBITED_CONTENT": StopRefusal, "SPII": StopRefusal, "IMAGE_SAFETY": StopRefusal}
+var geminiStops = map[string]wire.StopReason{"STOP": wire.StopEndTurn, "MAX_TOKENS": wire.StopMaxTokens, "SAFETY": wire.StopRefusal, "RECITATION": wire.StopRefusal,
+	"BLOCKLIST": wire.StopRefusal, "PROHIBITED_CONTENT": wire.StopRefusal, "SPII": wire.StopRefusal, "IMAGE_SAFETY": wire.StopRefusal}
 
 // DecodeResponse reads a generateContent answer: the first candidate's text parts
 // (thought summaries as reasoning parts) and functionCall parts (each given an id when it has none,
 // after its thoughtSignature as a reasoning part),
 // usage (thinking tokens count as output) and the finish reason; a prompt blocked
 // before any candidate is a refusal.
-func (geminiModel) DecodeResponse(body []byte) (*Response, error) {
+func (geminiModel) DecodeResponse(body []byte) (*wire.Response, error) {
 	var a geminiAnswer
 	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, fmt.Errorf("not a generateContent response: %s", clip(err.Error(), 200))
+		return nil, fmt.Errorf("not a generateContent response: %s", wire.Clip(err.Error(), 200))
 	}
 	if a.Error != nil {
 		return nil, geminiError(a.Error.Code, a.Error, body)
@@ -473,15 +471,15 @@ func (acc *geminiAccumulator) textLen() int {
 	return n
 }
 
-func (acc *geminiAccumulator) response() *Response {
-	r := &Response{ID: acc.id, Model: acc.model, Status: StatusCompleted, Stop: geminiStops[acc.finish],
-		Usage: Usage{InputTokens: acc.input, OutputTokens: acc.output}}
+func (acc *geminiAccumulator) response() *wire.Response {
+	r := &wire.Response{ID: acc.id, Model: acc.model, Status: wire.StatusCompleted, Stop: geminiStops[acc.finish],
+		Usage: wire.Usage{InputTokens: acc.input, OutputTokens: acc.output}}
 	if r.Stop == "" {
-		r.Stop = StopEndTurn
+		r.Stop = wire.StopEndTurn
 	}
 	r.StopDetail = acc.finish
 	if acc.blocked {
-		r.Stop, r.StopDetail = StopRefusal, "blocked: "+acc.blockReason
+		r.Stop, r.StopDetail = wire.StopRefusal, "blocked: "+acc.blockReason
 	}
 	for i, p := range acc.parts {
 		if fc := p.FunctionCall; fc != nil {
@@ -490,19 +488,19 @@ func (acc *geminiAccumulator) response() *Response {
 				id = geminiCallID(acc.id, i, fc.Name, fc.Args)
 			}
 			if p.ThoughtSignature != "" {
-				r.Content = append(r.Content, Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: Gemini, Signature: p.ThoughtSignature}})
+				r.Content = append(r.Content, wire.Part{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.Gemini, Signature: p.ThoughtSignature}})
 			}
-			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: id, Name: fc.Name, Arguments: compactArgs(fc.Args)}})
-			r.Stop = StopToolUse
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: id, Name: fc.Name, Arguments: wire.CompactArgs(fc.Args)}})
+			r.Stop = wire.StopToolUse
 			continue
 		}
 		if p.Thought {
 			// A thought summary (thinkingConfig.includeThoughts): the model's
 			// reasoning in words, never sent back to it.
-			r.Content = append(r.Content, Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: Gemini, Text: p.Text}})
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.Gemini, Text: p.Text}})
 			continue
 		}
-		r.Content = append(r.Content, Part{Kind: PartText, Text: p.Text})
+		r.Content = append(r.Content, wire.Part{Kind: wire.PartText, Text: p.Text})
 	}
 	acc.ground(r)
 	return r
@@ -513,22 +511,22 @@ func (acc *geminiAccumulator) response() *Response {
 // query found which page), before the text; a citation of each page a segment cites,
 // at the segment's end; the billed requests: one for the answer (Gemini 2.x bills the
 // grounded prompt), or one per query it ran (Gemini 3 bills queries).
-func (acc *geminiAccumulator) ground(r *Response) {
+func (acc *geminiAccumulator) ground(r *wire.Response) {
 	g := &acc.grounding
-	var pages []Source
+	var pages []wire.Source
 	for _, c := range g.GroundingChunks {
 		if c.Web != nil && c.Web.URI != "" {
-			pages = append(pages, Source{URL: c.Web.URI, Title: c.Web.Title})
+			pages = append(pages, wire.Source{URL: c.Web.URI, Title: c.Web.Title})
 		}
 	}
-	var searches []Part
+	var searches []wire.Part
 	for i, q := range g.WebSearchQueries {
 		if q == "" {
 			continue
 		}
 		id := fmt.Sprintf("gsearch_%s_%d", acc.id, i)
-		searches = append(searches, Part{Kind: PartServerCall, Server: &ServerCall{ID: id, Name: "web_search", Query: q}},
-			Part{Kind: PartServerResult, Search: &SearchResult{CallID: id, Sources: pages}})
+		searches = append(searches, wire.Part{Kind: wire.PartServerCall, Server: &wire.ServerCall{ID: id, Name: "web_search", Query: q}},
+			wire.Part{Kind: wire.PartServerResult, Search: &wire.SearchResult{CallID: id, Sources: pages}})
 	}
 	if len(searches) > 0 {
 		r.Usage.WebSearches = 1
@@ -548,7 +546,7 @@ func (acc *geminiAccumulator) ground(r *Response) {
 				continue
 			}
 			w := g.GroundingChunks[k].Web
-			p.Citations = append(p.Citations, Citation{URL: w.URI, Title: w.Title, Start: at, End: at})
+			p.Citations = append(p.Citations, wire.Citation{URL: w.URI, Title: w.Title, Start: at, End: at})
 		}
 	}
 }
@@ -574,7 +572,7 @@ func (acc *geminiAccumulator) segmentEnd(text string, partIndex *int, start, end
 	}
 	want := bases[0] + end
 	for _, t := range []string{seg, strings.TrimSpace(seg)} {
-		if e, ok := nearestEnd(text, t, want); ok {
+		if e, ok := wire.NearestEnd(text, t, want); ok {
 			return e
 		}
 	}
@@ -584,13 +582,13 @@ func (acc *geminiAccumulator) segmentEnd(text string, partIndex *int, start, end
 // textAt finds byte offset off of the text of parts (their text parts in order): the
 // part it falls in and its code point offset there (a byte inside a character counts
 // as the character's end). nil when off is past the text.
-func textAt(parts []Part, off int) (*Part, int) {
+func textAt(parts []wire.Part, off int) (*wire.Part, int) {
 	if off < 0 {
 		return nil, 0
 	}
 	for i := range parts {
 		p := &parts[i]
-		if p.Kind != PartText {
+		if p.Kind != wire.PartText {
 			continue
 		}
 		if off > len(p.Text) {
@@ -624,7 +622,7 @@ func geminiError(status int, e *geminiErrorBody, body []byte) *llm.Error {
 	if status == 0 {
 		status = http.StatusBadGateway
 	}
-	le := statusError(status, e.Status, e.Message)
+	le := wire.StatusError(status, e.Status, e.Message)
 	le.RetryAfter = provider.RetryAfter(nil, body, time.Now())
 	return le
 }
@@ -645,10 +643,10 @@ func (geminiModel) DecodeError(status int, body []byte) *llm.Error {
 	if json.Unmarshal(body, &e) == nil && e.Error != nil && e.Error.Message != "" {
 		return geminiError(status, e.Error, body)
 	}
-	return statusError(status, "", trimmed)
+	return wire.StatusError(status, "", trimmed)
 }
 
-func (geminiModel) NewStreamDecoder() StreamDecoder { return &geminiDecoder{} }
+func (geminiModel) NewStreamDecoder() wire.StreamDecoder { return &geminiDecoder{} }
 
 // geminiDecoder reads a streamGenerateContent?alt=sse stream: each event is a
 // GenerateContentResponse chunk whose text parts continue the answer; the last
@@ -663,7 +661,7 @@ type geminiDecoder struct {
 func (d *geminiDecoder) Event(_ string, data []byte) (string, error) {
 	var a geminiAnswer
 	if err := json.Unmarshal(data, &a); err != nil {
-		return "", fmt.Errorf("unreadable generateContent stream chunk: %s", clip(err.Error(), 200))
+		return "", fmt.Errorf("unreadable generateContent stream chunk: %s", wire.Clip(err.Error(), 200))
 	}
 	if a.Error != nil {
 		return "", geminiError(a.Error.Code, a.Error, data)
@@ -671,9 +669,9 @@ func (d *geminiDecoder) Event(_ string, data []byte) (string, error) {
 	return d.acc.add(&a), nil
 }
 
-func (d *geminiDecoder) Response() (*Response, error) {
+func (d *geminiDecoder) Response() (*wire.Response, error) {
 	if d.acc.chunks == 0 || d.acc.finish == "" && !d.acc.blocked {
-		return nil, statusError(http.StatusBadGateway, "", "the model's stream ended before its finishReason")
+		return nil, wire.StatusError(http.StatusBadGateway, "", "the model's stream ended before its finishReason")
 	}
 	return d.acc.response(), nil
 }

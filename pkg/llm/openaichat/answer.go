@@ -1,4 +1,4 @@
-package wire
+package openaichat
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // chatCompletion is the part of a chat.completion the codec reads, with the fleet's
@@ -36,7 +37,7 @@ type chatCompletion struct {
 	} `json:"choices"`
 	Usage struct {
 		llm.Usage
-		Searchfleet *Spend `json:"searchfleet"`
+		Searchfleet *wire.Spend `json:"searchfleet"`
 	} `json:"usage"`
 	Searchfleet *struct {
 		JobID   string `json:"job_id"`
@@ -51,11 +52,11 @@ type chatCompletion struct {
 	Error json.RawMessage `json:"error"`
 }
 
-var chatStops = map[string]StopReason{"stop": StopEndTurn, "tool_calls": StopToolUse, "function_call": StopToolUse, "length": StopMaxTokens, "content_filter": StopRefusal}
+var chatStops = map[string]wire.StopReason{"stop": wire.StopEndTurn, "tool_calls": wire.StopToolUse, "function_call": wire.StopToolUse, "length": wire.StopMaxTokens, "content_filter": wire.StopRefusal}
 
 // DecodeResponse reads a chat.completion (a model's, or the chat worker's final answer
 // with its url_citation annotations and searchfleet extension).
-func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
+func (chatCodec) DecodeResponse(body []byte) (*wire.Response, error) {
 	var c chatCompletion
 	if err := json.Unmarshal(body, &c); err != nil {
 		return nil, fmt.Errorf("not a chat completion: %w", err)
@@ -64,39 +65,39 @@ func (chatCodec) DecodeResponse(body []byte) (*Response, error) {
 }
 
 // response is a decoded chat.completion in canonical form.
-func (c *chatCompletion) response() (*Response, error) {
+func (c *chatCompletion) response() (*wire.Response, error) {
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("chat completion has no choices")
 	}
 	ch := c.Choices[0]
-	r := &Response{ID: c.ID, Model: c.Model, Status: StatusCompleted, Stop: chatStops[ch.FinishReason],
-		Usage: Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens, Spend: c.Usage.Searchfleet}}
+	r := &wire.Response{ID: c.ID, Model: c.Model, Status: wire.StatusCompleted, Stop: chatStops[ch.FinishReason],
+		Usage: wire.Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens, Spend: c.Usage.Searchfleet}}
 	if r.Stop == "" {
-		r.Stop = StopEndTurn
+		r.Stop = wire.StopEndTurn
 	}
 	if c.Created > 0 {
 		r.Created = time.Unix(c.Created, 0).UTC()
 	}
 	if text := llm.Text(ch.Message.Content); text != "" {
-		p := Part{Kind: PartText, Text: text}
+		p := wire.Part{Kind: wire.PartText, Text: text}
 		for _, a := range ch.Message.Annotations {
 			if a.Type != "url_citation" {
 				continue
 			}
 			u := a.URLCitation
-			p.Citations = append(p.Citations, Citation{URL: u.URL, Title: u.Title, Start: u.StartIndex, End: u.EndIndex})
+			p.Citations = append(p.Citations, wire.Citation{URL: u.URL, Title: u.Title, Start: u.StartIndex, End: u.EndIndex})
 		}
 		r.Content = append(r.Content, p)
 	}
 	for _, tc := range ch.Message.ToolCalls {
-		r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		r.Content = append(r.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 	}
-	r.Content = chatReasoningParts(ch.Message.Reasoning, ch.Message.ReasoningContent, r.Content)
+	r.Content = wire.ChatReasoningParts(ch.Message.Reasoning, ch.Message.ReasoningContent, r.Content)
 	if sf := c.Searchfleet; sf != nil {
 		r.JobID = sf.JobID
 		r.Notes = sf.Warnings
 		for _, s := range sf.Sources {
-			r.Sources = append(r.Sources, Source{URL: s.URL, Title: s.Title})
+			r.Sources = append(r.Sources, wire.Source{URL: s.URL, Title: s.Title})
 		}
 	}
 	return r, nil
@@ -104,14 +105,14 @@ func (c *chatCompletion) response() (*Response, error) {
 
 // EncodeResponse renders r as a chat.completion: text joined, citations as
 // url_citation annotations, client tool calls.
-func (chatCodec) EncodeResponse(r *Response) ([]byte, error) {
+func (chatCodec) EncodeResponse(r *wire.Response) ([]byte, error) {
 	msg, finish := chatMessageOf(r)
 	if len(msg.ToolCalls) > 0 && *msg.Content == "" {
 		msg.Content = nil // as OpenAI sends a message that only calls tools
 	}
 	out := chatAnswer{ID: r.ID, Object: "chat.completion", Created: r.Created.Unix(), Model: r.Model,
 		Choices: []chatAnswerChoice{{Message: msg, FinishReason: finish}}, Usage: chatUsage(r.Usage)}
-	if ext := extension(r); ext != nil {
+	if ext := wire.Extension(r); ext != nil {
 		if c := r.Chain; c != nil {
 			// A job's answer: the sources its [n] markers (and annotations) refer
 			// to, and what the search loop did and checking the citations found.
@@ -157,13 +158,13 @@ type chatAnswerChoice struct {
 // chatAnswerMessage is an answer's assistant message: its text (null when it only
 // calls tools), citations, the client's tool calls and the model's reasoning.
 type chatAnswerMessage struct {
-	Role             string           `json:"role"`
-	Content          *string          `json:"content"`
-	Refusal          *string          `json:"refusal"`
-	Annotations      []chatAnnotation `json:"annotations"`
-	ToolCalls        []llm.ToolCall   `json:"tool_calls,omitempty"`
-	ReasoningContent *string          `json:"reasoning_content,omitempty"`
-	Reasoning        []chatReasoning  `json:"searchfleet_reasoning,omitempty"`
+	Role             string               `json:"role"`
+	Content          *string              `json:"content"`
+	Refusal          *string              `json:"refusal"`
+	Annotations      []chatAnnotation     `json:"annotations"`
+	ToolCalls        []llm.ToolCall       `json:"tool_calls,omitempty"`
+	ReasoningContent *string              `json:"reasoning_content,omitempty"`
+	Reasoning        []wire.ChatReasoning `json:"searchfleet_reasoning,omitempty"`
 }
 
 type chatAnnotation struct {
@@ -178,13 +179,13 @@ type chatURLCitation struct {
 	EndIndex   int    `json:"end_index"`
 }
 
-func chatMessageOf(r *Response) (chatAnswerMessage, string) {
+func chatMessageOf(r *wire.Response) (chatAnswerMessage, string) {
 	var b strings.Builder
 	msg := chatAnswerMessage{Role: "assistant", Annotations: []chatAnnotation{}}
 	chars := 0
 	for _, p := range r.Content {
 		switch p.Kind {
-		case PartText:
+		case wire.PartText:
 			n := utf8.RuneCountInString(p.Text)
 			for _, c := range p.Citations {
 				start, end := c.Start, c.End
@@ -196,13 +197,13 @@ func chatMessageOf(r *Response) (chatAnswerMessage, string) {
 			}
 			b.WriteString(p.Text)
 			chars += n
-		case PartToolCall:
+		case wire.PartToolCall:
 			msg.ToolCalls = append(msg.ToolCalls, p.Call.Chat())
 		}
 	}
 	text := b.String()
 	msg.Content = &text
-	msg.ReasoningContent, msg.Reasoning = chatReasoningValues(r.Content)
+	msg.ReasoningContent, msg.Reasoning = wire.ChatReasoningValues(r.Content)
 	finish := "stop"
 	for k, v := range chatStops {
 		if v == r.Stop && k != "function_call" {
@@ -213,18 +214,18 @@ func chatMessageOf(r *Response) (chatAnswerMessage, string) {
 }
 
 // chatUsage is a Chat answer's usage, with the job's spend as usage.searchfleet.
-func chatUsage(u Usage) map[string]any {
-	return withSpend(map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}, u)
+func chatUsage(u wire.Usage) map[string]any {
+	return wire.WithSpend(map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}, u)
 }
 
-func (chatCodec) NewStream() Stream { return &chatStream{} }
+func (chatCodec) NewStream() wire.Stream { return &chatStream{} }
 
 // NewChatStream returns a Chat stream; with includeUsage it ends with the usage chunk
 // (the request's stream_options.include_usage).
-func NewChatStream(includeUsage bool) Stream { return &chatStream{includeUsage: includeUsage} }
+func NewStream(includeUsage bool) wire.Stream { return &chatStream{includeUsage: includeUsage} }
 
 // EncodeError renders the error a stream that has sent nothing answers with.
-func (*chatStream) EncodeError(e *Error) []byte { return openAIError(e) }
+func (*chatStream) EncodeError(e *wire.Error) []byte { return wire.OpenAIError(e) }
 
 // chatStream renders an answer as chat.completion.chunk events and [DONE]: a role
 // chunk, the text as it arrives, then the rest of the text, the client tool calls and
@@ -247,29 +248,29 @@ type chatStream struct {
 	searched     map[string]bool
 }
 
-func (s *chatStream) chunk(delta map[string]any, finish any) Event {
+func (s *chatStream) chunk(delta map[string]any, finish any) wire.Event {
 	b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
 		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}})
-	return Event{Data: b}
+	return wire.Event{Data: b}
 }
 
-func (s *chatStream) Start(r *Response) []Event {
+func (s *chatStream) Start(r *wire.Response) []wire.Event {
 	s.id, s.model, s.created = r.ID, r.Model, r.Created.Unix()
 	return nil
 }
 
-func (s *chatStream) KeepAlive() []Event { return []Event{{}} }
+func (s *chatStream) KeepAlive() []wire.Event { return []wire.Event{{}} }
 
 // text renders what text adds to the text sent, if it continues it; final (the
 // answer) is sent past what it shares with the text sent in any case.
-func (s *chatStream) text(evs []Event, text string, final bool) []Event {
+func (s *chatStream) text(evs []wire.Event, text string, final bool) []wire.Event {
 	if !s.started {
 		s.started = true
 		evs = append(evs, s.chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	}
 	rest, ok := strings.CutPrefix(text, s.sent)
 	if !ok && final {
-		rest = text[commonPrefix(text, s.sent):]
+		rest = text[wire.CommonPrefix(text, s.sent):]
 	}
 	if rest != "" && (ok || final) {
 		evs = append(evs, s.chunk(map[string]any{"content": rest}, nil))
@@ -278,27 +279,27 @@ func (s *chatStream) text(evs []Event, text string, final bool) []Event {
 	return evs
 }
 
-func (s *chatStream) Update(r *Response) []Event {
-	var evs []Event
+func (s *chatStream) Update(r *wire.Response) []wire.Event {
+	var evs []wire.Event
 	if s.searching == nil {
 		s.searching, s.searched = map[string]bool{}, map[string]bool{}
 	}
 	for _, p := range r.Content {
 		switch {
-		case p.Kind == PartServerCall && !s.searching[p.Server.ID] && p.Server.IsFetch():
+		case p.Kind == wire.PartServerCall && !s.searching[p.Server.ID] && p.Server.IsFetch():
 			s.searching[p.Server.ID] = true
-			evs = append(evs, progressComment(map[string]any{"status": "fetching", "tool": FetchName, "id": p.Server.ID, "url": p.Server.URL}))
-		case p.Kind == PartServerCall && !s.searching[p.Server.ID]:
+			evs = append(evs, progressComment(map[string]any{"status": "fetching", "tool": wire.FetchName, "id": p.Server.ID, "url": p.Server.URL}))
+		case p.Kind == wire.PartServerCall && !s.searching[p.Server.ID]:
 			s.searching[p.Server.ID] = true
 			evs = append(evs, progressComment(map[string]any{"status": "searching", "id": p.Server.ID, "query": p.Server.Query}))
-		case p.Kind == PartServerResult && !s.searched[p.Search.CallID]:
+		case p.Kind == wire.PartServerResult && !s.searched[p.Search.CallID]:
 			s.searched[p.Search.CallID] = true
 			if e := p.Search.Error; e != nil {
 				evs = append(evs, progressComment(map[string]any{"status": "failed", "id": p.Search.CallID, "error": e.Code}))
 			} else {
 				evs = append(evs, progressComment(map[string]any{"status": "completed", "id": p.Search.CallID, "sources": len(p.Search.Sources)}))
 			}
-		case p.Kind == PartText:
+		case p.Kind == wire.PartText:
 			evs = s.text(evs, p.Text, false)
 		}
 	}
@@ -306,12 +307,12 @@ func (s *chatStream) Update(r *Response) []Event {
 }
 
 // progressComment is a search's progress as an SSE comment line.
-func progressComment(v map[string]any) Event {
+func progressComment(v map[string]any) wire.Event {
 	b, _ := json.Marshal(v)
-	return Event{Comment: "web_search " + string(b)}
+	return wire.Event{Comment: "web_search " + string(b)}
 }
 
-func (s *chatStream) Finish(r *Response) []Event {
+func (s *chatStream) Finish(r *wire.Response) []wire.Event {
 	msg, finish := chatMessageOf(r)
 	evs := s.text(nil, *msg.Content, true)
 	if calls := msg.ToolCalls; len(calls) > 0 {
@@ -329,33 +330,33 @@ func (s *chatStream) Finish(r *Response) []Event {
 	if s.includeUsage {
 		b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model, "choices": []any{},
 			"usage": chatUsage(r.Usage)})
-		evs = append(evs, Event{Data: b})
+		evs = append(evs, wire.Event{Data: b})
 	}
-	return append(evs, Event{Data: []byte("[DONE]")})
+	return append(evs, wire.Event{Data: []byte("[DONE]")})
 }
 
-func (s *chatStream) Fail(_ *Response, e *Error) []Event {
-	return []Event{{Data: openAIError(e)}, {Data: []byte("[DONE]")}}
+func (s *chatStream) Fail(_ *wire.Response, e *wire.Error) []wire.Event {
+	return []wire.Event{{Data: wire.OpenAIError(e)}, {Data: []byte("[DONE]")}}
 }
 
 // ChatAnswerJSON is a job's stored answer as the chat.completion a Chat client
 // reads (GET /v1/jobs/{id}, a job webhook, a batch's output). What is no model's
 // answer (a direct search's or a page fetch's result, which has no format) and empty
 // or null stay as they are.
-func ChatAnswerJSON(b json.RawMessage) (json.RawMessage, error) {
-	if isNull(b) {
+func AnswerJSON(b json.RawMessage) (json.RawMessage, error) {
+	if wire.IsNull(b) {
 		return b, nil
 	}
-	format, err := answerFormat(b)
+	format, err := wire.FormatOf(b)
 	if err != nil {
 		return nil, err
 	}
 	if format == 0 {
 		return b, nil
 	}
-	r, err := DecodeAnswer(b)
+	r, err := wire.DecodeAnswer(b)
 	if err != nil {
 		return nil, err
 	}
-	return Chat.EncodeResponse(r)
+	return Client.EncodeResponse(r)
 }

@@ -1,8 +1,9 @@
-package wire_test
+package openaichat_test
 
 import (
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -19,7 +20,7 @@ func TestChatContentForms(t *testing.T) {
 		`[{"type":"text","text":7}]`: "'messages[1].content' must be a string or an array of content parts",
 	} {
 		body := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"user","content":` + content + `}]}`
-		r, err := wire.Chat.DecodeRequest([]byte(body))
+		r, err := openaichat.Client.DecodeRequest([]byte(body))
 		if err != nil {
 			if err.Error() != want {
 				t.Errorf("%s: error %q, want %q", content, err, want)

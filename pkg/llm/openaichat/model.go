@@ -1,4 +1,4 @@
-package wire
+package openaichat
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // ChatModel is OpenAI Chat Completions as the fleet speaks it to a main model (OpenAI
@@ -15,17 +16,19 @@ import (
 // reasoning_content on the assistant message that made the tool calls (DeepSeek and
 // Kimi thinking models refuse a tool loop without it); other protocols' reasoning
 // state is not for it.
-var ChatModel chatModel
+var Model chatModel
 
 type chatModel struct{}
 
-func (chatModel) Protocol() Protocol { return OpenAIChat }
+func (chatModel) Protocol() wire.Protocol { return wire.OpenAIChat }
 
-func (chatModel) NativeSearch(string) (string, float64, bool) { return string(OpenAIChat), 0, false }
+func (chatModel) NativeSearch(string) (string, float64, bool) {
+	return string(wire.OpenAIChat), 0, false
+}
 
 // TakesFile: a Chat file part carries a PDF's bytes only. Kimi's and GLM's Chat APIs
 // take no file: files reach them as text.
-func (chatModel) TakesFile(media string) bool { return media == mediaPDF }
+func (chatModel) TakesFile(media string) bool { return media == wire.MediaPDF }
 func (chatModel) TakesFileURL(string) bool    { return false }
 
 func (chatModel) Path(string, bool) string { return "/chat/completions" }
@@ -40,18 +43,18 @@ func (chatModel) Authorize(h http.Header, key string) {
 // EncodeRequest renders r as a Chat request for model: the reasoning settings as
 // reasoning_effort, a streamed request asking for the final usage chunk. The
 // request's own Chat parameters (Params) go along.
-func (chatModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	out, err := chatModelFields(r, ChatModel, model)
+func (chatModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
+	out, err := chatModelFields(r, Model, model)
 	if err != nil {
 		return nil, err
 	}
-	return out.marshal()
+	return out.Marshal()
 }
 
 // chatModelFields are the fields of ChatModel's request, its files as api
 // (ChatModel, Kimi's or GLM's) reads them.
-func chatModelFields(r *Request, api ModelAPI, model string) (*topLevel, error) {
-	r, err := ModelFiles(r, api, model)
+func chatModelFields(r *wire.Request, api wire.ModelAPI, model string) (*wire.TopLevel, error) {
+	r, err := wire.ModelFiles(r, api, model)
 	if err != nil {
 		return nil, err
 	}
@@ -60,15 +63,15 @@ func chatModelFields(r *Request, api ModelAPI, model string) (*topLevel, error) 
 		return nil, err
 	}
 	if _, named := r.Params["max_completion_tokens"]; named {
-		out.del("max_tokens") // the client's own name for the limit goes as it came
+		out.Del("max_tokens") // the client's own name for the limit goes as it came
 	}
 	if e := r.Reasoning.EffortOf(); e != "" {
-		out.set("reasoning_effort", e)
+		out.Set("reasoning_effort", e)
 	}
-	out.del("stream_options")
+	out.Del("stream_options")
 	if r.Stream {
-		out.set("stream", true)
-		out.set("stream_options", chatStreamOptions{IncludeUsage: true})
+		out.Set("stream", true)
+		out.Set("stream_options", chatStreamOptions{IncludeUsage: true})
 	}
 	return out, nil
 }
@@ -81,10 +84,10 @@ type chatStreamOptions struct {
 // chatOwnReasoning is an assistant message's reasoning_content from a Chat model's
 // own reasoning among parts (the other protocols' state is not for a Chat model):
 // nil when it has none.
-func chatOwnReasoning(parts []Part) *string {
+func chatOwnReasoning(parts []wire.Part) *string {
 	var text []string
 	for _, p := range parts {
-		if r, ok := reasoningFor(p, OpenAIChat); ok {
+		if r, ok := wire.ReasoningFor(p, wire.OpenAIChat); ok {
 			text = append(text, r.Text)
 		}
 	}
@@ -97,7 +100,7 @@ func chatOwnReasoning(parts []Part) *string {
 
 // DecodeResponse reads a chat.completion; an error object inside a 200 (OpenRouter)
 // is the *llm.Error it reports.
-func (chatModel) DecodeResponse(body []byte) (*Response, error) {
+func (chatModel) DecodeResponse(body []byte) (*wire.Response, error) {
 	// One pass reads the completion and an in-band error envelope both. A body that
 	// is not JSON fills neither; one whose fields have the wrong types still fills
 	// error (jsonfast, like encoding/json, reads on past a type mismatch), which wins as
@@ -115,10 +118,10 @@ func (chatModel) DecodeResponse(body []byte) (*Response, error) {
 
 // DecodeError reads the OpenAI error envelope.
 func (chatModel) DecodeError(status int, body []byte) *llm.Error {
-	return openAIModelError(status, body)
+	return wire.OpenAIModelError(status, body)
 }
 
-func (chatModel) NewStreamDecoder() StreamDecoder { return &chatDecoder{s: llm.NewChatStream()} }
+func (chatModel) NewStreamDecoder() wire.StreamDecoder { return &chatDecoder{s: llm.NewChatStream()} }
 
 // chatDecoder assembles a streamed chat completion (llm.ChatStream) and decodes it as
 // the whole answer it stands for.
@@ -126,10 +129,10 @@ type chatDecoder struct{ s *llm.ChatStream }
 
 func (d *chatDecoder) Event(_ string, data []byte) (string, error) { return d.s.Chunk(data) }
 
-func (d *chatDecoder) Response() (*Response, error) {
+func (d *chatDecoder) Response() (*wire.Response, error) {
 	body, done := d.s.Body()
 	if !done {
 		return nil, &llm.Error{Status: http.StatusBadGateway, Type: "stream_broken", Message: "the model's stream ended before its answer did"}
 	}
-	return ChatModel.DecodeResponse(body)
+	return Model.DecodeResponse(body)
 }

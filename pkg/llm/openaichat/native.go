@@ -1,4 +1,4 @@
-package wire
+package openaichat
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // The OpenAI-Chat providers whose own web search the fleet forwards are variants of
@@ -41,7 +42,7 @@ type SearchRounds interface {
 // message goes back as it came with a tool message carrying those arguments verbatim
 // (Continue); Moonshot searches and the model answers, its sources only as markdown
 // links in its text, cited here as [n] (nativechat.CiteLinks).
-var KimiModel kimiModel
+var Kimi kimiModel
 
 type kimiModel struct{ chatModel }
 
@@ -60,14 +61,14 @@ var kimiThinkingRE = regexp.MustCompile(`^kimi-k2\.[5-9]`)
 
 // EncodeRequest is ChatModel's, with the builtin $web_search declared when r asks for
 // the provider's search.
-func (kimiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	return chatModelRequest(r, KimiModel, model, func(out *topLevel) {
+func (kimiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
+	return chatModelRequest(r, Kimi, model, func(out *wire.TopLevel) {
 		if r.Search == nil {
 			return
 		}
-		out.set("tools", append(toolList(out), json.RawMessage(`{"type":"builtin_function","function":{"name":"$web_search"}}`)))
+		out.Set("tools", append(toolList(out), json.RawMessage(`{"type":"builtin_function","function":{"name":"$web_search"}}`)))
 		if _, set := r.Params["thinking"]; !set && kimiThinkingRE.MatchString(model) {
-			out.set("thinking", map[string]string{"type": "disabled"})
+			out.Set("thinking", map[string]string{"type": "disabled"})
 		}
 	})
 }
@@ -75,22 +76,22 @@ func (kimiModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 // DecodeResponse reads one round: its $web_search calls are the provider's searches
 // (the answer pauses when they are all it called: Continue echoes them), its links
 // cited.
-func (kimiModel) DecodeResponse(body []byte) (*Response, error) {
-	r, err := ChatModel.DecodeResponse(body)
+func (kimiModel) DecodeResponse(body []byte) (*wire.Response, error) {
+	r, err := Model.DecodeResponse(body)
 	if err != nil {
 		return nil, err
 	}
-	var content []Part
+	var content []wire.Part
 	others := 0
 	for _, p := range r.Content {
 		switch {
-		case p.Kind == PartToolCall && p.Call.Name == kimiWebSearch:
-			content = append(content, Part{Kind: PartServerCall, Server: &ServerCall{ID: p.Call.ID, Name: llm.WebSearchTool}})
+		case p.Kind == wire.PartToolCall && p.Call.Name == kimiWebSearch:
+			content = append(content, wire.Part{Kind: wire.PartServerCall, Server: &wire.ServerCall{ID: p.Call.ID, Name: llm.WebSearchTool}})
 			r.Usage.WebSearches++
 			continue
-		case p.Kind == PartToolCall:
+		case p.Kind == wire.PartToolCall:
 			others++
-		case p.Kind == PartText && nativechat.HasLinks(p.Text):
+		case p.Kind == wire.PartText && nativechat.HasLinks(p.Text):
 			text, sources := nativechat.CiteLinks(p.Text)
 			p = citedPart(text, sources)
 		}
@@ -100,11 +101,11 @@ func (kimiModel) DecodeResponse(body []byte) (*Response, error) {
 	if r.Usage.WebSearches > 0 && others == 0 {
 		// Only searches: the round pauses for its echo; a $web_search mixed with
 		// other calls is not echoed (the chain answers the others).
-		r.Paused, r.Stop = r.Stop == StopToolUse, StopEndTurn
+		r.Paused, r.Stop = r.Stop == wire.StopToolUse, wire.StopEndTurn
 	}
 	if r.Paused {
 		for i := range r.Content {
-			if p := &r.Content[i]; p.Kind == PartText && p.Text != "" {
+			if p := &r.Content[i]; p.Kind == wire.PartText && p.Text != "" {
 				p.Text += "\n\n" // the next round's text is a new paragraph
 			}
 		}
@@ -154,7 +155,7 @@ func (kimiModel) Continue(request, answer []byte) ([]byte, bool) {
 // answers in one call, the results in a top-level "web_search" array next to
 // "choices" (on one chunk when streamed), its text citing them with free-text markers
 // that name a refer ("[ref_1]", "[来源：ref_1]"), cited here as [n].
-var GLMModel glmModel
+var GLM glmModel
 
 type glmModel struct{ chatModel }
 
@@ -167,25 +168,25 @@ var glmTool = nativechat.GLMTool(nativechat.GLMSearch{Engine: "search_pro"})
 
 // EncodeRequest is ChatModel's, with the web_search tool declared when r asks for the
 // provider's search.
-func (glmModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	return chatModelRequest(r, GLMModel, model, func(out *topLevel) {
+func (glmModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
+	return chatModelRequest(r, GLM, model, func(out *wire.TopLevel) {
 		if r.Search != nil {
-			out.set("tools", append(toolList(out), glmTool))
+			out.Set("tools", append(toolList(out), glmTool))
 		}
 	})
 }
 
 // DecodeResponse reads an answer with its web_search array: one search, its results,
 // the text's ref markers as citations.
-func (glmModel) DecodeResponse(body []byte) (*Response, error) {
-	r, err := ChatModel.DecodeResponse(body)
+func (glmModel) DecodeResponse(body []byte) (*wire.Response, error) {
+	r, err := Model.DecodeResponse(body)
 	if err != nil {
 		return nil, err
 	}
 	return glmAnswer(r, nativechat.GLMResults(body)), nil
 }
 
-func (glmModel) NewStreamDecoder() StreamDecoder {
+func (glmModel) NewStreamDecoder() wire.StreamDecoder {
 	return &glmDecoder{chatDecoder: chatDecoder{s: llm.NewChatStream()}}
 }
 
@@ -202,7 +203,7 @@ func (d *glmDecoder) Event(name string, data []byte) (string, error) {
 	return d.chatDecoder.Event(name, data)
 }
 
-func (d *glmDecoder) Response() (*Response, error) {
+func (d *glmDecoder) Response() (*wire.Response, error) {
 	r, err := d.chatDecoder.Response()
 	if err != nil {
 		return nil, err
@@ -211,19 +212,19 @@ func (d *glmDecoder) Response() (*Response, error) {
 }
 
 // glmAnswer adds a GLM answer's search (items nil: the model did not search).
-func glmAnswer(r *Response, items []nativechat.GLMItem) *Response {
+func glmAnswer(r *wire.Response, items []nativechat.GLMItem) *wire.Response {
 	if items == nil {
 		return r
 	}
-	res := &SearchResult{CallID: r.ID}
+	res := &wire.SearchResult{CallID: r.ID}
 	for _, it := range items {
 		if it.Link != "" {
-			res.Sources = append(res.Sources, Source{URL: it.Link, Title: it.Title})
+			res.Sources = append(res.Sources, wire.Source{URL: it.Link, Title: it.Title})
 		}
 	}
-	content := []Part{{Kind: PartServerCall, Server: &ServerCall{ID: r.ID, Name: llm.WebSearchTool}}, {Kind: PartServerResult, Search: res}}
+	content := []wire.Part{{Kind: wire.PartServerCall, Server: &wire.ServerCall{ID: r.ID, Name: llm.WebSearchTool}}, {Kind: wire.PartServerResult, Search: res}}
 	for _, p := range r.Content {
-		if p.Kind == PartText {
+		if p.Kind == wire.PartText {
 			text, sources := nativechat.GLMCite(p.Text, items)
 			p = citedPart(text, sources)
 		}
@@ -240,8 +241,8 @@ var markerRE = regexp.MustCompile(`\[([0-9]{1,4})\]`)
 // citedPart turns a text the payload citing marked (each [n] naming sources[n-1]) into
 // a text part without the markers, a citation at each marker's place: the answer
 // renders them back as [n] (ChatAnswer), numbered over all its parts.
-func citedPart(text string, sources []llm.NativeSource) Part {
-	p := Part{Kind: PartText}
+func citedPart(text string, sources []llm.NativeSource) wire.Part {
+	p := wire.Part{Kind: wire.PartText}
 	var b strings.Builder
 	prev, runes := 0, 0
 	for _, m := range markerRE.FindAllStringSubmatchIndex(text, -1) {
@@ -253,7 +254,7 @@ func citedPart(text string, sources []llm.NativeSource) Part {
 		runes += utf8.RuneCountInString(text[prev:m[0]])
 		prev = m[1]
 		s := sources[n-1]
-		p.Citations = append(p.Citations, Citation{URL: s.URL, Title: s.Title, Start: runes, End: runes})
+		p.Citations = append(p.Citations, wire.Citation{URL: s.URL, Title: s.Title, Start: runes, End: runes})
 	}
 	b.WriteString(text[prev:])
 	p.Text = b.String()
@@ -262,18 +263,18 @@ func citedPart(text string, sources []llm.NativeSource) Part {
 
 // chatModelRequest is ChatModel's request, its files as api reads them, with native
 // changes its out.
-func chatModelRequest(r *Request, api ModelAPI, model string, native func(out *topLevel)) ([]byte, error) {
+func chatModelRequest(r *wire.Request, api wire.ModelAPI, model string, native func(out *wire.TopLevel)) ([]byte, error) {
 	out, err := chatModelFields(r, api, model)
 	if err != nil {
 		return nil, err
 	}
 	native(out)
-	return out.marshal()
+	return out.Marshal()
 }
 
 // toolList returns the tools of a request being built.
-func toolList(out *topLevel) []any {
-	v, _ := out.get("tools")
+func toolList(out *wire.TopLevel) []any {
+	v, _ := out.Get("tools")
 	tools, _ := v.([]any)
 	return tools
 }

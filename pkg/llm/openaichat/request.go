@@ -1,4 +1,4 @@
-package wire
+package openaichat
 
 import (
 	"bytes"
@@ -8,16 +8,17 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // Chat is the OpenAI Chat Completions codec, for clients and for models.
-var Chat chatCodec
+var Client chatCodec
 
 type chatCodec struct{}
 
-func (chatCodec) Protocol() Protocol { return OpenAIChat }
+func (chatCodec) Protocol() wire.Protocol { return wire.OpenAIChat }
 
-func (chatCodec) EncodeError(e *Error) []byte { return openAIError(e) }
+func (chatCodec) EncodeError(e *wire.Error) []byte { return wire.OpenAIError(e) }
 
 // chatMessage is a Chat message as the codec reads and writes it.
 type chatMessage struct {
@@ -35,22 +36,22 @@ type chatMessage struct {
 // chat endpoint's requests): system and developer messages before the first turn
 // become System, fleet search declarations become Search, the parameters the
 // canonical model does not name stay in Params.
-func (chatCodec) DecodeRequest(body []byte) (*Request, error) {
+func (chatCodec) DecodeRequest(body []byte) (*wire.Request, error) {
 	cr, err := llm.ParseChatRequest(body)
 	if err != nil {
-		return nil, fromLLM(err)
+		return nil, wire.FromLLM(err)
 	}
 	return FromChat(cr)
 }
 
 // DecodeChatRequest is DecodeRequest with the request's parameters checked
 // (CheckChatParams): billable names the billable parameters the operator allows.
-func DecodeChatRequest(body []byte, billable []string) (*Request, error) {
+func DecodeRequest(body []byte, billable []string) (*wire.Request, error) {
 	cr, err := llm.ParseChatRequest(body)
 	if err != nil {
-		return nil, fromLLM(err)
+		return nil, wire.FromLLM(err)
 	}
-	if e := CheckChatParams(cr.Extra, billable); e != nil {
+	if e := CheckParams(cr.Extra, billable); e != nil {
 		return nil, e
 	}
 	return FromChat(cr)
@@ -58,13 +59,13 @@ func DecodeChatRequest(body []byte, billable []string) (*Request, error) {
 
 // FromChat is a Chat request already read (a client's, validated, or a job's stored
 // request) in canonical form.
-func FromChat(cr *llm.ChatRequest) (*Request, error) {
-	r := &Request{Model: cr.Model, Stream: cr.Stream, Search: cr.Search, Params: map[string]json.RawMessage{}}
+func FromChat(cr *llm.ChatRequest) (*wire.Request, error) {
+	r := &wire.Request{Model: cr.Model, Stream: cr.Stream, Search: cr.Search, Params: map[string]json.RawMessage{}}
 	var sys []string
 	for i, raw := range cr.Messages {
 		var m chatMessage
 		if err := jsonfast.Unmarshal(raw, &m); err != nil {
-			return nil, Invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] is not a valid message object", i)
+			return nil, wire.Invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] is not a valid message object", i)
 		}
 		param := fmt.Sprintf("messages[%d]", i)
 		parts, err := chatParts(param+".content", m.Content)
@@ -79,28 +80,28 @@ func FromChat(cr *llm.ChatRequest) (*Request, error) {
 				}
 				continue
 			}
-			r.Messages = append(r.Messages, Message{Role: RoleSystem, Parts: parts})
+			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleSystem, Parts: parts})
 		case "user":
-			r.Messages = append(r.Messages, Message{Role: RoleUser, Parts: parts})
+			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleUser, Parts: parts})
 		case "assistant":
 			for _, tc := range m.ToolCalls {
-				parts = append(parts, Part{Kind: PartToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+				parts = append(parts, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 			}
-			parts = chatReasoningParts(m.Reasoning, m.ReasoningContent, parts)
-			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Parts: parts})
+			parts = wire.ChatReasoningParts(m.Reasoning, m.ReasoningContent, parts)
+			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleAssistant, Parts: parts})
 		case "tool", "function":
 			id := m.ToolCallID
 			if id == "" {
 				id = m.Name
 			}
-			r.Messages = append(r.Messages, Message{Role: RoleTool, Parts: []Part{{Kind: PartToolResult, Result: &ToolResult{CallID: id, Parts: parts}}}})
+			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleTool, Parts: []wire.Part{{Kind: wire.PartToolResult, Result: &wire.ToolResult{CallID: id, Parts: parts}}}})
 		}
 	}
 	r.System = strings.Join(sys, "\n\n")
 	for i, raw := range cr.Tools {
-		t, err := ChatTool(raw)
+		t, err := wire.ChatTool(raw)
 		if err != nil {
-			return nil, Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d] is not a valid function tool", i)
+			return nil, wire.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d] is not a valid function tool", i)
 		}
 		r.Tools = append(r.Tools, t)
 	}
@@ -124,18 +125,18 @@ func FromChat(cr *llm.ChatRequest) (*Request, error) {
 			var one string
 			if json.Unmarshal(v, &one) == nil {
 				r.Stop = []string{one}
-			} else if !isNull(v) {
+			} else if !wire.IsNull(v) {
 				err = json.Unmarshal(v, &r.Stop)
 			}
 		case "tool_choice":
 			r.ToolChoice, err = chatToolChoice(v)
 		case "reasoning_effort":
 			if r.Reasoning == nil {
-				r.Reasoning = &ReasoningConfig{}
+				r.Reasoning = &wire.ReasoningConfig{}
 			}
 			err = json.Unmarshal(v, &r.Reasoning.Effort)
 		case llm.ReasoningKey:
-			var c ReasoningConfig
+			var c wire.ReasoningConfig
 			if err = json.Unmarshal(v, &c); err == nil {
 				if r.Reasoning != nil && r.Reasoning.Effort != "" {
 					c.Effort = r.Reasoning.Effort // the request's own reasoning_effort wins
@@ -146,16 +147,16 @@ func FromChat(cr *llm.ChatRequest) (*Request, error) {
 			r.Params[k] = v
 		}
 		if err != nil {
-			return nil, Invalid(k, "'%s' has the wrong type", k)
+			return nil, wire.Invalid(k, "'%s' has the wrong type", k)
 		}
 	}
 	return r, nil
 }
 
-func chatToolChoice(v json.RawMessage) (*ToolChoice, error) {
+func chatToolChoice(v json.RawMessage) (*wire.ToolChoice, error) {
 	var mode string
 	if json.Unmarshal(v, &mode) == nil {
-		return &ToolChoice{Mode: mode}, nil
+		return &wire.ToolChoice{Mode: mode}, nil
 	}
 	var o struct {
 		Function struct {
@@ -165,12 +166,12 @@ func chatToolChoice(v json.RawMessage) (*ToolChoice, error) {
 	if err := json.Unmarshal(v, &o); err != nil || o.Function.Name == "" {
 		return nil, fmt.Errorf("bad tool_choice")
 	}
-	return &ToolChoice{Mode: "tool", Name: o.Function.Name}, nil
+	return &wire.ToolChoice{Mode: "tool", Name: o.Function.Name}, nil
 }
 
 // chatParts reads a Chat message content: a string or text / image_url / file parts.
-func chatParts(param string, raw json.RawMessage) ([]Part, error) {
-	if isNull(raw) {
+func chatParts(param string, raw json.RawMessage) ([]wire.Part, error) {
+	if wire.IsNull(raw) {
 		return nil, nil
 	}
 	// Only a string decodes as one (null is told above), so anything else goes
@@ -178,7 +179,7 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 	if v := bytes.TrimLeft(raw, " \t\r\n"); len(v) > 0 && v[0] == '"' {
 		var s string
 		if jsonfast.Unmarshal(raw, &s) == nil {
-			return []Part{{Kind: PartText, Text: s}}, nil
+			return []wire.Part{{Kind: wire.PartText, Text: s}}, nil
 		}
 	}
 	var items []struct {
@@ -194,24 +195,24 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 		} `json:"file"`
 	}
 	if err := jsonfast.Unmarshal(raw, &items); err != nil {
-		return nil, Invalid(param, "'%s' must be a string or an array of content parts", param)
+		return nil, wire.Invalid(param, "'%s' must be a string or an array of content parts", param)
 	}
-	var parts []Part
+	var parts []wire.Part
 	for i, it := range items {
 		switch it.Type {
 		case "text", "input_text", "output_text":
-			parts = append(parts, Part{Kind: PartText, Text: it.Text})
+			parts = append(parts, wire.Part{Kind: wire.PartText, Text: it.Text})
 		case "image_url":
-			parts = append(parts, Part{Kind: PartImage, Image: &Image{URL: it.ImageURL.URL}})
+			parts = append(parts, wire.Part{Kind: wire.PartImage, Image: &wire.Image{URL: it.ImageURL.URL}})
 		case "file":
-			p, err := decodeFile(fmt.Sprintf("%s[%d].file", param, i), it.File.Filename, it.File.FileData, "", it.File.FileID)
+			p, err := wire.DecodeFile(fmt.Sprintf("%s[%d].file", param, i), it.File.Filename, it.File.FileData, "", it.File.FileID)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, p)
 		case "refusal":
 		default:
-			return nil, Invalid(fmt.Sprintf("%s[%d].type", param, i), "content part type %q is not supported", it.Type)
+			return nil, wire.Invalid(fmt.Sprintf("%s[%d].type", param, i), "content part type %q is not supported", it.Type)
 		}
 	}
 	return parts, nil
@@ -219,19 +220,19 @@ func chatParts(param string, raw json.RawMessage) ([]Part, error) {
 
 // EncodeRequest renders r as a Chat request body for model, with every protocol's
 // reasoning state under llm.ReasoningKey (a model gets ChatModel's encoding instead).
-func (chatCodec) EncodeRequest(r *Request, model string) ([]byte, error) {
+func (chatCodec) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
 	out, err := chatRequest(r, model, false)
 	if err != nil {
 		return nil, err
 	}
-	chatReasoningConfig(out, r.Reasoning)
-	return out.marshal()
+	wire.ChatReasoningConfig(out, r.Reasoning)
+	return out.Marshal()
 }
 
 // chatRequest renders r as a Chat request's fields: for a model (toModel), the
 // assistant messages carry only a Chat model's own reasoning_content; otherwise every
 // protocol's reasoning rides along (chatReasoningFields).
-func chatRequest(r *Request, model string, toModel bool) (*topLevel, error) {
+func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, error) {
 	msgs, err := chatMessages(r, toModel)
 	if err != nil {
 		return nil, err
@@ -240,47 +241,47 @@ func chatRequest(r *Request, model string, toModel bool) (*topLevel, error) {
 	// distinct: many of them cost no more than one each); the model and messages
 	// where they named neither, since a client's field replaced them in the map this
 	// replaces.
-	out := newTopLevel(len(r.Params))
+	out := wire.NewTopLevel(len(r.Params))
 	for k, v := range r.Params {
-		out.add(k, v)
+		out.Add(k, v)
 	}
-	out.setNew("model", model)
-	out.setNew("messages", msgs)
+	out.SetNew("model", model)
+	out.SetNew("messages", msgs)
 	if len(r.Tools) > 0 {
 		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
 			ct := &chatTool{Type: "function", Function: chatFunction{Name: t.Name, Description: t.Description, Strict: t.Strict}}
-			if !isNull(t.Parameters) {
+			if !wire.IsNull(t.Parameters) {
 				ct.Function.Parameters = t.Parameters
 			}
 			tools = append(tools, ct)
 		}
-		out.set("tools", tools)
+		out.Set("tools", tools)
 		if tc := r.ToolChoice; tc != nil {
 			if tc.Mode == "tool" {
-				out.set("tool_choice", chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}})
+				out.Set("tool_choice", chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}})
 			} else {
-				out.set("tool_choice", tc.Mode)
+				out.Set("tool_choice", tc.Mode)
 			}
 		}
 		if r.ParallelToolCalls != nil {
-			out.set("parallel_tool_calls", *r.ParallelToolCalls)
+			out.Set("parallel_tool_calls", *r.ParallelToolCalls)
 		}
 	}
 	if r.MaxTokens > 0 {
-		out.set("max_tokens", r.MaxTokens)
+		out.Set("max_tokens", r.MaxTokens)
 	}
 	if r.Temperature != nil {
-		out.set("temperature", *r.Temperature)
+		out.Set("temperature", *r.Temperature)
 	}
 	if r.TopP != nil {
-		out.set("top_p", *r.TopP)
+		out.Set("top_p", *r.TopP)
 	}
 	if len(r.Stop) > 0 {
-		out.set("stop", r.Stop)
+		out.Set("stop", r.Stop)
 	}
-	if !isNull(r.ResponseFormat) {
-		out.set("response_format", r.ResponseFormat)
+	if !wire.IsNull(r.ResponseFormat) {
+		out.Set("response_format", r.ResponseFormat)
 	}
 	return out, nil
 }
@@ -311,10 +312,10 @@ type chatOutMessage struct {
 	Content any `json:"content"`
 	// ReasoningContent is set (possibly to "") when the message carries reasoning
 	// text: a Chat model's own, or the readable text of another protocol's.
-	ReasoningContent *string         `json:"reasoning_content,omitempty"`
-	Role             string          `json:"role"`
-	Reasoning        []chatReasoning `json:"searchfleet_reasoning,omitempty"`
-	ToolCalls        []llm.ToolCall  `json:"tool_calls,omitempty"`
+	ReasoningContent *string              `json:"reasoning_content,omitempty"`
+	Role             string               `json:"role"`
+	Reasoning        []wire.ChatReasoning `json:"searchfleet_reasoning,omitempty"`
+	ToolCalls        []llm.ToolCall       `json:"tool_calls,omitempty"`
 }
 
 // chatToolMessage is a tool message of a Chat request (a tool result): its
@@ -358,34 +359,34 @@ type chatToolName struct {
 
 // chatMessages are r's messages as a Chat request's: *chatOutMessage and
 // *chatToolMessage values.
-func chatMessages(r *Request, toModel bool) ([]any, error) {
+func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 	out := make([]any, 0, len(r.Messages)+1)
 	if r.System != "" {
 		out = append(out, &chatOutMessage{Role: "system", Content: r.System})
 	}
 	for i, m := range r.Messages {
-		var texts, rest []Part
+		var texts, rest []wire.Part
 		var calls []llm.ToolCall
 		for _, p := range m.Parts {
 			switch p.Kind {
-			case PartToolResult:
+			case wire.PartToolResult:
 				// Chat wants tool results as their own messages, right after the call.
 				out = append(out, &chatToolMessage{Role: "tool", ToolCallID: p.Result.CallID, Content: chatText(p.Result.Parts)})
-			case PartToolCall:
+			case wire.PartToolCall:
 				calls = append(calls, p.Call.Chat())
-			case PartServerCall, PartServerResult:
+			case wire.PartServerCall, wire.PartServerResult:
 				// Searches of earlier turns are history the model reads as text.
-				texts = append(texts, Part{Kind: PartText, Text: renderServerPart(p)})
-			case PartText:
+				texts = append(texts, wire.Part{Kind: wire.PartText, Text: wire.RenderServerPart(p)})
+			case wire.PartText:
 				texts = append(texts, p)
-			case PartImage, PartFile:
+			case wire.PartImage, wire.PartFile:
 				rest = append(rest, p)
 			}
 		}
 		switch m.Role {
-		case RoleTool:
+		case wire.RoleTool:
 			continue
-		case RoleAssistant:
+		case wire.RoleAssistant:
 			msg := &chatOutMessage{Role: "assistant"}
 			var b strings.Builder
 			for _, p := range texts {
@@ -400,10 +401,10 @@ func chatMessages(r *Request, toModel bool) ([]any, error) {
 			if toModel {
 				msg.ReasoningContent = chatOwnReasoning(m.Parts)
 			} else {
-				msg.ReasoningContent, msg.Reasoning = chatReasoningValues(m.Parts)
+				msg.ReasoningContent, msg.Reasoning = wire.ChatReasoningValues(m.Parts)
 			}
 			out = append(out, msg)
-		case RoleSystem, RoleUser:
+		case wire.RoleSystem, wire.RoleUser:
 			parts := append(texts, rest...)
 			if len(parts) == 0 {
 				continue // a user turn made only of tool results
@@ -421,13 +422,13 @@ func chatMessages(r *Request, toModel bool) ([]any, error) {
 
 // chatText is parts' text, one part a line (a tool result's content: its other parts
 // are left out).
-func chatText(parts []Part) string {
-	if len(parts) == 1 && parts[0].Kind == PartText {
+func chatText(parts []wire.Part) string {
+	if len(parts) == 1 && parts[0].Kind == wire.PartText {
 		return parts[0].Text
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		if p.Kind != PartText {
+		if p.Kind != wire.PartText {
 			continue
 		}
 		if b.Len() > 0 {
@@ -440,10 +441,10 @@ func chatText(parts []Part) string {
 
 // chatContent renders parts as a Chat content: a string when it is text only, else
 // []chatContentPart (whose texts point into parts).
-func chatContent(parts []Part) any {
+func chatContent(parts []wire.Part) any {
 	allText := true
 	for _, p := range parts {
-		if p.Kind != PartText {
+		if p.Kind != wire.PartText {
 			allText = false
 			break
 		}
@@ -454,16 +455,16 @@ func chatContent(parts []Part) any {
 	items := make([]chatContentPart, 0, len(parts))
 	for i, p := range parts {
 		switch p.Kind {
-		case PartText:
+		case wire.PartText:
 			items = append(items, chatContentPart{Type: "text", Text: &parts[i].Text})
-		case PartImage:
+		case wire.PartImage:
 			url := p.Image.URL
 			if url == "" {
 				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
 			}
 			items = append(items, chatContentPart{Type: "image_url", ImageURL: &chatImageURL{URL: url}})
-		case PartFile:
-			items = append(items, chatContentPart{Type: "file", File: &chatFileData{Filename: p.File.name(), FileData: p.File.dataURL()}})
+		case wire.PartFile:
+			items = append(items, chatContentPart{Type: "file", File: &chatFileData{Filename: p.File.Name(), FileData: p.File.DataURL()}})
 		}
 	}
 	return items

@@ -1,10 +1,11 @@
-package wire_test
+package openaichat_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -40,7 +41,7 @@ func TestChatToolsBytes(t *testing.T) {
 		{Name: "bare"},
 	}
 	req := &wire.Request{Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "hi"}}}}, Tools: tools}
-	for _, codec := range []wire.ModelAPI{wire.ChatModel} {
+	for _, codec := range []wire.ModelAPI{openaichat.Model} {
 		body, err := codec.EncodeRequest(req, "m")
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func BenchmarkChatModelEncodeRequest(b *testing.B) {
 	}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := wire.ChatModel.EncodeRequest(req, "up-model"); err != nil {
+		if _, err := openaichat.Model.EncodeRequest(req, "up-model"); err != nil {
 			b.Fatal(err)
 		}
 	}

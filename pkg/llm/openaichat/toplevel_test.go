@@ -1,7 +1,8 @@
-package wire
+package openaichat
 
 import (
 	"encoding/json"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"testing"
 )
 
@@ -25,39 +26,39 @@ func TestTopLevelMarshalsAsMap(t *testing.T) {
 		{"stream_options", chatStreamOptions{IncludeUsage: true}},
 	}
 	want := map[string]any{}
-	got := newTopLevel(0)
+	got := wire.NewTopLevel(0)
 	for _, f := range fields {
 		want[f.name] = f.value
-		got.set(f.name, f.value)
+		got.Set(f.name, f.value)
 	}
-	got.del("stream_options")
+	got.Del("stream_options")
 	delete(want, "stream_options")
 	wb, err := json.Marshal(want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gb, err := got.marshal()
+	gb, err := got.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(gb) != string(wb) {
 		t.Errorf("topLevel wrote\n%s\nthe map\n%s", gb, wb)
 	}
-	if v, ok := got.get("model"); !ok || v != "m2" {
+	if v, ok := got.Get("model"); !ok || v != "m2" {
 		t.Errorf("model = %v, %v; want m2", v, ok)
 	}
 
-	bad := newTopLevel(0)
-	bad.set("a", json.RawMessage(`{"broken"`))
-	_, gerr := bad.marshal()
+	bad := wire.NewTopLevel(0)
+	bad.Set("a", json.RawMessage(`{"broken"`))
+	_, gerr := bad.Marshal()
 	_, werr := json.Marshal(map[string]any{"a": json.RawMessage(`{"broken"`)})
 	if gerr == nil || werr == nil || gerr.Error() != werr.Error() {
 		t.Errorf("error %v; the map's %v", gerr, werr)
 	}
 	// The writer's buffer goes back to the pool clean after a failure.
-	ok := newTopLevel(0)
-	ok.set("a", 1)
-	if b, _ := ok.marshal(); string(b) != `{"a":1}` {
+	ok := wire.NewTopLevel(0)
+	ok.Set("a", 1)
+	if b, _ := ok.Marshal(); string(b) != `{"a":1}` {
 		t.Errorf("after a failed marshal: %s", b)
 	}
 }

@@ -1,9 +1,10 @@
-package wire
+package openaichat
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"math"
 	"slices"
 	"strings"
@@ -33,23 +34,23 @@ const (
 )
 
 // BillableChatParams are the names FLEET_CHAT_BILLABLE_PARAMS accepts.
-var BillableChatParams = []string{ParamServiceTier, ParamAudio, ParamStore, ParamPrediction}
+var BillableParams = []string{ParamServiceTier, ParamAudio, ParamStore, ParamPrediction}
 
 // MaxChatTokens bounds max_tokens and max_completion_tokens: no model writes more in
 // one answer, and a larger value is a mistake or a probe.
-const MaxChatTokens = 1_000_000
+const MaxTokens = 1_000_000
 
 // chatParamChecks are the Chat parameters the fleet accepts besides those
 // llm.ParseChatRequest reads, each with its check (value is never JSON null: null
 // means the default and is accepted for every parameter). reasoning_effort,
 // verbosity and thinking (GLM, Kimi, DeepSeek) are forwarded to models that read them.
-var chatParamChecks = map[string]func(p string, v json.RawMessage) *Error{
+var chatParamChecks = map[string]func(p string, v json.RawMessage) *wire.Error{
 	"temperature":            number(0, 2),
 	"top_p":                  number(0, 1),
 	"frequency_penalty":      number(-2, 2),
 	"presence_penalty":       number(-2, 2),
-	"max_tokens":             integer(1, MaxChatTokens),
-	"max_completion_tokens":  integer(1, MaxChatTokens),
+	"max_tokens":             integer(1, MaxTokens),
+	"max_completion_tokens":  integer(1, MaxTokens),
 	"top_logprobs":           integer(0, 20),
 	"seed":                   integer(math.MinInt64, math.MaxInt64),
 	"logprobs":               boolean,
@@ -110,25 +111,25 @@ func billable(name string, v json.RawMessage) string {
 // CheckChatParams checks a Chat request's parameters (llm.ChatRequest.Extra): an
 // unknown parameter, a value of the wrong type or out of range, or a billable one the
 // operator has not allowed is a 400 naming the parameter, in OpenAI's error shape.
-func CheckChatParams(params map[string]json.RawMessage, allowed []string) *Error {
+func CheckParams(params map[string]json.RawMessage, allowed []string) *wire.Error {
 	for _, name := range sortedKeys(params) {
 		v := bytes.TrimSpace(params[name])
 		if msg, ok := refusedChatParams[name]; ok {
-			return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: name, Message: msg}
+			return &wire.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: name, Message: msg}
 		}
 		check, ok := chatParamChecks[name]
 		if !ok {
-			return &Error{Status: 400, Type: "invalid_request_error", Code: "unknown_parameter", Param: name,
+			return &wire.Error{Status: 400, Type: "invalid_request_error", Code: "unknown_parameter", Param: name,
 				Message: fmt.Sprintf("Unrecognized request argument supplied: %s", clipName(name))}
 		}
-		if isNull(v) {
+		if wire.IsNull(v) {
 			continue
 		}
 		if e := check(name, v); e != nil {
 			return e
 		}
 		if need := billable(name, v); need != "" && !slices.Contains(allowed, need) {
-			return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: name,
+			return &wire.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: name,
 				Message: fmt.Sprintf("'%s' is not enabled on this server: it changes what the model provider bills, and the operator has not allowed it.", name)}
 		}
 	}
@@ -152,19 +153,19 @@ func clipName(s string) string {
 	return s
 }
 
-func invalidType(p, want string) *Error {
-	return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_type", Param: p,
+func invalidType(p, want string) *wire.Error {
+	return &wire.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_type", Param: p,
 		Message: fmt.Sprintf("Invalid type for '%s': expected %s.", p, want)}
 }
 
-func invalidValue(p, format string, args ...any) *Error {
-	return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: p,
+func invalidValue(p, format string, args ...any) *wire.Error {
+	return &wire.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: p,
 		Message: fmt.Sprintf("Invalid '%s': ", p) + fmt.Sprintf(format, args...)}
 }
 
 // number accepts a JSON number in [lo, hi].
-func number(lo, hi float64) func(string, json.RawMessage) *Error {
-	return func(p string, v json.RawMessage) *Error {
+func number(lo, hi float64) func(string, json.RawMessage) *wire.Error {
+	return func(p string, v json.RawMessage) *wire.Error {
 		var f float64
 		if len(v) == 0 || v[0] == '"' || json.Unmarshal(v, &f) != nil {
 			return invalidType(p, "a number")
@@ -177,8 +178,8 @@ func number(lo, hi float64) func(string, json.RawMessage) *Error {
 }
 
 // integer accepts a JSON integer in [lo, hi].
-func integer(lo, hi int64) func(string, json.RawMessage) *Error {
-	return func(p string, v json.RawMessage) *Error {
+func integer(lo, hi int64) func(string, json.RawMessage) *wire.Error {
+	return func(p string, v json.RawMessage) *wire.Error {
 		var f float64
 		if len(v) == 0 || v[0] == '"' || json.Unmarshal(v, &f) != nil || f != math.Trunc(f) {
 			return invalidType(p, "an integer")
@@ -190,14 +191,14 @@ func integer(lo, hi int64) func(string, json.RawMessage) *Error {
 	}
 }
 
-func boolean(p string, v json.RawMessage) *Error {
+func boolean(p string, v json.RawMessage) *wire.Error {
 	if string(v) != "true" && string(v) != "false" {
 		return invalidType(p, "a boolean")
 	}
 	return nil
 }
 
-func object(p string, v json.RawMessage) *Error {
+func object(p string, v json.RawMessage) *wire.Error {
 	var o map[string]json.RawMessage
 	if json.Unmarshal(v, &o) != nil || o == nil {
 		return invalidType(p, "an object")
@@ -206,8 +207,8 @@ func object(p string, v json.RawMessage) *Error {
 }
 
 // text accepts a string of at most max bytes.
-func text(max int) func(string, json.RawMessage) *Error {
-	return func(p string, v json.RawMessage) *Error {
+func text(max int) func(string, json.RawMessage) *wire.Error {
+	return func(p string, v json.RawMessage) *wire.Error {
 		var s string
 		if json.Unmarshal(v, &s) != nil {
 			return invalidType(p, "a string")
@@ -220,8 +221,8 @@ func text(max int) func(string, json.RawMessage) *Error {
 }
 
 // oneOf accepts one of the given strings.
-func oneOf(values ...string) func(string, json.RawMessage) *Error {
-	return func(p string, v json.RawMessage) *Error {
+func oneOf(values ...string) func(string, json.RawMessage) *wire.Error {
+	return func(p string, v json.RawMessage) *wire.Error {
 		var s string
 		if json.Unmarshal(v, &s) != nil {
 			return invalidType(p, "a string")
@@ -233,7 +234,7 @@ func oneOf(values ...string) func(string, json.RawMessage) *Error {
 	}
 }
 
-func logitBias(p string, v json.RawMessage) *Error {
+func logitBias(p string, v json.RawMessage) *wire.Error {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(v, &m) != nil || m == nil {
 		return invalidType(p, "an object mapping token ids to numbers")
@@ -253,7 +254,7 @@ func logitBias(p string, v json.RawMessage) *Error {
 }
 
 // stop accepts a string or up to 4 strings.
-func stop(p string, v json.RawMessage) *Error {
+func stop(p string, v json.RawMessage) *wire.Error {
 	var one string
 	if json.Unmarshal(v, &one) == nil {
 		return nil
@@ -268,7 +269,7 @@ func stop(p string, v json.RawMessage) *Error {
 	return nil
 }
 
-func responseFormat(p string, v json.RawMessage) *Error {
+func responseFormat(p string, v json.RawMessage) *wire.Error {
 	var f struct {
 		Type       string          `json:"type"`
 		JSONSchema json.RawMessage `json:"json_schema"`
@@ -288,7 +289,7 @@ func responseFormat(p string, v json.RawMessage) *Error {
 	return nil
 }
 
-func toolChoice(p string, v json.RawMessage) *Error {
+func toolChoice(p string, v json.RawMessage) *wire.Error {
 	var mode string
 	if json.Unmarshal(v, &mode) == nil {
 		return oneOf("none", "auto", "required")(p, v)
@@ -312,7 +313,7 @@ func toolChoice(p string, v json.RawMessage) *Error {
 	return nil
 }
 
-func streamOptions(p string, v json.RawMessage) *Error {
+func streamOptions(p string, v json.RawMessage) *wire.Error {
 	var o map[string]json.RawMessage
 	if json.Unmarshal(v, &o) != nil || o == nil {
 		return invalidType(p, "an object")
@@ -320,20 +321,20 @@ func streamOptions(p string, v json.RawMessage) *Error {
 	for _, k := range sortedKeys(o) {
 		switch k {
 		case "include_usage", "include_obfuscation":
-			if !isNull(o[k]) {
+			if !wire.IsNull(o[k]) {
 				if e := boolean(p+"."+k, o[k]); e != nil {
 					return e
 				}
 			}
 		default:
-			return &Error{Status: 400, Type: "invalid_request_error", Code: "unknown_parameter", Param: p + "." + k,
+			return &wire.Error{Status: 400, Type: "invalid_request_error", Code: "unknown_parameter", Param: p + "." + k,
 				Message: fmt.Sprintf("Unrecognized request argument supplied: %s.%s", p, clipName(k))}
 		}
 	}
 	return nil
 }
 
-func modalities(p string, v json.RawMessage) *Error {
+func modalities(p string, v json.RawMessage) *wire.Error {
 	var m []string
 	if json.Unmarshal(v, &m) != nil {
 		return invalidType(p, "an array of strings")
@@ -347,7 +348,7 @@ func modalities(p string, v json.RawMessage) *Error {
 }
 
 // metadata accepts up to 16 string values (keys up to 64 characters, values up to 512).
-func metadata(p string, v json.RawMessage) *Error {
+func metadata(p string, v json.RawMessage) *wire.Error {
 	var m map[string]string
 	if json.Unmarshal(v, &m) != nil || m == nil {
 		return invalidType(p, "an object of strings")
@@ -364,7 +365,7 @@ func metadata(p string, v json.RawMessage) *Error {
 }
 
 // thinking is the GLM / Kimi / DeepSeek switch: {"type": "enabled" | "disabled" | …}.
-func thinking(p string, v json.RawMessage) *Error {
+func thinking(p string, v json.RawMessage) *wire.Error {
 	var t struct {
 		Type string `json:"type"`
 	}

@@ -1,7 +1,8 @@
-package wire
+package responses
 
 import (
 	"encoding/json"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,35 +10,35 @@ import (
 )
 
 // responsesOutput renders a response's output items.
-func responsesOutput(r *Response) []any {
+func responsesOutput(r *wire.Response) []any {
 	out := []any{}
-	results := map[string]*SearchResult{}
+	results := map[string]*wire.SearchResult{}
 	for _, p := range r.Content {
-		if p.Kind == PartServerResult {
+		if p.Kind == wire.PartServerResult {
 			results[p.Search.CallID] = p.Search
 		}
 	}
-	var text []Part
+	var text []wire.Part
 	written := false
 	for _, p := range r.Content {
 		switch p.Kind {
-		case PartServerCall:
+		case wire.PartServerCall:
 			out = append(out, webSearchItem(r, p.Server, results[p.Server.ID], ""))
-		case PartText:
+		case wire.PartText:
 			text = append(text, p)
 			written = written || p.Text != ""
 		}
 	}
-	for _, it := range reasoningOutput(r) {
+	for _, it := range wire.ReasoningOutput(r) {
 		out = append(out, it)
 	}
 	// An answer that ends in function calls has a message only if it wrote
 	// something: an empty message item before the calls is none.
-	if written || r.Stop != StopToolUse {
+	if written || r.Stop != wire.StopToolUse {
 		out = append(out, messageItem(r, text, "completed"))
 	}
 	for _, p := range r.Content {
-		if p.Kind == PartToolCall {
+		if p.Kind == wire.PartToolCall {
 			out = append(out, functionCallItem(r, p.Call))
 		}
 	}
@@ -50,8 +51,8 @@ func responsesOutput(r *Response) []any {
 // response: ItemResponse reads the response's id back. A response's message is
 // msg_<response id>. A reasoning item keeps the id its Responses model gave it
 // (reasoningOutput).
-func itemID(prefix string, r *Response, part string) string {
-	return prefix + "_" + idToken(r.ID) + "_" + idToken(part)
+func itemID(prefix string, r *wire.Response, part string) string {
+	return prefix + "_" + wire.IDToken(r.ID) + "_" + wire.IDToken(part)
 }
 
 // InputItemID is the id of the nth input item of response respID, of type typ, for
@@ -65,7 +66,7 @@ func InputItemID(respID, typ string, n int) string {
 	case "function_call_output":
 		prefix = "fco"
 	}
-	return prefix + "_" + idToken(respID) + "_in" + strconv.Itoa(n)
+	return prefix + "_" + wire.IDToken(respID) + "_in" + strconv.Itoa(n)
 }
 
 // ItemResponse is the id of the response whose output item has id ("" for an id
@@ -82,7 +83,7 @@ func ItemResponse(id string) string {
 	return "resp_" + tail
 }
 
-func webSearchItem(r *Response, c *ServerCall, res *SearchResult, status string) map[string]any {
+func webSearchItem(r *wire.Response, c *wire.ServerCall, res *wire.SearchResult, status string) map[string]any {
 	sources := []any{}
 	if status == "" {
 		status = "completed"
@@ -109,15 +110,15 @@ func webSearchItem(r *Response, c *ServerCall, res *SearchResult, status string)
 		"action": map[string]any{"type": "search", "query": c.Query, "sources": sources}}
 }
 
-func functionCallItem(r *Response, c *ToolCall) map[string]any {
+func functionCallItem(r *wire.Response, c *wire.ToolCall) map[string]any {
 	return map[string]any{"type": "function_call", "id": itemID("fc", r, c.ID), "call_id": c.ID, "name": c.Name, "arguments": c.Arguments, "status": "completed"}
 }
 
-func messageID(r *Response) string { return "msg_" + idToken(r.ID) }
+func messageID(r *wire.Response) string { return "msg_" + wire.IDToken(r.ID) }
 
 // outputText joins text parts and turns their citations into url_citation
 // annotations with character offsets into the joined text.
-func outputText(text []Part) map[string]any {
+func outputText(text []wire.Part) map[string]any {
 	var b strings.Builder
 	anns := []any{}
 	chars := 0
@@ -136,7 +137,7 @@ func outputText(text []Part) map[string]any {
 	return map[string]any{"type": "output_text", "text": b.String(), "annotations": anns, "logprobs": []any{}}
 }
 
-func messageItem(r *Response, text []Part, status string) map[string]any {
+func messageItem(r *wire.Response, text []wire.Part, status string) map[string]any {
 	content := []any{}
 	if status == "completed" {
 		content = append(content, outputText(text))
@@ -147,17 +148,17 @@ func messageItem(r *Response, text []Part, status string) map[string]any {
 // responseObject renders r as a Responses response object (every field of Open
 // Responses' ResponseResource, with its type); output as given. The request's settings
 // come from r.Echo, else their defaults.
-func responseObject(r *Response, output []any) map[string]any {
+func responseObject(r *wire.Response, output []any) map[string]any {
 	status := string(r.Status)
 	if status == "" {
-		status = string(StatusCompleted)
+		status = string(wire.StatusCompleted)
 	}
 	var incomplete, errBody, completedAt any
-	if r.Status == StatusCompleted || r.Status == "" {
+	if r.Status == wire.StatusCompleted || r.Status == "" {
 		switch r.Stop {
-		case StopMaxTokens:
+		case wire.StopMaxTokens:
 			status, incomplete = "incomplete", map[string]string{"reason": "max_output_tokens"}
-		case StopRefusal:
+		case wire.StopRefusal:
 			status, incomplete = "incomplete", map[string]string{"reason": "content_filter"}
 		}
 		finished := r.Finished
@@ -176,7 +177,7 @@ func responseObject(r *Response, output []any) map[string]any {
 	o := map[string]any{
 		"id": r.ID, "object": "response", "created_at": r.Created.Unix(), "completed_at": completedAt, "status": status, "model": r.Model,
 		"output": output, "error": errBody, "incomplete_details": incomplete,
-		"usage": withSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
+		"usage": wire.WithSpend(map[string]any{"input_tokens": r.Usage.InputTokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
 			"output_tokens": r.Usage.OutputTokens, "output_tokens_details": map[string]int{"reasoning_tokens": 0},
 			"total_tokens": r.Usage.InputTokens + r.Usage.OutputTokens}, r.Usage),
 		"tool_usage": map[string]any{"web_search": map[string]int{"num_requests": r.Usage.WebSearches}},
@@ -191,10 +192,10 @@ func responseObject(r *Response, output []any) map[string]any {
 	if v, ok := r.Echo["conversation"]; ok {
 		o["conversation"] = v // only when the request named one
 	}
-	if r.Status != StatusCompleted && r.Status != "" {
+	if r.Status != wire.StatusCompleted && r.Status != "" {
 		o["usage"] = nil
 	}
-	if ext := extension(r); ext != nil {
+	if ext := wire.Extension(r); ext != nil {
 		o["searchfleet"] = ext
 	}
 	return o
@@ -217,15 +218,15 @@ var responsesEchoFields = []struct{ key, def string }{
 // response object gives it. Function tools get their optional fields (null when not
 // sent), web_search tools their search_context_size, reasoning both its fields, and a
 // service_tier of auto the tier that served it (default).
-func ResponsesEcho(body []byte) map[string]json.RawMessage {
-	top, err := jsonObject(body)
+func Echo(body []byte) map[string]json.RawMessage {
+	top, err := wire.JSONObject(body)
 	if err != nil {
 		return nil
 	}
 	echo := map[string]json.RawMessage{}
 	for _, f := range responsesEchoFields {
 		v, ok := top[f.key]
-		if !ok || isNull(v) {
+		if !ok || wire.IsNull(v) {
 			continue
 		}
 		switch f.key {
@@ -253,7 +254,7 @@ func withKeys(v json.RawMessage, defs map[string]string) json.RawMessage {
 		return v
 	}
 	for k, d := range defs {
-		if isNull(o[k]) {
+		if wire.IsNull(o[k]) {
 			o[k] = json.RawMessage(d)
 		}
 	}
@@ -271,7 +272,7 @@ func echoText(v json.RawMessage) json.RawMessage {
 	if json.Unmarshal(v, &t) != nil || t == nil {
 		return v
 	}
-	if isNull(t["format"]) {
+	if wire.IsNull(t["format"]) {
 		t["format"] = json.RawMessage(`{"type":"text"}`)
 	}
 	var f struct {
@@ -316,18 +317,18 @@ func echoTools(v json.RawMessage) json.RawMessage {
 // EncodeResponse renders r as a Responses response: a web_search_call item per search
 // (action search with its query and sources; status failed when it failed), the
 // model's reasoning summaries as reasoning items (reasoningOutput), the message item with output_text and url_citation annotations, function_call items.
-func (responsesCodec) EncodeResponse(r *Response) ([]byte, error) {
+func (responsesCodec) EncodeResponse(r *wire.Response) ([]byte, error) {
 	output := []any{}
-	if r.Status == StatusCompleted || r.Status == "" {
+	if r.Status == wire.StatusCompleted || r.Status == "" {
 		output = responsesOutput(r)
 	}
 	return json.Marshal(responseObject(r, output))
 }
 
-func (responsesCodec) NewStream() Stream { return &responsesStream{} }
+func (responsesCodec) NewStream() wire.Stream { return &responsesStream{} }
 
 // EncodeError renders the error a stream that has sent nothing answers with.
-func (*responsesStream) EncodeError(e *Error) []byte { return openAIError(e) }
+func (*responsesStream) EncodeError(e *wire.Error) []byte { return wire.OpenAIError(e) }
 
 // responsesStream renders an answer as the Responses event sequence, each event with
 // its sequence_number: a web_search_call item per search as it starts (in_progress,
@@ -338,7 +339,7 @@ type responsesStream struct {
 	seq     int
 	next    int            // the next output_index
 	calls   map[string]int // a server call's output_index
-	queries map[string]*ServerCall
+	queries map[string]*wire.ServerCall
 	done    map[string]bool // the calls whose item is done
 	msg     int             // the message item's output_index (-1: not yet added)
 	sent    string          // the text sent
@@ -349,27 +350,27 @@ type responsesStream struct {
 	holdText bool
 }
 
-func (s *responsesStream) ev(typ string, fields map[string]any) Event {
+func (s *responsesStream) ev(typ string, fields map[string]any) wire.Event {
 	fields["type"] = typ
 	fields["sequence_number"] = s.seq
 	s.seq++
 	b, _ := json.Marshal(fields)
-	return Event{Name: typ, Data: b}
+	return wire.Event{Name: typ, Data: b}
 }
 
-func (s *responsesStream) Start(r *Response) []Event {
-	s.calls, s.queries, s.done, s.msg = map[string]int{}, map[string]*ServerCall{}, map[string]bool{}, -1
-	s.holdText = summaryAsked(r.Echo)
+func (s *responsesStream) Start(r *wire.Response) []wire.Event {
+	s.calls, s.queries, s.done, s.msg = map[string]int{}, map[string]*wire.ServerCall{}, map[string]bool{}, -1
+	s.holdText = wire.SummaryAsked(r.Echo)
 	rr := *r
-	rr.Status = StatusInProgress
+	rr.Status = wire.StatusInProgress
 	o := responseObject(&rr, []any{})
-	return []Event{s.ev("response.created", map[string]any{"response": o}), s.ev("response.in_progress", map[string]any{"response": o})}
+	return []wire.Event{s.ev("response.created", map[string]any{"response": o}), s.ev("response.in_progress", map[string]any{"response": o})}
 }
 
-func (s *responsesStream) KeepAlive() []Event { return []Event{{}} }
+func (s *responsesStream) KeepAlive() []wire.Event { return []wire.Event{{}} }
 
 // search adds a web_search_call item: in progress, searching.
-func (s *responsesStream) search(evs []Event, r *Response, c *ServerCall) []Event {
+func (s *responsesStream) search(evs []wire.Event, r *wire.Response, c *wire.ServerCall) []wire.Event {
 	idx := s.next
 	s.next++
 	s.calls[c.ID], s.queries[c.ID] = idx, c
@@ -383,7 +384,7 @@ func (s *responsesStream) search(evs []Event, r *Response, c *ServerCall) []Even
 }
 
 // searched completes a web_search_call item.
-func (s *responsesStream) searched(evs []Event, r *Response, res *SearchResult) []Event {
+func (s *responsesStream) searched(evs []wire.Event, r *wire.Response, res *wire.SearchResult) []wire.Event {
 	idx, ok := s.calls[res.CallID]
 	if !ok || s.done[res.CallID] {
 		return evs
@@ -394,14 +395,14 @@ func (s *responsesStream) searched(evs []Event, r *Response, res *SearchResult) 
 	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": item}))
 }
 
-func (s *responsesStream) loc(r *Response, m map[string]any) map[string]any {
+func (s *responsesStream) loc(r *wire.Response, m map[string]any) map[string]any {
 	m["item_id"], m["output_index"], m["content_index"] = messageID(r), s.msg, 0
 	return m
 }
 
 // text opens the message item and sends what text adds to the text sent, if it
 // continues it; final (the answer) is sent past what it shares with it in any case.
-func (s *responsesStream) text(evs []Event, r *Response, text string, final bool) []Event {
+func (s *responsesStream) text(evs []wire.Event, r *wire.Response, text string, final bool) []wire.Event {
 	if s.msg < 0 {
 		s.msg = s.next
 		s.next++
@@ -411,7 +412,7 @@ func (s *responsesStream) text(evs []Event, r *Response, text string, final bool
 	}
 	rest, ok := strings.CutPrefix(text, s.sent)
 	if !ok && final {
-		rest = text[commonPrefix(text, s.sent):]
+		rest = text[wire.CommonPrefix(text, s.sent):]
 	}
 	if rest != "" && (ok || final) {
 		evs = append(evs, s.ev("response.output_text.delta", s.loc(r, map[string]any{"delta": rest, "logprobs": []any{}})))
@@ -420,19 +421,19 @@ func (s *responsesStream) text(evs []Event, r *Response, text string, final bool
 	return evs
 }
 
-func (s *responsesStream) Update(r *Response) []Event {
-	var evs []Event
+func (s *responsesStream) Update(r *wire.Response) []wire.Event {
+	var evs []wire.Event
 	for _, p := range r.Content {
 		switch p.Kind {
-		case PartServerCall:
+		case wire.PartServerCall:
 			// A search that starts after the text (a model that wrote before it
 			// searched) cannot be put before the message item: Finish adds it.
 			if _, ok := s.calls[p.Server.ID]; !ok && s.msg < 0 {
 				evs = s.search(evs, r, p.Server)
 			}
-		case PartServerResult:
+		case wire.PartServerResult:
 			evs = s.searched(evs, r, p.Search)
-		case PartText:
+		case wire.PartText:
 			// No message item is opened for no text: an answer that ends in function
 			// calls without writing has none (responsesOutput).
 			if !s.holdText && p.Text != "" {
@@ -443,28 +444,28 @@ func (s *responsesStream) Update(r *Response) []Event {
 	return evs
 }
 
-func (s *responsesStream) Finish(r *Response) []Event {
-	var evs []Event
+func (s *responsesStream) Finish(r *wire.Response) []wire.Event {
+	var evs []wire.Event
 	final := responsesOutput(r)
 	if s.msg >= 0 {
 		final = reasoningAfterMessage(final)
 	}
-	results := map[string]*SearchResult{}
+	results := map[string]*wire.SearchResult{}
 	for _, p := range r.Content {
 		switch p.Kind {
-		case PartServerCall:
+		case wire.PartServerCall:
 			if _, ok := s.calls[p.Server.ID]; !ok {
 				evs = s.search(evs, r, p.Server)
 			}
-		case PartServerResult:
+		case wire.PartServerResult:
 			results[p.Search.CallID] = p.Search
 		}
 	}
 	for _, p := range r.Content {
-		if p.Kind == PartServerCall {
+		if p.Kind == wire.PartServerCall {
 			res := results[p.Server.ID]
 			if res == nil {
-				res = &SearchResult{CallID: p.Server.ID, Sources: []Source{}}
+				res = &wire.SearchResult{CallID: p.Server.ID, Sources: []wire.Source{}}
 			}
 			evs = s.searched(evs, r, res)
 		}
@@ -534,7 +535,7 @@ func reasoningAfterMessage(output []any) []any {
 // reasoning sends a reasoning item as OpenAI streams one: added with an empty
 // summary, then each summary part added, its text as one delta, done, then the item
 // done.
-func (s *responsesStream) reasoning(evs []Event, it map[string]any) []Event {
+func (s *responsesStream) reasoning(evs []wire.Event, it map[string]any) []wire.Event {
 	idx := s.next
 	s.next++
 	id := it["id"]
@@ -546,19 +547,19 @@ func (s *responsesStream) reasoning(evs []Event, it map[string]any) []Event {
 			m["item_id"], m["output_index"], m["summary_index"] = id, idx, n
 			return m
 		}
-		evs = append(evs, s.ev("response.reasoning_summary_part.added", at(map[string]any{"part": summaryText("")})))
+		evs = append(evs, s.ev("response.reasoning_summary_part.added", at(map[string]any{"part": wire.SummaryText("")})))
 		evs = append(evs, s.ev("response.reasoning_summary_text.delta", at(map[string]any{"delta": text})))
 		evs = append(evs, s.ev("response.reasoning_summary_text.done", at(map[string]any{"text": text})))
-		evs = append(evs, s.ev("response.reasoning_summary_part.done", at(map[string]any{"part": summaryText(text)})))
+		evs = append(evs, s.ev("response.reasoning_summary_part.done", at(map[string]any{"part": wire.SummaryText(text)})))
 	}
 	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
 }
 
-func (s *responsesStream) Fail(r *Response, e *Error) []Event {
+func (s *responsesStream) Fail(r *wire.Response, e *wire.Error) []wire.Event {
 	rr := *r
-	rr.Status, rr.Error = StatusFailed, e
+	rr.Status, rr.Error = wire.StatusFailed, e
 	if e.Status == http.StatusGatewayTimeout && e.Code == "" {
-		rr.Error = &Error{Status: e.Status, Code: "timeout", Message: e.Message}
+		rr.Error = &wire.Error{Status: e.Status, Code: "timeout", Message: e.Message}
 	}
-	return []Event{s.ev("response.failed", map[string]any{"response": responseObject(&rr, []any{})})}
+	return []wire.Event{s.ev("response.failed", map[string]any{"response": responseObject(&rr, []any{})})}
 }

@@ -1,9 +1,10 @@
-package wire
+package responses
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"strings"
 )
 
@@ -30,19 +31,19 @@ const compactToolOutput = 1000
 // Compaction is a conversation compacted.
 type Compaction struct {
 	// Kept are the client's own turns (user and system messages), in order.
-	Kept []Message
+	Kept []wire.Message
 	// Summary is the rest, as one assistant turn.
-	Summary Message
+	Summary wire.Message
 }
 
 // Compact compacts r's conversation. r.System (the input's leading system and
 // developer messages; instructions are the caller's to leave out) is kept as a first
 // system message. A conversation that ends with function calls still waiting for
 // their output cannot be compacted: their call ids would no longer match.
-func Compact(r *Request) (*Compaction, error) {
+func Compact(r *wire.Request) (*Compaction, error) {
 	c := &Compaction{}
 	if r.System != "" {
-		c.Kept = append(c.Kept, Message{Role: RoleSystem, Parts: []Part{{Kind: PartText, Text: r.System}}})
+		c.Kept = append(c.Kept, wire.Message{Role: wire.RoleSystem, Parts: []wire.Part{{Kind: wire.PartText, Text: r.System}}})
 	}
 	open := map[string]string{} // call id → tool name, for calls without output yet
 	var b strings.Builder
@@ -62,8 +63,8 @@ func Compact(r *Request) (*Compaction, error) {
 		b.WriteString("\n")
 	}
 	for _, m := range r.Messages {
-		if m.Role == RoleUser || m.Role == RoleSystem {
-			if m.Role == RoleUser {
+		if m.Role == wire.RoleUser || m.Role == wire.RoleSystem {
+			if m.Role == wire.RoleUser {
 				users++
 			}
 			c.Kept = append(c.Kept, m)
@@ -71,28 +72,28 @@ func Compact(r *Request) (*Compaction, error) {
 		}
 		for _, p := range m.Parts {
 			switch p.Kind {
-			case PartText:
+			case wire.PartText:
 				if t := strings.TrimSpace(p.Text); t != "" {
-					line("The assistant wrote: %s", clip(t, 4*compactToolOutput))
+					line("The assistant wrote: %s", wire.Clip(t, 4*compactToolOutput))
 				}
-			case PartToolCall:
+			case wire.PartToolCall:
 				open[p.Call.ID] = p.Call.Name
-				line("The assistant called the tool %s with %s", p.Call.Name, clip(p.Call.Arguments, compactToolOutput))
-			case PartToolResult:
+				line("The assistant called the tool %s with %s", p.Call.Name, wire.Clip(p.Call.Arguments, compactToolOutput))
+			case wire.PartToolResult:
 				name := open[p.Result.CallID]
 				delete(open, p.Result.CallID)
-				text := resultText(p.Result)
+				text := wire.ResultText(p.Result)
 				if text == "" && len(p.Result.Parts) > 0 {
 					text = "(content that is not text)"
 				}
-				line("The tool %s returned: %s", name, clip(text, compactToolOutput))
-			case PartServerCall:
+				line("The tool %s returned: %s", name, wire.Clip(text, compactToolOutput))
+			case wire.PartServerCall:
 				if p.Server.IsFetch() {
 					line("The assistant read the page %s", p.Server.URL)
 				} else {
 					line("The assistant searched the web for %q", p.Server.Query)
 				}
-			case PartServerResult:
+			case wire.PartServerResult:
 				if p.Search.Error != nil {
 					line("That search failed (%s)", p.Search.Error.Code)
 					continue
@@ -104,20 +105,20 @@ func Compact(r *Request) (*Compaction, error) {
 				if len(found) > 0 {
 					line("It found: %s", strings.Join(found, "; "))
 				}
-			case PartImage, PartFile:
+			case wire.PartImage, wire.PartFile:
 				line("The assistant's turn held an image or a file, not kept")
 			}
 		}
 	}
 	for id := range open {
-		return nil, Invalid("input", "The conversation ends with a function_call (call_id %q) that has no function_call_output yet: send its output before compacting, so the call and its output stay together.", clip(id, 64))
+		return nil, wire.Invalid("input", "The conversation ends with a function_call (call_id %q) that has no function_call_output yet: send its output before compacting, so the call and its output stay together.", wire.Clip(id, 64))
 	}
-	c.Summary = Message{Role: RoleAssistant, Parts: []Part{{Kind: PartText, Text: strings.TrimRight(b.String(), "\n")}}}
+	c.Summary = wire.Message{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.PartText, Text: strings.TrimRight(b.String(), "\n")}}}
 	return c, nil
 }
 
 // EncodeCompaction is a compaction item's encrypted_content for the summary turn m.
-func EncodeCompaction(m Message) (string, error) {
+func EncodeCompaction(m wire.Message) (string, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return "", err
@@ -127,23 +128,23 @@ func EncodeCompaction(m Message) (string, error) {
 
 // DecodeCompaction reads back a compaction item's encrypted_content (param names it
 // in the error): the assistant turn it stands for.
-func DecodeCompaction(param, content string) (Message, error) {
-	bad := Invalid(param, "%s is not a compaction this server wrote: send back the compaction item of POST /v1/responses/compact unchanged", param)
+func DecodeCompaction(param, content string) (wire.Message, error) {
+	bad := wire.Invalid(param, "%s is not a compaction this server wrote: send back the compaction item of POST /v1/responses/compact unchanged", param)
 	data, ok := strings.CutPrefix(content, compactionPrefix)
 	if !ok {
-		return Message{}, bad
+		return wire.Message{}, bad
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(data)
 	if err != nil {
-		return Message{}, bad
+		return wire.Message{}, bad
 	}
-	var m Message
-	if json.Unmarshal(raw, &m) != nil || m.Role != RoleAssistant {
-		return Message{}, bad
+	var m wire.Message
+	if json.Unmarshal(raw, &m) != nil || m.Role != wire.RoleAssistant {
+		return wire.Message{}, bad
 	}
 	for _, p := range m.Parts {
-		if p.Kind != PartText {
-			return Message{}, bad
+		if p.Kind != wire.PartText {
+			return wire.Message{}, bad
 		}
 	}
 	return m, nil
@@ -158,11 +159,11 @@ func CompactionOutput(id string, c *Compaction) ([]any, error) {
 		if content == nil {
 			content = []responsesInputPart{}
 		}
-		out = append(out, map[string]any{"type": "message", "id": fmt.Sprintf("msg_%s_%d", idToken(id), i), "status": "completed", "role": string(m.Role), "content": content})
+		out = append(out, map[string]any{"type": "message", "id": fmt.Sprintf("msg_%s_%d", wire.IDToken(id), i), "status": "completed", "role": string(m.Role), "content": content})
 	}
 	enc, err := EncodeCompaction(c.Summary)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, map[string]any{"type": "compaction", "id": "cmp_" + idToken(id), "encrypted_content": enc}), nil
+	return append(out, map[string]any{"type": "compaction", "id": "cmp_" + wire.IDToken(id), "encrypted_content": enc}), nil
 }

@@ -1,10 +1,11 @@
-package wire_test
+package responses_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -25,11 +26,11 @@ const compactable = `{"model":"m","input":[
 // reasoning.
 func TestCompactKeepsClientTurnsAndTranscribesTheRest(t *testing.T) {
 	t.Parallel()
-	req, err := wire.Responses.DecodeRequest([]byte(compactable))
+	req, err := responses.Client.DecodeRequest([]byte(compactable))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := wire.Compact(req)
+	c, err := responses.Compact(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,15 +65,15 @@ func TestCompactKeepsClientTurnsAndTranscribesTheRest(t *testing.T) {
 // transcript turn at its place; the kept messages read back as the client's turns.
 func TestCompactionOutputReadsBackAsInput(t *testing.T) {
 	t.Parallel()
-	req, err := wire.Responses.DecodeRequest([]byte(compactable))
+	req, err := responses.Client.DecodeRequest([]byte(compactable))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := wire.Compact(req)
+	c, err := responses.Compact(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := wire.CompactionOutput("cmp_x", c)
+	out, err := responses.CompactionOutput("cmp_x", c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestCompactionOutputReadsBackAsInput(t *testing.T) {
 	}
 	next := append(out, map[string]any{"type": "message", "role": "user", "content": "Continue."})
 	body, _ := json.Marshal(map[string]any{"model": "m", "input": next})
-	again, err := wire.Responses.DecodeRequest(body)
+	again, err := responses.Client.DecodeRequest(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,16 +105,16 @@ func TestCompactionOutputReadsBackAsInput(t *testing.T) {
 // What the fleet cannot compact, or did not write, is a 400 naming the input.
 func TestCompactionRefusals(t *testing.T) {
 	t.Parallel()
-	pending, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","input":[{"role":"user","content":"Weather?"},
+	pending, err := responses.Client.DecodeRequest([]byte(`{"model":"m","input":[{"role":"user","content":"Weather?"},
 		{"type":"function_call","call_id":"c9","name":"get_weather","arguments":"{}"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wire.Compact(pending); err == nil || wire.AsError(err).Status != 400 || !strings.Contains(err.Error(), "c9") {
+	if _, err := responses.Compact(pending); err == nil || wire.AsError(err).Status != 400 || !strings.Contains(err.Error(), "c9") {
 		t.Fatalf("a pending call: %v", err)
 	}
 	for _, content := range []string{"plain text", "sfc1.!!!", "sfc1." + "eyJyb2xlIjoidXNlciIsInBhcnRzIjpbXX0"} {
-		_, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","input":[{"type":"compaction","encrypted_content":"` + content + `"}]}`))
+		_, err := responses.Client.DecodeRequest([]byte(`{"model":"m","input":[{"type":"compaction","encrypted_content":"` + content + `"}]}`))
 		if e := wire.AsError(err); err == nil || e.Status != 400 || e.Param != "input[0].encrypted_content" {
 			t.Fatalf("compaction %q: %v", content, err)
 		}
@@ -123,12 +124,12 @@ func TestCompactionRefusals(t *testing.T) {
 // A function_call_output must answer a function_call before it.
 func TestFunctionCallOutputNeedsItsCall(t *testing.T) {
 	t.Parallel()
-	_, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},
+	_, err := responses.Client.DecodeRequest([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},
 		{"type":"function_call_output","call_id":"call_missing","output":"x"}]}`))
 	if e := wire.AsError(err); err == nil || e.Status != 400 || !strings.Contains(e.Message, "call_missing") {
 		t.Fatalf("an orphan output: %v", err)
 	}
-	if _, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},
+	if _, err := responses.Client.DecodeRequest([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},
 		{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
 		{"type":"function_call_output","call_id":"c1","output":"x"}]}`)); err != nil {
 		t.Fatalf("an answered call: %v", err)

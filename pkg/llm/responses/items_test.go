@@ -1,9 +1,10 @@
-package wire_test
+package responses_test
 
 import (
 	"encoding/json"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -17,7 +18,7 @@ func TestNoEmptyMessageBeforeAFunctionCall(t *testing.T) {
 		{Kind: wire.PartText, Text: ""},
 		{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: "call_9", Name: "get_weather", Arguments: "{}"}},
 	}}
-	b, err := wire.Responses.EncodeResponse(r)
+	b, err := responses.Client.EncodeResponse(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,12 +30,12 @@ func TestNoEmptyMessageBeforeAFunctionCall(t *testing.T) {
 		t.Fatalf("output %s", b)
 	}
 	for _, it := range o.Output {
-		if got := wire.ItemResponse(it.ID); got != "resp_abc" {
+		if got := responses.ItemResponse(it.ID); got != "resp_abc" {
 			t.Errorf("item %s names response %q", it.ID, got)
 		}
 	}
 
-	st := wire.Responses.NewStream()
+	st := responses.Client.NewStream()
 	start := *r
 	start.Status, start.Content = wire.StatusInProgress, nil
 	evs := st.Start(&start)
@@ -59,7 +60,7 @@ func TestItemResponse(t *testing.T) {
 		"msg_resp_abc": "resp_abc", "ws_resp_abc_0_call_1": "resp_abc", "fc_resp_abc_call_9": "resp_abc", "msg_resp_abc_in2": "resp_abc",
 		"rs_abc": "", "msg_": "", "ws_0_call_1": "", "resp_abc": "", "": "", "msg_resp_": "",
 	} {
-		if got := wire.ItemResponse(id); got != want {
+		if got := responses.ItemResponse(id); got != want {
 			t.Errorf("ItemResponse(%q) = %q, want %q", id, got, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package wire
+package responses
 
 import (
 	"encoding/json"
@@ -9,25 +9,26 @@ import (
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // ResponsesModel is the OpenAI Responses protocol as the fleet speaks it to a main
 // model: POST {base}/responses (base ".../v1", as for Chat) with a bearer key. The
 // fleet sends the whole conversation each time, with store false.
-var ResponsesModel responsesModel
+var Model responsesModel
 
 type responsesModel struct{}
 
-func (responsesModel) Protocol() Protocol { return OpenAIResponses }
+func (responsesModel) Protocol() wire.Protocol { return wire.OpenAIResponses }
 
 // NativeSearch: OpenAI's web_search tool is $10 per 1,000 calls
 // (openai.com/api/pricing, built-in tools: web search for reasoning and GPT-5 models).
 func (responsesModel) NativeSearch(string) (string, float64, bool) {
-	return string(OpenAIResponses), 0.01, true
+	return string(wire.OpenAIResponses), 0.01, true
 }
 
-func (responsesModel) TakesFile(media string) bool    { return media == mediaPDF }
-func (responsesModel) TakesFileURL(media string) bool { return media == mediaPDF }
+func (responsesModel) TakesFile(media string) bool    { return media == wire.MediaPDF }
+func (responsesModel) TakesFileURL(media string) bool { return media == wire.MediaPDF }
 
 func (responsesModel) Path(string, bool) string { return "/responses" }
 
@@ -40,112 +41,112 @@ func (responsesModel) Authorize(h http.Header, key string) {
 // EncodeRequest renders r as a Responses request: instructions, input items (messages,
 // function_call and function_call_output items with the call ids), function tools
 // ({type:"function", name, parameters}, strict only when the client asked).
-func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
-	r, err := ModelFiles(r, ResponsesModel, model)
+func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
+	r, err := wire.ModelFiles(r, Model, model)
 	if err != nil {
 		return nil, err
 	}
-	out := newTopLevel(0)
-	out.set("model", model)
-	out.set("store", false)
+	out := wire.NewTopLevel(0)
+	out.Set("model", model)
+	out.Set("store", false)
 	if r.System != "" {
-		out.set("instructions", r.System)
+		out.Set("instructions", r.System)
 	}
 	var input []any
 	for _, m := range r.Messages {
-		if m.Role == RoleAssistant {
+		if m.Role == wire.RoleAssistant {
 			m.Parts = reasoningFirst(m.Parts)
 		}
-		var text []Part
+		var text []wire.Part
 		flush := func() {
 			if len(text) == 0 {
 				return
 			}
 			role := string(m.Role)
-			if m.Role == RoleTool {
+			if m.Role == wire.RoleTool {
 				role = "user"
 			}
-			input = append(input, &responsesMessageItem{Role: role, Content: responsesInputContent(text, m.Role == RoleAssistant)})
+			input = append(input, &responsesMessageItem{Role: role, Content: responsesInputContent(text, m.Role == wire.RoleAssistant)})
 			text = nil
 		}
 		for _, p := range m.Parts {
 			switch p.Kind {
-			case PartText, PartImage, PartFile:
-				if p.Kind == PartText && p.Text == "" {
+			case wire.PartText, wire.PartImage, wire.PartFile:
+				if p.Kind == wire.PartText && p.Text == "" {
 					continue
 				}
 				text = append(text, p)
-			case PartServerCall, PartServerResult:
-				text = append(text, Part{Kind: PartText, Text: renderServerPart(p)})
-			case PartReasoning:
+			case wire.PartServerCall, wire.PartServerResult:
+				text = append(text, wire.Part{Kind: wire.PartText, Text: wire.RenderServerPart(p)})
+			case wire.PartReasoning:
 				// The model's own reasoning items go back as they came, before the
 				// calls they led to; another protocol's reasoning cannot.
-				if it := reasoningItem(p); it != nil {
+				if it := wire.ReasoningItem(p); it != nil {
 					flush()
 					input = append(input, it)
 				}
-			case PartToolCall:
+			case wire.PartToolCall:
 				flush()
 				input = append(input, &responsesCallItem{Type: "function_call", CallID: p.Call.ID, Name: p.Call.Name, Arguments: p.Call.Arguments})
-			case PartToolResult:
+			case wire.PartToolResult:
 				flush()
-				input = append(input, &responsesCallOutputItem{Type: "function_call_output", CallID: p.Result.CallID, Output: resultText(p.Result)})
+				input = append(input, &responsesCallOutputItem{Type: "function_call_output", CallID: p.Result.CallID, Output: wire.ResultText(p.Result)})
 			}
 		}
 		flush()
 	}
 	if len(input) == 0 {
-		return nil, Invalid("input", "the conversation has no content for the model")
+		return nil, wire.Invalid("input", "the conversation has no content for the model")
 	}
-	out.set("input", input)
+	out.Set("input", input)
 	var tools []any
 	if o := r.Search; o != nil {
 		// The provider's own search: its web_search tool, asked to list the pages each
 		// search found (the job's trace shows them).
 		tools = append(tools, responsesSearchTool(o))
-		out.set("include", []string{"web_search_call.action.sources"})
-		out.set("tools", tools)
-		out.set("tool_choice", "auto") // forcing the hosted tool is refused by some models
+		out.Set("include", []string{"web_search_call.action.sources"})
+		out.Set("tools", tools)
+		out.Set("tool_choice", "auto") // forcing the hosted tool is refused by some models
 	}
 	if len(r.Tools) > 0 {
 		for _, t := range r.Tools {
 			// Responses function tools are strict unless told otherwise, and a strict
 			// schema must list every property as required: only the client may ask.
 			tool := &responsesFunctionTool{Type: "function", Name: t.Name, Strict: t.Strict != nil && *t.Strict, Description: t.Description}
-			if !isNull(t.Parameters) {
+			if !wire.IsNull(t.Parameters) {
 				tool.Parameters = t.Parameters
 			}
 			tools = append(tools, tool)
 		}
-		out.set("tools", tools)
+		out.Set("tools", tools)
 		if tc := r.ToolChoice; tc != nil {
 			if tc.Mode == "tool" {
-				out.set("tool_choice", map[string]string{"type": "function", "name": tc.Name})
+				out.Set("tool_choice", map[string]string{"type": "function", "name": tc.Name})
 			} else {
-				out.set("tool_choice", tc.Mode)
+				out.Set("tool_choice", tc.Mode)
 			}
 		}
 		if r.ParallelToolCalls != nil {
-			out.set("parallel_tool_calls", *r.ParallelToolCalls)
+			out.Set("parallel_tool_calls", *r.ParallelToolCalls)
 		}
 	}
 	if r.MaxTokens > 0 {
-		out.set("max_output_tokens", r.MaxTokens)
+		out.Set("max_output_tokens", r.MaxTokens)
 	}
 	if r.Temperature != nil {
-		out.set("temperature", *r.Temperature)
+		out.Set("temperature", *r.Temperature)
 	}
 	if r.TopP != nil {
-		out.set("top_p", *r.TopP)
+		out.Set("top_p", *r.TopP)
 	}
-	if f := responsesFormat(r.ResponseFormat); f != nil {
-		out.set("text", map[string]any{"format": f})
+	if f := wire.ResponsesFormat(r.ResponseFormat); f != nil {
+		out.Set("text", map[string]any{"format": f})
 	}
 	if r.Stream {
-		out.set("stream", true)
+		out.Set("stream", true)
 	}
-	responsesReasoningConfig(out, r)
-	return out.marshal()
+	wire.ResponsesReasoningConfig(out, r)
+	return out.Marshal()
 }
 
 // reasoningFirst puts the reasoning parts that end an assistant message before the
@@ -153,19 +154,19 @@ func (responsesModel) EncodeRequest(r *Request, model string) ([]byte, error) {
 // (its text streamed before its reasoning was known), and a client sends them back so,
 // but OpenAI refuses a reasoning item that no item of its turn follows. parts is not
 // modified.
-func reasoningFirst(parts []Part) []Part {
+func reasoningFirst(parts []wire.Part) []wire.Part {
 	k := len(parts)
-	for k > 0 && parts[k-1].Kind == PartReasoning {
+	for k > 0 && parts[k-1].Kind == wire.PartReasoning {
 		k--
 	}
 	j := k
-	for j > 0 && parts[j-1].Kind == PartText {
+	for j > 0 && parts[j-1].Kind == wire.PartText {
 		j--
 	}
 	if k == len(parts) || j == k {
 		return parts
 	}
-	out := make([]Part, 0, len(parts))
+	out := make([]wire.Part, 0, len(parts))
 	out = append(append(append(out, parts[:j]...), parts[k:]...), parts[j:k]...)
 	return out
 }
@@ -240,11 +241,11 @@ type responsesInputPart struct {
 
 // responsesInputContent renders a message's text and images: a string when it is
 // text only, else input parts (an assistant's earlier text is output_text).
-func responsesInputContent(parts []Part, assistant bool) any {
+func responsesInputContent(parts []wire.Part, assistant bool) any {
 	var b strings.Builder
 	textOnly := true
 	for _, p := range parts {
-		if p.Kind != PartText {
+		if p.Kind != wire.PartText {
 			textOnly = false
 			continue
 		}
@@ -257,24 +258,24 @@ func responsesInputContent(parts []Part, assistant bool) any {
 }
 
 // responsesInputParts renders a message's text, images and files as input parts.
-func responsesInputParts(parts []Part) []responsesInputPart {
+func responsesInputParts(parts []wire.Part) []responsesInputPart {
 	var items []responsesInputPart
 	for i, p := range parts {
 		switch p.Kind {
-		case PartText:
+		case wire.PartText:
 			items = append(items, responsesInputPart{Type: "input_text", Text: &parts[i].Text})
-		case PartImage:
+		case wire.PartImage:
 			url := p.Image.URL
 			if url == "" {
 				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
 			}
 			items = append(items, responsesInputPart{Type: "input_image", ImageURL: url})
-		case PartFile:
+		case wire.PartFile:
 			if p.File.Data == "" && p.File.URL != "" { // a file it takes by URL (TakesFileURL)
 				items = append(items, responsesInputPart{Type: "input_file", FileURL: p.File.URL})
 				continue
 			}
-			items = append(items, responsesInputPart{Type: "input_file", Filename: p.File.name(), FileData: p.File.dataURL()})
+			items = append(items, responsesInputPart{Type: "input_file", Filename: p.File.Name(), FileData: p.File.DataURL()})
 		}
 	}
 	return items
@@ -356,10 +357,10 @@ type responsesAnnotation struct {
 // url_citation annotations) and refusals, function_call items as tool calls (their
 // call_id is the id the result must name), the provider's own web_search_call items,
 // usage, and the stop reason (incomplete for max_output_tokens or content_filter).
-func (responsesModel) DecodeResponse(body []byte) (*Response, error) {
+func (responsesModel) DecodeResponse(body []byte) (*wire.Response, error) {
 	var a responsesAnswer
 	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, fmt.Errorf("not a Responses API response: %s", clip(err.Error(), 200))
+		return nil, fmt.Errorf("not a Responses API response: %s", wire.Clip(err.Error(), 200))
 	}
 	if a.Object != "" && a.Object != "response" {
 		return nil, fmt.Errorf("not a Responses API response: object %q", a.Object)
@@ -370,7 +371,7 @@ func (responsesModel) DecodeResponse(body []byte) (*Response, error) {
 	return a.response()
 }
 
-func (a *responsesAnswer) response() (*Response, error) {
+func (a *responsesAnswer) response() (*wire.Response, error) {
 	if a.Status == "failed" {
 		msg, status, code := "the model's response failed", http.StatusBadGateway, ""
 		if a.Error != nil {
@@ -382,19 +383,19 @@ func (a *responsesAnswer) response() (*Response, error) {
 				status = s
 			}
 		}
-		le := statusError(status, "response_failed", msg)
+		le := wire.StatusError(status, "response_failed", msg)
 		le.Code = code
 		return nil, le
 	}
-	r := &Response{ID: a.ID, Model: a.Model, Status: StatusCompleted, Stop: StopEndTurn,
-		Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
+	r := &wire.Response{ID: a.ID, Model: a.Model, Status: wire.StatusCompleted, Stop: wire.StopEndTurn,
+		Usage: wire.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	for _, it := range a.Output {
 		switch it.Type {
 		case "message":
 			for _, c := range it.Content {
 				switch c.Type {
 				case "output_text":
-					p := Part{Kind: PartText, Text: c.Text}
+					p := wire.Part{Kind: wire.PartText, Text: c.Text}
 					for _, an := range c.Annotations {
 						if an.Type == "url_citation" {
 							p.Citations = append(p.Citations, urlCitation(c.Text, an))
@@ -402,8 +403,8 @@ func (a *responsesAnswer) response() (*Response, error) {
 					}
 					r.Content = append(r.Content, p)
 				case "refusal":
-					r.Content = append(r.Content, Part{Kind: PartText, Text: c.Refusal})
-					r.Stop, r.StopDetail = StopRefusal, "refusal"
+					r.Content = append(r.Content, wire.Part{Kind: wire.PartText, Text: c.Refusal})
+					r.Stop, r.StopDetail = wire.StopRefusal, "refusal"
 				}
 			}
 		case "function_call":
@@ -411,17 +412,17 @@ func (a *responsesAnswer) response() (*Response, error) {
 			if id == "" {
 				id = it.ID
 			}
-			r.Content = append(r.Content, Part{Kind: PartToolCall, Call: &ToolCall{ID: id, Name: it.Name, Arguments: it.Arguments}})
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: id, Name: it.Name, Arguments: it.Arguments}})
 		case "reasoning":
-			rs := &Reasoning{Protocol: OpenAIResponses, ID: it.ID, Encrypted: it.EncryptedContent}
+			rs := &wire.Reasoning{Protocol: wire.OpenAIResponses, ID: it.ID, Encrypted: it.EncryptedContent}
 			for _, sm := range it.Summary {
 				rs.Summary = append(rs.Summary, sm.Text)
 			}
 			rs.Text = strings.Join(rs.Summary, "\n\n")
-			r.Content = append(r.Content, Part{Kind: PartReasoning, Reasoning: rs})
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartReasoning, Reasoning: rs})
 		case "web_search_call":
 			call, res := it.webSearch()
-			r.Content = append(r.Content, Part{Kind: PartServerCall, Server: call}, Part{Kind: PartServerResult, Search: res})
+			r.Content = append(r.Content, wire.Part{Kind: wire.PartServerCall, Server: call}, wire.Part{Kind: wire.PartServerResult, Search: res})
 			if it.Status == "completed" {
 				r.Usage.WebSearches++ // OpenAI bills each web_search call that ran
 			}
@@ -437,14 +438,14 @@ func (a *responsesAnswer) response() (*Response, error) {
 		r.StopDetail = "incomplete: " + a.IncompleteDetails.Reason
 		switch a.IncompleteDetails.Reason {
 		case "max_output_tokens":
-			r.Stop = StopMaxTokens
+			r.Stop = wire.StopMaxTokens
 		case "content_filter":
-			r.Stop = StopRefusal
+			r.Stop = wire.StopRefusal
 		}
 	}
 	for _, p := range r.Content {
-		if p.Kind == PartToolCall {
-			r.Stop = StopToolUse
+		if p.Kind == wire.PartToolCall {
+			r.Stop = wire.StopToolUse
 		}
 	}
 	return r, nil
@@ -456,8 +457,8 @@ func (a *responsesAnswer) response() (*Response, error) {
 // looked up in the text (the occurrence nearest the given end, with or without
 // OpenAI's tracking parameter) and the span ends after its closing parentheses;
 // failing that, the given span stands, and an empty one ends with the text.
-func urlCitation(text string, an responsesAnnotation) Citation {
-	c := Citation{URL: an.URL, Title: an.Title, Start: an.StartIndex, End: an.EndIndex}
+func urlCitation(text string, an responsesAnnotation) wire.Citation {
+	c := wire.Citation{URL: an.URL, Title: an.Title, Start: an.StartIndex, End: an.EndIndex}
 	s, e := runeOffset(text, an.StartIndex), runeOffset(text, an.EndIndex)
 	host := ""
 	if u, err := url.Parse(an.URL); err == nil {
@@ -468,8 +469,8 @@ func urlCitation(text string, an responsesAnnotation) Citation {
 			return c
 		}
 	}
-	for _, u := range []string{an.URL, ResponsesPageURL(an.URL)} {
-		if p, ok := nearestEnd(text, u, e); ok {
+	for _, u := range []string{an.URL, PageURL(an.URL)} {
+		if p, ok := wire.NearestEnd(text, u, e); ok {
 			for i := 0; i < 2 && p < len(text) && text[p] == ')'; i++ {
 				p++
 			}
@@ -497,7 +498,7 @@ func runeOffset(text string, n int) int {
 // ResponsesPageURL is the page a URL OpenAI cites stands for: without the
 // utm_source=openai tracking parameter OpenAI adds to cited URLs (and not to the pages
 // its search lists), so that both name one page.
-func ResponsesPageURL(raw string) string {
+func PageURL(raw string) string {
 	if !strings.Contains(raw, "utm_source=openai") {
 		return raw
 	}
@@ -518,9 +519,9 @@ func ResponsesPageURL(raw string) string {
 // a search's query (its first when it ran several), an opened page or a search in a
 // page as words naming the page; the pages listed when the request included
 // web_search_call.action.sources. A failed call is a failed search.
-func (it *responsesOutputItem) webSearch() (*ServerCall, *SearchResult) {
-	call := &ServerCall{ID: it.ID, Name: "web_search"}
-	res := &SearchResult{CallID: it.ID}
+func (it *responsesOutputItem) webSearch() (*wire.ServerCall, *wire.SearchResult) {
+	call := &wire.ServerCall{ID: it.ID, Name: "web_search"}
+	res := &wire.SearchResult{CallID: it.ID}
 	if a := it.Action; a != nil {
 		call.Action = a.Type
 		switch a.Type {
@@ -536,25 +537,25 @@ func (it *responsesOutputItem) webSearch() (*ServerCall, *SearchResult) {
 		}
 		for _, s := range a.Sources {
 			if s.URL != "" {
-				res.Sources = append(res.Sources, Source{URL: s.URL})
+				res.Sources = append(res.Sources, wire.Source{URL: s.URL})
 			}
 		}
 		if a.URL != "" && len(res.Sources) == 0 {
-			res.Sources = append(res.Sources, Source{URL: a.URL})
+			res.Sources = append(res.Sources, wire.Source{URL: a.URL})
 		}
 	}
 	if it.Status == "failed" {
-		res.Error = &SearchError{Code: "unavailable", Message: "the provider's web search failed"}
+		res.Error = &wire.SearchError{Code: "unavailable", Message: "the provider's web search failed"}
 	}
 	return call, res
 }
 
 // DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}}.
 func (responsesModel) DecodeError(status int, body []byte) *llm.Error {
-	return openAIModelError(status, body)
+	return wire.OpenAIModelError(status, body)
 }
 
-func (responsesModel) NewStreamDecoder() StreamDecoder { return &responsesDecoder{} }
+func (responsesModel) NewStreamDecoder() wire.StreamDecoder { return &responsesDecoder{} }
 
 // responsesDecoder reads a Responses stream: the text of response.output_text.delta
 // events as it comes, the whole answer from response.completed (or
@@ -563,7 +564,7 @@ func (responsesModel) NewStreamDecoder() StreamDecoder { return &responsesDecode
 // (response.output_text.annotation.added) stand in for a final response that lists no
 // output or no annotations.
 type responsesDecoder struct {
-	final *Response
+	final *wire.Response
 	items []responsesOutputItem
 	notes map[string][]responsesAnnotation // item id and content index → annotations
 }
@@ -581,7 +582,7 @@ func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
 		Message      string               `json:"message"`
 	}
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return "", fmt.Errorf("unreadable Responses stream event: %s", clip(err.Error(), 200))
+		return "", fmt.Errorf("unreadable Responses stream event: %s", wire.Clip(err.Error(), 200))
 	}
 	switch ev.Type {
 	case "response.output_text.delta":
@@ -600,7 +601,7 @@ func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
 		}
 	case "response.completed", "response.incomplete", "response.failed":
 		if ev.Response == nil {
-			return "", statusError(http.StatusBadGateway, "", ev.Type+" has no response")
+			return "", wire.StatusError(http.StatusBadGateway, "", ev.Type+" has no response")
 		}
 		d.complete(ev.Response)
 		r, err := ev.Response.response()
@@ -613,7 +614,7 @@ func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
 		if strings.Contains(ev.Code, "rate_limit") {
 			status = http.StatusTooManyRequests
 		}
-		return "", statusError(status, ev.Code, ev.Message)
+		return "", wire.StatusError(status, ev.Code, ev.Message)
 	}
 	return "", nil
 }
@@ -634,9 +635,9 @@ func (d *responsesDecoder) complete(a *responsesAnswer) {
 	}
 }
 
-func (d *responsesDecoder) Response() (*Response, error) {
+func (d *responsesDecoder) Response() (*wire.Response, error) {
 	if d.final == nil {
-		return nil, statusError(http.StatusBadGateway, "", "the model's stream ended before response.completed")
+		return nil, wire.StatusError(http.StatusBadGateway, "", "the model's stream ended before response.completed")
 	}
 	return d.final, nil
 }

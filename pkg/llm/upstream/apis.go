@@ -1,4 +1,12 @@
-package wire
+package upstream
+
+import (
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+)
 
 // Names of the "protocol" setting of a provider.
 const (
@@ -13,28 +21,28 @@ var ModelProtocols = []string{ModelOpenAIChat, ModelOpenAIResponses, ModelAnthro
 
 // ModelAPIFor returns the main-model protocol named by a provider's "protocol"
 // setting ("" is openai-chat); false for unknown names.
-func ModelAPIFor(name string) (ModelAPI, bool) {
+func ModelAPIFor(name string) (wire.ModelAPI, bool) {
 	switch name {
 	case ModelOpenAIChat, "":
-		return ChatModel, true
+		return openaichat.Model, true
 	case ModelOpenAIResponses:
-		return ResponsesModel, true
+		return responses.Model, true
 	case ModelAnthropicMessages:
-		return AnthropicModel, true
+		return anthropic.Model, true
 	case ModelGemini:
-		return GeminiModel, true
+		return gemini.Model, true
 	}
 	return nil, false
 }
 
 // ChatModelFor returns the Chat model protocol of a provider kind: Kimi's or GLM's,
 // whose own search the fleet can forward, else ChatModel.
-func ChatModelFor(providerKind string) ModelAPI {
+func ChatModelFor(providerKind string) wire.ModelAPI {
 	switch providerKind {
 	case "kimi", "moonshot":
-		return KimiModel
+		return openaichat.Kimi
 	case "glm", "zhipu":
-		return GLMModel
+		return openaichat.GLM
 	}
-	return ChatModel
+	return openaichat.Model
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
@@ -90,7 +91,7 @@ func (c *Caller) Prepare(req *wire.Request, stream bool) (*Call, error) {
 	if c.opts.Reasons && r.Reasoning == nil && c.api.Protocol() == wire.OpenAIResponses {
 		r.Reasoning = &wire.ReasoningConfig{} // its default effort, its state asked for
 	}
-	if _, rounds := c.api.(wire.SearchRounds); rounds && r.Search != nil {
+	if _, rounds := c.api.(openaichat.SearchRounds); rounds && r.Search != nil {
 		stream = false // only a whole answer is resumed: each search round is
 	}
 	r.Stream = stream

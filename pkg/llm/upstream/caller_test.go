@@ -17,6 +17,10 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -35,10 +39,10 @@ type protocol struct {
 }
 
 var protocols = []protocol{
-	{"openai-responses", wire.ResponsesModel, func(s string) string { return s + "/v1" }, "/v1/responses"},
-	{"anthropic-messages", wire.AnthropicModel, func(s string) string { return s }, "/v1/messages"},
-	{"gemini", wire.GeminiModel, func(s string) string { return s }, "/v1beta/models/"},
-	{"openai-chat", wire.ChatModel, func(s string) string { return s + "/v1" }, "/v1/chat/completions"},
+	{"openai-responses", responses.Model, func(s string) string { return s + "/v1" }, "/v1/responses"},
+	{"anthropic-messages", anthropic.Model, func(s string) string { return s }, "/v1/messages"},
+	{"gemini", gemini.Model, func(s string) string { return s }, "/v1beta/models/"},
+	{"openai-chat", openaichat.Model, func(s string) string { return s + "/v1" }, "/v1/chat/completions"},
 }
 
 // start runs a simulator and returns it with a caller of p pointed at it.
@@ -294,7 +298,7 @@ func TestErrorClasses(t *testing.T) {
 					}
 				}
 			}
-			if p.api == wire.ChatModel {
+			if p.api == openaichat.Model {
 				return // the simulator's Chat endpoint, like a local server, takes no key
 			}
 			_, nokey := start(t, p, "")
@@ -382,7 +386,7 @@ func TestBrokenStreamRetries(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c := upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, "claude", srv.URL, key, nil, upstream.Options{})}
+	c := upstreamtest.Chat{Caller: upstream.New(anthropic.Model, "claude", srv.URL, key, nil, upstream.Options{})}
 	var got strings.Builder
 	_, err := c.Complete(context.Background(), body([]string{user(question)}), func(d llm.Delta) { got.WriteString(d.Text) })
 	var le *llm.Error
@@ -415,7 +419,7 @@ func TestPauseTurnContinues(t *testing.T) {
 		w.Write(answers[n])
 	}))
 	t.Cleanup(srv.Close)
-	c := upstreamtest.Chat{Caller: upstream.New(wire.AnthropicModel, "claude", srv.URL, key, nil, upstream.Options{NativeSearch: true})}
+	c := upstreamtest.Chat{Caller: upstream.New(anthropic.Model, "claude", srv.URL, key, nil, upstream.Options{NativeSearch: true})}
 	comp, err := c.Complete(context.Background(), body([]string{user(question)}, webSearchTool), nil)
 	if err != nil {
 		t.Fatal(err)

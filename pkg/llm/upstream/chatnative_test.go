@@ -14,6 +14,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -80,7 +81,7 @@ func TestKimiRecordedRoundTrip(t *testing.T) {
 		fixtures.Read("moonshot/hermoonshotes-round1-tool-calls.response.json"),
 		fixtures.Read("moonshot/hermoonshotes-round2-final.response.json"),
 	}}
-	comp, err := nativeCaller(t, wire.KimiModel, p).Complete(context.Background(), []byte(kimiBody), nil)
+	comp, err := nativeCaller(t, openaichat.Kimi, p).Complete(context.Background(), []byte(kimiBody), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestKimiMixedCalls(t *testing.T) {
 		`{"id":"t-web_search-1","type":"builtin_function","function":{"name":"$web_search","arguments":"{\"search_result\":{\"search_id\":\"x\"}}"}},` +
 		`{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`
 	p := &replay{answers: [][]byte{[]byte(round)}}
-	comp, err := nativeCaller(t, wire.KimiModel, p).Complete(context.Background(), []byte(kimiBody), nil)
+	comp, err := nativeCaller(t, openaichat.Kimi, p).Complete(context.Background(), []byte(kimiBody), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestKimiWithoutSearchPassesThrough(t *testing.T) {
 	round := `{"id":"c","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi [1]"}}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`
 	p := &replay{answers: [][]byte{[]byte(round)}}
 	body := `{"model":"kimi-k2.5","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","searchfleet_native":{"protocol":"kimi.chat"}},{"role":"user","content":"hi"}]}`
-	comp, err := nativeCaller(t, wire.KimiModel, p).Complete(context.Background(), []byte(body), nil)
+	comp, err := nativeCaller(t, openaichat.Kimi, p).Complete(context.Background(), []byte(body), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestKimiRoundsBounded(t *testing.T) {
 	t.Parallel()
 	round := fixtures.Read("moonshot/hermoonshotes-round1-tool-calls.response.json")
 	p := &replay{answers: [][]byte{round, round, round, round, round}}
-	comp, err := nativeCaller(t, wire.KimiModel, p).Complete(context.Background(), []byte(kimiBody), nil)
+	comp, err := nativeCaller(t, openaichat.Kimi, p).Complete(context.Background(), []byte(kimiBody), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ const glmBody = `{"model":"glm-4.7","messages":[{"role":"user","content":"2025å¹
 func TestGLMRecordedAnswer(t *testing.T) {
 	t.Parallel()
 	p := &replay{answers: [][]byte{fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json")}}
-	comp, err := nativeCaller(t, wire.GLMModel, p).Complete(context.Background(), []byte(glmBody), nil)
+	comp, err := nativeCaller(t, openaichat.GLM, p).Complete(context.Background(), []byte(glmBody), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestGLMStreamed(t *testing.T) {
 		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
 	})
 	var streamed strings.Builder
-	comp, err := nativeCaller(t, wire.GLMModel, srv).Complete(context.Background(), []byte(glmBody), func(d llm.Delta) { streamed.WriteString(d.Text) })
+	comp, err := nativeCaller(t, openaichat.GLM, srv).Complete(context.Background(), []byte(glmBody), func(d llm.Delta) { streamed.WriteString(d.Text) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package wire
+package upstream
 
 import (
 	"encoding/base64"
@@ -10,6 +10,11 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+	llmanthropic "github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	llmresponses "github.com/searchfleet/searchfleet/pkg/llm/responses"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 const reportURL = "https://files.example.com/letters/2024ltr.pdf"
@@ -25,17 +30,17 @@ func sdkJSON(t *testing.T, v any) string {
 }
 
 // onlyFile is the one file part of r's first message.
-func onlyFile(t *testing.T, r *Request) File {
+func onlyFile(t *testing.T, r *wire.Request) wire.File {
 	t.Helper()
 	for _, p := range r.Messages[0].Parts {
-		if p.Kind == PartFile {
+		if p.Kind == wire.PartFile {
 			f := *p.File
-			f.param = ""
+			f.Param = ""
 			return f
 		}
 	}
 	t.Fatalf("no file part in %+v", r.Messages[0].Parts)
-	return File{}
+	return wire.File{}
 }
 
 // A file given by URL decodes, unread, into a file with that URL: a Responses
@@ -49,16 +54,16 @@ func TestDecodeFileURL(t *testing.T) {
 		Title: anthropic.String("The paper")})
 	for _, c := range []struct {
 		name  string
-		codec ClientCodec
+		codec wire.ClientCodec
 		body  string
-		want  File
+		want  wire.File
 	}{
-		{"responses file_url", Responses, `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"t"},` + respFile + `]}]}`,
-			File{Filename: "2024ltr.pdf", MediaType: "application/pdf", URL: reportURL}},
-		{"responses file_url named", Responses, `{"model":"m","input":[{"role":"user","content":[` + respNamed + `]}]}`,
-			File{Filename: "notes.txt", MediaType: "text/plain", URL: "https://files.example.com/notes"}},
-		{"anthropic url document", Anthropic, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[` + doc + `]}]}`,
-			File{Filename: "The paper", MediaType: "application/pdf", URL: "https://arxiv.example/pdf/2401.1"}},
+		{"responses file_url", llmresponses.Client, `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"t"},` + respFile + `]}]}`,
+			wire.File{Filename: "2024ltr.pdf", MediaType: "application/pdf", URL: reportURL}},
+		{"responses file_url named", llmresponses.Client, `{"model":"m","input":[{"role":"user","content":[` + respNamed + `]}]}`,
+			wire.File{Filename: "notes.txt", MediaType: "text/plain", URL: "https://files.example.com/notes"}},
+		{"anthropic url document", llmanthropic.Client, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[` + doc + `]}]}`,
+			wire.File{Filename: "The paper", MediaType: "application/pdf", URL: "https://arxiv.example/pdf/2401.1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := c.codec.DecodeRequest([]byte(c.body))
@@ -76,17 +81,17 @@ func TestDecodeFileURL(t *testing.T) {
 // 400 naming the parameter, at decoding.
 func TestDecodeFileURLRefused(t *testing.T) {
 	for _, c := range []struct {
-		codec       ClientCodec
+		codec       wire.ClientCodec
 		body, param string
 	}{
-		{Responses, `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"ftp://files.example.com/a.pdf"}]}]}`, "input[0].content[0].file_url"},
-		{Responses, `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"/a.pdf"}]}]}`, "input[0].content[0].file_url"},
-		{Responses, `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://alice:hunter2@files.example.com/a.pdf"}]}]}`, "input[0].content[0].file_url"},
-		{Anthropic, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"url","url":"file:///etc/passwd"}}]}]}`, "messages.0.content.0.source.url"},
-		{Anthropic, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"url"}}]}]}`, "messages.0.content.0.source.url"},
+		{llmresponses.Client, `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"ftp://files.example.com/a.pdf"}]}]}`, "input[0].content[0].file_url"},
+		{llmresponses.Client, `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"/a.pdf"}]}]}`, "input[0].content[0].file_url"},
+		{llmresponses.Client, `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://alice:hunter2@files.example.com/a.pdf"}]}]}`, "input[0].content[0].file_url"},
+		{llmanthropic.Client, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"url","url":"file:///etc/passwd"}}]}]}`, "messages.0.content.0.source.url"},
+		{llmanthropic.Client, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"url"}}]}]}`, "messages.0.content.0.source.url"},
 	} {
 		_, err := c.codec.DecodeRequest([]byte(c.body))
-		e := AsError(err)
+		e := wire.AsError(err)
 		if e == nil || e.Status != 400 || e.Param != c.param || strings.Contains(e.Message, "hunter2") {
 			t.Errorf("%s: %+v, want a 400 on %s", c.body, e, c.param)
 		}
@@ -94,7 +99,7 @@ func TestDecodeFileURLRefused(t *testing.T) {
 }
 
 // urlConversation is a user turn with a question and one file given by URL.
-func urlConversation(t *testing.T, codec ClientCodec, body string) *Request {
+func urlConversation(t *testing.T, codec wire.ClientCodec, body string) *wire.Request {
 	t.Helper()
 	r, err := codec.DecodeRequest([]byte(body))
 	if err != nil {
@@ -112,29 +117,29 @@ func TestEncodeFileURLForEachModel(t *testing.T) {
 	textBody := `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"Title?"},{"type":"input_file","file_url":"https://files.example.com/notes.txt"}]}]}`
 	for _, c := range []struct {
 		name string
-		api  ModelAPI
+		api  wire.ModelAPI
 		want string
 	}{
-		{"responses", ResponsesModel, sdkJSON(t, responses.ResponseInputFileParam{FileURL: openai.String(reportURL)})},
-		{"anthropic", AnthropicModel, `"source":{"type":"url","url":"` + reportURL + `"}`},
-		{"chat", ChatModel, ""}, {"gemini", GeminiModel, ""}, {"kimi", KimiModel, ""}, {"glm", GLMModel, ""},
+		{"responses", llmresponses.Model, sdkJSON(t, responses.ResponseInputFileParam{FileURL: openai.String(reportURL)})},
+		{"anthropic", llmanthropic.Model, `"source":{"type":"url","url":"` + reportURL + `"}`},
+		{"chat", openaichat.Model, ""}, {"gemini", gemini.Model, ""}, {"kimi", openaichat.Kimi, ""}, {"glm", openaichat.GLM, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			body, err := c.api.EncodeRequest(urlConversation(t, Responses, pdfBody), "upstream")
+			body, err := c.api.EncodeRequest(urlConversation(t, llmresponses.Client, pdfBody), "upstream")
 			if c.want == "" {
-				if e := AsError(err); e == nil || e.Status != 400 || !strings.Contains(e.Message, `"upstream"`) || !strings.Contains(e.Message, "2024ltr.pdf") {
+				if e := wire.AsError(err); e == nil || e.Status != 400 || !strings.Contains(e.Message, `"upstream"`) || !strings.Contains(e.Message, "2024ltr.pdf") {
 					t.Fatalf("a PDF by URL: %s %v, want a 400 naming the model and the file", body, err)
 				}
 			} else if err != nil || !strings.Contains(string(body), c.want) || strings.Contains(string(body), "file_data") {
 				t.Fatalf("%s %v\nholds no %s", body, err, c.want)
 			}
-			if _, err := c.api.EncodeRequest(urlConversation(t, Responses, textBody), "upstream"); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+			if _, err := c.api.EncodeRequest(urlConversation(t, llmresponses.Client, textBody), "upstream"); err == nil || !strings.Contains(err.Error(), "notes.txt") {
 				t.Errorf("a text file by URL, unread: %v, want an error", err)
 			}
 		})
 	}
 	// The Anthropic document's source reads back as the SDK's URL source.
-	body, _ := AnthropicModel.EncodeRequest(urlConversation(t, Responses, pdfBody), "upstream")
+	body, _ := llmanthropic.Model.EncodeRequest(urlConversation(t, llmresponses.Client, pdfBody), "upstream")
 	var sent anthropic.MessageNewParams
 	if err := json.Unmarshal(body, &sent); err != nil {
 		t.Fatal(err)
@@ -154,20 +159,20 @@ func TestReadFileURLs(t *testing.T) {
 		`{"type":"input_file","file_url":"` + reportURL + `"},{"type":"input_file","file_url":"https://files.example.com/notes.txt"}]}]}`
 	for _, c := range []struct {
 		name   string
-		api    ModelAPI
+		api    wire.ModelAPI
 		read   []string // the URLs read
 		native string   // what the model's request holds for the PDF
 	}{
-		{"responses", ResponsesModel, []string{"https://files.example.com/notes.txt"}, `"file_url":"` + reportURL + `"`},
-		{"anthropic", AnthropicModel, []string{"https://files.example.com/notes.txt"}, `"url":"` + reportURL + `"`},
-		{"chat", ChatModel, []string{reportURL, "https://files.example.com/notes.txt"}, `"file_data":"data:application/pdf;base64,` + titledPDF + `"`},
-		{"gemini", GeminiModel, []string{reportURL, "https://files.example.com/notes.txt"}, `"mimeType":"application/pdf"`},
-		{"kimi", KimiModel, []string{reportURL, "https://files.example.com/notes.txt"}, `Title: Files Fixture`},
+		{"responses", llmresponses.Model, []string{"https://files.example.com/notes.txt"}, `"file_url":"` + reportURL + `"`},
+		{"anthropic", llmanthropic.Model, []string{"https://files.example.com/notes.txt"}, `"url":"` + reportURL + `"`},
+		{"chat", openaichat.Model, []string{reportURL, "https://files.example.com/notes.txt"}, `"file_data":"data:application/pdf;base64,` + titledPDF + `"`},
+		{"gemini", gemini.Model, []string{reportURL, "https://files.example.com/notes.txt"}, `"mimeType":"application/pdf"`},
+		{"kimi", openaichat.Kimi, []string{reportURL, "https://files.example.com/notes.txt"}, `Title: Files Fixture`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := urlConversation(t, Responses, body)
+			r := urlConversation(t, llmresponses.Client, body)
 			var read []string
-			out, err := ReadFileURLs(r, c.api, func(url string) ([]byte, string, error) {
+			out, err := wire.ReadFileURLs(r, c.api, func(url string) ([]byte, string, error) {
 				read = append(read, url)
 				return content[url], "application/octet-stream", nil // the server names no useful type
 			})
@@ -186,10 +191,10 @@ func TestReadFileURLs(t *testing.T) {
 			}
 		})
 	}
-	_, err := ReadFileURLs(urlConversation(t, Responses, body), GeminiModel, func(string) ([]byte, string, error) {
+	_, err := wire.ReadFileURLs(urlConversation(t, llmresponses.Client, body), gemini.Model, func(string) ([]byte, string, error) {
 		return nil, "", errors.New("the server answered HTTP 404")
 	})
-	e := AsError(err)
+	e := wire.AsError(err)
 	if e == nil || e.Status != 400 || e.Param != "input[0].content[1].file_url" || !strings.Contains(e.Message, "HTTP 404") || !strings.Contains(e.Message, reportURL) {
 		t.Fatalf("%+v", e)
 	}
@@ -197,12 +202,12 @@ func TestReadFileURLs(t *testing.T) {
 
 // A file by URL survives the job's stored form, unread.
 func TestStoredFileURLPart(t *testing.T) {
-	r := urlConversation(t, Responses, `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"`+reportURL+`"}]}]}`)
-	b, err := EncodeStored(OpenAIResponses, r)
+	r := urlConversation(t, llmresponses.Client, `{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"`+reportURL+`"}]}]}`)
+	b, err := wire.EncodeStored(wire.OpenAIResponses, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := DecodeStored(b)
+	s, err := wire.DecodeStored(b)
 	if err != nil || onlyFile(t, s.Request) != onlyFile(t, r) {
 		t.Fatalf("%s %v", b, err)
 	}

@@ -10,6 +10,9 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -33,17 +36,17 @@ func TestModelRetryAfterForms(t *testing.T) {
 	}{
 		{"chat retry-after-ms", nil, func(h http.Header) { h.Set("retry-after-ms", "1500") },
 			`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, 1500 * time.Millisecond, 1500 * time.Millisecond},
-		{"responses retry-after-ms", wire.ResponsesModel, func(h http.Header) { h.Set("retry-after-ms", "2500") },
+		{"responses retry-after-ms", responses.Model, func(h http.Header) { h.Set("retry-after-ms", "2500") },
 			`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, 2500 * time.Millisecond, 2500 * time.Millisecond},
-		{"responses x-ratelimit-reset", wire.ResponsesModel, func(h http.Header) {
+		{"responses x-ratelimit-reset", responses.Model, func(h http.Header) {
 			h.Set("x-ratelimit-remaining-requests", "0")
 			h.Set("x-ratelimit-reset-requests", "3s")
 		}, `{"error":{"message":"Rate limit reached","type":"requests"}}`, 3 * time.Second, 3 * time.Second},
-		{"anthropic ratelimit reset", wire.AnthropicModel, func(h http.Header) {
+		{"anthropic ratelimit reset", anthropic.Model, func(h http.Header) {
 			h.Set("anthropic-ratelimit-requests-remaining", "0")
 			h.Set("anthropic-ratelimit-requests-reset", reset())
 		}, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}`, 15 * time.Second, 21 * time.Second},
-		{"gemini RetryInfo", wire.GeminiModel, func(http.Header) {},
+		{"gemini RetryInfo", gemini.Model, func(http.Header) {},
 			`{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"34.4s"}]}}`, 34400 * time.Millisecond, 34400 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 )
 
 // hopBody is a third hop's Chat request as the chain builds it: a question, then two
@@ -32,11 +33,11 @@ func hopBody() []byte {
 // machine (BENCHMARKS.md), now only the encoding.
 func BenchmarkHopPrepare(b *testing.B) {
 	body := hopBody()
-	req, err := wire.Chat.DecodeRequest(body)
+	req, err := openaichat.Client.DecodeRequest(body)
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := upstream.New(wire.ChatModel, "m", "http://127.0.0.1:1/v1", "k", nil, upstream.Options{})
+	c := upstream.New(openaichat.Model, "m", "http://127.0.0.1:1/v1", "k", nil, upstream.Options{})
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -48,7 +48,7 @@ func DecodeAnswer(b []byte) (*Response, error) {
 // without parsing the whole answer.
 var answerHead = []byte(`{"format":`)
 
-func answerFormat(b []byte) (int, error) {
+func FormatOf(b []byte) (int, error) {
 	if rest, ok := bytes.CutPrefix(b, answerHead); ok {
 		n := 0
 		for _, c := range rest {

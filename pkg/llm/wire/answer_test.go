@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -41,7 +43,7 @@ func TestStoredAnswerReadsBack(t *testing.T) {
 	}
 
 	// A Chat client reads the chat.completion of it, with the fleet's extension.
-	chat, err := wire.ChatAnswerJSON(b)
+	chat, err := openaichat.AnswerJSON(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +89,10 @@ func TestStoredAnswerReadsBack(t *testing.T) {
 		t.Error("a chat.completion reads as a stored answer")
 	}
 	direct := []byte(`{"id":"srch_1","object":"search.result","result":{}}`)
-	if got, err := wire.ChatAnswerJSON(direct); err != nil || string(got) != string(direct) {
+	if got, err := openaichat.AnswerJSON(direct); err != nil || string(got) != string(direct) {
 		t.Fatalf("a direct search's result served as %s (%v), stored %s", got, err, direct)
 	}
-	if null, err := wire.ChatAnswerJSON(nil); err != nil || null != nil {
+	if null, err := openaichat.AnswerJSON(nil); err != nil || null != nil {
 		t.Fatalf("no answer rendered as %s (%v)", null, err)
 	}
 }
@@ -109,7 +111,7 @@ func TestStoredAnswerKeepsThinkingForMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := wire.Anthropic.EncodeResponse(r)
+	out, err := anthropic.Client.EncodeResponse(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func BenchmarkAnswerChat(b *testing.B) {
 	s, _ := wire.EncodeAnswer(benchAnswer())
 	b.ReportAllocs()
 	for b.Loop() {
-		wire.ChatAnswerJSON(s)
+		openaichat.AnswerJSON(s)
 	}
 }
 

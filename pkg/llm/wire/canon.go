@@ -31,6 +31,8 @@ const (
 	OpenAIChat        Protocol = "openai.chat"
 	OpenAIResponses   Protocol = "openai.responses"
 	AnthropicMessages Protocol = "anthropic.messages"
+	// Gemini is the Gemini generateContent protocol (model side only).
+	Gemini Protocol = "gemini"
 )
 
 // Role is who speaks a message.
@@ -125,7 +127,7 @@ type Image struct {
 
 // inline returns an image's base64 data and media type: its Data, or the payload of a
 // data: URL. ok is false for an image given by an http(s) URL.
-func (im *Image) inline() (media, data string, ok bool) {
+func (im *Image) Inline() (media, data string, ok bool) {
 	if rest, isData := strings.CutPrefix(im.URL, "data:"); isData {
 		meta, payload, _ := strings.Cut(rest, ",")
 		media, _, _ = strings.Cut(meta, ";")
@@ -184,8 +186,8 @@ type SearchResult struct {
 	Sources []Source `json:"sources,omitempty"`
 	// Page is set for a web_fetch result that read a page (Sources then holds it).
 	Page *FetchedPage `json:"page,omitempty"`
-	// fetch marks a web_fetch result (AddTrace), failed ones included.
-	fetch bool
+	// Fetch marks a web_fetch result (AddTrace), failed ones included (not stored).
+	Fetch bool `json:"-"`
 	// Error is set when the search failed.
 	Error *SearchError `json:"error,omitempty"`
 }
@@ -281,7 +283,7 @@ type Spend struct {
 // withSpend adds usage.searchfleet to a protocol's usage object when the job's spend
 // is known. The SDKs keep unknown usage fields (openai-go in JSON.ExtraFields,
 // anthropic-sdk-go likewise), so clients read it without a custom type.
-func withSpend(usage map[string]any, u Usage) map[string]any {
+func WithSpend(usage map[string]any, u Usage) map[string]any {
 	if u.Spend != nil {
 		usage["searchfleet"] = u.Spend
 	}

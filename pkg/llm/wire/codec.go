@@ -92,7 +92,7 @@ func Invalid(param, format string, args ...any) *Error {
 }
 
 // fromLLM turns an llm.RequestError into an *Error.
-func fromLLM(err error) error {
+func FromLLM(err error) error {
 	var re *llm.RequestError
 	if errors.As(err, &re) {
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: re.Param, Message: re.Message}
@@ -110,7 +110,7 @@ func AsError(err error) *Error {
 }
 
 // openAIError renders the OpenAI error shape.
-func openAIError(e *Error) []byte {
+func OpenAIError(e *Error) []byte {
 	typ := e.Type
 	if typ == "" {
 		typ = openAIType(e.Status)
@@ -141,7 +141,7 @@ func openAIType(status int) string {
 }
 
 // jsonObject decodes a request body into its top-level fields.
-func jsonObject(body []byte) (map[string]json.RawMessage, error) {
+func JSONObject(body []byte) (map[string]json.RawMessage, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return nil, Invalid("", "request body is empty; send a JSON object")
@@ -156,12 +156,12 @@ func jsonObject(body []byte) (map[string]json.RawMessage, error) {
 	return top, nil
 }
 
-func isNull(v json.RawMessage) bool {
+func IsNull(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) == 0 || string(v) == "null"
 }
 
-func clip(s string, n int) string {
+func Clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s
@@ -170,7 +170,7 @@ func clip(s string, n int) string {
 }
 
 // idToken keeps the characters of s that are safe in an id.
-func idToken(s string) string {
+func IDToken(s string) string {
 	var b strings.Builder
 	for _, c := range s {
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
@@ -189,7 +189,7 @@ func (r *Request) AllNotes() []string {
 	return out
 }
 
-func decodeAs(param string, v json.RawMessage, dst any, what string) error {
+func DecodeAs(param string, v json.RawMessage, dst any, what string) error {
 	if json.Unmarshal(v, dst) != nil {
 		return Invalid(param, "'%s' must be %s", param, what)
 	}
@@ -198,7 +198,7 @@ func decodeAs(param string, v json.RawMessage, dst any, what string) error {
 
 // extension is the fleet's own top-level field of an answer ("searchfleet"): the job,
 // and the settings the fleet could not honour. The SDKs ignore it.
-func extension(r *Response) map[string]any {
+func Extension(r *Response) map[string]any {
 	if r.JobID == "" && len(r.Notes) == 0 {
 		return nil
 	}
@@ -211,7 +211,7 @@ func extension(r *Response) map[string]any {
 
 // commonPrefix is the length in bytes of the longest common prefix of a and b that
 // ends on a character boundary.
-func commonPrefix(a, b string) int {
+func CommonPrefix(a, b string) int {
 	n := 0
 	for n < len(a) && n < len(b) && a[n] == b[n] {
 		n++
@@ -223,7 +223,7 @@ func commonPrefix(a, b string) int {
 }
 
 // pieces cuts text into pieces of about n bytes on rune boundaries.
-func pieces(text string, n int) []string {
+func Pieces(text string, n int) []string {
 	var out []string
 	for len(text) > 0 {
 		k := min(len(text), n)
@@ -237,7 +237,7 @@ func pieces(text string, n int) []string {
 }
 
 // renderServerPart renders an earlier turn's search for a model that reads it as text.
-func renderServerPart(p Part) string {
+func RenderServerPart(p Part) string {
 	if p.Kind == PartServerCall && p.Server.IsFetch() {
 		return fmt.Sprintf("\n[web_fetch %q]\n", p.Server.URL)
 	}
@@ -255,8 +255,8 @@ func renderServerPart(p Part) string {
 }
 
 // responsesFormat maps a Chat response_format onto a Responses text.format.
-func responsesFormat(rf json.RawMessage) map[string]any {
-	if isNull(rf) {
+func ResponsesFormat(rf json.RawMessage) map[string]any {
+	if IsNull(rf) {
 		return nil
 	}
 	var f struct {
@@ -286,7 +286,7 @@ func responsesFormat(rf json.RawMessage) map[string]any {
 
 // openAIModelError reads the OpenAI error envelope of a failed call (Chat and
 // Responses), or takes the body as the message.
-func openAIModelError(status int, body []byte) *llm.Error {
+func OpenAIModelError(status int, body []byte) *llm.Error {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
@@ -295,11 +295,11 @@ func openAIModelError(status int, body []byte) *llm.Error {
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		le := statusError(status, e.Error.Type, e.Error.Message)
+		le := StatusError(status, e.Error.Type, e.Error.Message)
 		if e.Error.Code != nil {
 			le.Code = fmt.Sprint(e.Error.Code)
 		}
 		return le
 	}
-	return statusError(status, "", strings.TrimSpace(string(body)))
+	return StatusError(status, "", strings.TrimSpace(string(body)))
 }

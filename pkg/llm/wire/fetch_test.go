@@ -7,6 +7,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -45,18 +46,18 @@ func blockOf(bs []map[string]any, typ, name string) map[string]any {
 // all) is served: the request asks the fleet to offer web_fetch.
 func TestAnthropicWebFetchDeclaration(t *testing.T) {
 	t.Parallel()
-	r, err := wire.Anthropic.DecodeRequest(fixtures.Read("anthropic/pydantic-web-tools-20260209.request.json"))
+	r, err := anthropic.Client.DecodeRequest(fixtures.Read("anthropic/pydantic-web-tools-20260209.request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Search == nil || !r.Search.Fetch || !r.Search.Requested || len(r.Search.Unhonoured) != 0 {
 		t.Fatalf("search options %+v", r.Search)
 	}
-	r, err = wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_fetch_20250910","name":"web_fetch","max_uses":2}]}`))
+	r, err = anthropic.Client.DecodeRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_fetch_20250910","name":"web_fetch","max_uses":2}]}`))
 	if err != nil || !r.Search.Fetch || r.Search.MaxFetches != 2 {
 		t.Fatalf("20250910: %+v %v", r.Search, err)
 	}
-	if _, err := wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_fetch_20250910","name":"fetch"}]}`)); err == nil {
+	if _, err := anthropic.Client.DecodeRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_fetch_20250910","name":"fetch"}]}`)); err == nil {
 		t.Fatal("a web_fetch tool named otherwise was accepted")
 	}
 }
@@ -76,7 +77,7 @@ func TestAnthropicWebFetchBlocksMatchTheRecordings(t *testing.T) {
 	if err := r.AddTrace(tb); err != nil {
 		t.Fatal(err)
 	}
-	b, err := wire.Anthropic.EncodeResponse(r)
+	b, err := anthropic.Client.EncodeResponse(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestAnthropicWebFetchHistory(t *testing.T) {
 		map[string]any{"role": "assistant", "content": rec["content"]},
 		map[string]any{"role": "user", "content": "and now?"},
 	}})
-	r, err := wire.Anthropic.DecodeRequest(body)
+	r, err := anthropic.Client.DecodeRequest(body)
 	if err != nil {
 		t.Fatal(err)
 	}

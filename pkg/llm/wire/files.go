@@ -25,13 +25,13 @@ type File struct {
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data"`
 	URL       string `json:"url,omitempty"`
-	// param is the request parameter that gave URL, for the error that it cannot be
+	// Param is the request parameter that gave URL, for the error that it cannot be
 	// read (not stored).
-	param string
+	Param string `json:"-"`
 }
 
 // mediaPDF is the media type every protocol that takes files takes.
-const mediaPDF = "application/pdf"
+const MediaPDF = "application/pdf"
 
 // textMedia are the media types, besides text/*, whose content is read as text.
 var textMedia = map[string]bool{"application/json": true, "application/xml": true, "application/yaml": true,
@@ -41,13 +41,13 @@ var textMedia = map[string]bool{"application/json": true, "application/xml": tru
 // base64 or a base64 data: URL. file_id parts are resolved into file_data by the
 // ingress (ResolveResponsesInput) before decoding; a file_url is kept as the file's
 // URL (urlFile), not read.
-func decodeFile(param, filename, data, fileURL, fileID string) (Part, error) {
+func DecodeFile(param, filename, data, fileURL, fileID string) (Part, error) {
 	switch {
 	case data != "":
 	case fileID != "":
-		return Part{}, Invalid(param+".file_id", "%s.file_id %q is not one of this tenant's files", param, clip(fileID, 64))
+		return Part{}, Invalid(param+".file_id", "%s.file_id %q is not one of this tenant's files", param, Clip(fileID, 64))
 	case fileURL != "":
-		return urlFile(param+".file_url", filename, fileURL)
+		return URLFile(param+".file_url", filename, fileURL)
 	default:
 		return Part{}, Invalid(param, "%s: a file needs file_data, file_url or file_id", param)
 	}
@@ -63,19 +63,19 @@ func decodeFile(param, filename, data, fileURL, fileID string) (Part, error) {
 	if err != nil {
 		return Part{}, Invalid(param+".file_data", "%s.file_data is not valid base64", param)
 	}
-	return Part{Kind: PartFile, File: &File{Filename: filename, MediaType: fileMedia(media, filename, content), Data: data}}, nil
+	return Part{Kind: PartFile, File: &File{Filename: filename, MediaType: FileMedia(media, filename, content), Data: data}}, nil
 }
 
 // fileMedia is a file's media type: the one it came with, else its name's, else
 // application/pdf or text/plain by its content, else application/octet-stream.
-func fileMedia(media, filename string, content []byte) string {
+func FileMedia(media, filename string, content []byte) string {
 	if media == "" {
 		media = mime.TypeByExtension(strings.ToLower(path.Ext(filename)))
 	}
 	media, _, _ = mime.ParseMediaType(media)
 	switch {
 	case isPDF(media, filename, content):
-		return mediaPDF
+		return MediaPDF
 	case media != "":
 		return media
 	case isText("", filename, content):
@@ -85,15 +85,15 @@ func fileMedia(media, filename string, content []byte) string {
 }
 
 // name is the file's name for a model or an error message.
-func (f *File) name() string {
+func (f *File) Name() string {
 	if f.Filename == "" {
 		return "file"
 	}
-	return clip(f.Filename, 128)
+	return Clip(f.Filename, 128)
 }
 
 // dataURL is the file as a base64 data: URL (OpenAI's file_data).
-func (f *File) dataURL() string { return "data:" + f.MediaType + ";base64," + f.Data }
+func (f *File) DataURL() string { return "data:" + f.MediaType + ";base64," + f.Data }
 
 // fileText returns a file as a model that cannot take it as it is reads it: a text
 // file, or the text of a PDF (pdfText), between <file> delimiters. It fails, naming
@@ -101,28 +101,28 @@ func (f *File) dataURL() string { return "data:" + f.MediaType + ";base64," + f.
 func fileText(f *File, model string) (Part, error) {
 	content, err := base64.StdEncoding.DecodeString(f.Data)
 	if err != nil {
-		return Part{}, Invalid("", "The file %q is not valid base64.", f.name())
+		return Part{}, Invalid("", "The file %q is not valid base64.", f.Name())
 	}
-	if f.MediaType == mediaPDF {
+	if f.MediaType == MediaPDF {
 		text, ok := pdfText(content)
 		if !ok {
 			return Part{}, Invalid("", "The model %q cannot read the file %q (application/pdf): it takes files as text, and this PDF has no text it can read (a scanned or encrypted PDF, or one drawn with embedded CID fonts).",
-				clip(model, 64), f.name())
+				Clip(model, 64), f.Name())
 		}
-		return Part{Kind: PartText, Text: fmt.Sprintf("<file name=%q type=\"application/pdf\">\n%s\n</file>", f.name(), text)}, nil
+		return Part{Kind: PartText, Text: fmt.Sprintf("<file name=%q type=\"application/pdf\">\n%s\n</file>", f.Name(), text)}, nil
 	}
 	if !isText(f.MediaType, f.Filename, content) {
 		return Part{}, Invalid("", "The model %q cannot read the file %q (%s): it takes this kind of file neither as it is nor as text; send a text file or a PDF, or use a model that reads it.",
-			clip(model, 64), f.name(), f.MediaType)
+			Clip(model, 64), f.Name(), f.MediaType)
 	}
-	return Part{Kind: PartText, Text: fmt.Sprintf("<file name=%q>\n%s\n</file>", f.name(), content)}, nil
+	return Part{Kind: PartText, Text: fmt.Sprintf("<file name=%q>\n%s\n</file>", f.Name(), content)}, nil
 }
 
 // urlFile is a file given by URL at param: an absolute http or https URL of at most
 // maxFileURL bytes without a user name or password (the fleet reads it with none and
 // a model provider would be given them). Its name is filename, else the URL path's
 // last element; its media type is the name's.
-func urlFile(param, filename, raw string) (Part, error) {
+func URLFile(param, filename, raw string) (Part, error) {
 	raw = strings.TrimSpace(raw)
 	if len(raw) > maxFileURL {
 		return Part{}, Invalid(param, "%s is longer than %d bytes", param, maxFileURL)
@@ -136,14 +136,14 @@ func urlFile(param, filename, raw string) (Part, error) {
 	}
 	if filename == "" {
 		if base := path.Base(u.Path); base != "/" && base != "." {
-			filename = clip(base, 128)
+			filename = Clip(base, 128)
 		}
 	}
 	media, _, _ := mime.ParseMediaType(mime.TypeByExtension(strings.ToLower(path.Ext(filename))))
 	if isPDF(media, filename, nil) {
-		media = mediaPDF
+		media = MediaPDF
 	}
-	return Part{Kind: PartFile, File: &File{Filename: filename, MediaType: media, URL: raw, param: param}}, nil
+	return Part{Kind: PartFile, File: &File{Filename: filename, MediaType: media, URL: raw, Param: param}}, nil
 }
 
 // maxFileURL bounds a file's URL (pkg/fetch's MaxURLLen).
@@ -163,16 +163,16 @@ func ReadFileURLs(r *Request, api ModelAPI, read func(url string) ([]byte, strin
 		}
 		content, media, err := read(f.URL)
 		if err != nil {
-			param := f.param
+			param := f.Param
 			if param == "" {
 				param = "file_url"
 			}
-			return Part{}, false, Invalid(param, "%s: the file at %s could not be read: %s", param, clip(f.URL, 256), err)
+			return Part{}, false, Invalid(param, "%s: the file at %s could not be read: %s", param, Clip(f.URL, 256), err)
 		}
 		if media == "application/octet-stream" || media == "binary/octet-stream" {
 			media = ""
 		}
-		return Part{Kind: PartFile, File: &File{Filename: f.Filename, MediaType: fileMedia(media, f.Filename, content),
+		return Part{Kind: PartFile, File: &File{Filename: f.Filename, MediaType: FileMedia(media, f.Filename, content),
 			Data: base64.StdEncoding.EncodeToString(content)}}, true, nil
 	})
 }
@@ -188,7 +188,7 @@ func ModelFiles(r *Request, api ModelAPI, model string) (*Request, error) {
 			if api.TakesFileURL(f.MediaType) {
 				return Part{}, false, nil
 			}
-			return Part{}, false, Invalid("", "The model %q cannot take the file %q by its URL, and the file was not read: send it as file_data.", clip(model, 64), f.name())
+			return Part{}, false, Invalid("", "The model %q cannot take the file %q by its URL, and the file was not read: send it as file_data.", Clip(model, 64), f.Name())
 		}
 		if api.TakesFile(f.MediaType) {
 			return Part{}, false, nil

@@ -11,6 +11,9 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -40,7 +43,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image"}]}]}`, `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search","max_uses":-1}]}`} {
 		f.Add([]byte(s))
 	}
-	codecs := []wire.ClientCodec{wire.Chat, wire.Responses, wire.Anthropic}
+	codecs := []wire.ClientCodec{openaichat.Client, responses.Client, anthropic.Client}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, c := range codecs {
 			req, err := c.DecodeRequest(body)
@@ -72,7 +75,7 @@ func FuzzChatDecodeResponse(f *testing.F) {
 		`{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"web_search","arguments":"{"}}]},"finish_reason":"tool_calls"}]}`} {
 		f.Add([]byte(s))
 	}
-	model, ok := any(wire.Chat).(wire.ModelCodec)
+	model, ok := any(openaichat.Client).(wire.ModelCodec)
 	if !ok {
 		f.Fatal("the Chat codec is not a model codec")
 	}
@@ -82,7 +85,7 @@ func FuzzChatDecodeResponse(f *testing.F) {
 			return
 		}
 		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Status = "job_fuzz", "job_fuzz", "m", time.Unix(1, 0), wire.StatusCompleted
-		for _, c := range []wire.ClientCodec{wire.Chat, wire.Responses, wire.Anthropic} {
+		for _, c := range []wire.ClientCodec{openaichat.Client, responses.Client, anthropic.Client} {
 			b, err := c.EncodeResponse(resp)
 			if err != nil {
 				continue

@@ -190,7 +190,7 @@ func (n *native) mark(p Part) string {
 // An object is told by validating the text and looking at its first byte, which is
 // what decoding it into a map decided (valid, and an object rather than null or
 // another value), without building the map on every hop.
-func toolArgs(args string) json.RawMessage {
+func ToolArgs(args string) json.RawMessage {
 	raw := json.RawMessage(args)
 	if first := strings.TrimLeft(args, " \t\r\n"); first != "" && first[0] == '{' && json.Valid(raw) {
 		return raw
@@ -203,8 +203,8 @@ func toolArgs(args string) json.RawMessage {
 }
 
 // compactArgs renders a protocol's argument object as Chat's arguments string.
-func compactArgs(raw json.RawMessage) string {
-	if isNull(raw) {
+func CompactArgs(raw json.RawMessage) string {
+	if IsNull(raw) {
 		return "{}"
 	}
 	var v any
@@ -216,7 +216,7 @@ func compactArgs(raw json.RawMessage) string {
 }
 
 // resultText is a tool result's text (images are not forwarded to a tool result).
-func resultText(res *ToolResult) string {
+func ResultText(res *ToolResult) string {
 	var s string
 	for _, p := range res.Parts {
 		if p.Kind == PartText {
@@ -231,15 +231,15 @@ func resultText(res *ToolResult) string {
 
 // statusError is an *llm.Error for an error a provider reported inside a 200 answer
 // or a stream.
-func statusError(status int, typ, msg string) *llm.Error {
-	return &llm.Error{Status: status, Type: typ, Message: clip(msg, 500)}
+func StatusError(status int, typ, msg string) *llm.Error {
+	return &llm.Error{Status: status, Type: typ, Message: Clip(msg, 500)}
 }
 
 // nearestEnd returns the end (a byte offset) of the occurrence of sub in text whose end
 // is nearest to want: where a provider's offsets into an answer's text are off, the
 // cited words or link are found by their text (Gemini's grounding segments, OpenAI's
 // url_citation links).
-func nearestEnd(text, sub string, want int) (int, bool) {
+func NearestEnd(text, sub string, want int) (int, bool) {
 	best, found := 0, false
 	for from := 0; sub != "" && from <= len(text); {
 		i := strings.Index(text[from:], sub)

@@ -11,6 +11,10 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -64,7 +68,7 @@ func countKind(r *wire.Response, k wire.PartKind) int {
 // thinking blocks are left out.
 func TestAnthropicModelDecodesRecordedAnswers(t *testing.T) {
 	t.Parallel()
-	r, err := wire.AnthropicModel.DecodeResponse(fixtures.Read("anthropic/vercel-web-search-nonstream.json"))
+	r, err := anthropic.Model.DecodeResponse(fixtures.Read("anthropic/vercel-web-search-nonstream.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +109,7 @@ func TestAnthropicModelDecodesRecordedAnswers(t *testing.T) {
 		len(n.Sources) != 2 || n.Sources[0].URL != "https://acecomments.mu.nu/?post=411647" || n.Sources[0].Title != "Daily Tech News 26 September 2024" {
 		t.Errorf("native search %+v", n)
 	}
-	r, err = wire.AnthropicModel.DecodeResponse(fixtures.Read("anthropic/pydantic-web-search-sf.response.json"))
+	r, err = anthropic.Model.DecodeResponse(fixtures.Read("anthropic/pydantic-web-search-sf.response.json"))
 	if err != nil || r.Text() == "" || r.Usage.WebSearches != 1 || countKind(r, wire.PartText) != 19 {
 		t.Fatalf("sf (thinking block, 19 text blocks): %v %d text parts, usage %+v", err, countKind(r, wire.PartText), r.Usage)
 	}
@@ -119,7 +123,7 @@ func TestAnthropicModelStream(t *testing.T) {
 		name  string
 		jsonl bool
 	}{{"anthropic/pydantic-web-search-news-stream.sse", false}, {"anthropic/pydantic-web-search-sf-stream.sse", false}, {"anthropic/vercel-web-search-stream.chunks.jsonl", true}} {
-		text, r := decodeStream(t, wire.AnthropicModel, fixtures.Read(c.name), c.jsonl)
+		text, r := decodeStream(t, anthropic.Model, fixtures.Read(c.name), c.jsonl)
 		if text == "" || text != r.Text() {
 			t.Errorf("%s: deltas %q\nanswer %q", c.name, clipped(text), clipped(r.Text()))
 		}
@@ -131,7 +135,7 @@ func TestAnthropicModelStream(t *testing.T) {
 		}
 	}
 	// A stream cut before message_stop is an error, retryable.
-	dec := wire.AnthropicModel.NewStreamDecoder()
+	dec := anthropic.Model.NewStreamDecoder()
 	dec.Event("message_start", []byte(`{"type":"message_start","message":{"id":"msg_1","type":"message","content":[],"usage":{"input_tokens":3}}}`))
 	if _, err := dec.Response(); !retryable(err) {
 		t.Errorf("cut stream: %v", err)
@@ -146,14 +150,14 @@ func TestAnthropicModelStream(t *testing.T) {
 // web_search_call items, reasoning skipped; the stream's deltas are the text.
 func TestResponsesModelDecodesRecordedAnswers(t *testing.T) {
 	t.Parallel()
-	r, err := wire.ResponsesModel.DecodeResponse(fixtures.Read("openai/pydantic-responses-web-search.response.json"))
+	r, err := responses.Model.DecodeResponse(fixtures.Read("openai/pydantic-responses-web-search.response.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Stop != wire.StopEndTurn || r.Usage.InputTokens != 9299 || r.Usage.OutputTokens != 577 || r.Usage.WebSearches != 1 || r.Text() == "" {
 		t.Errorf("stop %s usage %+v text %q", r.Stop, r.Usage, clipped(r.Text()))
 	}
-	r, err = wire.ResponsesModel.DecodeResponse(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"))
+	r, err = responses.Model.DecodeResponse(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,12 +174,12 @@ func TestResponsesModelDecodesRecordedAnswers(t *testing.T) {
 		t.Errorf("%d citations, want 10", n)
 	}
 	for _, name := range []string{"openai/pydantic-responses-web-search-stream.sse", "openai/pydantic-responses-raw-annotations-stream.sse"} {
-		text, r := decodeStream(t, wire.ResponsesModel, fixtures.Read(name), false)
+		text, r := decodeStream(t, responses.Model, fixtures.Read(name), false)
 		if text == "" || text != r.Text() || r.Usage.OutputTokens == 0 {
 			t.Errorf("%s: deltas %q answer %q usage %+v", name, clipped(text), clipped(r.Text()), r.Usage)
 		}
 	}
-	text, r := decodeStream(t, wire.ResponsesModel, fixtures.Read("openai/vercel-responses-web-search-stream.chunks.jsonl"), true)
+	text, r := decodeStream(t, responses.Model, fixtures.Read("openai/vercel-responses-web-search-stream.chunks.jsonl"), true)
 	if text == "" || text != r.Text() {
 		t.Errorf("vercel stream: deltas %q answer %q", clipped(text), clipped(r.Text()))
 	}
@@ -186,22 +190,22 @@ func TestResponsesModelDecodesRecordedAnswers(t *testing.T) {
 // prompt and a SAFETY finish are refusals.
 func TestGeminiModelDecodesRecordedAnswers(t *testing.T) {
 	t.Parallel()
-	r, err := wire.GeminiModel.DecodeResponse(fixtures.Read("gemini/pydantic-generate-websearch-sf.response.json"))
+	r, err := gemini.Model.DecodeResponse(fixtures.Read("gemini/pydantic-generate-websearch-sf.response.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Stop != wire.StopEndTurn || r.Usage.InputTokens != 17+119 || r.Usage.OutputTokens != 201+213 || r.Text() == "" || r.Model != "gemini-2.5-pro" {
 		t.Errorf("stop %s usage %+v model %q", r.Stop, r.Usage, r.Model)
 	}
-	text, sr := decodeStream(t, wire.GeminiModel, fixtures.Read("gemini/pydantic-stream-websearch-sf.sse"), false)
+	text, sr := decodeStream(t, gemini.Model, fixtures.Read("gemini/pydantic-stream-websearch-sf.sse"), false)
 	if text == "" || text != sr.Text() || sr.Stop != wire.StopEndTurn || sr.Usage.OutputTokens == 0 {
 		t.Errorf("stream: deltas %q answer %q stop %s", clipped(text), clipped(sr.Text()), sr.Stop)
 	}
-	_, blocked := decodeStream(t, wire.GeminiModel, fixtures.Read("gemini/firebase-stream-prompt-blocked-safety.sse"), false)
+	_, blocked := decodeStream(t, gemini.Model, fixtures.Read("gemini/firebase-stream-prompt-blocked-safety.sse"), false)
 	if blocked.Stop != wire.StopRefusal {
 		t.Errorf("blocked prompt: stop %s", blocked.Stop)
 	}
-	r, err = wire.GeminiModel.DecodeResponse(fixtures.Read("gemini/firebase-finish-reason-safety.json"))
+	r, err = gemini.Model.DecodeResponse(fixtures.Read("gemini/firebase-finish-reason-safety.json"))
 	if err != nil || r.Stop != wire.StopRefusal {
 		t.Errorf("safety finish: %v %+v", err, r)
 	}
@@ -224,15 +228,15 @@ func TestModelErrorsCarryRetryDecision(t *testing.T) {
 		after  time.Duration
 		msg    string
 	}{
-		{"gemini 429 RetryInfo", wire.GeminiModel, 429, fixtures.Read("gemini/vercel-429-retry-info.json"), true, 34400 * time.Millisecond, "exceeded your current quota"},
-		{"vertex 429", wire.GeminiModel, 429, fixtures.Read("gemini/firebase-vertex-429-quota-exceeded.json"), true, 0, "Quota exceeded"},
-		{"gemini 400", wire.GeminiModel, 400, []byte(`{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}`), false, 0, "Invalid JSON payload"},
-		{"responses 400", wire.ResponsesModel, 400, fixtures.Read("openai/vercel-error-tool-choice-not-found-400.json"), false, 0, "Tool choice 'web_search' not found"},
-		{"responses 500", wire.ResponsesModel, 500, []byte(`{"error":{"message":"The server had an error","type":"server_error","code":null}}`), true, 0, "server had an error"},
-		{"anthropic 529", wire.AnthropicModel, 529, []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`), true, 0, "Overloaded"},
-		{"anthropic 429", wire.AnthropicModel, 429, []byte(`{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}`), true, 0, "rate limit"},
-		{"anthropic 400", wire.AnthropicModel, 400, []byte(`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}`), false, 0, "max_tokens"},
-		{"not JSON", wire.AnthropicModel, 502, []byte("<html>bad gateway</html>"), true, 0, "bad gateway"},
+		{"gemini 429 RetryInfo", gemini.Model, 429, fixtures.Read("gemini/vercel-429-retry-info.json"), true, 34400 * time.Millisecond, "exceeded your current quota"},
+		{"vertex 429", gemini.Model, 429, fixtures.Read("gemini/firebase-vertex-429-quota-exceeded.json"), true, 0, "Quota exceeded"},
+		{"gemini 400", gemini.Model, 400, []byte(`{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}`), false, 0, "Invalid JSON payload"},
+		{"responses 400", responses.Model, 400, fixtures.Read("openai/vercel-error-tool-choice-not-found-400.json"), false, 0, "Tool choice 'web_search' not found"},
+		{"responses 500", responses.Model, 500, []byte(`{"error":{"message":"The server had an error","type":"server_error","code":null}}`), true, 0, "server had an error"},
+		{"anthropic 529", anthropic.Model, 529, []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`), true, 0, "Overloaded"},
+		{"anthropic 429", anthropic.Model, 429, []byte(`{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}`), true, 0, "rate limit"},
+		{"anthropic 400", anthropic.Model, 400, []byte(`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}`), false, 0, "max_tokens"},
+		{"not JSON", anthropic.Model, 502, []byte("<html>bad gateway</html>"), true, 0, "bad gateway"},
 	} {
 		e := c.api.DecodeError(c.status, c.body)
 		if e.Status != c.status || e.Retryable() != c.retry || e.RetryAfter != c.after || !strings.Contains(e.Message, c.msg) {
@@ -258,7 +262,7 @@ const chainBody = `{"model":"up-model","messages":[
 
 func encodeChain(t *testing.T, api wire.ModelAPI) map[string]any {
 	t.Helper()
-	req, err := wire.Chat.DecodeRequest([]byte(chainBody))
+	req, err := openaichat.Client.DecodeRequest([]byte(chainBody))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +287,7 @@ func js(v any) string {
 // both results as tool_result blocks of one user turn, with the call ids.
 func TestAnthropicModelEncodesChain(t *testing.T) {
 	t.Parallel()
-	out := encodeChain(t, wire.AnthropicModel)
+	out := encodeChain(t, anthropic.Model)
 	if out["system"] != "Be brief." || out["max_tokens"] != 500.0 || out["model"] != "up-model" {
 		t.Errorf("top level %s", js(out))
 	}
@@ -303,7 +307,7 @@ func TestAnthropicModelEncodesChain(t *testing.T) {
 	}
 	// The client side of the protocol reads it back to the same conversation.
 	b, _ := json.Marshal(out)
-	back, err := wire.Anthropic.DecodeRequest(b)
+	back, err := anthropic.Client.DecodeRequest(b)
 	if err != nil || len(back.Tools) != 2 || len(back.Messages) != 3 || back.Messages[2].Parts[1].Result.CallID != "call_b" {
 		t.Errorf("client codec reads it as %+v, %v", back, err)
 	}
@@ -313,7 +317,7 @@ func TestAnthropicModelEncodesChain(t *testing.T) {
 // function_call and function_call_output items with the call ids, store false.
 func TestResponsesModelEncodesChain(t *testing.T) {
 	t.Parallel()
-	out := encodeChain(t, wire.ResponsesModel)
+	out := encodeChain(t, responses.Model)
 	if out["instructions"] != "Be brief." || out["max_output_tokens"] != 500.0 || out["store"] != false {
 		t.Errorf("top level %s", js(out))
 	}
@@ -329,7 +333,7 @@ func TestResponsesModelEncodesChain(t *testing.T) {
 		t.Errorf("input\n got %s\nwant %s", got, want)
 	}
 	b, _ := json.Marshal(out)
-	if back, err := wire.Responses.DecodeRequest(b); err != nil || back.System != "Be brief." || len(back.Tools) != 2 {
+	if back, err := responses.Client.DecodeRequest(b); err != nil || back.System != "Be brief." || len(back.Tools) != 2 {
 		t.Errorf("client codec reads it as %+v, %v", back, err)
 	}
 }
@@ -339,7 +343,7 @@ func TestResponsesModelEncodesChain(t *testing.T) {
 // after its call.
 func TestGeminiModelEncodesChain(t *testing.T) {
 	t.Parallel()
-	out := encodeChain(t, wire.GeminiModel)
+	out := encodeChain(t, gemini.Model)
 	if js(out["systemInstruction"]) != `{"parts":[{"text":"Be brief."}]}` || js(out["generationConfig"]) != `{"maxOutputTokens":500,"temperature":0.2}` {
 		t.Errorf("top level %s", js(out))
 	}
@@ -359,16 +363,16 @@ func TestGeminiModelEncodesChain(t *testing.T) {
 // none.
 func TestGeminiThoughtSignatureSentinel(t *testing.T) {
 	t.Parallel()
-	req, err := wire.Chat.DecodeRequest([]byte(chainBody))
+	req, err := openaichat.Client.DecodeRequest([]byte(chainBody))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := wire.GeminiModel.EncodeRequest(req, "gemini-3-flash-preview")
+	b, _ := gemini.Model.EncodeRequest(req, "gemini-3-flash-preview")
 	if n := strings.Count(string(b), `"thoughtSignature":"skip_thought_signature_validator"`); n != 1 ||
 		!strings.Contains(string(b), `{"functionCall":{"args":{"query":"NATS JetStream news"},"id":"call_a","name":"web_search"},"thoughtSignature":"skip_thought_signature_validator"}`) {
 		t.Errorf("gemini-3 request has %d sentinels: %s", n, b)
 	}
-	if b, _ := wire.GeminiModel.EncodeRequest(req, "gemini-2.5-flash"); strings.Contains(string(b), "thoughtSignature") {
+	if b, _ := gemini.Model.EncodeRequest(req, "gemini-2.5-flash"); strings.Contains(string(b), "thoughtSignature") {
 		t.Errorf("gemini-2.5 request has a signature: %s", b)
 	}
 }
@@ -378,8 +382,8 @@ func TestGeminiThoughtSignatureSentinel(t *testing.T) {
 func TestGeminiCallIDs(t *testing.T) {
 	t.Parallel()
 	answer := []byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"web_search","args":{"query":"a"}}},{"functionCall":{"name":"web_search","args":{"query":"b"}}}]},"finishReason":"STOP"}],"responseId":"r1"}`)
-	r1, _ := wire.GeminiModel.DecodeResponse(answer)
-	r2, _ := wire.GeminiModel.DecodeResponse(answer)
+	r1, _ := gemini.Model.DecodeResponse(answer)
+	r2, _ := gemini.Model.DecodeResponse(answer)
 	if len(r1.Content) != 2 || r1.Stop != wire.StopToolUse || r1.Content[0].Call.ID == r1.Content[1].Call.ID || r1.Content[0].Call.ID != r2.Content[0].Call.ID {
 		t.Fatalf("ids %+v %+v", r1.Content[0].Call, r1.Content[1].Call)
 	}
@@ -394,11 +398,11 @@ func TestGeminiCallIDs(t *testing.T) {
 	id := m.ToolCalls[0].ID
 	body := `{"model":"g","messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":` + js(m.ToolCalls) +
 		`},{"role":"tool","tool_call_id":"` + id + `","content":"r"}]}`
-	req, err := wire.Chat.DecodeRequest([]byte(body))
+	req, err := openaichat.Client.DecodeRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := wire.GeminiModel.EncodeRequest(req, "g")
+	b, _ := gemini.Model.EncodeRequest(req, "g")
 	if strings.Contains(string(b), id) || !strings.Contains(string(b), `"functionResponse":{"name":"web_search","response":{"result":"r"}}`) {
 		t.Errorf("request %s", b)
 	}

@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -35,7 +39,7 @@ func fuzzModelDecoder(f *testing.F, api wire.ModelAPI, globs ...string) {
 		}
 		resp.ID, resp.JobID, resp.Model, resp.Created, resp.Status = "job_fuzz", "job_fuzz", "m", time.Unix(1, 0), wire.StatusCompleted
 		wire.ChatAnswer(resp)
-		for _, c := range []wire.ClientCodec{wire.Chat, wire.Responses, wire.Anthropic} {
+		for _, c := range []wire.ClientCodec{openaichat.Client, responses.Client, anthropic.Client} {
 			b, err := c.EncodeResponse(resp)
 			if err != nil {
 				continue
@@ -49,17 +53,17 @@ func fuzzModelDecoder(f *testing.F, api wire.ModelAPI, globs ...string) {
 
 // FuzzResponsesModelDecode: OpenAI Responses answers.
 func FuzzResponsesModelDecode(f *testing.F) {
-	fuzzModelDecoder(f, wire.ResponsesModel, "openai/pydantic-responses-*.response.json", "openai/vercel-responses-*.json")
+	fuzzModelDecoder(f, responses.Model, "openai/pydantic-responses-*.response.json", "openai/vercel-responses-*.json")
 }
 
 // FuzzAnthropicModelDecode: Anthropic Messages answers.
 func FuzzAnthropicModelDecode(f *testing.F) {
-	fuzzModelDecoder(f, wire.AnthropicModel, "anthropic/*.response.json", "anthropic/vercel-*.json", "anthropic/docs-*.json")
+	fuzzModelDecoder(f, anthropic.Model, "anthropic/*.response.json", "anthropic/vercel-*.json", "anthropic/docs-*.json")
 }
 
 // FuzzGeminiModelDecode: Gemini generateContent answers.
 func FuzzGeminiModelDecode(f *testing.F) {
-	fuzzModelDecoder(f, wire.GeminiModel, "gemini/*.json")
+	fuzzModelDecoder(f, gemini.Model, "gemini/*.json")
 }
 
 // FuzzModelStreamDecode: any sequence of server-sent events (two here, after the
@@ -71,7 +75,7 @@ func FuzzModelStreamDecode(f *testing.F) {
 	f.Add("", []byte(`{"candidates":[{"content":{"parts":[{"text":"hi"}]}}]}`), "", []byte(`{"candidates":[{"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1}}`))
 	f.Add("content_block_start", []byte(`{"type":"content_block_start","index":5,"content_block":{"type":"server_tool_use","id":"s","name":"web_search","input":{}}}`), "content_block_delta", []byte(`{"type":"content_block_delta","index":5,"delta":{"type":"input_json_delta","partial_json":"{\"q"}}`))
 	f.Add("error", []byte(`{"type":"error","error":{"type":"overloaded_error"}}`), "", []byte(`null`))
-	apis := []wire.ModelAPI{wire.ResponsesModel, wire.AnthropicModel, wire.GeminiModel}
+	apis := []wire.ModelAPI{responses.Model, anthropic.Model, gemini.Model}
 	f.Fuzz(func(t *testing.T, name1 string, data1 []byte, name2 string, data2 []byte) {
 		for _, api := range apis {
 			dec := api.NewStreamDecoder()

@@ -9,6 +9,9 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -61,7 +64,7 @@ func sourceURLs(n *llm.NativeSearch) []string {
 // three billed calls, and the seven cited pages in marker order.
 func TestResponsesNativeSearchMarkers(t *testing.T) {
 	t.Parallel()
-	r, err := wire.ResponsesModel.DecodeResponse(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"))
+	r, err := responses.Model.DecodeResponse(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +106,7 @@ func TestResponsesNativeSearchMarkers(t *testing.T) {
 
 	// A call still searching when the answer ended (Azure's preview tool) is reported
 	// but not billed; a failed one is a failed search.
-	r, err = wire.ResponsesModel.DecodeResponse([]byte(`{"object":"response","status":"completed","output":[
+	r, err = responses.Model.DecodeResponse([]byte(`{"object":"response","status":"completed","output":[
 		{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","queries":["nats jetstream 2.12"]}},
 		{"type":"web_search_call","id":"ws_2","status":"failed","action":{"type":"search","query":"nats news"}},
 		{"type":"web_search_call","id":"ws_3","status":"searching","action":{"type":"search","query":"jetstream"}},
@@ -129,7 +132,7 @@ func TestResponsesNativeSearchStream(t *testing.T) {
 	t.Parallel()
 	data := fixtures.Read("openai/pydantic-responses-raw-annotations-stream.sse")
 	check := func(name string, data []byte) {
-		deltas, r := decodeStream(t, wire.ResponsesModel, data, false)
+		deltas, r := decodeStream(t, responses.Model, data, false)
 		marked, n := nativeAnswer(t, r)
 		wantMarked(t, name, marked, deltas, "(3,747 m / 12,294 ft). ([britannica.com](https://www.britannica.com/place/Mount-Columbia?utm_source=openai))[1]")
 		if n.Requests != 2 || len(n.Searches) != 2 || n.Searches[0].Query != "tallest mountain in Alberta highest peak Alberta Mount Columbia elevation" ||
@@ -166,13 +169,13 @@ func TestResponsesNativeSearchStream(t *testing.T) {
 // the client's function tools, and asks for each search's sources.
 func TestResponsesNativeSearchRequest(t *testing.T) {
 	t.Parallel()
-	req, err := wire.Chat.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Search the web for the latest news about NATS JetStream"}],
+	req, err := openaichat.Client.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Search the web for the latest news about NATS JetStream"}],
 		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Search = &llm.SearchOptions{Requested: true, AllowedDomains: []string{"nats.io"}, Country: "DE"}
-	body, err := wire.ResponsesModel.EncodeRequest(req, "gpt-5")
+	body, err := responses.Model.EncodeRequest(req, "gpt-5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +214,7 @@ func TestGeminiNativeSearchMarkers(t *testing.T) {
 			[]string{"accuweather.com", "Weather information for locality: London"},
 			[]string{"Kingdom is cloudy.[1] ", "feels like 75°F (24°C).[2] ", "humidity is around 41%.[2]\n"}},
 	} {
-		r, err := wire.GeminiModel.DecodeResponse(fixtures.Read(c.fixture))
+		r, err := gemini.Model.DecodeResponse(fixtures.Read(c.fixture))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,12 +255,12 @@ func TestGemini3BillsQueries(t *testing.T) {
 		{"gemini 2.5 as recorded", rec, "gemini-2.5-pro", 1, 0.035},
 		{"gemini 3", g3, "gemini-3-flash-preview", 2, 0.014},
 	} {
-		r, err := wire.GeminiModel.DecodeResponse(c.body)
+		r, err := gemini.Model.DecodeResponse(c.body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, n := nativeAnswer(t, r)
-		_, price, ok := wire.GeminiModel.NativeSearch(r.Model)
+		_, price, ok := gemini.Model.NativeSearch(r.Model)
 		if n.Requests != c.requests || r.Model != c.model || !ok || price != c.price {
 			t.Errorf("%s: model %q, %d billed requests at %v; want %d at %v", c.name, r.Model, n.Requests, price, c.requests, c.price)
 		}
@@ -269,7 +272,7 @@ func TestGemini3BillsQueries(t *testing.T) {
 // (offsets into the whole streamed text) places the markers in the finished answer.
 func TestGeminiNativeSearchStream(t *testing.T) {
 	t.Parallel()
-	deltas, r := decodeStream(t, wire.GeminiModel, fixtures.Read("gemini/pydantic-stream-websearch-sf.sse"), false)
+	deltas, r := decodeStream(t, gemini.Model, fixtures.Read("gemini/pydantic-stream-websearch-sf.sse"), false)
 	marked, n := nativeAnswer(t, r)
 	wantMarked(t, "stream", marked, deltas, "approximately 68%.[1] A", "with passing clouds.[2] T", "to the lower 80s.[3] S",
 		"reach up to 85°F.[4] T", "in the upper 50s.[3]\n\n", "down in the evening.[5][2] T", "throughout the day.[1]")
@@ -283,14 +286,14 @@ func TestGeminiNativeSearchStream(t *testing.T) {
 // googleSearch, which fits only a request without function tools.
 func TestGeminiNativeSearchEdges(t *testing.T) {
 	t.Parallel()
-	r, err := wire.GeminiModel.DecodeResponse([]byte(`{"candidates":[{"content":{"parts":[{"text":"hello"}]},"finishReason":"STOP","groundingMetadata":{}}]}`))
+	r, err := gemini.Model.DecodeResponse([]byte(`{"candidates":[{"content":{"parts":[{"text":"hello"}]},"finishReason":"STOP","groundingMetadata":{}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if msg, _, _ := wire.ChatAnswer(r); strings.Contains(string(msg), llm.NativeKey) {
 		t.Errorf("ungrounded answer %s", msg)
 	}
-	r, err = wire.GeminiModel.DecodeResponse([]byte(`{"candidates":[{"content":{"parts":[{"text":"thinking","thought":true},{"text":"Première partie. "},{"text":"Zweite: größer."}]},"finishReason":"STOP",
+	r, err = gemini.Model.DecodeResponse([]byte(`{"candidates":[{"content":{"parts":[{"text":"thinking","thought":true},{"text":"Première partie. "},{"text":"Zweite: größer."}]},"finishReason":"STOP",
 		"groundingMetadata":{"webSearchQueries":["a","b"],"groundingChunks":[{"web":{"uri":"https://a.example","title":"a"}},{"web":{"uri":"https://b.example","title":"b"}}],
 		"groundingSupports":[{"segment":{"partIndex":1,"endIndex":17},"groundingChunkIndices":[1]},{"segment":{"partIndex":2,"startIndex":0,"endIndex":17},"groundingChunkIndices":[0,1]}]}}]}`))
 	if err != nil {
@@ -300,13 +303,13 @@ func TestGeminiNativeSearchEdges(t *testing.T) {
 	if marked != "Première partie.[1] Zweite: größer.[2][1]" || n.Requests != 1 || len(n.Searches) != 2 || sourceURLs(n)[0] != "https://b.example" {
 		t.Errorf("marked %q report %+v", marked, n)
 	}
-	req, _ := wire.Chat.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"news?"}]}`))
+	req, _ := openaichat.Client.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"news?"}]}`))
 	req.Search = &llm.SearchOptions{Requested: true}
-	body, _ := wire.GeminiModel.EncodeRequest(req, "gemini-2.5-flash")
+	body, _ := gemini.Model.EncodeRequest(req, "gemini-2.5-flash")
 	if !strings.Contains(string(body), `"tools":[{"googleSearch":{}}]`) {
 		t.Errorf("request %s", body)
 	}
-	fit := wire.ModelAPI(wire.GeminiModel).(wire.SearchFitter)
+	fit := wire.ModelAPI(gemini.Model).(wire.SearchFitter)
 	if !fit.NativeSearchFits(req, "gemini-2.5-flash") || fit.NativeSearchFits(&wire.Request{Tools: []wire.Tool{{Name: "get_weather"}}}, "gemini-2.5-flash") {
 		t.Error("googleSearch fits only a request without function tools")
 	}
@@ -318,7 +321,7 @@ func TestGeminiNativeSearchEdges(t *testing.T) {
 // whose URL is nowhere in the text ends with the text.
 func TestResponsesCitationSpans(t *testing.T) {
 	t.Parallel()
-	r, err := wire.ResponsesModel.DecodeResponse([]byte(`{"object":"response","status":"completed","output":[
+	r, err := responses.Model.DecodeResponse([]byte(`{"object":"response","status":"completed","output":[
 		{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"zürich weather"}},
 		{"type":"message","content":[{"type":"output_text","text":"Zürich is mild ([meteo.example](https://meteo.example/zurich)). Rain later.","annotations":[
 			{"type":"url_citation","url":"https://meteo.example/zurich?utm_source=openai","title":"Meteo","start_index":0,"end_index":5},
@@ -330,7 +333,7 @@ func TestResponsesCitationSpans(t *testing.T) {
 	if want := "Zürich is mild ([meteo.example](https://meteo.example/zurich))[1]. Rain later.[2]"; marked != want {
 		t.Errorf("marked %q, want %q", marked, want)
 	}
-	if got := wire.ResponsesPageURL("https://meteo.example/zurich?utm_source=openai"); got != "https://meteo.example/zurich" {
+	if got := responses.PageURL("https://meteo.example/zurich?utm_source=openai"); got != "https://meteo.example/zurich" {
 		t.Errorf("page URL %q", got)
 	}
 }
@@ -339,7 +342,7 @@ func TestResponsesCitationSpans(t *testing.T) {
 // reasoning part (a Chat client gets it as reasoning_content, as DeepSeek sends it),
 // never in the answer's text, and it is not sent back to the model on a later hop.
 func TestGeminiThoughtSummaryIsReasoning(t *testing.T) {
-	r, err := wire.GeminiModel.DecodeResponse(fixtures.Read("gemini/docs-shape-thought-summary.CONSTRUCTED.json"))
+	r, err := gemini.Model.DecodeResponse(fixtures.Read("gemini/docs-shape-thought-summary.CONSTRUCTED.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +359,7 @@ func TestGeminiThoughtSummaryIsReasoning(t *testing.T) {
 	}
 	next := &wire.Request{Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "Capital of Australia?"}}},
 		{Role: wire.RoleAssistant, Parts: wire.TurnOf(r).Parts}, {Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "And of Canada?"}}}}}
-	out, err := wire.GeminiModel.EncodeRequest(next, "gemini-2.5-flash")
+	out, err := gemini.Model.EncodeRequest(next, "gemini-2.5-flash")
 	if err != nil {
 		t.Fatal(err)
 	}

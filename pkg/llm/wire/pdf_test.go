@@ -62,7 +62,7 @@ func TestPDFText(t *testing.T) {
 // text to read is a 400 naming the model and the file.
 func TestFileTextPDF(t *testing.T) {
 	pdf := base64.StdEncoding.EncodeToString(onePagePDF("BT (Title: OpenResponses File Input Fixture) Tj ET", true))
-	f, err := decodeFile("input[0].content[1]", "fixture.pdf", "data:application/pdf;base64,"+pdf, "", "")
+	f, err := DecodeFile("input[0].content[1]", "fixture.pdf", "data:application/pdf;base64,"+pdf, "", "")
 	if err != nil || f.Kind != PartFile || f.File.MediaType != "application/pdf" {
 		t.Fatalf("%+v %v", f, err)
 	}
@@ -71,7 +71,7 @@ func TestFileTextPDF(t *testing.T) {
 		t.Fatalf("%+v %v", p, err)
 	}
 	blank := base64.StdEncoding.EncodeToString(onePagePDF("0 0 m 1 1 l S", false))
-	f, err = decodeFile("input[0].content[0]", "scan.pdf", blank, "", "")
+	f, err = DecodeFile("input[0].content[0]", "scan.pdf", blank, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func (c *ReasoningConfig) EffortOf() string {
 }
 
 // reasoningFor returns the reasoning parts of protocol p among parts.
-func reasoningFor(p Part, protocol Protocol) (*Reasoning, bool) {
+func ReasoningFor(p Part, protocol Protocol) (*Reasoning, bool) {
 	if p.Kind != PartReasoning || p.Reasoning == nil || p.Reasoning.Protocol != protocol {
 		return nil, false
 	}
@@ -108,18 +108,18 @@ func reasoningFor(p Part, protocol Protocol) (*Reasoning, bool) {
 // model).
 
 // chatReasoning is one entry of an assistant message's llm.ReasoningKey.
-type chatReasoning struct {
+type ChatReasoning struct {
 	Reasoning
 	Before string `json:"before,omitempty"`
 }
 
 // chatReasoningOf lists the reasoning parts of parts with the tool call each precedes.
-func chatReasoningOf(parts []Part) []chatReasoning {
-	var out []chatReasoning
+func chatReasoningOf(parts []Part) []ChatReasoning {
+	var out []ChatReasoning
 	var pending []Reasoning
 	flush := func(before string) {
 		for _, r := range pending {
-			out = append(out, chatReasoning{Reasoning: r, Before: before})
+			out = append(out, ChatReasoning{Reasoning: r, Before: before})
 		}
 		pending = nil
 	}
@@ -140,7 +140,7 @@ func chatReasoningOf(parts []Part) []chatReasoning {
 // withChatReasoning places the reasoning entries among an assistant message's text
 // and tool call parts: the entries before the text first (those before the first
 // call when none is), then the text, then each call after its own entries.
-func withChatReasoning(entries []chatReasoning, parts []Part) []Part {
+func withChatReasoning(entries []ChatReasoning, parts []Part) []Part {
 	if len(entries) == 0 {
 		return parts
 	}
@@ -190,7 +190,7 @@ func withChatReasoning(entries []chatReasoning, parts []Part) []Part {
 // reasoning_content a Chat model reads, and another protocol's state under
 // llm.ReasoningKey (chatReasoningValues).
 func chatReasoningFields(msg map[string]any, parts []Part) {
-	content, entries := chatReasoningValues(parts)
+	content, entries := ChatReasoningValues(parts)
 	if content != nil {
 		msg["reasoning_content"] = *content
 	}
@@ -202,7 +202,7 @@ func chatReasoningFields(msg map[string]any, parts []Part) {
 // chatReasoningValues are the Chat fields of parts' reasoning: a Chat model's own
 // reasoning_content alone (nil entries), or another protocol's state as entries with
 // the readable text as reasoning_content (nil: none).
-func chatReasoningValues(parts []Part) (content *string, entries []chatReasoning) {
+func ChatReasoningValues(parts []Part) (content *string, entries []ChatReasoning) {
 	entries = chatReasoningOf(parts)
 	if len(entries) == 0 {
 		return nil, nil
@@ -233,9 +233,9 @@ func chatReasoningValues(parts []Part) (content *string, entries []chatReasoning
 
 // chatReasoningParts reads an assistant message's reasoning: its llm.ReasoningKey
 // entries, else its reasoning_content (a Chat model's own).
-func chatReasoningParts(fleet json.RawMessage, content string, parts []Part) []Part {
-	var entries []chatReasoning
-	if !isNull(fleet) && json.Unmarshal(fleet, &entries) == nil && len(entries) > 0 {
+func ChatReasoningParts(fleet json.RawMessage, content string, parts []Part) []Part {
+	var entries []ChatReasoning
+	if !IsNull(fleet) && json.Unmarshal(fleet, &entries) == nil && len(entries) > 0 {
 		return withChatReasoning(entries, parts)
 	}
 	if content == "" {
@@ -247,24 +247,24 @@ func chatReasoningParts(fleet json.RawMessage, content string, parts []Part) []P
 // chatReasoningConfig renders a request's reasoning settings in Chat form: an effort
 // alone as reasoning_effort, anything more under llm.ReasoningKey (with the effort it
 // maps to, for a Chat model).
-func chatReasoningConfig(out *topLevel, c *ReasoningConfig) {
+func ChatReasoningConfig(out *TopLevel, c *ReasoningConfig) {
 	if c == nil {
 		return
 	}
 	if *c == (ReasoningConfig{Effort: c.Effort}) {
-		out.set("reasoning_effort", c.Effort)
+		out.Set("reasoning_effort", c.Effort)
 		return
 	}
 	cc := *c
 	cc.Effort = c.EffortOf()
-	out.set(llm.ReasoningKey, cc)
+	out.Set(llm.ReasoningKey, cc)
 }
 
 // anthropicThinking reads a Messages request's thinking: enabled with budget_tokens,
 // adaptive, or disabled. A Messages client that asks for thinking is shown it: every model is asked for its
 // reasoning in words (Summary auto: a Responses model's summary, Gemini's
 // includeThoughts), which the answer gives as thinking blocks (thinkingBlock).
-func anthropicThinking(v json.RawMessage) (*ReasoningConfig, error) {
+func AnthropicThinking(v json.RawMessage) (*ReasoningConfig, error) {
 	var t struct {
 		Type         string `json:"type"`
 		BudgetTokens int    `json:"budget_tokens"`
@@ -289,8 +289,8 @@ func anthropicThinking(v json.RawMessage) (*ReasoningConfig, error) {
 // thinkingBlock renders Claude's reasoning part as its block, verbatim (nil: the part
 // is another protocol's, which Claude cannot take: it has no signature Anthropic
 // accepts).
-func thinkingBlock(p Part) map[string]any {
-	r, ok := reasoningFor(p, AnthropicMessages)
+func ThinkingBlock(p Part) map[string]any {
+	r, ok := ReasoningFor(p, AnthropicMessages)
 	if !ok {
 		return nil
 	}
@@ -307,8 +307,8 @@ func thinkingBlock(p Part) map[string]any {
 // signature, an encrypted Responses item), a redacted_thinking block; either carries
 // the part itself (carryReasoning), so that a client that sends its blocks back, as
 // Anthropic asks clients to, gives that model its own reasoning state on the next turn.
-func clientThinkingBlock(p Part) map[string]any {
-	if b := thinkingBlock(p); b != nil || p.Kind != PartReasoning || p.Reasoning == nil {
+func ClientThinkingBlock(p Part) map[string]any {
+	if b := ThinkingBlock(p); b != nil || p.Kind != PartReasoning || p.Reasoning == nil {
 		return b
 	}
 	r := p.Reasoning
@@ -342,7 +342,7 @@ func carryReasoning(r *Reasoning) string {
 
 // carriedReasoning reads back a reasoning part carryReasoning encoded (nil: opaque is
 // Anthropic's own, or not the fleet's encoding).
-func carriedReasoning(opaque string) *Reasoning {
+func CarriedReasoning(opaque string) *Reasoning {
 	enc, ok := strings.CutPrefix(opaque, carriedPrefix)
 	if !ok {
 		return nil
@@ -359,7 +359,7 @@ func carriedReasoning(opaque string) *Reasoning {
 // first text block, to index at: a stream that already sent text from base on (the
 // text streamed as the model wrote it, before its thinking was known) sends them
 // after what it sent.
-func thinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
+func ThinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
 	var thinking, rest []map[string]any
 	text := false
 	for i, b := range blocks {
@@ -383,8 +383,8 @@ func thinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
 // the part is another protocol's, or has no encrypted_content: the fleet calls with
 // store false, so an item by its id alone is refused, "Items are not persisted when
 // `store` is set to false", and is left out as OpenAI's error advises).
-func reasoningItem(p Part) *responsesReasoningItem {
-	r, ok := reasoningFor(p, OpenAIResponses)
+func ReasoningItem(p Part) *responsesReasoningItem {
+	r, ok := ReasoningFor(p, OpenAIResponses)
 	if !ok || r.Encrypted == "" {
 		return nil
 	}
@@ -414,11 +414,11 @@ type responsesSummaryText struct {
 // responsesReasoningConfig sets a Responses request's reasoning (effort, summary) and,
 // since the fleet does not store at the provider (store false), asks for the
 // reasoning items' encrypted_content, which the next turn sends back.
-func responsesReasoningConfig(out *topLevel, r *Request) {
+func ResponsesReasoningConfig(out *TopLevel, r *Request) {
 	carried := false
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
-			if _, ok := reasoningFor(p, OpenAIResponses); ok {
+			if _, ok := ReasoningFor(p, OpenAIResponses); ok {
 				carried = true
 			}
 		}
@@ -436,19 +436,19 @@ func responsesReasoningConfig(out *topLevel, r *Request) {
 			rc["summary"] = c.Summary
 		}
 		if len(rc) > 0 {
-			out.set("reasoning", rc)
+			out.Set("reasoning", rc)
 		}
 		if c.Disabled {
 			return
 		}
 	}
-	v, _ := out.get("include")
+	v, _ := out.Get("include")
 	include, _ := v.([]string)
-	out.set("include", append(include, "reasoning.encrypted_content"))
+	out.Set("include", append(include, "reasoning.encrypted_content"))
 }
 
 // responsesReasoning reads a Responses request's reasoning: effort and summary.
-func responsesReasoning(v json.RawMessage) (*ReasoningConfig, error) {
+func ResponsesReasoning(v json.RawMessage) (*ReasoningConfig, error) {
 	var o struct {
 		Effort  string `json:"effort"`
 		Summary string `json:"summary"`
@@ -465,9 +465,9 @@ func responsesReasoning(v json.RawMessage) (*ReasoningConfig, error) {
 
 // geminiSigned reports whether parts carry a Gemini thought signature: the model made
 // their calls, and the sentinel signature is not for them.
-func geminiSigned(parts []Part) bool {
+func GeminiSigned(parts []Part) bool {
 	for _, p := range parts {
-		if rs, ok := reasoningFor(p, Gemini); ok && rs.Signature != "" {
+		if rs, ok := ReasoningFor(p, Gemini); ok && rs.Signature != "" {
 			return true
 		}
 	}
@@ -478,12 +478,12 @@ func geminiSigned(parts []Part) bool {
 // thinkingLevel (low, high), earlier models a thinkingBudget (-1: dynamic, for
 // adaptive; 0: off, or the least a model that cannot turn it off takes);
 // includeThoughts when the request asked for reasoning summaries.
-func geminiThinking(c *ReasoningConfig, model string) map[string]any {
+func GeminiThinking(c *ReasoningConfig, model string) map[string]any {
 	if c == nil {
 		return nil
 	}
 	tc := map[string]any{}
-	if geminiVersion(model) >= 3 {
+	if GeminiVersion(model) >= 3 {
 		switch c.EffortOf() {
 		case "none", "minimal", "low":
 			tc["thinkingLevel"] = "low"
@@ -514,7 +514,7 @@ func geminiThinking(c *ReasoningConfig, model string) map[string]any {
 
 // summaryAsked reports whether a Responses request (its echo) asked for reasoning
 // summaries (reasoning.summary auto, concise or detailed).
-func summaryAsked(echo map[string]json.RawMessage) bool {
+func SummaryAsked(echo map[string]json.RawMessage) bool {
 	var rc struct {
 		Summary string `json:"summary"`
 	}
@@ -530,8 +530,8 @@ func summaryAsked(echo map[string]json.RawMessage) bool {
 // state sealed as its encrypted_content; otherwise reasoning with nothing to read
 // (encrypted, redacted, a signature alone) gives no item, and a model's own
 // encrypted_content, which only the fleet can send back to its model, is not given.
-func reasoningOutput(r *Response) []map[string]any {
-	asked := summaryAsked(r.Echo)
+func ReasoningOutput(r *Response) []map[string]any {
+	asked := SummaryAsked(r.Echo)
 	var out []map[string]any
 	for _, p := range r.Content {
 		rs := p.Reasoning
@@ -549,11 +549,11 @@ func reasoningOutput(r *Response) []map[string]any {
 			continue
 		}
 		if id == "" {
-			id = fmt.Sprintf("rs_%s_%d", idToken(r.ID), len(out))
+			id = fmt.Sprintf("rs_%s_%d", IDToken(r.ID), len(out))
 		}
 		summary := make([]any, 0, len(texts))
 		for _, t := range texts {
-			summary = append(summary, summaryText(t))
+			summary = append(summary, SummaryText(t))
 		}
 		item := map[string]any{"type": "reasoning", "id": id, "summary": summary}
 		if r.seal != nil {
@@ -564,7 +564,7 @@ func reasoningOutput(r *Response) []map[string]any {
 	return out
 }
 
-func summaryText(text string) map[string]any {
+func SummaryText(text string) map[string]any {
 	return map[string]any{"type": "summary_text", "text": text}
 }
 
@@ -609,7 +609,7 @@ const geminiMinBudget = 128
 // geminiCanStopThinking reports whether a Gemini model takes a thinking budget of 0:
 // the 2.x Flash models do; 2.5 Pro and Gemini 3 (a thinkingLevel, low at least) do not.
 func geminiCanStopThinking(model string) bool {
-	return geminiVersion(model) < 3 && !strings.Contains(model, "pro")
+	return GeminiVersion(model) < 3 && !strings.Contains(model, "pro")
 }
 
 // offParam is how a client of protocol p turned thinking off.
@@ -645,7 +645,7 @@ func ReasonsUnasked(model string) bool {
 var geminiVersionRE = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
 
 // geminiVersion is the major version of a Gemini model name (0: not one).
-func geminiVersion(model string) int {
+func GeminiVersion(model string) int {
 	m := geminiVersionRE.FindStringSubmatch(model)
 	if m == nil {
 		return 0

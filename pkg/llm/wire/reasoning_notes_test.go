@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -39,21 +43,21 @@ func TestReasoningNotesNameWhatTheModelCannotTake(t *testing.T) {
 		// noted are the targets whose notes name the setting, each with the words.
 		noted map[target]string
 	}{
-		{"chat effort", wire.Chat, `"reasoning_effort":"high"`, nil},
-		{"chat effort none", wire.Chat, `"reasoning_effort":"none"`, map[target]string{pro25: "reasoning_effort none", gemini3: "reasoning_effort none"}},
-		{"responses effort and summary", wire.Responses, `"reasoning":{"effort":"low","summary":"auto"}`,
+		{"chat effort", openaichat.Client, `"reasoning_effort":"high"`, nil},
+		{"chat effort none", openaichat.Client, `"reasoning_effort":"none"`, map[target]string{pro25: "reasoning_effort none", gemini3: "reasoning_effort none"}},
+		{"responses effort and summary", responses.Client, `"reasoning":{"effort":"low","summary":"auto"}`,
 			map[target]string{chat: "reasoning.summary"}},
-		{"responses summary alone", wire.Responses, `"reasoning":{"summary":"detailed"}`,
+		{"responses summary alone", responses.Client, `"reasoning":{"summary":"detailed"}`,
 			map[target]string{chat: "reasoning.summary", claude: "reasoning.summary"}},
-		{"responses effort none", wire.Responses, `"reasoning":{"effort":"none","summary":"auto"}`, map[target]string{pro25: "reasoning.effort none", gemini3: "reasoning.effort none"}},
+		{"responses effort none", responses.Client, `"reasoning":{"effort":"none","summary":"auto"}`, map[target]string{pro25: "reasoning.effort none", gemini3: "reasoning.effort none"}},
 		// Every model's reasoning reaches a Messages client as thinking blocks.
-		{"messages budget", wire.Anthropic, `"thinking":{"type":"enabled","budget_tokens":4096}`, nil},
-		{"messages adaptive", wire.Anthropic, `"thinking":{"type":"adaptive"}`, map[target]string{chat: "thinking.type adaptive", resp: "thinking.type adaptive"}},
-		{"messages disabled", wire.Anthropic, `"thinking":{"type":"disabled"}`, map[target]string{pro25: "thinking.type disabled", gemini3: "thinking.type disabled"}},
+		{"messages budget", anthropic.Client, `"thinking":{"type":"enabled","budget_tokens":4096}`, nil},
+		{"messages adaptive", anthropic.Client, `"thinking":{"type":"adaptive"}`, map[target]string{chat: "thinking.type adaptive", resp: "thinking.type adaptive"}},
+		{"messages disabled", anthropic.Client, `"thinking":{"type":"disabled"}`, map[target]string{pro25: "thinking.type disabled", gemini3: "thinking.type disabled"}},
 	}
 	for _, c := range cases {
 		body := fmt.Sprintf(`{"model":"m","max_tokens":1024,"messages":[{"role":"user","content":"hi"}],%s}`, c.body)
-		if c.client == wire.Responses {
+		if c.client == responses.Client {
 			body = fmt.Sprintf(`{"model":"m","input":"hi",%s}`, c.body)
 		}
 		req, err := c.client.DecodeRequest([]byte(body))
@@ -78,12 +82,12 @@ func TestReasoningNotesNameWhatTheModelCannotTake(t *testing.T) {
 // its least budget.
 func TestGeminiThinkingOff(t *testing.T) {
 	t.Parallel()
-	req, err := wire.Chat.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none"}`))
+	req, err := openaichat.Client.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for model, want := range map[string]int{"gemini-2.5-flash": 0, "gemini-2.5-pro": 128} {
-		b, err := wire.GeminiModel.EncodeRequest(req, model)
+		b, err := gemini.Model.EncodeRequest(req, model)
 		if err != nil {
 			t.Fatal(err)
 		}

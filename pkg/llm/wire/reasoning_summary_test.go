@@ -10,6 +10,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/searchfleet/searchfleet/internal/openresponses"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	llmresponses "github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -20,13 +22,13 @@ func chainAnswer(t *testing.T, model *wire.Response, echo string) *wire.Response
 	msg, finish, _ := wire.ChatAnswer(model)
 	body, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion", "created": 1700000000, "model": "m",
 		"choices": []any{map[string]any{"index": 0, "message": json.RawMessage(msg), "finish_reason": finish}}})
-	r, err := wire.Chat.DecodeResponse(body)
+	r, err := openaichat.Client.DecodeResponse(body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.ID, r.Created, r.Status = "resp_job1", time.Unix(1700000000, 0), wire.StatusCompleted
 	if echo != "" {
-		r.Echo = wire.ResponsesEcho([]byte(echo))
+		r.Echo = llmresponses.Echo([]byte(echo))
 	}
 	return r
 }
@@ -60,7 +62,7 @@ func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
 	}
 	for _, c := range cases {
 		answer := chainAnswer(t, c.model, c.echo)
-		b, err := wire.Responses.EncodeResponse(answer)
+		b, err := llmresponses.Client.EncodeResponse(answer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +90,7 @@ func TestResponsesClientsReceiveReasoningSummaries(t *testing.T) {
 		// events conform, openai-go reads them, the summary parts rebuild the item, and
 		// the item's output_index is its place in the completed response.
 		for _, textFirst := range []bool{false, true} {
-			st := wire.Responses.NewStream()
+			st := llmresponses.Client.NewStream()
 			start := *answer
 			start.Status, start.Content = wire.StatusInProgress, nil
 			evs := st.Start(&start)

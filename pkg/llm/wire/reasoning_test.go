@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -23,7 +27,7 @@ func TestAnthropicThinkingRoundTripsThroughTheChain(t *testing.T) {
 	if want["type"] != "thinking" || want["signature"] == "" {
 		t.Fatalf("fixture's first block is %v", want["type"])
 	}
-	answer, err := wire.AnthropicModel.DecodeResponse(raw)
+	answer, err := anthropic.Model.DecodeResponse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +39,11 @@ func TestAnthropicThinkingRoundTripsThroughTheChain(t *testing.T) {
 		map[string]any{"role": "tool", "tool_call_id": "toolu_1", "content": "results"},
 	}, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "web_search", "parameters": map[string]any{"type": "object"}}}},
 		"searchfleet_reasoning": map[string]any{"budget_tokens": 4096}})
-	req, err := wire.Chat.DecodeRequest(body)
+	req, err := openaichat.Client.DecodeRequest(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := wire.AnthropicModel.EncodeRequest(req, "claude")
+	out, err := anthropic.Model.EncodeRequest(req, "claude")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +76,7 @@ func TestAnthropicThinkingRoundTripsThroughTheChain(t *testing.T) {
 // the request asks for its encrypted content; an Anthropic thinking budget becomes a
 // Responses effort, and a Gemini thinkingConfig.
 func TestReasoningAcrossProtocols(t *testing.T) {
-	answer, err := wire.ResponsesModel.DecodeResponse([]byte(`{"object":"response","id":"resp_1","status":"completed","output":[
+	answer, err := responses.Model.DecodeResponse([]byte(`{"object":"response","id":"resp_1","status":"completed","output":[
 		{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Thinking."}],"encrypted_content":"gAAAA=="},
 		{"type":"function_call","id":"fc_1","call_id":"call_1","name":"web_search","arguments":"{\"query\":\"q\"}"}]}`))
 	if err != nil {
@@ -83,21 +87,21 @@ func TestReasoningAcrossProtocols(t *testing.T) {
 		map[string]any{"role": "user", "content": "hi"}, json.RawMessage(msg),
 		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "results"},
 	}, "searchfleet_reasoning": map[string]any{"budget_tokens": 20000}})
-	req, err := wire.Chat.DecodeRequest(body)
+	req, err := openaichat.Client.DecodeRequest(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ := wire.ResponsesModel.EncodeRequest(req, "gpt-5")
+	out, _ := responses.Model.EncodeRequest(req, "gpt-5")
 	s := string(out)
 	item := `{"encrypted_content":"gAAAA==","id":"rs_1","summary":[{"text":"Thinking.","type":"summary_text"}],"type":"reasoning"}`
 	if !strings.Contains(s, item+`,{"arguments"`) || !strings.Contains(s, `"include":["reasoning.encrypted_content"]`) || !strings.Contains(s, `"reasoning":{"effort":"high"}`) {
 		t.Errorf("Responses request %s", s)
 	}
-	g, _ := wire.GeminiModel.EncodeRequest(req, "gemini-2.5-pro")
+	g, _ := gemini.Model.EncodeRequest(req, "gemini-2.5-pro")
 	if !strings.Contains(string(g), `"thinkingConfig":{"thinkingBudget":20000}`) || strings.Contains(string(g), "rs_1") {
 		t.Errorf("Gemini request %s", g)
 	}
-	g3, _ := wire.GeminiModel.EncodeRequest(req, "gemini-3-pro-preview")
+	g3, _ := gemini.Model.EncodeRequest(req, "gemini-3-pro-preview")
 	if !strings.Contains(string(g3), `"thinkingLevel":"high"`) {
 		t.Errorf("Gemini 3 request %s", g3)
 	}
@@ -106,7 +110,7 @@ func TestReasoningAcrossProtocols(t *testing.T) {
 // A Messages request's thinking is the request's reasoning settings, not a note that
 // it is not honoured; a thinking block in its history is kept verbatim.
 func TestMessagesThinkingIsHonoured(t *testing.T) {
-	req, err := wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":9000,"thinking":{"type":"enabled","budget_tokens":8000},"messages":[
+	req, err := anthropic.Client.DecodeRequest([]byte(`{"model":"m","max_tokens":9000,"thinking":{"type":"enabled","budget_tokens":8000},"messages":[
 		{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"redacted_thinking","data":"d"},{"type":"text","text":"x"}]},
 		{"role":"user","content":"more"}]}`))
 	if err != nil {
@@ -119,7 +123,7 @@ func TestMessagesThinkingIsHonoured(t *testing.T) {
 	if p[0].Reasoning == nil || p[0].Reasoning.Signature != "s" || p[1].Reasoning == nil || p[1].Reasoning.Redacted != "d" {
 		t.Fatalf("assistant parts %+v", p)
 	}
-	if _, err := wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":9000,"thinking":{"type":"enabled","budget_tokens":10},"messages":[{"role":"user","content":"hi"}]}`)); err == nil {
+	if _, err := anthropic.Client.DecodeRequest([]byte(`{"model":"m","max_tokens":9000,"thinking":{"type":"enabled","budget_tokens":10},"messages":[{"role":"user","content":"hi"}]}`)); err == nil {
 		t.Error("a budget under 1,024 was accepted")
 	}
 }
@@ -145,7 +149,7 @@ func TestOtherModelsReasoningReachesMessagesClientsAndComesBack(t *testing.T) {
 		answer.Content = append(answer.Content, wire.Part{Kind: wire.PartReasoning, Reasoning: r})
 	}
 	answer.Content = append(answer.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}})
-	b, err := wire.Anthropic.EncodeResponse(answer)
+	b, err := anthropic.Client.EncodeResponse(answer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +169,7 @@ func TestOtherModelsReasoningReachesMessagesClientsAndComesBack(t *testing.T) {
 	}
 
 	history, _ := json.Marshal(msg.Content)
-	req, err := wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":9000,"thinking":{"type":"enabled","budget_tokens":2048},"messages":[
+	req, err := anthropic.Client.DecodeRequest([]byte(`{"model":"m","max_tokens":9000,"thinking":{"type":"enabled","budget_tokens":2048},"messages":[
 		{"role":"user","content":"weather?"},{"role":"assistant","content":` + string(history) + `},
 		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"18C"}]}]}`))
 	if err != nil {
@@ -181,11 +185,11 @@ func TestOtherModelsReasoningReachesMessagesClientsAndComesBack(t *testing.T) {
 	if got, _ := json.Marshal(back); string(got) != string(want) {
 		t.Fatalf("reasoning read back\n%s\nwant\n%s", got, want)
 	}
-	claude, _ := wire.AnthropicModel.EncodeRequest(req, "claude-sonnet-4-5")
+	claude, _ := anthropic.Model.EncodeRequest(req, "claude-sonnet-4-5")
 	if strings.Count(string(claude), `"type":"thinking"`) != 1 || strings.Contains(string(claude), "redacted_thinking") || strings.Contains(string(claude), "searchfleet:") {
 		t.Errorf("Claude was sent another model's reasoning: %s", claude)
 	}
-	gemini, _ := wire.GeminiModel.EncodeRequest(req, "gemini-3-pro-preview")
+	gemini, _ := gemini.Model.EncodeRequest(req, "gemini-3-pro-preview")
 	if !strings.Contains(string(gemini), `"thoughtSignature":"CiQBcsjafD3Lx"`) {
 		t.Errorf("Gemini did not get its thought signature back: %s", gemini)
 	}

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -36,10 +40,10 @@ func BenchmarkModelEncodeRequest(b *testing.B) {
 		api  wire.ModelAPI
 		p    wire.Protocol
 	}{
-		{"chat", wire.ChatModel, wire.OpenAIChat},
-		{"responses", wire.ResponsesModel, wire.OpenAIResponses},
-		{"anthropic", wire.AnthropicModel, wire.AnthropicMessages},
-		{"gemini", wire.GeminiModel, wire.Gemini},
+		{"chat", openaichat.Model, wire.OpenAIChat},
+		{"responses", responses.Model, wire.OpenAIResponses},
+		{"anthropic", anthropic.Model, wire.AnthropicMessages},
+		{"gemini", gemini.Model, wire.Gemini},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			req := hopRequest(c.p)
@@ -85,7 +89,7 @@ func BenchmarkDecodeChatRequest(b *testing.B) {
 		strings.Join(msgs, ","), fmt.Sprintf(tool, "lookup"), fmt.Sprintf(tool, "fetch"))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := wire.DecodeChatRequest(body, nil); err != nil {
+		if _, err := openaichat.DecodeRequest(body, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

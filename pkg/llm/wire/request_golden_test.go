@@ -15,6 +15,10 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -31,13 +35,13 @@ type requestEncoder interface {
 
 // goldenEncoders are every request encoder the golden table runs, by name.
 var goldenEncoders = map[string]requestEncoder{
-	"chat-model":      wire.ChatModel,
-	"kimi-model":      wire.KimiModel,
-	"glm-model":       wire.GLMModel,
-	"responses-model": wire.ResponsesModel,
-	"anthropic-model": wire.AnthropicModel,
-	"gemini-model":    wire.GeminiModel,
-	"chat-codec":      wire.Chat,
+	"chat-model":      openaichat.Model,
+	"kimi-model":      openaichat.Kimi,
+	"glm-model":       openaichat.GLM,
+	"responses-model": responses.Model,
+	"anthropic-model": anthropic.Model,
+	"gemini-model":    gemini.Model,
+	"chat-codec":      openaichat.Client,
 }
 
 // goldenCase is one request of the golden table and the model name it is encoded for.
@@ -182,7 +186,7 @@ func goldenRequests(t testing.TB) []goldenCase {
 	decoders := []struct {
 		name string
 		dec  func([]byte) (*wire.Request, error)
-	}{{"chat", wire.Chat.DecodeRequest}, {"responses", wire.Responses.DecodeRequest}, {"anthropic", wire.Anthropic.DecodeRequest}}
+	}{{"chat", openaichat.Client.DecodeRequest}, {"responses", responses.Client.DecodeRequest}, {"anthropic", anthropic.Client.DecodeRequest}}
 	paths, err := fs.Glob(fixtures.FS(), "*/*.request.json")
 	if err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ func (s *Sealer) Open(tenant, sealed string) (*Reasoning, bool) {
 
 // sealedPart is the part of a reasoning input item whose encrypted_content is one of
 // the fleet's seals, to be opened (ok false: it is not).
-func sealedPart(id, encrypted string) (Part, bool) {
+func SealedPart(id, encrypted string) (Part, bool) {
 	if !strings.HasPrefix(encrypted, sealPrefix) {
 		return Part{}, false
 	}
@@ -130,7 +130,7 @@ func (r *Request) OpenReasoning(s *Sealer, tenant string) *Error {
 			rs, ok := s.Open(tenant, p.Reasoning.Encrypted)
 			if !ok {
 				return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_encrypted_content", Param: "input",
-					Message: fmt.Sprintf("The encrypted content for item %s could not be verified. Reason: Encrypted content could not be decrypted or parsed.", clip(p.Reasoning.ID, 64))}
+					Message: fmt.Sprintf("The encrypted content for item %s could not be verified. Reason: Encrypted content could not be decrypted or parsed.", Clip(p.Reasoning.ID, 64))}
 			}
 			p.Reasoning = rs
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -56,7 +57,7 @@ func TestSealedReasoningItemsComeBackAsTheModelsState(t *testing.T) {
 			map[string]any{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
 			map[string]any{"type": "function_call_output", "call_id": "c1", "output": "x"}}
 		body, _ := json.Marshal(map[string]any{"model": "m", "input": items, "include": []string{"reasoning.encrypted_content"}})
-		req, err := wire.Responses.DecodeRequest(body)
+		req, err := responses.Client.DecodeRequest(body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestSealedReasoningItemsComeBackAsTheModelsState(t *testing.T) {
 		if e := req.OpenReasoning(s, "other"); e == nil || e.Code != "invalid_encrypted_content" || e.Status != 400 {
 			t.Errorf("another tenant's seal: %v", e)
 		}
-		req, _ = wire.Responses.DecodeRequest(body)
+		req, _ = responses.Client.DecodeRequest(body)
 		if e := req.OpenReasoning(s, "acme"); e != nil {
 			t.Fatal(e)
 		}
@@ -85,7 +86,7 @@ func TestTrailingReasoningGoesBeforeItsMessage(t *testing.T) {
 	req := &wire.Request{Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "q"}}},
 		{Role: wire.RoleAssistant, Parts: []wire.Part{{Kind: wire.PartText, Text: "answer"}, rs}},
 		{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: "next"}}}}}
-	b, err := wire.ResponsesModel.EncodeRequest(req, "gpt-5")
+	b, err := responses.Model.EncodeRequest(req, "gpt-5")
 	if err != nil {
 		t.Fatal(err)
 	}

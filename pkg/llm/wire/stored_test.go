@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -11,7 +12,7 @@ import (
 // as it was; a format this fleet does not write is refused.
 func TestStoredRequestReadsBack(t *testing.T) {
 	t.Parallel()
-	req, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","instructions":"Be brief.","input":[
+	req, err := responses.Client.DecodeRequest([]byte(`{"model":"m","instructions":"Be brief.","input":[
 		{"role":"user","content":"What is new in Go?"},
 		{"type":"function_call","call_id":"c1","name":"lookup","arguments":"{\"q\":\"go\"}"},
 		{"type":"function_call_output","call_id":"c1","output":"Go 1.26"}],

@@ -9,6 +9,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	llmanthropic "github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -59,7 +62,7 @@ func TestAnthropicStreamGrowsToTheAnswer(t *testing.T) {
 	t.Parallel()
 	for _, text := range liveTexts {
 		stages, final := growing(text)
-		st := wire.Anthropic.NewStream()
+		st := llmanthropic.Client.NewStream()
 		evs := st.Start(stages[0])
 		for _, s := range stages {
 			evs = append(evs, st.Update(s)...)
@@ -85,7 +88,7 @@ func TestAnthropicStreamGrowsToTheAnswer(t *testing.T) {
 				}
 			}
 		}
-		b, _ := wire.Anthropic.EncodeResponse(final)
+		b, _ := llmanthropic.Client.EncodeResponse(final)
 		var want anthropic.Message
 		json.Unmarshal(b, &want)
 		if len(acc.Content) != len(want.Content) {
@@ -118,7 +121,7 @@ func TestOpenAIStreamsGrowToTheAnswer(t *testing.T) {
 	t.Parallel()
 	for _, text := range liveTexts {
 		stages, final := growing(text)
-		for _, c := range []wire.ClientCodec{wire.Chat, wire.Responses} {
+		for _, c := range []wire.ClientCodec{openaichat.Client, responses.Client} {
 			st := c.NewStream()
 			evs := st.Start(stages[0])
 			for _, s := range stages {
@@ -169,7 +172,7 @@ func TestChatStreamSearchProgressComments(t *testing.T) {
 	}
 	ok := wire.Part{Kind: wire.PartServerResult, Search: &wire.SearchResult{CallID: "0_a", Sources: []wire.Source{{URL: "https://a.example/"}, {URL: "https://b.example/"}}}}
 	bad := wire.Part{Kind: wire.PartServerResult, Search: &wire.SearchResult{CallID: "0_b", Error: &wire.SearchError{Code: "unavailable"}}}
-	st := wire.Chat.NewStream()
+	st := openaichat.Client.NewStream()
 	evs := st.Start(base)
 	for _, parts := range [][]wire.Part{{call("0_a")}, {call("0_a"), call("0_b")}, {call("0_a"), ok, call("0_b"), bad}} {
 		r := *base

@@ -12,6 +12,8 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/internal/openresponses"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -127,7 +129,7 @@ func emitted(t *testing.T, codec wire.ClientCodec) []any {
 		}
 		out = append(out, v)
 	}
-	for _, echo := range []map[string]json.RawMessage{nil, wire.ResponsesEcho([]byte(conformanceRequest))} {
+	for _, echo := range []map[string]json.RawMessage{nil, responses.Echo([]byte(conformanceRequest))} {
 		for _, r := range responseStates() {
 			r.Echo = echo
 			b, err := codec.EncodeResponse(r)
@@ -184,14 +186,14 @@ func checkNulls(t *testing.T, codec wire.ClientCodec, recorded nullSet, allowed 
 func TestAnthropicEmitsNoNullTheAPIOmits(t *testing.T) {
 	t.Parallel()
 	recorded := recordedNulls(t, "anthropic/*.json", "anthropic/*.sse", "anthropic/*.jsonl")
-	checkNulls(t, wire.Anthropic, recorded, func(id, key string) bool { return false })
+	checkNulls(t, anthropic.Client, recorded, func(id, key string) bool { return false })
 }
 
 func TestResponsesEmitsNoNullTheAPIOmits(t *testing.T) {
 	t.Parallel()
 	recorded := recordedNulls(t, "openai/pydantic-responses-*.json", "openai/pydantic-responses-*.sse", "openai/vercel-*responses*.json",
 		"openai/vercel-*responses*.jsonl", "openai/vercel-error-*.json")
-	checkNulls(t, wire.Responses, recorded, func(id, key string) bool {
+	checkNulls(t, responses.Client, recorded, func(id, key string) bool {
 		switch id {
 		case "object:response":
 			// The Open Responses specification requires these fields, null when unset.

@@ -29,7 +29,7 @@ func TestToolArgsTellsObjectsAsDecodingDid(t *testing.T) {
 		`null`, ` null`, `[]`, `[{"a":1}]`, `"str"`, `42`, `true`, `{`, `{"a":}`, `{}x`, `{} {}`, `{"a":"\x`,
 		"{\"a\":\"\xff\xfe\"}", "\u00a0{}", `{"a":"<b>&</b>"}`, `not json`, `{"a":1}` + "\x00",
 	} {
-		if got, want := string(toolArgs(args)), string(toolArgsByDecoding(args)); got != want {
+		if got, want := string(ToolArgs(args)), string(toolArgsByDecoding(args)); got != want {
 			t.Errorf("toolArgs(%q) = %s, want %s", args, got, want)
 		}
 	}
@@ -41,7 +41,7 @@ func FuzzToolArgs(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, args string) {
-		if got, want := string(toolArgs(args)), string(toolArgsByDecoding(args)); got != want {
+		if got, want := string(ToolArgs(args)), string(toolArgsByDecoding(args)); got != want {
 			t.Errorf("toolArgs(%q) = %s, want %s", args, got, want)
 		}
 	})

@@ -14,7 +14,7 @@ import (
 // map's keys. It replaces a map[string]any per request per hop, whose buckets, boxed
 // keys, reflective walk and sorting cost about a dozen allocations; the bytes are
 // the same (testdata/request_golden.json holds them).
-type topLevel []member
+type TopLevel []member
 
 type member struct {
 	name  string
@@ -23,36 +23,36 @@ type member struct {
 
 // newTopLevel returns a topLevel with room for a request's usual fields and extra
 // more.
-func newTopLevel(extra int) *topLevel {
-	o := make(topLevel, 0, 16+extra)
+func NewTopLevel(extra int) *TopLevel {
+	o := make(TopLevel, 0, 16+extra)
 	return &o
 }
 
 // add appends a member named name, which no member has yet.
-func (o *topLevel) add(name string, v any) {
+func (o *TopLevel) Add(name string, v any) {
 	*o = append(*o, member{name, v})
 }
 
 // setNew gives name the value v unless it has one.
-func (o *topLevel) setNew(name string, v any) {
-	if _, ok := o.get(name); !ok {
-		o.add(name, v)
+func (o *TopLevel) SetNew(name string, v any) {
+	if _, ok := o.Get(name); !ok {
+		o.Add(name, v)
 	}
 }
 
 // set gives name the value v.
-func (o *topLevel) set(name string, v any) {
+func (o *TopLevel) Set(name string, v any) {
 	for i := range *o {
 		if (*o)[i].name == name {
 			(*o)[i].value = v
 			return
 		}
 	}
-	o.add(name, v)
+	o.Add(name, v)
 }
 
 // get returns name's value; false when it has none.
-func (o *topLevel) get(name string) (any, bool) {
+func (o *TopLevel) Get(name string) (any, bool) {
 	for _, m := range *o {
 		if m.name == name {
 			return m.value, true
@@ -62,7 +62,7 @@ func (o *topLevel) get(name string) (any, bool) {
 }
 
 // del takes name out.
-func (o *topLevel) del(name string) {
+func (o *TopLevel) Del(name string) {
 	*o = slices.DeleteFunc(*o, func(m member) bool { return m.name == name })
 }
 
@@ -85,7 +85,7 @@ const maxPooledBuffer = 1 << 20
 // marshal encodes o as encoding/json encodes a map[string]any of the same fields:
 // names sorted and escaped alike, each value encoded by encoding/json (HTML-escaped,
 // a json.RawMessage compacted), so the bytes and the errors are the same.
-func (o *topLevel) marshal() ([]byte, error) {
+func (o *TopLevel) Marshal() ([]byte, error) {
 	slices.SortFunc(*o, func(a, b member) int { return strings.Compare(a.name, b.name) })
 	w := bodyWriters.Get().(*bodyWriter)
 	defer func() {

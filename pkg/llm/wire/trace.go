@@ -116,7 +116,7 @@ var fetchErrorCodes = map[string]string{
 // kept URLs only) takes it from the answer's numbered sources. Failed searches become
 // results with an error and are not counted in Usage.WebSearches.
 func (r *Response) AddTrace(trace json.RawMessage) error {
-	if isNull(trace) {
+	if IsNull(trace) {
 		return nil
 	}
 	entries, err := decodeTrace(trace)
@@ -130,10 +130,10 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 	parts := make([]Part, 0, 2*len(entries)+len(r.Content))
 	searches, fetches := 0, 0
 	for _, e := range entries {
-		id := fmt.Sprintf("%d_%s", e.Hop, idToken(e.CallID))
+		id := fmt.Sprintf("%d_%s", e.Hop, IDToken(e.CallID))
 		res := &SearchResult{CallID: id, Sources: []Source{}}
 		if e.Tool == FetchName {
-			res.fetch = true
+			res.Fetch = true
 			call := &ServerCall{ID: id, Name: FetchName, URL: e.URL}
 			if e.Error != "" {
 				typ, msg, _ := strings.Cut(e.Error, ": ")

@@ -13,6 +13,9 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	llmanthropic "github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	llmresponses "github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -24,9 +27,9 @@ func TestFixtureRequestsDecode(t *testing.T) {
 		glob  string
 		codec wire.ClientCodec
 	}{
-		{"anthropic/*.request.json", wire.Anthropic},
-		{"openai/pydantic-responses-*.request.json", wire.Responses},
-		{"openai/pydantic-chat-*.request.json", wire.Chat},
+		{"anthropic/*.request.json", llmanthropic.Client},
+		{"openai/pydantic-responses-*.request.json", llmresponses.Client},
+		{"openai/pydantic-chat-*.request.json", openaichat.Client},
 	} {
 		names, _ := fs.Glob(fixtures.FS(), c.glob)
 		if len(names) == 0 {
@@ -41,7 +44,7 @@ func TestFixtureRequestsDecode(t *testing.T) {
 			if len(req.Messages) == 0 || req.Model == "" {
 				t.Errorf("%s: decoded %+v", n, req)
 			}
-			body, err := wire.Chat.EncodeRequest(req, "m")
+			body, err := openaichat.Client.EncodeRequest(req, "m")
 			if err != nil {
 				t.Errorf("%s: chat form: %v", n, err)
 				continue
@@ -55,7 +58,7 @@ func TestFixtureRequestsDecode(t *testing.T) {
 
 func TestSearchSettings(t *testing.T) {
 	t.Parallel()
-	req, err := wire.Responses.DecodeRequest(fixtures.Read("openai/pydantic-responses-web-search-allowed-domains.request.json"))
+	req, err := llmresponses.Client.DecodeRequest(fixtures.Read("openai/pydantic-responses-web-search-allowed-domains.request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +68,7 @@ func TestSearchSettings(t *testing.T) {
 	if req.System != "You are a helpful assistant." {
 		t.Errorf("instructions %q", req.System)
 	}
-	chat, err := wire.Chat.DecodeRequest(fixtures.Read("openai/pydantic-chat-search-preview-user-location.request.json"))
+	chat, err := openaichat.Client.DecodeRequest(fixtures.Read("openai/pydantic-chat-search-preview-user-location.request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +90,11 @@ func TestSearchSettings(t *testing.T) {
 	if len(cr.Tools) != 1 || s == nil || s.Engine != "brave" || s.MaxUses != 2 || s.Count != 3 || s.AllowedDomains[0] != "a.org" || s.BlockedDomains[0] != "x.com" {
 		t.Fatalf("tools %d search %+v", len(cr.Tools), s)
 	}
-	req, err = wire.FromChat(cr)
+	req, err = openaichat.FromChat(cr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body, _ := wire.ChatModel.EncodeRequest(req, "up"); strings.Contains(string(body), "web_search") || strings.Contains(string(body), "googleSearch") {
+	if body, _ := openaichat.Model.EncodeRequest(req, "up"); strings.Contains(string(body), "web_search") || strings.Contains(string(body), "googleSearch") {
 		t.Errorf("search declarations forwarded upstream: %s", body)
 	}
 	if _, err := llm.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"searchfleet":{"protocol":"openai.responses"}}`)); err == nil {
@@ -120,7 +123,7 @@ func answer() *wire.Response {
 
 func TestResponsesEncodingDecodesInSDK(t *testing.T) {
 	t.Parallel()
-	b, err := wire.Responses.EncodeResponse(answer())
+	b, err := llmresponses.Client.EncodeResponse(answer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +151,7 @@ func TestResponsesEncodingDecodesInSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The stream: every event decodes as a stream event; the completed one carries the answer.
-	st := wire.Responses.NewStream()
+	st := llmresponses.Client.NewStream()
 	evs := append(st.Start(answer()), st.Finish(answer())...)
 	var last responses.ResponseStreamEventUnion
 	for i, e := range evs {
@@ -164,7 +167,7 @@ func TestResponsesEncodingDecodesInSDK(t *testing.T) {
 func TestAnthropicEncodingDecodesInSDK(t *testing.T) {
 	t.Parallel()
 	a := answer()
-	b, err := wire.Anthropic.EncodeResponse(a)
+	b, err := llmanthropic.Client.EncodeResponse(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +206,7 @@ func TestAnthropicEncodingDecodesInSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The stream accumulates to the same message.
-	st := wire.Anthropic.NewStream()
+	st := llmanthropic.Client.NewStream()
 	var acc anthropic.Message
 	for _, e := range append(st.Start(a), st.Finish(a)...) {
 		var ev anthropic.MessageStreamEventUnion
@@ -222,7 +225,7 @@ func TestAnthropicEncodingDecodesInSDK(t *testing.T) {
 		Type  string                `json:"type"`
 		Error struct{ Type string } `json:"error"`
 	}
-	json.Unmarshal(wire.Anthropic.EncodeError(&wire.Error{Status: 529, Message: "busy"}), &e)
+	json.Unmarshal(llmanthropic.Client.EncodeError(&wire.Error{Status: 529, Message: "busy"}), &e)
 	if e.Type != "error" || e.Error.Type != "overloaded_error" {
 		t.Errorf("error %+v", e)
 	}
@@ -231,7 +234,7 @@ func TestAnthropicEncodingDecodesInSDK(t *testing.T) {
 // The chat worker's final answer and trace become the canonical answer.
 func TestChatAnswerWithTrace(t *testing.T) {
 	t.Parallel()
-	resp, err := wire.Chat.DecodeResponse([]byte(`{"id":"chatcmpl-j","created":1,"model":"m","choices":[{"message":{"role":"assistant","content":"Hi [1]","annotations":[{"type":"url_citation","url_citation":{"url":"https://a","title":"A","start_index":3,"end_index":6}}]},"finish_reason":"stop"}],
+	resp, err := openaichat.Client.DecodeResponse([]byte(`{"id":"chatcmpl-j","created":1,"model":"m","choices":[{"message":{"role":"assistant","content":"Hi [1]","annotations":[{"type":"url_citation","url_citation":{"url":"https://a","title":"A","start_index":3,"end_index":6}}]},"finish_reason":"stop"}],
 		"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"searchfleet":{"job_id":"j","sources":[{"title":"A","url":"https://a"}]}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +245,7 @@ func TestChatAnswerWithTrace(t *testing.T) {
 	if len(resp.Content) != 5 || resp.Content[1].Search.Sources[0].Title != "A" || resp.Content[3].Search.Error.Code != "max_uses_exceeded" || resp.Usage.WebSearches != 1 {
 		t.Fatalf("%+v", resp)
 	}
-	b, _ := wire.Chat.EncodeResponse(resp)
+	b, _ := openaichat.Client.EncodeResponse(resp)
 	if !strings.Contains(string(b), `"start_index":3`) {
 		t.Errorf("chat encoding %s", b)
 	}
@@ -263,14 +266,14 @@ func TestTraceSourceTitlesAndAges(t *testing.T) {
 		{"strings and objects", `[{"hop":0,"call_id":"c1","query":"q","sources":["https://a",{"url":"https://b","title":"Page B"}]}]`, "Old A", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := wire.Chat.DecodeResponse(answer)
+			resp, err := openaichat.Client.DecodeResponse(answer)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := resp.AddTrace([]byte(tc.trace)); err != nil {
 				t.Fatal(err)
 			}
-			b, err := wire.Anthropic.EncodeResponse(resp)
+			b, err := llmanthropic.Client.EncodeResponse(resp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -291,7 +294,7 @@ func TestTraceSourceTitlesAndAges(t *testing.T) {
 			if a.URL != "https://a" || a.Title != tc.title || (tc.age == "") != (a.PageAge == nil) || (a.PageAge != nil && *a.PageAge != tc.age) {
 				t.Errorf("result %+v, want title %q page_age %q: %s", a, tc.title, tc.age, b)
 			}
-			b, err = wire.Responses.EncodeResponse(resp)
+			b, err = llmresponses.Client.EncodeResponse(resp)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -20,7 +21,7 @@ type Chat struct{ *upstream.Caller }
 var _ llm.Caller = Chat{}
 
 func (c Chat) prepare(body []byte, stream bool) (*upstream.Call, error) {
-	req, err := wire.Chat.DecodeRequest(body)
+	req, err := openaichat.Client.DecodeRequest(body)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/searchfleet/searchfleet/internal/openresponses"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	llmresponses "github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -52,10 +54,10 @@ func responseStates() map[string]*wire.Response {
 // with its type.
 func TestResponsesAnswersHaveEveryRequiredField(t *testing.T) {
 	t.Parallel()
-	for _, echo := range []map[string]json.RawMessage{nil, wire.ResponsesEcho([]byte(conformanceRequest))} {
+	for _, echo := range []map[string]json.RawMessage{nil, llmresponses.Echo([]byte(conformanceRequest))} {
 		for name, r := range responseStates() {
 			r.Echo = echo
-			b, err := wire.Responses.EncodeResponse(r)
+			b, err := llmresponses.Client.EncodeResponse(r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,12 +76,12 @@ func TestResponsesAnswersHaveEveryRequiredField(t *testing.T) {
 // snapshot has every required field.
 func TestResponsesStreamEventsConform(t *testing.T) {
 	t.Parallel()
-	for _, echo := range []map[string]json.RawMessage{nil, wire.ResponsesEcho([]byte(conformanceRequest))} {
+	for _, echo := range []map[string]json.RawMessage{nil, llmresponses.Echo([]byte(conformanceRequest))} {
 		stages, final := growing("Paris is sunny [1][2] today.")
 		final.Echo = echo
 		states := responseStates()
 		for _, end := range []string{"completed", "tool call", "incomplete", "failed"} {
-			st := wire.Responses.NewStream()
+			st := llmresponses.Client.NewStream()
 			start := *stages[0]
 			start.Echo = echo
 			evs := st.Start(&start)
@@ -108,12 +110,12 @@ func TestResponsesStreamEventsConform(t *testing.T) {
 // official SDK reads them.
 func TestResponsesEchoTheRequest(t *testing.T) {
 	t.Parallel()
-	if _, err := wire.Responses.DecodeRequest([]byte(conformanceRequest)); err != nil {
+	if _, err := llmresponses.Client.DecodeRequest([]byte(conformanceRequest)); err != nil {
 		t.Fatal(err)
 	}
 	r := responseStates()["completed"]
-	r.Echo = wire.ResponsesEcho([]byte(conformanceRequest))
-	b, err := wire.Responses.EncodeResponse(r)
+	r.Echo = llmresponses.Echo([]byte(conformanceRequest))
+	b, err := llmresponses.Client.EncodeResponse(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func TestResponsesEchoTheRequest(t *testing.T) {
 	}
 	// Without settings, the defaults: numbers, not nulls.
 	r.Echo = nil
-	b, _ = wire.Responses.EncodeResponse(r)
+	b, _ = llmresponses.Client.EncodeResponse(r)
 	json.Unmarshal(b, &raw)
 	for k, want := range map[string]string{"temperature": "1", "top_p": "1", "tool_choice": `"auto"`, "tools": "[]", "instructions": "null", "store": "true", "service_tier": `"default"`} {
 		if string(raw[k]) != want {
@@ -159,7 +161,7 @@ func TestResponsesRefusesMalformedSettings(t *testing.T) {
 	for field, v := range map[string]string{"max_tool_calls": "0", "top_logprobs": "21", "presence_penalty": `"x"`, "service_tier": `"gold"`,
 		"truncation": `"middle"`, "store": `"yes"`, "safety_identifier": `"` + strings.Repeat("x", 65) + `"`, "metadata": `{"k":1}`} {
 		body := fmt.Sprintf(`{"model":"m","input":"hi",%q:%s}`, field, v)
-		_, err := wire.Responses.DecodeRequest([]byte(body))
+		_, err := llmresponses.Client.DecodeRequest([]byte(body))
 		if e := wire.AsError(err); err == nil || e.Status != 400 || e.Param != field {
 			t.Errorf("%s=%s: %v", field, v, err)
 		}
@@ -170,7 +172,7 @@ func TestResponsesRefusesMalformedSettings(t *testing.T) {
 // forces the first model call to search.
 func TestResponsesToolLimitsAndForcedSearch(t *testing.T) {
 	t.Parallel()
-	req, err := wire.Responses.DecodeRequest([]byte(`{"model":"m","input":"hi","max_tool_calls":3,"tools":[{"type":"web_search"}],"tool_choice":{"type":"web_search"}}`))
+	req, err := llmresponses.Client.DecodeRequest([]byte(`{"model":"m","input":"hi","max_tool_calls":3,"tools":[{"type":"web_search"}],"tool_choice":{"type":"web_search"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,12 +184,12 @@ func TestResponsesToolLimitsAndForcedSearch(t *testing.T) {
 			t.Errorf("a forced web_search is honoured, noted %q", n)
 		}
 	}
-	req, err = wire.Responses.DecodeRequest([]byte(`{"model":"m","input":"hi","max_tool_calls":2,"tools":[{"type":"web_search","max_uses":5}]}`))
+	req, err = llmresponses.Client.DecodeRequest([]byte(`{"model":"m","input":"hi","max_tool_calls":2,"tools":[{"type":"web_search","max_uses":5}]}`))
 	if err != nil || req.Search.MaxUses != 2 {
 		t.Fatalf("max_tool_calls 2 under max_uses 5: %+v %v", req.Search, err)
 	}
 	// A Messages tool_choice naming the web_search server tool forces it too.
-	req, err = wire.Anthropic.DecodeRequest([]byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hi"}],
+	req, err = anthropic.Client.DecodeRequest([]byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hi"}],
 		"tools":[{"type":"web_search_20250305","name":"web_search"}],"tool_choice":{"type":"tool","name":"web_search"}}`))
 	if err != nil || req.Search == nil || !req.Search.Forced || len(req.AllNotes()) != 0 {
 		t.Fatalf("Messages forced web_search: %+v %v %v", req.Search, req.AllNotes(), err)

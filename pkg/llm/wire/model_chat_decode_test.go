@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -20,7 +21,7 @@ func twoPassDecode(body []byte) (*wire.Response, error) {
 			return nil, le
 		}
 	}
-	return wire.Chat.DecodeResponse(body)
+	return openaichat.Client.DecodeResponse(body)
 }
 
 // A Chat model's answer read in one pass is what the two passes read: the answer,
@@ -42,7 +43,7 @@ func TestChatModelDecodeOnePass(t *testing.T) {
 		``,
 	} {
 		want, wantErr := twoPassDecode([]byte(body))
-		got, gotErr := wire.ChatModel.DecodeResponse([]byte(body))
+		got, gotErr := openaichat.Model.DecodeResponse([]byte(body))
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
 			t.Errorf("%s:\n got %+v, %v\nwant %+v, %v", body, got, gotErr, want, wantErr)
 		}
@@ -54,7 +55,7 @@ func BenchmarkChatModelDecodeResponse(b *testing.B) {
 	body := []byte(thinkingAnswer)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := wire.ChatModel.DecodeResponse(body); err != nil {
+		if _, err := openaichat.Model.DecodeResponse(body); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -22,7 +23,7 @@ const thinkingAnswer = `{"id":"c1","model":"deepseek-reasoner","choices":[{"inde
 // message with the tool_calls it led to; another protocol's reasoning state never
 // reaches a Chat model, nor does the fleet's own field.
 func TestChatModelKeepsReasoningContent(t *testing.T) {
-	answer, err := wire.ChatModel.DecodeResponse([]byte(thinkingAnswer))
+	answer, err := openaichat.Model.DecodeResponse([]byte(thinkingAnswer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +36,11 @@ func TestChatModelKeepsReasoningContent(t *testing.T) {
 		json.RawMessage(`{"role":"user","content":"hi"}`), json.RawMessage(anthropic), json.RawMessage(`{"role":"user","content":"news?"}`),
 		json.RawMessage(msg), map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "results"},
 	}, "searchfleet_reasoning": map[string]any{"budget_tokens": 16384}, "max_completion_tokens": 900})
-	req, err := wire.Chat.DecodeRequest(body)
+	req, err := openaichat.Client.DecodeRequest(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := wire.ChatModel.EncodeRequest(req, "deepseek-reasoner")
+	out, err := openaichat.Model.EncodeRequest(req, "deepseek-reasoner")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestChatModelKeepsReasoningContent(t *testing.T) {
 		t.Errorf("the tool-call turn went back as %+v", m)
 	}
 	req.Stream = true
-	out, _ = wire.ChatModel.EncodeRequest(req, "m")
+	out, _ = openaichat.Model.EncodeRequest(req, "m")
 	if !strings.Contains(string(out), `"stream_options":{"include_usage":true}`) {
 		t.Errorf("a streamed request does not ask for usage: %s", out)
 	}
@@ -88,12 +89,12 @@ func TestChatModelStreamMatchesWhole(t *testing.T) {
 		`data: {"id":"c1","model":"deepseek-reasoner","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":\"nats\"}"}}]},"finish_reason":"tool_calls"}]}`,
 		`data: {"id":"c1","model":"deepseek-reasoner","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
 		"", ""}, "\n\n")
-	text, streamed := decodeStream(t, wire.ChatModel, []byte(sse), false)
-	whole, _ := wire.ChatModel.DecodeResponse([]byte(thinkingAnswer))
+	text, streamed := decodeStream(t, openaichat.Model, []byte(sse), false)
+	whole, _ := openaichat.Model.DecodeResponse([]byte(thinkingAnswer))
 	if text != "" || !reflect.DeepEqual(streamed, whole) {
 		t.Errorf("streamed %+v (text %q)\nwhole %+v", streamed, text, whole)
 	}
-	cut := wire.ChatModel.NewStreamDecoder()
+	cut := openaichat.Model.NewStreamDecoder()
 	cut.Event("", []byte(`{"choices":[{"index":0,"delta":{"content":"half"}}]}`))
 	var le *llm.Error
 	if _, err := cut.Response(); !errors.As(err, &le) || !le.Retryable() {
@@ -104,16 +105,16 @@ func TestChatModelStreamMatchesWhole(t *testing.T) {
 // An error inside a 200 (OpenRouter) is the provider's error; the recorded Kimi
 // search round decodes to its builtin call and usage.
 func TestChatModelDecodes(t *testing.T) {
-	_, err := wire.ChatModel.DecodeResponse([]byte(`{"error":{"message":"Provider returned error","code":429}}`))
+	_, err := openaichat.Model.DecodeResponse([]byte(`{"error":{"message":"Provider returned error","code":429}}`))
 	var le *llm.Error
 	if !errors.As(err, &le) || le.Status != http.StatusTooManyRequests || !le.Retryable() {
 		t.Errorf("in-band error: %v", err)
 	}
-	r, err := wire.ChatModel.DecodeResponse(fixtures.Read("moonshot/hermoonshotes-round1-tool-calls.response.json"))
+	r, err := openaichat.Model.DecodeResponse(fixtures.Read("moonshot/hermoonshotes-round1-tool-calls.response.json"))
 	if err != nil || r.Stop != wire.StopToolUse || countKind(r, wire.PartToolCall) != 1 || r.Content[0].Call.Name != "$web_search" || r.Usage.InputTokens != 178 {
 		t.Errorf("Kimi round 1: %+v, %v", r, err)
 	}
-	if e := wire.ChatModel.DecodeError(400, []byte(`{"error":{"message":"bad tool","type":"invalid_request_error","code":"x"}}`)); e.Status != 400 || e.Message != "bad tool" || e.Code != "x" {
+	if e := openaichat.Model.DecodeError(400, []byte(`{"error":{"message":"bad tool","type":"invalid_request_error","code":"x"}}`)); e.Status != 400 || e.Message != "bad tool" || e.Code != "x" {
 		t.Errorf("error envelope: %+v", e)
 	}
 }
@@ -125,15 +126,15 @@ func TestKimiRoundsJoin(t *testing.T) {
 	round1 := `{"id":"r1","model":"kimi","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Let me search.",` +
 		`"tool_calls":[{"id":"t-1","type":"builtin_function","function":{"name":"$web_search","arguments":"{\"search_result\":{\"search_id\":\"x\"}}"}}]}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`
 	round2 := `{"id":"r2","model":"kimi","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"It is [Go](https://go.dev/)."}}],"usage":{"prompt_tokens":5,"completion_tokens":6}}`
-	first, err := wire.KimiModel.DecodeResponse([]byte(round1))
+	first, err := openaichat.Kimi.DecodeResponse([]byte(round1))
 	if err != nil || !first.Paused || countKind(first, wire.PartServerCall) != 1 || countKind(first, wire.PartToolCall) != 0 {
 		t.Fatalf("round 1: %+v, %v", first, err)
 	}
-	next, paused := wire.KimiModel.Continue([]byte(`{"model":"kimi","messages":[{"role":"user","content":"q"}]}`), []byte(round1))
+	next, paused := openaichat.Kimi.Continue([]byte(`{"model":"kimi","messages":[{"role":"user","content":"q"}]}`), []byte(round1))
 	if !paused || !strings.Contains(string(next), `{"content":"{\"search_result\":{\"search_id\":\"x\"}}","name":"$web_search","role":"tool","tool_call_id":"t-1"}`) {
 		t.Fatalf("echo %s", next)
 	}
-	last, _ := wire.KimiModel.DecodeResponse([]byte(round2))
+	last, _ := openaichat.Kimi.DecodeResponse([]byte(round2))
 	msg, finish, usage := wire.ChatAnswer(first.Join(last))
 	var m struct {
 		Content string            `json:"content"`
