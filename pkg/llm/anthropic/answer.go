@@ -55,7 +55,7 @@ func anthropicBlocks(r *wire.Response) []map[string]any {
 		case wire.PartText:
 			out = append(out, textBlocks(p)...)
 		case wire.PartReasoning:
-			if b := wire.ClientThinkingBlock(p); b != nil {
+			if b := clientThinkingBlock(p); b != nil {
 				out = append(out, b)
 			}
 		case wire.PartToolCall:
@@ -352,7 +352,7 @@ func (s *anthropicStream) Update(r *wire.Response) []wire.Event {
 			if s.open {
 				return evs
 			}
-			if b := wire.ClientThinkingBlock(p); b != nil {
+			if b := clientThinkingBlock(p); b != nil {
 				evs = s.block(evs, b)
 			}
 			s.cursor++
@@ -371,7 +371,7 @@ func (s *anthropicStream) Finish(r *wire.Response) []wire.Event {
 		if s.open {
 			at++
 		}
-		blocks = wire.ThinkingAfterText(blocks, s.textBase, at)
+		blocks = thinkingAfterText(blocks, s.textBase, at)
 	}
 	for i := s.closed; i < len(blocks); i++ {
 		b := blocks[i]

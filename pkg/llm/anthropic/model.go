@@ -10,13 +10,13 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// AnthropicModel is the Anthropic Messages protocol as the fleet speaks it to a main
+// Model is the Anthropic Messages protocol as the fleet speaks it to a main
 // model: POST {base}/v1/messages with x-api-key and anthropic-version.
 var Model anthropicModel
 
 type anthropicModel struct{}
 
-// AnthropicVersion is the anthropic-version header the fleet sends.
+// Version is the anthropic-version header the fleet sends.
 const Version = "2023-06-01"
 
 // anthropicSearchTool is the web search tool type sent unless the request names

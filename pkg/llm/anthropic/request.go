@@ -13,7 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// Anthropic is the Anthropic Messages codec (client side).
+// Client is the Anthropic Messages codec (client side).
 var Client anthropicCodec
 
 type anthropicCodec struct{}
@@ -103,7 +103,7 @@ func (anthropicCodec) DecodeRequest(body []byte) (*wire.Request, error) {
 		case "top_k":
 			r.Notes = append(r.Notes, "top_k is not honoured by the fleet's model")
 		case "thinking":
-			r.Reasoning, err = wire.AnthropicThinking(v)
+			r.Reasoning, err = thinkingConfig(v)
 		case "metadata", "service_tier":
 		default:
 			return nil, wire.Invalid(k, "%s: Extra inputs are not permitted", k)

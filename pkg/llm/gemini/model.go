@@ -15,7 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
-// GeminiModel is the Gemini Developer API as the fleet speaks it to a main model:
+// Model is the Gemini Developer API as the fleet speaks it to a main model:
 // POST {base}/v1beta/models/{model}:generateContent (:streamGenerateContent?alt=sse
 // when streaming), the key in x-goog-api-key (never in the URL).
 var Model geminiModel
@@ -171,7 +171,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 					// The signature the model gave this call, back on it unchanged.
 					part.ThoughtSignature = signature
 					signed = true
-				case !signed && geminiNeedsSignature(model) && !wire.GeminiSigned(m.Parts):
+				case !signed && geminiNeedsSignature(model) && !partsSigned(m.Parts):
 					// Gemini 3 refuses a replayed turn whose first call has no thought
 					// signature: a call the model never made (another protocol's
 					// history) gets Google's documented sentinel.
@@ -261,7 +261,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 	if len(r.Stop) > 0 {
 		gen["stopSequences"] = r.Stop
 	}
-	if tc := wire.GeminiThinking(r.Reasoning, model); tc != nil {
+	if tc := thinkingConfig(r.Reasoning, model); tc != nil {
 		gen["thinkingConfig"] = tc
 	}
 	if f := wire.ResponsesFormat(r.ResponseFormat); f != nil {

@@ -92,7 +92,7 @@ func (c *chatCompletion) response() (*wire.Response, error) {
 	for _, tc := range ch.Message.ToolCalls {
 		r.Content = append(r.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 	}
-	r.Content = wire.ChatReasoningParts(ch.Message.Reasoning, ch.Message.ReasoningContent, r.Content)
+	r.Content = reasoningParts(ch.Message.Reasoning, ch.Message.ReasoningContent, r.Content)
 	if sf := c.Searchfleet; sf != nil {
 		r.JobID = sf.JobID
 		r.Notes = sf.Warnings
@@ -220,7 +220,7 @@ func chatUsage(u wire.Usage) map[string]any {
 
 func (chatCodec) NewStream() wire.Stream { return &chatStream{} }
 
-// NewChatStream returns a Chat stream; with includeUsage it ends with the usage chunk
+// NewStream returns a Chat stream; with includeUsage it ends with the usage chunk
 // (the request's stream_options.include_usage).
 func NewStream(includeUsage bool) wire.Stream { return &chatStream{includeUsage: includeUsage} }
 
@@ -339,7 +339,7 @@ func (s *chatStream) Fail(_ *wire.Response, e *wire.Error) []wire.Event {
 	return []wire.Event{{Data: wire.OpenAIError(e)}, {Data: []byte("[DONE]")}}
 }
 
-// ChatAnswerJSON is a job's stored answer as the chat.completion a Chat client
+// AnswerJSON is a job's stored answer as the chat.completion a Chat client
 // reads (GET /v1/jobs/{id}, a job webhook, a batch's output). What is no model's
 // answer (a direct search's or a page fetch's result, which has no format) and empty
 // or null stay as they are.

@@ -10,7 +10,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// ChatModel is OpenAI Chat Completions as the fleet speaks it to a main model (OpenAI
+// Model is OpenAI Chat Completions as the fleet speaks it to a main model (OpenAI
 // and every OpenAI-compatible provider): the same upstream.Caller that speaks the
 // other protocols calls it. A Chat model's own reasoning goes back as it came, as
 // reasoning_content on the assistant message that made the tool calls (DeepSeek and

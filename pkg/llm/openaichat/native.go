@@ -36,7 +36,7 @@ type SearchRounds interface {
 	SearchRounds()
 }
 
-// KimiModel is Moonshot Kimi's Chat API with its $web_search: the request declares
+// Kimi is Moonshot Kimi's Chat API with its $web_search: the request declares
 // the builtin function (on every round); the model answers finish_reason tool_calls
 // with a $web_search call whose arguments hold an opaque search_id; the assistant
 // message goes back as it came with a tool message carrying those arguments verbatim
@@ -151,7 +151,7 @@ func (kimiModel) Continue(request, answer []byte) ([]byte, bool) {
 	return next, err == nil
 }
 
-// GLMModel is Zhipu GLM's Chat API with its web_search tool: the model searches and
+// GLM is Zhipu GLM's Chat API with its web_search tool: the model searches and
 // answers in one call, the results in a top-level "web_search" array next to
 // "choices" (on one chunk when streamed), its text citing them with free-text markers
 // that name a refer ("[ref_1]", "[来源：ref_1]"), cited here as [n].

@@ -11,7 +11,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// Chat is the OpenAI Chat Completions codec, for clients and for models.
+// Client is the OpenAI Chat Completions codec, for clients and for models.
 var Client chatCodec
 
 type chatCodec struct{}
@@ -44,7 +44,7 @@ func (chatCodec) DecodeRequest(body []byte) (*wire.Request, error) {
 	return FromChat(cr)
 }
 
-// DecodeChatRequest is DecodeRequest with the request's parameters checked
+// DecodeRequest is Client.DecodeRequest with the request's parameters checked
 // (CheckChatParams): billable names the billable parameters the operator allows.
 func DecodeRequest(body []byte, billable []string) (*wire.Request, error) {
 	cr, err := llm.ParseChatRequest(body)
@@ -87,7 +87,7 @@ func FromChat(cr *llm.ChatRequest) (*wire.Request, error) {
 			for _, tc := range m.ToolCalls {
 				parts = append(parts, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 			}
-			parts = wire.ChatReasoningParts(m.Reasoning, m.ReasoningContent, parts)
+			parts = reasoningParts(m.Reasoning, m.ReasoningContent, parts)
 			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleAssistant, Parts: parts})
 		case "tool", "function":
 			id := m.ToolCallID
@@ -225,7 +225,7 @@ func (chatCodec) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	wire.ChatReasoningConfig(out, r.Reasoning)
+	reasoningConfig(out, r.Reasoning)
 	return out.Marshal()
 }
 

@@ -33,10 +33,10 @@ const (
 	ParamPrediction = "prediction"
 )
 
-// BillableChatParams are the names FLEET_CHAT_BILLABLE_PARAMS accepts.
+// BillableParams are the names FLEET_CHAT_BILLABLE_PARAMS accepts.
 var BillableParams = []string{ParamServiceTier, ParamAudio, ParamStore, ParamPrediction}
 
-// MaxChatTokens bounds max_tokens and max_completion_tokens: no model writes more in
+// MaxTokens bounds max_tokens and max_completion_tokens: no model writes more in
 // one answer, and a larger value is a mistake or a probe.
 const MaxTokens = 1_000_000
 
@@ -108,7 +108,7 @@ func billable(name string, v json.RawMessage) string {
 	return ""
 }
 
-// CheckChatParams checks a Chat request's parameters (llm.ChatRequest.Extra): an
+// CheckParams checks a Chat request's parameters (llm.ChatRequest.Extra): an
 // unknown parameter, a value of the wrong type or out of range, or a billable one the
 // operator has not allowed is a 400 naming the parameter, in OpenAI's error shape.
 func CheckParams(params map[string]json.RawMessage, allowed []string) *wire.Error {

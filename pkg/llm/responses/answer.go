@@ -29,7 +29,7 @@ func responsesOutput(r *wire.Response) []any {
 			written = written || p.Text != ""
 		}
 	}
-	for _, it := range wire.ReasoningOutput(r) {
+	for _, it := range reasoningOutput(r) {
 		out = append(out, it)
 	}
 	// An answer that ends in function calls has a message only if it wrote
@@ -213,7 +213,7 @@ var responsesEchoFields = []struct{ key, def string }{
 	{"safety_identifier", "null"}, {"prompt_cache_key", "null"},
 }
 
-// ResponsesEcho returns what a response object repeats of a Responses request body
+// Echo returns what a response object repeats of a Responses request body
 // (one DecodeRequest accepted): each echoed field the request set, in the shape the
 // response object gives it. Function tools get their optional fields (null when not
 // sent), web_search tools their search_context_size, reasoning both its fields, and a

@@ -12,7 +12,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// ResponsesModel is the OpenAI Responses protocol as the fleet speaks it to a main
+// Model is the OpenAI Responses protocol as the fleet speaks it to a main
 // model: POST {base}/responses (base ".../v1", as for Chat) with a bearer key. The
 // fleet sends the whole conversation each time, with store false.
 var Model responsesModel
@@ -81,7 +81,7 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			case wire.PartReasoning:
 				// The model's own reasoning items go back as they came, before the
 				// calls they led to; another protocol's reasoning cannot.
-				if it := wire.ReasoningItem(p); it != nil {
+				if it := reasoningItem(p); it != nil {
 					flush()
 					input = append(input, it)
 				}
@@ -145,7 +145,7 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 	if r.Stream {
 		out.Set("stream", true)
 	}
-	wire.ResponsesReasoningConfig(out, r)
+	reasoningConfig(out, r)
 	return out.Marshal()
 }
 
@@ -495,7 +495,7 @@ func runeOffset(text string, n int) int {
 	return b
 }
 
-// ResponsesPageURL is the page a URL OpenAI cites stands for: without the
+// PageURL is the page a URL OpenAI cites stands for: without the
 // utm_source=openai tracking parameter OpenAI adds to cited URLs (and not to the pages
 // its search lists), so that both name one page.
 func PageURL(raw string) string {

@@ -12,7 +12,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// Responses is the OpenAI Responses API codec (client side).
+// Client is the OpenAI Responses API codec (client side).
 var Client responsesCodec
 
 type responsesCodec struct{}
@@ -123,7 +123,7 @@ func (responsesCodec) DecodeRequest(body []byte) (*wire.Request, error) {
 		case "text":
 			err = responsesText(r, v)
 		case "reasoning":
-			r.Reasoning, err = wire.ResponsesReasoning(v)
+			r.Reasoning, err = decodeReasoning(v)
 		case "include":
 			var include []string
 			if json.Unmarshal(v, &include) != nil {

@@ -125,7 +125,7 @@ type Image struct {
 	Data      string `json:"data,omitempty"`
 }
 
-// inline returns an image's base64 data and media type: its Data, or the payload of a
+// Inline returns an image's base64 data and media type: its Data, or the payload of a
 // data: URL. ok is false for an image given by an http(s) URL.
 func (im *Image) Inline() (media, data string, ok bool) {
 	if rest, isData := strings.CutPrefix(im.URL, "data:"); isData {
@@ -280,7 +280,7 @@ type Spend struct {
 	CostUSD       float64 `json:"cost_usd"`
 }
 
-// withSpend adds usage.searchfleet to a protocol's usage object when the job's spend
+// WithSpend adds usage.searchfleet to a protocol's usage object when the job's spend
 // is known. The SDKs keep unknown usage fields (openai-go in JSON.ExtraFields,
 // anthropic-sdk-go likewise), so clients read it without a custom type.
 func WithSpend(usage map[string]any, u Usage) map[string]any {
@@ -324,9 +324,9 @@ type Response struct {
 	Error *Error `json:"-"`
 	// Finished is when the job ended (zero while it runs).
 	Finished time.Time `json:"-"`
-	// seal seals a reasoning part's state for the client (SealReasoning; nil: the
+	// Seal seals a reasoning part's state for the client (SealReasoning; nil: the
 	// client did not ask for it).
-	seal func(*Reasoning) string
+	Seal func(*Reasoning) string `json:"-"`
 	// Echo is what the answer repeats of its request, by top-level field, as the
 	// client sent it (ResponsesEcho); nil: the protocol's defaults.
 	Echo map[string]json.RawMessage `json:"-"`

@@ -91,7 +91,7 @@ func Invalid(param, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
-// fromLLM turns an llm.RequestError into an *Error.
+// FromLLM turns an llm.RequestError into an *Error.
 func FromLLM(err error) error {
 	var re *llm.RequestError
 	if errors.As(err, &re) {
@@ -109,7 +109,7 @@ func AsError(err error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
 }
 
-// openAIError renders the OpenAI error shape.
+// OpenAIError renders the OpenAI error shape.
 func OpenAIError(e *Error) []byte {
 	typ := e.Type
 	if typ == "" {
@@ -140,7 +140,7 @@ func openAIType(status int) string {
 	return "invalid_request_error"
 }
 
-// jsonObject decodes a request body into its top-level fields.
+// JSONObject decodes a request body into its top-level fields.
 func JSONObject(body []byte) (map[string]json.RawMessage, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -169,7 +169,7 @@ func Clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// idToken keeps the characters of s that are safe in an id.
+// IDToken keeps the characters of s that are safe in an id.
 func IDToken(s string) string {
 	var b strings.Builder
 	for _, c := range s {
@@ -196,7 +196,7 @@ func DecodeAs(param string, v json.RawMessage, dst any, what string) error {
 	return nil
 }
 
-// extension is the fleet's own top-level field of an answer ("searchfleet"): the job,
+// Extension is the fleet's own top-level field of an answer ("searchfleet"): the job,
 // and the settings the fleet could not honour. The SDKs ignore it.
 func Extension(r *Response) map[string]any {
 	if r.JobID == "" && len(r.Notes) == 0 {
@@ -209,7 +209,7 @@ func Extension(r *Response) map[string]any {
 	return ext
 }
 
-// commonPrefix is the length in bytes of the longest common prefix of a and b that
+// CommonPrefix is the length in bytes of the longest common prefix of a and b that
 // ends on a character boundary.
 func CommonPrefix(a, b string) int {
 	n := 0
@@ -222,7 +222,7 @@ func CommonPrefix(a, b string) int {
 	return n
 }
 
-// pieces cuts text into pieces of about n bytes on rune boundaries.
+// Pieces cuts text into pieces of about n bytes on rune boundaries.
 func Pieces(text string, n int) []string {
 	var out []string
 	for len(text) > 0 {
@@ -236,7 +236,7 @@ func Pieces(text string, n int) []string {
 	return out
 }
 
-// renderServerPart renders an earlier turn's search for a model that reads it as text.
+// RenderServerPart renders an earlier turn's search for a model that reads it as text.
 func RenderServerPart(p Part) string {
 	if p.Kind == PartServerCall && p.Server.IsFetch() {
 		return fmt.Sprintf("\n[web_fetch %q]\n", p.Server.URL)
@@ -254,7 +254,7 @@ func RenderServerPart(p Part) string {
 	return b.String()
 }
 
-// responsesFormat maps a Chat response_format onto a Responses text.format.
+// ResponsesFormat maps a Chat response_format onto a Responses text.format.
 func ResponsesFormat(rf json.RawMessage) map[string]any {
 	if IsNull(rf) {
 		return nil
@@ -284,7 +284,7 @@ func ResponsesFormat(rf json.RawMessage) map[string]any {
 	return out
 }
 
-// openAIModelError reads the OpenAI error envelope of a failed call (Chat and
+// OpenAIModelError reads the OpenAI error envelope of a failed call (Chat and
 // Responses), or takes the body as the message.
 func OpenAIModelError(status int, body []byte) *llm.Error {
 	var e struct {

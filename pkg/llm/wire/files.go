@@ -30,14 +30,14 @@ type File struct {
 	Param string `json:"-"`
 }
 
-// mediaPDF is the media type every protocol that takes files takes.
+// MediaPDF is the media type every protocol that takes files takes.
 const MediaPDF = "application/pdf"
 
 // textMedia are the media types, besides text/*, whose content is read as text.
 var textMedia = map[string]bool{"application/json": true, "application/xml": true, "application/yaml": true,
 	"application/x-yaml": true, "application/csv": true, "application/x-ndjson": true, "application/javascript": true}
 
-// decodeFile reads a client's file (Responses input_file, Chat file part): data is
+// DecodeFile reads a client's file (Responses input_file, Chat file part): data is
 // base64 or a base64 data: URL. file_id parts are resolved into file_data by the
 // ingress (ResolveResponsesInput) before decoding; a file_url is kept as the file's
 // URL (urlFile), not read.
@@ -66,7 +66,7 @@ func DecodeFile(param, filename, data, fileURL, fileID string) (Part, error) {
 	return Part{Kind: PartFile, File: &File{Filename: filename, MediaType: FileMedia(media, filename, content), Data: data}}, nil
 }
 
-// fileMedia is a file's media type: the one it came with, else its name's, else
+// FileMedia is a file's media type: the one it came with, else its name's, else
 // application/pdf or text/plain by its content, else application/octet-stream.
 func FileMedia(media, filename string, content []byte) string {
 	if media == "" {
@@ -84,7 +84,7 @@ func FileMedia(media, filename string, content []byte) string {
 	return "application/octet-stream"
 }
 
-// name is the file's name for a model or an error message.
+// Name is the file's name for a model or an error message.
 func (f *File) Name() string {
 	if f.Filename == "" {
 		return "file"
@@ -92,7 +92,7 @@ func (f *File) Name() string {
 	return Clip(f.Filename, 128)
 }
 
-// dataURL is the file as a base64 data: URL (OpenAI's file_data).
+// DataURL is the file as a base64 data: URL (OpenAI's file_data).
 func (f *File) DataURL() string { return "data:" + f.MediaType + ";base64," + f.Data }
 
 // fileText returns a file as a model that cannot take it as it is reads it: a text
@@ -118,7 +118,7 @@ func fileText(f *File, model string) (Part, error) {
 	return Part{Kind: PartText, Text: fmt.Sprintf("<file name=%q>\n%s\n</file>", f.Name(), content)}, nil
 }
 
-// urlFile is a file given by URL at param: an absolute http or https URL of at most
+// URLFile is a file given by URL at param: an absolute http or https URL of at most
 // maxFileURL bytes without a user name or password (the fleet reads it with none and
 // a model provider would be given them). Its name is filename, else the URL path's
 // last element; its media type is the name's.

@@ -183,7 +183,7 @@ func (n *native) mark(p Part) string {
 	return b.String()
 }
 
-// toolArgs returns a tool call's arguments as a JSON object for protocols that carry
+// ToolArgs returns a tool call's arguments as a JSON object for protocols that carry
 // them as one (Anthropic input, Gemini args); arguments that are not an object are
 // wrapped as {"arguments": "…"} so the model still sees what it wrote.
 //
@@ -202,7 +202,7 @@ func ToolArgs(args string) json.RawMessage {
 	return b
 }
 
-// compactArgs renders a protocol's argument object as Chat's arguments string.
+// CompactArgs renders a protocol's argument object as Chat's arguments string.
 func CompactArgs(raw json.RawMessage) string {
 	if IsNull(raw) {
 		return "{}"
@@ -215,7 +215,7 @@ func CompactArgs(raw json.RawMessage) string {
 	return string(b)
 }
 
-// resultText is a tool result's text (images are not forwarded to a tool result).
+// ResultText is a tool result's text (images are not forwarded to a tool result).
 func ResultText(res *ToolResult) string {
 	var s string
 	for _, p := range res.Parts {
@@ -229,13 +229,13 @@ func ResultText(res *ToolResult) string {
 	return s
 }
 
-// statusError is an *llm.Error for an error a provider reported inside a 200 answer
+// StatusError is an *llm.Error for an error a provider reported inside a 200 answer
 // or a stream.
 func StatusError(status int, typ, msg string) *llm.Error {
 	return &llm.Error{Status: status, Type: typ, Message: Clip(msg, 500)}
 }
 
-// nearestEnd returns the end (a byte offset) of the occurrence of sub in text whose end
+// NearestEnd returns the end (a byte offset) of the occurrence of sub in text whose end
 // is nearest to want: where a provider's offsets into an answer's text are off, the
 // cited words or link are found by their text (Gemini's grounding segments, OpenAI's
 // url_citation links).

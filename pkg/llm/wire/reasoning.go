@@ -92,7 +92,7 @@ func (c *ReasoningConfig) EffortOf() string {
 	return "high"
 }
 
-// reasoningFor returns the reasoning parts of protocol p among parts.
+// ReasoningFor returns the reasoning parts of protocol p among parts.
 func ReasoningFor(p Part, protocol Protocol) (*Reasoning, bool) {
 	if p.Kind != PartReasoning || p.Reasoning == nil || p.Reasoning.Protocol != protocol {
 		return nil, false
@@ -107,7 +107,7 @@ func ReasoningFor(p Part, protocol Protocol) (*Reasoning, bool) {
 // level under the same key (ChatModel turns it into reasoning_effort for a Chat
 // model).
 
-// chatReasoning is one entry of an assistant message's llm.ReasoningKey.
+// ChatReasoning is one entry of an assistant message's llm.ReasoningKey.
 type ChatReasoning struct {
 	Reasoning
 	Before string `json:"before,omitempty"`
@@ -137,10 +137,10 @@ func chatReasoningOf(parts []Part) []ChatReasoning {
 	return out
 }
 
-// withChatReasoning places the reasoning entries among an assistant message's text
+// WithChatReasoning places the reasoning entries among an assistant message's text
 // and tool call parts: the entries before the text first (those before the first
 // call when none is), then the text, then each call after its own entries.
-func withChatReasoning(entries []ChatReasoning, parts []Part) []Part {
+func WithChatReasoning(entries []ChatReasoning, parts []Part) []Part {
 	if len(entries) == 0 {
 		return parts
 	}
@@ -199,7 +199,7 @@ func chatReasoningFields(msg map[string]any, parts []Part) {
 	}
 }
 
-// chatReasoningValues are the Chat fields of parts' reasoning: a Chat model's own
+// ChatReasoningValues are the Chat fields of parts' reasoning: a Chat model's own
 // reasoning_content alone (nil entries), or another protocol's state as entries with
 // the readable text as reasoning_content (nil: none).
 func ChatReasoningValues(parts []Part) (content *string, entries []ChatReasoning) {
@@ -231,62 +231,7 @@ func ChatReasoningValues(parts []Part) (content *string, entries []ChatReasoning
 	return nil, entries
 }
 
-// chatReasoningParts reads an assistant message's reasoning: its llm.ReasoningKey
-// entries, else its reasoning_content (a Chat model's own).
-func ChatReasoningParts(fleet json.RawMessage, content string, parts []Part) []Part {
-	var entries []ChatReasoning
-	if !IsNull(fleet) && json.Unmarshal(fleet, &entries) == nil && len(entries) > 0 {
-		return withChatReasoning(entries, parts)
-	}
-	if content == "" {
-		return parts
-	}
-	return append([]Part{{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: OpenAIChat, Text: content}}}, parts...)
-}
-
-// chatReasoningConfig renders a request's reasoning settings in Chat form: an effort
-// alone as reasoning_effort, anything more under llm.ReasoningKey (with the effort it
-// maps to, for a Chat model).
-func ChatReasoningConfig(out *TopLevel, c *ReasoningConfig) {
-	if c == nil {
-		return
-	}
-	if *c == (ReasoningConfig{Effort: c.Effort}) {
-		out.Set("reasoning_effort", c.Effort)
-		return
-	}
-	cc := *c
-	cc.Effort = c.EffortOf()
-	out.Set(llm.ReasoningKey, cc)
-}
-
-// anthropicThinking reads a Messages request's thinking: enabled with budget_tokens,
-// adaptive, or disabled. A Messages client that asks for thinking is shown it: every model is asked for its
-// reasoning in words (Summary auto: a Responses model's summary, Gemini's
-// includeThoughts), which the answer gives as thinking blocks (thinkingBlock).
-func AnthropicThinking(v json.RawMessage) (*ReasoningConfig, error) {
-	var t struct {
-		Type         string `json:"type"`
-		BudgetTokens int    `json:"budget_tokens"`
-	}
-	if json.Unmarshal(v, &t) != nil {
-		return nil, Invalid("thinking", "thinking: Input should be an object")
-	}
-	switch t.Type {
-	case "enabled":
-		if t.BudgetTokens < 1024 {
-			return nil, Invalid("thinking.budget_tokens", "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
-		}
-		return &ReasoningConfig{BudgetTokens: t.BudgetTokens, Summary: "auto"}, nil
-	case "adaptive":
-		return &ReasoningConfig{Adaptive: true, Summary: "auto"}, nil
-	case "disabled":
-		return &ReasoningConfig{Disabled: true}, nil
-	}
-	return nil, Invalid("thinking.type", "thinking.type: Input tag '%s' found using 'type' does not match any of the expected tags: 'adaptive', 'disabled', 'enabled'", t.Type)
-}
-
-// thinkingBlock renders Claude's reasoning part as its block, verbatim (nil: the part
+// ThinkingBlock renders Claude's reasoning part as its block, verbatim (nil: the part
 // is another protocol's, which Claude cannot take: it has no signature Anthropic
 // accepts).
 func ThinkingBlock(p Part) map[string]any {
@@ -300,29 +245,8 @@ func ThinkingBlock(p Part) map[string]any {
 	return map[string]any{"type": "thinking", "thinking": r.Text, "signature": r.Signature}
 }
 
-// clientThinkingBlock renders a reasoning part for a Messages client (nil: nothing to
-// give). Claude's is its block, verbatim. Another model's reasoning becomes a thinking
-// block of its readable text (a Responses item's summary, Gemini's thought summary, a
-// Chat model's reasoning_content) or, with nothing to read (a Gemini thought
-// signature, an encrypted Responses item), a redacted_thinking block; either carries
-// the part itself (carryReasoning), so that a client that sends its blocks back, as
-// Anthropic asks clients to, gives that model its own reasoning state on the next turn.
-func ClientThinkingBlock(p Part) map[string]any {
-	if b := ThinkingBlock(p); b != nil || p.Kind != PartReasoning || p.Reasoning == nil {
-		return b
-	}
-	r := p.Reasoning
-	switch {
-	case r.readable() != "":
-		return map[string]any{"type": "thinking", "thinking": r.readable(), "signature": carryReasoning(r)}
-	case r.Signature != "" || r.Encrypted != "":
-		return map[string]any{"type": "redacted_thinking", "data": carryReasoning(r)}
-	}
-	return nil
-}
-
-// readable is the reasoning in words: its text, or a Responses item's summary texts.
-func (r *Reasoning) readable() string {
+// Readable is the reasoning in words: its text, or a Responses item's summary texts.
+func (r *Reasoning) Readable() string {
 	if r.Text != "" {
 		return r.Text
 	}
@@ -333,186 +257,14 @@ func (r *Reasoning) readable() string {
 // carries another model's reasoning: ':' is not in the base64 of Anthropic's own.
 const carriedPrefix = "searchfleet:"
 
-// carryReasoning encodes another model's reasoning part for a Messages client, to come
+// CarryReasoning encodes another model's reasoning part for a Messages client, to come
 // back in its thinking block's signature or redacted_thinking data.
-func carryReasoning(r *Reasoning) string {
+func CarryReasoning(r *Reasoning) string {
 	b, _ := json.Marshal(r)
 	return carriedPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// carriedReasoning reads back a reasoning part carryReasoning encoded (nil: opaque is
-// Anthropic's own, or not the fleet's encoding).
-func CarriedReasoning(opaque string) *Reasoning {
-	enc, ok := strings.CutPrefix(opaque, carriedPrefix)
-	if !ok {
-		return nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(enc)
-	var r Reasoning
-	if err != nil || json.Unmarshal(b, &r) != nil || r.Protocol == AnthropicMessages || r.Protocol == "" {
-		return nil
-	}
-	return &r
-}
-
-// thinkingAfterText moves the thinking blocks that come from index base on, before the
-// first text block, to index at: a stream that already sent text from base on (the
-// text streamed as the model wrote it, before its thinking was known) sends them
-// after what it sent.
-func ThinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
-	var thinking, rest []map[string]any
-	text := false
-	for i, b := range blocks {
-		t := b["type"]
-		text = text || i >= base && t == "text"
-		if i >= base && !text && (t == "thinking" || t == "redacted_thinking") {
-			thinking = append(thinking, b)
-			continue
-		}
-		rest = append(rest, b)
-	}
-	if len(thinking) == 0 {
-		return blocks
-	}
-	at = min(at, len(rest))
-	out := append(append([]map[string]any(nil), rest[:at]...), thinking...)
-	return append(out, rest[at:]...)
-}
-
-// reasoningItem renders a Responses reasoning part as the input item it came as (nil:
-// the part is another protocol's, or has no encrypted_content: the fleet calls with
-// store false, so an item by its id alone is refused, "Items are not persisted when
-// `store` is set to false", and is left out as OpenAI's error advises).
-func ReasoningItem(p Part) *responsesReasoningItem {
-	r, ok := ReasoningFor(p, OpenAIResponses)
-	if !ok || r.Encrypted == "" {
-		return nil
-	}
-	summary := make([]responsesSummaryText, 0, len(r.Summary))
-	for _, s := range r.Summary {
-		summary = append(summary, responsesSummaryText{Type: "summary_text", Text: s})
-	}
-	return &responsesReasoningItem{Type: "reasoning", Summary: summary, ID: r.ID, Encrypted: r.Encrypted}
-}
-
-// responsesReasoningItem is a reasoning input item. Its fields are in the order of
-// their names, so it encodes to the bytes the map it replaced did; id and
-// encrypted_content are left out when empty, as the map left them out.
-type responsesReasoningItem struct {
-	Encrypted string                 `json:"encrypted_content,omitempty"`
-	ID        string                 `json:"id,omitempty"`
-	Summary   []responsesSummaryText `json:"summary"`
-	Type      string                 `json:"type"`
-}
-
-// responsesSummaryText is a reasoning item's summary_text.
-type responsesSummaryText struct {
-	Text string `json:"text"`
-	Type string `json:"type"`
-}
-
-// responsesReasoningConfig sets a Responses request's reasoning (effort, summary) and,
-// since the fleet does not store at the provider (store false), asks for the
-// reasoning items' encrypted_content, which the next turn sends back.
-func ResponsesReasoningConfig(out *TopLevel, r *Request) {
-	carried := false
-	for _, m := range r.Messages {
-		for _, p := range m.Parts {
-			if _, ok := ReasoningFor(p, OpenAIResponses); ok {
-				carried = true
-			}
-		}
-	}
-	c := r.Reasoning
-	if c == nil && !carried {
-		return
-	}
-	if c != nil {
-		rc := map[string]any{}
-		if e := c.EffortOf(); e != "" {
-			rc["effort"] = e
-		}
-		if c.Summary != "" {
-			rc["summary"] = c.Summary
-		}
-		if len(rc) > 0 {
-			out.Set("reasoning", rc)
-		}
-		if c.Disabled {
-			return
-		}
-	}
-	v, _ := out.Get("include")
-	include, _ := v.([]string)
-	out.Set("include", append(include, "reasoning.encrypted_content"))
-}
-
-// responsesReasoning reads a Responses request's reasoning: effort and summary.
-func ResponsesReasoning(v json.RawMessage) (*ReasoningConfig, error) {
-	var o struct {
-		Effort  string `json:"effort"`
-		Summary string `json:"summary"`
-	}
-	if json.Unmarshal(v, &o) != nil {
-		return nil, Invalid("reasoning", "Invalid type for 'reasoning': expected an object.")
-	}
-	c := &ReasoningConfig{Effort: o.Effort, Summary: o.Summary}
-	if o.Effort == "none" {
-		c = &ReasoningConfig{Disabled: true, Summary: o.Summary}
-	}
-	return c, nil
-}
-
-// geminiSigned reports whether parts carry a Gemini thought signature: the model made
-// their calls, and the sentinel signature is not for them.
-func GeminiSigned(parts []Part) bool {
-	for _, p := range parts {
-		if rs, ok := ReasoningFor(p, Gemini); ok && rs.Signature != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// geminiThinking is a request's generationConfig.thinkingConfig: Gemini 3 takes a
-// thinkingLevel (low, high), earlier models a thinkingBudget (-1: dynamic, for
-// adaptive; 0: off, or the least a model that cannot turn it off takes);
-// includeThoughts when the request asked for reasoning summaries.
-func GeminiThinking(c *ReasoningConfig, model string) map[string]any {
-	if c == nil {
-		return nil
-	}
-	tc := map[string]any{}
-	if GeminiVersion(model) >= 3 {
-		switch c.EffortOf() {
-		case "none", "minimal", "low":
-			tc["thinkingLevel"] = "low"
-		case "":
-		default:
-			tc["thinkingLevel"] = "high"
-		}
-	} else {
-		switch {
-		case c.off() && geminiCanStopThinking(model):
-			tc["thinkingBudget"] = 0
-		case c.off():
-			tc["thinkingBudget"] = geminiMinBudget // the least a model that always thinks takes
-		case c.Adaptive:
-			tc["thinkingBudget"] = -1
-		case c.BudgetOf() > 0:
-			tc["thinkingBudget"] = c.BudgetOf()
-		}
-	}
-	if c.Summary != "" && !c.Disabled {
-		tc["includeThoughts"] = true
-	}
-	if len(tc) == 0 {
-		return nil
-	}
-	return tc
-}
-
-// summaryAsked reports whether a Responses request (its echo) asked for reasoning
+// SummaryAsked reports whether a Responses request (its echo) asked for reasoning
 // summaries (reasoning.summary auto, concise or detailed).
 func SummaryAsked(echo map[string]json.RawMessage) bool {
 	var rc struct {
@@ -521,55 +273,12 @@ func SummaryAsked(echo map[string]json.RawMessage) bool {
 	return json.Unmarshal(echo["reasoning"], &rc) == nil && rc.Summary != ""
 }
 
-// reasoningOutput renders an answer's reasoning as Responses reasoning output items,
-// each {type, id, summary: [{type: summary_text, text}]}: a Responses model's own
-// items with their summaries, and, when the client asked for summaries, another
-// protocol's readable reasoning (Anthropic thinking, Gemini thoughts, a Chat model's
-// reasoning_content) as the summary of an item of its own. When the client asked
-// for the encrypted content (SealReasoning), every reasoning part is an item, its
-// state sealed as its encrypted_content; otherwise reasoning with nothing to read
-// (encrypted, redacted, a signature alone) gives no item, and a model's own
-// encrypted_content, which only the fleet can send back to its model, is not given.
-func ReasoningOutput(r *Response) []map[string]any {
-	asked := SummaryAsked(r.Echo)
-	var out []map[string]any
-	for _, p := range r.Content {
-		rs := p.Reasoning
-		if p.Kind != PartReasoning || rs == nil {
-			continue
-		}
-		texts, id := rs.Summary, rs.ID
-		if rs.Protocol != OpenAIResponses {
-			texts, id = nil, ""
-			if asked && rs.Text != "" {
-				texts = []string{rs.Text}
-			}
-		}
-		if len(texts) == 0 && r.seal == nil {
-			continue
-		}
-		if id == "" {
-			id = fmt.Sprintf("rs_%s_%d", IDToken(r.ID), len(out))
-		}
-		summary := make([]any, 0, len(texts))
-		for _, t := range texts {
-			summary = append(summary, SummaryText(t))
-		}
-		item := map[string]any{"type": "reasoning", "id": id, "summary": summary}
-		if r.seal != nil {
-			item["encrypted_content"] = r.seal(rs)
-		}
-		out = append(out, item)
-	}
-	return out
-}
-
 func SummaryText(text string) map[string]any {
 	return map[string]any{"type": "summary_text", "text": text}
 }
 
-// off reports whether c turns thinking off: thinking disabled, or an effort of none.
-func (c *ReasoningConfig) off() bool { return c.Disabled || c.Effort == "none" }
+// Off reports whether c turns thinking off: thinking disabled, or an effort of none.
+func (c *ReasoningConfig) Off() bool { return c.Disabled || c.Effort == "none" }
 
 // ReasoningNotes names, in the words of a client of protocol client, the reasoning
 // settings of c that a model of protocol target (model: the provider's model name)
@@ -583,7 +292,7 @@ func ReasoningNotes(client Protocol, c *ReasoningConfig, target Protocol, model 
 		return nil
 	}
 	var notes []string
-	if c.Summary != "" && !c.off() {
+	if c.Summary != "" && !c.Off() {
 		switch {
 		case target == OpenAIChat && client != AnthropicMessages:
 			// A Messages client's thinking asks for the reasoning in words
@@ -596,19 +305,19 @@ func ReasoningNotes(client Protocol, c *ReasoningConfig, target Protocol, model 
 	if c.Adaptive && (target == OpenAIChat || target == OpenAIResponses) {
 		notes = append(notes, fmt.Sprintf("thinking.type adaptive is not honoured: %s takes a reasoning effort, and thinks at its default", model))
 	}
-	if c.off() && target == Gemini && !geminiCanStopThinking(model) {
+	if c.Off() && target == Gemini && !GeminiCanStopThinking(model) {
 		notes = append(notes, fmt.Sprintf("%s is not honoured: %s cannot turn thinking off, and thinks at its lowest setting", offParam(client), model))
 	}
 	return notes
 }
 
-// geminiMinBudget is Gemini 2.5 Pro's least thinkingBudget (Gemini API thinking
+// GeminiMinBudget is Gemini 2.5 Pro's least thinkingBudget (Gemini API thinking
 // docs: 128 to 32768, thinking cannot be disabled).
-const geminiMinBudget = 128
+const GeminiMinBudget = 128
 
-// geminiCanStopThinking reports whether a Gemini model takes a thinking budget of 0:
+// GeminiCanStopThinking reports whether a Gemini model takes a thinking budget of 0:
 // the 2.x Flash models do; 2.5 Pro and Gemini 3 (a thinkingLevel, low at least) do not.
-func geminiCanStopThinking(model string) bool {
+func GeminiCanStopThinking(model string) bool {
 	return GeminiVersion(model) < 3 && !strings.Contains(model, "pro")
 }
 
@@ -644,7 +353,7 @@ func ReasonsUnasked(model string) bool {
 
 var geminiVersionRE = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
 
-// geminiVersion is the major version of a Gemini model name (0: not one).
+// GeminiVersion is the major version of a Gemini model name (0: not one).
 func GeminiVersion(model string) int {
 	m := geminiVersionRE.FindStringSubmatch(model)
 	if m == nil {
@@ -652,4 +361,19 @@ func GeminiVersion(model string) int {
 	}
 	v, _ := strconv.Atoi(m[1])
 	return v
+}
+
+// CarriedReasoning reads back a reasoning part carryReasoning encoded (nil: opaque is
+// Anthropic's own, or not the fleet's encoding).
+func CarriedReasoning(opaque string) *Reasoning {
+	enc, ok := strings.CutPrefix(opaque, carriedPrefix)
+	if !ok {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	var r Reasoning
+	if err != nil || json.Unmarshal(b, &r) != nil || r.Protocol == AnthropicMessages || r.Protocol == "" {
+		return nil
+	}
+	return &r
 }

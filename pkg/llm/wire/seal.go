@@ -107,15 +107,6 @@ func (s *Sealer) Open(tenant, sealed string) (*Reasoning, bool) {
 	return nil, false
 }
 
-// sealedPart is the part of a reasoning input item whose encrypted_content is one of
-// the fleet's seals, to be opened (ok false: it is not).
-func SealedPart(id, encrypted string) (Part, bool) {
-	if !strings.HasPrefix(encrypted, sealPrefix) {
-		return Part{}, false
-	}
-	return Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: sealedReasoning, ID: id, Encrypted: encrypted}}, true
-}
-
 // OpenReasoning restores the reasoning state of the sealed reasoning items of r (its
 // Responses input) as the model's own, opened for tenant. An item whose seal does
 // not open (altered, another tenant's, another fleet's) is refused as OpenAI refuses
@@ -145,7 +136,7 @@ func (r *Response) SealReasoning(req *Request, s *Sealer, tenant string) {
 	if req == nil || !req.EncryptedReasoning || s == nil {
 		return
 	}
-	r.seal = func(rs *Reasoning) string { return s.Seal(tenant, rs) }
+	r.Seal = func(rs *Reasoning) string { return s.Seal(tenant, rs) }
 	if r.Status != StatusCompleted {
 		return
 	}
@@ -155,4 +146,13 @@ func (r *Response) SealReasoning(req *Request, s *Sealer, tenant string) {
 		}
 	}
 	r.Notes = append(r.Notes, "reasoning.encrypted_content is empty: the model gave no reasoning state for this answer")
+}
+
+// SealedPart is the part of a reasoning input item whose encrypted_content is one of
+// the fleet's seals, to be opened (ok false: it is not).
+func SealedPart(id, encrypted string) (Part, bool) {
+	if !strings.HasPrefix(encrypted, sealPrefix) {
+		return Part{}, false
+	}
+	return Part{Kind: PartReasoning, Reasoning: &Reasoning{Protocol: sealedReasoning, ID: id, Encrypted: encrypted}}, true
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// topLevel is the top level of a request body the fleet sends: its own fields and the
+// TopLevel is the top level of a request body the fleet sends: its own fields and the
 // client's extra ones, set by name (a later set replaces an earlier one, as in a map)
 // and written in the order of their names, which is the order encoding/json gives a
 // map's keys. It replaces a map[string]any per request per hop, whose buckets, boxed
@@ -21,26 +21,26 @@ type member struct {
 	value any
 }
 
-// newTopLevel returns a topLevel with room for a request's usual fields and extra
+// NewTopLevel returns a topLevel with room for a request's usual fields and extra
 // more.
 func NewTopLevel(extra int) *TopLevel {
 	o := make(TopLevel, 0, 16+extra)
 	return &o
 }
 
-// add appends a member named name, which no member has yet.
+// Add appends a member named name, which no member has yet.
 func (o *TopLevel) Add(name string, v any) {
 	*o = append(*o, member{name, v})
 }
 
-// setNew gives name the value v unless it has one.
+// SetNew gives name the value v unless it has one.
 func (o *TopLevel) SetNew(name string, v any) {
 	if _, ok := o.Get(name); !ok {
 		o.Add(name, v)
 	}
 }
 
-// set gives name the value v.
+// Set gives name the value v.
 func (o *TopLevel) Set(name string, v any) {
 	for i := range *o {
 		if (*o)[i].name == name {
@@ -51,7 +51,7 @@ func (o *TopLevel) Set(name string, v any) {
 	o.Add(name, v)
 }
 
-// get returns name's value; false when it has none.
+// Get returns name's value; false when it has none.
 func (o *TopLevel) Get(name string) (any, bool) {
 	for _, m := range *o {
 		if m.name == name {
@@ -61,7 +61,7 @@ func (o *TopLevel) Get(name string) (any, bool) {
 	return nil, false
 }
 
-// del takes name out.
+// Del takes name out.
 func (o *TopLevel) Del(name string) {
 	*o = slices.DeleteFunc(*o, func(m member) bool { return m.name == name })
 }
@@ -82,7 +82,7 @@ var bodyWriters = sync.Pool{New: func() any {
 // large file would otherwise keep its memory for as long as the pool lives.
 const maxPooledBuffer = 1 << 20
 
-// marshal encodes o as encoding/json encodes a map[string]any of the same fields:
+// Marshal encodes o as encoding/json encodes a map[string]any of the same fields:
 // names sorted and escaped alike, each value encoded by encoding/json (HTML-escaped,
 // a json.RawMessage compacted), so the bytes and the errors are the same.
 func (o *TopLevel) Marshal() ([]byte, error) {

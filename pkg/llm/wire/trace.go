@@ -199,7 +199,7 @@ func (r *Response) ShowTo(req *Request, p Protocol) {
 		search, fetch = req.Search.Requested, req.Search.Fetch
 	}
 	if req != nil && req.Reasoning != nil {
-		reasoning = !req.Reasoning.off()
+		reasoning = !req.Reasoning.Off()
 	}
 	switch p {
 	case OpenAIResponses:
