@@ -289,13 +289,13 @@ func anthropicImage(im *wire.Image) map[string]any {
 
 // anthropicAnswer is a Messages response as the model codec reads it.
 type anthropicAnswer struct {
-	ID         string                 `json:"id"`
-	Type       string                 `json:"type"`
-	Model      string                 `json:"model"`
-	Content    []anthropicAnswerBlock `json:"content"`
-	StopReason string                 `json:"stop_reason"`
-	Usage      anthropicAnswerUsage   `json:"usage"`
-	Error      *anthropicErrorBody    `json:"error"`
+	ID         string               `json:"id"`
+	Type       string               `json:"type"`
+	Model      string               `json:"model"`
+	Content    []anthropicBlock     `json:"content"`
+	StopReason string               `json:"stop_reason"`
+	Usage      anthropicAnswerUsage `json:"usage"`
+	Error      *anthropicErrorBody  `json:"error"`
 }
 
 type anthropicAnswerUsage struct {
@@ -304,25 +304,6 @@ type anthropicAnswerUsage struct {
 	ServerToolUse *struct {
 		WebSearchRequests int `json:"web_search_requests"`
 	} `json:"server_tool_use"`
-}
-
-type anthropicAnswerBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	Thinking  string          `json:"thinking"`
-	Signature string          `json:"signature"`
-	Data      string          `json:"data"`
-	Citations []struct {
-		Type      string `json:"type"`
-		URL       string `json:"url"`
-		Title     string `json:"title"`
-		CitedText string `json:"cited_text"`
-	} `json:"citations"`
 }
 
 type anthropicErrorBody struct {
@@ -472,10 +453,10 @@ type anthropicDecoder struct {
 
 func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 	var ev struct {
-		Type         string                `json:"type"`
-		Message      *anthropicAnswer      `json:"message"`
-		Index        int                   `json:"index"`
-		ContentBlock *anthropicAnswerBlock `json:"content_block"`
+		Type         string           `json:"type"`
+		Message      *anthropicAnswer `json:"message"`
+		Index        int              `json:"index"`
+		ContentBlock *anthropicBlock  `json:"content_block"`
 		Delta        *struct {
 			Type        string          `json:"type"`
 			Text        string          `json:"text"`
@@ -491,7 +472,7 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return "", fmt.Errorf("unreadable Messages stream event: %s", wire.Clip(err.Error(), 200))
 	}
-	block := func() *anthropicAnswerBlock {
+	block := func() *anthropicBlock {
 		if ev.Index < 0 || ev.Index >= len(d.msg.Content) {
 			return nil
 		}
@@ -508,7 +489,7 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 			break
 		}
 		for len(d.msg.Content) <= ev.Index {
-			d.msg.Content = append(d.msg.Content, anthropicAnswerBlock{})
+			d.msg.Content = append(d.msg.Content, anthropicBlock{})
 		}
 		d.msg.Content[ev.Index] = *ev.ContentBlock
 		if t := ev.ContentBlock.Type; t == "tool_use" || t == "server_tool_use" {

@@ -147,7 +147,7 @@ func anthropicSystem(r *wire.Request, v json.RawMessage) error {
 	return nil
 }
 
-// anthropicBlock is a content block of any type.
+// anthropicBlock is a content block of any type, of a request or an answer.
 type anthropicBlock struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
@@ -169,6 +169,13 @@ type anthropicBlock struct {
 	Thinking  string `json:"thinking"`
 	Signature string `json:"signature"`
 	Data      string `json:"data"`
+	// Citations are an answer's text block's.
+	Citations []struct {
+		Type      string `json:"type"`
+		URL       string `json:"url"`
+		Title     string `json:"title"`
+		CitedText string `json:"cited_text"`
+	} `json:"citations"`
 }
 
 // anthropicDocument reads a document block: a base64 source (a PDF), a text source

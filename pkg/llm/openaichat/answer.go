@@ -19,19 +19,11 @@ type chatCompletion struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content          json.RawMessage `json:"content"`
-			ReasoningContent string          `json:"reasoning_content"`
-			Reasoning        json.RawMessage `json:"searchfleet_reasoning"`
-			ToolCalls        []llm.ToolCall  `json:"tool_calls"`
-			Annotations      []struct {
-				Type        string `json:"type"`
-				URLCitation struct {
-					URL        string `json:"url"`
-					Title      string `json:"title"`
-					StartIndex int    `json:"start_index"`
-					EndIndex   int    `json:"end_index"`
-				} `json:"url_citation"`
-			} `json:"annotations"`
+			Content          json.RawMessage  `json:"content"`
+			ReasoningContent string           `json:"reasoning_content"`
+			Reasoning        json.RawMessage  `json:"searchfleet_reasoning"`
+			ToolCalls        []llm.ToolCall   `json:"tool_calls"`
+			Annotations      []chatAnnotation `json:"annotations"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
