@@ -1,3 +1,6 @@
+// Package anthropic is Anthropic Messages in both directions: the codec of the
+// clients that speak it to the ingress (Client) and of the main models the fleet calls
+// with it (Model).
 package anthropic
 
 import (

@@ -1,3 +1,5 @@
+// Package gemini is the Gemini generateContent protocol as the fleet speaks it to a
+// main model (Model); no client speaks it to the ingress.
 package gemini
 
 import (

@@ -1,8 +1,8 @@
 // Package nativechat reads the payloads of the OpenAI-Chat providers whose own web
 // search the fleet forwards: Moonshot Kimi's answers, whose sources are the markdown
 // links of their text (CiteLinks), and Zhipu GLM's web_search tool, results array and
-// ref markers (GLMTool, GLMResults, GLMCite). wire's Kimi and GLM model codecs
-// (model_chat_native.go) and the kimi, glm-chat and OpenRouter engines share them.
+// ref markers (GLMTool, GLMResults, GLMCite). The Kimi and GLM model codecs
+// (openaichat.Kimi, openaichat.GLM) and the kimi, glm-chat and OpenRouter engines share them.
 package nativechat
 
 import (

@@ -1,3 +1,6 @@
+// Package openaichat is OpenAI Chat Completions in both directions: the codec of the
+// clients that speak it to the ingress (Client) and of the main models the fleet calls
+// with it (Model, and Kimi and GLM with their own search).
 package openaichat
 
 import (
@@ -27,7 +30,7 @@ type chatMessage struct {
 	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	Name       string          `json:"name,omitempty"`
-	// ReasoningContent and Reasoning are the model's reasoning (reasoning.go).
+	// ReasoningContent and Reasoning are the model's reasoning (wire.ChatReasoning).
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
 	Reasoning        json.RawMessage `json:"searchfleet_reasoning,omitempty"`
 }

@@ -1,3 +1,6 @@
+// Package responses is OpenAI Responses in both directions: the codec of the clients
+// that speak it to the ingress (Client, with compaction) and of the main models the
+// fleet calls with it (Model).
 package responses
 
 import (

@@ -1,19 +1,19 @@
-// Package wire is the fleet's protocol layer: one canonical conversation model
-// (messages, content parts, client tool calls and results, server-tool calls and their
-// results, citations, usage, stop reasons) and one codec per wire protocol — OpenAI
-// Chat Completions, OpenAI Responses, Anthropic Messages — that decodes a request into
-// it and encodes answers, stream events and errors from it.
+// Package wire is what the fleet's wire protocols share: one canonical conversation
+// model (messages, content parts, client tool calls and results, server-tool calls
+// and their results, citations, usage, stop reasons), the codec interfaces, and what
+// every protocol's codec uses (reasoning state and its seal, files and PDF text, the
+// trace of searches, the stored formats).
 //
-// The codecs serve both directions. A ClientCodec is a protocol as a client speaks it
-// to the ingress; a ModelAPI is a protocol as the fleet speaks it to a main model
-// (model_chat.go with Kimi's and GLM's own search in model_chat_native.go,
-// model_responses.go, model_anthropic.go, model_gemini.go; upstream.Caller calls
-// them). The chat worker builds each hop's model request in canonical form and the
-// model caller encodes it once with the model's codec; the answer comes back as a
-// Turn (turn.go), which the chain stores as it is and sends back on later hops. The
-// job's request is stored in canonical form with its client's protocol (stored.go).
-// Its final answer is a Chat completion (the job record's public answer), which the
-// ingress decodes and encodes back with the client's codec for other protocols.
+// Each protocol is one package beside this one and serves both directions:
+// openaichat (OpenAI Chat Completions, with Kimi's and GLM's own search), responses
+// (OpenAI Responses), anthropic (Anthropic Messages) and gemini (model side only). A
+// ClientCodec is a protocol as a client speaks it to the ingress; a ModelAPI is a
+// protocol as the fleet speaks it to a main model (upstream.Caller calls them). The
+// chat worker builds each hop's model request in canonical form and the model caller
+// encodes it once with the model's codec; the answer comes back as a Turn (turn.go),
+// which the chain stores as it is and sends back on later hops. The job's request is
+// stored in canonical form with its client's protocol (stored.go); its final answer
+// is stored canonical (answer.go) and rendered with the client's codec when read.
 package wire
 
 import (
