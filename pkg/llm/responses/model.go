@@ -323,17 +323,21 @@ type responsesOutputItem struct {
 	Summary []struct {
 		Text string `json:"text"`
 	} `json:"summary"`
-	EncryptedContent string `json:"encrypted_content"`
-	Action           *struct {
-		Type    string   `json:"type"`
-		Query   string   `json:"query"`
-		Queries []string `json:"queries"`
-		URL     string   `json:"url"`
-		Pattern string   `json:"pattern"`
-		Sources []struct {
-			URL string `json:"url"`
-		} `json:"sources"`
-	} `json:"action"`
+	EncryptedContent string           `json:"encrypted_content"`
+	Action           *responsesAction `json:"action"`
+}
+
+// responsesAction is a web_search_call item's action: a search (its query or queries
+// and the sources it read), an open_page (url) or a find_in_page (pattern).
+type responsesAction struct {
+	Type    string   `json:"type"`
+	Query   string   `json:"query"`
+	Queries []string `json:"queries"`
+	URL     string   `json:"url"`
+	Pattern string   `json:"pattern"`
+	Sources []struct {
+		URL string `json:"url"`
+	} `json:"sources"`
 }
 
 type responsesOutputContent struct {

@@ -182,14 +182,8 @@ type responsesItem struct {
 	Status    string          `json:"status"`
 	// EncryptedContent is a compaction item's (compaction.go) or a reasoning item's
 	// (seal.go).
-	EncryptedContent string `json:"encrypted_content"`
-	Action           *struct {
-		Type    string `json:"type"`
-		Query   string `json:"query"`
-		Sources []struct {
-			URL string `json:"url"`
-		} `json:"sources"`
-	} `json:"action"`
+	EncryptedContent string           `json:"encrypted_content"`
+	Action           *responsesAction `json:"action"`
 }
 
 func responsesInput(r *wire.Request, v json.RawMessage) error {
