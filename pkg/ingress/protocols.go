@@ -141,6 +141,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 				fail(wire.AsError(err))
 				return
 			}
+			setCost(w.Header(), resp.Usage.Spend)
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		}
 	}
@@ -353,5 +354,6 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 		writeWireError(w, wire.Responses, wire.AsError(err))
 		return
 	}
+	setCost(w.Header(), resp.Usage.Spend)
 	writeJSON(w, http.StatusOK, json.RawMessage(b))
 }
