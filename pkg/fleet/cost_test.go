@@ -138,8 +138,9 @@ func askEveryProtocol(t *testing.T, f *fleettest.Fleet, prompt string) []protoco
 // With brave's results cached, the first question pays its search and every later
 // answer, in every protocol, whole and streamed, reads it from the cache:
 // usage.searchfleet says searches 0, searches_cached 1 and no search cost, and the
-// headers say the same (askEveryProtocol). GET /v1/jobs/{id} carries the headers of
-// the job's usage record, POST /v1/search those of its result's usage.
+// headers say the same (askEveryProtocol), and again when GET /v1/responses/{id}
+// reads the response. GET /v1/jobs/{id} carries the headers of the job's usage
+// record, POST /v1/search those of its result's usage.
 func TestCostHeadersAndCachedUsage(t *testing.T) {
 	t.Parallel()
 	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
@@ -171,6 +172,19 @@ func TestCostHeadersAndCachedUsage(t *testing.T) {
 		if s := a.spend; s.Searches != 0 || s.SearchesCached != 1 || s.SearchCostUSD != 0 || s.CostUSD != s.ModelCostUSD || s.CostUSD <= 0 {
 			t.Errorf("%s: usage.searchfleet %+v, want the search from the cache (searches 0, searches_cached 1) and the model's turns", a.what, s)
 		}
+		if a.what != "responses" {
+			continue
+		}
+		// A stored response read again: the same headers as when it was answered.
+		var r struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal([]byte(a.body), &r)
+		status, b, h := f.Do(t, "GET", "/v1/responses/"+r.ID, nil)
+		if status != 200 || !strings.Contains(string(b), `"searches_cached":1`) {
+			t.Errorf("GET /v1/responses/%s: %d %s", r.ID, status, b)
+		}
+		sameCost(t, "GET /v1/responses", h, a.spend)
 	}
 
 	// A job's record: the same headers as its usage and its answer's usage.searchfleet.
