@@ -23,17 +23,18 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 	srcs := nativeSources(t, v.allSources(h))
 	trace, searchUsage := v.trace(h)
 	trace, searchUsage = v.addNative(h, trace, searchUsage)
-	resp, shown := buildResponse(v, h, t, srcs, searchUsage.Searches)
+	spend := w.jobSpend(ctx, v, h, searchUsage)
+	resp, shown := buildResponse(v, h, t, srcs, spend)
 	cites := resp.Chain.Citations
 	usage := chainUsage(v, h)
-	spend := w.jobSpend(ctx, v, h, searchUsage.Searches, searchUsage.CostUSD)
-	resp.Usage.Spend = (*wire.Spend)(&spend)
+	resp.Usage.Spend = &spend
 	answer, err := wire.EncodeAnswer(resp)
 	if err != nil {
 		return bus.Permanent(err)
 	}
 	ub, _ := json.Marshal(jobUsage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, TotalTokens: usage.TotalTokens,
-		ModelCalls: h + 1, ModelProtocol: w.Models[v.job.Model].Protocol, Searches: searchUsage.Searches, SearchCostUSD: searchUsage.CostUSD,
+		ModelCalls: h + 1, ModelProtocol: w.Models[v.job.Model].Protocol, Searches: spend.Searches, SearchesCached: spend.SearchesCached,
+		Fetches: spend.Fetches, FetchesCached: spend.FetchesCached, SearchCostUSD: spend.SearchCostUSD,
 		ModelCostUSD: spend.ModelCostUSD, CostUSD: spend.CostUSD, Citations: cites})
 	if w.Metrics != nil {
 		w.Metrics.Citations.WithLabelValues("valid").Add(float64(cites.Valid))
@@ -73,17 +74,21 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 
 // jobUsage is a completed job's usage record (the job's "usage" field): its fields in
 // name order, the order the map it was encoded from before wrote them in, so the
-// record's bytes are as they were.
+// record's bytes are as they were; the counts of cached searches and of fetches are
+// left out when they are 0. Its spend fields are usage.searchfleet's.
 type jobUsage struct {
 	Citations        wire.CitationCounts `json:"citations"`
 	CompletionTokens int                 `json:"completion_tokens"`
 	CostUSD          float64             `json:"cost_usd"`
+	Fetches          int                 `json:"fetches,omitempty"`
+	FetchesCached    int                 `json:"fetches_cached,omitempty"`
 	ModelCalls       int                 `json:"model_calls"`
 	ModelCostUSD     float64             `json:"model_cost_usd"`
 	ModelProtocol    string              `json:"model_protocol"`
 	PromptTokens     int                 `json:"prompt_tokens"`
 	SearchCostUSD    float64             `json:"search_cost_usd"`
 	Searches         int                 `json:"searches"`
+	SearchesCached   int                 `json:"searches_cached,omitempty"`
 	TotalTokens      int                 `json:"total_tokens"`
 }
 

@@ -44,9 +44,9 @@ func splitCalls(t *turn, clientTools []string) (server, client []wire.ToolCall) 
 // and text as it sent them, minus the fleet's own tool calls, its [n] markers as
 // citations of the chain's sources, and what the search loop did. A marker that cites
 // no retrieved source is removed from the text (checkCitations). It returns the
-// answer and the message as the client sees it. searches is the job's billed
-// searches, as its usage counts them (a refused or failed search is not one).
-func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (*wire.Response, wire.Message) {
+// answer and the message as the client sees it. sp is what the job spent: its
+// billed searches (a refused or failed search is not one) and fetches.
+func buildResponse(v *view, h int, t *turn, srcs *sources, sp wire.Spend) (*wire.Response, wire.Message) {
 	_, client := splitCalls(t, v.toolNames)
 	text, cites := checkCitations(t.Text(), len(srcs.list))
 	resp := &wire.Response{ID: "chatcmpl-" + v.job.ID, JobID: v.job.ID, Model: v.job.Model, Created: v.job.Created, Status: wire.StatusCompleted,
@@ -75,16 +75,32 @@ func buildResponse(v *view, h int, t *turn, srcs *sources, searches int) (*wire.
 	for _, s := range srcs.list {
 		resp.Sources = append(resp.Sources, wire.Source{URL: s.Web.URI, Title: s.Web.Title})
 	}
-	fetches := 0
-	for k := 0; k <= h; k++ {
-		for _, c := range v.calls(k) {
-			if !c.Local && c.Tool == intent.FetchToolName {
-				fetches++
+	resp.Chain = &wire.Chain{Hops: h + 1, Searches: sp.Searches, Fetches: sp.Fetches, Citations: wire.CitationCounts(cites)}
+	return resp, shown
+}
+
+// tally counts hops 0..last's fetches (the pages read) and the searches and fetches
+// answered from a record (the job's, its batch's, a replayed job's), which cost
+// nothing. The searches the fleet's cache or an identical search in flight answered
+// are counted in their results' usage (engines.Usage.Cached).
+func (v *view) tally(last int) wire.Spend {
+	var sp wire.Spend
+	for h := 0; h <= last; h++ {
+		for _, c := range v.calls(h) {
+			fetch := c.Tool == intent.FetchToolName
+			switch {
+			case !c.Local && fetch:
+				sp.Fetches++
+			case c.Recorded == "" || c.Result == nil:
+				// a search that ran, or a call the fleet answered itself
+			case fetch && c.Page != nil:
+				sp.FetchesCached++
+			case c.Tool == "" && c.Result.Citation.Error == nil:
+				sp.SearchesCached++
 			}
 		}
 	}
-	resp.Chain = &wire.Chain{Hops: h + 1, Searches: searches, Fetches: fetches, Citations: wire.CitationCounts(cites)}
-	return resp, shown
+	return sp
 }
 
 // answerNotes are the notes an answer carries (searchfleet.warnings, in every

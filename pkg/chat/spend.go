@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -26,15 +28,6 @@ type Ledger interface {
 	UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error)
 	SetRequestCap(ctx context.Context, jobID string, usd float64) error
 	RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error)
-}
-
-// spendUsage is what a job spent, as its usage record and every protocol's usage
-// report it (usage.searchfleet).
-type spendUsage struct {
-	Searches      int     `json:"searches"`
-	SearchCostUSD float64 `json:"search_cost_usd"`
-	ModelCostUSD  float64 `json:"model_cost_usd"`
-	CostUSD       float64 `json:"cost_usd"`
 }
 
 // requestCap is the request's max_cost_usd (0: none).
@@ -192,9 +185,12 @@ func (w *Worker) recordTurn(ctx context.Context, v *view, h int) float64 {
 
 // jobSpend records the turns of a completing job that are not in the ledgers yet (a
 // worker that died between storing a turn and recording it; one read finds them) and
-// sums what the job spent: the searches as its trace counted them, and the turns.
-func (w *Worker) jobSpend(ctx context.Context, v *view, h int, searches int, searchCost float64) spendUsage {
-	u := spendUsage{Searches: searches, SearchCostUSD: searchCost}
+// sums what the job spent, as its usage record and every protocol's usage report it
+// (usage.searchfleet): the searches as its trace counted them (su), its calls
+// answered from a record and its fetches (tally), and the turns.
+func (w *Worker) jobSpend(ctx context.Context, v *view, h int, su engines.Usage) wire.Spend {
+	u := v.tally(h)
+	u.Searches, u.SearchesCached, u.SearchCostUSD = su.Searches, u.SearchesCached+su.Cached, su.CostUSD
 	var priced []string
 	hop := map[string]int{}
 	for i := 0; i <= h; i++ {

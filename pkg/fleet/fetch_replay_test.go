@@ -26,14 +26,14 @@ func TestReplayReadsFetchedPagesFromTheRecord(t *testing.T) {
 	c := batchClient{t: t, url: f.URL}
 
 	orig := submitAndWait(t, c, "Read "+url+" and summarise it sim:fetch")
-	if orig.Status != "completed" || len(orig.Trace) != 1 || len(orig.Trace[0].Result) != 64 || hits.Load() != 1 {
+	if orig.Status != "completed" || len(orig.Trace) != 1 || len(orig.Trace[0].Result) != 64 || hits.Load() != 1 || orig.Usage.Fetches != 1 || orig.Usage.FetchesCached != 0 {
 		t.Fatalf("original (page read %d times): %+v", hits.Load(), orig)
 	}
 	rep := replay(t, c, orig.ID)
 	if hits.Load() != 1 {
 		t.Errorf("the replay read the page again (%d requests)", hits.Load())
 	}
-	if rep.Status != "completed" || len(rep.Trace) != 1 {
+	if rep.Status != "completed" || len(rep.Trace) != 1 || rep.Usage.Fetches != 0 || rep.Usage.FetchesCached != 1 {
 		t.Fatalf("replay: %+v", rep)
 	}
 	oa, ot := orig.sourceURLs()

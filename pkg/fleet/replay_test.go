@@ -25,7 +25,10 @@ type replayView struct {
 		} `json:"searchfleet"`
 	} `json:"response"`
 	Usage struct {
-		Searches int `json:"searches"`
+		Searches       int `json:"searches"`
+		SearchesCached int `json:"searches_cached"`
+		Fetches        int `json:"fetches"`
+		FetchesCached  int `json:"fetches_cached"`
 	} `json:"usage"`
 	Trace []struct {
 		Query   string `json:"query"`
@@ -126,8 +129,8 @@ func TestReplayMakesNoPaidSearch(t *testing.T) {
 	if got := engineRequests(f.Sim.Stats()); got != paid {
 		t.Errorf("the replay made %d engine requests", got-paid)
 	}
-	if rep.Status != "completed" || rep.ReplayOf != orig.ID || rep.Usage.Searches != 0 {
-		t.Fatalf("replay: %+v", rep)
+	if rep.Status != "completed" || rep.ReplayOf != orig.ID || rep.Usage.Searches != 0 || rep.Usage.SearchesCached != 2 || orig.Usage.SearchesCached != 0 {
+		t.Fatalf("replay: %+v (original's usage %+v)", rep, orig.Usage)
 	}
 	oa, ot := orig.sourceURLs()
 	ra, rt := rep.sourceURLs()
@@ -214,7 +217,7 @@ func TestReplayUnrecordedSearch(t *testing.T) {
 	if got := engineRequests(f.Sim.Stats()); got != paid {
 		t.Errorf("the replay made %d engine requests", got-paid)
 	}
-	if rep.Status != "completed" || len(rep.Trace) != 1 {
+	if rep.Status != "completed" || len(rep.Trace) != 1 || rep.Usage.Searches != 0 || rep.Usage.SearchesCached != 0 {
 		t.Fatalf("replay: %+v", rep)
 	}
 	if e := rep.Trace[0]; !strings.HasPrefix(e.Error, "SEARCH_NOT_RECORDED") || !strings.Contains(e.Error, "only the original searches are available") || e.Worker != "replay" {
@@ -233,7 +236,7 @@ func TestRepeatedSearchPaidOnce(t *testing.T) {
 	if got := engineRequests(f.Sim.Stats()) - before; got != 1 {
 		t.Errorf("%d engine requests for one search made twice", got)
 	}
-	if j.Status != "completed" || len(j.Trace) != 2 || j.Usage.Searches != 1 {
+	if j.Status != "completed" || len(j.Trace) != 2 || j.Usage.Searches != 1 || j.Usage.SearchesCached != 1 {
 		t.Fatalf("job: %+v", j)
 	}
 	first, second := j.Trace[0], j.Trace[1]

@@ -224,6 +224,7 @@ func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 			writeError(w, http.StatusInternalServerError, "server_error", "", "", "The job's answer is unreadable.")
 			return
 		}
+		setCost(w.Header(), recordedSpend(job))
 		writeJSON(w, http.StatusOK, b)
 	case state.Cancelled:
 		writeError(w, http.StatusConflict, "invalid_request_error", "job_cancelled", "", "The job was cancelled.")

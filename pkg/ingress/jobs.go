@@ -185,6 +185,7 @@ func (s *Server) loadJob(w http.ResponseWriter, r *http.Request) *state.Job {
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	if job := s.loadJob(w, r); job != nil {
+		setCost(w.Header(), recordedSpend(job))
 		writeJSON(w, http.StatusOK, viewOf(job))
 	}
 }

@@ -143,6 +143,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 				fail(wire.AsError(err))
 				return
 			}
+			setCost(w.Header(), resp.Usage.Spend)
 			writeJSON(w, http.StatusOK, json.RawMessage(b))
 		}
 	}
@@ -355,5 +356,6 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 		writeWireError(w, responses.Client, wire.AsError(err))
 		return
 	}
+	setCost(w.Header(), resp.Usage.Spend)
 	writeJSON(w, http.StatusOK, json.RawMessage(b))
 }

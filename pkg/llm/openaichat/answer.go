@@ -241,8 +241,21 @@ type chatStream struct {
 }
 
 func (s *chatStream) chunk(delta map[string]any, finish any) wire.Event {
-	b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
-		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}})
+	return s.event(chatChoice(delta, finish), nil)
+}
+
+// chatChoice is a chunk's one choice.
+func chatChoice(delta map[string]any, finish any) []any {
+	return []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}
+}
+
+// event is a chat.completion.chunk of choices, with usage when it is set.
+func (s *chatStream) event(choices []any, usage map[string]any) wire.Event {
+	c := map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model, "choices": choices}
+	if usage != nil {
+		c["usage"] = usage
+	}
+	b, _ := json.Marshal(c)
 	return wire.Event{Data: b}
 }
 
@@ -318,11 +331,16 @@ func (s *chatStream) Finish(r *wire.Response) []wire.Event {
 	if anns := msg.Annotations; len(anns) > 0 {
 		final["annotations"] = anns
 	}
-	evs = append(evs, s.chunk(final, finish))
+	var usage map[string]any
+	if !s.includeUsage && r.Usage.Spend != nil {
+		// No usage chunk follows: the last chunk carries the usage, so every stream
+		// ends with what the job cost (usage.searchfleet). Only one chunk has usage,
+		// as the SDKs' accumulators add up the usage of every chunk.
+		usage = chatUsage(r.Usage)
+	}
+	evs = append(evs, s.event(chatChoice(final, finish), usage))
 	if s.includeUsage {
-		b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model, "choices": []any{},
-			"usage": chatUsage(r.Usage)})
-		evs = append(evs, wire.Event{Data: b})
+		evs = append(evs, s.event([]any{}, chatUsage(r.Usage)))
 	}
 	return append(evs, wire.Event{Data: []byte("[DONE]")})
 }

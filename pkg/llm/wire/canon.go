@@ -273,11 +273,18 @@ type Usage struct {
 }
 
 // Spend is a job's searches and what they and its model turns cost, in US dollars.
+// Searches were paid for (an engine ran them) and Fetches made (the page was read);
+// SearchesCached and FetchesCached were answered at no cost from a stored result (the
+// fleet's cache, an identical search in flight, the job's or its batch's record, the
+// record of the job a replay replays).
 type Spend struct {
-	Searches      int     `json:"searches"`
-	SearchCostUSD float64 `json:"search_cost_usd"`
-	ModelCostUSD  float64 `json:"model_cost_usd"`
-	CostUSD       float64 `json:"cost_usd"`
+	Searches       int     `json:"searches"`
+	SearchesCached int     `json:"searches_cached"`
+	Fetches        int     `json:"fetches"`
+	FetchesCached  int     `json:"fetches_cached"`
+	SearchCostUSD  float64 `json:"search_cost_usd"`
+	ModelCostUSD   float64 `json:"model_cost_usd"`
+	CostUSD        float64 `json:"cost_usd"`
 }
 
 // WithSpend adds usage.searchfleet to a protocol's usage object when the job's spend

@@ -2,15 +2,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { openai, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, assertCitesAt, citationKeys, assertTypedError } from './common.mjs';
+import { openai, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, assertCitesAt, citationKeys, assertTypedError, assertCost } from './common.mjs';
 
 const searchParams = { model, messages: [{ role: 'user', content: searchPrompt }] };
 const weatherTool = { type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: weatherSchema } };
 
 test('chat: an answer cites its sources as url_citation annotations', async () => {
-  const c = await openai.chat.completions.create(searchParams);
+  const { data: c, response } = await openai.chat.completions.create(searchParams).withResponse();
   const msg = c.choices[0].message;
   assert.equal(c.object, 'chat.completion');
+  assertCost(c.usage.searchfleet, response.headers);
   assert.equal(c.choices[0].finish_reason, 'stop');
   assert.match(msg.content, /\[1\]/);
   assertCitesAt(msg.content, msg.annotations);
@@ -33,6 +34,8 @@ test('chat: the stream helper rebuilds the same answer, annotations included', a
   assert.equal(msg.content, want.content);
   assert.equal(deltas, want.content);
   assert.equal(final.choices[0].finish_reason, 'stop');
+  assert.equal(chunks.filter((c) => c.usage).length, 1, 'usage on more than one chunk');
+  assertCost(chunks.at(-1).usage?.searchfleet, null);
   assertCitesAt(msg.content, msg.annotations ?? []);
   assert.deepEqual(citationKeys(msg.annotations), citationKeys(want.annotations));
 });

@@ -65,3 +65,17 @@ export async function assertTypedError(fn, Class, status) {
     return true;
   });
 }
+
+// assertCost checks what a job cost, usage.searchfleet (sf), in the answer's headers
+// (null for a streamed answer: only the body has it): X-Searchfleet-Cost-Usd and the
+// counts of searches and fetches, paid and cached, say what the body says.
+export function assertCost(sf, headers) {
+  assert.ok(sf && typeof sf.cost_usd === 'number' && sf.searches >= 1, `usage.searchfleet ${JSON.stringify(sf)}`);
+  for (const k of ['searches_cached', 'fetches', 'fetches_cached']) assert.equal(typeof sf[k], 'number', `usage.searchfleet.${k}`);
+  if (!headers) return;
+  assert.equal(Number(headers.get('x-searchfleet-cost-usd')), sf.cost_usd, 'X-Searchfleet-Cost-Usd');
+  for (const k of ['searches', 'searches_cached', 'fetches', 'fetches_cached']) {
+    const h = `x-searchfleet-${k.replace('_', '-')}`;
+    assert.equal(headers.get(h), String(sf[k]), h);
+  }
+}

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { anthropic, baseURL, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, assertTypedError } from './common.mjs';
+import { anthropic, baseURL, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, assertTypedError, assertCost } from './common.mjs';
 
 const webSearch = { type: 'web_search_20250305', name: 'web_search', max_uses: 3 };
 const searchParams = { model, max_tokens: 1024, system: 'Answer briefly.', messages: [{ role: 'user', content: searchPrompt }], tools: [webSearch] };
@@ -43,8 +43,9 @@ function assertCited(m) {
 }
 
 test('messages: server_tool_use, web_search_tool_result and cited text', async () => {
-  const m = await anthropic.messages.create(searchParams);
+  const { data: m, response } = await anthropic.messages.create(searchParams).withResponse();
   assert.match(m.id, /^msg_/);
+  assertCost(m.usage.searchfleet, response.headers);
   assert.equal(m.type, 'message');
   assert.match(textOf(m), /\[1\]/);
   assertCited(m);
@@ -57,8 +58,13 @@ test('messages: the stream helper rebuilds the same answer from well-formed even
   const types = [];
   let deltas = '';
   stream.on('text', (delta) => { deltas += delta; });
-  for await (const ev of stream) types.push(ev.type);
+  let delta;
+  for await (const ev of stream) {
+    types.push(ev.type);
+    if (ev.type === 'message_delta') delta = ev;
+  }
   const final = await stream.finalMessage();
+  assertCost(delta.usage.searchfleet, null);
   assert.equal(types[0], 'message_start');
   assert.equal(types.at(-1), 'message_stop');
   for (const want of ['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta']) {

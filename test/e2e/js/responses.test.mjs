@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { openai, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, span, citationKeys, assertTypedError } from './common.mjs';
+import { openai, model, searchPrompt, streamPrompt, plainPrompt, toolPrompt, weatherSchema, span, citationKeys, assertTypedError, assertCost } from './common.mjs';
 
 const searchParams = { model, instructions: 'Answer briefly.', input: searchPrompt, tools: [{ type: 'web_search' }] };
 const weatherTool = { type: 'function', name: 'get_weather', parameters: weatherSchema, strict: false };
@@ -37,8 +37,9 @@ function assertCited(r) {
 }
 
 test('responses: web_search_call items, then a message with url_citation annotations', async () => {
-  const r = await openai.responses.create(searchParams);
+  const { data: r, response } = await openai.responses.create(searchParams).withResponse();
   assert.match(r.id, /^resp_/);
+  assertCost(r.usage.searchfleet, response.headers);
   assert.match(r.output_text, /\[1\]/);
   assertCited(r);
   assert.ok(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
@@ -68,6 +69,7 @@ test('responses: the stream helper rebuilds the same answer from well-formed eve
   }
   assert.ok(types.indexOf('response.web_search_call.completed') < types.indexOf('response.output_text.delta'), 'text before the search completed');
   assert.equal(final.output_text, whole.output_text);
+  assertCost(final.usage.searchfleet, null); // response.completed's response.usage
   assert.equal(deltas, whole.output_text);
   assert.deepEqual(citationKeys(assertCited(final)), citationKeys(assertCited(whole)));
 });
