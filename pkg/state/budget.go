@@ -66,7 +66,7 @@ func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	mu, mn := limitArgs(b.USDPerMonth, b.SearchesPerMonth)
 	dayTTL, monthTTL := periodTTLs(now)
 	return spendCall{
-		keys: []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month)},
+		keys: []string{s.K.spendDay(tenant, day), s.K.spendMonth(tenant, month)},
 		argv: []any{du, dn, mu, mn, dayTTL, monthTTL},
 		day:  day, month: month, dayEnd: dayEnd, monthEnd: monthEnd,
 	}
@@ -93,7 +93,7 @@ func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservatio
 // SettleSpend sets what r's call really cost: usd over searches searches (0 and 0
 // release a call that was not billed). Settling twice to the same cost is harmless.
 func (s *Ledger) SettleSpend(ctx context.Context, r *Reservation, usd float64, searches int) error {
-	keys := []string{s.K.SpendDay(r.Tenant, r.Day), s.K.SpendMonth(r.Tenant, r.Month), s.K.SpendCalls(r.Tenant, r.Day)}
+	keys := []string{s.K.spendDay(r.Tenant, r.Day), s.K.spendMonth(r.Tenant, r.Month), s.K.spendCalls(r.Tenant, r.Day)}
 	if err := settleSpend.Run(ctx, s.r, keys, r.Call, toMicros(usd), searches).Err(); err != nil {
 		return fmt.Errorf("state: settling spend: %w", err)
 	}
@@ -105,8 +105,8 @@ func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (Spe
 	day, month := periods(now)
 	var dc, mc *redis.SliceCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
-		dc = p.HMGet(ctx, s.K.SpendDay(tenant, day), "usd", "n")
-		mc = p.HMGet(ctx, s.K.SpendMonth(tenant, month), "usd", "n")
+		dc = p.HMGet(ctx, s.K.spendDay(tenant, day), "usd", "n")
+		mc = p.HMGet(ctx, s.K.spendMonth(tenant, month), "usd", "n")
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Spend{}, fmt.Errorf("state: reading spend: %w", err)

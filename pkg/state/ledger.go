@@ -15,7 +15,7 @@ import (
 // the request's max_cost_usd, and per paid call "$r:<call>" what it holds (and
 // "$d:<call>", a model turn's day), so a redelivered call is never counted twice.
 // A reservation then reads the job's batch with its ledger, and the ledger needs no
-// TTL of its own. A batch's ledger (Keys.BatchSpend) is a hash of its own with the
+// TTL of its own. A batch's ledger (Keys.batchSpend) is a hash of its own with the
 // same fields unmarked.
 const ledgerMark = "$"
 
@@ -130,7 +130,7 @@ func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budg
 	usd := fromMicros(h.price)
 	if batch := h.batch; batch != "" {
 		h.Batch, h.batch = batch, ""
-		v, err := reserveCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, h.Call, h.price, s.Retention.Milliseconds()).Slice()
+		v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, h.Call, h.price, s.Retention.Milliseconds()).Slice()
 		if err != nil {
 			s.releaseHold(ctx, h)
 			return nil, nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
@@ -169,7 +169,7 @@ func (s *core) releaseHold(ctx context.Context, h *Hold) {
 	ctx = context.WithoutCancel(ctx)
 	settleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, 0, ledgerMark)
 	if h.Batch != "" {
-		settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, 0, "")
+		settleCap.Run(ctx, s.r, []string{s.K.batchSpend(h.Batch)}, h.Call, 0, "")
 	}
 }
 
@@ -186,7 +186,7 @@ func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches 
 		}
 	}
 	if h.Batch != "" && !(asHeld && h.made.batch) {
-		if err := settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, cost, "").Err(); err != nil {
+		if err := settleCap.Run(ctx, s.r, []string{s.K.batchSpend(h.Batch)}, h.Call, cost, "").Err(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -216,14 +216,14 @@ func (s *Ledger) RecordCall(ctx context.Context, jobID, tenant, call string, usd
 	}
 	if len(v) == 2 {
 		if batch, _ := v[1].(string); batch != "" {
-			if err := recordCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, cost, ttl, "").Err(); err != nil {
+			if err := recordCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, cost, ttl, "").Err(); err != nil {
 				return false, fmt.Errorf("state: recording a batch's spend: %w", err)
 			}
 		}
 	}
 	day, month := periods(now)
 	dayTTL, monthTTL := periodTTLs(now)
-	keys := []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month), s.K.SpendCalls(tenant, day)}
+	keys := []string{s.K.spendDay(tenant, day), s.K.spendMonth(tenant, month), s.K.spendCalls(tenant, day)}
 	n, err := recordSpend.Run(ctx, s.r, keys, call, cost, dayTTL, monthTTL).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: recording spend: %w", err)
@@ -239,7 +239,7 @@ func (s *Ledger) UnrecordedCalls(ctx context.Context, tenant string, calls []str
 		return nil, nil
 	}
 	day, _ := periods(now)
-	got, err := s.r.HMGet(ctx, s.K.SpendCalls(tenant, day), calls...).Result()
+	got, err := s.r.HMGet(ctx, s.K.spendCalls(tenant, day), calls...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading recorded calls: %w", err)
 	}
@@ -268,10 +268,10 @@ func (s *Ledger) RequestSpend(ctx context.Context, jobID string) (usd, capUSD fl
 
 // SetBatchCap caps a batch's spend across all its jobs; ttl is the batch record's.
 func (s *Ledger) SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error {
-	return s.setSpendCap(ctx, s.K.BatchSpend(batchID), usd, ttl)
+	return s.setSpendCap(ctx, s.K.batchSpend(batchID), usd, ttl)
 }
 
 // BatchSpendOf reads what a batch's jobs have spent and its cap (0: none).
 func (s *Ledger) BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error) {
-	return s.ledgerSpend(ctx, s.K.BatchSpend(batchID), "")
+	return s.ledgerSpend(ctx, s.K.batchSpend(batchID), "")
 }

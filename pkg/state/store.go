@@ -437,7 +437,7 @@ var startSearch = script("start_search")
 // Pay says it can (SearchStart.Held, or SearchStart.Refused by the budget that
 // refused it).
 func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
-	keys := []string{s.K.Job(id), s.K.SearchLease(id, h, call)}
+	keys := []string{s.K.Job(id), s.K.searchLease(id, h, call)}
 	payField, price, engine := "", int64(0), ""
 	if pay != nil {
 		payField, price, engine = ledgerMark+"r:"+pay.Call, toMicros(pay.USD), pay.Engine
