@@ -370,10 +370,6 @@ func (p *process) runChat(ctx context.Context) error {
 	if err := consumeFair(ctx, p, bus.ResumeLanes(p.timing(bus.ConsumerResume)), steps, w.HandleResume, env.ChatConcurrency); err != nil {
 		return err
 	}
-	// Batch lines an earlier release published on fleet.jobs.v1.batch.
-	if err := consume(ctx, p, bus.BatchConsumer(p.timing(bus.ConsumerBatch)), batchAdmission(env.BatchRate, w.HandleJob), env.BatchConcurrency); err != nil {
-		return err
-	}
 	// Research runs' steps (pkg/research): planner, fan-in, reflection, writer,
 	// verification, in the chat workers' processes.
 	agents, _, _, err := researchAgents(p.o.File)
@@ -575,7 +571,7 @@ func batchAdmission(perSecond float64, h bus.Handler[bus.ChatJob]) bus.Handler[b
 	}
 	lim := rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
 	return func(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
-		if d.Subject != bus.SubjectBatchJob && bus.BandOfSubject(d.Subject) != bus.BandBatch {
+		if bus.BandOfSubject(d.Subject) != bus.BandBatch {
 			return h(ctx, d) // not a batch line
 		}
 		if err := lim.Wait(ctx); err != nil {
