@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // What the web console reads besides the job and batch records: a tenant's recent
@@ -177,7 +179,7 @@ func (s *core) modelSpendOf(j *Job) modelSpend {
 	return modelSpend{
 		key: s.K.ModelSpendDay(j.Tenant, day),
 		usd: "usd:" + model, jobs: "jobs:" + model, searchesField: "searches:" + model,
-		searches: int64(u.Searches), usageMicros: toMicros(u.CostUSD),
+		searches: int64(u.Searches), usageMicros: spend.Micros(u.CostUSD),
 	}
 }
 
@@ -283,7 +285,7 @@ func (s *Ledger) ModelSpend(ctx context.Context, tenant string, days int, now ti
 			}
 			switch kind {
 			case "usd":
-				m.USD = fromMicros(n)
+				m.USD = spend.USD(n)
 			case "jobs":
 				m.Jobs = n
 			case "searches":

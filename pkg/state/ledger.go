@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // A job's own spend ledger lives in the job's hash (Keys.Job), its fields marked "$":
@@ -44,7 +46,7 @@ var recordSpend = script("record_spend")
 // ledger's lifetime.
 func (s *core) setSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, ledger, "cap", toMicros(usd))
+		p.HSet(ctx, ledger, "cap", spend.Micros(usd))
 		p.PExpire(ctx, ledger, ttl)
 		return nil
 	})
@@ -68,7 +70,7 @@ func (s *core) ledgerSpend(ctx context.Context, ledger, mark string) (usd, capUS
 	num := func(x any) float64 {
 		str, _ := x.(string)
 		n, _ := strconv.ParseInt(str, 10, 64)
-		return fromMicros(n)
+		return spend.USD(n)
 	}
 	if len(v) == 2 {
 		usd, capUSD = num(v[0]), num(v[1])
@@ -100,7 +102,7 @@ type Hold struct {
 // redelivered call reserves nothing more; a refusal gives back what the earlier steps
 // reserved. It returns the hold to settle, or the budget that refused.
 func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
-	price := toMicros(usd)
+	price := spend.Micros(usd)
 	batch, known := s.batches.get(jobID)
 	v, err := reserveJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, price).Slice()
 	if err != nil {
@@ -127,7 +129,7 @@ func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budg
 	if h.Tenant != nil {
 		return h, nil, nil // StartSearch held the tenant's part too (Pay)
 	}
-	usd := fromMicros(h.price)
+	usd := spend.USD(h.price)
 	if batch := h.batch; batch != "" {
 		h.Batch, h.batch = batch, ""
 		v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, h.Call, h.price, s.Retention.Milliseconds()).Slice()
@@ -158,7 +160,7 @@ func capAnswer(v []any) (answer, batch string, limit float64) {
 		answer, _ = v[0].(string)
 		batch, _ = v[1].(string)
 		n, _ := v[2].(int64)
-		limit = fromMicros(n)
+		limit = spend.USD(n)
 	}
 	return answer, batch, limit
 }
@@ -177,7 +179,7 @@ func (s *core) releaseHold(ctx context.Context, h *Hold) {
 // searches searches (0 and 0 release a call that was not billed). Settling twice to
 // the same cost is harmless.
 func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches int) error {
-	cost := toMicros(usd)
+	cost := spend.Micros(usd)
 	asHeld := cost == h.price
 	var errs []error
 	if !(asHeld && h.made.job) {
@@ -208,7 +210,7 @@ func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches 
 // Nothing is refused: the call is paid already, and the next search finds the budget
 // spent.
 func (s *Ledger) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
-	cost := toMicros(usd)
+	cost := spend.Micros(usd)
 	ttl := s.Retention.Milliseconds()
 	v, err := recordCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, ttl, ledgerMark).Slice()
 	if err != nil {
@@ -254,7 +256,7 @@ func (s *Ledger) UnrecordedCalls(ctx context.Context, tenant string, calls []str
 
 // SetRequestCap caps a job's spend at the request's max_cost_usd.
 func (s *Ledger) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
-	if err := setJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, toMicros(usd)).Err(); err != nil {
+	if err := setJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, spend.Micros(usd)).Err(); err != nil {
 		return fmt.Errorf("state: setting a spending cap: %w", err)
 	}
 	return nil

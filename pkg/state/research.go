@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Research are the research runs (pkg/research): their records, their event lists,
@@ -282,7 +284,7 @@ var researchChild = script("research_child")
 // and search spend (USD), its finding (kept in Run.Findings) and its events, and returns how many of the round's
 // children have ended and how many it submitted. ErrNotFound when the run is gone.
 func (s *Research) ChildEnded(ctx context.Context, runID string, round int, child, status string, modelUSD, searchUSD float64, finding []byte, events []RunEventIn) (ended, submitted int, err error) {
-	argv := []any{round, child, status, toMicros(modelUSD), toMicros(searchUSD), finding, len(events)}
+	argv := []any{round, child, status, spend.Micros(modelUSD), spend.Micros(searchUSD), finding, len(events)}
 	for _, e := range events {
 		argv = append(argv, e.Key, e.Data)
 	}
@@ -312,9 +314,9 @@ var ErrRunBudget = errors.New("state: the run's budget is spent")
 func (s *Research) ReserveRun(ctx context.Context, runID, step string, usd, capUSD float64) error {
 	c := int64(-1)
 	if capUSD > 0 {
-		c = toMicros(capUSD)
+		c = spend.Micros(capUSD)
 	}
-	v, err := researchReserve.Run(ctx, s.r, []string{s.K.run(runID)}, step, toMicros(usd), c).Text()
+	v, err := researchReserve.Run(ctx, s.r, []string{s.K.run(runID)}, step, spend.Micros(usd), c).Text()
 	switch {
 	case err != nil:
 		return fmt.Errorf("state: reserving a run's step: %w", err)
@@ -329,7 +331,7 @@ func (s *Research) ReserveRun(ctx context.Context, runID, step string, usd, capU
 // SettleRun counts what a paid step of a run cost (kind model, search or fetch) and
 // releases its hold, once.
 func (s *Research) SettleRun(ctx context.Context, runID, step, kind string, usd float64) error {
-	if err := researchSettle.Run(ctx, s.r, []string{s.K.run(runID)}, step, toMicros(usd), kind).Err(); err != nil {
+	if err := researchSettle.Run(ctx, s.r, []string{s.K.run(runID)}, step, spend.Micros(usd), kind).Err(); err != nil {
 		return fmt.Errorf("state: settling a run's step: %w", err)
 	}
 	return nil

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Status is a job's status.
@@ -440,7 +442,7 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 	keys := []string{s.K.Job(id), s.K.searchLease(id, h, call)}
 	payField, price, engine := "", int64(0), ""
 	if pay != nil {
-		payField, price, engine = ledgerMark+"r:"+pay.Call, toMicros(pay.USD), pay.Engine
+		payField, price, engine = ledgerMark+"r:"+pay.Call, spend.Micros(pay.USD), pay.Engine
 	}
 	argv := []any{owner, ttl.Milliseconds(),
 		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call),
@@ -494,7 +496,7 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 		}
 	case "over":
 		c, _ := v[8].(int64)
-		st.Refused = &Exhausted{Budget: BudgetRequest, Limit: fromMicros(c)}
+		st.Refused = &Exhausted{Budget: BudgetRequest, Limit: spend.USD(c)}
 	}
 	return st, nil
 }

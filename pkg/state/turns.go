@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // A model turn is reserved before the model is called, as a search is: its worst case
@@ -63,7 +65,7 @@ func periodTTLs(now time.Time) (day, month int64) {
 // redelivered step) reserves nothing more. ttl is how long the reservation holds if it
 // is never settled: past it, it is given back.
 func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, b Budget, ttl time.Duration, now time.Time) (*Exhausted, error) {
-	price := toMicros(usd)
+	price := spend.Micros(usd)
 	day, _ := periods(now)
 	keep := s.Retention.Milliseconds()
 	v, err := jobReserveTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, price, keep, day).Slice()
@@ -129,7 +131,7 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 // reserved in (today for a turn never reserved). Settling again to the same cost
 // changes nothing. It reports whether the cost was new to the tenant's ledger.
 func (s *Ledger) SettleTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, now time.Time) (bool, error) {
-	cost := toMicros(usd)
+	cost := spend.Micros(usd)
 	today, _ := periods(now)
 	keep := s.Retention.Milliseconds()
 	v, err := settleTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, keep, today, ledgerMark).Slice()
@@ -159,7 +161,7 @@ func (s *Ledger) SettleTurn(ctx context.Context, jobID, tenant, call string, usd
 func limitArgs(usd float64, n int64) (int64, int64) {
 	lu, ln := int64(-1), int64(-1)
 	if usd > 0 {
-		lu = toMicros(usd)
+		lu = spend.Micros(usd)
 	}
 	if n > 0 {
 		ln = n
