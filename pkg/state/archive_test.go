@@ -544,7 +544,7 @@ func TestArchiveCountsModelSpendOnce(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now()
 			j := runJob(t, e.s, "job_s", 1<<10)
-			if _, err := e.s.Ledger.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
+			if _, err := e.s.Ledger.SettleTurn(ctx, "job_s", "t0", "job_s:0@model", 0.25, 0, now); err != nil {
 				t.Fatal(err)
 			}
 			// No ledger: its usage's cost_usd (0.01) is counted.

@@ -134,7 +134,7 @@ var countSpend = script("count_spend")
 // most once: its record is marked first (with the ledger read in the same script),
 // so a crash between the two writes loses that job's count rather than counting it
 // twice. The tenant's budget ledgers, which refuse work, are kept apart and exactly
-// (RecordCall, SettleCall). With an archive, ArchiveJob counts the job instead, when
+// (SettleTurn, SettleCall). With an archive, ArchiveJob counts the job instead, when
 // it trims the record (a step that happens once, and reads the ledger as it drops
 // it): on a single Redis in the trim's own script, exactly once; across a cluster's
 // slots right after it, at most once. This hook then does nothing.

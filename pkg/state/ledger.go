@@ -33,15 +33,6 @@ var reserveCap = script("reserve_cap")
 // fields' mark) to its real cost. (lua/settle_cap.lua)
 var settleCap = script("settle_cap")
 
-// recordCap counts a call paid without a reservation (a model turn) against a capped
-// ledger (a job's or a batch's), once: a call already counted changes nothing.
-// (lua/record_cap.lua)
-var recordCap = script("record_cap")
-
-// recordSpend counts a paid call against the tenant's day and month once, in dollars
-// only (a model turn is not a search). (lua/record_spend.lua)
-var recordSpend = script("record_spend")
-
 // setSpendCap caps a batch's ledger at usd; setting it again is harmless. ttl is the
 // ledger's lifetime.
 func (s *core) setSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
@@ -201,36 +192,6 @@ func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches 
 		return fmt.Errorf("state: settling spend: %w", err)
 	}
 	return nil
-}
-
-// RecordCall counts a call that was paid before its price was known (a model turn)
-// in its job's and batch's ledgers and its tenant's day and month, once per call in
-// each: recording it again, after a crash part-way or from a redelivered step,
-// changes nothing. It reports whether this call was new to the tenant's ledger.
-// Nothing is refused: the call is paid already, and the next search finds the budget
-// spent.
-func (s *Ledger) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
-	cost := spend.Micros(usd)
-	ttl := s.Retention.Milliseconds()
-	v, err := recordCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, ttl, ledgerMark).Slice()
-	if err != nil {
-		return false, fmt.Errorf("state: recording a request's spend: %w", err)
-	}
-	if len(v) == 2 {
-		if batch, _ := v[1].(string); batch != "" {
-			if err := recordCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, cost, ttl, "").Err(); err != nil {
-				return false, fmt.Errorf("state: recording a batch's spend: %w", err)
-			}
-		}
-	}
-	day, month := periods(now)
-	dayTTL, monthTTL := periodTTLs(now)
-	keys := []string{s.K.spendDay(tenant, day), s.K.spendMonth(tenant, month), s.K.spendCalls(tenant, day)}
-	n, err := recordSpend.Run(ctx, s.r, keys, call, cost, dayTTL, monthTTL).Int()
-	if err != nil {
-		return false, fmt.Errorf("state: recording spend: %w", err)
-	}
-	return n == 1, nil
 }
 
 // UnrecordedCalls returns those of calls the tenant's ledger of the day has not

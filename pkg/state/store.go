@@ -582,8 +582,3 @@ func (s *Leases) KeepAlive(key, owner string, ttl time.Duration) func(drop bool)
 func (s *Leases) Release(ctx context.Context, key, owner string) error {
 	return s.core.release(ctx, key, owner)
 }
-
-// TryLock takes key for owner for ttl unless someone holds it.
-func (s *Leases) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	return s.core.tryLock(ctx, key, owner, ttl)
-}
