@@ -12,11 +12,11 @@ import (
 // stream from its start). deploy/nats/ holds the same definitions for operators;
 // TestDeployFilesMatch keeps the two in step.
 const (
-	SubjectChatJob   = "fleet.jobs.v1.chat"        // new chat jobs: lanes below it (lanes.go); itself an earlier release's
+	SubjectChatJob   = "fleet.jobs.v1.chat"        // new chat jobs: lanes below it (lanes.go); itself the family consumer's
 	SubjectExpand    = "fleet.jobs.v1.expand"      // a batch to turn into jobs
 	SubjectResearch  = "fleet.jobs.v1.research"    // a research run's next step
-	SubjectResume    = "fleet.chat.v1.resume"      // finished server-tool calls: lanes below it; itself an earlier release's
-	subjectSearch    = "fleet.search.v1."          // + engine id (an earlier release's), + "." + band + "." + tenant (lanes)
+	SubjectResume    = "fleet.chat.v1.resume"      // finished server-tool calls: lanes below it; itself the family consumer's
+	subjectSearch    = "fleet.search.v1."          // + engine id (the family consumer's), + "." + band + "." + tenant (lanes)
 	SubjectFetch     = "fleet.fetch.v1.pages"      // web_fetch calls (one subject: no engines)
 	subjectEvents    = "fleet.events.v2."          // + job id + "." + event type, or ".end"
 	SubjectWebhook   = "fleet.webhooks.v1.deliver" // callback deliveries

@@ -619,23 +619,18 @@ func TestArchiveEndedArchivesTheFinishersRead(t *testing.T) {
 }
 
 // A job says whether it has a stored response: one without is archived without
-// looking one up, and one an earlier release created (no note) has its response
-// looked up and archived.
-func TestArchiveLooksUpAStoredResponseOnlyWhenThereMayBeOne(t *testing.T) {
+// looking one up.
+func TestArchiveLooksUpAStoredResponseOnlyWhenThereIsOne(t *testing.T) {
 	t.Parallel()
 	e := newArchiveEnv(t)
 	ctx := context.Background()
 	for _, c := range []struct {
-		id     string
-		flag   bool
-		unnote bool // as an earlier release created it
-		want   bool
-	}{{"job_flag", true, false, true}, {"job_none", false, false, false}, {"job_earlier", false, true, true}} {
+		id   string
+		flag bool
+		want bool
+	}{{"job_flag", true, true}, {"job_none", false, false}} {
 		if err := e.s.Jobs.CreateJob(ctx, &state.Job{ID: c.id, Tenant: "t0", Kind: "chat", HasStoredResponse: c.flag}); err != nil {
 			t.Fatal(err)
-		}
-		if c.unnote {
-			e.rdb.HDel(ctx, e.s.K.Job(c.id), "resp")
 		}
 		// A response saved against a job that says it has none (never so in the
 		// fleet) shows that none is looked up.

@@ -170,8 +170,7 @@ var jobFields = []string{"id", "tenant", "kind", "model", "status", "request", "
 	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "parent", "error", fieldCold, fieldStoredResponse, "otel_trace"}
 
 // fieldStoredResponse is the job hash field that says whether the job has a stored
-// response (Keys.StoredResponse): "1" or "0", written when the job is created; a job
-// an earlier release created has none, and its archiving looks the response up.
+// response (Keys.StoredResponse): "1" or "0", written when the job is created.
 const fieldStoredResponse = "resp"
 
 func jobFromHash(m map[string]string) *Job {
