@@ -282,7 +282,7 @@ func TestKubernetes(t *testing.T) {
 
 	// The consumers the fleet defines, by name, with their stream.
 	streamOf := map[string]string{}
-	specs := []bus.ConsumerSpec{bus.ChatConsumer(bus.Timing{}), bus.BatchConsumer(bus.Timing{}), bus.ResumeConsumer(bus.Timing{}),
+	specs := []bus.ConsumerSpec{bus.ChatConsumer(bus.Timing{}), bus.ResumeConsumer(bus.Timing{}),
 		bus.WebhookConsumer(bus.Timing{}), bus.ExpandConsumer(bus.Timing{}), bus.FinisherConsumer(bus.Timing{})}
 	for _, e := range example(t).WebSearch.Engines {
 		specs = append(specs, bus.SearchConsumer(e.ID, bus.Timing{}))

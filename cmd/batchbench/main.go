@@ -77,8 +77,8 @@ func run(ctx context.Context) error {
 	base, natsURL, envSettings := f.URL, f.NATSURL, f.Env
 	fmt.Printf("batchbench: all roles in one process, embedded NATS JetStream, Redis %s, simulator (model %s, engine %s per call)\n",
 		redact.URL(testenv.RedisURL()), o.modelLatency, o.engineLatency)
-	fmt.Printf("settings: FLEET_CHAT_CONCURRENCY=%d FLEET_BATCH_CONCURRENCY=%d FLEET_SEARCH_CONCURRENCY=%d, batch consumer max-ack-pending %d\n",
-		envSettings.ChatConcurrency, envSettings.BatchConcurrency, envSettings.SearchConcurrency, bus.TimingFor(bus.ConsumerBatch).MaxAckPending)
+	fmt.Printf("settings: FLEET_CHAT_CONCURRENCY=%d FLEET_BATCH_CONCURRENCY=%d FLEET_SEARCH_CONCURRENCY=%d\n",
+		envSettings.ChatConcurrency, envSettings.BatchConcurrency, envSettings.SearchConcurrency)
 	fmt.Printf("machine: %s\n\n", benchfleet.Machine())
 
 	c := &client{base: base, http: &http.Client{Transport: fleet.Transport(), Timeout: 5 * time.Minute}}
@@ -241,7 +241,7 @@ type queueWatch struct {
 
 // watched are the consumers sampled, by stream.
 var watched = [][2]string{
-	{bus.StreamJobs, bus.ConsumerChat}, {bus.StreamJobs, bus.ConsumerBatch},
+	{bus.StreamJobs, bus.ConsumerChat},
 	{bus.StreamChat, bus.ConsumerResume}, {bus.StreamSearch, bus.ConsumerSearch("google")},
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -103,4 +104,19 @@ func (a *app) explain(err error) error {
 		}
 	}
 	return err
+}
+
+// readEvents reads a stream of server-sent events, handing each event's data to on
+// until on reports the end (end) or the stream ends; last is the last event id seen.
+func readEvents(r io.Reader, on func(data []byte) bool) (last string, end bool, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("id: ")); ok {
+			last = string(v)
+		} else if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: ")); ok && on(data) {
+			return last, true, nil
+		}
+	}
+	return last, false, sc.Err()
 }

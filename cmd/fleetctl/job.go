@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -126,24 +125,15 @@ func (a *app) follow(ctx context.Context, id string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
-		if !ok {
-			continue
-		}
+	_, _, err = readEvents(resp.Body, func(data []byte) bool {
 		var ev event
 		if json.Unmarshal(data, &ev) != nil {
-			continue
+			return false
 		}
 		fmt.Fprintln(a.stderr, "  "+describe(ev))
-		switch ev.Type {
-		case "completed", "failed", "cancelled":
-			return nil
-		}
-	}
-	if err := sc.Err(); err != nil {
+		return ev.Type == "completed" || ev.Type == "failed" || ev.Type == "cancelled"
+	})
+	if err != nil {
 		return fmt.Errorf("following job %s: %w", id, err)
 	}
 	return nil

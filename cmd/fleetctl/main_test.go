@@ -223,4 +223,8 @@ func TestResearchWatch(t *testing.T) {
 	if !strings.Contains(out, "## Sources") || !strings.Contains(out, "[1]") {
 		t.Errorf("report:\n%s", out)
 	}
+	id := strings.TrimPrefix(strings.SplitN(errs, "\n", 2)[0], "research run ")
+	if again := mustRun(t, f, "research", "watch", id); again != out {
+		t.Errorf("research watch printed\n%s\nwant\n%s", again, out)
+	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,21 +89,11 @@ func (a *app) researchWatch(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		done := false
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if v, ok := strings.CutPrefix(line, "id: "); ok {
-				last = v
-			}
-			if data, ok := strings.CutPrefix(line, "data: "); ok {
-				if a.researchEvent([]byte(data)) {
-					done = true
-				}
-			}
-		}
+		at, done, _ := readEvents(resp.Body, a.researchEvent) // a broken stream resumes below
 		resp.Body.Close()
+		if at != "" {
+			last = at
+		}
 		if done {
 			break
 		}

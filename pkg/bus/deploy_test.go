@@ -22,7 +22,6 @@ func deployFiles() map[string]any {
 	}
 	for _, c := range []bus.ConsumerSpec{
 		bus.ChatConsumer(bus.TimingFor(bus.ConsumerChat)),
-		bus.BatchConsumer(bus.TimingFor(bus.ConsumerBatch)),
 		bus.ResumeConsumer(bus.TimingFor(bus.ConsumerResume)),
 		bus.WebhookConsumer(bus.TimingFor(bus.ConsumerWebhooks)),
 		bus.ExpandConsumer(bus.TimingFor(bus.ConsumerExpand)),

@@ -32,8 +32,7 @@ const (
 func DeadLetterConsumer() ConsumerSpec {
 	c := consumer(StreamDLQ, ConsumerDeadLetters, "", "chat role: make dead jobs, resumes and searches visible",
 		Timing{AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 256})
-	c.Config.FilterSubjects = []string{SubjectDLQ(StreamJobs, ConsumerChat), SubjectDLQ(StreamJobs, ConsumerBatch),
-		subjectDLQ + StreamChat + ".>", subjectDLQ + StreamSearch + ".>"}
+	c.Config.FilterSubjects = []string{SubjectDLQ(StreamJobs, ConsumerChat), subjectDLQ + StreamChat + ".>", subjectDLQ + StreamSearch + ".>"}
 	return c
 }
 

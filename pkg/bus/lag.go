@@ -22,8 +22,8 @@ type Lag struct {
 	AckPending uint64
 }
 
-// ConsumerLag reads the backlog of a durable consumer of stream.
-func (b *Bus) ConsumerLag(ctx context.Context, stream, consumer string) (Lag, error) {
+// consumerLag reads the backlog of a durable consumer of stream.
+func (b *Bus) consumerLag(ctx context.Context, stream, consumer string) (Lag, error) {
 	c, err := b.js.Consumer(ctx, b.Name(stream), b.Name(consumer))
 	if err != nil {
 		return Lag{}, fmt.Errorf("consumer %s/%s: %w", b.Name(stream), b.Name(consumer), err)
@@ -35,10 +35,10 @@ func (b *Bus) ConsumerLag(ctx context.Context, stream, consumer string) (Lag, er
 	return Lag{Pending: info.NumPending, AckPending: uint64(info.NumAckPending)}, nil
 }
 
-// FamilyLag is ConsumerLag of a family's durable consumer with the backlog of all its
+// FamilyLag is the backlog of a family's durable consumer with the backlog of all its
 // lane consumers added (fair.go): a family's whole backlog under its one name.
 func (b *Bus) FamilyLag(ctx context.Context, stream, family string) (Lag, error) {
-	lag, err := b.ConsumerLag(ctx, stream, family)
+	lag, err := b.consumerLag(ctx, stream, family)
 	if err != nil {
 		return lag, err
 	}

@@ -12,12 +12,11 @@ import (
 // stream from its start). deploy/nats/ holds the same definitions for operators;
 // TestDeployFilesMatch keeps the two in step.
 const (
-	SubjectChatJob   = "fleet.jobs.v1.chat"        // new chat jobs: lanes below it (lanes.go); itself an earlier release's
-	SubjectBatchJob  = "fleet.jobs.v1.batch"       // batch lines of an earlier release (now lanes of band batch)
+	SubjectChatJob   = "fleet.jobs.v1.chat"        // new chat jobs: lanes below it (lanes.go); itself the family consumer's
 	SubjectExpand    = "fleet.jobs.v1.expand"      // a batch to turn into jobs
 	SubjectResearch  = "fleet.jobs.v1.research"    // a research run's next step
-	SubjectResume    = "fleet.chat.v1.resume"      // finished server-tool calls: lanes below it; itself an earlier release's
-	subjectSearch    = "fleet.search.v1."          // + engine id (an earlier release's), + "." + band + "." + tenant (lanes)
+	SubjectResume    = "fleet.chat.v1.resume"      // finished server-tool calls: lanes below it; itself the family consumer's
+	subjectSearch    = "fleet.search.v1."          // + engine id (the family consumer's), + "." + band + "." + tenant (lanes)
 	SubjectFetch     = "fleet.fetch.v1.pages"      // web_fetch calls (one subject: no engines)
 	subjectEvents    = "fleet.events.v2."          // + job id + "." + event type, or ".end"
 	SubjectWebhook   = "fleet.webhooks.v1.deliver" // callback deliveries
@@ -44,7 +43,6 @@ const (
 // Durable consumer names.
 const (
 	ConsumerChat     = "chatworker"
-	ConsumerBatch    = "chatworker-batch"
 	ConsumerResume   = "chatworker-resume"
 	ConsumerWebhooks = "webhooks"
 	ConsumerExpand   = "batch-expander"
@@ -163,7 +161,7 @@ func Streams(l Limits) []jetstream.StreamConfig {
 	}
 	return []jetstream.StreamConfig{
 		workQueue(StreamJobs, "new chat jobs (one lane per band and tenant, batch lines per batch), batches to expand and research runs' steps",
-			SubjectChatJob, SubjectBatchJob, SubjectExpand, SubjectResearch, prefixJobLanes+subjectLanesAll),
+			SubjectChatJob, SubjectExpand, SubjectResearch, prefixJobLanes+subjectLanesAll),
 		workQueue(StreamChat, "finished server-tool calls to fold back into their chains (one lane per band and tenant)",
 			SubjectResume, prefixResumeLanes+subjectLanesAll),
 		workQueue(StreamSearch, "web_search calls, one subject per engine and lanes per band and tenant below it, and web_fetch calls",
@@ -220,7 +218,6 @@ type Timing struct {
 // held-back ones stay pending (MaxAckPending far above the delivery pool).
 var DefaultTiming = map[string]Timing{
 	ConsumerChat:     {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 4096},
-	ConsumerBatch:    {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 64},
 	ConsumerResume:   {AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 4096},
 	ConsumerWebhooks: {AckWait: 30 * time.Second, MaxDeliver: -1, MaxAckPending: 16384},
 	ConsumerExpand:   {AckWait: 30 * time.Second, MaxDeliver: 10, MaxAckPending: 16},
@@ -247,12 +244,6 @@ func consumer(stream, name, filter, desc string, t Timing) ConsumerSpec {
 // ChatConsumer reads interactive chat jobs.
 func ChatConsumer(t Timing) ConsumerSpec {
 	return consumer(StreamJobs, ConsumerChat, SubjectChatJob, "chat workers: interactive jobs", t)
-}
-
-// BatchConsumer reads batch chat jobs, with a lower in-flight limit so a large batch
-// never starves interactive requests.
-func BatchConsumer(t Timing) ConsumerSpec {
-	return consumer(StreamJobs, ConsumerBatch, SubjectBatchJob, "chat workers: batch jobs (lower max-ack-pending)", t)
 }
 
 // ResumeConsumer reads finished server-tool calls.

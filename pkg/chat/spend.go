@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -131,7 +132,7 @@ func (w *Worker) reserveTurn(ctx context.Context, v *view, h int, size int, nati
 	if w.Metrics != nil {
 		w.Metrics.BudgetExhausted.WithLabelValues(v.job.Tenant, ex.Budget).Inc()
 	}
-	msg := fmt.Sprintf("The %s cannot pay for the model's next turn (up to $%s); no model call was made.", ex.Describe(), strconv.FormatFloat(roundUSD(usd), 'f', -1, 64))
+	msg := fmt.Sprintf("The %s cannot pay for the model's next turn (up to $%s); no model call was made.", ex.Describe(), strconv.FormatFloat(spend.Round(usd), 'f', -1, 64))
 	if !ex.Reset.IsZero() {
 		msg += " It resets at " + ex.Reset.Format(time.RFC3339) + "."
 	}
@@ -156,7 +157,7 @@ func (w *Worker) turnSpend(v *view, h int) (usd float64, searches int) {
 	usd = w.turnCost(v, h)
 	t, _ := v.turn(h)
 	if n := native(t); n != nil {
-		usd, searches = roundUSD(usd+n.CostUSD), n.Requests
+		usd, searches = spend.Round(usd+n.CostUSD), n.Requests
 	}
 	return usd, searches
 }
@@ -211,10 +212,7 @@ func (w *Worker) jobSpend(ctx context.Context, v *view, h int, su engines.Usage)
 			w.recordTurn(ctx, v, hop[c])
 		}
 	}
-	u.ModelCostUSD = roundUSD(u.ModelCostUSD)
-	u.CostUSD = roundUSD(u.SearchCostUSD + u.ModelCostUSD)
+	u.ModelCostUSD = spend.Round(u.ModelCostUSD)
+	u.CostUSD = spend.Round(u.SearchCostUSD + u.ModelCostUSD)
 	return u
 }
-
-// roundUSD rounds to the micro-dollar the ledgers count in (no float noise).
-func roundUSD(v float64) float64 { return float64(int64(v*1e6+0.5)) / 1e6 }

@@ -90,7 +90,7 @@ func (r *queueReader) ReadQueues(ctx context.Context) metrics.Queues {
 	}
 	for queue, subjects := range map[string][]string{
 		"chat":  {bus.SubjectChatJob, bus.SubjectJobsOf(bus.BandSync), bus.SubjectJobsOf(bus.BandAsync)},
-		"batch": {bus.SubjectBatchJob, bus.SubjectJobsOf(bus.BandBatch)},
+		"batch": {bus.SubjectJobsOf(bus.BandBatch)},
 	} {
 		for _, subject := range subjects {
 			at, ok, err := p.bus.OldestMessage(ctx, bus.StreamJobs, subject)

@@ -18,7 +18,7 @@ type Recorder interface {
 }
 
 // Submit records a new job and publishes msg, the message that starts it, on subject
-// (a bus.ChatJob on bus.SubjectChatJob or bus.SubjectBatchJob; a direct search's
+// (a bus.ChatJob on its lane, bus.SubjectJob; a direct search's
 // request on its engine's subject): the queued event first on this connection, so it precedes the
 // job's other events in the stream, then the job. A job already recorded (a replayed
 // submission: the same Idempotency-Key, a batch line expanded again) is published

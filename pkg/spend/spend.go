@@ -47,13 +47,13 @@ func (p Pricing) Validate() error {
 // Cost prices one model turn of in prompt and out completion tokens, rounded to the
 // micro-dollar the ledgers count in.
 func (p Pricing) Cost(in, out int) float64 {
-	return fromMicros(toMicros((float64(in)*p.InputPerMTokUSD + float64(out)*p.OutputPerMTokUSD) / 1e6))
+	return USD(Micros((float64(in)*p.InputPerMTokUSD + float64(out)*p.OutputPerMTokUSD) / 1e6))
 }
 
 // CheckCap validates a client's spending cap (max_cost_usd): a positive, finite
 // number of dollars.
 func CheckCap(usd float64) error {
-	if usd <= 0 || math.IsNaN(usd) || math.IsInf(usd, 0) || toMicros(usd) < 1 {
+	if usd <= 0 || math.IsNaN(usd) || math.IsInf(usd, 0) || Micros(usd) < 1 {
 		return errors.New("must be a positive number of US dollars")
 	}
 	return nil
@@ -154,11 +154,11 @@ type Spend struct {
 func (b Budget) Check(sp Spend, now time.Time) *Exhausted {
 	day, month := PeriodEnds(now)
 	switch {
-	case b.USDPerDay > 0 && toMicros(sp.DayUSD) >= toMicros(b.USDPerDay):
+	case b.USDPerDay > 0 && Micros(sp.DayUSD) >= Micros(b.USDPerDay):
 		return &Exhausted{Budget: BudgetUSDDay, Limit: b.USDPerDay, Reset: day}
 	case b.SearchesPerDay > 0 && sp.DaySearches >= b.SearchesPerDay:
 		return &Exhausted{Budget: BudgetSearchesDay, Limit: float64(b.SearchesPerDay), Reset: day}
-	case b.USDPerMonth > 0 && toMicros(sp.MonthUSD) >= toMicros(b.USDPerMonth):
+	case b.USDPerMonth > 0 && Micros(sp.MonthUSD) >= Micros(b.USDPerMonth):
 		return &Exhausted{Budget: BudgetUSDMonth, Limit: b.USDPerMonth, Reset: month}
 	case b.SearchesPerMonth > 0 && sp.MonthSearches >= b.SearchesPerMonth:
 		return &Exhausted{Budget: BudgetSearchesMonth, Limit: float64(b.SearchesPerMonth), Reset: month}
@@ -173,7 +173,12 @@ func PeriodEnds(t time.Time) (day, month time.Time) {
 	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
 }
 
-// Amounts are compared in integer micro-dollars, as the ledgers count them.
-func toMicros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
+// Micros is usd in the integer micro-dollars the ledgers count in, so limits compare
+// exactly.
+func Micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
 
-func fromMicros(n int64) float64 { return float64(n) / 1e6 }
+// USD is n micro-dollars in dollars.
+func USD(n int64) float64 { return float64(n) / 1e6 }
+
+// Round rounds usd to the micro-dollar (no float noise).
+func Round(usd float64) float64 { return USD(Micros(usd)) }

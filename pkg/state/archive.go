@@ -89,7 +89,7 @@ func summaryFields(b []byte) []any {
 }
 
 // summaryOf joins the summary kept in the job hash m (summaryFields): "" when there
-// is none (a job trimmed by an earlier release, or not archived).
+// is none (a job not archived).
 func summaryOf(m map[string]string) string {
 	var b strings.Builder
 	for i := 0; ; i++ {
@@ -381,10 +381,10 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
 	}
-	// The stored response is JSON SaveResponse encoded. A job created with none says
-	// so ("resp" "0"): it is not looked up.
+	// The stored response is JSON SaveResponse encoded; it is looked up only for a job
+	// created with one ("resp" "1").
 	var resp []byte
-	if jm[fieldStoredResponse] != "0" {
+	if jm[fieldStoredResponse] == "1" {
 		b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return 0, fmt.Errorf("state: reading job %s's stored response to archive it: %w", id, err)

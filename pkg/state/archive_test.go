@@ -544,7 +544,7 @@ func TestArchiveCountsModelSpendOnce(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now()
 			j := runJob(t, e.s, "job_s", 1<<10)
-			if _, err := e.s.Ledger.RecordCall(ctx, "job_s", "t0", "job_s:0@model", 0.25, now); err != nil {
+			if _, err := e.s.Ledger.SettleTurn(ctx, "job_s", "t0", "job_s:0@model", 0.25, 0, now); err != nil {
 				t.Fatal(err)
 			}
 			// No ledger: its usage's cost_usd (0.01) is counted.
@@ -619,23 +619,18 @@ func TestArchiveEndedArchivesTheFinishersRead(t *testing.T) {
 }
 
 // A job says whether it has a stored response: one without is archived without
-// looking one up, and one an earlier release created (no note) has its response
-// looked up and archived.
-func TestArchiveLooksUpAStoredResponseOnlyWhenThereMayBeOne(t *testing.T) {
+// looking one up.
+func TestArchiveLooksUpAStoredResponseOnlyWhenThereIsOne(t *testing.T) {
 	t.Parallel()
 	e := newArchiveEnv(t)
 	ctx := context.Background()
 	for _, c := range []struct {
-		id     string
-		flag   bool
-		unnote bool // as an earlier release created it
-		want   bool
-	}{{"job_flag", true, false, true}, {"job_none", false, false, false}, {"job_earlier", false, true, true}} {
+		id   string
+		flag bool
+		want bool
+	}{{"job_flag", true, true}, {"job_none", false, false}} {
 		if err := e.s.Jobs.CreateJob(ctx, &state.Job{ID: c.id, Tenant: "t0", Kind: "chat", HasStoredResponse: c.flag}); err != nil {
 			t.Fatal(err)
-		}
-		if c.unnote {
-			e.rdb.HDel(ctx, e.s.K.Job(c.id), "resp")
 		}
 		// A response saved against a job that says it has none (never so in the
 		// fleet) shows that none is looked up.

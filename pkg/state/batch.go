@@ -279,7 +279,7 @@ func (s *Batches) FinishBatch(ctx context.Context, id, status string, end BatchE
 		}
 		argv = append(argv, "errors", errs)
 	}
-	n, err := finishBatch.Run(ctx, s.r, []string{s.K.Batch(id), s.K.BatchDone(id), s.K.BatchIDs(id), s.K.BatchSearchRecord(id)}, argv...).Int()
+	n, err := finishBatch.Run(ctx, s.r, []string{s.K.Batch(id), s.K.BatchDone(id), s.K.BatchIDs(id), s.K.batchSearchRecord(id)}, argv...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: finishing batch %s: %w", id, err)
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Reservation is what one call holds against its tenant's day and month until it
@@ -38,7 +39,7 @@ var settleSpend = script("settle_spend")
 // gets its reservation back without reserving again.
 func (s *Ledger) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
 	sp := s.spendArgs(tenant, b, now)
-	argv := append([]any{call, toMicros(usd)}, sp.argv...)
+	argv := append([]any{call, spend.Micros(usd)}, sp.argv...)
 	v, err := reserveSpend.Run(ctx, s.r, sp.keys, argv...).Text()
 	if err != nil {
 		return nil, nil, fmt.Errorf("state: reserving spend: %w", err)
@@ -66,7 +67,7 @@ func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	mu, mn := limitArgs(b.USDPerMonth, b.SearchesPerMonth)
 	dayTTL, monthTTL := periodTTLs(now)
 	return spendCall{
-		keys: []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month)},
+		keys: []string{s.K.spendDay(tenant, day), s.K.spendMonth(tenant, month)},
 		argv: []any{du, dn, mu, mn, dayTTL, monthTTL},
 		day:  day, month: month, dayEnd: dayEnd, monthEnd: monthEnd,
 	}
@@ -93,8 +94,8 @@ func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservatio
 // SettleSpend sets what r's call really cost: usd over searches searches (0 and 0
 // release a call that was not billed). Settling twice to the same cost is harmless.
 func (s *Ledger) SettleSpend(ctx context.Context, r *Reservation, usd float64, searches int) error {
-	keys := []string{s.K.SpendDay(r.Tenant, r.Day), s.K.SpendMonth(r.Tenant, r.Month), s.K.SpendCalls(r.Tenant, r.Day)}
-	if err := settleSpend.Run(ctx, s.r, keys, r.Call, toMicros(usd), searches).Err(); err != nil {
+	keys := []string{s.K.spendDay(r.Tenant, r.Day), s.K.spendMonth(r.Tenant, r.Month), s.K.spendCalls(r.Tenant, r.Day)}
+	if err := settleSpend.Run(ctx, s.r, keys, r.Call, spend.Micros(usd), searches).Err(); err != nil {
 		return fmt.Errorf("state: settling spend: %w", err)
 	}
 	return nil
@@ -105,8 +106,8 @@ func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (Spe
 	day, month := periods(now)
 	var dc, mc *redis.SliceCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
-		dc = p.HMGet(ctx, s.K.SpendDay(tenant, day), "usd", "n")
-		mc = p.HMGet(ctx, s.K.SpendMonth(tenant, month), "usd", "n")
+		dc = p.HMGet(ctx, s.K.spendDay(tenant, day), "usd", "n")
+		mc = p.HMGet(ctx, s.K.spendMonth(tenant, month), "usd", "n")
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Spend{}, fmt.Errorf("state: reading spend: %w", err)
@@ -118,10 +119,10 @@ func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (Spe
 	}
 	sp := Spend{Day: day, Month: month}
 	if v := dc.Val(); len(v) == 2 {
-		sp.DayUSD, sp.DaySearches = fromMicros(num(v[0])), num(v[1])
+		sp.DayUSD, sp.DaySearches = spend.USD(num(v[0])), num(v[1])
 	}
 	if v := mc.Val(); len(v) == 2 {
-		sp.MonthUSD, sp.MonthSearches = fromMicros(num(v[0])), num(v[1])
+		sp.MonthUSD, sp.MonthSearches = spend.USD(num(v[0])), num(v[1])
 	}
 	return sp, nil
 }
@@ -142,8 +143,3 @@ func periods(t time.Time) (day, month string) {
 	t = t.UTC()
 	return t.Format("20060102"), t.Format("200601")
 }
-
-// Amounts are kept in integer micro-dollars, so limits compare exactly.
-func toMicros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
-
-func fromMicros(n int64) float64 { return float64(n) / 1e6 }

@@ -149,7 +149,7 @@ func (s *core) save(ctx context.Context, id, outcomeField string, outcome []byte
 	return s.pipelined(ctx, func(p redis.Pipeliner) {
 		saveOutcome.EvalSha(ctx, p, []string{s.K.Job(id)}, outcomeField, outcome, recField, result, counted[0], counted[1])
 		if batch != "" {
-			k := s.K.BatchSearchRecord(batch)
+			k := s.K.batchSearchRecord(batch)
 			p.HSetNX(ctx, k, rec.Addr, result)
 			p.PExpire(ctx, k, s.Retention)
 		}
@@ -196,7 +196,7 @@ func (s *Searches) RecordedSearch(ctx context.Context, jobID, batchID string, ad
 	_, err = s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cmds = append(cmds, p.HMGet(ctx, s.K.Job(jobID), fields...))
 		if batchID != "" {
-			cmds = append(cmds, p.HMGet(ctx, s.K.BatchSearchRecord(batchID), addrs...))
+			cmds = append(cmds, p.HMGet(ctx, s.K.batchSearchRecord(batchID), addrs...))
 		}
 		return nil
 	})

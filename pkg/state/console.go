@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // What the web console reads besides the job and batch records: a tenant's recent
@@ -132,7 +134,7 @@ var countSpend = script("count_spend")
 // most once: its record is marked first (with the ledger read in the same script),
 // so a crash between the two writes loses that job's count rather than counting it
 // twice. The tenant's budget ledgers, which refuse work, are kept apart and exactly
-// (RecordCall, SettleCall). With an archive, ArchiveJob counts the job instead, when
+// (SettleTurn, SettleCall). With an archive, ArchiveJob counts the job instead, when
 // it trims the record (a step that happens once, and reads the ledger as it drops
 // it): on a single Redis in the trim's own script, exactly once; across a cluster's
 // slots right after it, at most once. This hook then does nothing.
@@ -177,7 +179,7 @@ func (s *core) modelSpendOf(j *Job) modelSpend {
 	return modelSpend{
 		key: s.K.ModelSpendDay(j.Tenant, day),
 		usd: "usd:" + model, jobs: "jobs:" + model, searchesField: "searches:" + model,
-		searches: int64(u.Searches), usageMicros: toMicros(u.CostUSD),
+		searches: int64(u.Searches), usageMicros: spend.Micros(u.CostUSD),
 	}
 }
 
@@ -283,7 +285,7 @@ func (s *Ledger) ModelSpend(ctx context.Context, tenant string, days int, now ti
 			}
 			switch kind {
 			case "usd":
-				m.USD = fromMicros(n)
+				m.USD = spend.USD(n)
 			case "jobs":
 				m.Jobs = n
 			case "searches":

@@ -136,7 +136,7 @@ func TestModelSpend(t *testing.T) {
 	}
 	// A failed job has no usage, but its ledger holds what its searches cost.
 	create("job_5", "acme", "claude", now)
-	if _, err := s.Ledger.RecordCall(ctx, "job_5", "acme", "job_5:0@model", 0.5, now); err != nil {
+	if _, err := s.Ledger.SettleTurn(ctx, "job_5", "acme", "job_5:0@model", 0.5, 0, now); err != nil {
 		t.Fatal(err)
 	}
 	jobs = append(jobs, end("job_5", "acme", "claude", state.Failed, `null`, now))

@@ -25,7 +25,7 @@ const MaxConversationItems = 2000
 // (MaxConversationItems).
 var ErrConversationFull = errors.New("state: the conversation is full")
 
-// Conversation is a conversation's record.
+// conversation is a conversation's record.
 type Conversation struct {
 	ID       string
 	Tenant   string
@@ -52,7 +52,7 @@ var addConversationItems = script("add_conversation_items")
 var deleteConversationItem = script("delete_conversation_item")
 
 func (s *Conversations) keys(id string) []string {
-	return []string{s.K.Conversation(id), s.K.conversationItems(id), s.K.conversationOrder(id)}
+	return []string{s.K.conversation(id), s.K.conversationItems(id), s.K.conversationOrder(id)}
 }
 
 // add runs addConversationItems; it returns the conversation's items and bytes after.
@@ -125,7 +125,7 @@ func (s *Conversations) SetConversationMetadata(ctx context.Context, id string, 
 // GetConversation reads a conversation's record; ErrNotFound when there is none (or
 // it expired).
 func (s *Conversations) GetConversation(ctx context.Context, id string) (*Conversation, error) {
-	m, err := s.r.HMGet(ctx, s.K.Conversation(id), "id", "tenant", "created", "metadata", "n", "bytes").Result()
+	m, err := s.r.HMGet(ctx, s.K.conversation(id), "id", "tenant", "created", "metadata", "n", "bytes").Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading conversation %s: %w", id, err)
 	}

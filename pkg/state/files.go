@@ -31,10 +31,10 @@ func (s *Files) SaveFile(ctx context.Context, f *File) error {
 		p.HSet(ctx, s.K.File(f.ID), "id", f.ID, "tenant", f.Tenant, "filename", f.Filename, "purpose", f.Purpose,
 			"bytes", f.Bytes, "created", Millis(f.Created), "expires", Millis(f.Expires))
 		p.ZAdd(ctx, s.K.TenantFiles(f.Tenant), redis.Z{Score: float64(f.Created.UnixMilli()), Member: f.ID})
-		p.HSet(ctx, s.K.TenantFileBytes(f.Tenant), f.ID, f.Bytes)
+		p.HSet(ctx, s.K.tenantFileBytes(f.Tenant), f.ID, f.Bytes)
 		if !f.Expires.IsZero() {
 			p.PExpireAt(ctx, s.K.File(f.ID), f.Expires)
-			p.ZAdd(ctx, s.K.FileExpiries(), redis.Z{Score: float64(f.Expires.UnixMilli()), Member: f.ID + "/" + f.Tenant})
+			p.ZAdd(ctx, s.K.fileExpiries(), redis.Z{Score: float64(f.Expires.UnixMilli()), Member: f.ID + "/" + f.Tenant})
 		}
 		return nil
 	})
@@ -63,8 +63,8 @@ func (s *Files) DeleteFile(ctx context.Context, f *File) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.K.File(f.ID))
 		p.ZRem(ctx, s.K.TenantFiles(f.Tenant), f.ID)
-		p.HDel(ctx, s.K.TenantFileBytes(f.Tenant), f.ID)
-		p.ZRem(ctx, s.K.FileExpiries(), f.ID+"/"+f.Tenant)
+		p.HDel(ctx, s.K.tenantFileBytes(f.Tenant), f.ID)
+		p.ZRem(ctx, s.K.fileExpiries(), f.ID+"/"+f.Tenant)
 		return nil
 	})
 	if err != nil {
@@ -76,7 +76,7 @@ func (s *Files) DeleteFile(ctx context.Context, f *File) error {
 // FileUsage is what tenant's files take: how many and their bytes (files past their
 // expiry count until the sweep deletes them).
 func (s *Files) FileUsage(ctx context.Context, tenant string) (files int, bytes int64, err error) {
-	sizes, err := s.r.HVals(ctx, s.K.TenantFileBytes(tenant)).Result()
+	sizes, err := s.r.HVals(ctx, s.K.tenantFileBytes(tenant)).Result()
 	if err != nil {
 		return 0, 0, fmt.Errorf("state: reading file usage: %w", err)
 	}
@@ -90,7 +90,7 @@ func (s *Files) FileUsage(ctx context.Context, tenant string) (files int, bytes 
 // ExpiredFiles returns up to limit files past their expiry (id and tenant only), for
 // the sweep that deletes their bytes and then their records (DeleteFile).
 func (s *Files) ExpiredFiles(ctx context.Context, limit int) ([]*File, error) {
-	members, err := s.r.ZRangeByScore(ctx, s.K.FileExpiries(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: int64(limit)}).Result()
+	members, err := s.r.ZRangeByScore(ctx, s.K.fileExpiries(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: int64(limit)}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: listing expired files: %w", err)
 	}

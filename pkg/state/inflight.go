@@ -39,7 +39,7 @@ var claimInflight = script("claim_inflight") // lua/claim_inflight.lua
 // of paying. prev (Inflight.Holder; "" none) is a holder whose outcome turned out to be no use
 // (a failed search, a job gone): its claim is taken over.
 func (s *Searches) ClaimInflight(ctx context.Context, tenant, engine, queryHash, job string, h int, call string, ttl time.Duration, prev string) (Inflight, error) {
-	key, owner := s.K.SearchInflight(tenant, engine, queryHash), inflightOwner(job, h, call)
+	key, owner := s.K.searchInflight(tenant, engine, queryHash), inflightOwner(job, h, call)
 	if prev == "" {
 		ok, err := s.r.SetNX(ctx, key, owner, ttl).Result()
 		if err != nil {
@@ -69,7 +69,7 @@ func (s *Searches) ClaimInflight(ctx context.Context, tenant, engine, queryHash,
 // ReleaseInflight frees the call's claim of a search, its outcome stored, so the
 // identical searches waiting on it read it (or run their own) at once.
 func (s *Searches) ReleaseInflight(ctx context.Context, tenant, engine, queryHash, job string, h int, call string) error {
-	return s.release(ctx, s.K.SearchInflight(tenant, engine, queryHash), inflightOwner(job, h, call))
+	return s.release(ctx, s.K.searchInflight(tenant, engine, queryHash), inflightOwner(job, h, call))
 }
 
 // CallOutcome reads a call's stored outcome (nil while it has none; as

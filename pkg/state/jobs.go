@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -172,8 +170,7 @@ var jobFields = []string{"id", "tenant", "kind", "model", "status", "request", "
 	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "parent", "error", fieldCold, fieldStoredResponse, "otel_trace"}
 
 // fieldStoredResponse is the job hash field that says whether the job has a stored
-// response (Keys.StoredResponse): "1" or "0", written when the job is created; a job
-// an earlier release created has none, and its archiving looks the response up.
+// response (Keys.StoredResponse): "1" or "0", written when the job is created.
 const fieldStoredResponse = "resp"
 
 func jobFromHash(m map[string]string) *Job {
@@ -222,18 +219,8 @@ var setIfLive = script("update_live_job")
 type FirstWrite []byte
 
 // TurnField names hop h's stored model answer among a job's fields (for a
-// FirstWrite); HopOfTurnField reads the hop back.
+// FirstWrite).
 func TurnField(h int) string { return hopField(prefixTurn, h) }
-
-// HopOfTurnField is the hop a TurnField names.
-func HopOfTurnField(f string) (int, bool) {
-	rest, ok := strings.CutPrefix(f, prefixTurn+":")
-	if !ok {
-		return 0, false
-	}
-	h, err := strconv.Atoi(rest)
-	return h, err == nil
-}
 
 // ErrAnswerStood means a FirstWrite field of a job that has not ended held another
 // value (another worker's answer to the hop): nothing was written.

@@ -55,8 +55,8 @@ func (k Keys) Lease(id string, hop int) string {
 	return k.prefix + ":{" + id + "}:lease:" + strconv.Itoa(hop)
 }
 
-// SearchLease is the claim of the worker currently running one search.
-func (k Keys) SearchLease(id string, hop int, call string) string {
+// searchLease is the claim of the worker currently running one search.
+func (k Keys) searchLease(id string, hop int, call string) string {
 	return k.prefix + ":{" + id + "}:sl:" + strconv.Itoa(hop) + ":" + call
 }
 
@@ -84,18 +84,18 @@ func (k Keys) idempotency(tenant, key string) string {
 // rateLimit is the limiter state of one engine.
 func (k Keys) rateLimit(engine string) string { return k.prefix + ":rl:{" + engine + "}" }
 
-// SearchCache is a tenant's cached result of one engine for one normalized query.
+// searchCache is a tenant's cached result of one engine for one normalized query.
 // The cache is per tenant: a hit costs no search, which the answer shows
 // (searches: 0), so a cache shared across tenants would tell one tenant what another
 // searched for. queryHash is of fixed length, so no tenant id makes another's key.
-func (k Keys) SearchCache(tenant, engine, queryHash string) string {
+func (k Keys) searchCache(tenant, engine, queryHash string) string {
 	return k.prefix + ":cache:{" + engine + "}:" + tenant + ":" + queryHash
 }
 
-// SearchInflight is the claim of a tenant's search of one engine for one normalized
+// searchInflight is the claim of a tenant's search of one engine for one normalized
 // query while it runs (its result, for the identical searches that waited, is the
 // same key with ":r"): per tenant, as the cache is.
-func (k Keys) SearchInflight(tenant, engine, queryHash string) string {
+func (k Keys) searchInflight(tenant, engine, queryHash string) string {
 	return k.prefix + ":inflight:{" + engine + "}:" + tenant + ":" + queryHash
 }
 
@@ -127,21 +127,21 @@ func (k Keys) TenantFiles(tenant string) string { return k.prefix + ":files:{" +
 // ActiveBatches is the set of batches that have not ended, for the sweeper.
 func (k Keys) ActiveBatches() string { return k.prefix + ":active-batches" }
 
-// TenantLeases is a tenant's semaphore of one kind (a sorted set of leases by expiry):
+// tenantLeases is a tenant's semaphore of one kind (a sorted set of leases by expiry):
 // its synchronous waits, open streams, unfinished jobs or unfinished batches.
-func (k Keys) TenantLeases(kind, tenant string) string {
+func (k Keys) tenantLeases(kind, tenant string) string {
 	return k.prefix + ":leases:{" + tenant + "}:" + kind
 }
 
 // tenantRate is a tenant's request rate limiter.
 func (k Keys) tenantRate(tenant string) string { return k.prefix + ":rl-tenant:{" + tenant + "}" }
 
-// TenantFileBytes maps each of a tenant's files to its size (a hash): the tenant's
+// tenantFileBytes maps each of a tenant's files to its size (a hash): the tenant's
 // storage usage.
-func (k Keys) TenantFileBytes(tenant string) string { return k.prefix + ":filebytes:{" + tenant + "}" }
+func (k Keys) tenantFileBytes(tenant string) string { return k.prefix + ":filebytes:{" + tenant + "}" }
 
-// FileExpiries is every expiring file ("<id>/<tenant>") by expiry time (a sorted set).
-func (k Keys) FileExpiries() string { return k.prefix + ":file-expiries" }
+// fileExpiries is every expiring file ("<id>/<tenant>") by expiry time (a sorted set).
+func (k Keys) fileExpiries() string { return k.prefix + ":file-expiries" }
 
 // keyCooldown is one engine API key's rest after the provider refused it (429,
 // 401/403, 402), shared by every search worker; fp is the key's fingerprint, never
@@ -150,7 +150,7 @@ func (k Keys) keyCooldown(engine, fp string) string {
 	return k.prefix + ":keyrest:{" + engine + "}:" + fp
 }
 
-// modelKeyCooldown is one main-model provider API key's rest, shaped as KeyCooldown
+// modelKeyCooldown is one main-model provider API key's rest, shaped as keyCooldown
 // but apart from the engines' ("modelkeyrest"), so a provider and an engine of one
 // name never share a rest.
 func (k Keys) modelKeyCooldown(provider, fp string) string {
@@ -161,44 +161,44 @@ func (k Keys) modelKeyCooldown(provider, fp string) string {
 // the reservation script touches one Redis Cluster slot.
 func (k Keys) budget(tenant string) string { return k.prefix + ":budget:{" + tenant + "}" }
 
-// SpendDay is a tenant's spend in one UTC day ("20261124"), a hash: "usd" in
+// spendDay is a tenant's spend in one UTC day ("20261124"), a hash: "usd" in
 // micro-dollars and "n" searches, reservations included.
-func (k Keys) SpendDay(tenant, day string) string { return k.budget(tenant) + ":d:" + day }
+func (k Keys) spendDay(tenant, day string) string { return k.budget(tenant) + ":d:" + day }
 
-// SpendMonth is a tenant's spend in one UTC month ("202611"), shaped as SpendDay.
-func (k Keys) SpendMonth(tenant, month string) string { return k.budget(tenant) + ":m:" + month }
+// spendMonth is a tenant's spend in one UTC month ("202611"), shaped as spendDay.
+func (k Keys) spendMonth(tenant, month string) string { return k.budget(tenant) + ":m:" + month }
 
-// SpendCalls maps each call reserved against a tenant's day to what it holds
+// spendCalls maps each call reserved against a tenant's day to what it holds
 // ("micros:searches"), so a redelivered search never reserves twice. The entries live
-// in the day's own hash (SpendDay) beside its counters (a call's name is never "usd"
+// in the day's own hash (spendDay) beside its counters (a call's name is never "usd"
 // or "n"): they share its lifetime, and one read and one write of it reserve a call.
-func (k Keys) SpendCalls(tenant, day string) string { return k.SpendDay(tenant, day) }
+func (k Keys) spendCalls(tenant, day string) string { return k.spendDay(tenant, day) }
 
-// BatchSpend is a batch's spend ledger (a hash): "usd" in micro-dollars (model turns
+// batchSpend is a batch's spend ledger (a hash): "usd" in micro-dollars (model turns
 // and searches of its jobs, reservations included), per paid call "r:<call>" what it
 // holds, and "cap", the batch's
 // metadata.max_cost_usd.
-func (k Keys) BatchSpend(id string) string { return k.Batch(id) + ":spend" }
+func (k Keys) batchSpend(id string) string { return k.Batch(id) + ":spend" }
 
-// BatchSearchRecord is the recorded search results of a batch's jobs by content
+// batchSearchRecord is the recorded search results of a batch's jobs by content
 // address (a hash), so an identical search across the batch is made once.
-func (k Keys) BatchSearchRecord(batchID string) string { return k.Batch(batchID) + ":rec" }
+func (k Keys) batchSearchRecord(batchID string) string { return k.Batch(batchID) + ":rec" }
 
 // StoredResponse holds what a stored Responses answer keeps of its request (its input,
 // previous turns included, and the settings it echoes), beside its job's keys.
 func (k Keys) StoredResponse(id string) string { return k.job(id, ":response") }
 
-// Conversation is a conversation's record (a hash: id, tenant, created, metadata,
+// conversation is a conversation's record (a hash: id, tenant, created, metadata,
 // item count, bytes, the next position, and a field per response that added its
 // turn). A conversation's keys share its id as hash tag, so its scripts touch one
 // slot.
-func (k Keys) Conversation(id string) string { return k.prefix + ":conv:{" + id + "}" }
+func (k Keys) conversation(id string) string { return k.prefix + ":conv:{" + id + "}" }
 
 // conversationItems are a conversation's items by id (a hash of JSON).
-func (k Keys) conversationItems(id string) string { return k.Conversation(id) + ":items" }
+func (k Keys) conversationItems(id string) string { return k.conversation(id) + ":items" }
 
 // conversationOrder is a conversation's item ids by position (a sorted set).
-func (k Keys) conversationOrder(id string) string { return k.Conversation(id) + ":order" }
+func (k Keys) conversationOrder(id string) string { return k.conversation(id) + ":order" }
 
 // responseConversation names the conversation a stored response adds its turn to.
 func (k Keys) responseConversation(id string) string { return k.job(id, ":conv") }
@@ -216,13 +216,13 @@ func (k Keys) spendPending(tenant, day string) string { return k.budget(tenant) 
 // quota script touches one Redis Cluster slot).
 func (k Keys) quota(tenant string) string { return k.prefix + ":quota:{" + tenant + "}" }
 
-// QuotaBytes is a tenant's storage ledger (a hash): "used" bytes, and per record
+// quotaBytes is a tenant's storage ledger (a hash): "used" bytes, and per record
 // ("b:<id>") the bytes it holds.
-func (k Keys) QuotaBytes(tenant string) string { return k.quota(tenant) + ":b" }
+func (k Keys) quotaBytes(tenant string) string { return k.quota(tenant) + ":b" }
 
-// QuotaExpiries is a tenant's stored records by when each expires (a sorted set, ms):
+// quotaExpiries is a tenant's stored records by when each expires (a sorted set, ms):
 // a record past its expiry is released lazily by the next quota call.
-func (k Keys) QuotaExpiries(tenant string) string { return k.quota(tenant) + ":x" }
+func (k Keys) quotaExpiries(tenant string) string { return k.quota(tenant) + ":x" }
 
 // TenantJobs is a tenant's recent jobs by creation time (a sorted set, ms): the jobs
 // it submitted itself, not its batches' lines, trimmed to the newest TenantJobsKept.
@@ -233,14 +233,14 @@ func (k Keys) TenantJobs(tenant string) string { return k.prefix + ":jobs:{" + t
 // a field not there counts 0).
 func (k Keys) ModelSpendDay(tenant, day string) string { return k.budget(tenant) + ":models:" + day }
 
-// Run is a research run's record (a hash): its request, status, plan, each round's
+// run is a research run's record (a hash): its request, status, plan, each round's
 // sub-questions and counts, its children's ends, its draft and result, its spend and
 // the keys of the events it appended ({id}-tagged like a job's keys).
-func (k Keys) Run(id string) string { return k.job(id, ":run") }
+func (k Keys) run(id string) string { return k.job(id, ":run") }
 
-// RunEvents is a research run's event list, in order; an event's id is its position
+// runEvents is a research run's event list, in order; an event's id is its position
 // from 1.
-func (k Keys) RunEvents(id string) string { return k.job(id, ":rev") }
+func (k Keys) runEvents(id string) string { return k.job(id, ":rev") }
 
 // RunLease is the claim of the worker currently taking a research run's step.
 func (k Keys) RunLease(id string) string { return k.job(id, ":rlease") }

@@ -10,7 +10,7 @@ func TestJobKeys(t *testing.T) {
 	for got, want := range map[string]string{
 		k.Job("j1"):                     "sf:{j1}:job",
 		k.Lease("j1", 3):                "sf:{j1}:lease:3",
-		k.SearchLease("j1", 2, "c"):     "sf:{j1}:sl:2:c",
+		k.searchLease("j1", 2, "c"):     "sf:{j1}:sl:2:c",
 		k.WebhookSecret("j1"):           "sf:{j1}:whsec",
 		k.StoredResponse("j1"):          "sf:{j1}:response",
 		k.webhookDeferrals("j1", "m-1"): "sf:{j1}:whdefer:m-1",

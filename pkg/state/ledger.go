@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // A job's own spend ledger lives in the job's hash (Keys.Job), its fields marked "$":
@@ -15,7 +17,7 @@ import (
 // the request's max_cost_usd, and per paid call "$r:<call>" what it holds (and
 // "$d:<call>", a model turn's day), so a redelivered call is never counted twice.
 // A reservation then reads the job's batch with its ledger, and the ledger needs no
-// TTL of its own. A batch's ledger (Keys.BatchSpend) is a hash of its own with the
+// TTL of its own. A batch's ledger (Keys.batchSpend) is a hash of its own with the
 // same fields unmarked.
 const ledgerMark = "$"
 
@@ -31,20 +33,11 @@ var reserveCap = script("reserve_cap")
 // fields' mark) to its real cost. (lua/settle_cap.lua)
 var settleCap = script("settle_cap")
 
-// recordCap counts a call paid without a reservation (a model turn) against a capped
-// ledger (a job's or a batch's), once: a call already counted changes nothing.
-// (lua/record_cap.lua)
-var recordCap = script("record_cap")
-
-// recordSpend counts a paid call against the tenant's day and month once, in dollars
-// only (a model turn is not a search). (lua/record_spend.lua)
-var recordSpend = script("record_spend")
-
 // setSpendCap caps a batch's ledger at usd; setting it again is harmless. ttl is the
 // ledger's lifetime.
 func (s *core) setSpendCap(ctx context.Context, ledger string, usd float64, ttl time.Duration) error {
 	_, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, ledger, "cap", toMicros(usd))
+		p.HSet(ctx, ledger, "cap", spend.Micros(usd))
 		p.PExpire(ctx, ledger, ttl)
 		return nil
 	})
@@ -68,7 +61,7 @@ func (s *core) ledgerSpend(ctx context.Context, ledger, mark string) (usd, capUS
 	num := func(x any) float64 {
 		str, _ := x.(string)
 		n, _ := strconv.ParseInt(str, 10, 64)
-		return fromMicros(n)
+		return spend.USD(n)
 	}
 	if len(v) == 2 {
 		usd, capUSD = num(v[0]), num(v[1])
@@ -100,7 +93,7 @@ type Hold struct {
 // redelivered call reserves nothing more; a refusal gives back what the earlier steps
 // reserved. It returns the hold to settle, or the budget that refused.
 func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
-	price := toMicros(usd)
+	price := spend.Micros(usd)
 	batch, known := s.batches.get(jobID)
 	v, err := reserveJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, price).Slice()
 	if err != nil {
@@ -127,10 +120,10 @@ func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budg
 	if h.Tenant != nil {
 		return h, nil, nil // StartSearch held the tenant's part too (Pay)
 	}
-	usd := fromMicros(h.price)
+	usd := spend.USD(h.price)
 	if batch := h.batch; batch != "" {
 		h.Batch, h.batch = batch, ""
-		v, err := reserveCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, h.Call, h.price, s.Retention.Milliseconds()).Slice()
+		v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, h.Call, h.price, s.Retention.Milliseconds()).Slice()
 		if err != nil {
 			s.releaseHold(ctx, h)
 			return nil, nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
@@ -158,7 +151,7 @@ func capAnswer(v []any) (answer, batch string, limit float64) {
 		answer, _ = v[0].(string)
 		batch, _ = v[1].(string)
 		n, _ := v[2].(int64)
-		limit = fromMicros(n)
+		limit = spend.USD(n)
 	}
 	return answer, batch, limit
 }
@@ -169,7 +162,7 @@ func (s *core) releaseHold(ctx context.Context, h *Hold) {
 	ctx = context.WithoutCancel(ctx)
 	settleCap.Run(ctx, s.r, []string{s.K.Job(h.JobID)}, h.Call, 0, ledgerMark)
 	if h.Batch != "" {
-		settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, 0, "")
+		settleCap.Run(ctx, s.r, []string{s.K.batchSpend(h.Batch)}, h.Call, 0, "")
 	}
 }
 
@@ -177,7 +170,7 @@ func (s *core) releaseHold(ctx context.Context, h *Hold) {
 // searches searches (0 and 0 release a call that was not billed). Settling twice to
 // the same cost is harmless.
 func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches int) error {
-	cost := toMicros(usd)
+	cost := spend.Micros(usd)
 	asHeld := cost == h.price
 	var errs []error
 	if !(asHeld && h.made.job) {
@@ -186,7 +179,7 @@ func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches 
 		}
 	}
 	if h.Batch != "" && !(asHeld && h.made.batch) {
-		if err := settleCap.Run(ctx, s.r, []string{s.K.BatchSpend(h.Batch)}, h.Call, cost, "").Err(); err != nil {
+		if err := settleCap.Run(ctx, s.r, []string{s.K.batchSpend(h.Batch)}, h.Call, cost, "").Err(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -201,36 +194,6 @@ func (s *Ledger) SettleCall(ctx context.Context, h *Hold, usd float64, searches 
 	return nil
 }
 
-// RecordCall counts a call that was paid before its price was known (a model turn)
-// in its job's and batch's ledgers and its tenant's day and month, once per call in
-// each: recording it again, after a crash part-way or from a redelivered step,
-// changes nothing. It reports whether this call was new to the tenant's ledger.
-// Nothing is refused: the call is paid already, and the next search finds the budget
-// spent.
-func (s *Ledger) RecordCall(ctx context.Context, jobID, tenant, call string, usd float64, now time.Time) (bool, error) {
-	cost := toMicros(usd)
-	ttl := s.Retention.Milliseconds()
-	v, err := recordCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, ttl, ledgerMark).Slice()
-	if err != nil {
-		return false, fmt.Errorf("state: recording a request's spend: %w", err)
-	}
-	if len(v) == 2 {
-		if batch, _ := v[1].(string); batch != "" {
-			if err := recordCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, cost, ttl, "").Err(); err != nil {
-				return false, fmt.Errorf("state: recording a batch's spend: %w", err)
-			}
-		}
-	}
-	day, month := periods(now)
-	dayTTL, monthTTL := periodTTLs(now)
-	keys := []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, month), s.K.SpendCalls(tenant, day)}
-	n, err := recordSpend.Run(ctx, s.r, keys, call, cost, dayTTL, monthTTL).Int()
-	if err != nil {
-		return false, fmt.Errorf("state: recording spend: %w", err)
-	}
-	return n == 1, nil
-}
-
 // UnrecordedCalls returns those of calls the tenant's ledger of the day has not
 // counted, or holds only as a reservation not yet settled (ReserveTurn), in one read:
 // a job's completion settles only those, not every turn again.
@@ -239,7 +202,7 @@ func (s *Ledger) UnrecordedCalls(ctx context.Context, tenant string, calls []str
 		return nil, nil
 	}
 	day, _ := periods(now)
-	got, err := s.r.HMGet(ctx, s.K.SpendCalls(tenant, day), calls...).Result()
+	got, err := s.r.HMGet(ctx, s.K.spendCalls(tenant, day), calls...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading recorded calls: %w", err)
 	}
@@ -254,7 +217,7 @@ func (s *Ledger) UnrecordedCalls(ctx context.Context, tenant string, calls []str
 
 // SetRequestCap caps a job's spend at the request's max_cost_usd.
 func (s *Ledger) SetRequestCap(ctx context.Context, jobID string, usd float64) error {
-	if err := setJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, toMicros(usd)).Err(); err != nil {
+	if err := setJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, spend.Micros(usd)).Err(); err != nil {
 		return fmt.Errorf("state: setting a spending cap: %w", err)
 	}
 	return nil
@@ -268,10 +231,10 @@ func (s *Ledger) RequestSpend(ctx context.Context, jobID string) (usd, capUSD fl
 
 // SetBatchCap caps a batch's spend across all its jobs; ttl is the batch record's.
 func (s *Ledger) SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error {
-	return s.setSpendCap(ctx, s.K.BatchSpend(batchID), usd, ttl)
+	return s.setSpendCap(ctx, s.K.batchSpend(batchID), usd, ttl)
 }
 
 // BatchSpendOf reads what a batch's jobs have spent and its cap (0: none).
 func (s *Ledger) BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error) {
-	return s.ledgerSpend(ctx, s.K.BatchSpend(batchID), "")
+	return s.ledgerSpend(ctx, s.K.batchSpend(batchID), "")
 }

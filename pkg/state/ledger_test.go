@@ -128,7 +128,7 @@ func TestBatchCapSpansJobs(t *testing.T) {
 
 // A model turn is counted once in each ledger however often it is recorded (a
 // redelivered step, the completion sweep), in dollars, never as a search.
-func TestRecordCallOnce(t *testing.T) {
+func TestSettleUnreservedTurnOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
@@ -140,7 +140,7 @@ func TestRecordCallOnce(t *testing.T) {
 	fresh := 0
 	for range 8 {
 		wg.Go(func() {
-			ok, err := s.Ledger.RecordCall(ctx, "m1", "acme", "m1:0@model", 0.0042, time.Now())
+			ok, err := s.Ledger.SettleTurn(ctx, "m1", "acme", "m1:0@model", 0.0042, 0, time.Now())
 			if err != nil {
 				t.Error(err)
 			}

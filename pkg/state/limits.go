@@ -34,7 +34,7 @@ func (s *Leases) AcquireLease(ctx context.Context, kind, tenant, id string, limi
 	if limit <= 0 {
 		return true, nil
 	}
-	n, err := acquire.Run(ctx, s.r, []string{s.K.TenantLeases(kind, tenant)}, id, limit, ttl.Milliseconds(), time.Now().UnixMilli()).Int()
+	n, err := acquire.Run(ctx, s.r, []string{s.K.tenantLeases(kind, tenant)}, id, limit, ttl.Milliseconds(), time.Now().UnixMilli()).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: taking a %s lease: %w", kind, err)
 	}
@@ -43,7 +43,7 @@ func (s *Leases) AcquireLease(ctx context.Context, kind, tenant, id string, limi
 
 // ReleaseLease gives tenant's lease id of kind back (a lease not held is no error).
 func (s *Leases) ReleaseLease(ctx context.Context, kind, tenant, id string) error {
-	if err := s.r.ZRem(ctx, s.K.TenantLeases(kind, tenant), id).Err(); err != nil {
+	if err := s.r.ZRem(ctx, s.K.tenantLeases(kind, tenant), id).Err(); err != nil {
 		return fmt.Errorf("state: releasing a %s lease: %w", kind, err)
 	}
 	return nil
@@ -52,7 +52,7 @@ func (s *Leases) ReleaseLease(ctx context.Context, kind, tenant, id string) erro
 // LeasesHeld counts tenant's live leases of kind.
 func (s *Leases) LeasesHeld(ctx context.Context, kind, tenant string) (int, error) {
 	now := time.Now().UnixMilli()
-	n, err := s.r.ZCount(ctx, s.K.TenantLeases(kind, tenant), fmt.Sprint(now), "+inf").Result()
+	n, err := s.r.ZCount(ctx, s.K.tenantLeases(kind, tenant), fmt.Sprint(now), "+inf").Result()
 	if err != nil {
 		return 0, fmt.Errorf("state: counting %s leases: %w", kind, err)
 	}
@@ -69,7 +69,7 @@ func (s *Leases) AllowTenant(ctx context.Context, tenant string, perSecond float
 // LeaseIDs lists tenant's live leases of kind (the job ids of its unfinished jobs,
 // for LeaseJobs).
 func (s *Leases) LeaseIDs(ctx context.Context, kind, tenant string) ([]string, error) {
-	ids, err := s.r.ZRangeByScore(ctx, s.K.TenantLeases(kind, tenant), &redis.ZRangeBy{Min: fmt.Sprint(time.Now().UnixMilli()), Max: "+inf"}).Result()
+	ids, err := s.r.ZRangeByScore(ctx, s.K.tenantLeases(kind, tenant), &redis.ZRangeBy{Min: fmt.Sprint(time.Now().UnixMilli()), Max: "+inf"}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: listing %s leases: %w", kind, err)
 	}

@@ -11,12 +11,12 @@ import (
 // KeepSearch keeps owner's lease of call (hop h of job id) alive until the returned
 // function is called; with drop set, that also frees the lease (see KeepAlive).
 func (s *Searches) KeepSearch(id string, h int, call, owner string, ttl time.Duration) func(drop bool) {
-	return s.keepAlive(s.K.SearchLease(id, h, call), owner, ttl)
+	return s.keepAlive(s.K.searchLease(id, h, call), owner, ttl)
 }
 
 // ReleaseSearch frees owner's lease of call (hop h of job id) at once.
 func (s *Searches) ReleaseSearch(ctx context.Context, id string, h int, call, owner string) error {
-	return s.release(ctx, s.K.SearchLease(id, h, call), owner)
+	return s.release(ctx, s.K.searchLease(id, h, call), owner)
 }
 
 // HoldBatch takes the lease of batch id's driver for owner and keeps it alive until

@@ -84,7 +84,7 @@ func (s *Ledger) StorageOf(ctx context.Context, tenant string) (Storage, error) 
 
 // storageKeys are tenant's storage ledger and its records by expiry.
 func (s *Ledger) storageKeys(tenant string) []string {
-	return []string{s.K.QuotaBytes(tenant), s.K.QuotaExpiries(tenant)}
+	return []string{s.K.quotaBytes(tenant), s.K.quotaExpiries(tenant)}
 }
 
 // jobFootprint sums the bytes (field names and values) of a job's hashes, and the

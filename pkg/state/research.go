@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Research are the research runs (pkg/research): their records, their event lists,
@@ -33,7 +35,7 @@ func RunEnded(status string) bool {
 	return status == RunCompleted || status == RunFailed || status == RunCancelled
 }
 
-// Run is a research run as its hash holds it. pkg/research gives the JSON fields
+// run is a research run as its hash holds it. pkg/research gives the JSON fields
 // their meaning; the store keeps them as they are written.
 type Run struct {
 	ID       string
@@ -151,7 +153,7 @@ func (s *Research) CreateRun(ctx context.Context, r *Run, share string) (string,
 	}
 	fields := []any{"id", r.ID, "tenant", r.Tenant, "status", r.Status, "request", []byte(r.Request),
 		"created", Millis(r.Created), "updated", Millis(r.Updated), "deadline", Millis(r.Deadline), "agent", r.Agent, "share", r.Share}
-	n, err := createJob.Run(ctx, s.r, []string{s.K.Run(r.ID)}, append([]any{s.Retention.Milliseconds()}, fields...)...).Int()
+	n, err := createJob.Run(ctx, s.r, []string{s.K.run(r.ID)}, append([]any{s.Retention.Milliseconds()}, fields...)...).Int()
 	if err != nil {
 		return "", fmt.Errorf("state: creating a run: %w", err)
 	}
@@ -171,7 +173,7 @@ func (s *Research) CreateRun(ctx context.Context, r *Run, share string) (string,
 
 // GetRun reads a run (ErrNotFound when there is none, or it expired).
 func (s *Research) GetRun(ctx context.Context, id string) (*Run, error) {
-	m, err := s.r.HGetAll(ctx, s.K.Run(id)).Result()
+	m, err := s.r.HGetAll(ctx, s.K.run(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading a run: %w", err)
 	}
@@ -256,7 +258,7 @@ func (s *Research) UpdateRun(ctx context.Context, id string, u RunUpdate) (bool,
 		}
 		argv = append(argv, u.Fields[i], v)
 	}
-	n, err := researchUpdate.Run(ctx, s.r, []string{s.K.Run(id), s.K.RunEvents(id)}, argv...).Int()
+	n, err := researchUpdate.Run(ctx, s.r, []string{s.K.run(id), s.K.runEvents(id)}, argv...).Int()
 	if err != nil {
 		return false, fmt.Errorf("state: updating a run: %w", err)
 	}
@@ -264,7 +266,7 @@ func (s *Research) UpdateRun(ctx context.Context, id string, u RunUpdate) (bool,
 		return false, ErrAnswerStood
 	}
 	if n == 1 && RunEnded(u.Status) {
-		if share, err := s.r.HGet(ctx, s.K.Run(id), "share").Result(); err == nil && share != "" {
+		if share, err := s.r.HGet(ctx, s.K.run(id), "share").Result(); err == nil && share != "" {
 			// Only this run's share: another run may have taken it since.
 			s.r.Eval(ctx, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, []string{share}, id)
 		}
@@ -282,11 +284,11 @@ var researchChild = script("research_child")
 // and search spend (USD), its finding (kept in Run.Findings) and its events, and returns how many of the round's
 // children have ended and how many it submitted. ErrNotFound when the run is gone.
 func (s *Research) ChildEnded(ctx context.Context, runID string, round int, child, status string, modelUSD, searchUSD float64, finding []byte, events []RunEventIn) (ended, submitted int, err error) {
-	argv := []any{round, child, status, toMicros(modelUSD), toMicros(searchUSD), finding, len(events)}
+	argv := []any{round, child, status, spend.Micros(modelUSD), spend.Micros(searchUSD), finding, len(events)}
 	for _, e := range events {
 		argv = append(argv, e.Key, e.Data)
 	}
-	v, err := researchChild.Run(ctx, s.r, []string{s.K.Run(runID), s.K.RunEvents(runID)}, argv...).Int64Slice()
+	v, err := researchChild.Run(ctx, s.r, []string{s.K.run(runID), s.K.runEvents(runID)}, argv...).Int64Slice()
 	if err != nil || len(v) != 2 {
 		return 0, 0, fmt.Errorf("state: counting a child's end: %v", err)
 	}
@@ -312,9 +314,9 @@ var ErrRunBudget = errors.New("state: the run's budget is spent")
 func (s *Research) ReserveRun(ctx context.Context, runID, step string, usd, capUSD float64) error {
 	c := int64(-1)
 	if capUSD > 0 {
-		c = toMicros(capUSD)
+		c = spend.Micros(capUSD)
 	}
-	v, err := researchReserve.Run(ctx, s.r, []string{s.K.Run(runID)}, step, toMicros(usd), c).Text()
+	v, err := researchReserve.Run(ctx, s.r, []string{s.K.run(runID)}, step, spend.Micros(usd), c).Text()
 	switch {
 	case err != nil:
 		return fmt.Errorf("state: reserving a run's step: %w", err)
@@ -329,16 +331,16 @@ func (s *Research) ReserveRun(ctx context.Context, runID, step string, usd, capU
 // SettleRun counts what a paid step of a run cost (kind model, search or fetch) and
 // releases its hold, once.
 func (s *Research) SettleRun(ctx context.Context, runID, step, kind string, usd float64) error {
-	if err := researchSettle.Run(ctx, s.r, []string{s.K.Run(runID)}, step, toMicros(usd), kind).Err(); err != nil {
+	if err := researchSettle.Run(ctx, s.r, []string{s.K.run(runID)}, step, spend.Micros(usd), kind).Err(); err != nil {
 		return fmt.Errorf("state: settling a run's step: %w", err)
 	}
 	return nil
 }
 
-// RunEvents returns up to n of a run's events after the one with id after (0: from
+// runEvents returns up to n of a run's events after the one with id after (0: from
 // the first).
 func (s *Research) RunEvents(ctx context.Context, id string, after, n int) ([]RunEvent, error) {
-	v, err := s.r.LRange(ctx, s.K.RunEvents(id), int64(after), int64(after+n-1)).Result()
+	v, err := s.r.LRange(ctx, s.K.runEvents(id), int64(after), int64(after+n-1)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("state: reading a run's events: %w", err)
 	}
@@ -374,7 +376,7 @@ func (s *Research) TenantRuns(ctx context.Context, tenant, after string, limit i
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	if _, err := s.r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, s.K.Run(id))
+			cmds[i] = p.HGetAll(ctx, s.K.run(id))
 		}
 		return nil
 	}); err != nil {
@@ -394,7 +396,7 @@ func (s *Research) TenantRuns(ctx context.Context, tenant, after string, limit i
 // ClaimAgentRun stores the provider's run id of a run carried out by an agent, first
 // write wins: it returns the id that stands.
 func (s *Research) ClaimAgentRun(ctx context.Context, runID, providerID string) (string, error) {
-	k := s.K.Run(runID)
+	k := s.K.run(runID)
 	if _, err := s.r.HSetNX(ctx, k, RunFieldAgentID, providerID).Result(); err != nil {
 		return "", fmt.Errorf("state: claiming an agent run: %w", err)
 	}

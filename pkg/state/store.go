@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Status is a job's status.
@@ -437,10 +439,10 @@ var startSearch = script("start_search")
 // Pay says it can (SearchStart.Held, or SearchStart.Refused by the budget that
 // refused it).
 func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
-	keys := []string{s.K.Job(id), s.K.SearchLease(id, h, call)}
+	keys := []string{s.K.Job(id), s.K.searchLease(id, h, call)}
 	payField, price, engine := "", int64(0), ""
 	if pay != nil {
-		payField, price, engine = ledgerMark+"r:"+pay.Call, toMicros(pay.USD), pay.Engine
+		payField, price, engine = ledgerMark+"r:"+pay.Call, spend.Micros(pay.USD), pay.Engine
 	}
 	argv := []any{owner, ttl.Milliseconds(),
 		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call),
@@ -494,7 +496,7 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 		}
 	case "over":
 		c, _ := v[8].(int64)
-		st.Refused = &Exhausted{Budget: BudgetRequest, Limit: fromMicros(c)}
+		st.Refused = &Exhausted{Budget: BudgetRequest, Limit: spend.USD(c)}
 	}
 	return st, nil
 }
@@ -579,9 +581,4 @@ func (s *Leases) KeepAlive(key, owner string, ttl time.Duration) func(drop bool)
 // Release frees owner's lease at once; one held by another is left alone.
 func (s *Leases) Release(ctx context.Context, key, owner string) error {
 	return s.core.release(ctx, key, owner)
-}
-
-// TryLock takes key for owner for ttl unless someone holds it.
-func (s *Leases) TryLock(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	return s.core.tryLock(ctx, key, owner, ttl)
 }

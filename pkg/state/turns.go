@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // A model turn is reserved before the model is called, as a search is: its worst case
@@ -15,7 +17,7 @@ import (
 // to what it cost. A reservation is keyed by the turn's call name (job:hop@model), so
 // a redelivered step reserves nothing more. A reservation never settled (its worker
 // died, the call failed and the job ended) lapses after its TTL: the tenant's next
-// reservation of the day gives it back. In the tenant's day ledger (SpendCalls) a
+// reservation of the day gives it back. In the tenant's day ledger (spendCalls) a
 // reservation not yet settled is held as "micros:searches:p".
 
 // jobReserveTurnCap reserves a turn's price against the ledger in its job's hash and
@@ -44,7 +46,7 @@ var settleTurnSpend = script("settle_turn_spend")
 
 // turnKeys are the tenant's day ledger keys of day (and its month).
 func (s *core) turnKeys(tenant, day string) []string {
-	return []string{s.K.SpendDay(tenant, day), s.K.SpendMonth(tenant, day[:min(6, len(day))]), s.K.SpendCalls(tenant, day), s.K.spendPending(tenant, day)}
+	return []string{s.K.spendDay(tenant, day), s.K.spendMonth(tenant, day[:min(6, len(day))]), s.K.spendCalls(tenant, day), s.K.spendPending(tenant, day)}
 }
 
 // periodTTLs are how long a day's and a month's counters are kept (a day past each
@@ -63,7 +65,7 @@ func periodTTLs(now time.Time) (day, month int64) {
 // redelivered step) reserves nothing more. ttl is how long the reservation holds if it
 // is never settled: past it, it is given back.
 func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, b Budget, ttl time.Duration, now time.Time) (*Exhausted, error) {
-	price := toMicros(usd)
+	price := spend.Micros(usd)
 	day, _ := periods(now)
 	keep := s.Retention.Milliseconds()
 	v, err := jobReserveTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, price, keep, day).Slice()
@@ -81,11 +83,11 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 		ctx := context.WithoutCancel(ctx)
 		releaseTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, ledgerMark)
 		if batched {
-			releaseTurnCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, "")
+			releaseTurnCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, "")
 		}
 	}
 	if batch != "" {
-		v, err := reserveCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, price, keep).Slice()
+		v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, price, keep).Slice()
 		if err != nil {
 			giveBack(false)
 			return nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
@@ -129,7 +131,7 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 // reserved in (today for a turn never reserved). Settling again to the same cost
 // changes nothing. It reports whether the cost was new to the tenant's ledger.
 func (s *Ledger) SettleTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, now time.Time) (bool, error) {
-	cost := toMicros(usd)
+	cost := spend.Micros(usd)
 	today, _ := periods(now)
 	keep := s.Retention.Milliseconds()
 	v, err := settleTurnCap.Run(ctx, s.r, []string{s.K.Job(jobID), s.K.Job(jobID)}, call, cost, keep, today, ledgerMark).Slice()
@@ -139,7 +141,7 @@ func (s *Ledger) SettleTurn(ctx context.Context, jobID, tenant, call string, usd
 	day := today
 	if len(v) == 2 {
 		if batch, _ := v[0].(string); batch != "" {
-			if err := settleTurnCap.Run(ctx, s.r, []string{s.K.BatchSpend(batch)}, call, cost, keep, today, "").Err(); err != nil {
+			if err := settleTurnCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, cost, keep, today, "").Err(); err != nil {
 				return false, fmt.Errorf("state: settling a batch's spend: %w", err)
 			}
 		}
@@ -159,7 +161,7 @@ func (s *Ledger) SettleTurn(ctx context.Context, jobID, tenant, call string, usd
 func limitArgs(usd float64, n int64) (int64, int64) {
 	lu, ln := int64(-1), int64(-1)
 	if usd > 0 {
-		lu = toMicros(usd)
+		lu = spend.Micros(usd)
 	}
 	if n > 0 {
 		ln = n
@@ -167,7 +169,7 @@ func limitArgs(usd float64, n int64) (int64, int64) {
 	return lu, ln
 }
 
-// pendingValue reports whether a SpendCalls value is a turn reservation not yet
+// pendingValue reports whether a spendCalls value is a turn reservation not yet
 // settled.
 func pendingValue(v any) bool {
 	s, _ := v.(string)

@@ -1,6 +1,7 @@
 -- Counts a child job of a research run as ended, once: its status, the end of its
 -- round, its spend moved from what the run held for it to what the run spent, and
 -- its events (each once, by key).
+-- uses fn/append_events.lua
 -- KEYS[1] run      the run's hash
 -- KEYS[2] events   the run's event list
 -- ARGV[1] round    the child's round
@@ -24,13 +25,6 @@ if redis.call('HSETNX', KEYS[1], 'end:' .. ARGV[2], ARGV[3]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'spent:model', ARGV[4])
   redis.call('HINCRBY', KEYS[1], 'spent:search', ARGV[5])
   redis.call('HSET', KEYS[1], 'kid:' .. ARGV[2], ARGV[6])
-  local i = 8
-  for _ = 1, tonumber(ARGV[7]) do
-    local k = 'ev:' .. ARGV[i]
-    if redis.call('HEXISTS', KEYS[1], k) == 0 then
-      redis.call('HSET', KEYS[1], k, redis.call('RPUSH', KEYS[2], ARGV[i + 1]))
-    end
-    i = i + 2
-  end
+  appendEvents(KEYS[1], KEYS[2], ARGV, 8, tonumber(ARGV[7]))
 end
 return {tonumber(redis.call('HGET', KEYS[1], 're:' .. ARGV[1]) or '0'), tonumber(redis.call('HGET', KEYS[1], 'rs:' .. ARGV[1]) or '0')}

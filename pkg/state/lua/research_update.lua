@@ -1,5 +1,6 @@
 -- Updates a research run unless it has ended: appends its events (each once, by
 -- key), sets fields, a first-write field and its status.
+-- uses fn/append_events.lua
 -- KEYS[1] run      the run's hash
 -- KEYS[2] events   the run's event list
 -- ARGV[1] now      ms
@@ -14,14 +15,7 @@
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st or st == 'completed' or st == 'failed' or st == 'cancelled' then return 0 end
 if ARGV[3] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[3]) == 1 then return 2 end
-local i = 6
-for _ = 1, tonumber(ARGV[5]) do
-  local k = 'ev:' .. ARGV[i]
-  if redis.call('HEXISTS', KEYS[1], k) == 0 then
-    redis.call('HSET', KEYS[1], k, redis.call('RPUSH', KEYS[2], ARGV[i + 1]))
-  end
-  i = i + 2
-end
+local i = appendEvents(KEYS[1], KEYS[2], ARGV, 6, tonumber(ARGV[5]))
 if #ARGV >= i then redis.call('HSET', KEYS[1], unpack(ARGV, i)) end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
 if ARGV[2] ~= '' then

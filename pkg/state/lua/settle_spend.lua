@@ -3,7 +3,7 @@
 -- uses fn/spend_entry.lua
 -- KEYS[1] day       the tenant's day (its calls are in it)
 -- KEYS[2] month     the tenant's month
--- KEYS[3] calls     the day's calls (the day's own hash, Keys.SpendCalls)
+-- KEYS[3] calls     the day's calls (the day's own hash, Keys.spendCalls)
 -- ARGV[1] call      the call
 -- ARGV[2] cost      micro-dollars
 -- ARGV[3] searches  the searches it ran

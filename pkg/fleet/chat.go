@@ -1,0 +1,173 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/chat"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/ingress"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/provider"
+	"github.com/searchfleet/searchfleet/pkg/research"
+)
+
+// runChat starts the chat role: new jobs (interactive and batch), resumes, the chat
+// role's dead letters, the max-deliveries watch and the deadline reaper.
+func (p *process) runChat(ctx context.Context) error {
+	// Provider key cooldowns live in Redis: a key one chat worker saw refused rests
+	// for all (within cooldownFresh).
+	cool := countedCooldowns{Cooldowns: provider.Cached(p.store.Searches.ModelKeyCooldowns(), cooldownFresh), rests: p.o.Metrics.ModelKeyCooldowns}
+	models, err := modelsOf(p.o.File, p.modelHC, modelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
+	if err != nil {
+		return err
+	}
+	env := p.env
+	w := &chat.Worker{Bus: p.bus, Store: p.store.Chains, Models: models, Tools: p.tools, Classifier: p.classify,
+		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, MaxFetches: env.MaxFetches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store.Searches, Ledger: p.store.Ledger,
+		Budgets:     p.o.File.Budgets(env.DefaultBudget),
+		EvidenceKey: []byte(env.EvidenceSecret)}
+	if env.EvidenceSecret == "" {
+		p.log.Warn("FLEET_EVIDENCE_SECRET is unset: this process keys the evidence delimiters with a random secret; a fleet of several chat worker processes must set the same secret on all of them")
+	}
+	// New jobs and resumes each fill ChatConcurrency slots by the tenants' shares,
+	// bands first; batch lines hold at most BatchConcurrency of them.
+	steps := p.shares(maxSteps)
+	if err := consumeFair(ctx, p, bus.JobLanes(p.timing(bus.ConsumerChat), env.BatchConcurrency), steps, batchAdmission(env.BatchRate, w.HandleJob), env.ChatConcurrency); err != nil {
+		return err
+	}
+	if err := consumeFair(ctx, p, bus.ResumeLanes(p.timing(bus.ConsumerResume)), steps, w.HandleResume, env.ChatConcurrency); err != nil {
+		return err
+	}
+	// Research runs' steps (pkg/research): planner, fan-in, reflection, writer,
+	// verification, in the chat workers' processes.
+	agents, _, _, err := researchAgents(p.o.File)
+	if err != nil {
+		return err
+	}
+	rw := &research.Worker{Bus: p.bus, Store: p.store, Models: models, Ender: p.ender, Webhooks: p.hooks, Budgets: w.Budgets,
+		Log: p.log.With("role", "research"), ID: p.id, LeaseTTL: env.AckWait, ModelTimeout: env.ModelTimeout, Agents: agents,
+		AgentPollEvery: env.ResearchAgentPoll}
+	for _, id := range p.engines.IDs() {
+		if e, ok := p.engines.Get(id); ok {
+			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
+		}
+	}
+	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
+		return err
+	}
+	if err := p.consumeDeadLetters(ctx, bus.DeadLetterConsumer(), w.HandleDeadLetter); err != nil {
+		return err
+	}
+	stop, err := p.bus.WatchMaxDeliveries(ctx)
+	if err != nil {
+		return err
+	}
+	p.stops = append(p.stops, stop)
+	go jobs.NewReaper(p.store.Jobs, p.ender, p.id, p.log.With("role", "reaper")).Run(ctx, 2*time.Second)
+	p.log.Info("chat worker running", "models", p.o.File.ModelNames(), "concurrency", env.ChatConcurrency)
+	return nil
+}
+
+// batchAdmission paces the batch consumer's handler: at most perSecond batch jobs start
+// per second in this process (0: no limit). A job over the limit waits its turn in its
+// batch slot (its message kept alive by the consumer's heartbeats), so a batch never
+// takes more than that share of a worker, however fast its providers answer;
+// interactive jobs have their own consumer and never wait here.
+func batchAdmission(perSecond float64, h bus.Handler[bus.ChatJob]) bus.Handler[bus.ChatJob] {
+	if perSecond <= 0 {
+		return h
+	}
+	lim := rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
+	return func(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
+		if bus.BandOfSubject(d.Subject) != bus.BandBatch {
+			return h(ctx, d) // not a batch line
+		}
+		if err := lim.Wait(ctx); err != nil {
+			return err
+		}
+		return h(ctx, d)
+	}
+}
+
+// modelOptions are what models takes beside the config file and the HTTP client.
+type modelOptions struct {
+	// Cooldowns rest the provider keys refused (state.ModelKeyCooldowns, shared by
+	// every chat worker); nil remembers nothing between calls.
+	Cooldowns provider.Cooldowns
+	// Log receives the one warning per refused key; nil is slog.Default().
+	Log *slog.Logger
+}
+
+// modelsOf builds the main-model callers of the config file, with the provider keys
+// config.File.Resolve filled in: an upstream.Caller in the provider's protocol (for
+// Kimi and GLM with their own search on, their variant of the Chat codec). Each
+// provider's models share one provider.Credentials (its keys or access token), so they
+// rotate and rest together.
+func modelsOf(f *config.File, hc *http.Client, o modelOptions) (map[string]chat.Model, error) {
+	out := map[string]chat.Model{}
+	creds := map[string]*provider.Credentials{}
+	for name, m := range f.Models {
+		p := f.Providers[m.Provider]
+		cr := creds[m.Provider]
+		if cr == nil {
+			keys := p.APIKeys
+			if len(keys) == 0 {
+				keys = []string{p.APIKey}
+			}
+			cr = provider.NewCredentials(m.Provider, keys, provider.CredentialOptions{KeyEnv: p.APIKeyEnv, Token: p.Token, Cooldowns: o.Cooldowns, Log: o.Log})
+			creds[m.Provider] = cr
+		}
+		api, ok := modelAPI(f, name)
+		if !ok {
+			return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
+		}
+		protocol := p.Protocol
+		if protocol == "" {
+			protocol = upstream.ModelOpenAIChat
+		}
+		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
+			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr, Reasons: f.ReasonsUnasked(name)})}
+		if m.Pricing != nil {
+			model.Pricing = *m.Pricing
+		}
+		model.NativeSearch = f.NativeSearch(name)
+		out[name] = model
+	}
+	return out, nil
+}
+
+// modelTargets are the protocol and provider model of each client model name of the
+// config file, for the ingress's notes on reasoning settings a model cannot take and
+// its refusal of files a model cannot read.
+func modelTargets(f *config.File) map[string]ingress.ModelTarget {
+	out := map[string]ingress.ModelTarget{}
+	for name, m := range f.Models {
+		if mapi, ok := modelAPI(f, name); ok {
+			out[name] = ingress.ModelTarget{Protocol: mapi.Protocol(), Model: m.Model, API: mapi}
+		}
+	}
+	return out
+}
+
+// modelAPI is the protocol the fleet calls the model name with: the provider's, in
+// Kimi's or GLM's Chat API for a model that runs their own search.
+func modelAPI(f *config.File, name string) (wire.ModelAPI, bool) {
+	p := f.Providers[f.Models[name].Provider]
+	api, ok := upstream.ModelAPIFor(p.Protocol)
+	if ok && api == openaichat.Model && f.NativeSearch(name) {
+		api = upstream.ChatModelFor(p.Kind) // Kimi's and GLM's own search, in their Chat API
+	}
+	return api, ok
+}
