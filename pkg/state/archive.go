@@ -374,12 +374,20 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 		delete(jm, fieldIngress)
 		others = append(others, fieldIngress)
 	}
+	unstored := jm[fieldUnstored] != ""
 	if v := jm[fieldCold]; v != "" {
 		n, _ := strconv.ParseInt(v, 10, 64)
+		if unstored {
+			_, err := s.forgetAnswer(ctx, id, false)
+			return 0, err
+		}
 		return n, nil
 	}
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
+	}
+	if unstored {
+		return 0, s.trimUnstored(ctx, id, jm, others)
 	}
 	// The stored response is JSON SaveResponse encoded. A job created with none says
 	// so ("resp" "0"): it is not looked up.
