@@ -36,6 +36,10 @@ import (
 // from the stream (its per-subject counts, read every refreshEvery) and from the
 // publishes themselves (a core-NATS subscription to the family's lane subjects,
 // which wakes it when a message arrives).
+//
+// The counts are each process's own: every process reads every lane and keeps its
+// own reserve, so across N processes a tenant holds at most N shares and a flood
+// leaves a slot free in each (docs/architecture.md, Fair shares).
 
 // Share is a tenant's claim on a process's slots of one family.
 type Share struct {
