@@ -113,19 +113,26 @@ func TestFairFloodLeavesRoomForAnotherTenant(t *testing.T) {
 	publishLane(t, b, bus.BandAsync, "flood", "", 100)
 	consumeFair(t, b, 16, nil, f)
 	eventually(t, "the flood to fill its slots", func() bool { _, run := f.snapshot(); return run["flood"] == 14 })
+	ivyPassesTheFlood(t, f, b)
+	f.release("flood", 100)
+	eventually(t, "the flood to drain", func() bool { s, _ := f.snapshot(); return count(s, "flood", "") == 100 })
+}
+
+// ivyPassesTheFlood publishes ivy's 3 jobs on b while 14 of the flood's 100 are held,
+// and checks that all of ivy's run while the flood starts no more: 86 of its jobs
+// wait in the stream (the family's backlog counts its lanes'), 14 are held.
+func ivyPassesTheFlood(t *testing.T, f *floor, b *bus.Bus) {
+	t.Helper()
 	publishLane(t, b, bus.BandAsync, "ivy", "", 3)
 	eventually(t, "ivy's jobs to run", func() bool { s, _ := f.snapshot(); return count(s, "ivy", "") == 3 })
 	started, run := f.snapshot()
 	if n := count(started, "flood", ""); n != 14 || run["flood"] != 14 {
 		t.Fatalf("the flood started %d jobs (%d running) while ivy's ran; want 14 of its 100, all still held", n, run["flood"])
 	}
-	// The family's backlog counts its lanes': 86 of the flood's waiting, 14 held.
-	eventually(t, "ivy's jobs acknowledged", func() bool {
+	eventually(t, "ivy's jobs acknowledged, the flood's waiting", func() bool {
 		lag, err := b.FamilyLag(context.Background(), bus.StreamJobs, bus.ConsumerChat)
 		return err == nil && lag.Pending == 86 && lag.AckPending == 14
 	})
-	f.release("flood", 100)
-	eventually(t, "the flood to drain", func() bool { s, _ := f.snapshot(); return count(s, "flood", "") == 100 })
 }
 
 // When several tenants wait, a freed slot goes to the one furthest below its share,
@@ -301,16 +308,7 @@ func TestFairSharesAcrossProcesses(t *testing.T) {
 		t.Fatalf("the flood's jobs by process: %v, want 7 in each", byProcess)
 	}
 	mu.Unlock()
-	publishLane(t, b2, bus.BandAsync, "ivy", "", 3)
-	eventually(t, "ivy's jobs to run", func() bool { s, _ := f.snapshot(); return count(s, "ivy", "") == 3 })
-	started, run := f.snapshot()
-	if n := count(started, "flood", ""); n != 14 || run["flood"] != 14 {
-		t.Fatalf("the flood started %d jobs (%d running) while ivy's ran; want 14 of its 100, all still held", n, run["flood"])
-	}
-	eventually(t, "the flood's excess to wait in the stream", func() bool {
-		lag, err := b1.FamilyLag(context.Background(), bus.StreamJobs, bus.ConsumerChat)
-		return err == nil && lag.Pending == 86 && lag.AckPending == 14
-	})
+	ivyPassesTheFlood(t, f, b2)
 	f.release("flood", 100)
 	eventually(t, "the flood to drain", func() bool { s, _ := f.snapshot(); return count(s, "flood", "") == 100 })
 	mu.Lock()

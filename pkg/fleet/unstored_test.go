@@ -54,17 +54,24 @@ func TestStoreFalseKeepsOnlyTheSummary(t *testing.T) {
 			t.Fatalf("a store: false job's record was archived: %v", err)
 		}
 	}
+	fleettest.Eventually(t, "the tenant charged the summaries only", func() bool {
+		used, records := storageUsed(c)
+		return records == 2 && used < 4096
+	})
+}
+
+// storageUsed is the storage GET /v1/usage reports: the bytes charged and the
+// records holding them.
+func storageUsed(c batchClient) (used, records int64) {
 	var usage struct {
 		Storage struct {
 			UsedBytes int64 `json:"used_bytes"`
 			Records   int64 `json:"records"`
 		} `json:"storage"`
 	}
-	fleettest.Eventually(t, "the tenant charged the summaries only", func() bool {
-		_, body := c.do("GET", "/v1/usage", nil)
-		json.Unmarshal(body, &usage)
-		return usage.Storage.Records == 2 && usage.Storage.UsedBytes < 4096
-	})
+	_, body := c.do("GET", "/v1/usage", nil)
+	json.Unmarshal(body, &usage)
+	return usage.Storage.UsedBytes, usage.Storage.Records
 }
 
 // responseID is the id of a Responses answer: the body's, or a stream's first event's.
