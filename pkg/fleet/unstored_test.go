@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
@@ -54,9 +55,14 @@ func TestStoreFalseKeepsOnlyTheSummary(t *testing.T) {
 			t.Fatalf("a store: false job's record was archived: %v", err)
 		}
 	}
-	fleettest.Eventually(t, "the tenant charged the summaries only", func() bool {
+	fleettest.Eventually(t, "the tenant charged the summaries only, their spend counted", func() bool {
 		used, records := storageUsed(c)
-		return records == 2 && used < 4096
+		rows, err := f.Store.Ledger.ModelSpend(ctx, "default", 1, time.Now())
+		var jobs int64
+		for _, r := range rows {
+			jobs += r.Jobs
+		}
+		return records == 2 && used < 4096 && err == nil && jobs == 2
 	})
 }
 

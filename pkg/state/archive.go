@@ -386,24 +386,24 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
 	}
-	if unstored {
-		return 0, s.trimUnstored(ctx, id, jm, others)
-	}
-	// The stored response is JSON SaveResponse encoded. A job created with none says
-	// so ("resp" "0"): it is not looked up.
-	var resp []byte
-	if jm[fieldStoredResponse] != "0" {
-		b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return 0, fmt.Errorf("state: reading job %s's stored response to archive it: %w", id, err)
+	var n int64
+	if !unstored { // an unstored job archives nothing (unstored.go)
+		// The stored response is JSON SaveResponse encoded. A job created with none
+		// says so ("resp" "0"): it is not looked up.
+		var resp []byte
+		if jm[fieldStoredResponse] != "0" {
+			b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return 0, fmt.Errorf("state: reading job %s's stored response to archive it: %w", id, err)
+			}
+			resp = b
 		}
-		resp = b
+		rec := encodeCold(jm, chain, searches, resp)
+		if err := s.archive.Put(ctx, id, rec); err != nil {
+			return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
+		}
+		n = int64(len(rec))
 	}
-	rec := encodeCold(jm, chain, searches, resp)
-	if err := s.archive.Put(ctx, id, rec); err != nil {
-		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
-	}
-	n := int64(len(rec))
 	keys := []string{s.K.Job(id), s.K.StoredResponse(id)}
 	left := s.Retention
 	if c := FromMillis(jm["created"]); !c.IsZero() {
@@ -426,7 +426,11 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 	if inTrim {
 		argv = append(argv, ms.args(expire)...)
 	}
-	argv = append(argv, coldFields...)
+	if unstored {
+		argv = append(argv, unstoredColdFields...)
+	} else {
+		argv = append(argv, coldFields...)
+	}
 	for _, f := range others {
 		argv = append(argv, f) // the chain, the recorded results and the calls' state go with the cold fields
 	}
@@ -445,6 +449,10 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 		if err := s.countModelSpend(ctx, ms, v[1]); err != nil {
 			return n, err
 		}
+	}
+	if unstored {
+		_, err := s.forgetAnswer(ctx, id, false)
+		return n, err
 	}
 	return n, nil
 }

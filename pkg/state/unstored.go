@@ -3,20 +3,24 @@ package state
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // A job created with store: false (Job.Unstored) keeps nothing beyond its summary
 // once it has ended and been answered. Its end archives nothing: the trim that
-// archives other jobs drops its request, trace, chain and recorded searches at once
-// and keeps its answer (response, usage) only until the ingress that waits for it
-// has read it. The answer goes when both have happened — the trim and the answer,
-// in either order (ForgetAnswer) — so what stays for the retention period is the
-// short record with its summary (question, searches and cost, error), as listings
-// show it, about a kilobyte.
+// archives other jobs (counting its spend per model alike) drops its request, trace,
+// chain and recorded searches at once and keeps its answer (response, usage, error)
+// only until the ingress that waits for it has read it. The answer goes when both
+// have happened — the trim and the answer, in either order (ForgetAnswer) — so what
+// stays for the retention period is the short record with its summary (question,
+// searches and cost, error), as listings show it, about a kilobyte. An ingress that
+// dies before it answers leaves the answer in Redis until the record expires.
 
 // fieldUnstored is the job hash field of a job created with store: false ("1").
 const fieldUnstored = "nostore"
+
+// unstoredColdFields are the fields an unstored job's trim drops: coldFields but its
+// answer (response, usage, error), which ForgetAnswer drops once it is answered.
+var unstoredColdFields = []any{"request", "trace", "callback", "question"}
 
 // forgetAnswerScript drops an unstored job's answer once it is both trimmed and
 // answered. (lua/forget_answer.lua)
@@ -39,31 +43,4 @@ func (s *core) forgetAnswer(ctx context.Context, id string, answered bool) (bool
 		return false, fmt.Errorf("state: forgetting job %s's answer: %w", id, err)
 	}
 	return n > 0, nil
-}
-
-// trimUnstored is ArchiveJob for an ended unstored job, whose hash holds m: nothing
-// is archived; Redis keeps the short record, its summary and, until it is answered,
-// its answer.
-func (s *core) trimUnstored(ctx context.Context, id string, m map[string]string, others []string) error {
-	left := s.Retention
-	if c := FromMillis(m["created"]); !c.IsZero() {
-		left = time.Until(c.Add(s.Retention))
-	}
-	sum := summaryFields(summarize(m))
-	argv := make([]any, 0, 4+len(sum)+len(coldFields)+len(others))
-	argv = append(argv, 0, left.Milliseconds(), len(sum), 0)
-	argv = append(argv, sum...)
-	for _, f := range coldFields {
-		if f != "response" && f != "usage" {
-			argv = append(argv, f)
-		}
-	}
-	for _, f := range others {
-		argv = append(argv, f)
-	}
-	if err := trimJob.Run(ctx, s.r, []string{s.K.Job(id), s.K.StoredResponse(id)}, argv...).Err(); err != nil {
-		return fmt.Errorf("state: trimming unstored job %s: %w", id, err)
-	}
-	_, err := s.forgetAnswer(ctx, id, false)
-	return err
 }
