@@ -1,8 +1,9 @@
 // Package deploy_test checks the deployment artifacts against the code, by parsing
 // them (no Docker or Kubernetes runs here): the Dockerfile builds every command the
 // manifests run, every environment variable they set is a real setting, every
-// consumer KEDA scales on exists in pkg/bus on the stream it names, and every metric a
-// dashboard panel or an alert rule uses is one pkg/metrics registers.
+// consumer family KEDA scales on (by its backlog metrics) exists in pkg/bus on the
+// stream it names, and every metric a dashboard panel or an alert rule uses is one
+// pkg/metrics registers.
 package deploy_test
 
 import (
@@ -213,8 +214,8 @@ func TestCompose(t *testing.T) {
 
 // The Kubernetes base: each Deployment runs a built command with real settings, has
 // liveness and readiness probes on /healthz and /readyz and resource requests, and a
-// PodDisruptionBudget; each ScaledObject scales a Deployment of the base on a consumer
-// that pkg/bus defines on the stream it names.
+// PodDisruptionBudget; each ScaledObject scales a Deployment of the base on the
+// backlog metrics of a consumer family that pkg/bus defines on the stream it names.
 func TestKubernetes(t *testing.T) {
 	t.Parallel()
 	cmds, known := dockerCommands(t), settings(t)
@@ -280,7 +281,8 @@ func TestKubernetes(t *testing.T) {
 		}
 	}
 
-	// The consumers the fleet defines, by name, with their stream.
+	// The consumer families the fleet defines, by name, with their stream: a
+	// ScaledObject queries the metrics of their backlog (lanes included).
 	streamOf := map[string]string{}
 	specs := []bus.ConsumerSpec{bus.ChatConsumer(bus.Timing{}), bus.ResumeConsumer(bus.Timing{}),
 		bus.WebhookConsumer(bus.Timing{}), bus.ExpandConsumer(bus.Timing{}), bus.FinisherConsumer(bus.Timing{})}
@@ -290,6 +292,8 @@ func TestKubernetes(t *testing.T) {
 	for _, s := range specs {
 		streamOf[s.Config.Durable] = s.Stream
 	}
+	registered := metrics.New().Names()
+	family := regexp.MustCompile(`\{stream="([^"]+)",consumer="([^"]+)"\}`)
 	scaled := map[string]bool{}
 	for name, so := range byKind["ScaledObject"] {
 		target, _ := get(so, "spec", "scaleTargetRef", "name").(string)
@@ -297,21 +301,35 @@ func TestKubernetes(t *testing.T) {
 			t.Errorf("ScaledObject %s scales %q, no Deployment of the base", name, target)
 		}
 		for _, tr := range asList(get(so, "spec", "triggers")) {
-			if get(tr, "type") != "nats-jetstream" {
-				t.Errorf("ScaledObject %s: trigger %v, want nats-jetstream", name, get(tr, "type"))
+			query, _ := get(tr, "metadata", "query").(string)
+			if get(tr, "type") != "prometheus" || get(tr, "metadata", "serverAddress") == nil || get(tr, "metadata", "threshold") == nil {
+				t.Errorf("ScaledObject %s: trigger %v, want prometheus with a serverAddress, a query and a threshold", name, tr)
 				continue
 			}
-			stream, _ := get(tr, "metadata", "stream").(string)
-			consumer, _ := get(tr, "metadata", "consumer").(string)
-			if want, ok := streamOf[consumer]; !ok || want != stream {
-				t.Errorf("ScaledObject %s scales on %s/%s; pkg/bus has no such consumer on that stream", name, stream, consumer)
+			used := promQL.FindAllString(query, -1)
+			if !slices.Contains(used, "fleet_consumer_pending_messages") || !slices.Contains(used, "fleet_consumer_ack_pending_messages") {
+				t.Errorf("ScaledObject %s: %q does not add waiting and in-flight messages", name, query)
 			}
-			scaled[consumer] = true
+			for _, m := range used {
+				if _, found := slices.BinarySearch(registered, m); !found {
+					t.Errorf("ScaledObject %s uses %s, which pkg/metrics does not register", name, m)
+				}
+			}
+			sel := family.FindAllStringSubmatch(query, -1)
+			if len(sel) == 0 {
+				t.Errorf("ScaledObject %s: %q selects no stream and consumer", name, query)
+			}
+			for _, m := range sel {
+				if want, ok := streamOf[m[2]]; !ok || want != m[1] {
+					t.Errorf("ScaledObject %s scales on %s/%s; pkg/bus has no such consumer on that stream", name, m[1], m[2])
+				}
+				scaled[m[2]] = true
+			}
 		}
 	}
-	// Every engine's consumer and the chat workers' are scaled.
+	// Every engine's family and the chat workers' are scaled.
 	for _, s := range specs {
-		if (s.Stream == bus.StreamSearch || s.Config.Durable == bus.ConsumerChat) && !scaled[s.Config.Durable] {
+		if (s.Stream == bus.StreamSearch || s.Stream == bus.StreamChat || s.Config.Durable == bus.ConsumerChat) && !scaled[s.Config.Durable] {
 			t.Errorf("no ScaledObject scales on %s/%s", s.Stream, s.Config.Durable)
 		}
 	}

@@ -36,6 +36,10 @@ import (
 // from the stream (its per-subject counts, read every refreshEvery) and from the
 // publishes themselves (a core-NATS subscription to the family's lane subjects,
 // which wakes it when a message arrives).
+//
+// The counts are each process's own: every process reads every lane and keeps its
+// own reserve, so across N processes a tenant holds at most N shares and a flood
+// leaves a slot free in each (docs/architecture.md, Fair shares).
 
 // Share is a tenant's claim on a process's slots of one family.
 type Share struct {
@@ -50,16 +54,15 @@ type Shares func(tenant string) Share
 
 // FairSpec is a family of lanes.
 type FairSpec struct {
-	// Family is the family's durable consumer: it reads Legacy (the subject the family
-	// used before it had lanes), its name prefixes the lane consumers' names, and dead
-	// letters of every lane are filed under it.
+	// Family names the family: its stream, its durable name (which prefixes the lane
+	// consumers' names, and under which dead letters of every lane are filed) and the
+	// delivery settings every lane consumer takes. The family's own consumer is not
+	// made: its work is in the lanes.
 	Family ConsumerSpec
 	// Prefix is the lanes' subject prefix: Prefix.<band>.<tenant>[.<key>].
 	Prefix string
 	// Bands caps the slots a band may hold (absent or 0: all of them).
 	Bands map[string]int
-	// LegacyBand is the band the Legacy subject's messages are served in.
-	LegacyBand string
 }
 
 // Fair timing constants.
@@ -75,19 +78,19 @@ const (
 // JobLanes is the family of new chat jobs (the chatworker durable), banded sync,
 // async, batch; batch lines hold at most batchSlots of the slots.
 func JobLanes(t Timing, batchSlots int) FairSpec {
-	return FairSpec{Family: ChatConsumer(t), Prefix: prefixJobLanes, Bands: map[string]int{BandBatch: batchSlots}, LegacyBand: BandAsync}
+	return FairSpec{Family: ChatConsumer(t), Prefix: prefixJobLanes, Bands: map[string]int{BandBatch: batchSlots}}
 }
 
 // ResumeLanes is the family of finished server-tool calls (the chatworker-resume
 // durable).
 func ResumeLanes(t Timing) FairSpec {
-	return FairSpec{Family: ResumeConsumer(t), Prefix: prefixResumeLanes, LegacyBand: BandAsync}
+	return FairSpec{Family: ResumeConsumer(t), Prefix: prefixResumeLanes}
 }
 
 // SearchLanes is the family of one engine's web_search calls (the
 // searchworker-<engine> durable).
 func SearchLanes(engine string, t Timing) FairSpec {
-	return FairSpec{Family: SearchConsumer(engine, t), Prefix: SubjectSearch(engine), LegacyBand: BandAsync}
+	return FairSpec{Family: SearchConsumer(engine, t), Prefix: SubjectSearch(engine)}
 }
 
 // laneSpec is the durable consumer of one lane of family.
@@ -118,10 +121,6 @@ func ConsumeFair[T Payload](ctx context.Context, b *Bus, spec FairSpec, shares S
 	if shares == nil {
 		shares = func(string) Share { return Share{} }
 	}
-	legacy, err := b.EnsureConsumer(ctx, spec.Family)
-	if err != nil {
-		return nil, err
-	}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &fair[T]{
 		b: b, spec: spec, shares: shares, slots: o.Concurrency,
@@ -130,7 +129,6 @@ func ConsumeFair[T Payload](ctx context.Context, b *Bus, spec FairSpec, shares S
 		running: map[string]int{}, served: map[string]uint64{}, inBand: map[string]int{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
-	f.legacy = &lane{Lane: Lane{Band: spec.LegacyBand, Tenant: Token("")}, cons: legacy, legacy: true}
 	sub, err := b.nc.Subscribe(b.Subject(spec.Prefix)+subjectLanesAll, func(m *nats.Msg) {
 		if l, ok := LaneOf(spec.Prefix, b.localSubject(m.Subject)); ok {
 			f.seen(l)
@@ -153,8 +151,7 @@ func ConsumeFair[T Payload](ctx context.Context, b *Bus, spec FairSpec, shares S
 
 type lane struct {
 	Lane
-	cons   jetstream.Consumer
-	legacy bool
+	cons jetstream.Consumer
 	// served orders lanes by when they were last served (round robin).
 	served uint64
 	// dryUntil: the lane was empty when last asked; it rests until then (or until a
@@ -173,7 +170,6 @@ type fair[T Payload] struct {
 
 	mu      sync.Mutex
 	lanes   map[Lane]*lane
-	legacy  *lane
 	running map[string]int    // tenant → messages being handled
 	served  map[string]uint64 // tenant → when last served (round robin across tenants)
 	inBand  map[string]int    // band → messages being handled
@@ -267,22 +263,12 @@ func (f *fair[T]) nextDry(now time.Time) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	wait := refreshEvery
-	for _, ln := range f.all() {
+	for _, ln := range f.lanes {
 		if d := ln.dryUntil.Sub(now); d > 0 && d < wait {
 			wait = d
 		}
 	}
 	return max(wait, time.Millisecond)
-}
-
-// all is every lane, the legacy lane first (f.mu held).
-func (f *fair[T]) all() []*lane {
-	out := make([]*lane, 0, len(f.lanes)+1)
-	out = append(out, f.legacy)
-	for _, ln := range f.lanes {
-		out = append(out, ln)
-	}
-	return out
 }
 
 // refresh reads the lanes that hold messages from the stream's per-subject counts,
@@ -317,9 +303,6 @@ func (f *fair[T]) refresh(ctx context.Context) {
 			f.lanes[l] = &lane{Lane: l}
 		}
 	}
-	// The legacy lane is asked again after each refresh: its messages are an earlier
-	// release's, published without a wake.
-	f.legacy.dryUntil = time.Time{}
 	f.mu.Unlock()
 }
 
@@ -332,10 +315,9 @@ func (f *fair[T]) pick(now time.Time) (*lane, int) {
 	if free <= 0 {
 		return nil, 0
 	}
-	all := f.all()
 	// W counts the tenants running and those whose lanes are thought to hold messages.
 	weights := map[string]int{}
-	for _, ln := range all {
+	for _, ln := range f.lanes {
 		if !ln.dryUntil.After(now) {
 			weights[ln.Tenant] = f.weight(ln.Tenant)
 		}
@@ -356,7 +338,7 @@ func (f *fair[T]) pick(now time.Time) (*lane, int) {
 		if c := f.spec.Bands[band]; c > 0 && f.inBand[band] >= c {
 			continue
 		}
-		for _, ln := range all {
+		for _, ln := range f.lanes {
 			if ln.Band != band || ln.dryUntil.After(now) || f.room(ln.Tenant, f.weight(ln.Tenant), sumW, free, reserve) <= 0 {
 				continue
 			}
@@ -445,11 +427,7 @@ func (f *fair[T]) release(ln *lane, n int) {
 // each; it returns how many came.
 func (f *fair[T]) fetch(ctx context.Context, ln *lane, n int) int {
 	if ln.cons == nil {
-		spec := f.spec.Family
-		if !ln.legacy {
-			spec = f.spec.laneSpec(ln.Lane)
-		}
-		c, err := f.b.EnsureConsumer(ctx, spec)
+		c, err := f.b.EnsureConsumer(ctx, f.spec.laneSpec(ln.Lane))
 		if err != nil {
 			f.release(ln, n)
 			f.r.o.Log.Warn("fair: lane consumer", "consumer", f.w.name, "lane", ln.Band+"/"+ln.Tenant, "err", err)

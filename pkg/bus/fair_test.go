@@ -113,19 +113,26 @@ func TestFairFloodLeavesRoomForAnotherTenant(t *testing.T) {
 	publishLane(t, b, bus.BandAsync, "flood", "", 100)
 	consumeFair(t, b, 16, nil, f)
 	eventually(t, "the flood to fill its slots", func() bool { _, run := f.snapshot(); return run["flood"] == 14 })
+	ivyPassesTheFlood(t, f, b)
+	f.release("flood", 100)
+	eventually(t, "the flood to drain", func() bool { s, _ := f.snapshot(); return count(s, "flood", "") == 100 })
+}
+
+// ivyPassesTheFlood publishes ivy's 3 jobs on b while 14 of the flood's 100 are held,
+// and checks that all of ivy's run while the flood starts no more: 86 of its jobs
+// wait in the stream (the family's backlog counts its lanes'), 14 are held.
+func ivyPassesTheFlood(t *testing.T, f *floor, b *bus.Bus) {
+	t.Helper()
 	publishLane(t, b, bus.BandAsync, "ivy", "", 3)
 	eventually(t, "ivy's jobs to run", func() bool { s, _ := f.snapshot(); return count(s, "ivy", "") == 3 })
 	started, run := f.snapshot()
 	if n := count(started, "flood", ""); n != 14 || run["flood"] != 14 {
 		t.Fatalf("the flood started %d jobs (%d running) while ivy's ran; want 14 of its 100, all still held", n, run["flood"])
 	}
-	// The family's backlog counts its lanes': 86 of the flood's waiting, 14 held.
-	eventually(t, "ivy's jobs acknowledged", func() bool {
+	eventually(t, "ivy's jobs acknowledged, the flood's waiting", func() bool {
 		lag, err := b.FamilyLag(context.Background(), bus.StreamJobs, bus.ConsumerChat)
 		return err == nil && lag.Pending == 86 && lag.AckPending == 14
 	})
-	f.release("flood", 100)
-	eventually(t, "the flood to drain", func() bool { s, _ := f.snapshot(); return count(s, "flood", "") == 100 })
 }
 
 // When several tenants wait, a freed slot goes to the one furthest below its share,
@@ -210,40 +217,27 @@ func TestFairBatchLinesRoundRobin(t *testing.T) {
 	}
 }
 
-// Messages an earlier release published on the family's own subject are still
-// handled, and a lane's dead letters are filed under the family's consumer name.
-func TestFairLegacySubjectAndDeadLetters(t *testing.T) {
+// A lane's dead letters are filed under the family's consumer name, and the family's
+// own consumer is never made: its work is all in the lanes.
+func TestFairDeadLettersFiledUnderFamily(t *testing.T) {
 	t.Parallel()
 	b, _ := bustest.New(t)
 	dl := deadLetters(t, b)
-	publish(t, b, bus.ChatJob{JobID: "old", Tenant: "t"})
 	publishLane(t, b, bus.BandSync, "t", "", 1)
-	var mu sync.Mutex
-	seen := map[string]string{}
 	spec := bus.JobLanes(bus.Timing{AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 100}, 0)
-	w, err := bus.ConsumeFair(context.Background(), b, spec, nil, func(_ context.Context, d *bus.Delivery[bus.ChatJob]) error {
-		mu.Lock()
-		seen[d.Msg.JobID] = d.Subject
-		mu.Unlock()
-		if d.Msg.JobID != "old" {
-			return bus.Permanent(errors.New("poison"))
-		}
-		return nil
+	w, err := bus.ConsumeFair(context.Background(), b, spec, nil, func(context.Context, *bus.Delivery[bus.ChatJob]) error {
+		return bus.Permanent(errors.New("poison"))
 	}, bus.ConsumeOptions{Concurrency: 2, Log: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	eventually(t, "both jobs and a dead letter", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen) == 2 && len(dl()) == 1
-	})
-	if seen["old"] != bus.SubjectChatJob || seen["sync-t-0"] != bus.SubjectJob(bus.BandSync, "t", "") {
-		t.Fatalf("subjects: %v", seen)
-	}
+	eventually(t, "a dead letter", func() bool { return len(dl()) == 1 })
 	if d := dl()[0]; d.Consumer != bus.ConsumerChat || d.Subject != bus.SubjectJob(bus.BandSync, "t", "") {
 		t.Fatalf("dead letter filed under %q from %q, want %q", d.Consumer, d.Subject, bus.ConsumerChat)
+	}
+	if _, err := b.ConsumerLag(context.Background(), bus.StreamJobs, bus.ConsumerChat); err == nil {
+		t.Fatal("the family's own consumer exists; only its lanes' should")
 	}
 }
 
@@ -275,6 +269,51 @@ func TestLaneSubjects(t *testing.T) {
 		t.Fatal(s)
 	}
 	if bus.EngineOfSubject(bus.SubjectSearch("brave")) != "brave" || bus.BandOfSubject(bus.SubjectResume) != "" {
-		t.Fatal("legacy subjects")
+		t.Fatal("a subject that is no lane has no band")
+	}
+	if s := bus.SubjectJob("", "acme", ""); s != bus.SubjectJob(bus.BandAsync, "acme", "") {
+		t.Fatalf("a job without a band: %s, want the async lane", s)
+	}
+}
+
+// Shares are kept by each worker process among its own slots, on lanes every process
+// reads: with two processes on one server, a flooding tenant fills each process up
+// to its reserve (so it uses both), its excess waits in the stream, and another
+// tenant's jobs start in the reserved slots while every one of the flood's is held.
+func TestFairSharesAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	b1, url := bustest.New(t)
+	b2 := bustest.Connect(t, url)
+	f := newFloor("flood")
+	publishLane(t, b1, bus.BandAsync, "flood", "", 100)
+	var mu sync.Mutex
+	byProcess := map[string]int{} // "process/tenant" → jobs started there
+	for i, b := range []*bus.Bus{b1, b2} {
+		spec := bus.JobLanes(bus.Timing{AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 1000}, 0)
+		w, err := bus.ConsumeFair(context.Background(), b, spec, nil, func(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
+			mu.Lock()
+			byProcess[fmt.Sprintf("%d/%s", i, d.Msg.Tenant)]++
+			mu.Unlock()
+			return f.handler(ctx, d)
+		}, bus.ConsumeOptions{Concurrency: 8, Log: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+	}
+	// 8 slots a process, one kept in reserve: 7 of the flood's in each.
+	eventually(t, "the flood to fill both processes", func() bool { _, run := f.snapshot(); return run["flood"] == 14 })
+	mu.Lock()
+	if byProcess["0/flood"] != 7 || byProcess["1/flood"] != 7 {
+		t.Fatalf("the flood's jobs by process: %v, want 7 in each", byProcess)
+	}
+	mu.Unlock()
+	ivyPassesTheFlood(t, f, b2)
+	f.release("flood", 100)
+	eventually(t, "the flood to drain", func() bool { s, _ := f.snapshot(); return count(s, "flood", "") == 100 })
+	mu.Lock()
+	defer mu.Unlock()
+	if byProcess["0/flood"] <= 7 || byProcess["1/flood"] <= 7 {
+		t.Fatalf("the flood's jobs by process: %v, want both processes to keep taking them", byProcess)
 	}
 }

@@ -35,13 +35,11 @@ func (b *Bus) consumerLag(ctx context.Context, stream, consumer string) (Lag, er
 	return Lag{Pending: info.NumPending, AckPending: uint64(info.NumAckPending)}, nil
 }
 
-// FamilyLag is the backlog of a family's durable consumer with the backlog of all its
-// lane consumers added (fair.go): a family's whole backlog under its one name.
+// FamilyLag is the backlog of a family of consumers: a durable consumer of that name
+// and all its lane consumers (fair.go) added up, a family's whole backlog under its
+// one name.
 func (b *Bus) FamilyLag(ctx context.Context, stream, family string) (Lag, error) {
-	lag, err := b.consumerLag(ctx, stream, family)
-	if err != nil {
-		return lag, err
-	}
+	var lag Lag
 	s, err := b.js.Stream(ctx, b.Name(stream))
 	if err != nil {
 		return lag, fmt.Errorf("stream %s: %w", b.Name(stream), err)
@@ -49,7 +47,7 @@ func (b *Bus) FamilyLag(ctx context.Context, stream, family string) (Lag, error)
 	prefix := b.Name(family) + laneSep
 	infos := s.ListConsumers(ctx)
 	for info := range infos.Info() {
-		if strings.HasPrefix(info.Name, prefix) {
+		if info.Name == b.Name(family) || strings.HasPrefix(info.Name, prefix) {
 			lag.Pending += info.NumPending
 			lag.AckPending += uint64(info.NumAckPending)
 		}

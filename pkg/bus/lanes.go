@@ -70,7 +70,7 @@ const (
 // SubjectJob is the lane subject of a new chat job. batch is the batch id of a batch
 // line ("" for any other job).
 func SubjectJob(band, tenant, batch string) string {
-	s := prefixJobLanes + "." + band + "." + Token(tenant)
+	s := prefixJobLanes + "." + orBand(band) + "." + Token(tenant)
 	if batch != "" {
 		s += "." + Token(batch)
 	}
@@ -92,8 +92,8 @@ func SubjectSearchOf(engine, band, tenant string) string {
 	return subjectSearch + engine + "." + orBand(band) + "." + Token(tenant)
 }
 
-// orBand is band, or BandAsync for a message of a job without one (an earlier
-// release's).
+// orBand is band, or BandAsync for a message that names none (a job made without
+// one), so its subject is still a lane's.
 func orBand(band string) string {
 	if band == "" {
 		return BandAsync
@@ -139,8 +139,8 @@ func LaneOf(prefix, subject string) (l Lane, ok bool) {
 	return l, true
 }
 
-// BandOfSubject is the band of a lane subject of any family ("" for a subject
-// without one: an earlier release's).
+// BandOfSubject is the band of a lane subject of any family ("" for any other
+// subject).
 func BandOfSubject(subject string) string {
 	for _, p := range []string{prefixJobLanes, prefixResumeLanes} {
 		if l, ok := LaneOf(p, subject); ok {

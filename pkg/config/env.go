@@ -158,8 +158,9 @@ type Env struct {
 	EventsMaxBytes int64 `env:"FLEET_EVENTS_MAX_BYTES" envDefault:"4294967296"`
 	// RecordsMaxBytes bounds the records bucket (ended jobs' records): a full bucket
 	// refuses new records, which stay in Redis until they expire, and leaves the
-	// JetStream store the JOBS and EVENTS streams need. 0: no bound.
-	RecordsMaxBytes int64 `env:"FLEET_RECORDS_MAX_BYTES" envDefault:"0"`
+	// JetStream store the JOBS and EVENTS streams need. The 4 GiB default holds 16
+	// tenants at the default storage quota; 0: no bound.
+	RecordsMaxBytes int64 `env:"FLEET_RECORDS_MAX_BYTES" envDefault:"4294967296"`
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `env:"FLEET_LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"FLEET_LOG_FORMAT" envDefault:"text"`

@@ -252,7 +252,7 @@ func warnRecordsBound(log *slog.Logger, maxBytes int64, limits *config.TenantLim
 	total, unbounded := limits.StorageTotal()
 	switch {
 	case maxBytes <= 0:
-		log.Warn("FLEET_RECORDS_MAX_BYTES is unset: the records bucket is unbounded, and a full JetStream store stops the JOBS and EVENTS streams too")
+		log.Warn("FLEET_RECORDS_MAX_BYTES is 0: the records bucket is unbounded, and a full JetStream store stops the JOBS and EVENTS streams too")
 	case unbounded:
 		log.Warn("a tenant has no storage quota (FLEET_TENANT_STORAGE_BYTES, limits.storageBytes): it can fill the records bucket", "records_max_bytes", maxBytes)
 	case total > maxBytes:

@@ -80,18 +80,12 @@ func TestRecordsSurviveAnEmptyRedis(t *testing.T) {
 	t.Logf("the finished job (a %d KB request, two searches) holds %d bytes in Redis: %v", len(pad)>>10, n, keys)
 	// Its bytes still count toward the tenant's storage quota, now that they are on
 	// JetStream.
-	var usage struct {
-		Storage struct {
-			UsedBytes int64 `json:"used_bytes"`
-			Records   int64 `json:"records"`
-		} `json:"storage"`
-	}
+	var used, records int64
 	fleettest.Eventually(t, "the archived bytes to be charged", func() bool {
-		_, body := c.do("GET", "/v1/usage", nil)
-		json.Unmarshal(body, &usage)
-		return usage.Storage.Records == 1 && usage.Storage.UsedBytes >= int64(len(pad)) && usage.Storage.UsedBytes < state.RecordAllowance+int64(len(pad))
+		used, records = storageUsed(c)
+		return records == 1 && used >= int64(len(pad)) && used < state.RecordAllowance+int64(len(pad))
 	})
-	t.Logf("storage quota: %d bytes in %d records", usage.Storage.UsedBytes, usage.Storage.Records)
+	t.Logf("storage quota: %d bytes in %d records", used, records)
 
 	// A stored response, for previous_response_id after the flush.
 	status, body = c.do("POST", "/v1/responses", map[string]any{"model": demo.Model, "input": "My name is Alice. sim:nosearch"})
@@ -113,9 +107,8 @@ func TestRecordsSurviveAnEmptyRedis(t *testing.T) {
 		for _, r := range rows {
 			jobs += r.Jobs
 		}
-		_, body := c.do("GET", "/v1/usage", nil)
-		json.Unmarshal(body, &usage)
-		return err == nil && jobs >= 2 && usage.Storage.Records >= 2
+		_, records := storageUsed(c)
+		return err == nil && jobs >= 2 && records >= 2
 	})
 
 	// Redis restarts with an empty dataset: every key of the fleet is gone.

@@ -18,7 +18,6 @@ import (
 	"github.com/searchfleet/searchfleet/internal/openresponses"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // socketTurn is what one response.create brought back on a socket: its events and
@@ -32,6 +31,13 @@ type socketTurn struct {
 
 // create sends one response.create (body without its type) and reads the turn's
 // events to its terminal event or error, with the official SDK's connection.
+// inputTokens is a turn's usage.input_tokens.
+func inputTokens(turn socketTurn) int {
+	u, _ := turn.response["usage"].(map[string]any)
+	n, _ := u["input_tokens"].(float64)
+	return int(n)
+}
+
 func create(t *testing.T, conn *responses.ResponseConnection, body string) socketTurn {
 	t.Helper()
 	if err := conn.SendRaw(ctx(t), json.RawMessage(`{"type":"response.create",`+body+`}`)); err != nil {
@@ -139,16 +145,13 @@ func TestResponsesWebSocket(t *testing.T) {
 	if asked.response["status"] != "completed" || asked.response["previous_response_id"] != rememberID {
 		t.Fatalf("continuation: %v %v", asked.types, asked.err)
 	}
-	job, err := f.Store.Jobs.GetJob(ctx(t), asked.response["id"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := wire.DecodeStored(job.Request)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if msgs := stored.Request.Messages; len(msgs) != 3 || !strings.Contains(msgs[0].Parts[0].Text, "cobalt") || msgs[1].Role != wire.RoleAssistant {
-		t.Fatalf("the continuation ran without its conversation: %+v", msgs)
+	// Its conversation reached the model: the model's prompt is longer than the same
+	// question's alone by at least the turn it remembers (the simulator counts a
+	// request's bytes / 4 as its input tokens). A store: false job keeps no request
+	// to look at once answered.
+	alone := create(t, conn, fmt.Sprintf(`"model":%q,"store":false,"input":"What is the code word? sim:nosearch"`, demo.Model))
+	if grew, least := inputTokens(asked)-inputTokens(alone), len("Remember the code word: cobalt. Reply with OK.")/4; grew < least {
+		t.Fatalf("the continuation's prompt is %d tokens longer than the question's alone, want at least %d: it ran without its conversation", grew, least)
 	}
 	if status, _, _ := f.Do(t, "GET", "/v1/responses/"+rememberID, nil); status != http.StatusNotFound && status != http.StatusUnauthorized {
 		t.Fatalf("GET of a store:false response: %d", status)

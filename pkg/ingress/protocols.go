@@ -68,6 +68,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			fail(wire.Invalid("", "The request cannot be run: %s", err))
 			return
 		}
+		job.Unstored = rr != nil && !rr.store // answered here, never in the background
 		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
 		stream := codec.NewStream()
 		if codec.Protocol() == wire.OpenAIChat {
@@ -84,6 +85,9 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			if rr != nil && e == nil {
 				// Before the client has the answer, so its next turn finds this one.
 				s.addTurn(context.WithoutCancel(r.Context()), done, rr.saved)
+			}
+			if job.Unstored {
+				s.forgetAnswer(context.WithoutCancel(r.Context()), done)
 			}
 			return resp, e
 		}

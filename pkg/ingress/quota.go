@@ -124,6 +124,13 @@ func (s *Server) settleStorage(ctx context.Context, job *state.Job) error {
 	if err := s.Store.Ledger.DropSearchResults(ctx, job.ID); err != nil {
 		s.Log.Warn("api: dropping an ended job's search results (they expire on their own)", "job", job.ID, "err", err)
 	}
+	return s.chargeFootprint(ctx, job)
+}
+
+// chargeFootprint charges an ended job what it keeps (state.Ledger.JobFootprint),
+// whatever the quota.
+func (s *Server) chargeFootprint(ctx context.Context, job *state.Job) error {
+	limit := s.Limits.Of(job.Tenant).StorageBytes
 	if limit <= 0 {
 		return nil
 	}
@@ -133,6 +140,19 @@ func (s *Server) settleStorage(ctx context.Context, job *state.Job) error {
 	}
 	_, _, err = s.Store.Ledger.ChargeRecord(ctx, job.Tenant, job.ID, n, s.recordExpiry(job), limit, true)
 	return err
+}
+
+// forgetAnswer drops the answer of an ended store: false job, done, once its client
+// has it (state.Jobs.ForgetAnswer: only the summary stays), and charges the tenant
+// what is left.
+func (s *Server) forgetAnswer(ctx context.Context, done *state.Job) {
+	dropped, err := s.Store.Jobs.ForgetAnswer(ctx, done.ID)
+	if err == nil && dropped {
+		err = s.chargeFootprint(ctx, done)
+	}
+	if err != nil {
+		s.Log.Warn("api: dropping a store: false job's answer (it expires with the record)", "job", done.ID, "err", err)
+	}
 }
 
 // storageUsage is GET /v1/usage's storage: the job records' bytes against the

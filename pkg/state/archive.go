@@ -374,28 +374,36 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 		delete(jm, fieldIngress)
 		others = append(others, fieldIngress)
 	}
+	unstored := jm[fieldUnstored] != ""
 	if v := jm[fieldCold]; v != "" {
 		n, _ := strconv.ParseInt(v, 10, 64)
+		if unstored {
+			_, err := s.forgetAnswer(ctx, id, false)
+			return 0, err
+		}
 		return n, nil
 	}
 	if !Status(jm["status"]).Terminal() {
 		return 0, nil
 	}
-	// The stored response is JSON SaveResponse encoded; it is looked up only for a job
-	// created with one ("resp" "1").
-	var resp []byte
-	if jm[fieldStoredResponse] == "1" {
-		b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return 0, fmt.Errorf("state: reading job %s's stored response to archive it: %w", id, err)
+	var n int64
+	if !unstored { // an unstored job archives nothing (unstored.go)
+		// The stored response is JSON SaveResponse encoded; it is looked up only for a
+		// job created with one ("resp" "1").
+		var resp []byte
+		if jm[fieldStoredResponse] == "1" {
+			b, err := s.r.Get(ctx, s.K.StoredResponse(id)).Bytes()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return 0, fmt.Errorf("state: reading job %s's stored response to archive it: %w", id, err)
+			}
+			resp = b
 		}
-		resp = b
+		rec := encodeCold(jm, chain, searches, resp)
+		if err := s.archive.Put(ctx, id, rec); err != nil {
+			return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
+		}
+		n = int64(len(rec))
 	}
-	rec := encodeCold(jm, chain, searches, resp)
-	if err := s.archive.Put(ctx, id, rec); err != nil {
-		return 0, fmt.Errorf("state: archiving job %s: %w", id, err)
-	}
-	n := int64(len(rec))
 	keys := []string{s.K.Job(id), s.K.StoredResponse(id)}
 	left := s.Retention
 	if c := FromMillis(jm["created"]); !c.IsZero() {
@@ -418,7 +426,11 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 	if inTrim {
 		argv = append(argv, ms.args(expire)...)
 	}
-	argv = append(argv, coldFields...)
+	if unstored {
+		argv = append(argv, unstoredColdFields...)
+	} else {
+		argv = append(argv, coldFields...)
+	}
 	for _, f := range others {
 		argv = append(argv, f) // the chain, the recorded results and the calls' state go with the cold fields
 	}
@@ -437,6 +449,10 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 		if err := s.countModelSpend(ctx, ms, v[1]); err != nil {
 			return n, err
 		}
+	}
+	if unstored {
+		_, err := s.forgetAnswer(ctx, id, false)
+		return n, err
 	}
 	return n, nil
 }

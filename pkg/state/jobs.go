@@ -64,6 +64,9 @@ func (s *Jobs) CreateJob(ctx context.Context, j *Job) error {
 	if j.Ingress != "" {
 		fields = append(fields, fieldIngress, j.Ingress)
 	}
+	if j.Unstored {
+		fields = append(fields, fieldUnstored, "1")
+	}
 	fresh := j.FreshID && !j.Deadline.IsZero() && s.archive != nil && s.inOrder
 	var created *redis.Cmd
 	var index string
@@ -153,7 +156,7 @@ func (s *core) jobOf(ctx context.Context, id string, m map[string]string) (*Job,
 		return jobFromHash(rec.Job), nil
 	}
 	j := jobFromHash(m)
-	if m[fieldCold] != "" && s.archive != nil {
+	if m[fieldCold] != "" && m[fieldUnstored] == "" && s.archive != nil {
 		rec, err := s.archived(ctx, id, true)
 		if err != nil {
 			return nil, err
@@ -167,7 +170,7 @@ func (s *core) jobOf(ctx context.Context, id string, m map[string]string) (*Job,
 // whether it is archived): GetJob reads these, not the chain, outcomes and ledger
 // that share the hash while the job runs.
 var jobFields = []string{"id", "tenant", "kind", "model", "status", "request", "created", "updated", "finished", "deadline",
-	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "parent", "error", fieldCold, fieldStoredResponse, "otel_trace"}
+	"response", "usage", "trace", "callback", "batch", "webhook", "replay_of", "question", "parent", "error", fieldCold, fieldStoredResponse, "otel_trace", fieldUnstored}
 
 // fieldStoredResponse is the job hash field that says whether the job has a stored
 // response (Keys.StoredResponse): "1" or "0", written when the job is created.

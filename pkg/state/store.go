@@ -88,6 +88,11 @@ type Job struct {
 	// before the job is created): the job's hash notes it ("resp"), so archiving a job
 	// without one reads no stored response.
 	HasStoredResponse bool `json:"-"`
+	// Unstored is set on a job whose request said store: false (a Responses request
+	// answered on its connection): the job's hash notes it ("nostore"), and once the
+	// job has ended and been answered only its summary is kept — no archived record
+	// (see ArchiveJob and ForgetAnswer).
+	Unstored bool `json:"-"`
 	// FreshID is set where ID was just drawn by NewID and is not one an
 	// Idempotency-Key, a batch line or a replayed submission can name again: no record
 	// can hold it (120 random bits), so CreateJob may write the job without looking

@@ -127,9 +127,9 @@ func newCluster(t *testing.T, opts ...func(*config.File)) *cluster {
 	}}
 	if shared {
 		c.namespace = fmt.Sprintf("t%d", time.Now().UnixNano()%1e12)
-		// Every test's namespace has its own streams, R3: a small EVENTS stream keeps
-		// the suite within the cluster's JetStream storage.
-		c.env = append(c.env, "FLEET_NAMESPACE="+c.namespace, "FLEET_NATS_REPLICAS=3", "FLEET_EVENTS_MAX_BYTES=67108864")
+		// Every test's namespace has its own streams, R3: a small EVENTS stream and
+		// records bucket keep the suite within the cluster's JetStream storage.
+		c.env = append(c.env, "FLEET_NAMESPACE="+c.namespace, "FLEET_NATS_REPLICAS=3", "FLEET_EVENTS_MAX_BYTES=67108864", "FLEET_RECORDS_MAX_BYTES=67108864")
 		// The processes' Redis keys are in the namespace too: read them there.
 		c.store = fleettest.Store(t, rdb, state.NamespacePrefix(c.namespace, prefix), natsURL, c.namespace, time.Hour)
 	}
