@@ -62,7 +62,7 @@ func (s *Server) researchResponse(w http.ResponseWriter, r *http.Request, body [
 	if in.Stream {
 		return fail(http.StatusBadRequest, "stream", "Streaming a research run is served at GET /v1/research/{id}/events; create it without stream.")
 	}
-	input, err := researchInput(in.Input)
+	input, err := research.InputText(in.Input)
 	if err != nil {
 		return fail(http.StatusBadRequest, "input", err.Error())
 	}

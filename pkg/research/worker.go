@@ -133,10 +133,20 @@ func (w *Worker) act(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		a := next(factsOf(r, req, time.Now()))
+		f := factsOf(r, req, time.Now())
+		if req.Line != "" && state.RunEnded(r.Status) {
+			st, err := w.Store.Jobs.JobStatus(ctx, req.Line)
+			if err != nil && !errors.Is(err, state.ErrNotFound) {
+				return err
+			}
+			f.lineOpen = err == nil && !st.Terminal()
+		}
+		a := next(f)
 		switch a.act {
 		case actWait:
 			return nil
+		case actLine:
+			err = w.endLine(ctx, r, req)
 		case actCancel:
 			err = w.cancel(ctx, r)
 		case actAgent:
@@ -330,7 +340,7 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 		if err != nil {
 			return bus.Permanent(err)
 		}
-		p, err := jobs.Submit(ctx, w.Bus, w.Store.Jobs, job, bus.SubjectJob(job.Band, job.Tenant, ""), bus.ChatJob{JobID: id, Tenant: r.Tenant})
+		p, err := jobs.Submit(ctx, w.Bus, w.Store.Jobs, job, bus.SubjectJob(job.Band, job.Tenant, job.Batch), bus.ChatJob{JobID: id, Tenant: r.Tenant})
 		if err != nil {
 			return err
 		}
@@ -383,6 +393,8 @@ func (w *Worker) childFloor(req *Request) float64 {
 
 // childJob is a sub-question's job: a chat job of the run's tenant and brain in band
 // async, asked to search (and read pages) for what the sub-question must establish.
+// A batch line's child is a line of its batch's lane (band batch, the batch's cap)
+// that the batch does not count: its id is no line's.
 func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, searches, fetches int, capUSD float64) (*state.Job, error) {
 	text := q.Question
 	if q.Establish != "" {
@@ -399,8 +411,12 @@ func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, 
 	if deadline.IsZero() {
 		deadline = time.Now().Add(time.Hour)
 	}
-	return &state.Job{ID: id, Tenant: r.Tenant, Kind: "chat", Model: req.Brain, Request: stored, Question: clip(q.Question, 200),
-		Created: time.Now().UTC(), Deadline: deadline, Parent: r.ID, Band: bus.BandAsync}, nil
+	job := &state.Job{ID: id, Tenant: r.Tenant, Kind: "chat", Model: req.Brain, Request: stored, Question: clip(q.Question, 200),
+		Created: time.Now().UTC(), Deadline: deadline, Parent: r.ID, Band: bus.BandAsync}
+	if req.Batch != "" {
+		job.Batch, job.Band = req.Batch, bus.BandBatch
+	}
+	return job, nil
 }
 
 // used counts the searches and fetches a run's ended children made.
