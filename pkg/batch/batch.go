@@ -54,8 +54,8 @@ type Service struct {
 	// Research runs the lines of batches whose endpoint is "/v1/research" (nil:
 	// such batches are refused).
 	Research *research.Service
-	Log     *slog.Logger
-	Metrics *metrics.Metrics
+	Log      *slog.Logger
+	Metrics  *metrics.Metrics
 	// MaxFileBytes bounds an uploaded file (default DefaultMaxFileBytes, 200 MB).
 	// Uploads do not go through ingress's body limit: they are streamed to disk.
 	MaxFileBytes int64
