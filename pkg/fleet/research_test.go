@@ -57,6 +57,7 @@ type researchRun struct {
 	Usage struct {
 		CostUSD  float64 `json:"cost_usd"`
 		Searches int     `json:"searches"`
+		Fetches  int     `json:"fetches"`
 		Children int     `json:"children"`
 	} `json:"usage"`
 }
@@ -364,5 +365,28 @@ func TestResearchVerifiesClaims(t *testing.T) {
 	}
 	if !strings.Contains(r.Output.Report, "The moon is made of green cheese _(unverified)_.") || r.Output.Citations.Removed != 1 || r.Output.Citations.Valid == 0 {
 		t.Fatalf("citations %+v, report:\n%s", r.Output.Citations, r.Output.Report)
+	}
+}
+
+// Children read pages where their effort lets them fetch (the simulated planner's
+// sim:read has each read one and then search): the reads are counted in the run's
+// usage, and a page read is a source whose excerpt is the page's text.
+func TestResearchReadsPages(t *testing.T) {
+	t.Parallel()
+	f := fetchFleet(t)
+	page := guidePage(t)
+	r := startResearch(t, f, map[string]any{"input": "How does the fleet read pages? sim:read=" + page, "model": "research/sim-model", "effort": "medium"})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Output == nil || r.Usage.Fetches < 6 || r.Usage.Searches < 9 {
+		t.Fatalf("run: %s, usage %+v", r.Status, r.Usage)
+	}
+	read := 0
+	for _, s := range r.Output.Sources {
+		if strings.HasPrefix(s.URL, strings.TrimSuffix(page, "/guide")) && strings.Contains(s.Excerpt, "SSRF guard") {
+			read++
+		}
+	}
+	if read == 0 {
+		t.Fatalf("no page read is a source: %+v", r.Output.Sources)
 	}
 }
