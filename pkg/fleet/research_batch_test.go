@@ -10,8 +10,12 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // researchLine is a batch line that runs a research run.
@@ -148,5 +152,53 @@ func TestResearchBatchCancel(t *testing.T) {
 			_, body, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+q.JobID, nil)
 			return strings.Contains(string(body), `"status":"cancelled"`)
 		})
+	}
+}
+
+// A research batch's metadata.max_cost_usd reaches its runs: their brain calls and
+// their children's turns and searches are held against it, so the runs stop
+// spending at the cap, write from what they found, and the batch spends no more than
+// the cap and the steps in flight.
+func TestResearchBatchCap(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
+		pricedBrave(file)
+		m := file.Models[demo.Model]
+		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
+		file.Models[demo.Model] = m
+	}))
+	a := batchClient{t: t, url: f.URL}
+	c := openaiClient(f)
+	lines := []string{
+		researchLine("r-1", map[string]any{"input": "What powers the sun?", "model": "research/sim-model", "effort": "high"}),
+		researchLine("r-2", map[string]any{"input": "What powers the wind?", "model": "research/sim-model", "effort": "high"}),
+	}
+	file, err := c.Files.New(ctx(t), openai.FileNewParams{File: openai.File(strings.NewReader(strings.Join(lines, "\n")), "capped.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const capUSD = 0.2
+	b, err := c.Batches.New(ctx(t), openai.BatchNewParams{InputFileID: file.ID, Endpoint: "/v1/research", CompletionWindow: openai.BatchNewParamsCompletionWindow24h,
+		Metadata: shared.Metadata{"max_cost_usd": fmt.Sprint(capUSD)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := a.waitBatch(b.ID, 2*time.Minute)
+	if done.Status != "completed" {
+		t.Fatalf("batch %+v", done)
+	}
+	spent, children, stopped := 0.0, 0, 0
+	for i := range 2 {
+		run := getResearch(t, f, fmt.Sprintf("rr_%s_%d", b.ID, i))
+		spent += run.Usage.CostUSD
+		children += run.Usage.Children
+		if run.Incomplete != nil && run.Incomplete.Reason == "budget" || run.Status == "failed" {
+			stopped++
+		}
+		t.Logf("run %d: %s, %d children, $%.4f", i, run.Status, run.Usage.Children, run.Usage.CostUSD)
+	}
+	// One step in flight per run: a brain turn ($0.0075 at most) or a child's turn and search.
+	if stopped == 0 || spent > capUSD+0.05 {
+		t.Fatalf("the runs spent $%.4f under a $%.2f cap (%d children, %d stopped)", spent, capUSD, children, stopped)
 	}
 }
