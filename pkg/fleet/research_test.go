@@ -239,6 +239,17 @@ func TestResearchPlanReview(t *testing.T) {
 		}
 		return false
 	})
+	// An approval runs the plan as it was written.
+	a := startResearch(t, f, map[string]any{"input": "How do rivers form?", "model": "research/sim-model", "effort": "low", "plan": "review"})
+	a = waitResearch(t, f, a.ID, func(r researchRun) bool { return r.Status == "requires_action" })
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+a.ID+"/plan", map[string]any{"action": "approve"}); code != http.StatusOK {
+		t.Fatalf("approve: %d %s", code, b)
+	}
+	planned := a.Plan.Questions
+	a = waitResearch(t, f, a.ID, ended)
+	if a.Status != "completed" || len(a.Rounds) != 1 || len(a.Rounds[0].Questions) != len(planned) || a.Rounds[0].Questions[0].Status != "completed" {
+		t.Fatalf("approved plan: %+v", a)
+	}
 }
 
 // Cancelling a running run ends it cancelled, and its children that ran cancelled.
