@@ -380,8 +380,9 @@ func TestResearchVerifiesClaims(t *testing.T) {
 }
 
 // Children read pages where their effort lets them fetch (the simulated planner's
-// sim:read has each read one and then search): the reads are counted in the run's
-// usage, and a page read is a source whose excerpt is the page's text.
+// sim:read has each read one and then search), and only there: the reads are
+// counted in the run's usage, and a page read is a source whose excerpt is the
+// page's text.
 func TestResearchReadsPages(t *testing.T) {
 	t.Parallel()
 	f := fetchFleet(t)
@@ -399,5 +400,10 @@ func TestResearchReadsPages(t *testing.T) {
 	}
 	if read == 0 {
 		t.Fatalf("no page read is a source: %+v", r.Output.Sources)
+	}
+	// Effort low reads no page, though its children have one to read.
+	low := startResearch(t, f, map[string]any{"input": "How does the fleet read pages? sim:read=" + page, "model": "research/sim-model", "effort": "low"})
+	if low = waitResearch(t, f, low.ID, ended); low.Status != "completed" || low.Usage.Fetches != 0 || low.Usage.Searches < 3 {
+		t.Fatalf("effort low: %s, usage %+v", low.Status, low.Usage)
 	}
 }

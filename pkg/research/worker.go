@@ -1,6 +1,7 @@
 package research
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -402,7 +403,7 @@ func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, 
 	}
 	wr := &wire.Request{Model: req.Brain, System: childSystem,
 		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: text}}}},
-		Search:   &llm.SearchOptions{Requested: true, MaxUses: searches, Fetch: fetches > 0, MaxFetches: fetches, MaxCostUSD: capUSD}}
+		Search:   &llm.SearchOptions{Requested: true, MaxUses: searches, Fetch: fetches > 0, MaxFetches: cmp.Or(fetches, -1), MaxCostUSD: capUSD}}
 	stored, err := wire.EncodeStored(wire.OpenAIChat, wr)
 	if err != nil {
 		return nil, err
