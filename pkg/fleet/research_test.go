@@ -278,6 +278,28 @@ func TestResearchCancel(t *testing.T) {
 	}
 }
 
+// A run cancelled while its plan waits for approval (no child out) tells its
+// callback it was cancelled.
+func TestResearchCancelTellsCallback(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	rcv := newReceiver(t, func(int) int { return http.StatusOK })
+	r := startResearch(t, f, map[string]any{"input": "How do rivers freeze?", "model": "research/sim-model", "effort": "low", "plan": "review",
+		"callback": map[string]any{"url": rcv.URL}})
+	waitResearch(t, f, r.ID, func(r researchRun) bool { return r.Status == "requires_action" })
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	fleettest.Eventually(t, "the cancelled webhook", func() bool {
+		for _, d := range rcv.deliveries() {
+			if strings.Contains(string(d.body), `"type":"research.cancelled"`) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func setFault(t *testing.T, f *fleettest.Fleet, fault map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(fault)

@@ -81,7 +81,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 		if release == nil {
 			return bus.Retry(left+100*time.Millisecond, errors.New("research: another worker holds the run"))
 		}
-		err = w.act(ctx, id)
+		err = w.act(ctx, id, d.Msg.Why)
 		release(true)
 		var later errPollLater
 		if errors.As(err, &later) {
@@ -123,9 +123,12 @@ func (w *Worker) load(ctx context.Context, id string) (*state.Run, *Request, err
 	return r, &req, nil
 }
 
-// act runs the run's next actions until it waits or ends.
-func (w *Worker) act(ctx context.Context, id string) error {
-	for range maxActions {
+// act runs the run's next actions until it waits or ends. A cancel's own step (why
+// "cancel") cancels once whatever the run holds, though the API ended it with no
+// child out (a run cancelled while it planned, or waited for its plan's approval):
+// the callback hears of it, and a batch line's job ends.
+func (w *Worker) act(ctx context.Context, id, why string) error {
+	for n := range maxActions {
 		r, req, err := w.load(ctx, id)
 		if errors.Is(err, state.ErrNotFound) {
 			w.log().Warn("research: a step for a run Redis does not know", "run", id)
@@ -143,6 +146,9 @@ func (w *Worker) act(ctx context.Context, id string) error {
 			f.lineOpen = err == nil && !st.Terminal()
 		}
 		a := next(f)
+		if n == 0 && why == "cancel" && r.Cancel && a.act == actWait {
+			a.act = actCancel
+		}
 		switch a.act {
 		case actWait:
 			return nil
