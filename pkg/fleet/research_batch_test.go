@@ -143,16 +143,7 @@ func TestResearchBatchCancel(t *testing.T) {
 			t.Errorf("error line %+v", l)
 		}
 	}
-	run = waitResearch(t, f, run.ID, ended)
-	if run.Status != "cancelled" {
-		t.Fatalf("the line's run: %s", run.Status)
-	}
-	for _, q := range run.Rounds[0].Questions {
-		fleettest.Eventually(t, "child "+q.JobID+" cancelled", func() bool {
-			_, body, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+q.JobID, nil)
-			return strings.Contains(string(body), `"status":"cancelled"`)
-		})
-	}
+	waitCancelled(t, f, run.ID)
 }
 
 // A research batch's metadata.max_cost_usd reaches its runs: their brain calls and

@@ -211,14 +211,7 @@ func TestResearchPlanReview(t *testing.T) {
 	if r.Plan == nil || len(r.Plan.Questions) != 3 || len(r.Rounds) != 0 {
 		t.Fatalf("plan under review: %+v", r)
 	}
-	fleettest.Eventually(t, "the requires_action webhook", func() bool {
-		for _, d := range rcv.deliveries() {
-			if strings.Contains(string(d.body), `"type":"research.requires_action"`) && d.header.Get("webhook-signature") != "" {
-				return true
-			}
-		}
-		return false
-	})
+	researchWebhook(t, rcv, "research.requires_action")
 	code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"plan": map[string]any{"questions": []map[string]string{
 		{"question": "What makes the tides rise?"}, {"question": "When are spring tides?"}}}})
 	if code != http.StatusOK {
@@ -231,14 +224,7 @@ func TestResearchPlanReview(t *testing.T) {
 	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"action": "approve"}); code != http.StatusConflict {
 		t.Fatalf("approving an ended run: %d %s", code, b)
 	}
-	fleettest.Eventually(t, "the completed webhook", func() bool {
-		for _, d := range rcv.deliveries() {
-			if strings.Contains(string(d.body), `"type":"research.completed"`) {
-				return true
-			}
-		}
-		return false
-	})
+	researchWebhook(t, rcv, "research.completed")
 	// An approval runs the plan as it was written.
 	a := startResearch(t, f, map[string]any{"input": "How do rivers form?", "model": "research/sim-model", "effort": "low", "plan": "review"})
 	a = waitResearch(t, f, a.ID, func(r researchRun) bool { return r.Status == "requires_action" })
@@ -263,16 +249,7 @@ func TestResearchCancel(t *testing.T) {
 	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
 		t.Fatalf("cancel: %d %s", code, b)
 	}
-	r = waitResearch(t, f, r.ID, ended)
-	if r.Status != "cancelled" {
-		t.Fatalf("status %s", r.Status)
-	}
-	for _, q := range r.Rounds[0].Questions {
-		fleettest.Eventually(t, "child "+q.JobID+" cancelled", func() bool {
-			_, b, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+q.JobID, nil)
-			return strings.Contains(string(b), `"status":"cancelled"`)
-		})
-	}
+	r = waitCancelled(t, f, r.ID)
 	if code, _, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusConflict {
 		t.Fatalf("cancelling an ended run: %d", code)
 	}
@@ -290,9 +267,32 @@ func TestResearchCancelTellsCallback(t *testing.T) {
 	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
 		t.Fatalf("cancel: %d %s", code, b)
 	}
-	fleettest.Eventually(t, "the cancelled webhook", func() bool {
+	researchWebhook(t, rcv, "research.cancelled")
+}
+
+// waitCancelled waits for run id to end cancelled, and every child it submitted to
+// end cancelled too.
+func waitCancelled(t *testing.T, f *fleettest.Fleet, id string) researchRun {
+	t.Helper()
+	r := waitResearch(t, f, id, ended)
+	if r.Status != "cancelled" || len(r.Rounds) == 0 {
+		t.Fatalf("run %s: %s", id, r.Status)
+	}
+	for _, q := range r.Rounds[0].Questions {
+		fleettest.Eventually(t, "child "+q.JobID+" cancelled", func() bool {
+			_, b, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+q.JobID, nil)
+			return strings.Contains(string(b), `"status":"cancelled"`)
+		})
+	}
+	return r
+}
+
+// researchWebhook waits for a signed delivery of event typ.
+func researchWebhook(t *testing.T, rcv *receiver, typ string) {
+	t.Helper()
+	fleettest.Eventually(t, "the "+typ+" webhook", func() bool {
 		for _, d := range rcv.deliveries() {
-			if strings.Contains(string(d.body), `"type":"research.cancelled"`) {
+			if strings.Contains(string(d.body), `"type":"`+typ+`"`) && d.header.Get("webhook-signature") != "" {
 				return true
 			}
 		}
