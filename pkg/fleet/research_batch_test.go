@@ -12,10 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
-	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // researchLine is a batch line that runs a research run.
@@ -152,12 +149,7 @@ func TestResearchBatchCancel(t *testing.T) {
 // the cap and the steps in flight.
 func TestResearchBatchCap(t *testing.T) {
 	t.Parallel()
-	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
-		pricedBrave(file)
-		m := file.Models[demo.Model]
-		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
-		file.Models[demo.Model] = m
-	}))
+	f := fleettest.Start(t, fleettest.File(pricedResearch))
 	a := batchClient{t: t, url: f.URL}
 	c := openaiClient(f)
 	lines := []string{

@@ -310,17 +310,21 @@ func setFault(t *testing.T, f *fleettest.Fleet, fault map[string]any) {
 	resp.Body.Close()
 }
 
+// pricedResearch prices the brain ($3 and $15 a million tokens, at most 500 out) and
+// brave's searches ($0.01).
+func pricedResearch(file *config.File) {
+	pricedBrave(file)
+	m := file.Models[demo.Model]
+	m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
+	file.Models[demo.Model] = m
+}
+
 // A run with budget.max_usd stops spending at its cap: fewer children than planned,
 // the report written from what they found, completed with incomplete_details
 // {reason: "budget"}, and its spend within the cap and one step in flight.
 func TestResearchBudget(t *testing.T) {
 	t.Parallel()
-	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
-		pricedBrave(file)
-		m := file.Models[demo.Model]
-		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
-		file.Models[demo.Model] = m
-	}))
+	f := fleettest.Start(t, fleettest.File(pricedResearch))
 	const capUSD = 0.25
 	r := startResearch(t, f, map[string]any{"input": "What powers the sun?", "model": "research/sim-model", "effort": "high", "budget": map[string]any{"max_usd": capUSD}})
 	r = waitResearch(t, f, r.ID, ended)
