@@ -1,10 +1,12 @@
 // Command researchbench measures research runs (make bench-research): with the
-// simulator's latencies (model 1–3 s, search 0.3–0.8 s by default), a run's wall time
+// simulator's latencies (model 1–3 s, search 0.3–0.8 s by default) and a page server
+// on loopback that every child reads a page from where its effort lets it fetch
+// (0.2–0.5 s a page), a run's wall time
 // at each effort against (a) the same plan run one child at a time and (b) its
 // critical path (planner + the longest child chain + writer, reflection included);
 // how wall time changes with 1, 2 and 4 search-worker processes when the engine is the
 // bottleneck (each process capped at -search-cap searches at once); and per run its
-// paid calls, NATS messages and Redis commands.
+// paid calls, pages read, NATS messages and Redis commands.
 //
 // The sequential time is measured from the run itself: its brain steps' durations
 // (from its events) plus the sum of its children's own durations (from their job
@@ -18,9 +20,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -46,6 +50,7 @@ type options struct {
 	workers            []int
 	modelLo, modelHi   time.Duration
 	searchLo, searchHi time.Duration
+	fetchLo, fetchHi   time.Duration
 	searchCap          int
 	memory             bool
 }
@@ -59,6 +64,8 @@ func run(ctx context.Context) error {
 	fs.DurationVar(&o.modelHi, "model-latency-max", 3*time.Second, "simulated model latency, most")
 	fs.DurationVar(&o.searchLo, "search-latency", 300*time.Millisecond, "simulated search latency, least")
 	fs.DurationVar(&o.searchHi, "search-latency-max", 800*time.Millisecond, "simulated search latency, most")
+	fs.DurationVar(&o.fetchLo, "fetch-latency", 200*time.Millisecond, "page server latency, least")
+	fs.DurationVar(&o.fetchHi, "fetch-latency-max", 500*time.Millisecond, "page server latency, most")
 	fs.IntVar(&o.searchCap, "search-cap", 1, "searches one search-worker process runs at once in the scaling phase (the engine bottleneck)")
 	fs.BoolVar(&o.memory, "memory", true, "streams in memory")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -70,17 +77,20 @@ func run(ctx context.Context) error {
 			o.workers = append(o.workers, n)
 		}
 	}
-	fmt.Printf("researchbench: model %s–%s, search %s–%s (%s)\n\n", o.modelLo, o.modelHi, o.searchLo, o.searchHi, benchfleet.Machine())
+	pages := pageServer(o.fetchLo, o.fetchHi)
+	defer pages.Close()
+	os.Setenv("FLEET_FETCH_ALLOW", "127.0.0.0/8") // the page server
+	fmt.Printf("researchbench: model %s–%s, search %s–%s, page %s–%s (%s)\n\n", o.modelLo, o.modelHi, o.searchLo, o.searchHi, o.fetchLo, o.fetchHi, benchfleet.Machine())
 
 	f, err := start(ctx, o, 0)
 	if err != nil {
 		return err
 	}
-	fmt.Println("| effort | sub-questions | children | wall | critical path | wall ÷ critical | sequential | sequential ÷ wall | paid model calls | paid searches | NATS messages | Redis commands |")
-	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Println("| effort | sub-questions | children | wall | critical path | wall ÷ critical | sequential | sequential ÷ wall | paid model calls | paid searches | pages read | NATS messages | Redis commands |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	var highWall time.Duration
 	for _, e := range o.efforts {
-		m, err := measure(ctx, f, e)
+		m, err := measure(ctx, f, e, pages.URL)
 		if err != nil {
 			f.Stop()
 			return err
@@ -88,9 +98,9 @@ func run(ctx context.Context) error {
 		if e == "high" {
 			highWall = m.wall
 		}
-		fmt.Printf("| %s | %d | %d | %.1f s | %.1f s | %.2f | %.1f s | %.1f× | %d | %d | %d | %d |\n", e, m.subQuestions, m.children,
+		fmt.Printf("| %s | %d | %d | %.1f s | %.1f s | %.2f | %.1f s | %.1f× | %d | %d | %d | %d | %d |\n", e, m.subQuestions, m.children,
 			m.wall.Seconds(), m.critical.Seconds(), m.wall.Seconds()/m.critical.Seconds(), m.sequential.Seconds(), m.sequential.Seconds()/m.wall.Seconds(),
-			m.modelCalls, m.searches, m.natsMsgs, m.redisCmds)
+			m.modelCalls, m.searches, m.pagesRead, m.natsMsgs, m.redisCmds)
 	}
 	f.Stop()
 	if len(o.workers) == 0 {
@@ -107,7 +117,7 @@ func run(ctx context.Context) error {
 		stops, err := searchWorkers(ctx, f, n-1, o.searchCap)
 		if err == nil {
 			var m result
-			if m, err = measure(ctx, f, "high"); err == nil {
+			if m, err = measure(ctx, f, "high", pages.URL); err == nil {
 				ratio := "–"
 				if highWall > 0 {
 					ratio = fmt.Sprintf("%.2f", m.wall.Seconds()/highWall.Seconds())
@@ -165,11 +175,15 @@ type result struct {
 	subQuestions, children         int
 	wall, critical, sequential     time.Duration
 	modelCalls, searches, natsMsgs int
-	redisCmds                      int64
+	// pagesRead counts the pages the children read (the run's fetch events without
+	// an error).
+	pagesRead int
+	redisCmds int64
 }
 
-// measure runs one research run at effort and reads its figures.
-func measure(ctx context.Context, f *benchfleet.Fleet, effort string) (result, error) {
+// measure runs one research run at effort, its children reading pages of pages, and
+// reads its figures.
+func measure(ctx context.Context, f *benchfleet.Fleet, effort, pages string) (result, error) {
 	var m result
 	hc := &http.Client{Timeout: 30 * time.Second}
 	nc, err := nats.Connect(f.NATSURL)
@@ -200,7 +214,7 @@ func measure(ctx context.Context, f *benchfleet.Fleet, effort string) (result, e
 		return st.Requests
 	}
 	beforeSim, beforeMsgs, beforeRedis := simStats(), seqs(), f.Counter.Counts().Commands
-	body, _ := json.Marshal(map[string]any{"input": fmt.Sprintf("How do offshore wind farms work (bench %d)?", time.Now().UnixNano()),
+	body, _ := json.Marshal(map[string]any{"input": fmt.Sprintf("How do offshore wind farms work (bench %d)? sim:read=%s", time.Now().UnixNano(), pages),
 		"model": "research/" + demo.Model, "effort": effort})
 	start := time.Now()
 	resp, err := hc.Post(f.URL+"/v1/research", "application/json", bytes.NewReader(body))
@@ -253,10 +267,14 @@ func measure(ctx context.Context, f *benchfleet.Fleet, effort string) (result, e
 	at := map[string]time.Time{}
 	for _, e := range evs {
 		var ev struct {
-			Type string `json:"type"`
-			MS   int64  `json:"at_ms"`
+			Type  string `json:"type"`
+			MS    int64  `json:"at_ms"`
+			Error string `json:"error"`
 		}
 		json.Unmarshal(e.Data, &ev)
+		if ev.Type == "fetch" && ev.Error == "" {
+			m.pagesRead++
+		}
 		if _, ok := at[ev.Type]; !ok { // the first of each: the reflection between rounds 0 and 1
 			at[ev.Type] = time.UnixMilli(ev.MS)
 		}
@@ -300,4 +318,19 @@ func measure(ctx context.Context, f *benchfleet.Fleet, effort string) (result, e
 // childIDOf is research's child id rule (pkg/research childID).
 func childIDOf(runID string, round, i int) string {
 	return "job_" + strings.TrimPrefix(runID, "rr_") + "r" + strconv.Itoa(round) + "q" + strconv.Itoa(i)
+}
+
+// pageServer serves a page at every path, each after a latency between lo and hi
+// drawn from its path: what a child's web_fetch reads.
+func pageServer(lo, hi time.Duration) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wait := lo
+		if hi > lo {
+			wait += time.Duration(crc32.ChecksumIEEE([]byte(r.URL.Path))) % (hi - lo + 1)
+		}
+		time.Sleep(wait)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><html><head><title>Offshore wind, page %s</title></head><body><main><h1>Offshore wind</h1>"+
+			"<p>Offshore wind farms turn the wind over the sea into electricity; this page (%s) was served by the benchmark.</p></main></body></html>", r.URL.Path, r.URL.Path)
+	}))
 }

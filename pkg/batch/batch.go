@@ -37,6 +37,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
@@ -49,9 +50,12 @@ type Service struct {
 	// Ender ends the jobs a cancel or an expiry sweeps.
 	Ender *jobs.Ender
 	// Models are the model names batch lines may use.
-	Models  []string
-	Log     *slog.Logger
-	Metrics *metrics.Metrics
+	Models []string
+	// Research runs the lines of batches whose endpoint is "/v1/research" (nil:
+	// such batches are refused).
+	Research *research.Service
+	Log      *slog.Logger
+	Metrics  *metrics.Metrics
 	// MaxFileBytes bounds an uploaded file (default DefaultMaxFileBytes, 200 MB).
 	// Uploads do not go through ingress's body limit: they are streamed to disk.
 	MaxFileBytes int64

@@ -108,8 +108,8 @@ func (s *Service) takeCallback(ctx context.Context, b *record, callback json.Raw
 
 // newRecord checks the fields both forms share and builds the batch record.
 func newRecord(tenant string, p *CreateParams) (*record, error) {
-	if p.Endpoint != "" && p.Endpoint != chatEndpoint {
-		return nil, invalid("", "endpoint", "endpoint %q is not supported; batches run %q", p.Endpoint, chatEndpoint)
+	if p.Endpoint != "" && p.Endpoint != chatEndpoint && p.Endpoint != researchEndpoint {
+		return nil, invalid("", "endpoint", "endpoint %q is not supported; batches run %q or %q", p.Endpoint, chatEndpoint, researchEndpoint)
 	}
 	if p.CompletionWindow == "" {
 		p.CompletionWindow = defaultWindow
@@ -171,7 +171,10 @@ func (s *Service) inputFromFile(ctx context.Context, b *record, p *CreateParams)
 	if v.Invalid > 0 {
 		return nil, &Error{Kind: Invalid, Param: "input_file_id", Input: v, Message: "invalid batch input"}
 	}
-	b.InputFileID, b.Model, b.Total = f.ID, v.Model, v.Requests
+	if p.Endpoint != "" && p.Endpoint != v.Endpoint {
+		return nil, invalid("", "endpoint", "endpoint %q does not match the input's lines, which name %q", p.Endpoint, v.Endpoint)
+	}
+	b.InputFileID, b.Model, b.Total, b.Endpoint = f.ID, v.Model, v.Requests, v.Endpoint
 	return v.CustomIDs, nil
 }
 
@@ -182,7 +185,7 @@ func (s *Service) validateStored(ctx context.Context, id string) (*Validation, e
 		return nil, err
 	}
 	defer rc.Close()
-	return validate(rc, s.Models)
+	return validate(rc, s.Models, s.Research)
 }
 
 // inputFromQueries turns the simple form into an input file (stored, so the batch
@@ -192,6 +195,9 @@ func (s *Service) validateStored(ctx context.Context, id string) (*Validation, e
 func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreateParams) ([]string, error) {
 	if p.InputFileID != "" {
 		return nil, invalid("", "queries", "Send either queries or input_file_id, not both.")
+	}
+	if p.Endpoint == researchEndpoint {
+		return nil, invalid("", "endpoint", "queries are chat requests; research lines are given in an input file (url %q)", researchEndpoint)
 	}
 	in := p.streamed
 	if in == nil {
@@ -255,7 +261,7 @@ func (s *Service) newQueryInput(ctx context.Context, tenant, model string) (*que
 	if err != nil {
 		return nil, unavailable(err, "Could not store the queries; try again.")
 	}
-	return &queryInput{model: model, va: newValidator(s.Models), file: f, obj: obj}, nil
+	return &queryInput{model: model, va: newValidator(s.Models, nil), file: f, obj: obj}, nil
 }
 
 // add validates the next question and writes its line; once a line is invalid

@@ -17,6 +17,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -132,6 +133,10 @@ func (s *Service) expand(ctx context.Context, b *record) error {
 		}
 		defer rc.Close()
 		cursor, err = s.expandLines(ctx, b, rc)
+		if errors.Is(err, errWindow) {
+			_, err = s.advance(ctx, b.ID, cursor, false)
+			return err
+		}
 		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
@@ -139,6 +144,14 @@ func (s *Service) expand(ctx context.Context, b *record) error {
 	_, err := s.advance(ctx, b.ID, cursor, true)
 	return err
 }
+
+// researchWindow is how many of a research batch's runs are under way at once: each
+// line that ends lets the next start (JobFinished kicks the expansion on), so one
+// large batch does not hold every research step queued ahead of other runs.
+const researchWindow = 8
+
+// errWindow pauses a research batch's expansion: researchWindow runs are under way.
+var errWindow = errors.New("batch: research runs under way fill the window")
 
 // expandLines expands the input's lines from the batch's cursor on, a chunk at a
 // time, moving the cursor after each chunk, and returns the cursor where it stopped.
@@ -166,6 +179,12 @@ func (s *Service) expandLines(ctx context.Context, b *record, input io.Reader) (
 		i++
 		if idx < cursor {
 			return nil // expanded by an earlier delivery
+		}
+		if b.Endpoint == researchEndpoint && idx >= b.Ended+researchWindow {
+			if err := flush(); err != nil {
+				return err
+			}
+			return errWindow
 		}
 		if chunk = append(chunk, pendingLine{i: idx, raw: bytes.Clone(line)}); len(chunk) < expandChunk {
 			return nil
@@ -218,6 +237,9 @@ func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (
 	if json.Unmarshal(raw, &l) != nil {
 		return bus.Pending{}, changed
 	}
+	if b.Endpoint == researchEndpoint {
+		return bus.Pending{}, s.startRun(ctx, b, i, l.Body, changed)
+	}
 	req, err := openaichat.Client.DecodeRequest(l.Body)
 	if err != nil {
 		return bus.Pending{}, changed
@@ -232,6 +254,41 @@ func (s *Service) createJob(ctx context.Context, b *record, i int, raw []byte) (
 		return bus.Pending{}, err // refused by the tenant's storage quota: the line failed (quota.go)
 	}
 	return jobs.Submit(ctx, s.Bus, s.Store, job, bus.SubjectJob(bus.BandBatch, job.Tenant, b.ID), bus.ChatJob{JobID: job.ID, Tenant: job.Tenant})
+}
+
+// startRun records the job of research line i — the line's record, which its run
+// ends as the run ends — and starts its run (research.Service.StartLine): the run's
+// children run on the batch's lane and count against its cap. A line expanded again
+// finds both recorded and starts nothing new.
+func (s *Service) startRun(ctx context.Context, b *record, i int, body json.RawMessage, changed error) error {
+	var rb research.Body
+	if s.Research == nil || json.Unmarshal(body, &rb) != nil {
+		return changed
+	}
+	req, err := rb.Request("batch")
+	if err != nil {
+		return changed
+	}
+	job := &state.Job{ID: jobID(b.ID, i), Tenant: b.Tenant, Kind: "research", Model: req.Model, Request: body,
+		Created: time.Now().UTC(), Deadline: b.Expires, Batch: b.ID, Band: bus.BandBatch}
+	if ok, err := s.chargeLine(ctx, job); !ok {
+		return err // refused by the tenant's storage quota: the line failed (quota.go)
+	}
+	switch err := s.Store.CreateJob(ctx, job); {
+	case err == nil:
+		s.Bus.EmitEvent(bus.Event{JobID: job.ID, Type: bus.EventQueued, At: job.Created})
+	case errors.Is(err, state.ErrExists):
+		if st, err := s.Store.JobStatus(ctx, job.ID); err != nil || st.Terminal() {
+			return err
+		}
+	default:
+		return err
+	}
+	_, err = s.Research.StartLine(ctx, b.Tenant, b.ID, job.ID, req, b.Expires)
+	if errors.Is(err, research.ErrInvalid) || errors.Is(err, research.ErrNoModel) || errors.Is(err, research.ErrNoAgent) {
+		return changed
+	}
+	return err
 }
 
 // parallel runs fn(0..n-1) with at most `workers` at once and joins their errors.
@@ -284,6 +341,12 @@ func (s *Service) sweep(ctx context.Context, b *record, outcome string) error {
 // endLine ends line i's job with outcome (cancelled or expired) and counts it. A job
 // that ended meanwhile (jobs.End lets the first ending stand) is counted as it ended.
 func (s *Service) endLine(ctx context.Context, b *record, i int, outcome string) error {
+	if b.Endpoint == researchEndpoint && s.Research != nil {
+		// The line's run ends cancelled, and its children with it.
+		if _, err := s.Research.Cancel(ctx, b.Tenant, research.LineRunID(jobID(b.ID, i))); err != nil && !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+	}
 	end := jobs.Ending{Status: state.Cancelled}
 	if outcome != outcomeCancelled {
 		end = jobs.Ending{Status: state.Failed, Error: jobs.BatchExpired()}
@@ -329,6 +392,12 @@ func (s *Service) JobFinished(ctx context.Context, job *state.Job) error {
 	resolved, err := s.record(ctx, job)
 	if err != nil {
 		return fmt.Errorf("batch %s: counting job %s: %w", job.Batch, job.ID, err)
+	}
+	if i, ok := lineOf(job.Batch, job.ID); ok && !resolved && job.Kind == "research" {
+		// A run's end makes room in the window: expansion goes on.
+		if err := s.kick(ctx, job.Batch, job.Tenant, "line-"+strconv.Itoa(i)); err != nil {
+			s.Log.Warn("batch: queueing expansion", "batch", job.Batch, "err", err)
+		}
 	}
 	if resolved {
 		// A lost finalization is repaired by the sweep; counting is what must not be lost.

@@ -259,7 +259,7 @@ func (s *Service) StoreUpload(ctx context.Context, tenant, filename string, r io
 	validated := make(chan struct{})
 	go func() {
 		defer close(validated)
-		if check, verr = validate(pr, s.Models); verr != nil {
+		if check, verr = validate(pr, s.Models, s.Research); verr != nil {
 			pr.CloseWithError(verr)
 			return
 		}

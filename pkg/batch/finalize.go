@@ -15,8 +15,8 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
-
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -140,6 +140,11 @@ func lineFor(b *record, i int, customID, outcome string, job *state.Job, status 
 	case outcomeCompleted:
 		if job == nil || len(job.Response) == 0 {
 			return fail("result_unavailable", "The request completed, but its answer is no longer stored.")
+		}
+		if job.Kind == "research" {
+			// The run as GET /v1/research/{id} shows it (its run ended the line's job).
+			l.Response = &lineResponse{StatusCode: 200, RequestID: research.LineRunID(job.ID), Body: job.Response}
+			return l
 		}
 		body, err := openaichat.AnswerJSON(job.Response)
 		if err != nil {

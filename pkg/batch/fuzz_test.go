@@ -20,7 +20,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte(`{"custom_id":"x","method":"GET","url":"/v1/embeddings","body":{"model":"m1","messages":"hi"}}`))
 	f.Add([]byte(`{"custom_id":"x","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[{"role":"user","content":"hi"}],"stream":true}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		v, err := validate(bytes.NewReader(in), []string{"m1", "m2"})
+		v, err := validate(bytes.NewReader(in), []string{"m1", "m2"}, nil)
 		if err != nil {
 			return // only a line over the size limit, which a fuzz input cannot reach
 		}

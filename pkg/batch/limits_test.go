@@ -69,7 +69,7 @@ func TestCreateFromStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check, err := validate(rc, h.s.Models)
+		check, err := validate(rc, h.s.Models, nil)
 		rc.Close()
 		if err != nil || check.Requests != 3 || check.Invalid != 0 || check.CustomIDs[2] != "q-3" || int64(0) == f.Bytes {
 			t.Errorf("stored input: %+v %v", check, err)

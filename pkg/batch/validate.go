@@ -3,6 +3,7 @@ package batch
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +14,8 @@ import (
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
-
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/research"
 )
 
 // Input limits. They follow the OpenAI Batch API's: at most 50,000 requests a batch.
@@ -26,8 +27,10 @@ const (
 	// maxReportedErrors bounds the line errors an answer lists; the message still
 	// says how many lines are invalid in all.
 	maxReportedErrors = 100
-	// chatEndpoint is the one endpoint batches run.
-	chatEndpoint = "/v1/chat/completions"
+	// chatEndpoint and researchEndpoint are the endpoints batches run: every line of
+	// a batch names its batch's.
+	chatEndpoint     = "/v1/chat/completions"
+	researchEndpoint = "/v1/research"
 )
 
 // newLineError builds the error of line (0: the input as a whole).
@@ -49,8 +52,9 @@ type Validation struct {
 	Requests int
 	// CustomIDs are the lines' custom_ids, in order.
 	CustomIDs []string
-	// Model is the first line's model.
-	Model string
+	// Model is the first line's model; Endpoint the first line's url.
+	Model    string
+	Endpoint string
 	// Errors lists up to maxReportedErrors problems; Invalid counts every invalid line.
 	Errors  []lineError
 	Invalid int
@@ -59,12 +63,14 @@ type Validation struct {
 // validator checks input lines one at a time.
 type validator struct {
 	models []string
-	seen   map[string]int // custom_id → line
-	v      Validation
+	// research checks research lines (nil: the fleet runs none).
+	research *research.Service
+	seen     map[string]int // custom_id → line
+	v        Validation
 }
 
-func newValidator(models []string) *validator {
-	return &validator{models: models, seen: map[string]int{}}
+func newValidator(models []string, rs *research.Service) *validator {
+	return &validator{models: models, research: rs, seen: map[string]int{}}
 }
 
 func (va *validator) fail(e lineError) {
@@ -156,11 +162,17 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 	if l.Method != "POST" {
 		return ptr(newLineError(n, "invalid_method", "method", "method %q is not supported; use \"POST\"", l.Method))
 	}
-	if l.URL != chatEndpoint {
-		return ptr(newLineError(n, "invalid_url", "url", "url %q does not match the batch's endpoint %q", l.URL, chatEndpoint))
+	if va.v.Endpoint == "" && (l.URL == chatEndpoint || l.URL == researchEndpoint) {
+		va.v.Endpoint = l.URL
+	}
+	if want := cmp.Or(va.v.Endpoint, chatEndpoint); l.URL != want {
+		return ptr(newLineError(n, "invalid_url", "url", "url %q does not match the batch's endpoint %q", l.URL, want))
 	}
 	if len(l.Body) == 0 || string(l.Body) == "null" {
-		return ptr(newLineError(n, "missing_body", "body", "'body' is required: the chat completion request"))
+		return ptr(newLineError(n, "missing_body", "body", "'body' is required: the %s request", strings.TrimPrefix(l.URL, "/v1/")))
+	}
+	if l.URL == researchEndpoint {
+		return va.checkResearch(n, l.Body)
 	}
 	req, err := llm.ParseChatRequest(l.Body)
 	if err != nil {
@@ -186,6 +198,43 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 	return nil
 }
 
+// checkResearch checks a research line's body: a research request POST /v1/research
+// would accept, run to its end without a client (plan "auto", no callback: the
+// batch's own tells its end).
+func (va *validator) checkResearch(n int, body json.RawMessage) *lineError {
+	if va.research == nil {
+		return ptr(newLineError(n, "invalid_url", "url", "research runs are not enabled on this server"))
+	}
+	var b research.Body
+	if err := json.Unmarshal(body, &b); err != nil {
+		return ptr(newLineError(n, "invalid_request", "body", "not a research request: %s", shortJSONError(err)))
+	}
+	switch {
+	case len(b.Callback) > 0 && string(b.Callback) != "null":
+		return ptr(newLineError(n, "invalid_request", "body.callback", "a research line has no callback of its own; give the batch one"))
+	case b.Plan == "review":
+		return ptr(newLineError(n, "invalid_request", "body.plan", `plan "review" waits for a client: a batch line runs with plan "auto"`))
+	}
+	req, err := b.Request("batch")
+	if err == nil {
+		err = req.Validate()
+	}
+	if err != nil {
+		param, _, _ := strings.Cut(err.Error(), ":")
+		return ptr(newLineError(n, "invalid_request", "body."+param, "%s", err.Error()))
+	}
+	switch err := va.research.Resolve(req); {
+	case errors.Is(err, research.ErrNoAgent):
+		return ptr(newLineError(n, "agent_not_found", "body.agent", "the research agent %q does not exist", redact.Clip(req.Agent, 64)))
+	case err != nil:
+		return ptr(newLineError(n, "model_not_found", "body.model", "the model %q does not exist; research models are \"research/<model>\" of: %s", redact.Clip(req.Model, 64), strings.Join(va.research.Models, ", ")))
+	}
+	if va.v.Model == "" {
+		va.v.Model = req.Model
+	}
+	return nil
+}
+
 // result finishes the Validation: an input without requests is an error too.
 func (va *validator) result() *Validation {
 	if va.v.Requests == 0 && va.v.Invalid == 0 {
@@ -195,8 +244,8 @@ func (va *validator) result() *Validation {
 }
 
 // validate checks every line of r.
-func validate(r io.Reader, models []string) (*Validation, error) {
-	va := newValidator(models)
+func validate(r io.Reader, models []string, rs *research.Service) (*Validation, error) {
+	va := newValidator(models, rs)
 	if err := eachLine(r, func(n int, line []byte) error { va.line(n, line); return nil }); err != nil {
 		return nil, err
 	}

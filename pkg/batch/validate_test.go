@@ -42,7 +42,7 @@ func TestValidateLines(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			in := line("ok", "m1", "fine") + "\n" + c.line + "\n"
-			v, err := validate(strings.NewReader(in), models)
+			v, err := validate(strings.NewReader(in), models, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,18 +70,18 @@ func TestValidateLines(t *testing.T) {
 func TestValidateInput(t *testing.T) {
 	t.Parallel()
 	in := line("a", "m2", "one") + "\r\n\n" + line("b", "m1", "two") + "\n   \n" + line("c", "m1", "three")
-	v, err := validate(strings.NewReader(in), []string{"m1", "m2"})
+	v, err := validate(strings.NewReader(in), []string{"m1", "m2"}, nil)
 	if err != nil || v.Invalid != 0 {
 		t.Fatalf("%v %+v", err, v.Errors)
 	}
 	if v.Requests != 3 || !slices.Equal(v.CustomIDs, []string{"a", "b", "c"}) || v.Model != "m2" {
 		t.Errorf("validation %+v", v)
 	}
-	v, _ = validate(strings.NewReader(line("a", "m1", "x")+"\n"+line("b", "m1", "x")+"\n"+line("a", "m1", "y")), []string{"m1"})
+	v, _ = validate(strings.NewReader(line("a", "m1", "x")+"\n"+line("b", "m1", "x")+"\n"+line("a", "m1", "y")), []string{"m1"}, nil)
 	if v.Invalid != 1 || v.Errors[0].Code != "duplicate_custom_id" || !strings.Contains(v.Errors[0].Message, "first on line 1") || *v.Errors[0].Line != 3 {
 		t.Errorf("duplicate: %+v", v.Errors)
 	}
-	v, _ = validate(strings.NewReader("\n\n"), []string{"m1"})
+	v, _ = validate(strings.NewReader("\n\n"), []string{"m1"}, nil)
 	if v.Invalid != 1 || v.Errors[0].Code != "empty_file" || v.Errors[0].Line != nil {
 		t.Errorf("empty: %+v", v.Errors)
 	}
@@ -96,7 +96,7 @@ func TestValidateLimits(t *testing.T) {
 		b.WriteString(line(fmt.Sprint(i), "m1", "q"))
 		b.WriteByte('\n')
 	}
-	v, err := validate(strings.NewReader(b.String()), []string{"m1"})
+	v, err := validate(strings.NewReader(b.String()), []string{"m1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestValidateLimits(t *testing.T) {
 	for range 300 {
 		b.WriteString("nope\n")
 	}
-	v, _ = validate(strings.NewReader(b.String()), []string{"m1"})
+	v, _ = validate(strings.NewReader(b.String()), []string{"m1"}, nil)
 	if v.Invalid != 300 || len(v.Errors) != maxReportedErrors {
 		t.Errorf("%d invalid, %d listed", v.Invalid, len(v.Errors))
 	}
@@ -116,7 +116,7 @@ func TestValidateLimits(t *testing.T) {
 		t.Errorf("summary %q", ie.Error.Message)
 	}
 	long := `{"custom_id": "x", "pad": "` + strings.Repeat("a", maxLineBytes) + `"}`
-	_, err = validate(strings.NewReader(line("a", "m1", "q")+"\n"+long), []string{"m1"})
+	_, err = validate(strings.NewReader(line("a", "m1", "q")+"\n"+long), []string{"m1"}, nil)
 	var tooLong LineTooLongError
 	if !errors.As(err, &tooLong) || tooLong.line != 2 {
 		t.Errorf("long line: %v", err)

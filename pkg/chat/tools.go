@@ -233,9 +233,13 @@ func (w *Worker) offerFetch(v *view, h int) bool {
 	return len(srcs.list) > 0
 }
 
-// fetchLimit is the job's fetch limit: the fleet's, lowered by the request's own.
+// fetchLimit is the job's fetch limit: the fleet's, lowered by the request's own (a
+// negative one: none).
 func (w *Worker) fetchLimit(v *view) int {
 	limit := w.MaxFetches
+	if o := v.req.Search; o != nil && o.MaxFetches < 0 {
+		return 0
+	}
 	if o := v.req.Search; o != nil && o.MaxFetches > 0 && o.MaxFetches < limit {
 		limit = o.MaxFetches
 	}

@@ -67,6 +67,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		Research: &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Timeout: env.ResearchTimeout,
 			Agents: agentInfos, Backends: agents, WebhookSecrets: agentSecrets},
 	}
+	p.batches.Research = o.Research // research batch lines
 	if p.records.MaxBytes() > 0 {
 		o.Records, o.RecordsTenants = p.records, max(len(p.o.File.Tenants), 1)
 	}

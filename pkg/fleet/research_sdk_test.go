@@ -1,7 +1,7 @@
 package fleet_test
 
 import (
-	"net/http"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,18 +98,88 @@ func TestResearchResponsesCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := waitResearch(t, f, resp.ID, func(r researchRun) bool { return len(r.Rounds) > 0 && r.Rounds[0].Questions[0].JobID != "" })
+	waitResearch(t, f, resp.ID, func(r researchRun) bool { return len(r.Rounds) > 0 && r.Rounds[0].Questions[0].JobID != "" })
 	if resp, err = c.Responses.Cancel(ctx(t), resp.ID); err != nil || resp.Status != responses.ResponseStatusCancelled {
 		t.Fatalf("cancel: %v %+v", err, resp)
 	}
-	run = waitResearch(t, f, resp.ID, ended)
-	if run.Status != "cancelled" {
-		t.Fatalf("run %s", run.Status)
+	waitCancelled(t, f, resp.ID)
+}
+
+// stream true streams a research Response as the SDK's events, each with its
+// sequence_number; a stream cut short resumes with responses.retrieve(stream,
+// starting_after) from the next event, without repeats or gaps, to
+// response.completed, whose message cites the run's sources; a stream made again from
+// the start numbers every event as the first did.
+func TestResearchResponsesStream(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	c := openaiClient(f)
+	type seen struct {
+		seq int64
+		typ string
 	}
-	for _, q := range run.Rounds[0].Questions {
-		fleettest.Eventually(t, "child cancelled", func() bool {
-			_, b, _ := f.Do(t, http.MethodGet, "/v1/jobs/"+q.JobID, nil)
-			return strings.Contains(string(b), `"status":"cancelled"`)
-		})
+	id := ""
+	read := func(s interface {
+		Next() bool
+		Current() responses.ResponseStreamEventUnion
+		Err() error
+		Close() error
+	}, stop func(responses.ResponseStreamEventUnion) bool) ([]seen, *responses.Response) {
+		defer s.Close()
+		var got []seen
+		var final *responses.Response
+		for s.Next() {
+			ev := s.Current()
+			got = append(got, seen{ev.SequenceNumber, ev.Type})
+			if ev.Type == "response.created" {
+				id = ev.AsResponseCreated().Response.ID
+			}
+			if ev.Type == "response.completed" {
+				r := ev.AsResponseCompleted().Response
+				final = &r
+			}
+			if stop(ev) {
+				break
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got, final
+	}
+	first, _ := read(c.Responses.NewStreaming(ctx(t), researchParams("How do glaciers move?")), func(ev responses.ResponseStreamEventUnion) bool {
+		return ev.Type == "response.output_item.done" // the first search, then the client goes away
+	})
+	if len(first) < 4 || first[0].typ != "response.created" || first[0].seq != 0 || !strings.HasPrefix(id, "rr_") {
+		t.Fatalf("first stream: %v", first)
+	}
+	last := first[len(first)-1].seq
+	rest, final := read(c.Responses.GetStreaming(ctx(t), id, responses.ResponseGetParams{StartingAfter: openai.Int(last)}), func(responses.ResponseStreamEventUnion) bool { return false })
+	if len(rest) == 0 || rest[0].seq != last+1 || final == nil || final.Status != responses.ResponseStatusCompleted {
+		t.Fatalf("resumed after %d: %v", last, rest)
+	}
+	all := append(first, rest...)
+	for i, s := range all {
+		if s.seq != int64(i) {
+			t.Fatalf("event %d has sequence_number %d: %v", i, s.seq, all)
+		}
+	}
+	calls, cites := 0, 0
+	for _, it := range final.Output {
+		switch it.Type {
+		case "web_search_call":
+			calls++
+		case "message":
+			for _, p := range it.AsMessage().Content {
+				cites += len(p.Annotations)
+			}
+		}
+	}
+	if run := getResearch(t, f, id); calls == 0 || calls != run.Usage.Searches || cites == 0 {
+		t.Fatalf("%d web_search_call items for %d searches, %d citations", calls, run.Usage.Searches, cites)
+	}
+	again, _ := read(c.Responses.GetStreaming(ctx(t), id, responses.ResponseGetParams{}), func(responses.ResponseStreamEventUnion) bool { return false })
+	if fmt.Sprint(again) != fmt.Sprint(all) {
+		t.Fatalf("the stream made again differs:\n%v\nfirst:\n%v", again, all)
 	}
 }

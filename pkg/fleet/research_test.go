@@ -57,6 +57,7 @@ type researchRun struct {
 	Usage struct {
 		CostUSD  float64 `json:"cost_usd"`
 		Searches int     `json:"searches"`
+		Fetches  int     `json:"fetches"`
 		Children int     `json:"children"`
 	} `json:"usage"`
 }
@@ -210,14 +211,7 @@ func TestResearchPlanReview(t *testing.T) {
 	if r.Plan == nil || len(r.Plan.Questions) != 3 || len(r.Rounds) != 0 {
 		t.Fatalf("plan under review: %+v", r)
 	}
-	fleettest.Eventually(t, "the requires_action webhook", func() bool {
-		for _, d := range rcv.deliveries() {
-			if strings.Contains(string(d.body), `"type":"research.requires_action"`) && d.header.Get("webhook-signature") != "" {
-				return true
-			}
-		}
-		return false
-	})
+	researchWebhook(t, rcv, "research.requires_action")
 	code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"plan": map[string]any{"questions": []map[string]string{
 		{"question": "What makes the tides rise?"}, {"question": "When are spring tides?"}}}})
 	if code != http.StatusOK {
@@ -230,14 +224,18 @@ func TestResearchPlanReview(t *testing.T) {
 	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"action": "approve"}); code != http.StatusConflict {
 		t.Fatalf("approving an ended run: %d %s", code, b)
 	}
-	fleettest.Eventually(t, "the completed webhook", func() bool {
-		for _, d := range rcv.deliveries() {
-			if strings.Contains(string(d.body), `"type":"research.completed"`) {
-				return true
-			}
-		}
-		return false
-	})
+	researchWebhook(t, rcv, "research.completed")
+	// An approval runs the plan as it was written.
+	a := startResearch(t, f, map[string]any{"input": "How do rivers form?", "model": "research/sim-model", "effort": "low", "plan": "review"})
+	a = waitResearch(t, f, a.ID, func(r researchRun) bool { return r.Status == "requires_action" })
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+a.ID+"/plan", map[string]any{"action": "approve"}); code != http.StatusOK {
+		t.Fatalf("approve: %d %s", code, b)
+	}
+	planned := a.Plan.Questions
+	a = waitResearch(t, f, a.ID, ended)
+	if a.Status != "completed" || len(a.Rounds) != 1 || len(a.Rounds[0].Questions) != len(planned) || a.Rounds[0].Questions[0].Status != "completed" {
+		t.Fatalf("approved plan: %+v", a)
+	}
 }
 
 // Cancelling a running run ends it cancelled, and its children that ran cancelled.
@@ -251,9 +249,34 @@ func TestResearchCancel(t *testing.T) {
 	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
 		t.Fatalf("cancel: %d %s", code, b)
 	}
-	r = waitResearch(t, f, r.ID, ended)
-	if r.Status != "cancelled" {
-		t.Fatalf("status %s", r.Status)
+	r = waitCancelled(t, f, r.ID)
+	if code, _, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusConflict {
+		t.Fatalf("cancelling an ended run: %d", code)
+	}
+}
+
+// A run cancelled while its plan waits for approval (no child out) tells its
+// callback it was cancelled.
+func TestResearchCancelTellsCallback(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	rcv := newReceiver(t, func(int) int { return http.StatusOK })
+	r := startResearch(t, f, map[string]any{"input": "How do rivers freeze?", "model": "research/sim-model", "effort": "low", "plan": "review",
+		"callback": map[string]any{"url": rcv.URL}})
+	waitResearch(t, f, r.ID, func(r researchRun) bool { return r.Status == "requires_action" })
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	researchWebhook(t, rcv, "research.cancelled")
+}
+
+// waitCancelled waits for run id to end cancelled, and every child it submitted to
+// end cancelled too.
+func waitCancelled(t *testing.T, f *fleettest.Fleet, id string) researchRun {
+	t.Helper()
+	r := waitResearch(t, f, id, ended)
+	if r.Status != "cancelled" || len(r.Rounds) == 0 {
+		t.Fatalf("run %s: %s", id, r.Status)
 	}
 	for _, q := range r.Rounds[0].Questions {
 		fleettest.Eventually(t, "child "+q.JobID+" cancelled", func() bool {
@@ -261,9 +284,20 @@ func TestResearchCancel(t *testing.T) {
 			return strings.Contains(string(b), `"status":"cancelled"`)
 		})
 	}
-	if code, _, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusConflict {
-		t.Fatalf("cancelling an ended run: %d", code)
-	}
+	return r
+}
+
+// researchWebhook waits for a signed delivery of event typ.
+func researchWebhook(t *testing.T, rcv *receiver, typ string) {
+	t.Helper()
+	fleettest.Eventually(t, "the "+typ+" webhook", func() bool {
+		for _, d := range rcv.deliveries() {
+			if strings.Contains(string(d.body), `"type":"`+typ+`"`) && d.header.Get("webhook-signature") != "" {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func setFault(t *testing.T, f *fleettest.Fleet, fault map[string]any) {
@@ -276,17 +310,21 @@ func setFault(t *testing.T, f *fleettest.Fleet, fault map[string]any) {
 	resp.Body.Close()
 }
 
+// pricedResearch prices the brain ($3 and $15 a million tokens, at most 500 out) and
+// brave's searches ($0.01).
+func pricedResearch(file *config.File) {
+	pricedBrave(file)
+	m := file.Models[demo.Model]
+	m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
+	file.Models[demo.Model] = m
+}
+
 // A run with budget.max_usd stops spending at its cap: fewer children than planned,
 // the report written from what they found, completed with incomplete_details
 // {reason: "budget"}, and its spend within the cap and one step in flight.
 func TestResearchBudget(t *testing.T) {
 	t.Parallel()
-	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
-		pricedBrave(file)
-		m := file.Models[demo.Model]
-		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
-		file.Models[demo.Model] = m
-	}))
+	f := fleettest.Start(t, fleettest.File(pricedResearch))
 	const capUSD = 0.25
 	r := startResearch(t, f, map[string]any{"input": "What powers the sun?", "model": "research/sim-model", "effort": "high", "budget": map[string]any{"max_usd": capUSD}})
 	r = waitResearch(t, f, r.ID, ended)
@@ -364,5 +402,34 @@ func TestResearchVerifiesClaims(t *testing.T) {
 	}
 	if !strings.Contains(r.Output.Report, "The moon is made of green cheese _(unverified)_.") || r.Output.Citations.Removed != 1 || r.Output.Citations.Valid == 0 {
 		t.Fatalf("citations %+v, report:\n%s", r.Output.Citations, r.Output.Report)
+	}
+}
+
+// Children read pages where their effort lets them fetch (the simulated planner's
+// sim:read has each read one and then search), and only there: the reads are
+// counted in the run's usage, and a page read is a source whose excerpt is the
+// page's text.
+func TestResearchReadsPages(t *testing.T) {
+	t.Parallel()
+	f := fetchFleet(t)
+	page := guidePage(t)
+	r := startResearch(t, f, map[string]any{"input": "How does the fleet read pages? sim:read=" + page, "model": "research/sim-model", "effort": "medium"})
+	r = waitResearch(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Output == nil || r.Usage.Fetches < 6 || r.Usage.Searches < 9 {
+		t.Fatalf("run: %s, usage %+v", r.Status, r.Usage)
+	}
+	read := 0
+	for _, s := range r.Output.Sources {
+		if strings.HasPrefix(s.URL, strings.TrimSuffix(page, "/guide")) && strings.Contains(s.Excerpt, "SSRF guard") {
+			read++
+		}
+	}
+	if read == 0 {
+		t.Fatalf("no page read is a source: %+v", r.Output.Sources)
+	}
+	// Effort low reads no page, though its children have one to read.
+	low := startResearch(t, f, map[string]any{"input": "How does the fleet read pages? sim:read=" + page, "model": "research/sim-model", "effort": "low"})
+	if low = waitResearch(t, f, low.ID, ended); low.Status != "completed" || low.Usage.Fetches != 0 || low.Usage.Searches < 3 {
+		t.Fatalf("effort low: %s, usage %+v", low.Status, low.Usage)
 	}
 }

@@ -19,58 +19,6 @@ import (
 // /cancel cancels it and its children, /plan approves or replaces a plan under
 // review.
 
-// researchBody is POST /v1/research's body.
-type researchBody struct {
-	Input        json.RawMessage   `json:"input"`
-	Model        string            `json:"model"`
-	Agent        string            `json:"agent"`
-	Effort       string            `json:"effort"`
-	Instructions string            `json:"instructions"`
-	OutputSchema json.RawMessage   `json:"output_schema"`
-	Plan         string            `json:"plan"`
-	Budget       research.Budget   `json:"budget"`
-	Callback     json.RawMessage   `json:"callback"`
-	Metadata     map[string]string `json:"metadata"`
-	// Share false opts out of sharing an identical run in flight.
-	Share *bool `json:"share"`
-}
-
-// researchInput is a run's input: the question, or messages ({role, content}) whose
-// text is joined with the last message last.
-func researchInput(raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var msgs []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
-		return "", errors.New("input: a string, or an array of messages")
-	}
-	var b strings.Builder
-	for i, m := range msgs {
-		var text string
-		if json.Unmarshal(m.Content, &text) != nil {
-			var parts []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			json.Unmarshal(m.Content, &parts)
-			for _, p := range parts {
-				text += p.Text
-			}
-		}
-		if i == len(msgs)-1 {
-			b.WriteString(text)
-		} else {
-			fmt.Fprintf(&b, "%s: %s\n\n", m.Role, text)
-		}
-	}
-	return b.String(), nil
-}
-
 func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
 	if s.Research == nil {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
@@ -80,18 +28,16 @@ func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var in researchBody
+	var in research.Body
 	if err := json.Unmarshal(body, &in); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "The body is not a research request: "+redact.JSONError(err))
 		return
 	}
-	input, err := researchInput(in.Input)
+	req, err := in.Request("research")
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "input", err.Error())
 		return
 	}
-	req := &research.Request{Input: input, Model: in.Model, Agent: in.Agent, Effort: in.Effort, Instructions: in.Instructions, OutputSchema: in.OutputSchema,
-		Plan: in.Plan, Budget: in.Budget, Metadata: in.Metadata, Surface: "research"}
 	run, shared, secret, ok := s.startResearch(w, r, req, in.Callback, in.Share != nil && !*in.Share)
 	if !ok {
 		return

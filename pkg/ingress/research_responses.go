@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
@@ -21,7 +24,12 @@ import (
 // true, polled with GET /v1/responses/{id} (queued → in_progress → completed),
 // cancelled with POST /v1/responses/{id}/cancel; the completed Response holds one
 // web_search_call item per search the run's children made and the report as a
-// message whose url_citation annotations point at the run's sources.
+// message whose url_citation annotations point at the run's sources. With stream
+// true the run is streamed as Responses events (a web_search_call item per search as
+// its child ends, the report's message at the end), each with a sequence_number;
+// GET /v1/responses/{id}?stream=true&starting_after=N streams it again from after
+// event N. The events are a function of the run's record, so every stream of a run
+// numbers them alike: a resumed stream repeats and skips nothing.
 
 // researchResponse starts a run for a Responses request that names a research model;
 // it reports false (and answers nothing) for any other request.
@@ -60,10 +68,7 @@ func (s *Server) researchResponse(w http.ResponseWriter, r *http.Request, body [
 	if !in.Background {
 		return fail(http.StatusBadRequest, "background", "A research model runs in the background: set background to true and poll the response.")
 	}
-	if in.Stream {
-		return fail(http.StatusBadRequest, "stream", "Streaming a research run is served at GET /v1/research/{id}/events; create it without stream.")
-	}
-	input, err := researchInput(in.Input)
+	input, err := research.InputText(in.Input)
 	if err != nil {
 		return fail(http.StatusBadRequest, "input", err.Error())
 	}
@@ -81,15 +86,119 @@ func (s *Server) researchResponse(w http.ResponseWriter, r *http.Request, body [
 	if !ok {
 		return true
 	}
+	if in.Stream {
+		s.streamRunResponse(w, r, run, -1)
+		return true
+	}
 	s.writeRunResponse(w, r, run, http.StatusOK)
 	return true
 }
 
-// getResearchResponse answers GET /v1/responses/{id} for a run's id.
+// getResearchResponse answers GET /v1/responses/{id} for a run's id: the Response,
+// or with stream=true (in the query, or {"stream": true} in the body as SDKs send
+// it) its events from after starting_after.
 func (s *Server) getResearchResponse(w http.ResponseWriter, r *http.Request) {
 	run, ok := s.runForResponse(w, r)
-	if ok {
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	var in struct {
+		Stream bool `json:"stream"`
+	}
+	if r.ContentLength != 0 && r.Body != nil {
+		json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&in)
+	}
+	if !in.Stream && q.Get("stream") != "true" {
 		s.writeRunResponse(w, r, run, http.StatusOK)
+		return
+	}
+	after := -1
+	if v := q.Get("starting_after"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "starting_after",
+				Message: "starting_after is the sequence_number of an event: a whole number from 0."})
+			return
+		}
+		after = n
+	}
+	s.streamRunResponse(w, r, run, after)
+}
+
+// streamRunResponse streams a run as Responses events from after sequence number
+// after until it ends (or the stream's time is up: resume with starting_after). The
+// events are made again from the start every time, by one wire.Stream fed the run as
+// it grows: the searches so far, then at the end the report (Finish) or the failure.
+func (s *Server) streamRunResponse(w http.ResponseWriter, r *http.Request, run *state.Run, after int) {
+	release, ok := s.admitWait(w, r, responses.Client, run.Tenant, holdStream)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := s.stream(w, r)
+	defer cancel()
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	last := time.Now()
+	send := func(evs []wire.Event) {
+		var out []wire.Event
+		for _, e := range evs {
+			var n struct {
+				Seq int `json:"sequence_number"`
+			}
+			if json.Unmarshal(e.Data, &n) == nil && n.Seq > after {
+				out = append(out, e)
+			}
+		}
+		if len(out) > 0 {
+			wire.WriteSSE(w, out)
+			rc.Flush()
+			last = time.Now()
+		}
+	}
+	st := responses.Client.NewStream()
+	tick := time.NewTicker(researchPoll)
+	defer tick.Stop()
+	for started := false; ; started = true {
+		resp, err := s.runResponse(r, run)
+		if err != nil {
+			return
+		}
+		if !started {
+			base := *resp
+			base.Content, base.Sources = nil, nil
+			send(st.Start(&base))
+		}
+		searches := *resp
+		searches.Content = slices.DeleteFunc(slices.Clone(resp.Content), func(p wire.Part) bool { return p.Kind == wire.PartText })
+		send(st.Update(&searches))
+		switch resp.Status {
+		case wire.StatusCompleted:
+			send(st.Finish(resp))
+			return
+		case wire.StatusFailed:
+			send(st.Fail(resp, resp.Error))
+			return
+		case wire.StatusCancelled:
+			return // no event says cancelled: the stream ends, and the Response says so
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if time.Since(last) >= keepAliveEvery {
+			wire.WriteSSE(w, st.KeepAlive())
+			rc.Flush()
+			last = time.Now()
+		}
+		if run, err = s.Research.Store.Research.GetRun(ctx, run.ID); err != nil {
+			return
+		}
 	}
 }
 
@@ -134,6 +243,22 @@ const maxRunSearchItems = 1000
 
 // writeRunResponse renders a run as a Responses response.
 func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *state.Run, status int) {
+	resp, err := s.runResponse(r, run)
+	if err != nil {
+		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+		return
+	}
+	b, err := responses.Client.EncodeResponse(resp)
+	if err != nil {
+		writeWireError(w, responses.Client, wire.AsError(err))
+		return
+	}
+	writeJSON(w, status, json.RawMessage(b))
+}
+
+// runResponse is a run as a Responses response: its searches and page reads so far
+// as server calls, and once completed its report as the message.
+func (s *Server) runResponse(r *http.Request, run *state.Run) (*wire.Response, error) {
 	v := research.ViewOf(run)
 	resp := &wire.Response{ID: run.ID, JobID: run.ID, Model: v.Model, Created: run.Created, Finished: run.Finished,
 		Echo: map[string]json.RawMessage{"background": json.RawMessage("true")}}
@@ -152,50 +277,42 @@ func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *s
 	default:
 		resp.Status = wire.StatusInProgress
 	}
-	if resp.Status == wire.StatusCompleted {
-		evs, err := s.Research.Store.Research.RunEvents(r.Context(), run.ID, 0, 10_000)
-		if err != nil {
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
-			return
-		}
-		for _, e := range evs {
-			var ev struct {
-				Type  string `json:"type"`
-				Query string `json:"query"`
-				URL   string `json:"url"`
-				Error string `json:"error"`
-			}
-			if json.Unmarshal(e.Data, &ev) != nil || ev.Type != "search" && ev.Type != "fetch" || resp.Usage.WebSearches >= maxRunSearchItems {
-				continue
-			}
-			id := "rr" + strconv.Itoa(e.Seq)
-			call := &wire.ServerCall{ID: id, Query: ev.Query}
-			if ev.Type == "fetch" {
-				call = &wire.ServerCall{ID: id, Name: wire.FetchName, URL: ev.URL}
-			}
-			resp.Content = append(resp.Content, wire.Part{Kind: wire.PartServerCall, Server: call})
-			res := &wire.SearchResult{CallID: id}
-			if ev.Error != "" {
-				res.Error = &wire.SearchError{Code: "unavailable"}
-			}
-			resp.Content = append(resp.Content, wire.Part{Kind: wire.PartServerResult, Search: res})
-			if ev.Type == "search" {
-				resp.Usage.WebSearches++
-			}
-		}
-		if v.Output != nil {
-			resp.Content = append(resp.Content, wire.Part{Kind: wire.PartText, Text: v.Output.Report, Citations: runCitations(v.Output.Report, v.Output.Sources)})
-			for _, src := range v.Output.Sources {
-				resp.Sources = append(resp.Sources, wire.Source{URL: src.URL, Title: src.Title})
-			}
-		}
-	}
-	b, err := responses.Client.EncodeResponse(resp)
+	evs, err := s.Research.Store.Research.RunEvents(r.Context(), run.ID, 0, 10_000)
 	if err != nil {
-		writeWireError(w, responses.Client, wire.AsError(err))
-		return
+		return nil, err
 	}
-	writeJSON(w, status, json.RawMessage(b))
+	for _, e := range evs {
+		var ev struct {
+			Type  string `json:"type"`
+			Query string `json:"query"`
+			URL   string `json:"url"`
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(e.Data, &ev) != nil || ev.Type != "search" && ev.Type != "fetch" || resp.Usage.WebSearches >= maxRunSearchItems {
+			continue
+		}
+		id := "rr" + strconv.Itoa(e.Seq)
+		call := &wire.ServerCall{ID: id, Query: ev.Query}
+		if ev.Type == "fetch" {
+			call = &wire.ServerCall{ID: id, Name: wire.FetchName, URL: ev.URL}
+		}
+		resp.Content = append(resp.Content, wire.Part{Kind: wire.PartServerCall, Server: call})
+		res := &wire.SearchResult{CallID: id}
+		if ev.Error != "" {
+			res.Error = &wire.SearchError{Code: "unavailable"}
+		}
+		resp.Content = append(resp.Content, wire.Part{Kind: wire.PartServerResult, Search: res})
+		if ev.Type == "search" {
+			resp.Usage.WebSearches++
+		}
+	}
+	if v.Output != nil && resp.Status == wire.StatusCompleted {
+		resp.Content = append(resp.Content, wire.Part{Kind: wire.PartText, Text: v.Output.Report, Citations: runCitations(v.Output.Report, v.Output.Sources)})
+		for _, src := range v.Output.Sources {
+			resp.Sources = append(resp.Sources, wire.Source{URL: src.URL, Title: src.Title})
+		}
+	}
+	return resp, nil
 }
 
 // runCitations are a report's [n] markers as citations of its sources, each spanning

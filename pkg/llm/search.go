@@ -51,7 +51,8 @@ type SearchOptions struct {
 	Unhonoured []string `json:"unhonoured,omitempty"`
 	// Fetch is set when the request declared a web_fetch tool (Anthropic's server
 	// tool): offer web_fetch whenever the model has a URL to read. MaxFetches caps its
-	// fetches (0 = the fleet's limit).
+	// fetches (0 = the fleet's limit; negative = none, as for a research run's child
+	// that may read no page).
 	Fetch      bool `json:"fetch,omitempty"`
 	MaxFetches int  `json:"max_fetches,omitempty"`
 	// Forced is set when the request's tool_choice names web_search: the first model

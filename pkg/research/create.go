@@ -18,8 +18,10 @@ import (
 // way a run starts, for every front door (POST /v1/research, a background Responses
 // request, MCP, a batch line). Unless noShare, a run of the same tenant with the
 // same request that has not ended is returned instead (shared true). timeout bounds
-// the run when its budget names no deadline.
-func Create(ctx context.Context, b *bus.Bus, st *state.Store, tenant string, req *Request, timeout time.Duration, noShare bool) (*state.Run, bool, error) {
+// the run when its budget names no deadline. id names the run ("" a new id); a run
+// of that id recorded before is started again (its step is published again: a
+// duplicate the stream drops, or a step that finds the run as it is).
+func Create(ctx context.Context, b *bus.Bus, st *state.Store, tenant, id string, req *Request, timeout time.Duration, noShare bool) (*state.Run, bool, error) {
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, false, err
@@ -29,13 +31,18 @@ func Create(ctx context.Context, b *bus.Bus, st *state.Store, tenant string, req
 	if deadline.IsZero() || (timeout > 0 && deadline.After(now.Add(timeout))) {
 		deadline = now.Add(timeout)
 	}
-	r := &state.Run{ID: state.NewID(IDPrefix), Tenant: tenant, Request: raw, Created: now, Deadline: deadline, Agent: req.Agent}
+	if id == "" {
+		id = state.NewID(IDPrefix)
+	}
+	r := &state.Run{ID: id, Tenant: tenant, Request: raw, Created: now, Deadline: deadline, Agent: req.Agent}
 	share := ""
 	if !noShare {
 		share = shareKey(req)
 	}
 	existing, err := st.Research.CreateRun(ctx, r, share)
-	if err != nil {
+	if errors.Is(err, state.ErrExists) {
+		err = nil
+	} else if err != nil {
 		return nil, false, err
 	}
 	if existing != "" {
@@ -182,7 +189,29 @@ func (s *Service) Start(ctx context.Context, tenant string, req *Request, noShar
 	if timeout <= 0 {
 		timeout = time.Hour
 	}
-	return Create(ctx, s.Bus, s.Store, tenant, req, timeout, noShare)
+	return Create(ctx, s.Bus, s.Store, tenant, "", req, timeout, noShare)
+}
+
+// LineRunID is the id of the run of a batch line's job: derived, so a batch line
+// expanded again starts the same run.
+func LineRunID(lineJob string) string { return IDPrefix + lineJob }
+
+// StartLine starts the run of a batch line (its job lineJob of batch): never shared,
+// ended by the batch's expiry at the latest. The request was validated with the
+// batch; it is validated again here.
+func (s *Service) StartLine(ctx context.Context, tenant, batch, lineJob string, req *Request, expires time.Time) (*state.Run, error) {
+	if err := req.Validate(); err != nil {
+		return nil, invalid{err}
+	}
+	if err := s.Resolve(req); err != nil {
+		return nil, err
+	}
+	req.Batch, req.Line, req.Surface, req.Callback = batch, lineJob, "batch", nil
+	if d := req.Budget.Deadline; d.IsZero() || d.After(expires) {
+		req.Budget.Deadline = expires
+	}
+	run, _, err := Create(ctx, s.Bus, s.Store, tenant, LineRunID(lineJob), req, time.Until(expires), true)
+	return run, err
 }
 
 // ErrInvalid matches (errors.Is) the errors of Start that are the client's to fix;

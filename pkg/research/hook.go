@@ -54,16 +54,31 @@ func (h Hook) JobFinished(ctx context.Context, job *state.Job) error {
 func findingOf(job *state.Job, round, index int) (Finding, float64, float64, []state.RunEventIn) {
 	f := Finding{Round: round, Index: index, Question: job.Question, Status: string(job.Status)}
 	var events []state.RunEventIn
+	var trace []wire.TraceEntry
+	if len(job.Trace) > 0 {
+		json.Unmarshal(job.Trace, &trace)
+	}
+	pages := map[string]string{} // a page read's text, by the URL it was read at
+	for _, t := range trace {
+		key := fmt.Sprintf("call:%s:%d:%s", job.ID, t.Hop, t.CallID)
+		if t.Tool == wire.FetchName {
+			f.Fetches++
+			events = append(events, ev(key, "fetch", map[string]any{"job_id": job.ID, "url": t.URL, "error": t.Error}))
+			if t.Error == "" {
+				pages[t.URL] = clip(t.Excerpt, 2000)
+				for _, s := range t.Sources {
+					pages[s.URL] = pages[t.URL]
+				}
+			}
+			continue
+		}
+		f.Searches++
+		events = append(events, ev(key, "search", map[string]any{"job_id": job.ID, "query": t.Query, "engine": t.Engine, "sources": len(t.Sources), "error": t.Error}))
+	}
 	var model, search float64
 	if job.Status == state.Completed && len(job.Response) > 0 {
 		if resp, err := wire.DecodeAnswer(job.Response); err == nil {
 			f.Text = strings.TrimSpace(strings.TrimPrefix(resp.Text(), "(simulated answer)"))
-			pages := map[string]string{}
-			for _, p := range resp.Content {
-				if p.Search != nil && p.Search.Page != nil {
-					pages[p.Search.Page.URL] = clip(p.Search.Page.Text, 2000)
-				}
-			}
 			for i, s := range resp.Sources {
 				ex := pages[s.URL]
 				if ex == "" {
@@ -73,21 +88,6 @@ func findingOf(job *state.Job, round, index int) (Finding, float64, float64, []s
 			}
 			if sp := resp.Usage.Spend; sp != nil {
 				model, search = sp.ModelCostUSD, sp.SearchCostUSD
-			}
-		}
-	}
-	if len(job.Trace) > 0 {
-		var trace []wire.TraceEntry
-		if json.Unmarshal(job.Trace, &trace) == nil {
-			for _, t := range trace {
-				key := fmt.Sprintf("call:%s:%d:%s", job.ID, t.Hop, t.CallID)
-				if t.Tool == wire.FetchName {
-					f.Fetches++
-					events = append(events, ev(key, "fetch", map[string]any{"job_id": job.ID, "url": t.URL}))
-					continue
-				}
-				f.Searches++
-				events = append(events, ev(key, "search", map[string]any{"job_id": job.ID, "query": t.Query, "engine": t.Engine, "sources": len(t.Sources), "error": t.Error}))
 			}
 		}
 	}

@@ -38,9 +38,12 @@ const (
 	// actStop: the deadline passed or the budget is spent: stop children that run,
 	// note why, and go on to write from what there is.
 	actStop
+	// actLine: the run ended but its batch line's job has not (the step that ended
+	// the run died before it ended the job): end the job.
+	actLine
 )
 
-var actNames = [...]string{"wait", "cancel", "agent", "plan", "review", "submit", "reflect", "write", "verify", "complete", "fail", "stop"}
+var actNames = [...]string{"wait", "cancel", "agent", "plan", "review", "submit", "reflect", "write", "verify", "complete", "fail", "stop", "line"}
 
 func (a act) String() string {
 	if a >= 0 && int(a) < len(actNames) {
@@ -78,6 +81,8 @@ type facts struct {
 	running  int
 	drafted  bool
 	verified bool
+	// lineOpen: the run is a batch line's and the line's job has not ended.
+	lineOpen bool
 }
 
 type roundFacts struct {
@@ -93,6 +98,8 @@ func next(f facts) action {
 	switch {
 	case f.cancel && (f.running > 0 || !state.RunEnded(f.status)):
 		return action{act: actCancel}
+	case state.RunEnded(f.status) && f.lineOpen:
+		return action{act: actLine}
 	case state.RunEnded(f.status):
 		return action{act: actWait}
 	case f.agent && !f.drafted:

@@ -20,6 +20,8 @@ func TestNext(t *testing.T) {
 		round int
 	}{
 		{"ended", facts{status: state.RunCompleted}, actWait, 0},
+		{"ended, its batch line's job not", facts{status: state.RunFailed, lineOpen: true}, actLine, 0},
+		{"cancelled, its batch line's job not", facts{status: state.RunCancelled, cancel: true, lineOpen: true}, actLine, 0},
 		{"cancelled", facts{status: state.RunInProgress, cancel: true, drafted: true}, actCancel, 0},
 		{"cancelled, children out", facts{status: state.RunCancelled, cancel: true, running: 2}, actCancel, 0},
 		{"cancelled, children ended", facts{status: state.RunCancelled, cancel: true}, actWait, 0},

@@ -49,6 +49,11 @@ type Request struct {
 	// Surface is the API that made the run ("research", "responses", "mcp",
 	// "batch"): the Responses API renders a run it made as a Response.
 	Surface string `json:"surface,omitempty"`
+	// Batch and Line are the batch and the line's job of a run a batch line made:
+	// its children run on the batch's lane, its spend counts against the batch's
+	// cap, and its end ends the line's job.
+	Batch string `json:"batch,omitempty"`
+	Line  string `json:"line,omitempty"`
 }
 
 // Budget bounds what a run may spend. Zero fields are unbounded (the tenant's budget

@@ -48,17 +48,12 @@ func (w *Worker) brain(ctx context.Context, r *state.Run, req *Request, step str
 	} else if err != nil {
 		return "", err
 	}
-	var res *state.Reservation
-	if w.Budgets != nil && est > 0 {
-		var ex *state.Exhausted
-		res, ex, err = w.Store.Ledger.ReserveSpend(ctx, r.Tenant, r.ID+":"+step, est, w.Budgets.For(r.Tenant), time.Now())
-		if err != nil {
-			return "", err
-		}
-		if ex != nil {
-			w.Store.Research.SettleRun(ctx, r.ID, step, "model", 0)
-			return "", errSpent
-		}
+	settle, err := w.reserveTenant(ctx, r, req, step, est)
+	if errors.Is(err, errSpent) {
+		w.Store.Research.SettleRun(ctx, r.ID, step, "model", 0)
+	}
+	if err != nil {
+		return "", err
 	}
 	timeout := w.ModelTimeout
 	if timeout <= 0 {
@@ -74,13 +69,42 @@ func (w *Worker) brain(ctx context.Context, r *state.Run, req *Request, step str
 	if serr := w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, step, "model", cost); serr != nil {
 		w.log().Warn("research: settling a brain call", "run", r.ID, "step", step, "err", serr)
 	}
-	if res != nil {
-		w.Store.Ledger.SettleSpend(context.WithoutCancel(ctx), res, cost, 0)
-	}
+	settle(cost)
 	if err != nil {
 		return "", err
 	}
 	return t.Text(), nil
+}
+
+// reserveTenant reserves a brain call's worst case est against the run's tenant's
+// budget and, for a batch line's run, its batch's cap (the line's job holds the
+// call in its ledger): errSpent when one refused. settle sets what the call cost.
+func (w *Worker) reserveTenant(ctx context.Context, r *state.Run, req *Request, step string, est float64) (settle func(usd float64), err error) {
+	settle = func(float64) {}
+	if est <= 0 || w.Budgets == nil && req.Line == "" {
+		return settle, nil
+	}
+	var b state.Budget
+	if w.Budgets != nil {
+		b = w.Budgets.For(r.Tenant)
+	}
+	call := r.ID + ":" + step
+	var ex *state.Exhausted
+	if req.Line != "" {
+		var h *state.Hold
+		if h, ex, err = w.Store.Ledger.ReserveCall(ctx, req.Line, r.Tenant, call, est, b, time.Now()); h != nil {
+			settle = func(usd float64) { w.Store.Ledger.SettleCall(context.WithoutCancel(ctx), h, usd, 0) }
+		}
+	} else {
+		var res *state.Reservation
+		if res, ex, err = w.Store.Ledger.ReserveSpend(ctx, r.Tenant, call, est, b, time.Now()); res != nil {
+			settle = func(usd float64) { w.Store.Ledger.SettleSpend(context.WithoutCancel(ctx), res, usd, 0) }
+		}
+	}
+	if err == nil && ex != nil {
+		err = errSpent
+	}
+	return settle, err
 }
 
 // promptTokens bounds a request's input tokens by its text (3 bytes a token at
@@ -258,13 +282,42 @@ func (w *Worker) stop(ctx context.Context, r *state.Run, reason string) error {
 	return err
 }
 
-// ended tells the callback of a run that ended.
+// ended tells the callback of a run that ended, and ends its batch line's job.
 func (w *Worker) ended(ctx context.Context, id string, req *Request) error {
 	r, err := w.Store.Research.GetRun(ctx, id)
 	if err != nil {
 		return err
 	}
+	if err := w.endLine(ctx, r, req); err != nil {
+		return err
+	}
 	return w.notify(ctx, r, req, r.Status)
+}
+
+// endLine ends the job of the batch line that made an ended run, as the run ended:
+// completed with the run (as GET /v1/research/{id} shows it) as its response, failed
+// with the run's error, or cancelled. The batch counts the line from the job's end.
+func (w *Worker) endLine(ctx context.Context, r *state.Run, req *Request) error {
+	if req.Line == "" || !state.RunEnded(r.Status) {
+		return nil
+	}
+	end := jobs.Ending{Status: state.Cancelled}
+	switch r.Status {
+	case state.RunCompleted:
+		b, err := json.Marshal(ViewOf(r))
+		if err != nil {
+			return err
+		}
+		end = jobs.Ending{Status: state.Completed, Response: b}
+	case state.RunFailed:
+		var e struct{ Code, Message string }
+		json.Unmarshal(r.Error, &e)
+		end = jobs.Ending{Status: state.Failed, Error: &state.JobError{Type: "research_failed", Code: e.Code, Message: e.Message}}
+	}
+	if err := w.Ender.End(ctx, req.Line, end); err != nil && !errors.Is(err, jobs.ErrUnknownJob) {
+		return err
+	}
+	return nil
 }
 
 // notify enqueues the callback's delivery of a run event ("completed", "failed",

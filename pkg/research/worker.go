@@ -1,6 +1,7 @@
 package research
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,7 +81,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 		if release == nil {
 			return bus.Retry(left+100*time.Millisecond, errors.New("research: another worker holds the run"))
 		}
-		err = w.act(ctx, id)
+		err = w.act(ctx, id, d.Msg.Why)
 		release(true)
 		var later errPollLater
 		if errors.As(err, &later) {
@@ -122,9 +123,12 @@ func (w *Worker) load(ctx context.Context, id string) (*state.Run, *Request, err
 	return r, &req, nil
 }
 
-// act runs the run's next actions until it waits or ends.
-func (w *Worker) act(ctx context.Context, id string) error {
-	for range maxActions {
+// act runs the run's next actions until it waits or ends. A cancel's own step (why
+// "cancel") cancels once whatever the run holds, though the API ended it with no
+// child out (a run cancelled while it planned, or waited for its plan's approval):
+// the callback hears of it, and a batch line's job ends.
+func (w *Worker) act(ctx context.Context, id, why string) error {
+	for n := range maxActions {
 		r, req, err := w.load(ctx, id)
 		if errors.Is(err, state.ErrNotFound) {
 			w.log().Warn("research: a step for a run Redis does not know", "run", id)
@@ -133,10 +137,23 @@ func (w *Worker) act(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		a := next(factsOf(r, req, time.Now()))
+		f := factsOf(r, req, time.Now())
+		if req.Line != "" && state.RunEnded(r.Status) {
+			st, err := w.Store.Jobs.JobStatus(ctx, req.Line)
+			if err != nil && !errors.Is(err, state.ErrNotFound) {
+				return err
+			}
+			f.lineOpen = err == nil && !st.Terminal()
+		}
+		a := next(f)
+		if n == 0 && why == "cancel" && r.Cancel && a.act == actWait {
+			a.act = actCancel
+		}
 		switch a.act {
 		case actWait:
 			return nil
+		case actLine:
+			err = w.endLine(ctx, r, req)
 		case actCancel:
 			err = w.cancel(ctx, r)
 		case actAgent:
@@ -330,7 +347,7 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 		if err != nil {
 			return bus.Permanent(err)
 		}
-		p, err := jobs.Submit(ctx, w.Bus, w.Store.Jobs, job, bus.SubjectJob(job.Band, job.Tenant, ""), bus.ChatJob{JobID: id, Tenant: r.Tenant})
+		p, err := jobs.Submit(ctx, w.Bus, w.Store.Jobs, job, bus.SubjectJob(job.Band, job.Tenant, job.Batch), bus.ChatJob{JobID: id, Tenant: r.Tenant})
 		if err != nil {
 			return err
 		}
@@ -383,6 +400,8 @@ func (w *Worker) childFloor(req *Request) float64 {
 
 // childJob is a sub-question's job: a chat job of the run's tenant and brain in band
 // async, asked to search (and read pages) for what the sub-question must establish.
+// A batch line's child is a line of its batch's lane (band batch, the batch's cap)
+// that the batch does not count: its id is no line's.
 func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, searches, fetches int, capUSD float64) (*state.Job, error) {
 	text := q.Question
 	if q.Establish != "" {
@@ -390,7 +409,7 @@ func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, 
 	}
 	wr := &wire.Request{Model: req.Brain, System: childSystem,
 		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: text}}}},
-		Search:   &llm.SearchOptions{Requested: true, MaxUses: searches, Fetch: fetches > 0, MaxFetches: fetches, MaxCostUSD: capUSD}}
+		Search:   &llm.SearchOptions{Requested: true, MaxUses: searches, Fetch: fetches > 0, MaxFetches: cmp.Or(fetches, -1), MaxCostUSD: capUSD}}
 	stored, err := wire.EncodeStored(wire.OpenAIChat, wr)
 	if err != nil {
 		return nil, err
@@ -399,8 +418,12 @@ func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, 
 	if deadline.IsZero() {
 		deadline = time.Now().Add(time.Hour)
 	}
-	return &state.Job{ID: id, Tenant: r.Tenant, Kind: "chat", Model: req.Brain, Request: stored, Question: clip(q.Question, 200),
-		Created: time.Now().UTC(), Deadline: deadline, Parent: r.ID, Band: bus.BandAsync}, nil
+	job := &state.Job{ID: id, Tenant: r.Tenant, Kind: "chat", Model: req.Brain, Request: stored, Question: clip(q.Question, 200),
+		Created: time.Now().UTC(), Deadline: deadline, Parent: r.ID, Band: bus.BandAsync}
+	if req.Batch != "" {
+		job.Batch, job.Band = req.Batch, bus.BandBatch
+	}
+	return job, nil
 }
 
 // used counts the searches and fetches a run's ended children made.

@@ -17,7 +17,9 @@ import (
 // asks for, deterministically:
 //
 //   - plan: the question decomposed into max_questions sub-questions, one aspect of
-//     it each (its background, key facts, latest developments, …);
+//     it each (its background, key facts, latest developments, …). "sim:read=URL" in
+//     the question has each child read a page first (URL/<n>, where web_fetch is
+//     offered: sim:fetch) and then search (sim:hops=2);
 //   - reflect: on the first reflection, max_gaps further sub-questions ("What remains
 //     unclear about …"); none after;
 //   - write: a report with a section per finding, the finding's text with its [n]
@@ -58,9 +60,14 @@ func researchBrain(req chatRequest) (map[string]any, bool) {
 	switch step {
 	case "plan":
 		var qs []map[string]string
+		read := readRE.FindStringSubmatch(in.Question)
 		for i := range min(in.MaxQuestions, len(researchAspects)) {
 			a := researchAspects[i]
-			qs = append(qs, map[string]string{"question": fmt.Sprintf(a[0], topic), "establish": fmt.Sprintf(a[1], topic)})
+			q := fmt.Sprintf(a[0], topic)
+			if read != nil {
+				q += fmt.Sprintf(" Read %s/%d first. sim:fetch sim:hops=2", strings.TrimRight(read[1], "/"), i+1)
+			}
+			qs = append(qs, map[string]string{"question": q, "establish": fmt.Sprintf(a[1], topic)})
 		}
 		out = map[string]any{"questions": qs}
 	case "reflect":
@@ -102,6 +109,7 @@ func researchBrain(req chatRequest) (map[string]any, bool) {
 var (
 	researchDirectiveRE = regexp.MustCompile(`\s*sim:[a-z0-9-]+(=\S+)?`)
 	simMarkerRE         = regexp.MustCompile(`\[(\d{1,3})\]`)
+	readRE              = regexp.MustCompile(`sim:read=(https?://\S+)`)
 )
 
 // researchAspects are the aspects the scripted planner decomposes a question into:

@@ -51,3 +51,26 @@ test('research: responses.cancel ends the run cancelled', async () => {
   const r = await openai.responses.retrieve(created.id);
   assert.equal(r.status, 'cancelled');
 });
+
+test('research: background stream, resumed with starting_after, repeats nothing', async () => {
+  const seen = [];
+  let id;
+  const stream = await openai.responses.create({ background: true, stream: true, model: researchModel, input: 'How do glaciers move?', tools: [{ type: 'web_search' }] });
+  for await (const ev of stream) {
+    seen.push([ev.sequence_number, ev.type]);
+    if (ev.type === 'response.created') id = ev.response.id;
+    if (ev.type === 'response.output_item.done') break; // the client goes away after the first search
+  }
+  assert.match(id, /^rr_/);
+  const last = seen.at(-1)[0];
+  let final;
+  const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: last });
+  for await (const ev of resumed) {
+    seen.push([ev.sequence_number, ev.type]);
+    if (ev.type === 'response.completed') final = ev.response;
+  }
+  seen.forEach(([seq], i) => assert.equal(seq, i, `event ${i} has sequence_number ${seq}`));
+  assert.equal(final?.status, 'completed');
+  const anns = final.output.filter((o) => o.type === 'message').flatMap((m) => m.content.flatMap((p) => p.annotations));
+  assert.ok(final.output.some((o) => o.type === 'web_search_call') && anns.length > 0, 'no searches or citations');
+});
