@@ -376,7 +376,7 @@ func (p *process) runChat(ctx context.Context) error {
 	}
 	// Research runs' steps (pkg/research): planner, fan-in, reflection, writer,
 	// verification, in the chat workers' processes.
-	agents, _, _, err := researchAgents(p.o.File)
+	agents, _, _, err := researchAgents(p.o.File, env.PublicURL)
 	if err != nil {
 		return err
 	}
@@ -481,7 +481,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err != nil {
 		return nil, err
 	}
-	agents, agentInfos, agentSecrets, err := researchAgents(p.o.File)
+	agents, agentInfos, agentSecrets, err := researchAgents(p.o.File, env.PublicURL)
 	if err != nil {
 		return nil, err
 	}

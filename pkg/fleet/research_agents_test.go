@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,7 +92,7 @@ func TestResearchAgentsRunAtTheProvider(t *testing.T) {
 				t.Errorf("usage %+v", r.Usage)
 			}
 			key := r.ID
-			if kind == agent.KindGemini || kind == agent.KindPerplexity {
+			if kind == agent.KindPerplexity {
 				key = input
 			}
 			if n := f.Sim.AgentSubmissions(kind, key); n != 1 {
@@ -135,31 +136,56 @@ func TestResearchAgentCancelAndCapReachTheProvider(t *testing.T) {
 	}
 }
 
-// TestResearchAgentLostAccept: the provider accepts the run but its answer is lost
-// (as a worker killed between the provider's accept and the fleet's store sees it).
-// Where the provider lists runs by the fleet's reference (Exa) the next step finds
-// it and the run completes; where it cannot (Perplexity) the run fails without
-// submitting again. The provider sees one submission either way.
+// TestResearchAgentLostAccept: for each agent the provider accepts the run but its
+// answer is lost (as a worker killed between the provider's accept and the fleet's
+// store sees it). Exa lists recent runs: the next step finds the run by its
+// reference. OpenAI, Gemini and Parallel send webhooks that carry the reference
+// (OpenAI's and Gemini's to the project's endpoint, Parallel's to the URL each run
+// names under FLEET_PUBLIC_URL): the webhook gives the run its id. Perplexity offers
+// neither: the run fails agent_lost. The provider sees one submission every time.
 func TestResearchAgentLostAccept(t *testing.T) {
 	t.Parallel()
-	f := agentFleet(t)
-	input := "Who maintains the Rhine dams sim:agent-drop"
-	r := startResearch(t, f, map[string]any{"input": input, "agent": agent.KindExa})
-	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "completed" || r.Output == nil {
-		t.Fatalf("exa: %+v", r)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := f.Sim.AgentSubmissions(agent.KindExa, r.ID); n != 1 {
-		t.Errorf("exa saw %d submissions", n)
+	addr := l.Addr().String()
+	l.Close()
+	const whsec = "whsec_c2ltLXNpbS1zaW0tc2ltLXNpbS1zaW0tc2ltLXNpbS0="
+	secrets := map[string]string{agent.KindOpenAI: whsec, agent.KindGemini: whsec, agent.KindParallel: "parallel-account-secret"}
+	f := fleettest.Start(t, func(e *config.Env, file *config.File) {
+		e.ResearchAgentPoll, e.HTTPAddr, e.PublicURL = 50*time.Millisecond, addr, "http://"+addr
+		for kind, secret := range secrets {
+			ra := file.ResearchAgents[kind]
+			ra.WebhookSecret = secret
+			file.ResearchAgents[kind] = ra
+		}
+	})
+	for kind, secret := range secrets {
+		hook := f.URL + "/v1/research/agents/" + kind + "/webhook"
+		if kind == agent.KindParallel {
+			hook = "" // each run names its own
+		}
+		f.Sim.SetAgentWebhook(kind, hook, secret)
 	}
-	r = startResearch(t, f, map[string]any{"input": input, "agent": agent.KindPerplexity})
-	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "failed" {
-		t.Fatalf("perplexity: %+v", r)
-	}
-	if _, b, _ := f.Do(t, http.MethodGet, "/v1/research/"+r.ID, nil); !strings.Contains(string(b), `"agent_lost"`) {
-		t.Errorf("perplexity's run: %s", b)
-	}
-	if n := f.Sim.AgentSubmissions(agent.KindPerplexity, input); n != 1 {
-		t.Errorf("perplexity saw %d submissions", n)
+	for _, kind := range agent.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			input := "Who maintains the Rhine dams, asked of " + kind + " sim:agent-drop"
+			r := startResearch(t, f, map[string]any{"input": input, "agent": kind})
+			r = waitAgentRun(t, f, r.ID, ended)
+			key := r.ID
+			if kind == agent.KindPerplexity {
+				key = input
+				if _, b, _ := f.Do(t, http.MethodGet, "/v1/research/"+r.ID, nil); r.Status != "failed" || !strings.Contains(string(b), `"agent_lost"`) {
+					t.Errorf("perplexity's run: %s", b)
+				}
+			} else if r.Status != "completed" || r.Output == nil || r.Output.Citations.Valid == 0 {
+				t.Errorf("the lost run: %+v", r)
+			}
+			if n := f.Sim.AgentSubmissions(kind, key); n != 1 {
+				t.Errorf("the provider saw %d submissions", n)
+			}
+		})
 	}
 }
 

@@ -41,10 +41,12 @@ import (
 // directives apply to the submission. Cancellation is answered as each provider
 // does; Gemini with collaborative planning first answers a plan, and a chained
 // interaction runs it; Parallel and Exa attribute sources per output field.
-// Webhooks go where the provider sends them: OpenAI's to the project's endpoint
-// (SetAgentWebhook, the dashboard setting), Parallel's to the run's webhook URL,
-// both signed the Standard Webhooks way. Every submission is counted per fleet
-// reference (metadata.fleet_ref, or the question where the provider takes none):
+// Webhooks go where the provider sends them: OpenAI's and Gemini's to the project's
+// endpoint (SetAgentWebhook, the dashboard or WebhookService setting; Gemini's with
+// the interaction's webhook_config.user_metadata), Parallel's to the run's webhook
+// URL, all signed the Standard Webhooks way. Every submission is counted per fleet
+// reference (metadata.fleet_ref, Gemini's user_metadata.fleet_ref, or the question
+// where the provider takes none):
 // AgentSubmissions, and agentSubmissions in GET /_sim/stats.
 
 // Default run timings (Options.AgentQueued, Options.AgentRunning).
@@ -273,8 +275,8 @@ func (s *Server) SetAgentWebhook(kind, url, secret string) {
 }
 
 // AgentSubmissions is how many runs kind was asked to start under key: the fleet
-// reference the submission carried (OpenAI, Parallel, Exa), else its question
-// (Gemini, Perplexity).
+// reference the submission carried (OpenAI, Gemini, Parallel, Exa), else its
+// question (Perplexity, Gemini's chained interactions).
 func (s *Server) AgentSubmissions(kind, key string) int {
 	s.agents.mu.Lock()
 	defer s.agents.mu.Unlock()
@@ -329,6 +331,15 @@ func (a *agentSim) sweep() {
 			typ := map[string]string{"completed": "response.completed", "failed": "response.failed", "cancelled": "response.cancelled"}[st]
 			body, _ := json.Marshal(map[string]any{"id": "evt_" + r.id, "object": "event", "type": typ, "created_at": now.Unix(), "data": map[string]string{"id": r.id}})
 			out = append(out, delivery{h.url, h.secret, r.kind, body})
+		case "gemini-deep-research":
+			h := a.hooks[r.kind]
+			if h.url == "" {
+				continue
+			}
+			r.notified = true
+			body, _ := json.Marshal(map[string]any{"type": "interaction." + st, "version": "v1", "timestamp": now.UTC().Format(time.RFC3339),
+				"data": map[string]any{"id": r.id, "user_metadata": r.metadata}})
+			out = append(out, delivery{h.url, h.secret, r.kind, body})
 		case "parallel-task":
 			if r.webhook == "" {
 				continue
@@ -344,11 +355,11 @@ func (a *agentSim) sweep() {
 	}
 }
 
-// deliverAgentWebhook posts one Standard Webhooks delivery: OpenAI keys the HMAC
-// with the base64 key after whsec_, Parallel with the secret as it is.
+// deliverAgentWebhook posts one Standard Webhooks delivery: OpenAI and Gemini key
+// the HMAC with the base64 key after whsec_, Parallel with the secret as it is.
 func deliverAgentWebhook(url, secret, kind string, body []byte) {
 	key := []byte(secret)
-	if kind == "openai-deep-research" {
+	if kind != "parallel-task" {
 		key, _ = base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	}
 	id := "msg_" + strconv.FormatInt(time.Now().UnixNano(), 36)

@@ -258,6 +258,9 @@ func (s *Server) geminiAgentRoutes() {
 			ResponseFormat struct {
 				Schema json.RawMessage `json:"schema"`
 			} `json:"response_format"`
+			WebhookConfig struct {
+				UserMetadata map[string]string `json:"user_metadata"`
+			} `json:"webhook_config"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil {
 			geminiInteractionsError(w, http.StatusBadRequest, "Invalid JSON payload received.")
@@ -288,14 +291,18 @@ func (s *Server) geminiAgentRoutes() {
 			// The chained interaction researches the planned question.
 			question, schema = prev.question, prev.schema
 		}
-		run := s.agents.newRun(kind, "v1_", question, question, func(a *agentRun) {
-			a.model, a.schema, a.plan = req.Agent, schema, req.AgentConfig.CollaborativePlanning
+		key := req.WebhookConfig.UserMetadata["fleet_ref"]
+		if key == "" {
+			key = question
+		}
+		run := s.agents.newRun(kind, "v1_", key, question, func(a *agentRun) {
+			a.model, a.schema, a.plan, a.metadata = req.Agent, schema, req.AgentConfig.CollaborativePlanning, req.WebhookConfig.UserMetadata
 			a.effort = map[bool]string{true: "max", false: "medium"}[strings.Contains(req.Agent, "-max-")]
 			if a.plan {
 				a.running = a.queued // a plan is quick
 			}
 		})
-		if s.agents.drop(w, run, question) {
+		if s.agents.drop(w, run, key) {
 			return
 		}
 		agentJSON(w, http.StatusOK, geminiInteractionJSON(run, s.agents.now()))

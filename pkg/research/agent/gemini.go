@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -16,8 +17,13 @@ import (
 // agent marks such an id "plan:<id>", so a poll that finds it completed reports
 // RequiresPlan with the plan as an event; Approve runs the plan (as given, or as
 // replaced) as a new interaction chained by previous_interaction_id with
-// collaborative planning off, and returns its id. The Interactions API takes no
-// client reference and lists nothing, so Find returns ErrNoLookup.
+// collaborative planning off, and returns its id.
+//
+// The Interactions API takes no idempotency key and lists no interactions, so Find
+// returns ErrNoLookup; but each interaction carries the fleet's reference in
+// webhook_config.user_metadata, which the project's webhook (interaction.completed,
+// failed, cancelled; Standard Webhooks, a whsec_ secret) hands back with the
+// interaction's id: a run lost between submit and store is found by its webhook.
 type gemini struct {
 	c     *client
 	model string
@@ -65,6 +71,7 @@ func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
 		"background":   true,
 		"store":        true,
 		"agent_config": map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": req.ReviewPlan},
+		"webhook_config": geminiWebhookConfig(req.Ref, req.ReviewPlan),
 	}
 	if len(req.OutputSchema) > 0 {
 		body["response_format"] = map[string]any{"type": "text", "mime_type": "application/json", "schema": req.OutputSchema}
@@ -80,6 +87,19 @@ func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
 }
 
 func (a *gemini) Find(context.Context, string) (string, bool, error) { return "", false, ErrNoLookup }
+
+// geminiWebhookConfig puts the fleet's reference (and whether the interaction is a
+// plan) where the interaction's webhooks hand it back.
+func geminiWebhookConfig(ref string, plan bool) map[string]any {
+	meta := map[string]string{metaRef: ref}
+	if plan {
+		meta[metaPlan] = "true"
+	}
+	return map[string]any{"user_metadata": meta}
+}
+
+// metaPlan marks a Gemini planning interaction in its webhook metadata.
+const metaPlan = "fleet_plan"
 
 func (a *gemini) Approve(ctx context.Context, id, plan string) (string, error) {
 	prev, ok := strings.CutPrefix(id, geminiPlanMark)
@@ -98,6 +118,40 @@ func (a *gemini) Approve(ctx context.Context, id, plan string) (string, error) {
 		"store":                   true,
 		"agent_config":            map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": false},
 	})
+}
+
+// geminiWebhookStates are the Interactions API's webhook event types for an
+// interaction.
+var geminiWebhookStates = map[string]State{
+	"interaction.completed":       Completed,
+	"interaction.requires_action": Completed,
+	"interaction.failed":          Failed,
+	"interaction.cancelled":       Cancelled,
+}
+
+// parseGeminiWebhook reads an interaction event: {type, version, timestamp, data:
+// {id, user_metadata}}. A planning interaction's id comes back marked as Submit
+// marks it.
+func parseGeminiWebhook(body []byte) (Webhook, error) {
+	var ev struct {
+		Type string `json:"type"`
+		Data struct {
+			ID           string            `json:"id"`
+			UserMetadata map[string]string `json:"user_metadata"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil || ev.Data.ID == "" {
+		return Webhook{}, errBadWebhook
+	}
+	st, ok := geminiWebhookStates[ev.Type]
+	if !ok {
+		return Webhook{}, errBadWebhook
+	}
+	w := Webhook{ID: ev.Data.ID, Ref: ev.Data.UserMetadata[metaRef], State: st}
+	if ev.Data.UserMetadata[metaPlan] == "true" {
+		w.ID = geminiPlanMark + w.ID
+	}
+	return w, nil
 }
 
 func (a *gemini) Cancel(ctx context.Context, id string) error {
