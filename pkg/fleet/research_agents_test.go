@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -257,4 +258,34 @@ func TestDeepResearchModelRunsItsAgent(t *testing.T) {
 	if st := providerRun(t, f, agent.KindOpenAI, resp.ID); st.State != agent.Cancelled {
 		t.Errorf("the provider's run is %s after the cancel", st.State)
 	}
+
+	// The model the client named is the model the provider runs.
+	p := params("How deep is Lake Malawi?")
+	p.Model = "o4-mini-deep-research"
+	if resp, err = c.Responses.New(ctx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	fleettest.Eventually(t, "the provider's run id stored", func() bool {
+		r, err := f.Store.Research.GetRun(ctx(t), resp.ID)
+		stored = r.AgentID
+		return err == nil && r.AgentID != ""
+	})
+	var atProvider struct{ Model string }
+	if code, b := getJSON(t, simulator.AgentBaseURL(f.SimURL, agent.KindOpenAI)+"/responses/"+stored, &atProvider); code != http.StatusOK || atProvider.Model != "o4-mini-deep-research" {
+		t.Errorf("the provider runs %q, not the model the client named: %d %s", atProvider.Model, code, b)
+	}
+}
+
+// getJSON reads url's JSON answer into v.
+func getJSON(t *testing.T, url string, v any) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(b, v)
+	return resp.StatusCode, b
 }
