@@ -289,3 +289,31 @@ func getJSON(t *testing.T, url string, v any) (int, []byte) {
 	json.Unmarshal(b, v)
 	return resp.StatusCode, b
 }
+
+// TestGeminiPlanReview: a Gemini run with plan "review" stops at the agent's research
+// plan (requires_action, the plan shown); approving it through POST
+// /v1/research/{id}/plan runs the plan as an interaction chained to the plan's, and
+// the run completes with a checked report.
+func TestGeminiPlanReview(t *testing.T) {
+	t.Parallel()
+	f := agentFleet(t)
+	input := "How deep is Lake Geneva, planned with Gemini"
+	r := startResearch(t, f, map[string]any{"input": input, "agent": agent.KindGemini, "plan": "review"})
+	r = waitAgentRun(t, f, r.ID, func(r researchRun) bool { return r.Status == "requires_action" || ended(r) })
+	if r.Status != "requires_action" || r.Plan == nil || len(r.Plan.Questions) == 0 || !strings.Contains(r.Plan.Questions[0].Question, "Research:") {
+		t.Fatalf("before approval: %+v", r)
+	}
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"action": "approve"}); code != http.StatusOK {
+		t.Fatalf("approve: %d %s", code, b)
+	}
+	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "completed" || r.Output == nil || r.Output.Citations.Valid == 0 {
+		t.Fatalf("after approval: %+v", r)
+	}
+	// One planning interaction under the run's reference, one chained execution.
+	if n := f.Sim.AgentSubmissions(agent.KindGemini, r.ID); n != 1 {
+		t.Errorf("the provider saw %d planning submissions", n)
+	}
+	if n := f.Sim.AgentSubmissions(agent.KindGemini, input); n != 1 {
+		t.Errorf("the provider saw %d executions", n)
+	}
+}
