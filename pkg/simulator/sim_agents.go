@@ -382,13 +382,48 @@ func deliverAgentWebhook(url, secret, kind string, body []byte) {
 	}
 }
 
+// agentAPI is one simulated agent's API as its provider documents it: where its runs
+// live (POST creates one, GET {id} reads it, POST {id}/cancel cancels it), how it
+// reads a submission, how it shows a run, and its error shape. Each kind states only
+// these; the routes around them are one (agentRoutes).
+type agentAPI struct {
+	kind   string
+	prefix string // run ids start with it
+	runs   string // the runs' path under the kind: "/v1/responses"
+	// created is the status a submission is answered with (200; Parallel 202).
+	created int
+	// submit reads a submission: the question (fault directives apply to it), the
+	// key its submissions are counted under, and what it sets on the new run; or the
+	// status and message it is refused with.
+	submit func(r *http.Request, body []byte) (agentSubmission, int, string)
+	// show is a run as GET {id} answers it at now.
+	show func(run *agentRun, now time.Time) any
+	// cancelled is the answer to a cancel (going: the run was still going); nil: show.
+	cancelled func(run *agentRun, now time.Time, going bool) any
+	// fail answers an error in the provider's shape; notFound is its message for an
+	// unknown run ("{id}" stands for the id).
+	fail     func(w http.ResponseWriter, status int, msg string)
+	notFound string
+	// more registers the kind's other routes (Parallel's result, Exa's list and events).
+	more func(s *Server, api *agentAPI)
+}
+
+// agentSubmission is a submission as a kind reads it.
+type agentSubmission struct {
+	question, key string
+	fill          func(*agentRun)
+}
+
+// path is the route of the kind's runs with rest after them.
+func (api *agentAPI) path(method, rest string) string {
+	return method + " /" + api.kind + api.runs + rest
+}
+
 // agentRoutes registers the simulated agents and their controls.
 func (s *Server) agentRoutes() {
-	s.openAIAgentRoutes()
-	s.geminiAgentRoutes()
-	s.perplexityAgentRoutes()
-	s.parallelAgentRoutes()
-	s.exaAgentRoutes()
+	for _, api := range agentAPIs(s) {
+		s.agentAPIRoutes(api)
+	}
 	s.mux.HandleFunc("POST /_sim/agents/clock", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Advance duration `json:"advance"`
@@ -411,16 +446,69 @@ func (s *Server) agentRoutes() {
 	})
 }
 
-// agentBody reads a request body (at most 1 MiB) and counts the request under kind;
-// false when it has answered the request itself.
-func (s *Server) agentBody(w http.ResponseWriter, r *http.Request, kind string) ([]byte, bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return nil, false
+// agentAPIRoutes registers one kind's runs: create, read, cancel, and its others.
+func (s *Server) agentAPIRoutes(api *agentAPI) {
+	s.mux.HandleFunc(api.path("POST", ""), func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
+		sub, status, msg := api.submit(r, body)
+		if status != 0 {
+			api.fail(w, status, msg)
+			return
+		}
+		if !s.applyFaults(w, r, api.kind, r.URL.Path, sub.question, nil, 0) {
+			return
+		}
+		run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
+		if s.agents.drop(w, run, sub.key) {
+			return
+		}
+		agentJSON(w, api.created, api.show(run, s.agents.now()))
+	})
+	s.mux.HandleFunc(api.path("GET", "/{id}"), func(w http.ResponseWriter, r *http.Request) {
+		if run, now := s.agentRun(w, r, api); run != nil {
+			agentJSON(w, http.StatusOK, api.show(run, now))
+		}
+	})
+	s.mux.HandleFunc(api.path("POST", "/{id}/cancel"), func(w http.ResponseWriter, r *http.Request) {
+		run, _ := s.agentRun(w, r, api)
+		if run == nil {
+			return
+		}
+		going := s.agents.cancel(run) // cancelling a finished run answers it as it is
+		if api.cancelled != nil {
+			agentJSON(w, http.StatusOK, api.cancelled(run, s.agents.now(), going))
+			return
+		}
+		agentJSON(w, http.StatusOK, api.show(run, s.agents.now()))
+	})
+	if api.more != nil {
+		api.more(s, api)
 	}
-	s.stats.count(kind, body, r.Method+" "+r.URL.Path)
-	return body, true
+}
+
+// agentRun counts a request about the run {id} and finds the run, answering the
+// kind's not-found error (nil) when there is none.
+func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, api *agentAPI) (*agentRun, time.Time) {
+	s.stats.count(api.kind, nil, r.URL.Path)
+	id := r.PathValue("id")
+	run, now := s.agents.get(api.kind, id)
+	if run == nil {
+		api.fail(w, http.StatusNotFound, strings.ReplaceAll(api.notFound, "{id}", id))
+	}
+	return run, now
+}
+
+// keyOr is the fleet reference a submission carries, else its question.
+func keyOr(ref, question string) string {
+	if ref != "" {
+		return ref
+	}
+	return question
 }
 
 // agentJSON answers v as JSON with status.
