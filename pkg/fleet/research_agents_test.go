@@ -13,7 +13,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/research/agent"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
@@ -315,5 +318,60 @@ func TestGeminiPlanReview(t *testing.T) {
 	}
 	if n := f.Sim.AgentSubmissions(agent.KindGemini, input); n != 1 {
 		t.Errorf("the provider saw %d executions", n)
+	}
+}
+
+// TestResearchAgentRunSurvivesRestart: with every agent's provider id stored and
+// the first poll not yet made, the fleet is stopped (its work cut off); a fleet
+// started on the same NATS and Redis polls the stored ids: each provider saw one
+// submission and every run completes.
+func TestResearchAgentRunSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	sim := simulator.New(simulator.Options{})
+	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close() })
+	env := fleettest.Settings()
+	env.NATSURL, env.KeyPrefix = bustest.Server(t), prefix
+	env.DrainTimeout = time.Millisecond
+	env.ResearchAgentPoll = 3 * time.Second // the first poll comes well after the store
+	r := &restartable{t: t, env: env, file: demo.Config(simURL, sim.EngineConfigs(simURL)), rdb: rdb}
+	r.startFleet()
+	f := &fleettest.Fleet{URL: r.url, Sim: sim, SimURL: simURL, Store: fleettest.Store(t, rdb, prefix, env.NATSURL, env.Namespace, env.Retention)}
+	ids := map[string]string{}
+	for _, kind := range agent.Kinds {
+		ids[kind] = startResearch(t, f, map[string]any{"input": "Who maintains the Rhine dams, asked of " + kind, "agent": kind}).ID
+	}
+	fleettest.Eventually(t, "every provider id stored", func() bool {
+		for _, id := range ids {
+			if got, err := f.Store.Research.GetRun(ctx(t), id); err != nil || got.AgentID == "" {
+				return false
+			}
+		}
+		return true
+	})
+	r.stopFleet()
+	requests := sim.Stats().Requests
+	for _, kind := range agent.Kinds {
+		if n := requests[kind]; n != 1 {
+			t.Fatalf("%s had %d requests before the stop, want the submission only", kind, n)
+		}
+	}
+	r.startFleet()
+	f.URL = r.url
+	for kind, id := range ids {
+		if got := waitAgentRun(t, f, id, ended); got.Status != "completed" {
+			t.Errorf("%s: after the restart the run is %+v", kind, got)
+		}
+		key := id
+		if kind == agent.KindPerplexity {
+			key = "Who maintains the Rhine dams, asked of " + kind
+		}
+		if n := sim.AgentSubmissions(kind, key); n != 1 {
+			t.Errorf("%s saw %d submissions", kind, n)
+		}
 	}
 }
