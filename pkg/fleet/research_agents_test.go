@@ -113,24 +113,25 @@ func TestResearchAgentsRunAtTheProvider(t *testing.T) {
 func TestResearchAgentCancelAndCapReachTheProvider(t *testing.T) {
 	t.Parallel()
 	f := agentFleet(t)
-	// Cancel reaches the provider.
-	r := startResearch(t, f, map[string]any{"input": "A long question sim:agent-time=1h", "agent": agent.KindExa})
-	r = waitAgentRun(t, f, r.ID, func(r researchRun) bool { return r.Status == "in_progress" })
-	waitAgentRun(t, f, r.ID, func(researchRun) bool {
-		got, err := f.Store.Research.GetRun(context.Background(), r.ID)
-		return err == nil && got.AgentID != ""
-	})
-	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
-		t.Fatalf("cancel: %d %s", code, b)
-	}
-	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "cancelled" {
-		t.Fatalf("after cancel: %s", r.Status)
-	}
-	if st := providerRun(t, f, agent.KindExa, r.ID); st.State != agent.Cancelled {
-		t.Errorf("the provider's run is %s", st.State)
+	// Cancel reaches each provider.
+	for _, kind := range agent.Kinds {
+		r := startResearch(t, f, map[string]any{"input": "A long question for " + kind + " sim:agent-time=1h", "agent": kind})
+		waitAgentRun(t, f, r.ID, func(researchRun) bool {
+			got, err := f.Store.Research.GetRun(context.Background(), r.ID)
+			return err == nil && got.AgentID != ""
+		})
+		if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
+			t.Fatalf("%s: cancel: %d %s", kind, code, b)
+		}
+		if r = waitAgentRun(t, f, r.ID, ended); r.Status != "cancelled" {
+			t.Errorf("%s: after cancel: %s", kind, r.Status)
+		}
+		if st := providerRun(t, f, kind, r.ID); st.State != agent.Cancelled {
+			t.Errorf("%s: the provider's run is %s", kind, st.State)
+		}
 	}
 	// A reported cost above the run's cap cancels the provider's run.
-	r = startResearch(t, f, map[string]any{"input": "An expensive question sim:agent-cost=20", "agent": agent.KindExa, "budget": map[string]any{"max_usd": 5}})
+	r := startResearch(t, f, map[string]any{"input": "An expensive question sim:agent-cost=20", "agent": agent.KindExa, "budget": map[string]any{"max_usd": 5}})
 	r = waitAgentRun(t, f, r.ID, ended)
 	if r.Status != "failed" {
 		t.Fatalf("over its cap the run is %s", r.Status)
