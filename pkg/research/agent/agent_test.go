@@ -331,7 +331,8 @@ func TestWebhooksVerifyAndNameTheRun(t *testing.T) {
 			sim, url := newSim(t)
 			sink, hookURL := newHookSink(t)
 			secret := openAISecret
-			req := agent.Request{Ref: "rr_hook_" + kind, Input: "Who maintains the Rhine dams"}
+			// Gemini's planning interaction: its webhook names it as Submit did.
+			req := agent.Request{Ref: "rr_hook_" + kind, Input: "Who maintains the Rhine dams", ReviewPlan: kind == agent.KindGemini}
 			if kind != agent.KindParallel {
 				sim.SetAgentWebhook(kind, hookURL, secret) // the project's endpoint
 			} else {
