@@ -315,6 +315,19 @@ func failure(reason string) string {
 	return "the provider's research failed: " + reason
 }
 
+// runError is a provider run's error object (OpenAI, Perplexity, Parallel).
+type runError struct {
+	Message string `json:"message"`
+}
+
+// failure is the failed run's client-safe text (e nil: no reason given).
+func (e *runError) failure() string {
+	if e == nil {
+		return failure("")
+	}
+	return failure(e.Message)
+}
+
 // noLookup is the Find of an agent whose provider offers no way to find a run by
 // the fleet's reference.
 type noLookup struct{}

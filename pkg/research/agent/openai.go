@@ -68,13 +68,11 @@ func (a *openAI) Cancel(ctx context.Context, id string) error {
 
 // openAIResponse is the part of a Response the agent reads.
 type openAIResponse struct {
-	ID       string            `json:"id"`
-	Status   string            `json:"status"`
-	Model    string            `json:"model"`
-	Metadata map[string]string `json:"metadata"`
-	Error    *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	ID                string            `json:"id"`
+	Status            string            `json:"status"`
+	Model             string            `json:"model"`
+	Metadata          map[string]string `json:"metadata"`
+	Error             *runError         `json:"error"`
 	IncompleteDetails *struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
@@ -154,10 +152,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 	st.CostUSD = (float64(r.Usage.InputTokens)*price[0]+float64(r.Usage.OutputTokens)*price[1])/1e6 + float64(calls)*openAISearchUSD
 	switch st.State = stateOf(r.Status); st.State {
 	case Failed:
-		st.Error = failure("")
-		if r.Error != nil {
-			st.Error = failure(r.Error.Message)
-		}
+		st.Error = r.Error.failure()
 	case Completed:
 		st.Result = &Result{CostUSD: st.CostUSD, Searches: searches}
 		st.Result.cite(text, anns, &sources{})

@@ -62,9 +62,7 @@ type parallelRun struct {
 	RunID    string            `json:"run_id"`
 	Status   string            `json:"status"`
 	Metadata map[string]string `json:"metadata"`
-	Error    *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	Error    *runError         `json:"error"`
 }
 
 // parallelResult is a Task Run Result.
@@ -100,10 +98,7 @@ func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) 
 	st.Cursor = run.Status
 	switch st.State = stateOf(run.Status); st.State {
 	case Failed:
-		st.Unbilled, st.Error = true, failure("")
-		if run.Error != nil {
-			st.Error = failure(run.Error.Message)
-		}
+		st.Unbilled, st.Error = true, run.Error.failure()
 	case Completed:
 		var res parallelResult
 		if err := a.c.do(ctx, "GET", "/v1/tasks/runs/"+url.PathEscape(id)+"/result", nil, nil, &res); err != nil {

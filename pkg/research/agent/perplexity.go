@@ -46,11 +46,9 @@ func (a *perplexity) Cancel(ctx context.Context, id string) error {
 
 // perplexityResponse is the part of an Agent API response the agent reads.
 type perplexityResponse struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	Error  *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	ID     string    `json:"id"`
+	Status string    `json:"status"`
+	Error  *runError `json:"error"`
 	Output []struct {
 		Type    string   `json:"type"`
 		Queries []string `json:"queries"`
@@ -105,10 +103,7 @@ func (r *perplexityResponse) status(cursor string) Status {
 	st.Events, st.Cursor = afterCursor(events, cursor)
 	switch st.State = stateOf(r.Status); st.State {
 	case Failed:
-		st.Error = failure("")
-		if r.Error != nil {
-			st.Error = failure(r.Error.Message)
-		}
+		st.Error = r.Error.failure()
 	case Completed:
 		// The cited pages keep the search result's title and snippet: the excerpt
 		// relied on.
