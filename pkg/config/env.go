@@ -52,6 +52,10 @@ type Env struct {
 	// ResearchAgentPoll is how often a research run carried out by a provider's agent
 	// polls the provider.
 	ResearchAgentPoll time.Duration `env:"FLEET_RESEARCH_AGENT_POLL" envDefault:"10s"`
+	// PublicURL is the fleet's base URL as providers reach it ("https://fleet.example"):
+	// a research agent whose provider takes a webhook URL per run (Parallel) is given
+	// <PublicURL>/v1/research/agents/<name>/webhook. Empty: such runs are polled only.
+	PublicURL string `env:"FLEET_PUBLIC_URL"`
 	// ModelTimeout bounds one main-model call.
 	ModelTimeout time.Duration `env:"FLEET_MODEL_TIMEOUT" envDefault:"120s"`
 	// EngineTimeout bounds one search engine call.

@@ -52,7 +52,7 @@ func (p *process) runChat(ctx context.Context) error {
 	}
 	// Research runs' steps (pkg/research): planner, fan-in, reflection, writer,
 	// verification, in the chat workers' processes.
-	agents, _, _, err := researchAgents(p.o.File)
+	agents, _, _, err := researchAgents(p.o.File, env.PublicURL)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 	if err != nil {
 		return nil, err
 	}
-	agents, agentInfos, agentSecrets, err := researchAgents(p.o.File)
+	agents, agentInfos, agentSecrets, err := researchAgents(p.o.File, env.PublicURL)
 	if err != nil {
 		return nil, err
 	}

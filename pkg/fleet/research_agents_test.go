@@ -3,6 +3,8 @@ package fleet_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,7 +13,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/research/agent"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
@@ -91,7 +96,7 @@ func TestResearchAgentsRunAtTheProvider(t *testing.T) {
 				t.Errorf("usage %+v", r.Usage)
 			}
 			key := r.ID
-			if kind == agent.KindGemini || kind == agent.KindPerplexity {
+			if kind == agent.KindPerplexity {
 				key = input
 			}
 			if n := f.Sim.AgentSubmissions(kind, key); n != 1 {
@@ -108,24 +113,25 @@ func TestResearchAgentsRunAtTheProvider(t *testing.T) {
 func TestResearchAgentCancelAndCapReachTheProvider(t *testing.T) {
 	t.Parallel()
 	f := agentFleet(t)
-	// Cancel reaches the provider.
-	r := startResearch(t, f, map[string]any{"input": "A long question sim:agent-time=1h", "agent": agent.KindExa})
-	r = waitAgentRun(t, f, r.ID, func(r researchRun) bool { return r.Status == "in_progress" })
-	waitAgentRun(t, f, r.ID, func(researchRun) bool {
-		got, err := f.Store.Research.GetRun(context.Background(), r.ID)
-		return err == nil && got.AgentID != ""
-	})
-	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
-		t.Fatalf("cancel: %d %s", code, b)
-	}
-	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "cancelled" {
-		t.Fatalf("after cancel: %s", r.Status)
-	}
-	if st := providerRun(t, f, agent.KindExa, r.ID); st.State != agent.Cancelled {
-		t.Errorf("the provider's run is %s", st.State)
+	// Cancel reaches each provider.
+	for _, kind := range agent.Kinds {
+		r := startResearch(t, f, map[string]any{"input": "A long question for " + kind + " sim:agent-time=1h", "agent": kind})
+		waitAgentRun(t, f, r.ID, func(researchRun) bool {
+			got, err := f.Store.Research.GetRun(context.Background(), r.ID)
+			return err == nil && got.AgentID != ""
+		})
+		if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/cancel", nil); code != http.StatusOK {
+			t.Fatalf("%s: cancel: %d %s", kind, code, b)
+		}
+		if r = waitAgentRun(t, f, r.ID, ended); r.Status != "cancelled" {
+			t.Errorf("%s: after cancel: %s", kind, r.Status)
+		}
+		if st := providerRun(t, f, kind, r.ID); st.State != agent.Cancelled {
+			t.Errorf("%s: the provider's run is %s", kind, st.State)
+		}
 	}
 	// A reported cost above the run's cap cancels the provider's run.
-	r = startResearch(t, f, map[string]any{"input": "An expensive question sim:agent-cost=20", "agent": agent.KindExa, "budget": map[string]any{"max_usd": 5}})
+	r := startResearch(t, f, map[string]any{"input": "An expensive question sim:agent-cost=20", "agent": agent.KindExa, "budget": map[string]any{"max_usd": 5}})
 	r = waitAgentRun(t, f, r.ID, ended)
 	if r.Status != "failed" {
 		t.Fatalf("over its cap the run is %s", r.Status)
@@ -135,31 +141,56 @@ func TestResearchAgentCancelAndCapReachTheProvider(t *testing.T) {
 	}
 }
 
-// TestResearchAgentLostAccept: the provider accepts the run but its answer is lost
-// (as a worker killed between the provider's accept and the fleet's store sees it).
-// Where the provider lists runs by the fleet's reference (Exa) the next step finds
-// it and the run completes; where it cannot (Perplexity) the run fails without
-// submitting again. The provider sees one submission either way.
+// TestResearchAgentLostAccept: for each agent the provider accepts the run but its
+// answer is lost (as a worker killed between the provider's accept and the fleet's
+// store sees it). Exa lists recent runs: the next step finds the run by its
+// reference. OpenAI, Gemini and Parallel send webhooks that carry the reference
+// (OpenAI's and Gemini's to the project's endpoint, Parallel's to the URL each run
+// names under FLEET_PUBLIC_URL): the webhook gives the run its id. Perplexity offers
+// neither: the run fails agent_lost. The provider sees one submission every time.
 func TestResearchAgentLostAccept(t *testing.T) {
 	t.Parallel()
-	f := agentFleet(t)
-	input := "Who maintains the Rhine dams sim:agent-drop"
-	r := startResearch(t, f, map[string]any{"input": input, "agent": agent.KindExa})
-	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "completed" || r.Output == nil {
-		t.Fatalf("exa: %+v", r)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := f.Sim.AgentSubmissions(agent.KindExa, r.ID); n != 1 {
-		t.Errorf("exa saw %d submissions", n)
+	addr := l.Addr().String()
+	l.Close()
+	const whsec = "whsec_c2ltLXNpbS1zaW0tc2ltLXNpbS1zaW0tc2ltLXNpbS0="
+	secrets := map[string]string{agent.KindOpenAI: whsec, agent.KindGemini: whsec, agent.KindParallel: "parallel-account-secret"}
+	f := fleettest.Start(t, func(e *config.Env, file *config.File) {
+		e.ResearchAgentPoll, e.HTTPAddr, e.PublicURL = 50*time.Millisecond, addr, "http://"+addr
+		for kind, secret := range secrets {
+			ra := file.ResearchAgents[kind]
+			ra.WebhookSecret = secret
+			file.ResearchAgents[kind] = ra
+		}
+	})
+	for kind, secret := range secrets {
+		hook := f.URL + "/v1/research/agents/" + kind + "/webhook"
+		if kind == agent.KindParallel {
+			hook = "" // each run names its own
+		}
+		f.Sim.SetAgentWebhook(kind, hook, secret)
 	}
-	r = startResearch(t, f, map[string]any{"input": input, "agent": agent.KindPerplexity})
-	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "failed" {
-		t.Fatalf("perplexity: %+v", r)
-	}
-	if _, b, _ := f.Do(t, http.MethodGet, "/v1/research/"+r.ID, nil); !strings.Contains(string(b), `"agent_lost"`) {
-		t.Errorf("perplexity's run: %s", b)
-	}
-	if n := f.Sim.AgentSubmissions(agent.KindPerplexity, input); n != 1 {
-		t.Errorf("perplexity saw %d submissions", n)
+	for _, kind := range agent.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			input := "Who maintains the Rhine dams, asked of " + kind + " sim:agent-drop"
+			r := startResearch(t, f, map[string]any{"input": input, "agent": kind})
+			r = waitAgentRun(t, f, r.ID, ended)
+			key := r.ID
+			if kind == agent.KindPerplexity {
+				key = input
+				if _, b, _ := f.Do(t, http.MethodGet, "/v1/research/"+r.ID, nil); r.Status != "failed" || !strings.Contains(string(b), `"agent_lost"`) {
+					t.Errorf("perplexity's run: %s", b)
+				}
+			} else if r.Status != "completed" || r.Output == nil || r.Output.Citations.Valid == 0 {
+				t.Errorf("the lost run: %+v", r)
+			}
+			if n := f.Sim.AgentSubmissions(kind, key); n != 1 {
+				t.Errorf("the provider saw %d submissions", n)
+			}
+		})
 	}
 }
 
@@ -230,5 +261,118 @@ func TestDeepResearchModelRunsItsAgent(t *testing.T) {
 	}
 	if st := providerRun(t, f, agent.KindOpenAI, resp.ID); st.State != agent.Cancelled {
 		t.Errorf("the provider's run is %s after the cancel", st.State)
+	}
+
+	// The model the client named is the model the provider runs.
+	p := params("How deep is Lake Malawi?")
+	p.Model = "o4-mini-deep-research"
+	if resp, err = c.Responses.New(ctx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	fleettest.Eventually(t, "the provider's run id stored", func() bool {
+		r, err := f.Store.Research.GetRun(ctx(t), resp.ID)
+		stored = r.AgentID
+		return err == nil && r.AgentID != ""
+	})
+	var atProvider struct{ Model string }
+	if code, b := getJSON(t, simulator.AgentBaseURL(f.SimURL, agent.KindOpenAI)+"/responses/"+stored, &atProvider); code != http.StatusOK || atProvider.Model != "o4-mini-deep-research" {
+		t.Errorf("the provider runs %q, not the model the client named: %d %s", atProvider.Model, code, b)
+	}
+}
+
+// getJSON reads url's JSON answer into v.
+func getJSON(t *testing.T, url string, v any) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(b, v)
+	return resp.StatusCode, b
+}
+
+// TestGeminiPlanReview: a Gemini run with plan "review" stops at the agent's research
+// plan (requires_action, the plan shown); approving it through POST
+// /v1/research/{id}/plan runs the plan as an interaction chained to the plan's, and
+// the run completes with a checked report.
+func TestGeminiPlanReview(t *testing.T) {
+	t.Parallel()
+	f := agentFleet(t)
+	input := "How deep is Lake Geneva, planned with Gemini"
+	r := startResearch(t, f, map[string]any{"input": input, "agent": agent.KindGemini, "plan": "review"})
+	r = waitAgentRun(t, f, r.ID, func(r researchRun) bool { return r.Status == "requires_action" || ended(r) })
+	if r.Status != "requires_action" || r.Plan == nil || len(r.Plan.Questions) == 0 || !strings.Contains(r.Plan.Questions[0].Question, "Research:") {
+		t.Fatalf("before approval: %+v", r)
+	}
+	if code, b, _ := f.Do(t, http.MethodPost, "/v1/research/"+r.ID+"/plan", map[string]any{"action": "approve"}); code != http.StatusOK {
+		t.Fatalf("approve: %d %s", code, b)
+	}
+	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "completed" || r.Output == nil || r.Output.Citations.Valid == 0 {
+		t.Fatalf("after approval: %+v", r)
+	}
+	// One planning interaction under the run's reference, one chained execution.
+	if n := f.Sim.AgentSubmissions(agent.KindGemini, r.ID); n != 1 {
+		t.Errorf("the provider saw %d planning submissions", n)
+	}
+	if n := f.Sim.AgentSubmissions(agent.KindGemini, input); n != 1 {
+		t.Errorf("the provider saw %d executions", n)
+	}
+}
+
+// TestResearchAgentRunSurvivesRestart: with every agent's provider id stored and
+// the first poll not yet made, the fleet is stopped (its work cut off); a fleet
+// started on the same NATS and Redis polls the stored ids: each provider saw one
+// submission and every run completes.
+func TestResearchAgentRunSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	sim := simulator.New(simulator.Options{})
+	hs, simURL, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close() })
+	env := fleettest.Settings()
+	env.NATSURL, env.KeyPrefix = bustest.Server(t), prefix
+	env.DrainTimeout = time.Millisecond
+	env.ResearchAgentPoll = 3 * time.Second // the first poll comes well after the store
+	r := &restartable{t: t, env: env, file: demo.Config(simURL, sim.EngineConfigs(simURL)), rdb: rdb}
+	r.startFleet()
+	f := &fleettest.Fleet{URL: r.url, Sim: sim, SimURL: simURL, Store: fleettest.Store(t, rdb, prefix, env.NATSURL, env.Namespace, env.Retention)}
+	ids := map[string]string{}
+	for _, kind := range agent.Kinds {
+		ids[kind] = startResearch(t, f, map[string]any{"input": "Who maintains the Rhine dams, asked of " + kind, "agent": kind}).ID
+	}
+	fleettest.Eventually(t, "every provider id stored", func() bool {
+		for _, id := range ids {
+			if got, err := f.Store.Research.GetRun(ctx(t), id); err != nil || got.AgentID == "" {
+				return false
+			}
+		}
+		return true
+	})
+	r.stopFleet()
+	requests := sim.Stats().Requests
+	for _, kind := range agent.Kinds {
+		if n := requests[kind]; n != 1 {
+			t.Fatalf("%s had %d requests before the stop, want the submission only", kind, n)
+		}
+	}
+	r.startFleet()
+	f.URL = r.url
+	for kind, id := range ids {
+		if got := waitAgentRun(t, f, id, ended); got.Status != "completed" {
+			t.Errorf("%s: after the restart the run is %+v", kind, got)
+		}
+		key := id
+		if kind == agent.KindPerplexity {
+			key = "Who maintains the Rhine dams, asked of " + kind
+		}
+		if n := sim.AgentSubmissions(kind, key); n != 1 {
+			t.Errorf("%s saw %d submissions", kind, n)
+		}
 	}
 }

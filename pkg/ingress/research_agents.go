@@ -10,8 +10,8 @@ import (
 // The research agents (pkg/research/agent): GET /v1/research/agents lists the
 // configured agents a run may name ({"agent": "<name>"}); POST
 // /v1/research/agents/{name}/webhook takes the provider's webhooks (OpenAI's
-// response.*, Parallel's task_run.status), verified by their Standard Webhooks
-// signature, not by an API key.
+// response.*, Gemini's interaction.*, Parallel's task_run.status), verified by their
+// Standard Webhooks signature, not by an API key.
 
 func (s *Server) listResearchAgents(w http.ResponseWriter, r *http.Request) {
 	if s.Research == nil {

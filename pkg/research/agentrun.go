@@ -19,11 +19,13 @@ import (
 //   - Submitted once, under a claim. The step takes the claim (agent_claim:<n>, first
 //     write wins) before it submits and stores the provider's id as soon as the
 //     provider answers (ClaimAgentRun). A step that finds the claim taken and no id
-//     stored knows a worker died between the two: it reattaches with Find (the
-//     provider's listing by the run id it was given as metadata), or, where the
-//     provider offers no lookup, waits for the provider's end webhook to name the run
-//     (OpenAI, Parallel, when their webhooks reach the fleet), or fails the run: it
-//     never submits blindly again, which would pay twice. A submission the provider
+//     stored knows a worker died between the two: it reattaches with Find (Exa's
+//     listing of recent runs, matched by the run id it was given as metadata), or,
+//     where the provider offers no lookup, waits for the provider's end webhook to
+//     name the run by that reference (OpenAI, Gemini, Parallel, when their webhooks
+//     reach the fleet), or fails the run agent_lost (Perplexity, which documents
+//     neither; the others without webhooks): it never submits blindly again, which
+//     would pay twice. A submission the provider
 //     answered with an error was not accepted: the next claim (n+1) may submit.
 //   - Polled with scheduled messages: a step that finds the provider's run going asks
 //     to be redelivered after the poll interval (bus.Defer, a NakWithDelay); near the
@@ -43,7 +45,8 @@ type AgentBackend struct {
 	Price func(effort string) float64
 	// Webhook is the fleet's URL for the provider's webhooks where the provider takes
 	// one per run (Parallel); Webhooks reports that the provider's webhooks reach the
-	// fleet (a run lost between submit and store is then found by its end webhook).
+	// fleet with the run's reference (a run lost between submit and store is then
+	// found by its end webhook: OpenAI, Gemini, Parallel).
 	Webhook  string
 	Webhooks bool
 }
@@ -103,8 +106,14 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 	} else if err != nil {
 		return err
 	}
+	// A model the request names other than the agent's own name is the provider's
+	// model: the Responses flow's "o4-mini-deep-research" runs that model.
+	model := req.Model
+	if model == r.Agent {
+		model = ""
+	}
 	id, err := b.Agent.Submit(ctx, agent.Request{Ref: r.ID, Input: req.Input, Instructions: req.Instructions, Effort: req.Effort,
-		OutputSchema: req.OutputSchema, ReviewPlan: req.Plan == "review", Webhook: b.Webhook})
+		OutputSchema: req.OutputSchema, Model: model, ReviewPlan: req.Plan == "review", Webhook: b.Webhook})
 	if w.crashAfterSubmit != nil && err == nil {
 		return w.crashAfterSubmit() // tests: the worker dies between accept and store
 	}

@@ -41,10 +41,12 @@ import (
 // directives apply to the submission. Cancellation is answered as each provider
 // does; Gemini with collaborative planning first answers a plan, and a chained
 // interaction runs it; Parallel and Exa attribute sources per output field.
-// Webhooks go where the provider sends them: OpenAI's to the project's endpoint
-// (SetAgentWebhook, the dashboard setting), Parallel's to the run's webhook URL,
-// both signed the Standard Webhooks way. Every submission is counted per fleet
-// reference (metadata.fleet_ref, or the question where the provider takes none):
+// Webhooks go where the provider sends them: OpenAI's and Gemini's to the project's
+// endpoint (SetAgentWebhook, the dashboard or WebhookService setting; Gemini's with
+// the interaction's webhook_config.user_metadata), Parallel's to the run's webhook
+// URL, all signed the Standard Webhooks way. Every submission is counted per fleet
+// reference (metadata.fleet_ref, Gemini's user_metadata.fleet_ref, or the question
+// where the provider takes none):
 // AgentSubmissions, and agentSubmissions in GET /_sim/stats.
 
 // Default run timings (Options.AgentQueued, Options.AgentRunning).
@@ -273,8 +275,8 @@ func (s *Server) SetAgentWebhook(kind, url, secret string) {
 }
 
 // AgentSubmissions is how many runs kind was asked to start under key: the fleet
-// reference the submission carried (OpenAI, Parallel, Exa), else its question
-// (Gemini, Perplexity).
+// reference the submission carried (OpenAI, Gemini, Parallel, Exa), else its
+// question (Perplexity, Gemini's chained interactions).
 func (s *Server) AgentSubmissions(kind, key string) int {
 	s.agents.mu.Lock()
 	defer s.agents.mu.Unlock()
@@ -329,6 +331,15 @@ func (a *agentSim) sweep() {
 			typ := map[string]string{"completed": "response.completed", "failed": "response.failed", "cancelled": "response.cancelled"}[st]
 			body, _ := json.Marshal(map[string]any{"id": "evt_" + r.id, "object": "event", "type": typ, "created_at": now.Unix(), "data": map[string]string{"id": r.id}})
 			out = append(out, delivery{h.url, h.secret, r.kind, body})
+		case "gemini-deep-research":
+			h := a.hooks[r.kind]
+			if h.url == "" {
+				continue
+			}
+			r.notified = true
+			body, _ := json.Marshal(map[string]any{"type": "interaction." + st, "version": "v1", "timestamp": now.UTC().Format(time.RFC3339),
+				"data": map[string]any{"id": r.id, "user_metadata": r.metadata}})
+			out = append(out, delivery{h.url, h.secret, r.kind, body})
 		case "parallel-task":
 			if r.webhook == "" {
 				continue
@@ -344,11 +355,11 @@ func (a *agentSim) sweep() {
 	}
 }
 
-// deliverAgentWebhook posts one Standard Webhooks delivery: OpenAI keys the HMAC
-// with the base64 key after whsec_, Parallel with the secret as it is.
+// deliverAgentWebhook posts one Standard Webhooks delivery: OpenAI and Gemini key
+// the HMAC with the base64 key after whsec_, Parallel with the secret as it is.
 func deliverAgentWebhook(url, secret, kind string, body []byte) {
 	key := []byte(secret)
-	if kind == "openai-deep-research" {
+	if kind != "parallel-task" {
 		key, _ = base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	}
 	id := "msg_" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -371,13 +382,48 @@ func deliverAgentWebhook(url, secret, kind string, body []byte) {
 	}
 }
 
+// agentAPI is one simulated agent's API as its provider documents it: where its runs
+// live (POST creates one, GET {id} reads it, POST {id}/cancel cancels it), how it
+// reads a submission, how it shows a run, and its error shape. Each kind states only
+// these; the routes around them are one (agentRoutes).
+type agentAPI struct {
+	kind   string
+	prefix string // run ids start with it
+	runs   string // the runs' path under the kind: "/v1/responses"
+	// created is the status a submission is answered with (200; Parallel 202).
+	created int
+	// submit reads a submission: the question (fault directives apply to it), the
+	// key its submissions are counted under, and what it sets on the new run; or the
+	// status and message it is refused with.
+	submit func(r *http.Request, body []byte) (agentSubmission, int, string)
+	// show is a run as GET {id} answers it at now.
+	show func(run *agentRun, now time.Time) any
+	// cancelled is the answer to a cancel (going: the run was still going); nil: show.
+	cancelled func(run *agentRun, now time.Time, going bool) any
+	// fail answers an error in the provider's shape; notFound is its message for an
+	// unknown run ("{id}" stands for the id).
+	fail     func(w http.ResponseWriter, status int, msg string)
+	notFound string
+	// more registers the kind's other routes (Parallel's result, Exa's list and events).
+	more func(s *Server, api *agentAPI)
+}
+
+// agentSubmission is a submission as a kind reads it.
+type agentSubmission struct {
+	question, key string
+	fill          func(*agentRun)
+}
+
+// path is the route of the kind's runs with rest after them.
+func (api *agentAPI) path(method, rest string) string {
+	return method + " /" + api.kind + api.runs + rest
+}
+
 // agentRoutes registers the simulated agents and their controls.
 func (s *Server) agentRoutes() {
-	s.openAIAgentRoutes()
-	s.geminiAgentRoutes()
-	s.perplexityAgentRoutes()
-	s.parallelAgentRoutes()
-	s.exaAgentRoutes()
+	for _, api := range agentAPIs(s) {
+		s.agentAPIRoutes(api)
+	}
 	s.mux.HandleFunc("POST /_sim/agents/clock", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Advance duration `json:"advance"`
@@ -400,16 +446,69 @@ func (s *Server) agentRoutes() {
 	})
 }
 
-// agentBody reads a request body (at most 1 MiB) and counts the request under kind;
-// false when it has answered the request itself.
-func (s *Server) agentBody(w http.ResponseWriter, r *http.Request, kind string) ([]byte, bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return nil, false
+// agentAPIRoutes registers one kind's runs: create, read, cancel, and its others.
+func (s *Server) agentAPIRoutes(api *agentAPI) {
+	s.mux.HandleFunc(api.path("POST", ""), func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
+		sub, status, msg := api.submit(r, body)
+		if status != 0 {
+			api.fail(w, status, msg)
+			return
+		}
+		if !s.applyFaults(w, r, api.kind, r.URL.Path, sub.question, nil, 0) {
+			return
+		}
+		run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
+		if s.agents.drop(w, run, sub.key) {
+			return
+		}
+		agentJSON(w, api.created, api.show(run, s.agents.now()))
+	})
+	s.mux.HandleFunc(api.path("GET", "/{id}"), func(w http.ResponseWriter, r *http.Request) {
+		if run, now := s.agentRun(w, r, api); run != nil {
+			agentJSON(w, http.StatusOK, api.show(run, now))
+		}
+	})
+	s.mux.HandleFunc(api.path("POST", "/{id}/cancel"), func(w http.ResponseWriter, r *http.Request) {
+		run, _ := s.agentRun(w, r, api)
+		if run == nil {
+			return
+		}
+		going := s.agents.cancel(run) // cancelling a finished run answers it as it is
+		if api.cancelled != nil {
+			agentJSON(w, http.StatusOK, api.cancelled(run, s.agents.now(), going))
+			return
+		}
+		agentJSON(w, http.StatusOK, api.show(run, s.agents.now()))
+	})
+	if api.more != nil {
+		api.more(s, api)
 	}
-	s.stats.count(kind, body, r.Method+" "+r.URL.Path)
-	return body, true
+}
+
+// agentRun counts a request about the run {id} and finds the run, answering the
+// kind's not-found error (nil) when there is none.
+func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, api *agentAPI) (*agentRun, time.Time) {
+	s.stats.count(api.kind, nil, r.URL.Path)
+	id := r.PathValue("id")
+	run, now := s.agents.get(api.kind, id)
+	if run == nil {
+		api.fail(w, http.StatusNotFound, strings.ReplaceAll(api.notFound, "{id}", id))
+	}
+	return run, now
+}
+
+// keyOr is the fleet reference a submission carries, else its question.
+func keyOr(ref, question string) string {
+	if ref != "" {
+		return ref
+	}
+	return question
 }
 
 // agentJSON answers v as JSON with status.

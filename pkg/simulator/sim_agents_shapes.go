@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -87,83 +88,52 @@ func urlCitations(spans []citedSpan) []map[string]any {
 	return out
 }
 
+// agentAPIs are the simulated agents.
+func agentAPIs(s *Server) []*agentAPI {
+	return []*agentAPI{openAIAgent(), geminiAgent(s), perplexityAgent(), parallelAgent(), exaAgent()}
+}
+
 // --- OpenAI deep research (Responses API, background mode) -------------------------
 
-func (s *Server) openAIAgentRoutes() {
-	const kind = "openai-deep-research"
-	s.mux.HandleFunc("POST /"+kind+"/v1/responses", func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.agentBody(w, r, kind)
-		if !ok {
-			return
-		}
-		var req struct {
-			Model        string            `json:"model"`
-			Input        json.RawMessage   `json:"input"`
-			Background   bool              `json:"background"`
-			Metadata     map[string]string `json:"metadata"`
-			MaxToolCalls int               `json:"max_tool_calls"`
-			Tools        []struct {
-				Type string `json:"type"`
-			} `json:"tools"`
-			Text struct {
-				Format struct {
-					Schema json.RawMessage `json:"schema"`
-				} `json:"format"`
-			} `json:"text"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			openAIError(w, http.StatusBadRequest, "We could not parse the JSON body of your request.")
-			return
-		}
-		question := inputText(req.Input)
-		if !s.applyFaults(w, r, kind, r.URL.Path, question, nil, 0) {
-			return
-		}
-		hasSource := false
-		for _, t := range req.Tools {
-			hasSource = hasSource || t.Type == "web_search_preview" || t.Type == "file_search" || t.Type == "mcp"
-		}
-		switch {
-		case !hasSource:
-			openAIError(w, http.StatusBadRequest, "Deep research models require at least one of 'web_search_preview', 'mcp', or 'file_search' tools.")
-			return
-		case !req.Background:
-			openAIError(w, http.StatusBadRequest, "The simulated deep research model runs in background mode only (background: true).")
-			return
-		}
-		key := req.Metadata["fleet_ref"]
-		if key == "" {
-			key = question
-		}
-		run := s.agents.newRun(kind, "resp_", key, question, func(a *agentRun) {
-			a.model, a.metadata, a.schema = req.Model, req.Metadata, req.Text.Format.Schema
-			a.ref = req.Metadata["fleet_ref"]
-			a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
-		})
-		if s.agents.drop(w, run, key) {
-			return
-		}
-		agentJSON(w, http.StatusOK, s.openAIResponseJSON(run, s.agents.now()))
-	})
-	s.mux.HandleFunc("GET /"+kind+"/v1/responses/{id}", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, now := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			openAIError(w, http.StatusNotFound, fmt.Sprintf("No response found with id '%s'.", r.PathValue("id")))
-			return
-		}
-		agentJSON(w, http.StatusOK, s.openAIResponseJSON(run, now))
-	})
-	s.mux.HandleFunc("POST /"+kind+"/v1/responses/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, _ := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			openAIError(w, http.StatusNotFound, fmt.Sprintf("No response found with id '%s'.", r.PathValue("id")))
-			return
-		}
-		s.agents.cancel(run) // cancelling a finished response answers it as it is
-		agentJSON(w, http.StatusOK, s.openAIResponseJSON(run, s.agents.now()))
-	})
+func openAIAgent() *agentAPI {
+	return &agentAPI{kind: "openai-deep-research", prefix: "resp_", runs: "/v1/responses", created: http.StatusOK,
+		show: openAIResponseJSON, fail: openAIError, notFound: "No response found with id '{id}'.",
+		submit: func(_ *http.Request, body []byte) (agentSubmission, int, string) {
+			var req struct {
+				Model        string            `json:"model"`
+				Input        json.RawMessage   `json:"input"`
+				Background   bool              `json:"background"`
+				Metadata     map[string]string `json:"metadata"`
+				MaxToolCalls int               `json:"max_tool_calls"`
+				Tools        []struct {
+					Type string `json:"type"`
+				} `json:"tools"`
+				Text struct {
+					Format struct {
+						Schema json.RawMessage `json:"schema"`
+					} `json:"format"`
+				} `json:"text"`
+			}
+			if err := json.Unmarshal(body, &req); err != nil {
+				return agentSubmission{}, http.StatusBadRequest, "We could not parse the JSON body of your request."
+			}
+			hasSource := false
+			for _, t := range req.Tools {
+				hasSource = hasSource || t.Type == "web_search_preview" || t.Type == "file_search" || t.Type == "mcp"
+			}
+			switch {
+			case !hasSource:
+				return agentSubmission{}, http.StatusBadRequest, "Deep research models require at least one of 'web_search_preview', 'mcp', or 'file_search' tools."
+			case !req.Background:
+				return agentSubmission{}, http.StatusBadRequest, "The simulated deep research model runs in background mode only (background: true)."
+			}
+			question := inputText(req.Input)
+			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
+				a.model, a.metadata, a.schema = req.Model, req.Metadata, req.Text.Format.Schema
+				a.ref = req.Metadata["fleet_ref"]
+				a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
+			}}, 0, ""
+		}}
 }
 
 func openAIError(w http.ResponseWriter, status int, msg string) {
@@ -194,7 +164,7 @@ func inputText(raw json.RawMessage) string {
 	return ""
 }
 
-func (s *Server) openAIResponseJSON(r *agentRun, now time.Time) any {
+func openAIResponseJSON(r *agentRun, now time.Time) any {
 	st, p := r.state(now)
 	if st == "completed" && r.fixture {
 		return agentFixture("openai-deep-research-completed.CONSTRUCTED.json")
@@ -239,86 +209,54 @@ func (s *Server) openAIResponseJSON(r *agentRun, now time.Time) any {
 
 // --- Gemini Deep Research (Interactions API) ---------------------------------------
 
-func (s *Server) geminiAgentRoutes() {
+func geminiAgent(s *Server) *agentAPI {
 	const kind = "gemini-deep-research"
-	s.mux.HandleFunc("POST /"+kind+"/v1beta/interactions", func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.agentBody(w, r, kind)
-		if !ok {
-			return
-		}
-		var req struct {
-			Input       json.RawMessage `json:"input"`
-			Agent       string          `json:"agent"`
-			Background  bool            `json:"background"`
-			Store       *bool           `json:"store"`
-			Previous    string          `json:"previous_interaction_id"`
-			AgentConfig struct {
-				CollaborativePlanning bool `json:"collaborative_planning"`
-			} `json:"agent_config"`
-			ResponseFormat struct {
-				Schema json.RawMessage `json:"schema"`
-			} `json:"response_format"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			geminiInteractionsError(w, http.StatusBadRequest, "Invalid JSON payload received.")
-			return
-		}
-		question := inputText(req.Input)
-		if !s.applyFaults(w, r, kind, r.URL.Path, question, nil, 0) {
-			return
-		}
-		switch {
-		case req.Agent == "":
-			geminiInteractionsError(w, http.StatusBadRequest, "agent is required")
-			return
-		case !req.Background:
-			geminiInteractionsError(w, http.StatusBadRequest, "The Deep Research agent requires background=true.")
-			return
-		case req.Store != nil && !*req.Store:
-			geminiInteractionsError(w, http.StatusBadRequest, "background=true requires store=true.")
-			return
-		}
-		schema := req.ResponseFormat.Schema
-		if req.Previous != "" {
-			prev, _ := s.agents.get(kind, req.Previous)
-			if prev == nil {
-				geminiInteractionsError(w, http.StatusNotFound, "Interaction "+req.Previous+" was not found.")
-				return
+	return &agentAPI{kind: kind, prefix: "v1_", runs: "/v1beta/interactions", created: http.StatusOK,
+		show: geminiInteractionJSON, fail: geminiInteractionsError, notFound: "Interaction {id} was not found.",
+		submit: func(_ *http.Request, body []byte) (agentSubmission, int, string) {
+			var req struct {
+				Input       json.RawMessage `json:"input"`
+				Agent       string          `json:"agent"`
+				Background  bool            `json:"background"`
+				Store       *bool           `json:"store"`
+				Previous    string          `json:"previous_interaction_id"`
+				AgentConfig struct {
+					CollaborativePlanning bool `json:"collaborative_planning"`
+				} `json:"agent_config"`
+				ResponseFormat struct {
+					Schema json.RawMessage `json:"schema"`
+				} `json:"response_format"`
+				WebhookConfig struct {
+					UserMetadata map[string]string `json:"user_metadata"`
+				} `json:"webhook_config"`
 			}
-			// The chained interaction researches the planned question.
-			question, schema = prev.question, prev.schema
-		}
-		run := s.agents.newRun(kind, "v1_", question, question, func(a *agentRun) {
-			a.model, a.schema, a.plan = req.Agent, schema, req.AgentConfig.CollaborativePlanning
-			a.effort = map[bool]string{true: "max", false: "medium"}[strings.Contains(req.Agent, "-max-")]
-			if a.plan {
-				a.running = a.queued // a plan is quick
+			switch err := json.Unmarshal(body, &req); {
+			case err != nil:
+				return agentSubmission{}, http.StatusBadRequest, "Invalid JSON payload received."
+			case req.Agent == "":
+				return agentSubmission{}, http.StatusBadRequest, "agent is required"
+			case !req.Background:
+				return agentSubmission{}, http.StatusBadRequest, "The Deep Research agent requires background=true."
+			case req.Store != nil && !*req.Store:
+				return agentSubmission{}, http.StatusBadRequest, "background=true requires store=true."
 			}
-		})
-		if s.agents.drop(w, run, question) {
-			return
-		}
-		agentJSON(w, http.StatusOK, geminiInteractionJSON(run, s.agents.now()))
-	})
-	s.mux.HandleFunc("GET /"+kind+"/v1beta/interactions/{id}", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, now := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			geminiInteractionsError(w, http.StatusNotFound, "Interaction "+r.PathValue("id")+" was not found.")
-			return
-		}
-		agentJSON(w, http.StatusOK, geminiInteractionJSON(run, now))
-	})
-	s.mux.HandleFunc("POST /"+kind+"/v1beta/interactions/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, _ := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			geminiInteractionsError(w, http.StatusNotFound, "Interaction "+r.PathValue("id")+" was not found.")
-			return
-		}
-		s.agents.cancel(run)
-		agentJSON(w, http.StatusOK, geminiInteractionJSON(run, s.agents.now()))
-	})
+			question, schema := inputText(req.Input), req.ResponseFormat.Schema
+			if req.Previous != "" {
+				prev, _ := s.agents.get(kind, req.Previous)
+				if prev == nil {
+					return agentSubmission{}, http.StatusNotFound, "Interaction " + req.Previous + " was not found."
+				}
+				// The chained interaction researches the planned question.
+				question, schema = prev.question, prev.schema
+			}
+			return agentSubmission{question: question, key: keyOr(req.WebhookConfig.UserMetadata["fleet_ref"], question), fill: func(a *agentRun) {
+				a.model, a.schema, a.plan, a.metadata = req.Agent, schema, req.AgentConfig.CollaborativePlanning, req.WebhookConfig.UserMetadata
+				a.effort = map[bool]string{true: "max", false: "medium"}[strings.Contains(req.Agent, "-max-")]
+				if a.plan {
+					a.running = a.queued // a plan is quick
+				}
+			}}, 0, ""
+		}}
 }
 
 // geminiInteractionsError is the Interactions API's error: a JSON array of one
@@ -370,71 +308,50 @@ func geminiInteractionJSON(r *agentRun, now time.Time) any {
 
 // --- Perplexity Agent API ----------------------------------------------------------
 
-func (s *Server) perplexityAgentRoutes() {
-	const kind = "perplexity-agent"
-	s.mux.HandleFunc("POST /"+kind+"/v1/agent", func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.agentBody(w, r, kind)
-		if !ok {
-			return
-		}
-		var req struct {
-			Preset         string          `json:"preset"`
-			Model          string          `json:"model"`
-			Models         []string        `json:"models"`
-			Input          json.RawMessage `json:"input"`
-			Background     bool            `json:"background"`
-			ResponseFormat struct {
-				JSONSchema struct {
-					Schema json.RawMessage `json:"schema"`
-				} `json:"json_schema"`
-			} `json:"response_format"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			agentJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": "invalid JSON body", "type": "invalid_request_error", "code": 400}})
-			return
-		}
-		question := inputText(req.Input)
-		if !s.applyFaults(w, r, kind, r.URL.Path, question, nil, 0) {
-			return
-		}
-		if req.Preset == "" && req.Model == "" && len(req.Models) == 0 {
-			agentJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": "one of model, models or preset is required", "type": "invalid_request_error", "code": 400}})
-			return
-		}
-		run := s.agents.newRun(kind, "resp_", question, question, func(a *agentRun) {
-			a.effort, a.model, a.schema = req.Preset, req.Model, req.ResponseFormat.JSONSchema.Schema
-			if a.model == "" {
-				a.model = "perplexity/sonar"
+func perplexityAgent() *agentAPI {
+	return &agentAPI{kind: "perplexity-agent", prefix: "resp_", runs: "/v1/agent", created: http.StatusOK,
+		show: perplexityResponseJSON, notFound: "response not found",
+		fail: func(w http.ResponseWriter, status int, msg string) {
+			typ := "invalid_request_error"
+			if status == http.StatusNotFound {
+				typ = "not_found"
 			}
-			if !req.Background { // answered at once
-				a.queued, a.running = 0, 0
-			}
-		})
-		if s.agents.drop(w, run, question) {
-			return
-		}
-		agentJSON(w, http.StatusOK, perplexityResponseJSON(run, s.agents.now()))
-	})
-	s.mux.HandleFunc("GET /"+kind+"/v1/agent/{id}", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, now := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			agentJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "response not found", "type": "not_found", "code": 404}})
-			return
-		}
-		agentJSON(w, http.StatusOK, perplexityResponseJSON(run, now))
-	})
-	s.mux.HandleFunc("POST /"+kind+"/v1/agent/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, _ := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			agentJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "response not found", "type": "not_found", "code": 404}})
-			return
-		}
-		s.agents.cancel(run)
+			agentJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}})
+		},
 		// Acknowledged asynchronously: the run reads cancelled on the next poll.
-		agentJSON(w, http.StatusOK, map[string]string{"id": run.id, "status": "cancelling"})
-	})
+		cancelled: func(run *agentRun, _ time.Time, _ bool) any {
+			return map[string]string{"id": run.id, "status": "cancelling"}
+		},
+		submit: func(_ *http.Request, body []byte) (agentSubmission, int, string) {
+			var req struct {
+				Preset         string          `json:"preset"`
+				Model          string          `json:"model"`
+				Models         []string        `json:"models"`
+				Input          json.RawMessage `json:"input"`
+				Background     bool            `json:"background"`
+				ResponseFormat struct {
+					JSONSchema struct {
+						Schema json.RawMessage `json:"schema"`
+					} `json:"json_schema"`
+				} `json:"response_format"`
+			}
+			switch err := json.Unmarshal(body, &req); {
+			case err != nil:
+				return agentSubmission{}, http.StatusBadRequest, "invalid JSON body"
+			case req.Preset == "" && req.Model == "" && len(req.Models) == 0:
+				return agentSubmission{}, http.StatusBadRequest, "one of model, models or preset is required"
+			}
+			question := inputText(req.Input)
+			return agentSubmission{question: question, key: question, fill: func(a *agentRun) {
+				a.effort, a.model, a.schema = req.Preset, req.Model, req.ResponseFormat.JSONSchema.Schema
+				if a.model == "" {
+					a.model = "perplexity/sonar"
+				}
+				if !req.Background { // answered at once
+					a.queued, a.running = 0, 0
+				}
+			}}, 0, ""
+		}}
 }
 
 func perplexityResponseJSON(r *agentRun, now time.Time) any {
@@ -480,109 +397,80 @@ func round6(v float64) float64 {
 
 // --- Parallel Task API -------------------------------------------------------------
 
-func (s *Server) parallelAgentRoutes() {
-	const kind = "parallel-task"
-	notFound := func(w http.ResponseWriter, id string) {
-		agentJSON(w, http.StatusNotFound, map[string]any{"type": "error", "error": map[string]string{"ref_id": "sim", "message": "Run " + id + " not found"}})
-	}
-	s.mux.HandleFunc("POST /"+kind+"/v1/tasks/runs", func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.agentBody(w, r, kind)
-		if !ok {
-			return
-		}
-		var req struct {
-			Input     json.RawMessage   `json:"input"`
-			Processor string            `json:"processor"`
-			Metadata  map[string]string `json:"metadata"`
-			TaskSpec  struct {
-				OutputSchema json.RawMessage `json:"output_schema"`
-			} `json:"task_spec"`
-			Webhook *struct {
-				URL        string   `json:"url"`
-				EventTypes []string `json:"event_types"`
-			} `json:"webhook"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil || req.Processor == "" {
-			agentJSON(w, http.StatusUnprocessableEntity, map[string]any{"type": "error", "error": map[string]string{"ref_id": "sim", "message": "processor and input are required"}})
-			return
-		}
-		question := inputText(req.Input)
-		if !s.applyFaults(w, r, kind, r.URL.Path, question, nil, 0) {
-			return
-		}
-		if req.Webhook != nil && !strings.Contains(r.Header.Get("Parallel-Beta"), "webhook-2025-08-12") {
-			agentJSON(w, http.StatusUnprocessableEntity, map[string]any{"type": "error", "error": map[string]string{"ref_id": "sim", "message": "webhook requires the parallel-beta header webhook-2025-08-12"}})
-			return
-		}
-		for k, v := range req.Metadata {
-			if len(k) > 16 || len(v) > 512 {
-				agentJSON(w, http.StatusUnprocessableEntity, map[string]any{"type": "error", "error": map[string]string{"ref_id": "sim", "message": "metadata keys are at most 16 and values at most 512 characters"}})
+func parallelAgent() *agentAPI {
+	api := &agentAPI{kind: "parallel-task", prefix: "trun_", runs: "/v1/tasks/runs", created: http.StatusAccepted,
+		notFound: "Run {id} not found",
+		fail: func(w http.ResponseWriter, status int, msg string) {
+			agentJSON(w, status, map[string]any{"type": "error", "error": map[string]string{"ref_id": "sim", "message": msg}})
+		},
+		show: func(run *agentRun, now time.Time) any {
+			st, _ := run.state(now)
+			return parallelRunJSON(run, st)
+		},
+		cancelled: func(run *agentRun, now time.Time, going bool) any {
+			st, _ := run.state(now)
+			if going {
+				st = "cancelling"
+			}
+			return parallelRunJSON(run, st)
+		},
+		submit: func(r *http.Request, body []byte) (agentSubmission, int, string) {
+			var req struct {
+				Input     json.RawMessage   `json:"input"`
+				Processor string            `json:"processor"`
+				Metadata  map[string]string `json:"metadata"`
+				TaskSpec  struct {
+					OutputSchema json.RawMessage `json:"output_schema"`
+				} `json:"task_spec"`
+				Webhook *struct {
+					URL        string   `json:"url"`
+					EventTypes []string `json:"event_types"`
+				} `json:"webhook"`
+			}
+			if err := json.Unmarshal(body, &req); err != nil || req.Processor == "" {
+				return agentSubmission{}, http.StatusUnprocessableEntity, "processor and input are required"
+			}
+			if req.Webhook != nil && !strings.Contains(r.Header.Get("Parallel-Beta"), "webhook-2025-08-12") {
+				return agentSubmission{}, http.StatusUnprocessableEntity, "webhook requires the parallel-beta header webhook-2025-08-12"
+			}
+			for k, v := range req.Metadata {
+				if len(k) > 16 || len(v) > 512 {
+					return agentSubmission{}, http.StatusUnprocessableEntity, "metadata keys are at most 16 and values at most 512 characters"
+				}
+			}
+			var spec struct { // a JSON output, or a text one described by a string
+				Type       string          `json:"type"`
+				JSONSchema json.RawMessage `json:"json_schema"`
+			}
+			json.Unmarshal(req.TaskSpec.OutputSchema, &spec)
+			question := inputText(req.Input)
+			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
+				a.effort, a.model, a.metadata, a.ref = req.Processor, req.Processor, req.Metadata, req.Metadata["fleet_ref"]
+				if spec.Type == "json" {
+					a.schema = spec.JSONSchema
+				}
+				if req.Webhook != nil {
+					a.webhook = req.Webhook.URL
+				}
+			}}, 0, ""
+		}}
+	api.more = func(s *Server, api *agentAPI) {
+		s.mux.HandleFunc(api.path("GET", "/{id}/result"), func(w http.ResponseWriter, r *http.Request) {
+			run, now := s.agentRun(w, r, api)
+			if run == nil {
 				return
 			}
-		}
-		var spec struct {
-			Type       string          `json:"type"`
-			JSONSchema json.RawMessage `json:"json_schema"`
-		}
-		json.Unmarshal(req.TaskSpec.OutputSchema, &spec)
-		key := req.Metadata["fleet_ref"]
-		if key == "" {
-			key = question
-		}
-		run := s.agents.newRun(kind, "trun_", key, question, func(a *agentRun) {
-			a.effort, a.model, a.metadata, a.ref = req.Processor, req.Processor, req.Metadata, req.Metadata["fleet_ref"]
-			if spec.Type == "json" {
-				a.schema = spec.JSONSchema
-			}
-			if req.Webhook != nil {
-				a.webhook = req.Webhook.URL
+			switch st, _ := run.state(now); {
+			case st != "completed":
+				api.fail(w, http.StatusRequestTimeout, "Run "+run.id+" is "+st+", not completed")
+			case run.fixture:
+				agentJSON(w, http.StatusOK, agentFixture("parallel-task-result.CONSTRUCTED.json"))
+			default:
+				agentJSON(w, http.StatusOK, parallelResultJSON(run))
 			}
 		})
-		if s.agents.drop(w, run, key) {
-			return
-		}
-		agentJSON(w, http.StatusAccepted, parallelRunJSON(run, "queued"))
-	})
-	s.mux.HandleFunc("GET /"+kind+"/v1/tasks/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, now := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			notFound(w, r.PathValue("id"))
-			return
-		}
-		st, _ := run.state(now)
-		agentJSON(w, http.StatusOK, parallelRunJSON(run, st))
-	})
-	s.mux.HandleFunc("GET /"+kind+"/v1/tasks/runs/{id}/result", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, now := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			notFound(w, r.PathValue("id"))
-			return
-		}
-		if st, _ := run.state(now); st != "completed" {
-			agentJSON(w, http.StatusRequestTimeout, map[string]any{"type": "error", "error": map[string]string{"ref_id": "sim", "message": "Run " + run.id + " is " + st + ", not completed"}})
-			return
-		}
-		if run.fixture {
-			agentJSON(w, http.StatusOK, agentFixture("parallel-task-result.CONSTRUCTED.json"))
-			return
-		}
-		agentJSON(w, http.StatusOK, parallelResultJSON(run))
-	})
-	s.mux.HandleFunc("POST /"+kind+"/v1/tasks/runs/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, now := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			notFound(w, r.PathValue("id"))
-			return
-		}
-		st, _ := run.state(now)
-		if s.agents.cancel(run) {
-			st = "cancelling"
-		}
-		agentJSON(w, http.StatusOK, parallelRunJSON(run, st))
-	})
+	}
+	return api
 }
 
 // parallelRunJSON is a Task Run in status st.
@@ -630,113 +518,91 @@ func parallelResultJSON(r *agentRun) any {
 
 // --- Exa Agent API -----------------------------------------------------------------
 
-func (s *Server) exaAgentRoutes() {
-	const kind = "exa-agent"
-	exaErr := func(w http.ResponseWriter, status int, typ, code, msg string) {
-		agentJSON(w, status, map[string]any{"error": map[string]string{"type": typ, "code": code, "message": msg}})
-	}
-	s.mux.HandleFunc("POST /"+kind+"/agent/runs", func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.agentBody(w, r, kind)
-		if !ok {
-			return
-		}
-		var req struct {
-			Query        string            `json:"query"`
-			Effort       string            `json:"effort"`
-			OutputSchema json.RawMessage   `json:"outputSchema"`
-			Metadata     map[string]string `json:"metadata"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil || req.Query == "" {
-			exaErr(w, http.StatusBadRequest, "INVALID_REQUEST", "INVALID_REQUEST", "query is required")
-			return
-		}
-		if !s.applyFaults(w, r, kind, r.URL.Path, req.Query, nil, 0) {
-			return
-		}
-		if !strings.Contains(r.Header.Get("Exa-Beta"), "agent-2026-05-07") {
-			exaErr(w, http.StatusBadRequest, "INVALID_REQUEST", "INVALID_REQUEST", "Exa Agent requires the Exa-Beta: agent-2026-05-07 header")
-			return
-		}
-		key := req.Metadata["fleet_ref"]
-		if key == "" {
-			key = req.Query
-		}
-		run := s.agents.newRun(kind, "agent_run_", key, req.Query, func(a *agentRun) {
-			a.effort, a.metadata, a.ref = req.Effort, req.Metadata, req.Metadata["fleet_ref"]
-			if a.effort == "" {
-				a.effort = "auto"
+func exaAgent() *agentAPI {
+	api := &agentAPI{kind: "exa-agent", prefix: "agent_run_", runs: "/agent/runs", created: http.StatusOK,
+		show: exaRunJSON, notFound: "Run not found",
+		fail: func(w http.ResponseWriter, status int, msg string) {
+			typ, code := "INVALID_REQUEST", "INVALID_REQUEST"
+			if status == http.StatusNotFound {
+				typ, code = "NOT_FOUND", "RUN_NOT_FOUND"
 			}
-			if string(req.OutputSchema) != "null" {
-				a.schema = req.OutputSchema
+			agentJSON(w, status, map[string]any{"error": map[string]string{"type": typ, "code": code, "message": msg}})
+		},
+		submit: func(r *http.Request, body []byte) (agentSubmission, int, string) {
+			var req struct {
+				Query        string            `json:"query"`
+				Effort       string            `json:"effort"`
+				OutputSchema json.RawMessage   `json:"outputSchema"`
+				Metadata     map[string]string `json:"metadata"`
+			}
+			if err := json.Unmarshal(body, &req); err != nil || req.Query == "" {
+				return agentSubmission{}, http.StatusBadRequest, "query is required"
+			}
+			if !strings.Contains(r.Header.Get("Exa-Beta"), "agent-2026-05-07") {
+				return agentSubmission{}, http.StatusBadRequest, "Exa Agent requires the Exa-Beta: agent-2026-05-07 header"
+			}
+			return agentSubmission{question: req.Query, key: keyOr(req.Metadata["fleet_ref"], req.Query), fill: func(a *agentRun) {
+				a.effort, a.metadata, a.ref = req.Effort, req.Metadata, req.Metadata["fleet_ref"]
+				if a.effort == "" {
+					a.effort = "auto"
+				}
+				if string(req.OutputSchema) != "null" {
+					a.schema = req.OutputSchema
+				}
+			}}, 0, ""
+		}}
+	api.more = func(s *Server, api *agentAPI) {
+		s.mux.HandleFunc(api.path("GET", ""), func(w http.ResponseWriter, r *http.Request) {
+			s.stats.count(api.kind, nil, r.URL.Path)
+			agentJSON(w, http.StatusOK, s.agents.exaList(r.URL.Query()))
+		})
+		s.mux.HandleFunc(api.path("GET", "/{id}/events"), func(w http.ResponseWriter, r *http.Request) {
+			if run, now := s.agentRun(w, r, api); run != nil {
+				agentJSON(w, http.StatusOK, exaEventsJSON(run, now))
 			}
 		})
-		if s.agents.drop(w, run, key) {
-			return
+	}
+	return api
+}
+
+// exaList is a page of the team's runs, newest first (limit, cursor).
+func (a *agentSim) exaList(q url.Values) any {
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	from, _ := strconv.Atoi(q.Get("cursor"))
+	a.mu.Lock()
+	var mine []*agentRun
+	for i := len(a.order) - 1; i >= 0; i-- {
+		if a.order[i].kind == "exa-agent" {
+			mine = append(mine, a.order[i])
 		}
-		agentJSON(w, http.StatusOK, exaRunJSON(run, s.agents.now()))
-	})
-	s.mux.HandleFunc("GET /"+kind+"/agent/runs", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-		if limit <= 0 || limit > 100 {
-			limit = 20
-		}
-		from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
-		s.agents.mu.Lock()
-		var mine []*agentRun
-		for i := len(s.agents.order) - 1; i >= 0; i-- { // newest first
-			if s.agents.order[i].kind == kind {
-				mine = append(mine, s.agents.order[i])
-			}
-		}
-		s.agents.mu.Unlock()
-		now := s.agents.now()
-		data := []any{}
-		for i := from; i < len(mine) && i < from+limit; i++ {
-			data = append(data, exaRunJSON(mine[i], now))
-		}
-		var next any
-		if from+limit < len(mine) {
-			next = strconv.Itoa(from + limit)
-		}
-		agentJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "hasMore": next != nil, "nextCursor": next})
-	})
-	s.mux.HandleFunc("GET /"+kind+"/agent/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, now := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			exaErr(w, http.StatusNotFound, "NOT_FOUND", "RUN_NOT_FOUND", "Run not found")
-			return
-		}
-		agentJSON(w, http.StatusOK, exaRunJSON(run, now))
-	})
-	s.mux.HandleFunc("GET /"+kind+"/agent/runs/{id}/events", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, now := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			exaErr(w, http.StatusNotFound, "NOT_FOUND", "RUN_NOT_FOUND", "Run not found")
-			return
-		}
-		st, _ := run.state(now)
-		evs := []any{map[string]any{"id": "1", "event": "agent_run.created", "data": map[string]string{"id": run.id, "status": "queued"}, "createdAt": run.created.UTC().Format(time.RFC3339Nano)}}
-		if st != "queued" && !(st == "cancelled" && run.cancelled.Sub(run.created) < run.queued) {
-			evs = append(evs, map[string]any{"id": "2", "event": "agent_run.started", "data": map[string]string{"id": run.id, "status": "running"}, "createdAt": run.created.Add(run.queued).UTC().Format(time.RFC3339Nano)})
-		}
-		if st == "completed" || st == "failed" || st == "cancelled" {
-			evs = append(evs, map[string]any{"id": strconv.Itoa(len(evs) + 1), "event": "agent_run." + st, "data": map[string]string{"id": run.id, "object": "agent_run", "status": st}, "createdAt": now.UTC().Format(time.RFC3339Nano)})
-		}
-		agentJSON(w, http.StatusOK, map[string]any{"object": "list", "data": evs, "hasMore": false, "nextCursor": nil})
-	})
-	s.mux.HandleFunc("POST /"+kind+"/agent/runs/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
-		s.stats.count(kind, nil, r.URL.Path)
-		run, _ := s.agents.get(kind, r.PathValue("id"))
-		if run == nil {
-			exaErr(w, http.StatusNotFound, "NOT_FOUND", "RUN_NOT_FOUND", "Run not found")
-			return
-		}
-		s.agents.cancel(run)
-		agentJSON(w, http.StatusOK, exaRunJSON(run, s.agents.now()))
-	})
+	}
+	a.mu.Unlock()
+	now := a.now()
+	data := []any{}
+	for i := from; i < len(mine) && i < from+limit; i++ {
+		data = append(data, exaRunJSON(mine[i], now))
+	}
+	var next any
+	if from+limit < len(mine) {
+		next = strconv.Itoa(from + limit)
+	}
+	return map[string]any{"object": "list", "data": data, "hasMore": next != nil, "nextCursor": next}
+}
+
+// exaEventsJSON is the run's stored events: created, started, and how it ended.
+func exaEventsJSON(run *agentRun, now time.Time) any {
+	st, _ := run.state(now)
+	evs := []any{map[string]any{"id": "1", "event": "agent_run.created", "data": map[string]string{"id": run.id, "status": "queued"}, "createdAt": run.created.UTC().Format(time.RFC3339Nano)}}
+	if st != "queued" && !(st == "cancelled" && run.cancelled.Sub(run.created) < run.queued) {
+		evs = append(evs, map[string]any{"id": "2", "event": "agent_run.started", "data": map[string]string{"id": run.id, "status": "running"}, "createdAt": run.created.Add(run.queued).UTC().Format(time.RFC3339Nano)})
+	}
+	if st == "completed" || st == "failed" || st == "cancelled" {
+		evs = append(evs, map[string]any{"id": strconv.Itoa(len(evs) + 1), "event": "agent_run." + st, "data": map[string]string{"id": run.id, "object": "agent_run", "status": st}, "createdAt": now.UTC().Format(time.RFC3339Nano)})
+	}
+	return map[string]any{"object": "list", "data": evs, "hasMore": false, "nextCursor": nil}
 }
 
 func exaRunJSON(r *agentRun, now time.Time) any {

@@ -55,7 +55,8 @@ func TestNPMSDKs(t *testing.T) {
 	c := newCluster(t, func(f *config.File) {
 		f.Tenants = append(f.Tenants, config.Tenant{ID: "sdk-js", APIKeyEnv: keyEnv})
 	})
-	c.env = append(c.env, keyEnv+"="+key, "FLEET_FETCH_ALLOW=127.0.0.0/8") // mcp.test.mjs fetches a page it serves on loopback
+	c.env = append(c.env, keyEnv+"="+key, "FLEET_FETCH_ALLOW=127.0.0.0/8", // mcp.test.mjs fetches a page it serves on loopback
+		"FLEET_RESEARCH_AGENT_POLL=500ms") // research.test.mjs follows a run at a provider agent
 	c.startIngress()
 	c.start("chatworker", "chatworker")
 	c.start("searchworker", "searchworker")

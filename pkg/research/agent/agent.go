@@ -131,7 +131,7 @@ type Agent interface {
 	// offers no way to look a run up by the fleet's reference (no idempotency key, no
 	// listing by metadata) returns ErrNoLookup: the caller must not submit again
 	// blindly (it would pay twice) but wait for a webhook that names the run (OpenAI,
-	// Parallel) or fail the run.
+	// Gemini, Parallel) or fail the run.
 	Find(ctx context.Context, ref string) (id string, ok bool, err error)
 	// Poll reads the run's state and events after cursor.
 	Poll(ctx context.Context, id, cursor string) (Status, error)

@@ -53,7 +53,7 @@ func newAgent(t *testing.T, url, kind string, keys ...string) agent.Agent {
 // submissionKey is what the simulator counts a kind's submissions under: the fleet
 // reference where the provider keeps one, else the question.
 func submissionKey(kind string, req agent.Request) string {
-	if kind == agent.KindGemini || kind == agent.KindPerplexity {
+	if kind == agent.KindPerplexity {
 		return req.Input
 	}
 	return req.Ref
@@ -326,13 +326,14 @@ func (s *hookSink) next(t *testing.T) (http.Header, []byte) {
 
 func TestWebhooksVerifyAndNameTheRun(t *testing.T) {
 	const openAISecret = "whsec_c2ltLXNpbS1zaW0tc2ltLXNpbS1zaW0tc2ltLXNpbS0="
-	for _, kind := range []string{agent.KindOpenAI, agent.KindParallel} {
+	for _, kind := range []string{agent.KindOpenAI, agent.KindGemini, agent.KindParallel} {
 		t.Run(kind, func(t *testing.T) {
 			sim, url := newSim(t)
 			sink, hookURL := newHookSink(t)
 			secret := openAISecret
-			req := agent.Request{Ref: "rr_hook_" + kind, Input: "Who maintains the Rhine dams"}
-			if kind == agent.KindOpenAI {
+			// Gemini's planning interaction: its webhook names it as Submit did.
+			req := agent.Request{Ref: "rr_hook_" + kind, Input: "Who maintains the Rhine dams", ReviewPlan: kind == agent.KindGemini}
+			if kind != agent.KindParallel {
 				sim.SetAgentWebhook(kind, hookURL, secret) // the project's endpoint
 			} else {
 				secret = "parallel-account-secret"

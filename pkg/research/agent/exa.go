@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 type exa struct {
 	c     *client
 	model string
+	noPlan
 }
 
 const exaBeta = "agent-2026-05-07"
@@ -30,15 +32,9 @@ const (
 var exaEfforts = [4]string{"low", "medium", "high", "max"}
 
 func (a *exa) Submit(ctx context.Context, req Request) (string, error) {
-	effort := byEffort(req.Effort, exaEfforts)
-	if req.Model != "" {
-		effort = req.Model
-	} else if a.model != "" {
-		effort = a.model
-	}
 	body := map[string]any{
 		"query":    req.Input,
-		"effort":   effort,
+		"effort":   cmp.Or(req.Model, a.model, byEffort(req.Effort, exaEfforts)),
 		"metadata": map[string]string{metaRef: req.Ref},
 	}
 	if req.Instructions != "" {
@@ -47,11 +43,7 @@ func (a *exa) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["outputSchema"] = req.OutputSchema
 	}
-	var run exaRun
-	if err := a.c.do(ctx, "POST", "/agent/runs", body, nil, &run); err != nil {
-		return "", err
-	}
-	return run.ID, nil
+	return a.c.submit(ctx, "/agent/runs", body, nil)
 }
 
 func (a *exa) Find(ctx context.Context, ref string) (string, bool, error) {
@@ -82,11 +74,7 @@ func (a *exa) Find(ctx context.Context, ref string) (string, bool, error) {
 	return "", false, nil
 }
 
-func (a *exa) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
-
-func (a *exa) Cancel(ctx context.Context, id string) error {
-	return a.c.do(ctx, "POST", "/agent/runs/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
-}
+func (a *exa) Cancel(ctx context.Context, id string) error { return a.c.cancel(ctx, "/agent/runs", id) }
 
 // exaRun is an agent_run object.
 type exaRun struct {
@@ -144,22 +132,11 @@ func (a *exa) Poll(ctx context.Context, id, cursor string) (Status, error) {
 		st.Events = append(st.Events, Event{Type: "status", Text: e.Event})
 		st.Cursor = e.ID
 	}
-	switch run.Status {
-	case "queued":
-		st.State = Queued
-	case "cancelled":
-		st.State = Cancelled
-	case "failed":
-		st.State = Failed
-		st.Error = "the provider's research failed"
-		if run.StopReason != "" {
-			st.Error += " (" + run.StopReason + ")"
-		}
-	case "completed":
-		st.State = Completed
+	switch st.State = stateOf(run.Status); st.State {
+	case Failed:
+		st.Error = failure(run.StopReason)
+	case Completed:
 		st.Result = run.result()
-	default:
-		st.State = Running
 	}
 	return st, nil
 }

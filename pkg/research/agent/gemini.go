@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/url"
@@ -16,11 +17,17 @@ import (
 // agent marks such an id "plan:<id>", so a poll that finds it completed reports
 // RequiresPlan with the plan as an event; Approve runs the plan (as given, or as
 // replaced) as a new interaction chained by previous_interaction_id with
-// collaborative planning off, and returns its id. The Interactions API takes no
-// client reference and lists nothing, so Find returns ErrNoLookup.
+// collaborative planning off, and returns its id.
+//
+// The Interactions API takes no idempotency key and lists no interactions, so Find
+// returns ErrNoLookup; but each interaction carries the fleet's reference in
+// webhook_config.user_metadata, which the project's webhook (interaction.completed,
+// failed, cancelled; Standard Webhooks, a whsec_ secret) hands back with the
+// interaction's id: a run lost between submit and store is found by its webhook.
 type gemini struct {
 	c     *client
 	model string
+	noLookup
 }
 
 const (
@@ -30,28 +37,10 @@ const (
 )
 
 func (a *gemini) agentFor(req Request) string {
-	switch {
-	case req.Model != "":
-		return req.Model
-	case a.model != "":
-		return a.model
-	case req.Effort == "max":
-		return geminiMaxAgent
+	if req.Effort == "max" {
+		return cmp.Or(req.Model, a.model, geminiMaxAgent)
 	}
-	return geminiAgent
-}
-
-func (a *gemini) create(ctx context.Context, body map[string]any) (string, error) {
-	var out struct {
-		ID string `json:"id"`
-	}
-	if err := a.c.do(ctx, "POST", "/v1beta/interactions", body, nil, &out); err != nil {
-		return "", err
-	}
-	if out.ID == "" {
-		return "", errors.New("the provider answered without an interaction id")
-	}
-	return out.ID, nil
+	return cmp.Or(req.Model, a.model, geminiAgent)
 }
 
 func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
@@ -60,16 +49,17 @@ func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
 		input = req.Instructions + "\n\n" + input
 	}
 	body := map[string]any{
-		"input":        input,
-		"agent":        a.agentFor(req),
-		"background":   true,
-		"store":        true,
-		"agent_config": map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": req.ReviewPlan},
+		"input":          input,
+		"agent":          a.agentFor(req),
+		"background":     true,
+		"store":          true,
+		"agent_config":   map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": req.ReviewPlan},
+		"webhook_config": geminiWebhookConfig(req.Ref, req.ReviewPlan),
 	}
 	if len(req.OutputSchema) > 0 {
 		body["response_format"] = map[string]any{"type": "text", "mime_type": "application/json", "schema": req.OutputSchema}
 	}
-	id, err := a.create(ctx, body)
+	id, err := a.c.submit(ctx, "/v1beta/interactions", body, nil)
 	if err != nil {
 		return "", err
 	}
@@ -79,7 +69,18 @@ func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
 	return id, nil
 }
 
-func (a *gemini) Find(context.Context, string) (string, bool, error) { return "", false, ErrNoLookup }
+// geminiWebhookConfig puts the fleet's reference (and whether the interaction is a
+// plan) where the interaction's webhooks hand it back.
+func geminiWebhookConfig(ref string, plan bool) map[string]any {
+	meta := map[string]string{metaRef: ref}
+	if plan {
+		meta[metaPlan] = "true"
+	}
+	return map[string]any{"user_metadata": meta}
+}
+
+// metaPlan marks a Gemini planning interaction in its webhook metadata.
+const metaPlan = "fleet_plan"
 
 func (a *gemini) Approve(ctx context.Context, id, plan string) (string, error) {
 	prev, ok := strings.CutPrefix(id, geminiPlanMark)
@@ -90,19 +91,37 @@ func (a *gemini) Approve(ctx context.Context, id, plan string) (string, error) {
 	if strings.TrimSpace(plan) != "" {
 		input = "Run the research with this plan instead:\n\n" + plan
 	}
-	return a.create(ctx, map[string]any{
+	return a.c.submit(ctx, "/v1beta/interactions", map[string]any{
 		"input":                   input,
 		"agent":                   a.agentFor(Request{}),
 		"previous_interaction_id": prev,
 		"background":              true,
 		"store":                   true,
 		"agent_config":            map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": false},
-	})
+	}, nil)
+}
+
+// parseGeminiWebhook reads an interaction event: {type, version, timestamp, data:
+// {id, user_metadata}}. A planning interaction's id comes back marked as Submit
+// marks it.
+func parseGeminiWebhook(body []byte) (Webhook, error) {
+	var data struct {
+		ID           string            `json:"id"`
+		UserMetadata map[string]string `json:"user_metadata"`
+	}
+	st, err := webhookEvent(body, "interaction.", &data)
+	if err != nil || data.ID == "" {
+		return Webhook{}, errBadWebhook
+	}
+	w := Webhook{ID: data.ID, Ref: data.UserMetadata[metaRef], State: st}
+	if data.UserMetadata[metaPlan] == "true" {
+		w.ID = geminiPlanMark + w.ID
+	}
+	return w, nil
 }
 
 func (a *gemini) Cancel(ctx context.Context, id string) error {
-	id = strings.TrimPrefix(id, geminiPlanMark)
-	return a.c.do(ctx, "POST", "/v1beta/interactions/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
+	return a.c.cancel(ctx, "/v1beta/interactions", strings.TrimPrefix(id, geminiPlanMark))
 }
 
 // geminiInteraction is the part of an Interaction the agent reads.
@@ -119,11 +138,7 @@ type geminiInteraction struct {
 			Queries []string `json:"queries"`
 			URLs    []string `json:"urls"`
 		} `json:"arguments"`
-		Content []struct {
-			Type        string       `json:"type"`
-			Text        string       `json:"text"`
-			Annotations []annotation `json:"annotations"`
-		} `json:"content"`
+		Content []outputPart `json:"content"`
 	} `json:"steps"`
 	Errors []struct {
 		Message string `json:"message"`
@@ -165,18 +180,7 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 		case "model_output":
 			// The report is the last run of model output (earlier ones are
 			// interim notes between tool calls).
-			text, anns = "", nil
-			for _, c := range s.Content {
-				if c.Type == "text" {
-					shift := len([]rune(text))
-					for _, an := range c.Annotations {
-						an.StartIndex += shift
-						an.EndIndex += shift
-						anns = append(anns, an)
-					}
-					text += c.Text
-				}
-			}
+			text, anns = joinOutputText(s.Content, "text", "", nil)
 		}
 	}
 	complete := it.Status == "completed" || it.Status == "incomplete"
@@ -185,33 +189,20 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	}
 	var st Status
 	st.Events, st.Cursor = afterCursor(events, cursor)
-	switch {
-	case it.Status == "queued":
-		st.State = Queued
-	case it.Status == "cancelled":
-		st.State = Cancelled
-	case it.Status == "failed" || it.Status == "budget_exceeded":
-		st.State = Failed
-		st.Error = "the provider's research failed"
-		if len(it.Errors) > 0 && it.Errors[0].Message != "" {
-			st.Error += ": " + it.Errors[0].Message
+	if it.Status == "budget_exceeded" {
+		it.Status = "failed"
+	}
+	switch st.State = stateOf(it.Status); {
+	case st.State == Failed:
+		st.Error = failure("")
+		if len(it.Errors) > 0 {
+			st.Error = failure(it.Errors[0].Message)
 		}
 	case complete && plan:
 		st.State = RequiresPlan
 	case complete:
-		st.State = Completed
-		var src sources
-		res := &Result{Searches: searches}
-		if out, basis := spanBasis(text, anns); out != nil {
-			res.Output, res.Basis = out, basis
-			res.Report = fieldReport(out, basis, &src)
-		} else {
-			res.Report = annotate(text, anns, &src)
-		}
-		res.Sources = src.list
-		st.Result = res
-	default:
-		st.State = Running
+		st.Result = &Result{Searches: searches}
+		st.Result.cite(text, anns, &sources{})
 	}
 	return st
 }

@@ -2,12 +2,14 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -205,4 +207,25 @@ func byEffort[T any](effort string, vals [4]T) T {
 		}
 	}
 	return vals[1]
+}
+
+// submit posts a run's body (with extra headers) to path and returns the provider's
+// id for it ("id"; Parallel's "run_id").
+func (c *client) submit(ctx context.Context, path string, body any, extra http.Header) (string, error) {
+	var out struct {
+		ID    string `json:"id"`
+		RunID string `json:"run_id"`
+	}
+	if err := c.do(ctx, "POST", path, body, extra, &out); err != nil {
+		return "", err
+	}
+	if id := cmp.Or(out.ID, out.RunID); id != "" {
+		return id, nil
+	}
+	return "", &llm.Error{Provider: c.kind, Message: "the provider answered without the run's id"}
+}
+
+// cancel asks the provider to stop the run id of the runs at path.
+func (c *client) cancel(ctx context.Context, path, id string) error {
+	return c.do(ctx, "POST", path+"/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -249,20 +250,20 @@ func lowerConfidence(a, b string) string {
 	return b
 }
 
-// outputPart is one content part of a Responses-shaped message item (OpenAI deep
-// research, Perplexity's Agent API).
+// outputPart is one content part of a message: a Responses-shaped message item
+// (OpenAI deep research, Perplexity's Agent API) or Gemini's model output.
 type outputPart struct {
 	Type        string       `json:"type"`
 	Text        string       `json:"text"`
 	Annotations []annotation `json:"annotations"`
 }
 
-// joinOutputText appends a message's output_text parts to text and their annotations
-// to anns; a later part's annotations count from its own start, so they are shifted
-// by the runes before it.
-func joinOutputText(parts []outputPart, text string, anns []annotation) (string, []annotation) {
+// joinOutputText appends a message's text parts (of type typ: "output_text", Gemini's
+// "text") to text and their annotations to anns; a later part's annotations count
+// from its own start, so they are shifted by the runes before it.
+func joinOutputText(parts []outputPart, typ, text string, anns []annotation) (string, []annotation) {
 	for _, c := range parts {
-		if c.Type != "output_text" {
+		if c.Type != typ {
 			continue
 		}
 		shift := len([]rune(text))
@@ -274,4 +275,89 @@ func joinOutputText(parts []outputPart, text string, anns []annotation) (string,
 		text += c.Text
 	}
 	return text, anns
+}
+
+// cite makes res's report from text and its citation spans: a JSON answer keeps its
+// object with a basis per field (the report lists the fields), else the text gets
+// its [n] markers; the sources are those cited.
+func (res *Result) cite(text string, anns []annotation, src *sources) {
+	if out, basis := spanBasis(text, anns); out != nil {
+		res.Output, res.Basis = out, basis
+		res.Report = fieldReport(out, basis, src)
+	} else {
+		res.Report = annotate(text, anns, src)
+	}
+	res.Sources = src.list
+}
+
+// stateOf is the state of a provider's run status: queued, completed (incomplete
+// too: the report so far), failed, cancelled; anything else is running (in_progress,
+// running, cancelling, action_required).
+func stateOf(status string) State {
+	switch status {
+	case "queued":
+		return Queued
+	case "completed", "incomplete":
+		return Completed
+	case "failed":
+		return Failed
+	case "cancelled":
+		return Cancelled
+	}
+	return Running
+}
+
+// failure is a failed run's client-safe text with the provider's reason, if any.
+func failure(reason string) string {
+	if reason == "" {
+		return "the provider's research failed"
+	}
+	return "the provider's research failed: " + reason
+}
+
+// runError is a provider run's error object (OpenAI, Perplexity, Parallel).
+type runError struct {
+	Message string `json:"message"`
+}
+
+// failure is the failed run's client-safe text (e nil: no reason given).
+func (e *runError) failure() string {
+	if e == nil {
+		return failure("")
+	}
+	return failure(e.Message)
+}
+
+// noLookup is the Find of an agent whose provider offers no way to find a run by
+// the fleet's reference.
+type noLookup struct{}
+
+func (noLookup) Find(context.Context, string) (string, bool, error) { return "", false, ErrNoLookup }
+
+// noPlan is the Approve of an agent without a plan step.
+type noPlan struct{}
+
+func (noPlan) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
+
+// endStates are the states a run's end webhook announces, by its event type's
+// suffix (OpenAI's response.*, Gemini's interaction.*).
+var endStates = map[string]State{"completed": Completed, "incomplete": Completed, "requires_action": Completed,
+	"failed": Failed, "cancelled": Cancelled}
+
+// webhookEvent reads a Standard Webhooks event {type, data} whose type is prefix and
+// an ending (endStates), its data into data.
+func webhookEvent(body []byte, prefix string, data any) (State, error) {
+	var ev struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(body, &ev) != nil || json.Unmarshal(ev.Data, data) != nil {
+		return "", errBadWebhook
+	}
+	end, ok := strings.CutPrefix(ev.Type, prefix)
+	st, known := endStates[end]
+	if !ok || !known {
+		return "", errBadWebhook
+	}
+	return st, nil
 }

@@ -1,8 +1,8 @@
 package agent
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"net/url"
 )
 
@@ -17,6 +17,8 @@ import (
 type openAI struct {
 	c     *client
 	model string
+	noLookup
+	noPlan
 }
 
 // openAIToolCalls is max_tool_calls per effort: the bound on searches and page opens
@@ -34,15 +36,10 @@ var openAIPrices = map[string][2]float64{
 const openAISearchUSD = 0.01 // $10 per 1,000 web search calls
 
 func (a *openAI) modelFor(req Request) string {
-	switch {
-	case req.Model != "":
-		return req.Model
-	case a.model != "":
-		return a.model
-	case req.Effort == "low":
-		return "o4-mini-deep-research"
+	if req.Effort == "low" {
+		return cmp.Or(req.Model, a.model, "o4-mini-deep-research")
 	}
-	return "o3-deep-research"
+	return cmp.Or(req.Model, a.model, "o3-deep-research")
 }
 
 func (a *openAI) Submit(ctx context.Context, req Request) (string, error) {
@@ -62,32 +59,20 @@ func (a *openAI) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["text"] = map[string]any{"format": map[string]any{"type": "json_schema", "name": "research_output", "schema": req.OutputSchema, "strict": false}}
 	}
-	var out struct {
-		ID string `json:"id"`
-	}
-	if err := a.c.do(ctx, "POST", "/responses", body, nil, &out); err != nil {
-		return "", err
-	}
-	return out.ID, nil
+	return a.c.submit(ctx, "/responses", body, nil)
 }
 
-func (a *openAI) Find(context.Context, string) (string, bool, error) { return "", false, ErrNoLookup }
-
-func (a *openAI) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
-
 func (a *openAI) Cancel(ctx context.Context, id string) error {
-	return a.c.do(ctx, "POST", "/responses/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
+	return a.c.cancel(ctx, "/responses", id)
 }
 
 // openAIResponse is the part of a Response the agent reads.
 type openAIResponse struct {
-	ID       string            `json:"id"`
-	Status   string            `json:"status"`
-	Model    string            `json:"model"`
-	Metadata map[string]string `json:"metadata"`
-	Error    *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	ID                string            `json:"id"`
+	Status            string            `json:"status"`
+	Model             string            `json:"model"`
+	Metadata          map[string]string `json:"metadata"`
+	Error             *runError         `json:"error"`
 	IncompleteDetails *struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
@@ -153,7 +138,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 				events = append(events, Event{Type: "fetch", URL: it.Action.URL})
 			}
 		case "message":
-			text, anns = joinOutputText(it.Content, text, anns)
+			text, anns = joinOutputText(it.Content, "output_text", text, anns)
 		}
 	}
 	st.Events, st.Cursor = afterCursor(events, cursor)
@@ -165,59 +150,25 @@ func (r *openAIResponse) status(cursor, model string) Status {
 		price = openAIPrices["o3-deep-research"]
 	}
 	st.CostUSD = (float64(r.Usage.InputTokens)*price[0]+float64(r.Usage.OutputTokens)*price[1])/1e6 + float64(calls)*openAISearchUSD
-	switch r.Status {
-	case "queued":
-		st.State = Queued
-	case "in_progress":
-		st.State = Running
-	case "cancelled":
-		st.State = Cancelled
-	case "failed":
-		st.State = Failed
-		st.Error = "the provider's research failed"
-		if r.Error != nil && r.Error.Message != "" {
-			st.Error = "the provider's research failed: " + r.Error.Message
-		}
-	case "completed", "incomplete":
-		st.State = Completed
-		var src sources
-		res := &Result{CostUSD: st.CostUSD, Searches: searches}
-		if out, basis := spanBasis(text, anns); out != nil {
-			res.Output, res.Basis = out, basis
-			res.Report = fieldReport(out, basis, &src)
-		} else {
-			res.Report = annotate(text, anns, &src)
-		}
-		res.Sources = src.list
-		st.Result = res
-	default:
-		st.State = Running
+	switch st.State = stateOf(r.Status); st.State {
+	case Failed:
+		st.Error = r.Error.failure()
+	case Completed:
+		st.Result = &Result{CostUSD: st.CostUSD, Searches: searches}
+		st.Result.cite(text, anns, &sources{})
 	}
 	return st
 }
 
-// openAIWebhookStates are OpenAI's webhook event types for a background response.
-var openAIWebhookStates = map[string]State{
-	"response.completed":  Completed,
-	"response.incomplete": Completed,
-	"response.failed":     Failed,
-	"response.cancelled":  Cancelled,
-}
-
-// parseOpenAIWebhook reads OpenAI's webhook event: {id, type, created_at, data: {id}}.
+// parseOpenAIWebhook reads OpenAI's webhook event for a background response: {id,
+// type: response.completed/incomplete/failed/cancelled, created_at, data: {id}}.
 func parseOpenAIWebhook(body []byte) (Webhook, error) {
-	var ev struct {
-		Type string `json:"type"`
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
+	var data struct {
+		ID string `json:"id"`
 	}
-	if err := json.Unmarshal(body, &ev); err != nil || ev.Data.ID == "" {
+	st, err := webhookEvent(body, "response.", &data)
+	if err != nil || data.ID == "" {
 		return Webhook{}, errBadWebhook
 	}
-	st, ok := openAIWebhookStates[ev.Type]
-	if !ok {
-		return Webhook{}, errBadWebhook
-	}
-	return Webhook{ID: ev.Data.ID, State: st}, nil
+	return Webhook{ID: data.ID, State: st}, nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -21,6 +22,8 @@ import (
 type parallel struct {
 	c     *client
 	model string
+	noLookup
+	noPlan
 }
 
 var parallelProcessors = [4]string{"base", "core", "pro", "ultra"}
@@ -28,12 +31,6 @@ var parallelProcessors = [4]string{"base", "core", "pro", "ultra"}
 const parallelWebhookBeta = "webhook-2025-08-12"
 
 func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
-	proc := byEffort(req.Effort, parallelProcessors)
-	if req.Model != "" {
-		proc = req.Model
-	} else if a.model != "" {
-		proc = a.model
-	}
 	input := req.Input
 	if req.Instructions != "" {
 		input = req.Instructions + "\n\n" + input
@@ -44,7 +41,7 @@ func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
 	}
 	body := map[string]any{
 		"input":     input,
-		"processor": proc,
+		"processor": cmp.Or(req.Model, a.model, byEffort(req.Effort, parallelProcessors)),
 		"task_spec": map[string]any{"output_schema": out},
 		"metadata":  map[string]string{metaRef: req.Ref},
 	}
@@ -53,19 +50,11 @@ func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
 		body["webhook"] = map[string]any{"url": req.Webhook, "event_types": []string{"task_run.status"}}
 		extra = http.Header{"Parallel-Beta": {parallelWebhookBeta}}
 	}
-	var run parallelRun
-	if err := a.c.do(ctx, "POST", "/v1/tasks/runs", body, extra, &run); err != nil {
-		return "", err
-	}
-	return run.RunID, nil
+	return a.c.submit(ctx, "/v1/tasks/runs", body, extra)
 }
 
-func (a *parallel) Find(context.Context, string) (string, bool, error) { return "", false, ErrNoLookup }
-
-func (a *parallel) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
-
 func (a *parallel) Cancel(ctx context.Context, id string) error {
-	return a.c.do(ctx, "POST", "/v1/tasks/runs/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
+	return a.c.cancel(ctx, "/v1/tasks/runs", id)
 }
 
 // parallelRun is a Task Run.
@@ -73,9 +62,7 @@ type parallelRun struct {
 	RunID    string            `json:"run_id"`
 	Status   string            `json:"status"`
 	Metadata map[string]string `json:"metadata"`
-	Error    *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	Error    *runError         `json:"error"`
 }
 
 // parallelResult is a Task Run Result.
@@ -109,26 +96,15 @@ func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) 
 		st.Events = []Event{{Type: "status", Text: run.Status}}
 	}
 	st.Cursor = run.Status
-	switch run.Status {
-	case "queued":
-		st.State = Queued
-	case "cancelled":
-		st.State = Cancelled
-	case "failed":
-		st.State, st.Unbilled = Failed, true
-		st.Error = "the provider's research failed"
-		if run.Error != nil && run.Error.Message != "" {
-			st.Error += ": " + run.Error.Message
-		}
-	case "completed":
+	switch st.State = stateOf(run.Status); st.State {
+	case Failed:
+		st.Unbilled, st.Error = true, run.Error.failure()
+	case Completed:
 		var res parallelResult
 		if err := a.c.do(ctx, "GET", "/v1/tasks/runs/"+url.PathEscape(id)+"/result", nil, nil, &res); err != nil {
 			return Status{}, err
 		}
-		st.State = Completed
 		st.Result = res.result()
-	default: // running, action_required, cancelling
-		st.State = Running
 	}
 	return st, nil
 }
@@ -205,16 +181,5 @@ func parseParallelWebhook(body []byte) (Webhook, error) {
 	if err := json.Unmarshal(body, &ev); err != nil || ev.Type != "task_run.status" || ev.Data.RunID == "" {
 		return Webhook{}, errBadWebhook
 	}
-	w := Webhook{ID: ev.Data.RunID, Ref: ev.Data.Metadata[metaRef]}
-	switch ev.Data.Status {
-	case "completed":
-		w.State = Completed
-	case "failed":
-		w.State = Failed
-	case "cancelled":
-		w.State = Cancelled
-	default:
-		w.State = Running
-	}
-	return w, nil
+	return Webhook{ID: ev.Data.RunID, Ref: ev.Data.Metadata[metaRef], State: stateOf(ev.Data.Status)}, nil
 }

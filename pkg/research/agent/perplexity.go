@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"net/url"
 )
@@ -15,6 +16,8 @@ import (
 type perplexity struct {
 	c     *client
 	model string
+	noLookup
+	noPlan
 }
 
 var perplexityPresets = [4]string{"low", "medium", "high", "xhigh"}
@@ -25,10 +28,8 @@ func (a *perplexity) Submit(ctx context.Context, req Request) (string, error) {
 		"input":      req.Input,
 		"background": true,
 	}
-	if m := req.Model; m != "" {
+	if m := cmp.Or(req.Model, a.model); m != "" {
 		body["model"] = m
-	} else if a.model != "" {
-		body["model"] = a.model
 	}
 	if req.Instructions != "" {
 		body["instructions"] = req.Instructions
@@ -36,32 +37,18 @@ func (a *perplexity) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["response_format"] = map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "research_output", "schema": req.OutputSchema}}
 	}
-	var out struct {
-		ID string `json:"id"`
-	}
-	if err := a.c.do(ctx, "POST", "/v1/agent", body, nil, &out); err != nil {
-		return "", err
-	}
-	return out.ID, nil
+	return a.c.submit(ctx, "/v1/agent", body, nil)
 }
-
-func (a *perplexity) Find(context.Context, string) (string, bool, error) {
-	return "", false, ErrNoLookup
-}
-
-func (a *perplexity) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
 
 func (a *perplexity) Cancel(ctx context.Context, id string) error {
-	return a.c.do(ctx, "POST", "/v1/agent/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
+	return a.c.cancel(ctx, "/v1/agent", id)
 }
 
 // perplexityResponse is the part of an Agent API response the agent reads.
 type perplexityResponse struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	Error  *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	ID     string    `json:"id"`
+	Status string    `json:"status"`
+	Error  *runError `json:"error"`
 	Output []struct {
 		Type    string   `json:"type"`
 		Queries []string `json:"queries"`
@@ -109,55 +96,38 @@ func (r *perplexityResponse) status(cursor string) Status {
 				}
 			}
 		case "message":
-			text, anns = joinOutputText(it.Content, text, anns)
+			text, anns = joinOutputText(it.Content, "output_text", text, anns)
 		}
 	}
 	st := Status{CostUSD: r.Usage.Cost.TotalCost}
 	st.Events, st.Cursor = afterCursor(events, cursor)
-	switch r.Status {
-	case "queued":
-		st.State = Queued
-	case "cancelled":
-		st.State = Cancelled
-	case "failed":
-		st.State = Failed
-		st.Error = "the provider's research failed"
-		if r.Error != nil && r.Error.Message != "" {
-			st.Error += ": " + r.Error.Message
-		}
-	case "completed", "incomplete":
-		st.State = Completed
-		res := &Result{CostUSD: st.CostUSD, Searches: r.Usage.ToolCallsDetails.WebSearch.Invocation}
-		// The cited pages keep the search result's snippet: the excerpt relied on.
+	switch st.State = stateOf(r.Status); st.State {
+	case Failed:
+		st.Error = r.Error.failure()
+	case Completed:
+		// The cited pages keep the search result's title and snippet: the excerpt
+		// relied on.
 		for i, an := range anns {
 			if n, ok := src.index[an.URL]; ok && an.Title == "" {
 				anns[i].Title = src.list[n-1].Title
 			}
 		}
-		var cited sources
-		if out, basis := spanBasis(text, anns); out != nil {
-			for k, b := range basis {
-				for i, c := range b.Citations {
-					if n, ok := src.index[c.URL]; ok {
-						b.Citations[i].Excerpt = src.list[n-1].Excerpt
-					}
-				}
-				basis[k] = b
-			}
-			res.Output, res.Basis = out, basis
-			res.Report = fieldReport(out, basis, &cited)
-		} else {
-			res.Report = annotate(text, anns, &cited)
-		}
-		for i, s := range cited.list {
+		res := &Result{CostUSD: st.CostUSD, Searches: r.Usage.ToolCallsDetails.WebSearch.Invocation}
+		res.cite(text, anns, &sources{})
+		snippet := func(s *Source) {
 			if n, ok := src.index[s.URL]; ok && s.Excerpt == "" {
-				cited.list[i].Excerpt = src.list[n-1].Excerpt
+				s.Excerpt = src.list[n-1].Excerpt
 			}
 		}
-		res.Sources = cited.list
+		for i := range res.Sources {
+			snippet(&res.Sources[i])
+		}
+		for _, b := range res.Basis {
+			for i := range b.Citations {
+				snippet(&b.Citations[i])
+			}
+		}
 		st.Result = res
-	default:
-		st.State = Running
 	}
 	return st
 }

@@ -16,8 +16,8 @@ type Webhook struct {
 	// ID is the provider's run id.
 	ID string
 	// Ref is the fleet's reference when the payload carries the run's metadata
-	// (Parallel sends the whole task run); "" otherwise (OpenAI sends the id only: poll
-	// it, Status.Ref has it).
+	// (Parallel sends the whole task run, Gemini the interaction's user metadata); ""
+	// otherwise (OpenAI sends the id only: poll it, Status.Ref has it).
 	Ref string
 	// State is the run's state the webhook announces.
 	State State
@@ -34,16 +34,16 @@ var (
 	errBadWebhookKey = errors.New("the webhook secret is not usable")
 )
 
-// VerifyWebhook checks a webhook of a kind that sends them (OpenAI and Parallel,
-// both Standard Webhooks: webhook-id, webhook-timestamp and webhook-signature
-// "v1,<base64 HMAC-SHA256 of id.timestamp.body>", several space-separated during a
-// secret rotation) against secret, and reads the run it is about. OpenAI's secret is
-// "whsec_" and the base64 key; Parallel's account secret is used as it is (its docs
-// key the HMAC with the secret string).
+// VerifyWebhook checks a webhook of a kind that sends them (OpenAI, Gemini and
+// Parallel, all Standard Webhooks: webhook-id, webhook-timestamp and
+// webhook-signature "v1,<base64 HMAC-SHA256 of id.timestamp.body>", several
+// space-separated during a secret rotation) against secret, and reads the run it is
+// about. OpenAI's and Gemini's secrets are "whsec_" and the base64 key; Parallel's
+// account secret is used as it is (its docs key the HMAC with the secret string).
 func VerifyWebhook(kind, secret string, h http.Header, body []byte, now time.Time) (Webhook, error) {
 	var key []byte
 	switch kind {
-	case KindOpenAI:
+	case KindOpenAI, KindGemini:
 		k, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 		if err != nil || len(k) == 0 {
 			return Webhook{}, errBadWebhookKey
@@ -83,8 +83,11 @@ func VerifyWebhook(kind, secret string, h http.Header, body []byte, now time.Tim
 	if !ok {
 		return Webhook{}, errBadSignature
 	}
-	if kind == KindOpenAI {
+	switch kind {
+	case KindOpenAI:
 		return parseOpenAIWebhook(body)
+	case KindGemini:
+		return parseGeminiWebhook(body)
 	}
 	return parseParallelWebhook(body)
 }

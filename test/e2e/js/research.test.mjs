@@ -74,3 +74,22 @@ test('research: background stream, resumed with starting_after, repeats nothing'
   const anns = final.output.filter((o) => o.type === 'message').flatMap((m) => m.content.flatMap((p) => p.annotations));
   assert.ok(final.output.some((o) => o.type === 'web_search_call') && anns.length > 0, 'no searches or citations');
 });
+
+// OpenAI's deep-research flow unchanged: "o3-deep-research" is mapped to the
+// openai-deep-research agent in config, so the run is carried out at the (simulated)
+// provider, and its report's url_citation annotations come back through retrieve.
+test('research agent: o3-deep-research runs the openai-deep-research agent; retrieve until completed; cancel', async () => {
+  const created = await openai.responses.create({ background: true, model: 'o3-deep-research', input: 'How deep is Lake Baikal? sim:agent-time=1s', tools: [{ type: 'web_search_preview' }] });
+  assert.match(created.id, /^rr_/);
+  const r = await until(created.id, (x) => !['queued', 'in_progress'].includes(x.status));
+  assert.equal(r.status, 'completed');
+  const anns = r.output.at(-1).content.flatMap((p) => p.annotations);
+  assert.ok(anns.length > 0, 'no url_citation annotations');
+  const run = await (await fetch(`${openai.baseURL}/research/${r.id}`, { headers: { Authorization: `Bearer ${openai.apiKey}` } })).json();
+  assert.equal(run.agent, 'openai-deep-research');
+
+  const long = await openai.responses.create({ background: true, model: 'o3-deep-research', input: 'How deep is Lake Tanganyika? sim:agent-time=1h', tools: [{ type: 'web_search_preview' }] });
+  const cancelled = await openai.responses.cancel(long.id);
+  assert.equal(cancelled.status, 'cancelled');
+  assert.equal((await openai.responses.retrieve(long.id)).status, 'cancelled');
+});
