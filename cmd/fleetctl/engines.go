@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -12,20 +13,22 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/engines/enginecheck"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 )
 
-// enginesCheck runs the contract check of every configured engine: one search each,
-// against its provider with its configured key (the fleet's config file, --config or
-// FLEET_CONFIG, its secrets from the environment), or with --offline against the
-// recorded fixtures (every kind, when no config file is given). It prints one line
-// per engine (--json: the reports) and fails when an engine is unreachable, its key
-// refused, its answer unread or its endpoint gone (404/410).
+// enginesCheck runs the contract check of every configured engine and main model:
+// one search (one short call) each, against its provider with its configured key (the
+// fleet's config file, --config or FLEET_CONFIG, its secrets from the environment), or
+// with --offline against the recorded fixtures (every engine kind and model protocol,
+// when no config file is given). It prints one line per engine and model (--json: the
+// reports) and fails when one is unreachable, its key refused, its answer unread or
+// its endpoint gone (404/410).
 func (a *app) enginesCheck(ctx context.Context, args []string) error {
 	fs := a.flags("engines check")
 	path := fs.String("config", os.Getenv("FLEET_CONFIG"), "the fleet's config file (FLEET_CONFIG)")
 	offline := fs.Bool("offline", false, "check against the recorded fixtures, not the providers")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
-	timeout := fs.Duration("timeout", 60*time.Second, "bound on each engine's search")
+	timeout := fs.Duration("timeout", 60*time.Second, "bound on each engine's search and each model's call")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -33,20 +36,32 @@ func (a *app) enginesCheck(ctx context.Context, args []string) error {
 	if err := exactly(pos, 0, "no arguments"); err != nil {
 		return err
 	}
-	cfgs, err := checkConfigs(*path, *offline)
+	cfgs, models, err := checkConfigs(*path, *offline)
 	if err != nil {
 		return err
 	}
+	var checks []func(context.Context) enginecheck.Report
+	for _, c := range cfgs {
+		checks = append(checks, func(ctx context.Context) enginecheck.Report {
+			if *offline {
+				return enginecheck.CheckOffline(ctx, c)
+			}
+			return enginecheck.Check(ctx, c, &http.Client{})
+		})
+	}
+	for _, m := range models {
+		checks = append(checks, func(ctx context.Context) enginecheck.Report {
+			if *offline {
+				return enginecheck.CheckModelOffline(ctx, m)
+			}
+			return enginecheck.CheckModel(ctx, m, &http.Client{})
+		})
+	}
 	var reports []enginecheck.Report
 	failed := 0
-	for _, c := range cfgs {
+	for _, check := range checks {
 		cctx, cancel := context.WithTimeout(ctx, *timeout)
-		var rep enginecheck.Report
-		if *offline {
-			rep = enginecheck.CheckOffline(cctx, c)
-		} else {
-			rep = enginecheck.Check(cctx, c, &http.Client{})
-		}
+		rep := check(cctx)
 		cancel()
 		if rep.Failed() {
 			failed++
@@ -61,17 +76,17 @@ func (a *app) enginesCheck(ctx context.Context, args []string) error {
 		fmt.Fprintln(a.stdout, string(b))
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d engine(s) failed the contract check", failed, len(cfgs))
+		return fmt.Errorf("%d of %d engine(s) and model(s) failed the contract check", failed, len(checks))
 	}
 	return nil
 }
 
-// checkConfigs are the engines to check: the config file's, or offline without one,
-// one engine of every kind.
-func checkConfigs(path string, offline bool) ([]engines.Config, error) {
+// checkConfigs are the engines and models to check: the config file's, or offline
+// without one, one engine of every kind and one model of every protocol.
+func checkConfigs(path string, offline bool) ([]engines.Config, []enginecheck.Model, error) {
 	if path == "" {
 		if !offline {
-			return nil, fmt.Errorf("engines check needs the fleet's config file (--config or FLEET_CONFIG), or --offline")
+			return nil, nil, fmt.Errorf("engines check needs the fleet's config file (--config or FLEET_CONFIG), or --offline")
 		}
 		var out []engines.Config
 		for _, k := range engines.Kinds() {
@@ -81,7 +96,11 @@ func checkConfigs(path string, offline bool) ([]engines.Config, error) {
 			}
 			out = append(out, c)
 		}
-		return out, nil
+		var models []enginecheck.Model
+		for _, p := range upstream.ModelProtocols {
+			models = append(models, enginecheck.Model{Name: p, Provider: p, Protocol: p, Model: "offline-check"})
+		}
+		return out, models, nil
 	}
 	var f *config.File
 	var err error
@@ -97,11 +116,17 @@ func checkConfigs(path string, offline bool) ([]engines.Config, error) {
 		f, err = config.LoadFile(path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfgs, err := f.EngineConfigs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return slices.Clip(cfgs), nil
+	var models []enginecheck.Model
+	for _, name := range slices.Sorted(maps.Keys(f.Models)) {
+		m := f.Models[name]
+		p := f.Providers[m.Provider]
+		models = append(models, enginecheck.Model{Name: name, Provider: m.Provider, Protocol: p.Protocol, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: m.Model})
+	}
+	return slices.Clip(cfgs), models, nil
 }

@@ -21,6 +21,10 @@ const (
 	ModelResponses = "sim-responses" // openai-responses
 	ModelClaude    = "sim-claude"    // anthropic-messages
 	ModelGemini    = "sim-gemini"    // gemini
+	// ModelPerplexity is the scripted model behind Perplexity's Agent API
+	// (perplexity-agent, POST /v1/agent), named provider/model as the Agent API names
+	// its models.
+	ModelPerplexity = "sim-perplexity"
 	// ModelClaudeNative is sim-claude searching with Anthropic's own web_search
 	// (webSearch "native"): the simulator answers in the recorded native answer's shape,
 	// from pages it makes from the question.
@@ -93,17 +97,19 @@ func Config(simURL string, engineCfgs []engines.Config) *config.File {
 			"zhipu": {Kind: "glm", SearchBaseURL: simURL + "/glm-chat", APIKeyEnv: KeyEnv},
 			// The simulator's main model in the other protocols: the base URL is what
 			// each protocol's SDKs take (".../v1" for OpenAI, the host root for the others).
-			"sim-responses": {Kind: "openai", Protocol: "openai-responses", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
-			"sim-anthropic": {Kind: "anthropic", Protocol: "anthropic-messages", BaseURL: simURL, APIKeyEnv: KeyEnv},
-			"sim-gemini":    {Kind: "gemini", Protocol: "gemini", BaseURL: simURL, APIKeyEnv: KeyEnv},
-			"sim-kimi":      {Kind: "kimi", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
-			"sim-glm":       {Kind: "glm", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
+			"sim-responses":  {Kind: "openai", Protocol: "openai-responses", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
+			"sim-anthropic":  {Kind: "anthropic", Protocol: "anthropic-messages", BaseURL: simURL, APIKeyEnv: KeyEnv},
+			"sim-gemini":     {Kind: "gemini", Protocol: "gemini", BaseURL: simURL, APIKeyEnv: KeyEnv},
+			"sim-perplexity": {Kind: "perplexity", Protocol: "perplexity-agent", BaseURL: simURL, APIKeyEnv: KeyEnv},
+			"sim-kimi":       {Kind: "kimi", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
+			"sim-glm":        {Kind: "glm", BaseURL: simURL + "/v1", APIKeyEnv: KeyEnv},
 		},
 		Models: map[string]config.ModelRoute{
 			Model:             {Provider: "sim", Model: "sim-scripted"},
 			ModelResponses:    {Provider: "sim-responses", Model: "sim-scripted"},
 			ModelClaude:       {Provider: "sim-anthropic", Model: "sim-scripted"},
 			ModelGemini:       {Provider: "sim-gemini", Model: "sim-scripted"},
+			ModelPerplexity:   {Provider: "sim-perplexity", Model: "perplexity/sim-scripted"},
 			ModelClaudeNative: {Provider: "sim-anthropic", Model: "sim-scripted", WebSearch: "native"},
 
 			ModelResponsesNative: {Provider: "sim-responses", Model: "sim-scripted", WebSearch: "native"},

@@ -45,8 +45,8 @@ func (w *Worker) plan(v *view, h int, t *turn, server []wire.ToolCall) (calls []
 }
 
 // withRequestOptions applies the request's own search settings (domains, hits per
-// search, country) to a query the model wrote; the model's own filters stay where the
-// request sets none.
+// search, country, freshness, cache only) to a query the model wrote; the model's own
+// filters stay where the request sets none, and the stricter max_age of the two wins.
 func withRequestOptions(q engines.Query, o *llm.SearchOptions) engines.Query {
 	if o == nil {
 		return q
@@ -62,6 +62,12 @@ func withRequestOptions(q engines.Query, o *llm.SearchOptions) engines.Query {
 	}
 	if o.Country != "" {
 		q.Country = o.Country
+	}
+	if o.MaxAge != nil && (q.MaxAge == nil || *o.MaxAge < *q.MaxAge) {
+		q.MaxAge = o.MaxAge
+	}
+	if o.Cache != "" {
+		q.Cache = o.Cache
 	}
 	return q
 }

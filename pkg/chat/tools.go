@@ -125,7 +125,9 @@ func planSearch(w *Worker, v *view, t *turn, tc wire.ToolCall, p *planState, c *
 		c.Local, c.Result = true, engines.InvalidArgumentsResult("SEARCH_LIMIT_REACHED", "The search limit for this request is reached.",
 			fmt.Sprintf("This request may make at most %d web searches; answer with the results you already have.", p.searchLimit))
 	default:
-		c.Engine, c.Choice, c.Query = parsed.Engine, parsed.Choice, withRequestOptions(parsed.Query, opts)
+		parsed.Query = withRequestOptions(parsed.Query, opts)
+		parsed = w.Tools.Route(parsed, t.GooglePreferred) // the request's options may be ones the chosen engine lacks
+		c.Engine, c.Choice, c.Query = parsed.Engine, parsed.Choice, parsed.Query
 		if opts != nil && opts.Engine != "" {
 			if _, ok := w.Tools.Engine(opts.Engine); ok {
 				c.Engine, c.Choice = opts.Engine, "request" // the request named the engine for all its searches

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/provider"
@@ -56,7 +58,9 @@ type Provider struct {
 	// SDKs take it).
 	BaseURL string `json:"baseURL,omitempty"`
 	// Protocol is the protocol the provider's main models speak: "openai-chat" (the
-	// default), "openai-responses", "anthropic-messages" or "gemini".
+	// default), "openai-responses", "anthropic-messages", "gemini" or
+	// "perplexity-agent" (the default, and the only one, for kind perplexity; base URL
+	// the host root).
 	Protocol string `json:"protocol,omitempty"`
 	// SearchBaseURL is the base URL search engines of this provider use, when it
 	// differs from the engine kind's default.
@@ -115,8 +119,8 @@ func (f *File) NativeSearch(name string) bool {
 	}
 	p := f.Providers[m.Provider]
 	api, ok := upstream.ModelAPIFor(p.Protocol)
-	if !ok {
-		return false
+	if !ok || api == responses.PerplexityAgent {
+		return false // the Agent API's own search is not forwarded
 	}
 	if api == openaichat.Model {
 		api = upstream.ChatModelFor(p.Kind) // Kimi's and GLM's own search
@@ -142,6 +146,21 @@ type WebSearch struct {
 	Engines      []EngineEntry `json:"engines"`
 	InjectPolicy string        `json:"injectPolicy,omitempty"`
 	Keywords     []KeywordSet  `json:"keywords,omitempty"`
+	// FetchProvider names the provider whose API reads web_fetch pages instead of the
+	// fleet itself: a provider of kind "parallel" (Parallel's Extract API, at its
+	// searchBaseURL or baseURL, default https://api.parallel.ai). "": the fleet
+	// fetches pages itself, through its SSRF guard.
+	FetchProvider string `json:"fetchProvider,omitempty"`
+}
+
+// FetchBackend is the web_fetch provider's base URL ("" for its default) and key,
+// when WebSearch.FetchProvider names one.
+func (f *File) FetchBackend() (baseURL, key string, ok bool) {
+	p, ok := f.Providers[f.WebSearch.FetchProvider]
+	if !ok {
+		return "", "", false
+	}
+	return cmp.Or(p.SearchBaseURL, p.BaseURL), p.APIKey, true
 }
 
 // KeywordSet is an opt-in set of extra intent keywords ("freshness" with no keywords
@@ -192,6 +211,10 @@ type EngineEntry struct {
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 	// CacheTTL caches results per normalized query ("0s": off, the default).
 	CacheTTL Duration `json:"cacheTTL,omitempty"`
+	// CacheShared shares the engine's cache between tenants: a hit answers any
+	// tenant's identical search (and so tells it that the search was made). Off, the
+	// default, each tenant has its own cache.
+	CacheShared bool `json:"cacheShared,omitempty"`
 }
 
 // RateLimit is requests per second with a burst.
@@ -281,6 +304,12 @@ func ParseFile(b []byte) (*File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, err
 	}
+	for name, p := range f.Providers {
+		if p.Kind == "perplexity" && p.Protocol == "" {
+			p.Protocol = upstream.ModelPerplexityAgent // Sonar's chat completions are retired
+			f.Providers[name] = p
+		}
+	}
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -333,7 +362,9 @@ func (f *File) Validate() error {
 		switch {
 		case !ok:
 			bad("models[%q].provider %q is not a configured provider", name, m.Provider)
-		case (p.Protocol == "" || p.Protocol == upstream.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "zhipu" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter" && p.Kind != "perplexity":
+		case p.Kind == "perplexity" && (p.Protocol == "" || p.Protocol == upstream.ModelOpenAIChat):
+			bad("models[%q]: provider %q is Perplexity, whose Sonar chat completions are retired: its models speak the Agent API (protocol %q, the default for kind perplexity)", name, m.Provider, upstream.ModelPerplexityAgent)
+		case (p.Protocol == "" || p.Protocol == upstream.ModelOpenAIChat) && p.Kind != "openai" && p.Kind != "glm" && p.Kind != "zhipu" && p.Kind != "kimi" && p.Kind != "moonshot" && p.Kind != "openrouter":
 			bad("models[%q]: provider %q has kind %q; main models speak OpenAI chat completions unless the provider sets \"protocol\" (one of %s)", name, m.Provider, p.Kind, strings.Join(upstream.ModelProtocols, ", "))
 		case p.BaseURL == "":
 			bad("providers.%s.baseURL is required for main-model use (models[%q])", m.Provider, name)
@@ -411,6 +442,9 @@ func (f *File) Validate() error {
 	if defaults > 1 {
 		bad("webSearch.engines: at most one engine may be the default (%d are)", defaults)
 	}
+	if name := f.WebSearch.FetchProvider; name != "" && f.Providers[name].Kind != "parallel" {
+		bad("webSearch.fetchProvider %q must name a provider of kind parallel (Parallel's Extract API)", name)
+	}
 	f.validateResearchAgents(bad)
 	for i, t := range f.Tenants {
 		if !t.WebhookSecretOverlapUntil.IsZero() && t.WebhookSecretEnv == "" {
@@ -418,6 +452,9 @@ func (f *File) Validate() error {
 		}
 		if t.ID == "" || t.APIKeyEnv == "" {
 			bad("tenants[%d] needs id and apiKeyEnv", i)
+		}
+		if strings.Contains(t.ID, "*") {
+			bad("tenants[%d].id %q: a tenant id cannot contain '*' (it stands for all tenants in a shared search cache)", i, t.ID)
 		}
 		if t.Budget != nil {
 			if err := t.Budget.Validate(); err != nil {

@@ -116,11 +116,11 @@ func (e *anthropic) result(q Query, a *wire.Response) (*Result, error) {
 		return nil, e.toolError(failures[len(failures)-1])
 	}
 	if len(failures) > 0 {
-		res.warnf("%d of %d web searches failed (%s); the answer rests on the others", len(failures), len(failures)+searchesOK, strings.Join(failures, ", "))
+		res.partialf("%d of %d web searches failed (%s); the answer rests on the others", len(failures), len(failures)+searchesOK, strings.Join(failures, ", "))
 	}
 	res.Summary = e.summary(a.Content, &p)
 	if a.Paused {
-		res.warnf("Claude had not finished searching when its turn was cut short; the answer may be incomplete")
+		res.partialf("Claude had not finished searching when its turn was cut short; the answer may be incomplete")
 	}
 	p.citedFirst(res, q.Count)
 	if len(q.AllowedDomains) > 0 && len(q.BlockedDomains) > 0 {

@@ -9,10 +9,11 @@ import (
 )
 
 // A provider announces a retirement with a Deprecation or Sunset header (RFC 9745,
-// RFC 8594) and carries it out with 404 or 410 on the endpoint. Every engine call is
-// watched for the three, so that an operator hears of a retirement before it breaks
-// searches: each sighting goes to Options.Deprecation (the fleet_provider_deprecation
-// metric), and one warning per engine per day to the log.
+// RFC 8594) and carries it out with 404 or 410 on the endpoint. Every engine and
+// main-model call is watched for the three (DeprecationWatch), so that an operator
+// hears of a retirement before it breaks searches or answers: each sighting goes to
+// the fleet_provider_deprecation metric, and one warning per provider per day to the
+// log.
 
 // DeprecationSignal is what a provider's answer said about its endpoint's retirement.
 type DeprecationSignal struct {
@@ -49,26 +50,48 @@ func SignalOf(status int, h http.Header) DeprecationSignal {
 	return s
 }
 
-// watch is the RoundTripper of one engine's calls: it passes every answer on as it
+// watch is the RoundTripper of one provider's calls: it passes every answer on as it
 // came, after reporting its retirement signals.
 type watch struct {
 	base   http.RoundTripper
-	engine string
-	report func(engine string, s DeprecationSignal)
+	name   string
+	report func(name string, s DeprecationSignal)
 }
 
 func (w *watch) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := w.base.RoundTrip(r)
 	if err == nil {
 		if s := SignalOf(resp.StatusCode, resp.Header); s.Any() {
-			w.report(w.engine, s)
+			w.report(w.name, s)
 		}
 	}
 	return resp, err
 }
 
-// watched is hc with engine's answers watched: a copy of hc whose transport reports.
-func watched(hc *http.Client, engine string, report func(string, DeprecationSignal)) *http.Client {
+// DeprecationWatch watches the calls of engines and main models for retirement
+// signals: every sighting is counted (the fleet_provider_deprecation metric, by
+// provider — an engine id or a main model's provider name — and signal), and one
+// warning per provider per day is logged.
+type DeprecationWatch struct {
+	log   *slog.Logger
+	count func(provider, signal string)
+	now   func() time.Time
+	mu    sync.Mutex
+	last  map[string]string // provider → day of its last warning
+}
+
+// NewDeprecationWatch logs to log (nil: slog.Default()) and counts with count (nil:
+// nothing).
+func NewDeprecationWatch(log *slog.Logger, count func(provider, signal string)) *DeprecationWatch {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &DeprecationWatch{log: log, count: count, now: time.Now, last: map[string]string{}}
+}
+
+// Client is hc (nil: http.DefaultClient) with provider's answers watched: a copy of hc
+// whose transport reports.
+func (d *DeprecationWatch) Client(hc *http.Client, provider string) *http.Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -77,34 +100,24 @@ func watched(hc *http.Client, engine string, report func(string, DeprecationSign
 		base = http.DefaultTransport
 	}
 	c := *hc
-	c.Transport = &watch{base: base, engine: engine, report: report}
+	c.Transport = &watch{base: base, name: provider, report: d.report}
 	return &c
 }
 
-// deprecationLog logs one warning per engine per day, and passes every sighting to
-// count.
-type deprecationLog struct {
-	log   *slog.Logger
-	count func(engine, signal string)
-	now   func() time.Time
-	mu    sync.Mutex
-	last  map[string]string // engine → day of its last warning
-}
-
-func (d *deprecationLog) report(engine string, s DeprecationSignal) {
+func (d *DeprecationWatch) report(provider string, s DeprecationSignal) {
 	if d.count != nil {
 		for _, sig := range s.Signals() {
-			d.count(engine, sig)
+			d.count(provider, sig)
 		}
 	}
 	day := d.now().UTC().Format(time.DateOnly)
 	d.mu.Lock()
-	if d.last[engine] == day {
+	if d.last[provider] == day {
 		d.mu.Unlock()
 		return
 	}
-	d.last[engine] = day
+	d.last[provider] = day
 	d.mu.Unlock()
-	d.log.Warn("engine: the provider says its endpoint is deprecated or gone; check the engine before searches fail",
-		"engine", engine, "deprecation", s.Deprecation, "sunset", s.Sunset, "status", s.Status)
+	d.log.Warn("provider: the endpoint is deprecated or gone; check it before calls fail",
+		"provider", provider, "deprecation", s.Deprecation, "sunset", s.Sunset, "status", s.Status)
 }

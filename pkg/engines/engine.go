@@ -120,6 +120,10 @@ type Result struct {
 	// Warnings name filters the engine could not apply and anything else the caller
 	// should know; they are never silently dropped.
 	Warnings []string `json:"warnings,omitempty"`
+	// Partial is set when the provider did not finish its answer (cut at a limit,
+	// stopped early, some of its searches or backends failed; a warning says which):
+	// usable, but never cached.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Hit is one search result.

@@ -125,9 +125,9 @@ func (e *gemini) result(_ Query, a *wire.Response) (*Result, error) {
 			return nil, &Error{Kind: BadRequest, Engine: e.id,
 				Message: "Gemini withheld the answer (finish reason " + a.StopDetail + "); rephrase the query"}
 		}
-		res.warnf("Gemini stopped the answer early (finish reason %s); it may be incomplete", a.StopDetail)
+		res.partialf("Gemini stopped the answer early (finish reason %s); it may be incomplete", a.StopDetail)
 	case "MAX_TOKENS":
-		res.warnf("Gemini's answer was cut off at its token limit")
+		res.partialf("Gemini's answer was cut off at its token limit")
 	}
 	var p pages
 	var m marks

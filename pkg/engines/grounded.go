@@ -102,7 +102,7 @@ func (g *grounded) run(ctx context.Context, call *upstream.Caller, q Query) (*Re
 	e := g.modelError(err)
 	if answer != nil && ctx.Err() == nil {
 		if res, rerr := g.kind.result(q, answer); rerr == nil {
-			res.warnf("continuing %s's paused turn failed (%s); this is the answer so far", g.who, AsError(g.id, e).Kind)
+			res.partialf("continuing %s's paused turn failed (%s); this is the answer so far", g.who, AsError(g.id, e).Kind)
 			return res, nil
 		}
 	}
@@ -148,7 +148,7 @@ func (c *client) chatAnswer(comp *llm.Completion) (*Result, *llm.NativeSearch, e
 	}
 	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
 	if comp.FinishReason == "length" {
-		res.warnf("the answer was cut at the model's token limit")
+		res.partialf("the answer was cut at the model's token limit")
 	}
 	return res, m.Native, nil
 }

@@ -98,22 +98,30 @@ func carried(q Query, o Option) bool {
 	return false
 }
 
+// Unmet are the options q carries that an engine with capabilities c would weaken or
+// drop (neither its provider nor the fleet applies them exactly), in AllOptions order.
+func Unmet(c Capabilities, q Query) []Option {
+	var bad []Option
+	for _, o := range AllOptions {
+		if t := TreatmentOf(c, o); carried(q, o) && (t == Weakened || t == Unsupported) {
+			bad = append(bad, o)
+		}
+	}
+	return bad
+}
+
 // refuseStrict is the error of a strict query carrying an option that engine id
 // would weaken or drop; nil when there is none.
 func refuseStrict(id string, c Capabilities, q Query) error {
-	if !q.Strict {
+	bad := Unmet(c, q)
+	if !q.Strict || len(bad) == 0 {
 		return nil
 	}
-	var bad []string
-	for _, o := range AllOptions {
-		if t := TreatmentOf(c, o); carried(q, o) && (t == Weakened || t == Unsupported) {
-			bad = append(bad, string(o))
-		}
+	names := make([]string, len(bad))
+	for i, o := range bad {
+		names[i] = string(o)
 	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return &Error{Kind: BadRequest, Engine: id, Message: fmt.Sprintf("engine %s cannot honour %s, and the search is strict", id, strings.Join(bad, ", "))}
+	return &Error{Kind: BadRequest, Engine: id, Message: fmt.Sprintf("engine %s cannot honour %s, and the search is strict", id, strings.Join(names, ", "))}
 }
 
 // KindCapabilities returns what each engine kind honours as configured by default
@@ -121,23 +129,36 @@ func refuseStrict(id string, c Capabilities, q Query) error {
 func KindCapabilities() map[string]Capabilities {
 	out := make(map[string]Capabilities, len(kinds))
 	for _, k := range Kinds() {
-		// What a kind needs to be built at all: a base URL (SearXNG has no public
-		// default), an account (Cloudflare).
-		cfg := Config{ID: "declared", Kind: k, APIKey: "declared", BaseURL: "http://declared.invalid"}
+		// What a kind needs to be built at all: an account (Cloudflare).
+		cfg := Config{ID: "declared", Kind: k}
 		if k == "cloudflare" {
 			cfg.Options = []byte(`{"accountId":"declared"}`)
 		}
-		e, err := kinds[k](cfg, http.DefaultClient)
-		if err != nil {
-			continue
-		}
-		if c, ok := e.(Capable); ok {
-			out[k] = c.Capabilities()
-		} else {
-			out[k] = Capabilities{}
+		if c, err := CapabilitiesOf(cfg); err == nil {
+			out[k] = c
 		}
 	}
 	return out
+}
+
+// CapabilitiesOf is what the engine cfg configures honours (its kind's declaration,
+// with its options), without a key or a call.
+func CapabilitiesOf(cfg Config) (Capabilities, error) {
+	f, ok := kinds[cfg.Kind]
+	if !ok {
+		return Capabilities{}, fmt.Errorf("unknown engine kind %q", cfg.Kind)
+	}
+	// A base URL: SearXNG has no public default.
+	cfg.APIKey, cfg.APIKeys, cfg.Token, cfg.BaseURL = "declared", nil, nil, "http://declared.invalid"
+	e, err := f(cfg, http.DefaultClient)
+	if err != nil {
+		return Capabilities{}, err
+	}
+	c, _ := e.(Capable)
+	if c == nil {
+		return Capabilities{}, nil
+	}
+	return c.Capabilities(), nil
 }
 
 // HonoursTable is the markdown table of what each engine kind does with each option,

@@ -62,7 +62,7 @@ func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, erro
 	summary, cited := answer.MarkedText()
 	res := &Result{Summary: summary, Usage: Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens}}
 	if answer.Stop == wire.StopMaxTokens {
-		res.warnf("the answer was cut at the model's token limit")
+		res.partialf("the answer was cut at the model's token limit")
 	}
 	citedPages(res, cited)
 	if answer.Paused {

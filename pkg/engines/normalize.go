@@ -329,6 +329,12 @@ func (r *Result) warnf(format string, args ...any) {
 	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
 }
 
+// partialf is warnf for an answer the provider did not finish: the result is Partial.
+func (r *Result) partialf(format string, args ...any) {
+	r.Partial = true
+	r.warnf(format, args...)
+}
+
 // CleanURL returns u as an absolute http(s) URL, or false. Spaces (Gemini sometimes
 // returns literal "google.com/search?q=a b" URIs) are escaped rather than refused.
 func CleanURL(u string) (string, bool) {

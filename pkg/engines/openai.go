@@ -80,7 +80,7 @@ func (e *openai) searchOptions(q Query) (*llm.SearchOptions, int) {
 func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	if reason, ok := strings.CutPrefix(a.StopDetail, "incomplete"); ok {
-		res.warnf("OpenAI's answer is incomplete (%s)", cmp.Or(strings.TrimPrefix(reason, ": "), "unknown reason"))
+		res.partialf("OpenAI's answer is incomplete (%s)", cmp.Or(strings.TrimPrefix(reason, ": "), "unknown reason"))
 	}
 	if q.Country != "" && len(q.Country) != 2 {
 		res.warnf("country %q is not an ISO 3166-1 alpha-2 code and was ignored", q.Country)

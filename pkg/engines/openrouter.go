@@ -234,7 +234,7 @@ func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
 		return nil, openrouterInBand(&e.client, c.Error, bodies[0])
 	}
 	if c.FinishReason == "length" {
-		res.warnf("the answer was cut at the model's token limit")
+		res.partialf("the answer was cut at the model's token limit")
 	}
 	text := c.Message.Content
 	var cites []openrouterCite

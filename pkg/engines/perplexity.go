@@ -243,7 +243,7 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	res.Summary = strings.Join(summary, "\n\n")
 	if reason, ok := strings.CutPrefix(a.StopDetail, "incomplete"); ok {
-		res.warnf("Perplexity's answer is incomplete (%s)", cmp.Or(strings.TrimPrefix(reason, ": "), "unknown reason"))
+		res.partialf("Perplexity's answer is incomplete (%s)", cmp.Or(strings.TrimPrefix(reason, ": "), "unknown reason"))
 	}
 	// The answer's own [n] markers (when it has no annotations) number the pages in
 	// the order listed, as the sources are: no page is dropped from them.
@@ -330,7 +330,7 @@ func (e *perplexity) sonarParse(q Query, body []byte) (*Result, error) {
 		c := resp.Choices[0]
 		res.Summary = perplexityStripThink(c.Message.Content)
 		if c.FinishReason == "length" {
-			res.warnf("the answer was cut at the model's token limit")
+			res.partialf("the answer was cut at the model's token limit")
 		}
 	}
 

@@ -95,7 +95,7 @@ func FromConfigWith(cfgs []Config, hc *http.Client, o Options) (*Registry, error
 		o.Log = slog.Default()
 	}
 	r := &Registry{byID: make(map[string]Engine, len(cfgs))}
-	dl := &deprecationLog{log: o.Log, count: o.Deprecation, now: time.Now, last: map[string]string{}}
+	dw := NewDeprecationWatch(o.Log, o.Deprecation)
 	for _, c := range cfgs {
 		if !ValidID(c.ID) {
 			return nil, fmt.Errorf("engine id %q: use 1-64 letters, digits, '-' or '_'", c.ID)
@@ -107,7 +107,7 @@ func FromConfigWith(cfgs []Config, hc *http.Client, o Options) (*Registry, error
 		if !ok {
 			return nil, fmt.Errorf("engine %q: unknown kind %q (known: %v)", c.ID, c.Kind, Kinds())
 		}
-		e, err := build(f, c, watched(hc, c.ID, dl.report), o)
+		e, err := build(f, c, dw.Client(hc, c.ID), o)
 		if err != nil {
 			return nil, err
 		}

@@ -170,7 +170,7 @@ func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
 	if len(down) > 0 {
-		res.warnf("SearXNG engines that did not answer: %s", truncate(strings.Join(down, ", "), 300))
+		res.partialf("SearXNG engines that did not answer: %s", truncate(strings.Join(down, ", "), 300))
 	}
 	now := time.Now()
 	for _, r := range resp.Results {

@@ -28,7 +28,8 @@ func (p *process) runChat(ctx context.Context) error {
 	// Provider key cooldowns live in Redis: a key one chat worker saw refused rests
 	// for all (within cooldownFresh).
 	cool := countedCooldowns{Cooldowns: provider.Cached(p.store.Searches.ModelKeyCooldowns(), cooldownFresh), rests: p.o.Metrics.ModelKeyCooldowns}
-	models, err := modelsOf(p.o.File, p.modelHC, modelOptions{Cooldowns: cool, Log: p.log.With("role", "chat")})
+	models, err := modelsOf(p.o.File, p.modelHC, modelOptions{Cooldowns: cool, Log: p.log.With("role", "chat"),
+		Deprecation: func(provider, signal string) { p.o.Metrics.ProviderDeprecation.WithLabelValues(provider, signal).Inc() }})
 	if err != nil {
 		return err
 	}
@@ -108,6 +109,10 @@ type modelOptions struct {
 	Cooldowns provider.Cooldowns
 	// Log receives the one warning per refused key; nil is slog.Default().
 	Log *slog.Logger
+	// Deprecation counts the models' answers that announce or carry out their
+	// endpoint's retirement, by provider and signal (engines.DeprecationWatch, which
+	// also logs one warning per provider per day); nil counts none.
+	Deprecation func(provider, signal string)
 }
 
 // modelsOf builds the main-model callers of the config file, with the provider keys
@@ -118,6 +123,7 @@ type modelOptions struct {
 func modelsOf(f *config.File, hc *http.Client, o modelOptions) (map[string]chat.Model, error) {
 	out := map[string]chat.Model{}
 	creds := map[string]*provider.Credentials{}
+	watch := engines.NewDeprecationWatch(o.Log, o.Deprecation)
 	for name, m := range f.Models {
 		p := f.Providers[m.Provider]
 		cr := creds[m.Provider]
@@ -138,7 +144,7 @@ func modelsOf(f *config.File, hc *http.Client, o modelOptions) (map[string]chat.
 			protocol = upstream.ModelOpenAIChat
 		}
 		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
-			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, hc, upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr, Reasons: f.ReasonsUnasked(name)})}
+			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, watch.Client(hc, m.Provider), upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr, Reasons: f.ReasonsUnasked(name)})}
 		if m.Pricing != nil {
 			model.Pricing = *m.Pricing
 		}

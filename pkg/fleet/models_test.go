@@ -33,7 +33,7 @@ func TestEveryModelProtocolAnswersCited(t *testing.T) {
 	for _, m := range list.Data {
 		ids = append(ids, m.ID)
 	}
-	protocols := map[string]string{demo.Model: "openai-chat", demo.ModelResponses: "openai-responses", demo.ModelClaude: "anthropic-messages", demo.ModelGemini: "gemini"}
+	protocols := map[string]string{demo.Model: "openai-chat", demo.ModelResponses: "openai-responses", demo.ModelClaude: "anthropic-messages", demo.ModelGemini: "gemini", demo.ModelPerplexity: "perplexity-agent"}
 	for model, protocol := range protocols {
 		if !slices.Contains(ids, model) {
 			t.Errorf("GET /v1/models lists %v, not %s", ids, model)

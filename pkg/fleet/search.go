@@ -11,6 +11,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
+	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/netguard"
@@ -57,7 +58,10 @@ func (p *process) fetchWorker() (*search.FetchWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := fetch.New(fetch.Options{Guard: g, MaxBytes: p.env.FetchMaxBytes, Timeout: p.env.FetchTimeout})
+	var f fetch.PageFetcher = fetch.New(fetch.Options{Guard: g, MaxBytes: p.env.FetchMaxBytes, Timeout: p.env.FetchTimeout})
+	if base, key, ok := p.o.File.FetchBackend(); ok {
+		f = fetch.NewParallel(fetch.ParallelOptions{BaseURL: base, APIKey: key, Client: p.hc, Timeout: p.env.FetchTimeout})
+	}
 	return &search.FetchWorker{Bus: p.bus, Store: p.store.Searches, Fetcher: f, Ender: p.ender, LeaseTTL: p.env.AckWait, Metrics: p.o.Metrics,
 		Log: p.log.With("role", "fetch"), ID: p.id}, nil
 }
@@ -86,7 +90,7 @@ func settingsOf(f *config.File) map[string]search.Settings {
 		kindOf[c.ID] = c.Kind
 	}
 	for _, e := range f.WebSearch.Engines {
-		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL), Fallback: e.Fallback,
+		s := search.Settings{CacheTTL: time.Duration(e.CacheTTL), SharedCache: e.CacheShared, Fallback: e.Fallback,
 			Google: intent.GoogleBacked(intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID]})}
 		if e.RateLimit != nil {
 			s.PerSecond, s.Burst = e.RateLimit.PerSecond, e.RateLimit.Burst
@@ -116,12 +120,16 @@ func intentOf(f *config.File) (*intent.Toolset, *intent.Classifier, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	kindOf := map[string]string{}
+	cfgOf := map[string]engines.Config{}
 	for _, ec := range cfgs {
-		kindOf[ec.ID] = ec.Kind
+		cfgOf[ec.ID] = ec
 	}
 	for _, e := range f.WebSearch.Engines {
-		ic.Engines = append(ic.Engines, intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: kindOf[e.ID], Description: e.Description, Default: e.Default, Languages: e.Languages})
+		ie := intent.Engine{ID: e.ID, ProviderKey: e.ProviderKey, Kind: cfgOf[e.ID].Kind, Description: e.Description, Default: e.Default, Languages: e.Languages}
+		if c, err := engines.CapabilitiesOf(cfgOf[e.ID]); err == nil {
+			ie.Honours = &c
+		}
+		ic.Engines = append(ic.Engines, ie)
 	}
 	var route []string
 	for _, r := range f.Routing.WebSearch {

@@ -12,7 +12,7 @@ import (
 
 // directSearch is POST /v1/search: one search through the search workers, no main
 // model. The body takes the web_search tool's arguments — {query, engine?, recency?,
-// count?, allowed_domains?, blocked_domains?} ("domains" is accepted for
+// count?, allowed_domains?, blocked_domains?, max_age?, cache?, strict?} ("domains" is accepted for
 // allowed_domains) — validated exactly as the model's calls are, and the answer is the
 // normalized result.
 func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {

@@ -86,7 +86,9 @@ const acceptedList = "'query', 'engine', 'recency', 'count', 'allowed_domains', 
 // empty engine or recency string.
 //
 // The engine is the one named, else the only engine offered, else the default, else
-// the call is rejected with EngineRequired, listing the ids and their descriptions.
+// the call is rejected with EngineRequired, listing the ids and their descriptions; an
+// engine the fleet chose is chosen again when it would weaken an option of the search
+// (Route).
 func (t *Toolset) Parse(arguments string, googlePreferred bool) (Call, *ArgError) {
 	v := t.view(googlePreferred)
 	fields, e := decodeObject(arguments)
@@ -133,7 +135,7 @@ func (t *Toolset) Parse(arguments string, googlePreferred bool) (Call, *ArgError
 	if err != nil { // a safety net: the checks above are stricter
 		return Call{}, argsError("web_search arguments are invalid.", err.Error()+".")
 	}
-	return Call{Engine: engine, Choice: choice, Query: checked}, nil
+	return t.Route(Call{Engine: engine, Choice: choice, Query: checked}, googlePreferred), nil
 }
 
 func argsError(display, details string) *ArgError {

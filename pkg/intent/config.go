@@ -43,6 +43,10 @@ type Engine struct {
 	// a query in a language the default engine does not declare goes to an engine that
 	// declares it (QueryLanguage says which languages are told apart).
 	Languages []string `json:"languages,omitempty"`
+	// Honours is what the engine applies of a search's options (engines.CapabilitiesOf
+	// its configuration); nil when unknown. When the fleet chooses a call's engine, it
+	// passes over one that would weaken an option the search carries (Toolset.Route).
+	Honours *engines.Capabilities `json:"-"`
 }
 
 // GoogleBacked reports whether e searches with Google: Kind "gemini", or a

@@ -157,6 +157,8 @@ type parameters struct {
 		Count          schema `json:"count"`
 		AllowedDomains schema `json:"allowed_domains"`
 		BlockedDomains schema `json:"blocked_domains"`
+		MaxAge         schema `json:"max_age"`
+		Cache          schema `json:"cache"`
 	} `json:"properties"`
 	Required []string `json:"required"`
 }
@@ -198,6 +200,9 @@ func (v *view) parameters() parameters {
 		Items:       &schema{Type: "string"},
 		Description: fmt.Sprintf("Never return results from these host names and their subdomains. At most %d.", MaxDomains),
 	}
+	zero := 0
+	p.Properties.MaxAge = schema{Type: "integer", Minimum: &zero, Description: "How old, in seconds, a cached result of this same search may be; 0 searches afresh. Defaults to what the cache keeps."}
+	p.Properties.Cache = schema{Type: "string", Enum: []string{engines.CacheOnly}, Description: "\"only\": answer from the cache or say nothing is cached, without a new search."}
 	return p
 }
 

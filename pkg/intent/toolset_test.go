@@ -149,7 +149,10 @@ func TestTool(t *testing.T) {
 					t.Errorf("%s %+v", k, d)
 				}
 			}
-			if len(p.Properties) != 6 {
+			if a, c := p.Properties["max_age"], p.Properties["cache"]; a.Type != "integer" || a.Minimum == nil || *a.Minimum != 0 || c.Type != "string" || !slices.Equal(c.Enum, []string{"only"}) {
+				t.Errorf("max_age %+v, cache %+v", a, c)
+			}
+			if len(p.Properties) != 8 {
 				t.Errorf("%d properties", len(p.Properties))
 			}
 			// Parameters is the same schema.

@@ -58,6 +58,11 @@ type SearchOptions struct {
 	// Forced is set when the request's tool_choice names web_search: the first model
 	// call that offers it must call it; later ones may answer.
 	Forced bool `json:"forced,omitempty"`
+	// MaxAge bounds how old, in seconds, a cached result of every search may be (nil:
+	// what the cache keeps; 0: always a paid search); Cache "only" allows no paid
+	// search (engines.Query's fields of the same names).
+	MaxAge *int   `json:"max_age,omitempty"`
+	Cache  string `json:"cache,omitempty"`
 }
 
 // Merge folds o into s: later settings win, lists and notes accumulate.
@@ -88,6 +93,12 @@ func (s *SearchOptions) Merge(o *SearchOptions) {
 	}
 	if o.ContextSize != "" {
 		s.ContextSize = o.ContextSize
+	}
+	if o.MaxAge != nil && (s.MaxAge == nil || *o.MaxAge < *s.MaxAge) {
+		s.MaxAge = o.MaxAge
+	}
+	if o.Cache != "" {
+		s.Cache = o.Cache
 	}
 	s.AllowedDomains = appendNew(s.AllowedDomains, o.AllowedDomains...)
 	s.BlockedDomains = appendNew(s.BlockedDomains, o.BlockedDomains...)
@@ -137,6 +148,16 @@ func ParseSearchSettings(param string, fields map[string]json.RawMessage) (*Sear
 		case "max_cost_usd":
 			if json.Unmarshal(v, &o.MaxCostUSD) != nil || !(o.MaxCostUSD > 0 && o.MaxCostUSD <= 1e6) || o.MaxCostUSD < 1e-6 {
 				return nil, badParam(at(k), "'%s' must be a positive number of US dollars (at most 1000000)", at(k))
+			}
+		case "max_age":
+			var n int
+			if json.Unmarshal(v, &n) != nil || n < 0 {
+				return nil, badParam(at(k), "'%s' must be a whole number of seconds, 0 or more", at(k))
+			}
+			o.MaxAge = &n
+		case "cache":
+			if json.Unmarshal(v, &o.Cache) != nil || o.Cache != "only" {
+				return nil, badParam(at(k), "'%s' must be \"only\" (answer from the cache, with no paid search)", at(k))
 			}
 		case "max_results", "count":
 			if json.Unmarshal(v, &o.Count) != nil || o.Count < 1 || o.Count > 50 {

@@ -60,9 +60,9 @@ type Metrics struct {
 	// ModelKeyCooldowns counts main-model provider API keys put to rest after the
 	// provider refused them, by provider and reason (rate_limited, auth, quota).
 	ModelKeyCooldowns *prometheus.CounterVec
-	// ProviderDeprecation counts engine answers that announced the endpoint's
-	// retirement (a Deprecation or Sunset header) or carried it out (404, 410), by
-	// engine and signal.
+	// ProviderDeprecation counts engine and main-model answers that announced the
+	// endpoint's retirement (a Deprecation or Sunset header) or carried it out (404,
+	// 410), by provider (an engine id, a model provider's name) and signal.
 	ProviderDeprecation *prometheus.CounterVec
 	// StepsInFlight are the messages each consumer's handlers work on (lag.go).
 	StepsInFlight *prometheus.GaugeVec
@@ -112,7 +112,7 @@ func New() *Metrics {
 	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
 	m.ModelKeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_model_key_cooldowns_total", Help: "Main-model provider API keys put to rest after the provider refused them, by provider and reason."}, []string{"provider", "reason"})
 	r.MustRegister(m.ModelKeyCooldowns)
-	m.ProviderDeprecation = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_provider_deprecation", Help: "Engine answers that announced their endpoint's retirement (Deprecation or Sunset header) or carried it out (404, 410), by engine and signal."}, []string{"engine", "signal"})
+	m.ProviderDeprecation = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_provider_deprecation", Help: "Engine and main-model answers that announced their endpoint's retirement (Deprecation or Sunset header) or carried it out (404, 410), by provider (an engine id or a model provider's name) and signal."}, []string{"provider", "signal"})
 	r.MustRegister(m.ProviderDeprecation)
 	m.WebhookDeferred = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_webhook_deferred_total", Help: "Webhook deliveries held back by a fairness cap (the tenant's in-flight cap or the destination's limit), by tenant and reason."}, []string{"tenant", "reason"})
 	r.MustRegister(m.WebhookDeferred)

@@ -26,7 +26,7 @@ import (
 type FetchWorker struct {
 	Bus     *bus.Bus
 	Store   Calls
-	Fetcher *fetch.Fetcher
+	Fetcher fetch.PageFetcher
 	// Ender ends direct fetch jobs (POST /v1/fetch).
 	Ender *jobs.Ender
 	// LeaseTTL is how long a dead worker's claim on a fetch blocks the next one.

@@ -2,6 +2,8 @@ package search_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -24,16 +26,7 @@ func TestSearchFreshnessPerRequest(t *testing.T) {
 	run := func(q engines.Query) search.Done {
 		t.Helper()
 		n++
-		job := "j-fresh-" + string(rune('a'+n))
-		if err := r.store.Jobs.CreateJob(context.Background(), &state.Job{ID: job, Tenant: "tenant-f", Kind: "chat", Model: "m", Deadline: dl}); err != nil {
-			t.Fatal(err)
-		}
-		handle(t, w, search.Request{JobID: job, CallID: "c1", Engine: "brave", Query: q, Deadline: dl}, 1)
-		_, done := stored[search.Done](t, r.bus, bus.StreamChat, bus.SubjectResume)
-		if done.JobID != job {
-			t.Fatalf("last resume is for %s, want %s", done.JobID, job)
-		}
-		return done
+		return searchAs(t, r, w, "tenant-f", "brave", q, dl, n)
 	}
 	calls := func() int { return int(r.sim.Stats().Requests["brave"]) }
 	zero, hour := 0, 3600
@@ -65,5 +58,69 @@ func TestSearchFreshnessPerRequest(t *testing.T) {
 	only.Cache = engines.CacheOnly
 	if d := run(only); d.Result.Citation.Error != nil || d.Result.Usage.Searches != 0 || calls() != 2 {
 		t.Errorf("cache only with a cached result: %+v, %d calls", d.Result, calls())
+	}
+}
+
+// searchAs runs one search of engine for tenant, as the n-th job of a test, and
+// returns its outcome.
+func searchAs(t *testing.T, r *rig, w *search.Worker, tenant, engine string, q engines.Query, dl time.Time, n int) search.Done {
+	t.Helper()
+	job := fmt.Sprintf("j-%s-%s-%d", t.Name(), tenant, n)
+	if err := r.store.Jobs.CreateJob(context.Background(), &state.Job{ID: job, Tenant: tenant, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+		t.Fatal(err)
+	}
+	handle(t, w, search.Request{JobID: job, CallID: "c1", Engine: engine, Query: q, Deadline: dl}, 1)
+	_, done := stored[search.Done](t, r.bus, bus.StreamChat, bus.SubjectResume)
+	if done.JobID != job {
+		t.Fatalf("last resume is for %s, want %s", done.JobID, job)
+	}
+	return done
+}
+
+// The cache is per tenant: one tenant's search is not another's hit, unless the
+// operator shares the engine's cache. An error and a partial answer (a SearXNG
+// backend that did not answer) are never cached.
+func TestSearchCacheScope(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	own := r.worker("w1", map[string]search.Settings{"brave": {CacheTTL: time.Minute}, "searxng": {CacheTTL: time.Minute}}, nil, r.cfgs["brave"], r.cfgs["searxng"])
+	shared := r.worker("w2", map[string]search.Settings{"brave": {CacheTTL: time.Minute, SharedCache: true}}, nil, r.cfgs["brave"])
+	dl := time.Now().Add(time.Minute)
+	n := 0
+	run := func(w *search.Worker, tenant, engine, query string) search.Done {
+		n++
+		return searchAs(t, r, w, tenant, engine, engines.Query{Query: query}, dl, n)
+	}
+	calls := func(kind string) int { return int(r.sim.Stats().Requests[kind]) }
+
+	run(own, "t-a", "brave", "tide tables of Brest")
+	if d := run(own, "t-b", "brave", "tide tables of Brest"); d.Result.Usage.Cached != 0 || calls("brave") != 2 {
+		t.Errorf("another tenant's identical search: usage %+v, %d calls; want its own paid search", d.Result.Usage, calls("brave"))
+	}
+	if d := run(own, "t-a", "brave", "tide tables of Brest"); d.Result.Usage.Cached != 1 || calls("brave") != 2 {
+		t.Errorf("the same tenant again: usage %+v, %d calls; want a hit", d.Result.Usage, calls("brave"))
+	}
+
+	run(shared, "t-a", "brave", "tide tables of Quimper")
+	if d := run(shared, "t-b", "brave", "tide tables of Quimper"); d.Result.Usage.Cached != 1 || calls("brave") != 3 {
+		t.Errorf("shared cache, another tenant: usage %+v, %d calls; want a hit", d.Result.Usage, calls("brave"))
+	}
+
+	r.sim.SetFault("/brave", http.StatusBadRequest, 0, 1)
+	if d := run(own, "t-a", "brave", "tide tables of Vannes"); d.Result.Citation.Error == nil {
+		t.Fatalf("the fault did not fail the search: %+v", d.Result)
+	}
+	if d := run(own, "t-a", "brave", "tide tables of Vannes"); d.Result.Citation.Error != nil || d.Result.Usage.Searches != 1 {
+		t.Errorf("after an error: %+v; want a paid search, the error not cached", d.Result.Usage)
+	}
+
+	before := calls("searxng")
+	for range 2 {
+		if d := run(own, "t-a", "searxng", "sim:fixture tide tables"); !d.Result.Partial || d.Result.Usage.Cached != 0 {
+			t.Errorf("SearXNG with a backend down: partial %v, usage %+v; want a partial, paid answer", d.Result.Partial, d.Result.Usage)
+		}
+	}
+	if got := calls("searxng") - before; got != 2 {
+		t.Errorf("%d SearXNG calls for two identical partial searches, want 2 (partial answers are not cached)", got)
 	}
 }

@@ -31,6 +31,9 @@ type Settings struct {
 	Burst     int
 	// CacheTTL caches results per normalized query (0: no cache).
 	CacheTTL time.Duration
+	// SharedCache shares the cache between tenants (the operator's choice); without
+	// it each tenant's searches read and fill their own.
+	SharedCache bool
 	// Fallback lists the engines, in order, that take over a call this engine was
 	// chosen for when it fails with a retryable, quota or auth error.
 	Fallback []string
@@ -38,6 +41,10 @@ type Settings struct {
 	// Google-preferred engines falls back only to those.
 	Google bool
 }
+
+// SharedCacheTenant stands for the tenant in the keys of a cache the operator shares
+// between tenants (Settings.SharedCache); no tenant id has a '*'.
+const SharedCacheTenant = "*"
 
 // Worker runs searches.
 type Worker struct {
@@ -131,11 +138,15 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	}
 	set := w.Settings[req.Engine]
 	cacheKey := ""
+	// Per tenant unless the operator shares it: a hit is free (searches: 0), which
+	// must not tell one tenant what another searched for.
+	cacheTenant := ss.Tenant
+	if set.SharedCache {
+		cacheTenant = SharedCacheTenant
+	}
 	if set.CacheTTL > 0 || req.Query.Cache == engines.CacheOnly {
-		// Per tenant: a hit is free (searches: 0), which must not tell one tenant
-		// what another searched for.
 		cacheKey = queryHash(req.Query)
-		if res, ok := w.cached(ctx, ss.Tenant, req.Engine, cacheKey, req.Query.MaxAge); ok {
+		if res, ok := w.cached(ctx, cacheTenant, req.Engine, cacheKey, req.Query.MaxAge); ok {
 			w.count(req.Engine, "cached")
 			return w.finish(ctx, req, d, res, 0)
 		}
@@ -210,9 +221,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if w.Metrics != nil && res.Usage.CostUSD > 0 {
 		w.Metrics.SearchCostUSD.WithLabelValues(req.Engine).Add(res.Usage.CostUSD)
 	}
-	if cacheKey != "" && set.CacheTTL > 0 && Complete(res) {
+	if cacheKey != "" && set.CacheTTL > 0 && Complete(res) && !res.Partial { // errors and partial answers are never cached
 		if b, err := json.Marshal(cacheEntry{At: time.Now().UTC(), Result: res}); err == nil {
-			w.Store.CacheSearch(ctx, ss.Tenant, req.Engine, cacheKey, b, set.CacheTTL)
+			w.Store.CacheSearch(ctx, cacheTenant, req.Engine, cacheKey, b, set.CacheTTL)
 		}
 	}
 	return w.finish(ctx, req, d, res, elapsed)

@@ -83,6 +83,8 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("POST /v1/responses", s.openAIResponses)
+	s.mux.HandleFunc("POST /v1/agent", s.perplexityAgentModel)
+	s.mux.HandleFunc("POST /parallel/v1/extract", s.parallelExtract)
 	s.mux.HandleFunc("POST /v1/messages", s.anthropicMessages)
 	s.mux.HandleFunc("POST /v1beta/models/{call}", s.geminiGenerate)
 	for _, rt := range s.engineRoutes() {

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -175,4 +176,57 @@ func linkupBody(a searchAsk) []byte {
 		r["name"], r["url"], r["content"] = h.Title, h.URL, h.Snippet
 	})
 	return mustJSON(m)
+}
+
+// parallelExtract is Parallel's Extract API (POST /parallel/v1/extract, x-api-key):
+// a page made from each URL asked, in the shape of the documented answer
+// (parallel/docs-shape-extract.CONSTRUCTED.json, "sim:fixture" in a URL returns it
+// as it is); a URL with "sim:unreadable" is in the errors list, as a page Parallel
+// could not read (HTTP 404). Directives and standing faults apply as to the engines.
+func (s *Server) parallelExtract(w http.ResponseWriter, r *http.Request) {
+	const kind = "parallel-extract"
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.stats.count(kind, body, r.URL.RawQuery)
+	urls := jstrs(decodeBody(body)["urls"])
+	errorBody := func(status int) []byte {
+		return fmt.Appendf(nil, `{"error":{"ref_id":"simulated","message":"Simulated Parallel failure (HTTP %d)","detail":null}}`, status)
+	}
+	if r.Header.Get("x-api-key") == "" {
+		writeError(w, http.StatusUnauthorized, errorBody(http.StatusUnauthorized))
+		return
+	}
+	if len(urls) == 0 {
+		writeError(w, http.StatusUnprocessableEntity, errorBody(http.StatusUnprocessableEntity))
+		return
+	}
+	if !s.applyFaults(w, r, kind, r.URL.Path, strings.Join(urls, " "), errorBody, between(s.opts.EngineLatency, s.opts.EngineLatencyMax, body)) {
+		return
+	}
+	if strings.Contains(urls[0], "sim:fixture") {
+		writeJSON(w, fixtures.Read("parallel/docs-shape-extract.CONSTRUCTED.json"))
+		return
+	}
+	m := template("parallel/docs-shape-extract.CONSTRUCTED.json")
+	tmpl := obj(arr(m["results"])[0])
+	results, errs := []any{}, []any{}
+	for _, u := range urls {
+		if strings.Contains(u, "sim:unreadable") {
+			errs = append(errs, map[string]any{"url": u, "error_type": "fetch_error", "http_status_code": 404, "content": "Error fetching content from " + u})
+			continue
+		}
+		res := map[string]any{}
+		for k, v := range tmpl {
+			res[k] = v
+		}
+		title := "(simulated) " + u
+		text := "(simulated page) The page at " + u + " says what the simulator makes of it: its address, and this line."
+		res["url"], res["title"], res["excerpts"], res["full_content"] = u, title, []any{text}, "# "+title+"\n\n"+text
+		results = append(results, res)
+	}
+	m["results"], m["errors"] = results, errs
+	writeJSON(w, mustJSON(m))
 }

@@ -112,6 +112,12 @@ func (rc *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 // Check runs one search of the engine cfg against its provider over hc (nil:
 // http.DefaultClient) and reports on the provider's answer.
 func Check(ctx context.Context, cfg engines.Config, hc *http.Client) Report {
+	c, rc := recording(hc)
+	return run(ctx, cfg, c, rc)
+}
+
+// recording is hc (nil: http.DefaultClient) with every answer kept.
+func recording(hc *http.Client) (*http.Client, *recorder) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -122,7 +128,7 @@ func Check(ctx context.Context, cfg engines.Config, hc *http.Client) Report {
 	rc := &recorder{base: base}
 	c := *hc
 	c.Transport = rc
-	return run(ctx, cfg, &c, rc)
+	return &c, rc
 }
 
 // CheckOffline runs the same checks against the kind's fixtures: an engine whose
@@ -132,18 +138,24 @@ func CheckOffline(ctx context.Context, cfg engines.Config) Report {
 	if !ok {
 		return Report{Engine: cfg.ID, Kind: cfg.Kind, Error: "no fixture for kind " + cfg.Kind}
 	}
-	var bodies [][]byte
-	for _, n := range names {
-		bodies = append(bodies, fixtures.Read(n))
-	}
-	rc := &recorder{base: &replay{bodies: bodies}}
 	if cfg.APIKey == "" && len(cfg.APIKeys) == 0 {
 		cfg.APIKey = "offline-check"
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = "http://offline.invalid"
 	}
-	return run(ctx, cfg, &http.Client{Transport: rc}, rc)
+	c, rc := replaying(names)
+	return run(ctx, cfg, c, rc)
+}
+
+// replaying is a client answered by the fixtures names, in order, every answer kept.
+func replaying(names []string) (*http.Client, *recorder) {
+	var bodies [][]byte
+	for _, n := range names {
+		bodies = append(bodies, fixtures.Read(n))
+	}
+	rc := &recorder{base: &replay{bodies: bodies}}
+	return &http.Client{Transport: rc}, rc
 }
 
 func run(ctx context.Context, cfg engines.Config, hc *http.Client, rc *recorder) Report {
@@ -155,6 +167,19 @@ func run(ctx context.Context, cfg engines.Config, hc *http.Client, rc *recorder)
 	}
 	eng, _ := reg.Get(cfg.ID)
 	res, serr := eng.Search(ctx, engines.Query{Query: "searchfleet contract check", Count: 3})
+	if serr != nil {
+		rep.Error = serr.Error() // the answer was not read: Parsed stays false
+	} else {
+		rep.Parsed, rep.Hits = true, len(res.Hits)
+	}
+	rep.observe(rc, Fixtures[cfg.Kind])
+	return rep
+}
+
+// observe fills in what the answers rc kept say: reachable, key accepted, retirement
+// signals, and the fields missing from or new to the documented shape (fixtures, in
+// call order).
+func (rep *Report) observe(rc *recorder, names []string) {
 	rc.mu.Lock()
 	got := slices.Clone(rc.got)
 	rc.mu.Unlock()
@@ -175,12 +200,7 @@ func run(ctx context.Context, cfg engines.Config, hc *http.Client, rc *recorder)
 			ok = append(ok, x)
 		}
 	}
-	if serr != nil {
-		rep.Error = serr.Error() // the answer was not read: Parsed stays false
-	} else {
-		rep.Parsed, rep.Hits = true, len(res.Hits)
-	}
-	if names := Fixtures[cfg.Kind]; len(ok) > 0 && len(names) > 0 {
+	if len(ok) > 0 && len(names) > 0 {
 		for i, x := range ok {
 			want := fixtures.Read(names[min(i, len(names)-1)])
 			m, u := compare(want, x.body)
@@ -189,7 +209,6 @@ func run(ctx context.Context, cfg engines.Config, hc *http.Client, rc *recorder)
 		}
 		rep.Missing, rep.Unknown = uniq(rep.Missing), uniq(rep.Unknown)
 	}
-	return rep
 }
 
 func cmpOr(a, b string) string {
@@ -284,7 +303,11 @@ func (r Report) Summary() string {
 	mark(r.Reachable, "reachable", "UNREACHABLE")
 	if r.Reachable {
 		mark(r.KeyAccepted, "key accepted", "KEY REFUSED")
-		mark(r.Parsed, fmt.Sprintf("parsed (%d hits)", r.Hits), "NOT PARSED")
+		parsed := fmt.Sprintf("parsed (%d hits)", r.Hits)
+		if strings.HasPrefix(r.Kind, "model:") {
+			parsed = "parsed"
+		}
+		mark(r.Parsed, parsed, "NOT PARSED")
 	}
 	if r.Status != 0 {
 		parts = append(parts, fmt.Sprintf("ENDPOINT GONE (HTTP %d)", r.Status))

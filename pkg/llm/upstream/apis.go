@@ -14,10 +14,11 @@ const (
 	ModelOpenAIResponses   = "openai-responses"
 	ModelAnthropicMessages = "anthropic-messages"
 	ModelGemini            = "gemini"
+	ModelPerplexityAgent   = "perplexity-agent"
 )
 
 // ModelProtocols are the values a provider's "protocol" setting takes.
-var ModelProtocols = []string{ModelOpenAIChat, ModelOpenAIResponses, ModelAnthropicMessages, ModelGemini}
+var ModelProtocols = []string{ModelOpenAIChat, ModelOpenAIResponses, ModelAnthropicMessages, ModelGemini, ModelPerplexityAgent}
 
 // ModelAPIFor returns the main-model protocol named by a provider's "protocol"
 // setting ("" is openai-chat); false for unknown names.
@@ -31,6 +32,8 @@ func ModelAPIFor(name string) (wire.ModelAPI, bool) {
 		return anthropic.Model, true
 	case ModelGemini:
 		return gemini.Model, true
+	case ModelPerplexityAgent:
+		return responses.PerplexityAgent, true
 	}
 	return nil, false
 }
