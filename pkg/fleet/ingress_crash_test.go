@@ -164,7 +164,7 @@ func TestOrphanedSearchIsDeadLetteredUnpaid(t *testing.T) {
 	b := bustest.Connect(t, f.NATS)
 	before := f.Sim.Stats().Requests["brave"]
 	req := search.Request{JobID: "job_lostinredis00000000000000", Hop: 0, CallID: "c1", Engine: "brave", Query: engines.Query{Query: "nats"}}
-	if err := b.Publish(t.Context(), bus.SubjectSearch("brave"), req); err != nil {
+	if err := b.Publish(t.Context(), bus.SubjectSearchOf("brave", bus.BandSync, "default"), req); err != nil {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, "the orphan to be counted", func() bool {
