@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -51,4 +52,16 @@ func recordedSpend(j *state.Job) *wire.Spend {
 	}
 	u.SearchesCached += u.Cached
 	return &u.Spend
+}
+
+// runSpend is what a completed research run spent, from its view's usage: its cost
+// and the searches and pages its children read. A run does not count apart the
+// searches and pages a cache or a record answered: they are in searches and
+// fetches, and the cached counts are 0. nil for a run that has not completed.
+func runSpend(run *state.Run, v *research.View) *wire.Spend {
+	if run.Status != state.RunCompleted {
+		return nil
+	}
+	u := v.Usage
+	return &wire.Spend{Searches: u.Searches, Fetches: u.Fetches, SearchCostUSD: u.SearchUSD, ModelCostUSD: u.ModelUSD, CostUSD: u.CostUSD}
 }
