@@ -10,11 +10,12 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Every non-streamed answer of a completed job says in its headers what the job cost
-// and how its searches and fetches were answered, the values of its body's
-// usage.searchfleet (a direct search's: its result's usage), so a client, a proxy or
-// a log reads them without parsing the body. A streamed answer carries them in its
-// last event's usage.
+// Every non-streamed answer of a completed job or research run says in its headers
+// what it cost and how its searches and fetches were answered, the values of its
+// body's usage.searchfleet (a direct search's: its result's usage; a direct fetch's:
+// its job's usage record; a run's: its usage), so a client, a proxy or a log reads
+// them without parsing the body. A streamed answer carries them in its last event's
+// usage.
 const (
 	HeaderCostUSD        = "X-Searchfleet-Cost-Usd"
 	HeaderSearches       = "X-Searchfleet-Searches"
