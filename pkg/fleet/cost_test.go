@@ -225,3 +225,90 @@ func TestCostHeadersAndCachedUsage(t *testing.T) {
 		t.Errorf("brave was searched %d times, want twice (one question, one direct search): the rest from the cache", n)
 	}
 }
+
+// A direct fetch and a research run, asked for, polled and streamed through both
+// their APIs, carry the cost headers too. POST /v1/fetch: one page read at no cost,
+// as its job's usage record says. A completed run's GET /v1/research/{id}: its
+// usage's cost_usd, searches and fetches. The same run read as a Response
+// (responses.retrieve): its usage.searchfleet says the run's cost and counts and its
+// headers the same, and its stream's response.completed carries that usage.
+func TestCostHeadersOfFetchAndResearch(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t, fleettest.Env(func(e *config.Env) {
+		e.MaxFetches, e.FetchAllow, e.FetchTimeout = 5, []string{"127.0.0.0/8"}, 5*time.Second
+	}), fleettest.File(func(file *config.File) {
+		pricedBrave(file)
+		m := file.Models[demo.Model]
+		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+		file.Models[demo.Model] = m
+	}))
+
+	// A direct fetch: its headers are its job's usage record.
+	status, b, h := f.Do(t, "POST", "/v1/fetch", map[string]any{"url": guidePage(t)})
+	if status != 200 || !strings.Contains(string(b), `"fetch.result"`) {
+		t.Fatalf("POST /v1/fetch: %d %s", status, b)
+	}
+	sameCost(t, "POST /v1/fetch", h, spendReport{Fetches: 1})
+	job := h.Get("X-Searchfleet-Job-Id")
+	status, b, jh := f.Do(t, "GET", "/v1/jobs/"+job, nil)
+	var view struct {
+		Usage spendReport `json:"usage"`
+	}
+	if status != 200 || json.Unmarshal(b, &view) != nil || view.Usage != (spendReport{Fetches: 1}) {
+		t.Errorf("GET /v1/jobs/%s: %d %s, want one page read at no cost", job, status, b)
+	}
+	sameCost(t, "GET /v1/jobs of a fetch", jh, view.Usage)
+
+	// A research run: no headers until it has completed, then its usage's.
+	run := startResearch(t, f, map[string]any{"input": "Who built the Golden Gate Bridge? sim:engine=brave", "model": "research/" + demo.Model, "effort": "low"})
+	if _, b, h := f.Do(t, "GET", "/v1/research/"+run.ID, nil); !strings.Contains(string(b), `"status":"completed"`) && h.Get("X-Searchfleet-Cost-Usd") != "" {
+		t.Errorf("a run not yet completed has cost headers: %v", h)
+	}
+	run = waitResearch(t, f, run.ID, ended)
+	status, b, h = f.Do(t, "GET", "/v1/research/"+run.ID, nil)
+	var rv researchRun
+	if status != 200 || json.Unmarshal(b, &rv) != nil || rv.Status != "completed" || rv.Usage.CostUSD <= 0 || rv.Usage.Searches == 0 {
+		t.Fatalf("GET /v1/research/%s: %d %s, want a completed run that paid", run.ID, status, b)
+	}
+	want := spendReport{Searches: rv.Usage.Searches, Fetches: rv.Usage.Fetches, CostUSD: rv.Usage.CostUSD}
+	sameCost(t, "GET /v1/research", h, want)
+
+	// A run through the Responses API, retrieved when it has completed, then streamed.
+	c := openaiClient(f)
+	var hr *http.Response
+	resp, err := c.Responses.New(ctx(t), researchParams("How do vaccines work? sim:engine=brave"), option.WithResponseInto(&hr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hr.Header.Get("X-Searchfleet-Cost-Usd") != "" {
+		t.Errorf("a queued run's Response has cost headers: %v", hr.Header)
+	}
+	for deadline := time.Now().Add(90 * time.Second); resp.Status != responses.ResponseStatusCompleted; {
+		if time.Now().After(deadline) || resp.Status == responses.ResponseStatusFailed {
+			t.Fatalf("response %s: %s", resp.ID, resp.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if resp, err = c.Responses.Get(ctx(t), resp.ID, responses.ResponseGetParams{}, option.WithResponseInto(&hr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := readSpend(t, "responses.retrieve of a run", resp.Usage.JSON.ExtraFields["searchfleet"].Raw())
+	sameCost(t, "responses.retrieve of a run", hr.Header, got)
+	rv = getResearch(t, f, resp.ID)
+	if got.CostUSD != rv.Usage.CostUSD || got.Searches != rv.Usage.Searches || got.Fetches != rv.Usage.Fetches || got.CostUSD <= 0 {
+		t.Errorf("responses.retrieve of a run: usage.searchfleet %+v, the run's usage %+v", got, rv.Usage)
+	}
+	st := c.Responses.GetStreaming(ctx(t), resp.ID, responses.ResponseGetParams{})
+	raw := ""
+	for st.Next() {
+		if ev := st.Current(); ev.Type == "response.completed" {
+			raw = ev.Response.Usage.JSON.ExtraFields["searchfleet"].Raw()
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s := readSpend(t, "a run's stream", raw); s != got {
+		t.Errorf("a run's response.completed: usage.searchfleet %+v, retrieve says %+v", s, got)
+	}
+}

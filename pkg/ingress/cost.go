@@ -6,14 +6,16 @@ import (
 	"strconv"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Every non-streamed answer of a completed job says in its headers what the job cost
-// and how its searches and fetches were answered, the values of its body's
-// usage.searchfleet (a direct search's: its result's usage), so a client, a proxy or
-// a log reads them without parsing the body. A streamed answer carries them in its
-// last event's usage.
+// Every non-streamed answer of a completed job or research run says in its headers
+// what it cost and how its searches and fetches were answered, the values of its
+// body's usage.searchfleet (a direct search's: its result's usage; a direct fetch's:
+// its job's usage record; a run's: its usage), so a client, a proxy or a log reads
+// them without parsing the body. A streamed answer carries them in its last event's
+// usage.
 const (
 	HeaderCostUSD        = "X-Searchfleet-Cost-Usd"
 	HeaderSearches       = "X-Searchfleet-Searches"
@@ -51,4 +53,16 @@ func recordedSpend(j *state.Job) *wire.Spend {
 	}
 	u.SearchesCached += u.Cached
 	return &u.Spend
+}
+
+// runSpend is what a completed research run spent, from its view's usage: its cost
+// and the searches and pages its children read. A run does not count apart the
+// searches and pages a cache or a record answered: they are in searches and
+// fetches, and the cached counts are 0. nil for a run that has not completed.
+func runSpend(run *state.Run, v *research.View) *wire.Spend {
+	if run.Status != state.RunCompleted {
+		return nil
+	}
+	u := v.Usage
+	return &wire.Spend{Searches: u.Searches, Fetches: u.Fetches, SearchCostUSD: u.SearchUSD, ModelCostUSD: u.ModelUSD, CostUSD: u.CostUSD}
 }

@@ -14,7 +14,8 @@ import (
 // The body takes the web_fetch tool's arguments — {"url": "https://…"} — validated
 // exactly as the model's calls are; the page is fetched through the same SSRF guard
 // and caps. The answer is {"object": "fetch.result", "id", "page": {url, final_url,
-// status, content_type, title, text, bytes, truncated, kind, retrieved}}; a page that
+// status, content_type, title, text, bytes, truncated, kind, retrieved}}, its cost
+// headers those of its job's usage record (one fetch, no cost); a page that
 // could not be read is an error: 400 for a URL that may not or cannot be read
 // (FETCH_INVALID_URL, FETCH_REFUSED, FETCH_UNSUPPORTED_CONTENT_TYPE), 502 otherwise.
 func (s *Server) directFetch(w http.ResponseWriter, r *http.Request) {

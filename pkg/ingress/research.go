@@ -123,7 +123,9 @@ func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) *state.Run {
 
 func (s *Server) getResearch(w http.ResponseWriter, r *http.Request) {
 	if run := s.loadRun(w, r); run != nil {
-		writeJSON(w, http.StatusOK, research.ViewOf(run))
+		v := research.ViewOf(run)
+		setCost(w.Header(), runSpend(run, &v))
+		writeJSON(w, http.StatusOK, v)
 	}
 }
 

@@ -253,6 +253,7 @@ func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *s
 		writeWireError(w, responses.Client, wire.AsError(err))
 		return
 	}
+	setCost(w.Header(), resp.Usage.Spend)
 	writeJSON(w, status, json.RawMessage(b))
 }
 
@@ -306,6 +307,7 @@ func (s *Server) runResponse(r *http.Request, run *state.Run) (*wire.Response, e
 			resp.Usage.WebSearches++
 		}
 	}
+	resp.Usage.Spend = runSpend(run, &v)
 	if v.Output != nil && resp.Status == wire.StatusCompleted {
 		resp.Content = append(resp.Content, wire.Part{Kind: wire.PartText, Text: v.Output.Report, Citations: runCitations(v.Output.Report, v.Output.Sources)})
 		for _, src := range v.Output.Sources {

@@ -101,16 +101,21 @@ func (w *FetchWorker) deliver(ctx context.Context, req FetchRequest, done Done, 
 		return w.Bus.Publish(ctx, bus.SubjectResumeOf(req.Band, req.Tenant), bus.Sealed{Payload: done, Envelope: msg})
 	}
 	b, _ := json.Marshal(map[string]any{"object": "fetch.result", "id": req.JobID, "page": done.Page})
-	end := jobs.Ending{Status: state.Completed, Response: b}
+	end := jobs.Ending{Status: state.Completed, Response: b, Usage: directFetchUsage}
 	if p := done.Page; p == nil || p.Error != nil {
 		e := &fetch.Error{Type: fetch.ErrUnavailable, Message: "the page could not be fetched"}
 		if p != nil {
 			e = p.Error
 		}
-		end = jobs.Ending{Status: state.Failed, Error: fetchFailed(e), Response: b}
+		end = jobs.Ending{Status: state.Failed, Error: fetchFailed(e), Response: b, Usage: directFetchUsage}
 	}
 	return w.Ender.End(ctx, req.JobID, end)
 }
+
+// directFetchUsage is a direct fetch's usage record, in usage.searchfleet's fields:
+// one page read, at no cost (the fleet prices searches and model calls, not page
+// reads). POST /v1/fetch's cost headers and GET /v1/jobs/{id} read it.
+var directFetchUsage = []byte(`{"searches":0,"searches_cached":0,"fetches":1,"fetches_cached":0,"cost_usd":0}`)
 
 // fetchFailed is a direct fetch's job error: a URL the fetcher may not or cannot read
 // is the client's to change (400), anything else is the page's server or the way to
