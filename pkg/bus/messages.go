@@ -77,6 +77,13 @@ type Event struct {
 	// Failure is a failed job's whole error (the job record's error object), so the
 	// terminal event alone can restore how a job ended.
 	Failure json.RawMessage `json:"failure,omitempty"`
+	// Job is a terminal event's copy of the ended job's record (a state.Job in JSON,
+	// less its request), on a job with a callback only: the finisher runs the job's
+	// finish hooks from it when Redis no longer knows the job. It holds what the record
+	// holds (the callback's URL and events, never a signing secret) and is for the
+	// finisher alone: a job's event stream to its client leaves it out. jobs.End
+	// bounds it (jobs.MaxEventJob).
+	Job json.RawMessage `json:"job,omitempty"`
 }
 
 func (Event) Kind() string { return "job.event.v1" }

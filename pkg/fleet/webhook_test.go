@@ -181,6 +181,17 @@ func TestWebhookDelivered(t *testing.T) {
 	if trace, _ := p.Data["trace"].([]any); len(trace) != 1 {
 		t.Errorf("payload trace %v", p.Data["trace"])
 	}
+	// The terminal event's copy of the job (its callback with it) is the finisher's:
+	// the job's event stream leaves it out.
+	resp2, err := (&http.Client{Timeout: 20 * time.Second}).Get(f.URL + "/v1/jobs/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	if !strings.Contains(string(stream), "event: completed") || strings.Contains(string(stream), "/hooks/searchfleet") || strings.Contains(string(stream), `"job":`) {
+		t.Errorf("event stream %s", stream)
+	}
 }
 
 // (b) A receiver that fails the first three attempts gets the event on the fourth,

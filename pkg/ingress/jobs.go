@@ -331,6 +331,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		meta, _ := msg.Metadata()
+		ev.Job = nil // the finisher's copy of the job, not the client's to read
 		b, _ := json.Marshal(ev)
 		if meta != nil {
 			fmt.Fprintf(w, "id: %d\n", meta.Sequence.Stream)

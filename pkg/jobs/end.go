@@ -24,7 +24,10 @@ import (
 //
 // The terminal event is the commit point: the finish hooks (the webhook, the batch
 // count) run from it, in the Finisher, a durable consumer of terminal events, so a
-// crash after the event loses no webhook. A crash between the two writes is repaired
+// crash after the event loses no webhook. The terminal event of a job with a callback
+// carries a copy of the ended job's record (bus.Event.Job), so the Finisher runs its
+// hooks, and its webhook is sent, even when Redis restarted empty before the event was
+// handled. A crash between the two writes is repaired
 // by whoever comes next (the redelivered step, the reaper): End on a job Redis says
 // has ended publishes its terminal event again, a duplicate if it was out.
 //
@@ -152,7 +155,7 @@ func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 	if err != nil {
 		return err
 	}
-	if ended != nil {
+	if ended != nil && ended.Ingress != "" {
 		// Only the write that ended the job hands it over, before its terminal
 		// event on the same connection (which keeps the order).
 		if _, err := e.handoff.SendEnded(ended.Ingress, jobID, ended.Record()); err != nil {
@@ -161,6 +164,9 @@ func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 	}
 	ev := bus.Event{JobID: jobID, Type: eventOf(end.Status), At: time.Now().UTC(), Hop: end.Hop}
 	setError(&ev, end.Error)
+	if ended != nil {
+		ev.Job = e.copyOf(ended.Job())
+	}
 	if !won {
 		job, err := e.store.GetJob(ctx, jobID)
 		if errors.Is(err, state.ErrNotFound) {
@@ -178,6 +184,7 @@ func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 		// if the first publish got through).
 		ev.Type = eventOf(job.Status)
 		setError(&ev, job.Error)
+		ev.Job = e.copyOf(job)
 	}
 	dup, err := e.events.PublishEvent(ctx, ev)
 	if err != nil {
@@ -198,6 +205,30 @@ func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 		}
 	}
 	return nil
+}
+
+// MaxEventJob bounds the copy of an ended job a terminal event carries (bus.Event.Job):
+// 256 KiB, a quarter of NATS's default max_payload (1 MiB), so the event always fits.
+// A job whose copy is larger (an answer of that size) is published without one: its
+// finish hooks need Redis to know the job, as a job without a callback's do.
+const MaxEventJob = 256 << 10
+
+// copyOf is the copy of an ended job its terminal event carries: the record less its
+// request (no hook reads it, and it is the largest part) for a job with a callback,
+// whose webhook is the one finish hook with someone outside the fleet waiting for it;
+// nil for another job, or one whose copy exceeds MaxEventJob.
+func (e *Ender) copyOf(job *state.Job) json.RawMessage {
+	if job == nil || len(job.Callback) == 0 {
+		return nil
+	}
+	c := *job
+	c.Request = nil
+	b, err := json.Marshal(&c)
+	if err != nil || len(b) > MaxEventJob {
+		e.log.Warn("jobs: a terminal event carries no copy of its job: its webhook needs Redis to know the job", "job", job.ID, "bytes", len(b), "max", MaxEventJob, "err", err)
+		return nil
+	}
+	return b
 }
 
 // finish is the compare-and-set of the terminal status, returning the ended job for

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,7 +22,10 @@ type Hook interface {
 
 // Finisher runs the finish hooks of every job from its terminal event: a durable
 // consumer of bus.SubjectEndsAll, so a hook that fails is retried with the message,
-// and a process that dies after a job's ending loses none of its hooks.
+// and a process that dies after a job's ending loses none of its hooks. A job Redis
+// does not know (it restarted empty) is counted as an orphan; its hooks run from the
+// event's copy of the job when the event carries one (bus.Event.Job: a job with a
+// callback), and the hooks' own guards keep each to once (a webhook's delivery id).
 type Finisher struct {
 	store   Store
 	ender   *Ender
@@ -67,19 +71,25 @@ func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error
 		return nil
 	}
 	job, err := f.read(ctx, ev.JobID)
-	if errors.Is(err, state.ErrNotFound) {
-		// Redis lost the record (or it expired): there is no callback or batch to
-		// tell. Say so loudly; nothing else can be done for it.
-		f.log.Error("jobs: terminal event of a job Redis does not know", "job", ev.JobID, "event", ev.Type)
+	lost := errors.Is(err, state.ErrNotFound)
+	if lost {
+		// Redis lost the record (or it expired). The event's copy of the job, which a
+		// job with a callback carries, still tells its hooks whom to tell; without
+		// one there is nothing to tell. Either way, say so loudly.
 		if f.metrics != nil {
 			f.metrics.Orphans.WithLabelValues(bus.ConsumerFinisher).Inc()
 		}
-		return nil
+		if job = copied(&ev); job == nil {
+			f.log.Error("jobs: terminal event of a job Redis does not know", "job", ev.JobID, "event", ev.Type)
+			return nil
+		}
+		f.log.Error("jobs: terminal event of a job Redis does not know: its hooks run from the event's copy of the job", "job", ev.JobID, "event", ev.Type)
+		err = nil
 	}
 	if err != nil {
 		return err
 	}
-	if job.Status != statusOf(ev.Type) {
+	if !lost && job.Status != statusOf(ev.Type) {
 		// The stream's record stands over a Redis that lost the ending. Until Redis
 		// agrees, the job keeps the deadline the read forgot (Reconcile forgets it
 		// again), so the reaper repairs the job if this handler cannot.
@@ -111,4 +121,21 @@ func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error
 		return fmt.Errorf("jobs: finish hooks of %s: %w", job.ID, err)
 	}
 	return nil
+}
+
+// copied is the copy of the ended job a terminal event carries (bus.Event.Job), with
+// the event's outcome, or nil when it carries none (or none that decodes).
+func copied(ev *bus.Event) *state.Job {
+	if len(ev.Job) == 0 {
+		return nil
+	}
+	job := &state.Job{}
+	if json.Unmarshal(ev.Job, job) != nil || job.ID != ev.JobID {
+		return nil
+	}
+	job.Status = statusOf(ev.Type)
+	if job.Error == nil {
+		job.Error = recordedError(ev)
+	}
+	return job
 }

@@ -22,9 +22,11 @@ import (
 const fieldIngress = "ingress"
 
 // Ended is a job as the write that ended it left it (FinishRecord): what GetJob would
-// read right after, for the ingress waiting for it.
+// read right after, for the ingress waiting for it and for the copy a terminal event
+// carries of a job with a callback (jobs.End).
 type Ended struct {
-	// Ingress is the waiting ingress (Job.Ingress).
+	// Ingress is the waiting ingress (Job.Ingress; "" when none waits and the record
+	// was read for the job's callback).
 	Ingress string
 	// hash is the job's record (jobFields) after the write.
 	hash map[string]string
@@ -93,16 +95,18 @@ func EndedJob(b []byte) (*Job, error) {
 }
 
 // FinishRecord is Finish that also returns, when this write moved the job and the
-// job names an ingress (Job.Ingress), the job as the write left it: the record's
-// fields as the script's one HMGET read them beside the status, with the fields it
-// wrote over them. request is the job's request as the caller read it (the chat
-// worker holds it), so Redis need not send it back; nil has the script read it too.
-// Without an ingress the reply is Finish's.
+// job names an ingress (Job.Ingress) or has a callback, the job as the write left it:
+// the record's fields as the script's one HMGET read them beside the status, with the
+// fields it wrote over them. request is the job's request as the caller read it (the
+// chat worker holds it), so Redis need not send it back; nil has the script read it
+// too. Without an ingress or a callback the reply is Finish's.
 func (s *Jobs) FinishRecord(ctx context.Context, id string, status Status, request json.RawMessage, fields ...any) (bool, *Ended, error) {
+	// The first two fields read are the ones that ask for the record
+	// (lua/update_live_job.lua).
 	read := make([]string, 0, len(jobFields)+1)
-	read = append(read, fieldIngress)
+	read = append(read, fieldIngress, "callback")
 	for _, f := range jobFields {
-		if f != "request" || request == nil {
+		if f != "callback" && (f != "request" || request == nil) {
 			read = append(read, f)
 		}
 	}

@@ -17,7 +17,8 @@ import (
 // The job the end script hands to a waiting ingress is the job GetJob reads right
 // after, field for field, whether the ender holds the request or the script reads it,
 // for a completed job and a failed one; only the write that ends the job hands it
-// over, and a job that names no ingress is not handed over.
+// over; a job that names no ingress is read back for its callback (its terminal
+// event's copy) and a job with neither is not read back.
 func TestFinishRecordIsWhatGetJobReads(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -29,14 +30,17 @@ func TestFinishRecordIsWhatGetJobReads(t *testing.T) {
 		status  state.Status
 		fields  []any
 		ingress string
+		// uncalled is a job without a callback.
+		uncalled bool
 	}{
 		{"completed, request held", request, state.Completed,
 			[]any{"response", json.RawMessage(`{"text":"é ✓"}`), "usage", json.RawMessage(`{"searches":1}`), "trace", json.RawMessage(`[{"q":"x"}]`),
-				state.TurnField(1), state.FirstWrite(`{"turn":1}`)}, "ingress1"},
-		{"completed, request read", nil, state.Completed, []any{"response", json.RawMessage(`{"text":"a"}`)}, "ingress1"},
-		{"failed", nil, state.Failed, []any{"error", &state.JobError{Status: 502, Type: "upstream_error", Code: "c", Message: "it broke"}}, "ingress2"},
-		{"cancelled", request, state.Cancelled, nil, "ingress2"},
-		{"no ingress", request, state.Completed, []any{"response", json.RawMessage(`{}`)}, ""},
+				state.TurnField(1), state.FirstWrite(`{"turn":1}`)}, "ingress1", false},
+		{"completed, request read", nil, state.Completed, []any{"response", json.RawMessage(`{"text":"a"}`)}, "ingress1", false},
+		{"failed", nil, state.Failed, []any{"error", &state.JobError{Status: 502, Type: "upstream_error", Code: "c", Message: "it broke"}}, "ingress2", false},
+		{"cancelled", request, state.Cancelled, nil, "ingress2", false},
+		{"no ingress", request, state.Completed, []any{"response", json.RawMessage(`{}`)}, "", false},
+		{"no ingress, no callback", request, state.Completed, []any{"response", json.RawMessage(`{}`)}, "", true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -44,6 +48,9 @@ func TestFinishRecordIsWhatGetJobReads(t *testing.T) {
 			now := time.Now().UTC()
 			j := &state.Job{ID: id, Tenant: "t", Kind: "chat", Model: "m", Request: request, Created: now, Deadline: now.Add(time.Minute),
 				Question: "hi", Callback: json.RawMessage(`{"url":"https://example.com"}`), Batch: "", Ingress: c.ingress, HasStoredResponse: i%2 == 0}
+			if c.uncalled {
+				j.Callback = nil
+			}
 			if err := s.Jobs.CreateJob(ctx, j); err != nil {
 				t.Fatal(err)
 			}
@@ -55,9 +62,9 @@ func TestFinishRecordIsWhatGetJobReads(t *testing.T) {
 			if err != nil || !won {
 				t.Fatalf("FinishRecord = %v, %v", won, err)
 			}
-			if c.ingress == "" {
+			if c.uncalled && c.ingress == "" {
 				if ended != nil {
-					t.Fatalf("a job naming no ingress was handed over: %+v", ended)
+					t.Fatalf("a job naming no ingress and without a callback was read back: %+v", ended)
 				}
 				return
 			}
