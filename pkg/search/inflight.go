@@ -15,7 +15,9 @@ import (
 // (Searches.ClaimInflight: one SET NX, under the tenant's key, so two tenants'
 // identical searches are paid apart), stores its outcome as every call does, then
 // frees the claim. An identical call finds the claim, reads the holder's stored
-// outcome (CallOutcome) and, while there is none, looks again; a complete result
+// outcome (CallOutcome: the outcome, or the result the holder's job recorded, which
+// outlives the outcome once the holder's chain has read it, and its archived record's
+// once the holder's job has ended) and, while there is none, looks again; a complete result
 // answers it free (searches: 0), as a cache hit does. A failed outcome, or a holder's
 // job gone, is no use: the waiter takes the claim over and runs the search itself.
 // The claim expires after the longest a search can run, so a dead worker's claim
@@ -42,22 +44,29 @@ func (w *Worker) awaitInflight(ctx context.Context, req Request, tenant, hash st
 		if holder != nil {
 			// Before the claim is tried again: a holder that has ended freed it, and its
 			// outcome is stored before that.
-			b, live, err := w.Store.CallOutcome(ctx, holder.Job, holder.Hop, holder.Call)
-			if err != nil {
-				return false, nil, err
+			res, useless, err := w.heldOutcome(ctx, req, holder)
+			if err != nil || res != nil {
+				return false, res, err
 			}
-			if b != nil || !live {
-				if d, _, ok := storedDone(b, true); ok && Complete(&d.Result) {
-					res := d.Result
-					res.Usage = engines.Usage{Cached: 1}
-					return false, &res, nil
-				}
+			if useless {
 				prev = holder.Holder() // failed, or gone: no use to wait on
 			}
 		}
 		st, err := w.Store.ClaimInflight(ctx, tenant, req.Engine, hash, req.JobID, req.Hop, req.CallID, ttl, prev)
-		if err != nil || st.Claimed {
-			return st.Claimed, nil, err
+		if err != nil {
+			return false, nil, err
+		}
+		if holder != nil && prev == "" && (st.Claimed || holder.Holder() != st.Holder()) {
+			// The holder ended between the look above and the claim: its outcome is
+			// stored by now.
+			res, _, err := w.heldOutcome(ctx, req, holder)
+			if err == nil && res != nil {
+				w.endInflight(ctx, req, st.Claimed, tenant, hash)
+				return false, res, nil
+			}
+		}
+		if st.Claimed {
+			return true, nil, nil
 		}
 		prev = ""
 		if holder != nil && holder.Holder() == st.Holder() {
@@ -72,6 +81,40 @@ func (w *Worker) awaitInflight(ctx context.Context, req Request, tenant, hash st
 		}
 		holder = &st
 	}
+}
+
+// heldOutcome is the result of holder's search when it has a complete one (free:
+// searches 0), or useless when it failed or its job is gone.
+func (w *Worker) heldOutcome(ctx context.Context, req Request, holder *state.Inflight) (res *engines.Result, useless bool, err error) {
+	addr := Address(req.origin(), req.Query)
+	b, rec, live, err := w.Store.CallOutcome(ctx, holder.Job, holder.Hop, holder.Call, addr)
+	if err != nil {
+		return nil, false, err
+	}
+	if b == nil && rec == nil && !live {
+		// A holder whose job has ended since (an answer soon follows its search): its
+		// recorded result is in its archived record.
+		all, err := w.Store.RecordedSearches(ctx, holder.Job)
+		if err != nil {
+			return nil, false, err
+		}
+		rec = all[addr]
+	}
+	// The holder's recorded result first: its outcome leaves the job's hash once its
+	// chain has read it.
+	if r, ok := cacheable(rec); rec != nil && ok {
+		r.Usage = engines.Usage{Cached: 1}
+		return r, false, nil
+	}
+	if b == nil && live {
+		return nil, false, nil // still running
+	}
+	if d, _, ok := storedDone(b, true); ok && Complete(&d.Result) {
+		r := d.Result
+		r.Usage = engines.Usage{Cached: 1}
+		return &r, false, nil
+	}
+	return nil, true, nil
 }
 
 // endInflight frees this call's claim of a search once its outcome is stored (or it

@@ -62,10 +62,14 @@ type Searches interface {
 	// ClaimInflight claims a tenant's search of engine for a query (by its hash) for
 	// a call, unless another call holds it (taking over from prev, a holder whose
 	// outcome is no use); ReleaseInflight frees a call's claim; CallOutcome reads a
-	// call's stored outcome and whether its job runs (state.Searches).
+	// call's stored outcome, the result its job recorded under an address, and whether
+	// its job runs (state.Searches).
 	ClaimInflight(ctx context.Context, tenant, engine, queryHash, job string, h int, call string, ttl time.Duration, prev string) (state.Inflight, error)
 	ReleaseInflight(ctx context.Context, tenant, engine, queryHash, job string, h int, call string) error
-	CallOutcome(ctx context.Context, id string, h int, call string) ([]byte, bool, error)
+	CallOutcome(ctx context.Context, id string, h int, call, addr string) (outcome, recorded []byte, live bool, err error)
+	// RecordedSearches reads a job's recorded results by address, from its archived
+	// record once it has ended (state.Searches).
+	RecordedSearches(ctx context.Context, jobID string) (map[string][]byte, error)
 	// Allow takes one request from engine's limit shared by every worker: 0 when it
 	// may go, else how long to wait.
 	Allow(ctx context.Context, engine string, perSecond float64, burst int) (time.Duration, error)

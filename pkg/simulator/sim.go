@@ -312,6 +312,14 @@ func (s *Server) SetFault(prefix string, status int, retryAfter time.Duration, t
 	s.mu.Unlock()
 }
 
+// SetSlowFault delays the answers of requests whose path starts with prefix by slow
+// (times: how many; 0, all).
+func (s *Server) SetSlowFault(prefix string, slow time.Duration, times int) {
+	s.mu.Lock()
+	s.faults = append(s.faults, &fault{Prefix: prefix, Slow: duration(slow), Times: times})
+	s.mu.Unlock()
+}
+
 // SetHeaderFault adds headers to the answers of requests whose path starts with
 // prefix, times times (0: until Reset).
 func (s *Server) SetHeaderFault(prefix string, headers map[string]string, times int) {

@@ -73,19 +73,25 @@ func (s *Searches) ReleaseInflight(ctx context.Context, tenant, engine, queryHas
 }
 
 // CallOutcome reads a call's stored outcome (nil while it has none; as
-// SearchStart.Done has it) and whether its job still runs.
-func (s *Searches) CallOutcome(ctx context.Context, id string, h int, call string) ([]byte, bool, error) {
-	v, err := s.r.HMGet(ctx, s.K.Job(id), "status", callField(prefixOutcome, h, call), resultField(h, call)).Result()
+// SearchStart.Done has it), the result its job recorded under addr (nil: none; a
+// search's outcome leaves the job's hash when its chain reads it, its recording
+// stays), and whether its job still runs.
+func (s *Searches) CallOutcome(ctx context.Context, id string, h int, call, addr string) (outcome, recorded []byte, live bool, err error) {
+	v, err := s.r.HMGet(ctx, s.K.Job(id), "status", callField(prefixOutcome, h, call), resultField(h, call), recordedField(addr)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, false, fmt.Errorf("state: reading a call's outcome: %w", err)
+		return nil, nil, false, fmt.Errorf("state: reading a call's outcome: %w", err)
 	}
 	str := func(x any) string { s, _ := x.(string); return s }
 	st := Status(str(v[0]))
-	live := st != "" && !st.Terminal()
-	for _, x := range v[1:] {
+	live = st != "" && !st.Terminal()
+	for _, x := range v[1:3] {
 		if b := str(x); b != "" {
-			return []byte(b), live, nil
+			outcome = []byte(b)
+			break
 		}
 	}
-	return nil, live, nil
+	if b := str(v[3]); b != "" {
+		recorded = []byte(b)
+	}
+	return outcome, recorded, live, nil
 }
