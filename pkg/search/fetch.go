@@ -15,6 +15,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/fetch"
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/trace"
@@ -112,10 +113,10 @@ func (w *FetchWorker) deliver(ctx context.Context, req FetchRequest, done Done, 
 	return w.Ender.End(ctx, req.JobID, end)
 }
 
-// directFetchUsage is a direct fetch's usage record, in usage.searchfleet's fields:
-// one page read, at no cost (the fleet prices searches and model calls, not page
-// reads). POST /v1/fetch's cost headers and GET /v1/jobs/{id} read it.
-var directFetchUsage = []byte(`{"searches":0,"searches_cached":0,"fetches":1,"fetches_cached":0,"cost_usd":0}`)
+// directFetchUsage is a direct fetch's usage record, usage.searchfleet's form: one
+// page read, at no cost (the fleet prices searches and model calls, not page reads).
+// POST /v1/fetch's cost headers and GET /v1/jobs/{id} read it.
+var directFetchUsage, _ = json.Marshal(wire.Spend{Fetches: 1})
 
 // fetchFailed is a direct fetch's job error: a URL the fetcher may not or cannot read
 // is the client's to change (400), anything else is the page's server or the way to
