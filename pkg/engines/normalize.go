@@ -420,36 +420,6 @@ func InsertAtBytes(text string, ins []Insert) string {
 	return insertSorted(text, ins)
 }
 
-// InsertAtChars places each insert at its character (Unicode code point) offset into
-// text (the unit of OpenAI's and OpenRouter's url_citation annotations). Offsets past
-// the end go to the end.
-func InsertAtChars(text string, ins []Insert) string {
-	if len(ins) == 0 {
-		return text
-	}
-	ins = slices.Clone(ins)
-	// Map code point offsets to byte offsets in one pass.
-	want := make([]int, 0, len(ins))
-	for _, in := range ins {
-		want = append(want, max(in.Offset, 0))
-	}
-	slices.Sort(want)
-	byteAt := make(map[int]int, len(want))
-	ci, bi := 0, 0
-	for _, w := range want {
-		for ci < w && bi < len(text) {
-			_, size := utf8.DecodeRuneInString(text[bi:])
-			bi += size
-			ci++
-		}
-		byteAt[w] = bi
-	}
-	for i := range ins {
-		ins[i].Offset = byteAt[max(ins[i].Offset, 0)]
-	}
-	return insertSorted(text, ins)
-}
-
 // CharToByte converts a code point offset into text to a byte offset (clamped).
 func CharToByte(text string, chars int) int {
 	bi := 0

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -21,17 +20,6 @@ import (
 func DeadlineExceeded() *state.JobError {
 	return &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Code: "job_deadline_exceeded",
 		Message: "the job did not finish within its deadline"}
-}
-
-// ModelNotFound: the job names a model no worker serves.
-func ModelNotFound(model string) *state.JobError {
-	return &state.JobError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
-		Message: fmt.Sprintf("the model %q does not exist", redact.Clip(model, 64))}
-}
-
-// BadRequest: the request could not be turned into a model call.
-func BadRequest(msg string) *state.JobError {
-	return &state.JobError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: msg}
 }
 
 // ProviderRefused: the model's provider refused the request itself (context too long,
@@ -49,16 +37,6 @@ func UpstreamFailed(msg string) *state.JobError {
 // ModelTimeout: the model did not answer within the model timeout, on the last attempt.
 func ModelTimeout() *state.JobError {
 	return &state.JobError{Status: http.StatusGatewayTimeout, Type: "timeout", Message: "the model did not answer in time"}
-}
-
-// UnreadableAnswer: the model's stored answer cannot be read.
-func UnreadableAnswer() *state.JobError {
-	return &state.JobError{Status: http.StatusBadGateway, Type: "upstream_error", Message: "the model's message is unreadable"}
-}
-
-// Internal: the fleet could not run the job (its stored request unreadable, …).
-func Internal(msg string) *state.JobError {
-	return &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: msg}
 }
 
 // DeadLettered: a step of the job was dead-lettered after its deliveries ran out.

@@ -72,12 +72,6 @@ func tracer() oteltrace.Tracer { return *current.Load() }
 // On reports whether tracing is on in this process.
 func On() bool { return on.Load() }
 
-// Content reports whether model spans carry prompt and answer text (EnvContent).
-func Content() bool { return content.Load() }
-
-// Queries reports whether search spans carry the query (EnvQueries).
-func Queries() bool { return queries.Load() }
-
 // Enabled reports whether getenv configures tracing: an OTLP endpoint is named
 // (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or
 // OTEL_TRACES_EXPORTER=otlp, and neither OTEL_SDK_DISABLED=true nor
