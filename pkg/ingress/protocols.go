@@ -96,6 +96,26 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		defer release()
+		shared := false
+		if sk, hash, ok := shareKey(r, append([]byte(codec.Protocol()+"\n"), body...)); ok && rr == nil && !req.Stream && !req.Background {
+			// A plain answer of an identical request in flight is that request's (share.go);
+			// streams and Responses chains have an answer of their own.
+			won, existing, err := s.claimShared(r.Context(), tenantOf(r), sk, job.ID, hash)
+			if err != nil {
+				s.logFailure(r.Context(), "api: claiming a shared job", "err", err)
+				fail(&wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Could not look for an identical request; try again."})
+				return
+			}
+			if !won {
+				job.ID, shared = existing, true
+				if codec.Protocol() == wire.OpenAIChat {
+					base.ID = "chatcmpl-" + job.ID
+				} else {
+					base.ID = job.ID
+				}
+				w.Header().Set(HeaderShared, "true")
+			}
+		}
 		watch := s.watch
 		if req.Stream {
 			watch = s.watchLive
@@ -108,16 +128,18 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		defer waiter.stop()
-		if !req.Background {
-			job.Ingress = waiter.ingress // its worker hands it here when it ends
-		}
-		// Stored before the job is submitted: a job that ends at once is archived with
-		// its stored response (state.Store.ArchiveJob).
-		s.saveResponse(r.Context(), job, rr)
-		if e := s.submitJob(r.Context(), job); e != nil {
-			w.Header().Set("Retry-After", "1")
-			fail(e)
-			return
+		if !shared {
+			if !req.Background {
+				job.Ingress = waiter.ingress // its worker hands it here when it ends
+			}
+			// Stored before the job is submitted: a job that ends at once is archived with
+			// its stored response (state.Store.ArchiveJob).
+			s.saveResponse(r.Context(), job, rr)
+			if e := s.submitJob(r.Context(), job); e != nil {
+				w.Header().Set("Retry-After", "1")
+				fail(e)
+				return
+			}
 		}
 		w.Header().Set("X-Searchfleet-Job-Id", job.ID)
 		for _, n := range base.Notes {
