@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
 )
 
 // Fair shares of a worker's slots. A family of work (new chat jobs, resumes, one
@@ -20,9 +22,10 @@ import (
 //
 //  1. bands in order: a lane of a higher band is served before any of a lower one;
 //  2. within a band, the tenant furthest below its share (running / weight smallest),
-//     then the tenant served least recently, then that tenant's lane served least
-//     recently (round robin across tenants with equal standing, and across one
-//     tenant's batches);
+//     then the tenant that started the fewest messages lately (per weight; a count
+//     of its starts halving every recentHalf), then the tenant served least
+//     recently, then that tenant's lane served least recently (round robin across
+//     tenants with equal standing, and across one tenant's batches);
 //  3. a tenant is served only while it holds less than its share of the slots,
 //     ⌈slots × weight / W⌉ (W: the weights of the tenants running or waiting), and
 //     less than its cap (Share.Max). Spare slots are lent beyond the share only while
@@ -36,6 +39,25 @@ import (
 // from the stream (its per-subject counts, read every refreshEvery) and from the
 // publishes themselves (a core-NATS subscription to the family's lane subjects,
 // which wakes it when a message arrives).
+//
+// A band may be paced (FairSpec.Rates; the batch band at FLEET_BATCH_RATE): its
+// lanes are asked only while its token bucket holds a token, so a message over the
+// rate waits in the stream too. The pace is kept in the choice, not in the handler:
+// a handler that waits for a token after its message was fetched holds a slot of
+// the band and a place in the limiter's queue, so the band's slots fill with a
+// large batch's lines waiting their turn, and a small batch arriving beside it
+// waits for every one of them, whatever the order above says. Paced in the choice,
+// each token goes to the lane the order names when the token is due: the small
+// batch's tenant, below its share, takes the band's next starts, and the large
+// batch takes every token the small one leaves. Where lines are short, as paced
+// ones are, running counts are near zero for every tenant and do not rank them; the
+// starts of lately rank them instead: a tenant arriving beside one that has taken
+// every start for a while takes the next starts until its count nears the other's,
+// which meanwhile decays, so neither starves. Not taken: shortest lane first (fewest messages waiting)
+// would rank lanes by counts up to refreshEvery old and let a stream of small
+// batches starve a large one; a reserve of the band's slots for an arriving tenant
+// does not help while the rate, not the slots, binds, and the order above already
+// gives an arriving tenant each slot that frees.
 //
 // The counts are each process's own: every process reads every lane and keeps its
 // own reserve, so across N processes a tenant holds at most N shares and a flood
@@ -63,6 +85,10 @@ type FairSpec struct {
 	Prefix string
 	// Bands caps the slots a band may hold (absent or 0: all of them).
 	Bands map[string]int
+	// Rates paces a band: at most this many of its messages start per second in
+	// this process, in bursts of a tenth of that (at least one); absent or ≤ 0: no
+	// pace. A message over the rate waits in the stream, not in a slot.
+	Rates map[string]float64
 }
 
 // Fair timing constants.
@@ -73,6 +99,8 @@ const (
 	// laneIdle is how long a lane consumer nobody reads lives on the server
 	// (InactiveThreshold): a tenant's lanes come and go with its traffic.
 	laneIdle = time.Hour
+	// recentHalf is how fast a tenant's count of recent starts halves.
+	recentHalf = 1500 * time.Millisecond
 )
 
 // JobLanes is the family of new chat jobs (the chatworker durable), banded sync,
@@ -127,7 +155,7 @@ func ConsumeFair[T Payload](ctx context.Context, b *Bus, spec FairSpec, shares S
 		r:       &runner[T]{b: b, spec: spec.Family, h: h, o: o, decode: decodeMsg[T]},
 		lanes:   map[Lane]*lane{},
 		running: map[string]int{}, served: map[string]uint64{}, inBand: map[string]int{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		paces: paces(spec.Rates), recent: map[string]*recent{}, wake: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
 	sub, err := b.nc.Subscribe(b.Subject(spec.Prefix)+subjectLanesAll, func(m *nats.Msg) {
 		if l, ok := LaneOf(spec.Prefix, b.localSubject(m.Subject)); ok {
@@ -175,6 +203,11 @@ type fair[T Payload] struct {
 	inBand  map[string]int    // band → messages being handled
 	total   int
 	clock   uint64
+	paces   map[string]*rate.Limiter // band → its start rate (FairSpec.Rates)
+	recent  map[string]*recent       // tenant → its starts of lately
+	// paced is when the first paced band that has a lane to ask gets its next token
+	// (zero: none waits for one).
+	paced time.Time
 
 	wake     chan struct{}
 	stop     chan struct{}
@@ -268,6 +301,9 @@ func (f *fair[T]) nextDry(now time.Time) time.Duration {
 			wait = d
 		}
 	}
+	if !f.paced.IsZero() {
+		wait = min(wait, f.paced.Sub(now))
+	}
 	return max(wait, time.Millisecond)
 }
 
@@ -303,6 +339,11 @@ func (f *fair[T]) refresh(ctx context.Context) {
 			f.lanes[l] = &lane{Lane: l}
 		}
 	}
+	for t, r := range f.recent {
+		if r.at(time.Now()) < 0.01 {
+			delete(f.recent, t)
+		}
+	}
 	f.mu.Unlock()
 }
 
@@ -311,6 +352,7 @@ func (f *fair[T]) refresh(ctx context.Context) {
 func (f *fair[T]) pick(now time.Time) (*lane, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.paced = time.Time{}
 	free := f.slots - f.total
 	if free <= 0 {
 		return nil, 0
@@ -334,6 +376,7 @@ func (f *fair[T]) pick(now time.Time) (*lane, int) {
 		reserve = max(reserve, 1)
 	}
 	var cands []*lane
+	tokens := 0 // the chosen band's tokens (paced bands only)
 	for _, band := range Bands {
 		if c := f.spec.Bands[band]; c > 0 && f.inBand[band] >= c {
 			continue
@@ -344,6 +387,18 @@ func (f *fair[T]) pick(now time.Time) (*lane, int) {
 			}
 			cands = append(cands, ln)
 		}
+		if lim := f.paces[band]; lim != nil && len(cands) > 0 {
+			have := lim.TokensAt(now)
+			if tokens = int(have); tokens < 1 {
+				// Its lanes wait in the stream for the token; a lower band may start.
+				due := now.Add(time.Duration((1 - have) / float64(lim.Limit()) * float64(time.Second)))
+				if f.paced.IsZero() || due.Before(f.paced) {
+					f.paced = due
+				}
+				cands = cands[:0]
+				continue
+			}
+		}
 		if len(cands) > 0 {
 			break
 		}
@@ -351,12 +406,21 @@ func (f *fair[T]) pick(now time.Time) (*lane, int) {
 	if len(cands) == 0 {
 		return nil, 0
 	}
+	lately := map[string]float64{}
+	for _, ln := range cands {
+		if r := f.recent[ln.Tenant]; r != nil {
+			lately[ln.Tenant] = r.at(now) / float64(f.weight(ln.Tenant))
+		}
+	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		// running/weight, compared without division
 		ra, rb := f.running[a.Tenant]*f.weight(b.Tenant), f.running[b.Tenant]*f.weight(a.Tenant)
 		if ra != rb {
 			return ra < rb
+		}
+		if la, lb := lately[a.Tenant], lately[b.Tenant]; la != lb {
+			return la < lb
 		}
 		if sa, sb := f.served[a.Tenant], f.served[b.Tenant]; sa != sb {
 			return sa < sb
@@ -372,6 +436,9 @@ func (f *fair[T]) pick(now time.Time) (*lane, int) {
 		n = min(16, f.room(ln.Tenant, f.weight(ln.Tenant), sumW, free, reserve))
 		if c := f.spec.Bands[ln.Band]; c > 0 {
 			n = min(n, c-f.inBand[ln.Band])
+		}
+		if f.paces[ln.Band] != nil {
+			n = min(n, tokens)
 		}
 		n = max(n, 1)
 	}
@@ -404,6 +471,38 @@ func (f *fair[T]) room(tenant string, w, sumW, free, reserve int) int {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// paces are the bands' token buckets of FairSpec.Rates. Only the loop takes tokens,
+// after a fetch, as many as messages came.
+func paces(rates map[string]float64) map[string]*rate.Limiter {
+	out := map[string]*rate.Limiter{}
+	for band, r := range rates {
+		if r > 0 {
+			out[band] = rate.NewLimiter(rate.Limit(r), max(1, int(r/10)))
+		}
+	}
+	return out
+}
+
+// recent is a decaying count of a tenant's starts: n at t, halving every recentHalf.
+type recent struct {
+	n float64
+	t time.Time
+}
+
+func (r *recent) at(now time.Time) float64 {
+	return r.n * math.Exp2(-float64(now.Sub(r.t))/float64(recentHalf))
+}
+
+// started counts n starts of tenant's at now (f.mu held).
+func (f *fair[T]) started(tenant string, n int, now time.Time) {
+	r := f.recent[tenant]
+	if r == nil {
+		r = &recent{}
+		f.recent[tenant] = r
+	}
+	r.n, r.t = r.at(now)+float64(n), now
+}
 
 func (f *fair[T]) take(ln *lane, n int) {
 	f.running[ln.Tenant] += n
@@ -461,12 +560,16 @@ func (f *fair[T]) fetch(ctx context.Context, ln *lane, n int) int {
 			f.mu.Unlock()
 		}
 	}
+	if lim := f.paces[ln.Band]; lim != nil && got > 0 {
+		lim.ReserveN(time.Now(), got) // pick asked for no more than the tokens held
+	}
 	if got < n {
 		f.release(ln, n-got)
 	}
 	if got > 0 {
 		f.mu.Lock()
 		ln.dryUntil, ln.dry = time.Time{}, 0
+		f.started(ln.Tenant, got, time.Now())
 		f.mu.Unlock()
 	}
 	return got

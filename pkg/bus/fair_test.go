@@ -317,3 +317,39 @@ func TestFairSharesAcrossProcesses(t *testing.T) {
 		t.Fatalf("the flood's jobs by process: %v, want both processes to keep taking them", byProcess)
 	}
 }
+
+// A paced band's lines start at its rate, and those over the rate wait in the stream,
+// not in its slots: a tenant's small batch published beside another's large one, which
+// has taken every start for a second, takes the band's next starts (at most one of the
+// large batch's, fetched as the small one arrived, comes between), and the large one
+// takes the starts after it.
+func TestFairPacedBandSmallBatchTakesTheNextStarts(t *testing.T) {
+	t.Parallel()
+	b, _ := bustest.New(t)
+	f := newFloor()
+	publishLane(t, b, bus.BandBatch, "big", "batch_big", 200)
+	spec := bus.JobLanes(bus.Timing{AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 1000}, 4)
+	spec.Rates = map[string]float64{bus.BandBatch: 10} // a token every 100 ms, bursts of one
+	start := time.Now()
+	w, err := bus.ConsumeFair(context.Background(), b, spec, nil, f.handler, bus.ConsumeOptions{Concurrency: 16, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	eventually(t, "the big batch to start 10 lines", func() bool { s, _ := f.snapshot(); return count(s, "big", "") >= 10 })
+	if d := time.Since(start); d < 850*time.Millisecond {
+		t.Fatalf("10 lines started %s after the consumer: faster than 10 a second", d)
+	}
+	before, _ := f.snapshot()
+	publishLane(t, b, bus.BandBatch, "ivy", "batch_small", 5)
+	eventually(t, "ivy's 5 lines to start", func() bool { s, _ := f.snapshot(); return count(s, "ivy", "") == 5 })
+	started, _ := f.snapshot()
+	last := len(started) - 1
+	for started[last][:4] != "ivy/" {
+		last--
+	}
+	if n := count(started[len(before):last+1], "big", ""); n > 1 {
+		t.Fatalf("%d of the big batch's lines started between ivy's publish and ivy's last line, want at most 1: %v", n, started[len(before):last+1])
+	}
+	eventually(t, "the big batch to go on", func() bool { s, _ := f.snapshot(); return count(s, "big", "") >= count(started, "big", "")+3 })
+}

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/config"
@@ -43,9 +41,12 @@ func (p *process) runChat(ctx context.Context) error {
 		p.log.Warn("FLEET_EVIDENCE_SECRET is unset: this process keys the evidence delimiters with a random secret; a fleet of several chat worker processes must set the same secret on all of them")
 	}
 	// New jobs and resumes each fill ChatConcurrency slots by the tenants' shares,
-	// bands first; batch lines hold at most BatchConcurrency of them.
+	// bands first; batch lines hold at most BatchConcurrency of them and start at most
+	// BatchRate a second (a line over the rate waits in the stream).
 	steps := p.shares(maxSteps)
-	if err := consumeFair(ctx, p, bus.JobLanes(p.timing(bus.ConsumerChat), env.BatchConcurrency), steps, batchAdmission(env.BatchRate, w.HandleJob), env.ChatConcurrency); err != nil {
+	jobLanes := bus.JobLanes(p.timing(bus.ConsumerChat), env.BatchConcurrency)
+	jobLanes.Rates = map[string]float64{bus.BandBatch: env.BatchRate}
+	if err := consumeFair(ctx, p, jobLanes, steps, w.HandleJob, env.ChatConcurrency); err != nil {
 		return err
 	}
 	if err := consumeFair(ctx, p, bus.ResumeLanes(p.timing(bus.ConsumerResume)), steps, w.HandleResume, env.ChatConcurrency); err != nil {
@@ -79,27 +80,6 @@ func (p *process) runChat(ctx context.Context) error {
 	go jobs.NewReaper(p.store.Jobs, p.ender, p.id, p.log.With("role", "reaper")).Run(ctx, 2*time.Second)
 	p.log.Info("chat worker running", "models", p.o.File.ModelNames(), "concurrency", env.ChatConcurrency)
 	return nil
-}
-
-// batchAdmission paces the batch consumer's handler: at most perSecond batch jobs start
-// per second in this process (0: no limit). A job over the limit waits its turn in its
-// batch slot (its message kept alive by the consumer's heartbeats), so a batch never
-// takes more than that share of a worker, however fast its providers answer;
-// interactive jobs have their own consumer and never wait here.
-func batchAdmission(perSecond float64, h bus.Handler[bus.ChatJob]) bus.Handler[bus.ChatJob] {
-	if perSecond <= 0 {
-		return h
-	}
-	lim := rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
-	return func(ctx context.Context, d *bus.Delivery[bus.ChatJob]) error {
-		if bus.BandOfSubject(d.Subject) != bus.BandBatch {
-			return h(ctx, d) // not a batch line
-		}
-		if err := lim.Wait(ctx); err != nil {
-			return err
-		}
-		return h(ctx, d)
-	}
 }
 
 // modelOptions are what models takes beside the config file and the HTTP client.
