@@ -68,3 +68,21 @@ func TestGeminiApprovalLostAccept(t *testing.T) {
 		})
 	}
 }
+
+// TestParallelLostAcceptFoundInItsGroup: with no webhook configured, a Parallel run
+// whose accept is lost (as a worker killed between Parallel's accept and the fleet's
+// store sees it) is found by listing the runs of its task group, made and stored
+// before the submit: the run completes and Parallel saw one submission.
+func TestParallelLostAcceptFoundInItsGroup(t *testing.T) {
+	t.Parallel()
+	f := agentFleet(t)
+	r := startResearch(t, f, map[string]any{"input": "Who maintains the Rhine dams, asked of Parallel sim:agent-drop", "agent": agent.KindParallel})
+	r = waitAgentRun(t, f, r.ID, ended)
+	if r.Status != "completed" || r.Output == nil || r.Output.Citations.Valid == 0 {
+		_, b, _ := f.Do(t, http.MethodGet, "/v1/research/"+r.ID, nil)
+		t.Errorf("the lost run: %s", b)
+	}
+	if n := f.Sim.AgentSubmissions(agent.KindParallel, r.ID); n != 1 {
+		t.Errorf("the provider saw %d submissions", n)
+	}
+}

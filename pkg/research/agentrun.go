@@ -1,6 +1,7 @@
 package research
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,13 +21,19 @@ import (
 //     write wins) before it submits and stores the provider's id as soon as the
 //     provider answers (ClaimAgentRun). A step that finds the claim taken and no id
 //     stored knows a worker died between the two: it reattaches with Find (Exa's
-//     listing of recent runs, matched by the run id it was given as metadata), or,
-//     where the provider offers no lookup, waits for the provider's end webhook to
-//     name the run by that reference (OpenAI, Gemini, Parallel, when their webhooks
-//     reach the fleet), or fails the run agent_lost (Perplexity, which documents
-//     neither; the others without webhooks): it never submits blindly again, which
-//     would pay twice. A submission the provider
-//     answered with an error was not accepted: the next claim (n+1) may submit.
+//     listing of recent runs, matched by the run id it was given as metadata;
+//     Parallel's listing of the run's task group, which the step makes and stores
+//     before it submits into it: agent.Grouper), or, where the provider offers no
+//     lookup, waits for the provider's end webhook to name the run by that reference
+//     (OpenAI, Gemini, when their webhooks reach the fleet), or fails the run
+//     agent_lost (Perplexity, which documents neither; OpenAI and Gemini without
+//     webhooks): it never submits blindly again, which would pay twice. A submission the provider answered with an error was not accepted: the
+//     next claim (n+1) may submit.
+//   - Approved once: Gemini's approved plan runs as a new, paid interaction, under
+//     the same discipline (agentApprove): a claim (agent_approve:<plan id>:<n>)
+//     before the approval is submitted, the new id stored as soon as Gemini answers;
+//     after a lost accept the approval's end webhook, whose metadata names the plan
+//     it follows, stores its id, and without webhooks the run fails agent_lost.
 //   - Polled with scheduled messages: a step that finds the provider's run going asks
 //     to be redelivered after the poll interval (bus.Defer, a NakWithDelay); near the
 //     consumer's delivery limit it publishes a fresh step instead. Nothing sleeps.
@@ -45,8 +52,9 @@ type AgentBackend struct {
 	Price func(effort string) float64
 	// Webhook is the fleet's URL for the provider's webhooks where the provider takes
 	// one per run (Parallel); Webhooks reports that the provider's webhooks reach the
-	// fleet with the run's reference (a run lost between submit and store is then
-	// found by its end webhook: OpenAI, Gemini, Parallel).
+	// fleet with the run's reference (a run lost between submit and store, or
+	// Gemini's approval lost between its accept and its store, is then found by its
+	// end webhook: OpenAI, Gemini; Parallel's is found in its task group).
 	Webhook  string
 	Webhooks bool
 }
@@ -390,13 +398,13 @@ func (s *Service) AgentWebhook(ctx context.Context, name string, h map[string][]
 	if err != nil {
 		return false, nil
 	}
-	ref := wh.Ref
+	ref, follows := wh.Ref, wh.Follows
 	if ref == "" {
 		st, err := b.Agent.Poll(ctx, wh.ID, "")
 		if err != nil {
 			return true, err
 		}
-		ref = st.Ref
+		ref, follows = st.Ref, cmp.Or(follows, st.Follows)
 	}
 	r, err := s.Store.Research.GetRun(ctx, ref)
 	if errors.Is(err, state.ErrNotFound) || err == nil && r.Agent != name {
@@ -406,11 +414,11 @@ func (s *Service) AgentWebhook(ctx context.Context, name string, h map[string][]
 		return true, err
 	}
 	switch {
-	case r.AgentID == "" && wh.Follows == "":
+	case r.AgentID == "" && follows == "":
 		if _, err := s.Store.Research.ClaimAgentRun(ctx, r.ID, wh.ID); err != nil {
 			return true, err
 		}
-	case wh.Follows != "" && r.AgentID == wh.Follows:
+	case follows != "" && r.AgentID == follows:
 		// The run of an approved plan whose worker died between the approval's
 		// accept and its store: it replaces the plan's id.
 		if _, err := s.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{state.RunFieldAgentID, wh.ID, "agent_cursor", ""},

@@ -309,6 +309,12 @@ func geminiInteractionJSON(r *agentRun, now time.Time) any {
 	if st == "failed" {
 		out["errors"] = []any{map[string]string{"code": "INTERNAL", "message": "The simulated research failed."}}
 	}
+	if r.metadata != nil {
+		out["webhook_config"] = map[string]any{"user_metadata": r.metadata}
+	}
+	if r.after != "" {
+		out["previous_interaction_id"] = r.after
+	}
 	return out
 }
 

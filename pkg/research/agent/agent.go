@@ -91,6 +91,10 @@ type Status struct {
 	// Ref is the fleet reference the provider stored with the run (its metadata),
 	// when it keeps one: a webhook naming only the provider's id finds its run by it.
 	Ref string
+	// Follows is the provider id of the run this one continues, when the provider
+	// keeps it with the run (Gemini's approved plan: the planning interaction, marked
+	// as Submit marks it), as Webhook.Follows.
+	Follows string
 	// Unbilled reports that the provider does not bill this run (Parallel does not
 	// bill failed runs): the run settles at 0, not at the agent's list price.
 	Unbilled bool

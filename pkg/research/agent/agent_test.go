@@ -285,6 +285,13 @@ func TestGeminiPlanIsApprovedOrReplaced(t *testing.T) {
 		if err != nil || next == "" || next == id {
 			t.Fatalf("approve: %q %v", next, err)
 		}
+		// The approval's interaction carries the run and the plan it follows.
+		if st, err := a.Poll(ctx, next, ""); err != nil || st.Ref != "rr_plan" || st.Follows != id {
+			t.Errorf("the approval's interaction: ref %q follows %q (%v), want rr_plan and %s", st.Ref, st.Follows, err, id)
+		}
+		if n := sim.AgentSubmissions(agent.KindGemini, "Who maintains the Rhine dams"); n != 1 {
+			t.Errorf("the provider saw %d approvals", n)
+		}
 		st, _, _ = run(t, sim, a, next)
 		if st.State != agent.Completed {
 			t.Fatalf("after approval: %s", st.State)

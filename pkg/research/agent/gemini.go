@@ -147,6 +147,12 @@ func (a *gemini) Cancel(ctx context.Context, id string) error {
 type geminiInteraction struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
+	// WebhookConfig is echoed as it was given (the Interaction resource's
+	// webhook_config): its user metadata names the run, and an approval's the plan it
+	// follows.
+	WebhookConfig struct {
+		UserMetadata map[string]string `json:"user_metadata"`
+	} `json:"webhook_config"`
 	Steps  []struct {
 		Type    string `json:"type"`
 		Summary []struct {
@@ -208,6 +214,10 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	}
 	var st Status
 	st.Events, st.Cursor = afterCursor(events, cursor)
+	st.Ref = it.WebhookConfig.UserMetadata[metaRef]
+	if after := it.WebhookConfig.UserMetadata[metaAfter]; after != "" {
+		st.Follows = geminiPlanMark + after
+	}
 	if it.Status == "budget_exceeded" {
 		it.Status = "failed"
 	}
