@@ -153,7 +153,7 @@ type geminiInteraction struct {
 	WebhookConfig struct {
 		UserMetadata map[string]string `json:"user_metadata"`
 	} `json:"webhook_config"`
-	Steps  []struct {
+	Steps []struct {
 		Type    string `json:"type"`
 		Summary []struct {
 			Type string `json:"type"`
