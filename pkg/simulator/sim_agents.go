@@ -25,7 +25,8 @@ import (
 // mounted under its kind like the engines: OpenAI deep research at
 // /openai-deep-research/v1/responses, Gemini Deep Research at
 // /gemini-deep-research/v1beta/interactions, Perplexity's Agent API at
-// /perplexity-agent/v1/agent, Parallel's Task API at /parallel-task/v1/tasks/runs and
+// /perplexity-agent/v1/agent, Parallel's Task API at /parallel-task/v1/tasks/runs (its
+// Task Groups at /parallel-task/v1/tasks/groups: made, runs added, runs listed) and
 // Exa's Agent API at /exa-agent/agent/runs.
 //
 // A run moves through its provider's statuses over time: queued for
