@@ -1,6 +1,7 @@
 package research
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,13 +21,19 @@ import (
 //     write wins) before it submits and stores the provider's id as soon as the
 //     provider answers (ClaimAgentRun). A step that finds the claim taken and no id
 //     stored knows a worker died between the two: it reattaches with Find (Exa's
-//     listing of recent runs, matched by the run id it was given as metadata), or,
-//     where the provider offers no lookup, waits for the provider's end webhook to
-//     name the run by that reference (OpenAI, Gemini, Parallel, when their webhooks
-//     reach the fleet), or fails the run agent_lost (Perplexity, which documents
-//     neither; the others without webhooks): it never submits blindly again, which
-//     would pay twice. A submission the provider
-//     answered with an error was not accepted: the next claim (n+1) may submit.
+//     listing of recent runs, matched by the run id it was given as metadata;
+//     Parallel's listing of the run's task group, which the step makes and stores
+//     before it submits into it: agent.Grouper), or, where the provider offers no
+//     lookup, waits for the provider's end webhook to name the run by that reference
+//     (OpenAI, Gemini, when their webhooks reach the fleet), or fails the run
+//     agent_lost (Perplexity, which documents neither; OpenAI and Gemini without
+//     webhooks): it never submits blindly again, which would pay twice. A submission the provider answered with an error was not accepted: the
+//     next claim (n+1) may submit.
+//   - Approved once: Gemini's approved plan runs as a new, paid interaction, under
+//     the same discipline (agentApprove): a claim (agent_approve:<plan id>:<n>)
+//     before the approval is submitted, the new id stored as soon as Gemini answers;
+//     after a lost accept the approval's end webhook, whose metadata names the plan
+//     it follows, stores its id, and without webhooks the run fails agent_lost.
 //   - Polled with scheduled messages: a step that finds the provider's run going asks
 //     to be redelivered after the poll interval (bus.Defer, a NakWithDelay); near the
 //     consumer's delivery limit it publishes a fresh step instead. Nothing sleeps.
@@ -45,8 +52,9 @@ type AgentBackend struct {
 	Price func(effort string) float64
 	// Webhook is the fleet's URL for the provider's webhooks where the provider takes
 	// one per run (Parallel); Webhooks reports that the provider's webhooks reach the
-	// fleet with the run's reference (a run lost between submit and store is then
-	// found by its end webhook: OpenAI, Gemini, Parallel).
+	// fleet with the run's reference (a run lost between submit and store, or
+	// Gemini's approval lost between its accept and its store, is then found by its
+	// end webhook: OpenAI, Gemini; Parallel's is found in its task group).
 	Webhook  string
 	Webhooks bool
 }
@@ -106,6 +114,21 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 	} else if err != nil {
 		return err
 	}
+	// Where the provider lists runs only within a group (Parallel), the run's group
+	// is made and stored before the submit: a run lost after it is listed there.
+	if g, ok := b.Agent.(agent.Grouper); ok && r.AgentGroup == "" {
+		group, err := g.Group(ctx, r.ID)
+		if le := (*llm.Error)(nil); errors.As(err, &le) && le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408 {
+			w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", 0)
+			return w.fail(ctx, r, req, "agent_error", "The research agent refused the run.")
+		} else if err != nil {
+			return bus.Retry(time.Second, err) // nothing was submitted: the retry takes the next claim
+		}
+		if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_group", group}}); err != nil {
+			return err
+		}
+		r.AgentGroup = group
+	}
 	// A model the request names other than the agent's own name is the provider's
 	// model: the Responses flow's "o4-mini-deep-research" runs that model.
 	model := req.Model
@@ -113,7 +136,7 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 		model = ""
 	}
 	id, err := b.Agent.Submit(ctx, agent.Request{Ref: r.ID, Input: req.Input, Instructions: req.Instructions, Effort: req.Effort,
-		OutputSchema: req.OutputSchema, Model: model, ReviewPlan: req.Plan == "review", Webhook: b.Webhook})
+		OutputSchema: req.OutputSchema, Model: model, ReviewPlan: req.Plan == "review", Webhook: b.Webhook, Group: r.AgentGroup})
 	if w.crashAfterSubmit != nil && err == nil {
 		return w.crashAfterSubmit() // tests: the worker dies between accept and store
 	}
@@ -156,7 +179,12 @@ func (w *Worker) agentStore(ctx context.Context, r *state.Run, id, how string) e
 // agentReattach finds the provider's run of a worker that died between submit and
 // store.
 func (w *Worker) agentReattach(ctx context.Context, r *state.Run, req *Request, b *AgentBackend) error {
-	id, ok, err := b.Agent.Find(ctx, r.ID)
+	var id string
+	var ok bool
+	var err error
+	if _, grouped := b.Agent.(agent.Grouper); !grouped || r.AgentGroup != "" {
+		id, ok, err = b.Agent.Find(ctx, r.ID, r.AgentGroup)
+	} // else no group was stored, so nothing was submitted into one: none
 	switch {
 	case err == nil && ok:
 		return w.agentStore(ctx, r, id, "reattached")
@@ -171,6 +199,83 @@ func (w *Worker) agentReattach(ctx context.Context, r *state.Run, req *Request, 
 	case errors.Is(err, agent.ErrNoLookup):
 		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
 		return w.fail(ctx, r, req, "agent_lost", "The run may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
+	}
+	return err
+}
+
+// agentApprove runs the approved plan at the provider once, as agentSubmit submits:
+// it takes a claim (agent_approve:<plan id>:<n>, n the approvals the provider
+// refused, first write wins) before it approves and stores the new provider id as
+// soon as the provider answers. A step that finds the claim taken with the plan's id
+// still stored knows a worker died between the two: it reattaches (FindApproval, or
+// the approval's webhook, which names the plan it follows), or fails the run
+// agent_lost; it never approves again, which would pay twice.
+func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, events []state.RunEventIn) error {
+	n, _ := strconv.Atoi(r.AgentApprovals)
+	claim := "agent_approve:" + r.AgentID + ":" + strconv.Itoa(n)
+	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{First: claim, Value: []byte(w.ID)})
+	if errors.Is(err, state.ErrAnswerStood) {
+		return w.agentApprovalLost(ctx, r, req, b, n)
+	}
+	if err != nil || !ok {
+		return err // the run ended meanwhile (cancelled): nothing is approved
+	}
+	var plan string
+	if r.PlanReplaced {
+		var p Plan
+		json.Unmarshal(r.Plan, &p)
+		for i, q := range p.Questions {
+			plan += strconv.Itoa(i+1) + ". " + q.Question + "\n"
+		}
+	}
+	next, err := b.Agent.Approve(ctx, r.ID, r.AgentID, plan)
+	if w.crashAfterSubmit != nil && err == nil {
+		return w.crashAfterSubmit() // tests: the worker dies between accept and store
+	}
+	var le *llm.Error
+	if errors.As(err, &le) && le.Status != 0 {
+		// The provider answered and did not accept: the next claim may approve.
+		w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_approvals", strconv.Itoa(n + 1)}})
+		if le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408 {
+			w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
+			return w.fail(ctx, r, req, "agent_error", "The research agent refused the approved plan.")
+		}
+		return bus.Retry(max(le.RetryAfter, time.Second), err)
+	}
+	if err != nil {
+		return err // no answer: it may have been accepted; the redelivery reattaches
+	}
+	return w.agentApproved(ctx, r, next, events)
+}
+
+// agentApproved stores the provider id the approved plan runs under, in place of
+// the plan's, and schedules its poll.
+func (w *Worker) agentApproved(ctx context.Context, r *state.Run, next string, events []state.RunEventIn) error {
+	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{state.RunFieldAgentID, next, "agent_cursor", ""},
+		Events: append(events, ev("agent:approved", "agent.approved", map[string]any{"provider_id": next}))}); err != nil {
+		return err
+	}
+	return errPollLater{w.agentPoll()}
+}
+
+// agentApprovalLost finds the run of an approval whose worker died between the
+// provider's accept and the store (claim n taken, the plan's id still stored).
+func (w *Worker) agentApprovalLost(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, n int) error {
+	next, ok, err := b.Agent.FindApproval(ctx, r.ID, r.AgentID)
+	switch {
+	case err == nil && ok:
+		return w.agentApproved(ctx, r, next, nil)
+	case err == nil:
+		// The provider has none: the dead worker never got it approved.
+		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_approvals", strconv.Itoa(n + 1)}})
+		return err // the next action takes the next claim
+	case errors.Is(err, agent.ErrNoLookup) && b.Webhooks:
+		// The approval's end webhook names it and the plan it follows
+		// (AgentWebhook stores its id).
+		return errPollLater{w.agentPoll()}
+	case errors.Is(err, agent.ErrNoLookup):
+		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
+		return w.fail(ctx, r, req, "agent_lost", "The approved plan may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
 	}
 	return err
 }
@@ -248,24 +353,7 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 		return w.fail(ctx, r, req, "agent_failed", clip(msg, 500))
 	case agent.RequiresPlan:
 		if r.Approved {
-			var plan string
-			if r.PlanReplaced {
-				var p Plan
-				json.Unmarshal(r.Plan, &p)
-				for i, q := range p.Questions {
-					plan += strconv.Itoa(i+1) + ". " + q.Question + "\n"
-				}
-			}
-			next, err := b.Agent.Approve(ctx, r.AgentID, plan)
-			if err != nil {
-				return bus.Retry(w.agentPoll(), err)
-			}
-			// The approved plan runs as a new provider run: it replaces the stored id.
-			if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{state.RunFieldAgentID, next, "agent_cursor", ""},
-				Events: append(events, ev("agent:approved", "agent.approved", map[string]any{"provider_id": next}))}); err != nil {
-				return err
-			}
-			return errPollLater{w.agentPoll()}
+			return w.agentApprove(ctx, r, req, b, events)
 		}
 		if r.Status == state.RunRequiresAction {
 			return nil
@@ -310,13 +398,13 @@ func (s *Service) AgentWebhook(ctx context.Context, name string, h map[string][]
 	if err != nil {
 		return false, nil
 	}
-	ref := wh.Ref
+	ref, follows := wh.Ref, wh.Follows
 	if ref == "" {
 		st, err := b.Agent.Poll(ctx, wh.ID, "")
 		if err != nil {
 			return true, err
 		}
-		ref = st.Ref
+		ref, follows = st.Ref, cmp.Or(follows, st.Follows)
 	}
 	r, err := s.Store.Research.GetRun(ctx, ref)
 	if errors.Is(err, state.ErrNotFound) || err == nil && r.Agent != name {
@@ -325,8 +413,16 @@ func (s *Service) AgentWebhook(ctx context.Context, name string, h map[string][]
 	if err != nil {
 		return true, err
 	}
-	if r.AgentID == "" {
+	switch {
+	case r.AgentID == "" && follows == "":
 		if _, err := s.Store.Research.ClaimAgentRun(ctx, r.ID, wh.ID); err != nil {
+			return true, err
+		}
+	case follows != "" && r.AgentID == follows:
+		// The run of an approved plan whose worker died between the approval's
+		// accept and its store: it replaces the plan's id.
+		if _, err := s.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{state.RunFieldAgentID, wh.ID, "agent_cursor", ""},
+			Events: []state.RunEventIn{ev("agent:approved", "agent.approved", map[string]any{"provider_id": wh.ID})}}); err != nil {
 			return true, err
 		}
 	}

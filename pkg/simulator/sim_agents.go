@@ -25,7 +25,8 @@ import (
 // mounted under its kind like the engines: OpenAI deep research at
 // /openai-deep-research/v1/responses, Gemini Deep Research at
 // /gemini-deep-research/v1beta/interactions, Perplexity's Agent API at
-// /perplexity-agent/v1/agent, Parallel's Task API at /parallel-task/v1/tasks/runs and
+// /perplexity-agent/v1/agent, Parallel's Task API at /parallel-task/v1/tasks/runs (its
+// Task Groups at /parallel-task/v1/tasks/groups: made, runs added, runs listed) and
 // Exa's Agent API at /exa-agent/agent/runs.
 //
 // A run moves through its provider's statuses over time: queued for
@@ -35,7 +36,8 @@ import (
 // directives change a run: "sim:agent-drop" records the submission and drops the
 // connection without an answer (the client never learns the run's id: a worker dying
 // between the provider's accept and its store, as far as the provider can tell), once
-// per reference; "sim:agent-fail" fails it, "sim:agent-cost=12.5" sets the
+// per reference ("sim:agent-drop-chained" only for a chained interaction: Gemini's
+// approval of its plan); "sim:agent-fail" fails it, "sim:agent-cost=12.5" sets the
 // cost it reports, "sim:agent-time=2m" its running time, "sim:fixture" answers with
 // the kind's CONSTRUCTED fixture once completed; "sim:429" and the other fault
 // directives apply to the submission. Cancellation is answered as each provider
@@ -65,9 +67,10 @@ type agentRun struct {
 	model    string
 	schema   json.RawMessage
 	metadata map[string]string
-	// plan marks a Gemini planning interaction; planOf is the planning interaction
-	// an execution chains to.
-	plan bool
+	// plan marks a Gemini planning interaction; after is the planning interaction
+	// an execution chains to ("" none).
+	plan  bool
+	after string
 	// webhook is a Parallel run's webhook URL.
 	webhook string
 
@@ -118,6 +121,71 @@ func seen(p float64, n int) int { return int(math.Ceil(p * float64(n))) }
 
 type agentHook struct{ url, secret string }
 
+// agentGroup is a Parallel task group: its metadata and its runs' ids, in order.
+type agentGroup struct {
+	id       string
+	metadata map[string]string
+	created  time.Time
+	runs     []string
+}
+
+func (a *agentSim) newGroup(meta map[string]string) *agentGroup {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	g := &agentGroup{id: fmt.Sprintf("tgrp_%016x", uint64(a.seq)*0x9e3779b97f4a7c15), metadata: meta, created: time.Now().Add(a.offset)}
+	if len(a.groups) >= maxAgentRuns {
+		clear(a.groups)
+	}
+	a.groups[g.id] = g
+	return g
+}
+
+func (a *agentSim) group(id string) *agentGroup {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.groups[id]
+}
+
+func (a *agentSim) join(g *agentGroup, r *agentRun) {
+	a.mu.Lock()
+	g.runs = append(g.runs, r.id)
+	a.mu.Unlock()
+}
+
+// groupRuns are the group's runs the simulator still keeps.
+func (a *agentSim) groupRuns(g *agentGroup) []*agentRun {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []*agentRun
+	for _, id := range g.runs {
+		if r := a.runs[id]; r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// groupJSON is a TaskGroupResponse: its id, status counts, creation and metadata.
+func (a *agentSim) groupJSON(g *agentGroup) map[string]any {
+	now := a.now()
+	counts := map[string]int{}
+	active := false
+	runs := a.groupRuns(g)
+	for _, r := range runs {
+		st, _ := r.state(now)
+		counts[st]++
+		active = active || st == "queued" || st == "running"
+	}
+	meta := g.metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return map[string]any{"taskgroup_id": g.id, "created_at": g.created.UTC().Format(time.RFC3339Nano), "metadata": meta,
+		"status": map[string]any{"num_task_runs": len(runs), "task_run_status_counts": counts, "is_active": active,
+			"status_message": nil, "modified_at": now.UTC().Format(time.RFC3339Nano)}}
+}
+
 // agentSim holds the simulated agents' runs.
 type agentSim struct {
 	s           *Server
@@ -128,6 +196,7 @@ type agentSim struct {
 	dropped     map[string]bool
 	offset      time.Duration
 	hooks       map[string]agentHook
+	groups      map[string]*agentGroup
 	seq         int
 }
 
@@ -135,7 +204,7 @@ type agentSim struct {
 const maxAgentRuns = 10000
 
 func newAgentSim(s *Server) *agentSim {
-	return &agentSim{s: s, runs: map[string]*agentRun{}, submissions: map[string]int{}, dropped: map[string]bool{}, hooks: map[string]agentHook{}}
+	return &agentSim{s: s, runs: map[string]*agentRun{}, submissions: map[string]int{}, dropped: map[string]bool{}, hooks: map[string]agentHook{}, groups: map[string]*agentGroup{}}
 }
 
 func (a *agentSim) now() time.Time {
@@ -193,8 +262,11 @@ func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRu
 // ("sim:agent-drop", the first submission under its key only) and, if so, closes the
 // connection without answering.
 func (a *agentSim) drop(w http.ResponseWriter, r *agentRun, key string) bool {
-	if !strings.Contains(r.question, "sim:agent-drop") {
+	switch {
+	case !strings.Contains(r.question, "sim:agent-drop"):
 		return false
+	case strings.Contains(r.question, "sim:agent-drop-chained") && r.after == "":
+		return false // only a chained interaction's answer is dropped (Gemini's approval)
 	}
 	a.mu.Lock()
 	first := !a.dropped[r.kind+"|"+key]
@@ -290,6 +362,7 @@ func (a *agentSim) reset() {
 	clear(a.submissions)
 	clear(a.dropped)
 	clear(a.hooks)
+	clear(a.groups)
 	a.offset = 0
 	a.mu.Unlock()
 }

@@ -1,8 +1,10 @@
 package simulator
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -241,16 +243,20 @@ func geminiAgent(s *Server) *agentAPI {
 				return agentSubmission{}, http.StatusBadRequest, "background=true requires store=true."
 			}
 			question, schema := inputText(req.Input), req.ResponseFormat.Schema
+			key := keyOr(req.WebhookConfig.UserMetadata["fleet_ref"], question)
 			if req.Previous != "" {
 				prev, _ := s.agents.get(kind, req.Previous)
 				if prev == nil {
 					return agentSubmission{}, http.StatusNotFound, "Interaction " + req.Previous + " was not found."
 				}
-				// The chained interaction researches the planned question.
+				// The chained interaction researches the planned question; it is
+				// counted under that question, apart from the planning one.
 				question, schema = prev.question, prev.schema
+				key = question
 			}
-			return agentSubmission{question: question, key: keyOr(req.WebhookConfig.UserMetadata["fleet_ref"], question), fill: func(a *agentRun) {
+			return agentSubmission{question: question, key: key, fill: func(a *agentRun) {
 				a.model, a.schema, a.plan, a.metadata = req.Agent, schema, req.AgentConfig.CollaborativePlanning, req.WebhookConfig.UserMetadata
+				a.after = req.Previous
 				a.effort = map[bool]string{true: "max", false: "medium"}[strings.Contains(req.Agent, "-max-")]
 				if a.plan {
 					a.running = a.queued // a plan is quick
@@ -302,6 +308,12 @@ func geminiInteractionJSON(r *agentRun, now time.Time) any {
 		"usage": map[string]int{"total_input_tokens": int(5000 * p), "total_output_tokens": int(3000 * p), "total_thought_tokens": int(2000 * p)}}
 	if st == "failed" {
 		out["errors"] = []any{map[string]string{"code": "INTERNAL", "message": "The simulated research failed."}}
+	}
+	if r.metadata != nil {
+		out["webhook_config"] = map[string]any{"user_metadata": r.metadata}
+	}
+	if r.after != "" {
+		out["previous_interaction_id"] = r.after
 	}
 	return out
 }
@@ -455,6 +467,7 @@ func parallelAgent() *agentAPI {
 			}}, 0, ""
 		}}
 	api.more = func(s *Server, api *agentAPI) {
+		s.parallelGroupRoutes(api)
 		s.mux.HandleFunc(api.path("GET", "/{id}/result"), func(w http.ResponseWriter, r *http.Request) {
 			run, now := s.agentRun(w, r, api)
 			if run == nil {
@@ -471,6 +484,97 @@ func parallelAgent() *agentAPI {
 		})
 	}
 	return api
+}
+
+// parallelGroupRoutes are Parallel's Task Groups: POST /v1/tasks/groups makes one
+// {metadata}; POST .../{id}/runs adds runs {inputs: [<a run's body>…]} (each read
+// and counted as a single run's submission), answered {status, run_ids, run_cursor,
+// event_cursor}; GET .../{id}/runs streams the group's runs as task_run.state
+// events {type, event_id, run}.
+func (s *Server) parallelGroupRoutes(api *agentAPI) {
+	base := "/" + api.kind + "/v1/tasks/groups"
+	s.mux.HandleFunc("POST "+base, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
+		var req struct {
+			Metadata map[string]string `json:"metadata"`
+		}
+		if json.Unmarshal(body, &req) != nil {
+			api.fail(w, http.StatusUnprocessableEntity, "the body is not JSON")
+			return
+		}
+		g := s.agents.newGroup(req.Metadata)
+		agentJSON(w, http.StatusOK, s.agents.groupJSON(g))
+	})
+	s.mux.HandleFunc("POST "+base+"/{gid}/runs", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
+		g := s.agents.group(r.PathValue("gid"))
+		if g == nil {
+			api.fail(w, http.StatusNotFound, "Task group "+r.PathValue("gid")+" not found")
+			return
+		}
+		var req struct {
+			Inputs []json.RawMessage `json:"inputs"`
+		}
+		if json.Unmarshal(body, &req) != nil || len(req.Inputs) == 0 {
+			api.fail(w, http.StatusUnprocessableEntity, "inputs is required")
+			return
+		}
+		var subs []agentSubmission
+		for _, in := range req.Inputs {
+			sub, status, msg := api.submit(r, in)
+			if status != 0 {
+				api.fail(w, status, msg)
+				return
+			}
+			subs = append(subs, sub)
+		}
+		if !s.applyFaults(w, r, api.kind, r.URL.Path, subs[0].question, nil, 0) {
+			return
+		}
+		ids := []string{}
+		dropped := false
+		for _, sub := range subs {
+			run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
+			s.agents.join(g, run)
+			ids = append(ids, run.id)
+			dropped = dropped || s.agents.drop(w, run, sub.key)
+		}
+		if dropped {
+			return
+		}
+		out := s.agents.groupJSON(g)
+		agentJSON(w, http.StatusOK, map[string]any{"status": out["status"], "run_ids": ids, "run_cursor": nil, "event_cursor": nil})
+	})
+	s.mux.HandleFunc("GET "+base+"/{gid}/runs", func(w http.ResponseWriter, r *http.Request) {
+		s.stats.count(api.kind, nil, r.URL.Path)
+		g := s.agents.group(r.PathValue("gid"))
+		if g == nil {
+			api.fail(w, http.StatusNotFound, "Task group "+r.PathValue("gid")+" not found")
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		now := s.agents.now()
+		for i, run := range s.agents.groupRuns(g) {
+			if run.fixture {
+				fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", compactJSON(agentFixture("parallel-task-group-runs-event.CONSTRUCTED.json")))
+				continue
+			}
+			st, _ := run.state(now)
+			b, _ := json.Marshal(map[string]any{"type": "task_run.state", "event_id": strconv.Itoa(i + 1), "run": parallelRunJSON(run, st)})
+			fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", b)
+		}
+	})
+}
+
+// compactJSON is b on one line (an SSE data line).
+func compactJSON(b []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
 }
 
 // parallelRunJSON is a Task Run in status st.

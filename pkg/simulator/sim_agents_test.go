@@ -52,6 +52,7 @@ func TestSimulatedAgentsRefuseWhatTheProvidersRefuse(t *testing.T) {
 		{"perplexity needs an engine", "/perplexity-agent/v1/agent", `{"input":"q","background":true}`, nil, 400, "error.message"},
 		{"parallel webhooks need the beta header", "/parallel-task/v1/tasks/runs", `{"input":"q","processor":"core","webhook":{"url":"http://127.0.0.1:1/h","event_types":["task_run.status"]}}`, nil, 422, "error.message"},
 		{"parallel metadata keys are short", "/parallel-task/v1/tasks/runs", `{"input":"q","processor":"core","metadata":{"a_key_longer_than_16":"x"}}`, nil, 422, "error.message"},
+		{"parallel adds runs to a known task group", "/parallel-task/v1/tasks/groups/tgrp_nope/runs", `{"inputs":[{"input":"q","processor":"core"}]}`, nil, 404, "error.message"},
 		{"exa agent needs its beta header", "/exa-agent/agent/runs", `{"query":"q"}`, nil, 400, "error.code"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,8 +55,11 @@ type Run struct {
 	Cancel bool
 	// Agent names the provider agent that carries the run out ("" the fleet);
 	// AgentID is the provider's run id, stored under a claim (first write wins),
-	// AgentCursor the poll cursor.
+	// AgentCursor the poll cursor. AgentGroup is the provider's group the run is
+	// submitted into, stored before the submit (Parallel's task group, which lists
+	// its runs); AgentApprovals counts the plan approvals the provider refused.
 	Agent, AgentID, AgentCursor string
+	AgentGroup, AgentApprovals  string
 	// Rounds are the rounds of sub-questions, by number.
 	Rounds []RunRound
 	// Ended is each child's terminal status, by job id; Findings what each ended
@@ -195,6 +198,7 @@ func runOf(m map[string]string) *Run {
 		Created: FromMillis(m["created"]), Updated: FromMillis(m["updated"]), Finished: FromMillis(m["finished"]), Deadline: FromMillis(m["deadline"]),
 		Plan: raw(runFieldPlan), Approved: m[runFieldApproved] != "", PlanReplaced: m[runFieldApproved] == "replaced", Cancel: m["cancel"] == "1",
 		Agent: m["agent"], AgentID: m[RunFieldAgentID], AgentCursor: m["agent_cursor"],
+		AgentGroup: m["agent_group"], AgentApprovals: m["agent_approvals"],
 		Draft: raw(RunFieldDraft), Result: raw(RunFieldResult), Incomplete: m["incomplete"], Error: raw("error"),
 		Spent: num("spent"), Held: num("held"), SpentByKind: map[string]int64{}, Ended: map[string]string{}, Findings: map[string]json.RawMessage{}, Share: m["share"]}
 	for k, v := range m {

@@ -45,6 +45,17 @@ type Request struct {
 	// Webhook is the fleet's URL for this provider's webhooks where the provider takes
 	// one per run (Parallel); empty: the run is polled only.
 	Webhook string
+	// Group is the provider's group to submit the run into (Grouper's Group, made
+	// and stored before the submit; "" none).
+	Group string
+}
+
+// Grouper is an agent whose provider lists runs only within a group made before
+// them (Parallel's task groups): the caller makes the run's group with Group and
+// stores its id before it submits into it (Request.Group), so Find can list the
+// group after a crash between submit and store.
+type Grouper interface {
+	Group(ctx context.Context, ref string) (string, error)
 }
 
 // State is a provider run's state as the fleet sees it.
@@ -80,6 +91,10 @@ type Status struct {
 	// Ref is the fleet reference the provider stored with the run (its metadata),
 	// when it keeps one: a webhook naming only the provider's id finds its run by it.
 	Ref string
+	// Follows is the provider id of the run this one continues, when the provider
+	// keeps it with the run (Gemini's approved plan: the planning interaction, marked
+	// as Submit marks it), as Webhook.Follows.
+	Follows string
 	// Unbilled reports that the provider does not bill this run (Parallel does not
 	// bill failed runs): the run settles at 0, not at the agent's list price.
 	Unbilled bool
@@ -131,16 +146,24 @@ type Agent interface {
 	// offers no way to look a run up by the fleet's reference (no idempotency key, no
 	// listing by metadata) returns ErrNoLookup: the caller must not submit again
 	// blindly (it would pay twice) but wait for a webhook that names the run (OpenAI,
-	// Gemini, Parallel) or fail the run.
-	Find(ctx context.Context, ref string) (id string, ok bool, err error)
+	// Gemini, Parallel) or fail the run. group is the provider's group the run was
+	// to be submitted into (Grouper; "" none): Parallel lists a task group's runs.
+	Find(ctx context.Context, ref, group string) (id string, ok bool, err error)
 	// Poll reads the run's state and events after cursor.
 	Poll(ctx context.Context, id, cursor string) (Status, error)
 	// Approve resumes a run waiting in RequiresPlan, with the plan replaced when
 	// plan is not empty, and returns the id to poll from then on: Gemini runs the
 	// approved plan as a new interaction chained to the plan's, so the caller stores
-	// the new id as it stores Submit's (under the same claim). Agents without a plan
-	// step return ErrNoPlan.
-	Approve(ctx context.Context, id, plan string) (string, error)
+	// the new id as it stores Submit's (under a claim of its own: the approval is
+	// paid like the submission). ref is the fleet's reference, which the new run
+	// carries as Submit's does. Agents without a plan step return ErrNoPlan.
+	Approve(ctx context.Context, ref, id, plan string) (string, error)
+	// FindApproval looks for the run an approval of the plan run id started (after
+	// a crash between the approval's accept and its store), as Find does for a
+	// submission: ok false when the provider has none, ErrNoLookup when it offers
+	// no way to tell (the caller must not approve again: it would pay twice),
+	// ErrNoPlan for agents without a plan step.
+	FindApproval(ctx context.Context, ref, id string) (next string, ok bool, err error)
 	// Cancel asks the provider to stop the run.
 	Cancel(ctx context.Context, id string) error
 }

@@ -229,6 +229,7 @@ func TestAgentsFindAfterCrashBetweenAcceptAndStore(t *testing.T) {
 			sim, url := newSim(t)
 			ctx := context.Background()
 			req := agent.Request{Ref: "rr_crash_" + kind, Input: "Who maintains the Rhine dams"}
+			req.Group = group(t, newAgent(t, url, kind), req.Ref)
 			id, err := newAgent(t, url, kind).Submit(ctx, req)
 			if err != nil {
 				t.Fatal(err)
@@ -236,17 +237,20 @@ func TestAgentsFindAfterCrashBetweenAcceptAndStore(t *testing.T) {
 			// The worker dies before storing id; the next one has only the reference.
 			// Another run of the tenant is submitted meanwhile.
 			other := newAgent(t, url, kind)
-			if _, err := other.Submit(ctx, agent.Request{Ref: "rr_other", Input: "Another question"}); err != nil {
+			if _, err := other.Submit(ctx, agent.Request{Ref: "rr_other", Input: "Another question", Group: req.Group}); err != nil {
 				t.Fatal(err)
 			}
-			found, ok, err := other.Find(ctx, req.Ref)
+			found, ok, err := other.Find(ctx, req.Ref, req.Group)
 			switch kind {
-			case agent.KindExa: // lists runs by metadata
+			case agent.KindExa, agent.KindParallel: // list runs (Parallel: the group's) by metadata
 				if err != nil || !ok || found != id {
 					t.Fatalf("Find = %q %v %v, want %q", found, ok, err, id)
 				}
-				if _, ok, err := other.Find(ctx, "rr_never"); ok || err != nil {
+				if _, ok, err := other.Find(ctx, "rr_never", req.Group); ok || err != nil {
 					t.Errorf("Find of an unknown reference: %v %v", ok, err)
+				}
+				if _, _, err := other.Find(ctx, req.Ref, ""); kind == agent.KindParallel && !errors.Is(err, agent.ErrNoLookup) {
+					t.Errorf("Parallel's Find without a group: %v, want ErrNoLookup", err)
 				}
 			default: // no lookup: the caller must not resubmit
 				if !errors.Is(err, agent.ErrNoLookup) || ok {
@@ -277,21 +281,28 @@ func TestGeminiPlanIsApprovedOrReplaced(t *testing.T) {
 		if i < 0 || !strings.Contains(events[i].Text, "1. ") {
 			t.Fatalf("no plan event in %+v", events)
 		}
-		next, err := a.Approve(ctx, id, replace)
+		next, err := a.Approve(ctx, "rr_plan", id, replace)
 		if err != nil || next == "" || next == id {
 			t.Fatalf("approve: %q %v", next, err)
+		}
+		// The approval's interaction carries the run and the plan it follows.
+		if st, err := a.Poll(ctx, next, ""); err != nil || st.Ref != "rr_plan" || st.Follows != id {
+			t.Errorf("the approval's interaction: ref %q follows %q (%v), want rr_plan and %s", st.Ref, st.Follows, err, id)
+		}
+		if n := sim.AgentSubmissions(agent.KindGemini, "Who maintains the Rhine dams"); n != 1 {
+			t.Errorf("the provider saw %d approvals", n)
 		}
 		st, _, _ = run(t, sim, a, next)
 		if st.State != agent.Completed {
 			t.Fatalf("after approval: %s", st.State)
 		}
 		checkReport(t, st.Result)
-		if _, err := a.Approve(ctx, next, ""); err == nil {
+		if _, err := a.Approve(ctx, "rr_plan", next, ""); err == nil {
 			t.Error("approving a run that waits for no plan succeeded")
 		}
 	}
 	a := newAgent(t, "http://127.0.0.1:1", agent.KindExa)
-	if _, err := a.Approve(context.Background(), "x", ""); !errors.Is(err, agent.ErrNoPlan) {
+	if _, err := a.Approve(context.Background(), "rr_x", "x", ""); !errors.Is(err, agent.ErrNoPlan) {
 		t.Errorf("Exa Approve: %v", err)
 	}
 }
@@ -496,7 +507,8 @@ func TestAgentsReadTheDocumentedShapes(t *testing.T) {
 // TestAgentsWhenTheAcceptIsLost: the provider records the submission but its answer
 // never arrives (the window between the provider's accept and the fleet's store).
 // Submit fails without a status; Find gives the run back where the provider can
-// list runs (Exa) and says ErrNoLookup elsewhere; the provider saw one submission.
+// list runs (Exa; Parallel within the run's task group, made before the submit) and
+// says ErrNoLookup elsewhere; the provider saw one submission.
 func TestAgentsWhenTheAcceptIsLost(t *testing.T) {
 	for _, kind := range agent.Kinds {
 		t.Run(kind, func(t *testing.T) {
@@ -504,11 +516,12 @@ func TestAgentsWhenTheAcceptIsLost(t *testing.T) {
 			a := newAgent(t, url, kind)
 			ctx := context.Background()
 			req := agent.Request{Ref: "rr_lost_" + kind, Input: "Who maintains the Rhine dams sim:agent-drop"}
+			req.Group = group(t, a, req.Ref)
 			if id, err := a.Submit(ctx, req); err == nil {
 				t.Fatalf("the lost answer gave id %q", id)
 			}
-			id, ok, err := a.Find(ctx, req.Ref)
-			if kind == agent.KindExa {
+			id, ok, err := a.Find(ctx, req.Ref, req.Group)
+			if kind == agent.KindExa || kind == agent.KindParallel {
 				if err != nil || !ok || id == "" {
 					t.Fatalf("Find: %q %v %v", id, ok, err)
 				}
@@ -522,5 +535,37 @@ func TestAgentsWhenTheAcceptIsLost(t *testing.T) {
 				t.Errorf("the provider saw %d submissions", n)
 			}
 		})
+	}
+}
+
+// group makes the run's group where the agent submits into one (Parallel), as the
+// research worker does before it submits; "" for the others.
+func group(t *testing.T, a agent.Agent, ref string) string {
+	t.Helper()
+	g, ok := a.(agent.Grouper)
+	if !ok {
+		return ""
+	}
+	id, err := g.Group(context.Background(), ref)
+	if err != nil || id == "" {
+		t.Fatalf("group: %q %v", id, err)
+	}
+	return id
+}
+
+// TestParallelGroupListingReadsTheDocumentedShape: Find reads a task_run.state event
+// of Parallel's group runs stream in its CONSTRUCTED shape (the simulator streams it
+// verbatim for "sim:fixture").
+func TestParallelGroupListingReadsTheDocumentedShape(t *testing.T) {
+	_, url := newSim(t)
+	a := newAgent(t, url, agent.KindParallel)
+	ctx := context.Background()
+	g := group(t, a, "rr_fixture0001")
+	if _, err := a.Submit(ctx, agent.Request{Ref: "rr_fixture0001", Input: "Who maintains the Rhine dams sim:fixture", Group: g}); err != nil {
+		t.Fatal(err)
+	}
+	id, ok, err := a.Find(ctx, "rr_fixture0001", g)
+	if err != nil || !ok || id != "trun_9907962f83aa4d9d98fd7f4bf745d654" {
+		t.Fatalf("Find = %q %v %v, want the fixture's run", id, ok, err)
 	}
 }

@@ -46,7 +46,7 @@ func (a *exa) Submit(ctx context.Context, req Request) (string, error) {
 	return a.c.submit(ctx, "/agent/runs", body, nil)
 }
 
-func (a *exa) Find(ctx context.Context, ref string) (string, bool, error) {
+func (a *exa) Find(ctx context.Context, ref, _ string) (string, bool, error) {
 	cursor := ""
 	for range exaFindPages {
 		q := url.Values{"limit": {strconv.Itoa(exaPage)}}

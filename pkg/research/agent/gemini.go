@@ -17,13 +17,17 @@ import (
 // agent marks such an id "plan:<id>", so a poll that finds it completed reports
 // RequiresPlan with the plan as an event; Approve runs the plan (as given, or as
 // replaced) as a new interaction chained by previous_interaction_id with
-// collaborative planning off, and returns its id.
+// collaborative planning off, the fleet's reference and the planning interaction's
+// id in its user metadata, and returns its id.
 //
 // The Interactions API takes no idempotency key and lists no interactions, so Find
 // returns ErrNoLookup; but each interaction carries the fleet's reference in
 // webhook_config.user_metadata, which the project's webhook (interaction.completed,
 // failed, cancelled; Standard Webhooks, a whsec_ secret) hands back with the
-// interaction's id: a run lost between submit and store is found by its webhook.
+// interaction's id: a run lost between submit and store is found by its webhook,
+// and so is an approval lost between its accept and its store (FindApproval
+// returns ErrNoLookup; the approval's webhook names the planning interaction it
+// follows).
 type gemini struct {
 	c     *client
 	model string
@@ -82,7 +86,7 @@ func geminiWebhookConfig(ref string, plan bool) map[string]any {
 // metaPlan marks a Gemini planning interaction in its webhook metadata.
 const metaPlan = "fleet_plan"
 
-func (a *gemini) Approve(ctx context.Context, id, plan string) (string, error) {
+func (a *gemini) Approve(ctx context.Context, ref, id, plan string) (string, error) {
 	prev, ok := strings.CutPrefix(id, geminiPlanMark)
 	if !ok {
 		return "", errors.New("the run is not waiting for its plan to be approved")
@@ -98,7 +102,19 @@ func (a *gemini) Approve(ctx context.Context, id, plan string) (string, error) {
 		"background":              true,
 		"store":                   true,
 		"agent_config":            map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": false},
+		"webhook_config":          map[string]any{"user_metadata": map[string]string{metaRef: ref, metaAfter: prev}},
 	}, nil)
+}
+
+// metaAfter names, in an approval's webhook metadata, the planning interaction it
+// runs the plan of.
+const metaAfter = "fleet_after"
+
+// FindApproval: the Interactions API lists no interactions, and a planning
+// interaction does not name the one chained to it; the approval's webhook names it
+// (Webhook.Follows), so ErrNoLookup.
+func (a *gemini) FindApproval(context.Context, string, string) (string, bool, error) {
+	return "", false, ErrNoLookup
 }
 
 // parseGeminiWebhook reads an interaction event: {type, version, timestamp, data:
@@ -117,6 +133,9 @@ func parseGeminiWebhook(body []byte) (Webhook, error) {
 	if data.UserMetadata[metaPlan] == "true" {
 		w.ID = geminiPlanMark + w.ID
 	}
+	if after := data.UserMetadata[metaAfter]; after != "" {
+		w.Follows = geminiPlanMark + after
+	}
 	return w, nil
 }
 
@@ -128,7 +147,13 @@ func (a *gemini) Cancel(ctx context.Context, id string) error {
 type geminiInteraction struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
-	Steps  []struct {
+	// WebhookConfig is echoed as it was given (the Interaction resource's
+	// webhook_config): its user metadata names the run, and an approval's the plan it
+	// follows.
+	WebhookConfig struct {
+		UserMetadata map[string]string `json:"user_metadata"`
+	} `json:"webhook_config"`
+	Steps []struct {
 		Type    string `json:"type"`
 		Summary []struct {
 			Type string `json:"type"`
@@ -189,6 +214,10 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	}
 	var st Status
 	st.Events, st.Cursor = afterCursor(events, cursor)
+	st.Ref = it.WebhookConfig.UserMetadata[metaRef]
+	if after := it.WebhookConfig.UserMetadata[metaAfter]; after != "" {
+		st.Follows = geminiPlanMark + after
+	}
 	if it.Status == "budget_exceeded" {
 		it.Status = "failed"
 	}

@@ -99,9 +99,10 @@ type client struct {
 }
 
 // do sends one JSON request (body nil: none) with extra headers and decodes a 2xx
-// answer into out (nil: discarded). A non-2xx answer is an *llm.Error with the
-// provider's status, message and Retry-After, so a refused key is rested and the
-// next one tried (provider.Credentials); its text never carries a key.
+// answer into out (nil: discarded; a *[]byte takes the body as it is). A non-2xx
+// answer is an *llm.Error with the provider's status, message and Retry-After, so a
+// refused key is rested and the next one tried (provider.Credentials); its text
+// never carries a key.
 func (c *client) do(ctx context.Context, method, path string, body any, extra http.Header, out any) error {
 	var payload []byte
 	if body != nil {
@@ -153,6 +154,10 @@ func (c *client) do(ctx context.Context, method, path string, body any, extra ht
 				RetryAfter: provider.RetryAfter(resp.Header, b, time.Now())}
 		}
 		if out == nil {
+			return nil
+		}
+		if raw, ok := out.(*[]byte); ok { // a stream, read whole (Parallel's group runs)
+			*raw = b
 			return nil
 		}
 		if err := json.Unmarshal(b, out); err != nil {

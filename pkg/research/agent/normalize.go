@@ -332,12 +332,18 @@ func (e *runError) failure() string {
 // the fleet's reference.
 type noLookup struct{}
 
-func (noLookup) Find(context.Context, string) (string, bool, error) { return "", false, ErrNoLookup }
+func (noLookup) Find(context.Context, string, string) (string, bool, error) {
+	return "", false, ErrNoLookup
+}
 
 // noPlan is the Approve of an agent without a plan step.
 type noPlan struct{}
 
-func (noPlan) Approve(context.Context, string, string) (string, error) { return "", ErrNoPlan }
+func (noPlan) Approve(context.Context, string, string, string) (string, error) { return "", ErrNoPlan }
+
+func (noPlan) FindApproval(context.Context, string, string) (string, bool, error) {
+	return "", false, ErrNoPlan
+}
 
 // endStates are the states a run's end webhook announces, by its event type's
 // suffix (OpenAI's response.*, Gemini's interaction.*).

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // parallel is Parallel's Task API: POST /v1/tasks/runs with a processor by effort
@@ -16,13 +18,21 @@ import (
 // /v1/tasks/runs/{id} polls the status and, once completed, GET .../result reads the
 // output and its basis (per field: citations with excerpts, reasoning, confidence);
 // POST .../cancel cancels. Failed runs are not billed (Status.Unbilled); Parallel
-// reports no cost, so a completed run settles at the agent's list price. The Task
-// API documents no listing of runs, so Find returns ErrNoLookup: the
-// task_run.status webhook carries the whole run, metadata included (Webhook.Ref).
+// reports no cost, so a completed run settles at the agent's list price.
+//
+// The Task API documents no listing of single runs, but its Task Groups list theirs:
+// the agent is a Grouper. Group makes the run's own task group (POST
+// /v1/tasks/groups, the fleet's reference in its metadata), which the caller stores
+// before it submits; Submit with Request.Group adds the run to it (POST
+// /v1/tasks/groups/{id}/runs, one input: the same body as a single run's), and Find
+// lists the group's runs (GET /v1/tasks/groups/{id}/runs, a stream of
+// task_run.state events, each with the run and its metadata) for the one with the
+// fleet's reference. Without a group Submit creates a single run and Find returns
+// ErrNoLookup: the task_run.status webhook carries the whole run, metadata included
+// (Webhook.Ref).
 type parallel struct {
 	c     *client
 	model string
-	noLookup
 	noPlan
 }
 
@@ -50,7 +60,84 @@ func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
 		body["webhook"] = map[string]any{"url": req.Webhook, "event_types": []string{"task_run.status"}}
 		extra = http.Header{"Parallel-Beta": {parallelWebhookBeta}}
 	}
-	return a.c.submit(ctx, "/v1/tasks/runs", body, extra)
+	if req.Group == "" {
+		return a.c.submit(ctx, "/v1/tasks/runs", body, extra)
+	}
+	var added struct {
+		RunIDs []string `json:"run_ids"`
+	}
+	if err := a.c.do(ctx, "POST", parallelGroups+"/"+url.PathEscape(req.Group)+"/runs", map[string]any{"inputs": []any{body}}, extra, &added); err != nil {
+		return "", err
+	}
+	if len(added.RunIDs) != 1 || added.RunIDs[0] == "" {
+		return "", &llm.Error{Provider: a.c.kind, Message: "the provider answered without the run's id"}
+	}
+	return added.RunIDs[0], nil
+}
+
+// parallelGroups is where Parallel's task groups live.
+const parallelGroups = "/v1/tasks/groups"
+
+// Group makes the run's task group, the fleet's reference in its metadata.
+func (a *parallel) Group(ctx context.Context, ref string) (string, error) {
+	var out struct {
+		ID string `json:"taskgroup_id"`
+	}
+	if err := a.c.do(ctx, "POST", parallelGroups, map[string]any{"metadata": map[string]string{metaRef: ref}}, nil, &out); err != nil {
+		return "", err
+	}
+	if out.ID == "" {
+		return "", &llm.Error{Provider: a.c.kind, Message: "the provider answered without the task group's id"}
+	}
+	return out.ID, nil
+}
+
+// Find lists the runs of the task group the run was submitted into and finds the
+// one with the fleet's reference in its metadata; without a group, ErrNoLookup.
+func (a *parallel) Find(ctx context.Context, ref, group string) (string, bool, error) {
+	if group == "" {
+		return "", false, ErrNoLookup
+	}
+	var b []byte
+	if err := a.c.do(ctx, "GET", parallelGroups+"/"+url.PathEscape(group)+"/runs", nil, http.Header{"Accept": {"text/event-stream"}}, &b); err != nil {
+		return "", false, err
+	}
+	for _, data := range sseData(b) {
+		var ev struct {
+			Type string      `json:"type"`
+			Run  parallelRun `json:"run"`
+		}
+		if json.Unmarshal(data, &ev) == nil && ev.Type == "task_run.state" && ev.Run.RunID != "" && ev.Run.Metadata[metaRef] == ref {
+			return ev.Run.RunID, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// sseData is the data of each event of a server-sent event stream (its data lines
+// joined), in order.
+func sseData(b []byte) [][]byte {
+	var out [][]byte
+	var cur []byte
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+		cur = nil
+	}
+	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n") {
+		switch {
+		case line == "":
+			flush()
+		case strings.HasPrefix(line, "data:"):
+			if len(cur) > 0 {
+				cur = append(cur, '\n')
+			}
+			cur = append(cur, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
+		}
+	}
+	flush()
+	return out
 }
 
 func (a *parallel) Cancel(ctx context.Context, id string) error {

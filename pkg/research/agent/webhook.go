@@ -21,6 +21,10 @@ type Webhook struct {
 	Ref string
 	// State is the run's state the webhook announces.
 	State State
+	// Follows is the provider id of the run this one continues, when the payload
+	// says so (Gemini's approved plan: the planning interaction, marked as Submit
+	// marks it); "" otherwise.
+	Follows string
 }
 
 // WebhookTolerance is how far a webhook's timestamp may be from now (Standard
