@@ -52,7 +52,7 @@ func (s *core) turnKeys(tenant, day string) []string {
 // periodTTLs are how long a day's and a month's counters are kept (a day past each
 // period's end, for GET /v1/usage and late settles), in seconds.
 func periodTTLs(now time.Time) (day, month int64) {
-	dayEnd, monthEnd := PeriodEnds(now)
+	dayEnd, monthEnd := spend.PeriodEnds(now)
 	day = int64(time.Until(dayEnd.Add(24*time.Hour)).Seconds()) + 1
 	month = int64(time.Until(monthEnd.Add(24*time.Hour)).Seconds()) + 1
 	return max(day, 60), max(month, 60)
@@ -105,25 +105,14 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 		giveBack(batch != "")
 		return nil, fmt.Errorf("state: reserving spend: %w", err)
 	}
-	dayEnd, monthEnd := PeriodEnds(now)
-	var ex *Exhausted
-	switch got {
-	case "ok", "again":
+	if got == "ok" || got == "again" {
 		return nil, nil
-	case BudgetUSDDay:
-		ex = &Exhausted{Budget: got, Limit: b.USDPerDay, Reset: dayEnd}
-	case BudgetSearchesDay:
-		ex = &Exhausted{Budget: got, Limit: float64(b.SearchesPerDay), Reset: dayEnd}
-	case BudgetUSDMonth:
-		ex = &Exhausted{Budget: got, Limit: b.USDPerMonth, Reset: monthEnd}
-	case BudgetSearchesMonth:
-		ex = &Exhausted{Budget: got, Limit: float64(b.SearchesPerMonth), Reset: monthEnd}
-	default:
-		giveBack(batch != "")
-		return nil, fmt.Errorf("state: reserving spend: unexpected answer %q", got)
 	}
 	giveBack(batch != "")
-	return ex, nil
+	if ex := b.Refusal(got, now); ex != nil {
+		return ex, nil
+	}
+	return nil, fmt.Errorf("state: reserving spend: unexpected answer %q", got)
 }
 
 // SettleTurn sets what call, a model turn of job, really cost (usd, with searches
