@@ -12,11 +12,10 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// A tenant's storage quota bounds the bytes of its job records (spend.ChargeNew);
-// its job is charged its real size (state.Store.JobFootprint) when it ends
-// (JobFinished, from the finisher, after the archive hook). A submission that does not
-// fit is refused with 429 (413 when the request alone exceeds the quota), in the
-// protocol's error shape; GET /v1/usage reports the use.
+// A tenant's storage quota is charged as spend.ChargeNew says: a submission that does
+// not fit is refused (413 when the request alone exceeds the quota), and an ended job
+// is charged its real size by JobFinished, after the archive hook. GET /v1/usage
+// reports the use.
 
 // recordExpiry is when a job's record expires: its retention from creation while it
 // runs, from its end once it has ended (its archived record is kept for the

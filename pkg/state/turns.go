@@ -9,16 +9,11 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
-// A model turn is reserved before the model is called, as a search is: its worst case
-// (the request's bytes as tokens, the answer's max_tokens, the native searches it may
-// run, at the model's prices) is held against the job's ledger (max_cost_usd), the
-// batch's (its cap) and the tenant's day and month, each atomically across workers;
-// the call is refused when it does not fit. When the answer is in, the turn is settled
-// to what it cost. A reservation is keyed by the turn's call name (job:hop@model), so
-// a redelivered step reserves nothing more. A reservation never settled (its worker
-// died, the call failed and the job ended) lapses after its TTL: the tenant's next
-// reservation of the day gives it back. In the tenant's day ledger (spendCalls) a
-// reservation not yet settled is held as "micros:searches:p".
+// A model turn is held as spend.ReserveTurn says, keyed by its call name
+// (spend.TurnCall). A reservation never settled (its worker died, the call failed and
+// the job ended) lapses after its TTL: the tenant's next reservation of the day gives
+// it back. In the tenant's day ledger (spendCalls) a reservation not yet settled is
+// held as "micros:searches:p".
 
 // jobReserveTurnCap reserves a turn's price against the ledger in its job's hash and
 // notes the tenant's day it is reserved in. (lua/job_reserve_turn_cap.lua)
@@ -87,14 +82,9 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 		}
 	}
 	if batch != "" {
-		v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, price, keep).Slice()
-		if err != nil {
+		if _, ex, err := s.reserveBatch(ctx, batch, call, price); err != nil || ex != nil {
 			giveBack(false)
-			return nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
-		}
-		if a, _, limit := capAnswer(v); a == "over" {
-			giveBack(false)
-			return &Exhausted{Budget: BudgetBatch, Limit: limit}, nil
+			return ex, err
 		}
 	}
 	du, dn := limitArgs(b.USDPerDay, b.SearchesPerDay)
