@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // CapKey is the metadata key that caps a batch's spend: metadata.max_cost_usd, a
@@ -24,7 +24,7 @@ func batchCap(m map[string]string) (float64, *Error) {
 	}
 	usd, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err == nil {
-		err = state.CheckCap(usd)
+		err = spend.CheckCap(usd)
 	}
 	if err != nil {
 		return 0, invalid("", "metadata."+CapKey, "metadata.%s %q must be a positive number of US dollars, such as \"2.50\"", CapKey, v)

@@ -2,9 +2,6 @@ package chat
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
@@ -15,21 +12,9 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Ledger is the spend ledger the chat worker prices model turns into (state.Store):
-// each turn's worst case is reserved before the model is called, against its job's
-// ledger (the request's max_cost_usd), its batch's and its tenant's budget, and is
-// settled to what it cost when the answer is in; each turn is counted once however
-// often the step that stored it runs. The search workers reserve against the same
-// ledgers.
-type Ledger interface {
-	// ReserveTurn holds a turn's worst case before the model is called (nil: it fits).
-	ReserveTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, b state.Budget, ttl time.Duration, now time.Time) (*state.Exhausted, error)
-	// SettleTurn sets the turn's real cost, recording it if it holds no reservation.
-	SettleTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, now time.Time) (bool, error)
-	UnrecordedCalls(ctx context.Context, tenant string, calls []string, now time.Time) ([]string, error)
-	SetRequestCap(ctx context.Context, jobID string, usd float64) error
-	RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error)
-}
+// A model turn's worst case is held in the spend ledgers (Worker.Ledger) before the
+// model is called and settled to what it cost when the answer is in, by pkg/spend's
+// turn rules; the search workers hold searches in the same ledgers.
 
 // requestCap is the request's max_cost_usd (0: none).
 func requestCap(v *view) float64 {
@@ -39,108 +24,49 @@ func requestCap(v *view) float64 {
 	return v.req.Search.MaxCostUSD
 }
 
-// openRequestLedger runs before hop h's model call. On the first hop it caps the
-// job's ledger at the request's max_cost_usd, before any search can reserve against
-// it. On a later hop it reports whether the request's money is spent: that hop is
-// then offered no web_search, and the model answers with what it has.
+// openRequestLedger runs before hop h's model call (spend.OpenRequest): it reports
+// whether the request's money is spent, and that hop is then offered no web_search.
 func (w *Worker) openRequestLedger(ctx context.Context, v *view, h int) (spent bool, err error) {
-	limit := requestCap(v)
-	if w.Ledger == nil || limit <= 0 {
-		return false, nil
-	}
-	if h == 0 {
-		return false, w.Ledger.SetRequestCap(ctx, v.job.ID, limit)
-	}
-	usd, _, err := w.Ledger.RequestSpend(ctx, v.job.ID)
-	if err != nil {
-		return false, err
-	}
-	return usd >= limit, nil
+	return spend.OpenRequest(ctx, w.Ledger, v.job.ID, requestCap(v), h == 0)
 }
 
-// Bounds of a model turn's worst case, when nothing tighter is known.
-const (
-	// bytesPerToken bounds a request's input tokens by its bytes: a token of any
-	// tokenizer the fleet meets spans at least this many bytes of the request body
-	// (JSON syntax, field names and whitespace included).
-	bytesPerToken = 3
-	// defaultMaxOutputTokens bounds an answer whose request sets no max_tokens and
-	// whose model's pricing sets no maxOutputTokens (the max_tokens the fleet sends
-	// Anthropic models when a request has none).
-	defaultMaxOutputTokens = 4096
-	// fallbackSearchUSD prices a native search whose provider has no known price.
-	fallbackSearchUSD = 0.01
-)
-
-// worstCase is what hop h's model call can cost at most: its request body's bytes as
-// input tokens (bytesPerToken), the request's max_tokens (or the model's
-// maxOutputTokens) as output tokens, at the model's prices, plus, when the model may run its provider's
-// own search, that search's price times the most searches the job may make.
+// worstCase is what hop h's model call can cost at most (spend.Pricing.WorstCase):
+// its request body of size bytes, the request's max_tokens, and, when the model may
+// run its provider's own search, that search's price times the most searches the job
+// may make.
 func (w *Worker) worstCase(v *view, size int, native bool) (usd float64, searches int) {
 	m := w.Models[v.job.Model]
-	out := v.req.MaxTokens // the answer's bound, in whichever protocol's name the client set it
-	if out <= 0 {
-		out = m.Pricing.MaxOutputTokens
-	}
-	if out <= 0 {
-		out = defaultMaxOutputTokens
-	}
-	usd = m.Pricing.Cost(size/bytesPerToken+1, out)
+	price := 0.0
 	if native {
 		searches = max(w.MaxSearches, 1)
 		if o := v.req.Search; o != nil && o.MaxUses > 0 && o.MaxUses < searches {
 			searches = o.MaxUses
 		}
-		usd += float64(searches) * nativeSearchUSD(m)
-	}
-	return usd, searches
-}
-
-// nativeSearchUSD is what one of the model's provider's own searches costs.
-func nativeSearchUSD(m Model) float64 {
-	if api, ok := upstream.ModelAPIFor(m.Protocol); ok {
-		if _, p, ok := api.NativeSearch(m.Upstream); ok && p > 0 {
-			return p
+		if api, ok := upstream.ModelAPIFor(m.Protocol); ok {
+			if _, p, ok := api.NativeSearch(m.Upstream); ok {
+				price = p // 0: unknown, spend.FallbackSearchUSD
+			}
 		}
 	}
-	return fallbackSearchUSD
+	return m.Pricing.WorstCase(size, v.req.MaxTokens, searches, price), searches
 }
 
-// reserveTurn reserves hop h's model call's worst case (worstCase) before it is made,
-// against the job's, batch's and tenant's budgets, atomically across workers. It
-// reports whether the call may go. A call that does not fit ends the job, failed with
-// a budget error (429, insufficient_quota): no model call is made that a budget
-// cannot pay. A redelivered step finds its reservation and reserves nothing more; a
-// reservation that is never settled (the worker died) lapses after the model's
-// timeout and a lease.
+// reserveTurn reserves hop h's model call's worst case (worstCase) before it is made
+// (spend.ReserveTurn). It reports whether the call may go. A call that does not fit
+// ends the job, failed with a budget error (429, insufficient_quota): no model call
+// is made that a budget cannot pay.
 func (w *Worker) reserveTurn(ctx context.Context, v *view, h int, size int, native bool) (bool, error) {
-	if w.Ledger == nil {
-		return true, nil
-	}
 	usd, searches := w.worstCase(v, size, native)
-	if usd <= 0 {
-		return true, nil // a free model
-	}
-	ttl := 2 * (w.ModelTimeout + w.LeaseTTL + time.Minute)
-	ex, err := w.Ledger.ReserveTurn(ctx, v.job.ID, v.job.Tenant, turnCall(v.job.ID, h), usd, searches, w.Budgets.For(v.job.Tenant), ttl, time.Now())
-	if err != nil {
-		return false, err
-	}
-	if ex == nil {
-		return true, nil
+	t := spend.Turn{Job: v.job.ID, Tenant: v.job.Tenant, Call: spend.TurnCall(v.job.ID, h), USD: usd, Searches: searches}
+	ex, err := spend.ReserveTurn(ctx, w.Ledger, w.Budgets.For(v.job.Tenant), t, spend.HoldFor(w.ModelTimeout, w.LeaseTTL), time.Now())
+	if err != nil || ex == nil {
+		return err == nil, err
 	}
 	if w.Metrics != nil {
 		w.Metrics.BudgetExhausted.WithLabelValues(v.job.Tenant, ex.Budget).Inc()
 	}
-	msg := fmt.Sprintf("The %s cannot pay for the model's next turn (up to $%s); no model call was made.", ex.Describe(), strconv.FormatFloat(spend.Round(usd), 'f', -1, 64))
-	if !ex.Reset.IsZero() {
-		msg += " It resets at " + ex.Reset.Format(time.RFC3339) + "."
-	}
-	return false, w.fail(ctx, v.job.ID, &state.JobError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exhausted", Message: msg})
+	return false, w.fail(ctx, v.job.ID, &state.JobError{Status: spend.RefusedStatus, Type: spend.RefusedType, Code: spend.CodeBudget, Message: ex.TurnRefused(usd)})
 }
-
-// turnCall names hop h's model turn in the spend ledgers: one entry per job and hop.
-func turnCall(jobID string, h int) string { return jobID + ":" + strconv.Itoa(h) + "@model" }
 
 // turnCost prices hop h's stored turn at its model's token prices.
 func (w *Worker) turnCost(v *view, h int) float64 {
@@ -151,15 +77,15 @@ func (w *Worker) turnCost(v *view, h int) float64 {
 	return w.Models[v.job.Model].Pricing.Cost(t.Usage.PromptTokens, t.Usage.CompletionTokens)
 }
 
-// turnSpend is what hop h's stored turn cost in all: its tokens and its native
+// turnSpend is hop h's stored turn in the ledgers: its tokens and its native
 // searches (their number and price).
-func (w *Worker) turnSpend(v *view, h int) (usd float64, searches int) {
-	usd = w.turnCost(v, h)
-	t, _ := v.turn(h)
-	if n := native(t); n != nil {
-		usd, searches = spend.Round(usd+n.CostUSD), n.Requests
+func (w *Worker) turnSpend(v *view, h int) spend.Turn {
+	t := spend.Turn{Job: v.job.ID, Tenant: v.job.Tenant, Call: spend.TurnCall(v.job.ID, h), USD: w.turnCost(v, h)}
+	if st, _ := v.turn(h); st != nil && st.Native != nil {
+		n := st.Native
+		t.USD, t.Searches = spend.Round(t.USD+n.CostUSD), n.Requests
 	}
-	return usd, searches
+	return t
 }
 
 // recordTurn settles hop h's stored turn in the spend ledgers to what it cost (its
@@ -169,48 +95,39 @@ func (w *Worker) turnSpend(v *view, h int) (usd float64, searches int) {
 // sweep); the ledgers count each turn once. A failure is logged: the completion sweep
 // settles it again.
 func (w *Worker) recordTurn(ctx context.Context, v *view, h int) float64 {
-	cost, searches := w.turnSpend(v, h)
-	if w.Ledger == nil || cost <= 0 && searches == 0 {
-		return cost
-	}
-	fresh, err := w.Ledger.SettleTurn(context.WithoutCancel(ctx), v.job.ID, v.job.Tenant, turnCall(v.job.ID, h), cost, searches, time.Now())
+	t := w.turnSpend(v, h)
+	fresh, err := spend.SettleTurn(ctx, w.Ledger, t, time.Now())
 	if err != nil {
 		w.Log.Warn("chat: settling a model turn's spend", "job", v.job.ID, "hop", h, "err", err)
-		return cost
 	}
 	if fresh {
-		w.Metrics.Spend(v.job.Tenant, metrics.SpendModel, v.job.Model, cost)
+		w.Metrics.Spend(v.job.Tenant, metrics.SpendModel, v.job.Model, t.USD)
 	}
-	return cost
+	return t.USD
 }
 
-// jobSpend records the turns of a completing job that are not in the ledgers yet (a
-// worker that died between storing a turn and recording it; one read finds them) and
-// sums what the job spent, as its usage record and every protocol's usage report it
-// (usage.searchfleet): the searches as its trace counted them (su), its calls
-// answered from a record and its fetches (tally), and the turns.
+// jobSpend records the turns of a completing job that are not in the ledgers yet
+// (spend.Unsettled) and sums what the job spent, as its usage record and every
+// protocol's usage report it (usage.searchfleet): the searches as its trace counted
+// them (su), its calls answered from a record and its fetches (tally), and the turns.
 func (w *Worker) jobSpend(ctx context.Context, v *view, h int, su engines.Usage) wire.Spend {
 	u := v.tally(h)
 	u.Searches, u.SearchesCached, u.SearchCostUSD = su.Searches, u.SearchesCached+su.Cached, su.CostUSD
 	var priced []string
 	hop := map[string]int{}
 	for i := 0; i <= h; i++ {
-		cost := w.turnCost(v, i)
-		u.ModelCostUSD += cost
-		if all, searches := w.turnSpend(v, i); all > 0 || searches > 0 {
-			priced = append(priced, turnCall(v.job.ID, i))
-			hop[priced[len(priced)-1]] = i
+		u.ModelCostUSD += w.turnCost(v, i)
+		if t := w.turnSpend(v, i); t.USD > 0 || t.Searches > 0 {
+			priced = append(priced, t.Call)
+			hop[t.Call] = i
 		}
 	}
-	if w.Ledger != nil && len(priced) > 0 {
-		missing, err := w.Ledger.UnrecordedCalls(context.WithoutCancel(ctx), v.job.Tenant, priced, time.Now())
-		if err != nil {
-			w.Log.Warn("chat: reading a job's recorded turns", "job", v.job.ID, "err", err)
-			missing = priced // record them all: each is counted once
-		}
-		for _, c := range missing {
-			w.recordTurn(ctx, v, hop[c])
-		}
+	missing, err := spend.Unsettled(ctx, w.Ledger, v.job.Tenant, priced, time.Now())
+	if err != nil {
+		w.Log.Warn("chat: reading a job's recorded turns", "job", v.job.ID, "err", err)
+	}
+	for _, c := range missing {
+		w.recordTurn(ctx, v, hop[c])
 	}
 	u.ModelCostUSD = spend.Round(u.ModelCostUSD)
 	u.CostUSD = spend.Round(u.SearchCostUSD + u.ModelCostUSD)

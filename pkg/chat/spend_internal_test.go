@@ -7,6 +7,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -39,7 +40,7 @@ func TestWorstCaseOutputBound(t *testing.T) {
 		{responses.Client, `{"model":"m","input":"hi","max_output_tokens":300}`, 300, 0},
 		{anthropic.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":400}`, 400, 0},
 		{openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.2}`, 700, 700},
-		{openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, defaultMaxOutputTokens, 0},
+		{openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, spend.DefaultMaxOutputTokens, 0},
 	} {
 		m := w.Models["m"]
 		m.Pricing.MaxOutputTokens = c.model

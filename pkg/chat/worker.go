@@ -31,6 +31,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -47,7 +48,7 @@ type Model struct {
 	// fleet's web_search (its config "webSearch": "native" or "auto").
 	NativeSearch bool
 	// Pricing prices the model's turns for the spend ledgers (zero: free).
-	Pricing state.Pricing
+	Pricing spend.Pricing
 }
 
 // Worker runs chat chains. It holds no job state between messages.
@@ -84,9 +85,9 @@ type Worker struct {
 	Records Records
 	// Ledger records what model turns cost and holds the request's max_cost_usd
 	// (spend.go; nil: turns are not counted, no cap).
-	Ledger Ledger
+	Ledger spend.TurnLedger
 	// Budgets are the tenants' spend budgets a model turn is reserved against (nil: none).
-	Budgets *state.Budgets
+	Budgets *spend.Budgets
 	// EvidenceKey keys the delimiters search results are wrapped in (evidence.go):
 	// every chat worker of a fleet needs the same one (FLEET_EVIDENCE_SECRET) for
 	// them to render a job's messages alike. Empty: a random key of this process.

@@ -1,14 +1,13 @@
 package ingress
 
 import (
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // budgeted refuses a new job (or batch) of a tenant whose spend budget is used up: 429
@@ -23,7 +22,7 @@ func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.Handl
 	return func(w http.ResponseWriter, r *http.Request) {
 		tenant := tenantOf(r)
 		b := s.Budgets.For(tenant)
-		if b == (state.Budget{}) {
+		if b == (spend.Budget{}) {
 			h(w, r)
 			return
 		}
@@ -50,9 +49,9 @@ func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.Handl
 		if s.Metrics != nil {
 			s.Metrics.BudgetExhausted.WithLabelValues(tenant, ex.Budget).Inc()
 		}
-		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ex.Reset.Sub(now).Seconds())), 10))
-		writeWireError(w, codec, &wire.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exhausted",
-			Message: fmt.Sprintf("The %s is used up; new jobs are refused until %s. See GET /v1/usage.", ex.Describe(), ex.Reset.Format(time.RFC3339))})
+		msg, after := ex.JobsRefused(now)
+		w.Header().Set("Retry-After", strconv.FormatInt(after, 10))
+		writeWireError(w, codec, &wire.Error{Status: spend.RefusedStatus, Type: spend.RefusedType, Code: spend.CodeBudget, Message: msg})
 	}
 }
 
@@ -99,7 +98,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := s.Budgets.For(tenant)
-	dayEnd, monthEnd := state.PeriodEnds(now)
+	dayEnd, monthEnd := spend.PeriodEnds(now)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"object":  "usage",
 		"tenant":  tenant,

@@ -8,20 +8,14 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// A tenant's storage quota (config.Limits.StorageBytes) bounds the bytes of the job
-// records the fleet keeps for it over the retention period, in Redis and in the
-// records bucket alike. A job is charged its request and state.RecordAllowance when
-// it is submitted (admit), before its record is written, and its real size
-// (state.Store.JobFootprint: what Redis keeps of it plus its archived record) when it
-// ends (JobFinished, from the finisher, after the archive hook); its bytes come back
-// when the record expires (the retention from its end, as the bucket's entries), or
-// at once when an unaccepted job is deleted. A submission that
-// does not fit is refused with 429 (413 when the request alone exceeds the quota), in
-// the protocol's error shape, counted in
-// fleet_tenant_rejected_total{limit="storage_bytes"}; GET /v1/usage reports the use.
+// A tenant's storage quota is charged as spend.ChargeNew says: a submission that does
+// not fit is refused (413 when the request alone exceeds the quota), and an ended job
+// is charged its real size by JobFinished, after the archive hook. GET /v1/usage
+// reports the use.
 
 // recordExpiry is when a job's record expires: its retention from creation while it
 // runs, from its end once it has ended (its archived record is kept for the
@@ -44,17 +38,13 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 		return false
 	}
 	limit := s.Limits.Of(job.Tenant).StorageBytes
-	if limit <= 0 {
-		return true
-	}
-	size := int64(len(job.Request)) + state.RecordAllowance
-	if size > limit {
+	if limit > 0 && spend.RecordAllowance+int64(len(job.Request)) > limit {
 		s.storageRefused(job.Tenant)
 		writeWireError(w, codec, &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-			Message: fmt.Sprintf("The request (%d bytes, with %d bytes kept for its answer) is larger than the tenant's storage quota of %d bytes.", len(job.Request), state.RecordAllowance, limit)})
+			Message: fmt.Sprintf("The request (%d bytes, with %d bytes kept for its answer) is larger than the tenant's storage quota of %d bytes.", len(job.Request), spend.RecordAllowance, limit)})
 		return false
 	}
-	ok, st, err := s.Store.Ledger.ChargeRecord(r.Context(), job.Tenant, job.ID, size, s.recordExpiry(job), limit, false)
+	ok, st, err := spend.ChargeNew(r.Context(), s.Store.Ledger, job.Tenant, job.ID, len(job.Request), s.recordExpiry(job), limit)
 	if err != nil {
 		s.limitsUnavailable(w, r, codec, err)
 		return false
@@ -74,8 +64,8 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 		after = max(time.Second, time.Until(st.FirstExpiry))
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(int(after.Seconds()+0.999)))
-	writeWireError(w, codec, &wire.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "storage_quota_exceeded",
-		Message: fmt.Sprintf("The tenant's storage quota of %d bytes is used up (%d bytes of job records kept); records free their bytes as they expire. See GET /v1/usage.", limit, st.Used)})
+	writeWireError(w, codec, &wire.Error{Status: spend.RefusedStatus, Type: spend.RefusedType, Code: spend.CodeStorage,
+		Message: spend.StorageRefused(limit, st.Used, "records free their bytes as they expire. See GET /v1/usage.")})
 	return false
 }
 

@@ -3,7 +3,6 @@ package search
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -45,13 +44,9 @@ func (w *Worker) reserve(ctx context.Context, req Request, ss *state.SearchStart
 	if w.Metrics != nil {
 		w.Metrics.BudgetExhausted.WithLabelValues(tenant, ex.Budget).Inc()
 	}
-	detail := fmt.Sprintf("The %s is used up; no search was made.", ex.Describe())
-	if !ex.Reset.IsZero() {
-		detail = fmt.Sprintf("The %s is used up until %s; no search was made.", ex.Describe(), ex.Reset.Format(time.RFC3339))
-	}
 	res := engines.InvalidArgumentsResult(BudgetExhausted,
 		"the search budget is used up. Answer now from the results you already have and what you know, say that no further search could be made, and do not call web_search again.",
-		detail)
+		ex.SearchRefused())
 	res.Engine, res.Query = req.Engine, req.Query.Query
 	return nil, res, nil
 }

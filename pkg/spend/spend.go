@@ -152,16 +152,33 @@ type Spend struct {
 // Check reports the first budget spend has used up (nil when every limit has room):
 // the ingress refuses a tenant's new jobs on it.
 func (b Budget) Check(sp Spend, now time.Time) *Exhausted {
-	day, month := PeriodEnds(now)
 	switch {
 	case b.USDPerDay > 0 && Micros(sp.DayUSD) >= Micros(b.USDPerDay):
-		return &Exhausted{Budget: BudgetUSDDay, Limit: b.USDPerDay, Reset: day}
+		return b.Refusal(BudgetUSDDay, now)
 	case b.SearchesPerDay > 0 && sp.DaySearches >= b.SearchesPerDay:
-		return &Exhausted{Budget: BudgetSearchesDay, Limit: float64(b.SearchesPerDay), Reset: day}
+		return b.Refusal(BudgetSearchesDay, now)
 	case b.USDPerMonth > 0 && Micros(sp.MonthUSD) >= Micros(b.USDPerMonth):
-		return &Exhausted{Budget: BudgetUSDMonth, Limit: b.USDPerMonth, Reset: month}
+		return b.Refusal(BudgetUSDMonth, now)
 	case b.SearchesPerMonth > 0 && sp.MonthSearches >= b.SearchesPerMonth:
-		return &Exhausted{Budget: BudgetSearchesMonth, Limit: float64(b.SearchesPerMonth), Reset: month}
+		return b.Refusal(BudgetSearchesMonth, now)
+	}
+	return nil
+}
+
+// Refusal is the Exhausted of the tenant budget named (a ledger's answer: one of
+// BudgetUSDDay, BudgetUSDMonth, BudgetSearchesDay, BudgetSearchesMonth) in the period
+// of now, with its limit and when it resets; nil for any other name.
+func (b Budget) Refusal(name string, now time.Time) *Exhausted {
+	day, month := PeriodEnds(now)
+	switch name {
+	case BudgetUSDDay:
+		return &Exhausted{Budget: name, Limit: b.USDPerDay, Reset: day}
+	case BudgetSearchesDay:
+		return &Exhausted{Budget: name, Limit: float64(b.SearchesPerDay), Reset: day}
+	case BudgetUSDMonth:
+		return &Exhausted{Budget: name, Limit: b.USDPerMonth, Reset: month}
+	case BudgetSearchesMonth:
+		return &Exhausted{Budget: name, Limit: float64(b.SearchesPerMonth), Reset: month}
 	}
 	return nil
 }

@@ -54,41 +54,31 @@ func (s *Ledger) ReserveSpend(ctx context.Context, tenant, call string, usd floa
 // spendCall is what reserve_spend.lua takes for a tenant's budget in one period: the
 // day's and the month's keys, and the limits and lifetimes (argv).
 type spendCall struct {
-	keys             []string
-	argv             []any
-	day, month       string
-	dayEnd, monthEnd time.Time
+	keys       []string
+	argv       []any
+	day, month string
+	now        time.Time
 }
 
 func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 	day, month := periods(now)
-	dayEnd, monthEnd := PeriodEnds(now)
 	du, dn := limitArgs(b.USDPerDay, b.SearchesPerDay)
 	mu, mn := limitArgs(b.USDPerMonth, b.SearchesPerMonth)
 	dayTTL, monthTTL := periodTTLs(now)
 	return spendCall{
 		keys: []string{s.K.spendDay(tenant, day), s.K.spendMonth(tenant, month)},
 		argv: []any{du, dn, mu, mn, dayTTL, monthTTL},
-		day:  day, month: month, dayEnd: dayEnd, monthEnd: monthEnd,
+		day:  day, month: month, now: now,
 	}
 }
 
 // answer reads reserve_spend.lua's answer v for call: the reservation, or the budget
 // that refused it; neither for an answer it does not know.
 func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservation, *Exhausted) {
-	switch v {
-	case "ok", "again":
+	if v == "ok" || v == "again" {
 		return &Reservation{Tenant: tenant, Call: call, Day: sp.day, Month: sp.month, made: v == "ok"}, nil
-	case BudgetUSDDay:
-		return nil, &Exhausted{Budget: v, Limit: b.USDPerDay, Reset: sp.dayEnd}
-	case BudgetSearchesDay:
-		return nil, &Exhausted{Budget: v, Limit: float64(b.SearchesPerDay), Reset: sp.dayEnd}
-	case BudgetUSDMonth:
-		return nil, &Exhausted{Budget: v, Limit: b.USDPerMonth, Reset: sp.monthEnd}
-	case BudgetSearchesMonth:
-		return nil, &Exhausted{Budget: v, Limit: float64(b.SearchesPerMonth), Reset: sp.monthEnd}
 	}
-	return nil, nil
+	return nil, b.Refusal(v, sp.now)
 }
 
 // SettleSpend sets what r's call really cost: usd over searches searches (0 and 0

@@ -152,13 +152,3 @@ func TestMonthlyBudget(t *testing.T) {
 		t.Fatalf("spend = %+v", sp)
 	}
 }
-
-func TestBudgetValidate(t *testing.T) {
-	t.Parallel()
-	if err := (state.Budget{USDPerDay: -1}).Validate(); err == nil {
-		t.Fatal("negative budget accepted")
-	}
-	if err := (state.Budget{USDPerDay: 0.05, SearchesPerMonth: 100}).Validate(); err != nil {
-		t.Fatal(err)
-	}
-}

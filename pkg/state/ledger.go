@@ -123,16 +123,13 @@ func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budg
 	usd := spend.USD(h.price)
 	if batch := h.batch; batch != "" {
 		h.Batch, h.batch = batch, ""
-		v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, h.Call, h.price, s.Retention.Milliseconds()).Slice()
-		if err != nil {
+		a, ex, err := s.reserveBatch(ctx, batch, h.Call, h.price)
+		if err != nil || ex != nil {
+			if ex != nil {
+				h.Batch = "" // nothing held there
+			}
 			s.releaseHold(ctx, h)
-			return nil, nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
-		}
-		a, _, limit := capAnswer(v)
-		if a == "over" {
-			h.Batch = "" // nothing held there
-			s.releaseHold(ctx, h)
-			return nil, &Exhausted{Budget: BudgetBatch, Limit: limit}, nil
+			return nil, ex, err
 		}
 		h.made.batch = a == "ok"
 	}
@@ -143,6 +140,20 @@ func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budg
 	}
 	h.Tenant, h.made.tenant = r, r.made
 	return h, nil, nil
+}
+
+// reserveBatch reserves a call's price against its batch's ledger: "ok", "again" (an
+// earlier delivery's entry), or the batch's cap that refused it.
+func (s *Ledger) reserveBatch(ctx context.Context, batch, call string, price int64) (string, *Exhausted, error) {
+	v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, price, s.Retention.Milliseconds()).Slice()
+	if err != nil {
+		return "", nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
+	}
+	a, _, limit := capAnswer(v)
+	if a == "over" {
+		return a, &Exhausted{Budget: BudgetBatch, Limit: limit}, nil
+	}
+	return a, nil, nil
 }
 
 // capAnswer reads reserveCap's {answer, batch, cap}.

@@ -166,18 +166,3 @@ func TestSettleUnreservedTurnOnce(t *testing.T) {
 		t.Fatalf("search after model spend: %+v", ex)
 	}
 }
-
-func TestPricing(t *testing.T) {
-	p := state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
-	if got := p.Cost(1000, 200); got != 0.006 {
-		t.Errorf("cost = %v, want 0.006", got)
-	}
-	if (state.Pricing{InputPerMTokUSD: -1}).Validate() == nil || p.Validate() != nil {
-		t.Error("validation")
-	}
-	for _, v := range []float64{0, -1, 1e-9} {
-		if state.CheckCap(v) == nil {
-			t.Errorf("cap %v accepted", v)
-		}
-	}
-}

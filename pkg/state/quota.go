@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // A tenant's storage quota counts the bytes of every record the fleet keeps for it
@@ -18,25 +20,16 @@ import (
 // ledger counts a record whether Redis or another store (a JetStream KV bucket with
 // the same TTL) holds its bytes.
 
-// RecordAllowance is what a new job is charged beyond its request until it ends and
-// its real size is known: room for its answer, trace and chain (64 KiB).
-const RecordAllowance = 64 << 10
+// RecordAllowance is what a new job is charged beyond its request until it ends
+// (spend.RecordAllowance).
+const RecordAllowance = spend.RecordAllowance
 
 // storageLedger gives back a tenant's records past their expiry, then charges a
 // record's bytes, releases a record's or reads the ledger. (lua/storage_ledger.lua)
 var storageLedger = script("storage_ledger")
 
-// Storage is a tenant's storage quota as it stands.
-type Storage struct {
-	// Used is the bytes charged; Records how many records hold them.
-	Used    int64
-	Records int64
-	// Limit is the quota (0: none).
-	Limit int64
-	// FirstExpiry is when the tenant's oldest record expires (zero: none), which is
-	// the soonest bytes come back on their own.
-	FirstExpiry time.Time
-}
+// Storage is a tenant's storage quota as it stands (spend.Storage).
+type Storage = spend.Storage
 
 // ChargeRecord charges record, bytes that tenant keeps until expires, against its
 // storage quota of limit bytes (0: no limit, the bytes are counted all the same).

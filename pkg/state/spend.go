@@ -26,8 +26,5 @@ const (
 	BudgetSearchesMonth = spend.BudgetSearchesMonth
 )
 
-// CheckCap validates a client's spending cap (spend.CheckCap).
-func CheckCap(usd float64) error { return spend.CheckCap(usd) }
-
 // PeriodEnds returns when the UTC day and month of t end (spend.PeriodEnds).
 func PeriodEnds(t time.Time) (day, month time.Time) { return spend.PeriodEnds(t) }

@@ -9,16 +9,11 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
-// A model turn is reserved before the model is called, as a search is: its worst case
-// (the request's bytes as tokens, the answer's max_tokens, the native searches it may
-// run, at the model's prices) is held against the job's ledger (max_cost_usd), the
-// batch's (its cap) and the tenant's day and month, each atomically across workers;
-// the call is refused when it does not fit. When the answer is in, the turn is settled
-// to what it cost. A reservation is keyed by the turn's call name (job:hop@model), so
-// a redelivered step reserves nothing more. A reservation never settled (its worker
-// died, the call failed and the job ended) lapses after its TTL: the tenant's next
-// reservation of the day gives it back. In the tenant's day ledger (spendCalls) a
-// reservation not yet settled is held as "micros:searches:p".
+// A model turn is held as spend.ReserveTurn says, keyed by its call name
+// (spend.TurnCall). A reservation never settled (its worker died, the call failed and
+// the job ended) lapses after its TTL: the tenant's next reservation of the day gives
+// it back. In the tenant's day ledger (spendCalls) a reservation not yet settled is
+// held as "micros:searches:p".
 
 // jobReserveTurnCap reserves a turn's price against the ledger in its job's hash and
 // notes the tenant's day it is reserved in. (lua/job_reserve_turn_cap.lua)
@@ -52,7 +47,7 @@ func (s *core) turnKeys(tenant, day string) []string {
 // periodTTLs are how long a day's and a month's counters are kept (a day past each
 // period's end, for GET /v1/usage and late settles), in seconds.
 func periodTTLs(now time.Time) (day, month int64) {
-	dayEnd, monthEnd := PeriodEnds(now)
+	dayEnd, monthEnd := spend.PeriodEnds(now)
 	day = int64(time.Until(dayEnd.Add(24*time.Hour)).Seconds()) + 1
 	month = int64(time.Until(monthEnd.Add(24*time.Hour)).Seconds()) + 1
 	return max(day, 60), max(month, 60)
@@ -87,14 +82,9 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 		}
 	}
 	if batch != "" {
-		v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, price, keep).Slice()
-		if err != nil {
+		if _, ex, err := s.reserveBatch(ctx, batch, call, price); err != nil || ex != nil {
 			giveBack(false)
-			return nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
-		}
-		if a, _, limit := capAnswer(v); a == "over" {
-			giveBack(false)
-			return &Exhausted{Budget: BudgetBatch, Limit: limit}, nil
+			return ex, err
 		}
 	}
 	du, dn := limitArgs(b.USDPerDay, b.SearchesPerDay)
@@ -105,25 +95,14 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 		giveBack(batch != "")
 		return nil, fmt.Errorf("state: reserving spend: %w", err)
 	}
-	dayEnd, monthEnd := PeriodEnds(now)
-	var ex *Exhausted
-	switch got {
-	case "ok", "again":
+	if got == "ok" || got == "again" {
 		return nil, nil
-	case BudgetUSDDay:
-		ex = &Exhausted{Budget: got, Limit: b.USDPerDay, Reset: dayEnd}
-	case BudgetSearchesDay:
-		ex = &Exhausted{Budget: got, Limit: float64(b.SearchesPerDay), Reset: dayEnd}
-	case BudgetUSDMonth:
-		ex = &Exhausted{Budget: got, Limit: b.USDPerMonth, Reset: monthEnd}
-	case BudgetSearchesMonth:
-		ex = &Exhausted{Budget: got, Limit: float64(b.SearchesPerMonth), Reset: monthEnd}
-	default:
-		giveBack(batch != "")
-		return nil, fmt.Errorf("state: reserving spend: unexpected answer %q", got)
 	}
 	giveBack(batch != "")
-	return ex, nil
+	if ex := b.Refusal(got, now); ex != nil {
+		return ex, nil
+	}
+	return nil, fmt.Errorf("state: reserving spend: unexpected answer %q", got)
 }
 
 // SettleTurn sets what call, a model turn of job, really cost (usd, with searches

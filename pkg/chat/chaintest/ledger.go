@@ -8,22 +8,23 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/chat"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // LedgerStore is a spend ledger and result record a test can put jobs in: what the
-// chat worker prices turns into (chat.Ledger) and answers repeated searches from
+// chat worker prices turns into (spend.TurnLedger) and answers repeated searches from
 // (chat.Records).
 type LedgerStore interface {
-	chat.Ledger
+	spend.TurnLedger
 	chat.Records
 	CreateJob(ctx context.Context, j *state.Job) error
-	SpendOf(ctx context.Context, tenant string, now time.Time) (state.Spend, error)
+	SpendOf(ctx context.Context, tenant string, now time.Time) (spend.Spend, error)
 	SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error
 	BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error)
 }
 
-// RunLedger is the conformance suite of chat.Ledger and chat.Records: a turn is
+// RunLedger is the conformance suite of spend.TurnLedger and chat.Records: a turn is
 // reserved before it is paid and counted once however often it is reserved or
 // settled, every budget that refuses it gives back what was held, and a recorded
 // result is the first one recorded. newStore returns an empty store for each subtest.
@@ -81,13 +82,13 @@ func requestCapRefusesTurn(t *testing.T, s LedgerStore) {
 	}
 	wantRequest(t, s, "j", 0, 0.01)
 	for range 2 { // a redelivered step reserves nothing more
-		if ex, err := s.ReserveTurn(ctx, "j", "acme", "j:0@model", 0.006, 0, state.Budget{}, turnTTL, now); ex != nil || err != nil {
+		if ex, err := s.ReserveTurn(ctx, "j", "acme", "j:0@model", 0.006, 0, spend.Budget{}, turnTTL, now); ex != nil || err != nil {
 			t.Fatalf("a turn within the cap: %+v %v", ex, err)
 		}
 	}
 	wantRequest(t, s, "j", 0.006, 0.01)
-	ex, err := s.ReserveTurn(ctx, "j", "acme", "j:1@model", 0.006, 0, state.Budget{}, turnTTL, now)
-	if err != nil || ex == nil || ex.Budget != state.BudgetRequest || ex.Limit != 0.01 || !ex.Reset.IsZero() {
+	ex, err := s.ReserveTurn(ctx, "j", "acme", "j:1@model", 0.006, 0, spend.Budget{}, turnTTL, now)
+	if err != nil || ex == nil || ex.Budget != spend.BudgetRequest || ex.Limit != 0.01 || !ex.Reset.IsZero() {
 		t.Fatalf("a turn past the cap: %+v %v", ex, err)
 	}
 	wantRequest(t, s, "j", 0.006, 0.01)
@@ -98,7 +99,7 @@ func turnSettledOnce(t *testing.T, s LedgerStore) {
 	ctx, now := context.Background(), time.Now()
 	ledgerJob(t, s, "j", "acme", "")
 	const a, b = "j:0@model", "j:1@model"
-	if ex, err := s.ReserveTurn(ctx, "j", "acme", a, 0.01, 1, state.Budget{}, turnTTL, now); ex != nil || err != nil {
+	if ex, err := s.ReserveTurn(ctx, "j", "acme", a, 0.01, 1, spend.Budget{}, turnTTL, now); ex != nil || err != nil {
 		t.Fatal(ex, err)
 	}
 	wantSpend(t, s, "acme", 0.01, 1) // the worst case, reserved
@@ -132,24 +133,24 @@ func turnSettledOnce(t *testing.T, s LedgerStore) {
 func tenantBudgetRefusesTurn(t *testing.T, s LedgerStore) {
 	ctx, now := context.Background(), time.Now()
 	ledgerJob(t, s, "j", "acme", "")
-	usd := state.Budget{USDPerDay: 0.01}
+	usd := spend.Budget{USDPerDay: 0.01}
 	if ex, err := s.ReserveTurn(ctx, "j", "acme", "j:0@model", 0.008, 0, usd, turnTTL, now); ex != nil || err != nil {
 		t.Fatal(ex, err)
 	}
-	dayEnd, monthEnd := state.PeriodEnds(now)
+	dayEnd, monthEnd := spend.PeriodEnds(now)
 	ex, err := s.ReserveTurn(ctx, "j", "acme", "j:1@model", 0.005, 0, usd, turnTTL, now)
-	if err != nil || ex == nil || ex.Budget != state.BudgetUSDDay || ex.Limit != 0.01 || !ex.Reset.Equal(dayEnd) {
+	if err != nil || ex == nil || ex.Budget != spend.BudgetUSDDay || ex.Limit != 0.01 || !ex.Reset.Equal(dayEnd) {
 		t.Fatalf("a turn past the daily budget: %+v %v", ex, err)
 	}
 	wantRequest(t, s, "j", 0.008, 0) // the refused turn's hold given back
 	wantSpend(t, s, "acme", 0.008, 0)
-	month := state.Budget{USDPerMonth: 0.01}
-	if ex, _ := s.ReserveTurn(ctx, "j", "acme", "j:1@model", 0.005, 0, month, turnTTL, now); ex == nil || ex.Budget != state.BudgetUSDMonth || !ex.Reset.Equal(monthEnd) {
+	month := spend.Budget{USDPerMonth: 0.01}
+	if ex, _ := s.ReserveTurn(ctx, "j", "acme", "j:1@model", 0.005, 0, month, turnTTL, now); ex == nil || ex.Budget != spend.BudgetUSDMonth || !ex.Reset.Equal(monthEnd) {
 		t.Fatalf("a turn past the monthly budget: %+v", ex)
 	}
 	// Native searches count against the search budgets; a turn without any does not.
-	searches := state.Budget{SearchesPerDay: 1}
-	if ex, _ := s.ReserveTurn(ctx, "j", "acme", "j:2@model", 0.001, 2, searches, turnTTL, now); ex == nil || ex.Budget != state.BudgetSearchesDay || ex.Limit != 1 {
+	searches := spend.Budget{SearchesPerDay: 1}
+	if ex, _ := s.ReserveTurn(ctx, "j", "acme", "j:2@model", 0.001, 2, searches, turnTTL, now); ex == nil || ex.Budget != spend.BudgetSearchesDay || ex.Limit != 1 {
 		t.Fatalf("a turn of two native searches past a budget of one: %+v", ex)
 	}
 	if ex, err := s.ReserveTurn(ctx, "j", "acme", "j:3@model", 0.001, 0, searches, turnTTL, now); ex != nil || err != nil {
@@ -162,11 +163,11 @@ func lapsedReservation(t *testing.T, s LedgerStore) {
 	ctx, now := context.Background(), time.Now()
 	ledgerJob(t, s, "j", "acme", "")
 	// A reservation holds at least a second.
-	if ex, err := s.ReserveTurn(ctx, "j", "acme", "j:0@model", 0.01, 1, state.Budget{}, time.Millisecond, now); ex != nil || err != nil {
+	if ex, err := s.ReserveTurn(ctx, "j", "acme", "j:0@model", 0.01, 1, spend.Budget{}, time.Millisecond, now); ex != nil || err != nil {
 		t.Fatal(ex, err)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	if ex, err := s.ReserveTurn(ctx, "j", "acme", "j:1@model", 0.002, 0, state.Budget{}, turnTTL, now); ex != nil || err != nil {
+	if ex, err := s.ReserveTurn(ctx, "j", "acme", "j:1@model", 0.002, 0, spend.Budget{}, turnTTL, now); ex != nil || err != nil {
 		t.Fatal(ex, err)
 	}
 	wantSpend(t, s, "acme", 0.002, 0)
@@ -184,14 +185,14 @@ func batchCapRefusesTurn(t *testing.T, s LedgerStore) {
 	if err := s.SetBatchCap(ctx, "b1", 0.01, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if ex, err := s.ReserveTurn(ctx, "a", "acme", "a:0@model", 0.008, 0, state.Budget{}, turnTTL, now); ex != nil || err != nil {
+	if ex, err := s.ReserveTurn(ctx, "a", "acme", "a:0@model", 0.008, 0, spend.Budget{}, turnTTL, now); ex != nil || err != nil {
 		t.Fatal(ex, err)
 	}
 	if usd, c, err := s.BatchSpendOf(ctx, "b1"); err != nil || usd != 0.008 || c != 0.01 {
 		t.Fatalf("batch ledger $%v cap $%v (%v)", usd, c, err)
 	}
-	ex, err := s.ReserveTurn(ctx, "b", "acme", "b:0@model", 0.005, 0, state.Budget{}, turnTTL, now)
-	if err != nil || ex == nil || ex.Budget != state.BudgetBatch || ex.Limit != 0.01 {
+	ex, err := s.ReserveTurn(ctx, "b", "acme", "b:0@model", 0.005, 0, spend.Budget{}, turnTTL, now)
+	if err != nil || ex == nil || ex.Budget != spend.BudgetBatch || ex.Limit != 0.01 {
 		t.Fatalf("a turn past the batch's cap: %+v %v", ex, err)
 	}
 	wantRequest(t, s, "b", 0, 0)
