@@ -3,7 +3,10 @@
 // wire.ModelAPI each). A Caller takes a hop's request in canonical form, encodes it
 // once with the model's codec (Prepare), sends it and gives the answer back as the
 // turn the chain keeps (wire.Turn), so the chat worker never knows which protocol its
-// model speaks.
+// model speaks. It is the fleet's one HTTP caller of model providers: the grounded
+// search engines call it too, in canonical form (Answer) or with their own request
+// body (Send), so every model call shares one exchange, the provider's credentials
+// (provider.Credentials) and its errors (*llm.Error, classified by provider.Classify).
 package upstream
 
 import (
