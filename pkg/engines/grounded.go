@@ -215,6 +215,9 @@ func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
 // is Decode, a failure without an answer Unavailable (in words that name no address).
 func (g *client) modelError(err error) error {
 	var le *llm.Error
+	if ee := (*Error)(nil); errors.As(err, &ee) {
+		return ee // the engine's own (a request that did not encode)
+	}
 	if !errors.As(err, &le) {
 		if ctx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded); ctx {
 			return AsError(g.id, err)
