@@ -10,16 +10,16 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
-	"github.com/searchfleet/searchfleet/pkg/provider"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 )
 
 // glmChat is Zhipu GLM chat completions with the embedded web_search tool
 // (POST {base}/chat/completions, bearer key): one request, the model searches and
 // answers, and the search results come back in a top-level "web_search" array next to
 // "choices" (WIRE_FORMATS.md §4a, seed 001). It is an adapter over the main models'
-// parts: provider.Client makes the call (the provider layer's exchange, credentials and
-// errors), and the tool's declaration, the web_search array and the ref markers are
-// read by pkg/llm/nativechat (glm.go), as for a GLM main model: the refs are numbered
+// parts: upstream.Caller.Send makes the call (the one model caller's exchange,
+// credentials and errors), and the tool's declaration, the web_search array and the
+// ref markers are read by pkg/llm/nativechat (glm.go), as for a GLM main model: the refs are numbered
 // there (nativechat.GLMCite: cited pages by first citation), then the uncited results
 // follow as sources and hits. The default base is the mainland endpoint https://open.bigmodel.cn/api/paas/v4; Z.AI accounts set
 // https://api.z.ai/api/paas/v4. The default model is glm-4.7.
@@ -61,8 +61,8 @@ func (e *glmChat) Capabilities() Capabilities {
 }
 
 // run makes the one call of a search: a chat completion with GLM's web_search tool
-// (nativechat.GLMTool) through provider.Client, the search results read from the body's
-// web_search array (nativechat.GLMResults) and cited as for a main model.
+// (nativechat.GLMTool) through upstream.Caller.Send, the search results read from the
+// body's web_search array (nativechat.GLMResults) and cited as for a main model.
 func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
 	// search_query pins what is searched to the query itself (cut to the Web Search
 	// API's 70 characters; the model still reads the whole query, so no warning).
@@ -72,9 +72,11 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	if e.opts.Thinking != "" {
 		req["thinking"] = map[string]string{"type": e.opts.Thinking}
 	}
-	body, _ := json.Marshal(req)
-	cctx, captured := nativechat.Capture(ctx)
-	comp, err := provider.NewClientWith(e.id, e.baseURL, e.credentials(), nativechat.HTTPClient(hc)).Complete(cctx, body, nil)
+	body, err := e.send(ctx, openaichat.Model, hc, e.model, req)
+	if err != nil {
+		return nil, e.glmModelError(err)
+	}
+	comp, err := llm.ParseCompletion(body)
 	if err != nil {
 		return nil, e.glmModelError(err)
 	}
@@ -89,7 +91,7 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	case "network_error":
 		return nil, &Error{Kind: Unavailable, Engine: e.id, Message: "Zhipu reported a network error while answering (finish_reason network_error)"}
 	}
-	items := nativechat.GLMResults(captured())
+	items := nativechat.GLMResults(body)
 	summary, cited := nativechat.GLMCite(res.Summary, items)
 	byLink := map[string]Hit{}
 	for _, it := range slices.Backward(items) {

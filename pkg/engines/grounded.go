@@ -153,6 +153,40 @@ func (c *client) chatAnswer(comp *llm.Completion) (*Result, *llm.NativeSearch, e
 	return res, m.Native, nil
 }
 
+// send posts req, an engine's own request in api's protocol for model, through the
+// model caller of api on hc (the provider layer's exchange, credentials and
+// Retry-After rule) and returns the answer's body as it came: the engines that read
+// their own answer (OpenRouter, Perplexity, glm-chat) make their call with it. Errors
+// are upstream.Caller.Send's, for the engine to word (sendError, modelError).
+func (c *client) send(ctx context.Context, api wire.ModelAPI, hc *http.Client, model string, req any) ([]byte, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, &Error{Kind: BadRequest, Engine: c.id, Message: "encoding request: " + err.Error()}
+	}
+	return upstream.New(api, c.id, c.baseURL, "", hc, upstream.Options{Credentials: c.credentials()}).Send(ctx, model, body)
+}
+
+// sendError is a failed send classified as a model call's failure (modelError), with
+// a provider's error worded as the HTTP engines' are (provider.ErrorMessage): the
+// provider's code, else its type, before its message; a body without the OpenAI
+// envelope (the whole body is the message) read for the message it holds.
+func (c *client) sendError(err error) error {
+	out := c.modelError(err)
+	var le *llm.Error
+	var e *Error
+	if !errors.As(err, &le) || le.Status == 0 || !errors.As(out, &e) || e.Kind == Decode {
+		return out
+	}
+	msg := le.Message
+	if code := cmp.Or(le.Code, le.Type); code == "" {
+		msg = provider.ErrorMessage([]byte(msg))
+	} else if !strings.Contains(msg, code) {
+		msg = code + ": " + msg
+	}
+	e.Message = c.redact(truncate(msg, 300))
+	return e
+}
+
 // credentials are the one key of a model caller built for an engine: the engine's
 // rotation (keys.go) rests and tells of refused keys, so these do not.
 func (c *client) credentials() *provider.Credentials {
@@ -181,6 +215,9 @@ func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
 // is Decode, a failure without an answer Unavailable (in words that name no address).
 func (g *client) modelError(err error) error {
 	var le *llm.Error
+	if ee := (*Error)(nil); errors.As(err, &ee) {
+		return ee // the engine's own (a request that did not encode)
+	}
 	if !errors.As(err, &le) {
 		if ctx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded); ctx {
 			return AsError(g.id, err)

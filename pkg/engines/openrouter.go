@@ -12,6 +12,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 )
 
 // openRouter is OpenRouter chat completions with web search (POST
@@ -201,9 +202,9 @@ func (e *openRouter) Search(ctx context.Context, q Query) (*Result, error) {
 		}
 		req.Tools = []openrouterTool{{Type: "openrouter:web_search", Parameters: p}}
 	}
-	body, _, err := e.do(ctx, request{path: "/chat/completions", header: bearer(e.key), body: req})
+	body, err := e.send(ctx, openaichat.Model, e.hc, e.model, req)
 	if err != nil {
-		return nil, err
+		return nil, e.sendError(err)
 	}
 	return e.parse(q, [][]byte{body})
 }

@@ -147,9 +147,9 @@ func (e *perplexity) Search(ctx context.Context, q Query) (*Result, error) {
 	if e.key == "" {
 		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
 	}
-	body, _, err := e.do(ctx, request{path: "/v1/agent", header: bearer(e.key), body: e.request(q)})
+	body, err := e.send(ctx, responses.PerplexityAgent, e.hc, e.model, e.request(q))
 	if err != nil {
-		return nil, err
+		return nil, e.sendError(err)
 	}
 	return e.parse(q, [][]byte{body})
 }

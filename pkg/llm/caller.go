@@ -9,9 +9,9 @@ type Delta struct {
 }
 
 // Caller calls a model with an OpenAI Chat Completions request body and returns its
-// answer as a Chat assistant message: provider.Client, the plain Chat exchange the GLM chat
-// search engine makes. (The chat worker's main models are called in canonical form by
-// upstream.Caller.)
+// answer as a Chat assistant message: the form the tests written in Chat's terms drive
+// the model caller in (upstreamtest.Chat over upstream.Caller, which calls every main
+// model in canonical form).
 type Caller interface {
 	// Complete calls the model once. With onDelta set, the call streams where the
 	// provider can and onDelta receives the answer's text as it arrives, in order,

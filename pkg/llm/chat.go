@@ -1,8 +1,8 @@
 // Package llm holds what every model call shares: the chain's Chat request form
 // (ChatRequest, which keeps every parameter the fleet does not touch exactly as the
 // client sent it), the Caller a chain step calls a model with, errors and their retry
-// decision, credentials, server-sent events, and provider.Client, the plain Chat exchange
-// of the glm-chat engine (main models go through upstream.Caller).
+// decision, server-sent events, and a chat completion read whole (ParseCompletion) or
+// streamed (ChatStream). The HTTP exchange with a provider is upstream.Caller's.
 package llm
 
 import (

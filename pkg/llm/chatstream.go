@@ -7,9 +7,6 @@ import (
 	"sort"
 )
 
-// ErrStreamCut is a stream that ended before its answer did.
-var ErrStreamCut = errors.New("the stream ended before the answer was complete")
-
 // chatChunk is one chat.completion.chunk (or an in-band error event).
 type chatChunk struct {
 	ID      string `json:"id"`
@@ -50,7 +47,7 @@ type assembler struct {
 }
 
 // ChatStream folds a streamed chat completion's chunks back into the answer a whole
-// one is (provider.Client's streams, and the Chat model codec of pkg/llm/wire).
+// one is, for the Chat model codec (pkg/llm/openaichat).
 type ChatStream struct{ a assembler }
 
 // NewChatStream returns the assembler of one streamed chat completion.
@@ -84,12 +81,6 @@ func (s *ChatStream) Body() ([]byte, bool) {
 		"choices": []any{map[string]any{"index": 0, "message": c.Message, "finish_reason": c.FinishReason}}})
 	return b, s.a.done
 }
-
-// Done reports whether the stream has ended (a finish_reason or [DONE] was seen).
-func (s *ChatStream) Done() bool { return s.a.done }
-
-// Completion is the answer assembled so far.
-func (s *ChatStream) Completion() *Completion { return s.a.completion() }
 
 // ErrStreamDone is what Chunk returns for [DONE]: it stops reading the stream.
 var ErrStreamDone = errors.New("done")

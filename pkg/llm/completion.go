@@ -20,6 +20,32 @@ type Completion struct {
 	Usage        Usage
 }
 
+// ParseCompletion reads a whole chat.completion body: its first choice, or the
+// provider's in-band error (InBandError), or a bad_response error when the body is
+// not a chat completion or has no choice.
+func ParseCompletion(body []byte) (*Completion, error) {
+	var out struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      json.RawMessage `json:"message"`
+			FinishReason string          `json:"finish_reason"`
+		} `json:"choices"`
+		Usage Usage           `json:"usage"`
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, &Error{Status: http.StatusOK, Type: "bad_response", Message: "response is not a chat completion: " + Truncate(err.Error(), 200)}
+	}
+	if e := InBandError(out.Error); e != nil {
+		return nil, e
+	}
+	if len(out.Choices) == 0 || len(out.Choices[0].Message) == 0 {
+		return nil, &Error{Status: http.StatusOK, Type: "bad_response", Message: "chat completion has no choices"}
+	}
+	return &Completion{ID: out.ID, Model: out.Model, Message: out.Choices[0].Message, FinishReason: out.Choices[0].FinishReason, Usage: out.Usage}, nil
+}
+
 // Usage is token usage of one or more model calls.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`

@@ -15,8 +15,9 @@ import (
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 var goNames = regexp.MustCompile(`Go (struct|value)|cannot unmarshal|json: |\b(llm|json)\.[A-Z]|map\[string\]`)
@@ -84,9 +85,9 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: b.status, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(b.body)), Request: r}, nil
 }
 
-// FuzzComplete: the model client reads any answer (any status, any body) into a
-// completion or an *llm.Error, never panicking; a completion has a message that is
-// JSON, and no error carries the key.
+// FuzzComplete: the model caller (a Chat provider's) reads any answer (any status,
+// any body) into a completion or an *llm.Error, never panicking; a completion has a
+// message that is JSON, and no error carries the key.
 func FuzzComplete(f *testing.F) {
 	seedGlob(f, "openai/pydantic-chat-*.response.json", "moonshot/*.response.json", "openrouter/*.response.json", "zhipu/docs-chat-web-search.response.json")
 	for _, s := range []string{``, `{}`, `{"choices":[]}`, `{"choices":[{"message":null}]}`, `{"error":{"message":"sk-fuzz-key bad","code":429}}`, `{"error":{"code":"x"}}`} {
@@ -95,8 +96,8 @@ func FuzzComplete(f *testing.F) {
 	const key = "sk-fuzz-key"
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, status := range []int{200, 400, 429, 503} {
-			c := provider.NewClient("fuzz", "http://model.invalid/v1", key, &http.Client{Transport: bodyTransport{status, body}})
-			comp, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), nil)
+			c := upstreamtest.Chat{Caller: upstream.New(openaichat.Model, "fuzz", "http://model.invalid/v1", key, &http.Client{Transport: bodyTransport{status, body}}, upstream.Options{})}
+			comp, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), nil)
 			if err != nil {
 				var le *llm.Error
 				if !errors.As(err, &le) {

@@ -1,12 +1,11 @@
-// Package provider is the layer that talks to a paid provider over HTTP, shared by the
-// search engines (pkg/engines) and the main-model callers: the kinds of failure and the
-// retry decision they carry (Kind, Classify), the one rule for how long a provider asked
-// us to wait (RetryAfter), key redaction (Redact), a key's fingerprint (its name in logs
-// and in Redis), the rotation of several keys with shared rests (Keys over Cooldowns,
-// which the fleet backs with Redis), the OAuth access token source some providers take
-// instead of a key, a main model's Credentials over them, and Client, the plain
-// OpenAI-compatible Chat Completions exchange. Its vocabulary (answers, errors) is
-// pkg/llm's.
+// Package provider is what every call to a paid provider shares, the search engines'
+// (pkg/engines) and the main models' (pkg/llm/upstream, whose Caller makes the HTTP
+// exchange): the kinds of failure and the retry decision they carry (Kind, Classify),
+// the one rule for how long a provider asked us to wait (RetryAfter), key redaction
+// (Redact), a key's fingerprint (its name in logs and in Redis), the rotation of several
+// keys with shared rests (Keys over Cooldowns, which the fleet backs with Redis), the
+// OAuth access token source some providers take instead of a key, and a main model's
+// Credentials over them. Its vocabulary (answers, errors) is pkg/llm's.
 package provider
 
 import (

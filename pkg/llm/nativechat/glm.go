@@ -2,10 +2,7 @@ package nativechat
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -160,74 +157,4 @@ func GLMCite(text string, items []GLMItem) (string, []llm.NativeSource) {
 		b.WriteString(cleanLine(line[prev:]))
 	}
 	return b.String(), sources
-}
-
-// Capture returns ctx marked for the response body of the call made with it to be
-// copied (through an http.Client from HTTPClient), and a function that returns that
-// copy once the call is done: the glm-chat engine reads the web_search array from it
-// (the assistant message provider.Client returns does not carry it).
-func Capture(ctx context.Context) (context.Context, func() []byte) {
-	cap := &capture{}
-	return context.WithValue(ctx, captureKey{}, cap), func() []byte { return cap.buf.Bytes() }
-}
-
-// capture is the body of one response, copied as the client reads it.
-type capture struct{ buf bytes.Buffer }
-
-type captureKey struct{}
-
-// maxCapture bounds the copy of one response (the client reads at most 64 MiB).
-const maxCapture = 64 << 20
-
-// HTTPClient returns hc (nil: http.DefaultClient) with a transport that copies the
-// response bodies of the calls a GLM caller makes, which carry the search results
-// outside the assistant message provider.Client returns. Other calls pass through
-// untouched.
-func HTTPClient(hc *http.Client) *http.Client {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	out := *hc
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	out.Transport = captureTransport{base}
-	return &out
-}
-
-// captureTransport copies the response body of a request whose context carries a
-// capture.
-type captureTransport struct{ base http.RoundTripper }
-
-func (t captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(r)
-	return tee(r, resp, err)
-}
-
-// tee has resp's body copied into the capture r's context carries, if any, in place
-// of an earlier response's: a call that moved on to another key (provider.Credentials)
-// read the refusal first, and only the last response is the answer.
-func tee(r *http.Request, resp *http.Response, err error) (*http.Response, error) {
-	cap, _ := r.Context().Value(captureKey{}).(*capture)
-	if err != nil || cap == nil {
-		return resp, err
-	}
-	cap.buf.Reset()
-	resp.Body = &teeBody{ReadCloser: resp.Body, cap: cap}
-	return resp, nil
-}
-
-// teeBody copies what is read of a body into its capture.
-type teeBody struct {
-	io.ReadCloser
-	cap *capture
-}
-
-func (b *teeBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 && b.cap.buf.Len() < maxCapture {
-		b.cap.buf.Write(p[:n])
-	}
-	return n, err
 }

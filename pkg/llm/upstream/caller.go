@@ -3,7 +3,10 @@
 // wire.ModelAPI each). A Caller takes a hop's request in canonical form, encodes it
 // once with the model's codec (Prepare), sends it and gives the answer back as the
 // turn the chain keeps (wire.Turn), so the chat worker never knows which protocol its
-// model speaks.
+// model speaks. It is the fleet's one HTTP caller of model providers: the grounded
+// search engines call it too, in canonical form (Answer) or with their own request
+// body (Send), so every model call shares one exchange, the provider's credentials
+// (provider.Credentials) and its errors (*llm.Error, classified by provider.Classify).
 package upstream
 
 import (
@@ -191,34 +194,11 @@ func (c *Caller) authorize(h http.Header, cred provider.Credential) {
 
 // callWith makes one request with cred.
 func (c *Caller) callWith(ctx context.Context, cred provider.Credential, model string, out []byte, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(model, stream), bytes.NewReader(out))
+	resp, err := c.post(ctx, cred, model, out, stream)
 	if err != nil {
-		return nil, nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	} else {
-		hr.Header.Set("Accept", "application/json")
-	}
-	c.authorize(hr.Header, cred)
-	resp, err := c.hc.Do(hr)
-	return c.answer(ctx, resp, err, stream, onDelta)
-}
-
-// answer reads the answer to one request: the response, or the error sending it.
-func (c *Caller) answer(ctx context.Context, resp *http.Response, err error, stream bool, onDelta func(llm.Delta)) (*wire.Response, []byte, error) {
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		return nil, nil, &llm.Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, nil, c.httpError(resp, data)
-	}
 	var answer *wire.Response
 	var raw []byte
 	if stream && isEventStream(resp.Header.Get("Content-Type")) {
@@ -233,6 +213,66 @@ func (c *Caller) answer(ctx context.Context, resp *http.Response, err error, str
 		return nil, nil, c.asError(resp.StatusCode, err)
 	}
 	return answer, raw, nil
+}
+
+// Send posts body, a request already in the caller's protocol for model (an engine's
+// own search request), with the caller's credentials, and returns the body of the 2xx
+// answer as it came, for a caller that reads its own format (OpenRouter's and
+// Perplexity's search engines, glm-chat). A non-2xx answer is an *llm.Error (status,
+// the provider's message, its Retry-After), as is a failure to reach the provider
+// (status 0); an in-band error inside a 2xx body is the reader's to find.
+func (c *Caller) Send(ctx context.Context, model string, body []byte) ([]byte, error) {
+	var data []byte
+	err := c.creds.Try(ctx, nil, func(cred provider.Credential, _ func(llm.Delta)) error {
+		resp, err := c.post(ctx, cred, model, body, false)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if data, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer)); err != nil && ctx.Err() == nil {
+			return &llm.Error{Provider: c.name, Message: c.redact("reading the answer: " + err.Error()), Err: err}
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// post makes one request with cred and returns the 2xx response, its body to be read
+// and closed; a non-2xx answer or a failure to send is the error.
+func (c *Caller) post(ctx context.Context, cred provider.Credential, model string, out []byte, stream bool) (*http.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+c.api.Path(model, stream), bytes.NewReader(out))
+	if err != nil {
+		return nil, &llm.Error{Provider: c.name, Message: "building request", Err: err}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	} else {
+		hr.Header.Set("Accept", "application/json")
+	}
+	c.authorize(hr.Header, cred)
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		return nil, c.sendError(ctx, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, c.httpError(resp, data)
+	}
+	return resp, nil
+}
+
+// sendError is a failure to send a request: the context's error when it ended, else
+// an *llm.Error without status (the provider was not heard).
+func (c *Caller) sendError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &llm.Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
 }
 
 // searchTool puts the provider's own search in place of the fleet's web_search tool

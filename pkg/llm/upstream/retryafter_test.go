@@ -12,29 +12,29 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
 	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
 // A model provider's wait is read by the provider layer's one rule, whatever form it
 // takes: OpenAI's retry-after-ms (ignored by the model callers before), Anthropic's
 // rate-limit reset headers, Google's RetryInfo in the error body. Each case is a 429
-// over real HTTP, to the Chat client and to the callers of the other protocols.
+// over real HTTP, to the callers of every protocol.
 func TestModelRetryAfterForms(t *testing.T) {
 	t.Parallel()
 	reset := func() string { return time.Now().Add(20 * time.Second).UTC().Format(time.RFC3339) }
 	for _, c := range []struct {
 		name   string
-		api    wire.ModelAPI // nil: OpenAI Chat (provider.Client)
+		api    wire.ModelAPI
 		header func(h http.Header)
 		body   string
 		min    time.Duration
 		max    time.Duration
 	}{
-		{"chat retry-after-ms", nil, func(h http.Header) { h.Set("retry-after-ms", "1500") },
+		{"chat retry-after-ms", openaichat.Model, func(h http.Header) { h.Set("retry-after-ms", "1500") },
 			`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, 1500 * time.Millisecond, 1500 * time.Millisecond},
 		{"responses retry-after-ms", responses.Model, func(h http.Header) { h.Set("retry-after-ms", "2500") },
 			`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, 2500 * time.Millisecond, 2500 * time.Millisecond},
@@ -58,10 +58,7 @@ func TestModelRetryAfterForms(t *testing.T) {
 				w.Write([]byte(c.body))
 			}))
 			defer srv.Close()
-			var caller llm.Caller = provider.NewClient("p", srv.URL+"/v1", "sk-wait-secret", srv.Client())
-			if c.api != nil {
-				caller = upstreamtest.Chat{Caller: upstream.New(c.api, "p", srv.URL, "sk-wait-secret", srv.Client(), upstream.Options{})}
-			}
+			caller := upstreamtest.Chat{Caller: upstream.New(c.api, "p", srv.URL, "sk-wait-secret", srv.Client(), upstream.Options{})}
 			_, err := caller.Complete(context.Background(), body([]string{user("hello")}), nil)
 			var le *llm.Error
 			if !errors.As(err, &le) || le.Status != http.StatusTooManyRequests {

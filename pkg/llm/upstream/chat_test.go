@@ -1,4 +1,4 @@
-package provider_test
+package upstream_test
 
 import (
 	"context"
@@ -11,26 +11,31 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
-	"github.com/searchfleet/searchfleet/pkg/provider"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
+	"github.com/searchfleet/searchfleet/pkg/llm/upstream/upstreamtest"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
 )
 
-func simClient(t *testing.T) *provider.Client {
+// chatClient is a caller of an OpenAI-compatible provider at base, spoken to in Chat.
+func chatClient(name, base, k string) upstreamtest.Chat {
+	return upstreamtest.Chat{Caller: upstream.New(openaichat.Model, name, base, k, nil, upstream.Options{})}
+}
+
+func simClient(t *testing.T) upstreamtest.Chat {
 	t.Helper()
 	hs, url, err := simulator.New(simulator.Options{}).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	return provider.NewClient("sim", url+"/v1", "sk-test-secret", nil)
+	return chatClient("sim", url+"/v1", "sk-test-secret")
 }
-
-const webSearchTool = `{"type":"function","function":{"name":"web_search","parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}}`
 
 // A streamed call assembles the same answer as the whole one (text, tool calls with
 // their arguments rebuilt from fragments, finish reason), and onDelta receives the
 // text piece by piece, in order.
-func TestCompleteStreamedMatchesWhole(t *testing.T) {
+func TestChatStreamedMatchesWhole(t *testing.T) {
 	t.Parallel()
 	c := simClient(t)
 	for name, body := range map[string]string{
@@ -59,15 +64,12 @@ func TestCompleteStreamedMatchesWhole(t *testing.T) {
 				t.Errorf("%d deltas for %q: not streamed", len(deltas), wt)
 			}
 			// The simulator derives ids from the request body, which differs by the
-			// stream fields: the whole answer's ids are compared with the hash swapped.
-			hash := func(c *llm.Completion) string { return strings.TrimPrefix(c.ID, "chatcmpl-sim-") }
-			wc, _ := json.Marshal(wm.ToolCalls)
-			sc, _ := json.Marshal(sm.ToolCalls)
-			if strings.ReplaceAll(string(wc), hash(whole), hash(streamed)) != string(sc) {
-				t.Errorf("tool calls: streamed %s, whole %s", sc, wc)
+			// stream fields: the tool calls are compared without them (withoutIDs).
+			if ws, ss := withoutIDs(t, whole), withoutIDs(t, streamed); ws != ss || len(sm.ToolCalls) != len(wm.ToolCalls) {
+				t.Errorf("tool calls: streamed %s, whole %s", ss, ws)
 			}
-			if streamed.FinishReason != whole.FinishReason || hash(streamed) == "" || streamed.Model != whole.Model {
-				t.Errorf("streamed %s/%s/%s, whole %s/%s/%s", streamed.FinishReason, streamed.ID, streamed.Model, whole.FinishReason, whole.ID, whole.Model)
+			if streamed.FinishReason != whole.FinishReason || streamed.Model != whole.Model {
+				t.Errorf("streamed %s/%s, whole %s/%s", streamed.FinishReason, streamed.Model, whole.FinishReason, whole.Model)
 			}
 			if streamed.Usage.TotalTokens == 0 {
 				t.Error("no usage: stream_options.include_usage not sent or not read")
@@ -83,8 +85,9 @@ func TestCompleteStreamedMatchesWhole(t *testing.T) {
 }
 
 // A recorded OpenRouter stream (comment lines, annotations in the first delta, usage
-// in a last chunk that repeats the finish reason): the provider's extra fields are kept.
-func TestCompleteStreamFixture(t *testing.T) {
+// in a last chunk that repeats the finish reason) is read whole: its text, finish
+// reason, usage and model.
+func TestChatStreamFixture(t *testing.T) {
 	t.Parallel()
 	sse := fixtures.Read("openrouter/pydantic-server-tool-web-search-annotations-stream.sse")
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,15 +95,14 @@ func TestCompleteStreamFixture(t *testing.T) {
 		w.Write(sse)
 	}))
 	defer hs.Close()
-	c := provider.NewClient("openrouter", hs.URL, "", nil)
+	c := chatClient("openrouter", hs.URL, "")
 	var text strings.Builder
 	comp, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), func(d llm.Delta) { text.WriteString(d.Text) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var msg struct {
-		Content     string            `json:"content"`
-		Annotations []json.RawMessage `json:"annotations"`
+		Content string `json:"content"`
 	}
 	if err := json.Unmarshal(comp.Message, &msg); err != nil {
 		t.Fatal(err)
@@ -108,8 +110,8 @@ func TestCompleteStreamFixture(t *testing.T) {
 	if msg.Content != text.String() || !strings.Contains(msg.Content, "github.com/pydantic/pydantic-ai") {
 		t.Errorf("content %q, deltas %q", msg.Content, text.String())
 	}
-	if len(msg.Annotations) == 0 || comp.FinishReason != "stop" || comp.Usage.TotalTokens != 2370 || comp.Model != "deepseek/deepseek-chat" {
-		t.Errorf("annotations %d, finish %q, usage %+v, model %q", len(msg.Annotations), comp.FinishReason, comp.Usage, comp.Model)
+	if comp.FinishReason != "stop" || comp.Usage.TotalTokens != 2370 || comp.Model != "deepseek/deepseek-chat" {
+		t.Errorf("finish %q, usage %+v, model %q", comp.FinishReason, comp.Usage, comp.Model)
 	}
 
 	// The second recording: gpt-4.1-mini through OpenRouter, usage in the last chunk.
@@ -120,7 +122,7 @@ func TestCompleteStreamFixture(t *testing.T) {
 	}))
 	defer hs2.Close()
 	text.Reset()
-	comp, err = provider.NewClient("openrouter", hs2.URL, "", nil).Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(d llm.Delta) { text.WriteString(d.Text) })
+	comp, err = chatClient("openrouter", hs2.URL, "").Complete(context.Background(), []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), func(d llm.Delta) { text.WriteString(d.Text) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,9 +132,10 @@ func TestCompleteStreamFixture(t *testing.T) {
 	}
 }
 
-// An error object inside the stream and a stream cut before its end are *llm.Error
-// values with a retry decision; neither leaks the key.
-func TestCompleteStreamErrors(t *testing.T) {
+// An error object inside the stream, a stream cut before its end (a broken stream:
+// 502) and a chunk that does not read (no status: the provider was not understood)
+// are *llm.Error values with a retry decision; none leaks the key.
+func TestChatStreamErrors(t *testing.T) {
 	t.Parallel()
 	first := `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}` + "\n\n"
 	for name, tc := range map[string]struct {
@@ -142,8 +145,8 @@ func TestCompleteStreamErrors(t *testing.T) {
 	}{
 		"in-band 502": {first + `data: {"error":{"message":"Upstream overloaded sk-test-secret","code":502}}` + "\n\n", 502, true},
 		"in-band 400": {first + `data: {"error":{"message":"context too long","code":400}}` + "\n\n", 400, false},
-		"cut":         {first, 0, true},
-		"garbled":     {first + "data: {not json\n\n", 200, false},
+		"cut":         {first, http.StatusBadGateway, true},
+		"garbled":     {first + "data: {not json\n\n", 0, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -151,9 +154,9 @@ func TestCompleteStreamErrors(t *testing.T) {
 				w.Write([]byte(tc.body))
 			}))
 			defer hs.Close()
-			c := provider.NewClient("p", hs.URL, "sk-test-secret", nil)
+			c := chatClient("p", hs.URL, "sk-test-secret")
 			var got string
-			_, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(d llm.Delta) { got += d.Text })
+			_, err := c.Complete(context.Background(), []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), func(d llm.Delta) { got += d.Text })
 			var le *llm.Error
 			if !errors.As(err, &le) {
 				t.Fatalf("error %v (%T), want *llm.Error", err, err)
@@ -172,7 +175,7 @@ func TestCompleteStreamErrors(t *testing.T) {
 }
 
 // A refusal before the stream starts (HTTP 429) is read as the whole-answer path does.
-func TestCompleteStreamHTTPError(t *testing.T) {
+func TestChatStreamHTTPError(t *testing.T) {
 	t.Parallel()
 	c := simClient(t)
 	_, err := c.Complete(context.Background(), []byte(`{"model":"sim-scripted","messages":[{"role":"user","content":"hi sim:model-429"}]}`), func(llm.Delta) {})
@@ -185,7 +188,7 @@ func TestCompleteStreamHTTPError(t *testing.T) {
 // A provider's own message fields survive streaming (DeepSeek's and Kimi's
 // reasoning_content, concatenated, must go back to them on the next hop), and tool
 // calls whose fragments interleave are rebuilt by index, in index order.
-func TestCompleteStreamKeepsProviderFields(t *testing.T) {
+func TestChatStreamKeepsProviderFields(t *testing.T) {
 	t.Parallel()
 	chunk := func(delta, finish string) string {
 		return `data: {"id":"c1","model":"kimi","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
@@ -203,7 +206,7 @@ func TestCompleteStreamKeepsProviderFields(t *testing.T) {
 	}))
 	defer hs.Close()
 	var deltas int
-	comp, err := provider.NewClient("kimi", hs.URL, "", nil).Complete(context.Background(), []byte(`{"model":"m","messages":[]}`), func(llm.Delta) { deltas++ })
+	comp, err := chatClient("kimi", hs.URL, "").Complete(context.Background(), []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), func(llm.Delta) { deltas++ })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +223,7 @@ func TestCompleteStreamKeepsProviderFields(t *testing.T) {
 	if msg.Content != nil || msg.Reasoning != "Think twice." || string(calls) != want || deltas != 0 {
 		t.Errorf("message %s (%d text deltas)", comp.Message, deltas)
 	}
-	if comp.FinishReason != "tool_calls" || comp.Usage.TotalTokens != 12 || comp.ID != "c1" {
+	if comp.FinishReason != "tool_calls" || comp.Usage.TotalTokens != 12 || comp.Model != "kimi" {
 		t.Errorf("completion %+v", comp)
 	}
 }
