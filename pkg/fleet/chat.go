@@ -36,7 +36,7 @@ func (p *process) runChat(ctx context.Context) error {
 	env := p.env
 	w := &chat.Worker{Bus: p.bus, Store: p.store.Chains, Models: models, Tools: p.tools, Classifier: p.classify,
 		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, MaxFetches: env.MaxFetches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store.Searches, Ledger: p.store.Ledger,
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: p.failpoint(), Records: p.store.Searches, Ledger: p.store.Ledger,
 		Budgets:     p.o.File.Budgets(env.DefaultBudget),
 		EvidenceKey: []byte(env.EvidenceSecret)}
 	if env.EvidenceSecret == "" {
@@ -59,7 +59,7 @@ func (p *process) runChat(ctx context.Context) error {
 	}
 	rw := &research.Worker{Bus: p.bus, Store: p.store, Models: models, Ender: p.ender, Webhooks: p.hooks, Budgets: w.Budgets,
 		Log: p.log.With("role", "research"), ID: p.id, LeaseTTL: env.AckWait, ModelTimeout: env.ModelTimeout, Agents: agents,
-		AgentPollEvery: env.ResearchAgentPoll}
+		AgentPollEvery: env.ResearchAgentPoll, Failpoint: p.failpoint()}
 	for _, id := range p.engines.IDs() {
 		if e, ok := p.engines.Get(id); ok {
 			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
@@ -176,4 +176,13 @@ func modelAPI(f *config.File, name string) (wire.ModelAPI, bool) {
 		api = upstream.ChatModelFor(p.Kind) // Kimi's and GLM's own search, in their Chat API
 	}
 	return api, ok
+}
+
+// failpoint is the workers' Failpoint: the options' own, else an exit at
+// FLEET_FAILPOINT (nil: none).
+func (p *process) failpoint() func(name string) {
+	if p.o.Failpoint != nil {
+		return p.o.Failpoint
+	}
+	return chat.ExitAt(p.o.Env.Failpoint)
 }

@@ -185,3 +185,54 @@ func TestResearchBatchCap(t *testing.T) {
 		t.Fatalf("the runs spent $%.4f under a $%.2f cap (%d children, %d stopped)", spent, capUSD, children, stopped)
 	}
 }
+
+// The simple form runs research runs too: with endpoint "/v1/research" each query is
+// a research run's input, with the batch's research model and the research fields
+// the batch gives every run (custom_ids q-1…q-n). What the lines are is known before
+// the queries are read, or the batch is refused.
+func TestResearchBatchOfQueries(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	a := batchClient{t: t, url: f.URL}
+	status, body := a.do("POST", "/v1/batches", json.RawMessage(`{"endpoint": "/v1/research", "model": "research/sim-model",
+		"research": {"effort": "low", "metadata": {"team": "tides"}}, "queries": ["How do tides work?", "Why is the sky blue?"]}`))
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	var b batchObject
+	json.Unmarshal(body, &b)
+	if !strings.Contains(string(body), `"endpoint":"/v1/research"`) {
+		t.Fatalf("batch: %s", body)
+	}
+	done := a.waitBatch(b.ID, 2*time.Minute)
+	if done.Status != "completed" || done.RequestCounts.Completed != 2 || done.ErrorFileID != "" {
+		t.Fatalf("batch %+v", done)
+	}
+	out, _ := accountFor(t, a, done, []string{"q-1", "q-2"})
+	for i, l := range out {
+		var run struct {
+			researchRun
+			Metadata map[string]string `json:"metadata"`
+			Effort   string            `json:"effort"`
+		}
+		if err := json.Unmarshal(l.Response.Body, &run); err != nil || run.ID != l.Response.RequestID || !strings.HasPrefix(run.ID, "rr_") {
+			t.Fatalf("line %d: %v %s", i, err, l.Response.Body)
+		}
+		if run.Status != "completed" || run.Output == nil || run.Usage.Children != 3 || run.Metadata["team"] != "tides" {
+			t.Fatalf("line %d: run %s", i, l.Response.Body)
+		}
+	}
+
+	for _, c := range []struct{ body, want string }{
+		// The lines were read as chat requests before the endpoint was known.
+		{`{"queries": ["How do tides work?"], "endpoint": "/v1/research", "model": "research/sim-model"}`, "must come before queries"},
+		{`{"endpoint": "/v1/research", "model": "research/gpt-17", "queries": ["How do tides work?"]}`, `the model \"research/gpt-17\" does not exist`},
+		{`{"endpoint": "/v1/research", "model": "research/sim-model", "research": {"callback": {"url": "http://127.0.0.1:1/x"}}, "queries": ["x?"]}`, "research.callback is not shared"},
+		{`{"endpoint": "/v1/research", "model": "research/sim-model", "research": {"plan": "review"}, "queries": ["x?"]}`, `plan \"review\"`},
+		{`{"model": "sim-model", "research": {"effort": "low"}, "queries": ["x?"]}`, "research is given with queries to"},
+	} {
+		if status, body := a.do("POST", "/v1/batches", json.RawMessage(c.body)); status != 400 || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %s, want 400 with %q", c.body, status, body, c.want)
+		}
+	}
+}

@@ -45,9 +45,19 @@ type Worker struct {
 	// provider's run is polled (0: 10 s).
 	Agents         map[string]*AgentBackend
 	AgentPollEvery time.Duration
+	// Failpoint, if set, is called at named points between a step's writes
+	// ("research.after_end": a run's end is recorded, its callback's delivery not yet
+	// queued): the crash tests kill or fail a worker exactly there. Nil in production.
+	Failpoint func(name string)
 	// crashAfterSubmit, in tests, ends the step right after a provider accepted a
 	// run, before its id is stored: a worker dying there.
 	crashAfterSubmit func() error
+}
+
+func (w *Worker) failpoint(name string) {
+	if w.Failpoint != nil {
+		w.Failpoint(name)
+	}
 }
 
 func (w *Worker) log() *slog.Logger {
@@ -145,8 +155,9 @@ func (w *Worker) act(ctx context.Context, id, why string) error {
 			}
 			f.lineOpen = err == nil && !st.Terminal()
 		}
+		f.hookDue = w.hookDue(r, req)
 		a := next(f)
-		if n == 0 && why == "cancel" && r.Cancel && a.act == actWait {
+		if n == 0 && why == "cancel" && r.Cancel && (a.act == actWait || a.act == actNotify) {
 			a.act = actCancel
 		}
 		switch a.act {
@@ -154,6 +165,8 @@ func (w *Worker) act(ctx context.Context, id, why string) error {
 			return nil
 		case actLine:
 			err = w.endLine(ctx, r, req)
+		case actNotify:
+			err = w.notify(ctx, r, req, r.Status)
 		case actCancel:
 			err = w.cancel(ctx, r)
 		case actAgent:
