@@ -227,8 +227,8 @@ func TestResearchBatchOfQueries(t *testing.T) {
 	}
 
 	for _, c := range []struct{ body, want string }{
-		// The lines were read as chat requests before the endpoint was known.
-		{`{"queries": ["How do tides work?"], "endpoint": "/v1/research", "model": "research/sim-model"}`, "must come before queries"},
+		// The lines were written as chat requests (the model known) before the endpoint was read.
+		{`{"model": "research/sim-model", "queries": ["How do tides work?"], "endpoint": "/v1/research"}`, "must come before queries"},
 		{`{"endpoint": "/v1/research", "model": "research/gpt-17", "queries": ["How do tides work?"]}`, `the model \"research/gpt-17\" does not exist`},
 		{`{"endpoint": "/v1/research", "model": "research/sim-model", "research": {"callback": {"url": "http://127.0.0.1:1/x"}}, "queries": ["x?"]}`, "research.callback is not shared"},
 		{`{"endpoint": "/v1/research", "model": "research/sim-model", "research": {"plan": "review"}, "queries": ["x?"]}`, `plan \"review\"`},

@@ -91,8 +91,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 		if release == nil {
 			return bus.Retry(left+100*time.Millisecond, errors.New("research: another worker holds the run"))
 		}
-		err = w.act(ctx, id, d.Msg.Why)
-		release(true)
+		err = w.actHeld(ctx, id, d.Msg.Why, release)
 		var later errPollLater
 		if errors.As(err, &later) {
 			// A provider's run goes on: poll it again later, as a redelivery of this
@@ -123,6 +122,14 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 		}
 	}
 	return nil
+}
+
+// actHeld acts under the run's lease and lets the lease go however act ends: a
+// panic (which the consumer turns into a retry) must not leave the lease renewed
+// for ever, the run's steps all refused as another worker's.
+func (w *Worker) actHeld(ctx context.Context, id, why string, release func(drop bool)) error {
+	defer release(true)
+	return w.act(ctx, id, why)
 }
 
 func (w *Worker) load(ctx context.Context, id string) (*state.Run, *Request, error) {
