@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -36,9 +39,14 @@ type CreateParams struct {
 	Metadata         map[string]string `json:"metadata"`
 	Callback         json.RawMessage   `json:"callback"`
 	// Queries and Model make the simple form: each query is a chat request with that
-	// one user message, custom_id "q-<n>" (n from 1).
-	Queries []string `json:"queries"`
-	Model   string   `json:"model"`
+	// one user message, custom_id "q-<n>" (n from 1). With Endpoint "/v1/research"
+	// each query is a research run's input instead: its line's body is Research (the
+	// request fields every run shares: effort, budget, instructions, output_schema,
+	// agent, metadata) with the query as input and Model (a research model,
+	// "research/<model>") as model.
+	Queries  []string        `json:"queries"`
+	Model    string          `json:"model"`
+	Research json.RawMessage `json:"research"`
 
 	// streamed holds the questions CreateFrom stored as it read them (then Queries
 	// is nil).
@@ -196,25 +204,27 @@ func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreatePara
 	if p.InputFileID != "" {
 		return nil, invalid("", "queries", "Send either queries or input_file_id, not both.")
 	}
-	if p.Endpoint == researchEndpoint {
-		return nil, invalid("", "endpoint", "queries are chat requests; research lines are given in an input file (url %q)", researchEndpoint)
-	}
+	endpoint := cmp.Or(p.Endpoint, chatEndpoint)
 	in := p.streamed
 	if in == nil {
-		if p.Model == "" && len(s.Models) == 1 {
-			p.Model = s.Models[0]
+		if p.Model == "" {
+			p.Model = s.queryModel(endpoint)
 		}
 		if p.Model == "" {
-			return nil, invalid("", "model", "model is required with queries; available models: %s", strings.Join(s.Models, ", "))
+			return nil, invalid("", "model", "model is required with queries; available models: %s", strings.Join(s.queryModels(endpoint), ", "))
 		}
 		var err error
-		if in, err = s.newQueryInput(ctx, b.Tenant, p.Model); err != nil {
+		if in, err = s.newQueryInput(ctx, b.Tenant, endpoint, p.Model, p.Research); err != nil {
 			return nil, err
 		}
 		p.streamed = in
 		for _, q := range p.Queries {
 			in.add(q)
 		}
+	} else if endpoint != in.endpoint || !bytes.Equal(compactJSON(p.Research), in.research) {
+		// The questions were written as lines as they were read: what the lines are
+		// must be known before them.
+		return nil, invalid("", "endpoint", "endpoint and research must come before queries in the body")
 	} else if p.Model != in.model {
 		return nil, invalid("", "model", "model %q does not match the model %q the queries were read for", p.Model, in.model)
 	}
@@ -236,23 +246,66 @@ func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreatePara
 		s.Log.Error("batch: storing queries", "err", err)
 		return nil, unavailable(err, "Could not store the queries; try again.")
 	}
-	b.InputFileID, b.Model, b.Total = f.ID, v.Model, v.Requests
+	b.InputFileID, b.Model, b.Total, b.Endpoint = f.ID, v.Model, v.Requests, cmp.Or(v.Endpoint, chatEndpoint)
 	return v.CustomIDs, nil
+}
+
+// queryModel is the model of the simple form's lines to endpoint when the body names
+// none: the one model the fleet serves (for research lines, its research model),
+// else "".
+func (s *Service) queryModel(endpoint string) string {
+	if ms := s.queryModels(endpoint); len(ms) == 1 {
+		return ms[0]
+	}
+	return ""
+}
+
+// queryModels are the models the simple form's lines to endpoint may name.
+func (s *Service) queryModels(endpoint string) []string {
+	if endpoint != researchEndpoint {
+		return s.Models
+	}
+	var out []string
+	if s.Research != nil {
+		for _, m := range s.Research.Models {
+			out = append(out, research.ModelPrefix+m)
+		}
+	}
+	return out
 }
 
 // queryInput is the input file of the simple form, streamed into the object store a
 // question at a time as it is validated.
 type queryInput struct {
-	model string
-	va    *validator
-	n     int
-	file  *state.File
-	obj   *objectWriter
-	err   error
+	endpoint, model string
+	// research is the research request fields every line to researchEndpoint
+	// shares (CreateParams.Research), shared those fields decoded.
+	research json.RawMessage
+	shared   map[string]json.RawMessage
+	va       *validator
+	n        int
+	file     *state.File
+	obj      *objectWriter
+	err      error
 }
 
-// newQueryInput starts the input file of tenant's questions for model.
-func (s *Service) newQueryInput(ctx context.Context, tenant, model string) (*queryInput, error) {
+// newQueryInput starts the input file of tenant's questions: lines to endpoint for
+// model, a research line's body the shared fields given.
+func (s *Service) newQueryInput(ctx context.Context, tenant, endpoint, model string, shared json.RawMessage) (*queryInput, error) {
+	in := &queryInput{endpoint: endpoint, model: model, research: compactJSON(shared)}
+	if len(shared) > 0 && string(shared) != "null" {
+		if endpoint != researchEndpoint {
+			return nil, invalid("", "research", "research is given with queries to %q only", researchEndpoint)
+		}
+		if err := json.Unmarshal(shared, &in.shared); err != nil || in.shared == nil {
+			return nil, invalid("", "research", "research must be an object: the research request fields every run shares")
+		}
+		for _, k := range []string{"input", "model", "callback"} {
+			if _, ok := in.shared[k]; ok {
+				return nil, invalid("", "research."+k, "research.%s is not shared: each query is a run's input, model is the batch's, and the batch's callback tells its end", k)
+			}
+		}
+	}
 	if _, err := s.checkFileQuota(ctx, tenant); err != nil {
 		return nil, err
 	}
@@ -261,7 +314,8 @@ func (s *Service) newQueryInput(ctx context.Context, tenant, model string) (*que
 	if err != nil {
 		return nil, unavailable(err, "Could not store the queries; try again.")
 	}
-	return &queryInput{model: model, va: newValidator(s.Models, nil), file: f, obj: obj}, nil
+	in.va, in.file, in.obj = newValidator(s.Models, s.Research), f, obj
+	return in, nil
 }
 
 // add validates the next question and writes its line; once a line is invalid
@@ -273,7 +327,11 @@ func (in *queryInput) add(q string) {
 		in.va.fail(*e)
 		return
 	}
-	line, _ := json.Marshal(inputLine{CustomID: "q-" + strconv.Itoa(i+1), Method: "POST", URL: chatEndpoint, Body: queryBody(in.model, q)})
+	body := queryBody(in.model, q)
+	if in.endpoint == researchEndpoint {
+		body = researchBody(in.shared, in.model, q)
+	}
+	line, _ := json.Marshal(inputLine{CustomID: "q-" + strconv.Itoa(i+1), Method: "POST", URL: in.endpoint, Body: body})
 	in.va.line(i+1, line)
 	if in.va.v.Invalid == 0 && in.err == nil {
 		_, in.err = in.obj.Write(append(line, '\n'))
@@ -320,6 +378,28 @@ func checkQuery(i int, q string) *lineError {
 // queryBody is the chat request of one question.
 func queryBody(model, q string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"model": model, "messages": []any{map[string]string{"role": "user", "content": q}}})
+	return b
+}
+
+// compactJSON is raw without insignificant space (nil for nothing, or for what is
+// not JSON).
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if len(raw) == 0 || json.Compact(&b, raw) != nil {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// researchBody is the research request of one question: the shared fields, the
+// question as input and model.
+func researchBody(shared map[string]json.RawMessage, model, q string) json.RawMessage {
+	m := make(map[string]any, len(shared)+2)
+	for k, v := range shared {
+		m[k] = v
+	}
+	m["input"], m["model"] = q, model
+	b, _ := json.Marshal(m)
 	return b
 }
 

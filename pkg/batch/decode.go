@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,14 +86,16 @@ func (s *Service) decodeQueries(ctx context.Context, tenant string, dec *json.De
 	if tok != json.Delim('[') {
 		return invalid("", "queries", "queries must be an array of strings")
 	}
-	var model string
+	var model, endpoint string
+	json.Unmarshal(fields["endpoint"], &endpoint)
+	endpoint = cmp.Or(endpoint, chatEndpoint)
 	if raw, ok := fields["model"]; ok {
 		json.Unmarshal(raw, &model)
-	} else if len(s.Models) == 1 {
-		model = s.Models[0]
+	} else {
+		model = s.queryModel(endpoint)
 	}
-	if model != "" {
-		if p.streamed, err = s.newQueryInput(ctx, tenant, model); err != nil {
+	if model != "" && (endpoint == chatEndpoint || endpoint == researchEndpoint) {
+		if p.streamed, err = s.newQueryInput(ctx, tenant, endpoint, model, fields["research"]); err != nil {
 			return err
 		}
 	} else {

@@ -34,7 +34,7 @@ func (p *process) runChat(ctx context.Context) error {
 	env := p.env
 	w := &chat.Worker{Bus: p.bus, Store: p.store.Chains, Models: models, Tools: p.tools, Classifier: p.classify,
 		MaxHops: env.MaxHops, MaxSearches: env.MaxSearches, MaxFetches: env.MaxFetches, ModelTimeout: env.ModelTimeout, LeaseTTL: env.AckWait, StickyTTL: time.Hour,
-		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: chat.ExitAt(env.Failpoint), Records: p.store.Searches, Ledger: p.store.Ledger,
+		Ender: p.ender, Metrics: p.o.Metrics, Log: p.log.With("role", "chat"), ID: p.id, Failpoint: p.failpoint(), Records: p.store.Searches, Ledger: p.store.Ledger,
 		Budgets:     p.o.File.Budgets(env.DefaultBudget),
 		EvidenceKey: []byte(env.EvidenceSecret)}
 	if env.EvidenceSecret == "" {
@@ -60,15 +60,23 @@ func (p *process) runChat(ctx context.Context) error {
 	}
 	rw := &research.Worker{Bus: p.bus, Store: p.store, Models: models, Ender: p.ender, Webhooks: p.hooks, Budgets: w.Budgets,
 		Log: p.log.With("role", "research"), ID: p.id, LeaseTTL: env.AckWait, ModelTimeout: env.ModelTimeout, Agents: agents,
-		AgentPollEvery: env.ResearchAgentPoll}
+		AgentPollEvery: env.ResearchAgentPoll, Failpoint: p.failpoint()}
 	for _, id := range p.engines.IDs() {
 		if e, ok := p.engines.Get(id); ok {
 			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
 		}
 	}
+	// The family's own subject holds the steps published to no lane (an agent's
+	// webhook, steps queued before the lanes); the lanes every other step, a tenant's
+	// runs in band async and a batch's runs in band batch, taken by fair shares.
 	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
 		return err
 	}
+	lanes, err := bus.ConsumeFair(ctx, p.bus, bus.ResearchLanes(p.timing(bus.ConsumerResearch)), p.shares(noCap), rw.Handle, p.consumeOptions(env.ChatConcurrency))
+	if err != nil {
+		return err
+	}
+	p.workers = append(p.workers, lanes) // its lag is the family's, read with the researcher consumer's
 	if err := p.consumeDeadLetters(ctx, bus.DeadLetterConsumer(), w.HandleDeadLetter); err != nil {
 		return err
 	}
@@ -157,3 +165,15 @@ func modelAPI(f *config.File, name string) (wire.ModelAPI, bool) {
 	}
 	return api, ok
 }
+
+// failpoint is the workers' Failpoint: the options' own, else an exit at
+// FLEET_FAILPOINT (nil: none).
+func (p *process) failpoint() func(name string) {
+	if p.o.Failpoint != nil {
+		return p.o.Failpoint
+	}
+	return chat.ExitAt(p.o.Env.Failpoint)
+}
+
+// noCap caps no tenant's slots beyond its share.
+func noCap(config.Limits) int { return 0 }

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
+	"github.com/searchfleet/searchfleet/pkg/bus"
 )
 
 // researchLine is a batch line that runs a research run.
@@ -183,5 +186,114 @@ func TestResearchBatchCap(t *testing.T) {
 	// One step in flight per run: a brain turn ($0.0075 at most) or a child's turn and search.
 	if stopped == 0 || spent > capUSD+0.05 {
 		t.Fatalf("the runs spent $%.4f under a $%.2f cap (%d children, %d stopped)", spent, capUSD, children, stopped)
+	}
+}
+
+// The simple form runs research runs too: with endpoint "/v1/research" each query is
+// a research run's input, with the batch's research model and the research fields
+// the batch gives every run (custom_ids q-1…q-n). What the lines are is known before
+// the queries are read, or the batch is refused.
+func TestResearchBatchOfQueries(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	a := batchClient{t: t, url: f.URL}
+	status, body := a.do("POST", "/v1/batches", json.RawMessage(`{"endpoint": "/v1/research", "model": "research/sim-model",
+		"research": {"effort": "low", "metadata": {"team": "tides"}}, "queries": ["How do tides work?", "Why is the sky blue?"]}`))
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	var b batchObject
+	json.Unmarshal(body, &b)
+	if !strings.Contains(string(body), `"endpoint":"/v1/research"`) {
+		t.Fatalf("batch: %s", body)
+	}
+	done := a.waitBatch(b.ID, 2*time.Minute)
+	if done.Status != "completed" || done.RequestCounts.Completed != 2 || done.ErrorFileID != "" {
+		t.Fatalf("batch %+v", done)
+	}
+	out, _ := accountFor(t, a, done, []string{"q-1", "q-2"})
+	for i, l := range out {
+		var run struct {
+			researchRun
+			Metadata map[string]string `json:"metadata"`
+			Effort   string            `json:"effort"`
+		}
+		if err := json.Unmarshal(l.Response.Body, &run); err != nil || run.ID != l.Response.RequestID || !strings.HasPrefix(run.ID, "rr_") {
+			t.Fatalf("line %d: %v %s", i, err, l.Response.Body)
+		}
+		if run.Status != "completed" || run.Output == nil || run.Usage.Children != 3 || run.Metadata["team"] != "tides" {
+			t.Fatalf("line %d: run %s", i, l.Response.Body)
+		}
+	}
+
+	for _, c := range []struct{ body, want string }{
+		// The lines were written as chat requests (the model known) before the endpoint was read.
+		{`{"model": "research/sim-model", "queries": ["How do tides work?"], "endpoint": "/v1/research"}`, "must come before queries"},
+		{`{"endpoint": "/v1/research", "model": "research/gpt-17", "queries": ["How do tides work?"]}`, `the model \"research/gpt-17\" does not exist`},
+		{`{"endpoint": "/v1/research", "model": "research/sim-model", "research": {"callback": {"url": "http://127.0.0.1:1/x"}}, "queries": ["x?"]}`, "research.callback is not shared"},
+		{`{"endpoint": "/v1/research", "model": "research/sim-model", "research": {"plan": "review"}, "queries": ["x?"]}`, `plan \"review\"`},
+		{`{"model": "sim-model", "research": {"effort": "low"}, "queries": ["x?"]}`, "research is given with queries to"},
+	} {
+		if status, body := a.do("POST", "/v1/batches", json.RawMessage(c.body)); status != 400 || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %s, want 400 with %q", c.body, status, body, c.want)
+		}
+	}
+}
+
+// A batch line's run takes its steps (the planner, reflection and writer calls among
+// them) in the batch band, on its batch's lane of its tenant, as its children do; any
+// other run's steps are in band async, on its tenant's lane.
+func TestResearchBatchStepsAreInTheBatchBand(t *testing.T) {
+	t.Parallel()
+	f := fleettest.Start(t)
+	nc, err := nats.Connect(f.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	var mu sync.Mutex
+	steps := map[string][]string{} // run id → the subjects of its steps
+	sub, err := nc.Subscribe(bus.SubjectResearch+".>", func(m *nats.Msg) {
+		var env struct {
+			Data bus.ResearchStep `json:"data"`
+		}
+		json.Unmarshal(m.Data, &env)
+		mu.Lock()
+		steps[env.Data.RunID] = append(steps[env.Data.RunID], m.Subject)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	bare, err := nc.Subscribe(bus.SubjectResearch, func(m *nats.Msg) { t.Errorf("a step on no lane: %s", m.Data) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bare.Unsubscribe() })
+	nc.Flush()
+
+	a := batchClient{t: t, url: f.URL}
+	b := startResearchBatch(t, f, researchLine("r-1", map[string]any{"input": "How do tides work?", "model": "research/sim-model", "effort": "low"}))
+	solo := startResearch(t, f, map[string]any{"input": "Why is the sky blue?", "model": "research/sim-model", "effort": "low"})
+	if done := a.waitBatch(b.ID, 2*time.Minute); done.Status != "completed" || done.RequestCounts.Completed != 1 {
+		t.Fatalf("batch %+v", done)
+	}
+	waitResearch(t, f, solo.ID, ended)
+	out, _ := accountFor(t, a, a.batch(b.ID), []string{"r-1"})
+	line := out[0].Response.RequestID
+	mu.Lock()
+	defer mu.Unlock()
+	for run, want := range map[string]bus.Lane{line: {Band: bus.BandBatch, Tenant: bus.Token("default"), Key: bus.Token(b.ID)},
+		solo.ID: {Band: bus.BandAsync, Tenant: bus.Token("default")}} {
+		// start, a child's end each (three), and the run's own.
+		if len(steps[run]) < 4 {
+			t.Errorf("run %s: steps %v", run, steps[run])
+		}
+		for _, s := range steps[run] {
+			if l, ok := bus.LaneOf(bus.SubjectResearch, s); !ok || l != want || bus.BandOfSubject(s) != want.Band {
+				t.Errorf("run %s: a step on %s, want the lane %+v", run, s, want)
+			}
+		}
 	}
 }

@@ -1,7 +1,11 @@
 package fleet_test
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +185,73 @@ func TestResearchResponsesStream(t *testing.T) {
 	again, _ := read(c.Responses.GetStreaming(ctx(t), id, responses.ResponseGetParams{}), func(responses.ResponseStreamEventUnion) bool { return false })
 	if fmt.Sprint(again) != fmt.Sprint(all) {
 		t.Fatalf("the stream made again differs:\n%v\nfirst:\n%v", again, all)
+	}
+}
+
+// A page a run's child read streams as what it is from its first event: a
+// web_search_call whose action is open_page with the page's URL, never a search with
+// an empty query; the run's own events name the read a fetch, with its URL.
+func TestResearchStreamShowsPageReads(t *testing.T) {
+	t.Parallel()
+	f := fetchFleet(t)
+	page := guidePage(t)
+	body, _ := json.Marshal(map[string]any{"model": "research/sim-model", "background": true, "stream": true,
+		"input": "How does the fleet read pages? sim:read=" + page, "reasoning": map[string]any{"effort": "medium"}})
+	resp, err := http.Post(f.URL+"/v1/responses", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	id, reads, searches := "", 0, 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type     string `json:"type"`
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+			Item struct {
+				Type   string `json:"type"`
+				Action struct {
+					Type  string `json:"type"`
+					Query string `json:"query"`
+					URL   string `json:"url"`
+				} `json:"action"`
+			} `json:"item"`
+		}
+		if json.Unmarshal([]byte(data), &ev) != nil {
+			continue
+		}
+		if ev.Type == "response.created" {
+			id = ev.Response.ID
+		}
+		if ev.Item.Type != "web_search_call" || ev.Type != "response.output_item.added" && ev.Type != "response.output_item.done" {
+			continue
+		}
+		switch a := ev.Item.Action; {
+		case a.Type == "open_page" && a.URL != "":
+			reads++
+		case a.Type == "search" && a.Query != "":
+			searches++
+		default:
+			t.Errorf("%s: a web_search_call with action %+v", ev.Type, a)
+		}
+	}
+	if reads == 0 || searches == 0 || !strings.HasPrefix(id, "rr_") {
+		t.Fatalf("run %s streamed %d page reads and %d searches", id, reads, searches)
+	}
+	code, evs, _ := f.Do(t, http.MethodGet, "/v1/research/"+id+"/events", nil)
+	if code != http.StatusOK || !strings.Contains(string(evs), `"type":"fetch"`) {
+		t.Fatalf("events: %d %s", code, evs)
+	}
+	for _, l := range strings.Split(string(evs), "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok && strings.Contains(d, `"type":"search"`) && strings.Contains(d, `"query":""`) {
+			t.Errorf("a search event with no query: %s", d)
+		}
 	}
 }

@@ -41,9 +41,13 @@ const (
 	// actLine: the run ended but its batch line's job has not (the step that ended
 	// the run died before it ended the job): end the job.
 	actLine
+	// actNotify: the run ended (or waits for its plan's approval) but its callback's
+	// delivery of that is not queued (the step that ended it died before it queued
+	// it): queue it.
+	actNotify
 )
 
-var actNames = [...]string{"wait", "cancel", "agent", "plan", "review", "submit", "reflect", "write", "verify", "complete", "fail", "stop", "line"}
+var actNames = [...]string{"wait", "cancel", "agent", "plan", "review", "submit", "reflect", "write", "verify", "complete", "fail", "stop", "line", "notify"}
 
 func (a act) String() string {
 	if a >= 0 && int(a) < len(actNames) {
@@ -83,6 +87,9 @@ type facts struct {
 	verified bool
 	// lineOpen: the run is a batch line's and the line's job has not ended.
 	lineOpen bool
+	// hookDue: the run's callback is owed a delivery of its status (ended, or
+	// requires_action) that was not queued.
+	hookDue bool
 }
 
 type roundFacts struct {
@@ -100,6 +107,8 @@ func next(f facts) action {
 		return action{act: actCancel}
 	case state.RunEnded(f.status) && f.lineOpen:
 		return action{act: actLine}
+	case state.RunEnded(f.status) && f.hookDue:
+		return action{act: actNotify}
 	case state.RunEnded(f.status):
 		return action{act: actWait}
 	case f.agent && !f.drafted:
@@ -116,6 +125,8 @@ func next(f facts) action {
 		return action{act: actFail, reason: f.stopped}
 	case !f.planned:
 		return action{act: actPlan}
+	case f.review && !f.approved && f.status == state.RunRequiresAction && f.hookDue:
+		return action{act: actNotify}
 	case f.review && !f.approved && f.status == state.RunRequiresAction:
 		return action{act: actWait}
 	case f.review && !f.approved:

@@ -20,6 +20,8 @@ func TestNext(t *testing.T) {
 		round int
 	}{
 		{"ended", facts{status: state.RunCompleted}, actWait, 0},
+		{"ended, its callback not told", facts{status: state.RunCompleted, hookDue: true}, actNotify, 0},
+		{"ended, its batch line's job not, nor its callback", facts{status: state.RunFailed, lineOpen: true, hookDue: true}, actLine, 0},
 		{"ended, its batch line's job not", facts{status: state.RunFailed, lineOpen: true}, actLine, 0},
 		{"cancelled, its batch line's job not", facts{status: state.RunCancelled, cancel: true, lineOpen: true}, actLine, 0},
 		{"cancelled", facts{status: state.RunInProgress, cancel: true, drafted: true}, actCancel, 0},
@@ -34,6 +36,7 @@ func TestNext(t *testing.T) {
 		{"spent before a plan", facts{status: state.RunQueued, stopped: "budget"}, actFail, 0},
 		{"new", facts{status: state.RunQueued}, actPlan, 0},
 		{"review waits", with(planned, func(f *facts) { f.review, f.status = true, state.RunRequiresAction }), actWait, 0},
+		{"review waits, its callback not told", with(planned, func(f *facts) { f.review, f.status, f.hookDue = true, state.RunRequiresAction, true }), actNotify, 0},
 		{"review", with(planned, func(f *facts) { f.review = true }), actReview, 0},
 		{"approved", with(planned, func(f *facts) { f.review, f.approved = true, true }), actSubmit, 0},
 		{"overdue", with(planned, func(f *facts) { f.overdue, f.rounds = true, []roundFacts{r(3, 1, false)} }), actStop, 0},

@@ -219,6 +219,7 @@ func (w *Worker) complete(ctx context.Context, r *state.Run, req *Request) error
 	if err != nil || !ok {
 		return err
 	}
+	w.failpoint("research.after_end")
 	return w.ended(ctx, r.ID, req)
 }
 
@@ -230,6 +231,7 @@ func (w *Worker) fail(ctx context.Context, r *state.Run, req *Request, code, msg
 	if err != nil || !ok {
 		return err
 	}
+	w.failpoint("research.after_end")
 	w.cancelChildren(ctx, r)
 	return w.ended(ctx, r.ID, req)
 }
@@ -320,9 +322,27 @@ func (w *Worker) endLine(ctx context.Context, r *state.Run, req *Request) error 
 	return nil
 }
 
+// hookDue reports whether a run's callback is owed a delivery of the run's status
+// that was not queued: the run ended (or waits at requires_action), its callback
+// wants that status, and the run's record does not say the delivery was queued. The
+// step that ended the run queues it; a step redelivered after that one died finds
+// it owed and queues it (next: actNotify), so the end and its delivery are one.
+func (w *Worker) hookDue(r *state.Run, req *Request) bool {
+	if w.Webhooks == nil || len(req.Callback) == 0 || r.Notified == r.Status {
+		return false
+	}
+	if !state.RunEnded(r.Status) && r.Status != state.RunRequiresAction {
+		return false
+	}
+	cb, err := webhook.DecodeCallback(req.Callback)
+	return err == nil && (r.Status == state.RunRequiresAction || cb.Wants(r.Status))
+}
+
 // notify enqueues the callback's delivery of a run event ("completed", "failed",
 // "cancelled" when the callback asks for it; "requires_action" always): Standard Webhooks,
-// event type "research.<status>", the run as GET /v1/research/{id} shows it.
+// event type "research.<status>", the run as GET /v1/research/{id} shows it. The
+// delivery's id is the run's and the status's, so queueing it again (a redelivered
+// step) is a duplicate the stream drops; once queued, the run's record says so.
 func (w *Worker) notify(ctx context.Context, r *state.Run, req *Request, status string) error {
 	if w.Webhooks == nil || len(req.Callback) == 0 {
 		return nil
@@ -331,6 +351,13 @@ func (w *Worker) notify(ctx context.Context, r *state.Run, req *Request, status 
 	if err != nil || status != state.RunRequiresAction && !cb.Wants(status) {
 		return nil // requires_action is always sent: the run waits for the client
 	}
+	if err := w.enqueue(ctx, r, cb, status); err != nil {
+		return err
+	}
+	return w.Store.Research.RunNotified(ctx, r.ID, status)
+}
+
+func (w *Worker) enqueue(ctx context.Context, r *state.Run, cb webhook.Callback, status string) error {
 	at := r.Updated
 	typ := "research." + status
 	body, err := webhook.NewPayload(typ, at, ViewOf(r))

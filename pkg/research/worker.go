@@ -45,9 +45,19 @@ type Worker struct {
 	// provider's run is polled (0: 10 s).
 	Agents         map[string]*AgentBackend
 	AgentPollEvery time.Duration
+	// Failpoint, if set, is called at named points between a step's writes
+	// ("research.after_end": a run's end is recorded, its callback's delivery not yet
+	// queued): the crash tests kill or fail a worker exactly there. Nil in production.
+	Failpoint func(name string)
 	// crashAfterSubmit, in tests, ends the step right after a provider accepted a
 	// run, before its id is stored: a worker dying there.
 	crashAfterSubmit func() error
+}
+
+func (w *Worker) failpoint(name string) {
+	if w.Failpoint != nil {
+		w.Failpoint(name)
+	}
 }
 
 func (w *Worker) log() *slog.Logger {
@@ -81,14 +91,17 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 		if release == nil {
 			return bus.Retry(left+100*time.Millisecond, errors.New("research: another worker holds the run"))
 		}
-		err = w.act(ctx, id, d.Msg.Why)
-		release(true)
+		err = w.actHeld(ctx, id, d.Msg.Why, release)
 		var later errPollLater
 		if errors.As(err, &later) {
 			// A provider's run goes on: poll it again later, as a redelivery of this
 			// step (a NakWithDelay); near the delivery limit as a fresh step.
 			if d.MaxDeliver > 0 && d.Attempt >= d.MaxDeliver-1 {
-				return w.Bus.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: id, Why: "agent poll"})
+				subject := bus.SubjectResearch
+				if r, err := w.Store.Research.GetRun(ctx, id); err == nil {
+					subject = runSubject(r)
+				}
+				return w.Bus.Publish(ctx, subject, bus.ResearchStep{RunID: id, Why: "agent poll"})
 			}
 			return bus.Defer(later.after, err)
 		}
@@ -109,6 +122,14 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 		}
 	}
 	return nil
+}
+
+// actHeld acts under the run's lease and lets the lease go however act ends: a
+// panic (which the consumer turns into a retry) must not leave the lease renewed
+// for ever, the run's steps all refused as another worker's.
+func (w *Worker) actHeld(ctx context.Context, id, why string, release func(drop bool)) error {
+	defer release(true)
+	return w.act(ctx, id, why)
 }
 
 func (w *Worker) load(ctx context.Context, id string) (*state.Run, *Request, error) {
@@ -145,8 +166,9 @@ func (w *Worker) act(ctx context.Context, id, why string) error {
 			}
 			f.lineOpen = err == nil && !st.Terminal()
 		}
+		f.hookDue = w.hookDue(r, req)
 		a := next(f)
-		if n == 0 && why == "cancel" && r.Cancel && a.act == actWait {
+		if n == 0 && why == "cancel" && r.Cancel && (a.act == actWait || a.act == actNotify) {
 			a.act = actCancel
 		}
 		switch a.act {
@@ -154,6 +176,8 @@ func (w *Worker) act(ctx context.Context, id, why string) error {
 			return nil
 		case actLine:
 			err = w.endLine(ctx, r, req)
+		case actNotify:
+			err = w.notify(ctx, r, req, r.Status)
 		case actCancel:
 			err = w.cancel(ctx, r)
 		case actAgent:

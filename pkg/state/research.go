@@ -79,6 +79,9 @@ type Run struct {
 	Held        int64
 	// Share is the key of the run's in-flight share ("" none): dropped when it ends.
 	Share string
+	// Notified is the status whose callback delivery was queued last (RunNotified):
+	// a run whose status is not it may still owe its callback one.
+	Notified string
 }
 
 // RunRound is one round of a run's sub-questions.
@@ -199,7 +202,7 @@ func runOf(m map[string]string) *Run {
 		Plan: raw(runFieldPlan), Approved: m[runFieldApproved] != "", PlanReplaced: m[runFieldApproved] == "replaced", Cancel: m["cancel"] == "1",
 		Agent: m["agent"], AgentID: m[RunFieldAgentID], AgentCursor: m["agent_cursor"],
 		AgentGroup: m["agent_group"], AgentApprovals: m["agent_approvals"],
-		Draft: raw(RunFieldDraft), Result: raw(RunFieldResult), Incomplete: m["incomplete"], Error: raw("error"),
+		Draft: raw(RunFieldDraft), Result: raw(RunFieldResult), Incomplete: m["incomplete"], Error: raw("error"), Notified: m["notified"],
 		Spent: num("spent"), Held: num("held"), SpentByKind: map[string]int64{}, Ended: map[string]string{}, Findings: map[string]json.RawMessage{}, Share: m["share"]}
 	for k, v := range m {
 		switch {
@@ -276,6 +279,16 @@ func (s *Research) UpdateRun(ctx context.Context, id string, u RunUpdate) (bool,
 		}
 	}
 	return n == 1, nil
+}
+
+// RunNotified records that the callback delivery of a run's status was queued
+// (Run.Notified), ended or not; nothing when the run does not exist.
+func (s *Research) RunNotified(ctx context.Context, id, status string) error {
+	err := s.r.Eval(ctx, `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'notified', ARGV[1]) end return 0`, []string{s.K.run(id)}, status).Err()
+	if err != nil {
+		return fmt.Errorf("state: marking a run notified: %w", err)
+	}
+	return nil
 }
 
 // researchUpdate is UpdateRun's write. (lua/research_update.lua)

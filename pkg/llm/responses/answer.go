@@ -369,13 +369,18 @@ func (s *responsesStream) Start(r *wire.Response) []wire.Event {
 
 func (s *responsesStream) KeepAlive() []wire.Event { return []wire.Event{{}} }
 
-// search adds a web_search_call item: in progress, searching.
+// search adds a web_search_call item: in progress, searching (a fetch's with its
+// open_page action).
 func (s *responsesStream) search(evs []wire.Event, r *wire.Response, c *wire.ServerCall) []wire.Event {
 	idx := s.next
 	s.next++
 	s.calls[c.ID], s.queries[c.ID] = idx, c
 	id := itemID("ws", r, c.ID)
-	added := map[string]any{"type": "web_search_call", "id": id, "status": "in_progress", "action": map[string]any{"type": "search", "query": c.Query}}
+	action := map[string]any{"type": "search", "query": c.Query}
+	if c.IsFetch() {
+		action = map[string]any{"type": "open_page", "url": c.URL} // a page read is never an empty search
+	}
+	added := map[string]any{"type": "web_search_call", "id": id, "status": "in_progress", "action": action}
 	evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
 	for _, phase := range []string{"in_progress", "searching"} {
 		evs = append(evs, s.ev("response.web_search_call."+phase, map[string]any{"output_index": idx, "item_id": id}))
