@@ -96,6 +96,10 @@ const (
 	refreshEvery = 2 * time.Second        // how often the lanes are read from the stream
 	dryFirst     = 250 * time.Millisecond // how long an empty lane rests before it is asked again
 	dryMax       = 2 * time.Second
+	// storeLag is how long after a publish is told an empty ask may mean the stream
+	// has not stored it yet; such a lane rests storeRetry, doubling, meanwhile.
+	storeLag   = 20 * time.Millisecond
+	storeRetry = time.Millisecond
 	// laneIdle is how long a lane consumer nobody reads lives on the server
 	// (InactiveThreshold): a tenant's lanes come and go with its traffic.
 	laneIdle = time.Hour
@@ -186,6 +190,12 @@ type lane struct {
 	// message is published on it). dry is the current rest.
 	dryUntil time.Time
 	dry      time.Duration
+	// told counts the publishes on the lane this process was told of and has not
+	// fetched since, toldAt when the last came. The publish is told as the server
+	// routes it, which may be before the stream has stored it: an ask that finds
+	// nothing just after rests only briefly, or the message would wait out a rest.
+	told   int
+	toldAt time.Time
 }
 
 type fair[T Payload] struct {
@@ -223,6 +233,8 @@ func (f *fair[T]) seen(l Lane) {
 		f.lanes[l] = ln
 	}
 	ln.dryUntil, ln.dry = time.Time{}, 0
+	ln.told++
+	ln.toldAt = time.Now()
 	f.mu.Unlock()
 	f.poke()
 }
@@ -282,12 +294,24 @@ func (f *fair[T]) loop(ctx context.Context) {
 			continue
 		}
 		if got := f.fetch(ctx, ln, n); got == 0 {
-			f.mu.Lock()
-			ln.dry = min(max(2*ln.dry, dryFirst), dryMax)
-			ln.dryUntil = time.Now().Add(ln.dry)
-			f.mu.Unlock()
+			f.emptied(ln, time.Now())
 		}
 	}
+}
+
+// emptied rests ln, which an ask found empty at now: doubling from dryFirst, or from
+// storeRetry while a publish told just before may not be stored yet.
+func (f *fair[T]) emptied(ln *lane, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first := dryFirst
+	if ln.told > 0 && now.Sub(ln.toldAt) < storeLag {
+		first = storeRetry
+	} else {
+		ln.told = 0 // taken by another process
+	}
+	ln.dry = min(max(2*ln.dry, first), dryMax)
+	ln.dryUntil = now.Add(ln.dry)
 }
 
 // nextDry is how long until the first resting lane may be asked again (at most
@@ -569,6 +593,7 @@ func (f *fair[T]) fetch(ctx context.Context, ln *lane, n int) int {
 	if got > 0 {
 		f.mu.Lock()
 		ln.dryUntil, ln.dry = time.Time{}, 0
+		ln.told = max(ln.told-got, 0)
 		f.started(ln.Tenant, got, time.Now())
 		f.mu.Unlock()
 	}
