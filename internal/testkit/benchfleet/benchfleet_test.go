@@ -208,12 +208,12 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 40 and 12, as
-// measured under make test's load (39 and 11 on a quiet run; the one more command and
-// round trip seen under load is not yet placed in the list below), with nothing more
-// to spare. A job whose window holds more — the two key-rest
-// lookups (model, engine) a job makes when their one-second cache has lapsed, the
-// tenant index's trim (one submission in 16), a reaper sweep — is not the one measured
+// scripts run included) and on the fleet's client (round trips): 39 and 11, with
+// nothing to spare. Apart from them, the key-rest lookups (one PTTL round trip per
+// key scope, model and engine, when the process's one-second cache has lapsed: on a
+// loaded machine a lone job's window always holds them) are bounded by
+// oneSearchJobRestLookups. A job whose window holds more — the tenant index's trim
+// (one submission in 16), a reaper sweep — is not the one measured
 // (TestOneSearchJobRedisBudget takes the best of up to five). Where they go (a job's
 // chain, its calls' outcomes, recorded results and spend ledger are fields of its one
 // hash; docs/benchmarks.md, "Redis commands per job"):
@@ -238,8 +238,9 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 //	  the summary, PEXPIRE, and cost, job and searches raised by one HMGET and one
 //	  HSET; a count of 0 is not written)                                             7
 const (
-	oneSearchJobCommands   = 40
-	oneSearchJobRoundTrips = 12
+	oneSearchJobCommands    = 39
+	oneSearchJobRoundTrips  = 11
+	oneSearchJobRestLookups = 2
 )
 
 // A one-search job stays within its Redis budget. The server-side count is read from
@@ -269,8 +270,11 @@ func TestOneSearchJobRedisBudget(t *testing.T) {
 	hc := &http.Client{Transport: fleet.Transport(), Timeout: 30 * time.Second}
 	meter := RedisMeter{Stats: f.Stats, Counter: f.Counter}
 	best, bestTrips := CommandStats(nil), int64(0)
+	within := func() bool {
+		return best != nil && best.Total() <= oneSearchJobCommands && bestTrips <= oneSearchJobRoundTrips
+	}
 	for i := range 5 {
-		if best != nil && best.Total() <= oneSearchJobCommands && bestTrips <= oneSearchJobRoundTrips {
+		if within() {
 			break
 		}
 		if !meter.Quiet(ctx, 300*time.Millisecond, 10*time.Second) {
@@ -283,15 +287,18 @@ func TestOneSearchJobRedisBudget(t *testing.T) {
 		if !meter.Quiet(ctx, 300*time.Millisecond, 10*time.Second) {
 			t.Fatal("the fleet's Redis client never fell quiet after the job")
 		}
-		s := mon.Counts().Delta(s0)
-		trips := f.Counter.Counts().Sub(c0).RoundTrips
-		t.Logf("job %d: %d commands (%s), %d round trips", i, s.Total(), FormatTop(s, 30, 1), trips)
-		if best == nil || s.Total() < best.Total() {
+		s, c := mon.Counts().Delta(s0), f.Counter.Counts().Sub(c0)
+		t.Logf("job %d: %d commands (%s), %d round trips, %d of them key-rest lookups", i, s.Total(), FormatTop(s, 30, 1), c.RoundTrips, c.RestTrips)
+		if s["pttl"] > oneSearchJobRestLookups || c.RestTrips > oneSearchJobRestLookups {
+			t.Errorf("job %d made %d key-rest lookups in %d round trips, over %d", i, s["pttl"], c.RestTrips, oneSearchJobRestLookups)
+		}
+		delete(s, "pttl")
+		if trips := c.RoundTrips - c.RestTrips; best == nil || s.Total() < best.Total() || (s.Total() == best.Total() && trips < bestTrips) {
 			best, bestTrips = s, trips
 		}
 	}
-	if best.Total() > oneSearchJobCommands || bestTrips > oneSearchJobRoundTrips {
-		t.Errorf("a one-search job cost %d Redis commands in %d round trips, over its budget of %d in %d: %s",
+	if !within() {
+		t.Errorf("a one-search job cost %d Redis commands in %d round trips besides its key-rest lookups, over its budget of %d in %d: %s",
 			best.Total(), bestTrips, oneSearchJobCommands, oneSearchJobRoundTrips, FormatTop(best, 30, 1))
 	}
 }

@@ -145,12 +145,16 @@ func (s CommandStats) Scripts() int64 {
 type RedisCounter struct {
 	mu                   sync.Mutex
 	roundTrips, commands int64
+	restTrips            int64
 	byName               map[string]int64
 }
 
-// RedisCounts are a RedisCounter's counts at one moment.
+// RedisCounts are a RedisCounter's counts at one moment. RestTrips are the round
+// trips made only of PTTLs: the key-rest lookups, which a process makes at most once a
+// second per key scope (provider.Cached), whatever the number of jobs.
 type RedisCounts struct {
 	RoundTrips, Commands int64
+	RestTrips            int64
 	ByName               map[string]int64
 }
 
@@ -161,12 +165,12 @@ func NewRedisCounter() *RedisCounter { return &RedisCounter{byName: map[string]i
 func (c *RedisCounter) Counts() RedisCounts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return RedisCounts{RoundTrips: c.roundTrips, Commands: c.commands, ByName: maps.Clone(c.byName)}
+	return RedisCounts{RoundTrips: c.roundTrips, Commands: c.commands, RestTrips: c.restTrips, ByName: maps.Clone(c.byName)}
 }
 
 // Sub is a − b.
 func (a RedisCounts) Sub(b RedisCounts) RedisCounts {
-	out := RedisCounts{RoundTrips: a.RoundTrips - b.RoundTrips, Commands: a.Commands - b.Commands, ByName: map[string]int64{}}
+	out := RedisCounts{RoundTrips: a.RoundTrips - b.RoundTrips, Commands: a.Commands - b.Commands, RestTrips: a.RestTrips - b.RestTrips, ByName: map[string]int64{}}
 	for k, v := range a.ByName {
 		if d := v - b.ByName[k]; d != 0 {
 			out.ByName[k] = d
@@ -176,15 +180,19 @@ func (a RedisCounts) Sub(b RedisCounts) RedisCounts {
 }
 
 func (c *RedisCounter) count(cmds []redis.Cmder) {
-	setup := true
+	setup, rest := true, true
 	for _, cmd := range cmds {
 		setup = setup && connSetup[strings.ToLower(cmd.Name())]
+		rest = rest && strings.EqualFold(cmd.Name(), "pttl")
 	}
 	if setup {
 		return
 	}
 	c.mu.Lock()
 	c.roundTrips++
+	if rest {
+		c.restTrips++
+	}
 	c.commands += int64(len(cmds))
 	for _, cmd := range cmds {
 		c.byName[strings.ToLower(cmd.Name())]++
