@@ -93,8 +93,7 @@ func (g *grounded) parse(q Query, bodies [][]byte) (*Result, error) {
 func (g *grounded) run(ctx context.Context, call *upstream.Caller, q Query) (*Result, error) {
 	so, maxTokens := g.kind.searchOptions(q)
 	so.Requested = true
-	req := &wire.Request{Model: g.model, System: groundedAInstructions(q), Search: so, MaxTokens: maxTokens,
-		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: q.Query}}}}}
+	req := &wire.Request{Model: g.model, System: groundedAInstructions(q), Search: so, MaxTokens: maxTokens, Messages: userTurn(q.Query)}
 	answer, err := call.Answer(ctx, req)
 	if err == nil {
 		return g.kind.result(q, answer)
@@ -107,6 +106,11 @@ func (g *grounded) run(ctx context.Context, call *upstream.Caller, q Query) (*Re
 		}
 	}
 	return nil, e
+}
+
+// userTurn is a search's query as the one user turn of a model call.
+func userTurn(query string) []wire.Message {
+	return []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: query}}}}
 }
 
 // chatGrounded is what the Chat-protocol adapters (Kimi, GLM) hold: the engine's
