@@ -66,9 +66,6 @@ type glmAPIResponse struct {
 }
 
 func (e *glmAPI) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
 	req := glmAPIRequest{
 		SearchQuery:         glmTruncateQuery(q.Query),
 		SearchEngine:        e.opts.SearchEngine,
@@ -77,11 +74,7 @@ func (e *glmAPI) Search(ctx context.Context, q Query) (*Result, error) {
 		SearchRecencyFilter: string(q.Recency),
 		ContentSize:         e.opts.ContentSize,
 	}
-	body, _, err := e.do(ctx, request{path: "/web_search", header: bearer(e.key), body: req})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: "/web_search", header: bearer(e.key), body: req}, e.parse)
 }
 
 func (e *glmAPI) parse(q Query, bodies [][]byte) (*Result, error) {

@@ -156,12 +156,8 @@ func searxngError(err error) error {
 }
 
 func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp searxngResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	down := searxngUnresponsive(resp.UnresponsiveEngines)
