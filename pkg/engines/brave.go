@@ -55,8 +55,6 @@ func newBrave(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *brave) Name() string { return e.id }
-
 // Capabilities reports every field as applied by Brave: the domain filters through
 // site: operators in q, the rest through Brave's own parameters.
 func (e *brave) Capabilities() Capabilities {

@@ -60,8 +60,6 @@ func newExa(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *exa) Name() string { return e.id }
-
 // Capabilities: recency, count and both domain filters are Exa parameters; language and
 // country are not.
 func (e *exa) Capabilities() Capabilities {

@@ -41,8 +41,6 @@ func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *glmAPI) Name() string { return e.id }
-
 // Capabilities: as glm-chat, recency, count (1–50) and one allowed domain are request
 // fields.
 func (e *glmAPI) Capabilities() Capabilities {

@@ -72,8 +72,6 @@ func (g *grounded) caller(hc *http.Client) *upstream.Caller {
 	return upstream.New(g.api, g.id, g.baseURL+g.apiPath, g.key, hc, upstream.Options{Credentials: g.credentials()})
 }
 
-func (g *grounded) Name() string { return g.id }
-
 func (g *grounded) Search(ctx context.Context, q Query) (*Result, error) {
 	if g.key == "" {
 		return nil, missingKey(Config{ID: g.id, APIKeyEnv: g.keyEnv})
@@ -124,8 +122,6 @@ type chatGrounded struct {
 		run(ctx context.Context, hc *http.Client, q Query) (*Result, error)
 	}
 }
-
-func (c *chatGrounded) Name() string { return c.id }
 
 func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
 	if c.key == "" {

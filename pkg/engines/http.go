@@ -32,6 +32,9 @@ type client struct {
 	key     string // never logged, never put in an error
 }
 
+// Name is the engine's id: the kinds that embed a client are named by it.
+func (c *client) Name() string { return c.id }
+
 func newClient(cfg Config, hc *http.Client, defaultBase string) client {
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if base == "" {

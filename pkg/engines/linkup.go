@@ -52,8 +52,6 @@ func newLinkup(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *linkup) Name() string { return e.id }
-
 func (e *linkup) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }

@@ -72,8 +72,6 @@ func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *openRouter) Name() string { return e.id }
-
 // Capabilities: domain filters are sent to OpenRouter and the annotations are checked
 // against them (engines differ in what they honour: OpenAI ignores excluded_domains,
 // and the two lists cannot be combined); the server tool takes a user location

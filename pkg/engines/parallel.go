@@ -53,8 +53,6 @@ func newParallel(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *parallel) Name() string { return e.id }
-
 func (e *parallel) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }

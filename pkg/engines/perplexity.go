@@ -85,8 +85,6 @@ func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *perplexity) Name() string { return e.id }
-
 // Capabilities: recency, domains, language and country are web_search tool settings.
 // The answer cites what it cites: there is no result count.
 func (e *perplexity) Capabilities() Capabilities {

@@ -26,8 +26,6 @@ func newPerplexitySearch(cfg Config, hc *http.Client) (Engine, error) {
 	return &perplexitySearch{client: newClient(cfg, hc, "https://api.perplexity.ai"), price: priceOf(cfg, 0.005)}, nil
 }
 
-func (e *perplexitySearch) Name() string { return e.id }
-
 func (e *perplexitySearch) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }

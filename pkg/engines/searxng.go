@@ -63,8 +63,6 @@ func newSearXNG(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *searxng) Name() string { return e.id }
-
 // Capabilities: recency (time_range, completed by the kind's own filter of dated hits)
 // and language are applied; count and domains are left to the shared normalization, and
 // country is not supported.

@@ -31,8 +31,6 @@ func newSerper(cfg Config, hc *http.Client) (Engine, error) {
 	return &serper{client: newClient(cfg, hc, "https://google.serper.dev"), creditPrice: priceOf(cfg, 0.001)}, nil
 }
 
-func (e *serper) Name() string { return e.id }
-
 // Capabilities reports every field as applied by Google, the domain filters through
 // site: operators.
 func (e *serper) Capabilities() Capabilities {

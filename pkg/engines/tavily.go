@@ -40,8 +40,6 @@ func newTavily(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *tavily) Name() string { return e.id }
-
 func (e *tavily) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Country: e.opts.Topic == "general"}
 }
