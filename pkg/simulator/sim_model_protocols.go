@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -84,15 +83,8 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 			break
 		}
 	}
-	user := ""
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			user = llm.Text(req.Messages[i].Content)
-			break
-		}
-	}
-	faults := strings.ReplaceAll(strings.Join(modelDirectiveRE.FindAllString(user, -1), " "), "sim:model-", "sim:")
-	if !s.applyFaults(w, r, "model", r.URL.Path, faults, errorBody, s.opts.ModelLatency) {
+	user := req.lastUser()
+	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), errorBody, s.opts.ModelLatency) {
 		return scripted{}, false
 	}
 	sum := sha256.Sum256(body)
