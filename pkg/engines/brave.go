@@ -55,8 +55,6 @@ func newBrave(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *brave) Name() string { return e.id }
-
 // Capabilities reports every field as applied by Brave: the domain filters through
 // site: operators in q, the rest through Brave's own parameters.
 func (e *brave) Capabilities() Capabilities {
@@ -166,12 +164,8 @@ func braveError(err error, h http.Header) error {
 }
 
 func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp braveResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	_, warns := e.params(q)
@@ -260,15 +254,6 @@ func braveCountry(code string) (string, bool) {
 		c = "GB"
 	}
 	return c, braveCountries[c]
-}
-
-// classicBody returns the one response body a classic kind parses (they make one call
-// per search), or a Decode error when there is none.
-func classicBody(c *client, bodies [][]byte) ([]byte, error) {
-	if len(bodies) == 0 || len(bodies[0]) == 0 {
-		return nil, &Error{Kind: Decode, Engine: c.id, Message: "empty response body"}
-	}
-	return bodies[0], nil
 }
 
 // siteQuery appends site: operators for the domain filters to q: "q site:a",

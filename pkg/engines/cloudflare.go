@@ -61,8 +61,6 @@ func newCloudflare(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *cloudflare) Name() string { return e.id }
-
 // Capabilities: only the result count is a request field.
 func (e *cloudflare) Capabilities() Capabilities { return Capabilities{Count: true} }
 
@@ -93,26 +91,15 @@ type cloudflareResponse struct {
 }
 
 func (e *cloudflare) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
 	req := cloudflareRequest{Query: q.Query, Provider: e.opts.Provider, Limit: min(cmp.Or(q.Count, DefaultCount), cloudflareMaxLimit)}
 	req.Options.Gateway.ID = e.opts.Gateway
 	path := "/client/v4/accounts/" + url.PathEscape(e.opts.AccountID) + "/ai/websearch/"
-	body, _, err := e.do(ctx, request{path: path, header: bearer(e.key), body: req})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: path, header: bearer(e.key), body: req}, e.parse)
 }
 
 func (e *cloudflare) parse(q Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp cloudflareResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	if !resp.Success || resp.Result == nil {

@@ -60,8 +60,6 @@ func newExa(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *exa) Name() string { return e.id }
-
 // Capabilities: recency, count and both domain filters are Exa parameters; language and
 // country are not.
 func (e *exa) Capabilities() Capabilities {
@@ -99,14 +97,7 @@ type exaResponse struct {
 }
 
 func (e *exa) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	body, _, err := e.do(ctx, request{path: "/search", header: header("x-api-key", e.key), body: e.request(q, time.Now())})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: "/search", header: header("x-api-key", e.key), body: e.request(q, time.Now())}, e.parse)
 }
 
 // request builds the body for q; now anchors the recency window.
@@ -129,12 +120,8 @@ func (e *exa) request(q Query, now time.Time) exaRequest {
 }
 
 func (e *exa) parse(q Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp exaResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}

@@ -41,8 +41,6 @@ func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *glmAPI) Name() string { return e.id }
-
 // Capabilities: as glm-chat, recency, count (1–50) and one allowed domain are request
 // fields.
 func (e *glmAPI) Capabilities() Capabilities {
@@ -66,9 +64,6 @@ type glmAPIResponse struct {
 }
 
 func (e *glmAPI) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
 	req := glmAPIRequest{
 		SearchQuery:         glmTruncateQuery(q.Query),
 		SearchEngine:        e.opts.SearchEngine,
@@ -77,11 +72,7 @@ func (e *glmAPI) Search(ctx context.Context, q Query) (*Result, error) {
 		SearchRecencyFilter: string(q.Recency),
 		ContentSize:         e.opts.ContentSize,
 	}
-	body, _, err := e.do(ctx, request{path: "/web_search", header: bearer(e.key), body: req})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: "/web_search", header: bearer(e.key), body: req}, e.parse)
 }
 
 func (e *glmAPI) parse(q Query, bodies [][]byte) (*Result, error) {

@@ -72,8 +72,6 @@ func (g *grounded) caller(hc *http.Client) *upstream.Caller {
 	return upstream.New(g.api, g.id, g.baseURL+g.apiPath, g.key, hc, upstream.Options{Credentials: g.credentials()})
 }
 
-func (g *grounded) Name() string { return g.id }
-
 func (g *grounded) Search(ctx context.Context, q Query) (*Result, error) {
 	if g.key == "" {
 		return nil, missingKey(Config{ID: g.id, APIKeyEnv: g.keyEnv})
@@ -93,8 +91,7 @@ func (g *grounded) parse(q Query, bodies [][]byte) (*Result, error) {
 func (g *grounded) run(ctx context.Context, call *upstream.Caller, q Query) (*Result, error) {
 	so, maxTokens := g.kind.searchOptions(q)
 	so.Requested = true
-	req := &wire.Request{Model: g.model, System: groundedAInstructions(q), Search: so, MaxTokens: maxTokens,
-		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: q.Query}}}}}
+	req := &wire.Request{Model: g.model, System: groundedAInstructions(q), Search: so, MaxTokens: maxTokens, Messages: userTurn(q.Query)}
 	answer, err := call.Answer(ctx, req)
 	if err == nil {
 		return g.kind.result(q, answer)
@@ -109,6 +106,11 @@ func (g *grounded) run(ctx context.Context, call *upstream.Caller, q Query) (*Re
 	return nil, e
 }
 
+// userTurn is a search's query as the one user turn of a model call.
+func userTurn(query string) []wire.Message {
+	return []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: query}}}}
+}
+
 // chatGrounded is what the Chat-protocol adapters (Kimi, GLM) hold: the engine's
 // client and model, and the adapter's search on an http.Client, which parse runs over
 // recorded bodies. pkg/llm/nativechat reads their answers, as for main models.
@@ -120,8 +122,6 @@ type chatGrounded struct {
 		run(ctx context.Context, hc *http.Client, q Query) (*Result, error)
 	}
 }
-
-func (c *chatGrounded) Name() string { return c.id }
 
 func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
 	if c.key == "" {

@@ -32,6 +32,9 @@ type client struct {
 	key     string // never logged, never put in an error
 }
 
+// Name is the engine's id: the kinds that embed a client are named by it.
+func (c *client) Name() string { return c.id }
+
 func newClient(cfg Config, hc *http.Client, defaultBase string) client {
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if base == "" {
@@ -103,6 +106,38 @@ func decode[T any](c *client, body []byte, out *T) error {
 }
 
 func (c *client) redact(s string) string { return redact(s, c.key) }
+
+// classicBody returns the one response body a classic kind parses (they make one call
+// per search), or a Decode error when there is none.
+func classicBody(c *client, bodies [][]byte) ([]byte, error) {
+	if len(bodies) == 0 || len(bodies[0]) == 0 {
+		return nil, &Error{Kind: Decode, Engine: c.id, Message: "empty response body"}
+	}
+	return bodies[0], nil
+}
+
+// decodeClassic decodes the one response body of a classic kind (classicBody) into
+// out.
+func decodeClassic[T any](c *client, bodies [][]byte, out *T) error {
+	body, err := classicBody(c, bodies)
+	if err != nil {
+		return err
+	}
+	return decode(c, body, out)
+}
+
+// searchOnce is the search of a kind that makes one call: refused without a key,
+// else req sent and its answer read by parse, the method that reads recordings too.
+func (c *client) searchOnce(ctx context.Context, q Query, req request, parse func(Query, [][]byte) (*Result, error)) (*Result, error) {
+	if c.key == "" {
+		return nil, &Error{Kind: Auth, Engine: c.id, Message: "no API key configured"}
+	}
+	body, _, err := c.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return parse(q, [][]byte{body})
+}
 
 func (c *client) transportError(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {

@@ -52,8 +52,6 @@ func newLinkup(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *linkup) Name() string { return e.id }
-
 func (e *linkup) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
@@ -78,14 +76,7 @@ type linkupResponse struct {
 }
 
 func (e *linkup) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	body, _, err := e.do(ctx, request{path: "/v1/search", header: bearer(e.key), body: e.request(q, time.Now())})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: "/v1/search", header: bearer(e.key), body: e.request(q, time.Now())}, e.parse)
 }
 
 // request builds the body for q; now anchors the recency window.
@@ -99,12 +90,8 @@ func (e *linkup) request(q Query, now time.Time) linkupRequest {
 }
 
 func (e *linkup) parse(_ Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp linkupResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}

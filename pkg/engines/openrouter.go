@@ -13,6 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // openRouter is OpenRouter chat completions with web search (POST
@@ -71,8 +72,6 @@ func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *openRouter) Name() string { return e.id }
-
 // Capabilities: domain filters are sent to OpenRouter and the annotations are checked
 // against them (engines differ in what they honour: OpenAI ignores excluded_domains,
 // and the two lists cannot be combined); the server tool takes a user location
@@ -80,19 +79,6 @@ func (e *openRouter) Name() string { return e.id }
 // recency or language field, so those are left to the shared normalization.
 func (e *openRouter) Capabilities() Capabilities {
 	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: !e.opts.Plugin}
-}
-
-type openrouterRequest struct {
-	Model    string              `json:"model"`
-	Messages []openrouterMessage `json:"messages"`
-	Tools    []openrouterTool    `json:"tools,omitempty"`
-	Plugins  []openrouterPlugin  `json:"plugins,omitempty"`
-	Stream   bool                `json:"stream"`
-}
-
-type openrouterMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
 }
 
 type openrouterTool struct {
@@ -123,35 +109,30 @@ type openrouterPlugin struct {
 	ExcludeDomains []string `json:"exclude_domains,omitempty"`
 }
 
+// openrouterResponse is what an OpenRouter answer adds to a chat completion, read
+// beside the Chat codec (openaichat.Model reads the text, its url_citation
+// annotations and the finish reason): the error envelopes, at the top level or on the
+// choice, the page text of each url_citation, and usage with its cost and searches.
 type openrouterResponse struct {
 	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content     string                 `json:"content"`
-			Annotations []openrouterAnnotation `json:"annotations"`
+		Message struct {
+			Annotations []struct {
+				Type        string `json:"type"`
+				URLCitation struct {
+					Content string `json:"content"`
+				} `json:"url_citation"`
+			} `json:"annotations"`
 		} `json:"message"`
 		Error *openrouterErrorBody `json:"error"`
 	} `json:"choices"`
 	Usage struct {
-		PromptTokens         int      `json:"prompt_tokens"`
-		CompletionTokens     int      `json:"completion_tokens"`
+		llm.Usage
 		Cost                 *float64 `json:"cost"`
 		ServerToolUseDetails struct {
 			WebSearchRequests int `json:"web_search_requests"`
 		} `json:"server_tool_use_details"`
 	} `json:"usage"`
 	Error *openrouterErrorBody `json:"error"`
-}
-
-type openrouterAnnotation struct {
-	Type        string `json:"type"`
-	URLCitation struct {
-		URL        string `json:"url"`
-		Title      string `json:"title"`
-		Content    string `json:"content"`
-		StartIndex int    `json:"start_index"`
-		EndIndex   int    `json:"end_index"`
-	} `json:"url_citation"`
 }
 
 // openrouterErrorBody is the OpenAI-style error envelope {"error":{"code","message",
@@ -171,13 +152,21 @@ func (e *openRouter) Search(ctx context.Context, q Query) (*Result, error) {
 	if e.key == "" {
 		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
 	}
-	req := openrouterRequest{
-		Model: e.model,
-		Messages: []openrouterMessage{
-			{Role: "system", Content: e.opts.SystemPrompt},
-			{Role: "user", Content: q.Query},
-		},
+	req, err := e.request(q)
+	if err != nil {
+		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "encoding request: " + err.Error()}
 	}
+	body, err := e.send(ctx, openaichat.Model, e.hc, e.model, json.RawMessage(req))
+	if err != nil {
+		return nil, e.sendError(err)
+	}
+	return e.parse(q, [][]byte{body})
+}
+
+// request is the Chat request for q, encoded by the Chat codec: the system prompt and
+// the query as the user's turn, with OpenRouter's server tool (or the older web
+// plugin) as a parameter of its own.
+func (e *openRouter) request(q Query) ([]byte, error) {
 	// The two domain lists cannot be combined: the allow list wins, parse enforces
 	// the block list.
 	var allowed, excluded []string
@@ -186,8 +175,9 @@ func (e *openRouter) Search(ctx context.Context, q Query) (*Result, error) {
 	} else {
 		excluded = q.BlockedDomains
 	}
+	name, value := "tools", any(nil)
 	if e.opts.Plugin {
-		req.Plugins = []openrouterPlugin{{ID: "web", Engine: e.opts.Engine, MaxResults: q.Count, IncludeDomains: allowed, ExcludeDomains: excluded}}
+		name, value = "plugins", []openrouterPlugin{{ID: "web", Engine: e.opts.Engine, MaxResults: q.Count, IncludeDomains: allowed, ExcludeDomains: excluded}}
 	} else {
 		p := openrouterToolParams{
 			Engine:            e.opts.Engine,
@@ -200,13 +190,14 @@ func (e *openRouter) Search(ctx context.Context, q Query) (*Result, error) {
 		if len(q.Country) == 2 {
 			p.UserLocation = &openrouterLocation{Type: "approximate", Country: strings.ToUpper(q.Country)}
 		}
-		req.Tools = []openrouterTool{{Type: "openrouter:web_search", Parameters: p}}
+		value = []openrouterTool{{Type: "openrouter:web_search", Parameters: p}}
 	}
-	body, err := e.send(ctx, openaichat.Model, e.hc, e.model, req)
+	search, err := json.Marshal(value)
 	if err != nil {
-		return nil, e.sendError(err)
+		return nil, err
 	}
-	return e.parse(q, [][]byte{body})
+	return openaichat.Model.EncodeRequest(&wire.Request{Model: e.model, System: e.opts.SystemPrompt, Messages: userTurn(q.Query),
+		Params: map[string]json.RawMessage{name: search}}, e.model)
 }
 
 func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
@@ -234,19 +225,36 @@ func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
 	if c.Error != nil {
 		return nil, openrouterInBand(&e.client, c.Error, bodies[0])
 	}
-	if c.FinishReason == "length" {
+	a, err := openaichat.Model.DecodeResponse(bodies[0])
+	if err != nil {
+		return nil, e.modelError(err)
+	}
+	if a.Stop == wire.StopMaxTokens {
 		res.partialf("the answer was cut at the model's token limit")
 	}
-	text := c.Message.Content
+	// The codec's citations are the url_citation annotations in order: the page text
+	// of the i-th is that of the i-th such annotation.
+	var snippets []string
+	for _, an := range c.Message.Annotations {
+		if an.Type == "url_citation" {
+			snippets = append(snippets, an.URLCitation.Content)
+		}
+	}
+	var text string
 	var cites []openrouterCite
-	for _, a := range c.Message.Annotations {
-		if a.Type != "url_citation" || a.URLCitation.URL == "" {
+	for _, p := range a.Content {
+		if p.Kind != wire.PartText {
 			continue
 		}
-		u := a.URLCitation
-		res.Hits = append(res.Hits, Hit{Title: u.Title, URL: u.URL, Snippet: u.Content})
-		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: u.Title, URI: u.URL}})
-		cites = append(cites, openrouterCite{num: len(res.Citation.Sources), url: u.URL, title: u.Title, start: u.StartIndex, end: u.EndIndex})
+		text = p.Text
+		for i, u := range p.Citations {
+			if u.URL == "" || i >= len(snippets) {
+				continue
+			}
+			res.Hits = append(res.Hits, Hit{Title: u.Title, URL: u.URL, Snippet: snippets[i]})
+			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: u.Title, URI: u.URL}})
+			cites = append(cites, openrouterCite{num: len(res.Citation.Sources), url: u.URL, title: u.Title, start: u.Start, end: u.End})
+		}
 	}
 	if len(cites) > 0 {
 		res.Summary = openrouterPlace(text, cites)

@@ -53,8 +53,6 @@ func newParallel(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *parallel) Name() string { return e.id }
-
 func (e *parallel) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
@@ -86,14 +84,7 @@ type parallelResponse struct {
 }
 
 func (e *parallel) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	body, _, err := e.do(ctx, request{path: "/v1/search", header: header("x-api-key", e.key), body: e.request(q, time.Now())})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: "/v1/search", header: header("x-api-key", e.key), body: e.request(q, time.Now())}, e.parse)
 }
 
 // request builds the body for q; now anchors the recency window.
@@ -111,12 +102,8 @@ func (e *parallel) request(q Query, now time.Time) parallelRequest {
 }
 
 func (e *parallel) parse(q Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp parallelResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}

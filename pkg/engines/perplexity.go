@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -82,8 +84,6 @@ func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	e.fee = priceOf(cfg, perplexitySearchFee)
 	return e, nil
 }
-
-func (e *perplexity) Name() string { return e.id }
 
 // Capabilities: recency, domains, language and country are web_search tool settings.
 // The answer cites what it cites: there is no result count.
@@ -280,25 +280,17 @@ func perplexityHit(r perplexitySearchResult) Hit {
 	return h
 }
 
-// perplexityResponse is a Sonar chat completion.
+// perplexityResponse is what a Sonar chat completion adds to the Chat shape, read
+// beside the Chat codec (openaichat.Model reads the text and the finish reason): its
+// citations and search_results, usage with its searches and cost, and the error
+// envelope.
 type perplexityResponse struct {
-	Model         string   `json:"model"`
-	Citations     []string `json:"citations"`
-	SearchResults []struct {
-		Title   string `json:"title"`
-		URL     string `json:"url"`
-		Date    string `json:"date"` // may be null
-		Snippet string `json:"snippet"`
-	} `json:"search_results"`
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
+	Model         string                   `json:"model"`
+	Citations     []string                 `json:"citations"`
+	SearchResults []perplexitySearchResult `json:"search_results"`
+	Choices       []struct{}               `json:"choices"`
+	Usage         struct {
+		llm.Usage
 		NumSearchQueries int `json:"num_search_queries"`
 		Cost             *struct {
 			InputTokensCost  *float64 `json:"input_tokens_cost"`
@@ -317,7 +309,7 @@ func (e *perplexity) sonarParse(q Query, body []byte) (*Result, error) {
 	if err := decode(&e.client, body, &resp); err != nil {
 		return nil, err
 	}
-	if resp.Error != nil && len(resp.Choices) == 0 {
+	if resp.Error != nil {
 		return nil, openrouterInBand(&e.client, resp.Error, body)
 	}
 	res := &Result{Usage: Usage{
@@ -327,9 +319,12 @@ func (e *perplexity) sonarParse(q Query, body []byte) (*Result, error) {
 		CostUSD:      e.sonarCost(&resp),
 	}}
 	if len(resp.Choices) > 0 {
-		c := resp.Choices[0]
-		res.Summary = perplexityStripThink(c.Message.Content)
-		if c.FinishReason == "length" {
+		a, err := openaichat.Model.DecodeResponse(body)
+		if err != nil {
+			return nil, e.modelError(err)
+		}
+		res.Summary = perplexityStripThink(a.Text())
+		if a.Stop == wire.StopMaxTokens {
 			res.partialf("the answer was cut at the model's token limit")
 		}
 	}

@@ -26,8 +26,6 @@ func newPerplexitySearch(cfg Config, hc *http.Client) (Engine, error) {
 	return &perplexitySearch{client: newClient(cfg, hc, "https://api.perplexity.ai"), price: priceOf(cfg, 0.005)}, nil
 }
 
-func (e *perplexitySearch) Name() string { return e.id }
-
 func (e *perplexitySearch) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
@@ -47,9 +45,6 @@ type perplexitySearchResponse struct {
 }
 
 func (e *perplexitySearch) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
 	req := perplexitySearchRequest{
 		Query:               q.Query,
 		MaxResults:          min(max(q.Count, 1), perplexitySearchMax),
@@ -65,20 +60,12 @@ func (e *perplexitySearch) Search(ctx context.Context, q Query) (*Result, error)
 	if len(q.Country) == 2 {
 		req.Country = strings.ToUpper(q.Country)
 	}
-	body, _, err := e.do(ctx, request{path: "/search", header: bearer(e.key), body: req})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: "/search", header: bearer(e.key), body: req}, e.parse)
 }
 
 func (e *perplexitySearch) parse(q Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp perplexitySearchResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}

@@ -63,8 +63,6 @@ func newSearXNG(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *searxng) Name() string { return e.id }
-
 // Capabilities: recency (time_range, completed by the kind's own filter of dated hits)
 // and language are applied; count and domains are left to the shared normalization, and
 // country is not supported.
@@ -156,12 +154,8 @@ func searxngError(err error) error {
 }
 
 func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp searxngResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	down := searxngUnresponsive(resp.UnresponsiveEngines)

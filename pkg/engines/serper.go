@@ -31,8 +31,6 @@ func newSerper(cfg Config, hc *http.Client) (Engine, error) {
 	return &serper{client: newClient(cfg, hc, "https://google.serper.dev"), creditPrice: priceOf(cfg, 0.001)}, nil
 }
 
-func (e *serper) Name() string { return e.id }
-
 // Capabilities reports every field as applied by Google, the domain filters through
 // site: operators.
 func (e *serper) Capabilities() Capabilities {
@@ -123,12 +121,8 @@ func serperError(err error) error {
 }
 
 func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
-	body, err := classicBody(&e.client, bodies)
-	if err != nil {
-		return nil, err
-	}
 	var resp serperResponse
-	if err := decode(&e.client, body, &resp); err != nil {
+	if err := decodeClassic(&e.client, bodies, &resp); err != nil {
 		return nil, err
 	}
 	credits := 1.0

@@ -40,8 +40,6 @@ func newTavily(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *tavily) Name() string { return e.id }
-
 func (e *tavily) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Country: e.opts.Topic == "general"}
 }
@@ -71,9 +69,6 @@ type tavilyResponse struct {
 var tavilyRange = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
 
 func (e *tavily) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
 	req := tavilyRequest{
 		Query:          q.Query,
 		SearchDepth:    e.opts.SearchDepth,
@@ -86,11 +81,7 @@ func (e *tavily) Search(ctx context.Context, q Query) (*Result, error) {
 	if e.opts.Topic == "general" && len(q.Country) == 2 {
 		req.Country = countryName(q.Country)
 	}
-	body, _, err := e.do(ctx, request{path: "/search", header: bearer(e.key), body: req})
-	if err != nil {
-		return nil, err
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: "/search", header: bearer(e.key), body: req}, e.parse)
 }
 
 func (e *tavily) parse(_ Query, bodies [][]byte) (*Result, error) {

@@ -25,22 +25,36 @@ func urlParam(name string) func(*http.Request, []byte) string {
 	return func(r *http.Request, _ []byte) string { return r.URL.Query().Get(name) }
 }
 
-// lastUserText returns the text of the last user message of an OpenAI-style chat
-// request body (string content or text parts).
-func lastUserText(body []byte) string {
+// roleContent is a message as a request body carries it (Chat and Anthropic messages,
+// Responses input items): its role and its content.
+type roleContent struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// bodyMessages are the messages of a Chat or Messages request body; nil when it does
+// not decode.
+func bodyMessages(body []byte) []roleContent {
 	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		Messages []roleContent `json:"messages"`
 	}
 	if json.Unmarshal(body, &req) != nil {
-		return ""
+		return nil
 	}
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			return llm.Text(req.Messages[i].Content)
+	return req.Messages
+}
+
+// lastUser is the text of the last user message of msgs (string content or text
+// parts).
+func lastUser(msgs []roleContent) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return llm.Text(msgs[i].Content)
 		}
 	}
 	return ""
 }
+
+// lastUserText returns the text of the last user message of an OpenAI-style chat
+// request body.
+func lastUserText(body []byte) string { return lastUser(bodyMessages(body)) }

@@ -59,6 +59,22 @@ type chatRequest struct {
 	} `json:"thinking"`
 }
 
+// lastUser is the text of the request's last user message.
+func (req chatRequest) lastUser() string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			return llm.Text(req.Messages[i].Content)
+		}
+	}
+	return ""
+}
+
+// modelFaults are the model directives of the user's text ("sim:model-429") as the
+// faults they apply ("sim:429").
+func modelFaults(user string) string {
+	return strings.ReplaceAll(strings.Join(modelDirectiveRE.FindAllString(user, -1), " "), "sim:model-", "sim:")
+}
+
 // chatTool is one tool of a chat request: a function, or a provider's own search
 // (GLM's {"type":"web_search","web_search":{…}}, Kimi's builtin_function).
 type chatTool struct {
@@ -86,13 +102,10 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := s.readBody(w, r)
+	if !ok {
 		return
 	}
-	s.stats.count("model", body, "")
-	s.stats.countFiles(r.URL.Path, body)
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
 		w.Header().Set("Content-Type", "application/json")
@@ -108,16 +121,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			s.stats.count("model_offered_web_fetch", body, "")
 		}
 	}
-	user := ""
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			user = llm.Text(req.Messages[i].Content)
-			break
-		}
-	}
-	modelFaults := strings.Join(modelDirectiveRE.FindAllString(user, -1), " ")
-	modelFaults = strings.ReplaceAll(modelFaults, "sim:model-", "sim:")
-	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults, nil, between(s.opts.ModelLatency, s.opts.ModelLatencyMax, body)) {
+	user := req.lastUser()
+	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), nil, between(s.opts.ModelLatency, s.opts.ModelLatencyMax, body)) {
 		return
 	}
 	sum := sha256.Sum256(body)

@@ -133,9 +133,9 @@ type engineRoute struct {
 	// recorded returns the recorded fixture the kind's answers are shaped on, verbatim,
 	// for a query with "sim:fixture"; nil means the kind answers from answer only.
 	recorded func(r *http.Request, body []byte) []byte
-	// empty returns a 200 body with no results, for "sim:empty"; nil means the kind
-	// has none and the directive is ignored.
-	empty func() []byte
+	// empty is a 200 body with no results, for "sim:empty"; nil means the kind has
+	// none and the directive is ignored.
+	empty []byte
 	// errorBody returns the kind's error body for a status; nil means a generic
 	// {"error":{"message"}} envelope.
 	errorBody func(status int) []byte
@@ -184,7 +184,7 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if rt.empty != nil && strings.Contains(q, "sim:empty") {
-			w.Write(rt.empty())
+			w.Write(rt.empty)
 			return
 		}
 		if rt.recorded != nil && strings.Contains(q, "sim:fixture") {

@@ -30,9 +30,7 @@ func classicRoutes() []engineRoute {
 				return braveBody(braveAsk(r, b, q))
 			},
 			recorded: fixed(braveOK),
-			empty: func() []byte {
-				return []byte(`{"type":"search","query":{"original":"","more_results_available":false},"mixed":{"type":"mixed","main":[],"top":[],"side":[]}}`)
-			},
+			empty:    []byte(`{"type":"search","query":{"original":"","more_results_available":false},"mixed":{"type":"mixed","main":[],"top":[],"side":[]}}`),
 			errorBody: func(status int) []byte {
 				if status == http.StatusPaymentRequired {
 					return braveQuota // the recorded body
@@ -47,10 +45,8 @@ func classicRoutes() []engineRoute {
 			answer: func(r *http.Request, b []byte, q string) []byte {
 				return searxngBody(searxngAsk(r, b, q))
 			},
-			recorded: fixed(searxngOK),
-			empty: func() []byte {
-				return []byte(`{"query":"","number_of_results":0,"results":[],"answers":[],"corrections":[],"infoboxes":[],"suggestions":[],"unresponsive_engines":[]}`)
-			},
+			recorded:  fixed(searxngOK),
+			empty:     []byte(`{"query":"","number_of_results":0,"results":[],"answers":[],"corrections":[],"infoboxes":[],"suggestions":[],"unresponsive_engines":[]}`),
 			errorBody: searxngErrorBody(searxngForbidden),
 		},
 		{
@@ -60,10 +56,8 @@ func classicRoutes() []engineRoute {
 			answer: func(r *http.Request, b []byte, q string) []byte {
 				return exaBody(exaAsk(r, b, q))
 			},
-			recorded: fixed(exaOK),
-			empty: func() []byte {
-				return []byte(`{"requestId":"sim-empty","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`)
-			},
+			recorded:  fixed(exaOK),
+			empty:     []byte(`{"requestId":"sim-empty","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`),
 			errorBody: exaErrorBody,
 		},
 		{
@@ -73,10 +67,8 @@ func classicRoutes() []engineRoute {
 			answer: func(r *http.Request, b []byte, q string) []byte {
 				return serperBody(serperAsk(r, b, q))
 			},
-			recorded: fixed(serperOK),
-			empty: func() []byte {
-				return []byte(`{"searchParameters":{"q":"","type":"search","engine":"google"},"organic":[],"credits":1}`)
-			},
+			recorded:  fixed(serperOK),
+			empty:     []byte(`{"searchParameters":{"q":"","type":"search","engine":"google"},"organic":[],"credits":1}`),
 			errorBody: serperErrorBody,
 		},
 	}

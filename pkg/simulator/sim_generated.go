@@ -295,16 +295,10 @@ func responsesBody(a searchAsk, model, id, prefix string) []byte {
 	}
 	ws["id"] = "ws_sim_" + id
 	ws["action"] = map[string]any{"type": "search", "query": a.shown(), "sources": nonNil(sources)}
-	text, anns := prefix, []any{}
-	for i, s := range groundedText(hits) {
-		if i > 0 {
-			text += " "
-		}
-		link := fmt.Sprintf("([%s](%s))", hits[i].Host, hits[i].URL)
-		text += s + " "
-		start := utf8.RuneCountInString(text)
-		text += link
-		anns = append(anns, map[string]any{"type": "url_citation", "end_index": start + utf8.RuneCountInString(link), "start_index": start, "title": hits[i].Title, "url": hits[i].URL})
+	text, spans := linkedText(prefix, hits)
+	anns := []any{}
+	for i, sp := range spans {
+		anns = append(anns, map[string]any{"type": "url_citation", "end_index": sp[1], "start_index": sp[0], "title": hits[i].Title, "url": hits[i].URL})
 	}
 	if len(hits) == 0 {
 		text += "(simulated) The search found nothing for this query."
@@ -422,17 +416,11 @@ func openrouterBody(a searchAsk) []byte {
 	hits := a.hits(defaultHits)
 	msg := obj(obj(arr(m["choices"])[0])["message"])
 	tmpl := obj(arr(msg["annotations"])[0])
-	text, anns := "", []any{}
-	for i, s := range groundedText(hits) {
-		if i > 0 {
-			text += " "
-		}
-		link := fmt.Sprintf("([%s](%s))", hits[i].Host, hits[i].URL)
-		text += s + " "
-		start := utf8.RuneCountInString(text)
-		text += link
+	text, spans := linkedText("", hits)
+	anns := []any{}
+	for i, sp := range spans {
 		an := clone(tmpl)
-		an["url_citation"] = map[string]any{"content": hits[i].Snippet, "end_index": start + utf8.RuneCountInString(link), "start_index": start, "title": hits[i].Title, "url": hits[i].URL}
+		an["url_citation"] = map[string]any{"content": hits[i].Snippet, "end_index": sp[1], "start_index": sp[0], "title": hits[i].Title, "url": hits[i].URL}
 		anns = append(anns, an)
 	}
 	if len(hits) == 0 {
@@ -441,6 +429,24 @@ func openrouterBody(a searchAsk) []byte {
 	msg["content"], msg["annotations"] = text, anns
 	m["id"] = "gen-sim-" + a.id(20)
 	return mustJSON(m)
+}
+
+// linkedText is prefix and the grounded sentences of hits, each followed by a markdown
+// link to its page ("([host](url))"), with the code point span of each link.
+func linkedText(prefix string, hits []simHit) (string, [][2]int) {
+	text := prefix
+	var spans [][2]int
+	for i, s := range groundedText(hits) {
+		if i > 0 {
+			text += " "
+		}
+		link := fmt.Sprintf("([%s](%s))", hits[i].Host, hits[i].URL)
+		text += s + " "
+		start := utf8.RuneCountInString(text)
+		text += link
+		spans = append(spans, [2]int{start, start + utf8.RuneCountInString(link)})
+	}
+	return text, spans
 }
 
 // fill is a copy of tmpl for each of hits, set by set (a JSON [] when there are

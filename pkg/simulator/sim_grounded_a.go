@@ -39,10 +39,8 @@ func groundedRoutesA() []engineRoute {
 			a := plainAsk(r, nil, q)
 			return geminiBody(a, strings.TrimSuffix(r.PathValue("model"), ":generateContent"), a.id(16), "")
 		},
-		recorded: fixed(gemOK),
-		empty: func() []byte {
-			return []byte(`{"candidates":[{"content":{"parts":[{"text":"(simulated) The search found nothing for this query."}],"role":"model"},"finishReason":"STOP","index":0,"groundingMetadata":{}}],"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":10,"totalTokenCount":22},"modelVersion":"gemini-2.5-flash"}`)
-		},
+		recorded:  fixed(gemOK),
+		empty:     []byte(`{"candidates":[{"content":{"parts":[{"text":"(simulated) The search found nothing for this query."}],"role":"model"},"finishReason":"STOP","index":0,"groundingMetadata":{}}],"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":10,"totalTokenCount":22},"modelVersion":"gemini-2.5-flash"}`),
 		errorBody: geminiSimError,
 		model:     "gemini-2.5-flash",
 	}
@@ -59,10 +57,8 @@ func groundedRoutesA() []engineRoute {
 			a := openaiAsk(r, b, q)
 			return responsesBody(a, jstr(decodeBody(b)["model"]), a.id(16), "")
 		},
-		recorded: fixed(oaiOK),
-		empty: func() []byte {
-			return []byte(`{"id":"resp_sim_empty","object":"response","status":"completed","error":null,"model":"gpt-5-mini","output":[{"id":"ws_sim","type":"web_search_call","status":"completed","action":{"type":"search","query":"","sources":[]}},{"id":"msg_sim","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"(simulated) The search found nothing for this query."}]}],"usage":{"input_tokens":900,"output_tokens":12,"total_tokens":912}}`)
-		},
+		recorded:  fixed(oaiOK),
+		empty:     []byte(`{"id":"resp_sim_empty","object":"response","status":"completed","error":null,"model":"gpt-5-mini","output":[{"id":"ws_sim","type":"web_search_call","status":"completed","action":{"type":"search","query":"","sources":[]}},{"id":"msg_sim","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"(simulated) The search found nothing for this query."}]}],"usage":{"input_tokens":900,"output_tokens":12,"total_tokens":912}}`),
 		errorBody: openaiSimError,
 		model:     "gpt-5-mini",
 	}
@@ -76,10 +72,8 @@ func groundedRoutesA() []engineRoute {
 			a := anthropicAsk(r, b, q)
 			return anthropicBody(a, jstr(decodeBody(b)["model"]), a.id(16), "")
 		},
-		recorded: fixed(antOK),
-		empty: func() []byte {
-			return []byte(`{"id":"msg_sim_empty","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"server_tool_use","id":"srvtoolu_sim","name":"web_search","input":{"query":""}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_sim","content":[]},{"type":"text","text":"(simulated) The search found nothing for this query."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":2100,"output_tokens":12,"server_tool_use":{"web_search_requests":1}}}`)
-		},
+		recorded:  fixed(antOK),
+		empty:     []byte(`{"id":"msg_sim_empty","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"server_tool_use","id":"srvtoolu_sim","name":"web_search","input":{"query":""}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_sim","content":[]},{"type":"text","text":"(simulated) The search found nothing for this query."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":2100,"output_tokens":12,"server_tool_use":{"web_search_requests":1}}}`),
 		errorBody: anthropicSimError,
 		model:     "claude-sonnet-4-5",
 	}
@@ -124,34 +118,17 @@ func openaiSimQuery(_ *http.Request, body []byte) string {
 	if json.Unmarshal(req.Input, &s) == nil {
 		return s
 	}
-	var items []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
+	var items []roleContent
 	if json.Unmarshal(req.Input, &items) != nil {
 		return ""
 	}
-	for i := len(items) - 1; i >= 0; i-- {
-		if items[i].Role == "user" {
-			return llm.Text(items[i].Content)
-		}
-	}
-	return ""
+	return lastUser(items)
 }
 
 // anthropicSimQuery reads the first user message of a Messages request (string
 // content or text blocks); a pause_turn continuation repeats it first.
 func anthropicSimQuery(_ *http.Request, body []byte) string {
-	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return ""
-	}
-	for _, m := range req.Messages {
+	for _, m := range bodyMessages(body) {
 		if m.Role == "user" {
 			return llm.Text(m.Content)
 		}

@@ -32,10 +32,8 @@ func groundedRoutesB() []engineRoute {
 			answer: func(r *http.Request, b []byte, q string) []byte {
 				return glmChatBody(glmChatAsk(r, b, q), jstr(decodeBody(b)["model"]), "")
 			},
-			recorded: fixed(glmChat),
-			empty: func() []byte {
-				return []byte(`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"（模拟）没有找到相关的搜索结果。","role":"assistant"}}],"created":1748311718,"id":"sim-empty","model":"glm-4.7","request_id":"sim-empty","usage":{"completion_tokens":12,"prompt_tokens":120,"total_tokens":132},"web_search":[]}`)
-			},
+			recorded:  fixed(glmChat),
+			empty:     []byte(`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"（模拟）没有找到相关的搜索结果。","role":"assistant"}}],"created":1748311718,"id":"sim-empty","model":"glm-4.7","request_id":"sim-empty","usage":{"completion_tokens":12,"prompt_tokens":120,"total_tokens":132},"web_search":[]}`),
 			errorBody: zhipuErrorBody,
 			model:     "glm-4.7",
 			options:   `{"searchEngine":"search_pro"}`,
@@ -47,10 +45,8 @@ func groundedRoutesB() []engineRoute {
 			answer: func(r *http.Request, b []byte, q string) []byte {
 				return glmAPIBody(glmAPIAsk(r, b, q))
 			},
-			recorded: fixed(glmAPI),
-			empty: func() []byte {
-				return []byte(`{"created":1770732262,"id":"sim-empty","request_id":"sim-empty","search_intent":[{"intent":"SEARCH_NONE","keywords":"","query":""}],"search_result":[]}`)
-			},
+			recorded:  fixed(glmAPI),
+			empty:     []byte(`{"created":1770732262,"id":"sim-empty","request_id":"sim-empty","search_intent":[{"intent":"SEARCH_NONE","keywords":"","query":""}],"search_result":[]}`),
 			errorBody: zhipuErrorBody,
 			options:   `{"searchEngine":"search_std"}`,
 		},
@@ -72,9 +68,7 @@ func groundedRoutesB() []engineRoute {
 				}
 				return kimiSearch
 			},
-			empty: func() []byte {
-				return []byte(`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"（模拟）没有找到相关的网页。","role":"assistant"}}],"created":1776522632,"id":"chatcmpl-sim-empty","model":"kimi-k2-turbo-preview","object":"chat.completion","usage":{"completion_tokens":10,"prompt_tokens":180,"total_tokens":190}}`)
-			},
+			empty:     []byte(`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"（模拟）没有找到相关的网页。","role":"assistant"}}],"created":1776522632,"id":"chatcmpl-sim-empty","model":"kimi-k2-turbo-preview","object":"chat.completion","usage":{"completion_tokens":10,"prompt_tokens":180,"total_tokens":190}}`),
 			errorBody: moonshotErrorBody,
 			model:     "kimi-k2-turbo-preview",
 		},
@@ -87,7 +81,7 @@ func groundedRoutesB() []engineRoute {
 			},
 			recorded: fixed(orOK),
 			// The recorded answer of a model that did not search: no annotations.
-			empty: func() []byte { return orNoSearch },
+			empty: orNoSearch,
 			errorBody: func(status int) []byte {
 				if status == http.StatusTooManyRequests {
 					return or429

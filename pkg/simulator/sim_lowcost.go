@@ -26,14 +26,12 @@ func lowCostRoutes() []engineRoute {
 	}
 	return []engineRoute{
 		{
-			kind:     "perplexity",
-			pattern:  "POST /perplexity/v1/agent",
-			queryOf:  jsonField("input"),
-			answer:   func(r *http.Request, b []byte, q string) []byte { return perplexityAgentBody(perplexityAsk(r, b, q)) },
-			recorded: fixed(agentOK),
-			empty: func() []byte {
-				return []byte(`{"id":"resp_sim_empty","object":"response","created_at":1764547200,"status":"completed","model":"perplexity/sonar","output":[{"type":"search_results","queries":[],"results":[]},{"type":"message","id":"msg_sim_empty","status":"completed","role":"assistant","content":[{"type":"output_text","text":"(simulated) I could not find any information on that.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":12,"total_tokens":21,"cost":{"currency":"USD","input_cost":0,"output_cost":0,"tool_calls_cost":0.005,"total_cost":0.005}}}`)
-			},
+			kind:      "perplexity",
+			pattern:   "POST /perplexity/v1/agent",
+			queryOf:   jsonField("input"),
+			answer:    func(r *http.Request, b []byte, q string) []byte { return perplexityAgentBody(perplexityAsk(r, b, q)) },
+			recorded:  fixed(agentOK),
+			empty:     []byte(`{"id":"resp_sim_empty","object":"response","created_at":1764547200,"status":"completed","model":"perplexity/sonar","output":[{"type":"search_results","queries":[],"results":[]},{"type":"message","id":"msg_sim_empty","status":"completed","role":"assistant","content":[{"type":"output_text","text":"(simulated) I could not find any information on that.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":12,"total_tokens":21,"cost":{"currency":"USD","input_cost":0,"output_cost":0,"tool_calls_cost":0.005,"total_cost":0.005}}}`),
 			errorBody: pplxError,
 			model:     "sonar",
 		},
@@ -43,7 +41,7 @@ func lowCostRoutes() []engineRoute {
 			queryOf:   jsonField("query"),
 			answer:    func(r *http.Request, b []byte, q string) []byte { return perplexitySearchBody(perplexityAsk(r, b, q)) },
 			recorded:  fixed(pplxSearchOK),
-			empty:     func() []byte { return []byte(`{"id":"sim-empty","results":[]}`) },
+			empty:     []byte(`{"id":"sim-empty","results":[]}`),
 			errorBody: pplxError,
 		},
 		{
@@ -54,7 +52,7 @@ func lowCostRoutes() []engineRoute {
 				return cloudflareBody(newAsk(q, jint(decodeBody(b)["limit"]), nil, nil, ""))
 			},
 			recorded: fixed(cfOK),
-			empty:    func() []byte { return []byte(`{"success":true,"errors":[],"messages":[],"result":{"results":[]}}`) },
+			empty:    []byte(`{"success":true,"errors":[],"messages":[],"result":{"results":[]}}`),
 			errorBody: func(status int) []byte {
 				code, msg := 7000, "Simulated Cloudflare failure"
 				switch status {
@@ -79,12 +77,10 @@ func lowCostRoutes() []engineRoute {
 				return parallelBody(newAsk(q, jint(jpath(m, "advanced_settings", "max_results")), jstrs(jpath(sp, "include_domains")),
 					jstrs(jpath(sp, "exclude_domains")), recencyFromDay(jstr(jpath(sp, "after_date")))))
 			},
-			recorded: fixed(parallelOK),
-			empty:    func() []byte { return []byte(`{"search_id":"search_sim_empty","results":[]}`) },
-			errorBody: func(status int) []byte {
-				return fmt.Appendf(nil, `{"error":{"ref_id":"simulated","message":"Simulated Parallel failure (HTTP %d)","detail":null}}`, status)
-			},
-			options: `{"mode":"fast"}`,
+			recorded:  fixed(parallelOK),
+			empty:     []byte(`{"search_id":"search_sim_empty","results":[]}`),
+			errorBody: parallelErrorBody,
+			options:   `{"mode":"fast"}`,
 		},
 		{
 			kind:    "linkup",
@@ -95,13 +91,18 @@ func lowCostRoutes() []engineRoute {
 				return linkupBody(newAsk(q, jint(m["maxResults"]), jstrs(m["includeDomains"]), jstrs(m["excludeDomains"]), recencyFromDay(jstr(m["fromDate"]))))
 			},
 			recorded: fixed(linkupOK),
-			empty:    func() []byte { return []byte(`{"results":[]}`) },
+			empty:    []byte(`{"results":[]}`),
 			errorBody: func(status int) []byte {
 				return fmt.Appendf(nil, `{"statusCode":%d,"error":{"code":"SIMULATED","message":"Simulated Linkup failure","details":[]}}`, status)
 			},
 			options: `{"depth":"standard"}`,
 		},
 	}
+}
+
+// parallelErrorBody is Parallel's {"error":{"ref_id","message","detail"}} envelope.
+func parallelErrorBody(status int) []byte {
+	return fmt.Appendf(nil, `{"error":{"ref_id":"simulated","message":"Simulated Parallel failure (HTTP %d)","detail":null}}`, status)
 }
 
 // perplexityAgentBody is an Agent API answer for a: a search_results item listing the
@@ -192,18 +193,15 @@ func (s *Server) parallelExtract(w http.ResponseWriter, r *http.Request) {
 	}
 	s.stats.count(kind, body, r.URL.RawQuery)
 	urls := jstrs(decodeBody(body)["urls"])
-	errorBody := func(status int) []byte {
-		return fmt.Appendf(nil, `{"error":{"ref_id":"simulated","message":"Simulated Parallel failure (HTTP %d)","detail":null}}`, status)
-	}
 	if r.Header.Get("x-api-key") == "" {
-		writeError(w, http.StatusUnauthorized, errorBody(http.StatusUnauthorized))
+		writeError(w, http.StatusUnauthorized, parallelErrorBody(http.StatusUnauthorized))
 		return
 	}
 	if len(urls) == 0 {
-		writeError(w, http.StatusUnprocessableEntity, errorBody(http.StatusUnprocessableEntity))
+		writeError(w, http.StatusUnprocessableEntity, parallelErrorBody(http.StatusUnprocessableEntity))
 		return
 	}
-	if !s.applyFaults(w, r, kind, r.URL.Path, strings.Join(urls, " "), errorBody, between(s.opts.EngineLatency, s.opts.EngineLatencyMax, body)) {
+	if !s.applyFaults(w, r, kind, r.URL.Path, strings.Join(urls, " "), parallelErrorBody, between(s.opts.EngineLatency, s.opts.EngineLatencyMax, body)) {
 		return
 	}
 	if strings.Contains(urls[0], "sim:fixture") {

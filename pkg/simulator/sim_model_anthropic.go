@@ -57,33 +57,12 @@ func anthropicRecorded(w http.ResponseWriter, req *wire.Request, id string) {
 // toolu_ ids, end_turn / tool_use stop reasons, the Messages stream events, and
 // {"type":"error",…} bodies (a 529 is an overloaded_error).
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	keyed := r.Header.Get("x-api-key") != "" && r.Header.Get("anthropic-version") != ""
+	req, body, a, ok := s.playRequest(w, r, anthropic.Client, keyed, "simulator: x-api-key and anthropic-version headers are required", "simulator: messages: the conversation is empty")
 	if !ok {
 		return
 	}
-	fail := func(status int, msg string) []byte {
-		return anthropic.Client.EncodeError(&wire.Error{Status: status, Message: msg})
-	}
-	if r.Header.Get("x-api-key") == "" || r.Header.Get("anthropic-version") == "" {
-		writeError(w, http.StatusUnauthorized, fail(http.StatusUnauthorized, "simulator: x-api-key and anthropic-version headers are required"))
-		return
-	}
-	req, err := anthropic.Client.DecodeRequest(body)
-	if err != nil {
-		e := wire.AsError(err)
-		writeError(w, e.Status, anthropic.Client.EncodeError(e))
-		return
-	}
-	creq, err := chatForm(req)
-	if err != nil || len(creq.Messages) == 0 {
-		writeError(w, http.StatusBadRequest, fail(http.StatusBadRequest, "simulator: messages: the conversation is empty"))
-		return
-	}
-	a, ok := s.play(w, r, body, creq, func(status int) []byte { return fail(status, "simulated model failure") })
-	if !ok {
-		return
-	}
-	if req.Search != nil && creq.Messages[len(creq.Messages)-1].Role == "user" && wantsSearch(a.user) && len(a.calls) == 0 {
+	if a.ownSearch(req.Search != nil) {
 		s.anthropicNative(w, r, req, a.user, a.id)
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -30,6 +29,45 @@ type scripted struct {
 	calls []llm.ToolCall
 	stop  wire.StopReason
 	usage wire.Usage
+	// userTurn: the conversation ends with the user's message.
+	userTurn bool
+}
+
+// ownSearch reports whether the model's own search answers instead of the script: the
+// request declared it, the user's turn asks for a search, and the script called no
+// tool.
+func (a scripted) ownSearch(declared bool) bool {
+	return declared && a.userTurn && wantsSearch(a.user) && len(a.calls) == 0
+}
+
+// playRequest reads a request of codec's protocol and plays the script on it (play):
+// a request without its protocol's key headers (keyed false) is refused with noKey,
+// one that does not decode in the protocol's words, and one without messages with
+// empty. ok is false when the answer is written already.
+func (s *Server) playRequest(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, keyed bool, noKey, empty string) (req *wire.Request, body []byte, a scripted, ok bool) {
+	if body, ok = s.readBody(w, r); !ok {
+		return nil, nil, a, false
+	}
+	fail := func(status int, msg string) []byte {
+		return codec.EncodeError(&wire.Error{Status: status, Message: msg})
+	}
+	if !keyed {
+		writeError(w, http.StatusUnauthorized, fail(http.StatusUnauthorized, noKey))
+		return nil, nil, a, false
+	}
+	req, err := codec.DecodeRequest(body)
+	if err != nil {
+		e := wire.AsError(err)
+		writeError(w, e.Status, codec.EncodeError(e))
+		return nil, nil, a, false
+	}
+	creq, err := chatForm(req)
+	if err != nil || len(creq.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, fail(http.StatusBadRequest, empty))
+		return nil, nil, a, false
+	}
+	a, ok = s.play(w, r, body, creq, func(status int) []byte { return fail(status, "simulated model failure") })
+	return req, body, a, ok
 }
 
 // play counts the request, applies the model faults of the user's text and the
@@ -45,21 +83,14 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 			break
 		}
 	}
-	user := ""
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			user = llm.Text(req.Messages[i].Content)
-			break
-		}
-	}
-	faults := strings.ReplaceAll(strings.Join(modelDirectiveRE.FindAllString(user, -1), " "), "sim:model-", "sim:")
-	if !s.applyFaults(w, r, "model", r.URL.Path, faults, errorBody, s.opts.ModelLatency) {
+	user := req.lastUser()
+	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), errorBody, s.opts.ModelLatency) {
 		return scripted{}, false
 	}
 	sum := sha256.Sum256(body)
 	id := hex.EncodeToString(sum[:8])
 	msg, finish := script(req, user, id)
-	a := scripted{id: id, user: user, stop: wire.StopEndTurn}
+	a := scripted{id: id, user: user, stop: wire.StopEndTurn, userTurn: req.Messages[len(req.Messages)-1].Role == "user"}
 	if finish == "tool_calls" {
 		a.stop = wire.StopToolUse
 	}

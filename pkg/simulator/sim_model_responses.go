@@ -17,33 +17,12 @@ import (
 // the response.* stream events ending in response.completed, and the OpenAI error
 // envelope.
 func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	keyed := strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")
+	req, body, a, ok := s.playRequest(w, r, responses.Client, keyed, "simulator: a bearer key is required", "simulator: 'input' has no messages")
 	if !ok {
 		return
 	}
-	fail := func(status int, msg string) []byte {
-		return responses.Client.EncodeError(&wire.Error{Status: status, Message: msg})
-	}
-	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-		writeError(w, http.StatusUnauthorized, fail(http.StatusUnauthorized, "simulator: a bearer key is required"))
-		return
-	}
-	req, err := responses.Client.DecodeRequest(body)
-	if err != nil {
-		e := wire.AsError(err)
-		writeError(w, e.Status, responses.Client.EncodeError(e))
-		return
-	}
-	creq, err := chatForm(req)
-	if err != nil || len(creq.Messages) == 0 {
-		writeError(w, http.StatusBadRequest, fail(http.StatusBadRequest, "simulator: 'input' has no messages"))
-		return
-	}
-	a, ok := s.play(w, r, body, creq, func(status int) []byte { return fail(status, "simulated model failure") })
-	if !ok {
-		return
-	}
-	if req.Search != nil && creq.Messages[len(creq.Messages)-1].Role == "user" && wantsSearch(a.user) && len(a.calls) == 0 {
+	if a.ownSearch(req.Search != nil) {
 		s.responsesNative(w, r, req, a.user, a.id)
 		return
 	}

@@ -69,18 +69,9 @@ func anthropicThinkingOn(body []byte) bool {
 // made tool calls opening with one. "" when they pass.
 // carried counts the thinking blocks the messages carry.
 func anthropicThinkingError(body []byte) (msg string, carried int) {
-	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return "", 0
-	}
 	last := -1
 	var lastBlocks []map[string]any
-	for i, m := range req.Messages {
+	for i, m := range bodyMessages(body) {
 		var blocks []map[string]any
 		if m.Role != "assistant" || json.Unmarshal(m.Content, &blocks) != nil {
 			continue

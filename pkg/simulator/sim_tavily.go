@@ -18,9 +18,7 @@ func tavilyRoutes() []engineRoute {
 			return tavilyBody(tavilyAsk(r, b, q))
 		},
 		recorded: fixed(ok),
-		empty: func() []byte {
-			return []byte(`{"query":"","answer":null,"follow_up_questions":null,"images":[],"results":[],"response_time":0.1}`)
-		},
+		empty:    []byte(`{"query":"","answer":null,"follow_up_questions":null,"images":[],"results":[],"response_time":0.1}`),
 		errorBody: func(int) []byte {
 			return []byte(`{"detail":{"error":"simulated Tavily failure"}}`)
 		},
