@@ -115,6 +115,12 @@ func ResumeLanes(t Timing) FairSpec {
 	return FairSpec{Family: ResumeConsumer(t), Prefix: prefixResumeLanes}
 }
 
+// ResearchLanes is the family of research runs' steps (the researcher durable),
+// banded async and batch (a batch line's run's steps, per batch).
+func ResearchLanes(t Timing) FairSpec {
+	return FairSpec{Family: ResearchConsumer(t), Prefix: SubjectResearch}
+}
+
 // SearchLanes is the family of one engine's web_search calls (the
 // searchworker-<engine> durable).
 func SearchLanes(engine string, t Timing) FairSpec {

@@ -66,9 +66,17 @@ func (p *process) runChat(ctx context.Context) error {
 			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
 		}
 	}
+	// The family's own subject holds the steps published to no lane (an agent's
+	// webhook, steps queued before the lanes); the lanes every other step, a tenant's
+	// runs in band async and a batch's runs in band batch, taken by fair shares.
 	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
 		return err
 	}
+	lanes, err := bus.ConsumeFair(ctx, p.bus, bus.ResearchLanes(p.timing(bus.ConsumerResearch)), p.shares(noCap), rw.Handle, p.consumeOptions(env.ChatConcurrency))
+	if err != nil {
+		return err
+	}
+	p.workers = append(p.workers, lanes) // its lag is the family's, read with the researcher consumer's
 	if err := p.consumeDeadLetters(ctx, bus.DeadLetterConsumer(), w.HandleDeadLetter); err != nil {
 		return err
 	}
@@ -166,3 +174,6 @@ func (p *process) failpoint() func(name string) {
 	}
 	return chat.ExitAt(p.o.Env.Failpoint)
 }
+
+// noCap caps no tenant's slots beyond its share.
+func noCap(config.Limits) int { return 0 }

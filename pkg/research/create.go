@@ -49,7 +49,7 @@ func Create(ctx context.Context, b *bus.Bus, st *state.Store, tenant, id string,
 		got, err := st.Research.GetRun(ctx, existing)
 		return got, err == nil, err
 	}
-	if err := b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "start"}); err != nil {
+	if err := b.Publish(ctx, stepSubject(tenant, req.Batch), bus.ResearchStep{RunID: r.ID, Why: "start"}); err != nil {
 		// Not accepted: the run is ended so nothing is left that no one will run.
 		e, _ := json.Marshal(map[string]string{"code": "unavailable", "message": "The fleet could not take the run."})
 		st.Research.UpdateRun(context.WithoutCancel(ctx), r.ID, state.RunUpdate{Status: state.RunFailed, Fields: []any{"error", e}})
@@ -95,7 +95,7 @@ func Approve(ctx context.Context, b *bus.Bus, st *state.Store, r *state.Run, pla
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "approve"})
+	return true, b.Publish(ctx, stepSubject(r.Tenant, req.Batch), bus.ResearchStep{RunID: r.ID, Why: "approve"})
 }
 
 // Cancel ends a run cancelled at once; its next step cancels its children and tells
@@ -106,7 +106,28 @@ func Cancel(ctx context.Context, b *bus.Bus, st *state.Store, id string) (bool, 
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: id, Why: "cancel"})
+	subject := bus.SubjectResearch
+	if r, err := st.Research.GetRun(ctx, id); err == nil {
+		subject = runSubject(r)
+	}
+	return true, b.Publish(ctx, subject, bus.ResearchStep{RunID: id, Why: "cancel"})
+}
+
+// stepSubject is the lane of the steps of a run of tenant's: band batch (its
+// batch's lane) for a batch line's run, else band async. The brain calls a step makes
+// wait in the band of the run, as its children do.
+func stepSubject(tenant, batch string) string {
+	if batch != "" {
+		return bus.SubjectResearchOf(bus.BandBatch, tenant, batch)
+	}
+	return bus.SubjectResearchOf(bus.BandAsync, tenant, "")
+}
+
+// runSubject is the lane of run r's steps.
+func runSubject(r *state.Run) string {
+	var req Request
+	json.Unmarshal(r.Request, &req)
+	return stepSubject(r.Tenant, req.Batch)
 }
 
 // Service is what the front doors use: the ingress, MCP, batches and the Responses

@@ -97,7 +97,11 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 			// A provider's run goes on: poll it again later, as a redelivery of this
 			// step (a NakWithDelay); near the delivery limit as a fresh step.
 			if d.MaxDeliver > 0 && d.Attempt >= d.MaxDeliver-1 {
-				return w.Bus.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: id, Why: "agent poll"})
+				subject := bus.SubjectResearch
+				if r, err := w.Store.Research.GetRun(ctx, id); err == nil {
+					subject = runSubject(r)
+				}
+				return w.Bus.Publish(ctx, subject, bus.ResearchStep{RunID: id, Why: "agent poll"})
 			}
 			return bus.Defer(later.after, err)
 		}
