@@ -274,19 +274,13 @@ func TestResearchBatchStepsAreInTheBatchBand(t *testing.T) {
 	nc.Flush()
 
 	a := batchClient{t: t, url: f.URL}
-	status, body := a.do("POST", "/v1/batches", json.RawMessage(`{"endpoint": "/v1/research", "model": "research/sim-model",
-		"research": {"effort": "low"}, "queries": ["How do tides work?"]}`))
-	if status != 200 {
-		t.Fatalf("%d %s", status, body)
-	}
-	var b batchObject
-	json.Unmarshal(body, &b)
+	b := startResearchBatch(t, f, researchLine("r-1", map[string]any{"input": "How do tides work?", "model": "research/sim-model", "effort": "low"}))
 	solo := startResearch(t, f, map[string]any{"input": "Why is the sky blue?", "model": "research/sim-model", "effort": "low"})
 	if done := a.waitBatch(b.ID, 2*time.Minute); done.Status != "completed" || done.RequestCounts.Completed != 1 {
 		t.Fatalf("batch %+v", done)
 	}
 	waitResearch(t, f, solo.ID, ended)
-	out, _ := accountFor(t, a, a.batch(b.ID), []string{"q-1"})
+	out, _ := accountFor(t, a, a.batch(b.ID), []string{"r-1"})
 	line := out[0].Response.RequestID
 	mu.Lock()
 	defer mu.Unlock()
