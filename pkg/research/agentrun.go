@@ -436,5 +436,5 @@ func (s *Service) AgentWebhook(ctx context.Context, name string, h map[string][]
 			return true, err
 		}
 	}
-	return true, s.Bus.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "agent webhook"})
+	return true, s.Bus.Publish(ctx, runSubject(r), bus.ResearchStep{RunID: r.ID, Why: "agent webhook"})
 }
