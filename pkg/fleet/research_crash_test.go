@@ -8,38 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
-	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
-	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
-	"github.com/searchfleet/searchfleet/pkg/fleet"
-	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
-
-// failpointFleet is fleettest.Start with the workers' Failpoint set: fp is called at
-// each named point of a step, and a panic there fails the step as a crash would
-// (the step is redelivered).
-func failpointFleet(t *testing.T, fp func(name string)) *fleettest.Fleet {
-	t.Helper()
-	rdb, prefix := testenv.Redis(t)
-	natsURL := bustest.Server(t)
-	sim := simulator.New(simulator.Options{})
-	hs, simURL, err := sim.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hs.Close() })
-	env := fleettest.Settings()
-	env.NATSURL, env.KeyPrefix = natsURL, prefix
-	file := demo.Config(simURL, sim.EngineConfigs(simURL))
-	if err := file.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	url, _ := fleettest.RunWith(t, env, file, rdb, func(o *fleet.Options) { o.Failpoint = fp })
-	return &fleettest.Fleet{URL: url, Sim: sim, SimURL: simURL, NATS: natsURL, File: file, Env: env,
-		Store: fleettest.Store(t, rdb, prefix, natsURL, env.Namespace, env.Retention)}
-}
 
 // A worker that dies between recording a run's end and queueing its callback's
 // delivery loses no webhook: the step is redelivered, finds the end not yet told,
@@ -47,11 +18,11 @@ func failpointFleet(t *testing.T, fp func(name string)) *fleettest.Fleet {
 func TestResearchWebhookSurvivesACrashAfterTheEnd(t *testing.T) {
 	t.Parallel()
 	var crashed atomic.Int32
-	f := failpointFleet(t, func(name string) {
+	f := fleettest.Start(t, fleettest.Failpoint(func(name string) {
 		if name == "research.after_end" && crashed.Add(1) == 1 {
 			panic("failpoint " + name + ": the worker dies")
 		}
-	})
+	}))
 	rcv := newReceiver(t, func(int) int { return http.StatusOK })
 	code, b, _ := f.Do(t, http.MethodPost, "/v1/research", map[string]any{"input": "Why do leaves turn red?", "model": "research/sim-model", "effort": "low",
 		"callback": map[string]any{"url": rcv.URL, "events": []string{"completed", "failed"}}})
