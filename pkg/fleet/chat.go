@@ -85,7 +85,9 @@ func (p *process) runChat(ctx context.Context) error {
 		return err
 	}
 	p.stops = append(p.stops, stop)
-	go jobs.NewReaper(p.store.Jobs, p.ender, p.id, p.log.With("role", "reaper")).Run(ctx, 2*time.Second)
+	reaper := jobs.NewReaper(p.store.Jobs, p.ender, p.id, p.log.With("role", "reaper"))
+	reaper.Others = rw.SweepCancel // a run's cancel whose step may not be out
+	go reaper.Run(ctx, 2*time.Second)
 	p.log.Info("chat worker running", "models", p.o.File.ModelNames(), "concurrency", env.ChatConcurrency)
 	return nil
 }
