@@ -137,8 +137,8 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 	}
 	id, err := b.Agent.Submit(ctx, agent.Request{Ref: r.ID, Input: req.Input, Instructions: req.Instructions, Effort: req.Effort,
 		OutputSchema: req.OutputSchema, Model: model, ReviewPlan: req.Plan == "review", Webhook: b.Webhook, Group: r.AgentGroup})
-	if w.crashAfterSubmit != nil && err == nil {
-		return w.crashAfterSubmit() // tests: the worker dies between accept and store
+	if err == nil {
+		w.failpoint("research.agent_accepted") // the provider has the run; its id is not stored
 	}
 	var le *llm.Error
 	if errors.As(err, &le) && le.Status != 0 {
@@ -252,8 +252,8 @@ func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b
 		}
 	}
 	next, err := b.Agent.Approve(ctx, r.ID, r.AgentID, plan)
-	if w.crashAfterSubmit != nil && err == nil {
-		return w.crashAfterSubmit() // tests: the worker dies between accept and store
+	if err == nil {
+		w.failpoint("research.agent_approved") // the provider runs the plan; its id is not stored
 	}
 	var le *llm.Error
 	if errors.As(err, &le) && le.Status != 0 {

@@ -47,11 +47,10 @@ type Worker struct {
 	AgentPollEvery time.Duration
 	// Failpoint, if set, is called at named points between a step's writes
 	// ("research.after_end": a run's end is recorded, its callback's delivery not yet
-	// queued): the crash tests kill or fail a worker exactly there. Nil in production.
+	// queued; "research.agent_accepted", "research.agent_approved": a provider
+	// accepted a run or a plan's approval, its id not yet stored): the crash tests
+	// kill or fail a worker exactly there. Nil in production.
 	Failpoint func(name string)
-	// crashAfterSubmit, in tests, ends the step right after a provider accepted a
-	// run, before its id is stored: a worker dying there.
-	crashAfterSubmit func() error
 }
 
 func (w *Worker) failpoint(name string) {
