@@ -66,9 +66,10 @@ func (p *process) runChat(ctx context.Context) error {
 			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
 		}
 	}
-	// The family's own subject holds the steps published to no lane (an agent's
-	// webhook, steps queued before the lanes); the lanes every other step, a tenant's
-	// runs in band async and a batch's runs in band batch, taken by fair shares.
+	// The lanes hold the runs' steps, a tenant's runs in band async and a batch's
+	// runs in band batch, taken by fair shares; the family's own subject the steps
+	// published to no lane (queued before the lanes, or an agent's next poll whose
+	// run could not be read).
 	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
 		return err
 	}
