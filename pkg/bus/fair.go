@@ -38,7 +38,8 @@ import (
 // each fetched message starts at once. The process learns which lanes hold messages
 // from the stream (its per-subject counts, read every refreshEvery) and from the
 // publishes themselves (a core-NATS subscription to the family's lane subjects,
-// which wakes it when a message arrives).
+// which wakes it when a message arrives); a message its handler had redelivered
+// after a delay wakes its lane when the delay is over (askWhenDue).
 //
 // A band may be paced (FairSpec.Rates; the batch band at FLEET_BATCH_RATE): its
 // lanes are asked only while its token bucket holds a token, so a message over the
@@ -100,6 +101,11 @@ const (
 	// has not stored it yet; such a lane rests storeRetry, doubling, meanwhile.
 	storeLag   = 20 * time.Millisecond
 	storeRetry = time.Millisecond
+	// dueSlack is how long after its delay a redelivered message's lane is asked
+	// (the nak reaches the server after the handler returns); dueRetry the first
+	// rest of a lane whose due message has not come back yet.
+	dueSlack = 5 * time.Millisecond
+	dueRetry = 10 * time.Millisecond
 	// laneIdle is how long a lane consumer nobody reads lives on the server
 	// (InactiveThreshold): a tenant's lanes come and go with its traffic.
 	laneIdle = time.Hour
@@ -117,6 +123,12 @@ func JobLanes(t Timing, batchSlots int) FairSpec {
 // durable).
 func ResumeLanes(t Timing) FairSpec {
 	return FairSpec{Family: ResumeConsumer(t), Prefix: prefixResumeLanes}
+}
+
+// ResearchLanes is the family of research runs' steps (the researcher durable),
+// banded async and batch (a batch line's run's steps, per batch).
+func ResearchLanes(t Timing) FairSpec {
+	return FairSpec{Family: ResearchConsumer(t), Prefix: SubjectResearch}
 }
 
 // SearchLanes is the family of one engine's web_search calls (the
@@ -156,11 +168,11 @@ func ConsumeFair[T Payload](ctx context.Context, b *Bus, spec FairSpec, shares S
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &fair[T]{
 		b: b, spec: spec, shares: shares, slots: o.Concurrency,
-		r:       &runner[T]{b: b, spec: spec.Family, h: h, o: o, decode: decodeMsg[T]},
 		lanes:   map[Lane]*lane{},
 		running: map[string]int{}, served: map[string]uint64{}, inBand: map[string]int{},
 		paces: paces(spec.Rates), recent: map[string]*recent{}, wake: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
+	f.r = &runner[T]{b: b, spec: spec.Family, h: f.askWhenDue(h), o: o, decode: decodeMsg[T]}
 	sub, err := b.nc.Subscribe(b.Subject(spec.Prefix)+subjectLanesAll, func(m *nats.Msg) {
 		if l, ok := LaneOf(spec.Prefix, b.localSubject(m.Subject)); ok {
 			f.seen(l)
@@ -196,6 +208,9 @@ type lane struct {
 	// nothing just after rests only briefly, or the message would wait out a rest.
 	told   int
 	toldAt time.Time
+	// due: a message of the lane that was to be redelivered after a delay is due
+	// now; while it has not come, the lane rests briefly (dueRetry, doubling).
+	due bool
 }
 
 type fair[T Payload] struct {
@@ -299,8 +314,9 @@ func (f *fair[T]) loop(ctx context.Context) {
 	}
 }
 
-// emptied rests ln, which an ask found empty at now: doubling from dryFirst, or from
-// storeRetry while a publish told just before may not be stored yet.
+// emptied rests ln, which an ask found empty at now: doubling from dryFirst; from
+// storeRetry while a publish told just before may not be stored yet; from dueRetry
+// while a message due for redelivery has not come back.
 func (f *fair[T]) emptied(ln *lane, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -310,8 +326,47 @@ func (f *fair[T]) emptied(ln *lane, now time.Time) {
 	} else {
 		ln.told = 0 // taken by another process
 	}
+	if ln.due {
+		first = min(first, dueRetry) // the server has yet to put the due message back
+	}
 	ln.dry = min(max(2*ln.dry, first), dryMax)
+	ln.due = ln.due && ln.dry < dryFirst
 	ln.dryUntil = now.Add(ln.dry)
+}
+
+// askWhenDue is h, and a message h has redelivered after a delay (Retry, Defer, a
+// transient failure's back-off) has its lane asked again when the delay is over.
+// Such a message waits in the stream where no publish announces it, and the lane,
+// found empty meanwhile, rests (dryFirst, doubling): without the wake a step
+// polled every 50 ms (a provider agent's run) would be taken every 250 ms or more.
+func (f *fair[T]) askWhenDue(h Handler[T]) Handler[T] {
+	return func(ctx context.Context, d *Delivery[T]) error {
+		err := h(ctx, d)
+		if dec := Decide(err, d.Attempt, d.MaxDeliver); dec.Action == Nak && dec.Delay > 0 {
+			if l, ok := LaneOf(f.spec.Prefix, d.Subject); ok {
+				time.AfterFunc(dec.Delay+dueSlack, func() { f.dueAgain(l) })
+			}
+		}
+		return err
+	}
+}
+
+// dueAgain notes that lane l holds a message due for redelivery now.
+func (f *fair[T]) dueAgain(l Lane) {
+	select {
+	case <-f.stop:
+		return
+	default:
+	}
+	f.mu.Lock()
+	ln := f.lanes[l]
+	if ln == nil {
+		ln = &lane{Lane: l}
+		f.lanes[l] = ln
+	}
+	ln.dryUntil, ln.dry, ln.due = time.Time{}, 0, true
+	f.mu.Unlock()
+	f.poke()
 }
 
 // nextDry is how long until the first resting lane may be asked again (at most
@@ -592,7 +647,7 @@ func (f *fair[T]) fetch(ctx context.Context, ln *lane, n int) int {
 	}
 	if got > 0 {
 		f.mu.Lock()
-		ln.dryUntil, ln.dry = time.Time{}, 0
+		ln.dryUntil, ln.dry, ln.due = time.Time{}, 0, false
 		ln.told = max(ln.told-got, 0)
 		f.started(ln.Tenant, got, time.Now())
 		f.mu.Unlock()

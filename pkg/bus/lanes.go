@@ -60,6 +60,7 @@ func LowerBand(given, requested string) (band string, ok bool) {
 //	fleet.jobs.v1.chat.<band>.<tenant>[.<batch>]   new chat jobs (batch lines name their batch)
 //	fleet.chat.v1.resume.<band>.<tenant>           finished server-tool calls
 //	fleet.search.v1.<engine>.<band>.<tenant>       web_search calls for one engine
+//	fleet.jobs.v1.research.<band>.<tenant>[.<batch>] research runs' steps (a batch line's run names its batch)
 //
 // Tenants and batch ids are subject tokens (Token).
 const (
@@ -71,6 +72,16 @@ const (
 // line ("" for any other job).
 func SubjectJob(band, tenant, batch string) string {
 	s := prefixJobLanes + "." + orBand(band) + "." + Token(tenant)
+	if batch != "" {
+		s += "." + Token(batch)
+	}
+	return s
+}
+
+// SubjectResearchOf is the lane subject of a step of a research run of tenant in
+// band; batch is the batch id of a batch line's run ("" for any other run).
+func SubjectResearchOf(band, tenant, batch string) string {
+	s := SubjectResearch + "." + orBand(band) + "." + Token(tenant)
 	if batch != "" {
 		s += "." + Token(batch)
 	}
@@ -142,7 +153,7 @@ func LaneOf(prefix, subject string) (l Lane, ok bool) {
 // BandOfSubject is the band of a lane subject of any family ("" for any other
 // subject).
 func BandOfSubject(subject string) string {
-	for _, p := range []string{prefixJobLanes, prefixResumeLanes} {
+	for _, p := range []string{prefixJobLanes, prefixResumeLanes, SubjectResearch} {
 		if l, ok := LaneOf(p, subject); ok {
 			return l.Band
 		}

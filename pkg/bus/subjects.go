@@ -160,8 +160,8 @@ func Streams(l Limits) []jetstream.StreamConfig {
 		}
 	}
 	return []jetstream.StreamConfig{
-		workQueue(StreamJobs, "new chat jobs (one lane per band and tenant, batch lines per batch), batches to expand and research runs' steps",
-			SubjectChatJob, SubjectExpand, SubjectResearch, prefixJobLanes+subjectLanesAll),
+		workQueue(StreamJobs, "new chat jobs (one lane per band and tenant, batch lines per batch), batches to expand and research runs' steps (lanes likewise)",
+			SubjectChatJob, SubjectExpand, SubjectResearch, prefixJobLanes+subjectLanesAll, SubjectResearch+subjectLanesAll),
 		workQueue(StreamChat, "finished server-tool calls to fold back into their chains (one lane per band and tenant)",
 			SubjectResume, prefixResumeLanes+subjectLanesAll),
 		workQueue(StreamSearch, "web_search calls, one subject per engine and lanes per band and tenant below it, and web_fetch calls",

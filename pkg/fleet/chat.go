@@ -66,9 +66,18 @@ func (p *process) runChat(ctx context.Context) error {
 			rw.SearchUSD = max(rw.SearchUSD, engines.PriceOf(e))
 		}
 	}
+	// The lanes hold the runs' steps, a tenant's runs in band async and a batch's
+	// runs in band batch, taken by fair shares; the family's own subject the steps
+	// published to no lane (queued before the lanes, or an agent's next poll whose
+	// run could not be read).
 	if err := consume(ctx, p, bus.ResearchConsumer(p.timing(bus.ConsumerResearch)), rw.Handle, env.ChatConcurrency); err != nil {
 		return err
 	}
+	lanes, err := bus.ConsumeFair(ctx, p.bus, bus.ResearchLanes(p.timing(bus.ConsumerResearch)), p.shares(noCap), rw.Handle, p.consumeOptions(env.ChatConcurrency))
+	if err != nil {
+		return err
+	}
+	p.workers = append(p.workers, lanes) // its lag is the family's, read with the researcher consumer's
 	if err := p.consumeDeadLetters(ctx, bus.DeadLetterConsumer(), w.HandleDeadLetter); err != nil {
 		return err
 	}
@@ -77,7 +86,9 @@ func (p *process) runChat(ctx context.Context) error {
 		return err
 	}
 	p.stops = append(p.stops, stop)
-	go jobs.NewReaper(p.store.Jobs, p.ender, p.id, p.log.With("role", "reaper")).Run(ctx, 2*time.Second)
+	reaper := jobs.NewReaper(p.store.Jobs, p.ender, p.id, p.log.With("role", "reaper"))
+	reaper.Others = rw.SweepCancel // a run's cancel whose step may not be out
+	go reaper.Run(ctx, 2*time.Second)
 	p.log.Info("chat worker running", "models", p.o.File.ModelNames(), "concurrency", env.ChatConcurrency)
 	return nil
 }
@@ -166,3 +177,6 @@ func (p *process) failpoint() func(name string) {
 	}
 	return chat.ExitAt(p.o.Env.Failpoint)
 }
+
+// noCap caps no tenant's slots beyond its share.
+func noCap(config.Limits) int { return 0 }

@@ -70,8 +70,8 @@ type Options struct {
 	// Embedded, if set, is a NATS server in this process: the fleet connects to it
 	// without a socket instead of dialling Env.NATSURL.
 	Embedded *bus.Embedded
-	// Failpoint, if set, is called at the chat and research workers' named points in
-	// place of FLEET_FAILPOINT's exit: an in-process crash test panics there, and the
+	// Failpoint, if set, is called at the chat and research workers' (and the research
+	// API's) named points in place of FLEET_FAILPOINT's exit: an in-process crash test panics there, and the
 	// step is redelivered as a dead worker's is.
 	Failpoint func(name string)
 }

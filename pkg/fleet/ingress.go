@@ -65,7 +65,7 @@ func (p *process) runIngress(ctx context.Context, errc chan<- error) (*http.Serv
 		Console:            true, // the web console at /console/
 		MCP:                true, // /mcp: the MCP tools call this API in process, with the caller's key
 		Research: &research.Service{Bus: p.bus, Store: p.store, Models: p.o.File.ModelNames(), Timeout: env.ResearchTimeout,
-			Agents: agentInfos, Backends: agents, WebhookSecrets: agentSecrets},
+			Agents: agentInfos, Backends: agents, WebhookSecrets: agentSecrets, Failpoint: p.failpoint()},
 	}
 	p.batches.Research = o.Research // research batch lines
 	if p.records.MaxBytes() > 0 {

@@ -10,12 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
+	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/bus/bustest"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/research/agent"
@@ -141,6 +144,41 @@ func TestResearchAgentCancelAndCapReachTheProvider(t *testing.T) {
 	}
 }
 
+// An agent's run takes its steps on its run's lane, its polls (redeliveries of the
+// step) among them: the researcher family's own consumer, which takes the steps
+// published to no lane, delivers none.
+func TestResearchAgentStepsAreOnTheRunsLane(t *testing.T) {
+	t.Parallel()
+	f := agentFleet(t)
+	r := startResearch(t, f, map[string]any{"input": "How deep is Lake Ohrid?", "agent": agent.KindExa})
+	if r = waitAgentRun(t, f, r.ID, ended); r.Status != "completed" {
+		t.Fatalf("run: %+v", r)
+	}
+	nc, err := nats.Connect(f.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := func(name string) uint64 {
+		c, err := js.Consumer(ctx(t), bus.StreamJobs, name)
+		if err != nil {
+			t.Fatalf("consumer %s: %v", name, err)
+		}
+		return c.CachedInfo().Delivered.Consumer
+	}
+	if n := delivered(bus.ConsumerResearch); n != 0 {
+		t.Errorf("the family's own consumer delivered %d steps", n)
+	}
+	// The run's start, and at least one poll (the provider's run is queued at first).
+	if n := delivered(bus.ConsumerResearch + "__" + bus.BandAsync + "_" + bus.Token("default")); n < 2 {
+		t.Errorf("the run's lane delivered %d steps", n)
+	}
+}
+
 // TestResearchAgentLostAccept: for each agent the provider accepts the run but its
 // answer is lost (as a worker killed between the provider's accept and the fleet's
 // store sees it). Exa lists recent runs, Parallel the runs of the run's task group:
@@ -173,6 +211,18 @@ func TestResearchAgentLostAccept(t *testing.T) {
 		}
 		f.Sim.SetAgentWebhook(kind, hook, secret)
 	}
+	// A webhook's step goes on its run's lane, as every other step.
+	nc, err := nats.Connect(f.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	bare, err := nc.Subscribe(bus.SubjectResearch, func(m *nats.Msg) { t.Errorf("a step on no lane: %s", m.Data) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bare.Unsubscribe() })
+	nc.Flush()
 	for _, kind := range agent.Kinds {
 		t.Run(kind, func(t *testing.T) {
 			input := "Who maintains the Rhine dams, asked of " + kind + " sim:agent-drop"

@@ -25,6 +25,10 @@ type Reaper struct {
 	ender *Ender
 	owner string
 	log   *slog.Logger
+	// Others, if set, is given each overdue id that names no job before the reaper
+	// forgets it: a research run's id, put in the set while its cancel's step may not
+	// be out (research.Worker.SweepCancel). An error keeps the id for the next sweep.
+	Others func(ctx context.Context, id string) error
 }
 
 // NewReaper returns a reaper; owner names this process in the sweep lock (one sweeper
@@ -75,7 +79,13 @@ func (r *Reaper) Sweep(ctx context.Context, now time.Time) {
 func (r *Reaper) reap(ctx context.Context, id string) error {
 	st, err := r.store.JobStatus(ctx, id)
 	if errors.Is(err, state.ErrNotFound) {
-		// Gone (expired, or Redis lost it): nothing to end, and no one to tell.
+		// Not a job's (Others), or gone (expired, or Redis lost it): nothing to end,
+		// and no one to tell.
+		if r.Others != nil {
+			if err := r.Others(ctx, id); err != nil {
+				return err
+			}
+		}
 		return r.store.ForgetDeadline(ctx, id)
 	}
 	if err != nil {

@@ -137,8 +137,8 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 	}
 	id, err := b.Agent.Submit(ctx, agent.Request{Ref: r.ID, Input: req.Input, Instructions: req.Instructions, Effort: req.Effort,
 		OutputSchema: req.OutputSchema, Model: model, ReviewPlan: req.Plan == "review", Webhook: b.Webhook, Group: r.AgentGroup})
-	if w.crashAfterSubmit != nil && err == nil {
-		return w.crashAfterSubmit() // tests: the worker dies between accept and store
+	if err == nil {
+		w.failpoint("research.agent_accepted") // the provider has the run; its id is not stored
 	}
 	var le *llm.Error
 	if errors.As(err, &le) && le.Status != 0 {
@@ -185,20 +185,43 @@ func (w *Worker) agentReattach(ctx context.Context, r *state.Run, req *Request, 
 	if _, grouped := b.Agent.(agent.Grouper); !grouped || r.AgentGroup != "" {
 		id, ok, err = b.Agent.Find(ctx, r.ID, r.AgentGroup)
 	} // else no group was stored, so nothing was submitted into one: none
+	n, _ := strconv.Atoi(r.AgentCursor)
+	return w.agentLost(ctx, r, req, b, lostAccept{what: "The run", refused: "agent_cursor", n: n,
+		store: func(id string) error { return w.agentStore(ctx, r, id, "reattached") }}, id, ok, err)
+}
+
+// lostAccept is a submission (or Gemini's approval of its plan) whose worker died
+// between the provider's accept and the store of its id.
+type lostAccept struct {
+	// what names it in the run's error ("The run", "The approved plan").
+	what string
+	// refused is the run's field counting the submissions the provider refused;
+	// n its value, the claim the dead worker took.
+	refused string
+	n       int
+	// store stores the provider id the lookup found.
+	store func(id string) error
+}
+
+// agentLost acts on the provider's lookup of a lost accept (id, ok, err of Find or
+// FindApproval): the id found is stored; none found means the dead worker's
+// submission never reached the provider, and the next claim may submit; a provider
+// with no lookup names the run in its end webhook (where its webhooks reach the
+// fleet: the step polls until AgentWebhook stores the id), else the run is settled at
+// the agent's price and fails agent_lost. It never submits blindly again, which
+// would pay twice.
+func (w *Worker) agentLost(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, l lostAccept, id string, ok bool, err error) error {
 	switch {
 	case err == nil && ok:
-		return w.agentStore(ctx, r, id, "reattached")
+		return l.store(id)
 	case err == nil:
-		// The provider has none: the dead worker never got it submitted.
-		n, _ := strconv.Atoi(r.AgentCursor)
-		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_cursor", strconv.Itoa(n + 1)}})
+		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{l.refused, strconv.Itoa(l.n + 1)}})
 		return err // the next action takes the next claim
 	case errors.Is(err, agent.ErrNoLookup) && b.Webhooks:
-		// The provider's end webhook names the run (AgentWebhook stores its id).
 		return errPollLater{w.agentPoll()}
 	case errors.Is(err, agent.ErrNoLookup):
 		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
-		return w.fail(ctx, r, req, "agent_lost", "The run may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
+		return w.fail(ctx, r, req, "agent_lost", l.what+" may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
 	}
 	return err
 }
@@ -229,8 +252,8 @@ func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b
 		}
 	}
 	next, err := b.Agent.Approve(ctx, r.ID, r.AgentID, plan)
-	if w.crashAfterSubmit != nil && err == nil {
-		return w.crashAfterSubmit() // tests: the worker dies between accept and store
+	if err == nil {
+		w.failpoint("research.agent_approved") // the provider runs the plan; its id is not stored
 	}
 	var le *llm.Error
 	if errors.As(err, &le) && le.Status != 0 {
@@ -259,25 +282,12 @@ func (w *Worker) agentApproved(ctx context.Context, r *state.Run, next string, e
 }
 
 // agentApprovalLost finds the run of an approval whose worker died between the
-// provider's accept and the store (claim n taken, the plan's id still stored).
+// provider's accept and the store (claim n taken, the plan's id still stored); the
+// approval's end webhook names the plan it follows.
 func (w *Worker) agentApprovalLost(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, n int) error {
 	next, ok, err := b.Agent.FindApproval(ctx, r.ID, r.AgentID)
-	switch {
-	case err == nil && ok:
-		return w.agentApproved(ctx, r, next, nil)
-	case err == nil:
-		// The provider has none: the dead worker never got it approved.
-		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_approvals", strconv.Itoa(n + 1)}})
-		return err // the next action takes the next claim
-	case errors.Is(err, agent.ErrNoLookup) && b.Webhooks:
-		// The approval's end webhook names it and the plan it follows
-		// (AgentWebhook stores its id).
-		return errPollLater{w.agentPoll()}
-	case errors.Is(err, agent.ErrNoLookup):
-		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
-		return w.fail(ctx, r, req, "agent_lost", "The approved plan may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
-	}
-	return err
+	return w.agentLost(ctx, r, req, b, lostAccept{what: "The approved plan", refused: "agent_approvals", n: n,
+		store: func(id string) error { return w.agentApproved(ctx, r, id, nil) }}, next, ok, err)
 }
 
 func (w *Worker) agentCancel(ctx context.Context, b *AgentBackend, r *state.Run) {
@@ -426,5 +436,5 @@ func (s *Service) AgentWebhook(ctx context.Context, name string, h map[string][]
 			return true, err
 		}
 	}
-	return true, s.Bus.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "agent webhook"})
+	return true, s.Bus.Publish(ctx, runSubject(r), bus.ResearchStep{RunID: r.ID, Why: "agent webhook"})
 }

@@ -49,7 +49,7 @@ func Create(ctx context.Context, b *bus.Bus, st *state.Store, tenant, id string,
 		got, err := st.Research.GetRun(ctx, existing)
 		return got, err == nil, err
 	}
-	if err := b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "start"}); err != nil {
+	if err := b.Publish(ctx, stepSubject(tenant, req.Batch), bus.ResearchStep{RunID: r.ID, Why: "start"}); err != nil {
 		// Not accepted: the run is ended so nothing is left that no one will run.
 		e, _ := json.Marshal(map[string]string{"code": "unavailable", "message": "The fleet could not take the run."})
 		st.Research.UpdateRun(context.WithoutCancel(ctx), r.ID, state.RunUpdate{Status: state.RunFailed, Fields: []any{"error", e}})
@@ -95,18 +95,24 @@ func Approve(ctx context.Context, b *bus.Bus, st *state.Store, r *state.Run, pla
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: r.ID, Why: "approve"})
+	return true, b.Publish(ctx, stepSubject(r.Tenant, req.Batch), bus.ResearchStep{RunID: r.ID, Why: "approve"})
 }
 
-// Cancel ends a run cancelled at once; its next step cancels its children and tells
-// its callback. It reports false when the run had ended.
-func Cancel(ctx context.Context, b *bus.Bus, st *state.Store, id string) (bool, error) {
-	ok, err := st.Research.UpdateRun(ctx, id, state.RunUpdate{Status: state.RunCancelled, Fields: []any{"cancel", "1"},
-		Events: []state.RunEventIn{ev("done", "done", map[string]any{"status": state.RunCancelled})}})
-	if err != nil || !ok {
-		return false, err
+// stepSubject is the lane of the steps of a run of tenant's: band batch (its
+// batch's lane) for a batch line's run, else band async. The brain calls a step makes
+// wait in the band of the run, as its children do.
+func stepSubject(tenant, batch string) string {
+	if batch != "" {
+		return bus.SubjectResearchOf(bus.BandBatch, tenant, batch)
 	}
-	return true, b.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: id, Why: "cancel"})
+	return bus.SubjectResearchOf(bus.BandAsync, tenant, "")
+}
+
+// runSubject is the lane of run r's steps.
+func runSubject(r *state.Run) string {
+	var req Request
+	json.Unmarshal(r.Request, &req)
+	return stepSubject(r.Tenant, req.Batch)
 }
 
 // Service is what the front doors use: the ingress, MCP, batches and the Responses
@@ -126,6 +132,11 @@ type Service struct {
 	Backends map[string]*AgentBackend
 	// WebhookSecrets are the agents' webhook secrets, by agent name.
 	WebhookSecrets map[string]string
+	// Failpoint, if set, is called at named points between a request's writes
+	// ("research.cancel_recorded": a cancel is recorded, its step not yet
+	// published): the crash tests kill or fail the process exactly there. Nil in
+	// production.
+	Failpoint func(name string)
 }
 
 // AgentInfo is a configured research agent as GET /v1/research/agents shows it.
@@ -236,19 +247,66 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*state.Run, error
 	return r, err
 }
 
-// Cancel cancels tenant's run id: false when it has ended.
+// Cancel cancels tenant's run id: false when it has ended. The run ends cancelled at
+// once and the cancel reaches the provider of an agent's run; the run's next step (why
+// "cancel") cancels its children and tells its callback. Until that step is
+// published the run's id waits in the reaper's deadline set, due cancelSwept from
+// now: a process that dies between recording the cancel and publishing its step
+// leaves it there, and the reaper's sweep publishes the step (Worker.SweepCancel).
 func (s *Service) Cancel(ctx context.Context, tenant, id string) (bool, error) {
 	r, err := s.Get(ctx, tenant, id)
 	if err != nil {
 		return false, err
 	}
-	ok, err := Cancel(ctx, s.Bus, s.Store, id)
-	if b := s.Backends[r.Agent]; ok && b != nil && r.AgentID != "" {
+	if err := s.Store.Jobs.RestoreDeadline(ctx, id, time.Now().Add(cancelSwept)); err != nil {
+		return false, err
+	}
+	ok, err := s.Store.Research.UpdateRun(ctx, id, state.RunUpdate{Status: state.RunCancelled, Fields: []any{"cancel", "1"},
+		Events: []state.RunEventIn{ev("done", "done", map[string]any{"status": state.RunCancelled})}})
+	if err != nil || !ok {
+		s.Store.Jobs.ForgetDeadline(context.WithoutCancel(ctx), id)
+		return false, err
+	}
+	if s.Failpoint != nil {
+		s.Failpoint("research.cancel_recorded")
+	}
+	if err = s.Bus.Publish(ctx, runSubject(r), bus.ResearchStep{RunID: id, Why: "cancel"}); err == nil {
+		// Were this lost, the sweep's step would be a duplicate the stream drops.
+		s.Store.Jobs.ForgetDeadline(ctx, id)
+	}
+	if b := s.Backends[r.Agent]; b != nil && r.AgentID != "" {
 		// Cancel reaches the provider (a run still being submitted is cancelled there
 		// by the worker's step, which finds it cancelled).
 		if cerr := b.Agent.Cancel(ctx, r.AgentID); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
 	}
-	return ok, err
+	return true, err
+}
+
+// cancelSwept is how long after a cancel the reaper's sweep publishes its step, if
+// the process that recorded it did not: far longer than a publish takes, far
+// shorter than the stream's duplicate window.
+const cancelSwept = 5 * time.Second
+
+// SweepCancel publishes again the cancel step of run id, and cancels its provider's
+// run: the reaper gives it each overdue id that names no job, and a run's id is one
+// only while its cancel's step may not be out (Service.Cancel). Any other id, and a
+// run not cancelled (the process died before it recorded the cancel), is left alone.
+func (w *Worker) SweepCancel(ctx context.Context, id string) error {
+	if !strings.HasPrefix(id, IDPrefix) {
+		return nil
+	}
+	r, err := w.Store.Research.GetRun(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil || !r.Cancel {
+		return err
+	}
+	w.log().Warn("research: a cancel's step may not have been published; the sweep publishes it", "run", id)
+	if b := w.Agents[r.Agent]; b != nil && r.AgentID != "" {
+		w.agentCancel(ctx, b, r)
+	}
+	return w.Bus.Publish(ctx, runSubject(r), bus.ResearchStep{RunID: id, Why: "cancel"})
 }

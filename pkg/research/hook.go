@@ -45,7 +45,7 @@ func (h Hook) JobFinished(ctx context.Context, job *state.Job) error {
 	if err != nil {
 		return err
 	}
-	return h.Bus.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: job.Parent, Why: "end:" + job.ID})
+	return h.Bus.Publish(ctx, stepSubject(job.Tenant, job.Batch), bus.ResearchStep{RunID: job.Parent, Why: "end:" + job.ID})
 }
 
 // findingOf is what a child found, read from its ended job: its answer's text and

@@ -3,8 +3,10 @@
 // the children's findings a report with a checked citation on every claim.
 //
 // A run is fleet work, not one process's loop. Its record lives in Redis
-// (state.Store.Research); its steps ride the JOBS stream (bus.SubjectResearch,
-// consumer "researcher", in the chat workers' processes); each step reads the run and
+// (state.Store.Research); its steps ride the JOBS stream on the run's lane
+// (bus.SubjectResearchOf: its tenant's in band async, its batch's in band batch;
+// consumer "researcher"'s lanes, in the chat workers' processes, taken by fair
+// shares); each step reads the run and
 // one pure function, next in phase.go, decides what to do. A child's end reaches its
 // run through the finisher (Hook, a finish hook of every job), which counts it in the
 // run once and publishes a step. Every write is first-write-wins or counted once, so

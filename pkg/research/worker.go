@@ -47,11 +47,10 @@ type Worker struct {
 	AgentPollEvery time.Duration
 	// Failpoint, if set, is called at named points between a step's writes
 	// ("research.after_end": a run's end is recorded, its callback's delivery not yet
-	// queued): the crash tests kill or fail a worker exactly there. Nil in production.
+	// queued; "research.agent_accepted", "research.agent_approved": a provider
+	// accepted a run or a plan's approval, its id not yet stored): the crash tests
+	// kill or fail a worker exactly there. Nil in production.
 	Failpoint func(name string)
-	// crashAfterSubmit, in tests, ends the step right after a provider accepted a
-	// run, before its id is stored: a worker dying there.
-	crashAfterSubmit func() error
 }
 
 func (w *Worker) failpoint(name string) {
@@ -97,7 +96,11 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 			// A provider's run goes on: poll it again later, as a redelivery of this
 			// step (a NakWithDelay); near the delivery limit as a fresh step.
 			if d.MaxDeliver > 0 && d.Attempt >= d.MaxDeliver-1 {
-				return w.Bus.Publish(ctx, bus.SubjectResearch, bus.ResearchStep{RunID: id, Why: "agent poll"})
+				subject := bus.SubjectResearch
+				if r, err := w.Store.Research.GetRun(ctx, id); err == nil {
+					subject = runSubject(r)
+				}
+				return w.Bus.Publish(ctx, subject, bus.ResearchStep{RunID: id, Why: "agent poll"})
 			}
 			return bus.Defer(later.after, err)
 		}

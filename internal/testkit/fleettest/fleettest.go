@@ -59,6 +59,17 @@ func File(fn func(*config.File)) Option {
 	return func(_ *config.Env, f *config.File) { fn(f) }
 }
 
+// Failpoint sets the fleet's Failpoint (fleet.Options.Failpoint): fp is called at
+// each named point of a chat or research step and of the research API, and a panic
+// there fails the step or the request as a crash would (a step is redelivered).
+func Failpoint(fp func(name string)) Option {
+	return func(e *config.Env, _ *config.File) { failpoints.Store(e, fp) }
+}
+
+// failpoints hold a Failpoint option's fp by the settings Start gave the option,
+// until Start takes it: an Option sees only the settings and the config file.
+var failpoints sync.Map // *config.Env → func(name string)
+
 // Settings are the test defaults: short timings so redeliveries happen within a test.
 func Settings() config.Env {
 	return config.Env{
@@ -91,7 +102,11 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 	if err := file.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	url, _ := Run(t, env, file, rdb)
+	var fp func(name string)
+	if v, ok := failpoints.LoadAndDelete(&env); ok {
+		fp = v.(func(name string))
+	}
+	url, _ := RunWith(t, env, file, rdb, func(o *fleet.Options) { o.Failpoint = fp })
 	return &Fleet{URL: url, Sim: sim, SimURL: simURL, NATS: natsURL, Store: Store(t, rdb, prefix, natsURL, env.Namespace, env.Retention), File: file, Env: env}
 }
 
