@@ -38,8 +38,8 @@ type chainStore interface {
 	SaveSearchResult(ctx context.Context, id string, h int, call string, b []byte, rec *state.Recording) error
 }
 
-// TestChainStoreConformance is the conformance suite of chat.ChainStore: the semantics the
-// chat chain relies on to be replayable by any worker at any point.
+// TestChainStoreConformance is the conformance suite of chat.ChainStore: the
+// semantics the chat chain relies on to be replayable by any worker at any point.
 func TestChainStoreConformance(t *testing.T) {
 	conform(t, func(s flat) chainStore { return s }, []conformCase[chainStore]{
 		{"TurnFirstWriteWins", turnFirstWriteWins},

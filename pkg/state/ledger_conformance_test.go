@@ -24,8 +24,8 @@ type ledgerStore interface {
 	BatchSpendOf(ctx context.Context, batchID string) (usd, capUSD float64, err error)
 }
 
-// TestLedgerConformance is the conformance suite of spend.TurnLedger and chat.Records: a
-// turn is reserved before it is paid and counted once however often it is reserved
+// TestLedgerConformance is the conformance suite of spend.TurnLedger and chat.Records:
+// a turn is reserved before it is paid and counted once however often it is reserved
 // or settled, every budget that refuses it gives back what was held, and a recorded
 // result is the first one recorded.
 func TestLedgerConformance(t *testing.T) {
