@@ -11,8 +11,9 @@ import (
 )
 
 // ChainStore is the state a chat worker keeps between steps: a job, its chain, the
-// leases of its hops. *state.Store is the Redis one, and chaintest.Run is the
-// conformance suite it passes, on Redis and over miniredis (the unit tests'). Every
+// leases of its hops. *state.Store is the Redis one, and pkg/state's
+// chain_conformance_test.go is the conformance suite it passes, on Redis and over
+// miniredis (the unit tests'). Every
 // write the chain relies on is first-write-wins or counted once, so any step may be
 // replayed.
 type ChainStore interface {

@@ -9,7 +9,7 @@ import (
 
 // countingCooldowns is an in-memory Cooldowns that counts the Resting lookups that
 // reach it (the real store's behaviour is checked by the cooldown conformance cases
-// in pkg/search/searchtest, run against Redis).
+// in pkg/state's search_conformance_test.go).
 type countingCooldowns struct {
 	mu      sync.Mutex
 	until   map[string]time.Time

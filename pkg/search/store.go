@@ -9,7 +9,7 @@ import (
 
 // Calls is what a search or fetch worker keeps of one call between deliveries: its
 // lease, its stored outcome, and the results recorded for replays. state.Searches is the
-// Redis one, and searchtest.Run is the conformance suite it passes.
+// Redis one, and pkg/state's search_conformance_test.go is the conformance suite it passes.
 type Calls interface {
 	// StartSearch reads a call's stored outcome, its fallback state and its job's
 	// status and tenant, and claims the call's lease for owner, in one round trip. A

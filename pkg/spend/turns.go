@@ -15,7 +15,7 @@ import (
 // and hop (TurnCall), so a redelivered step holds and counts nothing more.
 
 // TurnLedger is where a chain's model turns are held and counted (state.Ledger;
-// chaintest.RunLedger is its conformance suite).
+// pkg/state's ledger_conformance_test.go is its conformance suite).
 type TurnLedger interface {
 	// ReserveTurn holds a turn's worst case before the model is called (nil: it fits).
 	ReserveTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, b Budget, ttl time.Duration, now time.Time) (*Exhausted, error)

@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
-	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -17,21 +14,10 @@ import (
 // over miniredis (which the ingress's unit tests use).
 func TestConversations(t *testing.T) {
 	t.Parallel()
-	stores := map[string]func(t *testing.T) *state.Store{
-		"redis": func(t *testing.T) *state.Store {
-			rdb, prefix := testenv.Redis(t)
-			return state.New(rdb, prefix, time.Hour)
-		},
-		"cluster": func(t *testing.T) *state.Store {
-			rdb, prefix := testenv.Redis(t)
-			return state.AsCluster(state.New(rdb, prefix, time.Hour))
-		},
-		"miniredis": func(t *testing.T) *state.Store { return redistest.Store(t) },
-	}
-	for name, newStore := range stores {
-		t.Run(name, func(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			conversationSuite(t, newStore(t).Conversations)
+			conversationSuite(t, b.store(t).Conversations)
 		})
 	}
 }

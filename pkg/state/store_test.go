@@ -62,8 +62,8 @@ func TestJobLifecycle(t *testing.T) {
 	}
 }
 
-// (Racing SaveTurns agreeing on one answer is chaintest's TurnRaceAgrees, run on
-// this store by chain_conformance_test.go.)
+// (Racing SaveTurns agreeing on one answer is the chain suite's TurnRaceAgrees, in
+// chain_conformance_test.go.)
 
 func TestRecordResultCountsOnce(t *testing.T) {
 	t.Parallel()

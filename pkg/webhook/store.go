@@ -8,8 +8,8 @@ import (
 
 // Store is what the webhook service keeps: signing secrets, the delivery state of
 // each job's and batch's callback, and how often a delivery was held back.
-// *state.Store is the Redis one, and webhookstoretest.Run is the conformance suite it
-// passes.
+// *state.Store is the Redis one, and pkg/state's webhook_conformance_test.go is the
+// conformance suite it passes.
 type Store interface {
 	// KeepWebhookSecret keeps the secret made for a job or batch unless one is kept,
 	// and returns the kept one; WebhookSecret reads it (state.ErrNotFound: none).

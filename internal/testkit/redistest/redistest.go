@@ -59,22 +59,3 @@ func New(t testing.TB) (*state.Store, *miniredis.Miniredis) {
 	}
 	return s, mr
 }
-
-// Flat is every aggregate of a store in one value, for the conformance suites written
-// against one store interface (batchstoretest, webhookstoretest, searchtest). Workers
-// take the aggregate their port names; only these suites take Flat.
-type Flat struct {
-	*state.Jobs
-	*state.Chains
-	*state.Searches
-	*state.Batches
-	*state.Files
-	*state.Ledger
-	*state.Leases
-	*state.Webhooks
-}
-
-// Flatten is st's aggregates as one Flat.
-func Flatten(st *state.Store) Flat {
-	return Flat{st.Jobs, st.Chains, st.Searches, st.Batches, st.Files, st.Ledger, st.Leases, st.Webhooks}
-}
