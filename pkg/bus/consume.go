@@ -171,6 +171,8 @@ type runner[T Payload] struct {
 	h      Handler[T]
 	o      ConsumeOptions
 	decode func(jetstream.Msg) (T, string, time.Time, error)
+	// delayed, if set, is told of each message naked for redelivery after a delay.
+	delayed func(subject string, delay time.Duration)
 }
 
 func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg) {
@@ -202,6 +204,9 @@ func (r *runner[T]) handle(ctx context.Context, msg jetstream.Msg) {
 	stopBeats()
 	dec := Decide(herr, d.Attempt, d.MaxDeliver)
 	r.apply(ctx, msg, meta, dec)
+	if r.delayed != nil && dec.Action == Nak && dec.Delay > 0 {
+		r.delayed(d.Subject, dec.Delay)
+	}
 	endDelivery(span, dec, herr)
 	if r.o.Observe != nil {
 		r.o.Observe(r.spec.Config.Durable, dec, time.Since(start))

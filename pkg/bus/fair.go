@@ -39,7 +39,7 @@ import (
 // from the stream (its per-subject counts, read every refreshEvery) and from the
 // publishes themselves (a core-NATS subscription to the family's lane subjects,
 // which wakes it when a message arrives); a message its handler had redelivered
-// after a delay wakes its lane when the delay is over (askWhenDue).
+// after a delay wakes its lane when the delay is over (dueIn).
 //
 // A band may be paced (FairSpec.Rates; the batch band at FLEET_BATCH_RATE): its
 // lanes are asked only while its token bucket holds a token, so a message over the
@@ -97,15 +97,14 @@ const (
 	refreshEvery = 2 * time.Second        // how often the lanes are read from the stream
 	dryFirst     = 250 * time.Millisecond // how long an empty lane rests before it is asked again
 	dryMax       = 2 * time.Second
-	// storeLag is how long after a publish is told an empty ask may mean the stream
-	// has not stored it yet; such a lane rests storeRetry, doubling, meanwhile.
-	storeLag   = 20 * time.Millisecond
-	storeRetry = time.Millisecond
-	// dueSlack is how long after its delay a redelivered message's lane is asked
-	// (the nak reaches the server after the handler returns); dueRetry the first
-	// rest of a lane whose due message has not come back yet.
-	dueSlack = 5 * time.Millisecond
-	dueRetry = 10 * time.Millisecond
+	// expectLag is how long after a message is expected on a lane an empty ask may
+	// mean it has not arrived yet (the stream has not stored a told publish; the
+	// server has not put a delayed redelivery back); such a lane rests expectRetry,
+	// doubling, meanwhile. dueSlack is how long after its delay a redelivered
+	// message's lane is asked (the nak reaches the server after the handler returns).
+	expectLag   = 50 * time.Millisecond
+	expectRetry = time.Millisecond
+	dueSlack    = 5 * time.Millisecond
 	// laneIdle is how long a lane consumer nobody reads lives on the server
 	// (InactiveThreshold): a tenant's lanes come and go with its traffic.
 	laneIdle = time.Hour
@@ -172,7 +171,7 @@ func ConsumeFair[T Payload](ctx context.Context, b *Bus, spec FairSpec, shares S
 		running: map[string]int{}, served: map[string]uint64{}, inBand: map[string]int{},
 		paces: paces(spec.Rates), recent: map[string]*recent{}, wake: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
-	f.r = &runner[T]{b: b, spec: spec.Family, h: f.askWhenDue(h), o: o, decode: decodeMsg[T]}
+	f.r = &runner[T]{b: b, spec: spec.Family, h: h, o: o, decode: decodeMsg[T], delayed: f.dueIn}
 	sub, err := b.nc.Subscribe(b.Subject(spec.Prefix)+subjectLanesAll, func(m *nats.Msg) {
 		if l, ok := LaneOf(spec.Prefix, b.localSubject(m.Subject)); ok {
 			f.seen(l)
@@ -202,15 +201,11 @@ type lane struct {
 	// message is published on it). dry is the current rest.
 	dryUntil time.Time
 	dry      time.Duration
-	// told counts the publishes on the lane this process was told of and has not
-	// fetched since, toldAt when the last came. The publish is told as the server
-	// routes it, which may be before the stream has stored it: an ask that finds
-	// nothing just after rests only briefly, or the message would wait out a rest.
-	told   int
-	toldAt time.Time
-	// due: a message of the lane that was to be redelivered after a delay is due
-	// now; while it has not come, the lane rests briefly (dueRetry, doubling).
-	due bool
+	// expect is when a message was last expected on the lane: a publish this process
+	// was told of (told as the server routes it, which may be before the stream has
+	// stored it) or a delayed redelivery falling due. An ask that finds nothing just
+	// after rests only briefly, or the message would wait out a whole rest.
+	expect time.Time
 }
 
 type fair[T Payload] struct {
@@ -239,7 +234,7 @@ type fair[T Payload] struct {
 	stopOnce sync.Once
 }
 
-// seen notes that lane l holds a message (a publish, or the stream's counts).
+// seen notes that lane l holds a message now: a publish, or a delayed redelivery due.
 func (f *fair[T]) seen(l Lane) {
 	f.mu.Lock()
 	ln := f.lanes[l]
@@ -247,9 +242,7 @@ func (f *fair[T]) seen(l Lane) {
 		ln = &lane{Lane: l}
 		f.lanes[l] = ln
 	}
-	ln.dryUntil, ln.dry = time.Time{}, 0
-	ln.told++
-	ln.toldAt = time.Now()
+	ln.dryUntil, ln.dry, ln.expect = time.Time{}, 0, time.Now()
 	f.mu.Unlock()
 	f.poke()
 }
@@ -314,59 +307,36 @@ func (f *fair[T]) loop(ctx context.Context) {
 	}
 }
 
-// emptied rests ln, which an ask found empty at now: doubling from dryFirst; from
-// storeRetry while a publish told just before may not be stored yet; from dueRetry
-// while a message due for redelivery has not come back.
+// emptied rests ln, which an ask found empty at now: doubling from dryFirst, or from
+// expectRetry while a message expected just before may not have arrived yet.
 func (f *fair[T]) emptied(ln *lane, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	first := dryFirst
-	if ln.told > 0 && now.Sub(ln.toldAt) < storeLag {
-		first = storeRetry
-	} else {
-		ln.told = 0 // taken by another process
-	}
-	if ln.due {
-		first = min(first, dueRetry) // the server has yet to put the due message back
+	if now.Sub(ln.expect) < expectLag {
+		first = expectRetry
 	}
 	ln.dry = min(max(2*ln.dry, first), dryMax)
-	ln.due = ln.due && ln.dry < dryFirst
 	ln.dryUntil = now.Add(ln.dry)
 }
 
-// askWhenDue is h, and a message h has redelivered after a delay (Retry, Defer, a
-// transient failure's back-off) has its lane asked again when the delay is over.
-// Such a message waits in the stream where no publish announces it, and the lane,
-// found empty meanwhile, rests (dryFirst, doubling): without the wake a step
-// polled every 50 ms (a provider agent's run) would be taken every 250 ms or more.
-func (f *fair[T]) askWhenDue(h Handler[T]) Handler[T] {
-	return func(ctx context.Context, d *Delivery[T]) error {
-		err := h(ctx, d)
-		if dec := Decide(err, d.Attempt, d.MaxDeliver); dec.Action == Nak && dec.Delay > 0 {
-			if l, ok := LaneOf(f.spec.Prefix, d.Subject); ok {
-				time.AfterFunc(dec.Delay+dueSlack, func() { f.dueAgain(l) })
-			}
-		}
-		return err
-	}
-}
-
-// dueAgain notes that lane l holds a message due for redelivery now.
-func (f *fair[T]) dueAgain(l Lane) {
-	select {
-	case <-f.stop:
+// dueIn has the lane of a message the runner has redelivered after delay (Retry,
+// Defer, a transient failure's back-off) asked again when the delay is over. Such a
+// message waits in the stream where no publish announces it, and the lane, found
+// empty meanwhile, rests (dryFirst, doubling): without the wake a step polled every
+// 50 ms (a provider agent's run) would be taken every 250 ms or more.
+func (f *fair[T]) dueIn(subject string, delay time.Duration) {
+	l, ok := LaneOf(f.spec.Prefix, subject)
+	if !ok {
 		return
-	default:
 	}
-	f.mu.Lock()
-	ln := f.lanes[l]
-	if ln == nil {
-		ln = &lane{Lane: l}
-		f.lanes[l] = ln
-	}
-	ln.dryUntil, ln.dry, ln.due = time.Time{}, 0, true
-	f.mu.Unlock()
-	f.poke()
+	time.AfterFunc(delay+dueSlack, func() {
+		select {
+		case <-f.stop:
+		default:
+			f.seen(l)
+		}
+	})
 }
 
 // nextDry is how long until the first resting lane may be asked again (at most
@@ -647,8 +617,7 @@ func (f *fair[T]) fetch(ctx context.Context, ln *lane, n int) int {
 	}
 	if got > 0 {
 		f.mu.Lock()
-		ln.dryUntil, ln.dry, ln.due = time.Time{}, 0, false
-		ln.told = max(ln.told-got, 0)
+		ln.dryUntil, ln.dry = time.Time{}, 0
 		f.started(ln.Tenant, got, time.Now())
 		f.mu.Unlock()
 	}

@@ -14,19 +14,19 @@ func TestFairEmptyAskJustAfterAPublishRestsBriefly(t *testing.T) {
 	l := Lane{Band: BandSync, Tenant: "ivy"}
 	f.seen(l)
 	ln := f.lanes[l]
-	now := ln.toldAt.Add(time.Millisecond)
+	now := ln.expect.Add(time.Millisecond)
 	f.emptied(ln, now)
-	if ln.dry != storeRetry {
-		t.Fatalf("an empty ask 1ms after a publish was told rests %v, want %v", ln.dry, storeRetry)
+	if ln.dry != expectRetry {
+		t.Fatalf("an empty ask 1ms after a publish was told rests %v, want %v", ln.dry, expectRetry)
 	}
 	f.emptied(ln, now.Add(2*time.Millisecond))
-	if ln.dry != 2*storeRetry {
-		t.Fatalf("the next empty ask rests %v, want %v", ln.dry, 2*storeRetry)
+	if ln.dry != 2*expectRetry {
+		t.Fatalf("the next empty ask rests %v, want %v", ln.dry, 2*expectRetry)
 	}
-	// Past storeLag the message was taken elsewhere: the lane rests as an empty one.
-	f.emptied(ln, ln.toldAt.Add(storeLag+time.Millisecond))
-	if ln.dry != dryFirst || ln.told != 0 {
-		t.Fatalf("an empty ask past storeLag rests %v (told %d), want %v", ln.dry, ln.told, dryFirst)
+	// Past expectLag the message was taken elsewhere: the lane rests as an empty one.
+	f.emptied(ln, ln.expect.Add(expectLag+time.Millisecond))
+	if ln.dry != dryFirst {
+		t.Fatalf("an empty ask past expectLag rests %v, want %v", ln.dry, dryFirst)
 	}
 	// A lane emptied with nothing told rests dryFirst at once.
 	other := &lane{Lane: Lane{Band: BandAsync, Tenant: "ivy"}}
