@@ -31,14 +31,15 @@ func TestGeminiApprovalLostAccept(t *testing.T) {
 			}
 			addr := l.Addr().String()
 			l.Close()
-			f := fleettest.Start(t, func(e *config.Env, file *config.File) {
+			f := fleettest.Start(t, fleettest.Env(func(e *config.Env) {
 				e.ResearchAgentPoll, e.HTTPAddr = 50*time.Millisecond, addr
+			}), fleettest.File(func(file *config.File) {
 				if hooked {
 					ra := file.ResearchAgents[agent.KindGemini]
 					ra.WebhookSecret = whsec
 					file.ResearchAgents[agent.KindGemini] = ra
 				}
-			})
+			}))
 			if hooked {
 				f.Sim.SetAgentWebhook(agent.KindGemini, f.URL+"/v1/research/agents/"+agent.KindGemini+"/webhook", whsec)
 			}

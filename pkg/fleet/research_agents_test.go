@@ -26,7 +26,7 @@ import (
 )
 
 func agentFleet(t *testing.T) *fleettest.Fleet {
-	return fleettest.Start(t, func(e *config.Env, _ *config.File) { e.ResearchAgentPoll = 50 * time.Millisecond })
+	return fleettest.Start(t, fleettest.Env(func(e *config.Env) { e.ResearchAgentPoll = 50 * time.Millisecond }))
 }
 
 // waitAgentRun follows a run carried out at a simulated provider, moving the
@@ -196,14 +196,15 @@ func TestResearchAgentLostAccept(t *testing.T) {
 	l.Close()
 	const whsec = "whsec_c2ltLXNpbS1zaW0tc2ltLXNpbS1zaW0tc2ltLXNpbS0="
 	secrets := map[string]string{agent.KindOpenAI: whsec, agent.KindGemini: whsec, agent.KindParallel: "parallel-account-secret"}
-	f := fleettest.Start(t, func(e *config.Env, file *config.File) {
+	f := fleettest.Start(t, fleettest.Env(func(e *config.Env) {
 		e.ResearchAgentPoll, e.HTTPAddr, e.PublicURL = 50*time.Millisecond, addr, "http://"+addr
+	}), fleettest.File(func(file *config.File) {
 		for kind, secret := range secrets {
 			ra := file.ResearchAgents[kind]
 			ra.WebhookSecret = secret
 			file.ResearchAgents[kind] = ra
 		}
-	})
+	}))
 	for kind, secret := range secrets {
 		hook := f.URL + "/v1/research/agents/" + kind + "/webhook"
 		if kind == agent.KindParallel {

@@ -40,35 +40,39 @@ type Fleet struct {
 }
 
 // Option adjusts the fleet before it starts.
-type Option func(*config.Env, *config.File)
+type Option func(*setup)
+
+// setup is what an Option adjusts: the process settings, the config file and the
+// fleet's own options.
+type setup struct {
+	env   *config.Env
+	file  *config.File
+	fleet fleet.Options
+}
 
 // Policy sets webSearch.injectPolicy.
 func Policy(p string) Option {
-	return func(_ *config.Env, f *config.File) { f.WebSearch.InjectPolicy = p }
+	return func(s *setup) { s.file.WebSearch.InjectPolicy = p }
 }
 
 // Env adjusts the process settings.
 func Env(fn func(*config.Env)) Option {
-	return func(e *config.Env, _ *config.File) { fn(e) }
+	return func(s *setup) { fn(s.env) }
 }
 
 // File adjusts the config file, which arrives resolved (demo.Config): a secret fn adds
 // goes into its resolved field (Tenant.APIKeys, Tenant.WebhookSecret, …), since the
 // fleet reads no environment.
 func File(fn func(*config.File)) Option {
-	return func(_ *config.Env, f *config.File) { fn(f) }
+	return func(s *setup) { fn(s.file) }
 }
 
 // Failpoint sets the fleet's Failpoint (fleet.Options.Failpoint): fp is called at
 // each named point of a chat or research step and of the research API, and a panic
 // there fails the step or the request as a crash would (a step is redelivered).
 func Failpoint(fp func(name string)) Option {
-	return func(e *config.Env, _ *config.File) { failpoints.Store(e, fp) }
+	return func(s *setup) { s.fleet.Failpoint = fp }
 }
-
-// failpoints hold a Failpoint option's fp by the settings Start gave the option,
-// until Start takes it: an Option sees only the settings and the config file.
-var failpoints sync.Map // *config.Env → func(name string)
 
 // Settings are the test defaults: short timings so redeliveries happen within a test.
 func Settings() config.Env {
@@ -96,17 +100,14 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 	env := Settings()
 	env.NATSURL, env.KeyPrefix = natsURL, prefix
 	file := demo.Config(simURL, sim.EngineConfigs(simURL))
+	st := setup{env: &env, file: file}
 	for _, o := range opts {
-		o(&env, file)
+		o(&st)
 	}
 	if err := file.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	var fp func(name string)
-	if v, ok := failpoints.LoadAndDelete(&env); ok {
-		fp = v.(func(name string))
-	}
-	url, _ := RunWith(t, env, file, rdb, func(o *fleet.Options) { o.Failpoint = fp })
+	url, _ := RunWith(t, env, file, rdb, func(o *fleet.Options) { o.Failpoint = st.fleet.Failpoint })
 	return &Fleet{URL: url, Sim: sim, SimURL: simURL, NATS: natsURL, Store: Store(t, rdb, prefix, natsURL, env.Namespace, env.Retention), File: file, Env: env}
 }
 
