@@ -11,7 +11,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // The demo tenants of `make demo`: two API keys, so a user sees each tenant's own jobs
@@ -36,9 +36,9 @@ func AddTenants(f *config.File) {
 	f.Tenants = append(f.Tenants,
 		config.Tenant{ID: "alice", APIKeyEnv: "DEMO_ALICE_API_KEY", APIKeys: []string{AliceKey},
 			WebhookSecretEnv: "DEMO_ALICE_WEBHOOK_SECRET", WebhookSecret: AliceWebhookSecret,
-			Budget: &state.Budget{SearchesPerDay: 50}},
+			Budget: &spend.Budget{SearchesPerDay: 50}},
 		config.Tenant{ID: "bob", APIKeyEnv: "DEMO_BOB_API_KEY", APIKeys: []string{BobKey},
-			Budget: &state.Budget{SearchesPerDay: BobSearchesPerDay}},
+			Budget: &spend.Budget{SearchesPerDay: BobSearchesPerDay}},
 	)
 }
 

@@ -30,7 +30,7 @@ type Bus struct {
 	log *slog.Logger
 	ns  string // FLEET_NAMESPACE (namespace.go)
 	// ackWait bounds the wait for an asynchronous publish's acknowledgement
-	// (PublishAckTimeout unless WithPublishAckTimeout).
+	// (PublishAckTimeout; tests shorten it).
 	ackWait time.Duration
 
 	mu     sync.Mutex
@@ -268,9 +268,6 @@ type Pending struct {
 // to a live node within a few seconds; a publish not acknowledged by then fails, and
 // the caller refuses the job (503) or retries its step.
 const PublishAckTimeout = 10 * time.Second
-
-// WithPublishAckTimeout replaces PublishAckTimeout for this connection (tests).
-func WithPublishAckTimeout(d time.Duration) Option { return func(b *Bus) { b.ackWait = d } }
 
 // PublishAsync publishes p without waiting; Wait collects the acknowledgements. Use it
 // to put several messages of one step in flight at once. An acknowledgement that does

@@ -14,13 +14,11 @@ func ExampleSubjectSearch() {
 	subject := bus.SubjectSearch("brave")
 	fmt.Println(subject)
 	fmt.Println(bus.ConsumerSearch("brave"))
-	fmt.Println(bus.EngineOfSubject(subject))
 	fmt.Println(bus.SubjectStream("job_123"))
 	fmt.Println(bus.SubjectDLQ("SEARCH", "searchworker-brave"))
 	// Output:
 	// fleet.search.v1.brave
 	// searchworker-brave
-	// brave
 	// fleet.stream.v1.job_123
 	// fleet.dlq.v1.SEARCH.searchworker-brave
 }

@@ -22,19 +22,6 @@ type Lag struct {
 	AckPending uint64
 }
 
-// consumerLag reads the backlog of a durable consumer of stream.
-func (b *Bus) consumerLag(ctx context.Context, stream, consumer string) (Lag, error) {
-	c, err := b.js.Consumer(ctx, b.Name(stream), b.Name(consumer))
-	if err != nil {
-		return Lag{}, fmt.Errorf("consumer %s/%s: %w", b.Name(stream), b.Name(consumer), err)
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		return Lag{}, fmt.Errorf("consumer %s/%s: %w", b.Name(stream), b.Name(consumer), err)
-	}
-	return Lag{Pending: info.NumPending, AckPending: uint64(info.NumAckPending)}, nil
-}
-
 // FamilyLag is the backlog of a family of consumers: a durable consumer of that name
 // and all its lane consumers (fair.go) added up, a family's whole backlog under its
 // one name.

@@ -150,23 +150,6 @@ func LaneOf(prefix, subject string) (l Lane, ok bool) {
 	return l, true
 }
 
-// BandOfSubject is the band of a lane subject of any family ("" for any other
-// subject).
-func BandOfSubject(subject string) string {
-	for _, p := range []string{prefixJobLanes, prefixResumeLanes, SubjectResearch} {
-		if l, ok := LaneOf(p, subject); ok {
-			return l.Band
-		}
-	}
-	if rest, ok := strings.CutPrefix(subject, subjectSearch); ok {
-		if _, lane, ok := strings.Cut(rest, "."); ok {
-			band, _, _ := strings.Cut(lane, ".")
-			return band
-		}
-	}
-	return ""
-}
-
 // laneSep separates a family's durable name from the lane in a lane consumer's
 // name: chatworker__sync_acme. Dead letters of a lane consumer are filed under its
 // family (familyOf), so the DLQ consumers' filters need not know the lanes.

@@ -73,13 +73,6 @@ func SubjectDLQ(stream, consumer string) string { return subjectDLQ + stream + "
 // ConsumerSearch is the durable consumer of one engine's searches.
 func ConsumerSearch(engine string) string { return consumerSearch + engine }
 
-// EngineOfSubject returns the engine id of a fleet.search.v1.<engine>[.<band>.<tenant>]
-// subject.
-func EngineOfSubject(subject string) string {
-	e, _, _ := strings.Cut(strings.TrimPrefix(subject, subjectSearch), ".")
-	return e
-}
-
 // DuplicateWindow is how long the streams remember a Nats-Msg-Id. It bounds how late a
 // republished message can still be recognised as a duplicate: longer than any
 // redelivery cycle of a step (MaxDeliver × AckWait of the slowest consumer is ~5 min).

@@ -41,15 +41,6 @@ const (
 	phaseSearching
 )
 
-var phaseNames = [...]string{"ended", "overdue", "undispatched", "waiting", "broken", "leased", "claimed", "garbled", "answered", "searching"}
-
-func (p phase) String() string {
-	if p >= 0 && int(p) < len(phaseNames) {
-		return phaseNames[p]
-	}
-	return fmt.Sprintf("phase(%d)", int(p))
-}
-
 // act is what a step does next.
 type act int
 
@@ -69,15 +60,6 @@ const (
 	// actReject: the message cannot be acted on (dead-letter it).
 	actReject
 )
-
-var actNames = [...]string{"wait", "retry", "call-model", "dispatch", "complete", "fail", "reject"}
-
-func (a act) String() string {
-	if a >= 0 && int(a) < len(actNames) {
-		return actNames[a]
-	}
-	return fmt.Sprintf("act(%d)", int(a))
-}
 
 // action is the next action with what it needs: how long to wait (actRetry), why the
 // job fails (actFail).

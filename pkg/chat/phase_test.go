@@ -2,6 +2,7 @@ package chat
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -95,4 +96,22 @@ func TestPhaseAndActNames(t *testing.T) {
 	if actCallModel.String() != "call-model" || phaseSearching.String() != "searching" {
 		t.Error("names")
 	}
+}
+
+var phaseNames = [...]string{"ended", "overdue", "undispatched", "waiting", "broken", "leased", "claimed", "garbled", "answered", "searching"}
+
+func (p phase) String() string {
+	if p >= 0 && int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("phase(%d)", int(p))
+}
+
+var actNames = [...]string{"wait", "retry", "call-model", "dispatch", "complete", "fail", "reject"}
+
+func (a act) String() string {
+	if a >= 0 && int(a) < len(actNames) {
+		return actNames[a]
+	}
+	return fmt.Sprintf("act(%d)", int(a))
 }

@@ -28,7 +28,7 @@ func worstCaseView(t testing.TB, codec wire.ClientCodec, request string) (*view,
 // none.
 func TestWorstCaseOutputBound(t *testing.T) {
 	t.Parallel()
-	w := &Worker{Models: map[string]Model{"m": {Pricing: state.Pricing{OutputPerMTokUSD: 1e6}}}} // $1 an output token
+	w := &Worker{Models: map[string]Model{"m": {Pricing: spend.Pricing{OutputPerMTokUSD: 1e6}}}} // $1 an output token
 	for _, c := range []struct {
 		codec   wire.ClientCodec
 		request string
@@ -54,7 +54,7 @@ func TestWorstCaseOutputBound(t *testing.T) {
 
 // BenchmarkWorstCase is the cost of pricing a hop's worst case before its model call.
 func BenchmarkWorstCase(b *testing.B) {
-	w := &Worker{Models: map[string]Model{"m": {Pricing: state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}}}}
+	w := &Worker{Models: map[string]Model{"m": {Pricing: spend.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}}}}
 	v, size := worstCaseView(b, openaichat.Client, `{"model":"m","messages":[{"role":"user","content":"weather in Paris?"}],"max_tokens":1024,"temperature":0.2}`)
 	b.ReportAllocs()
 	for range b.N {

@@ -13,6 +13,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -20,7 +21,7 @@ import (
 // 10+5-token turn costs $0.000105) into the harness's store.
 func withLedger(w *chat.Worker, h *harness) {
 	m := w.Models["m"]
-	m.Pricing = state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+	m.Pricing = spend.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
 	w.Models = map[string]chat.Model{"m": m}
 	w.Ledger = h.store.Ledger
 	w.Metrics = metrics.New()
@@ -151,7 +152,7 @@ func TestMaxCostReservesModelTurns(t *testing.T) {
 func TestTenantBudgetRefusesTheFirstTurn(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []func(http.ResponseWriter){text("Hello.")}, withLedger, func(w *chat.Worker, _ *harness) {
-		w.Budgets = &state.Budgets{Default: state.Budget{USDPerDay: 0.0001}}
+		w.Budgets = &spend.Budgets{Default: spend.Budget{USDPerDay: 0.0001}}
 	})
 	h.submitRaw(&state.Job{ID: "j1", Tenant: "acme", Kind: "chat", Model: "m",
 		Request: storedChat(t, `{"model":"m","messages":[{"role":"user","content":"hi there"}]}`)})
@@ -171,7 +172,7 @@ func TestTenantBudgetRefusesTheFirstTurn(t *testing.T) {
 	if got := h.pub.ends(); len(got) != 1 || got[0] != "j1:failed" {
 		t.Errorf("terminal events %v, want one failed", got)
 	}
-	if got := testutil.ToFloat64(h.w.Metrics.BudgetExhausted.WithLabelValues("acme", state.BudgetUSDDay)); got != 1 {
+	if got := testutil.ToFloat64(h.w.Metrics.BudgetExhausted.WithLabelValues("acme", spend.BudgetUSDDay)); got != 1 {
 		t.Errorf("fleet_budget_exhausted_total{budget=usd_day} = %v, want 1 (the redelivery finds the job ended)", got)
 	}
 	sp, err := h.store.Ledger.SpendOf(context.Background(), "acme", time.Now())

@@ -23,6 +23,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -74,7 +75,7 @@ func TestTenantDailyBudgetAcrossWorkers(t *testing.T) {
 		}
 	}
 	const key = "budget-key"
-	file.Tenants = []config.Tenant{{ID: "acme", APIKeyEnv: "BUDGETTEST_KEY", APIKeys: []string{key}, Budget: &state.Budget{USDPerDay: 0.05}}}
+	file.Tenants = []config.Tenant{{ID: "acme", APIKeyEnv: "BUDGETTEST_KEY", APIKeys: []string{key}, Budget: &spend.Budget{USDPerDay: 0.05}}}
 	if err := file.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestBudgetRefusedAtTheWorker(t *testing.T) {
 				file.WebSearch.Engines[i].CostPerSearchUSD = &price
 			}
 		}
-		file.Tenants = []config.Tenant{{ID: "small", APIKeyEnv: "BUDGETTEST_KEY2", APIKeys: []string{key}, Budget: &state.Budget{USDPerDay: 0.015}}}
+		file.Tenants = []config.Tenant{{ID: "small", APIKeyEnv: "BUDGETTEST_KEY2", APIKeys: []string{key}, Budget: &spend.Budget{USDPerDay: 0.015}}}
 	}))
 	search := func() (int, []byte) {
 		status, body, _ := budgetCall(t, f.URL, "/v1/search", key, map[string]any{"query": "go generics", "engine": "brave"})

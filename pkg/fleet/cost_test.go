@@ -17,7 +17,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // protocolAnswer is one answer's usage.searchfleet as an official SDK read it, with the
@@ -151,7 +151,7 @@ func TestCostHeadersAndCachedUsage(t *testing.T) {
 			}
 		}
 		m := file.Models[demo.Model]
-		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+		m.Pricing = &spend.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
 		file.Models[demo.Model] = m
 	}))
 	const prompt = "Search the web: tide times in Brest today? sim:engine=brave"
@@ -239,7 +239,7 @@ func TestCostHeadersOfFetchAndResearch(t *testing.T) {
 	}), fleettest.File(func(file *config.File) {
 		pricedBrave(file)
 		m := file.Models[demo.Model]
-		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+		m.Pricing = &spend.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
 		file.Models[demo.Model] = m
 	}))
 

@@ -14,7 +14,7 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/fleettest"
 	"github.com/searchfleet/searchfleet/pkg/config"
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // researchRun is the part of a run's view the tests read.
@@ -315,7 +315,7 @@ func setFault(t *testing.T, f *fleettest.Fleet, fault map[string]any) {
 func pricedResearch(file *config.File) {
 	pricedBrave(file)
 	m := file.Models[demo.Model]
-	m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
+	m.Pricing = &spend.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, MaxOutputTokens: 500}
 	file.Models[demo.Model] = m
 }
 

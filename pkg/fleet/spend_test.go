@@ -21,6 +21,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -163,7 +164,7 @@ func TestSpendUsageEveryProtocol(t *testing.T) {
 	f := fleettest.Start(t, fleettest.File(func(file *config.File) {
 		pricedBrave(file)
 		m := file.Models[demo.Model]
-		m.Pricing = &state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+		m.Pricing = &spend.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
 		file.Models[demo.Model] = m
 	}))
 	answers := askEveryProtocol(t, f, "Search the web: weather in Paris today? sim:engine=brave")

@@ -16,7 +16,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // A model turn is reserved at its worst case before the model is called, so a dollar
@@ -37,14 +37,14 @@ func TestModelSpendStopsAtTheBudget(t *testing.T) {
 	env := fleettest.Settings()
 	env.NATSURL, env.KeyPrefix = bustest.Server(t), prefix
 	file := demo.Config(simURL, sim.EngineConfigs(simURL))
-	pricing := state.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
+	pricing := spend.Pricing{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}
 	m := file.Models[demo.Model]
 	m.Pricing = &pricing
 	file.Models[demo.Model] = m
 	pricedBrave(file)
 	const key, capKey = "turn-budget-key", "turn-cap-key"
 	file.Tenants = []config.Tenant{
-		{ID: "acme", APIKeyEnv: "TURNBUDGET_KEY", APIKeys: []string{key}, Budget: &state.Budget{USDPerDay: 0.05}},
+		{ID: "acme", APIKeyEnv: "TURNBUDGET_KEY", APIKeys: []string{key}, Budget: &spend.Budget{USDPerDay: 0.05}},
 		{ID: "capped", APIKeyEnv: "TURNBUDGET_KEY2", APIKeys: []string{capKey}},
 	}
 	if err := file.Validate(); err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/research"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/trace"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
@@ -108,7 +109,7 @@ type Options struct {
 
 	// Budgets are the tenants' spend budgets: a tenant whose budget is used up gets
 	// 429 for new jobs (nil: no budgets).
-	Budgets *state.Budgets
+	Budgets *spend.Budgets
 	// MCP serves the Model Context Protocol at /mcp to authenticated callers
 	// (pkg/ingress/mcp; see mcp.go).
 	MCP bool

@@ -7,6 +7,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/ingress/console"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -76,7 +77,7 @@ type Leases interface {
 // Ledger is the tenants' spend and storage (state.Ledger).
 type Ledger interface {
 	console.Spend
-	SpendOf(ctx context.Context, tenant string, now time.Time) (state.Spend, error)
+	SpendOf(ctx context.Context, tenant string, now time.Time) (spend.Spend, error)
 	StorageOf(ctx context.Context, tenant string) (state.Storage, error)
 	JobFootprint(ctx context.Context, id string) (int64, error)
 	DropSearchResults(ctx context.Context, id string) error

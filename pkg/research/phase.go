@@ -1,7 +1,6 @@
 package research
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -46,15 +45,6 @@ const (
 	// it): queue it.
 	actNotify
 )
-
-var actNames = [...]string{"wait", "cancel", "agent", "plan", "review", "submit", "reflect", "write", "verify", "complete", "fail", "stop", "line", "notify"}
-
-func (a act) String() string {
-	if a >= 0 && int(a) < len(actNames) {
-		return actNames[a]
-	}
-	return fmt.Sprintf("act(%d)", int(a))
-}
 
 // action is the next action: for actSubmit and actReflect the round, for actFail why.
 type action struct {

@@ -1,6 +1,7 @@
 package research
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -88,4 +89,13 @@ func TestChildID(t *testing.T) {
 	if _, _, ok := roundOf("rr_abd", id); ok {
 		t.Fatal("another run's child read as this run's")
 	}
+}
+
+var actNames = [...]string{"wait", "cancel", "agent", "plan", "review", "submit", "reflect", "write", "verify", "complete", "fail", "stop", "line", "notify"}
+
+func (a act) String() string {
+	if a >= 0 && int(a) < len(actNames) {
+		return actNames[a]
+	}
+	return fmt.Sprintf("act(%d)", int(a))
 }

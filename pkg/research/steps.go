@@ -11,6 +11,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -84,12 +85,12 @@ func (w *Worker) reserveTenant(ctx context.Context, r *state.Run, req *Request, 
 	if est <= 0 || w.Budgets == nil && req.Line == "" {
 		return settle, nil
 	}
-	var b state.Budget
+	var b spend.Budget
 	if w.Budgets != nil {
 		b = w.Budgets.For(r.Tenant)
 	}
 	call := r.ID + ":" + step
-	var ex *state.Exhausted
+	var ex *spend.Exhausted
 	if req.Line != "" {
 		var h *state.Hold
 		if h, ex, err = w.Store.Ledger.ReserveCall(ctx, req.Line, r.Tenant, call, est, b, time.Now()); h != nil {

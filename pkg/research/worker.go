@@ -16,6 +16,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -31,7 +32,7 @@ type Worker struct {
 	// Webhooks queues the runs' callbacks (nil: none are sent).
 	Webhooks *webhook.Service
 	// Budgets are the tenants' budgets a brain call is reserved against (nil: none).
-	Budgets *state.Budgets
+	Budgets *spend.Budgets
 	Log     *slog.Logger
 	// ID names this worker in leases; LeaseTTL bounds how long a dead worker's run
 	// step stays claimed.

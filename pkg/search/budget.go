@@ -8,6 +8,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -27,7 +28,7 @@ const BudgetExhausted = "SEARCH_BUDGET_EXHAUSTED"
 func (w *Worker) reserve(ctx context.Context, req Request, ss *state.SearchStart, eng engines.Engine) (*state.Hold, *engines.Result, error) {
 	tenant := ss.Tenant
 	var h *state.Hold
-	var ex *state.Exhausted
+	var ex *spend.Exhausted
 	var err error
 	switch {
 	case ss.Refused != nil:

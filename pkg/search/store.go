@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -79,10 +80,10 @@ type Searches interface {
 type Ledger interface {
 	// ReserveCall holds a search's price against its job's, batch's and tenant's
 	// budgets, once per call; it returns the hold, or the budget that refused it.
-	ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b state.Budget, now time.Time) (*state.Hold, *state.Exhausted, error)
+	ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b spend.Budget, now time.Time) (*state.Hold, *spend.Exhausted, error)
 	// ReserveHeld goes on with a hold whose job's part StartSearch reserved: the
 	// batch's and the tenant's parts, as ReserveCall's.
-	ReserveHeld(ctx context.Context, h *state.Hold, tenant string, b state.Budget, now time.Time) (*state.Hold, *state.Exhausted, error)
+	ReserveHeld(ctx context.Context, h *state.Hold, tenant string, b spend.Budget, now time.Time) (*state.Hold, *spend.Exhausted, error)
 	// SettleCall moves a hold to what the call really cost.
 	SettleCall(ctx context.Context, h *state.Hold, usd float64, searches int) error
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/trace"
 )
@@ -64,7 +65,7 @@ type Worker struct {
 	// ID names this worker in leases.
 	ID string
 	// Budgets are the tenants' spend budgets (nil: spend is recorded, never refused).
-	Budgets *state.Budgets
+	Budgets *spend.Budgets
 }
 
 // Handle runs one search. Its steps, each safe to replay:

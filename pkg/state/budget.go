@@ -37,7 +37,7 @@ var settleSpend = script("settle_spend")
 // period of now. It returns the reservation to settle, or which budget refused it
 // (nothing is reserved then). A call that is already reserved (a redelivered search)
 // gets its reservation back without reserving again.
-func (s *Ledger) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b Budget, now time.Time) (*Reservation, *Exhausted, error) {
+func (s *Ledger) ReserveSpend(ctx context.Context, tenant, call string, usd float64, b spend.Budget, now time.Time) (*Reservation, *spend.Exhausted, error) {
 	sp := s.spendArgs(tenant, b, now)
 	argv := append([]any{call, spend.Micros(usd)}, sp.argv...)
 	v, err := reserveSpend.Run(ctx, s.r, sp.keys, argv...).Text()
@@ -60,7 +60,7 @@ type spendCall struct {
 	now        time.Time
 }
 
-func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
+func (s *core) spendArgs(tenant string, b spend.Budget, now time.Time) spendCall {
 	day, month := periods(now)
 	du, dn := limitArgs(b.USDPerDay, b.SearchesPerDay)
 	mu, mn := limitArgs(b.USDPerMonth, b.SearchesPerMonth)
@@ -74,7 +74,7 @@ func (s *core) spendArgs(tenant string, b Budget, now time.Time) spendCall {
 
 // answer reads reserve_spend.lua's answer v for call: the reservation, or the budget
 // that refused it; neither for an answer it does not know.
-func (sp spendCall) answer(tenant, call string, b Budget, v string) (*Reservation, *Exhausted) {
+func (sp spendCall) answer(tenant, call string, b spend.Budget, v string) (*Reservation, *spend.Exhausted) {
 	if v == "ok" || v == "again" {
 		return &Reservation{Tenant: tenant, Call: call, Day: sp.day, Month: sp.month, made: v == "ok"}, nil
 	}
@@ -92,7 +92,7 @@ func (s *Ledger) SettleSpend(ctx context.Context, r *Reservation, usd float64, s
 }
 
 // SpendOf reads a tenant's spend in the day and month of now.
-func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (Spend, error) {
+func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (spend.Spend, error) {
 	day, month := periods(now)
 	var dc, mc *redis.SliceCmd
 	err := s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -100,14 +100,14 @@ func (s *Ledger) SpendOf(ctx context.Context, tenant string, now time.Time) (Spe
 		mc = p.HMGet(ctx, s.K.spendMonth(tenant, month), "usd", "n")
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return Spend{}, fmt.Errorf("state: reading spend: %w", err)
+		return spend.Spend{}, fmt.Errorf("state: reading spend: %w", err)
 	}
 	num := func(v any) int64 {
 		str, _ := v.(string)
 		n, _ := strconv.ParseInt(str, 10, 64)
 		return n
 	}
-	sp := Spend{Day: day, Month: month}
+	sp := spend.Spend{Day: day, Month: month}
 	if v := dc.Val(); len(v) == 2 {
 		sp.DayUSD, sp.DaySearches = spend.USD(num(v[0])), num(v[1])
 	}

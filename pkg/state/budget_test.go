@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Concurrent reservations against one budget never overshoot it: $0.05 a day at $0.01
@@ -17,7 +17,7 @@ func TestReserveSpendIsAtomic(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	now := time.Now()
-	b := state.Budget{USDPerDay: 0.05}
+	b := spend.Budget{USDPerDay: 0.05}
 	var mu sync.Mutex
 	ok, refused := 0, map[string]int{}
 	var wg sync.WaitGroup
@@ -37,7 +37,7 @@ func TestReserveSpendIsAtomic(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if ok != 5 || refused[state.BudgetUSDDay] != 35 {
+	if ok != 5 || refused[spend.BudgetUSDDay] != 35 {
 		t.Fatalf("reserved %d, refused %v; want 5 and 35 on usd_day", ok, refused)
 	}
 	sp, err := s.Ledger.SpendOf(ctx, "t1", now)
@@ -47,7 +47,7 @@ func TestReserveSpendIsAtomic(t *testing.T) {
 	if sp.DayUSD != 0.05 || sp.DaySearches != 5 || sp.MonthUSD != 0.05 || sp.MonthSearches != 5 {
 		t.Fatalf("spend = %+v", sp)
 	}
-	if ex := b.Check(sp, now); ex == nil || ex.Budget != state.BudgetUSDDay || ex.Describe() != "daily spending budget of $0.05" {
+	if ex := b.Check(sp, now); ex == nil || ex.Budget != spend.BudgetUSDDay || ex.Describe() != "daily spending budget of $0.05" {
 		t.Fatalf("check = %+v", ex)
 	}
 	// Another tenant's budget is its own.
@@ -63,7 +63,7 @@ func TestReserveSpendOncePerCall(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	now := time.Now()
-	b := state.Budget{SearchesPerDay: 2}
+	b := spend.Budget{SearchesPerDay: 2}
 	for range 3 {
 		if r, ex, err := s.Ledger.ReserveSpend(ctx, "t", "job1:0:c1", 0.01, b, now); err != nil || ex != nil || r == nil {
 			t.Fatalf("reserve again: %v %v %v", r, ex, err)
@@ -77,7 +77,7 @@ func TestReserveSpendOncePerCall(t *testing.T) {
 		t.Fatalf("second call refused: %+v", ex)
 	}
 	_, ex, _ := s.Ledger.ReserveSpend(ctx, "t", "job1:0:c3", 0.01, b, now)
-	if ex == nil || ex.Budget != state.BudgetSearchesDay || ex.Describe() != "daily search budget of 2 searches" {
+	if ex == nil || ex.Budget != spend.BudgetSearchesDay || ex.Describe() != "daily search budget of 2 searches" {
 		t.Fatalf("third call: %+v, want searches_day", ex)
 	}
 	if !ex.Reset.After(now) || ex.Reset.Sub(now) > 24*time.Hour {
@@ -92,7 +92,7 @@ func TestSettleSpend(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	now := time.Now()
-	b := state.Budget{USDPerDay: 0.02, USDPerMonth: 1}
+	b := spend.Budget{USDPerDay: 0.02, USDPerMonth: 1}
 	r1, _, err := s.Ledger.ReserveSpend(ctx, "t", "a", 0.01, b, now)
 	if err != nil {
 		t.Fatal(err)
@@ -134,14 +134,14 @@ func TestMonthlyBudget(t *testing.T) {
 	ctx := context.Background()
 	d1 := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	d2 := d1.Add(24 * time.Hour)
-	b := state.Budget{USDPerMonth: 0.03}
+	b := spend.Budget{USDPerMonth: 0.03}
 	for i, d := range []time.Time{d1, d1, d2} {
 		if _, ex, err := s.Ledger.ReserveSpend(ctx, "t", fmt.Sprint(i), 0.01, b, d); err != nil || ex != nil {
 			t.Fatalf("reserve %d: %v %v", i, ex, err)
 		}
 	}
 	_, ex, _ := s.Ledger.ReserveSpend(ctx, "t", "x", 0.01, b, d2)
-	if ex == nil || ex.Budget != state.BudgetUSDMonth || !ex.Reset.Equal(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)) {
+	if ex == nil || ex.Budget != spend.BudgetUSDMonth || !ex.Reset.Equal(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("fourth search of the month: %+v", ex)
 	}
 	if ex.Describe() != "monthly spending budget of $0.03" {

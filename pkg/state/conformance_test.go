@@ -7,6 +7,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/testkit/redistest"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -70,7 +71,7 @@ func conform[S any](t *testing.T, as func(flat) S, cases []conformCase[S]) {
 // wantSpend fails t unless tenant's spend this day and this month is usd over n
 // searches.
 func wantSpend(t *testing.T, s interface {
-	SpendOf(ctx context.Context, tenant string, now time.Time) (state.Spend, error)
+	SpendOf(ctx context.Context, tenant string, now time.Time) (spend.Spend, error)
 }, tenant string, usd float64, n int64) {
 	t.Helper()
 	sp, err := s.SpendOf(context.Background(), tenant, time.Now())

@@ -92,7 +92,7 @@ type Hold struct {
 // budget b. Each step is atomic across workers and reserves a call once, so a
 // redelivered call reserves nothing more; a refusal gives back what the earlier steps
 // reserved. It returns the hold to settle, or the budget that refused.
-func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b spend.Budget, now time.Time) (*Hold, *spend.Exhausted, error) {
 	price := spend.Micros(usd)
 	batch, known := s.batches.get(jobID)
 	v, err := reserveJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, price).Slice()
@@ -104,7 +104,7 @@ func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, us
 		batch = read
 	}
 	if answer == "over" {
-		return nil, &Exhausted{Budget: BudgetRequest, Limit: limit}, nil
+		return nil, &spend.Exhausted{Budget: spend.BudgetRequest, Limit: limit}, nil
 	}
 	h := &Hold{JobID: jobID, Call: call, price: price, batch: batch}
 	h.made.job = answer == "ok"
@@ -116,7 +116,7 @@ func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, us
 // and its tenant's budget b, each once per call, and gives back what h held when one
 // refuses. It returns the hold to settle, or the budget that refused. A hold whose
 // tenant's part StartSearch reserved with the job's is complete already.
-func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budget, now time.Time) (*Hold, *Exhausted, error) {
+func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b spend.Budget, now time.Time) (*Hold, *spend.Exhausted, error) {
 	if h.Tenant != nil {
 		return h, nil, nil // StartSearch held the tenant's part too (Pay)
 	}
@@ -144,14 +144,14 @@ func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b Budg
 
 // reserveBatch reserves a call's price against its batch's ledger: "ok", "again" (an
 // earlier delivery's entry), or the batch's cap that refused it.
-func (s *Ledger) reserveBatch(ctx context.Context, batch, call string, price int64) (string, *Exhausted, error) {
+func (s *Ledger) reserveBatch(ctx context.Context, batch, call string, price int64) (string, *spend.Exhausted, error) {
 	v, err := reserveCap.Run(ctx, s.r, []string{s.K.batchSpend(batch)}, call, price, s.Retention.Milliseconds()).Slice()
 	if err != nil {
 		return "", nil, fmt.Errorf("state: reserving a batch's spend: %w", err)
 	}
 	a, _, limit := capAnswer(v)
 	if a == "over" {
-		return a, &Exhausted{Budget: BudgetBatch, Limit: limit}, nil
+		return a, &spend.Exhausted{Budget: spend.BudgetBatch, Limit: limit}, nil
 	}
 	return a, nil, nil
 }

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // reserveAll runs the calls concurrently, as several search workers would, and
 // counts the reservations and the refusals by budget.
-func reserveAll(t *testing.T, s *state.Store, calls map[string]string, b state.Budget) (holds []*state.Hold, refused map[string]int) {
+func reserveAll(t *testing.T, s *state.Store, calls map[string]string, b spend.Budget) (holds []*state.Hold, refused map[string]int) {
 	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -52,8 +53,8 @@ func TestRequestCapIsAtomic(t *testing.T) {
 	for i := range 20 {
 		calls[fmt.Sprintf("j1:1:c%d@brave", i)] = "j1"
 	}
-	holds, refused := reserveAll(t, s, calls, state.Budget{USDPerDay: 1})
-	if len(holds) != 5 || refused[state.BudgetRequest] != 15 {
+	holds, refused := reserveAll(t, s, calls, spend.Budget{USDPerDay: 1})
+	if len(holds) != 5 || refused[spend.BudgetRequest] != 15 {
 		t.Fatalf("reserved %d, refused %v; want 5 and 15 on the request's cap", len(holds), refused)
 	}
 	usd, limit, err := s.Ledger.RequestSpend(ctx, "j1")
@@ -67,11 +68,11 @@ func TestRequestCapIsAtomic(t *testing.T) {
 	if err := s.Ledger.SettleCall(ctx, holds[0], 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, ex, err := s.Ledger.ReserveCall(ctx, "j1", "acme", "j1:2:c0@brave", 0.01, state.Budget{}, time.Now()); err != nil || ex != nil {
+	if _, ex, err := s.Ledger.ReserveCall(ctx, "j1", "acme", "j1:2:c0@brave", 0.01, spend.Budget{}, time.Now()); err != nil || ex != nil {
 		t.Fatalf("after a release: %v %v", ex, err)
 	}
-	_, ex, _ := s.Ledger.ReserveCall(ctx, "j1", "acme", "j1:2:c1@brave", 0.01, state.Budget{}, time.Now())
-	if ex == nil || ex.Budget != state.BudgetRequest || ex.Describe() != "request's spending cap (max_cost_usd) of $0.05" {
+	_, ex, _ := s.Ledger.ReserveCall(ctx, "j1", "acme", "j1:2:c1@brave", 0.01, spend.Budget{}, time.Now())
+	if ex == nil || ex.Budget != spend.BudgetRequest || ex.Describe() != "request's spending cap (max_cost_usd) of $0.05" {
 		t.Fatalf("past the cap: %+v", ex)
 	}
 }
@@ -94,8 +95,8 @@ func TestBatchCapSpansJobs(t *testing.T) {
 	if err := s.Ledger.SetBatchCap(ctx, "b1", 0.03, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	holds, refused := reserveAll(t, s, calls, state.Budget{})
-	if len(holds) != 3 || refused[state.BudgetBatch] != 3 {
+	holds, refused := reserveAll(t, s, calls, spend.Budget{})
+	if len(holds) != 3 || refused[spend.BudgetBatch] != 3 {
 		t.Fatalf("reserved %d, refused %v; want 3 and 3 on the batch's cap", len(holds), refused)
 	}
 	total := 0.0
@@ -114,8 +115,8 @@ func TestBatchCapSpansJobs(t *testing.T) {
 	if err := s.Jobs.CreateJob(ctx, &state.Job{ID: "b2-0", Tenant: "poor", Kind: "chat", Batch: "b2"}); err != nil {
 		t.Fatal(err)
 	}
-	_, ex, err := s.Ledger.ReserveCall(ctx, "b2-0", "poor", "b2-0:1:a@brave", 0.01, state.Budget{USDPerDay: 0.001}, time.Now())
-	if err != nil || ex == nil || ex.Budget != state.BudgetUSDDay {
+	_, ex, err := s.Ledger.ReserveCall(ctx, "b2-0", "poor", "b2-0:1:a@brave", 0.01, spend.Budget{USDPerDay: 0.001}, time.Now())
+	if err != nil || ex == nil || ex.Budget != spend.BudgetUSDDay {
 		t.Fatalf("tenant refusal: %+v %v", ex, err)
 	}
 	if usd, _, _ := s.Ledger.RequestSpend(ctx, "b2-0"); usd != 0 {
@@ -162,7 +163,7 @@ func TestSettleUnreservedTurnOnce(t *testing.T) {
 		t.Fatalf("tenant %+v, job %v, batch %v; want $0.0042 once, no search", sp, job, batch)
 	}
 	// Model spend uses up the tenant's dollars: the next search finds the budget spent.
-	if _, ex, _ := s.Ledger.ReserveCall(ctx, "m1", "acme", "m1:1:a@brave", 0.001, state.Budget{USDPerDay: 0.005}, time.Now()); ex == nil || ex.Budget != state.BudgetUSDDay {
+	if _, ex, _ := s.Ledger.ReserveCall(ctx, "m1", "acme", "m1:1:a@brave", 0.001, spend.Budget{USDPerDay: 0.005}, time.Now()); ex == nil || ex.Budget != spend.BudgetUSDDay {
 		t.Fatalf("search after model spend: %+v", ex)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/search"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -18,7 +19,7 @@ type searchStore interface {
 	search.Store
 	engines.Cooldowns
 	CreateJob(ctx context.Context, j *state.Job) error
-	SpendOf(ctx context.Context, tenant string, now time.Time) (state.Spend, error)
+	SpendOf(ctx context.Context, tenant string, now time.Time) (spend.Spend, error)
 	SetRequestCap(ctx context.Context, jobID string, usd float64) error
 	RequestSpend(ctx context.Context, jobID string) (usd, capUSD float64, err error)
 	SetBatchCap(ctx context.Context, batchID string, usd float64, ttl time.Duration) error
@@ -244,7 +245,7 @@ func rateLimit(t *testing.T, s searchStore) {
 func reserveCallOnce(t *testing.T, s searchStore) {
 	ctx, now := context.Background(), time.Now()
 	searchJob(t, s, "j", "acme", "")
-	b := state.Budget{SearchesPerDay: 2}
+	b := spend.Budget{SearchesPerDay: 2}
 	var h1 *state.Hold
 	for range 2 { // a redelivered search holds nothing more
 		h, ex, err := s.ReserveCall(ctx, "j", "acme", "j:0:c1@brave", 0.01, b, now)
@@ -258,9 +259,9 @@ func reserveCallOnce(t *testing.T, s searchStore) {
 	if err != nil || ex != nil {
 		t.Fatal(ex, err)
 	}
-	dayEnd, _ := state.PeriodEnds(now)
+	dayEnd, _ := spend.PeriodEnds(now)
 	_, ex, err = s.ReserveCall(ctx, "j", "acme", "j:0:c3@brave", 0.01, b, now)
-	if err != nil || ex == nil || ex.Budget != state.BudgetSearchesDay || ex.Limit != 2 || !ex.Reset.Equal(dayEnd) {
+	if err != nil || ex == nil || ex.Budget != spend.BudgetSearchesDay || ex.Limit != 2 || !ex.Reset.Equal(dayEnd) {
 		t.Fatalf("a third search on a budget of two: %+v %v", ex, err)
 	}
 	wantSpend(t, s, "acme", 0.02, 2)
@@ -279,14 +280,14 @@ func reserveCallOnce(t *testing.T, s searchStore) {
 	if usd, _, _ := s.RequestSpend(ctx, "j"); usd != 0.004 {
 		t.Fatalf("job ledger $%v after settling, want $0.004", usd)
 	}
-	usd := state.Budget{USDPerDay: 0.005}
-	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, usd, now); ex == nil || ex.Budget != state.BudgetUSDDay || ex.Limit != 0.005 {
+	usd := spend.Budget{USDPerDay: 0.005}
+	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, usd, now); ex == nil || ex.Budget != spend.BudgetUSDDay || ex.Limit != 0.005 {
 		t.Fatalf("past the daily dollars: %+v", ex)
 	}
-	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, state.Budget{SearchesPerMonth: 1}, now); ex == nil || ex.Budget != state.BudgetSearchesMonth {
+	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, spend.Budget{SearchesPerMonth: 1}, now); ex == nil || ex.Budget != spend.BudgetSearchesMonth {
 		t.Fatalf("past the monthly searches: %+v", ex)
 	}
-	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, state.Budget{USDPerMonth: 0.005}, now); ex == nil || ex.Budget != state.BudgetUSDMonth {
+	if _, ex, _ := s.ReserveCall(ctx, "j", "acme", "j:1:c1@brave", 0.002, spend.Budget{USDPerMonth: 0.005}, now); ex == nil || ex.Budget != spend.BudgetUSDMonth {
 		t.Fatalf("past the monthly dollars: %+v", ex)
 	}
 	wantSpend(t, s, "acme", 0.004, 1)
@@ -329,7 +330,7 @@ func startPays(t *testing.T, s searchStore) {
 		t.Fatalf("a start that did not claim the call: %+v", st)
 	}
 	wantJob(0.01)
-	h, ex, err := s.ReserveHeld(ctx, held, "acme", state.Budget{SearchesPerDay: 5}, now)
+	h, ex, err := s.ReserveHeld(ctx, held, "acme", spend.Budget{SearchesPerDay: 5}, now)
 	if err != nil || ex != nil || h == nil || h.Tenant == nil || h.Tenant.Tenant != "acme" {
 		t.Fatalf("reserve held %+v %+v %v", h, ex, err)
 	}
@@ -357,7 +358,7 @@ func startPays(t *testing.T, s searchStore) {
 		t.Fatal(err)
 	}
 	st := startPay("c4", "w1")
-	if st.Held != nil || st.Refused == nil || st.Refused.Budget != state.BudgetRequest || st.Refused.Limit != 0.01 {
+	if st.Held != nil || st.Refused == nil || st.Refused.Budget != spend.BudgetRequest || st.Refused.Limit != 0.01 {
 		t.Fatalf("past the request's cap: %+v %+v", st, st.Refused)
 	}
 	wantJob(0.004)
@@ -376,10 +377,10 @@ func startPaysTenant(t *testing.T, s searchStore) {
 	if err := s.SetBatchCap(ctx, "b1", 1, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	budget := state.Budget{SearchesPerDay: 2}
+	budget := spend.Budget{SearchesPerDay: 2}
 	// reserve runs a search's reservation as the worker does: the start, then the
 	// parts it left.
-	reserve := func(id, call, owner string, b state.Budget) (*state.SearchStart, *state.Hold, *state.Exhausted) {
+	reserve := func(id, call, owner string, b spend.Budget) (*state.SearchStart, *state.Hold, *spend.Exhausted) {
 		t.Helper()
 		p := &state.Pay{Call: id + ":0:" + call + "@brave", Engine: "brave", USD: 0.01, Tenant: "acme", Budget: b, Now: now}
 		st, err := s.StartSearch(ctx, id, 0, call, owner, time.Minute, p)
@@ -415,9 +416,9 @@ func startPaysTenant(t *testing.T, s searchStore) {
 		t.Fatalf("the second search of two: %+v %+v", h, ex)
 	}
 	wantSpend(t, s, "acme", 0.02, 2)
-	dayEnd, _ := state.PeriodEnds(now)
+	dayEnd, _ := spend.PeriodEnds(now)
 	_, h, ex := reserve("j", "c3", "w1", budget)
-	if h != nil || ex == nil || ex.Budget != state.BudgetSearchesDay || ex.Limit != 2 || !ex.Reset.Equal(dayEnd) {
+	if h != nil || ex == nil || ex.Budget != spend.BudgetSearchesDay || ex.Limit != 2 || !ex.Reset.Equal(dayEnd) {
 		t.Fatalf("a third search on a budget of two: %+v %+v", h, ex)
 	}
 	wantJob("j", 0.02)
@@ -428,7 +429,7 @@ func startPaysTenant(t *testing.T, s searchStore) {
 	wantJob("j", 0.014)
 	wantSpend(t, s, "acme", 0.014, 2)
 
-	_, h, ex = reserve("bj", "c1", "w1", state.Budget{})
+	_, h, ex = reserve("bj", "c1", "w1", spend.Budget{})
 	if h == nil || ex != nil || h.Batch != "b1" || h.Tenant == nil {
 		t.Fatalf("a batch job's paid start: %+v %+v", h, ex)
 	}
@@ -444,11 +445,11 @@ func capsRefuseCalls(t *testing.T, s searchStore) {
 	if err := s.SetRequestCap(ctx, "j", 0.015); err != nil {
 		t.Fatal(err)
 	}
-	if _, ex, err := s.ReserveCall(ctx, "j", "acme", "c1", 0.01, state.Budget{}, now); ex != nil || err != nil {
+	if _, ex, err := s.ReserveCall(ctx, "j", "acme", "c1", 0.01, spend.Budget{}, now); ex != nil || err != nil {
 		t.Fatal(ex, err)
 	}
-	_, ex, err := s.ReserveCall(ctx, "j", "acme", "c2", 0.01, state.Budget{}, now)
-	if err != nil || ex == nil || ex.Budget != state.BudgetRequest || ex.Limit != 0.015 {
+	_, ex, err := s.ReserveCall(ctx, "j", "acme", "c2", 0.01, spend.Budget{}, now)
+	if err != nil || ex == nil || ex.Budget != spend.BudgetRequest || ex.Limit != 0.015 {
 		t.Fatalf("past the request's cap: %+v %v", ex, err)
 	}
 	wantSpend(t, s, "acme", 0.01, 1)
@@ -458,12 +459,12 @@ func capsRefuseCalls(t *testing.T, s searchStore) {
 	if err := s.SetBatchCap(ctx, "b1", 0.015, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	h, ex, err := s.ReserveCall(ctx, "a", "acme", "a1", 0.01, state.Budget{}, now)
+	h, ex, err := s.ReserveCall(ctx, "a", "acme", "a1", 0.01, spend.Budget{}, now)
 	if err != nil || ex != nil || h.Batch != "b1" {
 		t.Fatalf("a batch job's search %+v %+v %v", h, ex, err)
 	}
-	_, ex, err = s.ReserveCall(ctx, "b", "acme", "b1", 0.01, state.Budget{}, now)
-	if err != nil || ex == nil || ex.Budget != state.BudgetBatch || ex.Limit != 0.015 {
+	_, ex, err = s.ReserveCall(ctx, "b", "acme", "b1", 0.01, spend.Budget{}, now)
+	if err != nil || ex == nil || ex.Budget != spend.BudgetBatch || ex.Limit != 0.015 {
 		t.Fatalf("past the batch's cap: %+v %v", ex, err)
 	}
 	if usd, _, _ := s.RequestSpend(ctx, "b"); usd != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -28,7 +29,7 @@ func TestStartSearchHoldsTheTenantsPartOnOneRedis(t *testing.T) {
 	if err := one.Jobs.CreateJob(ctx, &state.Job{ID: "j", Tenant: "acme", Kind: "chat", Model: "m", Request: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	budget := state.Budget{SearchesPerDay: 1}
+	budget := spend.Budget{SearchesPerDay: 1}
 	pay := func(call string) *state.Pay {
 		return &state.Pay{Call: "j:0:" + call + "@brave", Engine: "brave", USD: 0.01, Tenant: "acme", Budget: budget, Now: now}
 	}
@@ -44,7 +45,7 @@ func TestStartSearchHoldsTheTenantsPartOnOneRedis(t *testing.T) {
 		t.Fatalf("job ledger $%v, want $0.02", usd)
 	}
 	st, err = one.Searches.StartSearch(ctx, "j", 0, "c2", "w1", time.Minute, pay("c2"))
-	if err != nil || st.Held != nil || st.Refused == nil || st.Refused.Budget != state.BudgetSearchesDay {
+	if err != nil || st.Held != nil || st.Refused == nil || st.Refused.Budget != spend.BudgetSearchesDay {
 		t.Fatalf("the redelivery past the tenant's budget: %+v %v", st, err)
 	}
 	if usd, _, _ := one.Ledger.RequestSpend(ctx, "j"); usd != 0.01 {

@@ -411,7 +411,7 @@ type SearchStart struct {
 	// instead when the job's cap (max_cost_usd) or the tenant's budget refused the
 	// search; nothing is held then.
 	Held    *Hold
-	Refused *Exhausted
+	Refused *spend.Exhausted
 }
 
 // Pay asks StartSearch to reserve a search's price (USD) for Call, a paid call of
@@ -430,7 +430,7 @@ type Pay struct {
 	Engine string
 	USD    float64
 	Tenant string
-	Budget Budget
+	Budget spend.Budget
 	Now    time.Time
 }
 
@@ -478,7 +478,7 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
 	var tenant *Reservation
 	if a := str(v[9]); a != "" {
-		var ex *Exhausted
+		var ex *spend.Exhausted
 		if tenant, ex = sp.answer(pay.Tenant, pay.Call, pay.Budget, a); tenant == nil && ex == nil {
 			return nil, fmt.Errorf("state: starting search: unexpected answer %q", a)
 		}
@@ -501,7 +501,7 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 		}
 	case "over":
 		c, _ := v[8].(int64)
-		st.Refused = &Exhausted{Budget: BudgetRequest, Limit: spend.USD(c)}
+		st.Refused = &spend.Exhausted{Budget: spend.BudgetRequest, Limit: spend.USD(c)}
 	}
 	return st, nil
 }

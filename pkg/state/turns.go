@@ -59,7 +59,7 @@ func periodTTLs(now time.Time) (day, month int64) {
 // the budget that refused the turn (nothing is held then). A turn reserved already (a
 // redelivered step) reserves nothing more. ttl is how long the reservation holds if it
 // is never settled: past it, it is given back.
-func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, b Budget, ttl time.Duration, now time.Time) (*Exhausted, error) {
+func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, usd float64, searches int, b spend.Budget, ttl time.Duration, now time.Time) (*spend.Exhausted, error) {
 	price := spend.Micros(usd)
 	day, _ := periods(now)
 	keep := s.Retention.Milliseconds()
@@ -69,7 +69,7 @@ func (s *Ledger) ReserveTurn(ctx context.Context, jobID, tenant, call string, us
 	}
 	answer, batch, limit := capAnswer(v[:min(3, len(v))])
 	if answer == "over" {
-		return &Exhausted{Budget: BudgetRequest, Limit: limit}, nil
+		return &spend.Exhausted{Budget: spend.BudgetRequest, Limit: limit}, nil
 	}
 	if len(v) == 4 {
 		day, _ = v[3].(string)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Model turns reserved at their worst case against a $0.05 daily budget: of 30 turns
@@ -19,7 +19,7 @@ func TestTurnReservationsHoldTheBudget(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	b := state.Budget{USDPerDay: 0.05}
+	b := spend.Budget{USDPerDay: 0.05}
 	now := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -43,7 +43,7 @@ func TestTurnReservationsHoldTheBudget(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(fit) != 5 || refused[state.BudgetUSDDay] != 25 {
+	if len(fit) != 5 || refused[spend.BudgetUSDDay] != 25 {
 		t.Fatalf("%d turns fit, refused %v; want 5, and 25 on the daily budget", len(fit), refused)
 	}
 	spend := func() float64 {
@@ -117,11 +117,11 @@ func TestTurnReservationCountsNativeSearches(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	now := time.Now()
-	b := state.Budget{SearchesPerDay: 5}
+	b := spend.Budget{SearchesPerDay: 5}
 	if ex, err := s.Ledger.ReserveTurn(ctx, "j1", "acme", "j1:0@model", 0.05, 5, b, time.Hour, now); err != nil || ex != nil {
 		t.Fatalf("reserving five native searches: %v %v", ex, err)
 	}
-	if ex, err := s.Ledger.ReserveTurn(ctx, "j2", "acme", "j2:0@model", 0.05, 1, b, time.Hour, now); err != nil || ex == nil || ex.Budget != state.BudgetSearchesDay {
+	if ex, err := s.Ledger.ReserveTurn(ctx, "j2", "acme", "j2:0@model", 0.05, 1, b, time.Hour, now); err != nil || ex == nil || ex.Budget != spend.BudgetSearchesDay {
 		t.Fatalf("a sixth search fit: %v %v", ex, err)
 	}
 	if _, err := s.Ledger.SettleTurn(ctx, "j1", "acme", "j1:0@model", 0.02, 2, now); err != nil {
