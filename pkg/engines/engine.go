@@ -205,11 +205,3 @@ type Capabilities struct {
 type Capable interface {
 	Capabilities() Capabilities
 }
-
-// parser is implemented by every engine kind: it turns the provider's response
-// body (or bodies, for kinds that make several calls per search, in call order) into a
-// Result, without any I/O. Search is the HTTP exchange followed by parse; benchmarks
-// and fixture tests call parse directly through Normalize.
-type parser interface {
-	parse(q Query, bodies [][]byte) (*Result, error)
-}

@@ -1,12 +1,10 @@
 package engines
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -79,12 +77,6 @@ func (g *grounded) Search(ctx context.Context, q Query) (*Result, error) {
 	return g.run(ctx, g.call, q)
 }
 
-// parse reads recorded bodies as the answers to one search's calls, in order.
-func (g *grounded) parse(q Query, bodies [][]byte) (*Result, error) {
-	rp := replay(bodies)
-	return g.run(context.Background(), g.caller(&http.Client{Transport: &rp}), q)
-}
-
 // run makes the model call of one search with call and reads its answer. When
 // resuming a paused answer failed, the answer so far is the result, with a warning:
 // a failed continuation does not void the searches already paid for.
@@ -112,8 +104,8 @@ func userTurn(query string) []wire.Message {
 }
 
 // chatGrounded is what the Chat-protocol adapters (Kimi, GLM) hold: the engine's
-// client and model, and the adapter's search on an http.Client, which parse runs over
-// recorded bodies. pkg/llm/nativechat reads their answers, as for main models.
+// client and model, and the adapter's search on an http.Client (which tests run over
+// recorded bodies). pkg/llm/nativechat reads their answers, as for main models.
 type chatGrounded struct {
 	client
 	model string
@@ -128,11 +120,6 @@ func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
 		return nil, &Error{Kind: Auth, Engine: c.id, Message: "no API key configured"}
 	}
 	return c.kind.run(ctx, c.hc, q)
-}
-
-func (c *chatGrounded) parse(q Query, bodies [][]byte) (*Result, error) {
-	rp := replay(bodies)
-	return c.kind.run(context.Background(), &http.Client{Transport: &rp}, q)
 }
 
 // chatAnswer reads the assistant message of a Chat answer: a result with its text and
@@ -191,23 +178,6 @@ func (c *client) sendError(err error) error {
 // rotation (keys.go) rests and tells of refused keys, so these do not.
 func (c *client) credentials() *provider.Credentials {
 	return provider.NewCredentials(c.id, []string{c.key}, provider.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
-}
-
-// replay is an HTTP transport that answers the calls of one search with recorded
-// bodies, in order (the last again once they run out): parse reads recordings through
-// the same model caller a search uses.
-type replay [][]byte
-
-func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(*r) == 0 {
-		return nil, errors.New("no recorded answer")
-	}
-	body := (*r)[0]
-	if len(*r) > 1 {
-		*r = (*r)[1:]
-	}
-	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
-		Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
 }
 
 // modelError is a model call's failure as an engine's: a provider's status is

@@ -160,29 +160,3 @@ func CapabilitiesOf(cfg Config) (Capabilities, error) {
 	}
 	return c.Capabilities(), nil
 }
-
-// HonoursTable is the markdown table of what each engine kind does with each option,
-// from the kinds' declarations (docs/engine-options.md holds it; a test keeps the two
-// the same).
-func HonoursTable() string {
-	var b strings.Builder
-	b.WriteString("| kind |")
-	for _, o := range AllOptions {
-		fmt.Fprintf(&b, " %s |", o)
-	}
-	b.WriteString("\n|---|")
-	for range AllOptions {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	caps := KindCapabilities()
-	short := map[Treatment]string{Honoured: "yes", Applied: "fleet", Weakened: "partial", Unsupported: "no"}
-	for _, k := range Kinds() {
-		fmt.Fprintf(&b, "| %s |", k)
-		for _, o := range AllOptions {
-			fmt.Fprintf(&b, " %s |", short[TreatmentOf(caps[k], o)])
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}

@@ -13,11 +13,6 @@ import (
 // ToolName is the name of the server-side tool, as the main model sees and calls it.
 const ToolName = "web_search"
 
-// IsWebSearchCall reports whether a tool call with this function name is a call of
-// the server-side web_search tool, which the fleet executes; every other tool call
-// belongs to the client and is returned to it.
-func IsWebSearchCall(name string) bool { return name == ToolName }
-
 // ToolDescription is the web_search function description shown to the main model.
 const ToolDescription = "Search the web for current information: news, facts, prices, documentation and other web pages, using the configured search engines. Returns a summary with numbered sources; cite them as [n]."
 

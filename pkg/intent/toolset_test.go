@@ -241,9 +241,6 @@ func TestToolsetAccessors(t *testing.T) {
 	if r := mustToolset(t, oneEngine).Classify("weather in Paris today"); r.WebSearch {
 		t.Errorf("no sets configured: %+v", r)
 	}
-	if !IsWebSearchCall("web_search") || IsWebSearchCall("search") || IsWebSearchCall("Web_Search") {
-		t.Error("IsWebSearchCall")
-	}
 	if _, err := NewToolset(Config{}); err == nil {
 		t.Error("NewToolset accepted no engines")
 	}
