@@ -147,7 +147,8 @@ func Classify(text string) Result {
 //
 // Classify only reads text: it never panics, treats invalid UTF-8 as bytes that match
 // nothing, and does not allocate (except the Rule string of an opt-in hit on a
-// Classifier not made by NewClassifier). It takes about 1 µs for 2 KB of text.
+// Classifier not made by NewClassifier). It takes about 5 µs for 2 KB of text, 20 µs
+// with the Freshness keywords.
 func (c *Classifier) Classify(text string) Result {
 	if c == nil {
 		return classify(text, nil).Result

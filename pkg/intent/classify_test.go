@@ -192,7 +192,7 @@ func TestClassifyDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// TestKeywordTables checks the invariants the scanner relies on.
+// TestKeywordTables checks the invariants the tables keep.
 func TestKeywordTables(t *testing.T) {
 	t.Parallel()
 	hardSeen := map[uint8]bool{hSlashSearch: true}
@@ -202,7 +202,7 @@ func TestKeywordTables(t *testing.T) {
 				t.Errorf("gate %q: stems are at least 3 letters and start with their letter %c", g.stem, 'a'+letter)
 			}
 			for i := range len(g.stem) {
-				if !isLetter(g.stem[i]) || lower(g.stem[i]) != g.stem[i] {
+				if c := g.stem[i]; c < 'a' || c > 'z' {
 					t.Errorf("gate %q: stems are lower-case letters", g.stem)
 				}
 			}
@@ -234,7 +234,7 @@ func TestKeywordTables(t *testing.T) {
 		}
 	}
 	if numHard > 32 || numVerbs > 16 || numNouns > 16 {
-		t.Errorf("the scanner keeps ids in uint32 (hard) and uint16 sets: %d hard, %d verbs, %d nouns", numHard, numVerbs, numNouns)
+		t.Errorf("classify keeps ids in uint32 (hard) and uint16 sets: %d hard, %d verbs, %d nouns", numHard, numVerbs, numNouns)
 	}
 	if len(hardSeen) != int(numHard) {
 		t.Errorf("%d hard ids used, %d defined", len(hardSeen), numHard)
@@ -252,42 +252,10 @@ func TestKeywordTables(t *testing.T) {
 				t.Errorf("phrase %q is not in the group of %q", p.text, g.first)
 			}
 			if b := p.text[0]; b < 0xE4 || b > 0xE9 {
-				t.Errorf("phrase %q starts with byte %#x, outside the scanner's lead byte range", p.text, b)
+				t.Errorf("phrase %q starts with byte %#x, outside the range of CJK lead bytes", p.text, b)
 			}
 			if p.kind == verb && verbNames[p.id] != p.text || p.kind == noun && nounNames[p.id] != p.text {
 				t.Errorf("phrase %q has the wrong id %d", p.text, p.id)
-			}
-		}
-	}
-}
-
-// TestBlockMasks compares the word-wide classification with a byte loop on every
-// byte value in every position of a block.
-func TestBlockMasks(t *testing.T) {
-	t.Parallel()
-	var buf [64]byte
-	for v := range 256 {
-		for pos := range 64 {
-			for k := range buf {
-				buf[k] = byte(k*37 + v) // a varied background
-			}
-			buf[pos] = byte(v)
-			for _, n := range []int{64, pos + 1} {
-				s := string(buf[:n])
-				letters, lead := blockMasks(s, 0)
-				for i := range 64 {
-					b := byte(0)
-					if i < n {
-						b = s[i]
-					}
-					wantL := isLetter(b)
-					wantLead := b >= 0xC0
-					gotL := letters>>((i&7)<<3|i>>3)&1 != 0
-					gotLead := lead>>i&1 != 0
-					if gotL != wantL || gotLead != wantLead {
-						t.Fatalf("byte %#x at %d of %d: letter %v lead %v, want %v %v", b, i, n, gotL, gotLead, wantL, wantLead)
-					}
-				}
 			}
 		}
 	}
@@ -477,17 +445,5 @@ func TestDefaultKeywordSets(t *testing.T) {
 	DefaultKeywordSets(in...)[0].Name = "changed"
 	if in[0].Name != "zh" {
 		t.Error("DefaultKeywordSets shares its argument's backing array")
-	}
-}
-
-func TestTrimKeyword(t *testing.T) {
-	t.Parallel()
-	for _, kw := range []string{
-		"", " ", "news", " news ", "天气", " 天气", "天气\u3000", "\u3000天气", "\u00a0x", "x\u00a0", "\u2028天", "天\u2029",
-		"\u1680a", "a\u0085", "\xff", "\xe4\xc2\xa0", "\xc2\xa0", "\t#news\n", "5g", "天\xff", "\x85天",
-	} {
-		if got, want := trimKeyword(kw), strings.TrimSpace(kw); got != want {
-			t.Errorf("trimKeyword(%q) = %q, want %q", kw, got, want)
-		}
 	}
 }

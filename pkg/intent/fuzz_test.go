@@ -28,8 +28,7 @@ func FuzzClassify(f *testing.F) {
 		got, gotX := Classify(s), c.Classify(s)
 		// The reference tries every phrase at every position: under the fuzzer's
 		// coverage instrumentation, long inputs make each run (and minimizing a
-		// finding) slow. 256 bytes are four blocks of the scanner, boundaries and
-		// tail included; longer inputs are checked for panics and consistency.
+		// finding) slow; longer inputs than 256 bytes are checked for panics and consistency.
 		if len(s) <= 256 {
 			if want := plain.classify(s); got != want {
 				t.Fatalf("Classify(%q) = %+v, reference %+v", s, got, want)

@@ -31,7 +31,7 @@ type phrase struct {
 	google bool  // asks for Google: the hit becomes Google-preferred
 }
 
-// gate groups the English phrases that share a first word stem, so the scanner
+// gate groups the English phrases that share a first word stem, so classify
 // compares one stem per word and looks at the phrases only when the stem matched.
 type gate struct {
 	stem    string // a prefix of every phrase in the gate
@@ -126,7 +126,7 @@ var (
 )
 
 // enGates holds the English phrases by the lower-case letter they start with, except
-// "/search", which the scanner finds by its '/'.
+// "/search", which classify finds by its '/'.
 //
 // Hard hits (the seed's list plus the family members it implies with "等常见短语"):
 // /search, web search, web-search, websearch, internet search, internet-search,
