@@ -241,8 +241,14 @@ func (c *cluster) eventually(what string, cond func() bool) {
 // submit posts an async job and returns its id.
 func (c *cluster) submit(text string) string {
 	c.t.Helper()
-	body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": text}}})
-	resp, err := http.Post(c.url+"/v1/jobs", "application/json", bytes.NewReader(body))
+	return c.accepted("/v1/jobs", map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": text}}})
+}
+
+// accepted posts body to path, which must answer 202 with the new resource's id.
+func (c *cluster) accepted(path string, body any) string {
+	c.t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(c.url+path, "application/json", bytes.NewReader(b))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -252,7 +258,7 @@ func (c *cluster) submit(text string) string {
 	}
 	json.NewDecoder(resp.Body).Decode(&v)
 	if resp.StatusCode != http.StatusAccepted || v.ID == "" {
-		c.t.Fatalf("submit: %d", resp.StatusCode)
+		c.t.Fatalf("POST %s: %d", path, resp.StatusCode)
 	}
 	return v.ID
 }

@@ -76,20 +76,7 @@ func TestResearchAgentWorkerKilledBetweenAcceptAndStore(t *testing.T) {
 // startRun starts a research run and returns its id.
 func (c *cluster) startRun(body map[string]any) string {
 	c.t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := http.Post(c.url+"/v1/research", "application/json", bytes.NewReader(b))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v struct {
-		ID string `json:"id"`
-	}
-	json.NewDecoder(resp.Body).Decode(&v)
-	if resp.StatusCode != http.StatusAccepted || v.ID == "" {
-		c.t.Fatalf("POST /v1/research: %d", resp.StatusCode)
-	}
-	return v.ID
+	return c.accepted("/v1/research", body)
 }
 
 // post sends body to the ingress and returns the status.
