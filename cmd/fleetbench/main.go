@@ -35,7 +35,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/searchfleet/searchfleet/internal/redact"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -48,9 +47,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
-
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/testkit/peerbench"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"

@@ -8,7 +8,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/searchfleet/searchfleet/internal/redact"
 	"log/slog"
 	"net/netip"
 	"net/url"
@@ -17,9 +16,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
-
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/bus"
-
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/spend"
 )

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
 	"log/slog"
 	"net/http"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
