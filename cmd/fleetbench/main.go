@@ -140,7 +140,7 @@ func run(ctx context.Context) error {
 	var costs []costRow
 	fmt.Println("Throughput (closed loop: each client sends its next job when the last is answered; the floor measured right after the fleet at the same client count)")
 	fmt.Printf("  %-8s %10s %9s %9s %9s %7s %12s %9s %9s %12s\n", "clients", "jobs/s", "p50", "p99", "max", "errors", "floor jobs/s", "p50", "p99", "fleet/floor")
-	counts := parseInts(*conc)
+	counts := benchfleet.Ints(*conc)
 	for i, c := range counts {
 		for range max(*rounds, 1) {
 			benchfleet.ClosedLoop(ctx, one, c, *warmup, 0)
@@ -428,16 +428,4 @@ func breakdown(before, after map[string][2]float64, jobs int) {
 		}
 		fmt.Printf("  %-58s %5.2f per job  mean %8s\n", k, d[1]/float64(max(jobs, 1)), time.Duration(d[0]/d[1]*float64(time.Second)).Round(time.Microsecond))
 	}
-}
-
-func parseInts(s string) []int {
-	var out []int
-	for _, p := range strings.Split(s, ",") {
-		var n int
-		fmt.Sscan(strings.TrimSpace(p), &n)
-		if n > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
 }

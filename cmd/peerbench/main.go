@@ -33,8 +33,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/redact"
@@ -66,7 +64,7 @@ func run(ctx context.Context) error {
 	portkeyDir := flag.String("portkey-dir", os.Getenv("PORTKEY_DIR"), "where scripts/install-portkey.sh installed the gateway (default: its default directory)")
 	binDir := flag.String("bin", "", "directory holding the fleet and simulator binaries (default: build them)")
 	flag.Parse()
-	o := options{rounds: max(*rounds, 1), conc: ints(*conc), requests: ints(*requests), maxTime: *maxTime, settle: 200 * time.Millisecond}
+	o := options{rounds: max(*rounds, 1), conc: benchfleet.Ints(*conc), requests: benchfleet.Ints(*requests), maxTime: *maxTime, settle: 200 * time.Millisecond}
 	if len(o.conc) == 0 || len(o.requests) != len(o.conc) {
 		return fmt.Errorf("-requests needs one count for each of -concurrency")
 	}
@@ -97,7 +95,7 @@ func run(ctx context.Context) error {
 	}
 
 	// The simulator, and the fleet's configuration for it.
-	simAddr, err := freeAddr()
+	simAddr, err := benchfleet.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -122,8 +120,8 @@ func run(ctx context.Context) error {
 	}
 	defer rdb.Close()
 	prefix := fmt.Sprintf("sfpeer:%d", time.Now().UnixNano())
-	defer deleteKeys(rdb, prefix)
-	fleetAddr, err := freeAddr()
+	defer benchfleet.DeleteKeys(rdb, prefix)
+	fleetAddr, err := benchfleet.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -142,7 +140,7 @@ func run(ctx context.Context) error {
 	fl := peerbench.Target{Name: "fleet", BaseURL: "http://" + fleetAddr, Model: demo.Model}
 
 	// Portkey, pointed at the simulator as an OpenAI provider at a custom host.
-	pkAddr, err := freeAddr()
+	pkAddr, err := benchfleet.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -451,27 +449,6 @@ func (ps *processes) stop() {
 	}
 }
 
-func deleteKeys(rdb redis.UniversalClient, prefix string) {
-	ctx := context.Background()
-	p := rdb.Pipeline()
-	for _, pattern := range []string{prefix + ":*", prefix + "@*"} {
-		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-		for iter.Next(ctx) {
-			p.Del(ctx, iter.Val())
-		}
-	}
-	p.Exec(ctx)
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // defaultPortkeyDir is where scripts/install-portkey.sh installs the gateway unless
 // PORTKEY_DIR says otherwise.
 func defaultPortkeyDir() string {
@@ -495,14 +472,4 @@ func nodeTool() string {
 		return n
 	}
 	return "node"
-}
-
-func ints(s string) []int {
-	var out []int
-	for _, p := range strings.Split(s, ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(p)); err == nil && n > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
 }

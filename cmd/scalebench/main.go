@@ -40,8 +40,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
 	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/testkit/chaos"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -64,7 +64,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, opts{searchN: ints(*searchN), chatM: ints(*chatM), searchC: *searchC, chatC: *chatC,
+	if err := run(ctx, opts{searchN: benchfleet.Ints(*searchN), chatM: benchfleet.Ints(*chatM), searchC: *searchC, chatC: *chatC,
 		engineLat: *engineLat, modelLat: *modelLat, warmup: *warmup, duration: *duration, inflight: *inflight}); err != nil {
 		fmt.Fprintln(os.Stderr, "scalebench:", err)
 		os.Exit(1)
@@ -77,16 +77,6 @@ type opts struct {
 	engineLat, modelLat time.Duration
 	warmup, duration    time.Duration
 	inflight            int
-}
-
-func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func run(ctx context.Context, o opts) error {
@@ -255,7 +245,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		}
 		closeSim()
 		emb.Shutdown()
-		deleteKeys(ctx, rdb, prefix)
+		benchfleet.DeleteKeys(rdb, prefix)
 		rdb.Close()
 		os.RemoveAll(run)
 	}
@@ -412,7 +402,7 @@ func measure(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc sc
 // without, over plain HTTP/1.1, one connection per call.
 func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, tls bool) error {
 	o := opts{engineLat: 300 * time.Millisecond, modelLat: 90 * time.Second}
-	metricsAddr, err := freeAddr()
+	metricsAddr, err := benchfleet.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -539,16 +529,6 @@ func runtimeStats(addr string) map[string]float64 {
 	return out
 }
 
-// freeAddr returns a loopback address with a free port.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // rssMB reads a process's resident set size.
 func rssMB(pid int) float64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
@@ -564,13 +544,4 @@ func rssMB(pid int) float64 {
 		}
 	}
 	return 0
-}
-
-func deleteKeys(ctx context.Context, rdb state.Client, prefix string) {
-	p := rdb.Pipeline()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		p.Del(ctx, iter.Val())
-	}
-	p.Exec(ctx)
 }

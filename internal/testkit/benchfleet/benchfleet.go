@@ -13,17 +13,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 	"github.com/redis/go-redis/v9"
-
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
@@ -143,7 +144,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		hs.Close()
 		nats.Shutdown()
 		os.RemoveAll(dir)
-		deleteKeys(rdb, prefix)
+		DeleteKeys(rdb, prefix)
 		rdb.Close()
 		stats.Close()
 	}
@@ -168,20 +169,44 @@ func Labeled(name string, f func()) {
 // Stop stops the fleet and deletes its Redis keys.
 func (f *Fleet) Stop() { f.stop() }
 
-// deleteKeys deletes the benchmark's keys.
-func deleteKeys(rdb redis.UniversalClient, prefix string) {
+// DeleteKeys deletes a benchmark's Redis keys: those under prefix, namespaced ones
+// (prefix@<ns>) included.
+func DeleteKeys(rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 	var keys []string
-	for iter.Next(ctx) {
-		if keys = append(keys, iter.Val()); len(keys) == 1000 {
-			rdb.Del(ctx, keys...)
-			keys = keys[:0]
+	for _, pattern := range []string{prefix + ":*", prefix + "@*"} {
+		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			if keys = append(keys, iter.Val()); len(keys) == 1000 {
+				rdb.Del(ctx, keys...)
+				keys = keys[:0]
+			}
 		}
 	}
 	if len(keys) > 0 {
 		rdb.Del(ctx, keys...)
 	}
+}
+
+// Ints reads a comma-separated list of positive numbers ("1,2,4"), skipping others.
+func Ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// FreeAddr returns a loopback address with a free port.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // Pct is the p-th percentile of l (nearest rank), 0 for none.

@@ -308,7 +308,7 @@ func (f *Floor) Stop() {
 		os.RemoveAll(f.dir)
 	}
 	if f.Redis != nil {
-		deleteKeys(f.Redis, f.prefix)
+		DeleteKeys(f.Redis, f.prefix)
 		f.Redis.Close()
 	}
 }
