@@ -105,7 +105,7 @@ func (a *assembler) add(ch *chatChunk) string {
 			a.finish, a.done = *choice.FinishReason, true
 		}
 		for k, v := range choice.Delta {
-			if isJSONNull(v) {
+			if isNull(v) {
 				continue
 			}
 			switch k {
@@ -199,9 +199,4 @@ func (a *assembler) completion() *Completion {
 	}
 	b, _ := json.Marshal(msg)
 	return &Completion{ID: a.id, Model: a.model, Message: b, FinishReason: a.finish, Usage: a.usage}
-}
-
-func isJSONNull(v json.RawMessage) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) == 0 || string(v) == "null"
 }

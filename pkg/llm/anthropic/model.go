@@ -193,11 +193,8 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 	return out.Marshal()
 }
 
-// The text, tool_use and tool_result blocks and the client tools of a Messages
-// request the fleet sends are typed structs whose fields are in the order of their
-// names, so they encode to the bytes the map each it replaced did (encoding/json
-// sorts a map's keys), without the maps, their boxed values and the sorting per block
-// per hop. A field is left out (omitempty) exactly when the map had no such key.
+// The blocks and client tools of a Messages request the fleet sends have their
+// fields in name order, as encoding/json orders a map's keys.
 
 // anthropicTextBlock is a text block.
 type anthropicTextBlock struct {

@@ -355,10 +355,7 @@ func anthropicTools(r *wire.Request, v json.RawMessage) error {
 			if err != nil {
 				return wire.FromLLM(err)
 			}
-			if r.Search == nil {
-				r.Search = &llm.SearchOptions{}
-			}
-			r.Search.Merge(o)
+			r.AddSearch(o)
 		case anthropicFetchTools[typ]:
 			if name != "web_fetch" {
 				return wire.Invalid(param+".name", "%s.name: Input should be 'web_fetch'", param)
@@ -377,10 +374,7 @@ func anthropicTools(r *wire.Request, v json.RawMessage) error {
 			if !wire.IsNull(t["allowed_domains"]) || !wire.IsNull(t["blocked_domains"]) {
 				o.Unhonoured = append(o.Unhonoured, param+": web_fetch domain filters are not honoured")
 			}
-			if r.Search == nil {
-				r.Search = &llm.SearchOptions{}
-			}
-			r.Search.Merge(o)
+			r.AddSearch(o)
 		case strings.HasPrefix(typ, "web_fetch_"):
 			r.Notes = append(r.Notes, param+" ("+typ+") is not served: the model cannot fetch pages with this tool version")
 		default:
@@ -410,10 +404,7 @@ func anthropicToolChoice(r *wire.Request, v json.RawMessage) error {
 		}
 		if tc.Name == "web_search" {
 			// The server tool, forced on the first model call that offers it.
-			if r.Search == nil {
-				r.Search = &llm.SearchOptions{}
-			}
-			r.Search.Requested, r.Search.Forced = true, true
+			r.AddSearch(&llm.SearchOptions{Requested: true, Forced: true})
 			break
 		}
 		r.ToolChoice = &wire.ToolChoice{Mode: "tool", Name: tc.Name}

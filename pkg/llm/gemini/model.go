@@ -74,12 +74,8 @@ func (geminiModel) Authorize(h http.Header, key string) {
 	}
 }
 
-// The text, functionCall and functionResponse parts of a Gemini request the fleet
-// sends are typed structs whose fields are in the order of their names, so they
-// encode to the bytes the map each it replaced did (encoding/json sorts a map's
-// keys), without the maps, their boxed values and the sorting per part per hop. A
-// field is left out exactly when the map had no such key (an id is a pointer: an
-// empty one was sent as "").
+// The parts of a Gemini request the fleet sends have their fields in name order, as
+// encoding/json orders a map's keys (an id is a pointer: an empty one is sent as "").
 
 // geminiTextPart is a text part.
 type geminiTextPart struct {

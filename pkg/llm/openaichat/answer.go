@@ -273,11 +273,7 @@ func (s *chatStream) text(evs []wire.Event, text string, final bool) []wire.Even
 		s.started = true
 		evs = append(evs, s.chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	}
-	rest, ok := strings.CutPrefix(text, s.sent)
-	if !ok && final {
-		rest = text[wire.CommonPrefix(text, s.sent):]
-	}
-	if rest != "" && (ok || final) {
+	if rest, ok := wire.NewText(s.sent, text, final); ok {
 		evs = append(evs, s.chunk(map[string]any{"content": rest}, nil))
 		s.sent = text
 	}

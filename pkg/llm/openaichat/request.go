@@ -241,9 +241,7 @@ func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, e
 		return nil, err
 	}
 	// The client's fields go in first and without a search (a map's names are
-	// distinct: many of them cost no more than one each); the model and messages
-	// where they named neither, since a client's field replaced them in the map this
-	// replaces.
+	// distinct); the model and messages only where the client named neither.
 	out := wire.NewTopLevel(len(r.Params))
 	for k, v := range r.Params {
 		out.Add(k, v)
@@ -289,9 +287,8 @@ func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, e
 	return out, nil
 }
 
-// chatTool is a tools[] entry of a Chat request. Its fields are in the order of
-// their names, so it encodes to the bytes the map it replaced did (encoding/json
-// sorts a map's keys), without a map and its sorting per tool per request.
+// chatTool is a tools[] entry of a Chat request (fields in name order, as
+// encoding/json orders a map's keys).
 type chatTool struct {
 	Function chatFunction `json:"function"`
 	Type     string       `json:"type"`
@@ -305,10 +302,7 @@ type chatFunction struct {
 }
 
 // chatOutMessage is a system, user or assistant message of a Chat request the fleet
-// sends. Its fields are in the order of their names, so it encodes to the bytes the
-// map per message it replaced did (encoding/json sorts a map's keys), without the
-// map, its boxed values and the sorting per message per hop; a field is left out
-// exactly when the map had no such key.
+// sends (fields in name order, as encoding/json orders a map's keys).
 type chatOutMessage struct {
 	// Content is a string, nil (an assistant message that only calls tools) or
 	// []chatContentPart.

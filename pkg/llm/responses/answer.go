@@ -415,11 +415,7 @@ func (s *responsesStream) text(evs []wire.Event, r *wire.Response, text string, 
 		evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": s.msg, "item": added}))
 		evs = append(evs, s.ev("response.content_part.added", s.loc(r, map[string]any{"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}})))
 	}
-	rest, ok := strings.CutPrefix(text, s.sent)
-	if !ok && final {
-		rest = text[wire.CommonPrefix(text, s.sent):]
-	}
-	if rest != "" && (ok || final) {
+	if rest, ok := wire.NewText(s.sent, text, final); ok {
 		evs = append(evs, s.ev("response.output_text.delta", s.loc(r, map[string]any{"delta": rest, "logprobs": []any{}})))
 		s.sent = text
 	}

@@ -17,7 +17,7 @@ import (
 // fleet sends the whole conversation each time, with store false.
 var Model responsesModel
 
-type responsesModel struct{}
+type responsesModel struct{ wire.OpenAIAPI }
 
 func (responsesModel) Protocol() wire.Protocol { return wire.OpenAIResponses }
 
@@ -31,12 +31,6 @@ func (responsesModel) TakesFile(media string) bool    { return media == wire.Med
 func (responsesModel) TakesFileURL(media string) bool { return media == wire.MediaPDF }
 
 func (responsesModel) Path(string, bool) string { return "/responses" }
-
-func (responsesModel) Authorize(h http.Header, key string) {
-	if key != "" {
-		h.Set("Authorization", "Bearer "+key)
-	}
-}
 
 // EncodeRequest renders r as a Responses request: instructions, input items (messages,
 // function_call and function_call_output items with the call ids), function tools
@@ -191,11 +185,8 @@ func responsesSearchTool(o *llm.SearchOptions) map[string]any {
 	return t
 }
 
-// The items, tools and parts of a Responses request the fleet sends are typed
-// structs whose fields are in the order of their names, so they encode to the bytes
-// the map each it replaced did (encoding/json sorts a map's keys), without the maps,
-// their boxed values and the sorting per item per hop. A field is left out (omitempty)
-// exactly when the map had no such key.
+// The items, tools and parts of a Responses request the fleet sends have their
+// fields in name order, as encoding/json orders a map's keys.
 
 // responsesMessageItem is a message input item; Content is a string or
 // []responsesInputPart.
@@ -552,11 +543,6 @@ func (it *responsesOutputItem) webSearch() (*wire.ServerCall, *wire.SearchResult
 		res.Error = &wire.SearchError{Code: "unavailable", Message: "the provider's web search failed"}
 	}
 	return call, res
-}
-
-// DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}}.
-func (responsesModel) DecodeError(status int, body []byte) *llm.Error {
-	return wire.OpenAIModelError(status, body)
 }
 
 func (responsesModel) NewStreamDecoder() wire.StreamDecoder { return &responsesDecoder{} }

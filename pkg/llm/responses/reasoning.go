@@ -22,9 +22,8 @@ func reasoningItem(p wire.Part) *responsesReasoningItem {
 	return &responsesReasoningItem{Type: "reasoning", Summary: summary, ID: r.ID, Encrypted: r.Encrypted}
 }
 
-// responsesReasoningItem is a reasoning input item. Its fields are in the order of
-// their names, so it encodes to the bytes the map it replaced did; id and
-// encrypted_content are left out when empty, as the map left them out.
+// responsesReasoningItem is a reasoning input item (fields in name order); id and
+// encrypted_content are left out when empty.
 type responsesReasoningItem struct {
 	Encrypted string                 `json:"encrypted_content,omitempty"`
 	ID        string                 `json:"id,omitempty"`

@@ -209,17 +209,23 @@ func Extension(r *Response) map[string]any {
 	return ext
 }
 
-// CommonPrefix is the length in bytes of the longest common prefix of a and b that
-// ends on a character boundary.
-func CommonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
+// NewText is what a stream that has sent sent is to send of text: what text adds to
+// sent when it continues it; when final (the answer), what text has past the longest
+// prefix it shares with sent that ends on a character boundary. ok is false when
+// there is nothing to send.
+func NewText(sent, text string, final bool) (rest string, ok bool) {
+	rest, cont := strings.CutPrefix(text, sent)
+	if !cont && final {
+		n := 0
+		for n < len(text) && n < len(sent) && text[n] == sent[n] {
+			n++
+		}
+		for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		rest = text[n:]
 	}
-	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
-		n--
-	}
-	return n
+	return rest, rest != "" && (cont || final)
 }
 
 // Pieces cuts text into pieces of about n bytes on rune boundaries.
@@ -284,9 +290,20 @@ func ResponsesFormat(rf json.RawMessage) map[string]any {
 	return out
 }
 
-// OpenAIModelError reads the OpenAI error envelope of a failed call (Chat and
-// Responses), or takes the body as the message.
-func OpenAIModelError(status int, body []byte) *llm.Error {
+// OpenAIAPI is what the OpenAI protocols' model codecs (Chat and Responses) share:
+// a bearer key and the OpenAI error envelope.
+type OpenAIAPI struct{}
+
+// Authorize sets the bearer key (none for a local server without one).
+func (OpenAIAPI) Authorize(h http.Header, key string) {
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}} of
+// a failed call, or takes the body as the message.
+func (OpenAIAPI) DecodeError(status int, body []byte) *llm.Error {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
