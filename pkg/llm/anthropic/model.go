@@ -177,12 +177,7 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			out.Set("tool_choice", choice)
 		}
 	}
-	if r.Temperature != nil {
-		out.Set("temperature", *r.Temperature)
-	}
-	if r.TopP != nil {
-		out.Set("top_p", *r.TopP)
-	}
+	out.SetSampling(r)
 	if len(r.Stop) > 0 {
 		out.Set("stop_sequences", r.Stop)
 	}
@@ -514,12 +509,7 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 				sb.WriteString(ev.Delta.PartialJSON)
 			}
 		case "citations_delta":
-			var c struct {
-				Type      string `json:"type"`
-				URL       string `json:"url"`
-				Title     string `json:"title"`
-				CitedText string `json:"cited_text"`
-			}
+			var c anthropicCitation
 			if json.Unmarshal(ev.Delta.Citation, &c) == nil {
 				b.Citations = append(b.Citations, c)
 			}

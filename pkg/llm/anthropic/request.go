@@ -173,12 +173,15 @@ type anthropicBlock struct {
 	Signature string `json:"signature"`
 	Data      string `json:"data"`
 	// Citations are an answer's text block's.
-	Citations []struct {
-		Type      string `json:"type"`
-		URL       string `json:"url"`
-		Title     string `json:"title"`
-		CitedText string `json:"cited_text"`
-	} `json:"citations"`
+	Citations []anthropicCitation `json:"citations"`
+}
+
+// anthropicCitation is a citation of an answer's text block.
+type anthropicCitation struct {
+	Type      string `json:"type"`
+	URL       string `json:"url"`
+	Title     string `json:"title"`
+	CitedText string `json:"cited_text"`
 }
 
 // anthropicDocument reads a document block: a base64 source (a PDF), a text source

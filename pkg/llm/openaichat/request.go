@@ -272,12 +272,7 @@ func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, e
 	if r.MaxTokens > 0 {
 		out.Set("max_tokens", r.MaxTokens)
 	}
-	if r.Temperature != nil {
-		out.Set("temperature", *r.Temperature)
-	}
-	if r.TopP != nil {
-		out.Set("top_p", *r.TopP)
-	}
+	out.SetSampling(r)
 	if len(r.Stop) > 0 {
 		out.Set("stop", r.Stop)
 	}

@@ -258,7 +258,12 @@ func withKeys(v json.RawMessage, defs map[string]string) json.RawMessage {
 			o[k] = json.RawMessage(d)
 		}
 	}
-	b, err := json.Marshal(o)
+	return remarshal(v, o)
+}
+
+// remarshal is x encoded, or v when x does not encode.
+func remarshal(v json.RawMessage, x any) json.RawMessage {
+	b, err := json.Marshal(x)
 	if err != nil {
 		return v
 	}
@@ -281,11 +286,7 @@ func echoText(v json.RawMessage) json.RawMessage {
 	if json.Unmarshal(t["format"], &f) == nil && f.Type == "json_schema" {
 		t["format"] = withKeys(t["format"], map[string]string{"description": "null", "strict": "false"})
 	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return v
-	}
-	return b
+	return remarshal(v, t)
 }
 
 func echoTools(v json.RawMessage) json.RawMessage {
@@ -307,11 +308,7 @@ func echoTools(v json.RawMessage) json.RawMessage {
 		}
 		out = append(out, t)
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return v
-	}
-	return b
+	return remarshal(v, out)
 }
 
 // EncodeResponse renders r as a Responses response: a web_search_call item per search

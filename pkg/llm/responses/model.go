@@ -127,12 +127,7 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 	if r.MaxTokens > 0 {
 		out.Set("max_output_tokens", r.MaxTokens)
 	}
-	if r.Temperature != nil {
-		out.Set("temperature", *r.Temperature)
-	}
-	if r.TopP != nil {
-		out.Set("top_p", *r.TopP)
-	}
+	out.SetSampling(r)
 	if f := wire.ResponsesFormat(r.ResponseFormat); f != nil {
 		out.Set("text", map[string]any{"format": f})
 	}

@@ -376,7 +376,7 @@ func (c *Caller) asError(status int, err error) *llm.Error {
 func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
 	e := c.api.DecodeError(resp.StatusCode, data)
 	e.Provider = c.name
-	e.Message = c.redact(clip(e.Message, 500))
+	e.Message = c.redact(llm.Truncate(e.Message, 500))
 	if d := provider.RetryAfter(resp.Header, data, time.Now()); d > 0 {
 		e.RetryAfter = d
 	}
@@ -389,10 +389,3 @@ func isEventStream(contentType string) bool {
 }
 
 func (c *Caller) redact(s string) string { return c.creds.Redact(s) }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

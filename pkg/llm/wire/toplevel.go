@@ -50,6 +50,16 @@ func (o *TopLevel) Set(name string, v any) {
 	o.Add(name, v)
 }
 
+// SetSampling sets r's temperature and top_p, as every protocol but Gemini names them.
+func (o *TopLevel) SetSampling(r *Request) {
+	if r.Temperature != nil {
+		o.Set("temperature", *r.Temperature)
+	}
+	if r.TopP != nil {
+		o.Set("top_p", *r.TopP)
+	}
+}
+
 // Get returns name's value; false when it has none.
 func (o *TopLevel) Get(name string) (any, bool) {
 	for _, m := range *o {

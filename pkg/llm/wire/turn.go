@@ -53,15 +53,7 @@ func TurnOf(r *Response) *Turn {
 }
 
 // Text is the turn's text parts joined.
-func (t *Turn) Text() string {
-	var s string
-	for _, p := range t.Parts {
-		if p.Kind == PartText {
-			s += p.Text
-		}
-	}
-	return s
-}
+func (t *Turn) Text() string { return textOf(t.Parts) }
 
 // Calls are the turn's tool calls, in order.
 func (t *Turn) Calls() []ToolCall {
