@@ -32,13 +32,10 @@ const geminiCallPrefix = "gcall_"
 // replayed without the signature the model gave them.
 const geminiSkipSignature = "skip_thought_signature_validator"
 
-// geminiNeedsSignature reports whether model (Gemini 3 and later) validates the thought
-// signatures of replayed function calls.
-func geminiNeedsSignature(model string) bool { return wire.GeminiVersion(model) >= 3 }
-
-// geminiBillsQueries reports whether model (Gemini 3 and later) bills grounding per
-// search query rather than per grounded prompt.
-func geminiBillsQueries(model string) bool { return wire.GeminiVersion(model) >= 3 }
+// gemini3 reports whether model is Gemini 3 or later: it validates the thought
+// signatures of replayed function calls, bills grounding per search query rather than
+// per grounded prompt, and takes a thinkingLevel rather than a thinkingBudget.
+func gemini3(model string) bool { return wire.GeminiVersion(model) >= 3 }
 
 func (geminiModel) Protocol() wire.Protocol { return wire.Gemini }
 
@@ -47,7 +44,7 @@ func (geminiModel) Protocol() wire.Protocol { return wire.Gemini }
 // answer that searched); Gemini 3 bills $14 per 1,000 search queries it ran instead
 // (empty queries are not billed; WIRE_FORMATS.md, "Pricing").
 func (geminiModel) NativeSearch(model string) (string, float64, bool) {
-	if geminiBillsQueries(model) {
+	if gemini3(model) {
 		return string(wire.Gemini), 0.014, true
 	}
 	return string(wire.Gemini), 0.035, true
@@ -169,7 +166,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 					// The signature the model gave this call, back on it unchanged.
 					part.ThoughtSignature = signature
 					signed = true
-				case !signed && geminiNeedsSignature(model) && !partsSigned(m.Parts):
+				case !signed && gemini3(model) && !partsSigned(m.Parts):
 					// Gemini 3 refuses a replayed turn whose first call has no thought
 					// signature: a call the model never made (another protocol's
 					// history) gets Google's documented sentinel.
@@ -528,7 +525,7 @@ func (acc *geminiAccumulator) ground(r *wire.Response) {
 	}
 	if len(searches) > 0 {
 		r.Usage.WebSearches = 1
-		if geminiBillsQueries(acc.model) {
+		if gemini3(acc.model) {
 			r.Usage.WebSearches = len(searches) / 2 // a call and its result a query
 		}
 		r.Content = append(searches, r.Content...)
