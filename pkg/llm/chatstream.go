@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // chatChunk is one chat.completion.chunk (or an in-band error event).
@@ -177,13 +178,8 @@ func (a *ChatStream) completion() *Completion {
 		msg["content"] = string(a.content)
 	}
 	if len(a.calls) > 0 {
-		idx := make([]int, 0, len(a.callAt))
-		for i := range a.callAt {
-			idx = append(idx, i)
-		}
-		sort.Ints(idx) // the order a whole answer lists them in
-		calls := make([]ToolCall, 0, len(idx))
-		for _, i := range idx {
+		calls := make([]ToolCall, 0, len(a.callAt))
+		for _, i := range slices.Sorted(maps.Keys(a.callAt)) { // the order a whole answer lists them in
 			calls = append(calls, a.calls[a.callAt[i]])
 		}
 		msg["tool_calls"] = calls

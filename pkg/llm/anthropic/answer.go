@@ -177,10 +177,7 @@ func anthropicMessage(r *wire.Response, content []map[string]any, stop any) map[
 
 // EncodeResponse renders r as a Messages response.
 func (anthropicCodec) EncodeResponse(r *wire.Response) ([]byte, error) {
-	stop := anthropicStops[r.Stop]
-	if stop == "" {
-		stop = "end_turn"
-	}
+	stop := cmp.Or(anthropicStops[r.Stop], "end_turn")
 	return json.Marshal(anthropicMessage(r, anthropicBlocks(r), stop))
 }
 
@@ -405,10 +402,7 @@ func (s *anthropicStream) Finish(r *wire.Response) []wire.Event {
 		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": s.closed}))
 		s.closed++
 	}
-	stop := anthropicStops[r.Stop]
-	if stop == "" {
-		stop = "end_turn"
-	}
+	stop := cmp.Or(anthropicStops[r.Stop], "end_turn")
 	evs = append(evs, anthropicEvent("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": anthropicUsage(r)}))
 	return append(evs, anthropicEvent("message_stop", map[string]any{}))
 }

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -325,11 +326,8 @@ func (anthropicModel) DecodeResponse(body []byte) (*wire.Response, error) {
 }
 
 func (a *anthropicAnswer) response() *wire.Response {
-	r := &wire.Response{ID: a.ID, Model: a.Model, Status: wire.StatusCompleted, Stop: anthropicStopReasons[a.StopReason], Paused: a.StopReason == "pause_turn",
-		Usage: wire.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
-	if r.Stop == "" {
-		r.Stop = wire.StopEndTurn
-	}
+	r := &wire.Response{ID: a.ID, Model: a.Model, Status: wire.StatusCompleted, Paused: a.StopReason == "pause_turn",
+		Stop: cmp.Or(anthropicStopReasons[a.StopReason], wire.StopEndTurn), Usage: wire.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	if st := a.Usage.ServerToolUse; st != nil {
 		r.Usage.WebSearches = st.WebSearchRequests
 	}

@@ -3,6 +3,7 @@
 package gemini
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -175,10 +176,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 				}
 				parts = append(parts, part)
 			case wire.PartToolResult:
-				name := names[p.Result.CallID]
-				if name == "" {
-					name = "tool"
-				}
+				name := cmp.Or(names[p.Result.CallID], "tool")
 				text := wire.ResultText(p.Result)
 				part := &geminiResponsePart{FunctionResponse: geminiFunctionResponse{Name: name}}
 				if p.Result.IsError {
@@ -467,11 +465,8 @@ func (acc *geminiAccumulator) textLen() int {
 }
 
 func (acc *geminiAccumulator) response() *wire.Response {
-	r := &wire.Response{ID: acc.id, Model: acc.model, Status: wire.StatusCompleted, Stop: geminiStops[acc.finish],
+	r := &wire.Response{ID: acc.id, Model: acc.model, Status: wire.StatusCompleted, Stop: cmp.Or(geminiStops[acc.finish], wire.StopEndTurn),
 		Usage: wire.Usage{InputTokens: acc.input, OutputTokens: acc.output}}
-	if r.Stop == "" {
-		r.Stop = wire.StopEndTurn
-	}
 	r.StopDetail = acc.finish
 	if acc.blocked {
 		r.Stop, r.StopDetail = wire.StopRefusal, "blocked: "+acc.blockReason

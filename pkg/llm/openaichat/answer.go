@@ -1,6 +1,7 @@
 package openaichat
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -62,11 +63,8 @@ func (c *chatCompletion) response() (*wire.Response, error) {
 		return nil, fmt.Errorf("chat completion has no choices")
 	}
 	ch := c.Choices[0]
-	r := &wire.Response{ID: c.ID, Model: c.Model, Status: wire.StatusCompleted, Stop: chatStops[ch.FinishReason],
+	r := &wire.Response{ID: c.ID, Model: c.Model, Status: wire.StatusCompleted, Stop: cmp.Or(chatStops[ch.FinishReason], wire.StopEndTurn),
 		Usage: wire.Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens, Spend: c.Usage.Searchfleet}}
-	if r.Stop == "" {
-		r.Stop = wire.StopEndTurn
-	}
 	if c.Created > 0 {
 		r.Created = time.Unix(c.Created, 0).UTC()
 	}

@@ -5,6 +5,7 @@ package openaichat
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -93,10 +94,7 @@ func FromChat(cr *llm.ChatRequest) (*wire.Request, error) {
 			parts = reasoningParts(m.Reasoning, m.ReasoningContent, parts)
 			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleAssistant, Parts: parts})
 		case "tool", "function":
-			id := m.ToolCallID
-			if id == "" {
-				id = m.Name
-			}
+			id := cmp.Or(m.ToolCallID, m.Name)
 			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleTool, Parts: []wire.Part{{Kind: wire.PartToolResult, Result: &wire.ToolResult{CallID: id, Parts: parts}}}})
 		}
 	}

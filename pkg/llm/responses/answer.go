@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"encoding/json"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"net/http"
@@ -149,10 +150,7 @@ func messageItem(r *wire.Response, text []wire.Part, status string) map[string]a
 // Responses' ResponseResource, with its type); output as given. The request's settings
 // come from r.Echo, else their defaults.
 func responseObject(r *wire.Response, output []any) map[string]any {
-	status := string(r.Status)
-	if status == "" {
-		status = string(wire.StatusCompleted)
-	}
+	status := cmp.Or(string(r.Status), string(wire.StatusCompleted))
 	var incomplete, errBody, completedAt any
 	if r.Status == wire.StatusCompleted || r.Status == "" {
 		switch r.Stop {
@@ -168,10 +166,7 @@ func responseObject(r *wire.Response, output []any) map[string]any {
 		completedAt = finished.Unix()
 	}
 	if r.Error != nil {
-		code := r.Error.Code
-		if code == "" {
-			code = "server_error"
-		}
+		code := cmp.Or(r.Error.Code, "server_error")
 		errBody = map[string]string{"code": code, "message": r.Error.Message}
 	}
 	o := map[string]any{

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -398,10 +399,7 @@ func (a *responsesAnswer) response() (*wire.Response, error) {
 				}
 			}
 		case "function_call":
-			id := it.CallID
-			if id == "" {
-				id = it.ID
-			}
+			id := cmp.Or(it.CallID, it.ID)
 			r.Content = append(r.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: id, Name: it.Name, Arguments: it.Arguments}})
 		case "reasoning":
 			rs := &wire.Reasoning{Protocol: wire.OpenAIResponses, ID: it.ID, Encrypted: it.EncryptedContent}

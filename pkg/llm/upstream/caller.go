@@ -11,6 +11,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -308,10 +309,7 @@ func (c *Caller) priceNative(t *wire.Turn, asked string) {
 	if !c.opts.NativeSearch || t.Native == nil {
 		return
 	}
-	answered := t.Model
-	if answered == "" {
-		answered = asked
-	}
+	answered := cmp.Or(t.Model, asked)
 	name, price, _ := c.api.NativeSearch(answered)
 	t.Native.Protocol, t.Native.CostUSD = name, float64(t.Native.Requests)*price
 }

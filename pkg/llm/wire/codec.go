@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,10 +71,7 @@ func WriteSSE(w interface{ Write([]byte) (int, error) }, evs []Event) {
 			b.WriteByte('\n')
 		}
 		if e.Data == nil {
-			comment := e.Comment
-			if comment == "" {
-				comment = "keep-alive"
-			}
+			comment := cmp.Or(e.Comment, "keep-alive")
 			b.WriteString(": ")
 			b.WriteString(comment)
 			b.WriteString("\n\n")
@@ -111,10 +109,7 @@ func AsError(err error) *Error {
 
 // OpenAIError renders the OpenAI error shape.
 func OpenAIError(e *Error) []byte {
-	typ := e.Type
-	if typ == "" {
-		typ = openAIType(e.Status)
-	}
+	typ := cmp.Or(e.Type, openAIType(e.Status))
 	body := map[string]any{"message": e.Message, "type": typ, "param": nil, "code": nil}
 	if e.Param != "" {
 		body["param"] = e.Param
