@@ -73,7 +73,7 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := jsonfast.Unmarshal(body, &top); err != nil {
-		return nil, badParam("", "request body is not valid JSON: %s", shortJSONError(err))
+		return nil, badParam("", "request body is not valid JSON: %s", redact.JSONError(err))
 	}
 	if top == nil {
 		return nil, badParam("", "request body must be a JSON object")
@@ -243,5 +243,3 @@ func ContentText(raw json.RawMessage) (text string, toolResults bool) {
 	}
 	return "", false
 }
-
-func shortJSONError(err error) string { return redact.JSONError(err) }
