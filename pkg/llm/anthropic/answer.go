@@ -235,7 +235,7 @@ func (s *anthropicStream) block(evs []wire.Event, b map[string]any) []wire.Event
 		deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
 	case "thinking":
 		start["thinking"], start["signature"] = "", ""
-		for _, piece := range wire.Pieces(b["thinking"].(string), 64) {
+		for _, piece := range pieces(b["thinking"].(string), 64) {
 			deltas = append(deltas, map[string]any{"type": "thinking_delta", "thinking": piece})
 		}
 		deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": b["signature"]})
@@ -249,7 +249,7 @@ func (s *anthropicStream) block(evs []wire.Event, b map[string]any) []wire.Event
 		} else {
 			delete(start, "citations")
 		}
-		for _, piece := range wire.Pieces(b["text"].(string), 64) {
+		for _, piece := range pieces(b["text"].(string), 64) {
 			deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
 		}
 	}
@@ -386,7 +386,7 @@ func (s *anthropicStream) Finish(r *wire.Response) []wire.Event {
 			for _, c := range cs[s.cites:] {
 				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "citations_delta", "citation": c}}))
 			}
-			for _, piece := range wire.Pieces(rest, 64) {
+			for _, piece := range pieces(rest, 64) {
 				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "text_delta", "text": piece}}))
 			}
 			evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": idx}))
@@ -432,4 +432,18 @@ func anthropicSearchResult(toolUseID string, content json.RawMessage) *wire.Sear
 	json.Unmarshal(content, &e)
 	res.Error = &wire.SearchError{Code: e.ErrorCode}
 	return res
+}
+
+// pieces cuts text into pieces of about n bytes on rune boundaries.
+func pieces(text string, n int) []string {
+	var out []string
+	for len(text) > 0 {
+		k := min(len(text), n)
+		for k < len(text) && !utf8.RuneStart(text[k]) {
+			k++
+		}
+		out = append(out, text[:k])
+		text = text[k:]
+	}
+	return out
 }

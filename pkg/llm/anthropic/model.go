@@ -85,7 +85,7 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			case wire.PartReasoning:
 				// The model's own thinking goes back verbatim; another protocol's
 				// reasoning cannot (it has no signature Anthropic accepts).
-				if b := wire.ThinkingBlock(p); b != nil {
+				if b := thinkingBlock(p); b != nil {
 					blocks = append(blocks, b)
 				}
 			case wire.PartText:

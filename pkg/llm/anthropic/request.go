@@ -306,7 +306,7 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]wire
 			if !assistant {
 				return nil, wire.Invalid(bp+".type", "%s.type: %s blocks belong to assistant messages", bp, b.Type)
 			}
-			r := wire.CarriedReasoning(b.Signature + b.Data) // another model's, given back (thinkingBlock)
+			r := carriedReasoning(b.Signature + b.Data) // another model's, given back (thinkingBlock)
 			if r == nil {
 				r = &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}
 			}

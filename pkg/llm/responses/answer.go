@@ -352,7 +352,7 @@ func (s *responsesStream) ev(typ string, fields map[string]any) wire.Event {
 
 func (s *responsesStream) Start(r *wire.Response) []wire.Event {
 	s.calls, s.queries, s.done, s.msg = map[string]int{}, map[string]*wire.ServerCall{}, map[string]bool{}, -1
-	s.holdText = wire.SummaryAsked(r.Echo)
+	s.holdText = summaryAsked(r.Echo)
 	rr := *r
 	rr.Status = wire.StatusInProgress
 	o := responseObject(&rr, []any{})
@@ -540,10 +540,10 @@ func (s *responsesStream) reasoning(evs []wire.Event, it map[string]any) []wire.
 			m["item_id"], m["output_index"], m["summary_index"] = id, idx, n
 			return m
 		}
-		evs = append(evs, s.ev("response.reasoning_summary_part.added", at(map[string]any{"part": wire.SummaryText("")})))
+		evs = append(evs, s.ev("response.reasoning_summary_part.added", at(map[string]any{"part": summaryText("")})))
 		evs = append(evs, s.ev("response.reasoning_summary_text.delta", at(map[string]any{"delta": text})))
 		evs = append(evs, s.ev("response.reasoning_summary_text.done", at(map[string]any{"text": text})))
-		evs = append(evs, s.ev("response.reasoning_summary_part.done", at(map[string]any{"part": wire.SummaryText(text)})))
+		evs = append(evs, s.ev("response.reasoning_summary_part.done", at(map[string]any{"part": summaryText(text)})))
 	}
 	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
 }

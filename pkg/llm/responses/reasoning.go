@@ -99,7 +99,7 @@ func decodeReasoning(v json.RawMessage) (*wire.ReasoningConfig, error) {
 // (encrypted, redacted, a signature alone) gives no item, and a model's own
 // encrypted_content, which only the fleet can send back to its model, is not given.
 func reasoningOutput(r *wire.Response) []map[string]any {
-	asked := wire.SummaryAsked(r.Echo)
+	asked := summaryAsked(r.Echo)
 	var out []map[string]any
 	for _, p := range r.Content {
 		rs := p.Reasoning
@@ -121,7 +121,7 @@ func reasoningOutput(r *wire.Response) []map[string]any {
 		}
 		summary := make([]any, 0, len(texts))
 		for _, t := range texts {
-			summary = append(summary, wire.SummaryText(t))
+			summary = append(summary, summaryText(t))
 		}
 		item := map[string]any{"type": "reasoning", "id": id, "summary": summary}
 		if r.Seal != nil {
@@ -130,4 +130,17 @@ func reasoningOutput(r *wire.Response) []map[string]any {
 		out = append(out, item)
 	}
 	return out
+}
+
+// summaryAsked reports whether a Responses request (its echo) asked for reasoning
+// summaries (reasoning.summary auto, concise or detailed).
+func summaryAsked(echo map[string]json.RawMessage) bool {
+	var rc struct {
+		Summary string `json:"summary"`
+	}
+	return json.Unmarshal(echo["reasoning"], &rc) == nil && rc.Summary != ""
+}
+
+func summaryText(text string) map[string]any {
+	return map[string]any{"type": "summary_text", "text": text}
 }

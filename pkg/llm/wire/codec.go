@@ -223,20 +223,6 @@ func NewText(sent, text string, final bool) (rest string, ok bool) {
 	return rest, rest != "" && (cont || final)
 }
 
-// Pieces cuts text into pieces of about n bytes on rune boundaries.
-func Pieces(text string, n int) []string {
-	var out []string
-	for len(text) > 0 {
-		k := min(len(text), n)
-		for k < len(text) && !utf8.RuneStart(text[k]) {
-			k++
-		}
-		out = append(out, text[:k])
-		text = text[k:]
-	}
-	return out
-}
-
 // RenderServerPart renders an earlier turn's search for a model that reads it as text.
 func RenderServerPart(p Part) string {
 	if p.Kind == PartServerCall && p.Server.IsFetch() {
