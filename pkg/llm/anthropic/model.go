@@ -392,28 +392,17 @@ func (anthropicModel) Continue(request, answer []byte) ([]byte, bool) {
 	return next, err == nil
 }
 
-// anthropicStatus is the HTTP status of an Anthropic error type (for errors that
+// anthropicStatuses are the HTTP statuses of Anthropic's error types (for errors that
 // arrive in a stream, without a status of their own).
+var anthropicStatuses = map[string]int{"overloaded_error": 529, "rate_limit_error": http.StatusTooManyRequests,
+	"api_error": http.StatusInternalServerError, "timeout_error": http.StatusGatewayTimeout, "authentication_error": http.StatusUnauthorized,
+	"permission_error": http.StatusForbidden, "billing_error": http.StatusPaymentRequired, "not_found_error": http.StatusNotFound,
+	"request_too_large": http.StatusRequestEntityTooLarge}
+
+// anthropicStatus is the HTTP status of an Anthropic error type (400 for any other).
 func anthropicStatus(typ string) int {
-	switch typ {
-	case "overloaded_error":
-		return 529
-	case "rate_limit_error":
-		return http.StatusTooManyRequests
-	case "api_error":
-		return http.StatusInternalServerError
-	case "timeout_error":
-		return http.StatusGatewayTimeout
-	case "authentication_error":
-		return http.StatusUnauthorized
-	case "permission_error":
-		return http.StatusForbidden
-	case "billing_error":
-		return http.StatusPaymentRequired
-	case "not_found_error":
-		return http.StatusNotFound
-	case "request_too_large":
-		return http.StatusRequestEntityTooLarge
+	if s, ok := anthropicStatuses[typ]; ok {
+		return s
 	}
 	return http.StatusBadRequest
 }

@@ -23,23 +23,16 @@ type anthropicCodec struct{}
 
 func (anthropicCodec) Protocol() wire.Protocol { return wire.AnthropicMessages }
 
+// anthropicErrorTypes are Anthropic's error types of HTTP statuses; any other 5xx is
+// api_error, any other status invalid_request_error.
+var anthropicErrorTypes = map[int]string{http.StatusUnauthorized: "authentication_error", http.StatusForbidden: "permission_error",
+	http.StatusNotFound: "not_found_error", http.StatusRequestEntityTooLarge: "request_too_large", http.StatusTooManyRequests: "rate_limit_error",
+	http.StatusGatewayTimeout: "timeout_error", 529: "overloaded_error", http.StatusServiceUnavailable: "overloaded_error"}
+
 // anthropicErrorType is Anthropic's error type for an HTTP status.
 func anthropicErrorType(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	case 529, http.StatusServiceUnavailable:
-		return "overloaded_error"
+	if t, ok := anthropicErrorTypes[status]; ok {
+		return t
 	}
 	if status >= 500 {
 		return "api_error"

@@ -256,16 +256,9 @@ func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, e
 			tools = append(tools, ct)
 		}
 		out.Set("tools", tools)
-		if tc := r.ToolChoice; tc != nil {
-			if tc.Mode == "tool" {
-				out.Set("tool_choice", chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}})
-			} else {
-				out.Set("tool_choice", tc.Mode)
-			}
-		}
-		if r.ParallelToolCalls != nil {
-			out.Set("parallel_tool_calls", *r.ParallelToolCalls)
-		}
+		out.SetToolChoice(r, func(name string) any {
+			return chatNamedToolChoice{Type: "function", Function: chatToolName{Name: name}}
+		})
 	}
 	if r.MaxTokens > 0 {
 		out.Set("max_tokens", r.MaxTokens)

@@ -114,16 +114,7 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			tools = append(tools, tool)
 		}
 		out.Set("tools", tools)
-		if tc := r.ToolChoice; tc != nil {
-			if tc.Mode == "tool" {
-				out.Set("tool_choice", map[string]string{"type": "function", "name": tc.Name})
-			} else {
-				out.Set("tool_choice", tc.Mode)
-			}
-		}
-		if r.ParallelToolCalls != nil {
-			out.Set("parallel_tool_calls", *r.ParallelToolCalls)
-		}
+		out.SetToolChoice(r, func(name string) any { return map[string]string{"type": "function", "name": name} })
 	}
 	if r.MaxTokens > 0 {
 		out.Set("max_output_tokens", r.MaxTokens)

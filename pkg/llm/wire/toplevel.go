@@ -60,6 +60,19 @@ func (o *TopLevel) SetSampling(r *Request) {
 	}
 }
 
+// SetToolChoice sets r's tool_choice, its mode or named(the tool's name), and its
+// parallel_tool_calls, as the OpenAI protocols name them.
+func (o *TopLevel) SetToolChoice(r *Request, named func(string) any) {
+	if tc := r.ToolChoice; tc != nil && tc.Mode == "tool" {
+		o.Set("tool_choice", named(tc.Name))
+	} else if tc != nil {
+		o.Set("tool_choice", tc.Mode)
+	}
+	if r.ParallelToolCalls != nil {
+		o.Set("parallel_tool_calls", *r.ParallelToolCalls)
+	}
+}
+
 // Get returns name's value; false when it has none.
 func (o *TopLevel) Get(name string) (any, bool) {
 	for _, m := range *o {
