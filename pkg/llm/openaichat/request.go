@@ -354,7 +354,7 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 			switch p.Kind {
 			case wire.PartToolResult:
 				// Chat wants tool results as their own messages, right after the call.
-				out = append(out, &chatToolMessage{Role: "tool", ToolCallID: p.Result.CallID, Content: chatText(p.Result.Parts)})
+				out = append(out, &chatToolMessage{Role: "tool", ToolCallID: p.Result.CallID, Content: wire.ResultText(p.Result)})
 			case wire.PartToolCall:
 				calls = append(calls, p.Call.Chat())
 			case wire.PartServerCall, wire.PartServerResult:
@@ -403,25 +403,6 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 	return out, nil
 }
 
-// chatText is parts' text, one part a line (a tool result's content: its other parts
-// are left out).
-func chatText(parts []wire.Part) string {
-	if len(parts) == 1 && parts[0].Kind == wire.PartText {
-		return parts[0].Text
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Kind != wire.PartText {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
 // chatContent renders parts as a Chat content: a string when it is text only, else
 // []chatContentPart (whose texts point into parts).
 func chatContent(parts []wire.Part) any {
@@ -433,7 +414,7 @@ func chatContent(parts []wire.Part) any {
 		}
 	}
 	if allText {
-		return chatText(parts)
+		return wire.TextLines(parts)
 	}
 	items := make([]chatContentPart, 0, len(parts))
 	for i, p := range parts {
