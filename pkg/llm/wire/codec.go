@@ -151,11 +151,13 @@ func JSONObject(body []byte) (map[string]json.RawMessage, error) {
 	return top, nil
 }
 
+// IsNull reports whether v is absent or JSON null.
 func IsNull(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) == 0 || string(v) == "null"
 }
 
+// Clip clips s to n characters, marking the cut with an ellipsis.
 func Clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
@@ -175,7 +177,7 @@ func IDToken(s string) string {
 	return b.String()
 }
 
-// notes returns the request's notes and its search settings' ones.
+// AllNotes returns the request's notes and its search settings' ones.
 func (r *Request) AllNotes() []string {
 	out := append([]string(nil), r.Notes...)
 	if r.Search != nil {
@@ -184,6 +186,7 @@ func (r *Request) AllNotes() []string {
 	return out
 }
 
+// DecodeAs decodes v into dst, or is a 400 saying param must be what.
 func DecodeAs(param string, v json.RawMessage, dst any, what string) error {
 	if json.Unmarshal(v, dst) != nil {
 		return Invalid(param, "'%s' must be %s", param, what)
