@@ -237,9 +237,7 @@ func (o *SearchOptions) location(param string, v json.RawMessage) error {
 		if json.Unmarshal(a, &inner) != nil || inner == nil {
 			return badParam(param+".approximate", "'%s.approximate' must be an object", param)
 		}
-		for k, x := range inner {
-			loc[k] = x
-		}
+		maps.Copy(loc, inner)
 		delete(loc, "approximate")
 	}
 	for _, k := range []string{"type", "city", "region", "country", "timezone"} {

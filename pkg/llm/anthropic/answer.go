@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"maps"
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 var anthropicStops = map[wire.StopReason]string{wire.StopEndTurn: "end_turn", wire.StopToolUse: "tool_use", wire.StopMaxTokens: "max_tokens", wire.StopRefusal: "refusal"}
@@ -223,10 +225,7 @@ func (s *anthropicStream) KeepAlive() []wire.Event {
 func (s *anthropicStream) block(evs []wire.Event, b map[string]any) []wire.Event {
 	i := s.closed
 	s.closed++
-	start := map[string]any{}
-	for k, v := range b {
-		start[k] = v
-	}
+	start := maps.Clone(b)
 	var deltas []map[string]any
 	switch b["type"] {
 	case "server_tool_use", "tool_use":

@@ -194,13 +194,7 @@ func chatMessageOf(r *wire.Response) (chatAnswerMessage, string) {
 	text := b.String()
 	msg.Content = &text
 	msg.ReasoningContent, msg.Reasoning = wire.ChatReasoningValues(r.Content)
-	finish := "stop"
-	for k, v := range chatStops {
-		if v == r.Stop && k != "function_call" {
-			finish = k
-		}
-	}
-	return msg, finish
+	return msg, cmp.Or(wire.ChatFinish[r.Stop], "stop")
 }
 
 // chatUsage is a Chat answer's usage, with the job's spend as usage.searchfleet.

@@ -3,11 +3,13 @@ package responses
 import (
 	"cmp"
 	"encoding/json"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // responsesOutput renders a response's output items.
@@ -482,10 +484,7 @@ func (s *responsesStream) Finish(r *wire.Response) []wire.Event {
 		case "function_call":
 			idx := s.next
 			s.next++
-			added := map[string]any{}
-			for k, v := range it {
-				added[k] = v
-			}
+			added := maps.Clone(it)
 			added["arguments"], added["status"] = "", "in_progress"
 			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
 			evs = append(evs, s.ev("response.function_call_arguments.delta", map[string]any{"output_index": idx, "item_id": id, "delta": it["arguments"]}))

@@ -72,8 +72,8 @@ type StreamDecoder interface {
 	Response() (*Response, error)
 }
 
-// chatFinish is the Chat finish_reason of a stop reason.
-var chatFinish = map[StopReason]string{StopEndTurn: "stop", StopToolUse: "tool_calls", StopMaxTokens: "length", StopRefusal: "content_filter"}
+// ChatFinish is the Chat finish_reason of a stop reason.
+var ChatFinish = map[StopReason]string{StopEndTurn: "stop", StopToolUse: "tool_calls", StopMaxTokens: "length", StopRefusal: "content_filter"}
 
 // native is the provider's own search of an answer, while its text is rendered.
 type native struct {

@@ -83,7 +83,7 @@ func (t *Turn) ChatMessage() (msg map[string]any, finish string) {
 		}
 	}
 	chatReasoningFields(msg, t.Parts)
-	finish = chatFinish[t.Stop]
+	finish = ChatFinish[t.Stop]
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	} else if finish == "" || finish == "tool_calls" {
