@@ -28,8 +28,6 @@ type ChatRequest struct {
 	// from web_search_options and search declarations in tools (removed from Tools and
 	// Extra: the fleet serves them, the model never sees them).
 	Search *SearchOptions
-
-	toolNames []string // the function names of Tools, read once at decoding
 }
 
 // Message is the part of a chat message the fleet reads.
@@ -75,7 +73,7 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := jsonfast.Unmarshal(body, &top); err != nil {
-		return nil, badParam("", "request body is not valid JSON: %s", shortJSONError(err))
+		return nil, badParam("", "request body is not valid JSON: %s", redact.JSONError(err))
 	}
 	if top == nil {
 		return nil, badParam("", "request body must be a JSON object")
@@ -153,7 +151,6 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
 			return nil, badParam(fmt.Sprintf("tools[%d]", i), "tools[%d] must be {\"type\":\"function\",\"function\":{\"name\":…}}", i)
 		}
-		r.toolNames = append(r.toolNames, t.Function.Name)
 	}
 	return r, nil
 }
@@ -189,9 +186,6 @@ func (r *ChatRequest) takeSearchTools() error {
 	r.Tools = kept
 	return nil
 }
-
-// ToolNames returns the names of the client's function tools.
-func (r *ChatRequest) ToolNames() []string { return r.toolNames }
 
 // Text returns a message content's text: a string, or the text of its text parts
 // (images and other parts are skipped).
@@ -249,5 +243,3 @@ func ContentText(raw json.RawMessage) (text string, toolResults bool) {
 	}
 	return "", false
 }
-
-func shortJSONError(err error) string { return redact.JSONError(err) }

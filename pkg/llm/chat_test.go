@@ -24,15 +24,3 @@ func TestContentText(t *testing.T) {
 		}
 	}
 }
-
-// A request's tool names are read at validation.
-func TestToolNames(t *testing.T) {
-	t.Parallel()
-	req, err := ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_stock"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if names := req.ToolNames(); len(names) != 1 || names[0] != "get_stock" {
-		t.Fatalf("tool names %v", names)
-	}
-}

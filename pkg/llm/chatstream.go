@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // chatChunk is one chat.completion.chunk (or an in-band error event).
@@ -32,8 +33,9 @@ type toolCallDelta struct {
 	} `json:"function"`
 }
 
-// assembler folds a chunk stream back into the chat.completion it stands for.
-type assembler struct {
+// ChatStream folds a streamed chat completion's chunks back into the answer a whole
+// one is, for the Chat model codec (pkg/llm/openaichat).
+type ChatStream struct {
 	id, model  string
 	content    []byte
 	hasContent bool // a non-null content was seen (a tool-call answer's stays null)
@@ -46,13 +48,9 @@ type assembler struct {
 	done       bool // [DONE] or a finish_reason was seen
 }
 
-// ChatStream folds a streamed chat completion's chunks back into the answer a whole
-// one is, for the Chat model codec (pkg/llm/openaichat).
-type ChatStream struct{ a assembler }
-
 // NewChatStream returns the assembler of one streamed chat completion.
 func NewChatStream() *ChatStream {
-	return &ChatStream{a: assembler{callAt: map[int]int{}, extra: map[string]json.RawMessage{}, extraText: map[string][]byte{}}}
+	return &ChatStream{callAt: map[int]int{}, extra: map[string]json.RawMessage{}, extraText: map[string][]byte{}}
 }
 
 // Chunk folds in one data event and returns the answer text it adds. [DONE] ends the
@@ -60,7 +58,7 @@ func NewChatStream() *ChatStream {
 // one an *Error of type bad_response.
 func (s *ChatStream) Chunk(data []byte) (string, error) {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
-		s.a.done = true
+		s.done = true
 		return "", ErrStreamDone
 	}
 	var ch chatChunk
@@ -70,23 +68,23 @@ func (s *ChatStream) Chunk(data []byte) (string, error) {
 	if e := InBandError(ch.Error); e != nil {
 		return "", e
 	}
-	return s.a.add(&ch), nil
+	return s.add(&ch), nil
 }
 
 // Body returns the assembled answer as the body of a whole chat.completion; false when
 // the stream has not ended (no finish_reason, no [DONE]).
 func (s *ChatStream) Body() ([]byte, bool) {
-	c := s.a.completion()
+	c := s.completion()
 	b, _ := json.Marshal(map[string]any{"id": c.ID, "model": c.Model, "usage": c.Usage,
 		"choices": []any{map[string]any{"index": 0, "message": c.Message, "finish_reason": c.FinishReason}}})
-	return b, s.a.done
+	return b, s.done
 }
 
 // ErrStreamDone is what Chunk returns for [DONE]: it stops reading the stream.
 var ErrStreamDone = errors.New("done")
 
 // add folds one chunk in and returns its text.
-func (a *assembler) add(ch *chatChunk) string {
+func (a *ChatStream) add(ch *chatChunk) string {
 	if a.id == "" {
 		a.id = ch.ID
 	}
@@ -105,7 +103,7 @@ func (a *assembler) add(ch *chatChunk) string {
 			a.finish, a.done = *choice.FinishReason, true
 		}
 		for k, v := range choice.Delta {
-			if isJSONNull(v) {
+			if isNull(v) {
 				continue
 			}
 			switch k {
@@ -131,7 +129,7 @@ func (a *assembler) add(ch *chatChunk) string {
 	return string(text)
 }
 
-func (a *assembler) addCall(f toolCallDelta) {
+func (a *ChatStream) addCall(f toolCallDelta) {
 	i, ok := a.callAt[f.Index]
 	if !ok {
 		i = len(a.calls)
@@ -153,7 +151,7 @@ func (a *assembler) addCall(f toolCallDelta) {
 
 // addExtra keeps a provider's own message field: strings (reasoning_content) are
 // concatenated, arrays (annotations) appended, anything else the last value wins.
-func (a *assembler) addExtra(k string, v json.RawMessage) {
+func (a *ChatStream) addExtra(k string, v json.RawMessage) {
 	switch v[0] {
 	case '"':
 		var s string
@@ -174,19 +172,14 @@ func (a *assembler) addExtra(k string, v json.RawMessage) {
 }
 
 // completion is the assembled answer: the message as a whole answer carries it.
-func (a *assembler) completion() *Completion {
+func (a *ChatStream) completion() *Completion {
 	msg := map[string]any{"role": "assistant", "content": nil}
 	if a.hasContent {
 		msg["content"] = string(a.content)
 	}
 	if len(a.calls) > 0 {
-		idx := make([]int, 0, len(a.callAt))
-		for i := range a.callAt {
-			idx = append(idx, i)
-		}
-		sort.Ints(idx) // the order a whole answer lists them in
-		calls := make([]ToolCall, 0, len(idx))
-		for _, i := range idx {
+		calls := make([]ToolCall, 0, len(a.callAt))
+		for _, i := range slices.Sorted(maps.Keys(a.callAt)) { // the order a whole answer lists them in
 			calls = append(calls, a.calls[a.callAt[i]])
 		}
 		msg["tool_calls"] = calls
@@ -199,9 +192,4 @@ func (a *assembler) completion() *Completion {
 	}
 	b, _ := json.Marshal(msg)
 	return &Completion{ID: a.id, Model: a.model, Message: b, FinishReason: a.finish, Usage: a.usage}
-}
-
-func isJSONNull(v json.RawMessage) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) == 0 || string(v) == "null"
 }

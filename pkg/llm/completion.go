@@ -131,10 +131,3 @@ func Truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-// ParseMessage reads an assistant message.
-func ParseMessage(raw json.RawMessage) (Message, error) {
-	var m Message
-	err := json.Unmarshal(raw, &m)
-	return m, err
-}

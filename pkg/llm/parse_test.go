@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // chatBody is a client's request as the ingress reads it: a system prompt, a few
@@ -57,7 +59,7 @@ func TestParseChatRequestErrorsAsEncodingJSON(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s: encoding/json reads it", body)
 			}
-			want = "request body is not valid JSON: " + shortJSONError(err)
+			want = "request body is not valid JSON: " + redact.JSONError(err)
 		}
 		_, err := ParseChatRequest([]byte(body))
 		if err == nil || err.Error() != want {

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/jsonfast"
@@ -123,13 +123,8 @@ var contextCounts = map[string]int{"low": 5, "medium": 10, "high": 20}
 // Unhonoured notes, never silent drops; malformed values are errors.
 func ParseSearchSettings(param string, fields map[string]json.RawMessage) (*SearchOptions, error) {
 	o := &SearchOptions{Requested: true}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	at := func(k string) string { return param + "." + k }
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		v := fields[k]
 		if isNull(v) {
 			continue
@@ -242,9 +237,7 @@ func (o *SearchOptions) location(param string, v json.RawMessage) error {
 		if json.Unmarshal(a, &inner) != nil || inner == nil {
 			return badParam(param+".approximate", "'%s.approximate' must be an object", param)
 		}
-		for k, x := range inner {
-			loc[k] = x
-		}
+		maps.Copy(loc, inner)
 		delete(loc, "approximate")
 	}
 	for _, k := range []string{"type", "city", "region", "country", "timezone"} {

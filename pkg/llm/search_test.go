@@ -29,7 +29,7 @@ func TestChatSearchDeclarations(t *testing.T) {
 			t.Errorf("%s: %v", tc.tool, err)
 			continue
 		}
-		if len(r.Tools) != 1 || !slices.Equal(r.ToolNames(), []string{"f"}) {
+		if len(r.Tools) != 1 || string(r.Tools[0]) != `{"type":"function","function":{"name":"f"}}` {
 			t.Errorf("%s: tools left %s", tc.tool, r.Tools)
 		}
 		got := r.Search

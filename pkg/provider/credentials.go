@@ -138,7 +138,7 @@ func (c *Credentials) tryToken(ctx context.Context, rests []Rest, sent *bool, ca
 		tok, err := c.tok.Token(ctx)
 		if err != nil {
 			// Retryable: a file being rewritten, a command that failed once.
-			return &llm.Error{Provider: c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + redactValue(err.Error(), tok)}
+			return &llm.Error{Provider: c.provider, Status: http.StatusServiceUnavailable, Type: "no_access_token", Message: "no access token: " + Redact(err.Error(), tok)}
 		}
 		c.lastTok.Store(&tok)
 		err = call(Credential{Value: tok, Token: true})
@@ -218,12 +218,10 @@ func (c *Credentials) exhausted(rests []Rest, last error) error {
 // Redact removes every key and the last token from s.
 func (c *Credentials) Redact(s string) string {
 	for _, k := range c.keys {
-		s = redactValue(s, k)
+		s = Redact(s, k)
 	}
 	if t := c.lastTok.Load(); t != nil {
-		s = redactValue(s, *t)
+		s = Redact(s, *t)
 	}
 	return s
 }
-
-func redactValue(s, v string) string { return Redact(s, v) }

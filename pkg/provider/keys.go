@@ -97,20 +97,13 @@ func (k *Keys) CoolDown(ctx context.Context, i int, reason Kind, d time.Duration
 			first = true
 		}
 	}
-	if reason != RateLimited && first {
-		k.TellRefused(i, reason, d, status)
+	// Told once per process: by the key's fingerprint, position and variable, never
+	// its value.
+	if reason != RateLimited && first && k.FirstTelling(i) {
+		k.o.Log.Warn(k.o.Who+": an API key was refused; it rests, the other keys carry on",
+			k.o.Who, k.scope, "key", k.fps[i], "position", strconv.Itoa(i+1)+" of "+strconv.Itoa(len(k.fps)),
+			"variable", k.o.KeyEnv, "kind", string(reason), "status", status, "rest", d)
 	}
-}
-
-// TellRefused logs, once per process, that the provider refused key i: by its
-// fingerprint, position and variable, never its value.
-func (k *Keys) TellRefused(i int, reason Kind, d time.Duration, status int) {
-	if !k.FirstTelling(i) {
-		return
-	}
-	k.o.Log.Warn(k.o.Who+": an API key was refused; it rests, the other keys carry on",
-		k.o.Who, k.scope, "key", k.fps[i], "position", strconv.Itoa(i+1)+" of "+strconv.Itoa(len(k.fps)),
-		"variable", k.o.KeyEnv, "kind", string(reason), "status", status, "rest", d)
 }
 
 // FirstTelling reports whether key i's refusal is told for the first time in this

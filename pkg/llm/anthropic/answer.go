@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"maps"
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 var anthropicStops = map[wire.StopReason]string{wire.StopEndTurn: "end_turn", wire.StopToolUse: "tool_use", wire.StopMaxTokens: "max_tokens", wire.StopRefusal: "refusal"}
@@ -177,10 +179,7 @@ func anthropicMessage(r *wire.Response, content []map[string]any, stop any) map[
 
 // EncodeResponse renders r as a Messages response.
 func (anthropicCodec) EncodeResponse(r *wire.Response) ([]byte, error) {
-	stop := anthropicStops[r.Stop]
-	if stop == "" {
-		stop = "end_turn"
-	}
+	stop := cmp.Or(anthropicStops[r.Stop], "end_turn")
 	return json.Marshal(anthropicMessage(r, anthropicBlocks(r), stop))
 }
 
@@ -226,10 +225,7 @@ func (s *anthropicStream) KeepAlive() []wire.Event {
 func (s *anthropicStream) block(evs []wire.Event, b map[string]any) []wire.Event {
 	i := s.closed
 	s.closed++
-	start := map[string]any{}
-	for k, v := range b {
-		start[k] = v
-	}
+	start := maps.Clone(b)
 	var deltas []map[string]any
 	switch b["type"] {
 	case "server_tool_use", "tool_use":
@@ -238,7 +234,7 @@ func (s *anthropicStream) block(evs []wire.Event, b map[string]any) []wire.Event
 		deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": string(in)})
 	case "thinking":
 		start["thinking"], start["signature"] = "", ""
-		for _, piece := range wire.Pieces(b["thinking"].(string), 64) {
+		for _, piece := range pieces(b["thinking"].(string), 64) {
 			deltas = append(deltas, map[string]any{"type": "thinking_delta", "thinking": piece})
 		}
 		deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": b["signature"]})
@@ -252,7 +248,7 @@ func (s *anthropicStream) block(evs []wire.Event, b map[string]any) []wire.Event
 		} else {
 			delete(start, "citations")
 		}
-		for _, piece := range wire.Pieces(b["text"].(string), 64) {
+		for _, piece := range pieces(b["text"].(string), 64) {
 			deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
 		}
 	}
@@ -389,7 +385,7 @@ func (s *anthropicStream) Finish(r *wire.Response) []wire.Event {
 			for _, c := range cs[s.cites:] {
 				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "citations_delta", "citation": c}}))
 			}
-			for _, piece := range wire.Pieces(rest, 64) {
+			for _, piece := range pieces(rest, 64) {
 				evs = append(evs, anthropicEvent("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "text_delta", "text": piece}}))
 			}
 			evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": idx}))
@@ -405,10 +401,7 @@ func (s *anthropicStream) Finish(r *wire.Response) []wire.Event {
 		evs = append(evs, anthropicEvent("content_block_stop", map[string]any{"index": s.closed}))
 		s.closed++
 	}
-	stop := anthropicStops[r.Stop]
-	if stop == "" {
-		stop = "end_turn"
-	}
+	stop := cmp.Or(anthropicStops[r.Stop], "end_turn")
 	evs = append(evs, anthropicEvent("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": anthropicUsage(r)}))
 	return append(evs, anthropicEvent("message_stop", map[string]any{}))
 }
@@ -438,4 +431,18 @@ func anthropicSearchResult(toolUseID string, content json.RawMessage) *wire.Sear
 	json.Unmarshal(content, &e)
 	res.Error = &wire.SearchError{Code: e.ErrorCode}
 	return res
+}
+
+// pieces cuts text into pieces of about n bytes on rune boundaries.
+func pieces(text string, n int) []string {
+	var out []string
+	for len(text) > 0 {
+		k := min(len(text), n)
+		for k < len(text) && !utf8.RuneStart(text[k]) {
+			k++
+		}
+		out = append(out, text[:k])
+		text = text[k:]
+	}
+	return out
 }

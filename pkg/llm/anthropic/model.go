@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -84,7 +85,7 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			case wire.PartReasoning:
 				// The model's own thinking goes back verbatim; another protocol's
 				// reasoning cannot (it has no signature Anthropic accepts).
-				if b := wire.ThinkingBlock(p); b != nil {
+				if b := thinkingBlock(p); b != nil {
 					blocks = append(blocks, b)
 				}
 			case wire.PartText:
@@ -177,12 +178,7 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			out.Set("tool_choice", choice)
 		}
 	}
-	if r.Temperature != nil {
-		out.Set("temperature", *r.Temperature)
-	}
-	if r.TopP != nil {
-		out.Set("top_p", *r.TopP)
-	}
+	out.SetSampling(r)
 	if len(r.Stop) > 0 {
 		out.Set("stop_sequences", r.Stop)
 	}
@@ -193,11 +189,8 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 	return out.Marshal()
 }
 
-// The text, tool_use and tool_result blocks and the client tools of a Messages
-// request the fleet sends are typed structs whose fields are in the order of their
-// names, so they encode to the bytes the map each it replaced did (encoding/json
-// sorts a map's keys), without the maps, their boxed values and the sorting per block
-// per hop. A field is left out (omitempty) exactly when the map had no such key.
+// The blocks and client tools of a Messages request the fleet sends have their
+// fields in name order, as encoding/json orders a map's keys.
 
 // anthropicTextBlock is a text block.
 type anthropicTextBlock struct {
@@ -333,11 +326,8 @@ func (anthropicModel) DecodeResponse(body []byte) (*wire.Response, error) {
 }
 
 func (a *anthropicAnswer) response() *wire.Response {
-	r := &wire.Response{ID: a.ID, Model: a.Model, Status: wire.StatusCompleted, Stop: anthropicStopReasons[a.StopReason], Paused: a.StopReason == "pause_turn",
-		Usage: wire.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
-	if r.Stop == "" {
-		r.Stop = wire.StopEndTurn
-	}
+	r := &wire.Response{ID: a.ID, Model: a.Model, Status: wire.StatusCompleted, Paused: a.StopReason == "pause_turn",
+		Stop: cmp.Or(anthropicStopReasons[a.StopReason], wire.StopEndTurn), Usage: wire.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	if st := a.Usage.ServerToolUse; st != nil {
 		r.Usage.WebSearches = st.WebSearchRequests
 	}
@@ -402,28 +392,17 @@ func (anthropicModel) Continue(request, answer []byte) ([]byte, bool) {
 	return next, err == nil
 }
 
-// anthropicStatus is the HTTP status of an Anthropic error type (for errors that
+// anthropicStatuses are the HTTP statuses of Anthropic's error types (for errors that
 // arrive in a stream, without a status of their own).
+var anthropicStatuses = map[string]int{"overloaded_error": 529, "rate_limit_error": http.StatusTooManyRequests,
+	"api_error": http.StatusInternalServerError, "timeout_error": http.StatusGatewayTimeout, "authentication_error": http.StatusUnauthorized,
+	"permission_error": http.StatusForbidden, "billing_error": http.StatusPaymentRequired, "not_found_error": http.StatusNotFound,
+	"request_too_large": http.StatusRequestEntityTooLarge}
+
+// anthropicStatus is the HTTP status of an Anthropic error type (400 for any other).
 func anthropicStatus(typ string) int {
-	switch typ {
-	case "overloaded_error":
-		return 529
-	case "rate_limit_error":
-		return http.StatusTooManyRequests
-	case "api_error":
-		return http.StatusInternalServerError
-	case "timeout_error":
-		return http.StatusGatewayTimeout
-	case "authentication_error":
-		return http.StatusUnauthorized
-	case "permission_error":
-		return http.StatusForbidden
-	case "billing_error":
-		return http.StatusPaymentRequired
-	case "not_found_error":
-		return http.StatusNotFound
-	case "request_too_large":
-		return http.StatusRequestEntityTooLarge
+	if s, ok := anthropicStatuses[typ]; ok {
+		return s
 	}
 	return http.StatusBadRequest
 }
@@ -517,12 +496,7 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 				sb.WriteString(ev.Delta.PartialJSON)
 			}
 		case "citations_delta":
-			var c struct {
-				Type      string `json:"type"`
-				URL       string `json:"url"`
-				Title     string `json:"title"`
-				CitedText string `json:"cited_text"`
-			}
+			var c anthropicCitation
 			if json.Unmarshal(ev.Delta.Citation, &c) == nil {
 				b.Citations = append(b.Citations, c)
 			}

@@ -1,7 +1,10 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"strings"
+
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -39,15 +42,15 @@ func thinkingConfig(v json.RawMessage) (*wire.ReasoningConfig, error) {
 // the part itself (carryReasoning), so that a client that sends its blocks back, as
 // Anthropic asks clients to, gives that model its own reasoning state on the next turn.
 func clientThinkingBlock(p wire.Part) map[string]any {
-	if b := wire.ThinkingBlock(p); b != nil || p.Kind != wire.PartReasoning || p.Reasoning == nil {
+	if b := thinkingBlock(p); b != nil || p.Kind != wire.PartReasoning || p.Reasoning == nil {
 		return b
 	}
 	r := p.Reasoning
 	switch {
 	case r.Readable() != "":
-		return map[string]any{"type": "thinking", "thinking": r.Readable(), "signature": wire.CarryReasoning(r)}
+		return map[string]any{"type": "thinking", "thinking": r.Readable(), "signature": carryReasoning(r)}
 	case r.Signature != "" || r.Encrypted != "":
-		return map[string]any{"type": "redacted_thinking", "data": wire.CarryReasoning(r)}
+		return map[string]any{"type": "redacted_thinking", "data": carryReasoning(r)}
 	}
 	return nil
 }
@@ -74,4 +77,44 @@ func thinkingAfterText(blocks []map[string]any, base, at int) []map[string]any {
 	at = min(at, len(rest))
 	out := append(append([]map[string]any(nil), rest[:at]...), thinking...)
 	return append(out, rest[at:]...)
+}
+
+// thinkingBlock renders Claude's reasoning part as its block, verbatim (nil: the part
+// is another protocol's, which Claude cannot take: it has no signature Anthropic
+// accepts).
+func thinkingBlock(p wire.Part) map[string]any {
+	r, ok := wire.ReasoningFor(p, wire.AnthropicMessages)
+	if !ok {
+		return nil
+	}
+	if r.Redacted != "" {
+		return map[string]any{"type": "redacted_thinking", "data": r.Redacted}
+	}
+	return map[string]any{"type": "thinking", "thinking": r.Text, "signature": r.Signature}
+}
+
+// carriedPrefix starts the signature (or redacted data) of a thinking block that
+// carries another model's reasoning: ':' is not in the base64 of Anthropic's own.
+const carriedPrefix = "searchfleet:"
+
+// carryReasoning encodes another model's reasoning part for a Messages client, to come
+// back in its thinking block's signature or redacted_thinking data.
+func carryReasoning(r *wire.Reasoning) string {
+	b, _ := json.Marshal(r)
+	return carriedPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// carriedReasoning reads back a reasoning part carryReasoning encoded (nil: opaque is
+// Anthropic's own, or not the fleet's encoding).
+func carriedReasoning(opaque string) *wire.Reasoning {
+	enc, ok := strings.CutPrefix(opaque, carriedPrefix)
+	if !ok {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	var r wire.Reasoning
+	if err != nil || json.Unmarshal(b, &r) != nil || r.Protocol == wire.AnthropicMessages || r.Protocol == "" {
+		return nil
+	}
+	return &r
 }

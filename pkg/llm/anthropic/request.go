@@ -23,23 +23,16 @@ type anthropicCodec struct{}
 
 func (anthropicCodec) Protocol() wire.Protocol { return wire.AnthropicMessages }
 
+// anthropicErrorTypes are Anthropic's error types of HTTP statuses; any other 5xx is
+// api_error, any other status invalid_request_error.
+var anthropicErrorTypes = map[int]string{http.StatusUnauthorized: "authentication_error", http.StatusForbidden: "permission_error",
+	http.StatusNotFound: "not_found_error", http.StatusRequestEntityTooLarge: "request_too_large", http.StatusTooManyRequests: "rate_limit_error",
+	http.StatusGatewayTimeout: "timeout_error", 529: "overloaded_error", http.StatusServiceUnavailable: "overloaded_error"}
+
 // anthropicErrorType is Anthropic's error type for an HTTP status.
 func anthropicErrorType(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	case 529, http.StatusServiceUnavailable:
-		return "overloaded_error"
+	if t, ok := anthropicErrorTypes[status]; ok {
+		return t
 	}
 	if status >= 500 {
 		return "api_error"
@@ -173,12 +166,15 @@ type anthropicBlock struct {
 	Signature string `json:"signature"`
 	Data      string `json:"data"`
 	// Citations are an answer's text block's.
-	Citations []struct {
-		Type      string `json:"type"`
-		URL       string `json:"url"`
-		Title     string `json:"title"`
-		CitedText string `json:"cited_text"`
-	} `json:"citations"`
+	Citations []anthropicCitation `json:"citations"`
+}
+
+// anthropicCitation is a citation of an answer's text block.
+type anthropicCitation struct {
+	Type      string `json:"type"`
+	URL       string `json:"url"`
+	Title     string `json:"title"`
+	CitedText string `json:"cited_text"`
 }
 
 // anthropicDocument reads a document block: a base64 source (a PDF), a text source
@@ -303,7 +299,7 @@ func anthropicContent(param string, raw json.RawMessage, assistant bool) ([]wire
 			if !assistant {
 				return nil, wire.Invalid(bp+".type", "%s.type: %s blocks belong to assistant messages", bp, b.Type)
 			}
-			r := wire.CarriedReasoning(b.Signature + b.Data) // another model's, given back (thinkingBlock)
+			r := carriedReasoning(b.Signature + b.Data) // another model's, given back (thinkingBlock)
 			if r == nil {
 				r = &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: b.Thinking, Signature: b.Signature, Redacted: b.Data}
 			}
@@ -355,10 +351,7 @@ func anthropicTools(r *wire.Request, v json.RawMessage) error {
 			if err != nil {
 				return wire.FromLLM(err)
 			}
-			if r.Search == nil {
-				r.Search = &llm.SearchOptions{}
-			}
-			r.Search.Merge(o)
+			r.AddSearch(o)
 		case anthropicFetchTools[typ]:
 			if name != "web_fetch" {
 				return wire.Invalid(param+".name", "%s.name: Input should be 'web_fetch'", param)
@@ -377,10 +370,7 @@ func anthropicTools(r *wire.Request, v json.RawMessage) error {
 			if !wire.IsNull(t["allowed_domains"]) || !wire.IsNull(t["blocked_domains"]) {
 				o.Unhonoured = append(o.Unhonoured, param+": web_fetch domain filters are not honoured")
 			}
-			if r.Search == nil {
-				r.Search = &llm.SearchOptions{}
-			}
-			r.Search.Merge(o)
+			r.AddSearch(o)
 		case strings.HasPrefix(typ, "web_fetch_"):
 			r.Notes = append(r.Notes, param+" ("+typ+") is not served: the model cannot fetch pages with this tool version")
 		default:
@@ -410,10 +400,7 @@ func anthropicToolChoice(r *wire.Request, v json.RawMessage) error {
 		}
 		if tc.Name == "web_search" {
 			// The server tool, forced on the first model call that offers it.
-			if r.Search == nil {
-				r.Search = &llm.SearchOptions{}
-			}
-			r.Search.Requested, r.Search.Forced = true, true
+			r.AddSearch(&llm.SearchOptions{Requested: true, Forced: true})
 			break
 		}
 		r.ToolChoice = &wire.ToolChoice{Mode: "tool", Name: tc.Name}

@@ -3,6 +3,7 @@
 package gemini
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -32,13 +33,10 @@ const geminiCallPrefix = "gcall_"
 // replayed without the signature the model gave them.
 const geminiSkipSignature = "skip_thought_signature_validator"
 
-// geminiNeedsSignature reports whether model (Gemini 3 and later) validates the thought
-// signatures of replayed function calls.
-func geminiNeedsSignature(model string) bool { return wire.GeminiVersion(model) >= 3 }
-
-// geminiBillsQueries reports whether model (Gemini 3 and later) bills grounding per
-// search query rather than per grounded prompt.
-func geminiBillsQueries(model string) bool { return wire.GeminiVersion(model) >= 3 }
+// gemini3 reports whether model is Gemini 3 or later: it validates the thought
+// signatures of replayed function calls, bills grounding per search query rather than
+// per grounded prompt, and takes a thinkingLevel rather than a thinkingBudget.
+func gemini3(model string) bool { return wire.GeminiVersion(model) >= 3 }
 
 func (geminiModel) Protocol() wire.Protocol { return wire.Gemini }
 
@@ -47,7 +45,7 @@ func (geminiModel) Protocol() wire.Protocol { return wire.Gemini }
 // answer that searched); Gemini 3 bills $14 per 1,000 search queries it ran instead
 // (empty queries are not billed; WIRE_FORMATS.md, "Pricing").
 func (geminiModel) NativeSearch(model string) (string, float64, bool) {
-	if geminiBillsQueries(model) {
+	if gemini3(model) {
 		return string(wire.Gemini), 0.014, true
 	}
 	return string(wire.Gemini), 0.035, true
@@ -74,12 +72,8 @@ func (geminiModel) Authorize(h http.Header, key string) {
 	}
 }
 
-// The text, functionCall and functionResponse parts of a Gemini request the fleet
-// sends are typed structs whose fields are in the order of their names, so they
-// encode to the bytes the map each it replaced did (encoding/json sorts a map's
-// keys), without the maps, their boxed values and the sorting per part per hop. A
-// field is left out exactly when the map had no such key (an id is a pointer: an
-// empty one was sent as "").
+// The parts of a Gemini request the fleet sends have their fields in name order, as
+// encoding/json orders a map's keys (an id is a pointer: an empty one is sent as "").
 
 // geminiTextPart is a text part.
 type geminiTextPart struct {
@@ -173,7 +167,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 					// The signature the model gave this call, back on it unchanged.
 					part.ThoughtSignature = signature
 					signed = true
-				case !signed && geminiNeedsSignature(model) && !partsSigned(m.Parts):
+				case !signed && gemini3(model) && !partsSigned(m.Parts):
 					// Gemini 3 refuses a replayed turn whose first call has no thought
 					// signature: a call the model never made (another protocol's
 					// history) gets Google's documented sentinel.
@@ -182,10 +176,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 				}
 				parts = append(parts, part)
 			case wire.PartToolResult:
-				name := names[p.Result.CallID]
-				if name == "" {
-					name = "tool"
-				}
+				name := cmp.Or(names[p.Result.CallID], "tool")
 				text := wire.ResultText(p.Result)
 				part := &geminiResponsePart{FunctionResponse: geminiFunctionResponse{Name: name}}
 				if p.Result.IsError {
@@ -474,11 +465,8 @@ func (acc *geminiAccumulator) textLen() int {
 }
 
 func (acc *geminiAccumulator) response() *wire.Response {
-	r := &wire.Response{ID: acc.id, Model: acc.model, Status: wire.StatusCompleted, Stop: geminiStops[acc.finish],
+	r := &wire.Response{ID: acc.id, Model: acc.model, Status: wire.StatusCompleted, Stop: cmp.Or(geminiStops[acc.finish], wire.StopEndTurn),
 		Usage: wire.Usage{InputTokens: acc.input, OutputTokens: acc.output}}
-	if r.Stop == "" {
-		r.Stop = wire.StopEndTurn
-	}
 	r.StopDetail = acc.finish
 	if acc.blocked {
 		r.Stop, r.StopDetail = wire.StopRefusal, "blocked: "+acc.blockReason
@@ -532,7 +520,7 @@ func (acc *geminiAccumulator) ground(r *wire.Response) {
 	}
 	if len(searches) > 0 {
 		r.Usage.WebSearches = 1
-		if geminiBillsQueries(acc.model) {
+		if gemini3(acc.model) {
 			r.Usage.WebSearches = len(searches) / 2 // a call and its result a query
 		}
 		r.Content = append(searches, r.Content...)

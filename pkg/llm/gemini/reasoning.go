@@ -24,7 +24,7 @@ func thinkingConfig(c *wire.ReasoningConfig, model string) map[string]any {
 		return nil
 	}
 	tc := map[string]any{}
-	if wire.GeminiVersion(model) >= 3 {
+	if gemini3(model) {
 		switch c.EffortOf() {
 		case "none", "minimal", "low":
 			tc["thinkingLevel"] = "low"

@@ -2,6 +2,7 @@ package nativechat
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -123,10 +124,7 @@ func GLMTitle(title string) (string, time.Time) {
 func GLMCite(text string, items []GLMItem) (string, []llm.NativeSource) {
 	byRef := map[string]GLMItem{}
 	for i, it := range items {
-		ref := it.Refer
-		if ref == "" {
-			ref = "ref_" + strconv.Itoa(i+1) // an item without refer is ref_<position>
-		}
+		ref := cmp.Or(it.Refer, "ref_"+strconv.Itoa(i+1)) // an item without refer is ref_<position>
 		if _, dup := byRef[ref]; !dup {
 			byRef[ref] = it
 		}

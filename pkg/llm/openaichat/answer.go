@@ -1,6 +1,7 @@
 package openaichat
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -62,11 +63,8 @@ func (c *chatCompletion) response() (*wire.Response, error) {
 		return nil, fmt.Errorf("chat completion has no choices")
 	}
 	ch := c.Choices[0]
-	r := &wire.Response{ID: c.ID, Model: c.Model, Status: wire.StatusCompleted, Stop: chatStops[ch.FinishReason],
+	r := &wire.Response{ID: c.ID, Model: c.Model, Status: wire.StatusCompleted, Stop: cmp.Or(chatStops[ch.FinishReason], wire.StopEndTurn),
 		Usage: wire.Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens, Spend: c.Usage.Searchfleet}}
-	if r.Stop == "" {
-		r.Stop = wire.StopEndTurn
-	}
 	if c.Created > 0 {
 		r.Created = time.Unix(c.Created, 0).UTC()
 	}
@@ -196,13 +194,7 @@ func chatMessageOf(r *wire.Response) (chatAnswerMessage, string) {
 	text := b.String()
 	msg.Content = &text
 	msg.ReasoningContent, msg.Reasoning = wire.ChatReasoningValues(r.Content)
-	finish := "stop"
-	for k, v := range chatStops {
-		if v == r.Stop && k != "function_call" {
-			finish = k
-		}
-	}
-	return msg, finish
+	return msg, cmp.Or(wire.ChatFinish[r.Stop], "stop")
 }
 
 // chatUsage is a Chat answer's usage, with the job's spend as usage.searchfleet.
@@ -273,11 +265,7 @@ func (s *chatStream) text(evs []wire.Event, text string, final bool) []wire.Even
 		s.started = true
 		evs = append(evs, s.chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	}
-	rest, ok := strings.CutPrefix(text, s.sent)
-	if !ok && final {
-		rest = text[wire.CommonPrefix(text, s.sent):]
-	}
-	if rest != "" && (ok || final) {
+	if rest, ok := wire.NewText(s.sent, text, final); ok {
 		evs = append(evs, s.chunk(map[string]any{"content": rest}, nil))
 		s.sent = text
 	}

@@ -18,7 +18,7 @@ import (
 // state is not for it.
 var Model chatModel
 
-type chatModel struct{}
+type chatModel struct{ wire.OpenAIAPI }
 
 func (chatModel) Protocol() wire.Protocol { return wire.OpenAIChat }
 
@@ -32,13 +32,6 @@ func (chatModel) TakesFile(media string) bool { return media == wire.MediaPDF }
 func (chatModel) TakesFileURL(string) bool    { return false }
 
 func (chatModel) Path(string, bool) string { return "/chat/completions" }
-
-// Authorize sets the bearer key (none for a local server without one).
-func (chatModel) Authorize(h http.Header, key string) {
-	if key != "" {
-		h.Set("Authorization", "Bearer "+key)
-	}
-}
 
 // EncodeRequest renders r as a Chat request for model: the reasoning settings as
 // reasoning_effort, a streamed request asking for the final usage chunk. The
@@ -114,11 +107,6 @@ func (chatModel) DecodeResponse(body []byte) (*wire.Response, error) {
 		return nil, fmt.Errorf("not a chat completion: %w", err)
 	}
 	return c.response()
-}
-
-// DecodeError reads the OpenAI error envelope.
-func (chatModel) DecodeError(status int, body []byte) *llm.Error {
-	return wire.OpenAIModelError(status, body)
 }
 
 func (chatModel) NewStreamDecoder() wire.StreamDecoder { return &chatDecoder{s: llm.NewChatStream()} }

@@ -5,6 +5,7 @@ package openaichat
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -93,10 +94,7 @@ func FromChat(cr *llm.ChatRequest) (*wire.Request, error) {
 			parts = reasoningParts(m.Reasoning, m.ReasoningContent, parts)
 			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleAssistant, Parts: parts})
 		case "tool", "function":
-			id := m.ToolCallID
-			if id == "" {
-				id = m.Name
-			}
+			id := cmp.Or(m.ToolCallID, m.Name)
 			r.Messages = append(r.Messages, wire.Message{Role: wire.RoleTool, Parts: []wire.Part{{Kind: wire.PartToolResult, Result: &wire.ToolResult{CallID: id, Parts: parts}}}})
 		}
 	}
@@ -241,9 +239,7 @@ func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, e
 		return nil, err
 	}
 	// The client's fields go in first and without a search (a map's names are
-	// distinct: many of them cost no more than one each); the model and messages
-	// where they named neither, since a client's field replaced them in the map this
-	// replaces.
+	// distinct); the model and messages only where the client named neither.
 	out := wire.NewTopLevel(len(r.Params))
 	for k, v := range r.Params {
 		out.Add(k, v)
@@ -260,26 +256,14 @@ func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, e
 			tools = append(tools, ct)
 		}
 		out.Set("tools", tools)
-		if tc := r.ToolChoice; tc != nil {
-			if tc.Mode == "tool" {
-				out.Set("tool_choice", chatNamedToolChoice{Type: "function", Function: chatToolName{Name: tc.Name}})
-			} else {
-				out.Set("tool_choice", tc.Mode)
-			}
-		}
-		if r.ParallelToolCalls != nil {
-			out.Set("parallel_tool_calls", *r.ParallelToolCalls)
-		}
+		out.SetToolChoice(r, func(name string) any {
+			return chatNamedToolChoice{Type: "function", Function: chatToolName{Name: name}}
+		})
 	}
 	if r.MaxTokens > 0 {
 		out.Set("max_tokens", r.MaxTokens)
 	}
-	if r.Temperature != nil {
-		out.Set("temperature", *r.Temperature)
-	}
-	if r.TopP != nil {
-		out.Set("top_p", *r.TopP)
-	}
+	out.SetSampling(r)
 	if len(r.Stop) > 0 {
 		out.Set("stop", r.Stop)
 	}
@@ -289,9 +273,8 @@ func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, e
 	return out, nil
 }
 
-// chatTool is a tools[] entry of a Chat request. Its fields are in the order of
-// their names, so it encodes to the bytes the map it replaced did (encoding/json
-// sorts a map's keys), without a map and its sorting per tool per request.
+// chatTool is a tools[] entry of a Chat request (fields in name order, as
+// encoding/json orders a map's keys).
 type chatTool struct {
 	Function chatFunction `json:"function"`
 	Type     string       `json:"type"`
@@ -305,10 +288,7 @@ type chatFunction struct {
 }
 
 // chatOutMessage is a system, user or assistant message of a Chat request the fleet
-// sends. Its fields are in the order of their names, so it encodes to the bytes the
-// map per message it replaced did (encoding/json sorts a map's keys), without the
-// map, its boxed values and the sorting per message per hop; a field is left out
-// exactly when the map had no such key.
+// sends (fields in name order, as encoding/json orders a map's keys).
 type chatOutMessage struct {
 	// Content is a string, nil (an assistant message that only calls tools) or
 	// []chatContentPart.
@@ -374,7 +354,7 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 			switch p.Kind {
 			case wire.PartToolResult:
 				// Chat wants tool results as their own messages, right after the call.
-				out = append(out, &chatToolMessage{Role: "tool", ToolCallID: p.Result.CallID, Content: chatText(p.Result.Parts)})
+				out = append(out, &chatToolMessage{Role: "tool", ToolCallID: p.Result.CallID, Content: wire.ResultText(p.Result)})
 			case wire.PartToolCall:
 				calls = append(calls, p.Call.Chat())
 			case wire.PartServerCall, wire.PartServerResult:
@@ -423,25 +403,6 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 	return out, nil
 }
 
-// chatText is parts' text, one part a line (a tool result's content: its other parts
-// are left out).
-func chatText(parts []wire.Part) string {
-	if len(parts) == 1 && parts[0].Kind == wire.PartText {
-		return parts[0].Text
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Kind != wire.PartText {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
 // chatContent renders parts as a Chat content: a string when it is text only, else
 // []chatContentPart (whose texts point into parts).
 func chatContent(parts []wire.Part) any {
@@ -453,7 +414,7 @@ func chatContent(parts []wire.Part) any {
 		}
 	}
 	if allText {
-		return chatText(parts)
+		return wire.TextLines(parts)
 	}
 	items := make([]chatContentPart, 0, len(parts))
 	for i, p := range parts {

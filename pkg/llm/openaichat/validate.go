@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -112,7 +113,7 @@ func billable(name string, v json.RawMessage) string {
 // unknown parameter, a value of the wrong type or out of range, or a billable one the
 // operator has not allowed is a 400 naming the parameter, in OpenAI's error shape.
 func CheckParams(params map[string]json.RawMessage, allowed []string) *wire.Error {
-	for _, name := range sortedKeys(params) {
+	for _, name := range slices.Sorted(maps.Keys(params)) {
 		v := bytes.TrimSpace(params[name])
 		if msg, ok := refusedChatParams[name]; ok {
 			return &wire.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: name, Message: msg}
@@ -134,15 +135,6 @@ func CheckParams(params map[string]json.RawMessage, allowed []string) *wire.Erro
 		}
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // clipName keeps an unknown parameter's name short in the message.
@@ -242,7 +234,7 @@ func logitBias(p string, v json.RawMessage) *wire.Error {
 	if len(m) > 1024 {
 		return invalidValue(p, "expected at most 1024 tokens, got %d.", len(m))
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if k == "" || strings.Trim(k, "0123456789") != "" {
 			return invalidValue(p, "keys must be token ids (integers), got %q.", clipName(k))
 		}
@@ -318,7 +310,7 @@ func streamOptions(p string, v json.RawMessage) *wire.Error {
 	if json.Unmarshal(v, &o) != nil || o == nil {
 		return invalidType(p, "an object")
 	}
-	for _, k := range sortedKeys(o) {
+	for _, k := range slices.Sorted(maps.Keys(o)) {
 		switch k {
 		case "include_usage", "include_obfuscation":
 			if !wire.IsNull(o[k]) {

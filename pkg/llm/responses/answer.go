@@ -1,12 +1,15 @@
 package responses
 
 import (
+	"cmp"
 	"encoding/json"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // responsesOutput renders a response's output items.
@@ -149,10 +152,7 @@ func messageItem(r *wire.Response, text []wire.Part, status string) map[string]a
 // Responses' ResponseResource, with its type); output as given. The request's settings
 // come from r.Echo, else their defaults.
 func responseObject(r *wire.Response, output []any) map[string]any {
-	status := string(r.Status)
-	if status == "" {
-		status = string(wire.StatusCompleted)
-	}
+	status := cmp.Or(string(r.Status), string(wire.StatusCompleted))
 	var incomplete, errBody, completedAt any
 	if r.Status == wire.StatusCompleted || r.Status == "" {
 		switch r.Stop {
@@ -168,10 +168,7 @@ func responseObject(r *wire.Response, output []any) map[string]any {
 		completedAt = finished.Unix()
 	}
 	if r.Error != nil {
-		code := r.Error.Code
-		if code == "" {
-			code = "server_error"
-		}
+		code := cmp.Or(r.Error.Code, "server_error")
 		errBody = map[string]string{"code": code, "message": r.Error.Message}
 	}
 	o := map[string]any{
@@ -258,7 +255,12 @@ func withKeys(v json.RawMessage, defs map[string]string) json.RawMessage {
 			o[k] = json.RawMessage(d)
 		}
 	}
-	b, err := json.Marshal(o)
+	return remarshal(v, o)
+}
+
+// remarshal is x encoded, or v when x does not encode.
+func remarshal(v json.RawMessage, x any) json.RawMessage {
+	b, err := json.Marshal(x)
 	if err != nil {
 		return v
 	}
@@ -281,11 +283,7 @@ func echoText(v json.RawMessage) json.RawMessage {
 	if json.Unmarshal(t["format"], &f) == nil && f.Type == "json_schema" {
 		t["format"] = withKeys(t["format"], map[string]string{"description": "null", "strict": "false"})
 	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return v
-	}
-	return b
+	return remarshal(v, t)
 }
 
 func echoTools(v json.RawMessage) json.RawMessage {
@@ -307,11 +305,7 @@ func echoTools(v json.RawMessage) json.RawMessage {
 		}
 		out = append(out, t)
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return v
-	}
-	return b
+	return remarshal(v, out)
 }
 
 // EncodeResponse renders r as a Responses response: a web_search_call item per search
@@ -360,7 +354,7 @@ func (s *responsesStream) ev(typ string, fields map[string]any) wire.Event {
 
 func (s *responsesStream) Start(r *wire.Response) []wire.Event {
 	s.calls, s.queries, s.done, s.msg = map[string]int{}, map[string]*wire.ServerCall{}, map[string]bool{}, -1
-	s.holdText = wire.SummaryAsked(r.Echo)
+	s.holdText = summaryAsked(r.Echo)
 	rr := *r
 	rr.Status = wire.StatusInProgress
 	o := responseObject(&rr, []any{})
@@ -415,11 +409,7 @@ func (s *responsesStream) text(evs []wire.Event, r *wire.Response, text string, 
 		evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": s.msg, "item": added}))
 		evs = append(evs, s.ev("response.content_part.added", s.loc(r, map[string]any{"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}})))
 	}
-	rest, ok := strings.CutPrefix(text, s.sent)
-	if !ok && final {
-		rest = text[wire.CommonPrefix(text, s.sent):]
-	}
-	if rest != "" && (ok || final) {
+	if rest, ok := wire.NewText(s.sent, text, final); ok {
 		evs = append(evs, s.ev("response.output_text.delta", s.loc(r, map[string]any{"delta": rest, "logprobs": []any{}})))
 		s.sent = text
 	}
@@ -494,10 +484,7 @@ func (s *responsesStream) Finish(r *wire.Response) []wire.Event {
 		case "function_call":
 			idx := s.next
 			s.next++
-			added := map[string]any{}
-			for k, v := range it {
-				added[k] = v
-			}
+			added := maps.Clone(it)
 			added["arguments"], added["status"] = "", "in_progress"
 			evs = append(evs, s.ev("response.output_item.added", map[string]any{"output_index": idx, "item": added}))
 			evs = append(evs, s.ev("response.function_call_arguments.delta", map[string]any{"output_index": idx, "item_id": id, "delta": it["arguments"]}))
@@ -552,10 +539,10 @@ func (s *responsesStream) reasoning(evs []wire.Event, it map[string]any) []wire.
 			m["item_id"], m["output_index"], m["summary_index"] = id, idx, n
 			return m
 		}
-		evs = append(evs, s.ev("response.reasoning_summary_part.added", at(map[string]any{"part": wire.SummaryText("")})))
+		evs = append(evs, s.ev("response.reasoning_summary_part.added", at(map[string]any{"part": summaryText("")})))
 		evs = append(evs, s.ev("response.reasoning_summary_text.delta", at(map[string]any{"delta": text})))
 		evs = append(evs, s.ev("response.reasoning_summary_text.done", at(map[string]any{"text": text})))
-		evs = append(evs, s.ev("response.reasoning_summary_part.done", at(map[string]any{"part": wire.SummaryText(text)})))
+		evs = append(evs, s.ev("response.reasoning_summary_part.done", at(map[string]any{"part": summaryText(text)})))
 	}
 	return append(evs, s.ev("response.output_item.done", map[string]any{"output_index": idx, "item": it}))
 }

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,7 +18,7 @@ import (
 // fleet sends the whole conversation each time, with store false.
 var Model responsesModel
 
-type responsesModel struct{}
+type responsesModel struct{ wire.OpenAIAPI }
 
 func (responsesModel) Protocol() wire.Protocol { return wire.OpenAIResponses }
 
@@ -31,12 +32,6 @@ func (responsesModel) TakesFile(media string) bool    { return media == wire.Med
 func (responsesModel) TakesFileURL(media string) bool { return media == wire.MediaPDF }
 
 func (responsesModel) Path(string, bool) string { return "/responses" }
-
-func (responsesModel) Authorize(h http.Header, key string) {
-	if key != "" {
-		h.Set("Authorization", "Bearer "+key)
-	}
-}
 
 // EncodeRequest renders r as a Responses request: instructions, input items (messages,
 // function_call and function_call_output items with the call ids), function tools
@@ -119,26 +114,12 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			tools = append(tools, tool)
 		}
 		out.Set("tools", tools)
-		if tc := r.ToolChoice; tc != nil {
-			if tc.Mode == "tool" {
-				out.Set("tool_choice", map[string]string{"type": "function", "name": tc.Name})
-			} else {
-				out.Set("tool_choice", tc.Mode)
-			}
-		}
-		if r.ParallelToolCalls != nil {
-			out.Set("parallel_tool_calls", *r.ParallelToolCalls)
-		}
+		out.SetToolChoice(r, func(name string) any { return map[string]string{"type": "function", "name": name} })
 	}
 	if r.MaxTokens > 0 {
 		out.Set("max_output_tokens", r.MaxTokens)
 	}
-	if r.Temperature != nil {
-		out.Set("temperature", *r.Temperature)
-	}
-	if r.TopP != nil {
-		out.Set("top_p", *r.TopP)
-	}
+	out.SetSampling(r)
 	if f := wire.ResponsesFormat(r.ResponseFormat); f != nil {
 		out.Set("text", map[string]any{"format": f})
 	}
@@ -191,11 +172,8 @@ func responsesSearchTool(o *llm.SearchOptions) map[string]any {
 	return t
 }
 
-// The items, tools and parts of a Responses request the fleet sends are typed
-// structs whose fields are in the order of their names, so they encode to the bytes
-// the map each it replaced did (encoding/json sorts a map's keys), without the maps,
-// their boxed values and the sorting per item per hop. A field is left out (omitempty)
-// exactly when the map had no such key.
+// The items, tools and parts of a Responses request the fleet sends have their
+// fields in name order, as encoding/json orders a map's keys.
 
 // responsesMessageItem is a message input item; Content is a string or
 // []responsesInputPart.
@@ -412,10 +390,7 @@ func (a *responsesAnswer) response() (*wire.Response, error) {
 				}
 			}
 		case "function_call":
-			id := it.CallID
-			if id == "" {
-				id = it.ID
-			}
+			id := cmp.Or(it.CallID, it.ID)
 			r.Content = append(r.Content, wire.Part{Kind: wire.PartToolCall, Call: &wire.ToolCall{ID: id, Name: it.Name, Arguments: it.Arguments}})
 		case "reasoning":
 			rs := &wire.Reasoning{Protocol: wire.OpenAIResponses, ID: it.ID, Encrypted: it.EncryptedContent}
@@ -552,11 +527,6 @@ func (it *responsesOutputItem) webSearch() (*wire.ServerCall, *wire.SearchResult
 		res.Error = &wire.SearchError{Code: "unavailable", Message: "the provider's web search failed"}
 	}
 	return call, res
-}
-
-// DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}}.
-func (responsesModel) DecodeError(status int, body []byte) *llm.Error {
-	return wire.OpenAIModelError(status, body)
 }
 
 func (responsesModel) NewStreamDecoder() wire.StreamDecoder { return &responsesDecoder{} }

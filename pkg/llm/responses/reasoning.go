@@ -22,9 +22,8 @@ func reasoningItem(p wire.Part) *responsesReasoningItem {
 	return &responsesReasoningItem{Type: "reasoning", Summary: summary, ID: r.ID, Encrypted: r.Encrypted}
 }
 
-// responsesReasoningItem is a reasoning input item. Its fields are in the order of
-// their names, so it encodes to the bytes the map it replaced did; id and
-// encrypted_content are left out when empty, as the map left them out.
+// responsesReasoningItem is a reasoning input item (fields in name order); id and
+// encrypted_content are left out when empty.
 type responsesReasoningItem struct {
 	Encrypted string                 `json:"encrypted_content,omitempty"`
 	ID        string                 `json:"id,omitempty"`
@@ -100,7 +99,7 @@ func decodeReasoning(v json.RawMessage) (*wire.ReasoningConfig, error) {
 // (encrypted, redacted, a signature alone) gives no item, and a model's own
 // encrypted_content, which only the fleet can send back to its model, is not given.
 func reasoningOutput(r *wire.Response) []map[string]any {
-	asked := wire.SummaryAsked(r.Echo)
+	asked := summaryAsked(r.Echo)
 	var out []map[string]any
 	for _, p := range r.Content {
 		rs := p.Reasoning
@@ -122,7 +121,7 @@ func reasoningOutput(r *wire.Response) []map[string]any {
 		}
 		summary := make([]any, 0, len(texts))
 		for _, t := range texts {
-			summary = append(summary, wire.SummaryText(t))
+			summary = append(summary, summaryText(t))
 		}
 		item := map[string]any{"type": "reasoning", "id": id, "summary": summary}
 		if r.Seal != nil {
@@ -131,4 +130,17 @@ func reasoningOutput(r *wire.Response) []map[string]any {
 		out = append(out, item)
 	}
 	return out
+}
+
+// summaryAsked reports whether a Responses request (its echo) asked for reasoning
+// summaries (reasoning.summary auto, concise or detailed).
+func summaryAsked(echo map[string]json.RawMessage) bool {
+	var rc struct {
+		Summary string `json:"summary"`
+	}
+	return json.Unmarshal(echo["reasoning"], &rc) == nil && rc.Summary != ""
+}
+
+func summaryText(text string) map[string]any {
+	return map[string]any{"type": "summary_text", "text": text}
 }

@@ -152,10 +152,7 @@ func (responsesCodec) DecodeRequest(body []byte) (*wire.Request, error) {
 	}
 	if maxToolCalls > 0 {
 		// max_tool_calls bounds the server tools the fleet runs for the request.
-		if r.Search == nil {
-			r.Search = &llm.SearchOptions{}
-		}
-		r.Search.Merge(&llm.SearchOptions{MaxUses: maxToolCalls, MaxFetches: maxToolCalls})
+		r.AddSearch(&llm.SearchOptions{MaxUses: maxToolCalls, MaxFetches: maxToolCalls})
 	}
 	if r.Model == "" {
 		return nil, wire.Invalid("model", "Missing required parameter: 'model'.")
@@ -376,10 +373,7 @@ func responsesTools(r *wire.Request, v json.RawMessage) error {
 			if err != nil {
 				return wire.FromLLM(err)
 			}
-			if r.Search == nil {
-				r.Search = &llm.SearchOptions{}
-			}
-			r.Search.Merge(o)
+			r.AddSearch(o)
 		case "":
 			return wire.Invalid(param+".type", "Missing required parameter: '%s.type'.", param)
 		default:
@@ -412,10 +406,7 @@ func responsesToolChoice(r *wire.Request, v json.RawMessage) error {
 	case strings.HasPrefix(o.Type, "web_search"):
 		// The fleet's web_search tool, forced on the first model call that offers it
 		// (the chat worker lets the model answer once it has searched).
-		if r.Search == nil {
-			r.Search = &llm.SearchOptions{}
-		}
-		r.Search.Requested, r.Search.Forced = true, true
+		r.AddSearch(&llm.SearchOptions{Requested: true, Forced: true})
 	default:
 		return wire.Invalid("tool_choice", "tool_choice type %q is not supported", o.Type)
 	}

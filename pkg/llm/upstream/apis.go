@@ -20,22 +20,16 @@ const (
 // ModelProtocols are the values a provider's "protocol" setting takes.
 var ModelProtocols = []string{ModelOpenAIChat, ModelOpenAIResponses, ModelAnthropicMessages, ModelGemini, ModelPerplexityAgent}
 
+// modelAPIs are the main-model protocols by the name of a provider's "protocol"
+// setting ("" is openai-chat).
+var modelAPIs = map[string]wire.ModelAPI{"": openaichat.Model, ModelOpenAIChat: openaichat.Model, ModelOpenAIResponses: responses.Model,
+	ModelAnthropicMessages: anthropic.Model, ModelGemini: gemini.Model, ModelPerplexityAgent: responses.PerplexityAgent}
+
 // ModelAPIFor returns the main-model protocol named by a provider's "protocol"
 // setting ("" is openai-chat); false for unknown names.
 func ModelAPIFor(name string) (wire.ModelAPI, bool) {
-	switch name {
-	case ModelOpenAIChat, "":
-		return openaichat.Model, true
-	case ModelOpenAIResponses:
-		return responses.Model, true
-	case ModelAnthropicMessages:
-		return anthropic.Model, true
-	case ModelGemini:
-		return gemini.Model, true
-	case ModelPerplexityAgent:
-		return responses.PerplexityAgent, true
-	}
-	return nil, false
+	api, ok := modelAPIs[name]
+	return api, ok
 }
 
 // ChatModelFor returns the Chat model protocol of a provider kind: Kimi's or GLM's,

@@ -11,6 +11,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -230,7 +231,7 @@ func (c *Caller) Send(ctx context.Context, model string, body []byte) ([]byte, e
 		}
 		defer resp.Body.Close()
 		if data, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer)); err != nil && ctx.Err() == nil {
-			return &llm.Error{Provider: c.name, Message: c.redact("reading the answer: " + err.Error()), Err: err}
+			return &llm.Error{Provider: c.name, Message: c.creds.Redact("reading the answer: " + err.Error()), Err: err}
 		}
 		return ctx.Err()
 	})
@@ -272,7 +273,7 @@ func (c *Caller) sendError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return &llm.Error{Provider: c.name, Message: c.redact(err.Error()), Err: errors.Unwrap(err)}
+	return &llm.Error{Provider: c.name, Message: c.creds.Redact(err.Error()), Err: errors.Unwrap(err)}
 }
 
 // searchTool puts the provider's own search in place of the fleet's web_search tool
@@ -308,10 +309,7 @@ func (c *Caller) priceNative(t *wire.Turn, asked string) {
 	if !c.opts.NativeSearch || t.Native == nil {
 		return
 	}
-	answered := t.Model
-	if answered == "" {
-		answered = asked
-	}
+	answered := cmp.Or(t.Model, asked)
 	name, price, _ := c.api.NativeSearch(answered)
 	t.Native.Protocol, t.Native.CostUSD = name, float64(t.Native.Requests)*price
 }
@@ -367,16 +365,16 @@ func (c *Caller) asError(status int, err error) *llm.Error {
 	if errors.As(err, &le) {
 		e := *le
 		e.Provider = c.name
-		e.Message = c.redact(e.Message)
+		e.Message = c.creds.Redact(e.Message)
 		return &e
 	}
-	return &llm.Error{Provider: c.name, Status: status, Type: "bad_response", Message: c.redact(err.Error())}
+	return &llm.Error{Provider: c.name, Status: status, Type: "bad_response", Message: c.creds.Redact(err.Error())}
 }
 
 func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
 	e := c.api.DecodeError(resp.StatusCode, data)
 	e.Provider = c.name
-	e.Message = c.redact(clip(e.Message, 500))
+	e.Message = c.creds.Redact(llm.Truncate(e.Message, 500))
 	if d := provider.RetryAfter(resp.Header, data, time.Now()); d > 0 {
 		e.RetryAfter = d
 	}
@@ -386,13 +384,4 @@ func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
 func isEventStream(contentType string) bool {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	return mt == "text/event-stream"
-}
-
-func (c *Caller) redact(s string) string { return c.creds.Redact(s) }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -52,9 +52,9 @@ func TestChatStreamedMatchesWhole(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wm, _ := llm.ParseMessage(whole.Message)
-			sm, err := llm.ParseMessage(streamed.Message)
-			if err != nil {
+			var wm, sm llm.Message
+			json.Unmarshal(whole.Message, &wm)
+			if err := json.Unmarshal(streamed.Message, &sm); err != nil {
 				t.Fatal(err)
 			}
 			if llm.Text(sm.Content) != llm.Text(wm.Content) || strings.Join(deltas, "") != llm.Text(wm.Content) {
@@ -126,7 +126,8 @@ func TestChatStreamFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, _ := llm.ParseMessage(comp.Message)
+	var m2 llm.Message
+	json.Unmarshal(comp.Message, &m2)
 	if got := llm.Text(m2.Content); got == "" || got != text.String() || comp.Usage.TotalTokens != 8204 || comp.FinishReason != "stop" {
 		t.Errorf("content %q, deltas %q, usage %+v, finish %q", got, text.String(), comp.Usage, comp.FinishReason)
 	}

@@ -48,6 +48,7 @@ func DecodeAnswer(b []byte) (*Response, error) {
 // without parsing the whole answer.
 var answerHead = []byte(`{"format":`)
 
+// FormatOf is the format of a stored answer (0: none, as for a direct search's result).
 func FormatOf(b []byte) (int, error) {
 	if rest, ok := bytes.CutPrefix(b, answerHead); ok {
 		n := 0

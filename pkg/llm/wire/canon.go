@@ -360,9 +360,12 @@ type CitationCounts struct {
 }
 
 // Text returns the answer's text parts joined.
-func (r *Response) Text() string {
+func (r *Response) Text() string { return textOf(r.Content) }
+
+// textOf is the text parts of parts joined.
+func textOf(parts []Part) string {
 	var s string
-	for _, p := range r.Content {
+	for _, p := range parts {
 		if p.Kind == PartText {
 			s += p.Text
 		}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,10 +71,7 @@ func WriteSSE(w interface{ Write([]byte) (int, error) }, evs []Event) {
 			b.WriteByte('\n')
 		}
 		if e.Data == nil {
-			comment := e.Comment
-			if comment == "" {
-				comment = "keep-alive"
-			}
+			comment := cmp.Or(e.Comment, "keep-alive")
 			b.WriteString(": ")
 			b.WriteString(comment)
 			b.WriteString("\n\n")
@@ -111,10 +109,7 @@ func AsError(err error) *Error {
 
 // OpenAIError renders the OpenAI error shape.
 func OpenAIError(e *Error) []byte {
-	typ := e.Type
-	if typ == "" {
-		typ = openAIType(e.Status)
-	}
+	typ := cmp.Or(e.Type, openAIType(e.Status))
 	body := map[string]any{"message": e.Message, "type": typ, "param": nil, "code": nil}
 	if e.Param != "" {
 		body["param"] = e.Param
@@ -156,11 +151,13 @@ func JSONObject(body []byte) (map[string]json.RawMessage, error) {
 	return top, nil
 }
 
+// IsNull reports whether v is absent or JSON null.
 func IsNull(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) == 0 || string(v) == "null"
 }
 
+// Clip clips s to n characters, marking the cut with an ellipsis.
 func Clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
@@ -180,7 +177,7 @@ func IDToken(s string) string {
 	return b.String()
 }
 
-// notes returns the request's notes and its search settings' ones.
+// AllNotes returns the request's notes and its search settings' ones.
 func (r *Request) AllNotes() []string {
 	out := append([]string(nil), r.Notes...)
 	if r.Search != nil {
@@ -189,6 +186,7 @@ func (r *Request) AllNotes() []string {
 	return out
 }
 
+// DecodeAs decodes v into dst, or is a 400 saying param must be what.
 func DecodeAs(param string, v json.RawMessage, dst any, what string) error {
 	if json.Unmarshal(v, dst) != nil {
 		return Invalid(param, "'%s' must be %s", param, what)
@@ -209,31 +207,23 @@ func Extension(r *Response) map[string]any {
 	return ext
 }
 
-// CommonPrefix is the length in bytes of the longest common prefix of a and b that
-// ends on a character boundary.
-func CommonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
-		n--
-	}
-	return n
-}
-
-// Pieces cuts text into pieces of about n bytes on rune boundaries.
-func Pieces(text string, n int) []string {
-	var out []string
-	for len(text) > 0 {
-		k := min(len(text), n)
-		for k < len(text) && !utf8.RuneStart(text[k]) {
-			k++
+// NewText is what a stream that has sent sent is to send of text: what text adds to
+// sent when it continues it; when final (the answer), what text has past the longest
+// prefix it shares with sent that ends on a character boundary. ok is false when
+// there is nothing to send.
+func NewText(sent, text string, final bool) (rest string, ok bool) {
+	rest, cont := strings.CutPrefix(text, sent)
+	if !cont && final {
+		n := 0
+		for n < len(text) && n < len(sent) && text[n] == sent[n] {
+			n++
 		}
-		out = append(out, text[:k])
-		text = text[k:]
+		for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		rest = text[n:]
 	}
-	return out
+	return rest, rest != "" && (cont || final)
 }
 
 // RenderServerPart renders an earlier turn's search for a model that reads it as text.
@@ -284,9 +274,20 @@ func ResponsesFormat(rf json.RawMessage) map[string]any {
 	return out
 }
 
-// OpenAIModelError reads the OpenAI error envelope of a failed call (Chat and
-// Responses), or takes the body as the message.
-func OpenAIModelError(status int, body []byte) *llm.Error {
+// OpenAIAPI is what the OpenAI protocols' model codecs (Chat and Responses) share:
+// a bearer key and the OpenAI error envelope.
+type OpenAIAPI struct{}
+
+// Authorize sets the bearer key (none for a local server without one).
+func (OpenAIAPI) Authorize(h http.Header, key string) {
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}} of
+// a failed call, or takes the body as the message.
+func (OpenAIAPI) DecodeError(status int, body []byte) *llm.Error {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"mime"
@@ -163,10 +164,7 @@ func ReadFileURLs(r *Request, api ModelAPI, read func(url string) ([]byte, strin
 		}
 		content, media, err := read(f.URL)
 		if err != nil {
-			param := f.Param
-			if param == "" {
-				param = "file_url"
-			}
+			param := cmp.Or(f.Param, "file_url")
 			return Part{}, false, Invalid(param, "%s: the file at %s could not be read: %s", param, Clip(f.URL, 256), err)
 		}
 		if media == "application/octet-stream" || media == "binary/octet-stream" {

@@ -72,8 +72,8 @@ type StreamDecoder interface {
 	Response() (*Response, error)
 }
 
-// chatFinish is the Chat finish_reason of a stop reason.
-var chatFinish = map[StopReason]string{StopEndTurn: "stop", StopToolUse: "tool_calls", StopMaxTokens: "length", StopRefusal: "content_filter"}
+// ChatFinish is the Chat finish_reason of a stop reason.
+var ChatFinish = map[StopReason]string{StopEndTurn: "stop", StopToolUse: "tool_calls", StopMaxTokens: "length", StopRefusal: "content_filter"}
 
 // native is the provider's own search of an answer, while its text is rendered.
 type native struct {
@@ -216,9 +216,12 @@ func CompactArgs(raw json.RawMessage) string {
 }
 
 // ResultText is a tool result's text (images are not forwarded to a tool result).
-func ResultText(res *ToolResult) string {
+func ResultText(res *ToolResult) string { return TextLines(res.Parts) }
+
+// TextLines is the text of the text parts of parts, one part a line.
+func TextLines(parts []Part) string {
 	var s string
-	for _, p := range res.Parts {
+	for _, p := range parts {
 		if p.Kind == PartText {
 			if s != "" {
 				s += "\n"

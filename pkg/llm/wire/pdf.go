@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"encoding/hex"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"unicode"
@@ -21,14 +22,7 @@ var pdfInflated = func(int) {}
 
 // isPDF reports whether a file is a PDF, by its media type, its name or its header.
 func isPDF(media, filename string, content []byte) bool {
-	return media == "application/pdf" || strings.EqualFold(pathExt(filename), ".pdf") || bytes.HasPrefix(content, []byte("%PDF-"))
-}
-
-func pathExt(name string) string {
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		return name[i:]
-	}
-	return ""
+	return media == "application/pdf" || strings.EqualFold(path.Ext(filename), ".pdf") || bytes.HasPrefix(content, []byte("%PDF-"))
 }
 
 // pdfText is the text a PDF shows, for models that read files as text: the strings of

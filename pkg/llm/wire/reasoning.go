@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -231,50 +229,12 @@ func ChatReasoningValues(parts []Part) (content *string, entries []ChatReasoning
 	return nil, entries
 }
 
-// ThinkingBlock renders Claude's reasoning part as its block, verbatim (nil: the part
-// is another protocol's, which Claude cannot take: it has no signature Anthropic
-// accepts).
-func ThinkingBlock(p Part) map[string]any {
-	r, ok := ReasoningFor(p, AnthropicMessages)
-	if !ok {
-		return nil
-	}
-	if r.Redacted != "" {
-		return map[string]any{"type": "redacted_thinking", "data": r.Redacted}
-	}
-	return map[string]any{"type": "thinking", "thinking": r.Text, "signature": r.Signature}
-}
-
 // Readable is the reasoning in words: its text, or a Responses item's summary texts.
 func (r *Reasoning) Readable() string {
 	if r.Text != "" {
 		return r.Text
 	}
 	return strings.Join(r.Summary, "\n\n")
-}
-
-// carriedPrefix starts the signature (or redacted data) of a thinking block that
-// carries another model's reasoning: ':' is not in the base64 of Anthropic's own.
-const carriedPrefix = "searchfleet:"
-
-// CarryReasoning encodes another model's reasoning part for a Messages client, to come
-// back in its thinking block's signature or redacted_thinking data.
-func CarryReasoning(r *Reasoning) string {
-	b, _ := json.Marshal(r)
-	return carriedPrefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
-// SummaryAsked reports whether a Responses request (its echo) asked for reasoning
-// summaries (reasoning.summary auto, concise or detailed).
-func SummaryAsked(echo map[string]json.RawMessage) bool {
-	var rc struct {
-		Summary string `json:"summary"`
-	}
-	return json.Unmarshal(echo["reasoning"], &rc) == nil && rc.Summary != ""
-}
-
-func SummaryText(text string) map[string]any {
-	return map[string]any{"type": "summary_text", "text": text}
 }
 
 // Off reports whether c turns thinking off: thinking disabled, or an effort of none.
@@ -361,19 +321,4 @@ func GeminiVersion(model string) int {
 	}
 	v, _ := strconv.Atoi(m[1])
 	return v
-}
-
-// CarriedReasoning reads back a reasoning part carryReasoning encoded (nil: opaque is
-// Anthropic's own, or not the fleet's encoding).
-func CarriedReasoning(opaque string) *Reasoning {
-	enc, ok := strings.CutPrefix(opaque, carriedPrefix)
-	if !ok {
-		return nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(enc)
-	var r Reasoning
-	if err != nil || json.Unmarshal(b, &r) != nil || r.Protocol == AnthropicMessages || r.Protocol == "" {
-		return nil
-	}
-	return &r
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/jsonfast"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // StoredFormat is the format version of a job's stored request: the canonical
@@ -46,6 +47,14 @@ func DecodeStored(b []byte) (*Stored, error) {
 		return nil, fmt.Errorf("stored request of format %d has no request", s.Format)
 	}
 	return &s, nil
+}
+
+// AddSearch merges o into the request's search settings.
+func (r *Request) AddSearch(o *llm.SearchOptions) {
+	if r.Search == nil {
+		r.Search = &llm.SearchOptions{}
+	}
+	r.Search.Merge(o)
 }
 
 // ToolNames are the names of the request's client tools.

@@ -11,9 +11,8 @@ import (
 // TopLevel is the top level of a request body the fleet sends: its own fields and the
 // client's extra ones, set by name (a later set replaces an earlier one, as in a map)
 // and written in the order of their names, which is the order encoding/json gives a
-// map's keys. It replaces a map[string]any per request per hop, whose buckets, boxed
-// keys, reflective walk and sorting cost about a dozen allocations; the bytes are
-// the same (testdata/request_golden.json holds them).
+// map's keys, without a map's allocations (testdata/request_golden.json holds the
+// bytes).
 type TopLevel []member
 
 type member struct {
@@ -49,6 +48,29 @@ func (o *TopLevel) Set(name string, v any) {
 		}
 	}
 	o.Add(name, v)
+}
+
+// SetSampling sets r's temperature and top_p, as every protocol but Gemini names them.
+func (o *TopLevel) SetSampling(r *Request) {
+	if r.Temperature != nil {
+		o.Set("temperature", *r.Temperature)
+	}
+	if r.TopP != nil {
+		o.Set("top_p", *r.TopP)
+	}
+}
+
+// SetToolChoice sets r's tool_choice, its mode or named(the tool's name), and its
+// parallel_tool_calls, as the OpenAI protocols name them.
+func (o *TopLevel) SetToolChoice(r *Request, named func(string) any) {
+	if tc := r.ToolChoice; tc != nil && tc.Mode == "tool" {
+		o.Set("tool_choice", named(tc.Name))
+	} else if tc != nil {
+		o.Set("tool_choice", tc.Mode)
+	}
+	if r.ParallelToolCalls != nil {
+		o.Set("parallel_tool_calls", *r.ParallelToolCalls)
+	}
 }
 
 // Get returns name's value; false when it has none.

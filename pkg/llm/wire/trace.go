@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -28,60 +29,13 @@ type TraceEntry struct {
 	RetrievedAt string `json:"retrieved_at,omitempty"`
 }
 
-// TraceSource is one source a search returned, as the job's trace records it. Traces
-// written before titles and dates were kept hold the bare URL string, which decodes
-// into URL alone.
+// TraceSource is one source a search returned, as the job's trace records it.
 type TraceSource struct {
 	URL   string `json:"url"`
 	Title string `json:"title,omitempty"`
 	// PageAge is the page's publication date ("January 2, 2006") where the engine
 	// gave one.
 	PageAge string `json:"page_age,omitempty"`
-}
-
-// UnmarshalJSON reads a source as an object or, from older traces, a URL string.
-func (s *TraceSource) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		*s = TraceSource{}
-		return json.Unmarshal(b, &s.URL)
-	}
-	type plain TraceSource
-	return json.Unmarshal(b, (*plain)(s))
-}
-
-// traceEntryObjects is a TraceEntry whose sources are all objects, as every trace
-// written since titles were kept has them: its sources decode without
-// TraceSource.UnmarshalJSON, which runs the decoder again (its validation and
-// reflection) for each source.
-type traceEntryObjects struct {
-	TraceEntry
-	Sources []traceSourceObject `json:"sources"` // shadows TraceEntry.Sources
-}
-
-// traceSourceObject is a TraceSource without its UnmarshalJSON: an object only.
-type traceSourceObject TraceSource
-
-// decodeTrace reads a job's trace: in one pass when its sources are objects, and
-// through TraceSource.UnmarshalJSON, which reads a bare URL string too, when they are
-// not (a trace written before titles were kept).
-func decodeTrace(trace []byte) ([]TraceEntry, error) {
-	var objs []traceEntryObjects
-	if jsonfast.Unmarshal(trace, &objs) != nil {
-		var entries []TraceEntry
-		err := jsonfast.Unmarshal(trace, &entries)
-		return entries, err
-	}
-	entries := make([]TraceEntry, len(objs))
-	for i, o := range objs {
-		entries[i] = o.TraceEntry
-		if o.Sources != nil {
-			entries[i].Sources = make([]TraceSource, len(o.Sources))
-			for k, s := range o.Sources {
-				entries[i].Sources[k] = TraceSource(s)
-			}
-		}
-	}
-	return entries, nil
 }
 
 // searchErrorCodes maps the fleet's search error types onto Anthropic's
@@ -112,15 +66,15 @@ var fetchErrorCodes = map[string]string{
 
 // AddTrace puts a job's searches and fetches into its answer: a server call and its result per
 // trace entry, before the answer's text, in the order they ran. Each source carries
-// the title and page age the trace recorded; a source without a title (older traces
-// kept URLs only) takes it from the answer's numbered sources. Failed searches become
+// the title and page age the trace recorded; a source without a title takes it from
+// the answer's numbered sources. Failed searches become
 // results with an error and are not counted in Usage.WebSearches.
 func (r *Response) AddTrace(trace json.RawMessage) error {
 	if IsNull(trace) {
 		return nil
 	}
-	entries, err := decodeTrace(trace)
-	if err != nil {
+	var entries []TraceEntry
+	if err := jsonfast.Unmarshal(trace, &entries); err != nil {
 		return fmt.Errorf("job trace unreadable: %w", err)
 	}
 	titles := make(map[string]string, len(r.Sources))
@@ -131,49 +85,37 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 	searches, fetches := 0, 0
 	for _, e := range entries {
 		id := fmt.Sprintf("%d_%s", e.Hop, IDToken(e.CallID))
-		res := &SearchResult{CallID: id, Sources: []Source{}}
-		if e.Tool == FetchName {
-			res.Fetch = true
-			call := &ServerCall{ID: id, Name: FetchName, URL: e.URL}
-			if e.Error != "" {
-				typ, msg, _ := strings.Cut(e.Error, ": ")
-				code := fetchErrorCodes[typ]
-				if code == "" {
-					code = "unavailable"
-				}
-				res.Error = &SearchError{Code: code, Message: msg}
-			} else {
-				fetches++
-				page := &FetchedPage{URL: e.URL, Text: e.Excerpt, Kind: e.Kind, Truncated: e.Truncated, RetrievedAt: e.RetrievedAt}
-				for _, s := range e.Sources {
-					if s.Title == "" {
-						s.Title = titles[s.URL]
-					}
-					page.URL, page.Title = s.URL, s.Title
-					res.Sources = append(res.Sources, Source{URL: s.URL, Title: s.Title})
-				}
-				res.Page = page
-			}
-			parts = append(parts, Part{Kind: PartServerCall, Server: call}, Part{Kind: PartServerResult, Search: res})
-			continue
+		res := &SearchResult{CallID: id, Sources: []Source{}, Fetch: e.Tool == FetchName}
+		call, codes := &ServerCall{ID: id, Name: "web_search", Query: e.Query}, searchErrorCodes
+		if res.Fetch {
+			call, codes = &ServerCall{ID: id, Name: FetchName, URL: e.URL}, fetchErrorCodes
 		}
 		if e.Error != "" {
 			typ, msg, _ := strings.Cut(e.Error, ": ")
-			code := searchErrorCodes[typ]
-			if code == "" {
-				code = "unavailable"
-			}
-			res.Error = &SearchError{Code: code, Message: msg}
+			res.Error = &SearchError{Code: cmp.Or(codes[typ], "unavailable"), Message: msg}
 		} else {
-			searches++
 			for _, s := range e.Sources {
 				if s.Title == "" {
 					s.Title = titles[s.URL]
 				}
+				if res.Fetch {
+					s.PageAge = "" // a page read carries its URL and title only
+				}
 				res.Sources = append(res.Sources, Source(s))
 			}
 		}
-		parts = append(parts, Part{Kind: PartServerCall, Server: &ServerCall{ID: id, Name: "web_search", Query: e.Query}}, Part{Kind: PartServerResult, Search: res})
+		switch {
+		case res.Error != nil:
+		case res.Fetch:
+			fetches++
+			res.Page = &FetchedPage{URL: e.URL, Text: e.Excerpt, Kind: e.Kind, Truncated: e.Truncated, RetrievedAt: e.RetrievedAt}
+			if n := len(res.Sources); n > 0 {
+				res.Page.URL, res.Page.Title = res.Sources[n-1].URL, res.Sources[n-1].Title
+			}
+		default:
+			searches++
+		}
+		parts = append(parts, Part{Kind: PartServerCall, Server: call}, Part{Kind: PartServerResult, Search: res})
 	}
 	r.Content = append(parts, r.Content...)
 	r.Usage.WebSearches, r.Usage.WebFetches = searches, fetches

@@ -53,15 +53,7 @@ func TurnOf(r *Response) *Turn {
 }
 
 // Text is the turn's text parts joined.
-func (t *Turn) Text() string {
-	var s string
-	for _, p := range t.Parts {
-		if p.Kind == PartText {
-			s += p.Text
-		}
-	}
-	return s
-}
+func (t *Turn) Text() string { return textOf(t.Parts) }
 
 // Calls are the turn's tool calls, in order.
 func (t *Turn) Calls() []ToolCall {
@@ -91,7 +83,7 @@ func (t *Turn) ChatMessage() (msg map[string]any, finish string) {
 		}
 	}
 	chatReasoningFields(msg, t.Parts)
-	finish = chatFinish[t.Stop]
+	finish = ChatFinish[t.Stop]
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	} else if finish == "" || finish == "tool_calls" {

@@ -239,7 +239,7 @@ func TestChatAnswerWithTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := resp.AddTrace([]byte(`[{"hop":0,"call_id":"call_1","query":"q","sources":["https://a"]},{"hop":0,"call_id":"call_2","query":"q2","sources":[],"error":"SEARCH_LIMIT_REACHED: no"}]`)); err != nil {
+	if err := resp.AddTrace([]byte(`[{"hop":0,"call_id":"call_1","query":"q","sources":[{"url":"https://a"}]},{"hop":0,"call_id":"call_2","query":"q2","sources":[],"error":"SEARCH_LIMIT_REACHED: no"}]`)); err != nil {
 		t.Fatal(err)
 	}
 	if len(resp.Content) != 5 || resp.Content[1].Search.Sources[0].Title != "A" || resp.Content[3].Search.Error.Code != "max_uses_exceeded" || resp.Usage.WebSearches != 1 {
@@ -252,8 +252,8 @@ func TestChatAnswerWithTrace(t *testing.T) {
 }
 
 // A trace's per-source titles and page ages reach the Anthropic web_search_tool_result
-// and the Responses web_search_call sources; a trace written before they were kept
-// (bare URL strings) still decodes, its titles taken from the answer's sources.
+// and the Responses web_search_call sources; a source without a title takes it from
+// the answer's sources.
 func TestTraceSourceTitlesAndAges(t *testing.T) {
 	t.Parallel()
 	answer := []byte(`{"id":"chatcmpl-j","created":1,"model":"m","choices":[{"message":{"role":"assistant","content":"Hi [1]"},"finish_reason":"stop"}],
@@ -262,8 +262,7 @@ func TestTraceSourceTitlesAndAges(t *testing.T) {
 		name, trace, title, age string
 	}{
 		{"current", `[{"hop":0,"call_id":"c1","query":"q","sources":[{"url":"https://a","title":"Page A","page_age":"March 3, 2026"},{"url":"https://b"}]}]`, "Page A", "March 3, 2026"},
-		{"old strings", `[{"hop":0,"call_id":"c1","query":"q","sources":["https://a","https://b"]}]`, "Old A", ""},
-		{"strings and objects", `[{"hop":0,"call_id":"c1","query":"q","sources":["https://a",{"url":"https://b","title":"Page B"}]}]`, "Old A", ""},
+		{"untitled", `[{"hop":0,"call_id":"c1","query":"q","sources":[{"url":"https://a"},{"url":"https://b","title":"Page B"}]}]`, "Old A", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := openaichat.Client.DecodeResponse(answer)

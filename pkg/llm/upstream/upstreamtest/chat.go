@@ -20,17 +20,13 @@ type Chat struct{ *upstream.Caller }
 
 var _ llm.Caller = Chat{}
 
-func (c Chat) prepare(body []byte, stream bool) (*upstream.Call, error) {
+// Complete makes the call of a Chat request body.
+func (c Chat) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error) {
 	req, err := openaichat.Client.DecodeRequest(body)
 	if err != nil {
 		return nil, err
 	}
-	return c.Prepare(req, stream)
-}
-
-// Complete makes the call of a Chat request body.
-func (c Chat) Complete(ctx context.Context, body []byte, onDelta func(llm.Delta)) (*llm.Completion, error) {
-	p, err := c.prepare(body, onDelta != nil)
+	p, err := c.Prepare(req, onDelta != nil)
 	if err != nil {
 		return nil, err
 	}
