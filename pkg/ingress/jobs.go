@@ -59,18 +59,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Idempotency-Key", "Idempotency-Key must be at most 255 characters")
 		return
 	}
-	var storedCallback json.RawMessage
-	if len(callback) > 0 && string(callback) != "null" {
-		if s.Webhooks == nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
-			return
-		}
-		cb, err := s.Webhooks.ValidateCallback(r.Context(), callback)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
-			return
-		}
-		storedCallback = cb
+	storedCallback, ok := s.callback(w, r, callback)
+	if !ok {
+		return
 	}
 
 	job, err := s.newJob(r, "job_", wire.OpenAIChat, req)
@@ -161,6 +152,24 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	// that submitted it (again on a replay, for a client whose first answer was lost).
 	view.WebhookSecret = secret
 	writeJSON(w, http.StatusAccepted, view)
+}
+
+// callback validates a request's callback (nil: none was given); it has answered
+// when it returns false.
+func (s *Server) callback(w http.ResponseWriter, r *http.Request, callback json.RawMessage) (json.RawMessage, bool) {
+	if len(callback) == 0 || string(callback) == "null" {
+		return nil, true
+	}
+	if s.Webhooks == nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
+		return nil, false
+	}
+	cb, err := s.Webhooks.ValidateCallback(r.Context(), callback)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
+		return nil, false
+	}
+	return cb, true
 }
 
 // loadJob reads the job named in the path, as its tenant sees it; it has answered
@@ -276,10 +285,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	if fl != nil {
 		fl.Flush()
 	}

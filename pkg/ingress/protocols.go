@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -30,20 +29,25 @@ func writeWireError(w http.ResponseWriter, codec wire.ClientCodec, e *wire.Error
 	w.Write(codec.EncodeError(e))
 }
 
+// writeResponse answers with resp in codec's protocol, its cost in the headers.
+func writeResponse(w http.ResponseWriter, codec wire.ClientCodec, resp *wire.Response) {
+	b, err := codec.EncodeResponse(resp)
+	if err != nil {
+		writeWireError(w, codec, wire.AsError(err))
+		return
+	}
+	setCost(w.Header(), resp.Usage.Spend)
+	writeJSON(w, http.StatusOK, json.RawMessage(b))
+}
+
 // protocolRequest serves a client protocol's create endpoint. Job ids (and so the
 // answers' ids) start with idPrefix.
 func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		fail := func(e *wire.Error) { writeWireError(w, codec, e) }
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				fail(&wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-					Message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody)})
-				return
-			}
-			fail(wire.Invalid("", "Could not read the request body: %s", bodyError(err)))
+		body, e := s.boundedBody(w, r)
+		if e != nil {
+			fail(e)
 			return
 		}
 		var rr *responsesRequest
@@ -51,7 +55,6 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return // a research model's request starts a research run (research_responses.go)
 		}
 		if codec.Protocol() == wire.OpenAIResponses {
-			var e *wire.Error
 			if rr, e = s.resolveResponses(r.Context(), tenantOf(r), body); e != nil {
 				fail(e)
 				return
@@ -164,13 +167,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 				fail(e)
 				return
 			}
-			b, err := codec.EncodeResponse(resp)
-			if err != nil {
-				fail(wire.AsError(err))
-				return
-			}
-			setCost(w.Header(), resp.Usage.Spend)
-			writeJSON(w, http.StatusOK, json.RawMessage(b))
+			writeResponse(w, codec, resp)
 		}
 	}
 }
@@ -324,18 +321,10 @@ func answerOf(job *state.Job, req *wire.Request, p wire.Protocol) (*wire.Respons
 		}
 		return resp, nil
 	case state.Failed:
-		je := job.Error
-		if je == nil {
-			je = &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the job failed"}
-		}
-		status := je.Status
-		if status < 400 {
-			status = http.StatusInternalServerError
-		}
-		base.Status, base.Error = wire.StatusFailed, &wire.Error{Status: status, Type: je.Type, Code: je.Code, Message: je.Message}
+		base.Status, base.Error = wire.StatusFailed, jobFailure(job.Error)
 		return base, base.Error
 	case state.Cancelled:
-		base.Status, base.Error = wire.StatusCancelled, &wire.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "job_cancelled", Message: "The job was cancelled."}
+		base.Status, base.Error = wire.StatusCancelled, jobCancelled()
 		return base, base.Error
 	case state.Running:
 		base.Status = wire.StatusInProgress
@@ -377,11 +366,5 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 		writeWireError(w, responses.Client, e)
 		return
 	}
-	b, err := responses.Client.EncodeResponse(resp)
-	if err != nil {
-		writeWireError(w, responses.Client, wire.AsError(err))
-		return
-	}
-	setCost(w.Header(), resp.Usage.Spend)
-	writeJSON(w, http.StatusOK, json.RawMessage(b))
+	writeResponse(w, responses.Client, resp)
 }

@@ -20,8 +20,7 @@ import (
 // review.
 
 func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
-	if s.Research == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	if s.researchOff(w) {
 		return
 	}
 	body, ok := s.readBody(w, r)
@@ -50,6 +49,15 @@ func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, v)
 }
 
+// researchOff answers 404 when research runs are not served; it has answered when it
+// returns true.
+func (s *Server) researchOff(w http.ResponseWriter) bool {
+	if s.Research == nil {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	}
+	return s.Research == nil
+}
+
 // researchView is a run with the signing secret made for its callback, shown to the
 // client that started it.
 type researchView struct {
@@ -61,17 +69,8 @@ type researchView struct {
 // (research.Service.Start); it has answered when ok is false.
 func (s *Server) startResearch(w http.ResponseWriter, r *http.Request, req *research.Request, callback json.RawMessage, noShare bool) (run *state.Run, shared bool, secret string, ok bool) {
 	tenant := tenantOf(r)
-	if len(callback) > 0 && string(callback) != "null" {
-		if s.Webhooks == nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
-			return nil, false, "", false
-		}
-		cb, err := s.Webhooks.ValidateCallback(r.Context(), callback)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
-			return nil, false, "", false
-		}
-		req.Callback = cb
+	if req.Callback, ok = s.callback(w, r, callback); !ok {
+		return nil, false, "", false
 	}
 	run, shared, err := s.Research.Start(r.Context(), tenant, req, noShare)
 	switch {
@@ -104,8 +103,7 @@ func (s *Server) startResearch(w http.ResponseWriter, r *http.Request, req *rese
 // loadRun reads the run the path names, as its tenant sees it; it has answered when
 // it returns nil.
 func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) *state.Run {
-	if s.Research == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	if s.researchOff(w) {
 		return nil
 	}
 	id := r.PathValue("id")
@@ -130,8 +128,7 @@ func (s *Server) getResearch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listResearch(w http.ResponseWriter, r *http.Request) {
-	if s.Research == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	if s.researchOff(w) {
 		return
 	}
 	limit := 20
@@ -240,10 +237,7 @@ func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.stream(w, r)
 	defer cancel()
 	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	tick := time.NewTicker(researchPoll)
 	defer tick.Stop()
 	for {

@@ -204,14 +204,18 @@ func (s *Server) storedConversation(ctx context.Context, tenant, id string) ([]j
 	return append(items, output...), nil
 }
 
+// storedRequest is a job's request as it was stored (wire.Stored), nil if unreadable.
+func storedRequest(job *state.Job) *wire.Request {
+	if stored, err := wire.DecodeStored(job.Request); err == nil {
+		return stored.Request
+	}
+	return nil
+}
+
 // outputItems are a stored response's output items, as its client was shown them; an
 // error when it has not completed.
 func outputItems(job *state.Job, rec *state.StoredResponse) ([]json.RawMessage, *wire.Error) {
-	var req *wire.Request
-	if stored, err := wire.DecodeStored(job.Request); err == nil {
-		req = stored.Request
-	}
-	resp, e := answerOf(job, req, wire.OpenAIResponses)
+	resp, e := answerOf(job, storedRequest(job), wire.OpenAIResponses)
 	if e != nil || resp.Status != wire.StatusCompleted {
 		return nil, wire.Invalid("previous_response_id", "The response %s is %s: only a completed response can be continued.", job.ID, resp.Status)
 	}

@@ -44,18 +44,9 @@ func (s *Server) loadStored(w http.ResponseWriter, r *http.Request) (*state.Stor
 
 // writeStoredResponse answers with the response object of a stored response.
 func (s *Server) writeStoredResponse(w http.ResponseWriter, job *state.Job, rec *state.StoredResponse) {
-	var req *wire.Request
-	if stored, err := wire.DecodeStored(job.Request); err == nil {
-		req = stored.Request
-	}
-	resp, _ := answerOf(job, req, wire.OpenAIResponses)
+	resp, _ := answerOf(job, storedRequest(job), wire.OpenAIResponses)
 	resp.Echo = rec.Echo
-	b, err := responses.Client.EncodeResponse(resp)
-	if err != nil {
-		writeWireError(w, responses.Client, wire.AsError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, json.RawMessage(b))
+	writeResponse(w, responses.Client, resp)
 }
 
 // cancelResponse is POST /v1/responses/{id}/cancel: a background response that is

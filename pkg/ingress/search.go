@@ -68,7 +68,9 @@ func (s *Server) runDirect(w http.ResponseWriter, r *http.Request, job *state.Jo
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
 	done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
 	if err != nil {
-		s.waitFailed(w, job.ID, err)
+		if e := s.waitError(job.ID, err); e != nil {
+			writeAPIError(w, e)
+		}
 		return
 	}
 	s.writeOutcome(w, done)

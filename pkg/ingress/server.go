@@ -294,28 +294,29 @@ func jsonBody(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func writeJobError(w http.ResponseWriter, je *state.JobError) {
-	status := je.Status
-	if status < 400 {
-		status = http.StatusInternalServerError
-	}
-	writeError(w, status, je.Type, je.Code, "", je.Message)
-}
-
-// readBody reads a bounded body; it has answered the request when it returns false.
+// readBody reads a bounded body; it has answered the request (in the OpenAI shape)
+// when it returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "",
-				fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody))
-			return nil, false
-		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+bodyError(err))
+	body, e := s.boundedBody(w, r)
+	if e != nil {
+		writeAPIError(w, e)
 		return nil, false
 	}
 	return body, true
+}
+
+// boundedBody reads a body of at most MaxBody bytes; the error says why it could not.
+func (s *Server) boundedBody(w http.ResponseWriter, r *http.Request) ([]byte, *wire.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+			Message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody)}
+	case err != nil:
+		return nil, wire.Invalid("", "Could not read the request body: %s", bodyError(err))
+	}
+	return body, nil
 }
 
 // Tenants maps API keys to tenants.
