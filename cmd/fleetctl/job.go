@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,11 +84,8 @@ func (a *app) firstModel(ctx context.Context) (string, error) {
 
 // jobWatch is `job watch ID`: the job's events as they happen, then its answer.
 func (a *app) jobWatch(ctx context.Context, args []string) error {
-	pos, err := parse(a.flags("job watch"), args)
+	pos, err := exactly(a.flags("job watch"), args, 1, "a job ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "a job ID"); err != nil {
 		return err
 	}
 	return a.followAndPrint(ctx, pos[0])
@@ -190,11 +186,8 @@ func (a *app) printAnswer(j job) error {
 func (a *app) jobGet(ctx context.Context, args []string) error {
 	fs := a.flags("job get")
 	raw := fs.Bool("json", false, "print the job object")
-	pos, err := parse(fs, args)
+	pos, err := exactly(fs, args, 1, "a job ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "a job ID"); err != nil {
 		return err
 	}
 	if *raw {
@@ -237,10 +230,7 @@ func (a *app) search(ctx context.Context, args []string) error {
 		return err
 	}
 	if *raw {
-		var buf bytes.Buffer
-		json.Indent(&buf, out, "", "  ")
-		_, err := fmt.Fprintln(a.stdout, buf.String())
-		return err
+		return a.printIndented(out)
 	}
 	return a.printResult(out)
 }
@@ -282,11 +272,8 @@ func (a *app) printResult(raw json.RawMessage) error {
 func (a *app) jobReplay(ctx context.Context, args []string) error {
 	fs := a.flags("job replay")
 	wait := fs.Bool("wait", false, "follow the replay and print its answer")
-	pos, err := parse(fs, args)
+	pos, err := exactly(fs, args, 1, "a job ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "a job ID"); err != nil {
 		return err
 	}
 	var j job

@@ -38,11 +38,8 @@ type researchRun struct {
 // `research watch ID` / `research get ID`.
 func (a *app) research(ctx context.Context, args []string) error {
 	if len(args) > 0 && (args[0] == "watch" || args[0] == "get") {
-		pos, err := parse(a.flags("research "+args[0]), args[1:])
+		pos, err := exactly(a.flags("research "+args[0]), args[1:], 1, "a run ID")
 		if err != nil {
-			return err
-		}
-		if err := exactly(pos, 1, "a run ID"); err != nil {
 			return err
 		}
 		if args[0] == "watch" {

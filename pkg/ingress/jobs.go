@@ -284,11 +284,9 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	fl, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
 	startSSE(w)
-	if fl != nil {
-		fl.Flush()
-	}
+	rc.Flush()
 	// Deltas are live: they wait in their subscription until the replay of the
 	// durable events has caught up (an event with none pending after it, or nothing to
 	// read), so none is written before the lifecycle events that came before it.
@@ -305,9 +303,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			b, _ := json.Marshal(d)
 			fmt.Fprintf(w, "event: delta\ndata: %s\n\n", b)
-			if fl != nil {
-				fl.Flush()
-			}
+			rc.Flush()
 			continue
 		case n = <-events:
 		}
@@ -324,9 +320,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			// without a terminal event we could see (expired from the stream).
 			live = deltas
 			fmt.Fprint(w, ": keep-alive\n\n")
-			if fl != nil {
-				fl.Flush()
-			}
+			rc.Flush()
 			if st, err := s.Store.Jobs.JobStatus(ctx, job.ID); err == nil && st.Terminal() && time.Since(job.Created) > 24*time.Hour {
 				return
 			}
@@ -343,9 +337,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "id: %d\n", meta.Sequence.Stream)
 		}
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
-		if fl != nil {
-			fl.Flush()
-		}
+		rc.Flush()
 		if ev.Type.Terminal() {
 			return
 		}

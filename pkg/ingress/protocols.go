@@ -191,15 +191,23 @@ func (s *Server) decodeRequest(ctx context.Context, codec wire.ClientCodec, body
 	if e := req.OpenReasoning(s.Reasoning, tenantIn(ctx)); e != nil {
 		return nil, e
 	}
-	if !slices.Contains(s.Models, req.Model) {
-		return nil, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", "))}
+	if e := s.knownModel(req.Model); e != nil {
+		return nil, e
 	}
 	req.Notes = append(req.Notes, s.reasoningNotes(codec.Protocol(), req.Reasoning, req.Model)...)
 	if e := s.checkSearch(req); e != nil {
 		return nil, e
 	}
 	return s.modelFiles(ctx, req)
+}
+
+// knownModel refuses a model the fleet does not serve (404 model_not_found).
+func (s *Server) knownModel(model string) *wire.Error {
+	if slices.Contains(s.Models, model) {
+		return nil
+	}
+	return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
+		Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(model, 64), strings.Join(s.Models, ", "))}
 }
 
 // includeUsage reports whether a streamed Chat request asked for a final usage chunk

@@ -166,7 +166,13 @@ func (s *Server) cancelResearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "invalid_request_error", "run_finished", "", fmt.Sprintf("The run has already ended (%s).", run.Status))
 		return
 	}
-	if run, err = s.Research.Store.Research.GetRun(r.Context(), run.ID); err != nil {
+	s.writeRun(w, r, run.ID)
+}
+
+// writeRun answers with run id as it is now.
+func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, id string) {
+	run, err := s.Research.Store.Research.GetRun(r.Context(), id)
+	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the run failed.")
 		return
 	}
@@ -205,11 +211,7 @@ func (s *Server) planResearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "invalid_request_error", "run_not_waiting", "", fmt.Sprintf("The run does not wait for a plan (%s).", run.Status))
 		return
 	}
-	if run, err = s.Research.Store.Research.GetRun(r.Context(), run.ID); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the run failed.")
-		return
-	}
-	writeJSON(w, http.StatusOK, research.ViewOf(run))
+	s.writeRun(w, r, run.ID)
 }
 
 // researchPoll is how often a run's event stream looks for new events.
@@ -236,7 +238,7 @@ func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := s.stream(w, r)
 	defer cancel()
-	fl, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
 	startSSE(w)
 	tick := time.NewTicker(researchPoll)
 	defer tick.Stop()
@@ -253,9 +255,7 @@ func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, typ.Type, e.Data)
 			after = e.Seq
 		}
-		if fl != nil {
-			fl.Flush()
-		}
+		rc.Flush()
 		if len(evs) == 100 {
 			continue
 		}

@@ -142,6 +142,15 @@ func inputItem(respID string, n int, item json.RawMessage) json.RawMessage {
 	return normalizeItem(item, func(typ string) string { return responses.InputItemID(respID, typ, n) })
 }
 
+// itemID is an item's id ("" if it has none).
+func itemID(item json.RawMessage) string {
+	var head struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(item, &head)
+	return head.ID
+}
+
 // normalizeItem is an item as the fleet keeps and lists it: with an id (newID's, of
 // the item's type, when it has none), and a message with its type, status and
 // content parts.
@@ -208,11 +217,7 @@ func writeListPage(w http.ResponseWriter, r *http.Request, items []json.RawMessa
 	}
 	ids := make([]string, len(items))
 	for i, it := range items {
-		var head struct {
-			ID string `json:"id"`
-		}
-		json.Unmarshal(it, &head)
-		ids[i] = head.ID
+		ids[i] = itemID(it)
 	}
 	start := 0
 	if after := q.Get("after"); after != "" {

@@ -132,7 +132,6 @@ type Server struct {
 	pace    paces // the tenants' job durations, for Retry-After (retryafter.go)
 	sockets *responsesws.Server
 	mcp     http.Handler
-	console *console.API
 
 	// events hands the jobs' events to the requests waiting for them (waiters.go).
 	events waiters
@@ -148,11 +147,6 @@ func New(o Options) *Server {
 	s := &Server{Options: o, eventsGate: make(chan struct{}, eventsCallsAtOnce)}
 	s.sockets = responsesws.New(responsesws.Options{Admit: s.admitSocket, Create: s.socketCreate, MaxSockets: o.MaxWebSockets,
 		Idle: o.WebSocketIdle, MaxAge: o.WebSocketMaxAge, MaxMessage: o.MaxBody})
-	co := console.Options{Core: consoleCore{s}, Jobs: o.Store.Jobs, Spend: o.Store.Ledger, Tools: o.Tools, Metrics: o.Metrics, Log: o.Log, Pages: o.Console}
-	if o.Batches != nil {
-		co.Batches = o.Batches
-	}
-	s.console = console.New(co)
 	if o.MCP {
 		// The MCP tools call this API in process, with the caller's key; the API they
 		// call does not itself route /mcp.
@@ -199,6 +193,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /v1/batches", s.auth(s.listBatches))
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
+		mux.HandleFunc("GET /v1/batches/{id}/events", s.auth(s.batchEvents))
 	}
 	mux.HandleFunc("POST /v1/research", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.createResearch))))
 	mux.HandleFunc("GET /v1/research", s.auth(s.listResearch))
@@ -212,7 +207,14 @@ func (s *Server) Handler() http.Handler {
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpRoute())
 	}
-	s.console.Routes(mux, s.auth) // the console's pages and the read routes it uses
+	// The console's pages, and the read routes they use (console_api.go).
+	if s.Console {
+		mux.Handle("GET /console/", console.Pages())
+	}
+	mux.HandleFunc("GET /v1/jobs", s.auth(s.listJobs))
+	mux.HandleFunc("GET /v1/jobs/{id}/request", s.auth(s.jobRequest))
+	mux.HandleFunc("GET /v1/usage/daily", s.auth(s.dailyUsage))
+	mux.HandleFunc("GET /v1/engines", s.auth(s.engineHealth))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

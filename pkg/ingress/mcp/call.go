@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 )
 
 // maxAnswer bounds an API answer a tool call reads (the API's own answers are far
@@ -83,11 +84,7 @@ func (a apiCaller) call(ctx context.Context, req *mcp.CallToolRequest, method, p
 // names), what the status means for the caller, and the code in _meta.
 func apiError(status int, h http.Header, body []byte) *mcp.CallToolResult {
 	var e struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Code    *string `json:"code"`
-		} `json:"error"`
+		Error jobs.ErrorBody `json:"error"`
 	}
 	msg := ""
 	if json.Unmarshal(body, &e) == nil {
