@@ -361,7 +361,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	rec, err := s.Store.Jobs.GetResponse(r.Context(), job.ID)
 	if err != nil || rec.Tenant != job.Tenant {
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			writeWireError(w, responses.Client, unavailable("Reading the response"))
 			return
 		}
 		writeWireError(w, responses.Client, storedResponseNotFound(job.ID)) // never stored (store: false), expired or deleted

@@ -207,7 +207,7 @@ func (s *Server) cancelResearchResponse(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	if _, err := s.Research.Cancel(r.Context(), run.Tenant, run.ID); err != nil {
-		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
+		writeWireError(w, responses.Client, unavailable("Cancelling"))
 		return
 	}
 	if got, err := s.Research.Store.Research.GetRun(r.Context(), run.ID); err == nil {
@@ -229,7 +229,7 @@ func (s *Server) runForResponse(w http.ResponseWriter, r *http.Request) (*state.
 		return nil, false
 	}
 	if err != nil {
-		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+		writeWireError(w, responses.Client, unavailable("Reading the response"))
 		return nil, false
 	}
 	return run, true

@@ -180,7 +180,7 @@ func (s *Server) storedResponse(ctx context.Context, tenant, param, id string) (
 		return nil, nil, responseNotFound(param, id)
 	case err != nil:
 		s.Log.Warn("api: reading a stored response", "response", id, "err", err)
-		return nil, nil, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the stored response failed; try again."}
+		return nil, nil, unavailable("Reading the stored response")
 	}
 	return rec, job, nil
 }
@@ -386,7 +386,7 @@ func (s *Server) fileData(ctx context.Context, tenant, param, id string, x *expa
 	}
 	if err != nil {
 		s.Log.Warn("api: reading an input file", "file", id, "err", err)
-		return "", "", &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the file failed; try again."}
+		return "", "", unavailable("Reading the file")
 	}
 	return base64.StdEncoding.EncodeToString(content), f.Filename, nil
 }

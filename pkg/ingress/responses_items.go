@@ -71,12 +71,12 @@ func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
 	if !job.Status.Terminal() {
 		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
 			s.Log.Warn("api: cancelling a response", "response", job.ID, "err", err)
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
+			writeWireError(w, responses.Client, unavailable("Cancelling"))
 			return
 		}
 		var err error
 		if job, err = s.Store.Jobs.GetJob(r.Context(), job.ID); err != nil {
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			writeWireError(w, responses.Client, unavailable("Reading the response"))
 			return
 		}
 	}
@@ -102,13 +102,13 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
 	if !job.Status.Terminal() {
 		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
 			s.Log.Warn("api: cancelling a deleted response", "response", job.ID, "err", err)
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Deleting failed; try again."})
+			writeWireError(w, responses.Client, unavailable("Deleting"))
 			return
 		}
 	}
 	if err := s.Store.Jobs.DeleteResponse(r.Context(), job.ID); err != nil {
 		s.Log.Warn("api: deleting a response", "response", job.ID, "err", err)
-		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Deleting failed; try again."})
+		writeWireError(w, responses.Client, unavailable("Deleting"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": job.ID, "object": "response", "deleted": true})

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -35,7 +36,7 @@ type apiCaller struct{ h http.Handler }
 // request's caller and decodes a 2xx answer into out. Any other answer becomes a
 // tool error in the API's own words, returned instead of nil.
 func (a apiCaller) call(ctx context.Context, req *mcp.CallToolRequest, method, path string, body any, out any) *mcp.CallToolResult {
-	var rd *bytes.Reader
+	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
@@ -43,12 +44,11 @@ func (a apiCaller) call(ctx context.Context, req *mcp.CallToolRequest, method, p
 		}
 		rd = bytes.NewReader(b)
 	}
-	hr, err := http.NewRequestWithContext(ctx, method, "http://ingress.invalid"+path, nil)
+	hr, err := http.NewRequestWithContext(ctx, method, "http://ingress.invalid"+path, rd)
 	if err != nil {
 		return toolError("The request could not be built from the arguments.")
 	}
 	if rd != nil {
-		hr, _ = http.NewRequestWithContext(ctx, method, hr.URL.String(), rd)
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	if req.Extra != nil && req.Extra.Header != nil {
