@@ -71,7 +71,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 	job.Band = bandFor(r, bus.BandAsync)
 	tenant := tenantOf(r)
-	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
+	if _, ok := s.admit(w, r, chatCodec, job, holdNone); !ok {
 		return
 	}
 	// The job slot admitChat took is freed unless a new job is accepted under it (a
@@ -176,11 +176,11 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request, callback json.
 // when it returns nil.
 func (s *Server) loadJob(w http.ResponseWriter, r *http.Request) *state.Job {
 	id := r.PathValue("id")
-	if !validJobID(id) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
-		return nil
+	var job *state.Job
+	err := state.ErrNotFound
+	if validJobID(id) {
+		job, err = s.Store.Jobs.GetJob(r.Context(), id)
 	}
-	job, err := s.Store.Jobs.GetJob(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) || err == nil && job.Tenant != tenantOf(r) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
 		return nil
@@ -206,21 +206,20 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
-	if job.Status.Terminal() {
-		writeError(w, http.StatusConflict, "invalid_request_error", "job_finished", "", fmt.Sprintf("The job has already ended (%s).", job.Status))
-		return
+	ended := job.Status.Terminal()
+	if !ended {
+		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
+			s.Log.Warn("api: cancelling", "job", job.ID, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
+			return
+		}
+		var err error
+		if job, err = s.Store.Jobs.GetJob(r.Context(), job.ID); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed.")
+			return
+		}
 	}
-	if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
-		s.Log.Warn("api: cancelling", "job", job.ID, "err", err)
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
-		return
-	}
-	job, err := s.Store.Jobs.GetJob(r.Context(), job.ID)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed.")
-		return
-	}
-	if job.Status != state.Cancelled {
+	if ended || job.Status != state.Cancelled {
 		writeError(w, http.StatusConflict, "invalid_request_error", "job_finished", "", fmt.Sprintf("The job has already ended (%s).", job.Status))
 		return
 	}

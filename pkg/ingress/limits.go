@@ -210,8 +210,3 @@ func holdOf(req *wire.Request) hold {
 
 // chatCodec answers the OpenAI routes' limits.
 var chatCodec wire.ClientCodec = openaichat.Client
-
-// admitChat is admit for an OpenAI route.
-func (s *Server) admitChat(w http.ResponseWriter, r *http.Request, job *state.Job, h hold) (func(), bool) {
-	return s.admit(w, r, openaichat.Client, job, h)
-}

@@ -89,10 +89,8 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 				return nil, e
 			}
 		}
-		for _, it := range prior {
-			if e := x.add("previous_response_id", int64(len(it))); e != nil {
-				return nil, e
-			}
+		if e := x.addItems("previous_response_id", prior); e != nil {
+			return nil, e
 		}
 		delete(top, "previous_response_id")
 	}
@@ -107,10 +105,8 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		if e != nil {
 			return nil, e
 		}
-		for _, it := range items {
-			if e := x.add("conversation", int64(len(it))); e != nil {
-				return nil, e
-			}
+		if e := x.addItems("conversation", items); e != nil {
+			return nil, e
 		}
 		prior, rr.conversation = items, id
 		rr.echo["conversation"], _ = json.Marshal(map[string]string{"id": id})

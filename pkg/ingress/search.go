@@ -50,7 +50,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 // POST /v1/fetch): admitted as a synchronous wait, published as req on subject, and
 // answered with its outcome when its worker ends it.
 func (s *Server) runDirect(w http.ResponseWriter, r *http.Request, job *state.Job, subject string, req bus.Payload) {
-	release, ok := s.admitChat(w, r, job, holdSync)
+	release, ok := s.admit(w, r, chatCodec, job, holdSync)
 	if !ok {
 		return
 	}

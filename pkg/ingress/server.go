@@ -215,9 +215,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/request", s.auth(s.jobRequest))
 	mux.HandleFunc("GET /v1/usage/daily", s.auth(s.dailyUsage))
 	mux.HandleFunc("GET /v1/engines", s.auth(s.engineHealth))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, s.Bus, s.Store.Health, s.Log) })
 	// With tenants the API port is public: metrics (tenants, models, costs) are
 	// served only on the internal listener, FLEET_METRICS_ADDR (Ops).
