@@ -58,12 +58,18 @@ func (a *app) jobSubmit(ctx context.Context, args []string) error {
 	if err := a.call(ctx, "POST", "/v1/jobs", body, &j); err != nil {
 		return err
 	}
-	if !*wait {
-		fmt.Fprintln(a.stdout, j.ID)
+	return a.started(*wait, j.ID, func() error { return a.followAndPrint(ctx, j.ID) }, "job", j.ID)
+}
+
+// started prints a new job's or run's id (stdout), or with follow set notes it (note,
+// on stderr) and follows it.
+func (a *app) started(follow bool, id string, then func() error, note ...any) error {
+	if !follow {
+		fmt.Fprintln(a.stdout, id)
 		return nil
 	}
-	fmt.Fprintln(a.stderr, "job", j.ID)
-	return a.followAndPrint(ctx, j.ID)
+	fmt.Fprintln(a.stderr, note...)
+	return then()
 }
 
 // firstModel is the first model the fleet serves.
@@ -280,10 +286,5 @@ func (a *app) jobReplay(ctx context.Context, args []string) error {
 	if err := a.call(ctx, "POST", "/v1/jobs/"+pos[0]+"/replay", nil, &j); err != nil {
 		return err
 	}
-	if !*wait {
-		fmt.Fprintln(a.stdout, j.ID)
-		return nil
-	}
-	fmt.Fprintln(a.stderr, "job", j.ID, "replays", pos[0])
-	return a.followAndPrint(ctx, j.ID)
+	return a.started(*wait, j.ID, func() error { return a.followAndPrint(ctx, j.ID) }, "job", j.ID, "replays", pos[0])
 }

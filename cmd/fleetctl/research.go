@@ -69,12 +69,7 @@ func (a *app) research(ctx context.Context, args []string) error {
 	if err := a.call(ctx, "POST", "/v1/research", map[string]any{"input": strings.Join(pos, " "), "model": *model, "effort": *effort}, &r); err != nil {
 		return err
 	}
-	if !*watch {
-		fmt.Fprintln(a.stdout, r.ID)
-		return nil
-	}
-	fmt.Fprintln(a.stderr, "research run", r.ID)
-	return a.researchWatch(ctx, r.ID)
+	return a.started(*watch, r.ID, func() error { return a.researchWatch(ctx, r.ID) }, "research run", r.ID)
 }
 
 // researchWatch follows a run's events (resuming from the last id seen when the

@@ -72,12 +72,13 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		job.Unstored = rr != nil && !rr.store // answered here, never in the background
-		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
+		answerID := func(id string) string { return id }
 		stream := codec.NewStream()
 		if codec.Protocol() == wire.OpenAIChat {
-			base.ID = "chatcmpl-" + job.ID
+			answerID = func(id string) string { return "chatcmpl-" + id }
 			stream = openaichat.NewStream(includeUsage(req))
 		}
+		base := &wire.Response{ID: answerID(job.ID), JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
 		if rr != nil {
 			base.Echo = rr.echo
 		}
@@ -111,11 +112,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			}
 			if !won {
 				job.ID, shared = existing, true
-				if codec.Protocol() == wire.OpenAIChat {
-					base.ID = "chatcmpl-" + job.ID
-				} else {
-					base.ID = job.ID
-				}
+				base.ID = answerID(job.ID)
 				w.Header().Set(HeaderShared, "true")
 			}
 		}
