@@ -132,9 +132,6 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	if !s.submit(r.Context(), w, job, jobSubject(job), chatJob(job), key != "") {
 		return
 	}
-	if !replayed {
-		slot = ""
-	}
 	if replayed {
 		stored, err := s.Store.Jobs.GetJob(r.Context(), job.ID)
 		if err != nil {
@@ -145,6 +142,8 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		if key != "" {
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
+	} else {
+		slot = "" // accepted: the job holds it
 	}
 	w.Header().Set("Location", "/v1/jobs/"+job.ID)
 	view := viewOf(job)
@@ -357,8 +356,7 @@ const eventsInactive = 10 * time.Second
 // The consumer's name is chosen here, not by the library, so that a creation whose
 // answer was lost (a JetStream API timeout on a loaded server: the consumer may exist
 // all the same) is retried under the same name, which the server takes as the same
-// consumer, and deleted if the stream gives up. Before, 500 streams opened at once on
-// a loaded machine answered a few with 503 and left their consumers behind.
+// consumer, and deleted if the stream gives up.
 func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.MessagesContext, func(), error) {
 	prefix := nuid.Next()
 	cfg := jetstream.OrderedConsumerConfig{

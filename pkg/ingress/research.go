@@ -45,8 +45,7 @@ func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Searchfleet-Shared-Run", "true")
 	}
 	w.Header().Set("Location", "/v1/research/"+run.ID)
-	v := researchView{View: research.ViewOf(run), WebhookSecret: secret}
-	writeJSON(w, http.StatusAccepted, v)
+	writeJSON(w, http.StatusAccepted, researchView{View: research.ViewOf(run), WebhookSecret: secret})
 }
 
 // researchOff answers 404 when research runs are not served; it has answered when it

@@ -80,14 +80,11 @@ func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	switch job.Status {
-	case state.Cancelled:
-		s.writeStoredResponse(w, job, rec)
-	case state.Completed:
-		writeWireError(w, responses.Client, wire.Invalid("", "Cannot cancel a completed response."))
-	default:
-		writeWireError(w, responses.Client, wire.Invalid("", "Cannot cancel a %s response.", job.Status))
+	if job.Status != state.Cancelled {
+		writeWireError(w, responses.Client, wire.Invalid("", "Cannot cancel a %s response.", job.Status)) // completed, failed
+		return
 	}
+	s.writeStoredResponse(w, job, rec)
 }
 
 // deleteResponse is DELETE /v1/responses/{id}: the stored response is deleted (a

@@ -36,8 +36,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	call, aerr := s.Tools.Parse(string(body), false)
 	if aerr != nil {
-		code := aerr.Type
-		writeError(w, http.StatusBadRequest, "invalid_request_error", code, "", aerr.Details)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", aerr.Type, "", aerr.Details)
 		return
 	}
 	now := time.Now().UTC()
