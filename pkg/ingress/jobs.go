@@ -2,8 +2,6 @@ package ingress
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,8 +98,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		// The key names the job from now on: a retry under it, or a request racing
 		// this one, may record it too, so CreateJob checks for it.
 		job.FreshID = false
-		sum := sha256.Sum256(body)
-		hash := hex.EncodeToString(sum[:16])
+		hash := requestHash(body)
 		won, existing, existingHash, err := s.Store.Jobs.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Jobs.RecordRetention())
 		if err != nil {
 			s.logFailure(r.Context(), "api: claiming an Idempotency-Key", "err", err)
