@@ -9,10 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -146,13 +146,8 @@ func stringArgs(req *mcp.CallToolRequest, allowed ...string) (map[string]string,
 			return nil, toolError("The arguments must be a JSON object.")
 		}
 	}
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	out := map[string]string{}
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if !slices.Contains(allowed, k) {
 			return nil, toolError(fmt.Sprintf("Unknown argument %q: %s takes %s.", clip(k, 40), req.Params.Name, strings.Join(allowed, ", ")))
 		}
