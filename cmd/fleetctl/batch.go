@@ -72,11 +72,8 @@ func (a *app) batchSubmit(ctx context.Context, args []string) error {
 	interval := fs.Duration("interval", time.Second, "how often --watch polls")
 	meta := metaFlag{}
 	fs.Var(meta, "meta", "metadata key=value (repeatable)")
-	pos, err := parse(fs, args)
+	pos, err := exactly(fs, args, 1, "one FILE")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "one FILE"); err != nil {
 		return err
 	}
 	jsonl, err := isJSONL(pos[0])
@@ -201,11 +198,8 @@ func nilIfEmpty(m map[string]string) map[string]string {
 func (a *app) batchWatch(ctx context.Context, args []string) error {
 	fs := a.flags("batch watch")
 	interval := fs.Duration("interval", time.Second, "how often to poll")
-	pos, err := parse(fs, args)
+	pos, err := exactly(fs, args, 1, "a batch ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "a batch ID"); err != nil {
 		return err
 	}
 	return a.watchBatch(ctx, pos[0], *interval)
@@ -255,11 +249,8 @@ func (a *app) batchDownload(ctx context.Context, args []string) error {
 	fs := a.flags("batch download")
 	out := fs.String("o", "", "write to this file instead of stdout")
 	errs := fs.Bool("errors", false, "download the error file instead of the output file")
-	pos, err := parse(fs, args)
+	pos, err := exactly(fs, args, 1, "a batch ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "a batch ID"); err != nil {
 		return err
 	}
 	var b batch
@@ -351,20 +342,22 @@ func (a *app) batchCancel(ctx context.Context, args []string) error {
 
 // printObject prints the JSON object at prefix+ID+suffix, indented.
 func (a *app) printObject(ctx context.Context, method, prefix string, args []string, suffix ...string) error {
-	pos, err := parse(a.flags(strings.TrimSpace(prefix)), args)
+	pos, err := exactly(a.flags(strings.TrimSpace(prefix)), args, 1, "an ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "an ID"); err != nil {
 		return err
 	}
 	var v json.RawMessage
 	if err := a.call(ctx, method, prefix+pos[0]+strings.Join(suffix, ""), nil, &v); err != nil {
 		return err
 	}
+	return a.printIndented(v)
+}
+
+// printIndented prints a JSON value, indented.
+func (a *app) printIndented(v json.RawMessage) error {
 	var buf bytes.Buffer
 	json.Indent(&buf, v, "", "  ")
 	buf.WriteByte('\n')
-	_, err = a.stdout.Write(buf.Bytes())
+	_, err := a.stdout.Write(buf.Bytes())
 	return err
 }

@@ -29,11 +29,7 @@ func (a *app) enginesCheck(ctx context.Context, args []string) error {
 	offline := fs.Bool("offline", false, "check against the recorded fixtures, not the providers")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	timeout := fs.Duration("timeout", 60*time.Second, "bound on each engine's search and each model's call")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 0, "no arguments"); err != nil {
+	if _, err := exactly(fs, args, 0, "no arguments"); err != nil {
 		return err
 	}
 	cfgs, models, err := checkConfigs(*path, *offline)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,12 +58,18 @@ func (a *app) jobSubmit(ctx context.Context, args []string) error {
 	if err := a.call(ctx, "POST", "/v1/jobs", body, &j); err != nil {
 		return err
 	}
-	if !*wait {
-		fmt.Fprintln(a.stdout, j.ID)
+	return a.started(*wait, j.ID, func() error { return a.followAndPrint(ctx, j.ID) }, "job", j.ID)
+}
+
+// started prints a new job's or run's id (stdout), or with follow set notes it (note,
+// on stderr) and follows it.
+func (a *app) started(follow bool, id string, then func() error, note ...any) error {
+	if !follow {
+		fmt.Fprintln(a.stdout, id)
 		return nil
 	}
-	fmt.Fprintln(a.stderr, "job", j.ID)
-	return a.followAndPrint(ctx, j.ID)
+	fmt.Fprintln(a.stderr, note...)
+	return then()
 }
 
 // firstModel is the first model the fleet serves.
@@ -85,11 +90,8 @@ func (a *app) firstModel(ctx context.Context) (string, error) {
 
 // jobWatch is `job watch ID`: the job's events as they happen, then its answer.
 func (a *app) jobWatch(ctx context.Context, args []string) error {
-	pos, err := parse(a.flags("job watch"), args)
+	pos, err := exactly(a.flags("job watch"), args, 1, "a job ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "a job ID"); err != nil {
 		return err
 	}
 	return a.followAndPrint(ctx, pos[0])
@@ -190,11 +192,8 @@ func (a *app) printAnswer(j job) error {
 func (a *app) jobGet(ctx context.Context, args []string) error {
 	fs := a.flags("job get")
 	raw := fs.Bool("json", false, "print the job object")
-	pos, err := parse(fs, args)
+	pos, err := exactly(fs, args, 1, "a job ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "a job ID"); err != nil {
 		return err
 	}
 	if *raw {
@@ -237,10 +236,7 @@ func (a *app) search(ctx context.Context, args []string) error {
 		return err
 	}
 	if *raw {
-		var buf bytes.Buffer
-		json.Indent(&buf, out, "", "  ")
-		_, err := fmt.Fprintln(a.stdout, buf.String())
-		return err
+		return a.printIndented(out)
 	}
 	return a.printResult(out)
 }
@@ -282,21 +278,13 @@ func (a *app) printResult(raw json.RawMessage) error {
 func (a *app) jobReplay(ctx context.Context, args []string) error {
 	fs := a.flags("job replay")
 	wait := fs.Bool("wait", false, "follow the replay and print its answer")
-	pos, err := parse(fs, args)
+	pos, err := exactly(fs, args, 1, "a job ID")
 	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "a job ID"); err != nil {
 		return err
 	}
 	var j job
 	if err := a.call(ctx, "POST", "/v1/jobs/"+pos[0]+"/replay", nil, &j); err != nil {
 		return err
 	}
-	if !*wait {
-		fmt.Fprintln(a.stdout, j.ID)
-		return nil
-	}
-	fmt.Fprintln(a.stderr, "job", j.ID, "replays", pos[0])
-	return a.followAndPrint(ctx, j.ID)
+	return a.started(*wait, j.ID, func() error { return a.followAndPrint(ctx, j.ID) }, "job", j.ID, "replays", pos[0])
 }

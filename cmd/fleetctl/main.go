@@ -170,12 +170,14 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// exactly checks a command's positional argument count.
-func exactly(pos []string, n int, what string) error {
-	if len(pos) != n {
-		return fmt.Errorf("expected %s, got %d argument(s)", what, len(pos))
+// exactly parses a command's flags (parse) and checks that n positional arguments
+// came with them.
+func exactly(fs *flag.FlagSet, args []string, n int, what string) ([]string, error) {
+	pos, err := parse(fs, args)
+	if err == nil && len(pos) != n {
+		err = fmt.Errorf("expected %s, got %d argument(s)", what, len(pos))
 	}
-	return nil
+	return pos, err
 }
 
 func envOr(name, def string) string {

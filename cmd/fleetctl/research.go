@@ -38,11 +38,8 @@ type researchRun struct {
 // `research watch ID` / `research get ID`.
 func (a *app) research(ctx context.Context, args []string) error {
 	if len(args) > 0 && (args[0] == "watch" || args[0] == "get") {
-		pos, err := parse(a.flags("research "+args[0]), args[1:])
+		pos, err := exactly(a.flags("research "+args[0]), args[1:], 1, "a run ID")
 		if err != nil {
-			return err
-		}
-		if err := exactly(pos, 1, "a run ID"); err != nil {
 			return err
 		}
 		if args[0] == "watch" {
@@ -72,12 +69,7 @@ func (a *app) research(ctx context.Context, args []string) error {
 	if err := a.call(ctx, "POST", "/v1/research", map[string]any{"input": strings.Join(pos, " "), "model": *model, "effort": *effort}, &r); err != nil {
 		return err
 	}
-	if !*watch {
-		fmt.Fprintln(a.stdout, r.ID)
-		return nil
-	}
-	fmt.Fprintln(a.stderr, "research run", r.ID)
-	return a.researchWatch(ctx, r.ID)
+	return a.started(*watch, r.ID, func() error { return a.researchWatch(ctx, r.ID) }, "research run", r.ID)
 }
 
 // researchWatch follows a run's events (resuming from the last id seen when the

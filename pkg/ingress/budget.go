@@ -39,12 +39,9 @@ func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.Handl
 			h(w, r)
 			return
 		}
-		if key := r.Header.Get("Idempotency-Key"); key != "" {
-			// A retry of a submission that was accepted gets its job, not a refusal.
-			if claimed, err := s.Store.Jobs.IdempotencyClaimed(r.Context(), tenant, key); err == nil && claimed {
-				h(w, r)
-				return
-			}
+		if s.acceptedRetry(r, tenant) { // it gets its job, not a refusal
+			h(w, r)
+			return
 		}
 		if s.Metrics != nil {
 			s.Metrics.BudgetExhausted.WithLabelValues(tenant, ex.Budget).Inc()
@@ -88,11 +85,10 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	tenant := tenantOf(r)
 	now := time.Now()
 	sp, err := s.Store.Ledger.SpendOf(r.Context(), tenant, now)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
-		return
+	var storage storageUsage
+	if err == nil {
+		storage, err = s.storageOf(r.Context(), tenant)
 	}
-	storage, err := s.storageOf(r.Context(), tenant)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
 		return

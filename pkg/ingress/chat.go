@@ -3,7 +3,6 @@ package ingress
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -203,19 +202,8 @@ func (wt *waiter) handed(jobID string) *state.Job {
 	return j
 }
 
-func (s *Server) waitFailed(w http.ResponseWriter, jobID string, err error) {
-	if errors.Is(err, errWaitTimeout) {
-		writeError(w, http.StatusGatewayTimeout, "timeout", "job_still_running", "",
-			fmt.Sprintf("The job %s is still running; fetch GET /v1/jobs/%s for its answer.", jobID, jobID))
-		return
-	}
-	if errors.Is(err, context.Canceled) {
-		return // the client left; the job runs on and can be fetched
-	}
-	s.Log.Warn("api: reading a job failed", "job", jobID, "err", err) // the details name Redis's address
-	writeError(w, http.StatusInternalServerError, "server_error", "", "", fmt.Sprintf("Reading the job failed; fetch GET /v1/jobs/%s for its answer.", jobID))
-}
-
+// writeOutcome answers a direct job that has ended with its answer, or its failure
+// in the OpenAI shape.
 func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 	switch job.Status {
 	case state.Completed:
@@ -227,14 +215,28 @@ func (s *Server) writeOutcome(w http.ResponseWriter, job *state.Job) {
 		setCost(w.Header(), recordedSpend(job))
 		writeJSON(w, http.StatusOK, b)
 	case state.Cancelled:
-		writeError(w, http.StatusConflict, "invalid_request_error", "job_cancelled", "", "The job was cancelled.")
+		writeAPIError(w, jobCancelled())
 	default:
-		je := job.Error
-		if je == nil {
-			je = &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the job failed"}
-		}
-		writeJobError(w, je)
+		writeAPIError(w, jobFailure(job.Error))
 	}
+}
+
+// jobFailure is the error a failed job's client is shown (a status below 400 is
+// shown as 500).
+func jobFailure(je *state.JobError) *wire.Error {
+	if je == nil {
+		je = &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the job failed"}
+	}
+	status := je.Status
+	if status < 400 {
+		status = http.StatusInternalServerError
+	}
+	return &wire.Error{Status: status, Type: je.Type, Code: je.Code, Message: je.Message}
+}
+
+// jobCancelled is the error a cancelled job's client is shown.
+func jobCancelled() *wire.Error {
+	return &wire.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "job_cancelled", Message: "The job was cancelled."}
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {

@@ -72,14 +72,22 @@ func (s *Server) loadConversation(w http.ResponseWriter, r *http.Request) *state
 	return c
 }
 
-// conversationBody reads a JSON object body whose keys are among allowed.
+// conversationBody reads a JSON object body whose keys are among allowed; an empty
+// body is {}.
 func (s *Server) conversationBody(w http.ResponseWriter, r *http.Request, allowed ...string) (map[string]json.RawMessage, bool) {
+	return s.objectBody(w, r, true, "", allowed)
+}
+
+// objectBody reads a Responses JSON object body whose keys are among allowed (an
+// empty body is {} when empty is set); an unknown key's refusal ends with hint. It
+// has answered when it returns false.
+func (s *Server) objectBody(w http.ResponseWriter, r *http.Request, empty bool, hint string, allowed []string) (map[string]json.RawMessage, bool) {
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return nil, false
 	}
 	var top map[string]json.RawMessage
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if empty && len(strings.TrimSpace(string(body))) == 0 {
 		top = map[string]json.RawMessage{}
 	} else if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		writeWireError(w, responses.Client, wire.Invalid("", "The request body must be a JSON object."))
@@ -87,7 +95,7 @@ func (s *Server) conversationBody(w http.ResponseWriter, r *http.Request, allowe
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !slices.Contains(allowed, k) {
-			writeWireError(w, responses.Client, wire.Invalid(k, "Unknown parameter: '%s'.", redact.Clip(k, 64)))
+			writeWireError(w, responses.Client, wire.Invalid(k, "Unknown parameter: '%s'.%s", redact.Clip(k, 64), hint))
 			return nil, false
 		}
 	}
@@ -144,14 +152,11 @@ func conversationItems(raw json.RawMessage, optional bool) ([]state.Conversation
 			}
 			return state.NewID("item_")
 		})
-		var head struct {
-			ID string `json:"id"`
-		}
-		json.Unmarshal(it, &head)
-		if len(head.ID) > 128 {
+		id := itemID(it)
+		if len(id) > 128 {
 			return nil, wire.Invalid(param+".id", "%s.id must be at most 128 characters", param)
 		}
-		out = append(out, state.ConversationItem{ID: head.ID, Item: it})
+		out = append(out, state.ConversationItem{ID: id, Item: it})
 	}
 	return out, nil
 }
@@ -188,6 +193,15 @@ func checkItem(param string, item json.RawMessage) *wire.Error {
 	return nil
 }
 
+// itemsOf is the items of a conversation's entries.
+func itemsOf(items []state.ConversationItem) []json.RawMessage {
+	out := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		out[i] = it.Item
+	}
+	return out
+}
+
 // itemsBytes is what items take as the store counts them.
 func itemsBytes(items []state.ConversationItem) int64 {
 	var n int64
@@ -198,15 +212,9 @@ func itemsBytes(items []state.ConversationItem) int64 {
 }
 
 // chargeConversation charges a conversation's bytes to its tenant's storage quota
-// until its retention from now ends; it has answered when it returns false (unless
-// force: the bytes are written already).
+// until its retention from now ends; it has answered when it returns false.
 func (s *Server) chargeConversation(w http.ResponseWriter, r *http.Request, tenant, id string, bytes int64) bool {
-	limit := s.Limits.Of(tenant).StorageBytes
-	if limit <= 0 {
-		return true
-	}
-	expires := time.Now().Add(s.Store.Conversations.ConversationRetention())
-	ok, st, err := s.Store.Ledger.ChargeRecord(r.Context(), tenant, id, bytes+conversationOverhead, expires, limit, false)
+	ok, st, limit, err := s.conversationCharge(r.Context(), tenant, id, bytes, false)
 	if err != nil {
 		s.limitsUnavailable(w, r, responses.Client, err)
 		return false
@@ -221,14 +229,21 @@ func (s *Server) chargeConversation(w http.ResponseWriter, r *http.Request, tena
 
 // settleConversation charges a conversation's bytes after a write that happened.
 func (s *Server) settleConversation(ctx context.Context, tenant, id string, bytes int64) {
-	limit := s.Limits.Of(tenant).StorageBytes
-	if limit <= 0 {
-		return
-	}
-	expires := time.Now().Add(s.Store.Conversations.ConversationRetention())
-	if _, _, err := s.Store.Ledger.ChargeRecord(ctx, tenant, id, bytes+conversationOverhead, expires, limit, true); err != nil {
+	if _, _, _, err := s.conversationCharge(ctx, tenant, id, bytes, true); err != nil {
 		s.Log.Warn("api: charging a conversation's storage", "conversation", id, "err", err)
 	}
+}
+
+// conversationCharge charges a conversation's bytes (state.Ledger.ChargeRecord, force
+// as it says) under its tenant's storage quota, limit (none: nothing is charged).
+func (s *Server) conversationCharge(ctx context.Context, tenant, id string, bytes int64, force bool) (ok bool, st state.Storage, limit int64, err error) {
+	limit = s.Limits.Of(tenant).StorageBytes
+	if limit <= 0 {
+		return true, st, limit, nil
+	}
+	expires := time.Now().Add(s.Store.Conversations.ConversationRetention())
+	ok, st, err = s.Store.Ledger.ChargeRecord(ctx, tenant, id, bytes+conversationOverhead, expires, limit, force)
+	return ok, st, limit, err
 }
 
 // createConversation is POST /v1/conversations: a new conversation with up to 20
@@ -329,11 +344,7 @@ func (s *Server) listConversationItems(w http.ResponseWriter, r *http.Request) {
 		writeWireError(w, responses.Client, unavailable("Reading the conversation"))
 		return
 	}
-	out := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		out[i] = it.Item
-	}
-	writeListPage(w, r, out)
+	writeListPage(w, r, itemsOf(items))
 }
 
 // addConversationItems is POST /v1/conversations/{id}/items: up to 20 items added at
@@ -368,11 +379,7 @@ func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.settleConversation(context.WithoutCancel(r.Context()), c.Tenant, c.ID, bytes)
-	data := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		data[i] = it.Item
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "first_id": items[0].ID, "last_id": items[len(items)-1].ID, "has_more": false})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": itemsOf(items), "first_id": items[0].ID, "last_id": items[len(items)-1].ID, "has_more": false})
 }
 
 func itemNotFound(id string) *wire.Error {
@@ -444,11 +451,7 @@ func (s *Server) conversationInput(ctx context.Context, tenant string, raw json.
 	if err != nil {
 		return "", nil, unavailable("Reading the conversation")
 	}
-	out := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		out[i] = it.Item
-	}
-	return c.ID, out, nil
+	return c.ID, itemsOf(items), nil
 }
 
 // addTurn adds a completed stored response's turn to the conversation it names: the
@@ -470,11 +473,7 @@ func (s *Server) addTurn(ctx context.Context, job *state.Job, rec *state.StoredR
 		if i < len(input) {
 			it = inputItem(job.ID, rec.Prior+i, it)
 		}
-		var head struct {
-			ID string `json:"id"`
-		}
-		json.Unmarshal(it, &head)
-		items = append(items, state.ConversationItem{ID: head.ID, Item: it})
+		items = append(items, state.ConversationItem{ID: itemID(it), Item: it})
 	}
 	_, bytes, err := s.Store.Conversations.AddConversationItems(ctx, rec.Conversation, job.ID, items)
 	switch {

@@ -72,6 +72,16 @@ func (x *expansion) add(param string, n int64) *wire.Error {
 	return nil
 }
 
+// addItems counts items, param's resolution.
+func (x *expansion) addItems(param string, items []json.RawMessage) *wire.Error {
+	for _, it := range items {
+		if e := x.add(param, int64(len(it))); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
 func expansionTooLarge(param, msg string) *wire.Error {
 	return &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large", Param: param, Message: msg}
 }

@@ -124,10 +124,7 @@ var errTwoFiles = errors.New("the upload has more than one 'file' part; send exa
 // when an error follows.
 func (s *Server) readUpload(r *http.Request, mr *multipart.Reader) (*upload, error) {
 	up := &upload{}
-	field := func(part *multipart.Part) (string, error) {
-		b, err := io.ReadAll(io.LimitReader(part, 256))
-		return strings.TrimSpace(string(b)), err
-	}
+	fields := map[string]*string{"purpose": &up.purpose, "expires_after[anchor]": &up.anchor, "expires_after[seconds]": &up.seconds}
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -136,20 +133,13 @@ func (s *Server) readUpload(r *http.Request, mr *multipart.Reader) (*upload, err
 		if err != nil {
 			return up, err
 		}
-		switch part.FormName() {
-		case "purpose":
-			if up.purpose, err = field(part); err != nil {
+		switch field := fields[part.FormName()]; {
+		case field != nil:
+			b, err := io.ReadAll(io.LimitReader(part, 256))
+			if *field = strings.TrimSpace(string(b)); err != nil {
 				return up, err
 			}
-		case "expires_after[anchor]":
-			if up.anchor, err = field(part); err != nil {
-				return up, err
-			}
-		case "expires_after[seconds]":
-			if up.seconds, err = field(part); err != nil {
-				return up, err
-			}
-		case "file":
+		case part.FormName() == "file":
 			if up.check != nil {
 				// Only the first file part would be validated but every part's bytes
 				// land in tmp: a second one is refused, not stored unchecked.

@@ -2,8 +2,6 @@ package ingress
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,18 +57,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "Idempotency-Key", "Idempotency-Key must be at most 255 characters")
 		return
 	}
-	var storedCallback json.RawMessage
-	if len(callback) > 0 && string(callback) != "null" {
-		if s.Webhooks == nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
-			return
-		}
-		cb, err := s.Webhooks.ValidateCallback(r.Context(), callback)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
-			return
-		}
-		storedCallback = cb
+	storedCallback, ok := s.callback(w, r, callback)
+	if !ok {
+		return
 	}
 
 	job, err := s.newJob(r, "job_", wire.OpenAIChat, req)
@@ -80,7 +69,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 	job.Band = bandFor(r, bus.BandAsync)
 	tenant := tenantOf(r)
-	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
+	if _, ok := s.admit(w, r, chatCodec, job, holdNone); !ok {
 		return
 	}
 	// The job slot admitChat took is freed unless a new job is accepted under it (a
@@ -109,8 +98,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		// The key names the job from now on: a retry under it, or a request racing
 		// this one, may record it too, so CreateJob checks for it.
 		job.FreshID = false
-		sum := sha256.Sum256(body)
-		hash := hex.EncodeToString(sum[:16])
+		hash := requestHash(body)
 		won, existing, existingHash, err := s.Store.Jobs.ClaimIdempotency(r.Context(), tenant, key, job.ID, hash, s.Store.Jobs.RecordRetention())
 		if err != nil {
 			s.logFailure(r.Context(), "api: claiming an Idempotency-Key", "err", err)
@@ -141,9 +129,6 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	if !s.submit(r.Context(), w, job, jobSubject(job), chatJob(job), key != "") {
 		return
 	}
-	if !replayed {
-		slot = ""
-	}
 	if replayed {
 		stored, err := s.Store.Jobs.GetJob(r.Context(), job.ID)
 		if err != nil {
@@ -154,6 +139,8 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		if key != "" {
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
+	} else {
+		slot = "" // accepted: the job holds it
 	}
 	w.Header().Set("Location", "/v1/jobs/"+job.ID)
 	view := viewOf(job)
@@ -163,15 +150,33 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, view)
 }
 
+// callback validates a request's callback (nil: none was given); it has answered
+// when it returns false.
+func (s *Server) callback(w http.ResponseWriter, r *http.Request, callback json.RawMessage) (json.RawMessage, bool) {
+	if len(callback) == 0 || string(callback) == "null" {
+		return nil, true
+	}
+	if s.Webhooks == nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
+		return nil, false
+	}
+	cb, err := s.Webhooks.ValidateCallback(r.Context(), callback)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
+		return nil, false
+	}
+	return cb, true
+}
+
 // loadJob reads the job named in the path, as its tenant sees it; it has answered
 // when it returns nil.
 func (s *Server) loadJob(w http.ResponseWriter, r *http.Request) *state.Job {
 	id := r.PathValue("id")
-	if !validJobID(id) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
-		return nil
+	var job *state.Job
+	err := state.ErrNotFound
+	if validJobID(id) {
+		job, err = s.Store.Jobs.GetJob(r.Context(), id)
 	}
-	job, err := s.Store.Jobs.GetJob(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) || err == nil && job.Tenant != tenantOf(r) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "job_not_found", "id", fmt.Sprintf("No job %q.", redact.Clip(id, 64)))
 		return nil
@@ -197,21 +202,20 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
-	if job.Status.Terminal() {
-		writeError(w, http.StatusConflict, "invalid_request_error", "job_finished", "", fmt.Sprintf("The job has already ended (%s).", job.Status))
-		return
+	ended := job.Status.Terminal()
+	if !ended {
+		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
+			s.Log.Warn("api: cancelling", "job", job.ID, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
+			return
+		}
+		var err error
+		if job, err = s.Store.Jobs.GetJob(r.Context(), job.ID); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed.")
+			return
+		}
 	}
-	if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
-		s.Log.Warn("api: cancelling", "job", job.ID, "err", err)
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
-		return
-	}
-	job, err := s.Store.Jobs.GetJob(r.Context(), job.ID)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the job failed.")
-		return
-	}
-	if job.Status != state.Cancelled {
+	if ended || job.Status != state.Cancelled {
 		writeError(w, http.StatusConflict, "invalid_request_error", "job_finished", "", fmt.Sprintf("The job has already ended (%s).", job.Status))
 		return
 	}
@@ -275,14 +279,9 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if fl != nil {
-		fl.Flush()
-	}
+	rc := http.NewResponseController(w)
+	startSSE(w)
+	rc.Flush()
 	// Deltas are live: they wait in their subscription until the replay of the
 	// durable events has caught up (an event with none pending after it, or nothing to
 	// read), so none is written before the lifecycle events that came before it.
@@ -299,9 +298,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			b, _ := json.Marshal(d)
 			fmt.Fprintf(w, "event: delta\ndata: %s\n\n", b)
-			if fl != nil {
-				fl.Flush()
-			}
+			rc.Flush()
 			continue
 		case n = <-events:
 		}
@@ -318,9 +315,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			// without a terminal event we could see (expired from the stream).
 			live = deltas
 			fmt.Fprint(w, ": keep-alive\n\n")
-			if fl != nil {
-				fl.Flush()
-			}
+			rc.Flush()
 			if st, err := s.Store.Jobs.JobStatus(ctx, job.ID); err == nil && st.Terminal() && time.Since(job.Created) > 24*time.Hour {
 				return
 			}
@@ -337,9 +332,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "id: %d\n", meta.Sequence.Stream)
 		}
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
-		if fl != nil {
-			fl.Flush()
-		}
+		rc.Flush()
 		if ev.Type.Terminal() {
 			return
 		}
@@ -360,8 +353,7 @@ const eventsInactive = 10 * time.Second
 // The consumer's name is chosen here, not by the library, so that a creation whose
 // answer was lost (a JetStream API timeout on a loaded server: the consumer may exist
 // all the same) is retried under the same name, which the server takes as the same
-// consumer, and deleted if the stream gives up. Before, 500 streams opened at once on
-// a loaded machine answered a few with 503 and left their consumers behind.
+// consumer, and deleted if the stream gives up.
 func (s *Server) followEvents(ctx context.Context, jobID string) (jetstream.MessagesContext, func(), error) {
 	prefix := nuid.Next()
 	cfg := jetstream.OrderedConsumerConfig{

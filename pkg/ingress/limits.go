@@ -127,6 +127,14 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 	if h == holdStream {
 		kind, limit, name, what = state.LeaseStreams, l.Streams, "streams", "open streams"
 	}
+	return s.takeSlot(w, r, codec, tenant, kind, limit, name,
+		fmt.Sprintf("Too many %s: at most %d at once; retry later, or submit with POST /v1/jobs and poll.", what, limit))
+}
+
+// takeSlot takes one of tenant's limit slots of kind and keeps it renewed until
+// release is called; none free is refused as limit name, in msg's words. It has
+// answered when ok is false.
+func (s *Server) takeSlot(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, tenant, kind string, limit int, name, msg string) (release func(), ok bool) {
 	if limit <= 0 {
 		return func() {}, true
 	}
@@ -137,7 +145,7 @@ func (s *Server) admitWait(w http.ResponseWriter, r *http.Request, codec wire.Cl
 		return nil, false
 	}
 	if !took {
-		s.refuse(w, codec, tenant, name, s.pace.slotFree(tenant, limit, s.JobTimeout), fmt.Sprintf("Too many %s: at most %d at once; retry later, or submit with POST /v1/jobs and poll.", what, limit))
+		s.refuse(w, codec, tenant, name, s.pace.slotFree(tenant, limit, s.JobTimeout), msg)
 		return nil, false
 	}
 	return s.keepLease(r.Context(), kind, tenant, id, limit), true
@@ -202,8 +210,3 @@ func holdOf(req *wire.Request) hold {
 
 // chatCodec answers the OpenAI routes' limits.
 var chatCodec wire.ClientCodec = openaichat.Client
-
-// admitChat is admit for an OpenAI route.
-func (s *Server) admitChat(w http.ResponseWriter, r *http.Request, job *state.Job, h hold) (func(), bool) {
-	return s.admit(w, r, openaichat.Client, job, h)
-}

@@ -3,7 +3,6 @@ package ingress
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,13 +37,13 @@ func (s *Server) mcpRoute() http.Handler {
 			Method string          `json:"method"`
 		}
 		if r.Method == http.MethodPost {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
-			if err != nil {
-				if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
-					mcpError(w, http.StatusRequestEntityTooLarge, nil, -32600, fmt.Sprintf("The request body exceeds the limit of %d bytes.", s.MaxBody))
-					return
-				}
-				mcpError(w, http.StatusBadRequest, nil, -32700, "Could not read the request body: "+bodyError(err))
+			body, e := s.boundedBody(w, r)
+			switch {
+			case e != nil && e.Status == http.StatusRequestEntityTooLarge:
+				mcpError(w, e.Status, nil, -32600, fmt.Sprintf("The request body exceeds the limit of %d bytes.", s.MaxBody))
+				return
+			case e != nil:
+				mcpError(w, http.StatusBadRequest, nil, -32700, e.Message)
 				return
 			}
 			if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {

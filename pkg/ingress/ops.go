@@ -35,9 +35,7 @@ type Ops struct {
 // Handler returns the internal routes.
 func (o *Ops) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		readiness(w, r, o.Bus, o.Store, o.Log)
 	})
@@ -45,6 +43,11 @@ func (o *Ops) Handler() http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	}
 	return mux
+}
+
+// healthz answers /healthz: the process runs.
+func healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // readiness answers /readyz: whether NATS and Redis answer, in stable words.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -30,20 +29,25 @@ func writeWireError(w http.ResponseWriter, codec wire.ClientCodec, e *wire.Error
 	w.Write(codec.EncodeError(e))
 }
 
+// writeResponse answers with resp in codec's protocol, its cost in the headers.
+func writeResponse(w http.ResponseWriter, codec wire.ClientCodec, resp *wire.Response) {
+	b, err := codec.EncodeResponse(resp)
+	if err != nil {
+		writeWireError(w, codec, wire.AsError(err))
+		return
+	}
+	setCost(w.Header(), resp.Usage.Spend)
+	writeJSON(w, http.StatusOK, json.RawMessage(b))
+}
+
 // protocolRequest serves a client protocol's create endpoint. Job ids (and so the
 // answers' ids) start with idPrefix.
 func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		fail := func(e *wire.Error) { writeWireError(w, codec, e) }
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				fail(&wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-					Message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody)})
-				return
-			}
-			fail(wire.Invalid("", "Could not read the request body: %s", bodyError(err)))
+		body, e := s.boundedBody(w, r)
+		if e != nil {
+			fail(e)
 			return
 		}
 		var rr *responsesRequest
@@ -51,7 +55,6 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return // a research model's request starts a research run (research_responses.go)
 		}
 		if codec.Protocol() == wire.OpenAIResponses {
-			var e *wire.Error
 			if rr, e = s.resolveResponses(r.Context(), tenantOf(r), body); e != nil {
 				fail(e)
 				return
@@ -69,12 +72,13 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		job.Unstored = rr != nil && !rr.store // answered here, never in the background
-		base := &wire.Response{ID: job.ID, JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
+		answerID := func(id string) string { return id }
 		stream := codec.NewStream()
 		if codec.Protocol() == wire.OpenAIChat {
-			base.ID = "chatcmpl-" + job.ID
+			answerID = func(id string) string { return "chatcmpl-" + id }
 			stream = openaichat.NewStream(includeUsage(req))
 		}
+		base := &wire.Response{ID: answerID(job.ID), JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
 		if rr != nil {
 			base.Echo = rr.echo
 		}
@@ -108,11 +112,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			}
 			if !won {
 				job.ID, shared = existing, true
-				if codec.Protocol() == wire.OpenAIChat {
-					base.ID = "chatcmpl-" + job.ID
-				} else {
-					base.ID = job.ID
-				}
+				base.ID = answerID(job.ID)
 				w.Header().Set(HeaderShared, "true")
 			}
 		}
@@ -164,13 +164,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 				fail(e)
 				return
 			}
-			b, err := codec.EncodeResponse(resp)
-			if err != nil {
-				fail(wire.AsError(err))
-				return
-			}
-			setCost(w.Header(), resp.Usage.Spend)
-			writeJSON(w, http.StatusOK, json.RawMessage(b))
+			writeResponse(w, codec, resp)
 		}
 	}
 }
@@ -194,15 +188,23 @@ func (s *Server) decodeRequest(ctx context.Context, codec wire.ClientCodec, body
 	if e := req.OpenReasoning(s.Reasoning, tenantIn(ctx)); e != nil {
 		return nil, e
 	}
-	if !slices.Contains(s.Models, req.Model) {
-		return nil, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(req.Model, 64), strings.Join(s.Models, ", "))}
+	if e := s.knownModel(req.Model); e != nil {
+		return nil, e
 	}
 	req.Notes = append(req.Notes, s.reasoningNotes(codec.Protocol(), req.Reasoning, req.Model)...)
 	if e := s.checkSearch(req); e != nil {
 		return nil, e
 	}
 	return s.modelFiles(ctx, req)
+}
+
+// knownModel refuses a model the fleet does not serve (404 model_not_found).
+func (s *Server) knownModel(model string) *wire.Error {
+	if slices.Contains(s.Models, model) {
+		return nil
+	}
+	return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
+		Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(model, 64), strings.Join(s.Models, ", "))}
 }
 
 // includeUsage reports whether a streamed Chat request asked for a final usage chunk
@@ -324,18 +326,10 @@ func answerOf(job *state.Job, req *wire.Request, p wire.Protocol) (*wire.Respons
 		}
 		return resp, nil
 	case state.Failed:
-		je := job.Error
-		if je == nil {
-			je = &state.JobError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the job failed"}
-		}
-		status := je.Status
-		if status < 400 {
-			status = http.StatusInternalServerError
-		}
-		base.Status, base.Error = wire.StatusFailed, &wire.Error{Status: status, Type: je.Type, Code: je.Code, Message: je.Message}
+		base.Status, base.Error = wire.StatusFailed, jobFailure(job.Error)
 		return base, base.Error
 	case state.Cancelled:
-		base.Status, base.Error = wire.StatusCancelled, &wire.Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "job_cancelled", Message: "The job was cancelled."}
+		base.Status, base.Error = wire.StatusCancelled, jobCancelled()
 		return base, base.Error
 	case state.Running:
 		base.Status = wire.StatusInProgress
@@ -364,7 +358,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	rec, err := s.Store.Jobs.GetResponse(r.Context(), job.ID)
 	if err != nil || rec.Tenant != job.Tenant {
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			writeWireError(w, responses.Client, unavailable("Reading the response"))
 			return
 		}
 		writeWireError(w, responses.Client, storedResponseNotFound(job.ID)) // never stored (store: false), expired or deleted
@@ -377,11 +371,5 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 		writeWireError(w, responses.Client, e)
 		return
 	}
-	b, err := responses.Client.EncodeResponse(resp)
-	if err != nil {
-		writeWireError(w, responses.Client, wire.AsError(err))
-		return
-	}
-	setCost(w.Header(), resp.Usage.Spend)
-	writeJSON(w, http.StatusOK, json.RawMessage(b))
+	writeResponse(w, responses.Client, resp)
 }

@@ -52,11 +52,8 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 	if ok {
 		return true
 	}
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		// A retry of a submission that was accepted gets its job (charged already).
-		if claimed, err := s.Store.Jobs.IdempotencyClaimed(r.Context(), job.Tenant, key); err == nil && claimed {
-			return true
-		}
+	if s.acceptedRetry(r, job.Tenant) { // it gets its job (charged already)
+		return true
 	}
 	s.storageRefused(job.Tenant)
 	after := time.Hour
@@ -67,6 +64,17 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 	writeWireError(w, codec, &wire.Error{Status: spend.RefusedStatus, Type: spend.RefusedType, Code: spend.CodeStorage,
 		Message: spend.StorageRefused(limit, st.Used, "records free their bytes as they expire. See GET /v1/usage.")})
 	return false
+}
+
+// acceptedRetry reports whether r is a retry, under its Idempotency-Key, of a
+// submission of tenant's that was accepted.
+func (s *Server) acceptedRetry(r *http.Request, tenant string) bool {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return false
+	}
+	claimed, err := s.Store.Jobs.IdempotencyClaimed(r.Context(), tenant, key)
+	return err == nil && claimed
 }
 
 // recordsRoom refuses a job of tenant with 507 while the records bucket is full and

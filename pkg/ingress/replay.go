@@ -34,7 +34,7 @@ func (s *Server) replayJob(w http.ResponseWriter, r *http.Request) {
 		Created: now, Deadline: now.Add(s.JobTimeout), ReplayOf: orig.ID, Band: bandFor(r, bus.BandAsync)}
 	// A replay is a new job: it takes one of the tenant's job slots like any other,
 	// freed again if the job is not accepted.
-	if _, ok := s.admitChat(w, r, job, holdNone); !ok {
+	if _, ok := s.admit(w, r, chatCodec, job, holdNone); !ok {
 		return
 	}
 	if !s.submit(r.Context(), w, job, jobSubject(job), chatJob(job), false) {

@@ -20,8 +20,7 @@ import (
 // review.
 
 func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
-	if s.Research == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	if s.researchOff(w) {
 		return
 	}
 	body, ok := s.readBody(w, r)
@@ -46,8 +45,16 @@ func (s *Server) createResearch(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Searchfleet-Shared-Run", "true")
 	}
 	w.Header().Set("Location", "/v1/research/"+run.ID)
-	v := researchView{View: research.ViewOf(run), WebhookSecret: secret}
-	writeJSON(w, http.StatusAccepted, v)
+	writeJSON(w, http.StatusAccepted, researchView{View: research.ViewOf(run), WebhookSecret: secret})
+}
+
+// researchOff answers 404 when research runs are not served; it has answered when it
+// returns true.
+func (s *Server) researchOff(w http.ResponseWriter) bool {
+	if s.Research == nil {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	}
+	return s.Research == nil
 }
 
 // researchView is a run with the signing secret made for its callback, shown to the
@@ -61,17 +68,8 @@ type researchView struct {
 // (research.Service.Start); it has answered when ok is false.
 func (s *Server) startResearch(w http.ResponseWriter, r *http.Request, req *research.Request, callback json.RawMessage, noShare bool) (run *state.Run, shared bool, secret string, ok bool) {
 	tenant := tenantOf(r)
-	if len(callback) > 0 && string(callback) != "null" {
-		if s.Webhooks == nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "callback", "callbacks are not enabled on this server")
-			return nil, false, "", false
-		}
-		cb, err := s.Webhooks.ValidateCallback(r.Context(), callback)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_callback", "callback", err.Error())
-			return nil, false, "", false
-		}
-		req.Callback = cb
+	if req.Callback, ok = s.callback(w, r, callback); !ok {
+		return nil, false, "", false
 	}
 	run, shared, err := s.Research.Start(r.Context(), tenant, req, noShare)
 	switch {
@@ -104,8 +102,7 @@ func (s *Server) startResearch(w http.ResponseWriter, r *http.Request, req *rese
 // loadRun reads the run the path names, as its tenant sees it; it has answered when
 // it returns nil.
 func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) *state.Run {
-	if s.Research == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	if s.researchOff(w) {
 		return nil
 	}
 	id := r.PathValue("id")
@@ -130,8 +127,7 @@ func (s *Server) getResearch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listResearch(w http.ResponseWriter, r *http.Request) {
-	if s.Research == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	if s.researchOff(w) {
 		return
 	}
 	limit := 20
@@ -169,7 +165,13 @@ func (s *Server) cancelResearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "invalid_request_error", "run_finished", "", fmt.Sprintf("The run has already ended (%s).", run.Status))
 		return
 	}
-	if run, err = s.Research.Store.Research.GetRun(r.Context(), run.ID); err != nil {
+	s.writeRun(w, r, run.ID)
+}
+
+// writeRun answers with run id as it is now.
+func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, id string) {
+	run, err := s.Research.Store.Research.GetRun(r.Context(), id)
+	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the run failed.")
 		return
 	}
@@ -208,11 +210,7 @@ func (s *Server) planResearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "invalid_request_error", "run_not_waiting", "", fmt.Sprintf("The run does not wait for a plan (%s).", run.Status))
 		return
 	}
-	if run, err = s.Research.Store.Research.GetRun(r.Context(), run.ID); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading the run failed.")
-		return
-	}
-	writeJSON(w, http.StatusOK, research.ViewOf(run))
+	s.writeRun(w, r, run.ID)
 }
 
 // researchPoll is how often a run's event stream looks for new events.
@@ -239,11 +237,8 @@ func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := s.stream(w, r)
 	defer cancel()
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	startSSE(w)
 	tick := time.NewTicker(researchPoll)
 	defer tick.Stop()
 	for {
@@ -259,9 +254,7 @@ func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, typ.Type, e.Data)
 			after = e.Seq
 		}
-		if fl != nil {
-			fl.Flush()
-		}
+		rc.Flush()
 		if len(evs) == 100 {
 			continue
 		}

@@ -14,8 +14,7 @@ import (
 // Standard Webhooks signature, not by an API key.
 
 func (s *Server) listResearchAgents(w http.ResponseWriter, r *http.Request) {
-	if s.Research == nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Research runs are not enabled on this server.")
+	if s.researchOff(w) {
 		return
 	}
 	data := make([]any, 0, len(s.Research.Agents))

@@ -90,7 +90,7 @@ func (s *Server) researchResponse(w http.ResponseWriter, r *http.Request, body [
 		s.streamRunResponse(w, r, run, -1)
 		return true
 	}
-	s.writeRunResponse(w, r, run, http.StatusOK)
+	s.writeRunResponse(w, r, run)
 	return true
 }
 
@@ -110,7 +110,7 @@ func (s *Server) getResearchResponse(w http.ResponseWriter, r *http.Request) {
 		json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&in)
 	}
 	if !in.Stream && q.Get("stream") != "true" {
-		s.writeRunResponse(w, r, run, http.StatusOK)
+		s.writeRunResponse(w, r, run)
 		return
 	}
 	after := -1
@@ -139,10 +139,7 @@ func (s *Server) streamRunResponse(w http.ResponseWriter, r *http.Request, run *
 	ctx, cancel := s.stream(w, r)
 	defer cancel()
 	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	last := time.Now()
 	send := func(evs []wire.Event) {
 		var out []wire.Event
@@ -210,13 +207,13 @@ func (s *Server) cancelResearchResponse(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	if _, err := s.Research.Cancel(r.Context(), run.Tenant, run.ID); err != nil {
-		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
+		writeWireError(w, responses.Client, unavailable("Cancelling"))
 		return
 	}
 	if got, err := s.Research.Store.Research.GetRun(r.Context(), run.ID); err == nil {
 		run = got
 	}
-	s.writeRunResponse(w, r, run, http.StatusOK)
+	s.writeRunResponse(w, r, run)
 }
 
 func (s *Server) runForResponse(w http.ResponseWriter, r *http.Request) (*state.Run, bool) {
@@ -232,7 +229,7 @@ func (s *Server) runForResponse(w http.ResponseWriter, r *http.Request) (*state.
 		return nil, false
 	}
 	if err != nil {
-		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+		writeWireError(w, responses.Client, unavailable("Reading the response"))
 		return nil, false
 	}
 	return run, true
@@ -242,19 +239,13 @@ func (s *Server) runForResponse(w http.ResponseWriter, r *http.Request) (*state.
 const maxRunSearchItems = 1000
 
 // writeRunResponse renders a run as a Responses response.
-func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *state.Run, status int) {
+func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *state.Run) {
 	resp, err := s.runResponse(r, run)
 	if err != nil {
-		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+		writeWireError(w, responses.Client, unavailable("Reading the response"))
 		return
 	}
-	b, err := responses.Client.EncodeResponse(resp)
-	if err != nil {
-		writeWireError(w, responses.Client, wire.AsError(err))
-		return
-	}
-	setCost(w.Header(), resp.Usage.Spend)
-	writeJSON(w, status, json.RawMessage(b))
+	writeResponse(w, responses.Client, resp)
 }
 
 // runResponse is a run as a Responses response: its searches and page reads so far

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/searchfleet/searchfleet/pkg/jobs"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // apiError is the OpenAI error answer: {"error": {...}}.
@@ -23,6 +24,11 @@ func writeError(w http.ResponseWriter, status int, typ, code, param, msg string)
 		b.Code = &code
 	}
 	writeJSON(w, status, apiError{Error: b})
+}
+
+// writeAPIError answers with e in the OpenAI shape of writeError.
+func writeAPIError(w http.ResponseWriter, e *wire.Error) {
+	writeError(w, e.Status, e.Type, e.Code, e.Param, e.Message)
 }
 
 // writeJSON answers with v as JSON (a json.RawMessage is written as is).

@@ -89,10 +89,8 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 				return nil, e
 			}
 		}
-		for _, it := range prior {
-			if e := x.add("previous_response_id", int64(len(it))); e != nil {
-				return nil, e
-			}
+		if e := x.addItems("previous_response_id", prior); e != nil {
+			return nil, e
 		}
 		delete(top, "previous_response_id")
 	}
@@ -107,10 +105,8 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		if e != nil {
 			return nil, e
 		}
-		for _, it := range items {
-			if e := x.add("conversation", int64(len(it))); e != nil {
-				return nil, e
-			}
+		if e := x.addItems("conversation", items); e != nil {
+			return nil, e
 		}
 		prior, rr.conversation = items, id
 		rr.echo["conversation"], _ = json.Marshal(map[string]string{"id": id})
@@ -180,7 +176,7 @@ func (s *Server) storedResponse(ctx context.Context, tenant, param, id string) (
 		return nil, nil, responseNotFound(param, id)
 	case err != nil:
 		s.Log.Warn("api: reading a stored response", "response", id, "err", err)
-		return nil, nil, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the stored response failed; try again."}
+		return nil, nil, unavailable("Reading the stored response")
 	}
 	return rec, job, nil
 }
@@ -204,14 +200,18 @@ func (s *Server) storedConversation(ctx context.Context, tenant, id string) ([]j
 	return append(items, output...), nil
 }
 
+// storedRequest is a job's request as it was stored (wire.Stored), nil if unreadable.
+func storedRequest(job *state.Job) *wire.Request {
+	if stored, err := wire.DecodeStored(job.Request); err == nil {
+		return stored.Request
+	}
+	return nil
+}
+
 // outputItems are a stored response's output items, as its client was shown them; an
 // error when it has not completed.
 func outputItems(job *state.Job, rec *state.StoredResponse) ([]json.RawMessage, *wire.Error) {
-	var req *wire.Request
-	if stored, err := wire.DecodeStored(job.Request); err == nil {
-		req = stored.Request
-	}
-	resp, e := answerOf(job, req, wire.OpenAIResponses)
+	resp, e := answerOf(job, storedRequest(job), wire.OpenAIResponses)
 	if e != nil || resp.Status != wire.StatusCompleted {
 		return nil, wire.Invalid("previous_response_id", "The response %s is %s: only a completed response can be continued.", job.ID, resp.Status)
 	}
@@ -382,7 +382,7 @@ func (s *Server) fileData(ctx context.Context, tenant, param, id string, x *expa
 	}
 	if err != nil {
 		s.Log.Warn("api: reading an input file", "file", id, "err", err)
-		return "", "", &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the file failed; try again."}
+		return "", "", unavailable("Reading the file")
 	}
 	return base64.StdEncoding.EncodeToString(content), f.Filename, nil
 }

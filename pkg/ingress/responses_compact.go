@@ -2,14 +2,10 @@ package ingress
 
 import (
 	"encoding/json"
-	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -28,20 +24,9 @@ var compactParams = []string{"model", "input", "previous_response_id", "instruct
 // it did not write, is a 400 in the Responses error shape.
 func (s *Server) compactResponse(w http.ResponseWriter, r *http.Request) {
 	fail := func(e *wire.Error) { writeWireError(w, responses.Client, e) }
-	body, ok := s.readBody(w, r)
+	top, ok := s.objectBody(w, r, false, " POST /v1/responses/compact takes "+strings.Join(compactParams, ", ")+".", compactParams)
 	if !ok {
 		return
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		fail(wire.Invalid("", "The request body must be a JSON object."))
-		return
-	}
-	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if !slices.Contains(compactParams, k) {
-			fail(wire.Invalid(k, "Unknown parameter: '%s'. POST /v1/responses/compact takes %s.", redact.Clip(k, 64), strings.Join(compactParams, ", ")))
-			return
-		}
 	}
 	var model string
 	if raw, ok := top["model"]; !ok || isNullJSON(raw) {
@@ -51,9 +36,8 @@ func (s *Server) compactResponse(w http.ResponseWriter, r *http.Request) {
 		fail(wire.Invalid("model", "'model' must be a non-empty string"))
 		return
 	}
-	if !slices.Contains(s.Models, model) {
-		fail(&wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("The model %q does not exist. Available models: %s.", redact.Clip(model, 64), strings.Join(s.Models, ", "))})
+	if e := s.knownModel(model); e != nil {
+		fail(e)
 		return
 	}
 	if raw, ok := top["instructions"]; ok && !isNullJSON(raw) {
@@ -64,7 +48,7 @@ func (s *Server) compactResponse(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	delete(top, "instructions")
-	body, _ = json.Marshal(top)
+	body, _ := json.Marshal(top)
 	rr, e := s.resolveResponses(r.Context(), tenantOf(r), body)
 	if e != nil {
 		fail(e)

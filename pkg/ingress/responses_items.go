@@ -44,18 +44,9 @@ func (s *Server) loadStored(w http.ResponseWriter, r *http.Request) (*state.Stor
 
 // writeStoredResponse answers with the response object of a stored response.
 func (s *Server) writeStoredResponse(w http.ResponseWriter, job *state.Job, rec *state.StoredResponse) {
-	var req *wire.Request
-	if stored, err := wire.DecodeStored(job.Request); err == nil {
-		req = stored.Request
-	}
-	resp, _ := answerOf(job, req, wire.OpenAIResponses)
+	resp, _ := answerOf(job, storedRequest(job), wire.OpenAIResponses)
 	resp.Echo = rec.Echo
-	b, err := responses.Client.EncodeResponse(resp)
-	if err != nil {
-		writeWireError(w, responses.Client, wire.AsError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, json.RawMessage(b))
+	writeResponse(w, responses.Client, resp)
 }
 
 // cancelResponse is POST /v1/responses/{id}/cancel: a background response that is
@@ -80,23 +71,20 @@ func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
 	if !job.Status.Terminal() {
 		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
 			s.Log.Warn("api: cancelling a response", "response", job.ID, "err", err)
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Cancelling failed; try again."})
+			writeWireError(w, responses.Client, unavailable("Cancelling"))
 			return
 		}
 		var err error
 		if job, err = s.Store.Jobs.GetJob(r.Context(), job.ID); err != nil {
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Reading the response failed; try again."})
+			writeWireError(w, responses.Client, unavailable("Reading the response"))
 			return
 		}
 	}
-	switch job.Status {
-	case state.Cancelled:
-		s.writeStoredResponse(w, job, rec)
-	case state.Completed:
-		writeWireError(w, responses.Client, wire.Invalid("", "Cannot cancel a completed response."))
-	default:
-		writeWireError(w, responses.Client, wire.Invalid("", "Cannot cancel a %s response.", job.Status))
+	if job.Status != state.Cancelled {
+		writeWireError(w, responses.Client, wire.Invalid("", "Cannot cancel a %s response.", job.Status)) // completed, failed
+		return
 	}
+	s.writeStoredResponse(w, job, rec)
 }
 
 // deleteResponse is DELETE /v1/responses/{id}: the stored response is deleted (a
@@ -111,13 +99,13 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
 	if !job.Status.Terminal() {
 		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
 			s.Log.Warn("api: cancelling a deleted response", "response", job.ID, "err", err)
-			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Deleting failed; try again."})
+			writeWireError(w, responses.Client, unavailable("Deleting"))
 			return
 		}
 	}
 	if err := s.Store.Jobs.DeleteResponse(r.Context(), job.ID); err != nil {
 		s.Log.Warn("api: deleting a response", "response", job.ID, "err", err)
-		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "Deleting failed; try again."})
+		writeWireError(w, responses.Client, unavailable("Deleting"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": job.ID, "object": "response", "deleted": true})
@@ -149,6 +137,15 @@ func (s *Server) inputItems(w http.ResponseWriter, r *http.Request) {
 // none.
 func inputItem(respID string, n int, item json.RawMessage) json.RawMessage {
 	return normalizeItem(item, func(typ string) string { return responses.InputItemID(respID, typ, n) })
+}
+
+// itemID is an item's id ("" if it has none).
+func itemID(item json.RawMessage) string {
+	var head struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(item, &head)
+	return head.ID
 }
 
 // normalizeItem is an item as the fleet keeps and lists it: with an id (newID's, of
@@ -217,11 +214,7 @@ func writeListPage(w http.ResponseWriter, r *http.Request, items []json.RawMessa
 	}
 	ids := make([]string, len(items))
 	for i, it := range items {
-		var head struct {
-			ID string `json:"id"`
-		}
-		json.Unmarshal(it, &head)
-		ids[i] = head.ID
+		ids[i] = itemID(it)
 	}
 	start := 0
 	if after := q.Get("after"); after != "" {

@@ -36,8 +36,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	call, aerr := s.Tools.Parse(string(body), false)
 	if aerr != nil {
-		code := aerr.Type
-		writeError(w, http.StatusBadRequest, "invalid_request_error", code, "", aerr.Details)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", aerr.Type, "", aerr.Details)
 		return
 	}
 	now := time.Now().UTC()
@@ -50,7 +49,7 @@ func (s *Server) directSearch(w http.ResponseWriter, r *http.Request) {
 // POST /v1/fetch): admitted as a synchronous wait, published as req on subject, and
 // answered with its outcome when its worker ends it.
 func (s *Server) runDirect(w http.ResponseWriter, r *http.Request, job *state.Job, subject string, req bus.Payload) {
-	release, ok := s.admitChat(w, r, job, holdSync)
+	release, ok := s.admit(w, r, chatCodec, job, holdSync)
 	if !ok {
 		return
 	}
@@ -68,7 +67,9 @@ func (s *Server) runDirect(w http.ResponseWriter, r *http.Request, job *state.Jo
 	w.Header().Set("X-Searchfleet-Job-Id", job.ID)
 	done, err := waiter.wait(r.Context(), s, job.ID, s.SyncWait, nil)
 	if err != nil {
-		s.waitFailed(w, job.ID, err)
+		if e := s.waitError(job.ID, err); e != nil {
+			writeAPIError(w, e)
+		}
 		return
 	}
 	s.writeOutcome(w, done)

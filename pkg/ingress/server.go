@@ -35,7 +35,6 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/spend"
-	"github.com/searchfleet/searchfleet/pkg/state"
 	"github.com/searchfleet/searchfleet/pkg/trace"
 	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
@@ -133,7 +132,6 @@ type Server struct {
 	pace    paces // the tenants' job durations, for Retry-After (retryafter.go)
 	sockets *responsesws.Server
 	mcp     http.Handler
-	console *console.API
 
 	// events hands the jobs' events to the requests waiting for them (waiters.go).
 	events waiters
@@ -149,11 +147,6 @@ func New(o Options) *Server {
 	s := &Server{Options: o, eventsGate: make(chan struct{}, eventsCallsAtOnce)}
 	s.sockets = responsesws.New(responsesws.Options{Admit: s.admitSocket, Create: s.socketCreate, MaxSockets: o.MaxWebSockets,
 		Idle: o.WebSocketIdle, MaxAge: o.WebSocketMaxAge, MaxMessage: o.MaxBody})
-	co := console.Options{Core: consoleCore{s}, Jobs: o.Store.Jobs, Spend: o.Store.Ledger, Tools: o.Tools, Metrics: o.Metrics, Log: o.Log, Pages: o.Console}
-	if o.Batches != nil {
-		co.Batches = o.Batches
-	}
-	s.console = console.New(co)
 	if o.MCP {
 		// The MCP tools call this API in process, with the caller's key; the API they
 		// call does not itself route /mcp.
@@ -200,6 +193,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /v1/batches", s.auth(s.listBatches))
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.auth(s.cancelBatch))
+		mux.HandleFunc("GET /v1/batches/{id}/events", s.auth(s.batchEvents))
 	}
 	mux.HandleFunc("POST /v1/research", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.createResearch))))
 	mux.HandleFunc("GET /v1/research", s.auth(s.listResearch))
@@ -213,10 +207,15 @@ func (s *Server) Handler() http.Handler {
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpRoute())
 	}
-	s.console.Routes(mux, s.auth) // the console's pages and the read routes it uses
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	// The console's pages, and the read routes they use (console_api.go).
+	if s.Console {
+		mux.Handle("GET /console/", console.Pages())
+	}
+	mux.HandleFunc("GET /v1/jobs", s.auth(s.listJobs))
+	mux.HandleFunc("GET /v1/jobs/{id}/request", s.auth(s.jobRequest))
+	mux.HandleFunc("GET /v1/usage/daily", s.auth(s.dailyUsage))
+	mux.HandleFunc("GET /v1/engines", s.auth(s.engineHealth))
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, s.Bus, s.Store.Health, s.Log) })
 	// With tenants the API port is public: metrics (tenants, models, costs) are
 	// served only on the internal listener, FLEET_METRICS_ADDR (Ops).
@@ -295,28 +294,29 @@ func jsonBody(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func writeJobError(w http.ResponseWriter, je *state.JobError) {
-	status := je.Status
-	if status < 400 {
-		status = http.StatusInternalServerError
-	}
-	writeError(w, status, je.Type, je.Code, "", je.Message)
-}
-
-// readBody reads a bounded body; it has answered the request when it returns false.
+// readBody reads a bounded body; it has answered the request (in the OpenAI shape)
+// when it returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "",
-				fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody))
-			return nil, false
-		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "Could not read the request body: "+bodyError(err))
+	body, e := s.boundedBody(w, r)
+	if e != nil {
+		writeAPIError(w, e)
 		return nil, false
 	}
 	return body, true
+}
+
+// boundedBody reads a body of at most MaxBody bytes; the error says why it could not.
+func (s *Server) boundedBody(w http.ResponseWriter, r *http.Request) ([]byte, *wire.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+			Message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", s.MaxBody)}
+	case err != nil:
+		return nil, wire.Invalid("", "Could not read the request body: %s", bodyError(err))
+	}
+	return body, nil
 }
 
 // Tenants maps API keys to tenants.

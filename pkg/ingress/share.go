@@ -29,9 +29,15 @@ func shareKey(r *http.Request, chatBody []byte) (key, hash string, ok bool) {
 	if r.Header.Get(HeaderShare) != "in-flight" {
 		return "", "", false
 	}
-	sum := sha256.Sum256(chatBody)
-	hash = hex.EncodeToString(sum[:16])
+	hash = requestHash(chatBody)
 	return "share\n" + hash, hash, true
+}
+
+// requestHash is the hash a request body is known by under a key: the hex of its
+// SHA-256's first 16 bytes.
+func requestHash(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:16])
 }
 
 // claimShared claims key (shareKey's) for jobID, as ClaimIdempotency does, but only

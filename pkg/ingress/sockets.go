@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
-	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 // leaseSockets is the lease kind of a tenant's open Responses WebSockets.
@@ -16,21 +15,8 @@ const leaseSockets = "ws"
 func (s *Server) admitSocket(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	tenant := tenantOf(r)
 	limit := s.Limits.Of(tenant).Streams
-	if limit <= 0 {
-		return func() {}, true
-	}
-	id := state.NewID("lease_")
-	took, err := s.Store.Leases.AcquireLease(r.Context(), leaseSockets, tenant, id, limit, leaseTTL)
-	if err != nil {
-		s.limitsUnavailable(w, r, responses.Client, err)
-		return nil, false
-	}
-	if !took {
-		s.refuse(w, responses.Client, tenant, "websockets", s.pace.slotFree(tenant, limit, s.JobTimeout),
-			fmt.Sprintf("Too many open WebSockets: at most %d at once; close one, or use POST /v1/responses.", limit))
-		return nil, false
-	}
-	return s.keepLease(r.Context(), leaseSockets, tenant, id, limit), true
+	return s.takeSlot(w, r, responses.Client, tenant, leaseSockets, limit, "websockets",
+		fmt.Sprintf("Too many open WebSockets: at most %d at once; close one, or use POST /v1/responses.", limit))
 }
 
 // socketCreate runs a socket's response.create as a streamed POST /v1/responses

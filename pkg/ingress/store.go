@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/searchfleet/searchfleet/pkg/ingress/console"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
@@ -32,7 +31,7 @@ func StoreOf(st *state.Store) Store {
 // responses and Idempotency-Keys (state.Jobs).
 type Jobs interface {
 	jobs.Recorder
-	console.Jobs
+	TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*state.Job, bool, error)
 	// RecordRetention is how long an ended job's record is kept.
 	RecordRetention() time.Duration
 	GetJob(ctx context.Context, id string) (*state.Job, error)
@@ -76,7 +75,7 @@ type Leases interface {
 
 // Ledger is the tenants' spend and storage (state.Ledger).
 type Ledger interface {
-	console.Spend
+	ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]state.ModelDaySpend, error)
 	SpendOf(ctx context.Context, tenant string, now time.Time) (spend.Spend, error)
 	StorageOf(ctx context.Context, tenant string) (state.Storage, error)
 	JobFootprint(ctx context.Context, id string) (int64, error)

@@ -230,10 +230,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Str
 			return
 		}
 		started = true
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
+		startSSE(w)
 		send(st.Start(base))
 		rc.Flush()
 	}
@@ -282,6 +279,15 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Str
 			send(st.Finish(resp))
 		}
 	}
+}
+
+// startSSE sends the 200 of a server-sent event stream, with its headers.
+func startSSE(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
 }
 
 // streamLive reports whether a message is one of a job's live stream (not an event).

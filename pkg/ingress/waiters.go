@@ -132,10 +132,3 @@ func (ws *waiters) takeEnded(b *bus.Bus) {
 		}
 	}
 }
-
-// registered is how many jobs have waiters.
-func (ws *waiters) registered() int {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return len(ws.byJob)
-}

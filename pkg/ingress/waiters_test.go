@@ -103,3 +103,10 @@ func TestWaitersGetTheirOwnJobsEvents(t *testing.T) {
 		t.Errorf("%d jobs still registered after every waiter stopped", n)
 	}
 }
+
+// registered is how many jobs have waiters.
+func (ws *waiters) registered() int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return len(ws.byJob)
+}

@@ -1,11 +1,11 @@
 // Package console is the fleet's web console: static pages, embedded in the binary,
-// that the ingress serves under /console/ (Options.Pages), and the read routes of the
-// API they are built on (API.Routes). The pages call the
-// fleet's public JSON API from the browser with the key the user signs in with (kept
-// in the tab's sessionStorage; no key when the API is open), so a tenant sees what its
-// key may see through the API and nothing else: its jobs with their search traces,
-// answers and citations, its batches with live progress, its spend per day and model,
-// and the engines' health.
+// that the ingress serves under /console/ (ingress.Options.Console); the read routes of
+// the API they are built on are the ingress's (pkg/ingress, console_api.go). The pages
+// call the fleet's public JSON API from the browser with the key the user signs in
+// with (kept in the tab's sessionStorage; no key when the API is open), so a tenant
+// sees what its key may see through the API and nothing else: its jobs with their
+// search traces, answers and citations, its batches with live progress, its spend per
+// day and model, and the engines' health.
 //
 // There is no build step: plain HTML, CSS and JavaScript modules in static/. Every
 // text that comes from a job (questions, answers, titles, snippets, URLs) is put into

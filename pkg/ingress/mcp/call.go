@@ -8,15 +8,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 )
 
 // maxAnswer bounds an API answer a tool call reads (the API's own answers are far
@@ -34,7 +36,7 @@ type apiCaller struct{ h http.Handler }
 // request's caller and decodes a 2xx answer into out. Any other answer becomes a
 // tool error in the API's own words, returned instead of nil.
 func (a apiCaller) call(ctx context.Context, req *mcp.CallToolRequest, method, path string, body any, out any) *mcp.CallToolResult {
-	var rd *bytes.Reader
+	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
@@ -42,12 +44,11 @@ func (a apiCaller) call(ctx context.Context, req *mcp.CallToolRequest, method, p
 		}
 		rd = bytes.NewReader(b)
 	}
-	hr, err := http.NewRequestWithContext(ctx, method, "http://ingress.invalid"+path, nil)
+	hr, err := http.NewRequestWithContext(ctx, method, "http://ingress.invalid"+path, rd)
 	if err != nil {
 		return toolError("The request could not be built from the arguments.")
 	}
 	if rd != nil {
-		hr, _ = http.NewRequestWithContext(ctx, method, hr.URL.String(), rd)
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	if req.Extra != nil && req.Extra.Header != nil {
@@ -83,11 +84,7 @@ func (a apiCaller) call(ctx context.Context, req *mcp.CallToolRequest, method, p
 // names), what the status means for the caller, and the code in _meta.
 func apiError(status int, h http.Header, body []byte) *mcp.CallToolResult {
 	var e struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Code    *string `json:"code"`
-		} `json:"error"`
+		Error jobs.ErrorBody `json:"error"`
 	}
 	msg := ""
 	if json.Unmarshal(body, &e) == nil {
@@ -149,13 +146,8 @@ func stringArgs(req *mcp.CallToolRequest, allowed ...string) (map[string]string,
 			return nil, toolError("The arguments must be a JSON object.")
 		}
 	}
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	out := map[string]string{}
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if !slices.Contains(allowed, k) {
 			return nil, toolError(fmt.Sprintf("Unknown argument %q: %s takes %s.", clip(k, 40), req.Params.Name, strings.Join(allowed, ", ")))
 		}

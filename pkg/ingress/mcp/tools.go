@@ -55,11 +55,11 @@ func (t *tools) register(srv *mcp.Server, searchParams json.RawMessage) {
 	srv.AddTool(&mcp.Tool{Name: ToolGetJob, Title: "Get a research job",
 		Description: "Read a background job started by submit_research: its status (queued, running, completed, failed, cancelled) and, once completed, the answer with its sources.",
 		InputSchema: object(map[string]any{"job_id": str("The job id submit_research returned.")}, "job_id"),
-		Annotations: &mcp.ToolAnnotations{Title: "Get a research job", ReadOnlyHint: true, OpenWorldHint: &closed}}, t.getJob)
+		Annotations: &mcp.ToolAnnotations{Title: "Get a research job", ReadOnlyHint: true, OpenWorldHint: &closed}}, t.jobTool("GET", ""))
 	srv.AddTool(&mcp.Tool{Name: ToolCancelJob, Title: "Cancel a research job",
 		Description: "Cancel a background job started by submit_research that has not ended yet.",
 		InputSchema: object(map[string]any{"job_id": str("The job id submit_research returned.")}, "job_id"),
-		Annotations: &mcp.ToolAnnotations{Title: "Cancel a research job", DestructiveHint: &open, IdempotentHint: true, OpenWorldHint: &closed}}, t.cancel)
+		Annotations: &mcp.ToolAnnotations{Title: "Cancel a research job", DestructiveHint: &open, IdempotentHint: true, OpenWorldHint: &closed}}, t.jobTool("POST", "/cancel"))
 }
 
 // questionSchema is the input of ask and submit_research.
@@ -252,17 +252,20 @@ func (t *tools) submit(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		jobResult{JobID: v.ID, Status: v.Status}), nil
 }
 
-// getJob is get_job: GET /v1/jobs/{id}.
-func (t *tools) getJob(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, res := jobID(req)
-	if res != nil {
-		return res, nil
+// jobTool is get_job (GET /v1/jobs/{id}) or cancel_job (POST /v1/jobs/{id}/cancel):
+// method on the job's path (jobPath) and suffix.
+func (t *tools) jobTool(method, suffix string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		id, res := jobID(req)
+		if res != nil {
+			return res, nil
+		}
+		var v jobView
+		if res := t.api.call(ctx, req, method, jobPath(id)+suffix, nil, &v); res != nil {
+			return res, nil
+		}
+		return v.result(), nil
 	}
-	var v jobView
-	if res := t.api.call(ctx, req, "GET", jobPath(id), nil, &v); res != nil {
-		return res, nil
-	}
-	return v.result(), nil
 }
 
 // jobPath is where a background job lives: a research run's id under /v1/research,
@@ -272,19 +275,6 @@ func jobPath(id string) string {
 		return "/v1/research/" + url.PathEscape(id)
 	}
 	return "/v1/jobs/" + url.PathEscape(id)
-}
-
-// cancel is cancel_job: POST /v1/jobs/{id}/cancel.
-func (t *tools) cancel(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, res := jobID(req)
-	if res != nil {
-		return res, nil
-	}
-	var v jobView
-	if res := t.api.call(ctx, req, "POST", jobPath(id)+"/cancel", nil, &v); res != nil {
-		return res, nil
-	}
-	return v.result(), nil
 }
 
 func jobID(req *mcp.CallToolRequest) (string, *mcp.CallToolResult) {

@@ -41,6 +41,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
+	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -569,12 +570,7 @@ func (sw *socketWriter) finish() {
 		return
 	}
 	var body struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    *string `json:"code"`
-		} `json:"error"`
+		Error jobs.ErrorBody `json:"error"`
 	}
 	e := &wire.Error{Status: sw.status, Type: "server_error", Message: "The response could not be created."}
 	if json.Unmarshal(sw.buf.Bytes(), &body) == nil && body.Error.Message != "" {

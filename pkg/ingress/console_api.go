@@ -1,10 +1,8 @@
-package console
+package ingress
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -14,102 +12,19 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/batch"
-	"github.com/searchfleet/searchfleet/pkg/intent"
-	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// Core is what the console's routes take from the ingress, so they authenticate,
-// answer and bound their streams as every other route does.
-type Core interface {
-	// Tenant is the authenticated tenant of r.
-	Tenant(r *http.Request) string
-	// Job is the caller's job the path's {id} names; nil when it has answered r
-	// (404 for another tenant's or no job, 503).
-	Job(w http.ResponseWriter, r *http.Request) *state.Job
-	// ListLimit reads a list's limit parameter (1..most, default def); false when it
-	// has answered r with 400.
-	ListLimit(w http.ResponseWriter, v string, def, most int) (int, bool)
-	// ValidJobID reports whether id could be a job's id.
-	ValidJobID(id string) bool
-	// OpenStream takes one of the tenant's open streams for a server-sent event
-	// stream and sets its deadline (FLEET_SSE_MAX_DURATION); done ends both. false
-	// when it has answered r with the refusal.
-	OpenStream(w http.ResponseWriter, r *http.Request, tenant string) (ctx context.Context, done func(), ok bool)
-	// JSON answers with v as JSON; Error with the API's error shape; BatchError with
-	// a batch.Service error's.
-	JSON(w http.ResponseWriter, status int, v any)
-	Error(w http.ResponseWriter, status int, typ, code, param, msg string)
-	BatchError(w http.ResponseWriter, err error)
-	// Question is the text of a stored request's last user turn (clipped to what a
-	// job's summary shows), or "".
-	Question(req json.RawMessage, clipped bool) string
-	// LogFailure logs a failed store call made for a request (at INFO when the
-	// client has left).
-	LogFailure(ctx context.Context, msg string, args ...any)
-}
-
-// Jobs lists a tenant's jobs (state.Jobs implements it).
-type Jobs interface {
-	TenantJobs(ctx context.Context, tenant, after string, limit int) ([]*state.Job, bool, error)
-}
-
-// Spend reads a tenant's spend per day and model (state.Ledger implements it).
-type Spend interface {
-	ModelSpend(ctx context.Context, tenant string, days int, now time.Time) ([]state.ModelDaySpend, error)
-}
-
-// Batches reads a tenant's batch (batch.Service implements it).
-type Batches interface {
-	Get(ctx context.Context, tenant, id string) (batch.View, error)
-}
-
-// Options configure the console's routes.
-type Options struct {
-	Core  Core
-	Jobs  Jobs
-	Spend Spend
-	// Batches serves GET /v1/batches/{id}/events (nil: not served).
-	Batches Batches
-	// Tools names the configured engines for GET /v1/engines (nil: none).
-	Tools *intent.Toolset
-	// Metrics are the process's metrics GET /v1/engines reads (nil: none).
-	Metrics *metrics.Metrics
-	Log     *slog.Logger
-	// Pages serves the console's pages under /console/.
-	Pages bool
-}
-
-// API is the console's routes: its pages and the read routes they are built on.
-type API struct{ o Options }
-
-// New returns the console's routes.
-func New(o Options) *API { return &API{o: o} }
-
-// Routes registers the console's routes on mux, each behind auth (the API's key
-// check). The read routes are for any client; each is tenant-scoped like the rest of
-// the API and bounded:
+// The read routes the web console (pkg/ingress/console) is built on, for any client;
+// each is tenant-scoped like the rest of the API and bounded:
 //
 //	GET /v1/jobs                  the tenant's recent jobs, newest first (limit 1..100, after)
 //	GET /v1/jobs/{id}/request     the request a job was submitted with, and its question
 //	GET /v1/batches/{id}/events   a batch's progress as server-sent events until it ends
 //	GET /v1/usage/daily           the tenant's spend per day and model (days 1..35)
 //	GET /v1/engines               each engine's health: outcome shares, error rate, latency, cooldowns
-//
-// The console's own pages (Options.Pages) are served under /console/.
-func (a *API) Routes(mux *http.ServeMux, auth func(http.HandlerFunc) http.HandlerFunc) {
-	if a.o.Pages {
-		mux.Handle("GET /console/", Pages())
-	}
-	mux.HandleFunc("GET /v1/jobs", auth(a.listJobs))
-	mux.HandleFunc("GET /v1/jobs/{id}/request", auth(a.jobRequest))
-	mux.HandleFunc("GET /v1/usage/daily", auth(a.dailyUsage))
-	mux.HandleFunc("GET /v1/engines", auth(a.engineHealth))
-	if a.o.Batches != nil {
-		mux.HandleFunc("GET /v1/batches/{id}/events", auth(a.batchEvents))
-	}
-}
 
 // jobSummary is a job in GET /v1/jobs: what a list shows, without the answer and the
 // trace (GET /v1/jobs/{id} has them).
@@ -128,19 +43,10 @@ type jobSummary struct {
 	ReplayOf   string  `json:"replay_of,omitempty"`
 }
 
-// jobList is a page of GET /v1/jobs, in the OpenAI list shape.
-type jobList struct {
-	Object  string       `json:"object"`
-	Data    []jobSummary `json:"data"`
-	FirstID *string      `json:"first_id"`
-	LastID  *string      `json:"last_id"`
-	HasMore bool         `json:"has_more"`
-}
-
-func (a *API) summaryOf(j *state.Job) jobSummary {
+func summaryOf(j *state.Job) jobSummary {
 	q := j.Question
 	if q == "" {
-		q = a.o.Core.Question(j.Request, true) // a job recorded before questions were kept
+		q = redact.Clip(questionOf(j.Request), questionChars) // a job recorded before questions were kept
 	}
 	v := jobSummary{ID: j.ID, Object: "job", Kind: j.Kind, Status: string(j.Status), Model: j.Model, CreatedAt: j.Created.Unix(),
 		Question: q, ReplayOf: j.ReplayOf}
@@ -164,40 +70,35 @@ func (a *API) summaryOf(j *state.Job) jobSummary {
 // listJobs is GET /v1/jobs: the tenant's own recent jobs (the newest
 // state.TenantJobsKept it submitted; a batch's lines are under their batch), newest
 // first, paged with limit (1..100, default 20) and after (a job id).
-func (a *API) listJobs(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	c := a.o.Core
-	limit, ok := c.ListLimit(w, q.Get("limit"), 20, 100)
+	limit, ok := listLimit(w, q.Get("limit"), 20, 100)
 	if !ok {
 		return
 	}
 	after := q.Get("after")
-	if after != "" && !c.ValidJobID(after) {
-		c.Error(w, http.StatusBadRequest, "invalid_request_error", "", "after", "after must be a job id from a previous page")
+	if after != "" && !validJobID(after) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "after", "after must be a job id from a previous page")
 		return
 	}
-	js, more, err := a.o.Jobs.TenantJobs(r.Context(), c.Tenant(r), after, limit)
+	js, more, err := s.Store.Jobs.TenantJobs(r.Context(), tenantOf(r), after, limit)
 	if err != nil {
-		c.LogFailure(r.Context(), "api: listing jobs", "err", err)
-		c.Error(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing jobs failed; try again.")
+		s.logFailure(r.Context(), "api: listing jobs", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing jobs failed; try again.")
 		return
 	}
 	out := make([]jobSummary, len(js))
 	for i, j := range js {
-		out[i] = a.summaryOf(j)
+		out[i] = summaryOf(j)
 	}
-	page := jobList{Object: "list", Data: out, HasMore: more}
-	if len(out) > 0 {
-		page.FirstID, page.LastID = &out[0].ID, &out[len(out)-1].ID
-	}
-	c.JSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, listOf(out, func(v jobSummary) string { return v.ID }, more))
 }
 
 // jobRequest is GET /v1/jobs/{id}/request: the request the tenant's job was submitted
 // with (as validated and stored, in the protocol it came in), and the text of its last
 // user turn as "question".
-func (a *API) jobRequest(w http.ResponseWriter, r *http.Request) {
-	job := a.o.Core.Job(w, r)
+func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) {
+	job := s.loadJob(w, r)
 	if job == nil {
 		return
 	}
@@ -205,33 +106,32 @@ func (a *API) jobRequest(w http.ResponseWriter, r *http.Request) {
 	if len(req) == 0 {
 		req = json.RawMessage("null")
 	}
-	a.o.Core.JSON(w, http.StatusOK, map[string]any{"object": "job.request", "id": job.ID, "question": a.o.Core.Question(job.Request, false), "request": req})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "job.request", "id": job.ID, "question": questionOf(job.Request), "request": req})
 }
 
 // dailyUsage is GET /v1/usage/daily?days=N: what the tenant's jobs spent per UTC day
 // (the day each ended) and model, for the last N days (1..35, default 7), newest
 // first. Direct searches are counted under "(search)".
-func (a *API) dailyUsage(w http.ResponseWriter, r *http.Request) {
-	c := a.o.Core
+func (s *Server) dailyUsage(w http.ResponseWriter, r *http.Request) {
 	days := 7
 	if v := r.URL.Query().Get("days"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > state.ModelSpendDays {
-			c.Error(w, http.StatusBadRequest, "invalid_request_error", "", "days", fmt.Sprintf("days must be an integer from 1 to %d", state.ModelSpendDays))
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "days", fmt.Sprintf("days must be an integer from 1 to %d", state.ModelSpendDays))
 			return
 		}
 		days = n
 	}
-	rows, err := a.o.Spend.ModelSpend(r.Context(), c.Tenant(r), days, time.Now())
+	rows, err := s.Store.Ledger.ModelSpend(r.Context(), tenantOf(r), days, time.Now())
 	if err != nil {
-		c.LogFailure(r.Context(), "api: reading spend per model", "err", err)
-		c.Error(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
+		s.logFailure(r.Context(), "api: reading spend per model", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Reading usage failed; try again.")
 		return
 	}
 	if rows == nil {
 		rows = []state.ModelDaySpend{}
 	}
-	c.JSON(w, http.StatusOK, map[string]any{"object": "list", "days": days, "data": rows})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "days": days, "data": rows})
 }
 
 // batchPoll is how often a batch's progress stream reads the batch.
@@ -242,20 +142,21 @@ const batchPoll = 500 * time.Millisecond
 // and again whenever its status or counts change, ending after the batch has ended
 // (completed, failed, expired, cancelled). It counts as one of the tenant's open
 // streams and ends at FLEET_SSE_MAX_DURATION.
-func (a *API) batchEvents(w http.ResponseWriter, r *http.Request) {
-	c := a.o.Core
-	tenant := c.Tenant(r)
-	v, err := a.o.Batches.Get(r.Context(), tenant, r.PathValue("id"))
+func (s *Server) batchEvents(w http.ResponseWriter, r *http.Request) {
+	tenant := tenantOf(r)
+	v, err := s.Batches.Get(r.Context(), tenant, r.PathValue("id"))
 	if err != nil {
-		c.BatchError(w, err)
+		writeBatchError(w, err)
 		return
 	}
-	ctx, done, ok := c.OpenStream(w, r, tenant)
+	release, ok := s.admitWait(w, r, chatCodec, tenant, holdStream)
 	if !ok {
 		return
 	}
-	defer done()
-	fl, _ := w.(http.Flusher)
+	defer release()
+	ctx, cancel := s.stream(w, r)
+	defer cancel()
+	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -263,9 +164,7 @@ func (a *API) batchEvents(w http.ResponseWriter, r *http.Request) {
 	send := func(v batch.View) {
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "event: batch\ndata: %s\n\n", b)
-		if fl != nil {
-			fl.Flush()
-		}
+		rc.Flush()
 	}
 	send(v)
 	last, quiet := progressOf(v), time.Now()
@@ -277,10 +176,10 @@ func (a *API) batchEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick.C:
 		}
-		next, err := a.o.Batches.Get(ctx, tenant, v.ID)
+		next, err := s.Batches.Get(ctx, tenant, v.ID)
 		if err != nil {
 			if ctx.Err() == nil {
-				a.o.Log.Warn("api: reading a batch for its progress stream", "batch", v.ID, "err", err)
+				s.Log.Warn("api: reading a batch for its progress stream", "batch", v.ID, "err", err)
 			}
 			return
 		}
@@ -291,9 +190,7 @@ func (a *API) batchEvents(w http.ResponseWriter, r *http.Request) {
 		} else if time.Since(quiet) > 15*time.Second {
 			quiet = time.Now()
 			fmt.Fprint(w, ": keep-alive\n\n")
-			if fl != nil {
-				fl.Flush()
-			}
+			rc.Flush()
 		}
 	}
 }
@@ -336,7 +233,7 @@ type engineHealth struct {
 // since it started (the whole fleet's when it runs all roles, as `make run` does). It
 // holds no tenant's data: no tenant, no cost, no volume (counts are in /metrics, for
 // the operator).
-func (a *API) engineHealth(w http.ResponseWriter, r *http.Request) {
+func (s *Server) engineHealth(w http.ResponseWriter, r *http.Request) {
 	byID := map[string]*engineHealth{}
 	get := func(id string) *engineHealth {
 		e := byID[id]
@@ -347,16 +244,16 @@ func (a *API) engineHealth(w http.ResponseWriter, r *http.Request) {
 		return e
 	}
 	var ids []string
-	if a.o.Tools != nil {
-		for _, e := range a.o.Tools.Engines() {
+	if s.Tools != nil {
+		for _, e := range s.Tools.Engines() {
 			get(e.ID)
 			ids = append(ids, e.ID)
 		}
 	}
-	if a.o.Metrics != nil {
-		families, err := a.o.Metrics.Registry.Gather()
+	if s.Metrics != nil {
+		families, err := s.Metrics.Registry.Gather()
 		if err != nil {
-			a.o.Log.Warn("api: gathering metrics for engine health", "err", err)
+			s.Log.Warn("api: gathering metrics for engine health", "err", err)
 		}
 		for _, f := range families {
 			for _, m := range f.GetMetric() {
@@ -400,7 +297,7 @@ func (a *API) engineHealth(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, e)
 	}
-	a.o.Core.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
 func labels(m *dto.Metric) map[string]string {
@@ -438,18 +335,4 @@ func quantileMS(h *dto.Histogram, q float64) *float64 {
 	}
 	ms := math.Round(lower*1e4) / 10
 	return &ms
-}
-
-// ModelSpend is the finish hook that counts each ended job in its tenant's spend per
-// day and model (GET /v1/usage/daily); it runs beside the other hooks in the ingress
-// role's finisher.
-type ModelSpend struct {
-	Store interface {
-		RecordModelSpend(ctx context.Context, job *state.Job) error
-	}
-}
-
-// JobFinished counts job once.
-func (m ModelSpend) JobFinished(ctx context.Context, job *state.Job) error {
-	return m.Store.RecordModelSpend(ctx, job)
 }
