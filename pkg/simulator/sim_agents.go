@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -370,11 +371,7 @@ func (a *agentSim) reset() {
 func (a *agentSim) submissionCounts() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make(map[string]int, len(a.submissions))
-	for k, v := range a.submissions {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(a.submissions)
 }
 
 // sweep sends the end webhooks of the runs that have ended and not yet told.

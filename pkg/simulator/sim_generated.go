@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,7 @@ var templates sync.Map
 func template(name string) map[string]any { return clone(shared(name)) }
 
 // shared is a fixture decoded once, shared by every answer: the caller changes none
-// of it, but may change a shallow copy (shallow) of any object on the way to a value it
+// of it, but may change a shallow copy (maps.Clone) of any object on the way to a value it
 // replaces, so only those objects are copied.
 func shared(name string) map[string]any {
 	v, ok := templates.Load(name)
@@ -40,15 +41,6 @@ func shared(name string) map[string]any {
 		v, _ = templates.LoadOrStore(name, m)
 	}
 	return v.(map[string]any)
-}
-
-// shallow copies an object's fields, not the values they hold.
-func shallow(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // obj and arr read a decoded JSON value as an object or an array (nil when it is not).
@@ -117,17 +109,17 @@ func isoDay(t time.Time) string { return t.Format("2006-01-02") }
 func braveBody(a searchAsk) []byte {
 	// Copied on the way to what changes (shared): the rest of the recorded body is
 	// written as it is, not copied for every answer.
-	m := shallow(shared("brave/docs-shape-web-search.CONSTRUCTED.json"))
-	query := shallow(obj(m["query"]))
+	m := maps.Clone(shared("brave/docs-shape-web-search.CONSTRUCTED.json"))
+	query := maps.Clone(obj(m["query"]))
 	m["query"] = query
 	query["original"] = a.query
 	hits := a.hits(defaultHits)
-	web := shallow(obj(m["web"]))
+	web := maps.Clone(obj(m["web"]))
 	m["web"] = web
 	tmpl := obj(arr(web["results"])[0])
 	var results, main []any
 	for i, h := range hits {
-		r := shallow(tmpl) // every field it changes is replaced whole
+		r := maps.Clone(tmpl) // every field it changes is replaced whole
 		path := strings.TrimPrefix(h.URL, "https://"+h.Host)
 		r["title"], r["url"], r["description"] = h.Title, h.URL, html.EscapeString(h.Snippet)
 		r["page_age"], r["age"] = h.Date.Format("2006-01-02T15:04:05"), h.Date.Format("January 2, 2006")
@@ -139,7 +131,7 @@ func braveBody(a searchAsk) []byte {
 	}
 	web["results"] = nonNil(results)
 	delete(m, "videos")
-	mixed := shallow(obj(m["mixed"]))
+	mixed := maps.Clone(obj(m["mixed"]))
 	m["mixed"] = mixed
 	mixed["main"] = nonNil(main)
 	query["more_results_available"] = len(hits) > 0
