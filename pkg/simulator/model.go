@@ -138,28 +138,37 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if reasoning {
 		msg = withReasoningContent(msg, user, id)
 	}
-	created := time.Now().Unix()
 	usage := map[string]int{
 		"prompt_tokens":     len(body) / 4,
 		"completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1,
 		"total_tokens":      len(body)/4 + len(fmt.Sprint(msg["content"]))/4 + 1,
 	}
+	writeChat(w, r, req, user, id, msg, finish, usage, true)
+}
+
+// scriptUsage is the usage a native-search model reports for a scripted answer.
+func scriptUsage(msg map[string]any) map[string]int {
+	u := map[string]int{"prompt_tokens": 10, "completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1}
+	u["total_tokens"] = u["prompt_tokens"] + u["completion_tokens"]
+	return u
+}
+
+// writeChat writes msg and finish as a chat completion, streamed when req asks. The
+// scripted main model's whole answer (full) also has system_fingerprint and logprobs.
+func writeChat(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string, msg map[string]any, finish string, usage map[string]int, full bool) {
+	h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
 	if req.Stream {
-		h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
 		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
 		return
 	}
-	out := map[string]any{
-		"id":                 "chatcmpl-sim-" + id,
-		"object":             "chat.completion",
-		"created":            created,
-		"model":              req.Model,
-		"system_fingerprint": "searchfleet-simulator",
-		"choices":            []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
-		"usage":              usage,
+	choice := map[string]any{"index": 0, "message": msg, "finish_reason": finish}
+	out := map[string]any{"id": h.ID, "object": "chat.completion", "created": h.Created, "model": req.Model, "choices": []any{choice}, "usage": usage}
+	if !full {
+		writeJSON(w, mustJSON(out))
+		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(out)
+	choice["logprobs"], out["system_fingerprint"] = nil, h.SystemFingerprint
+	writeJSON(w, append(mustJSON(out), '\n')) // as json.Encoder writes it
 }
 
 // script decides the model's next message and finish reason.
