@@ -233,23 +233,14 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 			if name == "web_search" && webSearch != nil {
 				return searchCalls(*webSearch, user, user, id), "tool_calls"
 			}
-			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": "call_" + id + "_client", "type": "function",
-				"function": map[string]any{"name": name, "arguments": `{"input":` + strconv.Quote(user) + `}`},
-			}}}, "tool_calls"
+			return toolCall(id+"_client", name, `{"input":`+strconv.Quote(user)+`}`), "tool_calls"
 		}
 		if m := toolRE.FindStringSubmatch(user); m != nil && tools[m[1]] {
-			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": "call_" + id + "_client", "type": "function",
-				"function": map[string]any{"name": m[1], "arguments": `{"input":` + strconv.Quote(user) + `}`},
-			}}}, "tool_calls"
+			return toolCall(id+"_client", m[1], `{"input":`+strconv.Quote(user)+`}`), "tool_calls"
 		}
 		if name, params := topicTool(req.Tools, user); name != "" && string(req.ToolChoice) != `"none"` {
 			// The user asks about what a client tool is for: call it, as models do.
-			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": "call_" + id + "_client", "type": "function",
-				"function": map[string]any{"name": name, "arguments": toolArguments(params, user)},
-			}}}, "tool_calls"
+			return toolCall(id+"_client", name, toolArguments(params, user)), "tool_calls"
 		}
 		if webSearch != nil && wantsSearch(user) {
 			q := user
@@ -372,9 +363,14 @@ var urlRE = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+`)
 // fetchCall is a web_fetch call of url.
 func fetchCall(url, id string) map[string]any {
 	b, _ := json.Marshal(map[string]string{"url": url})
+	return toolCall(id+"_fetch", "web_fetch", string(b))
+}
+
+// toolCall is an assistant message calling one tool, its call id "call_"+id.
+func toolCall(id, name, args string) map[string]any {
 	return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-		"id": "call_" + id + "_fetch", "type": "function",
-		"function": map[string]any{"name": "web_fetch", "arguments": string(b)},
+		"id": "call_" + id, "type": "function",
+		"function": map[string]any{"name": name, "arguments": args},
 	}}}
 }
 

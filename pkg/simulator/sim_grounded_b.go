@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -123,15 +122,7 @@ func moonshotErrorType(status int) string {
 
 // kimiHasToolMessage reports whether a chat request carries a tool result message.
 func kimiHasToolMessage(body []byte) bool {
-	var req struct {
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return false
-	}
-	for _, m := range req.Messages {
+	for _, m := range bodyMessages(body) {
 		if m.Role == "tool" {
 			return true
 		}
