@@ -82,6 +82,15 @@ func (r *agentRun) answerText(link func(simHit) string) (string, []citedSpan) {
 	return reportText(r.pages(), link)
 }
 
+// inProgress is a run's state as the Responses-shaped APIs name it: running is
+// in_progress.
+func inProgress(st string) string {
+	if st == "running" {
+		return "in_progress"
+	}
+	return st
+}
+
 func urlCitations(spans []citedSpan) []map[string]any {
 	out := []map[string]any{}
 	for _, s := range spans {
@@ -171,10 +180,7 @@ func openAIResponseJSON(r *agentRun, now time.Time) any {
 	if st == "completed" && r.fixture {
 		return agentFixture("openai-deep-research-completed.CONSTRUCTED.json")
 	}
-	status := map[string]string{"running": "in_progress"}[st]
-	if status == "" {
-		status = st
-	}
+	status := inProgress(st)
 	pages := r.pages()
 	output := []any{map[string]any{"id": "rs_" + r.id[5:], "type": "reasoning", "summary": []any{
 		map[string]string{"type": "summary_text", "text": "**Planning the research**\n\nI will search for " + r.ask.shown() + " and read the most relevant pages."}}}}
@@ -277,10 +283,7 @@ func geminiInteractionJSON(r *agentRun, now time.Time) any {
 	if st == "completed" && r.fixture && !r.plan {
 		return agentFixture("gemini-deep-research-completed.CONSTRUCTED.json")
 	}
-	status := map[string]string{"running": "in_progress"}[st]
-	if status == "" {
-		status = st
-	}
+	status := inProgress(st)
 	pages := r.pages()
 	steps := []any{map[string]any{"type": "thought", "summary": []any{map[string]string{"type": "text", "text": "Breaking down " + r.ask.shown() + " into questions to search."}}}}
 	if r.plan {
@@ -371,10 +374,7 @@ func perplexityResponseJSON(r *agentRun, now time.Time) any {
 	if st == "completed" && r.fixture {
 		return agentFixture("perplexity-agent-completed.CONSTRUCTED.json")
 	}
-	status := map[string]string{"running": "in_progress"}[st]
-	if status == "" {
-		status = st
-	}
+	status := inProgress(st)
 	pages := r.pages()
 	k := seen(p, len(pages))
 	var output []any
@@ -521,28 +521,13 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 			api.fail(w, http.StatusUnprocessableEntity, "inputs is required")
 			return
 		}
-		var subs []agentSubmission
-		for _, in := range req.Inputs {
-			sub, status, msg := api.submit(r, in)
-			if status != 0 {
-				api.fail(w, status, msg)
-				return
-			}
-			subs = append(subs, sub)
-		}
-		if !s.applyFaults(w, r, api.kind, r.URL.Path, subs[0].question, nil, 0) {
+		runs := s.startRuns(w, r, api, g, req.Inputs)
+		if runs == nil {
 			return
 		}
 		ids := []string{}
-		dropped := false
-		for _, sub := range subs {
-			run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
-			s.agents.join(g, run)
+		for _, run := range runs {
 			ids = append(ids, run.id)
-			dropped = dropped || s.agents.drop(w, run, sub.key)
-		}
-		if dropped {
-			return
 		}
 		out := s.agents.groupJSON(g)
 		agentJSON(w, http.StatusOK, map[string]any{"status": out["status"], "run_ids": ids, "run_cursor": nil, "event_cursor": nil})
@@ -609,9 +594,8 @@ func parallelResultJSON(r *agentRun) any {
 	} else {
 		text, _ := reportText(pages, nil)
 		var cites []any
-		for i, h := range pages[:3] {
+		for _, h := range pages[:3] {
 			text = strings.Replace(text, upperFirst(h.Quote), upperFirst(h.Quote)+" ([source]("+h.URL+"))", 1)
-			_ = i
 			cites = append(cites, cite(h))
 		}
 		content = "# " + upperFirst(r.ask.shown()) + "\n\n" + text

@@ -48,17 +48,8 @@ type geminiRequest struct {
 
 // geminiStatus is the google.rpc status name of an HTTP status.
 func geminiStatus(status int) string {
-	switch status {
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case http.StatusServiceUnavailable:
-		return "UNAVAILABLE"
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusBadRequest:
-		return "INVALID_ARGUMENT"
+	if s, ok := map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"}[status]; ok {
+		return s
 	}
 	return "INTERNAL"
 }
