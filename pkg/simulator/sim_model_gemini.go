@@ -129,7 +129,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		calls = append(calls, part)
 	}
 	var thought []any
-	if geminiIncludesThoughts(body) {
+	if _, include := geminiThinking(body); include {
 		// A thought summary, as Gemini gives one with includeThoughts: a part of its
 		// own, marked thought, before the answer's parts.
 		thought = []any{map[string]any{"text": "**Reading the question**\n\nThe user asks: " + a.user, "thought": true}}

@@ -299,29 +299,20 @@ func geminiCallSignature(name string, args json.RawMessage) string {
 	return sign("gemini", name+"|"+string(norm))
 }
 
-// geminiThinkingOn reports whether a generateContent request configures thinking.
-func geminiThinkingOn(body []byte) bool {
+// geminiThinking reports whether a generateContent request configures thinking and
+// whether it asks for thought summaries (thinkingConfig.includeThoughts).
+func geminiThinking(body []byte) (on, includeThoughts bool) {
 	var req struct {
 		GenerationConfig struct {
 			ThinkingConfig json.RawMessage `json:"thinkingConfig"`
 		} `json:"generationConfig"`
 	}
-	json.Unmarshal(body, &req)
-	return len(req.GenerationConfig.ThinkingConfig) > 0
-}
-
-// geminiIncludesThoughts reports whether a request asks for thought summaries
-// (thinkingConfig.includeThoughts).
-func geminiIncludesThoughts(body []byte) bool {
-	var req struct {
-		GenerationConfig struct {
-			ThinkingConfig struct {
-				IncludeThoughts bool `json:"includeThoughts"`
-			} `json:"thinkingConfig"`
-		} `json:"generationConfig"`
+	var config struct {
+		IncludeThoughts bool `json:"includeThoughts"`
 	}
 	json.Unmarshal(body, &req)
-	return req.GenerationConfig.ThinkingConfig.IncludeThoughts
+	json.Unmarshal(req.GenerationConfig.ThinkingConfig, &config)
+	return len(req.GenerationConfig.ThinkingConfig) > 0, config.IncludeThoughts
 }
 
 // geminiSignatureError checks the current turn's function calls as Gemini 3 does;
@@ -372,7 +363,7 @@ func geminiSignatureError(body []byte) (msg string, carried int) {
 
 // geminiReasoning checks a thinking request (ok false: refused, the error written).
 func (s *Server) geminiReasoning(w http.ResponseWriter, body []byte) (on, ok bool) {
-	if !geminiThinkingOn(body) {
+	if on, _ := geminiThinking(body); !on {
 		return false, true
 	}
 	msg, carried := geminiSignatureError(body)
