@@ -109,9 +109,8 @@ func perplexityAgentBody(a searchAsk) []byte {
 	m := template("perplexity/docs-shape-agent-web-search.CONSTRUCTED.json")
 	out := arr(m["output"])
 	sr, msg := obj(out[0]), obj(out[1])
-	tmpl := obj(arr(sr["results"])[0])
 	hits := a.hits(defaultHits)
-	sr["results"] = fill(tmpl, hits, func(r map[string]any, h simHit, i int) {
+	fill(sr, "results", hits, func(r map[string]any, h simHit, i int) {
 		r["id"], r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = i+1, h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
 	})
 	sr["queries"] = []any{a.shown()}
@@ -137,8 +136,7 @@ func perplexityAgentBody(a searchAsk) []byte {
 // perplexitySearchBody is a Search API answer for a.
 func perplexitySearchBody(a searchAsk) []byte {
 	m := template("perplexity/docs-shape-search.CONSTRUCTED.json")
-	tmpl := obj(arr(m["results"])[0])
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
 	})
 	m["id"] = uuidOf(a)
@@ -149,8 +147,7 @@ func perplexitySearchBody(a searchAsk) []byte {
 func cloudflareBody(a searchAsk) []byte {
 	m := template("cloudflare/docs-shape-websearch.CONSTRUCTED.json")
 	res := obj(m["result"])
-	tmpl := obj(arr(res["results"])[0])
-	res["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(res, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["title"], r["url"], r["description"] = h.Title, h.URL, h.Snippet
 	})
 	return mustJSON(m)
@@ -159,8 +156,7 @@ func cloudflareBody(a searchAsk) []byte {
 // parallelBody is a Parallel Search answer for a: each page with two excerpts.
 func parallelBody(a searchAsk) []byte {
 	m := template("parallel/docs-shape-search.CONSTRUCTED.json")
-	tmpl := obj(arr(m["results"])[0])
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["url"], r["title"], r["publish_date"], r["excerpts"] = h.URL, h.Title, isoDay(h.Date), []any{h.Quote, h.Snippet}
 	})
 	m["search_id"] = "search_" + a.id(32)
@@ -170,8 +166,7 @@ func parallelBody(a searchAsk) []byte {
 // linkupBody is a Linkup searchResults answer for a.
 func linkupBody(a searchAsk) []byte {
 	m := template("linkup/docs-shape-search-results.CONSTRUCTED.json")
-	tmpl := obj(arr(m["results"])[0])
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["name"], r["url"], r["content"] = h.Title, h.URL, h.Snippet
 	})
 	return mustJSON(m)
