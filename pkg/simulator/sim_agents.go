@@ -60,7 +60,7 @@ const (
 
 // agentRun is one simulated provider run.
 type agentRun struct {
-	kind, id, ref string
+	kind, id string
 	// question is the research question, directives kept; ask is the pages' ask.
 	question string
 	ask      searchAsk

@@ -141,7 +141,6 @@ func openAIAgent() *agentAPI {
 			question := inputText(req.Input)
 			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
 				a.model, a.metadata, a.schema = req.Model, req.Metadata, req.Text.Format.Schema
-				a.ref = req.Metadata["fleet_ref"]
 				a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
 			}}, 0, ""
 		}}
@@ -457,7 +456,7 @@ func parallelAgent() *agentAPI {
 			json.Unmarshal(req.TaskSpec.OutputSchema, &spec)
 			question := inputText(req.Input)
 			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
-				a.effort, a.model, a.metadata, a.ref = req.Processor, req.Processor, req.Metadata, req.Metadata["fleet_ref"]
+				a.effort, a.model, a.metadata = req.Processor, req.Processor, req.Metadata
 				if spec.Type == "json" {
 					a.schema = spec.JSONSchema
 				}
@@ -630,7 +629,7 @@ func exaAgent() *agentAPI {
 				return agentSubmission{}, http.StatusBadRequest, "Exa Agent requires the Exa-Beta: agent-2026-05-07 header"
 			}
 			return agentSubmission{question: req.Query, key: keyOr(req.Metadata["fleet_ref"], req.Query), fill: func(a *agentRun) {
-				a.effort, a.metadata, a.ref = req.Effort, req.Metadata, req.Metadata["fleet_ref"]
+				a.effort, a.metadata = req.Effort, req.Metadata
 				if a.effort == "" {
 					a.effort = "auto"
 				}
