@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -76,7 +75,7 @@ func braveErrorBody(status int) []byte {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		code, detail = "SUBSCRIPTION_TOKEN_INVALID", "The provided subscription token is invalid. (simulated)"
 	}
-	return jsonBody(map[string]any{
+	return mustJSON(map[string]any{
 		"type": "ErrorResponse",
 		"error": map[string]any{
 			"id": "simulated", "status": status, "code": code, "detail": detail,
@@ -116,7 +115,7 @@ func exaErrorBody(status int) []byte {
 	case http.StatusTooManyRequests:
 		tag, msg = "RATE_LIMIT_EXCEEDED", "Rate limit exceeded (simulated)"
 	}
-	return jsonBody(map[string]any{"requestId": "simulated", "error": msg, "tag": tag})
+	return mustJSON(map[string]any{"requestId": "simulated", "error": msg, "tag": tag})
 }
 
 // serperErrorBody is Serper's {"message","statusCode"} envelope.
@@ -128,13 +127,5 @@ func serperErrorBody(status int) []byte {
 	case http.StatusTooManyRequests:
 		msg = "Too many requests (simulated)"
 	}
-	return jsonBody(map[string]any{"message": msg, "statusCode": status})
-}
-
-func jsonBody(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil { // maps of strings and numbers always marshal
-		return []byte(`{}`)
-	}
-	return b
+	return mustJSON(map[string]any{"message": msg, "statusCode": status})
 }

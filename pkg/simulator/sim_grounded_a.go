@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // groundedRoutesA serves the LLM-grounded kinds gemini, openai and anthropic, each
@@ -146,18 +147,16 @@ func geminiSimError(code int) []byte {
 
 // openaiSimError is OpenAI's error envelope.
 func openaiSimError(code int) []byte {
-	typ, errCode := "invalid_request_error", any(nil)
+	e := &wire.Error{Status: code, Message: fmt.Sprintf("simulated OpenAI failure (HTTP %d)", code), Type: "invalid_request_error"}
 	switch {
 	case code == 429:
-		typ, errCode = "requests", "rate_limit_exceeded"
+		e.Type, e.Code = "requests", "rate_limit_exceeded"
 	case code == 401 || code == 403:
-		errCode = "invalid_api_key"
+		e.Code = "invalid_api_key"
 	case code >= 500:
-		typ, errCode = "server_error", "server_error"
+		e.Type, e.Code = "server_error", "server_error"
 	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": fmt.Sprintf("simulated OpenAI failure (HTTP %d)", code), "type": typ, "param": nil, "code": errCode}})
-	return b
+	return wire.OpenAIError(e)
 }
 
 // anthropicSimError is Anthropic's error envelope.
