@@ -9,15 +9,7 @@ import (
 
 // jsonField returns a queryOf that reads a top-level string field of a JSON body.
 func jsonField(name string) func(*http.Request, []byte) string {
-	return func(_ *http.Request, body []byte) string {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(body, &m) != nil {
-			return ""
-		}
-		var s string
-		json.Unmarshal(m[name], &s)
-		return s
-	}
+	return func(_ *http.Request, body []byte) string { return jstr(decodeBody(body)[name]) }
 }
 
 // urlParam returns a queryOf that reads a URL query parameter.

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -12,8 +11,7 @@ import (
 // anthropicRecorded is the recorded native-search answer (vercel-web-search-nonstream.json),
 // its text marked as simulated.
 func anthropicRecorded(model, id string) []byte {
-	var msg map[string]any
-	json.Unmarshal(fixtures.Read("anthropic/vercel-web-search-nonstream.json"), &msg)
+	msg := decodeBody(fixtures.Read("anthropic/vercel-web-search-nonstream.json"))
 	msg["id"], msg["model"] = "msg_sim_"+id, model
 	for _, b := range msg["content"].([]any) {
 		if block := b.(map[string]any); block["type"] == "text" {

@@ -169,8 +169,7 @@ func (req *geminiRequest) searches() bool {
 // geminiRecorded is the recorded grounded answer (gemini-2.5-pro on Mexico City),
 // its text marked as simulated and its segments moved to match.
 func geminiRecorded(model, id string) []byte {
-	var resp map[string]any
-	json.Unmarshal(fixtures.Read("gemini/pydantic-generate-websearch-mexico-2.response.json"), &resp)
+	resp := decodeBody(fixtures.Read("gemini/pydantic-generate-websearch-mexico-2.response.json"))
 	resp["responseId"], resp["modelVersion"] = "sim-"+id, model
 	c := resp["candidates"].([]any)[0].(map[string]any)
 	part := c["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)

@@ -57,12 +57,12 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 	s.stats.count("model_native_search", nil, id)
 	var rec map[string]any
 	if strings.Contains(user, "sim:fixture") {
-		json.Unmarshal(fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json"), &rec)
+		rec = decodeBody(fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json"))
 		delete(rec, "_note")
 		msg := rec["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 		msg["content"] = simulatedPrefix + msg["content"].(string)
 	} else {
-		json.Unmarshal(glmChatBody(glmNativeAsk(req, user), req.Model, simulatedPrefix), &rec)
+		rec = decodeBody(glmChatBody(glmNativeAsk(req, user), req.Model, simulatedPrefix))
 	}
 	content := jstr(jpath(rec, "choices", "0", "message", "content"))
 	rec["model"] = req.Model

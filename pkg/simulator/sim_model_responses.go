@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -83,8 +82,7 @@ func (s *Server) nativeSearch(w http.ResponseWriter, r *http.Request, stream boo
 // responsesRecorded is the recorded native-search answer (the gpt-5-mini one), its
 // text marked as simulated and its annotations moved to match.
 func responsesRecorded(model, id string) []byte {
-	var resp map[string]any
-	json.Unmarshal(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"), &resp)
+	resp := decodeBody(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"))
 	resp["id"], resp["model"] = "resp_sim_"+id, model
 	shift := float64(utf8.RuneCountInString(simulatedPrefix)) // annotations count code points
 	for _, it := range resp["output"].([]any) {
