@@ -133,6 +133,7 @@ type engineRoute struct {
 	// the pages generated from the query, in the kind's wire shape. A kind without
 	// one answers render(ask(…)).
 	answer func(r *http.Request, body []byte, query string) []byte
+	// ask reads the search a request asks for; render writes its pages.
 	ask    func(r *http.Request, body []byte, query string) searchAsk
 	render func(searchAsk) []byte
 	// fixture names the recorded fixture the kind's answers are shaped on, answered
@@ -445,7 +446,11 @@ type Stats struct {
 func (s *Server) Stats() Stats {
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
-	return Stats{Requests: maps.Clone(s.stats.requests), Duplicates: maps.Clone(s.stats.dups), AgentSubmissions: s.agents.submissionCounts()}
+	return Stats{
+		Requests:         maps.Clone(s.stats.requests),
+		Duplicates:       maps.Clone(s.stats.dups),
+		AgentSubmissions: s.agents.submissionCounts(),
+	}
 }
 
 // Reset clears the counters and the standing faults.

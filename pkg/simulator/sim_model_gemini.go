@@ -48,7 +48,9 @@ type geminiRequest struct {
 
 // geminiStatus is the google.rpc status name of an HTTP status.
 func geminiStatus(status int) string {
-	if s, ok := map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"}[status]; ok {
+	names := map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED",
+		403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"}
+	if s, ok := names[status]; ok {
 		return s
 	}
 	return "INTERNAL"

@@ -64,7 +64,8 @@ const simulatedPrefix = "(simulated answer) "
 // protocol's shape with its text marked as simulated, or, streamed, events of it
 // (sim_native_stream.go). "sim:fixture" in the text answers with the recordings
 // instead: recorded, or streamed the recorded stream sse as it was.
-func (s *Server) nativeSearch(w http.ResponseWriter, r *http.Request, stream bool, user, id, sse string, recorded, answer func() []byte, events func([]byte) []wire.Event) {
+func (s *Server) nativeSearch(w http.ResponseWriter, r *http.Request, stream bool, user, id, sse string,
+	recorded, answer func() []byte, events func([]byte) []wire.Event) {
 	s.stats.count("model_native_search", nil, id)
 	switch fixture := strings.Contains(user, "sim:fixture"); {
 	case fixture && stream:
