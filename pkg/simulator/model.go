@@ -138,17 +138,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if reasoning {
 		msg = withReasoningContent(msg, user, id)
 	}
-	usage := map[string]int{
-		"prompt_tokens":     len(body) / 4,
-		"completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1,
-		"total_tokens":      len(body)/4 + len(fmt.Sprint(msg["content"]))/4 + 1,
-	}
-	writeChat(w, r, req, user, id, msg, finish, usage, true)
+	writeChat(w, r, req, user, id, msg, finish, scriptUsage(msg, len(body)/4), true)
 }
 
-// scriptUsage is the usage a native-search model reports for a scripted answer.
-func scriptUsage(msg map[string]any) map[string]int {
-	u := map[string]int{"prompt_tokens": 10, "completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1}
+// scriptUsage is the usage of a scripted answer msg to a prompt of prompt tokens.
+func scriptUsage(msg map[string]any, prompt int) map[string]int {
+	u := map[string]int{"prompt_tokens": prompt, "completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1}
 	u["total_tokens"] = u["prompt_tokens"] + u["completion_tokens"]
 	return u
 }

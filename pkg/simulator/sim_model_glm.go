@@ -51,7 +51,7 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role != "user" || !wantsSearch(user) {
 		msg, finish := script(req, user, id)
-		writeChat(w, r, req, user, id, msg, finish, scriptUsage(msg), false)
+		writeChat(w, r, req, user, id, msg, finish, scriptUsage(msg, 10), false)
 		return
 	}
 	s.stats.count("model_native_search", nil, id)

@@ -95,7 +95,7 @@ func (s *Server) kimiNative(w http.ResponseWriter, r *http.Request, req chatRequ
 		call["function"].(map[string]any)["arguments"] = args
 	default:
 		msg, finish = script(req, user, id)
-		usage = scriptUsage(msg)
+		usage = scriptUsage(msg, 10)
 	}
 	writeChat(w, r, req, user, id, msg, finish, usage, false)
 }
