@@ -47,6 +47,6 @@ func lastUser(msgs []roleContent) string {
 	return ""
 }
 
-// lastUserText returns the text of the last user message of an OpenAI-style chat
-// request body.
-func lastUserText(body []byte) string { return lastUser(bodyMessages(body)) }
+// chatQuery is a queryOf that reads the text of the last user message of an
+// OpenAI-style chat request body.
+func chatQuery(_ *http.Request, body []byte) string { return lastUser(bodyMessages(body)) }

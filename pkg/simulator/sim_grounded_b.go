@@ -13,8 +13,6 @@ import (
 // recording itself for "sim:fixture"), and fails in its provider's own error
 // envelope, so the adapters' error classification is what gets exercised.
 func groundedRoutesB() []engineRoute {
-	chatQuery := func(_ *http.Request, body []byte) string { return lastUserText(body) }
-
 	kimiSearch := fixtures.Read("moonshot/hermoonshotes-round1-tool-calls.response.json")
 	kimiFinal := fixtures.Read("moonshot/hermoonshotes-round2-final.response.json")
 	orNoSearch := fixtures.Read("openrouter/pydantic-server-tool-web-search-full-params.response.json")
