@@ -9,15 +9,7 @@ import (
 
 // jsonField returns a queryOf that reads a top-level string field of a JSON body.
 func jsonField(name string) func(*http.Request, []byte) string {
-	return func(_ *http.Request, body []byte) string {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(body, &m) != nil {
-			return ""
-		}
-		var s string
-		json.Unmarshal(m[name], &s)
-		return s
-	}
+	return func(_ *http.Request, body []byte) string { return jstr(decodeBody(body)[name]) }
 }
 
 // urlParam returns a queryOf that reads a URL query parameter.
@@ -55,6 +47,6 @@ func lastUser(msgs []roleContent) string {
 	return ""
 }
 
-// lastUserText returns the text of the last user message of an OpenAI-style chat
-// request body.
-func lastUserText(body []byte) string { return lastUser(bodyMessages(body)) }
+// chatQuery is a queryOf that reads the text of the last user message of an
+// OpenAI-style chat request body.
+func chatQuery(_ *http.Request, body []byte) string { return lastUser(bodyMessages(body)) }

@@ -138,28 +138,32 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if reasoning {
 		msg = withReasoningContent(msg, user, id)
 	}
-	created := time.Now().Unix()
-	usage := map[string]int{
-		"prompt_tokens":     len(body) / 4,
-		"completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1,
-		"total_tokens":      len(body)/4 + len(fmt.Sprint(msg["content"]))/4 + 1,
-	}
+	writeChat(w, r, req, user, id, msg, finish, scriptUsage(msg, len(body)/4), true)
+}
+
+// scriptUsage is the usage of a scripted answer msg to a prompt of prompt tokens.
+func scriptUsage(msg map[string]any, prompt int) map[string]int {
+	u := map[string]int{"prompt_tokens": prompt, "completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1}
+	u["total_tokens"] = u["prompt_tokens"] + u["completion_tokens"]
+	return u
+}
+
+// writeChat writes msg and finish as a chat completion, streamed when req asks. The
+// scripted main model's whole answer (full) also has system_fingerprint and logprobs.
+func writeChat(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string, msg map[string]any, finish string, usage map[string]int, full bool) {
+	h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
 	if req.Stream {
-		h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
 		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
 		return
 	}
-	out := map[string]any{
-		"id":                 "chatcmpl-sim-" + id,
-		"object":             "chat.completion",
-		"created":            created,
-		"model":              req.Model,
-		"system_fingerprint": "searchfleet-simulator",
-		"choices":            []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
-		"usage":              usage,
+	choice := map[string]any{"index": 0, "message": msg, "finish_reason": finish}
+	out := map[string]any{"id": h.ID, "object": "chat.completion", "created": h.Created, "model": req.Model, "choices": []any{choice}, "usage": usage}
+	if !full {
+		writeJSON(w, mustJSON(out))
+		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(out)
+	choice["logprobs"], out["system_fingerprint"] = nil, h.SystemFingerprint
+	writeJSON(w, append(mustJSON(out), '\n')) // as json.Encoder writes it
 }
 
 // script decides the model's next message and finish reason.
@@ -224,23 +228,14 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 			if name == "web_search" && webSearch != nil {
 				return searchCalls(*webSearch, user, user, id), "tool_calls"
 			}
-			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": "call_" + id + "_client", "type": "function",
-				"function": map[string]any{"name": name, "arguments": `{"input":` + strconv.Quote(user) + `}`},
-			}}}, "tool_calls"
+			return toolCall(id+"_client", name, `{"input":`+strconv.Quote(user)+`}`), "tool_calls"
 		}
 		if m := toolRE.FindStringSubmatch(user); m != nil && tools[m[1]] {
-			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": "call_" + id + "_client", "type": "function",
-				"function": map[string]any{"name": m[1], "arguments": `{"input":` + strconv.Quote(user) + `}`},
-			}}}, "tool_calls"
+			return toolCall(id+"_client", m[1], `{"input":`+strconv.Quote(user)+`}`), "tool_calls"
 		}
 		if name, params := topicTool(req.Tools, user); name != "" && string(req.ToolChoice) != `"none"` {
 			// The user asks about what a client tool is for: call it, as models do.
-			return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": "call_" + id + "_client", "type": "function",
-				"function": map[string]any{"name": name, "arguments": toolArguments(params, user)},
-			}}}, "tool_calls"
+			return toolCall(id+"_client", name, toolArguments(params, user)), "tool_calls"
 		}
 		if webSearch != nil && wantsSearch(user) {
 			q := user
@@ -363,9 +358,14 @@ var urlRE = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+`)
 // fetchCall is a web_fetch call of url.
 func fetchCall(url, id string) map[string]any {
 	b, _ := json.Marshal(map[string]string{"url": url})
+	return toolCall(id+"_fetch", "web_fetch", string(b))
+}
+
+// toolCall is an assistant message calling one tool, its call id "call_"+id.
+func toolCall(id, name, args string) map[string]any {
 	return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-		"id": "call_" + id + "_fetch", "type": "function",
-		"function": map[string]any{"name": "web_fetch", "arguments": string(b)},
+		"id": "call_" + id, "type": "function",
+		"function": map[string]any{"name": name, "arguments": args},
 	}}}
 }
 

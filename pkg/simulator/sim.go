@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"regexp"
@@ -34,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 )
 
@@ -128,10 +130,15 @@ type engineRoute struct {
 	// queryOf extracts the search text from a request, for directives.
 	queryOf func(r *http.Request, body []byte) string
 	// answer returns the 200 body for a request (called after faults are applied):
-	// the pages generated from the query, in the kind's wire shape.
+	// the pages generated from the query, in the kind's wire shape. A kind without
+	// one answers render(ask(…)).
 	answer func(r *http.Request, body []byte, query string) []byte
-	// recorded returns the recorded fixture the kind's answers are shaped on, verbatim,
-	// for a query with "sim:fixture"; nil means the kind answers from answer only.
+	// ask reads the search a request asks for; render writes its pages.
+	ask    func(r *http.Request, body []byte, query string) searchAsk
+	render func(searchAsk) []byte
+	// fixture names the recorded fixture the kind's answers are shaped on, answered
+	// verbatim for a query with "sim:fixture"; recorded, when set, chooses it by request.
+	fixture  string
 	recorded func(r *http.Request, body []byte) []byte
 	// empty is a 200 body with no results, for "sim:empty"; nil means the kind has
 	// none and the directive is ignored.
@@ -171,6 +178,13 @@ func (s *Server) EngineConfigs(base string) []engines.Config {
 }
 
 func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
+	if rt.fixture != "" {
+		b := fixtures.Read(rt.fixture)
+		rt.recorded = func(*http.Request, []byte) []byte { return b }
+	}
+	if rt.answer == nil {
+		rt.answer = func(r *http.Request, body []byte, q string) []byte { return rt.render(rt.ask(r, body, q)) }
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 		if err != nil {
@@ -297,43 +311,39 @@ func (s *Server) setFault(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `want {"prefix":"/brave","status":429,...}`, http.StatusBadRequest)
 		return
 	}
-	s.mu.Lock()
-	s.faults = append(s.faults, &f)
-	s.mu.Unlock()
+	s.addFault(&f)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) addFault(f *fault) {
+	s.mu.Lock()
+	s.faults = append(s.faults, f)
+	s.mu.Unlock()
 }
 
 // SetFault installs a standing fault (the Go form of POST /_sim/faults): requests whose
 // path starts with prefix get status (429s with Retry-After retryAfter), times times
 // (0: until Reset).
 func (s *Server) SetFault(prefix string, status int, retryAfter time.Duration, times int) {
-	s.mu.Lock()
-	s.faults = append(s.faults, &fault{Prefix: prefix, Status: status, RetryAfter: duration(retryAfter), Times: times})
-	s.mu.Unlock()
+	s.addFault(&fault{Prefix: prefix, Status: status, RetryAfter: duration(retryAfter), Times: times})
 }
 
 // SetSlowFault delays the answers of requests whose path starts with prefix by slow
 // (times: how many; 0, all).
 func (s *Server) SetSlowFault(prefix string, slow time.Duration, times int) {
-	s.mu.Lock()
-	s.faults = append(s.faults, &fault{Prefix: prefix, Slow: duration(slow), Times: times})
-	s.mu.Unlock()
+	s.addFault(&fault{Prefix: prefix, Slow: duration(slow), Times: times})
 }
 
 // SetHeaderFault adds headers to the answers of requests whose path starts with
 // prefix, times times (0: until Reset).
 func (s *Server) SetHeaderFault(prefix string, headers map[string]string, times int) {
-	s.mu.Lock()
-	s.faults = append(s.faults, &fault{Prefix: prefix, Headers: headers, Times: times})
-	s.mu.Unlock()
+	s.addFault(&fault{Prefix: prefix, Headers: headers, Times: times})
 }
 
 // SetKeyFault is SetFault for the requests carrying one credential (the API key of
 // whichever header or parameter the engine kind sends it in).
 func (s *Server) SetKeyFault(prefix, key string, status int, retryAfter time.Duration, times int) {
-	s.mu.Lock()
-	s.faults = append(s.faults, &fault{Prefix: prefix, Key: key, Status: status, RetryAfter: duration(retryAfter), Times: times})
-	s.mu.Unlock()
+	s.addFault(&fault{Prefix: prefix, Key: key, Status: status, RetryAfter: duration(retryAfter), Times: times})
 }
 
 // requestKey is the credential a request carries, in any of the places the engine
@@ -436,15 +446,11 @@ type Stats struct {
 func (s *Server) Stats() Stats {
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
-	out := Stats{Requests: make(map[string]int64), Duplicates: make(map[string]int64)}
-	for k, v := range s.stats.requests {
-		out.Requests[k] = v
+	return Stats{
+		Requests:         maps.Clone(s.stats.requests),
+		Duplicates:       maps.Clone(s.stats.dups),
+		AgentSubmissions: s.agents.submissionCounts(),
 	}
-	for k, v := range s.stats.dups {
-		out.Duplicates[k] = v
-	}
-	out.AgentSubmissions = s.agents.submissionCounts()
-	return out
 }
 
 // Reset clears the counters and the standing faults.

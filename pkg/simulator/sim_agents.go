@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -59,7 +60,7 @@ const (
 
 // agentRun is one simulated provider run.
 type agentRun struct {
-	kind, id, ref string
+	kind, id string
 	// question is the research question, directives kept; ask is the pages' ask.
 	question string
 	ask      searchAsk
@@ -370,11 +371,7 @@ func (a *agentSim) reset() {
 func (a *agentSim) submissionCounts() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make(map[string]int, len(a.submissions))
-	for k, v := range a.submissions {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(a.submissions)
 }
 
 // sweep sends the end webhooks of the runs that have ended and not yet told.
@@ -394,33 +391,23 @@ func (a *agentSim) sweep() {
 		if st != "completed" && st != "failed" && st != "cancelled" {
 			continue
 		}
+		h := a.hooks[r.kind]
+		var body any
 		switch r.kind {
 		case "openai-deep-research":
-			h := a.hooks[r.kind]
-			if h.url == "" {
-				continue
-			}
-			r.notified = true
-			typ := map[string]string{"completed": "response.completed", "failed": "response.failed", "cancelled": "response.cancelled"}[st]
-			body, _ := json.Marshal(map[string]any{"id": "evt_" + r.id, "object": "event", "type": typ, "created_at": now.Unix(), "data": map[string]string{"id": r.id}})
-			out = append(out, delivery{h.url, h.secret, r.kind, body})
+			body = map[string]any{"id": "evt_" + r.id, "object": "event", "type": "response." + st, "created_at": now.Unix(), "data": map[string]string{"id": r.id}}
 		case "gemini-deep-research":
-			h := a.hooks[r.kind]
-			if h.url == "" {
-				continue
-			}
-			r.notified = true
-			body, _ := json.Marshal(map[string]any{"type": "interaction." + st, "version": "v1", "timestamp": now.UTC().Format(time.RFC3339),
-				"data": map[string]any{"id": r.id, "user_metadata": r.metadata}})
-			out = append(out, delivery{h.url, h.secret, r.kind, body})
+			body = map[string]any{"type": "interaction." + st, "version": "v1", "timestamp": now.UTC().Format(time.RFC3339),
+				"data": map[string]any{"id": r.id, "user_metadata": r.metadata}}
 		case "parallel-task":
-			if r.webhook == "" {
-				continue
-			}
-			r.notified = true
-			body, _ := json.Marshal(map[string]any{"timestamp": now.UTC().Format(time.RFC3339Nano), "type": "task_run.status", "data": parallelRunJSON(r, st)})
-			out = append(out, delivery{r.webhook, a.hooks[r.kind].secret, r.kind, body})
+			h.url = r.webhook // each run names its own
+			body = map[string]any{"timestamp": now.UTC().Format(time.RFC3339Nano), "type": "task_run.status", "data": parallelRunJSON(r, st)}
 		}
+		if body == nil || h.url == "" {
+			continue
+		}
+		r.notified = true
+		out = append(out, delivery{h.url, h.secret, r.kind, mustJSON(body)})
 	}
 	a.mu.Unlock()
 	for _, d := range out {
@@ -528,19 +515,9 @@ func (s *Server) agentAPIRoutes(api *agentAPI) {
 			return
 		}
 		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
-		sub, status, msg := api.submit(r, body)
-		if status != 0 {
-			api.fail(w, status, msg)
-			return
+		if runs := s.startRuns(w, r, api, nil, []json.RawMessage{body}); runs != nil {
+			agentJSON(w, api.created, api.show(runs[0], s.agents.now()))
 		}
-		if !s.applyFaults(w, r, api.kind, r.URL.Path, sub.question, nil, 0) {
-			return
-		}
-		run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
-		if s.agents.drop(w, run, sub.key) {
-			return
-		}
-		agentJSON(w, api.created, api.show(run, s.agents.now()))
 	})
 	s.mux.HandleFunc(api.path("GET", "/{id}"), func(w http.ResponseWriter, r *http.Request) {
 		if run, now := s.agentRun(w, r, api); run != nil {
@@ -562,6 +539,38 @@ func (s *Server) agentAPIRoutes(api *agentAPI) {
 	if api.more != nil {
 		api.more(s, api)
 	}
+}
+
+// startRuns reads each of inputs as a submission of api's and starts its runs (in
+// group g, when not nil), the fault directives of the first applying to the request;
+// nil when it answered the request itself (a refusal, a fault, a dropped answer).
+func (s *Server) startRuns(w http.ResponseWriter, r *http.Request, api *agentAPI, g *agentGroup, inputs []json.RawMessage) []*agentRun {
+	var subs []agentSubmission
+	for _, in := range inputs {
+		sub, status, msg := api.submit(r, in)
+		if status != 0 {
+			api.fail(w, status, msg)
+			return nil
+		}
+		subs = append(subs, sub)
+	}
+	if !s.applyFaults(w, r, api.kind, r.URL.Path, subs[0].question, nil, 0) {
+		return nil
+	}
+	var runs []*agentRun
+	dropped := false
+	for _, sub := range subs {
+		run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
+		if g != nil {
+			s.agents.join(g, run)
+		}
+		runs = append(runs, run)
+		dropped = dropped || s.agents.drop(w, run, sub.key)
+	}
+	if dropped {
+		return nil
+	}
+	return runs
 }
 
 // agentRun counts a request about the run {id} and finds the run, answering the

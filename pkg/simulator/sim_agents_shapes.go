@@ -82,6 +82,15 @@ func (r *agentRun) answerText(link func(simHit) string) (string, []citedSpan) {
 	return reportText(r.pages(), link)
 }
 
+// inProgress is a run's state as the Responses-shaped APIs name it: running is
+// in_progress.
+func inProgress(st string) string {
+	if st == "running" {
+		return "in_progress"
+	}
+	return st
+}
+
 func urlCitations(spans []citedSpan) []map[string]any {
 	out := []map[string]any{}
 	for _, s := range spans {
@@ -132,7 +141,6 @@ func openAIAgent() *agentAPI {
 			question := inputText(req.Input)
 			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
 				a.model, a.metadata, a.schema = req.Model, req.Metadata, req.Text.Format.Schema
-				a.ref = req.Metadata["fleet_ref"]
 				a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
 			}}, 0, ""
 		}}
@@ -171,10 +179,7 @@ func openAIResponseJSON(r *agentRun, now time.Time) any {
 	if st == "completed" && r.fixture {
 		return agentFixture("openai-deep-research-completed.CONSTRUCTED.json")
 	}
-	status := map[string]string{"running": "in_progress"}[st]
-	if status == "" {
-		status = st
-	}
+	status := inProgress(st)
 	pages := r.pages()
 	output := []any{map[string]any{"id": "rs_" + r.id[5:], "type": "reasoning", "summary": []any{
 		map[string]string{"type": "summary_text", "text": "**Planning the research**\n\nI will search for " + r.ask.shown() + " and read the most relevant pages."}}}}
@@ -277,10 +282,7 @@ func geminiInteractionJSON(r *agentRun, now time.Time) any {
 	if st == "completed" && r.fixture && !r.plan {
 		return agentFixture("gemini-deep-research-completed.CONSTRUCTED.json")
 	}
-	status := map[string]string{"running": "in_progress"}[st]
-	if status == "" {
-		status = st
-	}
+	status := inProgress(st)
 	pages := r.pages()
 	steps := []any{map[string]any{"type": "thought", "summary": []any{map[string]string{"type": "text", "text": "Breaking down " + r.ask.shown() + " into questions to search."}}}}
 	if r.plan {
@@ -371,10 +373,7 @@ func perplexityResponseJSON(r *agentRun, now time.Time) any {
 	if st == "completed" && r.fixture {
 		return agentFixture("perplexity-agent-completed.CONSTRUCTED.json")
 	}
-	status := map[string]string{"running": "in_progress"}[st]
-	if status == "" {
-		status = st
-	}
+	status := inProgress(st)
 	pages := r.pages()
 	k := seen(p, len(pages))
 	var output []any
@@ -457,7 +456,7 @@ func parallelAgent() *agentAPI {
 			json.Unmarshal(req.TaskSpec.OutputSchema, &spec)
 			question := inputText(req.Input)
 			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
-				a.effort, a.model, a.metadata, a.ref = req.Processor, req.Processor, req.Metadata, req.Metadata["fleet_ref"]
+				a.effort, a.model, a.metadata = req.Processor, req.Processor, req.Metadata
 				if spec.Type == "json" {
 					a.schema = spec.JSONSchema
 				}
@@ -521,28 +520,13 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 			api.fail(w, http.StatusUnprocessableEntity, "inputs is required")
 			return
 		}
-		var subs []agentSubmission
-		for _, in := range req.Inputs {
-			sub, status, msg := api.submit(r, in)
-			if status != 0 {
-				api.fail(w, status, msg)
-				return
-			}
-			subs = append(subs, sub)
-		}
-		if !s.applyFaults(w, r, api.kind, r.URL.Path, subs[0].question, nil, 0) {
+		runs := s.startRuns(w, r, api, g, req.Inputs)
+		if runs == nil {
 			return
 		}
 		ids := []string{}
-		dropped := false
-		for _, sub := range subs {
-			run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
-			s.agents.join(g, run)
+		for _, run := range runs {
 			ids = append(ids, run.id)
-			dropped = dropped || s.agents.drop(w, run, sub.key)
-		}
-		if dropped {
-			return
 		}
 		out := s.agents.groupJSON(g)
 		agentJSON(w, http.StatusOK, map[string]any{"status": out["status"], "run_ids": ids, "run_cursor": nil, "event_cursor": nil})
@@ -609,9 +593,8 @@ func parallelResultJSON(r *agentRun) any {
 	} else {
 		text, _ := reportText(pages, nil)
 		var cites []any
-		for i, h := range pages[:3] {
+		for _, h := range pages[:3] {
 			text = strings.Replace(text, upperFirst(h.Quote), upperFirst(h.Quote)+" ([source]("+h.URL+"))", 1)
-			_ = i
 			cites = append(cites, cite(h))
 		}
 		content = "# " + upperFirst(r.ask.shown()) + "\n\n" + text
@@ -646,7 +629,7 @@ func exaAgent() *agentAPI {
 				return agentSubmission{}, http.StatusBadRequest, "Exa Agent requires the Exa-Beta: agent-2026-05-07 header"
 			}
 			return agentSubmission{question: req.Query, key: keyOr(req.Metadata["fleet_ref"], req.Query), fill: func(a *agentRun) {
-				a.effort, a.metadata, a.ref = req.Effort, req.Metadata, req.Metadata["fleet_ref"]
+				a.effort, a.metadata = req.Effort, req.Metadata
 				if a.effort == "" {
 					a.effort = "auto"
 				}

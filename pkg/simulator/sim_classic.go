@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -15,22 +14,17 @@ import (
 // Brave, SearXNG or Serper), which "sim:fixture" returns as they are; the error bodies
 // follow each provider's own envelope, with "simulated" in the text.
 func classicRoutes() []engineRoute {
-	braveOK := fixtures.Read("brave/docs-shape-web-search.CONSTRUCTED.json")
 	braveQuota := fixtures.Read("brave/logged-402-usage-limit-exceeded.json")
-	searxngOK := fixtures.Read("searxng/docs-shape-search.CONSTRUCTED.json")
 	searxngForbidden := fixtures.Read("searxng/docs-shape-403-format-disabled.CONSTRUCTED.html")
-	exaOK := fixtures.Read("exa/docs-shape-search-highlights.CONSTRUCTED.json")
-	serperOK := fixtures.Read("serper/docs-shape-search.CONSTRUCTED.json")
 	return []engineRoute{
 		{
 			kind:    "brave",
 			pattern: "GET /brave/res/v1/web/search",
 			queryOf: urlParam("q"),
-			answer: func(r *http.Request, b []byte, q string) []byte {
-				return braveBody(braveAsk(r, b, q))
-			},
-			recorded: fixed(braveOK),
-			empty:    []byte(`{"type":"search","query":{"original":"","more_results_available":false},"mixed":{"type":"mixed","main":[],"top":[],"side":[]}}`),
+			ask:     braveAsk,
+			render:  braveBody,
+			fixture: "brave/docs-shape-web-search.CONSTRUCTED.json",
+			empty:   []byte(`{"type":"search","query":{"original":"","more_results_available":false},"mixed":{"type":"mixed","main":[],"top":[],"side":[]}}`),
 			errorBody: func(status int) []byte {
 				if status == http.StatusPaymentRequired {
 					return braveQuota // the recorded body
@@ -39,35 +33,32 @@ func classicRoutes() []engineRoute {
 			},
 		},
 		{
-			kind:    "searxng",
-			pattern: "GET /searxng/search",
-			queryOf: urlParam("q"),
-			answer: func(r *http.Request, b []byte, q string) []byte {
-				return searxngBody(searxngAsk(r, b, q))
-			},
-			recorded:  fixed(searxngOK),
+			kind:      "searxng",
+			pattern:   "GET /searxng/search",
+			queryOf:   urlParam("q"),
+			ask:       searxngAsk,
+			render:    searxngBody,
+			fixture:   "searxng/docs-shape-search.CONSTRUCTED.json",
 			empty:     []byte(`{"query":"","number_of_results":0,"results":[],"answers":[],"corrections":[],"infoboxes":[],"suggestions":[],"unresponsive_engines":[]}`),
 			errorBody: searxngErrorBody(searxngForbidden),
 		},
 		{
-			kind:    "exa",
-			pattern: "POST /exa/search",
-			queryOf: jsonField("query"),
-			answer: func(r *http.Request, b []byte, q string) []byte {
-				return exaBody(exaAsk(r, b, q))
-			},
-			recorded:  fixed(exaOK),
+			kind:      "exa",
+			pattern:   "POST /exa/search",
+			queryOf:   jsonField("query"),
+			ask:       exaAsk,
+			render:    exaBody,
+			fixture:   "exa/docs-shape-search-highlights.CONSTRUCTED.json",
 			empty:     []byte(`{"requestId":"sim-empty","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`),
 			errorBody: exaErrorBody,
 		},
 		{
-			kind:    "serper",
-			pattern: "POST /serper/search",
-			queryOf: jsonField("q"),
-			answer: func(r *http.Request, b []byte, q string) []byte {
-				return serperBody(serperAsk(r, b, q))
-			},
-			recorded:  fixed(serperOK),
+			kind:      "serper",
+			pattern:   "POST /serper/search",
+			queryOf:   jsonField("q"),
+			ask:       serperAsk,
+			render:    serperBody,
+			fixture:   "serper/docs-shape-search.CONSTRUCTED.json",
 			empty:     []byte(`{"searchParameters":{"q":"","type":"search","engine":"google"},"organic":[],"credits":1}`),
 			errorBody: serperErrorBody,
 		},
@@ -84,7 +75,7 @@ func braveErrorBody(status int) []byte {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		code, detail = "SUBSCRIPTION_TOKEN_INVALID", "The provided subscription token is invalid. (simulated)"
 	}
-	return jsonBody(map[string]any{
+	return mustJSON(map[string]any{
 		"type": "ErrorResponse",
 		"error": map[string]any{
 			"id": "simulated", "status": status, "code": code, "detail": detail,
@@ -124,7 +115,7 @@ func exaErrorBody(status int) []byte {
 	case http.StatusTooManyRequests:
 		tag, msg = "RATE_LIMIT_EXCEEDED", "Rate limit exceeded (simulated)"
 	}
-	return jsonBody(map[string]any{"requestId": "simulated", "error": msg, "tag": tag})
+	return mustJSON(map[string]any{"requestId": "simulated", "error": msg, "tag": tag})
 }
 
 // serperErrorBody is Serper's {"message","statusCode"} envelope.
@@ -136,18 +127,5 @@ func serperErrorBody(status int) []byte {
 	case http.StatusTooManyRequests:
 		msg = "Too many requests (simulated)"
 	}
-	return jsonBody(map[string]any{"message": msg, "statusCode": status})
-}
-
-// fixed returns a recorded func that answers with b.
-func fixed(b []byte) func(*http.Request, []byte) []byte {
-	return func(*http.Request, []byte) []byte { return b }
-}
-
-func jsonBody(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil { // maps of strings and numbers always marshal
-		return []byte(`{}`)
-	}
-	return b
+	return mustJSON(map[string]any{"message": msg, "statusCode": status})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,7 @@ var templates sync.Map
 func template(name string) map[string]any { return clone(shared(name)) }
 
 // shared is a fixture decoded once, shared by every answer: the caller changes none
-// of it, but may change a shallow copy (shallow) of any object on the way to a value it
+// of it, but may change a shallow copy (maps.Clone) of any object on the way to a value it
 // replaces, so only those objects are copied.
 func shared(name string) map[string]any {
 	v, ok := templates.Load(name)
@@ -40,15 +41,6 @@ func shared(name string) map[string]any {
 		v, _ = templates.LoadOrStore(name, m)
 	}
 	return v.(map[string]any)
-}
-
-// shallow copies an object's fields, not the values they hold.
-func shallow(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // obj and arr read a decoded JSON value as an object or an array (nil when it is not).
@@ -117,17 +109,17 @@ func isoDay(t time.Time) string { return t.Format("2006-01-02") }
 func braveBody(a searchAsk) []byte {
 	// Copied on the way to what changes (shared): the rest of the recorded body is
 	// written as it is, not copied for every answer.
-	m := shallow(shared("brave/docs-shape-web-search.CONSTRUCTED.json"))
-	query := shallow(obj(m["query"]))
+	m := maps.Clone(shared("brave/docs-shape-web-search.CONSTRUCTED.json"))
+	query := maps.Clone(obj(m["query"]))
 	m["query"] = query
 	query["original"] = a.query
 	hits := a.hits(defaultHits)
-	web := shallow(obj(m["web"]))
+	web := maps.Clone(obj(m["web"]))
 	m["web"] = web
 	tmpl := obj(arr(web["results"])[0])
 	var results, main []any
 	for i, h := range hits {
-		r := shallow(tmpl) // every field it changes is replaced whole
+		r := maps.Clone(tmpl) // every field it changes is replaced whole
 		path := strings.TrimPrefix(h.URL, "https://"+h.Host)
 		r["title"], r["url"], r["description"] = h.Title, h.URL, html.EscapeString(h.Snippet)
 		r["page_age"], r["age"] = h.Date.Format("2006-01-02T15:04:05"), h.Date.Format("January 2, 2006")
@@ -139,7 +131,7 @@ func braveBody(a searchAsk) []byte {
 	}
 	web["results"] = nonNil(results)
 	delete(m, "videos")
-	mixed := shallow(obj(m["mixed"]))
+	mixed := maps.Clone(obj(m["mixed"]))
 	m["mixed"] = mixed
 	mixed["main"] = nonNil(main)
 	query["more_results_available"] = len(hits) > 0
@@ -150,9 +142,8 @@ func braveBody(a searchAsk) []byte {
 func searxngBody(a searchAsk) []byte {
 	m := template("searxng/docs-shape-search.CONSTRUCTED.json")
 	m["query"] = a.query
-	tmpl := obj(arr(m["results"])[0])
 	engines := []string{"duckduckgo", "brave", "startpage", "bing"}
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, i int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, i int) {
 		eng := engines[i%len(engines)]
 		r["url"], r["title"], r["content"] = h.URL, h.Title, h.Snippet
 		r["publishedDate"] = h.Date.Format("2006-01-02T15:04:05")
@@ -169,8 +160,7 @@ func searxngBody(a searchAsk) []byte {
 func exaBody(a searchAsk) []byte {
 	m := template("exa/docs-shape-search-highlights.CONSTRUCTED.json")
 	m["requestId"] = a.id(32)
-	tmpl := obj(arr(m["results"])[0])
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["id"], r["url"], r["title"] = h.URL, h.URL, h.Title
 		r["publishedDate"] = h.Date.Format("2006-01-02T15:04:05.000Z")
 		r["author"], r["score"] = "searchfleet simulator", h.Score/2
@@ -189,8 +179,8 @@ func serperBody(a searchAsk) []byte {
 	if a.count > 0 {
 		sp["num"] = a.count
 	}
-	tmpl := obj(arr(m["organic"])[2]) // the plain one: title, link, snippet, date, position
-	m["organic"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, i int) {
+	m["organic"] = arr(m["organic"])[2:3] // the plain one: title, link, snippet, date, position
+	fill(m, "organic", a.hits(defaultHits), func(r map[string]any, h simHit, i int) {
 		r["title"], r["link"], r["snippet"], r["date"], r["position"] = h.Title, h.URL, h.Snippet, h.Date.Format("Jan 2, 2006"), i+1
 	})
 	delete(m, "knowledgeGraph")
@@ -204,8 +194,7 @@ func serperBody(a searchAsk) []byte {
 func tavilyBody(a searchAsk) []byte {
 	m := template("tavily/pydantic-test_basic_search.response.json")
 	m["query"], m["request_id"] = a.query, uuidOf(a)
-	tmpl := obj(arr(m["results"])[0])
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["title"], r["url"], r["content"], r["score"] = h.Title, h.URL, h.Snippet, h.Score
 	})
 	return mustJSON(m)
@@ -217,22 +206,15 @@ func glmAPIBody(a searchAsk) []byte {
 	m["id"], m["request_id"] = a.id(30), a.id(30)
 	intent := obj(arr(m["search_intent"])[0])
 	intent["keywords"], intent["query"] = a.query, a.query
-	tmpl := obj(arr(m["search_result"])[0])
-	var results []any
-	for i, h := range a.hits(defaultHits) {
-		results = append(results, glmItem(tmpl, h, i))
-	}
-	m["search_result"] = nonNil(results)
+	fill(m, "search_result", a.hits(defaultHits), glmItem)
 	return mustJSON(m)
 }
 
-// glmItem is one Zhipu search result item (the search API's and GLM chat's web_search).
-func glmItem(tmpl map[string]any, h simHit, i int) map[string]any {
-	r := clone(tmpl)
+// glmItem sets one Zhipu search result item (the search API's and GLM chat's web_search).
+func glmItem(r map[string]any, h simHit, i int) {
 	r["title"] = h.Title + "（发布时间：" + h.Date.Format("2006-01-02 15:04:05") + "）"
 	r["content"], r["link"], r["media"], r["refer"] = h.Snippet, h.URL, h.Host, fmt.Sprintf("ref_%d", i+1)
 	r["icon"], r["publish_date"] = "https://"+h.Host+"/favicon.ico", isoDay(h.Date)
-	return r
 }
 
 // --- LLM-grounded answers ---------------------------------------------------------------
@@ -333,8 +315,8 @@ func anthropicBody(a searchAsk, model, id, prefix string) []byte {
 	}
 	toolID := "srvtoolu_sim_" + id
 	use["id"], use["input"] = toolID, map[string]any{"query": a.shown()}
-	tmpl := obj(arr(result["content"])[0])
-	result["tool_use_id"], result["content"] = toolID, fill(tmpl, hits, func(r map[string]any, h simHit, _ int) {
+	result["tool_use_id"] = toolID
+	fill(result, "content", hits, func(r map[string]any, h simHit, _ int) {
 		r["encrypted_content"], r["page_age"], r["title"], r["url"] = opaque("content", h.URL, h.Snippet), h.Date.Format("January 2, 2006"), h.Title, h.URL
 	})
 	content := []any{use, result}
@@ -366,11 +348,7 @@ func glmChatBody(a searchAsk, model, prefix string) []byte {
 	m := template("zhipu/glm-chat-finance-zh.CONSTRUCTED.json")
 	delete(m, "_note")
 	hits := a.hits(defaultHits)
-	tmpl := obj(arr(m["web_search"])[0])
-	var items []any
-	for i, h := range hits {
-		items = append(items, glmItem(tmpl, h, i))
-	}
+	fill(m, "web_search", hits, glmItem)
 	text := prefix + "根据搜索结果 (based on the search results):"
 	for i, s := range groundedText(hits) {
 		text += fmt.Sprintf("\n\n%s[ref_%d]", s, i+1)
@@ -378,7 +356,6 @@ func glmChatBody(a searchAsk, model, prefix string) []byte {
 	if len(hits) == 0 {
 		text = prefix + "（模拟）没有找到相关的搜索结果。"
 	}
-	m["web_search"] = nonNil(items)
 	obj(obj(arr(m["choices"])[0])["message"])["content"] = text
 	m["id"], m["request_id"], m["model"] = a.id(30), a.id(30), model
 	return mustJSON(m)
@@ -449,16 +426,17 @@ func linkedText(prefix string, hits []simHit) (string, [][2]int) {
 	return text, spans
 }
 
-// fill is a copy of tmpl for each of hits, set by set (a JSON [] when there are
-// none).
-func fill(tmpl map[string]any, hits []simHit, set func(r map[string]any, h simHit, i int)) []any {
+// fill replaces the list m[key] with a copy of its first entry for each of hits, set
+// by set (a JSON [] when there are none).
+func fill(m map[string]any, key string, hits []simHit, set func(r map[string]any, h simHit, i int)) {
+	tmpl := obj(arr(m[key])[0])
 	out := []any{}
 	for i, h := range hits {
 		r := clone(tmpl)
 		set(r, h, i)
 		out = append(out, r)
 	}
-	return out
+	m[key] = out
 }
 
 // nonNil keeps an empty list a JSON [] rather than null.

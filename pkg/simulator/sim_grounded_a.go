@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // groundedRoutesA serves the LLM-grounded kinds gemini, openai and anthropic, each
@@ -26,7 +26,6 @@ import (
 // "sim:fixture" in the query answers with the recording itself. Errors come in each
 // provider's own envelope, so the engines' error parsing is exercised as in production.
 func groundedRoutesA() []engineRoute {
-	gemOK := fixtures.Read("gemini/pydantic-generate-websearch-sf.response.json")
 	gemini := engineRoute{
 		kind:    "gemini",
 		queryOf: geminiSimQuery,
@@ -39,7 +38,7 @@ func groundedRoutesA() []engineRoute {
 			a := plainAsk(r, nil, q)
 			return geminiBody(a, strings.TrimSuffix(r.PathValue("model"), ":generateContent"), a.id(16), "")
 		},
-		recorded:  fixed(gemOK),
+		fixture:   "gemini/pydantic-generate-websearch-sf.response.json",
 		empty:     []byte(`{"candidates":[{"content":{"parts":[{"text":"(simulated) The search found nothing for this query."}],"role":"model"},"finishReason":"STOP","index":0,"groundingMetadata":{}}],"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":10,"totalTokenCount":22},"modelVersion":"gemini-2.5-flash"}`),
 		errorBody: geminiSimError,
 		model:     "gemini-2.5-flash",
@@ -48,7 +47,6 @@ func groundedRoutesA() []engineRoute {
 	gemini.pattern = "POST /gemini/v1beta/models/{model}"
 	vertex.pattern = "POST /gemini/v1/projects/{project}/locations/{location}/publishers/google/models/{model}"
 
-	oaiOK := fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json")
 	openai := engineRoute{
 		kind:    "openai",
 		pattern: "POST /openai/v1/responses",
@@ -57,13 +55,12 @@ func groundedRoutesA() []engineRoute {
 			a := openaiAsk(r, b, q)
 			return responsesBody(a, jstr(decodeBody(b)["model"]), a.id(16), "")
 		},
-		recorded:  fixed(oaiOK),
+		fixture:   "openai/vercel-responses-web-search-gpt5mini.json",
 		empty:     []byte(`{"id":"resp_sim_empty","object":"response","status":"completed","error":null,"model":"gpt-5-mini","output":[{"id":"ws_sim","type":"web_search_call","status":"completed","action":{"type":"search","query":"","sources":[]}},{"id":"msg_sim","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"(simulated) The search found nothing for this query."}]}],"usage":{"input_tokens":900,"output_tokens":12,"total_tokens":912}}`),
 		errorBody: openaiSimError,
 		model:     "gpt-5-mini",
 	}
 
-	antOK := fixtures.Read("anthropic/pydantic-web-search-sf.response.json")
 	anthropic := engineRoute{
 		kind:    "anthropic",
 		pattern: "POST /anthropic/v1/messages",
@@ -72,7 +69,7 @@ func groundedRoutesA() []engineRoute {
 			a := anthropicAsk(r, b, q)
 			return anthropicBody(a, jstr(decodeBody(b)["model"]), a.id(16), "")
 		},
-		recorded:  fixed(antOK),
+		fixture:   "anthropic/pydantic-web-search-sf.response.json",
 		empty:     []byte(`{"id":"msg_sim_empty","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"server_tool_use","id":"srvtoolu_sim","name":"web_search","input":{"query":""}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_sim","content":[]},{"type":"text","text":"(simulated) The search found nothing for this query."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":2100,"output_tokens":12,"server_tool_use":{"web_search_requests":1}}}`),
 		errorBody: anthropicSimError,
 		model:     "claude-sonnet-4-5",
@@ -150,18 +147,16 @@ func geminiSimError(code int) []byte {
 
 // openaiSimError is OpenAI's error envelope.
 func openaiSimError(code int) []byte {
-	typ, errCode := "invalid_request_error", any(nil)
+	e := &wire.Error{Status: code, Message: fmt.Sprintf("simulated OpenAI failure (HTTP %d)", code), Type: "invalid_request_error"}
 	switch {
 	case code == 429:
-		typ, errCode = "requests", "rate_limit_exceeded"
+		e.Type, e.Code = "requests", "rate_limit_exceeded"
 	case code == 401 || code == 403:
-		errCode = "invalid_api_key"
+		e.Code = "invalid_api_key"
 	case code >= 500:
-		typ, errCode = "server_error", "server_error"
+		e.Type, e.Code = "server_error", "server_error"
 	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": fmt.Sprintf("simulated OpenAI failure (HTTP %d)", code), "type": typ, "param": nil, "code": errCode}})
-	return b
+	return wire.OpenAIError(e)
 }
 
 // anthropicSimError is Anthropic's error envelope.

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -14,13 +13,8 @@ import (
 // recording itself for "sim:fixture"), and fails in its provider's own error
 // envelope, so the adapters' error classification is what gets exercised.
 func groundedRoutesB() []engineRoute {
-	chatQuery := func(_ *http.Request, body []byte) string { return lastUserText(body) }
-
-	glmChat := fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json")
-	glmAPI := fixtures.Read("zhipu/realcase-web-search-api-search-std.response.json")
 	kimiSearch := fixtures.Read("moonshot/hermoonshotes-round1-tool-calls.response.json")
 	kimiFinal := fixtures.Read("moonshot/hermoonshotes-round2-final.response.json")
-	orOK := fixtures.Read("openrouter/pydantic-server-tool-web-search-annotations.response.json")
 	orNoSearch := fixtures.Read("openrouter/pydantic-server-tool-web-search-full-params.response.json")
 	or429 := fixtures.Read("openrouter/pydantic-error-429-provider-returned-error.json")
 
@@ -32,20 +26,19 @@ func groundedRoutesB() []engineRoute {
 			answer: func(r *http.Request, b []byte, q string) []byte {
 				return glmChatBody(glmChatAsk(r, b, q), jstr(decodeBody(b)["model"]), "")
 			},
-			recorded:  fixed(glmChat),
+			fixture:   "zhipu/glm-chat-finance-zh.CONSTRUCTED.json",
 			empty:     []byte(`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"（模拟）没有找到相关的搜索结果。","role":"assistant"}}],"created":1748311718,"id":"sim-empty","model":"glm-4.7","request_id":"sim-empty","usage":{"completion_tokens":12,"prompt_tokens":120,"total_tokens":132},"web_search":[]}`),
 			errorBody: zhipuErrorBody,
 			model:     "glm-4.7",
 			options:   `{"searchEngine":"search_pro"}`,
 		},
 		{
-			kind:    "glm-api",
-			pattern: "POST /glm-api/web_search",
-			queryOf: jsonField("search_query"),
-			answer: func(r *http.Request, b []byte, q string) []byte {
-				return glmAPIBody(glmAPIAsk(r, b, q))
-			},
-			recorded:  fixed(glmAPI),
+			kind:      "glm-api",
+			pattern:   "POST /glm-api/web_search",
+			queryOf:   jsonField("search_query"),
+			ask:       glmAPIAsk,
+			render:    glmAPIBody,
+			fixture:   "zhipu/realcase-web-search-api-search-std.response.json",
 			empty:     []byte(`{"created":1770732262,"id":"sim-empty","request_id":"sim-empty","search_intent":[{"intent":"SEARCH_NONE","keywords":"","query":""}],"search_result":[]}`),
 			errorBody: zhipuErrorBody,
 			options:   `{"searchEngine":"search_std"}`,
@@ -76,10 +69,9 @@ func groundedRoutesB() []engineRoute {
 			kind:    "openrouter",
 			pattern: "POST /openrouter/chat/completions",
 			queryOf: chatQuery,
-			answer: func(r *http.Request, b []byte, q string) []byte {
-				return openrouterBody(openrouterAsk(r, b, q))
-			},
-			recorded: fixed(orOK),
+			ask:     openrouterAsk,
+			render:  openrouterBody,
+			fixture: "openrouter/pydantic-server-tool-web-search-annotations.response.json",
 			// The recorded answer of a model that did not search: no annotations.
 			empty: orNoSearch,
 			errorBody: func(status int) []byte {
@@ -128,15 +120,7 @@ func moonshotErrorType(status int) string {
 
 // kimiHasToolMessage reports whether a chat request carries a tool result message.
 func kimiHasToolMessage(body []byte) bool {
-	var req struct {
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return false
-	}
-	for _, m := range req.Messages {
+	for _, m := range bodyMessages(body) {
 		if m.Role == "tool" {
 			return true
 		}

@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -16,11 +17,6 @@ import (
 // constructed docs-shape fixture (which "sim:fixture" returns as it is) and failures
 // in the provider's own error envelope.
 func lowCostRoutes() []engineRoute {
-	agentOK := fixtures.Read("perplexity/docs-shape-agent-web-search.CONSTRUCTED.json")
-	pplxSearchOK := fixtures.Read("perplexity/docs-shape-search.CONSTRUCTED.json")
-	cfOK := fixtures.Read("cloudflare/docs-shape-websearch.CONSTRUCTED.json")
-	parallelOK := fixtures.Read("parallel/docs-shape-search.CONSTRUCTED.json")
-	linkupOK := fixtures.Read("linkup/docs-shape-search-results.CONSTRUCTED.json")
 	pplxError := func(status int) []byte {
 		return fmt.Appendf(nil, `{"error":{"message":"simulated Perplexity failure (HTTP %d)","type":"%s","code":%d}}`, status, moonshotErrorType(status), status)
 	}
@@ -29,8 +25,9 @@ func lowCostRoutes() []engineRoute {
 			kind:      "perplexity",
 			pattern:   "POST /perplexity/v1/agent",
 			queryOf:   jsonField("input"),
-			answer:    func(r *http.Request, b []byte, q string) []byte { return perplexityAgentBody(perplexityAsk(r, b, q)) },
-			recorded:  fixed(agentOK),
+			ask:       perplexityAsk,
+			render:    perplexityAgentBody,
+			fixture:   "perplexity/docs-shape-agent-web-search.CONSTRUCTED.json",
 			empty:     []byte(`{"id":"resp_sim_empty","object":"response","created_at":1764547200,"status":"completed","model":"perplexity/sonar","output":[{"type":"search_results","queries":[],"results":[]},{"type":"message","id":"msg_sim_empty","status":"completed","role":"assistant","content":[{"type":"output_text","text":"(simulated) I could not find any information on that.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":12,"total_tokens":21,"cost":{"currency":"USD","input_cost":0,"output_cost":0,"tool_calls_cost":0.005,"total_cost":0.005}}}`),
 			errorBody: pplxError,
 			model:     "sonar",
@@ -39,8 +36,9 @@ func lowCostRoutes() []engineRoute {
 			kind:      "perplexity-search",
 			pattern:   "POST /perplexity-search/search",
 			queryOf:   jsonField("query"),
-			answer:    func(r *http.Request, b []byte, q string) []byte { return perplexitySearchBody(perplexityAsk(r, b, q)) },
-			recorded:  fixed(pplxSearchOK),
+			ask:       perplexityAsk,
+			render:    perplexitySearchBody,
+			fixture:   "perplexity/docs-shape-search.CONSTRUCTED.json",
 			empty:     []byte(`{"id":"sim-empty","results":[]}`),
 			errorBody: pplxError,
 		},
@@ -51,8 +49,8 @@ func lowCostRoutes() []engineRoute {
 			answer: func(_ *http.Request, b []byte, q string) []byte {
 				return cloudflareBody(newAsk(q, jint(decodeBody(b)["limit"]), nil, nil, ""))
 			},
-			recorded: fixed(cfOK),
-			empty:    []byte(`{"success":true,"errors":[],"messages":[],"result":{"results":[]}}`),
+			fixture: "cloudflare/docs-shape-websearch.CONSTRUCTED.json",
+			empty:   []byte(`{"success":true,"errors":[],"messages":[],"result":{"results":[]}}`),
 			errorBody: func(status int) []byte {
 				code, msg := 7000, "Simulated Cloudflare failure"
 				switch status {
@@ -77,7 +75,7 @@ func lowCostRoutes() []engineRoute {
 				return parallelBody(newAsk(q, jint(jpath(m, "advanced_settings", "max_results")), jstrs(jpath(sp, "include_domains")),
 					jstrs(jpath(sp, "exclude_domains")), recencyFromDay(jstr(jpath(sp, "after_date")))))
 			},
-			recorded:  fixed(parallelOK),
+			fixture:   "parallel/docs-shape-search.CONSTRUCTED.json",
 			empty:     []byte(`{"search_id":"search_sim_empty","results":[]}`),
 			errorBody: parallelErrorBody,
 			options:   `{"mode":"fast"}`,
@@ -90,8 +88,8 @@ func lowCostRoutes() []engineRoute {
 				m := decodeBody(b)
 				return linkupBody(newAsk(q, jint(m["maxResults"]), jstrs(m["includeDomains"]), jstrs(m["excludeDomains"]), recencyFromDay(jstr(m["fromDate"]))))
 			},
-			recorded: fixed(linkupOK),
-			empty:    []byte(`{"results":[]}`),
+			fixture: "linkup/docs-shape-search-results.CONSTRUCTED.json",
+			empty:   []byte(`{"results":[]}`),
 			errorBody: func(status int) []byte {
 				return fmt.Appendf(nil, `{"statusCode":%d,"error":{"code":"SIMULATED","message":"Simulated Linkup failure","details":[]}}`, status)
 			},
@@ -111,9 +109,8 @@ func perplexityAgentBody(a searchAsk) []byte {
 	m := template("perplexity/docs-shape-agent-web-search.CONSTRUCTED.json")
 	out := arr(m["output"])
 	sr, msg := obj(out[0]), obj(out[1])
-	tmpl := obj(arr(sr["results"])[0])
 	hits := a.hits(defaultHits)
-	sr["results"] = fill(tmpl, hits, func(r map[string]any, h simHit, i int) {
+	fill(sr, "results", hits, func(r map[string]any, h simHit, i int) {
 		r["id"], r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = i+1, h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
 	})
 	sr["queries"] = []any{a.shown()}
@@ -139,8 +136,7 @@ func perplexityAgentBody(a searchAsk) []byte {
 // perplexitySearchBody is a Search API answer for a.
 func perplexitySearchBody(a searchAsk) []byte {
 	m := template("perplexity/docs-shape-search.CONSTRUCTED.json")
-	tmpl := obj(arr(m["results"])[0])
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
 	})
 	m["id"] = uuidOf(a)
@@ -151,8 +147,7 @@ func perplexitySearchBody(a searchAsk) []byte {
 func cloudflareBody(a searchAsk) []byte {
 	m := template("cloudflare/docs-shape-websearch.CONSTRUCTED.json")
 	res := obj(m["result"])
-	tmpl := obj(arr(res["results"])[0])
-	res["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(res, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["title"], r["url"], r["description"] = h.Title, h.URL, h.Snippet
 	})
 	return mustJSON(m)
@@ -161,8 +156,7 @@ func cloudflareBody(a searchAsk) []byte {
 // parallelBody is a Parallel Search answer for a: each page with two excerpts.
 func parallelBody(a searchAsk) []byte {
 	m := template("parallel/docs-shape-search.CONSTRUCTED.json")
-	tmpl := obj(arr(m["results"])[0])
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["url"], r["title"], r["publish_date"], r["excerpts"] = h.URL, h.Title, isoDay(h.Date), []any{h.Quote, h.Snippet}
 	})
 	m["search_id"] = "search_" + a.id(32)
@@ -172,8 +166,7 @@ func parallelBody(a searchAsk) []byte {
 // linkupBody is a Linkup searchResults answer for a.
 func linkupBody(a searchAsk) []byte {
 	m := template("linkup/docs-shape-search-results.CONSTRUCTED.json")
-	tmpl := obj(arr(m["results"])[0])
-	m["results"] = fill(tmpl, a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
+	fill(m, "results", a.hits(defaultHits), func(r map[string]any, h simHit, _ int) {
 		r["name"], r["url"], r["content"] = h.Title, h.URL, h.Snippet
 	})
 	return mustJSON(m)
@@ -216,10 +209,7 @@ func (s *Server) parallelExtract(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, map[string]any{"url": u, "error_type": "fetch_error", "http_status_code": 404, "content": "Error fetching content from " + u})
 			continue
 		}
-		res := map[string]any{}
-		for k, v := range tmpl {
-			res[k] = v
-		}
+		res := maps.Clone(tmpl)
 		title := "(simulated) " + u
 		text := "(simulated page) The page at " + u + " says what the simulator makes of it: its address, and this line."
 		res["url"], res["title"], res["excerpts"], res["full_content"] = u, title, []any{text}, "# "+title+"\n\n"+text

@@ -48,17 +48,10 @@ type geminiRequest struct {
 
 // geminiStatus is the google.rpc status name of an HTTP status.
 func geminiStatus(status int) string {
-	switch status {
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case http.StatusServiceUnavailable:
-		return "UNAVAILABLE"
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusBadRequest:
-		return "INVALID_ARGUMENT"
+	names := map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED",
+		403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"}
+	if s, ok := names[status]; ok {
+		return s
 	}
 	return "INTERNAL"
 }
@@ -103,7 +96,12 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.searches() && req.Contents[len(req.Contents)-1].Role != "model" && wantsSearch(a.user) && len(a.calls) == 0 {
-		s.geminiNative(w, r, method == "streamGenerateContent", model, a.user, a.id)
+		// Grounding with Google Search: one query, a grounding chunk per page and a
+		// support per cited sentence (UTF-8 byte offsets); streamed, the grounding
+		// metadata comes on the last chunk.
+		s.nativeSearch(w, r, method == "streamGenerateContent", a.user, a.id, "gemini/pydantic-stream-websearch-sf.sse",
+			func() []byte { return geminiRecorded(model, a.id) },
+			func() []byte { return geminiBody(newAsk(a.user, 0, nil, nil, ""), model, a.id, simulatedPrefix) }, geminiStream)
 		return
 	}
 	usage := map[string]int{"promptTokenCount": a.usage.InputTokens, "candidatesTokenCount": a.usage.OutputTokens, "totalTokenCount": a.usage.InputTokens + a.usage.OutputTokens}
@@ -133,7 +131,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		calls = append(calls, part)
 	}
 	var thought []any
-	if geminiIncludesThoughts(body) {
+	if _, include := geminiThinking(body); include {
 		// A thought summary, as Gemini gives one with includeThoughts: a part of its
 		// own, marked thought, before the answer's parts.
 		thought = []any{map[string]any{"text": "**Reading the question**\n\nThe user asks: " + a.user, "thought": true}}
@@ -170,36 +168,10 @@ func (req *geminiRequest) searches() bool {
 	return false
 }
 
-// geminiNative answers a request grounded with Google Search with an answer grounded
-// on pages generated from the user's text: one query, a grounding chunk per page and
-// a support per cited sentence (UTF-8 byte offsets), its text marked as simulated;
-// streamed, the same answer in chunks with the grounding metadata on the last.
-// "sim:fixture" in the text answers with the recordings instead (non-streamed
-// gemini-2.5-pro on Mexico City, text marked and segments moved to match; streamed the
-// San Francisco stream as it was).
-func (s *Server) geminiNative(w http.ResponseWriter, r *http.Request, stream bool, model, user, id string) {
-	s.stats.count("model_native_search", nil, id)
-	if strings.Contains(user, "sim:fixture") {
-		geminiRecorded(w, stream, model, id)
-		return
-	}
-	body := geminiBody(newAsk(user, 0, nil, nil, ""), model, id, simulatedPrefix)
-	if stream {
-		writeEvents(w, r, geminiStream(body), tokenDelay(user))
-		return
-	}
-	writeJSON(w, body)
-}
-
-// geminiRecorded answers with the recorded grounded answers.
-func geminiRecorded(w http.ResponseWriter, stream bool, model, id string) {
-	if stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write(fixtures.Read("gemini/pydantic-stream-websearch-sf.sse"))
-		return
-	}
-	var resp map[string]any
-	json.Unmarshal(fixtures.Read("gemini/pydantic-generate-websearch-mexico-2.response.json"), &resp)
+// geminiRecorded is the recorded grounded answer (gemini-2.5-pro on Mexico City),
+// its text marked as simulated and its segments moved to match.
+func geminiRecorded(model, id string) []byte {
+	resp := decodeBody(fixtures.Read("gemini/pydantic-generate-websearch-mexico-2.response.json"))
 	resp["responseId"], resp["modelVersion"] = "sim-"+id, model
 	c := resp["candidates"].([]any)[0].(map[string]any)
 	part := c["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)
@@ -210,8 +182,7 @@ func geminiRecorded(w http.ResponseWriter, stream bool, model, id string) {
 		start, _ := seg["startIndex"].(float64) // absent when 0
 		seg["startIndex"], seg["endIndex"] = start+shift, seg["endIndex"].(float64)+shift
 	}
-	b, _ := json.Marshal(resp)
-	writeJSON(w, b)
+	return mustJSON(resp)
 }
 
 // chatForm renders the request in the Chat form the script reads: model turns as

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 )
@@ -52,27 +51,18 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role != "user" || !wantsSearch(user) {
 		msg, finish := script(req, user, id)
-		usage := map[string]int{"prompt_tokens": 10, "completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1}
-		usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-		h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
-		if req.Stream {
-			streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
-			return
-		}
-		b, _ := json.Marshal(map[string]any{"id": h.ID, "object": "chat.completion", "created": h.Created, "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})
-		writeJSON(w, b)
+		writeChat(w, r, req, user, id, msg, finish, scriptUsage(msg, 10), false)
 		return
 	}
 	s.stats.count("model_native_search", nil, id)
 	var rec map[string]any
 	if strings.Contains(user, "sim:fixture") {
-		json.Unmarshal(fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json"), &rec)
+		rec = decodeBody(fixtures.Read("zhipu/glm-chat-finance-zh.CONSTRUCTED.json"))
 		delete(rec, "_note")
 		msg := rec["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 		msg["content"] = simulatedPrefix + msg["content"].(string)
 	} else {
-		json.Unmarshal(glmChatBody(glmNativeAsk(req, user), req.Model, simulatedPrefix), &rec)
+		rec = decodeBody(glmChatBody(glmNativeAsk(req, user), req.Model, simulatedPrefix))
 	}
 	content := jstr(jpath(rec, "choices", "0", "message", "content"))
 	rec["model"] = req.Model

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -73,7 +72,6 @@ func (s *Server) kimiNative(w http.ResponseWriter, r *http.Request, req chatRequ
 		msg    map[string]any
 		finish string
 		usage  map[string]int
-		model  = req.Model
 	)
 	switch {
 	case last.Role == "tool" && kimiEchoed(req.Messages):
@@ -97,21 +95,9 @@ func (s *Server) kimiNative(w http.ResponseWriter, r *http.Request, req chatRequ
 		call["function"].(map[string]any)["arguments"] = args
 	default:
 		msg, finish = script(req, user, id)
-		usage = map[string]int{"prompt_tokens": 10, "completion_tokens": len(fmt.Sprint(msg["content"]))/4 + 1}
-		usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+		usage = scriptUsage(msg, 10)
 	}
-	created := time.Now().Unix()
-	if req.Stream {
-		h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: created, Model: model, SystemFingerprint: "searchfleet-simulator"}
-		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
-		return
-	}
-	b, _ := json.Marshal(map[string]any{
-		"id": "chatcmpl-sim-" + id, "object": "chat.completion", "created": created, "model": model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage":   usage,
-	})
-	writeJSON(w, b)
+	writeChat(w, r, req, user, id, msg, finish, usage, false)
 }
 
 // kimiRecorded returns a recorded answer's message, finish reason and usage.

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -23,7 +22,12 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.ownSearch(req.Search != nil) {
-		s.responsesNative(w, r, req, a.user, a.id)
+		// OpenAI's own web_search tool: a web_search_call item with its sources (the
+		// request's allowed domains honoured) and a message whose url_citation
+		// annotations cover a link after each sentence.
+		s.nativeSearch(w, r, req.Stream, a.user, a.id, "openai/pydantic-responses-raw-annotations-stream.sse",
+			func() []byte { return responsesRecorded(req.Model, a.id) },
+			func() []byte { return responsesBody(nativeAsk(a.user, req.Search), req.Model, a.id, simulatedPrefix) }, responsesStream)
 		return
 	}
 	reasoning, ok := s.responsesReasoning(w, body)
@@ -55,38 +59,32 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 // simulatedPrefix marks the text of a recorded answer the simulator replays.
 const simulatedPrefix = "(simulated answer) "
 
-// responsesNative answers a request that declared OpenAI's own web_search tool with
-// one search for the user's text: a web_search_call item with the sources it found
-// (pages generated from the text, the request's allowed domains honoured) and a
-// message whose url_citation annotations cover a link after each sentence, its text
-// marked as simulated; streamed, the same answer as response.* events. "sim:fixture"
-// in the text answers with the recordings instead (non-streamed the gpt-5-mini one,
-// text marked and annotations moved to match; streamed the gpt-5.2 event stream as it
-// was).
-func (s *Server) responsesNative(w http.ResponseWriter, r *http.Request, req *wire.Request, user, id string) {
+// nativeSearch answers a request that declared the model's own search tool with one
+// search for the user's text: answer, pages generated from the text in the
+// protocol's shape with its text marked as simulated, or, streamed, events of it
+// (sim_native_stream.go). "sim:fixture" in the text answers with the recordings
+// instead: recorded, or streamed the recorded stream sse as it was.
+func (s *Server) nativeSearch(w http.ResponseWriter, r *http.Request, stream bool, user, id, sse string,
+	recorded, answer func() []byte, events func([]byte) []wire.Event) {
 	s.stats.count("model_native_search", nil, id)
-	if strings.Contains(user, "sim:fixture") {
-		responsesRecorded(w, req, id)
-		return
+	switch fixture := strings.Contains(user, "sim:fixture"); {
+	case fixture && stream:
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(fixtures.Read(sse))
+	case fixture:
+		writeJSON(w, recorded())
+	case stream:
+		writeEvents(w, r, events(answer()), tokenDelay(user))
+	default:
+		writeJSON(w, answer())
 	}
-	body := responsesBody(nativeAsk(user, req.Search), req.Model, id, simulatedPrefix)
-	if req.Stream {
-		writeEvents(w, r, responsesStream(body), tokenDelay(user))
-		return
-	}
-	writeJSON(w, body)
 }
 
-// responsesRecorded answers with the recorded native-search answers.
-func responsesRecorded(w http.ResponseWriter, req *wire.Request, id string) {
-	if req.Stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write(fixtures.Read("openai/pydantic-responses-raw-annotations-stream.sse"))
-		return
-	}
-	var resp map[string]any
-	json.Unmarshal(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"), &resp)
-	resp["id"], resp["model"] = "resp_sim_"+id, req.Model
+// responsesRecorded is the recorded native-search answer (the gpt-5-mini one), its
+// text marked as simulated and its annotations moved to match.
+func responsesRecorded(model, id string) []byte {
+	resp := decodeBody(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"))
+	resp["id"], resp["model"] = "resp_sim_"+id, model
 	shift := float64(utf8.RuneCountInString(simulatedPrefix)) // annotations count code points
 	for _, it := range resp["output"].([]any) {
 		item := it.(map[string]any)
@@ -103,8 +101,7 @@ func responsesRecorded(w http.ResponseWriter, req *wire.Request, id string) {
 		}
 		break
 	}
-	b, _ := json.Marshal(resp)
-	writeJSON(w, b)
+	return mustJSON(resp)
 }
 
 // nativeAsk is the search a model's own search tool makes for the user's text, with

@@ -1,8 +1,6 @@
 package simulator
 
 import (
-	"encoding/json"
-
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -15,8 +13,7 @@ import (
 
 // anthropicStream plays a Messages answer as Messages stream events.
 func anthropicStream(body []byte) []wire.Event {
-	var m map[string]any
-	json.Unmarshal(body, &m)
+	m := decodeBody(body)
 	var evs []wire.Event
 	add := func(name string, v map[string]any) {
 		v["type"] = name
@@ -65,8 +62,7 @@ func anthropicStream(body []byte) []wire.Event {
 // responsesStream plays a Responses answer as response.* stream events (a reasoning
 // item's summary parts as reasoning_summary_part and reasoning_summary_text events).
 func responsesStream(body []byte) []wire.Event {
-	var m map[string]any
-	json.Unmarshal(body, &m)
+	m := decodeBody(body)
 	var evs []wire.Event
 	seq := 0
 	add := func(name string, v map[string]any) {
@@ -127,8 +123,7 @@ func responsesStream(body []byte) []wire.Event {
 // text a token at a time with an empty groundingMetadata, the last chunk with the
 // finish reason and the whole grounding metadata.
 func geminiStream(body []byte) []wire.Event {
-	var m map[string]any
-	json.Unmarshal(body, &m)
+	m := decodeBody(body)
 	c := obj(arr(m["candidates"])[0])
 	text := jstr(jpath(c, "content", "parts", "0", "text"))
 	toks := tokens(text)

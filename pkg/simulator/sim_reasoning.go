@@ -117,13 +117,10 @@ func (s *Server) anthropicThinking(w http.ResponseWriter, body []byte, user, id 
 		return nil, true
 	}
 	msg, carried := anthropicThinkingError(body)
-	if msg != "" {
-		s.stats.count("model_reasoning_refused", nil, id)
-		writeError(w, http.StatusBadRequest, anthropic.Client.EncodeError(&wire.Error{Status: http.StatusBadRequest, Message: msg}))
+	if !s.reasoningVerdict(w, id, msg != "", carried, func() (int, []byte) {
+		return http.StatusBadRequest, anthropic.Client.EncodeError(&wire.Error{Status: http.StatusBadRequest, Message: msg})
+	}) {
 		return nil, false
-	}
-	if carried > 0 {
-		s.stats.count("model_reasoning_verified", nil, id)
 	}
 	text := thinkingText(user, id)
 	return &wire.Part{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: text, Signature: sign("thinking", text)}}, true
@@ -238,15 +235,26 @@ func (s *Server) responsesReasoning(w http.ResponseWriter, body []byte) (on, ok 
 		return false, true
 	}
 	refusal, carried := responsesReasoningError(body)
-	if refusal != nil {
-		s.stats.count("model_reasoning_refused", nil, string(body))
-		writeError(w, refusal.Status, responses.Client.EncodeError(refusal))
-		return on, false
+	return on, s.reasoningVerdict(w, string(body), refusal != nil, carried, func() (int, []byte) {
+		return refusal.Status, responses.Client.EncodeError(refusal)
+	})
+}
+
+// reasoningVerdict counts a reasoning request's check under key: model_reasoning_refused
+// when refused (answering the status and body refusal makes) or
+// model_reasoning_verified when it passed carrying reasoning state. It reports whether
+// the request passed.
+func (s *Server) reasoningVerdict(w http.ResponseWriter, key string, refused bool, carried int, refusal func() (int, []byte)) bool {
+	if refused {
+		s.stats.count("model_reasoning_refused", nil, key)
+		status, body := refusal()
+		writeError(w, status, body)
+		return false
 	}
 	if carried > 0 {
-		s.stats.count("model_reasoning_verified", nil, string(body))
+		s.stats.count("model_reasoning_verified", nil, key)
 	}
-	return on, true
+	return true
 }
 
 // withReasoningItem adds a reasoning item before the first output item of an encoded
@@ -291,29 +299,20 @@ func geminiCallSignature(name string, args json.RawMessage) string {
 	return sign("gemini", name+"|"+string(norm))
 }
 
-// geminiThinkingOn reports whether a generateContent request configures thinking.
-func geminiThinkingOn(body []byte) bool {
+// geminiThinking reports whether a generateContent request configures thinking and
+// whether it asks for thought summaries (thinkingConfig.includeThoughts).
+func geminiThinking(body []byte) (on, includeThoughts bool) {
 	var req struct {
 		GenerationConfig struct {
 			ThinkingConfig json.RawMessage `json:"thinkingConfig"`
 		} `json:"generationConfig"`
 	}
-	json.Unmarshal(body, &req)
-	return len(req.GenerationConfig.ThinkingConfig) > 0
-}
-
-// geminiIncludesThoughts reports whether a request asks for thought summaries
-// (thinkingConfig.includeThoughts).
-func geminiIncludesThoughts(body []byte) bool {
-	var req struct {
-		GenerationConfig struct {
-			ThinkingConfig struct {
-				IncludeThoughts bool `json:"includeThoughts"`
-			} `json:"thinkingConfig"`
-		} `json:"generationConfig"`
+	var config struct {
+		IncludeThoughts bool `json:"includeThoughts"`
 	}
 	json.Unmarshal(body, &req)
-	return req.GenerationConfig.ThinkingConfig.IncludeThoughts
+	json.Unmarshal(req.GenerationConfig.ThinkingConfig, &config)
+	return len(req.GenerationConfig.ThinkingConfig) > 0, config.IncludeThoughts
 }
 
 // geminiSignatureError checks the current turn's function calls as Gemini 3 does;
@@ -364,19 +363,13 @@ func geminiSignatureError(body []byte) (msg string, carried int) {
 
 // geminiReasoning checks a thinking request (ok false: refused, the error written).
 func (s *Server) geminiReasoning(w http.ResponseWriter, body []byte) (on, ok bool) {
-	if !geminiThinkingOn(body) {
+	if on, _ := geminiThinking(body); !on {
 		return false, true
 	}
 	msg, carried := geminiSignatureError(body)
-	if msg != "" {
-		s.stats.count("model_reasoning_refused", nil, string(body))
-		writeError(w, http.StatusBadRequest, geminiErrorBody(http.StatusBadRequest, msg))
-		return true, false
-	}
-	if carried > 0 {
-		s.stats.count("model_reasoning_verified", nil, string(body))
-	}
-	return true, true
+	return true, s.reasoningVerdict(w, string(body), msg != "", carried, func() (int, []byte) {
+		return http.StatusBadRequest, geminiErrorBody(http.StatusBadRequest, msg)
+	})
 }
 
 //   - OpenAI Chat with reasoning_effort (or thinking enabled, as Kimi and DeepSeek
@@ -427,16 +420,9 @@ func (s *Server) chatReasoning(w http.ResponseWriter, req chatRequest, body []by
 		return false, true
 	}
 	msg, carried := chatReasoningError(req, body)
-	if msg != "" {
-		s.stats.count("model_reasoning_refused", nil, string(body))
-		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
-		writeError(w, http.StatusBadRequest, b)
-		return true, false
-	}
-	if carried > 0 {
-		s.stats.count("model_reasoning_verified", nil, string(body))
-	}
-	return true, true
+	return true, s.reasoningVerdict(w, string(body), msg != "", carried, func() (int, []byte) {
+		return http.StatusBadRequest, mustJSON(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+	})
 }
 
 // withReasoningContent gives a scripted Chat answer its reasoning_content, and its

@@ -39,13 +39,10 @@ func researchBrain(req chatRequest) (map[string]any, bool) {
 		return nil, false
 	}
 	var in struct {
-		Question     string `json:"question"`
-		MaxQuestions int    `json:"max_questions"`
-		MaxGaps      int    `json:"max_gaps"`
-		Findings     []struct {
-			Question string `json:"question"`
-			Text     string `json:"text"`
-		} `json:"findings"`
+		Question     string            `json:"question"`
+		MaxQuestions int               `json:"max_questions"`
+		MaxGaps      int               `json:"max_gaps"`
+		Findings     []finding         `json:"findings"`
 		Sources      []json.RawMessage `json:"sources"`
 		OutputSchema json.RawMessage   `json:"output_schema"`
 	}
@@ -106,6 +103,12 @@ func researchBrain(req chatRequest) (map[string]any, bool) {
 	return map[string]any{"role": "assistant", "content": string(content)}, true
 }
 
+// finding is a finding of a run as a step's material carries it.
+type finding struct {
+	Question string `json:"question"`
+	Text     string `json:"text"`
+}
+
 var (
 	researchDirectiveRE = regexp.MustCompile(`\s*sim:[a-z0-9-]+(=\S+)?`)
 	simMarkerRE         = regexp.MustCompile(`\[(\d{1,3})\]`)
@@ -145,10 +148,7 @@ var researchAspects = [][2]string{
 // string property the text of one finding (markers dropped), a number the count of
 // findings, a boolean whether any was found, an array the findings' texts; each with
 // a basis citing the markers of what it was drawn from.
-func simObject(schema json.RawMessage, findings []struct {
-	Question string `json:"question"`
-	Text     string `json:"text"`
-}) (map[string]any, map[string]any) {
+func simObject(schema json.RawMessage, findings []finding) (map[string]any, map[string]any) {
 	var s struct {
 		Properties map[string]struct {
 			Type string `json:"type"`
