@@ -2,6 +2,7 @@ package openaichat
 
 import (
 	"encoding/json"
+
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )

@@ -2,8 +2,9 @@ package openaichat
 
 import (
 	"encoding/json"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"testing"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // TestTopLevelMarshalsAsMap holds topLevel to the bytes and errors of the

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"maps"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // Chat request parameters (OpenAI Chat Completions, POST /v1/chat/completions). The

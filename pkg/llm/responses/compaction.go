@@ -4,8 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // Compaction (POST /v1/responses/compact) shortens a conversation without a model

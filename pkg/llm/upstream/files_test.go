@@ -5,13 +5,14 @@ import (
 	"compress/zlib"
 	"encoding/base64"
 	"fmt"
+	"strings"
+	"testing"
+
 	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
 	"github.com/searchfleet/searchfleet/pkg/llm/gemini"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
-	"strings"
-	"testing"
 )
 
 // titledPDF is a one-page PDF showing "Title: Files Fixture", base64.
