@@ -183,8 +183,16 @@ func TestStatelessReasoningCarriesEncryptedContent(t *testing.T) {
 				continue
 			}
 			rs := firstOut[i-1].AsReasoning()
+			// One character in the middle changed: every bit of it counts (the last
+			// character of unpadded base64 may carry bits a decoder ignores).
+			enc := []byte(rs.EncryptedContent)
+			if mid := len(enc) / 2; enc[mid] == 'A' {
+				enc[mid] = 'B'
+			} else {
+				enc[mid] = 'A'
+			}
 			altered := responses.ResponseReasoningItemParam{ID: rs.ID, Summary: []responses.ResponseReasoningItemSummaryParam{},
-				EncryptedContent: openai.String(rs.EncryptedContent[:len(rs.EncryptedContent)-2] + "AA")}
+				EncryptedContent: openai.String(string(enc))}
 			in := append([]responses.ResponseInputItemUnionParam(nil), first...)
 			in[i] = responses.ResponseInputItemUnionParam{OfReasoning: &altered}
 			in = append(in, callOutput(firstOut[len(firstOut)-1].AsFunctionCall().CallID, `{}`))
