@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
 // Payload is a message body type. Its kind is a stable, versioned string
@@ -146,7 +144,7 @@ var ErrUndecodable = errors.New("undecodable message")
 func Decode[T Payload](data []byte) (T, envelopeInfo, error) {
 	var env envelope[T]
 	var zero T
-	if err := jsonfast.Unmarshal(data, &env); err != nil {
+	if err := json.Unmarshal(data, &env); err != nil {
 		return zero, envelopeInfo{}, fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
 	if want := zero.Kind(); env.Kind != want {

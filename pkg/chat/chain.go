@@ -1,10 +1,10 @@
 package chat
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/fetch"
@@ -111,7 +111,7 @@ func (v *view) turn(h int) (*turn, bool) {
 		return nil, false
 	}
 	var t turn
-	if jsonfast.Unmarshal(hp.Turn, &t) != nil {
+	if json.Unmarshal(hp.Turn, &t) != nil {
 		return nil, false
 	}
 	v.turns[h] = &t
@@ -134,7 +134,7 @@ func (v *view) calls(h int) []call {
 		return nil
 	}
 	var cs []call
-	_ = jsonfast.Unmarshal(hp.Calls, &cs)
+	_ = json.Unmarshal(hp.Calls, &cs)
 	if v.hopCalls != nil {
 		v.hopCalls[h] = cs
 	}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -130,7 +129,7 @@ func (c *client) chatAnswer(comp *llm.Completion) (*Result, *llm.NativeSearch, e
 		Content json.RawMessage   `json:"content"`
 		Native  *llm.NativeSearch `json:"searchfleet_native"` // llm.NativeKey
 	}
-	if err := jsonfast.Unmarshal(comp.Message, &m); err != nil {
+	if err := json.Unmarshal(comp.Message, &m); err != nil {
 		return nil, nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
 	}
 	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	redactpkg "github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
@@ -95,11 +94,9 @@ func (c *client) do(ctx context.Context, req request) ([]byte, http.Header, erro
 	return body, resp.Header, nil
 }
 
-// decode unmarshals a 2xx body, turning failure into a Decode error. It is a function,
-// not a method, because jsonfast.Unmarshal is generic: provider bodies are the fleet's
-// largest decodes, and it reads them in one pass with encoding/json's results and errors.
+// decode unmarshals a 2xx body, turning failure into a Decode error.
 func decode[T any](c *client, body []byte, out *T) error {
-	if err := jsonfast.Unmarshal(body, out); err != nil {
+	if err := json.Unmarshal(body, out); err != nil {
 		return &Error{Kind: Decode, Engine: c.id, Message: "reading response: " + truncate(err.Error(), 200)}
 	}
 	return nil

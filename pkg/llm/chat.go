@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
@@ -72,7 +71,7 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 		return nil, badParam("", "request body is empty; send a JSON chat completion request")
 	}
 	var top map[string]json.RawMessage
-	if err := jsonfast.Unmarshal(body, &top); err != nil {
+	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, badParam("", "request body is not valid JSON: %s", redact.JSONError(err))
 	}
 	if top == nil {
@@ -82,27 +81,27 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 	for k, v := range top {
 		switch k {
 		case "model":
-			if err := jsonfast.Unmarshal(v, &r.Model); err != nil || strings.TrimSpace(r.Model) == "" {
+			if err := json.Unmarshal(v, &r.Model); err != nil || strings.TrimSpace(r.Model) == "" {
 				return nil, badParam("model", "'model' must be a non-empty string")
 			}
 		case "messages":
-			if err := jsonfast.Unmarshal(v, &r.Messages); err != nil {
+			if err := json.Unmarshal(v, &r.Messages); err != nil {
 				return nil, badParam("messages", "'messages' must be an array of message objects")
 			}
 		case "tools":
 			if string(v) == "null" {
 				continue
 			}
-			if err := jsonfast.Unmarshal(v, &r.Tools); err != nil {
+			if err := json.Unmarshal(v, &r.Tools); err != nil {
 				return nil, badParam("tools", "'tools' must be an array of tool objects")
 			}
 		case "stream":
-			if err := jsonfast.Unmarshal(v, &r.Stream); err != nil {
+			if err := json.Unmarshal(v, &r.Stream); err != nil {
 				return nil, badParam("stream", "'stream' must be a boolean")
 			}
 		case "n":
 			var n int
-			if err := jsonfast.Unmarshal(v, &n); err != nil || n != 1 && string(v) != "null" {
+			if err := json.Unmarshal(v, &n); err != nil || n != 1 && string(v) != "null" {
 				return nil, badParam("n", "only n=1 is supported")
 			}
 		case "web_search_options":
@@ -125,7 +124,7 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 	}
 	for i, raw := range r.Messages {
 		var m Message
-		if err := jsonfast.Unmarshal(raw, &m); err != nil {
+		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, badParam(fmt.Sprintf("messages[%d]", i), "messages[%d] is not a valid message object", i)
 		}
 		if !roles[m.Role] {
@@ -145,7 +144,7 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		if err := jsonfast.Unmarshal(raw, &t); err != nil {
+		if err := json.Unmarshal(raw, &t); err != nil {
 			return nil, badParam(fmt.Sprintf("tools[%d]", i), "tools[%d] is not a valid tool object", i)
 		}
 		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {

@@ -37,8 +37,7 @@ func BenchmarkParseChatRequest(b *testing.B) {
 }
 
 // TestParseChatRequestErrorsAsEncodingJSON holds the ingress's read of a request to
-// encoding/json's words (it decodes with jsonfast, which falls back to encoding/json
-// on an error): a body that is not a JSON object is refused with encoding/json's
+// encoding/json's words: a body that is not a JSON object is refused with encoding/json's
 // error, shortened, and a field of the wrong type with the field's own message.
 func TestParseChatRequestErrorsAsEncodingJSON(t *testing.T) {
 	t.Parallel()

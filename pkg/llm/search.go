@@ -7,8 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
 // SearchOptions are one request's own settings for the fleet's web_search tool, read
@@ -282,12 +280,12 @@ func (o *SearchOptions) location(param string, v json.RawMessage) error {
 //	{"type":"builtin_function","function":{"name":"$web_search"}}  Kimi
 func chatSearchTool(param string, raw json.RawMessage) (bool, *SearchOptions, error) {
 	var t map[string]json.RawMessage
-	if jsonfast.Unmarshal(raw, &t) != nil || t == nil {
+	if json.Unmarshal(raw, &t) != nil || t == nil {
 		return false, nil, nil // not an object: the function-tool check reports it
 	}
 	var typ string
 	if v, ok := t["type"]; ok {
-		jsonfast.Unmarshal(v, &typ)
+		json.Unmarshal(v, &typ)
 	}
 	settings := func(key string) (*SearchOptions, error) {
 		if inner, ok := t[key]; ok && !isNull(inner) {

@@ -13,8 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
 // Hot and cold. While a job runs, Redis holds all of it: the record (request,
@@ -122,7 +120,7 @@ func summarize(m map[string]string) []byte {
 	sum := jobSummary{Question: m["question"]}
 	if v := m["usage"]; v != "" {
 		var u sumUsage
-		if jsonfast.Unmarshal([]byte(v), &u) == nil {
+		if json.Unmarshal([]byte(v), &u) == nil {
 			sum.Usage = &u
 		}
 	}

@@ -1,11 +1,11 @@
 package openaichat
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -96,10 +96,10 @@ func chatOwnReasoning(parts []wire.Part) *string {
 func (chatModel) DecodeResponse(body []byte) (*wire.Response, error) {
 	// One pass reads the completion and an in-band error envelope both. A body that
 	// is not JSON fills neither; one whose fields have the wrong types still fills
-	// error (jsonfast, like encoding/json, reads on past a type mismatch), which wins as
+	// error (encoding/json reads on past a type mismatch), which wins as
 	// it did when the envelope was read on its own.
 	var c chatCompletion
-	err := jsonfast.Unmarshal(body, &c)
+	err := json.Unmarshal(body, &c)
 	if le := llm.InBandError(c.Error); le != nil {
 		return nil, le
 	}

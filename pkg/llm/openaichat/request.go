@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -68,7 +67,7 @@ func FromChat(cr *llm.ChatRequest) (*wire.Request, error) {
 	var sys []string
 	for i, raw := range cr.Messages {
 		var m chatMessage
-		if err := jsonfast.Unmarshal(raw, &m); err != nil {
+		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, wire.Invalid(fmt.Sprintf("messages[%d]", i), "messages[%d] is not a valid message object", i)
 		}
 		param := fmt.Sprintf("messages[%d]", i)
@@ -176,10 +175,10 @@ func chatParts(param string, raw json.RawMessage) ([]wire.Part, error) {
 		return nil, nil
 	}
 	// Only a string decodes as one (null is told above), so anything else goes
-	// straight to the parts: a failed decode would cost jsonfast's second pass.
+	// straight to the parts.
 	if v := bytes.TrimLeft(raw, " \t\r\n"); len(v) > 0 && v[0] == '"' {
 		var s string
-		if jsonfast.Unmarshal(raw, &s) == nil {
+		if json.Unmarshal(raw, &s) == nil {
 			return []wire.Part{{Kind: wire.PartText, Text: s}}, nil
 		}
 	}
@@ -195,7 +194,7 @@ func chatParts(param string, raw json.RawMessage) ([]wire.Part, error) {
 			FileID   string `json:"file_id"`
 		} `json:"file"`
 	}
-	if err := jsonfast.Unmarshal(raw, &items); err != nil {
+	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, wire.Invalid(param, "'%s' must be a string or an array of content parts", param)
 	}
 	var parts []wire.Part

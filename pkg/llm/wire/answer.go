@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
 // AnswerFormat is the format version of a completed job's stored answer: the
@@ -32,7 +30,7 @@ func EncodeAnswer(r *Response) (json.RawMessage, error) {
 // DecodeAnswer reads a job's stored answer.
 func DecodeAnswer(b []byte) (*Response, error) {
 	var a storedAnswer
-	if err := jsonfast.Unmarshal(b, &a); err != nil {
+	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, fmt.Errorf("stored answer unreadable: %w", err)
 	}
 	if a.Format != AnswerFormat {
@@ -65,7 +63,7 @@ func FormatOf(b []byte) (int, error) {
 	var head struct {
 		Format int `json:"format"`
 	}
-	if err := jsonfast.Unmarshal(b, &head); err != nil {
+	if err := json.Unmarshal(b, &head); err != nil {
 		return 0, fmt.Errorf("stored answer unreadable: %w", err)
 	}
 	return head.Format, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
@@ -37,7 +36,7 @@ func EncodeStored(p Protocol, req *Request) (json.RawMessage, error) {
 // DecodeStored reads a job's stored request.
 func DecodeStored(b []byte) (*Stored, error) {
 	var s Stored
-	if err := jsonfast.Unmarshal(b, &s); err != nil {
+	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, err
 	}
 	if s.Format != StoredFormat {

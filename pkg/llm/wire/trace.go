@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/searchfleet/searchfleet/internal/jsonfast"
 )
 
 // TraceEntry is one search of a job as the chat worker records it in the job's trace.
@@ -74,7 +72,7 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 		return nil
 	}
 	var entries []TraceEntry
-	if err := jsonfast.Unmarshal(trace, &entries); err != nil {
+	if err := json.Unmarshal(trace, &entries); err != nil {
 		return fmt.Errorf("job trace unreadable: %w", err)
 	}
 	titles := make(map[string]string, len(r.Sources))
