@@ -53,7 +53,7 @@ func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExp
 	if err != nil {
 		return err
 	}
-	if terminal(b.Status) {
+	if Ended(b.Status) {
 		return s.notify(ctx, b)
 	}
 	release, left, err := s.Store.HoldBatch(ctx, id, state.NewID("drv_"), leaseTTL)
@@ -70,14 +70,14 @@ func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExp
 // drive runs every step the batch is ready for, under its lease.
 func (s *Service) drive(ctx context.Context, id string) error {
 	b, err := s.load(ctx, id)
-	if err != nil || terminal(b.Status) {
+	if err != nil || Ended(b.Status) {
 		return ignoreGone(err)
 	}
 	if !b.ExpandDone {
 		if err := s.expand(ctx, b); err != nil {
 			return err
 		}
-		if b, err = s.load(ctx, id); err != nil || terminal(b.Status) {
+		if b, err = s.load(ctx, id); err != nil || Ended(b.Status) {
 			return ignoreGone(err)
 		}
 	}
@@ -95,7 +95,7 @@ func (s *Service) drive(ctx context.Context, id string) error {
 	if b, err = s.load(ctx, id); err != nil {
 		return ignoreGone(err)
 	}
-	if !terminal(b.Status) && b.Resolved() {
+	if !Ended(b.Status) && b.Resolved() {
 		return s.finalize(ctx, b)
 	}
 	return nil
@@ -457,7 +457,7 @@ func (s *Service) kick(ctx context.Context, id, tenant, reason string) error {
 // window has ended, at most once per staleAfter. It is called when a batch is looked
 // at, and by Sweep.
 func (s *Service) repairIfStale(ctx context.Context, b *record) {
-	if terminal(b.Status) {
+	if Ended(b.Status) {
 		return
 	}
 	now := time.Now()
@@ -515,7 +515,7 @@ func (s *Service) DeadLettered(ctx context.Context, dl bus.DeadLetter) error {
 		return nil
 	}
 	b, err := s.load(ctx, m.BatchID)
-	if err != nil || terminal(b.Status) || b.ExpandDone {
+	if err != nil || Ended(b.Status) || b.ExpandDone {
 		return ignoreGone(err)
 	}
 	release, _, err := s.Store.HoldBatch(ctx, b.ID, state.NewID("dlq_"), leaseTTL)
@@ -527,7 +527,7 @@ func (s *Service) DeadLettered(ctx context.Context, dl bus.DeadLetter) error {
 		return nil
 	}
 	defer release(true)
-	if b, err = s.load(ctx, b.ID); err != nil || terminal(b.Status) || b.ExpandDone {
+	if b, err = s.load(ctx, b.ID); err != nil || Ended(b.Status) || b.ExpandDone {
 		return ignoreGone(err)
 	}
 	if _, err := s.advance(ctx, b.ID, b.Expanded, true); err != nil {

@@ -262,7 +262,7 @@ type webhookPayload struct {
 // asks for that status ("batch.completed", "batch.cancelled", …), once: the delivery's
 // id derives from the batch and status, and the record remembers it was queued.
 func (s *Service) notify(ctx context.Context, b *record) error {
-	if len(b.Callback) == 0 || !terminal(b.Status) || b.Webhook != "" {
+	if len(b.Callback) == 0 || !Ended(b.Status) || b.Webhook != "" {
 		return nil
 	}
 	var cb struct {

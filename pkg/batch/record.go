@@ -19,8 +19,8 @@ const (
 	statusCancelled  = state.BatchCancelled
 )
 
-// terminal reports whether a batch status is final.
-func terminal(status string) bool {
+// Ended reports whether a batch status is final (completed, failed, expired, cancelled).
+func Ended(status string) bool {
 	switch status {
 	case statusCompleted, statusFailed, statusExpired, statusCancelled:
 		return true

@@ -149,18 +149,13 @@ func (s *Server) batchEvents(w http.ResponseWriter, r *http.Request) {
 		writeBatchError(w, err)
 		return
 	}
-	release, ok := s.admitWait(w, r, chatCodec, tenant, holdStream)
+	ctx, done, ok := s.openStream(w, r, chatCodec, tenant)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := s.stream(w, r)
-	defer cancel()
+	defer done()
 	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	send := func(v batch.View) {
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "event: batch\ndata: %s\n\n", b)
@@ -170,7 +165,7 @@ func (s *Server) batchEvents(w http.ResponseWriter, r *http.Request) {
 	last, quiet := progressOf(v), time.Now()
 	tick := time.NewTicker(batchPoll)
 	defer tick.Stop()
-	for !batchEnded(v.Status) {
+	for !batch.Ended(v.Status) {
 		select {
 		case <-ctx.Done():
 			return
@@ -198,14 +193,6 @@ func (s *Server) batchEvents(w http.ResponseWriter, r *http.Request) {
 func progressOf(v batch.View) string {
 	c := v.RequestCounts
 	return fmt.Sprintf("%s %d %d %d", v.Status, c.Total, c.Completed, c.Failed)
-}
-
-func batchEnded(status string) bool {
-	switch status {
-	case "completed", "failed", "expired", "cancelled":
-		return true
-	}
-	return false
 }
 
 // engineHealth is one engine in GET /v1/engines: rates, never counts, which would

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // answerMargin is the time a non-streaming answer has to be written once the job's
@@ -104,6 +106,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) (context.Context
 	// reaches its end still closes cleanly.
 	rc.SetWriteDeadline(time.Now().Add(s.SSEMaxDuration + streamEndMargin))
 	return context.WithTimeout(r.Context(), s.SSEMaxDuration)
+}
+
+// openStream takes one of tenant's open-stream slots (refused in codec's shape: !ok)
+// and bounds the stream at SSEMaxDuration; done ends the bound and frees the slot.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, codec wire.ClientCodec, tenant string) (ctx context.Context, done func(), ok bool) {
+	release, ok := s.admitWait(w, r, codec, tenant, holdStream)
+	if !ok {
+		return nil, nil, false
+	}
+	ctx, cancel := s.stream(w, r)
+	return ctx, func() { cancel(); release() }, true
 }
 
 // extendWrite gives a long response (a file's content) UploadTimeout to be written.

@@ -233,13 +233,11 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
-	release, ok := s.admitWait(w, r, chatCodec, job.Tenant, holdStream)
+	ctx, done, ok := s.openStream(w, r, chatCodec, job.Tenant)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := s.stream(w, r) // ends the stream at SSEMaxDuration
-	defer cancel()
+	defer done()
 	var deltas chan *nats.Msg
 	if v := r.URL.Query().Get("deltas"); v == "1" || v == "true" {
 		deltas = make(chan *nats.Msg, 4096)

@@ -29,6 +29,14 @@ func writeWireError(w http.ResponseWriter, codec wire.ClientCodec, e *wire.Error
 	w.Write(codec.EncodeError(e))
 }
 
+// answerID is the id of job id's answer in codec's protocol (Chat's "chatcmpl-" form).
+func answerID(codec wire.ClientCodec, id string) string {
+	if codec.Protocol() == wire.OpenAIChat {
+		return "chatcmpl-" + id
+	}
+	return id
+}
+
 // writeResponse answers with resp in codec's protocol, its cost in the headers.
 func writeResponse(w http.ResponseWriter, codec wire.ClientCodec, resp *wire.Response) {
 	b, err := codec.EncodeResponse(resp)
@@ -72,13 +80,11 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			return
 		}
 		job.Unstored = rr != nil && !rr.store // answered here, never in the background
-		answerID := func(id string) string { return id }
 		stream := codec.NewStream()
 		if codec.Protocol() == wire.OpenAIChat {
-			answerID = func(id string) string { return "chatcmpl-" + id }
 			stream = openaichat.NewStream(includeUsage(req))
 		}
-		base := &wire.Response{ID: answerID(job.ID), JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
+		base := &wire.Response{ID: answerID(codec, job.ID), JobID: job.ID, Model: job.Model, Created: job.Created, Status: wire.StatusQueued, Notes: req.AllNotes()}
 		if rr != nil {
 			base.Echo = rr.echo
 		}
@@ -112,7 +118,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			}
 			if !won {
 				job.ID, shared = existing, true
-				base.ID = answerID(job.ID)
+				base.ID = answerID(codec, job.ID)
 				w.Header().Set(HeaderShared, "true")
 			}
 		}

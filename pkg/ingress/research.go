@@ -230,13 +230,11 @@ func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request) {
 			after = n
 		}
 	}
-	release, ok := s.admitWait(w, r, chatCodec, run.Tenant, holdStream)
+	ctx, done, ok := s.openStream(w, r, chatCodec, run.Tenant)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := s.stream(w, r)
-	defer cancel()
+	defer done()
 	rc := http.NewResponseController(w)
 	startSSE(w)
 	tick := time.NewTicker(researchPoll)

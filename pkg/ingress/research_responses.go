@@ -131,13 +131,11 @@ func (s *Server) getResearchResponse(w http.ResponseWriter, r *http.Request) {
 // events are made again from the start every time, by one wire.Stream fed the run as
 // it grows: the searches so far, then at the end the report (Finish) or the failure.
 func (s *Server) streamRunResponse(w http.ResponseWriter, r *http.Request, run *state.Run, after int) {
-	release, ok := s.admitWait(w, r, responses.Client, run.Tenant, holdStream)
+	ctx, done, ok := s.openStream(w, r, responses.Client, run.Tenant)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := s.stream(w, r)
-	defer cancel()
+	defer done()
 	rc := http.NewResponseController(w)
 	startSSE(w)
 	last := time.Now()

@@ -43,11 +43,11 @@ type Fleet struct {
 type Option func(*setup)
 
 // setup is what an Option adjusts: the process settings, the config file and the
-// fleet's own options.
+// fleet's failpoint.
 type setup struct {
-	env   *config.Env
-	file  *config.File
-	fleet fleet.Options
+	env       *config.Env
+	file      *config.File
+	failpoint func(name string)
 }
 
 // Policy sets webSearch.injectPolicy.
@@ -71,7 +71,7 @@ func File(fn func(*config.File)) Option {
 // each named point of a chat or research step and of the research API, and a panic
 // there fails the step or the request as a crash would (a step is redelivered).
 func Failpoint(fp func(name string)) Option {
-	return func(s *setup) { s.fleet.Failpoint = fp }
+	return func(s *setup) { s.failpoint = fp }
 }
 
 // Settings are the test defaults: short timings so redeliveries happen within a test.
@@ -107,7 +107,7 @@ func Start(t testing.TB, opts ...Option) *Fleet {
 	if err := file.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	url, _ := RunWith(t, env, file, rdb, func(o *fleet.Options) { o.Failpoint = st.fleet.Failpoint })
+	url, _ := RunWith(t, env, file, rdb, func(o *fleet.Options) { o.Failpoint = st.failpoint })
 	return &Fleet{URL: url, Sim: sim, SimURL: simURL, NATS: natsURL, Store: Store(t, rdb, prefix, natsURL, env.Namespace, env.Retention), File: file, Env: env}
 }
 
