@@ -14,6 +14,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -84,12 +85,13 @@ func run(ctx context.Context) error {
 	if _, err := c.interactive(ctx, 0); err != nil {
 		return fmt.Errorf("the fleet does not answer: %w", err)
 	}
-	openLoop(ctx, c, o.rate, func() bool { return false }, o.warmup)
-	alone := openLoop(ctx, c, o.rate, func() bool { return false }, o.duration)
+	ask := func() (time.Duration, error) { return c.interactive(ctx, c.seq.Add(1)) }
+	benchfleet.OpenLoop(ctx, ask, o.rate, o.warmup, nil, 0)
+	alone := benchfleet.OpenLoop(ctx, ask, o.rate, o.duration, nil, 0)
 	report("interactive alone", alone)
 	fmt.Println()
 
-	var during phase
+	var during benchfleet.LoadResult
 	queues := newQueueWatch(natsURL)
 	defer queues.close()
 	for r := range o.runs {
@@ -105,17 +107,18 @@ func run(ctx context.Context) error {
 			status = c.waitBatch(ctx, id)
 			ended.Store(true)
 		}()
-		p := openLoop(ctx, c, o.rate, ended.Load, 0)
+		p := benchfleet.OpenLoop(ctx, ask, o.rate, 0, ended.Load, 0)
 		took := time.Since(start)
 		stopWatch()
-		during.lat, during.errs = append(during.lat, p.lat...), during.errs+p.errs
+		during.Latencies, during.Errors = append(during.Latencies, p.Latencies...), during.Errors+p.Errors
+		during.FirstErr = cmp.Or(during.FirstErr, p.FirstErr)
 		fmt.Printf("batch %d: %s, %d completed + %d failed of %d in %s (%.0f questions/s); %d interactive requests meanwhile\n", r+1,
 			status.Status, status.RequestCounts.Completed, status.RequestCounts.Failed, status.RequestCounts.Total,
-			took.Round(10*time.Millisecond), float64(o.batch)/took.Seconds(), len(p.lat))
+			took.Round(10*time.Millisecond), float64(o.batch)/took.Seconds(), len(p.Latencies))
 	}
 	report(fmt.Sprintf("interactive during %d-question batches", o.batch), during)
 	queues.report()
-	ratio := float64(benchfleet.Pct(during.lat, 99)) / float64(max(benchfleet.Pct(alone.lat, 99), 1))
+	ratio := float64(benchfleet.Pct(during.Latencies, 99)) / float64(max(benchfleet.Pct(alone.Latencies, 99), 1))
 	verdict := "met"
 	if ratio > o.goal {
 		verdict = "NOT met"
@@ -185,47 +188,14 @@ func (c *client) waitBatch(ctx context.Context, id string) batchStatus {
 }
 
 // phase is what one measured phase saw.
-type phase struct {
-	lat     []time.Duration
-	errs    int
-	elapsed time.Duration
-}
-
-// openLoop offers rate requests per second, whether or not earlier ones have been
-// answered, until d has passed (d > 0) or done reports true, and waits for them all.
-func openLoop(ctx context.Context, c *client, rate int, done func() bool, d time.Duration) phase {
-	var mu sync.Mutex
-	var p phase
-	var wg sync.WaitGroup
-	interval := time.Second / time.Duration(rate)
-	start := time.Now()
-	for next := start; ctx.Err() == nil && !done() && (d <= 0 || time.Since(start) < d); {
-		next = next.Add(interval)
-		time.Sleep(time.Until(next))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l, err := c.interactive(ctx, c.seq.Add(1))
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if p.errs++; p.errs <= 3 {
-					fmt.Fprintln(os.Stderr, "interactive request failed:", err)
-				}
-				return
-			}
-			p.lat = append(p.lat, l)
-		}()
+func report(name string, p benchfleet.LoadResult) {
+	l := p.Latencies
+	fmt.Printf("%-46s n=%-5d p50 %-9s p90 %-9s p99 %-9s max %-9s errors %d\n", name, len(l),
+		benchfleet.Pct(l, 50).Round(100*time.Microsecond), benchfleet.Pct(l, 90).Round(100*time.Microsecond),
+		benchfleet.Pct(l, 99).Round(100*time.Microsecond), benchfleet.Pct(l, 100).Round(100*time.Microsecond), p.Errors)
+	if p.FirstErr != nil {
+		fmt.Fprintln(os.Stderr, "first failed request:", p.FirstErr)
 	}
-	wg.Wait()
-	p.elapsed = time.Since(start)
-	return p
-}
-
-func report(name string, p phase) {
-	fmt.Printf("%-46s n=%-5d p50 %-9s p90 %-9s p99 %-9s max %-9s errors %d\n", name, len(p.lat),
-		benchfleet.Pct(p.lat, 50).Round(100*time.Microsecond), benchfleet.Pct(p.lat, 90).Round(100*time.Microsecond),
-		benchfleet.Pct(p.lat, 99).Round(100*time.Microsecond), benchfleet.Pct(p.lat, 100).Round(100*time.Microsecond), p.errs)
 }
 
 // queueWatch samples the backlog (pending + unacknowledged messages) of the

@@ -223,7 +223,14 @@ func measureB(ctx context.Context, o options, b *tenant, hooks *receiver, name s
 		defer wg.Done()
 		p.hooks = b.callbacks(ctx, o.bWebhooks, hooks, 2*o.duration)
 	}()
-	p.sync, p.errs = b.openLoop(ctx, o.rate, o.duration, "Search the web: what is new today, item %d? sim:engine="+o.engine)
+	ask := func() (time.Duration, error) {
+		return b.ask(ctx, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine="+o.engine, b.seq.Add(1)))
+	}
+	r := benchfleet.OpenLoop(ctx, ask, o.rate, o.duration, nil, 0)
+	if r.FirstErr != nil {
+		fmt.Fprintln(os.Stderr, "B's request failed:", r.FirstErr)
+	}
+	p.sync, p.errs = r.Latencies, r.Errors
 	wg.Wait()
 	p.cpu = float64(benchfleet.ProcessCPU()-cpu0) / float64(time.Since(t0))
 	fmt.Printf("[load %s, this process %.2f cores] B %-18s sync n=%-4d p50 %-9s p99 %-9s errors %d; %d-line batch %s; callbacks %d, p50 %s, max %s\n", benchfleet.LoadAvg(), p.cpu, name,
@@ -289,36 +296,6 @@ func (t *tenant) submit(ctx context.Context, text, callback string) (string, err
 		return "", fmt.Errorf("status %d: %.200s", status, b)
 	}
 	return j.ID, nil
-}
-
-// openLoop offers rate requests per second for d, answered or not, and waits for them.
-func (t *tenant) openLoop(ctx context.Context, rate int, d time.Duration, text string) ([]time.Duration, int) {
-	var mu sync.Mutex
-	var lat []time.Duration
-	errs := 0
-	var wg sync.WaitGroup
-	interval := time.Second / time.Duration(rate)
-	start := time.Now()
-	for next := start; ctx.Err() == nil && time.Since(start) < d; {
-		next = next.Add(interval)
-		time.Sleep(time.Until(next))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l, err := t.ask(ctx, fmt.Sprintf(text, t.seq.Add(1)))
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if errs++; errs <= 3 {
-					fmt.Fprintln(os.Stderr, "B's request failed:", err)
-				}
-				return
-			}
-			lat = append(lat, l)
-		}()
-	}
-	wg.Wait()
-	return lat, errs
 }
 
 // batch submits n questions that do not search, as the simple form.

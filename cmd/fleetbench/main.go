@@ -41,7 +41,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -212,12 +211,14 @@ func run(ctx context.Context) error {
 	}
 	if *rate > 0 {
 		fmt.Printf("\nLatency at a fixed offered rate of %d jobs/s (open loop; every latency is pipeline overhead: the simulator answers at once)\n", *rate)
-		openLoop(ctx, one, *rate, *warmup)
-		lat, errs, elapsed, behind := openLoop(ctx, one, *rate, *duration)
+		// More than two seconds' worth unanswered: the fleet cannot carry the rate.
+		benchfleet.OpenLoop(ctx, one, *rate, *warmup, nil, 2**rate)
+		r := benchfleet.OpenLoop(ctx, one, *rate, *duration, nil, 2**rate)
+		lat := r.Latencies
 		fmt.Printf("  achieved %.0f jobs/s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, errors %d\n",
-			float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 99.9), pct(lat, 100), errs)
-		if behind {
-			fmt.Printf("  NOT SUSTAINED: more than 2 s of offered jobs were unanswered, so offering stopped after %d jobs (the figures above are of those)\n", len(lat)+errs)
+			r.Rate(), pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 99.9), pct(lat, 100), r.Errors)
+		if r.Behind {
+			fmt.Printf("  NOT SUSTAINED: more than 2 s of offered jobs were unanswered, so offering stopped after %d jobs (the figures above are of those)\n", len(lat)+r.Errors)
 		}
 	}
 	if *ttft > 0 {
@@ -336,48 +337,6 @@ func firstToken(ctx context.Context, hc *http.Client, f *benchfleet.Fleet, n int
 	if len(sim) > 0 && len(fl) > 0 {
 		fmt.Printf("  the fleet adds %s at p50\n", (benchfleet.Pct(fl, 50) - benchfleet.Pct(sim, 50)).Round(10*time.Microsecond))
 	}
-}
-
-// openLoop offers rate jobs/s for d, whether or not earlier ones have been answered,
-// until more than two seconds' worth are unanswered: then the fleet cannot carry the
-// rate, and offering more would only grow a backlog (and the run's time) without
-// bound. It returns the answered jobs' latencies, the errors, the time, and whether it
-// stopped early.
-func openLoop(ctx context.Context, one func() (time.Duration, error), rate int, d time.Duration) ([]time.Duration, int, time.Duration, bool) {
-	var mu sync.Mutex
-	var lat []time.Duration
-	var errs, inflight atomic.Int64
-	var wg sync.WaitGroup
-	interval := time.Second / time.Duration(rate)
-	start := time.Now()
-	next := start
-	behind := false
-	for time.Since(start) < d && ctx.Err() == nil {
-		if inflight.Load() > int64(2*rate) {
-			behind = true
-			break
-		}
-		next = next.Add(interval)
-		if w := time.Until(next); w > 0 {
-			time.Sleep(w)
-		}
-		wg.Add(1)
-		inflight.Add(1)
-		go func() {
-			defer wg.Done()
-			defer inflight.Add(-1)
-			l, err := one()
-			if err != nil {
-				errs.Add(1)
-				return
-			}
-			mu.Lock()
-			lat = append(lat, l)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return lat, int(errs.Load()), time.Since(start), behind
 }
 
 func pct(l []time.Duration, p float64) string {

@@ -320,6 +320,8 @@ type LoadResult struct {
 	Elapsed   time.Duration
 	// FirstErr is the first error, if any.
 	FirstErr error
+	// Behind is set when an open loop stopped early: the fleet could not carry its rate.
+	Behind bool
 }
 
 // Rate is the completed jobs per second.
@@ -328,6 +330,48 @@ func (r LoadResult) Rate() float64 {
 		return 0
 	}
 	return float64(len(r.Latencies)) / r.Elapsed.Seconds()
+}
+
+// OpenLoop offers rate requests per second, answered or not, until d has passed (d >
+// 0) or done reports true (done nil: never), and waits for them. With behind > 0 it
+// stops early, Behind set, once more than behind requests are unanswered: then the
+// fleet cannot carry the rate, and offering more would only grow a backlog.
+func OpenLoop(ctx context.Context, one func() (time.Duration, error), rate int, d time.Duration, done func() bool, behind int) LoadResult {
+	var (
+		mu       sync.Mutex
+		res      LoadResult
+		inflight atomic.Int64
+		wg       sync.WaitGroup
+	)
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for next := start; ctx.Err() == nil && (d <= 0 || time.Since(start) < d) && (done == nil || !done()); {
+		if behind > 0 && inflight.Load() > int64(behind) {
+			res.Behind = true
+			break
+		}
+		next = next.Add(interval)
+		time.Sleep(time.Until(next))
+		wg.Add(1)
+		inflight.Add(1)
+		go func() {
+			defer wg.Done()
+			defer inflight.Add(-1)
+			l, err := one()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if res.Errors++; res.FirstErr == nil {
+					res.FirstErr = err
+				}
+				return
+			}
+			res.Latencies = append(res.Latencies, l)
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	return res
 }
 
 // ClosedLoop runs clients that each send their next job when the last is done, for d
