@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -201,59 +201,50 @@ func (h *hashValues) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// encodeCold writes a job's archived record (a coldRecord) in one pass over its
-// hashes. The fleet wrote every value itself, so a field that holds JSON
-// (jobJSONField, chainJSONField, every recorded search) is copied in as it is,
-// neither validated nor compacted, and any other is written as a JSON string: each
-// reads back as the bytes Redis held. response is the stored response (JSON, or nil).
+// encodeCold writes a job's archived record (a coldRecord), its hashes' fields in
+// order (the same hashes always make the same bytes). The fleet wrote every value
+// itself, so a field that holds JSON (jobJSONField, chainJSONField, every recorded
+// search) is copied in as it is, neither validated nor compacted, and any other is
+// written as a JSON string (encoding/json's, not HTML-escaped): each reads back as
+// the bytes Redis held. response is the stored response (JSON, or nil).
 func encodeCold(job, chain, searches map[string]string, response []byte) []byte {
-	n := 64 + len(response)
-	for _, h := range []map[string]string{job, chain, searches} {
-		for k, v := range h {
-			n += len(k) + len(v) + 8 // quotes, colon, comma; strings rarely need escapes
-		}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	str := func(s string) {
+		enc.Encode(s) // a string always encodes
+		b.Truncate(b.Len() - 1)
 	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"v":1,"job":`...)
-	b = appendHash(b, job, jobJSONField)
+	hash := func(name string, h map[string]string, isJSON func(field string) bool) {
+		b.WriteString(`,"` + name + `":{`)
+		for i, k := range slices.Sorted(maps.Keys(h)) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			str(k)
+			b.WriteByte(':')
+			if v := h[k]; v != "" && (v[0] == '{' || v[0] == '[') && isJSON(k) {
+				b.WriteString(v)
+			} else {
+				str(v)
+			}
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`{"v":1`)
+	hash("job", job, jobJSONField)
 	if len(chain) > 0 {
-		b = append(b, `,"chain":`...)
-		b = appendHash(b, chain, chainJSONField)
+		hash("chain", chain, chainJSONField)
 	}
 	if len(searches) > 0 {
-		b = append(b, `,"searches":`...)
-		b = appendHash(b, searches, func(string) bool { return true }) // results, as the workers encoded them
+		hash("searches", searches, func(string) bool { return true }) // results, as the workers encoded them
 	}
 	if len(response) > 0 {
-		b = append(b, `,"response":`...)
-		b = append(b, response...)
+		b.WriteString(`,"response":`)
+		b.Write(response)
 	}
-	return append(b, '}')
-}
-
-// appendHash appends h as a JSON object, its fields in order (the same hash always
-// makes the same bytes): a value of a field isJSON names is embedded when it is an
-// object or an array, any other value is a string.
-func appendHash(b []byte, h map[string]string, isJSON func(field string) bool) []byte {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, k)
-		b = append(b, ':')
-		if v := h[k]; v != "" && (v[0] == '{' || v[0] == '[') && isJSON(k) {
-			b = append(b, v...)
-		} else {
-			b = appendJSONString(b, v)
-		}
-	}
-	return append(b, '}')
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // jobJSONField reports whether a job hash field holds JSON the fleet encoded (the
@@ -273,60 +264,6 @@ func jobJSONField(f string) bool {
 func chainJSONField(f string) bool {
 	kind, _, _ := strings.Cut(f, ":")
 	return kind == prefixTurn || kind == prefixCalls || kind == prefixResult
-}
-
-// appendJSONString appends s as a JSON string the way encoding/json writes it without
-// HTML escaping: quotes, backslashes and control characters escaped, U+2028 and
-// U+2029 escaped (JavaScript reads them as line ends), invalid UTF-8 as U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // trimJob drops an archived job's cold parts from Redis once, and counts its spend per

@@ -1,32 +1,9 @@
 package state
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 )
-
-// appendJSONString writes a string as encoding/json does without HTML escaping, so
-// an archived record reads back (and looks) as one encoding/json would have written.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", `"quoted" \ back`, "<b>&</b>", "tab\t nl\n cr\r bs\b ff\f nul\x00 esc\x1b del\x7f",
-		"line\u2028para\u2029", "é 日本 🙂", "bad \xff utf-8 \xc3", "[1, 2]", `{"a": 1}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		got := appendJSONString(nil, s)
-		if !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
-			t.Errorf("appendJSONString(%q) = %s, encoding/json writes %s", s, got, want.Bytes())
-		}
-	})
-}
 
 // BenchmarkEncodeCold encodes the archived record of a one-search job: a 4 KB
 // request, a hop's turn and calls, a 3 KB result in the chain and among the
