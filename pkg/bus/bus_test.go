@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -541,19 +540,6 @@ func TestWaitBoundsALostAcknowledgement(t *testing.T) {
 	}
 	if _, err := silent.NextMsg(time.Second); err != nil {
 		t.Fatalf("the publish never left: %v", err)
-	}
-}
-
-// WithField joins an encoded value to an encoded object as json.Marshal would write it.
-func TestWithField(t *testing.T) {
-	for _, c := range []struct{ obj, want string }{
-		{`{"a":1}`, `{"a":1,"b":[2,{"c":3}]}`},
-		{`{}`, `{"b":[2,{"c":3}]}`},
-	} {
-		got := bus.WithField([]byte(c.obj), "b", []byte(`[2,{"c":3}]`))
-		if string(got) != c.want || !json.Valid(got) {
-			t.Errorf("%s: %s, want %s", c.obj, got, c.want)
-		}
 	}
 }
 

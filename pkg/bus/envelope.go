@@ -42,15 +42,6 @@ type envelope[T any] struct {
 	Data T         `json:"data"`
 }
 
-// Encoded is a payload encoded already: Encode puts Data in the envelope as it is.
-// For a payload whose bytes serve more than once (a finished search is stored, then
-// published): encoded once, not again here.
-type Encoded struct {
-	Payload // its kind and message id
-	// Data is the payload's JSON encoding; it is not checked.
-	Data []byte
-}
-
 // Sealed is a message whose whole envelope is encoded already (Seal): Encode sends
 // Envelope as it is. A message stored before it is published (a chain's search
 // result) is published exactly as stored, and a reader of the stored bytes decodes
@@ -61,28 +52,17 @@ type Sealed struct {
 	Envelope []byte
 }
 
-// Seal encodes p's envelope once (see Sealed); the Sealed holds p itself (an Encoded
-// payload's own).
+// Seal encodes p's envelope once (see Sealed).
 func Seal(p Payload) (Sealed, error) {
 	id := p.MsgID()
 	if id == "" {
 		return Sealed{}, fmt.Errorf("bus: %s message without an id", p.Kind())
 	}
-	data, err := encodeEnvelope(p, id)
+	data, err := json.Marshal(envelope[Payload]{Kind: p.Kind(), ID: id, At: time.Now().UTC(), Data: p})
 	if err != nil {
 		return Sealed{}, fmt.Errorf("bus: encoding %s: %w", p.Kind(), err)
 	}
-	if enc, ok := p.(Encoded); ok {
-		p = enc.Payload
-	}
 	return Sealed{Payload: p, Envelope: data}, nil
-}
-
-// envelopeHead is an envelope without its payload (see Encoded).
-type envelopeHead struct {
-	Kind string    `json:"kind"`
-	ID   string    `json:"id"`
-	At   time.Time `json:"at"`
 }
 
 // Encode builds the NATS message for p on subject: its envelope as Seal makes it, or
@@ -103,37 +83,6 @@ func Encode(subject string, p Payload) (*nats.Msg, error) {
 		m.Header.Set(HeaderEvent, string(e.Type))
 	}
 	return m, nil
-}
-
-// encodeEnvelope is the envelope of p, message id id: an Encoded payload's data is
-// joined to the envelope's head, any other payload is encoded with it.
-func encodeEnvelope(p Payload, id string) ([]byte, error) {
-	at := time.Now().UTC()
-	enc, ok := p.(Encoded)
-	if !ok {
-		return json.Marshal(envelope[Payload]{Kind: p.Kind(), ID: id, At: at, Data: p})
-	}
-	head, err := json.Marshal(envelopeHead{Kind: p.Kind(), ID: id, At: at})
-	if err != nil {
-		return nil, err
-	}
-	return WithField(head, "data", enc.Data), nil
-}
-
-// WithField is the JSON object obj (encoded, non-empty) with one more field, key,
-// whose value is the JSON value raw, joined as they are: for a value encoded already,
-// which encoding the whole object again would only copy and re-check.
-func WithField(obj []byte, key string, raw []byte) []byte {
-	b := make([]byte, 0, len(obj)+len(key)+len(raw)+5)
-	b = append(b, obj[:len(obj)-1]...) // up to its closing brace
-	if len(obj) > 2 {
-		b = append(b, ',')
-	}
-	b = append(b, '"')
-	b = append(b, key...)
-	b = append(b, '"', ':')
-	b = append(b, raw...)
-	return append(b, '}')
 }
 
 // ErrUndecodable marks a message that can never be handled: not JSON, the wrong kind,

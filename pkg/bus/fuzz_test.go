@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -58,46 +57,4 @@ func FuzzDecode(f *testing.F) {
 		roundTrip[bus.ChatJob](t, data)
 		roundTrip[bus.Event](t, data)
 	})
-}
-
-// An Encoded payload is the same message as the payload itself: the same data once
-// decoded, the same id, kind and event headers.
-func TestEncodedPayloadIsTheSameMessage(t *testing.T) {
-	for _, p := range []bus.Payload{
-		bus.ChatJob{JobID: "job_1", Tenant: "t <&>"},
-		bus.Event{JobID: "job_1", Type: bus.EventFailed, Error: "it \"failed\"", Failure: json.RawMessage(`{"type":"x"}`)},
-	} {
-		data, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plain, err := bus.Encode("x", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		encoded, err := bus.Encode("x", bus.Encoded{Payload: p, Data: data})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range []string{"Nats-Msg-Id", bus.HeaderKind, bus.HeaderEvent} {
-			if plain.Header.Get(h) != encoded.Header.Get(h) {
-				t.Errorf("%s: header %s %q, want %q", p.Kind(), h, encoded.Header.Get(h), plain.Header.Get(h))
-			}
-		}
-		var a, b map[string]any
-		if err := json.Unmarshal(plain.Data, &a); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(encoded.Data, &b); err != nil {
-			t.Fatalf("%s: %v: %s", p.Kind(), err, encoded.Data)
-		}
-		if b["at"] == nil {
-			t.Errorf("%s: no time in %s", p.Kind(), encoded.Data)
-		}
-		delete(a, "at")
-		delete(b, "at")
-		if !reflect.DeepEqual(a, b) {
-			t.Errorf("%s: encoded %v, want %v", p.Kind(), b, a)
-		}
-	}
 }

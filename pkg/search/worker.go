@@ -251,9 +251,9 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	if err != nil {
 		return bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
 	}
-	db, err := encodeDone(&done, rb)
+	db, err := json.Marshal(&done)
 	if err != nil {
-		return bus.Permanent(err)
+		return bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
 	}
 	msg, err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, db, recording(req, &done.Result, rb))
 	if err != nil {
@@ -279,22 +279,6 @@ func forChain(res *engines.Result) {
 	if res.Citation.Error == nil {
 		res.Citation.LLMContent = ""
 	}
-}
-
-// doneHead is a Done without its result (the shallower Result hides Done's, and
-// being nil is left out): encodeDone joins it to the result's bytes.
-type doneHead struct {
-	*Done
-	Result *struct{} `json:"result,omitempty"`
-}
-
-// encodeDone is done's JSON with rb, its result's JSON, as the result.
-func encodeDone(done *Done, rb []byte) ([]byte, error) {
-	head, err := json.Marshal(doneHead{Done: done})
-	if err != nil {
-		return nil, fmt.Errorf("search: encoding a result: %w", err)
-	}
-	return bus.WithField(head, "result", rb), nil
 }
 
 // fallbackReason reports whether another engine may mend e: the engine is busy or
@@ -481,7 +465,7 @@ func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool
 	save := st.SaveSearchDone
 	if !direct {
 		var err error
-		if b, err = resumeMessage(done, b); err != nil {
+		if b, err = resumeMessage(done); err != nil {
 			return nil, bus.Permanent(err)
 		}
 		save = st.SaveSearchResult
@@ -492,30 +476,23 @@ func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool
 }
 
 // storedDone reads a call's stored outcome (state.SearchStart.Done) and returns it
-// with what publishing it sends (see saveDone): a chain's is its resume message; a
-// direct search's, or a chain's stored by an earlier release, is the Done alone, which
-// a chain's call seals into its message.
+// with what publishing it sends (see saveDone): a chain's is its resume message, a
+// direct search's the Done alone (either is read when direct: an identical call
+// waited on may be of either kind).
 func storedDone(b []byte, direct bool) (*Done, []byte, bool) {
 	if d, _, err := bus.Decode[Done](b); err == nil {
 		return &d, b, true
 	}
 	var d Done
-	if json.Unmarshal(b, &d) != nil {
+	if !direct || json.Unmarshal(b, &d) != nil {
 		return nil, nil, false
 	}
-	if direct {
-		return &d, b, true
-	}
-	msg, err := resumeMessage(&d, b)
-	if err != nil {
-		return nil, nil, false
-	}
-	return &d, msg, true
+	return &d, b, true
 }
 
-// resumeMessage is the resume message of done (b its JSON), its envelope sealed once:
-// the bytes stored as the chain's result and published as they are.
-func resumeMessage(done *Done, b []byte) ([]byte, error) {
-	sealed, err := bus.Seal(bus.Encoded{Payload: *done, Data: b})
+// resumeMessage is the resume message of done, its envelope sealed once: the bytes
+// stored as the chain's result and published as they are.
+func resumeMessage(done *Done) ([]byte, error) {
+	sealed, err := bus.Seal(*done)
 	return sealed.Envelope, err
 }

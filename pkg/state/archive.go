@@ -34,8 +34,6 @@ import (
 // Readers find a job wherever it is: GetJob, RecordedSearches and GetResponse read
 // Redis first, and the archive for what Redis no longer holds — the cold part of an
 // archived job, or the whole of a job Redis lost (a restart with an empty dataset).
-// Records written before the archive existed are read from Redis as before and expire
-// there; the store reads both forms for as long as such records live.
 //
 // Writing is exactly once under redelivery: the archive keeps the first value of a
 // key, and the trim happens only once the value is written, so a finish hook that
