@@ -73,10 +73,8 @@ type view struct {
 	rendered map[int]renderedHop
 	turns    map[int]*turn
 	hopCalls map[int][]call
-	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey); nonces
-	// memoizes each hop's delimiter nonce.
+	// evidenceKey keys the job's evidence delimiter (Worker.EvidenceKey).
 	evidenceKey []byte
-	nonces      map[int]string
 	// unsaved is a hop's model answer in chain but not stored yet: its dispatch
 	// stores it with its calls, the completion with the ending (step.answered).
 	unsaved *unsavedTurn

@@ -71,22 +71,14 @@ func newSalt() string {
 	return hex.EncodeToString(b)
 }
 
-// nonce is the delimiter nonce of hop h's results, computed once per view (every
-// result of the hop is wrapped in it).
+// nonce is the delimiter nonce of hop h's results (every result of the hop is
+// wrapped in it).
 func (v *view) nonce(h int) string {
-	if n, ok := v.nonces[h]; ok {
-		return n
-	}
 	salt := ""
 	if cs := v.calls(h); len(cs) > 0 {
 		salt = cs[0].Salt
 	}
-	n := evidenceNonce(v.evidenceKey, v.job.ID, salt)
-	if v.nonces == nil {
-		v.nonces = map[int]string{}
-	}
-	v.nonces[h] = n
-	return n
+	return evidenceNonce(v.evidenceKey, v.job.ID, salt)
 }
 
 // evidence wraps content, one tool result's text, in job's delimiters. Any delimiter

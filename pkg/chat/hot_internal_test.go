@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/searchfleet/searchfleet/pkg/engines"
-	"github.com/searchfleet/searchfleet/pkg/intent"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
@@ -43,30 +42,6 @@ func TestViewCallsMemoized(t *testing.T) {
 	}
 }
 
-// The server tools' entries are those wire.ChatTool decodes, and a cached entry's
-// Parameters cannot be appended to in place.
-func TestToolCache(t *testing.T) {
-	t.Parallel()
-	var c toolCache
-	schema := intent.FetchTool()
-	want, err := wire.ChatTool(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		got, err := c.tool(schema)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("tool = %+v, %v; want %+v", got, err, want)
-		}
-		if len(got.Parameters) != cap(got.Parameters) {
-			t.Fatal("a cached entry's Parameters has room to append in place")
-		}
-	}
-	if _, err := c.tool(json.RawMessage(`{"function":`)); err == nil {
-		t.Fatal("a schema that does not decode gave no error")
-	}
-}
-
 // BenchmarkViewCalls reads hop 0's calls as a completing hop does (the evidence nonce,
 // the fetch count, the trace, the response).
 func BenchmarkViewCalls(b *testing.B) {
@@ -79,29 +54,13 @@ func BenchmarkViewCalls(b *testing.B) {
 	}
 }
 
-// BenchmarkOfferedTool is the web_fetch tools[] entry of a model request.
-func BenchmarkOfferedTool(b *testing.B) {
-	var c toolCache
-	schema := intent.FetchTool()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.tool(schema); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// A hop's delimiter nonce is the same whether computed now or before, and is the
-// one its salt and the job give.
-func TestViewNonceMemoized(t *testing.T) {
+// A hop's delimiter nonce is the one its salt and the job give.
+func TestViewNonce(t *testing.T) {
 	t.Parallel()
 	v := oneCallView(t)
 	v.evidenceKey = []byte("k")
-	want := evidenceNonce(v.evidenceKey, v.job.ID, "s4lt")
-	for range 2 {
-		if got := v.nonce(0); got != want {
-			t.Fatalf("nonce(0) = %q, want %q", got, want)
-		}
+	if got, want := v.nonce(0), evidenceNonce(v.evidenceKey, v.job.ID, "s4lt"); got != want {
+		t.Fatalf("nonce(0) = %q, want %q", got, want)
 	}
 	if got, want := v.nonce(1), evidenceNonce(v.evidenceKey, v.job.ID, ""); got != want {
 		t.Fatalf("nonce(1) of a hop without calls = %q, want %q", got, want)

@@ -227,7 +227,7 @@ func (w *Worker) modelRequest(v *view, h int, offered, fetchOffered, gp bool, mo
 		if name == intent.ToolName && !offered || name == intent.FetchToolName && !fetchOffered {
 			continue
 		}
-		t, err := w.offered.tool(serverTools[name].schema(w, gp))
+		t, err := wire.ChatTool(serverTools[name].schema(w, gp))
 		if err != nil {
 			return nil, nil, fmt.Errorf("the %s tool's schema: %w", name, err)
 		}

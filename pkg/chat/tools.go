@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -41,34 +40,6 @@ type serverTool struct {
 	// render is the text the model reads for a result, its sources numbered into the
 	// chain's sequence.
 	render func(d *search.Done, srcs *sources) string
-}
-
-// toolCache holds the server tools' tools[] entries as decoded from their schemas. A
-// schema is fixed for the life of a process (intent.Toolset precomputes both of
-// web_search's), so each is decoded once rather than on every model call. The entries
-// share their Parameters and Strict: requests read them, never write them.
-type toolCache struct {
-	mu sync.Mutex
-	m  map[string]wire.Tool // by schema
-}
-
-// tool is wire.ChatTool(schema), decoded once per distinct schema.
-func (c *toolCache) tool(schema json.RawMessage) (wire.Tool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t, ok := c.m[string(schema)]; ok {
-		return t, nil
-	}
-	t, err := wire.ChatTool(schema)
-	if err != nil {
-		return wire.Tool{}, err
-	}
-	t.Parameters = t.Parameters[:len(t.Parameters):len(t.Parameters)]
-	if c.m == nil {
-		c.m = map[string]wire.Tool{}
-	}
-	c.m[string(schema)] = t
-	return t, nil
 }
 
 // planState is what planning one hop's calls counts across its calls.

@@ -96,9 +96,6 @@ type Worker struct {
 	// ("chat.after_model_call", "chat.after_turn_stored", "chat.after_dispatch"): the
 	// crash tests pass ExitAt to kill a worker exactly there. Nil in production.
 	Failpoint func(name string)
-
-	// offered holds the server tools' tools[] entries, decoded once (tools.go).
-	offered toolCache
 }
 
 // HandleJob runs the first hop of a new job.
