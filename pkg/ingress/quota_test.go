@@ -208,7 +208,7 @@ func TestStorageQuotaReleasesOnExpiryAndDelete(t *testing.T) {
 	if got := q.usage(t, "ka").UsedBytes - before; got < 60000 || got > 62000 {
 		t.Errorf("an ended job of ~60 KB was charged %d bytes", got)
 	}
-	if st, err := long.Searches.StartSearch(ctx, job.ID, 0, "c1", "w", time.Second, nil); err != nil || st.Done != nil {
+	if st, err := long.Searches.StartSearch(ctx, job.ID, 0, "c1", "w", time.Second); err != nil || st.Done != nil {
 		t.Errorf("an ended job keeps its search worker's copy of a result the chain holds (%v)", err)
 	}
 	// An unaccepted job (not ended, its record deleted) gives its charge back.

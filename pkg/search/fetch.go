@@ -46,7 +46,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	req := d.Msg
 	ctx, span := trace.Tool(ctx, intent.FetchToolName, "", req.URL, req.JobID, req.CallID)
 	defer func() { trace.End(span, err) }()
-	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL, nil)
+	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
 	if err != nil {
 		return err
 	}

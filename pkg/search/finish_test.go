@@ -38,7 +38,7 @@ func TestFinishedSearchIsEncodedOnce(t *testing.T) {
 	if err := json.Unmarshal(m.Data, &env); err != nil {
 		t.Fatalf("the resume message: %v: %s", err, m.Data)
 	}
-	ss, err := r.store.Searches.StartSearch(ctx, req.JobID, req.Hop, req.CallID, "w2", time.Second, nil)
+	ss, err := r.store.Searches.StartSearch(ctx, req.JobID, req.Hop, req.CallID, "w2", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestIdenticalSearchesInFlightArePaidOncePerTenant(t *testing.T) {
 	paid := map[string]int{}
 	for i := range 4 {
 		id := fmt.Sprintf("j-inflight-%d", i)
-		b, err := r.store.Searches.StartSearch(context.Background(), id, 0, "c1", "check", time.Second, nil)
+		b, err := r.store.Searches.StartSearch(context.Background(), id, 0, "c1", "check", time.Second)
 		if err != nil || b.Done == nil {
 			t.Fatalf("%s: no stored result (%v)", id, err)
 		}

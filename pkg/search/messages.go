@@ -31,9 +31,7 @@ type Request struct {
 	Origin string `json:"origin,omitempty"`
 	// Tried are the engines that failed the call before Engine, in order.
 	Tried []Attempt `json:"tried,omitempty"`
-	// Tenant is the job's tenant, whose budget the search is reserved against as its
-	// call is claimed (state.Pay); a request without it (from an earlier release) is
-	// reserved against it after the claim.
+	// Tenant is the job's tenant: the call rides its lane (bus.SubjectSearchOf).
 	Tenant string `json:"tenant,omitempty"`
 	// Band is the job's priority band: the call rides its lane, and so does its
 	// result (bus.SubjectSearchOf, bus.SubjectResumeOf).

@@ -14,10 +14,8 @@ import (
 type Calls interface {
 	// StartSearch reads a call's stored outcome, its fallback state and its job's
 	// status and tenant, and claims the call's lease for owner, in one round trip. A
-	// job that does not exist has status "". With pay, it may reserve the search's
-	// price against the job's ledger too (state.SearchStart.Held, or Refused by the
-	// job's cap); a store that did not leaves both nil.
-	StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *state.Pay) (*state.SearchStart, error)
+	// job that does not exist has status "".
+	StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*state.SearchStart, error)
 	// KeepSearch keeps owner's lease of a call alive until the returned function is
 	// called; with drop set, that also frees it.
 	KeepSearch(id string, h int, call, owner string, ttl time.Duration) func(drop bool)
@@ -81,9 +79,6 @@ type Ledger interface {
 	// ReserveCall holds a search's price against its job's, batch's and tenant's
 	// budgets, once per call; it returns the hold, or the budget that refused it.
 	ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b spend.Budget, now time.Time) (*state.Hold, *spend.Exhausted, error)
-	// ReserveHeld goes on with a hold whose job's part StartSearch reserved: the
-	// batch's and the tenant's parts, as ReserveCall's.
-	ReserveHeld(ctx context.Context, h *state.Hold, tenant string, b spend.Budget, now time.Time) (*state.Hold, *spend.Exhausted, error)
 	// SettleCall moves a hold to what the call really cost.
 	SettleCall(ctx context.Context, h *state.Hold, usd float64, searches int) error
 }

@@ -96,11 +96,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	}
 	// A search whose job's deadline has passed is not made: nothing is held for it.
 	late := !req.Deadline.IsZero() && time.Now().After(req.Deadline)
-	pay := w.pay(req, eng)
-	if late {
-		pay = nil
-	}
-	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL, pay)
+	ss, err := w.Store.StartSearch(ctx, req.JobID, req.Hop, req.CallID, w.ID, w.LeaseTTL)
 	if err != nil {
 		return err
 	}
@@ -166,7 +162,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 			return err
 		} else if shared != nil {
 			w.count(req.Engine, "shared")
-			w.unreserve(ctx, ss, req.Engine)
 			defer trace.Searched(ctx, "shared", len(shared.Hits), 0)
 			return w.finish(ctx, req, d, shared, 0)
 		}
@@ -177,7 +172,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	} else if wait > 0 {
 		w.count(req.Engine, "rate_limited")
 		return bus.RetryOrEnd(fmt.Errorf("engine %s rate limit", req.Engine), true, lastChance(d, req, wait), wait, func() error {
-			w.unreserve(ctx, ss, req.Engine) // a retry keeps the hold: it finds it reserved
 			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.RateLimited, Engine: req.Engine, Message: "the engine's rate limit kept this search waiting too long"}), 0)
 		})
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/metrics"
 	"github.com/searchfleet/searchfleet/pkg/search"
 	"github.com/searchfleet/searchfleet/pkg/simulator"
+	"github.com/searchfleet/searchfleet/pkg/spend"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -423,13 +424,11 @@ type ledgerWrites struct {
 	moves int
 }
 
-func (l *ledgerWrites) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *state.Pay) (*state.SearchStart, error) {
-	if pay != nil {
-		l.mu.Lock()
-		l.pays++
-		l.mu.Unlock()
-	}
-	return l.Store.StartSearch(ctx, id, h, call, owner, ttl, pay)
+func (l *ledgerWrites) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b spend.Budget, now time.Time) (*state.Hold, *spend.Exhausted, error) {
+	l.mu.Lock()
+	l.pays++
+	l.mu.Unlock()
+	return l.Store.ReserveCall(ctx, jobID, tenant, call, usd, b, now)
 }
 
 func (l *ledgerWrites) SettleCall(ctx context.Context, h *state.Hold, usd float64, searches int) error {

@@ -82,9 +82,6 @@ type Hold struct {
 	// to its price (and one search) changes nothing, so SettleCall skips it.
 	price int64
 	made  struct{ job, batch, tenant bool }
-	// batch is the job's batch while only the job's part is held (StartSearch):
-	// ReserveHeld reserves there next.
-	batch string
 }
 
 // ReserveCall reserves usd for a paid call of job against, in turn, the job's
@@ -106,23 +103,10 @@ func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, us
 	if answer == "over" {
 		return nil, &spend.Exhausted{Budget: spend.BudgetRequest, Limit: limit}, nil
 	}
-	h := &Hold{JobID: jobID, Call: call, price: price, batch: batch}
+	h := &Hold{JobID: jobID, Call: call, price: price}
 	h.made.job = answer == "ok"
-	return s.ReserveHeld(ctx, h, tenant, b, now)
-}
-
-// ReserveHeld goes on with a call whose job's part h holds (SearchStart.Held, or
-// ReserveCall's first step): it reserves the call's price against its batch's ledger
-// and its tenant's budget b, each once per call, and gives back what h held when one
-// refuses. It returns the hold to settle, or the budget that refused. A hold whose
-// tenant's part StartSearch reserved with the job's is complete already.
-func (s *Ledger) ReserveHeld(ctx context.Context, h *Hold, tenant string, b spend.Budget, now time.Time) (*Hold, *spend.Exhausted, error) {
-	if h.Tenant != nil {
-		return h, nil, nil // StartSearch held the tenant's part too (Pay)
-	}
-	usd := spend.USD(h.price)
-	if batch := h.batch; batch != "" {
-		h.Batch, h.batch = batch, ""
+	if batch != "" {
+		h.Batch = batch
 		a, ex, err := s.reserveBatch(ctx, batch, h.Call, h.price)
 		if err != nil || ex != nil {
 			if ex != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"testing"
 	"time"
 
@@ -38,8 +37,6 @@ func TestSearchStoreConformance(t *testing.T) {
 		{"CachePerTenantWithTTL", cachePerTenant},
 		{"RateLimitShared", rateLimit},
 		{"ReserveCallOnceAndSettle", reserveCallOnce},
-		{"StartPaysTheJobsPart", startPays},
-		{"StartPaysTheTenantsPart", startPaysTenant},
 		{"CapsRefuseCalls", capsRefuseCalls},
 		{"KeyCooldowns", keyCooldowns},
 	})
@@ -54,7 +51,7 @@ func searchJob(t *testing.T, s searchStore, id, tenant, batch string) {
 
 func startSearch(t *testing.T, s searchStore, id, call, owner string, ttl time.Duration) *state.SearchStart {
 	t.Helper()
-	st, err := s.StartSearch(context.Background(), id, 0, call, owner, ttl, nil)
+	st, err := s.StartSearch(context.Background(), id, 0, call, owner, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,15 +132,14 @@ func outcomeStored(t *testing.T, s searchStore) {
 		t.Fatalf("another call's outcome: %q", st.Done)
 	}
 	// A chain's call stores its outcome as its chain's result: the first one stays,
-	// and StartSearch returns it, reserving nothing.
+	// and StartSearch returns it.
 	for _, b := range []string{`{"done":4}`, `{"done":5}`} {
 		if err := s.SaveSearchResult(ctx, "j", 0, "c3", []byte(b), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st, err := s.StartSearch(ctx, "j", 0, "c3", "w1", time.Minute, &state.Pay{Call: "c3", USD: 0.01, Engine: "brave"})
-	if err != nil || string(st.Done) != `{"done":4}` || st.Held != nil {
-		t.Fatalf("stored result %q (held %+v), %v; want the first, nothing held", st.Done, st.Held, err)
+	if st := startSearch(t, s, "j", "c3", "w1", time.Minute); string(st.Done) != `{"done":4}` {
+		t.Fatalf("stored result %q, want the first", st.Done)
 	}
 	// A job that is gone gets nothing stored.
 	if err := s.SaveSearchResult(ctx, "gone", 0, "c1", []byte(`{}`), nil); err != nil {
@@ -291,152 +287,6 @@ func reserveCallOnce(t *testing.T, s searchStore) {
 		t.Fatalf("past the monthly dollars: %+v", ex)
 	}
 	wantSpend(t, s, "acme", 0.004, 1)
-}
-
-// A start asked to pay holds the search's price against its job's ledger when it
-// claims a call to search, once per call; ReserveHeld goes on with the tenant's part.
-// A start that does not claim the call, finds its outcome stored or the call handed
-// to another engine holds nothing; the job's cap refuses a search it cannot fit.
-func startPays(t *testing.T, s searchStore) {
-	ctx, now := context.Background(), time.Now()
-	searchJob(t, s, "j", "acme", "")
-	pay := func(call string) *state.Pay {
-		return &state.Pay{Call: "j:0:" + call + "@brave", Engine: "brave", USD: 0.01}
-	}
-	startPay := func(call, owner string) *state.SearchStart {
-		t.Helper()
-		st, err := s.StartSearch(ctx, "j", 0, call, owner, time.Minute, pay(call))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	wantJob := func(want float64) {
-		t.Helper()
-		if usd, _, err := s.RequestSpend(ctx, "j"); err != nil || math.Abs(usd-want) > 1e-9 {
-			t.Fatalf("job ledger $%v (%v), want $%v", usd, err, want)
-		}
-	}
-	var held *state.Hold
-	for range 2 { // the holder's redelivery holds nothing more
-		st := startPay("c1", "w1")
-		if !st.Claimed || st.Held == nil || st.Refused != nil || st.Held.JobID != "j" || st.Held.Call != "j:0:c1@brave" {
-			t.Fatalf("a paid start: %+v", st)
-		}
-		held = st.Held
-		wantJob(0.01)
-	}
-	if st := startPay("c1", "w2"); st.Claimed || st.Held != nil || st.Refused != nil {
-		t.Fatalf("a start that did not claim the call: %+v", st)
-	}
-	wantJob(0.01)
-	h, ex, err := s.ReserveHeld(ctx, held, "acme", spend.Budget{SearchesPerDay: 5}, now)
-	if err != nil || ex != nil || h == nil || h.Tenant == nil || h.Tenant.Tenant != "acme" {
-		t.Fatalf("reserve held %+v %+v %v", h, ex, err)
-	}
-	wantSpend(t, s, "acme", 0.01, 1)
-	if err := s.SettleCall(ctx, h, 0.004, 1); err != nil {
-		t.Fatal(err)
-	}
-	wantJob(0.004)
-	wantSpend(t, s, "acme", 0.004, 1)
-
-	if err := s.SaveSearchDone(ctx, "j", 0, "c2", []byte(`{}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if st := startPay("c2", "w1"); st.Done == nil || st.Held != nil {
-		t.Fatalf("a call with a stored outcome: %+v", st)
-	}
-	if _, err := s.HandOff(ctx, "j", 0, "c3", "brave", "exa", []byte(`[]`)); err != nil {
-		t.Fatal(err)
-	}
-	if st := startPay("c3", "w1"); st.Fallback == nil || st.Held != nil {
-		t.Fatalf("a call handed to another engine: %+v", st)
-	}
-	wantJob(0.004)
-	if err := s.SetRequestCap(ctx, "j", 0.01); err != nil {
-		t.Fatal(err)
-	}
-	st := startPay("c4", "w1")
-	if st.Held != nil || st.Refused == nil || st.Refused.Budget != spend.BudgetRequest || st.Refused.Limit != 0.01 {
-		t.Fatalf("past the request's cap: %+v %+v", st, st.Refused)
-	}
-	wantJob(0.004)
-	wantSpend(t, s, "acme", 0.004, 1)
-}
-
-// A start asked to pay with its tenant (Pay.Tenant) ends, with ReserveHeld after
-// it as the worker runs them, holding the job's and the tenant's parts once per call
-// (a store may hold both in the start: ReserveHeld then reserves nothing more); a
-// tenant's budget that refuses, at either step, leaves the job's ledger and the
-// tenant's spend as they were; a batch's job reserves its batch's part too.
-func startPaysTenant(t *testing.T, s searchStore) {
-	ctx, now := context.Background(), time.Now()
-	searchJob(t, s, "j", "acme", "")
-	searchJob(t, s, "bj", "acme", "b1")
-	if err := s.SetBatchCap(ctx, "b1", 1, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	budget := spend.Budget{SearchesPerDay: 2}
-	// reserve runs a search's reservation as the worker does: the start, then the
-	// parts it left.
-	reserve := func(id, call, owner string, b spend.Budget) (*state.SearchStart, *state.Hold, *spend.Exhausted) {
-		t.Helper()
-		p := &state.Pay{Call: id + ":0:" + call + "@brave", Engine: "brave", USD: 0.01, Tenant: "acme", Budget: b, Now: now}
-		st, err := s.StartSearch(ctx, id, 0, call, owner, time.Minute, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Refused != nil || st.Held == nil {
-			return st, nil, st.Refused
-		}
-		h, ex, err := s.ReserveHeld(ctx, st.Held, "acme", b, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st, h, ex
-	}
-	wantJob := func(id string, want float64) {
-		t.Helper()
-		if usd, _, err := s.RequestSpend(ctx, id); err != nil || math.Abs(usd-want) > 1e-9 {
-			t.Fatalf("%s's ledger $%v (%v), want $%v", id, usd, err, want)
-		}
-	}
-	var held *state.Hold
-	for range 2 { // the holder's redelivery holds nothing more
-		st, h, ex := reserve("j", "c1", "w1", budget)
-		if !st.Claimed || ex != nil || h == nil || h.Tenant == nil || h.Tenant.Tenant != "acme" || h.Call != "j:0:c1@brave" {
-			t.Fatalf("a paid start: %+v %+v %+v", st, h, ex)
-		}
-		held = h
-		wantJob("j", 0.01)
-		wantSpend(t, s, "acme", 0.01, 1)
-	}
-	if _, h, ex := reserve("j", "c2", "w1", budget); h == nil || ex != nil {
-		t.Fatalf("the second search of two: %+v %+v", h, ex)
-	}
-	wantSpend(t, s, "acme", 0.02, 2)
-	dayEnd, _ := spend.PeriodEnds(now)
-	_, h, ex := reserve("j", "c3", "w1", budget)
-	if h != nil || ex == nil || ex.Budget != spend.BudgetSearchesDay || ex.Limit != 2 || !ex.Reset.Equal(dayEnd) {
-		t.Fatalf("a third search on a budget of two: %+v %+v", h, ex)
-	}
-	wantJob("j", 0.02)
-	wantSpend(t, s, "acme", 0.02, 2)
-	if err := s.SettleCall(ctx, held, 0.004, 1); err != nil {
-		t.Fatal(err)
-	}
-	wantJob("j", 0.014)
-	wantSpend(t, s, "acme", 0.014, 2)
-
-	_, h, ex = reserve("bj", "c1", "w1", spend.Budget{})
-	if h == nil || ex != nil || h.Batch != "b1" || h.Tenant == nil {
-		t.Fatalf("a batch job's paid start: %+v %+v", h, ex)
-	}
-	if usd, _, _ := s.BatchSpendOf(ctx, "b1"); usd != 0.01 {
-		t.Fatalf("batch ledger $%v, want $0.01", usd)
-	}
-	wantSpend(t, s, "acme", 0.024, 3)
 }
 
 func capsRefuseCalls(t *testing.T, s searchStore) {

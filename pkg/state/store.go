@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/searchfleet/searchfleet/pkg/spend"
 )
 
 // Status is a job's status.
@@ -404,34 +402,6 @@ type SearchStart struct {
 	Fallback *Fallback
 	// Tenant is the job's tenant, whose budget the search is paid from.
 	Tenant string
-	// Held is the call's hold with its job's part reserved (see Pay), and its
-	// tenant's when Pay could have it: set when the start was asked to pay, claimed
-	// the call and found it to search (no stored outcome, a job that runs, the call
-	// with this engine). ReserveHeld goes on with the parts left. Refused is set
-	// instead when the job's cap (max_cost_usd) or the tenant's budget refused the
-	// search; nothing is held then.
-	Held    *Hold
-	Refused *spend.Exhausted
-}
-
-// Pay asks StartSearch to reserve a search's price (USD) for Call, a paid call of
-// Engine, against its job's ledger as it claims the call: a search costs the job's
-// reservation no round trip of its own. A call that holds an entry already (a
-// redelivery) reserves nothing more.
-//
-// With Tenant set, on a single Redis and for a job outside a batch, the tenant's
-// part (its Budget, in the period of Now) is reserved in the same script: the
-// search's whole reservation takes no round trip of its own (SearchStart.Held then
-// holds the tenant's part too, and ReserveHeld has nothing left to do). Across a
-// cluster's slots, or for a batch's job (whose batch is reserved between the two),
-// ReserveHeld reserves it as before.
-type Pay struct {
-	Call   string
-	Engine string
-	USD    float64
-	Tenant string
-	Budget spend.Budget
-	Now    time.Time
 }
 
 // startSearch reads what a search worker needs before searching and claims the call's
@@ -439,27 +409,14 @@ type Pay struct {
 var startSearch = script("start_search")
 
 // StartSearch reads a call's stored result, its fallback state and its job's status
-// and tenant, and claims the call's lease for owner; with pay, it reserves the
-// search's price against the job's ledger as well, and its tenant's budget where
-// Pay says it can (SearchStart.Held, or SearchStart.Refused by the budget that
-// refused it).
-func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration, pay *Pay) (*SearchStart, error) {
+// and tenant, and claims the call's lease for owner.
+func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owner string, ttl time.Duration) (*SearchStart, error) {
 	keys := []string{s.K.Job(id), s.K.searchLease(id, h, call)}
-	payField, price, engine := "", int64(0), ""
-	if pay != nil {
-		payField, price, engine = ledgerMark+"r:"+pay.Call, spend.Micros(pay.USD), pay.Engine
-	}
 	argv := []any{owner, ttl.Milliseconds(),
 		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call),
-		payField, price, engine, resultField(h, call)}
-	var sp spendCall
-	if pay != nil && pay.Tenant != "" && s.inOrder {
-		sp = s.spendArgs(pay.Tenant, pay.Budget, pay.Now)
-		keys = append(keys, sp.keys...)
-		argv = append(append(argv, pay.Tenant, pay.Call), sp.argv...)
-	}
+		resultField(h, call)}
 	v, err := startSearch.Run(ctx, s.r, keys, argv...).Slice()
-	if err != nil || len(v) != 10 {
+	if err != nil || len(v) != 7 {
 		return nil, fmt.Errorf("state: starting search: %v", err)
 	}
 	str := func(x any) string { v, _ := x.(string); return v }
@@ -470,39 +427,11 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 	if e := str(v[1]); e != "" {
 		st.Fallback = &Fallback{Engine: e, Tried: []byte(str(v[2]))}
 	}
-	batch := str(v[5])
 	if st.Status != "" {
-		s.batches.put(id, batch)
+		s.batches.put(id, str(v[5]))
 	}
 	left, _ := v[6].(int64)
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
-	var tenant *Reservation
-	if a := str(v[9]); a != "" {
-		var ex *spend.Exhausted
-		if tenant, ex = sp.answer(pay.Tenant, pay.Call, pay.Budget, a); tenant == nil && ex == nil {
-			return nil, fmt.Errorf("state: starting search: unexpected answer %q", a)
-		}
-		if ex != nil {
-			st.Refused = ex
-			if str(v[7]) == "again" {
-				// The job's part was held before (an earlier delivery): it is given back,
-				// as ReserveHeld gives it back when a budget refuses.
-				s.releaseHold(ctx, &Hold{JobID: id, Call: pay.Call, price: price})
-			}
-			return st, nil
-		}
-	}
-	switch str(v[7]) {
-	case "ok", "again":
-		st.Held = &Hold{JobID: id, Call: pay.Call, price: price, batch: batch, Tenant: tenant}
-		st.Held.made.job = str(v[7]) == "ok"
-		if tenant != nil {
-			st.Held.made.tenant = tenant.made
-		}
-	case "over":
-		c, _ := v[8].(int64)
-		st.Refused = &spend.Exhausted{Budget: spend.BudgetRequest, Limit: spend.USD(c)}
-	}
 	return st, nil
 }
 

@@ -208,7 +208,7 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 39 and 11, with
+// scripts run included) and on the fleet's client (round trips): 42 and 13, with
 // nothing to spare. Apart from them, the key-rest lookups (one PTTL round trip per
 // key scope, model and engine, when the process's one-second cache has lapsed: on a
 // loaded machine a lone job's window always holds them) are bounded by
@@ -222,8 +222,9 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 //	  script looks for an earlier record; state.Store.CreateJob)                     4
 //	hop 0: read the job (HGETALL), take the hop's lease (SET NX)                     2
 //	hop 0: store the turn with its calls, flags, running (script: HMGET, HSET)       3
-//	search: outcome, fallback, status, lease, the job's cap and the tenant's day and
-//	  month, reserved together (script: 3 HMGET, SET NX, 3 HSET)                     8
+//	search: outcome, fallback, status and lease (script: HMGET, SET NX)              3
+//	search: the price held against the job's cap (script: HMGET, HSET)              3
+//	search: and against the tenant's day and month (script: 2 HMGET, 2 HSET)        5
 //	search: claim the tenant's search among identical ones in flight (SET NX;
 //	  pkg/search inflight.go)                                                        1
 //	search: free that claim once the outcome is stored (script: GET, DEL)           3
@@ -238,8 +239,8 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 //	  the summary, PEXPIRE, and cost, job and searches raised by one HMGET and one
 //	  HSET; a count of 0 is not written)                                             7
 const (
-	oneSearchJobCommands    = 39
-	oneSearchJobRoundTrips  = 11
+	oneSearchJobCommands    = 42
+	oneSearchJobRoundTrips  = 13
 	oneSearchJobRestLookups = 2
 )
 
