@@ -123,8 +123,7 @@ func (s *Searches) SaveSearchResult(ctx context.Context, id string, h int, call 
 
 // RecordSearch records a complete search result of a job under its content address,
 // and under its batch's when the job belongs to one, each kept for the retention (the
-// job's with its record). The job's batch is read from its record unless this
-// process knows it (jobBatches).
+// job's with its record).
 func (s *Searches) RecordSearch(ctx context.Context, jobID, addr string, result []byte) error {
 	if err := s.save(ctx, jobID, "", nil, [2]string{}, &Recording{Addr: addr, Result: result}); err != nil {
 		return fmt.Errorf("state: recording a search: %w", err)
@@ -134,16 +133,13 @@ func (s *Searches) RecordSearch(ctx context.Context, jobID, addr string, result 
 
 // save runs saveOutcome; counted are its count and place fields (empty: none).
 func (s *core) save(ctx context.Context, id, outcomeField string, outcome []byte, counted [2]string, rec *Recording) error {
-	batch, known := "", true
-	recField, result := "", []byte(nil)
+	batch, recField, result := "", "", []byte(nil)
 	if rec != nil {
 		recField, result = recordedField(rec.Addr), rec.Result
-		if batch, known = s.batches.get(id); !known {
-			var err error
-			batch, err = s.r.HGet(ctx, s.K.Job(id), "batch").Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
+		var err error
+		batch, err = s.r.HGet(ctx, s.K.Job(id), "batch").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
 		}
 	}
 	return s.pipelined(ctx, func(p redis.Pipeliner) {

@@ -91,15 +91,11 @@ type Hold struct {
 // reserved. It returns the hold to settle, or the budget that refused.
 func (s *Ledger) ReserveCall(ctx context.Context, jobID, tenant, call string, usd float64, b spend.Budget, now time.Time) (*Hold, *spend.Exhausted, error) {
 	price := spend.Micros(usd)
-	batch, known := s.batches.get(jobID)
 	v, err := reserveJobCap.Run(ctx, s.r, []string{s.K.Job(jobID)}, call, price).Slice()
 	if err != nil {
 		return nil, nil, fmt.Errorf("state: reserving a request's spend: %w", err)
 	}
-	answer, read, limit := capAnswer(v)
-	if !known {
-		batch = read
-	}
+	answer, batch, limit := capAnswer(v)
 	if answer == "over" {
 		return nil, &spend.Exhausted{Budget: spend.BudgetRequest, Limit: limit}, nil
 	}

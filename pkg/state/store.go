@@ -186,8 +186,6 @@ type core struct {
 	Retention time.Duration
 	// archive holds ended jobs' records (nil: they stay in Redis).
 	archive Archive
-	// batches are the batches of jobs this process met (see jobBatches).
-	batches jobBatches
 	// ttls are the long-lived keys whose TTL this process set lately (see refreshes).
 	ttls refreshes
 	// inOrder is set when r is one Redis (not a cluster): the commands of one
@@ -416,7 +414,7 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 		callField(prefixOutcome, h, call), callField(prefixFallbackEngine, h, call), callField(prefixFallbackTried, h, call),
 		resultField(h, call)}
 	v, err := startSearch.Run(ctx, s.r, keys, argv...).Slice()
-	if err != nil || len(v) != 7 {
+	if err != nil || len(v) != 6 {
 		return nil, fmt.Errorf("state: starting search: %v", err)
 	}
 	str := func(x any) string { v, _ := x.(string); return v }
@@ -427,10 +425,7 @@ func (s *Searches) StartSearch(ctx context.Context, id string, h int, call, owne
 	if e := str(v[1]); e != "" {
 		st.Fallback = &Fallback{Engine: e, Tried: []byte(str(v[2]))}
 	}
-	if st.Status != "" {
-		s.batches.put(id, str(v[5]))
-	}
-	left, _ := v[6].(int64)
+	left, _ := v[5].(int64)
 	st.Claimed, st.Left = left == 0, time.Duration(left)*time.Millisecond
 	return st, nil
 }

@@ -208,7 +208,7 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 42 and 13, with
+// scripts run included) and on the fleet's client (round trips): 43 and 14, with
 // nothing to spare. Apart from them, the key-rest lookups (one PTTL round trip per
 // key scope, model and engine, when the process's one-second cache has lapsed: on a
 // loaded machine a lone job's window always holds them) are bounded by
@@ -228,8 +228,8 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 //	search: claim the tenant's search among identical ones in flight (SET NX;
 //	  pkg/search inflight.go)                                                        1
 //	search: free that claim once the outcome is stored (script: GET, DEL)           3
-//	search: store the outcome as the chain's result, counted, with the recorded
-//	  result (script: HMGET, HSET)                                                   3
+//	search: read the job's batch (HGET), store the outcome as the chain's result,
+//	  counted, with the recorded result (script: HMGET, HSET)                        4
 //	resume: read the job back with the result the search worker stored (nothing
 //	  written), take hop 1's lease (script: HGETALL, SET NX)                         3
 //	end: the final turn and the status compare-and-set, reading the job's record
@@ -239,8 +239,8 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 //	  the summary, PEXPIRE, and cost, job and searches raised by one HMGET and one
 //	  HSET; a count of 0 is not written)                                             7
 const (
-	oneSearchJobCommands    = 42
-	oneSearchJobRoundTrips  = 13
+	oneSearchJobCommands    = 43
+	oneSearchJobRoundTrips  = 14
 	oneSearchJobRestLookups = 2
 )
 

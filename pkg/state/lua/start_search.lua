@@ -8,14 +8,14 @@
 -- ARGV[4] enginefield    the call's fallback engine field
 -- ARGV[5] triedfield     the call's tried field
 -- ARGV[6] resultfield    the call's result field (a chain's call stores its outcome there)
--- Returns {outcome or false, fallback engine, tried, status, tenant, batch, lease}:
+-- Returns {outcome or false, fallback engine, tried, status, tenant, lease}:
 -- lease as lease.lua's.
 
-local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', 'batch', ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+local j = redis.call('HMGET', KEYS[1], 'status', 'tenant', ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 local l = claim(KEYS[2], ARGV[1], ARGV[2])
 local st = j[1]
 local live = st and st ~= 'completed' and st ~= 'failed' and st ~= 'cancelled'
 -- A chain's result is the call's outcome while its job runs; an ended job's search
 -- has nothing to resume.
-if not j[4] and live then j[4] = j[7] end
-return {j[4], j[5], j[6], j[1], j[2], j[3], l}
+if not j[3] and live then j[3] = j[6] end
+return {j[3], j[4], j[5], j[1], j[2], l}
