@@ -45,7 +45,6 @@ import (
 type anthropic struct {
 	grounded
 	opts anthropicOptions
-	now  func() time.Time
 }
 
 type anthropicOptions struct {
@@ -57,7 +56,7 @@ type anthropicOptions struct {
 var anthropicToolRE = regexp.MustCompile(`^web_search_\d{8}$`)
 
 func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
-	e := &anthropic{now: time.Now}
+	e := &anthropic{}
 	e.grounded = newGrounded(cfg, hc, anthropicapi.Model, "https://api.anthropic.com", "", "claude-sonnet-4-5", "Claude", e)
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
@@ -97,7 +96,7 @@ func (e *anthropic) result(q Query, a *wire.Response) (*Result, error) {
 	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	var p pages
 	var failures []string
-	searchesOK, now := 0, e.now()
+	searchesOK, now := 0, time.Now()
 	for _, part := range a.Content {
 		switch {
 		case part.Kind != wire.PartServerResult:

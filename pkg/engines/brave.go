@@ -1,8 +1,8 @@
 package engines
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -82,19 +82,9 @@ type braveResult struct {
 }
 
 func (e *brave) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
 	v, _ := e.params(q)
-	body, h, err := e.do(ctx, request{
-		method: http.MethodGet,
-		path:   "/res/v1/web/search?" + v.Encode(),
-		header: header("X-Subscription-Token", e.key),
-	})
-	if err != nil {
-		return nil, braveError(err, h)
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{method: http.MethodGet, path: "/res/v1/web/search?" + v.Encode(),
+		header: header("X-Subscription-Token", e.key), classify: braveClassify}, e.parse)
 }
 
 // params builds the query string for q, and the warnings for the parts of q Brave
@@ -104,10 +94,7 @@ func (e *brave) params(q Query) (url.Values, []string) {
 	v := url.Values{}
 	var warns []string
 	v.Set("q", siteQuery(q.Query, q.AllowedDomains, q.BlockedDomains))
-	count := q.Count
-	if count <= 0 {
-		count = DefaultCount
-	}
+	count := cmp.Or(q.Count, DefaultCount)
 	if count > braveMaxCount {
 		warns = append(warns, fmt.Sprintf("Brave returns at most %d results per request; %d were asked for", braveMaxCount, count))
 		count = braveMaxCount
@@ -140,27 +127,21 @@ func (e *brave) params(q Query) (url.Values, []string) {
 	return v, warns
 }
 
-// braveError reclassifies the failures whose HTTP status says less than Brave's error
-// code: 422 SUBSCRIPTION_TOKEN_INVALID is a bad key (Auth, not BadRequest), 429
+// braveClassify reclassifies the failures whose HTTP status says less than Brave's
+// error code: 422 SUBSCRIPTION_TOKEN_INVALID is a bad key (Auth, not BadRequest), 429
 // QUOTA_LIMITED and 402 USAGE_LIMIT_EXCEEDED are spent quota, not a reason to retry. (A
 // 429 without Retry-After waits for the first window of X-RateLimit-Reset: the
 // provider layer's rule, provider.RetryAfter.)
 //
 // The code is read from the error's message, which http.go builds as "CODE: detail"
 // from Brave's {"error":{"code","detail"}} envelope (or the body text otherwise).
-func braveError(err error, h http.Header) error {
-	var e *Error
-	if !errors.As(err, &e) || e.Status == 0 {
-		return err
-	}
+func braveClassify(e *Error) {
 	switch {
 	case strings.Contains(e.Message, "SUBSCRIPTION_TOKEN_INVALID"):
 		e.Kind = Auth
 	case strings.Contains(e.Message, "USAGE_LIMIT_EXCEEDED"), strings.Contains(e.Message, "QUOTA_LIMITED"):
-		e.Kind = Quota
-		e.RetryAfter = 0
+		e.Kind, e.RetryAfter = Quota, 0
 	}
-	return e
 }
 
 func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {

@@ -75,7 +75,6 @@ func (w *watch) RoundTrip(r *http.Request) (*http.Response, error) {
 type DeprecationWatch struct {
 	log   *slog.Logger
 	count func(provider, signal string)
-	now   func() time.Time
 	mu    sync.Mutex
 	last  map[string]string // provider → day of its last warning
 }
@@ -86,7 +85,7 @@ func NewDeprecationWatch(log *slog.Logger, count func(provider, signal string)) 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &DeprecationWatch{log: log, count: count, now: time.Now, last: map[string]string{}}
+	return &DeprecationWatch{log: log, count: count, last: map[string]string{}}
 }
 
 // Client is hc (nil: http.DefaultClient) with provider's answers watched: a copy of hc
@@ -110,7 +109,7 @@ func (d *DeprecationWatch) report(provider string, s DeprecationSignal) {
 			d.count(provider, sig)
 		}
 	}
-	day := d.now().UTC().Format(time.DateOnly)
+	day := time.Now().UTC().Format(time.DateOnly)
 	d.mu.Lock()
 	if d.last[provider] == day {
 		d.mu.Unlock()

@@ -103,17 +103,12 @@ func (e *exa) Search(ctx context.Context, q Query) (*Result, error) {
 // request builds the body for q; now anchors the recency window.
 func (e *exa) request(q Query, now time.Time) exaRequest {
 	req := exaRequest{
-		Query:          q.Query,
-		Type:           e.opts.Type,
-		NumResults:     q.Count,
-		IncludeDomains: q.AllowedDomains,
-		ExcludeDomains: q.BlockedDomains,
-	}
-	if req.NumResults <= 0 {
-		req.NumResults = DefaultCount
-	}
-	if win, ok := q.Recency.Window(); ok {
-		req.StartPublishedDate = now.Add(-win).UTC().Format("2006-01-02T15:04:05.000Z")
+		Query:              q.Query,
+		Type:               e.opts.Type,
+		NumResults:         cmp.Or(q.Count, DefaultCount),
+		IncludeDomains:     q.AllowedDomains,
+		ExcludeDomains:     q.BlockedDomains,
+		StartPublishedDate: q.Recency.since(now, "2006-01-02T15:04:05.000Z"),
 	}
 	req.Contents.Highlights.NumSentences = 2
 	return req

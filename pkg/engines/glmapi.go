@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -31,12 +32,8 @@ func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	if e.opts.SearchEngine == "" {
-		e.opts.SearchEngine = "search_std"
-	}
-	if e.opts.ContentSize == "" {
-		e.opts.ContentSize = "medium"
-	}
+	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_std")
+	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
 	e.price = priceOf(cfg, glmSearchPrice(e.opts.SearchEngine))
 	return e, nil
 }

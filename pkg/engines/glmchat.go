@@ -80,7 +80,7 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	if err != nil {
 		return nil, e.glmModelError(err)
 	}
-	res, _, err := e.chatAnswer(comp)
+	res, err := e.chatAnswer(comp)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -71,7 +72,7 @@ func (g *grounded) caller(hc *http.Client) *upstream.Caller {
 
 func (g *grounded) Search(ctx context.Context, q Query) (*Result, error) {
 	if g.key == "" {
-		return nil, missingKey(Config{ID: g.id, APIKeyEnv: g.keyEnv})
+		return nil, &Error{Kind: Auth, Engine: g.id, Message: fmt.Sprintf("API key variable %s is not set", g.keyEnv)}
 	}
 	return g.run(ctx, g.call, q)
 }
@@ -122,21 +123,19 @@ func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
 }
 
 // chatAnswer reads the assistant message of a Chat answer: a result with its text and
-// tokens (and a warning when the token limit cut it), and its native-search report
-// (nil: the model did not search).
-func (c *client) chatAnswer(comp *llm.Completion) (*Result, *llm.NativeSearch, error) {
+// tokens, and a warning when the token limit cut it.
+func (c *client) chatAnswer(comp *llm.Completion) (*Result, error) {
 	var m struct {
-		Content json.RawMessage   `json:"content"`
-		Native  *llm.NativeSearch `json:"searchfleet_native"` // llm.NativeKey
+		Content json.RawMessage `json:"content"`
 	}
 	if err := json.Unmarshal(comp.Message, &m); err != nil {
-		return nil, nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
+		return nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
 	}
 	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
 	if comp.FinishReason == "length" {
 		res.partialf("the answer was cut at the model's token limit")
 	}
-	return res, m.Native, nil
+	return res, nil
 }
 
 // send posts req, an engine's own request in api's protocol for model, through the
@@ -249,22 +248,16 @@ func groundedAInsert(text string, ins []Insert) string {
 // groundedAInstructions is the system prompt of the grounded adapters: search, answer
 // briefly from the results, cite. The user message is the query itself, verbatim.
 func groundedAInstructions(q Query) string {
-	var b strings.Builder
-	b.WriteString("You are a web search engine. Search the web for the user's message, which is a search query, " +
+	s := "You are a web search engine. Search the web for the user's message, which is a search query, " +
 		"and reply with a concise, factual summary of what the search results say, citing the pages you used. " +
-		"Do not ask questions and do not answer from memory alone.")
-	switch q.Recency {
-	case OneDay:
-		b.WriteString(" Prefer pages published in the last 24 hours.")
-	case OneWeek:
-		b.WriteString(" Prefer pages published in the last week.")
-	case OneMonth:
-		b.WriteString(" Prefer pages published in the last month.")
-	case OneYear:
-		b.WriteString(" Prefer pages published in the last year.")
+		"Do not ask questions and do not answer from memory alone."
+	if w := groundedRecency[q.Recency]; w != "" {
+		s += " Prefer pages published in the last " + w + "."
 	}
-	return b.String()
+	return s
 }
+
+var groundedRecency = map[Recency]string{OneDay: "24 hours", OneWeek: "week", OneMonth: "month", OneYear: "year"}
 
 // pages numbers the pages of an answer as a result's sources, one per distinct URL in
 // the order added (a page without URL is always new: the normalization drops it with

@@ -17,11 +17,10 @@ type normalized struct {
 	id    string
 	inner Engine
 	caps  Capabilities
-	now   func() time.Time
 }
 
 func newNormalized(id string, e Engine) *normalized {
-	n := &normalized{id: id, inner: e, now: time.Now}
+	n := &normalized{id: id, inner: e}
 	if c, ok := e.(Capable); ok {
 		n.caps = c.Capabilities()
 	}
@@ -77,7 +76,7 @@ func (n *normalized) search(ctx context.Context, q Query, render bool) (*Result,
 	if res == nil {
 		return nil, &Error{Kind: Decode, Engine: n.id, Message: "engine returned no result"}
 	}
-	finish(res, n.id, q, n.caps, n.now())
+	finish(res, n.id, q, n.caps, time.Now())
 	if render {
 		Render(res)
 	}

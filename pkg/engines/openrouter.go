@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -55,19 +56,12 @@ type openrouterOptions struct {
 const openrouterSystemPrompt = "Search the web for the user's query, then answer it concisely from the pages you found. Cite the pages you use."
 
 func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
-	e := &openRouter{client: newClient(cfg, hc, "https://openrouter.ai/api/v1"), model: cfg.Model}
+	e := &openRouter{client: newClient(cfg, hc, "https://openrouter.ai/api/v1"), model: cmp.Or(cfg.Model, "openai/gpt-4.1-mini")}
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	if e.model == "" {
-		e.model = "openai/gpt-4.1-mini"
-	}
-	if e.opts.MaxUses == 0 {
-		e.opts.MaxUses = 1
-	}
-	if e.opts.SystemPrompt == "" {
-		e.opts.SystemPrompt = openrouterSystemPrompt
-	}
+	e.opts.MaxUses = cmp.Or(e.opts.MaxUses, 1)
+	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, openrouterSystemPrompt)
 	e.price = priceOf(cfg, 0.007)
 	return e, nil
 }

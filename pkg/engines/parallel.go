@@ -91,10 +91,7 @@ func (e *parallel) Search(ctx context.Context, q Query) (*Result, error) {
 func (e *parallel) request(q Query, now time.Time) parallelRequest {
 	req := parallelRequest{Objective: q.Query, SearchQueries: []string{q.Query}, Mode: e.mode}
 	req.AdvancedSettings.MaxResults = min(cmp.Or(q.Count, DefaultCount), parallelMaxResults)
-	sp := parallelSourcePolicy{IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains}
-	if win, ok := q.Recency.Window(); ok {
-		sp.AfterDate = now.Add(-win).UTC().Format(time.DateOnly)
-	}
+	sp := parallelSourcePolicy{IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, AfterDate: q.Recency.since(now, time.DateOnly)}
 	if sp.IncludeDomains != nil || sp.ExcludeDomains != nil || sp.AfterDate != "" {
 		req.AdvancedSettings.SourcePolicy = &sp
 	}

@@ -124,8 +124,6 @@ type perplexitySearchResult struct {
 	Snippet     string `json:"snippet"`
 }
 
-var perplexityRecency = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
-
 func (e *perplexity) Search(ctx context.Context, q Query) (*Result, error) {
 	if e.key == "" {
 		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
@@ -154,7 +152,7 @@ func (e *perplexity) request(q Query) perplexityAgentRequest {
 // most 20 entries, the shared normalization enforcing whatever did not fit), the
 // recency window and the ISO 639-1 code of the language ("zh-CN" → "zh").
 func perplexityFilter(q Query) perplexityFilters {
-	f := perplexityFilters{SearchRecencyFilter: perplexityRecency[q.Recency]}
+	f := perplexityFilters{SearchRecencyFilter: recencyUnit[q.Recency]}
 	if len(q.AllowedDomains) > 0 {
 		f.SearchDomainFilter = q.AllowedDomains[:min(len(q.AllowedDomains), perplexityMaxDomains)]
 	} else {

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
@@ -62,14 +62,7 @@ var kinds = map[string]factory{
 }
 
 // Kinds returns the engine kinds, sorted.
-func Kinds() []string {
-	out := make([]string, 0, len(kinds))
-	for k := range kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func Kinds() []string { return slices.Sorted(maps.Keys(kinds)) }
 
 // ValidID reports whether id can name an engine (it becomes a subject token).
 func ValidID(id string) bool { return enginecfg.ValidID(id) }

@@ -1,8 +1,8 @@
 package engines
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -73,28 +73,17 @@ type serperResponse struct {
 }
 
 func (e *serper) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	body, _, err := e.do(ctx, request{path: "/search", header: header("X-API-KEY", e.key), body: serperRequestFor(q)})
-	if err != nil {
-		return nil, serperError(err)
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{path: "/search", header: header("X-API-KEY", e.key), body: serperRequestFor(q), classify: serperClassify}, e.parse)
 }
 
 func serperRequestFor(q Query) serperRequest {
-	req := serperRequest{
+	return serperRequest{
 		Q:   siteQuery(q.Query, q.AllowedDomains, q.BlockedDomains),
-		Num: q.Count,
+		Num: cmp.Or(q.Count, DefaultCount),
 		GL:  strings.ToLower(strings.TrimSpace(q.Country)),
 		HL:  serperLang(q.Language),
 		TBS: serperTBS[q.Recency],
 	}
-	if req.Num <= 0 {
-		req.Num = DefaultCount
-	}
-	return req
 }
 
 // serperLang maps a BCP 47 tag to Google's hl: lower-case, with Chinese scripts as the
@@ -110,14 +99,11 @@ func serperLang(tag string) string {
 	return t
 }
 
-// serperError reclassifies Serper's 400 "Not enough credits" as Quota.
-func serperError(err error) error {
-	var e *Error
-	if errors.As(err, &e) && strings.Contains(strings.ToLower(e.Message), "not enough credits") {
-		e.Kind = Quota
-		e.RetryAfter = 0
+// serperClassify reclassifies Serper's 400 "Not enough credits" as Quota.
+func serperClassify(e *Error) {
+	if strings.Contains(strings.ToLower(e.Message), "not enough credits") {
+		e.Kind, e.RetryAfter = Quota, 0
 	}
-	return err
 }
 
 func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {

@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 )
@@ -26,12 +27,8 @@ func newTavily(cfg Config, hc *http.Client) (Engine, error) {
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	if e.opts.SearchDepth == "" {
-		e.opts.SearchDepth = "basic"
-	}
-	if e.opts.Topic == "" {
-		e.opts.Topic = "general"
-	}
+	e.opts.SearchDepth = cmp.Or(e.opts.SearchDepth, "basic")
+	e.opts.Topic = cmp.Or(e.opts.Topic, "general")
 	credits := 1.0
 	if e.opts.SearchDepth == "advanced" {
 		credits = 2
@@ -66,15 +63,13 @@ type tavilyResponse struct {
 	} `json:"results"`
 }
 
-var tavilyRange = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
-
 func (e *tavily) Search(ctx context.Context, q Query) (*Result, error) {
 	req := tavilyRequest{
 		Query:          q.Query,
 		SearchDepth:    e.opts.SearchDepth,
 		Topic:          e.opts.Topic,
 		MaxResults:     min(q.Count, 20), // Tavily's ceiling
-		TimeRange:      tavilyRange[q.Recency],
+		TimeRange:      recencyUnit[q.Recency],
 		IncludeDomains: q.AllowedDomains,
 		ExcludeDomains: q.BlockedDomains,
 	}

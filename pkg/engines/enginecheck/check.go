@@ -9,6 +9,7 @@ package enginecheck
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -188,8 +189,8 @@ func (rep *Report) observe(rc *recorder, names []string) {
 	var ok []exchange
 	for _, x := range got {
 		s := engines.SignalOf(x.status, x.header)
-		rep.Deprecation = cmpOr(rep.Deprecation, s.Deprecation)
-		rep.Sunset = cmpOr(rep.Sunset, s.Sunset)
+		rep.Deprecation = cmp.Or(rep.Deprecation, s.Deprecation)
+		rep.Sunset = cmp.Or(rep.Sunset, s.Sunset)
 		if s.Status != 0 {
 			rep.Status = s.Status
 		}
@@ -209,13 +210,6 @@ func (rep *Report) observe(rc *recorder, names []string) {
 		}
 		rep.Missing, rep.Unknown = uniq(rep.Missing), uniq(rep.Unknown)
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func uniq(s []string) []string {

@@ -7,10 +7,12 @@
 package enginetest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,12 +33,12 @@ type Response struct {
 	Body   []byte
 }
 
-// JSON is a 200 answer with a fixture file as its body.
 // callBound bounds one search of the suite: a liveness guard (a hung engine fails the
 // test), not a speed check. Under -race on a loaded two-core machine, 16 concurrent
 // pause_turn searches (about 700 KB of recorded JSON each) took more than 10 s.
 const callBound = 2 * time.Minute
 
+// JSON is a 200 answer with a fixture file as its body.
 func JSON(fixture string) Response { return Response{Body: fixtures.Read(fixture)} }
 
 // Status is an answer with the given status and a fixture file (or literal JSON when
@@ -157,19 +159,19 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "enginetest: no response for this turn", http.StatusTeapot)
 		return
 	}
-	resp := sc.responses[i]
-	for k, vs := range resp.Header {
+	sc.responses[i].write(w)
+}
+
+// write sends r as the stand-in provider's answer (JSON and 200 unless r says).
+func (r Response) write(w http.ResponseWriter) {
+	for k, vs := range r.Header {
 		w.Header()[k] = vs
 	}
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "application/json")
 	}
-	status := resp.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	w.WriteHeader(status)
-	w.Write(resp.Body)
+	w.WriteHeader(cmp.Or(r.Status, http.StatusOK))
+	w.Write(r.Body)
 }
 
 var keySeq atomic.Int64
@@ -577,18 +579,7 @@ func Do(t *testing.T, cfg engines.Config, q engines.Query, resps ...Response) (*
 		i := min(len(reqs), len(resps)-1)
 		reqs = append(reqs, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
 		mu.Unlock()
-		resp := resps[i]
-		for k, vs := range resp.Header {
-			w.Header()[k] = vs
-		}
-		if w.Header().Get("Content-Type") == "" {
-			w.Header().Set("Content-Type", "application/json")
-		}
-		if resp.Status == 0 {
-			resp.Status = http.StatusOK
-		}
-		w.WriteHeader(resp.Status)
-		w.Write(resp.Body)
+		resps[i].write(w)
 	}))
 	defer srv.Close()
 	if cfg.ID == "" {
@@ -623,13 +614,6 @@ func Search(t *testing.T, cfg engines.Config, q engines.Query, resps ...Response
 }
 
 func readAll(r *http.Request) []byte {
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := r.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return []byte(b.String())
-		}
-	}
+	b, _ := io.ReadAll(r.Body)
+	return b
 }
