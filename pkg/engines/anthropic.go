@@ -15,7 +15,7 @@ import (
 )
 
 // anthropic is Anthropic's Messages API with the server-side web search tool, an
-// adapter over the Messages model codec (wire.AnthropicModel, grounded.go): default
+// adapter over the Messages model codec (pkg/llm/anthropic, grounded.go): default
 // base https://api.anthropic.com, default model claude-sonnet-4-5.
 //
 // Claude runs the searches itself (server calls and their results in the answer) and
@@ -74,7 +74,6 @@ func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: domains (allowed or blocked) and country; see the type's comment.
 func (e *anthropic) Capabilities() Capabilities {
 	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: true}
 }

@@ -55,8 +55,6 @@ func newBrave(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities reports every field as applied by Brave: the domain filters through
-// site: operators in q, the rest through Brave's own parameters.
 func (e *brave) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
@@ -240,32 +238,21 @@ func braveCountry(code string) (string, bool) {
 // siteQuery appends site: operators for the domain filters to q: "q site:a",
 // "q (site:a OR site:b)", "q -site:c". Brave and Google (Serper) both read them.
 func siteQuery(q string, allowed, blocked []string) string {
-	if len(allowed) == 0 && len(blocked) == 0 {
-		return q
+	sites := make([]string, len(allowed))
+	for i, d := range allowed {
+		sites[i] = "site:" + d
 	}
-	var b strings.Builder
-	b.WriteString(q)
-	switch len(allowed) {
+	switch len(sites) {
 	case 0:
 	case 1:
-		b.WriteString(" site:")
-		b.WriteString(allowed[0])
+		q += " " + sites[0]
 	default:
-		b.WriteString(" (")
-		for i, d := range allowed {
-			if i > 0 {
-				b.WriteString(" OR ")
-			}
-			b.WriteString("site:")
-			b.WriteString(d)
-		}
-		b.WriteByte(')')
+		q += " (" + strings.Join(sites, " OR ") + ")"
 	}
 	for _, d := range blocked {
-		b.WriteString(" -site:")
-		b.WriteString(d)
+		q += " -site:" + d
 	}
-	return b.String()
+	return q
 }
 
 // cleanHTML turns a provider's HTML-flavoured text (Brave's <strong> highlights,

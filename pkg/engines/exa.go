@@ -60,8 +60,6 @@ func newExa(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: recency, count and both domain filters are Exa parameters; language and
-// country are not.
 func (e *exa) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }

@@ -55,7 +55,6 @@ type glmAPIRequest struct {
 }
 
 type glmAPIResponse struct {
-	ID           string          `json:"id"`
 	SearchResult []glmSearchItem `json:"search_result"`
 	Error        *glmErrorBody   `json:"error"`
 }
@@ -156,9 +155,6 @@ func glmHit(it glmSearchItem) Hit {
 // glmTruncateQuery cuts q to the Web Search API's 70-character limit on a rune
 // boundary.
 func glmTruncateQuery(q string) string {
-	if utf8.RuneCountInString(q) <= glmMaxQuery {
-		return q
-	}
 	n := 0
 	for i := range q {
 		if n == glmMaxQuery {

@@ -19,18 +19,15 @@ import (
 
 // LLM-grounded engines are thin adapters over the main-model codecs: a grounded
 // search is a main-model call with the provider's own search switched on, its answer
-// read as search results. The search itself is grounded's, the same for every
-// protocol: a canonical request (the query as the user's turn, groundedAInstructions
-// as the system prompt, the adapter's llm.SearchOptions for the provider's search
-// tool) goes through pkg/llm/upstream, where the protocol's codec in pkg/llm/wire
-// encodes it and decodes the answer, the provider layer's exchange, credentials and
-// Retry-After rule apply, and a paused answer is resumed. An adapter says only how to
-// search (groundedKind.searchOptions) and how the answer's server calls, results and
-// citations read as a Result (groundedKind.result, with the shared pages and marks).
-// Each provider format is thus decoded in one file, pkg/llm/wire/model_<protocol>.go,
-// for main models and engines alike; parse runs recorded bodies through the same
-// caller. The Chat-protocol adapters (Kimi, GLM) read their answers through
-// pkg/llm/nativechat and share pages.
+// read as search results. The search is grounded's, the same for every protocol: a
+// canonical request (the query as the user's turn, groundedAInstructions as the
+// system prompt, the adapter's llm.SearchOptions) goes through pkg/llm/upstream, with
+// the protocol's codec (the one main models use), the provider layer's exchange,
+// credentials and Retry-After rule, and a paused answer resumed. An adapter says only
+// how to search (groundedKind.searchOptions) and how the answer reads as a Result
+// (groundedKind.result, with the shared pages and marks); parse runs recorded bodies
+// through the same caller. The Chat-protocol adapters (Kimi, GLM) read their answers
+// through pkg/llm/nativechat and share pages.
 
 // grounded is what every adapter over a model codec holds: the engine's client (id,
 // base URL, key), the model caller of its protocol and the adapter's own part.

@@ -137,8 +137,7 @@ type openrouterErrorBody struct {
 	Message  string          `json:"message"`
 	Type     string          `json:"type"`
 	Metadata struct {
-		Raw          string `json:"raw"`
-		ProviderName string `json:"provider_name"`
+		Raw string `json:"raw"`
 	} `json:"metadata"`
 }
 

@@ -74,8 +74,7 @@ type parallelSourcePolicy struct {
 }
 
 type parallelResponse struct {
-	SearchID string `json:"search_id"`
-	Results  []struct {
+	Results []struct {
 		URL         string   `json:"url"`
 		Title       string   `json:"title"`
 		PublishDate string   `json:"publish_date"`

@@ -68,8 +68,6 @@ func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: recency, domains, language and country are web_search tool settings.
-// The answer cites what it cites: there is no result count.
 func (e *perplexity) Capabilities() Capabilities {
 	return Capabilities{Recency: true, AllowedDomains: true, BlockedDomains: true, Country: true, Language: true}
 }

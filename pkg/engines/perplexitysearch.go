@@ -38,7 +38,6 @@ type perplexitySearchRequest struct {
 }
 
 type perplexitySearchResponse struct {
-	ID      string                   `json:"id"`
 	Results []perplexitySearchResult `json:"results"`
 }
 

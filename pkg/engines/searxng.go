@@ -61,9 +61,6 @@ func newSearXNG(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: recency (time_range, completed by the kind's own filter of dated hits)
-// and language are applied; count and domains are left to the shared normalization, and
-// country is not supported.
 func (e *searxng) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Language: true}
 }

@@ -31,8 +31,6 @@ func newSerper(cfg Config, hc *http.Client) (Engine, error) {
 	return &serper{client: newClient(cfg, hc, "https://google.serper.dev"), creditPrice: priceOf(cfg, 0.001)}, nil
 }
 
-// Capabilities reports every field as applied by Google, the domain filters through
-// site: operators.
 func (e *serper) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
@@ -57,17 +55,15 @@ type serperResponse struct {
 	} `json:"answerBox"`
 	KnowledgeGraph *struct {
 		Title           string `json:"title"`
-		Type            string `json:"type"`
 		Website         string `json:"website"`
 		Description     string `json:"description"`
 		DescriptionLink string `json:"descriptionLink"`
 	} `json:"knowledgeGraph"`
 	Organic []struct {
-		Title    string `json:"title"`
-		Link     string `json:"link"`
-		Snippet  string `json:"snippet"`
-		Date     string `json:"date"`
-		Position int    `json:"position"`
+		Title   string `json:"title"`
+		Link    string `json:"link"`
+		Snippet string `json:"snippet"`
+		Date    string `json:"date"`
 	} `json:"organic"`
 	Credits *float64 `json:"credits"`
 }

@@ -53,7 +53,6 @@ type tavilyRequest struct {
 }
 
 type tavilyResponse struct {
-	Query   string `json:"query"`
 	Results []struct {
 		Title         string  `json:"title"`
 		URL           string  `json:"url"`

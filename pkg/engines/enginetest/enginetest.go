@@ -66,7 +66,7 @@ type Suite struct {
 	// right characters. Nil skips the case (kinds without offsets).
 	Unicode      []Response
 	CheckUnicode func(t *testing.T, r *engines.Result)
-	// Empty answers a search that found nothing.
+	// Empty answers a search that found nothing; nil skips the case.
 	Empty []Response
 	// Turn picks which response of a scenario answers a request, for kinds that make
 	// several calls per search; nil means the first.
@@ -80,31 +80,10 @@ type Suite struct {
 	ServerError Response
 	AuthError   Response
 
-	// QueryOf returns the query text the engine sent in a request.
+	// QueryOf and KeyOf return the query text and the credential the engine sent in
+	// a request; nil skips the cases that read them.
 	QueryOf func(r *http.Request, body []byte) string
-	// KeyOf returns the credential the engine sent in a request.
-	KeyOf func(r *http.Request) string
-}
-
-// Features are what a kind does that some cases of the suite need; a case whose
-// feature the kind lacks is skipped, by name, with the reason.
-type Features struct {
-	// Credential: the kind sends a key (a self-hosted SearXNG sends none).
-	Credential bool
-	// KeySeen: the suite can read the key from a request (Suite.KeyOf).
-	KeySeen bool
-	// Offsets: the kind places markers from offsets into text (Suite.Unicode).
-	Offsets bool
-	// EmptyAnswer: the suite has the kind's answer that found nothing (Suite.Empty).
-	EmptyAnswer bool
-	// QuerySeen: the suite can read the query from a request (Suite.QueryOf).
-	QuerySeen bool
-}
-
-// Features are the suite's features, from what it describes.
-func (s *Suite) Features() Features {
-	return Features{Credential: !s.NoKey, KeySeen: !s.NoKey && s.KeyOf != nil, Offsets: s.Unicode != nil,
-		EmptyAnswer: s.Empty != nil, QuerySeen: s.QueryOf != nil}
+	KeyOf   func(r *http.Request) string
 }
 
 // scenario is what the replay server answers with.
@@ -176,11 +155,11 @@ func (r Response) write(w http.ResponseWriter) {
 
 var keySeq atomic.Int64
 
-// Run runs the conformance suite for one engine kind: named cases, each gated by the
-// kind's Features (a case the kind lacks the feature for is skipped, saying why).
+// Run runs the conformance suite for one engine kind: named cases, each gated by what
+// the Suite describes (a case the kind lacks it for is skipped, saying why).
 func Run(t *testing.T, s Suite) {
 	t.Helper()
-	f := s.Features()
+	keySeen := !s.NoKey && s.KeyOf != nil
 	rp := &replay{t: t, s: &s}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
@@ -195,7 +174,7 @@ func Run(t *testing.T, s Suite) {
 		cfg.ID = "under-test"
 	}
 	cfg.BaseURL = srv.URL
-	if f.Credential {
+	if !s.NoKey {
 		cfg.APIKeyEnv, cfg.APIKey = envName, secret
 	}
 	reg, err := engines.FromConfig([]engines.Config{cfg}, srv.Client())
@@ -263,7 +242,7 @@ func Run(t *testing.T, s Suite) {
 		if len(reqs) == 0 {
 			t.Fatal("engine made no request")
 		}
-		if f.KeySeen {
+		if keySeen {
 			for _, rq := range reqs {
 				if got := s.KeyOf(rq.r); got != secret {
 					t.Errorf("credential sent = %q, want the configured key", got)
@@ -275,7 +254,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	gated("non-ASCII text", f.Offsets, "places no markers from offsets", func(t *testing.T) {
+	gated("non-ASCII text", s.Unicode != nil, "places no markers from offsets", func(t *testing.T) {
 		rp.set(scenario{responses: s.Unicode})
 		res, err := search(t, engines.Query{Query: "天气 São Paulo °C"})
 		if err != nil {
@@ -285,7 +264,7 @@ func Run(t *testing.T, s Suite) {
 		s.CheckUnicode(t, res)
 	})
 
-	gated("empty result", f.EmptyAnswer, "has no empty-result answer", func(t *testing.T) {
+	gated("empty result", s.Empty != nil, "has no empty-result answer", func(t *testing.T) {
 		rp.set(scenario{responses: s.Empty})
 		res, err := search(t, q)
 		if err != nil {
@@ -351,7 +330,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	gated("no secret in errors", f.Credential, "sends no key, so it has none to leak", func(t *testing.T) {
+	gated("no secret in errors", !s.NoKey, "sends no key, so it has none to leak", func(t *testing.T) {
 		echo := Status(401, fmt.Sprintf(`{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"},"detail":"%s","message":"%s"}`, secret, secret, secret))
 		rp.set(scenario{responses: []Response{echo, echo, echo}})
 		_, err := search(t, q) // search fails the test if the key shows
@@ -360,7 +339,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	gated("a refused key passes the search to the next key", f.KeySeen, "sends no key the suite can read", func(t *testing.T) {
+	gated("a refused key passes the search to the next key", keySeen, "sends no key the suite can read", func(t *testing.T) {
 		for _, code := range []int{http.StatusTooManyRequests, http.StatusUnauthorized} {
 			first, second := secret+"-first", secret+"-second"
 			var mu sync.Mutex
@@ -433,7 +412,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	gated("unicode and special characters in the query", f.QuerySeen, "has no QueryOf", func(t *testing.T) {
+	gated("unicode and special characters in the query", s.QueryOf != nil, "has no QueryOf", func(t *testing.T) {
 		rp.set(scenario{responses: s.OK})
 		weird := `C++ & "quotes" <tags> 100% /?#= 東京の天気 ☃ 🚀 naïve`
 		if _, err := search(t, engines.Query{Query: weird}); err != nil {
