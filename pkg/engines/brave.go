@@ -171,15 +171,8 @@ func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {
 
 // braveLangs are the search_lang values Brave accepts (its documented list; note "jp"
 // for Japanese and the script or region variants of Chinese, English and Portuguese).
-var braveLangs = map[string]bool{
-	"ar": true, "eu": true, "bn": true, "bg": true, "ca": true, "zh-hans": true, "zh-hant": true,
-	"hr": true, "cs": true, "da": true, "nl": true, "en": true, "en-gb": true, "et": true,
-	"fi": true, "fr": true, "gl": true, "de": true, "gu": true, "he": true, "hi": true,
-	"hu": true, "is": true, "it": true, "jp": true, "kn": true, "ko": true, "lv": true,
-	"lt": true, "ms": true, "ml": true, "mr": true, "nb": true, "pl": true, "pt-br": true,
-	"pt-pt": true, "pa": true, "ro": true, "ru": true, "sr": true, "sk": true, "sl": true,
-	"es": true, "sv": true, "ta": true, "te": true, "th": true, "tr": true, "uk": true, "vi": true,
-}
+var braveLangs = setOf("ar eu bn bg ca zh-hans zh-hant hr cs da nl en en-gb et fi fr gl de gu he hi hu is it jp kn " +
+	"ko lv lt ms ml mr nb pl pt-br pt-pt pa ro ru sr sk sl es sv ta te th tr uk vi")
 
 // braveLang maps a BCP 47 tag to Brave's search_lang.
 func braveLang(tag string) (string, bool) {
@@ -218,13 +211,15 @@ func braveLang(tag string) (string, bool) {
 }
 
 // braveCountries are the country codes Brave's country parameter accepts.
-var braveCountries = map[string]bool{
-	"AR": true, "AU": true, "AT": true, "BE": true, "BR": true, "CA": true, "CL": true,
-	"DK": true, "FI": true, "FR": true, "DE": true, "HK": true, "IN": true, "ID": true,
-	"IT": true, "JP": true, "KR": true, "MY": true, "MX": true, "NL": true, "NZ": true,
-	"NO": true, "CN": true, "PL": true, "PT": true, "PH": true, "RU": true, "SA": true,
-	"ZA": true, "ES": true, "SE": true, "CH": true, "TW": true, "TR": true, "GB": true,
-	"US": true,
+var braveCountries = setOf("AR AU AT BE BR CA CL DK FI FR DE HK IN ID IT JP KR MY MX NL NZ NO CN PL PT PH RU SA ZA ES SE CH TW TR GB US")
+
+// setOf is the set of the space-separated words of s.
+func setOf(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
 }
 
 func braveCountry(code string) (string, bool) {

@@ -159,7 +159,7 @@ func (r *Registry) Resting(ctx context.Context, id string) (time.Duration, bool)
 	if !ok {
 		return 0, false
 	}
-	return k.restingFor(ctx)
+	return k.keys.RestingFor(ctx)
 }
 
 // IDs returns the configured engine ids in configuration order.

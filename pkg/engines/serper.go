@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -130,7 +131,7 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 		add(Hit{
 			Title:     oneLine(ab.Title),
 			URL:       ab.Link,
-			Snippet:   joinNonEmpty(" — ", oneLine(ab.Answer), oneLine(ab.Snippet)),
+			Snippet:   strings.Join(slices.DeleteFunc([]string{oneLine(ab.Answer), oneLine(ab.Snippet)}, func(s string) bool { return s == "" }), " — "),
 			Published: readDate(ab.Date, now),
 		})
 	}
@@ -147,18 +148,4 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 		add(Hit{Title: oneLine(r.Title), URL: r.Link, Snippet: oneLine(r.Snippet), Published: readDate(r.Date, now)})
 	}
 	return res, nil
-}
-
-func joinNonEmpty(sep string, parts ...string) string {
-	var b strings.Builder
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString(sep)
-		}
-		b.WriteString(p)
-	}
-	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"strings"
 )
 
 // Tavily is the Tavily search API (POST /search, bearer key).
@@ -94,30 +95,15 @@ func (e *tavily) parse(_ Query, bodies [][]byte) (*Result, error) {
 	return res, nil
 }
 
-// countryName maps the ISO codes Tavily's country parameter knows by name; others are
-// left for the caller to warn about.
+// tavilyCountries are the ISO codes Tavily's country parameter knows, by name.
+var tavilyCountries = map[string]string{"US": "united states", "GB": "united kingdom", "UK": "united kingdom", "DE": "germany",
+	"FR": "france", "CN": "china", "JP": "japan", "IN": "india", "CA": "canada", "AU": "australia", "BR": "brazil"}
+
+// countryName is the name of a code in tavilyCountries, written in upper or lower
+// case; "" for others, which the caller warns about.
 func countryName(code string) string {
-	switch code {
-	case "US", "us":
-		return "united states"
-	case "GB", "gb", "UK", "uk":
-		return "united kingdom"
-	case "DE", "de":
-		return "germany"
-	case "FR", "fr":
-		return "france"
-	case "CN", "cn":
-		return "china"
-	case "JP", "jp":
-		return "japan"
-	case "IN", "in":
-		return "india"
-	case "CA", "ca":
-		return "canada"
-	case "AU", "au":
-		return "australia"
-	case "BR", "br":
-		return "brazil"
+	if code != strings.ToUpper(code) && code != strings.ToLower(code) {
+		return ""
 	}
-	return ""
+	return tavilyCountries[strings.ToUpper(code)]
 }

@@ -510,15 +510,8 @@ func MarkerAfter(t *testing.T, text, phrase, marker string) {
 		return
 	}
 	if rest := text[i+len(phrase):]; !strings.HasPrefix(rest, marker) {
-		t.Errorf("after %q comes %q, want marker %s", phrase, head(rest, 20), marker)
+		t.Errorf("after %q comes %q, want marker %s", phrase, rest[:min(len(rest), 20)], marker)
 	}
-}
-
-func head(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 func waitFor(t *testing.T, cond func() bool) {
