@@ -55,8 +55,8 @@ type glmAPIRequest struct {
 }
 
 type glmAPIResponse struct {
-	SearchResult []glmSearchItem `json:"search_result"`
-	Error        *glmErrorBody   `json:"error"`
+	SearchResult []nativechat.GLMItem `json:"search_result"`
+	Error        *glmErrorBody        `json:"error"`
 }
 
 func (e *glmAPI) Search(ctx context.Context, q Query) (*Result, error) {
@@ -130,10 +130,6 @@ func glmSearchPrice(engine string) float64 {
 	return cny * glmUSDPerCNY
 }
 
-// glmSearchItem is one search result of either GLM kind (the one struct of
-// pkg/llm/nativechat, where GLM's format is read).
-type glmSearchItem = nativechat.GLMItem
-
 // glmErrorBody is Zhipu's error envelope {"error":{"code","message"}}; code is usually
 // a string ("1302") but numbers have been seen.
 type glmErrorBody struct {
@@ -143,7 +139,7 @@ type glmErrorBody struct {
 
 // glmHit turns a search item into a hit: the "（发布时间：…）" / "(Published: …)" title
 // suffix becomes Published (it carries the time, publish_date only the day).
-func glmHit(it glmSearchItem) Hit {
+func glmHit(it nativechat.GLMItem) Hit {
 	title, published := nativechat.GLMTitle(it.Title)
 	h := Hit{Title: title, URL: it.Link, Source: it.Media, Snippet: it.Content, Published: published}
 	if h.Published.IsZero() && it.PublishDate != "" {

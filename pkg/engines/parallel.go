@@ -29,10 +29,6 @@ type parallel struct {
 	price float64
 }
 
-type parallelOptions struct {
-	Mode string `json:"mode,omitempty"`
-}
-
 // parallelPrice is the list price of one search by mode, in USD.
 var parallelPrice = map[string]float64{"turbo": 0.001, "fast": 0.001, "basic": 0.005, "advanced": 0.005}
 
@@ -40,7 +36,9 @@ var parallelPrice = map[string]float64{"turbo": 0.001, "fast": 0.001, "basic": 0
 const parallelMaxResults = 40
 
 func newParallel(cfg Config, hc *http.Client) (Engine, error) {
-	var o parallelOptions
+	var o struct {
+		Mode string `json:"mode,omitempty"`
+	}
 	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}

@@ -37,10 +37,6 @@ type perplexity struct {
 	fee    float64
 }
 
-type perplexityOptions struct {
-	Preset string `json:"preset,omitempty"`
-}
-
 // perplexitySearchFee is the web_search tool's list price per call, in USD (docs).
 const perplexitySearchFee = 0.005
 
@@ -49,7 +45,9 @@ const perplexityMaxDomains = 20
 
 func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	e := &perplexity{client: newClient(cfg, hc, "https://api.perplexity.ai")}
-	var o perplexityOptions
+	var o struct {
+		Preset string `json:"preset,omitempty"`
+	}
 	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}

@@ -70,17 +70,14 @@ type serperResponse struct {
 }
 
 func (e *serper) Search(ctx context.Context, q Query) (*Result, error) {
-	return e.searchOnce(ctx, q, request{path: "/search", header: header("X-API-KEY", e.key), body: serperRequestFor(q), classify: serperClassify}, e.parse)
-}
-
-func serperRequestFor(q Query) serperRequest {
-	return serperRequest{
+	req := serperRequest{
 		Q:   siteQuery(q.Query, q.AllowedDomains, q.BlockedDomains),
 		Num: cmp.Or(q.Count, DefaultCount),
 		GL:  strings.ToLower(strings.TrimSpace(q.Country)),
 		HL:  serperLang(q.Language),
 		TBS: serperTBS[q.Recency],
 	}
+	return e.searchOnce(ctx, q, request{path: "/search", header: header("X-API-KEY", e.key), body: req, classify: serperClassify}, e.parse)
 }
 
 // serperLang maps a BCP 47 tag to Google's hl: lower-case, with Chinese scripts as the

@@ -151,11 +151,7 @@ func CheckOffline(ctx context.Context, cfg engines.Config) Report {
 
 // replaying is a client answered by the fixtures names, in order, every answer kept.
 func replaying(names []string) (*http.Client, *recorder) {
-	var bodies [][]byte
-	for _, n := range names {
-		bodies = append(bodies, fixtures.Read(n))
-	}
-	rc := &recorder{base: &replay{bodies: bodies}}
+	rc := &recorder{base: &replay{names: names}}
 	return &http.Client{Transport: rc}, rc
 }
 
@@ -267,17 +263,17 @@ func paths(b []byte) map[string]bool {
 	return out
 }
 
-// replay answers the calls of one search with recorded bodies, in order, the last
+// replay answers the calls of one search with the fixtures names, in order, the last
 // again once they run out.
 type replay struct {
-	mu     sync.Mutex
-	bodies [][]byte
-	n      int
+	mu    sync.Mutex
+	names []string
+	n     int
 }
 
 func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
-	b := r.bodies[min(r.n, len(r.bodies)-1)]
+	b := fixtures.Read(r.names[min(r.n, len(r.names)-1)])
 	r.n++
 	r.mu.Unlock()
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},

@@ -215,6 +215,13 @@ func Run(t *testing.T, s Suite) {
 	}
 	// The cases share one replay server, so they run in sequence; kinds run in parallel.
 	q := engines.Query{Query: "what is the weather in San Francisco", Count: 5}
+	// failWith is the error of a search whose every call is answered with r.
+	failWith := func(t *testing.T, r Response) error {
+		t.Helper()
+		rp.set(scenario{responses: []Response{r, r, r}})
+		_, err := search(t, q)
+		return err
+	}
 	// gated runs the named case when the kind has what it needs, else skips it.
 	gated := func(name string, has bool, lacks string, body func(t *testing.T)) {
 		t.Run(name, func(t *testing.T) {
@@ -290,9 +297,7 @@ func Run(t *testing.T, s Suite) {
 			r.Header = http.Header{"Retry-After": {"7"}}
 			want = 7 * time.Second
 		}
-		rp.set(scenario{responses: []Response{r, r, r}})
-		_, err := search(t, q)
-		e := wantKind(t, err, engines.RateLimited)
+		e := wantKind(t, failWith(t, r), engines.RateLimited)
 		if e.RetryAfter != want {
 			t.Errorf("RetryAfter = %s, want %s", e.RetryAfter, want)
 		}
@@ -306,9 +311,7 @@ func Run(t *testing.T, s Suite) {
 		if r.Body == nil {
 			r = Status(503, `{"error":{"message":"upstream overloaded"}}`)
 		}
-		rp.set(scenario{responses: []Response{r, r, r}})
-		_, err := search(t, q)
-		e := wantKind(t, err, engines.Unavailable)
+		e := wantKind(t, failWith(t, r), engines.Unavailable)
 		if !e.Retryable() {
 			t.Error("a 5xx must be retryable")
 		}
@@ -321,9 +324,7 @@ func Run(t *testing.T, s Suite) {
 				r = Status(code, `{"error":{"message":"invalid credentials"}}`)
 			}
 			r.Status = code
-			rp.set(scenario{responses: []Response{r, r, r}})
-			_, err := search(t, q)
-			e := wantKind(t, err, engines.Auth)
+			e := wantKind(t, failWith(t, r), engines.Auth)
 			if e.Retryable() {
 				t.Error("an auth error must not be retryable")
 			}
@@ -332,9 +333,7 @@ func Run(t *testing.T, s Suite) {
 
 	gated("no secret in errors", !s.NoKey, "sends no key, so it has none to leak", func(t *testing.T) {
 		echo := Status(401, fmt.Sprintf(`{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"},"detail":"%s","message":"%s"}`, secret, secret, secret))
-		rp.set(scenario{responses: []Response{echo, echo, echo}})
-		_, err := search(t, q) // search fails the test if the key shows
-		if err == nil {
+		if failWith(t, echo) == nil { // search fails the test if the key shows
 			t.Fatal("want an error")
 		}
 	})
@@ -385,10 +384,7 @@ func Run(t *testing.T, s Suite) {
 	})
 
 	t.Run("malformed body", func(t *testing.T) {
-		bad := Response{Body: []byte(`{"id": "x", "choices": [ {"message": `)}
-		rp.set(scenario{responses: []Response{bad, bad, bad}})
-		_, err := search(t, q)
-		wantKind(t, err, engines.Decode)
+		wantKind(t, failWith(t, Response{Body: []byte(`{"id": "x", "choices": [ {"message": `)}), engines.Decode)
 	})
 
 	t.Run("context cancellation", func(t *testing.T) {
