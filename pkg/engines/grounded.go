@@ -212,34 +212,12 @@ func (g *client) modelError(err error) error {
 // escaping any "[n]" the model wrote itself ("\[n\]", which markdown renders the same)
 // so that the shared normalization does not take it for a citation of source n.
 func groundedAInsert(text string, ins []Insert) string {
-	found := markerRE.FindAllStringIndex(text, -1)
-	if len(found) == 0 {
-		return InsertAtBytes(text, ins)
+	ins = slices.Clip(ins)
+	for _, m := range markerRE.FindAllStringIndex(text, -1) {
+		// After the markers placed at the same offsets (InsertAtBytes keeps their order).
+		ins = append(ins, Insert{Offset: m[0], Text: `\`}, Insert{Offset: m[1] - 1, Text: `\`})
 	}
-	ins = slices.Clone(ins)
-	for i := range ins {
-		shift := 0
-		for _, m := range found {
-			switch {
-			case m[1] <= ins[i].Offset:
-				shift += 2
-			case m[0] < ins[i].Offset:
-				shift++
-			}
-		}
-		ins[i].Offset += shift
-	}
-	var b strings.Builder
-	prev := 0
-	for _, m := range found {
-		b.WriteString(text[prev:m[0]])
-		b.WriteString(`\`)
-		b.WriteString(text[m[0] : m[1]-1])
-		b.WriteString(`\]`)
-		prev = m[1]
-	}
-	b.WriteString(text[prev:])
-	return InsertAtBytes(b.String(), ins)
+	return InsertAtBytes(text, ins)
 }
 
 // groundedAInstructions is the system prompt of the grounded adapters: search, answer

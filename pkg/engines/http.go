@@ -2,6 +2,7 @@ package engines
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,14 +35,8 @@ type client struct {
 func (c *client) Name() string { return c.id }
 
 func newClient(cfg Config, hc *http.Client, defaultBase string) client {
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = defaultBase
-	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	return client{id: cfg.ID, hc: hc, baseURL: base, key: cfg.APIKey}
+	base := cmp.Or(strings.TrimRight(cfg.BaseURL, "/"), defaultBase)
+	return client{id: cfg.ID, hc: cmp.Or(hc, http.DefaultClient), baseURL: base, key: cfg.APIKey}
 }
 
 // request describes one HTTP call.
@@ -66,11 +61,7 @@ func (c *client) do(ctx context.Context, req request) ([]byte, error) {
 		}
 		rd = bytes.NewReader(b)
 	}
-	method := req.method
-	if method == "" {
-		method = http.MethodPost
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, c.baseURL+req.path, rd)
+	hr, err := http.NewRequestWithContext(ctx, cmp.Or(req.method, http.MethodPost), c.baseURL+req.path, rd)
 	if err != nil {
 		return nil, &Error{Kind: BadRequest, Engine: c.id, Message: c.redact(err.Error())}
 	}

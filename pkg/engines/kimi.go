@@ -25,11 +25,7 @@ import (
 // reported in Usage but not priced.
 type kimi struct {
 	chatGrounded
-	opts kimiOptions
-}
-
-type kimiOptions struct {
-	SystemPrompt string `json:"systemPrompt,omitempty"`
+	system string // the system prompt
 }
 
 // kimiSystemPrompt is the default instruction: the answer's links are the only way the
@@ -40,10 +36,13 @@ const kimiSystemPrompt = "Use the $web_search tool to search the web for the use
 func newKimi(cfg Config, hc *http.Client) (Engine, error) {
 	e := &kimi{}
 	e.chatGrounded = chatGrounded{client: newClient(cfg, hc, "https://api.moonshot.cn/v1"), model: cmp.Or(cfg.Model, "kimi-k2-turbo-preview"), kind: e}
-	if err := optionsOf(cfg, &e.opts); err != nil {
+	var o struct {
+		SystemPrompt string `json:"systemPrompt,omitempty"`
+	}
+	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}
-	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, kimiSystemPrompt)
+	e.system = cmp.Or(o.SystemPrompt, kimiSystemPrompt)
 	e.price = priceOf(cfg, 0.03*glmUSDPerCNY)
 	return e, nil
 }
@@ -52,7 +51,7 @@ func newKimi(cfg Config, hc *http.Client) (Engine, error) {
 // pages.
 func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
 	call := upstream.New(openaichat.Kimi, e.id, e.baseURL, "", hc, upstream.Options{Credentials: e.credentials()})
-	req := &wire.Request{Model: e.model, System: e.opts.SystemPrompt, Search: &llm.SearchOptions{Requested: true},
+	req := &wire.Request{Model: e.model, System: e.system, Search: &llm.SearchOptions{Requested: true},
 		Messages: userTurn(q.Query)}
 	answer, err := call.Answer(ctx, req)
 	if err != nil {

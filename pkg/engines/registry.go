@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -84,9 +85,7 @@ func FromConfig(cfgs []Config, hc *http.Client) (*Registry, error) {
 // with several keys, or any engine when o.Cooldowns is set, rotates over its keys and
 // rests the ones the provider refuses.
 func FromConfigWith(cfgs []Config, hc *http.Client, o Options) (*Registry, error) {
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
+	o.Log = cmp.Or(o.Log, slog.Default())
 	r := &Registry{byID: make(map[string]Engine, len(cfgs))}
 	dw := NewDeprecationWatch(o.Log, o.Deprecation)
 	for _, c := range cfgs {

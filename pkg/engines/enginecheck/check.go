@@ -119,15 +119,8 @@ func Check(ctx context.Context, cfg engines.Config, hc *http.Client) Report {
 
 // recording is hc (nil: http.DefaultClient) with every answer kept.
 func recording(hc *http.Client) (*http.Client, *recorder) {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	rc := &recorder{base: base}
-	c := *hc
+	c := *cmp.Or(hc, http.DefaultClient)
+	rc := &recorder{base: cmp.Or(c.Transport, http.DefaultTransport)}
 	c.Transport = rc
 	return &c, rc
 }

@@ -93,12 +93,10 @@ type scenario struct {
 }
 
 type replay struct {
-	t     *testing.T
-	s     *Suite
-	mu    sync.Mutex
-	cur   scenario
-	reqs  []recorded
-	calls atomic.Int64
+	s    *Suite
+	mu   sync.Mutex
+	cur  scenario
+	reqs []recorded
 }
 
 type recorded struct {
@@ -120,7 +118,6 @@ func (rp *replay) requests() []recorded {
 }
 
 func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rp.calls.Add(1)
 	body := readAll(r)
 	rp.mu.Lock()
 	sc := rp.cur
@@ -160,7 +157,7 @@ var keySeq atomic.Int64
 func Run(t *testing.T, s Suite) {
 	t.Helper()
 	keySeen := !s.NoKey && s.KeyOf != nil
-	rp := &replay{t: t, s: &s}
+	rp := &replay{s: &s}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
 
