@@ -15,7 +15,7 @@ import (
 )
 
 // anthropic is Anthropic's Messages API with the server-side web search tool, an
-// adapter over the Messages model codec (wire.AnthropicModel, grounded.go): default
+// adapter over the Messages model codec (pkg/llm/anthropic, grounded.go): default
 // base https://api.anthropic.com, default model claude-sonnet-4-5.
 //
 // Claude runs the searches itself (server calls and their results in the answer) and
@@ -45,7 +45,6 @@ import (
 type anthropic struct {
 	grounded
 	opts anthropicOptions
-	now  func() time.Time
 }
 
 type anthropicOptions struct {
@@ -57,7 +56,7 @@ type anthropicOptions struct {
 var anthropicToolRE = regexp.MustCompile(`^web_search_\d{8}$`)
 
 func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
-	e := &anthropic{now: time.Now}
+	e := &anthropic{}
 	e.grounded = newGrounded(cfg, hc, anthropicapi.Model, "https://api.anthropic.com", "", "claude-sonnet-4-5", "Claude", e)
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
@@ -75,7 +74,6 @@ func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: domains (allowed or blocked) and country; see the type's comment.
 func (e *anthropic) Capabilities() Capabilities {
 	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: true}
 }
@@ -97,7 +95,7 @@ func (e *anthropic) result(q Query, a *wire.Response) (*Result, error) {
 	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	var p pages
 	var failures []string
-	searchesOK, now := 0, e.now()
+	searchesOK, now := 0, time.Now()
 	for _, part := range a.Content {
 		switch {
 		case part.Kind != wire.PartServerResult:

@@ -25,8 +25,8 @@ func BenchmarkNormalizeKimi(b *testing.B) {
 }
 
 func BenchmarkNormalizePerplexity(b *testing.B) {
-	benchNormalize(b, engines.Config{Kind: "perplexity"}, engines.Query{Query: "Mark Watson"},
-		"perplexity/markwatson-sonar-search-results.json")
+	benchNormalize(b, engines.Config{Kind: "perplexity"}, engines.Query{Query: "San Francisco weather"},
+		"perplexity/docs-shape-agent-web-search.CONSTRUCTED.json")
 }
 
 func BenchmarkNormalizeOpenRouter(b *testing.B) {

@@ -1,8 +1,8 @@
 package engines
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -55,8 +55,6 @@ func newBrave(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities reports every field as applied by Brave: the domain filters through
-// site: operators in q, the rest through Brave's own parameters.
 func (e *brave) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
@@ -82,19 +80,9 @@ type braveResult struct {
 }
 
 func (e *brave) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
 	v, _ := e.params(q)
-	body, h, err := e.do(ctx, request{
-		method: http.MethodGet,
-		path:   "/res/v1/web/search?" + v.Encode(),
-		header: header("X-Subscription-Token", e.key),
-	})
-	if err != nil {
-		return nil, braveError(err, h)
-	}
-	return e.parse(q, [][]byte{body})
+	return e.searchOnce(ctx, q, request{method: http.MethodGet, path: "/res/v1/web/search?" + v.Encode(),
+		header: header("X-Subscription-Token", e.key), classify: braveClassify}, e.parse)
 }
 
 // params builds the query string for q, and the warnings for the parts of q Brave
@@ -104,10 +92,7 @@ func (e *brave) params(q Query) (url.Values, []string) {
 	v := url.Values{}
 	var warns []string
 	v.Set("q", siteQuery(q.Query, q.AllowedDomains, q.BlockedDomains))
-	count := q.Count
-	if count <= 0 {
-		count = DefaultCount
-	}
+	count := cmp.Or(q.Count, DefaultCount)
 	if count > braveMaxCount {
 		warns = append(warns, fmt.Sprintf("Brave returns at most %d results per request; %d were asked for", braveMaxCount, count))
 		count = braveMaxCount
@@ -140,27 +125,21 @@ func (e *brave) params(q Query) (url.Values, []string) {
 	return v, warns
 }
 
-// braveError reclassifies the failures whose HTTP status says less than Brave's error
-// code: 422 SUBSCRIPTION_TOKEN_INVALID is a bad key (Auth, not BadRequest), 429
+// braveClassify reclassifies the failures whose HTTP status says less than Brave's
+// error code: 422 SUBSCRIPTION_TOKEN_INVALID is a bad key (Auth, not BadRequest), 429
 // QUOTA_LIMITED and 402 USAGE_LIMIT_EXCEEDED are spent quota, not a reason to retry. (A
 // 429 without Retry-After waits for the first window of X-RateLimit-Reset: the
 // provider layer's rule, provider.RetryAfter.)
 //
 // The code is read from the error's message, which http.go builds as "CODE: detail"
 // from Brave's {"error":{"code","detail"}} envelope (or the body text otherwise).
-func braveError(err error, h http.Header) error {
-	var e *Error
-	if !errors.As(err, &e) || e.Status == 0 {
-		return err
-	}
+func braveClassify(e *Error) {
 	switch {
 	case strings.Contains(e.Message, "SUBSCRIPTION_TOKEN_INVALID"):
 		e.Kind = Auth
 	case strings.Contains(e.Message, "USAGE_LIMIT_EXCEEDED"), strings.Contains(e.Message, "QUOTA_LIMITED"):
-		e.Kind = Quota
-		e.RetryAfter = 0
+		e.Kind, e.RetryAfter = Quota, 0
 	}
-	return e
 }
 
 func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {
@@ -192,15 +171,8 @@ func (e *brave) parse(q Query, bodies [][]byte) (*Result, error) {
 
 // braveLangs are the search_lang values Brave accepts (its documented list; note "jp"
 // for Japanese and the script or region variants of Chinese, English and Portuguese).
-var braveLangs = map[string]bool{
-	"ar": true, "eu": true, "bn": true, "bg": true, "ca": true, "zh-hans": true, "zh-hant": true,
-	"hr": true, "cs": true, "da": true, "nl": true, "en": true, "en-gb": true, "et": true,
-	"fi": true, "fr": true, "gl": true, "de": true, "gu": true, "he": true, "hi": true,
-	"hu": true, "is": true, "it": true, "jp": true, "kn": true, "ko": true, "lv": true,
-	"lt": true, "ms": true, "ml": true, "mr": true, "nb": true, "pl": true, "pt-br": true,
-	"pt-pt": true, "pa": true, "ro": true, "ru": true, "sr": true, "sk": true, "sl": true,
-	"es": true, "sv": true, "ta": true, "te": true, "th": true, "tr": true, "uk": true, "vi": true,
-}
+var braveLangs = setOf("ar eu bn bg ca zh-hans zh-hant hr cs da nl en en-gb et fi fr gl de gu he hi hu is it jp kn " +
+	"ko lv lt ms ml mr nb pl pt-br pt-pt pa ro ru sr sk sl es sv ta te th tr uk vi")
 
 // braveLang maps a BCP 47 tag to Brave's search_lang.
 func braveLang(tag string) (string, bool) {
@@ -239,13 +211,15 @@ func braveLang(tag string) (string, bool) {
 }
 
 // braveCountries are the country codes Brave's country parameter accepts.
-var braveCountries = map[string]bool{
-	"AR": true, "AU": true, "AT": true, "BE": true, "BR": true, "CA": true, "CL": true,
-	"DK": true, "FI": true, "FR": true, "DE": true, "HK": true, "IN": true, "ID": true,
-	"IT": true, "JP": true, "KR": true, "MY": true, "MX": true, "NL": true, "NZ": true,
-	"NO": true, "CN": true, "PL": true, "PT": true, "PH": true, "RU": true, "SA": true,
-	"ZA": true, "ES": true, "SE": true, "CH": true, "TW": true, "TR": true, "GB": true,
-	"US": true,
+var braveCountries = setOf("AR AU AT BE BR CA CL DK FI FR DE HK IN ID IT JP KR MY MX NL NZ NO CN PL PT PH RU SA ZA ES SE CH TW TR GB US")
+
+// setOf is the set of the space-separated words of s.
+func setOf(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
 }
 
 func braveCountry(code string) (string, bool) {
@@ -259,32 +233,21 @@ func braveCountry(code string) (string, bool) {
 // siteQuery appends site: operators for the domain filters to q: "q site:a",
 // "q (site:a OR site:b)", "q -site:c". Brave and Google (Serper) both read them.
 func siteQuery(q string, allowed, blocked []string) string {
-	if len(allowed) == 0 && len(blocked) == 0 {
-		return q
+	sites := make([]string, len(allowed))
+	for i, d := range allowed {
+		sites[i] = "site:" + d
 	}
-	var b strings.Builder
-	b.WriteString(q)
-	switch len(allowed) {
+	switch len(sites) {
 	case 0:
 	case 1:
-		b.WriteString(" site:")
-		b.WriteString(allowed[0])
+		q += " " + sites[0]
 	default:
-		b.WriteString(" (")
-		for i, d := range allowed {
-			if i > 0 {
-				b.WriteString(" OR ")
-			}
-			b.WriteString("site:")
-			b.WriteString(d)
-		}
-		b.WriteByte(')')
+		q += " (" + strings.Join(sites, " OR ") + ")"
 	}
 	for _, d := range blocked {
-		b.WriteString(" -site:")
-		b.WriteString(d)
+		q += " -site:" + d
 	}
-	return b.String()
+	return q
 }
 
 // cleanHTML turns a provider's HTML-flavoured text (Brave's <strong> highlights,

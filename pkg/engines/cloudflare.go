@@ -61,7 +61,6 @@ func newCloudflare(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: only the result count is a request field.
 func (e *cloudflare) Capabilities() Capabilities { return Capabilities{Count: true} }
 
 type cloudflareRequest struct {

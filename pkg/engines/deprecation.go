@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -75,7 +76,6 @@ func (w *watch) RoundTrip(r *http.Request) (*http.Response, error) {
 type DeprecationWatch struct {
 	log   *slog.Logger
 	count func(provider, signal string)
-	now   func() time.Time
 	mu    sync.Mutex
 	last  map[string]string // provider → day of its last warning
 }
@@ -83,24 +83,14 @@ type DeprecationWatch struct {
 // NewDeprecationWatch logs to log (nil: slog.Default()) and counts with count (nil:
 // nothing).
 func NewDeprecationWatch(log *slog.Logger, count func(provider, signal string)) *DeprecationWatch {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &DeprecationWatch{log: log, count: count, now: time.Now, last: map[string]string{}}
+	return &DeprecationWatch{log: cmp.Or(log, slog.Default()), count: count, last: map[string]string{}}
 }
 
 // Client is hc (nil: http.DefaultClient) with provider's answers watched: a copy of hc
 // whose transport reports.
 func (d *DeprecationWatch) Client(hc *http.Client, provider string) *http.Client {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	c := *hc
-	c.Transport = &watch{base: base, name: provider, report: d.report}
+	c := *cmp.Or(hc, http.DefaultClient)
+	c.Transport = &watch{base: cmp.Or(c.Transport, http.DefaultTransport), name: provider, report: d.report}
 	return &c
 }
 
@@ -110,7 +100,7 @@ func (d *DeprecationWatch) report(provider string, s DeprecationSignal) {
 			d.count(provider, sig)
 		}
 	}
-	day := d.now().UTC().Format(time.DateOnly)
+	day := time.Now().UTC().Format(time.DateOnly)
 	d.mu.Lock()
 	if d.last[provider] == day {
 		d.mu.Unlock()

@@ -37,28 +37,35 @@ const (
 	NoLimit  Recency = "noLimit"
 )
 
+// recencyUnit is each window as the providers that name it by its unit take it
+// (Perplexity, Tavily).
+var recencyUnit = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
+
+// recencyWindow is how far back each window reaches.
+var recencyWindow = map[Recency]time.Duration{
+	OneDay: 24 * time.Hour, OneWeek: 7 * 24 * time.Hour, OneMonth: 31 * 24 * time.Hour, OneYear: 366 * 24 * time.Hour,
+}
+
 // Valid reports whether r is one of the schema's values (or empty).
 func (r Recency) Valid() bool {
-	switch r {
-	case "", OneDay, OneWeek, OneMonth, OneYear, NoLimit:
-		return true
-	}
-	return false
+	_, ok := recencyWindow[r]
+	return ok || r == "" || r == NoLimit
 }
 
 // Window returns how far back r reaches, and false for NoLimit.
 func (r Recency) Window() (time.Duration, bool) {
-	switch r {
-	case OneDay:
-		return 24 * time.Hour, true
-	case OneWeek:
-		return 7 * 24 * time.Hour, true
-	case OneMonth:
-		return 31 * 24 * time.Hour, true
-	case OneYear:
-		return 366 * 24 * time.Hour, true
+	w, ok := recencyWindow[r]
+	return w, ok
+}
+
+// since is the start of r's window counted back from now, in UTC and layout; "" for
+// no limit.
+func (r Recency) since(now time.Time, layout string) string {
+	win, ok := r.Window()
+	if !ok {
+		return ""
 	}
-	return 0, false
+	return now.Add(-win).UTC().Format(layout)
 }
 
 // Count limits. A zero Count means DefaultCount.

@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,26 +78,12 @@ func (e *Error) Unwrap() error { return e.Err }
 // Retryable reports whether trying the same search again later can succeed.
 func (e *Error) Retryable() bool { return e.Kind.Retryable() }
 
+// errorTypes are the WebSearchResult error types by kind.
+var errorTypes = map[ErrorKind]string{RateLimited: "SEARCH_RATE_LIMITED", Unavailable: "SEARCH_UNAVAILABLE", BadRequest: "SEARCH_BAD_REQUEST",
+	Auth: "SEARCH_AUTH_FAILED", Quota: "SEARCH_QUOTA_EXCEEDED", Decode: "SEARCH_BAD_RESPONSE", Canceled: "SEARCH_CANCELED"}
+
 // Type is the WebSearchResult error type the main model sees for this failure.
-func (e *Error) Type() string {
-	switch e.Kind {
-	case RateLimited:
-		return "SEARCH_RATE_LIMITED"
-	case Unavailable:
-		return "SEARCH_UNAVAILABLE"
-	case BadRequest:
-		return "SEARCH_BAD_REQUEST"
-	case Auth:
-		return "SEARCH_AUTH_FAILED"
-	case Quota:
-		return "SEARCH_QUOTA_EXCEEDED"
-	case Decode:
-		return "SEARCH_BAD_RESPONSE"
-	case Canceled:
-		return "SEARCH_CANCELED"
-	}
-	return "SEARCH_FAILED"
-}
+func (e *Error) Type() string { return cmp.Or(errorTypes[e.Kind], "SEARCH_FAILED") }
 
 // AsError returns err as an *Error, wrapping errors that are not one: context errors
 // become Canceled (or Unavailable for a deadline, which a retry may beat), anything

@@ -60,8 +60,6 @@ func newExa(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: recency, count and both domain filters are Exa parameters; language and
-// country are not.
 func (e *exa) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
@@ -103,17 +101,12 @@ func (e *exa) Search(ctx context.Context, q Query) (*Result, error) {
 // request builds the body for q; now anchors the recency window.
 func (e *exa) request(q Query, now time.Time) exaRequest {
 	req := exaRequest{
-		Query:          q.Query,
-		Type:           e.opts.Type,
-		NumResults:     q.Count,
-		IncludeDomains: q.AllowedDomains,
-		ExcludeDomains: q.BlockedDomains,
-	}
-	if req.NumResults <= 0 {
-		req.NumResults = DefaultCount
-	}
-	if win, ok := q.Recency.Window(); ok {
-		req.StartPublishedDate = now.Add(-win).UTC().Format("2006-01-02T15:04:05.000Z")
+		Query:              q.Query,
+		Type:               e.opts.Type,
+		NumResults:         cmp.Or(q.Count, DefaultCount),
+		IncludeDomains:     q.AllowedDomains,
+		ExcludeDomains:     q.BlockedDomains,
+		StartPublishedDate: q.Recency.since(now, "2006-01-02T15:04:05.000Z"),
 	}
 	req.Contents.Highlights.NumSentences = 2
 	return req

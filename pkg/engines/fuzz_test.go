@@ -79,7 +79,7 @@ func FuzzGLMAPIParse(f *testing.F) {
 }
 
 func FuzzPerplexityParse(f *testing.F) {
-	seedDir(f, "perplexity", `{"choices":[{"message":{"content":"x [1][2][300]"}}],"citations":["https://a.example/","::bad",""],"search_results":[{"url":"https://a.example/","date":"-1"}]}`)
+	seedDir(f, "perplexity", `{"status":"completed","output":[{"type":"search_results","results":[{"url":"https://a.example/","date":"-1"},{"url":"::bad"},null]},{"type":"message","content":[{"type":"output_text","text":"x [1][2][300]","annotations":[{"type":"url_citation","url":"https://a.example/","end_index":99999},{"type":"url_citation"},null]}]}]}`)
 	fuzzKind(f, engines.Config{Kind: "perplexity"})
 }
 

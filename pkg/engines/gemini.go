@@ -14,7 +14,7 @@ import (
 )
 
 // gemini is Google's Gemini generateContent API with Google Search grounding, an
-// adapter over the Gemini model codec (wire.GeminiModel, grounded.go): the model
+// adapter over the Gemini model codec (pkg/llm/gemini, grounded.go): the model
 // searches, answers, and its grounding says which sentences rest on which pages; the
 // codec places each citation at the end of its segment (UTF-8 byte offsets, checked
 // against the segment's text).
@@ -106,7 +106,6 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: none; see the type's comment.
 func (e *gemini) Capabilities() Capabilities { return Capabilities{} }
 
 func (e *gemini) searchOptions(Query) (*llm.SearchOptions, int) { return &llm.SearchOptions{}, 0 }

@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -31,12 +32,8 @@ func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	if e.opts.SearchEngine == "" {
-		e.opts.SearchEngine = "search_std"
-	}
-	if e.opts.ContentSize == "" {
-		e.opts.ContentSize = "medium"
-	}
+	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_std")
+	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
 	e.price = priceOf(cfg, glmSearchPrice(e.opts.SearchEngine))
 	return e, nil
 }
@@ -58,9 +55,8 @@ type glmAPIRequest struct {
 }
 
 type glmAPIResponse struct {
-	ID           string          `json:"id"`
-	SearchResult []glmSearchItem `json:"search_result"`
-	Error        *glmErrorBody   `json:"error"`
+	SearchResult []nativechat.GLMItem `json:"search_result"`
+	Error        *glmErrorBody        `json:"error"`
 }
 
 func (e *glmAPI) Search(ctx context.Context, q Query) (*Result, error) {
@@ -134,10 +130,6 @@ func glmSearchPrice(engine string) float64 {
 	return cny * glmUSDPerCNY
 }
 
-// glmSearchItem is one search result of either GLM kind (the one struct of
-// pkg/llm/nativechat, where GLM's format is read).
-type glmSearchItem = nativechat.GLMItem
-
 // glmErrorBody is Zhipu's error envelope {"error":{"code","message"}}; code is usually
 // a string ("1302") but numbers have been seen.
 type glmErrorBody struct {
@@ -147,7 +139,7 @@ type glmErrorBody struct {
 
 // glmHit turns a search item into a hit: the "（发布时间：…）" / "(Published: …)" title
 // suffix becomes Published (it carries the time, publish_date only the day).
-func glmHit(it glmSearchItem) Hit {
+func glmHit(it nativechat.GLMItem) Hit {
 	title, published := nativechat.GLMTitle(it.Title)
 	h := Hit{Title: title, URL: it.Link, Source: it.Media, Snippet: it.Content, Published: published}
 	if h.Published.IsZero() && it.PublishDate != "" {
@@ -159,9 +151,6 @@ func glmHit(it glmSearchItem) Hit {
 // glmTruncateQuery cuts q to the Web Search API's 70-character limit on a rune
 // boundary.
 func glmTruncateQuery(q string) string {
-	if utf8.RuneCountInString(q) <= glmMaxQuery {
-		return q
-	}
 	n := 0
 	for i := range q {
 		if n == glmMaxQuery {

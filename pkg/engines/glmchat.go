@@ -16,13 +16,11 @@ import (
 // glmChat is Zhipu GLM chat completions with the embedded web_search tool
 // (POST {base}/chat/completions, bearer key): one request, the model searches and
 // answers, and the search results come back in a top-level "web_search" array next to
-// "choices" (WIRE_FORMATS.md §4a, seed 001). It is an adapter over the main models'
-// parts: upstream.Caller.Send makes the call (the one model caller's exchange,
-// credentials and errors), and the tool's declaration, the web_search array and the
-// ref markers are read by pkg/llm/nativechat (glm.go), as for a GLM main model: the refs are numbered
-// there (nativechat.GLMCite: cited pages by first citation), then the uncited results
-// follow as sources and hits. The default base is the mainland endpoint https://open.bigmodel.cn/api/paas/v4; Z.AI accounts set
-// https://api.z.ai/api/paas/v4. The default model is glm-4.7.
+// "choices" (WIRE_FORMATS.md §4a, seed 001). The tool, the web_search array and the
+// ref markers are read by pkg/llm/nativechat, as for a GLM main model (cited pages by
+// first citation, then the uncited results). The default base is the mainland
+// endpoint https://open.bigmodel.cn/api/paas/v4 (Z.AI accounts set
+// https://api.z.ai/api/paas/v4); the default model is glm-4.7.
 //
 // Options:
 //
@@ -80,7 +78,7 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	if err != nil {
 		return nil, e.glmModelError(err)
 	}
-	res, _, err := e.chatAnswer(comp)
+	res, err := e.chatAnswer(comp)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -18,18 +19,15 @@ import (
 
 // LLM-grounded engines are thin adapters over the main-model codecs: a grounded
 // search is a main-model call with the provider's own search switched on, its answer
-// read as search results. The search itself is grounded's, the same for every
-// protocol: a canonical request (the query as the user's turn, groundedAInstructions
-// as the system prompt, the adapter's llm.SearchOptions for the provider's search
-// tool) goes through pkg/llm/upstream, where the protocol's codec in pkg/llm/wire
-// encodes it and decodes the answer, the provider layer's exchange, credentials and
-// Retry-After rule apply, and a paused answer is resumed. An adapter says only how to
-// search (groundedKind.searchOptions) and how the answer's server calls, results and
-// citations read as a Result (groundedKind.result, with the shared pages and marks).
-// Each provider format is thus decoded in one file, pkg/llm/wire/model_<protocol>.go,
-// for main models and engines alike; parse runs recorded bodies through the same
-// caller. The Chat-protocol adapters (Kimi, GLM) read their answers through
-// pkg/llm/nativechat and share pages.
+// read as search results. The search is grounded's, the same for every protocol: a
+// canonical request (the query as the user's turn, groundedAInstructions as the
+// system prompt, the adapter's llm.SearchOptions) goes through pkg/llm/upstream, with
+// the protocol's codec (the one main models use), the provider layer's exchange,
+// credentials and Retry-After rule, and a paused answer resumed. An adapter says only
+// how to search (groundedKind.searchOptions) and how the answer reads as a Result
+// (groundedKind.result, with the shared pages and marks); parse runs recorded bodies
+// through the same caller. The Chat-protocol adapters (Kimi, GLM) read their answers
+// through pkg/llm/nativechat and share pages.
 
 // grounded is what every adapter over a model codec holds: the engine's client (id,
 // base URL, key), the model caller of its protocol and the adapter's own part.
@@ -71,7 +69,7 @@ func (g *grounded) caller(hc *http.Client) *upstream.Caller {
 
 func (g *grounded) Search(ctx context.Context, q Query) (*Result, error) {
 	if g.key == "" {
-		return nil, missingKey(Config{ID: g.id, APIKeyEnv: g.keyEnv})
+		return nil, &Error{Kind: Auth, Engine: g.id, Message: fmt.Sprintf("API key variable %s is not set", g.keyEnv)}
 	}
 	return g.run(ctx, g.call, q)
 }
@@ -122,21 +120,19 @@ func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
 }
 
 // chatAnswer reads the assistant message of a Chat answer: a result with its text and
-// tokens (and a warning when the token limit cut it), and its native-search report
-// (nil: the model did not search).
-func (c *client) chatAnswer(comp *llm.Completion) (*Result, *llm.NativeSearch, error) {
+// tokens, and a warning when the token limit cut it.
+func (c *client) chatAnswer(comp *llm.Completion) (*Result, error) {
 	var m struct {
-		Content json.RawMessage   `json:"content"`
-		Native  *llm.NativeSearch `json:"searchfleet_native"` // llm.NativeKey
+		Content json.RawMessage `json:"content"`
 	}
 	if err := json.Unmarshal(comp.Message, &m); err != nil {
-		return nil, nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
+		return nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
 	}
 	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
 	if comp.FinishReason == "length" {
 		res.partialf("the answer was cut at the model's token limit")
 	}
-	return res, m.Native, nil
+	return res, nil
 }
 
 // send posts req, an engine's own request in api's protocol for model, through the
@@ -216,55 +212,27 @@ func (g *client) modelError(err error) error {
 // escaping any "[n]" the model wrote itself ("\[n\]", which markdown renders the same)
 // so that the shared normalization does not take it for a citation of source n.
 func groundedAInsert(text string, ins []Insert) string {
-	found := markerRE.FindAllStringIndex(text, -1)
-	if len(found) == 0 {
-		return InsertAtBytes(text, ins)
+	ins = slices.Clip(ins)
+	for _, m := range markerRE.FindAllStringIndex(text, -1) {
+		// After the markers placed at the same offsets (InsertAtBytes keeps their order).
+		ins = append(ins, Insert{Offset: m[0], Text: `\`}, Insert{Offset: m[1] - 1, Text: `\`})
 	}
-	ins = slices.Clone(ins)
-	for i := range ins {
-		shift := 0
-		for _, m := range found {
-			switch {
-			case m[1] <= ins[i].Offset:
-				shift += 2
-			case m[0] < ins[i].Offset:
-				shift++
-			}
-		}
-		ins[i].Offset += shift
-	}
-	var b strings.Builder
-	prev := 0
-	for _, m := range found {
-		b.WriteString(text[prev:m[0]])
-		b.WriteString(`\`)
-		b.WriteString(text[m[0] : m[1]-1])
-		b.WriteString(`\]`)
-		prev = m[1]
-	}
-	b.WriteString(text[prev:])
-	return InsertAtBytes(b.String(), ins)
+	return InsertAtBytes(text, ins)
 }
 
 // groundedAInstructions is the system prompt of the grounded adapters: search, answer
 // briefly from the results, cite. The user message is the query itself, verbatim.
 func groundedAInstructions(q Query) string {
-	var b strings.Builder
-	b.WriteString("You are a web search engine. Search the web for the user's message, which is a search query, " +
+	s := "You are a web search engine. Search the web for the user's message, which is a search query, " +
 		"and reply with a concise, factual summary of what the search results say, citing the pages you used. " +
-		"Do not ask questions and do not answer from memory alone.")
-	switch q.Recency {
-	case OneDay:
-		b.WriteString(" Prefer pages published in the last 24 hours.")
-	case OneWeek:
-		b.WriteString(" Prefer pages published in the last week.")
-	case OneMonth:
-		b.WriteString(" Prefer pages published in the last month.")
-	case OneYear:
-		b.WriteString(" Prefer pages published in the last year.")
+		"Do not ask questions and do not answer from memory alone."
+	if w := groundedRecency[q.Recency]; w != "" {
+		s += " Prefer pages published in the last " + w + "."
 	}
-	return b.String()
+	return s
 }
+
+var groundedRecency = map[Recency]string{OneDay: "24 hours", OneWeek: "week", OneMonth: "month", OneYear: "year"}
 
 // pages numbers the pages of an answer as a result's sources, one per distinct URL in
 // the order added (a page without URL is always new: the normalization drops it with

@@ -43,23 +43,8 @@ const (
 
 // Has reports whether c declares o honoured by the provider.
 func (c Capabilities) Has(o Option) bool {
-	switch o {
-	case OptRecency:
-		return c.Recency
-	case OptAllowedDomains:
-		return c.AllowedDomains
-	case OptBlockedDomains:
-		return c.BlockedDomains
-	case OptCountry:
-		return c.Country
-	case OptLanguage:
-		return c.Language
-	case OptCount:
-		return c.Count
-	case OptContextSize:
-		return c.ContextSize
-	}
-	return false
+	return map[Option]bool{OptRecency: c.Recency, OptAllowedDomains: c.AllowedDomains, OptBlockedDomains: c.BlockedDomains,
+		OptCountry: c.Country, OptLanguage: c.Language, OptCount: c.Count, OptContextSize: c.ContextSize}[o]
 }
 
 // TreatmentOf is what an engine with capabilities c does with option o.
@@ -79,23 +64,9 @@ func TreatmentOf(c Capabilities, o Option) Treatment {
 
 // carried reports whether q carries option o (a value the engine must act on).
 func carried(q Query, o Option) bool {
-	switch o {
-	case OptRecency:
-		return q.Recency != "" && q.Recency != NoLimit
-	case OptAllowedDomains:
-		return len(q.AllowedDomains) > 0
-	case OptBlockedDomains:
-		return len(q.BlockedDomains) > 0
-	case OptCountry:
-		return q.Country != ""
-	case OptLanguage:
-		return q.Language != ""
-	case OptCount:
-		return q.Count != 0 && q.Count != DefaultCount
-	case OptContextSize:
-		return q.ContextSize != ""
-	}
-	return false
+	return map[Option]bool{OptRecency: q.Recency != "" && q.Recency != NoLimit, OptAllowedDomains: len(q.AllowedDomains) > 0,
+		OptBlockedDomains: len(q.BlockedDomains) > 0, OptCountry: q.Country != "", OptLanguage: q.Language != "",
+		OptCount: q.Count != 0 && q.Count != DefaultCount, OptContextSize: q.ContextSize != ""}[o]
 }
 
 // Unmet are the options q carries that an engine with capabilities c would weaken or

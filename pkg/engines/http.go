@@ -2,10 +2,10 @@ package engines
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -35,14 +35,8 @@ type client struct {
 func (c *client) Name() string { return c.id }
 
 func newClient(cfg Config, hc *http.Client, defaultBase string) client {
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = defaultBase
-	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	return client{id: cfg.ID, hc: hc, baseURL: base, key: cfg.APIKey}
+	base := cmp.Or(strings.TrimRight(cfg.BaseURL, "/"), defaultBase)
+	return client{id: cfg.ID, hc: cmp.Or(hc, http.DefaultClient), baseURL: base, key: cfg.APIKey}
 }
 
 // request describes one HTTP call.
@@ -51,26 +45,25 @@ type request struct {
 	path   string // appended to baseURL; may carry a query string
 	header http.Header
 	body   any // marshalled as JSON when non-nil
+	// classify, when set, reclassifies a non-2xx answer by what its message says
+	// (the provider's own error code) where the status says less.
+	classify func(*Error)
 }
 
 // do sends req and returns the 2xx body. A non-2xx answer becomes an *Error classified
-// by status and body, with the API key redacted from its message.
-func (c *client) do(ctx context.Context, req request) ([]byte, http.Header, error) {
+// by status and body (and req.classify), with the API key redacted from its message.
+func (c *client) do(ctx context.Context, req request) ([]byte, error) {
 	var rd io.Reader
 	if req.body != nil {
 		b, err := json.Marshal(req.body)
 		if err != nil {
-			return nil, nil, &Error{Kind: BadRequest, Engine: c.id, Message: "encoding request: " + err.Error()}
+			return nil, &Error{Kind: BadRequest, Engine: c.id, Message: "encoding request: " + err.Error()}
 		}
 		rd = bytes.NewReader(b)
 	}
-	method := req.method
-	if method == "" {
-		method = http.MethodPost
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, c.baseURL+req.path, rd)
+	hr, err := http.NewRequestWithContext(ctx, cmp.Or(req.method, http.MethodPost), c.baseURL+req.path, rd)
 	if err != nil {
-		return nil, nil, &Error{Kind: BadRequest, Engine: c.id, Message: c.redact(err.Error())}
+		return nil, &Error{Kind: BadRequest, Engine: c.id, Message: c.redact(err.Error())}
 	}
 	for k, vs := range req.header {
 		hr.Header[k] = vs
@@ -81,17 +74,21 @@ func (c *client) do(ctx context.Context, req request) ([]byte, http.Header, erro
 	hr.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return nil, nil, c.transportError(ctx, err)
+		return nil, c.transportError(ctx, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, nil, c.transportError(ctx, err)
+		return nil, c.transportError(ctx, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, resp.Header, c.statusError(resp.StatusCode, resp.Header, body)
+		e := c.statusError(resp.StatusCode, resp.Header, body)
+		if req.classify != nil {
+			req.classify(e)
+		}
+		return nil, e
 	}
-	return body, resp.Header, nil
+	return body, nil
 }
 
 // decode unmarshals a 2xx body, turning failure into a Decode error.
@@ -129,7 +126,7 @@ func (c *client) searchOnce(ctx context.Context, q Query, req request, parse fun
 	if c.key == "" {
 		return nil, &Error{Kind: Auth, Engine: c.id, Message: "no API key configured"}
 	}
-	body, _, err := c.do(ctx, req)
+	body, err := c.do(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -204,9 +201,4 @@ func header(k, v string) http.Header {
 		h.Set(k, v)
 	}
 	return h
-}
-
-// missingKey is the error for an engine whose API key variable is unset.
-func missingKey(cfg Config) *Error {
-	return &Error{Kind: Auth, Engine: cfg.ID, Message: fmt.Sprintf("API key variable %s is not set", cfg.APIKeyEnv)}
 }

@@ -102,12 +102,6 @@ func (k *keyed) Search(ctx context.Context, q Query) (*Result, error) {
 	return nil, k.resting(rests)
 }
 
-// restingFor reports whether every key of the engine rests, and for how long at
-// least; false when the cooldowns cannot be read.
-func (k *keyed) restingFor(ctx context.Context) (time.Duration, bool) {
-	return k.keys.RestingFor(ctx)
-}
-
 // resting is the error of an engine whose every key rests: the reason of the key that
 // comes back first, with how long is left.
 func (k *keyed) resting(rests []Rest) *Error {

@@ -12,7 +12,7 @@ import (
 )
 
 // kimi is Moonshot Kimi with its builtin $web_search function, an adapter over the
-// Kimi model codec (wire.KimiModel, called by upstream.Caller; default base
+// Kimi model codec (openaichat.Kimi, called by upstream.Caller; default base
 // https://api.moonshot.cn/v1, default model kimi-k2-turbo-preview): the search rounds
 // (the model names $web_search, the call is echoed back, Moonshot searches and the
 // model answers; thinking switched off for the models that need it) and the citing of
@@ -25,11 +25,7 @@ import (
 // reported in Usage but not priced.
 type kimi struct {
 	chatGrounded
-	opts kimiOptions
-}
-
-type kimiOptions struct {
-	SystemPrompt string `json:"systemPrompt,omitempty"`
+	system string // the system prompt
 }
 
 // kimiSystemPrompt is the default instruction: the answer's links are the only way the
@@ -40,21 +36,23 @@ const kimiSystemPrompt = "Use the $web_search tool to search the web for the use
 func newKimi(cfg Config, hc *http.Client) (Engine, error) {
 	e := &kimi{}
 	e.chatGrounded = chatGrounded{client: newClient(cfg, hc, "https://api.moonshot.cn/v1"), model: cmp.Or(cfg.Model, "kimi-k2-turbo-preview"), kind: e}
-	if err := optionsOf(cfg, &e.opts); err != nil {
+	var o struct {
+		SystemPrompt string `json:"systemPrompt,omitempty"`
+	}
+	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}
-	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, kimiSystemPrompt)
+	e.system = cmp.Or(o.SystemPrompt, kimiSystemPrompt)
 	e.price = priceOf(cfg, 0.03*glmUSDPerCNY)
 	return e, nil
 }
 
-// run searches through the Kimi model codec (wire.KimiModel: its search rounds, echo
-// and thinking switch, and the citing of its links) on hc; the answer's links are its
-// cited pages.
+// run searches through the Kimi model codec on hc; the answer's links are its cited
+// pages.
 func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
 	call := upstream.New(openaichat.Kimi, e.id, e.baseURL, "", hc, upstream.Options{Credentials: e.credentials()})
-	req := &wire.Request{Model: e.model, System: e.opts.SystemPrompt, Search: &llm.SearchOptions{Requested: true},
-		Messages: []wire.Message{{Role: wire.RoleUser, Parts: []wire.Part{{Kind: wire.PartText, Text: q.Query}}}}}
+	req := &wire.Request{Model: e.model, System: e.system, Search: &llm.SearchOptions{Requested: true},
+		Messages: userTurn(q.Query)}
 	answer, err := call.Answer(ctx, req)
 	if err != nil {
 		return nil, e.modelError(err)

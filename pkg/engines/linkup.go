@@ -81,12 +81,8 @@ func (e *linkup) Search(ctx context.Context, q Query) (*Result, error) {
 
 // request builds the body for q; now anchors the recency window.
 func (e *linkup) request(q Query, now time.Time) linkupRequest {
-	req := linkupRequest{Q: q.Query, Depth: e.opts.Depth, OutputType: "searchResults", MaxResults: cmp.Or(q.Count, DefaultCount),
-		IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains}
-	if win, ok := q.Recency.Window(); ok {
-		req.FromDate = now.Add(-win).UTC().Format(time.DateOnly)
-	}
-	return req
+	return linkupRequest{Q: q.Query, Depth: e.opts.Depth, OutputType: "searchResults", MaxResults: cmp.Or(q.Count, DefaultCount),
+		IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, FromDate: q.Recency.since(now, time.DateOnly)}
 }
 
 func (e *linkup) parse(_ Query, bodies [][]byte) (*Result, error) {

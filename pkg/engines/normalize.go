@@ -17,11 +17,10 @@ type normalized struct {
 	id    string
 	inner Engine
 	caps  Capabilities
-	now   func() time.Time
 }
 
 func newNormalized(id string, e Engine) *normalized {
-	n := &normalized{id: id, inner: e, now: time.Now}
+	n := &normalized{id: id, inner: e}
 	if c, ok := e.(Capable); ok {
 		n.caps = c.Capabilities()
 	}
@@ -77,7 +76,7 @@ func (n *normalized) search(ctx context.Context, q Query, render bool) (*Result,
 	if res == nil {
 		return nil, &Error{Kind: Decode, Engine: n.id, Message: "engine returned no result"}
 	}
-	finish(res, n.id, q, n.caps, n.now())
+	finish(res, n.id, q, n.caps, time.Now())
 	if render {
 		Render(res)
 	}
@@ -417,20 +416,6 @@ func InsertAtBytes(text string, ins []Insert) string {
 		}
 		ins[i].Offset = o
 	}
-	return insertSorted(text, ins)
-}
-
-// CharToByte converts a code point offset into text to a byte offset (clamped).
-func CharToByte(text string, chars int) int {
-	bi := 0
-	for ci := 0; ci < chars && bi < len(text); ci++ {
-		_, size := utf8.DecodeRuneInString(text[bi:])
-		bi += size
-	}
-	return bi
-}
-
-func insertSorted(text string, ins []Insert) string {
 	slices.SortStableFunc(ins, func(a, b Insert) int { return a.Offset - b.Offset })
 	var b strings.Builder
 	b.Grow(len(text) + 8*len(ins))
@@ -442,6 +427,16 @@ func insertSorted(text string, ins []Insert) string {
 	}
 	b.WriteString(text[prev:])
 	return b.String()
+}
+
+// CharToByte converts a code point offset into text to a byte offset (clamped).
+func CharToByte(text string, chars int) int {
+	bi := 0
+	for ci := 0; ci < chars && bi < len(text); ci++ {
+		_, size := utf8.DecodeRuneInString(text[bi:])
+		bi += size
+	}
+	return bi
 }
 
 // MarkerText renders sorted, unique 1-based source numbers as "[1][3]".

@@ -22,7 +22,7 @@ var budgetCases = []struct {
 	{"glm-chat", engines.Query{Query: "财经事件"}, []string{"zhipu/glm-chat-finance-zh.CONSTRUCTED.json"}},
 	{"glm-api", engines.Query{Query: "千问"}, []string{"zhipu/realcase-web-search-api-search-std.response.json"}},
 	{"kimi", engines.Query{Query: "kimi k2.6"}, []string{"moonshot/hermoonshotes-round1-tool-calls.response.json", "moonshot/hermoonshotes-round2-final.response.json"}},
-	{"perplexity", engines.Query{Query: "Mark Watson"}, []string{"perplexity/markwatson-sonar-search-results.json"}},
+	{"perplexity", engines.Query{Query: "San Francisco weather"}, []string{"perplexity/docs-shape-agent-web-search.CONSTRUCTED.json"}},
 	{"openrouter", engines.Query{Query: "pydantic ai"}, []string{"openrouter/pydantic-server-tool-web-search-annotations.response.json"}},
 	{"tavily", engines.Query{Query: "transformer architectures"}, []string{"tavily/pydantic-test_search_with_include_domains.response.json"}},
 	{"brave", engines.Query{Query: "go generics"}, []string{"brave/docs-shape-web-search.CONSTRUCTED.json"}},

@@ -12,7 +12,7 @@ import (
 )
 
 // openai is OpenAI's Responses API with the hosted web_search tool, an adapter over the
-// Responses model codec (wire.ResponsesModel, grounded.go): POST {base}/v1/responses
+// Responses model codec (responses.Model, grounded.go): POST {base}/v1/responses
 // with a bearer key; default base https://api.openai.com, default model gpt-5-mini
 // (the cheapest current model that takes the tool with domain filters). The codec asks
 // for the searched pages themselves (include: ["web_search_call.action.sources"]), does
@@ -20,9 +20,9 @@ import (
 // refused by some models: the recorded 400 "Tool choice 'web_search' not found").
 //
 // Options: {"searchContextSize": "low"|"medium"|"high"} (how much page text the tool
-// feeds the model; unset means OpenAI's default, medium) and {"toolType":
-// "web_search"|"web_search_preview"} (the preview tool, which Azure OpenAI and older
-// models take, has no domain filter; default web_search). The model is Config.Model.
+// feeds the model; a query's context_size overrides it; unset means OpenAI's default,
+// medium) and {"toolType": "web_search"|"web_search_preview"} (the preview tool, which
+// Azure OpenAI and older models take, has no domain filter; default web_search).
 //
 // Filters: allowed domains (filters.allowed_domains) and the country
 // (user_location.country) are applied by OpenAI; the rest is left to the shared
@@ -59,8 +59,6 @@ func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: allowed domains (web_search only), country and the context size (a
-// request's overrides the configured one); see the type's comment.
 func (e *openai) Capabilities() Capabilities {
 	return Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true, ContextSize: true}
 }

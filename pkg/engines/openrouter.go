@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -55,19 +56,12 @@ type openrouterOptions struct {
 const openrouterSystemPrompt = "Search the web for the user's query, then answer it concisely from the pages you found. Cite the pages you use."
 
 func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
-	e := &openRouter{client: newClient(cfg, hc, "https://openrouter.ai/api/v1"), model: cfg.Model}
+	e := &openRouter{client: newClient(cfg, hc, "https://openrouter.ai/api/v1"), model: cmp.Or(cfg.Model, "openai/gpt-4.1-mini")}
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	if e.model == "" {
-		e.model = "openai/gpt-4.1-mini"
-	}
-	if e.opts.MaxUses == 0 {
-		e.opts.MaxUses = 1
-	}
-	if e.opts.SystemPrompt == "" {
-		e.opts.SystemPrompt = openrouterSystemPrompt
-	}
+	e.opts.MaxUses = cmp.Or(e.opts.MaxUses, 1)
+	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, openrouterSystemPrompt)
 	e.price = priceOf(cfg, 0.007)
 	return e, nil
 }
@@ -136,15 +130,14 @@ type openrouterResponse struct {
 }
 
 // openrouterErrorBody is the OpenAI-style error envelope {"error":{"code","message",
-// "metadata"}} that OpenRouter (numeric code = HTTP status) and Perplexity use, also
-// inside HTTP 200 answers.
+// "metadata"}} OpenRouter uses (numeric code = HTTP status), also inside HTTP 200
+// answers.
 type openrouterErrorBody struct {
 	Code     json.RawMessage `json:"code"`
 	Message  string          `json:"message"`
 	Type     string          `json:"type"`
 	Metadata struct {
-		Raw          string `json:"raw"`
-		ProviderName string `json:"provider_name"`
+		Raw string `json:"raw"`
 	} `json:"metadata"`
 }
 
@@ -253,7 +246,7 @@ func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
 			}
 			res.Hits = append(res.Hits, Hit{Title: u.Title, URL: u.URL, Snippet: snippets[i]})
 			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: u.Title, URI: u.URL}})
-			cites = append(cites, openrouterCite{num: len(res.Citation.Sources), url: u.URL, title: u.Title, start: u.Start, end: u.End})
+			cites = append(cites, openrouterCite{num: len(res.Citation.Sources), Citation: u})
 		}
 	}
 	if len(cites) > 0 {
@@ -269,11 +262,11 @@ func (e *openRouter) parse(q Query, bodies [][]byte) (*Result, error) {
 	return res, nil
 }
 
-// openrouterCite is one annotation to place in the text as marker [num].
+// openrouterCite is one annotation to place in the text as marker [num]; its offsets
+// count code points, and are often 0/0.
 type openrouterCite struct {
-	num        int
-	url, title string
-	start, end int // code point offsets, often 0/0
+	num int
+	wire.Citation
 }
 
 // openrouterPlace inserts each citation's marker into text. An annotation whose
@@ -291,8 +284,8 @@ func openrouterPlace(text string, cites []openrouterCite) string {
 	at := map[int][]int{} // byte offset -> source numbers
 	for _, c := range cites {
 		off := -1
-		if c.end > c.start && c.start >= 0 && c.end <= runes {
-			bs, be := CharToByte(text, c.start), CharToByte(text, c.end)
+		if c.End > c.Start && c.Start >= 0 && c.End <= runes {
+			bs, be := CharToByte(text, c.Start), CharToByte(text, c.End)
 			if openrouterSpanCites(text[bs:be], c) {
 				off = be
 			}
@@ -320,13 +313,13 @@ func openrouterPlace(text string, cites []openrouterCite) string {
 
 // openrouterSpanCites reports whether an annotated span plausibly belongs to c.
 func openrouterSpanCites(span string, c openrouterCite) bool {
-	if strings.Contains(span, c.url) {
+	if strings.Contains(span, c.URL) {
 		return true
 	}
-	if h := hostOf(c.url); h != "" && openrouterIndexFold(span, h) >= 0 {
+	if h := hostOf(c.URL); h != "" && openrouterIndexFold(span, h) >= 0 {
 		return true
 	}
-	return len(c.title) >= 4 && openrouterIndexFold(span, c.title) >= 0
+	return len(c.Title) >= 4 && openrouterIndexFold(span, c.Title) >= 0
 }
 
 // openrouterAnchor is where an unanchored citation's marker goes: after the sentence
@@ -334,16 +327,16 @@ func openrouterSpanCites(span string, c openrouterCite) bool {
 func openrouterAnchor(text string, c openrouterCite) int {
 	end := len(strings.TrimRightFunc(text, unicode.IsSpace))
 	found := -1
-	if i := strings.Index(text, c.url); i >= 0 {
-		found = i + len(c.url)
-	} else if h := hostOf(c.url); h != "" {
+	if i := strings.Index(text, c.URL); i >= 0 {
+		found = i + len(c.URL)
+	} else if h := hostOf(c.URL); h != "" {
 		if i := openrouterIndexFold(text, h); i >= 0 {
 			found = i + len(h)
 		}
 	}
-	if found < 0 && len(c.title) >= 4 {
-		if i := openrouterIndexFold(text, c.title); i >= 0 {
-			found = i + len(c.title)
+	if found < 0 && len(c.Title) >= 4 {
+		if i := openrouterIndexFold(text, c.Title); i >= 0 {
+			found = i + len(c.Title)
 		}
 	}
 	if found < 0 {
@@ -394,8 +387,7 @@ func openrouterIndexFold(s, sub string) int {
 // openrouterInBand turns an error envelope that arrived inside an HTTP 200 answer into
 // an *Error. A numeric code is an HTTP status (OpenRouter's convention) and is
 // classified like one; otherwise the type or code text decides, and an unknown
-// in-band failure counts as Unavailable (it is the upstream's, and may pass). Shared
-// by the OpenAI-compatible kinds.
+// in-band failure counts as Unavailable (it is the upstream's, and may pass).
 func openrouterInBand(c *client, b *openrouterErrorBody, body []byte) *Error {
 	code := strings.Trim(string(b.Code), `" `)
 	msg := b.Message

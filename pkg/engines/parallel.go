@@ -29,10 +29,6 @@ type parallel struct {
 	price float64
 }
 
-type parallelOptions struct {
-	Mode string `json:"mode,omitempty"`
-}
-
 // parallelPrice is the list price of one search by mode, in USD.
 var parallelPrice = map[string]float64{"turbo": 0.001, "fast": 0.001, "basic": 0.005, "advanced": 0.005}
 
@@ -40,7 +36,9 @@ var parallelPrice = map[string]float64{"turbo": 0.001, "fast": 0.001, "basic": 0
 const parallelMaxResults = 40
 
 func newParallel(cfg Config, hc *http.Client) (Engine, error) {
-	var o parallelOptions
+	var o struct {
+		Mode string `json:"mode,omitempty"`
+	}
 	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}
@@ -74,8 +72,7 @@ type parallelSourcePolicy struct {
 }
 
 type parallelResponse struct {
-	SearchID string `json:"search_id"`
-	Results  []struct {
+	Results []struct {
 		URL         string   `json:"url"`
 		Title       string   `json:"title"`
 		PublishDate string   `json:"publish_date"`
@@ -91,10 +88,7 @@ func (e *parallel) Search(ctx context.Context, q Query) (*Result, error) {
 func (e *parallel) request(q Query, now time.Time) parallelRequest {
 	req := parallelRequest{Objective: q.Query, SearchQueries: []string{q.Query}, Mode: e.mode}
 	req.AdvancedSettings.MaxResults = min(cmp.Or(q.Count, DefaultCount), parallelMaxResults)
-	sp := parallelSourcePolicy{IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains}
-	if win, ok := q.Recency.Window(); ok {
-		sp.AfterDate = now.Add(-win).UTC().Format(time.DateOnly)
-	}
+	sp := parallelSourcePolicy{IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, AfterDate: q.Recency.since(now, time.DateOnly)}
 	if sp.IncludeDomains != nil || sp.ExcludeDomains != nil || sp.AfterDate != "" {
 		req.AdvancedSettings.SourcePolicy = &sp
 	}

@@ -1,15 +1,12 @@
 package engines
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/searchfleet/searchfleet/pkg/llm"
-	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -33,9 +30,6 @@ import (
 //
 // Cost is what Perplexity reports (usage.cost.total_cost); without it, $5 per 1,000
 // web_search calls (the tool's list price) times the calls the answer reports.
-//
-// A recorded job from before the Agent API holds Sonar chat-completion bodies; parse
-// reads those as well (sonarParse), and nothing sends that shape.
 type perplexity struct {
 	client
 	model  string
@@ -43,30 +37,17 @@ type perplexity struct {
 	fee    float64
 }
 
-type perplexityOptions struct {
-	Preset string `json:"preset,omitempty"`
-}
-
 // perplexitySearchFee is the web_search tool's list price per call, in USD (docs).
 const perplexitySearchFee = 0.005
-
-// perplexityTokenUSD is Sonar's list price per million input and output tokens by
-// model, for recorded Sonar answers that carry no cost; unknown models are priced as
-// sonar.
-var perplexityTokenUSD = map[string][2]float64{
-	"sonar":               {1, 1},
-	"sonar-pro":           {3, 15},
-	"sonar-reasoning":     {1, 5},
-	"sonar-reasoning-pro": {2, 8},
-	"sonar-deep-research": {2, 8},
-}
 
 // perplexityMaxDomains is how many entries search_domain_filter accepts (docs).
 const perplexityMaxDomains = 20
 
 func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	e := &perplexity{client: newClient(cfg, hc, "https://api.perplexity.ai")}
-	var o perplexityOptions
+	var o struct {
+		Preset string `json:"preset,omitempty"`
+	}
 	if err := optionsOf(cfg, &o); err != nil {
 		return nil, err
 	}
@@ -85,8 +66,6 @@ func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// Capabilities: recency, domains, language and country are web_search tool settings.
-// The answer cites what it cites: there is no result count.
 func (e *perplexity) Capabilities() Capabilities {
 	return Capabilities{Recency: true, AllowedDomains: true, BlockedDomains: true, Country: true, Language: true}
 }
@@ -141,8 +120,6 @@ type perplexitySearchResult struct {
 	Snippet     string `json:"snippet"`
 }
 
-var perplexityRecency = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
-
 func (e *perplexity) Search(ctx context.Context, q Query) (*Result, error) {
 	if e.key == "" {
 		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
@@ -157,51 +134,48 @@ func (e *perplexity) Search(ctx context.Context, q Query) (*Result, error) {
 // request is the Agent API call for q.
 func (e *perplexity) request(q Query) perplexityAgentRequest {
 	tool := perplexityAgentTool{Type: "web_search"}
-	f := perplexityFilters{SearchDomainFilter: perplexityDomains(q), SearchRecencyFilter: perplexityRecency[q.Recency]}
-	if lang := perplexityLanguage(q.Language); lang != "" {
-		f.SearchLanguageFilter = []string{lang}
-	}
-	if f.SearchDomainFilter != nil || f.SearchRecencyFilter != "" || f.SearchLanguageFilter != nil {
+	if f := perplexityFilter(q); f.SearchDomainFilter != nil || f.SearchRecencyFilter != "" || f.SearchLanguageFilter != nil {
 		tool.Filters = &f
 	}
-	if len(q.Country) == 2 {
-		tool.UserLocation = &perplexityLocation{Country: strings.ToUpper(q.Country)}
+	if c := perplexityCountry(q); c != "" {
+		tool.UserLocation = &perplexityLocation{Country: c}
 	}
 	return perplexityAgentRequest{Preset: e.preset, Model: e.model, Input: q.Query, Instructions: groundedAInstructions(q), Tools: []perplexityAgentTool{tool}}
 }
 
-// perplexityLanguage is the ISO 639-1 code of a BCP 47 tag ("zh-CN" → "zh").
-func perplexityLanguage(tag string) string {
-	lang, _, _ := strings.Cut(strings.TrimSpace(tag), "-")
-	if len(lang) != 2 {
+// perplexityFilter is q's filters as both Perplexity APIs take them: the domains
+// (allowed ones as they are, or blocked ones prefixed "-": one mode at a time and at
+// most 20 entries, the shared normalization enforcing whatever did not fit), the
+// recency window and the ISO 639-1 code of the language ("zh-CN" → "zh").
+func perplexityFilter(q Query) perplexityFilters {
+	f := perplexityFilters{SearchRecencyFilter: recencyUnit[q.Recency]}
+	if len(q.AllowedDomains) > 0 {
+		f.SearchDomainFilter = q.AllowedDomains[:min(len(q.AllowedDomains), perplexityMaxDomains)]
+	} else {
+		for _, d := range q.BlockedDomains[:min(len(q.BlockedDomains), perplexityMaxDomains)] {
+			f.SearchDomainFilter = append(f.SearchDomainFilter, "-"+d)
+		}
+	}
+	if lang, _, _ := strings.Cut(strings.TrimSpace(q.Language), "-"); len(lang) == 2 {
+		f.SearchLanguageFilter = []string{strings.ToLower(lang)}
+	}
+	return f
+}
+
+// perplexityCountry is q's country as both Perplexity APIs take it, "" unless a
+// two-letter code.
+func perplexityCountry(q Query) string {
+	if len(q.Country) != 2 {
 		return ""
 	}
-	return strings.ToLower(lang)
+	return strings.ToUpper(q.Country)
 }
 
-// perplexityDomains is the search_domain_filter for q: allowed domains as they are, or
-// blocked ones prefixed "-". Perplexity takes one mode at a time and at most 20
-// entries; the shared normalization enforces whatever did not fit.
-func perplexityDomains(q Query) []string {
-	if len(q.AllowedDomains) > 0 {
-		return q.AllowedDomains[:min(len(q.AllowedDomains), perplexityMaxDomains)]
-	}
-	var out []string
-	for _, d := range q.BlockedDomains[:min(len(q.BlockedDomains), perplexityMaxDomains)] {
-		out = append(out, "-"+d)
-	}
-	return out
-}
-
-// parse reads an Agent API answer, or a recorded Sonar chat completion (a body with
-// "choices").
+// parse reads an Agent API answer.
 func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	body, err := classicBody(&e.client, bodies)
 	if err != nil {
 		return nil, err
-	}
-	if perplexityIsSonar(body) {
-		return e.sonarParse(q, body)
 	}
 	a, err := responses.Model.DecodeResponse(body)
 	if err != nil {
@@ -263,13 +237,6 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	return res, nil
 }
 
-// perplexityIsSonar reports whether body is a Sonar chat completion (or its in-band
-// error) rather than an Agent API response, which always has an output or a status.
-func perplexityIsSonar(body []byte) bool {
-	has := func(key string) bool { return bytes.Contains(body, []byte(`"`+key+`"`)) }
-	return has("choices") && !has("output") || !has("output") && !has("status")
-}
-
 // perplexityHit is a search result as a hit, dated by its publication date or else
 // its last update.
 func perplexityHit(r perplexitySearchResult) Hit {
@@ -278,128 +245,4 @@ func perplexityHit(r perplexitySearchResult) Hit {
 		h.Published = parseDate(d)
 	}
 	return h
-}
-
-// perplexityResponse is what a Sonar chat completion adds to the Chat shape, read
-// beside the Chat codec (openaichat.Model reads the text and the finish reason): its
-// citations and search_results, usage with its searches and cost, and the error
-// envelope.
-type perplexityResponse struct {
-	Model         string                   `json:"model"`
-	Citations     []string                 `json:"citations"`
-	SearchResults []perplexitySearchResult `json:"search_results"`
-	Choices       []struct{}               `json:"choices"`
-	Usage         struct {
-		llm.Usage
-		NumSearchQueries int `json:"num_search_queries"`
-		Cost             *struct {
-			InputTokensCost  *float64 `json:"input_tokens_cost"`
-			OutputTokensCost *float64 `json:"output_tokens_cost"`
-			RequestCost      *float64 `json:"request_cost"`
-			TotalCost        *float64 `json:"total_cost"`
-		} `json:"cost"`
-	} `json:"usage"`
-	Error *openrouterErrorBody `json:"error"`
-}
-
-// sonarParse reads a Sonar chat completion of a recorded job: [n] markers that are
-// 1-based indexes into its search_results / citations.
-func (e *perplexity) sonarParse(q Query, body []byte) (*Result, error) {
-	var resp perplexityResponse
-	if err := decode(&e.client, body, &resp); err != nil {
-		return nil, err
-	}
-	if resp.Error != nil {
-		return nil, openrouterInBand(&e.client, resp.Error, body)
-	}
-	res := &Result{Usage: Usage{
-		Searches:     max(resp.Usage.NumSearchQueries, 1),
-		InputTokens:  resp.Usage.PromptTokens,
-		OutputTokens: resp.Usage.CompletionTokens,
-		CostUSD:      e.sonarCost(&resp),
-	}}
-	if len(resp.Choices) > 0 {
-		a, err := openaichat.Model.DecodeResponse(body)
-		if err != nil {
-			return nil, e.modelError(err)
-		}
-		res.Summary = perplexityStripThink(a.Text())
-		if a.Stop == wire.StopMaxTokens {
-			res.partialf("the answer was cut at the model's token limit")
-		}
-	}
-
-	// The markers index citations and search_results alike (same order); use the
-	// longer list so no marker loses its source, with titles from search_results.
-	titles := make(map[string]string, len(resp.SearchResults))
-	for _, r := range resp.SearchResults {
-		titles[r.URL] = r.Title
-		h := Hit{Title: r.Title, URL: r.URL, Snippet: r.Snippet}
-		if r.Date != "" {
-			h.Published = parseDate(r.Date)
-		}
-		res.Hits = append(res.Hits, h)
-	}
-	urls := resp.Citations
-	if len(resp.SearchResults) > len(urls) {
-		urls = urls[:0:0]
-		for _, r := range resp.SearchResults {
-			urls = append(urls, r.URL)
-		}
-	}
-	for _, u := range urls {
-		res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: titles[u], URI: u}})
-	}
-	if len(resp.SearchResults) == 0 {
-		for _, u := range resp.Citations {
-			res.Hits = append(res.Hits, Hit{URL: u})
-		}
-	}
-	if len(q.AllowedDomains) > perplexityMaxDomains {
-		res.warnf("Perplexity takes at most %d domains: only the first %d allowed domains were searched", perplexityMaxDomains, perplexityMaxDomains)
-	}
-	return res, nil
-}
-
-// sonarCost is a Sonar answer's reported cost, else its request fee plus tokens at
-// the model's list price.
-func (e *perplexity) sonarCost(resp *perplexityResponse) float64 {
-	if c := resp.Usage.Cost; c != nil {
-		if c.TotalCost != nil {
-			return *c.TotalCost
-		}
-		sum, found := 0.0, false
-		for _, p := range []*float64{c.RequestCost, c.InputTokensCost, c.OutputTokensCost} {
-			if p != nil {
-				sum += *p
-				found = true
-			}
-		}
-		if found {
-			return sum
-		}
-	}
-	model := cmp.Or(resp.Model, strings.TrimPrefix(e.model, "perplexity/"))
-	rate, ok := perplexityTokenUSD[model]
-	if !ok {
-		rate = perplexityTokenUSD["sonar"]
-	}
-	return e.fee + (float64(resp.Usage.PromptTokens)*rate[0]+float64(resp.Usage.CompletionTokens)*rate[1])/1e6
-}
-
-// perplexityStripThink removes the <think>…</think> reasoning that sonar-reasoning
-// models put before the answer; an unclosed <think> drops the rest of the text, which
-// is all reasoning.
-func perplexityStripThink(s string) string {
-	for {
-		i := strings.Index(s, "<think>")
-		if i < 0 {
-			return strings.TrimSpace(s)
-		}
-		j := strings.Index(s[i:], "</think>")
-		if j < 0 {
-			return strings.TrimSpace(s[:i])
-		}
-		s = s[:i] + s[i+j+len("</think>"):]
-	}
 }

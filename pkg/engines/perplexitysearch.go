@@ -1,9 +1,9 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"net/http"
-	"strings"
 )
 
 // perplexitySearch is Perplexity's Search API (POST {base}/search, bearer key,
@@ -31,35 +31,19 @@ func (e *perplexitySearch) Capabilities() Capabilities {
 }
 
 type perplexitySearchRequest struct {
-	Query                string   `json:"query"`
-	MaxResults           int      `json:"max_results"`
-	SearchDomainFilter   []string `json:"search_domain_filter,omitempty"`
-	SearchRecencyFilter  string   `json:"search_recency_filter,omitempty"`
-	SearchLanguageFilter []string `json:"search_language_filter,omitempty"`
-	Country              string   `json:"country,omitempty"`
+	Query      string `json:"query"`
+	MaxResults int    `json:"max_results"`
+	perplexityFilters
+	Country string `json:"country,omitempty"`
 }
 
 type perplexitySearchResponse struct {
-	ID      string                   `json:"id"`
 	Results []perplexitySearchResult `json:"results"`
 }
 
 func (e *perplexitySearch) Search(ctx context.Context, q Query) (*Result, error) {
-	req := perplexitySearchRequest{
-		Query:               q.Query,
-		MaxResults:          min(max(q.Count, 1), perplexitySearchMax),
-		SearchDomainFilter:  perplexityDomains(q),
-		SearchRecencyFilter: perplexityRecency[q.Recency],
-	}
-	if q.Count <= 0 {
-		req.MaxResults = DefaultCount
-	}
-	if lang := perplexityLanguage(q.Language); lang != "" {
-		req.SearchLanguageFilter = []string{lang}
-	}
-	if len(q.Country) == 2 {
-		req.Country = strings.ToUpper(q.Country)
-	}
+	req := perplexitySearchRequest{Query: q.Query, MaxResults: min(cmp.Or(q.Count, DefaultCount), perplexitySearchMax),
+		perplexityFilters: perplexityFilter(q), Country: perplexityCountry(q)}
 	return e.searchOnce(ctx, q, request{path: "/search", header: bearer(e.key), body: req}, e.parse)
 }
 

@@ -18,14 +18,11 @@ func PriceOf(e Engine) float64 {
 
 func (n *normalized) PricePerSearch() float64 { return PriceOf(n.inner) }
 
-func (e *anthropic) PricePerSearch() float64        { return e.price }
+func (g *grounded) PricePerSearch() float64         { return g.price }
+func (c *chatGrounded) PricePerSearch() float64     { return c.price }
 func (e *brave) PricePerSearch() float64            { return e.price }
 func (e *exa) PricePerSearch() float64              { return e.price }
-func (e *gemini) PricePerSearch() float64           { return e.price }
 func (e *glmAPI) PricePerSearch() float64           { return e.price }
-func (e *glmChat) PricePerSearch() float64          { return e.price }
-func (e *kimi) PricePerSearch() float64             { return e.price }
-func (e *openai) PricePerSearch() float64           { return e.price }
 func (e *perplexitySearch) PricePerSearch() float64 { return e.price }
 func (e *openRouter) PricePerSearch() float64       { return e.price }
 func (e *searxng) PricePerSearch() float64          { return e.price }

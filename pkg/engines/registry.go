@@ -1,13 +1,14 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/engines/enginecfg"
@@ -62,14 +63,7 @@ var kinds = map[string]factory{
 }
 
 // Kinds returns the engine kinds, sorted.
-func Kinds() []string {
-	out := make([]string, 0, len(kinds))
-	for k := range kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func Kinds() []string { return slices.Sorted(maps.Keys(kinds)) }
 
 // ValidID reports whether id can name an engine (it becomes a subject token).
 func ValidID(id string) bool { return enginecfg.ValidID(id) }
@@ -91,9 +85,7 @@ func FromConfig(cfgs []Config, hc *http.Client) (*Registry, error) {
 // with several keys, or any engine when o.Cooldowns is set, rotates over its keys and
 // rests the ones the provider refuses.
 func FromConfigWith(cfgs []Config, hc *http.Client, o Options) (*Registry, error) {
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
+	o.Log = cmp.Or(o.Log, slog.Default())
 	r := &Registry{byID: make(map[string]Engine, len(cfgs))}
 	dw := NewDeprecationWatch(o.Log, o.Deprecation)
 	for _, c := range cfgs {
@@ -166,7 +158,7 @@ func (r *Registry) Resting(ctx context.Context, id string) (time.Duration, bool)
 	if !ok {
 		return 0, false
 	}
-	return k.restingFor(ctx)
+	return k.keys.RestingFor(ctx)
 }
 
 // IDs returns the configured engine ids in configuration order.

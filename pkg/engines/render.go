@@ -53,14 +53,11 @@ func nextMarker(s string, from int) (start, end, n int) {
 // Markers returns the numbers of the [n] markers in text, in order of appearance.
 func Markers(text string) []int {
 	var out []int
-	for at := 0; ; {
-		start, end, n := nextMarker(text, at)
-		if start < 0 {
-			return out
-		}
+	RenumberMarkers(text, func(n int) int {
 		out = append(out, n)
-		at = end
-	}
+		return n
+	})
+	return out
 }
 
 // RenumberMarkers rewrites every [n] marker in text to [f(n)], or removes it when f

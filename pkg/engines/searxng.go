@@ -1,10 +1,10 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -56,16 +56,11 @@ func newSearXNG(cfg Config, hc *http.Client) (Engine, error) {
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	if e.opts.Categories == "" {
-		e.opts.Categories = "general"
-	}
+	e.opts.Categories = cmp.Or(e.opts.Categories, "general")
 	e.price = priceOf(cfg, 0)
 	return e, nil
 }
 
-// Capabilities: recency (time_range, completed by the kind's own filter of dated hits)
-// and language are applied; count and domains are left to the shared normalization, and
-// country is not supported.
 func (e *searxng) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Language: true}
 }
@@ -83,13 +78,9 @@ type searxngResponse struct {
 }
 
 func (e *searxng) Search(ctx context.Context, q Query) (*Result, error) {
-	body, _, err := e.do(ctx, request{
-		method: http.MethodGet,
-		path:   "/search?" + e.params(q).Encode(),
-		header: e.auth(),
-	})
+	body, err := e.do(ctx, request{method: http.MethodGet, path: "/search?" + e.params(q).Encode(), header: e.auth(), classify: searxngClassify})
 	if err != nil {
-		return nil, searxngError(err)
+		return nil, err
 	}
 	return e.parse(q, [][]byte{body})
 }
@@ -133,24 +124,18 @@ const searxngFormatHelp = "the SearXNG instance refused format=json: enable json
 // so it comes from a proxy in front of the instance.
 const searxngAuthHelp = "the SearXNG instance, or an authenticating proxy in front of it, refused access: set apiKeyEnv (sent as a bearer token) or the username option with apiKeyEnv (basic auth) to the proxy's credentials"
 
-// searxngError turns SearXNG's own 403 — the bare Flask/Werkzeug "Forbidden" page, or
-// an empty body, which is how it refuses a format not in search.formats — into a
-// BadRequest that tells the operator how to enable JSON. Other 401/403 answers come from
-// an authenticating proxy and stay Auth, with a message in our words: a proxy's page is
-// noise, and may echo credentials this keyless kind cannot know to redact.
-func searxngError(err error) error {
-	var e *Error
-	if !errors.As(err, &e) || e.Status != http.StatusForbidden && e.Status != http.StatusUnauthorized {
-		return err
+// searxngClassify turns SearXNG's own 403 — the bare Flask/Werkzeug "Forbidden" page,
+// or an empty body, which is how it refuses a format not in search.formats — into a
+// BadRequest that tells the operator how to enable JSON. Other 401/403 answers come
+// from an authenticating proxy and stay Auth, with a message in our words: a proxy's
+// page is noise, and may echo credentials this keyless kind cannot know to redact.
+func searxngClassify(e *Error) {
+	switch m := e.Message; {
+	case e.Status == http.StatusForbidden && (m == "" || strings.Contains(m, "<h1>Forbidden</h1>") || strings.Contains(m, "permission to access the requested resource")):
+		e.Kind, e.Message = BadRequest, searxngFormatHelp
+	case e.Status == http.StatusForbidden || e.Status == http.StatusUnauthorized:
+		e.Message = searxngAuthHelp
 	}
-	m := e.Message
-	if e.Status == http.StatusForbidden && (m == "" || strings.Contains(m, "<h1>Forbidden</h1>") || strings.Contains(m, "permission to access the requested resource")) {
-		e.Kind = BadRequest
-		e.Message = searxngFormatHelp
-		return e
-	}
-	e.Message = searxngAuthHelp
-	return e
 }
 
 func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {

@@ -1,9 +1,10 @@
 package engines
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -31,8 +32,6 @@ func newSerper(cfg Config, hc *http.Client) (Engine, error) {
 	return &serper{client: newClient(cfg, hc, "https://google.serper.dev"), creditPrice: priceOf(cfg, 0.001)}, nil
 }
 
-// Capabilities reports every field as applied by Google, the domain filters through
-// site: operators.
 func (e *serper) Capabilities() Capabilities {
 	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
@@ -57,44 +56,28 @@ type serperResponse struct {
 	} `json:"answerBox"`
 	KnowledgeGraph *struct {
 		Title           string `json:"title"`
-		Type            string `json:"type"`
 		Website         string `json:"website"`
 		Description     string `json:"description"`
 		DescriptionLink string `json:"descriptionLink"`
 	} `json:"knowledgeGraph"`
 	Organic []struct {
-		Title    string `json:"title"`
-		Link     string `json:"link"`
-		Snippet  string `json:"snippet"`
-		Date     string `json:"date"`
-		Position int    `json:"position"`
+		Title   string `json:"title"`
+		Link    string `json:"link"`
+		Snippet string `json:"snippet"`
+		Date    string `json:"date"`
 	} `json:"organic"`
 	Credits *float64 `json:"credits"`
 }
 
 func (e *serper) Search(ctx context.Context, q Query) (*Result, error) {
-	if e.key == "" {
-		return nil, &Error{Kind: Auth, Engine: e.id, Message: "no API key configured"}
-	}
-	body, _, err := e.do(ctx, request{path: "/search", header: header("X-API-KEY", e.key), body: serperRequestFor(q)})
-	if err != nil {
-		return nil, serperError(err)
-	}
-	return e.parse(q, [][]byte{body})
-}
-
-func serperRequestFor(q Query) serperRequest {
 	req := serperRequest{
 		Q:   siteQuery(q.Query, q.AllowedDomains, q.BlockedDomains),
-		Num: q.Count,
+		Num: cmp.Or(q.Count, DefaultCount),
 		GL:  strings.ToLower(strings.TrimSpace(q.Country)),
 		HL:  serperLang(q.Language),
 		TBS: serperTBS[q.Recency],
 	}
-	if req.Num <= 0 {
-		req.Num = DefaultCount
-	}
-	return req
+	return e.searchOnce(ctx, q, request{path: "/search", header: header("X-API-KEY", e.key), body: req, classify: serperClassify}, e.parse)
 }
 
 // serperLang maps a BCP 47 tag to Google's hl: lower-case, with Chinese scripts as the
@@ -110,14 +93,11 @@ func serperLang(tag string) string {
 	return t
 }
 
-// serperError reclassifies Serper's 400 "Not enough credits" as Quota.
-func serperError(err error) error {
-	var e *Error
-	if errors.As(err, &e) && strings.Contains(strings.ToLower(e.Message), "not enough credits") {
-		e.Kind = Quota
-		e.RetryAfter = 0
+// serperClassify reclassifies Serper's 400 "Not enough credits" as Quota.
+func serperClassify(e *Error) {
+	if strings.Contains(strings.ToLower(e.Message), "not enough credits") {
+		e.Kind, e.RetryAfter = Quota, 0
 	}
-	return err
 }
 
 func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
@@ -148,7 +128,7 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 		add(Hit{
 			Title:     oneLine(ab.Title),
 			URL:       ab.Link,
-			Snippet:   joinNonEmpty(" — ", oneLine(ab.Answer), oneLine(ab.Snippet)),
+			Snippet:   strings.Join(slices.DeleteFunc([]string{oneLine(ab.Answer), oneLine(ab.Snippet)}, func(s string) bool { return s == "" }), " — "),
 			Published: readDate(ab.Date, now),
 		})
 	}
@@ -165,18 +145,4 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 		add(Hit{Title: oneLine(r.Title), URL: r.Link, Snippet: oneLine(r.Snippet), Published: readDate(r.Date, now)})
 	}
 	return res, nil
-}
-
-func joinNonEmpty(sep string, parts ...string) string {
-	var b strings.Builder
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString(sep)
-		}
-		b.WriteString(p)
-	}
-	return b.String()
 }

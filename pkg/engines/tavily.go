@@ -1,8 +1,10 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"strings"
 )
 
 // Tavily is the Tavily search API (POST /search, bearer key).
@@ -26,12 +28,8 @@ func newTavily(cfg Config, hc *http.Client) (Engine, error) {
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	if e.opts.SearchDepth == "" {
-		e.opts.SearchDepth = "basic"
-	}
-	if e.opts.Topic == "" {
-		e.opts.Topic = "general"
-	}
+	e.opts.SearchDepth = cmp.Or(e.opts.SearchDepth, "basic")
+	e.opts.Topic = cmp.Or(e.opts.Topic, "general")
 	credits := 1.0
 	if e.opts.SearchDepth == "advanced" {
 		credits = 2
@@ -56,7 +54,6 @@ type tavilyRequest struct {
 }
 
 type tavilyResponse struct {
-	Query   string `json:"query"`
 	Results []struct {
 		Title         string  `json:"title"`
 		URL           string  `json:"url"`
@@ -66,15 +63,13 @@ type tavilyResponse struct {
 	} `json:"results"`
 }
 
-var tavilyRange = map[Recency]string{OneDay: "day", OneWeek: "week", OneMonth: "month", OneYear: "year"}
-
 func (e *tavily) Search(ctx context.Context, q Query) (*Result, error) {
 	req := tavilyRequest{
 		Query:          q.Query,
 		SearchDepth:    e.opts.SearchDepth,
 		Topic:          e.opts.Topic,
 		MaxResults:     min(q.Count, 20), // Tavily's ceiling
-		TimeRange:      tavilyRange[q.Recency],
+		TimeRange:      recencyUnit[q.Recency],
 		IncludeDomains: q.AllowedDomains,
 		ExcludeDomains: q.BlockedDomains,
 	}
@@ -100,30 +95,15 @@ func (e *tavily) parse(_ Query, bodies [][]byte) (*Result, error) {
 	return res, nil
 }
 
-// countryName maps the ISO codes Tavily's country parameter knows by name; others are
-// left for the caller to warn about.
+// tavilyCountries are the ISO codes Tavily's country parameter knows, by name.
+var tavilyCountries = map[string]string{"US": "united states", "GB": "united kingdom", "UK": "united kingdom", "DE": "germany",
+	"FR": "france", "CN": "china", "JP": "japan", "IN": "india", "CA": "canada", "AU": "australia", "BR": "brazil"}
+
+// countryName is the name of a code in tavilyCountries, written in upper or lower
+// case; "" for others, which the caller warns about.
 func countryName(code string) string {
-	switch code {
-	case "US", "us":
-		return "united states"
-	case "GB", "gb", "UK", "uk":
-		return "united kingdom"
-	case "DE", "de":
-		return "germany"
-	case "FR", "fr":
-		return "france"
-	case "CN", "cn":
-		return "china"
-	case "JP", "jp":
-		return "japan"
-	case "IN", "in":
-		return "india"
-	case "CA", "ca":
-		return "canada"
-	case "AU", "au":
-		return "australia"
-	case "BR", "br":
-		return "brazil"
+	if code != strings.ToUpper(code) && code != strings.ToLower(code) {
+		return ""
 	}
-	return ""
+	return tavilyCountries[strings.ToUpper(code)]
 }

@@ -9,6 +9,7 @@ package enginecheck
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -118,15 +119,8 @@ func Check(ctx context.Context, cfg engines.Config, hc *http.Client) Report {
 
 // recording is hc (nil: http.DefaultClient) with every answer kept.
 func recording(hc *http.Client) (*http.Client, *recorder) {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	rc := &recorder{base: base}
-	c := *hc
+	c := *cmp.Or(hc, http.DefaultClient)
+	rc := &recorder{base: cmp.Or(c.Transport, http.DefaultTransport)}
 	c.Transport = rc
 	return &c, rc
 }
@@ -150,11 +144,7 @@ func CheckOffline(ctx context.Context, cfg engines.Config) Report {
 
 // replaying is a client answered by the fixtures names, in order, every answer kept.
 func replaying(names []string) (*http.Client, *recorder) {
-	var bodies [][]byte
-	for _, n := range names {
-		bodies = append(bodies, fixtures.Read(n))
-	}
-	rc := &recorder{base: &replay{bodies: bodies}}
+	rc := &recorder{base: &replay{names: names}}
 	return &http.Client{Transport: rc}, rc
 }
 
@@ -188,8 +178,8 @@ func (rep *Report) observe(rc *recorder, names []string) {
 	var ok []exchange
 	for _, x := range got {
 		s := engines.SignalOf(x.status, x.header)
-		rep.Deprecation = cmpOr(rep.Deprecation, s.Deprecation)
-		rep.Sunset = cmpOr(rep.Sunset, s.Sunset)
+		rep.Deprecation = cmp.Or(rep.Deprecation, s.Deprecation)
+		rep.Sunset = cmp.Or(rep.Sunset, s.Sunset)
 		if s.Status != 0 {
 			rep.Status = s.Status
 		}
@@ -209,13 +199,6 @@ func (rep *Report) observe(rc *recorder, names []string) {
 		}
 		rep.Missing, rep.Unknown = uniq(rep.Missing), uniq(rep.Unknown)
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func uniq(s []string) []string {
@@ -273,17 +256,17 @@ func paths(b []byte) map[string]bool {
 	return out
 }
 
-// replay answers the calls of one search with recorded bodies, in order, the last
+// replay answers the calls of one search with the fixtures names, in order, the last
 // again once they run out.
 type replay struct {
-	mu     sync.Mutex
-	bodies [][]byte
-	n      int
+	mu    sync.Mutex
+	names []string
+	n     int
 }
 
 func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
-	b := r.bodies[min(r.n, len(r.bodies)-1)]
+	b := fixtures.Read(r.names[min(r.n, len(r.names)-1)])
 	r.n++
 	r.mu.Unlock()
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},

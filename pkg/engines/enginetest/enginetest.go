@@ -7,10 +7,12 @@
 package enginetest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,12 +33,12 @@ type Response struct {
 	Body   []byte
 }
 
-// JSON is a 200 answer with a fixture file as its body.
 // callBound bounds one search of the suite: a liveness guard (a hung engine fails the
 // test), not a speed check. Under -race on a loaded two-core machine, 16 concurrent
 // pause_turn searches (about 700 KB of recorded JSON each) took more than 10 s.
 const callBound = 2 * time.Minute
 
+// JSON is a 200 answer with a fixture file as its body.
 func JSON(fixture string) Response { return Response{Body: fixtures.Read(fixture)} }
 
 // Status is an answer with the given status and a fixture file (or literal JSON when
@@ -64,7 +66,7 @@ type Suite struct {
 	// right characters. Nil skips the case (kinds without offsets).
 	Unicode      []Response
 	CheckUnicode func(t *testing.T, r *engines.Result)
-	// Empty answers a search that found nothing.
+	// Empty answers a search that found nothing; nil skips the case.
 	Empty []Response
 	// Turn picks which response of a scenario answers a request, for kinds that make
 	// several calls per search; nil means the first.
@@ -78,31 +80,10 @@ type Suite struct {
 	ServerError Response
 	AuthError   Response
 
-	// QueryOf returns the query text the engine sent in a request.
+	// QueryOf and KeyOf return the query text and the credential the engine sent in
+	// a request; nil skips the cases that read them.
 	QueryOf func(r *http.Request, body []byte) string
-	// KeyOf returns the credential the engine sent in a request.
-	KeyOf func(r *http.Request) string
-}
-
-// Features are what a kind does that some cases of the suite need; a case whose
-// feature the kind lacks is skipped, by name, with the reason.
-type Features struct {
-	// Credential: the kind sends a key (a self-hosted SearXNG sends none).
-	Credential bool
-	// KeySeen: the suite can read the key from a request (Suite.KeyOf).
-	KeySeen bool
-	// Offsets: the kind places markers from offsets into text (Suite.Unicode).
-	Offsets bool
-	// EmptyAnswer: the suite has the kind's answer that found nothing (Suite.Empty).
-	EmptyAnswer bool
-	// QuerySeen: the suite can read the query from a request (Suite.QueryOf).
-	QuerySeen bool
-}
-
-// Features are the suite's features, from what it describes.
-func (s *Suite) Features() Features {
-	return Features{Credential: !s.NoKey, KeySeen: !s.NoKey && s.KeyOf != nil, Offsets: s.Unicode != nil,
-		EmptyAnswer: s.Empty != nil, QuerySeen: s.QueryOf != nil}
+	KeyOf   func(r *http.Request) string
 }
 
 // scenario is what the replay server answers with.
@@ -112,12 +93,10 @@ type scenario struct {
 }
 
 type replay struct {
-	t     *testing.T
-	s     *Suite
-	mu    sync.Mutex
-	cur   scenario
-	reqs  []recorded
-	calls atomic.Int64
+	s    *Suite
+	mu   sync.Mutex
+	cur  scenario
+	reqs []recorded
 }
 
 type recorded struct {
@@ -139,7 +118,6 @@ func (rp *replay) requests() []recorded {
 }
 
 func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rp.calls.Add(1)
 	body := readAll(r)
 	rp.mu.Lock()
 	sc := rp.cur
@@ -157,29 +135,29 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "enginetest: no response for this turn", http.StatusTeapot)
 		return
 	}
-	resp := sc.responses[i]
-	for k, vs := range resp.Header {
+	sc.responses[i].write(w)
+}
+
+// write sends r as the stand-in provider's answer (JSON and 200 unless r says).
+func (r Response) write(w http.ResponseWriter) {
+	for k, vs := range r.Header {
 		w.Header()[k] = vs
 	}
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "application/json")
 	}
-	status := resp.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	w.WriteHeader(status)
-	w.Write(resp.Body)
+	w.WriteHeader(cmp.Or(r.Status, http.StatusOK))
+	w.Write(r.Body)
 }
 
 var keySeq atomic.Int64
 
-// Run runs the conformance suite for one engine kind: named cases, each gated by the
-// kind's Features (a case the kind lacks the feature for is skipped, saying why).
+// Run runs the conformance suite for one engine kind: named cases, each gated by what
+// the Suite describes (a case the kind lacks it for is skipped, saying why).
 func Run(t *testing.T, s Suite) {
 	t.Helper()
-	f := s.Features()
-	rp := &replay{t: t, s: &s}
+	keySeen := !s.NoKey && s.KeyOf != nil
+	rp := &replay{s: &s}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
 
@@ -193,7 +171,7 @@ func Run(t *testing.T, s Suite) {
 		cfg.ID = "under-test"
 	}
 	cfg.BaseURL = srv.URL
-	if f.Credential {
+	if !s.NoKey {
 		cfg.APIKeyEnv, cfg.APIKey = envName, secret
 	}
 	reg, err := engines.FromConfig([]engines.Config{cfg}, srv.Client())
@@ -234,6 +212,13 @@ func Run(t *testing.T, s Suite) {
 	}
 	// The cases share one replay server, so they run in sequence; kinds run in parallel.
 	q := engines.Query{Query: "what is the weather in San Francisco", Count: 5}
+	// failWith is the error of a search whose every call is answered with r.
+	failWith := func(t *testing.T, r Response) error {
+		t.Helper()
+		rp.set(scenario{responses: []Response{r, r, r}})
+		_, err := search(t, q)
+		return err
+	}
 	// gated runs the named case when the kind has what it needs, else skips it.
 	gated := func(name string, has bool, lacks string, body func(t *testing.T)) {
 		t.Run(name, func(t *testing.T) {
@@ -261,7 +246,7 @@ func Run(t *testing.T, s Suite) {
 		if len(reqs) == 0 {
 			t.Fatal("engine made no request")
 		}
-		if f.KeySeen {
+		if keySeen {
 			for _, rq := range reqs {
 				if got := s.KeyOf(rq.r); got != secret {
 					t.Errorf("credential sent = %q, want the configured key", got)
@@ -273,7 +258,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	gated("non-ASCII text", f.Offsets, "places no markers from offsets", func(t *testing.T) {
+	gated("non-ASCII text", s.Unicode != nil, "places no markers from offsets", func(t *testing.T) {
 		rp.set(scenario{responses: s.Unicode})
 		res, err := search(t, engines.Query{Query: "天气 São Paulo °C"})
 		if err != nil {
@@ -283,7 +268,7 @@ func Run(t *testing.T, s Suite) {
 		s.CheckUnicode(t, res)
 	})
 
-	gated("empty result", f.EmptyAnswer, "has no empty-result answer", func(t *testing.T) {
+	gated("empty result", s.Empty != nil, "has no empty-result answer", func(t *testing.T) {
 		rp.set(scenario{responses: s.Empty})
 		res, err := search(t, q)
 		if err != nil {
@@ -309,9 +294,7 @@ func Run(t *testing.T, s Suite) {
 			r.Header = http.Header{"Retry-After": {"7"}}
 			want = 7 * time.Second
 		}
-		rp.set(scenario{responses: []Response{r, r, r}})
-		_, err := search(t, q)
-		e := wantKind(t, err, engines.RateLimited)
+		e := wantKind(t, failWith(t, r), engines.RateLimited)
 		if e.RetryAfter != want {
 			t.Errorf("RetryAfter = %s, want %s", e.RetryAfter, want)
 		}
@@ -325,9 +308,7 @@ func Run(t *testing.T, s Suite) {
 		if r.Body == nil {
 			r = Status(503, `{"error":{"message":"upstream overloaded"}}`)
 		}
-		rp.set(scenario{responses: []Response{r, r, r}})
-		_, err := search(t, q)
-		e := wantKind(t, err, engines.Unavailable)
+		e := wantKind(t, failWith(t, r), engines.Unavailable)
 		if !e.Retryable() {
 			t.Error("a 5xx must be retryable")
 		}
@@ -340,25 +321,21 @@ func Run(t *testing.T, s Suite) {
 				r = Status(code, `{"error":{"message":"invalid credentials"}}`)
 			}
 			r.Status = code
-			rp.set(scenario{responses: []Response{r, r, r}})
-			_, err := search(t, q)
-			e := wantKind(t, err, engines.Auth)
+			e := wantKind(t, failWith(t, r), engines.Auth)
 			if e.Retryable() {
 				t.Error("an auth error must not be retryable")
 			}
 		}
 	})
 
-	gated("no secret in errors", f.Credential, "sends no key, so it has none to leak", func(t *testing.T) {
+	gated("no secret in errors", !s.NoKey, "sends no key, so it has none to leak", func(t *testing.T) {
 		echo := Status(401, fmt.Sprintf(`{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"},"detail":"%s","message":"%s"}`, secret, secret, secret))
-		rp.set(scenario{responses: []Response{echo, echo, echo}})
-		_, err := search(t, q) // search fails the test if the key shows
-		if err == nil {
+		if failWith(t, echo) == nil { // search fails the test if the key shows
 			t.Fatal("want an error")
 		}
 	})
 
-	gated("a refused key passes the search to the next key", f.KeySeen, "sends no key the suite can read", func(t *testing.T) {
+	gated("a refused key passes the search to the next key", keySeen, "sends no key the suite can read", func(t *testing.T) {
 		for _, code := range []int{http.StatusTooManyRequests, http.StatusUnauthorized} {
 			first, second := secret+"-first", secret+"-second"
 			var mu sync.Mutex
@@ -404,10 +381,7 @@ func Run(t *testing.T, s Suite) {
 	})
 
 	t.Run("malformed body", func(t *testing.T) {
-		bad := Response{Body: []byte(`{"id": "x", "choices": [ {"message": `)}
-		rp.set(scenario{responses: []Response{bad, bad, bad}})
-		_, err := search(t, q)
-		wantKind(t, err, engines.Decode)
+		wantKind(t, failWith(t, Response{Body: []byte(`{"id": "x", "choices": [ {"message": `)}), engines.Decode)
 	})
 
 	t.Run("context cancellation", func(t *testing.T) {
@@ -431,7 +405,7 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 
-	gated("unicode and special characters in the query", f.QuerySeen, "has no QueryOf", func(t *testing.T) {
+	gated("unicode and special characters in the query", s.QueryOf != nil, "has no QueryOf", func(t *testing.T) {
 		rp.set(scenario{responses: s.OK})
 		weird := `C++ & "quotes" <tags> 100% /?#= 東京の天気 ☃ 🚀 naïve`
 		if _, err := search(t, engines.Query{Query: weird}); err != nil {
@@ -529,15 +503,8 @@ func MarkerAfter(t *testing.T, text, phrase, marker string) {
 		return
 	}
 	if rest := text[i+len(phrase):]; !strings.HasPrefix(rest, marker) {
-		t.Errorf("after %q comes %q, want marker %s", phrase, head(rest, 20), marker)
+		t.Errorf("after %q comes %q, want marker %s", phrase, rest[:min(len(rest), 20)], marker)
 	}
-}
-
-func head(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -577,18 +544,7 @@ func Do(t *testing.T, cfg engines.Config, q engines.Query, resps ...Response) (*
 		i := min(len(reqs), len(resps)-1)
 		reqs = append(reqs, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
 		mu.Unlock()
-		resp := resps[i]
-		for k, vs := range resp.Header {
-			w.Header()[k] = vs
-		}
-		if w.Header().Get("Content-Type") == "" {
-			w.Header().Set("Content-Type", "application/json")
-		}
-		if resp.Status == 0 {
-			resp.Status = http.StatusOK
-		}
-		w.WriteHeader(resp.Status)
-		w.Write(resp.Body)
+		resps[i].write(w)
 	}))
 	defer srv.Close()
 	if cfg.ID == "" {
@@ -623,13 +579,6 @@ func Search(t *testing.T, cfg engines.Config, q engines.Query, resps ...Response
 }
 
 func readAll(r *http.Request) []byte {
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := r.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return []byte(b.String())
-		}
-	}
+	b, _ := io.ReadAll(r.Body)
+	return b
 }
