@@ -3,6 +3,7 @@ package engines
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -176,6 +177,13 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	body, err := classicBody(&e.client, bodies)
 	if err != nil {
 		return nil, err
+	}
+	var inBand struct {
+		Error  *openrouterErrorBody `json:"error"`
+		Output json.RawMessage      `json:"output"`
+	}
+	if json.Unmarshal(body, &inBand) == nil && inBand.Error != nil && inBand.Output == nil {
+		return nil, openrouterInBand(&e.client, inBand.Error, body) // an error answered with 200
 	}
 	a, err := responses.Model.DecodeResponse(body)
 	if err != nil {

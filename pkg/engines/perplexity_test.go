@@ -131,3 +131,13 @@ func TestPerplexityDomainsEnforced(t *testing.T) {
 		t.Errorf("summary = %q, want the windy.com marker gone", res.Summary)
 	}
 }
+
+// An error Perplexity answers with status 200 is read as the error it names.
+func TestPerplexityInBandError(t *testing.T) {
+	t.Parallel()
+	_, err := engines.Normalize(engines.Config{Kind: "perplexity"}, engines.Query{Query: "q"},
+		[]byte(`{"error":{"message":"Invalid model 'sonar-x'","type":"invalid_model","code":400}}`))
+	if e := engines.AsError("p", err); e.Kind != engines.BadRequest || !strings.Contains(e.Message, "Invalid model") {
+		t.Fatalf("in-band error read as %+v", e)
+	}
+}
