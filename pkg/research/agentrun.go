@@ -321,7 +321,7 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 	}
 	switch st.State {
 	case agent.Completed:
-		cost := st.Result.CostUSD
+		cost := st.CostUSD
 		if cost <= 0 {
 			cost = b.Price(req.Effort)
 		}

@@ -84,7 +84,8 @@ type Status struct {
 	Result *Result
 	// Error is the provider's reason when State is Failed (client-safe text).
 	Error string
-	// Cost is the provider's reported cost so far, in USD (0: not reported).
+	// CostUSD is the provider's reported cost so far, in USD (0: not reported; a
+	// completed run then settles at the agent's list price).
 	CostUSD float64
 	// RetryAfter is when to poll again (0: the agent's default interval).
 	RetryAfter time.Duration
@@ -116,9 +117,6 @@ type Result struct {
 	Output json.RawMessage
 	// Basis is per top-level field of Output: its citations, reasoning, confidence.
 	Basis map[string]Basis
-	// CostUSD is the provider's reported cost (0: none reported; the run then
-	// settles at the agent's list price).
-	CostUSD float64
 	// Searches is how many searches the provider reports it ran.
 	Searches int
 }

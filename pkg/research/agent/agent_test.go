@@ -149,8 +149,8 @@ func TestAgentsRunToCompletion(t *testing.T) {
 				}
 			}
 			if kind == agent.KindOpenAI || kind == agent.KindPerplexity || kind == agent.KindExa {
-				if st.Result.CostUSD <= 0 {
-					t.Errorf("%s reports a cost; got %v", kind, st.Result.CostUSD)
+				if st.CostUSD <= 0 {
+					t.Errorf("%s reports a cost; got %v", kind, st.CostUSD)
 				}
 			}
 			if n := sim.AgentSubmissions(kind, submissionKey(kind, req)); n != 1 {
@@ -417,8 +417,8 @@ func TestFailedRunsAndCosts(t *testing.T) {
 		t.Errorf("mid-run: %s cost %v", mid.State, mid.CostUSD)
 	}
 	end, _, _ := run(t, sim, e, id)
-	if end.Result == nil || end.Result.CostUSD != 20 {
-		t.Errorf("final cost %+v", end.Result)
+	if end.Result == nil || end.CostUSD != 20 {
+		t.Errorf("final cost %v, result %+v", end.CostUSD, end.Result)
 	}
 }
 
@@ -491,8 +491,8 @@ func TestAgentsReadTheDocumentedShapes(t *testing.T) {
 			if len(res.Sources) != tc.sources || res.Searches != tc.searches {
 				t.Errorf("%d sources, %d searches; want %d, %d", len(res.Sources), res.Searches, tc.sources, tc.searches)
 			}
-			if d := res.CostUSD - tc.cost; d > 1e-9 || d < -1e-9 {
-				t.Errorf("cost %v, want %v", res.CostUSD, tc.cost)
+			if d := st.CostUSD - tc.cost; d > 1e-9 || d < -1e-9 {
+				t.Errorf("cost %v, want %v", st.CostUSD, tc.cost)
 			}
 			for f, n := range tc.basis {
 				if b := res.Basis[f]; len(b.Citations) != n || b.Confidence != tc.conf[f] {

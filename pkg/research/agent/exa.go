@@ -142,11 +142,12 @@ func (a *exa) Poll(ctx context.Context, id, cursor string) (Status, error) {
 }
 
 // result normalizes a completed run: grounding on structured fields becomes the
-// basis of their top-level field; grounding on the text (and Markdown links in it)
-// the report's sources.
+// basis of their top-level field; grounding on the text the report's sources.
 func (r *exaRun) result() *Result {
-	var src sources
-	res := &Result{CostUSD: r.CostDollars.Total, Searches: r.Usage.Searches}
+	structured := r.Output.Structured
+	if string(structured) == "null" {
+		structured = nil
+	}
 	basis := map[string]Basis{}
 	var textCites []Source
 	for _, g := range r.Output.Grounding {
@@ -156,27 +157,14 @@ func (r *exaRun) result() *Result {
 				bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title})
 			}
 		}
-		if g.Field == "text" || g.Field == "output.text" || len(r.Output.Structured) == 0 || string(r.Output.Structured) == "null" {
+		if g.Field == "text" || g.Field == "output.text" || len(structured) == 0 {
 			textCites = append(textCites, bs.Citations...)
 			continue
 		}
 		f := topField(g.Field)
 		basis[f] = mergeBasis(basis[f], bs)
 	}
-	if s := r.Output.Structured; len(s) > 0 && string(s) != "null" {
-		res.Output, res.Basis = s, basis
-		res.Report = fieldReport(s, basis, &src)
-		if r.Output.Text != "" {
-			res.Report = linkMarkers(r.Output.Text, &src) + "\n\n" + res.Report
-		}
-	} else {
-		text := linkMarkers(r.Output.Text, &src)
-		var loose []int
-		for _, c := range textCites {
-			loose = append(loose, src.add(c))
-		}
-		res.Report = citeAtEnd(text, loose)
-	}
-	res.Sources = src.list
+	res := fielded(structured, r.Output.Text, basis, textCites)
+	res.Searches = r.Usage.Searches
 	return res
 }

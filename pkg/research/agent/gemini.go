@@ -110,33 +110,20 @@ func (a *gemini) Approve(ctx context.Context, ref, id, plan string) (string, err
 // runs the plan of.
 const metaAfter = "fleet_after"
 
+// geminiFollows is the planning interaction an approval's metadata names, marked as
+// Submit marks it ("" none).
+func geminiFollows(meta map[string]string) string {
+	if after := meta[metaAfter]; after != "" {
+		return geminiPlanMark + after
+	}
+	return ""
+}
+
 // FindApproval: the Interactions API lists no interactions, and a planning
 // interaction does not name the one chained to it; the approval's webhook names it
 // (Webhook.Follows), so ErrNoLookup.
 func (a *gemini) FindApproval(context.Context, string, string) (string, bool, error) {
 	return "", false, ErrNoLookup
-}
-
-// parseGeminiWebhook reads an interaction event: {type, version, timestamp, data:
-// {id, user_metadata}}. A planning interaction's id comes back marked as Submit
-// marks it.
-func parseGeminiWebhook(body []byte) (Webhook, error) {
-	var data struct {
-		ID           string            `json:"id"`
-		UserMetadata map[string]string `json:"user_metadata"`
-	}
-	st, err := webhookEvent(body, "interaction.", &data)
-	if err != nil || data.ID == "" {
-		return Webhook{}, errBadWebhook
-	}
-	w := Webhook{ID: data.ID, Ref: data.UserMetadata[metaRef], State: st}
-	if data.UserMetadata[metaPlan] == "true" {
-		w.ID = geminiPlanMark + w.ID
-	}
-	if after := data.UserMetadata[metaAfter]; after != "" {
-		w.Follows = geminiPlanMark + after
-	}
-	return w, nil
 }
 
 func (a *gemini) Cancel(ctx context.Context, id string) error {
@@ -154,11 +141,8 @@ type geminiInteraction struct {
 		UserMetadata map[string]string `json:"user_metadata"`
 	} `json:"webhook_config"`
 	Steps []struct {
-		Type    string `json:"type"`
-		Summary []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"summary"`
+		Type      string  `json:"type"`
+		Summary   summary `json:"summary"`
 		Arguments struct {
 			Queries []string `json:"queries"`
 			URLs    []string `json:"urls"`
@@ -188,11 +172,7 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	for _, s := range it.Steps {
 		switch s.Type {
 		case "thought":
-			for _, c := range s.Summary {
-				if c.Text != "" {
-					events = append(events, Event{Type: "thought", Text: c.Text})
-				}
-			}
+			events = s.Summary.thoughts(events)
 		case "google_search_call":
 			searches++
 			for _, q := range s.Arguments.Queries {
@@ -212,12 +192,8 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	if plan && complete {
 		events = append(events, Event{Type: "plan", Text: text})
 	}
-	var st Status
+	st := Status{Ref: it.WebhookConfig.UserMetadata[metaRef], Follows: geminiFollows(it.WebhookConfig.UserMetadata)}
 	st.Events, st.Cursor = afterCursor(events, cursor)
-	st.Ref = it.WebhookConfig.UserMetadata[metaRef]
-	if after := it.WebhookConfig.UserMetadata[metaAfter]; after != "" {
-		st.Follows = geminiPlanMark + after
-	}
 	if it.Status == "budget_exceeded" {
 		it.Status = "failed"
 	}

@@ -30,14 +30,20 @@ const (
 // Kinds lists every kind New builds.
 var Kinds = []string{KindOpenAI, KindGemini, KindPerplexity, KindParallel, KindExa}
 
-// defaultBase is each kind's production base URL, as its SDKs take it (OpenAI's with
-// /v1, the others the host root).
-var defaultBase = map[string]string{
-	KindOpenAI:     "https://api.openai.com/v1",
-	KindGemini:     "https://generativelanguage.googleapis.com",
-	KindPerplexity: "https://api.perplexity.ai",
-	KindParallel:   "https://api.parallel.ai",
-	KindExa:        "https://api.exa.ai",
+// kinds are each kind's production base URL, as its SDKs take it (OpenAI's with /v1,
+// the others the host root), how it is sent a key, the headers every request carries,
+// and its agent.
+var kinds = map[string]struct {
+	base   string
+	auth   func(http.Header, string)
+	header http.Header
+	agent  func(c *client, model string) Agent
+}{
+	KindOpenAI:     {"https://api.openai.com/v1", bearer, nil, func(c *client, m string) Agent { return &openAI{c: c, model: m} }},
+	KindGemini:     {"https://generativelanguage.googleapis.com", keyHeader("x-goog-api-key"), nil, func(c *client, m string) Agent { return &gemini{c: c, model: m} }},
+	KindPerplexity: {"https://api.perplexity.ai", bearer, nil, func(c *client, m string) Agent { return &perplexity{c: c, model: m} }},
+	KindParallel:   {"https://api.parallel.ai", keyHeader("x-api-key"), nil, func(c *client, m string) Agent { return &parallel{c: c, model: m} }},
+	KindExa:        {"https://api.exa.ai", keyHeader("x-api-key"), http.Header{"Exa-Beta": {exaBeta}}, func(c *client, m string) Agent { return &exa{c: c, model: m} }},
 }
 
 // New builds the agent of kind at baseURL (empty: the provider's production API),
@@ -46,35 +52,19 @@ var defaultBase = map[string]string{
 // (empty: chosen by the request's effort), over hc (nil: a client with a 60 s
 // timeout; every call of an agent is short: runs are polled, never waited on).
 func New(kind, baseURL string, keys []string, model string, hc *http.Client) (Agent, error) {
-	base, ok := defaultBase[kind]
+	k, ok := kinds[kind]
 	if !ok {
 		return nil, fmt.Errorf("research agent kind %q is not one of %s", kind, strings.Join(Kinds, ", "))
-	}
-	if baseURL != "" {
-		base = baseURL
 	}
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
-	c := &client{kind: kind, base: strings.TrimRight(base, "/"), hc: hc, cred: provider.NewCredentials(kind, keys, provider.CredentialOptions{})}
-	switch kind {
-	case KindOpenAI:
-		c.auth = bearer
-		return &openAI{c: c, model: model}, nil
-	case KindGemini:
-		c.auth = func(h http.Header, k string) { h.Set("x-goog-api-key", k) }
-		return &gemini{c: c, model: model}, nil
-	case KindPerplexity:
-		c.auth = bearer
-		return &perplexity{c: c, model: model}, nil
-	case KindParallel:
-		c.auth = func(h http.Header, k string) { h.Set("x-api-key", k) }
-		return &parallel{c: c, model: model}, nil
-	default:
-		c.auth = func(h http.Header, k string) { h.Set("x-api-key", k) }
-		c.header = http.Header{"Exa-Beta": {exaBeta}}
-		return &exa{c: c, model: model}, nil
-	}
+	return k.agent(&client{kind: kind, base: strings.TrimRight(cmp.Or(baseURL, k.base), "/"), hc: hc, auth: k.auth, header: k.header,
+		cred: provider.NewCredentials(kind, keys, provider.CredentialOptions{})}, model), nil
+}
+
+func keyHeader(name string) func(http.Header, string) {
+	return func(h http.Header, k string) { h.Set(name, k) }
 }
 
 func bearer(h http.Header, k string) {

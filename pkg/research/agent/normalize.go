@@ -228,6 +228,32 @@ func fieldReport(out json.RawMessage, basis map[string]Basis, src *sources) stri
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// fielded is the result of an answer whose sources are attributed to its fields
+// (Parallel's basis, Exa's grounding): a structured answer out keeps its object and
+// basis, the report listing the fields with their markers after text (its Markdown
+// links made markers); else text is the report, its links made markers and the
+// loose sources cited at its end.
+func fielded(out json.RawMessage, text string, basis map[string]Basis, loose []Source) *Result {
+	var src sources
+	res := &Result{}
+	if len(out) > 0 {
+		res.Output, res.Basis = out, basis
+		res.Report = fieldReport(out, basis, &src)
+		if text != "" {
+			res.Report = linkMarkers(text, &src) + "\n\n" + res.Report
+		}
+	} else {
+		text = linkMarkers(text, &src)
+		var ns []int
+		for _, c := range loose {
+			ns = append(ns, src.add(c))
+		}
+		res.Report = citeAtEnd(text, ns)
+	}
+	res.Sources = src.list
+	return res
+}
+
 // topField is the top-level field a field path names: "structured.companies[0].url"
 // and "companies[0].url" are "companies".
 func topField(path string) string {
@@ -256,6 +282,21 @@ type outputPart struct {
 	Type        string       `json:"type"`
 	Text        string       `json:"text"`
 	Annotations []annotation `json:"annotations"`
+}
+
+// summary is a reasoning summary: OpenAI's reasoning item's, Gemini's thought step's.
+type summary []struct {
+	Text string `json:"text"`
+}
+
+// thoughts appends a thought event per part of the summary that says something.
+func (s summary) thoughts(events []Event) []Event {
+	for _, p := range s {
+		if p.Text != "" {
+			events = append(events, Event{Type: "thought", Text: p.Text})
+		}
+	}
+	return events
 }
 
 // joinOutputText appends a message's text parts (of type typ: "output_text", Gemini's
@@ -343,27 +384,4 @@ func (noPlan) Approve(context.Context, string, string, string) (string, error) {
 
 func (noPlan) FindApproval(context.Context, string, string) (string, bool, error) {
 	return "", false, ErrNoPlan
-}
-
-// endStates are the states a run's end webhook announces, by its event type's
-// suffix (OpenAI's response.*, Gemini's interaction.*).
-var endStates = map[string]State{"completed": Completed, "incomplete": Completed, "requires_action": Completed,
-	"failed": Failed, "cancelled": Cancelled}
-
-// webhookEvent reads a Standard Webhooks event {type, data} whose type is prefix and
-// an ending (endStates), its data into data.
-func webhookEvent(body []byte, prefix string, data any) (State, error) {
-	var ev struct {
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
-	if json.Unmarshal(body, &ev) != nil || json.Unmarshal(ev.Data, data) != nil {
-		return "", errBadWebhook
-	}
-	end, ok := strings.CutPrefix(ev.Type, prefix)
-	st, known := endStates[end]
-	if !ok || !known {
-		return "", errBadWebhook
-	}
-	return st, nil
 }

@@ -77,11 +77,9 @@ type openAIResponse struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
 	Output []struct {
-		Type    string `json:"type"`
-		Summary []struct {
-			Text string `json:"text"`
-		} `json:"summary"`
-		Action *struct {
+		Type    string  `json:"type"`
+		Summary summary `json:"summary"`
+		Action  *struct {
 			Type    string   `json:"type"`
 			Query   string   `json:"query"`
 			Queries []string `json:"queries"`
@@ -116,11 +114,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 	for _, it := range r.Output {
 		switch it.Type {
 		case "reasoning":
-			for _, s := range it.Summary {
-				if s.Text != "" {
-					events = append(events, Event{Type: "thought", Text: s.Text})
-				}
-			}
+			events = it.Summary.thoughts(events)
 		case "web_search_call":
 			calls++
 			if it.Action == nil {
@@ -154,21 +148,8 @@ func (r *openAIResponse) status(cursor, model string) Status {
 	case Failed:
 		st.Error = r.Error.failure()
 	case Completed:
-		st.Result = &Result{CostUSD: st.CostUSD, Searches: searches}
+		st.Result = &Result{Searches: searches}
 		st.Result.cite(text, anns, &sources{})
 	}
 	return st
-}
-
-// parseOpenAIWebhook reads OpenAI's webhook event for a background response: {id,
-// type: response.completed/incomplete/failed/cancelled, created_at, data: {id}}.
-func parseOpenAIWebhook(body []byte) (Webhook, error) {
-	var data struct {
-		ID string `json:"id"`
-	}
-	st, err := webhookEvent(body, "response.", &data)
-	if err != nil || data.ID == "" {
-		return Webhook{}, errBadWebhook
-	}
-	return Webhook{ID: data.ID, State: st}, nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -102,42 +103,18 @@ func (a *parallel) Find(ctx context.Context, ref, group string) (string, bool, e
 	if err := a.c.do(ctx, "GET", parallelGroups+"/"+url.PathEscape(group)+"/runs", nil, http.Header{"Accept": {"text/event-stream"}}, &b); err != nil {
 		return "", false, err
 	}
-	for _, data := range sseData(b) {
+	var id string
+	llm.ReadSSE(bytes.NewReader(b), func(_ string, data []byte) error {
 		var ev struct {
 			Type string      `json:"type"`
 			Run  parallelRun `json:"run"`
 		}
-		if json.Unmarshal(data, &ev) == nil && ev.Type == "task_run.state" && ev.Run.RunID != "" && ev.Run.Metadata[metaRef] == ref {
-			return ev.Run.RunID, true, nil
+		if id == "" && json.Unmarshal(data, &ev) == nil && ev.Type == "task_run.state" && ev.Run.RunID != "" && ev.Run.Metadata[metaRef] == ref {
+			id = ev.Run.RunID
 		}
-	}
-	return "", false, nil
-}
-
-// sseData is the data of each event of a server-sent event stream (its data lines
-// joined), in order.
-func sseData(b []byte) [][]byte {
-	var out [][]byte
-	var cur []byte
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, cur)
-		}
-		cur = nil
-	}
-	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n") {
-		switch {
-		case line == "":
-			flush()
-		case strings.HasPrefix(line, "data:"):
-			if len(cur) > 0 {
-				cur = append(cur, '\n')
-			}
-			cur = append(cur, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
-		}
-	}
-	flush()
-	return out
+		return nil
+	})
+	return id, id != "", nil
 }
 
 func (a *parallel) Cancel(ctx context.Context, id string) error {
@@ -197,12 +174,11 @@ func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) 
 }
 
 // result normalizes a completed run's output: a JSON output keeps its object and
-// gets one basis per field (the report lists the fields with their citations); a
-// text output is the report, its Markdown links made markers, the basis's citations
-// its sources.
+// gets one basis per field; a text output is the report, its basis's citations its
+// sources.
 func (r *parallelResult) result() *Result {
-	var src sources
 	basis := map[string]Basis{}
+	var all []Source
 	for _, b := range r.Output.Basis {
 		bs := Basis{Citations: []Source{}, Reasoning: b.Reasoning, Confidence: b.Confidence}
 		for _, c := range b.Citations {
@@ -210,28 +186,15 @@ func (r *parallelResult) result() *Result {
 				bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title, Excerpt: strings.Join(c.Excerpts, " … ")})
 			}
 		}
+		all = append(all, bs.Citations...)
 		basis[topField(b.Field)] = mergeBasis(basis[topField(b.Field)], bs)
 	}
-	res := &Result{}
 	if r.Output.Type == "json" {
-		res.Output, res.Basis = r.Output.Content, basis
-		res.Report = fieldReport(res.Output, basis, &src)
-	} else {
-		var text string
-		json.Unmarshal(r.Output.Content, &text)
-		text = linkMarkers(text, &src)
-		var loose []int
-		for _, b := range r.Output.Basis {
-			for _, c := range b.Citations {
-				if c.URL != "" {
-					loose = append(loose, src.add(Source{URL: c.URL, Title: c.Title, Excerpt: strings.Join(c.Excerpts, " … ")}))
-				}
-			}
-		}
-		res.Report = citeAtEnd(text, loose)
+		return fielded(r.Output.Content, "", basis, nil)
 	}
-	res.Sources = src.list
-	return res
+	var text string
+	json.Unmarshal(r.Output.Content, &text)
+	return fielded(nil, text, nil, all)
 }
 
 // mergeBasis joins two bases of one top-level field (Parallel and Exa may attribute
@@ -256,17 +219,4 @@ func mergeBasis(a, b Basis) Basis {
 	}
 	a.Confidence = lowerConfidence(a.Confidence, b.Confidence)
 	return a
-}
-
-// parseParallelWebhook reads a task_run.status event: {timestamp, type, data: <the
-// Task Run>}.
-func parseParallelWebhook(body []byte) (Webhook, error) {
-	var ev struct {
-		Type string      `json:"type"`
-		Data parallelRun `json:"data"`
-	}
-	if err := json.Unmarshal(body, &ev); err != nil || ev.Type != "task_run.status" || ev.Data.RunID == "" {
-		return Webhook{}, errBadWebhook
-	}
-	return Webhook{ID: ev.Data.RunID, Ref: ev.Data.Metadata[metaRef], State: stateOf(ev.Data.Status)}, nil
 }

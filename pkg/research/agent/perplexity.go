@@ -112,19 +112,17 @@ func (r *perplexityResponse) status(cursor string) Status {
 				anns[i].Title = src.list[n-1].Title
 			}
 		}
-		res := &Result{CostUSD: st.CostUSD, Searches: r.Usage.ToolCallsDetails.WebSearch.Invocation}
+		res := &Result{Searches: r.Usage.ToolCallsDetails.WebSearch.Invocation}
 		res.cite(text, anns, &sources{})
-		snippet := func(s *Source) {
-			if n, ok := src.index[s.URL]; ok && s.Excerpt == "" {
-				s.Excerpt = src.list[n-1].Excerpt
-			}
-		}
-		for i := range res.Sources {
-			snippet(&res.Sources[i])
-		}
+		lists := [][]Source{res.Sources}
 		for _, b := range res.Basis {
-			for i := range b.Citations {
-				snippet(&b.Citations[i])
+			lists = append(lists, b.Citations)
+		}
+		for _, l := range lists {
+			for i, s := range l {
+				if n, ok := src.index[s.URL]; ok && s.Excerpt == "" {
+					l[i].Excerpt = src.list[n-1].Excerpt
+				}
 			}
 		}
 		st.Result = res
