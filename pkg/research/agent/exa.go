@@ -15,8 +15,7 @@ import (
 // lists its stored events; POST /agent/runs/{id}/cancel cancels. Find lists the
 // team's recent runs (GET /agent/runs) for one whose metadata carries the reference.
 type exa struct {
-	c     *client
-	model string
+	*client
 	noPlan
 }
 
@@ -43,7 +42,7 @@ func (a *exa) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["outputSchema"] = req.OutputSchema
 	}
-	return a.c.submit(ctx, "/agent/runs", body, nil)
+	return a.submit(ctx, body, nil)
 }
 
 func (a *exa) Find(ctx context.Context, ref, _ string) (string, bool, error) {
@@ -58,7 +57,7 @@ func (a *exa) Find(ctx context.Context, ref, _ string) (string, bool, error) {
 			HasMore    bool     `json:"hasMore"`
 			NextCursor *string  `json:"nextCursor"`
 		}
-		if err := a.c.do(ctx, "GET", "/agent/runs?"+q.Encode(), nil, nil, &page); err != nil {
+		if err := a.do(ctx, "GET", a.runs+"?"+q.Encode(), nil, nil, &page); err != nil {
 			return "", false, err
 		}
 		for _, r := range page.Data {
@@ -73,8 +72,6 @@ func (a *exa) Find(ctx context.Context, ref, _ string) (string, bool, error) {
 	}
 	return "", false, nil
 }
-
-func (a *exa) Cancel(ctx context.Context, id string) error { return a.c.cancel(ctx, "/agent/runs", id) }
 
 // exaRun is an agent_run object.
 type exaRun struct {
@@ -106,7 +103,7 @@ type exaRun struct {
 
 func (a *exa) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	var run exaRun
-	if err := a.c.do(ctx, "GET", "/agent/runs/"+url.PathEscape(id), nil, nil, &run); err != nil {
+	if err := a.get(ctx, id, "", &run); err != nil {
 		return Status{}, err
 	}
 	st := Status{CostUSD: run.CostDollars.Total}
@@ -120,7 +117,7 @@ func (a *exa) Poll(ctx context.Context, id, cursor string) (Status, error) {
 			Event string `json:"event"`
 		} `json:"data"`
 	}
-	if err := a.c.do(ctx, "GET", "/agent/runs/"+url.PathEscape(id)+"/events?limit=100", nil, nil, &evs); err != nil {
+	if err := a.get(ctx, id, "/events?limit=100", &evs); err != nil {
 		return Status{}, err
 	}
 	st.Cursor = cursor

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 )
 
@@ -29,8 +28,7 @@ import (
 // returns ErrNoLookup; the approval's webhook names the planning interaction it
 // follows).
 type gemini struct {
-	c     *client
-	model string
+	*client
 	noLookup
 }
 
@@ -63,7 +61,7 @@ func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["response_format"] = map[string]any{"type": "text", "mime_type": "application/json", "schema": req.OutputSchema}
 	}
-	id, err := a.c.submit(ctx, "/v1beta/interactions", body, nil)
+	id, err := a.submit(ctx, body, nil)
 	if err != nil {
 		return "", err
 	}
@@ -95,7 +93,7 @@ func (a *gemini) Approve(ctx context.Context, ref, id, plan string) (string, err
 	if strings.TrimSpace(plan) != "" {
 		input = "Run the research with this plan instead:\n\n" + plan
 	}
-	return a.c.submit(ctx, "/v1beta/interactions", map[string]any{
+	return a.submit(ctx, map[string]any{
 		"input":                   input,
 		"agent":                   a.agentFor(Request{}),
 		"previous_interaction_id": prev,
@@ -127,7 +125,7 @@ func (a *gemini) FindApproval(context.Context, string, string) (string, bool, er
 }
 
 func (a *gemini) Cancel(ctx context.Context, id string) error {
-	return a.c.cancel(ctx, "/v1beta/interactions", strings.TrimPrefix(id, geminiPlanMark))
+	return a.client.Cancel(ctx, strings.TrimPrefix(id, geminiPlanMark))
 }
 
 // geminiInteraction is the part of an Interaction the agent reads.
@@ -157,7 +155,7 @@ type geminiInteraction struct {
 func (a *gemini) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	raw, plan := strings.CutPrefix(id, geminiPlanMark)
 	var it geminiInteraction
-	if err := a.c.do(ctx, "GET", "/v1beta/interactions/"+url.PathEscape(raw), nil, nil, &it); err != nil {
+	if err := a.get(ctx, raw, "", &it); err != nil {
 		return Status{}, err
 	}
 	return it.status(cursor, plan), nil

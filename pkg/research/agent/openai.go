@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"net/url"
 )
 
 // openAI is OpenAI deep research (o3-deep-research, o4-mini-deep-research) through
@@ -15,8 +14,7 @@ import (
 // (response.completed/failed/cancelled/incomplete, Standard Webhooks, configured per
 // project) name the response, whose metadata gives the run back (Status.Ref).
 type openAI struct {
-	c     *client
-	model string
+	*client
 	noLookup
 	noPlan
 }
@@ -59,11 +57,7 @@ func (a *openAI) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["text"] = map[string]any{"format": map[string]any{"type": "json_schema", "name": "research_output", "schema": req.OutputSchema, "strict": false}}
 	}
-	return a.c.submit(ctx, "/responses", body, nil)
-}
-
-func (a *openAI) Cancel(ctx context.Context, id string) error {
-	return a.c.cancel(ctx, "/responses", id)
+	return a.submit(ctx, body, nil)
 }
 
 // openAIResponse is the part of a Response the agent reads.
@@ -98,7 +92,7 @@ type openAIResponse struct {
 
 func (a *openAI) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	var r openAIResponse
-	if err := a.c.do(ctx, "GET", "/responses/"+url.PathEscape(id), nil, nil, &r); err != nil {
+	if err := a.get(ctx, id, "", &r); err != nil {
 		return Status{}, err
 	}
 	return r.status(cursor, a.model), nil

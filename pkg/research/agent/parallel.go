@@ -32,8 +32,7 @@ import (
 // ErrNoLookup: the task_run.status webhook carries the whole run, metadata included
 // (Webhook.Ref).
 type parallel struct {
-	c     *client
-	model string
+	*client
 	noPlan
 }
 
@@ -62,16 +61,16 @@ func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
 		extra = http.Header{"Parallel-Beta": {parallelWebhookBeta}}
 	}
 	if req.Group == "" {
-		return a.c.submit(ctx, "/v1/tasks/runs", body, extra)
+		return a.submit(ctx, body, extra)
 	}
 	var added struct {
 		RunIDs []string `json:"run_ids"`
 	}
-	if err := a.c.do(ctx, "POST", parallelGroups+"/"+url.PathEscape(req.Group)+"/runs", map[string]any{"inputs": []any{body}}, extra, &added); err != nil {
+	if err := a.do(ctx, "POST", parallelGroups+"/"+url.PathEscape(req.Group)+"/runs", map[string]any{"inputs": []any{body}}, extra, &added); err != nil {
 		return "", err
 	}
 	if len(added.RunIDs) != 1 || added.RunIDs[0] == "" {
-		return "", &llm.Error{Provider: a.c.kind, Message: "the provider answered without the run's id"}
+		return "", &llm.Error{Provider: a.kind, Message: "the provider answered without the run's id"}
 	}
 	return added.RunIDs[0], nil
 }
@@ -84,11 +83,11 @@ func (a *parallel) Group(ctx context.Context, ref string) (string, error) {
 	var out struct {
 		ID string `json:"taskgroup_id"`
 	}
-	if err := a.c.do(ctx, "POST", parallelGroups, map[string]any{"metadata": map[string]string{metaRef: ref}}, nil, &out); err != nil {
+	if err := a.do(ctx, "POST", parallelGroups, map[string]any{"metadata": map[string]string{metaRef: ref}}, nil, &out); err != nil {
 		return "", err
 	}
 	if out.ID == "" {
-		return "", &llm.Error{Provider: a.c.kind, Message: "the provider answered without the task group's id"}
+		return "", &llm.Error{Provider: a.kind, Message: "the provider answered without the task group's id"}
 	}
 	return out.ID, nil
 }
@@ -100,7 +99,7 @@ func (a *parallel) Find(ctx context.Context, ref, group string) (string, bool, e
 		return "", false, ErrNoLookup
 	}
 	var b []byte
-	if err := a.c.do(ctx, "GET", parallelGroups+"/"+url.PathEscape(group)+"/runs", nil, http.Header{"Accept": {"text/event-stream"}}, &b); err != nil {
+	if err := a.do(ctx, "GET", parallelGroups+"/"+url.PathEscape(group)+"/runs", nil, http.Header{"Accept": {"text/event-stream"}}, &b); err != nil {
 		return "", false, err
 	}
 	var id string
@@ -115,10 +114,6 @@ func (a *parallel) Find(ctx context.Context, ref, group string) (string, bool, e
 		return nil
 	})
 	return id, id != "", nil
-}
-
-func (a *parallel) Cancel(ctx context.Context, id string) error {
-	return a.c.cancel(ctx, "/v1/tasks/runs", id)
 }
 
 // parallelRun is a Task Run.
@@ -150,7 +145,7 @@ type parallelResult struct {
 
 func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	var run parallelRun
-	if err := a.c.do(ctx, "GET", "/v1/tasks/runs/"+url.PathEscape(id), nil, nil, &run); err != nil {
+	if err := a.get(ctx, id, "", &run); err != nil {
 		return Status{}, err
 	}
 	st := Status{Ref: run.Metadata[metaRef]}
@@ -165,7 +160,7 @@ func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) 
 		st.Unbilled, st.Error = true, run.Error.failure()
 	case Completed:
 		var res parallelResult
-		if err := a.c.do(ctx, "GET", "/v1/tasks/runs/"+url.PathEscape(id)+"/result", nil, nil, &res); err != nil {
+		if err := a.get(ctx, id, "/result", &res); err != nil {
 			return Status{}, err
 		}
 		st.Result = res.result()
