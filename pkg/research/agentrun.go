@@ -183,8 +183,8 @@ type lostAccept struct {
 	store func(id string) error
 }
 
-// agentLost acts on the provider's lookup of a lost accept (id, ok, err of Find or
-// FindApproval): the id found is stored; none found means the dead worker's call
+// agentLost acts on the provider's lookup of a lost accept (id, ok, err of Find;
+// ErrNoLookup for an approval): the id found is stored; none found means the dead worker's call
 // never reached the provider, and the next claim may call; a provider with no lookup
 // names the run in its end webhook where its webhooks reach the fleet (the step
 // polls until AgentWebhook stores the id), else the run fails agent_lost.
@@ -210,10 +210,10 @@ func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b
 	claim := "agent_approve:" + r.AgentID + ":" + strconv.Itoa(n)
 	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{First: claim, Value: []byte(w.ID)})
 	if errors.Is(err, state.ErrAnswerStood) {
-		// The approval's end webhook names the plan it follows.
-		next, ok, err := b.Agent.FindApproval(ctx, r.ID, r.AgentID)
+		// No provider looks a lost approval up: its end webhook names the plan it
+		// follows (agent.Planner).
 		return w.agentLost(ctx, r, req, b, lostAccept{what: "The approved plan", refused: "agent_approvals", n: n,
-			store: func(id string) error { return w.agentApproved(ctx, r, id, nil) }}, next, ok, err)
+			store: func(id string) error { return w.agentApproved(ctx, r, id, nil) }}, "", false, agent.ErrNoLookup)
 	}
 	if err != nil || !ok {
 		return err // the run ended meanwhile (cancelled): nothing is approved
@@ -226,7 +226,11 @@ func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b
 			plan += strconv.Itoa(i+1) + ". " + q.Question + "\n"
 		}
 	}
-	next, err := b.Agent.Approve(ctx, r.ID, r.AgentID, plan)
+	p, ok := b.Agent.(agent.Planner)
+	if !ok { // only a Planner's runs wait for their plan
+		return w.fail(ctx, r, req, "agent_error", "The research agent has no plan to approve.")
+	}
+	next, err := p.Approve(ctx, r.ID, r.AgentID, plan)
 	if err != nil {
 		return w.agentNotAccepted(ctx, r, req, "agent_approvals", n, b.Price(req.Effort), "the approved plan", err)
 	}

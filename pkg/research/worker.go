@@ -437,12 +437,9 @@ func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, 
 
 // used counts the searches and fetches a run's ended children made.
 func used(r *state.Run) (searches, fetches int) {
-	for _, b := range r.Findings {
-		var f Finding
-		if json.Unmarshal(b, &f) == nil {
-			searches += f.Searches
-			fetches += f.Fetches
-		}
+	for _, f := range findingsOf(r) {
+		searches += f.Searches
+		fetches += f.Fetches
 	}
 	return searches, fetches
 }

@@ -16,7 +16,6 @@ import (
 // team's recent runs (GET /agent/runs) for one whose metadata carries the reference.
 type exa struct {
 	*client
-	noPlan
 }
 
 const exaBeta = "agent-2026-05-07"

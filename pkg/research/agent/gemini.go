@@ -24,9 +24,8 @@ import (
 // webhook_config.user_metadata, which the project's webhook (interaction.completed,
 // failed, cancelled; Standard Webhooks, a whsec_ secret) hands back with the
 // interaction's id: a run lost between submit and store is found by its webhook,
-// and so is an approval lost between its accept and its store (FindApproval
-// returns ErrNoLookup; the approval's webhook names the planning interaction it
-// follows).
+// and so is an approval lost between its accept and its store (the approval's
+// webhook names the planning interaction it follows).
 type gemini struct {
 	*client
 	noLookup
@@ -46,18 +45,11 @@ func (a *gemini) agentFor(req Request) string {
 }
 
 func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
-	input := req.Input
-	if req.Instructions != "" {
-		input = req.Instructions + "\n\n" + input
+	meta := map[string]string{metaRef: req.Ref}
+	if req.ReviewPlan {
+		meta[metaPlan] = "true"
 	}
-	body := map[string]any{
-		"input":          input,
-		"agent":          a.agentFor(req),
-		"background":     true,
-		"store":          true,
-		"agent_config":   map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": req.ReviewPlan},
-		"webhook_config": geminiWebhookConfig(req.Ref, req.ReviewPlan),
-	}
+	body := geminiBody(joinInstructions(req), a.agentFor(req), req.ReviewPlan, meta)
 	if len(req.OutputSchema) > 0 {
 		body["response_format"] = map[string]any{"type": "text", "mime_type": "application/json", "schema": req.OutputSchema}
 	}
@@ -71,14 +63,17 @@ func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
 	return id, nil
 }
 
-// geminiWebhookConfig puts the fleet's reference (and whether the interaction is a
-// plan) where the interaction's webhooks hand it back.
-func geminiWebhookConfig(ref string, plan bool) map[string]any {
-	meta := map[string]string{metaRef: ref}
-	if plan {
-		meta[metaPlan] = "true"
+// geminiBody is a new background interaction's body: input to the agent, planning
+// collaboratively or not, its webhooks handing back meta.
+func geminiBody(input, agent string, planning bool, meta map[string]string) map[string]any {
+	return map[string]any{
+		"input":          input,
+		"agent":          agent,
+		"background":     true,
+		"store":          true,
+		"agent_config":   map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": planning},
+		"webhook_config": map[string]any{"user_metadata": meta},
 	}
-	return map[string]any{"user_metadata": meta}
 }
 
 // metaPlan marks a Gemini planning interaction in its webhook metadata.
@@ -93,15 +88,9 @@ func (a *gemini) Approve(ctx context.Context, ref, id, plan string) (string, err
 	if strings.TrimSpace(plan) != "" {
 		input = "Run the research with this plan instead:\n\n" + plan
 	}
-	return a.submit(ctx, map[string]any{
-		"input":                   input,
-		"agent":                   a.agentFor(Request{}),
-		"previous_interaction_id": prev,
-		"background":              true,
-		"store":                   true,
-		"agent_config":            map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": false},
-		"webhook_config":          map[string]any{"user_metadata": map[string]string{metaRef: ref, metaAfter: prev}},
-	}, nil)
+	body := geminiBody(input, a.agentFor(Request{}), false, map[string]string{metaRef: ref, metaAfter: prev})
+	body["previous_interaction_id"] = prev
+	return a.submit(ctx, body, nil)
 }
 
 // metaAfter names, in an approval's webhook metadata, the planning interaction it
@@ -115,13 +104,6 @@ func geminiFollows(meta map[string]string) string {
 		return geminiPlanMark + after
 	}
 	return ""
-}
-
-// FindApproval: the Interactions API lists no interactions, and a planning
-// interaction does not name the one chained to it; the approval's webhook names it
-// (Webhook.Follows), so ErrNoLookup.
-func (a *gemini) FindApproval(context.Context, string, string) (string, bool, error) {
-	return "", false, ErrNoLookup
 }
 
 func (a *gemini) Cancel(ctx context.Context, id string) error {

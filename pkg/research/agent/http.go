@@ -195,6 +195,15 @@ func afterCursor(events []Event, cursor string) ([]Event, string) {
 // of at most 16 characters).
 const metaRef = "fleet_ref"
 
+// joinInstructions is the input of a provider that takes no instructions apart:
+// the instructions, if any, before the question.
+func joinInstructions(req Request) string {
+	if req.Instructions == "" {
+		return req.Input
+	}
+	return req.Instructions + "\n\n" + req.Input
+}
+
 // efforts are the run efforts, in increasing order.
 var efforts = []string{"low", "medium", "high", "max"}
 

@@ -376,12 +376,3 @@ type noLookup struct{}
 func (noLookup) Find(context.Context, string, string) (string, bool, error) {
 	return "", false, ErrNoLookup
 }
-
-// noPlan is the Approve of an agent without a plan step.
-type noPlan struct{}
-
-func (noPlan) Approve(context.Context, string, string, string) (string, error) { return "", ErrNoPlan }
-
-func (noPlan) FindApproval(context.Context, string, string) (string, bool, error) {
-	return "", false, ErrNoPlan
-}

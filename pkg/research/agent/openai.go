@@ -16,7 +16,6 @@ import (
 type openAI struct {
 	*client
 	noLookup
-	noPlan
 }
 
 // openAIToolCalls is max_tool_calls per effort: the bound on searches and page opens

@@ -33,7 +33,6 @@ import (
 // (Webhook.Ref).
 type parallel struct {
 	*client
-	noPlan
 }
 
 var parallelProcessors = [4]string{"base", "core", "pro", "ultra"}
@@ -41,16 +40,12 @@ var parallelProcessors = [4]string{"base", "core", "pro", "ultra"}
 const parallelWebhookBeta = "webhook-2025-08-12"
 
 func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
-	input := req.Input
-	if req.Instructions != "" {
-		input = req.Instructions + "\n\n" + input
-	}
 	out := map[string]any{"type": "text"}
 	if len(req.OutputSchema) > 0 {
 		out = map[string]any{"type": "json", "json_schema": req.OutputSchema}
 	}
 	body := map[string]any{
-		"input":     input,
+		"input":     joinInstructions(req),
 		"processor": cmp.Or(req.Model, a.model, byEffort(req.Effort, parallelProcessors)),
 		"task_spec": map[string]any{"output_schema": out},
 		"metadata":  map[string]string{metaRef: req.Ref},

@@ -15,7 +15,6 @@ import (
 type perplexity struct {
 	*client
 	noLookup
-	noPlan
 }
 
 var perplexityPresets = [4]string{"low", "medium", "high", "xhigh"}
