@@ -101,13 +101,7 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 	claim := "agent_claim:" + strconv.Itoa(n)
 	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, First: claim, Value: []byte(w.ID)})
 	if errors.Is(err, state.ErrAnswerStood) {
-		// A worker died between submit and store: find its run.
-		id, found, err := "", false, error(nil)
-		if _, grouped := b.Agent.(agent.Grouper); !grouped || r.AgentGroup != "" {
-			id, found, err = b.Agent.Find(ctx, r.ID, r.AgentGroup)
-		} // else no group was stored, so nothing was submitted into one: none
-		return w.agentLost(ctx, r, req, b, lostAccept{what: "The run", refused: "agent_cursor", n: n,
-			store: func(id string) error { return w.agentStore(ctx, r, id, "reattached") }}, id, found, err)
+		return w.agentReattach(ctx, r, req, b, n)
 	}
 	if err != nil || !ok {
 		return err // the run ended meanwhile (cancelled): nothing is submitted
@@ -170,38 +164,37 @@ func (w *Worker) agentStore(ctx context.Context, r *state.Run, id, how string) e
 	return errPollLater{w.agentPoll()}
 }
 
-// lostAccept is a submission (or Gemini's approval of its plan) whose worker died
-// between the provider's accept and the store of its id.
-type lostAccept struct {
-	// what names it in the run's error ("The run", "The approved plan").
-	what string
-	// refused is the run's field counting the submissions the provider refused;
-	// n its value, the claim the dead worker took.
-	refused string
-	n       int
-	// store stores the provider id the lookup found.
-	store func(id string) error
-}
-
-// agentLost acts on the provider's lookup of a lost accept (id, ok, err of Find;
-// ErrNoLookup for an approval): the id found is stored; none found means the dead worker's call
-// never reached the provider, and the next claim may call; a provider with no lookup
-// names the run in its end webhook where its webhooks reach the fleet (the step
-// polls until AgentWebhook stores the id), else the run fails agent_lost.
-func (w *Worker) agentLost(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, l lostAccept, id string, ok bool, err error) error {
+// agentReattach finds the run of a worker that died between the provider's accept
+// of its submission (claim n) and the store of its id: the id found is stored; none
+// found means the submission never reached the provider, and the next claim may
+// submit; a provider with no lookup is left to its end webhook (agentUnfound).
+func (w *Worker) agentReattach(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, n int) error {
+	id, found, err := "", false, error(nil)
+	if _, grouped := b.Agent.(agent.Grouper); !grouped || r.AgentGroup != "" {
+		id, found, err = b.Agent.Find(ctx, r.ID, r.AgentGroup)
+	} // else no group was stored, so nothing was submitted into one: none
 	switch {
-	case err == nil && ok:
-		return l.store(id)
+	case err == nil && found:
+		return w.agentStore(ctx, r, id, "reattached")
 	case err == nil:
-		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{l.refused, strconv.Itoa(l.n + 1)}})
+		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_cursor", strconv.Itoa(n + 1)}})
 		return err // the next action takes the next claim
-	case errors.Is(err, agent.ErrNoLookup) && b.Webhooks:
-		return errPollLater{w.agentPoll()}
 	case errors.Is(err, agent.ErrNoLookup):
-		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
-		return w.fail(ctx, r, req, "agent_lost", l.what+" may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
+		return w.agentUnfound(ctx, r, req, b, "The run")
 	}
 	return err
+}
+
+// agentUnfound waits for the end webhook of a paid call (what) lost between the
+// provider's accept and its store, where the provider's webhooks reach the fleet
+// (the step polls until AgentWebhook stores the id), else fails the run agent_lost:
+// it never calls blindly again, which would pay twice.
+func (w *Worker) agentUnfound(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, what string) error {
+	if b.Webhooks {
+		return errPollLater{w.agentPoll()}
+	}
+	w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
+	return w.fail(ctx, r, req, "agent_lost", what+" may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
 }
 
 // agentApprove runs the approved plan at the provider once, as agentSubmit submits.
@@ -212,8 +205,7 @@ func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b
 	if errors.Is(err, state.ErrAnswerStood) {
 		// No provider looks a lost approval up: its end webhook names the plan it
 		// follows (agent.Planner).
-		return w.agentLost(ctx, r, req, b, lostAccept{what: "The approved plan", refused: "agent_approvals", n: n,
-			store: func(id string) error { return w.agentApproved(ctx, r, id, nil) }}, "", false, agent.ErrNoLookup)
+		return w.agentUnfound(ctx, r, req, b, "The approved plan")
 	}
 	if err != nil || !ok {
 		return err // the run ended meanwhile (cancelled): nothing is approved
@@ -377,11 +369,7 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, Fields: fields, Events: events}); err != nil {
 		return err
 	}
-	after := st.RetryAfter
-	if after <= 0 {
-		after = w.agentPoll()
-	}
-	return errPollLater{after}
+	return errPollLater{w.agentPoll()}
 }
 
 // AgentWebhook takes a provider's webhook for the agent name: verified with the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -214,18 +215,13 @@ var failMessages = map[string]string{
 	"deadline": "The run's deadline passed before anything was found.",
 }
 
-// event is one run event's JSON.
-func event(typ string, at time.Time, fields map[string]any) []byte {
-	m := map[string]any{"type": typ, "created_at": at.Unix(), "at_ms": at.UnixMilli()}
-	for k, v := range fields {
-		m[k] = v
-	}
-	b, _ := json.Marshal(m)
-	return b
-}
-
+// ev is a run event, deduplicated by key: its type and fields, made now.
 func ev(key, typ string, fields map[string]any) state.RunEventIn {
-	return state.RunEventIn{Key: key, Data: event(typ, time.Now(), fields)}
+	at := time.Now()
+	m := map[string]any{"type": typ, "created_at": at.Unix(), "at_ms": at.UnixMilli()}
+	maps.Copy(m, fields)
+	b, _ := json.Marshal(m)
+	return state.RunEventIn{Key: key, Data: b}
 }
 
 // plan asks the brain for the plan and stores it, first write wins.

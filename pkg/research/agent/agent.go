@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 )
 
 // ErrNoLookup is Find's answer when the provider offers no way to find a run by the
@@ -84,8 +83,6 @@ type Status struct {
 	// CostUSD is the provider's reported cost so far, in USD (0: not reported; a
 	// completed run then settles at the agent's list price).
 	CostUSD float64
-	// RetryAfter is when to poll again (0: the agent's default interval).
-	RetryAfter time.Duration
 	// Ref is the fleet reference the provider stored with the run (its metadata),
 	// when it keeps one: a webhook naming only the provider's id finds its run by it.
 	Ref string

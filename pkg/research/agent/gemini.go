@@ -186,8 +186,7 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	case complete && plan:
 		st.State = RequiresPlan
 	case complete:
-		st.Result = &Result{Searches: searches}
-		st.Result.cite(text, anns, &sources{})
+		st.Result = cited(text, anns, searches)
 	}
 	return st
 }

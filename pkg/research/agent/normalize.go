@@ -318,17 +318,20 @@ func joinOutputText(parts []outputPart, typ, text string, anns []annotation) (st
 	return text, anns
 }
 
-// cite makes res's report from text and its citation spans: a JSON answer keeps its
-// object with a basis per field (the report lists the fields), else the text gets
-// its [n] markers; the sources are those cited.
-func (res *Result) cite(text string, anns []annotation, src *sources) {
+// cited is the result of text and its citation spans, after searches: a JSON answer
+// keeps its object with a basis per field (the report lists the fields), else the
+// text gets its [n] markers; the sources are those cited.
+func cited(text string, anns []annotation, searches int) *Result {
+	var src sources
+	res := &Result{Searches: searches}
 	if out, basis := spanBasis(text, anns); out != nil {
 		res.Output, res.Basis = out, basis
-		res.Report = fieldReport(out, basis, src)
+		res.Report = fieldReport(out, basis, &src)
 	} else {
-		res.Report = annotate(text, anns, src)
+		res.Report = annotate(text, anns, &src)
 	}
 	res.Sources = src.list
+	return res
 }
 
 // stateOf is the state of a provider's run status: queued, completed (incomplete

@@ -141,8 +141,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 	case Failed:
 		st.Error = r.Error.failure()
 	case Completed:
-		st.Result = &Result{Searches: searches}
-		st.Result.cite(text, anns, &sources{})
+		st.Result = cited(text, anns, searches)
 	}
 	return st
 }

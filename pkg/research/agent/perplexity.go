@@ -105,8 +105,7 @@ func (r *perplexityResponse) status(cursor string) Status {
 				anns[i].Title = src.list[n-1].Title
 			}
 		}
-		res := &Result{Searches: r.Usage.ToolCallsDetails.WebSearch.Invocation}
-		res.cite(text, anns, &sources{})
+		res := cited(text, anns, r.Usage.ToolCallsDetails.WebSearch.Invocation)
 		lists := [][]Source{res.Sources}
 		for _, b := range res.Basis {
 			lists = append(lists, b.Citations)
