@@ -73,10 +73,8 @@ func (w *Worker) agentPoll() time.Duration {
 	return defaultAgentPoll
 }
 
-// errPollLater asks Handle to take the run's step again after a delay.
-type errPollLater struct{ after time.Duration }
-
-func (e errPollLater) Error() string { return "research: the provider's run goes on" }
+// errPollLater asks Handle to take the run's step again after the poll interval.
+var errPollLater = errors.New("research: the provider's run goes on")
 
 // agentStep submits a run to its agent, or polls it.
 func (w *Worker) agentStep(ctx context.Context, r *state.Run, req *Request) error {
@@ -141,14 +139,14 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 		return w.agentNotAccepted(ctx, r, req, "agent_cursor", n, 0, "the run", err)
 	}
 	w.failpoint("research.agent_accepted") // the provider has the run; its id is not stored
-	if err := w.agentStore(ctx, r, id, "submitted"); !errors.As(err, new(errPollLater)) {
+	if err := w.agentStore(ctx, r, id, "submitted"); !errors.Is(err, errPollLater) {
 		return err
 	}
 	if got, err := w.Store.Research.GetRun(ctx, r.ID); err == nil && got.Status == state.RunCancelled {
 		w.agentCancel(ctx, b, got) // cancelled while it was being submitted
 		return nil
 	}
-	return errPollLater{w.agentPoll()}
+	return errPollLater
 }
 
 // agentStore stores the provider's run id (first write wins) and schedules its poll.
@@ -161,7 +159,7 @@ func (w *Worker) agentStore(ctx context.Context, r *state.Run, id, how string) e
 		Events: []state.RunEventIn{ev("agent:"+how, "agent."+how, map[string]any{"agent": r.Agent, "provider_id": got})}}); err != nil {
 		return err
 	}
-	return errPollLater{w.agentPoll()}
+	return errPollLater
 }
 
 // agentReattach finds the run of a worker that died between the provider's accept
@@ -191,7 +189,7 @@ func (w *Worker) agentReattach(ctx context.Context, r *state.Run, req *Request, 
 // it never calls blindly again, which would pay twice.
 func (w *Worker) agentUnfound(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, what string) error {
 	if b.Webhooks {
-		return errPollLater{w.agentPoll()}
+		return errPollLater
 	}
 	w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
 	return w.fail(ctx, r, req, "agent_lost", what+" may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
@@ -265,7 +263,7 @@ func (w *Worker) agentApproved(ctx context.Context, r *state.Run, next string, e
 	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, approved(next, events)); err != nil {
 		return err
 	}
-	return errPollLater{w.agentPoll()}
+	return errPollLater
 }
 
 // approved is the update that makes next the provider id of a run, in place of its
@@ -339,11 +337,7 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 		if st.State == agent.Cancelled {
 			return w.cancel(ctx, r)
 		}
-		msg := st.Error
-		if msg == "" {
-			msg = "The research agent's run failed."
-		}
-		return w.fail(ctx, r, req, "agent_failed", clip(msg, 500))
+		return w.fail(ctx, r, req, "agent_failed", clip(cmp.Or(st.Error, "The research agent's run failed."), 500))
 	case agent.RequiresPlan:
 		if r.Approved {
 			return w.agentApprove(ctx, r, req, b, events)
@@ -358,18 +352,12 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 			}
 		}
 		pb, _ := json.Marshal(Plan{Questions: []SubQuestion{{Question: clip(text, maxQuestionChars)}}})
-		ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunRequiresAction, Fields: append(fields, state.RunPlanField, pb),
-			Events: append(events, ev("requires_action", "requires_action", map[string]any{"plan": json.RawMessage(pb)}))})
-		if err != nil || !ok {
-			return err
-		}
-		r.Status = state.RunRequiresAction
-		return w.notify(ctx, r, req, "requires_action")
+		return w.review(ctx, r, req, pb, append(fields, state.RunPlanField, pb), events)
 	}
 	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, Fields: fields, Events: events}); err != nil {
 		return err
 	}
-	return errPollLater{w.agentPoll()}
+	return errPollLater
 }
 
 // AgentWebhook takes a provider's webhook for the agent name: verified with the

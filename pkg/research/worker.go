@@ -93,8 +93,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 			return bus.Retry(left+100*time.Millisecond, errors.New("research: another worker holds the run"))
 		}
 		err = w.actHeld(ctx, id, d.Msg.Why, release)
-		var later errPollLater
-		if errors.As(err, &later) {
+		if errors.Is(err, errPollLater) {
 			// A provider's run goes on: poll it again later, as a redelivery of this
 			// step (a NakWithDelay); near the delivery limit as a fresh step.
 			if d.MaxDeliver > 0 && d.Attempt >= d.MaxDeliver-1 {
@@ -104,7 +103,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 				}
 				return w.Bus.Publish(ctx, subject, bus.ResearchStep{RunID: id, Why: "agent poll"})
 			}
-			return bus.Defer(later.after, err)
+			return bus.Defer(w.agentPoll(), err)
 		}
 		if err != nil {
 			return err
@@ -186,7 +185,7 @@ func (w *Worker) act(ctx context.Context, id, why string) error {
 		case actPlan:
 			err = w.plan(ctx, r, req)
 		case actReview:
-			err = w.review(ctx, r, req)
+			err = w.review(ctx, r, req, r.Plan, nil, nil)
 		case actSubmit:
 			err = w.submit(ctx, r, req, a.round)
 		case actReflect:
@@ -259,10 +258,11 @@ func (w *Worker) brainFailed(ctx context.Context, r *state.Run, req *Request, er
 	return err
 }
 
-// review stops the run at requires_action with its plan, and tells the callback.
-func (w *Worker) review(ctx context.Context, r *state.Run, req *Request) error {
-	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunRequiresAction,
-		Events: []state.RunEventIn{ev("requires_action", "requires_action", map[string]any{"plan": json.RawMessage(r.Plan)})}})
+// review stops the run at requires_action with plan (and fields and events written
+// with it), and tells the callback.
+func (w *Worker) review(ctx context.Context, r *state.Run, req *Request, plan json.RawMessage, fields []any, events []state.RunEventIn) error {
+	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunRequiresAction, Fields: fields,
+		Events: append(events, ev("requires_action", "requires_action", map[string]any{"plan": plan}))})
 	if err != nil || !ok {
 		return err
 	}
