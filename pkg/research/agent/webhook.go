@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,18 +75,11 @@ func VerifyWebhook(kind, secret string, h http.Header, body []byte, now time.Tim
 	mac.Write([]byte(id + "." + ts + "."))
 	mac.Write(body)
 	want := mac.Sum(nil)
-	ok := false
-	for _, s := range strings.Fields(h.Get("webhook-signature")) {
-		v, sig, found := strings.Cut(s, ",")
-		if !found || v != "v1" {
-			continue
-		}
-		if got, err := base64.StdEncoding.DecodeString(sig); err == nil && hmac.Equal(got, want) {
-			ok = true
-			break
-		}
-	}
-	if !ok {
+	if !slices.ContainsFunc(strings.Fields(h.Get("webhook-signature")), func(s string) bool {
+		sig, v1 := strings.CutPrefix(s, "v1,")
+		got, err := base64.StdEncoding.DecodeString(sig)
+		return v1 && err == nil && hmac.Equal(got, want)
+	}) {
 		return Webhook{}, errBadSignature
 	}
 	switch kind {
