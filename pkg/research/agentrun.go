@@ -27,8 +27,9 @@ import (
 //     lookup, waits for the provider's end webhook to name the run by that reference
 //     (OpenAI, Gemini, when their webhooks reach the fleet), or fails the run
 //     agent_lost (Perplexity, which documents neither; OpenAI and Gemini without
-//     webhooks): it never submits blindly again, which would pay twice. A submission the provider answered with an error was not accepted: the
-//     next claim (n+1) may submit.
+//     webhooks): it never submits blindly again, which would pay twice. A
+//     submission the provider answered with an error was not accepted: the next
+//     claim (n+1) may submit.
 //   - Approved once: Gemini's approved plan runs as a new, paid interaction, under
 //     the same discipline (agentApprove): a claim (agent_approve:<plan id>:<n>)
 //     before the approval is submitted, the new id stored as soon as Gemini answers;
@@ -72,10 +73,8 @@ func (w *Worker) agentPoll() time.Duration {
 	return defaultAgentPoll
 }
 
-// errPollLater asks Handle to take the run's step again after a delay.
-type errPollLater struct{ after time.Duration }
-
-func (e errPollLater) Error() string { return "research: the provider's run goes on" }
+// errPollLater asks Handle to take the run's step again after the poll interval.
+var errPollLater = errors.New("research: the provider's run goes on")
 
 // agentStep submits a run to its agent, or polls it.
 func (w *Worker) agentStep(ctx context.Context, r *state.Run, req *Request) error {
@@ -100,7 +99,7 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 	claim := "agent_claim:" + strconv.Itoa(n)
 	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, First: claim, Value: []byte(w.ID)})
 	if errors.Is(err, state.ErrAnswerStood) {
-		return w.agentReattach(ctx, r, req, b)
+		return w.agentReattach(ctx, r, req, b, n)
 	}
 	if err != nil || !ok {
 		return err // the run ended meanwhile (cancelled): nothing is submitted
@@ -118,9 +117,8 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 	// is made and stored before the submit: a run lost after it is listed there.
 	if g, ok := b.Agent.(agent.Grouper); ok && r.AgentGroup == "" {
 		group, err := g.Group(ctx, r.ID)
-		if le := (*llm.Error)(nil); errors.As(err, &le) && le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408 {
-			w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", 0)
-			return w.fail(ctx, r, req, "agent_error", "The research agent refused the run.")
+		if refused(err) {
+			return w.agentRefused(ctx, r, req, 0, "the run")
 		} else if err != nil {
 			return bus.Retry(time.Second, err) // nothing was submitted: the retry takes the next claim
 		}
@@ -137,30 +135,18 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 	}
 	id, err := b.Agent.Submit(ctx, agent.Request{Ref: r.ID, Input: req.Input, Instructions: req.Instructions, Effort: req.Effort,
 		OutputSchema: req.OutputSchema, Model: model, ReviewPlan: req.Plan == "review", Webhook: b.Webhook, Group: r.AgentGroup})
-	if err == nil {
-		w.failpoint("research.agent_accepted") // the provider has the run; its id is not stored
-	}
-	var le *llm.Error
-	if errors.As(err, &le) && le.Status != 0 {
-		// The provider answered and did not accept: the next claim may submit.
-		w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_cursor", strconv.Itoa(n + 1)}})
-		if le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408 {
-			w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", 0)
-			return w.fail(ctx, r, req, "agent_error", "The research agent refused the run.")
-		}
-		return bus.Retry(max(le.RetryAfter, time.Second), err)
-	}
 	if err != nil {
-		return err // no answer: it may have been accepted; the redelivery reattaches
+		return w.agentNotAccepted(ctx, r, req, "agent_cursor", n, 0, "the run", err)
 	}
-	if err := w.agentStore(ctx, r, id, "submitted"); !errors.As(err, new(errPollLater)) {
+	w.failpoint("research.agent_accepted") // the provider has the run; its id is not stored
+	if err := w.agentStore(ctx, r, id, "submitted"); !errors.Is(err, errPollLater) {
 		return err
 	}
 	if got, err := w.Store.Research.GetRun(ctx, r.ID); err == nil && got.Status == state.RunCancelled {
 		w.agentCancel(ctx, b, got) // cancelled while it was being submitted
 		return nil
 	}
-	return errPollLater{w.agentPoll()}
+	return errPollLater
 }
 
 // agentStore stores the provider's run id (first write wins) and schedules its poll.
@@ -173,72 +159,51 @@ func (w *Worker) agentStore(ctx context.Context, r *state.Run, id, how string) e
 		Events: []state.RunEventIn{ev("agent:"+how, "agent."+how, map[string]any{"agent": r.Agent, "provider_id": got})}}); err != nil {
 		return err
 	}
-	return errPollLater{w.agentPoll()}
+	return errPollLater
 }
 
-// agentReattach finds the provider's run of a worker that died between submit and
-// store.
-func (w *Worker) agentReattach(ctx context.Context, r *state.Run, req *Request, b *AgentBackend) error {
-	var id string
-	var ok bool
-	var err error
+// agentReattach finds the run of a worker that died between the provider's accept
+// of its submission (claim n) and the store of its id: the id found is stored; none
+// found means the submission never reached the provider, and the next claim may
+// submit; a provider with no lookup is left to its end webhook (agentUnfound).
+func (w *Worker) agentReattach(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, n int) error {
+	id, found, err := "", false, error(nil)
 	if _, grouped := b.Agent.(agent.Grouper); !grouped || r.AgentGroup != "" {
-		id, ok, err = b.Agent.Find(ctx, r.ID, r.AgentGroup)
+		id, found, err = b.Agent.Find(ctx, r.ID, r.AgentGroup)
 	} // else no group was stored, so nothing was submitted into one: none
-	n, _ := strconv.Atoi(r.AgentCursor)
-	return w.agentLost(ctx, r, req, b, lostAccept{what: "The run", refused: "agent_cursor", n: n,
-		store: func(id string) error { return w.agentStore(ctx, r, id, "reattached") }}, id, ok, err)
-}
-
-// lostAccept is a submission (or Gemini's approval of its plan) whose worker died
-// between the provider's accept and the store of its id.
-type lostAccept struct {
-	// what names it in the run's error ("The run", "The approved plan").
-	what string
-	// refused is the run's field counting the submissions the provider refused;
-	// n its value, the claim the dead worker took.
-	refused string
-	n       int
-	// store stores the provider id the lookup found.
-	store func(id string) error
-}
-
-// agentLost acts on the provider's lookup of a lost accept (id, ok, err of Find or
-// FindApproval): the id found is stored; none found means the dead worker's
-// submission never reached the provider, and the next claim may submit; a provider
-// with no lookup names the run in its end webhook (where its webhooks reach the
-// fleet: the step polls until AgentWebhook stores the id), else the run is settled at
-// the agent's price and fails agent_lost. It never submits blindly again, which
-// would pay twice.
-func (w *Worker) agentLost(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, l lostAccept, id string, ok bool, err error) error {
 	switch {
-	case err == nil && ok:
-		return l.store(id)
+	case err == nil && found:
+		return w.agentStore(ctx, r, id, "reattached")
 	case err == nil:
-		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{l.refused, strconv.Itoa(l.n + 1)}})
+		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_cursor", strconv.Itoa(n + 1)}})
 		return err // the next action takes the next claim
-	case errors.Is(err, agent.ErrNoLookup) && b.Webhooks:
-		return errPollLater{w.agentPoll()}
 	case errors.Is(err, agent.ErrNoLookup):
-		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
-		return w.fail(ctx, r, req, "agent_lost", l.what+" may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
+		return w.agentUnfound(ctx, r, req, b, "The run")
 	}
 	return err
 }
 
-// agentApprove runs the approved plan at the provider once, as agentSubmit submits:
-// it takes a claim (agent_approve:<plan id>:<n>, n the approvals the provider
-// refused, first write wins) before it approves and stores the new provider id as
-// soon as the provider answers. A step that finds the claim taken with the plan's id
-// still stored knows a worker died between the two: it reattaches (FindApproval, or
-// the approval's webhook, which names the plan it follows), or fails the run
-// agent_lost; it never approves again, which would pay twice.
+// agentUnfound waits for the end webhook of a paid call (what) lost between the
+// provider's accept and its store, where the provider's webhooks reach the fleet
+// (the step polls until AgentWebhook stores the id), else fails the run agent_lost:
+// it never calls blindly again, which would pay twice.
+func (w *Worker) agentUnfound(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, what string) error {
+	if b.Webhooks {
+		return errPollLater
+	}
+	w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
+	return w.fail(ctx, r, req, "agent_lost", what+" may have been submitted to the research agent, which offers no way to find it again; it was not submitted twice.")
+}
+
+// agentApprove runs the approved plan at the provider once, as agentSubmit submits.
 func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, events []state.RunEventIn) error {
 	n, _ := strconv.Atoi(r.AgentApprovals)
 	claim := "agent_approve:" + r.AgentID + ":" + strconv.Itoa(n)
 	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{First: claim, Value: []byte(w.ID)})
 	if errors.Is(err, state.ErrAnswerStood) {
-		return w.agentApprovalLost(ctx, r, req, b, n)
+		// No provider looks a lost approval up: its end webhook names the plan it
+		// follows (agent.Planner).
+		return w.agentUnfound(ctx, r, req, b, "The approved plan")
 	}
 	if err != nil || !ok {
 		return err // the run ended meanwhile (cancelled): nothing is approved
@@ -251,43 +216,61 @@ func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b
 			plan += strconv.Itoa(i+1) + ". " + q.Question + "\n"
 		}
 	}
-	next, err := b.Agent.Approve(ctx, r.ID, r.AgentID, plan)
-	if err == nil {
-		w.failpoint("research.agent_approved") // the provider runs the plan; its id is not stored
+	p, ok := b.Agent.(agent.Planner)
+	if !ok { // only a Planner's runs wait for their plan
+		return w.fail(ctx, r, req, "agent_error", "The research agent has no plan to approve.")
 	}
-	var le *llm.Error
-	if errors.As(err, &le) && le.Status != 0 {
-		// The provider answered and did not accept: the next claim may approve.
-		w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"agent_approvals", strconv.Itoa(n + 1)}})
-		if le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408 {
-			w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", b.Price(req.Effort))
-			return w.fail(ctx, r, req, "agent_error", "The research agent refused the approved plan.")
-		}
-		return bus.Retry(max(le.RetryAfter, time.Second), err)
-	}
+	next, err := p.Approve(ctx, r.ID, r.AgentID, plan)
 	if err != nil {
-		return err // no answer: it may have been accepted; the redelivery reattaches
+		return w.agentNotAccepted(ctx, r, req, "agent_approvals", n, b.Price(req.Effort), "the approved plan", err)
 	}
+	w.failpoint("research.agent_approved") // the provider runs the plan; its id is not stored
 	return w.agentApproved(ctx, r, next, events)
+}
+
+// agentNotAccepted acts on the error of a paid call under claim n (Submit,
+// Approve): an error the provider answered means it did not accept, so the next
+// claim may call again (counter n+1), and a refusal for good fails the run (settled
+// at usd); without an answer it may have accepted, and the redelivery reattaches.
+func (w *Worker) agentNotAccepted(ctx context.Context, r *state.Run, req *Request, counter string, n int, usd float64, what string, err error) error {
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Status == 0 {
+		return err
+	}
+	w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{counter, strconv.Itoa(n + 1)}})
+	if refused(err) {
+		return w.agentRefused(ctx, r, req, usd, what)
+	}
+	return bus.Retry(max(le.RetryAfter, time.Second), err)
+}
+
+// agentRefused fails a run whose agent refused what (settled at usd).
+func (w *Worker) agentRefused(ctx context.Context, r *state.Run, req *Request, usd float64, what string) error {
+	w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", usd)
+	return w.fail(ctx, r, req, "agent_error", "The research agent refused "+what+".")
+}
+
+// refused reports whether err is a provider's refusal for good: a 4xx other than
+// 408 and 429.
+func refused(err error) bool {
+	var le *llm.Error
+	return errors.As(err, &le) && le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408
 }
 
 // agentApproved stores the provider id the approved plan runs under, in place of
 // the plan's, and schedules its poll.
 func (w *Worker) agentApproved(ctx context.Context, r *state.Run, next string, events []state.RunEventIn) error {
-	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{state.RunFieldAgentID, next, "agent_cursor", ""},
-		Events: append(events, ev("agent:approved", "agent.approved", map[string]any{"provider_id": next}))}); err != nil {
+	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, approved(next, events)); err != nil {
 		return err
 	}
-	return errPollLater{w.agentPoll()}
+	return errPollLater
 }
 
-// agentApprovalLost finds the run of an approval whose worker died between the
-// provider's accept and the store (claim n taken, the plan's id still stored); the
-// approval's end webhook names the plan it follows.
-func (w *Worker) agentApprovalLost(ctx context.Context, r *state.Run, req *Request, b *AgentBackend, n int) error {
-	next, ok, err := b.Agent.FindApproval(ctx, r.ID, r.AgentID)
-	return w.agentLost(ctx, r, req, b, lostAccept{what: "The approved plan", refused: "agent_approvals", n: n,
-		store: func(id string) error { return w.agentApproved(ctx, r, id, nil) }}, next, ok, err)
+// approved is the update that makes next the provider id of a run, in place of its
+// plan's.
+func approved(next string, events []state.RunEventIn) state.RunUpdate {
+	return state.RunUpdate{Fields: []any{state.RunFieldAgentID, next, "agent_cursor", ""},
+		Events: append(events, ev("agent:approved", "agent.approved", map[string]any{"provider_id": next}))}
 }
 
 func (w *Worker) agentCancel(ctx context.Context, b *AgentBackend, r *state.Run) {
@@ -319,12 +302,14 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", st.CostUSD)
 		return w.fail(ctx, r, req, "budget", "The research agent's reported cost passed the run's budget; the run was cancelled at the provider.")
 	}
+	// An ended run settles at the cost the provider reports; at the agent's price
+	// when it reports none but bills the run.
+	cost := st.CostUSD
+	if cost <= 0 && !st.Unbilled && st.State != agent.Cancelled {
+		cost = b.Price(req.Effort)
+	}
 	switch st.State {
 	case agent.Completed:
-		cost := st.Result.CostUSD
-		if cost <= 0 {
-			cost = b.Price(req.Effort)
-		}
 		if err := w.Store.Research.SettleRun(ctx, r.ID, agentStepKey, "agent", cost); err != nil {
 			return err
 		}
@@ -332,35 +317,27 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 		for i, s := range st.Result.Sources {
 			d.Sources = append(d.Sources, Source{N: i + 1, URL: s.URL, Title: s.Title, Excerpt: s.Excerpt})
 		}
-		if len(st.Result.Basis) > 0 {
-			d.Basis = map[string]Basis{}
-			for k, v := range st.Result.Basis {
-				bs := Basis{Citations: []Source{}, Reasoning: v.Reasoning, Confidence: v.Confidence}
-				for _, c := range v.Citations {
-					bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title, Excerpt: c.Excerpt})
-				}
-				d.Basis[k] = bs
+		for k, v := range st.Result.Basis {
+			if d.Basis == nil {
+				d.Basis = map[string]Basis{}
 			}
+			bs := Basis{Citations: []Source{}, Reasoning: v.Reasoning, Confidence: v.Confidence}
+			for _, c := range v.Citations {
+				bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title, Excerpt: c.Excerpt})
+			}
+			d.Basis[k] = bs
 		}
 		db, _ := json.Marshal(d)
 		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{First: state.RunFieldDraft, Value: db, Fields: fields,
 			Events: append(events, ev("draft", "draft", map[string]any{"chars": len(d.Report), "sources": len(d.Sources), "agent": r.Agent}))})
 		return err
 	case agent.Failed, agent.Cancelled:
-		cost := st.CostUSD
-		if cost <= 0 && !st.Unbilled && st.State == agent.Failed {
-			cost = b.Price(req.Effort)
-		}
 		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", cost)
 		w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: fields, Events: events})
 		if st.State == agent.Cancelled {
 			return w.cancel(ctx, r)
 		}
-		msg := st.Error
-		if msg == "" {
-			msg = "The research agent's run failed."
-		}
-		return w.fail(ctx, r, req, "agent_failed", clip(msg, 500))
+		return w.fail(ctx, r, req, "agent_failed", clip(cmp.Or(st.Error, "The research agent's run failed."), 500))
 	case agent.RequiresPlan:
 		if r.Approved {
 			return w.agentApprove(ctx, r, req, b, events)
@@ -375,22 +352,12 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 			}
 		}
 		pb, _ := json.Marshal(Plan{Questions: []SubQuestion{{Question: clip(text, maxQuestionChars)}}})
-		ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunRequiresAction, Fields: append(fields, state.RunPlanField, pb),
-			Events: append(events, ev("requires_action", "requires_action", map[string]any{"plan": json.RawMessage(pb)}))})
-		if err != nil || !ok {
-			return err
-		}
-		r.Status = state.RunRequiresAction
-		return w.notify(ctx, r, req, "requires_action")
+		return w.review(ctx, r, req, pb, append(fields, state.RunPlanField, pb), events)
 	}
 	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, Fields: fields, Events: events}); err != nil {
 		return err
 	}
-	after := st.RetryAfter
-	if after <= 0 {
-		after = w.agentPoll()
-	}
-	return errPollLater{after}
+	return errPollLater
 }
 
 // AgentWebhook takes a provider's webhook for the agent name: verified with the
@@ -431,8 +398,7 @@ func (s *Service) AgentWebhook(ctx context.Context, name string, h map[string][]
 	case follows != "" && r.AgentID == follows:
 		// The run of an approved plan whose worker died between the approval's
 		// accept and its store: it replaces the plan's id.
-		if _, err := s.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{state.RunFieldAgentID, wh.ID, "agent_cursor", ""},
-			Events: []state.RunEventIn{ev("agent:approved", "agent.approved", map[string]any{"provider_id": wh.ID})}}); err != nil {
+		if _, err := s.Store.Research.UpdateRun(ctx, r.ID, approved(wh.ID, nil)); err != nil {
 			return true, err
 		}
 	}

@@ -190,10 +190,7 @@ func (s *Service) Resolve(req *Request) error {
 
 // Start validates, resolves and creates a run of tenant (Create).
 func (s *Service) Start(ctx context.Context, tenant string, req *Request, noShare bool) (*state.Run, bool, error) {
-	if err := req.Validate(); err != nil {
-		return nil, false, invalid{err}
-	}
-	if err := s.Resolve(req); err != nil {
+	if err := s.validate(req); err != nil {
 		return nil, false, err
 	}
 	timeout := s.Timeout
@@ -211,10 +208,7 @@ func LineRunID(lineJob string) string { return IDPrefix + lineJob }
 // ended by the batch's expiry at the latest. The request was validated with the
 // batch; it is validated again here.
 func (s *Service) StartLine(ctx context.Context, tenant, batch, lineJob string, req *Request, expires time.Time) (*state.Run, error) {
-	if err := req.Validate(); err != nil {
-		return nil, invalid{err}
-	}
-	if err := s.Resolve(req); err != nil {
+	if err := s.validate(req); err != nil {
 		return nil, err
 	}
 	req.Batch, req.Line, req.Surface, req.Callback = batch, lineJob, "batch", nil
@@ -223,6 +217,14 @@ func (s *Service) StartLine(ctx context.Context, tenant, batch, lineJob string, 
 	}
 	run, _, err := Create(ctx, s.Bus, s.Store, tenant, LineRunID(lineJob), req, time.Until(expires), true)
 	return run, err
+}
+
+// validate validates (the client's errors ErrInvalid) and resolves a request.
+func (s *Service) validate(req *Request) error {
+	if err := req.Validate(); err != nil {
+		return invalid{err}
+	}
+	return s.Resolve(req)
 }
 
 // ErrInvalid matches (errors.Is) the errors of Start that are the client's to fix;

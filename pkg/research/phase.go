@@ -156,8 +156,6 @@ func factsOf(r *state.Run, req *Request, now time.Time) facts {
 		maxRounds: EffortOf(req.Effort).Rounds, drafted: r.Draft != nil, verified: r.Result != nil}
 	for _, rd := range r.Rounds {
 		f.rounds = append(f.rounds, roundFacts{submitted: rd.Submitted, ended: rd.Ended, reflected: rd.Reflection != nil})
-	}
-	for _, rd := range r.Rounds {
 		f.running += max(rd.Submitted, 0)
 	}
 	f.running = max(f.running-len(r.Ended), 0)

@@ -71,12 +71,11 @@ type Budget struct {
 // reflection rounds after the first and the sub-questions each may add, and the
 // searches and page fetches each child may make.
 type Effort struct {
-	Breadth     int `json:"breadth"`
-	Rounds      int `json:"rounds"`
-	PerRound    int `json:"per_round"`
-	Searches    int `json:"searches"`
-	Fetches     int `json:"fetches"`
-	MaxChildren int `json:"-"`
+	Breadth  int `json:"breadth"`
+	Rounds   int `json:"rounds"`
+	PerRound int `json:"per_round"`
+	Searches int `json:"searches"`
+	Fetches  int `json:"fetches"`
 }
 
 // Efforts are the effort levels' bounds (docs/api.md repeats them).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
+	"github.com/searchfleet/searchfleet/pkg/chat"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 	"github.com/searchfleet/searchfleet/pkg/spend"
@@ -39,11 +40,7 @@ func (w *Worker) brain(ctx context.Context, r *state.Run, req *Request, step str
 	if err != nil {
 		return "", errNoBrain
 	}
-	maxOut := m.Pricing.MaxOutputTokens
-	if maxOut <= 0 {
-		maxOut = defaultMaxOutput
-	}
-	est := m.Pricing.Cost(promptTokens(wr), maxOut)
+	est := m.Pricing.Cost(promptTokens(wr), maxOutput(m))
 	if err := w.Store.Research.ReserveRun(ctx, r.ID, step, est, req.Budget.MaxUSD); errors.Is(err, state.ErrRunBudget) {
 		return "", errSpent
 	} else if err != nil {
@@ -75,6 +72,14 @@ func (w *Worker) brain(ctx context.Context, r *state.Run, req *Request, step str
 		return "", err
 	}
 	return t.Text(), nil
+}
+
+// maxOutput is a brain call's worst-case answer in tokens.
+func maxOutput(m chat.Model) int {
+	if m.Pricing.MaxOutputTokens > 0 {
+		return m.Pricing.MaxOutputTokens
+	}
+	return defaultMaxOutput
 }
 
 // reserveTenant reserves a brain call's worst case est against the run's tenant's
@@ -126,10 +131,6 @@ func (w *Worker) reflect(ctx context.Context, r *state.Run, req *Request, round 
 	e := EffortOf(req.Effort)
 	findings := findingsOf(r)
 	text, err := w.brain(ctx, r, req, fmt.Sprintf("reflect:%d", round), reflectRequest(req, e, findings))
-	if errors.Is(err, errSpent) {
-		_, err = w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"incomplete", "budget"}})
-		return err
-	}
 	if err != nil {
 		return w.brainFailed(ctx, r, req, err)
 	}
@@ -181,10 +182,7 @@ func (w *Worker) write(ctx context.Context, r *state.Run, req *Request) error {
 		fields = []any{"incomplete", "budget"}
 		d = compose(numbered, sources)
 	case err != nil:
-		if ferr := w.brainFailed(ctx, r, req, err); ferr != nil || !errors.Is(err, errNoBrain) {
-			return ferr
-		}
-		return nil
+		return w.brainFailed(ctx, r, req, err)
 	default:
 		d = parseDraft(text, sources)
 		if d.Report == "" {
@@ -329,14 +327,21 @@ func (w *Worker) endLine(ctx context.Context, r *state.Run, req *Request) error 
 // step that ended the run queues it; a step redelivered after that one died finds
 // it owed and queues it (next: actNotify), so the end and its delivery are one.
 func (w *Worker) hookDue(r *state.Run, req *Request) bool {
-	if w.Webhooks == nil || len(req.Callback) == 0 || r.Notified == r.Status {
+	if r.Notified == r.Status || !state.RunEnded(r.Status) && r.Status != state.RunRequiresAction {
 		return false
 	}
-	if !state.RunEnded(r.Status) && r.Status != state.RunRequiresAction {
-		return false
+	_, ok := w.callback(req, r.Status)
+	return ok
+}
+
+// callback is the run's callback when it wants status (requires_action always: the
+// run waits for the client).
+func (w *Worker) callback(req *Request, status string) (webhook.Callback, bool) {
+	if w.Webhooks == nil || len(req.Callback) == 0 {
+		return webhook.Callback{}, false
 	}
 	cb, err := webhook.DecodeCallback(req.Callback)
-	return err == nil && (r.Status == state.RunRequiresAction || cb.Wants(r.Status))
+	return cb, err == nil && (status == state.RunRequiresAction || cb.Wants(status))
 }
 
 // notify enqueues the callback's delivery of a run event ("completed", "failed",
@@ -345,26 +350,18 @@ func (w *Worker) hookDue(r *state.Run, req *Request) bool {
 // delivery's id is the run's and the status's, so queueing it again (a redelivered
 // step) is a duplicate the stream drops; once queued, the run's record says so.
 func (w *Worker) notify(ctx context.Context, r *state.Run, req *Request, status string) error {
-	if w.Webhooks == nil || len(req.Callback) == 0 {
+	cb, ok := w.callback(req, status)
+	if !ok {
 		return nil
 	}
-	cb, err := webhook.DecodeCallback(req.Callback)
-	if err != nil || status != state.RunRequiresAction && !cb.Wants(status) {
-		return nil // requires_action is always sent: the run waits for the client
-	}
-	if err := w.enqueue(ctx, r, cb, status); err != nil {
-		return err
-	}
-	return w.Store.Research.RunNotified(ctx, r.ID, status)
-}
-
-func (w *Worker) enqueue(ctx context.Context, r *state.Run, cb webhook.Callback, status string) error {
-	at := r.Updated
 	typ := "research." + status
-	body, err := webhook.NewPayload(typ, at, ViewOf(r))
+	body, err := webhook.NewPayload(typ, r.Updated, ViewOf(r))
 	if err != nil {
 		return err
 	}
-	return w.Webhooks.Enqueue(ctx, bus.WebhookDelivery{ID: webhook.MessageID(r.ID, status), Tenant: r.Tenant, JobID: r.ID,
-		Event: typ, URL: cb.URL, Payload: body, Created: at.UTC()})
+	if err := w.Webhooks.Enqueue(ctx, bus.WebhookDelivery{ID: webhook.MessageID(r.ID, status), Tenant: r.Tenant, JobID: r.ID,
+		Event: typ, URL: cb.URL, Payload: body, Created: r.Updated.UTC()}); err != nil {
+		return err
+	}
+	return w.Store.Research.RunNotified(ctx, r.ID, status)
 }

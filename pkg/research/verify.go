@@ -50,14 +50,11 @@ func Verify(d Draft) Output {
 		out.Object = d.Object
 		out.Basis = map[string]Basis{}
 		for k, v := range d.Basis {
-			var kept []Source
+			kept := []Source{}
 			for _, s := range v.Citations {
 				if s.URL != "" {
 					kept = append(kept, s)
 				}
-			}
-			if kept == nil {
-				kept = []Source{}
 			}
 			v.Citations = kept
 			out.Basis[k] = v

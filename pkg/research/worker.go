@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -92,8 +93,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 			return bus.Retry(left+100*time.Millisecond, errors.New("research: another worker holds the run"))
 		}
 		err = w.actHeld(ctx, id, d.Msg.Why, release)
-		var later errPollLater
-		if errors.As(err, &later) {
+		if errors.Is(err, errPollLater) {
 			// A provider's run goes on: poll it again later, as a redelivery of this
 			// step (a NakWithDelay); near the delivery limit as a fresh step.
 			if d.MaxDeliver > 0 && d.Attempt >= d.MaxDeliver-1 {
@@ -103,7 +103,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[bus.ResearchStep]) 
 				}
 				return w.Bus.Publish(ctx, subject, bus.ResearchStep{RunID: id, Why: "agent poll"})
 			}
-			return bus.Defer(later.after, err)
+			return bus.Defer(w.agentPoll(), err)
 		}
 		if err != nil {
 			return err
@@ -185,7 +185,7 @@ func (w *Worker) act(ctx context.Context, id, why string) error {
 		case actPlan:
 			err = w.plan(ctx, r, req)
 		case actReview:
-			err = w.review(ctx, r, req)
+			err = w.review(ctx, r, req, r.Plan, nil, nil)
 		case actSubmit:
 			err = w.submit(ctx, r, req, a.round)
 		case actReflect:
@@ -199,14 +199,7 @@ func (w *Worker) act(ctx context.Context, id, why string) error {
 		case actStop:
 			err = w.stop(ctx, r, a.reason)
 		case actFail:
-			code, msg := a.reason, "The run found nothing it could report."
-			switch a.reason {
-			case "budget":
-				msg = "The run's budget was spent before anything was found."
-			case "deadline":
-				msg = "The run's deadline passed before anything was found."
-			}
-			err = w.fail(ctx, r, req, code, msg)
+			err = w.fail(ctx, r, req, a.reason, cmp.Or(failMessages[a.reason], "The run found nothing it could report."))
 		}
 		if err != nil && !errors.Is(err, state.ErrAnswerStood) {
 			return err
@@ -215,28 +208,25 @@ func (w *Worker) act(ctx context.Context, id, why string) error {
 	return nil
 }
 
-// event is one run event's JSON.
-func event(typ string, at time.Time, fields map[string]any) []byte {
-	m := map[string]any{"type": typ, "created_at": at.Unix(), "at_ms": at.UnixMilli()}
-	for k, v := range fields {
-		m[k] = v
-	}
-	b, _ := json.Marshal(m)
-	return b
+// failMessages are the client's text of the reasons a run fails with nothing found.
+var failMessages = map[string]string{
+	"budget":   "The run's budget was spent before anything was found.",
+	"deadline": "The run's deadline passed before anything was found.",
 }
 
+// ev is a run event, deduplicated by key: its type and fields, made now.
 func ev(key, typ string, fields map[string]any) state.RunEventIn {
-	return state.RunEventIn{Key: key, Data: event(typ, time.Now(), fields)}
+	at := time.Now()
+	m := map[string]any{"type": typ, "created_at": at.Unix(), "at_ms": at.UnixMilli()}
+	maps.Copy(m, fields)
+	b, _ := json.Marshal(m)
+	return state.RunEventIn{Key: key, Data: b}
 }
 
 // plan asks the brain for the plan and stores it, first write wins.
 func (w *Worker) plan(ctx context.Context, r *state.Run, req *Request) error {
 	e := EffortOf(req.Effort)
 	text, err := w.brain(ctx, r, req, "plan", planRequest(req, e))
-	if errors.Is(err, errSpent) {
-		_, err = w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"incomplete", "budget"}})
-		return err
-	}
 	if err != nil {
 		return w.brainFailed(ctx, r, req, err)
 	}
@@ -251,11 +241,15 @@ func (w *Worker) plan(ctx context.Context, r *state.Run, req *Request) error {
 	return err
 }
 
-// brainFailed ends a run whose brain call failed for good, or returns the error for
+// brainFailed stops a run whose brain call its budget refused (it is then
+// incomplete: budget), ends one whose call failed for good, or returns the error for
 // the step to be retried.
 func (w *Worker) brainFailed(ctx context.Context, r *state.Run, req *Request, err error) error {
-	var le *llm.Error
-	if errors.As(err, &le) && le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408 {
+	if errors.Is(err, errSpent) {
+		_, err = w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: []any{"incomplete", "budget"}})
+		return err
+	}
+	if refused(err) {
 		return w.fail(ctx, r, req, "model_error", "The research model refused the request.")
 	}
 	if errors.Is(err, errNoBrain) {
@@ -264,10 +258,11 @@ func (w *Worker) brainFailed(ctx context.Context, r *state.Run, req *Request, er
 	return err
 }
 
-// review stops the run at requires_action with its plan, and tells the callback.
-func (w *Worker) review(ctx context.Context, r *state.Run, req *Request) error {
-	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunRequiresAction,
-		Events: []state.RunEventIn{ev("requires_action", "requires_action", map[string]any{"plan": json.RawMessage(r.Plan)})}})
+// review stops the run at requires_action with plan (and fields and events written
+// with it), and tells the callback.
+func (w *Worker) review(ctx context.Context, r *state.Run, req *Request, plan json.RawMessage, fields []any, events []state.RunEventIn) error {
+	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunRequiresAction, Fields: fields,
+		Events: append(events, ev("requires_action", "requires_action", map[string]any{"plan": plan}))})
 	if err != nil || !ok {
 		return err
 	}
@@ -339,29 +334,22 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 		left := m*(1-writerReserve) - float64(r.Spent+r.Held)/1e6
 		capUSD = max(left/float64(max(1, len(qs))), w.childFloor(req))
 	}
-	stopped := ""
-	if req.Budget.MaxSearches > 0 && usedSearches >= req.Budget.MaxSearches {
-		stopped = "budget"
-	}
+	stopped := false // the budget cut the round short
 	var pending []bus.Pending
 	var events []state.RunEventIn
-	submitted := 0
 	for i, q := range qs {
-		if stopped != "" {
-			break
-		}
 		id := childID(r.ID, round, i)
 		if n := req.Budget.MaxSearches; n > 0 && usedSearches+i*searches >= n {
-			stopped = "budget" // every child searches at least once
+			stopped = true // every child searches at least once
 			break
 		}
 		if req.Budget.MaxUSD > 0 {
-			if capUSD < minChildUSD {
-				stopped = "budget"
-				break
+			err := state.ErrRunBudget
+			if capUSD >= minChildUSD {
+				err = w.Store.Research.ReserveRun(ctx, r.ID, id, capUSD, req.Budget.MaxUSD)
 			}
-			if err := w.Store.Research.ReserveRun(ctx, r.ID, id, capUSD, req.Budget.MaxUSD); errors.Is(err, state.ErrRunBudget) {
-				stopped = "budget"
+			if errors.Is(err, state.ErrRunBudget) {
+				stopped = true
 				break
 			} else if err != nil {
 				return err
@@ -376,7 +364,6 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 			return err
 		}
 		pending = append(pending, p)
-		submitted++
 		events = append(events, ev("started:"+id, "subquestion.started", map[string]any{"round": round, "index": i, "job_id": id, "question": q.Question}))
 	}
 	for _, p := range pending {
@@ -384,17 +371,15 @@ func (w *Worker) submit(ctx context.Context, r *state.Run, req *Request, round i
 			return err
 		}
 	}
-	fields := []any{state.RunSubmittedField(round), max(submitted, 0)}
+	submitted := len(pending)
+	fields := []any{state.RunSubmittedField(round), submitted}
 	if submitted == 0 {
-		if stopped == "" {
-			stopped = "budget"
-		}
 		// A round with nothing submitted is marked submitted (-1 reads as 0 ended
 		// of none) so the run goes on to write.
-		fields[1] = -1
+		fields[1], stopped = -1, true
 	}
-	if stopped != "" {
-		fields = append(fields, "incomplete", stopped)
+	if stopped {
+		fields = append(fields, "incomplete", "budget")
 	}
 	ok, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, Events: events, Fields: fields})
 	if err == nil && !ok {
@@ -415,11 +400,7 @@ const minChildUSD = 0.0001
 // an answer, with room).
 func (w *Worker) childFloor(req *Request) float64 {
 	m := w.Models[req.Brain]
-	maxOut := m.Pricing.MaxOutputTokens
-	if maxOut <= 0 {
-		maxOut = defaultMaxOutput
-	}
-	return 3*m.Pricing.Cost(2000, maxOut) + w.SearchUSD
+	return 3*m.Pricing.Cost(2000, maxOutput(m)) + w.SearchUSD
 }
 
 // childJob is a sub-question's job: a chat job of the run's tenant and brain in band
@@ -452,12 +433,9 @@ func (w *Worker) childJob(r *state.Run, req *Request, id string, q SubQuestion, 
 
 // used counts the searches and fetches a run's ended children made.
 func used(r *state.Run) (searches, fetches int) {
-	for _, b := range r.Findings {
-		var f Finding
-		if json.Unmarshal(b, &f) == nil {
-			searches += f.Searches
-			fetches += f.Fetches
-		}
+	for _, f := range findingsOf(r) {
+		searches += f.Searches
+		fetches += f.Fetches
 	}
 	return searches, fetches
 }

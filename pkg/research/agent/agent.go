@@ -12,15 +12,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 )
 
 // ErrNoLookup is Find's answer when the provider offers no way to find a run by the
 // fleet's reference.
 var ErrNoLookup = errors.New("the provider offers no way to find a run by the fleet's reference")
-
-// ErrNoPlan is Approve's answer for agents without a plan step.
-var ErrNoPlan = errors.New("this research agent has no plan step to approve")
 
 // Request is what a run submits.
 type Request struct {
@@ -84,10 +80,9 @@ type Status struct {
 	Result *Result
 	// Error is the provider's reason when State is Failed (client-safe text).
 	Error string
-	// Cost is the provider's reported cost so far, in USD (0: not reported).
+	// CostUSD is the provider's reported cost so far, in USD (0: not reported; a
+	// completed run then settles at the agent's list price).
 	CostUSD float64
-	// RetryAfter is when to poll again (0: the agent's default interval).
-	RetryAfter time.Duration
 	// Ref is the fleet reference the provider stored with the run (its metadata),
 	// when it keeps one: a webhook naming only the provider's id finds its run by it.
 	Ref string
@@ -116,9 +111,6 @@ type Result struct {
 	Output json.RawMessage
 	// Basis is per top-level field of Output: its citations, reasoning, confidence.
 	Basis map[string]Basis
-	// CostUSD is the provider's reported cost (0: none reported; the run then
-	// settles at the agent's list price).
-	CostUSD float64
 	// Searches is how many searches the provider reports it ran.
 	Searches int
 }
@@ -151,19 +143,20 @@ type Agent interface {
 	Find(ctx context.Context, ref, group string) (id string, ok bool, err error)
 	// Poll reads the run's state and events after cursor.
 	Poll(ctx context.Context, id, cursor string) (Status, error)
+	// Cancel asks the provider to stop the run.
+	Cancel(ctx context.Context, id string) error
+}
+
+// Planner is an agent whose runs can stop at their plan (RequiresPlan: Gemini's
+// collaborative planning, asked for by Request.ReviewPlan).
+type Planner interface {
 	// Approve resumes a run waiting in RequiresPlan, with the plan replaced when
 	// plan is not empty, and returns the id to poll from then on: Gemini runs the
 	// approved plan as a new interaction chained to the plan's, so the caller stores
 	// the new id as it stores Submit's (under a claim of its own: the approval is
 	// paid like the submission). ref is the fleet's reference, which the new run
-	// carries as Submit's does. Agents without a plan step return ErrNoPlan.
+	// carries as Submit's does. No provider offers a lookup of an approval whose
+	// accept was lost (the caller must not approve again: it would pay twice);
+	// Gemini's end webhook of the new run names the plan it follows.
 	Approve(ctx context.Context, ref, id, plan string) (string, error)
-	// FindApproval looks for the run an approval of the plan run id started (after
-	// a crash between the approval's accept and its store), as Find does for a
-	// submission: ok false when the provider has none, ErrNoLookup when it offers
-	// no way to tell (the caller must not approve again: it would pay twice),
-	// ErrNoPlan for agents without a plan step.
-	FindApproval(ctx context.Context, ref, id string) (next string, ok bool, err error)
-	// Cancel asks the provider to stop the run.
-	Cancel(ctx context.Context, id string) error
 }

@@ -15,9 +15,7 @@ import (
 // lists its stored events; POST /agent/runs/{id}/cancel cancels. Find lists the
 // team's recent runs (GET /agent/runs) for one whose metadata carries the reference.
 type exa struct {
-	c     *client
-	model string
-	noPlan
+	*client
 }
 
 const exaBeta = "agent-2026-05-07"
@@ -43,7 +41,7 @@ func (a *exa) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["outputSchema"] = req.OutputSchema
 	}
-	return a.c.submit(ctx, "/agent/runs", body, nil)
+	return a.submit(ctx, body, nil)
 }
 
 func (a *exa) Find(ctx context.Context, ref, _ string) (string, bool, error) {
@@ -58,7 +56,7 @@ func (a *exa) Find(ctx context.Context, ref, _ string) (string, bool, error) {
 			HasMore    bool     `json:"hasMore"`
 			NextCursor *string  `json:"nextCursor"`
 		}
-		if err := a.c.do(ctx, "GET", "/agent/runs?"+q.Encode(), nil, nil, &page); err != nil {
+		if err := a.do(ctx, "GET", a.runs+"?"+q.Encode(), nil, nil, &page); err != nil {
 			return "", false, err
 		}
 		for _, r := range page.Data {
@@ -73,8 +71,6 @@ func (a *exa) Find(ctx context.Context, ref, _ string) (string, bool, error) {
 	}
 	return "", false, nil
 }
-
-func (a *exa) Cancel(ctx context.Context, id string) error { return a.c.cancel(ctx, "/agent/runs", id) }
 
 // exaRun is an agent_run object.
 type exaRun struct {
@@ -106,7 +102,7 @@ type exaRun struct {
 
 func (a *exa) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	var run exaRun
-	if err := a.c.do(ctx, "GET", "/agent/runs/"+url.PathEscape(id), nil, nil, &run); err != nil {
+	if err := a.get(ctx, id, "", &run); err != nil {
 		return Status{}, err
 	}
 	st := Status{CostUSD: run.CostDollars.Total}
@@ -120,7 +116,7 @@ func (a *exa) Poll(ctx context.Context, id, cursor string) (Status, error) {
 			Event string `json:"event"`
 		} `json:"data"`
 	}
-	if err := a.c.do(ctx, "GET", "/agent/runs/"+url.PathEscape(id)+"/events?limit=100", nil, nil, &evs); err != nil {
+	if err := a.get(ctx, id, "/events?limit=100", &evs); err != nil {
 		return Status{}, err
 	}
 	st.Cursor = cursor
@@ -142,11 +138,12 @@ func (a *exa) Poll(ctx context.Context, id, cursor string) (Status, error) {
 }
 
 // result normalizes a completed run: grounding on structured fields becomes the
-// basis of their top-level field; grounding on the text (and Markdown links in it)
-// the report's sources.
+// basis of their top-level field; grounding on the text the report's sources.
 func (r *exaRun) result() *Result {
-	var src sources
-	res := &Result{CostUSD: r.CostDollars.Total, Searches: r.Usage.Searches}
+	structured := r.Output.Structured
+	if string(structured) == "null" {
+		structured = nil
+	}
 	basis := map[string]Basis{}
 	var textCites []Source
 	for _, g := range r.Output.Grounding {
@@ -156,27 +153,14 @@ func (r *exaRun) result() *Result {
 				bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title})
 			}
 		}
-		if g.Field == "text" || g.Field == "output.text" || len(r.Output.Structured) == 0 || string(r.Output.Structured) == "null" {
+		if g.Field == "text" || g.Field == "output.text" || len(structured) == 0 {
 			textCites = append(textCites, bs.Citations...)
 			continue
 		}
 		f := topField(g.Field)
 		basis[f] = mergeBasis(basis[f], bs)
 	}
-	if s := r.Output.Structured; len(s) > 0 && string(s) != "null" {
-		res.Output, res.Basis = s, basis
-		res.Report = fieldReport(s, basis, &src)
-		if r.Output.Text != "" {
-			res.Report = linkMarkers(r.Output.Text, &src) + "\n\n" + res.Report
-		}
-	} else {
-		text := linkMarkers(r.Output.Text, &src)
-		var loose []int
-		for _, c := range textCites {
-			loose = append(loose, src.add(c))
-		}
-		res.Report = citeAtEnd(text, loose)
-	}
-	res.Sources = src.list
+	res := fielded(structured, r.Output.Text, basis, textCites)
+	res.Searches = r.Usage.Searches
 	return res
 }

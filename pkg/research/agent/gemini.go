@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 )
 
@@ -25,12 +24,10 @@ import (
 // webhook_config.user_metadata, which the project's webhook (interaction.completed,
 // failed, cancelled; Standard Webhooks, a whsec_ secret) hands back with the
 // interaction's id: a run lost between submit and store is found by its webhook,
-// and so is an approval lost between its accept and its store (FindApproval
-// returns ErrNoLookup; the approval's webhook names the planning interaction it
-// follows).
+// and so is an approval lost between its accept and its store (the approval's
+// webhook names the planning interaction it follows).
 type gemini struct {
-	c     *client
-	model string
+	*client
 	noLookup
 }
 
@@ -48,22 +45,15 @@ func (a *gemini) agentFor(req Request) string {
 }
 
 func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
-	input := req.Input
-	if req.Instructions != "" {
-		input = req.Instructions + "\n\n" + input
+	meta := map[string]string{metaRef: req.Ref}
+	if req.ReviewPlan {
+		meta[metaPlan] = "true"
 	}
-	body := map[string]any{
-		"input":          input,
-		"agent":          a.agentFor(req),
-		"background":     true,
-		"store":          true,
-		"agent_config":   map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": req.ReviewPlan},
-		"webhook_config": geminiWebhookConfig(req.Ref, req.ReviewPlan),
-	}
+	body := geminiBody(joinInstructions(req), a.agentFor(req), req.ReviewPlan, meta)
 	if len(req.OutputSchema) > 0 {
 		body["response_format"] = map[string]any{"type": "text", "mime_type": "application/json", "schema": req.OutputSchema}
 	}
-	id, err := a.c.submit(ctx, "/v1beta/interactions", body, nil)
+	id, err := a.submit(ctx, body, nil)
 	if err != nil {
 		return "", err
 	}
@@ -73,14 +63,17 @@ func (a *gemini) Submit(ctx context.Context, req Request) (string, error) {
 	return id, nil
 }
 
-// geminiWebhookConfig puts the fleet's reference (and whether the interaction is a
-// plan) where the interaction's webhooks hand it back.
-func geminiWebhookConfig(ref string, plan bool) map[string]any {
-	meta := map[string]string{metaRef: ref}
-	if plan {
-		meta[metaPlan] = "true"
+// geminiBody is a new background interaction's body: input to the agent, planning
+// collaboratively or not, its webhooks handing back meta.
+func geminiBody(input, agent string, planning bool, meta map[string]string) map[string]any {
+	return map[string]any{
+		"input":          input,
+		"agent":          agent,
+		"background":     true,
+		"store":          true,
+		"agent_config":   map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": planning},
+		"webhook_config": map[string]any{"user_metadata": meta},
 	}
-	return map[string]any{"user_metadata": meta}
 }
 
 // metaPlan marks a Gemini planning interaction in its webhook metadata.
@@ -95,52 +88,26 @@ func (a *gemini) Approve(ctx context.Context, ref, id, plan string) (string, err
 	if strings.TrimSpace(plan) != "" {
 		input = "Run the research with this plan instead:\n\n" + plan
 	}
-	return a.c.submit(ctx, "/v1beta/interactions", map[string]any{
-		"input":                   input,
-		"agent":                   a.agentFor(Request{}),
-		"previous_interaction_id": prev,
-		"background":              true,
-		"store":                   true,
-		"agent_config":            map[string]any{"type": "deep-research", "thinking_summaries": "auto", "collaborative_planning": false},
-		"webhook_config":          map[string]any{"user_metadata": map[string]string{metaRef: ref, metaAfter: prev}},
-	}, nil)
+	body := geminiBody(input, a.agentFor(Request{}), false, map[string]string{metaRef: ref, metaAfter: prev})
+	body["previous_interaction_id"] = prev
+	return a.submit(ctx, body, nil)
 }
 
 // metaAfter names, in an approval's webhook metadata, the planning interaction it
 // runs the plan of.
 const metaAfter = "fleet_after"
 
-// FindApproval: the Interactions API lists no interactions, and a planning
-// interaction does not name the one chained to it; the approval's webhook names it
-// (Webhook.Follows), so ErrNoLookup.
-func (a *gemini) FindApproval(context.Context, string, string) (string, bool, error) {
-	return "", false, ErrNoLookup
-}
-
-// parseGeminiWebhook reads an interaction event: {type, version, timestamp, data:
-// {id, user_metadata}}. A planning interaction's id comes back marked as Submit
-// marks it.
-func parseGeminiWebhook(body []byte) (Webhook, error) {
-	var data struct {
-		ID           string            `json:"id"`
-		UserMetadata map[string]string `json:"user_metadata"`
+// geminiFollows is the planning interaction an approval's metadata names, marked as
+// Submit marks it ("" none).
+func geminiFollows(meta map[string]string) string {
+	if after := meta[metaAfter]; after != "" {
+		return geminiPlanMark + after
 	}
-	st, err := webhookEvent(body, "interaction.", &data)
-	if err != nil || data.ID == "" {
-		return Webhook{}, errBadWebhook
-	}
-	w := Webhook{ID: data.ID, Ref: data.UserMetadata[metaRef], State: st}
-	if data.UserMetadata[metaPlan] == "true" {
-		w.ID = geminiPlanMark + w.ID
-	}
-	if after := data.UserMetadata[metaAfter]; after != "" {
-		w.Follows = geminiPlanMark + after
-	}
-	return w, nil
+	return ""
 }
 
 func (a *gemini) Cancel(ctx context.Context, id string) error {
-	return a.c.cancel(ctx, "/v1beta/interactions", strings.TrimPrefix(id, geminiPlanMark))
+	return a.client.Cancel(ctx, strings.TrimPrefix(id, geminiPlanMark))
 }
 
 // geminiInteraction is the part of an Interaction the agent reads.
@@ -154,11 +121,8 @@ type geminiInteraction struct {
 		UserMetadata map[string]string `json:"user_metadata"`
 	} `json:"webhook_config"`
 	Steps []struct {
-		Type    string `json:"type"`
-		Summary []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"summary"`
+		Type      string  `json:"type"`
+		Summary   summary `json:"summary"`
 		Arguments struct {
 			Queries []string `json:"queries"`
 			URLs    []string `json:"urls"`
@@ -173,7 +137,7 @@ type geminiInteraction struct {
 func (a *gemini) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	raw, plan := strings.CutPrefix(id, geminiPlanMark)
 	var it geminiInteraction
-	if err := a.c.do(ctx, "GET", "/v1beta/interactions/"+url.PathEscape(raw), nil, nil, &it); err != nil {
+	if err := a.get(ctx, raw, "", &it); err != nil {
 		return Status{}, err
 	}
 	return it.status(cursor, plan), nil
@@ -188,11 +152,7 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	for _, s := range it.Steps {
 		switch s.Type {
 		case "thought":
-			for _, c := range s.Summary {
-				if c.Text != "" {
-					events = append(events, Event{Type: "thought", Text: c.Text})
-				}
-			}
+			events = s.Summary.thoughts(events)
 		case "google_search_call":
 			searches++
 			for _, q := range s.Arguments.Queries {
@@ -212,12 +172,8 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	if plan && complete {
 		events = append(events, Event{Type: "plan", Text: text})
 	}
-	var st Status
+	st := Status{Ref: it.WebhookConfig.UserMetadata[metaRef], Follows: geminiFollows(it.WebhookConfig.UserMetadata)}
 	st.Events, st.Cursor = afterCursor(events, cursor)
-	st.Ref = it.WebhookConfig.UserMetadata[metaRef]
-	if after := it.WebhookConfig.UserMetadata[metaAfter]; after != "" {
-		st.Follows = geminiPlanMark + after
-	}
 	if it.Status == "budget_exceeded" {
 		it.Status = "failed"
 	}
@@ -230,8 +186,7 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	case complete && plan:
 		st.State = RequiresPlan
 	case complete:
-		st.Result = &Result{Searches: searches}
-		st.Result.cite(text, anns, &sources{})
+		st.Result = cited(text, anns, searches)
 	}
 	return st
 }

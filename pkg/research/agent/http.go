@@ -30,14 +30,20 @@ const (
 // Kinds lists every kind New builds.
 var Kinds = []string{KindOpenAI, KindGemini, KindPerplexity, KindParallel, KindExa}
 
-// defaultBase is each kind's production base URL, as its SDKs take it (OpenAI's with
-// /v1, the others the host root).
-var defaultBase = map[string]string{
-	KindOpenAI:     "https://api.openai.com/v1",
-	KindGemini:     "https://generativelanguage.googleapis.com",
-	KindPerplexity: "https://api.perplexity.ai",
-	KindParallel:   "https://api.parallel.ai",
-	KindExa:        "https://api.exa.ai",
+// kinds are each kind's production base URL, as its SDKs take it (OpenAI's with /v1,
+// the others the host root), how it is sent a key, the headers every request carries,
+// and its agent.
+var kinds = map[string]struct {
+	base, runs string
+	auth       func(http.Header, string)
+	header     http.Header
+	agent      func(*client) Agent
+}{
+	KindOpenAI:     {"https://api.openai.com/v1", "/responses", bearer, nil, func(c *client) Agent { return &openAI{client: c} }},
+	KindGemini:     {"https://generativelanguage.googleapis.com", "/v1beta/interactions", keyHeader("x-goog-api-key"), nil, func(c *client) Agent { return &gemini{client: c} }},
+	KindPerplexity: {"https://api.perplexity.ai", "/v1/agent", bearer, nil, func(c *client) Agent { return &perplexity{client: c} }},
+	KindParallel:   {"https://api.parallel.ai", "/v1/tasks/runs", keyHeader("x-api-key"), nil, func(c *client) Agent { return &parallel{client: c} }},
+	KindExa:        {"https://api.exa.ai", "/agent/runs", keyHeader("x-api-key"), http.Header{"Exa-Beta": {exaBeta}}, func(c *client) Agent { return &exa{client: c} }},
 }
 
 // New builds the agent of kind at baseURL (empty: the provider's production API),
@@ -46,35 +52,19 @@ var defaultBase = map[string]string{
 // (empty: chosen by the request's effort), over hc (nil: a client with a 60 s
 // timeout; every call of an agent is short: runs are polled, never waited on).
 func New(kind, baseURL string, keys []string, model string, hc *http.Client) (Agent, error) {
-	base, ok := defaultBase[kind]
+	k, ok := kinds[kind]
 	if !ok {
 		return nil, fmt.Errorf("research agent kind %q is not one of %s", kind, strings.Join(Kinds, ", "))
-	}
-	if baseURL != "" {
-		base = baseURL
 	}
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
-	c := &client{kind: kind, base: strings.TrimRight(base, "/"), hc: hc, cred: provider.NewCredentials(kind, keys, provider.CredentialOptions{})}
-	switch kind {
-	case KindOpenAI:
-		c.auth = bearer
-		return &openAI{c: c, model: model}, nil
-	case KindGemini:
-		c.auth = func(h http.Header, k string) { h.Set("x-goog-api-key", k) }
-		return &gemini{c: c, model: model}, nil
-	case KindPerplexity:
-		c.auth = bearer
-		return &perplexity{c: c, model: model}, nil
-	case KindParallel:
-		c.auth = func(h http.Header, k string) { h.Set("x-api-key", k) }
-		return &parallel{c: c, model: model}, nil
-	default:
-		c.auth = func(h http.Header, k string) { h.Set("x-api-key", k) }
-		c.header = http.Header{"Exa-Beta": {exaBeta}}
-		return &exa{c: c, model: model}, nil
-	}
+	return k.agent(&client{kind: kind, base: strings.TrimRight(cmp.Or(baseURL, k.base), "/"), runs: k.runs, model: model, hc: hc, auth: k.auth,
+		header: k.header, cred: provider.NewCredentials(kind, keys, provider.CredentialOptions{})}), nil
+}
+
+func keyHeader(name string) func(http.Header, string) {
+	return func(h http.Header, k string) { h.Set(name, k) }
 }
 
 func bearer(h http.Header, k string) {
@@ -87,11 +77,15 @@ func bearer(h http.Header, k string) {
 // sources is well under it).
 const maxAnswer = 16 << 20
 
-// client is one agent's HTTP plumbing: the base URL, the key rotation, how a key is
-// sent, and the headers every request carries.
+// client is one agent's HTTP plumbing and configuration: the base URL, the path its
+// runs live under (POST submits one, GET {id} reads it, POST {id}/cancel cancels it),
+// the configured model, the key rotation, how a key is sent, and the headers every
+// request carries.
 type client struct {
 	kind   string
 	base   string
+	runs   string
+	model  string
 	hc     *http.Client
 	cred   *provider.Credentials
 	auth   func(http.Header, string)
@@ -201,6 +195,15 @@ func afterCursor(events []Event, cursor string) ([]Event, string) {
 // of at most 16 characters).
 const metaRef = "fleet_ref"
 
+// joinInstructions is the input of a provider that takes no instructions apart:
+// the instructions, if any, before the question.
+func joinInstructions(req Request) string {
+	if req.Instructions == "" {
+		return req.Input
+	}
+	return req.Instructions + "\n\n" + req.Input
+}
+
 // efforts are the run efforts, in increasing order.
 var efforts = []string{"low", "medium", "high", "max"}
 
@@ -214,14 +217,14 @@ func byEffort[T any](effort string, vals [4]T) T {
 	return vals[1]
 }
 
-// submit posts a run's body (with extra headers) to path and returns the provider's
-// id for it ("id"; Parallel's "run_id").
-func (c *client) submit(ctx context.Context, path string, body any, extra http.Header) (string, error) {
+// submit posts a run's body (with extra headers) and returns the provider's id for it
+// ("id"; Parallel's "run_id").
+func (c *client) submit(ctx context.Context, body any, extra http.Header) (string, error) {
 	var out struct {
 		ID    string `json:"id"`
 		RunID string `json:"run_id"`
 	}
-	if err := c.do(ctx, "POST", path, body, extra, &out); err != nil {
+	if err := c.do(ctx, "POST", c.runs, body, extra, &out); err != nil {
 		return "", err
 	}
 	if id := cmp.Or(out.ID, out.RunID); id != "" {
@@ -230,7 +233,12 @@ func (c *client) submit(ctx context.Context, path string, body any, extra http.H
 	return "", &llm.Error{Provider: c.kind, Message: "the provider answered without the run's id"}
 }
 
-// cancel asks the provider to stop the run id of the runs at path.
-func (c *client) cancel(ctx context.Context, path, id string) error {
-	return c.do(ctx, "POST", path+"/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
+// get reads the run id (what under it, if any: "/result") into out.
+func (c *client) get(ctx context.Context, id, what string, out any) error {
+	return c.do(ctx, "GET", c.runs+"/"+url.PathEscape(id)+what, nil, nil, out)
+}
+
+// Cancel asks the provider to stop the run id.
+func (c *client) Cancel(ctx context.Context, id string) error {
+	return c.do(ctx, "POST", c.runs+"/"+url.PathEscape(id)+"/cancel", nil, nil, nil)
 }

@@ -228,6 +228,32 @@ func fieldReport(out json.RawMessage, basis map[string]Basis, src *sources) stri
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// fielded is the result of an answer whose sources are attributed to its fields
+// (Parallel's basis, Exa's grounding): a structured answer out keeps its object and
+// basis, the report listing the fields with their markers after text (its Markdown
+// links made markers); else text is the report, its links made markers and the
+// loose sources cited at its end.
+func fielded(out json.RawMessage, text string, basis map[string]Basis, loose []Source) *Result {
+	var src sources
+	res := &Result{}
+	if len(out) > 0 {
+		res.Output, res.Basis = out, basis
+		res.Report = fieldReport(out, basis, &src)
+		if text != "" {
+			res.Report = linkMarkers(text, &src) + "\n\n" + res.Report
+		}
+	} else {
+		text = linkMarkers(text, &src)
+		var ns []int
+		for _, c := range loose {
+			ns = append(ns, src.add(c))
+		}
+		res.Report = citeAtEnd(text, ns)
+	}
+	res.Sources = src.list
+	return res
+}
+
 // topField is the top-level field a field path names: "structured.companies[0].url"
 // and "companies[0].url" are "companies".
 func topField(path string) string {
@@ -258,6 +284,21 @@ type outputPart struct {
 	Annotations []annotation `json:"annotations"`
 }
 
+// summary is a reasoning summary: OpenAI's reasoning item's, Gemini's thought step's.
+type summary []struct {
+	Text string `json:"text"`
+}
+
+// thoughts appends a thought event per part of the summary that says something.
+func (s summary) thoughts(events []Event) []Event {
+	for _, p := range s {
+		if p.Text != "" {
+			events = append(events, Event{Type: "thought", Text: p.Text})
+		}
+	}
+	return events
+}
+
 // joinOutputText appends a message's text parts (of type typ: "output_text", Gemini's
 // "text") to text and their annotations to anns; a later part's annotations count
 // from its own start, so they are shifted by the runes before it.
@@ -277,17 +318,20 @@ func joinOutputText(parts []outputPart, typ, text string, anns []annotation) (st
 	return text, anns
 }
 
-// cite makes res's report from text and its citation spans: a JSON answer keeps its
-// object with a basis per field (the report lists the fields), else the text gets
-// its [n] markers; the sources are those cited.
-func (res *Result) cite(text string, anns []annotation, src *sources) {
+// cited is the result of text and its citation spans, after searches: a JSON answer
+// keeps its object with a basis per field (the report lists the fields), else the
+// text gets its [n] markers; the sources are those cited.
+func cited(text string, anns []annotation, searches int) *Result {
+	var src sources
+	res := &Result{Searches: searches}
 	if out, basis := spanBasis(text, anns); out != nil {
 		res.Output, res.Basis = out, basis
-		res.Report = fieldReport(out, basis, src)
+		res.Report = fieldReport(out, basis, &src)
 	} else {
-		res.Report = annotate(text, anns, src)
+		res.Report = annotate(text, anns, &src)
 	}
 	res.Sources = src.list
+	return res
 }
 
 // stateOf is the state of a provider's run status: queued, completed (incomplete
@@ -334,36 +378,4 @@ type noLookup struct{}
 
 func (noLookup) Find(context.Context, string, string) (string, bool, error) {
 	return "", false, ErrNoLookup
-}
-
-// noPlan is the Approve of an agent without a plan step.
-type noPlan struct{}
-
-func (noPlan) Approve(context.Context, string, string, string) (string, error) { return "", ErrNoPlan }
-
-func (noPlan) FindApproval(context.Context, string, string) (string, bool, error) {
-	return "", false, ErrNoPlan
-}
-
-// endStates are the states a run's end webhook announces, by its event type's
-// suffix (OpenAI's response.*, Gemini's interaction.*).
-var endStates = map[string]State{"completed": Completed, "incomplete": Completed, "requires_action": Completed,
-	"failed": Failed, "cancelled": Cancelled}
-
-// webhookEvent reads a Standard Webhooks event {type, data} whose type is prefix and
-// an ending (endStates), its data into data.
-func webhookEvent(body []byte, prefix string, data any) (State, error) {
-	var ev struct {
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
-	if json.Unmarshal(body, &ev) != nil || json.Unmarshal(ev.Data, data) != nil {
-		return "", errBadWebhook
-	}
-	end, ok := strings.CutPrefix(ev.Type, prefix)
-	st, known := endStates[end]
-	if !ok || !known {
-		return "", errBadWebhook
-	}
-	return st, nil
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"net/url"
 )
 
 // openAI is OpenAI deep research (o3-deep-research, o4-mini-deep-research) through
@@ -15,10 +14,8 @@ import (
 // (response.completed/failed/cancelled/incomplete, Standard Webhooks, configured per
 // project) name the response, whose metadata gives the run back (Status.Ref).
 type openAI struct {
-	c     *client
-	model string
+	*client
 	noLookup
-	noPlan
 }
 
 // openAIToolCalls is max_tool_calls per effort: the bound on searches and page opens
@@ -59,11 +56,7 @@ func (a *openAI) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["text"] = map[string]any{"format": map[string]any{"type": "json_schema", "name": "research_output", "schema": req.OutputSchema, "strict": false}}
 	}
-	return a.c.submit(ctx, "/responses", body, nil)
-}
-
-func (a *openAI) Cancel(ctx context.Context, id string) error {
-	return a.c.cancel(ctx, "/responses", id)
+	return a.submit(ctx, body, nil)
 }
 
 // openAIResponse is the part of a Response the agent reads.
@@ -77,11 +70,9 @@ type openAIResponse struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
 	Output []struct {
-		Type    string `json:"type"`
-		Summary []struct {
-			Text string `json:"text"`
-		} `json:"summary"`
-		Action *struct {
+		Type    string  `json:"type"`
+		Summary summary `json:"summary"`
+		Action  *struct {
 			Type    string   `json:"type"`
 			Query   string   `json:"query"`
 			Queries []string `json:"queries"`
@@ -100,7 +91,7 @@ type openAIResponse struct {
 
 func (a *openAI) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	var r openAIResponse
-	if err := a.c.do(ctx, "GET", "/responses/"+url.PathEscape(id), nil, nil, &r); err != nil {
+	if err := a.get(ctx, id, "", &r); err != nil {
 		return Status{}, err
 	}
 	return r.status(cursor, a.model), nil
@@ -116,11 +107,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 	for _, it := range r.Output {
 		switch it.Type {
 		case "reasoning":
-			for _, s := range it.Summary {
-				if s.Text != "" {
-					events = append(events, Event{Type: "thought", Text: s.Text})
-				}
-			}
+			events = it.Summary.thoughts(events)
 		case "web_search_call":
 			calls++
 			if it.Action == nil {
@@ -154,21 +141,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 	case Failed:
 		st.Error = r.Error.failure()
 	case Completed:
-		st.Result = &Result{CostUSD: st.CostUSD, Searches: searches}
-		st.Result.cite(text, anns, &sources{})
+		st.Result = cited(text, anns, searches)
 	}
 	return st
-}
-
-// parseOpenAIWebhook reads OpenAI's webhook event for a background response: {id,
-// type: response.completed/incomplete/failed/cancelled, created_at, data: {id}}.
-func parseOpenAIWebhook(body []byte) (Webhook, error) {
-	var data struct {
-		ID string `json:"id"`
-	}
-	st, err := webhookEvent(body, "response.", &data)
-	if err != nil || data.ID == "" {
-		return Webhook{}, errBadWebhook
-	}
-	return Webhook{ID: data.ID, State: st}, nil
 }

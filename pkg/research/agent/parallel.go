@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -31,9 +32,7 @@ import (
 // ErrNoLookup: the task_run.status webhook carries the whole run, metadata included
 // (Webhook.Ref).
 type parallel struct {
-	c     *client
-	model string
-	noPlan
+	*client
 }
 
 var parallelProcessors = [4]string{"base", "core", "pro", "ultra"}
@@ -41,16 +40,12 @@ var parallelProcessors = [4]string{"base", "core", "pro", "ultra"}
 const parallelWebhookBeta = "webhook-2025-08-12"
 
 func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
-	input := req.Input
-	if req.Instructions != "" {
-		input = req.Instructions + "\n\n" + input
-	}
 	out := map[string]any{"type": "text"}
 	if len(req.OutputSchema) > 0 {
 		out = map[string]any{"type": "json", "json_schema": req.OutputSchema}
 	}
 	body := map[string]any{
-		"input":     input,
+		"input":     joinInstructions(req),
 		"processor": cmp.Or(req.Model, a.model, byEffort(req.Effort, parallelProcessors)),
 		"task_spec": map[string]any{"output_schema": out},
 		"metadata":  map[string]string{metaRef: req.Ref},
@@ -61,16 +56,16 @@ func (a *parallel) Submit(ctx context.Context, req Request) (string, error) {
 		extra = http.Header{"Parallel-Beta": {parallelWebhookBeta}}
 	}
 	if req.Group == "" {
-		return a.c.submit(ctx, "/v1/tasks/runs", body, extra)
+		return a.submit(ctx, body, extra)
 	}
 	var added struct {
 		RunIDs []string `json:"run_ids"`
 	}
-	if err := a.c.do(ctx, "POST", parallelGroups+"/"+url.PathEscape(req.Group)+"/runs", map[string]any{"inputs": []any{body}}, extra, &added); err != nil {
+	if err := a.do(ctx, "POST", parallelGroups+"/"+url.PathEscape(req.Group)+"/runs", map[string]any{"inputs": []any{body}}, extra, &added); err != nil {
 		return "", err
 	}
 	if len(added.RunIDs) != 1 || added.RunIDs[0] == "" {
-		return "", &llm.Error{Provider: a.c.kind, Message: "the provider answered without the run's id"}
+		return "", &llm.Error{Provider: a.kind, Message: "the provider answered without the run's id"}
 	}
 	return added.RunIDs[0], nil
 }
@@ -83,11 +78,11 @@ func (a *parallel) Group(ctx context.Context, ref string) (string, error) {
 	var out struct {
 		ID string `json:"taskgroup_id"`
 	}
-	if err := a.c.do(ctx, "POST", parallelGroups, map[string]any{"metadata": map[string]string{metaRef: ref}}, nil, &out); err != nil {
+	if err := a.do(ctx, "POST", parallelGroups, map[string]any{"metadata": map[string]string{metaRef: ref}}, nil, &out); err != nil {
 		return "", err
 	}
 	if out.ID == "" {
-		return "", &llm.Error{Provider: a.c.kind, Message: "the provider answered without the task group's id"}
+		return "", &llm.Error{Provider: a.kind, Message: "the provider answered without the task group's id"}
 	}
 	return out.ID, nil
 }
@@ -99,49 +94,21 @@ func (a *parallel) Find(ctx context.Context, ref, group string) (string, bool, e
 		return "", false, ErrNoLookup
 	}
 	var b []byte
-	if err := a.c.do(ctx, "GET", parallelGroups+"/"+url.PathEscape(group)+"/runs", nil, http.Header{"Accept": {"text/event-stream"}}, &b); err != nil {
+	if err := a.do(ctx, "GET", parallelGroups+"/"+url.PathEscape(group)+"/runs", nil, http.Header{"Accept": {"text/event-stream"}}, &b); err != nil {
 		return "", false, err
 	}
-	for _, data := range sseData(b) {
+	var id string
+	llm.ReadSSE(bytes.NewReader(b), func(_ string, data []byte) error {
 		var ev struct {
 			Type string      `json:"type"`
 			Run  parallelRun `json:"run"`
 		}
-		if json.Unmarshal(data, &ev) == nil && ev.Type == "task_run.state" && ev.Run.RunID != "" && ev.Run.Metadata[metaRef] == ref {
-			return ev.Run.RunID, true, nil
+		if id == "" && json.Unmarshal(data, &ev) == nil && ev.Type == "task_run.state" && ev.Run.RunID != "" && ev.Run.Metadata[metaRef] == ref {
+			id = ev.Run.RunID
 		}
-	}
-	return "", false, nil
-}
-
-// sseData is the data of each event of a server-sent event stream (its data lines
-// joined), in order.
-func sseData(b []byte) [][]byte {
-	var out [][]byte
-	var cur []byte
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, cur)
-		}
-		cur = nil
-	}
-	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n") {
-		switch {
-		case line == "":
-			flush()
-		case strings.HasPrefix(line, "data:"):
-			if len(cur) > 0 {
-				cur = append(cur, '\n')
-			}
-			cur = append(cur, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
-		}
-	}
-	flush()
-	return out
-}
-
-func (a *parallel) Cancel(ctx context.Context, id string) error {
-	return a.c.cancel(ctx, "/v1/tasks/runs", id)
+		return nil
+	})
+	return id, id != "", nil
 }
 
 // parallelRun is a Task Run.
@@ -173,7 +140,7 @@ type parallelResult struct {
 
 func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	var run parallelRun
-	if err := a.c.do(ctx, "GET", "/v1/tasks/runs/"+url.PathEscape(id), nil, nil, &run); err != nil {
+	if err := a.get(ctx, id, "", &run); err != nil {
 		return Status{}, err
 	}
 	st := Status{Ref: run.Metadata[metaRef]}
@@ -188,7 +155,7 @@ func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) 
 		st.Unbilled, st.Error = true, run.Error.failure()
 	case Completed:
 		var res parallelResult
-		if err := a.c.do(ctx, "GET", "/v1/tasks/runs/"+url.PathEscape(id)+"/result", nil, nil, &res); err != nil {
+		if err := a.get(ctx, id, "/result", &res); err != nil {
 			return Status{}, err
 		}
 		st.Result = res.result()
@@ -197,12 +164,11 @@ func (a *parallel) Poll(ctx context.Context, id, cursor string) (Status, error) 
 }
 
 // result normalizes a completed run's output: a JSON output keeps its object and
-// gets one basis per field (the report lists the fields with their citations); a
-// text output is the report, its Markdown links made markers, the basis's citations
-// its sources.
+// gets one basis per field; a text output is the report, its basis's citations its
+// sources.
 func (r *parallelResult) result() *Result {
-	var src sources
 	basis := map[string]Basis{}
+	var all []Source
 	for _, b := range r.Output.Basis {
 		bs := Basis{Citations: []Source{}, Reasoning: b.Reasoning, Confidence: b.Confidence}
 		for _, c := range b.Citations {
@@ -210,28 +176,15 @@ func (r *parallelResult) result() *Result {
 				bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title, Excerpt: strings.Join(c.Excerpts, " … ")})
 			}
 		}
+		all = append(all, bs.Citations...)
 		basis[topField(b.Field)] = mergeBasis(basis[topField(b.Field)], bs)
 	}
-	res := &Result{}
 	if r.Output.Type == "json" {
-		res.Output, res.Basis = r.Output.Content, basis
-		res.Report = fieldReport(res.Output, basis, &src)
-	} else {
-		var text string
-		json.Unmarshal(r.Output.Content, &text)
-		text = linkMarkers(text, &src)
-		var loose []int
-		for _, b := range r.Output.Basis {
-			for _, c := range b.Citations {
-				if c.URL != "" {
-					loose = append(loose, src.add(Source{URL: c.URL, Title: c.Title, Excerpt: strings.Join(c.Excerpts, " … ")}))
-				}
-			}
-		}
-		res.Report = citeAtEnd(text, loose)
+		return fielded(r.Output.Content, "", basis, nil)
 	}
-	res.Sources = src.list
-	return res
+	var text string
+	json.Unmarshal(r.Output.Content, &text)
+	return fielded(nil, text, nil, all)
 }
 
 // mergeBasis joins two bases of one top-level field (Parallel and Exa may attribute
@@ -256,17 +209,4 @@ func mergeBasis(a, b Basis) Basis {
 	}
 	a.Confidence = lowerConfidence(a.Confidence, b.Confidence)
 	return a
-}
-
-// parseParallelWebhook reads a task_run.status event: {timestamp, type, data: <the
-// Task Run>}.
-func parseParallelWebhook(body []byte) (Webhook, error) {
-	var ev struct {
-		Type string      `json:"type"`
-		Data parallelRun `json:"data"`
-	}
-	if err := json.Unmarshal(body, &ev); err != nil || ev.Type != "task_run.status" || ev.Data.RunID == "" {
-		return Webhook{}, errBadWebhook
-	}
-	return Webhook{ID: ev.Data.RunID, Ref: ev.Data.Metadata[metaRef], State: stateOf(ev.Data.Status)}, nil
 }

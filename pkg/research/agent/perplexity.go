@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"net/url"
 )
 
 // perplexity is Perplexity's Agent API in background mode: POST /v1/agent with a
@@ -14,10 +13,8 @@ import (
 // reported cost. The Agent API takes no client reference and lists nothing, so Find
 // returns ErrNoLookup.
 type perplexity struct {
-	c     *client
-	model string
+	*client
 	noLookup
-	noPlan
 }
 
 var perplexityPresets = [4]string{"low", "medium", "high", "xhigh"}
@@ -37,11 +34,7 @@ func (a *perplexity) Submit(ctx context.Context, req Request) (string, error) {
 	if len(req.OutputSchema) > 0 {
 		body["response_format"] = map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "research_output", "schema": req.OutputSchema}}
 	}
-	return a.c.submit(ctx, "/v1/agent", body, nil)
-}
-
-func (a *perplexity) Cancel(ctx context.Context, id string) error {
-	return a.c.cancel(ctx, "/v1/agent", id)
+	return a.submit(ctx, body, nil)
 }
 
 // perplexityResponse is the part of an Agent API response the agent reads.
@@ -73,7 +66,7 @@ type perplexityResponse struct {
 
 func (a *perplexity) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	var r perplexityResponse
-	if err := a.c.do(ctx, "GET", "/v1/agent/"+url.PathEscape(id), nil, nil, &r); err != nil {
+	if err := a.get(ctx, id, "", &r); err != nil {
 		return Status{}, err
 	}
 	return r.status(cursor), nil
@@ -112,19 +105,16 @@ func (r *perplexityResponse) status(cursor string) Status {
 				anns[i].Title = src.list[n-1].Title
 			}
 		}
-		res := &Result{CostUSD: st.CostUSD, Searches: r.Usage.ToolCallsDetails.WebSearch.Invocation}
-		res.cite(text, anns, &sources{})
-		snippet := func(s *Source) {
-			if n, ok := src.index[s.URL]; ok && s.Excerpt == "" {
-				s.Excerpt = src.list[n-1].Excerpt
-			}
-		}
-		for i := range res.Sources {
-			snippet(&res.Sources[i])
-		}
+		res := cited(text, anns, r.Usage.ToolCallsDetails.WebSearch.Invocation)
+		lists := [][]Source{res.Sources}
 		for _, b := range res.Basis {
-			for i := range b.Citations {
-				snippet(&b.Citations[i])
+			lists = append(lists, b.Citations)
+		}
+		for _, l := range lists {
+			for i, s := range l {
+				if n, ok := src.index[s.URL]; ok && s.Excerpt == "" {
+					l[i].Excerpt = src.list[n-1].Excerpt
+				}
 			}
 		}
 		st.Result = res

@@ -4,8 +4,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,25 +75,57 @@ func VerifyWebhook(kind, secret string, h http.Header, body []byte, now time.Tim
 	mac.Write([]byte(id + "." + ts + "."))
 	mac.Write(body)
 	want := mac.Sum(nil)
-	ok := false
-	for _, s := range strings.Fields(h.Get("webhook-signature")) {
-		v, sig, found := strings.Cut(s, ",")
-		if !found || v != "v1" {
-			continue
-		}
-		if got, err := base64.StdEncoding.DecodeString(sig); err == nil && hmac.Equal(got, want) {
-			ok = true
-			break
-		}
-	}
-	if !ok {
+	if !slices.ContainsFunc(strings.Fields(h.Get("webhook-signature")), func(s string) bool {
+		sig, v1 := strings.CutPrefix(s, "v1,")
+		got, err := base64.StdEncoding.DecodeString(sig)
+		return v1 && err == nil && hmac.Equal(got, want)
+	}) {
 		return Webhook{}, errBadSignature
 	}
 	switch kind {
 	case KindOpenAI:
-		return parseOpenAIWebhook(body)
+		return parseEndEvent(body, "response.")
 	case KindGemini:
-		return parseGeminiWebhook(body)
+		return parseEndEvent(body, "interaction.")
 	}
-	return parseParallelWebhook(body)
+	// Parallel's task_run.status event: {timestamp, type, data: <the Task Run>}.
+	var ev struct {
+		Type string      `json:"type"`
+		Data parallelRun `json:"data"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil || ev.Type != "task_run.status" || ev.Data.RunID == "" {
+		return Webhook{}, errBadWebhook
+	}
+	return Webhook{ID: ev.Data.RunID, Ref: ev.Data.Metadata[metaRef], State: stateOf(ev.Data.Status)}, nil
+}
+
+// endStates are the states a run's end event announces, by its type's suffix.
+var endStates = map[string]State{"completed": Completed, "incomplete": Completed, "requires_action": Completed,
+	"failed": Failed, "cancelled": Cancelled}
+
+// parseEndEvent reads a run's end event, {type: prefix and an ending (endStates),
+// data: {id, user_metadata}}: OpenAI's response.* event for a background response
+// (its data the id only) and Gemini's interaction.* event. A planning interaction's
+// id comes back marked as Submit marks it, and an approval names the plan it follows.
+func parseEndEvent(body []byte, prefix string) (Webhook, error) {
+	var ev struct {
+		Type string `json:"type"`
+		Data struct {
+			ID           string            `json:"id"`
+			UserMetadata map[string]string `json:"user_metadata"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &ev) != nil || ev.Data.ID == "" {
+		return Webhook{}, errBadWebhook
+	}
+	end, ok := strings.CutPrefix(ev.Type, prefix)
+	st, known := endStates[end]
+	if !ok || !known {
+		return Webhook{}, errBadWebhook
+	}
+	w := Webhook{ID: ev.Data.ID, Ref: ev.Data.UserMetadata[metaRef], State: st, Follows: geminiFollows(ev.Data.UserMetadata)}
+	if ev.Data.UserMetadata[metaPlan] == "true" {
+		w.ID = geminiPlanMark + w.ID
+	}
+	return w, nil
 }
