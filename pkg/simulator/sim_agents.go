@@ -133,8 +133,7 @@ type agentGroup struct {
 func (a *agentSim) newGroup(meta map[string]string) *agentGroup {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.seq++
-	g := &agentGroup{id: fmt.Sprintf("tgrp_%016x", uint64(a.seq)*0x9e3779b97f4a7c15), metadata: meta, created: time.Now().Add(a.offset)}
+	g := &agentGroup{id: a.nextID("tgrp_"), metadata: meta, created: time.Now().Add(a.offset)}
 	if len(a.groups) >= maxAgentRuns {
 		clear(a.groups)
 	}
@@ -142,10 +141,16 @@ func (a *agentSim) newGroup(meta map[string]string) *agentGroup {
 	return g
 }
 
-func (a *agentSim) group(id string) *agentGroup {
+// group finds the task group {gid}, answering api's not-found error (nil) when there
+// is none.
+func (a *agentSim) group(w http.ResponseWriter, r *http.Request, api *agentAPI) *agentGroup {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.groups[id]
+	g := a.groups[r.PathValue("gid")]
+	a.mu.Unlock()
+	if g == nil {
+		api.fail(w, http.StatusNotFound, "Task group "+r.PathValue("gid")+" not found")
+	}
+	return g
 }
 
 func (a *agentSim) join(g *agentGroup, r *agentRun) {
@@ -208,6 +213,12 @@ func newAgentSim(s *Server) *agentSim {
 	return &agentSim{s: s, runs: map[string]*agentRun{}, submissions: map[string]int{}, dropped: map[string]bool{}, hooks: map[string]agentHook{}, groups: map[string]*agentGroup{}}
 }
 
+// nextID is a new run or group id (a.mu held).
+func (a *agentSim) nextID(prefix string) string {
+	a.seq++
+	return fmt.Sprintf("%s%016x", prefix, uint64(a.seq)*0x9e3779b97f4a7c15)
+}
+
 func (a *agentSim) now() time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -243,8 +254,7 @@ func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRu
 		r.cost, _ = strconv.ParseFloat(m[1], 64)
 	}
 	a.mu.Lock()
-	a.seq++
-	r.id = fmt.Sprintf("%s%016x", prefix, uint64(a.seq)*0x9e3779b97f4a7c15)
+	r.id = a.nextID(prefix)
 	r.created = time.Now().Add(a.offset)
 	a.runs[r.id] = r
 	a.order = append(a.order, r)
@@ -508,13 +518,14 @@ func (s *Server) agentRoutes() {
 
 // agentAPIRoutes registers one kind's runs: create, read, cancel, and its others.
 func (s *Server) agentAPIRoutes(api *agentAPI) {
+	if api.cancelled == nil {
+		api.cancelled = func(run *agentRun, now time.Time, _ bool) any { return api.show(run, now) }
+	}
 	s.mux.HandleFunc(api.path("POST", ""), func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		body, ok := s.readCounted(w, r, 1<<20, api.kind, r.Method+" "+r.URL.Path)
+		if !ok {
 			return
 		}
-		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
 		if runs := s.startRuns(w, r, api, nil, []json.RawMessage{body}); runs != nil {
 			agentJSON(w, api.created, api.show(runs[0], s.agents.now()))
 		}
@@ -530,11 +541,7 @@ func (s *Server) agentAPIRoutes(api *agentAPI) {
 			return
 		}
 		going := s.agents.cancel(run) // cancelling a finished run answers it as it is
-		if api.cancelled != nil {
-			agentJSON(w, http.StatusOK, api.cancelled(run, s.agents.now(), going))
-			return
-		}
-		agentJSON(w, http.StatusOK, api.show(run, s.agents.now()))
+		agentJSON(w, http.StatusOK, api.cancelled(run, s.agents.now(), going))
 	})
 	if api.more != nil {
 		api.more(s, api)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -493,12 +492,13 @@ func parallelAgent() *agentAPI {
 func (s *Server) parallelGroupRoutes(api *agentAPI) {
 	base := "/" + api.kind + "/v1/tasks/groups"
 	s.mux.HandleFunc("POST "+base, func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
+		body, ok := s.readCounted(w, r, 1<<20, api.kind, r.Method+" "+r.URL.Path)
 		var req struct {
 			Metadata map[string]string `json:"metadata"`
 		}
-		if json.Unmarshal(body, &req) != nil {
+		if !ok {
+			return
+		} else if json.Unmarshal(body, &req) != nil {
 			api.fail(w, http.StatusUnprocessableEntity, "the body is not JSON")
 			return
 		}
@@ -506,11 +506,12 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 		agentJSON(w, http.StatusOK, s.agents.groupJSON(g))
 	})
 	s.mux.HandleFunc("POST "+base+"/{gid}/runs", func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
-		g := s.agents.group(r.PathValue("gid"))
+		body, ok := s.readCounted(w, r, 1<<20, api.kind, r.Method+" "+r.URL.Path)
+		if !ok {
+			return
+		}
+		g := s.agents.group(w, r, api)
 		if g == nil {
-			api.fail(w, http.StatusNotFound, "Task group "+r.PathValue("gid")+" not found")
 			return
 		}
 		var req struct {
@@ -533,9 +534,8 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 	})
 	s.mux.HandleFunc("GET "+base+"/{gid}/runs", func(w http.ResponseWriter, r *http.Request) {
 		s.stats.count(api.kind, nil, r.URL.Path)
-		g := s.agents.group(r.PathValue("gid"))
+		g := s.agents.group(w, r, api)
 		if g == nil {
-			api.fail(w, http.StatusNotFound, "Task group "+r.PathValue("gid")+" not found")
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -2,7 +2,6 @@ package simulator
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"strings"
@@ -179,12 +178,10 @@ func linkupBody(a searchAsk) []byte {
 // could not read (HTTP 404). Directives and standing faults apply as to the engines.
 func (s *Server) parallelExtract(w http.ResponseWriter, r *http.Request) {
 	const kind = "parallel-extract"
-	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := s.readCounted(w, r, 8<<20, kind, r.URL.RawQuery)
+	if !ok {
 		return
 	}
-	s.stats.count(kind, body, r.URL.RawQuery)
 	urls := jstrs(decodeBody(body)["urls"])
 	if r.Header.Get("x-api-key") == "" {
 		writeError(w, http.StatusUnauthorized, parallelErrorBody(http.StatusUnauthorized))

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"time"
 
@@ -130,14 +129,11 @@ func chatForm(req *wire.Request) (chatRequest, error) {
 
 // readBody reads a model request body and counts it.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return nil, false
+	body, ok := s.readCounted(w, r, 32<<20, "model", r.URL.RawQuery)
+	if ok {
+		s.stats.countFiles(r.URL.Path, body)
 	}
-	s.stats.count("model", body, r.URL.RawQuery)
-	s.stats.countFiles(r.URL.Path, body)
-	return body, true
+	return body, ok
 }
 
 // writeError writes an error body with its status.
