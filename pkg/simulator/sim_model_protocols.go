@@ -149,8 +149,9 @@ func writeJSON(w http.ResponseWriter, body []byte) {
 	w.Write(body)
 }
 
-// writeEvents sends events as server-sent events, each flushed, delay apart.
-func writeEvents(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay time.Duration) {
+// writeEvents sends events as server-sent events, each flushed, delay apart; false
+// when the client went away first.
+func writeEvents(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay time.Duration) bool {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -160,12 +161,13 @@ func writeEvents(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay
 			select {
 			case <-time.After(delay):
 			case <-r.Context().Done():
-				return
+				return false
 			}
 		}
 		wire.WriteSSE(w, []wire.Event{ev})
 		rc.Flush()
 	}
+	return true
 }
 
 // streamEvents renders resp as st's events a token at a time, as a model writes: the
