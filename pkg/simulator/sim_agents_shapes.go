@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Each simulated agent's endpoints, in its provider's documented request and answer
@@ -26,26 +27,17 @@ type citedSpan struct {
 func reportText(pages []simHit, link func(simHit) string) (string, []citedSpan) {
 	var b strings.Builder
 	var spans []citedSpan
-	n := 0
-	for i, h := range pages {
-		if i == 3 {
-			break
-		}
+	for i, h := range pages[:min(3, len(pages))] {
 		if i > 0 {
 			b.WriteString(" ")
-			n++
 		}
-		s := upperFirst(h.Quote)
-		b.WriteString(s)
-		start := n
-		n += len([]rune(s))
+		start := utf8.RuneCountInString(b.String())
+		b.WriteString(upperFirst(h.Quote))
 		if link != nil {
-			l := link(h)
-			start = n
-			b.WriteString(l)
-			n += len([]rune(l))
+			start = utf8.RuneCountInString(b.String())
+			b.WriteString(link(h))
 		}
-		spans = append(spans, citedSpan{start, n, h})
+		spans = append(spans, citedSpan{start, utf8.RuneCountInString(b.String()), h})
 	}
 	return b.String(), spans
 }
@@ -65,9 +57,9 @@ func structuredText(fields [][2]string, pages []simHit) (string, []citedSpan) {
 		v, _ := json.Marshal(fieldValue(f[1], h, i))
 		b.Write(k)
 		b.WriteString(": ")
-		start := len([]rune(b.String()))
+		start := utf8.RuneCountInString(b.String())
 		b.Write(v)
-		spans = append(spans, citedSpan{start, len([]rune(b.String())), h})
+		spans = append(spans, citedSpan{start, utf8.RuneCountInString(b.String()), h})
 	}
 	b.WriteString("}")
 	return b.String(), spans
@@ -110,12 +102,11 @@ func openAIAgent() *agentAPI {
 		show: openAIResponseJSON, fail: openAIError, notFound: "No response found with id '{id}'.",
 		submit: func(_ *http.Request, body []byte) (agentSubmission, int, string) {
 			var req struct {
-				Model        string            `json:"model"`
-				Input        json.RawMessage   `json:"input"`
-				Background   bool              `json:"background"`
-				Metadata     map[string]string `json:"metadata"`
-				MaxToolCalls int               `json:"max_tool_calls"`
-				Tools        []struct {
+				Model      string            `json:"model"`
+				Input      json.RawMessage   `json:"input"`
+				Background bool              `json:"background"`
+				Metadata   map[string]string `json:"metadata"`
+				Tools      []struct {
 					Type string `json:"type"`
 				} `json:"tools"`
 				Text struct {

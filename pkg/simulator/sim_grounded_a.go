@@ -135,11 +135,8 @@ func anthropicSimQuery(_ *http.Request, body []byte) string {
 
 // geminiSimError is Google's error envelope with the canonical status for code.
 func geminiSimError(code int) []byte {
-	status := map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-		404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE"}[code]
-	if status == "" {
-		status = "UNKNOWN"
-	}
+	status := byStatus(code, "UNKNOWN", map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+		404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE"})
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{
 		"code": code, "message": fmt.Sprintf("simulated Gemini failure (HTTP %d)", code), "status": status}})
 	return b
@@ -161,11 +158,8 @@ func openaiSimError(code int) []byte {
 
 // anthropicSimError is Anthropic's error envelope.
 func anthropicSimError(code int) []byte {
-	typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-		404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[code]
-	if typ == "" {
-		typ = "api_error"
-	}
+	typ := byStatus(code, "api_error", map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+		404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"})
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{
 		"type": typ, "message": fmt.Sprintf("simulated Anthropic failure (HTTP %d)", code)}, "request_id": "req_simulated"})
 	return b

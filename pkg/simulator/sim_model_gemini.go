@@ -48,12 +48,8 @@ type geminiRequest struct {
 
 // geminiStatus is the google.rpc status name of an HTTP status.
 func geminiStatus(status int) string {
-	names := map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED",
-		403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"}
-	if s, ok := names[status]; ok {
-		return s
-	}
-	return "INTERNAL"
+	return byStatus(status, "INTERNAL", map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED",
+		403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"})
 }
 
 // geminiErrorBody is the google.rpc error shape of the recorded 429s: a 429 carries a
