@@ -79,14 +79,7 @@ func groundedRoutesA() []engineRoute {
 
 // geminiSimQuery reads the last user text of a generateContent request.
 func geminiSimQuery(_ *http.Request, body []byte) string {
-	var req struct {
-		Contents []struct {
-			Role  string `json:"role"`
-			Parts []struct {
-				Text string `json:"text"`
-			} `json:"parts"`
-		} `json:"contents"`
-	}
+	var req geminiRequest
 	if json.Unmarshal(body, &req) != nil {
 		return ""
 	}

@@ -16,8 +16,9 @@ type geminiRequest struct {
 	Contents []struct {
 		Role  string `json:"role"`
 		Parts []struct {
-			Text         string `json:"text"`
-			FunctionCall *struct {
+			Text             string `json:"text"`
+			ThoughtSignature string `json:"thoughtSignature"`
+			FunctionCall     *struct {
 				ID   string          `json:"id"`
 				Name string          `json:"name"`
 				Args json.RawMessage `json:"args"`

@@ -316,19 +316,7 @@ func geminiThinking(body []byte) (on, includeThoughts bool) {
 // geminiSignatureError checks the current turn's function calls as Gemini 3 does;
 // carried counts the signatures checked.
 func geminiSignatureError(body []byte) (refusal *wire.Error, carried int) {
-	var req struct {
-		Contents []struct {
-			Role  string `json:"role"`
-			Parts []struct {
-				Text             string `json:"text"`
-				ThoughtSignature string `json:"thoughtSignature"`
-				FunctionCall     *struct {
-					Name string          `json:"name"`
-					Args json.RawMessage `json:"args"`
-				} `json:"functionCall"`
-			} `json:"parts"`
-		} `json:"contents"`
-	}
+	var req geminiRequest
 	if json.Unmarshal(body, &req) != nil {
 		return nil, 0
 	}
