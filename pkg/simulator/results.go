@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -213,12 +214,10 @@ func cleanSite(d string) string {
 
 // blocked reports whether host is one of the blocked domains or under one.
 func blocked(host string, block []string) bool {
-	for _, b := range block {
-		if b = cleanSite(b); b != "" && (host == b || strings.HasSuffix(host, "."+b)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(block, func(b string) bool {
+		b = cleanSite(b)
+		return b != "" && (host == b || strings.HasSuffix(host, "."+b))
+	})
 }
 
 // slugOf is the URL path made from the query's ASCII words, or from its hash when it

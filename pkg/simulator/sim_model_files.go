@@ -3,6 +3,7 @@ package simulator
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -53,12 +54,7 @@ var fileMarks = [][]byte{[]byte(`"file"`), []byte(`input_file`), []byte(`"docume
 // bodies (decoding every model request to find none was a tenth of the simulator's
 // time under load).
 func mayHoldFile(body []byte) bool {
-	for _, m := range fileMarks {
-		if bytes.Contains(body, m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(fileMarks, func(m []byte) bool { return bytes.Contains(body, m) })
 }
 
 // urlFile reports whether o is a file given by URL in the shape of the protocol

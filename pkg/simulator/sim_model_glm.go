@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
@@ -21,12 +22,7 @@ import (
 
 // glmSearchOffered reports whether a request declares GLM's web_search tool.
 func glmSearchOffered(req chatRequest) bool {
-	for _, t := range req.Tools {
-		if t.Type == "web_search" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Type == "web_search" })
 }
 
 // glmNativeAsk is the search GLM's web_search tool of req makes for user.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
@@ -49,12 +50,7 @@ func (s *Server) nativeChat(w http.ResponseWriter, r *http.Request, req chatRequ
 
 // kimiSearchOffered reports whether a request declares Kimi's builtin $web_search.
 func kimiSearchOffered(req chatRequest) bool {
-	for _, t := range req.Tools {
-		if t.Type == "builtin_function" && t.Function.Name == "$web_search" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Type == "builtin_function" && t.Function.Name == "$web_search" })
 }
 
 // kimiArguments is the arguments string of the $web_search call answering user: the
