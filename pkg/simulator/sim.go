@@ -21,6 +21,7 @@
 package simulator
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -245,10 +246,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path,
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if d.status == http.StatusTooManyRequests {
-		ra := d.retryAfter
-		if ra == 0 {
-			ra = time.Second
-		}
+		ra := cmp.Or(d.retryAfter, time.Second)
 		w.Header().Set("Retry-After", strconv.FormatFloat(ra.Seconds(), 'f', -1, 64))
 	}
 	w.WriteHeader(d.status)

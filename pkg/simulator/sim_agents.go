@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -233,13 +234,7 @@ var (
 // newRun starts a run of kind for question, counted under key (the fleet reference,
 // or the question).
 func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRun)) *agentRun {
-	queued, running := a.s.opts.AgentQueued, a.s.opts.AgentRunning
-	if queued == 0 {
-		queued = defaultAgentQueued
-	}
-	if running == 0 {
-		running = defaultAgentRunning
-	}
+	queued, running := cmp.Or(a.s.opts.AgentQueued, defaultAgentQueued), cmp.Or(a.s.opts.AgentRunning, defaultAgentRunning)
 	if m := agentTimeRE.FindStringSubmatch(question); m != nil {
 		running, _ = time.ParseDuration(m[1])
 	}
@@ -590,14 +585,6 @@ func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, api *agentAPI)
 		api.fail(w, http.StatusNotFound, strings.ReplaceAll(api.notFound, "{id}", id))
 	}
 	return run, now
-}
-
-// keyOr is the fleet reference a submission carries, else its question.
-func keyOr(ref, question string) string {
-	if ref != "" {
-		return ref
-	}
-	return question
 }
 
 // agentJSON answers v as JSON with status.

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -129,7 +130,7 @@ func openAIAgent() *agentAPI {
 				return agentSubmission{}, http.StatusBadRequest, "The simulated deep research model runs in background mode only (background: true)."
 			}
 			question := inputText(req.Input)
-			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
+			return agentSubmission{question: question, key: cmp.Or(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
 				a.model, a.metadata, a.schema = req.Model, req.Metadata, req.Text.Format.Schema
 				a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
 			}}, 0, ""
@@ -238,7 +239,7 @@ func geminiAgent(s *Server) *agentAPI {
 				return agentSubmission{}, http.StatusBadRequest, "background=true requires store=true."
 			}
 			question, schema := inputText(req.Input), req.ResponseFormat.Schema
-			key := keyOr(req.WebhookConfig.UserMetadata["fleet_ref"], question)
+			key := cmp.Or(req.WebhookConfig.UserMetadata["fleet_ref"], question)
 			if req.Previous != "" {
 				prev, _ := s.agents.get(kind, req.Previous)
 				if prev == nil {
@@ -347,10 +348,7 @@ func perplexityAgent() *agentAPI {
 			}
 			question := inputText(req.Input)
 			return agentSubmission{question: question, key: question, fill: func(a *agentRun) {
-				a.effort, a.model, a.schema = req.Preset, req.Model, req.ResponseFormat.JSONSchema.Schema
-				if a.model == "" {
-					a.model = "perplexity/sonar"
-				}
+				a.effort, a.model, a.schema = req.Preset, cmp.Or(req.Model, "perplexity/sonar"), req.ResponseFormat.JSONSchema.Schema
 				if !req.Background { // answered at once
 					a.queued, a.running = 0, 0
 				}
@@ -445,7 +443,7 @@ func parallelAgent() *agentAPI {
 			}
 			json.Unmarshal(req.TaskSpec.OutputSchema, &spec)
 			question := inputText(req.Input)
-			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
+			return agentSubmission{question: question, key: cmp.Or(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
 				a.effort, a.model, a.metadata = req.Processor, req.Processor, req.Metadata
 				if spec.Type == "json" {
 					a.schema = spec.JSONSchema
@@ -619,11 +617,8 @@ func exaAgent() *agentAPI {
 			if !strings.Contains(r.Header.Get("Exa-Beta"), "agent-2026-05-07") {
 				return agentSubmission{}, http.StatusBadRequest, "Exa Agent requires the Exa-Beta: agent-2026-05-07 header"
 			}
-			return agentSubmission{question: req.Query, key: keyOr(req.Metadata["fleet_ref"], req.Query), fill: func(a *agentRun) {
-				a.effort, a.metadata = req.Effort, req.Metadata
-				if a.effort == "" {
-					a.effort = "auto"
-				}
+			return agentSubmission{question: req.Query, key: cmp.Or(req.Metadata["fleet_ref"], req.Query), fill: func(a *agentRun) {
+				a.effort, a.metadata = cmp.Or(req.Effort, "auto"), req.Metadata
 				if string(req.OutputSchema) != "null" {
 					a.schema = req.OutputSchema
 				}
