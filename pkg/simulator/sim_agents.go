@@ -381,12 +381,8 @@ func (a *agentSim) submissionCounts() map[string]int {
 
 // sweep sends the end webhooks of the runs that have ended and not yet told.
 func (a *agentSim) sweep() {
-	type delivery struct {
-		url, secret, kind string
-		body              []byte
-	}
-	var out []delivery
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	now := time.Now().Add(a.offset)
 	for _, r := range a.order {
 		if r.notified {
@@ -412,11 +408,7 @@ func (a *agentSim) sweep() {
 			continue
 		}
 		r.notified = true
-		out = append(out, delivery{h.url, h.secret, r.kind, mustJSON(body)})
-	}
-	a.mu.Unlock()
-	for _, d := range out {
-		go deliverAgentWebhook(d.url, d.secret, d.kind, d.body)
+		go deliverAgentWebhook(h.url, h.secret, r.kind, mustJSON(body))
 	}
 }
 
