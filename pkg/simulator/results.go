@@ -158,8 +158,7 @@ func (a searchAsk) hits(def int) []simHit {
 			path = fmt.Sprintf("%s-%d", slug, round+1)
 		}
 		form := (int(seed[4]) + i) % len(titleForms)
-		quote := fmt.Sprintf("%s %s, simulated result %d of %d", leadForms[form], q, i+1, n)
-		quote = strings.TrimRight(quote, " ") + "."
+		quote := fmt.Sprintf("%s %s, simulated result %d of %d.", leadForms[form], q, i+1, n)
 		snippet := quote + " The searchfleet simulator wrote this page from the query's own words, so the same query always finds it."
 		if a.huge {
 			snippet += strings.Repeat(" More of the same words.", (hugeSnippet-len(snippet))/24)

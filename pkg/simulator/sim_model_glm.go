@@ -29,17 +29,12 @@ func glmSearchOffered(req chatRequest) bool {
 func glmNativeAsk(req chatRequest, user string) searchAsk {
 	for _, t := range req.Tools {
 		if t.Type == "web_search" {
-			return glmChatAsk(nil, mustJSON(map[string]any{"tools": []any{map[string]any{"web_search": json.RawMessage(orNull(t.WebSearch))}}}), user)
+			var ws any
+			json.Unmarshal(t.WebSearch, &ws)
+			return glmSearchAsk(ws, user)
 		}
 	}
 	return newAsk(user, 0, nil, nil, "")
-}
-
-func orNull(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
 }
 
 // glmNative answers a request that declared GLM's web_search tool.
