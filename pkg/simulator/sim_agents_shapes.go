@@ -530,8 +530,10 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		now := s.agents.now()
 		for i, run := range s.agents.groupRuns(g) {
-			if run.fixture {
-				fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", compactJSON(agentFixture("parallel-task-group-runs-event.CONSTRUCTED.json")))
+			if run.fixture { // on one line, an SSE data line
+				var b bytes.Buffer
+				json.Compact(&b, agentFixture("parallel-task-group-runs-event.CONSTRUCTED.json"))
+				fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", b.Bytes())
 				continue
 			}
 			st, _ := run.state(now)
@@ -539,15 +541,6 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 			fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", b)
 		}
 	})
-}
-
-// compactJSON is b on one line (an SSE data line).
-func compactJSON(b []byte) []byte {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return b
-	}
-	return buf.Bytes()
 }
 
 // parallelRunJSON is a Task Run in status st.
