@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,14 +69,8 @@ func researchBrain(req chatRequest) (map[string]any, bool) {
 		out = map[string]any{"questions": qs}
 	case "reflect":
 		gaps := []map[string]string{}
-		again := false
-		for _, f := range in.Findings {
-			again = again || strings.HasPrefix(f.Question, "What remains unclear")
-		}
-		for i := range in.MaxGaps {
-			if again {
-				break
-			}
+		again := slices.ContainsFunc(in.Findings, func(f finding) bool { return strings.HasPrefix(f.Question, "What remains unclear") })
+		for i := 0; i < in.MaxGaps && !again; i++ {
 			gaps = append(gaps, map[string]string{"question": fmt.Sprintf("What remains unclear about %s (gap %d)?", topic, i+1),
 				"establish": "what the first round of findings left open"})
 		}
