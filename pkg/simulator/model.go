@@ -325,8 +325,7 @@ func toolArguments(params json.RawMessage, user string) string {
 	if len(args) == 0 {
 		args["input"] = user
 	}
-	b, _ := json.Marshal(args)
-	return string(b)
+	return string(mustJSON(args))
 }
 
 // clientToolTurn reports whether the script calls a client tool on this turn (a
@@ -351,8 +350,7 @@ var urlRE = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+`)
 
 // fetchCall is a web_fetch call of url.
 func fetchCall(url, id string) map[string]any {
-	b, _ := json.Marshal(map[string]string{"url": url})
-	return toolCall(id+"_fetch", "web_fetch", string(b))
+	return toolCall(id+"_fetch", "web_fetch", string(mustJSON(map[string]string{"url": url})))
 }
 
 // toolCall is an assistant message calling one tool, its call id "call_"+id.

@@ -537,8 +537,7 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 				continue
 			}
 			st, _ := run.state(now)
-			b, _ := json.Marshal(map[string]any{"type": "task_run.state", "event_id": strconv.Itoa(i + 1), "run": parallelRunJSON(run, st)})
-			fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", b)
+			fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", mustJSON(map[string]any{"type": "task_run.state", "event_id": strconv.Itoa(i + 1), "run": parallelRunJSON(run, st)}))
 		}
 	})
 }

@@ -130,9 +130,8 @@ func anthropicSimQuery(_ *http.Request, body []byte) string {
 func geminiSimError(code int) []byte {
 	status := byStatus(code, "UNKNOWN", map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
 		404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE"})
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+	return mustJSON(map[string]any{"error": map[string]any{
 		"code": code, "message": fmt.Sprintf("simulated Gemini failure (HTTP %d)", code), "status": status}})
-	return b
 }
 
 // openaiSimError is OpenAI's error envelope.
@@ -153,7 +152,6 @@ func openaiSimError(code int) []byte {
 func anthropicSimError(code int) []byte {
 	typ := byStatus(code, "api_error", map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
 		404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"})
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{
+	return mustJSON(map[string]any{"type": "error", "error": map[string]any{
 		"type": typ, "message": fmt.Sprintf("simulated Anthropic failure (HTTP %d)", code)}, "request_id": "req_simulated"})
-	return b
 }

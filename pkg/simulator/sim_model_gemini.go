@@ -60,8 +60,7 @@ func geminiErrorBody(status int, msg string) []byte {
 	if status == http.StatusTooManyRequests {
 		e["details"] = []any{map[string]string{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}}
 	}
-	b, _ := json.Marshal(map[string]any{"error": e})
-	return b
+	return mustJSON(map[string]any{"error": e})
 }
 
 // geminiGenerate is the scripted model as the Gemini API (POST
@@ -107,8 +106,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		if finish != "" {
 			c["finishReason"] = finish
 		}
-		b, _ := json.Marshal(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
-		return b
+		return mustJSON(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
 	}
 	thinking, ok := s.geminiReasoning(w, body)
 	if !ok {
@@ -209,8 +207,7 @@ func (req *geminiRequest) chatForm(model string) chatRequest {
 						break
 					}
 				}
-				cb, _ := json.Marshal(content)
-				out.Messages = append(out.Messages, llm.Message{Role: "tool", ToolCallID: p.FunctionResponse.ID + p.FunctionResponse.Name, Content: cb})
+				out.Messages = append(out.Messages, llm.Message{Role: "tool", ToolCallID: p.FunctionResponse.ID + p.FunctionResponse.Name, Content: mustJSON(content)})
 			case p.Text != "":
 				text = append(text, p.Text)
 			}

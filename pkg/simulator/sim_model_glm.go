@@ -58,8 +58,7 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 	content := jstr(jpath(rec, "choices", "0", "message", "content"))
 	rec["model"] = req.Model
 	if !req.Stream {
-		b, _ := json.Marshal(rec)
-		writeJSON(w, b)
+		writeJSON(w, mustJSON(rec))
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -67,8 +66,7 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 	w.WriteHeader(http.StatusOK)
 	send := func(v map[string]any) {
 		v["id"], v["created"], v["model"] = rec["id"], rec["created"], req.Model
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
+		fmt.Fprintf(w, "data: %s\n\n", mustJSON(v))
 		rc.Flush()
 	}
 	for _, tok := range tokens(content) {

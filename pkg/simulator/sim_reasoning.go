@@ -276,8 +276,7 @@ func withReasoningItem(answer []byte, body []byte, user, id string) []byte {
 		item["encrypted_content"] = sign("encrypted", rs)
 	}
 	resp["output"] = append([]any{item}, out...)
-	b, _ := json.Marshal(resp)
-	return b
+	return mustJSON(resp)
 }
 
 //   - Gemini with generationConfig.thinkingConfig: the first functionCall part of each
