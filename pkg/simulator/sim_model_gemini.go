@@ -120,8 +120,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 		part := map[string]any{"functionCall": map[string]any{"name": c.Function.Name, "args": args}}
 		if thinking && i == 0 {
-			raw, _ := json.Marshal(args)
-			part["thoughtSignature"] = geminiCallSignature(c.Function.Name, raw)
+			part["thoughtSignature"] = geminiCallSignature(c.Function.Name, mustJSON(args))
 		}
 		calls = append(calls, part)
 	}

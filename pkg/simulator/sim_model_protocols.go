@@ -93,13 +93,8 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 	if finish == "tool_calls" {
 		a.stop = wire.StopToolUse
 	}
-	if text, ok := msg["content"].(string); ok {
-		a.text = text
-	}
-	if calls, ok := msg["tool_calls"]; ok {
-		b, _ := json.Marshal(calls)
-		json.Unmarshal(b, &a.calls)
-	}
+	a.text, _ = msg["content"].(string)
+	json.Unmarshal(mustJSON(msg["tool_calls"]), &a.calls) // null when there are none
 	a.usage = wire.Usage{InputTokens: len(body) / 4, OutputTokens: len(a.text)/4 + 1}
 	return a, true
 }
