@@ -154,12 +154,6 @@ func (a *agentSim) group(w http.ResponseWriter, r *http.Request, api *agentAPI) 
 	return g
 }
 
-func (a *agentSim) join(g *agentGroup, r *agentRun) {
-	a.mu.Lock()
-	g.runs = append(g.runs, r.id)
-	a.mu.Unlock()
-}
-
 // groupRuns are the group's runs the simulator still keeps.
 func (a *agentSim) groupRuns(g *agentGroup) []*agentRun {
 	a.mu.Lock()
@@ -232,8 +226,8 @@ var (
 )
 
 // newRun starts a run of kind for question, counted under key (the fleet reference,
-// or the question).
-func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRun)) *agentRun {
+// or the question), in group g when not nil.
+func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRun), g *agentGroup) *agentRun {
 	queued, running := cmp.Or(a.s.opts.AgentQueued, defaultAgentQueued), cmp.Or(a.s.opts.AgentRunning, defaultAgentRunning)
 	if m := agentTimeRE.FindStringSubmatch(question); m != nil {
 		running, _ = time.ParseDuration(m[1])
@@ -258,6 +252,9 @@ func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRu
 		a.order = a.order[1:]
 	}
 	a.submissions[kind+"|"+key]++
+	if g != nil {
+		g.runs = append(g.runs, r.id)
+	}
 	a.mu.Unlock()
 	// Real time moves too: deliver the end webhook when the run is due.
 	time.AfterFunc(r.queued+r.running, a.sweep)
@@ -554,10 +551,7 @@ func (s *Server) startRuns(w http.ResponseWriter, r *http.Request, api *agentAPI
 	var runs []*agentRun
 	dropped := false
 	for _, sub := range subs {
-		run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
-		if g != nil {
-			s.agents.join(g, run)
-		}
+		run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill, g)
 		runs = append(runs, run)
 		dropped = dropped || s.agents.drop(w, run, sub.key)
 	}
