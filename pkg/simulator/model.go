@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -188,10 +189,15 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 		}
 	}
 	if last.Role == "tool" {
-		hops := 0
+		// The answer draws on every result since the user spoke (each hop's), as a
+		// model reads all of them; answerFrom cites the first few.
+		hops, results := 0, []string{}
 		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != "user"; i-- {
-			if req.Messages[i].Role == "assistant" && len(req.Messages[i].ToolCalls) > 0 {
+			switch m := req.Messages[i]; {
+			case m.Role == "assistant" && len(m.ToolCalls) > 0:
 				hops++
+			case m.Role == "tool":
+				results = append([]string{llm.Text(m.Content)}, results...)
 			}
 		}
 		if m := hopsRE.FindStringSubmatch(user); m != nil && webSearch != nil {
@@ -201,14 +207,6 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 					q = user // the same search again, as models do
 				}
 				return searchCalls(*webSearch, user, q, id), "tool_calls"
-			}
-		}
-		// The answer draws on every result since the user spoke (each hop's), as a
-		// model reads all of them; answerFrom cites the first few.
-		var results []string
-		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != "user"; i-- {
-			if req.Messages[i].Role == "tool" {
-				results = append([]string{llm.Text(req.Messages[i].Content)}, results...)
 			}
 		}
 		answer := answerFrom(results)
@@ -256,13 +254,11 @@ func forcedTool(choice json.RawMessage, tools []chatTool) string {
 	}
 	var mode string
 	if json.Unmarshal(choice, &mode) == nil {
-		if mode != "required" {
+		switch {
+		case mode != "required":
 			return ""
-		}
-		for _, t := range tools {
-			if t.Function.Name == "web_search" {
-				return "web_search"
-			}
+		case slices.ContainsFunc(tools, func(t chatTool) bool { return t.Function.Name == "web_search" }):
+			return "web_search"
 		}
 		return tools[0].Function.Name
 	}
@@ -272,10 +268,8 @@ func forcedTool(choice json.RawMessage, tools []chatTool) string {
 		} `json:"function"`
 	}
 	json.Unmarshal(choice, &o)
-	for _, t := range tools {
-		if t.Function.Name == o.Function.Name {
-			return o.Function.Name
-		}
+	if slices.ContainsFunc(tools, func(t chatTool) bool { return t.Function.Name == o.Function.Name }) {
+		return o.Function.Name
 	}
 	return ""
 }
@@ -331,8 +325,7 @@ func toolArguments(params json.RawMessage, user string) string {
 	if len(args) == 0 {
 		args["input"] = user
 	}
-	b, _ := json.Marshal(args)
-	return string(b)
+	return string(mustJSON(args))
 }
 
 // clientToolTurn reports whether the script calls a client tool on this turn (a
@@ -357,8 +350,7 @@ var urlRE = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+`)
 
 // fetchCall is a web_fetch call of url.
 func fetchCall(url, id string) map[string]any {
-	b, _ := json.Marshal(map[string]string{"url": url})
-	return toolCall(id+"_fetch", "web_fetch", string(b))
+	return toolCall(id+"_fetch", "web_fetch", string(mustJSON(map[string]string{"url": url})))
 }
 
 // toolCall is an assistant message calling one tool, its call id "call_"+id.
@@ -386,12 +378,7 @@ func wantsSearch(text string) bool {
 		return false
 	}
 	lower := strings.ToLower(text)
-	for _, w := range searchWords {
-		if strings.Contains(lower, w) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(searchWords, func(w string) bool { return strings.Contains(lower, w) })
 }
 
 // searchCalls builds the web_search call(s) for query.
@@ -421,18 +408,15 @@ func searchCalls(params json.RawMessage, user, query, id string) map[string]any 
 		if engine != "" {
 			args["engine"] = engine
 		}
-		var argStr string
 		switch {
-		case strings.Contains(user, "sim:badargs"):
-			argStr = `{"query": "unterminated`
 		case strings.Contains(user, "sim:badkey"):
 			args["foo"] = 1
 		case strings.Contains(user, "sim:emptyquery"):
 			args["query"] = "   "
 		}
-		if argStr == "" {
-			b, _ := json.Marshal(args)
-			argStr = string(b)
+		argStr := string(mustJSON(args))
+		if strings.Contains(user, "sim:badargs") {
+			argStr = `{"query": "unterminated`
 		}
 		calls = append(calls, map[string]any{
 			"id": fmt.Sprintf("call_%s_%d", id, i), "type": "function",
@@ -456,10 +440,8 @@ func requiredEngine(params json.RawMessage) string {
 	if json.Unmarshal(params, &p) != nil {
 		return ""
 	}
-	for _, r := range p.Required {
-		if r == "engine" && len(p.Properties.Engine.Enum) > 0 {
-			return p.Properties.Engine.Enum[0]
-		}
+	if slices.Contains(p.Required, "engine") && len(p.Properties.Engine.Enum) > 0 {
+		return p.Properties.Engine.Enum[0]
 	}
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -157,8 +158,7 @@ func (a searchAsk) hits(def int) []simHit {
 			path = fmt.Sprintf("%s-%d", slug, round+1)
 		}
 		form := (int(seed[4]) + i) % len(titleForms)
-		quote := fmt.Sprintf("%s %s, simulated result %d of %d", leadForms[form], q, i+1, n)
-		quote = strings.TrimRight(quote, " ") + "."
+		quote := fmt.Sprintf("%s %s, simulated result %d of %d.", leadForms[form], q, i+1, n)
 		snippet := quote + " The searchfleet simulator wrote this page from the query's own words, so the same query always finds it."
 		if a.huge {
 			snippet += strings.Repeat(" More of the same words.", (hugeSnippet-len(snippet))/24)
@@ -213,12 +213,10 @@ func cleanSite(d string) string {
 
 // blocked reports whether host is one of the blocked domains or under one.
 func blocked(host string, block []string) bool {
-	for _, b := range block {
-		if b = cleanSite(b); b != "" && (host == b || strings.HasSuffix(host, "."+b)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(block, func(b string) bool {
+		b = cleanSite(b)
+		return b != "" && (host == b || strings.HasSuffix(host, "."+b))
+	})
 }
 
 // slugOf is the URL path made from the query's ASCII words, or from its hash when it

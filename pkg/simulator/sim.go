@@ -21,6 +21,7 @@
 package simulator
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -186,12 +187,10 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 		rt.answer = func(r *http.Request, body []byte, q string) []byte { return rt.render(rt.ask(r, body, q)) }
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		body, ok := s.readCounted(w, r, 8<<20, rt.kind, r.URL.RawQuery)
+		if !ok {
 			return
 		}
-		s.stats.count(rt.kind, body, r.URL.RawQuery)
 		q := rt.queryOf(r, body)
 		if !s.applyFaults(w, r, rt.kind, r.URL.Path, q, rt.errorBody, between(s.opts.EngineLatency, s.opts.EngineLatencyMax, body)) {
 			return
@@ -207,6 +206,18 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 		}
 		w.Write(rt.answer(r, body, q))
 	}
+}
+
+// readCounted reads a request body of at most limit bytes and counts it under route
+// (extra: what else tells requests apart); false when it could not be read (answered).
+func (s *Server) readCounted(w http.ResponseWriter, r *http.Request, limit int64, route, extra string) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	s.stats.count(route, body, extra)
+	return body, true
 }
 
 // applyFaults applies latency, directives and standing faults. It returns false when
@@ -235,10 +246,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path,
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if d.status == http.StatusTooManyRequests {
-		ra := d.retryAfter
-		if ra == 0 {
-			ra = time.Second
-		}
+		ra := cmp.Or(d.retryAfter, time.Second)
 		w.Header().Set("Retry-After", strconv.FormatFloat(ra.Seconds(), 'f', -1, 64))
 	}
 	w.WriteHeader(d.status)

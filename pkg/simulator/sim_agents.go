@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -133,8 +134,7 @@ type agentGroup struct {
 func (a *agentSim) newGroup(meta map[string]string) *agentGroup {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.seq++
-	g := &agentGroup{id: fmt.Sprintf("tgrp_%016x", uint64(a.seq)*0x9e3779b97f4a7c15), metadata: meta, created: time.Now().Add(a.offset)}
+	g := &agentGroup{id: a.nextID("tgrp_"), metadata: meta, created: time.Now().Add(a.offset)}
 	if len(a.groups) >= maxAgentRuns {
 		clear(a.groups)
 	}
@@ -142,16 +142,16 @@ func (a *agentSim) newGroup(meta map[string]string) *agentGroup {
 	return g
 }
 
-func (a *agentSim) group(id string) *agentGroup {
+// group finds the task group {gid}, answering api's not-found error (nil) when there
+// is none.
+func (a *agentSim) group(w http.ResponseWriter, r *http.Request, api *agentAPI) *agentGroup {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.groups[id]
-}
-
-func (a *agentSim) join(g *agentGroup, r *agentRun) {
-	a.mu.Lock()
-	g.runs = append(g.runs, r.id)
+	g := a.groups[r.PathValue("gid")]
 	a.mu.Unlock()
+	if g == nil {
+		api.fail(w, http.StatusNotFound, "Task group "+r.PathValue("gid")+" not found")
+	}
+	return g
 }
 
 // groupRuns are the group's runs the simulator still keeps.
@@ -208,6 +208,12 @@ func newAgentSim(s *Server) *agentSim {
 	return &agentSim{s: s, runs: map[string]*agentRun{}, submissions: map[string]int{}, dropped: map[string]bool{}, hooks: map[string]agentHook{}, groups: map[string]*agentGroup{}}
 }
 
+// nextID is a new run or group id (a.mu held).
+func (a *agentSim) nextID(prefix string) string {
+	a.seq++
+	return fmt.Sprintf("%s%016x", prefix, uint64(a.seq)*0x9e3779b97f4a7c15)
+}
+
 func (a *agentSim) now() time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -220,15 +226,9 @@ var (
 )
 
 // newRun starts a run of kind for question, counted under key (the fleet reference,
-// or the question).
-func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRun)) *agentRun {
-	queued, running := a.s.opts.AgentQueued, a.s.opts.AgentRunning
-	if queued == 0 {
-		queued = defaultAgentQueued
-	}
-	if running == 0 {
-		running = defaultAgentRunning
-	}
+// or the question), in group g when not nil.
+func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRun), g *agentGroup) *agentRun {
+	queued, running := cmp.Or(a.s.opts.AgentQueued, defaultAgentQueued), cmp.Or(a.s.opts.AgentRunning, defaultAgentRunning)
 	if m := agentTimeRE.FindStringSubmatch(question); m != nil {
 		running, _ = time.ParseDuration(m[1])
 	}
@@ -243,8 +243,7 @@ func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRu
 		r.cost, _ = strconv.ParseFloat(m[1], 64)
 	}
 	a.mu.Lock()
-	a.seq++
-	r.id = fmt.Sprintf("%s%016x", prefix, uint64(a.seq)*0x9e3779b97f4a7c15)
+	r.id = a.nextID(prefix)
 	r.created = time.Now().Add(a.offset)
 	a.runs[r.id] = r
 	a.order = append(a.order, r)
@@ -253,6 +252,9 @@ func (a *agentSim) newRun(kind, prefix, key, question string, fill func(*agentRu
 		a.order = a.order[1:]
 	}
 	a.submissions[kind+"|"+key]++
+	if g != nil {
+		g.runs = append(g.runs, r.id)
+	}
 	a.mu.Unlock()
 	// Real time moves too: deliver the end webhook when the run is due.
 	time.AfterFunc(r.queued+r.running, a.sweep)
@@ -376,12 +378,8 @@ func (a *agentSim) submissionCounts() map[string]int {
 
 // sweep sends the end webhooks of the runs that have ended and not yet told.
 func (a *agentSim) sweep() {
-	type delivery struct {
-		url, secret, kind string
-		body              []byte
-	}
-	var out []delivery
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	now := time.Now().Add(a.offset)
 	for _, r := range a.order {
 		if r.notified {
@@ -407,11 +405,7 @@ func (a *agentSim) sweep() {
 			continue
 		}
 		r.notified = true
-		out = append(out, delivery{h.url, h.secret, r.kind, mustJSON(body)})
-	}
-	a.mu.Unlock()
-	for _, d := range out {
-		go deliverAgentWebhook(d.url, d.secret, d.kind, d.body)
+		go deliverAgentWebhook(h.url, h.secret, r.kind, mustJSON(body))
 	}
 }
 
@@ -508,13 +502,14 @@ func (s *Server) agentRoutes() {
 
 // agentAPIRoutes registers one kind's runs: create, read, cancel, and its others.
 func (s *Server) agentAPIRoutes(api *agentAPI) {
+	if api.cancelled == nil {
+		api.cancelled = func(run *agentRun, now time.Time, _ bool) any { return api.show(run, now) }
+	}
 	s.mux.HandleFunc(api.path("POST", ""), func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		body, ok := s.readCounted(w, r, 1<<20, api.kind, r.Method+" "+r.URL.Path)
+		if !ok {
 			return
 		}
-		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
 		if runs := s.startRuns(w, r, api, nil, []json.RawMessage{body}); runs != nil {
 			agentJSON(w, api.created, api.show(runs[0], s.agents.now()))
 		}
@@ -530,11 +525,7 @@ func (s *Server) agentAPIRoutes(api *agentAPI) {
 			return
 		}
 		going := s.agents.cancel(run) // cancelling a finished run answers it as it is
-		if api.cancelled != nil {
-			agentJSON(w, http.StatusOK, api.cancelled(run, s.agents.now(), going))
-			return
-		}
-		agentJSON(w, http.StatusOK, api.show(run, s.agents.now()))
+		agentJSON(w, http.StatusOK, api.cancelled(run, s.agents.now(), going))
 	})
 	if api.more != nil {
 		api.more(s, api)
@@ -560,10 +551,7 @@ func (s *Server) startRuns(w http.ResponseWriter, r *http.Request, api *agentAPI
 	var runs []*agentRun
 	dropped := false
 	for _, sub := range subs {
-		run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill)
-		if g != nil {
-			s.agents.join(g, run)
-		}
+		run := s.agents.newRun(api.kind, api.prefix, sub.key, sub.question, sub.fill, g)
 		runs = append(runs, run)
 		dropped = dropped || s.agents.drop(w, run, sub.key)
 	}
@@ -583,14 +571,6 @@ func (s *Server) agentRun(w http.ResponseWriter, r *http.Request, api *agentAPI)
 		api.fail(w, http.StatusNotFound, strings.ReplaceAll(api.notFound, "{id}", id))
 	}
 	return run, now
-}
-
-// keyOr is the fleet reference a submission carries, else its question.
-func keyOr(ref, question string) string {
-	if ref != "" {
-		return ref
-	}
-	return question
 }
 
 // agentJSON answers v as JSON with status.

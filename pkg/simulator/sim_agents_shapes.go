@@ -2,14 +2,15 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Each simulated agent's endpoints, in its provider's documented request and answer
@@ -27,26 +28,17 @@ type citedSpan struct {
 func reportText(pages []simHit, link func(simHit) string) (string, []citedSpan) {
 	var b strings.Builder
 	var spans []citedSpan
-	n := 0
-	for i, h := range pages {
-		if i == 3 {
-			break
-		}
+	for i, h := range pages[:min(3, len(pages))] {
 		if i > 0 {
 			b.WriteString(" ")
-			n++
 		}
-		s := upperFirst(h.Quote)
-		b.WriteString(s)
-		start := n
-		n += len([]rune(s))
+		start := utf8.RuneCountInString(b.String())
+		b.WriteString(upperFirst(h.Quote))
 		if link != nil {
-			l := link(h)
-			start = n
-			b.WriteString(l)
-			n += len([]rune(l))
+			start = utf8.RuneCountInString(b.String())
+			b.WriteString(link(h))
 		}
-		spans = append(spans, citedSpan{start, n, h})
+		spans = append(spans, citedSpan{start, utf8.RuneCountInString(b.String()), h})
 	}
 	return b.String(), spans
 }
@@ -66,9 +58,9 @@ func structuredText(fields [][2]string, pages []simHit) (string, []citedSpan) {
 		v, _ := json.Marshal(fieldValue(f[1], h, i))
 		b.Write(k)
 		b.WriteString(": ")
-		start := len([]rune(b.String()))
+		start := utf8.RuneCountInString(b.String())
 		b.Write(v)
-		spans = append(spans, citedSpan{start, len([]rune(b.String())), h})
+		spans = append(spans, citedSpan{start, utf8.RuneCountInString(b.String()), h})
 	}
 	b.WriteString("}")
 	return b.String(), spans
@@ -111,12 +103,11 @@ func openAIAgent() *agentAPI {
 		show: openAIResponseJSON, fail: openAIError, notFound: "No response found with id '{id}'.",
 		submit: func(_ *http.Request, body []byte) (agentSubmission, int, string) {
 			var req struct {
-				Model        string            `json:"model"`
-				Input        json.RawMessage   `json:"input"`
-				Background   bool              `json:"background"`
-				Metadata     map[string]string `json:"metadata"`
-				MaxToolCalls int               `json:"max_tool_calls"`
-				Tools        []struct {
+				Model      string            `json:"model"`
+				Input      json.RawMessage   `json:"input"`
+				Background bool              `json:"background"`
+				Metadata   map[string]string `json:"metadata"`
+				Tools      []struct {
 					Type string `json:"type"`
 				} `json:"tools"`
 				Text struct {
@@ -139,7 +130,7 @@ func openAIAgent() *agentAPI {
 				return agentSubmission{}, http.StatusBadRequest, "The simulated deep research model runs in background mode only (background: true)."
 			}
 			question := inputText(req.Input)
-			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
+			return agentSubmission{question: question, key: cmp.Or(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
 				a.model, a.metadata, a.schema = req.Model, req.Metadata, req.Text.Format.Schema
 				a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
 			}}, 0, ""
@@ -248,7 +239,7 @@ func geminiAgent(s *Server) *agentAPI {
 				return agentSubmission{}, http.StatusBadRequest, "background=true requires store=true."
 			}
 			question, schema := inputText(req.Input), req.ResponseFormat.Schema
-			key := keyOr(req.WebhookConfig.UserMetadata["fleet_ref"], question)
+			key := cmp.Or(req.WebhookConfig.UserMetadata["fleet_ref"], question)
 			if req.Previous != "" {
 				prev, _ := s.agents.get(kind, req.Previous)
 				if prev == nil {
@@ -357,10 +348,7 @@ func perplexityAgent() *agentAPI {
 			}
 			question := inputText(req.Input)
 			return agentSubmission{question: question, key: question, fill: func(a *agentRun) {
-				a.effort, a.model, a.schema = req.Preset, req.Model, req.ResponseFormat.JSONSchema.Schema
-				if a.model == "" {
-					a.model = "perplexity/sonar"
-				}
+				a.effort, a.model, a.schema = req.Preset, cmp.Or(req.Model, "perplexity/sonar"), req.ResponseFormat.JSONSchema.Schema
 				if !req.Background { // answered at once
 					a.queued, a.running = 0, 0
 				}
@@ -455,7 +443,7 @@ func parallelAgent() *agentAPI {
 			}
 			json.Unmarshal(req.TaskSpec.OutputSchema, &spec)
 			question := inputText(req.Input)
-			return agentSubmission{question: question, key: keyOr(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
+			return agentSubmission{question: question, key: cmp.Or(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
 				a.effort, a.model, a.metadata = req.Processor, req.Processor, req.Metadata
 				if spec.Type == "json" {
 					a.schema = spec.JSONSchema
@@ -493,12 +481,13 @@ func parallelAgent() *agentAPI {
 func (s *Server) parallelGroupRoutes(api *agentAPI) {
 	base := "/" + api.kind + "/v1/tasks/groups"
 	s.mux.HandleFunc("POST "+base, func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
+		body, ok := s.readCounted(w, r, 1<<20, api.kind, r.Method+" "+r.URL.Path)
 		var req struct {
 			Metadata map[string]string `json:"metadata"`
 		}
-		if json.Unmarshal(body, &req) != nil {
+		if !ok {
+			return
+		} else if json.Unmarshal(body, &req) != nil {
 			api.fail(w, http.StatusUnprocessableEntity, "the body is not JSON")
 			return
 		}
@@ -506,11 +495,12 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 		agentJSON(w, http.StatusOK, s.agents.groupJSON(g))
 	})
 	s.mux.HandleFunc("POST "+base+"/{gid}/runs", func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		s.stats.count(api.kind, body, r.Method+" "+r.URL.Path)
-		g := s.agents.group(r.PathValue("gid"))
+		body, ok := s.readCounted(w, r, 1<<20, api.kind, r.Method+" "+r.URL.Path)
+		if !ok {
+			return
+		}
+		g := s.agents.group(w, r, api)
 		if g == nil {
-			api.fail(w, http.StatusNotFound, "Task group "+r.PathValue("gid")+" not found")
 			return
 		}
 		var req struct {
@@ -533,32 +523,23 @@ func (s *Server) parallelGroupRoutes(api *agentAPI) {
 	})
 	s.mux.HandleFunc("GET "+base+"/{gid}/runs", func(w http.ResponseWriter, r *http.Request) {
 		s.stats.count(api.kind, nil, r.URL.Path)
-		g := s.agents.group(r.PathValue("gid"))
+		g := s.agents.group(w, r, api)
 		if g == nil {
-			api.fail(w, http.StatusNotFound, "Task group "+r.PathValue("gid")+" not found")
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		now := s.agents.now()
 		for i, run := range s.agents.groupRuns(g) {
-			if run.fixture {
-				fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", compactJSON(agentFixture("parallel-task-group-runs-event.CONSTRUCTED.json")))
+			if run.fixture { // on one line, an SSE data line
+				var b bytes.Buffer
+				json.Compact(&b, agentFixture("parallel-task-group-runs-event.CONSTRUCTED.json"))
+				fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", b.Bytes())
 				continue
 			}
 			st, _ := run.state(now)
-			b, _ := json.Marshal(map[string]any{"type": "task_run.state", "event_id": strconv.Itoa(i + 1), "run": parallelRunJSON(run, st)})
-			fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", b)
+			fmt.Fprintf(w, "event: task_run.state\ndata: %s\n\n", mustJSON(map[string]any{"type": "task_run.state", "event_id": strconv.Itoa(i + 1), "run": parallelRunJSON(run, st)}))
 		}
 	})
-}
-
-// compactJSON is b on one line (an SSE data line).
-func compactJSON(b []byte) []byte {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return b
-	}
-	return buf.Bytes()
 }
 
 // parallelRunJSON is a Task Run in status st.
@@ -628,11 +609,8 @@ func exaAgent() *agentAPI {
 			if !strings.Contains(r.Header.Get("Exa-Beta"), "agent-2026-05-07") {
 				return agentSubmission{}, http.StatusBadRequest, "Exa Agent requires the Exa-Beta: agent-2026-05-07 header"
 			}
-			return agentSubmission{question: req.Query, key: keyOr(req.Metadata["fleet_ref"], req.Query), fill: func(a *agentRun) {
-				a.effort, a.metadata = req.Effort, req.Metadata
-				if a.effort == "" {
-					a.effort = "auto"
-				}
+			return agentSubmission{question: req.Query, key: cmp.Or(req.Metadata["fleet_ref"], req.Query), fill: func(a *agentRun) {
+				a.effort, a.metadata = cmp.Or(req.Effort, "auto"), req.Metadata
 				if string(req.OutputSchema) != "null" {
 					a.schema = req.OutputSchema
 				}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // The ask readers turn an engine kind's request into a searchAsk: the query the route
@@ -112,7 +114,11 @@ func glmAPIAsk(_ *http.Request, body []byte, q string) searchAsk {
 }
 
 func glmChatAsk(_ *http.Request, body []byte, q string) searchAsk {
-	ws := jpath(decodeBody(body), "tools", "0", "web_search")
+	return glmSearchAsk(jpath(decodeBody(body), "tools", "0", "web_search"), q)
+}
+
+// glmSearchAsk is the search of GLM's web_search tool ws (its decoded options) for q.
+func glmSearchAsk(ws any, q string) searchAsk {
 	return newAsk(q, jint(jpath(ws, "count")), commaList(jstr(jpath(ws, "search_domain_filter"))), nil, recencyOf(jstr(jpath(ws, "search_recency_filter"))))
 }
 
@@ -174,3 +180,47 @@ func openrouterAsk(_ *http.Request, body []byte, q string) searchAsk {
 
 // plainAsk is the ask of a kind whose request carries nothing but the query.
 func plainAsk(_ *http.Request, _ []byte, q string) searchAsk { return newAsk(q, 0, nil, nil, "") }
+
+// jsonField returns a queryOf that reads a top-level string field of a JSON body.
+func jsonField(name string) func(*http.Request, []byte) string {
+	return func(_ *http.Request, body []byte) string { return jstr(decodeBody(body)[name]) }
+}
+
+// urlParam returns a queryOf that reads a URL query parameter.
+func urlParam(name string) func(*http.Request, []byte) string {
+	return func(r *http.Request, _ []byte) string { return r.URL.Query().Get(name) }
+}
+
+// roleContent is a message as a request body carries it (Chat and Anthropic messages,
+// Responses input items): its role and its content.
+type roleContent struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// bodyMessages are the messages of a Chat or Messages request body; nil when it does
+// not decode.
+func bodyMessages(body []byte) []roleContent {
+	var req struct {
+		Messages []roleContent `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return nil
+	}
+	return req.Messages
+}
+
+// lastUser is the text of the last user message of msgs (string content or text
+// parts).
+func lastUser(msgs []roleContent) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return llm.Text(msgs[i].Content)
+		}
+	}
+	return ""
+}
+
+// chatQuery is a queryOf that reads the text of the last user message of an
+// OpenAI-style chat request body.
+func chatQuery(_ *http.Request, body []byte) string { return lastUser(bodyMessages(body)) }

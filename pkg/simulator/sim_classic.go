@@ -68,13 +68,11 @@ func classicRoutes() []engineRoute {
 // braveErrorBody is Brave's {"type":"ErrorResponse","error":{…}} envelope with the code
 // Brave uses for status.
 func braveErrorBody(status int) []byte {
-	code, detail := "SIMULATED_FAILURE", "Simulated Brave failure."
-	switch {
-	case status == http.StatusTooManyRequests:
-		code, detail = "RATE_LIMITED", "Request rate limit exceeded for plan. (simulated)"
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		code, detail = "SUBSCRIPTION_TOKEN_INVALID", "The provided subscription token is invalid. (simulated)"
-	}
+	invalid := [2]string{"SUBSCRIPTION_TOKEN_INVALID", "The provided subscription token is invalid. (simulated)"}
+	e := byStatus(status, [2]string{"SIMULATED_FAILURE", "Simulated Brave failure."}, map[int][2]string{
+		http.StatusTooManyRequests: {"RATE_LIMITED", "Request rate limit exceeded for plan. (simulated)"},
+		http.StatusUnauthorized:    invalid, http.StatusForbidden: invalid})
+	code, detail := e[0], e[1]
 	return mustJSON(map[string]any{
 		"type": "ErrorResponse",
 		"error": map[string]any{
@@ -104,28 +102,43 @@ func searxngErrorBody(forbidden []byte) func(int) []byte {
 
 // exaErrorBody is Exa's {"requestId","error","tag"} envelope.
 func exaErrorBody(status int) []byte {
-	tag, msg := "INTERNAL_ERROR", "Internal server error (simulated)"
-	switch status {
-	case http.StatusUnauthorized:
-		tag, msg = "INVALID_API_KEY", "Invalid API key (simulated)"
-	case http.StatusPaymentRequired:
-		tag, msg = "NO_MORE_CREDITS", "You have run out of credits (simulated)"
-	case http.StatusForbidden:
-		tag, msg = "ACCESS_DENIED", "Access denied (simulated)"
-	case http.StatusTooManyRequests:
-		tag, msg = "RATE_LIMIT_EXCEEDED", "Rate limit exceeded (simulated)"
-	}
-	return mustJSON(map[string]any{"requestId": "simulated", "error": msg, "tag": tag})
+	e := byStatus(status, [2]string{"INTERNAL_ERROR", "Internal server error (simulated)"}, map[int][2]string{
+		http.StatusUnauthorized:    {"INVALID_API_KEY", "Invalid API key (simulated)"},
+		http.StatusPaymentRequired: {"NO_MORE_CREDITS", "You have run out of credits (simulated)"},
+		http.StatusForbidden:       {"ACCESS_DENIED", "Access denied (simulated)"},
+		http.StatusTooManyRequests: {"RATE_LIMIT_EXCEEDED", "Rate limit exceeded (simulated)"}})
+	return mustJSON(map[string]any{"requestId": "simulated", "error": e[1], "tag": e[0]})
 }
 
 // serperErrorBody is Serper's {"message","statusCode"} envelope.
 func serperErrorBody(status int) []byte {
-	msg := "Internal server error (simulated)"
-	switch status {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		msg = "Unauthorized. (simulated)"
-	case http.StatusTooManyRequests:
-		msg = "Too many requests (simulated)"
-	}
+	msg := byStatus(status, "Internal server error (simulated)", map[int]string{http.StatusUnauthorized: "Unauthorized. (simulated)",
+		http.StatusForbidden: "Unauthorized. (simulated)", http.StatusTooManyRequests: "Too many requests (simulated)"})
 	return mustJSON(map[string]any{"message": msg, "statusCode": status})
+}
+
+// byStatus is cases[status], or def when status has none: an error envelope's words
+// for a status.
+func byStatus[T any](status int, def T, cases map[int]T) T {
+	if v, ok := cases[status]; ok {
+		return v
+	}
+	return def
+}
+
+// tavilyRoutes serves Tavily's POST /search: pages generated from the query in the
+// shape of the pydantic-ai recording ("sim:fixture": the recording itself).
+func tavilyRoutes() []engineRoute {
+	return []engineRoute{{
+		kind:    "tavily",
+		pattern: "POST /tavily/search",
+		queryOf: jsonField("query"),
+		ask:     tavilyAsk,
+		render:  tavilyBody,
+		fixture: "tavily/pydantic-test_basic_search.response.json",
+		empty:   []byte(`{"query":"","answer":null,"follow_up_questions":null,"images":[],"results":[],"response_time":0.1}`),
+		errorBody: func(int) []byte {
+			return []byte(`{"detail":{"error":"simulated Tavily failure"}}`)
+		},
+	}}
 }

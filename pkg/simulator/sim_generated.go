@@ -264,17 +264,7 @@ func responsesBody(a searchAsk, model, id, prefix string) []byte {
 	for _, h := range hits {
 		sources = append(sources, map[string]any{"type": "url", "url": h.URL})
 	}
-	var ws, msg map[string]any
-	for _, it := range arr(m["output"]) {
-		switch item := obj(it); item["type"] {
-		case "web_search_call":
-			if ws == nil {
-				ws = clone(item)
-			}
-		case "message":
-			msg = clone(item)
-		}
-	}
+	ws, msg := ofType(arr(m["output"]), "web_search_call", nil), ofType(arr(m["output"]), "message", nil)
 	ws["id"] = "ws_sim_" + id
 	ws["action"] = map[string]any{"type": "search", "query": a.shown(), "sources": nonNil(sources)}
 	text, spans := linkedText(prefix, hits)
@@ -300,19 +290,9 @@ func responsesBody(a searchAsk, model, id, prefix string) []byte {
 func anthropicBody(a searchAsk, model, id, prefix string) []byte {
 	m := template("anthropic/pydantic-web-search-sf.response.json")
 	hits := a.hits(defaultHits)
-	var use, result, cited map[string]any
-	for _, b := range arr(m["content"]) {
-		switch block := obj(b); block["type"] {
-		case "server_tool_use":
-			use = clone(block)
-		case "web_search_tool_result":
-			result = clone(block)
-		case "text":
-			if block["citations"] != nil && cited == nil {
-				cited = clone(block)
-			}
-		}
-	}
+	blocks := arr(m["content"])
+	use, result := ofType(blocks, "server_tool_use", nil), ofType(blocks, "web_search_tool_result", nil)
+	cited := ofType(blocks, "text", func(b map[string]any) bool { return b["citations"] != nil })
 	toolID := "srvtoolu_sim_" + id
 	use["id"], use["input"] = toolID, map[string]any{"query": a.shown()}
 	result["tool_use_id"] = toolID
@@ -437,6 +417,17 @@ func fill(m map[string]any, key string, hits []simHit, set func(r map[string]any
 		out = append(out, r)
 	}
 	m[key] = out
+}
+
+// ofType is a copy of the first item of list of type typ (and that keep keeps, when
+// not nil).
+func ofType(list []any, typ string, keep func(map[string]any) bool) map[string]any {
+	for _, it := range list {
+		if item := obj(it); item["type"] == typ && (keep == nil || keep(item)) {
+			return clone(item)
+		}
+	}
+	return nil
 }
 
 // nonNil keeps an empty list a JSON [] rather than null.

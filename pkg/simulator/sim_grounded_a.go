@@ -79,14 +79,7 @@ func groundedRoutesA() []engineRoute {
 
 // geminiSimQuery reads the last user text of a generateContent request.
 func geminiSimQuery(_ *http.Request, body []byte) string {
-	var req struct {
-		Contents []struct {
-			Role  string `json:"role"`
-			Parts []struct {
-				Text string `json:"text"`
-			} `json:"parts"`
-		} `json:"contents"`
-	}
+	var req geminiRequest
 	if json.Unmarshal(body, &req) != nil {
 		return ""
 	}
@@ -135,14 +128,10 @@ func anthropicSimQuery(_ *http.Request, body []byte) string {
 
 // geminiSimError is Google's error envelope with the canonical status for code.
 func geminiSimError(code int) []byte {
-	status := map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-		404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE"}[code]
-	if status == "" {
-		status = "UNKNOWN"
-	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+	status := byStatus(code, "UNKNOWN", map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+		404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE"})
+	return mustJSON(map[string]any{"error": map[string]any{
 		"code": code, "message": fmt.Sprintf("simulated Gemini failure (HTTP %d)", code), "status": status}})
-	return b
 }
 
 // openaiSimError is OpenAI's error envelope.
@@ -161,12 +150,8 @@ func openaiSimError(code int) []byte {
 
 // anthropicSimError is Anthropic's error envelope.
 func anthropicSimError(code int) []byte {
-	typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-		404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[code]
-	if typ == "" {
-		typ = "api_error"
-	}
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{
+	typ := byStatus(code, "api_error", map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+		404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"})
+	return mustJSON(map[string]any{"type": "error", "error": map[string]any{
 		"type": typ, "message": fmt.Sprintf("simulated Anthropic failure (HTTP %d)", code)}, "request_id": "req_simulated"})
-	return b
 }

@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 )
@@ -120,10 +121,5 @@ func moonshotErrorType(status int) string {
 
 // kimiHasToolMessage reports whether a chat request carries a tool result message.
 func kimiHasToolMessage(body []byte) bool {
-	for _, m := range bodyMessages(body) {
-		if m.Role == "tool" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(bodyMessages(body), func(m roleContent) bool { return m.Role == "tool" })
 }

@@ -2,7 +2,6 @@ package simulator
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"strings"
@@ -52,14 +51,11 @@ func lowCostRoutes() []engineRoute {
 			fixture: "cloudflare/docs-shape-websearch.CONSTRUCTED.json",
 			empty:   []byte(`{"success":true,"errors":[],"messages":[],"result":{"results":[]}}`),
 			errorBody: func(status int) []byte {
-				code, msg := 7000, "Simulated Cloudflare failure"
-				switch status {
-				case http.StatusUnauthorized, http.StatusForbidden:
-					code, msg = 10000, "Authentication error (simulated)"
-				case http.StatusTooManyRequests:
-					code, msg = 971, "Please wait and consider throttling your request speed (simulated)"
-				}
-				return fmt.Appendf(nil, `{"success":false,"errors":[{"code":%d,"message":"%s"}],"messages":[],"result":null}`, code, msg)
+				auth := "10000 Authentication error (simulated)"
+				e := byStatus(status, "7000 Simulated Cloudflare failure", map[int]string{http.StatusUnauthorized: auth, http.StatusForbidden: auth,
+					http.StatusTooManyRequests: "971 Please wait and consider throttling your request speed (simulated)"})
+				code, msg, _ := strings.Cut(e, " ")
+				return fmt.Appendf(nil, `{"success":false,"errors":[{"code":%s,"message":"%s"}],"messages":[],"result":null}`, code, msg)
 			},
 			options: `{"accountId":"sim-account","provider":"ceramic"}`,
 		},
@@ -179,12 +175,10 @@ func linkupBody(a searchAsk) []byte {
 // could not read (HTTP 404). Directives and standing faults apply as to the engines.
 func (s *Server) parallelExtract(w http.ResponseWriter, r *http.Request) {
 	const kind = "parallel-extract"
-	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := s.readCounted(w, r, 8<<20, kind, r.URL.RawQuery)
+	if !ok {
 		return
 	}
-	s.stats.count(kind, body, r.URL.RawQuery)
 	urls := jstrs(decodeBody(body)["urls"])
 	if r.Header.Get("x-api-key") == "" {
 		writeError(w, http.StatusUnauthorized, parallelErrorBody(http.StatusUnauthorized))

@@ -3,6 +3,7 @@ package simulator
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -53,12 +54,7 @@ var fileMarks = [][]byte{[]byte(`"file"`), []byte(`input_file`), []byte(`"docume
 // bodies (decoding every model request to find none was a tenth of the simulator's
 // time under load).
 func mayHoldFile(body []byte) bool {
-	for _, m := range fileMarks {
-		if bytes.Contains(body, m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(fileMarks, func(m []byte) bool { return bytes.Contains(body, m) })
 }
 
 // urlFile reports whether o is a file given by URL in the shape of the protocol
@@ -80,23 +76,19 @@ func urlFile(path string, o map[string]any) bool {
 
 // nativeFile reports whether o is a file in the shape of the protocol served at path.
 func nativeFile(path string, o map[string]any) bool {
-	field := func(o any, k string) any {
-		m, _ := o.(map[string]any)
-		return m[k]
-	}
 	dataURL := func(v any) bool {
 		s, _ := v.(string)
 		return strings.HasPrefix(s, "data:") && strings.Contains(s, ";base64,")
 	}
 	switch {
 	case strings.HasSuffix(path, "/chat/completions"):
-		return o["type"] == "file" && dataURL(field(o["file"], "file_data"))
+		return o["type"] == "file" && dataURL(jpath(o, "file", "file_data"))
 	case strings.HasSuffix(path, "/responses"):
 		return o["type"] == "input_file" && dataURL(o["file_data"])
 	case strings.HasSuffix(path, "/messages"):
-		return o["type"] == "document" && field(o["source"], "type") == "base64"
+		return o["type"] == "document" && jpath(o, "source", "type") == "base64"
 	case strings.HasPrefix(path, "/v1beta/models/"):
-		media, _ := field(o["inlineData"], "mimeType").(string)
+		media := jstr(jpath(o, "inlineData", "mimeType"))
 		return media != "" && !strings.HasPrefix(media, "image/")
 	}
 	return false

@@ -16,8 +16,9 @@ type geminiRequest struct {
 	Contents []struct {
 		Role  string `json:"role"`
 		Parts []struct {
-			Text         string `json:"text"`
-			FunctionCall *struct {
+			Text             string `json:"text"`
+			ThoughtSignature string `json:"thoughtSignature"`
+			FunctionCall     *struct {
 				ID   string          `json:"id"`
 				Name string          `json:"name"`
 				Args json.RawMessage `json:"args"`
@@ -48,12 +49,8 @@ type geminiRequest struct {
 
 // geminiStatus is the google.rpc status name of an HTTP status.
 func geminiStatus(status int) string {
-	names := map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED",
-		403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"}
-	if s, ok := names[status]; ok {
-		return s
-	}
-	return "INTERNAL"
+	return byStatus(status, "INTERNAL", map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED",
+		403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"})
 }
 
 // geminiErrorBody is the google.rpc error shape of the recorded 429s: a 429 carries a
@@ -63,8 +60,7 @@ func geminiErrorBody(status int, msg string) []byte {
 	if status == http.StatusTooManyRequests {
 		e["details"] = []any{map[string]string{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}}
 	}
-	b, _ := json.Marshal(map[string]any{"error": e})
-	return b
+	return mustJSON(map[string]any{"error": e})
 }
 
 // geminiGenerate is the scripted model as the Gemini API (POST
@@ -110,8 +106,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		if finish != "" {
 			c["finishReason"] = finish
 		}
-		b, _ := json.Marshal(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
-		return b
+		return mustJSON(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
 	}
 	thinking, ok := s.geminiReasoning(w, body)
 	if !ok {
@@ -125,8 +120,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 		part := map[string]any{"functionCall": map[string]any{"name": c.Function.Name, "args": args}}
 		if thinking && i == 0 {
-			raw, _ := json.Marshal(args)
-			part["thoughtSignature"] = geminiCallSignature(c.Function.Name, raw)
+			part["thoughtSignature"] = geminiCallSignature(c.Function.Name, mustJSON(args))
 		}
 		calls = append(calls, part)
 	}
@@ -212,8 +206,7 @@ func (req *geminiRequest) chatForm(model string) chatRequest {
 						break
 					}
 				}
-				cb, _ := json.Marshal(content)
-				out.Messages = append(out.Messages, llm.Message{Role: "tool", ToolCallID: p.FunctionResponse.ID + p.FunctionResponse.Name, Content: cb})
+				out.Messages = append(out.Messages, llm.Message{Role: "tool", ToolCallID: p.FunctionResponse.ID + p.FunctionResponse.Name, Content: mustJSON(content)})
 			case p.Text != "":
 				text = append(text, p.Text)
 			}

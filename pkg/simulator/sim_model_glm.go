@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
@@ -21,29 +22,19 @@ import (
 
 // glmSearchOffered reports whether a request declares GLM's web_search tool.
 func glmSearchOffered(req chatRequest) bool {
-	for _, t := range req.Tools {
-		if t.Type == "web_search" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Type == "web_search" })
 }
 
 // glmNativeAsk is the search GLM's web_search tool of req makes for user.
 func glmNativeAsk(req chatRequest, user string) searchAsk {
 	for _, t := range req.Tools {
 		if t.Type == "web_search" {
-			return glmChatAsk(nil, mustJSON(map[string]any{"tools": []any{map[string]any{"web_search": json.RawMessage(orNull(t.WebSearch))}}}), user)
+			var ws any
+			json.Unmarshal(t.WebSearch, &ws)
+			return glmSearchAsk(ws, user)
 		}
 	}
 	return newAsk(user, 0, nil, nil, "")
-}
-
-func orNull(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
 }
 
 // glmNative answers a request that declared GLM's web_search tool.
@@ -67,8 +58,7 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 	content := jstr(jpath(rec, "choices", "0", "message", "content"))
 	rec["model"] = req.Model
 	if !req.Stream {
-		b, _ := json.Marshal(rec)
-		writeJSON(w, b)
+		writeJSON(w, mustJSON(rec))
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -76,8 +66,7 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 	w.WriteHeader(http.StatusOK)
 	send := func(v map[string]any) {
 		v["id"], v["created"], v["model"] = rec["id"], rec["created"], req.Model
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
+		fmt.Fprintf(w, "data: %s\n\n", mustJSON(v))
 		rc.Flush()
 	}
 	for _, tok := range tokens(content) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
@@ -49,12 +50,7 @@ func (s *Server) nativeChat(w http.ResponseWriter, r *http.Request, req chatRequ
 
 // kimiSearchOffered reports whether a request declares Kimi's builtin $web_search.
 func kimiSearchOffered(req chatRequest) bool {
-	for _, t := range req.Tools {
-		if t.Type == "builtin_function" && t.Function.Name == "$web_search" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Type == "builtin_function" && t.Function.Name == "$web_search" })
 }
 
 // kimiArguments is the arguments string of the $web_search call answering user: the
@@ -73,9 +69,10 @@ func (s *Server) kimiNative(w http.ResponseWriter, r *http.Request, req chatRequ
 		finish string
 		usage  map[string]int
 	)
+	echoed, problem := kimiEcho(req.Messages, user)
 	switch {
-	case last.Role == "tool" && kimiEchoed(req.Messages):
-		if problem := kimiCheckEcho(req.Messages, user); problem != "" {
+	case last.Role == "tool" && echoed:
+		if problem != "" {
 			writeError(w, http.StatusBadRequest, []byte(fmt.Sprintf(`{"error":{"message":%q,"type":"invalid_request_error"}}`, problem)))
 			return
 		}
@@ -113,17 +110,6 @@ func kimiRecorded(name string) (map[string]any, string, map[string]int) {
 	return rec.Choices[0].Message, rec.Choices[0].FinishReason, rec.Usage
 }
 
-// kimiEchoed reports whether the request's last tool messages answer a $web_search
-// call.
-func kimiEchoed(msgs []llm.Message) bool {
-	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == "tool"; i-- {
-		if c, ok := kimiCall(msgs, msgs[i].ToolCallID); ok && c.Function.Name == "$web_search" {
-			return true
-		}
-	}
-	return false
-}
-
 // kimiCall finds the call id of an assistant message of msgs.
 func kimiCall(msgs []llm.Message, id string) (llm.ToolCall, bool) {
 	for _, m := range msgs {
@@ -136,23 +122,23 @@ func kimiCall(msgs []llm.Message, id string) (llm.ToolCall, bool) {
 	return llm.ToolCall{}, false
 }
 
-// kimiCheckEcho checks the echo of the $web_search calls: each tool message's content
-// is its call's arguments verbatim, as this simulator issued them. It returns what is
-// wrong ("": nothing).
-func kimiCheckEcho(msgs []llm.Message, user string) string {
+// kimiEcho checks the echo of the $web_search calls, the request's last tool messages
+// that answer one (echoed: there are some): each one's content is its call's arguments
+// verbatim, as this simulator issued them. problem is what is wrong ("": nothing).
+func kimiEcho(msgs []llm.Message, user string) (echoed bool, problem string) {
 	_, want := kimiArguments(user)
 	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == "tool"; i-- {
 		c, ok := kimiCall(msgs, msgs[i].ToolCallID)
 		if !ok || c.Function.Name != "$web_search" {
 			continue
 		}
-		got := llm.Text(msgs[i].Content)
-		if c.Function.Arguments != want || got != want {
-			return "Invalid request: the tool message of the $web_search call " + c.ID + " must carry the call's arguments verbatim (simulated Moonshot error)"
+		echoed = true
+		if problem == "" && (c.Function.Arguments != want || llm.Text(msgs[i].Content) != want) {
+			problem = "Invalid request: the tool message of the $web_search call " + c.ID + " must carry the call's arguments verbatim (simulated Moonshot error)"
 		}
 	}
-	if strings.TrimSpace(user) == "" {
-		return "Invalid request: no user message (simulated Moonshot error)"
+	if problem == "" && strings.TrimSpace(user) == "" {
+		problem = "Invalid request: no user message (simulated Moonshot error)"
 	}
-	return ""
+	return echoed, problem
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"time"
 
@@ -94,13 +93,8 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 	if finish == "tool_calls" {
 		a.stop = wire.StopToolUse
 	}
-	if text, ok := msg["content"].(string); ok {
-		a.text = text
-	}
-	if calls, ok := msg["tool_calls"]; ok {
-		b, _ := json.Marshal(calls)
-		json.Unmarshal(b, &a.calls)
-	}
+	a.text, _ = msg["content"].(string)
+	json.Unmarshal(mustJSON(msg["tool_calls"]), &a.calls) // null when there are none
 	a.usage = wire.Usage{InputTokens: len(body) / 4, OutputTokens: len(a.text)/4 + 1}
 	return a, true
 }
@@ -130,14 +124,11 @@ func chatForm(req *wire.Request) (chatRequest, error) {
 
 // readBody reads a model request body and counts it.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return nil, false
+	body, ok := s.readCounted(w, r, 32<<20, "model", r.URL.RawQuery)
+	if ok {
+		s.stats.countFiles(r.URL.Path, body)
 	}
-	s.stats.count("model", body, r.URL.RawQuery)
-	s.stats.countFiles(r.URL.Path, body)
-	return body, true
+	return body, ok
 }
 
 // writeError writes an error body with its status.
@@ -153,8 +144,9 @@ func writeJSON(w http.ResponseWriter, body []byte) {
 	w.Write(body)
 }
 
-// writeEvents sends events as server-sent events, each flushed, delay apart.
-func writeEvents(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay time.Duration) {
+// writeEvents sends events as server-sent events, each flushed, delay apart; false
+// when the client went away first.
+func writeEvents(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay time.Duration) bool {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -164,12 +156,13 @@ func writeEvents(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay
 			select {
 			case <-time.After(delay):
 			case <-r.Context().Done():
-				return
+				return false
 			}
 		}
 		wire.WriteSSE(w, []wire.Event{ev})
 		rc.Flush()
 	}
+	return true
 }
 
 // streamEvents renders resp as st's events a token at a time, as a model writes: the

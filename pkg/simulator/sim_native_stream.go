@@ -1,6 +1,8 @@
 package simulator
 
 import (
+	"maps"
+
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -19,10 +21,7 @@ func anthropicStream(body []byte) []wire.Event {
 		v["type"] = name
 		evs = append(evs, wire.Event{Name: name, Data: mustJSON(v)})
 	}
-	start := map[string]any{}
-	for k, v := range m {
-		start[k] = v
-	}
+	start := maps.Clone(m)
 	usage := obj(m["usage"])
 	startUsage := clone(usage)
 	startUsage["output_tokens"] = 1

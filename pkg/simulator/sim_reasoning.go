@@ -68,7 +68,7 @@ func anthropicThinkingOn(body []byte) bool {
 // thinking and redacted_thinking block unaltered, and the last assistant message that
 // made tool calls opening with one. "" when they pass.
 // carried counts the thinking blocks the messages carry.
-func anthropicThinkingError(body []byte) (msg string, carried int) {
+func anthropicThinkingError(body []byte) (refusal *wire.Error, carried int) {
 	last := -1
 	var lastBlocks []map[string]any
 	for i, m := range bodyMessages(body) {
@@ -84,13 +84,13 @@ func anthropicThinkingError(body []byte) (msg string, carried int) {
 				text, _ := b["thinking"].(string)
 				sig, _ := b["signature"].(string)
 				if sig != sign("thinking", text) {
-					return fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j), carried
+					return refuse("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j), carried
 				}
 			case "redacted_thinking":
 				carried++
 				data, _ := b["data"].(string)
 				if len(data) < 8 || data[8:] != sign("redacted", data[:8]) {
-					return fmt.Sprintf("messages.%d.content.%d: Invalid `data` in `redacted_thinking` block", i, j), carried
+					return refuse("messages.%d.content.%d: Invalid `data` in `redacted_thinking` block", i, j), carried
 				}
 			case "tool_use":
 				uses = true
@@ -102,10 +102,10 @@ func anthropicThinkingError(body []byte) (msg string, carried int) {
 	}
 	if last >= 0 {
 		if t := lastBlocks[0]["type"]; t != "thinking" && t != "redacted_thinking" {
-			return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%v`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking", last, t), carried
+			return refuse("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%v`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking", last, t), carried
 		}
 	}
-	return "", carried
+	return nil, carried
 }
 
 // anthropicThinking checks a thinking request and, when it passes, returns the
@@ -116,10 +116,7 @@ func (s *Server) anthropicThinking(w http.ResponseWriter, body []byte, user, id 
 	if !anthropicThinkingOn(body) {
 		return nil, true
 	}
-	msg, carried := anthropicThinkingError(body)
-	if !s.reasoningVerdict(w, id, msg != "", carried, func() (int, []byte) {
-		return http.StatusBadRequest, anthropic.Client.EncodeError(&wire.Error{Status: http.StatusBadRequest, Message: msg})
-	}) {
+	if refusal, carried := anthropicThinkingError(body); !s.reasoningVerdict(w, id, refusal, carried, anthropic.Client.EncodeError) {
 		return nil, false
 	}
 	text := thinkingText(user, id)
@@ -235,26 +232,27 @@ func (s *Server) responsesReasoning(w http.ResponseWriter, body []byte) (on, ok 
 		return false, true
 	}
 	refusal, carried := responsesReasoningError(body)
-	return on, s.reasoningVerdict(w, string(body), refusal != nil, carried, func() (int, []byte) {
-		return refusal.Status, responses.Client.EncodeError(refusal)
-	})
+	return on, s.reasoningVerdict(w, string(body), refusal, carried, responses.Client.EncodeError)
 }
 
 // reasoningVerdict counts a reasoning request's check under key: model_reasoning_refused
-// when refused (answering the status and body refusal makes) or
-// model_reasoning_verified when it passed carrying reasoning state. It reports whether
-// the request passed.
-func (s *Server) reasoningVerdict(w http.ResponseWriter, key string, refused bool, carried int, refusal func() (int, []byte)) bool {
-	if refused {
+// when refused (answering the refusal as encode writes it) or model_reasoning_verified
+// when it passed carrying reasoning state. It reports whether the request passed.
+func (s *Server) reasoningVerdict(w http.ResponseWriter, key string, refusal *wire.Error, carried int, encode func(*wire.Error) []byte) bool {
+	if refusal != nil {
 		s.stats.count("model_reasoning_refused", nil, key)
-		status, body := refusal()
-		writeError(w, status, body)
+		writeError(w, refusal.Status, encode(refusal))
 		return false
 	}
 	if carried > 0 {
 		s.stats.count("model_reasoning_verified", nil, key)
 	}
 	return true
+}
+
+// refuse is a 400 refusal of a reasoning request.
+func refuse(format string, args ...any) *wire.Error {
+	return &wire.Error{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
 }
 
 // withReasoningItem adds a reasoning item before the first output item of an encoded
@@ -278,8 +276,7 @@ func withReasoningItem(answer []byte, body []byte, user, id string) []byte {
 		item["encrypted_content"] = sign("encrypted", rs)
 	}
 	resp["output"] = append([]any{item}, out...)
-	b, _ := json.Marshal(resp)
-	return b
+	return mustJSON(resp)
 }
 
 //   - Gemini with generationConfig.thinkingConfig: the first functionCall part of each
@@ -317,22 +314,10 @@ func geminiThinking(body []byte) (on, includeThoughts bool) {
 
 // geminiSignatureError checks the current turn's function calls as Gemini 3 does;
 // carried counts the signatures checked.
-func geminiSignatureError(body []byte) (msg string, carried int) {
-	var req struct {
-		Contents []struct {
-			Role  string `json:"role"`
-			Parts []struct {
-				Text             string `json:"text"`
-				ThoughtSignature string `json:"thoughtSignature"`
-				FunctionCall     *struct {
-					Name string          `json:"name"`
-					Args json.RawMessage `json:"args"`
-				} `json:"functionCall"`
-			} `json:"parts"`
-		} `json:"contents"`
-	}
+func geminiSignatureError(body []byte) (refusal *wire.Error, carried int) {
+	var req geminiRequest
 	if json.Unmarshal(body, &req) != nil {
-		return "", 0
+		return nil, 0
 	}
 	start := 0
 	for i, c := range req.Contents {
@@ -352,13 +337,13 @@ func geminiSignatureError(body []byte) (msg string, carried int) {
 				continue
 			}
 			if p.ThoughtSignature != geminiCallSignature(p.FunctionCall.Name, p.FunctionCall.Args) {
-				return fmt.Sprintf("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:%s` , position %d. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", p.FunctionCall.Name, i+1), carried
+				return refuse("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:%s` , position %d. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", p.FunctionCall.Name, i+1), carried
 			}
 			carried++
 			break // only the first call of a turn is signed
 		}
 	}
-	return "", carried
+	return nil, carried
 }
 
 // geminiReasoning checks a thinking request (ok false: refused, the error written).
@@ -366,10 +351,8 @@ func (s *Server) geminiReasoning(w http.ResponseWriter, body []byte) (on, ok boo
 	if on, _ := geminiThinking(body); !on {
 		return false, true
 	}
-	msg, carried := geminiSignatureError(body)
-	return true, s.reasoningVerdict(w, string(body), msg != "", carried, func() (int, []byte) {
-		return http.StatusBadRequest, geminiErrorBody(http.StatusBadRequest, msg)
-	})
+	refusal, carried := geminiSignatureError(body)
+	return true, s.reasoningVerdict(w, string(body), refusal, carried, func(e *wire.Error) []byte { return geminiErrorBody(e.Status, e.Message) })
 }
 
 //   - OpenAI Chat with reasoning_effort (or thinking enabled, as Kimi and DeepSeek
@@ -389,7 +372,7 @@ func chatReasoningOn(req chatRequest) bool {
 func signedReasoning(text string) string { return text + " #" + sign("chat", text) }
 
 // chatReasoningError checks the assistant tool call messages of a reasoning request.
-func chatReasoningError(req chatRequest, body []byte) (msg string, carried int) {
+func chatReasoningError(req chatRequest, body []byte) (refusal *wire.Error, carried int) {
 	var raw struct {
 		Messages []struct {
 			ReasoningContent *string `json:"reasoning_content"`
@@ -406,11 +389,11 @@ func chatReasoningError(req chatRequest, body []byte) (msg string, carried int) 
 		}
 		text, _, _ := strings.Cut(rc, " #")
 		if rc == "" || signedReasoning(text) != rc {
-			return fmt.Sprintf("thinking is enabled but reasoning_content is missing in assistant tool call message at index %d", i), carried
+			return refuse("thinking is enabled but reasoning_content is missing in assistant tool call message at index %d", i), carried
 		}
 		carried++
 	}
-	return "", carried
+	return nil, carried
 }
 
 // chatReasoning checks a Chat reasoning request (ok false: refused, the error written),
@@ -419,9 +402,9 @@ func (s *Server) chatReasoning(w http.ResponseWriter, req chatRequest, body []by
 	if !chatReasoningOn(req) {
 		return false, true
 	}
-	msg, carried := chatReasoningError(req, body)
-	return true, s.reasoningVerdict(w, string(body), msg != "", carried, func() (int, []byte) {
-		return http.StatusBadRequest, mustJSON(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+	refusal, carried := chatReasoningError(req, body)
+	return true, s.reasoningVerdict(w, string(body), refusal, carried, func(e *wire.Error) []byte {
+		return mustJSON(map[string]any{"error": map[string]any{"message": e.Message, "type": "invalid_request_error"}})
 	})
 }
 

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,14 +69,8 @@ func researchBrain(req chatRequest) (map[string]any, bool) {
 		out = map[string]any{"questions": qs}
 	case "reflect":
 		gaps := []map[string]string{}
-		again := false
-		for _, f := range in.Findings {
-			again = again || strings.HasPrefix(f.Question, "What remains unclear")
-		}
-		for i := range in.MaxGaps {
-			if again {
-				break
-			}
+		again := slices.ContainsFunc(in.Findings, func(f finding) bool { return strings.HasPrefix(f.Question, "What remains unclear") })
+		for i := 0; i < in.MaxGaps && !again; i++ {
 			gaps = append(gaps, map[string]string{"question": fmt.Sprintf("What remains unclear about %s (gap %d)?", topic, i+1),
 				"establish": "what the first round of findings left open"})
 		}
@@ -149,20 +143,10 @@ var researchAspects = [][2]string{
 // findings, a boolean whether any was found, an array the findings' texts; each with
 // a basis citing the markers of what it was drawn from.
 func simObject(schema json.RawMessage, findings []finding) (map[string]any, map[string]any) {
-	var s struct {
-		Properties map[string]struct {
-			Type string `json:"type"`
-		} `json:"properties"`
-	}
-	json.Unmarshal(schema, &s)
-	keys := make([]string, 0, len(s.Properties))
-	for k := range s.Properties {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	plain := func(t string) string { return strings.Join(strings.Fields(simMarkerRE.ReplaceAllString(t, "")), " ") }
 	obj, basis := map[string]any{}, map[string]any{}
-	for i, k := range keys {
+	for i, f := range schemaFields(schema) {
+		k := f[0]
 		cites := []int{}
 		text := ""
 		if len(findings) > 0 {
@@ -173,7 +157,7 @@ func simObject(schema json.RawMessage, findings []finding) (map[string]any, map[
 				cites = append(cites, n)
 			}
 		}
-		switch s.Properties[k].Type {
+		switch f[1] {
 		case "number", "integer":
 			obj[k] = len(findings)
 		case "boolean":

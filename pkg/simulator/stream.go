@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"time"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // Streaming. With "stream": true the scripted model sends the answer it would have
@@ -85,36 +87,15 @@ type functionDelta struct {
 func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map[string]any, finish string, usage map[string]int, opts *streamOptions, delay time.Duration) {
 	includeUsage := opts != nil && opts.IncludeUsage
 	null := json.RawMessage("null")
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-
-	sent := 0
-	send := func(c chunk) bool {
-		if sent > 0 && delay > 0 {
-			select {
-			case <-time.After(delay):
-			case <-r.Context().Done():
-				return false
-			}
-		}
-		sent++
+	var evs []wire.Event
+	send := func(c chunk) {
 		if includeUsage && c.Usage == nil {
 			c.Usage = &null
 		}
-		b, err := json.Marshal(c)
-		if err != nil {
-			return false
-		}
-		if _, err := w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
-			return false
-		}
-		rc.Flush()
-		return true
+		evs = append(evs, wire.Event{Data: mustJSON(c)})
 	}
-	delta := func(d map[string]any) bool {
-		return send(chunk{chunkHeader: h, Choices: []chunkChoice{{Delta: d, Logprobs: null}}})
+	delta := func(d map[string]any) {
+		send(chunk{chunkHeader: h, Choices: []chunkChoice{{Delta: d, Logprobs: null}}})
 	}
 
 	content, hasContent := msg["content"].(string)
@@ -122,21 +103,15 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map
 	if hasContent {
 		first["content"] = ""
 	}
-	if !delta(first) {
-		return
-	}
+	delta(first)
 	// A reasoning model (DeepSeek, Kimi) streams its reasoning_content before the
 	// answer, a piece at a time, as it streams the content.
 	reasoning, _ := msg["reasoning_content"].(string)
 	for _, tok := range tokens(reasoning) {
-		if !delta(map[string]any{"reasoning_content": tok}) {
-			return
-		}
+		delta(map[string]any{"reasoning_content": tok})
 	}
 	for _, tok := range tokens(content) {
-		if !delta(map[string]any{"content": tok}) {
-			return
-		}
+		delta(map[string]any{"content": tok})
 	}
 	calls, _ := msg["tool_calls"].([]any)
 	for i, c := range calls {
@@ -147,27 +122,20 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map
 		name, _ := fn["name"].(string)
 		args, _ := fn["arguments"].(string)
 		empty := ""
-		if !delta(map[string]any{"tool_calls": []toolCallDelta{{Index: i, ID: id, Type: typ, Function: functionDelta{Name: name, Arguments: &empty}}}}) {
-			return
-		}
+		delta(map[string]any{"tool_calls": []toolCallDelta{{Index: i, ID: id, Type: typ, Function: functionDelta{Name: name, Arguments: &empty}}}})
 		for _, frag := range tokens(args) {
-			if !delta(map[string]any{"tool_calls": []toolCallDelta{{Index: i, Function: functionDelta{Arguments: &frag}}}}) {
-				return
-			}
+			delta(map[string]any{"tool_calls": []toolCallDelta{{Index: i, Function: functionDelta{Arguments: &frag}}}})
 		}
 	}
-	if !send(chunk{chunkHeader: h, Choices: []chunkChoice{{Delta: map[string]any{}, Logprobs: null, FinishReason: &finish}}}) {
-		return
-	}
+	send(chunk{chunkHeader: h, Choices: []chunkChoice{{Delta: map[string]any{}, Logprobs: null, FinishReason: &finish}}})
 	if includeUsage {
-		u, _ := json.Marshal(usage)
-		raw := json.RawMessage(u)
-		if !send(chunk{chunkHeader: h, Choices: []chunkChoice{}, Usage: &raw}) {
-			return
-		}
+		raw := json.RawMessage(mustJSON(usage))
+		send(chunk{chunkHeader: h, Choices: []chunkChoice{}, Usage: &raw})
 	}
-	w.Write([]byte("data: [DONE]\n\n"))
-	rc.Flush()
+	if writeEvents(w, r, evs, delay) {
+		w.Write([]byte("data: [DONE]\n\n")) // right after the last chunk
+		http.NewResponseController(w).Flush()
+	}
 }
 
 // tokens splits s into word-ish pieces whose concatenation is s: white space joins
