@@ -56,7 +56,7 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	out := wire.NewTopLevel(0)
+	out := wire.TopLevel{}
 	out.Set("model", model)
 	out.Set("max_tokens", anthropicDefaultMaxTokens)
 	if r.MaxTokens > 0 {
@@ -90,7 +90,7 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 				}
 			case wire.PartText:
 				if p.Text != "" {
-					blocks = append(blocks, &anthropicTextBlock{Type: "text", Text: p.Text})
+					blocks = append(blocks, map[string]string{"type": "text", "text": p.Text})
 				}
 			case wire.PartImage:
 				blocks = append(blocks, anthropicImage(p.Image))
@@ -101,11 +101,15 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 				}
 				blocks = append(blocks, map[string]any{"type": "document", "title": p.File.Name(), "source": source})
 			case wire.PartToolCall:
-				blocks = append(blocks, &anthropicToolUseBlock{Type: "tool_use", ID: p.Call.ID, Name: p.Call.Name, Input: wire.ToolArgs(p.Call.Arguments)})
+				blocks = append(blocks, map[string]any{"type": "tool_use", "id": p.Call.ID, "name": p.Call.Name, "input": wire.ToolArgs(p.Call.Arguments)})
 			case wire.PartToolResult:
-				blocks = append(blocks, &anthropicToolResultBlock{Type: "tool_result", ToolUseID: p.Result.CallID, Content: wire.ResultText(p.Result), IsError: p.Result.IsError})
+				b := map[string]any{"type": "tool_result", "tool_use_id": p.Result.CallID, "content": wire.ResultText(p.Result)}
+				if p.Result.IsError {
+					b["is_error"] = true
+				}
+				blocks = append(blocks, b)
 			case wire.PartServerCall, wire.PartServerResult:
-				blocks = append(blocks, &anthropicTextBlock{Type: "text", Text: wire.RenderServerPart(p)})
+				blocks = append(blocks, map[string]string{"type": "text", "text": wire.RenderServerPart(p)})
 			}
 		}
 		if len(blocks) == 0 {
@@ -150,7 +154,11 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			if wire.IsNull(schema) {
 				schema = json.RawMessage(`{"type":"object","properties":{}}`)
 			}
-			tools = append(tools, &anthropicTool{Name: t.Name, InputSchema: schema, Description: t.Description})
+			tool := map[string]any{"name": t.Name, "input_schema": schema}
+			if t.Description != "" {
+				tool["description"] = t.Description
+			}
+			tools = append(tools, tool)
 		}
 		out.Set("tools", tools)
 		var choice map[string]any
@@ -186,45 +194,13 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 		out.Set("stream", true)
 	}
 	anthropicThinkingConfig(out, r.Reasoning)
-	return out.Marshal()
-}
-
-// The blocks and client tools of a Messages request the fleet sends have their
-// fields in name order, as encoding/json orders a map's keys.
-
-// anthropicTextBlock is a text block.
-type anthropicTextBlock struct {
-	Text string `json:"text"`
-	Type string `json:"type"`
-}
-
-// anthropicToolUseBlock is a tool_use block: a client tool call.
-type anthropicToolUseBlock struct {
-	ID    string          `json:"id"`
-	Input json.RawMessage `json:"input"`
-	Name  string          `json:"name"`
-	Type  string          `json:"type"`
-}
-
-// anthropicToolResultBlock is a tool_result block; is_error only when it is one.
-type anthropicToolResultBlock struct {
-	Content   string `json:"content"`
-	IsError   bool   `json:"is_error,omitempty"`
-	ToolUseID string `json:"tool_use_id"`
-	Type      string `json:"type"`
-}
-
-// anthropicTool is a client tool: its description only when it has one.
-type anthropicTool struct {
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	Name        string          `json:"name"`
+	return json.Marshal(out)
 }
 
 // anthropicThinkingConfig sets a request's thinking from its reasoning settings:
 // adaptive, disabled, or enabled with the budget (an effort's, BudgetOf); max_tokens
 // is raised above the budget where it is not (Anthropic requires it).
-func anthropicThinkingConfig(out *wire.TopLevel, c *wire.ReasoningConfig) {
+func anthropicThinkingConfig(out wire.TopLevel, c *wire.ReasoningConfig) {
 	switch {
 	case c == nil:
 	case c.Adaptive:
@@ -234,7 +210,7 @@ func anthropicThinkingConfig(out *wire.TopLevel, c *wire.ReasoningConfig) {
 	case c.BudgetOf() > 0:
 		budget := max(c.BudgetOf(), 1024)
 		out.Set("thinking", map[string]any{"type": "enabled", "budget_tokens": budget})
-		v, _ := out.Get("max_tokens")
+		v := out["max_tokens"]
 		if mt, _ := v.(int); mt <= budget {
 			out.Set("max_tokens", budget+anthropicDefaultMaxTokens)
 		}

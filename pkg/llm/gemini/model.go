@@ -72,43 +72,6 @@ func (geminiModel) Authorize(h http.Header, key string) {
 	}
 }
 
-// The parts of a Gemini request the fleet sends have their fields in name order, as
-// encoding/json orders a map's keys (an id is a pointer: an empty one is sent as "").
-
-// geminiTextPart is a text part.
-type geminiTextPart struct {
-	Text string `json:"text"`
-}
-
-// geminiCallPart is a functionCall part with the thoughtSignature it carries.
-type geminiCallPart struct {
-	FunctionCall     geminiFunctionCall `json:"functionCall"`
-	ThoughtSignature string             `json:"thoughtSignature,omitempty"`
-}
-
-// geminiFunctionCall is a functionCall: the fleet's call id only when it is not one
-// made up for Gemini's id-less calls.
-type geminiFunctionCall struct {
-	Args json.RawMessage `json:"args"`
-	ID   *string         `json:"id,omitempty"`
-	Name string          `json:"name"`
-}
-
-// geminiResponsePart is a functionResponse part.
-type geminiResponsePart struct {
-	FunctionResponse geminiFunctionResponse `json:"functionResponse"`
-}
-
-// geminiFunctionResponse is a functionResponse: the result, or the error.
-type geminiFunctionResponse struct {
-	ID       *string `json:"id,omitempty"`
-	Name     string  `json:"name"`
-	Response struct {
-		Error  *string `json:"error,omitempty"`
-		Result *string `json:"result,omitempty"`
-	} `json:"response"`
-}
-
 // EncodeRequest renders r as a generateContent request: contents of user and model
 // turns (functionCall parts in model turns, functionResponse parts in user turns,
 // named after the call they answer), systemInstruction, the client tools as
@@ -150,44 +113,45 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 				if p.Text == "" {
 					continue // no part, so the signature stays for the part that follows
 				}
-				parts = append(parts, &geminiTextPart{Text: p.Text})
+				parts = append(parts, map[string]string{"text": p.Text})
 			case wire.PartImage:
 				parts = append(parts, geminiImage(p.Image))
 			case wire.PartFile:
 				parts = append(parts, map[string]any{"inlineData": map[string]string{"mimeType": p.File.MediaType, "data": p.File.Data}})
 			case wire.PartServerCall, wire.PartServerResult:
-				parts = append(parts, &geminiTextPart{Text: wire.RenderServerPart(p)})
+				parts = append(parts, map[string]string{"text": wire.RenderServerPart(p)})
 			case wire.PartToolCall:
-				part := &geminiCallPart{FunctionCall: geminiFunctionCall{Name: p.Call.Name, Args: wire.ToolArgs(p.Call.Arguments)}}
+				// The fleet's call id goes back only when it is not one made up for
+				// Gemini's id-less calls.
+				call := map[string]any{"name": p.Call.Name, "args": wire.ToolArgs(p.Call.Arguments)}
 				if !strings.HasPrefix(p.Call.ID, geminiCallPrefix) {
-					part.FunctionCall.ID = &p.Call.ID
+					call["id"] = p.Call.ID
 				}
+				part := map[string]any{"functionCall": call}
 				switch {
 				case signature != "":
 					// The signature the model gave this call, back on it unchanged.
-					part.ThoughtSignature = signature
+					part["thoughtSignature"] = signature
 					signed = true
 				case !signed && gemini3(model) && !partsSigned(m.Parts):
 					// Gemini 3 refuses a replayed turn whose first call has no thought
 					// signature: a call the model never made (another protocol's
 					// history) gets Google's documented sentinel.
-					part.ThoughtSignature = geminiSkipSignature
+					part["thoughtSignature"] = geminiSkipSignature
 					signed = true
 				}
 				parts = append(parts, part)
 			case wire.PartToolResult:
 				name := cmp.Or(names[p.Result.CallID], "tool")
 				text := wire.ResultText(p.Result)
-				part := &geminiResponsePart{FunctionResponse: geminiFunctionResponse{Name: name}}
+				fr := map[string]any{"name": name, "response": map[string]string{"result": text}}
 				if p.Result.IsError {
-					part.FunctionResponse.Response.Error = &text
-				} else {
-					part.FunctionResponse.Response.Result = &text
+					fr["response"] = map[string]string{"error": text}
 				}
 				if !strings.HasPrefix(p.Result.CallID, geminiCallPrefix) {
-					part.FunctionResponse.ID = &p.Result.CallID
+					fr["id"] = p.Result.CallID
 				}
-				parts = append(parts, part)
+				parts = append(parts, map[string]any{"functionResponse": fr})
 			}
 			signature = ""
 		}
@@ -203,7 +167,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 	if len(contents) == 0 {
 		return nil, wire.Invalid("contents", "the conversation has no content for the model")
 	}
-	out := wire.NewTopLevel(0)
+	out := wire.TopLevel{}
 	out.Set("contents", contents)
 	if r.System != "" {
 		out.Set("systemInstruction", map[string]any{"parts": []any{map[string]string{"text": r.System}}})
@@ -264,7 +228,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 		}
 	}
 	out.Set("generationConfig", gen)
-	return out.Marshal()
+	return json.Marshal(out)
 }
 
 // NativeSearchFits reports whether grounding with Google Search can go with r: only

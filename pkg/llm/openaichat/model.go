@@ -41,12 +41,12 @@ func (chatModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out.Marshal()
+	return json.Marshal(out)
 }
 
 // chatModelFields are the fields of ChatModel's request, its files as api
 // (ChatModel, Kimi's or GLM's) reads them.
-func chatModelFields(r *wire.Request, api wire.ModelAPI, model string) (*wire.TopLevel, error) {
+func chatModelFields(r *wire.Request, api wire.ModelAPI, model string) (wire.TopLevel, error) {
 	r, err := wire.ModelFiles(r, api, model)
 	if err != nil {
 		return nil, err
@@ -56,12 +56,12 @@ func chatModelFields(r *wire.Request, api wire.ModelAPI, model string) (*wire.To
 		return nil, err
 	}
 	if _, named := r.Params["max_completion_tokens"]; named {
-		out.Del("max_tokens") // the client's own name for the limit goes as it came
+		delete(out, "max_tokens") // the client's own name for the limit goes as it came
 	}
 	if e := r.Reasoning.EffortOf(); e != "" {
 		out.Set("reasoning_effort", e)
 	}
-	out.Del("stream_options")
+	delete(out, "stream_options")
 	if r.Stream {
 		out.Set("stream", true)
 		out.Set("stream_options", chatStreamOptions{IncludeUsage: true})

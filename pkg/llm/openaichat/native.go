@@ -62,7 +62,7 @@ var kimiThinkingRE = regexp.MustCompile(`^kimi-k2\.[5-9]`)
 // EncodeRequest is ChatModel's, with the builtin $web_search declared when r asks for
 // the provider's search.
 func (kimiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
-	return chatModelRequest(r, Kimi, model, func(out *wire.TopLevel) {
+	return chatModelRequest(r, Kimi, model, func(out wire.TopLevel) {
 		if r.Search == nil {
 			return
 		}
@@ -169,7 +169,7 @@ var glmTool = nativechat.GLMTool(nativechat.GLMSearch{Engine: "search_pro"})
 // EncodeRequest is ChatModel's, with the web_search tool declared when r asks for the
 // provider's search.
 func (glmModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
-	return chatModelRequest(r, GLM, model, func(out *wire.TopLevel) {
+	return chatModelRequest(r, GLM, model, func(out wire.TopLevel) {
 		if r.Search != nil {
 			out.Set("tools", append(toolList(out), glmTool))
 		}
@@ -263,18 +263,18 @@ func citedPart(text string, sources []llm.NativeSource) wire.Part {
 
 // chatModelRequest is ChatModel's request, its files as api reads them, with native
 // changes its out.
-func chatModelRequest(r *wire.Request, api wire.ModelAPI, model string, native func(out *wire.TopLevel)) ([]byte, error) {
+func chatModelRequest(r *wire.Request, api wire.ModelAPI, model string, native func(out wire.TopLevel)) ([]byte, error) {
 	out, err := chatModelFields(r, api, model)
 	if err != nil {
 		return nil, err
 	}
 	native(out)
-	return out.Marshal()
+	return json.Marshal(out)
 }
 
 // toolList returns the tools of a request being built.
-func toolList(out *wire.TopLevel) []any {
-	v, _ := out.Get("tools")
+func toolList(out wire.TopLevel) []any {
+	v := out["tools"]
 	tools, _ := v.([]any)
 	return tools
 }

@@ -23,7 +23,7 @@ func reasoningParts(fleet json.RawMessage, content string, parts []wire.Part) []
 // reasoningConfig renders a request's reasoning settings in Chat form: an effort
 // alone as reasoning_effort, anything more under llm.ReasoningKey (with the effort it
 // maps to, for a Chat model).
-func reasoningConfig(out *wire.TopLevel, c *wire.ReasoningConfig) {
+func reasoningConfig(out wire.TopLevel, c *wire.ReasoningConfig) {
 	if c == nil {
 		return
 	}

@@ -226,22 +226,22 @@ func (chatCodec) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
 		return nil, err
 	}
 	reasoningConfig(out, r.Reasoning)
-	return out.Marshal()
+	return json.Marshal(out)
 }
 
 // chatRequest renders r as a Chat request's fields: for a model (toModel), the
 // assistant messages carry only a Chat model's own reasoning_content; otherwise every
 // protocol's reasoning rides along (chatReasoningFields).
-func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, error) {
+func chatRequest(r *wire.Request, model string, toModel bool) (wire.TopLevel, error) {
 	msgs, err := chatMessages(r, toModel)
 	if err != nil {
 		return nil, err
 	}
 	// The client's fields go in first and without a search (a map's names are
 	// distinct); the model and messages only where the client named neither.
-	out := wire.NewTopLevel(len(r.Params))
+	out := make(wire.TopLevel, len(r.Params))
 	for k, v := range r.Params {
-		out.Add(k, v)
+		out.Set(k, v)
 	}
 	out.SetNew("model", model)
 	out.SetNew("messages", msgs)
@@ -256,7 +256,7 @@ func chatRequest(r *wire.Request, model string, toModel bool) (*wire.TopLevel, e
 		}
 		out.Set("tools", tools)
 		out.SetToolChoice(r, func(name string) any {
-			return chatNamedToolChoice{Type: "function", Function: chatToolName{Name: name}}
+			return map[string]any{"type": "function", "function": map[string]string{"name": name}}
 		})
 	}
 	if r.MaxTokens > 0 {
@@ -326,17 +326,6 @@ type chatImageURL struct {
 type chatFileData struct {
 	FileData string `json:"file_data"`
 	Filename string `json:"filename"`
-}
-
-// chatNamedToolChoice is a tool_choice that names the tool. Fields in name order.
-type chatNamedToolChoice struct {
-	Function chatToolName `json:"function"`
-	Type     string       `json:"type"`
-}
-
-// chatToolName is a named tool_choice's function.
-type chatToolName struct {
-	Name string `json:"name"`
 }
 
 // chatMessages are r's messages as a Chat request's: *chatOutMessage and

@@ -41,7 +41,7 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	out := wire.NewTopLevel(0)
+	out := wire.TopLevel{}
 	out.Set("model", model)
 	out.Set("store", false)
 	if r.System != "" {
@@ -61,7 +61,7 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			if m.Role == wire.RoleTool {
 				role = "user"
 			}
-			input = append(input, &responsesMessageItem{Role: role, Content: responsesInputContent(text, m.Role == wire.RoleAssistant)})
+			input = append(input, map[string]any{"role": role, "content": responsesInputContent(text, m.Role == wire.RoleAssistant)})
 			text = nil
 		}
 		for _, p := range m.Parts {
@@ -82,10 +82,10 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 				}
 			case wire.PartToolCall:
 				flush()
-				input = append(input, &responsesCallItem{Type: "function_call", CallID: p.Call.ID, Name: p.Call.Name, Arguments: p.Call.Arguments})
+				input = append(input, map[string]string{"type": "function_call", "call_id": p.Call.ID, "name": p.Call.Name, "arguments": p.Call.Arguments})
 			case wire.PartToolResult:
 				flush()
-				input = append(input, &responsesCallOutputItem{Type: "function_call_output", CallID: p.Result.CallID, Output: wire.ResultText(p.Result)})
+				input = append(input, map[string]string{"type": "function_call_output", "call_id": p.Result.CallID, "output": wire.ResultText(p.Result)})
 			}
 		}
 		flush()
@@ -127,7 +127,7 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 		out.Set("stream", true)
 	}
 	reasoningConfig(out, r)
-	return out.Marshal()
+	return json.Marshal(out)
 }
 
 // reasoningFirst puts the reasoning parts that end an assistant message before the
@@ -172,30 +172,8 @@ func responsesSearchTool(o *llm.SearchOptions) map[string]any {
 	return t
 }
 
-// The items, tools and parts of a Responses request the fleet sends have their
-// fields in name order, as encoding/json orders a map's keys.
-
-// responsesMessageItem is a message input item; Content is a string or
-// []responsesInputPart.
-type responsesMessageItem struct {
-	Content any    `json:"content"`
-	Role    string `json:"role"`
-}
-
-// responsesCallItem is a function_call input item.
-type responsesCallItem struct {
-	Arguments string `json:"arguments"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Type      string `json:"type"`
-}
-
-// responsesCallOutputItem is a function_call_output input item.
-type responsesCallOutputItem struct {
-	CallID string `json:"call_id"`
-	Output string `json:"output"`
-	Type   string `json:"type"`
-}
+// The tools and parts of a Responses request the fleet sends have their fields in
+// name order, as encoding/json orders a map's keys.
 
 // responsesFunctionTool is a function tool of a request.
 type responsesFunctionTool struct {

@@ -41,7 +41,7 @@ type responsesSummaryText struct {
 // reasoningConfig sets a Responses request's reasoning (effort, summary) and,
 // since the fleet does not store at the provider (store false), asks for the
 // reasoning items' encrypted_content, which the next turn sends back.
-func reasoningConfig(out *wire.TopLevel, r *wire.Request) {
+func reasoningConfig(out wire.TopLevel, r *wire.Request) {
 	carried := false
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
@@ -69,7 +69,7 @@ func reasoningConfig(out *wire.TopLevel, r *wire.Request) {
 			return
 		}
 	}
-	v, _ := out.Get("include")
+	v := out["include"]
 	include, _ := v.([]string)
 	out.Set("include", append(include, "reasoning.encrypted_content"))
 }

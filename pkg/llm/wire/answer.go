@@ -42,24 +42,8 @@ func DecodeAnswer(b []byte) (*Response, error) {
 	return a.Response, nil
 }
 
-// answerHead is how EncodeAnswer's output begins: its format is read from there
-// without parsing the whole answer.
-var answerHead = []byte(`{"format":`)
-
 // FormatOf is the format of a stored answer (0: none, as for a direct search's result).
 func FormatOf(b []byte) (int, error) {
-	if rest, ok := bytes.CutPrefix(b, answerHead); ok {
-		n := 0
-		for _, c := range rest {
-			if c < '0' || c > '9' {
-				break
-			}
-			n = n*10 + int(c-'0')
-		}
-		if n > 0 {
-			return n, nil
-		}
-	}
 	var head struct {
 		Format int `json:"format"`
 	}

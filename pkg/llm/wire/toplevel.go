@@ -1,36 +1,22 @@
 package wire
 
-import (
-	"encoding/json"
-)
-
 // TopLevel is the top level of a request body the fleet sends: its own fields and the
 // client's extra ones, set by name (a later set replaces an earlier one) and encoded
 // by encoding/json (testdata/request_golden.json holds the bytes).
 type TopLevel map[string]any
 
-// NewTopLevel returns an empty TopLevel with room for a request's usual fields and
-// extra more.
-func NewTopLevel(extra int) *TopLevel {
-	o := make(TopLevel, 16+extra)
-	return &o
-}
-
-// Add gives name, which has no value yet, the value v.
-func (o *TopLevel) Add(name string, v any) { (*o)[name] = v }
+// Set gives name the value v.
+func (o TopLevel) Set(name string, v any) { o[name] = v }
 
 // SetNew gives name the value v unless it has one.
-func (o *TopLevel) SetNew(name string, v any) {
-	if _, ok := (*o)[name]; !ok {
-		(*o)[name] = v
+func (o TopLevel) SetNew(name string, v any) {
+	if _, ok := o[name]; !ok {
+		o[name] = v
 	}
 }
 
-// Set gives name the value v.
-func (o *TopLevel) Set(name string, v any) { (*o)[name] = v }
-
 // SetSampling sets r's temperature and top_p, as every protocol but Gemini names them.
-func (o *TopLevel) SetSampling(r *Request) {
+func (o TopLevel) SetSampling(r *Request) {
 	if r.Temperature != nil {
 		o.Set("temperature", *r.Temperature)
 	}
@@ -41,7 +27,7 @@ func (o *TopLevel) SetSampling(r *Request) {
 
 // SetToolChoice sets r's tool_choice, its mode or named(the tool's name), and its
 // parallel_tool_calls, as the OpenAI protocols name them.
-func (o *TopLevel) SetToolChoice(r *Request, named func(string) any) {
+func (o TopLevel) SetToolChoice(r *Request, named func(string) any) {
 	if tc := r.ToolChoice; tc != nil && tc.Mode == "tool" {
 		o.Set("tool_choice", named(tc.Name))
 	} else if tc != nil {
@@ -51,15 +37,3 @@ func (o *TopLevel) SetToolChoice(r *Request, named func(string) any) {
 		o.Set("parallel_tool_calls", *r.ParallelToolCalls)
 	}
 }
-
-// Get returns name's value; false when it has none.
-func (o *TopLevel) Get(name string) (any, bool) {
-	v, ok := (*o)[name]
-	return v, ok
-}
-
-// Del takes name out.
-func (o *TopLevel) Del(name string) { delete(*o, name) }
-
-// Marshal encodes o.
-func (o *TopLevel) Marshal() ([]byte, error) { return json.Marshal(*o) }
