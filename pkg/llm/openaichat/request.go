@@ -248,11 +248,17 @@ func chatRequest(r *wire.Request, model string, toModel bool) (wire.TopLevel, er
 	if len(r.Tools) > 0 {
 		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
-			ct := &chatTool{Type: "function", Function: chatFunction{Name: t.Name, Description: t.Description, Strict: t.Strict}}
-			if !wire.IsNull(t.Parameters) {
-				ct.Function.Parameters = t.Parameters
+			fn := map[string]any{"name": t.Name}
+			if t.Description != "" {
+				fn["description"] = t.Description
 			}
-			tools = append(tools, ct)
+			if !wire.IsNull(t.Parameters) {
+				fn["parameters"] = t.Parameters
+			}
+			if t.Strict != nil {
+				fn["strict"] = *t.Strict
+			}
+			tools = append(tools, map[string]any{"type": "function", "function": fn})
 		}
 		out.Set("tools", tools)
 		out.SetToolChoice(r, func(name string) any {
@@ -272,25 +278,11 @@ func chatRequest(r *wire.Request, model string, toModel bool) (wire.TopLevel, er
 	return out, nil
 }
 
-// chatTool is a tools[] entry of a Chat request (fields in name order, as
-// encoding/json orders a map's keys).
-type chatTool struct {
-	Function chatFunction `json:"function"`
-	Type     string       `json:"type"`
-}
-
-type chatFunction struct {
-	Description string          `json:"description,omitempty"`
-	Name        string          `json:"name"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"`
-}
-
 // chatOutMessage is a system, user or assistant message of a Chat request the fleet
 // sends (fields in name order, as encoding/json orders a map's keys).
 type chatOutMessage struct {
 	// Content is a string, nil (an assistant message that only calls tools) or
-	// []chatContentPart.
+	// chatContent's parts.
 	Content any `json:"content"`
 	// ReasoningContent is set (possibly to "") when the message carries reasoning
 	// text: a Chat model's own, or the readable text of another protocol's.
@@ -300,36 +292,8 @@ type chatOutMessage struct {
 	ToolCalls        []llm.ToolCall       `json:"tool_calls,omitempty"`
 }
 
-// chatToolMessage is a tool message of a Chat request (a tool result): its
-// tool_call_id is always there, empty or not. Fields in name order, as above.
-type chatToolMessage struct {
-	Content    string `json:"content"`
-	Role       string `json:"role"`
-	ToolCallID string `json:"tool_call_id"`
-}
-
-// chatContentPart is one part of a multi-part Chat content: text, image_url or file,
-// each with only its own field. Fields in name order, as above.
-type chatContentPart struct {
-	File     *chatFileData `json:"file,omitempty"`
-	ImageURL *chatImageURL `json:"image_url,omitempty"`
-	Text     *string       `json:"text,omitempty"`
-	Type     string        `json:"type"`
-}
-
-// chatImageURL is an image_url part's image.
-type chatImageURL struct {
-	URL string `json:"url"`
-}
-
-// chatFileData is a file part's file, as a data: URL. Fields in name order.
-type chatFileData struct {
-	FileData string `json:"file_data"`
-	Filename string `json:"filename"`
-}
-
-// chatMessages are r's messages as a Chat request's: *chatOutMessage and
-// *chatToolMessage values.
+// chatMessages are r's messages as a Chat request's: *chatOutMessage values and tool
+// messages (a tool result, its tool_call_id always there, empty or not).
 func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 	out := make([]any, 0, len(r.Messages)+1)
 	if r.System != "" {
@@ -342,7 +306,7 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 			switch p.Kind {
 			case wire.PartToolResult:
 				// Chat wants tool results as their own messages, right after the call.
-				out = append(out, &chatToolMessage{Role: "tool", ToolCallID: p.Result.CallID, Content: wire.ResultText(p.Result)})
+				out = append(out, map[string]string{"role": "tool", "tool_call_id": p.Result.CallID, "content": wire.ResultText(p.Result)})
 			case wire.PartToolCall:
 				calls = append(calls, p.Call.Chat())
 			case wire.PartServerCall, wire.PartServerResult:
@@ -392,7 +356,7 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 }
 
 // chatContent renders parts as a Chat content: a string when it is text only, else
-// []chatContentPart (whose texts point into parts).
+// text, image_url and file parts, each with only its own field.
 func chatContent(parts []wire.Part) any {
 	allText := true
 	for _, p := range parts {
@@ -404,19 +368,19 @@ func chatContent(parts []wire.Part) any {
 	if allText {
 		return wire.TextLines(parts)
 	}
-	items := make([]chatContentPart, 0, len(parts))
-	for i, p := range parts {
+	items := make([]map[string]any, 0, len(parts))
+	for _, p := range parts {
 		switch p.Kind {
 		case wire.PartText:
-			items = append(items, chatContentPart{Type: "text", Text: &parts[i].Text})
+			items = append(items, map[string]any{"type": "text", "text": p.Text})
 		case wire.PartImage:
 			url := p.Image.URL
 			if url == "" {
 				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
 			}
-			items = append(items, chatContentPart{Type: "image_url", ImageURL: &chatImageURL{URL: url}})
+			items = append(items, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
 		case wire.PartFile:
-			items = append(items, chatContentPart{Type: "file", File: &chatFileData{Filename: p.File.Name(), FileData: p.File.DataURL()}})
+			items = append(items, map[string]any{"type": "file", "file": map[string]string{"filename": p.File.Name(), "file_data": p.File.DataURL()}})
 		}
 	}
 	return items

@@ -158,7 +158,7 @@ func CompactionOutput(id string, c *Compaction) ([]any, error) {
 	for i, m := range c.Kept {
 		content := responsesInputParts(m.Parts)
 		if content == nil {
-			content = []responsesInputPart{}
+			content = []map[string]string{}
 		}
 		out = append(out, map[string]any{"type": "message", "id": fmt.Sprintf("msg_%s_%d", wire.IDToken(id), i), "status": "completed", "role": string(m.Role), "content": content})
 	}

@@ -107,9 +107,12 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 		for _, t := range r.Tools {
 			// Responses function tools are strict unless told otherwise, and a strict
 			// schema must list every property as required: only the client may ask.
-			tool := &responsesFunctionTool{Type: "function", Name: t.Name, Strict: t.Strict != nil && *t.Strict, Description: t.Description}
+			tool := map[string]any{"type": "function", "name": t.Name, "strict": t.Strict != nil && *t.Strict}
+			if t.Description != "" {
+				tool["description"] = t.Description
+			}
 			if !wire.IsNull(t.Parameters) {
-				tool.Parameters = t.Parameters
+				tool["parameters"] = t.Parameters
 			}
 			tools = append(tools, tool)
 		}
@@ -172,29 +175,6 @@ func responsesSearchTool(o *llm.SearchOptions) map[string]any {
 	return t
 }
 
-// The tools and parts of a Responses request the fleet sends have their fields in
-// name order, as encoding/json orders a map's keys.
-
-// responsesFunctionTool is a function tool of a request.
-type responsesFunctionTool struct {
-	Description string          `json:"description,omitempty"`
-	Name        string          `json:"name"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      bool            `json:"strict"`
-	Type        string          `json:"type"`
-}
-
-// responsesInputPart is an input_text, input_image or input_file part, each with only
-// its own fields (the image URL, file names and data are never empty).
-type responsesInputPart struct {
-	FileData string  `json:"file_data,omitempty"`
-	FileURL  string  `json:"file_url,omitempty"`
-	Filename string  `json:"filename,omitempty"`
-	ImageURL string  `json:"image_url,omitempty"`
-	Text     *string `json:"text,omitempty"`
-	Type     string  `json:"type"`
-}
-
 // responsesInputContent renders a message's text and images: a string when it is
 // text only, else input parts (an assistant's earlier text is output_text).
 func responsesInputContent(parts []wire.Part, assistant bool) any {
@@ -213,25 +193,26 @@ func responsesInputContent(parts []wire.Part, assistant bool) any {
 	return responsesInputParts(parts)
 }
 
-// responsesInputParts renders a message's text, images and files as input parts.
-func responsesInputParts(parts []wire.Part) []responsesInputPart {
-	var items []responsesInputPart
-	for i, p := range parts {
+// responsesInputParts renders a message's text, images and files as input_text,
+// input_image and input_file parts, each with only its own fields.
+func responsesInputParts(parts []wire.Part) []map[string]string {
+	var items []map[string]string
+	for _, p := range parts {
 		switch p.Kind {
 		case wire.PartText:
-			items = append(items, responsesInputPart{Type: "input_text", Text: &parts[i].Text})
+			items = append(items, map[string]string{"type": "input_text", "text": p.Text})
 		case wire.PartImage:
 			url := p.Image.URL
 			if url == "" {
 				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
 			}
-			items = append(items, responsesInputPart{Type: "input_image", ImageURL: url})
+			items = append(items, map[string]string{"type": "input_image", "image_url": url})
 		case wire.PartFile:
 			if p.File.Data == "" && p.File.URL != "" { // a file it takes by URL (TakesFileURL)
-				items = append(items, responsesInputPart{Type: "input_file", FileURL: p.File.URL})
+				items = append(items, map[string]string{"type": "input_file", "file_url": p.File.URL})
 				continue
 			}
-			items = append(items, responsesInputPart{Type: "input_file", Filename: p.File.Name(), FileData: p.File.DataURL()})
+			items = append(items, map[string]string{"type": "input_file", "filename": p.File.Name(), "file_data": p.File.DataURL()})
 		}
 	}
 	return items

@@ -11,31 +11,20 @@ import (
 // the part is another protocol's, or has no encrypted_content: the fleet calls with
 // store false, so an item by its id alone is refused, "Items are not persisted when
 // `store` is set to false", and is left out as OpenAI's error advises).
-func reasoningItem(p wire.Part) *responsesReasoningItem {
+func reasoningItem(p wire.Part) map[string]any {
 	r, ok := wire.ReasoningFor(p, wire.OpenAIResponses)
 	if !ok || r.Encrypted == "" {
 		return nil
 	}
-	summary := make([]responsesSummaryText, 0, len(r.Summary))
+	summary := make([]map[string]string, 0, len(r.Summary))
 	for _, s := range r.Summary {
-		summary = append(summary, responsesSummaryText{Type: "summary_text", Text: s})
+		summary = append(summary, map[string]string{"type": "summary_text", "text": s})
 	}
-	return &responsesReasoningItem{Type: "reasoning", Summary: summary, ID: r.ID, Encrypted: r.Encrypted}
-}
-
-// responsesReasoningItem is a reasoning input item (fields in name order); id and
-// encrypted_content are left out when empty.
-type responsesReasoningItem struct {
-	Encrypted string                 `json:"encrypted_content,omitempty"`
-	ID        string                 `json:"id,omitempty"`
-	Summary   []responsesSummaryText `json:"summary"`
-	Type      string                 `json:"type"`
-}
-
-// responsesSummaryText is a reasoning item's summary_text.
-type responsesSummaryText struct {
-	Text string `json:"text"`
-	Type string `json:"type"`
+	it := map[string]any{"type": "reasoning", "summary": summary, "encrypted_content": r.Encrypted}
+	if r.ID != "" {
+		it["id"] = r.ID
+	}
+	return it
 }
 
 // reasoningConfig sets a Responses request's reasoning (effort, summary) and,
