@@ -385,13 +385,7 @@ func anthropicStatus(typ string) int {
 
 // DecodeError reads {"type":"error","error":{"type":…,"message":…}}.
 func (anthropicModel) DecodeError(status int, body []byte) *llm.Error {
-	var e struct {
-		Error anthropicErrorBody `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return wire.StatusError(status, e.Error.Type, e.Error.Message)
-	}
-	return wire.StatusError(status, "", strings.TrimSpace(string(body)))
+	return wire.ErrorEnvelope(status, body)
 }
 
 func (anthropicModel) NewStreamDecoder() wire.StreamDecoder { return &anthropicDecoder{} }

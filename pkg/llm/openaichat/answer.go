@@ -106,9 +106,9 @@ func (chatCodec) EncodeResponse(r *wire.Response) ([]byte, error) {
 		if c := r.Chain; c != nil {
 			// A job's answer: the sources its [n] markers (and annotations) refer
 			// to, and what the search loop did and checking the citations found.
-			sources := make([]chatSource, 0, len(r.Sources))
+			sources := make([]map[string]string, 0, len(r.Sources))
 			for _, s := range r.Sources {
-				sources = append(sources, chatSource{Title: s.Title, URL: s.URL})
+				sources = append(sources, map[string]string{"title": s.Title, "url": s.URL})
 			}
 			ext["hops"], ext["searches"], ext["sources"], ext["citations"] = c.Hops, c.Searches, sources, c.Citations
 			if c.Fetches > 0 {
@@ -129,13 +129,6 @@ type chatAnswer struct {
 	Choices     []chatAnswerChoice `json:"choices"`
 	Usage       map[string]any     `json:"usage"`
 	Searchfleet map[string]any     `json:"searchfleet,omitempty"`
-}
-
-// chatSource is one of a Chat answer's numbered sources (searchfleet.sources): its
-// fields in the order a map of them encodes in, as they were.
-type chatSource struct {
-	Title string `json:"title"`
-	URL   string `json:"url"`
 }
 
 type chatAnswerChoice struct {

@@ -18,10 +18,15 @@ type storedAnswer struct {
 
 // EncodeAnswer is a completed job's answer as the job record stores it.
 func EncodeAnswer(r *Response) (json.RawMessage, error) {
+	return marshalStored(&storedAnswer{Format: AnswerFormat, Response: r})
+}
+
+// marshalStored encodes v as a job record stores it: HTML characters as they are.
+func marshalStored(v any) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&storedAnswer{Format: AnswerFormat, Response: r}); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil

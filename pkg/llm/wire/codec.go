@@ -285,9 +285,12 @@ func (OpenAIAPI) Authorize(h http.Header, key string) {
 	}
 }
 
-// DecodeError reads the OpenAI error envelope {"error":{"message","type","code"}} of
-// a failed call, or takes the body as the message.
-func (OpenAIAPI) DecodeError(status int, body []byte) *llm.Error {
+// DecodeError reads the OpenAI error envelope (ErrorEnvelope).
+func (OpenAIAPI) DecodeError(status int, body []byte) *llm.Error { return ErrorEnvelope(status, body) }
+
+// ErrorEnvelope reads the error envelope {"error":{"message","type","code"}} of a
+// failed call (OpenAI's; Anthropic's has no code), or takes the body as the message.
+func ErrorEnvelope(status int, body []byte) *llm.Error {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`

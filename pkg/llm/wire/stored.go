@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -24,13 +23,7 @@ type Stored struct {
 
 // EncodeStored is req, which the client sent in protocol p, as a job stores it.
 func EncodeStored(p Protocol, req *Request) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&Stored{Format: StoredFormat, Protocol: p, Request: req}); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return marshalStored(&Stored{Format: StoredFormat, Protocol: p, Request: req})
 }
 
 // DecodeStored reads a job's stored request.
