@@ -374,11 +374,7 @@ func chatContent(parts []wire.Part) any {
 		case wire.PartText:
 			items = append(items, map[string]any{"type": "text", "text": p.Text})
 		case wire.PartImage:
-			url := p.Image.URL
-			if url == "" {
-				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
-			}
-			items = append(items, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
+			items = append(items, map[string]any{"type": "image_url", "image_url": map[string]string{"url": p.Image.URLOrData()}})
 		case wire.PartFile:
 			items = append(items, map[string]any{"type": "file", "file": map[string]string{"filename": p.File.Name(), "file_data": p.File.DataURL()}})
 		}

@@ -202,11 +202,7 @@ func responsesInputParts(parts []wire.Part) []map[string]string {
 		case wire.PartText:
 			items = append(items, map[string]string{"type": "input_text", "text": p.Text})
 		case wire.PartImage:
-			url := p.Image.URL
-			if url == "" {
-				url = "data:" + p.Image.MediaType + ";base64," + p.Image.Data
-			}
-			items = append(items, map[string]string{"type": "input_image", "image_url": url})
+			items = append(items, map[string]string{"type": "input_image", "image_url": p.Image.URLOrData()})
 		case wire.PartFile:
 			if p.File.Data == "" && p.File.URL != "" { // a file it takes by URL (TakesFileURL)
 				items = append(items, map[string]string{"type": "input_file", "file_url": p.File.URL})

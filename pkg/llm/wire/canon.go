@@ -125,6 +125,14 @@ type Image struct {
 	Data      string `json:"data,omitempty"`
 }
 
+// URLOrData is the image's URL, or its data as a data: URL.
+func (im *Image) URLOrData() string {
+	if im.URL != "" {
+		return im.URL
+	}
+	return "data:" + im.MediaType + ";base64," + im.Data
+}
+
 // Inline returns an image's base64 data and media type: its Data, or the payload of a
 // data: URL. ok is false for an image given by an http(s) URL.
 func (im *Image) Inline() (media, data string, ok bool) {
