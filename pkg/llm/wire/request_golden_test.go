@@ -23,8 +23,7 @@ import (
 )
 
 // updateGolden rewrites testdata/request_golden.json from the current encoders: run
-// it only with encoders whose output is known good (the golden bytes were made by the
-// map-based encoders before the typed ones replaced them).
+// it only with encoders whose output is known good.
 var updateGolden = flag.Bool("update-request-golden", false, "rewrite testdata/request_golden.json")
 
 // requestEncoder is anything that renders a canonical request for a model: the model
