@@ -121,7 +121,7 @@ func (c *Client) Batch(ctx context.Context, questions []string) (string, error) 
 	return v.ID, nil
 }
 
-// Batch reads batch id (the zero value if it cannot be read).
+// BatchStatus reads batch id (the zero value if it cannot be read).
 func (c *Client) BatchStatus(ctx context.Context, id string) BatchStatus {
 	var v BatchStatus
 	if _, b, err := c.Do(ctx, "GET", "/v1/batches/"+id, nil); err == nil {
