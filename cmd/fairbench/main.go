@@ -26,8 +26,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -91,10 +91,7 @@ func run(ctx context.Context) error {
 	o := parseFlags()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // bounded, whatever the flags
 	defer cancel()
-	hooks, err := newReceiver()
-	if err != nil {
-		return err
-	}
+	hooks := newReceiver()
 	defer hooks.close()
 	os.Setenv("FLEET_WEBHOOK_ALLOW", "127.0.0.0/8") // the receiver is local
 	os.Setenv("FAIRBENCH_KEY_A", keyA)
@@ -311,20 +308,15 @@ func (t *tenant) callbacks(ctx context.Context, n int, r *receiver, wait time.Du
 // receiver takes the callbacks: /ok answers 200 and notes when each job's arrived,
 // /fail answers 500.
 type receiver struct {
-	srv    *http.Server
-	addr   string
+	srv    *httptest.Server
 	mu     sync.Mutex
 	got    map[string]time.Time
 	cond   chan struct{}
 	failed atomic.Int64
 }
 
-func newReceiver() (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	r := &receiver{addr: ln.Addr().String(), got: map[string]time.Time{}, cond: make(chan struct{})}
+func newReceiver() *receiver {
+	r := &receiver{got: map[string]time.Time{}, cond: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, req *http.Request) {
 		io.Copy(io.Discard, req.Body)
@@ -349,12 +341,11 @@ func newReceiver() (*receiver, error) {
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusOK)
 	})
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go r.srv.Serve(ln)
-	return r, nil
+	r.srv = httptest.NewServer(mux)
+	return r
 }
 
-func (r *receiver) url(path string) string { return "http://" + r.addr + path }
+func (r *receiver) url(path string) string { return r.srv.URL + path }
 
 // await waits up to d for job id's callback and returns when it arrived.
 func (r *receiver) await(ctx context.Context, id string, d time.Duration) (time.Time, bool) {
