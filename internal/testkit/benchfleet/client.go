@@ -13,6 +13,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/searchfleet/searchfleet/internal/demo"
+	"github.com/searchfleet/searchfleet/internal/testkit/chaos"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 )
 
@@ -179,22 +180,15 @@ func Consumers(ctx context.Context, js jetstream.JetStream, fn func(*jetstream.C
 
 // WaitReady waits until the ingress at base answers /readyz with 200.
 func WaitReady(ctx context.Context, base string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
+	return chaos.Poll(ctx, within, 100*time.Millisecond, func() error {
 		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
+		if err != nil {
+			return fmt.Errorf("the ingress did not become ready in %s: %w", within, err)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the ingress did not become ready in %s", within)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("the ingress did not become ready in %s: %s", within, resp.Status)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }

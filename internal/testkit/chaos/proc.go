@@ -165,20 +165,28 @@ func hostPort(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // waitTCP waits until something accepts connections on port.
 func waitTCP(ctx context.Context, port int, within time.Duration) error {
+	return Poll(ctx, within, 50*time.Millisecond, func() error {
+		c, err := net.DialTimeout("tcp", hostPort(port), 200*time.Millisecond)
+		if err != nil {
+			return fmt.Errorf("nothing listening on %s after %s: %w", hostPort(port), within, err)
+		}
+		return c.Close()
+	})
+}
+
+// Poll calls try every interval until it returns nil, within has passed (its last
+// error then) or ctx ends.
+func Poll(ctx context.Context, within, interval time.Duration, try func() error) error {
 	deadline := time.Now().Add(within)
 	for {
-		c, err := net.DialTimeout("tcp", hostPort(port), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listening on %s after %s: %w", hostPort(port), within, err)
+		err := try()
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }

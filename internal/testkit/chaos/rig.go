@@ -268,19 +268,12 @@ func (r *rig) newRedis(ctx context.Context) error {
 func (r *rig) pingRedis(ctx context.Context, within time.Duration) error {
 	c := redis.NewClient(&redis.Options{Addr: hostPort(r.redisPort)})
 	defer c.Close()
-	deadline := time.Now().Add(within)
-	for {
-		if err := c.Ping(ctx).Err(); err == nil {
-			return nil
-		} else if time.Now().After(deadline) {
+	return Poll(ctx, within, 50*time.Millisecond, func() error {
+		if err := c.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("redis on %d not answering after %s: %w", r.redisPort, within, err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // killRestart kills p (SIGKILL), waits pause, and starts it again.
