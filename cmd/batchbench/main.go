@@ -13,10 +13,8 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -26,10 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/searchfleet/searchfleet/internal/cli"
-	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
@@ -74,40 +70,48 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer f.Stop()
-	base, natsURL, envSettings := f.URL, f.NATSURL, f.Env
+	envSettings := f.Env
 	fmt.Printf("batchbench: all roles in one process, embedded NATS JetStream, Redis %s, simulator (model %s, engine %s per call)\n",
 		redact.URL(testenv.RedisURL()), o.modelLatency, o.engineLatency)
 	fmt.Printf("settings: FLEET_CHAT_CONCURRENCY=%d FLEET_BATCH_CONCURRENCY=%d FLEET_SEARCH_CONCURRENCY=%d\n",
 		envSettings.ChatConcurrency, envSettings.BatchConcurrency, envSettings.SearchConcurrency)
 	fmt.Printf("machine: %s\n\n", benchfleet.Machine())
 
-	c := &client{base: base, http: &http.Client{Transport: fleet.Transport(), Timeout: 5 * time.Minute}}
-	if _, err := c.interactive(ctx, 0); err != nil {
+	c := &benchfleet.Client{Base: f.URL, HTTP: &http.Client{Transport: fleet.Transport(), Timeout: 5 * time.Minute}}
+	var seq atomic.Int64
+	// interactive sends one chat request that searches.
+	interactive := func() (time.Duration, error) {
+		return c.Ask(ctx, fmt.Sprintf("Search the web: what is new today, item %d?", seq.Add(1)-1))
+	}
+	if _, err := interactive(); err != nil {
 		return fmt.Errorf("the fleet does not answer: %w", err)
 	}
-	ask := func() (time.Duration, error) { return c.interactive(ctx, c.seq.Add(1)) }
-	benchfleet.OpenLoop(ctx, ask, o.rate, o.warmup, nil, 0)
-	alone := benchfleet.OpenLoop(ctx, ask, o.rate, o.duration, nil, 0)
+	benchfleet.OpenLoop(ctx, interactive, o.rate, o.warmup, nil, 0)
+	alone := benchfleet.OpenLoop(ctx, interactive, o.rate, o.duration, nil, 0)
 	report("interactive alone", alone)
 	fmt.Println()
 
 	var during benchfleet.LoadResult
-	queues := newQueueWatch(natsURL)
+	queues := newQueueWatch(f.NATSURL)
 	defer queues.close()
+	qs := make([]string, o.batch) // questions that search
+	for i := range qs {
+		qs[i] = fmt.Sprintf("Find the latest news about research subject %d", i)
+	}
 	for r := range o.runs {
-		id, err := c.submitBatch(ctx, o.batch)
+		id, err := c.Batch(ctx, qs)
 		if err != nil {
 			return err
 		}
 		start := time.Now()
 		var ended atomic.Bool
-		var status batchStatus
+		var status benchfleet.BatchStatus
 		stopWatch := queues.watch(ctx)
 		go func() {
-			status = c.waitBatch(ctx, id)
+			status = c.WaitBatch(ctx, id)
 			ended.Store(true)
 		}()
-		p := benchfleet.OpenLoop(ctx, ask, o.rate, 0, ended.Load, 0)
+		p := benchfleet.OpenLoop(ctx, interactive, o.rate, 0, ended.Load, 0)
 		took := time.Since(start)
 		stopWatch()
 		during.Latencies, during.Errors = append(during.Latencies, p.Latencies...), during.Errors+p.Errors
@@ -127,67 +131,7 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-// client drives the fleet's API.
-type client struct {
-	base string
-	http *http.Client
-	seq  atomic.Int64
-}
-
-// interactive sends one chat request that searches and returns its latency.
-func (c *client) interactive(ctx context.Context, i int64) (time.Duration, error) {
-	return benchfleet.Ask(ctx, c.http, c.base, fmt.Sprintf("Search the web: what is new today, item %d?", i))
-}
-
-// batchStatus is the part of a batch object the benchmark reads.
-type batchStatus struct {
-	ID            string `json:"id"`
-	Status        string `json:"status"`
-	RequestCounts struct {
-		Total, Completed, Failed int
-	} `json:"request_counts"`
-}
-
-// submitBatch submits n questions that search, as the simple form.
-func (c *client) submitBatch(ctx context.Context, n int) (string, error) {
-	qs := make([]string, n)
-	for i := range qs {
-		qs[i] = fmt.Sprintf("Find the latest news about research subject %d", i)
-	}
-	body, _ := json.Marshal(map[string]any{"queries": qs, "model": demo.Model})
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/v1/batches", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var b batchStatus
-	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil || resp.StatusCode != 200 {
-		return "", fmt.Errorf("creating the batch: status %d, %v", resp.StatusCode, err)
-	}
-	return b.ID, nil
-}
-
-// waitBatch polls a batch until it ends.
-func (c *client) waitBatch(ctx context.Context, id string) batchStatus {
-	var b batchStatus
-	for ctx.Err() == nil {
-		resp, err := c.http.Get(c.base + "/v1/batches/" + id)
-		if err == nil {
-			json.NewDecoder(resp.Body).Decode(&b)
-			resp.Body.Close()
-			switch b.Status {
-			case "completed", "failed", "expired", "cancelled":
-				return b
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return b
-}
-
-// phase is what one measured phase saw.
+// report prints one phase's latencies.
 func report(name string, p benchfleet.LoadResult) {
 	l := p.Latencies
 	fmt.Printf("%-46s n=%-5d p50 %-9s p90 %-9s p99 %-9s max %-9s errors %d\n", name, len(l),
@@ -202,26 +146,20 @@ func report(name string, p benchfleet.LoadResult) {
 // consumers interactive and batch work share or compete through, while a batch runs:
 // where a batch's work waits is where interactive work waits behind it.
 type queueWatch struct {
-	nc  *natsgo.Conn
-	js  jetstream.JetStream
-	mu  sync.Mutex
-	max map[string]uint64
+	js    jetstream.JetStream
+	close func()
+	mu    sync.Mutex
+	max   map[string]uint64
 }
 
-// watched are the consumers sampled, by stream.
-var watched = [][2]string{
-	{bus.StreamJobs, bus.ConsumerChat},
-	{bus.StreamChat, bus.ConsumerResume}, {bus.StreamSearch, bus.ConsumerSearch("google")},
-}
+// watched are the consumers sampled.
+var watched = []string{bus.ConsumerChat, bus.ConsumerResume, bus.ConsumerSearch("google")}
 
 func newQueueWatch(url string) *queueWatch {
-	q := &queueWatch{max: map[string]uint64{}}
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		return q
+	q := &queueWatch{max: map[string]uint64{}, close: func() {}}
+	if js, close, err := benchfleet.JetStream(url); err == nil {
+		q.js, q.close = js, close
 	}
-	q.nc = nc
-	q.js, _ = jetstream.New(nc)
 	return q
 }
 
@@ -237,20 +175,13 @@ func (q *queueWatch) watch(ctx context.Context) (stop func()) {
 		for wctx.Err() == nil {
 			// A family's backlog is its own consumer's and its lanes' (bus.FamilyLag).
 			seen := map[string]uint64{}
-			for _, stream := range []string{bus.StreamJobs, bus.StreamChat, bus.StreamSearch} {
-				s, err := q.js.Stream(wctx, stream)
-				if err != nil {
-					continue
-				}
-				infos := s.ListConsumers(wctx)
-				for info := range infos.Info() {
-					family, _, _ := strings.Cut(info.Name, "__")
-					seen[family] += info.NumPending + uint64(info.NumAckPending)
-				}
-			}
+			benchfleet.Consumers(wctx, q.js, func(info *jetstream.ConsumerInfo) {
+				family, _, _ := strings.Cut(info.Name, "__")
+				seen[family] += info.NumPending + uint64(info.NumAckPending)
+			})
 			q.mu.Lock()
 			for _, w := range watched {
-				q.max[w[1]] = max(q.max[w[1]], seen[w[1]])
+				q.max[w] = max(q.max[w], seen[w])
 			}
 			q.mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
@@ -267,13 +198,7 @@ func (q *queueWatch) report() {
 	}
 	fmt.Print("largest backlog during the batches (pending + unacknowledged):")
 	for _, w := range watched {
-		fmt.Printf(" %s %d;", w[1], q.max[w[1]])
+		fmt.Printf(" %s %d;", w, q.max[w])
 	}
 	fmt.Println()
-}
-
-func (q *queueWatch) close() {
-	if q.nc != nil {
-		q.nc.Close()
-	}
 }

@@ -21,14 +21,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -37,11 +36,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/internal/cli"
-	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
@@ -94,10 +91,7 @@ func run(ctx context.Context) error {
 	o := parseFlags()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // bounded, whatever the flags
 	defer cancel()
-	hooks, err := newReceiver()
-	if err != nil {
-		return err
-	}
+	hooks := newReceiver()
 	defer hooks.close()
 	os.Setenv("FLEET_WEBHOOK_ALLOW", "127.0.0.0/8") // the receiver is local
 	os.Setenv("FAIRBENCH_KEY_A", keyA)
@@ -121,8 +115,8 @@ func run(ctx context.Context) error {
 	fmt.Printf("machine: %s\n\n", benchfleet.Machine())
 
 	hc := &http.Client{Transport: fleet.Transport(), Timeout: 5 * time.Minute}
-	a, b := &tenant{base: f.URL, key: keyA, hc: hc}, &tenant{base: f.URL, key: keyB, hc: hc}
-	if _, err := b.ask(ctx, "Search the web: warm-up? sim:engine="+o.engine); err != nil {
+	a, b := &tenant{Client: benchfleet.Client{Base: f.URL, Key: keyA, HTTP: hc}}, &tenant{Client: benchfleet.Client{Base: f.URL, Key: keyB, HTTP: hc}}
+	if _, err := b.Ask(ctx, "Search the web: warm-up? sim:engine="+o.engine); err != nil {
 		return fmt.Errorf("the fleet does not answer: %w", err)
 	}
 
@@ -138,7 +132,7 @@ func run(ctx context.Context) error {
 		if i%3 == 0 {
 			text = fmt.Sprintf("Search the web: weather in town %d? sim:engine=%s sim:slow=%dms", i, o.engine, o.aSearchSlow.Milliseconds())
 		}
-		id, err := a.submit(ctx, text, hooks.url("/fail"))
+		id, err := a.Submit(ctx, text, hooks.url("/fail"))
 		if err != nil {
 			return fmt.Errorf("tenant A's job %d: %w", i, err)
 		}
@@ -216,7 +210,7 @@ func measureB(ctx context.Context, o options, b *tenant, hooks *receiver, name s
 			fmt.Fprintln(os.Stderr, "B's batch:", err)
 			return
 		}
-		b.waitBatch(ctx, id)
+		b.WaitBatch(ctx, id)
 		p.batch = time.Since(start)
 	}()
 	go func() {
@@ -224,7 +218,7 @@ func measureB(ctx context.Context, o options, b *tenant, hooks *receiver, name s
 		p.hooks = b.callbacks(ctx, o.bWebhooks, hooks, 2*o.duration)
 	}()
 	ask := func() (time.Duration, error) {
-		return b.ask(ctx, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine="+o.engine, b.seq.Add(1)))
+		return b.Ask(ctx, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine="+o.engine, b.seq.Add(1)))
 	}
 	r := benchfleet.OpenLoop(ctx, ask, o.rate, o.duration, nil, 0)
 	if r.FirstErr != nil {
@@ -241,112 +235,24 @@ func measureB(ctx context.Context, o options, b *tenant, hooks *receiver, name s
 
 // tenant talks to the fleet with one tenant's key.
 type tenant struct {
-	base, key string
-	hc        *http.Client
-	seq       atomic.Int64
+	benchfleet.Client
+	seq atomic.Int64
 }
 
-func (t *tenant) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, t.base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+t.key)
-	resp, err := t.hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
-func messages(text string) []any { return []any{map[string]any{"role": "user", "content": text}} }
-
-// ask sends one synchronous chat request and returns how long its cited answer took.
-func (t *tenant) ask(ctx context.Context, text string) (time.Duration, error) {
-	start := time.Now()
-	status, b, err := t.do(ctx, "POST", "/v1/chat/completions", map[string]any{"model": demo.Model, "messages": messages(text)})
-	if err != nil {
-		return 0, err
-	}
-	if status != 200 || !bytes.Contains(b, []byte("[1]")) {
-		return 0, fmt.Errorf("status %d: %.200s", status, b)
-	}
-	return time.Since(start), nil
-}
-
-// submit sends one async job with a callback and returns its id.
-func (t *tenant) submit(ctx context.Context, text, callback string) (string, error) {
-	status, b, err := t.do(ctx, "POST", "/v1/jobs", map[string]any{"model": demo.Model, "messages": messages(text),
-		"callback": map[string]any{"url": callback}})
-	if err != nil {
-		return "", err
-	}
-	var j struct {
-		ID string `json:"id"`
-	}
-	if status != http.StatusAccepted || json.Unmarshal(b, &j) != nil {
-		return "", fmt.Errorf("status %d: %.200s", status, b)
-	}
-	return j.ID, nil
-}
-
-// batch submits n questions that do not search, as the simple form.
+// batch submits n questions that do not search.
 func (t *tenant) batch(ctx context.Context, n int, name string) (string, error) {
 	qs := make([]string, n)
 	for i := range qs {
 		qs[i] = fmt.Sprintf("%s, question %d: say something short. sim:nosearch", name, i)
 	}
-	status, b, err := t.do(ctx, "POST", "/v1/batches", map[string]any{"queries": qs, "model": demo.Model})
-	if err != nil {
-		return "", err
-	}
-	var v struct {
-		ID string `json:"id"`
-	}
-	if status != 200 || json.Unmarshal(b, &v) != nil {
-		return "", fmt.Errorf("creating the batch: status %d: %.200s", status, b)
-	}
-	return v.ID, nil
-}
-
-type batchCounts struct {
-	Status        string `json:"status"`
-	RequestCounts struct {
-		Total, Completed, Failed int
-	} `json:"request_counts"`
-}
-
-func (t *tenant) batchStatus(ctx context.Context, id string) batchCounts {
-	var v batchCounts
-	if _, b, err := t.do(ctx, "GET", "/v1/batches/"+id, nil); err == nil {
-		json.Unmarshal(b, &v)
-	}
-	return v
-}
-
-func (t *tenant) waitBatch(ctx context.Context, id string) {
-	for ctx.Err() == nil {
-		switch t.batchStatus(ctx, id).Status {
-		case "completed", "failed", "expired", "cancelled":
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return t.Batch(ctx, qs)
 }
 
 // linesDone counts the lines of batches that have ended.
 func (t *tenant) linesDone(ctx context.Context, ids []string) int {
 	n := 0
 	for _, id := range ids {
-		c := t.batchStatus(ctx, id).RequestCounts
+		c := t.BatchStatus(ctx, id).RequestCounts
 		n += c.Completed + c.Failed
 	}
 	return n
@@ -356,7 +262,7 @@ func (t *tenant) linesDone(ctx context.Context, ids []string) int {
 func (t *tenant) ended(ctx context.Context, ids []string) int {
 	n := 0
 	for _, id := range ids {
-		_, b, err := t.do(ctx, "GET", "/v1/jobs/"+id, nil)
+		_, b, err := t.Do(ctx, "GET", "/v1/jobs/"+id, nil)
 		if err != nil {
 			continue
 		}
@@ -382,7 +288,7 @@ func (t *tenant) callbacks(ctx context.Context, n int, r *receiver, wait time.Du
 	var all []sent
 	for i := range n {
 		at := time.Now()
-		id, err := t.submit(ctx, fmt.Sprintf("Say something short, note %d. sim:nosearch", i), r.url("/ok"))
+		id, err := t.Submit(ctx, fmt.Sprintf("Say something short, note %d. sim:nosearch", i), r.url("/ok"))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "B's callback job:", err)
 			continue
@@ -402,20 +308,15 @@ func (t *tenant) callbacks(ctx context.Context, n int, r *receiver, wait time.Du
 // receiver takes the callbacks: /ok answers 200 and notes when each job's arrived,
 // /fail answers 500.
 type receiver struct {
-	srv    *http.Server
-	addr   string
+	srv    *httptest.Server
 	mu     sync.Mutex
 	got    map[string]time.Time
 	cond   chan struct{}
 	failed atomic.Int64
 }
 
-func newReceiver() (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	r := &receiver{addr: ln.Addr().String(), got: map[string]time.Time{}, cond: make(chan struct{})}
+func newReceiver() *receiver {
+	r := &receiver{got: map[string]time.Time{}, cond: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, req *http.Request) {
 		io.Copy(io.Discard, req.Body)
@@ -440,12 +341,11 @@ func newReceiver() (*receiver, error) {
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusOK)
 	})
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go r.srv.Serve(ln)
-	return r, nil
+	r.srv = httptest.NewServer(mux)
+	return r
 }
 
-func (r *receiver) url(path string) string { return "http://" + r.addr + path }
+func (r *receiver) url(path string) string { return r.srv.URL + path }
 
 // await waits up to d for job id's callback and returns when it arrived.
 func (r *receiver) await(ctx context.Context, id string, d time.Duration) (time.Time, bool) {
@@ -474,30 +374,19 @@ func (r *receiver) close() { r.srv.Close() }
 // lanes prints each lane consumer's backlog: waiting (num_pending) and in progress
 // (num_ack_pending).
 func lanes(ctx context.Context, url string) {
-	nc, err := natsgo.Connect(url)
+	js, close, err := benchfleet.JetStream(url)
 	if err != nil {
 		return
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return
-	}
+	defer close()
 	fmt.Print("lanes (waiting/in progress):")
-	for _, stream := range []string{bus.StreamJobs, bus.StreamChat, bus.StreamSearch} {
-		s, err := js.Stream(ctx, stream)
-		if err != nil {
-			continue
+	err = benchfleet.Consumers(ctx, js, func(info *jetstream.ConsumerInfo) {
+		if strings.Contains(info.Name, "__") && info.NumPending+uint64(info.NumAckPending) > 0 {
+			fmt.Printf(" %s %d/%d;", info.Name, info.NumPending, info.NumAckPending)
 		}
-		infos := s.ListConsumers(ctx)
-		for info := range infos.Info() {
-			if strings.Contains(info.Name, "__") && info.NumPending+uint64(info.NumAckPending) > 0 {
-				fmt.Printf(" %s %d/%d;", info.Name, info.NumPending, info.NumAckPending)
-			}
-		}
-		if err := infos.Err(); err != nil {
-			fmt.Printf(" (%s: %v)", stream, err)
-		}
+	})
+	if err != nil {
+		fmt.Printf(" (%v)", err)
 	}
 	fmt.Println()
 }

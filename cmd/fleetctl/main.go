@@ -18,6 +18,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -90,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	a := &app{url: envOr("FLEETCTL_URL", defaultURL), key: os.Getenv("FLEETCTL_API_KEY"), stdout: stdout, stderr: stderr,
+	a := &app{url: cmp.Or(os.Getenv("FLEETCTL_URL"), defaultURL), key: os.Getenv("FLEETCTL_API_KEY"), stdout: stdout, stderr: stderr,
 		http: &http.Client{}, tty: isTerminal(stdout)}
 	fs := a.flags("fleetctl")
 	fs.Usage = func() {}
@@ -178,13 +179,6 @@ func exactly(fs *flag.FlagSet, args []string, n int, what string) ([]string, err
 		err = fmt.Errorf("expected %s, got %d argument(s)", what, len(pos))
 	}
 	return pos, err
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // isTerminal reports whether w is a terminal.

@@ -18,6 +18,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -30,13 +31,13 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
+	"github.com/searchfleet/searchfleet/internal/testkit/chaos"
 	"github.com/searchfleet/searchfleet/internal/testkit/peerbench"
 	"github.com/searchfleet/searchfleet/internal/testkit/testenv"
 	"github.com/searchfleet/searchfleet/pkg/config"
@@ -87,7 +88,7 @@ func run(ctx context.Context) error {
 	if *binDir == "" {
 		*binDir = tmp
 		fmt.Fprintln(os.Stderr, "peerbench: building cmd/fleet and cmd/simulator")
-		build := exec.CommandContext(ctx, goTool(), "build", "-o", tmp+string(os.PathSeparator), "./cmd/fleet", "./cmd/simulator")
+		build := exec.CommandContext(ctx, cmp.Or(os.Getenv("GO"), "go"), "build", "-o", tmp+string(os.PathSeparator), "./cmd/fleet", "./cmd/simulator")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building the binaries: %w", err)
@@ -145,7 +146,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	_, pkPort, _ := net.SplitHostPort(pkAddr)
-	pkPID, err := procs.start("portkey", []string{"NODE_ENV=production"}, nodeTool(), filepath.Join(gateway, "build", "start-server.js"), "--port="+pkPort)
+	pkPID, err := procs.start("portkey", []string{"NODE_ENV=production"}, cmp.Or(os.Getenv("NODE"), "node"), filepath.Join(gateway, "build", "start-server.js"), "--port="+pkPort)
 	if err != nil {
 		return err
 	}
@@ -381,8 +382,10 @@ func ready(ctx context.Context, hc *http.Client, t peerbench.Target, procs *proc
 		if _, err = peerbench.Ask(ctx, hc, t, 0); err == nil {
 			return nil
 		}
-		if name, exited := procs.exited(); exited {
-			return fmt.Errorf("%s exited; its output is in %s", name, procs.log(name))
+		for _, p := range procs.list {
+			if !p.Running() {
+				return fmt.Errorf("%s exited; its output is in %s", p.name, filepath.Join(procs.dir, p.name+".log"))
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -392,60 +395,32 @@ func ready(ctx context.Context, hc *http.Client, t peerbench.Target, procs *proc
 // processes are the processes the benchmark started.
 type processes struct {
 	dir  string
-	list []*proc
+	list []named
 }
 
-type proc struct {
+type named struct {
 	name string
-	cmd  *exec.Cmd
-	done chan struct{}
+	*chaos.Proc
 }
-
-func (ps *processes) log(name string) string { return filepath.Join(ps.dir, name+".log") }
 
 // start starts bin with env added to a minimal environment, its output to a log
 // file, and returns its pid.
 func (ps *processes) start(name string, env []string, bin string, args ...string) (int, error) {
-	out, err := os.Create(ps.log(name))
+	p, err := chaos.NewProc(ps.dir, name, bin, args, append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...))
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		return 0, fmt.Errorf("starting %s: %w", name, err)
+	if err := p.Start(); err != nil {
+		return 0, err
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); out.Close(); close(p.done) }()
-	ps.list = append(ps.list, p)
-	return cmd.Process.Pid, nil
-}
-
-// exited names a started process that has exited.
-func (ps *processes) exited() (string, bool) {
-	for _, p := range ps.list {
-		select {
-		case <-p.done:
-			return p.name, true
-		default:
-		}
-	}
-	return "", false
+	ps.list = append(ps.list, named{name, p})
+	return p.Pid(), nil
 }
 
 // stop ends the processes it started, newest first: SIGTERM, then SIGKILL after 10 s.
 func (ps *processes) stop() {
 	for i := len(ps.list) - 1; i >= 0; i-- {
-		p := ps.list[i]
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
+		ps.list[i].Term(10 * time.Second)
 	}
 }
 
@@ -458,18 +433,4 @@ func defaultPortkeyDir() string {
 		cache = filepath.Join(home, ".cache")
 	}
 	return filepath.Join(cache, "searchfleet", "portkey-gateway-"+portkeyVersion)
-}
-
-func goTool() string {
-	if g := os.Getenv("GO"); g != "" {
-		return g
-	}
-	return "go"
-}
-
-func nodeTool() string {
-	if n := os.Getenv("NODE"); n != "" {
-		return n
-	}
-	return "node"
 }

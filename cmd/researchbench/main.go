@@ -15,13 +15,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -29,9 +27,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
@@ -41,9 +36,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-func main() {
-	cli.Main(run)
-}
+func main() { cli.Main(run) }
 
 type options struct {
 	efforts            []string
@@ -72,11 +65,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	o.efforts = strings.Split(*efforts, ",")
-	for _, w := range strings.Split(*workers, ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(w)); err == nil && n > 0 {
-			o.workers = append(o.workers, n)
-		}
-	}
+	o.workers = benchfleet.Ints(*workers)
 	pages := pageServer(o.fetchLo, o.fetchHi)
 	defer pages.Close()
 	os.Setenv("FLEET_FETCH_ALLOW", "127.0.0.0/8") // the page server
@@ -114,16 +103,14 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		stops, err := searchWorkers(ctx, f, n-1, o.searchCap)
+		stops := searchWorkers(ctx, f, n-1, o.searchCap)
+		m, err := measure(ctx, f, "high", pages.URL)
 		if err == nil {
-			var m result
-			if m, err = measure(ctx, f, "high", pages.URL); err == nil {
-				ratio := "–"
-				if highWall > 0 {
-					ratio = fmt.Sprintf("%.2f", m.wall.Seconds()/highWall.Seconds())
-				}
-				fmt.Printf("| %d | %d | %.1f s | %s |\n", n, n*o.searchCap, m.wall.Seconds(), ratio)
+			ratio := "–"
+			if highWall > 0 {
+				ratio = fmt.Sprintf("%.2f", m.wall.Seconds()/highWall.Seconds())
 			}
+			fmt.Printf("| %d | %d | %.1f s | %s |\n", n, n*o.searchCap, m.wall.Seconds(), ratio)
 		}
 		for _, s := range stops {
 			s()
@@ -149,7 +136,7 @@ func start(ctx context.Context, o options, searchCap int) (*benchfleet.Fleet, er
 
 // searchWorkers starts n more search-worker processes (fleets of the search role
 // alone, on the same NATS and Redis), each capped at searchCap searches at once.
-func searchWorkers(ctx context.Context, f *benchfleet.Fleet, n, searchCap int) ([]func(), error) {
+func searchWorkers(ctx context.Context, f *benchfleet.Fleet, n, searchCap int) []func() {
 	var stops []func()
 	sim := simulator.New(simulator.Options{})
 	for range n {
@@ -168,7 +155,7 @@ func searchWorkers(ctx context.Context, f *benchfleet.Fleet, n, searchCap int) (
 		stops = append(stops, func() { cancel(); <-done })
 	}
 	time.Sleep(time.Second) // their consumers bound
-	return stops, nil
+	return stops
 }
 
 type result struct {
@@ -186,12 +173,11 @@ type result struct {
 func measure(ctx context.Context, f *benchfleet.Fleet, effort, pages string) (result, error) {
 	var m result
 	hc := &http.Client{Timeout: 30 * time.Second}
-	nc, err := nats.Connect(f.NATSURL)
+	js, closeNATS, err := benchfleet.JetStream(f.NATSURL)
 	if err != nil {
 		return m, err
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	defer closeNATS()
 	seqs := func() uint64 {
 		var n uint64
 		for name := range js.StreamNames(ctx).Name() {
@@ -214,17 +200,14 @@ func measure(ctx context.Context, f *benchfleet.Fleet, effort, pages string) (re
 		return st.Requests
 	}
 	beforeSim, beforeMsgs, beforeRedis := simStats(), seqs(), f.Counter.Counts().Commands
-	body, _ := json.Marshal(map[string]any{"input": fmt.Sprintf("How do offshore wind farms work (bench %d)? sim:read=%s", time.Now().UnixNano(), pages),
-		"model": "research/" + demo.Model, "effort": effort})
 	start := time.Now()
-	resp, err := hc.Post(f.URL+"/v1/research", "application/json", bytes.NewReader(body))
+	status, b, err := (&benchfleet.Client{Base: f.URL, HTTP: hc}).Do(ctx, "POST", "/v1/research", map[string]any{
+		"input": fmt.Sprintf("How do offshore wind farms work (bench %d)? sim:read=%s", time.Now().UnixNano(), pages), "model": "research/" + demo.Model, "effort": effort})
 	if err != nil {
 		return m, err
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		return m, fmt.Errorf("POST /v1/research: %d %s", resp.StatusCode, b)
+	if status != http.StatusAccepted {
+		return m, fmt.Errorf("POST /v1/research: %d %s", status, b)
 	}
 	var v struct {
 		ID string `json:"id"`

@@ -16,20 +16,14 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -40,6 +34,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/searchfleet/searchfleet/internal/cli"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
 	"github.com/searchfleet/searchfleet/internal/testkit/chaos"
@@ -50,7 +45,9 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-func main() {
+func main() { cli.Main(parseAndRun) }
+
+func parseAndRun(ctx context.Context) error {
 	searchN := flag.String("search-workers", "1,2,4", "search-worker process counts to measure")
 	chatM := flag.String("chat-workers", "1,2,4", "chat-worker process counts to measure")
 	searchC := flag.Int("search-concurrency", 16, "FLEET_SEARCH_CONCURRENCY of each search worker")
@@ -61,14 +58,8 @@ func main() {
 	duration := flag.Duration("duration", 15*time.Second, "measured time per run")
 	inflight := flag.Int("inflight", 0, "if set, also hold this many model calls in flight on one chat worker and report its RSS and the calls it holds per GB")
 	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, opts{searchN: benchfleet.Ints(*searchN), chatM: benchfleet.Ints(*chatM), searchC: *searchC, chatC: *chatC,
-		engineLat: *engineLat, modelLat: *modelLat, warmup: *warmup, duration: *duration, inflight: *inflight}); err != nil {
-		fmt.Fprintln(os.Stderr, "scalebench:", err)
-		os.Exit(1)
-	}
+	return run(ctx, opts{searchN: benchfleet.Ints(*searchN), chatM: benchfleet.Ints(*chatM), searchC: *searchC, chatC: *chatC,
+		engineLat: *engineLat, modelLat: *modelLat, warmup: *warmup, duration: *duration, inflight: *inflight})
 }
 
 type opts struct {
@@ -157,13 +148,12 @@ type result struct {
 
 // world is one run's servers and processes.
 type world struct {
-	sim    *simulator.Server
-	simURL string
-	url    string // ingress
-	nc     *nats.Conn
-	procs  []*exec.Cmd
-	store  *state.Store
-	stop   func()
+	sim   *simulator.Server
+	url   string // ingress
+	api   *benchfleet.Client
+	nc    *nats.Conn
+	procs []*exec.Cmd
+	stop  func()
 }
 
 func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scenario) (*world, error) {
@@ -180,18 +170,15 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 	var closeSim func()
 	var simURL, caFile string
 	if sc.tls {
-		ts := httptest.NewUnstartedServer(sim)
-		ts.EnableHTTP2 = true
-		ts.StartTLS()
-		closeSim, simURL = ts.Close, ts.URL
 		caFile = filepath.Join(run, "sim-ca.pem")
 		if err := os.MkdirAll(run, 0o755); err != nil {
 			return nil, err
 		}
-		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-		if err := os.WriteFile(caFile, ca, 0o644); err != nil {
+		ts, err := chaos.ServeTLS(sim, caFile)
+		if err != nil {
 			return nil, err
 		}
+		closeSim, simURL = ts.Close, ts.URL
 	} else {
 		hs, u, err := sim.Listen("127.0.0.1:0")
 		if err != nil {
@@ -212,7 +199,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		return nil, err
 	}
 	prefix := fmt.Sprintf("sfscale:%d", time.Now().UnixNano())
-	w := &world{sim: sim, simURL: simURL, store: state.New(rdb, prefix, time.Hour)}
+	w := &world{sim: sim}
 	env := []string{"NATS_URL=" + emb.URL(), "REDIS_URL=" + testenv.RedisURL(), "FLEET_REDIS_PREFIX=" + prefix, "FLEET_CONFIG=" + cfg,
 		"FLEET_LOG_LEVEL=error", "FLEET_JOB_TIMEOUT=10m", "FLEET_MODEL_TIMEOUT=5m", demo.KeyEnv + "=sim-key",
 		"FLEET_CHAT_MAX_IN_FLIGHT=" + strconv.Itoa(max(4096, sc.chat*sc.chatC)), "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -249,13 +236,11 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		rdb.Close()
 		os.RemoveAll(run)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := benchfleet.FreeAddr()
 	if err != nil {
 		w.stop()
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	if err := startProc(bins.Ingress, "FLEET_HTTP_ADDR="+addr); err != nil {
 		w.stop()
 		return nil, err
@@ -277,20 +262,10 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		}
 	}
 	w.url = "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(w.url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			w.stop()
-			return nil, errors.New("the ingress did not become ready in 30s")
-		}
-		time.Sleep(100 * time.Millisecond)
+	w.api = &benchfleet.Client{Base: w.url, HTTP: http.DefaultClient}
+	if err := benchfleet.WaitReady(ctx, w.url, 30*time.Second); err != nil {
+		w.stop()
+		return nil, err
 	}
 	if w.nc, err = nats.Connect(emb.URL()); err != nil {
 		w.stop()
@@ -321,20 +296,6 @@ func measure(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc sc
 	}
 	defer sub.Unsubscribe()
 	var seq atomic.Int64
-	submit := func() {
-		n := seq.Add(1)
-		body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": fmt.Sprintf(sc.text, n)}}})
-		for ctx.Err() == nil {
-			resp, err := http.Post(w.url+"/v1/jobs", "application/json", bytes.NewReader(body))
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusAccepted {
-					return
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 	// The window is filled by a few submitters; every end then makes room for one more.
 	tokens := make(chan struct{}, window)
 	for range window {
@@ -352,7 +313,7 @@ func measure(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc sc
 				case <-rctx.Done():
 					return
 				case <-tokens:
-					submit()
+					w.api.SubmitUntilAccepted(ctx, fmt.Sprintf(sc.text, seq.Add(1)))
 				}
 			}
 		}()
@@ -425,17 +386,7 @@ func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, t
 				if i > int64(n) {
 					return
 				}
-				body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": fmt.Sprintf("Hold %d sim:nosearch", i)}}})
-				for ctx.Err() == nil {
-					resp, err := http.Post(w.url+"/v1/jobs", "application/json", bytes.NewReader(body))
-					if err == nil {
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusAccepted {
-							break
-						}
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
+				w.api.SubmitUntilAccepted(ctx, fmt.Sprintf("Hold %d sim:nosearch", i))
 			}
 		}()
 	}

@@ -233,34 +233,12 @@ func Machine() string {
 	return fmt.Sprintf("%s, %d CPUs, %s %s/%s", model, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-// Ask sends one question that needs the web to the fleet at base and returns how long
-// the cited answer took; an answer that is not a 200 citing [1] is an error.
-func Ask(ctx context.Context, hc *http.Client, base, question string) (time.Duration, error) {
-	body, _ := json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": question}}})
-	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Contains(b, []byte("[1]")) {
-		return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
-	}
-	return time.Since(start), nil
-}
-
 // FirstToken sends one streaming chat request for model to the chat completions
 // endpoint at base (the fleet's, or the simulator's own) and returns the time to the
 // first chunk with answer text, reading the stream to its end. An answer that does not
 // stream text is an error.
 func FirstToken(ctx context.Context, hc *http.Client, base, model, question string) (time.Duration, error) {
-	body, _ := json.Marshal(map[string]any{"model": model, "stream": true, "messages": []any{map[string]any{"role": "user", "content": question}}})
+	body, _ := json.Marshal(map[string]any{"model": model, "stream": true, "messages": Messages(question)})
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {

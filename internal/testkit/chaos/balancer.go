@@ -35,7 +35,7 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // startBalancer serves the balancer on a free loopback port.
-func startBalancer(replicas []*proc, ports []int) (*balancer, error) {
+func startBalancer(replicas []*Proc, ports []int) (*balancer, error) {
 	b := &balancer{inflight: make([]atomic.Int64, len(ports))}
 	index := map[string]int{}
 	var next atomic.Uint64
@@ -49,7 +49,7 @@ func startBalancer(replicas []*proc, ports []int) (*balancer, error) {
 			n := next.Add(1)
 			t := targets[n%uint64(len(targets))]
 			for k := range uint64(len(targets)) {
-				if i := (n + k) % uint64(len(targets)); replicas[i].running() {
+				if i := (n + k) % uint64(len(targets)); replicas[i].Running() {
 					t = targets[i]
 					break
 				}

@@ -70,25 +70,22 @@ func newClient(url string, giveUp time.Duration) *client {
 
 func newSubmission(run, scenario string, i int, callback string, research bool) *submission {
 	tag := fmt.Sprintf("chaosjob-%s-%s-%d", run, scenario, i)
+	s := &submission{i: i, key: fmt.Sprintf("chaos-%s-%s-%d", run, scenario, i), tag: tag, path: "/v1/jobs"}
+	hook := map[string]any{"url": callback, "events": []string{"completed", "failed", "cancelled"}}
 	if research {
 		// A research run (effort low: a plan, three children, a writer). An identical
 		// request shares the run while it runs, so a retried post answers the same one.
-		body, _ := json.Marshal(map[string]any{
-			"input": fmt.Sprintf("What is known about item %d? (%s)", i, tag), "model": "research/" + demo.Model, "effort": "low",
-			"callback": map[string]any{"url": callback, "events": []string{"completed", "failed", "cancelled"}},
-		})
-		return &submission{i: i, key: "chaos-" + run + "-" + scenario + "-" + fmt.Sprint(i), tag: tag, body: body, path: "/v1/research"}
+		s.path = "/v1/research"
+		s.body, _ = json.Marshal(map[string]any{
+			"input": fmt.Sprintf("What is known about item %d? (%s)", i, tag), "model": "research/" + demo.Model, "effort": "low", "callback": hook})
+		return s
 	}
 	text := fmt.Sprintf("Search the web: what is the latest news about item %d? (%s)", i, tag)
 	if i%2 == 1 {
 		text += " sim:engine=brave"
 	}
-	body, _ := json.Marshal(map[string]any{
-		"model":    demo.Model,
-		"messages": []any{map[string]any{"role": "user", "content": text}},
-		"callback": map[string]any{"url": callback, "events": []string{"completed", "failed", "cancelled"}},
-	})
-	return &submission{i: i, key: "chaos-" + run + "-" + scenario + "-" + fmt.Sprint(i), tag: tag, body: body, path: "/v1/jobs"}
+	s.body, _ = json.Marshal(map[string]any{"model": demo.Model, "messages": []any{map[string]any{"role": "user", "content": text}}, "callback": hook})
+	return s
 }
 
 // post sends the submission once and returns the status, the error code of a non-2xx

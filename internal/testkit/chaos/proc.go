@@ -2,11 +2,14 @@ package chaos
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +19,10 @@ import (
 	"time"
 )
 
-// proc is one child process that the harness kills and starts again. Every start
-// appends to the same log file, so a role's whole life is in one place.
-type proc struct {
+// Proc is one child process that a harness starts, kills and starts again. Every
+// start appends to the same log file, <dir>/<name>.log, so a role's whole life is in
+// one place.
+type Proc struct {
 	name string
 	path string
 	args []string
@@ -30,18 +34,20 @@ type proc struct {
 	done chan struct{}
 }
 
-func newProc(dir, name, path string, args, env []string) (*proc, error) {
+// NewProc prepares a process running path with args and exactly env (nothing
+// inherited: pass PATH and HOME if it needs them).
+func NewProc(dir, name, path string, args, env []string) (*Proc, error) {
 	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return &proc{name: name, path: path, args: args, env: env, log: f}, nil
+	return &Proc{name: name, path: path, args: args, env: env, log: f}, nil
 }
 
-// start runs the process. It lives in its own process group (so a kill reaches
+// Start runs the process. It lives in its own process group (so a kill reaches
 // whatever it started) and dies with the harness (Pdeathsig), so an interrupted run
 // leaves nothing behind.
-func (p *proc) start() error {
+func (p *Proc) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.done != nil {
@@ -69,14 +75,14 @@ func (p *proc) start() error {
 	return nil
 }
 
-// kill sends SIGKILL to the process group and waits for the process to be gone:
+// Kill sends SIGKILL to the process group and waits for the process to be gone:
 // nothing drained, nothing acknowledged, no file synced.
-func (p *proc) kill() {
+func (p *Proc) Kill() {
 	p.signal(syscall.SIGKILL)
 }
 
-// term sends SIGTERM and waits up to wait before killing.
-func (p *proc) term(wait time.Duration) {
+// Term sends SIGTERM to the process group and waits up to wait before killing.
+func (p *Proc) Term(wait time.Duration) {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
@@ -87,11 +93,11 @@ func (p *proc) term(wait time.Duration) {
 	select {
 	case <-done:
 	case <-time.After(wait):
-		p.kill()
+		p.Kill()
 	}
 }
 
-func (p *proc) signal(sig syscall.Signal) {
+func (p *Proc) signal(sig syscall.Signal) {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
@@ -106,7 +112,17 @@ func (p *proc) signal(sig syscall.Signal) {
 	}
 }
 
-func (p *proc) running() bool {
+// Pid is the process id of the last start (0 before any).
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+func (p *Proc) Running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.done == nil {
@@ -149,20 +165,41 @@ func hostPort(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // waitTCP waits until something accepts connections on port.
 func waitTCP(ctx context.Context, port int, within time.Duration) error {
+	return Poll(ctx, within, 50*time.Millisecond, func() error {
+		c, err := net.DialTimeout("tcp", hostPort(port), 200*time.Millisecond)
+		if err != nil {
+			return fmt.Errorf("nothing listening on %s after %s: %w", hostPort(port), within, err)
+		}
+		return c.Close()
+	})
+}
+
+// Poll calls try every interval until it returns nil, within has passed (its last
+// error then) or ctx ends.
+func Poll(ctx context.Context, within, interval time.Duration, try func() error) error {
 	deadline := time.Now().Add(within)
 	for {
-		c, err := net.DialTimeout("tcp", hostPort(port), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listening on %s after %s: %w", hostPort(port), within, err)
+		err := try()
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
+}
+
+// ServeTLS serves h over HTTPS and HTTP/2, as real providers answer, with a throwaway
+// certificate written to caFile for the processes to trust (SSL_CERT_FILE).
+func ServeTLS(h http.Handler, caFile string) (*httptest.Server, error) {
+	ts := httptest.NewUnstartedServer(h)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o644); err != nil {
+		ts.Close()
+		return nil, err
+	}
+	return ts, nil
 }

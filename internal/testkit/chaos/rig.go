@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -46,8 +45,8 @@ type rig struct {
 	redisDir string
 
 	redisPort             int
-	nats, redis           *proc
-	ingress, chat, search []*proc
+	nats, redis           *Proc
+	ingress, chat, search []*Proc
 	ingressPorts          []int
 	lb                    *balancer
 	sim                   *simulator.Server
@@ -102,7 +101,7 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 	if err := os.WriteFile(conf, []byte("jetstream {\n  sync_interval: always\n}\n"), 0o644); err != nil {
 		return r, err
 	}
-	if r.nats, err = newProc(dir, "nats-server", bins.NATSServer,
+	if r.nats, err = NewProc(dir, "nats-server", bins.NATSServer,
 		[]string{"-c", conf, "-js", "-sd", r.natsDir, "-a", "127.0.0.1", "-p", strconv.Itoa(r.natsPort)}, nil); err != nil {
 		return r, err
 	}
@@ -120,14 +119,11 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 	// SSL_CERT_FILE.
 	r.sim = simulator.New(simulator.Options{ModelLatency: o.ModelLatency, EngineLatency: o.EngineLatency})
 	r.rec = &recorder{sim: r.sim, jitter: o.ModelLatency / 2}
-	r.simSrv = httptest.NewUnstartedServer(r.rec)
-	r.simSrv.EnableHTTP2 = true
-	r.simSrv.StartTLS()
-	simURL := r.simSrv.URL
 	caFile := filepath.Join(dir, "sim-ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.simSrv.Certificate().Raw}), 0o644); err != nil {
+	if r.simSrv, err = ServeTLS(r.rec, caFile); err != nil {
 		return r, err
 	}
+	simURL := r.simSrv.URL
 
 	recvPort, err := freePort()
 	if err != nil {
@@ -175,7 +171,7 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 		if err != nil {
 			return r, err
 		}
-		p, err := newProc(dir, fmt.Sprintf("ingress-%d", i), bins.Ingress, nil, append(env[:len(env):len(env)], "FLEET_HTTP_ADDR="+hostPort(port)))
+		p, err := NewProc(dir, fmt.Sprintf("ingress-%d", i), bins.Ingress, nil, append(env[:len(env):len(env)], "FLEET_HTTP_ADDR="+hostPort(port)))
 		if err != nil {
 			return r, err
 		}
@@ -186,18 +182,18 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 	}
 	r.url = r.lb.url
 	for i := range 2 {
-		c, err := newProc(dir, fmt.Sprintf("chatworker-%d", i), bins.ChatWorker, nil, env)
+		c, err := NewProc(dir, fmt.Sprintf("chatworker-%d", i), bins.ChatWorker, nil, env)
 		if err != nil {
 			return r, err
 		}
-		s, err := newProc(dir, fmt.Sprintf("searchworker-%d", i), bins.SearchWorker, nil, env)
+		s, err := NewProc(dir, fmt.Sprintf("searchworker-%d", i), bins.SearchWorker, nil, env)
 		if err != nil {
 			return r, err
 		}
 		r.chat, r.search = append(r.chat, c), append(r.search, s)
 	}
 	for _, p := range r.fleet() {
-		if err := p.start(); err != nil {
+		if err := p.Start(); err != nil {
 			return r, err
 		}
 	}
@@ -205,8 +201,8 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 }
 
 // fleet lists the fleet's processes (not the servers).
-func (r *rig) fleet() []*proc {
-	return append(append(append([]*proc(nil), r.ingress...), r.chat...), r.search...)
+func (r *rig) fleet() []*Proc {
+	return append(append(append([]*Proc(nil), r.ingress...), r.chat...), r.search...)
 }
 
 // waitReady waits until every ingress replica answers /readyz with 200.
@@ -231,7 +227,7 @@ func (r *rig) waitIngress(ctx context.Context, i int, within time.Duration) erro
 				return nil
 			}
 		}
-		if !p.running() {
+		if !p.Running() {
 			return fmt.Errorf("%s exited (see %s)", p.name, filepath.Join(r.dir, p.name+".log"))
 		}
 		if time.Now().After(deadline) {
@@ -244,7 +240,7 @@ func (r *rig) waitIngress(ctx context.Context, i int, within time.Duration) erro
 }
 
 func (r *rig) startNATS(ctx context.Context) error {
-	if err := r.nats.start(); err != nil {
+	if err := r.nats.Start(); err != nil {
 		return err
 	}
 	return waitTCP(ctx, r.natsPort, 15*time.Second)
@@ -255,7 +251,7 @@ func (r *rig) newRedis(ctx context.Context) error {
 	if err := os.MkdirAll(r.redisDir, 0o755); err != nil {
 		return err
 	}
-	p, err := newProc(r.dir, "redis-server", r.bins.RedisServer, []string{
+	p, err := NewProc(r.dir, "redis-server", r.bins.RedisServer, []string{
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(r.redisPort), "--dir", r.redisDir,
 		"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "no", "--daemonize", "no",
 	}, nil)
@@ -263,7 +259,7 @@ func (r *rig) newRedis(ctx context.Context) error {
 		return err
 	}
 	r.redis = p
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		return err
 	}
 	return r.pingRedis(ctx, 15*time.Second)
@@ -272,27 +268,20 @@ func (r *rig) newRedis(ctx context.Context) error {
 func (r *rig) pingRedis(ctx context.Context, within time.Duration) error {
 	c := redis.NewClient(&redis.Options{Addr: hostPort(r.redisPort)})
 	defer c.Close()
-	deadline := time.Now().Add(within)
-	for {
-		if err := c.Ping(ctx).Err(); err == nil {
-			return nil
-		} else if time.Now().After(deadline) {
+	return Poll(ctx, within, 50*time.Millisecond, func() error {
+		if err := c.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("redis on %d not answering after %s: %w", r.redisPort, within, err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // killRestart kills p (SIGKILL), waits pause, and starts it again.
-func (r *rig) killRestart(ctx context.Context, role string, p *proc, pause time.Duration) {
-	p.kill()
+func (r *rig) killRestart(ctx context.Context, role string, p *Proc, pause time.Duration) {
+	p.Kill()
 	r.note("kill", role, p.name)
 	sleep(ctx, pause)
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		r.logf("restarting %s: %v", p.name, err)
 		return
 	}
@@ -301,7 +290,7 @@ func (r *rig) killRestart(ctx context.Context, role string, p *proc, pause time.
 
 // restartNATS kills nats-server with SIGKILL and starts it again on the same store.
 func (r *rig) restartNATS(ctx context.Context, pause time.Duration) {
-	r.nats.kill()
+	r.nats.Kill()
 	r.note("kill", "nats", "nats-server")
 	sleep(ctx, pause)
 	if err := r.startNATS(ctx); err != nil {
@@ -313,7 +302,7 @@ func (r *rig) restartNATS(ctx context.Context, pause time.Duration) {
 // restartRedis kills redis-server with SIGKILL and starts it again: on its own data
 // (appendfsync always), or, with empty, on a new empty directory.
 func (r *rig) restartRedis(ctx context.Context, pause time.Duration, empty bool) {
-	r.redis.kill()
+	r.redis.Kill()
 	r.note("kill", "redis", "redis-server")
 	if empty {
 		r.redisGen++
@@ -330,8 +319,8 @@ func (r *rig) restartRedis(ctx context.Context, pause time.Duration, empty bool)
 // ensureUp starts every fleet process that is not running.
 func (r *rig) ensureUp() {
 	for _, p := range r.fleet() {
-		if !p.running() {
-			p.start()
+		if !p.Running() {
+			p.Start()
 		}
 	}
 }
@@ -342,15 +331,15 @@ func (r *rig) stop() {
 	for _, p := range r.fleet() {
 		if p != nil {
 			wg.Add(1)
-			go func() { defer wg.Done(); p.kill() }()
+			go func() { defer wg.Done(); p.Kill() }()
 		}
 	}
 	wg.Wait()
 	if r.nats != nil {
-		r.nats.term(5 * time.Second)
+		r.nats.Term(5 * time.Second)
 	}
 	if r.redis != nil {
-		r.redis.kill()
+		r.redis.Kill()
 	}
 	if r.recv != nil {
 		r.recv.down()
