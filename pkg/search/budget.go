@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -43,6 +44,9 @@ func (w *Worker) reserve(ctx context.Context, req Request, ss *state.SearchStart
 func payCall(req Request) string {
 	return bus.CallKey(req.JobID, req.Hop, req.CallID) + "@" + req.Engine
 }
+
+// errNotSearched settles a hold to nothing: no search was made.
+var errNotSearched = errors.New("no search was made")
 
 // settle moves a search's reservation to what the engine really charged: the
 // result's cost, or nothing for a call that failed (engines do not bill those).

@@ -167,21 +167,24 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		}
 		defer w.endInflight(ctx, req, claimed, ss.Tenant, cacheKey)
 	}
-	if wait, err := w.Store.Allow(ctx, req.Engine, set.PerSecond, set.Burst); err != nil {
-		return err
-	} else if wait > 0 {
-		w.count(req.Engine, "rate_limited")
-		return bus.RetryOrEnd(fmt.Errorf("engine %s rate limit", req.Engine), true, lastChance(d, req, wait), wait, func() error {
-			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.RateLimited, Engine: req.Engine, Message: "the engine's rate limit kept this search waiting too long"}), 0)
-		})
-	}
-
+	// The price is held before the engine's shared rate limit is asked: a search a
+	// budget refuses takes no other tenant's turn.
 	held, refused, err := w.reserve(ctx, req, ss, eng)
 	if err != nil {
 		return err
 	} else if refused != nil {
 		return w.finish(ctx, req, d, refused, 0)
 	}
+	if wait, err := w.Store.Allow(ctx, req.Engine, set.PerSecond, set.Burst); err != nil {
+		return err
+	} else if wait > 0 {
+		w.count(req.Engine, "rate_limited")
+		return bus.RetryOrEnd(fmt.Errorf("engine %s rate limit", req.Engine), true, lastChance(d, req, wait), wait, func() error {
+			w.settle(ctx, held, req.Engine, nil, errNotSearched) // a retry keeps the hold: it finds it reserved
+			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.RateLimited, Engine: req.Engine, Message: "the engine's rate limit kept this search waiting too long"}), 0)
+		})
+	}
+
 	sctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	start := time.Now()
 	res, serr := search(sctx, eng, req)

@@ -464,3 +464,32 @@ func TestSearchPastItsDeadlineHoldsNothing(t *testing.T) {
 		t.Fatalf("search in time: %d engine calls, %d holds, %d settles; want one of each", r.sim.Stats().Requests["brave"], counted.pays, counted.moves)
 	}
 }
+
+// A search its tenant's budget refuses is refused before the engine's shared rate
+// limit is asked: it takes no other tenant's turn.
+func TestBudgetRefusalTakesNoRateLimitTurn(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	w := r.worker("w1", map[string]search.Settings{"brave": {PerSecond: 0.01, Burst: 1}}, nil, r.cfgs["brave"])
+	w.Budgets = &spend.Budgets{ByTenant: map[string]spend.Budget{"broke": {SearchesPerDay: 1}}}
+	ctx := context.Background()
+	req := func(id, tenant string) search.Request {
+		dl := time.Now().Add(time.Minute)
+		if err := r.store.Jobs.CreateJob(ctx, &state.Job{ID: id, Tenant: tenant, Kind: "chat", Model: "m", Deadline: dl}); err != nil {
+			t.Fatal(err)
+		}
+		return search.Request{JobID: id, CallID: "c1", Engine: "brave", Query: engines.Query{Query: "latest news about NATS JetStream"}, Deadline: dl}
+	}
+	if _, ex, err := r.store.Ledger.ReserveCall(ctx, "spent", "broke", "earlier@brave", 0.01, spend.Budget{SearchesPerDay: 1}, time.Now()); err != nil || ex != nil {
+		t.Fatal(ex, err) // broke's one search of the day
+	}
+	handle(t, w, req("j-broke", "broke"), 1)
+	_, done := stored[search.Done](t, r.bus, bus.StreamChat, bus.SubjectResume)
+	if e := done.Result.Citation.Error; e == nil || e.Type != search.BudgetExhausted {
+		t.Fatalf("broke's search answered %+v, want the budget refusal", done.Result.Citation)
+	}
+	handle(t, w, req("j-rich", "rich"), 1) // fails if broke's refusal took the one token
+	if got := r.sim.Stats().Requests["brave"]; got != 1 {
+		t.Fatalf("brave called %d times, want 1 (rich's search)", got)
+	}
+}
