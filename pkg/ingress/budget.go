@@ -22,24 +22,19 @@ func (s *Server) budgeted(codec wire.ClientCodec, h http.HandlerFunc) http.Handl
 	return func(w http.ResponseWriter, r *http.Request) {
 		tenant := tenantOf(r)
 		b := s.Budgets.For(tenant)
-		if b == (spend.Budget{}) {
-			h(w, r)
-			return
-		}
 		now := time.Now()
-		sp, err := s.Store.Ledger.SpendOf(r.Context(), tenant, now)
-		if err != nil {
-			// The job cannot be recorded without Redis either; let the submission say so.
-			s.Log.Warn("api: reading spend", "tenant", tenant, "err", err)
-			h(w, r)
-			return
+		var ex *spend.Exhausted
+		if b != (spend.Budget{}) {
+			sp, err := s.Store.Ledger.SpendOf(r.Context(), tenant, now)
+			if err != nil {
+				// The job cannot be recorded without Redis either; let the submission say so.
+				s.Log.Warn("api: reading spend", "tenant", tenant, "err", err)
+			} else {
+				ex = b.Check(sp, now)
+			}
 		}
-		ex := b.Check(sp, now)
-		if ex == nil {
-			h(w, r)
-			return
-		}
-		if s.acceptedRetry(r, tenant) { // it gets its job, not a refusal
+		// A retry of an accepted submission gets its job, not a refusal.
+		if ex == nil || s.acceptedRetry(r, tenant) {
 			h(w, r)
 			return
 		}

@@ -154,8 +154,7 @@ func (s *Server) batchEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	rc := http.NewResponseController(w)
-	startSSE(w)
+	rc := startSSE(w)
 	send := func(v batch.View) {
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "event: batch\ndata: %s\n\n", b)

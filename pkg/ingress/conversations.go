@@ -72,12 +72,6 @@ func (s *Server) loadConversation(w http.ResponseWriter, r *http.Request) *state
 	return c
 }
 
-// conversationBody reads a JSON object body whose keys are among allowed; an empty
-// body is {}.
-func (s *Server) conversationBody(w http.ResponseWriter, r *http.Request, allowed ...string) (map[string]json.RawMessage, bool) {
-	return s.objectBody(w, r, true, "", allowed)
-}
-
 // objectBody reads a Responses JSON object body whose keys are among allowed (an
 // empty body is {} when empty is set); an unknown key's refusal ends with hint. It
 // has answered when it returns false.
@@ -249,7 +243,7 @@ func (s *Server) conversationCharge(ctx context.Context, tenant, id string, byte
 // createConversation is POST /v1/conversations: a new conversation with up to 20
 // items and metadata.
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
-	top, ok := s.conversationBody(w, r, "items", "metadata")
+	top, ok := s.objectBody(w, r, true, "", []string{"items", "metadata"})
 	if !ok {
 		return
 	}
@@ -290,7 +284,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	top, ok := s.conversationBody(w, r, "metadata")
+	top, ok := s.objectBody(w, r, true, "", []string{"metadata"})
 	if !ok {
 		return
 	}
@@ -354,7 +348,7 @@ func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	top, ok := s.conversationBody(w, r, "items")
+	top, ok := s.objectBody(w, r, true, "", []string{"items"})
 	if !ok {
 		return
 	}

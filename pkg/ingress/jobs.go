@@ -277,8 +277,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	rc := http.NewResponseController(w)
-	startSSE(w)
+	rc := startSSE(w)
 	rc.Flush()
 	// Deltas are live: they wait in their subscription until the replay of the
 	// durable events has caught up (an event with none pending after it, or nothing to

@@ -25,9 +25,7 @@ import (
 type Ops struct {
 	Bus *bus.Bus
 	// Store is the fleet's state, pinged by /readyz (*state.Store implements it).
-	Store interface {
-		Ping(ctx context.Context) error
-	}
+	Store   Health
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 }
@@ -51,9 +49,7 @@ func healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // readiness answers /readyz: whether NATS and Redis answer, in stable words.
-func readiness(w http.ResponseWriter, r *http.Request, b *bus.Bus, store interface {
-	Ping(ctx context.Context) error
-}, log *slog.Logger) {
+func readiness(w http.ResponseWriter, r *http.Request, b *bus.Bus, store Health, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	checks := map[string]string{"nats": "ok", "redis": "ok"}

@@ -23,7 +23,7 @@ import (
 // its answer (stored in canonical form too, wire.EncodeAnswer) and its search trace
 // are encoded in the client's protocol.
 
-func writeWireError(w http.ResponseWriter, codec wire.ClientCodec, e *wire.Error) {
+func writeWireError(w http.ResponseWriter, codec errorEncoder, e *wire.Error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	w.Write(codec.EncodeError(e))

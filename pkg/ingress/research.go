@@ -235,8 +235,7 @@ func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	rc := http.NewResponseController(w)
-	startSSE(w)
+	rc := startSSE(w)
 	tick := time.NewTicker(researchPoll)
 	defer tick.Stop()
 	for {

@@ -136,8 +136,7 @@ func (s *Server) streamRunResponse(w http.ResponseWriter, r *http.Request, run *
 		return
 	}
 	defer done()
-	rc := http.NewResponseController(w)
-	startSSE(w)
+	rc := startSSE(w)
 	last := time.Now()
 	send := func(evs []wire.Event) {
 		var out []wire.Event

@@ -236,9 +236,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Str
 	}
 	fail := func(e *wire.Error) {
 		if enc, ok := st.(errorEncoder); ok && !started {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(e.Status)
-			w.Write(enc.EncodeError(e))
+			writeWireError(w, enc, e)
 			return
 		}
 		open()
@@ -281,13 +279,15 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, st wire.Str
 	}
 }
 
-// startSSE sends the 200 of a server-sent event stream, with its headers.
-func startSSE(w http.ResponseWriter) {
+// startSSE sends the 200 of a server-sent event stream, with its headers, and returns
+// the controller that flushes it.
+func startSSE(w http.ResponseWriter) *http.ResponseController {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	return http.NewResponseController(w)
 }
 
 // streamLive reports whether a message is one of a job's live stream (not an event).

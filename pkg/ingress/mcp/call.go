@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 	"github.com/searchfleet/searchfleet/pkg/jobs"
 )
@@ -149,7 +150,7 @@ func stringArgs(req *mcp.CallToolRequest, allowed ...string) (map[string]string,
 	out := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if !slices.Contains(allowed, k) {
-			return nil, toolError(fmt.Sprintf("Unknown argument %q: %s takes %s.", clip(k, 40), req.Params.Name, strings.Join(allowed, ", ")))
+			return nil, toolError(fmt.Sprintf("Unknown argument %q: %s takes %s.", redact.Clip(k, 40), req.Params.Name, strings.Join(allowed, ", ")))
 		}
 		if string(fields[k]) == "null" {
 			continue
@@ -161,13 +162,6 @@ func stringArgs(req *mcp.CallToolRequest, allowed ...string) (map[string]string,
 		out[k] = s
 	}
 	return out, nil
-}
-
-func clip(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // prefixError puts prefix before a tool error's words.

@@ -199,33 +199,34 @@ type fetchPage struct {
 	Retrieved   string `json:"retrieved,omitempty"`
 }
 
-// chatRequest is the chat completion that answers q: the question as the user's
-// message, with web_search declared so the model may search.
-func (t *tools) chatRequest(req *mcp.CallToolRequest) (map[string]any, *mcp.CallToolResult) {
-	q, res := stringArgs(req, "question", "model")
+// question reads the arguments of ask and submit_research: the question, and the
+// model that answers it.
+func (t *tools) question(req *mcp.CallToolRequest) (question, model string, res *mcp.CallToolResult) {
+	args, res := stringArgs(req, "question", "model")
 	if res != nil {
-		return nil, res
+		return "", "", res
 	}
-	if strings.TrimSpace(q["question"]) == "" {
-		return nil, toolError("Send the question as a non-empty \"question\" string.")
+	if strings.TrimSpace(args["question"]) == "" {
+		return "", "", toolError("Send the question as a non-empty \"question\" string.")
 	}
-	model := q["model"]
-	if model == "" {
+	if model = args["model"]; model == "" {
 		if len(t.models) != 1 {
-			return nil, toolError("Name the model that answers as \"model\": one of " + strings.Join(t.models, ", ") + ".")
+			return "", "", toolError("Name the model that answers as \"model\": one of " + strings.Join(t.models, ", ") + ".")
 		}
 		model = t.models[0]
 	}
-	return map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": q["question"]}},
-		"tools": []any{map[string]any{"type": "web_search"}}}, nil
+	return args["question"], model, nil
 }
 
-// ask is the answering tool: POST /v1/chat/completions, waiting for the answer.
+// ask is the answering tool: POST /v1/chat/completions with the question as the
+// user's message and web_search declared, waiting for the answer.
 func (t *tools) ask(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	body, res := t.chatRequest(req)
+	q, model, res := t.question(req)
 	if res != nil {
 		return res, nil
 	}
+	body := map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": q}},
+		"tools": []any{map[string]any{"type": "web_search"}}}
 	var c completion
 	if res := t.api.call(ctx, req, "POST", "/v1/chat/completions", body, &c); res != nil {
 		return res, nil
@@ -236,16 +237,14 @@ func (t *tools) ask(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 
 // submit is submit_research: POST /v1/jobs.
 func (t *tools) submit(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	body, res := t.chatRequest(req)
+	q, model, res := t.question(req)
 	if res != nil {
 		return res, nil
 	}
 	// A real research run (POST /v1/research): planned, searched by child jobs in
 	// parallel, written up with checked citations.
-	msgs, _ := body["messages"].([]any)
-	question := msgs[0].(map[string]any)["content"]
 	var v jobView
-	if res := t.api.call(ctx, req, "POST", "/v1/research", map[string]any{"input": question, "model": "research/" + body["model"].(string)}, &v); res != nil {
+	if res := t.api.call(ctx, req, "POST", "/v1/research", map[string]any{"input": q, "model": "research/" + model}, &v); res != nil {
 		return res, nil
 	}
 	return trusted(fmt.Sprintf("Research job %s is %s. Call get_job with {\"job_id\": %q} until its status is completed, failed or cancelled; cancel_job stops it.", v.ID, v.Status, v.ID),

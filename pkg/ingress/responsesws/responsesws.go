@@ -95,8 +95,8 @@ func New(o Options) *Server {
 // (Conversation; store: false ones are found only there) and hands the turn's
 // complete input back (SetInput) for the socket to remember with its answer.
 type Turn struct {
-	conversation func(id string) []json.RawMessage
-	input        json.RawMessage
+	cache *socketCache
+	input json.RawMessage
 }
 
 type turnKey struct{}
@@ -109,7 +109,7 @@ func TurnOf(ctx context.Context) *Turn {
 
 // Conversation is the conversation of the socket's response id (its input and
 // output items), nil if the socket does not remember it.
-func (t *Turn) Conversation(id string) []json.RawMessage { return t.conversation(id) }
+func (t *Turn) Conversation(id string) []json.RawMessage { return t.cache.conversation(id) }
 
 // SetInput records the turn's complete input once it is resolved.
 func (t *Turn) SetInput(input json.RawMessage) { t.input = input }
@@ -230,7 +230,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(4 * s.o.MaxMessage)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	sock := &socket{s: s, conn: conn, ctx: ctx, cache: newSocketCache(4 * s.o.MaxMessage)}
+	sock := &socket{s: s, conn: conn, ctx: ctx, cache: &socketCache{max: 4 * s.o.MaxMessage}}
 	sock.serve(closing)
 }
 
@@ -441,7 +441,7 @@ func (k *socket) createBody(m inbound) ([]byte, string, *wire.Error) {
 // through socketWriter) and relays its events.
 func (k *socket) turn(ctx context.Context, body []byte, previous string) turnEnd {
 	end := turnEnd{previous: previous}
-	t := &Turn{conversation: k.cache.conversation}
+	t := &Turn{cache: k.cache}
 	ctx = context.WithValue(ctx, turnKey{}, t)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/responses", bytes.NewReader(body))
 	if err != nil {
@@ -601,10 +601,6 @@ type socketCache struct {
 type socketEntry struct {
 	id    string
 	convo json.RawMessage
-}
-
-func newSocketCache(limit int64) *socketCache {
-	return &socketCache{max: limit}
 }
 
 // conversation is the conversation response id continues, nil if the socket does not
