@@ -18,10 +18,10 @@ const BudgetExhausted = "SEARCH_BUDGET_EXHAUSTED"
 // reserve holds the engine's price for one search, before the engine is paid,
 // against its job's ledger (the request's max_cost_usd), its batch's (the batch's cap)
 // and its tenant's budget (Store.ReserveCall). It returns the hold to settle after the
-// call, or, when a budget is used up, the result the model reads instead of a search. A redelivered search finds its earlier reservation and reserves nothing
-// more. The reservation is per call and engine: a call handed to a fallback engine
-// reserves that engine's price anew (the failed engine's reservation was settled to
-// nothing).
+// call, or, when a budget is used up, the result the model reads instead of a search.
+// A redelivered search finds its earlier reservation and reserves nothing more. The
+// reservation is per call and engine: a call handed to a fallback engine reserves
+// that engine's price anew (the failed engine's reservation was settled to nothing).
 func (w *Worker) reserve(ctx context.Context, req Request, ss *state.SearchStart, eng engines.Engine) (*state.Hold, *engines.Result, error) {
 	tenant := ss.Tenant
 	h, ex, err := w.Store.ReserveCall(ctx, req.JobID, tenant, payCall(req), engines.PriceOf(eng), w.Budgets.For(tenant), time.Now())

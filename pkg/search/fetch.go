@@ -82,11 +82,7 @@ func (w *FetchWorker) Handle(ctx context.Context, d *bus.Delivery[FetchRequest])
 	}
 	done := Done{JobID: req.JobID, Hop: req.Hop, CallID: req.CallID, Engine: FetchEngine, Result: *PageResult(page),
 		Attempts: d.Attempt, Millis: elapsed.Milliseconds(), Worker: w.ID, Page: page}
-	b, err := json.Marshal(&done)
-	if err != nil {
-		return bus.Permanent(err)
-	}
-	msg, err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, b, fetchRecording(req, &done))
+	msg, err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, fetchRecording(req, &done))
 	if err != nil {
 		return err
 	}

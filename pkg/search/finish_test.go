@@ -11,12 +11,12 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/search"
 )
 
-// A finished search is encoded once: the resume message is the very bytes stored as
+// A finished search is stored as it is sent: the resume message is the very bytes stored as
 // the call's outcome (the chain's result, which the chat worker reads as it reads the
 // message), whose result is the very bytes recorded for the job, in the form the
 // chain reads (no rendered text: the chat worker renders its own); and the message
 // decodes into the call's Done.
-func TestFinishedSearchIsEncodedOnce(t *testing.T) {
+func TestFinishedSearchIsStoredAsSent(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	w := r.worker("w1", nil, nil, r.cfgs["brave"])

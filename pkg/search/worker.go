@@ -227,9 +227,9 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	return w.finish(ctx, req, d, res, elapsed)
 }
 
-// finish stores the result of a call, records it, then publishes it. The result is
-// encoded once, in the form its chain reads (forChain): the stored outcome, the
-// recorded search and the resume message are the same bytes.
+// finish stores the result of a call, records it, then publishes it, in the form its
+// chain reads (forChain): the stored outcome is the resume message, and the result
+// it holds is the recorded search, byte for byte.
 func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Request], res *engines.Result, elapsed time.Duration) error {
 	if !bound(res) { // a cached result was bounded when it was cached; this keeps it so
 		res = tooLarge(req)
@@ -248,11 +248,7 @@ func (w *Worker) finish(ctx context.Context, req Request, d *bus.Delivery[Reques
 	if err != nil {
 		return bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
 	}
-	db, err := json.Marshal(&done)
-	if err != nil {
-		return bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
-	}
-	msg, err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, db, recording(req, &done.Result, rb))
+	msg, err := saveDone(ctx, w.Store, w.LeaseTTL, req.Direct, &done, recording(req, &done.Result, rb))
 	if err != nil {
 		return err
 	}
@@ -449,7 +445,7 @@ func (w *Worker) cached(ctx context.Context, tenant, engine, key string, maxAge 
 	return res, true
 }
 
-// saveDone stores a call's outcome (done, b its JSON) under its lease, with its
+// saveDone stores a call's outcome (done) under its lease, with its
 // recorded result rec (nil: none), before it is published, and returns what
 // publishing sends: a chain's call's outcome is stored as its chain's result, in the
 // form of the resume message that carries it (its envelope sealed here, so the chat
@@ -458,14 +454,16 @@ func (w *Worker) cached(ctx context.Context, tenant, engine, key string, maxAge 
 // fetch): storing it is worth riding out a Redis restart (a few seconds, while the
 // worker still holds the call's lease), or a redelivery would find no result and pay
 // or fetch again.
-func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool, done *Done, b []byte, rec *state.Recording) ([]byte, error) {
-	save := st.SaveSearchDone
-	if !direct {
-		var err error
-		if b, err = resumeMessage(done); err != nil {
-			return nil, bus.Permanent(err)
-		}
+func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool, done *Done, rec *state.Recording) ([]byte, error) {
+	save, b, err := st.SaveSearchDone, []byte(nil), error(nil)
+	if direct {
+		b, err = json.Marshal(done)
+	} else {
 		save = st.SaveSearchResult
+		b, err = resumeMessage(done)
+	}
+	if err != nil {
+		return nil, bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
 	}
 	return b, state.Persist(ctx, min(leaseTTL/2, 15*time.Second), func() error {
 		return save(ctx, done.JobID, done.Hop, done.CallID, b, rec)
