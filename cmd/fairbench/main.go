@@ -45,6 +45,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/config"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
+	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
 func main() { cli.Main(run) }
@@ -270,8 +271,7 @@ func (t *tenant) ended(ctx context.Context, ids []string) int {
 			Status string `json:"status"`
 		}
 		json.Unmarshal(b, &j)
-		switch j.Status {
-		case "completed", "failed", "cancelled":
+		if state.Status(j.Status).Terminal() {
 			n++
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/chaos"
+	"github.com/searchfleet/searchfleet/pkg/batch"
 	"github.com/searchfleet/searchfleet/pkg/bus"
 )
 
@@ -135,8 +136,7 @@ func (c *Client) BatchStatus(ctx context.Context, id string) BatchStatus {
 func (c *Client) WaitBatch(ctx context.Context, id string) BatchStatus {
 	var b BatchStatus
 	for ctx.Err() == nil {
-		switch b = c.BatchStatus(ctx, id); b.Status {
-		case "completed", "failed", "expired", "cancelled":
+		if b = c.BatchStatus(ctx, id); batch.Ended(b.Status) {
 			return b
 		}
 		time.Sleep(50 * time.Millisecond)
