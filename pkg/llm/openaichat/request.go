@@ -237,8 +237,8 @@ func chatRequest(r *wire.Request, model string, toModel bool) (wire.TopLevel, er
 	if err != nil {
 		return nil, err
 	}
-	// The client's fields go in first and without a search (a map's names are
-	// distinct); the model and messages only where the client named neither.
+	// The client's fields go in first; the model and messages only where the client
+	// named neither.
 	out := make(wire.TopLevel, len(r.Params))
 	for k, v := range r.Params {
 		out.Set(k, v)
