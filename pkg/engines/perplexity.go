@@ -3,7 +3,6 @@ package engines
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -98,6 +97,8 @@ type perplexityLocation struct {
 // perplexityAgentExtra is what a Perplexity answer adds to the Responses shape: its
 // search_results output items and the cost in its usage.
 type perplexityAgentExtra struct {
+	// Error is an error answered with status 200 (a body without output).
+	Error  *openrouterErrorBody `json:"error"`
 	Output []struct {
 		Type    string                   `json:"type"`
 		Results []perplexitySearchResult `json:"results"`
@@ -178,20 +179,17 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var inBand struct {
-		Error  *openrouterErrorBody `json:"error"`
-		Output json.RawMessage      `json:"output"`
-	}
-	if json.Unmarshal(body, &inBand) == nil && inBand.Error != nil && inBand.Output == nil {
-		return nil, openrouterInBand(&e.client, inBand.Error, body) // an error answered with 200
+	var extra perplexityAgentExtra
+	extraErr := decode(&e.client, body, &extra)
+	if extraErr == nil && extra.Error != nil && extra.Output == nil {
+		return nil, openrouterInBand(&e.client, extra.Error, body) // an error answered with 200
 	}
 	a, err := responses.Model.DecodeResponse(body)
 	if err != nil {
 		return nil, &Error{Kind: Decode, Engine: e.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
 	}
-	var extra perplexityAgentExtra
-	if err := decode(&e.client, body, &extra); err != nil {
-		return nil, err
+	if extraErr != nil {
+		return nil, extraErr
 	}
 	res := &Result{Usage: Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
 	var p pages
