@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Brave is the Brave Search web search API (GET /res/v1/web/search, key in the
@@ -254,38 +252,7 @@ func siteQuery(q string, allowed, blocked []string) string {
 // entities such as &#x27;) into plain text on one line (PlainText). Entity-encoded
 // markup is markup too: "types &lt;T any&gt; that" reads "types that".
 func cleanHTML(s string) string {
-	s = PlainText(s)
-	if oneSpaced(s) {
-		return s
-	}
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// oneSpaced reports whether strings.Fields and a join with single spaces leave s as
-// it is: no white space (unicode.IsSpace) but single ' ' between other characters.
-// Most titles and snippets are, and are then not split and joined again.
-func oneSpaced(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch c {
-			case ' ':
-				if i == 0 || i == len(s)-1 || s[i+1] == ' ' {
-					return false
-				}
-			case '\t', '\n', '\v', '\f', '\r':
-				return false
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if unicode.IsSpace(r) {
-			return false
-		}
-		i += size
-	}
-	return true
+	return strings.Join(strings.Fields(PlainText(s)), " ")
 }
 
 // clipSnippet cuts s to at most SnippetBudget bytes on a rune boundary, the cut marked

@@ -26,7 +26,7 @@ func parseDate(s string) time.Time {
 // knows, a few more absolute layouts (fractional seconds without a zone as SearXNG
 // writes them, "5 Mar 2025", "2025年3月5日") and relative ages ("2 hours ago",
 // "yesterday", "3 天前") counted back from now. The zero time when none fits. The
-// string's shape picks the layouts to try first, so the common cases cost one parse.
+// string's shape picks the layouts to try first.
 func readDate(s string, now time.Time) time.Time {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -40,7 +40,7 @@ func readDate(s string, now time.Time) time.Time {
 	var likely []string
 	switch {
 	case len(s) >= 10 && s[4] == '-':
-		likely = isoLayoutsFor(s)
+		likely = isoLayouts
 	case s[0] >= 'A' && s[0] <= 'Z':
 		likely = monthLayouts
 	}
@@ -60,31 +60,11 @@ func readDate(s string, now time.Time) time.Time {
 	return relativeDate(s, now)
 }
 
-// isoLayoutsFor is isoLayouts in the order s's shape makes likely: a date alone, a
-// time without a zone (Brave's page_age, SearXNG's publishedDate) or one with a zone.
-// The layouts a shape cannot match are tried all the same, after, so the result is
-// the one isoLayouts in their own order give; only the failed parses before it, each
-// of which allocates its error, are saved.
-func isoLayoutsFor(s string) []string {
-	switch {
-	case len(s) == len("2006-01-02"):
-		return isoDateLayouts
-	case s[len(s)-1] == 'Z' || s[len(s)-1] == 'z' || strings.ContainsAny(s[10:], "+-"):
-		return isoLayouts
-	}
-	return isoLocalLayouts
-}
-
 var (
 	// isoLayouts: a fraction is optional in Go layouts, so these also read whole seconds.
-	// isoLocalLayouts and isoDateLayouts are the same layouts in the order isoLayoutsFor
-	// tries them for a time without a zone and for a date alone: they match disjoint
-	// shapes, so any order finds the same time.
-	isoLayouts      = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02"}
-	isoLocalLayouts = []string{"2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", time.RFC3339Nano, "2006-01-02"}
-	isoDateLayouts  = []string{"2006-01-02", time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999"}
-	monthLayouts    = []string{"Jan 2, 2006", "January 2, 2006"}
-	otherLayouts    = []string{"2 Jan 2006", "2 January 2006", "Jan 2 2006", "2006年1月2日", "2006/01/02", "2006-1-2"}
+	isoLayouts   = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02"}
+	monthLayouts = []string{"Jan 2, 2006", "January 2, 2006"}
+	otherLayouts = []string{"2 Jan 2006", "2 January 2006", "Jan 2 2006", "2006年1月2日", "2006/01/02", "2006-1-2"}
 )
 
 var (

@@ -5,9 +5,7 @@ import (
 	"time"
 )
 
-// readDate tries the ISO layouts in the order a string's shape makes likely: every
-// shape reads as trying them all in isoLayouts' order does, and a time without a zone
-// costs one parse.
+// readDate reads every ISO shape providers write as the first of isoLayouts that fits.
 func TestReadDateISOShapes(t *testing.T) {
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	inOrder := func(s string) time.Time {
@@ -27,9 +25,6 @@ func TestReadDateISOShapes(t *testing.T) {
 		if got := readDate(s, now); !got.Equal(want) || got.Location().String() != want.Location().String() {
 			t.Errorf("readDate(%q) = %v, want %v", s, got, want)
 		}
-	}
-	if got := readDate("2026-03-05T10:20:30", now); testing.AllocsPerRun(100, func() { readDate("2026-03-05T10:20:30", now) }) != 0 || got.IsZero() {
-		t.Errorf("a time without a zone: %v, or a failed parse first", got)
 	}
 }
 

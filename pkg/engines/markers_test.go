@@ -58,26 +58,3 @@ func TestMarkersReadAsTheRegexpDoes(t *testing.T) {
 		check(b.String())
 	}
 }
-
-// oneSpaced is true exactly when splitting on white space and joining with single
-// spaces gives the string back.
-func TestOneSpacedIsWhatFieldsLeaves(t *testing.T) {
-	check := func(s string) {
-		t.Helper()
-		if got, want := oneSpaced(s), strings.Join(strings.Fields(s), " ") == s; got != want {
-			t.Fatalf("oneSpaced(%q) = %v, want %v", s, got, want)
-		}
-	}
-	for _, s := range []string{"", " ", "a", "a b", "a  b", " a", "a ", "a\tb", "a\u00a0b", "a\u3000b", "\u0085", "a\u200bb", "\xff", "a \xe3\x80"} {
-		check(s)
-	}
-	parts := []string{" ", "a", "é", "\t", "\n", "\u00a0", "\u2028", "\u3000", "\u200b", "\xe3\x80", "\xff", "\u0085", "\u1680"}
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 200000 {
-		var b strings.Builder
-		for range r.IntN(8) {
-			b.WriteString(parts[r.IntN(len(parts))])
-		}
-		check(b.String())
-	}
-}

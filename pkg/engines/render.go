@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // The tool-result text the main model reads is compact by construction: each part has
@@ -218,9 +217,6 @@ func breaksLine(s string) bool {
 // Search results are untrusted input to the model: titles, snippets and summaries go
 // through CleanText before the model reads them.
 func CleanText(s string) string {
-	if cleanText(s) {
-		return s
-	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var b strings.Builder
 	b.Grow(len(s))
@@ -230,26 +226,6 @@ func CleanText(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// cleanText reports whether CleanText leaves s as it is. Most of what it reads
-// (titles, snippets, pages) is ASCII: those bytes are checked without decoding runes.
-func cleanText(s string) bool {
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
-				return false
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError || invisible(r) {
-			return false
-		}
-		i += size
-	}
-	return true
 }
 
 // invisible reports whether CleanText removes r.
