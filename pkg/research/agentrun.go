@@ -315,17 +315,17 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 		}
 		d := Draft{Report: st.Result.Report, Object: st.Result.Output}
 		for i, s := range st.Result.Sources {
-			d.Sources = append(d.Sources, Source{N: i + 1, URL: s.URL, Title: s.Title, Excerpt: s.Excerpt})
+			s.N = i + 1
+			d.Sources = append(d.Sources, s)
 		}
 		for k, v := range st.Result.Basis {
 			if d.Basis == nil {
 				d.Basis = map[string]Basis{}
 			}
-			bs := Basis{Citations: []Source{}, Reasoning: v.Reasoning, Confidence: v.Confidence}
-			for _, c := range v.Citations {
-				bs.Citations = append(bs.Citations, Source{URL: c.URL, Title: c.Title, Excerpt: c.Excerpt})
+			if v.Citations == nil {
+				v.Citations = []Source{}
 			}
-			d.Basis[k] = bs
+			d.Basis[k] = v
 		}
 		db, _ := json.Marshal(d)
 		_, err := w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{First: state.RunFieldDraft, Value: db, Fields: fields,

@@ -20,6 +20,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/pkg/research/agent"
 )
 
 // IDPrefix starts every research run's id.
@@ -209,20 +211,11 @@ type Finding struct {
 }
 
 // Source is one source a run cites: its number in the report, URL, title and the
-// excerpt relied on.
-type Source struct {
-	N       int    `json:"n,omitempty"`
-	URL     string `json:"url"`
-	Title   string `json:"title,omitempty"`
-	Excerpt string `json:"excerpt,omitempty"`
-}
-
-// Basis is how one field of a structured output is supported.
-type Basis struct {
-	Citations  []Source `json:"citations"`
-	Reasoning  string   `json:"reasoning,omitempty"`
-	Confidence string   `json:"confidence,omitempty"`
-}
+// excerpt relied on. Basis is how one field of a structured output is supported.
+type (
+	Source = agent.Source
+	Basis  = agent.Basis
+)
 
 // Output is a finished run's output.
 type Output struct {

@@ -115,8 +115,9 @@ type Result struct {
 	Searches int
 }
 
-// Source is one cited source.
+// Source is one cited source (N its number in a run's report, where it has one).
 type Source struct {
+	N       int    `json:"n,omitempty"`
 	URL     string `json:"url"`
 	Title   string `json:"title,omitempty"`
 	Excerpt string `json:"excerpt,omitempty"`
