@@ -22,7 +22,6 @@ const (
 	SubjectWebhook   = "fleet.webhooks.v1.deliver" // callback deliveries
 	subjectDLQ       = "fleet.dlq.v1."             // + stream + "." + consumer
 	subjectStream    = "fleet.stream.v1."          // + job id: token deltas, plain NATS
-	subjectEnded     = "fleet.ended.v1."           // + ingress + "." + job id: an ended job for its ingress, plain NATS
 	SubjectSearchAll = subjectSearch + "*"
 	subjectLanesAll  = ".>"
 	SubjectEventsAll = subjectEvents + "*.*"

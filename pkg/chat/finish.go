@@ -52,8 +52,7 @@ func (w *Worker) complete(ctx context.Context, v *view, h int) error {
 			}
 		}
 	}
-	// The request as read is handed to the job's waiting ingress with the ending.
-	end := jobs.Ending{Status: state.Completed, Hop: h, Response: answer, Usage: ub, Trace: tb, Request: v.job.Request}
+	end := jobs.Ending{Status: state.Completed, Hop: h, Response: answer, Usage: ub, Trace: tb}
 	u := v.unsaved
 	if u == nil || u.hop != h {
 		return w.end(ctx, v.job.ID, end)

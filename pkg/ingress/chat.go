@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -112,12 +111,6 @@ type waiter struct {
 	// messages during wait.
 	live *nats.Subscription
 	on   func(*nats.Msg)
-	// ended is the job as the worker that ended it handed it over (waiters.takeEnded),
-	// set before its terminal event reaches ch; nil until then, or if it never is.
-	ended atomic.Pointer[nats.Msg]
-	// ingress names this ingress to the worker that ends the job, as the waiter was
-	// registered (state.Job.Ingress): a job that names it is handed here.
-	ingress string
 }
 
 func (s *Server) watch(jobID string) (*waiter, error) { return s.watchWith(jobID, 32) }
@@ -125,11 +118,11 @@ func (s *Server) watch(jobID string) (*waiter, error) { return s.watchWith(jobID
 // watchWith is a waiter of jobID whose channel holds size messages.
 func (s *Server) watchWith(jobID string, size int) (*waiter, error) {
 	wt := &waiter{ch: make(chan *nats.Msg, size)}
-	leave, ingress, err := s.events.add(s.Bus, jobID, wt)
+	leave, err := s.events.add(s.Bus, jobID, wt)
 	if err != nil {
 		return nil, err
 	}
-	wt.leave, wt.ingress = leave, ingress
+	wt.leave = leave
 	return wt, nil
 }
 
@@ -180,26 +173,8 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 			}
 			return nil, ctx.Err()
 		}
-		if j := wt.handed(jobID); j != nil {
-			return j, nil
-		}
 		return s.Store.Jobs.GetJob(ctx, jobID)
 	}
-}
-
-// handed is the ended job its worker handed over (jobs.Handoff), decoded as GetJob
-// decodes it, or nil: none came (lost, too large, an ending by another process), or it
-// is unreadable, and the job is read from Redis.
-func (wt *waiter) handed(jobID string) *state.Job {
-	m := wt.ended.Load()
-	if m == nil {
-		return nil
-	}
-	j, err := state.EndedJob(m.Data)
-	if err != nil || j.ID != jobID || !j.Status.Terminal() {
-		return nil
-	}
-	return j
 }
 
 // writeOutcome answers a direct job that has ended with its answer, or its failure

@@ -135,9 +135,6 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 		}
 		defer waiter.stop()
 		if !shared {
-			if !req.Background {
-				job.Ingress = waiter.ingress // its worker hands it here when it ends
-			}
 			// Stored before the job is submitted: a job that ends at once is archived with
 			// its stored response (state.Store.ArchiveJob).
 			s.saveResponse(r.Context(), job, rr)

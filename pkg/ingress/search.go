@@ -60,7 +60,6 @@ func (s *Server) runDirect(w http.ResponseWriter, r *http.Request, job *state.Jo
 		return
 	}
 	defer waiter.stop()
-	job.Ingress = waiter.ingress // its worker hands it here when it ends
 	if !s.submit(r.Context(), w, job, subject, req, false) {
 		return
 	}

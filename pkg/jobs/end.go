@@ -66,18 +66,9 @@ type Events interface {
 }
 
 // RecordFinisher is Store's Finish returning the job as the write left it when the job
-// names the ingress waiting for it (state.Store implements it): see Handoff.
+// has a callback (state.Jobs implements it), for the copy its terminal event carries.
 type RecordFinisher interface {
-	FinishRecord(ctx context.Context, id string, status state.Status, request json.RawMessage, fields ...any) (bool, *state.Ended, error)
-}
-
-// Handoff hands an ended job to the ingress waiting for it, on plain NATS (bus.Bus
-// implements it). With a Store that is a RecordFinisher and Events that are a
-// Handoff, End hands the job it ended to the ingress the job names, before the
-// terminal event, so that ingress answers its client without reading the job from
-// Redis; an ingress not handed the job (a message lost or too large) reads it.
-type Handoff interface {
-	SendEnded(ingress, jobID string, record []byte) (sent bool, err error)
+	FinishRecord(ctx context.Context, id string, status state.Status, fields ...any) (bool, *state.Ended, error)
 }
 
 // Ending is how a job ends.
@@ -94,10 +85,6 @@ type Ending struct {
 	// first (then nothing is written and End fails with state.ErrAnswerStood: the
 	// step is retried from the stored answer).
 	Turn json.RawMessage
-	// Request, when set, is the job's stored request as the ender read it: the job
-	// handed to its ingress carries it, so Redis need not send it back (nil: the
-	// write that ends the job reads it).
-	Request json.RawMessage
 }
 
 func (e Ending) fields() []any {
@@ -124,9 +111,8 @@ func (e Ending) fields() []any {
 type Ender struct {
 	store  Store
 	events Events
-	// records and handoff, both set or neither, hand ended jobs to their ingress.
+	// records, when the store is one, reads a job with a callback as it ends.
 	records RecordFinisher
-	handoff Handoff
 	metrics *metrics.Metrics
 	log     *slog.Logger
 }
@@ -137,11 +123,7 @@ func NewEnder(store Store, events Events, m *metrics.Metrics, log *slog.Logger) 
 		log = slog.Default()
 	}
 	e := &Ender{store: store, events: events, metrics: m, log: log}
-	rf, ok1 := store.(RecordFinisher)
-	h, ok2 := events.(Handoff)
-	if ok1 && ok2 {
-		e.records, e.handoff = rf, h
-	}
+	e.records, _ = store.(RecordFinisher)
 	return e
 }
 
@@ -154,13 +136,6 @@ func (e *Ender) End(ctx context.Context, jobID string, end Ending) error {
 	won, ended, err := e.finish(ctx, jobID, end)
 	if err != nil {
 		return err
-	}
-	if ended != nil && ended.Ingress != "" {
-		// Only the write that ended the job hands it over, before its terminal
-		// event on the same connection (which keeps the order).
-		if _, err := e.handoff.SendEnded(ended.Ingress, jobID, ended.Record()); err != nil {
-			e.log.Debug("jobs: handing an ended job to its ingress (it reads Redis)", "job", jobID, "err", err)
-		}
 	}
 	ev := bus.Event{JobID: jobID, Type: eventOf(end.Status), At: time.Now().UTC(), Hop: end.Hop}
 	setError(&ev, end.Error)
@@ -231,14 +206,14 @@ func (e *Ender) copyOf(job *state.Job) json.RawMessage {
 	return b
 }
 
-// finish is the compare-and-set of the terminal status, returning the ended job for
-// its ingress when there is one to hand it to.
+// finish is the compare-and-set of the terminal status, returning the ended job when
+// it has a callback.
 func (e *Ender) finish(ctx context.Context, jobID string, end Ending) (bool, *state.Ended, error) {
 	if e.records == nil {
 		won, err := e.store.Finish(ctx, jobID, end.Status, end.fields()...)
 		return won, nil, err
 	}
-	return e.records.FinishRecord(ctx, jobID, end.Status, end.Request, end.fields()...)
+	return e.records.FinishRecord(ctx, jobID, end.Status, end.fields()...)
 }
 
 // Recorded reports how the event stream says a job ended, or nil. The reaper asks

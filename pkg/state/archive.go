@@ -301,12 +301,6 @@ func (s *core) archiveHash(ctx context.Context, id string, m map[string]string) 
 	if len(jm) == 0 || jm["id"] == "" {
 		return 0, nil
 	}
-	if _, ok := jm[fieldIngress]; ok {
-		// The ingress that waited for the job is of no use once it has ended: not
-		// archived, and trimmed with the cold fields.
-		delete(jm, fieldIngress)
-		others = append(others, fieldIngress)
-	}
 	unstored := jm[fieldUnstored] != ""
 	if v := jm[fieldCold]; v != "" {
 		n, _ := strconv.ParseInt(v, 10, 64)

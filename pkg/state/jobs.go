@@ -61,9 +61,6 @@ func (s *Jobs) CreateJob(ctx context.Context, j *Job) error {
 	if j.TraceID != "" {
 		fields = append(fields, "otel_trace", j.TraceID)
 	}
-	if j.Ingress != "" {
-		fields = append(fields, fieldIngress, j.Ingress)
-	}
 	if j.Unstored {
 		fields = append(fields, fieldUnstored, "1")
 	}

@@ -96,12 +96,6 @@ type Job struct {
 	// can hold it (120 random bits), so CreateJob may write the job without looking
 	// for one (see CreateJob). Left unset, CreateJob checks and reports ErrExists.
 	FreshID bool `json:"-"`
-	// Ingress names the ingress instance that waits for the job's end to answer its
-	// client (a synchronous or streamed request; "" none): a random token of that
-	// process, never an address. Written when the job is created (field "ingress") and
-	// not read back (GetJob leaves it ""): the write that ends the job reads it
-	// (FinishRecord), so the ender can hand the ended job to that ingress.
-	Ingress string `json:"-"`
 
 	// hot is the job's whole hash as ReadEnded read it (its chain, recorded results
 	// and the rest with the record), which ArchiveEnded archives without reading it
@@ -385,7 +379,7 @@ var release = script("release_lease")
 // moves nothing (ErrAnswerStood). The chain is left as it is: no step reads
 // it once the job has ended, and the archive drops it.
 func (s *Jobs) Finish(ctx context.Context, id string, status Status, fields ...any) (bool, error) {
-	won, _, err := s.finish(ctx, id, status, nil, nil, fields)
+	won, _, err := s.finish(ctx, id, status, nil, fields)
 	return won, err
 }
 

@@ -208,7 +208,7 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 }
 
 // What a one-search job may cost in Redis, counted on the server (the commands Lua
-// scripts run included) and on the fleet's client (round trips): 43 and 14, with
+// scripts run included) and on the fleet's client (round trips): 44 and 15, with
 // nothing to spare. Apart from them, the key-rest lookups (one PTTL round trip per
 // key scope, model and engine, when the process's one-second cache has lapsed: on a
 // loaded machine a lone job's window always holds them) are bounded by
@@ -232,15 +232,15 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 //	  counted, with the recorded result (script: HMGET, HSET)                        4
 //	resume: read the job back with the result the search worker stored (nothing
 //	  written), take hop 1's lease (script: HGETALL, SET NX)                         3
-//	end: the final turn and the status compare-and-set, reading the job's record
-//	  for its ingress, which is handed the ended job on NATS (script: HMGET, HSET)   3
+//	end: the final turn and the status compare-and-set (script: HMGET, HSET)        3
+//	ingress: read the ended job to answer (HMGET)                                    1
 //	finisher: read the job (HGETALL), forget its deadline (ZREM)                     2
 //	archive: trim and count spend per model, once (script: HGETALL, DEL, HSET with
 //	  the summary, PEXPIRE, and cost, job and searches raised by one HMGET and one
 //	  HSET; a count of 0 is not written)                                             7
 const (
-	oneSearchJobCommands    = 43
-	oneSearchJobRoundTrips  = 14
+	oneSearchJobCommands    = 44
+	oneSearchJobRoundTrips  = 15
 	oneSearchJobRestLookups = 2
 )
 

@@ -6,12 +6,12 @@
 --                     answer; '' none)
 -- ARGV[4] first       its value
 -- ARGV[5] n           how many fields to read back (0: none)
--- ARGV[6..5+n]        those fields, the first two the ones that ask for them
+-- ARGV[6..5+n]        those fields, the first the one that asks for them
 -- ARGV[6+n..]         field/value pairs
 -- Returns 1 if it wrote, 0 when the job has ended, -1 when it is gone, 2 when
--- firstfield holds another value (nothing is written); a write where either of the
--- first two read-back fields holds a value returns {1, the n fields as they were
--- before the write}.
+-- firstfield holds another value (nothing is written); a write where the first
+-- read-back field holds a value returns {1, the n fields as they were before the
+-- write}.
 
 local n = tonumber(ARGV[5])
 local v = redis.call('HMGET', KEYS[1], 'status', ARGV[3], unpack(ARGV, 6, 5 + n))
@@ -31,6 +31,5 @@ end
 if ARGV[3] ~= '' and not v[2] then f[#f+1] = ARGV[3]; f[#f+1] = ARGV[4] end
 for i = 6 + n, #ARGV do f[#f+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(f))
-local asks = function(x) return x and x ~= '' end
-if n > 0 and (asks(v[3]) or (n > 1 and asks(v[4]))) then return {1, unpack(v, 3, 2 + n)} end
+if n > 0 and v[3] and v[3] ~= '' then return {1, unpack(v, 3, 2 + n)} end
 return 1
