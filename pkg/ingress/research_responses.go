@@ -249,17 +249,18 @@ func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *s
 // as server calls, and once completed its report as the message.
 func (s *Server) runResponse(r *http.Request, run *state.Run) (*wire.Response, error) {
 	v := research.ViewOf(run)
-	// A run's statuses are a Response's, but for requires_action (a plan under review),
-	// which is in progress.
+	// A run that is queued or has ended has a Response's status of the same name; any
+	// other (a plan under review among them) is in progress.
 	resp := &wire.Response{ID: run.ID, JobID: run.ID, Model: v.Model, Created: run.Created, Finished: run.Finished, Status: wire.Status(run.Status),
 		Echo: map[string]json.RawMessage{"background": json.RawMessage("true")}}
 	switch run.Status {
-	case state.RunRequiresAction:
-		resp.Status = wire.StatusInProgress
+	case state.RunQueued, state.RunCompleted, state.RunCancelled:
 	case state.RunFailed:
 		var e struct{ Code, Message string }
 		json.Unmarshal(run.Error, &e)
 		resp.Error = &wire.Error{Code: e.Code, Message: e.Message}
+	default:
+		resp.Status = wire.StatusInProgress
 	}
 	evs, err := s.Research.Store.Research.RunEvents(r.Context(), run.ID, 0, 10_000)
 	if err != nil {

@@ -250,13 +250,8 @@ type references struct {
 func (s *Server) newReferences(ctx context.Context, tenant string, prior, items []json.RawMessage) *references {
 	refs := &references{s: s, ctx: ctx, tenant: tenant, prior: prior, outputs: map[string][]json.RawMessage{}}
 	for _, it := range items {
-		var head struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(it, &head) == nil {
-			if id := responses.ItemResponse(head.ID); id != "" && !slices.Contains(refs.named, id) && len(refs.named) < maxNamedResponses {
-				refs.named = append(refs.named, id)
-			}
+		if id := responses.ItemResponse(itemID(it)); id != "" && !slices.Contains(refs.named, id) && len(refs.named) < maxNamedResponses {
+			refs.named = append(refs.named, id)
 		}
 	}
 	return refs
