@@ -74,8 +74,8 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		return nil, e
 	}
 	var prior []json.RawMessage
-	raw, continues := top["previous_response_id"]
-	continues = continues && !isNullJSON(raw)
+	raw := top["previous_response_id"]
+	continues := !isNullJSON(raw)
 	if continues {
 		var id string
 		if json.Unmarshal(raw, &id) != nil || id == "" {
@@ -94,7 +94,7 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		}
 		delete(top, "previous_response_id")
 	}
-	if raw, ok := top["conversation"]; ok && !isNullJSON(raw) {
+	if raw := top["conversation"]; !isNullJSON(raw) {
 		if continues {
 			return nil, wire.Invalid("conversation", "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.")
 		}
