@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -130,16 +131,11 @@ func modelsOf(f *config.File, hc *http.Client, o modelOptions) (map[string]chat.
 		if !ok {
 			return nil, fmt.Errorf("providers.%s.protocol %q is not a main-model protocol", m.Provider, p.Protocol)
 		}
-		protocol := p.Protocol
-		if protocol == "" {
-			protocol = upstream.ModelOpenAIChat
-		}
-		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: protocol,
+		model := chat.Model{Provider: m.Provider, Upstream: m.Model, Protocol: cmp.Or(p.Protocol, upstream.ModelOpenAIChat), NativeSearch: f.NativeSearch(name),
 			Client: upstream.New(api, m.Provider, p.BaseURL, p.APIKey, watch.Client(hc, m.Provider), upstream.Options{NativeSearch: f.NativeSearch(name), Credentials: cr, Reasons: f.ReasonsUnasked(name)})}
 		if m.Pricing != nil {
 			model.Pricing = *m.Pricing
 		}
-		model.NativeSearch = f.NativeSearch(name)
 		out[name] = model
 	}
 	return out, nil

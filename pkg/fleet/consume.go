@@ -11,12 +11,7 @@ import (
 // consumeFair starts a family of lanes (bus.ConsumeFair) and keeps it for the drain.
 func consumeFair[T bus.Payload](ctx context.Context, p *process, spec bus.FairSpec, shares bus.Shares, h bus.Handler[T], concurrency int) error {
 	w, err := bus.ConsumeFair(ctx, p.bus, spec, shares, h, p.consumeOptions(concurrency))
-	if err != nil {
-		return err
-	}
-	p.workers = append(p.workers, w)
-	p.started(spec.Family)
-	return nil
+	return p.keep(w, spec.Family, err)
 }
 
 // shares are the tenants' fair shares of a process's slots (config.Limits weight),
@@ -43,6 +38,12 @@ func maxSearches(l config.Limits) int { return l.MaxSearches }
 // consume starts a consumer and keeps it for the drain.
 func consume[T bus.Payload](ctx context.Context, p *process, spec bus.ConsumerSpec, h bus.Handler[T], concurrency int) error {
 	w, err := bus.Consume(ctx, p.bus, spec, h, p.consumeOptions(concurrency))
+	return p.keep(w, spec, err)
+}
+
+// keep keeps a consumer that started (err nil) for the drain, and spec for its lag
+// metrics.
+func (p *process) keep(w *bus.Worker, spec bus.ConsumerSpec, err error) error {
 	if err != nil {
 		return err
 	}
@@ -63,12 +64,7 @@ func (p *process) consumeOptions(concurrency int) bus.ConsumeOptions {
 
 func (p *process) consumeDeadLetters(ctx context.Context, spec bus.ConsumerSpec, h bus.Handler[bus.DeadLetter]) error {
 	w, err := bus.ConsumeDeadLetters(ctx, p.bus, spec, h, p.consumeOptions(4))
-	if err != nil {
-		return err
-	}
-	p.workers = append(p.workers, w)
-	p.started(spec)
-	return nil
+	return p.keep(w, spec, err)
 }
 
 // timing is a consumer's default timing with the configured AckWait.

@@ -3,6 +3,7 @@ package ingress
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/searchfleet/searchfleet/pkg/batch"
@@ -18,22 +19,14 @@ import (
 // they arrive.
 func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	v, err := s.Batches.CreateFrom(r.Context(), tenantOf(r), http.MaxBytesReader(w, r.Body, s.MaxBody))
-	if err != nil {
-		writeBatchError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	writeBatch(w, v, err)
 }
 
 // getBatch is GET /v1/batches/{id}. Looking at a batch that seems stuck also asks the
 // expander to repair it.
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) {
 	v, err := s.Batches.Get(r.Context(), tenantOf(r), r.PathValue("id"))
-	if err != nil {
-		writeBatchError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	writeBatch(w, v, err)
 }
 
 // cancelBatch is POST /v1/batches/{id}/cancel: the batch moves to cancelling at once;
@@ -41,6 +34,11 @@ func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) {
 // Cancelling a batch that is cancelling or cancelled again answers it as it is.
 func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request) {
 	v, err := s.Batches.Cancel(r.Context(), tenantOf(r), r.PathValue("id"))
+	writeBatch(w, v, err)
+}
+
+// writeBatch answers with a batch the batch service returned, or its error.
+func writeBatch(w http.ResponseWriter, v batch.View, err error) {
 	if err != nil {
 		writeBatchError(w, err)
 		return
@@ -52,7 +50,7 @@ func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request) {
 // limit (1..100, default 20) and after.
 func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, ok := listLimit(w, q.Get("limit"), 20, 100)
+	limit, ok := countParam(w, q, "limit", 20, 100)
 	if !ok {
 		return
 	}
@@ -115,15 +113,16 @@ func listOf[T any](data []T, id func(T) string, more bool) list[T] {
 	return l
 }
 
-// listLimit reads a list's limit parameter (1..most, default def); it has answered
-// when it returns false.
-func listLimit(w http.ResponseWriter, v string, def, most int) (int, bool) {
+// countParam reads the query parameter name, a count (1..most, default def), such as a
+// list's limit; it has answered when it returns false.
+func countParam(w http.ResponseWriter, q url.Values, name string, def, most int) (int, bool) {
+	v := q.Get(name)
 	if v == "" {
 		return def, true
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > most {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "limit", fmt.Sprintf("limit must be an integer from 1 to %d", most))
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", name, fmt.Sprintf("%s must be an integer from 1 to %d", name, most))
 		return 0, false
 	}
 	return n, true

@@ -49,21 +49,20 @@ func jobSubject(job *state.Job) string { return bus.SubjectJob(job.Band, job.Ten
 // submit records a job and publishes it (enqueue), answering the request in the
 // OpenAI error shape when that fails; it has answered when it returns false.
 func (s *Server) submit(ctx context.Context, w http.ResponseWriter, job *state.Job, subject string, msg bus.Payload, keyed bool) bool {
-	text := s.enqueue(ctx, job, subject, msg, keyed)
-	if text == "" {
-		return true
+	e := s.enqueue(ctx, job, subject, msg, keyed)
+	if e != nil {
+		w.Header().Set("Retry-After", "1")
+		writeAPIError(w, e)
 	}
-	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, "server_error", "", "", text)
-	return false
+	return e == nil
 }
 
 // enqueue records a job and publishes msg (jobs.Submit), waiting until the stream has
-// it. It returns "" when the job is accepted, else what to tell the client (503). When
+// it. It returns nil when the job is accepted, else what to tell the client (503). When
 // the publish fails the job was not accepted: a job an Idempotency-Key can complete
 // (keyed) stays recorded for the client's retry to publish; any other is deleted, so
 // nothing is left that no one will run.
-func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, msg bus.Payload, keyed bool) string {
+func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, msg bus.Payload, keyed bool) *wire.Error {
 	if job.Question == "" {
 		// Kept with the job's small fields, for listings: its request leaves Redis
 		// when it ends.
@@ -74,7 +73,7 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 		err = bus.Wait(ctx, p)
 	}
 	if err == nil {
-		return ""
+		return nil
 	}
 	if ctx.Err() != nil {
 		// The client hung up: not a server error.
@@ -95,7 +94,7 @@ func (s *Server) enqueue(ctx context.Context, job *state.Job, subject string, ms
 			s.Log.Warn("api: dropping an unaccepted job (the reaper will end it)", "job", job.ID, "err", err)
 		}
 	}
-	return text
+	return &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: text}
 }
 
 // chatJob is the message that starts a chat job.

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -72,7 +71,7 @@ func summaryOf(j *state.Job) jobSummary {
 // first, paged with limit (1..100, default 20) and after (a job id).
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, ok := listLimit(w, q.Get("limit"), 20, 100)
+	limit, ok := countParam(w, q, "limit", 20, 100)
 	if !ok {
 		return
 	}
@@ -113,14 +112,9 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) {
 // (the day each ended) and model, for the last N days (1..35, default 7), newest
 // first. Direct searches are counted under "(search)".
 func (s *Server) dailyUsage(w http.ResponseWriter, r *http.Request) {
-	days := 7
-	if v := r.URL.Query().Get("days"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > state.ModelSpendDays {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "", "days", fmt.Sprintf("days must be an integer from 1 to %d", state.ModelSpendDays))
-			return
-		}
-		days = n
+	days, ok := countParam(w, r.URL.Query(), "days", 7, state.ModelSpendDays)
+	if !ok {
+		return
 	}
 	rows, err := s.Store.Ledger.ModelSpend(r.Context(), tenantOf(r), days, time.Now())
 	if err != nil {

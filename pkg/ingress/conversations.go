@@ -33,9 +33,15 @@ const maxItemsPerAdd = 20
 // storage quota counts it.
 const conversationOverhead = 256
 
+// notFound is OpenAI's answer for a what (a conversation, an item, a stored response)
+// the tenant has no id of, named by param.
+func notFound(param, what, id string) *wire.Error {
+	return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: param,
+		Message: fmt.Sprintf("%s with id '%s' not found.", what, redact.Clip(id, 64))}
+}
+
 func conversationNotFound(id string) *wire.Error {
-	return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "conversation_id",
-		Message: fmt.Sprintf("Conversation with id '%s' not found.", redact.Clip(id, 64))}
+	return notFound("conversation_id", "Conversation", id)
 }
 
 func unavailable(what string) *wire.Error {
@@ -214,7 +220,7 @@ func (s *Server) chargeConversation(w http.ResponseWriter, r *http.Request, tena
 		return false
 	}
 	if !ok {
-		s.storageRefused(tenant)
+		s.rejected(tenant, "storage_bytes")
 		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "storage_quota_exceeded",
 			Message: fmt.Sprintf("The tenant's storage quota of %d bytes is used up (%d bytes kept); records free their bytes as they expire. See GET /v1/usage.", limit, st.Used)})
 	}
@@ -376,11 +382,6 @@ func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": itemsOf(items), "first_id": items[0].ID, "last_id": items[len(items)-1].ID, "has_more": false})
 }
 
-func itemNotFound(id string) *wire.Error {
-	return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "item_id",
-		Message: fmt.Sprintf("Item with id '%s' not found.", redact.Clip(id, 64))}
-}
-
 // getConversationItem is GET /v1/conversations/{id}/items/{item_id}.
 func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request) {
 	c := s.loadConversation(w, r)
@@ -390,7 +391,7 @@ func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request) {
 	it, err := s.Store.Conversations.ConversationItem(r.Context(), c.ID, r.PathValue("item_id"))
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		writeWireError(w, responses.Client, itemNotFound(r.PathValue("item_id")))
+		writeWireError(w, responses.Client, notFound("item_id", "Item", r.PathValue("item_id")))
 	case err != nil:
 		writeWireError(w, responses.Client, unavailable("Reading the item"))
 	default:
@@ -408,7 +409,7 @@ func (s *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) 
 	bytes, err := s.Store.Conversations.DeleteConversationItem(r.Context(), c.ID, r.PathValue("item_id"))
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		writeWireError(w, responses.Client, itemNotFound(r.PathValue("item_id")))
+		writeWireError(w, responses.Client, notFound("item_id", "Item", r.PathValue("item_id")))
 		return
 	case err != nil:
 		writeWireError(w, responses.Client, unavailable("Deleting the item"))
@@ -459,14 +460,9 @@ func (s *Server) addTurn(ctx context.Context, job *state.Job, rec *state.StoredR
 	if e != nil {
 		return
 	}
-	var input []json.RawMessage
-	json.Unmarshal(rec.Input, &input)
-	input = input[min(rec.Prior, len(input)):]
+	input, _ := ownInput(job.ID, rec)
 	items := make([]state.ConversationItem, 0, len(input)+len(output))
-	for i, it := range append(input, output...) {
-		if i < len(input) {
-			it = inputItem(job.ID, rec.Prior+i, it)
-		}
+	for _, it := range append(input, output...) {
 		items = append(items, state.ConversationItem{ID: itemID(it), Item: it})
 	}
 	_, bytes, err := s.Store.Conversations.AddConversationItems(ctx, rec.Conversation, job.ID, items)

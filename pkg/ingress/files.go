@@ -237,7 +237,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 // optionally of one purpose, paged with limit (default and most 10,000) and after.
 func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, ok := listLimit(w, q.Get("limit"), 10_000, 10_000)
+	limit, ok := countParam(w, q, "limit", 10_000, 10_000)
 	if !ok {
 		return
 	}

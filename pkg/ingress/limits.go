@@ -43,11 +43,16 @@ const (
 
 // refuse answers 429 for tenant's limit, with Retry-After (at least 1 s).
 func (s *Server) refuse(w http.ResponseWriter, codec wire.ClientCodec, tenant, limit string, after time.Duration, msg string) {
+	s.rejected(tenant, limit)
+	setRetryAfter(w, after)
+	writeWireError(w, codec, &wire.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_exceeded", Code: "rate_limit_exceeded", Message: msg})
+}
+
+// rejected counts a refusal of tenant's limit (fleet_tenant_rejected_total).
+func (s *Server) rejected(tenant, limit string) {
 	if s.Metrics != nil {
 		s.Metrics.TenantRejected.WithLabelValues(tenant, limit).Inc()
 	}
-	setRetryAfter(w, after)
-	writeWireError(w, codec, &wire.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_exceeded", Code: "rate_limit_exceeded", Message: msg})
 }
 
 // setRetryAfter says to retry after d (at least 1 s).

@@ -62,9 +62,7 @@ func (s *Server) mcpRoute() http.Handler {
 				return
 			}
 			if wait > 0 {
-				if s.Metrics != nil {
-					s.Metrics.TenantRejected.WithLabelValues(tenant, "rate").Inc()
-				}
+				s.rejected(tenant, "rate")
 				setRetryAfter(w, wait)
 				mcpError(w, http.StatusTooManyRequests, msg.ID, -32000, words)
 				return

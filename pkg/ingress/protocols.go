@@ -138,7 +138,7 @@ func (s *Server) protocolRequest(codec wire.ClientCodec, idPrefix string) http.H
 			// Stored before the job is submitted: a job that ends at once is archived with
 			// its stored response (state.Store.ArchiveJob).
 			s.saveResponse(r.Context(), job, rr)
-			if e := s.submitJob(r.Context(), job); e != nil {
+			if e := s.enqueue(r.Context(), job, jobSubject(job), chatJob(job), false); e != nil {
 				w.Header().Set("Retry-After", "1")
 				fail(e)
 				return
@@ -274,14 +274,6 @@ func (s *Server) checkSearch(req *wire.Request) *wire.Error {
 		if _, ok := s.Tools.Engine(e); !ok {
 			return wire.Invalid("tools", "engine %q is not one of this fleet's engines", e)
 		}
-	}
-	return nil
-}
-
-// submitJob records and publishes a job (enqueue), in the wire protocol's terms.
-func (s *Server) submitJob(ctx context.Context, job *state.Job) *wire.Error {
-	if text := s.enqueue(ctx, job, jobSubject(job), chatJob(job), false); text != "" {
-		return &wire.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: text}
 	}
 	return nil
 }

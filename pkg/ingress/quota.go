@@ -39,7 +39,7 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 	}
 	limit := s.Limits.Of(job.Tenant).StorageBytes
 	if limit > 0 && spend.RecordAllowance+int64(len(job.Request)) > limit {
-		s.storageRefused(job.Tenant)
+		s.rejected(job.Tenant, "storage_bytes")
 		writeWireError(w, codec, &wire.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 			Message: fmt.Sprintf("The request (%d bytes, with %d bytes kept for its answer) is larger than the tenant's storage quota of %d bytes.", len(job.Request), spend.RecordAllowance, limit)})
 		return false
@@ -55,7 +55,7 @@ func (s *Server) chargeStorage(w http.ResponseWriter, r *http.Request, codec wir
 	if s.acceptedRetry(r, job.Tenant) { // it gets its job (charged already)
 		return true
 	}
-	s.storageRefused(job.Tenant)
+	s.rejected(job.Tenant, "storage_bytes")
 	after := time.Hour
 	if !st.FirstExpiry.IsZero() {
 		after = max(time.Second, time.Until(st.FirstExpiry))
@@ -94,17 +94,11 @@ func (s *Server) recordsRoom(w http.ResponseWriter, r *http.Request, codec wire.
 	if st.Used <= share {
 		return true
 	}
-	s.storageRefused(tenant)
+	s.rejected(tenant, "storage_bytes")
 	w.Header().Set("Retry-After", "60")
 	writeWireError(w, codec, &wire.Error{Status: http.StatusInsufficientStorage, Type: "insufficient_storage", Code: "insufficient_storage",
 		Message: fmt.Sprintf("The fleet's job records store is full and this tenant holds more than its share of it (%d bytes); records free their bytes as they expire. See GET /v1/usage.", share)})
 	return false
-}
-
-func (s *Server) storageRefused(tenant string) {
-	if s.Metrics != nil {
-		s.Metrics.TenantRejected.WithLabelValues(tenant, "storage_bytes").Inc()
-	}
 }
 
 // settleStorage charges an ended job its real size, whatever the quota (the bytes are

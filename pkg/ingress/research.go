@@ -76,17 +76,16 @@ func (s *Server) startResearch(w http.ResponseWriter, r *http.Request, req *rese
 	case errors.Is(err, research.ErrInvalid):
 		param, _, _ := strings.Cut(err.Error(), ":")
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", param, err.Error())
-		return nil, false, "", false
 	case errors.Is(err, research.ErrNoAgent):
 		writeError(w, http.StatusNotFound, "invalid_request_error", "agent_not_found", "agent", fmt.Sprintf("The research agent %q does not exist; GET /v1/research/agents lists them.", redact.Clip(req.Agent, 64)))
-		return nil, false, "", false
 	case errors.Is(err, research.ErrNoModel):
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", fmt.Sprintf("The model %q does not exist.", redact.Clip(req.Model, 64)))
-		return nil, false, "", false
 	case err != nil:
 		s.logFailure(r.Context(), "api: starting a research run", "err", err)
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The fleet could not take the run; try again.")
+	}
+	if err != nil {
 		return nil, false, "", false
 	}
 	if req.Callback != nil && !shared {

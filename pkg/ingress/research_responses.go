@@ -249,20 +249,16 @@ func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *s
 // as server calls, and once completed its report as the message.
 func (s *Server) runResponse(r *http.Request, run *state.Run) (*wire.Response, error) {
 	v := research.ViewOf(run)
-	resp := &wire.Response{ID: run.ID, JobID: run.ID, Model: v.Model, Created: run.Created, Finished: run.Finished,
+	// A run that is queued or has ended has a Response's status of the same name; any
+	// other (a plan under review among them) is in progress.
+	resp := &wire.Response{ID: run.ID, JobID: run.ID, Model: v.Model, Created: run.Created, Finished: run.Finished, Status: wire.Status(run.Status),
 		Echo: map[string]json.RawMessage{"background": json.RawMessage("true")}}
 	switch run.Status {
-	case state.RunQueued:
-		resp.Status = wire.StatusQueued
-	case state.RunCompleted:
-		resp.Status = wire.StatusCompleted
+	case state.RunQueued, state.RunCompleted, state.RunCancelled:
 	case state.RunFailed:
-		resp.Status = wire.StatusFailed
 		var e struct{ Code, Message string }
 		json.Unmarshal(run.Error, &e)
 		resp.Error = &wire.Error{Code: e.Code, Message: e.Message}
-	case state.RunCancelled:
-		resp.Status = wire.StatusCancelled
 	default:
 		resp.Status = wire.StatusInProgress
 	}

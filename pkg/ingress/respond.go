@@ -9,12 +9,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
-// apiError is the OpenAI error answer: {"error": {...}}.
-type apiError struct {
-	Error jobs.ErrorBody `json:"error"`
-}
-
-// writeError answers with an OpenAI-shaped error.
+// writeError answers with an OpenAI-shaped error: {"error": {...}}.
 func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
 	b := jobs.ErrorBody{Message: msg, Type: typ}
 	if param != "" {
@@ -23,7 +18,7 @@ func writeError(w http.ResponseWriter, status int, typ, code, param, msg string)
 	if code != "" {
 		b.Code = &code
 	}
-	writeJSON(w, status, apiError{Error: b})
+	writeJSON(w, status, map[string]jobs.ErrorBody{"error": b})
 }
 
 // writeAPIError answers with e in the OpenAI shape of writeError.

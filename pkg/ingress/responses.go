@@ -74,8 +74,8 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		return nil, e
 	}
 	var prior []json.RawMessage
-	raw, continues := top["previous_response_id"]
-	continues = continues && !isNullJSON(raw)
+	raw := top["previous_response_id"]
+	continues := !isNullJSON(raw)
 	if continues {
 		var id string
 		if json.Unmarshal(raw, &id) != nil || id == "" {
@@ -94,7 +94,7 @@ func (s *Server) resolveResponses(ctx context.Context, tenant string, body []byt
 		}
 		delete(top, "previous_response_id")
 	}
-	if raw, ok := top["conversation"]; ok && !isNullJSON(raw) {
+	if raw := top["conversation"]; !isNullJSON(raw) {
 		if continues {
 			return nil, wire.Invalid("conversation", "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.")
 		}
@@ -250,13 +250,8 @@ type references struct {
 func (s *Server) newReferences(ctx context.Context, tenant string, prior, items []json.RawMessage) *references {
 	refs := &references{s: s, ctx: ctx, tenant: tenant, prior: prior, outputs: map[string][]json.RawMessage{}}
 	for _, it := range items {
-		var head struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(it, &head) == nil {
-			if id := responses.ItemResponse(head.ID); id != "" && !slices.Contains(refs.named, id) && len(refs.named) < maxNamedResponses {
-				refs.named = append(refs.named, id)
-			}
+		if id := responses.ItemResponse(itemID(it)); id != "" && !slices.Contains(refs.named, id) && len(refs.named) < maxNamedResponses {
+			refs.named = append(refs.named, id)
 		}
 	}
 	return refs

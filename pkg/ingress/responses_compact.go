@@ -29,10 +29,10 @@ func (s *Server) compactResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var model string
-	if raw, ok := top["model"]; !ok || isNullJSON(raw) {
+	if isNullJSON(top["model"]) {
 		fail(wire.Invalid("model", "Missing required parameter: 'model'."))
 		return
-	} else if json.Unmarshal(raw, &model) != nil || strings.TrimSpace(model) == "" {
+	} else if json.Unmarshal(top["model"], &model) != nil || strings.TrimSpace(model) == "" {
 		fail(wire.Invalid("model", "'model' must be a non-empty string"))
 		return
 	}
@@ -40,12 +40,9 @@ func (s *Server) compactResponse(w http.ResponseWriter, r *http.Request) {
 		fail(e)
 		return
 	}
-	if raw, ok := top["instructions"]; ok && !isNullJSON(raw) {
-		var text string
-		if json.Unmarshal(raw, &text) != nil {
-			fail(wire.Invalid("instructions", "'instructions' must be a string"))
-			return
-		}
+	if raw := top["instructions"]; !isNullJSON(raw) && json.Unmarshal(raw, new(string)) != nil {
+		fail(wire.Invalid("instructions", "'instructions' must be a string"))
+		return
 	}
 	delete(top, "instructions")
 	body, _ := json.Marshal(top)

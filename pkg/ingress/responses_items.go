@@ -20,12 +20,9 @@ import (
 // background one, deleting one, and listing the input it ran on, each within the
 // caller's tenant (another tenant's response is not found).
 
-// storedResponseNotFound is OpenAI's answer for a response id the tenant has no stored
+// storedResponseNotFound is the answer for a response id the tenant has no stored
 // response for.
-func storedResponseNotFound(id string) *wire.Error {
-	return &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
-		Message: fmt.Sprintf("Response with id '%s' not found.", redact.Clip(id, 64))}
-}
+func storedResponseNotFound(id string) *wire.Error { return notFound("response_id", "Response", id) }
 
 // loadStored reads the stored response the path names, with its job; it has answered
 // when it returns nil.
@@ -119,24 +116,28 @@ func (s *Server) inputItems(w http.ResponseWriter, r *http.Request) {
 	if job == nil {
 		return
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(rec.Input, &items); err != nil {
+	items, err := ownInput(job.ID, rec)
+	if err != nil {
 		writeWireError(w, responses.Client, &wire.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "The stored response is unreadable."})
 		return
 	}
-	items = items[min(rec.Prior, len(items)):]
-	out := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		out[i] = inputItem(job.ID, rec.Prior+i, it)
-	}
-	writeListPage(w, r, out)
+	writeListPage(w, r, items)
 }
 
-// inputItem is the nth input item of response respID as a list shows it
+// ownInput is the request's own input items of stored response respID (not those
+// previous_response_id or a conversation put before them), each as a list shows it
 // (normalizeItem), with an id of its response (wire.InputItemID) when the client gave
 // none.
-func inputItem(respID string, n int, item json.RawMessage) json.RawMessage {
-	return normalizeItem(item, func(typ string) string { return responses.InputItemID(respID, typ, n) })
+func ownInput(respID string, rec *state.StoredResponse) ([]json.RawMessage, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(rec.Input, &items); err != nil {
+		return nil, err
+	}
+	items = items[min(rec.Prior, len(items)):]
+	for i, it := range items {
+		items[i] = normalizeItem(it, func(typ string) string { return responses.InputItemID(respID, typ, rec.Prior+i) })
+	}
+	return items, nil
 }
 
 // itemID is an item's id ("" if it has none).

@@ -363,22 +363,18 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 // at once.
 func (s *Server) authAs(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.Tenants == nil {
-			authenticated(r)
-			if s.allowRate(w, r, codec, tenantOf(r)) {
-				h(w, r)
+		if s.Tenants != nil {
+			tenant, ok := s.Tenants.of(r)
+			if !ok {
+				writeWireError(w, codec, &wire.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
+					Message: "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."})
+				return
 			}
-			return
-		}
-		tenant, ok := s.Tenants.of(r)
-		if !ok {
-			writeWireError(w, codec, &wire.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
-				Message: "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."})
-			return
+			r = r.WithContext(withTenant(r.Context(), tenant))
 		}
 		authenticated(r)
-		if s.allowRate(w, r, codec, tenant) {
-			h(w, r.WithContext(withTenant(r.Context(), tenant)))
+		if s.allowRate(w, r, codec, tenantOf(r)) {
+			h(w, r)
 		}
 	}
 }

@@ -54,9 +54,6 @@ type Store interface {
 	Settle(ctx context.Context, id string, status state.Status, je *state.JobError) error
 	// ForgetDeadline drops a job from the reaper's set once its ending is published.
 	ForgetDeadline(ctx context.Context, id string) error
-	// RestoreDeadline puts a job back in the reaper's set, due at at: the Finisher
-	// forgot the deadline of a job whose ending Redis turned out to have lost.
-	RestoreDeadline(ctx context.Context, id string, at time.Time) error
 }
 
 // Events is the durable event log (bus.Bus implements it).

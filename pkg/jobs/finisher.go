@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
 	"github.com/searchfleet/searchfleet/pkg/metrics"
@@ -27,7 +28,7 @@ type Hook interface {
 // event's copy of the job when the event carries one (bus.Event.Job: a job with a
 // callback), and the hooks' own guards keep each to once (a webhook's delivery id).
 type Finisher struct {
-	store   Store
+	store   EndedStore
 	ender   *Ender
 	hooks   []Hook
 	metrics *metrics.Metrics
@@ -35,33 +36,23 @@ type Finisher struct {
 }
 
 // NewFinisher returns a Finisher running hooks in order.
-func NewFinisher(store Store, ender *Ender, m *metrics.Metrics, log *slog.Logger, hooks ...Hook) *Finisher {
+func NewFinisher(store EndedStore, ender *Ender, m *metrics.Metrics, log *slog.Logger, hooks ...Hook) *Finisher {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Finisher{store: store, ender: ender, hooks: hooks, metrics: m, log: log}
 }
 
-// EndedReader is what a Store may do besides GetJob: read an ended job with the whole
-// of its hash, which a finish hook may use without reading the job again
-// (state.Store.ReadEnded, state.Store.ArchiveEnded), and forget its deadline in the
-// same round trip.
-type EndedReader interface {
+// EndedStore is what the Finisher needs of the state store (state.Jobs implements it).
+type EndedStore interface {
+	// ReadEnded reads an ended job for its hooks, with the whole of its hash (which a
+	// finish hook may use without reading the job again: state.Jobs.ArchiveEnded),
+	// and forgets its deadline in the same round trip: the job's terminal event is out
+	// (it is the one being handled), so the reaper has nothing left to do for it.
 	ReadEnded(ctx context.Context, id string) (*state.Job, error)
-}
-
-// read reads an ended job for its hooks and forgets its deadline: the job's terminal
-// event is out (it is the one being handled), so the reaper has nothing left to do
-// for it. An EndedReader does both in one round trip.
-func (f *Finisher) read(ctx context.Context, id string) (*state.Job, error) {
-	if r, ok := f.store.(EndedReader); ok {
-		return r.ReadEnded(ctx, id)
-	}
-	job, err := f.store.GetJob(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return job, f.store.ForgetDeadline(ctx, id)
+	// RestoreDeadline puts a job back in the reaper's set, due at at: the Finisher
+	// forgot the deadline of a job whose ending Redis turned out to have lost.
+	RestoreDeadline(ctx context.Context, id string, at time.Time) error
 }
 
 // Handle runs the hooks of the job a terminal event ended.
@@ -70,7 +61,7 @@ func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error
 	if !ev.Type.Terminal() {
 		return nil
 	}
-	job, err := f.read(ctx, ev.JobID)
+	job, err := f.store.ReadEnded(ctx, ev.JobID)
 	lost := errors.Is(err, state.ErrNotFound)
 	if lost {
 		// Redis lost the record (or it expired). The event's copy of the job, which a
@@ -101,7 +92,7 @@ func (f *Finisher) Handle(ctx context.Context, d *bus.Delivery[bus.Event]) error
 		if err := f.ender.Reconcile(ctx, &ev); err != nil {
 			return err
 		}
-		if job, err = f.read(ctx, ev.JobID); err != nil {
+		if job, err = f.store.ReadEnded(ctx, ev.JobID); err != nil {
 			return err
 		}
 	}
