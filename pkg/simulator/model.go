@@ -60,16 +60,6 @@ type chatRequest struct {
 	} `json:"thinking"`
 }
 
-// lastUser is the text of the request's last user message.
-func (req chatRequest) lastUser() string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			return llm.Text(req.Messages[i].Content)
-		}
-	}
-	return ""
-}
-
 // modelFaults are the model directives of the user's text ("sim:model-429") as the
 // faults they apply ("sim:429").
 func modelFaults(user string) string {
@@ -122,7 +112,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			s.stats.count("model_offered_web_fetch", body, "")
 		}
 	}
-	user := req.lastUser()
+	user := lastUser(req.Messages)
 	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), nil, between(s.opts.ModelLatency, s.opts.ModelLatencyMax, body)) {
 		return
 	}

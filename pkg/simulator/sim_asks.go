@@ -191,18 +191,11 @@ func urlParam(name string) func(*http.Request, []byte) string {
 	return func(r *http.Request, _ []byte) string { return r.URL.Query().Get(name) }
 }
 
-// roleContent is a message as a request body carries it (Chat and Anthropic messages,
-// Responses input items): its role and its content.
-type roleContent struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
 // bodyMessages are the messages of a Chat or Messages request body; nil when it does
 // not decode.
-func bodyMessages(body []byte) []roleContent {
+func bodyMessages(body []byte) []llm.Message {
 	var req struct {
-		Messages []roleContent `json:"messages"`
+		Messages []llm.Message `json:"messages"`
 	}
 	if json.Unmarshal(body, &req) != nil {
 		return nil
@@ -210,9 +203,9 @@ func bodyMessages(body []byte) []roleContent {
 	return req.Messages
 }
 
-// lastUser is the text of the last user message of msgs (string content or text
-// parts).
-func lastUser(msgs []roleContent) string {
+// lastUser is the text of the last user message of msgs (Chat and Anthropic messages,
+// Responses input items; string content or text parts).
+func lastUser(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {
 			return llm.Text(msgs[i].Content)

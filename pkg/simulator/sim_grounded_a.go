@@ -108,7 +108,7 @@ func openaiSimQuery(_ *http.Request, body []byte) string {
 	if json.Unmarshal(req.Input, &s) == nil {
 		return s
 	}
-	var items []roleContent
+	var items []llm.Message
 	if json.Unmarshal(req.Input, &items) != nil {
 		return ""
 	}

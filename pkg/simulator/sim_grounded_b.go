@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
+	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // groundedRoutesB serves the grounded kinds that speak OpenAI-style chat completions
@@ -121,5 +122,5 @@ func moonshotErrorType(status int) string {
 
 // kimiHasToolMessage reports whether a chat request carries a tool result message.
 func kimiHasToolMessage(body []byte) bool {
-	return slices.ContainsFunc(bodyMessages(body), func(m roleContent) bool { return m.Role == "tool" })
+	return slices.ContainsFunc(bodyMessages(body), func(m llm.Message) bool { return m.Role == "tool" })
 }

@@ -82,7 +82,7 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 			break
 		}
 	}
-	user := req.lastUser()
+	user := lastUser(req.Messages)
 	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), errorBody, s.opts.ModelLatency) {
 		return scripted{}, false
 	}
