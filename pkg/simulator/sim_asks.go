@@ -66,13 +66,24 @@ func searxngAsk(r *http.Request, _ []byte, q string) searchAsk {
 	return newAsk(q, 0, nil, nil, recencyOf(r.URL.Query().Get("time_range")))
 }
 
-func exaAsk(_ *http.Request, body []byte, q string) searchAsk {
-	m := decodeBody(body)
-	rec := ""
-	if t, err := time.Parse(time.RFC3339, jstr(m["startPublishedDate"])); err == nil {
-		rec = recencySince(t)
+// bodyAsk returns the ask reader of a kind whose JSON body carries the count, the
+// allowed and blocked domains (string lists) and the recency at these dotted paths
+// ("" for none), the recency read by recency.
+func bodyAsk(count, allow, block, rec string, recency func(string) string) func(*http.Request, []byte, string) searchAsk {
+	return func(_ *http.Request, body []byte, q string) searchAsk {
+		m := decodeBody(body)
+		at := func(path string) any { return jpath(m, strings.Split(path, ".")...) }
+		return newAsk(q, jint(at(count)), jstrs(at(allow)), jstrs(at(block)), recency(jstr(at(rec))))
 	}
-	return newAsk(q, jint(m["numResults"]), jstrs(m["includeDomains"]), jstrs(m["excludeDomains"]), rec)
+}
+
+// recencyFromTime is recencySince for an RFC 3339 time, "" when there is none.
+func recencyFromTime(s string) string {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return ""
+	}
+	return recencySince(t)
 }
 
 // recencySince is the recency window that reaches back to t.
@@ -97,15 +108,10 @@ func recencyFromDay(day string) string {
 	return recencySince(t)
 }
 
-func serperAsk(_ *http.Request, body []byte, q string) searchAsk {
-	m := decodeBody(body)
-	tbs, _, _ := strings.Cut(jstr(m["tbs"]), ",")
-	return newAsk(q, jint(m["num"]), nil, nil, recencyOf(tbs))
-}
-
-func tavilyAsk(_ *http.Request, body []byte, q string) searchAsk {
-	m := decodeBody(body)
-	return newAsk(q, jint(m["max_results"]), jstrs(m["include_domains"]), jstrs(m["exclude_domains"]), recencyOf(jstr(m["time_range"])))
+// serperRecency reads Serper's tbs ("qdr:w,sbd:1").
+func serperRecency(tbs string) string {
+	tbs, _, _ = strings.Cut(tbs, ",")
+	return recencyOf(tbs)
 }
 
 func glmAPIAsk(_ *http.Request, body []byte, q string) searchAsk {
