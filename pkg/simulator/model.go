@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // The scripted main model speaks OpenAI chat completions. Its script:
@@ -121,8 +122,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !clientToolTurn(req, user) && s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_kimi.go)
 		return
 	}
-	reasoning, ok := s.chatReasoning(w, req, body)
-	if !ok {
+	// A reasoning model thinks whether its answer is streamed or not.
+	reasoning := chatReasoningOn(req)
+	if reasoning && !s.reasoningPasses(w, string(body), body, chatReasoningError, func(e *wire.Error) []byte {
+		return mustJSON(map[string]any{"error": map[string]any{"message": e.Message, "type": "invalid_request_error"}})
+	}) {
 		return
 	}
 	msg, finish := script(req, user, id)

@@ -108,8 +108,8 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 		return mustJSON(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
 	}
-	thinking, ok := s.geminiReasoning(w, body)
-	if !ok {
+	thinking, _ := geminiThinking(body)
+	if thinking && !s.reasoningPasses(w, string(body), body, geminiSignatureError, func(e *wire.Error) []byte { return geminiErrorBody(e.Status, e.Message) }) {
 		return
 	}
 	var calls []any

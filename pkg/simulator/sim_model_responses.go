@@ -30,8 +30,8 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 			func() []byte { return responsesBody(nativeAsk(a.user, req.Search), req.Model, a.id, simulatedPrefix) }, responsesStream)
 		return
 	}
-	reasoning, ok := s.responsesReasoning(w, body)
-	if !ok {
+	reasoning, _ := responsesReasoningOn(body)
+	if reasoning && !s.reasoningPasses(w, string(body), body, responsesReasoningError, responses.Client.EncodeError) {
 		return
 	}
 	rename := func(id string) string { return id }
