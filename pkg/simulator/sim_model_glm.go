@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
@@ -20,25 +19,9 @@ import (
 // last chunk, with finish_reason and usage (the documented default). Anything else is
 // the scripted model's answer.
 
-// glmSearchOffered reports whether a request declares GLM's web_search tool.
-func glmSearchOffered(req chatRequest) bool {
-	return slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Type == "web_search" })
-}
-
-// glmNativeAsk is the search GLM's web_search tool of req makes for user.
-func glmNativeAsk(req chatRequest, user string) searchAsk {
-	for _, t := range req.Tools {
-		if t.Type == "web_search" {
-			var ws any
-			json.Unmarshal(t.WebSearch, &ws)
-			return glmSearchAsk(ws, user)
-		}
-	}
-	return newAsk(user, 0, nil, nil, "")
-}
-
-// glmNative answers a request that declared GLM's web_search tool.
-func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string) {
+// glmNative answers a request that declared GLM's web_search tool with the options
+// opts.
+func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string, opts json.RawMessage) {
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role != "user" || !wantsSearch(user) {
 		msg, finish := script(req, user, id)
@@ -53,7 +36,9 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 		msg := rec["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 		msg["content"] = simulatedPrefix + msg["content"].(string)
 	} else {
-		rec = decodeBody(glmChatBody(glmNativeAsk(req, user), req.Model, simulatedPrefix))
+		var ws any
+		json.Unmarshal(opts, &ws)
+		rec = decodeBody(glmChatBody(glmSearchAsk(ws, user), req.Model, simulatedPrefix))
 	}
 	content := jstr(jpath(rec, "choices", "0", "message", "content"))
 	rec["model"] = req.Model

@@ -37,20 +37,15 @@ import (
 // nativeChat answers a request that declares Kimi's or GLM's own search and reports
 // whether it did.
 func (s *Server) nativeChat(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string) bool {
-	switch {
-	case kimiSearchOffered(req):
+	if slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Type == "builtin_function" && t.Function.Name == "$web_search" }) {
 		s.kimiNative(w, r, req, user, id)
-	case glmSearchOffered(req):
-		s.glmNative(w, r, req, user, id)
-	default:
-		return false
+		return true
 	}
-	return true
-}
-
-// kimiSearchOffered reports whether a request declares Kimi's builtin $web_search.
-func kimiSearchOffered(req chatRequest) bool {
-	return slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Type == "builtin_function" && t.Function.Name == "$web_search" })
+	if i := slices.IndexFunc(req.Tools, func(t chatTool) bool { return t.Type == "web_search" }); i >= 0 {
+		s.glmNative(w, r, req, user, id, req.Tools[i].WebSearch)
+		return true
+	}
+	return false
 }
 
 // kimiArguments is the arguments string of the $web_search call answering user: the
