@@ -237,7 +237,10 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 			return searchCalls(*webSearch, user, q, id), "tool_calls"
 		}
 	}
-	return map[string]any{"role": "assistant", "content": "(simulated model) " + plainAnswer(user)}, "stop"
+	if len(user) > 120 {
+		user = user[:120] + "…"
+	}
+	return map[string]any{"role": "assistant", "content": fmt.Sprintf("(simulated model) I can answer that without searching: you asked %q.", user)}, "stop"
 }
 
 // forcedTool is the tool a request's tool_choice forces ("": none): the function it
@@ -600,11 +603,4 @@ func sentenceEnd(text string) int {
 		}
 	}
 	return -1
-}
-
-func plainAnswer(user string) string {
-	if len(user) > 120 {
-		user = user[:120] + "…"
-	}
-	return fmt.Sprintf("I can answer that without searching: you asked %q.", user)
 }

@@ -77,18 +77,20 @@ func bodyAsk(count, allow, block, rec string, recency func(string) string) func(
 	}
 }
 
-// recencyFromTime is recencySince for an RFC 3339 time, "" when there is none.
-func recencyFromTime(s string) string {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return ""
+// recencySince returns a reader of a time written in layout ("" when there is none)
+// as the recency window that reaches back to it.
+func recencySince(layout string) func(string) string {
+	return func(s string) string {
+		t, err := time.Parse(layout, s)
+		if err != nil {
+			return ""
+		}
+		return recencyOfAge(time.Since(t))
 	}
-	return recencySince(t)
 }
 
-// recencySince is the recency window that reaches back to t.
-func recencySince(t time.Time) string {
-	switch age := time.Since(t); {
+func recencyOfAge(age time.Duration) string {
+	switch {
 	case age <= 2*24*time.Hour:
 		return "day"
 	case age <= 8*24*time.Hour:
@@ -97,15 +99,6 @@ func recencySince(t time.Time) string {
 		return "month"
 	}
 	return "year"
-}
-
-// recencyFromDay is recencySince for a "2006-01-02" day, "" when there is none.
-func recencyFromDay(day string) string {
-	t, err := time.Parse(time.DateOnly, day)
-	if err != nil {
-		return ""
-	}
-	return recencySince(t)
 }
 
 // serperRecency reads Serper's tbs ("qdr:w,sbd:1").

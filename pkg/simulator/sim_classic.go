@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 )
@@ -46,7 +47,7 @@ func classicRoutes() []engineRoute {
 			kind:      "exa",
 			pattern:   "POST /exa/search",
 			queryOf:   jsonField("query"),
-			ask:       bodyAsk("numResults", "includeDomains", "excludeDomains", "startPublishedDate", recencyFromTime),
+			ask:       bodyAsk("numResults", "includeDomains", "excludeDomains", "startPublishedDate", recencySince(time.RFC3339)),
 			render:    exaBody,
 			fixture:   "exa/docs-shape-search-highlights.CONSTRUCTED.json",
 			empty:     []byte(`{"requestId":"sim-empty","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`),

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
@@ -65,7 +66,7 @@ func lowCostRoutes() []engineRoute {
 				return strings.Join(jstrs(decodeBody(b)["search_queries"]), " ")
 			},
 			ask: bodyAsk("advanced_settings.max_results", "advanced_settings.source_policy.include_domains",
-				"advanced_settings.source_policy.exclude_domains", "advanced_settings.source_policy.after_date", recencyFromDay),
+				"advanced_settings.source_policy.exclude_domains", "advanced_settings.source_policy.after_date", recencySince(time.DateOnly)),
 			render:    parallelBody,
 			fixture:   "parallel/docs-shape-search.CONSTRUCTED.json",
 			empty:     []byte(`{"search_id":"search_sim_empty","results":[]}`),
@@ -76,7 +77,7 @@ func lowCostRoutes() []engineRoute {
 			kind:    "linkup",
 			pattern: "POST /linkup/v1/search",
 			queryOf: jsonField("q"),
-			ask:     bodyAsk("maxResults", "includeDomains", "excludeDomains", "fromDate", recencyFromDay),
+			ask:     bodyAsk("maxResults", "includeDomains", "excludeDomains", "fromDate", recencySince(time.DateOnly)),
 			render:  linkupBody,
 			fixture: "linkup/docs-shape-search-results.CONSTRUCTED.json",
 			empty:   []byte(`{"results":[]}`),
