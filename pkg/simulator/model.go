@@ -508,8 +508,7 @@ func quoteSources(result string, n int) []string {
 
 // stripEvidence drops the delimiters the fleet puts around each tool result
 // (<search_results id="…"> … </search_results id="…">, see pkg/chat/evidence.go): a
-// line that is one, with its line end. It scans once, without a regular expression:
-// the simulator answers every model turn of every benchmark with it.
+// line that is one, with its line end, in one scan.
 func stripEvidence(r string) string {
 	if !strings.Contains(r, `search_results id="`) {
 		return r

@@ -6,6 +6,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // anthropicRecorded is the recorded native-search answer (vercel-web-search-nonstream.json),
@@ -45,7 +46,10 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	resp := withReasoning(a.response("msg_sim_"+a.id, req.Model, func(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") }), thinking)
+	resp := a.response("msg_sim_"+a.id, req.Model, func(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") })
+	if thinking != nil {
+		resp.Content = append([]wire.Part{*thinking}, resp.Content...) // the thinking comes first
+	}
 	if !req.Stream {
 		b, _ := anthropic.Client.EncodeResponse(resp)
 		writeJSON(w, b)

@@ -123,14 +123,6 @@ func (s *Server) anthropicThinking(w http.ResponseWriter, body []byte, user, id 
 	return &wire.Part{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: text, Signature: sign("thinking", text)}}, true
 }
 
-// withReasoning puts a reasoning part first in an answer (nil: none).
-func withReasoning(r *wire.Response, p *wire.Part) *wire.Response {
-	if p != nil {
-		r.Content = append([]wire.Part{*p}, r.Content...)
-	}
-	return r
-}
-
 //   - OpenAI Responses with reasoning.effort set (not "none"), or a reasoning model
 //     (wire.ReasonsUnasked: o-series, gpt-5, codex) asked nothing, which thinks at its
 //     default effort: the answer's function calls follow a reasoning item (rs_…, a
