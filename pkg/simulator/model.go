@@ -119,7 +119,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	sum := sha256.Sum256(body)
 	id := hex.EncodeToString(sum[:8])
-	if !clientToolTurn(req, user) && s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_kimi.go)
+	if !clientToolTurn(req, user) && s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_chatsearch.go)
 		return
 	}
 	// A reasoning model thinks whether its answer is streamed or not.
