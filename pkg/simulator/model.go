@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -89,8 +88,7 @@ var (
 )
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"object":"list","data":[{"id":"sim-scripted","object":"model","created":0,"owned_by":"searchfleet-simulator"}]}`)
+	writeJSON(w, []byte(`{"object":"list","data":[{"id":"sim-scripted","object":"model","created":0,"owned_by":"searchfleet-simulator"}]}`))
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -100,9 +98,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, `{"error":{"message":"simulator: body must be a chat completion request with messages","type":"invalid_request_error","param":"messages","code":null}}`)
+		writeError(w, http.StatusBadRequest, []byte(`{"error":{"message":"simulator: body must be a chat completion request with messages","type":"invalid_request_error","param":"messages","code":null}}`))
 		return
 	}
 	for _, t := range req.Tools {

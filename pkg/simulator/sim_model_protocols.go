@@ -220,26 +220,25 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 	if reasoning && !s.reasoningPasses(w, string(body), body, responsesReasoningError, responses.Client.EncodeError) {
 		return
 	}
-	rename := func(id string) string { return id }
-	if reasoning {
-		rename = func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") }
-	}
-	resp := a.response("resp_sim_"+a.id, req.Model, rename)
-	if reasoning || !req.Stream {
-		b, _ := responses.Client.EncodeResponse(resp)
-		if reasoning {
-			b = withReasoningItem(b, body, a.user, a.id)
-		}
+	if !reasoning {
+		resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return id })
 		if req.Stream {
-			// The answer with its reasoning item, played as OpenAI streams it.
-			writeEvents(w, r, responsesStream(b), tokenDelay(a.user))
+			writeEvents(w, r, streamEvents(responses.Client.NewStream(), resp), tokenDelay(a.user))
 			return
 		}
+		b, _ := responses.Client.EncodeResponse(resp)
 		writeJSON(w, b)
 		return
 	}
-	st := responses.Client.NewStream()
-	writeEvents(w, r, streamEvents(st, resp), tokenDelay(a.user))
+	resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") })
+	b, _ := responses.Client.EncodeResponse(resp)
+	b = withReasoningItem(b, body, a.user, a.id)
+	if req.Stream {
+		// The answer with its reasoning item, played as OpenAI streams it.
+		writeEvents(w, r, responsesStream(b), tokenDelay(a.user))
+		return
+	}
+	writeJSON(w, b)
 }
 
 // simulatedPrefix marks the text of a recorded answer the simulator replays.

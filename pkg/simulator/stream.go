@@ -60,7 +60,7 @@ type chunk struct {
 	Choices []chunkChoice `json:"choices"`
 	// Usage is null on every chunk but the last when the request asked for usage,
 	// and absent otherwise.
-	Usage *json.RawMessage `json:"usage,omitempty"`
+	Usage any `json:"usage,omitempty"`
 }
 
 type chunkChoice struct {
@@ -90,7 +90,7 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map
 	var evs []wire.Event
 	send := func(c chunk) {
 		if includeUsage && c.Usage == nil {
-			c.Usage = &null
+			c.Usage = null
 		}
 		evs = append(evs, wire.Event{Data: mustJSON(c)})
 	}
@@ -129,8 +129,7 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map
 	}
 	send(chunk{chunkHeader: h, Choices: []chunkChoice{{Delta: map[string]any{}, Logprobs: null, FinishReason: &finish}}})
 	if includeUsage {
-		raw := json.RawMessage(mustJSON(usage))
-		send(chunk{chunkHeader: h, Choices: []chunkChoice{}, Usage: &raw})
+		send(chunk{chunkHeader: h, Choices: []chunkChoice{}, Usage: usage})
 	}
 	if writeEvents(w, r, evs, delay) {
 		w.Write([]byte("data: [DONE]\n\n")) // right after the last chunk
