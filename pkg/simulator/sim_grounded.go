@@ -196,21 +196,19 @@ func groundedRoutesB() []engineRoute {
 		},
 		{
 			// Two turns, as recorded: a $web_search tool call, then (once the request
-			// echoes it in a tool message) the final answer.
+			// echoes it in a tool message) the final answer ("sim:fixture": the
+			// recorded one).
 			kind:    "kimi",
 			pattern: "POST /kimi/chat/completions",
 			queryOf: chatQuery,
 			answer: func(r *http.Request, body []byte, q string) []byte {
-				if kimiHasToolMessage(body) {
-					return kimiFinalBody(plainAsk(r, body, q), "")
-				}
-				return kimiSearch
-			},
-			recorded: func(_ *http.Request, body []byte) []byte {
-				if kimiHasToolMessage(body) {
+				switch {
+				case !kimiHasToolMessage(body):
+					return kimiSearch
+				case strings.Contains(q, "sim:fixture"):
 					return kimiFinal
 				}
-				return kimiSearch
+				return kimiFinalBody(plainAsk(r, body, q), "")
 			},
 			empty:     []byte(`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"（模拟）没有找到相关的网页。","role":"assistant"}}],"created":1776522632,"id":"chatcmpl-sim-empty","model":"kimi-k2-turbo-preview","object":"chat.completion","usage":{"completion_tokens":10,"prompt_tokens":180,"total_tokens":190}}`),
 			errorBody: moonshotErrorBody,
