@@ -89,6 +89,7 @@ func recencySince(layout string) func(string) string {
 	}
 }
 
+// recencyOfAge is the recency window that reaches back age.
 func recencyOfAge(age time.Duration) string {
 	switch {
 	case age <= 2*24*time.Hour:
