@@ -47,12 +47,14 @@ import (
 // token at a time, "sim:token-delay=DUR" apart (see stream.go).
 
 type chatRequest struct {
-	Model         string          `json:"model"`
-	Messages      []llm.Message   `json:"messages"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *streamOptions  `json:"stream_options"`
-	ToolChoice    json.RawMessage `json:"tool_choice"`
-	Tools         []chatTool      `json:"tools"`
+	Model         string        `json:"model"`
+	Messages      []llm.Message `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Tools      []chatTool      `json:"tools"`
 	// ReasoningEffort and Thinking ask for reasoning (chatReasoningOn).
 	ReasoningEffort string `json:"reasoning_effort"`
 	Thinking        *struct {
@@ -144,7 +146,7 @@ func scriptUsage(msg map[string]any, prompt int) map[string]int {
 func writeChat(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string, msg map[string]any, finish string, usage map[string]int, full bool) {
 	h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
 	if req.Stream {
-		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
+		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, tokenDelay(user))
 		return
 	}
 	choice := map[string]any{"index": 0, "message": msg, "finish_reason": finish}

@@ -41,11 +41,6 @@ func tokenDelay(user string) time.Duration {
 	return d
 }
 
-// streamOptions is the request's stream_options.
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
 // chunkHeader is what every chunk of one answer repeats.
 type chunkHeader struct {
 	ID                string `json:"id"`
@@ -82,10 +77,9 @@ type functionDelta struct {
 	Arguments *string `json:"arguments,omitempty"`
 }
 
-// streamAnswer writes msg (as script built it) and finish as a chunk stream. It stops
-// early when the client goes away.
-func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map[string]any, finish string, usage map[string]int, opts *streamOptions, delay time.Duration) {
-	includeUsage := opts != nil && opts.IncludeUsage
+// streamAnswer writes msg (as script built it) and finish as a chunk stream, ending
+// with the usage chunk when includeUsage. It stops early when the client goes away.
+func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map[string]any, finish string, usage map[string]int, includeUsage bool, delay time.Duration) {
 	null := json.RawMessage("null")
 	var evs []wire.Event
 	send := func(c chunk) {
