@@ -160,23 +160,19 @@ var researchAgentPrices = map[string]config.AgentPrice{
 	"exa-agent":            {Low: 0.1, Medium: 0.3, High: 1, Max: 5},
 }
 
-// researchAgentProviderKinds are the provider kinds of the agents' providers.
-var researchAgentProviderKinds = map[string]string{
-	"openai-deep-research": "openai", "gemini-deep-research": "gemini", "perplexity-agent": "perplexity",
-	"parallel-task": "parallel", "exa-agent": "exa",
-}
-
 // researchAgentModels are the Responses model names that run an agent: OpenAI's deep
 // research models run the openai-deep-research agent, as at OpenAI.
 var researchAgentModels = map[string][]string{agent.KindOpenAI: {"o3-deep-research", "o4-mini-deep-research"}}
 
 // addResearchAgents configures every research agent kind, named after its kind,
-// against the simulator, each through a provider of its own ("sim-<kind>").
+// against the simulator, each through a provider of its own ("sim-<kind>") whose kind
+// is the agent kind's first word ("openai" for openai-deep-research).
 func addResearchAgents(f *config.File, simURL string) {
 	f.ResearchAgents = map[string]config.ResearchAgent{}
 	for _, kind := range agent.Kinds {
 		p := "sim-" + kind
-		f.Providers[p] = config.Provider{Kind: researchAgentProviderKinds[kind], BaseURL: simulator.AgentBaseURL(simURL, kind), APIKeyEnv: KeyEnv}
+		provider, _, _ := strings.Cut(kind, "-")
+		f.Providers[p] = config.Provider{Kind: provider, BaseURL: simulator.AgentBaseURL(simURL, kind), APIKeyEnv: KeyEnv}
 		f.ResearchAgents[kind] = config.ResearchAgent{Kind: kind, Provider: p, PriceUSD: researchAgentPrices[kind], Models: researchAgentModels[kind]}
 	}
 }

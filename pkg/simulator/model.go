@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // The scripted main model speaks OpenAI chat completions. Its script:
@@ -47,27 +47,19 @@ import (
 // token at a time, "sim:token-delay=DUR" apart (see stream.go).
 
 type chatRequest struct {
-	Model         string          `json:"model"`
-	Messages      []llm.Message   `json:"messages"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *streamOptions  `json:"stream_options"`
-	ToolChoice    json.RawMessage `json:"tool_choice"`
-	Tools         []chatTool      `json:"tools"`
+	Model         string        `json:"model"`
+	Messages      []llm.Message `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Tools      []chatTool      `json:"tools"`
 	// ReasoningEffort and Thinking ask for reasoning (chatReasoningOn).
 	ReasoningEffort string `json:"reasoning_effort"`
 	Thinking        *struct {
 		Type string `json:"type"`
 	} `json:"thinking"`
-}
-
-// lastUser is the text of the request's last user message.
-func (req chatRequest) lastUser() string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			return llm.Text(req.Messages[i].Content)
-		}
-	}
-	return ""
 }
 
 // modelFaults are the model directives of the user's text ("sim:model-429") as the
@@ -98,8 +90,7 @@ var (
 )
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"object":"list","data":[{"id":"sim-scripted","object":"model","created":0,"owned_by":"searchfleet-simulator"}]}`)
+	writeJSON(w, []byte(`{"object":"list","data":[{"id":"sim-scripted","object":"model","created":0,"owned_by":"searchfleet-simulator"}]}`))
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -109,9 +100,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, `{"error":{"message":"simulator: body must be a chat completion request with messages","type":"invalid_request_error","param":"messages","code":null}}`)
+		writeError(w, http.StatusBadRequest, []byte(`{"error":{"message":"simulator: body must be a chat completion request with messages","type":"invalid_request_error","param":"messages","code":null}}`))
 		return
 	}
 	for _, t := range req.Tools {
@@ -122,17 +111,20 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			s.stats.count("model_offered_web_fetch", body, "")
 		}
 	}
-	user := req.lastUser()
+	user := lastUser(req.Messages)
 	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), nil, between(s.opts.ModelLatency, s.opts.ModelLatencyMax, body)) {
 		return
 	}
 	sum := sha256.Sum256(body)
 	id := hex.EncodeToString(sum[:8])
-	if !clientToolTurn(req, user) && s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_kimi.go)
+	if !clientToolTurn(req, user) && s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_chatsearch.go)
 		return
 	}
-	reasoning, ok := s.chatReasoning(w, req, body)
-	if !ok {
+	// A reasoning model thinks whether its answer is streamed or not.
+	reasoning := chatReasoningOn(req)
+	if reasoning && !s.reasoningPasses(w, string(body), body, chatReasoningError, func(e *wire.Error) []byte {
+		return mustJSON(map[string]any{"error": map[string]any{"message": e.Message, "type": "invalid_request_error"}})
+	}) {
 		return
 	}
 	msg, finish := script(req, user, id)
@@ -154,7 +146,7 @@ func scriptUsage(msg map[string]any, prompt int) map[string]int {
 func writeChat(w http.ResponseWriter, r *http.Request, req chatRequest, user, id string, msg map[string]any, finish string, usage map[string]int, full bool) {
 	h := chunkHeader{ID: "chatcmpl-sim-" + id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: req.Model, SystemFingerprint: "searchfleet-simulator"}
 	if req.Stream {
-		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions, tokenDelay(user))
+		streamAnswer(w, r, h, msg, finish, usage, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, tokenDelay(user))
 		return
 	}
 	choice := map[string]any{"index": 0, "message": msg, "finish_reason": finish}
@@ -243,7 +235,10 @@ func script(req chatRequest, user, id string) (map[string]any, string) {
 			return searchCalls(*webSearch, user, q, id), "tool_calls"
 		}
 	}
-	return map[string]any{"role": "assistant", "content": "(simulated model) " + plainAnswer(user)}, "stop"
+	if len(user) > 120 {
+		user = user[:120] + "…"
+	}
+	return map[string]any{"role": "assistant", "content": fmt.Sprintf("(simulated model) I can answer that without searching: you asked %q.", user)}, "stop"
 }
 
 // forcedTool is the tool a request's tool_choice forces ("": none): the function it
@@ -511,8 +506,7 @@ func quoteSources(result string, n int) []string {
 
 // stripEvidence drops the delimiters the fleet puts around each tool result
 // (<search_results id="…"> … </search_results id="…">, see pkg/chat/evidence.go): a
-// line that is one, with its line end. It scans once, without a regular expression:
-// the simulator answers every model turn of every benchmark with it.
+// line that is one, with its line end, in one scan.
 func stripEvidence(r string) string {
 	if !strings.Contains(r, `search_results id="`) {
 		return r
@@ -606,11 +600,4 @@ func sentenceEnd(text string) int {
 		}
 	}
 	return -1
-}
-
-func plainAnswer(user string) string {
-	if len(user) > 120 {
-		user = user[:120] + "…"
-	}
-	return fmt.Sprintf("I can answer that without searching: you asked %q.", user)
 }

@@ -138,9 +138,8 @@ type engineRoute struct {
 	ask    func(r *http.Request, body []byte, query string) searchAsk
 	render func(searchAsk) []byte
 	// fixture names the recorded fixture the kind's answers are shaped on, answered
-	// verbatim for a query with "sim:fixture"; recorded, when set, chooses it by request.
-	fixture  string
-	recorded func(r *http.Request, body []byte) []byte
+	// verbatim for a query with "sim:fixture" (a kind without one answers that itself).
+	fixture string
 	// empty is a 200 body with no results, for "sim:empty"; nil means the kind has
 	// none and the directive is ignored.
 	empty []byte
@@ -179,9 +178,9 @@ func (s *Server) EngineConfigs(base string) []engines.Config {
 }
 
 func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
+	var recorded []byte
 	if rt.fixture != "" {
-		b := fixtures.Read(rt.fixture)
-		rt.recorded = func(*http.Request, []byte) []byte { return b }
+		recorded = fixtures.Read(rt.fixture)
 	}
 	if rt.answer == nil {
 		rt.answer = func(r *http.Request, body []byte, q string) []byte { return rt.render(rt.ask(r, body, q)) }
@@ -200,8 +199,8 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 			w.Write(rt.empty)
 			return
 		}
-		if rt.recorded != nil && strings.Contains(q, "sim:fixture") {
-			w.Write(rt.recorded(r, body))
+		if recorded != nil && strings.Contains(q, "sim:fixture") {
+			w.Write(recorded)
 			return
 		}
 		w.Write(rt.answer(r, body, q))

@@ -66,6 +66,24 @@ func structuredText(fields [][2]string, pages []simHit) (string, []citedSpan) {
 	return b.String(), spans
 }
 
+// structured is the run's answer to its schema's top-level fields, each from one of
+// its pages, which cite is told of with the confidence of the field; nil when the run
+// has no schema.
+func (r *agentRun) structured(cite func(field string, h simHit, confidence string)) map[string]any {
+	fields := schemaFields(r.schema)
+	if len(fields) == 0 {
+		return nil
+	}
+	pages := r.pages()
+	obj := map[string]any{}
+	for i, f := range fields {
+		h := pages[i%len(pages)]
+		obj[f[0]] = fieldValue(f[1], h, i)
+		cite(f[0], h, []string{"high", "medium"}[i%2])
+	}
+	return obj
+}
+
 // answerText is the run's answer: structured when it has a schema.
 func (r *agentRun) answerText(link func(simHit) string) (string, []citedSpan) {
 	if f := schemaFields(r.schema); len(f) > 0 {
@@ -100,7 +118,10 @@ func agentAPIs(s *Server) []*agentAPI {
 
 func openAIAgent() *agentAPI {
 	return &agentAPI{kind: "openai-deep-research", prefix: "resp_", runs: "/v1/responses", created: http.StatusOK,
-		show: openAIResponseJSON, fail: openAIError, notFound: "No response found with id '{id}'.",
+		show: openAIResponseJSON, notFound: "No response found with id '{id}'.",
+		fail: func(w http.ResponseWriter, status int, msg string) {
+			agentJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}})
+		},
 		submit: func(_ *http.Request, body []byte) (agentSubmission, int, string) {
 			var req struct {
 				Model      string            `json:"model"`
@@ -135,10 +156,6 @@ func openAIAgent() *agentAPI {
 				a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
 			}}, 0, ""
 		}}
-}
-
-func openAIError(w http.ResponseWriter, status int, msg string) {
-	agentJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}})
 }
 
 // inputText is the text of a Responses input: a string, or the last message's text.
@@ -210,7 +227,12 @@ func openAIResponseJSON(r *agentRun, now time.Time) any {
 func geminiAgent(s *Server) *agentAPI {
 	const kind = "gemini-deep-research"
 	return &agentAPI{kind: kind, prefix: "v1_", runs: "/v1beta/interactions", created: http.StatusOK,
-		show: geminiInteractionJSON, fail: geminiInteractionsError, notFound: "Interaction {id} was not found.",
+		show: geminiInteractionJSON, notFound: "Interaction {id} was not found.",
+		// The Interactions API's error: a JSON array of one google.rpc.Status envelope.
+		fail: func(w http.ResponseWriter, status int, msg string) {
+			code := map[int]string{400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}[status]
+			agentJSON(w, status, []any{map[string]any{"error": map[string]any{"code": status, "message": msg, "status": code}}})
+		},
 		submit: func(_ *http.Request, body []byte) (agentSubmission, int, string) {
 			var req struct {
 				Input       json.RawMessage `json:"input"`
@@ -259,13 +281,6 @@ func geminiAgent(s *Server) *agentAPI {
 				}
 			}}, 0, ""
 		}}
-}
-
-// geminiInteractionsError is the Interactions API's error: a JSON array of one
-// google.rpc.Status envelope.
-func geminiInteractionsError(w http.ResponseWriter, status int, msg string) {
-	code := map[int]string{400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}[status]
-	agentJSON(w, status, []any{map[string]any{"error": map[string]any{"code": status, "message": msg, "status": code}}})
 }
 
 func geminiInteractionJSON(r *agentRun, now time.Time) any {
@@ -561,16 +576,10 @@ func parallelResultJSON(r *agentRun) any {
 		return map[string]any{"title": h.Title, "url": h.URL, "excerpts": []string{h.Quote}}
 	}
 	typ := "text"
-	if fields := schemaFields(r.schema); len(fields) > 0 {
-		typ = "json"
-		obj := map[string]any{}
-		for i, f := range fields {
-			h := pages[i%len(pages)]
-			obj[f[0]] = fieldValue(f[1], h, i)
-			basis = append(basis, map[string]any{"field": f[0], "citations": []any{cite(h)},
-				"reasoning": "The page " + h.Title + " states it.", "confidence": []string{"high", "medium"}[i%2]})
-		}
-		content = obj
+	if obj := r.structured(func(field string, h simHit, confidence string) {
+		basis = append(basis, map[string]any{"field": field, "citations": []any{cite(h)}, "reasoning": "The page " + h.Title + " states it.", "confidence": confidence})
+	}); obj != nil {
+		typ, content = "json", obj
 	} else {
 		text, _ := reportText(pages, nil)
 		var cites []any
@@ -684,13 +693,9 @@ func exaRunJSON(r *agentRun, now time.Time) any {
 		stop = "schema_satisfied"
 		grounding := []any{}
 		cite := func(h simHit) []any { return []any{map[string]string{"url": h.URL, "title": h.Title}} }
-		if fields := schemaFields(r.schema); len(fields) > 0 {
-			obj := map[string]any{}
-			for i, f := range fields {
-				h := pages[i%len(pages)]
-				obj[f[0]] = fieldValue(f[1], h, i)
-				grounding = append(grounding, map[string]any{"field": "structured." + f[0], "citations": cite(h), "confidence": []string{"high", "medium"}[i%2]})
-			}
+		if obj := r.structured(func(field string, h simHit, confidence string) {
+			grounding = append(grounding, map[string]any{"field": "structured." + field, "citations": cite(h), "confidence": confidence})
+		}); obj != nil {
 			output["structured"] = obj
 			output["text"] = "Structured answer for " + r.ask.shown() + "."
 		} else {

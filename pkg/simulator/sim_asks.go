@@ -66,18 +66,32 @@ func searxngAsk(r *http.Request, _ []byte, q string) searchAsk {
 	return newAsk(q, 0, nil, nil, recencyOf(r.URL.Query().Get("time_range")))
 }
 
-func exaAsk(_ *http.Request, body []byte, q string) searchAsk {
-	m := decodeBody(body)
-	rec := ""
-	if t, err := time.Parse(time.RFC3339, jstr(m["startPublishedDate"])); err == nil {
-		rec = recencySince(t)
+// bodyAsk returns the ask reader of a kind whose JSON body carries the count, the
+// allowed and blocked domains (string lists) and the recency at these dotted paths
+// ("" for none), the recency read by recency.
+func bodyAsk(count, allow, block, rec string, recency func(string) string) func(*http.Request, []byte, string) searchAsk {
+	return func(_ *http.Request, body []byte, q string) searchAsk {
+		m := decodeBody(body)
+		at := func(path string) any { return jpath(m, strings.Split(path, ".")...) }
+		return newAsk(q, jint(at(count)), jstrs(at(allow)), jstrs(at(block)), recency(jstr(at(rec))))
 	}
-	return newAsk(q, jint(m["numResults"]), jstrs(m["includeDomains"]), jstrs(m["excludeDomains"]), rec)
 }
 
-// recencySince is the recency window that reaches back to t.
-func recencySince(t time.Time) string {
-	switch age := time.Since(t); {
+// recencySince returns a reader of a time written in layout ("" when there is none)
+// as the recency window that reaches back to it.
+func recencySince(layout string) func(string) string {
+	return func(s string) string {
+		t, err := time.Parse(layout, s)
+		if err != nil {
+			return ""
+		}
+		return recencyOfAge(time.Since(t))
+	}
+}
+
+// recencyOfAge is the recency window that reaches back age.
+func recencyOfAge(age time.Duration) string {
+	switch {
 	case age <= 2*24*time.Hour:
 		return "day"
 	case age <= 8*24*time.Hour:
@@ -88,24 +102,10 @@ func recencySince(t time.Time) string {
 	return "year"
 }
 
-// recencyFromDay is recencySince for a "2006-01-02" day, "" when there is none.
-func recencyFromDay(day string) string {
-	t, err := time.Parse(time.DateOnly, day)
-	if err != nil {
-		return ""
-	}
-	return recencySince(t)
-}
-
-func serperAsk(_ *http.Request, body []byte, q string) searchAsk {
-	m := decodeBody(body)
-	tbs, _, _ := strings.Cut(jstr(m["tbs"]), ",")
-	return newAsk(q, jint(m["num"]), nil, nil, recencyOf(tbs))
-}
-
-func tavilyAsk(_ *http.Request, body []byte, q string) searchAsk {
-	m := decodeBody(body)
-	return newAsk(q, jint(m["max_results"]), jstrs(m["include_domains"]), jstrs(m["exclude_domains"]), recencyOf(jstr(m["time_range"])))
+// serperRecency reads Serper's tbs ("qdr:w,sbd:1").
+func serperRecency(tbs string) string {
+	tbs, _, _ = strings.Cut(tbs, ",")
+	return recencyOf(tbs)
 }
 
 func glmAPIAsk(_ *http.Request, body []byte, q string) searchAsk {
@@ -191,18 +191,11 @@ func urlParam(name string) func(*http.Request, []byte) string {
 	return func(r *http.Request, _ []byte) string { return r.URL.Query().Get(name) }
 }
 
-// roleContent is a message as a request body carries it (Chat and Anthropic messages,
-// Responses input items): its role and its content.
-type roleContent struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
 // bodyMessages are the messages of a Chat or Messages request body; nil when it does
 // not decode.
-func bodyMessages(body []byte) []roleContent {
+func bodyMessages(body []byte) []llm.Message {
 	var req struct {
-		Messages []roleContent `json:"messages"`
+		Messages []llm.Message `json:"messages"`
 	}
 	if json.Unmarshal(body, &req) != nil {
 		return nil
@@ -210,9 +203,9 @@ func bodyMessages(body []byte) []roleContent {
 	return req.Messages
 }
 
-// lastUser is the text of the last user message of msgs (string content or text
-// parts).
-func lastUser(msgs []roleContent) string {
+// lastUser is the text of the last user message of msgs (Chat and Anthropic messages,
+// Responses input items; string content or text parts).
+func lastUser(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {
 			return llm.Text(msgs[i].Content)

@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 )
@@ -46,7 +47,7 @@ func classicRoutes() []engineRoute {
 			kind:      "exa",
 			pattern:   "POST /exa/search",
 			queryOf:   jsonField("query"),
-			ask:       exaAsk,
+			ask:       bodyAsk("numResults", "includeDomains", "excludeDomains", "startPublishedDate", recencySince(time.RFC3339)),
 			render:    exaBody,
 			fixture:   "exa/docs-shape-search-highlights.CONSTRUCTED.json",
 			empty:     []byte(`{"requestId":"sim-empty","results":[],"costDollars":{"total":0.005,"search":{"neural":0.005}}}`),
@@ -56,7 +57,7 @@ func classicRoutes() []engineRoute {
 			kind:      "serper",
 			pattern:   "POST /serper/search",
 			queryOf:   jsonField("q"),
-			ask:       serperAsk,
+			ask:       bodyAsk("num", "", "", "tbs", serperRecency),
 			render:    serperBody,
 			fixture:   "serper/docs-shape-search.CONSTRUCTED.json",
 			empty:     []byte(`{"searchParameters":{"q":"","type":"search","engine":"google"},"organic":[],"credits":1}`),
@@ -133,7 +134,7 @@ func tavilyRoutes() []engineRoute {
 		kind:    "tavily",
 		pattern: "POST /tavily/search",
 		queryOf: jsonField("query"),
-		ask:     tavilyAsk,
+		ask:     bodyAsk("max_results", "include_domains", "exclude_domains", "time_range", recencyOf),
 		render:  tavilyBody,
 		fixture: "tavily/pydantic-test_basic_search.response.json",
 		empty:   []byte(`{"query":"","answer":null,"follow_up_questions":null,"images":[],"results":[],"response_time":0.1}`),

@@ -21,8 +21,7 @@ import (
 // envelope: only values change, no field is invented.
 
 // templates holds each fixture decoded once (fixture name → map[string]any), never
-// changed: template hands out copies. Decoding a recorded body for every answer was
-// the simulator's largest cost under load.
+// changed: template hands out copies.
 var templates sync.Map
 
 // template decodes a fixture into a fresh value the caller may change.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
@@ -45,9 +46,8 @@ func lowCostRoutes() []engineRoute {
 			kind:    "cloudflare",
 			pattern: "POST /cloudflare/client/v4/accounts/{account}/ai/websearch/",
 			queryOf: jsonField("query"),
-			answer: func(_ *http.Request, b []byte, q string) []byte {
-				return cloudflareBody(newAsk(q, jint(decodeBody(b)["limit"]), nil, nil, ""))
-			},
+			ask:     bodyAsk("limit", "", "", "", recencyOf),
+			render:  cloudflareBody,
 			fixture: "cloudflare/docs-shape-websearch.CONSTRUCTED.json",
 			empty:   []byte(`{"success":true,"errors":[],"messages":[],"result":{"results":[]}}`),
 			errorBody: func(status int) []byte {
@@ -65,12 +65,9 @@ func lowCostRoutes() []engineRoute {
 			queryOf: func(_ *http.Request, b []byte) string {
 				return strings.Join(jstrs(decodeBody(b)["search_queries"]), " ")
 			},
-			answer: func(_ *http.Request, b []byte, q string) []byte {
-				m := decodeBody(b)
-				sp := jpath(m, "advanced_settings", "source_policy")
-				return parallelBody(newAsk(q, jint(jpath(m, "advanced_settings", "max_results")), jstrs(jpath(sp, "include_domains")),
-					jstrs(jpath(sp, "exclude_domains")), recencyFromDay(jstr(jpath(sp, "after_date")))))
-			},
+			ask: bodyAsk("advanced_settings.max_results", "advanced_settings.source_policy.include_domains",
+				"advanced_settings.source_policy.exclude_domains", "advanced_settings.source_policy.after_date", recencySince(time.DateOnly)),
+			render:    parallelBody,
 			fixture:   "parallel/docs-shape-search.CONSTRUCTED.json",
 			empty:     []byte(`{"search_id":"search_sim_empty","results":[]}`),
 			errorBody: parallelErrorBody,
@@ -80,10 +77,8 @@ func lowCostRoutes() []engineRoute {
 			kind:    "linkup",
 			pattern: "POST /linkup/v1/search",
 			queryOf: jsonField("q"),
-			answer: func(_ *http.Request, b []byte, q string) []byte {
-				m := decodeBody(b)
-				return linkupBody(newAsk(q, jint(m["maxResults"]), jstrs(m["includeDomains"]), jstrs(m["excludeDomains"]), recencyFromDay(jstr(m["fromDate"]))))
-			},
+			ask:     bodyAsk("maxResults", "includeDomains", "excludeDomains", "fromDate", recencySince(time.DateOnly)),
+			render:  linkupBody,
 			fixture: "linkup/docs-shape-search-results.CONSTRUCTED.json",
 			empty:   []byte(`{"results":[]}`),
 			errorBody: func(status int) []byte {

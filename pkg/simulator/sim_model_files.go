@@ -51,8 +51,7 @@ func (st *stats) countFiles(path string, body []byte) {
 var fileMarks = [][]byte{[]byte(`"file"`), []byte(`input_file`), []byte(`"document"`), []byte(`inlineData`), []byte(`file name=`)}
 
 // mayHoldFile reports whether body may carry a file: countFiles decodes only such
-// bodies (decoding every model request to find none was a tenth of the simulator's
-// time under load).
+// bodies.
 func mayHoldFile(body []byte) bool {
 	return slices.ContainsFunc(fileMarks, func(m []byte) bool { return bytes.Contains(body, m) })
 }

@@ -47,16 +47,11 @@ type geminiRequest struct {
 	} `json:"toolConfig"`
 }
 
-// geminiStatus is the google.rpc status name of an HTTP status.
-func geminiStatus(status int) string {
-	return byStatus(status, "INTERNAL", map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED",
-		403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"})
-}
-
-// geminiErrorBody is the google.rpc error shape of the recorded 429s: a 429 carries a
-// RetryInfo of one second.
+// geminiErrorBody is the google.rpc error shape of the recorded 429s, with the status
+// name of the HTTP status: a 429 carries a RetryInfo of one second.
 func geminiErrorBody(status int, msg string) []byte {
-	e := map[string]any{"code": status, "message": msg, "status": geminiStatus(status)}
+	e := map[string]any{"code": status, "message": msg, "status": byStatus(status, "INTERNAL", map[int]string{429: "RESOURCE_EXHAUSTED",
+		503: "UNAVAILABLE", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 400: "INVALID_ARGUMENT"})}
 	if status == http.StatusTooManyRequests {
 		e["details"] = []any{map[string]string{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}}
 	}
@@ -108,8 +103,8 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 		return mustJSON(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
 	}
-	thinking, ok := s.geminiReasoning(w, body)
-	if !ok {
+	thinking, _ := geminiThinking(body)
+	if thinking && !s.reasoningPasses(w, string(body), body, geminiSignatureError, func(e *wire.Error) []byte { return geminiErrorBody(e.Status, e.Message) }) {
 		return
 	}
 	var calls []any

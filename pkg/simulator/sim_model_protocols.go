@@ -1,14 +1,22 @@
 package simulator
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
+	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -82,7 +90,7 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 			break
 		}
 	}
-	user := req.lastUser()
+	user := lastUser(req.Messages)
 	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), errorBody, s.opts.ModelLatency) {
 		return scripted{}, false
 	}
@@ -187,4 +195,211 @@ func streamEvents(st wire.Stream, resp *wire.Response) []wire.Event {
 		evs = append(evs, st.Update(&partial)...)
 	}
 	return append(evs, st.Finish(resp)...)
+}
+
+// openAIResponses is the scripted model as an OpenAI Responses API (POST
+// /v1/responses, a bearer key required): message and function_call output items,
+// the response.* stream events ending in response.completed, and the OpenAI error
+// envelope.
+func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
+	keyed := strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")
+	req, body, a, ok := s.playRequest(w, r, responses.Client, keyed, "simulator: a bearer key is required", "simulator: 'input' has no messages")
+	if !ok {
+		return
+	}
+	if a.ownSearch(req.Search != nil) {
+		// OpenAI's own web_search tool: a web_search_call item with its sources (the
+		// request's allowed domains honoured) and a message whose url_citation
+		// annotations cover a link after each sentence.
+		s.nativeSearch(w, r, req.Stream, a.user, a.id, "openai/pydantic-responses-raw-annotations-stream.sse",
+			func() []byte { return responsesRecorded(req.Model, a.id) },
+			func() []byte { return responsesBody(nativeAsk(a.user, req.Search), req.Model, a.id, simulatedPrefix) }, responsesStream)
+		return
+	}
+	reasoning, _ := responsesReasoningOn(body)
+	if reasoning && !s.reasoningPasses(w, string(body), body, responsesReasoningError, responses.Client.EncodeError) {
+		return
+	}
+	if !reasoning {
+		resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return id })
+		if req.Stream {
+			writeEvents(w, r, streamEvents(responses.Client.NewStream(), resp), tokenDelay(a.user))
+			return
+		}
+		b, _ := responses.Client.EncodeResponse(resp)
+		writeJSON(w, b)
+		return
+	}
+	resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") })
+	b, _ := responses.Client.EncodeResponse(resp)
+	b = withReasoningItem(b, body, a.user, a.id)
+	if req.Stream {
+		// The answer with its reasoning item, played as OpenAI streams it.
+		writeEvents(w, r, responsesStream(b), tokenDelay(a.user))
+		return
+	}
+	writeJSON(w, b)
+}
+
+// simulatedPrefix marks the text of a recorded answer the simulator replays.
+const simulatedPrefix = "(simulated answer) "
+
+// nativeSearch answers a request that declared the model's own search tool with one
+// search for the user's text: answer, pages generated from the text in the
+// protocol's shape with its text marked as simulated, or, streamed, events of it
+// (sim_native_stream.go). "sim:fixture" in the text answers with the recordings
+// instead: recorded, or streamed the recorded stream sse as it was.
+func (s *Server) nativeSearch(w http.ResponseWriter, r *http.Request, stream bool, user, id, sse string,
+	recorded, answer func() []byte, events func([]byte) []wire.Event) {
+	s.stats.count("model_native_search", nil, id)
+	switch fixture := strings.Contains(user, "sim:fixture"); {
+	case fixture && stream:
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(fixtures.Read(sse))
+	case fixture:
+		writeJSON(w, recorded())
+	case stream:
+		writeEvents(w, r, events(answer()), tokenDelay(user))
+	default:
+		writeJSON(w, answer())
+	}
+}
+
+// responsesRecorded is the recorded native-search answer (the gpt-5-mini one), its
+// text marked as simulated and its annotations moved to match.
+func responsesRecorded(model, id string) []byte {
+	resp := decodeBody(fixtures.Read("openai/vercel-responses-web-search-gpt5mini.json"))
+	resp["id"], resp["model"] = "resp_sim_"+id, model
+	shift := float64(utf8.RuneCountInString(simulatedPrefix)) // annotations count code points
+	for _, it := range resp["output"].([]any) {
+		item := it.(map[string]any)
+		if item["type"] != "message" {
+			continue
+		}
+		for _, c := range item["content"].([]any) {
+			part := c.(map[string]any)
+			part["text"] = simulatedPrefix + part["text"].(string)
+			for _, a := range part["annotations"].([]any) {
+				an := a.(map[string]any)
+				an["start_index"], an["end_index"] = an["start_index"].(float64)+shift, an["end_index"].(float64)+shift
+			}
+		}
+		break
+	}
+	return mustJSON(resp)
+}
+
+// nativeAsk is the search a model's own search tool makes for the user's text, with
+// the request's domain filters and count.
+func nativeAsk(user string, opts *llm.SearchOptions) searchAsk {
+	if opts == nil {
+		return newAsk(user, 0, nil, nil, "")
+	}
+	return newAsk(user, opts.Count, opts.AllowedDomains, opts.BlockedDomains, "")
+}
+
+// anthropicRecorded is the recorded native-search answer (vercel-web-search-nonstream.json),
+// its text marked as simulated.
+func anthropicRecorded(model, id string) []byte {
+	msg := decodeBody(fixtures.Read("anthropic/vercel-web-search-nonstream.json"))
+	msg["id"], msg["model"] = "msg_sim_"+id, model
+	for _, b := range msg["content"].([]any) {
+		if block := b.(map[string]any); block["type"] == "text" {
+			block["text"] = "(simulated answer) " + block["text"].(string)
+			break
+		}
+	}
+	return mustJSON(msg)
+}
+
+// anthropicMessages is the scripted model as an Anthropic Messages API (POST
+// /v1/messages, x-api-key and anthropic-version required): tool_use blocks with
+// toolu_ ids, end_turn / tool_use stop reasons, the Messages stream events, and
+// {"type":"error",…} bodies (a 529 is an overloaded_error).
+func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
+	keyed := r.Header.Get("x-api-key") != "" && r.Header.Get("anthropic-version") != ""
+	req, body, a, ok := s.playRequest(w, r, anthropic.Client, keyed, "simulator: x-api-key and anthropic-version headers are required", "simulator: messages: the conversation is empty")
+	if !ok {
+		return
+	}
+	if a.ownSearch(req.Search != nil) {
+		// Anthropic's own web_search tool (web_search_20250305): a server_tool_use, its
+		// web_search_tool_result and text blocks with web_search_result_location
+		// citations quoting the pages (the request's domains honoured).
+		s.nativeSearch(w, r, req.Stream, a.user, a.id, "anthropic/pydantic-web-search-news-stream.sse",
+			func() []byte { return anthropicRecorded(req.Model, a.id) },
+			func() []byte { return anthropicBody(nativeAsk(a.user, req.Search), req.Model, a.id, simulatedPrefix) }, anthropicStream)
+		return
+	}
+	thinking, ok := s.anthropicThinking(w, body, a.user, a.id)
+	if !ok {
+		return
+	}
+	resp := a.response("msg_sim_"+a.id, req.Model, func(id string) string { return "toolu_" + strings.TrimPrefix(id, "call_") })
+	if thinking != nil {
+		resp.Content = append([]wire.Part{*thinking}, resp.Content...) // the thinking comes first
+	}
+	if !req.Stream {
+		b, _ := anthropic.Client.EncodeResponse(resp)
+		writeJSON(w, b)
+		return
+	}
+	st := anthropic.Client.NewStream()
+	writeEvents(w, r, streamEvents(st, resp), tokenDelay(a.user))
+}
+
+// perplexityAgentRefused are the Responses request fields Perplexity's Agent API
+// request schema does not have (its SDK's response_create_params): the simulated
+// Agent API refuses them, so a main model that sent one is seen to.
+var perplexityAgentRefused = []string{"store", "include", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "text"}
+
+// perplexityAgentModel is the scripted model as Perplexity's Agent API (POST
+// /v1/agent): the Responses shape of openAIResponses, with the Agent API's request
+// rules checked first (a model named "provider/model", input items typed, none of
+// perplexityAgentRefused) and refused in the OpenAI error envelope it shares.
+func (s *Server) perplexityAgentModel(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	top, msg := perplexityAgentProblem(body)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, responses.Client.EncodeError(&wire.Error{Status: http.StatusBadRequest, Message: "simulator (Agent API): " + msg}))
+		return
+	}
+	// The scripted model answers text, and, as the Agent API, gives no reasoning items.
+	delete(top, "response_format")
+	top["reasoning"] = json.RawMessage(`{"effort":"none"}`)
+	body, _ = json.Marshal(top)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.openAIResponses(w, r)
+}
+
+// perplexityAgentProblem is what the Agent API would not take in body, "" when none,
+// and the body's fields.
+func perplexityAgentProblem(body []byte) (top map[string]json.RawMessage, problem string) {
+	if json.Unmarshal(body, &top) != nil || top == nil {
+		return nil, "the body is not a JSON object"
+	}
+	for _, k := range perplexityAgentRefused {
+		if _, ok := top[k]; ok {
+			return top, fmt.Sprintf("%q is not a field of the Agent API", k)
+		}
+	}
+	var model string
+	if json.Unmarshal(top["model"], &model) != nil || !bytes.ContainsRune([]byte(model), '/') {
+		return top, "'model' must be provider/model"
+	}
+	var input []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(top["input"], &input) == nil {
+		for i, it := range input {
+			if it.Type != "message" && it.Type != "function_call" && it.Type != "function_call_output" {
+				return top, fmt.Sprintf("input[%d].type %q is not message, function_call or function_call_output", i, it.Type)
+			}
+		}
+	}
+	return top, ""
 }

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/anthropic"
-	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -116,19 +116,11 @@ func (s *Server) anthropicThinking(w http.ResponseWriter, body []byte, user, id 
 	if !anthropicThinkingOn(body) {
 		return nil, true
 	}
-	if refusal, carried := anthropicThinkingError(body); !s.reasoningVerdict(w, id, refusal, carried, anthropic.Client.EncodeError) {
+	if !s.reasoningPasses(w, id, body, anthropicThinkingError, anthropic.Client.EncodeError) {
 		return nil, false
 	}
 	text := thinkingText(user, id)
 	return &wire.Part{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.AnthropicMessages, Text: text, Signature: sign("thinking", text)}}, true
-}
-
-// withReasoning puts a reasoning part first in an answer (nil: none).
-func withReasoning(r *wire.Response, p *wire.Part) *wire.Response {
-	if p != nil {
-		r.Content = append([]wire.Part{*p}, r.Content...)
-	}
-	return r
 }
 
 //   - OpenAI Responses with reasoning.effort set (not "none"), or a reasoning model
@@ -224,21 +216,12 @@ func responsesReasoningError(body []byte) (refusal *wire.Error, carried int) {
 	return nil, carried
 }
 
-// responsesReasoning checks a reasoning request (ok false: refused, the error written)
-// and returns the call id renaming of its answer (reasoning calls are call_rs_…).
-func (s *Server) responsesReasoning(w http.ResponseWriter, body []byte) (on, ok bool) {
-	on, _ = responsesReasoningOn(body)
-	if !on {
-		return false, true
-	}
-	refusal, carried := responsesReasoningError(body)
-	return on, s.reasoningVerdict(w, string(body), refusal, carried, responses.Client.EncodeError)
-}
-
-// reasoningVerdict counts a reasoning request's check under key: model_reasoning_refused
-// when refused (answering the refusal as encode writes it) or model_reasoning_verified
-// when it passed carrying reasoning state. It reports whether the request passed.
-func (s *Server) reasoningVerdict(w http.ResponseWriter, key string, refusal *wire.Error, carried int, encode func(*wire.Error) []byte) bool {
+// reasoningPasses checks the reasoning state of a reasoning request's body with check
+// and counts the check under key: model_reasoning_refused when refused (answering the
+// refusal as encode writes it) or model_reasoning_verified when it passed carrying
+// reasoning state. It reports whether the request passed.
+func (s *Server) reasoningPasses(w http.ResponseWriter, key string, body []byte, check func([]byte) (*wire.Error, int), encode func(*wire.Error) []byte) bool {
+	refusal, carried := check(body)
 	if refusal != nil {
 		s.stats.count("model_reasoning_refused", nil, key)
 		writeError(w, refusal.Status, encode(refusal))
@@ -346,15 +329,6 @@ func geminiSignatureError(body []byte) (refusal *wire.Error, carried int) {
 	return nil, carried
 }
 
-// geminiReasoning checks a thinking request (ok false: refused, the error written).
-func (s *Server) geminiReasoning(w http.ResponseWriter, body []byte) (on, ok bool) {
-	if on, _ := geminiThinking(body); !on {
-		return false, true
-	}
-	refusal, carried := geminiSignatureError(body)
-	return true, s.reasoningVerdict(w, string(body), refusal, carried, func(e *wire.Error) []byte { return geminiErrorBody(e.Status, e.Message) })
-}
-
 //   - OpenAI Chat with reasoning_effort (or thinking enabled, as Kimi and DeepSeek
 //     take it), not streamed: the answer's assistant message carries
 //     reasoning_content (signed at its end) and its tool call ids say so (call_rc_…);
@@ -372,20 +346,21 @@ func chatReasoningOn(req chatRequest) bool {
 func signedReasoning(text string) string { return text + " #" + sign("chat", text) }
 
 // chatReasoningError checks the assistant tool call messages of a reasoning request.
-func chatReasoningError(req chatRequest, body []byte) (refusal *wire.Error, carried int) {
-	var raw struct {
+func chatReasoningError(body []byte) (refusal *wire.Error, carried int) {
+	var req struct {
 		Messages []struct {
+			llm.Message
 			ReasoningContent *string `json:"reasoning_content"`
 		} `json:"messages"`
 	}
-	json.Unmarshal(body, &raw)
+	json.Unmarshal(body, &req)
 	for i, m := range req.Messages {
 		if m.Role != "assistant" || len(m.ToolCalls) == 0 || !strings.HasPrefix(m.ToolCalls[0].ID, "call_rc_") {
 			continue
 		}
 		rc := ""
-		if i < len(raw.Messages) && raw.Messages[i].ReasoningContent != nil {
-			rc = *raw.Messages[i].ReasoningContent
+		if m.ReasoningContent != nil {
+			rc = *m.ReasoningContent
 		}
 		text, _, _ := strings.Cut(rc, " #")
 		if rc == "" || signedReasoning(text) != rc {
@@ -394,18 +369,6 @@ func chatReasoningError(req chatRequest, body []byte) (refusal *wire.Error, carr
 		carried++
 	}
 	return nil, carried
-}
-
-// chatReasoning checks a Chat reasoning request (ok false: refused, the error written),
-// streamed or not: a reasoning model thinks either way.
-func (s *Server) chatReasoning(w http.ResponseWriter, req chatRequest, body []byte) (on, ok bool) {
-	if !chatReasoningOn(req) {
-		return false, true
-	}
-	refusal, carried := chatReasoningError(req, body)
-	return true, s.reasoningVerdict(w, string(body), refusal, carried, func(e *wire.Error) []byte {
-		return mustJSON(map[string]any{"error": map[string]any{"message": e.Message, "type": "invalid_request_error"}})
-	})
 }
 
 // withReasoningContent gives a scripted Chat answer its reasoning_content, and its

@@ -41,11 +41,6 @@ func tokenDelay(user string) time.Duration {
 	return d
 }
 
-// streamOptions is the request's stream_options.
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
 // chunkHeader is what every chunk of one answer repeats.
 type chunkHeader struct {
 	ID                string `json:"id"`
@@ -60,7 +55,7 @@ type chunk struct {
 	Choices []chunkChoice `json:"choices"`
 	// Usage is null on every chunk but the last when the request asked for usage,
 	// and absent otherwise.
-	Usage *json.RawMessage `json:"usage,omitempty"`
+	Usage any `json:"usage,omitempty"`
 }
 
 type chunkChoice struct {
@@ -82,15 +77,14 @@ type functionDelta struct {
 	Arguments *string `json:"arguments,omitempty"`
 }
 
-// streamAnswer writes msg (as script built it) and finish as a chunk stream. It stops
-// early when the client goes away.
-func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map[string]any, finish string, usage map[string]int, opts *streamOptions, delay time.Duration) {
-	includeUsage := opts != nil && opts.IncludeUsage
+// streamAnswer writes msg (as script built it) and finish as a chunk stream, ending
+// with the usage chunk when includeUsage. It stops early when the client goes away.
+func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map[string]any, finish string, usage map[string]int, includeUsage bool, delay time.Duration) {
 	null := json.RawMessage("null")
 	var evs []wire.Event
 	send := func(c chunk) {
 		if includeUsage && c.Usage == nil {
-			c.Usage = &null
+			c.Usage = null
 		}
 		evs = append(evs, wire.Event{Data: mustJSON(c)})
 	}
@@ -129,8 +123,7 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map
 	}
 	send(chunk{chunkHeader: h, Choices: []chunkChoice{{Delta: map[string]any{}, Logprobs: null, FinishReason: &finish}}})
 	if includeUsage {
-		raw := json.RawMessage(mustJSON(usage))
-		send(chunk{chunkHeader: h, Choices: []chunkChoice{}, Usage: &raw})
+		send(chunk{chunkHeader: h, Choices: []chunkChoice{}, Usage: usage})
 	}
 	if writeEvents(w, r, evs, delay) {
 		w.Write([]byte("data: [DONE]\n\n")) // right after the last chunk
