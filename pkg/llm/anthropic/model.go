@@ -150,13 +150,9 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 	}
 	if len(r.Tools) > 0 {
 		for _, t := range r.Tools {
-			schema := t.Parameters
-			if wire.IsNull(schema) {
-				schema = json.RawMessage(`{"type":"object","properties":{}}`)
-			}
-			tool := map[string]any{"name": t.Name, "input_schema": schema}
-			if t.Description != "" {
-				tool["description"] = t.Description
+			tool := t.Decl("input_schema")
+			if wire.IsNull(t.Parameters) {
+				tool["input_schema"] = json.RawMessage(`{"type":"object","properties":{}}`)
 			}
 			tools = append(tools, tool)
 		}

@@ -182,14 +182,7 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 	if len(r.Tools) > 0 {
 		decls := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
-			d := map[string]any{"name": t.Name}
-			if t.Description != "" {
-				d["description"] = t.Description
-			}
-			if !wire.IsNull(t.Parameters) {
-				d["parameters"] = t.Parameters
-			}
-			decls = append(decls, d)
+			decls = append(decls, t.Decl("parameters"))
 		}
 		out.Set("tools", append(tools, map[string]any{"functionDeclarations": decls}))
 		if tc := r.ToolChoice; tc != nil {

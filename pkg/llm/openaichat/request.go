@@ -248,13 +248,7 @@ func chatRequest(r *wire.Request, model string, toModel bool) (wire.TopLevel, er
 	if len(r.Tools) > 0 {
 		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
-			fn := map[string]any{"name": t.Name}
-			if t.Description != "" {
-				fn["description"] = t.Description
-			}
-			if !wire.IsNull(t.Parameters) {
-				fn["parameters"] = t.Parameters
-			}
+			fn := t.Decl("parameters")
 			if t.Strict != nil {
 				fn["strict"] = *t.Strict
 			}

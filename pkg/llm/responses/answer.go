@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -122,22 +121,11 @@ func messageID(r *wire.Response) string { return "msg_" + wire.IDToken(r.ID) }
 // outputText joins text parts and turns their citations into url_citation
 // annotations with character offsets into the joined text.
 func outputText(text []wire.Part) map[string]any {
-	var b strings.Builder
 	anns := []any{}
-	chars := 0
-	for _, p := range text {
-		n := utf8.RuneCountInString(p.Text)
-		for _, c := range p.Citations {
-			start, end := c.Start, c.End
-			if start < 0 {
-				start, end = 0, n
-			}
-			anns = append(anns, map[string]any{"type": "url_citation", "start_index": chars + start, "end_index": chars + end, "url": c.URL, "title": c.Title})
-		}
-		b.WriteString(p.Text)
-		chars += n
-	}
-	return map[string]any{"type": "output_text", "text": b.String(), "annotations": anns, "logprobs": []any{}}
+	joined := wire.JoinCited(text, func(c wire.Citation, start, end int) {
+		anns = append(anns, map[string]any{"type": "url_citation", "start_index": start, "end_index": end, "url": c.URL, "title": c.Title})
+	})
+	return map[string]any{"type": "output_text", "text": joined, "annotations": anns, "logprobs": []any{}}
 }
 
 func messageItem(r *wire.Response, text []wire.Part, status string) map[string]any {

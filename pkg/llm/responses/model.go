@@ -107,13 +107,8 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 		for _, t := range r.Tools {
 			// Responses function tools are strict unless told otherwise, and a strict
 			// schema must list every property as required: only the client may ask.
-			tool := map[string]any{"type": "function", "name": t.Name, "strict": t.Strict != nil && *t.Strict}
-			if t.Description != "" {
-				tool["description"] = t.Description
-			}
-			if !wire.IsNull(t.Parameters) {
-				tool["parameters"] = t.Parameters
-			}
+			tool := t.Decl("parameters")
+			tool["type"], tool["strict"] = "function", t.Strict != nil && *t.Strict
 			tools = append(tools, tool)
 		}
 		out.Set("tools", tools)
