@@ -186,51 +186,31 @@ func (r *ChatRequest) takeSearchTools() error {
 	return nil
 }
 
-// Text returns a message content's text: a string, or the text of its text parts
-// (images and other parts are skipped).
-func Text(content json.RawMessage) string {
-	t, _ := ContentText(content)
-	return t
-}
-
-// ContentText returns the text of a message's content: a string, or the text and
-// input_text parts of an array (images and other parts skipped; each part decoded on
-// its own, so one odd part does not hide the others). toolResults reports an array
-// made of "tool_result" parts only (an Anthropic-style tool turn, not user text).
-func ContentText(raw json.RawMessage) (text string, toolResults bool) {
+// Text returns the text of a message's content: a string, or the text and input_text
+// parts of an array, one a line (images and other parts skipped; each part decoded on
+// its own, so one odd part does not hide the others).
+func Text(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return "", false
+		return ""
 	}
 	switch raw[0] {
 	case '"':
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
-		}
-		return s, false
+		json.Unmarshal(raw, &s)
+		return s
 	case '[':
 		var parts []json.RawMessage
 		if json.Unmarshal(raw, &parts) != nil {
-			return "", false
+			return ""
 		}
 		var b strings.Builder
-		onlyResults := len(parts) > 0
 		for _, p := range parts {
-			// Parts are decoded one by one so one odd part (a text that is not a
-			// string) does not hide the others.
 			var part struct {
 				Type string `json:"type"`
 				Text string `json:"text"`
 			}
-			if json.Unmarshal(p, &part) != nil {
-				onlyResults = false
-				continue
-			}
-			if part.Type != "tool_result" {
-				onlyResults = false
-			}
-			if part.Text == "" || part.Type != "text" && part.Type != "input_text" {
+			if json.Unmarshal(p, &part) != nil || part.Text == "" || part.Type != "text" && part.Type != "input_text" {
 				continue
 			}
 			if b.Len() > 0 {
@@ -238,7 +218,7 @@ func ContentText(raw json.RawMessage) (text string, toolResults bool) {
 			}
 			b.WriteString(part.Text)
 		}
-		return b.String(), onlyResults
+		return b.String()
 	}
-	return "", false
+	return ""
 }

@@ -64,14 +64,9 @@ func chatModelFields(r *wire.Request, api wire.ModelAPI, model string) (wire.Top
 	delete(out, "stream_options")
 	if r.Stream {
 		out.Set("stream", true)
-		out.Set("stream_options", chatStreamOptions{IncludeUsage: true})
+		out.Set("stream_options", map[string]bool{"include_usage": true})
 	}
 	return out, nil
-}
-
-// chatStreamOptions is a streamed request's stream_options.
-type chatStreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
 }
 
 // chatOwnReasoning is an assistant message's reasoning_content from a Chat model's
