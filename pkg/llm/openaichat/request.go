@@ -23,13 +23,10 @@ func (chatCodec) Protocol() wire.Protocol { return wire.OpenAIChat }
 
 func (chatCodec) EncodeError(e *wire.Error) []byte { return wire.OpenAIError(e) }
 
-// chatMessage is a Chat message as the codec reads and writes it.
+// chatMessage is a Chat message as the codec reads it.
 type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content,omitempty"`
-	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	Name       string          `json:"name,omitempty"`
+	llm.Message
+	Name string `json:"name"`
 	// ReasoningContent and Reasoning are the model's reasoning (wire.ChatReasoning).
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
 	Reasoning        json.RawMessage `json:"searchfleet_reasoning,omitempty"`
@@ -344,7 +341,7 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, nil // "messages":null, as before
+		return nil, nil // "messages":null
 	}
 	return out, nil
 }
