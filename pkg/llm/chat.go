@@ -109,7 +109,7 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.mergeSearch(o)
+			r.Search = r.Search.With(o)
 		case FleetKey:
 			return nil, badParam(FleetKey, "'%s' is reserved for the fleet", FleetKey)
 		default:
@@ -158,16 +158,6 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 // under; a client may not send it in a request.
 const FleetKey = "searchfleet"
 
-func (r *ChatRequest) mergeSearch(o *SearchOptions) {
-	if o == nil {
-		return
-	}
-	if r.Search == nil {
-		r.Search = &SearchOptions{}
-	}
-	r.Search.Merge(o)
-}
-
 // takeSearchTools moves the search declarations of Tools into Search.
 func (r *ChatRequest) takeSearchTools() error {
 	kept := r.Tools[:0:0]
@@ -177,7 +167,7 @@ func (r *ChatRequest) takeSearchTools() error {
 			return err
 		}
 		if isSearch {
-			r.mergeSearch(o)
+			r.Search = r.Search.With(o)
 			continue
 		}
 		kept = append(kept, raw)

@@ -63,6 +63,18 @@ type SearchOptions struct {
 	Cache  string `json:"cache,omitempty"`
 }
 
+// With is s with o merged in (Merge), s made when it is nil and o is not.
+func (s *SearchOptions) With(o *SearchOptions) *SearchOptions {
+	if o == nil {
+		return s
+	}
+	if s == nil {
+		s = &SearchOptions{}
+	}
+	s.Merge(o)
+	return s
+}
+
 // Merge folds o into s: later settings win, lists and notes accumulate.
 func (s *SearchOptions) Merge(o *SearchOptions) {
 	if o == nil {
