@@ -92,8 +92,12 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 				if p.Text != "" {
 					blocks = append(blocks, map[string]string{"type": "text", "text": p.Text})
 				}
-			case wire.PartImage:
-				blocks = append(blocks, anthropicImage(p.Image))
+			case wire.PartImage: // a URL source, or base64 (data: URLs split)
+				source := map[string]string{"type": "url", "url": p.Image.URL}
+				if media, data, ok := p.Image.Inline(); ok {
+					source = map[string]string{"type": "base64", "media_type": media, "data": data}
+				}
+				blocks = append(blocks, map[string]any{"type": "image", "source": source})
 			case wire.PartFile:
 				source := map[string]string{"type": "base64", "media_type": p.File.MediaType, "data": p.File.Data}
 				if p.File.Data == "" && p.File.URL != "" { // a PDF it takes by URL (URLPDFSourceParam)
@@ -241,15 +245,6 @@ func thinkingFirst(parts []wire.Part) []wire.Part {
 	out := append([]wire.Part(nil), parts[first:end]...)
 	out = append(out, parts[:first]...)
 	return append(out, parts[end:]...)
-}
-
-// anthropicImage renders an image block: a URL source, or base64 (data: URLs split).
-func anthropicImage(im *wire.Image) map[string]any {
-	media, data, ok := im.Inline()
-	if !ok {
-		return map[string]any{"type": "image", "source": map[string]string{"type": "url", "url": im.URL}}
-	}
-	return map[string]any{"type": "image", "source": map[string]string{"type": "base64", "media_type": media, "data": data}}
 }
 
 // anthropicAnswer is a Messages response as the model codec reads it.

@@ -114,8 +114,12 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 					continue // no part, so the signature stays for the part that follows
 				}
 				parts = append(parts, map[string]string{"text": p.Text})
-			case wire.PartImage:
-				parts = append(parts, geminiImage(p.Image))
+			case wire.PartImage: // inlineData for base64 and data: URLs, fileData for other URLs
+				part := map[string]any{"fileData": map[string]string{"fileUri": p.Image.URL}}
+				if media, data, ok := p.Image.Inline(); ok {
+					part = map[string]any{"inlineData": map[string]string{"mimeType": media, "data": data}}
+				}
+				parts = append(parts, part)
 			case wire.PartFile:
 				parts = append(parts, map[string]any{"inlineData": map[string]string{"mimeType": p.File.MediaType, "data": p.File.Data}})
 			case wire.PartServerCall, wire.PartServerResult:
@@ -230,16 +234,6 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 // server-side tool invocations, which the fleet does not replay), so a request with
 // the client's tools keeps the fleet's web_search instead.
 func (geminiModel) NativeSearchFits(r *wire.Request, _ string) bool { return len(r.Tools) == 0 }
-
-// geminiImage renders an image: inlineData for base64 and data: URLs, fileData for
-// other URLs.
-func geminiImage(im *wire.Image) map[string]any {
-	media, data, ok := im.Inline()
-	if !ok {
-		return map[string]any{"fileData": map[string]string{"fileUri": im.URL}}
-	}
-	return map[string]any{"inlineData": map[string]string{"mimeType": media, "data": data}}
-}
 
 // geminiAnswer is a GenerateContentResponse (or one chunk of a stream).
 type geminiAnswer struct {
