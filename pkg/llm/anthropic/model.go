@@ -24,6 +24,10 @@ const Version = "2023-06-01"
 // another (llm.SearchOptions.Tool).
 const anthropicSearchTool = "web_search_20250305"
 
+// anthropicChoices are the tool_choice types of the canonical modes ("auto" for any
+// other).
+var anthropicChoices = map[string]string{"none": "none", "required": "any", "tool": "tool"}
+
 // anthropicDefaultMaxTokens is max_tokens when the request names none: Anthropic
 // requires the field.
 const anthropicDefaultMaxTokens = 4096
@@ -161,28 +165,18 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 			tools = append(tools, tool)
 		}
 		out.Set("tools", tools)
-		var choice map[string]any
-		if tc := r.ToolChoice; tc != nil {
-			switch tc.Mode {
-			case "none":
-				choice = map[string]any{"type": "none"}
-			case "required":
-				choice = map[string]any{"type": "any"}
-			case "tool":
-				choice = map[string]any{"type": "tool", "name": tc.Name}
-			default:
-				choice = map[string]any{"type": "auto"}
+		serial := r.ParallelToolCalls != nil && !*r.ParallelToolCalls
+		if tc := r.ToolChoice; tc != nil || serial {
+			choice := map[string]any{"type": "auto"}
+			if tc != nil && anthropicChoices[tc.Mode] != "" {
+				choice["type"] = anthropicChoices[tc.Mode]
 			}
-		}
-		if r.ParallelToolCalls != nil && !*r.ParallelToolCalls {
-			if choice == nil {
-				choice = map[string]any{"type": "auto"}
+			if tc != nil && tc.Mode == "tool" {
+				choice["name"] = tc.Name
 			}
-			if choice["type"] != "none" {
+			if serial && choice["type"] != "none" {
 				choice["disable_parallel_tool_use"] = true
 			}
-		}
-		if choice != nil {
 			out.Set("tool_choice", choice)
 		}
 	}
