@@ -228,7 +228,7 @@ func (chatCodec) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
 
 // chatRequest renders r as a Chat request's fields: for a model (toModel), the
 // assistant messages carry only a Chat model's own reasoning_content; otherwise every
-// protocol's reasoning rides along (chatReasoningFields).
+// protocol's reasoning rides along (wire.ChatReasoningValues).
 func chatRequest(r *wire.Request, model string, toModel bool) (wire.TopLevel, error) {
 	msgs, err := chatMessages(r, toModel)
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // Reasoning is a model's reasoning state, kept verbatim: what a reasoning model wants
@@ -182,19 +180,6 @@ func WithChatReasoning(entries []ChatReasoning, parts []Part) []Part {
 		}
 	}
 	return out
-}
-
-// chatReasoningFields adds an assistant message's reasoning to its Chat form: the
-// reasoning_content a Chat model reads, and another protocol's state under
-// llm.ReasoningKey (chatReasoningValues).
-func chatReasoningFields(msg map[string]any, parts []Part) {
-	content, entries := ChatReasoningValues(parts)
-	if content != nil {
-		msg["reasoning_content"] = *content
-	}
-	if entries != nil {
-		msg[llm.ReasoningKey] = entries
-	}
 }
 
 // ChatReasoningValues are the Chat fields of parts' reasoning: a Chat model's own
