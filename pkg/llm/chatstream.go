@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -85,12 +86,8 @@ var ErrStreamDone = errors.New("done")
 
 // add folds one chunk in and returns its text.
 func (a *ChatStream) add(ch *chatChunk) string {
-	if a.id == "" {
-		a.id = ch.ID
-	}
-	if a.model == "" {
-		a.model = ch.Model
-	}
+	a.id = cmp.Or(a.id, ch.ID)
+	a.model = cmp.Or(a.model, ch.Model)
 	if ch.Usage != nil {
 		a.usage = *ch.Usage
 	}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -172,9 +173,7 @@ func ParseSearchSettings(param string, fields map[string]json.RawMessage) (*Sear
 			if json.Unmarshal(v, &o.ContextSize) != nil || contextCounts[o.ContextSize] == 0 {
 				return nil, badParam(at(k), "'%s' must be one of low, medium, high", at(k))
 			}
-			if o.Count == 0 {
-				o.Count = contextCounts[o.ContextSize]
-			}
+			o.Count = cmp.Or(o.Count, contextCounts[o.ContextSize])
 		case "allowed_domains", "include_domains":
 			d, err := domains(at(k), v)
 			if err != nil {

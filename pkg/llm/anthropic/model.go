@@ -361,12 +361,7 @@ var anthropicStatuses = map[string]int{"overloaded_error": 529, "rate_limit_erro
 	"request_too_large": http.StatusRequestEntityTooLarge}
 
 // anthropicStatus is the HTTP status of an Anthropic error type (400 for any other).
-func anthropicStatus(typ string) int {
-	if s, ok := anthropicStatuses[typ]; ok {
-		return s
-	}
-	return http.StatusBadRequest
-}
+func anthropicStatus(typ string) int { return cmp.Or(anthropicStatuses[typ], http.StatusBadRequest) }
 
 // DecodeError reads {"type":"error","error":{"type":…,"message":…}}.
 func (anthropicModel) DecodeError(status int, body []byte) *llm.Error {

@@ -557,13 +557,7 @@ func geminiCallID(responseID string, i int, name string, args json.RawMessage) s
 // whole JSON, whose RetryInfo (provider.RetryAfter reads it) is the retry-after of an
 // error that arrived inside an answer or a stream, without headers.
 func geminiError(status int, e *geminiErrorBody, body []byte) *llm.Error {
-	if status == 0 {
-		status = e.Code
-	}
-	if status == 0 {
-		status = http.StatusBadGateway
-	}
-	le := wire.StatusError(status, e.Status, e.Message)
+	le := wire.StatusError(cmp.Or(status, e.Code, http.StatusBadGateway), e.Status, e.Message)
 	le.RetryAfter = provider.RetryAfter(nil, body, time.Now())
 	return le
 }

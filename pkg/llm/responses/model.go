@@ -305,17 +305,11 @@ func (responsesModel) DecodeResponse(body []byte) (*wire.Response, error) {
 
 func (a *responsesAnswer) response() (*wire.Response, error) {
 	if a.Status == "failed" {
-		msg, status, code := "the model's response failed", http.StatusBadGateway, ""
+		msg, code := "the model's response failed", ""
 		if a.Error != nil {
-			if a.Error.Message != "" {
-				msg = a.Error.Message
-			}
-			code = a.Error.Code
-			if s, ok := responsesFailed[code]; ok {
-				status = s
-			}
+			msg, code = cmp.Or(a.Error.Message, msg), a.Error.Code
 		}
-		le := wire.StatusError(status, "response_failed", msg)
+		le := wire.StatusError(cmp.Or(responsesFailed[code], http.StatusBadGateway), "response_failed", msg)
 		le.Code = code
 		return nil, le
 	}
