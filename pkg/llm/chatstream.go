@@ -134,12 +134,8 @@ func (a *ChatStream) addCall(f toolCallDelta) {
 		a.calls = append(a.calls, ToolCall{Type: "function"})
 	}
 	tc := &a.calls[i]
-	if f.ID != "" {
-		tc.ID = f.ID
-	}
-	if f.Type != "" {
-		tc.Type = f.Type
-	}
+	tc.ID = cmp.Or(f.ID, tc.ID)
+	tc.Type = cmp.Or(f.Type, tc.Type)
 	if f.Function.Name != "" && tc.Function.Name == "" {
 		tc.Function.Name = f.Function.Name
 	}

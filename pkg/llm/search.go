@@ -87,9 +87,7 @@ func (s *SearchOptions) Merge(o *SearchOptions) {
 	if o.MaxFetches > 0 && (s.MaxFetches == 0 || o.MaxFetches < s.MaxFetches) {
 		s.MaxFetches = o.MaxFetches
 	}
-	if o.Engine != "" {
-		s.Engine = o.Engine
-	}
+	s.Engine = cmp.Or(o.Engine, s.Engine)
 	if o.MaxUses > 0 && (s.MaxUses == 0 || o.MaxUses < s.MaxUses) {
 		s.MaxUses = o.MaxUses
 	}
@@ -99,18 +97,12 @@ func (s *SearchOptions) Merge(o *SearchOptions) {
 	if o.Count > 0 {
 		s.Count = o.Count
 	}
-	if o.Country != "" {
-		s.Country = o.Country
-	}
-	if o.ContextSize != "" {
-		s.ContextSize = o.ContextSize
-	}
+	s.Country = cmp.Or(o.Country, s.Country)
+	s.ContextSize = cmp.Or(o.ContextSize, s.ContextSize)
 	if o.MaxAge != nil && (s.MaxAge == nil || *o.MaxAge < *s.MaxAge) {
 		s.MaxAge = o.MaxAge
 	}
-	if o.Cache != "" {
-		s.Cache = o.Cache
-	}
+	s.Cache = cmp.Or(o.Cache, s.Cache)
 	s.AllowedDomains = appendNew(s.AllowedDomains, o.AllowedDomains...)
 	s.BlockedDomains = appendNew(s.BlockedDomains, o.BlockedDomains...)
 	s.Unhonoured = appendNew(s.Unhonoured, o.Unhonoured...)

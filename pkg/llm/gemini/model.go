@@ -356,12 +356,8 @@ type geminiAccumulator struct {
 // add merges a chunk and returns the text it adds.
 func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 	acc.chunks++
-	if a.ResponseID != "" {
-		acc.id = a.ResponseID
-	}
-	if a.ModelVersion != "" {
-		acc.model = a.ModelVersion
-	}
+	acc.id = cmp.Or(a.ResponseID, acc.id)
+	acc.model = cmp.Or(a.ModelVersion, acc.model)
 	if u := a.UsageMetadata; u != nil {
 		// Every chunk carries the usage so far.
 		acc.input = u.PromptTokenCount + u.ToolUsePromptTokenCount
@@ -373,9 +369,7 @@ func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 	var text strings.Builder
 	if len(a.Candidates) > 0 {
 		c := a.Candidates[0]
-		if c.FinishReason != "" {
-			acc.finish = c.FinishReason
-		}
+		acc.finish = cmp.Or(c.FinishReason, acc.finish)
 		if c.GroundingMetadata != nil {
 			acc.grounding.merge(c.GroundingMetadata)
 		}
