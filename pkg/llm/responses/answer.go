@@ -61,15 +61,10 @@ func itemID(prefix string, r *wire.Response, part string) string {
 // an item its client sent without one: msg_<response id>_in<n> for a message (it
 // names the response too).
 func InputItemID(respID, typ string, n int) string {
-	prefix := "item"
-	switch typ {
-	case "message":
-		prefix = "msg"
-	case "function_call_output":
-		prefix = "fco"
-	}
-	return prefix + "_" + wire.IDToken(respID) + "_in" + strconv.Itoa(n)
+	return cmp.Or(inputItemPrefixes[typ], "item") + "_" + wire.IDToken(respID) + "_in" + strconv.Itoa(n)
 }
+
+var inputItemPrefixes = map[string]string{"message": "msg", "function_call_output": "fco"}
 
 // ItemResponse is the id of the response whose output item has id ("" for an id
 // the fleet did not give an output item).

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -251,7 +252,7 @@ func ReasoningNotes(client Protocol, c *ReasoningConfig, target Protocol, model 
 		notes = append(notes, fmt.Sprintf("thinking.type adaptive is not honoured: %s takes a reasoning effort, and thinks at its default", model))
 	}
 	if c.Off() && target == Gemini && !GeminiCanStopThinking(model) {
-		notes = append(notes, fmt.Sprintf("%s is not honoured: %s cannot turn thinking off, and thinks at its lowest setting", offParam(client), model))
+		notes = append(notes, fmt.Sprintf("%s is not honoured: %s cannot turn thinking off, and thinks at its lowest setting", cmp.Or(offParams[client], "reasoning_effort none"), model))
 	}
 	return notes
 }
@@ -266,16 +267,9 @@ func GeminiCanStopThinking(model string) bool {
 	return GeminiVersion(model) < 3 && !strings.Contains(model, "pro")
 }
 
-// offParam is how a client of protocol p turned thinking off.
-func offParam(p Protocol) string {
-	switch p {
-	case AnthropicMessages:
-		return "thinking.type disabled"
-	case OpenAIResponses:
-		return "reasoning.effort none"
-	}
-	return "reasoning_effort none"
-}
+// offParams are how a client of each protocol turns thinking off (Chat's
+// reasoning_effort none for any other).
+var offParams = map[Protocol]string{AnthropicMessages: "thinking.type disabled", OpenAIResponses: "reasoning.effort none"}
 
 // ReasonsUnasked reports whether an OpenAI model name is a reasoning model's, which
 // reasons at its default effort when a request sets none (and refuses
