@@ -190,14 +190,9 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 		}
 		out.Set("tools", append(tools, map[string]any{"functionDeclarations": decls}))
 		if tc := r.ToolChoice; tc != nil {
-			cfg := map[string]any{"mode": "AUTO"}
-			switch tc.Mode {
-			case "none":
-				cfg["mode"] = "NONE"
-			case "required":
-				cfg["mode"] = "ANY"
-			case "tool":
-				cfg["mode"], cfg["allowedFunctionNames"] = "ANY", []string{tc.Name}
+			cfg := map[string]any{"mode": cmp.Or(geminiModes[tc.Mode], "AUTO")}
+			if tc.Mode == "tool" {
+				cfg["allowedFunctionNames"] = []string{tc.Name}
 			}
 			out.Set("toolConfig", map[string]any{"functionCallingConfig": cfg})
 		}
@@ -227,6 +222,10 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 	out.Set("generationConfig", gen)
 	return json.Marshal(out)
 }
+
+// geminiModes are the functionCallingConfig modes of the canonical tool choices
+// (AUTO for any other).
+var geminiModes = map[string]string{"none": "NONE", "required": "ANY", "tool": "ANY"}
 
 // NativeSearchFits reports whether grounding with Google Search can go with r: only
 // without function tools (Gemini 2.x refuses the two together — "Multiple tools are
