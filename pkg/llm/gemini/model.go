@@ -341,8 +341,7 @@ func (geminiModel) DecodeResponse(body []byte) (*wire.Response, error) {
 // geminiAccumulator merges a stream's chunks (or holds one whole answer).
 type geminiAccumulator struct {
 	id, model, finish string
-	blocked           bool
-	blockReason       string
+	blockReason       string // a prompt blocked before any candidate
 	parts             []geminiPart
 	input, output     int
 	chunks            int
@@ -363,7 +362,7 @@ func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 		acc.output = u.CandidatesTokenCount + u.ThoughtsTokenCount
 	}
 	if a.PromptFeedback != nil && a.PromptFeedback.BlockReason != "" {
-		acc.blocked, acc.blockReason = true, a.PromptFeedback.BlockReason
+		acc.blockReason = a.PromptFeedback.BlockReason
 	}
 	var text strings.Builder
 	if len(a.Candidates) > 0 {
@@ -412,7 +411,7 @@ func (acc *geminiAccumulator) response() *wire.Response {
 	r := &wire.Response{ID: acc.id, Model: acc.model, Status: wire.StatusCompleted, Stop: cmp.Or(geminiStops[acc.finish], wire.StopEndTurn),
 		Usage: wire.Usage{InputTokens: acc.input, OutputTokens: acc.output}}
 	r.StopDetail = acc.finish
-	if acc.blocked {
+	if acc.blockReason != "" {
 		r.Stop, r.StopDetail = wire.StopRefusal, "blocked: "+acc.blockReason
 	}
 	for i, p := range acc.parts {
@@ -598,7 +597,7 @@ func (d *geminiDecoder) Event(_ string, data []byte) (string, error) {
 }
 
 func (d *geminiDecoder) Response() (*wire.Response, error) {
-	if d.acc.chunks == 0 || d.acc.finish == "" && !d.acc.blocked {
+	if d.acc.chunks == 0 || d.acc.finish == "" && d.acc.blockReason == "" {
 		return nil, wire.StatusError(http.StatusBadGateway, "", "the model's stream ended before its finishReason")
 	}
 	return d.acc.response(), nil
