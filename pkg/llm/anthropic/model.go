@@ -368,7 +368,9 @@ func (anthropicModel) DecodeError(status int, body []byte) *llm.Error {
 	return wire.ErrorEnvelope(status, body)
 }
 
-func (anthropicModel) NewStreamDecoder() wire.StreamDecoder { return &anthropicDecoder{} }
+func (anthropicModel) NewStreamDecoder() wire.StreamDecoder {
+	return &anthropicDecoder{args: map[int]*strings.Builder{}}
+}
 
 // anthropicDecoder assembles a Messages stream: message_start, content blocks built
 // from their start and deltas (text_delta, input_json_delta, citations_delta),
@@ -422,9 +424,6 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 		}
 		d.msg.Content[ev.Index] = *ev.ContentBlock
 		if t := ev.ContentBlock.Type; t == "tool_use" || t == "server_tool_use" {
-			if d.args == nil {
-				d.args = map[int]*strings.Builder{}
-			}
 			d.args[ev.Index] = &strings.Builder{}
 		}
 		return ev.ContentBlock.Text, nil

@@ -473,7 +473,9 @@ func (it *responsesOutputItem) webSearch() (*wire.ServerCall, *wire.SearchResult
 	return call, res
 }
 
-func (responsesModel) NewStreamDecoder() wire.StreamDecoder { return &responsesDecoder{} }
+func (responsesModel) NewStreamDecoder() wire.StreamDecoder {
+	return &responsesDecoder{notes: map[string][]responsesAnnotation{}}
+}
 
 // responsesDecoder reads a Responses stream: the text of response.output_text.delta
 // events as it comes, the whole answer from response.completed (or
@@ -511,9 +513,6 @@ func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
 		}
 	case "response.output_text.annotation.added":
 		if ev.Annotation != nil {
-			if d.notes == nil {
-				d.notes = map[string][]responsesAnnotation{}
-			}
 			k := fmt.Sprintf("%s/%d", ev.ItemID, ev.ContentIndex)
 			d.notes[k] = append(d.notes[k], *ev.Annotation)
 		}
