@@ -109,7 +109,7 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.mergeSearch(o)
+			r.Search = r.Search.With(o)
 		case FleetKey:
 			return nil, badParam(FleetKey, "'%s' is reserved for the fleet", FleetKey)
 		default:
@@ -158,16 +158,6 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 // under; a client may not send it in a request.
 const FleetKey = "searchfleet"
 
-func (r *ChatRequest) mergeSearch(o *SearchOptions) {
-	if o == nil {
-		return
-	}
-	if r.Search == nil {
-		r.Search = &SearchOptions{}
-	}
-	r.Search.Merge(o)
-}
-
 // takeSearchTools moves the search declarations of Tools into Search.
 func (r *ChatRequest) takeSearchTools() error {
 	kept := r.Tools[:0:0]
@@ -177,7 +167,7 @@ func (r *ChatRequest) takeSearchTools() error {
 			return err
 		}
 		if isSearch {
-			r.mergeSearch(o)
+			r.Search = r.Search.With(o)
 			continue
 		}
 		kept = append(kept, raw)
@@ -186,51 +176,31 @@ func (r *ChatRequest) takeSearchTools() error {
 	return nil
 }
 
-// Text returns a message content's text: a string, or the text of its text parts
-// (images and other parts are skipped).
-func Text(content json.RawMessage) string {
-	t, _ := ContentText(content)
-	return t
-}
-
-// ContentText returns the text of a message's content: a string, or the text and
-// input_text parts of an array (images and other parts skipped; each part decoded on
-// its own, so one odd part does not hide the others). toolResults reports an array
-// made of "tool_result" parts only (an Anthropic-style tool turn, not user text).
-func ContentText(raw json.RawMessage) (text string, toolResults bool) {
+// Text returns the text of a message's content: a string, or the text and input_text
+// parts of an array, one a line (images and other parts skipped; each part decoded on
+// its own, so one odd part does not hide the others).
+func Text(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return "", false
+		return ""
 	}
 	switch raw[0] {
 	case '"':
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
-		}
-		return s, false
+		json.Unmarshal(raw, &s)
+		return s
 	case '[':
 		var parts []json.RawMessage
 		if json.Unmarshal(raw, &parts) != nil {
-			return "", false
+			return ""
 		}
 		var b strings.Builder
-		onlyResults := len(parts) > 0
 		for _, p := range parts {
-			// Parts are decoded one by one so one odd part (a text that is not a
-			// string) does not hide the others.
 			var part struct {
 				Type string `json:"type"`
 				Text string `json:"text"`
 			}
-			if json.Unmarshal(p, &part) != nil {
-				onlyResults = false
-				continue
-			}
-			if part.Type != "tool_result" {
-				onlyResults = false
-			}
-			if part.Text == "" || part.Type != "text" && part.Type != "input_text" {
+			if json.Unmarshal(p, &part) != nil || part.Text == "" || part.Type != "text" && part.Type != "input_text" {
 				continue
 			}
 			if b.Len() > 0 {
@@ -238,7 +208,7 @@ func ContentText(raw json.RawMessage) (text string, toolResults bool) {
 			}
 			b.WriteString(part.Text)
 		}
-		return b.String(), onlyResults
+		return b.String()
 	}
-	return "", false
+	return ""
 }

@@ -5,22 +5,19 @@ import (
 	"testing"
 )
 
-func TestContentText(t *testing.T) {
+func TestText(t *testing.T) {
 	t.Parallel()
-	for raw, want := range map[string]struct {
-		text    string
-		results bool
-	}{
-		`"hello"`: {"hello", false},
-		`[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"input_text","text":"b"}]`: {"a\nb", false},
-		`[{"type":"text","text":7},{"type":"text","text":"kept"}]`:                                                   {"kept", false},
-		`[{"type":"tool_result","tool_use_id":"t","content":"r"}]`:                                                   {"", true},
-		`null`: {"", false},
-		``:     {"", false},
+	for raw, want := range map[string]string{
+		`"hello"`: "hello",
+		`[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"input_text","text":"b"}]`: "a\nb",
+		`[{"type":"text","text":7},{"type":"text","text":"kept"}]`:                                                   "kept",
+		`[{"type":"tool_result","tool_use_id":"t","content":"r"}]`:                                                   "",
+		`"unterminated`: "",
+		`null`:          "",
+		``:              "",
 	} {
-		text, results := ContentText(json.RawMessage(raw))
-		if text != want.text || results != want.results {
-			t.Errorf("%s → %q %v, want %q %v", raw, text, results, want.text, want.results)
+		if text := Text(json.RawMessage(raw)); text != want {
+			t.Errorf("%s → %q, want %q", raw, text, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -74,9 +75,8 @@ func (s *ChatStream) Chunk(data []byte) (string, error) {
 // Body returns the assembled answer as the body of a whole chat.completion; false when
 // the stream has not ended (no finish_reason, no [DONE]).
 func (s *ChatStream) Body() ([]byte, bool) {
-	c := s.completion()
-	b, _ := json.Marshal(map[string]any{"id": c.ID, "model": c.Model, "usage": c.Usage,
-		"choices": []any{map[string]any{"index": 0, "message": c.Message, "finish_reason": c.FinishReason}}})
+	b, _ := json.Marshal(map[string]any{"id": s.id, "model": s.model, "usage": s.usage,
+		"choices": []any{map[string]any{"index": 0, "message": s.message(), "finish_reason": s.finish}}})
 	return b, s.done
 }
 
@@ -85,12 +85,8 @@ var ErrStreamDone = errors.New("done")
 
 // add folds one chunk in and returns its text.
 func (a *ChatStream) add(ch *chatChunk) string {
-	if a.id == "" {
-		a.id = ch.ID
-	}
-	if a.model == "" {
-		a.model = ch.Model
-	}
+	a.id = cmp.Or(a.id, ch.ID)
+	a.model = cmp.Or(a.model, ch.Model)
 	if ch.Usage != nil {
 		a.usage = *ch.Usage
 	}
@@ -137,12 +133,8 @@ func (a *ChatStream) addCall(f toolCallDelta) {
 		a.calls = append(a.calls, ToolCall{Type: "function"})
 	}
 	tc := &a.calls[i]
-	if f.ID != "" {
-		tc.ID = f.ID
-	}
-	if f.Type != "" {
-		tc.Type = f.Type
-	}
+	tc.ID = cmp.Or(f.ID, tc.ID)
+	tc.Type = cmp.Or(f.Type, tc.Type)
 	if f.Function.Name != "" && tc.Function.Name == "" {
 		tc.Function.Name = f.Function.Name
 	}
@@ -171,8 +163,8 @@ func (a *ChatStream) addExtra(k string, v json.RawMessage) {
 	a.extra[k] = append(json.RawMessage(nil), v...)
 }
 
-// completion is the assembled answer: the message as a whole answer carries it.
-func (a *ChatStream) completion() *Completion {
+// message is the assembled answer's message, as a whole answer carries it.
+func (a *ChatStream) message() json.RawMessage {
 	msg := map[string]any{"role": "assistant", "content": nil}
 	if a.hasContent {
 		msg["content"] = string(a.content)
@@ -191,5 +183,5 @@ func (a *ChatStream) completion() *Completion {
 		msg[k] = string(v)
 	}
 	b, _ := json.Marshal(msg)
-	return &Completion{ID: a.id, Model: a.model, Message: b, FinishReason: a.finish, Usage: a.usage}
+	return b
 }

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -114,12 +115,9 @@ func InBandError(raw json.RawMessage) *Error {
 	if code, ok := e.Code.(float64); ok && code >= 400 {
 		status = int(code)
 	}
-	out := &Error{Status: status, Type: "upstream_error", Message: Truncate(e.Message, 500)}
+	out := &Error{Status: status, Type: "upstream_error", Message: cmp.Or(Truncate(e.Message, 500), "the provider reported an error")}
 	if e.Code != nil {
 		out.Code = fmt.Sprint(e.Code)
-	}
-	if out.Message == "" {
-		out.Message = "the provider reported an error"
 	}
 	return out
 }

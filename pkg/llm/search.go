@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -63,6 +64,18 @@ type SearchOptions struct {
 	Cache  string `json:"cache,omitempty"`
 }
 
+// With is s with o merged in (Merge), s made when it is nil and o is not.
+func (s *SearchOptions) With(o *SearchOptions) *SearchOptions {
+	if o == nil {
+		return s
+	}
+	if s == nil {
+		s = &SearchOptions{}
+	}
+	s.Merge(o)
+	return s
+}
+
 // Merge folds o into s: later settings win, lists and notes accumulate.
 func (s *SearchOptions) Merge(o *SearchOptions) {
 	if o == nil {
@@ -74,9 +87,7 @@ func (s *SearchOptions) Merge(o *SearchOptions) {
 	if o.MaxFetches > 0 && (s.MaxFetches == 0 || o.MaxFetches < s.MaxFetches) {
 		s.MaxFetches = o.MaxFetches
 	}
-	if o.Engine != "" {
-		s.Engine = o.Engine
-	}
+	s.Engine = cmp.Or(o.Engine, s.Engine)
 	if o.MaxUses > 0 && (s.MaxUses == 0 || o.MaxUses < s.MaxUses) {
 		s.MaxUses = o.MaxUses
 	}
@@ -86,18 +97,12 @@ func (s *SearchOptions) Merge(o *SearchOptions) {
 	if o.Count > 0 {
 		s.Count = o.Count
 	}
-	if o.Country != "" {
-		s.Country = o.Country
-	}
-	if o.ContextSize != "" {
-		s.ContextSize = o.ContextSize
-	}
+	s.Country = cmp.Or(o.Country, s.Country)
+	s.ContextSize = cmp.Or(o.ContextSize, s.ContextSize)
 	if o.MaxAge != nil && (s.MaxAge == nil || *o.MaxAge < *s.MaxAge) {
 		s.MaxAge = o.MaxAge
 	}
-	if o.Cache != "" {
-		s.Cache = o.Cache
-	}
+	s.Cache = cmp.Or(o.Cache, s.Cache)
 	s.AllowedDomains = appendNew(s.AllowedDomains, o.AllowedDomains...)
 	s.BlockedDomains = appendNew(s.BlockedDomains, o.BlockedDomains...)
 	s.Unhonoured = appendNew(s.Unhonoured, o.Unhonoured...)
@@ -160,9 +165,7 @@ func ParseSearchSettings(param string, fields map[string]json.RawMessage) (*Sear
 			if json.Unmarshal(v, &o.ContextSize) != nil || contextCounts[o.ContextSize] == 0 {
 				return nil, badParam(at(k), "'%s' must be one of low, medium, high", at(k))
 			}
-			if o.Count == 0 {
-				o.Count = contextCounts[o.ContextSize]
-			}
+			o.Count = cmp.Or(o.Count, contextCounts[o.ContextSize])
 		case "allowed_domains", "include_domains":
 			d, err := domains(at(k), v)
 			if err != nil {

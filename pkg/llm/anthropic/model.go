@@ -24,6 +24,10 @@ const Version = "2023-06-01"
 // another (llm.SearchOptions.Tool).
 const anthropicSearchTool = "web_search_20250305"
 
+// anthropicChoices are the tool_choice types of the canonical modes ("auto" for any
+// other).
+var anthropicChoices = map[string]string{"none": "none", "required": "any", "tool": "tool"}
+
 // anthropicDefaultMaxTokens is max_tokens when the request names none: Anthropic
 // requires the field.
 const anthropicDefaultMaxTokens = 4096
@@ -92,8 +96,12 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 				if p.Text != "" {
 					blocks = append(blocks, map[string]string{"type": "text", "text": p.Text})
 				}
-			case wire.PartImage:
-				blocks = append(blocks, anthropicImage(p.Image))
+			case wire.PartImage: // a URL source, or base64 (data: URLs split)
+				source := map[string]string{"type": "url", "url": p.Image.URL}
+				if media, data, ok := p.Image.Inline(); ok {
+					source = map[string]string{"type": "base64", "media_type": media, "data": data}
+				}
+				blocks = append(blocks, map[string]any{"type": "image", "source": source})
 			case wire.PartFile:
 				source := map[string]string{"type": "base64", "media_type": p.File.MediaType, "data": p.File.Data}
 				if p.File.Data == "" && p.File.URL != "" { // a PDF it takes by URL (URLPDFSourceParam)
@@ -150,39 +158,25 @@ func (anthropicModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 	}
 	if len(r.Tools) > 0 {
 		for _, t := range r.Tools {
-			schema := t.Parameters
-			if wire.IsNull(schema) {
-				schema = json.RawMessage(`{"type":"object","properties":{}}`)
-			}
-			tool := map[string]any{"name": t.Name, "input_schema": schema}
-			if t.Description != "" {
-				tool["description"] = t.Description
+			tool := t.Decl("input_schema")
+			if wire.IsNull(t.Parameters) {
+				tool["input_schema"] = json.RawMessage(`{"type":"object","properties":{}}`)
 			}
 			tools = append(tools, tool)
 		}
 		out.Set("tools", tools)
-		var choice map[string]any
-		if tc := r.ToolChoice; tc != nil {
-			switch tc.Mode {
-			case "none":
-				choice = map[string]any{"type": "none"}
-			case "required":
-				choice = map[string]any{"type": "any"}
-			case "tool":
-				choice = map[string]any{"type": "tool", "name": tc.Name}
-			default:
-				choice = map[string]any{"type": "auto"}
+		serial := r.ParallelToolCalls != nil && !*r.ParallelToolCalls
+		if tc := r.ToolChoice; tc != nil || serial {
+			choice := map[string]any{"type": "auto"}
+			if tc != nil && anthropicChoices[tc.Mode] != "" {
+				choice["type"] = anthropicChoices[tc.Mode]
 			}
-		}
-		if r.ParallelToolCalls != nil && !*r.ParallelToolCalls {
-			if choice == nil {
-				choice = map[string]any{"type": "auto"}
+			if tc != nil && tc.Mode == "tool" {
+				choice["name"] = tc.Name
 			}
-			if choice["type"] != "none" {
+			if serial && choice["type"] != "none" {
 				choice["disable_parallel_tool_use"] = true
 			}
-		}
-		if choice != nil {
 			out.Set("tool_choice", choice)
 		}
 	}
@@ -245,15 +239,6 @@ func thinkingFirst(parts []wire.Part) []wire.Part {
 	out := append([]wire.Part(nil), parts[first:end]...)
 	out = append(out, parts[:first]...)
 	return append(out, parts[end:]...)
-}
-
-// anthropicImage renders an image block: a URL source, or base64 (data: URLs split).
-func anthropicImage(im *wire.Image) map[string]any {
-	media, data, ok := im.Inline()
-	if !ok {
-		return map[string]any{"type": "image", "source": map[string]string{"type": "url", "url": im.URL}}
-	}
-	return map[string]any{"type": "image", "source": map[string]string{"type": "base64", "media_type": media, "data": data}}
 }
 
 // anthropicAnswer is a Messages response as the model codec reads it.
@@ -376,19 +361,16 @@ var anthropicStatuses = map[string]int{"overloaded_error": 529, "rate_limit_erro
 	"request_too_large": http.StatusRequestEntityTooLarge}
 
 // anthropicStatus is the HTTP status of an Anthropic error type (400 for any other).
-func anthropicStatus(typ string) int {
-	if s, ok := anthropicStatuses[typ]; ok {
-		return s
-	}
-	return http.StatusBadRequest
-}
+func anthropicStatus(typ string) int { return cmp.Or(anthropicStatuses[typ], http.StatusBadRequest) }
 
 // DecodeError reads {"type":"error","error":{"type":…,"message":…}}.
 func (anthropicModel) DecodeError(status int, body []byte) *llm.Error {
 	return wire.ErrorEnvelope(status, body)
 }
 
-func (anthropicModel) NewStreamDecoder() wire.StreamDecoder { return &anthropicDecoder{} }
+func (anthropicModel) NewStreamDecoder() wire.StreamDecoder {
+	return &anthropicDecoder{args: map[int]*strings.Builder{}}
+}
 
 // anthropicDecoder assembles a Messages stream: message_start, content blocks built
 // from their start and deltas (text_delta, input_json_delta, citations_delta),
@@ -442,9 +424,6 @@ func (d *anthropicDecoder) Event(name string, data []byte) (string, error) {
 		}
 		d.msg.Content[ev.Index] = *ev.ContentBlock
 		if t := ev.ContentBlock.Type; t == "tool_use" || t == "server_tool_use" {
-			if d.args == nil {
-				d.args = map[int]*strings.Builder{}
-			}
 			d.args[ev.Index] = &strings.Builder{}
 		}
 		return ev.ContentBlock.Text, nil

@@ -23,22 +23,11 @@ type anthropicCodec struct{}
 
 func (anthropicCodec) Protocol() wire.Protocol { return wire.AnthropicMessages }
 
-// anthropicErrorTypes are Anthropic's error types of HTTP statuses; any other 5xx is
-// api_error, any other status invalid_request_error.
+// anthropicErrorTypes are Anthropic's error types of HTTP statuses (any other 5xx is
+// api_error).
 var anthropicErrorTypes = map[int]string{http.StatusUnauthorized: "authentication_error", http.StatusForbidden: "permission_error",
 	http.StatusNotFound: "not_found_error", http.StatusRequestEntityTooLarge: "request_too_large", http.StatusTooManyRequests: "rate_limit_error",
 	http.StatusGatewayTimeout: "timeout_error", 529: "overloaded_error", http.StatusServiceUnavailable: "overloaded_error"}
-
-// anthropicErrorType is Anthropic's error type for an HTTP status.
-func anthropicErrorType(status int) string {
-	if t, ok := anthropicErrorTypes[status]; ok {
-		return t
-	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
-}
 
 // EncodeError renders {"type":"error","error":{"type":…,"message":…}}.
 func (anthropicCodec) EncodeError(e *wire.Error) []byte {
@@ -46,7 +35,7 @@ func (anthropicCodec) EncodeError(e *wire.Error) []byte {
 	if e.Param != "" && !strings.Contains(msg, e.Param) {
 		msg = e.Param + ": " + msg
 	}
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": anthropicErrorType(e.Status), "message": msg}})
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": wire.ErrorType(anthropicErrorTypes, e.Status, "api_error"), "message": msg}})
 	return b
 }
 

@@ -114,8 +114,12 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 					continue // no part, so the signature stays for the part that follows
 				}
 				parts = append(parts, map[string]string{"text": p.Text})
-			case wire.PartImage:
-				parts = append(parts, geminiImage(p.Image))
+			case wire.PartImage: // inlineData for base64 and data: URLs, fileData for other URLs
+				part := map[string]any{"fileData": map[string]string{"fileUri": p.Image.URL}}
+				if media, data, ok := p.Image.Inline(); ok {
+					part = map[string]any{"inlineData": map[string]string{"mimeType": media, "data": data}}
+				}
+				parts = append(parts, part)
 			case wire.PartFile:
 				parts = append(parts, map[string]any{"inlineData": map[string]string{"mimeType": p.File.MediaType, "data": p.File.Data}})
 			case wire.PartServerCall, wire.PartServerResult:
@@ -182,25 +186,13 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 	if len(r.Tools) > 0 {
 		decls := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
-			d := map[string]any{"name": t.Name}
-			if t.Description != "" {
-				d["description"] = t.Description
-			}
-			if !wire.IsNull(t.Parameters) {
-				d["parameters"] = t.Parameters
-			}
-			decls = append(decls, d)
+			decls = append(decls, t.Decl("parameters"))
 		}
 		out.Set("tools", append(tools, map[string]any{"functionDeclarations": decls}))
 		if tc := r.ToolChoice; tc != nil {
-			cfg := map[string]any{"mode": "AUTO"}
-			switch tc.Mode {
-			case "none":
-				cfg["mode"] = "NONE"
-			case "required":
-				cfg["mode"] = "ANY"
-			case "tool":
-				cfg["mode"], cfg["allowedFunctionNames"] = "ANY", []string{tc.Name}
+			cfg := map[string]any{"mode": cmp.Or(geminiModes[tc.Mode], "AUTO")}
+			if tc.Mode == "tool" {
+				cfg["allowedFunctionNames"] = []string{tc.Name}
 			}
 			out.Set("toolConfig", map[string]any{"functionCallingConfig": cfg})
 		}
@@ -231,22 +223,16 @@ func (geminiModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) 
 	return json.Marshal(out)
 }
 
+// geminiModes are the functionCallingConfig modes of the canonical tool choices
+// (AUTO for any other).
+var geminiModes = map[string]string{"none": "NONE", "required": "ANY", "tool": "ANY"}
+
 // NativeSearchFits reports whether grounding with Google Search can go with r: only
 // without function tools (Gemini 2.x refuses the two together — "Multiple tools are
 // supported only when they are all search tools" — and Gemini 3 takes them only with
 // server-side tool invocations, which the fleet does not replay), so a request with
 // the client's tools keeps the fleet's web_search instead.
 func (geminiModel) NativeSearchFits(r *wire.Request, _ string) bool { return len(r.Tools) == 0 }
-
-// geminiImage renders an image: inlineData for base64 and data: URLs, fileData for
-// other URLs.
-func geminiImage(im *wire.Image) map[string]any {
-	media, data, ok := im.Inline()
-	if !ok {
-		return map[string]any{"fileData": map[string]string{"fileUri": im.URL}}
-	}
-	return map[string]any{"inlineData": map[string]string{"mimeType": media, "data": data}}
-}
 
 // geminiAnswer is a GenerateContentResponse (or one chunk of a stream).
 type geminiAnswer struct {
@@ -355,8 +341,7 @@ func (geminiModel) DecodeResponse(body []byte) (*wire.Response, error) {
 // geminiAccumulator merges a stream's chunks (or holds one whole answer).
 type geminiAccumulator struct {
 	id, model, finish string
-	blocked           bool
-	blockReason       string
+	blockReason       string // a prompt blocked before any candidate
 	parts             []geminiPart
 	input, output     int
 	chunks            int
@@ -369,26 +354,20 @@ type geminiAccumulator struct {
 // add merges a chunk and returns the text it adds.
 func (acc *geminiAccumulator) add(a *geminiAnswer) string {
 	acc.chunks++
-	if a.ResponseID != "" {
-		acc.id = a.ResponseID
-	}
-	if a.ModelVersion != "" {
-		acc.model = a.ModelVersion
-	}
+	acc.id = cmp.Or(a.ResponseID, acc.id)
+	acc.model = cmp.Or(a.ModelVersion, acc.model)
 	if u := a.UsageMetadata; u != nil {
 		// Every chunk carries the usage so far.
 		acc.input = u.PromptTokenCount + u.ToolUsePromptTokenCount
 		acc.output = u.CandidatesTokenCount + u.ThoughtsTokenCount
 	}
 	if a.PromptFeedback != nil && a.PromptFeedback.BlockReason != "" {
-		acc.blocked, acc.blockReason = true, a.PromptFeedback.BlockReason
+		acc.blockReason = a.PromptFeedback.BlockReason
 	}
 	var text strings.Builder
 	if len(a.Candidates) > 0 {
 		c := a.Candidates[0]
-		if c.FinishReason != "" {
-			acc.finish = c.FinishReason
-		}
+		acc.finish = cmp.Or(c.FinishReason, acc.finish)
 		if c.GroundingMetadata != nil {
 			acc.grounding.merge(c.GroundingMetadata)
 		}
@@ -432,7 +411,7 @@ func (acc *geminiAccumulator) response() *wire.Response {
 	r := &wire.Response{ID: acc.id, Model: acc.model, Status: wire.StatusCompleted, Stop: cmp.Or(geminiStops[acc.finish], wire.StopEndTurn),
 		Usage: wire.Usage{InputTokens: acc.input, OutputTokens: acc.output}}
 	r.StopDetail = acc.finish
-	if acc.blocked {
+	if acc.blockReason != "" {
 		r.Stop, r.StopDetail = wire.StopRefusal, "blocked: "+acc.blockReason
 	}
 	for i, p := range acc.parts {
@@ -570,13 +549,7 @@ func geminiCallID(responseID string, i int, name string, args json.RawMessage) s
 // whole JSON, whose RetryInfo (provider.RetryAfter reads it) is the retry-after of an
 // error that arrived inside an answer or a stream, without headers.
 func geminiError(status int, e *geminiErrorBody, body []byte) *llm.Error {
-	if status == 0 {
-		status = e.Code
-	}
-	if status == 0 {
-		status = http.StatusBadGateway
-	}
-	le := wire.StatusError(status, e.Status, e.Message)
+	le := wire.StatusError(cmp.Or(status, e.Code, http.StatusBadGateway), e.Status, e.Message)
 	le.RetryAfter = provider.RetryAfter(nil, body, time.Now())
 	return le
 }
@@ -624,7 +597,7 @@ func (d *geminiDecoder) Event(_ string, data []byte) (string, error) {
 }
 
 func (d *geminiDecoder) Response() (*wire.Response, error) {
-	if d.acc.chunks == 0 || d.acc.finish == "" && !d.acc.blocked {
+	if d.acc.chunks == 0 || d.acc.finish == "" && d.acc.blockReason == "" {
 		return nil, wire.StatusError(http.StatusBadGateway, "", "the model's stream ended before its finishReason")
 	}
 	return d.acc.response(), nil

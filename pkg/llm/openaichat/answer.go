@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -163,28 +161,16 @@ type chatURLCitation struct {
 }
 
 func chatMessageOf(r *wire.Response) (chatAnswerMessage, string) {
-	var b strings.Builder
 	msg := chatAnswerMessage{Role: "assistant", Annotations: []chatAnnotation{}}
-	chars := 0
+	text := wire.JoinCited(r.Content, func(c wire.Citation, start, end int) {
+		msg.Annotations = append(msg.Annotations, chatAnnotation{Type: "url_citation",
+			URLCitation: chatURLCitation{URL: c.URL, Title: c.Title, StartIndex: start, EndIndex: end}})
+	})
 	for _, p := range r.Content {
-		switch p.Kind {
-		case wire.PartText:
-			n := utf8.RuneCountInString(p.Text)
-			for _, c := range p.Citations {
-				start, end := c.Start, c.End
-				if start < 0 {
-					start, end = 0, n
-				}
-				msg.Annotations = append(msg.Annotations, chatAnnotation{Type: "url_citation",
-					URLCitation: chatURLCitation{URL: c.URL, Title: c.Title, StartIndex: chars + start, EndIndex: chars + end}})
-			}
-			b.WriteString(p.Text)
-			chars += n
-		case wire.PartToolCall:
+		if p.Kind == wire.PartToolCall {
 			msg.ToolCalls = append(msg.ToolCalls, p.Call.Chat())
 		}
 	}
-	text := b.String()
 	msg.Content = &text
 	msg.ReasoningContent, msg.Reasoning = wire.ChatReasoningValues(r.Content)
 	return msg, cmp.Or(wire.ChatFinish[r.Stop], "stop")

@@ -64,14 +64,9 @@ func chatModelFields(r *wire.Request, api wire.ModelAPI, model string) (wire.Top
 	delete(out, "stream_options")
 	if r.Stream {
 		out.Set("stream", true)
-		out.Set("stream_options", chatStreamOptions{IncludeUsage: true})
+		out.Set("stream_options", map[string]bool{"include_usage": true})
 	}
 	return out, nil
-}
-
-// chatStreamOptions is a streamed request's stream_options.
-type chatStreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
 }
 
 // chatOwnReasoning is an assistant message's reasoning_content from a Chat model's
@@ -94,10 +89,8 @@ func chatOwnReasoning(parts []wire.Part) *string {
 // DecodeResponse reads a chat.completion; an error object inside a 200 (OpenRouter)
 // is the *llm.Error it reports.
 func (chatModel) DecodeResponse(body []byte) (*wire.Response, error) {
-	// One pass reads the completion and an in-band error envelope both. A body that
-	// is not JSON fills neither; one whose fields have the wrong types still fills
-	// error (encoding/json reads on past a type mismatch), which wins as
-	// it did when the envelope was read on its own.
+	// An in-band error wins over a completion whose fields have the wrong types
+	// (encoding/json reads on past a type mismatch).
 	var c chatCompletion
 	err := json.Unmarshal(body, &c)
 	if le := llm.InBandError(c.Error); le != nil {

@@ -23,13 +23,10 @@ func (chatCodec) Protocol() wire.Protocol { return wire.OpenAIChat }
 
 func (chatCodec) EncodeError(e *wire.Error) []byte { return wire.OpenAIError(e) }
 
-// chatMessage is a Chat message as the codec reads and writes it.
+// chatMessage is a Chat message as the codec reads it.
 type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content,omitempty"`
-	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	Name       string          `json:"name,omitempty"`
+	llm.Message
+	Name string `json:"name"`
 	// ReasoningContent and Reasoning are the model's reasoning (wire.ChatReasoning).
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
 	Reasoning        json.RawMessage `json:"searchfleet_reasoning,omitempty"`
@@ -231,7 +228,7 @@ func (chatCodec) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
 
 // chatRequest renders r as a Chat request's fields: for a model (toModel), the
 // assistant messages carry only a Chat model's own reasoning_content; otherwise every
-// protocol's reasoning rides along (chatReasoningFields).
+// protocol's reasoning rides along (wire.ChatReasoningValues).
 func chatRequest(r *wire.Request, model string, toModel bool) (wire.TopLevel, error) {
 	msgs, err := chatMessages(r, toModel)
 	if err != nil {
@@ -248,13 +245,7 @@ func chatRequest(r *wire.Request, model string, toModel bool) (wire.TopLevel, er
 	if len(r.Tools) > 0 {
 		tools := make([]any, 0, len(r.Tools))
 		for _, t := range r.Tools {
-			fn := map[string]any{"name": t.Name}
-			if t.Description != "" {
-				fn["description"] = t.Description
-			}
-			if !wire.IsNull(t.Parameters) {
-				fn["parameters"] = t.Parameters
-			}
+			fn := t.Decl("parameters")
 			if t.Strict != nil {
 				fn["strict"] = *t.Strict
 			}
@@ -350,7 +341,7 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, nil // "messages":null, as before
+		return nil, nil // "messages":null
 	}
 	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -62,15 +61,10 @@ func itemID(prefix string, r *wire.Response, part string) string {
 // an item its client sent without one: msg_<response id>_in<n> for a message (it
 // names the response too).
 func InputItemID(respID, typ string, n int) string {
-	prefix := "item"
-	switch typ {
-	case "message":
-		prefix = "msg"
-	case "function_call_output":
-		prefix = "fco"
-	}
-	return prefix + "_" + wire.IDToken(respID) + "_in" + strconv.Itoa(n)
+	return cmp.Or(inputItemPrefixes[typ], "item") + "_" + wire.IDToken(respID) + "_in" + strconv.Itoa(n)
 }
+
+var inputItemPrefixes = map[string]string{"message": "msg", "function_call_output": "fco"}
 
 // ItemResponse is the id of the response whose output item has id ("" for an id
 // the fleet did not give an output item).
@@ -122,22 +116,11 @@ func messageID(r *wire.Response) string { return "msg_" + wire.IDToken(r.ID) }
 // outputText joins text parts and turns their citations into url_citation
 // annotations with character offsets into the joined text.
 func outputText(text []wire.Part) map[string]any {
-	var b strings.Builder
 	anns := []any{}
-	chars := 0
-	for _, p := range text {
-		n := utf8.RuneCountInString(p.Text)
-		for _, c := range p.Citations {
-			start, end := c.Start, c.End
-			if start < 0 {
-				start, end = 0, n
-			}
-			anns = append(anns, map[string]any{"type": "url_citation", "start_index": chars + start, "end_index": chars + end, "url": c.URL, "title": c.Title})
-		}
-		b.WriteString(p.Text)
-		chars += n
-	}
-	return map[string]any{"type": "output_text", "text": b.String(), "annotations": anns, "logprobs": []any{}}
+	joined := wire.JoinCited(text, func(c wire.Citation, start, end int) {
+		anns = append(anns, map[string]any{"type": "url_citation", "start_index": start, "end_index": end, "url": c.URL, "title": c.Title})
+	})
+	return map[string]any{"type": "output_text", "text": joined, "annotations": anns, "logprobs": []any{}}
 }
 
 func messageItem(r *wire.Response, text []wire.Part, status string) map[string]any {

@@ -107,13 +107,8 @@ func (responsesModel) EncodeRequest(r *wire.Request, model string) ([]byte, erro
 		for _, t := range r.Tools {
 			// Responses function tools are strict unless told otherwise, and a strict
 			// schema must list every property as required: only the client may ask.
-			tool := map[string]any{"type": "function", "name": t.Name, "strict": t.Strict != nil && *t.Strict}
-			if t.Description != "" {
-				tool["description"] = t.Description
-			}
-			if !wire.IsNull(t.Parameters) {
-				tool["parameters"] = t.Parameters
-			}
+			tool := t.Decl("parameters")
+			tool["type"], tool["strict"] = "function", t.Strict != nil && *t.Strict
 			tools = append(tools, tool)
 		}
 		out.Set("tools", tools)
@@ -310,17 +305,11 @@ func (responsesModel) DecodeResponse(body []byte) (*wire.Response, error) {
 
 func (a *responsesAnswer) response() (*wire.Response, error) {
 	if a.Status == "failed" {
-		msg, status, code := "the model's response failed", http.StatusBadGateway, ""
+		msg, code := "the model's response failed", ""
 		if a.Error != nil {
-			if a.Error.Message != "" {
-				msg = a.Error.Message
-			}
-			code = a.Error.Code
-			if s, ok := responsesFailed[code]; ok {
-				status = s
-			}
+			msg, code = cmp.Or(a.Error.Message, msg), a.Error.Code
 		}
-		le := wire.StatusError(status, "response_failed", msg)
+		le := wire.StatusError(cmp.Or(responsesFailed[code], http.StatusBadGateway), "response_failed", msg)
 		le.Code = code
 		return nil, le
 	}
@@ -484,7 +473,9 @@ func (it *responsesOutputItem) webSearch() (*wire.ServerCall, *wire.SearchResult
 	return call, res
 }
 
-func (responsesModel) NewStreamDecoder() wire.StreamDecoder { return &responsesDecoder{} }
+func (responsesModel) NewStreamDecoder() wire.StreamDecoder {
+	return &responsesDecoder{notes: map[string][]responsesAnnotation{}}
+}
 
 // responsesDecoder reads a Responses stream: the text of response.output_text.delta
 // events as it comes, the whole answer from response.completed (or
@@ -522,9 +513,6 @@ func (d *responsesDecoder) Event(name string, data []byte) (string, error) {
 		}
 	case "response.output_text.annotation.added":
 		if ev.Annotation != nil {
-			if d.notes == nil {
-				d.notes = map[string][]responsesAnnotation{}
-			}
 			k := fmt.Sprintf("%s/%d", ev.ItemID, ev.ContentIndex)
 			d.notes[k] = append(d.notes[k], *ev.Annotation)
 		}

@@ -24,11 +24,6 @@ func (responsesCodec) Protocol() wire.Protocol { return wire.OpenAIResponses }
 
 func (responsesCodec) EncodeError(e *wire.Error) []byte { return wire.OpenAIError(e) }
 
-// responsesIgnored are parameters accepted without effect on the answer (the answer
-// echoes the ones a response object repeats): the fleet always includes search
-// sources, has no prompt cache and one service tier.
-var responsesIgnored = map[string]bool{"user": true, "stream_options": true}
-
 // responsesEchoed are parameters a response object repeats that the fleet does not
 // pass to its model: a value other than 0 is noted as not honoured.
 var responsesEchoed = map[string]bool{"presence_penalty": true, "frequency_penalty": true, "top_logprobs": true}
@@ -138,10 +133,9 @@ func (responsesCodec) DecodeRequest(body []byte) (*wire.Request, error) {
 			return nil, wire.Invalid(k, "'previous_response_id' could not be resolved on this server")
 		case "conversation", "prompt":
 			return nil, wire.Invalid(k, "'%s' is not supported by this server; send the conversation in 'input' or name it with 'previous_response_id'", k)
+		case "user", "stream_options": // accepted without effect on the answer
 		default:
-			if !responsesIgnored[k] {
-				return nil, wire.Invalid(k, "Unknown parameter: '%s'.", k)
-			}
+			return nil, wire.Invalid(k, "Unknown parameter: '%s'.", k)
 		}
 		if err != nil {
 			return nil, err

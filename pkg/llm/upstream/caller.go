@@ -202,7 +202,7 @@ func (c *Caller) callWith(ctx context.Context, cred provider.Credential, model s
 	defer resp.Body.Close()
 	var answer *wire.Response
 	var raw []byte
-	if stream && isEventStream(resp.Header.Get("Content-Type")) {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); stream && mt == "text/event-stream" {
 		answer, err = c.readStream(resp.Body, onDelta)
 	} else {
 		answer, raw, err = c.readWhole(resp, onDelta)
@@ -256,8 +256,11 @@ func (c *Caller) post(ctx context.Context, cred provider.Credential, model strin
 	}
 	c.authorize(hr.Header, cred)
 	resp, err := c.hc.Do(hr)
-	if err != nil {
-		return nil, c.sendError(ctx, err)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil { // the provider was not heard: an error without status
+		return nil, &llm.Error{Provider: c.name, Message: c.creds.Redact(err.Error()), Err: errors.Unwrap(err)}
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
@@ -265,15 +268,6 @@ func (c *Caller) post(ctx context.Context, cred provider.Credential, model strin
 		return nil, c.httpError(resp, data)
 	}
 	return resp, nil
-}
-
-// sendError is a failure to send a request: the context's error when it ended, else
-// an *llm.Error without status (the provider was not heard).
-func (c *Caller) sendError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return &llm.Error{Provider: c.name, Message: c.creds.Redact(err.Error()), Err: errors.Unwrap(err)}
 }
 
 // searchTool puts the provider's own search in place of the fleet's web_search tool
@@ -379,9 +373,4 @@ func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
 		e.RetryAfter = d
 	}
 	return e
-}
-
-func isEventStream(contentType string) bool {
-	mt, _, _ := mime.ParseMediaType(contentType)
-	return mt == "text/event-stream"
 }

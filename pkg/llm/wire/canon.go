@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 )
@@ -236,6 +237,19 @@ type Tool struct {
 	Strict     *bool           `json:"strict,omitempty"`
 }
 
+// Decl is the tool as the protocols declare a function: its name, its description and
+// its schema under params, each only when set.
+func (t Tool) Decl(params string) map[string]any {
+	d := map[string]any{"name": t.Name}
+	if t.Description != "" {
+		d["description"] = t.Description
+	}
+	if !IsNull(t.Parameters) {
+		d[params] = t.Parameters
+	}
+	return d
+}
+
 // ToolChoice is how the model may use tools: Mode auto, none, required (any tool) or
 // tool (the one named).
 type ToolChoice struct {
@@ -365,6 +379,29 @@ type CitationCounts struct {
 	Cited   int `json:"cited"`
 	Valid   int `json:"valid"`
 	Removed int `json:"removed"`
+}
+
+// JoinCited joins the text parts of parts and calls cite with each citation and its
+// span in code points of the joined text (a citation of the whole part spans it).
+func JoinCited(parts []Part, cite func(c Citation, start, end int)) string {
+	var b strings.Builder
+	chars := 0
+	for _, p := range parts {
+		if p.Kind != PartText {
+			continue
+		}
+		n := utf8.RuneCountInString(p.Text)
+		for _, c := range p.Citations {
+			start, end := c.Start, c.End
+			if start < 0 {
+				start, end = 0, n
+			}
+			cite(c, chars+start, chars+end)
+		}
+		b.WriteString(p.Text)
+		chars += n
+	}
+	return b.String()
 }
 
 // Text returns the answer's text parts joined.

@@ -109,7 +109,7 @@ func AsError(err error) *Error {
 
 // OpenAIError renders the OpenAI error shape.
 func OpenAIError(e *Error) []byte {
-	typ := cmp.Or(e.Type, openAIType(e.Status))
+	typ := cmp.Or(e.Type, ErrorType(openAITypes, e.Status, "server_error"))
 	body := map[string]any{"message": e.Message, "type": typ, "param": nil, "code": nil}
 	if e.Param != "" {
 		body["param"] = e.Param
@@ -121,16 +121,18 @@ func OpenAIError(e *Error) []byte {
 	return b
 }
 
-func openAIType(status int) string {
-	switch {
-	case status == http.StatusUnauthorized:
-		return "authentication_error"
-	case status == http.StatusForbidden:
-		return "permission_error"
-	case status == http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case status >= 500:
-		return "server_error"
+// openAITypes are OpenAI's error types of HTTP statuses.
+var openAITypes = map[int]string{http.StatusUnauthorized: "authentication_error", http.StatusForbidden: "permission_error",
+	http.StatusTooManyRequests: "rate_limit_error"}
+
+// ErrorType is a protocol's error type for an HTTP status: the one types gives it,
+// else server for a 5xx, else invalid_request_error.
+func ErrorType(types map[int]string, status int, server string) string {
+	if t, ok := types[status]; ok {
+		return t
+	}
+	if status >= 500 {
+		return server
 	}
 	return "invalid_request_error"
 }

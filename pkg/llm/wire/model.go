@@ -185,11 +185,8 @@ func (n *native) mark(p Part) string {
 
 // ToolArgs returns a tool call's arguments as a JSON object for protocols that carry
 // them as one (Anthropic input, Gemini args); arguments that are not an object are
-// wrapped as {"arguments": "…"} so the model still sees what it wrote.
-//
-// An object is told by validating the text and looking at its first byte, which is
-// what decoding it into a map decided (valid, and an object rather than null or
-// another value), without building the map on every hop.
+// wrapped as {"arguments": "…"} so the model still sees what it wrote (an object is
+// valid JSON whose first byte is "{").
 func ToolArgs(args string) json.RawMessage {
 	raw := json.RawMessage(args)
 	if first := strings.TrimLeft(args, " \t\r\n"); first != "" && first[0] == '{' && json.Valid(raw) {

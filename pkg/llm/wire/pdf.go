@@ -136,24 +136,16 @@ func pdfContentText(data []byte, out *strings.Builder) {
 		case c == '[' || c == ']':
 			inArray = c == '['
 			i++
-		case c == '{' || c == '}' || c == '>' || c == '/' || isPDFSpace(c):
-			if c == '/' { // a name: skip it
-				i++
-				for i < len(data) && !isPDFSpace(data[i]) && !bytes.ContainsRune([]byte("()<>[]{}/%"), rune(data[i])) {
-					i++
-				}
-				continue
-			}
+		case c == '{' || c == '}' || c == '>' || isPDFSpace(c):
 			i++
-		default:
-			j := i
+		default: // a name (skipped), a number or an operator
+			j := i + 1
 			for j < len(data) && !isPDFSpace(data[j]) && !bytes.ContainsRune([]byte("()<>[]{}/%"), rune(data[j])) {
 				j++
 			}
 			tok := string(data[i:j])
 			i = j
-			if tok == "" {
-				i++
+			if tok[0] == '/' {
 				continue
 			}
 			if (tok[0] >= '0' && tok[0] <= '9') || tok[0] == '-' || tok[0] == '+' || tok[0] == '.' {

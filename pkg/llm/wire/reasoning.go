@@ -1,12 +1,11 @@
 package wire
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/searchfleet/searchfleet/pkg/llm"
 )
 
 // Reasoning is a model's reasoning state, kept verbatim: what a reasoning model wants
@@ -184,19 +183,6 @@ func WithChatReasoning(entries []ChatReasoning, parts []Part) []Part {
 	return out
 }
 
-// chatReasoningFields adds an assistant message's reasoning to its Chat form: the
-// reasoning_content a Chat model reads, and another protocol's state under
-// llm.ReasoningKey (chatReasoningValues).
-func chatReasoningFields(msg map[string]any, parts []Part) {
-	content, entries := ChatReasoningValues(parts)
-	if content != nil {
-		msg["reasoning_content"] = *content
-	}
-	if entries != nil {
-		msg[llm.ReasoningKey] = entries
-	}
-}
-
 // ChatReasoningValues are the Chat fields of parts' reasoning: a Chat model's own
 // reasoning_content alone (nil entries), or another protocol's state as entries with
 // the readable text as reasoning_content (nil: none).
@@ -266,7 +252,7 @@ func ReasoningNotes(client Protocol, c *ReasoningConfig, target Protocol, model 
 		notes = append(notes, fmt.Sprintf("thinking.type adaptive is not honoured: %s takes a reasoning effort, and thinks at its default", model))
 	}
 	if c.Off() && target == Gemini && !GeminiCanStopThinking(model) {
-		notes = append(notes, fmt.Sprintf("%s is not honoured: %s cannot turn thinking off, and thinks at its lowest setting", offParam(client), model))
+		notes = append(notes, fmt.Sprintf("%s is not honoured: %s cannot turn thinking off, and thinks at its lowest setting", cmp.Or(offParams[client], "reasoning_effort none"), model))
 	}
 	return notes
 }
@@ -281,16 +267,9 @@ func GeminiCanStopThinking(model string) bool {
 	return GeminiVersion(model) < 3 && !strings.Contains(model, "pro")
 }
 
-// offParam is how a client of protocol p turned thinking off.
-func offParam(p Protocol) string {
-	switch p {
-	case AnthropicMessages:
-		return "thinking.type disabled"
-	case OpenAIResponses:
-		return "reasoning.effort none"
-	}
-	return "reasoning_effort none"
-}
+// offParams are how a client of each protocol turns thinking off (Chat's
+// reasoning_effort none for any other).
+var offParams = map[Protocol]string{AnthropicMessages: "thinking.type disabled", OpenAIResponses: "reasoning.effort none"}
 
 // ReasonsUnasked reports whether an OpenAI model name is a reasoning model's, which
 // reasons at its default effort when a request sets none (and refuses

@@ -42,12 +42,7 @@ func DecodeStored(b []byte) (*Stored, error) {
 }
 
 // AddSearch merges o into the request's search settings.
-func (r *Request) AddSearch(o *llm.SearchOptions) {
-	if r.Search == nil {
-		r.Search = &llm.SearchOptions{}
-	}
-	r.Search.Merge(o)
-}
+func (r *Request) AddSearch(o *llm.SearchOptions) { r.Search = r.Search.With(o) }
 
 // ToolNames are the names of the request's client tools.
 func (r *Request) ToolNames() []string {

@@ -82,7 +82,15 @@ func (t *Turn) ChatMessage() (msg map[string]any, finish string) {
 			msg["content"] = nil
 		}
 	}
-	chatReasoningFields(msg, t.Parts)
+	// The reasoning_content a Chat model reads; another protocol's state under
+	// llm.ReasoningKey.
+	content, entries := ChatReasoningValues(t.Parts)
+	if content != nil {
+		msg["reasoning_content"] = *content
+	}
+	if entries != nil {
+		msg[llm.ReasoningKey] = entries
+	}
 	finish = ChatFinish[t.Stop]
 	if len(calls) > 0 {
 		finish = "tool_calls"
