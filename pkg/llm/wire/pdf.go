@@ -136,7 +136,7 @@ func pdfContentText(data []byte, out *strings.Builder) {
 		case c == '[' || c == ']':
 			inArray = c == '['
 			i++
-		case c == '{' || c == '}' || c == '>' || isPDFSpace(c):
+		case c == '{' || c == '}' || c == '>' || c == ')' || isPDFSpace(c): // a stray ')' too
 			i++
 		default: // a name (skipped), a number or an operator
 			j := i + 1

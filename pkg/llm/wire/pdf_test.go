@@ -42,6 +42,7 @@ func TestPDFText(t *testing.T) {
 		{"octal and UTF-16", "BT (caf\\351) Tj T* <FEFF00E9007400E9> Tj ET", false, "café\nété", true},
 		{"no text", "0 0 m 10 10 l S", false, "", false},
 		{"glyph codes", "BT <0001000200030004> Tj ET", false, "", false},
+		{"a stray ) and a name between operand and operator", "BT (kept) ) /Name Tj ET", false, "kept", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, ok := pdfText(onePagePDF(c.content, c.flate))
