@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The tool-result text the main model reads is compact by construction: each part has
@@ -217,6 +218,9 @@ func breaksLine(s string) bool {
 // Search results are untrusted input to the model: titles, snippets and summaries go
 // through CleanText before the model reads them.
 func CleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, invisible) {
+		return s // most text is clean: kept, not copied
+	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var b strings.Builder
 	b.Grow(len(s))
