@@ -72,7 +72,12 @@ func searxngAsk(r *http.Request, _ []byte, q string) searchAsk {
 func bodyAsk(count, allow, block, rec string, recency func(string) string) func(*http.Request, []byte, string) searchAsk {
 	return func(_ *http.Request, body []byte, q string) searchAsk {
 		m := decodeBody(body)
-		at := func(path string) any { return jpath(m, strings.Split(path, ".")...) }
+		at := func(path string) any {
+			if path == "" {
+				return nil
+			}
+			return jpath(m, strings.Split(path, ".")...)
+		}
 		return newAsk(q, jint(at(count)), jstrs(at(allow)), jstrs(at(block)), recency(jstr(at(rec))))
 	}
 }
