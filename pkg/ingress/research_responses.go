@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -245,22 +246,21 @@ func (s *Server) writeRunResponse(w http.ResponseWriter, r *http.Request, run *s
 	writeResponse(w, responses.Client, resp)
 }
 
+// runStatuses are the Response statuses of a research run's (any other: in progress).
+var runStatuses = map[string]wire.Status{state.RunQueued: wire.StatusQueued, state.RunCompleted: wire.StatusCompleted,
+	state.RunFailed: wire.StatusFailed, state.RunCancelled: wire.StatusCancelled}
+
 // runResponse is a run as a Responses response: its searches and page reads so far
 // as server calls, and once completed its report as the message.
 func (s *Server) runResponse(r *http.Request, run *state.Run) (*wire.Response, error) {
 	v := research.ViewOf(run)
-	// A run that is queued or has ended has a Response's status of the same name; any
-	// other (a plan under review among them) is in progress.
-	resp := &wire.Response{ID: run.ID, JobID: run.ID, Model: v.Model, Created: run.Created, Finished: run.Finished, Status: wire.Status(run.Status),
-		Echo: map[string]json.RawMessage{"background": json.RawMessage("true")}}
-	switch run.Status {
-	case state.RunQueued, state.RunCompleted, state.RunCancelled:
-	case state.RunFailed:
+	resp := &wire.Response{ID: run.ID, JobID: run.ID, Model: v.Model, Created: run.Created, Finished: run.Finished,
+		Status: cmp.Or(runStatuses[run.Status], wire.StatusInProgress), // a plan under review is in progress
+		Echo:   map[string]json.RawMessage{"background": json.RawMessage("true")}}
+	if run.Status == state.RunFailed {
 		var e struct{ Code, Message string }
 		json.Unmarshal(run.Error, &e)
 		resp.Error = &wire.Error{Code: e.Code, Message: e.Message}
-	default:
-		resp.Status = wire.StatusInProgress
 	}
 	evs, err := s.Research.Store.Research.RunEvents(r.Context(), run.ID, 0, 10_000)
 	if err != nil {
