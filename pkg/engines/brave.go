@@ -33,8 +33,7 @@ import (
 // searxng, exa, serper): classicBody, cleanHTML, clipSnippet and siteQuery.
 type brave struct {
 	client
-	opts  braveOptions
-	price float64
+	opts braveOptions
 }
 
 type braveOptions struct {

@@ -27,8 +27,7 @@ import (
 // search here), or the configured costPerSearchUSD.
 type cloudflare struct {
 	client
-	opts  cloudflareOptions
-	price float64
+	opts cloudflareOptions
 }
 
 type cloudflareOptions struct {

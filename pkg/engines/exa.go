@@ -30,8 +30,7 @@ import (
 // (the auto search list price), or the configured costPerSearchUSD.
 type exa struct {
 	client
-	opts  exaOptions
-	price float64
+	opts exaOptions
 }
 
 type exaOptions struct {

@@ -23,8 +23,7 @@ import (
 // API's 70 characters are cut on a character boundary, with a warning.
 type glmAPI struct {
 	client
-	opts  glmOptions
-	price float64
+	opts glmOptions
 }
 
 func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {

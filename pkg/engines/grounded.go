@@ -38,7 +38,6 @@ type grounded struct {
 	api     wire.ModelAPI
 	apiPath string
 	call    *upstream.Caller
-	price   float64
 	who     string // the model as warnings name it ("Claude")
 	kind    groundedKind
 }
@@ -106,7 +105,6 @@ func userTurn(query string) []wire.Message {
 type chatGrounded struct {
 	client
 	model string
-	price float64
 	kind  interface {
 		run(ctx context.Context, hc *http.Client, q Query) (*Result, error)
 	}

@@ -29,6 +29,10 @@ type client struct {
 	hc      *http.Client
 	baseURL string // no trailing slash
 	key     string // never logged, never put in an error
+	// price is what one search is expected to cost in USD: the configured
+	// costPerSearchUSD or the kind's list price (per credit for Serper, per
+	// web_search call for Perplexity); a spend budget reserves it before the call.
+	price float64
 }
 
 // Name is the engine's id: the kinds that embed a client are named by it.

@@ -23,8 +23,7 @@ import (
 // (default 1), unless costPerSearchUSD is configured.
 type linkup struct {
 	client
-	opts  linkupOptions
-	price float64
+	opts linkupOptions
 }
 
 type linkupOptions struct {

@@ -41,7 +41,6 @@ type openRouter struct {
 	client
 	model string
 	opts  openrouterOptions
-	price float64
 }
 
 type openrouterOptions struct {

@@ -25,8 +25,7 @@ import (
 // costPerSearchUSD.
 type parallel struct {
 	client
-	mode  string
-	price float64
+	mode string
 }
 
 // parallelPrice is the list price of one search by mode, in USD.

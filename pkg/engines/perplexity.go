@@ -34,7 +34,6 @@ type perplexity struct {
 	client
 	model  string
 	preset string
-	fee    float64
 }
 
 // perplexitySearchFee is the web_search tool's list price per call, in USD (docs).
@@ -62,7 +61,7 @@ func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 	if e.model != "" && o.Preset != "" {
 		return nil, fmt.Errorf("engine %q: set a model or options.preset, not both", cfg.ID)
 	}
-	e.fee = priceOf(cfg, perplexitySearchFee)
+	e.price = priceOf(cfg, perplexitySearchFee)
 	return e, nil
 }
 
@@ -233,7 +232,7 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 		res.Usage.Searches = d.Invocation
 	}
 	res.Usage.Searches = max(res.Usage.Searches, 1)
-	res.Usage.CostUSD = e.fee * float64(res.Usage.Searches)
+	res.Usage.CostUSD = e.price * float64(res.Usage.Searches)
 	if c := extra.Usage.Cost; c != nil && c.TotalCost != nil {
 		res.Usage.CostUSD = *c.TotalCost
 	}

@@ -16,14 +16,15 @@ import (
 // costPerSearchUSD says otherwise.
 type perplexitySearch struct {
 	client
-	price float64
 }
 
 // perplexitySearchMax is the Search API's ceiling on max_results (docs).
 const perplexitySearchMax = 20
 
 func newPerplexitySearch(cfg Config, hc *http.Client) (Engine, error) {
-	return &perplexitySearch{client: newClient(cfg, hc, "https://api.perplexity.ai"), price: priceOf(cfg, 0.005)}, nil
+	e := &perplexitySearch{client: newClient(cfg, hc, "https://api.perplexity.ai")}
+	e.price = priceOf(cfg, 0.005)
+	return e, nil
 }
 
 func (e *perplexitySearch) Capabilities() Capabilities {

@@ -16,23 +16,13 @@ func PriceOf(e Engine) float64 {
 	return 0
 }
 
+// Every kind prices its searches in its client (see client.price).
+func (c *client) PricePerSearch() float64 { return c.price }
+
 func (n *normalized) PricePerSearch() float64 { return PriceOf(n.inner) }
 
-func (g *grounded) PricePerSearch() float64         { return g.price }
-func (c *chatGrounded) PricePerSearch() float64     { return c.price }
-func (e *brave) PricePerSearch() float64            { return e.price }
-func (e *exa) PricePerSearch() float64              { return e.price }
-func (e *glmAPI) PricePerSearch() float64           { return e.price }
-func (e *perplexitySearch) PricePerSearch() float64 { return e.price }
-func (e *openRouter) PricePerSearch() float64       { return e.price }
-func (e *searxng) PricePerSearch() float64          { return e.price }
-func (e *tavily) PricePerSearch() float64           { return e.price }
-
-// One web_search call; the tokens and further calls are settled after the call.
-func (e *perplexity) PricePerSearch() float64 { return e.fee }
-
-// One credit; a search that takes more is settled after the call.
-func (e *serper) PricePerSearch() float64 { return e.creditPrice }
+// An engine run with access tokens costs what it does with a key.
+func (t *tokened) PricePerSearch() float64 { return t.price }
 
 // An engine with several keys costs what each of them does.
 func (k *keyed) PricePerSearch() float64 { return PriceOf(k.per[0]) }

@@ -38,8 +38,7 @@ import (
 // Cost is 0 by default: the instance is the operator's own.
 type searxng struct {
 	client
-	opts  searxngOptions
-	price float64
+	opts searxngOptions
 }
 
 type searxngOptions struct {

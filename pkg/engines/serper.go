@@ -25,11 +25,12 @@ import (
 // when configured, replaces the price of one credit.
 type serper struct {
 	client
-	creditPrice float64
 }
 
 func newSerper(cfg Config, hc *http.Client) (Engine, error) {
-	return &serper{client: newClient(cfg, hc, "https://google.serper.dev"), creditPrice: priceOf(cfg, 0.001)}, nil
+	e := &serper{client: newClient(cfg, hc, "https://google.serper.dev")}
+	e.price = priceOf(cfg, 0.001) // one credit
+	return e, nil
 }
 
 func (e *serper) Capabilities() Capabilities {
@@ -112,7 +113,7 @@ func (e *serper) parse(q Query, bodies [][]byte) (*Result, error) {
 	if resp.Credits != nil && *resp.Credits >= 0 {
 		credits = *resp.Credits
 	}
-	res := &Result{Usage: Usage{Searches: 1, CostUSD: credits * e.creditPrice}}
+	res := &Result{Usage: Usage{Searches: 1, CostUSD: credits * e.price}}
 	now := time.Now()
 	seen := make(map[string]bool, len(resp.Organic)+2)
 	add := func(h Hit) {

@@ -14,8 +14,7 @@ import (
 // $0.008 per credit (pay-as-you-go).
 type tavily struct {
 	client
-	opts  tavilyOptions
-	price float64
+	opts tavilyOptions
 }
 
 type tavilyOptions struct {

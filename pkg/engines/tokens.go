@@ -20,10 +20,11 @@ type TokenSource = provider.TokenSource
 // is built again (a cheap value) whenever the token changes, and a search refused for
 // its token is retried once with a fresh one.
 type tokened struct {
-	id   string
-	make func(token string) (Engine, error)
-	src  TokenSource
-	caps Capabilities
+	id    string
+	make  func(token string) (Engine, error)
+	src   TokenSource
+	caps  Capabilities
+	price float64 // the kind's, which no token changes
 
 	mu  sync.Mutex
 	tok string
@@ -44,6 +45,7 @@ func newTokened(f factory, c Config, hc *http.Client) (*tokened, error) {
 	if cp, ok := e.(Capable); ok {
 		t.caps = cp.Capabilities()
 	}
+	t.price = PriceOf(e)
 	return t, nil
 }
 
