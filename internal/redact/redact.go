@@ -36,6 +36,18 @@ func Clip(s string, n int) string {
 	return s
 }
 
+// Truncate shortens s to at most n bytes on a rune boundary, marking the cut: for a
+// provider's or a parser's message that an error or a log line quotes.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // Query hides the values of a URL's query string ("?q=secret+question&key=k" becomes
 // "?q=***&key=***"): engine URLs carry the user's search query and sometimes a key,
 // neither of which belongs in a log line. s is returned as is when it does not parse.

@@ -3,6 +3,7 @@ package redact
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestClip(t *testing.T) {
@@ -30,5 +31,19 @@ func TestQuery(t *testing.T) {
 	}
 	if got := Query("https://api.example/v1/search"); got != "https://api.example/v1/search" {
 		t.Fatalf("a URL without a query changed: %s", got)
+	}
+}
+
+// Truncate cuts on a rune boundary, so a provider's message in Chinese quoted in an
+// error stays valid UTF-8.
+func TestTruncate(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"héllo", 2, "h…"}, {"日本語", 4, "日…"}, {"short", 10, "short"}, {"日本語", 9, "日本語"}} {
+		if got := Truncate(c.in, c.n); got != c.want || !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
 	}
 }

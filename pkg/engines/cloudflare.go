@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // cloudflare is the Cloudflare Web Search API (POST
@@ -103,7 +105,7 @@ func (e *cloudflare) parse(q Query, bodies [][]byte) (*Result, error) {
 	if !resp.Success || resp.Result == nil {
 		msg := "the answer has no result"
 		if len(resp.Errors) > 0 {
-			msg = fmt.Sprintf("Cloudflare error %d: %s", resp.Errors[0].Code, truncate(resp.Errors[0].Message, 200))
+			msg = fmt.Sprintf("Cloudflare error %d: %s", resp.Errors[0].Code, redact.Truncate(resp.Errors[0].Message, 200))
 		}
 		return nil, &Error{Kind: Decode, Engine: e.id, Message: e.redact(msg)}
 	}

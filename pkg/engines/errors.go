@@ -105,10 +105,4 @@ func AsError(engine string, err error) *Error {
 	return &Error{Kind: Unavailable, Engine: engine, Err: err}
 }
 
-// redact removes every occurrence of each non-empty secret from s.
-func redact(s string, secrets ...string) string { return provider.Redact(s, secrets...) }
-
-// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string { return provider.Truncate(s, n) }
-
 func runeStart(b byte) bool { return b&0xC0 != 0x80 }

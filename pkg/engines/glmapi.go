@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 )
 
@@ -185,7 +186,7 @@ func glmError(c *client, b *glmErrorBody) *Error {
 	if code != "" && code != "null" {
 		msg = code + ": " + msg
 	}
-	e := &Error{Engine: c.id, Kind: BadRequest, Message: c.redact(truncate(msg, 300))}
+	e := &Error{Engine: c.id, Kind: BadRequest, Message: c.redact(redact.Truncate(msg, 300))}
 	if k := glmCodeKind(code); k != "" {
 		e.Kind = k
 	}

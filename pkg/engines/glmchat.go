@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
@@ -120,6 +121,6 @@ func (e *glmChat) glmModelError(err error) error {
 	if k := glmCodeKind(le.Code); k != "" {
 		ee.Kind = k
 	}
-	ee.Message = e.redact(truncate(le.Code+": "+le.Message, 300))
+	ee.Message = e.redact(redact.Truncate(le.Code+": "+le.Message, 300))
 	return ee
 }

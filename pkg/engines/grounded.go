@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -124,7 +125,7 @@ func (c *client) chatAnswer(comp *llm.Completion) (*Result, error) {
 		Content json.RawMessage `json:"content"`
 	}
 	if err := json.Unmarshal(comp.Message, &m); err != nil {
-		return nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
+		return nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + redact.Truncate(err.Error(), 200)}
 	}
 	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
 	if comp.FinishReason == "length" {
@@ -163,7 +164,7 @@ func (c *client) sendError(err error) error {
 	} else if !strings.Contains(msg, code) {
 		msg = code + ": " + msg
 	}
-	e.Message = c.redact(truncate(msg, 300))
+	e.Message = c.redact(redact.Truncate(msg, 300))
 	return e
 }
 
@@ -185,13 +186,13 @@ func (g *client) modelError(err error) error {
 		if ctx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded); ctx {
 			return AsError(g.id, err)
 		}
-		return &Error{Kind: Decode, Engine: g.id, Message: g.redact(truncate(err.Error(), 300))}
+		return &Error{Kind: Decode, Engine: g.id, Message: g.redact(redact.Truncate(err.Error(), 300))}
 	}
 	msg := le.Message
 	if le.Type != "" && !strings.Contains(msg, le.Type) {
 		msg = le.Type + ": " + msg // the provider's error type or status ("NOT_FOUND")
 	}
-	e := &Error{Engine: g.id, Status: le.Status, Message: g.redact(truncate(msg, 300)), RetryAfter: le.RetryAfter}
+	e := &Error{Engine: g.id, Status: le.Status, Message: g.redact(redact.Truncate(msg, 300)), RetryAfter: le.RetryAfter}
 	switch {
 	case le.Status == 0:
 		e.Kind, e.Message, e.Err = Unavailable, netReason(le), le

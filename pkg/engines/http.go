@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	redactpkg "github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
@@ -98,12 +99,12 @@ func (c *client) do(ctx context.Context, req request) ([]byte, error) {
 // decode unmarshals a 2xx body, turning failure into a Decode error.
 func decode[T any](c *client, body []byte, out *T) error {
 	if err := json.Unmarshal(body, out); err != nil {
-		return &Error{Kind: Decode, Engine: c.id, Message: "reading response: " + truncate(err.Error(), 200)}
+		return &Error{Kind: Decode, Engine: c.id, Message: "reading response: " + redact.Truncate(err.Error(), 200)}
 	}
 	return nil
 }
 
-func (c *client) redact(s string) string { return redact(s, c.key) }
+func (c *client) redact(s string) string { return provider.Redact(s, c.key) }
 
 // classicBody returns the one response body a classic kind parses (they make one call
 // per search), or a Decode error when there is none.
@@ -182,7 +183,7 @@ func (e redactedError) Unwrap() error { return e.err }
 // provider asked for (provider.RetryAfter) when it is worth retrying.
 func (c *client) statusError(status int, h http.Header, body []byte) *Error {
 	e := &Error{Engine: c.id, Status: status, Kind: provider.Classify(status, body),
-		Message: c.redact(truncate(provider.ErrorMessage(body), 300))}
+		Message: c.redact(redact.Truncate(provider.ErrorMessage(body), 300))}
 	if e.Kind.Retryable() {
 		e.RetryAfter = provider.RetryAfter(h, body, time.Now())
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // normalized wraps every configured engine: it validates the query, applies the filters
@@ -246,7 +248,7 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 	fixSources(res, keep)
 
 	if res.Citation.ReturnDisplay == "" {
-		res.Citation.ReturnDisplay = fmt.Sprintf("Search results for %q returned (%d sources).", truncate(q.Query, 100), len(res.Citation.Sources))
+		res.Citation.ReturnDisplay = fmt.Sprintf("Search results for %q returned (%d sources).", redact.Truncate(q.Query, 100), len(res.Citation.Sources))
 	}
 	res.Citation.LLMContent = "" // Render's, from the finished result
 	if res.Usage.Searches == 0 {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -113,7 +114,7 @@ func (e *openai) result(q Query, a *wire.Response) (*Result, error) {
 		}
 	}
 	if a.StopDetail == "refusal" && len(texts) == 1 {
-		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "OpenAI refused the query: " + truncate(texts[0], 200)}
+		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "OpenAI refused the query: " + redact.Truncate(texts[0], 200)}
 	}
 	res.Summary = strings.Join(summary, "\n\n")
 	for _, u := range listed {

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/nativechat"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
@@ -413,6 +414,6 @@ func openrouterInBand(c *client, b *openrouterErrorBody, body []byte) *Error {
 			e.Kind = BadRequest
 		}
 	}
-	e.Message = c.redact(truncate(msg, 300))
+	e.Message = c.redact(redact.Truncate(msg, 300))
 	return e
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm/responses"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
@@ -185,7 +186,7 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	a, err := responses.Model.DecodeResponse(body)
 	if err != nil {
-		return nil, &Error{Kind: Decode, Engine: e.id, Message: "reading the answer: " + truncate(err.Error(), 200)}
+		return nil, &Error{Kind: Decode, Engine: e.id, Message: "reading the answer: " + redact.Truncate(err.Error(), 200)}
 	}
 	if extraErr != nil {
 		return nil, extraErr

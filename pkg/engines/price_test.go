@@ -12,7 +12,7 @@ import (
 type staticToken string
 
 func (s staticToken) Token(context.Context) (string, error) { return string(s), nil }
-func (staticToken) Rejected(string)                           {}
+func (staticToken) Rejected(string)                         {}
 
 // Every kind reserves what one search costs before it runs, whether it is built with
 // one key, several keys or an access token, and a configured costPerSearchUSD is the

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // The tool-result text the main model reads is compact by construction: each part has
@@ -92,10 +94,10 @@ func RenumberMarkers(text string, f func(n int) int) string {
 // already use the shown numbers.
 func BuildLLMContent(query, summary string, sources []Source, hits []Hit, number func(int) int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Web search results for %q:\n\n", truncate(oneLine(query), 200))
+	fmt.Fprintf(&b, "Web search results for %q:\n\n", redact.Truncate(oneLine(query), 200))
 	summary = strings.TrimSpace(CleanText(summary))
 	if summary != "" {
-		b.WriteString(truncate(summary, SummaryBudget))
+		b.WriteString(redact.Truncate(summary, SummaryBudget))
 		b.WriteString("\n\n")
 	}
 	if len(sources) == 0 {
@@ -123,10 +125,10 @@ func BuildLLMContent(query, summary string, sources []Source, hits []Hit, number
 		if title == "" {
 			title = hostOf(s.Web.URI)
 		}
-		fmt.Fprintf(&b, "[%d] %s (%s)\n", n, truncate(title, TitleBudget), truncate(markerFreeURL.Replace(oneLine(s.Web.URI)), URLBudget))
+		fmt.Fprintf(&b, "[%d] %s (%s)\n", n, redact.Truncate(title, TitleBudget), redact.Truncate(markerFreeURL.Replace(oneLine(s.Web.URI)), URLBudget))
 		if sn := snippets[s.Web.URI]; sn != "" {
 			b.WriteString("    ")
-			b.WriteString(truncate(pageText(sn), SnippetBudget))
+			b.WriteString(redact.Truncate(pageText(sn), SnippetBudget))
 			b.WriteByte('\n')
 		}
 	}
@@ -152,7 +154,7 @@ func ErrorResult(engine, query string, err error) *Result {
 		Query:  query,
 		Hits:   []Hit{},
 		Citation: Citation{
-			LLMContent:    fmt.Sprintf("Error: web search for %q failed.\n\nDetails: %s\n\n%s", truncate(query, 200), msg, advice),
+			LLMContent:    fmt.Sprintf("Error: web search for %q failed.\n\nDetails: %s\n\n%s", redact.Truncate(query, 200), msg, advice),
 			ReturnDisplay: "Web search failed.",
 			Error:         &CitationError{Type: e.Type(), Message: msg},
 		},

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // SearXNG is a self-hosted SearXNG metasearch instance (GET /search?format=json).
@@ -144,11 +146,11 @@ func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	down := searxngUnresponsive(resp.UnresponsiveEngines)
 	if len(resp.Results) == 0 && len(down) > 0 {
-		return nil, &Error{Kind: Unavailable, Engine: e.id, Message: truncate("no engine of the SearXNG instance answered: "+strings.Join(down, ", "), 300)}
+		return nil, &Error{Kind: Unavailable, Engine: e.id, Message: redact.Truncate("no engine of the SearXNG instance answered: "+strings.Join(down, ", "), 300)}
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
 	if len(down) > 0 {
-		res.partialf("SearXNG engines that did not answer: %s", truncate(strings.Join(down, ", "), 300))
+		res.partialf("SearXNG engines that did not answer: %s", redact.Truncate(strings.Join(down, ", "), 300))
 	}
 	now := time.Now()
 	for _, r := range resp.Results {

@@ -71,7 +71,7 @@ func (t *tokened) Search(ctx context.Context, q Query) (*Result, error) {
 	for attempt := 0; ; attempt++ {
 		tok, err := t.src.Token(ctx)
 		if err != nil {
-			return nil, &Error{Kind: Auth, Engine: t.id, Message: "no access token: " + redact(err.Error(), tok)}
+			return nil, &Error{Kind: Auth, Engine: t.id, Message: "no access token: " + provider.Redact(err.Error(), tok)}
 		}
 		eng, err := t.engine(tok)
 		if err != nil {

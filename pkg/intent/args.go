@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/engines"
 )
 
@@ -366,13 +367,4 @@ func hostName(d string) (string, bool) {
 // clip makes model output safe to echo back: invalid UTF-8 (raw JSON values keep the
 // model's bytes) becomes U+FFFD, and the text is cut to at most n bytes on a rune
 // boundary, marking the cut.
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func clip(s string, n int) string { return redact.Truncate(strings.ToValidUTF8(s, "\uFFFD"), n) }

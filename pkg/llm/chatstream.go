@@ -7,6 +7,8 @@ import (
 	"errors"
 	"maps"
 	"slices"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // chatChunk is one chat.completion.chunk (or an in-band error event).
@@ -64,7 +66,7 @@ func (s *ChatStream) Chunk(data []byte) (string, error) {
 	}
 	var ch chatChunk
 	if err := json.Unmarshal(data, &ch); err != nil {
-		return "", &Error{Type: "bad_response", Message: "stream event is not a chat completion chunk: " + Truncate(err.Error(), 200)}
+		return "", &Error{Type: "bad_response", Message: "stream event is not a chat completion chunk: " + redact.Truncate(err.Error(), 200)}
 	}
 	if e := InBandError(ch.Error); e != nil {
 		return "", e

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // Completion is the part of a chat completion the fleet uses.
@@ -36,7 +38,7 @@ func ParseCompletion(body []byte) (*Completion, error) {
 		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, &Error{Status: http.StatusOK, Type: "bad_response", Message: "response is not a chat completion: " + Truncate(err.Error(), 200)}
+		return nil, &Error{Status: http.StatusOK, Type: "bad_response", Message: "response is not a chat completion: " + redact.Truncate(err.Error(), 200)}
 	}
 	if e := InBandError(out.Error); e != nil {
 		return nil, e
@@ -115,17 +117,9 @@ func InBandError(raw json.RawMessage) *Error {
 	if code, ok := e.Code.(float64); ok && code >= 400 {
 		status = int(code)
 	}
-	out := &Error{Status: status, Type: "upstream_error", Message: cmp.Or(Truncate(e.Message, 500), "the provider reported an error")}
+	out := &Error{Status: status, Type: "upstream_error", Message: cmp.Or(redact.Truncate(e.Message, 500), "the provider reported an error")}
 	if e.Code != nil {
 		out.Code = fmt.Sprint(e.Code)
 	}
 	return out
-}
-
-// Truncate clips s to n bytes, marking the cut with an ellipsis.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

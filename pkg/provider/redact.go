@@ -13,14 +13,3 @@ func Redact(s string, secrets ...string) string {
 	}
 	return s
 }
-
-// Truncate shortens s to at most n bytes on a rune boundary, marking the cut.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -368,7 +369,7 @@ func (c *Caller) asError(status int, err error) *llm.Error {
 func (c *Caller) httpError(resp *http.Response, data []byte) *llm.Error {
 	e := c.api.DecodeError(resp.StatusCode, data)
 	e.Provider = c.name
-	e.Message = c.creds.Redact(llm.Truncate(e.Message, 500))
+	e.Message = c.creds.Redact(redact.Truncate(e.Message, 500))
 	if d := provider.RetryAfter(resp.Header, data, time.Now()); d > 0 {
 		e.RetryAfter = d
 	}

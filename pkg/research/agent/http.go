@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
@@ -144,7 +145,7 @@ func (c *client) do(ctx context.Context, method, path string, body any, extra ht
 		}
 		if resp.StatusCode/100 != 2 {
 			return &llm.Error{Provider: c.kind, Status: resp.StatusCode, Type: errorType(b),
-				Message:    provider.Truncate(c.cred.Redact(provider.ErrorMessage(b)), 300),
+				Message:    redact.Truncate(c.cred.Redact(provider.ErrorMessage(b)), 300),
 				RetryAfter: provider.RetryAfter(resp.Header, b, time.Now())}
 		}
 		if out == nil {
