@@ -236,7 +236,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		rdb.Close()
 		os.RemoveAll(run)
 	}
-	addr, err := benchfleet.FreeAddr()
+	addr, err := chaos.FreeAddr()
 	if err != nil {
 		w.stop()
 		return nil, err
@@ -363,7 +363,7 @@ func measure(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc sc
 // without, over plain HTTP/1.1, one connection per call.
 func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, tls bool) error {
 	o := opts{engineLat: 300 * time.Millisecond, modelLat: 90 * time.Second}
-	metricsAddr, err := benchfleet.FreeAddr()
+	metricsAddr, err := chaos.FreeAddr()
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -197,16 +196,6 @@ func Ints(s string) []int {
 		}
 	}
 	return out
-}
-
-// FreeAddr returns a loopback address with a free port.
-func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // Pct is the p-th percentile of l (nearest rank), 0 for none.
