@@ -193,8 +193,6 @@ func run(ctx context.Context) error {
 			fmt.Printf("  %-8d %8d %14.1f %12.1f %16.1f %16.1f  %s\n", r.clients, r.jobs, float64(r.cost.Server.Total())/n, float64(r.cost.Server.Scripts())/n,
 				float64(r.cost.Client.Commands)/n, float64(r.cost.Client.RoundTrips)/n, benchfleet.FormatTop(r.cost.Server, 8, n))
 		}
-	}
-	if len(costs) > 0 {
 		fmt.Println("\nCPU per job in the throughput phase (this process from getrusage: for the fleet, its roles, its NATS server, the simulator and the clients, which -cpuprofile splits by the label part; for the floor, its hops, its NATS server and the clients; Redis from INFO cpu)")
 		fmt.Printf("  %-8s %8s %16s %14s %12s %12s %10s %16s %14s %12s\n", "clients", "jobs", "fleet process ms", "fleet Redis ms", "allocs/job", "KB alloc/job", "floor jobs", "floor process ms", "floor Redis ms", "fleet/floor")
 		for _, r := range costs {
