@@ -264,10 +264,7 @@ func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submiss
 	problem(row.Orphans-row.OrphansDLQ, "orphans not dead-lettered")
 	problem(row.OrphanPaid, "paid calls for orphans")
 	if row.Unexcused > 0 {
-		if len(unexcused) > 3 {
-			unexcused = unexcused[:3]
-		}
-		row.Problems = append(row.Problems, fmt.Sprintf("%d repeated paid calls whose caller did not die (e.g. %s)", row.Unexcused, strings.Join(unexcused, ", ")))
+		row.Problems = append(row.Problems, fmt.Sprintf("%d repeated paid calls whose caller did not die (e.g. %s)", row.Unexcused, strings.Join(unexcused[:min(3, len(unexcused))], ", ")))
 	}
 	if row.BadSignatures > 0 {
 		row.Problems = append(row.Problems, fmt.Sprintf("%d webhook deliveries with a bad signature", row.BadSignatures))
