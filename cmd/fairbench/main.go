@@ -311,12 +311,11 @@ type receiver struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	got    map[string]time.Time
-	cond   chan struct{}
 	failed atomic.Int64
 }
 
 func newReceiver() *receiver {
-	r := &receiver{got: map[string]time.Time{}, cond: make(chan struct{})}
+	r := &receiver{got: map[string]time.Time{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, req *http.Request) {
 		io.Copy(io.Discard, req.Body)
@@ -336,8 +335,6 @@ func newReceiver() *receiver {
 		if _, ok := r.got[id]; !ok {
 			r.got[id] = time.Now()
 		}
-		close(r.cond)
-		r.cond = make(chan struct{})
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusOK)
 	})
@@ -349,23 +346,15 @@ func (r *receiver) url(path string) string { return r.srv.URL + path }
 
 // await waits up to d for job id's callback and returns when it arrived.
 func (r *receiver) await(ctx context.Context, id string, d time.Duration) (time.Time, bool) {
-	timer := time.NewTimer(max(d, 0))
-	defer timer.Stop()
+	deadline := time.Now().Add(d)
 	for {
 		r.mu.Lock()
 		at, ok := r.got[id]
-		cond := r.cond
 		r.mu.Unlock()
-		if ok {
-			return at, true
+		if ok || time.Now().After(deadline) || ctx.Err() != nil {
+			return at, ok
 		}
-		select {
-		case <-cond:
-		case <-timer.C:
-			return time.Time{}, false
-		case <-ctx.Done():
-			return time.Time{}, false
-		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -35,11 +35,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"runtime/pprof"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -102,9 +102,10 @@ func run(ctx context.Context) error {
 	fmt.Println()
 
 	client := &http.Client{Transport: fleet.Transport(), Timeout: time.Minute}
+	api := &benchfleet.Client{Base: f.URL, HTTP: client}
 	var seq atomic.Int64
 	one := func() (time.Duration, error) {
-		return benchfleet.Ask(ctx, client, f.URL, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=%s", seq.Add(1), *engine))
+		return api.Ask(ctx, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=%s", seq.Add(1), *engine))
 	}
 	meter := benchfleet.RedisMeter{Stats: f.Stats, Counter: f.Counter}
 
@@ -121,7 +122,7 @@ func run(ctx context.Context) error {
 		defer writeHeapProfile(*memprofile)
 	}
 
-	if bg, err := idleTraffic(ctx, meter, time.Second); err == nil {
+	if bg, err := meter.Idle(ctx, time.Second); err == nil {
 		fmt.Printf("Redis while the fleet idles (1 s): %d commands by the server's count, %d sent by the fleet's client: the rest is other clients of this Redis and the scripts' inner commands\n\n",
 			bg.Server.Total(), bg.Client.Commands)
 	}
@@ -192,8 +193,6 @@ func run(ctx context.Context) error {
 			fmt.Printf("  %-8d %8d %14.1f %12.1f %16.1f %16.1f  %s\n", r.clients, r.jobs, float64(r.cost.Server.Total())/n, float64(r.cost.Server.Scripts())/n,
 				float64(r.cost.Client.Commands)/n, float64(r.cost.Client.RoundTrips)/n, benchfleet.FormatTop(r.cost.Server, 8, n))
 		}
-	}
-	if len(costs) > 0 {
 		fmt.Println("\nCPU per job in the throughput phase (this process from getrusage: for the fleet, its roles, its NATS server, the simulator and the clients, which -cpuprofile splits by the label part; for the floor, its hops, its NATS server and the clients; Redis from INFO cpu)")
 		fmt.Printf("  %-8s %8s %16s %14s %12s %12s %10s %16s %14s %12s\n", "clients", "jobs", "fleet process ms", "fleet Redis ms", "allocs/job", "KB alloc/job", "floor jobs", "floor process ms", "floor Redis ms", "fleet/floor")
 		for _, r := range costs {
@@ -239,16 +238,6 @@ func writeHeapProfile(name string) {
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "memprofile:", err)
 	}
-}
-
-// idleTraffic reads the Redis traffic of a window d with no job sent.
-func idleTraffic(ctx context.Context, meter benchfleet.RedisMeter, d time.Duration) (benchfleet.RedisCost, error) {
-	stop, err := meter.Start(ctx)
-	if err != nil {
-		return benchfleet.RedisCost{}, err
-	}
-	time.Sleep(d)
-	return stop(ctx)
 }
 
 // alone measures n one-search jobs one at a time, each with the fleet quiet before
@@ -375,12 +364,7 @@ func labels(ls []*dto.LabelPair) string {
 // breakdown prints the mean time per job of each step, from the metrics' deltas.
 func breakdown(before, after map[string][2]float64, jobs int) {
 	fmt.Printf("\nWhere the time goes at the highest client count (mean per occurrence, from the fleet's histograms)\n")
-	keys := make([]string, 0, len(after))
-	for k := range after {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(after)) {
 		d := [2]float64{after[k][0] - before[k][0], after[k][1] - before[k][1]}
 		if d[1] == 0 {
 			continue

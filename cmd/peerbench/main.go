@@ -96,7 +96,7 @@ func run(ctx context.Context) error {
 	}
 
 	// The simulator, and the fleet's configuration for it.
-	simAddr, err := benchfleet.FreeAddr()
+	simAddr, err := chaos.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func run(ctx context.Context) error {
 	defer rdb.Close()
 	prefix := fmt.Sprintf("sfpeer:%d", time.Now().UnixNano())
 	defer benchfleet.DeleteKeys(rdb, prefix)
-	fleetAddr, err := benchfleet.FreeAddr()
+	fleetAddr, err := chaos.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func run(ctx context.Context) error {
 	fl := peerbench.Target{Name: "fleet", BaseURL: "http://" + fleetAddr, Model: demo.Model}
 
 	// Portkey, pointed at the simulator as an OpenAI provider at a custom host.
-	pkAddr, err := benchfleet.FreeAddr()
+	pkAddr, err := chaos.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func ready(ctx context.Context, hc *http.Client, t peerbench.Target, procs *proc
 		}
 		for _, p := range procs.list {
 			if !p.Running() {
-				return fmt.Errorf("%s exited; its output is in %s", p.name, filepath.Join(procs.dir, p.name+".log"))
+				return fmt.Errorf("%s exited; its output is in %s", p.Name, p.LogFile)
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -395,12 +395,7 @@ func ready(ctx context.Context, hc *http.Client, t peerbench.Target, procs *proc
 // processes are the processes the benchmark started.
 type processes struct {
 	dir  string
-	list []named
-}
-
-type named struct {
-	name string
-	*chaos.Proc
+	list []*chaos.Proc
 }
 
 // start starts bin with env added to a minimal environment, its output to a log
@@ -413,7 +408,7 @@ func (ps *processes) start(name string, env []string, bin string, args ...string
 	if err := p.Start(); err != nil {
 		return 0, err
 	}
-	ps.list = append(ps.list, named{name, p})
+	ps.list = append(ps.list, p)
 	return p.Pid(), nil
 }
 

@@ -32,7 +32,6 @@ import (
 	"github.com/searchfleet/searchfleet/internal/demo"
 	"github.com/searchfleet/searchfleet/internal/testkit/benchfleet"
 	"github.com/searchfleet/searchfleet/pkg/fleet"
-	"github.com/searchfleet/searchfleet/pkg/simulator"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -138,7 +137,6 @@ func start(ctx context.Context, o options, searchCap int) (*benchfleet.Fleet, er
 // alone, on the same NATS and Redis), each capped at searchCap searches at once.
 func searchWorkers(ctx context.Context, f *benchfleet.Fleet, n, searchCap int) []func() {
 	var stops []func()
-	sim := simulator.New(simulator.Options{})
 	for range n {
 		e := f.Env
 		e.SearchConcurrency = searchCap
@@ -146,7 +144,7 @@ func searchWorkers(ctx context.Context, f *benchfleet.Fleet, n, searchCap int) [
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			err := fleet.Run(wctx, fleet.Options{Env: e, File: demo.Config(f.SimURL, sim.EngineConfigs(f.SimURL)), Roles: fleet.Roles{Search: true},
+			err := fleet.Run(wctx, fleet.Options{Env: e, File: demo.Config(f.SimURL, f.Sim.EngineConfigs(f.SimURL)), Roles: fleet.Roles{Search: true},
 				Redis: f.Redis, Metrics: nil, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), Memory: true})
 			if err != nil && wctx.Err() == nil {
 				fmt.Fprintln(os.Stderr, "search worker:", err)
@@ -187,19 +185,7 @@ func measure(ctx context.Context, f *benchfleet.Fleet, effort, pages string) (re
 		}
 		return n
 	}
-	simStats := func() map[string]int64 {
-		resp, err := hc.Get(f.SimURL + "/_sim/stats")
-		if err != nil {
-			return nil
-		}
-		defer resp.Body.Close()
-		var st struct {
-			Requests map[string]int64 `json:"requests"`
-		}
-		json.NewDecoder(resp.Body).Decode(&st)
-		return st.Requests
-	}
-	beforeSim, beforeMsgs, beforeRedis := simStats(), seqs(), f.Counter.Counts().Commands
+	beforeSim, beforeMsgs, beforeRedis := f.Sim.Stats().Requests, seqs(), f.Counter.Counts().Commands
 	start := time.Now()
 	status, b, err := (&benchfleet.Client{Base: f.URL, HTTP: hc}).Do(ctx, "POST", "/v1/research", map[string]any{
 		"input": fmt.Sprintf("How do offshore wind farms work (bench %d)? sim:read=%s", time.Now().UnixNano(), pages), "model": "research/" + demo.Model, "effort": effort})
@@ -232,7 +218,7 @@ func measure(ctx context.Context, f *benchfleet.Fleet, effort, pages string) (re
 		return m, fmt.Errorf("run %s %s: %s", v.ID, r.Status, r.Error)
 	}
 	time.Sleep(500 * time.Millisecond) // the last acks and finish hooks
-	afterSim := simStats()
+	afterSim := f.Sim.Stats().Requests
 	m.modelCalls = int(afterSim["model"] - beforeSim["model"])
 	for k, n := range afterSim {
 		if k != "model" && !strings.HasPrefix(k, "model_") {

@@ -149,8 +149,7 @@ type result struct {
 // world is one run's servers and processes.
 type world struct {
 	sim   *simulator.Server
-	url   string // ingress
-	api   *benchfleet.Client
+	api   *benchfleet.Client // the ingress
 	nc    *nats.Conn
 	procs []*exec.Cmd
 	stop  func()
@@ -236,7 +235,7 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 		rdb.Close()
 		os.RemoveAll(run)
 	}
-	addr, err := benchfleet.FreeAddr()
+	addr, err := chaos.FreeAddr()
 	if err != nil {
 		w.stop()
 		return nil, err
@@ -261,9 +260,8 @@ func start(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc scen
 			return nil, err
 		}
 	}
-	w.url = "http://" + addr
-	w.api = &benchfleet.Client{Base: w.url, HTTP: http.DefaultClient}
-	if err := benchfleet.WaitReady(ctx, w.url, 30*time.Second); err != nil {
+	w.api = &benchfleet.Client{Base: "http://" + addr, HTTP: http.DefaultClient}
+	if err := benchfleet.WaitReady(ctx, w.api.Base, 30*time.Second); err != nil {
 		w.stop()
 		return nil, err
 	}
@@ -363,7 +361,7 @@ func measure(ctx context.Context, dir string, bins chaos.Binaries, o opts, sc sc
 // without, over plain HTTP/1.1, one connection per call.
 func holdInFlight(ctx context.Context, dir string, bins chaos.Binaries, n int, tls bool) error {
 	o := opts{engineLat: 300 * time.Millisecond, modelLat: 90 * time.Second}
-	metricsAddr, err := benchfleet.FreeAddr()
+	metricsAddr, err := chaos.FreeAddr()
 	if err != nil {
 		return err
 	}

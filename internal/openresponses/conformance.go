@@ -7,8 +7,9 @@ package openresponses
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 )
 
 // Event is one server-sent event: its name and its JSON data (nil for a comment).
@@ -118,6 +119,23 @@ var StreamEventTypes = []string{
 	"error",
 }
 
+// eventFields names, for each streaming event type with fields of its own, the
+// Nested entry that lists them.
+var eventFields = map[string]string{
+	"response.output_item.added": "event.output_item", "response.output_item.done": "event.output_item",
+	"response.content_part.added": "event.content_part", "response.content_part.done": "event.content_part",
+	"response.output_text.delta": "event.text_delta", "response.output_text.done": "event.text_done",
+	"response.output_text.annotation.added": "event.annotation", "error": "event.error",
+	"response.refusal.delta": "event.refusal_delta", "response.refusal.done": "event.refusal_done",
+	"response.function_call_arguments.delta": "event.arguments_delta", "response.function_call_arguments.done": "event.arguments_done",
+	"response.reasoning_summary_part.added": "event.summary_part", "response.reasoning_summary_part.done": "event.summary_part",
+	"response.reasoning_summary_text.delta": "event.summary_delta", "response.reasoning_summary_text.done": "event.summary_done",
+	"response.reasoning.delta": "event.reasoning_delta", "response.reasoning.done": "event.reasoning_done",
+	"response.file_search_call.in_progress": "event.tool_progress", "response.file_search_call.searching": "event.tool_progress",
+	"response.file_search_call.completed": "event.tool_progress", "response.web_search_call.in_progress": "event.tool_progress",
+	"response.web_search_call.searching": "event.tool_progress", "response.web_search_call.completed": "event.tool_progress",
+}
+
 func kindOf(v any) kind {
 	switch x := v.(type) {
 	case nil:
@@ -153,12 +171,7 @@ func Fits(v any, kinds []kind) bool {
 // checkFields reports each required field of o that is missing or of the wrong type.
 func checkFields(where string, o map[string]any, fields map[string][]kind) []string {
 	var errs []string
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		v, ok := o[k]
 		switch {
 		case !ok:
@@ -183,11 +196,8 @@ func checkItem(where string, it map[string]any) []string {
 			errs = append(errs, checkContent(fmt.Sprintf("%s.content[%d]", where, i), cp)...)
 		}
 		return errs
-	case "function_call":
-		errs := checkFields(where, it, Nested["item.function_call"])
-		return append(errs, oneOf(where+".status", it["status"], messageStatuses)...)
-	case "function_call_output":
-		errs := checkFields(where, it, Nested["item.function_call_output"])
+	case "function_call", "function_call_output":
+		errs := checkFields(where, it, Nested["item."+it["type"].(string)])
 		return append(errs, oneOf(where+".status", it["status"], messageStatuses)...)
 	case "reasoning":
 		errs := checkFields(where, it, Nested["item.reasoning"])
@@ -229,7 +239,7 @@ func checkItem(where string, it map[string]any) []string {
 
 // oneOf reports v when it is not one of the strings in list.
 func oneOf(where string, v any, list []string) []string {
-	if s, ok := v.(string); ok && contains(list, s) {
+	if s, ok := v.(string); ok && slices.Contains(list, s) {
 		return nil
 	}
 	return []string{fmt.Sprintf("%s %v is not one of %v", where, v, list)}
@@ -332,7 +342,7 @@ func CheckEvents(evs []Event) []string {
 		typ, _ := o["type"].(string)
 		where := fmt.Sprintf("event %d (%s)", i, typ)
 		errs = append(errs, checkFields(where, o, Nested["event"])...)
-		if !contains(StreamEventTypes, typ) {
+		if !slices.Contains(StreamEventTypes, typ) {
 			errs = append(errs, where+": not a streaming event of the specification")
 		}
 		if e.Name != typ {
@@ -342,6 +352,9 @@ func CheckEvents(evs []Event) []string {
 			errs = append(errs, fmt.Sprintf("%s: sequence_number %v, want %d", where, o["sequence_number"], next))
 		}
 		next++
+		if k, ok := eventFields[typ]; ok {
+			errs = append(errs, checkFields(where, o, Nested[k])...)
+		}
 		switch typ {
 		case "response.created", "response.queued", "response.in_progress", "response.completed", "response.failed", "response.incomplete":
 			r, _ := o["response"].(map[string]any)
@@ -350,68 +363,28 @@ func CheckEvents(evs []Event) []string {
 				terminal++
 			}
 		case "response.output_item.added", "response.output_item.done":
-			errs = append(errs, checkFields(where, o, Nested["event.output_item"])...)
 			if it, ok := o["item"].(map[string]any); ok {
 				errs = append(errs, checkItem(where+".item", it)...)
 			}
-		case "response.content_part.added", "response.content_part.done":
-			errs = append(errs, checkFields(where, o, Nested["event.content_part"])...)
+		case "response.content_part.added", "response.content_part.done", "response.reasoning_summary_part.added", "response.reasoning_summary_part.done":
 			if p, ok := o["part"].(map[string]any); ok {
 				errs = append(errs, checkContent(where+".part", p)...)
 			}
-		case "response.refusal.delta":
-			errs = append(errs, checkFields(where, o, Nested["event.refusal_delta"])...)
-		case "response.refusal.done":
-			errs = append(errs, checkFields(where, o, Nested["event.refusal_done"])...)
-		case "response.reasoning_summary_part.added", "response.reasoning_summary_part.done":
-			errs = append(errs, checkFields(where, o, Nested["event.summary_part"])...)
-			if p, ok := o["part"].(map[string]any); ok {
-				errs = append(errs, checkContent(where+".part", p)...)
-			}
-		case "response.reasoning_summary_text.delta":
-			errs = append(errs, checkFields(where, o, Nested["event.summary_delta"])...)
-		case "response.reasoning_summary_text.done":
-			errs = append(errs, checkFields(where, o, Nested["event.summary_done"])...)
-		case "response.reasoning.delta":
-			errs = append(errs, checkFields(where, o, Nested["event.reasoning_delta"])...)
-		case "response.reasoning.done":
-			errs = append(errs, checkFields(where, o, Nested["event.reasoning_done"])...)
-		case "response.web_search_call.in_progress", "response.web_search_call.searching", "response.web_search_call.completed",
-			"response.file_search_call.in_progress", "response.file_search_call.searching", "response.file_search_call.completed":
-			errs = append(errs, checkFields(where, o, Nested["event.tool_progress"])...)
 		case "error":
-			errs = append(errs, checkFields(where, o, Nested["event.error"])...)
 			if p, ok := o["error"].(map[string]any); ok {
 				errs = append(errs, checkFields(where+".error", p, Nested["event.error_payload"])...)
 			}
 		case "response.output_text.delta":
-			errs = append(errs, checkFields(where, o, Nested["event.text_delta"])...)
 			if lp, ok := o["logprobs"]; ok && !Fits(lp, []kind{kArray}) {
 				errs = append(errs, where+".logprobs: "+string(kindOf(lp)))
 			}
-		case "response.output_text.done":
-			errs = append(errs, checkFields(where, o, Nested["event.text_done"])...)
 		case "response.output_text.annotation.added":
-			errs = append(errs, checkFields(where, o, Nested["event.annotation"])...)
 			a, _ := o["annotation"].(map[string]any)
 			errs = append(errs, checkFields(where+".annotation", a, Nested["annotation"])...)
-		case "response.function_call_arguments.delta":
-			errs = append(errs, checkFields(where, o, Nested["event.arguments_delta"])...)
-		case "response.function_call_arguments.done":
-			errs = append(errs, checkFields(where, o, Nested["event.arguments_done"])...)
 		}
 	}
 	if terminal != 1 {
 		errs = append(errs, fmt.Sprintf("%d terminal events, want 1", terminal))
 	}
 	return errs
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

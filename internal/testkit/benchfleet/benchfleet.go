@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -53,6 +52,7 @@ type Options struct {
 // Fleet is a running benchmark fleet.
 type Fleet struct {
 	URL     string // ingress base URL
+	Sim     *simulator.Server
 	SimURL  string // the simulator's base URL
 	NATSURL string
 	Env     config.Env
@@ -134,7 +134,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 			Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 			Memory: o.Memory, Embedded: nats, Listening: func(a string) { listening <- a }})
 	})
-	f := &Fleet{NATSURL: nats.URL(), SimURL: simURL, Env: e, Metrics: m, Redis: rdb, Counter: counter, Stats: stats, Storage: "file"}
+	f := &Fleet{NATSURL: nats.URL(), Sim: sim, SimURL: simURL, Env: e, Metrics: m, Redis: rdb, Counter: counter, Stats: stats, Storage: "file"}
 	if o.Memory {
 		f.Storage = "memory"
 	}
@@ -197,16 +197,6 @@ func Ints(s string) []int {
 		}
 	}
 	return out
-}
-
-// FreeAddr returns a loopback address with a free port.
-func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // Pct is the p-th percentile of l (nearest rank), 0 for none.

@@ -152,7 +152,7 @@ func TestOneFleetJobMeasuredAlone(t *testing.T) {
 	hc := &http.Client{Transport: fleet.Transport(), Timeout: 30 * time.Second}
 	meter := RedisMeter{Stats: f.Stats, Counter: f.Counter}
 	c, err := MeasureAlone(ctx, meter, 200*time.Millisecond, func() error {
-		_, err := Ask(ctx, hc, f.URL, "Search the web: what is new today? sim:engine=brave")
+		_, err := (&Client{Base: f.URL, HTTP: hc}).Ask(ctx, "Search the web: what is new today? sim:engine=brave")
 		return err
 	})
 	if err != nil {
@@ -184,7 +184,7 @@ func TestFleetRunsWithStreamsInMemory(t *testing.T) {
 	}
 	defer f.Stop()
 	hc := &http.Client{Transport: fleet.Transport(), Timeout: 30 * time.Second}
-	if _, err := Ask(ctx, hc, f.URL, "Search the web: what is new today? sim:engine=brave"); err != nil {
+	if _, err := (&Client{Base: f.URL, HTTP: hc}).Ask(ctx, "Search the web: what is new today? sim:engine=brave"); err != nil {
 		t.Fatal(err)
 	}
 	nc, err := nats.Connect(f.NATSURL)
@@ -282,7 +282,7 @@ func TestOneSearchJobRedisBudget(t *testing.T) {
 			t.Fatal("the fleet's Redis client never fell quiet")
 		}
 		s0, c0 := mon.Counts(), f.Counter.Counts()
-		if _, err := Ask(ctx, hc, f.URL, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=brave", i)); err != nil {
+		if _, err := (&Client{Base: f.URL, HTTP: hc}).Ask(ctx, fmt.Sprintf("Search the web: what is new today, item %d? sim:engine=brave", i)); err != nil {
 			t.Fatal(err)
 		}
 		if !meter.Quiet(ctx, 300*time.Millisecond, 10*time.Second) {

@@ -65,11 +65,6 @@ func (c *Client) Ask(ctx context.Context, question string) (time.Duration, error
 	return time.Since(start), nil
 }
 
-// Ask is Client.Ask without a key.
-func Ask(ctx context.Context, hc *http.Client, base, question string) (time.Duration, error) {
-	return (&Client{Base: base, HTTP: hc}).Ask(ctx, question)
-}
-
 // Submit sends one async job, with a callback to callback unless it is empty, and
 // returns its id.
 func (c *Client) Submit(ctx context.Context, text, callback string) (string, error) {

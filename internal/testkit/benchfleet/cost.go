@@ -48,6 +48,16 @@ func (m RedisMeter) Start(ctx context.Context) (stop func(context.Context) (Redi
 	}, nil
 }
 
+// Idle reads the traffic of a window d in which the caller sends no job.
+func (m RedisMeter) Idle(ctx context.Context, d time.Duration) (RedisCost, error) {
+	stop, err := m.Start(ctx)
+	if err != nil {
+		return RedisCost{}, err
+	}
+	time.Sleep(d)
+	return stop(ctx)
+}
+
 // Quiet waits until the counter has not moved for quiet (at most max), and says
 // whether it got there.
 func (m RedisMeter) Quiet(ctx context.Context, quiet, max time.Duration) bool {
@@ -83,15 +93,12 @@ func MeasureAlone(ctx context.Context, m RedisMeter, settle time.Duration, job f
 	if !m.Quiet(ctx, settle, 10*settle+5*time.Second) {
 		return out, fmt.Errorf("the Redis client never fell quiet for %s before the job", settle)
 	}
+	var err error
+	if out.Background, err = m.Idle(ctx, settle); err != nil {
+		return out, err
+	}
 	stop, err := m.Start(ctx)
 	if err != nil {
-		return out, err
-	}
-	time.Sleep(settle)
-	if out.Background, err = stop(ctx); err != nil {
-		return out, err
-	}
-	if stop, err = m.Start(ctx); err != nil {
 		return out, err
 	}
 	if err := job(); err != nil {

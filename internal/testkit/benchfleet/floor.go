@@ -1,6 +1,7 @@
 package benchfleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -324,6 +325,17 @@ type LoadResult struct {
 	Behind bool
 }
 
+// add counts one answer: its latency, or its error.
+func (r *LoadResult) add(l time.Duration, err error) {
+	if err != nil {
+		if r.Errors++; r.FirstErr == nil {
+			r.FirstErr = err
+		}
+		return
+	}
+	r.Latencies = append(r.Latencies, l)
+}
+
 // Rate is the completed jobs per second.
 func (r LoadResult) Rate() float64 {
 	if r.Elapsed <= 0 {
@@ -359,14 +371,8 @@ func OpenLoop(ctx context.Context, one func() (time.Duration, error), rate int, 
 			defer inflight.Add(-1)
 			l, err := one()
 			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if res.Errors++; res.FirstErr == nil {
-					res.FirstErr = err
-				}
-				return
-			}
-			res.Latencies = append(res.Latencies, l)
+			res.add(l, err)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -389,28 +395,17 @@ func ClosedLoop(ctx context.Context, one func() (time.Duration, error), clients 
 		wg.Add(1)
 		go Labeled("client", func() {
 			defer wg.Done()
-			var mine []time.Duration
-			var errs int
-			var first error
+			var mine LoadResult
 			for time.Now().Before(end) && ctx.Err() == nil {
 				if limit > 0 && started.Add(1) > int64(limit) {
 					break
 				}
-				l, err := one()
-				if err != nil {
-					if errs++; first == nil {
-						first = err
-					}
-					continue
-				}
-				mine = append(mine, l)
+				mine.add(one())
 			}
 			mu.Lock()
-			res.Latencies = append(res.Latencies, mine...)
-			res.Errors += errs
-			if res.FirstErr == nil {
-				res.FirstErr = first
-			}
+			res.Latencies = append(res.Latencies, mine.Latencies...)
+			res.Errors += mine.Errors
+			res.FirstErr = cmp.Or(res.FirstErr, mine.FirstErr)
 			mu.Unlock()
 		})
 	}

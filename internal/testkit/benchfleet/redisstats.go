@@ -2,6 +2,7 @@ package benchfleet
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -116,15 +117,7 @@ func (s CommandStats) Total() int64 {
 // Top is the n commands with the most calls, most first (ties by name).
 func (s CommandStats) Top(n int) []string {
 	keys := slices.Collect(maps.Keys(s))
-	slices.SortFunc(keys, func(a, b string) int {
-		if s[a] != s[b] {
-			if s[a] > s[b] {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(s[b], s[a]), strings.Compare(a, b)) })
 	return keys[:min(n, len(keys))]
 }
 

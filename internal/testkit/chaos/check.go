@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -201,9 +202,7 @@ func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submiss
 		}
 		var hookIDs []string
 		if hk != nil {
-			for k := range hk.ids {
-				hookIDs = append(hookIDs, k)
-			}
+			hookIDs = slices.Sorted(maps.Keys(hk.ids))
 			for k := range hk.statuses {
 				outcomes[k] = true
 			}
@@ -229,7 +228,6 @@ func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submiss
 		}
 		if len(outcomes) > 1 || len(hookIDs) > 1 || rec.code == http.StatusOK && !isTerminal(rec.status) {
 			row.Contradictory++
-			sort.Strings(hookIDs)
 			add("contradictory", fmt.Sprintf("%s (record %q, events %v, webhooks %v)", id, rec.status, evs, hookIDs))
 		}
 		if len(hookIDs) == 0 {
@@ -266,10 +264,7 @@ func check(ctx context.Context, sc scenario, r *rig, cl *client, subs []*submiss
 	problem(row.Orphans-row.OrphansDLQ, "orphans not dead-lettered")
 	problem(row.OrphanPaid, "paid calls for orphans")
 	if row.Unexcused > 0 {
-		if len(unexcused) > 3 {
-			unexcused = unexcused[:3]
-		}
-		row.Problems = append(row.Problems, fmt.Sprintf("%d repeated paid calls whose caller did not die (e.g. %s)", row.Unexcused, strings.Join(unexcused, ", ")))
+		row.Problems = append(row.Problems, fmt.Sprintf("%d repeated paid calls whose caller did not die (e.g. %s)", row.Unexcused, strings.Join(unexcused[:min(3, len(unexcused))], ", ")))
 	}
 	if row.BadSignatures > 0 {
 		row.Problems = append(row.Problems, fmt.Sprintf("%d webhook deliveries with a bad signature", row.BadSignatures))

@@ -23,7 +23,9 @@ import (
 // start appends to the same log file, <dir>/<name>.log, so a role's whole life is in
 // one place.
 type Proc struct {
-	name string
+	// Name names the process in the harness's messages; LogFile is its log's path.
+	Name, LogFile string
+
 	path string
 	args []string
 	env  []string
@@ -37,11 +39,12 @@ type Proc struct {
 // NewProc prepares a process running path with args and exactly env (nothing
 // inherited: pass PATH and HOME if it needs them).
 func NewProc(dir, name, path string, args, env []string) (*Proc, error) {
-	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile := filepath.Join(dir, name+".log")
+	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return &Proc{name: name, path: path, args: args, env: env, log: f}, nil
+	return &Proc{Name: name, LogFile: logFile, path: path, args: args, env: env, log: f}, nil
 }
 
 // Start runs the process. It lives in its own process group (so a kill reaches
@@ -54,7 +57,7 @@ func (p *Proc) Start() error {
 		select {
 		case <-p.done:
 		default:
-			return fmt.Errorf("%s is already running", p.name)
+			return fmt.Errorf("%s is already running", p.Name)
 		}
 	}
 	cmd := exec.Command(p.path, p.args...)
@@ -63,12 +66,12 @@ func (p *Proc) Start() error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(p.log, "=== chaos: starting %s %v at %s\n", p.path, p.args, time.Now().Format(time.RFC3339Nano))
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", p.name, err)
+		return fmt.Errorf("starting %s: %w", p.Name, err)
 	}
 	done := make(chan struct{})
 	go func() {
 		err := cmd.Wait()
-		fmt.Fprintf(p.log, "=== chaos: %s exited (%v) at %s\n", p.name, err, time.Now().Format(time.RFC3339Nano))
+		fmt.Fprintf(p.log, "=== chaos: %s exited (%v) at %s\n", p.Name, err, time.Now().Format(time.RFC3339Nano))
 		close(done)
 	}()
 	p.cmd, p.done = cmd, done
@@ -78,37 +81,33 @@ func (p *Proc) Start() error {
 // Kill sends SIGKILL to the process group and waits for the process to be gone:
 // nothing drained, nothing acknowledged, no file synced.
 func (p *Proc) Kill() {
-	p.signal(syscall.SIGKILL)
+	if !p.signal(syscall.SIGKILL, 10*time.Second) {
+		fmt.Fprintf(p.log, "=== chaos: %s did not exit 10s after %s\n", p.Name, syscall.SIGKILL)
+	}
 }
 
 // Term sends SIGTERM to the process group and waits up to wait before killing.
 func (p *Proc) Term(wait time.Duration) {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(wait):
+	if !p.signal(syscall.SIGTERM, wait) {
 		p.Kill()
 	}
 }
 
-func (p *Proc) signal(sig syscall.Signal) {
+// signal sends sig to the process group of the last start and waits up to wait for
+// the process to exit; it reports whether it did (true when it never started).
+func (p *Proc) signal(sig syscall.Signal, wait time.Duration) bool {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
 	if cmd == nil {
-		return
+		return true
 	}
 	syscall.Kill(-cmd.Process.Pid, sig)
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		fmt.Fprintf(p.log, "=== chaos: %s did not exit 10s after %s\n", p.name, sig)
+		return true
+	case <-time.After(wait):
+		return false
 	}
 }
 
@@ -134,6 +133,12 @@ func (p *Proc) Running() bool {
 	default:
 		return true
 	}
+}
+
+// FreeAddr returns a loopback address with a free port (freePort).
+func FreeAddr() (string, error) {
+	port, err := freePort()
+	return hostPort(port), err
 }
 
 // freePort returns a loopback port nobody listens on right now, drawn below the

@@ -3,6 +3,7 @@ package chaos
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -113,14 +114,7 @@ func (rv *receiver) get(id string) *hooks {
 	if h == nil {
 		return nil
 	}
-	c := &hooks{ids: map[string]int{}, statuses: map[string]bool{}, first: h.first}
-	for k, v := range h.ids {
-		c.ids[k] = v
-	}
-	for k := range h.statuses {
-		c.statuses[k] = true
-	}
-	return c
+	return &hooks{ids: maps.Clone(h.ids), statuses: maps.Clone(h.statuses), first: h.first}
 }
 
 func (rv *receiver) has(id string) bool {

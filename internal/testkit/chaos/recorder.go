@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,9 +92,9 @@ func routeOf(r *http.Request) string {
 // snapshot returns the calls recorded so far, ordered by start.
 func (rc *recorder) snapshot() []paidCall {
 	rc.mu.Lock()
-	out := append([]paidCall(nil), rc.calls...)
+	out := slices.Clone(rc.calls)
 	rc.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })
+	slices.SortFunc(out, func(a, b paidCall) int { return a.start.Compare(b.start) })
 	return out
 }
 

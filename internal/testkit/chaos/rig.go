@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,7 +81,7 @@ func (r *rig) note(kind, role, target string) {
 func (r *rig) timeline() []incident {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]incident(nil), r.incidents...)
+	return slices.Clone(r.incidents)
 }
 
 func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf func(string, ...any)) (*rig, error) {
@@ -202,7 +203,7 @@ func startRig(ctx context.Context, dir string, bins Binaries, o Options, logf fu
 
 // fleet lists the fleet's processes (not the servers).
 func (r *rig) fleet() []*Proc {
-	return append(append(append([]*Proc(nil), r.ingress...), r.chat...), r.search...)
+	return slices.Concat(r.ingress, r.chat, r.search)
 }
 
 // waitReady waits until every ingress replica answers /readyz with 200.
@@ -228,10 +229,10 @@ func (r *rig) waitIngress(ctx context.Context, i int, within time.Duration) erro
 			}
 		}
 		if !p.Running() {
-			return fmt.Errorf("%s exited (see %s)", p.name, filepath.Join(r.dir, p.name+".log"))
+			return fmt.Errorf("%s exited (see %s)", p.Name, p.LogFile)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s (see %s)", p.name, within, filepath.Join(r.dir, p.name+".log"))
+			return fmt.Errorf("%s not ready after %s (see %s)", p.Name, within, p.LogFile)
 		}
 		if !sleep(ctx, 100*time.Millisecond) {
 			return ctx.Err()
@@ -279,13 +280,13 @@ func (r *rig) pingRedis(ctx context.Context, within time.Duration) error {
 // killRestart kills p (SIGKILL), waits pause, and starts it again.
 func (r *rig) killRestart(ctx context.Context, role string, p *Proc, pause time.Duration) {
 	p.Kill()
-	r.note("kill", role, p.name)
+	r.note("kill", role, p.Name)
 	sleep(ctx, pause)
 	if err := p.Start(); err != nil {
-		r.logf("restarting %s: %v", p.name, err)
+		r.logf("restarting %s: %v", p.Name, err)
 		return
 	}
-	r.note("restart", role, p.name)
+	r.note("restart", role, p.Name)
 }
 
 // restartNATS kills nats-server with SIGKILL and starts it again on the same store.
