@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -209,10 +210,8 @@ var efforts = []string{"low", "medium", "high", "max"}
 
 // byEffort picks the value for effort from four, one per effort (unknown: medium).
 func byEffort[T any](effort string, vals [4]T) T {
-	for i, e := range efforts {
-		if e == effort {
-			return vals[i]
-		}
+	if i := slices.Index(efforts, effort); i >= 0 {
+		return vals[i]
 	}
 	return vals[1]
 }
