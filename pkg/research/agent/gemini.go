@@ -129,9 +129,7 @@ type geminiInteraction struct {
 		} `json:"arguments"`
 		Content []outputPart `json:"content"`
 	} `json:"steps"`
-	Errors []struct {
-		Message string `json:"message"`
-	} `json:"errors"`
+	Errors []runError `json:"errors"`
 }
 
 func (a *gemini) Poll(ctx context.Context, id, cursor string) (Status, error) {

@@ -351,7 +351,8 @@ func failure(reason string) string {
 	return "the provider's research failed: " + reason
 }
 
-// runError is a provider run's error object (OpenAI, Perplexity, Parallel).
+// runError is a provider run's error object (OpenAI, Perplexity, Parallel; Gemini's
+// errors are a list of them).
 type runError struct {
 	Message string `json:"message"`
 }
