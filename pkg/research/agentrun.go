@@ -223,7 +223,10 @@ func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b
 		return w.agentNotAccepted(ctx, r, req, "agent_approvals", n, b.Price(req.Effort), "the approved plan", err)
 	}
 	w.failpoint("research.agent_approved") // the provider runs the plan; its id is not stored
-	return w.agentApproved(ctx, r, next, events)
+	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, approved(next, events)); err != nil {
+		return err
+	}
+	return errPollLater
 }
 
 // agentNotAccepted acts on the error of a paid call under claim n (Submit,
@@ -253,15 +256,6 @@ func (w *Worker) agentRefused(ctx context.Context, r *state.Run, req *Request, u
 func refused(err error) bool {
 	var le *llm.Error
 	return errors.As(err, &le) && le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408
-}
-
-// agentApproved stores the provider id the approved plan runs under, in place of
-// the plan's, and schedules its poll.
-func (w *Worker) agentApproved(ctx context.Context, r *state.Run, next string, events []state.RunEventIn) error {
-	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, approved(next, events)); err != nil {
-		return err
-	}
-	return errPollLater
 }
 
 // approved is the update that makes next the provider id of a run, in place of its
