@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,12 +47,8 @@ func (s *sources) add(src Source) int {
 		s.index = map[string]int{}
 	}
 	if n, ok := s.index[src.URL]; ok {
-		if s.list[n-1].Title == "" {
-			s.list[n-1].Title = src.Title
-		}
-		if s.list[n-1].Excerpt == "" {
-			s.list[n-1].Excerpt = src.Excerpt
-		}
+		had := &s.list[n-1]
+		had.Title, had.Excerpt = cmp.Or(had.Title, src.Title), cmp.Or(had.Excerpt, src.Excerpt)
 		return n
 	}
 	s.list = append(s.list, src)
