@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -119,12 +120,8 @@ func (c *client) do(ctx context.Context, method, path string, body any, extra ht
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("Accept", "application/json")
-		for k, v := range c.header {
-			req.Header[k] = v
-		}
-		for k, v := range extra {
-			req.Header[k] = v
-		}
+		maps.Copy(req.Header, c.header)
+		maps.Copy(req.Header, extra)
 		c.auth(req.Header, cred.Value)
 		resp, err := c.hc.Do(req)
 		if err != nil {
