@@ -83,9 +83,7 @@ func (w *Worker) agentStep(ctx context.Context, r *state.Run, req *Request) erro
 		return w.fail(ctx, r, req, "agent_unavailable", fmt.Sprintf("The research agent %q is not available in this fleet.", clip(r.Agent, 64)))
 	}
 	if !r.Deadline.IsZero() && time.Now().After(r.Deadline) {
-		if r.AgentID != "" {
-			w.agentCancel(ctx, b, r)
-		}
+		w.agentCancel(ctx, r)
 		return w.fail(ctx, r, req, "deadline", "The run's deadline passed before the research agent finished.")
 	}
 	if r.AgentID == "" {
@@ -143,7 +141,7 @@ func (w *Worker) agentSubmit(ctx context.Context, r *state.Run, req *Request, b 
 		return err
 	}
 	if got, err := w.Store.Research.GetRun(ctx, r.ID); err == nil && got.Status == state.RunCancelled {
-		w.agentCancel(ctx, b, got) // cancelled while it was being submitted
+		w.agentCancel(ctx, got) // cancelled while it was being submitted
 		return nil
 	}
 	return errPollLater
@@ -225,7 +223,10 @@ func (w *Worker) agentApprove(ctx context.Context, r *state.Run, req *Request, b
 		return w.agentNotAccepted(ctx, r, req, "agent_approvals", n, b.Price(req.Effort), "the approved plan", err)
 	}
 	w.failpoint("research.agent_approved") // the provider runs the plan; its id is not stored
-	return w.agentApproved(ctx, r, next, events)
+	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, approved(next, events)); err != nil {
+		return err
+	}
+	return errPollLater
 }
 
 // agentNotAccepted acts on the error of a paid call under claim n (Submit,
@@ -257,15 +258,6 @@ func refused(err error) bool {
 	return errors.As(err, &le) && le.Status >= 400 && le.Status < 500 && le.Status != 429 && le.Status != 408
 }
 
-// agentApproved stores the provider id the approved plan runs under, in place of
-// the plan's, and schedules its poll.
-func (w *Worker) agentApproved(ctx context.Context, r *state.Run, next string, events []state.RunEventIn) error {
-	if _, err := w.Store.Research.UpdateRun(ctx, r.ID, approved(next, events)); err != nil {
-		return err
-	}
-	return errPollLater
-}
-
 // approved is the update that makes next the provider id of a run, in place of its
 // plan's.
 func approved(next string, events []state.RunEventIn) state.RunUpdate {
@@ -273,7 +265,12 @@ func approved(next string, events []state.RunEventIn) state.RunUpdate {
 		Events: append(events, ev("agent:approved", "agent.approved", map[string]any{"provider_id": next}))}
 }
 
-func (w *Worker) agentCancel(ctx context.Context, b *AgentBackend, r *state.Run) {
+// agentCancel asks the provider to stop the run's provider run, when it has one.
+func (w *Worker) agentCancel(ctx context.Context, r *state.Run) {
+	b := w.Agents[r.Agent]
+	if b == nil || r.AgentID == "" {
+		return
+	}
 	if err := b.Agent.Cancel(ctx, r.AgentID); err != nil {
 		w.log().Warn("research: cancelling a provider's run", "run", r.ID, "agent", r.Agent, "err", err)
 	}
@@ -296,7 +293,7 @@ func (w *Worker) agentPollOnce(ctx context.Context, r *state.Run, req *Request, 
 	}
 	fields := []any{"agent_cursor", st.Cursor}
 	if m := req.Budget.MaxUSD; m > 0 && st.CostUSD > m && !st.State.Done() {
-		w.agentCancel(ctx, b, r)
+		w.agentCancel(ctx, r)
 		fields = append(fields, "incomplete", "budget")
 		w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Fields: fields, Events: append(events, ev("agent:over-budget", "stopped", map[string]any{"reason": "budget", "reported_cost_usd": st.CostUSD}))})
 		w.Store.Research.SettleRun(context.WithoutCancel(ctx), r.ID, agentStepKey, "agent", st.CostUSD)

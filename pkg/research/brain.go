@@ -3,8 +3,9 @@ package research
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -209,14 +210,9 @@ func objectFrom(schema json.RawMessage, fs []findingBrief, sources []Source) (js
 		} `json:"properties"`
 	}
 	json.Unmarshal(schema, &s)
-	keys := make([]string, 0, len(s.Properties))
-	for k := range s.Properties {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	obj := map[string]any{}
 	basis := map[string]Basis{}
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(s.Properties)) {
 		var from []findingBrief
 		if len(fs) > 0 {
 			from = fs[i%len(fs) : i%len(fs)+1]

@@ -307,8 +307,6 @@ func (w *Worker) SweepCancel(ctx context.Context, id string) error {
 		return err
 	}
 	w.log().Warn("research: a cancel's step may not have been published; the sweep publishes it", "run", id)
-	if b := w.Agents[r.Agent]; b != nil && r.AgentID != "" {
-		w.agentCancel(ctx, b, r)
-	}
+	w.agentCancel(ctx, r)
 	return w.Bus.Publish(ctx, runSubject(r), bus.ResearchStep{RunID: id, Why: "cancel"})
 }

@@ -1,6 +1,7 @@
 package research
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,11 +81,7 @@ func findingOf(job *state.Job, round, index int) (Finding, float64, float64, []s
 		if resp, err := wire.DecodeAnswer(job.Response); err == nil {
 			f.Text = strings.TrimSpace(strings.TrimPrefix(resp.Text(), "(simulated answer)"))
 			for i, s := range resp.Sources {
-				ex := pages[s.URL]
-				if ex == "" {
-					ex = excerptOf(f.Text, i+1)
-				}
-				f.Sources = append(f.Sources, Source{URL: s.URL, Title: s.Title, Excerpt: ex})
+				f.Sources = append(f.Sources, Source{URL: s.URL, Title: s.Title, Excerpt: cmp.Or(pages[s.URL], excerptOf(f.Text, i+1))})
 			}
 			if sp := resp.Usage.Spend; sp != nil {
 				model, search = sp.ModelCostUSD, sp.SearchCostUSD

@@ -217,16 +217,11 @@ type (
 	Basis  = agent.Basis
 )
 
-// Output is a finished run's output.
+// Output is a finished run's output: its verified draft, whose report has the
+// numbered source list appended, and what verification found.
 type Output struct {
-	// Report is Markdown with [n] markers into Sources and a numbered source list.
-	Report  string   `json:"report"`
-	Sources []Source `json:"sources"`
-	// Object is the structured answer when the request had an output_schema, Basis
-	// its support per top-level field.
-	Object    json.RawMessage  `json:"object,omitempty"`
-	Basis     map[string]Basis `json:"basis,omitempty"`
-	Citations Citations        `json:"citations"`
+	Draft
+	Citations Citations `json:"citations"`
 }
 
 // Citations are what verification found: markers cited, kept as valid, removed
@@ -239,8 +234,11 @@ type Citations struct {
 
 // Draft is the writer's output before verification.
 type Draft struct {
-	Report  string           `json:"report"`
-	Sources []Source         `json:"sources"`
-	Object  json.RawMessage  `json:"object,omitempty"`
-	Basis   map[string]Basis `json:"basis,omitempty"`
+	// Report is Markdown with [n] markers into Sources.
+	Report  string   `json:"report"`
+	Sources []Source `json:"sources"`
+	// Object is the structured answer when the request had an output_schema, Basis
+	// its support per top-level field.
+	Object json.RawMessage  `json:"object,omitempty"`
+	Basis  map[string]Basis `json:"basis,omitempty"`
 }

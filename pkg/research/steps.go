@@ -1,11 +1,12 @@
 package research
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
@@ -159,12 +160,7 @@ func findingsOf(r *state.Run) []Finding {
 			out = append(out, f)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Round != out[j].Round {
-			return out[i].Round < out[j].Round
-		}
-		return out[i].Index < out[j].Index
-	})
+	slices.SortFunc(out, func(a, b Finding) int { return cmp.Or(cmp.Compare(a.Round, b.Round), cmp.Compare(a.Index, b.Index)) })
 	return out
 }
 
@@ -243,9 +239,7 @@ func (w *Worker) cancel(ctx context.Context, r *state.Run) error {
 			Events: []state.RunEventIn{ev("done", "done", map[string]any{"status": state.RunCancelled})}}); err != nil {
 			return err
 		}
-	}
-	if b := w.Agents[r.Agent]; b != nil && r.AgentID != "" && !state.RunEnded(r.Status) {
-		w.agentCancel(ctx, b, r) // cancel reaches the provider
+		w.agentCancel(ctx, r) // cancel reaches the provider
 	}
 	if err := w.cancelChildren(ctx, r); err != nil {
 		return err

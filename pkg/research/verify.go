@@ -1,7 +1,9 @@
 package research
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -38,11 +40,7 @@ func Verify(d Draft) Output {
 		var list strings.Builder
 		list.WriteString("\n\n## Sources\n\n")
 		for i, s := range d.Sources {
-			title := s.Title
-			if title == "" {
-				title = s.URL
-			}
-			fmt.Fprintf(&list, "%d. [%s](%s)\n", i+1, strings.ReplaceAll(title, "]", ")"), s.URL)
+			fmt.Fprintf(&list, "%d. [%s](%s)\n", i+1, strings.ReplaceAll(cmp.Or(s.Title, s.URL), "]", ")"), s.URL)
 		}
 		out.Report += strings.TrimRight(list.String(), "\n")
 	}
@@ -50,13 +48,7 @@ func Verify(d Draft) Output {
 		out.Object = d.Object
 		out.Basis = map[string]Basis{}
 		for k, v := range d.Basis {
-			kept := []Source{}
-			for _, s := range v.Citations {
-				if s.URL != "" {
-					kept = append(kept, s)
-				}
-			}
-			v.Citations = kept
+			v.Citations = slices.DeleteFunc(append([]Source{}, v.Citations...), func(s Source) bool { return s.URL == "" })
 			out.Basis[k] = v
 		}
 	}

@@ -235,8 +235,7 @@ func (w *Worker) plan(ctx context.Context, r *state.Run, req *Request) error {
 		p.Questions = []SubQuestion{{Question: clip(req.Input, maxQuestionChars)}}
 	}
 	b, _ := json.Marshal(p)
-	status := state.RunInProgress
-	_, err = w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: status, First: state.RunPlanField, Value: b,
+	_, err = w.Store.Research.UpdateRun(ctx, r.ID, state.RunUpdate{Status: state.RunInProgress, First: state.RunPlanField, Value: b,
 		Events: []state.RunEventIn{ev("plan", "plan", map[string]any{"plan": p})}})
 	return err
 }

@@ -129,9 +129,7 @@ type geminiInteraction struct {
 		} `json:"arguments"`
 		Content []outputPart `json:"content"`
 	} `json:"steps"`
-	Errors []struct {
-		Message string `json:"message"`
-	} `json:"errors"`
+	Errors []runError `json:"errors"`
 }
 
 func (a *gemini) Poll(ctx context.Context, id, cursor string) (Status, error) {
@@ -140,11 +138,6 @@ func (a *gemini) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	if err := a.get(ctx, raw, "", &it); err != nil {
 		return Status{}, err
 	}
-	return it.status(cursor, plan), nil
-}
-
-// status normalizes a polled interaction; plan says it is a planning interaction.
-func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	var events []Event
 	var text string
 	var anns []annotation
@@ -188,5 +181,5 @@ func (it *geminiInteraction) status(cursor string, plan bool) Status {
 	case complete:
 		st.Result = cited(text, anns, searches)
 	}
-	return st
+	return st, nil
 }

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -119,12 +121,8 @@ func (c *client) do(ctx context.Context, method, path string, body any, extra ht
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("Accept", "application/json")
-		for k, v := range c.header {
-			req.Header[k] = v
-		}
-		for k, v := range extra {
-			req.Header[k] = v
-		}
+		maps.Copy(req.Header, c.header)
+		maps.Copy(req.Header, extra)
 		c.auth(req.Header, cred.Value)
 		resp, err := c.hc.Do(req)
 		if err != nil {
@@ -210,10 +208,8 @@ var efforts = []string{"low", "medium", "high", "max"}
 
 // byEffort picks the value for effort from four, one per effort (unknown: medium).
 func byEffort[T any](effort string, vals [4]T) T {
-	for i, e := range efforts {
-		if e == effort {
-			return vals[i]
-		}
+	if i := slices.Index(efforts, effort); i >= 0 {
+		return vals[i]
 	}
 	return vals[1]
 }

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -45,12 +47,8 @@ func (s *sources) add(src Source) int {
 		s.index = map[string]int{}
 	}
 	if n, ok := s.index[src.URL]; ok {
-		if s.list[n-1].Title == "" {
-			s.list[n-1].Title = src.Title
-		}
-		if s.list[n-1].Excerpt == "" {
-			s.list[n-1].Excerpt = src.Excerpt
-		}
+		had := &s.list[n-1]
+		had.Title, had.Excerpt = cmp.Or(had.Title, src.Title), cmp.Or(had.Excerpt, src.Excerpt)
 		return n
 	}
 	s.list = append(s.list, src)
@@ -207,13 +205,8 @@ func fieldReport(out json.RawMessage, basis map[string]Basis, src *sources) stri
 	if json.Unmarshal(out, &obj) != nil {
 		return string(out)
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		v := string(obj[k])
 		var s string
 		if json.Unmarshal(obj[k], &s) == nil {
@@ -334,19 +327,15 @@ func cited(text string, anns []annotation, searches int) *Result {
 	return res
 }
 
-// stateOf is the state of a provider's run status: queued, completed (incomplete
-// too: the report so far), failed, cancelled; anything else is running (in_progress,
-// running, cancelling, action_required).
+// runStates are the provider run statuses that are not running: queued, completed
+// (incomplete too: the report so far), failed, cancelled.
+var runStates = map[string]State{"queued": Queued, "completed": Completed, "incomplete": Completed, "failed": Failed, "cancelled": Cancelled}
+
+// stateOf is the state of a provider's run status (runStates); anything else is
+// running (in_progress, running, cancelling, action_required).
 func stateOf(status string) State {
-	switch status {
-	case "queued":
-		return Queued
-	case "completed", "incomplete":
-		return Completed
-	case "failed":
-		return Failed
-	case "cancelled":
-		return Cancelled
+	if s, ok := runStates[status]; ok {
+		return s
 	}
 	return Running
 }
@@ -359,7 +348,8 @@ func failure(reason string) string {
 	return "the provider's research failed: " + reason
 }
 
-// runError is a provider run's error object (OpenAI, Perplexity, Parallel).
+// runError is a provider run's error object (OpenAI, Perplexity, Parallel; Gemini's
+// errors are a list of them).
 type runError struct {
 	Message string `json:"message"`
 }

@@ -94,11 +94,6 @@ func (a *openAI) Poll(ctx context.Context, id, cursor string) (Status, error) {
 	if err := a.get(ctx, id, "", &r); err != nil {
 		return Status{}, err
 	}
-	return r.status(cursor, a.model), nil
-}
-
-// status normalizes a polled Response.
-func (r *openAIResponse) status(cursor, model string) Status {
 	st := Status{Ref: r.Metadata[metaRef]}
 	var events []Event
 	searches, calls := 0, 0 // search actions; web search calls (each billed)
@@ -129,10 +124,7 @@ func (r *openAIResponse) status(cursor, model string) Status {
 		}
 	}
 	st.Events, st.Cursor = afterCursor(events, cursor)
-	if model == "" {
-		model = r.Model
-	}
-	price, ok := openAIPrices[model]
+	price, ok := openAIPrices[cmp.Or(a.model, r.Model)]
 	if !ok {
 		price = openAIPrices["o3-deep-research"]
 	}
@@ -143,5 +135,5 @@ func (r *openAIResponse) status(cursor, model string) Status {
 	case Completed:
 		st.Result = cited(text, anns, searches)
 	}
-	return st
+	return st, nil
 }

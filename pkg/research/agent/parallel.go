@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -194,11 +195,7 @@ func mergeBasis(a, b Basis) Basis {
 		return b
 	}
 	for _, c := range b.Citations {
-		dup := false
-		for _, x := range a.Citations {
-			dup = dup || x.URL == c.URL
-		}
-		if !dup {
+		if !slices.ContainsFunc(a.Citations, func(x Source) bool { return x.URL == c.URL }) {
 			a.Citations = append(a.Citations, c)
 		}
 	}

@@ -69,10 +69,6 @@ func (a *perplexity) Poll(ctx context.Context, id, cursor string) (Status, error
 	if err := a.get(ctx, id, "", &r); err != nil {
 		return Status{}, err
 	}
-	return r.status(cursor), nil
-}
-
-func (r *perplexityResponse) status(cursor string) Status {
 	var events []Event
 	var src sources
 	var text string
@@ -119,5 +115,5 @@ func (r *perplexityResponse) status(cursor string) Status {
 		}
 		st.Result = res
 	}
-	return st
+	return st, nil
 }
