@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // CreateFrom starts a batch from the JSON body of POST /v1/batches, read as a stream:
@@ -68,7 +70,7 @@ func (s *Service) decodeCreate(ctx context.Context, tenant string, body io.Reade
 		if errors.As(err, &te) {
 			return nil, invalid("", te.Field, "%s has the wrong type (%s)", te.Field, te.Value)
 		}
-		return nil, invalid("", "", "The body must be a JSON object: %s", shortJSONError(err))
+		return nil, invalid("", "", "The body must be a JSON object: %s", redact.JSONError(err))
 	}
 	return p, nil
 }
@@ -143,7 +145,7 @@ func bodyError(err error, msg string) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return invalid("", "", "The body is not valid JSON: %s", shortJSONError(err))
+		return invalid("", "", "The body is not valid JSON: %s", redact.JSONError(err))
 	}
 	return invalid("", "", "Could not read the request body.")
 }

@@ -211,10 +211,7 @@ func (q *quotaReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// errNoFile means there is no such file.
-var errNoFile = state.ErrNotFound
-
-// OpenFile opens a stored file's bytes.
+// OpenFile opens a stored file's bytes (state.ErrNotFound: no such file).
 func (s *Service) OpenFile(ctx context.Context, id string) (io.ReadCloser, error) {
 	obs, err := s.objects(ctx)
 	if err != nil {
@@ -222,7 +219,7 @@ func (s *Service) OpenFile(ctx context.Context, id string) (io.ReadCloser, error
 	}
 	r, err := obs.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, errNoFile
+		return nil, state.ErrNotFound
 	}
 	return r, err
 }
@@ -343,7 +340,7 @@ func (s *Service) sweepFiles(ctx context.Context) {
 // File returns a file of tenant's: another tenant's is NotFound.
 func (s *Service) File(ctx context.Context, tenant, id string) (*state.File, error) {
 	f, err := s.Store.GetFile(ctx, id)
-	if errors.Is(err, errNoFile) || err == nil && f.Tenant != tenant {
+	if errors.Is(err, state.ErrNotFound) || err == nil && f.Tenant != tenant {
 		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "id", Message: fmt.Sprintf("No such file: %q.", redact.Clip(id, 64))}
 	}
 	if err != nil {
@@ -376,7 +373,7 @@ func (s *Service) Files(ctx context.Context, tenant, purpose, after string, asc 
 	return page(ctx, s.Store.TenantFiles(ctx, tenant, after, asc), limit,
 		func(ctx context.Context, id string) (*state.File, bool, error) {
 			f, err := s.Store.GetFile(ctx, id)
-			if errors.Is(err, errNoFile) {
+			if errors.Is(err, state.ErrNotFound) {
 				return nil, false, nil
 			}
 			return f, err == nil && (purpose == "" || f.Purpose == purpose), err

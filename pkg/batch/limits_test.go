@@ -30,7 +30,7 @@ func TestBatchesCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drive(id)
-	if b := h.record(id); b.Status != statusCancelled {
+	if b := h.record(id); b.Status != state.BatchCancelled {
 		t.Fatalf("status %s", b.Status)
 	}
 	if n, _ := h.store.Leases.LeasesHeld(t.Context(), state.LeaseBatches, tenant); n != 0 {

@@ -125,7 +125,7 @@ func parseLine(n int, raw []byte) (inputLine, *lineError) {
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
 		msg := "not a JSON object"
 		if err != nil {
-			msg = "not valid JSON: " + shortJSONError(err)
+			msg = "not valid JSON: " + redact.JSONError(err)
 		}
 		return inputLine{}, ptr(newLineError(n, "invalid_json_line", "", "%s", msg))
 	}
@@ -207,7 +207,7 @@ func (va *validator) checkResearch(n int, body json.RawMessage) *lineError {
 	}
 	var b research.Body
 	if err := json.Unmarshal(body, &b); err != nil {
-		return ptr(newLineError(n, "invalid_request", "body", "not a research request: %s", shortJSONError(err)))
+		return ptr(newLineError(n, "invalid_request", "body", "not a research request: %s", redact.JSONError(err)))
 	}
 	switch {
 	case len(b.Callback) > 0 && string(b.Callback) != "null":
@@ -292,9 +292,6 @@ func eachLine(r io.Reader, fn func(n int, line []byte) error) error {
 		}
 	}
 }
-
-// shortJSONError words a JSON error briefly, without Go's type names.
-func shortJSONError(err error) string { return redact.JSONError(err) }
 
 // InputError is the API's 400 answer to a refused input: the OpenAI error object,
 // plus the line errors in the shape of the batch object's errors field.
