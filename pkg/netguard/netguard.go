@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,24 +89,12 @@ func CheckShape(raw string) (*url.URL, error) {
 	if u.Opaque != "" || host == "" {
 		return nil, fmt.Errorf("%w: the callback url has no host", ErrRefused)
 	}
-	if p := u.Port(); p != "" && !validPort(p) {
-		return nil, fmt.Errorf("%w: host %s: %q is not a port", ErrRefused, host, p)
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return nil, fmt.Errorf("%w: host %s: %q is not a port", ErrRefused, host, p)
+		}
 	}
 	return u, nil
-}
-
-func validPort(p string) bool {
-	n := 0
-	for _, c := range p {
-		if c < '0' || c > '9' {
-			return false
-		}
-		n = n*10 + int(c-'0')
-		if n > 65535 {
-			return false
-		}
-	}
-	return n >= 1
 }
 
 // NewClient returns an HTTP client whose every connection goes through g's
@@ -206,20 +195,16 @@ var ErrNotPublic = fmt.Errorf("%w: not a public address", ErrRefused)
 func (g *Guard) CheckAddr(a netip.Addr) error {
 	a = a.WithZone("").Unmap()
 	for _, c := range append([]netip.Addr{a}, embeddedIPv4(a)...) {
-		if nonPublic(c) && !g.allowed(c) {
+		if nonPublic(c) && !inAny(g.Allow, c) {
 			return ErrNotPublic
 		}
 	}
 	return nil
 }
 
-func (g *Guard) allowed(a netip.Addr) bool {
-	for _, p := range g.Allow {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+// inAny reports whether a lies in one of prefixes.
+func inAny(prefixes []netip.Prefix, a netip.Addr) bool {
+	return slices.ContainsFunc(prefixes, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // nonPublic reports whether a is an address a callback may not reach by default.
@@ -228,12 +213,7 @@ func nonPublic(a netip.Addr) bool {
 		a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() {
 		return true
 	}
-	for _, p := range blocked {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return inAny(blocked, a)
 }
 
 // embeddedIPv4 returns the IPv4 addresses an IPv6 address carries by a well-known
