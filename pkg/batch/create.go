@@ -119,9 +119,7 @@ func newRecord(tenant string, p *CreateParams) (*record, error) {
 	if p.Endpoint != "" && p.Endpoint != chatEndpoint && p.Endpoint != researchEndpoint {
 		return nil, invalid("", "endpoint", "endpoint %q is not supported; batches run %q or %q", p.Endpoint, chatEndpoint, researchEndpoint)
 	}
-	if p.CompletionWindow == "" {
-		p.CompletionWindow = defaultWindow
-	}
+	p.CompletionWindow = cmp.Or(p.CompletionWindow, defaultWindow)
 	window, err := time.ParseDuration(p.CompletionWindow)
 	if err != nil || window < minWindow || window > maxWindow {
 		return nil, invalid("", "completion_window", "completion_window %q must be a duration such as \"24h\" (from %s to %s)", p.CompletionWindow, minWindow, maxWindow)
@@ -207,9 +205,7 @@ func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreatePara
 	endpoint := cmp.Or(p.Endpoint, chatEndpoint)
 	in := p.streamed
 	if in == nil {
-		if p.Model == "" {
-			p.Model = s.queryModel(endpoint)
-		}
+		p.Model = cmp.Or(p.Model, s.queryModel(endpoint))
 		if p.Model == "" {
 			return nil, invalid("", "model", "model is required with queries; available models: %s", strings.Join(s.queryModels(endpoint), ", "))
 		}
@@ -350,8 +346,7 @@ func (s *Service) holdBatchSlot(ctx context.Context, b *record) (func(), error) 
 		return nil, unavailable(err, "Could not check the batch limit; try again.")
 	}
 	if !took {
-		e := s.limited(b.Tenant, "batches", "Too many unfinished batches: at most %d at once; retry when one has ended.", limit)
-		return nil, e
+		return nil, s.limited(b.Tenant, "batches", "Too many unfinished batches: at most %d at once; retry when one has ended.", limit)
 	}
 	return func() { s.batchEnded(context.WithoutCancel(ctx), b.Tenant, b.ID) }, nil
 }

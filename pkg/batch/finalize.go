@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,11 +157,7 @@ func lineFor(b *record, i int, customID, outcome string, job *state.Job, status 
 		if job == nil || job.Error == nil {
 			return fail("request_failed", "The request failed.")
 		}
-		code := job.Error.Code
-		if code == "" {
-			code = job.Error.Type
-		}
-		return fail(code, job.Error.Message)
+		return fail(cmp.Or(job.Error.Code, job.Error.Type), job.Error.Message)
 	case state.LineCancelled:
 		return fail("batch_cancelled", "The request was cancelled before it completed.")
 	case state.LineExpired:

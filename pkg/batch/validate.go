@@ -192,9 +192,7 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 	if !slices.Contains(va.models, req.Model) {
 		return ptr(newLineError(n, "model_not_found", "body.model", "the model %q does not exist; available models: %s", redact.Clip(req.Model, 64), strings.Join(va.models, ", ")))
 	}
-	if va.v.Model == "" {
-		va.v.Model = req.Model
-	}
+	va.v.Model = cmp.Or(va.v.Model, req.Model)
 	return nil
 }
 
@@ -229,9 +227,7 @@ func (va *validator) checkResearch(n int, body json.RawMessage) *lineError {
 	case err != nil:
 		return ptr(newLineError(n, "model_not_found", "body.model", "the model %q does not exist; research models are \"research/<model>\" of: %s", redact.Clip(req.Model, 64), strings.Join(va.research.Models, ", ")))
 	}
-	if va.v.Model == "" {
-		va.v.Model = req.Model
-	}
+	va.v.Model = cmp.Or(va.v.Model, req.Model)
 	return nil
 }
 
@@ -305,10 +301,7 @@ type InputError struct {
 func (v *Validation) AsInputError(param string) InputError {
 	const shown = 5
 	var parts []string
-	for i, e := range v.Errors {
-		if i == shown {
-			break
-		}
+	for _, e := range v.Errors[:min(shown, len(v.Errors))] {
 		parts = append(parts, e.Message)
 	}
 	msg := fmt.Sprintf("The batch input has %d invalid line(s): %s", v.Invalid, strings.Join(parts, "; "))

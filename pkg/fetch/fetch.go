@@ -11,6 +11,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,9 +119,7 @@ type Fetcher struct {
 // (netguard.NewClient: no proxy, no automatic redirects; Fetch follows them itself,
 // checking each).
 func New(o Options) *Fetcher {
-	if o.Guard == nil {
-		o.Guard = &netguard.Guard{}
-	}
+	o.Guard = cmp.Or(o.Guard, &netguard.Guard{})
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
@@ -130,9 +129,7 @@ func New(o Options) *Fetcher {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	if o.UserAgent == "" {
-		o.UserAgent = "searchfleet-web-fetch/1"
-	}
+	o.UserAgent = cmp.Or(o.UserAgent, "searchfleet-web-fetch/1")
 	return &Fetcher{o: o, hc: netguard.NewClient(o.Guard)}
 }
 

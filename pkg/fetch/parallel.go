@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,13 +47,8 @@ type ParallelOptions struct {
 
 // NewParallel returns a Parallel fetcher.
 func NewParallel(o ParallelOptions) *Parallel {
-	p := &Parallel{base: strings.TrimRight(o.BaseURL, "/"), key: o.APIKey, hc: o.Client, maxText: o.MaxTextChars, timeout: o.Timeout}
-	if p.base == "" {
-		p.base = "https://api.parallel.ai"
-	}
-	if p.hc == nil {
-		p.hc = http.DefaultClient
-	}
+	p := &Parallel{base: cmp.Or(strings.TrimRight(o.BaseURL, "/"), "https://api.parallel.ai"), key: o.APIKey,
+		hc: cmp.Or(o.Client, http.DefaultClient), maxText: o.MaxTextChars, timeout: o.Timeout}
 	if p.maxText <= 0 {
 		p.maxText = DefaultMaxTextChars
 	}
@@ -144,10 +140,7 @@ func (p *Parallel) Fetch(ctx context.Context, raw string) (*Page, error) {
 	r := out.Results[0]
 	page.FinalURL, page.Status, page.ContentType = r.URL, http.StatusOK, "text/markdown"
 	page.Title = cleanTitle(r.Title)
-	page.Text = strings.TrimSpace(r.FullContent)
-	if page.Text == "" {
-		page.Text = strings.TrimSpace(strings.Join(r.Excerpts, "\n\n"))
-	}
+	page.Text = cmp.Or(strings.TrimSpace(r.FullContent), strings.TrimSpace(strings.Join(r.Excerpts, "\n\n")))
 	page.Bytes = int64(len(page.Text))
 	page.Kind = KindPage
 	if page.Text == "" {

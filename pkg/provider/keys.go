@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -44,12 +45,8 @@ type KeyOptions struct {
 
 // NewKeys returns the rotation of the keys fingerprinted fps (Fingerprint) of scope.
 func NewKeys(scope string, fps []string, o KeyOptions) *Keys {
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Who == "" {
-		o.Who = "provider"
-	}
+	o.Log = cmp.Or(o.Log, slog.Default())
+	o.Who = cmp.Or(o.Who, "provider")
 	return &Keys{scope: scope, fps: fps, o: o}
 }
 
