@@ -307,29 +307,26 @@ func (s *Service) parallel(ctx context.Context, n int, fn func(k int) error) err
 	return errors.Join(errs...)
 }
 
-// unfinished returns the lines with a job but no outcome yet.
-func (s *Service) unfinished(ctx context.Context, b *record) ([]int, error) {
+// eachUnfinished runs fn, `workers` at once, for every line with a job but no
+// outcome yet.
+func (s *Service) eachUnfinished(ctx context.Context, b *record, fn func(i int) error) error {
 	done, err := s.Store.BatchOutcomes(ctx, b.ID)
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for i := range b.Expanded {
-		if _, ok := done[i]; !ok {
-			out = append(out, i)
-		}
-	}
-	return out, nil
-}
-
-// sweep ends every unfinished job of a batch — cancelled, or failed as expired — and
-// counts it. A job that ended meanwhile is counted as it ended.
-func (s *Service) sweep(ctx context.Context, b *record, outcome string) error {
-	todo, err := s.unfinished(ctx, b)
 	if err != nil {
 		return err
 	}
-	return s.parallel(ctx, len(todo), func(k int) error { return s.endLine(ctx, b, todo[k], outcome) })
+	var todo []int
+	for i := range b.Expanded {
+		if _, ok := done[i]; !ok {
+			todo = append(todo, i)
+		}
+	}
+	return s.parallel(ctx, len(todo), func(k int) error { return fn(todo[k]) })
+}
+
+// sweep ends every unfinished job of a batch — cancelled, or failed as expired — and
+// counts it (endLine).
+func (s *Service) sweep(ctx context.Context, b *record, outcome string) error {
+	return s.eachUnfinished(ctx, b, func(i int) error { return s.endLine(ctx, b, i, outcome) })
 }
 
 // endLine ends line i's job with outcome (cancelled or expired) and counts it. A job
@@ -368,11 +365,7 @@ func (s *Service) recount(ctx context.Context, b *record, i int, missing string)
 // reconcile counts the lines whose job ended without being counted (its worker died
 // between the two), so the batch does not wait for them forever.
 func (s *Service) reconcile(ctx context.Context, b *record) error {
-	todo, err := s.unfinished(ctx, b)
-	if err != nil {
-		return err
-	}
-	return s.parallel(ctx, len(todo), func(k int) error { return s.recount(ctx, b, todo[k], state.LineFailed) })
+	return s.eachUnfinished(ctx, b, func(i int) error { return s.recount(ctx, b, i, state.LineFailed) })
 }
 
 // JobFinished counts a finished batch job — once, however often it is called — and,

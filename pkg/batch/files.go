@@ -272,24 +272,20 @@ func (s *Service) StoreUpload(ctx context.Context, tenant, filename string, r io
 		// The upload's own read error (over its size limit or the quota, a client
 		// that left) is the caller's to word.
 		return nil, nil, src.err
-	case errors.As(verr, &long):
-		if err == nil {
-			obs.Delete(context.WithoutCancel(ctx), f.ID)
-		}
-		return nil, nil, verr
-	case err != nil:
+	case err != nil && !errors.As(verr, &long):
 		err = storeError(f, err)
 		if _, ok := AsError(err); !ok {
 			s.Log.Error("batch: storing an upload", "err", err)
 			err = unavailable(err, "Could not store the file; try again.")
 		}
 		return nil, nil, err
-	case verr != nil:
-		obs.Delete(context.WithoutCancel(ctx), f.ID)
-		return nil, nil, verr
-	case check.Invalid > 0:
-		obs.Delete(context.WithoutCancel(ctx), f.ID)
-		return nil, check, nil
+	case verr != nil || check.Invalid > 0:
+		// Refused (check is nil when verr is set): what was stored goes. A line too
+		// long may have stopped the store already (err set): then nothing was kept.
+		if err == nil {
+			obs.Delete(context.WithoutCancel(ctx), f.ID)
+		}
+		return nil, check, verr
 	}
 	f.Bytes = int64(info.Size)
 	return f, check, nil
