@@ -236,7 +236,7 @@ func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreatePara
 		err = s.Store.SaveFile(ctx, f)
 	}
 	if err != nil {
-		if e, ok := AsError(err); ok {
+		if e, ok := errors.AsType[*Error](err); ok {
 			return nil, e
 		}
 		s.Log.Error("batch: storing queries", "err", err)

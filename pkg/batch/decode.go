@@ -66,8 +66,7 @@ func (s *Service) decodeCreate(ctx context.Context, tenant string, body io.Reade
 	}
 	rest, _ := json.Marshal(fields)
 	if err := json.Unmarshal(rest, p); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			return nil, invalid("", te.Field, "%s has the wrong type (%s)", te.Field, te.Value)
 		}
 		return nil, invalid("", "", "The body must be a JSON object: %s", redact.JSONError(err))
@@ -106,8 +105,7 @@ func (s *Service) decodeQueries(ctx context.Context, tenant string, dec *json.De
 	for i := 0; dec.More(); i++ {
 		var q string
 		if err := dec.Decode(&q); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
+			if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 				return invalid("", fmt.Sprintf("queries[%d]", i), "queries[%d] must be a string", i)
 			}
 			return bodyError(err, "")
@@ -133,8 +131,7 @@ func (s *Service) decodeQueries(ctx context.Context, tenant string, dec *json.De
 // bodyError words a failure to read a create body: TooLarge over its limit, else
 // invalid JSON (msg, when set, replaces the decoder's words).
 func bodyError(err error, msg string) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return &Error{Kind: TooLarge, Code: "request_too_large", Message: fmt.Sprintf("The request body exceeds the limit of %d bytes; upload large inputs with POST /v1/files.", tooBig.Limit)}
 	}
 	if msg != "" {
@@ -143,8 +140,7 @@ func bodyError(err error, msg string) error {
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return invalid("", "", "The body ends before the JSON object does.")
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return invalid("", "", "The body is not valid JSON: %s", redact.JSONError(err))
 	}
 	return invalid("", "", "Could not read the request body.")

@@ -102,11 +102,10 @@ func objectMeta(f *state.File) jetstream.ObjectMeta {
 // storeError is the error of storing f: Full when the object store is (nothing of
 // the file is kept: the store purges a partial object).
 func storeError(f *state.File, err error) error {
-	if e, ok := AsError(err); ok {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e
 	}
-	var api *jetstream.APIError
-	if errors.As(err, &api) && (strings.Contains(api.Description, "maximum bytes") || strings.Contains(api.Description, "insufficient resources")) ||
+	if api, ok := errors.AsType[*jetstream.APIError](err); ok && (strings.Contains(api.Description, "maximum bytes") || strings.Contains(api.Description, "insufficient resources")) ||
 		strings.Contains(err.Error(), "maximum bytes exceeded") || strings.Contains(err.Error(), "insufficient resources") {
 		return &Error{Kind: Full, Code: "insufficient_storage", Message: "The file store is full; delete files or try again later.", Err: err}
 	}
@@ -274,7 +273,7 @@ func (s *Service) StoreUpload(ctx context.Context, tenant, filename string, r io
 		return nil, nil, src.err
 	case err != nil && !errors.As(verr, &long):
 		err = storeError(f, err)
-		if _, ok := AsError(err); !ok {
+		if _, ok := errors.AsType[*Error](err); !ok {
 			s.Log.Error("batch: storing an upload", "err", err)
 			err = unavailable(err, "Could not store the file; try again.")
 		}

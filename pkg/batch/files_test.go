@@ -134,7 +134,7 @@ func TestFileQuota(t *testing.T) {
 
 // isLimit reports whether err is a refusal by the tenant's limit named limit.
 func isLimit(err error, limit string) bool {
-	e, ok := AsError(err)
+	e, ok := errors.AsType[*Error](err)
 	return ok && e.Kind == Limited && e.Limit == limit
 }
 

@@ -411,6 +411,6 @@ func expandDeadLetter(t *testing.T, id, reason string) bus.DeadLetter {
 
 // isKind reports whether err is an *Error of kind k.
 func isKind(err error, k Kind) bool {
-	e, ok := AsError(err)
+	e, ok := errors.AsType[*Error](err)
 	return ok && e.Kind == k
 }

@@ -177,8 +177,7 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 	req, err := llm.ParseChatRequest(l.Body)
 	if err != nil {
 		param := "body"
-		var re *llm.RequestError
-		if errors.As(err, &re) && re.Param != "" {
+		if re, ok := errors.AsType[*llm.RequestError](err); ok && re.Param != "" {
 			param += "." + re.Param
 		}
 		return ptr(newLineError(n, "invalid_request", param, "%s", err.Error()))

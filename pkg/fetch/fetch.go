@@ -376,8 +376,7 @@ func transportError(ctx context.Context, err error) *Error {
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Type: ErrTimeout, Message: "the fetch timed out"}
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return &Error{Type: ErrTimeout, Message: "the fetch timed out"}
 	}
 	return &Error{Type: ErrUnreachable, Message: "the page could not be reached"}

@@ -158,8 +158,7 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 		r = g.Resolver
 	}
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
-	var de *net.DNSError
-	if err != nil && errors.As(err, &de) && de.IsTimeout {
+	if de, ok := errors.AsType[*net.DNSError](err); ok && de.IsTimeout {
 		// The resolver's own words name the resolver's address: the client gets why.
 		return nil, fmt.Errorf("resolving host %s: the lookup timed out", host)
 	}

@@ -190,8 +190,7 @@ func (c *Credentials) exhausted(rests []Rest, last error) error {
 	}
 	soon := Soonest(rests)
 	if soon.Reason == RateLimited || soon.Reason == "" {
-		var le *llm.Error
-		if errors.As(last, &le) && le.Status == http.StatusTooManyRequests {
+		if le, ok := errors.AsType[*llm.Error](last); ok && le.Status == http.StatusTooManyRequests {
 			e := *le
 			e.RetryAfter = soon.Left
 			return &e

@@ -470,8 +470,7 @@ func (s *Service) post(ctx context.Context, m bus.WebhookDelivery, secret string
 	req.Header.Set("User-Agent", "searchfleet-webhooks/1")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err // its message repeats the whole URL
 		}
 		return 0, fmt.Errorf("POST to host %s: %w", host, err)
