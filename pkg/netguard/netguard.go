@@ -148,10 +148,8 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	if looksNumeric(host) {
 		return nil, fmt.Errorf("%w: host %s looks like an IP address but is not a valid one", ErrRefused, host)
 	}
-	for i := 0; i < len(host); i++ {
-		if host[i] >= 0x80 || host[i] <= ' ' {
-			return nil, fmt.Errorf("%w: host %q must be ASCII (write internationalized names in punycode)", ErrRefused, host)
-		}
+	if strings.ContainsFunc(host, func(r rune) bool { return r >= 0x80 || r <= ' ' }) {
+		return nil, fmt.Errorf("%w: host %q must be ASCII (write internationalized names in punycode)", ErrRefused, host)
 	}
 	var r Resolver = net.DefaultResolver
 	if g.Resolver != nil {
