@@ -427,15 +427,14 @@ func toUTF8(body []byte, mt, header string) []byte {
 
 // CutRunes returns s cut to n characters, and whether it was cut.
 func CutRunes(s string, n int) (string, bool) {
-	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+	if len(s) <= n {
 		return s, false
 	}
-	i := 0
 	for k := range s {
-		if i == n {
+		if n == 0 {
 			return s[:k], true
 		}
-		i++
+		n--
 	}
 	return s, false
 }
@@ -447,7 +446,7 @@ const maxTitle = 1000
 // once its entities are decoded (engines.PlainText: "&lt;img …&gt;" does not become a
 // tag), without invisible characters, on one line, at most maxTitle bytes.
 func cleanTitle(s string) string {
-	s = strings.Join(strings.Fields(engines.PlainText(s)), " ")
+	s = collapse(engines.PlainText(s))
 	if len(s) > maxTitle {
 		n := maxTitle
 		for n > 0 && !utf8.RuneStart(s[n]) {
