@@ -119,11 +119,9 @@ func (s *Service) decodeQueries(ctx context.Context, tenant string, dec *json.De
 	if _, err := dec.Token(); err != nil {
 		return bodyError(err, "")
 	}
-	if p.streamed != nil {
-		if _, named := fields["model"]; !named {
-			// The one model served, unless the body names another after the queries.
-			p.Model = model
-		}
+	if _, named := fields["model"]; p.streamed != nil && !named {
+		// The one model served, unless the body names another after the queries.
+		p.Model = model
 	}
 	return nil
 }

@@ -274,7 +274,8 @@ func (s *Service) notify(ctx context.Context, b *record) error {
 // Standard Webhooks structure pkg/webhook uses for jobs: the event type, when it
 // happened, the batch.
 func (s *Service) enqueueWebhook(ctx context.Context, b *record, url string) error {
-	at, typ := endedAt(b), "batch."+b.Status
+	at := endedAt(b)
+	typ := "batch." + b.Status
 	payload, err := webhook.NewPayload(typ, at, ViewOf(b))
 	if err != nil {
 		return err
