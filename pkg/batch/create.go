@@ -119,9 +119,7 @@ func newRecord(tenant string, p *CreateParams) (*record, error) {
 	if p.Endpoint != "" && p.Endpoint != chatEndpoint && p.Endpoint != researchEndpoint {
 		return nil, invalid("", "endpoint", "endpoint %q is not supported; batches run %q or %q", p.Endpoint, chatEndpoint, researchEndpoint)
 	}
-	if p.CompletionWindow == "" {
-		p.CompletionWindow = defaultWindow
-	}
+	p.CompletionWindow = cmp.Or(p.CompletionWindow, defaultWindow)
 	window, err := time.ParseDuration(p.CompletionWindow)
 	if err != nil || window < minWindow || window > maxWindow {
 		return nil, invalid("", "completion_window", "completion_window %q must be a duration such as \"24h\" (from %s to %s)", p.CompletionWindow, minWindow, maxWindow)
@@ -133,7 +131,7 @@ func newRecord(tenant string, p *CreateParams) (*record, error) {
 		return nil, e
 	}
 	now := time.Now().UTC()
-	return &record{ID: state.NewID("batch_"), Tenant: tenant, Status: statusValidating, Endpoint: chatEndpoint,
+	return &record{ID: state.NewID("batch_"), Tenant: tenant, Status: state.BatchValidating, Endpoint: chatEndpoint,
 		Window: p.CompletionWindow, Metadata: p.Metadata, Created: now, Expires: now.Add(window)}, nil
 }
 
@@ -162,7 +160,7 @@ func (s *Service) inputFromFile(ctx context.Context, b *record, p *CreateParams)
 		return nil, invalid("", "input_file_id", "input_file_id is required (or send {\"queries\": [...]})")
 	}
 	f, err := s.Store.GetFile(ctx, p.InputFileID)
-	if errors.Is(err, errNoFile) || err == nil && f.Tenant != b.Tenant {
+	if errors.Is(err, state.ErrNotFound) || err == nil && f.Tenant != b.Tenant {
 		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "input_file_id", Message: fmt.Sprintf("No such file: %q.", redact.Clip(p.InputFileID, 64))}
 	}
 	if err == nil && f.Purpose != PurposeBatch {
@@ -207,9 +205,7 @@ func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreatePara
 	endpoint := cmp.Or(p.Endpoint, chatEndpoint)
 	in := p.streamed
 	if in == nil {
-		if p.Model == "" {
-			p.Model = s.queryModel(endpoint)
-		}
+		p.Model = cmp.Or(p.Model, s.queryModel(endpoint))
 		if p.Model == "" {
 			return nil, invalid("", "model", "model is required with queries; available models: %s", strings.Join(s.queryModels(endpoint), ", "))
 		}
@@ -240,7 +236,7 @@ func (s *Service) inputFromQueries(ctx context.Context, b *record, p *CreatePara
 		err = s.Store.SaveFile(ctx, f)
 	}
 	if err != nil {
-		if e, ok := AsError(err); ok {
+		if e, ok := errors.AsType[*Error](err); ok {
 			return nil, e
 		}
 		s.Log.Error("batch: storing queries", "err", err)
@@ -350,8 +346,7 @@ func (s *Service) holdBatchSlot(ctx context.Context, b *record) (func(), error) 
 		return nil, unavailable(err, "Could not check the batch limit; try again.")
 	}
 	if !took {
-		e := s.limited(b.Tenant, "batches", "Too many unfinished batches: at most %d at once; retry when one has ended.", limit)
-		return nil, e
+		return nil, s.limited(b.Tenant, "batches", "Too many unfinished batches: at most %d at once; retry when one has ended.", limit)
 	}
 	return func() { s.batchEnded(context.WithoutCancel(ctx), b.Tenant, b.ID) }, nil
 }
@@ -424,7 +419,7 @@ func (s *Service) start(ctx context.Context, b *record, ids []string) error {
 
 // failBatch ends a batch that cannot run as failed, with the reason as its error.
 func (s *Service) failBatch(ctx context.Context, b *record, e lineError) {
-	moved, err := s.Store.FinishBatch(ctx, b.ID, statusFailed, state.BatchEnd{Errors: []lineError{e}})
+	moved, err := s.Store.FinishBatch(ctx, b.ID, state.BatchFailed, state.BatchEnd{Errors: []lineError{e}})
 	if err != nil {
 		s.Log.Error("batch: marking failed", "batch", b.ID, "err", err)
 	}
@@ -436,8 +431,8 @@ func (s *Service) failBatch(ctx context.Context, b *record, e lineError) {
 
 // tenantBatch reads a batch as its tenant sees it: another tenant's is NotFound.
 func (s *Service) tenantBatch(ctx context.Context, tenant, id string) (*record, error) {
-	b, err := s.load(ctx, id)
-	if errors.Is(err, errNoBatch) || err == nil && b.Tenant != tenant {
+	b, err := s.Store.GetBatch(ctx, id)
+	if errors.Is(err, state.ErrNotFound) || err == nil && b.Tenant != tenant {
 		return nil, &Error{Kind: NotFound, Code: "batch_not_found", Param: "id", Message: fmt.Sprintf("No such batch: %q.", redact.Clip(id, 64))}
 	}
 	if err != nil {
@@ -470,15 +465,15 @@ func (s *Service) Cancel(ctx context.Context, tenant, id string) (View, error) {
 	if err != nil {
 		return View{}, unavailable(err, "Cancelling failed; try again.")
 	}
-	if st != statusCancelling && st != statusCancelled {
+	if st != state.BatchCancelling && st != state.BatchCancelled {
 		return View{}, &Error{Kind: Conflict, Code: "batch_not_cancellable", Message: fmt.Sprintf("Cannot cancel a batch with status %q.", st)}
 	}
-	if st == statusCancelling {
+	if st == state.BatchCancelling {
 		if err := s.kick(ctx, b.ID, b.Tenant, "cancel"); err != nil {
 			s.Log.Warn("batch: queueing the cancel", "batch", b.ID, "err", err)
 		}
 	}
-	if b, err = s.load(ctx, b.ID); err != nil {
+	if b, err = s.Store.GetBatch(ctx, b.ID); err != nil {
 		return View{}, unavailable(err, "Reading the batch failed.")
 	}
 	return ViewOf(b), nil
@@ -489,8 +484,8 @@ func (s *Service) Cancel(ctx context.Context, tenant, id string) (View, error) {
 func (s *Service) List(ctx context.Context, tenant, after string, limit int) ([]View, bool, error) {
 	return page(ctx, s.Store.TenantBatches(ctx, tenant, after), limit,
 		func(ctx context.Context, id string) (View, bool, error) {
-			b, err := s.load(ctx, id)
-			if errors.Is(err, errNoBatch) {
+			b, err := s.Store.GetBatch(ctx, id)
+			if errors.Is(err, state.ErrNotFound) {
 				s.Store.ForgetTenantBatch(ctx, tenant, id) // expired: drop it from the list
 				return View{}, false, nil
 			}

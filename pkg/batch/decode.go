@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/searchfleet/searchfleet/internal/redact"
 )
 
 // CreateFrom starts a batch from the JSON body of POST /v1/batches, read as a stream:
@@ -64,11 +66,10 @@ func (s *Service) decodeCreate(ctx context.Context, tenant string, body io.Reade
 	}
 	rest, _ := json.Marshal(fields)
 	if err := json.Unmarshal(rest, p); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			return nil, invalid("", te.Field, "%s has the wrong type (%s)", te.Field, te.Value)
 		}
-		return nil, invalid("", "", "The body must be a JSON object: %s", shortJSONError(err))
+		return nil, invalid("", "", "The body must be a JSON object: %s", redact.JSONError(err))
 	}
 	return p, nil
 }
@@ -104,8 +105,7 @@ func (s *Service) decodeQueries(ctx context.Context, tenant string, dec *json.De
 	for i := 0; dec.More(); i++ {
 		var q string
 		if err := dec.Decode(&q); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
+			if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 				return invalid("", fmt.Sprintf("queries[%d]", i), "queries[%d] must be a string", i)
 			}
 			return bodyError(err, "")
@@ -119,11 +119,9 @@ func (s *Service) decodeQueries(ctx context.Context, tenant string, dec *json.De
 	if _, err := dec.Token(); err != nil {
 		return bodyError(err, "")
 	}
-	if p.streamed != nil {
-		if _, named := fields["model"]; !named {
-			// The one model served, unless the body names another after the queries.
-			p.Model = model
-		}
+	if _, named := fields["model"]; p.streamed != nil && !named {
+		// The one model served, unless the body names another after the queries.
+		p.Model = model
 	}
 	return nil
 }
@@ -131,8 +129,7 @@ func (s *Service) decodeQueries(ctx context.Context, tenant string, dec *json.De
 // bodyError words a failure to read a create body: TooLarge over its limit, else
 // invalid JSON (msg, when set, replaces the decoder's words).
 func bodyError(err error, msg string) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return &Error{Kind: TooLarge, Code: "request_too_large", Message: fmt.Sprintf("The request body exceeds the limit of %d bytes; upload large inputs with POST /v1/files.", tooBig.Limit)}
 	}
 	if msg != "" {
@@ -141,9 +138,8 @@ func bodyError(err error, msg string) error {
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return invalid("", "", "The body ends before the JSON object does.")
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return invalid("", "", "The body is not valid JSON: %s", shortJSONError(err))
+	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return invalid("", "", "The body is not valid JSON: %s", redact.JSONError(err))
 	}
 	return invalid("", "", "Could not read the request body.")
 }

@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
@@ -63,11 +62,4 @@ func invalid(code, param, format string, args ...any) *Error {
 // unavailable is a 503 with its cause.
 func unavailable(err error, msg string) *Error {
 	return &Error{Kind: Unavailable, Message: msg, Err: err}
-}
-
-// AsError returns err's *Error, if it is one.
-func AsError(err error) (*Error, bool) {
-	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
 }

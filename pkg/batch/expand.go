@@ -46,8 +46,8 @@ const (
 // lease); a message that finds it held is retried when the lease would lapse.
 func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExpand]) error {
 	id := d.Msg.BatchID
-	b, err := s.load(ctx, id)
-	if errors.Is(err, errNoBatch) {
+	b, err := s.Store.GetBatch(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -69,7 +69,7 @@ func (s *Service) HandleExpand(ctx context.Context, d *bus.Delivery[bus.BatchExp
 
 // drive runs every step the batch is ready for, under its lease.
 func (s *Service) drive(ctx context.Context, id string) error {
-	b, err := s.load(ctx, id)
+	b, err := s.Store.GetBatch(ctx, id)
 	if err != nil || Ended(b.Status) {
 		return ignoreGone(err)
 	}
@@ -77,22 +77,22 @@ func (s *Service) drive(ctx context.Context, id string) error {
 		if err := s.expand(ctx, b); err != nil {
 			return err
 		}
-		if b, err = s.load(ctx, id); err != nil || Ended(b.Status) {
+		if b, err = s.Store.GetBatch(ctx, id); err != nil || Ended(b.Status) {
 			return ignoreGone(err)
 		}
 	}
 	switch {
-	case b.Status == statusCancelling:
-		err = s.sweep(ctx, b, outcomeCancelled)
+	case b.Status == state.BatchCancelling:
+		err = s.sweep(ctx, b, state.LineCancelled)
 	case !time.Now().Before(b.Expires):
-		err = s.sweep(ctx, b, outcomeExpired)
+		err = s.sweep(ctx, b, state.LineExpired)
 	case time.Since(b.ProgressAt) > staleAfter:
 		err = s.reconcile(ctx, b)
 	}
 	if err != nil {
 		return err
 	}
-	if b, err = s.load(ctx, id); err != nil {
+	if b, err = s.Store.GetBatch(ctx, id); err != nil {
 		return ignoreGone(err)
 	}
 	if !Ended(b.Status) && b.Resolved() {
@@ -102,7 +102,7 @@ func (s *Service) drive(ctx context.Context, id string) error {
 }
 
 func ignoreGone(err error) error {
-	if errors.Is(err, errNoBatch) {
+	if errors.Is(err, state.ErrNotFound) {
 		return nil
 	}
 	return err
@@ -122,9 +122,9 @@ type pendingLine struct {
 // lines left never run.
 func (s *Service) expand(ctx context.Context, b *record) error {
 	cursor := b.Expanded
-	if b.Status == statusValidating || b.Status == statusInProgress {
+	if b.Status == state.BatchValidating || b.Status == state.BatchInProgress {
 		rc, err := s.OpenFile(ctx, b.InputFileID)
-		if errors.Is(err, errNoFile) {
+		if errors.Is(err, state.ErrNotFound) {
 			s.failBatch(ctx, b, newLineError(0, "input_file_missing", "input_file_id", "the input file %s was deleted before the batch could run", b.InputFileID))
 			return nil
 		}
@@ -134,14 +134,14 @@ func (s *Service) expand(ctx context.Context, b *record) error {
 		defer rc.Close()
 		cursor, err = s.expandLines(ctx, b, rc)
 		if errors.Is(err, errWindow) {
-			_, err = s.advance(ctx, b.ID, cursor, false)
+			_, err = s.Store.AdvanceBatch(ctx, b.ID, cursor, false)
 			return err
 		}
 		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
 	}
-	_, err := s.advance(ctx, b.ID, cursor, true)
+	_, err := s.Store.AdvanceBatch(ctx, b.ID, cursor, true)
 	return err
 }
 
@@ -167,7 +167,7 @@ func (s *Service) expandLines(ctx context.Context, b *record, input io.Reader) (
 		}
 		cursor = chunk[len(chunk)-1].i + 1
 		chunk = chunk[:0]
-		_, err := s.advance(ctx, b.ID, cursor, false)
+		_, err := s.Store.AdvanceBatch(ctx, b.ID, cursor, false)
 		return err
 	}
 	i := 0
@@ -197,12 +197,6 @@ func (s *Service) expandLines(ctx context.Context, b *record, input io.Reader) (
 	return cursor, err
 }
 
-// advance moves the expansion cursor (and marks expansion done); it reports whether
-// the batch is now resolved.
-func (s *Service) advance(ctx context.Context, id string, cursor int, done bool) (bool, error) {
-	return s.Store.AdvanceBatch(ctx, id, cursor, done)
-}
-
 // expandChunk creates the jobs of a chunk of lines and publishes them, unless the
 // batch should stop expanding.
 func (s *Service) expandChunk(ctx context.Context, b *record, chunk []pendingLine) error {
@@ -210,7 +204,7 @@ func (s *Service) expandChunk(ctx context.Context, b *record, chunk []pendingLin
 	if err != nil {
 		return err
 	}
-	if st != statusValidating && st != statusInProgress || !time.Now().Before(b.Expires) {
+	if st != state.BatchValidating && st != state.BatchInProgress || !time.Now().Before(b.Expires) {
 		return errStop
 	}
 	pending := make([]bus.Pending, len(chunk))
@@ -313,29 +307,26 @@ func (s *Service) parallel(ctx context.Context, n int, fn func(k int) error) err
 	return errors.Join(errs...)
 }
 
-// unfinished returns the lines with a job but no outcome yet.
-func (s *Service) unfinished(ctx context.Context, b *record) ([]int, error) {
+// eachUnfinished runs fn, `workers` at once, for every line with a job but no
+// outcome yet.
+func (s *Service) eachUnfinished(ctx context.Context, b *record, fn func(i int) error) error {
 	done, err := s.Store.BatchOutcomes(ctx, b.ID)
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for i := range b.Expanded {
-		if _, ok := done[i]; !ok {
-			out = append(out, i)
-		}
-	}
-	return out, nil
-}
-
-// sweep ends every unfinished job of a batch — cancelled, or failed as expired — and
-// counts it. A job that ended meanwhile is counted as it ended.
-func (s *Service) sweep(ctx context.Context, b *record, outcome string) error {
-	todo, err := s.unfinished(ctx, b)
 	if err != nil {
 		return err
 	}
-	return s.parallel(ctx, len(todo), func(k int) error { return s.endLine(ctx, b, todo[k], outcome) })
+	var todo []int
+	for i := range b.Expanded {
+		if _, ok := done[i]; !ok {
+			todo = append(todo, i)
+		}
+	}
+	return s.parallel(ctx, len(todo), func(k int) error { return fn(todo[k]) })
+}
+
+// sweep ends every unfinished job of a batch — cancelled, or failed as expired — and
+// counts it (endLine).
+func (s *Service) sweep(ctx context.Context, b *record, outcome string) error {
+	return s.eachUnfinished(ctx, b, func(i int) error { return s.endLine(ctx, b, i, outcome) })
 }
 
 // endLine ends line i's job with outcome (cancelled or expired) and counts it. A job
@@ -348,7 +339,7 @@ func (s *Service) endLine(ctx context.Context, b *record, i int, outcome string)
 		}
 	}
 	end := jobs.Ending{Status: state.Cancelled}
-	if outcome != outcomeCancelled {
+	if outcome != state.LineCancelled {
 		end = jobs.Ending{Status: state.Failed, Error: jobs.BatchExpired()}
 	}
 	if err := s.Ender.End(ctx, jobID(b.ID, i), end); err != nil && !errors.Is(err, jobs.ErrUnknownJob) {
@@ -361,7 +352,7 @@ func (s *Service) endLine(ctx context.Context, b *record, i int, outcome string)
 func (s *Service) recount(ctx context.Context, b *record, i int, missing string) error {
 	job, err := s.Store.GetJob(ctx, jobID(b.ID, i))
 	if errors.Is(err, state.ErrNotFound) {
-		_, err = s.count(ctx, b.ID, i, missing)
+		_, err = s.Store.CountBatchLine(ctx, b.ID, i, missing)
 		return err
 	}
 	if err != nil || !job.Status.Terminal() {
@@ -374,11 +365,7 @@ func (s *Service) recount(ctx context.Context, b *record, i int, missing string)
 // reconcile counts the lines whose job ended without being counted (its worker died
 // between the two), so the batch does not wait for them forever.
 func (s *Service) reconcile(ctx context.Context, b *record) error {
-	todo, err := s.unfinished(ctx, b)
-	if err != nil {
-		return err
-	}
-	return s.parallel(ctx, len(todo), func(k int) error { return s.recount(ctx, b, todo[k], outcomeFailed) })
+	return s.eachUnfinished(ctx, b, func(i int) error { return s.recount(ctx, b, i, state.LineFailed) })
 }
 
 // JobFinished counts a finished batch job — once, however often it is called — and,
@@ -414,7 +401,7 @@ func (s *Service) record(ctx context.Context, job *state.Job) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	return s.count(ctx, job.Batch, i, outcomeOf(job))
+	return s.Store.CountBatchLine(ctx, job.Batch, i, outcomeOf(job))
 }
 
 // outcomeOf is how a finished job counts: a job failed by its deadline (which is
@@ -422,19 +409,14 @@ func (s *Service) record(ctx context.Context, job *state.Job) (bool, error) {
 func outcomeOf(job *state.Job) string {
 	switch job.Status {
 	case state.Completed:
-		return outcomeCompleted
+		return state.LineCompleted
 	case state.Cancelled:
-		return outcomeCancelled
+		return state.LineCancelled
 	}
 	if job.Error != nil && (job.Error.Code == "job_deadline_exceeded" || job.Error.Code == jobs.BatchExpired().Code) {
-		return outcomeExpired
+		return state.LineExpired
 	}
-	return outcomeFailed
-}
-
-// count records line i's outcome once; it reports whether that resolved the batch.
-func (s *Service) count(ctx context.Context, batchID string, i int, outcome string) (bool, error) {
-	return s.Store.CountBatchLine(ctx, batchID, i, outcome)
+	return state.LineFailed
 }
 
 // kick asks the expander to drive a batch for a reason ("cancel", "finalize",
@@ -461,7 +443,7 @@ func (s *Service) repairIfStale(ctx context.Context, b *record) {
 		return
 	}
 	now := time.Now()
-	if now.Sub(b.ProgressAt) < staleAfter && (now.Before(b.Expires) || b.Status == statusCancelling) {
+	if now.Sub(b.ProgressAt) < staleAfter && (now.Before(b.Expires) || b.Status == state.BatchCancelling) {
 		return
 	}
 	bucket := now.Unix() / int64(staleAfter/time.Second)
@@ -489,8 +471,8 @@ func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
 			continue
 		}
 		for _, id := range ids {
-			b, err := s.load(ctx, id)
-			if errors.Is(err, errNoBatch) {
+			b, err := s.Store.GetBatch(ctx, id)
+			if errors.Is(err, state.ErrNotFound) {
 				s.Store.ForgetActiveBatch(ctx, id)
 			}
 			if err == nil {
@@ -514,7 +496,7 @@ func (s *Service) DeadLettered(ctx context.Context, dl bus.DeadLetter) error {
 	if err != nil {
 		return nil
 	}
-	b, err := s.load(ctx, m.BatchID)
+	b, err := s.Store.GetBatch(ctx, m.BatchID)
 	if err != nil || Ended(b.Status) || b.ExpandDone {
 		return ignoreGone(err)
 	}
@@ -527,14 +509,14 @@ func (s *Service) DeadLettered(ctx context.Context, dl bus.DeadLetter) error {
 		return nil
 	}
 	defer release(true)
-	if b, err = s.load(ctx, b.ID); err != nil || Ended(b.Status) || b.ExpandDone {
+	if b, err = s.Store.GetBatch(ctx, b.ID); err != nil || Ended(b.Status) || b.ExpandDone {
 		return ignoreGone(err)
 	}
-	if _, err := s.advance(ctx, b.ID, b.Expanded, true); err != nil {
+	if _, err := s.Store.AdvanceBatch(ctx, b.ID, b.Expanded, true); err != nil {
 		return err
 	}
 	s.failBatch(ctx, b, newLineError(0, "expansion_failed", "", "the batch could not be expanded after %d attempts: %s", dl.Deliveries, dl.Reason))
-	b, err = s.load(ctx, b.ID)
+	b, err = s.Store.GetBatch(ctx, b.ID)
 	if err != nil {
 		return ignoreGone(err)
 	}

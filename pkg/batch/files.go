@@ -102,11 +102,10 @@ func objectMeta(f *state.File) jetstream.ObjectMeta {
 // storeError is the error of storing f: Full when the object store is (nothing of
 // the file is kept: the store purges a partial object).
 func storeError(f *state.File, err error) error {
-	if e, ok := AsError(err); ok {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e
 	}
-	var api *jetstream.APIError
-	if errors.As(err, &api) && (strings.Contains(api.Description, "maximum bytes") || strings.Contains(api.Description, "insufficient resources")) ||
+	if api, ok := errors.AsType[*jetstream.APIError](err); ok && (strings.Contains(api.Description, "maximum bytes") || strings.Contains(api.Description, "insufficient resources")) ||
 		strings.Contains(err.Error(), "maximum bytes exceeded") || strings.Contains(err.Error(), "insufficient resources") {
 		return &Error{Kind: Full, Code: "insufficient_storage", Message: "The file store is full; delete files or try again later.", Err: err}
 	}
@@ -211,10 +210,7 @@ func (q *quotaReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// errNoFile means there is no such file.
-var errNoFile = state.ErrNotFound
-
-// OpenFile opens a stored file's bytes.
+// OpenFile opens a stored file's bytes (state.ErrNotFound: no such file).
 func (s *Service) OpenFile(ctx context.Context, id string) (io.ReadCloser, error) {
 	obs, err := s.objects(ctx)
 	if err != nil {
@@ -222,7 +218,7 @@ func (s *Service) OpenFile(ctx context.Context, id string) (io.ReadCloser, error
 	}
 	r, err := obs.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, errNoFile
+		return nil, state.ErrNotFound
 	}
 	return r, err
 }
@@ -275,24 +271,20 @@ func (s *Service) StoreUpload(ctx context.Context, tenant, filename string, r io
 		// The upload's own read error (over its size limit or the quota, a client
 		// that left) is the caller's to word.
 		return nil, nil, src.err
-	case errors.As(verr, &long):
-		if err == nil {
-			obs.Delete(context.WithoutCancel(ctx), f.ID)
-		}
-		return nil, nil, verr
-	case err != nil:
+	case err != nil && !errors.As(verr, &long):
 		err = storeError(f, err)
-		if _, ok := AsError(err); !ok {
+		if _, ok := errors.AsType[*Error](err); !ok {
 			s.Log.Error("batch: storing an upload", "err", err)
 			err = unavailable(err, "Could not store the file; try again.")
 		}
 		return nil, nil, err
-	case verr != nil:
-		obs.Delete(context.WithoutCancel(ctx), f.ID)
-		return nil, nil, verr
-	case check.Invalid > 0:
-		obs.Delete(context.WithoutCancel(ctx), f.ID)
-		return nil, check, nil
+	case verr != nil || check.Invalid > 0:
+		// Refused (check is nil when verr is set): what was stored goes. A line too
+		// long may have stopped the store already (err set): then nothing was kept.
+		if err == nil {
+			obs.Delete(context.WithoutCancel(ctx), f.ID)
+		}
+		return nil, check, verr
 	}
 	f.Bytes = int64(info.Size)
 	return f, check, nil
@@ -343,7 +335,7 @@ func (s *Service) sweepFiles(ctx context.Context) {
 // File returns a file of tenant's: another tenant's is NotFound.
 func (s *Service) File(ctx context.Context, tenant, id string) (*state.File, error) {
 	f, err := s.Store.GetFile(ctx, id)
-	if errors.Is(err, errNoFile) || err == nil && f.Tenant != tenant {
+	if errors.Is(err, state.ErrNotFound) || err == nil && f.Tenant != tenant {
 		return nil, &Error{Kind: NotFound, Code: "file_not_found", Param: "id", Message: fmt.Sprintf("No such file: %q.", redact.Clip(id, 64))}
 	}
 	if err != nil {
@@ -376,7 +368,7 @@ func (s *Service) Files(ctx context.Context, tenant, purpose, after string, asc 
 	return page(ctx, s.Store.TenantFiles(ctx, tenant, after, asc), limit,
 		func(ctx context.Context, id string) (*state.File, bool, error) {
 			f, err := s.Store.GetFile(ctx, id)
-			if errors.Is(err, errNoFile) {
+			if errors.Is(err, state.ErrNotFound) {
 				return nil, false, nil
 			}
 			return f, err == nil && (purpose == "" || f.Purpose == purpose), err

@@ -97,7 +97,7 @@ func TestSweepDeletesExpiredFiles(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := h.s.OpenFile(ctx, f.ID); !errors.Is(err, errNoFile) {
+	if _, err := h.s.OpenFile(ctx, f.ID); !errors.Is(err, state.ErrNotFound) {
 		t.Fatalf("the swept file's bytes: %v", err)
 	}
 	if files, _, _ := h.s.Files(ctx, tenant, "", "", false, 10); len(files) != 0 {
@@ -134,7 +134,7 @@ func TestFileQuota(t *testing.T) {
 
 // isLimit reports whether err is a refusal by the tenant's limit named limit.
 func isLimit(err error, limit string) bool {
-	e, ok := AsError(err)
+	e, ok := errors.AsType[*Error](err)
 	return ok && e.Kind == Limited && e.Limit == limit
 }
 
@@ -169,7 +169,7 @@ func TestLinePastStorageQuota(t *testing.T) {
 	h.end(id, run[0], "")
 	h.drive(id)
 	b := h.record(id)
-	if b.Status != statusCompleted || b.Completed != 1 || b.Failed != 2 {
+	if b.Status != state.BatchCompleted || b.Completed != 1 || b.Failed != 2 {
 		t.Fatalf("batch %+v", b)
 	}
 	errs := h.lines(b.ErrorFileID)

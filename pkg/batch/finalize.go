@@ -2,13 +2,13 @@ package batch
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
 	"github.com/searchfleet/searchfleet/pkg/research"
 	"github.com/searchfleet/searchfleet/pkg/state"
+	"github.com/searchfleet/searchfleet/pkg/webhook"
 )
 
 // finalizeChunk is how many lines finalization reads jobs for at once.
@@ -86,7 +87,7 @@ func (s *Service) finalize(ctx context.Context, b *record) error {
 	if err != nil {
 		return err
 	}
-	if b, err = s.load(ctx, b.ID); err != nil {
+	if b, err = s.Store.GetBatch(ctx, b.ID); err != nil {
 		return ignoreGone(err)
 	}
 	if moved {
@@ -98,15 +99,15 @@ func (s *Service) finalize(ctx context.Context, b *record) error {
 
 // finalStatus is the status a resolved batch ends with.
 func finalStatus(b *record, done map[int]string) string {
-	if b.Status == statusCancelling {
-		return statusCancelled
+	if b.Status == state.BatchCancelling {
+		return state.BatchCancelled
 	}
 	for i := range b.Total {
-		if o := done[i]; o == "" || o == outcomeExpired {
-			return statusExpired
+		if o := done[i]; o == "" || o == state.LineExpired {
+			return state.BatchExpired
 		}
 	}
-	return statusCompleted
+	return state.BatchCompleted
 }
 
 // jobsOf reads the jobs of lines [start, end) that completed or failed (the others'
@@ -115,7 +116,7 @@ func (s *Service) jobsOf(ctx context.Context, b *record, start, end int, done ma
 	jobs := make([]*state.Job, end-start)
 	err := s.parallel(ctx, end-start, func(k int) error {
 		switch done[start+k] {
-		case outcomeCompleted, outcomeFailed:
+		case state.LineCompleted, state.LineFailed:
 		default:
 			return nil
 		}
@@ -137,7 +138,7 @@ func lineFor(b *record, i int, customID, outcome string, job *state.Job, status 
 		return l
 	}
 	switch outcome {
-	case outcomeCompleted:
+	case state.LineCompleted:
 		if job == nil || len(job.Response) == 0 {
 			return fail("result_unavailable", "The request completed, but its answer is no longer stored.")
 		}
@@ -152,21 +153,17 @@ func lineFor(b *record, i int, customID, outcome string, job *state.Job, status 
 		}
 		l.Response = &lineResponse{StatusCode: 200, RequestID: job.ID, Body: body}
 		return l
-	case outcomeFailed:
+	case state.LineFailed:
 		if job == nil || job.Error == nil {
 			return fail("request_failed", "The request failed.")
 		}
-		code := job.Error.Code
-		if code == "" {
-			code = job.Error.Type
-		}
-		return fail(code, job.Error.Message)
-	case outcomeCancelled:
+		return fail(cmp.Or(job.Error.Code, job.Error.Type), job.Error.Message)
+	case state.LineCancelled:
 		return fail("batch_cancelled", "The request was cancelled before it completed.")
-	case outcomeExpired:
+	case state.LineExpired:
 		return fail(jobs.BatchExpired().Code, jobs.BatchExpired().Message)
 	}
-	if status == statusCancelled {
+	if status == state.BatchCancelled {
 		return fail("batch_cancelled", "The batch was cancelled before this request started.")
 	}
 	return fail(jobs.BatchExpired().Code, jobs.BatchExpired().Message)
@@ -250,14 +247,6 @@ func (s *Service) storeOutputs(ctx context.Context, b *record, o *outputs) (outI
 	return ids[0], ids[1], nil
 }
 
-// webhookPayload is a delivery's body in the Standard Webhooks structure that
-// pkg/webhook uses for jobs: the event type, when it happened, the batch.
-type webhookPayload struct {
-	Type      string    `json:"type"`
-	Timestamp time.Time `json:"timestamp"`
-	Data      View      `json:"data"`
-}
-
 // notify enqueues the callback delivery of a batch that has ended, if its callback
 // asks for that status ("batch.completed", "batch.cancelled", …), once: the delivery's
 // id derives from the batch and status, and the record remembers it was queued.
@@ -265,15 +254,12 @@ func (s *Service) notify(ctx context.Context, b *record) error {
 	if len(b.Callback) == 0 || !Ended(b.Status) || b.Webhook != "" {
 		return nil
 	}
-	var cb struct {
-		URL    string   `json:"url"`
-		Events []string `json:"events"`
-	}
-	if err := json.Unmarshal(b.Callback, &cb); err != nil || cb.URL == "" {
+	cb, err := webhook.DecodeCallback(b.Callback)
+	if err != nil || cb.URL == "" {
 		s.Log.Error("batch: stored callback unreadable", "batch", b.ID, "err", err)
 		return nil
 	}
-	if len(cb.Events) > 0 && !slices.Contains(cb.Events, b.Status) {
+	if len(cb.Events) > 0 && !cb.Wants(b.Status) {
 		return s.Store.SetBatchWebhook(ctx, b.ID, "skipped", "")
 	}
 	if err := s.enqueueWebhook(ctx, b, cb.URL); err != nil {
@@ -284,15 +270,17 @@ func (s *Service) notify(ctx context.Context, b *record) error {
 	return s.Store.SetBatchWebhook(ctx, b.ID, "pending", "")
 }
 
-// enqueueWebhook publishes the delivery of a batch's end to url.
+// enqueueWebhook publishes the delivery of a batch's end to url, its body in the
+// Standard Webhooks structure pkg/webhook uses for jobs: the event type, when it
+// happened, the batch.
 func (s *Service) enqueueWebhook(ctx context.Context, b *record, url string) error {
 	at := endedAt(b)
 	typ := "batch." + b.Status
-	payload, err := json.Marshal(webhookPayload{Type: typ, Timestamp: at, Data: ViewOf(b)})
+	payload, err := webhook.NewPayload(typ, at, ViewOf(b))
 	if err != nil {
 		return err
 	}
-	d := bus.WebhookDelivery{ID: "msg_" + b.ID + "_" + b.Status, Tenant: b.Tenant, BatchID: b.ID, Event: typ, URL: url,
+	d := bus.WebhookDelivery{ID: webhook.MessageID(b.ID, b.Status), Tenant: b.Tenant, BatchID: b.ID, Event: typ, URL: url,
 		Payload: payload, Created: at}
 	if err := s.Bus.Publish(ctx, bus.SubjectWebhook, d); err != nil {
 		return fmt.Errorf("batch %s: enqueueing its webhook: %w", b.ID, err)

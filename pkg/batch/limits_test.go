@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestBatchesCap(t *testing.T) {
 	}
 	id := h.create(2, nil)
 	_, err := h.s.Create(t.Context(), tenant, &CreateParams{Queries: []string{"q"}, Model: "m1"})
-	if e, ok := AsError(err); !ok || e.Kind != Limited || e.Limit != "batches" || e.RetryAfter <= 0 {
+	if e, ok := errors.AsType[*Error](err); !ok || e.Kind != Limited || e.Limit != "batches" || e.RetryAfter <= 0 {
 		t.Fatalf("a second batch: %v", err)
 	}
 	if _, err := h.s.Create(t.Context(), "other", &CreateParams{Queries: []string{"q"}, Model: "m1"}); err != nil {
@@ -30,7 +31,7 @@ func TestBatchesCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drive(id)
-	if b := h.record(id); b.Status != statusCancelled {
+	if b := h.record(id); b.Status != state.BatchCancelled {
 		t.Fatalf("status %s", b.Status)
 	}
 	if n, _ := h.store.Leases.LeasesHeld(t.Context(), state.LeaseBatches, tenant); n != 0 {
@@ -82,7 +83,7 @@ func TestCreateFromStream(t *testing.T) {
 		`{"model":"m1","queries":["", "x"]}`: "queries[0] is empty",
 	} {
 		_, err := h.s.CreateFrom(t.Context(), tenant, strings.NewReader(body))
-		if e, ok := AsError(err); !ok || e.Kind != Invalid || !strings.Contains(e.Message+e.Param+summary(e), want) {
+		if e, ok := errors.AsType[*Error](err); !ok || e.Kind != Invalid || !strings.Contains(e.Message+e.Param+summary(e), want) {
 			t.Errorf("%s: %v, want %q", body, err, want)
 		}
 	}

@@ -1,40 +1,19 @@
 package batch
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
-// The batch statuses (see state.BatchValidating and the rest), by their short names.
-const (
-	statusValidating = state.BatchValidating
-	statusFailed     = state.BatchFailed
-	statusInProgress = state.BatchInProgress
-	statusFinalizing = state.BatchFinalizing
-	statusCompleted  = state.BatchCompleted
-	statusExpired    = state.BatchExpired
-	statusCancelling = state.BatchCancelling
-	statusCancelled  = state.BatchCancelled
-)
-
 // Ended reports whether a batch status is final (completed, failed, expired, cancelled).
 func Ended(status string) bool {
 	switch status {
-	case statusCompleted, statusFailed, statusExpired, statusCancelled:
+	case state.BatchCompleted, state.BatchFailed, state.BatchExpired, state.BatchCancelled:
 		return true
 	}
 	return false
 }
-
-// How a line's job ended, as recorded in the batch's done hash.
-const (
-	outcomeCompleted = state.LineCompleted
-	outcomeFailed    = state.LineFailed
-	outcomeCancelled = state.LineCancelled
-	outcomeExpired   = state.LineExpired
-)
 
 // record is a batch as stored.
 type record = state.Batch
@@ -53,12 +32,4 @@ func lineOf(batchID, jobID string) (int, bool) {
 	}
 	n, err := strconv.Atoi(jobID[len(batchID)+1:])
 	return n, err == nil && n >= 0
-}
-
-// errNoBatch means there is no such batch (or it expired from Redis).
-var errNoBatch = state.ErrNotFound
-
-// load reads a batch record.
-func (s *Service) load(ctx context.Context, id string) (*record, error) {
-	return s.Store.GetBatch(ctx, id)
 }

@@ -84,7 +84,7 @@ func (h *harness) drive(id string) {
 
 func (h *harness) record(id string) *record {
 	h.t.Helper()
-	b, err := h.s.load(h.t.Context(), id)
+	b, err := h.s.Store.GetBatch(h.t.Context(), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestLinesCountedOnceAndFinalized(t *testing.T) {
 	id := h.create(3, map[string]any{"callback": map[string]any{"url": "http://127.0.0.1:9/hook"}})
 	h.drive(id)
 	b := h.record(id)
-	if b.Status != statusInProgress || b.Expanded != 3 || !b.ExpandDone || b.InProgressAt.IsZero() {
+	if b.Status != state.BatchInProgress || b.Expanded != 3 || !b.ExpandDone || b.InProgressAt.IsZero() {
 		t.Fatalf("after expansion %+v", b)
 	}
 	for i := range 3 {
@@ -207,7 +207,7 @@ func TestLinesCountedOnceAndFinalized(t *testing.T) {
 	}
 	h.end(id, 1, "")
 	b = h.record(id)
-	if b.Status != statusFinalizing || b.Completed != 2 || b.Failed != 1 || b.Ended != 3 {
+	if b.Status != state.BatchFinalizing || b.Completed != 2 || b.Failed != 1 || b.Ended != 3 {
 		t.Fatalf("after the last line %+v", b)
 	}
 	if _, msgID := h.lastMsg(bus.StreamJobs, bus.SubjectExpand); msgID != "expand:"+id+":finalize" {
@@ -215,7 +215,7 @@ func TestLinesCountedOnceAndFinalized(t *testing.T) {
 	}
 	h.drive(id)
 	b = h.record(id)
-	if b.Status != statusCompleted || b.CompletedAt.IsZero() || b.Webhook != "pending" {
+	if b.Status != state.BatchCompleted || b.CompletedAt.IsZero() || b.Webhook != "pending" {
 		t.Fatalf("finalized %+v", b)
 	}
 	out, errs := h.lines(b.OutputFileID), h.lines(b.ErrorFileID)
@@ -230,9 +230,12 @@ func TestLinesCountedOnceAndFinalized(t *testing.T) {
 	if err != nil || msgID != "wh:msg_"+id+"_completed" || d.Event != "batch.completed" || d.BatchID != id || d.URL != "http://127.0.0.1:9/hook" {
 		t.Fatalf("webhook %+v %q %v", d, msgID, err)
 	}
-	var p webhookPayload
+	var p struct {
+		Type string `json:"type"`
+		Data View   `json:"data"`
+	}
 	json.Unmarshal(d.Payload, &p)
-	if p.Type != "batch.completed" || p.Data.ID != id || p.Data.Status != statusCompleted || p.Data.RequestCounts.Completed != 2 {
+	if p.Type != "batch.completed" || p.Data.ID != id || p.Data.Status != state.BatchCompleted || p.Data.RequestCounts.Completed != 2 {
 		t.Errorf("payload %s", d.Payload)
 	}
 	h.drive(id) // done: nothing changes, no second delivery
@@ -253,7 +256,7 @@ func TestExpiry(t *testing.T) {
 	h.expire(id)
 	h.drive(id)
 	b := h.record(id)
-	if b.Status != statusExpired || b.ExpiredAt.IsZero() || b.Completed != 1 || b.Failed != 0 {
+	if b.Status != state.BatchExpired || b.ExpiredAt.IsZero() || b.Completed != 1 || b.Failed != 0 {
 		t.Fatalf("expired batch %+v", b)
 	}
 	if out := h.lines(b.OutputFileID); len(out) != 1 || out[0].CustomID != "q-1" {
@@ -272,7 +275,7 @@ func TestExpiry(t *testing.T) {
 	h.expire(id)
 	h.drive(id)
 	b = h.record(id)
-	if b.Status != statusExpired || b.Expanded != 0 || b.OutputFileID != "" || len(h.lines(b.ErrorFileID)) != 2 {
+	if b.Status != state.BatchExpired || b.Expanded != 0 || b.OutputFileID != "" || len(h.lines(b.ErrorFileID)) != 2 {
 		t.Fatalf("batch expired before it ran %+v", b)
 	}
 	if _, err := h.store.Jobs.GetJob(t.Context(), jobID(id, 0)); !errors.Is(err, state.ErrNotFound) {
@@ -291,7 +294,7 @@ func TestCancelBeforeExpansion(t *testing.T) {
 	}
 	h.drive(id)
 	b := h.record(id)
-	if b.Status != statusCancelled || b.CancelledAt.IsZero() || b.CancellingAt.IsZero() || b.Expanded != 0 {
+	if b.Status != state.BatchCancelled || b.CancelledAt.IsZero() || b.CancellingAt.IsZero() || b.Expanded != 0 {
 		t.Fatalf("cancelled %+v", b)
 	}
 	errs := h.lines(b.ErrorFileID)
@@ -326,7 +329,7 @@ func TestStalledBatchRepaired(t *testing.T) {
 		t.Fatalf("last expand message %q, want a repair", msgID)
 	}
 	h.drive(id)
-	if b := h.record(id); b.Status != statusCompleted || b.Completed != 2 {
+	if b := h.record(id); b.Status != state.BatchCompleted || b.Completed != 2 {
 		t.Fatalf("repaired batch %+v", b)
 	}
 }
@@ -345,7 +348,7 @@ func TestLeaseSerializesDrivers(t *testing.T) {
 	if d := bus.Decide(err, 1, 10); d.Action != bus.Nak || d.Delay < 4*time.Second || d.Delay > 6*time.Second {
 		t.Fatalf("decision %+v for %v", d, err)
 	}
-	if b := h.record(id); b.Expanded != 0 || b.Status != statusValidating {
+	if b := h.record(id); b.Expanded != 0 || b.Status != state.BatchValidating {
 		t.Errorf("the batch moved without its lease: %+v", b)
 	}
 }
@@ -359,7 +362,7 @@ func TestExpansionDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := h.record(id)
-	if b.Status != statusFailed || b.FailedAt.IsZero() || len(b.Errors) != 1 || b.Errors[0].Code != "expansion_failed" || !strings.Contains(b.Errors[0].Message, "redis down") {
+	if b.Status != state.BatchFailed || b.FailedAt.IsZero() || len(b.Errors) != 1 || b.Errors[0].Code != "expansion_failed" || !strings.Contains(b.Errors[0].Message, "redis down") {
 		t.Fatalf("dead-lettered batch %+v", b)
 	}
 	v, err := h.s.Get(t.Context(), tenant, id)
@@ -383,14 +386,14 @@ func TestExpansionDeadLetteredWhileDriven(t *testing.T) {
 	if err := h.s.DeadLettered(t.Context(), dl); err != nil {
 		t.Fatal(err)
 	}
-	if b := h.record(id); b.Status == statusFailed || b.ExpandDone {
+	if b := h.record(id); b.Status == state.BatchFailed || b.ExpandDone {
 		t.Fatalf("a batch being driven was failed by a dead-lettered kick: %+v", b)
 	}
 	release(true)
 	if err := h.s.DeadLettered(t.Context(), dl); err != nil {
 		t.Fatal(err)
 	}
-	if b := h.record(id); b.Status != statusFailed {
+	if b := h.record(id); b.Status != state.BatchFailed {
 		t.Fatalf("a batch no one drives, dead-lettered: %+v", b)
 	}
 }
@@ -408,6 +411,6 @@ func expandDeadLetter(t *testing.T, id, reason string) bus.DeadLetter {
 
 // isKind reports whether err is an *Error of kind k.
 func isKind(err error, k Kind) bool {
-	e, ok := AsError(err)
+	e, ok := errors.AsType[*Error](err)
 	return ok && e.Kind == k
 }

@@ -125,7 +125,7 @@ func parseLine(n int, raw []byte) (inputLine, *lineError) {
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
 		msg := "not a JSON object"
 		if err != nil {
-			msg = "not valid JSON: " + shortJSONError(err)
+			msg = "not valid JSON: " + redact.JSONError(err)
 		}
 		return inputLine{}, ptr(newLineError(n, "invalid_json_line", "", "%s", msg))
 	}
@@ -177,8 +177,7 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 	req, err := llm.ParseChatRequest(l.Body)
 	if err != nil {
 		param := "body"
-		var re *llm.RequestError
-		if errors.As(err, &re) && re.Param != "" {
+		if re, ok := errors.AsType[*llm.RequestError](err); ok && re.Param != "" {
 			param += "." + re.Param
 		}
 		return ptr(newLineError(n, "invalid_request", param, "%s", err.Error()))
@@ -192,9 +191,7 @@ func (va *validator) checkRequest(n int, l inputLine) *lineError {
 	if !slices.Contains(va.models, req.Model) {
 		return ptr(newLineError(n, "model_not_found", "body.model", "the model %q does not exist; available models: %s", redact.Clip(req.Model, 64), strings.Join(va.models, ", ")))
 	}
-	if va.v.Model == "" {
-		va.v.Model = req.Model
-	}
+	va.v.Model = cmp.Or(va.v.Model, req.Model)
 	return nil
 }
 
@@ -207,7 +204,7 @@ func (va *validator) checkResearch(n int, body json.RawMessage) *lineError {
 	}
 	var b research.Body
 	if err := json.Unmarshal(body, &b); err != nil {
-		return ptr(newLineError(n, "invalid_request", "body", "not a research request: %s", shortJSONError(err)))
+		return ptr(newLineError(n, "invalid_request", "body", "not a research request: %s", redact.JSONError(err)))
 	}
 	switch {
 	case len(b.Callback) > 0 && string(b.Callback) != "null":
@@ -229,9 +226,7 @@ func (va *validator) checkResearch(n int, body json.RawMessage) *lineError {
 	case err != nil:
 		return ptr(newLineError(n, "model_not_found", "body.model", "the model %q does not exist; research models are \"research/<model>\" of: %s", redact.Clip(req.Model, 64), strings.Join(va.research.Models, ", ")))
 	}
-	if va.v.Model == "" {
-		va.v.Model = req.Model
-	}
+	va.v.Model = cmp.Or(va.v.Model, req.Model)
 	return nil
 }
 
@@ -293,9 +288,6 @@ func eachLine(r io.Reader, fn func(n int, line []byte) error) error {
 	}
 }
 
-// shortJSONError words a JSON error briefly, without Go's type names.
-func shortJSONError(err error) string { return redact.JSONError(err) }
-
 // InputError is the API's 400 answer to a refused input: the OpenAI error object,
 // plus the line errors in the shape of the batch object's errors field.
 type InputError struct {
@@ -308,10 +300,7 @@ type InputError struct {
 func (v *Validation) AsInputError(param string) InputError {
 	const shown = 5
 	var parts []string
-	for i, e := range v.Errors {
-		if i == shown {
-			break
-		}
+	for _, e := range v.Errors[:min(shown, len(v.Errors))] {
 		parts = append(parts, e.Message)
 	}
 	msg := fmt.Sprintf("The batch input has %d invalid line(s): %s", v.Invalid, strings.Join(parts, "; "))

@@ -11,6 +11,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,9 +119,7 @@ type Fetcher struct {
 // (netguard.NewClient: no proxy, no automatic redirects; Fetch follows them itself,
 // checking each).
 func New(o Options) *Fetcher {
-	if o.Guard == nil {
-		o.Guard = &netguard.Guard{}
-	}
+	o.Guard = cmp.Or(o.Guard, &netguard.Guard{})
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
@@ -130,9 +129,7 @@ func New(o Options) *Fetcher {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	if o.UserAgent == "" {
-		o.UserAgent = "searchfleet-web-fetch/1"
-	}
+	o.UserAgent = cmp.Or(o.UserAgent, "searchfleet-web-fetch/1")
 	return &Fetcher{o: o, hc: netguard.NewClient(o.Guard)}
 }
 
@@ -379,8 +376,7 @@ func transportError(ctx context.Context, err error) *Error {
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Type: ErrTimeout, Message: "the fetch timed out"}
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return &Error{Type: ErrTimeout, Message: "the fetch timed out"}
 	}
 	return &Error{Type: ErrUnreachable, Message: "the page could not be reached"}
@@ -431,15 +427,14 @@ func toUTF8(body []byte, mt, header string) []byte {
 
 // CutRunes returns s cut to n characters, and whether it was cut.
 func CutRunes(s string, n int) (string, bool) {
-	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+	if len(s) <= n {
 		return s, false
 	}
-	i := 0
 	for k := range s {
-		if i == n {
+		if n == 0 {
 			return s[:k], true
 		}
-		i++
+		n--
 	}
 	return s, false
 }
@@ -451,7 +446,7 @@ const maxTitle = 1000
 // once its entities are decoded (engines.PlainText: "&lt;img …&gt;" does not become a
 // tag), without invisible characters, on one line, at most maxTitle bytes.
 func cleanTitle(s string) string {
-	s = strings.Join(strings.Fields(engines.PlainText(s)), " ")
+	s = collapse(engines.PlainText(s))
 	if len(s) > maxTitle {
 		n := maxTitle
 		for n > 0 && !utf8.RuneStart(s[n]) {

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,12 +26,7 @@ type PageFetcher interface {
 // as Fetch checks it. A URL Parallel could not read comes back in its errors list,
 // and is the page's error; a refused call (key, quota, rate limit, outage) is
 // ErrUnavailable, naming the status.
-type Parallel struct {
-	base, key string
-	hc        *http.Client
-	maxText   int
-	timeout   time.Duration
-}
+type Parallel struct{ o ParallelOptions }
 
 // ParallelOptions configure a Parallel fetcher.
 type ParallelOptions struct {
@@ -46,20 +42,15 @@ type ParallelOptions struct {
 
 // NewParallel returns a Parallel fetcher.
 func NewParallel(o ParallelOptions) *Parallel {
-	p := &Parallel{base: strings.TrimRight(o.BaseURL, "/"), key: o.APIKey, hc: o.Client, maxText: o.MaxTextChars, timeout: o.Timeout}
-	if p.base == "" {
-		p.base = "https://api.parallel.ai"
+	o.BaseURL = cmp.Or(strings.TrimRight(o.BaseURL, "/"), "https://api.parallel.ai")
+	o.Client = cmp.Or(o.Client, http.DefaultClient)
+	if o.MaxTextChars <= 0 {
+		o.MaxTextChars = DefaultMaxTextChars
 	}
-	if p.hc == nil {
-		p.hc = http.DefaultClient
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
 	}
-	if p.maxText <= 0 {
-		p.maxText = DefaultMaxTextChars
-	}
-	if p.timeout <= 0 {
-		p.timeout = DefaultTimeout
-	}
-	return p
+	return &Parallel{o: o}
 }
 
 type parallelExtractRequest struct {
@@ -95,18 +86,18 @@ func (p *Parallel) Fetch(ctx context.Context, raw string) (*Page, error) {
 	}
 	var body parallelExtractRequest
 	body.URLs = []string{u.String()}
-	body.AdvancedSettings.FullContent.MaxCharsPerResult = p.maxText + 1 // one more: a cut page is seen
+	body.AdvancedSettings.FullContent.MaxCharsPerResult = p.o.MaxTextChars + 1 // one more: a cut page is seen
 	b, _ := json.Marshal(body)
-	fctx, cancel := context.WithTimeout(ctx, p.timeout)
+	fctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(fctx, http.MethodPost, p.base+"/v1/extract", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(fctx, http.MethodPost, p.o.BaseURL+"/v1/extract", bytes.NewReader(b))
 	if err != nil {
 		page.Error = &Error{Type: ErrUnavailable, Message: "the fetch service could not be called"}
 		return page, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-api-key", p.key)
-	resp, err := p.hc.Do(req)
+	req.Header.Set("x-api-key", p.o.APIKey)
+	resp, err := p.o.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -144,16 +135,13 @@ func (p *Parallel) Fetch(ctx context.Context, raw string) (*Page, error) {
 	r := out.Results[0]
 	page.FinalURL, page.Status, page.ContentType = r.URL, http.StatusOK, "text/markdown"
 	page.Title = cleanTitle(r.Title)
-	page.Text = strings.TrimSpace(r.FullContent)
-	if page.Text == "" {
-		page.Text = strings.TrimSpace(strings.Join(r.Excerpts, "\n\n"))
-	}
+	page.Text = cmp.Or(strings.TrimSpace(r.FullContent), strings.TrimSpace(strings.Join(r.Excerpts, "\n\n")))
 	page.Bytes = int64(len(page.Text))
 	page.Kind = KindPage
 	if page.Text == "" {
 		page.Kind = KindEmpty
 	}
-	if cut, ok := CutRunes(page.Text, p.maxText); ok {
+	if cut, ok := CutRunes(page.Text, p.o.MaxTextChars); ok {
 		page.Text, page.Truncated = cut, true
 	}
 	return page, nil

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"cmp"
 	"strings"
 	"unicode/utf8"
 
@@ -84,11 +85,7 @@ func Readable(body []byte) Document {
 		}
 	}
 	find(root)
-	from := bodyNode
-	if from == nil {
-		from = root
-	}
-	text := render(from)
+	text := render(cmp.Or(bodyNode, root))
 	if main != nil {
 		if mt := render(main); utf8.RuneCountInString(mt) >= utf8.RuneCountInString(text)/2 {
 			text = mt
@@ -97,8 +94,6 @@ func Readable(body []byte) Document {
 	d.Text = text
 	n := utf8.RuneCountInString(text)
 	switch {
-	case n == 0 && scripts == 0:
-		d.Kind = KindEmpty
 	case scripts > 0 && (n == 0 || n < shellMinChars && mounts > 0):
 		// Scripts and no text, or next to nothing beside an empty mount point: the
 		// text is what the scripts would render.

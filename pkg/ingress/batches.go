@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -65,7 +66,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) {
 // writeBatchError answers an error of the batch service: a refusal with the status of
 // its kind, any other error as a 503.
 func writeBatchError(w http.ResponseWriter, err error) {
-	e, ok := batch.AsError(err)
+	e, ok := errors.AsType[*batch.Error](err)
 	if !ok {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The batch service failed; try again.")
 		return

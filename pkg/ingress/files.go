@@ -163,7 +163,7 @@ func (s *Server) readUpload(r *http.Request, mr *multipart.Reader) (*upload, err
 func uploadFailed(w http.ResponseWriter, err error, limit int64) {
 	var tooBig *http.MaxBytesError
 	var long batch.LineTooLongError
-	if _, ok := batch.AsError(err); ok {
+	if _, ok := errors.AsType[*batch.Error](err); ok {
 		writeBatchError(w, err)
 		return
 	}

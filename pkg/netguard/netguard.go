@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,24 +89,12 @@ func CheckShape(raw string) (*url.URL, error) {
 	if u.Opaque != "" || host == "" {
 		return nil, fmt.Errorf("%w: the callback url has no host", ErrRefused)
 	}
-	if p := u.Port(); p != "" && !validPort(p) {
-		return nil, fmt.Errorf("%w: host %s: %q is not a port", ErrRefused, host, p)
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return nil, fmt.Errorf("%w: host %s: %q is not a port", ErrRefused, host, p)
+		}
 	}
 	return u, nil
-}
-
-func validPort(p string) bool {
-	n := 0
-	for _, c := range p {
-		if c < '0' || c > '9' {
-			return false
-		}
-		n = n*10 + int(c-'0')
-		if n > 65535 {
-			return false
-		}
-	}
-	return n >= 1
 }
 
 // NewClient returns an HTTP client whose every connection goes through g's
@@ -159,18 +148,15 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	if looksNumeric(host) {
 		return nil, fmt.Errorf("%w: host %s looks like an IP address but is not a valid one", ErrRefused, host)
 	}
-	for i := 0; i < len(host); i++ {
-		if host[i] >= 0x80 || host[i] <= ' ' {
-			return nil, fmt.Errorf("%w: host %q must be ASCII (write internationalized names in punycode)", ErrRefused, host)
-		}
+	if strings.ContainsFunc(host, func(r rune) bool { return r >= 0x80 || r <= ' ' }) {
+		return nil, fmt.Errorf("%w: host %q must be ASCII (write internationalized names in punycode)", ErrRefused, host)
 	}
 	var r Resolver = net.DefaultResolver
 	if g.Resolver != nil {
 		r = g.Resolver
 	}
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
-	var de *net.DNSError
-	if err != nil && errors.As(err, &de) && de.IsTimeout {
+	if de, ok := errors.AsType[*net.DNSError](err); ok && de.IsTimeout {
 		// The resolver's own words name the resolver's address: the client gets why.
 		return nil, fmt.Errorf("resolving host %s: the lookup timed out", host)
 	}
@@ -206,20 +192,16 @@ var ErrNotPublic = fmt.Errorf("%w: not a public address", ErrRefused)
 func (g *Guard) CheckAddr(a netip.Addr) error {
 	a = a.WithZone("").Unmap()
 	for _, c := range append([]netip.Addr{a}, embeddedIPv4(a)...) {
-		if nonPublic(c) && !g.allowed(c) {
+		if nonPublic(c) && !inAny(g.Allow, c) {
 			return ErrNotPublic
 		}
 	}
 	return nil
 }
 
-func (g *Guard) allowed(a netip.Addr) bool {
-	for _, p := range g.Allow {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+// inAny reports whether a lies in one of prefixes.
+func inAny(prefixes []netip.Prefix, a netip.Addr) bool {
+	return slices.ContainsFunc(prefixes, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // nonPublic reports whether a is an address a callback may not reach by default.
@@ -228,12 +210,7 @@ func nonPublic(a netip.Addr) bool {
 		a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() {
 		return true
 	}
-	for _, p := range blocked {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return inAny(blocked, a)
 }
 
 // embeddedIPv4 returns the IPv4 addresses an IPv6 address carries by a well-known

@@ -69,10 +69,8 @@ func ErrorMessage(body []byte) string {
 		return ""
 	}
 	if s := pick(v, "error", "detail", "message"); s != "" {
-		code := ""
-		if e, ok := v["error"].(map[string]any); ok {
-			code = pickString(e, "code", "type", "status")
-		}
+		e, _ := v["error"].(map[string]any)
+		code := pickString(e, "code", "type", "status")
 		if code != "" && !strings.Contains(s, code) {
 			return code + ": " + s
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +32,6 @@ type Credentials struct {
 	provider string
 	keys     []string
 	tok      TokenSource
-	cool     Cooldowns
 	// rot is the rotation of the keys (or of the token source's one slot).
 	rot *Keys
 
@@ -59,12 +59,7 @@ const tokenSlot = "t-oauth"
 // NewCredentials returns the credentials of provider: keys (empty keys are dropped;
 // none is one keyless slot, for local servers) or o.Token.
 func NewCredentials(name string, keys []string, o CredentialOptions) *Credentials {
-	c := &Credentials{provider: name, tok: o.Token, cool: o.Cooldowns}
-	for _, k := range keys {
-		if k != "" {
-			c.keys = append(c.keys, k)
-		}
-	}
+	c := &Credentials{provider: name, tok: o.Token, keys: slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == "" })}
 	if len(c.keys) == 0 {
 		c.keys = []string{""}
 	}
@@ -156,7 +151,7 @@ func (c *Credentials) tryToken(ctx context.Context, rests []Rest, sent *bool, ca
 			}
 			// Not rested: a renewed token is used by the next call at once.
 			if c.rot.FirstTelling(0) {
-				c.rot.Log().Warn("model: the provider refused the access token, also after a fresh one",
+				c.rot.o.Log.Warn("model: the provider refused the access token, also after a fresh one",
 					"provider", c.provider, "key", tokenSlot, "kind", string(reason), "status", le.Status)
 			}
 			return err
@@ -190,13 +185,12 @@ func keyFailure(err error) (Kind, time.Duration, *llm.Error, bool) {
 // RetryAfter is the soonest rest when the first key back rests for rate limiting
 // (last, the provider's own error, when it was one), else last or the refusal.
 func (c *Credentials) exhausted(rests []Rest, last error) error {
-	if c.cool == nil && last != nil {
+	if c.rot.o.Cooldowns == nil && last != nil {
 		return last // nothing rests between calls: the provider's own error says it all
 	}
 	soon := Soonest(rests)
 	if soon.Reason == RateLimited || soon.Reason == "" {
-		var le *llm.Error
-		if errors.As(last, &le) && le.Status == http.StatusTooManyRequests {
+		if le, ok := errors.AsType[*llm.Error](last); ok && le.Status == http.StatusTooManyRequests {
 			e := *le
 			e.RetryAfter = soon.Left
 			return &e
@@ -217,9 +211,7 @@ func (c *Credentials) exhausted(rests []Rest, last error) error {
 
 // Redact removes every key and the last token from s.
 func (c *Credentials) Redact(s string) string {
-	for _, k := range c.keys {
-		s = Redact(s, k)
-	}
+	s = Redact(s, c.keys...)
 	if t := c.lastTok.Load(); t != nil {
 		s = Redact(s, *t)
 	}

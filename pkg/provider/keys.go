@@ -1,8 +1,10 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -43,17 +45,10 @@ type KeyOptions struct {
 
 // NewKeys returns the rotation of the keys fingerprinted fps (Fingerprint) of scope.
 func NewKeys(scope string, fps []string, o KeyOptions) *Keys {
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Who == "" {
-		o.Who = "provider"
-	}
+	o.Log = cmp.Or(o.Log, slog.Default())
+	o.Who = cmp.Or(o.Who, "provider")
 	return &Keys{scope: scope, fps: fps, o: o}
 }
-
-// Len is the number of keys.
-func (k *Keys) Len() int { return len(k.fps) }
 
 // Start returns where this call's round robin starts (a key index).
 func (k *Keys) Start() int { return int(k.next.Add(1)-1) % max(len(k.fps), 1) }
@@ -72,17 +67,9 @@ func (k *Keys) Resting(ctx context.Context) []Rest {
 // RestingFor reports whether every key rests, and for how long at least; false when
 // there are no Cooldowns or they cannot be read.
 func (k *Keys) RestingFor(ctx context.Context) (time.Duration, bool) {
-	if k.o.Cooldowns == nil {
+	rests := k.Resting(ctx)
+	if len(rests) == 0 || slices.ContainsFunc(rests, func(r Rest) bool { return r.Left <= 0 }) {
 		return 0, false
-	}
-	rests, err := k.o.Cooldowns.Resting(ctx, k.scope, k.fps)
-	if err != nil || len(rests) == 0 {
-		return 0, false
-	}
-	for _, r := range rests {
-		if r.Left <= 0 {
-			return 0, false
-		}
 	}
 	return Soonest(rests).Left, true
 }
@@ -112,9 +99,6 @@ func (k *Keys) FirstTelling(i int) bool {
 	_, told := k.told.LoadOrStore(k.fps[i], true)
 	return !told
 }
-
-// Log is the logger of the warnings.
-func (k *Keys) Log() *slog.Logger { return k.o.Log }
 
 // Soonest is the rest that ends first.
 func Soonest(rests []Rest) Rest {

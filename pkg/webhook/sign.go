@@ -41,35 +41,35 @@ func NewSecret() string {
 	return SecretPrefix + base64.StdEncoding.EncodeToString(b)
 }
 
-// secretKey returns the HMAC key of a secret: the base64 after the whsec_ prefix, at
-// least MinSecretBytes long.
-func secretKey(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SecretPrefix))
-	if err != nil || len(key) < MinSecretBytes {
-		return nil, ErrBadSecret
-	}
-	return key, nil
-}
-
 // A tenant's secret may be several secrets separated by spaces, the newest first
 // ("whsec_new whsec_old"): while a secret is rotated, every delivery carries one
 // signature per secret in its webhook-signature header, as Standard Webhooks allows,
 // so a receiver verifying with either secret accepts it. Config.SecretOverlapUntil
 // ends the overlap: from then on only the first secret signs.
 
+// secretKeys returns the HMAC keys of secret (one, or several separated by spaces):
+// each the base64 after the whsec_ prefix, at least MinSecretBytes long.
+func secretKeys(secret string) ([][]byte, error) {
+	fields := strings.Fields(secret)
+	if len(fields) == 0 {
+		return nil, ErrBadSecret
+	}
+	keys := make([][]byte, len(fields))
+	for i, f := range fields {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(f, SecretPrefix))
+		if err != nil || len(key) < MinSecretBytes {
+			return nil, ErrBadSecret
+		}
+		keys[i] = key
+	}
+	return keys, nil
+}
+
 // CheckSecret reports whether secret (one, or several separated by spaces) is usable
 // for signing, without saying what it is.
 func CheckSecret(secret string) error {
-	fields := strings.Fields(secret)
-	if len(fields) == 0 {
-		return ErrBadSecret
-	}
-	for _, f := range fields {
-		if _, err := secretKey(f); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := secretKeys(secret)
+	return err
 }
 
 // Sign returns the webhook-signature header value for one attempt: for each secret
@@ -77,23 +77,19 @@ func CheckSecret(secret string) error {
 // keyed by it, of "id.timestamp.body" (timestamp in unix seconds), separated by
 // spaces.
 func Sign(secret, id string, ts time.Time, body []byte) (string, error) {
-	fields := strings.Fields(secret)
-	if len(fields) == 0 {
-		return "", ErrBadSecret
+	keys, err := secretKeys(secret)
+	if err != nil {
+		return "", err
 	}
-	sigs := make([]string, 0, len(fields))
-	for _, f := range fields {
-		key, err := secretKey(f)
-		if err != nil {
-			return "", err
-		}
+	sigs := make([]string, len(keys))
+	for i, key := range keys {
 		mac := hmac.New(sha256.New, key)
 		mac.Write([]byte(id))
 		mac.Write([]byte{'.'})
 		mac.Write(strconv.AppendInt(nil, ts.Unix(), 10))
 		mac.Write([]byte{'.'})
 		mac.Write(body)
-		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+		sigs[i] = "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 	}
 	return strings.Join(sigs, " "), nil
 }

@@ -81,9 +81,9 @@ func TestNewSecret(t *testing.T) {
 	if a == b || !strings.HasPrefix(a, SecretPrefix) {
 		t.Fatalf("secrets %q %q", a, b)
 	}
-	key, err := secretKey(a)
-	if err != nil || len(key) != secretBytes {
-		t.Fatalf("key of %d bytes, %v", len(key), err)
+	keys, err := secretKeys(a)
+	if err != nil || len(keys) != 1 || len(keys[0]) != secretBytes {
+		t.Fatalf("keys %d, %v", len(keys), err)
 	}
 }
 

@@ -319,18 +319,12 @@ func (s *Service) Handle(ctx context.Context, d *bus.Delivery[bus.WebhookDeliver
 			return err
 		}
 		if n > tries {
-			err := fmt.Errorf("webhook %s: dead-lettered: %d attempts, none finished", m.ID, n-1)
-			s.count("failed")
-			s.settle(ctx, m, StatusFailed, err.Error())
-			return bus.Permanent(err)
+			return s.giveUp(ctx, m, fmt.Errorf("webhook %s: dead-lettered: %d attempts, none finished", m.ID, n-1))
 		}
 	}
 	secret, err := s.secretFor(ctx, m)
 	if errors.Is(err, errNoSecret) {
-		err = fmt.Errorf("webhook %s: %w", m.ID, err)
-		s.count("failed")
-		s.settle(ctx, m, StatusFailed, err.Error())
-		return bus.Permanent(err)
+		return s.giveUp(ctx, m, fmt.Errorf("webhook %s: %w", m.ID, err))
 	}
 	if err != nil {
 		return err
@@ -373,8 +367,13 @@ func (s *Service) failed(ctx context.Context, d *bus.Delivery[bus.WebhookDeliver
 		s.count("retry")
 		return bus.Retry(s.Config.Schedule[n-1], fmt.Errorf("webhook %s: attempt %d of %d: %w", m.ID, n, tries, err))
 	}
+	return s.giveUp(ctx, m, fmt.Errorf("webhook %s: giving up after %d attempts: %w", m.ID, n, err))
+}
+
+// giveUp ends a delivery that will not be tried again: its webhook fails with err,
+// and it is dead-lettered.
+func (s *Service) giveUp(ctx context.Context, m bus.WebhookDelivery, err error) error {
 	s.count("failed")
-	err = fmt.Errorf("webhook %s: giving up after %d attempts: %w", m.ID, n, err)
 	if serr := s.settle(ctx, m, StatusFailed, err.Error()); serr != nil {
 		// The dead letter reaches DeadLettered, which marks the job again.
 		s.log().Warn("webhook: marking failed", "webhook_id", m.ID, "err", serr)
@@ -436,11 +435,7 @@ func (s *Service) DeadLettered(ctx context.Context, d bus.WebhookDelivery) error
 // secretFor returns the secret that signs a delivery: the one made for its job or
 // batch, else its tenant's.
 func (s *Service) secretFor(ctx context.Context, m bus.WebhookDelivery) (string, error) {
-	id := m.JobID
-	if id == "" {
-		id = m.BatchID
-	}
-	sec, err := s.Store.WebhookSecret(ctx, id)
+	sec, err := s.Store.WebhookSecret(ctx, ownerOf(m))
 	switch {
 	case err == nil:
 		return sec, nil
@@ -475,8 +470,7 @@ func (s *Service) post(ctx context.Context, m bus.WebhookDelivery, secret string
 	req.Header.Set("User-Agent", "searchfleet-webhooks/1")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err // its message repeats the whole URL
 		}
 		return 0, fmt.Errorf("POST to host %s: %w", host, err)
