@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Brave is the Brave Search web search API (GET /res/v1/web/search, key in the
@@ -262,7 +263,7 @@ func clipSnippet(s string) string {
 		return s
 	}
 	n := SnippetBudget - len(ellipsis)
-	for n > 0 && !runeStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return strings.TrimRight(s[:n], " ") + ellipsis

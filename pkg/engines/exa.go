@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Exa is the Exa search API (POST /search, key in the x-api-key header; camelCase JSON).
@@ -145,7 +146,7 @@ func exaSnippet(highlights []string, summary, text string) string {
 		return s
 	}
 	if n := 4 * SnippetBudget; len(text) > n {
-		for n > 0 && !runeStart(text[n]) {
+		for n > 0 && !utf8.RuneStart(text[n]) {
 			n--
 		}
 		text = text[:n] // a bounded prefix, cut on a rune boundary; clipSnippet cuts it again

@@ -123,11 +123,7 @@ var glmEngineCNY = map[string]float64{
 
 // glmSearchPrice is the USD list price of one search with engine.
 func glmSearchPrice(engine string) float64 {
-	cny, ok := glmEngineCNY[engine]
-	if !ok {
-		cny = glmEngineCNY["search_pro"]
-	}
-	return cny * glmUSDPerCNY
+	return cmp.Or(glmEngineCNY[engine], glmEngineCNY["search_pro"]) * glmUSDPerCNY
 }
 
 // glmErrorBody is Zhipu's error envelope {"error":{"code","message"}}; code is usually
@@ -150,16 +146,7 @@ func glmHit(it nativechat.GLMItem) Hit {
 
 // glmTruncateQuery cuts q to the Web Search API's 70-character limit on a rune
 // boundary.
-func glmTruncateQuery(q string) string {
-	n := 0
-	for i := range q {
-		if n == glmMaxQuery {
-			return q[:i]
-		}
-		n++
-	}
-	return q
-}
+func glmTruncateQuery(q string) string { return q[:CharToByte(q, glmMaxQuery)] }
 
 // glmDomainFilter is the one domain Zhipu's search_domain_filter takes: the first
 // allowed domain.

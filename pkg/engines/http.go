@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
-	redactpkg "github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
@@ -70,9 +70,7 @@ func (c *client) do(ctx context.Context, req request) ([]byte, error) {
 	if err != nil {
 		return nil, &Error{Kind: BadRequest, Engine: c.id, Message: c.redact(err.Error())}
 	}
-	for k, vs := range req.header {
-		hr.Header[k] = vs
-	}
+	maps.Copy(hr.Header, req.header)
 	if req.body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
@@ -147,7 +145,7 @@ func (c *client) transportError(ctx context.Context, err error) error {
 	// hidden (they carry the user's search query, and for some kinds the key).
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		err = &url.Error{Op: ue.Op, URL: redactpkg.Query(ue.URL), Err: ue.Err}
+		err = &url.Error{Op: ue.Op, URL: redact.Query(ue.URL), Err: ue.Err}
 	}
 	return &Error{Kind: Unavailable, Engine: c.id, Message: netReason(err), Err: redactedError{msg: c.redact(err.Error()), err: err}}
 }
@@ -190,14 +188,9 @@ func (c *client) statusError(status int, h http.Header, body []byte) *Error {
 	return e
 }
 
-// bearer is an Authorization header with a bearer token.
-func bearer(key string) http.Header {
-	h := http.Header{}
-	if key != "" {
-		h.Set("Authorization", "Bearer "+key)
-	}
-	return h
-}
+// bearer is an Authorization header with a bearer token (the kinds that send one
+// have a key: searchOnce refuses to search without).
+func bearer(key string) http.Header { return header("Authorization", "Bearer "+key) }
 
 // header builds a header with one key/value, skipped when the value is empty.
 func header(k, v string) http.Header {

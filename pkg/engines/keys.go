@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -106,10 +107,7 @@ func (k *keyed) Search(ctx context.Context, q Query) (*Result, error) {
 // comes back first, with how long is left.
 func (k *keyed) resting(rests []Rest) *Error {
 	soon := provider.Soonest(rests)
-	kind := soon.Reason
-	if kind == "" {
-		kind = RateLimited
-	}
+	kind := cmp.Or(soon.Reason, RateLimited)
 	e := &Error{Kind: kind, Engine: k.id, Message: "every API key of this engine is cooling down (" + soon.Left.Round(time.Second).String() + " left)"}
 	if kind == RateLimited {
 		e.RetryAfter = soon.Left

@@ -413,7 +413,7 @@ func InsertAtBytes(text string, ins []Insert) string {
 	ins = slices.Clone(ins)
 	for i := range ins {
 		o := min(max(ins[i].Offset, 0), len(text))
-		for o < len(text) && !runeStart(text[o]) {
+		for o < len(text) && !utf8.RuneStart(text[o]) {
 			o++
 		}
 		ins[i].Offset = o
