@@ -67,12 +67,7 @@ type keyed struct {
 func (k *keyed) Name() string { return k.id }
 
 // Capabilities are the kind's: every per-key engine is the same kind.
-func (k *keyed) Capabilities() Capabilities {
-	if c, ok := k.per[0].(Capable); ok {
-		return c.Capabilities()
-	}
-	return Capabilities{}
-}
+func (k *keyed) Capabilities() Capabilities { return capsOf(k.per[0]) }
 
 // Search runs q with the next usable key, moving on to the following keys while a
 // key is refused (429, 401/403, 402).

@@ -22,11 +22,7 @@ type normalized struct {
 }
 
 func newNormalized(id string, e Engine) *normalized {
-	n := &normalized{id: id, inner: e}
-	if c, ok := e.(Capable); ok {
-		n.caps = c.Capabilities()
-	}
-	return n
+	return &normalized{id: id, inner: e, caps: capsOf(e)}
 }
 
 func (n *normalized) Name() string { return n.id }
