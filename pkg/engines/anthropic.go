@@ -71,11 +71,8 @@ func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.maxUses and options.maxTokens must be positive", cfg.ID)
 	}
 	e.price = priceOf(cfg, 0.01)
+	e.caps = Capabilities{AllowedDomains: true, BlockedDomains: true, Country: true}
 	return e, nil
-}
-
-func (e *anthropic) Capabilities() Capabilities {
-	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: true}
 }
 
 func (e *anthropic) searchOptions(q Query) (*llm.SearchOptions, int) {

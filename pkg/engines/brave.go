@@ -50,11 +50,8 @@ func newBrave(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, err
 	}
 	e.price = priceOf(cfg, 0.005)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 	return e, nil
-}
-
-func (e *brave) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
 
 var braveFreshness = map[Recency]string{OneDay: "pd", OneWeek: "pw", OneMonth: "pm", OneYear: "py"}

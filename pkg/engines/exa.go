@@ -57,11 +57,8 @@ func newExa(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.type %q is not an Exa search type (%s)", cfg.ID, e.opts.Type, strings.Join(exaTypes, ", "))
 	}
 	e.price = priceOf(cfg, 0.007)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 	return e, nil
-}
-
-func (e *exa) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
 
 type exaRequest struct {

@@ -106,8 +106,6 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *gemini) Capabilities() Capabilities { return Capabilities{} }
-
 func (e *gemini) searchOptions(Query) (*llm.SearchOptions, int) { return &llm.SearchOptions{}, 0 }
 
 // result reads a grounded answer: the pages of its searches as hits and sources, its

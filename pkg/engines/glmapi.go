@@ -35,13 +35,9 @@ func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {
 	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_std")
 	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
 	e.price = priceOf(cfg, glmSearchPrice(e.opts.SearchEngine))
+	// As glm-chat, recency, count (1–50) and one allowed domain are request fields.
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true}
 	return e, nil
-}
-
-// Capabilities: as glm-chat, recency, count (1–50) and one allowed domain are request
-// fields.
-func (e *glmAPI) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true}
 }
 
 type glmAPIRequest struct {

@@ -49,14 +49,11 @@ func newGLMChat(cfg Config, hc *http.Client) (Engine, error) {
 	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_pro")
 	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
 	e.price = priceOf(cfg, glmSearchPrice(e.opts.SearchEngine))
+	// Recency and count map onto the tool's own fields; the domain filter takes one domain
+	// (the first allowed one is sent and hits are checked against all of them); there is
+	// no block list, language or country.
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true}
 	return e, nil
-}
-
-// Capabilities: recency and count map onto the tool's own fields; the domain filter
-// takes one domain (the first allowed one is sent and hits are checked against all of
-// them); there is no block list, language or country.
-func (e *glmChat) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true}
 }
 
 // run makes the one call of a search: a chat completion with GLM's web_search tool

@@ -34,10 +34,16 @@ type client struct {
 	// costPerSearchUSD or the kind's list price (per credit for Serper, per
 	// web_search call for Perplexity); a spend budget reserves it before the call.
 	price float64
+	// caps are the query fields the kind applies natively (Capabilities), set by its
+	// constructor from its options.
+	caps Capabilities
 }
 
 // Name is the engine's id: the kinds that embed a client are named by it.
 func (c *client) Name() string { return c.id }
+
+// Capabilities are the kind's, as its constructor set them.
+func (c *client) Capabilities() Capabilities { return c.caps }
 
 func newClient(cfg Config, hc *http.Client, defaultBase string) client {
 	base := cmp.Or(strings.TrimRight(cfg.BaseURL, "/"), defaultBase)

@@ -48,11 +48,8 @@ func newLinkup(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.usdPerEUR must be positive", cfg.ID)
 	}
 	e.price = priceOf(cfg, eur*cmp.Or(e.opts.USDPerEUR, 1))
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 	return e, nil
-}
-
-func (e *linkup) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
 
 type linkupRequest struct {

@@ -57,11 +57,8 @@ func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.toolType %q is not web_search or web_search_preview", cfg.ID, e.opts.ToolType)
 	}
 	e.price = priceOf(cfg, 0.01)
+	e.caps = Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true, ContextSize: true}
 	return e, nil
-}
-
-func (e *openai) Capabilities() Capabilities {
-	return Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true, ContextSize: true}
 }
 
 func (e *openai) searchOptions(q Query) (*llm.SearchOptions, int) {

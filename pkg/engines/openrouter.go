@@ -63,16 +63,13 @@ func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
 	e.opts.MaxUses = cmp.Or(e.opts.MaxUses, 1)
 	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, openrouterSystemPrompt)
 	e.price = priceOf(cfg, 0.007)
+	// Domain filters are sent to OpenRouter and the annotations are checked against them
+	// (engines differ in what they honour: OpenAI ignores excluded_domains, and the two
+	// lists cannot be combined); the server tool takes a user location country.
+	// max_results only binds the Exa/Firecrawl/Parallel engines, and there is no recency
+	// or language field, so those are left to the shared normalization.
+	e.caps = Capabilities{AllowedDomains: true, BlockedDomains: true, Country: !e.opts.Plugin}
 	return e, nil
-}
-
-// Capabilities: domain filters are sent to OpenRouter and the annotations are checked
-// against them (engines differ in what they honour: OpenAI ignores excluded_domains,
-// and the two lists cannot be combined); the server tool takes a user location
-// country. max_results only binds the Exa/Firecrawl/Parallel engines, and there is no
-// recency or language field, so those are left to the shared normalization.
-func (e *openRouter) Capabilities() Capabilities {
-	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: !e.opts.Plugin}
 }
 
 type openrouterTool struct {

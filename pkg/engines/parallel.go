@@ -47,11 +47,8 @@ func newParallel(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.mode %q is not turbo, fast, basic or advanced", cfg.ID, e.mode)
 	}
 	e.price = priceOf(cfg, fee)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 	return e, nil
-}
-
-func (e *parallel) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
 
 type parallelRequest struct {

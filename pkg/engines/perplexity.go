@@ -63,11 +63,8 @@ func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: set a model or options.preset, not both", cfg.ID)
 	}
 	e.price = priceOf(cfg, perplexitySearchFee)
+	e.caps = Capabilities{Recency: true, AllowedDomains: true, BlockedDomains: true, Country: true, Language: true}
 	return e, nil
-}
-
-func (e *perplexity) Capabilities() Capabilities {
-	return Capabilities{Recency: true, AllowedDomains: true, BlockedDomains: true, Country: true, Language: true}
 }
 
 type perplexityAgentRequest struct {

@@ -59,11 +59,8 @@ func newSearXNG(cfg Config, hc *http.Client) (Engine, error) {
 	}
 	e.opts.Categories = cmp.Or(e.opts.Categories, "general")
 	e.price = priceOf(cfg, 0)
+	e.caps = Capabilities{Recency: true, Language: true}
 	return e, nil
-}
-
-func (e *searxng) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Language: true}
 }
 
 var searxngRange = map[Recency]string{OneDay: "day", OneWeek: "month", OneMonth: "month", OneYear: "year"}

@@ -34,11 +34,8 @@ func newTavily(cfg Config, hc *http.Client) (Engine, error) {
 		credits = 2
 	}
 	e.price = priceOf(cfg, 0.008*credits)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Country: e.opts.Topic == "general"}
 	return e, nil
-}
-
-func (e *tavily) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Country: e.opts.Topic == "general"}
 }
 
 type tavilyRequest struct {
