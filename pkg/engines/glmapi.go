@@ -134,7 +134,7 @@ type glmErrorBody struct {
 func glmHit(it nativechat.GLMItem) Hit {
 	title, published := nativechat.GLMTitle(it.Title)
 	h := Hit{Title: title, URL: it.Link, Source: it.Media, Snippet: it.Content, Published: published}
-	if h.Published.IsZero() && it.PublishDate != "" {
+	if h.Published.IsZero() {
 		h.Published = parseDate(it.PublishDate)
 	}
 	return h

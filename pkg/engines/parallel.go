@@ -98,11 +98,8 @@ func (e *parallel) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
 	for _, r := range resp.Results {
-		h := Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(strings.Join(r.Excerpts, " … ")))}
-		if r.PublishDate != "" {
-			h.Published = parseDate(r.PublishDate)
-		}
-		res.Hits = append(res.Hits, h)
+		res.Hits = append(res.Hits, Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(strings.Join(r.Excerpts, " … "))),
+			Published: parseDate(r.PublishDate)})
 	}
 	if q.Count > parallelMaxResults {
 		res.warnf("Parallel returns at most %d results", parallelMaxResults)

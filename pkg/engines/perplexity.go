@@ -243,9 +243,5 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 // perplexityHit is a search result as a hit, dated by its publication date or else
 // its last update.
 func perplexityHit(r perplexitySearchResult) Hit {
-	h := Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(r.Snippet))}
-	if d := cmp.Or(r.Date, r.LastUpdated); d != "" {
-		h.Published = parseDate(d)
-	}
-	return h
+	return Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(r.Snippet)), Published: parseDate(cmp.Or(r.Date, r.LastUpdated))}
 }

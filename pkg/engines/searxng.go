@@ -67,10 +67,10 @@ var searxngRange = map[Recency]string{OneDay: "day", OneWeek: "month", OneMonth:
 
 type searxngResponse struct {
 	Results []struct {
-		URL           string  `json:"url"`
-		Title         string  `json:"title"`
-		Content       string  `json:"content"`
-		PublishedDate *string `json:"publishedDate"`
+		URL           string `json:"url"`
+		Title         string `json:"title"`
+		Content       string `json:"content"`
+		PublishedDate string `json:"publishedDate"` // may be null
 	} `json:"results"`
 	UnresponsiveEngines []json.RawMessage `json:"unresponsive_engines"`
 }
@@ -151,11 +151,7 @@ func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	now := time.Now()
 	for _, r := range resp.Results {
-		h := Hit{Title: cleanHTML(r.Title), URL: r.URL, Snippet: clipSnippet(cleanHTML(r.Content))}
-		if r.PublishedDate != nil {
-			h.Published = readDate(*r.PublishedDate, now)
-		}
-		res.Hits = append(res.Hits, h)
+		res.Hits = append(res.Hits, Hit{Title: cleanHTML(r.Title), URL: r.URL, Snippet: clipSnippet(cleanHTML(r.Content)), Published: readDate(r.PublishedDate, now)})
 	}
 	if win, ok := q.Recency.Window(); ok {
 		cutoff := now.Add(-win)

@@ -82,11 +82,7 @@ func (e *tavily) parse(_ Query, bodies [][]byte) (*Result, error) {
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
 	for _, r := range resp.Results {
-		h := Hit{Title: r.Title, URL: r.URL, Snippet: r.Content}
-		if r.PublishedDate != "" {
-			h.Published = parseDate(r.PublishedDate)
-		}
-		res.Hits = append(res.Hits, h)
+		res.Hits = append(res.Hits, Hit{Title: r.Title, URL: r.URL, Snippet: r.Content, Published: parseDate(r.PublishedDate)})
 	}
 	return res, nil
 }
