@@ -147,7 +147,7 @@ func (e *gemini) result(_ Query, a *wire.Response) (*Result, error) {
 		}
 	}
 	res.Summary = m.into(answer)
-	res.Citation.Sources, res.Hits = p.sources(), p.hits
+	res.Citation.Sources, res.Hits = sourcesOf(p.hits), p.hits
 	switch {
 	case e.perQuery:
 		res.Usage.CostUSD = e.price * float64(res.Usage.Searches)

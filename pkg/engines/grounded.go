@@ -264,21 +264,12 @@ func (p *pages) cite(h Hit) int {
 	return n
 }
 
-// sources are the pages as numbered sources.
-func (p *pages) sources() []Source {
-	out := make([]Source, 0, len(p.hits))
-	for _, h := range p.hits {
-		out = append(out, Source{Web: Web{Title: h.Title, URI: h.URL}})
-	}
-	return out
-}
-
 // citedFirst sets res's sources (numbered as added) and its hits: the cited pages
 // first, in order of first citation, then the others. Uncited pages past count are
 // left out of the sources (they remain hits), so that a long research turn does not
 // flood the text the main model reads (finish drops a source without URI).
 func (p *pages) citedFirst(res *Result, count int) {
-	res.Citation.Sources = p.sources()
+	res.Citation.Sources = sourcesOf(p.hits)
 	for _, n := range p.cited {
 		res.Hits = append(res.Hits, p.hits[n-1])
 	}

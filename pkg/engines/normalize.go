@@ -212,15 +212,8 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 		}
 	}
 
-	if !caps.Recency && q.Recency != NoLimit {
-		if win, ok := q.Recency.Window(); ok {
-			cutoff := now.Add(-win)
-			before := len(res.Hits)
-			res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool {
-				return !h.Published.IsZero() && h.Published.Before(cutoff)
-			})
-			res.warnf("recency %s is not supported by engine %s: applied afterwards to dated hits only (%d dropped); undated hits were kept", q.Recency, id, before-len(res.Hits))
-		}
+	if win, ok := q.Recency.Window(); ok && !caps.Recency {
+		res.warnf("recency %s is not supported by engine %s: applied afterwards to dated hits only (%d dropped); undated hits were kept", q.Recency, id, res.dropOlder(now.Add(-win)))
 	}
 	if !caps.Language && q.Language != "" {
 		res.warnf("language %q is not supported by engine %s and was ignored", q.Language, id)
@@ -237,9 +230,7 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 
 	// Sources: those the engine numbered (its markers refer to them), else the hits.
 	if len(res.Citation.Sources) == 0 {
-		for _, h := range res.Hits {
-			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: h.Title, URI: h.URL}})
-		}
+		res.Citation.Sources = sourcesOf(res.Hits)
 	}
 	fixSources(res, keep)
 
@@ -324,6 +315,23 @@ func collapseMarkers(s string) string {
 
 func (r *Result) warnf(format string, args ...any) {
 	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
+}
+
+// dropOlder drops the dated hits published before cutoff (undated ones stay) and
+// returns how many went.
+func (r *Result) dropOlder(cutoff time.Time) int {
+	before := len(r.Hits)
+	r.Hits = slices.DeleteFunc(r.Hits, func(h Hit) bool { return !h.Published.IsZero() && h.Published.Before(cutoff) })
+	return before - len(r.Hits)
+}
+
+// sourcesOf is hits as numbered sources, in order.
+func sourcesOf(hits []Hit) []Source {
+	out := make([]Source, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, Source{Web: Web{Title: h.Title, URI: h.URL}})
+	}
+	return out
 }
 
 // partialf is warnf for an answer the provider did not finish: the result is Partial.

@@ -224,7 +224,7 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	// The answer's own [n] markers (when it has no annotations) number the pages in
 	// the order listed, as the sources are: no page is dropped from them.
-	res.Citation.Sources = p.sources()
+	res.Citation.Sources = sourcesOf(p.hits)
 	res.Hits = p.hits
 	if d, ok := extra.Usage.ToolCallsDetails["web_search"]; ok && d.Invocation > 0 {
 		res.Usage.Searches = d.Invocation

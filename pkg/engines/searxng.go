@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -154,10 +153,7 @@ func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
 		res.Hits = append(res.Hits, Hit{Title: cleanHTML(r.Title), URL: r.URL, Snippet: clipSnippet(cleanHTML(r.Content)), Published: readDate(r.PublishedDate, now)})
 	}
 	if win, ok := q.Recency.Window(); ok {
-		cutoff := now.Add(-win)
-		before := len(res.Hits)
-		res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool { return !h.Published.IsZero() && h.Published.Before(cutoff) })
-		dropped := before - len(res.Hits)
+		dropped := res.dropOlder(now.Add(-win))
 		switch {
 		case q.Recency == OneWeek:
 			res.warnf("SearXNG has no one-week range: searched the past month and dropped %d dated hit(s) older than a week; undated hits may be up to a month old", dropped)
