@@ -64,7 +64,7 @@ func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, ap
 
 // caller is a model caller of the adapter's protocol on hc.
 func (g *grounded) caller(hc *http.Client) *upstream.Caller {
-	return upstream.New(g.api, g.id, g.baseURL+g.apiPath, g.key, hc, upstream.Options{Credentials: g.credentials()})
+	return g.modelCaller(g.api, g.baseURL+g.apiPath, hc)
 }
 
 func (g *grounded) Search(ctx context.Context, q Query) (*Result, error) {
@@ -144,7 +144,7 @@ func (c *client) send(ctx context.Context, api wire.ModelAPI, hc *http.Client, m
 	if err != nil {
 		return nil, &Error{Kind: BadRequest, Engine: c.id, Message: "encoding request: " + err.Error()}
 	}
-	return upstream.New(api, c.id, c.baseURL, "", hc, upstream.Options{Credentials: c.credentials()}).Send(ctx, model, body)
+	return c.modelCaller(api, c.baseURL, hc).Send(ctx, model, body)
 }
 
 // sendError is a failed send classified as a model call's failure (modelError), with
@@ -168,10 +168,12 @@ func (c *client) sendError(err error) error {
 	return e
 }
 
-// credentials are the one key of a model caller built for an engine: the engine's
-// rotation (keys.go) rests and tells of refused keys, so these do not.
-func (c *client) credentials() *provider.Credentials {
-	return provider.NewCredentials(c.id, []string{c.key}, provider.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
+// modelCaller is a model caller of api at base on hc with the engine's one key: the
+// engine's rotation (keys.go) rests and tells of refused keys, so its credentials do
+// not.
+func (c *client) modelCaller(api wire.ModelAPI, base string, hc *http.Client) *upstream.Caller {
+	creds := provider.NewCredentials(c.id, []string{c.key}, provider.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
+	return upstream.New(api, c.id, base, "", hc, upstream.Options{Credentials: creds})
 }
 
 // modelError is a model call's failure as an engine's: a provider's status is
