@@ -92,21 +92,16 @@ type exaResponse struct {
 }
 
 func (e *exa) Search(ctx context.Context, q Query) (*Result, error) {
-	return e.searchOnce(ctx, q, request{path: "/search", header: header("x-api-key", e.key), body: e.request(q, time.Now())}, e.parse)
-}
-
-// request builds the body for q; now anchors the recency window.
-func (e *exa) request(q Query, now time.Time) exaRequest {
 	req := exaRequest{
 		Query:              q.Query,
 		Type:               e.opts.Type,
 		NumResults:         cmp.Or(q.Count, DefaultCount),
 		IncludeDomains:     q.AllowedDomains,
 		ExcludeDomains:     q.BlockedDomains,
-		StartPublishedDate: q.Recency.since(now, "2006-01-02T15:04:05.000Z"),
+		StartPublishedDate: q.Recency.since(time.Now(), "2006-01-02T15:04:05.000Z"),
 	}
 	req.Contents.Highlights.NumSentences = 2
-	return req
+	return e.searchOnce(ctx, q, request{path: "/search", header: header("x-api-key", e.key), body: req}, e.parse)
 }
 
 func (e *exa) parse(q Query, bodies [][]byte) (*Result, error) {

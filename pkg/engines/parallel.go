@@ -77,18 +77,13 @@ type parallelResponse struct {
 }
 
 func (e *parallel) Search(ctx context.Context, q Query) (*Result, error) {
-	return e.searchOnce(ctx, q, request{path: "/v1/search", header: header("x-api-key", e.key), body: e.request(q, time.Now())}, e.parse)
-}
-
-// request builds the body for q; now anchors the recency window.
-func (e *parallel) request(q Query, now time.Time) parallelRequest {
 	req := parallelRequest{Objective: q.Query, SearchQueries: []string{q.Query}, Mode: e.mode}
 	req.AdvancedSettings.MaxResults = min(cmp.Or(q.Count, DefaultCount), parallelMaxResults)
-	sp := parallelSourcePolicy{IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, AfterDate: q.Recency.since(now, time.DateOnly)}
+	sp := parallelSourcePolicy{IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, AfterDate: q.Recency.since(time.Now(), time.DateOnly)}
 	if sp.IncludeDomains != nil || sp.ExcludeDomains != nil || sp.AfterDate != "" {
 		req.AdvancedSettings.SourcePolicy = &sp
 	}
-	return req
+	return e.searchOnce(ctx, q, request{path: "/v1/search", header: header("x-api-key", e.key), body: req}, e.parse)
 }
 
 func (e *parallel) parse(q Query, bodies [][]byte) (*Result, error) {
