@@ -111,9 +111,7 @@ func CheckQuery(q Query) (Query, error) {
 	if q.BlockedDomains, err = cleanDomains(q.BlockedDomains); err != nil {
 		return q, err
 	}
-	switch q.ContextSize {
-	case "", "low", "medium", "high":
-	default:
+	if !slices.Contains(contextSizes, q.ContextSize) {
 		return q, fmt.Errorf("context_size %q is not low, medium or high", q.ContextSize)
 	}
 	if q.MaxAge != nil && *q.MaxAge < 0 {
@@ -124,6 +122,9 @@ func CheckQuery(q Query) (Query, error) {
 	}
 	return q, nil
 }
+
+// contextSizes are the values of Query.ContextSize ("" for the engine's default).
+var contextSizes = []string{"", "low", "medium", "high"}
 
 func cleanDomains(ds []string) ([]string, error) {
 	if len(ds) == 0 {
