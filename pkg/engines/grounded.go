@@ -209,18 +209,6 @@ func (g *client) modelError(err error) error {
 	return e
 }
 
-// groundedAInsert places markers at byte offsets into a model-written text, first
-// escaping any "[n]" the model wrote itself ("\[n\]", which markdown renders the same)
-// so that the shared normalization does not take it for a citation of source n.
-func groundedAInsert(text string, ins []Insert) string {
-	ins = slices.Clip(ins)
-	for _, m := range markerRE.FindAllStringIndex(text, -1) {
-		// After the markers placed at the same offsets (InsertAtBytes keeps their order).
-		ins = append(ins, Insert{Offset: m[0], Text: `\`}, Insert{Offset: m[1] - 1, Text: `\`})
-	}
-	return InsertAtBytes(text, ins)
-}
-
 // groundedAInstructions is the system prompt of the grounded adapters: search, answer
 // briefly from the results, cite. The user message is the query itself, verbatim.
 func groundedAInstructions(q Query) string {
@@ -311,12 +299,18 @@ func (m *marks) add(at, n int) {
 	m.nums[at] = append(m.nums[at], n)
 }
 
-// into returns text with the markers placed, several at one offset as one run
-// ("[1][3]"), after escaping the model's own "[n]" (groundedAInsert).
+// into returns a model-written text with the markers placed, several at one offset as
+// one run ("[1][3]"), after escaping any "[n]" the model wrote itself ("\[n\]", which
+// markdown renders the same) so that the shared normalization does not take it for a
+// citation of source n.
 func (m *marks) into(text string) string {
 	ins := make([]Insert, 0, len(m.at))
 	for _, at := range m.at {
 		ins = append(ins, Insert{Offset: at, Text: MarkerText(m.nums[at])})
 	}
-	return groundedAInsert(text, ins)
+	for _, mk := range markerRE.FindAllStringIndex(text, -1) {
+		// After the markers placed at the same offsets (InsertAtBytes keeps their order).
+		ins = append(ins, Insert{Offset: mk[0], Text: `\`}, Insert{Offset: mk[1] - 1, Text: `\`})
+	}
+	return InsertAtBytes(text, ins)
 }
