@@ -76,12 +76,17 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	if err != nil {
 		return nil, e.glmModelError(err)
 	}
-	res, err := e.chatAnswer(comp)
-	if err != nil {
-		return nil, err
+	var msg struct {
+		Content json.RawMessage `json:"content"`
 	}
-	res.Usage.Searches, res.Usage.CostUSD = 1, e.price
+	if err := json.Unmarshal(comp.Message, &msg); err != nil {
+		return nil, &Error{Kind: Decode, Engine: e.id, Message: "reading the answer: " + redact.Truncate(err.Error(), 200)}
+	}
+	res := &Result{Summary: llm.Text(msg.Content), Usage: Usage{Searches: 1, InputTokens: comp.Usage.PromptTokens,
+		OutputTokens: comp.Usage.CompletionTokens, CostUSD: e.price}}
 	switch comp.FinishReason {
+	case "length":
+		res.partialf("the answer was cut at the model's token limit")
 	case "sensitive":
 		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Zhipu's content filter stopped the answer (finish_reason sensitive)"}
 	case "network_error":

@@ -118,22 +118,6 @@ func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
 	return c.kind.run(ctx, c.hc, q)
 }
 
-// chatAnswer reads the assistant message of a Chat answer: a result with its text and
-// tokens, and a warning when the token limit cut it.
-func (c *client) chatAnswer(comp *llm.Completion) (*Result, error) {
-	var m struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(comp.Message, &m); err != nil {
-		return nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + redact.Truncate(err.Error(), 200)}
-	}
-	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
-	if comp.FinishReason == "length" {
-		res.partialf("the answer was cut at the model's token limit")
-	}
-	return res, nil
-}
-
 // send posts req, an engine's own request in api's protocol for model, through the
 // model caller of api on hc (the provider layer's exchange, credentials and
 // Retry-After rule) and returns the answer's body as it came: the engines that read
