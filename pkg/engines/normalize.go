@@ -189,10 +189,7 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 	site := siteOf(res.Hits)
 	keep := func(u string) bool {
 		h := site(u)
-		if len(q.AllowedDomains) > 0 && !domainIn(h, q.AllowedDomains) {
-			return false
-		}
-		return len(q.BlockedDomains) == 0 || !domainIn(h, q.BlockedDomains)
+		return (len(q.AllowedDomains) == 0 || domainIn(h, q.AllowedDomains)) && !domainIn(h, q.BlockedDomains)
 	}
 	if len(q.AllowedDomains) > 0 || len(q.BlockedDomains) > 0 {
 		before := len(res.Hits)
