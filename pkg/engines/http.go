@@ -194,15 +194,13 @@ func (c *client) statusError(status int, h http.Header, body []byte) *Error {
 	return e
 }
 
-// bearer is an Authorization header with a bearer token (the kinds that send one
-// have a key: searchOnce refuses to search without).
+// bearer is an Authorization header with a bearer token.
 func bearer(key string) http.Header { return header("Authorization", "Bearer "+key) }
 
-// header builds a header with one key/value, skipped when the value is empty.
+// header builds a header with one key/value: a credential, which the kinds send only
+// when they have one (searchOnce refuses to search without a key).
 func header(k, v string) http.Header {
 	h := http.Header{}
-	if v != "" {
-		h.Set(k, v)
-	}
+	h.Set(k, v)
 	return h
 }

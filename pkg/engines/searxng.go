@@ -107,9 +107,7 @@ func (e *searxng) auth() http.Header {
 		return nil
 	}
 	if e.opts.Username != "" {
-		h := http.Header{}
-		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(e.opts.Username+":"+e.key)))
-		return h
+		return header("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(e.opts.Username+":"+e.key)))
 	}
 	return bearer(e.key)
 }
