@@ -169,11 +169,7 @@ func glmError(c *client, b *glmErrorBody) *Error {
 	if code != "" && code != "null" {
 		msg = code + ": " + msg
 	}
-	e := &Error{Engine: c.id, Kind: BadRequest, Message: c.redact(redact.Truncate(msg, 300))}
-	if k := glmCodeKind(code); k != "" {
-		e.Kind = k
-	}
-	return e
+	return &Error{Engine: c.id, Kind: cmp.Or(glmCodeKind(code), BadRequest), Message: c.redact(redact.Truncate(msg, 300))}
 }
 
 // glmCodeKind is the kind of a Zhipu error code: 1302/1303/1305 rate limits, 1113 and

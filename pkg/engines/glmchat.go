@@ -120,9 +120,7 @@ func (e *glmChat) glmModelError(err error) error {
 	if !errors.As(err, &le) || !errors.As(out, &ee) || le.Code == "" {
 		return out
 	}
-	if k := glmCodeKind(le.Code); k != "" {
-		ee.Kind = k
-	}
+	ee.Kind = cmp.Or(glmCodeKind(le.Code), ee.Kind)
 	ee.Message = e.redact(redact.Truncate(le.Code+": "+le.Message, 300))
 	return ee
 }

@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -95,9 +96,7 @@ func CheckQuery(q Query) (Query, error) {
 	if !q.Recency.Valid() {
 		return q, fmt.Errorf("recency %q is not one of oneDay, oneWeek, oneMonth, oneYear, noLimit", q.Recency)
 	}
-	if q.Recency == "" {
-		q.Recency = NoLimit
-	}
+	q.Recency = cmp.Or(q.Recency, NoLimit)
 	switch {
 	case q.Count == 0:
 		q.Count = DefaultCount
@@ -232,9 +231,8 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 	}
 	fixSources(res, keep)
 
-	if res.Citation.ReturnDisplay == "" {
-		res.Citation.ReturnDisplay = fmt.Sprintf("Search results for %q returned (%d sources).", redact.Truncate(q.Query, 100), len(res.Citation.Sources))
-	}
+	res.Citation.ReturnDisplay = cmp.Or(res.Citation.ReturnDisplay,
+		fmt.Sprintf("Search results for %q returned (%d sources).", redact.Truncate(q.Query, 100), len(res.Citation.Sources)))
 	res.Citation.LLMContent = "" // Render's, from the finished result
 	if res.Usage.Searches == 0 {
 		res.Usage.Searches = 1
