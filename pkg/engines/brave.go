@@ -31,7 +31,7 @@ import (
 // Pricing: the Search plan's $5 per 1,000 requests, so $0.005 per search by default.
 //
 // This file also holds the helpers every classic search API kind shares (brave,
-// searxng, exa, serper): classicBody, cleanHTML, clipSnippet and siteQuery.
+// searxng, exa, serper): cleanHTML, clipSnippet and siteQuery.
 type brave struct {
 	client
 	opts braveOptions
