@@ -53,6 +53,10 @@ type anthropicOptions struct {
 	MaxTokens   int    `json:"maxTokens,omitempty"`
 }
 
+// anthropicToolErrors are the kinds of the error codes of a failed web search result
+// that a retry can beat; any other code is a bad request.
+var anthropicToolErrors = map[string]ErrorKind{"too_many_requests": RateLimited, "unavailable": Unavailable}
+
 var anthropicToolRE = regexp.MustCompile(`^web_search_\d{8}$`)
 
 func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
@@ -71,11 +75,8 @@ func newAnthropic(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.maxUses and options.maxTokens must be positive", cfg.ID)
 	}
 	e.price = priceOf(cfg, 0.01)
+	e.caps = Capabilities{AllowedDomains: true, BlockedDomains: true, Country: true}
 	return e, nil
-}
-
-func (e *anthropic) Capabilities() Capabilities {
-	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: true}
 }
 
 func (e *anthropic) searchOptions(q Query) (*llm.SearchOptions, int) {
@@ -111,7 +112,8 @@ func (e *anthropic) result(q Query, a *wire.Response) (*Result, error) {
 		}
 	}
 	if len(p.hits) == 0 && len(failures) > 0 {
-		return nil, e.toolError(failures[len(failures)-1])
+		code := failures[len(failures)-1]
+		return nil, &Error{Kind: cmp.Or(anthropicToolErrors[code], BadRequest), Engine: e.id, Message: "web search failed: " + code}
 	}
 	if len(failures) > 0 {
 		res.partialf("%d of %d web searches failed (%s); the answer rests on the others", len(failures), len(failures)+searchesOK, strings.Join(failures, ", "))
@@ -171,16 +173,4 @@ func (e *anthropic) summary(parts []wire.Part, p *pages) string {
 		i = j - 1
 	}
 	return text.String()
-}
-
-// toolError turns the error code of a failed web search result into an *Error.
-func (e *anthropic) toolError(code string) *Error {
-	err := &Error{Kind: BadRequest, Engine: e.id, Message: "web search failed: " + code}
-	switch code {
-	case "too_many_requests":
-		err.Kind = RateLimited
-	case "unavailable":
-		err.Kind = Unavailable
-	}
-	return err
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Brave is the Brave Search web search API (GET /res/v1/web/search, key in the
@@ -30,7 +31,7 @@ import (
 // Pricing: the Search plan's $5 per 1,000 requests, so $0.005 per search by default.
 //
 // This file also holds the helpers every classic search API kind shares (brave,
-// searxng, exa, serper): classicBody, cleanHTML, clipSnippet and siteQuery.
+// searxng, exa, serper): cleanHTML, clipSnippet and siteQuery.
 type brave struct {
 	client
 	opts braveOptions
@@ -49,11 +50,8 @@ func newBrave(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, err
 	}
 	e.price = priceOf(cfg, 0.005)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 	return e, nil
-}
-
-func (e *brave) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
 
 var braveFreshness = map[Recency]string{OneDay: "pd", OneWeek: "pw", OneMonth: "pm", OneYear: "py"}
@@ -262,7 +260,7 @@ func clipSnippet(s string) string {
 		return s
 	}
 	n := SnippetBudget - len(ellipsis)
-	for n > 0 && !runeStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return strings.TrimRight(s[:n], " ") + ellipsis

@@ -59,10 +59,9 @@ func newCloudflare(cfg Config, hc *http.Client) (Engine, error) {
 	}
 	e.opts.Gateway = cmp.Or(e.opts.Gateway, "default")
 	e.price = priceOf(cfg, fee)
+	e.caps = Capabilities{Count: true}
 	return e, nil
 }
-
-func (e *cloudflare) Capabilities() Capabilities { return Capabilities{Count: true} }
 
 type cloudflareRequest struct {
 	Query    string `json:"query"`

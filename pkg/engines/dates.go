@@ -10,7 +10,8 @@ import (
 // Dates as providers write them: RFC 3339 and its relatives, "Jan 2, 2006",
 // "2006年1月2日", and ages relative to the search ("2 days ago", "3小时前"). Every kind
 // reads a hit's date with readDate (or parseDate when the provider only writes
-// absolute dates); an unreadable date is the zero time, and the hit stays undated.
+// absolute dates); an unreadable or empty date is the zero time, and the hit stays
+// undated.
 
 // parseDate reads the date formats search APIs use; the zero time when none fits.
 func parseDate(s string) time.Time {

@@ -212,3 +212,11 @@ type Capabilities struct {
 type Capable interface {
 	Capabilities() Capabilities
 }
+
+// capsOf is what e applies natively: none of the fields when it is not Capable.
+func capsOf(e Engine) Capabilities {
+	if c, ok := e.(Capable); ok {
+		return c.Capabilities()
+	}
+	return Capabilities{}
+}

@@ -104,5 +104,3 @@ func AsError(engine string, err error) *Error {
 	}
 	return &Error{Kind: Unavailable, Engine: engine, Err: err}
 }
-
-func runeStart(b byte) bool { return b&0xC0 != 0x80 }

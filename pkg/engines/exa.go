@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Exa is the Exa search API (POST /search, key in the x-api-key header; camelCase JSON).
@@ -56,11 +57,8 @@ func newExa(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.type %q is not an Exa search type (%s)", cfg.ID, e.opts.Type, strings.Join(exaTypes, ", "))
 	}
 	e.price = priceOf(cfg, 0.007)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 	return e, nil
-}
-
-func (e *exa) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
 
 type exaRequest struct {
@@ -94,21 +92,16 @@ type exaResponse struct {
 }
 
 func (e *exa) Search(ctx context.Context, q Query) (*Result, error) {
-	return e.searchOnce(ctx, q, request{path: "/search", header: header("x-api-key", e.key), body: e.request(q, time.Now())}, e.parse)
-}
-
-// request builds the body for q; now anchors the recency window.
-func (e *exa) request(q Query, now time.Time) exaRequest {
 	req := exaRequest{
 		Query:              q.Query,
 		Type:               e.opts.Type,
 		NumResults:         cmp.Or(q.Count, DefaultCount),
 		IncludeDomains:     q.AllowedDomains,
 		ExcludeDomains:     q.BlockedDomains,
-		StartPublishedDate: q.Recency.since(now, "2006-01-02T15:04:05.000Z"),
+		StartPublishedDate: q.Recency.since(time.Now(), "2006-01-02T15:04:05.000Z"),
 	}
 	req.Contents.Highlights.NumSentences = 2
-	return req
+	return e.searchOnce(ctx, q, request{path: "/search", header: header("x-api-key", e.key), body: req}, e.parse)
 }
 
 func (e *exa) parse(q Query, bodies [][]byte) (*Result, error) {
@@ -145,7 +138,7 @@ func exaSnippet(highlights []string, summary, text string) string {
 		return s
 	}
 	if n := 4 * SnippetBudget; len(text) > n {
-		for n > 0 && !runeStart(text[n]) {
+		for n > 0 && !utf8.RuneStart(text[n]) {
 			n--
 		}
 		text = text[:n] // a bounded prefix, cut on a rune boundary; clipSnippet cuts it again

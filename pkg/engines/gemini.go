@@ -106,8 +106,6 @@ func newGemini(cfg Config, hc *http.Client) (Engine, error) {
 	return e, nil
 }
 
-func (e *gemini) Capabilities() Capabilities { return Capabilities{} }
-
 func (e *gemini) searchOptions(Query) (*llm.SearchOptions, int) { return &llm.SearchOptions{}, 0 }
 
 // result reads a grounded answer: the pages of its searches as hits and sources, its
@@ -149,7 +147,7 @@ func (e *gemini) result(_ Query, a *wire.Response) (*Result, error) {
 		}
 	}
 	res.Summary = m.into(answer)
-	res.Citation.Sources, res.Hits = p.sources(), p.hits
+	res.Citation.Sources, res.Hits = sourcesOf(p.hits), p.hits
 	switch {
 	case e.perQuery:
 		res.Usage.CostUSD = e.price * float64(res.Usage.Searches)

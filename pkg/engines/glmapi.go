@@ -35,13 +35,9 @@ func newGLMAPI(cfg Config, hc *http.Client) (Engine, error) {
 	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_std")
 	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
 	e.price = priceOf(cfg, glmSearchPrice(e.opts.SearchEngine))
+	// As glm-chat, recency, count (1–50) and one allowed domain are request fields.
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true}
 	return e, nil
-}
-
-// Capabilities: as glm-chat, recency, count (1–50) and one allowed domain are request
-// fields.
-func (e *glmAPI) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true}
 }
 
 type glmAPIRequest struct {
@@ -123,11 +119,7 @@ var glmEngineCNY = map[string]float64{
 
 // glmSearchPrice is the USD list price of one search with engine.
 func glmSearchPrice(engine string) float64 {
-	cny, ok := glmEngineCNY[engine]
-	if !ok {
-		cny = glmEngineCNY["search_pro"]
-	}
-	return cny * glmUSDPerCNY
+	return cmp.Or(glmEngineCNY[engine], glmEngineCNY["search_pro"]) * glmUSDPerCNY
 }
 
 // glmErrorBody is Zhipu's error envelope {"error":{"code","message"}}; code is usually
@@ -142,7 +134,7 @@ type glmErrorBody struct {
 func glmHit(it nativechat.GLMItem) Hit {
 	title, published := nativechat.GLMTitle(it.Title)
 	h := Hit{Title: title, URL: it.Link, Source: it.Media, Snippet: it.Content, Published: published}
-	if h.Published.IsZero() && it.PublishDate != "" {
+	if h.Published.IsZero() {
 		h.Published = parseDate(it.PublishDate)
 	}
 	return h
@@ -150,16 +142,7 @@ func glmHit(it nativechat.GLMItem) Hit {
 
 // glmTruncateQuery cuts q to the Web Search API's 70-character limit on a rune
 // boundary.
-func glmTruncateQuery(q string) string {
-	n := 0
-	for i := range q {
-		if n == glmMaxQuery {
-			return q[:i]
-		}
-		n++
-	}
-	return q
-}
+func glmTruncateQuery(q string) string { return q[:CharToByte(q, glmMaxQuery)] }
 
 // glmDomainFilter is the one domain Zhipu's search_domain_filter takes: the first
 // allowed domain.
@@ -186,11 +169,7 @@ func glmError(c *client, b *glmErrorBody) *Error {
 	if code != "" && code != "null" {
 		msg = code + ": " + msg
 	}
-	e := &Error{Engine: c.id, Kind: BadRequest, Message: c.redact(redact.Truncate(msg, 300))}
-	if k := glmCodeKind(code); k != "" {
-		e.Kind = k
-	}
-	return e
+	return &Error{Engine: c.id, Kind: cmp.Or(glmCodeKind(code), BadRequest), Message: c.redact(redact.Truncate(msg, 300))}
 }
 
 // glmCodeKind is the kind of a Zhipu error code: 1302/1303/1305 rate limits, 1113 and

@@ -49,14 +49,11 @@ func newGLMChat(cfg Config, hc *http.Client) (Engine, error) {
 	e.opts.SearchEngine = cmp.Or(e.opts.SearchEngine, "search_pro")
 	e.opts.ContentSize = cmp.Or(e.opts.ContentSize, "medium")
 	e.price = priceOf(cfg, glmSearchPrice(e.opts.SearchEngine))
+	// Recency and count map onto the tool's own fields; the domain filter takes one domain
+	// (the first allowed one is sent and hits are checked against all of them); there is
+	// no block list, language or country.
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true}
 	return e, nil
-}
-
-// Capabilities: recency and count map onto the tool's own fields; the domain filter
-// takes one domain (the first allowed one is sent and hits are checked against all of
-// them); there is no block list, language or country.
-func (e *glmChat) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true}
 }
 
 // run makes the one call of a search: a chat completion with GLM's web_search tool
@@ -79,12 +76,17 @@ func (e *glmChat) run(ctx context.Context, hc *http.Client, q Query) (*Result, e
 	if err != nil {
 		return nil, e.glmModelError(err)
 	}
-	res, err := e.chatAnswer(comp)
-	if err != nil {
-		return nil, err
+	var msg struct {
+		Content json.RawMessage `json:"content"`
 	}
-	res.Usage.Searches, res.Usage.CostUSD = 1, e.price
+	if err := json.Unmarshal(comp.Message, &msg); err != nil {
+		return nil, &Error{Kind: Decode, Engine: e.id, Message: "reading the answer: " + redact.Truncate(err.Error(), 200)}
+	}
+	res := &Result{Summary: llm.Text(msg.Content), Usage: Usage{Searches: 1, InputTokens: comp.Usage.PromptTokens,
+		OutputTokens: comp.Usage.CompletionTokens, CostUSD: e.price}}
 	switch comp.FinishReason {
+	case "length":
+		res.partialf("the answer was cut at the model's token limit")
 	case "sensitive":
 		return nil, &Error{Kind: BadRequest, Engine: e.id, Message: "Zhipu's content filter stopped the answer (finish_reason sensitive)"}
 	case "network_error":
@@ -118,9 +120,7 @@ func (e *glmChat) glmModelError(err error) error {
 	if !errors.As(err, &le) || !errors.As(out, &ee) || le.Code == "" {
 		return out
 	}
-	if k := glmCodeKind(le.Code); k != "" {
-		ee.Kind = k
-	}
+	ee.Kind = cmp.Or(glmCodeKind(le.Code), ee.Kind)
 	ee.Message = e.redact(redact.Truncate(le.Code+": "+le.Message, 300))
 	return ee
 }

@@ -64,7 +64,7 @@ func newGrounded(cfg Config, hc *http.Client, api wire.ModelAPI, defaultBase, ap
 
 // caller is a model caller of the adapter's protocol on hc.
 func (g *grounded) caller(hc *http.Client) *upstream.Caller {
-	return upstream.New(g.api, g.id, g.baseURL+g.apiPath, g.key, hc, upstream.Options{Credentials: g.credentials()})
+	return g.modelCaller(g.api, g.baseURL+g.apiPath, hc)
 }
 
 func (g *grounded) Search(ctx context.Context, q Query) (*Result, error) {
@@ -118,22 +118,6 @@ func (c *chatGrounded) Search(ctx context.Context, q Query) (*Result, error) {
 	return c.kind.run(ctx, c.hc, q)
 }
 
-// chatAnswer reads the assistant message of a Chat answer: a result with its text and
-// tokens, and a warning when the token limit cut it.
-func (c *client) chatAnswer(comp *llm.Completion) (*Result, error) {
-	var m struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(comp.Message, &m); err != nil {
-		return nil, &Error{Kind: Decode, Engine: c.id, Message: "reading the answer: " + redact.Truncate(err.Error(), 200)}
-	}
-	res := &Result{Summary: llm.Text(m.Content), Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens}}
-	if comp.FinishReason == "length" {
-		res.partialf("the answer was cut at the model's token limit")
-	}
-	return res, nil
-}
-
 // send posts req, an engine's own request in api's protocol for model, through the
 // model caller of api on hc (the provider layer's exchange, credentials and
 // Retry-After rule) and returns the answer's body as it came: the engines that read
@@ -144,7 +128,7 @@ func (c *client) send(ctx context.Context, api wire.ModelAPI, hc *http.Client, m
 	if err != nil {
 		return nil, &Error{Kind: BadRequest, Engine: c.id, Message: "encoding request: " + err.Error()}
 	}
-	return upstream.New(api, c.id, c.baseURL, "", hc, upstream.Options{Credentials: c.credentials()}).Send(ctx, model, body)
+	return c.modelCaller(api, c.baseURL, hc).Send(ctx, model, body)
 }
 
 // sendError is a failed send classified as a model call's failure (modelError), with
@@ -168,10 +152,12 @@ func (c *client) sendError(err error) error {
 	return e
 }
 
-// credentials are the one key of a model caller built for an engine: the engine's
-// rotation (keys.go) rests and tells of refused keys, so these do not.
-func (c *client) credentials() *provider.Credentials {
-	return provider.NewCredentials(c.id, []string{c.key}, provider.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
+// modelCaller is a model caller of api at base on hc with the engine's one key: the
+// engine's rotation (keys.go) rests and tells of refused keys, so its credentials do
+// not.
+func (c *client) modelCaller(api wire.ModelAPI, base string, hc *http.Client) *upstream.Caller {
+	creds := provider.NewCredentials(c.id, []string{c.key}, provider.CredentialOptions{Log: slog.New(slog.DiscardHandler)})
+	return upstream.New(api, c.id, base, "", hc, upstream.Options{Credentials: creds})
 }
 
 // modelError is a model call's failure as an engine's: a provider's status is
@@ -205,18 +191,6 @@ func (g *client) modelError(err error) error {
 		e.RetryAfter = 0
 	}
 	return e
-}
-
-// groundedAInsert places markers at byte offsets into a model-written text, first
-// escaping any "[n]" the model wrote itself ("\[n\]", which markdown renders the same)
-// so that the shared normalization does not take it for a citation of source n.
-func groundedAInsert(text string, ins []Insert) string {
-	ins = slices.Clip(ins)
-	for _, m := range markerRE.FindAllStringIndex(text, -1) {
-		// After the markers placed at the same offsets (InsertAtBytes keeps their order).
-		ins = append(ins, Insert{Offset: m[0], Text: `\`}, Insert{Offset: m[1] - 1, Text: `\`})
-	}
-	return InsertAtBytes(text, ins)
 }
 
 // groundedAInstructions is the system prompt of the grounded adapters: search, answer
@@ -264,21 +238,12 @@ func (p *pages) cite(h Hit) int {
 	return n
 }
 
-// sources are the pages as numbered sources.
-func (p *pages) sources() []Source {
-	out := make([]Source, 0, len(p.hits))
-	for _, h := range p.hits {
-		out = append(out, Source{Web: Web{Title: h.Title, URI: h.URL}})
-	}
-	return out
-}
-
 // citedFirst sets res's sources (numbered as added) and its hits: the cited pages
 // first, in order of first citation, then the others. Uncited pages past count are
 // left out of the sources (they remain hits), so that a long research turn does not
 // flood the text the main model reads (finish drops a source without URI).
 func (p *pages) citedFirst(res *Result, count int) {
-	res.Citation.Sources = p.sources()
+	res.Citation.Sources = sourcesOf(p.hits)
 	for _, n := range p.cited {
 		res.Hits = append(res.Hits, p.hits[n-1])
 	}
@@ -318,12 +283,18 @@ func (m *marks) add(at, n int) {
 	m.nums[at] = append(m.nums[at], n)
 }
 
-// into returns text with the markers placed, several at one offset as one run
-// ("[1][3]"), after escaping the model's own "[n]" (groundedAInsert).
+// into returns a model-written text with the markers placed, several at one offset as
+// one run ("[1][3]"), after escaping any "[n]" the model wrote itself ("\[n\]", which
+// markdown renders the same) so that the shared normalization does not take it for a
+// citation of source n.
 func (m *marks) into(text string) string {
 	ins := make([]Insert, 0, len(m.at))
 	for _, at := range m.at {
 		ins = append(ins, Insert{Offset: at, Text: MarkerText(m.nums[at])})
 	}
-	return groundedAInsert(text, ins)
+	for _, mk := range markerRE.FindAllStringIndex(text, -1) {
+		// After the markers placed at the same offsets (InsertAtBytes keeps their order).
+		ins = append(ins, Insert{Offset: mk[0], Text: `\`}, Insert{Offset: mk[1] - 1, Text: `\`})
+	}
+	return InsertAtBytes(text, ins)
 }

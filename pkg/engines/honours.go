@@ -125,9 +125,5 @@ func CapabilitiesOf(cfg Config) (Capabilities, error) {
 	if err != nil {
 		return Capabilities{}, err
 	}
-	c, _ := e.(Capable)
-	if c == nil {
-		return Capabilities{}, nil
-	}
-	return c.Capabilities(), nil
+	return capsOf(e), nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
-	redactpkg "github.com/searchfleet/searchfleet/internal/redact"
 	"github.com/searchfleet/searchfleet/pkg/provider"
 )
 
@@ -34,10 +34,16 @@ type client struct {
 	// costPerSearchUSD or the kind's list price (per credit for Serper, per
 	// web_search call for Perplexity); a spend budget reserves it before the call.
 	price float64
+	// caps are the query fields the kind applies natively (Capabilities), set by its
+	// constructor from its options.
+	caps Capabilities
 }
 
 // Name is the engine's id: the kinds that embed a client are named by it.
 func (c *client) Name() string { return c.id }
+
+// Capabilities are the kind's, as its constructor set them.
+func (c *client) Capabilities() Capabilities { return c.caps }
 
 func newClient(cfg Config, hc *http.Client, defaultBase string) client {
 	base := cmp.Or(strings.TrimRight(cfg.BaseURL, "/"), defaultBase)
@@ -70,9 +76,7 @@ func (c *client) do(ctx context.Context, req request) ([]byte, error) {
 	if err != nil {
 		return nil, &Error{Kind: BadRequest, Engine: c.id, Message: c.redact(err.Error())}
 	}
-	for k, vs := range req.header {
-		hr.Header[k] = vs
-	}
+	maps.Copy(hr.Header, req.header)
 	if req.body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
@@ -147,7 +151,7 @@ func (c *client) transportError(ctx context.Context, err error) error {
 	// hidden (they carry the user's search query, and for some kinds the key).
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		err = &url.Error{Op: ue.Op, URL: redactpkg.Query(ue.URL), Err: ue.Err}
+		err = &url.Error{Op: ue.Op, URL: redact.Query(ue.URL), Err: ue.Err}
 	}
 	return &Error{Kind: Unavailable, Engine: c.id, Message: netReason(err), Err: redactedError{msg: c.redact(err.Error()), err: err}}
 }
@@ -191,19 +195,12 @@ func (c *client) statusError(status int, h http.Header, body []byte) *Error {
 }
 
 // bearer is an Authorization header with a bearer token.
-func bearer(key string) http.Header {
-	h := http.Header{}
-	if key != "" {
-		h.Set("Authorization", "Bearer "+key)
-	}
-	return h
-}
+func bearer(key string) http.Header { return header("Authorization", "Bearer "+key) }
 
-// header builds a header with one key/value, skipped when the value is empty.
+// header builds a header with one key/value: a credential, which the kinds send only
+// when they have one (searchOnce refuses to search without a key).
 func header(k, v string) http.Header {
 	h := http.Header{}
-	if v != "" {
-		h.Set(k, v)
-	}
+	h.Set(k, v)
 	return h
 }

@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -66,12 +67,7 @@ type keyed struct {
 func (k *keyed) Name() string { return k.id }
 
 // Capabilities are the kind's: every per-key engine is the same kind.
-func (k *keyed) Capabilities() Capabilities {
-	if c, ok := k.per[0].(Capable); ok {
-		return c.Capabilities()
-	}
-	return Capabilities{}
-}
+func (k *keyed) Capabilities() Capabilities { return capsOf(k.per[0]) }
 
 // Search runs q with the next usable key, moving on to the following keys while a
 // key is refused (429, 401/403, 402).
@@ -106,10 +102,7 @@ func (k *keyed) Search(ctx context.Context, q Query) (*Result, error) {
 // comes back first, with how long is left.
 func (k *keyed) resting(rests []Rest) *Error {
 	soon := provider.Soonest(rests)
-	kind := soon.Reason
-	if kind == "" {
-		kind = RateLimited
-	}
+	kind := cmp.Or(soon.Reason, RateLimited)
 	e := &Error{Kind: kind, Engine: k.id, Message: "every API key of this engine is cooling down (" + soon.Left.Round(time.Second).String() + " left)"}
 	if kind == RateLimited {
 		e.RetryAfter = soon.Left

@@ -7,7 +7,6 @@ import (
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/openaichat"
-	"github.com/searchfleet/searchfleet/pkg/llm/upstream"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -50,7 +49,7 @@ func newKimi(cfg Config, hc *http.Client) (Engine, error) {
 // run searches through the Kimi model codec on hc; the answer's links are its cited
 // pages.
 func (e *kimi) run(ctx context.Context, hc *http.Client, q Query) (*Result, error) {
-	call := upstream.New(openaichat.Kimi, e.id, e.baseURL, "", hc, upstream.Options{Credentials: e.credentials()})
+	call := e.modelCaller(openaichat.Kimi, e.baseURL, hc)
 	req := &wire.Request{Model: e.model, System: e.system, Search: &llm.SearchOptions{Requested: true},
 		Messages: userTurn(q.Query)}
 	answer, err := call.Answer(ctx, req)

@@ -48,11 +48,8 @@ func newLinkup(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.usdPerEUR must be positive", cfg.ID)
 	}
 	e.price = priceOf(cfg, eur*cmp.Or(e.opts.USDPerEUR, 1))
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 	return e, nil
-}
-
-func (e *linkup) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
 
 type linkupRequest struct {
@@ -75,13 +72,9 @@ type linkupResponse struct {
 }
 
 func (e *linkup) Search(ctx context.Context, q Query) (*Result, error) {
-	return e.searchOnce(ctx, q, request{path: "/v1/search", header: bearer(e.key), body: e.request(q, time.Now())}, e.parse)
-}
-
-// request builds the body for q; now anchors the recency window.
-func (e *linkup) request(q Query, now time.Time) linkupRequest {
-	return linkupRequest{Q: q.Query, Depth: e.opts.Depth, OutputType: "searchResults", MaxResults: cmp.Or(q.Count, DefaultCount),
-		IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, FromDate: q.Recency.since(now, time.DateOnly)}
+	req := linkupRequest{Q: q.Query, Depth: e.opts.Depth, OutputType: "searchResults", MaxResults: cmp.Or(q.Count, DefaultCount),
+		IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, FromDate: q.Recency.since(time.Now(), time.DateOnly)}
+	return e.searchOnce(ctx, q, request{path: "/v1/search", header: bearer(e.key), body: req}, e.parse)
 }
 
 func (e *linkup) parse(_ Query, bodies [][]byte) (*Result, error) {

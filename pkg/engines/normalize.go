@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -22,11 +23,7 @@ type normalized struct {
 }
 
 func newNormalized(id string, e Engine) *normalized {
-	n := &normalized{id: id, inner: e}
-	if c, ok := e.(Capable); ok {
-		n.caps = c.Capabilities()
-	}
-	return n
+	return &normalized{id: id, inner: e, caps: capsOf(e)}
 }
 
 func (n *normalized) Name() string { return n.id }
@@ -99,9 +96,7 @@ func CheckQuery(q Query) (Query, error) {
 	if !q.Recency.Valid() {
 		return q, fmt.Errorf("recency %q is not one of oneDay, oneWeek, oneMonth, oneYear, noLimit", q.Recency)
 	}
-	if q.Recency == "" {
-		q.Recency = NoLimit
-	}
+	q.Recency = cmp.Or(q.Recency, NoLimit)
 	switch {
 	case q.Count == 0:
 		q.Count = DefaultCount
@@ -115,9 +110,7 @@ func CheckQuery(q Query) (Query, error) {
 	if q.BlockedDomains, err = cleanDomains(q.BlockedDomains); err != nil {
 		return q, err
 	}
-	switch q.ContextSize {
-	case "", "low", "medium", "high":
-	default:
+	if !slices.Contains(contextSizes, q.ContextSize) {
 		return q, fmt.Errorf("context_size %q is not low, medium or high", q.ContextSize)
 	}
 	if q.MaxAge != nil && *q.MaxAge < 0 {
@@ -128,6 +121,9 @@ func CheckQuery(q Query) (Query, error) {
 	}
 	return q, nil
 }
+
+// contextSizes are the values of Query.ContextSize ("" for the engine's default).
+var contextSizes = []string{"", "low", "medium", "high"}
 
 func cleanDomains(ds []string) ([]string, error) {
 	if len(ds) == 0 {
@@ -192,10 +188,7 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 	site := siteOf(res.Hits)
 	keep := func(u string) bool {
 		h := site(u)
-		if len(q.AllowedDomains) > 0 && !domainIn(h, q.AllowedDomains) {
-			return false
-		}
-		return len(q.BlockedDomains) == 0 || !domainIn(h, q.BlockedDomains)
+		return (len(q.AllowedDomains) == 0 || domainIn(h, q.AllowedDomains)) && !domainIn(h, q.BlockedDomains)
 	}
 	if len(q.AllowedDomains) > 0 || len(q.BlockedDomains) > 0 {
 		before := len(res.Hits)
@@ -216,15 +209,8 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 		}
 	}
 
-	if !caps.Recency && q.Recency != NoLimit {
-		if win, ok := q.Recency.Window(); ok {
-			cutoff := now.Add(-win)
-			before := len(res.Hits)
-			res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool {
-				return !h.Published.IsZero() && h.Published.Before(cutoff)
-			})
-			res.warnf("recency %s is not supported by engine %s: applied afterwards to dated hits only (%d dropped); undated hits were kept", q.Recency, id, before-len(res.Hits))
-		}
+	if win, ok := q.Recency.Window(); ok && !caps.Recency {
+		res.warnf("recency %s is not supported by engine %s: applied afterwards to dated hits only (%d dropped); undated hits were kept", q.Recency, id, res.dropOlder(now.Add(-win)))
 	}
 	if !caps.Language && q.Language != "" {
 		res.warnf("language %q is not supported by engine %s and was ignored", q.Language, id)
@@ -241,15 +227,12 @@ func finish(res *Result, id string, q Query, caps Capabilities, now time.Time) {
 
 	// Sources: those the engine numbered (its markers refer to them), else the hits.
 	if len(res.Citation.Sources) == 0 {
-		for _, h := range res.Hits {
-			res.Citation.Sources = append(res.Citation.Sources, Source{Web: Web{Title: h.Title, URI: h.URL}})
-		}
+		res.Citation.Sources = sourcesOf(res.Hits)
 	}
 	fixSources(res, keep)
 
-	if res.Citation.ReturnDisplay == "" {
-		res.Citation.ReturnDisplay = fmt.Sprintf("Search results for %q returned (%d sources).", redact.Truncate(q.Query, 100), len(res.Citation.Sources))
-	}
+	res.Citation.ReturnDisplay = cmp.Or(res.Citation.ReturnDisplay,
+		fmt.Sprintf("Search results for %q returned (%d sources).", redact.Truncate(q.Query, 100), len(res.Citation.Sources)))
 	res.Citation.LLMContent = "" // Render's, from the finished result
 	if res.Usage.Searches == 0 {
 		res.Usage.Searches = 1
@@ -328,6 +311,23 @@ func collapseMarkers(s string) string {
 
 func (r *Result) warnf(format string, args ...any) {
 	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
+}
+
+// dropOlder drops the dated hits published before cutoff (undated ones stay) and
+// returns how many went.
+func (r *Result) dropOlder(cutoff time.Time) int {
+	before := len(r.Hits)
+	r.Hits = slices.DeleteFunc(r.Hits, func(h Hit) bool { return !h.Published.IsZero() && h.Published.Before(cutoff) })
+	return before - len(r.Hits)
+}
+
+// sourcesOf is hits as numbered sources, in order.
+func sourcesOf(hits []Hit) []Source {
+	out := make([]Source, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, Source{Web: Web{Title: h.Title, URI: h.URL}})
+	}
+	return out
 }
 
 // partialf is warnf for an answer the provider did not finish: the result is Partial.
@@ -413,7 +413,7 @@ func InsertAtBytes(text string, ins []Insert) string {
 	ins = slices.Clone(ins)
 	for i := range ins {
 		o := min(max(ins[i].Offset, 0), len(text))
-		for o < len(text) && !runeStart(text[o]) {
+		for o < len(text) && !utf8.RuneStart(text[o]) {
 			o++
 		}
 		ins[i].Offset = o

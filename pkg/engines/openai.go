@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/internal/redact"
@@ -46,22 +47,15 @@ func newOpenAI(cfg Config, hc *http.Client) (Engine, error) {
 	if err := optionsOf(cfg, &e.opts); err != nil {
 		return nil, err
 	}
-	switch e.opts.SearchContextSize {
-	case "", "low", "medium", "high":
-	default:
+	if !slices.Contains(contextSizes, e.opts.SearchContextSize) {
 		return nil, fmt.Errorf("engine %q: options.searchContextSize %q is not low, medium or high", cfg.ID, e.opts.SearchContextSize)
 	}
-	switch e.opts.ToolType = cmp.Or(e.opts.ToolType, "web_search"); e.opts.ToolType {
-	case "web_search", "web_search_preview":
-	default:
+	if e.opts.ToolType = cmp.Or(e.opts.ToolType, "web_search"); e.opts.ToolType != "web_search" && e.opts.ToolType != "web_search_preview" {
 		return nil, fmt.Errorf("engine %q: options.toolType %q is not web_search or web_search_preview", cfg.ID, e.opts.ToolType)
 	}
 	e.price = priceOf(cfg, 0.01)
+	e.caps = Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true, ContextSize: true}
 	return e, nil
-}
-
-func (e *openai) Capabilities() Capabilities {
-	return Capabilities{AllowedDomains: e.opts.ToolType == "web_search", Country: true, ContextSize: true}
 }
 
 func (e *openai) searchOptions(q Query) (*llm.SearchOptions, int) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -63,16 +62,13 @@ func newOpenRouter(cfg Config, hc *http.Client) (Engine, error) {
 	e.opts.MaxUses = cmp.Or(e.opts.MaxUses, 1)
 	e.opts.SystemPrompt = cmp.Or(e.opts.SystemPrompt, openrouterSystemPrompt)
 	e.price = priceOf(cfg, 0.007)
+	// Domain filters are sent to OpenRouter and the annotations are checked against them
+	// (engines differ in what they honour: OpenAI ignores excluded_domains, and the two
+	// lists cannot be combined); the server tool takes a user location country.
+	// max_results only binds the Exa/Firecrawl/Parallel engines, and there is no recency
+	// or language field, so those are left to the shared normalization.
+	e.caps = Capabilities{AllowedDomains: true, BlockedDomains: true, Country: !e.opts.Plugin}
 	return e, nil
-}
-
-// Capabilities: domain filters are sent to OpenRouter and the annotations are checked
-// against them (engines differ in what they honour: OpenAI ignores excluded_domains,
-// and the two lists cannot be combined); the server tool takes a user location
-// country. max_results only binds the Exa/Firecrawl/Parallel engines, and there is no
-// recency or language field, so those are left to the shared normalization.
-func (e *openRouter) Capabilities() Capabilities {
-	return Capabilities{AllowedDomains: true, BlockedDomains: true, Country: !e.opts.Plugin}
 }
 
 type openrouterTool struct {
@@ -281,68 +277,59 @@ func openrouterPlace(text string, cites []openrouterCite) string {
 		return text
 	}
 	runes := utf8.RuneCountInString(text)
-	at := map[int][]int{} // byte offset -> source numbers
+	var m marks
 	for _, c := range cites {
 		off := -1
 		if c.End > c.Start && c.Start >= 0 && c.End <= runes {
 			bs, be := CharToByte(text, c.Start), CharToByte(text, c.End)
-			if openrouterSpanCites(text[bs:be], c) {
+			if openrouterMention(text[bs:be], c) >= 0 {
 				off = be
 			}
 		}
 		if off < 0 {
 			off = openrouterAnchor(text, c)
 		}
-		at[off] = append(at[off], c.num)
+		m.add(off, c.num)
 	}
-	offs := make([]int, 0, len(at))
-	for o := range at {
-		offs = append(offs, o)
-	}
-	slices.Sort(offs)
-	ins := make([]Insert, 0, len(offs))
-	for _, o := range offs {
-		m := MarkerText(at[o])
+	ins := make([]Insert, 0, len(m.at))
+	for _, o := range m.at {
+		t := MarkerText(m.nums[o])
 		if openrouterAfterURL(text[:o]) {
-			m = " " + m // keep the marker out of a bare URL
+			t = " " + t // keep the marker out of a bare URL
 		}
-		ins = append(ins, Insert{Offset: o, Text: m})
+		ins = append(ins, Insert{Offset: o, Text: t})
 	}
 	return InsertAtBytes(text, ins)
 }
 
-// openrouterSpanCites reports whether an annotated span plausibly belongs to c.
-func openrouterSpanCites(span string, c openrouterCite) bool {
-	if strings.Contains(span, c.URL) {
-		return true
+// openrouterMention is the offset just after the first mention in s of c's URL, else
+// of its host, else of its title (when it has 4 bytes or more); -1 when s mentions
+// none of them. A span that mentions c plausibly belongs to it.
+func openrouterMention(s string, c openrouterCite) int {
+	if i := strings.Index(s, c.URL); i >= 0 {
+		return i + len(c.URL)
 	}
-	if h := hostOf(c.URL); h != "" && openrouterIndexFold(span, h) >= 0 {
-		return true
+	if h := hostOf(c.URL); h != "" {
+		if i := openrouterIndexFold(s, h); i >= 0 {
+			return i + len(h)
+		}
 	}
-	return len(c.Title) >= 4 && openrouterIndexFold(span, c.Title) >= 0
+	if len(c.Title) >= 4 {
+		if i := openrouterIndexFold(s, c.Title); i >= 0 {
+			return i + len(c.Title)
+		}
+	}
+	return -1
 }
 
 // openrouterAnchor is where an unanchored citation's marker goes: after the sentence
 // or line that mentions its URL, host or title, else at the end of the text.
 func openrouterAnchor(text string, c openrouterCite) int {
 	end := len(strings.TrimRightFunc(text, unicode.IsSpace))
-	found := -1
-	if i := strings.Index(text, c.URL); i >= 0 {
-		found = i + len(c.URL)
-	} else if h := hostOf(c.URL); h != "" {
-		if i := openrouterIndexFold(text, h); i >= 0 {
-			found = i + len(h)
-		}
+	if found := openrouterMention(text, c); found >= 0 {
+		return min(openrouterSentenceEnd(text, found), end)
 	}
-	if found < 0 && len(c.Title) >= 4 {
-		if i := openrouterIndexFold(text, c.Title); i >= 0 {
-			found = i + len(c.Title)
-		}
-	}
-	if found < 0 {
-		return end
-	}
-	return min(openrouterSentenceEnd(text, found), end)
+	return end
 }
 
 // openrouterSentenceEnd returns the offset just after the sentence that contains

@@ -47,11 +47,8 @@ func newParallel(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: options.mode %q is not turbo, fast, basic or advanced", cfg.ID, e.mode)
 	}
 	e.price = priceOf(cfg, fee)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 	return e, nil
-}
-
-func (e *parallel) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true}
 }
 
 type parallelRequest struct {
@@ -80,18 +77,13 @@ type parallelResponse struct {
 }
 
 func (e *parallel) Search(ctx context.Context, q Query) (*Result, error) {
-	return e.searchOnce(ctx, q, request{path: "/v1/search", header: header("x-api-key", e.key), body: e.request(q, time.Now())}, e.parse)
-}
-
-// request builds the body for q; now anchors the recency window.
-func (e *parallel) request(q Query, now time.Time) parallelRequest {
 	req := parallelRequest{Objective: q.Query, SearchQueries: []string{q.Query}, Mode: e.mode}
 	req.AdvancedSettings.MaxResults = min(cmp.Or(q.Count, DefaultCount), parallelMaxResults)
-	sp := parallelSourcePolicy{IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, AfterDate: q.Recency.since(now, time.DateOnly)}
+	sp := parallelSourcePolicy{IncludeDomains: q.AllowedDomains, ExcludeDomains: q.BlockedDomains, AfterDate: q.Recency.since(time.Now(), time.DateOnly)}
 	if sp.IncludeDomains != nil || sp.ExcludeDomains != nil || sp.AfterDate != "" {
 		req.AdvancedSettings.SourcePolicy = &sp
 	}
-	return req
+	return e.searchOnce(ctx, q, request{path: "/v1/search", header: header("x-api-key", e.key), body: req}, e.parse)
 }
 
 func (e *parallel) parse(q Query, bodies [][]byte) (*Result, error) {
@@ -101,11 +93,8 @@ func (e *parallel) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
 	for _, r := range resp.Results {
-		h := Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(strings.Join(r.Excerpts, " … ")))}
-		if r.PublishDate != "" {
-			h.Published = parseDate(r.PublishDate)
-		}
-		res.Hits = append(res.Hits, h)
+		res.Hits = append(res.Hits, Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(strings.Join(r.Excerpts, " … "))),
+			Published: parseDate(r.PublishDate)})
 	}
 	if q.Count > parallelMaxResults {
 		res.warnf("Parallel returns at most %d results", parallelMaxResults)

@@ -63,11 +63,8 @@ func newPerplexity(cfg Config, hc *http.Client) (Engine, error) {
 		return nil, fmt.Errorf("engine %q: set a model or options.preset, not both", cfg.ID)
 	}
 	e.price = priceOf(cfg, perplexitySearchFee)
+	e.caps = Capabilities{Recency: true, AllowedDomains: true, BlockedDomains: true, Country: true, Language: true}
 	return e, nil
-}
-
-func (e *perplexity) Capabilities() Capabilities {
-	return Capabilities{Recency: true, AllowedDomains: true, BlockedDomains: true, Country: true, Language: true}
 }
 
 type perplexityAgentRequest struct {
@@ -227,7 +224,7 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	// The answer's own [n] markers (when it has no annotations) number the pages in
 	// the order listed, as the sources are: no page is dropped from them.
-	res.Citation.Sources = p.sources()
+	res.Citation.Sources = sourcesOf(p.hits)
 	res.Hits = p.hits
 	if d, ok := extra.Usage.ToolCallsDetails["web_search"]; ok && d.Invocation > 0 {
 		res.Usage.Searches = d.Invocation
@@ -246,9 +243,5 @@ func (e *perplexity) parse(q Query, bodies [][]byte) (*Result, error) {
 // perplexityHit is a search result as a hit, dated by its publication date or else
 // its last update.
 func perplexityHit(r perplexitySearchResult) Hit {
-	h := Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(r.Snippet))}
-	if d := cmp.Or(r.Date, r.LastUpdated); d != "" {
-		h.Published = parseDate(d)
-	}
-	return h
+	return Hit{Title: oneLine(r.Title), URL: r.URL, Snippet: clipSnippet(oneLine(r.Snippet)), Published: parseDate(cmp.Or(r.Date, r.LastUpdated))}
 }

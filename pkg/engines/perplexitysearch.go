@@ -24,11 +24,8 @@ const perplexitySearchMax = 20
 func newPerplexitySearch(cfg Config, hc *http.Client) (Engine, error) {
 	e := &perplexitySearch{client: newClient(cfg, hc, "https://api.perplexity.ai")}
 	e.price = priceOf(cfg, 0.005)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 	return e, nil
-}
-
-func (e *perplexitySearch) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
 
 type perplexitySearchRequest struct {

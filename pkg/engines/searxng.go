@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -59,21 +58,18 @@ func newSearXNG(cfg Config, hc *http.Client) (Engine, error) {
 	}
 	e.opts.Categories = cmp.Or(e.opts.Categories, "general")
 	e.price = priceOf(cfg, 0)
+	e.caps = Capabilities{Recency: true, Language: true}
 	return e, nil
-}
-
-func (e *searxng) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Language: true}
 }
 
 var searxngRange = map[Recency]string{OneDay: "day", OneWeek: "month", OneMonth: "month", OneYear: "year"}
 
 type searxngResponse struct {
 	Results []struct {
-		URL           string  `json:"url"`
-		Title         string  `json:"title"`
-		Content       string  `json:"content"`
-		PublishedDate *string `json:"publishedDate"`
+		URL           string `json:"url"`
+		Title         string `json:"title"`
+		Content       string `json:"content"`
+		PublishedDate string `json:"publishedDate"` // may be null
 	} `json:"results"`
 	UnresponsiveEngines []json.RawMessage `json:"unresponsive_engines"`
 }
@@ -111,9 +107,7 @@ func (e *searxng) auth() http.Header {
 		return nil
 	}
 	if e.opts.Username != "" {
-		h := http.Header{}
-		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(e.opts.Username+":"+e.key)))
-		return h
+		return header("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(e.opts.Username+":"+e.key)))
 	}
 	return bearer(e.key)
 }
@@ -154,17 +148,10 @@ func (e *searxng) parse(q Query, bodies [][]byte) (*Result, error) {
 	}
 	now := time.Now()
 	for _, r := range resp.Results {
-		h := Hit{Title: cleanHTML(r.Title), URL: r.URL, Snippet: clipSnippet(cleanHTML(r.Content))}
-		if r.PublishedDate != nil {
-			h.Published = readDate(*r.PublishedDate, now)
-		}
-		res.Hits = append(res.Hits, h)
+		res.Hits = append(res.Hits, Hit{Title: cleanHTML(r.Title), URL: r.URL, Snippet: clipSnippet(cleanHTML(r.Content)), Published: readDate(r.PublishedDate, now)})
 	}
 	if win, ok := q.Recency.Window(); ok {
-		cutoff := now.Add(-win)
-		before := len(res.Hits)
-		res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool { return !h.Published.IsZero() && h.Published.Before(cutoff) })
-		dropped := before - len(res.Hits)
+		dropped := res.dropOlder(now.Add(-win))
 		switch {
 		case q.Recency == OneWeek:
 			res.warnf("SearXNG has no one-week range: searched the past month and dropped %d dated hit(s) older than a week; undated hits may be up to a month old", dropped)

@@ -30,11 +30,8 @@ type serper struct {
 func newSerper(cfg Config, hc *http.Client) (Engine, error) {
 	e := &serper{client: newClient(cfg, hc, "https://google.serper.dev")}
 	e.price = priceOf(cfg, 0.001) // one credit
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 	return e, nil
-}
-
-func (e *serper) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Language: true, Country: true}
 }
 
 type serperRequest struct {

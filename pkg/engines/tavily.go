@@ -34,11 +34,8 @@ func newTavily(cfg Config, hc *http.Client) (Engine, error) {
 		credits = 2
 	}
 	e.price = priceOf(cfg, 0.008*credits)
+	e.caps = Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Country: e.opts.Topic == "general"}
 	return e, nil
-}
-
-func (e *tavily) Capabilities() Capabilities {
-	return Capabilities{Recency: true, Count: true, AllowedDomains: true, BlockedDomains: true, Country: e.opts.Topic == "general"}
 }
 
 type tavilyRequest struct {
@@ -85,11 +82,7 @@ func (e *tavily) parse(_ Query, bodies [][]byte) (*Result, error) {
 	}
 	res := &Result{Usage: Usage{Searches: 1, CostUSD: e.price}}
 	for _, r := range resp.Results {
-		h := Hit{Title: r.Title, URL: r.URL, Snippet: r.Content}
-		if r.PublishedDate != "" {
-			h.Published = parseDate(r.PublishedDate)
-		}
-		res.Hits = append(res.Hits, h)
+		res.Hits = append(res.Hits, Hit{Title: r.Title, URL: r.URL, Snippet: r.Content, Published: parseDate(r.PublishedDate)})
 	}
 	return res, nil
 }

@@ -42,10 +42,7 @@ func newTokened(f factory, c Config, hc *http.Client) (*tokened, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cp, ok := e.(Capable); ok {
-		t.caps = cp.Capabilities()
-	}
-	t.price = PriceOf(e)
+	t.caps, t.price = capsOf(e), PriceOf(e)
 	return t, nil
 }
 
