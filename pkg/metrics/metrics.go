@@ -64,7 +64,7 @@ type Metrics struct {
 	// endpoint's retirement (a Deprecation or Sunset header) or carried it out (404,
 	// 410), by provider (an engine id, a model provider's name) and signal.
 	ProviderDeprecation *prometheus.CounterVec
-	// StepsInFlight are the messages each consumer's handlers work on (lag.go).
+	// StepsInFlight are the messages each consumer's handlers work on in this process.
 	StepsInFlight *prometheus.GaugeVec
 
 	queues *queueCollector // WatchQueues
@@ -108,7 +108,7 @@ func New() *Metrics {
 		KeyCooldowns:        counter("fleet_engine_key_cooldowns_total", "Engine API keys put to rest after the provider refused them, by engine and reason.", "engine", "reason"),
 		ModelKeyCooldowns:   counter("fleet_model_key_cooldowns_total", "Main-model provider API keys put to rest after the provider refused them, by provider and reason.", "provider", "reason"),
 		ProviderDeprecation: counter("fleet_provider_deprecation", "Engine and main-model answers that announced their endpoint's retirement (Deprecation or Sunset header) or carried it out (404, 410), by provider (an engine id or a model provider's name) and signal.", "provider", "signal"),
-		StepsInFlight:       newStepsInFlight(),
+		StepsInFlight:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fleet_steps_in_flight", Help: "Messages a consumer's handlers are working on in this process."}, []string{"consumer"}),
 		SpendUSD:            counter("fleet_spend_usd_total", "What paid calls cost, by tenant, kind (search, model) and source (engine or model).", "tenant", "kind", "source"),
 		BudgetExhausted:     counter("fleet_budget_exhausted_total", "Searches and jobs refused on a used-up tenant budget, by tenant and budget.", "tenant", "budget"),
 		Fetches:             counter("fleet_fetch_total", "web_fetch calls by outcome.", "outcome"),
