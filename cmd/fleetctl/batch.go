@@ -31,11 +31,7 @@ type batch struct {
 		Completed int `json:"completed"`
 		Failed    int `json:"failed"`
 	} `json:"request_counts"`
-	Errors *struct {
-		Data []struct {
-			Message string `json:"message"`
-		} `json:"data"`
-	} `json:"errors"`
+	Errors *errorList `json:"errors"`
 }
 
 // ended reports whether the batch has its final status.

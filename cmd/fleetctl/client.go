@@ -21,12 +21,15 @@ type apiError struct {
 			Type    string  `json:"type"`
 			Code    *string `json:"code"`
 		} `json:"error"`
-		Errors *struct {
-			Data []struct {
-				Message string `json:"message"`
-			} `json:"data"`
-		} `json:"errors"`
+		Errors *errorList `json:"errors"`
 	}
+}
+
+// errorList is the "errors" of an API error or a failed batch.
+type errorList struct {
+	Data []struct {
+		Message string `json:"message"`
+	} `json:"data"`
 }
 
 func (e *apiError) Error() string {

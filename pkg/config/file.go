@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -346,12 +346,7 @@ func (f *File) Validate() error {
 		}
 		if p.AccessToken != nil {
 			path := "providers." + name
-			if err := p.AccessToken.validate(path); err != nil {
-				errs = append(errs, err)
-			}
-			if p.APIKeyEnv != "" {
-				bad("%s: give apiKeyEnv or accessToken, not both", path)
-			}
+			p.AccessToken.validate(path, p.APIKeyEnv, bad)
 			if p.Protocol == upstream.ModelAnthropicMessages {
 				bad("%s.accessToken: anthropic-messages takes an API key (x-api-key), not an access token", path)
 			}
@@ -381,10 +376,7 @@ func (f *File) Validate() error {
 		case "", "server", "auto":
 		case "native":
 			if ok && !f.NativeSearch(name) {
-				proto := p.Protocol
-				if proto == "" {
-					proto = upstream.ModelOpenAIChat
-				}
+				proto := cmp.Or(p.Protocol, upstream.ModelOpenAIChat)
 				bad("models[%q].webSearch \"native\": provider %q speaks %s, whose own search the fleet cannot forward for a provider of kind %q; native search works with anthropic-messages, openai-responses and gemini providers and openai-chat providers of kind kimi, moonshot, glm or zhipu; use \"server\" or \"auto\"", name, m.Provider, proto, p.Kind)
 			}
 		default:
@@ -421,12 +413,7 @@ func (f *File) Validate() error {
 			bad("%s.rateLimit.perSecond must be positive", path)
 		}
 		if e.AccessToken != nil {
-			if err := e.AccessToken.validate(path); err != nil {
-				errs = append(errs, err)
-			}
-			if e.APIKeyEnv != "" {
-				bad("%s: give apiKeyEnv or accessToken, not both", path)
-			}
+			e.AccessToken.validate(path, e.APIKeyEnv, bad)
 		}
 		for j, fb := range e.Fallback {
 			switch _, ok := f.Engine(fb); {
@@ -490,18 +477,10 @@ func (f *File) EngineConfigs() ([]enginecfg.Config, error) {
 				errs = append(errs, fmt.Errorf("%s.providerKey %q: no provider %q", path, e.ProviderKey, pname))
 				continue
 			}
-			if c.Kind == "" {
-				c.Kind = providerEngineKind[p.Kind]
-			}
-			if c.Model == "" {
-				c.Model = model
-			}
-			if c.BaseURL == "" {
-				c.BaseURL = p.SearchBaseURL
-			}
-			if c.APIKeyEnv == "" {
-				c.APIKeyEnv = p.APIKeyEnv
-			}
+			c.Kind = cmp.Or(c.Kind, providerEngineKind[p.Kind])
+			c.Model = cmp.Or(c.Model, model)
+			c.BaseURL = cmp.Or(c.BaseURL, p.SearchBaseURL)
+			c.APIKeyEnv = cmp.Or(c.APIKeyEnv, p.APIKeyEnv)
 			if c.APIKey == "" && e.APIKeyEnv == "" && e.AccessToken == nil {
 				c.APIKey, c.APIKeys = p.APIKey, p.APIKeys
 			}
@@ -531,11 +510,8 @@ func (f *File) Engine(id string) (EngineEntry, bool) {
 
 // ModelNames returns the configured client model names, sorted.
 func (f *File) ModelNames() []string {
-	out := make([]string, 0, len(f.Models))
-	for k := range f.Models {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.AppendSeq(make([]string, 0, len(f.Models)), maps.Keys(f.Models))
+	slices.Sort(out)
 	return out
 }
 
@@ -544,12 +520,10 @@ func (f *File) ModelNames() []string {
 func (f *File) KeyEnvs() []string {
 	var out []string
 	for _, n := range f.secretNeeds() {
-		if !slices.Contains(out, n.env) {
-			out = append(out, n.env)
-		}
+		out = append(out, n.env)
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Budgets returns the tenants' spend budgets: each tenant's own, else def.

@@ -56,36 +56,31 @@ type Limits struct {
 // Or returns l with every zero field taken from def; a negative field (no limit)
 // becomes 0, which the enforcing code reads as "no limit".
 func (l Limits) Or(def Limits) Limits {
-	pick := func(v, d int64) int64 {
-		switch {
-		case v < 0:
-			return 0
-		case v == 0:
-			return d
-		}
-		return v
+	return Limits{
+		RequestsPerSecond: or(l.RequestsPerSecond, def.RequestsPerSecond),
+		Burst:             or(l.Burst, def.Burst),
+		SyncWaits:         or(l.SyncWaits, def.SyncWaits),
+		Streams:           or(l.Streams, def.Streams),
+		QueuedJobs:        or(l.QueuedJobs, def.QueuedJobs),
+		Batches:           or(l.Batches, def.Batches),
+		Files:             or(l.Files, def.Files),
+		FileBytes:         or(l.FileBytes, def.FileBytes),
+		StorageBytes:      or(l.StorageBytes, def.StorageBytes),
+		Weight:            or(l.Weight, def.Weight),
+		MaxSteps:          or(l.MaxSteps, def.MaxSteps),
+		MaxSearches:       or(l.MaxSearches, def.MaxSearches),
 	}
-	out := Limits{
-		SyncWaits:    int(pick(int64(l.SyncWaits), int64(def.SyncWaits))),
-		Streams:      int(pick(int64(l.Streams), int64(def.Streams))),
-		QueuedJobs:   int(pick(int64(l.QueuedJobs), int64(def.QueuedJobs))),
-		Batches:      int(pick(int64(l.Batches), int64(def.Batches))),
-		Files:        int(pick(int64(l.Files), int64(def.Files))),
-		FileBytes:    pick(l.FileBytes, def.FileBytes),
-		StorageBytes: pick(l.StorageBytes, def.StorageBytes),
-		Burst:        int(pick(int64(l.Burst), int64(def.Burst))),
-		Weight:       int(pick(int64(l.Weight), int64(def.Weight))),
-		MaxSteps:     int(pick(int64(l.MaxSteps), int64(def.MaxSteps))),
-		MaxSearches:  int(pick(int64(l.MaxSearches), int64(def.MaxSearches))),
-	}
+}
+
+// or is one field of Limits.Or: v, else (zero) d, or 0 when v is negative.
+func or[T int | int64 | float64](v, d T) T {
 	switch {
-	case l.RequestsPerSecond < 0:
-	case l.RequestsPerSecond == 0:
-		out.RequestsPerSecond = def.RequestsPerSecond
-	default:
-		out.RequestsPerSecond = l.RequestsPerSecond
+	case v < 0:
+		return 0
+	case v == 0:
+		return d
 	}
-	return out
+	return v
 }
 
 // validate checks the process defaults (negative values make no sense there: 0 is
@@ -150,11 +145,7 @@ func (t *TenantLimits) Tenants() []string {
 	if t == nil {
 		return nil
 	}
-	out := make([]string, 0, len(t.own))
-	for id := range t.own {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(t.own))
 }
 
 // UnlimitedTenantEnv is the environment (KEY=value) that lifts every per-tenant

@@ -3,8 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -55,12 +56,7 @@ func (f *File) baseURLOverrides(lookup func(string) (string, bool)) ([]baseURLOv
 		}
 		out = append(out, baseURLOverride{env: env, value: v, set: set})
 	}
-	names := make([]string, 0, len(f.Providers))
-	for name := range f.Providers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
 		add("FLEET_PROVIDER_"+EnvID(name)+"_BASE_URL", func(f *File, v string) {
 			p := f.Providers[name]
 			p.BaseURL = v

@@ -2,9 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/research/agent"
@@ -64,14 +64,7 @@ func (p AgentPrice) For(effort string) float64 {
 }
 
 // ResearchAgentNames returns the configured research agents' names, sorted.
-func (f *File) ResearchAgentNames() []string {
-	names := make([]string, 0, len(f.ResearchAgents))
-	for n := range f.ResearchAgents {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (f *File) ResearchAgentNames() []string { return slices.Sorted(maps.Keys(f.ResearchAgents)) }
 
 // NewResearchAgent builds the named research agent over hc (nil: the agent's default
 // client), with its provider's base URL and resolved keys.

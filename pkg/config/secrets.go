@@ -3,7 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/provider"
@@ -63,7 +64,7 @@ func (f *File) Resolve(lookup func(string) (string, bool)) error {
 		}
 	}
 	ptokens := map[string]provider.TokenSource{}
-	for _, name := range f.providerNames() {
+	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
 		if p := f.Providers[name]; p.AccessToken != nil {
 			tok, err := p.AccessToken.source("providers." + name)
 			if err != nil {
@@ -119,14 +120,7 @@ type MissingSecretsError struct {
 }
 
 // Vars returns the missing variables, sorted.
-func (e *MissingSecretsError) Vars() []string {
-	out := make([]string, 0, len(e.NeededBy))
-	for k := range e.NeededBy {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (e *MissingSecretsError) Vars() []string { return slices.Sorted(maps.Keys(e.NeededBy)) }
 
 // Error lists every missing variable on one line, sorted:
 //
@@ -160,7 +154,7 @@ type secretNeed struct {
 // name, then engines and tenants in file order.
 func (f *File) secretNeeds() []secretNeed {
 	var out []secretNeed
-	for _, name := range f.providerNames() {
+	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
 		if env := f.Providers[name].APIKeyEnv; env != "" {
 			out = append(out, secretNeed{env: env, what: "providers." + name})
 		}
@@ -191,16 +185,6 @@ func (f *File) secretNeeds() []secretNeed {
 		}
 	}
 	return out
-}
-
-// providerNames returns the providers' names, sorted.
-func (f *File) providerNames() []string {
-	names := make([]string, 0, len(f.Providers))
-	for name := range f.Providers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // engineKeyEnv is the variable holding an engine's key: its own, else its provider's.

@@ -38,16 +38,19 @@ const DefaultTokenRefresh = 50 * time.Minute
 // tokenCommandTimeout bounds one run of a token command.
 const tokenCommandTimeout = 30 * time.Second
 
-func (a *AccessToken) validate(path string) error {
+// validate checks the accessToken of the entry at path, whose apiKeyEnv is keyEnv.
+func (a *AccessToken) validate(path, keyEnv string, bad func(string, ...any)) {
 	switch {
 	case (a.File == "") == (len(a.Command) == 0):
-		return fmt.Errorf("%s.accessToken needs exactly one of file and command", path)
+		bad("%s.accessToken needs exactly one of file and command", path)
 	case len(a.Command) > 0 && a.Command[0] == "":
-		return fmt.Errorf("%s.accessToken.command[0] must name a program", path)
+		bad("%s.accessToken.command[0] must name a program", path)
 	case a.RefreshEvery < 0:
-		return fmt.Errorf("%s.accessToken.refreshEvery must not be negative", path)
+		bad("%s.accessToken.refreshEvery must not be negative", path)
 	}
-	return nil
+	if keyEnv != "" {
+		bad("%s: give apiKeyEnv or accessToken, not both", path)
+	}
 }
 
 // source checks that the token can be had (the file reads to a token, the command's

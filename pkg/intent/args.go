@@ -69,7 +69,7 @@ func (e *ArgError) Result() *engines.Result {
 var acceptedKeys = [...]string{"query", "engine", "recency", "count", "allowed_domains", "blocked_domains", "max_age", "cache", "strict"}
 
 // acceptedList is acceptedKeys as the seed's error wording lists them.
-const acceptedList = "'query', 'engine', 'recency', 'count', 'allowed_domains', 'blocked_domains', 'max_age', 'cache', 'strict'"
+var acceptedList = "'" + strings.Join(acceptedKeys[:], "', '") + "'"
 
 // Parse validates the arguments string of a web_search call and chooses its engine.
 // googlePreferred must be the classifier's verdict for the request that offered the
@@ -286,14 +286,10 @@ func parseCount(raw json.RawMessage) (int, *ArgError) {
 	if s[0] == '"' {
 		return bad("as a JSON number, not the string " + clip(s, 20))
 	}
-	if s[0] != '-' && (s[0] < '0' || s[0] > '9') {
-		return bad("not " + clip(s, 20))
-	}
+	// raw is valid JSON, so ParseFloat reads only a number: true, an object or an
+	// array fail, and so does a number too large for a float64 (ErrRange).
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return bad("not " + clip(s, 20))
-	}
-	if f != math.Trunc(f) || f < 1 || f > engines.MaxCount {
+	if err != nil || f != math.Trunc(f) || f < 1 || f > engines.MaxCount {
 		return bad("not " + clip(s, 20))
 	}
 	return int(f), nil

@@ -253,15 +253,13 @@ var zhGroups = [...]struct {
 	{'报', []phrase{{text: "报道", kind: noun, id: nZhBaodao}}},
 }
 
-// softMatch is Result.Match for a verb+noun hit, precomputed so a hit does not
-// allocate.
-var softMatch = [len(verbNames)][len(nounNames)]string{
-	{"search+web", "search+website", "search+webpage", "search+internet", "search+online", "search+news", "search+information", "search+info", "search+report", "search+article", "search+网络", "search+联网", "search+新闻", "search+信息", "search+报道"},
-	{"find+web", "find+website", "find+webpage", "find+internet", "find+online", "find+news", "find+information", "find+info", "find+report", "find+article", "find+网络", "find+联网", "find+新闻", "find+信息", "find+报道"},
-	{"look up+web", "look up+website", "look up+webpage", "look up+internet", "look up+online", "look up+news", "look up+information", "look up+info", "look up+report", "look up+article", "look up+网络", "look up+联网", "look up+新闻", "look up+信息", "look up+报道"},
-	{"look for+web", "look for+website", "look for+webpage", "look for+internet", "look for+online", "look for+news", "look for+information", "look for+info", "look for+report", "look for+article", "look for+网络", "look for+联网", "look for+新闻", "look for+信息", "look for+报道"},
-	{"google+web", "google+website", "google+webpage", "google+internet", "google+online", "google+news", "google+information", "google+info", "google+report", "google+article", "google+网络", "google+联网", "google+新闻", "google+信息", "google+报道"},
-	{"搜索+web", "搜索+website", "搜索+webpage", "搜索+internet", "搜索+online", "搜索+news", "搜索+information", "搜索+info", "搜索+report", "搜索+article", "搜索+网络", "搜索+联网", "搜索+新闻", "搜索+信息", "搜索+报道"},
-	{"查找+web", "查找+website", "查找+webpage", "查找+internet", "查找+online", "查找+news", "查找+information", "查找+info", "查找+report", "查找+article", "查找+网络", "查找+联网", "查找+新闻", "查找+信息", "查找+报道"},
-	{"搜+web", "搜+website", "搜+webpage", "搜+internet", "搜+online", "搜+news", "搜+information", "搜+info", "搜+report", "搜+article", "搜+网络", "搜+联网", "搜+新闻", "搜+信息", "搜+报道"},
-}
+// softMatch is Result.Match for a verb+noun hit ("search+news"), precomputed so a
+// hit does not allocate.
+var softMatch = func() (m [numVerbs][numNouns]string) {
+	for v, vname := range verbNames {
+		for n, nname := range nounNames {
+			m[v][n] = vname + "+" + nname
+		}
+	}
+	return m
+}()

@@ -116,12 +116,6 @@ func (m *Metrics) WatchQueues(r QueueReader, timeout time.Duration) {
 	m.Registry.MustRegister(m.queues)
 }
 
-// newStepsInFlight is the gauge of handler runs in progress per consumer.
-func newStepsInFlight() *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fleet_steps_in_flight",
-		Help: "Messages a consumer's handlers are working on in this process."}, []string{"consumer"})
-}
-
 var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // Names lists every metric name this package defines (whether or not it has been

@@ -64,7 +64,7 @@ type Metrics struct {
 	// endpoint's retirement (a Deprecation or Sunset header) or carried it out (404,
 	// 410), by provider (an engine id, a model provider's name) and signal.
 	ProviderDeprecation *prometheus.CounterVec
-	// StepsInFlight are the messages each consumer's handlers work on (lag.go).
+	// StepsInFlight are the messages each consumer's handlers work on in this process.
 	StepsInFlight *prometheus.GaugeVec
 
 	queues *queueCollector // WatchQueues
@@ -86,44 +86,48 @@ type Metrics struct {
 func New() *Metrics {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 	m := &Metrics{
-		Registry:      r,
-		HTTPRequests:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_http_requests_total", Help: "Ingress requests by route and status."}, []string{"route", "status"}),
-		Jobs:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_jobs_total", Help: "Jobs by final status."}, []string{"status"}),
-		JobSeconds:    prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleet_job_seconds", Help: "Time from accepting a job to its end.", Buckets: latency}),
-		ModelCalls:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_model_calls_total", Help: "Main-model calls by provider and outcome."}, []string{"provider", "outcome"}),
-		ModelSeconds:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleet_model_call_seconds", Help: "Main-model call latency.", Buckets: latency}, []string{"provider"}),
-		Searches:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_searches_total", Help: "Searches by engine and outcome."}, []string{"engine", "outcome"}),
-		SearchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleet_search_seconds", Help: "Engine call latency.", Buckets: latency}, []string{"engine"}),
-		SearchCostUSD: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_cost_usd_total", Help: "What searches cost, by engine."}, []string{"engine"}),
-		Deliveries:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_deliveries_total", Help: "Consumer outcomes by consumer and action."}, []string{"consumer", "action"}),
-		StepSeconds:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleet_step_seconds", Help: "Handler time per consumer.", Buckets: latency}, []string{"consumer"}),
-		Webhooks:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_webhook_deliveries_total", Help: "Webhook delivery attempts by outcome."}, []string{"outcome"}),
-		Orphans:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_orphan_messages_total", Help: "Messages about a job Redis does not know, by consumer (dead-lettered, not paid for)."}, []string{"consumer"}),
-		Reconciled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
-		Citations:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_citations_total", Help: "Citation markers of final answers: valid, or removed (cited no retrieved source)."}, []string{"result"}),
-		StepsInFlight: newStepsInFlight(),
+		Registry:            r,
+		HTTPRequests:        counter("fleet_http_requests_total", "Ingress requests by route and status.", "route", "status"),
+		Jobs:                counter("fleet_jobs_total", "Jobs by final status.", "status"),
+		JobSeconds:          prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleet_job_seconds", Help: "Time from accepting a job to its end.", Buckets: latency}),
+		ModelCalls:          counter("fleet_model_calls_total", "Main-model calls by provider and outcome.", "provider", "outcome"),
+		ModelSeconds:        histogram("fleet_model_call_seconds", "Main-model call latency.", "provider"),
+		Searches:            counter("fleet_searches_total", "Searches by engine and outcome.", "engine", "outcome"),
+		SearchSeconds:       histogram("fleet_search_seconds", "Engine call latency.", "engine"),
+		SearchCostUSD:       counter("fleet_search_cost_usd_total", "What searches cost, by engine.", "engine"),
+		Deliveries:          counter("fleet_deliveries_total", "Consumer outcomes by consumer and action.", "consumer", "action"),
+		StepSeconds:         histogram("fleet_step_seconds", "Handler time per consumer.", "consumer"),
+		Webhooks:            counter("fleet_webhook_deliveries_total", "Webhook delivery attempts by outcome.", "outcome"),
+		WebhookDeferred:     counter("fleet_webhook_deferred_total", "Webhook deliveries held back by a fairness cap (the tenant's in-flight cap or the destination's limit), by tenant and reason.", "tenant", "reason"),
+		Orphans:             counter("fleet_orphan_messages_total", "Messages about a job Redis does not know, by consumer (dead-lettered, not paid for).", "consumer"),
+		Reconciled:          prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_jobs_reconciled_total", Help: "Jobs whose Redis status was restored from the terminal event the stream recorded."}),
+		Citations:           counter("fleet_citations_total", "Citation markers of final answers: valid, or removed (cited no retrieved source).", "result"),
+		TenantRejected:      counter("fleet_tenant_rejected_total", "Requests refused by a per-tenant limit, by tenant and limit.", "tenant", "limit"),
+		SearchFallbacks:     counter("fleet_search_fallbacks_total", "Searches handed from a failed engine to a fallback engine, by engine, fallback and reason.", "from", "to", "reason"),
+		KeyCooldowns:        counter("fleet_engine_key_cooldowns_total", "Engine API keys put to rest after the provider refused them, by engine and reason.", "engine", "reason"),
+		ModelKeyCooldowns:   counter("fleet_model_key_cooldowns_total", "Main-model provider API keys put to rest after the provider refused them, by provider and reason.", "provider", "reason"),
+		ProviderDeprecation: counter("fleet_provider_deprecation", "Engine and main-model answers that announced their endpoint's retirement (Deprecation or Sunset header) or carried it out (404, 410), by provider (an engine id or a model provider's name) and signal.", "provider", "signal"),
+		StepsInFlight:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fleet_steps_in_flight", Help: "Messages a consumer's handlers are working on in this process."}, []string{"consumer"}),
+		SpendUSD:            counter("fleet_spend_usd_total", "What paid calls cost, by tenant, kind (search, model) and source (engine or model).", "tenant", "kind", "source"),
+		BudgetExhausted:     counter("fleet_budget_exhausted_total", "Searches and jobs refused on a used-up tenant budget, by tenant and budget.", "tenant", "budget"),
+		Fetches:             counter("fleet_fetch_total", "web_fetch calls by outcome.", "outcome"),
 	}
-	m.TenantRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_tenant_rejected_total", Help: "Requests refused by a per-tenant limit, by tenant and limit."}, []string{"tenant", "limit"})
-	r.MustRegister(m.TenantRejected)
-	m.SearchFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_search_fallbacks_total", Help: "Searches handed from a failed engine to a fallback engine, by engine, fallback and reason."}, []string{"from", "to", "reason"})
-	m.KeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_engine_key_cooldowns_total", Help: "Engine API keys put to rest after the provider refused them, by engine and reason."}, []string{"engine", "reason"})
-	r.MustRegister(m.SearchFallbacks, m.KeyCooldowns)
-	m.ModelKeyCooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_model_key_cooldowns_total", Help: "Main-model provider API keys put to rest after the provider refused them, by provider and reason."}, []string{"provider", "reason"})
-	r.MustRegister(m.ModelKeyCooldowns)
-	m.ProviderDeprecation = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_provider_deprecation", Help: "Engine and main-model answers that announced their endpoint's retirement (Deprecation or Sunset header) or carried it out (404, 410), by provider (an engine id or a model provider's name) and signal."}, []string{"provider", "signal"})
-	r.MustRegister(m.ProviderDeprecation)
-	m.WebhookDeferred = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_webhook_deferred_total", Help: "Webhook deliveries held back by a fairness cap (the tenant's in-flight cap or the destination's limit), by tenant and reason."}, []string{"tenant", "reason"})
-	r.MustRegister(m.WebhookDeferred)
-	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds,
-		m.SearchCostUSD, m.Deliveries, m.StepSeconds, m.Webhooks, m.Orphans, m.Reconciled, m.StepsInFlight, m.Citations)
-	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_spend_usd_total", Help: "What paid calls cost, by tenant, kind (search, model) and source (engine or model)."}, []string{"tenant", "kind", "source"})
-	m.BudgetExhausted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_budget_exhausted_total", Help: "Searches and jobs refused on a used-up tenant budget, by tenant and budget."}, []string{"tenant", "budget"})
-	r.MustRegister(m.SpendUSD, m.BudgetExhausted)
-	m.Fetches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleet_fetch_total", Help: "web_fetch calls by outcome."}, []string{"outcome"})
-	r.MustRegister(m.Fetches)
+	r.MustRegister(m.HTTPRequests, m.Jobs, m.JobSeconds, m.ModelCalls, m.ModelSeconds, m.Searches, m.SearchSeconds, m.SearchCostUSD,
+		m.Deliveries, m.StepSeconds, m.Webhooks, m.WebhookDeferred, m.Orphans, m.Reconciled, m.Citations, m.TenantRejected,
+		m.SearchFallbacks, m.KeyCooldowns, m.ModelKeyCooldowns, m.ProviderDeprecation, m.StepsInFlight, m.SpendUSD, m.BudgetExhausted, m.Fetches)
 	return m
+}
+
+// latency are the buckets of the latency histograms, in seconds.
+var latency = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func histogram(name, help string, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latency}, labels)
 }
 
 // The kinds of paid call fleet_spend_usd_total counts.

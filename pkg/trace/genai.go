@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 
@@ -54,12 +55,8 @@ func Model(ctx context.Context, protocol, provider, model string) (context.Conte
 	if !on.Load() {
 		return ctx, noopSpan
 	}
-	name := providerNames[protocol]
-	if name == "" {
-		name = protocol
-	}
 	return Start(ctx, "chat "+model, oteltrace.SpanKindClient,
-		GenAIOperation.String("chat"), GenAIProvider.String(name), GenAIRequestModel.String(model), FleetProvider.String(provider))
+		GenAIOperation.String("chat"), GenAIProvider.String(cmp.Or(providerNames[protocol], protocol)), GenAIRequestModel.String(model), FleetProvider.String(provider))
 }
 
 // Answered puts a model's answer on its span: the model that answered, the tokens,

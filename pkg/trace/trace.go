@@ -10,12 +10,15 @@ package trace
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,10 +140,7 @@ func Setup(ctx context.Context, service string) (shutdown func(context.Context) 
 
 // newProvider is the tracer provider the environment configures (Setup).
 func newProvider(ctx context.Context, service string) (*sdktrace.TracerProvider, error) {
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
+	proto := cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
 	var exp sdktrace.SpanExporter
 	var err error
 	switch proto {
@@ -220,13 +220,7 @@ func (c natsCarrier) Get(key string) string {
 	return ""
 }
 func (c natsCarrier) Set(key, value string) { c[key] = []string{value} }
-func (c natsCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
-}
+func (c natsCarrier) Keys() []string        { return slices.Collect(maps.Keys(c)) }
 
 // Inject writes ctx's trace context into h (a message being published).
 func Inject(ctx context.Context, h nats.Header) {
