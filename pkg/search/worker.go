@@ -134,7 +134,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.Unavailable, Engine: req.Engine, Message: "the job's deadline passed before the search could run"}), 0)
 	}
 	set := w.Settings[req.Engine]
-	cacheKey := ""
+	cacheKey := queryHash(req.Query)
 	// Per tenant unless the operator shares it: a hit is free (searches: 0), which
 	// must not tell one tenant what another searched for.
 	cacheTenant := ss.Tenant
@@ -142,7 +142,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		cacheTenant = SharedCacheTenant
 	}
 	if set.CacheTTL > 0 || req.Query.Cache == engines.CacheOnly {
-		cacheKey = queryHash(req.Query)
 		if res, ok := w.cached(ctx, cacheTenant, req.Engine, cacheKey, req.Query.MaxAge); ok {
 			w.count(req.Engine, "cached")
 			return w.finish(ctx, req, d, res, 0)
@@ -152,9 +151,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.BadRequest, Engine: req.Engine,
 				Message: "no cached result for this search, and the request allows no paid search (cache: only)"}), 0)
 		}
-	}
-	if cacheKey == "" {
-		cacheKey = queryHash(req.Query)
 	}
 	if shareable(req, ss.Tenant) {
 		claimed, shared, err := w.awaitInflight(ctx, req, ss.Tenant, cacheKey)
@@ -219,7 +215,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if w.Metrics != nil && res.Usage.CostUSD > 0 {
 		w.Metrics.SearchCostUSD.WithLabelValues(req.Engine).Add(res.Usage.CostUSD)
 	}
-	if cacheKey != "" && set.CacheTTL > 0 && Complete(res) && !res.Partial { // errors and partial answers are never cached
+	if set.CacheTTL > 0 && Complete(res) && !res.Partial { // errors and partial answers are never cached
 		if b, err := json.Marshal(cacheEntry{At: time.Now().UTC(), Result: res}); err == nil {
 			w.Store.CacheSearch(ctx, cacheTenant, req.Engine, cacheKey, b, set.CacheTTL)
 		}
