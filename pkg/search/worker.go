@@ -455,8 +455,9 @@ func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool
 	if direct {
 		b, err = json.Marshal(done)
 	} else {
-		save = st.SaveSearchResult
-		b, err = resumeMessage(done)
+		var sealed bus.Sealed
+		sealed, err = bus.Seal(*done) // sealed once: stored, and published, as these bytes
+		save, b = st.SaveSearchResult, sealed.Envelope
 	}
 	if err != nil {
 		return nil, bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
@@ -479,11 +480,4 @@ func storedDone(b []byte, direct bool) (*Done, []byte, bool) {
 		return nil, nil, false
 	}
 	return &d, b, true
-}
-
-// resumeMessage is the resume message of done, its envelope sealed once: the bytes
-// stored as the chain's result and published as they are.
-func resumeMessage(done *Done) ([]byte, error) {
-	sealed, err := bus.Seal(*done)
-	return sealed.Envelope, err
 }
