@@ -262,30 +262,16 @@ func (s *Service) notify(ctx context.Context, b *record) error {
 	if len(cb.Events) > 0 && !cb.Wants(b.Status) {
 		return s.Store.SetBatchWebhook(ctx, b.ID, "skipped", "")
 	}
-	if err := s.enqueueWebhook(ctx, b, cb.URL); err != nil {
+	d, err := webhook.NewDelivery(bus.WebhookDelivery{Tenant: b.Tenant, BatchID: b.ID, URL: cb.URL}, "batch", b.Status, endedAt(b), ViewOf(b))
+	if err != nil {
 		return err
+	}
+	if err := s.Bus.Publish(ctx, bus.SubjectWebhook, d); err != nil {
+		return fmt.Errorf("batch %s: enqueueing its webhook: %w", b.ID, err)
 	}
 	// Only a state not yet recorded becomes "pending": the delivery may already have
 	// settled (delivered, failed) while this step went on, and its outcome stays.
 	return s.Store.SetBatchWebhook(ctx, b.ID, "pending", "")
-}
-
-// enqueueWebhook publishes the delivery of a batch's end to url, its body in the
-// Standard Webhooks structure pkg/webhook uses for jobs: the event type, when it
-// happened, the batch.
-func (s *Service) enqueueWebhook(ctx context.Context, b *record, url string) error {
-	at := endedAt(b)
-	typ := "batch." + b.Status
-	payload, err := webhook.NewPayload(typ, at, ViewOf(b))
-	if err != nil {
-		return err
-	}
-	d := bus.WebhookDelivery{ID: webhook.MessageID(b.ID, b.Status), Tenant: b.Tenant, BatchID: b.ID, Event: typ, URL: url,
-		Payload: payload, Created: at}
-	if err := s.Bus.Publish(ctx, bus.SubjectWebhook, d); err != nil {
-		return fmt.Errorf("batch %s: enqueueing its webhook: %w", b.ID, err)
-	}
-	return nil
 }
 
 // endedAt is when a batch reached its final status.

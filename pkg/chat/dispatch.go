@@ -30,10 +30,7 @@ func (w *Worker) plan(v *view, h int, t *turn, server []wire.ToolCall) (calls []
 		}
 		return cs, searches, true
 	}
-	p := planState{searchLimit: w.MaxSearches, fetchLimit: w.fetchLimit(v)}
-	if opts := v.req.Search; opts != nil && opts.MaxUses > 0 && opts.MaxUses < p.searchLimit {
-		p.searchLimit = opts.MaxUses // the request's max_uses narrows the fleet's limit, never raises it
-	}
+	p := planState{searchLimit: w.searchLimit(v), fetchLimit: w.fetchLimit(v)}
 	p.searchBudget = p.searchLimit - v.chain.Searches
 	p.fetchBudget = p.fetchLimit - v.fetches(h)
 	for _, tc := range server {

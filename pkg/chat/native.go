@@ -2,7 +2,6 @@ package chat
 
 import (
 	"github.com/searchfleet/searchfleet/pkg/engines"
-	"github.com/searchfleet/searchfleet/pkg/llm"
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
@@ -11,23 +10,14 @@ import (
 // like the fleet's: a trace entry each (engine "native:<protocol>"), their cost in the
 // usage, and the cited pages as the sources the answer's [n] markers number.
 
-// native reads a turn's native-search report (nil: the model did not search itself).
-func native(t *turn) *llm.NativeSearch {
-	if t == nil {
-		return nil
-	}
-	return t.Native
-}
-
 // nativeSources returns the sources the final answer's markers number: its native
 // search's cited pages when the model searched itself in that answer, else srcs.
 func nativeSources(t *turn, srcs *sources) *sources {
-	n := native(t)
-	if n == nil || len(n.Sources) == 0 {
-		return srcs
+	if t == nil || t.Native == nil || len(t.Native.Sources) == 0 {
+		return srcs // the model did not search itself
 	}
 	out := &sources{}
-	for _, s := range n.Sources {
+	for _, s := range t.Native.Sources {
 		out.add(engines.Source{Web: engines.Web{URI: s.URL, Title: engines.PlainText(s.Title)}})
 	}
 	return out
@@ -37,10 +27,10 @@ func nativeSources(t *turn, srcs *sources) *sources {
 func (v *view) addNative(last int, trace []traceEntry, u engines.Usage) ([]traceEntry, engines.Usage) {
 	for h := 0; h <= last; h++ {
 		t, _ := v.turn(h)
-		n := native(t)
-		if n == nil {
-			continue
+		if t == nil || t.Native == nil {
+			continue // the model did not search itself
 		}
+		n := t.Native
 		// The billed requests and their price are spread over the searches that ran:
 		// Gemini bills one grounded answer however many queries it made, so its trace
 		// entries share one search's price (the entries add up to the usage).

@@ -178,13 +178,8 @@ func notRecorded(record map[string][]byte) *engines.Result {
 			qs = append(qs, strconv.Quote(r.Query))
 		}
 	}
-	slices.Sort(qs)
-	list := "none"
-	if len(qs) > 0 {
-		list = strings.Join(slices.Compact(qs), ", ")
-	}
 	return engines.InvalidArgumentsResult("SEARCH_NOT_RECORDED", "This search was not made by the job being replayed.",
-		fmt.Sprintf("This is a replay; only the original searches are available: %s. Search again with one of those queries, or answer with the results you have.", list))
+		fmt.Sprintf("This is a replay; only the original searches are available: %s. Search again with one of those queries, or answer with the results you have.", listed(qs)))
 }
 
 // fetchNotRecorded is the result of a replay's fetch of a page the original job did
@@ -196,15 +191,20 @@ func fetchNotRecorded(u string, record map[string][]byte) *engines.Result {
 			us = append(us, strconv.Quote(rec.Page.URL))
 		}
 	}
-	slices.Sort(us)
-	list := "none"
-	if len(us) > 0 {
-		list = strings.Join(slices.Compact(us), ", ")
-	}
 	res := engines.InvalidArgumentsResult("FETCH_NOT_RECORDED", "This page was not fetched by the job being replayed.",
-		fmt.Sprintf("This is a replay; only the original fetches are available: %s. Fetch one of those URLs, or answer with what you have.", list))
+		fmt.Sprintf("This is a replay; only the original fetches are available: %s. Fetch one of those URLs, or answer with what you have.", listed(us)))
 	res.Engine, res.Query = search.FetchEngine, u
 	return res
+}
+
+// listed is what a replay's record holds, for the model: the quoted queries or URLs
+// in order, each once, or "none".
+func listed(quoted []string) string {
+	if len(quoted) == 0 {
+		return "none"
+	}
+	slices.Sort(quoted)
+	return strings.Join(slices.Compact(quoted), ", ")
 }
 
 // traceRecord fills a trace entry's content address (a complete result the search

@@ -50,7 +50,7 @@ func buildResponse(v *view, h int, t *turn, srcs *sources, sp wire.Spend) (*wire
 	_, client := splitCalls(t, v.toolNames)
 	text, cites := checkCitations(t.Text(), len(srcs.list))
 	resp := &wire.Response{ID: "chatcmpl-" + v.job.ID, JobID: v.job.ID, Model: v.job.Model, Created: v.job.Created, Status: wire.StatusCompleted,
-		Stop: t.Stop, Notes: answerNotes(v)}
+		Stop: t.Stop, Notes: v.req.AllNotes()} // searchfleet.warnings: the request's settings the fleet cannot honour
 	for _, p := range t.Parts {
 		if p.Kind == wire.PartReasoning {
 			resp.Content = append(resp.Content, p)
@@ -101,10 +101,4 @@ func (v *view) tally(last int) wire.Spend {
 		}
 	}
 	return sp
-}
-
-// answerNotes are the notes an answer carries (searchfleet.warnings, in every
-// protocol): the request's settings the fleet cannot honour.
-func answerNotes(v *view) []string {
-	return v.req.AllNotes()
 }

@@ -16,18 +16,15 @@ import (
 // model is called and settled to what it cost when the answer is in, by pkg/spend's
 // turn rules; the search workers hold searches in the same ledgers.
 
-// requestCap is the request's max_cost_usd (0: none).
-func requestCap(v *view) float64 {
-	if v.req.Search == nil {
-		return 0
-	}
-	return v.req.Search.MaxCostUSD
-}
-
-// openRequestLedger runs before hop h's model call (spend.OpenRequest): it reports
-// whether the request's money is spent, and that hop is then offered no web_search.
+// openRequestLedger runs before hop h's model call (spend.OpenRequest) with the
+// request's max_cost_usd (0: none): it reports whether the request's money is spent,
+// and that hop is then offered no web_search.
 func (w *Worker) openRequestLedger(ctx context.Context, v *view, h int) (spent bool, err error) {
-	return spend.OpenRequest(ctx, w.Ledger, v.job.ID, requestCap(v), h == 0)
+	limit := 0.0
+	if o := v.req.Search; o != nil {
+		limit = o.MaxCostUSD
+	}
+	return spend.OpenRequest(ctx, w.Ledger, v.job.ID, limit, h == 0)
 }
 
 // worstCase is what hop h's model call can cost at most (spend.Pricing.WorstCase):
@@ -38,10 +35,7 @@ func (w *Worker) worstCase(v *view, size int, native bool) (usd float64, searche
 	m := w.Models[v.job.Model]
 	price := 0.0
 	if native {
-		searches = max(w.MaxSearches, 1)
-		if o := v.req.Search; o != nil && o.MaxUses > 0 && o.MaxUses < searches {
-			searches = o.MaxUses
-		}
+		searches = max(w.searchLimit(v), 1)
 		if api, ok := upstream.ModelAPIFor(m.Protocol); ok {
 			if _, p, ok := api.NativeSearch(m.Upstream); ok {
 				price = p // 0: unknown, spend.FallbackSearchUSD

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/searchfleet/searchfleet/pkg/bus"
-	"github.com/searchfleet/searchfleet/pkg/jobs"
 	"github.com/searchfleet/searchfleet/pkg/state"
 )
 
@@ -50,11 +49,6 @@ type ChainStore interface {
 	MarkStickyConversation(ctx context.Context, hash string, ttl time.Duration) error
 }
 
-// Ender ends a job, exactly once (jobs.Ender is the one the fleet uses).
-type Ender interface {
-	End(ctx context.Context, jobID string, e jobs.Ending) error
-}
-
 // Publisher puts the chain's messages on the bus. *bus.Bus is the NATS one.
 type Publisher interface {
 	// Publish publishes and waits for the stream to store the message.
@@ -68,5 +62,4 @@ type Publisher interface {
 var (
 	_ ChainStore = (*state.Chains)(nil)
 	_ Publisher  = (*bus.Bus)(nil)
-	_ Ender      = (*jobs.Ender)(nil)
 )

@@ -28,7 +28,6 @@ import (
 // A call's stored record names its tool (call.Tool, empty for web_search, so chains
 // stored before the registry still read).
 type serverTool struct {
-	name string
 	// schema is the tools[] entry a hop is offered (gp: the Google-preferred narrowing
 	// of web_search).
 	schema func(w *Worker, gp bool) json.RawMessage
@@ -51,14 +50,12 @@ type planState struct {
 // serverTools is the registry, by the name the model calls.
 var serverTools = map[string]*serverTool{
 	intent.ToolName: {
-		name:    intent.ToolName,
 		schema:  func(w *Worker, gp bool) json.RawMessage { return w.Tools.Tool(gp) },
 		plan:    planSearch,
 		request: searchRequest,
 		render:  func(d *search.Done, srcs *sources) string { return render(&d.Result, srcs) },
 	},
 	intent.FetchToolName: {
-		name:    intent.FetchToolName,
 		schema:  func(*Worker, bool) json.RawMessage { return intent.FetchTool() },
 		plan:    planFetch,
 		request: fetchRequest,
@@ -206,17 +203,26 @@ func (w *Worker) offerFetch(v *view, h int) bool {
 	return len(srcs.list) > 0
 }
 
+// searchLimit is the job's web_search limit: the fleet's, narrowed (never raised) by
+// the request's max_uses.
+func (w *Worker) searchLimit(v *view) int {
+	if o := v.req.Search; o != nil && o.MaxUses > 0 {
+		return min(o.MaxUses, w.MaxSearches)
+	}
+	return w.MaxSearches
+}
+
 // fetchLimit is the job's fetch limit: the fleet's, lowered by the request's own (a
 // negative one: none).
 func (w *Worker) fetchLimit(v *view) int {
-	limit := w.MaxFetches
-	if o := v.req.Search; o != nil && o.MaxFetches < 0 {
+	o := v.req.Search
+	switch {
+	case o == nil || o.MaxFetches == 0:
+		return w.MaxFetches
+	case o.MaxFetches < 0:
 		return 0
 	}
-	if o := v.req.Search; o != nil && o.MaxFetches > 0 && o.MaxFetches < limit {
-		limit = o.MaxFetches
-	}
-	return limit
+	return min(o.MaxFetches, w.MaxFetches)
 }
 
 // fetches counts the fetches the hops before h ran (answered without running: not

@@ -74,7 +74,7 @@ type Worker struct {
 	// web_search chain sticky for the client's next request.
 	StickyTTL time.Duration
 	// Ender ends jobs (jobs.Ender): every ending of the chat worker goes through it.
-	Ender   Ender
+	Ender   *jobs.Ender
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	// ID names this worker in leases.

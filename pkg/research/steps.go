@@ -348,13 +348,11 @@ func (w *Worker) notify(ctx context.Context, r *state.Run, req *Request, status 
 	if !ok {
 		return nil
 	}
-	typ := "research." + status
-	body, err := webhook.NewPayload(typ, r.Updated, ViewOf(r))
+	d, err := webhook.NewDelivery(bus.WebhookDelivery{Tenant: r.Tenant, JobID: r.ID, URL: cb.URL}, "research", status, r.Updated, ViewOf(r))
 	if err != nil {
 		return err
 	}
-	if err := w.Webhooks.Enqueue(ctx, bus.WebhookDelivery{ID: webhook.MessageID(r.ID, status), Tenant: r.Tenant, JobID: r.ID,
-		Event: typ, URL: cb.URL, Payload: body, Created: r.Updated.UTC()}); err != nil {
+	if err := w.Webhooks.Enqueue(ctx, d); err != nil {
 		return err
 	}
 	return w.Store.Research.RunNotified(ctx, r.ID, status)

@@ -134,7 +134,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.Unavailable, Engine: req.Engine, Message: "the job's deadline passed before the search could run"}), 0)
 	}
 	set := w.Settings[req.Engine]
-	cacheKey := ""
+	cacheKey := queryHash(req.Query)
 	// Per tenant unless the operator shares it: a hit is free (searches: 0), which
 	// must not tell one tenant what another searched for.
 	cacheTenant := ss.Tenant
@@ -142,7 +142,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 		cacheTenant = SharedCacheTenant
 	}
 	if set.CacheTTL > 0 || req.Query.Cache == engines.CacheOnly {
-		cacheKey = queryHash(req.Query)
 		if res, ok := w.cached(ctx, cacheTenant, req.Engine, cacheKey, req.Query.MaxAge); ok {
 			w.count(req.Engine, "cached")
 			return w.finish(ctx, req, d, res, 0)
@@ -152,9 +151,6 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 			return w.finish(ctx, req, d, engines.ErrorResult(req.Engine, req.Query.Query, &engines.Error{Kind: engines.BadRequest, Engine: req.Engine,
 				Message: "no cached result for this search, and the request allows no paid search (cache: only)"}), 0)
 		}
-	}
-	if cacheKey == "" {
-		cacheKey = queryHash(req.Query)
 	}
 	if shareable(req, ss.Tenant) {
 		claimed, shared, err := w.awaitInflight(ctx, req, ss.Tenant, cacheKey)
@@ -219,7 +215,7 @@ func (w *Worker) Handle(ctx context.Context, d *bus.Delivery[Request]) (err erro
 	if w.Metrics != nil && res.Usage.CostUSD > 0 {
 		w.Metrics.SearchCostUSD.WithLabelValues(req.Engine).Add(res.Usage.CostUSD)
 	}
-	if cacheKey != "" && set.CacheTTL > 0 && Complete(res) && !res.Partial { // errors and partial answers are never cached
+	if set.CacheTTL > 0 && Complete(res) && !res.Partial { // errors and partial answers are never cached
 		if b, err := json.Marshal(cacheEntry{At: time.Now().UTC(), Result: res}); err == nil {
 			w.Store.CacheSearch(ctx, cacheTenant, req.Engine, cacheKey, b, set.CacheTTL)
 		}
@@ -459,8 +455,9 @@ func saveDone(ctx context.Context, st Calls, leaseTTL time.Duration, direct bool
 	if direct {
 		b, err = json.Marshal(done)
 	} else {
-		save = st.SaveSearchResult
-		b, err = resumeMessage(done)
+		var sealed bus.Sealed
+		sealed, err = bus.Seal(*done) // sealed once: stored, and published, as these bytes
+		save, b = st.SaveSearchResult, sealed.Envelope
 	}
 	if err != nil {
 		return nil, bus.Permanent(fmt.Errorf("search: encoding a result: %w", err))
@@ -483,11 +480,4 @@ func storedDone(b []byte, direct bool) (*Done, []byte, bool) {
 		return nil, nil, false
 	}
 	return &d, b, true
-}
-
-// resumeMessage is the resume message of done, its envelope sealed once: the bytes
-// stored as the chain's result and published as they are.
-func resumeMessage(done *Done) ([]byte, error) {
-	sealed, err := bus.Seal(*done)
-	return sealed.Envelope, err
 }

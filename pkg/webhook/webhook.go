@@ -236,7 +236,11 @@ func (s *Service) JobFinished(ctx context.Context, job *state.Job) error {
 		}
 		return nil
 	}
-	d, err := jobDelivery(job, cb.URL, event)
+	at := job.Finished
+	if at.IsZero() {
+		at = time.Now()
+	}
+	d, err := NewDelivery(bus.WebhookDelivery{Tenant: job.Tenant, JobID: job.ID, URL: cb.URL}, "job", event, at, viewOf(job))
 	if err != nil {
 		log.Error("webhook: building delivery", "err", err)
 		return nil
@@ -251,19 +255,21 @@ func (s *Service) JobFinished(ctx context.Context, job *state.Job) error {
 	return nil
 }
 
-// jobDelivery is the delivery of a finished job's event.
-func jobDelivery(job *state.Job, url, event string) (bus.WebhookDelivery, error) {
-	at := job.Finished
-	if at.IsZero() {
-		at = time.Now()
-	}
-	typ := "job." + event
-	body, err := NewPayload(typ, at, viewOf(job))
+// NewDelivery completes the delivery of event (a status: "completed", …) about a job,
+// batch or research run of kind ("job", "batch", "research"); d says whose it is
+// (Tenant, and JobID or BatchID) and where it goes (URL). Its type is kind.event
+// ("batch.completed"), its body data as of at (NewPayload), its id MessageID of the
+// owner and event, so a replayed end enqueues one delivery. Deciding whether to send
+// it, and recording that it was queued, is the caller's: a job marks its webhook
+// pending before the enqueue, a batch and a run record it after.
+func NewDelivery(d bus.WebhookDelivery, kind, event string, at time.Time, data any) (bus.WebhookDelivery, error) {
+	d.Event = kind + "." + event
+	body, err := NewPayload(d.Event, at, data)
 	if err != nil {
 		return bus.WebhookDelivery{}, err
 	}
-	return bus.WebhookDelivery{ID: MessageID(job.ID, event), Tenant: job.Tenant, JobID: job.ID, Event: typ,
-		URL: url, Payload: body, Created: at.UTC()}, nil
+	d.ID, d.Payload, d.Created = MessageID(ownerOf(d), event), body, at.UTC()
+	return d, nil
 }
 
 // Enqueue queues one delivery on the WEBHOOKS stream. d.ID is its webhook-id and
