@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -84,18 +85,10 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 		writeError(w, http.StatusBadRequest, errorBody(http.StatusBadRequest))
 		return scripted{}, false
 	}
-	for _, t := range req.Tools {
-		if t.Function.Name == "web_search" {
-			s.stats.count("model_offered_web_search", nil, string(body))
-			break
-		}
-	}
-	user := lastUser(req.Messages)
-	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), errorBody, s.opts.ModelLatency) {
+	user, id, ok := s.admit(w, r, body, req, errorBody, s.opts.ModelLatency)
+	if !ok {
 		return scripted{}, false
 	}
-	sum := sha256.Sum256(body)
-	id := hex.EncodeToString(sum[:8])
 	msg, finish := script(req, user, id)
 	a := scripted{id: id, user: user, stop: wire.StopEndTurn, userTurn: req.Messages[len(req.Messages)-1].Role == "user"}
 	if finish == "tool_calls" {
@@ -105,6 +98,22 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 	json.Unmarshal(mustJSON(msg["tool_calls"]), &a.calls) // null when there are none
 	a.usage = wire.Usage{InputTokens: len(body) / 4, OutputTokens: len(a.text)/4 + 1}
 	return a, true
+}
+
+// admit counts a model request (model_offered_web_search when its tools offer
+// web_search), applies latency, the model faults of the user's text and the standing
+// faults of the path (answering them with errorBody; nil: the generic envelope), and
+// returns the user's text and the answer's id; ok is false when it answered itself.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, body []byte, req chatRequest, errorBody func(int) []byte, latency time.Duration) (user, id string, ok bool) {
+	if slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Function.Name == "web_search" }) {
+		s.stats.count("model_offered_web_search", body, "")
+	}
+	user = lastUser(req.Messages)
+	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), errorBody, latency) {
+		return "", "", false
+	}
+	sum := sha256.Sum256(body)
+	return user, hex.EncodeToString(sum[:8]), true
 }
 
 // response is the answer in canonical form, its tool call ids made by rename.
