@@ -16,8 +16,8 @@ import (
 // Each simulated agent's endpoints, in its provider's documented request and answer
 // shapes (see SOURCES.md, "Research agents").
 
-// citedText is the simulated report: one sentence per page (its quote) and the
-// page's span in code points, which each provider marks its own way.
+// citedSpan is the span of a simulated report, in code points, that cites a page;
+// each provider marks it its own way.
 type citedSpan struct {
 	start, end int
 	hit        simHit
