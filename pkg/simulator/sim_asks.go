@@ -222,3 +222,17 @@ func lastUser(msgs []llm.Message) string {
 // chatQuery is a queryOf that reads the text of the last user message of an
 // OpenAI-style chat request body.
 func chatQuery(_ *http.Request, body []byte) string { return lastUser(bodyMessages(body)) }
+
+// responsesInput is the text of a Responses input: a string, or the last user message
+// (string content or input_text parts).
+func responsesInput(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var items []llm.Message
+	if json.Unmarshal(raw, &items) != nil {
+		return ""
+	}
+	return lastUser(items)
+}

@@ -97,24 +97,13 @@ func geminiSimQuery(_ *http.Request, body []byte) string {
 	return ""
 }
 
-// openaiSimQuery reads the input of a Responses request: a string, or the last user
-// message (string content or input_text parts).
+// openaiSimQuery reads the input of a Responses request (responsesInput).
 func openaiSimQuery(_ *http.Request, body []byte) string {
 	var req struct {
 		Input json.RawMessage `json:"input"`
 	}
-	if json.Unmarshal(body, &req) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(req.Input, &s) == nil {
-		return s
-	}
-	var items []llm.Message
-	if json.Unmarshal(req.Input, &items) != nil {
-		return ""
-	}
-	return lastUser(items)
+	json.Unmarshal(body, &req)
+	return responsesInput(req.Input)
 }
 
 // anthropicSimQuery reads the first user message of a Messages request (string
