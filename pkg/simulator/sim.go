@@ -415,23 +415,19 @@ func (st *stats) count(route string, body []byte, extra string) {
 	h.Write([]byte(route))
 	h.Write(body)
 	h.Write([]byte(extra))
-	var sum [32]byte
-	copy(sum[:], h.Sum(nil))
+	sum := [32]byte(h.Sum(nil))
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	st.requests[route]++
 	_, dup := st.seen[sum]
-	if _, old := st.older[sum]; old {
-		dup = true
-	}
-	if dup {
+	if _, old := st.older[sum]; dup || old {
 		st.dups[route]++
-	} else {
-		if len(st.seen) >= seenWindow {
-			st.older, st.seen = st.seen, make(map[[32]byte]struct{}, seenWindow)
-		}
-		st.seen[sum] = struct{}{}
+		return
 	}
-	st.mu.Unlock()
+	if len(st.seen) >= seenWindow {
+		st.older, st.seen = st.seen, make(map[[32]byte]struct{}, seenWindow)
+	}
+	st.seen[sum] = struct{}{}
 }
 
 // Stats is a snapshot of what the simulator has been asked.

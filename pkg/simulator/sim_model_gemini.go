@@ -103,7 +103,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 		return mustJSON(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
 	}
-	thinking, _ := geminiThinking(body)
+	thinking, include := geminiThinking(body)
 	if thinking && !s.reasoningPasses(w, string(body), body, geminiSignatureError, func(e *wire.Error) []byte { return geminiErrorBody(e.Status, e.Message) }) {
 		return
 	}
@@ -120,7 +120,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		calls = append(calls, part)
 	}
 	var thought []any
-	if _, include := geminiThinking(body); include {
+	if include {
 		// A thought summary, as Gemini gives one with includeThoughts: a part of its
 		// own, marked thought, before the answer's parts.
 		thought = []any{map[string]any{"text": "**Reading the question**\n\nThe user asks: " + a.user, "thought": true}}

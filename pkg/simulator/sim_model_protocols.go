@@ -229,25 +229,24 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 	if reasoning && !s.reasoningPasses(w, string(body), body, responsesReasoningError, responses.Client.EncodeError) {
 		return
 	}
-	if !reasoning {
-		resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return id })
-		if req.Stream {
-			writeEvents(w, r, streamEvents(responses.Client.NewStream(), resp), tokenDelay(a.user))
-			return
-		}
-		b, _ := responses.Client.EncodeResponse(resp)
-		writeJSON(w, b)
-		return
+	rename := func(id string) string { return id }
+	if reasoning {
+		rename = func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") }
 	}
-	resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") })
+	resp := a.response("resp_sim_"+a.id, req.Model, rename)
 	b, _ := responses.Client.EncodeResponse(resp)
-	b = withReasoningItem(b, body, a.user, a.id)
-	if req.Stream {
+	if reasoning {
+		b = withReasoningItem(b, body, a.user, a.id)
+	}
+	switch {
+	case reasoning && req.Stream:
 		// The answer with its reasoning item, played as OpenAI streams it.
 		writeEvents(w, r, responsesStream(b), tokenDelay(a.user))
-		return
+	case req.Stream:
+		writeEvents(w, r, streamEvents(responses.Client.NewStream(), resp), tokenDelay(a.user))
+	default:
+		writeJSON(w, b)
 	}
-	writeJSON(w, b)
 }
 
 // simulatedPrefix marks the text of a recorded answer the simulator replays.
