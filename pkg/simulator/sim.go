@@ -162,12 +162,10 @@ func (s *Server) engineRoutes() []engineRoute {
 // and "sim-key" as its key (the simulator accepts any).
 func (s *Server) EngineConfigs(base string) []engines.Config {
 	var out []engines.Config
-	seen := map[string]bool{}
 	for _, rt := range s.engineRoutes() {
-		if seen[rt.kind] {
-			continue
+		if slices.ContainsFunc(out, func(c engines.Config) bool { return c.Kind == rt.kind }) {
+			continue // gemini's second route (Vertex AI)
 		}
-		seen[rt.kind] = true
 		c := engines.Config{ID: rt.kind, Kind: rt.kind, BaseURL: base + "/" + rt.kind, Model: rt.model, APIKeyEnv: "SIM_API_KEY", APIKey: "sim-key"}
 		if rt.options != "" {
 			c.Options = json.RawMessage(rt.options)
@@ -243,17 +241,16 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path,
 	if d.status == 0 {
 		return true
 	}
-	w.Header().Set("Content-Type", "application/json")
 	if d.status == http.StatusTooManyRequests {
 		ra := cmp.Or(d.retryAfter, time.Second)
 		w.Header().Set("Retry-After", strconv.FormatFloat(ra.Seconds(), 'f', -1, 64))
 	}
-	w.WriteHeader(d.status)
-	if errorBody != nil {
-		w.Write(errorBody(d.status))
-	} else {
-		fmt.Fprintf(w, `{"error":{"message":"simulated %s failure (HTTP %d)","type":"simulator_error","code":%d}}`, kind, d.status, d.status)
+	if errorBody == nil {
+		errorBody = func(status int) []byte {
+			return fmt.Appendf(nil, `{"error":{"message":"simulated %s failure (HTTP %d)","type":"simulator_error","code":%d}}`, kind, status, status)
+		}
 	}
+	writeError(w, d.status, errorBody(d.status))
 	return false
 }
 

@@ -118,10 +118,6 @@ func glmAPIAsk(_ *http.Request, body []byte, q string) searchAsk {
 	return newAsk(q, jint(m["count"]), commaList(jstr(m["search_domain_filter"])), nil, recencyOf(jstr(m["search_recency_filter"])))
 }
 
-func glmChatAsk(_ *http.Request, body []byte, q string) searchAsk {
-	return glmSearchAsk(jpath(decodeBody(body), "tools", "0", "web_search"), q)
-}
-
 // glmSearchAsk is the search of GLM's web_search tool ws (its decoded options) for q.
 func glmSearchAsk(ws any, q string) searchAsk {
 	return newAsk(q, jint(jpath(ws, "count")), commaList(jstr(jpath(ws, "search_domain_filter"))), nil, recencyOf(jstr(jpath(ws, "search_recency_filter"))))

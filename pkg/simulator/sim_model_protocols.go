@@ -313,7 +313,7 @@ func anthropicRecorded(model, id string) []byte {
 	msg["id"], msg["model"] = "msg_sim_"+id, model
 	for _, b := range msg["content"].([]any) {
 		if block := b.(map[string]any); block["type"] == "text" {
-			block["text"] = "(simulated answer) " + block["text"].(string)
+			block["text"] = simulatedPrefix + block["text"].(string)
 			break
 		}
 	}

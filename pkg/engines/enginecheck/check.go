@@ -16,7 +16,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -202,7 +201,7 @@ func (rep *Report) observe(rc *recorder, names []string) {
 }
 
 func uniq(s []string) []string {
-	sort.Strings(s)
+	slices.Sort(s)
 	return slices.Compact(s)
 }
 
