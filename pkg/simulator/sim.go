@@ -192,16 +192,14 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 		if !s.applyFaults(w, r, rt.kind, r.URL.Path, q, rt.errorBody, between(s.opts.EngineLatency, s.opts.EngineLatencyMax, body)) {
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		if rt.empty != nil && strings.Contains(q, "sim:empty") {
-			w.Write(rt.empty)
-			return
+		switch {
+		case rt.empty != nil && strings.Contains(q, "sim:empty"):
+			writeJSON(w, rt.empty)
+		case recorded != nil && strings.Contains(q, "sim:fixture"):
+			writeJSON(w, recorded)
+		default:
+			writeJSON(w, rt.answer(r, body, q))
 		}
-		if recorded != nil && strings.Contains(q, "sim:fixture") {
-			w.Write(recorded)
-			return
-		}
-		w.Write(rt.answer(r, body, q))
 	}
 }
 

@@ -557,10 +557,9 @@ func parallelResultJSON(r *agentRun) any {
 	}); obj != nil {
 		typ, content = "json", obj
 	} else {
-		text, _ := reportText(pages, nil)
+		text, _ := reportText(pages, func(h simHit) string { return " ([source](" + h.URL + "))" })
 		var cites []any
 		for _, h := range pages[:3] {
-			text = strings.Replace(text, upperFirst(h.Quote), upperFirst(h.Quote)+" ([source]("+h.URL+"))", 1)
 			cites = append(cites, cite(h))
 		}
 		content = "# " + upperFirst(r.ask.shown()) + "\n\n" + text
