@@ -68,11 +68,6 @@ func runModel(ctx context.Context, m Model, hc *http.Client, rc *recorder) Repor
 	if err == nil {
 		_, err = c.Complete(ctx, call, nil)
 	}
-	if err != nil {
-		rep.Error = err.Error() // the answer was not read: Parsed stays false
-	} else {
-		rep.Parsed = true
-	}
-	rep.observe(rc, []string{ModelFixtures[protocolOf(m)]})
+	rep.observe(rc, []string{ModelFixtures[protocolOf(m)]}, err)
 	return rep
 }
