@@ -222,25 +222,25 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path,
 	if f := s.takeFault(path, requestKey(r)); f != nil {
 		d.merge(f)
 	}
-	for k, v := range d.headers {
+	for k, v := range d.Headers {
 		w.Header().Set(k, v)
 	}
-	if delay := latency + d.slow; delay > 0 {
+	if delay := latency + time.Duration(d.Slow); delay > 0 {
 		select {
 		case <-time.After(delay):
 		case <-r.Context().Done():
 			return false
 		}
 	}
-	if d.hang {
+	if d.Hang {
 		<-r.Context().Done()
 		return false
 	}
-	if d.status == 0 {
+	if d.Status == 0 {
 		return true
 	}
-	if d.status == http.StatusTooManyRequests {
-		ra := cmp.Or(d.retryAfter, time.Second)
+	if d.Status == http.StatusTooManyRequests {
+		ra := cmp.Or(time.Duration(d.RetryAfter), time.Second)
 		w.Header().Set("Retry-After", strconv.FormatFloat(ra.Seconds(), 'f', -1, 64))
 	}
 	if errorBody == nil {
@@ -248,50 +248,44 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path,
 			return fmt.Appendf(nil, `{"error":{"message":"simulated %s failure (HTTP %d)","type":"simulator_error","code":%d}}`, kind, status, status)
 		}
 	}
-	writeError(w, d.status, errorBody(d.status))
+	writeError(w, d.Status, errorBody(d.Status))
 	return false
-}
-
-// directives are the per-request faults a text asks for.
-type directives struct {
-	status     int
-	retryAfter time.Duration
-	hang       bool
-	slow       time.Duration
-	headers    map[string]string
 }
 
 var directiveRE = regexp.MustCompile(`sim:(429|500|502|503|401|403|hang|slow=[0-9.]+(?:ms|s))`)
 
-func parseDirectives(text string) directives {
-	var d directives
+// parseDirectives reads the faults a request's text asks for.
+func parseDirectives(text string) fault {
+	var d fault
 	if !strings.Contains(text, "sim:") {
 		return d
 	}
 	for _, m := range directiveRE.FindAllStringSubmatch(text, -1) {
 		switch v := m[1]; {
 		case v == "hang":
-			d.hang = true
+			d.Hang = true
 		case strings.HasPrefix(v, "slow="):
-			d.slow, _ = time.ParseDuration(strings.TrimPrefix(v, "slow="))
+			slow, _ := time.ParseDuration(strings.TrimPrefix(v, "slow="))
+			d.Slow = duration(slow)
 		default:
-			d.status, _ = strconv.Atoi(v)
+			d.Status, _ = strconv.Atoi(v)
 		}
 	}
 	return d
 }
 
-func (d *directives) merge(f *fault) {
+// merge adds the standing fault f to a request's own faults d.
+func (d *fault) merge(f *fault) {
 	if f.Status != 0 {
-		d.status = f.Status
-		d.retryAfter = time.Duration(f.RetryAfter)
+		d.Status, d.RetryAfter = f.Status, f.RetryAfter
 	}
-	d.hang = d.hang || f.Hang
-	d.slow += time.Duration(f.Slow)
-	d.headers = f.Headers
+	d.Hang = d.Hang || f.Hang
+	d.Slow += f.Slow
+	d.Headers = f.Headers
 }
 
-// fault is a standing fault set through POST /_sim/faults.
+// fault is a standing fault set through POST /_sim/faults, or the faults a request's
+// directives ask for (parseDirectives).
 type fault struct {
 	Prefix     string   `json:"prefix"`
 	Status     int      `json:"status,omitempty"`

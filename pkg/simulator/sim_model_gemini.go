@@ -34,9 +34,8 @@ type geminiRequest struct {
 		GoogleSearch         json.RawMessage `json:"googleSearch"`
 		GoogleSearchSnake    json.RawMessage `json:"google_search"`
 		FunctionDeclarations []struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
 		} `json:"functionDeclarations"`
 	} `json:"tools"`
 	ToolConfig struct {
