@@ -137,12 +137,7 @@ func (a searchAsk) hits(def int) []simHit {
 			}
 		}
 	}
-	var kept []string
-	for _, s := range sites {
-		if !blocked(s, a.block) {
-			kept = append(kept, s)
-		}
-	}
+	kept := slices.DeleteFunc(slices.Clone(sites), func(s string) bool { return blocked(s, a.block) })
 	if len(kept) == 0 || n == 0 {
 		return nil
 	}
