@@ -374,11 +374,9 @@ func searchCalls(params json.RawMessage, user, query, id string) map[string]any 
 		n, _ = strconv.Atoi(m[1])
 		n = min(max(n, 1), 8)
 	}
-	engine := ""
+	engine := requiredEngine(params)
 	if m := engineRE.FindStringSubmatch(user); m != nil {
 		engine = m[1]
-	} else {
-		engine = requiredEngine(params)
 	}
 	query = strings.TrimSpace(query)
 	if len(query) > 300 {
