@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -183,10 +184,7 @@ func (req *geminiRequest) chatForm(model string) chatRequest {
 		for j, p := range c.Parts {
 			switch {
 			case p.FunctionCall != nil:
-				tc := llm.ToolCall{ID: p.FunctionCall.ID, Type: "function"}
-				if tc.ID == "" {
-					tc.ID = fmt.Sprintf("call_%d_%d", i, j)
-				}
+				tc := llm.ToolCall{ID: cmp.Or(p.FunctionCall.ID, fmt.Sprintf("call_%d_%d", i, j)), Type: "function"}
 				tc.Function.Name, tc.Function.Arguments = p.FunctionCall.Name, string(p.FunctionCall.Args)
 				calls = append(calls, tc)
 			case p.FunctionResponse != nil:

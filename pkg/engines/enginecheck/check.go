@@ -134,9 +134,7 @@ func CheckOffline(ctx context.Context, cfg engines.Config) Report {
 	if cfg.APIKey == "" && len(cfg.APIKeys) == 0 {
 		cfg.APIKey = "offline-check"
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = "http://offline.invalid"
-	}
+	cfg.BaseURL = cmp.Or(cfg.BaseURL, "http://offline.invalid")
 	c, rc := replaying(names)
 	return run(ctx, cfg, c, rc)
 }

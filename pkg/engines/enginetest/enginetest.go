@@ -173,9 +173,7 @@ func Run(t *testing.T, s Suite) {
 	envName := fmt.Sprintf("ENGINETEST_KEY_%d", keySeq.Add(1))
 
 	cfg := s.Config
-	if cfg.ID == "" {
-		cfg.ID = "under-test"
-	}
+	cfg.ID = cmp.Or(cfg.ID, "under-test")
 	cfg.BaseURL = srv.URL
 	if !s.NoKey {
 		cfg.APIKeyEnv, cfg.APIKey = envName, secret
@@ -541,9 +539,7 @@ func Do(t *testing.T, cfg engines.Config, q engines.Query, resps ...Response) (*
 		resps[i].write(w)
 	}))
 	defer srv.Close()
-	if cfg.ID == "" {
-		cfg.ID = "under-test"
-	}
+	cfg.ID = cmp.Or(cfg.ID, "under-test")
 	cfg.BaseURL = srv.URL
 	if cfg.APIKey == "" {
 		cfg.APIKeyEnv, cfg.APIKey = "ENGINETEST_FIXED_KEY", "sk-test-key"
