@@ -1,8 +1,6 @@
 package simulator
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -103,20 +101,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, []byte(`{"error":{"message":"simulator: body must be a chat completion request with messages","type":"invalid_request_error","param":"messages","code":null}}`))
 		return
 	}
-	for _, t := range req.Tools {
-		switch t.Function.Name {
-		case "web_search":
-			s.stats.count("model_offered_web_search", body, "")
-		case "web_fetch":
-			s.stats.count("model_offered_web_fetch", body, "")
-		}
+	if slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Function.Name == "web_fetch" }) {
+		s.stats.count("model_offered_web_fetch", body, "")
 	}
-	user := lastUser(req.Messages)
-	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), nil, between(s.opts.ModelLatency, s.opts.ModelLatencyMax, body)) {
+	user, id, ok := s.admit(w, r, body, req, nil, between(s.opts.ModelLatency, s.opts.ModelLatencyMax, body))
+	if !ok {
 		return
 	}
-	sum := sha256.Sum256(body)
-	id := hex.EncodeToString(sum[:8])
 	if !clientToolTurn(req, user) && s.nativeChat(w, r, req, user, id) { // Kimi's and GLM's own search (sim_model_chatsearch.go)
 		return
 	}
@@ -383,11 +374,9 @@ func searchCalls(params json.RawMessage, user, query, id string) map[string]any 
 		n, _ = strconv.Atoi(m[1])
 		n = min(max(n, 1), 8)
 	}
-	engine := ""
+	engine := requiredEngine(params)
 	if m := engineRE.FindStringSubmatch(user); m != nil {
 		engine = m[1]
-	} else {
-		engine = requiredEngine(params)
 	}
 	query = strings.TrimSpace(query)
 	if len(query) > 300 {

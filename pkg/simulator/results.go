@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -103,10 +104,7 @@ func newAsk(raw string, count int, allow, block []string, recency string) search
 
 // shown is the query as pages quote it.
 func (a searchAsk) shown() string {
-	if a.query == "" {
-		return "this search"
-	}
-	return a.query
+	return cmp.Or(a.query, "this search")
 }
 
 // seed is the ask's hash: everything generated is derived from it.
@@ -137,12 +135,7 @@ func (a searchAsk) hits(def int) []simHit {
 			}
 		}
 	}
-	var kept []string
-	for _, s := range sites {
-		if !blocked(s, a.block) {
-			kept = append(kept, s)
-		}
-	}
+	kept := slices.DeleteFunc(slices.Clone(sites), func(s string) bool { return blocked(s, a.block) })
 	if len(kept) == 0 || n == 0 {
 		return nil
 	}
@@ -229,10 +222,7 @@ func slugOf(q string, seed [32]byte) string {
 	if len(s) > 60 {
 		s = strings.TrimRight(s[:60], "-")
 	}
-	if s == "" {
-		s = "q-" + hex.EncodeToString(seed[:4])
-	}
-	return s
+	return cmp.Or(s, "q-"+hex.EncodeToString(seed[:4]))
 }
 
 func upperFirst(s string) string {

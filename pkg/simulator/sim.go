@@ -162,12 +162,10 @@ func (s *Server) engineRoutes() []engineRoute {
 // and "sim-key" as its key (the simulator accepts any).
 func (s *Server) EngineConfigs(base string) []engines.Config {
 	var out []engines.Config
-	seen := map[string]bool{}
 	for _, rt := range s.engineRoutes() {
-		if seen[rt.kind] {
-			continue
+		if slices.ContainsFunc(out, func(c engines.Config) bool { return c.Kind == rt.kind }) {
+			continue // gemini's second route (Vertex AI)
 		}
-		seen[rt.kind] = true
 		c := engines.Config{ID: rt.kind, Kind: rt.kind, BaseURL: base + "/" + rt.kind, Model: rt.model, APIKeyEnv: "SIM_API_KEY", APIKey: "sim-key"}
 		if rt.options != "" {
 			c.Options = json.RawMessage(rt.options)
@@ -194,16 +192,14 @@ func (s *Server) serveEngine(rt engineRoute) http.HandlerFunc {
 		if !s.applyFaults(w, r, rt.kind, r.URL.Path, q, rt.errorBody, between(s.opts.EngineLatency, s.opts.EngineLatencyMax, body)) {
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		if rt.empty != nil && strings.Contains(q, "sim:empty") {
-			w.Write(rt.empty)
-			return
+		switch {
+		case rt.empty != nil && strings.Contains(q, "sim:empty"):
+			writeJSON(w, rt.empty)
+		case recorded != nil && strings.Contains(q, "sim:fixture"):
+			writeJSON(w, recorded)
+		default:
+			writeJSON(w, rt.answer(r, body, q))
 		}
-		if recorded != nil && strings.Contains(q, "sim:fixture") {
-			w.Write(recorded)
-			return
-		}
-		w.Write(rt.answer(r, body, q))
 	}
 }
 
@@ -226,77 +222,70 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, kind, path,
 	if f := s.takeFault(path, requestKey(r)); f != nil {
 		d.merge(f)
 	}
-	for k, v := range d.headers {
+	for k, v := range d.Headers {
 		w.Header().Set(k, v)
 	}
-	if delay := latency + d.slow; delay > 0 {
+	if delay := latency + time.Duration(d.Slow); delay > 0 {
 		select {
 		case <-time.After(delay):
 		case <-r.Context().Done():
 			return false
 		}
 	}
-	if d.hang {
+	if d.Hang {
 		<-r.Context().Done()
 		return false
 	}
-	if d.status == 0 {
+	if d.Status == 0 {
 		return true
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if d.status == http.StatusTooManyRequests {
-		ra := cmp.Or(d.retryAfter, time.Second)
+	if d.Status == http.StatusTooManyRequests {
+		ra := cmp.Or(time.Duration(d.RetryAfter), time.Second)
 		w.Header().Set("Retry-After", strconv.FormatFloat(ra.Seconds(), 'f', -1, 64))
 	}
-	w.WriteHeader(d.status)
-	if errorBody != nil {
-		w.Write(errorBody(d.status))
-	} else {
-		fmt.Fprintf(w, `{"error":{"message":"simulated %s failure (HTTP %d)","type":"simulator_error","code":%d}}`, kind, d.status, d.status)
+	if errorBody == nil {
+		errorBody = func(status int) []byte {
+			return fmt.Appendf(nil, `{"error":{"message":"simulated %s failure (HTTP %d)","type":"simulator_error","code":%d}}`, kind, status, status)
+		}
 	}
+	writeError(w, d.Status, errorBody(d.Status))
 	return false
-}
-
-// directives are the per-request faults a text asks for.
-type directives struct {
-	status     int
-	retryAfter time.Duration
-	hang       bool
-	slow       time.Duration
-	headers    map[string]string
 }
 
 var directiveRE = regexp.MustCompile(`sim:(429|500|502|503|401|403|hang|slow=[0-9.]+(?:ms|s))`)
 
-func parseDirectives(text string) directives {
-	var d directives
+// parseDirectives reads the faults a request's text asks for.
+func parseDirectives(text string) fault {
+	var d fault
 	if !strings.Contains(text, "sim:") {
 		return d
 	}
 	for _, m := range directiveRE.FindAllStringSubmatch(text, -1) {
 		switch v := m[1]; {
 		case v == "hang":
-			d.hang = true
+			d.Hang = true
 		case strings.HasPrefix(v, "slow="):
-			d.slow, _ = time.ParseDuration(strings.TrimPrefix(v, "slow="))
+			slow, _ := time.ParseDuration(strings.TrimPrefix(v, "slow="))
+			d.Slow = duration(slow)
 		default:
-			d.status, _ = strconv.Atoi(v)
+			d.Status, _ = strconv.Atoi(v)
 		}
 	}
 	return d
 }
 
-func (d *directives) merge(f *fault) {
+// merge adds the standing fault f to a request's own faults d.
+func (d *fault) merge(f *fault) {
 	if f.Status != 0 {
-		d.status = f.Status
-		d.retryAfter = time.Duration(f.RetryAfter)
+		d.Status, d.RetryAfter = f.Status, f.RetryAfter
 	}
-	d.hang = d.hang || f.Hang
-	d.slow += time.Duration(f.Slow)
-	d.headers = f.Headers
+	d.Hang = d.Hang || f.Hang
+	d.Slow += f.Slow
+	d.Headers = f.Headers
 }
 
-// fault is a standing fault set through POST /_sim/faults.
+// fault is a standing fault set through POST /_sim/faults, or the faults a request's
+// directives ask for (parseDirectives).
 type fault struct {
 	Prefix     string   `json:"prefix"`
 	Status     int      `json:"status,omitempty"`
@@ -415,23 +404,19 @@ func (st *stats) count(route string, body []byte, extra string) {
 	h.Write([]byte(route))
 	h.Write(body)
 	h.Write([]byte(extra))
-	var sum [32]byte
-	copy(sum[:], h.Sum(nil))
+	sum := [32]byte(h.Sum(nil))
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	st.requests[route]++
 	_, dup := st.seen[sum]
-	if _, old := st.older[sum]; old {
-		dup = true
-	}
-	if dup {
+	if _, old := st.older[sum]; dup || old {
 		st.dups[route]++
-	} else {
-		if len(st.seen) >= seenWindow {
-			st.older, st.seen = st.seen, make(map[[32]byte]struct{}, seenWindow)
-		}
-		st.seen[sum] = struct{}{}
+		return
 	}
-	st.mu.Unlock()
+	if len(st.seen) >= seenWindow {
+		st.older, st.seen = st.seen, make(map[[32]byte]struct{}, seenWindow)
+	}
+	st.seen[sum] = struct{}{}
 }
 
 // Stats is a snapshot of what the simulator has been asked.

@@ -16,8 +16,8 @@ import (
 // Each simulated agent's endpoints, in its provider's documented request and answer
 // shapes (see SOURCES.md, "Research agents").
 
-// citedText is the simulated report: one sentence per page (its quote) and the
-// page's span in code points, which each provider marks its own way.
+// citedSpan is the span of a simulated report, in code points, that cites a page;
+// each provider marks it its own way.
 type citedSpan struct {
 	start, end int
 	hit        simHit
@@ -150,36 +150,12 @@ func openAIAgent() *agentAPI {
 			case !req.Background:
 				return agentSubmission{}, http.StatusBadRequest, "The simulated deep research model runs in background mode only (background: true)."
 			}
-			question := inputText(req.Input)
+			question := responsesInput(req.Input)
 			return agentSubmission{question: question, key: cmp.Or(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
 				a.model, a.metadata, a.schema = req.Model, req.Metadata, req.Text.Format.Schema
 				a.effort = map[bool]string{true: "low", false: "medium"}[strings.HasPrefix(req.Model, "o4-mini")]
 			}}, 0, ""
 		}}
-}
-
-// inputText is the text of a Responses input: a string, or the last message's text.
-func inputText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var items []struct {
-		Content json.RawMessage `json:"content"`
-	}
-	json.Unmarshal(raw, &items)
-	for i := len(items) - 1; i >= 0; i-- {
-		if json.Unmarshal(items[i].Content, &s) == nil {
-			return s
-		}
-		var parts []struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(items[i].Content, &parts) == nil && len(parts) > 0 {
-			return parts[0].Text
-		}
-	}
-	return ""
 }
 
 func openAIResponseJSON(r *agentRun, now time.Time) any {
@@ -260,7 +236,7 @@ func geminiAgent(s *Server) *agentAPI {
 			case req.Store != nil && !*req.Store:
 				return agentSubmission{}, http.StatusBadRequest, "background=true requires store=true."
 			}
-			question, schema := inputText(req.Input), req.ResponseFormat.Schema
+			question, schema := responsesInput(req.Input), req.ResponseFormat.Schema
 			key := cmp.Or(req.WebhookConfig.UserMetadata["fleet_ref"], question)
 			if req.Previous != "" {
 				prev, _ := s.agents.get(kind, req.Previous)
@@ -361,7 +337,7 @@ func perplexityAgent() *agentAPI {
 			case req.Preset == "" && req.Model == "" && len(req.Models) == 0:
 				return agentSubmission{}, http.StatusBadRequest, "one of model, models or preset is required"
 			}
-			question := inputText(req.Input)
+			question := responsesInput(req.Input)
 			return agentSubmission{question: question, key: question, fill: func(a *agentRun) {
 				a.effort, a.model, a.schema = req.Preset, cmp.Or(req.Model, "perplexity/sonar"), req.ResponseFormat.JSONSchema.Schema
 				if !req.Background { // answered at once
@@ -457,7 +433,7 @@ func parallelAgent() *agentAPI {
 				JSONSchema json.RawMessage `json:"json_schema"`
 			}
 			json.Unmarshal(req.TaskSpec.OutputSchema, &spec)
-			question := inputText(req.Input)
+			question := responsesInput(req.Input)
 			return agentSubmission{question: question, key: cmp.Or(req.Metadata["fleet_ref"], question), fill: func(a *agentRun) {
 				a.effort, a.model, a.metadata = req.Processor, req.Processor, req.Metadata
 				if spec.Type == "json" {
@@ -581,10 +557,9 @@ func parallelResultJSON(r *agentRun) any {
 	}); obj != nil {
 		typ, content = "json", obj
 	} else {
-		text, _ := reportText(pages, nil)
+		text, _ := reportText(pages, func(h simHit) string { return " ([source](" + h.URL + "))" })
 		var cites []any
 		for _, h := range pages[:3] {
-			text = strings.Replace(text, upperFirst(h.Quote), upperFirst(h.Quote)+" ([source]("+h.URL+"))", 1)
 			cites = append(cites, cite(h))
 		}
 		content = "# " + upperFirst(r.ask.shown()) + "\n\n" + text

@@ -118,10 +118,6 @@ func glmAPIAsk(_ *http.Request, body []byte, q string) searchAsk {
 	return newAsk(q, jint(m["count"]), commaList(jstr(m["search_domain_filter"])), nil, recencyOf(jstr(m["search_recency_filter"])))
 }
 
-func glmChatAsk(_ *http.Request, body []byte, q string) searchAsk {
-	return glmSearchAsk(jpath(decodeBody(body), "tools", "0", "web_search"), q)
-}
-
 // glmSearchAsk is the search of GLM's web_search tool ws (its decoded options) for q.
 func glmSearchAsk(ws any, q string) searchAsk {
 	return newAsk(q, jint(jpath(ws, "count")), commaList(jstr(jpath(ws, "search_domain_filter"))), nil, recencyOf(jstr(jpath(ws, "search_recency_filter"))))
@@ -222,3 +218,17 @@ func lastUser(msgs []llm.Message) string {
 // chatQuery is a queryOf that reads the text of the last user message of an
 // OpenAI-style chat request body.
 func chatQuery(_ *http.Request, body []byte) string { return lastUser(bodyMessages(body)) }
+
+// responsesInput is the text of a Responses input: a string, or the last user message
+// (string content or input_text parts).
+func responsesInput(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var items []llm.Message
+	if json.Unmarshal(raw, &items) != nil {
+		return ""
+	}
+	return lastUser(items)
+}

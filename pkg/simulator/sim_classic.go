@@ -73,11 +73,10 @@ func braveErrorBody(status int) []byte {
 	e := byStatus(status, [2]string{"SIMULATED_FAILURE", "Simulated Brave failure."}, map[int][2]string{
 		http.StatusTooManyRequests: {"RATE_LIMITED", "Request rate limit exceeded for plan. (simulated)"},
 		http.StatusUnauthorized:    invalid, http.StatusForbidden: invalid})
-	code, detail := e[0], e[1]
 	return mustJSON(map[string]any{
 		"type": "ErrorResponse",
 		"error": map[string]any{
-			"id": "simulated", "status": status, "code": code, "detail": detail,
+			"id": "simulated", "status": status, "code": e[0], "detail": e[1],
 			"meta": map[string]any{"component": "simulator"},
 		},
 		"time": 0,

@@ -97,24 +97,13 @@ func geminiSimQuery(_ *http.Request, body []byte) string {
 	return ""
 }
 
-// openaiSimQuery reads the input of a Responses request: a string, or the last user
-// message (string content or input_text parts).
+// openaiSimQuery reads the input of a Responses request (responsesInput).
 func openaiSimQuery(_ *http.Request, body []byte) string {
 	var req struct {
 		Input json.RawMessage `json:"input"`
 	}
-	if json.Unmarshal(body, &req) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(req.Input, &s) == nil {
-		return s
-	}
-	var items []llm.Message
-	if json.Unmarshal(req.Input, &items) != nil {
-		return ""
-	}
-	return lastUser(items)
+	json.Unmarshal(body, &req)
+	return responsesInput(req.Input)
 }
 
 // anthropicSimQuery reads the first user message of a Messages request (string
@@ -174,8 +163,9 @@ func groundedRoutesB() []engineRoute {
 			kind:    "glm-chat",
 			pattern: "POST /glm-chat/chat/completions",
 			queryOf: chatQuery,
-			answer: func(r *http.Request, b []byte, q string) []byte {
-				return glmChatBody(glmChatAsk(r, b, q), jstr(decodeBody(b)["model"]), "")
+			answer: func(_ *http.Request, b []byte, q string) []byte {
+				m := decodeBody(b)
+				return glmChatBody(glmSearchAsk(jpath(m, "tools", "0", "web_search"), q), jstr(m["model"]), "")
 			},
 			fixture:   "zhipu/glm-chat-finance-zh.CONSTRUCTED.json",
 			empty:     []byte(`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"（模拟）没有找到相关的搜索结果。","role":"assistant"}}],"created":1748311718,"id":"sim-empty","model":"glm-4.7","request_id":"sim-empty","usage":{"completion_tokens":12,"prompt_tokens":120,"total_tokens":132},"web_search":[]}`),
@@ -203,7 +193,7 @@ func groundedRoutesB() []engineRoute {
 			queryOf: chatQuery,
 			answer: func(r *http.Request, body []byte, q string) []byte {
 				switch {
-				case !kimiHasToolMessage(body):
+				case !slices.ContainsFunc(bodyMessages(body), func(m llm.Message) bool { return m.Role == "tool" }):
 					return kimiSearch
 				case strings.Contains(q, "sim:fixture"):
 					return kimiFinal
@@ -265,9 +255,4 @@ func moonshotErrorType(status int) string {
 		return "server_error"
 	}
 	return "invalid_request_error"
-}
-
-// kimiHasToolMessage reports whether a chat request carries a tool result message.
-func kimiHasToolMessage(body []byte) bool {
-	return slices.ContainsFunc(bodyMessages(body), func(m llm.Message) bool { return m.Role == "tool" })
 }

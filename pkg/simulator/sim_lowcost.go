@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 )
@@ -95,7 +94,8 @@ func parallelErrorBody(status int) []byte {
 }
 
 // perplexityAgentBody is an Agent API answer for a: a search_results item listing the
-// pages, and a message with one sentence per cited page, each under a url_citation.
+// pages, and a message with one sentence per cited page, each under a url_citation
+// (reportText).
 func perplexityAgentBody(a searchAsk) []byte {
 	m := template("perplexity/docs-shape-agent-web-search.CONSTRUCTED.json")
 	out := arr(m["output"])
@@ -105,20 +105,12 @@ func perplexityAgentBody(a searchAsk) []byte {
 		r["id"], r["title"], r["url"], r["snippet"], r["date"], r["last_updated"] = i+1, h.Title, h.URL, h.Snippet, isoDay(h.Date), isoDay(h.Date)
 	})
 	sr["queries"] = []any{a.shown()}
-	text, anns := "", []any{}
-	for i, s := range groundedText(hits) {
-		if i > 0 {
-			text += " "
-		}
-		start := utf8.RuneCountInString(text)
-		text += s
-		anns = append(anns, map[string]any{"type": "url_citation", "start_index": start, "end_index": utf8.RuneCountInString(text), "title": hits[i].Title, "url": hits[i].URL})
-	}
+	text, spans := reportText(hits, nil)
 	if len(hits) == 0 {
 		text = "(simulated) I could not find any information on that."
 	}
 	part := clone(arr(obj(msg)["content"])[0])
-	part["text"], part["annotations"] = text, anns
+	part["text"], part["annotations"] = text, urlCitations(spans)
 	msg["content"] = []any{part}
 	m["id"] = "resp_" + a.id(24)
 	return mustJSON(m)

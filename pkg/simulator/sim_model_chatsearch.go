@@ -11,6 +11,7 @@ import (
 
 	"github.com/searchfleet/searchfleet/internal/fixtures"
 	"github.com/searchfleet/searchfleet/pkg/llm"
+	"github.com/searchfleet/searchfleet/pkg/llm/wire"
 )
 
 // Moonshot Kimi's own search, played on /v1/chat/completions for a request that
@@ -175,19 +176,15 @@ func (s *Server) glmNative(w http.ResponseWriter, r *http.Request, req chatReque
 		writeJSON(w, mustJSON(rec))
 		return
 	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
+	var evs []wire.Event
 	send := func(v map[string]any) {
 		v["id"], v["created"], v["model"] = rec["id"], rec["created"], req.Model
-		fmt.Fprintf(w, "data: %s\n\n", mustJSON(v))
-		rc.Flush()
+		evs = append(evs, wire.Event{Data: mustJSON(v)})
 	}
 	for _, tok := range tokens(content) {
 		send(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": tok}}}})
 	}
 	send(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": "stop"}},
 		"usage": rec["usage"], "web_search": rec["web_search"]})
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	rc.Flush()
+	writeChunks(w, r, evs, 0)
 }

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,9 +35,8 @@ type geminiRequest struct {
 		GoogleSearch         json.RawMessage `json:"googleSearch"`
 		GoogleSearchSnake    json.RawMessage `json:"google_search"`
 		FunctionDeclarations []struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
 		} `json:"functionDeclarations"`
 	} `json:"tools"`
 	ToolConfig struct {
@@ -103,7 +103,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 		return mustJSON(map[string]any{"candidates": []any{c}, "usageMetadata": usage, "modelVersion": model, "responseId": "sim-" + a.id})
 	}
-	thinking, _ := geminiThinking(body)
+	thinking, include := geminiThinking(body)
 	if thinking && !s.reasoningPasses(w, string(body), body, geminiSignatureError, func(e *wire.Error) []byte { return geminiErrorBody(e.Status, e.Message) }) {
 		return
 	}
@@ -120,7 +120,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		calls = append(calls, part)
 	}
 	var thought []any
-	if _, include := geminiThinking(body); include {
+	if include {
 		// A thought summary, as Gemini gives one with includeThoughts: a part of its
 		// own, marked thought, before the answer's parts.
 		thought = []any{map[string]any{"text": "**Reading the question**\n\nThe user asks: " + a.user, "thought": true}}
@@ -184,10 +184,7 @@ func (req *geminiRequest) chatForm(model string) chatRequest {
 		for j, p := range c.Parts {
 			switch {
 			case p.FunctionCall != nil:
-				tc := llm.ToolCall{ID: p.FunctionCall.ID, Type: "function"}
-				if tc.ID == "" {
-					tc.ID = fmt.Sprintf("call_%d_%d", i, j)
-				}
+				tc := llm.ToolCall{ID: cmp.Or(p.FunctionCall.ID, fmt.Sprintf("call_%d_%d", i, j)), Type: "function"}
 				tc.Function.Name, tc.Function.Arguments = p.FunctionCall.Name, string(p.FunctionCall.Args)
 				calls = append(calls, tc)
 			case p.FunctionResponse != nil:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -84,18 +85,10 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 		writeError(w, http.StatusBadRequest, errorBody(http.StatusBadRequest))
 		return scripted{}, false
 	}
-	for _, t := range req.Tools {
-		if t.Function.Name == "web_search" {
-			s.stats.count("model_offered_web_search", nil, string(body))
-			break
-		}
-	}
-	user := lastUser(req.Messages)
-	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), errorBody, s.opts.ModelLatency) {
+	user, id, ok := s.admit(w, r, body, req, errorBody, s.opts.ModelLatency)
+	if !ok {
 		return scripted{}, false
 	}
-	sum := sha256.Sum256(body)
-	id := hex.EncodeToString(sum[:8])
 	msg, finish := script(req, user, id)
 	a := scripted{id: id, user: user, stop: wire.StopEndTurn, userTurn: req.Messages[len(req.Messages)-1].Role == "user"}
 	if finish == "tool_calls" {
@@ -105,6 +98,22 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, body []byte, req c
 	json.Unmarshal(mustJSON(msg["tool_calls"]), &a.calls) // null when there are none
 	a.usage = wire.Usage{InputTokens: len(body) / 4, OutputTokens: len(a.text)/4 + 1}
 	return a, true
+}
+
+// admit counts a model request (model_offered_web_search when its tools offer
+// web_search), applies latency, the model faults of the user's text and the standing
+// faults of the path (answering them with errorBody; nil: the generic envelope), and
+// returns the user's text and the answer's id; ok is false when it answered itself.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, body []byte, req chatRequest, errorBody func(int) []byte, latency time.Duration) (user, id string, ok bool) {
+	if slices.ContainsFunc(req.Tools, func(t chatTool) bool { return t.Function.Name == "web_search" }) {
+		s.stats.count("model_offered_web_search", body, "")
+	}
+	user = lastUser(req.Messages)
+	if !s.applyFaults(w, r, "model", r.URL.Path, modelFaults(user), errorBody, latency) {
+		return "", "", false
+	}
+	sum := sha256.Sum256(body)
+	return user, hex.EncodeToString(sum[:8]), true
 }
 
 // response is the answer in canonical form, its tool call ids made by rename.
@@ -220,25 +229,24 @@ func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
 	if reasoning && !s.reasoningPasses(w, string(body), body, responsesReasoningError, responses.Client.EncodeError) {
 		return
 	}
-	if !reasoning {
-		resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return id })
-		if req.Stream {
-			writeEvents(w, r, streamEvents(responses.Client.NewStream(), resp), tokenDelay(a.user))
-			return
-		}
-		b, _ := responses.Client.EncodeResponse(resp)
-		writeJSON(w, b)
-		return
+	rename := func(id string) string { return id }
+	if reasoning {
+		rename = func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") }
 	}
-	resp := a.response("resp_sim_"+a.id, req.Model, func(id string) string { return "call_rs_" + strings.TrimPrefix(id, "call_") })
+	resp := a.response("resp_sim_"+a.id, req.Model, rename)
 	b, _ := responses.Client.EncodeResponse(resp)
-	b = withReasoningItem(b, body, a.user, a.id)
-	if req.Stream {
+	if reasoning {
+		b = withReasoningItem(b, body, a.user, a.id)
+	}
+	switch {
+	case reasoning && req.Stream:
 		// The answer with its reasoning item, played as OpenAI streams it.
 		writeEvents(w, r, responsesStream(b), tokenDelay(a.user))
-		return
+	case req.Stream:
+		writeEvents(w, r, streamEvents(responses.Client.NewStream(), resp), tokenDelay(a.user))
+	default:
+		writeJSON(w, b)
 	}
-	writeJSON(w, b)
 }
 
 // simulatedPrefix marks the text of a recorded answer the simulator replays.
@@ -305,7 +313,7 @@ func anthropicRecorded(model, id string) []byte {
 	msg["id"], msg["model"] = "msg_sim_"+id, model
 	for _, b := range msg["content"].([]any) {
 		if block := b.(map[string]any); block["type"] == "text" {
-			block["text"] = "(simulated answer) " + block["text"].(string)
+			block["text"] = simulatedPrefix + block["text"].(string)
 			break
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -147,21 +148,15 @@ func (s *Server) anthropicThinking(w http.ResponseWriter, body []byte, user, id 
 func responsesReasoningOn(body []byte) (on, encrypted bool) {
 	var req struct {
 		Model     string `json:"model"`
-		Reasoning *struct {
+		Reasoning struct {
 			Effort string `json:"effort"`
 		} `json:"reasoning"`
 		Include []string `json:"include"`
 	}
 	json.Unmarshal(body, &req)
-	effort := ""
-	if req.Reasoning != nil {
-		effort = req.Reasoning.Effort
-	}
+	effort := req.Reasoning.Effort
 	on = effort != "" && effort != "none" || effort == "" && wire.ReasonsUnasked(req.Model)
-	for _, i := range req.Include {
-		encrypted = encrypted || i == "reasoning.encrypted_content"
-	}
-	return on, encrypted
+	return on, slices.Contains(req.Include, "reasoning.encrypted_content")
 }
 
 // reasoningID is the id of the reasoning item the simulator gives with call id.
@@ -350,7 +345,7 @@ func chatReasoningError(body []byte) (refusal *wire.Error, carried int) {
 	var req struct {
 		Messages []struct {
 			llm.Message
-			ReasoningContent *string `json:"reasoning_content"`
+			ReasoningContent string `json:"reasoning_content"`
 		} `json:"messages"`
 	}
 	json.Unmarshal(body, &req)
@@ -358,10 +353,7 @@ func chatReasoningError(body []byte) (refusal *wire.Error, carried int) {
 		if m.Role != "assistant" || len(m.ToolCalls) == 0 || !strings.HasPrefix(m.ToolCalls[0].ID, "call_rc_") {
 			continue
 		}
-		rc := ""
-		if m.ReasoningContent != nil {
-			rc = *m.ReasoningContent
-		}
+		rc := m.ReasoningContent
 		text, _, _ := strings.Cut(rc, " #")
 		if rc == "" || signedReasoning(text) != rc {
 			return refuse("thinking is enabled but reasoning_content is missing in assistant tool call message at index %d", i), carried

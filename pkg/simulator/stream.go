@@ -125,8 +125,14 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, h chunkHeader, msg map
 	if includeUsage {
 		send(chunk{chunkHeader: h, Choices: []chunkChoice{}, Usage: usage})
 	}
+	writeChunks(w, r, evs, delay)
+}
+
+// writeChunks sends chat completion chunks as writeEvents does, and the closing
+// "data: [DONE]" right after the last one.
+func writeChunks(w http.ResponseWriter, r *http.Request, evs []wire.Event, delay time.Duration) {
 	if writeEvents(w, r, evs, delay) {
-		w.Write([]byte("data: [DONE]\n\n")) // right after the last chunk
+		w.Write([]byte("data: [DONE]\n\n"))
 		http.NewResponseController(w).Flush()
 	}
 }

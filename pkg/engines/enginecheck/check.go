@@ -16,7 +16,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -135,9 +134,7 @@ func CheckOffline(ctx context.Context, cfg engines.Config) Report {
 	if cfg.APIKey == "" && len(cfg.APIKeys) == 0 {
 		cfg.APIKey = "offline-check"
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = "http://offline.invalid"
-	}
+	cfg.BaseURL = cmp.Or(cfg.BaseURL, "http://offline.invalid")
 	c, rc := replaying(names)
 	return run(ctx, cfg, c, rc)
 }
@@ -156,20 +153,22 @@ func run(ctx context.Context, cfg engines.Config, hc *http.Client, rc *recorder)
 		return rep
 	}
 	eng, _ := reg.Get(cfg.ID)
-	res, serr := eng.Search(ctx, engines.Query{Query: "searchfleet contract check", Count: 3})
-	if serr != nil {
-		rep.Error = serr.Error() // the answer was not read: Parsed stays false
-	} else {
-		rep.Parsed, rep.Hits = true, len(res.Hits)
+	res, err := eng.Search(ctx, engines.Query{Query: "searchfleet contract check", Count: 3})
+	if err == nil {
+		rep.Hits = len(res.Hits)
 	}
-	rep.observe(rc, Fixtures[cfg.Kind])
+	rep.observe(rc, Fixtures[cfg.Kind], err)
 	return rep
 }
 
-// observe fills in what the answers rc kept say: reachable, key accepted, retirement
-// signals, and the fields missing from or new to the documented shape (fixtures, in
-// call order).
-func (rep *Report) observe(rc *recorder, names []string) {
+// observe fills in the call's outcome (err nil: the answer was read) and what the
+// answers rc kept say: reachable, key accepted, retirement signals, and the fields
+// missing from or new to the documented shape (fixtures, in call order).
+func (rep *Report) observe(rc *recorder, names []string, err error) {
+	rep.Parsed = err == nil
+	if err != nil {
+		rep.Error = err.Error()
+	}
 	rc.mu.Lock()
 	got := slices.Clone(rc.got)
 	rc.mu.Unlock()
@@ -202,7 +201,7 @@ func (rep *Report) observe(rc *recorder, names []string) {
 }
 
 func uniq(s []string) []string {
-	sort.Strings(s)
+	slices.Sort(s)
 	return slices.Compact(s)
 }
 

@@ -1,6 +1,7 @@
 package enginecheck
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 
@@ -37,21 +38,14 @@ func CheckModelOffline(ctx context.Context, m Model) Report {
 	if !ok {
 		return Report{Engine: m.Name, Kind: "model:" + protocolOf(m), Error: "no fixture for protocol " + protocolOf(m)}
 	}
-	if m.APIKey == "" {
-		m.APIKey = "offline-check"
-	}
-	if m.BaseURL == "" {
-		m.BaseURL = "http://offline.invalid"
-	}
+	m.APIKey = cmp.Or(m.APIKey, "offline-check")
+	m.BaseURL = cmp.Or(m.BaseURL, "http://offline.invalid")
 	c, rc := replaying([]string{name})
 	return runModel(ctx, m, c, rc)
 }
 
 func protocolOf(m Model) string {
-	if m.Protocol == "" {
-		return upstream.ModelOpenAIChat
-	}
-	return m.Protocol
+	return cmp.Or(m.Protocol, upstream.ModelOpenAIChat)
 }
 
 func runModel(ctx context.Context, m Model, hc *http.Client, rc *recorder) Report {
@@ -68,11 +62,6 @@ func runModel(ctx context.Context, m Model, hc *http.Client, rc *recorder) Repor
 	if err == nil {
 		_, err = c.Complete(ctx, call, nil)
 	}
-	if err != nil {
-		rep.Error = err.Error() // the answer was not read: Parsed stays false
-	} else {
-		rep.Parsed = true
-	}
-	rep.observe(rc, []string{ModelFixtures[protocolOf(m)]})
+	rep.observe(rc, []string{ModelFixtures[protocolOf(m)]}, err)
 	return rep
 }

@@ -127,15 +127,21 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
-	i := 0
-	if rp.s.Turn != nil && len(sc.responses) > 1 {
-		i = rp.s.Turn(r, body)
-	}
+	i := rp.s.turn(r, body, len(sc.responses))
 	if i < 0 || i >= len(sc.responses) {
 		http.Error(w, "enginetest: no response for this turn", http.StatusTeapot)
 		return
 	}
 	sc.responses[i].write(w)
+}
+
+// turn is the index of the response of n that answers a request (Turn's pick, or
+// the first).
+func (s *Suite) turn(r *http.Request, body []byte, n int) int {
+	if s.Turn == nil || n <= 1 {
+		return 0
+	}
+	return s.Turn(r, body)
 }
 
 // write sends r as the stand-in provider's answer (JSON and 200 unless r says).
@@ -167,18 +173,12 @@ func Run(t *testing.T, s Suite) {
 	envName := fmt.Sprintf("ENGINETEST_KEY_%d", keySeq.Add(1))
 
 	cfg := s.Config
-	if cfg.ID == "" {
-		cfg.ID = "under-test"
-	}
+	cfg.ID = cmp.Or(cfg.ID, "under-test")
 	cfg.BaseURL = srv.URL
 	if !s.NoKey {
 		cfg.APIKeyEnv, cfg.APIKey = envName, secret
 	}
-	reg, err := engines.FromConfig([]engines.Config{cfg}, srv.Client())
-	if err != nil {
-		t.Fatalf("FromConfig: %v", err)
-	}
-	eng, _ := reg.Get(cfg.ID)
+	eng := engine(t, cfg, srv.Client())
 
 	search := func(t *testing.T, q engines.Query) (*engines.Result, error) {
 		t.Helper()
@@ -352,19 +352,11 @@ func Run(t *testing.T, s Suite) {
 					fmt.Fprintf(w, `{"error":{"message":"refused (HTTP %d)"}}`, code)
 					return
 				}
-				i := 0
-				if s.Turn != nil && len(s.OK) > 1 {
-					i = s.Turn(r, body)
-				}
-				w.Write(s.OK[i].Body)
+				w.Write(s.OK[s.turn(r, body, len(s.OK))].Body)
 			}))
 			kc := cfg
 			kc.BaseURL, kc.APIKey, kc.APIKeys = srv.URL, "", []string{first, second}
-			reg, err := engines.FromConfig([]engines.Config{kc}, srv.Client())
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng, _ := reg.Get(kc.ID)
+			eng := engine(t, kc, srv.Client())
 			// Round robin: of two searches, one starts on each key, and both succeed.
 			for range 2 {
 				if _, err := eng.Search(context.Background(), q); err != nil {
@@ -547,18 +539,12 @@ func Do(t *testing.T, cfg engines.Config, q engines.Query, resps ...Response) (*
 		resps[i].write(w)
 	}))
 	defer srv.Close()
-	if cfg.ID == "" {
-		cfg.ID = "under-test"
-	}
+	cfg.ID = cmp.Or(cfg.ID, "under-test")
 	cfg.BaseURL = srv.URL
 	if cfg.APIKey == "" {
 		cfg.APIKeyEnv, cfg.APIKey = "ENGINETEST_FIXED_KEY", "sk-test-key"
 	}
-	reg, err := engines.FromConfig([]engines.Config{cfg}, srv.Client())
-	if err != nil {
-		t.Fatalf("FromConfig: %v", err)
-	}
-	eng, _ := reg.Get(cfg.ID)
+	eng := engine(t, cfg, srv.Client())
 	ctx, cancel := context.WithTimeout(context.Background(), callBound)
 	defer cancel()
 	res, err := eng.Search(ctx, q)
@@ -576,6 +562,17 @@ func Search(t *testing.T, cfg engines.Config, q engines.Query, resps ...Response
 	}
 	CheckInvariants(t, res)
 	return res, reqs
+}
+
+// engine is the engine cfg configures, calling its provider over hc.
+func engine(t *testing.T, cfg engines.Config, hc *http.Client) engines.Engine {
+	t.Helper()
+	reg, err := engines.FromConfig([]engines.Config{cfg}, hc)
+	if err != nil {
+		t.Fatalf("FromConfig: %v", err)
+	}
+	eng, _ := reg.Get(cfg.ID)
+	return eng
 }
 
 func readAll(r *http.Request) []byte {
