@@ -270,7 +270,7 @@ func geminiInteractionJSON(r *agentRun, now time.Time) any {
 	if r.plan {
 		if st == "completed" {
 			var b strings.Builder
-			for i, h := range pages[:3] {
+			for i, h := range pages[:min(3, len(pages))] {
 				fmt.Fprintf(&b, "%d. Research: %s\n", i+1, h.Title)
 			}
 			steps = append(steps, map[string]any{"type": "model_output", "content": []any{map[string]string{"type": "text", "text": "Here is my research plan:\n" + b.String()}}})
@@ -559,7 +559,7 @@ func parallelResultJSON(r *agentRun) any {
 	} else {
 		text, _ := reportText(pages, func(h simHit) string { return " ([source](" + h.URL + "))" })
 		var cites []any
-		for _, h := range pages[:3] {
+		for _, h := range pages[:min(3, len(pages))] {
 			cites = append(cites, cite(h))
 		}
 		content = "# " + upperFirst(r.ask.shown()) + "\n\n" + text
@@ -676,7 +676,7 @@ func exaRunJSON(r *agentRun, now time.Time) any {
 		} else {
 			text, _ := reportText(pages, func(h simHit) string { return " ([" + h.Title + "](" + h.URL + "))" })
 			output["text"] = text
-			for _, h := range pages[:3] {
+			for _, h := range pages[:min(3, len(pages))] {
 				grounding = append(grounding, map[string]any{"field": "text", "citations": cite(h), "confidence": "high"})
 			}
 		}
