@@ -96,11 +96,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 // jobRequest is GET /v1/jobs/{id}/request: the request the tenant's job was submitted
 // with (as validated and stored, in the protocol it came in), and the text of its last
 // user turn as "question".
-func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) {
-	job := s.loadJob(w, r)
-	if job == nil {
-		return
-	}
+func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request, job *state.Job) {
 	req := job.Request
 	if len(req) == 0 {
 		req = json.RawMessage("null")

@@ -278,18 +278,12 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 // getConversation is GET /v1/conversations/{id}.
-func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
-	if c := s.loadConversation(w, r); c != nil {
-		writeJSON(w, http.StatusOK, conversationObject(c))
-	}
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
+	writeJSON(w, http.StatusOK, conversationObject(c))
 }
 
 // updateConversation is POST /v1/conversations/{id}: its metadata replaced.
-func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	top, ok := s.objectBody(w, r, true, "", []string{"metadata"})
 	if !ok {
 		return
@@ -317,11 +311,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 
 // deleteConversation is DELETE /v1/conversations/{id}: the conversation and its items
 // are deleted and their bytes given back. Responses that named it are not.
-func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	if err := s.Store.Conversations.DeleteConversation(r.Context(), c.ID); err != nil {
 		writeWireError(w, responses.Client, unavailable("Deleting the conversation"))
 		return
@@ -334,11 +324,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 
 // listConversationItems is GET /v1/conversations/{id}/items: a cursor page
 // (writeListPage).
-func (s *Server) listConversationItems(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) listConversationItems(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	items, err := s.Store.Conversations.ConversationItems(r.Context(), c.ID)
 	if err != nil {
 		writeWireError(w, responses.Client, unavailable("Reading the conversation"))
@@ -349,11 +335,7 @@ func (s *Server) listConversationItems(w http.ResponseWriter, r *http.Request) {
 
 // addConversationItems is POST /v1/conversations/{id}/items: up to 20 items added at
 // its end, answered as a list of them.
-func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	top, ok := s.objectBody(w, r, true, "", []string{"items"})
 	if !ok {
 		return
@@ -383,11 +365,7 @@ func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
 }
 
 // getConversationItem is GET /v1/conversations/{id}/items/{item_id}.
-func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	it, err := s.Store.Conversations.ConversationItem(r.Context(), c.ID, r.PathValue("item_id"))
 	switch {
 	case errors.Is(err, state.ErrNotFound):
@@ -401,11 +379,7 @@ func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request) {
 
 // deleteConversationItem is DELETE /v1/conversations/{id}/items/{item_id}: answered
 // with the conversation.
-func (s *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	bytes, err := s.Store.Conversations.DeleteConversationItem(r.Context(), c.ID, r.PathValue("item_id"))
 	switch {
 	case errors.Is(err, state.ErrNotFound):
