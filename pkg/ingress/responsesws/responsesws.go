@@ -33,6 +33,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -608,16 +609,12 @@ type socketEntry struct {
 func (c *socketCache) conversation(id string) []json.RawMessage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range c.entries {
-		if e.id == id {
-			var items []json.RawMessage
-			if json.Unmarshal(e.convo, &items) != nil {
-				return nil
-			}
-			return items
-		}
+	i := slices.IndexFunc(c.entries, func(e socketEntry) bool { return e.id == id })
+	var items []json.RawMessage
+	if i < 0 || json.Unmarshal(c.entries[i].convo, &items) != nil {
+		return nil
 	}
-	return nil
+	return items
 }
 
 // remember keeps a response's conversation, forgetting the oldest ones past the
@@ -643,10 +640,5 @@ func (c *socketCache) remember(id string, convo json.RawMessage) {
 func (c *socketCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, e := range c.entries {
-		if e.id == id {
-			c.entries = append(c.entries[:i], c.entries[i+1:]...)
-			return
-		}
-	}
+	c.entries = slices.DeleteFunc(c.entries, func(e socketEntry) bool { return e.id == id })
 }
