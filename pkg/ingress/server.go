@@ -5,6 +5,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -355,10 +356,7 @@ func NewTenants(ts []config.Tenant) (*Tenants, error) {
 // of is the tenant whose key r carries, as "Authorization: Bearer <key>" or
 // "x-api-key: <key>"; false for a missing or unknown key.
 func (t *Tenants) of(r *http.Request) (string, bool) {
-	key := bearer(r.Header.Get("Authorization"))
-	if key == "" {
-		key = strings.TrimSpace(r.Header.Get("X-Api-Key"))
-	}
+	key := cmp.Or(bearer(r.Header.Get("Authorization")), strings.TrimSpace(r.Header.Get("X-Api-Key")))
 	tenant, ok := t.byKeyHash[sha256.Sum256([]byte(key))]
 	return tenant, key != "" && ok
 }
@@ -434,15 +432,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				}
 			}
 			if s.Metrics != nil {
-				status := rec.status
-				if status == 0 {
-					status = http.StatusOK
-				}
-				route := r.Pattern
-				if route == "" {
-					route = "unmatched"
-				}
-				s.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+				route := cmp.Or(r.Pattern, "unmatched")
+				s.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(cmp.Or(rec.status, http.StatusOK))).Inc()
 			}
 		}()
 		next.ServeHTTP(rec, r)
@@ -465,10 +456,7 @@ func validJobID(id string) bool {
 	if len(id) < 5 || len(id) > 64 {
 		return false
 	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(id, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_')
+	})
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -163,11 +164,7 @@ func (t *tools) fetch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	text := p.Text
 	p.Text = ""
 	p.JobID = out.ID
-	u := p.FinalURL
-	if u == "" {
-		u = p.URL
-	}
-	head := fmt.Sprintf("Page %s (%s, %d bytes).", u, p.ContentType, p.Bytes)
+	head := fmt.Sprintf("Page %s (%s, %d bytes).", cmp.Or(p.FinalURL, p.URL), p.ContentType, p.Bytes)
 	if p.Title != "" {
 		// The page wrote its title: it goes inside the delimiters, with its text.
 		text = "Title: " + p.Title + "\n\n" + text

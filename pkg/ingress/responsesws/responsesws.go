@@ -26,6 +26,7 @@ package responsesws
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,13 +170,7 @@ func (s *Server) Close() {
 // stands for. error.code is always set (the error type when the fleet's error has
 // none).
 func socketError(e *wire.Error) []byte {
-	code := e.Code
-	if code == "" {
-		code = e.Type
-	}
-	if code == "" {
-		code = "server_error"
-	}
+	code := cmp.Or(e.Code, e.Type, "server_error")
 	var param any
 	if e.Param != "" {
 		param = e.Param
