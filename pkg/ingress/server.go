@@ -217,7 +217,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/usage/daily", s.auth(s.dailyUsage))
 	mux.HandleFunc("GET /v1/engines", s.auth(s.engineHealth))
 	mux.HandleFunc("GET /healthz", healthz)
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, s.Bus, s.Store.Health, s.Log) })
+	mux.HandleFunc("GET /readyz", (&Ops{Bus: s.Bus, Store: s.Store.Health, Log: s.Log}).readyz)
 	// With tenants the API port is public: metrics (tenants, models, costs) are
 	// served only on the internal listener, FLEET_METRICS_ADDR (Ops).
 	if s.Metrics != nil && s.Tenants == nil {
