@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -97,10 +96,7 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		return res, nil
 	}
 	r := out.Result
-	sr := searchResult{JobID: out.ID, Engine: r.Engine, Query: r.Query, Summary: r.Summary, Results: make([]hit, 0, len(r.Hits)), Usage: r.Usage}
-	for _, h := range r.Hits {
-		sr.Results = append(sr.Results, hit{Title: h.Title, URL: h.URL, Source: h.Source, Snippet: h.Snippet, Published: h.Published})
-	}
+	sr := searchResult{JobID: out.ID, Engine: r.Engine, Query: r.Query, Summary: r.Summary, Results: append([]engines.Hit{}, r.Hits...), Usage: r.Usage}
 	text := r.Citation.LLMContent
 	if strings.TrimSpace(text) == "" {
 		text = renderHits(&r)
@@ -115,16 +111,8 @@ type searchResult struct {
 	Engine  string        `json:"engine"`
 	Query   string        `json:"query"`
 	Summary string        `json:"summary,omitempty"`
-	Results []hit         `json:"results"`
+	Results []engines.Hit `json:"results"`
 	Usage   engines.Usage `json:"usage"`
-}
-
-type hit struct {
-	Title     string    `json:"title"`
-	URL       string    `json:"url"`
-	Source    string    `json:"source,omitempty"`
-	Snippet   string    `json:"snippet,omitempty"`
-	Published time.Time `json:"published,omitzero"`
 }
 
 // renderHits is a result's text when the engine rendered none.
