@@ -361,7 +361,7 @@ func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request, c 
 		return
 	}
 	s.settleConversation(context.WithoutCancel(r.Context()), c.Tenant, c.ID, bytes)
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": itemsOf(items), "first_id": items[0].ID, "last_id": items[len(items)-1].ID, "has_more": false})
+	writeJSON(w, http.StatusOK, listOf(itemsOf(items), itemID, false))
 }
 
 // getConversationItem is GET /v1/conversations/{id}/items/{item_id}.
