@@ -513,14 +513,12 @@ func (sw *socketWriter) Write(p []byte) (int, error) {
 	}
 	sw.buf.Write(p)
 	for {
-		frame, rest, ok := bytes.Cut(sw.buf.Bytes(), []byte("\n\n"))
+		frame, _, ok := bytes.Cut(sw.buf.Bytes(), []byte("\n\n"))
 		if !ok {
 			return len(p), nil
 		}
 		sw.event(frame)
-		next := append([]byte(nil), rest...)
-		sw.buf.Reset()
-		sw.buf.Write(next)
+		sw.buf.Next(len(frame) + 2)
 	}
 }
 
