@@ -195,11 +195,7 @@ func checkItem(param string, item json.RawMessage) *wire.Error {
 
 // itemsOf is the items of a conversation's entries.
 func itemsOf(items []state.ConversationItem) []json.RawMessage {
-	out := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		out[i] = it.Item
-	}
-	return out
+	return mapped(items, func(it state.ConversationItem) json.RawMessage { return it.Item })
 }
 
 // itemsBytes is what items take as the store counts them.

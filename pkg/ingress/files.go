@@ -236,9 +236,5 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing files failed.")
 		return
 	}
-	views := make([]fileView, len(files))
-	for i, f := range files {
-		views[i] = fileViewOf(f)
-	}
-	writeJSON(w, http.StatusOK, listOf(views, func(v fileView) string { return v.ID }, more))
+	writeJSON(w, http.StatusOK, listOf(mapped(files, fileViewOf), func(v fileView) string { return v.ID }, more))
 }

@@ -141,11 +141,7 @@ func (s *Server) listResearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing the runs failed.")
 		return
 	}
-	data := []research.View{}
-	for _, run := range runs {
-		data = append(data, research.ViewOf(run))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "has_more": more})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": mapped(runs, research.ViewOf), "has_more": more})
 }
 
 func (s *Server) cancelResearch(w http.ResponseWriter, r *http.Request, run *state.Run) {
