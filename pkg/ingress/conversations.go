@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,6 +121,10 @@ func conversationMetadata(raw json.RawMessage) (map[string]string, *wire.Error) 
 	return md, nil
 }
 
+// itemPrefixes are the id prefixes of the items a conversation is given without an id,
+// by type (any other: "item_").
+var itemPrefixes = map[string]string{"message": "msg_", "function_call_output": "fco_"}
+
 // conversationItems reads an items parameter: 1 to maxItemsPerAdd Responses input
 // items (none, when optional), each checked as the Responses codec reads it, given an
 // id if it has none, a message with its type, status and content parts.
@@ -143,15 +148,7 @@ func conversationItems(raw json.RawMessage, optional bool) ([]state.Conversation
 		if e := checkItem(param, it); e != nil {
 			return nil, e
 		}
-		it = normalizeItem(it, func(typ string) string {
-			switch typ {
-			case "message":
-				return state.NewID("msg_")
-			case "function_call_output":
-				return state.NewID("fco_")
-			}
-			return state.NewID("item_")
-		})
+		it = normalizeItem(it, func(typ string) string { return state.NewID(cmp.Or(itemPrefixes[typ], "item_")) })
 		id := itemID(it)
 		if len(id) > 128 {
 			return nil, wire.Invalid(param+".id", "%s.id must be at most 128 characters", param)
