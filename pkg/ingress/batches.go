@@ -114,6 +114,15 @@ func listOf[T any](data []T, id func(T) string, more bool) list[T] {
 	return l
 }
 
+// mapped is f of each of xs, in order (empty, not nil, for none: a list's data is []).
+func mapped[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
 // countParam reads the query parameter name, a count (1..most, default def), such as a
 // list's limit; it has answered when it returns false.
 func countParam(w http.ResponseWriter, q url.Values, name string, def, most int) (int, bool) {

@@ -141,6 +141,9 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 	defer timeout.Stop()
 	poll := time.NewTicker(2 * time.Second)
 	defer poll.Stop()
+	if tick == nil {
+		tick = func() {}
+	}
 	for {
 		select {
 		case m := <-wt.ch:
@@ -150,16 +153,12 @@ func (wt *waiter) wait(ctx context.Context, s *Server, jobID string, max time.Du
 				}
 				continue
 			}
-			if tick != nil {
-				tick()
-			}
+			tick()
 			if !bus.EventType(m.Header.Get(bus.HeaderEvent)).Terminal() {
 				continue
 			}
 		case <-poll.C:
-			if tick != nil {
-				tick()
-			}
+			tick()
 			st, err := s.Store.Jobs.JobStatus(ctx, jobID)
 			if err != nil || !st.Terminal() {
 				continue

@@ -86,21 +86,13 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing jobs failed; try again.")
 		return
 	}
-	out := make([]jobSummary, len(js))
-	for i, j := range js {
-		out[i] = summaryOf(j)
-	}
-	writeJSON(w, http.StatusOK, listOf(out, func(v jobSummary) string { return v.ID }, more))
+	writeJSON(w, http.StatusOK, listOf(mapped(js, summaryOf), func(v jobSummary) string { return v.ID }, more))
 }
 
 // jobRequest is GET /v1/jobs/{id}/request: the request the tenant's job was submitted
 // with (as validated and stored, in the protocol it came in), and the text of its last
 // user turn as "question".
-func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) {
-	job := s.loadJob(w, r)
-	if job == nil {
-		return
-	}
+func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request, job *state.Job) {
 	req := job.Request
 	if len(req) == 0 {
 		req = json.RawMessage("null")

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,6 +121,10 @@ func conversationMetadata(raw json.RawMessage) (map[string]string, *wire.Error) 
 	return md, nil
 }
 
+// itemPrefixes are the id prefixes of the items a conversation is given without an id,
+// by type (any other: "item_").
+var itemPrefixes = map[string]string{"message": "msg_", "function_call_output": "fco_"}
+
 // conversationItems reads an items parameter: 1 to maxItemsPerAdd Responses input
 // items (none, when optional), each checked as the Responses codec reads it, given an
 // id if it has none, a message with its type, status and content parts.
@@ -143,15 +148,7 @@ func conversationItems(raw json.RawMessage, optional bool) ([]state.Conversation
 		if e := checkItem(param, it); e != nil {
 			return nil, e
 		}
-		it = normalizeItem(it, func(typ string) string {
-			switch typ {
-			case "message":
-				return state.NewID("msg_")
-			case "function_call_output":
-				return state.NewID("fco_")
-			}
-			return state.NewID("item_")
-		})
+		it = normalizeItem(it, func(typ string) string { return state.NewID(cmp.Or(itemPrefixes[typ], "item_")) })
 		id := itemID(it)
 		if len(id) > 128 {
 			return nil, wire.Invalid(param+".id", "%s.id must be at most 128 characters", param)
@@ -195,11 +192,7 @@ func checkItem(param string, item json.RawMessage) *wire.Error {
 
 // itemsOf is the items of a conversation's entries.
 func itemsOf(items []state.ConversationItem) []json.RawMessage {
-	out := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		out[i] = it.Item
-	}
-	return out
+	return mapped(items, func(it state.ConversationItem) json.RawMessage { return it.Item })
 }
 
 // itemsBytes is what items take as the store counts them.
@@ -278,18 +271,12 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 // getConversation is GET /v1/conversations/{id}.
-func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
-	if c := s.loadConversation(w, r); c != nil {
-		writeJSON(w, http.StatusOK, conversationObject(c))
-	}
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
+	writeJSON(w, http.StatusOK, conversationObject(c))
 }
 
 // updateConversation is POST /v1/conversations/{id}: its metadata replaced.
-func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	top, ok := s.objectBody(w, r, true, "", []string{"metadata"})
 	if !ok {
 		return
@@ -317,11 +304,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 
 // deleteConversation is DELETE /v1/conversations/{id}: the conversation and its items
 // are deleted and their bytes given back. Responses that named it are not.
-func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	if err := s.Store.Conversations.DeleteConversation(r.Context(), c.ID); err != nil {
 		writeWireError(w, responses.Client, unavailable("Deleting the conversation"))
 		return
@@ -334,11 +317,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 
 // listConversationItems is GET /v1/conversations/{id}/items: a cursor page
 // (writeListPage).
-func (s *Server) listConversationItems(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) listConversationItems(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	items, err := s.Store.Conversations.ConversationItems(r.Context(), c.ID)
 	if err != nil {
 		writeWireError(w, responses.Client, unavailable("Reading the conversation"))
@@ -349,11 +328,7 @@ func (s *Server) listConversationItems(w http.ResponseWriter, r *http.Request) {
 
 // addConversationItems is POST /v1/conversations/{id}/items: up to 20 items added at
 // its end, answered as a list of them.
-func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	top, ok := s.objectBody(w, r, true, "", []string{"items"})
 	if !ok {
 		return
@@ -379,15 +354,11 @@ func (s *Server) addConversationItems(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.settleConversation(context.WithoutCancel(r.Context()), c.Tenant, c.ID, bytes)
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": itemsOf(items), "first_id": items[0].ID, "last_id": items[len(items)-1].ID, "has_more": false})
+	writeJSON(w, http.StatusOK, listOf(itemsOf(items), itemID, false))
 }
 
 // getConversationItem is GET /v1/conversations/{id}/items/{item_id}.
-func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	it, err := s.Store.Conversations.ConversationItem(r.Context(), c.ID, r.PathValue("item_id"))
 	switch {
 	case errors.Is(err, state.ErrNotFound):
@@ -401,11 +372,7 @@ func (s *Server) getConversationItem(w http.ResponseWriter, r *http.Request) {
 
 // deleteConversationItem is DELETE /v1/conversations/{id}/items/{item_id}: answered
 // with the conversation.
-func (s *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) {
-	c := s.loadConversation(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request, c *state.Conversation) {
 	bytes, err := s.Store.Conversations.DeleteConversationItem(r.Context(), c.ID, r.PathValue("item_id"))
 	switch {
 	case errors.Is(err, state.ErrNotFound):

@@ -192,18 +192,12 @@ func (s *Server) loadFile(w http.ResponseWriter, r *http.Request) *state.File {
 }
 
 // getFile is GET /v1/files/{id}.
-func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
-	if f := s.loadFile(w, r); f != nil {
-		writeJSON(w, http.StatusOK, fileViewOf(f))
-	}
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request, f *state.File) {
+	writeJSON(w, http.StatusOK, fileViewOf(f))
 }
 
 // fileContent is GET /v1/files/{id}/content: the file's bytes, streamed.
-func (s *Server) fileContent(w http.ResponseWriter, r *http.Request) {
-	f := s.loadFile(w, r)
-	if f == nil {
-		return
-	}
+func (s *Server) fileContent(w http.ResponseWriter, r *http.Request, f *state.File) {
 	rc, err := s.Batches.OpenFile(r.Context(), f.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "The file's content is unavailable.")
@@ -221,11 +215,7 @@ func (s *Server) fileContent(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteFile is DELETE /v1/files/{id}.
-func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
-	f := s.loadFile(w, r)
-	if f == nil {
-		return
-	}
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, f *state.File) {
 	if err := s.Batches.DeleteFile(r.Context(), f); err != nil {
 		writeBatchError(w, err)
 		return
@@ -246,9 +236,5 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing files failed.")
 		return
 	}
-	views := make([]fileView, len(files))
-	for i, f := range files {
-		views[i] = fileViewOf(f)
-	}
-	writeJSON(w, http.StatusOK, listOf(views, func(v fileView) string { return v.ID }, more))
+	writeJSON(w, http.StatusOK, listOf(mapped(files, fileViewOf), func(v fileView) string { return v.ID }, more))
 }

@@ -188,20 +188,14 @@ func (s *Server) loadJob(w http.ResponseWriter, r *http.Request) *state.Job {
 	return job
 }
 
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
-	if job := s.loadJob(w, r); job != nil {
-		setCost(w.Header(), recordedSpend(job))
-		writeJSON(w, http.StatusOK, viewOf(job))
-	}
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, job *state.Job) {
+	setCost(w.Header(), recordedSpend(job))
+	writeJSON(w, http.StatusOK, viewOf(job))
 }
 
 // cancelJob is POST /v1/jobs/{id}/cancel: the job stops at its next step and makes no
 // further paid calls.
-func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
-	job := s.loadJob(w, r)
-	if job == nil {
-		return
-	}
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, job *state.Job) {
 	ended := job.Status.Terminal()
 	if !ended {
 		if err := s.Ender.End(r.Context(), job.ID, jobs.Ending{Status: state.Cancelled}); err != nil {
@@ -228,11 +222,7 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 // arrives: each piece of model text as an "event: delta" (a bus.StreamMsg: hop,
 // attempt, character offset, text). Deltas are ephemeral: only those published while
 // the request is open are shown, and only a job whose client streams has any.
-func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
-	job := s.loadJob(w, r)
-	if job == nil {
-		return
-	}
+func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, job *state.Job) {
 	ctx, done, ok := s.openStream(w, r, chatCodec, job.Tenant)
 	if !ok {
 		return

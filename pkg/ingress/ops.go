@@ -34,9 +34,7 @@ type Ops struct {
 func (o *Ops) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		readiness(w, r, o.Bus, o.Store, o.Log)
-	})
+	mux.HandleFunc("GET /readyz", o.readyz)
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	}
@@ -48,19 +46,19 @@ func healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readiness answers /readyz: whether NATS and Redis answer, in stable words.
-func readiness(w http.ResponseWriter, r *http.Request, b *bus.Bus, store Health, log *slog.Logger) {
+// readyz answers /readyz: whether NATS and Redis answer, in stable words.
+func (o *Ops) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	checks := map[string]string{"nats": "ok", "redis": "ok"}
 	ready := true
-	if up, status := b.Connected(); !up {
+	if up, status := o.Bus.Connected(); !up {
 		checks["nats"], ready = "unreachable", false
-		log.Warn("readyz: nats not connected", "status", status)
+		o.Log.Warn("readyz: nats not connected", "status", status)
 	}
-	if err := store.Ping(ctx); err != nil {
+	if err := o.Store.Ping(ctx); err != nil {
 		checks["redis"], ready = "unreachable", false
-		log.Warn("readyz: redis does not answer", "err", err)
+		o.Log.Warn("readyz: redis does not answer", "err", err)
 	}
 	if !ready {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "checks": checks})

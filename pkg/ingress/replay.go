@@ -15,11 +15,7 @@ import (
 // change. A search the original did not make gets a SEARCH_NOT_RECORDED result the
 // model reads. The new job links to the original (replay_of) and is answered like
 // POST /v1/jobs: 202 with the job. A tenant replays only its own jobs.
-func (s *Server) replayJob(w http.ResponseWriter, r *http.Request) {
-	orig := s.loadJob(w, r)
-	if orig == nil {
-		return
-	}
+func (s *Server) replayJob(w http.ResponseWriter, r *http.Request, orig *state.Job) {
 	if orig.Kind != "chat" {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "job_not_replayable", "id", "Only chat jobs can be replayed.")
 		return

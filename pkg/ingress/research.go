@@ -117,12 +117,10 @@ func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) *state.Run {
 	return run
 }
 
-func (s *Server) getResearch(w http.ResponseWriter, r *http.Request) {
-	if run := s.loadRun(w, r); run != nil {
-		v := research.ViewOf(run)
-		setCost(w.Header(), runSpend(run, &v))
-		writeJSON(w, http.StatusOK, v)
-	}
+func (s *Server) getResearch(w http.ResponseWriter, r *http.Request, run *state.Run) {
+	v := research.ViewOf(run)
+	setCost(w.Header(), runSpend(run, &v))
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listResearch(w http.ResponseWriter, r *http.Request) {
@@ -143,18 +141,10 @@ func (s *Server) listResearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Listing the runs failed.")
 		return
 	}
-	data := []research.View{}
-	for _, run := range runs {
-		data = append(data, research.ViewOf(run))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "has_more": more})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": mapped(runs, research.ViewOf), "has_more": more})
 }
 
-func (s *Server) cancelResearch(w http.ResponseWriter, r *http.Request) {
-	run := s.loadRun(w, r)
-	if run == nil {
-		return
-	}
+func (s *Server) cancelResearch(w http.ResponseWriter, r *http.Request, run *state.Run) {
 	ok, err := s.Research.Cancel(r.Context(), run.Tenant, run.ID)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "", "Cancelling failed; try again.")
@@ -179,11 +169,7 @@ func (s *Server) writeRun(w http.ResponseWriter, r *http.Request, id string) {
 
 // planResearch is POST /v1/research/{id}/plan: {"action": "approve"} runs the plan as
 // it stands, {"plan": {"questions": [...]}} runs the plan given instead.
-func (s *Server) planResearch(w http.ResponseWriter, r *http.Request) {
-	run := s.loadRun(w, r)
-	if run == nil {
-		return
-	}
+func (s *Server) planResearch(w http.ResponseWriter, r *http.Request, run *state.Run) {
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return
@@ -218,11 +204,7 @@ const researchPoll = 250 * time.Millisecond
 // researchEvents is GET /v1/research/{id}/events: the run's events as SSE, each with
 // its id, from after Last-Event-ID (or ?after=), until the run has ended and its last
 // event is sent (or the stream's time is up: resume from the last id).
-func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request) {
-	run := s.loadRun(w, r)
-	if run == nil {
-		return
-	}
+func (s *Server) researchEvents(w http.ResponseWriter, r *http.Request, run *state.Run) {
 	after := 0
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {

@@ -213,13 +213,9 @@ func writeListPage(w http.ResponseWriter, r *http.Request, items []json.RawMessa
 		writeWireError(w, responses.Client, wire.Invalid("order", "'order' must be asc or desc."))
 		return
 	}
-	ids := make([]string, len(items))
-	for i, it := range items {
-		ids[i] = itemID(it)
-	}
 	start := 0
 	if after := q.Get("after"); after != "" {
-		i := slices.Index(ids, after)
+		i := slices.IndexFunc(items, func(it json.RawMessage) bool { return itemID(it) == after })
 		if i < 0 {
 			writeWireError(w, responses.Client, &wire.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "after",
 				Message: fmt.Sprintf("No item with id '%s' in the list.", redact.Clip(after, 64))})
@@ -228,10 +224,5 @@ func writeListPage(w http.ResponseWriter, r *http.Request, items []json.RawMessa
 		start = i + 1
 	}
 	end := min(start+limit, len(items))
-	page := append([]json.RawMessage{}, items[start:end]...)
-	var first, last any
-	if len(page) > 0 {
-		first, last = ids[start], ids[end-1]
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": page, "first_id": first, "last_id": last, "has_more": end < len(items)})
+	writeJSON(w, http.StatusOK, listOf(append([]json.RawMessage{}, items[start:end]...), itemID, end < len(items)))
 }

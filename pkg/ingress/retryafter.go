@@ -70,15 +70,12 @@ func ema(old, d time.Duration) time.Duration {
 // deadline: every job has ended by then). Without history it is a second.
 func (p *paces) slotFree(tenant string, held int, ceiling time.Duration) time.Duration {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	t, ok := p.of[tenant]
-	var est time.Duration
-	if ok {
-		est = max(t.avg/time.Duration(max(held, 1)), t.gap)
-	}
-	p.mu.Unlock()
 	if !ok {
 		return time.Second
 	}
+	est := max(t.avg/time.Duration(max(held, 1)), t.gap)
 	if ceiling > 0 {
 		est = min(est, ceiling)
 	}

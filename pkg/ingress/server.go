@@ -5,6 +5,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -161,10 +162,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.protocolRequest(openaichat.Client, "job_")))))
 	mux.HandleFunc("GET /v1/models", s.auth(s.listModels))
 	mux.HandleFunc("POST /v1/jobs", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.createJob))))
-	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
-	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(s.jobEvents))
-	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(s.cancelJob))
-	mux.HandleFunc("POST /v1/jobs/{id}/replay", s.auth(s.budgeted(openaichat.Client, s.replayJob)))
+	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(loaded(s.loadJob, s.getJob)))
+	mux.HandleFunc("GET /v1/jobs/{id}/events", s.auth(loaded(s.loadJob, s.jobEvents)))
+	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.auth(loaded(s.loadJob, s.cancelJob)))
+	mux.HandleFunc("POST /v1/jobs/{id}/replay", s.auth(s.budgeted(openaichat.Client, loaded(s.loadJob, s.replayJob))))
 	mux.HandleFunc("POST /v1/search", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.directSearch))))
 	mux.HandleFunc("POST /v1/fetch", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.directFetch))))
 	mux.HandleFunc("POST /v1/responses", s.authAs(responses.Client, s.budgeted(responses.Client, jsonBody(responses.Client, s.protocolRequest(responses.Client, "resp_")))))
@@ -175,20 +176,20 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authAs(responses.Client, s.cancelResponse))
 	mux.HandleFunc("GET /v1/responses/{id}/input_items", s.authAs(responses.Client, s.inputItems))
 	mux.HandleFunc("POST /v1/conversations", s.authAs(responses.Client, jsonBody(responses.Client, s.createConversation)))
-	mux.HandleFunc("GET /v1/conversations/{id}", s.authAs(responses.Client, s.getConversation))
-	mux.HandleFunc("POST /v1/conversations/{id}", s.authAs(responses.Client, jsonBody(responses.Client, s.updateConversation)))
-	mux.HandleFunc("DELETE /v1/conversations/{id}", s.authAs(responses.Client, s.deleteConversation))
-	mux.HandleFunc("GET /v1/conversations/{id}/items", s.authAs(responses.Client, s.listConversationItems))
-	mux.HandleFunc("POST /v1/conversations/{id}/items", s.authAs(responses.Client, jsonBody(responses.Client, s.addConversationItems)))
-	mux.HandleFunc("GET /v1/conversations/{id}/items/{item_id}", s.authAs(responses.Client, s.getConversationItem))
-	mux.HandleFunc("DELETE /v1/conversations/{id}/items/{item_id}", s.authAs(responses.Client, s.deleteConversationItem))
+	mux.HandleFunc("GET /v1/conversations/{id}", s.authAs(responses.Client, loaded(s.loadConversation, s.getConversation)))
+	mux.HandleFunc("POST /v1/conversations/{id}", s.authAs(responses.Client, jsonBody(responses.Client, loaded(s.loadConversation, s.updateConversation))))
+	mux.HandleFunc("DELETE /v1/conversations/{id}", s.authAs(responses.Client, loaded(s.loadConversation, s.deleteConversation)))
+	mux.HandleFunc("GET /v1/conversations/{id}/items", s.authAs(responses.Client, loaded(s.loadConversation, s.listConversationItems)))
+	mux.HandleFunc("POST /v1/conversations/{id}/items", s.authAs(responses.Client, jsonBody(responses.Client, loaded(s.loadConversation, s.addConversationItems))))
+	mux.HandleFunc("GET /v1/conversations/{id}/items/{item_id}", s.authAs(responses.Client, loaded(s.loadConversation, s.getConversationItem)))
+	mux.HandleFunc("DELETE /v1/conversations/{id}/items/{item_id}", s.authAs(responses.Client, loaded(s.loadConversation, s.deleteConversationItem)))
 	mux.HandleFunc("POST /v1/messages", s.authAs(anthropic.Client, s.budgeted(anthropic.Client, jsonBody(anthropic.Client, s.protocolRequest(anthropic.Client, "msg_")))))
 	if s.Batches != nil {
 		mux.HandleFunc("POST /v1/files", s.auth(s.upload(s.uploadFile)))
 		mux.HandleFunc("GET /v1/files", s.auth(s.listFiles))
-		mux.HandleFunc("GET /v1/files/{id}", s.auth(s.getFile))
-		mux.HandleFunc("GET /v1/files/{id}/content", s.auth(s.fileContent))
-		mux.HandleFunc("DELETE /v1/files/{id}", s.auth(s.deleteFile))
+		mux.HandleFunc("GET /v1/files/{id}", s.auth(loaded(s.loadFile, s.getFile)))
+		mux.HandleFunc("GET /v1/files/{id}/content", s.auth(loaded(s.loadFile, s.fileContent)))
+		mux.HandleFunc("DELETE /v1/files/{id}", s.auth(loaded(s.loadFile, s.deleteFile)))
 		mux.HandleFunc("POST /v1/batches", s.auth(s.budgeted(openaichat.Client, jsonBody(openaichat.Client, s.createBatch))))
 		mux.HandleFunc("GET /v1/batches", s.auth(s.listBatches))
 		mux.HandleFunc("GET /v1/batches/{id}", s.auth(s.getBatch))
@@ -199,10 +200,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/research", s.auth(s.listResearch))
 	mux.HandleFunc("GET /v1/research/agents", s.auth(s.listResearchAgents))
 	mux.HandleFunc("POST /v1/research/agents/{name}/webhook", s.researchAgentWebhook)
-	mux.HandleFunc("GET /v1/research/{id}", s.auth(s.getResearch))
-	mux.HandleFunc("GET /v1/research/{id}/events", s.auth(s.researchEvents))
-	mux.HandleFunc("POST /v1/research/{id}/cancel", s.auth(s.cancelResearch))
-	mux.HandleFunc("POST /v1/research/{id}/plan", s.auth(jsonBody(openaichat.Client, s.planResearch)))
+	mux.HandleFunc("GET /v1/research/{id}", s.auth(loaded(s.loadRun, s.getResearch)))
+	mux.HandleFunc("GET /v1/research/{id}/events", s.auth(loaded(s.loadRun, s.researchEvents)))
+	mux.HandleFunc("POST /v1/research/{id}/cancel", s.auth(loaded(s.loadRun, s.cancelResearch)))
+	mux.HandleFunc("POST /v1/research/{id}/plan", s.auth(jsonBody(openaichat.Client, loaded(s.loadRun, s.planResearch))))
 	mux.HandleFunc("GET /v1/usage", s.auth(s.usage))
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpRoute())
@@ -212,11 +213,11 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /console/", console.Pages())
 	}
 	mux.HandleFunc("GET /v1/jobs", s.auth(s.listJobs))
-	mux.HandleFunc("GET /v1/jobs/{id}/request", s.auth(s.jobRequest))
+	mux.HandleFunc("GET /v1/jobs/{id}/request", s.auth(loaded(s.loadJob, s.jobRequest)))
 	mux.HandleFunc("GET /v1/usage/daily", s.auth(s.dailyUsage))
 	mux.HandleFunc("GET /v1/engines", s.auth(s.engineHealth))
 	mux.HandleFunc("GET /healthz", healthz)
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, s.Bus, s.Store.Health, s.Log) })
+	mux.HandleFunc("GET /readyz", (&Ops{Bus: s.Bus, Store: s.Store.Health, Log: s.Log}).readyz)
 	// With tenants the API port is public: metrics (tenants, models, costs) are
 	// served only on the internal listener, FLEET_METRICS_ADDR (Ops).
 	if s.Metrics != nil && s.Tenants == nil {
@@ -294,6 +295,16 @@ func jsonBody(codec wire.ClientCodec, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// loaded serves h with what load reads for the request (the job, run, file or
+// conversation its path names); load has answered when it returns nil.
+func loaded[T any](load func(http.ResponseWriter, *http.Request) *T, h func(http.ResponseWriter, *http.Request, *T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if v := load(w, r); v != nil {
+			h(w, r, v)
+		}
+	}
+}
+
 // readBody reads a bounded body; it has answered the request (in the OpenAI shape)
 // when it returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
@@ -345,10 +356,7 @@ func NewTenants(ts []config.Tenant) (*Tenants, error) {
 // of is the tenant whose key r carries, as "Authorization: Bearer <key>" or
 // "x-api-key: <key>"; false for a missing or unknown key.
 func (t *Tenants) of(r *http.Request) (string, bool) {
-	key := bearer(r.Header.Get("Authorization"))
-	if key == "" {
-		key = strings.TrimSpace(r.Header.Get("X-Api-Key"))
-	}
+	key := cmp.Or(bearer(r.Header.Get("Authorization")), strings.TrimSpace(r.Header.Get("X-Api-Key")))
 	tenant, ok := t.byKeyHash[sha256.Sum256([]byte(key))]
 	return tenant, key != "" && ok
 }
@@ -424,15 +432,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				}
 			}
 			if s.Metrics != nil {
-				status := rec.status
-				if status == 0 {
-					status = http.StatusOK
-				}
-				route := r.Pattern
-				if route == "" {
-					route = "unmatched"
-				}
-				s.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+				route := cmp.Or(r.Pattern, "unmatched")
+				s.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(cmp.Or(rec.status, http.StatusOK))).Inc()
 			}
 		}()
 		next.ServeHTTP(rec, r)
@@ -455,10 +456,7 @@ func validJobID(id string) bool {
 	if len(id) < 5 || len(id) > 64 {
 		return false
 	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(id, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_')
+	})
 }

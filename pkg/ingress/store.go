@@ -36,7 +36,6 @@ type Jobs interface {
 	RecordRetention() time.Duration
 	GetJob(ctx context.Context, id string) (*state.Job, error)
 	DeleteJob(ctx context.Context, id string) error
-	ArchiveJob(ctx context.Context, id string) (int64, error)
 	ForgetAnswer(ctx context.Context, id string) (bool, error)
 	ClaimIdempotency(ctx context.Context, tenant, key, jobID, requestHash string, ttl time.Duration) (ok bool, existingJob, existingHash string, err error)
 	IdempotencyClaimed(ctx context.Context, tenant, key string) (bool, error)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -62,10 +63,7 @@ func (a apiCaller) call(ctx context.Context, req *mcp.CallToolRequest, method, p
 	hr.RemoteAddr = "127.0.0.1:0"
 	rec := &recorder{header: http.Header{}}
 	a.h.ServeHTTP(rec, hr)
-	status := rec.status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(rec.status, http.StatusOK)
 	switch {
 	case rec.tooBig:
 		return toolError("The fleet's answer was too large to return.")

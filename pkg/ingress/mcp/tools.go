@@ -1,12 +1,12 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -96,10 +96,7 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		return res, nil
 	}
 	r := out.Result
-	sr := searchResult{JobID: out.ID, Engine: r.Engine, Query: r.Query, Summary: r.Summary, Results: make([]hit, 0, len(r.Hits)), Usage: r.Usage}
-	for _, h := range r.Hits {
-		sr.Results = append(sr.Results, hit{Title: h.Title, URL: h.URL, Source: h.Source, Snippet: h.Snippet, Published: h.Published})
-	}
+	sr := searchResult{JobID: out.ID, Engine: r.Engine, Query: r.Query, Summary: r.Summary, Results: append([]engines.Hit{}, r.Hits...), Usage: r.Usage}
 	text := r.Citation.LLMContent
 	if strings.TrimSpace(text) == "" {
 		text = renderHits(&r)
@@ -114,16 +111,8 @@ type searchResult struct {
 	Engine  string        `json:"engine"`
 	Query   string        `json:"query"`
 	Summary string        `json:"summary,omitempty"`
-	Results []hit         `json:"results"`
+	Results []engines.Hit `json:"results"`
 	Usage   engines.Usage `json:"usage"`
-}
-
-type hit struct {
-	Title     string    `json:"title"`
-	URL       string    `json:"url"`
-	Source    string    `json:"source,omitempty"`
-	Snippet   string    `json:"snippet,omitempty"`
-	Published time.Time `json:"published,omitzero"`
 }
 
 // renderHits is a result's text when the engine rendered none.
@@ -163,11 +152,7 @@ func (t *tools) fetch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	text := p.Text
 	p.Text = ""
 	p.JobID = out.ID
-	u := p.FinalURL
-	if u == "" {
-		u = p.URL
-	}
-	head := fmt.Sprintf("Page %s (%s, %d bytes).", u, p.ContentType, p.Bytes)
+	head := fmt.Sprintf("Page %s (%s, %d bytes).", cmp.Or(p.FinalURL, p.URL), p.ContentType, p.Bytes)
 	if p.Title != "" {
 		// The page wrote its title: it goes inside the delimiters, with its text.
 		text = "Title: " + p.Title + "\n\n" + text

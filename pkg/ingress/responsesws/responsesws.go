@@ -26,6 +26,7 @@ package responsesws
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,13 +170,7 @@ func (s *Server) Close() {
 // stands for. error.code is always set (the error type when the fleet's error has
 // none).
 func socketError(e *wire.Error) []byte {
-	code := e.Code
-	if code == "" {
-		code = e.Type
-	}
-	if code == "" {
-		code = "server_error"
-	}
+	code := cmp.Or(e.Code, e.Type, "server_error")
 	var param any
 	if e.Param != "" {
 		param = e.Param
@@ -517,14 +513,12 @@ func (sw *socketWriter) Write(p []byte) (int, error) {
 	}
 	sw.buf.Write(p)
 	for {
-		frame, rest, ok := bytes.Cut(sw.buf.Bytes(), []byte("\n\n"))
+		frame, _, ok := bytes.Cut(sw.buf.Bytes(), []byte("\n\n"))
 		if !ok {
 			return len(p), nil
 		}
 		sw.event(frame)
-		next := append([]byte(nil), rest...)
-		sw.buf.Reset()
-		sw.buf.Write(next)
+		sw.buf.Next(len(frame) + 2)
 	}
 }
 
@@ -608,16 +602,12 @@ type socketEntry struct {
 func (c *socketCache) conversation(id string) []json.RawMessage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range c.entries {
-		if e.id == id {
-			var items []json.RawMessage
-			if json.Unmarshal(e.convo, &items) != nil {
-				return nil
-			}
-			return items
-		}
+	i := slices.IndexFunc(c.entries, func(e socketEntry) bool { return e.id == id })
+	var items []json.RawMessage
+	if i < 0 || json.Unmarshal(c.entries[i].convo, &items) != nil {
+		return nil
 	}
-	return nil
+	return items
 }
 
 // remember keeps a response's conversation, forgetting the oldest ones past the
@@ -643,10 +633,5 @@ func (c *socketCache) remember(id string, convo json.RawMessage) {
 func (c *socketCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, e := range c.entries {
-		if e.id == id {
-			c.entries = append(c.entries[:i], c.entries[i+1:]...)
-			return
-		}
-	}
+	c.entries = slices.DeleteFunc(c.entries, func(e socketEntry) bool { return e.id == id })
 }
