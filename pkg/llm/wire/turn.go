@@ -110,15 +110,10 @@ func (c ToolCall) Chat() llm.ToolCall {
 // ChatTool reads a Chat function tool ({"type":"function","function":{…}}).
 func ChatTool(raw json.RawMessage) (Tool, error) {
 	var t struct {
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
-		} `json:"function"`
+		Function Tool `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return Tool{}, err
 	}
-	return Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters, Strict: t.Function.Strict}, nil
+	return t.Function, nil
 }
