@@ -256,20 +256,8 @@ func citedPart(text string, sources []llm.NativeSource) wire.Part {
 	return p
 }
 
-// chatModelRequest is ChatModel's request, its files as api reads them, with native
-// changes its out.
-func chatModelRequest(r *wire.Request, api wire.ModelAPI, model string, native func(out wire.TopLevel)) ([]byte, error) {
-	out, err := chatModelFields(r, api, model)
-	if err != nil {
-		return nil, err
-	}
-	native(out)
-	return json.Marshal(out)
-}
-
 // toolList returns the tools of a request being built.
 func toolList(out wire.TopLevel) []any {
-	v := out["tools"]
-	tools, _ := v.([]any)
+	tools, _ := out["tools"].([]any)
 	return tools
 }
