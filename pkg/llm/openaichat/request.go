@@ -315,12 +315,8 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 			continue
 		case wire.RoleAssistant:
 			msg := &chatOutMessage{Role: "assistant"}
-			var b strings.Builder
-			for _, p := range texts {
-				b.WriteString(p.Text)
-			}
-			if b.Len() > 0 || len(calls) == 0 {
-				msg.Content = b.String()
+			if text := wire.JoinText(texts); text != "" || len(calls) == 0 {
+				msg.Content = text
 			}
 			if len(calls) > 0 {
 				msg.ToolCalls = calls

@@ -53,7 +53,7 @@ func TurnOf(r *Response) *Turn {
 }
 
 // Text is the turn's text parts joined.
-func (t *Turn) Text() string { return textOf(t.Parts) }
+func (t *Turn) Text() string { return JoinText(t.Parts) }
 
 // Calls are the turn's tool calls, in order.
 func (t *Turn) Calls() []ToolCall {
