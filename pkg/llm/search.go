@@ -287,9 +287,7 @@ func chatSearchTool(param string, raw json.RawMessage) (bool, *SearchOptions, er
 		return false, nil, nil // not an object: the function-tool check reports it
 	}
 	var typ string
-	if v, ok := t["type"]; ok {
-		json.Unmarshal(v, &typ)
-	}
+	json.Unmarshal(t["type"], &typ) // absent: ""
 	settings := func(key string) (*SearchOptions, error) {
 		if inner, ok := t[key]; ok && !isNull(inner) {
 			var fields map[string]json.RawMessage // fresh: decoding into t would merge the two

@@ -204,8 +204,7 @@ func anthropicThinkingConfig(out wire.TopLevel, c *wire.ReasoningConfig) {
 	case c.BudgetOf() > 0:
 		budget := max(c.BudgetOf(), 1024)
 		out.Set("thinking", map[string]any{"type": "enabled", "budget_tokens": budget})
-		v := out["max_tokens"]
-		if mt, _ := v.(int); mt <= budget {
+		if mt, _ := out["max_tokens"].(int); mt <= budget {
 			out.Set("max_tokens", budget+anthropicDefaultMaxTokens)
 		}
 	}

@@ -416,10 +416,7 @@ func (acc *geminiAccumulator) response() *wire.Response {
 	}
 	for i, p := range acc.parts {
 		if fc := p.FunctionCall; fc != nil {
-			id := fc.ID
-			if id == "" {
-				id = geminiCallID(acc.id, i, fc.Name, fc.Args)
-			}
+			id := cmp.Or(fc.ID, geminiCallID(acc.id, i, fc.Name, fc.Args))
 			if p.ThoughtSignature != "" {
 				r.Content = append(r.Content, wire.Part{Kind: wire.PartReasoning, Reasoning: &wire.Reasoning{Protocol: wire.Gemini, Signature: p.ThoughtSignature}})
 			}

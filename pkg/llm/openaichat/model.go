@@ -37,16 +37,12 @@ func (chatModel) Path(string, bool) string { return "/chat/completions" }
 // reasoning_effort, a streamed request asking for the final usage chunk. The
 // request's own Chat parameters (Params) go along.
 func (chatModel) EncodeRequest(r *wire.Request, model string) ([]byte, error) {
-	out, err := chatModelFields(r, Model, model)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(out)
+	return chatModelRequest(r, Model, model, func(wire.TopLevel) {})
 }
 
-// chatModelFields are the fields of ChatModel's request, its files as api
-// (ChatModel, Kimi's or GLM's) reads them.
-func chatModelFields(r *wire.Request, api wire.ModelAPI, model string) (wire.TopLevel, error) {
+// chatModelRequest is ChatModel's request, its files as api (ChatModel, Kimi's or
+// GLM's) reads them, with native's changes to its fields (the provider's own search).
+func chatModelRequest(r *wire.Request, api wire.ModelAPI, model string, native func(out wire.TopLevel)) ([]byte, error) {
 	r, err := wire.ModelFiles(r, api, model)
 	if err != nil {
 		return nil, err
@@ -66,7 +62,8 @@ func chatModelFields(r *wire.Request, api wire.ModelAPI, model string) (wire.Top
 		out.Set("stream", true)
 		out.Set("stream_options", map[string]bool{"include_usage": true})
 	}
-	return out, nil
+	native(out)
+	return json.Marshal(out)
 }
 
 // chatOwnReasoning is an assistant message's reasoning_content from a Chat model's

@@ -117,19 +117,14 @@ func (kimiModel) DecodeResponse(body []byte) (*wire.Response, error) {
 // each $web_search call's arguments verbatim in a tool message (with the documented
 // name).
 func (kimiModel) Continue(request, answer []byte) ([]byte, bool) {
-	var a struct {
-		Choices []struct {
-			Message      json.RawMessage `json:"message"`
-			FinishReason string          `json:"finish_reason"`
-		} `json:"choices"`
-	}
-	if json.Unmarshal(answer, &a) != nil || len(a.Choices) == 0 || a.Choices[0].FinishReason != "tool_calls" {
+	c, err := llm.ParseCompletion(answer)
+	if err != nil || c.FinishReason != "tool_calls" {
 		return nil, false
 	}
 	var m struct {
 		ToolCalls []llm.ToolCall `json:"tool_calls"`
 	}
-	json.Unmarshal(a.Choices[0].Message, &m)
+	json.Unmarshal(c.Message, &m)
 	if len(m.ToolCalls) == 0 {
 		return nil, false
 	}
@@ -138,7 +133,7 @@ func (kimiModel) Continue(request, answer []byte) ([]byte, bool) {
 	if json.Unmarshal(request, &top) != nil || json.Unmarshal(top["messages"], &msgs) != nil {
 		return nil, false
 	}
-	msgs = append(msgs, a.Choices[0].Message)
+	msgs = append(msgs, c.Message)
 	for _, tc := range m.ToolCalls {
 		if tc.Function.Name != kimiWebSearch {
 			return nil, false
@@ -261,20 +256,8 @@ func citedPart(text string, sources []llm.NativeSource) wire.Part {
 	return p
 }
 
-// chatModelRequest is ChatModel's request, its files as api reads them, with native
-// changes its out.
-func chatModelRequest(r *wire.Request, api wire.ModelAPI, model string, native func(out wire.TopLevel)) ([]byte, error) {
-	out, err := chatModelFields(r, api, model)
-	if err != nil {
-		return nil, err
-	}
-	native(out)
-	return json.Marshal(out)
-}
-
 // toolList returns the tools of a request being built.
 func toolList(out wire.TopLevel) []any {
-	v := out["tools"]
-	tools, _ := v.([]any)
+	tools, _ := out["tools"].([]any)
 	return tools
 }

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -314,12 +315,8 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 			continue
 		case wire.RoleAssistant:
 			msg := &chatOutMessage{Role: "assistant"}
-			var b strings.Builder
-			for _, p := range texts {
-				b.WriteString(p.Text)
-			}
-			if b.Len() > 0 || len(calls) == 0 {
-				msg.Content = b.String()
+			if text := wire.JoinText(texts); text != "" || len(calls) == 0 {
+				msg.Content = text
 			}
 			if len(calls) > 0 {
 				msg.ToolCalls = calls
@@ -349,14 +346,7 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 // chatContent renders parts as a Chat content: a string when it is text only, else
 // text, image_url and file parts, each with only its own field.
 func chatContent(parts []wire.Part) any {
-	allText := true
-	for _, p := range parts {
-		if p.Kind != wire.PartText {
-			allText = false
-			break
-		}
-	}
-	if allText {
+	if !slices.ContainsFunc(parts, func(p wire.Part) bool { return p.Kind != wire.PartText }) {
 		return wire.TextLines(parts)
 	}
 	items := make([]map[string]any, 0, len(parts))

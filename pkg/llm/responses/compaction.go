@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -140,13 +141,8 @@ func DecodeCompaction(param, content string) (wire.Message, error) {
 		return wire.Message{}, bad
 	}
 	var m wire.Message
-	if json.Unmarshal(raw, &m) != nil || m.Role != wire.RoleAssistant {
+	if json.Unmarshal(raw, &m) != nil || m.Role != wire.RoleAssistant || slices.ContainsFunc(m.Parts, func(p wire.Part) bool { return p.Kind != wire.PartText }) {
 		return wire.Message{}, bad
-	}
-	for _, p := range m.Parts {
-		if p.Kind != wire.PartText {
-			return wire.Message{}, bad
-		}
 	}
 	return m, nil
 }

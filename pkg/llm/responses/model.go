@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -173,17 +174,8 @@ func responsesSearchTool(o *llm.SearchOptions) map[string]any {
 // responsesInputContent renders a message's text and images: a string when it is
 // text only, else input parts (an assistant's earlier text is output_text).
 func responsesInputContent(parts []wire.Part, assistant bool) any {
-	var b strings.Builder
-	textOnly := true
-	for _, p := range parts {
-		if p.Kind != wire.PartText {
-			textOnly = false
-			continue
-		}
-		b.WriteString(p.Text)
-	}
-	if textOnly || assistant {
-		return b.String()
+	if assistant || !slices.ContainsFunc(parts, func(p wire.Part) bool { return p.Kind != wire.PartText }) {
+		return wire.JoinText(parts)
 	}
 	return responsesInputParts(parts)
 }

@@ -58,8 +58,7 @@ func reasoningConfig(out wire.TopLevel, r *wire.Request) {
 			return
 		}
 	}
-	v := out["include"]
-	include, _ := v.([]string)
+	include, _ := out["include"].([]string)
 	out.Set("include", append(include, "reasoning.encrypted_content"))
 }
 

@@ -351,17 +351,12 @@ func responsesTools(r *wire.Request, v json.RawMessage) error {
 		json.Unmarshal(t["type"], &typ)
 		switch typ {
 		case "function":
-			var f struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-				Strict      *bool           `json:"strict"`
-			}
+			var f wire.Tool
 			raw, _ := json.Marshal(t)
 			if json.Unmarshal(raw, &f) != nil || f.Name == "" {
 				return wire.Invalid(param, "%s: a function tool needs a name", param)
 			}
-			r.Tools = append(r.Tools, wire.Tool{Name: f.Name, Description: f.Description, Parameters: f.Parameters, Strict: f.Strict})
+			r.Tools = append(r.Tools, f)
 		case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11":
 			o, err := llm.ParseSearchSettings(param, t)
 			if err != nil {

@@ -405,18 +405,10 @@ func JoinCited(parts []Part, cite func(c Citation, start, end int)) string {
 }
 
 // Text returns the answer's text parts joined.
-func (r *Response) Text() string { return textOf(r.Content) }
+func (r *Response) Text() string { return JoinText(r.Content) }
 
-// textOf is the text parts of parts joined.
-func textOf(parts []Part) string {
-	var s string
-	for _, p := range parts {
-		if p.Kind == PartText {
-			s += p.Text
-		}
-	}
-	return s
-}
+// JoinText is the text parts of parts joined (JoinCited, the citations left out).
+func JoinText(parts []Part) string { return JoinCited(parts, func(Citation, int, int) {}) }
 
 // Error is a request the fleet refuses or a job that failed, rendered by each codec in
 // its protocol's error shape.

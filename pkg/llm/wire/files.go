@@ -224,10 +224,7 @@ func mapFiles(r *Request, fn func(f *File) (Part, bool, error)) (*Request, error
 			out.Messages[i].Parts[j] = np
 		}
 	}
-	if out == nil {
-		return r, nil
-	}
-	return out, nil
+	return cmp.Or(out, r), nil
 }
 
 // textNames are file name extensions of text files that mime does not know everywhere.

@@ -186,6 +186,9 @@ func isPDFSpace(c byte) bool {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == 0
 }
 
+// pdfEscapes are the characters of a literal string's one-letter escapes.
+var pdfEscapes = map[byte]byte{'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'f': '\f'}
+
 // pdfLiteral reads a literal string "( … )" at the start of b: its bytes, escapes
 // resolved, and how many bytes of b it took.
 func pdfLiteral(b []byte) ([]byte, int) {
@@ -210,33 +213,23 @@ func pdfLiteral(b []byte) ([]byte, int) {
 			if i >= len(b) {
 				return s, i
 			}
-			switch e := b[i]; e {
-			case 'n':
-				s = append(s, '\n')
-			case 'r':
-				s = append(s, '\r')
-			case 't':
-				s = append(s, '\t')
-			case 'b':
-				s = append(s, '\b')
-			case 'f':
-				s = append(s, '\f')
-			case '\r', '\n': // a line continuation
+			switch e := b[i]; {
+			case pdfEscapes[e] != 0:
+				s = append(s, pdfEscapes[e])
+			case e == '\r' || e == '\n': // a line continuation
 				if e == '\r' && i+1 < len(b) && b[i+1] == '\n' {
 					i++
 				}
-			default:
-				if e >= '0' && e <= '7' {
-					v := 0
-					for k := 0; k < 3 && i < len(b) && b[i] >= '0' && b[i] <= '7'; k++ {
-						v = v*8 + int(b[i]-'0')
-						i++
-					}
-					i--
-					s = append(s, byte(v))
-				} else {
-					s = append(s, e)
+			case e >= '0' && e <= '7':
+				v := 0
+				for k := 0; k < 3 && i < len(b) && b[i] >= '0' && b[i] <= '7'; k++ {
+					v = v*8 + int(b[i]-'0')
+					i++
 				}
+				i--
+				s = append(s, byte(v))
+			default:
+				s = append(s, e)
 			}
 		default:
 			s = append(s, c)

@@ -191,21 +191,16 @@ func ChatReasoningValues(parts []Part) (content *string, entries []ChatReasoning
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	var own, text []string
+	var text []string
 	native := true
 	for _, e := range entries {
-		if e.Protocol != OpenAIChat {
-			native = false
-		}
+		native = native && e.Protocol == OpenAIChat
 		if e.Text != "" {
 			text = append(text, e.Text)
 		}
-		if e.Protocol == OpenAIChat {
-			own = append(own, e.Text)
-		}
 	}
 	if native {
-		s := strings.Join(own, "")
+		s := strings.Join(text, "") // the empty texts add nothing
 		return &s, nil
 	}
 	if len(text) > 0 {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -140,12 +141,9 @@ func (r *Response) SealReasoning(req *Request, s *Sealer, tenant string) {
 	if r.Status != StatusCompleted {
 		return
 	}
-	for _, p := range r.Content {
-		if p.Kind == PartReasoning && p.Reasoning != nil {
-			return
-		}
+	if !slices.ContainsFunc(r.Content, func(p Part) bool { return p.Kind == PartReasoning && p.Reasoning != nil }) {
+		r.Notes = append(r.Notes, "reasoning.encrypted_content is empty: the model gave no reasoning state for this answer")
 	}
-	r.Notes = append(r.Notes, "reasoning.encrypted_content is empty: the model gave no reasoning state for this answer")
 }
 
 // SealedPart is the part of a reasoning input item whose encrypted_content is one of

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -62,9 +63,10 @@ func LatestUserText(msgs []Message) string {
 		if msgs[i].Role != RoleUser {
 			continue
 		}
+		parts := msgs[i].Parts
 		var b strings.Builder
 		text := false
-		for _, p := range msgs[i].Parts {
+		for _, p := range parts {
 			if p.Kind == PartText {
 				if text {
 					b.WriteByte('\n')
@@ -73,18 +75,10 @@ func LatestUserText(msgs []Message) string {
 				text = true
 			}
 		}
-		if text || !onlyResults(msgs[i].Parts) {
+		onlyResults := len(parts) > 0 && !slices.ContainsFunc(parts, func(p Part) bool { return p.Kind != PartToolResult })
+		if text || !onlyResults {
 			return b.String()
 		}
 	}
 	return ""
-}
-
-func onlyResults(parts []Part) bool {
-	for _, p := range parts {
-		if p.Kind != PartToolResult {
-			return false
-		}
-	}
-	return len(parts) > 0
 }

@@ -93,9 +93,7 @@ func (r *Response) AddTrace(trace json.RawMessage) error {
 			res.Error = &SearchError{Code: cmp.Or(codes[typ], "unavailable"), Message: msg}
 		} else {
 			for _, s := range e.Sources {
-				if s.Title == "" {
-					s.Title = titles[s.URL]
-				}
+				s.Title = cmp.Or(s.Title, titles[s.URL])
 				if res.Fetch {
 					s.PageAge = "" // a page read carries its URL and title only
 				}
@@ -152,14 +150,11 @@ func (r *Response) ShowTo(req *Request, p Protocol) {
 	if search && fetch && reasoning {
 		return
 	}
-	var hidden map[string]bool
+	hidden := map[string]bool{}
 	kept := make([]Part, 0, len(r.Content))
 	for _, part := range r.Content {
 		switch {
 		case part.Kind == PartServerCall && !(part.Server.IsFetch() && fetch || !part.Server.IsFetch() && search):
-			if hidden == nil {
-				hidden = map[string]bool{}
-			}
 			hidden[part.Server.ID] = true
 			continue
 		case part.Kind == PartServerResult && hidden[part.Search.CallID]:

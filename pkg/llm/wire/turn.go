@@ -53,7 +53,7 @@ func TurnOf(r *Response) *Turn {
 }
 
 // Text is the turn's text parts joined.
-func (t *Turn) Text() string { return textOf(t.Parts) }
+func (t *Turn) Text() string { return JoinText(t.Parts) }
 
 // Calls are the turn's tool calls, in order.
 func (t *Turn) Calls() []ToolCall {
@@ -110,15 +110,10 @@ func (c ToolCall) Chat() llm.ToolCall {
 // ChatTool reads a Chat function tool ({"type":"function","function":{…}}).
 func ChatTool(raw json.RawMessage) (Tool, error) {
 	var t struct {
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
-		} `json:"function"`
+		Function Tool `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return Tool{}, err
 	}
-	return Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters, Strict: t.Function.Strict}, nil
+	return t.Function, nil
 }
