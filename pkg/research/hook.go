@@ -1,7 +1,6 @@
 package research
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,7 +80,11 @@ func findingOf(job *state.Job, round, index int) (Finding, float64, float64, []s
 		if resp, err := wire.DecodeAnswer(job.Response); err == nil {
 			f.Text = strings.TrimSpace(strings.TrimPrefix(resp.Text(), "(simulated answer)"))
 			for i, s := range resp.Sources {
-				f.Sources = append(f.Sources, Source{URL: s.URL, Title: s.Title, Excerpt: cmp.Or(pages[s.URL], excerptOf(f.Text, i+1))})
+				ex := pages[s.URL]
+				if ex == "" {
+					ex = excerptOf(f.Text, i+1) // scans the text: only for a page with no excerpt of its own
+				}
+				f.Sources = append(f.Sources, Source{URL: s.URL, Title: s.Title, Excerpt: ex})
 			}
 			if sp := resp.Usage.Spend; sp != nil {
 				model, search = sp.ModelCostUSD, sp.SearchCostUSD

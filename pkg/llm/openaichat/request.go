@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm"
@@ -346,7 +345,7 @@ func chatMessages(r *wire.Request, toModel bool) ([]any, error) {
 // chatContent renders parts as a Chat content: a string when it is text only, else
 // text, image_url and file parts, each with only its own field.
 func chatContent(parts []wire.Part) any {
-	if !slices.ContainsFunc(parts, func(p wire.Part) bool { return p.Kind != wire.PartText }) {
+	if wire.TextOnly(parts) {
 		return wire.TextLines(parts)
 	}
 	items := make([]map[string]any, 0, len(parts))

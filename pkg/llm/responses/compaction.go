@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/searchfleet/searchfleet/pkg/llm/wire"
@@ -141,7 +140,7 @@ func DecodeCompaction(param, content string) (wire.Message, error) {
 		return wire.Message{}, bad
 	}
 	var m wire.Message
-	if json.Unmarshal(raw, &m) != nil || m.Role != wire.RoleAssistant || slices.ContainsFunc(m.Parts, func(p wire.Part) bool { return p.Kind != wire.PartText }) {
+	if json.Unmarshal(raw, &m) != nil || m.Role != wire.RoleAssistant || !wire.TextOnly(m.Parts) {
 		return wire.Message{}, bad
 	}
 	return m, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -174,7 +173,7 @@ func responsesSearchTool(o *llm.SearchOptions) map[string]any {
 // responsesInputContent renders a message's text and images: a string when it is
 // text only, else input parts (an assistant's earlier text is output_text).
 func responsesInputContent(parts []wire.Part, assistant bool) any {
-	if assistant || !slices.ContainsFunc(parts, func(p wire.Part) bool { return p.Kind != wire.PartText }) {
+	if assistant || wire.TextOnly(parts) {
 		return wire.JoinText(parts)
 	}
 	return responsesInputParts(parts)

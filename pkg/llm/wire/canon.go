@@ -18,6 +18,7 @@ package wire
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -407,8 +408,22 @@ func JoinCited(parts []Part, cite func(c Citation, start, end int)) string {
 // Text returns the answer's text parts joined.
 func (r *Response) Text() string { return JoinText(r.Content) }
 
-// JoinText is the text parts of parts joined (JoinCited, the citations left out).
-func JoinText(parts []Part) string { return JoinCited(parts, func(Citation, int, int) {}) }
+// JoinText is the text parts of parts joined (JoinCited without the citations' spans,
+// which it counts code points for).
+func JoinText(parts []Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Kind == PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// TextOnly reports whether every part of parts is text.
+func TextOnly(parts []Part) bool {
+	return !slices.ContainsFunc(parts, func(p Part) bool { return p.Kind != PartText })
+}
 
 // Error is a request the fleet refuses or a job that failed, rendered by each codec in
 // its protocol's error shape.
