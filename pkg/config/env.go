@@ -257,8 +257,15 @@ func (e Env) Validate() error {
 	if e.MaxSearches < 0 {
 		bad("FLEET_MAX_SEARCHES must not be negative")
 	}
-	for name, n := range map[string]int{"FLEET_CHAT_MAX_IN_FLIGHT": e.ChatInFlight, "FLEET_CHAT_CONCURRENCY": e.ChatConcurrency, "FLEET_BATCH_CONCURRENCY": e.BatchConcurrency, "FLEET_SEARCH_CONCURRENCY": e.SearchConcurrency,
-		"FLEET_WEBHOOK_TENANT_IN_FLIGHT": e.WebhookTenantInFlight, "FLEET_WEBHOOK_HOST_IN_FLIGHT": e.WebhookHostInFlight, "FLEET_WEBHOOK_POOL": e.WebhookPool} {
+	for name, n := range map[string]int{
+		"FLEET_CHAT_MAX_IN_FLIGHT":       e.ChatInFlight,
+		"FLEET_CHAT_CONCURRENCY":         e.ChatConcurrency,
+		"FLEET_BATCH_CONCURRENCY":        e.BatchConcurrency,
+		"FLEET_SEARCH_CONCURRENCY":       e.SearchConcurrency,
+		"FLEET_WEBHOOK_TENANT_IN_FLIGHT": e.WebhookTenantInFlight,
+		"FLEET_WEBHOOK_HOST_IN_FLIGHT":   e.WebhookHostInFlight,
+		"FLEET_WEBHOOK_POOL":             e.WebhookPool,
+	} {
 		if n < 1 {
 			bad("%s must be at least 1 (got %d)", name, n)
 		}
